@@ -1,0 +1,158 @@
+"""Command line: ``python -m asynctc doctor | record <suite|all> | course | sass <kernel>``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from . import runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def chapters() -> list[Path]:
+    """The course notebooks, in order (``notebooks/NN_name.ipynb``)."""
+    return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def chapter_arch(nb_path: Path) -> str:
+    """The architecture a chapter's kernels need (notebook metadata ``asynctc.arch``)."""
+    import json
+    meta = json.loads(nb_path.read_text()).get("metadata", {}).get("asynctc", {})
+    return meta.get("arch", "sm_90a")
+
+
+def cmd_doctor(_args) -> int:
+    print(f"python        {sys.version.split()[0]}")
+    for n in ("asynctc", "cuda-core", "cuda-bindings", "nvidia-cuda-nvrtc", "numba-cuda", "numpy"):
+        try:
+            print(f"{n:13s} {metadata.version(n)}")
+        except metadata.PackageNotFoundError:
+            print(f"{n:13s} (not installed)")
+    try:
+        print("NVRTC         {}.{}".format(*runtime.nvrtc_version()))
+    except Exception as e:  # noqa: BLE001
+        print(f"NVRTC         unavailable: {e}")
+    try:
+        from . import sass
+        sass.nvdisasm_path()
+        print("nvdisasm      found")
+    except Exception as e:  # noqa: BLE001
+        print(f"nvdisasm      missing: {e}")
+    info = runtime.device_info()
+    if info is None:
+        print("GPU           none (no driver call was made)" if not runtime._driver_library_loadable()
+              else "GPU           none usable (driver probe failed or ASYNCTC_MODE=replay)")
+    else:
+        print(f"GPU           {info.name}, compute capability {info.cc[0]}.{info.cc[1]}, "
+              f"{info.sm_count} SMs, driver CUDA {info.driver_version // 1000}."
+              f"{info.driver_version % 1000 // 10}")
+    print(f"mode          {runtime.mode()}")
+    from . import bench
+    print(f"baseline      {bench.baseline_library() or 'none (cuBLAS needs torch or cupy)'}")
+    # Can this machine compile for both course architectures?
+    for arch in ("sm_90a", "sm_100a"):
+        try:
+            runtime.compile_kernel("probe.cu", "probe", arch)
+            ok = "compiles"
+        except Exception as e:  # noqa: BLE001
+            ok = f"does not compile: {e}"
+        live = "runs live" if runtime.runs_live(arch) else f"replay ({runtime.why_not_live(arch)})"
+        print(f"{arch:13s} {ok}; {live}")
+    for nb in chapters():
+        arch = chapter_arch(nb)
+        print(f"  {nb.stem:28s} {'live' if runtime.runs_live(arch) else 'replay'} ({arch})")
+    return 0
+
+
+def cmd_record(args) -> int:
+    from . import suites
+    names = list(suites.SUITES) if args.suite == ["all"] else args.suite
+    for n in names:
+        if n not in suites.SUITES:
+            print(f"unknown suite {n!r}; known: {', '.join(suites.SUITES)} or all", file=sys.stderr)
+            return 2
+    for n in names:
+        print(f"== {n}")
+        suites.run_suite(n, save=not args.no_save)
+    return 0
+
+
+def cmd_course(args) -> int:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    failed = 0
+    nbs = [nb for nb in chapters() if not args.chapters or nb.name[:2] in args.chapters]
+    for nb_path in nbs:
+        arch = chapter_arch(nb_path)
+        m = "live" if runtime.runs_live(arch) else "replay"
+        nb = nbformat.read(nb_path, as_version=4)
+        t0 = time.time()
+        status = "passed"
+        try:
+            NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+        except Exception as e:  # noqa: BLE001 - report and go on with the next chapter
+            status = "FAILED"
+            failed += 1
+            err = str(e).strip().splitlines()
+            (out / f"{nb_path.stem}.error.txt").write_text(str(e))
+            print(f"   {err[-1] if err else e}", file=sys.stderr)
+        nbformat.write(nb, out / nb_path.name)
+        html, _ = HTMLExporter().from_notebook_node(nb)
+        (out / f"{nb_path.stem}.html").write_text(html)
+        print(f"{nb_path.stem:28s} {m:6s} {status:6s} {time.time() - t0:7.1f} s", flush=True)
+    print(f"executed notebooks and HTML in {os.path.relpath(out, Path.cwd())}/")
+    return 1 if failed else 0
+
+
+def cmd_sass(args) -> int:
+    from . import gemm, sass
+    if args.kernel == "mma_sync":
+        ck = gemm.compile_mma_sync(args.dtype)
+    else:
+        print(f"unknown kernel {args.kernel!r}; known: mma_sync", file=sys.stderr)
+        return 2
+    text = sass.disassemble(ck.cubin)
+    print(f"{ck.name} [{ck.arch}] {ck.defines}: {ck.resources}")
+    for k, v in sass.class_counts(text).items():
+        print(f"  {k:10s} {v}")
+    if args.full:
+        print(text)
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m asynctc", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("doctor", help="what this machine can do")
+    r = sub.add_parser("record", help="run benchmark suites on the GPU and write data/")
+    r.add_argument("suite", nargs="+", help="suite names, or all")
+    r.add_argument("--no-save", action="store_true", help="print only; do not write data/")
+    c = sub.add_parser("course", help="execute every notebook (live on a capable GPU, else replay)")
+    c.add_argument("--out", default=str(ROOT / "build" / "course"))
+    c.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
+    c.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
+    s = sub.add_parser("sass", help="disassemble a course kernel")
+    s.add_argument("kernel")
+    s.add_argument("--dtype", default="float16")
+    s.add_argument("--full", action="store_true")
+    args = p.parse_args(argv)
+    return {"doctor": cmd_doctor, "record": cmd_record, "course": cmd_course,
+            "sass": cmd_sass}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""Chapter 01's synchronous Tensor Core GEMM (``kernels/gemm_mma_sync.cu``): compile, run, verify.
+
+``C = A · B`` with A (M×K) and B (K×N) row-major fp16 or bf16, C (M×N) row-major in the input dtype
+(or fp32), fp32 accumulation in ``mma.sync.aligned.m16n8k16`` (PTX ISA, "Warp-level matrix
+multiply-accumulate instructions: mma"). Three verbs, as in every kernel family of the course:
+
+* :func:`compile_mma_sync` — NVRTC → cubin for sm_90a (works without a GPU);
+* :func:`mma_sync_gemm` — validate the inputs in Python, then launch (needs a GPU of that arch);
+* :func:`verify_mma_sync` — fresh random inputs, poisoned output, float64 reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import runtime
+from .memory import DeviceArray
+
+#: Input dtypes and their kernel code (the ``DT`` define).
+DTYPES = {"float16": 0, "bfloat16": 1}
+
+
+def np_dtype(name: str) -> np.dtype:
+    """numpy dtype for a course dtype name ("float16", "bfloat16" via ml_dtypes, "float32")."""
+    if name == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaSyncTile:
+    """CTA tile ``bm``×``bn``×``bk`` and warp tile ``wm``×``wn`` (elements); ``group_m`` CTA rows
+    per raster group. ``threads`` = (bm/wm)·(bn/wn)·32; ``smem_bytes`` = 2 buffers × (A + B tile)."""
+
+    bm: int = 128
+    bn: int = 256
+    bk: int = 32
+    wm: int = 64
+    wn: int = 64
+    group_m: int = 8
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn) * 32
+
+    @property
+    def smem_bytes(self) -> int:
+        return 2 * (self.bm * self.bk + self.bk * self.bn) * 2
+
+    @property
+    def name(self) -> str:
+        return f"{self.bm}x{self.bn}x{self.bk}/w{self.wm}x{self.wn}"
+
+    def validate(self) -> None:
+        """Raise :class:`ValueError` naming the field when the kernel cannot be built for this tile."""
+        if self.bk not in (32, 64):
+            raise ValueError(f"bk={self.bk}: must be 32 or 64 (the A-tile swizzle covers 64- and "
+                             "128-byte rows)")
+        for f in ("wm", "wn"):
+            v = getattr(self, f)
+            if v <= 0 or v % 16:
+                raise ValueError(f"{f}={v}: a warp tile side must be a positive multiple of 16")
+        if self.bm % self.wm or self.bn % self.wn:
+            raise ValueError(f"warp tile {self.wm}x{self.wn} must divide CTA tile {self.bm}x{self.bn}")
+        if self.bn % 64:
+            raise ValueError(f"bn={self.bn}: must be a multiple of 64 (B rows span whole 128-byte "
+                             "lines for the B-tile swizzle)")
+        if not 32 <= self.threads <= 1024:
+            raise ValueError(f"threads={self.threads}: (bm/wm)·(bn/wn)·32 must be 32..1024")
+        if (self.bm * self.bk // 8) % self.threads or (self.bk * self.bn // 8) % self.threads:
+            raise ValueError(f"tile {self.name}: its 16-byte chunks must divide evenly among "
+                             f"{self.threads} threads")
+        if self.smem_bytes > 227 * 1024:
+            raise ValueError(f"smem_bytes={self.smem_bytes}: above the 227 KiB a block may use on sm_90")
+        acc_regs = (self.wm * self.wn) // 32
+        if acc_regs > 160:
+            raise ValueError(f"warp tile {self.wm}x{self.wn}: {acc_regs} fp32 accumulators per thread "
+                             "would spill (limit 160 here)")
+
+
+DEFAULT_TILE = MmaSyncTile()
+
+#: Tiles tried by the benchmark: the default and its neighbours.
+TILES = (MmaSyncTile(128, 256, 32, 64, 64), MmaSyncTile(128, 128, 32, 64, 32),
+         MmaSyncTile(256, 128, 32, 64, 64), MmaSyncTile(128, 128, 32, 64, 64))
+
+
+def compile_mma_sync(dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE, out_f32: bool = False,
+                     arch: str = "sm_90a") -> runtime.CompiledKernel:
+    """Compile the mma.sync GEMM for ``dtype`` ("float16" | "bfloat16") and ``tile``. No GPU needed."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype={dtype!r}: must be one of {sorted(DTYPES)}")
+    tile.validate()
+    return runtime.compile_kernel(
+        "gemm_mma_sync.cu", "gemm_mma_sync", arch,
+        defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn,
+                     DT=DTYPES[dtype], OUT_F32=int(out_f32), GROUP_M=tile.group_m))
+
+
+def check_shapes(m: int, n: int, k: int, tile: MmaSyncTile = DEFAULT_TILE) -> None:
+    """Raise :class:`ValueError` when (M, N, K) is not a whole number of tiles.
+
+    The kernel has no edge handling: M % bm, N % bn and K % bk must all be 0.
+    """
+    for name, v, t in (("M", m, tile.bm), ("N", n, tile.bn), ("K", k, tile.bk)):
+        if v <= 0 or v % t:
+            raise ValueError(f"{name}={v}: the mma.sync GEMM with tile {tile.name} needs {name} to be "
+                             f"a positive multiple of {t}")
+        if v >= 2**31:
+            raise ValueError(f"{name}={v}: must be < 2^31 (32-bit index arithmetic)")
+
+
+def _check_operand(x, what: str, dtype: np.dtype) -> None:
+    if x.dtype != dtype:
+        raise ValueError(f"{what}.dtype={x.dtype}: expected {dtype} (same as A)")
+    if len(x.shape) != 2:
+        raise ValueError(f"{what}.shape={x.shape}: must be 2-D")
+    if isinstance(x, DeviceArray) and x.ptr % 16:
+        raise ValueError(f"{what} address {x.ptr:#x}: must be 16-byte aligned (16-byte vector loads)")
+
+
+def mma_sync_gemm(a, b, *, tile: MmaSyncTile = DEFAULT_TILE, out: DeviceArray | None = None,
+                  out_f32: bool = False, stream=None) -> DeviceArray:
+    """``out = a @ b`` with the chapter-01 kernel; returns ``out`` (a :class:`DeviceArray`).
+
+    ``a`` (M×K), ``b`` (K×N): fp16 or bf16 numpy arrays or :class:`DeviceArray` (C-contiguous,
+    16-byte aligned). ``out``: M×N in the input dtype (fp32 when ``out_f32``), allocated when None.
+    Raises :class:`ValueError` for bad dtypes, shapes or alignment, before anything reaches the GPU;
+    :class:`~asynctc.runtime.NoGPUError` without an sm_90 GPU.
+    """
+    dt = np.dtype(a.dtype)
+    if dt.name not in DTYPES:
+        raise ValueError(f"a.dtype={dt}: must be float16 or bfloat16")
+    _check_operand(a, "a", dt)
+    _check_operand(b, "b", dt)
+    (m, k), (k2, n) = a.shape, b.shape
+    if k2 != k:
+        raise ValueError(f"b.shape={b.shape}: b must have K={k} rows to match a.shape={a.shape}")
+    check_shapes(m, n, k, tile)
+    odt = np.dtype(np.float32) if out_f32 else dt
+    if out is not None and (out.shape != (m, n) or out.dtype != odt):
+        raise ValueError(f"out: shape {out.shape} / dtype {out.dtype}, expected {(m, n)} / {odt}")
+    ck = compile_mma_sync(dt.name, tile, out_f32)
+    da = a if isinstance(a, DeviceArray) else DeviceArray.from_host(a, stream)
+    db = b if isinstance(b, DeviceArray) else DeviceArray.from_host(b, stream)
+    if out is None:
+        out = DeviceArray.poisoned((m, n), odt, stream)
+    launcher(ck, tile, da, db, out, stream)()
+    return out
+
+
+def launcher(ck: runtime.CompiledKernel, tile: MmaSyncTile, a: DeviceArray, b: DeviceArray,
+             out: DeviceArray, stream=None):
+    """A zero-argument callable that enqueues one launch (for timing loops); inputs pre-validated."""
+    m, k = a.shape
+    n = b.shape[1]
+    grid = (m // tile.bm) * (n // tile.bn)
+    i32 = np.int32
+    runtime.check_launch(grid, tile.threads, tile.smem_bytes, ck)
+
+    def run():
+        runtime.launch(ck, grid, tile.threads, a, b, out, i32(m), i32(n), i32(k),
+                       shmem_bytes=tile.smem_bytes, stream=stream)
+    return run
+
+
+# --------------------------------------------------------------------------------------------------
+# Verification
+# --------------------------------------------------------------------------------------------------
+
+def random_operands(m: int, n: int, k: int, dtype: str, seed: int | None = None):
+    """Fresh standard-normal A (M×K) and B (K×N) rounded to ``dtype`` (never zeros or ±1)."""
+    rng = np.random.default_rng(seed)
+    dt = np_dtype(dtype)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
+    return a, b
+
+
+def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float64 ``a @ b`` of the (already rounded) inputs."""
+    return a.astype(np.float64) @ b.astype(np.float64)
+
+
+#: Relative Frobenius error allowed per output dtype: fp32 accumulation is far below these; the
+#: output's own rounding (2^-11 fp16, 2^-8 bf16, relative) sets them.
+TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-4}
+
+
+@dataclasses.dataclass
+class Check:
+    """Outcome of one correctness check against the float64 reference."""
+
+    shape: tuple[int, int, int]
+    dtype: str
+    rel_err: float
+    tol: float
+    unwritten: int
+
+    @property
+    def passed(self) -> bool:
+        return self.unwritten == 0 and np.isfinite(self.rel_err) and self.rel_err <= self.tol
+
+    def as_dict(self) -> dict:
+        return {"shape": list(self.shape), "dtype": self.dtype, "rel_err": self.rel_err,
+                "tol": self.tol, "unwritten": self.unwritten, "passed": bool(self.passed)}
+
+
+def compare(out: np.ndarray, ref: np.ndarray, dtype: str, shape) -> Check:
+    """Relative Frobenius error of ``out`` against ``ref``; NaNs (poison left unwritten) counted."""
+    o = out.astype(np.float64)
+    unwritten = int(np.count_nonzero(~np.isfinite(o)))
+    err = float(np.linalg.norm(np.nan_to_num(o, nan=0.0) - ref) / np.linalg.norm(ref)) \
+        if unwritten == 0 else float("nan")
+    return Check(tuple(shape), dtype, err, TOLERANCE[np.dtype(out.dtype).name
+                                                      if np.dtype(out.dtype).name in TOLERANCE
+                                                      else dtype], unwritten)
+
+
+def verify_mma_sync(m: int, n: int, k: int, dtype: str = "float16",
+                    tile: MmaSyncTile = DEFAULT_TILE, seed: int | None = None,
+                    out_f32: bool = False) -> Check:
+    """Run the kernel on fresh random inputs with a poisoned output; compare with float64."""
+    a, b = random_operands(m, n, k, dtype, seed)
+    out = mma_sync_gemm(a, b, tile=tile, out_f32=out_f32).to_host()
+    return compare(out, reference(a, b), dtype, (m, n, k))

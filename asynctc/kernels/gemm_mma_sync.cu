@@ -1,0 +1,195 @@
+// Chapter 01 — the synchronous Tensor Core GEMM: C = A · B with mma.sync.m16n8k16.
+//
+//   A: M x K row-major (K contiguous), B: K x N row-major (N contiguous), fp16 or bf16.
+//   C: M x N row-major, in the input dtype (OUT_F32=0) or fp32 (OUT_F32=1); fp32 accumulation.
+//
+// The data path is the pre-Hopper "synchronous" one, every step done by the threads themselves:
+//   global --(16-byte loads into registers)--> registers --(stores)--> shared memory
+//          --(ldmatrix)--> fragment registers --(mma.sync)--> fp32 accumulators,
+// with __syncthreads() between the stages. It is tuned, not a straw man: a 128x256 CTA tile, 64x64
+// warp tiles (32 mma per 8 ldmatrix per k16 step), shared-memory tiles XOR-swizzled so that neither
+// the 16-byte stores nor ldmatrix hit bank conflicts, two shared-memory buffers so that one
+// __syncthreads per k-tile suffices, and the next k-tile's global loads issued into registers before
+// this k-tile's math (register prefetch), so load latency hides behind the mma.sync instructions.
+// What it cannot do is let the copy run without the threads: every byte passes through registers,
+// and every warp stops at every __syncthreads. Chapters 02-06 remove those two limits.
+//
+// Compile-time parameters (defines): BM, BN, BK (CTA tile), WM, WN (warp tile), DT (0 fp16, 1 bf16),
+// OUT_F32, GROUP_M (CTA raster grouping for L2 reuse). Requirements, checked in Python
+// (asynctc.gemm): M % BM == 0, N % BN == 0, K % BK == 0, BK in {32, 64}, WM % 16 == 0, WN % 16 == 0.
+
+#include "ptx/common.cuh"
+#include "ptx/ldmatrix.cuh"
+#include "ptx/mma.cuh"
+#include "ptx/cvt.cuh"
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 64
+#endif
+#ifndef DT
+#define DT 0
+#endif
+#ifndef OUT_F32
+#define OUT_F32 0
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+
+constexpr int WARPS_M = BM / WM;
+constexpr int WARPS_N = BN / WN;
+constexpr int THREADS = WARPS_M * WARPS_N * 32;
+constexpr int MT = WM / 16;              // m16 tiles per warp
+constexpr int NT = WN / 8;               // n8 tiles per warp
+constexpr int A_CHUNKS_ROW = BK / 8;     // 16-byte chunks per A-tile row
+constexpr int B_CHUNKS_ROW = BN / 8;     // 16-byte chunks per B-tile row
+constexpr int A_LOADS = BM * BK / 8 / THREADS;  // 16-byte global loads per thread per k-tile
+constexpr int B_LOADS = BK * BN / 8 / THREADS;
+constexpr int A_TILE_BYTES = BM * BK * 2;
+constexpr int B_TILE_BYTES = BK * BN * 2;
+
+static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the CTA tile");
+static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16x16");
+static_assert(BK == 32 || BK == 64, "BK must be 32 or 64 (swizzle below)");
+static_assert(BM * BK / 8 % THREADS == 0 && BK * BN / 8 % THREADS == 0, "loads must divide evenly");
+static_assert(BN % 64 == 0, "B rows must span whole 128-byte lines for the B swizzle");
+
+// Byte offset of 16-byte chunk c of row r in the A tile (rows of BK*2 bytes). XOR-swizzled so that
+// the 8 rows read by one ldmatrix phase, and the 8 chunks written by one store phase, fall in 8
+// different 16-byte bank groups.
+__device__ __forceinline__ u32 a_off(int r, int c) {
+  if (BK == 32) return r * 64 + ((c ^ ((r >> 1) & 3)) << 4);   // two 64-byte rows per 128-byte line
+  return r * 128 + ((c ^ (r & 7)) << 4);                        // one 128-byte row per line
+}
+// Byte offset of chunk c of row k in the B tile (rows of BN*2 bytes, a multiple of 128).
+__device__ __forceinline__ u32 b_off(int k, int c) { return k * (BN * 2) + ((c ^ (k & 7)) << 4); }
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __restrict__ C,
+              int M, int N, int K) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* As = smem;                          // [2][A_TILE_BYTES]
+  unsigned char* Bs = smem + 2 * A_TILE_BYTES;       // [2][B_TILE_BYTES]
+
+  // Grouped raster order: GROUP_M consecutive CTA rows share B columns while they are in L2.
+  const int tiles_m = M / BM, tiles_n = N / BN;
+  const int bid = blockIdx.x;
+  const int group = bid / (GROUP_M * tiles_n);
+  const int first_m = group * GROUP_M;
+  const int rows_in_group = min(tiles_m - first_m, GROUP_M);
+  const int tile_m = first_m + (bid % (GROUP_M * tiles_n)) % rows_in_group;
+  const int tile_n = (bid % (GROUP_M * tiles_n)) / rows_in_group;
+  const int m0 = tile_m * BM, n0 = tile_n * BN;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+  uint4 ra[A_LOADS], rb[B_LOADS];
+  auto load_global = [&](int kt) {
+    const int k0 = kt * BK;
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      int idx = tid + i * THREADS, r = idx / A_CHUNKS_ROW, c = idx % A_CHUNKS_ROW;
+      ra[i] = *reinterpret_cast<const uint4*>(A + (size_t)(m0 + r) * K + k0 + c * 8);
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+      int idx = tid + i * THREADS, r = idx / B_CHUNKS_ROW, c = idx % B_CHUNKS_ROW;
+      rb[i] = *reinterpret_cast<const uint4*>(B + (size_t)(k0 + r) * N + n0 + c * 8);
+    }
+  };
+  auto store_shared = [&](int buf) {
+    unsigned char* as = As + buf * A_TILE_BYTES;
+    unsigned char* bs = Bs + buf * B_TILE_BYTES;
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      int idx = tid + i * THREADS, r = idx / A_CHUNKS_ROW, c = idx % A_CHUNKS_ROW;
+      *reinterpret_cast<uint4*>(as + a_off(r, c)) = ra[i];
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+      int idx = tid + i * THREADS, r = idx / B_CHUNKS_ROW, c = idx % B_CHUNKS_ROW;
+      *reinterpret_cast<uint4*>(bs + b_off(r, c)) = rb[i];
+    }
+  };
+
+  const int KT = K / BK;
+  load_global(0);
+  store_shared(0);
+  __syncthreads();
+
+  for (int kt = 0; kt < KT; ++kt) {
+    const int buf = kt & 1;
+    if (kt + 1 < KT) load_global(kt + 1);  // issued now, consumed after the math below
+
+    const u32 as = smem_u32(As + buf * A_TILE_BYTES);
+    const u32 bs = smem_u32(Bs + buf * B_TILE_BYTES);
+#pragma unroll
+    for (int ks = 0; ks < BK / 16; ++ks) {
+      u32 af[MT][4], bf[NT][2];
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        // lanes 0-15: rows 0-15 at k chunk 2*ks; lanes 16-31: the same rows at chunk 2*ks+1
+        int r = wm + i * 16 + (lane & 15), c = ks * 2 + (lane >> 4);
+        ldmatrix_x4(af[i], as + a_off(r, c));
+      }
+#pragma unroll
+      for (int j = 0; j < NT / 2; ++j) {
+        // matrix q = lane/8: k rows (q&1)*8.., n columns (q>>1)*8.. of a 16(k) x 16(n) block
+        int q = lane >> 3;
+        int k = ks * 16 + (q & 1) * 8 + (lane & 7);
+        int c = (wn + j * 16) / 8 + (q >> 1);
+        u32 t[4];
+        ldmatrix_x4_trans(t, bs + b_off(k, c));
+        bf[2 * j][0] = t[0]; bf[2 * j][1] = t[1];
+        bf[2 * j + 1][0] = t[2]; bf[2 * j + 1][1] = t[3];
+      }
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) mma_sync_m16n8k16<DT>(acc[i][j], af[i], bf[j]);
+    }
+
+    if (kt + 1 < KT) store_shared(buf ^ 1);
+    __syncthreads();
+  }
+
+  // Epilogue: each thread writes its accumulator pairs (row g / g+8, cols 2t, 2t+1).
+  const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      int row = m0 + wm + i * 16 + g, col = n0 + wn + j * 8 + 2 * t4;
+#if OUT_F32
+      float* c = reinterpret_cast<float*>(C);
+      *reinterpret_cast<float2*>(c + (size_t)row * N + col) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(c + (size_t)(row + 8) * N + col) = make_float2(acc[i][j][2], acc[i][j][3]);
+#else
+      u32* c0 = reinterpret_cast<u32*>(reinterpret_cast<u16*>(C) + (size_t)row * N + col);
+      u32* c1 = reinterpret_cast<u32*>(reinterpret_cast<u16*>(C) + (size_t)(row + 8) * N + col);
+      *c0 = cvt_rn_x2_f32<DT>(acc[i][j][0], acc[i][j][1]);
+      *c1 = cvt_rn_x2_f32<DT>(acc[i][j][2], acc[i][j][3]);
+#endif
+    }
+}

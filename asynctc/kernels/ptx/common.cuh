@@ -1,0 +1,21 @@
+// Small helpers shared by the PTX wrappers. No CUDA headers are needed: NVRTC provides the built-in
+// vector types (uint4, float2, ...) and __cvta_generic_to_shared.
+#pragma once
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// The 32-bit shared-state-space address of a generic pointer into shared memory
+// (PTX ISA: "cvta" — generic addressing; shared addresses fit in 32 bits).
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// %globaltimer: a 64-bit nanosecond timer shared by all SMs (PTX ISA: "Special Registers:
+// %globaltimer"). Coarse (updates every ~µs on many GPUs), but comparable across SMs.
+__device__ __forceinline__ u64 globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}

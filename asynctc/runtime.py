@@ -1,0 +1,511 @@
+"""Device detection, run modes, NVRTC → cubin compilation and kernel launches.
+
+Everything the chapters need to turn a ``.cu`` file under ``asynctc/kernels/`` into a running kernel:
+
+* :func:`device_info` decides **once per process** whether a usable GPU is present. Where no driver
+  library can be loaded, no driver call is ever made; otherwise the first driver call happens in a
+  short-lived child process, because after a failed driver call a later one in the same process can
+  hang (measured on the course's CPU machines). Only a probe that succeeded lets this process call
+  the driver.
+* :func:`mode` is ``"live"`` (a GPU is present) or ``"replay"`` (recorded data from ``data/``);
+  the environment variable ``ASYNCTC_MODE`` overrides it.
+* :func:`compile_kernel` compiles a kernel file with :class:`cuda.core.Program` to **cubin** for an
+  explicit architecture (``sm_90a``, ``sm_100a``; never PTX for the driver to JIT), with include
+  directories found by :mod:`cuda.pathfinder`, compile-time parameters as ``-D`` defines, and cubins
+  cached on disk by :class:`cuda.core.utils.FileStreamProgramCache`. ptxas's resource report is kept
+  and its warnings are surfaced as Python warnings (for example C7508, "setmaxnreg ignored").
+* :func:`launch` launches a compiled kernel, raising the dynamic shared-memory limit first when a
+  launch asks for more than 48 KiB (``cuKernelSetAttribute``, CUDA driver API), after checking the
+  launch configuration against the device's limits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import functools
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+
+#: The architectures the course compiles for, and the compute capability each one runs on.
+#: ``sm_90a`` code runs only on compute capability 9.0 and ``sm_100a`` only on 10.0: the ``a``
+#: ("architecture-specific") targets are not forward compatible (CUDA C++ Programming Guide,
+#: "Feature Availability").
+ARCH_CC = {"sm_90a": (9, 0), "sm_90": (9, 0), "sm_100a": (10, 0), "sm_100": (10, 0)}
+
+MODES = ("live", "replay")
+
+
+class AsyncTCError(Exception):
+    """Base class of the errors asynctc raises on purpose."""
+
+
+class CompileError(AsyncTCError):
+    """NVRTC rejected a kernel source; the message carries the kernel file, options and NVRTC log."""
+
+
+class NoGPUError(AsyncTCError):
+    """A live run was asked for where no GPU of the needed architecture is present."""
+
+
+class LaunchConfigError(AsyncTCError, ValueError):
+    """A launch configuration breaks a device limit; raised before anything reaches the GPU."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Device detection
+# --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class DeviceInfo:
+    """What the probe found about GPU 0.
+
+    Attributes: ``name`` (e.g. "NVIDIA H200"), ``cc`` (compute capability tuple), ``sm_count``,
+    ``max_sm_clock_khz`` (the maximum SM clock the driver reports, kHz), ``mem_clock_khz``,
+    ``l2_bytes``, ``smem_optin_bytes`` (largest dynamic shared memory one block may opt in to),
+    ``driver_version`` (e.g. 13000 for CUDA 13.0).
+    """
+
+    name: str
+    cc: tuple[int, int]
+    sm_count: int
+    max_sm_clock_khz: int
+    mem_clock_khz: int
+    l2_bytes: int
+    smem_optin_bytes: int
+    driver_version: int
+
+    @property
+    def arch(self) -> str:
+        """The architecture-specific target of this GPU, e.g. ``sm_90a``."""
+        return f"sm_{self.cc[0]}{self.cc[1]}a"
+
+    @property
+    def slug(self) -> str:
+        """A short folder name for ``data/``: "NVIDIA H200" → "h200"."""
+        s = self.name.lower().replace("nvidia", "").strip()
+        s = re.sub(r"[^a-z0-9]+", "-", s).strip("-")
+        return s or "gpu"
+
+
+_PROBE = r"""
+import json
+from cuda.core import Device
+from cuda.bindings import driver
+d = Device(0)
+d.set_current()
+p = d.properties
+err, ver = driver.cuDriverGetVersion()
+print(json.dumps(dict(name=d.name, cc=list(d.compute_capability), sm_count=p.multiprocessor_count,
+    max_sm_clock_khz=p.clock_rate, mem_clock_khz=p.memory_clock_rate, l2_bytes=p.l2_cache_size,
+    smem_optin_bytes=p.max_shared_memory_per_block_optin, driver_version=int(ver))))
+"""
+
+
+def _driver_library_loadable() -> bool:
+    """True when libcuda can be dlopen'ed (loading a library is not a driver call)."""
+    for name in ("libcuda.so.1", "libcuda.so"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+@functools.lru_cache(maxsize=1)
+def device_info() -> DeviceInfo | None:
+    """Detect GPU 0 once per process; ``None`` when there is no usable GPU.
+
+    No driver call is made in this process unless a child process has already made one that
+    succeeded. ``ASYNCTC_MODE=replay`` skips detection entirely.
+    """
+    if os.environ.get("ASYNCTC_MODE", "").strip().lower() == "replay":
+        return None
+    if not _driver_library_loadable():
+        return None
+    try:
+        out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
+                             timeout=120, check=False)
+    except (subprocess.TimeoutExpired, OSError):
+        return None
+    if out.returncode != 0:
+        return None
+    try:
+        d = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    d["cc"] = tuple(d["cc"])
+    return DeviceInfo(**d)
+
+
+def mode() -> str:
+    """``"live"`` when a GPU is present, else ``"replay"``; ``ASYNCTC_MODE`` overrides.
+
+    Raises :class:`ValueError` for an unknown ``ASYNCTC_MODE`` and :class:`NoGPUError` when
+    ``ASYNCTC_MODE=live`` is set on a machine without a GPU.
+    """
+    forced = os.environ.get("ASYNCTC_MODE", "").strip().lower()
+    if forced and forced not in MODES:
+        raise ValueError(f"ASYNCTC_MODE={forced!r}: must be one of {MODES}")
+    if forced == "replay":
+        return "replay"
+    info = device_info()
+    if forced == "live" and info is None:
+        raise NoGPUError("ASYNCTC_MODE=live, but no GPU was found (no loadable libcuda, or the "
+                         "driver probe failed)")
+    return "live" if info is not None else "replay"
+
+
+def runs_live(arch: str = "sm_90a") -> bool:
+    """True when this process runs kernels for ``arch`` live: live mode and a GPU of that arch."""
+    if arch not in ARCH_CC:
+        raise ValueError(f"arch={arch!r}: must be one of {sorted(ARCH_CC)}")
+    if mode() != "live":
+        return False
+    info = device_info()
+    return info is not None and info.cc == ARCH_CC[arch]
+
+
+def why_not_live(arch: str = "sm_90a") -> str:
+    """A sentence saying why kernels for ``arch`` do not run live here ("" when they do)."""
+    if runs_live(arch):
+        return ""
+    if os.environ.get("ASYNCTC_MODE", "").strip().lower() == "replay":
+        return "ASYNCTC_MODE=replay is set"
+    info = device_info()
+    if info is None:
+        return "no GPU on this machine"
+    cc = ARCH_CC[arch]
+    return f"{arch} code needs compute capability {cc[0]}.{cc[1]}; this GPU ({info.name}) is " \
+           f"{info.cc[0]}.{info.cc[1]}"
+
+
+@functools.lru_cache(maxsize=1)
+def device():
+    """The :class:`cuda.core.Device` for GPU 0, made current. Raises :class:`NoGPUError` without one."""
+    if device_info() is None:
+        raise NoGPUError("no GPU on this machine: " + why_not_live())
+    from cuda.core import Device
+    d = Device(0)
+    d.set_current()
+    return d
+
+
+@functools.lru_cache(maxsize=1)
+def default_stream():
+    """One non-default stream per process on which the course launches and times its work."""
+    return device().create_stream()
+
+
+# --------------------------------------------------------------------------------------------------
+# Compilation
+# --------------------------------------------------------------------------------------------------
+
+def nvrtc_version() -> tuple[int, int]:
+    """The NVRTC version cuda.bindings loads, e.g. (13, 5)."""
+    from cuda.bindings import nvrtc
+    res, major, minor = nvrtc.nvrtcVersion()
+    return int(major), int(minor)
+
+
+@functools.lru_cache(maxsize=1)
+def include_dirs() -> tuple[str, ...]:
+    """Include directories for NVRTC: our kernels, then the cudart and CCCL headers from the wheels.
+
+    CCCL's ``<cuda/ptx>`` and ``<cuda/barrier>`` need the cudart include directory as well under
+    NVRTC (measured); both are found with :func:`cuda.pathfinder.find_nvidia_header_directory`.
+    """
+    import cuda.pathfinder as pf
+    dirs = [str(KERNEL_DIR)]
+    for lib in ("cudart", "cccl"):
+        try:
+            d = pf.find_nvidia_header_directory(lib)
+        except Exception:  # noqa: BLE001 - a missing optional header set is reported by NVRTC
+            d = None
+        if d:
+            dirs.append(str(d))
+    return tuple(dirs)
+
+
+def cache_dir() -> Path:
+    """Where compiled cubins are cached (``ASYNCTC_CACHE``, default ``~/.cache/asynctc``)."""
+    return Path(os.environ.get("ASYNCTC_CACHE", Path.home() / ".cache" / "asynctc"))
+
+
+def _header_digest() -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for p in sorted(KERNEL_DIR.rglob("*.cuh")):
+        h.update(p.relative_to(KERNEL_DIR).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.digest()
+
+
+@dataclasses.dataclass
+class Resources:
+    """ptxas's resource report for one kernel: registers per thread, static shared memory (bytes),
+    stack frame, spill stores and loads (bytes)."""
+
+    registers: int = 0
+    shared_bytes: int = 0
+    stack_bytes: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+
+
+def parse_ptxas(log: str) -> dict[str, Resources]:
+    """Parse ``ptxas -v`` output into {kernel name: :class:`Resources`}."""
+    out: dict[str, Resources] = {}
+    cur = None
+    for line in log.splitlines():
+        m = re.search(r"Function properties for (\S+)", line) or \
+            re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            cur = out.setdefault(m.group(1), Resources())
+            continue
+        if cur is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads",
+                      line)
+        if m:
+            cur.stack_bytes, cur.spill_stores, cur.spill_loads = map(int, m.groups())
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            cur.registers = int(m.group(1))
+        m = re.search(r"(\d+) bytes smem", line)
+        if m:
+            cur.shared_bytes = int(m.group(1))
+    return out
+
+
+@dataclasses.dataclass
+class CompiledKernel:
+    """A kernel compiled to cubin.
+
+    ``cubin`` is the raw ELF (bytes); ``name`` the ``extern "C"`` entry point; ``arch`` the target;
+    ``defines`` the compile-time parameters; ``log`` NVRTC's and ptxas's output; ``resources``
+    ptxas's report for this entry. :meth:`kernel` loads it (needs a GPU of ``arch``).
+    """
+
+    source: str
+    name: str
+    arch: str
+    defines: dict[str, Any]
+    cubin: bytes
+    log: str
+    resources: Resources
+
+    def kernel(self):
+        """The loaded :class:`cuda.core.Kernel`. Raises :class:`NoGPUError` without a GPU of ``arch``."""
+        if not runs_live(self.arch):
+            raise NoGPUError(f"cannot load {self.name} ({self.arch}): {why_not_live(self.arch)}")
+        return _load(self.cubin, self.name)
+
+    def sass(self) -> str:
+        """The disassembly of this cubin (nvdisasm), see :mod:`asynctc.sass`."""
+        from . import sass
+        return sass.disassemble(self.cubin)
+
+    def source_text(self) -> str:
+        """The CUDA C++ source this kernel was compiled from."""
+        return (KERNEL_DIR / self.source).read_text()
+
+
+_loaded: dict[tuple[bytes, str], Any] = {}
+
+
+def _load(cubin: bytes, name: str):
+    key = (hashlib.sha1(cubin).digest(), name)
+    if key not in _loaded:
+        device()
+        from cuda.core import ObjectCode
+        _loaded[key] = ObjectCode.from_cubin(cubin).get_kernel(name)
+    return _loaded[key]
+
+
+def _fmt_define(k: str, v: Any) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+        raise ValueError(f"define name {k!r} is not a C identifier")
+    if isinstance(v, bool):
+        v = int(v)
+    return f"{k}={v}"
+
+
+_memo: dict[tuple, CompiledKernel] = {}
+
+
+def compile_kernel(source: str, name: str, arch: str = "sm_90a",
+                   defines: dict[str, Any] | None = None,
+                   extra_options: dict[str, Any] | None = None) -> CompiledKernel:
+    """Compile ``asynctc/kernels/<source>`` to cubin for ``arch`` and return entry ``name``.
+
+    Parameters
+    ----------
+    source: file name under ``asynctc/kernels/`` (e.g. ``"gemm_mma_sync.cu"``).
+    name: the ``extern "C"`` ``__global__`` function to return.
+    arch: ``"sm_90a"`` or ``"sm_100a"`` (or the plain ``sm_90``/``sm_100``); never a virtual arch.
+    defines: compile-time parameters, passed as ``-DKEY=VALUE``.
+    extra_options: further :class:`cuda.core.ProgramOptions` fields (e.g. ``max_register_count``).
+
+    Works without a GPU. The cubin is cached on disk, keyed by source, headers, options, arch and
+    NVRTC version (:func:`cuda.core.utils.make_program_cache_key`).
+
+    Raises :class:`ValueError` for an unknown arch or missing file, and :class:`CompileError` with
+    the NVRTC log when compilation fails. ptxas warnings become :class:`UserWarning`.
+    """
+    if arch not in ARCH_CC:
+        raise ValueError(f"arch={arch!r}: the course compiles for {sorted(ARCH_CC)} "
+                         "(real architectures only, so the result is cubin, never PTX)")
+    path = KERNEL_DIR / source
+    if not path.is_file():
+        raise ValueError(f"source={source!r}: no such kernel file under {KERNEL_DIR.name}/")
+    defines = dict(defines or {})
+    memo_key = (source, name, arch, tuple(sorted(defines.items())),
+                tuple(sorted((extra_options or {}).items())))
+    code = path.read_text()
+    hdr = _header_digest()
+    memo_key = memo_key + (hashlib.sha1(code.encode()).digest(), hdr)
+    if memo_key in _memo:
+        return _memo[memo_key]
+
+    from cuda.core import ObjectCode, Program, ProgramOptions
+    from cuda.core.utils import FileStreamProgramCache, make_program_cache_key
+
+    opts = ProgramOptions(
+        name=source, arch=arch, std="c++17", include_path=list(include_dirs()),
+        define_macro=[_fmt_define(k, v) for k, v in sorted(defines.items())] or None,
+        ptxas_options=["-v", "--warn-on-spills"], **(extra_options or {}))
+    key = make_program_cache_key(code=code, code_type="c++", options=opts, target_type="cubin",
+                                 extra_digest=hdr)
+    cdir = cache_dir()
+    cdir.mkdir(parents=True, exist_ok=True)
+    with FileStreamProgramCache(str(cdir / "programs")) as cache:
+        cubin = cache.get(key)
+        log_key = key + b".log"
+        if cubin is not None:
+            log = (cache.get(log_key) or b"").decode(errors="replace")
+            _surface_warnings(log, source)
+        else:
+            logbuf = io.StringIO()
+            try:
+                obj = Program(code, "c++", opts).compile("cubin", logs=logbuf)
+            except Exception as e:  # NVRTC errors come back as various cuda.core exceptions
+                raise CompileError(
+                    f"NVRTC failed to compile {source} (kernel {name}, arch {arch}, defines "
+                    f"{defines}):\n{logbuf.getvalue() or ''}{e}") from None
+            cubin = bytes(obj.code)
+            log = logbuf.getvalue()
+            cache[key] = cubin
+            cache[log_key] = log.encode()
+            _surface_warnings(log, source)
+    res = parse_ptxas(log)
+    if name not in res and not re.search(rf"\b{name}\b", log):
+        # The entry may exist even if ptxas printed nothing for it; check the ELF symbol table.
+        if name.encode() not in cubin:
+            raise CompileError(f"{source} compiled for {arch}, but it has no kernel named {name!r}")
+    ck = CompiledKernel(source=source, name=name, arch=arch, defines=defines, cubin=cubin,
+                        log=log, resources=res.get(name, Resources()))
+    _memo[memo_key] = ck
+    _ = ObjectCode  # imported for the type only
+    return ck
+
+
+def _surface_warnings(log: str, source: str) -> None:
+    for line in log.splitlines():
+        if re.search(r"\bwarning\b", line, re.IGNORECASE):
+            warnings.warn(f"{source}: {line.strip()}", UserWarning, stacklevel=3)
+
+
+# --------------------------------------------------------------------------------------------------
+# Launch
+# --------------------------------------------------------------------------------------------------
+
+STATIC_SMEM_LIMIT = 48 * 1024
+
+
+def _as3(x: int | Sequence[int], what: str) -> tuple[int, int, int]:
+    t = (x,) if isinstance(x, int) else tuple(x)
+    if not 1 <= len(t) <= 3 or any((not isinstance(v, int)) or v < 1 for v in t):
+        raise LaunchConfigError(f"{what}={x!r}: must be 1–3 positive integers")
+    return tuple(t) + (1,) * (3 - len(t))  # type: ignore[return-value]
+
+
+def check_launch(grid, block, shmem_bytes: int, compiled: CompiledKernel | None = None) -> None:
+    """Check a launch configuration against CUDA's limits before the driver sees it.
+
+    Rules (CUDA C++ Programming Guide, "Compute Capabilities" table): at most 1024 threads per
+    block; grid.x < 2^31, grid.y and grid.z ≤ 65535; dynamic shared memory ≤ the device's opt-in
+    maximum per block (227 KiB on sm_90) minus the kernel's static shared memory.
+    Raises :class:`LaunchConfigError` naming the field, value and rule.
+    """
+    g = _as3(grid, "grid")
+    b = _as3(block, "block")
+    threads = b[0] * b[1] * b[2]
+    if threads > 1024:
+        raise LaunchConfigError(f"block={b}: {threads} threads per block; the limit is 1024")
+    if g[0] >= 2**31 or g[1] > 65535 or g[2] > 65535:
+        raise LaunchConfigError(f"grid={g}: grid.x must be < 2^31 and grid.y, grid.z ≤ 65535")
+    if shmem_bytes < 0:
+        raise LaunchConfigError(f"shmem_bytes={shmem_bytes}: must be ≥ 0")
+    info = device_info()
+    limit = info.smem_optin_bytes if info else 227 * 1024
+    static = compiled.resources.shared_bytes if compiled else 0
+    if shmem_bytes + static > limit:
+        raise LaunchConfigError(
+            f"shmem_bytes={shmem_bytes} (+{static} static): exceeds the device's opt-in shared "
+            f"memory per block, {limit} bytes")
+
+
+def launch(compiled: CompiledKernel, grid, block, *args, shmem_bytes: int = 0, stream=None,
+           cluster=None) -> None:
+    """Launch ``compiled`` on ``stream`` (default: :func:`default_stream`).
+
+    ``args`` are passed to :func:`cuda.core.launch` (device arrays are passed by pointer; numpy
+    scalars carry their C type). Dynamic shared memory above 48 KiB is enabled first with
+    ``cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`` (CUDA driver API).
+    Raises :class:`LaunchConfigError` before launching when the configuration breaks a limit, and
+    :class:`NoGPUError` without a GPU of the kernel's arch.
+    """
+    from cuda.core import LaunchConfig
+    from cuda.core import launch as _launch
+    check_launch(grid, block, shmem_bytes, compiled)
+    k = compiled.kernel()
+    if shmem_bytes + compiled.resources.shared_bytes > STATIC_SMEM_LIMIT:
+        _set_max_dynamic_smem(k, shmem_bytes)
+    cfg = LaunchConfig(grid=grid, block=block, shmem_size=shmem_bytes,
+                       **({"cluster": cluster} if cluster else {}))
+    s = stream if stream is not None else default_stream()
+    _launch(s, cfg, k, *[_arg(a) for a in args])
+
+
+_smem_set: dict[tuple[int, int], int] = {}
+
+
+def _set_max_dynamic_smem(kernel, nbytes: int) -> None:
+    from cuda.bindings import driver
+    key = (int(kernel.handle), 0)
+    if _smem_set.get(key, -1) >= nbytes:
+        return
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    (err,) = driver.cuKernelSetAttribute(attr, nbytes, kernel.handle, device().device_id)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise LaunchConfigError(f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={nbytes}) "
+                                f"failed: {err}")
+    _smem_set[key] = nbytes
+
+
+def _arg(a):
+    from .memory import DeviceArray
+    if isinstance(a, DeviceArray):
+        return a.buffer
+    return a

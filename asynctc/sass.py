@@ -1,0 +1,117 @@
+"""SASS: what the GPU will actually execute.
+
+:func:`disassemble` runs ``nvdisasm`` (from the ``nvidia-cuda-nvdisasm`` wheel, found with
+:func:`cuda.pathfinder.find_nvidia_binary_utility`) on a cubin; :func:`opcode_counts` and
+:func:`class_counts` count instructions so that notebooks can show, and tests can assert, that a
+kernel contains e.g. ``HMMA.16816`` and ``LDSM`` (chapter 01), ``LDGSTS`` (02), ``UTMALDG`` and
+``SYNCS.*`` (03), ``HGMMA`` (04), ``UTCHMMA`` (09).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+#: Instruction classes the course talks about: name → regular expression on the full opcode.
+CLASSES = {
+    "HMMA": r"^HMMA\b",                 # mma.sync (Volta..Hopper)
+    "LDSM": r"^LDSM\b",                 # ldmatrix
+    "STSM": r"^STSM\b",                 # stmatrix
+    "LDGSTS": r"^LDGSTS\b",             # cp.async (Ampere-style asynchronous copy)
+    "LDGDEPBAR": r"^LDGDEPBAR\b",       # cp.async.commit_group
+    "DEPBAR": r"^DEPBAR\b",             # cp.async.wait_group and friends
+    "HGMMA": r"^HGMMA\b",               # wgmma fp16/bf16
+    "QGMMA": r"^QGMMA\b",               # wgmma fp8
+    "WARPGROUP": r"^WARPGROUP\.",       # wgmma.fence / commit / wait
+    "UTMALDG": r"^UTMALDG\b",           # cp.async.bulk.tensor global→shared
+    "UTMASTG": r"^UTMASTG\b",           # cp.async.bulk.tensor shared→global
+    "SYNCS": r"^SYNCS\.",               # mbarrier operations
+    "BAR": r"^BAR\b",                   # __syncthreads / bar.sync
+    "LDG": r"^LDG\b",                   # global loads
+    "STG": r"^STG\b",                   # global stores
+    "LDS": r"^LDS\b",
+    "STS": r"^STS\b",
+    "LDL": r"^LDL\b",                   # local memory (spills)
+    "STL": r"^STL\b",
+    "FFMA": r"^FFMA\b",
+    "UTCMMA": r"^UTC[HQ]?MMA\b",        # tcgen05.mma (UTCHMMA/UTCQMMA)
+    "LDTM": r"^LDTM\b",                 # tcgen05.ld
+}
+
+
+class DisassemblyError(RuntimeError):
+    """nvdisasm is missing or rejected the cubin."""
+
+
+@functools.lru_cache(maxsize=1)
+def nvdisasm_path() -> str:
+    """Path of the nvdisasm binary (the pip wheel's, else a CUDA toolkit's)."""
+    import cuda.pathfinder as pf
+    p = None
+    try:
+        p = pf.find_nvidia_binary_utility("nvdisasm")
+    except Exception:  # noqa: BLE001
+        p = None
+    if not p:
+        raise DisassemblyError("nvdisasm not found: install the nvidia-cuda-nvdisasm wheel")
+    return str(p)
+
+
+@functools.lru_cache(maxsize=64)
+def disassemble(cubin: bytes) -> str:
+    """Disassemble a cubin; returns nvdisasm's text (code sections only, ``-c``)."""
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "k.cubin"
+        f.write_bytes(cubin)
+        r = subprocess.run([nvdisasm_path(), "-c", str(f)], capture_output=True, text=True,
+                           timeout=120)
+    if r.returncode != 0:
+        raise DisassemblyError(f"nvdisasm failed ({r.returncode}): {r.stderr.strip()}")
+    return r.stdout
+
+
+_INSN = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
+
+
+def instructions(sass_text: str) -> list[str]:
+    """The opcodes (with modifiers, e.g. ``HMMA.16816.F32``) in program order."""
+    return [m.group(1) for m in _INSN.finditer(sass_text)]
+
+
+def opcode_counts(sass_text: str) -> collections.Counter:
+    """Count full opcodes (``HMMA.16816.F32.BF16``: 128, ...)."""
+    return collections.Counter(instructions(sass_text))
+
+
+def class_counts(sass_text: str, classes: dict[str, str] | None = None) -> dict[str, int]:
+    """Count instructions per course class (see :data:`CLASSES`); classes with zero are omitted."""
+    classes = classes or CLASSES
+    out: dict[str, int] = {}
+    ops = instructions(sass_text)
+    for name, rx in classes.items():
+        r = re.compile(rx)
+        n = sum(1 for op in ops if r.search(op))
+        if n:
+            out[name] = n
+    return out
+
+
+def excerpt(sass_text: str, pattern: str, context: int = 2, limit: int = 12) -> str:
+    """Lines of the disassembly around the first ``limit`` matches of ``pattern`` (a regex)."""
+    lines = [ln.rstrip() for ln in sass_text.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
+    keep: list[int] = []
+    for i, ln in enumerate(lines):
+        if re.search(pattern, ln):
+            keep.extend(range(max(0, i - context), min(len(lines), i + context + 1)))
+            if len({k for k in keep}) >= limit * (2 * context + 1):
+                break
+    seen, out = set(), []
+    for i in keep:
+        if i not in seen:
+            seen.add(i)
+            out.append(re.sub(r"\s+", " ", lines[i]).strip())
+    return "\n".join(out[: limit * (2 * context + 1)])

@@ -1,0 +1,229 @@
+"""Benchmark suites: what ``python -m asynctc record <suite>`` measures and writes to ``data/``.
+
+Each suite is a function returning JSON-able results; :func:`run_suite` wraps it with provenance
+(:func:`asynctc.records.measure`), saves it and prints a ratio table against the baseline that was
+timed in the same run. Suites never assert on timings; correctness checks run first and a failed
+check stops the suite (a wrong kernel's speed is not recorded).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import bench, gemm, records, runtime
+from .memory import DeviceArray
+
+
+def _progress(total: int, desc: str):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, leave=False)
+
+
+def peak_tflops(sm_count: int, sm_clock_mhz: float, flop_per_clk_per_sm: int = 4096) -> float:
+    """Dense fp16/bf16 Tensor Core peak = SMs × FLOP/clk/SM × clock (sm_90: 4096 FLOP/clk/SM for
+    dense fp16/bf16 with fp32 accumulate, NVIDIA H100 architecture whitepaper), in TFLOP/s."""
+    return sm_count * flop_per_clk_per_sm * sm_clock_mhz * 1e6 / 1e12
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 00: ceilings of this GPU
+# --------------------------------------------------------------------------------------------------
+
+COPY_MIB = (16, 64, 256, 1024, 4096)
+CUBLAS_SIZES = (1024, 2048, 4096, 8192)
+
+
+def measure_ceilings() -> dict:
+    """Device-to-device copy bandwidth by size; cuBLAS fp16/bf16 GEMM by size (random data)."""
+    out: dict = {"copy": [], "cublas": [], "baseline_library": bench.baseline_library()}
+    bar = _progress(len(COPY_MIB) + 2 * len(CUBLAS_SIZES), "ceilings")
+    for mib in COPY_MIB:
+        n = mib << 20
+        src = DeviceArray.empty(n, np.uint8)
+        src.buffer.fill(0xA5, stream=runtime.default_stream())
+        dst = DeviceArray.poisoned(n, np.uint8)
+        t = bench.time_gpu(bench.device_copy(dst, src), reps=20)
+        tail = dst.to_host()[-4096:]
+        if not np.all(tail == 0xA5):
+            raise RuntimeError("device copy check failed: destination tail not written")
+        out["copy"].append({"bytes": n, **t.as_dict(),
+                            "gbps_rw": bench.gbps(2 * n, t.median_ms)})
+        del src, dst
+        bar.update()
+    if out["baseline_library"] is None:
+        bar.close()
+        return out
+    for dtype in ("float16", "bfloat16"):
+        for s in CUBLAS_SIZES:
+            a, b = gemm.random_operands(s, s, s, dtype)
+            da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
+            dc = DeviceArray.poisoned((s, s), a.dtype)
+            run = bench.cublas_gemm(da, db, dc)
+            t = bench.time_gpu(run, reps=20)
+            row = {"dtype": dtype, "m": s, "n": s, "k": s, **t.as_dict(),
+                   "tflops": bench.tflops(bench.gemm_flop(s, s, s), t.median_ms)}
+            if s == CUBLAS_SIZES[0]:
+                chk = gemm.compare(dc.to_host(), gemm.reference(a, b), dtype, (s, s, s))
+                row["check"] = chk.as_dict()
+            if s == CUBLAS_SIZES[-1]:
+                row["clocks_after"] = records.nvidia_smi_clocks()
+            out["cublas"].append(row)
+            del da, db, dc
+            bar.update()
+    bar.close()
+    return out
+
+
+def summarize_ceilings(rec: records.Record) -> str:
+    r = rec.results
+    p = rec.provenance
+    lines = [f"{rec.label()}"]
+    best = max(r["copy"], key=lambda x: x["gbps_rw"])
+    lines.append(f"device-to-device copy: best {best['gbps_rw']:.0f} GB/s (read+write) at "
+                 f"{best['bytes'] >> 20} MiB")
+    peak = peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
+    lines.append(f"datasheet-style peak: {p['sm_count']} SMs × 4096 FLOP/clk × "
+                 f"{p['max_sm_clock_mhz_attr']:.0f} MHz = {peak:.0f} TFLOP/s")
+    for row in r["cublas"]:
+        lines.append(f"cuBLAS {row['dtype']:8s} {row['m']:5d}³: {row['tflops']:6.0f} TFLOP/s "
+                     f"({row['tflops'] / peak:.2f} of peak)")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 01: the synchronous model
+# --------------------------------------------------------------------------------------------------
+
+MMA_SIZES = (512, 1024, 2048, 4096, 6144, 8192)
+CHECK_SHAPES = ((128, 256, 32), (256, 512, 96), (384, 768, 160), (1024, 512, 2048),
+                (512, 1280, 416))
+SIMT_SIZES = (1024, 2048)
+
+
+def measure_mma_sync() -> dict:
+    """Correctness at several shapes, then the mma.sync GEMM (every tile in :data:`gemm.TILES`)
+    beside cuBLAS on the same inputs, fp16 and bf16, sizes :data:`MMA_SIZES`; the numba SIMT GEMM
+    (fp32) at :data:`SIMT_SIZES`."""
+    out: dict = {"checks": [], "sweep": [], "simt": [],
+                 "tiles": [dict(name=t.name, bm=t.bm, bn=t.bn, bk=t.bk, wm=t.wm, wn=t.wn,
+                                threads=t.threads, smem_bytes=t.smem_bytes) for t in gemm.TILES],
+                 "baseline_library": bench.baseline_library()}
+    for dtype in gemm.DTYPES:
+        for shp in CHECK_SHAPES:
+            for tile in gemm.TILES:
+                try:
+                    gemm.check_shapes(*shp, tile)
+                except ValueError:
+                    continue
+                c = gemm.verify_mma_sync(*shp, dtype=dtype, tile=tile)
+                out["checks"].append({**c.as_dict(), "tile": tile.name})
+                if not c.passed:
+                    raise RuntimeError(f"mma.sync GEMM wrong: {c.as_dict()} tile {tile.name}")
+    bar = _progress(len(gemm.DTYPES) * len(MMA_SIZES), "mma_sync")
+    for dtype in gemm.DTYPES:
+        for s in MMA_SIZES:
+            a, b = gemm.random_operands(s, s, s, dtype)
+            da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
+            dc = DeviceArray.poisoned((s, s), a.dtype)
+            flop = bench.gemm_flop(s, s, s)
+            if out["baseline_library"]:
+                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), reps=20)
+                out["sweep"].append({"dtype": dtype, "size": s, "kernel": "cuBLAS", **t.as_dict(),
+                                     "tflops": bench.tflops(flop, t.median_ms)})
+            for tile in gemm.TILES:
+                try:
+                    gemm.check_shapes(s, s, s, tile)
+                except ValueError:
+                    continue
+                ck = gemm.compile_mma_sync(dtype, tile)
+                dc.poison()
+                run = gemm.launcher(ck, tile, da, db, dc)
+                t = bench.time_gpu(run, reps=20)
+                # the timed output must also be right (checked on a sample of rows: full float64
+                # reference of an 8192³ product on the host would take minutes)
+                rows = np.random.default_rng(s).choice(s, size=8, replace=False)
+                got = dc.to_host()[rows].astype(np.float64)
+                ref = a[rows].astype(np.float64) @ b.astype(np.float64)
+                err = float(np.linalg.norm(np.nan_to_num(got, nan=1e30) - ref) / np.linalg.norm(ref))
+                if not err <= gemm.TOLERANCE[dtype]:
+                    raise RuntimeError(f"timed run wrong: {dtype} {s}³ tile {tile.name} rel_err {err}")
+                out["sweep"].append({"dtype": dtype, "size": s, "kernel": "mma.sync",
+                                     "tile": tile.name, **t.as_dict(), "rel_err_rows": err,
+                                     "registers": ck.resources.registers,
+                                     "spill_bytes": ck.resources.spill_stores,
+                                     "tflops": bench.tflops(flop, t.median_ms)})
+            del da, db, dc
+            bar.update()
+    bar.close()
+    out["clocks_after"] = records.nvidia_smi_clocks()
+    # The numba SIMT kernel, fp32, for scale.
+    from . import simt
+    cuda = simt.numba_cuda()
+    for s in SIMT_SIZES:
+        rng = np.random.default_rng(s)
+        a = rng.standard_normal((s, s), dtype=np.float32)
+        b = rng.standard_normal((s, s), dtype=np.float32)
+        da, db = cuda.to_device(a), cuda.to_device(b)
+        dc = cuda.to_device(np.full((s, s), np.nan, np.float32))
+        run = simt.simt_launcher(da, db, dc, runtime.default_stream())
+        t = bench.time_gpu(run, reps=10)
+        c = dc.copy_to_host()
+        chk = gemm.compare(c, a.astype(np.float64) @ b, "float32", (s, s, s))
+        out["simt"].append({"size": s, **t.as_dict(), "check": chk.as_dict(),
+                            "tflops": bench.tflops(bench.gemm_flop(s, s, s), t.median_ms)})
+    return out
+
+
+def best_mma_rows(results: dict, dtype: str) -> list[dict]:
+    """The fastest mma.sync tile per size for ``dtype``."""
+    best: dict[int, dict] = {}
+    for r in results["sweep"]:
+        if r["kernel"] == "mma.sync" and r["dtype"] == dtype:
+            if r["size"] not in best or r["tflops"] > best[r["size"]]["tflops"]:
+                best[r["size"]] = r
+    return [best[s] for s in sorted(best)]
+
+
+def cublas_rows(results: dict, dtype: str) -> list[dict]:
+    return sorted((r for r in results["sweep"] if r["kernel"] == "cuBLAS" and r["dtype"] == dtype),
+                  key=lambda r: r["size"])
+
+
+def summarize_mma_sync(rec: records.Record) -> str:
+    r = rec.results
+    lines = [rec.label(), f"correctness: {sum(c['passed'] for c in r['checks'])}/"
+                          f"{len(r['checks'])} checks passed"]
+    for dtype in gemm.DTYPES:
+        cb = {x["size"]: x for x in cublas_rows(r, dtype)}
+        for row in best_mma_rows(r, dtype):
+            base = cb.get(row["size"])
+            ratio = f"{row['tflops'] / base['tflops']:.2f} of cuBLAS ({base['tflops']:.0f})" \
+                if base else "no baseline"
+            lines.append(f"mma.sync {dtype:8s} {row['size']:5d}³ tile {row['tile']:18s} "
+                         f"{row['tflops']:6.1f} TFLOP/s  {ratio}")
+    for row in r["simt"]:
+        lines.append(f"numba SIMT fp32 {row['size']:5d}³: {row['tflops']:.2f} TFLOP/s")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+
+SUITES = {
+    "ceilings": (measure_ceilings, summarize_ceilings, "sm_90a"),
+    "mma_sync": (measure_mma_sync, summarize_mma_sync, "sm_90a"),
+}
+
+
+def run_suite(name: str, save: bool = True) -> records.Record:
+    """Measure suite ``name`` on this GPU, save it under ``data/`` and print its summary."""
+    if name not in SUITES:
+        raise ValueError(f"suite={name!r}: known suites are {sorted(SUITES)}")
+    fn, summary, arch = SUITES[name]
+    if not runtime.runs_live(arch):
+        raise runtime.NoGPUError(f"suite {name} needs a live {arch} GPU: {runtime.why_not_live(arch)}")
+    rec = records.measure(name, fn)
+    if save:
+        path = records.save(rec)
+        print(f"wrote {path.relative_to(records.data_dir().parent) if path.is_relative_to(records.data_dir().parent) else path}")
+    print(summary(rec))
+    return rec
