@@ -4,7 +4,7 @@ Protocol of :func:`time_gpu` (following the course's measurement method): ``warm
 then ``reps`` timed runs, each preceded by an L2 flush (a fill of a buffer twice the L2 size) outside
 the timed region, each bracketed by two timing events recorded on the same stream; the result keeps
 every sample and reports the median and the 10th/90th percentiles. Events are cuda.core's
-(``Stream.record(options=EventOptions(enable_timing=True))``; elapsed time in milliseconds).
+(``Stream.record(options=EventOptions(timing_enabled=True))``; elapsed time in milliseconds).
 
 Baselines: :func:`cublas_gemm` runs cuBLAS through PyTorch, else CuPy, whichever the GPU machine
 has; the package itself never needs either. :func:`device_copy` times a device-to-device copy
@@ -73,7 +73,7 @@ def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush: 
     """
     from cuda.core import EventOptions
     s = stream or runtime.default_stream()
-    opts = EventOptions(enable_timing=True)
+    opts = EventOptions(timing_enabled=True)
     for _ in range(warmup):
         fn()
     s.sync()

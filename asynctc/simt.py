@@ -38,8 +38,8 @@ def numba_cuda():
 
 def simulated() -> bool:
     """True when numba kernels run in the CUDA simulator (on the CPU)."""
-    return bool(getattr(numba_cuda(), "simulator", None)) or \
-        os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    numba_cuda()
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
 
 @functools.lru_cache(maxsize=1)
