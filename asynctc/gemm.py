@@ -41,6 +41,7 @@ class MmaSyncTile:
     wm: int = 64
     wn: int = 64
     group_m: int = 8
+    min_blocks: int = 1
 
     @property
     def threads(self) -> int:
@@ -52,7 +53,8 @@ class MmaSyncTile:
 
     @property
     def name(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk}/w{self.wm}x{self.wn}"
+        n = f"{self.bm}x{self.bn}x{self.bk}/w{self.wm}x{self.wn}"
+        return n + (f"/{self.min_blocks}cta" if self.min_blocks > 1 else "")
 
     def validate(self) -> None:
         """Raise :class:`ValueError` naming the field when the kernel cannot be built for this tile."""
@@ -75,6 +77,8 @@ class MmaSyncTile:
                              f"{self.threads} threads")
         if self.smem_bytes > 227 * 1024:
             raise ValueError(f"smem_bytes={self.smem_bytes}: above the 227 KiB a block may use on sm_90")
+        if self.min_blocks not in (1, 2, 3, 4):
+            raise ValueError(f"min_blocks={self.min_blocks}: must be 1..4")
         acc_regs = (self.wm * self.wn) // 32
         if acc_regs > 160:
             raise ValueError(f"warp tile {self.wm}x{self.wn}: {acc_regs} fp32 accumulators per thread "
@@ -97,7 +101,8 @@ def compile_mma_sync(dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE, o
     return runtime.compile_kernel(
         "gemm_mma_sync.cu", "gemm_mma_sync", arch,
         defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn,
-                     DT=DTYPES[dtype], OUT_F32=int(out_f32), GROUP_M=tile.group_m))
+                     DT=DTYPES[dtype], OUT_F32=int(out_f32), GROUP_M=tile.group_m,
+                     MINB=tile.min_blocks))
 
 
 def check_shapes(m: int, n: int, k: int, tile: MmaSyncTile = DEFAULT_TILE) -> None:
@@ -227,3 +232,60 @@ def verify_mma_sync(m: int, n: int, k: int, dtype: str = "float16",
     a, b = random_operands(m, n, k, dtype, seed)
     out = mma_sync_gemm(a, b, tile=tile, out_f32=out_f32).to_host()
     return compare(out, reference(a, b), dtype, (m, n, k))
+
+
+# --------------------------------------------------------------------------------------------------
+# The ceiling of mma.sync alone (kernels/mma_sync_peak.cu)
+# --------------------------------------------------------------------------------------------------
+
+PEAK_CHAINS = 8
+PEAK_ITERS = 4096
+
+
+def compile_mma_sync_peak(dtype: str = "float16", arch: str = "sm_90a") -> runtime.CompiledKernel:
+    """Compile the register-only mma.sync throughput kernel. No GPU needed."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype={dtype!r}: must be one of {sorted(DTYPES)}")
+    return runtime.compile_kernel("mma_sync_peak.cu", "mma_sync_peak", arch,
+                                  defines=dict(DT=DTYPES[dtype], CHAINS=PEAK_CHAINS,
+                                               ITERS=PEAK_ITERS))
+
+
+class MmaSyncPeak:
+    """Set-up for timing mma.sync with no memory traffic: ``blocks`` CTAs of ``warps`` warps.
+
+    ``flop`` per launch = warps·blocks·ITERS·CHAINS·4096; :meth:`launcher` enqueues one launch;
+    :meth:`check` compares every warp's output tiles with ITERS·(A·B) in float64.
+    """
+
+    def __init__(self, dtype: str = "float16", blocks: int = 132 * 4, warps: int = 4, seed=None):
+        if not 1 <= warps <= 32:
+            raise ValueError(f"warps={warps}: must be 1..32")
+        if blocks < 1:
+            raise ValueError(f"blocks={blocks}: must be ≥ 1")
+        self.dtype, self.blocks, self.warps = dtype, blocks, warps
+        self.ck = compile_mma_sync_peak(dtype)
+        rng = np.random.default_rng(seed)
+        dt = np_dtype(dtype)
+        self.a = rng.uniform(-1, 1, (16, 16)).astype(np.float32).astype(dt)
+        self.b = rng.uniform(-1, 1, (16, 8)).astype(np.float32).astype(dt)
+        self.flop = warps * blocks * PEAK_ITERS * PEAK_CHAINS * 2 * 16 * 8 * 16
+        self.da = DeviceArray.from_host(self.a)
+        self.db = DeviceArray.from_host(self.b)
+        self.out = DeviceArray.poisoned((blocks * warps, PEAK_CHAINS, 16, 8), np.float32)
+
+    def launcher(self, stream=None):
+        def run():
+            runtime.launch(self.ck, self.blocks, self.warps * 32, self.da, self.db, self.out,
+                           stream=stream)
+        return run
+
+    def check(self) -> Check:
+        self.out.poison()
+        self.launcher()()
+        got = self.out.to_host()
+        ref = PEAK_ITERS * reference(self.a, self.b)
+        c = compare(got.reshape(-1, 16, 8), np.broadcast_to(ref, got.reshape(-1, 16, 8).shape),
+                    "float32", (16, 8, 16))
+        # ITERS additions of one product into fp32: rounding grows with ITERS, so allow 1e-3.
+        return dataclasses.replace(c, tol=1e-3)

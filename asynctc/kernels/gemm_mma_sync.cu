@@ -15,7 +15,8 @@
 // and every warp stops at every __syncthreads. Chapters 02-06 remove those two limits.
 //
 // Compile-time parameters (defines): BM, BN, BK (CTA tile), WM, WN (warp tile), DT (0 fp16, 1 bf16),
-// OUT_F32, GROUP_M (CTA raster grouping for L2 reuse). Requirements, checked in Python
+// OUT_F32, GROUP_M (CTA raster grouping for L2 reuse), MINB (CTAs per SM the register budget must
+// allow: __launch_bounds__'s second argument). Requirements, checked in Python
 // (asynctc.gemm): M % BM == 0, N % BN == 0, K % BK == 0, BK in {32, 64}, WM % 16 == 0, WN % 16 == 0.
 
 #include "ptx/common.cuh"
@@ -47,6 +48,9 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef MINB
+#define MINB 1
+#endif
 
 constexpr int WARPS_M = BM / WM;
 constexpr int WARPS_N = BN / WN;
@@ -76,7 +80,7 @@ __device__ __forceinline__ u32 a_off(int r, int c) {
 // Byte offset of chunk c of row k in the B tile (rows of BN*2 bytes, a multiple of 128).
 __device__ __forceinline__ u32 b_off(int k, int c) { return k * (BN * 2) + ((c ^ (k & 7)) << 4); }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __restrict__ C,
               int M, int N, int K) {
   extern __shared__ __align__(128) unsigned char smem[];
