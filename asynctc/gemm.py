@@ -42,6 +42,7 @@ class MmaSyncTile:
     wn: int = 64
     group_m: int = 8
     min_blocks: int = 1
+    prefetch: int = 0
 
     @property
     def threads(self) -> int:
@@ -54,7 +55,8 @@ class MmaSyncTile:
     @property
     def name(self) -> str:
         n = f"{self.bm}x{self.bn}x{self.bk}/w{self.wm}x{self.wn}"
-        return n + (f"/{self.min_blocks}cta" if self.min_blocks > 1 else "")
+        n += f"/{self.min_blocks}cta" if self.min_blocks > 1 else ""
+        return n + {0: "", 1: "/pfL1", 2: "/pfL2"}[self.prefetch]
 
     def validate(self) -> None:
         """Raise :class:`ValueError` naming the field when the kernel cannot be built for this tile."""
@@ -75,8 +77,14 @@ class MmaSyncTile:
         if (self.bm * self.bk // 8) % self.threads or (self.bk * self.bn // 8) % self.threads:
             raise ValueError(f"tile {self.name}: its 16-byte chunks must divide evenly among "
                              f"{self.threads} threads")
+        for what, chunks_row in (("A", self.bk // 8), ("B", self.bn // 8)):
+            if self.threads % chunks_row or (self.threads // chunks_row) % 8:
+                raise ValueError(f"tile {self.name}: {self.threads} threads must cover whole {what}-tile "
+                                 f"rows ({chunks_row} chunks each) in steps of 8 rows")
         if self.smem_bytes > 227 * 1024:
             raise ValueError(f"smem_bytes={self.smem_bytes}: above the 227 KiB a block may use on sm_90")
+        if self.prefetch not in (0, 1, 2):
+            raise ValueError(f"prefetch={self.prefetch}: 0 (none), 1 (L1) or 2 (L2)")
         if self.min_blocks not in (1, 2, 3, 4):
             raise ValueError(f"min_blocks={self.min_blocks}: must be 1..4")
         acc_regs = (self.wm * self.wn) // 32
@@ -102,7 +110,7 @@ def compile_mma_sync(dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE, o
         "gemm_mma_sync.cu", "gemm_mma_sync", arch,
         defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn,
                      DT=DTYPES[dtype], OUT_F32=int(out_f32), GROUP_M=tile.group_m,
-                     MINB=tile.min_blocks))
+                     MINB=tile.min_blocks, PREFETCH=tile.prefetch))
 
 
 def check_shapes(m: int, n: int, k: int, tile: MmaSyncTile = DEFAULT_TILE) -> None:

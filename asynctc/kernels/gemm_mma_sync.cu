@@ -16,13 +16,14 @@
 //
 // Compile-time parameters (defines): BM, BN, BK (CTA tile), WM, WN (warp tile), DT (0 fp16, 1 bf16),
 // OUT_F32, GROUP_M (CTA raster grouping for L2 reuse), MINB (CTAs per SM the register budget must
-// allow: __launch_bounds__'s second argument). Requirements, checked in Python
+// allow: __launch_bounds__'s second argument), PREFETCH (cache hint for the k-tile after next). Requirements, checked in Python
 // (asynctc.gemm): M % BM == 0, N % BN == 0, K % BK == 0, BK in {32, 64}, WM % 16 == 0, WN % 16 == 0.
 
 #include "ptx/common.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
 #include "ptx/cvt.cuh"
+#include "ptx/prefetch.cuh"
 
 #ifndef BM
 #define BM 128
@@ -50,6 +51,9 @@
 #endif
 #ifndef MINB
 #define MINB 1
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0   // 0: none; 1: prefetch k-tile kt+2 into L1; 2: into L2 (cache hints, no registers)
 #endif
 
 constexpr int WARPS_M = BM / WM;
@@ -108,33 +112,43 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
+  // Per-thread address parts, computed once (the swizzle pattern repeats every 8 rows, and every
+  // row step below is a multiple of 8, so only a base offset per thread is needed; the rest are
+  // compile-time immediates in the instructions).
+  constexpr int A_ROW_STEP = THREADS / A_CHUNKS_ROW;   // rows between one thread's A chunks
+  constexpr int B_ROW_STEP = THREADS / B_CHUNKS_ROW;
+  static_assert(THREADS % A_CHUNKS_ROW == 0 && THREADS % B_CHUNKS_ROW == 0, "row-aligned loads");
+  static_assert(A_ROW_STEP % 8 == 0 && B_ROW_STEP % 8 == 0, "row steps must keep the swizzle phase");
+  const u16* ga = A + (size_t)(m0 + tid / A_CHUNKS_ROW) * K + (tid % A_CHUNKS_ROW) * 8;
+  const u16* gb = B + (size_t)(tid / B_CHUNKS_ROW) * N + n0 + (tid % B_CHUNKS_ROW) * 8;
+  const size_t ga_step = (size_t)A_ROW_STEP * K, gb_step = (size_t)B_ROW_STEP * N;
+  const u32 a_st = a_off(tid / A_CHUNKS_ROW, tid % A_CHUNKS_ROW);   // + i * A_ROW_STEP rows
+  const u32 b_st = b_off(tid / B_CHUNKS_ROW, tid % B_CHUNKS_ROW);   // + i * B_ROW_STEP rows
+  u32 a_ld[BK / 16];                  // ldmatrix row address in the A tile, per k16 step
+#pragma unroll
+  for (int ks = 0; ks < BK / 16; ++ks) a_ld[ks] = a_off(wm + (lane & 15), ks * 2 + (lane >> 4));
+  u32 b_ld[NT / 2];                   // ldmatrix.trans row address in the B tile, per 16-column pair
+#pragma unroll
+  for (int j = 0; j < NT / 2; ++j) {
+    const int q = lane >> 3;          // which 8x8 matrix this lane addresses
+    b_ld[j] = b_off((q & 1) * 8 + (lane & 7), (wn + j * 16) / 8 + (q >> 1));
+  }
+
   uint4 ra[A_LOADS], rb[B_LOADS];
-  auto load_global = [&](int kt) {
-    const int k0 = kt * BK;
+  auto load_global = [&](int kt) {    // global -> registers (16-byte loads)
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      int idx = tid + i * THREADS, r = idx / A_CHUNKS_ROW, c = idx % A_CHUNKS_ROW;
-      ra[i] = *reinterpret_cast<const uint4*>(A + (size_t)(m0 + r) * K + k0 + c * 8);
-    }
+    for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const uint4*>(ga + i * ga_step + kt * BK);
 #pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      int idx = tid + i * THREADS, r = idx / B_CHUNKS_ROW, c = idx % B_CHUNKS_ROW;
-      rb[i] = *reinterpret_cast<const uint4*>(B + (size_t)(k0 + r) * N + n0 + c * 8);
-    }
+    for (int i = 0; i < B_LOADS; ++i)
+      rb[i] = *reinterpret_cast<const uint4*>(gb + i * gb_step + (size_t)kt * BK * N);
   };
-  auto store_shared = [&](int buf) {
+  auto store_shared = [&](int buf) {  // registers -> shared memory (swizzled)
     unsigned char* as = As + buf * A_TILE_BYTES;
     unsigned char* bs = Bs + buf * B_TILE_BYTES;
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      int idx = tid + i * THREADS, r = idx / A_CHUNKS_ROW, c = idx % A_CHUNKS_ROW;
-      *reinterpret_cast<uint4*>(as + a_off(r, c)) = ra[i];
-    }
+    for (int i = 0; i < A_LOADS; ++i) *reinterpret_cast<uint4*>(as + a_st + i * A_ROW_STEP * BK * 2) = ra[i];
 #pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      int idx = tid + i * THREADS, r = idx / B_CHUNKS_ROW, c = idx % B_CHUNKS_ROW;
-      *reinterpret_cast<uint4*>(bs + b_off(r, c)) = rb[i];
-    }
+    for (int i = 0; i < B_LOADS; ++i) *reinterpret_cast<uint4*>(bs + b_st + i * B_ROW_STEP * BN * 2) = rb[i];
   };
 
   const int KT = K / BK;
@@ -145,6 +159,23 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   for (int kt = 0; kt < KT; ++kt) {
     const int buf = kt & 1;
     if (kt + 1 < KT) load_global(kt + 1);  // issued now, consumed after the math below
+#if PREFETCH
+    // Register staging keeps only one k-tile in flight per thread. A cache hint for the k-tile after
+    // it costs no registers: when its loads are issued next iteration they hit L1 (or L2).
+    if (kt + 2 < KT) {
+      constexpr int B_LINES_ROW = BN * 2 / 128;
+      const int k2 = (kt + 2) * BK;
+      for (int l = tid; l < BM + BK * B_LINES_ROW; l += THREADS) {
+        const u16* p = l < BM ? A + (size_t)(m0 + l) * K + k2
+                              : B + (size_t)(k2 + (l - BM) / B_LINES_ROW) * N + n0 + ((l - BM) % B_LINES_ROW) * 64;
+#if PREFETCH == 1
+        prefetch_global_L1(p);
+#else
+        prefetch_global_L2(p);
+#endif
+      }
+    }
+#endif
 
     const u32 as = smem_u32(As + buf * A_TILE_BYTES);
     const u32 bs = smem_u32(Bs + buf * B_TILE_BYTES);
@@ -152,19 +183,12 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
     for (int ks = 0; ks < BK / 16; ++ks) {
       u32 af[MT][4], bf[NT][2];
 #pragma unroll
-      for (int i = 0; i < MT; ++i) {
-        // lanes 0-15: rows 0-15 at k chunk 2*ks; lanes 16-31: the same rows at chunk 2*ks+1
-        int r = wm + i * 16 + (lane & 15), c = ks * 2 + (lane >> 4);
-        ldmatrix_x4(af[i], as + a_off(r, c));
-      }
+      for (int i = 0; i < MT; ++i)    // rows wm + 16i .. +15, k 16ks .. +15
+        ldmatrix_x4(af[i], as + a_ld[ks] + i * 16 * BK * 2);
 #pragma unroll
-      for (int j = 0; j < NT / 2; ++j) {
-        // matrix q = lane/8: k rows (q&1)*8.., n columns (q>>1)*8.. of a 16(k) x 16(n) block
-        int q = lane >> 3;
-        int k = ks * 16 + (q & 1) * 8 + (lane & 7);
-        int c = (wn + j * 16) / 8 + (q >> 1);
+      for (int j = 0; j < NT / 2; ++j) {  // k 16ks .. +15, columns wn + 16j .. +15
         u32 t[4];
-        ldmatrix_x4_trans(t, bs + b_off(k, c));
+        ldmatrix_x4_trans(t, bs + b_ld[j] + ks * 16 * BN * 2);
         bf[2 * j][0] = t[0]; bf[2 * j][1] = t[1];
         bf[2 * j + 1][0] = t[2]; bf[2 * j + 1][1] = t[3];
       }
