@@ -21,9 +21,10 @@ for t in gemm.TILES:
         c = gemm.verify_mma_sync(512, 1280, 416, dt, t)
         assert c.passed, (t.name, c)
 print("checks passed")
-variants = [T(128, 128, 32, 64, 64), T(128, 256, 32, 64, 64), T(256, 128, 32, 64, 64),
-            T(128, 128, 64, 64, 32), T(128, 128, 32, 64, 32), T(128, 128, 32, 64, 64, prefetch=1),
-            T(128, 128, 64, 64, 64, min_blocks=2), T(128, 128, 32, 64, 32, min_blocks=2)]
+variants = [T(128, 128, 64, 64, 64, min_blocks=2), T(128, 128, 64, 64, 64, min_blocks=2, group_m=4),
+            T(128, 128, 64, 64, 64, min_blocks=2, group_m=16), T(128, 256, 64, 64, 64),
+            T(256, 128, 64, 64, 64), T(128, 128, 64, 64, 32, min_blocks=2),
+            T(128, 256, 64, 64, 64, min_blocks=1, prefetch=2)]
 for t in variants:
     ck = gemm.compile_mma_sync("float16", t)
     dc.poison()

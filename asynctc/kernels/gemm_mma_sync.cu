@@ -29,10 +29,10 @@
 #define BM 128
 #endif
 #ifndef BN
-#define BN 256
+#define BN 128
 #endif
 #ifndef BK
-#define BK 32
+#define BK 64
 #endif
 #ifndef WM
 #define WM 64
