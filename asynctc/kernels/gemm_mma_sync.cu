@@ -6,7 +6,7 @@
 // The data path is the pre-Hopper "synchronous" one, every step done by the threads themselves:
 //   global --(16-byte loads into registers)--> registers --(stores)--> shared memory
 //          --(ldmatrix)--> fragment registers --(mma.sync)--> fp32 accumulators,
-// with __syncthreads() between the stages. It is tuned, not a straw man: a 128x256 CTA tile, 64x64
+// with __syncthreads() between the stages. It is tuned, not a straw man: a 128x128x64 CTA tile, 64x64
 // warp tiles (32 mma per 8 ldmatrix per k16 step), shared-memory tiles XOR-swizzled so that neither
 // the 16-byte stores nor ldmatrix hit bank conflicts, two shared-memory buffers so that one
 // __syncthreads per k-tile suffices, and the next k-tile's global loads issued into registers before
