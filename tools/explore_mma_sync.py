@@ -18,13 +18,17 @@ base = bench.tflops(2 * s**3, bench.time_gpu(bench.cublas_gemm(da, db, dc)).medi
 print(f"cuBLAS fp16 {s}^3: {base:.0f} TFLOP/s")
 for t in gemm.TILES:
     for dt in gemm.DTYPES:
-        c = gemm.verify_mma_sync(512, 1280, 416, dt, t)
+        c = gemm.verify_mma_sync(512, 1280, 448, dt, t)
         assert c.passed, (t.name, c)
 print("checks passed")
 variants = [T(128, 128, 64, 64, 64, min_blocks=2), T(128, 128, 64, 64, 64, min_blocks=2, group_m=4),
             T(128, 128, 64, 64, 64, min_blocks=2, group_m=16), T(128, 256, 64, 64, 64),
             T(256, 128, 64, 64, 64), T(128, 128, 64, 64, 32, min_blocks=2),
             T(128, 256, 64, 64, 64, min_blocks=1, prefetch=2)]
+for t in variants:
+    for dt in gemm.DTYPES:
+        c = gemm.verify_mma_sync(256, 512, 192, dt, t)
+        assert c.passed, (t.name, c)
 for t in variants:
     ck = gemm.compile_mma_sync("float16", t)
     dc.poison()
