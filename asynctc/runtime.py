@@ -394,8 +394,11 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
         log_key = key + b".log"
         if cubin is not None:
             log = (cache.get(log_key) or b"").decode(errors="replace")
-            _surface_warnings(log, source)
-        else:
+            if name not in parse_ptxas(log):
+                cubin = None          # an entry without its ptxas report: rebuild both
+            else:
+                _surface_warnings(log, source)
+        if cubin is None:
             logbuf = io.StringIO()
             try:
                 obj = Program(code, "c++", opts).compile("cubin", logs=logbuf)

@@ -213,6 +213,25 @@ SUITES = {
     "mma_sync": (measure_mma_sync, summarize_mma_sync, "sm_90a"),
 }
 
+#: Chapter modules that contribute suites: each may define ``SUITES = {name: (measure, summarize,
+#: arch)}`` with the same meaning as above.
+CHAPTER_MODULES = ("asynctc.cpasync", "asynctc.tmacopy", "asynctc.wgmma")
+
+
+def _collect() -> None:
+    import importlib
+    for mod in CHAPTER_MODULES:
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name == mod:
+                continue          # chapter not written yet
+            raise
+        SUITES.update(getattr(m, "SUITES", {}))
+
+
+_collect()
+
 
 def run_suite(name: str, save: bool = True) -> records.Record:
     """Measure suite ``name`` on this GPU, save it under ``data/`` and print its summary."""

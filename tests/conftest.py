@@ -1,0 +1,26 @@
+"""Test set-up: the ``gpu`` marker skips, with the reason, wherever kernels cannot run live."""
+import os
+
+import pytest
+
+from asynctc import runtime
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        m = item.get_closest_marker("gpu")
+        if m is None:
+            continue
+        arch = m.kwargs.get("arch", "sm_90a")
+        if not runtime.runs_live(arch):
+            item.add_marker(pytest.mark.skip(reason=f"needs a live {arch} GPU: "
+                                                    f"{runtime.why_not_live(arch)}"))
+
+
+@pytest.fixture
+def rng():
+    """A fresh, unseeded generator: every run draws new inputs (seed printed on failure)."""
+    import numpy as np
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"rng seed {seed}")
+    return np.random.default_rng(seed)
