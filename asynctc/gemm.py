@@ -42,7 +42,6 @@ class MmaSyncTile:
     wn: int = 64
     group_m: int = 8
     min_blocks: int = 1
-    prefetch: int = 0
 
     @property
     def threads(self) -> int:
@@ -55,8 +54,30 @@ class MmaSyncTile:
     @property
     def name(self) -> str:
         n = f"{self.bm}x{self.bn}x{self.bk}/w{self.wm}x{self.wn}"
-        n += f"/{self.min_blocks}cta" if self.min_blocks > 1 else ""
-        return n + {0: "", 1: "/pfL1", 2: "/pfL2"}[self.prefetch]
+        return n + (f"/{self.min_blocks}cta" if self.min_blocks > 1 else "")
+
+    @property
+    def warps(self) -> int:
+        return self.threads // 32
+
+    def l1_bytes_per_ktile(self) -> dict[str, int]:
+        """Bytes one CTA moves through the SM's L1/shared-memory data path per k-tile (a model).
+
+        ``ldg``: global → registers (16-byte loads pass through L1/TEX); ``sts``: registers → shared
+        memory; ``ldsm``: shared memory → fragments, each warp reading its wm×bk slice of A and bk×wn
+        slice of B; ``flop``: 2·bm·bn·bk.
+        """
+        tile_bytes = (self.bm + self.bn) * self.bk * 2
+        return {"ldg": tile_bytes, "sts": tile_bytes,
+                "ldsm": self.warps * (self.wm + self.wn) * self.bk * 2,
+                "flop": 2 * self.bm * self.bn * self.bk}
+
+    def l1_bound_tflops(self, sm_count: int, sm_clock_mhz: float, bytes_per_clk: int = 128) -> float:
+        """Throughput at which the L1/shared-memory data path (``bytes_per_clk`` per SM, 128 on
+        sm_90: 32 banks × 4 bytes) would be saturated by :meth:`l1_bytes_per_ktile` alone."""
+        b = self.l1_bytes_per_ktile()
+        flop_per_byte = b["flop"] / (b["ldg"] + b["sts"] + b["ldsm"])
+        return flop_per_byte * bytes_per_clk * sm_count * sm_clock_mhz * 1e6 / 1e12
 
     def validate(self) -> None:
         """Raise :class:`ValueError` naming the field when the kernel cannot be built for this tile."""
@@ -83,8 +104,6 @@ class MmaSyncTile:
                                  f"rows ({chunks_row} chunks each) in steps of 8 rows")
         if self.smem_bytes > 227 * 1024:
             raise ValueError(f"smem_bytes={self.smem_bytes}: above the 227 KiB a block may use on sm_90")
-        if self.prefetch not in (0, 1, 2):
-            raise ValueError(f"prefetch={self.prefetch}: 0 (none), 1 (L1) or 2 (L2)")
         if self.min_blocks not in (1, 2, 3, 4):
             raise ValueError(f"min_blocks={self.min_blocks}: must be 1..4")
         acc_regs = (self.wm * self.wn) // 32
@@ -112,7 +131,7 @@ def compile_mma_sync(dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE, o
         "gemm_mma_sync.cu", "gemm_mma_sync", arch,
         defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn,
                      DT=DTYPES[dtype], OUT_F32=int(out_f32), GROUP_M=tile.group_m,
-                     MINB=tile.min_blocks, PREFETCH=tile.prefetch))
+                     MINB=tile.min_blocks))
 
 
 def check_shapes(m: int, n: int, k: int, tile: MmaSyncTile = DEFAULT_TILE) -> None:

@@ -98,6 +98,7 @@ MMA_SIZES = (512, 1024, 2048, 4096, 6144, 8192)
 CHECK_SHAPES = ((128, 256, 32), (256, 512, 96), (384, 768, 160), (1024, 512, 2048),
                 (512, 1280, 416))
 SIMT_SIZES = (1024, 2048)
+PEAK_CONFIGS = ((4, 1), (4, 2), (8, 2), (8, 4))
 
 
 def measure_mma_sync() -> dict:
@@ -156,6 +157,20 @@ def measure_mma_sync() -> dict:
             bar.update()
     bar.close()
     out["clocks_after"] = records.nvidia_smi_clocks()
+    # The ceiling of mma.sync itself: register-only kernel, by warps per SM.
+    out["peak"] = []
+    info = runtime.device_info()
+    for dtype in gemm.DTYPES:
+        for warps, per_sm in PEAK_CONFIGS:
+            p = gemm.MmaSyncPeak(dtype, blocks=info.sm_count * per_sm, warps=warps)
+            c = p.check()
+            if not c.passed:
+                raise RuntimeError(f"mma.sync peak kernel wrong: {c.as_dict()}")
+            t = bench.time_gpu(p.launcher(), flush=False)
+            out["peak"].append({"dtype": dtype, "warps_per_cta": warps, "ctas_per_sm": per_sm,
+                                **t.as_dict(), "tflops": bench.tflops(p.flop, t.median_ms),
+                                "check": c.as_dict()})
+    out["clocks_after_peak"] = records.nvidia_smi_clocks()
     # The numba SIMT kernel, fp32, for scale.
     from . import simt
     cuda = simt.numba_cuda()
@@ -203,6 +218,12 @@ def summarize_mma_sync(rec: records.Record) -> str:
                          f"{row['tflops']:6.1f} TFLOP/s  {ratio}")
     for row in r["simt"]:
         lines.append(f"numba SIMT fp32 {row['size']:5d}³: {row['tflops']:.2f} TFLOP/s")
+    p = rec.provenance
+    peak = peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
+    for row in r.get("peak", []):
+        lines.append(f"mma.sync register-only {row['dtype']:8s} {row['warps_per_cta']} warps × "
+                     f"{row['ctas_per_sm']} CTA/SM: {row['tflops']:.0f} TFLOP/s "
+                     f"({row['tflops'] / peak:.2f} of {peak:.0f})")
     return "\n".join(lines)
 
 

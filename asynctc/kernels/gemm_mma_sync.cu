@@ -16,14 +16,13 @@
 //
 // Compile-time parameters (defines): BM, BN, BK (CTA tile), WM, WN (warp tile), DT (0 fp16, 1 bf16),
 // OUT_F32, GROUP_M (CTA raster grouping for L2 reuse), MINB (CTAs per SM the register budget must
-// allow: __launch_bounds__'s second argument), PREFETCH (cache hint for the k-tile after next). Requirements, checked in Python
+// allow: __launch_bounds__'s second argument). Requirements, checked in Python
 // (asynctc.gemm): M % BM == 0, N % BN == 0, K % BK == 0, BK in {32, 64}, WM % 16 == 0, WN % 16 == 0.
 
 #include "ptx/common.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
 #include "ptx/cvt.cuh"
-#include "ptx/prefetch.cuh"
 
 #ifndef BM
 #define BM 128
@@ -51,9 +50,6 @@
 #endif
 #ifndef MINB
 #define MINB 1
-#endif
-#ifndef PREFETCH
-#define PREFETCH 0   // 0: none; 1: prefetch k-tile kt+2 into L1; 2: into L2 (cache hints, no registers)
 #endif
 
 constexpr int WARPS_M = BM / WM;
@@ -159,24 +155,6 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   for (int kt = 0; kt < KT; ++kt) {
     const int buf = kt & 1;
     if (kt + 1 < KT) load_global(kt + 1);  // issued now, consumed after the math below
-#if PREFETCH
-    // Register staging keeps only one k-tile in flight per thread. A cache hint for the k-tile after
-    // it costs no registers: when its loads are issued next iteration they hit L1 (or L2).
-    if (kt + 2 < KT) {
-      constexpr int B_LINES_ROW = BN * 2 / 128;
-      const int k2 = (kt + 2) * BK;
-      for (int l = tid; l < BM + BK * B_LINES_ROW; l += THREADS) {
-        const u16* p = l < BM ? A + (size_t)(m0 + l) * K + k2
-                              : B + (size_t)(k2 + (l - BM) / B_LINES_ROW) * N + n0 + ((l - BM) % B_LINES_ROW) * 64;
-#if PREFETCH == 1
-        prefetch_global_L1(p);
-#else
-        prefetch_global_L2(p);
-#endif
-      }
-    }
-#endif
-
     const u32 as = smem_u32(As + buf * A_TILE_BYTES);
     const u32 bs = smem_u32(Bs + buf * B_TILE_BYTES);
 #pragma unroll

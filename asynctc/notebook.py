@@ -1,0 +1,46 @@
+"""Small helpers for the notebooks: show kernel source and SASS, say where numbers come from."""
+
+from __future__ import annotations
+
+import re
+
+from . import runtime
+
+
+def banner(arch: str = "sm_90a") -> None:
+    """One line: does this notebook run its kernels live here, or replay recorded data, and why."""
+    if runtime.runs_live(arch):
+        info = runtime.device_info()
+        line = f"LIVE: kernels for {arch} run on this machine's {info.name}."
+    else:
+        line = (f"REPLAY: {runtime.why_not_live(arch)}. Kernels are compiled and disassembled here; "
+                "measured figures come from data/ and say where and when they were measured.")
+    print(line)
+
+
+def show_source(target, start: str | None = None, end: str | None = None):
+    """Display a kernel's CUDA C++ source (a :class:`~asynctc.runtime.CompiledKernel` or a file name
+    under ``asynctc/kernels/``), optionally only from the first line matching ``start`` up to the
+    first later line matching ``end`` (regular expressions)."""
+    from IPython.display import Code
+    text = target.source_text() if hasattr(target, "source_text") else \
+        (runtime.KERNEL_DIR / target).read_text()
+    if start:
+        lines = text.splitlines()
+        i = next(k for k, ln in enumerate(lines) if re.search(start, ln))
+        j = len(lines)
+        if end:
+            j = next((k for k in range(i + 1, len(lines)) if re.search(end, lines[k])), len(lines)) + 1
+        text = "\n".join(lines[i:j])
+    return Code(text, language="cuda")
+
+
+def sass_table(compiled, classes=None) -> str:
+    """A small text table of instruction-class counts of a compiled kernel."""
+    from . import sass
+    counts = sass.class_counts(compiled.sass(), classes)
+    r = compiled.resources
+    lines = [f"{compiled.name} [{compiled.arch}]: {r.registers} registers/thread, "
+             f"{r.spill_stores} bytes spilled"]
+    lines += [f"  {k:10s} {v:5d}" for k, v in counts.items()]
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""matplotlib figures shared by the chapters: roofline, throughput by size, ladders, bank maps.
+
+Every function takes data (never measures) and an optional ``record`` whose :meth:`label` goes into
+the title, so a replayed figure says where and when it was measured. Functions return the
+:class:`matplotlib.figure.Figure`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+
+def _fig(w: float = 7.0, h: float = 4.0):
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(w, h), dpi=80, layout="constrained")
+    return fig, ax
+
+
+def _title(ax, title: str, record=None) -> None:
+    if record is not None:
+        title = f"{title}\n{record.label()}"
+    ax.set_title(title, fontsize=10)
+
+
+def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[str, float, float]] = (),
+             measured_ceiling: float | None = None, record=None, title: str = "Roofline"):
+    """Roofline: attainable TFLOP/s = min(peak, intensity × bandwidth), log-log.
+
+    ``points``: (label, arithmetic intensity in FLOP/byte, achieved or attainable TFLOP/s).
+    ``measured_ceiling``: a horizontal line for the best measured GEMM (TFLOP/s).
+    """
+    fig, ax = _fig()
+    ai = np.logspace(-1, 4, 200)
+    bw_tflops = bandwidth_gbs * 1e9 / 1e12
+    ax.loglog(ai, np.minimum(peak_tflops, ai * bw_tflops), color="k", lw=2,
+              label=f"peak {peak_tflops:.0f} TFLOP/s, {bandwidth_gbs / 1000:.2f} TB/s")
+    ridge = peak_tflops / bw_tflops
+    ax.axvline(ridge, color="grey", ls=":", lw=1)
+    ax.text(ridge * 1.1, peak_tflops * 0.02, f"ridge {ridge:.0f} FLOP/B", fontsize=8, color="grey")
+    if measured_ceiling:
+        ax.axhline(measured_ceiling, color="tab:green", ls="--", lw=1,
+                   label=f"best measured GEMM {measured_ceiling:.0f} TFLOP/s")
+    for i, (label, x, y) in enumerate(points):
+        ax.plot([x], [y], "o", ms=6)
+        ax.annotate(label, (x, y), textcoords="offset points", fontsize=8,
+                    xytext=(-10, -14) if i % 2 else (-10, 7))
+    ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
+    ax.set_ylabel("TFLOP/s")
+    ax.legend(fontsize=8, loc="lower right")
+    _title(ax, title, record)
+    return fig
+
+
+def throughput_by_size(series: dict[str, tuple[Sequence[int], Sequence[float]]],
+                       peak: float | None = None, peak_label: str = "peak", record=None,
+                       title: str = "Throughput by size", ylabel: str = "TFLOP/s",
+                       xlabel: str = "M = N = K"):
+    """Lines of throughput against problem size, one per kernel; optional horizontal peak line."""
+    fig, ax = _fig()
+    for name, (xs, ys) in series.items():
+        ax.plot(xs, ys, "o-", label=name)
+    if peak:
+        ax.axhline(peak, color="k", ls="--", lw=1, label=f"{peak_label} {peak:.0f}")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(next(iter(series.values()))[0]))
+    ax.get_xaxis().set_major_formatter(__import__("matplotlib").ticker.ScalarFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    _title(ax, title, record)
+    return fig
+
+
+def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | None = None,
+           baseline_label: str = "cuBLAS", record=None, title: str = "Ladder",
+           unit: str = "TFLOP/s"):
+    """Horizontal bars, one per rung, with the ratio to ``baseline`` written on each bar."""
+    fig, ax = _fig(7, 0.5 + 0.45 * len(labels))
+    y = np.arange(len(labels))[::-1]
+    ax.barh(y, values, color="tab:blue")
+    for yi, v in zip(y, values):
+        txt = f"{v:.0f} {unit}" + (f"  ({v / baseline:.2f}×)" if baseline else "")
+        ax.text(v, yi, " " + txt, va="center", fontsize=8)
+    if baseline:
+        ax.axvline(baseline, color="k", ls="--", lw=1, label=f"{baseline_label} {baseline:.0f}")
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlabel(unit)
+    ax.set_xlim(0, max(list(values) + [baseline or 0]) * 1.35)
+    _title(ax, title, record)
+    return fig
+
+
+def bank_map(banks: np.ndarray, title: str = "Shared-memory banks", row_label: str = "row",
+             col_label: str = "16-byte chunk", annotate: bool = True):
+    """A grid coloured by bank (0..31) or bank group; ``banks`` is (rows, cols) of ints."""
+    fig, ax = _fig(min(10, 1 + 0.5 * banks.shape[1]), min(8, 1 + 0.35 * banks.shape[0]))
+    im = ax.imshow(banks, cmap="tab20" if banks.max() < 20 else "nipy_spectral", aspect="auto")
+    if annotate and banks.size <= 512:
+        for (r, c), v in np.ndenumerate(banks):
+            ax.text(c, r, str(int(v)), ha="center", va="center", fontsize=7)
+    ax.set_xlabel(col_label)
+    ax.set_ylabel(row_label)
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    _title(ax, title)
+    return fig
+
+
+def bars(labels: Iterable[str], values: Sequence[float], title: str = "", ylabel: str = "",
+         record=None):
+    """Plain vertical bars (e.g. instruction-class counts)."""
+    fig, ax = _fig()
+    labels = list(labels)
+    ax.bar(range(len(labels)), values, color="tab:blue")
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    _title(ax, title, record)
+    return fig

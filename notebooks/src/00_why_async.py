@@ -1,0 +1,168 @@
+# %% [markdown]
+# # 00 — Why asynchronous Tensor Core programming?
+#
+# **Learning goal.** By the end of this chapter you can say, with numbers measured on this GPU,
+# how fast it can move bytes and how fast it can multiply matrices; place any GEMM on a roofline by
+# its arithmetic intensity; and explain why a GEMM kernel that makes its own threads move every
+# operand cannot keep the Tensor Cores busy — the problem the rest of the course solves with
+# asynchronous copies (cp.async, TMA), asynchronous math (wgmma, tcgen05) and warp specialization.
+#
+# Every number below is either measured now (on a GPU) or replayed from `data/` with the GPU, driver
+# and date it was measured on. Nothing is typed in.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import numpy as np
+import matplotlib.pyplot as plt
+
+import asynctc
+from asynctc import exercises, notebook, plots, records, suites
+
+notebook.banner("sm_90a")
+
+# %% [markdown]
+# ## 1. Two ceilings, measured
+#
+# The suite `ceilings` times, with CUDA events (warm-up, L2 flushed before every repetition,
+# median of 20):
+#
+# * a **device-to-device copy** (`cuMemcpyAsync`) from 16 MiB to 4 GiB — bandwidth counts the bytes
+#   read *and* the bytes written;
+# * **cuBLAS** fp16 and bf16 GEMMs (`C = A·B`, M = N = K from 1024 to 8192) on random data, through
+#   PyTorch or CuPy, whichever the GPU machine has.
+#
+# `load_or_measure` runs the suite when this machine has the GPU, and otherwise loads the record.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+rec = records.load_or_measure("ceilings", suites.measure_ceilings)
+print(suites.summarize_ceilings(rec))
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+copy = rec.results["copy"]
+fig = plots.throughput_by_size(
+    {"device-to-device copy": ([c["bytes"] >> 20 for c in copy], [c["gbps_rw"] for c in copy])},
+    record=rec, title="Copy bandwidth (read + write)", ylabel="GB/s", xlabel="bytes copied (MiB)")
+
+# %% [markdown]
+# ## 2. The datasheet peak, computed — and what cuBLAS reaches
+#
+# Hopper's Tensor Cores do **4096 dense fp16/bf16 FLOP per clock per SM** (with fp32 accumulation).
+# The peak of this GPU is therefore *SMs × 4096 × SM clock*. We compute it from the SM count and the
+# maximum SM clock the driver reported during the run, and put cuBLAS beside it.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+p = rec.provenance
+peak = suites.peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
+gemms = rec.results["cublas"]
+clock_run = next((g["clocks_after"]["sm_mhz"] for g in gemms if g.get("clocks_after")), None)
+print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {p['max_sm_clock_mhz_attr']:.0f} MHz = {peak:.0f} TFLOP/s")
+if clock_run:
+    print(f"SM clock read right after the 8192³ GEMMs: {clock_run:.0f} MHz "
+          f"→ peak at that clock {suites.peak_tflops(p['sm_count'], clock_run):.0f} TFLOP/s")
+series = {}
+for dt in ("float16", "bfloat16"):
+    rows = [g for g in gemms if g["dtype"] == dt]
+    series[f"cuBLAS {dt}"] = ([g["m"] for g in rows], [g["tflops"] for g in rows])
+fig = plots.throughput_by_size(series, peak=peak, peak_label="SMs×4096×clock", record=rec,
+                               title="cuBLAS GEMM throughput")
+
+# %% [markdown]
+# cuBLAS checks out against a float64 reference (it is our yardstick, so we verify it too):
+
+# %%
+chk = next(g["check"] for g in gemms if "check" in g)
+assert chk["passed"], chk
+print(f"cuBLAS {chk['dtype']} {chk['shape']} agrees with float64 within {chk['tol']}")
+
+# %% [markdown]
+# ## 3. The roofline: where each GEMM lives
+#
+# A kernel that does *F* FLOP and must move at least *B* bytes through DRAM has **arithmetic
+# intensity** *F / B*. Below the **ridge point** (peak ÷ bandwidth) it cannot be faster than
+# bandwidth × intensity: memory-bound. Above it, the Tensor Cores are the limit — *if* the kernel
+# can feed them. A square fp16 GEMM of size *n* does 2n³ FLOP and moves at least 3 matrices of
+# 2n² bytes, so its intensity is *n/3* FLOP/byte.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+bw = max(c["gbps_rw"] for c in copy)
+best_gemm = max(g["tflops"] for g in gemms)
+pts = [(f"{g['m']}³", exercises.expected("ch00.intensity", n=g["m"]), g["tflops"])
+       for g in gemms if g["dtype"] == "bfloat16"]
+pts.append(("8192×8192×16 (decode-like)", 2 * 8192 * 8192 * 16 / (2 * (8192 * 8192 + 2 * 8192 * 16)),
+            min(peak, bw * 1e9 / 1e12 * 2 * 8192 * 8192 * 16 / (2 * (8192 * 8192 + 2 * 8192 * 16)))))
+fig = plots.roofline(peak, bw, pts, measured_ceiling=best_gemm, record=rec)
+print(f"ridge point: {peak / (bw / 1000):.0f} FLOP/byte")
+
+# %% [markdown]
+# ## 4. Why Tensor Cores starve
+#
+# Large GEMMs sit far right of the ridge: DRAM is not their problem. Their problem is *inside* the
+# SM. To run at peak, one SM must consume 4096 FLOP every clock. With a 128×128 output tile per CTA,
+# each step along K needs (128 + 128) × 2 bytes of operands for 2 × 128 × 128 FLOP — that is
+# **1/64 byte per FLOP**, i.e. **64 bytes every clock** into shared memory, plus the reads out of it
+# into the Tensor Cores, per SM, without pause. The threads that would move those bytes are the same
+# threads that must issue the math. The next cells compute what that means on this GPU.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+clock_hz = p["max_sm_clock_mhz_attr"] * 1e6
+tile_bytes_per_flop = (128 + 128) * 2 / (2 * 128 * 128)
+need = 4096 * tile_bytes_per_flop
+dram_per_sm_clk = bw * 1e9 / p["sm_count"] / clock_hz
+print(f"operand bytes per clock per SM to feed the Tensor Cores (128×128 tile): {need:.0f} B/clk")
+print(f"DRAM bandwidth per SM per clock on this GPU:                            {dram_per_sm_clk:.1f} B/clk")
+print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come from DRAM: the rest must be "
+      "L2 hits (tiles shared by neighbouring CTAs),\n  and the copy into shared memory must run "
+      "*while* the Tensor Cores compute.")
+
+# %% [markdown]
+# The rest of the course is about making that copy run by itself:
+#
+# | chapter | who moves the operands | who waits |
+# |---|---|---|
+# | 01 mma.sync | every thread: global → registers → shared → registers | everyone, at every `__syncthreads` |
+# | 02 cp.async | threads issue copies that complete later | the consumer, only for the stage it needs |
+# | 03 TMA + mbarrier | one thread issues a whole tile; a copy engine moves it | the consumer, on an mbarrier phase |
+# | 04–06 wgmma, pipelines, warp specialization | a producer warp; consumers only do math | nobody, in steady state |
+#
+# > **What we measured vs what is often claimed.** The H200 datasheet says "989 TFLOP/s dense
+# > bf16" (that is 132 × 4096 × 1830 MHz) and "4.8 TB/s". The cells above show the peak computed at
+# > the clock this GPU reported, the best cuBLAS GEMM we measured, and the best copy bandwidth we
+# > measured (bytes read + written). Quote those, with their date and driver, not the datasheet.
+
+# %% [markdown]
+# ## Exercises
+#
+# **1.** Compute the arithmetic intensity of an M = N = K = 512 fp16 GEMM (FLOP per byte, reading A
+# and B once and writing C once). Replace `...` with an expression.
+
+# %%
+answer = ...
+ok = exercises.check("ch00.intensity", answer, n=512)
+
+# %% [markdown]
+# **2.** Using the measured bandwidth and peak above, which of these sizes are memory-bound on this
+# GPU? Give a list.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+sizes = [64, 128, 256, 512, 1024, 4096]
+ridge = peak / (bw / 1000)
+answer = ...
+ok = exercises.check("ch00.memory_bound", answer, sizes=sizes, ridge=ridge)
+
+# %% [markdown]
+# <details><summary>Solutions (run in CI)</summary>
+#
+# The cell below is the worked solution; CI executes it, so the exercise checker is tested too.
+# </details>
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+exercises.check("ch00.intensity", 2 * 512**3 / (2 * 3 * 512 * 512), n=512, solution=True)
+ok = exercises.check("ch00.memory_bound", [s for s in sizes if s / 3 < ridge], sizes=sizes,
+                     ridge=ridge, solution=True)

@@ -1,0 +1,100 @@
+"""Chapter 01 kernels on the CPU: compilation, SASS contents, input validation, models."""
+import numpy as np
+import pytest
+
+from asynctc import fragments, gemm, sass
+from asynctc.gemm import MmaSyncTile
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("tile", gemm.TILES, ids=lambda t: t.name)
+def test_mma_sync_sass(dtype, tile):
+    ck = gemm.compile_mma_sync(dtype, tile)
+    counts = sass.class_counts(ck.sass())
+    ops = sass.opcode_counts(ck.sass())
+    hmma = [op for op in ops if op.startswith("HMMA.16816.F32")]
+    assert hmma and all(("BF16" in op) == (dtype == "bfloat16") for op in hmma), hmma
+    assert counts["LDSM"] > 0 and counts["BAR"] >= 1
+    # the loop body is compiled once: HMMA count = per-warp mma.sync per k-tile
+    assert counts["HMMA"] == (tile.wm // 16) * (tile.wn // 8) * (tile.bk // 16)
+    assert "LDGSTS" not in counts and "HGMMA" not in counts   # synchronous: no async copies or wgmma
+
+
+def test_default_tile_does_not_spill():
+    ck = gemm.compile_mma_sync("float16")
+    assert ck.resources.spill_stores == 0
+    assert "LDL" not in sass.class_counts(ck.sass())
+
+
+def test_peak_kernel_sass():
+    ck = gemm.compile_mma_sync_peak("bfloat16")
+    counts = sass.class_counts(ck.sass())
+    assert counts["HMMA"] >= gemm.PEAK_CHAINS and "LDS" not in counts
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(bk=48), "bk=48"), (dict(wm=24), "wm=24"), (dict(bm=128, wm=96), "must divide"),
+    (dict(bn=96, wn=32), "bn=96"), (dict(min_blocks=5), "min_blocks=5"),
+    (dict(bm=256, bn=256, wm=32, wn=32), "threads=2048"),
+])
+def test_tile_rules(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        MmaSyncTile(**kw).validate()
+
+
+@pytest.mark.parametrize("m,n,k,msg", [(100, 128, 64, "M=100"), (128, 100, 64, "N=100"),
+                                       (128, 128, 40, "K=40"), (0, 128, 64, "M=0")])
+def test_shape_rules(m, n, k, msg):
+    with pytest.raises(ValueError, match=msg):
+        gemm.check_shapes(m, n, k)
+
+
+def test_bad_inputs_never_reach_the_gpu():
+    a = np.ones((128, 64), np.float16)
+    with pytest.raises(ValueError, match="float16 or bfloat16"):
+        gemm.mma_sync_gemm(a.astype(np.float32), a.T.astype(np.float32))
+    with pytest.raises(ValueError, match="b must have K=64 rows"):
+        gemm.mma_sync_gemm(a, np.ones((32, 128), np.float16))
+    with pytest.raises(ValueError, match="b.dtype"):
+        gemm.mma_sync_gemm(a, np.ones((64, 128), np.float32))
+    with pytest.raises(ValueError, match="must be 2-D"):
+        gemm.mma_sync_gemm(np.ones((2, 128, 64), np.float16), np.ones((64, 128), np.float16))
+
+
+def test_fragment_models(rng):
+    a, b = rng.standard_normal((16, 16)), rng.standard_normal((16, 8))
+    assert np.allclose(fragments.mma_from_fragments(a, b), a @ b)
+    for fn, shape, per_lane in ((fragments.a_m16n8k16, (16, 16), 8), (fragments.b_m16n8k16, (16, 8), 4),
+                                (fragments.c_m16n8k16, (16, 8), 4)):
+        lane, reg = fn()
+        assert lane.shape == shape
+        assert np.all(np.bincount(lane.ravel(), minlength=32) == per_lane)   # every lane, equal share
+
+
+def test_compare_catches_unwritten_and_wrong(rng):
+    a, b = gemm.random_operands(64, 32, 48, "float16", rng.integers(1 << 31))
+    ref = gemm.reference(a, b)
+    good = ref.astype(np.float16)
+    assert gemm.compare(good, ref, "float16", (64, 32, 48)).passed
+    holes = good.copy()
+    holes[3, 5] = np.nan                                   # one element never written
+    c = gemm.compare(holes, ref, "float16", (64, 32, 48))
+    assert not c.passed and c.unwritten == 1
+    wrong = good.copy()
+    wrong[[0, 1]] = wrong[[1, 0]]                           # two rows swapped
+    assert not gemm.compare(wrong, ref, "float16", (64, 32, 48)).passed
+
+
+def test_random_operands_are_not_trivial():
+    a, b = gemm.random_operands(64, 64, 64, "bfloat16")
+    av = a.astype(np.float32)
+    assert np.count_nonzero(av) == av.size and not np.all(np.abs(av) == 1)
+    assert len(np.unique(av)) > 100
+
+
+def test_l1_model():
+    t = gemm.DEFAULT_TILE
+    b = t.l1_bytes_per_ktile()
+    assert b["ldg"] == b["sts"] == (t.bm + t.bn) * t.bk * 2
+    assert b["flop"] == 2 * t.bm * t.bn * t.bk
+    assert 100 < t.l1_bound_tflops(132, 1980) < 2000

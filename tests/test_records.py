@@ -1,0 +1,71 @@
+"""Records: every committed measurement validates and carries its provenance; replay works."""
+import json
+
+import pytest
+
+from asynctc import records, suites
+
+
+def committed():
+    return sorted(records.data_dir().glob("*/*.json"))
+
+
+def test_there_are_records():
+    assert committed(), "data/ has no records"
+
+
+@pytest.mark.parametrize("path", committed(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_record_schema(path):
+    doc = json.loads(path.read_text())
+    records.validate(doc)
+    p = doc["provenance"]
+    assert p["gpu"] and p["driver"] and p["nvrtc"] and p["date"][:4].isdigit()
+    assert p["git_commit"] not in ("", "unknown")
+    assert p["clocks_start"].get("sm_mhz") and p["clocks_end"].get("sm_mhz")
+    assert "cuda-core" in p["packages"] and "asynctc" in p["packages"]
+    assert doc["suite"] == path.stem
+
+
+@pytest.mark.parametrize("field", records.REQUIRED_PROVENANCE)
+def test_validate_names_missing_field(field):
+    doc = json.loads(committed()[0].read_text())
+    del doc["provenance"][field]
+    with pytest.raises(records.RecordError, match=field):
+        records.validate(doc)
+
+
+def test_validate_rejects_empty_results_and_schema():
+    doc = json.loads(committed()[0].read_text())
+    with pytest.raises(records.RecordError, match="schema"):
+        records.validate({**doc, "schema": 99})
+    with pytest.raises(records.RecordError, match="results are empty"):
+        records.validate({**doc, "results": {}})
+
+
+def test_replay_in_replay_mode(monkeypatch):
+    monkeypatch.setenv("ASYNCTC_MODE", "replay")
+    called = []
+    rec = records.load_or_measure("ceilings", lambda: called.append(1))
+    assert not called and not rec.live
+    assert rec.label().startswith("replayed: measured on ")
+
+
+def test_missing_record_says_how_to_make_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASYNCTC_DATA", str(tmp_path))
+    with pytest.raises(records.RecordError, match="asynctc record nosuch"):
+        records.load("nosuch")
+
+
+@pytest.mark.parametrize("suite", ["ceilings", "mma_sync"])
+def test_summaries_of_committed_records(suite):
+    rec = records.load(suite)
+    _, summarize, _ = suites.SUITES[suite]
+    text = summarize(rec)
+    assert "replayed" in text and "TFLOP/s" in text
+
+
+def test_mma_sync_record_has_checks_and_baseline():
+    r = records.load("mma_sync").results
+    assert r["checks"] and all(c["passed"] for c in r["checks"])
+    assert any(x["kernel"] == "cuBLAS" for x in r["sweep"])
+    assert r.get("peak"), "the mma.sync ceiling was not recorded"

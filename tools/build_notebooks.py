@@ -1,0 +1,121 @@
+"""Build the course notebooks from their sources and execute them, so that committed notebooks carry
+outputs that nbval can compare.
+
+Sources: ``notebooks/src/NN_name.py`` in jupytext's percent format (``# %%`` code cells,
+``# %% [markdown]`` text cells). Each is converted with jupytext, executed with nbclient in the
+notebooks folder (by default in replay mode, so the committed outputs are the ones CI reproduces),
+checked for absolute paths or machine names in its outputs, and written to
+``notebooks/NN_name.ipynb``.
+
+    python tools/build_notebooks.py            # all chapters, replay mode
+    python tools/build_notebooks.py 01 02      # some chapters
+    python tools/build_notebooks.py --check    # fail if a committed notebook's cells differ from src
+
+Conventions for sources: a cell whose output depends on the machine or the run (timings, the mode
+banner, register counts from this NVRTC) starts with ``# NBVAL_IGNORE_OUTPUT``; it still executes
+and its asserts still count. Deterministic cells (models, exercise checks, validation errors) are
+compared by nbval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "notebooks" / "src"
+OUT = ROOT / "notebooks"
+
+#: Architecture a chapter's kernels need (metadata ``asynctc.arch``, read by ``asynctc course``).
+ARCH = {"09": "sm_100a"}
+
+FORBIDDEN = [re.compile(p) for p in (r"/work/", r"/root/", r"/home/", r"/tmp/", r"site-packages")]
+
+
+def to_notebook(src: Path):
+    import jupytext
+    nb = jupytext.read(src, fmt="py:percent")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["asynctc"] = {"arch": ARCH.get(src.name[:2], "sm_90a")}
+    nb.metadata.pop("jupytext", None)
+    for cell in nb.cells:
+        cell.metadata.pop("lines_to_next_cell", None)
+    return nb
+
+
+def execute(nb, timeout: int = 1800):
+    from nbclient import NotebookClient
+    env_backup = dict(os.environ)
+    os.environ.setdefault("ASYNCTC_MODE", "replay")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in env_backup.get("PYTHONPATH", "").split(os.pathsep) if p])
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(OUT)}}).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_backup)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    return nb
+
+
+def check_outputs(nb, name: str) -> None:
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            texts = [out.get("text", "")] + [v for k, v in out.get("data", {}).items()
+                                             if k.startswith("text/")]
+            for t in texts:
+                t = "".join(t) if isinstance(t, list) else t
+                for rx in FORBIDDEN:
+                    if rx.search(t):
+                        raise SystemExit(f"{name}: cell {i} output contains a machine path "
+                                         f"({rx.pattern}): {t[:200]!r}")
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                raise SystemExit(f"{name}: cell {i} wrote to stderr (nbval would fail): "
+                                 f"{''.join(out.get('text', ''))[:300]!r}")
+            if out.get("output_type") == "error":
+                raise SystemExit(f"{name}: cell {i} raised {out.get('ename')}: {out.get('evalue')}")
+
+
+def sources_match(src: Path, ipynb: Path) -> bool:
+    import nbformat
+    if not ipynb.is_file():
+        return False
+    a = [(c.cell_type, c.source) for c in to_notebook(src).cells]
+    b = [(c.cell_type, c.source) for c in nbformat.read(ipynb, as_version=4).cells]
+    return a == b
+
+
+def main(argv=None) -> int:
+    import nbformat
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
+    p.add_argument("--check", action="store_true", help="only check notebooks match their sources")
+    args = p.parse_args(argv)
+    srcs = sorted(SRC.glob("[0-9][0-9]_*.py"))
+    if args.chapters:
+        srcs = [s for s in srcs if s.name[:2] in args.chapters]
+    bad = 0
+    for src in srcs:
+        target = OUT / (src.stem + ".ipynb")
+        if args.check:
+            ok = sources_match(src, target)
+            print(f"{src.stem:28s} {'up to date' if ok else 'STALE: rebuild with tools/build_notebooks.py'}")
+            bad += not ok
+            continue
+        t0 = time.time()
+        nb = execute(to_notebook(src))
+        check_outputs(nb, src.stem)
+        nbformat.write(nb, target)
+        print(f"{src.stem:28s} built in {time.time() - t0:5.1f} s")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
