@@ -1,0 +1,151 @@
+"""Every cuTensorMapEncodeTiled rule checked in asynctc.tma has a test that triggers it (CPU only)."""
+import numpy as np
+import pytest
+
+from asynctc import tma
+from asynctc.layout import SmemTile
+from asynctc.tma import TensorMapError, validate
+
+ADDR = 0x7F00_0000_0000     # a plausible, 256-byte aligned device address
+
+
+def ok(**kw):
+    args = dict(address=ADDR, shape=(256, 512), dtype="float16", box=(64, 64))
+    args.update(kw)
+    return validate(**args)
+
+
+def bad(match, **kw):
+    with pytest.raises(TensorMapError, match=match) as e:
+        ok(**kw)
+    assert "cuTensorMapEncodeTiled" in str(e.value)
+    return str(e.value)
+
+
+def test_a_valid_map_normalises():
+    s = ok(swizzle=128)
+    assert s.rank == 2 and s.strides == (1024, 2) and s.swizzle == 128
+    assert s.data_type == "FLOAT16" and s.box_bytes == 64 * 64 * 2
+    assert s.smem_tile() == SmemTile(64, 64, "float16", 128)
+
+
+@pytest.mark.parametrize("shape", [(), (2, 2, 2, 2, 2, 16)])
+def test_rank(shape):
+    bad(r"rank=\d: a tensor map has 1 to 5 dimensions", shape=shape, box=(1,) * len(shape))
+
+
+def test_rank_1_to_5_accepted():
+    for r in range(1, 6):
+        shape = (3,) * (r - 1) + (64,)
+        assert ok(shape=shape, box=(1,) * (r - 1) + (32,)).rank == r
+
+
+@pytest.mark.parametrize("dt", ["complex64", "bool"])
+def test_dtype(dt):
+    bad(rf"dtype='{dt}': no CUtensorMapDataType", dtype=dt)
+
+
+@pytest.mark.parametrize("dt, travels", [("float8_e4m3fn", "UINT8"), ("int8", "UINT8"),
+                                          ("bfloat16", "BFLOAT16"), ("float32", "FLOAT32")])
+def test_dtype_mapping(dt, travels):
+    size = np.dtype("float32").itemsize if dt == "float32" else (2 if dt == "bfloat16" else 1)
+    assert ok(dtype=dt, box=(8, 64 // size)).data_type == travels
+
+
+def test_address_null():
+    bad(r"address=0: globalAddress must be a non-null", address=0)
+
+
+def test_address_alignment():
+    bad(r"address='0x7f0000000008': globalAddress must be 16-byte aligned", address=ADDR + 8)
+
+
+def test_global_dim_range():
+    bad(r"shape\[0\]=0: every globalDim must be in 1 .. 2\^31", shape=(0, 512))
+    bad(r"shape\[1\]=2147483649: every globalDim", shape=(4, 2**31 + 1), box=(4, 64),
+        strides=(2**33, 2))
+
+
+def test_stride_multiple_of_16():
+    msg = bad(r"strides\[0\]=1000: every globalStride must be a positive multiple of 16 bytes",
+              strides=(1000, 2))
+    assert "strides[0]=1000" in msg
+    # a contiguous row of 100 fp16 = 200 bytes: not a multiple of 16
+    bad(r"strides\[0\]=200", shape=(8, 100), box=(8, 64))
+
+
+def test_stride_below_2_pow_40():
+    bad(r"strides\[0\]=1099511627776: every globalStride must be < 2\^40", strides=(2**40, 2))
+
+
+def test_size_one_dimension_strides_do_not_trip():
+    # (1, 3, 40) fp16: the outer stride would be 240 bytes (not a multiple of 16) — never used.
+    s = ok(shape=(1, 4, 40), box=(1, 4, 32), strides=(240, 80, 2))
+    assert s.strides[0] % 16 == 0 and s.strides[1] == 80
+    # a size-1 middle dimension with an illegal stride is fine too
+    s = ok(shape=(4, 1, 64), box=(2, 1, 64), strides=(128, 8, 2))
+    assert s.strides[1] % 16 == 0
+
+
+def test_innermost_contiguous():
+    bad(r"strides\[-1\]=4: the innermost dimension must be contiguous", strides=(1024, 4))
+
+
+@pytest.mark.parametrize("box, field, val", [((0, 64), 0, 0), ((64, 257), 1, 257), ((300, 64), 0, 300)])
+def test_box_range(box, field, val):
+    bad(rf"box\[{field}\]={val}: every boxDim must be in 1 .. 256", box=box)
+
+
+def test_box_inner_multiple_of_16_bytes():
+    bad(r"box\[-1\]=12: the inner box dimension is 24 bytes .* multiple of 16 bytes", box=(8, 12))
+
+
+@pytest.mark.parametrize("sw, cols", [(32, 32), (64, 64), (128, 128)])
+def test_inner_box_within_swizzle_span(sw, cols):
+    bad(rf"box\[-1\]={cols}: the inner box dimension is {cols * 2} bytes, more than the "
+        rf"{sw}-byte swizzle span", swizzle=sw, box=(8, cols))
+    assert ok(swizzle=sw, box=(8, sw // 2)).swizzle == sw
+
+
+def test_swizzle_mode():
+    bad(r"swizzle=256: must be one of \[0, 32, 64, 128\]", swizzle=256)
+
+
+@pytest.mark.parametrize("es, i, v", [((1, 0), 1, 0), ((9, 1), 0, 9)])
+def test_element_strides(es, i, v):
+    bad(rf"element_strides\[{i}\]={v}: every elementStride must be in 1 .. 8", element_strides=es)
+
+
+def test_element_strides_box_bytes():
+    assert ok(box=(64, 64), element_strides=(2, 1)).box_bytes == 32 * 64 * 2
+
+
+def test_oob_fill():
+    bad(r"oob_fill='inf'", oob_fill="inf")
+    bad(r"oob_fill='nan': NaN fill needs a floating-point tensorDataType; uint8 travels as UINT8",
+        oob_fill="nan", dtype="uint8", box=(8, 64))
+    assert ok(oob_fill="nan").oob_fill == "nan"
+
+
+def test_per_entry_count():
+    bad(r"box=\(64,\): must have one entry per tensor dimension \(2\)", box=(64,))
+
+
+def test_tensor_map_for_tile_dtype_mismatch():
+    class Fake:
+        dtype = np.dtype("float32")
+        shape = (64, 64)
+        ptr = ADDR
+        nbytes = 64 * 64 * 4
+    with pytest.raises(TensorMapError, match=r"dtype='float32': the tile holds 2-byte elements"):
+        tma.tensor_map_for_tile(Fake(), SmemTile(64, 64, "float16", 128))
+
+
+def test_view_beyond_the_array_is_rejected_before_encoding():
+    class Fake:
+        dtype = np.dtype("float16")
+        shape = (64, 64)
+        ptr = ADDR
+        nbytes = 64 * 64 * 2
+    with pytest.raises(TensorMapError, match=r"shape=\(128, 64\): .* more than the 8192-byte array"):
+        tma.make_tensor_map(Fake(), (64, 64), shape=(128, 64))
