@@ -86,7 +86,11 @@ def cmd_record(args) -> int:
 def cmd_course(args) -> int:
     import nbformat
     from nbclient import NotebookClient
-    from nbconvert import HTMLExporter
+    try:
+        from nbconvert import HTMLExporter
+    except ImportError:          # HTML is a convenience; the executed notebooks are the record
+        HTMLExporter = None
+        print("nbconvert is not installed: writing executed notebooks without HTML copies")
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -111,8 +115,9 @@ def cmd_course(args) -> int:
             (out / f"{nb_path.stem}.error.txt").write_text(str(e))
             print(f"   {err[-1] if err else e}", file=sys.stderr)
         nbformat.write(nb, out / nb_path.name)
-        html, _ = HTMLExporter().from_notebook_node(nb)
-        (out / f"{nb_path.stem}.html").write_text(html)
+        if HTMLExporter is not None:
+            html, _ = HTMLExporter().from_notebook_node(nb)
+            (out / f"{nb_path.stem}.html").write_text(html)
         print(f"{nb_path.stem:28s} {m:6s} {status:6s} {time.time() - t0:7.1f} s", flush=True)
     print(f"executed notebooks and HTML in {os.path.relpath(out, Path.cwd())}/")
     return 1 if failed else 0
