@@ -169,6 +169,10 @@ for dt in gemm.DTYPES:
     series[f"mma.sync {dt}"] = ([r["size"] for r in ours], [r["tflops"] for r in ours])
 fig = plots.throughput_by_size(series, peak=peak, peak_label="SMs×4096×clock", record=rec,
                                title="Synchronous mma.sync GEMM vs cuBLAS")
+ceiling = max(r["tflops"] for r in rec.results["peak"] if r["dtype"] == "float16")
+fig.axes[0].axhline(ceiling, color="tab:red", ls=":", lw=1.5,
+                    label=f"mma.sync ceiling (register-only) {ceiling:.0f}")
+fig.axes[0].legend(fontsize=8)
 print(suites.summarize_mma_sync(rec))
 
 # %% [markdown]
