@@ -30,6 +30,7 @@ CLASSES = {
     "UTMALDG": r"^UTMALDG\b",           # cp.async.bulk.tensor global→shared
     "UTMASTG": r"^UTMASTG\b",           # cp.async.bulk.tensor shared→global
     "SYNCS": r"^SYNCS\.",               # mbarrier operations
+    "FENCE_ASYNC": r"^FENCE\.VIEW\.ASYNC", # fence.proxy.async
     "BAR": r"^BAR\b",                   # __syncthreads / bar.sync
     "LDG": r"^LDG\b",                   # global loads
     "STG": r"^STG\b",                   # global stores

@@ -27,7 +27,7 @@
 #define RANK 2          // rank of the tensor map used by tma_load_dump / tma_store_raw (1..5)
 #endif
 #ifndef MAX_TRIES
-#define MAX_TRIES 100000u  // try_wait rounds before a bounded wait gives up
+#define MAX_TRIES 10000000u  // try_wait rounds before a bounded wait gives up (also bounded by 2 s)
 #endif
 
 // Issue a TMA load / store of rank RANK at coordinates c[0..RANK-1] (innermost first).

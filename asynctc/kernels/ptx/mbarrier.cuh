@@ -79,13 +79,22 @@ __device__ __forceinline__ void mbarrier_wait_parity(u32 bar, u32 parity) {
 #define ASYNCTC_ERR_NONE 0u
 #define ASYNCTC_ERR_MBARRIER_TIMEOUT 1u
 
-// Bounded wait: at most max_tries try_wait rounds (each may suspend for the hardware's time limit).
-// On a timeout, the first failing thread records (code | tag << 8) in *err with atomicCAS (so the
-// first error wins) and the call returns false: the kernel then leaves instead of hanging the GPU.
+// Bounded wait: gives up after max_tries try_wait rounds, or once ASYNCTC_WAIT_MAX_NS nanoseconds of
+// %globaltimer have passed (whichever comes first: one round may suspend the thread for a
+// system-dependent time). On a timeout the first failing thread records (code | tag << 8) in *err
+// with atomicCAS (the first error wins) and the call returns false: the kernel then leaves instead
+// of hanging the GPU. err may be null.
+#ifndef ASYNCTC_WAIT_MAX_NS
+#define ASYNCTC_WAIT_MAX_NS 2000000000ull   // 2 s
+#endif
 __device__ __forceinline__ bool mbarrier_wait_parity_bounded(u32 bar, u32 parity, u32 max_tries,
                                                              u32* err, u32 tag) {
-  for (u32 i = 0; i < max_tries; ++i)
+  if (mbarrier_try_wait_parity(bar, parity)) return true;
+  const u64 t0 = globaltimer();
+  for (u32 i = 1; i < max_tries; ++i) {
     if (mbarrier_try_wait_parity(bar, parity)) return true;
+    if (globaltimer() - t0 > ASYNCTC_WAIT_MAX_NS) break;
+  }
   if (err) atomicCAS(err, ASYNCTC_ERR_NONE, ASYNCTC_ERR_MBARRIER_TIMEOUT | (tag << 8));
   return false;
 }

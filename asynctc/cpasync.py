@@ -1,0 +1,333 @@
+"""Chapter 02 — cp.async: the chapter-01 GEMM made multistage, and a pipelined shared-memory copy.
+
+``kernels/gemm_cp_async.cu`` is chapter 01's mma.sync GEMM (same tile, warp tiles, XOR swizzle,
+ldmatrix, epilogue) with the register staging replaced by ``cp.async.cg.shared.global`` 16-byte
+copies into a ring of ``stages`` shared-memory k-tiles, ``cp.async.commit_group`` once per k-tile and
+``cp.async.wait_group<stages-2>`` before computing on one (PTX ISA, "Data Movement and Conversion
+Instructions: cp.async, cp.async.commit_group, cp.async.wait_group"). In SASS: LDGSTS, LDGDEPBAR,
+DEPBAR. Three verbs as everywhere in the course:
+
+* :func:`compile_cp_async` — NVRTC → cubin for sm_90a (no GPU needed);
+* :func:`cp_async_gemm` — validate in Python, then launch (needs an sm_90 GPU);
+* :func:`verify_cp_async` — fresh random inputs, poisoned output, float64 reference.
+
+``kernels/smem_pipeline.cu`` is the synchronous-vs-pipelined shared-memory copy (our equivalent of
+Luo et al., IPDPS 2024): :class:`SmemPipeline`.
+
+Suites (``python -m asynctc record cp_async``): :data:`SUITES`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import bench, gemm, records, runtime
+from .gemm import Check, MmaSyncTile, compare, random_operands, reference
+from .memory import DeviceArray
+
+DTYPES = gemm.DTYPES
+SMEM_PER_SM = 228 * 1024          # sm_90: 228 KiB of shared memory per SM (227 KiB per block)
+
+
+@dataclasses.dataclass(frozen=True)
+class CpAsyncTile(MmaSyncTile):
+    """Chapter 01's tile (``bm``×``bn``×``bk``, warp tile ``wm``×``wn``, ``min_blocks`` CTAs per SM)
+    plus ``stages`` (1..4) shared-memory k-tiles in the cp.async ring.
+    ``smem_bytes`` = stages × (bm·bk + bk·bn) × 2 bytes."""
+
+    stages: int = 3
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.stages * (self.bm * self.bk + self.bk * self.bn) * 2
+
+    @property
+    def name(self) -> str:
+        n = f"{self.bm}x{self.bn}x{self.bk}/w{self.wm}x{self.wn}/s{self.stages}"
+        return n + (f"/{self.min_blocks}cta" if self.min_blocks > 1 else "")
+
+    def validate(self) -> None:
+        """Raise :class:`ValueError` naming the field when the kernel cannot be built or launched
+        as asked: chapter 01's rules, ``stages`` in 1..4, ``prefetch`` 0 (the cp.async ring replaces
+        it), and ``min_blocks`` × ``smem_bytes`` within the 228 KiB of shared memory per SM."""
+        if isinstance(self.stages, bool) or self.stages not in (1, 2, 3, 4):
+            raise ValueError(f"stages={self.stages!r}: must be 1, 2, 3 or 4")
+        if getattr(self, "prefetch", 0):
+            raise ValueError(f"prefetch={self.prefetch}: the cp.async GEMM has no prefetch hint "
+                             "(its ring of stages is the prefetch); use 0")
+        super().validate()
+        if self.min_blocks * (self.smem_bytes + 1024) > SMEM_PER_SM:
+            raise ValueError(f"tile {self.name}: {self.min_blocks} CTAs × {self.smem_bytes} B of "
+                             f"shared memory do not fit in the {SMEM_PER_SM} B of one SM; lower "
+                             "stages or min_blocks")
+
+
+#: Default: chapter 01's tile with a 3-stage ring, two CTAs per SM (2 × 96 KiB).
+DEFAULT_TILE = CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2, stages=3)
+
+
+def stage_sweep_tiles() -> tuple[CpAsyncTile, ...]:
+    """The tiles the benchmark sweeps: stages 1..4 at BK=64 and at BK=32, two CTAs per SM where
+    the shared memory allows, else one."""
+    out = []
+    for bk in (64, 32):
+        for s in (1, 2, 3, 4):
+            mb = 2 if 2 * (s * (128 * bk + bk * 128) * 2 + 1024) <= SMEM_PER_SM else 1
+            out.append(CpAsyncTile(128, 128, bk, 64, 64, min_blocks=mb, stages=s))
+    return tuple(out)
+
+
+TILES = stage_sweep_tiles()
+
+
+def compile_cp_async(dtype: str = "float16", tile: CpAsyncTile = DEFAULT_TILE,
+                     out_f32: bool = False, arch: str = "sm_90a") -> runtime.CompiledKernel:
+    """Compile the cp.async GEMM for ``dtype`` ("float16" | "bfloat16") and ``tile``. No GPU needed.
+    Raises :class:`ValueError` for an unknown dtype or an invalid tile."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype={dtype!r}: must be one of {sorted(DTYPES)}")
+    if not isinstance(tile, CpAsyncTile):
+        raise ValueError(f"tile={tile!r}: must be a CpAsyncTile (it carries `stages`)")
+    tile.validate()
+    return runtime.compile_kernel(
+        "gemm_cp_async.cu", "gemm_cp_async", arch,
+        defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn, DT=DTYPES[dtype],
+                     OUT_F32=int(out_f32), GROUP_M=tile.group_m, MINB=tile.min_blocks,
+                     STAGES=tile.stages))
+
+
+def cp_async_gemm(a, b, *, tile: CpAsyncTile = DEFAULT_TILE, out: DeviceArray | None = None,
+                  out_f32: bool = False, stream=None) -> DeviceArray:
+    """``out = a @ b`` with the cp.async GEMM; returns ``out`` (a :class:`DeviceArray`).
+
+    ``a`` (M×K), ``b`` (K×N): fp16 or bf16, numpy or :class:`DeviceArray`, C-contiguous, 16-byte
+    aligned (cp.async 16-byte copies); M, N, K multiples of the tile. ``out``: M×N in the input
+    dtype (fp32 when ``out_f32``), allocated poisoned when None. Raises :class:`ValueError` before
+    anything reaches the GPU; :class:`~asynctc.runtime.NoGPUError` without an sm_90 GPU.
+    """
+    dt = np.dtype(a.dtype)
+    if dt.name not in DTYPES:
+        raise ValueError(f"a.dtype={dt}: must be float16 or bfloat16")
+    gemm._check_operand(a, "a", dt)
+    gemm._check_operand(b, "b", dt)
+    (m, k), (k2, n) = a.shape, b.shape
+    if k2 != k:
+        raise ValueError(f"b.shape={b.shape}: b must have K={k} rows to match a.shape={a.shape}")
+    tile.validate()
+    gemm.check_shapes(m, n, k, tile)
+    odt = np.dtype(np.float32) if out_f32 else dt
+    if out is not None and (out.shape != (m, n) or out.dtype != odt):
+        raise ValueError(f"out: shape {out.shape} / dtype {out.dtype}, expected {(m, n)} / {odt}")
+    ck = compile_cp_async(dt.name, tile, out_f32)
+    da = a if isinstance(a, DeviceArray) else DeviceArray.from_host(a, stream)
+    db = b if isinstance(b, DeviceArray) else DeviceArray.from_host(b, stream)
+    if out is None:
+        out = DeviceArray.poisoned((m, n), odt, stream)
+    launcher(ck, tile, da, db, out, stream)()
+    return out
+
+
+def launcher(ck: runtime.CompiledKernel, tile: CpAsyncTile, a: DeviceArray, b: DeviceArray,
+             out: DeviceArray, stream=None):
+    """A zero-argument callable that enqueues one launch (for timing loops); inputs pre-validated."""
+    return gemm.launcher(ck, tile, a, b, out, stream)
+
+
+def verify_cp_async(m: int, n: int, k: int, dtype: str = "float16",
+                    tile: CpAsyncTile = DEFAULT_TILE, seed: int | None = None,
+                    out_f32: bool = False) -> Check:
+    """Run the kernel on fresh random inputs (standard normal, rounded to ``dtype``) with a
+    poisoned output; compare with the float64 product. Returns a :class:`~asynctc.gemm.Check`."""
+    a, b = random_operands(m, n, k, dtype, seed)
+    got = cp_async_gemm(a, b, tile=tile, out_f32=out_f32).to_host()
+    return compare(got, reference(a, b), dtype, (m, n, k))
+
+
+# --------------------------------------------------------------------------------------------------
+# Synchronous vs pipelined shared-memory copy (Luo et al. equivalent)
+# --------------------------------------------------------------------------------------------------
+
+#: Block sides compared by Luo et al.: 8×8, 16×16, 32×32 threads (one fp32 element each per tile).
+SMEM_BLOCKS = (8, 16, 32)
+SMEM_ITERS = 64
+#: Luo et al. (IPDPS 2024), H800: pipelined vs synchronous, +39.5% / +9.7% / −1.8%.
+LUO_GAIN = {8: 0.395, 16: 0.097, 32: -0.018}
+
+
+class SmemPipeline:
+    """The synchronous and the pipelined (cp.async, 2 stages) shared-memory copy for a ``b``×``b``
+    block, ``blocks`` CTAs of ``ITERS`` tiles each.
+
+    :meth:`check` runs both on fresh random data with a poisoned output and compares with the
+    float64 reference; :meth:`launcher` returns a callable for timing; ``bytes_read`` per launch.
+    """
+
+    def __init__(self, b: int, blocks: int = 132 * 16, iters: int = SMEM_ITERS, seed=None):
+        if b not in SMEM_BLOCKS:
+            raise ValueError(f"b={b}: must be one of {SMEM_BLOCKS}")
+        if not 1 <= blocks < 2**31:
+            raise ValueError(f"blocks={blocks}: must be ≥ 1")
+        if not 1 <= iters <= 4096:
+            raise ValueError(f"iters={iters}: must be 1..4096")
+        self.b, self.blocks, self.iters = b, blocks, iters
+        defines = dict(B=b, ITERS=iters)
+        self.ck = {k: runtime.compile_kernel("smem_pipeline.cu", f"smem_copy_{k}", defines=defines)
+                   for k in ("sync", "async")}
+        rng = np.random.default_rng(seed)
+        self.src_host = rng.standard_normal(blocks * iters * b * b, dtype=np.float32)
+        self.bytes_read = self.src_host.nbytes
+        self.src = DeviceArray.from_host(self.src_host)
+        self.dst = DeviceArray.poisoned(blocks * b * b, np.float32)
+
+    def reference(self) -> np.ndarray:
+        """float64 per-thread sums: thread (ty, tx) adds element (ty, (tx+1) % b) of each tile."""
+        t = self.src_host.reshape(self.blocks, self.iters, self.b, self.b).astype(np.float64)
+        return np.roll(t, -1, axis=3).sum(axis=1).reshape(-1)
+
+    def launcher(self, kind: str, stream=None):
+        ck = self.ck[kind]
+
+        def run():
+            runtime.launch(ck, self.blocks, self.b * self.b, self.src, self.dst, stream=stream)
+        return run
+
+    def check(self, kind: str) -> Check:
+        self.dst.poison()
+        self.launcher(kind)()
+        got = self.dst.to_host()
+        c = compare(got, self.reference(), "float32", (self.blocks, self.b, self.b))
+        return dataclasses.replace(c, tol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------------
+# The benchmark suite
+# --------------------------------------------------------------------------------------------------
+
+SIZES = (1024, 2048, 4096, 8192)
+CHECK_SHAPES = ((128, 256, 64), (256, 512, 192), (384, 768, 320), (1024, 512, 2048),
+                (512, 1280, 448))
+
+
+def _row_check(dc: DeviceArray, a, b, s: int, dtype: str, what: str) -> float:
+    rows = np.random.default_rng().choice(s, size=8, replace=False)
+    got = dc.to_host()[rows].astype(np.float64)
+    ref = a[rows].astype(np.float64) @ b.astype(np.float64)
+    err = float(np.linalg.norm(np.nan_to_num(got, nan=1e30) - ref) / np.linalg.norm(ref))
+    if not err <= gemm.TOLERANCE[dtype]:
+        raise RuntimeError(f"timed run wrong: {what} {dtype} {s}³ rel_err {err}")
+    return err
+
+
+def measure_cp_async() -> dict:
+    """Correctness of every swept tile (fp16 and bf16, shapes :data:`CHECK_SHAPES`); then, on the
+    same inputs per size (:data:`SIZES`, fp16; bf16 at 4096), cuBLAS, the chapter-01 kernel
+    (:data:`asynctc.gemm.DEFAULT_TILE`) and the cp.async GEMM for every tile in :data:`TILES`
+    (stages 1..4); then the synchronous vs pipelined shared-memory copy (:class:`SmemPipeline`)."""
+    out: dict = {"checks": [], "sweep": [], "smem": [],
+                 "tiles": [dict(name=t.name, bm=t.bm, bn=t.bn, bk=t.bk, stages=t.stages,
+                                min_blocks=t.min_blocks, smem_bytes=t.smem_bytes) for t in TILES],
+                 "baseline_library": bench.baseline_library()}
+    for dtype in DTYPES:
+        for shp in CHECK_SHAPES:
+            for tile in TILES:
+                try:
+                    gemm.check_shapes(*shp, tile)
+                except ValueError:
+                    continue
+                c = verify_cp_async(*shp, dtype=dtype, tile=tile)
+                out["checks"].append({**c.as_dict(), "tile": tile.name})
+                if not c.passed:
+                    raise RuntimeError(f"cp.async GEMM wrong: {c.as_dict()} tile {tile.name}")
+    runs = [("float16", s) for s in SIZES] + [("bfloat16", 4096)]
+    for dtype, s in runs:
+        a, b = random_operands(s, s, s, dtype)
+        da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
+        dc = DeviceArray.poisoned((s, s), a.dtype)
+        flop = bench.gemm_flop(s, s, s)
+        if out["baseline_library"]:
+            t = bench.time_gpu(bench.cublas_gemm(da, db, dc), reps=20)
+            out["sweep"].append({"dtype": dtype, "size": s, "kernel": "cuBLAS", **t.as_dict(),
+                                 "tflops": bench.tflops(flop, t.median_ms)})
+        ck = gemm.compile_mma_sync(dtype, gemm.DEFAULT_TILE)
+        dc.poison()
+        t = bench.time_gpu(gemm.launcher(ck, gemm.DEFAULT_TILE, da, db, dc), reps=20)
+        err = _row_check(dc, a, b, s, dtype, "mma.sync")
+        out["sweep"].append({"dtype": dtype, "size": s, "kernel": "mma.sync",
+                             "tile": gemm.DEFAULT_TILE.name, **t.as_dict(), "rel_err_rows": err,
+                             "tflops": bench.tflops(flop, t.median_ms)})
+        for tile in TILES:
+            ck = compile_cp_async(dtype, tile)
+            dc.poison()
+            t = bench.time_gpu(launcher(ck, tile, da, db, dc), reps=20)
+            err = _row_check(dc, a, b, s, dtype, f"cp.async {tile.name}")
+            out["sweep"].append({"dtype": dtype, "size": s, "kernel": "cp.async", "tile": tile.name,
+                                 "stages": tile.stages, "bk": tile.bk, **t.as_dict(),
+                                 "rel_err_rows": err, "registers": ck.resources.registers,
+                                 "spill_bytes": ck.resources.spill_stores,
+                                 "tflops": bench.tflops(flop, t.median_ms)})
+        del da, db, dc
+    out["clocks_after"] = records.nvidia_smi_clocks()
+    for bside in SMEM_BLOCKS:
+        sp = SmemPipeline(bside)
+        row = {"b": bside, "threads": bside * bside, "blocks": sp.blocks, "iters": sp.iters}
+        for kind in ("sync", "async"):
+            c = sp.check(kind)
+            if not c.passed:
+                raise RuntimeError(f"smem copy {kind} b={bside} wrong: {c.as_dict()}")
+            t = bench.time_gpu(sp.launcher(kind), reps=20)
+            row[kind] = {**t.as_dict(), "gbps": bench.gbps(sp.bytes_read, t.median_ms)}
+        row["gain"] = row["sync"]["median_ms"] / row["async"]["median_ms"] - 1.0
+        out["smem"].append(row)
+    return out
+
+
+def best_rows(results: dict, dtype: str, kernel: str) -> dict[int, dict]:
+    """Fastest row per size for ``kernel`` ("cuBLAS", "mma.sync", "cp.async") and ``dtype``."""
+    best: dict[int, dict] = {}
+    for r in results["sweep"]:
+        if r["kernel"] == kernel and r["dtype"] == dtype:
+            if r["size"] not in best or r["tflops"] > best[r["size"]]["tflops"]:
+                best[r["size"]] = r
+    return best
+
+
+def stage_table(results: dict, dtype: str = "float16", size: int = 4096) -> list[dict]:
+    """cp.async rows at one size: stages, bk, TFLOP/s, ratio to the chapter-01 kernel and cuBLAS."""
+    base = best_rows(results, dtype, "mma.sync").get(size)
+    cb = best_rows(results, dtype, "cuBLAS").get(size)
+    rows = []
+    for r in results["sweep"]:
+        if r["kernel"] == "cp.async" and r["dtype"] == dtype and r["size"] == size:
+            rows.append({"tile": r["tile"], "stages": r["stages"], "bk": r["bk"],
+                         "tflops": r["tflops"],
+                         "vs_mma_sync": r["tflops"] / base["tflops"] if base else None,
+                         "vs_cublas": r["tflops"] / cb["tflops"] if cb else None})
+    return rows
+
+
+def summarize_cp_async(rec: records.Record) -> str:
+    r = rec.results
+    lines = [rec.label(), f"correctness: {sum(c['passed'] for c in r['checks'])}/"
+                          f"{len(r['checks'])} checks passed"]
+    for dtype in DTYPES:
+        ms = best_rows(r, dtype, "mma.sync")
+        cb = best_rows(r, dtype, "cuBLAS")
+        for s, row in sorted(best_rows(r, dtype, "cp.async").items()):
+            b0 = ms.get(s)
+            c0 = cb.get(s)
+            lines.append(f"cp.async {dtype:8s} {s:5d}³ best {row['tile']:24s} {row['tflops']:6.1f} "
+                         f"TFLOP/s = {row['tflops'] / b0['tflops']:.2f}× ch.01 ({b0['tflops']:.0f})"
+                         + (f", {row['tflops'] / c0['tflops']:.2f} of cuBLAS ({c0['tflops']:.0f})"
+                            if c0 else ""))
+    for row in stage_table(r):
+        lines.append(f"  4096³ fp16 {row['tile']:24s} {row['tflops']:6.1f} TFLOP/s "
+                     f"({row['vs_mma_sync']:.2f}× ch.01)")
+    for row in r["smem"]:
+        lines.append(f"smem copy {row['b']:2d}×{row['b']:<2d}: pipelined vs synchronous "
+                     f"{row['gain']:+.1%} (Luo et al. H800: {LUO_GAIN[row['b']]:+.1%})")
+    return "\n".join(lines)
+
+
+SUITES = {"cp_async": (measure_cp_async, summarize_cp_async, "sm_90a")}
