@@ -1,0 +1,145 @@
+"""One GPU run of everything chapters 02-03 need checked (H200, ~1-2 minutes).
+
+    .venv/bin/python tools/gpu_ch02_ch03.py            # checks + a small bandwidth preview
+    .venv/bin/python tools/gpu_ch02_ch03.py --no-bench # checks only
+
+Runs the logic of the ``gpu`` tests in tests/test_ch02_ch03_kernels.py on fresh random data and
+prints one compact line per check (PASS/FAIL/ERROR and the detail that matters), then a table. Every
+check runs even if an earlier one failed; the exit status is 1 if any did. mbarrier waits in the
+kernels are bounded, so a protocol error shows up as "mbarrier wait timed out", not as a hang.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from asynctc import bench, cpasync, runtime, tmacopy  # noqa: E402
+from asynctc.layout import SmemTile  # noqa: E402
+
+RESULTS: list[tuple[str, str, str]] = []
+
+
+def check(name: str, fn) -> None:
+    t0 = time.perf_counter()
+    try:
+        ok, detail = fn()
+        status = "PASS" if ok else "FAIL"
+    except Exception as e:  # noqa: BLE001 - report and go on
+        status, detail = "ERROR", f"{type(e).__name__}: {e}"
+        traceback.print_exc(limit=3)
+    RESULTS.append((status, name, detail))
+    print(f"{status:5s} {name:60s} {detail[:160]}  [{time.perf_counter() - t0:.1f}s]", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-bench", action="store_true")
+    args = ap.parse_args()
+    if not runtime.runs_live("sm_90a"):
+        print("no live sm_90a GPU:", runtime.why_not_live("sm_90a"))
+        return 2
+    info = runtime.device_info()
+    print(f"{info.name}, {info.sm_count} SMs, driver {info.driver_version}")
+    rng = np.random.default_rng()
+
+    # --- chapter 03: swizzle model, loads and stores, OOB, mbarrier --------------------------
+    for tile in tmacopy.swizzle_tiles():
+        def ld(tile=tile):
+            c = tmacopy.load_box(tile, shape=(64, 4 * tile.cols + 48 // tile.itemsize),
+                                 start=(int(rng.integers(0, 64 - tile.rows)), tile.cols), rng=rng)
+            return c.passed, f"{c.mismatches}/{c.nbytes} bytes differ, first at {c.first} {c.note}"
+        check(f"TMA load  {tile!r}", ld)
+    for tile in tmacopy.swizzle_tiles():
+        def st(tile=tile):
+            c = tmacopy.store_box(tile, shape=(48, 3 * tile.cols), start=(5, tile.cols), rng=rng)
+            return c.passed, f"{c.mismatches}/{c.nbytes} bytes differ, first at {c.first}"
+        check(f"TMA store {tile!r}", st)
+    for tile in (SmemTile(16, 64, "float16", 128), SmemTile(16, 32, "float32", 0),
+                 SmemTile(24, 64, "uint8", 64)):
+        for start in ((-3, -16), (40, 112), (-20, 120), (100, 0)):
+            def oob(tile=tile, start=start):
+                a = tmacopy.load_box(tile, shape=(48, 128), start=start, rng=rng)
+                b = tmacopy.store_box(tile, shape=(48, 128), start=start, rng=rng)
+                return a.passed and b.passed, f"load {a.mismatches} / store {b.mismatches} bytes differ"
+            check(f"OOB {tile!r} at {start}", oob)
+
+    def nan():
+        c = tmacopy.load_box(SmemTile(16, 64, "float16", 128), shape=(40, 96), start=(32, 64),
+                             oob_fill="nan", rng=rng)
+        return c.passed, f"{c.mismatches} elements wrong"
+    check("OOB NaN fill (NAN_REQUEST_ZERO_FMA)", nan)
+
+    def life():
+        run = tmacopy.mbarrier_lifecycle(rng=rng)
+        print(tmacopy.lifecycle_table(run))
+        return run.passed, f"err={run.err} boxes_ok={run.boxes_ok}"
+    check("mbarrier life cycle", life)
+
+    for box in ((8, 32), (32, 64), (16, 256)):
+        def cp(box=box):
+            cb = tmacopy.CopyBench(rows=1024, cols=2048)
+            bad = []
+            for v in tmacopy.VARIANTS:
+                cfg = tmacopy.copy_config(v, *box)
+                cb.dst.poison()
+                cb.launcher(cfg)()
+                c = cb.check(cfg.name)
+                if not c.passed:
+                    bad.append(f"{v}: {c.mismatches} bytes")
+            return not bad, "; ".join(bad) or "tma, ldg_sts, cp_async all equal the source"
+        check(f"copy kernels, box {box}", cp)
+
+    # --- chapter 02: the cp.async GEMM and the shared-memory pipeline ----------------------------
+    for tile in cpasync.TILES:
+        for dtype in ("float16", "bfloat16"):
+            def g(tile=tile, dtype=dtype):
+                errs = []
+                for shp in ((256, 384, 640), (384, 256, 1024), (1024, 1024, 1024)):
+                    c = cpasync.verify_cp_async(*shp, dtype=dtype, tile=tile)
+                    errs.append(c)
+                worst = max(errs, key=lambda c: (not c.passed, c.rel_err if np.isfinite(c.rel_err) else 9))
+                return all(c.passed for c in errs), f"worst rel_err {worst.rel_err:.2e} (tol {worst.tol}), " \
+                                                    f"unwritten {worst.unwritten}"
+            check(f"cp.async GEMM {tile.name} {dtype}", g)
+    for b in cpasync.SMEM_BLOCKS:
+        def sp(b=b):
+            p = cpasync.SmemPipeline(b, blocks=264, iters=32)
+            cs = [p.check(k) for k in ("sync", "async")]
+            return all(c.passed for c in cs), " / ".join(f"{c.rel_err:.1e}" for c in cs)
+        check(f"smem pipeline {b}x{b} sync/async", sp)
+
+    if not args.no_bench:
+        # a preview of the bandwidth figures (the real numbers come from `record tma_copy`)
+        def prev():
+            cb = tmacopy.CopyBench()
+            t = bench.time_gpu(bench.device_copy(cb.dst, cb.src), reps=10)
+            ceil = bench.gbps(2 * cb.nbytes, t.median_ms)
+            parts = [f"device copy {ceil:.0f} GB/s"]
+            for br, bc in ((16, 64), (64, 64), (32, 256)):
+                for v in tmacopy.VARIANTS:
+                    cfg = tmacopy.copy_config(v, br, bc)
+                    run = cb.launcher(cfg)
+                    tt = bench.time_gpu(run, reps=10)
+                    parts.append(f"{v} {cfg.box_bytes >> 10}KB {bench.gbps(2 * cb.nbytes, tt.median_ms) / ceil:.2f}")
+            print("   " + "\n   ".join(parts))
+            return True, "ratios to the device copy printed above"
+        check("bandwidth preview", prev)
+
+    n_bad = sum(1 for s, _, _ in RESULTS if s != "PASS")
+    print(f"\n{len(RESULTS) - n_bad}/{len(RESULTS)} checks passed")
+    for s, name, detail in RESULTS:
+        if s != "PASS":
+            print(f"  {s}: {name}: {detail}")
+    return 1 if n_bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
