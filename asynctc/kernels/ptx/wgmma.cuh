@@ -111,7 +111,7 @@ __device__ __forceinline__ u64 wgmma_desc_advance(u64 desc, u32 bytes) {
                : FL                                                                              \
                : __VA_ARGS__)
 
-template <int N>
+template <int kN>
 struct Wgmma;  // specialised below for N = 8, 16, 32, 64, 128, 256
 
 // Defines Wgmma<N>::ss (A and B from shared memory) and Wgmma<N>::rs (A from registers).
@@ -178,14 +178,14 @@ WGMMA_DEFINE_N(256, 128, WGMMA_D128, WGMMA_F128, 128, 129, 130, 131, 132, 133, 1
 
 // The names kernels use: one wgmma.mma_async, SS (both operands from shared memory) or RS (A from
 // registers). scale_d = 0: D = A·B (the accumulators' old values are ignored); 1: D = A·B + D.
-template <int N, int kDtype, int kTransA, int kTransB>
-__device__ __forceinline__ void wgmma_mma_async_ss(float (&d)[N / 2], u64 desc_a, u64 desc_b,
+template <int kN, int kDtype, int kTransA, int kTransB>
+__device__ __forceinline__ void wgmma_mma_async_ss(float (&d)[kN / 2], u64 desc_a, u64 desc_b,
                                                    int scale_d) {
-  Wgmma<N>::template ss<kDtype, kTransA, kTransB>(d, desc_a, desc_b, scale_d);
+  Wgmma<kN>::template ss<kDtype, kTransA, kTransB>(d, desc_a, desc_b, scale_d);
 }
 
-template <int N, int kDtype, int kTransB>
-__device__ __forceinline__ void wgmma_mma_async_rs(float (&d)[N / 2], const u32 (&a)[4], u64 desc_b,
+template <int kN, int kDtype, int kTransB>
+__device__ __forceinline__ void wgmma_mma_async_rs(float (&d)[kN / 2], const u32 (&a)[4], u64 desc_b,
                                                    int scale_d) {
-  Wgmma<N>::template rs<kDtype, kTransB>(d, a, desc_b, scale_d);
+  Wgmma<kN>::template rs<kDtype, kTransB>(d, a, desc_b, scale_d);
 }

@@ -1,0 +1,647 @@
+"""Chapter 04's wgmma kernels: compile, run, verify — single tiles, a mismatch demo, throughput.
+
+Three kernel families, each with the course's three verbs:
+
+* **single tile** (``kernels/wgmma_tile.cu``): one warpgroup computes D (64×N fp32) = A (64×K) ·
+  B (K×N) [+ C] with ``wgmma.mma_async`` for any supported (dtype, major-ness, swizzle, N, A from
+  shared memory or registers). The host lays each operand tile out in shared memory exactly where
+  :class:`asynctc.descriptors.OperandTile` says wgmma reads it and encodes the descriptors; the
+  kernel copies the bytes and runs the wgmmas. :func:`compile_tile`, :func:`run_tile`,
+  :func:`verify_tile`; :func:`supported_configs` lists every combination the instruction allows.
+* **mismatch demo** (:func:`mismatch_demo`): the same, with the descriptors' swizzle field forced
+  to a mode the data was not laid out in (compiled only on purpose, ``MISMATCH_LAYOUT``): the count
+  of wrong elements, the permutation of A that wgmma actually read, and the wrong D predicted
+  exactly by the layout model.
+* **throughput** (``kernels/wgmma_peak.cu``, :class:`WgmmaPeak`): steady-state wgmma with no memory
+  traffic in the loop, by N and by operand source (SS: A from shared memory, RS: A from registers).
+
+``SUITES["wgmma"]`` (``python -m asynctc record wgmma``) checks every supported single-tile
+combination on fresh random data, then measures throughput and reports TFLOP/s, FLOP per SM per
+clock at the SM clock read during the run, the datasheet rate at that clock and Luo et al.'s H800
+figures.
+
+PTX ISA references: §9.7.15.5.2 (wgmma.mma_async), §9.7.15.5.1.1 (register fragments),
+§9.7.15.5.1.2 (shared-memory layouts and the matrix descriptor), §9.7.15.7 (fence/commit/wait).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import numpy as np
+
+from . import descriptors as dsc
+from . import runtime
+from .gemm import Check
+from .memory import DeviceArray
+
+#: dtype name → the kernels' ``DT`` code.
+DTYPES = {"float16": 0, "bfloat16": 1, "float8_e4m3fn": 2, "float8_e5m2": 3}
+#: Instruction N values the course builds and checks (PTX ISA allows every multiple of 8 to 256).
+N_VALUES = (8, 16, 32, 64, 128, 256)
+SWIZZLES = (0, 32, 64, 128)
+SOURCES = ("smem", "registers")
+
+#: Relative Frobenius error allowed for a single tile (fp32 output). 16-bit inputs: products are
+#: exact in fp32 and K ≤ 128, so errors are ~1e-6. fp8: Hopper's fp8 wgmma accumulates with
+#: reduced precision (DeepSeek-V3 Technical Report, 2024, §3.3.2: about 14 bits retained on H800).
+TILE_TOLERANCE = {"float16": 1e-4, "bfloat16": 1e-4, "float8_e4m3fn": 2e-3, "float8_e5m2": 2e-3}
+
+
+def np_dtype(name: str) -> np.dtype:
+    """numpy dtype of a wgmma input type name (ml_dtypes for bfloat16 and fp8)."""
+    name = dsc.dtype_name(name)
+    if name == "float16":
+        return np.dtype(np.float16)
+    import ml_dtypes
+    return np.dtype(getattr(ml_dtypes, name))
+
+
+# --------------------------------------------------------------------------------------------------
+# Single tile
+# --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TileConfig:
+    """One single-tile experiment: ``dtype``, instruction ``n``, the major-ness and swizzle of each
+    operand, where A comes from, and ``k_steps`` wgmmas along K (K = k_steps × 16, or × 32 for fp8).
+
+    ``a_source`` "smem" (``a_major``/``a_swizzle`` describe A's tile) or "registers" (A's fragments
+    are loaded from global memory; A has no shared-memory layout, so ``a_major`` must stay "K").
+    ``b_swizzle`` defaults to ``a_swizzle``. :meth:`validate` raises
+    :class:`~asynctc.descriptors.DescriptorError` naming the field, value and rule.
+    """
+
+    dtype: str = "float16"
+    n: int = 64
+    a_major: str = "K"
+    b_major: str = "K"
+    a_swizzle: int = 128
+    b_swizzle: int | None = None
+    a_source: str = "smem"
+    k_steps: int = 4
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", dsc.dtype_name(self.dtype))
+        if self.b_swizzle is None:
+            object.__setattr__(self, "b_swizzle", self.a_swizzle)
+        self.validate()
+
+    def validate(self) -> None:
+        if self.n not in N_VALUES:
+            raise dsc.DescriptorError(f"n={self.n!r}: the course builds N in {N_VALUES} (PTX ISA "
+                                      "§9.7.15.5.2 allows any multiple of 8 up to 256)")
+        if self.a_source not in SOURCES:
+            raise dsc.DescriptorError(f"a_source={self.a_source!r}: must be one of {SOURCES}")
+        if isinstance(self.k_steps, bool) or not isinstance(self.k_steps, int) \
+                or not 1 <= self.k_steps <= 8:
+            raise dsc.DescriptorError(f"k_steps={self.k_steps!r}: 1..8 wgmmas along K")
+        object.__setattr__(self, "b_major", dsc.check_major(self.b_major, self.dtype, "b_major"))
+        am = dsc.check_major(self.a_major, self.dtype, "a_major")
+        object.__setattr__(self, "a_major", am)
+        if self.a_source == "registers" and am != "K":
+            raise dsc.DescriptorError(
+                "a_major='MN' with a_source='registers': A in registers is a fragment "
+                "(PTX ISA §9.7.15.5.1.1), not a shared-memory layout; imm-trans-a exists only "
+                "for A read through a descriptor. Use a_major='K'.")
+        self.a_tile, self.b_tile  # noqa: B018 - build both tiles to run their checks
+
+    @property
+    def k(self) -> int:
+        return self.k_steps * dsc.instruction_k(self.dtype)
+
+    @property
+    def a_tile(self) -> dsc.OperandTile:
+        return dsc.OperandTile(64, self.k, self.dtype, self.a_major, self.a_swizzle)
+
+    @property
+    def b_tile(self) -> dsc.OperandTile:
+        return dsc.OperandTile(self.n, self.k, self.dtype, self.b_major, self.b_swizzle)
+
+    @property
+    def entry(self) -> str:
+        """The kernel entry point: wgmma_tile_ss_{a}{b} or wgmma_tile_rs_{b} (k / m)."""
+        mk = {"K": "k", "MN": "m"}
+        if self.a_source == "registers":
+            return f"wgmma_tile_rs_{mk[self.b_major]}"
+        return f"wgmma_tile_ss_{mk[self.a_major]}{mk[self.b_major]}"
+
+    @property
+    def b_offset(self) -> int:
+        """Byte offset of B's tile from the (1024-aligned) shared-memory base; A's is 0."""
+        if self.a_source == "registers":
+            return 0
+        return -(-self.a_tile.size_bytes // 1024) * 1024
+
+    @property
+    def shmem_bytes(self) -> int:
+        """Dynamic shared memory of one launch: 1024 bytes of alignment slack + both tiles."""
+        return 1024 + self.b_offset + self.b_tile.size_bytes
+
+    @property
+    def defines(self) -> dict:
+        return dict(DT=DTYPES[self.dtype], N=self.n, KSTEPS=self.k_steps)
+
+    def label(self) -> str:
+        sw = lambda s: f"{s}B" if s else "none"  # noqa: E731
+        a = "A:regs" if self.a_source == "registers" else f"A:{self.a_major}/{sw(self.a_swizzle)}"
+        return f"{self.dtype} n{self.n} {a} B:{self.b_major}/{sw(self.b_swizzle)}"
+
+    def as_dict(self) -> dict:
+        return {"dtype": self.dtype, "n": self.n, "a_major": self.a_major, "b_major": self.b_major,
+                "a_swizzle": self.a_swizzle, "b_swizzle": self.b_swizzle,
+                "a_source": self.a_source, "k_steps": self.k_steps}
+
+
+def supported_configs(dtypes=tuple(DTYPES), ns=N_VALUES, swizzles=SWIZZLES,
+                      k_steps: int = 4) -> list[TileConfig]:
+    """Every (dtype, A source, A major, B major, swizzle, N) the instruction allows: f16/bf16 with
+    both major-nesses of A (from shared memory) and B, A from registers with either B; fp8 K-major
+    only. A and B share the swizzle mode."""
+    out = []
+    for dt in dtypes:
+        majors = ("K",) if dsc.itemsize(dt) == 1 else ("K", "MN")
+        for n in ns:
+            for sw in swizzles:
+                for am in majors:
+                    for bm in majors:
+                        out.append(TileConfig(dt, n, am, bm, sw, sw, "smem", k_steps))
+                for bm in majors:
+                    out.append(TileConfig(dt, n, "K", bm, sw, sw, "registers", k_steps))
+    return out
+
+
+def compile_tile(cfg: TileConfig, arch: str = "sm_90a", mismatch_layout: int = -1,
+                 ) -> runtime.CompiledKernel:
+    """Compile the single-tile kernel for ``cfg`` (no GPU needed). ``mismatch_layout`` ≥ 0 builds
+    the deliberate-mismatch variant (see :func:`mismatch_demo`)."""
+    defines = dict(cfg.defines)
+    if mismatch_layout != -1:
+        if mismatch_layout not in (0, 1, 2, 3):
+            raise dsc.DescriptorError(f"mismatch_layout={mismatch_layout!r}: a swizzle-mode field "
+                                      "value 0..3")
+        defines["MISMATCH_LAYOUT"] = mismatch_layout
+    return runtime.compile_kernel("wgmma_tile.cu", cfg.entry, arch, defines=defines)
+
+
+def tile_modules(configs) -> list[tuple[str, str, dict]]:
+    """The distinct (source, entry, defines) compilations ``configs`` need (swizzle and major-ness
+    of the same DT/N share a module: they differ only in data and entry point)."""
+    seen, out = set(), []
+    for c in configs:
+        key = (c.dtype, c.n, c.k_steps)
+        if key not in seen:
+            seen.add(key)
+            out.append(("wgmma_tile.cu", "wgmma_tile_ss_kk", c.defines))
+    return out
+
+
+def tile_images(a: np.ndarray, b: np.ndarray, cfg: TileConfig):
+    """Host-side shared-memory images and descriptors for one launch.
+
+    ``a`` (64×K) and ``b`` (K×N) in ``cfg.dtype``. Returns ``(a_img, b_img, descs)``: uint8 images
+    of A's and B's tiles (A's empty for A in registers) and a uint64 array of 2·k_steps descriptors
+    (A's and B's per k-step, start addresses relative to the shared-memory base; A's are 0 for A
+    in registers)."""
+    at, bt = cfg.a_tile, cfg.b_tile
+    b_img = bt.image(np.ascontiguousarray(b.T))
+    descs = np.zeros(2 * cfg.k_steps, dtype=np.uint64)
+    for s, d in enumerate(bt.descriptors(cfg.b_offset)):
+        descs[2 * s + 1] = d.encode()
+    if cfg.a_source == "registers":
+        return np.zeros(16, np.uint8), b_img, descs
+    a_img = at.image(a)
+    for s, d in enumerate(at.descriptors(0)):
+        descs[2 * s] = d.encode()
+    return a_img, b_img, descs
+
+
+def _check_inputs(a, b, cfg: TileConfig, c) -> None:
+    dt = np_dtype(cfg.dtype)
+    if np.dtype(a.dtype) != dt or np.dtype(b.dtype) != dt:
+        raise ValueError(f"a.dtype={a.dtype}, b.dtype={b.dtype}: both must be {dt} (cfg.dtype)")
+    if a.shape != (64, cfg.k):
+        raise ValueError(f"a.shape={a.shape}: expected (64, K={cfg.k}) for {cfg.k_steps} k-steps")
+    if b.shape != (cfg.k, cfg.n):
+        raise ValueError(f"b.shape={b.shape}: expected (K={cfg.k}, N={cfg.n})")
+    if c is not None and (c.shape != (64, cfg.n) or np.dtype(c.dtype) != np.float32):
+        raise ValueError(f"c: shape {c.shape} / dtype {c.dtype}, expected (64, {cfg.n}) float32")
+
+
+def run_tile(a: np.ndarray, b: np.ndarray, cfg: TileConfig, c: np.ndarray | None = None,
+             *, _mismatch_layout: int = -1, stream=None) -> np.ndarray:
+    """D = a·b (+ c) on the GPU with one warpgroup; returns D (64×N float32, host).
+
+    ``a`` 64×K and ``b`` K×N numpy arrays of ``cfg.dtype``; ``c`` optional 64×N float32 (then the
+    first wgmma accumulates, scale-d = 1). Inputs are checked before anything reaches the GPU
+    (:class:`ValueError`, :class:`~asynctc.descriptors.DescriptorError`); the output is poisoned
+    first. Raises :class:`~asynctc.runtime.NoGPUError` without an sm_90 GPU.
+    """
+    _check_inputs(a, b, cfg, c)
+    ck = compile_tile(cfg, mismatch_layout=_mismatch_layout)
+    a_img, b_img, descs = tile_images(a, b, cfg)
+    runtime.check_launch(1, 128, cfg.shmem_bytes, ck)
+    dev = [DeviceArray.from_host(x, stream) for x in
+           (a_img, b_img, descs, np.ascontiguousarray(a).view(np.uint8))]
+    dc = DeviceArray.from_host(np.ascontiguousarray(c, np.float32), stream) if c is not None else None
+    dd = DeviceArray.poisoned((64, cfg.n), np.float32, stream)
+    u32 = np.uint32
+    runtime.launch(ck, 1, 128, dev[0], u32(a_img.size if cfg.a_source == "smem" else 0), dev[1],
+                   u32(b_img.size), u32(cfg.b_offset), dev[2], dev[3],
+                   dc if dc is not None else np.uint64(0), dd,
+                   shmem_bytes=cfg.shmem_bytes, stream=stream)
+    return dd.to_host(stream)
+
+
+def random_tile_operands(cfg: TileConfig, rng: np.random.Generator | None = None):
+    """Fresh standard-normal A (64×K) and B (K×N) rounded to ``cfg.dtype`` (never zeros or ±1)."""
+    rng = rng if rng is not None else np.random.default_rng()
+    dt = np_dtype(cfg.dtype)
+    a = rng.standard_normal((64, cfg.k), dtype=np.float32).astype(dt)
+    b = rng.standard_normal((cfg.k, cfg.n), dtype=np.float32).astype(dt)
+    return a, b
+
+
+def tile_reference(a, b, c=None) -> np.ndarray:
+    """float64 ``a @ b (+ c)`` of the rounded inputs."""
+    r = a.astype(np.float64) @ b.astype(np.float64)
+    return r + c.astype(np.float64) if c is not None else r
+
+
+def compare_tile(d: np.ndarray, ref: np.ndarray, cfg: TileConfig) -> Check:
+    """Relative Frobenius error of D against the float64 reference; unwritten (NaN) counted."""
+    o = d.astype(np.float64)
+    unwritten = int(np.count_nonzero(~np.isfinite(o)))
+    err = float(np.linalg.norm(o - ref) / np.linalg.norm(ref)) if unwritten == 0 else float("nan")
+    return Check((64, cfg.n, cfg.k), cfg.dtype, err, TILE_TOLERANCE[cfg.dtype], unwritten)
+
+
+def verify_tile(cfg: TileConfig, rng: np.random.Generator | None = None,
+                with_c: bool = False) -> Check:
+    """Run ``cfg`` on fresh random data (poisoned output) and compare with float64."""
+    rng = rng if rng is not None else np.random.default_rng()
+    a, b = random_tile_operands(cfg, rng)
+    c = rng.standard_normal((64, cfg.n), dtype=np.float32) if with_c else None
+    d = run_tile(a, b, cfg, c)
+    return compare_tile(d, tile_reference(a, b, c), cfg)
+
+
+# --------------------------------------------------------------------------------------------------
+# The deliberate mismatch
+# --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class MismatchResult:
+    """What happens when the descriptors claim ``descriptor_swizzle`` but the tiles were laid out
+    with ``layout_swizzle``.
+
+    ``reference`` (64×N, float64) is the right D; ``predicted`` the wrong D the layout model says the
+    GPU computes (what wgmma reads through the wrong descriptors, multiplied in float64);
+    ``measured`` the GPU's D (None when not run live). ``wrong_*`` count elements off by more than
+    the dtype's tolerance × the largest |reference|. ``source_a`` (64×K int64): for each element
+    (m, k) of A as wgmma read it, the flat index m'·K + k' of the element actually found there
+    (-1: padding or outside the tile) — the permutation to plot. ``source_b`` likewise (N×K).
+    """
+
+    config: TileConfig
+    layout_swizzle: int
+    descriptor_swizzle: int
+    reference: np.ndarray
+    predicted: np.ndarray
+    measured: np.ndarray | None
+    source_a: np.ndarray
+    source_b: np.ndarray
+
+    def _wrong(self, d: np.ndarray) -> int:
+        tol = TILE_TOLERANCE[self.config.dtype] * 10 * float(np.abs(self.reference).max())
+        return int(np.count_nonzero(~(np.abs(d.astype(np.float64) - self.reference) <= tol)))
+
+    @property
+    def wrong_predicted(self) -> int:
+        return self._wrong(self.predicted)
+
+    @property
+    def wrong_measured(self) -> int | None:
+        return None if self.measured is None else self._wrong(self.measured)
+
+    @property
+    def measured_matches_prediction(self) -> bool | None:
+        """True when the GPU's wrong D equals the model's prediction (fp32 rounding aside)."""
+        if self.measured is None:
+            return None
+        m = self.measured.astype(np.float64)
+        scale = float(np.abs(self.predicted).max()) or 1.0
+        return bool(np.all(np.abs(m - self.predicted) <= 1e-3 * scale))
+
+    @property
+    def a_elements_moved(self) -> int:
+        """Elements of A that wgmma read from the wrong place."""
+        k = self.source_a.shape[1]
+        want = np.arange(self.source_a.size).reshape(self.source_a.shape)
+        return int(np.count_nonzero(self.source_a != want)) if k else 0
+
+    def summary(self) -> str:
+        sw = lambda s: f"{s}B" if s else "no"  # noqa: E731
+        n = self.reference.size
+        s = (f"tiles laid out with {sw(self.layout_swizzle)} swizzle, descriptors say "
+             f"{sw(self.descriptor_swizzle)} swizzle: wgmma reads {self.a_elements_moved} of "
+             f"{self.source_a.size} A elements from the wrong place; the model predicts "
+             f"{self.wrong_predicted} of {n} D elements wrong")
+        if self.measured is not None:
+            s += (f"; the GPU got {self.wrong_measured} wrong, "
+                  f"{'exactly as predicted' if self.measured_matches_prediction else 'NOT as predicted'}")
+        return s
+
+
+def _sources(tile: dsc.OperandTile, wrong: list[dsc.WgmmaDescriptor], base: int) -> np.ndarray:
+    """Flat element index stored at each address wgmma reads through ``wrong`` (-1 if none)."""
+    addr_ok = tile.addresses(base)
+    inv = {int(x): i for i, x in enumerate(addr_ok.ravel())}
+    kk = tile.instruction_k
+    out = np.full((tile.mn, tile.k), -1, dtype=np.int64)
+    for s, d in enumerate(wrong):
+        rd = dsc.read_addresses(d, tile.major, tile.dtype, tile.mn)
+        out[:, s * kk:(s + 1) * kk] = np.vectorize(lambda x: inv.get(int(x), -1))(rd)
+    return out
+
+
+def mismatch_demo(n: int = 64, dtype: str = "float16", layout_swizzle: int = 128,
+                  descriptor_swizzle: int = 64, major: str = "K", rng=None,
+                  live: bool | None = None) -> MismatchResult:
+    """Lay A and B out for ``layout_swizzle`` but give wgmma descriptors whose swizzle field says
+    ``descriptor_swizzle`` (same start, LBO and SBO), and see what comes out.
+
+    The prediction needs no GPU: the layout model gives, for each element wgmma reads through the
+    wrong descriptors, what the image holds there. ``live`` (default: when an sm_90 GPU is here)
+    also runs the kernel compiled with ``MISMATCH_LAYOUT`` — the only way that define is ever set.
+    Raises :class:`~asynctc.descriptors.DescriptorError` for equal modes (no mismatch) or invalid ones.
+    """
+    if layout_swizzle == descriptor_swizzle:
+        raise dsc.DescriptorError(f"descriptor_swizzle={descriptor_swizzle}: equals layout_swizzle; "
+                                  "a mismatch demo needs two different modes")
+    dsc._check_span(descriptor_swizzle, "descriptor_swizzle")
+    cfg = TileConfig(dtype, n, major, major, layout_swizzle, layout_swizzle, "smem", 4)
+    rng = rng if rng is not None else np.random.default_rng()
+    a, b = random_tile_operands(cfg, rng)
+    at, bt = cfg.a_tile, cfg.b_tile
+    a_img, b_img, _ = tile_images(a, b, cfg)
+
+    def wrong(tile, base):
+        out = []
+        for d in tile.descriptors(base):
+            out.append(dsc.WgmmaDescriptor(d.start_address, d.lbo, d.sbo, descriptor_swizzle, 0))
+        return out
+    wa, wb = wrong(at, 0), wrong(bt, 0)
+    a_read = at.gather(a_img, wa).astype(np.float64)
+    b_read = bt.gather(b_img, wb).astype(np.float64)
+    predicted = a_read @ b_read.T
+    src_a, src_b = _sources(at, wa, 0), _sources(bt, wb, 0)
+    measured = None
+    if live if live is not None else runtime.runs_live("sm_90a"):
+        measured = run_tile(a, b, cfg, _mismatch_layout=dsc.LAYOUT_TYPE[descriptor_swizzle])
+    return MismatchResult(cfg, layout_swizzle, descriptor_swizzle, tile_reference(a, b),
+                          predicted, measured, src_a, src_b)
+
+
+# --------------------------------------------------------------------------------------------------
+# Throughput
+# --------------------------------------------------------------------------------------------------
+
+#: Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture" (IPDPS 2024), wgmma
+#: m64nNk16 f32.f16 SS on random data, H800 PCIe (114 SMs), TFLOP/s by N.
+LUO_H800_TFLOPS = {256: 665, 128: 660, 64: 648, 32: 472, 16: 284, 8: 158}
+LUO_H800_SMS = 114
+#: Assumed H800 PCIe boost clock for the per-clock conversion of Luo et al.'s numbers (the H100
+#: PCIe product brief's 1755 MHz; the paper's own clock is not restated here).
+LUO_H800_ASSUMED_MHZ = 1755.0
+#: Dense Tensor Core FLOP per clock per SM on sm_90 (H100 whitepaper): fp16/bf16 4096, fp8 8192.
+DATASHEET_FLOP_PER_CLK_SM = {"float16": 4096, "bfloat16": 4096, "float8_e4m3fn": 8192,
+                             "float8_e5m2": 8192}
+PEAK_K_STEPS = 4
+
+
+def peak_iters(n: int, chains: int) -> int:
+    """Loop count giving every configuration about the same work per launch (~1 ms on an H200)."""
+    return max(256, (2048 * 256) // (n * chains))
+
+
+def max_chains(n: int) -> int:
+    """Independent accumulators that fit in 128 registers: min(8, 256 / N)."""
+    return max(1, min(8, 256 // n))
+
+
+def compile_peak(dtype: str = "float16", n: int = 256, source: str = "smem", chains: int = 1,
+                 iters: int | None = None, arch: str = "sm_90a") -> runtime.CompiledKernel:
+    """Compile the throughput kernel (no GPU needed). Raises :class:`ValueError` for bad knobs."""
+    name = dsc.dtype_name(dtype)
+    if n not in N_VALUES:
+        raise ValueError(f"n={n!r}: must be one of {N_VALUES}")
+    if source not in SOURCES:
+        raise ValueError(f"source={source!r}: must be one of {SOURCES}")
+    if not 1 <= chains <= max_chains(n):
+        raise ValueError(f"chains={chains}: 1..{max_chains(n)} for N={n} (chains × N/2 "
+                         "accumulators ≤ 128 registers)")
+    iters = iters or peak_iters(n, chains)
+    return runtime.compile_kernel("wgmma_peak.cu", "wgmma_peak", arch,
+                                  defines=dict(DT=DTYPES[name], N=n, SRC=int(source == "registers"),
+                                               CHAINS=chains, ITERS=iters))
+
+
+class WgmmaPeak:
+    """Set-up for timing wgmma with no memory traffic: ``ctas_per_sm`` × SMs CTAs of one warpgroup.
+
+    A is 64×KT and B KT×N (KT = 64 for 16-bit, 128 for fp8), K-major with 128-byte swizzle, random
+    uniform(-1, 1) values. ``flop`` per launch = CTAs · ITERS · 4 · chains · 2·64·N·K_inst;
+    :meth:`launcher` enqueues one launch; :meth:`check` runs once with a poisoned output and compares
+    every CTA's every chain with ITERS·(A·B) in float64.
+    """
+
+    def __init__(self, dtype: str = "float16", n: int = 256, source: str = "smem", chains: int = 1,
+                 ctas_per_sm: int = 2, sm_count: int | None = None, iters: int | None = None,
+                 seed=None):
+        self.dtype = dsc.dtype_name(dtype)
+        self.n, self.source, self.chains = n, source, chains
+        self.iters = iters or peak_iters(n, chains)
+        if ctas_per_sm not in (1, 2, 3, 4):
+            raise ValueError(f"ctas_per_sm={ctas_per_sm}: 1..4")
+        self.ck = compile_peak(self.dtype, n, source, chains, self.iters)
+        sms = sm_count or (runtime.device_info().sm_count if runtime.device_info() else 132)
+        self.blocks = sms * ctas_per_sm
+        self.ctas_per_sm = ctas_per_sm
+        self.cfg = TileConfig(self.dtype, n, "K", "K", 128, 128,
+                              "registers" if source == "registers" else "smem", PEAK_K_STEPS)
+        rng = np.random.default_rng(seed)
+        dt = np_dtype(self.dtype)
+        self.a = rng.uniform(-1, 1, (64, self.cfg.k)).astype(np.float32).astype(dt)
+        self.b = rng.uniform(-1, 1, (self.cfg.k, n)).astype(np.float32).astype(dt)
+        kk = dsc.instruction_k(self.dtype)
+        self.flop = self.blocks * self.iters * PEAK_K_STEPS * chains * 2 * 64 * n * kk
+        self._dev = None
+
+    def _device(self):
+        if self._dev is None:
+            a_img, b_img, descs = tile_images(self.a, self.b, self.cfg)
+            self._a_bytes = a_img.size if self.source == "smem" else 0
+            self._b_bytes = b_img.size
+            self._dev = [DeviceArray.from_host(x) for x in
+                         (a_img, b_img, descs, np.ascontiguousarray(self.a).view(np.uint8))]
+            self.out = DeviceArray.poisoned((self.blocks, self.chains, 64, self.n), np.float32)
+        return self._dev
+
+    def launcher(self, stream=None):
+        dev = self._device()
+        u32 = np.uint32
+        runtime.check_launch(self.blocks, 128, self.cfg.shmem_bytes, self.ck)
+
+        def run():
+            runtime.launch(self.ck, self.blocks, 128, dev[0], u32(self._a_bytes), dev[1],
+                           u32(self._b_bytes), u32(self.cfg.b_offset), dev[2], dev[3], self.out,
+                           shmem_bytes=self.cfg.shmem_bytes, stream=stream)
+        return run
+
+    def check(self) -> Check:
+        run = self.launcher()
+        self.out.poison()
+        run()
+        got = self.out.to_host().reshape(-1, 64, self.n)
+        ref = self.iters * tile_reference(self.a, self.b)
+        o = got.astype(np.float64)
+        unwritten = int(np.count_nonzero(~np.isfinite(o)))
+        err = float(np.linalg.norm(np.nan_to_num(o, nan=0.0) - ref[None]) /
+                    (np.linalg.norm(ref) * np.sqrt(o.shape[0]))) if unwritten == 0 else float("nan")
+        # ITERS·4 accumulations into fp32: allow 1e-3 (16-bit); fp8 accumulates with reduced
+        # precision (see TILE_TOLERANCE), so its long sums drift more — 0.1 still catches any
+        # layout error (those give ~1).
+        tol = 1e-3 if dsc.itemsize(self.dtype) == 2 else 0.1
+        return Check((64, self.n, self.cfg.k), self.dtype, err, tol, unwritten)
+
+
+def _precompile_one(job):
+    src, name, defines = job
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runtime.compile_kernel(src, name, "sm_90a", defines=defines)
+    return name
+
+
+def precompile(jobs, workers: int | None = None) -> None:
+    """Compile (source, entry, defines) jobs in parallel processes so that the on-disk cubin cache
+    is warm; later :func:`runtime.compile_kernel` calls then only read it. No GPU needed."""
+    jobs = list(jobs)
+    workers = workers or min(len(jobs), max(1, (os.cpu_count() or 2) - 1))
+    if workers <= 1 or len(jobs) <= 1:
+        for j in jobs:
+            _precompile_one(j)
+        return
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+        list(ex.map(_precompile_one, jobs))
+
+
+def peak_configs() -> list[dict]:
+    """The throughput sweep: fp16 for every N × {SS, RS} × {1 accumulator, as many as fit}; then
+    bf16 and e4m3 at N=256, and N=256 with one CTA per SM."""
+    out = []
+    for n in N_VALUES:
+        for src in SOURCES:
+            for ch in sorted({1, max_chains(n)}):
+                out.append(dict(dtype="float16", n=n, source=src, chains=ch, ctas_per_sm=2))
+    out.append(dict(dtype="bfloat16", n=256, source="smem", chains=1, ctas_per_sm=2))
+    out.append(dict(dtype="float8_e4m3fn", n=256, source="smem", chains=1, ctas_per_sm=2))
+    out.append(dict(dtype="float8_e4m3fn", n=256, source="registers", chains=1, ctas_per_sm=2))
+    out.append(dict(dtype="float16", n=256, source="smem", chains=1, ctas_per_sm=1))
+    return out
+
+
+def peak_jobs(configs=None) -> list[tuple[str, str, dict]]:
+    jobs = []
+    for c in configs or peak_configs():
+        iters = peak_iters(c["n"], c["chains"])
+        jobs.append(("wgmma_peak.cu", "wgmma_peak",
+                     dict(DT=DTYPES[c["dtype"]], N=c["n"], SRC=int(c["source"] == "registers"),
+                          CHAINS=c["chains"], ITERS=iters)))
+    return jobs
+
+
+def datasheet_tflops(sm_count: int, sm_mhz: float, dtype: str = "float16") -> float:
+    """SMs × dense FLOP/clk/SM × clock, in TFLOP/s (H100 whitepaper rates)."""
+    return sm_count * DATASHEET_FLOP_PER_CLK_SM[dtype] * sm_mhz * 1e6 / 1e12
+
+
+def luo_per_sm_clock(n: int) -> float:
+    """Luo et al.'s H800 figure for ``n`` as FLOP per clock per SM (at the assumed clock)."""
+    return LUO_H800_TFLOPS[n] * 1e12 / (LUO_H800_SMS * LUO_H800_ASSUMED_MHZ * 1e6)
+
+
+def measure_wgmma() -> dict:
+    """The "wgmma" suite: every supported single-tile combination checked on fresh random data
+    (a failure stops the suite), then the throughput sweep of :func:`peak_configs`."""
+    from . import bench, records
+    info = runtime.device_info()
+    out: dict = {"checks": [], "throughput": [], "sm_count": info.sm_count,
+                 "max_sm_mhz": info.max_sm_clock_khz / 1000,
+                 "luo_h800_tflops": LUO_H800_TFLOPS, "luo_h800_sms": LUO_H800_SMS,
+                 "luo_h800_assumed_mhz": LUO_H800_ASSUMED_MHZ}
+    configs = supported_configs()
+    precompile(tile_modules(configs) + peak_jobs())
+    rng = np.random.default_rng()
+    for cfg in configs:
+        c = verify_tile(cfg, rng)
+        out["checks"].append({**cfg.as_dict(), **c.as_dict()})
+        if not c.passed:
+            raise RuntimeError(f"wgmma tile wrong: {cfg.label()}: {c.as_dict()}")
+    for pc in peak_configs():
+        p = WgmmaPeak(pc["dtype"], pc["n"], pc["source"], pc["chains"], pc["ctas_per_sm"])
+        chk = p.check()
+        if not chk.passed:
+            raise RuntimeError(f"wgmma peak kernel wrong: {pc}: {chk.as_dict()}")
+        t = bench.time_gpu(p.launcher(), warmup=3, reps=10, flush=False)
+        clocks = records.nvidia_smi_clocks()
+        mhz = float(clocks.get("sm_mhz") or out["max_sm_mhz"])
+        tf = bench.tflops(p.flop, t.median_ms)
+        sheet = datasheet_tflops(info.sm_count, mhz, pc["dtype"])
+        row = {**pc, "iters": p.iters, "blocks": p.blocks, "flop": p.flop, **t.as_dict(),
+               "tflops": tf, "sm_mhz": mhz, "clocks": clocks,
+               "flop_per_clk_sm": tf * 1e12 / (info.sm_count * mhz * 1e6),
+               "datasheet_tflops_at_clock": sheet, "fraction_of_datasheet": tf / sheet,
+               "registers": p.ck.resources.registers, "check": chk.as_dict()}
+        if pc["dtype"] == "float16" and pc["source"] == "smem" and pc["chains"] == 1:
+            row["luo_h800_tflops"] = LUO_H800_TFLOPS[pc["n"]]
+            row["luo_h800_flop_per_clk_sm"] = luo_per_sm_clock(pc["n"])
+        out["throughput"].append(row)
+    return out
+
+
+def throughput_table(results: dict) -> str:
+    """The throughput rows as a compact text table."""
+    lines = [f"{'dtype':14s} {'N':>4s} {'src':9s} {'ch':>2s} {'cta':>3s} {'TFLOP/s':>8s} "
+             f"{'MHz':>5s} {'FLOP/clk/SM':>11s} {'of sheet':>8s} {'Luo H800':>8s}"]
+    for r in results["throughput"]:
+        luo = f"{r['luo_h800_tflops']:8d}" if "luo_h800_tflops" in r else " " * 8
+        lines.append(f"{r['dtype']:14s} {r['n']:4d} {r['source']:9s} {r['chains']:2d} "
+                     f"{r['ctas_per_sm']:3d} {r['tflops']:8.1f} {r['sm_mhz']:5.0f} "
+                     f"{r['flop_per_clk_sm']:11.0f} {r['fraction_of_datasheet']:8.2f} {luo}")
+    return "\n".join(lines)
+
+
+def summarize_wgmma(rec) -> str:
+    r = rec.results
+    ok = sum(c["passed"] for c in r["checks"])
+    lines = [rec.label(), f"single-tile correctness: {ok}/{len(r['checks'])} combinations passed "
+                          f"(worst rel_err {max(c['rel_err'] for c in r['checks']):.2e})"]
+    lines.append(throughput_table(r))
+    best = [x for x in r["throughput"] if x["dtype"] == "float16" and x["n"] == 256
+            and x["source"] == "smem" and x["ctas_per_sm"] == 2 and x["chains"] == 1]
+    if best:
+        b = best[0]
+        lines.append(f"N=256 fp16 SS: {b['tflops']:.0f} TFLOP/s at {b['sm_mhz']:.0f} MHz = "
+                     f"{b['fraction_of_datasheet']:.2f} of the datasheet rate at that clock "
+                     f"({b['datasheet_tflops_at_clock']:.0f} TFLOP/s); Luo et al. H800: 665")
+    return "\n".join(lines)
+
+
+SUITES = {"wgmma": (measure_wgmma, summarize_wgmma, "sm_90a")}

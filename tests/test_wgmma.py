@@ -1,0 +1,188 @@
+"""Chapter 04 kernels: CPU tests (compile, SASS, host-side model of every launch, validation) and
+GPU tests (single-tile correctness for every supported combination, the mismatch, the peak kernel)."""
+import re
+
+import numpy as np
+import pytest
+
+from asynctc import descriptors as D
+from asynctc import sass
+from asynctc import wgmma as W
+
+# ---- compile + SASS (CPU) ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype,n", [("float16", 8), ("bfloat16", 256), ("float8_e4m3fn", 64),
+                                     ("float8_e5m2", 256)])
+def test_tile_kernels_compile_to_gmma(dtype, n):
+    cfgs = {c.entry: c for c in W.supported_configs((dtype,), (n,), (128,))}
+    fp8 = D.itemsize(dtype) == 1
+    assert set(cfgs) == ({"wgmma_tile_ss_kk", "wgmma_tile_rs_k"} if fp8 else
+                         {"wgmma_tile_ss_kk", "wgmma_tile_ss_km", "wgmma_tile_ss_mk",
+                          "wgmma_tile_ss_mm", "wgmma_tile_rs_k", "wgmma_tile_rs_m"})
+    ck = W.compile_tile(next(iter(cfgs.values())))
+    text = ck.sass()
+    ops = sass.opcode_counts(text)
+    op = "QGMMA" if fp8 else "HGMMA"
+    kk = D.instruction_k(dtype)
+    # every entry point of the module issues k_steps wgmmas of shape 64xNxK with fp32 accumulators
+    # (sass.instructions stops at the lower-case 'x' of the shape, so read the text directly)
+    shapes = re.findall(r"\b([HQ]GMMA)\.(\d+x\d+x\d+)\.F32", text)
+    assert shapes and set(shapes) == {(op, f"64x{n}x{kk}")}
+    assert len(shapes) == 4 * len(cfgs)
+    assert "WARPGROUP.ARRIVE" in ops and any(k.startswith("WARPGROUP.DEPBAR") for k in ops)
+    assert ck.resources.spill_stores == 0
+    if not fp8:
+        lines = [ln for ln in text.splitlines() if "GMMA" in ln]
+        assert any(".tnspA.tnspB" in ln for ln in lines)          # ss_mm
+        assert any(re.search(r"HGMMA\S* R\d+, R\d+, gdesc", ln) for ln in lines)  # rs: A in registers
+
+
+def test_peak_kernel_loop_is_pure_wgmma():
+    ck = W.compile_peak("float16", 256, "smem", 1)
+    text = ck.sass()
+    assert ck.resources.spill_stores == 0
+    lines = [ln for ln in text.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
+    arrive = [i for i, ln in enumerate(lines) if "WARPGROUP.ARRIVE" in ln]
+    loop = lines[arrive[-1]:]
+    end = next(i for i, ln in enumerate(loop) if "BRA" in ln)
+    body = sass.instructions("\n".join(loop[:end + 1]))
+    assert len(re.findall(r"HGMMA\.64x256x16\.F32", "\n".join(loop[:end + 1]))) == W.PEAK_K_STEPS
+    assert not any(op.startswith(("LD", "ST")) for op in body)     # no memory traffic in the loop
+    ck8 = W.compile_peak("float8_e4m3fn", 256, "registers", 1)
+    assert "QGMMA" in sass.class_counts(ck8.sass())
+
+
+# ---- the host side of every launch (CPU) ---------------------------------------------------------------
+
+def test_supported_configs_cover_every_combination():
+    cfgs = W.supported_configs()
+    # 16-bit: (4 SS major pairs + 2 RS) × 4 swizzles × 6 N × 2 dtypes; fp8: (1 + 1) × 4 × 6 × 2
+    assert len(cfgs) == 288 + 96
+    assert len({c.label() for c in cfgs}) == len(cfgs)
+    assert len(W.tile_modules(cfgs)) == 24
+
+
+def test_every_launch_feeds_wgmma_the_operands(rng):
+    """For every supported configuration, reading the host-made images back through the encoded
+    descriptors (the layout model) returns exactly A and B."""
+    for cfg in W.supported_configs():
+        a, b = W.random_tile_operands(cfg, rng)
+        a_img, b_img, descs = W.tile_images(a, b, cfg)
+        assert a_img.size % 16 == 0 and b_img.size % 16 == 0
+        assert cfg.shmem_bytes <= 227 * 1024
+        bd = [D.decode(int(descs[2 * s + 1])).advanced(-cfg.b_offset) for s in range(cfg.k_steps)]
+        assert np.array_equal(cfg.b_tile.gather(b_img, bd).view(np.uint8),
+                              np.ascontiguousarray(b.T).view(np.uint8)), cfg.label()
+        if cfg.a_source == "smem":
+            ad = [D.decode(int(descs[2 * s])) for s in range(cfg.k_steps)]
+            assert np.array_equal(cfg.a_tile.gather(a_img, ad).view(np.uint8), a.view(np.uint8))
+            assert cfg.b_offset % cfg.b_tile.alignment == 0 and cfg.b_offset >= a_img.size
+
+
+def test_register_fragment_model_covers_a_once():
+    # The A fragment (ptx/wgmma.cuh): thread (warp w, lane g*4+t), register r, element e.
+    for eb, kk in ((2, 16), (1, 32)):
+        seen = np.zeros((64, kk), int)
+        for w in range(4):
+            for lane in range(32):
+                g, t = divmod(lane, 4)
+                for r in range(4):
+                    row = 16 * w + g + 8 * (r & 1)
+                    k = 2 * t + 8 * (r >> 1) if eb == 2 else 4 * t + 16 * (r >> 1)
+                    seen[row, k:k + 4 // eb] += 1
+        assert np.all(seen == 1)
+    seen = np.zeros((64, 256), int)                 # accumulator fragment, N = 256
+    for w in range(4):
+        for lane in range(32):
+            g, t = divmod(lane, 4)
+            for i in range(128):
+                seen[16 * w + g + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * t + (i & 1)] += 1
+    assert np.all(seen == 1)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(dtype="float8_e4m3fn", b_major="MN"), "b_major='MN' with dtype=float8_e4m3fn: fp8"),
+    (dict(dtype="float8_e5m2", a_major="MN"), "a_major='MN' with dtype=float8_e5m2: fp8"),
+    (dict(a_major="MN", a_source="registers"), "A in registers is a fragment"),
+    (dict(n=24), "n=24"),
+    (dict(k_steps=9), "k_steps=9"),
+    (dict(a_source="tmem"), "a_source='tmem'"),
+    (dict(dtype="float32"), "dtype='float32'"),
+    (dict(a_swizzle=64, k_steps=3), "inner \\(K\\) extent is 96 bytes"),
+])
+def test_tile_config_rejections(kwargs, match):
+    with pytest.raises(D.DescriptorError, match=match):
+        W.TileConfig(**kwargs)
+
+
+def test_run_tile_rejects_bad_inputs_before_the_gpu(rng):
+    cfg = W.TileConfig("float16", 64)
+    a, b = W.random_tile_operands(cfg, rng)
+    with pytest.raises(ValueError, match="a.shape=\\(64, 32\\)"):
+        W.run_tile(a[:, :32], b, cfg)
+    with pytest.raises(ValueError, match="b.shape"):
+        W.run_tile(a, b[:, :32], cfg)
+    with pytest.raises(ValueError, match="dtype"):
+        W.run_tile(a.astype(np.float32), b, cfg)
+    with pytest.raises(ValueError, match="c: shape"):
+        W.run_tile(a, b, cfg, c=np.zeros((64, 32), np.float32))
+
+
+def test_mismatch_demo_prediction_on_cpu(rng):
+    r = W.mismatch_demo(64, "float16", 128, 64, rng=rng, live=False)
+    assert r.measured is None and r.measured_matches_prediction is None
+    assert r.wrong_predicted > 0.9 * r.reference.size
+    assert r.source_a.shape == (64, 64) and r.a_elements_moved == 64 * 64 * 7 // 8
+    assert "descriptors say 64B swizzle" in r.summary()
+    with pytest.raises(D.DescriptorError, match="two different modes"):
+        W.mismatch_demo(64, "float16", 128, 128, live=False)
+
+
+def test_peak_flop_and_limits():
+    p = W.WgmmaPeak("float16", 64, "smem", 4, ctas_per_sm=2, sm_count=132)
+    assert p.flop == 264 * p.iters * 4 * 4 * 2 * 64 * 64 * 16
+    with pytest.raises(ValueError, match="chains=8"):
+        W.compile_peak("float16", 64, "smem", 8)
+    assert W.datasheet_tflops(132, 1980) == pytest.approx(1070.5, abs=0.1)
+    assert W.luo_per_sm_clock(256) == pytest.approx(3324, abs=1)
+
+
+# ---- GPU ---------------------------------------------------------------------------------------------
+
+CONFIGS = W.supported_configs()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", CONFIGS, ids=[c.label().replace(" ", "-") for c in CONFIGS])
+def test_tile_correct(cfg, rng):
+    c = W.verify_tile(cfg, rng)
+    assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [W.TileConfig("float16", 64, "MN", "K", 64),
+                                 W.TileConfig("bfloat16", 256, "K", "MN", 32, a_source="registers"),
+                                 W.TileConfig("float8_e4m3fn", 128, "K", "K", 0)],
+                         ids=["f16-mn-k-64B", "bf16-rs-mn-32B", "e4m3-none"])
+def test_tile_accumulates_into_c(cfg, rng):
+    c = W.verify_tile(cfg, rng, with_c=True)
+    assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout,desc", [(128, 64), (64, 0), (0, 32)])
+def test_mismatch_is_wrong_exactly_as_predicted(layout, desc, rng):
+    r = W.mismatch_demo(64, "float16", layout, desc, rng=rng, live=True)
+    assert r.wrong_measured > 0
+    assert r.measured_matches_prediction, r.summary()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,n,src,chains", [("float16", 256, "smem", 1),
+                                                ("float16", 8, "registers", 8),
+                                                ("bfloat16", 128, "smem", 2),
+                                                ("float8_e4m3fn", 256, "smem", 1)])
+def test_peak_kernel_result(dtype, n, src, chains):
+    c = W.WgmmaPeak(dtype, n, src, chains, iters=None).check()
+    assert c.passed, c.as_dict()
