@@ -331,3 +331,22 @@ def summarize_cp_async(rec: records.Record) -> str:
 
 
 SUITES = {"cp_async": (measure_cp_async, summarize_cp_async, "sm_90a")}
+
+
+# --------------------------------------------------------------------------------------------------
+# Exercises (auto-checked in notebooks/02_cp_async)
+# --------------------------------------------------------------------------------------------------
+
+from . import exercises as _ex  # noqa: E402
+
+
+@_ex.exercise("ch02.ring_smem", "Shared memory (bytes) of a cp.async ring of `stages` k-tiles for a "
+              "bm×bn×bk fp16 CTA tile (one A tile bm×bk and one B tile bk×bn per stage).")
+def _ch02_ring_smem(bm: int, bn: int, bk: int, stages: int) -> int:
+    return CpAsyncTile(bm, bn, bk, 64, 64, stages=stages).smem_bytes
+
+
+@_ex.exercise("ch02.wait_n", "The N of cp.async.wait_group N that the kernel uses before computing on "
+              "a k-tile, for a ring of `stages` stages (stages ≥ 2).")
+def _ch02_wait_n(stages: int) -> int:
+    return stages - 2

@@ -472,3 +472,22 @@ def swizzle_tiles() -> list[SmemTile]:
             if sw and span // size // 2 * size >= 16:
                 out.append(SmemTile(9, span // size // 2, dt, sw))
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Exercises (auto-checked in notebooks/03_tma_mbarrier)
+# --------------------------------------------------------------------------------------------------
+
+from . import exercises as _ex  # noqa: E402
+
+
+@_ex.exercise("ch03.expect_tx", "The byte count for mbarrier.arrive.expect_tx before one TMA load of "
+              "a rows×cols box of `dtype` (element strides 1).")
+def _ch03_expect_tx(rows: int, cols: int, dtype: str) -> int:
+    return tma.validate(address=1 << 20, shape=(4096, 4096), dtype=dtype, box=(rows, cols)).box_bytes
+
+
+@_ex.exercise("ch03.bank_128B", "The shared-memory bank (0..31) of element (row, col) of a 64×64 fp16 "
+              "tile loaded by TMA with 128-byte swizzle into a 1024-byte aligned buffer.")
+def _ch03_bank_128B(row: int, col: int) -> int:
+    return SmemTile(64, 64, "float16", 128).bank(row, col)
