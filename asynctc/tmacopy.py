@@ -184,6 +184,12 @@ def store_box(tile: SmemTile, shape=(256, 512), start=(0, 0), *, rng=None) -> By
     """TMA-store a random box from a shared-memory image made by ``tile.scatter`` into a poisoned
     ``shape`` tensor at ``start`` (row, col). The in-bound part of the box must equal the data, every
     other byte must still be poison (a store skips out-of-bound elements)."""
+    if min(start) < 0:
+        # Measured on the H200 (driver 580.159, 2026-11-29): a TMA *store* whose box starts at a
+        # negative coordinate ended the kernel with CUDA_ERROR_ILLEGAL_INSTRUCTION, while loads at the
+        # same coordinates zero-filled as documented. Boxes hanging past the far edge are clipped.
+        raise ValueError(f"start={tuple(start)}: TMA store box coordinates must be ≥ 0 (a negative "
+                         "start faulted on the H200; only the far edge may be out of bounds)")
     rng = rng if rng is not None else np.random.default_rng()
     box = _random_tensor((tile.rows, tile.cols), tile.dtype, rng)
     raw = DeviceArray.from_host(tile.scatter(box, fill=0x5A))

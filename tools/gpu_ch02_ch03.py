@@ -67,6 +67,8 @@ def main() -> int:
         for start in ((-3, -16), (40, 112), (-20, 120), (100, 0)):
             def oob(tile=tile, start=start):
                 a = tmacopy.load_box(tile, shape=(48, 128), start=start, rng=rng)
+                if min(start) < 0:          # negative store starts are refused (they fault)
+                    return a.passed, f"load {a.mismatches} bytes differ (no store: negative start)"
                 b = tmacopy.store_box(tile, shape=(48, 128), start=start, rng=rng)
                 return a.passed and b.passed, f"load {a.mismatches} / store {b.mismatches} bytes differ"
             check(f"OOB {tile!r} at {start}", oob)
