@@ -8,6 +8,8 @@ Three kernel families, each with the course's three verbs:
   :class:`asynctc.descriptors.OperandTile` says wgmma reads it and encodes the descriptors; the
   kernel copies the bytes and runs the wgmmas. :func:`compile_tile`, :func:`run_tile`,
   :func:`verify_tile`; :func:`supported_configs` lists every combination the instruction allows.
+  :func:`run_tile_tma` / :func:`verify_tile_tma` do the same with both operands loaded by TMA
+  boxes from tensor maps made from the same tiles (:func:`tma_configs`).
 * **mismatch demo** (:func:`mismatch_demo`): the same, with the descriptors' swizzle field forced
   to a mode the data was not laid out in (compiled only on purpose, ``MISMATCH_LAYOUT``): the count
   of wrong elements, the permutation of A that wgmma actually read, and the wrong D predicted
@@ -286,6 +288,91 @@ def verify_tile(cfg: TileConfig, rng: np.random.Generator | None = None,
     c = rng.standard_normal((64, cfg.n), dtype=np.float32) if with_c else None
     d = run_tile(a, b, cfg, c)
     return compare_tile(d, tile_reference(a, b, c), cfg)
+
+
+# --------------------------------------------------------------------------------------------------
+# Single tile, TMA-fed: what TMA writes is what the descriptor reads
+# --------------------------------------------------------------------------------------------------
+
+def tma_configs() -> list[TileConfig]:
+    """The TMA-fed checks: f16, bf16 (all four major pairs) and e4m3 (K-major), every swizzle mode,
+    N = 64 and 256, A and B from shared memory, K = 4 k-steps."""
+    out = []
+    for dt in ("float16", "bfloat16", "float8_e4m3fn"):
+        majors = ("K",) if dsc.itemsize(dt) == 1 else ("K", "MN")
+        for sw in SWIZZLES:
+            for am in majors:
+                for bm in majors:
+                    for n in (64, 256):
+                        out.append(TileConfig(dt, n, am, bm, sw, sw, "smem", 4))
+    return out
+
+
+def tma_entry(cfg: TileConfig) -> str:
+    mk = {"K": "k", "MN": "m"}
+    if cfg.a_source != "smem":
+        raise dsc.DescriptorError("a_source='registers': the TMA-fed tile loads both operands "
+                                  "through TMA into shared memory")
+    return f"wgmma_tile_tma_{mk[cfg.a_major]}{mk[cfg.b_major]}"
+
+
+def tma_globals(a: np.ndarray, b: np.ndarray, cfg: TileConfig):
+    """The operands as TMA reads them from global memory, contiguous along their inner dimension:
+    A 64×K (K-major) or K×64 (M-major); B N×K (K-major) or K×N (N-major)."""
+    ga = a if cfg.a_major == "K" else a.T
+    gb = b.T if cfg.b_major == "K" else b
+    return np.ascontiguousarray(ga), np.ascontiguousarray(gb)
+
+
+def tma_geometry(cfg: TileConfig) -> np.ndarray:
+    """The kernel's 8 box numbers: per operand, boxes, box columns, box pitch (bytes), box bytes."""
+    g = []
+    for t in (cfg.a_tile, cfg.b_tile):
+        g += [t.n_boxes, t.box_cols, t.box_pitch, t.box_rows * t.box_cols * t.itemsize]
+    return np.array(g, dtype=np.uint32)
+
+
+def _tensor_map(arr, tile):
+    from . import tma
+    return tma.tensor_map_for_tile(arr, tile)[0]
+
+
+def run_tile_tma(a: np.ndarray, b: np.ndarray, cfg: TileConfig, c: np.ndarray | None = None,
+                 stream=None) -> np.ndarray:
+    """D = a·b (+ c) with both operands loaded by TMA: one tensor map per operand made from the
+    operand tile's :class:`~asynctc.layout.SmemTile` (:meth:`OperandTile.smem_tile`), one
+    ``cp.async.bulk.tensor.2d`` per box, the descriptors from the same tiles. Returns D (64×N
+    float32). Raises like :func:`run_tile`, and :class:`RuntimeError` when the mbarrier wait times
+    out (the kernel reports it instead of hanging)."""
+    _check_inputs(a, b, cfg, c)
+    ck = runtime.compile_kernel("wgmma_tile.cu", tma_entry(cfg), "sm_90a", defines=cfg.defines)
+    _, _, descs = tile_images(a, b, cfg)
+    runtime.check_launch(1, 128, cfg.shmem_bytes, ck)
+    ga, gb = tma_globals(a, b, cfg)
+    dga, dgb = DeviceArray.from_host(ga, stream), DeviceArray.from_host(gb, stream)
+    ta, tb = _tensor_map(dga, cfg.a_tile.smem_tile()), _tensor_map(dgb, cfg.b_tile.smem_tile())
+    geo = DeviceArray.from_host(tma_geometry(cfg), stream)
+    dd = DeviceArray.from_host(descs, stream)
+    dc = DeviceArray.from_host(np.ascontiguousarray(c, np.float32), stream) if c is not None else None
+    out = DeviceArray.poisoned((64, cfg.n), np.float32, stream)
+    err = DeviceArray.from_host(np.zeros(1, np.uint32), stream)
+    runtime.launch(ck, 1, 128, ta, tb, geo, np.uint32(cfg.b_offset), dd,
+                   dc if dc is not None else np.uint64(0), out, err,
+                   shmem_bytes=cfg.shmem_bytes, stream=stream)
+    e = int(err.to_host(stream)[0])
+    if e:
+        raise RuntimeError(f"TMA-fed wgmma tile {cfg.label()}: mbarrier wait timed out (err word "
+                           f"{e:#x}): the TMA loads did not deliver the expected bytes")
+    return out.to_host(stream)
+
+
+def verify_tile_tma(cfg: TileConfig, rng: np.random.Generator | None = None,
+                    with_c: bool = False) -> Check:
+    """:func:`run_tile_tma` on fresh random data, compared with float64."""
+    rng = rng if rng is not None else np.random.default_rng()
+    a, b = random_tile_operands(cfg, rng)
+    c = rng.standard_normal((64, cfg.n), dtype=np.float32) if with_c else None
+    return compare_tile(run_tile_tma(a, b, cfg, c), tile_reference(a, b, c), cfg)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -577,28 +664,71 @@ def luo_per_sm_clock(n: int) -> float:
     return LUO_H800_TFLOPS[n] * 1e12 / (LUO_H800_SMS * LUO_H800_ASSUMED_MHZ * 1e6)
 
 
-def measure_wgmma() -> dict:
+def measure_wgmma(progress=None, stop_on_failure: bool = True) -> dict:
     """The "wgmma" suite: every supported single-tile combination checked on fresh random data
-    (a failure stops the suite), then the throughput sweep of :func:`peak_configs`."""
+    (a failure stops the suite unless ``stop_on_failure`` is False; then failures are listed in
+    ``results["failures"]`` and no throughput is measured), then the throughput sweep of
+    :func:`peak_configs`. ``progress(str)`` is called with a line per stage."""
     from . import bench, records
+    say = progress or (lambda _s: None)
     info = runtime.device_info()
-    out: dict = {"checks": [], "throughput": [], "sm_count": info.sm_count,
-                 "max_sm_mhz": info.max_sm_clock_khz / 1000,
+    out: dict = {"checks": [], "throughput": [], "failures": [], "mismatch": [],
+                 "sm_count": info.sm_count, "max_sm_mhz": info.max_sm_clock_khz / 1000,
                  "luo_h800_tflops": LUO_H800_TFLOPS, "luo_h800_sms": LUO_H800_SMS,
                  "luo_h800_assumed_mhz": LUO_H800_ASSUMED_MHZ}
     configs = supported_configs()
-    precompile(tile_modules(configs) + peak_jobs())
+    jobs = tile_modules(configs) + peak_jobs()
+    say(f"compiling {len(jobs)} modules")
+    precompile(jobs)
     rng = np.random.default_rng()
+    say(f"checking {len(configs)} single-tile combinations")
     for cfg in configs:
-        c = verify_tile(cfg, rng)
-        out["checks"].append({**cfg.as_dict(), **c.as_dict()})
-        if not c.passed:
-            raise RuntimeError(f"wgmma tile wrong: {cfg.label()}: {c.as_dict()}")
+        try:
+            c = verify_tile(cfg, rng)
+            row = {**cfg.as_dict(), **c.as_dict()}
+        except Exception as e:  # noqa: BLE001 - recorded, then raised or listed
+            if stop_on_failure:
+                raise
+            row = {**cfg.as_dict(), "passed": False, "error": f"{type(e).__name__}: {e}"}
+        out["checks"].append(row)
+        if not row["passed"]:
+            if stop_on_failure:
+                raise RuntimeError(f"wgmma tile wrong: {cfg.label()}: {row}")
+            out["failures"].append(cfg.label())
+    say(f"checking {len(tma_configs())} TMA-fed tiles")
+    for cfg in tma_configs():
+        try:
+            c = verify_tile_tma(cfg, rng)
+            row = {**cfg.as_dict(), "loader": "tma", **c.as_dict()}
+        except Exception as e:  # noqa: BLE001
+            if stop_on_failure:
+                raise
+            row = {**cfg.as_dict(), "loader": "tma", "passed": False,
+                   "error": f"{type(e).__name__}: {e}"}
+        out["checks"].append(row)
+        if not row["passed"]:
+            if stop_on_failure:
+                raise RuntimeError(f"TMA-fed wgmma tile wrong: {cfg.label()}: {row}")
+            out["failures"].append("tma " + cfg.label())
+    for ls, ds in ((128, 64), (64, 0)):
+        r = mismatch_demo(64, "float16", ls, ds, rng=rng, live=True)
+        out["mismatch"].append({"layout_swizzle": ls, "descriptor_swizzle": ds,
+                                "wrong_measured": r.wrong_measured,
+                                "wrong_predicted": r.wrong_predicted,
+                                "matches_prediction": r.measured_matches_prediction})
+        say(r.summary())
+    if out["failures"]:
+        say(f"{len(out['failures'])} failures: no throughput measured")
+        return out
+    say("throughput sweep")
     for pc in peak_configs():
         p = WgmmaPeak(pc["dtype"], pc["n"], pc["source"], pc["chains"], pc["ctas_per_sm"])
         chk = p.check()
         if not chk.passed:
-            raise RuntimeError(f"wgmma peak kernel wrong: {pc}: {chk.as_dict()}")
+            if stop_on_failure:
+                raise RuntimeError(f"wgmma peak kernel wrong: {pc}: {chk.as_dict()}")
+            out["failures"].append(f"peak {pc}: {chk.as_dict()}")
+            continue
         t = bench.time_gpu(p.launcher(), warmup=3, reps=10, flush=False)
         clocks = records.nvidia_smi_clocks()
         mhz = float(clocks.get("sm_mhz") or out["max_sm_mhz"])
@@ -613,6 +743,9 @@ def measure_wgmma() -> dict:
             row["luo_h800_tflops"] = LUO_H800_TFLOPS[pc["n"]]
             row["luo_h800_flop_per_clk_sm"] = luo_per_sm_clock(pc["n"])
         out["throughput"].append(row)
+        say(f"  {pc['dtype']} N={pc['n']} {pc['source']} chains={pc['chains']} "
+            f"ctas/SM={pc['ctas_per_sm']}: {tf:.0f} TFLOP/s at {mhz:.0f} MHz "
+            f"({tf / sheet:.2f} of datasheet)")
     return out
 
 
@@ -631,9 +764,17 @@ def throughput_table(results: dict) -> str:
 def summarize_wgmma(rec) -> str:
     r = rec.results
     ok = sum(c["passed"] for c in r["checks"])
+    errs = [c["rel_err"] for c in r["checks"] if c.get("rel_err") == c.get("rel_err") and "rel_err" in c]
     lines = [rec.label(), f"single-tile correctness: {ok}/{len(r['checks'])} combinations passed "
-                          f"(worst rel_err {max(c['rel_err'] for c in r['checks']):.2e})"]
-    lines.append(throughput_table(r))
+                          f"(worst rel_err {max(errs) if errs else float('nan'):.2e})"]
+    for f in r.get("failures", []):
+        lines.append(f"  FAILED {f}")
+    for m in r.get("mismatch", []):
+        lines.append(f"mismatch: layout {m['layout_swizzle']}B / descriptor {m['descriptor_swizzle']}B:"
+                     f" {m['wrong_measured']} wrong (predicted {m['wrong_predicted']}), "
+                     f"{'as predicted' if m['matches_prediction'] else 'NOT as predicted'}")
+    if r["throughput"]:
+        lines.append(throughput_table(r))
     best = [x for x in r["throughput"] if x["dtype"] == "float16" and x["n"] == 256
             and x["source"] == "smem" and x["ctas_per_sm"] == 2 and x["chains"] == 1]
     if best:

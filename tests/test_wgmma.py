@@ -29,7 +29,9 @@ def test_tile_kernels_compile_to_gmma(dtype, n):
     # (sass.instructions stops at the lower-case 'x' of the shape, so read the text directly)
     shapes = re.findall(r"\b([HQ]GMMA)\.(\d+x\d+x\d+)\.F32", text)
     assert shapes and set(shapes) == {(op, f"64x{n}x{kk}")}
-    assert len(shapes) == 4 * len(cfgs)
+    tma_entries = 1 if fp8 else 4                                # wgmma_tile_tma_*
+    assert len(shapes) == 4 * (len(cfgs) + tma_entries)
+    assert "UTMALDG" in sass.class_counts(text)
     assert "WARPGROUP.ARRIVE" in ops and any(k.startswith("WARPGROUP.DEPBAR") for k in ops)
     assert ck.resources.spill_stores == 0
     if not fp8:
@@ -170,6 +172,18 @@ def test_tile_accumulates_into_c(cfg, rng):
     assert c.passed, c.as_dict()
 
 
+TMA_CONFIGS = W.tma_configs()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", TMA_CONFIGS, ids=[c.label().replace(" ", "-") for c in TMA_CONFIGS])
+def test_tma_fed_tile_correct(cfg, rng):
+    """TMA writes each operand through a tensor map made from the tile's SmemTile; the descriptors
+    made from the same tile read it: D must be right."""
+    c = W.verify_tile_tma(cfg, rng)
+    assert c.passed, c.as_dict()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout,desc", [(128, 64), (64, 0), (0, 32)])
 def test_mismatch_is_wrong_exactly_as_predicted(layout, desc, rng):
@@ -186,3 +200,143 @@ def test_mismatch_is_wrong_exactly_as_predicted(layout, desc, rng):
 def test_peak_kernel_result(dtype, n, src, chains):
     c = W.WgmmaPeak(dtype, n, src, chains, iters=None).check()
     assert c.passed, c.as_dict()
+
+
+# ---- a CPU dry run of the launch ABI ---------------------------------------------------------------
+# The kernels cannot run here, so the host code is driven against an emulator of their documented
+# behaviour (argument order, image copy to a 1024-aligned base, descriptors + base, scale-d / C,
+# output layout). It catches plumbing mistakes (wrong argument order, offsets, sizes) before a GPU
+# run; whether the hardware agrees with the layout model is what the GPU tests decide.
+
+class _FakeArray:
+    def __init__(self, host):
+        self.h = np.ascontiguousarray(host).copy()
+        self.shape, self.dtype = self.h.shape, self.h.dtype
+
+    @classmethod
+    def from_host(cls, arr, stream=None):
+        return cls(arr)
+
+    @classmethod
+    def poisoned(cls, shape, dtype, stream=None):
+        a = np.empty(shape, dtype)
+        a.view(np.uint8)[...] = 0xFF
+        return cls(a)
+
+    def poison(self, stream=None):
+        self.h.view(np.uint8)[...] = 0xFF
+
+    def to_host(self, stream=None):
+        return self.h.copy()
+
+
+def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None):
+    assert block == 128 and shmem_bytes >= 1024
+    dt = {v: k for k, v in W.DTYPES.items()}[ck.defines["DT"]]
+    n = ck.defines["N"]
+    mis = ck.defines.get("MISMATCH_LAYOUT", -1)
+    if ck.name.startswith("wgmma_tile_tma"):
+        return _emulate_tma(ck, dt, n, *args, shmem_bytes=shmem_bytes)
+    if ck.name.startswith("wgmma_tile"):
+        a_img, a_bytes, b_img, b_bytes, b_off, descs, a_rm, c_in, d_out = args
+        steps = ck.defines["KSTEPS"]
+        outs, blocks, chains, iters = [d_out], 1, 1, 1
+    else:
+        a_img, a_bytes, b_img, b_bytes, b_off, descs, a_rm, out = args
+        steps, c_in, blocks, chains, iters = 4, None, grid, ck.defines["CHAINS"], ck.defines["ITERS"]
+    raw = 0x10                                        # dynamic smem not 1024-aligned: the kernel pads
+    base = (raw + 1023) // 1024 * 1024
+    smem = np.zeros(shmem_bytes, np.uint8)
+    a_bytes, b_bytes, b_off = int(a_bytes), int(b_bytes), int(b_off)
+    assert a_bytes % 16 == 0 and b_bytes % 16 == 0
+    assert base - raw + b_off + b_bytes <= shmem_bytes and base - raw + a_bytes <= shmem_bytes
+    smem[base - raw:base - raw + a_bytes] = a_img.h.view(np.uint8).ravel()[:a_bytes]
+    smem[base - raw + b_off:base - raw + b_off + b_bytes] = b_img.h.view(np.uint8).ravel()[:b_bytes]
+    rs = "_rs_" in ck.name or ck.defines.get("SRC") == 1
+    mk = {"k": "K", "m": "MN"}
+    suffix = ck.name.rsplit("_", 1)[1] if ck.name.startswith("wgmma_tile") else "kk"
+    am, bm = ("K", mk[suffix[-1]]) if rs else (mk[suffix[0]], mk[suffix[1]])
+    npdt = W.np_dtype(dt)
+    kk = D.instruction_k(dt)
+    a_full = a_rm.h.view(npdt).reshape(64, steps * kk).astype(np.float64)
+
+    def read(desc, major, mn):
+        d = D.decode(int(desc) + (base >> 4))
+        if mis >= 0:
+            d = D.WgmmaDescriptor(d.start_address, d.lbo, d.sbo, D.SPAN_OF_LAYOUT_TYPE[mis], 0)
+        addr = D.read_addresses(d, major, dt, mn) - raw
+        idx = addr[..., None] + np.arange(npdt.itemsize)
+        return smem[idx.reshape(-1)].view(npdt).reshape(mn, kk).astype(np.float64)
+
+    acc = np.zeros((64, n))
+    if c_in is not None and not isinstance(c_in, np.integer):
+        acc = c_in.h.astype(np.float64)
+    for s in range(steps):
+        a = a_full[:, s * kk:(s + 1) * kk] if rs else read(descs.h[2 * s], am, 64)
+        acc = acc + a @ read(descs.h[2 * s + 1], bm, n).T
+    if ck.name.startswith("wgmma_tile"):
+        d_out.h[...] = acc.astype(np.float32)
+    else:
+        out.h[...] = np.broadcast_to((iters * acc).astype(np.float32), out.h.shape)
+
+
+def _emulate_tma(ck, dt, n, ta, tb, geo, b_off, descs, c_in, d_out, err, shmem_bytes):
+    """TMA as asynctc.layout.SmemTile models it: box j of a tensor map lands at dst + offsets()."""
+    raw = 0x20 + 8
+    base = (raw + 1023) // 1024 * 1024
+    smem = np.zeros(shmem_bytes + 2048, np.uint8)
+    g = [int(x) for x in geo.h]
+    for (arr, tile), (boxes, cols, pitch, nbytes), dst in ((ta, g[0:4], base),
+                                                           (tb, g[4:8], base + int(b_off))):
+        assert nbytes == tile.rows * tile.cols * tile.itemsize and cols == tile.cols
+        src = arr.h.view(np.uint8).reshape(arr.h.shape[0], -1)
+        off = tile.offsets()
+        for j in range(boxes):
+            box = src[:tile.rows, j * cols * tile.itemsize:(j + 1) * cols * tile.itemsize]
+            idx = dst - raw + j * pitch + off[..., None] + np.arange(tile.itemsize)
+            smem[idx.reshape(-1)] = box.reshape(-1)
+    suffix = ck.name.rsplit("_", 1)[1]
+    mk = {"k": "K", "m": "MN"}
+    npdt = W.np_dtype(dt)
+    kk = D.instruction_k(dt)
+
+    def read(desc, major, mn):
+        addr = D.read_addresses(D.decode(int(desc) + (base >> 4)), major, dt, mn) - raw
+        idx = addr[..., None] + np.arange(npdt.itemsize)
+        return smem[idx.reshape(-1)].view(npdt).reshape(mn, kk).astype(np.float64)
+    acc = np.zeros((64, n)) if isinstance(c_in, np.integer) else c_in.h.astype(np.float64)
+    for s in range(ck.defines["KSTEPS"]):
+        acc = acc + read(descs.h[2 * s], mk[suffix[0]], 64) @ read(descs.h[2 * s + 1], mk[suffix[1]], n).T
+    d_out.h[...] = acc.astype(np.float32)
+    err.h[0] = 0
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    monkeypatch.setattr(W, "DeviceArray", _FakeArray)
+    monkeypatch.setattr(W.runtime, "launch", _emulate)
+    monkeypatch.setattr(W, "_tensor_map", lambda arr, tile: (arr, tile))
+
+
+def test_dry_run_tma_tiles(emulated, rng):
+    pytest.importorskip("asynctc.layout")
+    cfgs = W.tma_configs()
+    assert len(cfgs) == 72
+    for cfg in cfgs:
+        c = W.verify_tile_tma(cfg, rng, with_c=cfg.dtype == "bfloat16")
+        assert c.passed, (cfg.label(), c.as_dict())
+
+
+def test_dry_run_every_tile_config(emulated, rng):
+    for cfg in W.supported_configs(ns=(8, 64, 256)):
+        c = W.verify_tile(cfg, rng, with_c=cfg.n == 64)
+        assert c.passed, (cfg.label(), c.as_dict())
+
+
+def test_dry_run_mismatch_and_peak(emulated, rng):
+    r = W.mismatch_demo(64, "float16", 128, 64, rng=rng, live=True)
+    assert r.wrong_measured > 0 and r.measured_matches_prediction
+    for args in (("float16", 256, "smem", 1), ("bfloat16", 16, "registers", 8),
+                 ("float8_e5m2", 64, "smem", 1)):
+        p = W.WgmmaPeak(*args, ctas_per_sm=1, sm_count=2)
+        assert p.check().passed
