@@ -27,7 +27,13 @@ from asynctc.layout import SmemTile  # noqa: E402
 RESULTS: list[tuple[str, str, str]] = []
 
 
+ONLY = None   # a regular expression: run only the checks whose name matches (--only)
+
+
 def check(name: str, fn) -> None:
+    import re
+    if ONLY and not re.search(ONLY, name):
+        return
     t0 = time.perf_counter()
     try:
         ok, detail = fn()
@@ -42,7 +48,11 @@ def check(name: str, fn) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--only", help="regular expression: run only the checks whose names match "
+                    "(a fault ends the process's CUDA context, so isolate suspects in their own run)")
     args = ap.parse_args()
+    global ONLY
+    ONLY = args.only
     if not runtime.runs_live("sm_90a"):
         print("no live sm_90a GPU:", runtime.why_not_live("sm_90a"))
         return 2
