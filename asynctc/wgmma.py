@@ -786,3 +786,110 @@ def summarize_wgmma(rec) -> str:
 
 
 SUITES = {"wgmma": (measure_wgmma, summarize_wgmma, "sm_90a")}
+
+
+# --------------------------------------------------------------------------------------------------
+# Figures for the chapter (matplotlib; replayed figures say so in their titles)
+# --------------------------------------------------------------------------------------------------
+
+def plot_layouts(major: str = "K", dtype: str = "float16", rows: int = 16):
+    """One panel per swizzle mode: for the first ``rows`` rows of a 64×64 (K-major A) or 64×64
+    (MN-major) tile, the 16-byte chunk (0..7) of its 128-byte line that each 16-byte group of
+    elements occupies — the canonical layout wgmma reads, drawn."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 4, figsize=(13, 3.6))
+    k = 64 if dsc.itemsize(dtype) == 2 else 128
+    for ax, sw in zip(axes, SWIZZLES):
+        t = dsc.OperandTile(64, k, dtype, major, sw)
+        addr = t.addresses()
+        per = 16 // t.itemsize
+        chunks = (addr % 128) // 16
+        view = chunks[:rows, ::per] if major == "K" else chunks[::per, :rows].T
+        ax.imshow(view, cmap="tab10", vmin=0, vmax=9, aspect="auto")
+        for (i, j), v in np.ndenumerate(view):
+            ax.text(j, i, int(v), ha="center", va="center", fontsize=6)
+        ax.set_title(f"{'no' if sw == 0 else f'{sw}B'} swizzle\nLBO {t.lbo} B, SBO {t.sbo} B",
+                     fontsize=9)
+        ax.set_xlabel("16-byte group along " + ("K" if major == "K" else "MN"))
+        ax.set_ylabel(("row (M)" if major == "K" else "k") if ax is axes[0] else "")
+    fig.suptitle(f"{major}-major {dtype}: 16-byte chunk within its 128-byte line (≈ bank group)",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_mismatch(r: MismatchResult):
+    """Left: for each element of A that wgmma read, the row its value really came from (the
+    permutation); right: |D − reference| (measured when live, else predicted)."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    k = r.source_a.shape[1]
+    src_row = np.where(r.source_a >= 0, r.source_a // k, -1)
+    axes[0].imshow(src_row, cmap="viridis", aspect="auto")
+    axes[0].set_title("A as wgmma read it: source row of each element", fontsize=9)
+    axes[0].set_xlabel("k")
+    axes[0].set_ylabel("row m wgmma thinks it read")
+    d = r.measured if r.measured is not None else r.predicted
+    im = axes[1].imshow(np.abs(d - r.reference), cmap="magma", aspect="auto")
+    fig.colorbar(im, ax=axes[1])
+    axes[1].set_title(("measured" if r.measured is not None else "predicted") +
+                      f" |D − A·B|: {r.wrong_measured if r.measured is not None else r.wrong_predicted}"
+                      f" of {r.reference.size} wrong", fontsize=9)
+    axes[1].set_xlabel("n")
+    fig.tight_layout()
+    return fig
+
+
+def plot_throughput(rec):
+    """TFLOP/s by N: SS and RS, one accumulator and as many as fit; the datasheet rate at the
+    measured clock; Luo et al.'s H800 SS figures scaled to this GPU's SMs and clock per SM·clock."""
+    import matplotlib.pyplot as plt
+    r = rec.results
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    rows = [x for x in r["throughput"] if x["dtype"] == "float16" and x["ctas_per_sm"] == 2]
+    for src in SOURCES:
+        for many in (False, True):
+            pts = sorted((x["n"], x["tflops"]) for x in rows if x["source"] == src and
+                         (x["chains"] > 1) == many and (many or x["chains"] == 1))
+            if many:
+                pts = sorted((x["n"], x["tflops"]) for x in rows if x["source"] == src and
+                             x["chains"] == max_chains(x["n"]))
+            if pts:
+                ax.plot(*zip(*pts), marker="o", ls="-" if src == "smem" else "--",
+                        label=f"{'SS' if src == 'smem' else 'RS'}, "
+                              f"{'max accumulators' if many else '1 accumulator'}")
+    mhz = np.median([x["sm_mhz"] for x in rows]) if rows else r["max_sm_mhz"]
+    sheet = datasheet_tflops(r["sm_count"], mhz)
+    ax.axhline(sheet, color="k", lw=1, ls=":", label=f"datasheet at {mhz:.0f} MHz: {sheet:.0f}")
+    luo = [(n, luo_per_sm_clock(n) * r["sm_count"] * mhz * 1e6 / 1e12) for n in N_VALUES]
+    ax.plot(*zip(*luo), color="gray", marker="x", ls=":",
+            label="Luo et al. H800 SS, per SM·clock, scaled here")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(N_VALUES, [str(n) for n in N_VALUES])
+    ax.set_xlabel("instruction N (m64nNk16, fp16 in, fp32 accumulate)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"wgmma throughput by N — {rec.label()}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# Exercise (auto-checked in the notebook)
+# --------------------------------------------------------------------------------------------------
+
+def _register_exercises():
+    from .exercises import exercise
+
+    @exercise("ch04.descriptor", "The 64-bit wgmma descriptor (an int) for k-step `step` of a tile "
+              "mn×k of dtype, major-ness and swizzle, stored as TMA boxes from shared address base.")
+    def _ch04_descriptor(mn: int, k: int, dtype: str, major: str, swizzle: int, step: int,
+                         base: int) -> int:
+        return dsc.OperandTile(mn, k, dtype, major, swizzle).descriptor(step, base).encode()
+
+    @exercise("ch04.sbo", "SBO in bytes of a K-major tile with the given swizzle (8 rows apart).")
+    def _ch04_sbo(swizzle: int) -> int:
+        return dsc.OperandTile(64, 64, "float16", "K", swizzle).sbo
+
+
+_register_exercises()
