@@ -137,6 +137,22 @@ def _alternatives(tile: SmemTile, box: np.ndarray) -> dict[str, np.ndarray]:
     return alts
 
 
+def check_box_start(tile: SmemTile, start) -> None:
+    """Refuse a box start whose innermost coordinate is not a multiple of 16 bytes.
+
+    Measured on the H200 (driver 580.159, 2026-11-29): a uint8 box (64-byte rows, 64B swizzle)
+    loaded at inner coordinate 120 (120 bytes) ended the kernel with CUDA_ERROR_ILLEGAL_INSTRUCTION,
+    while starts of -16, 0, 112 bytes (uint8) and 240 / 480 bytes (fp16 / fp32, same coordinate)
+    completed. The rule enforced here is the narrowest one consistent with those runs: the inner
+    start, in bytes, must be a multiple of 16. Raises :class:`ValueError` naming the field and value.
+    """
+    inner_bytes = int(start[-1]) * np.dtype(tile.dtype).itemsize
+    if inner_bytes % 16:
+        raise ValueError(f"start={tuple(start)}: the innermost box coordinate is {inner_bytes} bytes "
+                         "from the tensor's start; it must be a multiple of 16 bytes (a start of 120 "
+                         "bytes faulted on the H200)")
+
+
 def load_box(tile: SmemTile, shape=(256, 512), start=(0, 0), *, oob_fill: str = "zero",
              rng=None) -> ByteCheck:
     """TMA-load the box ``tile`` describes from a fresh random ``shape`` tensor at ``start`` (row,
@@ -149,6 +165,7 @@ def load_box(tile: SmemTile, shape=(256, 512), start=(0, 0), *, oob_fill: str = 
     :class:`MbarrierTimeout` if the load never completed, :class:`~asynctc.tma.TensorMapError` for
     invalid arguments (before the GPU).
     """
+    check_box_start(tile, start)
     rng = rng if rng is not None else np.random.default_rng()
     host = _random_tensor(tuple(shape), tile.dtype, rng)
     src = DeviceArray.from_host(host)
@@ -190,6 +207,7 @@ def store_box(tile: SmemTile, shape=(256, 512), start=(0, 0), *, rng=None) -> By
         # same coordinates zero-filled as documented. Boxes hanging past the far edge are clipped.
         raise ValueError(f"start={tuple(start)}: TMA store box coordinates must be ≥ 0 (a negative "
                          "start faulted on the H200; only the far edge may be out of bounds)")
+    check_box_start(tile, start)
     rng = rng if rng is not None else np.random.default_rng()
     box = _random_tensor((tile.rows, tile.cols), tile.dtype, rng)
     raw = DeviceArray.from_host(tile.scatter(box, fill=0x5A))
