@@ -36,9 +36,9 @@ __device__ __forceinline__ void cp_async_commit_group() {
 }
 
 // Wait until at most N of this thread's committed groups are still pending (N: compile-time).
-template <int N>
+template <int kN>
 __device__ __forceinline__ void cp_async_wait_group() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kN) : "memory");
 }
 
 // Wait for all of this thread's cp.async operations, committed or not.

@@ -100,12 +100,12 @@ __device__ __forceinline__ void bulk_commit_group() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
 // At most N committed bulk groups of this thread still pending (their writes not yet done).
-template <int N>
+template <int kN>
 __device__ __forceinline__ void bulk_wait_group() {
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kN) : "memory");
 }
 // At most N committed bulk groups still *reading* their shared-memory source.
-template <int N>
+template <int kN>
 __device__ __forceinline__ void bulk_wait_group_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kN) : "memory");
 }
