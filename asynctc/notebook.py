@@ -27,7 +27,9 @@ def show_source(target, start: str | None = None, end: str | None = None):
         (runtime.KERNEL_DIR / target).read_text()
     if start:
         lines = text.splitlines()
-        i = next(k for k, ln in enumerate(lines) if re.search(start, ln))
+        i = next((k for k, ln in enumerate(lines) if re.search(start, ln)), None)
+        if i is None:
+            raise ValueError(f"start={start!r}: no line of the source matches")
         j = len(lines)
         if end:
             j = next((k for k in range(i + 1, len(lines)) if re.search(end, lines[k])), len(lines)) + 1
