@@ -575,7 +575,18 @@ class WgmmaPeak:
             self._dev = [DeviceArray.from_host(x) for x in
                          (a_img, b_img, descs, np.ascontiguousarray(self.a).view(np.uint8))]
             self.out = DeviceArray.poisoned((self.blocks, self.chains, 64, self.n), np.float32)
+            self.clk = DeviceArray.poisoned((self.blocks, 4), np.uint64)
         return self._dev
+
+    def measured_clock_mhz(self) -> float:
+        """The SM clock during the last launch: median over CTAs of Δclock64 / Δ%globaltimer (MHz).
+        Raises :class:`RuntimeError` if no launch wrote the clock record."""
+        c = self.clk.to_host().astype(np.float64)
+        dc, dt = c[:, 1] - c[:, 0], c[:, 3] - c[:, 2]
+        ok = (dt > 0) & (dc > 0) & (c[:, 0] < 2**63)
+        if not ok.any():
+            raise RuntimeError("the clock record was not written")
+        return float(np.median(dc[ok] / dt[ok]) * 1e3)
 
     def launcher(self, stream=None):
         dev = self._device()
@@ -585,7 +596,7 @@ class WgmmaPeak:
         def run():
             runtime.launch(self.ck, self.blocks, 128, dev[0], u32(self._a_bytes), dev[1],
                            u32(self._b_bytes), u32(self.cfg.b_offset), dev[2], dev[3], self.out,
-                           shmem_bytes=self.cfg.shmem_bytes, stream=stream)
+                           self.clk, shmem_bytes=self.cfg.shmem_bytes, stream=stream)
         return run
 
     #: Loop count of the correctness run (see :meth:`check`).
@@ -744,11 +755,12 @@ def measure_wgmma(progress=None, stop_on_failure: bool = True) -> dict:
             continue
         t = bench.time_gpu(p.launcher(), warmup=3, reps=10, flush=False)
         clocks = records.nvidia_smi_clocks()
-        mhz = float(clocks.get("sm_mhz") or out["max_sm_mhz"])
+        mhz = p.measured_clock_mhz()          # in-kernel: clock64 over %globaltimer, last launch
         tf = bench.tflops(p.flop, t.median_ms)
         sheet = datasheet_tflops(info.sm_count, mhz, pc["dtype"])
         row = {**pc, "iters": p.iters, "blocks": p.blocks, "flop": p.flop, **t.as_dict(),
-               "tflops": tf, "sm_mhz": mhz, "clocks": clocks,
+               "tflops": tf, "sm_mhz": mhz, "sm_mhz_source": "in-kernel clock64/%globaltimer",
+               "clocks_after_nvidia_smi": clocks,
                "flop_per_clk_sm": tf * 1e12 / (info.sm_count * mhz * 1e6),
                "datasheet_tflops_at_clock": sheet, "fraction_of_datasheet": tf / sheet,
                "registers": p.ck.resources.registers, "check": chk.as_dict()}

@@ -242,8 +242,9 @@ def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None):
         steps = ck.defines["KSTEPS"]
         outs, blocks, chains, iters = [d_out], 1, 1, 1
     else:
-        a_img, a_bytes, b_img, b_bytes, b_off, descs, a_rm, out = args
+        a_img, a_bytes, b_img, b_bytes, b_off, descs, a_rm, out, clk = args
         steps, c_in, blocks, chains, iters = 4, None, grid, ck.defines["CHAINS"], ck.defines["ITERS"]
+        clk.h.reshape(-1, 4)[:] = (1000, 1000 + 1_980_000, 5_000, 5_000 + 1_000_000)   # 1980 MHz
     raw = 0x10                                        # dynamic smem not 1024-aligned: the kernel pads
     base = (raw + 1023) // 1024 * 1024
     smem = np.zeros(shmem_bytes, np.uint8)
@@ -340,3 +341,5 @@ def test_dry_run_mismatch_and_peak(emulated, rng):
                  ("float8_e5m2", 64, "smem", 1)):
         p = W.WgmmaPeak(*args, ctas_per_sm=1, sm_count=2)
         assert p.check().passed
+        p.launcher()()
+        assert abs(p.measured_clock_mhz() - 1980) < 1e-6      # the emulator's clock record

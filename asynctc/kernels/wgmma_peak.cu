@@ -42,7 +42,8 @@ static_assert(CHAINS * kAcc <= 128, "CHAINS x N/2 accumulators must fit in 128 r
 extern "C" __global__ void __launch_bounds__(128, 1)
     wgmma_peak(const uint4* __restrict__ a_img, u32 a_bytes, const uint4* __restrict__ b_img,
                u32 b_bytes, u32 b_offset, const u64* __restrict__ descs,
-               const unsigned char* __restrict__ a_rm, float* __restrict__ out) {
+               const unsigned char* __restrict__ a_rm, float* __restrict__ out,
+               u64* __restrict__ clk) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 raw = smem_u32(smem_raw);
   const u32 pad = ((raw + 1023u) & ~1023u) - raw;
@@ -82,6 +83,10 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     wgmma_fence_operand(d[c]);
   }
 
+  // The SM clock *during* the loop: thread 0 reads clock64 (SM cycles) and %globaltimer (ns) before
+  // and after; the host divides the differences. nvidia-smi can only sample before or after.
+  u64 c0 = 0, t0 = 0;
+  if (tid == 0) { t0 = globaltimer(); c0 = clock64(); }
 #pragma unroll 1
   for (int it = 0; it < ITERS; ++it) {
     wgmma_fence();
@@ -98,6 +103,11 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     wgmma_wait_group<1>();
   }
   wgmma_wait_group<0>();
+  if (tid == 0) {
+    const u64 c1 = clock64(), t1 = globaltimer();
+    clk[blockIdx.x * 4 + 0] = c0; clk[blockIdx.x * 4 + 1] = c1;
+    clk[blockIdx.x * 4 + 2] = t0; clk[blockIdx.x * 4 + 3] = t1;
+  }
 
   float* o = out + (size_t)blockIdx.x * CHAINS * 64 * N;
 #pragma unroll
