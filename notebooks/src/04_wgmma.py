@@ -248,7 +248,11 @@ print("rows 0, 8, 16, … are read correctly (their XOR is 0); 7 of 8 rows are p
 #
 # `kernels/wgmma_peak.cu`: each CTA (one warpgroup, two per SM) loads A (64×64) and B (N×64) once,
 # then loops over fence → 4 k-steps × chains wgmmas → commit → `wait_group 1` with no memory
-# traffic. FLOP per SM per clock uses the SM clock read during the run; the datasheet rate is
+# traffic. The SM clock is measured *inside* the kernel: thread 0 of every CTA reads `clock64()`
+# (SM cycles) and `%globaltimer` (ns) before and after the loop, and the median ratio is the clock
+# the Tensor Cores actually ran at. (Under this load the H200 clocks well below the 1980 MHz that
+# `nvidia-smi` shows a moment later — compare the table's MHz column with the record's
+# `clocks_after_nvidia_smi`.) FLOP per SM per clock uses that clock; the datasheet rate is
 # SMs × 4096 FLOP/clk × that clock (dense fp16, H100 whitepaper). Luo et al. (IPDPS 2024) measured
 # wgmma m64nNk16 f32.f16 (SS, random data) on an H800 PCIe (114 SMs): N = 256/128/64/32/16/8 →
 # 665/660/648/472/284/158 TFLOP/s.
