@@ -107,26 +107,8 @@ def cp_async_gemm(a, b, *, tile: CpAsyncTile = DEFAULT_TILE, out: DeviceArray | 
     dtype (fp32 when ``out_f32``), allocated poisoned when None. Raises :class:`ValueError` before
     anything reaches the GPU; :class:`~asynctc.runtime.NoGPUError` without an sm_90 GPU.
     """
-    dt = np.dtype(a.dtype)
-    if dt.name not in DTYPES:
-        raise ValueError(f"a.dtype={dt}: must be float16 or bfloat16")
-    gemm._check_operand(a, "a", dt)
-    gemm._check_operand(b, "b", dt)
-    (m, k), (k2, n) = a.shape, b.shape
-    if k2 != k:
-        raise ValueError(f"b.shape={b.shape}: b must have K={k} rows to match a.shape={a.shape}")
-    tile.validate()
-    gemm.check_shapes(m, n, k, tile)
-    odt = np.dtype(np.float32) if out_f32 else dt
-    if out is not None and (out.shape != (m, n) or out.dtype != odt):
-        raise ValueError(f"out: shape {out.shape} / dtype {out.dtype}, expected {(m, n)} / {odt}")
-    ck = compile_cp_async(dt.name, tile, out_f32)
-    da = a if isinstance(a, DeviceArray) else DeviceArray.from_host(a, stream)
-    db = b if isinstance(b, DeviceArray) else DeviceArray.from_host(b, stream)
-    if out is None:
-        out = DeviceArray.poisoned((m, n), odt, stream)
-    launcher(ck, tile, da, db, out, stream)()
-    return out
+    return gemm.run_gemm(a, b, tile, lambda dt: compile_cp_async(dt, tile, out_f32), launcher,
+                         out, out_f32, stream)
 
 
 def launcher(ck: runtime.CompiledKernel, tile: CpAsyncTile, a: DeviceArray, b: DeviceArray,

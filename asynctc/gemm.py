@@ -165,6 +165,14 @@ def mma_sync_gemm(a, b, *, tile: MmaSyncTile = DEFAULT_TILE, out: DeviceArray | 
     Raises :class:`ValueError` for bad dtypes, shapes or alignment, before anything reaches the GPU;
     :class:`~asynctc.runtime.NoGPUError` without an sm_90 GPU.
     """
+    return run_gemm(a, b, tile, lambda dt: compile_mma_sync(dt, tile, out_f32), launcher, out,
+                    out_f32, stream)
+
+
+def run_gemm(a, b, tile, compile_fn, launcher_fn, out=None, out_f32=False, stream=None):
+    """Shared body of the GEMM entry points (chapters 01–02): validate dtypes, shapes, alignment and
+    ``out`` in Python (raising :class:`ValueError` naming the field), compile with
+    ``compile_fn(dtype_name)``, upload host operands, poison a new output, launch once."""
     dt = np.dtype(a.dtype)
     if dt.name not in DTYPES:
         raise ValueError(f"a.dtype={dt}: must be float16 or bfloat16")
@@ -173,16 +181,17 @@ def mma_sync_gemm(a, b, *, tile: MmaSyncTile = DEFAULT_TILE, out: DeviceArray | 
     (m, k), (k2, n) = a.shape, b.shape
     if k2 != k:
         raise ValueError(f"b.shape={b.shape}: b must have K={k} rows to match a.shape={a.shape}")
+    tile.validate()
     check_shapes(m, n, k, tile)
     odt = np.dtype(np.float32) if out_f32 else dt
     if out is not None and (out.shape != (m, n) or out.dtype != odt):
         raise ValueError(f"out: shape {out.shape} / dtype {out.dtype}, expected {(m, n)} / {odt}")
-    ck = compile_mma_sync(dt.name, tile, out_f32)
+    ck = compile_fn(dt.name)
     da = a if isinstance(a, DeviceArray) else DeviceArray.from_host(a, stream)
     db = b if isinstance(b, DeviceArray) else DeviceArray.from_host(b, stream)
     if out is None:
         out = DeviceArray.poisoned((m, n), odt, stream)
-    launcher(ck, tile, da, db, out, stream)()
+    launcher_fn(ck, tile, da, db, out, stream)()
     return out
 
 

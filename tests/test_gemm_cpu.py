@@ -98,3 +98,33 @@ def test_l1_model():
     assert b["ldg"] == b["sts"] == (t.bm + t.bn) * t.bk * 2
     assert b["flop"] == 2 * t.bm * t.bn * t.bk
     assert 100 < t.l1_bound_tflops(132, 1980) < 2000
+
+
+def test_run_gemm_plumbing_without_a_gpu(monkeypatch):
+    """The host path up to the launch (validation, compile, upload, poisoned output), with the
+    device side replaced by fakes: what reaches the launcher has the right shapes and dtypes."""
+    class FakeDev:
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype, self.ptr = tuple(shape), np.dtype(dtype), 0
+
+        @classmethod
+        def from_host(cls, arr, stream=None):
+            return cls(arr.shape, arr.dtype)
+
+        @classmethod
+        def poisoned(cls, shape, dtype, stream=None):
+            return cls(shape, dtype)
+
+    monkeypatch.setattr(gemm, "DeviceArray", FakeDev)
+    seen = {}
+
+    def fake_launcher(ck, tile, a, b, out, stream):
+        seen.update(ck=ck, a=a, b=b, out=out, tile=tile)
+        return lambda: None
+
+    a, b = gemm.random_operands(256, 128, 192, "bfloat16", 0)
+    out = gemm.run_gemm(a, b, gemm.DEFAULT_TILE, lambda dt: ("compiled", dt), fake_launcher,
+                        out_f32=True)
+    assert seen["ck"] == ("compiled", "bfloat16")
+    assert seen["a"].shape == (256, 192) and seen["b"].shape == (192, 128)
+    assert out is seen["out"] and out.shape == (256, 128) and out.dtype == np.float32
