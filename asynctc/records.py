@@ -82,6 +82,9 @@ def git_commit() -> str:
     if os.environ.get("ASYNCTC_GIT_COMMIT"):
         return os.environ["ASYNCTC_GIT_COMMIT"]   # set by whoever copied the tree without .git
     root = Path(__file__).resolve().parent.parent
+    stamp = root / "build" / "git_commit"           # written by tools/stamp_commit.sh before a
+    if not (root / ".git").exists() and stamp.is_file():   # copy of the tree travels without .git
+        return stamp.read_text().strip() or "unknown"
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=10).stdout.strip()
