@@ -14,6 +14,7 @@ import dataclasses
 import datetime as _dt
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -82,17 +83,22 @@ def git_commit() -> str:
     if os.environ.get("ASYNCTC_GIT_COMMIT"):
         return os.environ["ASYNCTC_GIT_COMMIT"]   # set by whoever copied the tree without .git
     root = Path(__file__).resolve().parent.parent
-    stamp = root / "build" / "git_commit"           # written by tools/stamp_commit.sh before a
-    if not (root / ".git").exists() and stamp.is_file():   # copy of the tree travels without .git
-        return stamp.read_text().strip() or "unknown"
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10).stdout.strip()
+        r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                           text=True, timeout=10)
+        sha = r.stdout.strip() if r.returncode == 0 else ""
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return (sha or "unknown") + ("-dirty" if dirty and sha else "")
+        sha, dirty = "", ""
+    if re.fullmatch(r"[0-9a-f]{7,40}", sha):
+        return sha + ("-dirty" if dirty else "")
+    # A copy of the tree without a usable .git (e.g. the GPU machine's): tools/stamp_commit.sh
+    # wrote build/git_commit before the copy was made.
+    stamp = root / "build" / "git_commit"
+    if stamp.is_file() and re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", stamp.read_text().strip()):
+        return stamp.read_text().strip()
+    return "unknown"
 
 
 def provenance_start() -> dict[str, Any]:

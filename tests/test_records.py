@@ -69,3 +69,27 @@ def test_mma_sync_record_has_checks_and_baseline():
     assert r["checks"] and all(c["passed"] for c in r["checks"])
     assert any(x["kernel"] == "cuBLAS" for x in r["sweep"])
     assert r.get("peak"), "the mma.sync ceiling was not recorded"
+
+
+def test_git_commit_falls_back_to_the_stamp(tmp_path, monkeypatch):
+    """Where `git rev-parse` gives no sha (a tree copied without .git), build/git_commit is used."""
+    import subprocess as sp
+    from pathlib import Path
+
+    monkeypatch.delenv("ASYNCTC_GIT_COMMIT", raising=False)
+    fake = type("R", (), {"returncode": 128, "stdout": "HEAD\n"})
+    monkeypatch.setattr(sp, "run", lambda *a, **k: fake())
+    root = Path(records.__file__).resolve().parent.parent
+    stamp = root / "build" / "git_commit"
+    old = stamp.read_text() if stamp.is_file() else None
+    try:
+        stamp.parent.mkdir(exist_ok=True)
+        stamp.write_text("abc1234\n")
+        assert records.git_commit() == "abc1234"
+        stamp.write_text("not a sha\n")
+        assert records.git_commit() == "unknown"
+    finally:
+        if old is None:
+            stamp.unlink()
+        else:
+            stamp.write_text(old)
