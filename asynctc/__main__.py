@@ -29,11 +29,13 @@ def chapter_arch(nb_path: Path) -> str:
 
 def cmd_doctor(_args) -> int:
     print(f"python        {sys.version.split()[0]}")
-    for n in ("asynctc", "cuda-core", "cuda-bindings", "nvidia-cuda-nvrtc", "numba-cuda", "numpy"):
+    for n, label in (("asynctc", "asynctc"), ("cuda-core", "cuda-core"),
+                     ("cuda-bindings", "cuda-bindings"), ("nvidia-cuda-nvrtc", "nvrtc wheel"),
+                     ("numba-cuda", "numba-cuda"), ("numpy", "numpy")):
         try:
-            print(f"{n:13s} {metadata.version(n)}")
+            print(f"{label:13s} {metadata.version(n)}")
         except metadata.PackageNotFoundError:
-            print(f"{n:13s} (not installed)")
+            print(f"{label:13s} (not installed)")
     try:
         print("NVRTC         {}.{}".format(*runtime.nvrtc_version()))
     except Exception as e:  # noqa: BLE001
@@ -53,8 +55,17 @@ def cmd_doctor(_args) -> int:
               f"{info.sm_count} SMs, driver CUDA {info.driver_version // 1000}."
               f"{info.driver_version % 1000 // 10}")
     print(f"mode          {runtime.mode()}")
-    from . import bench
-    print(f"baseline      {bench.baseline_library() or 'none (cuBLAS needs torch or cupy)'}")
+    from . import bench, records
+    lib = bench.baseline_library()
+    print(f"cuBLAS        {'live through ' + lib if lib else 'from the records (a live baseline needs torch or cupy)'}")
+    for slug in sorted({p.parent.name for p in records.data_dir().glob('*/*.json')}):
+        suites_here = sorted(p.stem for p in (records.data_dir() / slug).glob('*.json'))
+        try:
+            prov = records.load(suites_here[0], slug).provenance
+            where = f"{prov['gpu']}, driver {prov['driver']}, {str(prov['date'])[:10]}"
+        except Exception:  # noqa: BLE001
+            where = "unreadable"
+        print(f"recorded      data/{slug}: {where} ({', '.join(suites_here)})")
     # Can this machine compile for both course architectures?
     for arch in ("sm_90a", "sm_100a"):
         try:
@@ -67,6 +78,8 @@ def cmd_doctor(_args) -> int:
     for nb in chapters():
         arch = chapter_arch(nb)
         print(f"  {nb.stem:28s} {'live' if runtime.runs_live(arch) else 'replay'} ({arch})")
+    print("next          bash tools/course.sh (executed notebooks + HTML in build/course/), or "
+          ".venv/bin/jupyter lab notebooks/")
     return 0
 
 
@@ -79,7 +92,11 @@ def cmd_record(args) -> int:
             return 2
     for n in names:
         print(f"== {n}")
-        suites.run_suite(n, save=not args.no_save)
+        try:
+            suites.run_suite(n, save=not args.no_save)
+        except runtime.NoGPUError as e:
+            print(f"cannot record: {e}", file=sys.stderr)
+            return 2
     return 0
 
 
@@ -107,6 +124,7 @@ def cmd_course(args) -> int:
         status = "passed"
         try:
             NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
+                           extra_arguments=["--IPKernelApp.log_level=ERROR"],
                            resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
         except Exception as e:  # noqa: BLE001 - report and go on with the next chapter
             status = "FAILED"

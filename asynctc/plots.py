@@ -59,8 +59,10 @@ def throughput_by_size(series: dict[str, tuple[Sequence[int], Sequence[float]]],
                        xlabel: str = "M = N = K"):
     """Lines of throughput against problem size, one per kernel; optional horizontal peak line."""
     fig, ax = _fig()
-    for name, (xs, ys) in series.items():
-        ax.plot(xs, ys, "o-", label=name)
+    styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--")]
+    for i, (name, (xs, ys)) in enumerate(series.items()):
+        marker, ls = styles[i % len(styles)]
+        ax.plot(xs, ys, marker=marker, ls=ls, label=name)
     if peak:
         ax.axhline(peak, color="k", ls="--", lw=1, label=f"{peak_label} {peak:.0f}")
     ax.set_xscale("log", base=2)
@@ -102,7 +104,10 @@ def bank_map(banks: np.ndarray, title: str = "Shared-memory banks", row_label: s
     im = ax.imshow(banks, cmap="tab20" if banks.max() < 20 else "nipy_spectral", aspect="auto")
     if annotate and banks.size <= 512:
         for (r, c), v in np.ndenumerate(banks):
-            ax.text(c, r, str(int(v)), ha="center", va="center", fontsize=7)
+            rgba = im.cmap(im.norm(v))
+            light = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] > 0.5
+            ax.text(c, r, str(int(v)), ha="center", va="center", fontsize=7,
+                    color="black" if light else "white")
     ax.set_xlabel(col_label)
     ax.set_ylabel(row_label)
     fig.colorbar(im, ax=ax, shrink=0.8)

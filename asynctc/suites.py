@@ -214,6 +214,9 @@ def summarize_mma_sync(rec: records.Record) -> str:
             base = cb.get(row["size"])
             ratio = f"{row['tflops'] / base['tflops']:.2f} of cuBLAS ({base['tflops']:.0f})" \
                 if base else "no baseline"
+            if base and row["tflops"] > base["tflops"]:
+                ratio += (f"  <- cuBLAS was unusually slow here (p10-p90 {base['p10_ms']:.3f}-"
+                          f"{base['p90_ms']:.3f} ms); small sizes vary between runs")
             lines.append(f"mma.sync {dtype:8s} {row['size']:5d}³ tile {row['tile']:18s} "
                          f"{row['tflops']:6.1f} TFLOP/s  {ratio}")
     for row in r["simt"]:

@@ -43,8 +43,14 @@ def to_notebook(src: Path):
     nb.metadata["language_info"] = {"name": "python"}
     nb.metadata["asynctc"] = {"arch": ARCH.get(src.name[:2], "sm_90a")}
     nb.metadata.pop("jupytext", None)
-    for cell in nb.cells:
+    import hashlib
+    for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
+        # stable ids, so a rebuild changes only what really changed
+        cell["id"] = f"c{i:02d}-" + hashlib.sha1(cell.source.encode()).hexdigest()[:8]
+        if cell.cell_type == "code" and "solution=True" in cell.source:
+            cell.metadata["jupyter"] = {"source_hidden": True}   # collapsed in JupyterLab
+            cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | {"solution"})
     return nb
 
 
@@ -56,6 +62,7 @@ def execute(nb, timeout: int = 1800):
         [str(ROOT)] + [p for p in env_backup.get("PYTHONPATH", "").split(os.pathsep) if p])
     try:
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       extra_arguments=["--IPKernelApp.log_level=ERROR"],
                        resources={"metadata": {"path": str(OUT)}}).execute()
     finally:
         os.environ.clear()
@@ -87,8 +94,8 @@ def sources_match(src: Path, ipynb: Path) -> bool:
     import nbformat
     if not ipynb.is_file():
         return False
-    a = [(c.cell_type, c.source) for c in to_notebook(src).cells]
-    b = [(c.cell_type, c.source) for c in nbformat.read(ipynb, as_version=4).cells]
+    a = [(c.cell_type, c.source, c.get("id")) for c in to_notebook(src).cells]
+    b = [(c.cell_type, c.source, c.get("id")) for c in nbformat.read(ipynb, as_version=4).cells]
     return a == b
 
 
