@@ -150,10 +150,10 @@ print("mbarrier and TMA instructions present")
 # %% [markdown]
 # ## 4. Boxes past the edge
 #
-# A box may start at negative coordinates or run past the tensor: TMA reads only the in-bound part
-# and fills the rest with zeros (`CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE`) or a NaN
-# (`…_NAN_REQUEST_ZERO_FMA`), and still signals the *full* box bytes to the mbarrier. A store skips
-# the out-of-bound part. The expected box, from the model:
+# A *load* box may start at negative coordinates or run past the tensor: TMA reads only the in-bound
+# part and fills the rest with zeros (`CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE`) or a NaN
+# (`…_NAN_REQUEST_ZERO_FMA`), and still signals the *full* box bytes to the mbarrier. A *store* box
+# hanging past the far edge writes only its in-bound part. The expected box, from the model:
 
 # %%
 host = np.arange(1, 1 + 6 * 8, dtype=np.float32).reshape(6, 8)
@@ -165,6 +165,20 @@ if runtime.runs_live("sm_90a"):
     for start in ((-3, -16), (40, 112), (100, 0)):
         c = tmacopy.load_box(SmemTile(16, 64, "float16", 128), shape=(48, 128), start=start)
         print(start, "zero fill as promised:", c.passed)
+
+# %% [markdown]
+# Two things the documentation did not prepare us for, found by this course's own GPU checks on the
+# H200 (driver 580.159, 2026-11-29): a TMA **store** whose box *starts* at a negative coordinate, and
+# a load whose innermost start was 120 bytes into a uint8 row (not a multiple of 16 bytes), each
+# ended the kernel with `CUDA_ERROR_ILLEGAL_INSTRUCTION` — and after such a fault every later CUDA
+# call in the process fails too. asynctc now refuses both in Python, before anything reaches the GPU:
+
+# %%
+for args in ((SmemTile(16, 64, "float16", 128), (-3, 16)), (SmemTile(24, 64, "uint8", 64), (8, 120))):
+    try:
+        tmacopy.store_box(args[0], shape=(48, 128), start=args[1])
+    except ValueError as e:
+        print("ValueError:", e)
 
 # %% [markdown]
 # ## 5. Measured: TMA vs manual loads vs cp.async, by box size
