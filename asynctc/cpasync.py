@@ -192,36 +192,17 @@ CHECK_SHAPES = ((128, 256, 64), (256, 512, 192), (384, 768, 320), (1024, 512, 20
                 (512, 1280, 448))
 
 
-def _row_check(dc: DeviceArray, a, b, s: int, dtype: str, what: str) -> float:
-    rows = np.random.default_rng().choice(s, size=8, replace=False)
-    got = dc.to_host()[rows].astype(np.float64)
-    ref = a[rows].astype(np.float64) @ b.astype(np.float64)
-    err = float(np.linalg.norm(np.nan_to_num(got, nan=1e30) - ref) / np.linalg.norm(ref))
-    if not err <= gemm.TOLERANCE[dtype]:
-        raise RuntimeError(f"timed run wrong: {what} {dtype} {s}³ rel_err {err}")
-    return err
-
-
 def measure_cp_async() -> dict:
     """Correctness of every swept tile (fp16 and bf16, shapes :data:`CHECK_SHAPES`); then, on the
     same inputs per size (:data:`SIZES`, fp16; bf16 at 4096), cuBLAS, the chapter-01 kernel
     (:data:`asynctc.gemm.DEFAULT_TILE`) and the cp.async GEMM for every tile in :data:`TILES`
     (stages 1..4); then the synchronous vs pipelined shared-memory copy (:class:`SmemPipeline`)."""
-    out: dict = {"checks": [], "sweep": [], "smem": [],
+    out: dict = {"sweep": [], "smem": [],
                  "tiles": [dict(name=t.name, bm=t.bm, bn=t.bn, bk=t.bk, stages=t.stages,
                                 min_blocks=t.min_blocks, smem_bytes=t.smem_bytes) for t in TILES],
                  "baseline_library": bench.baseline_library()}
-    for dtype in DTYPES:
-        for shp in CHECK_SHAPES:
-            for tile in TILES:
-                try:
-                    gemm.check_shapes(*shp, tile)
-                except ValueError:
-                    continue
-                c = verify_cp_async(*shp, dtype=dtype, tile=tile)
-                out["checks"].append({**c.as_dict(), "tile": tile.name})
-                if not c.passed:
-                    raise RuntimeError(f"cp.async GEMM wrong: {c.as_dict()} tile {tile.name}")
+    out["checks"] = gemm.check_tiles(verify_cp_async, TILES, CHECK_SHAPES, DTYPES,
+                                     what="cp.async GEMM")
     runs = [("float16", s) for s in SIZES] + [("bfloat16", 4096)]
     for dtype, s in runs:
         a, b = random_operands(s, s, s, dtype)
@@ -235,7 +216,7 @@ def measure_cp_async() -> dict:
         ck = gemm.compile_mma_sync(dtype, gemm.DEFAULT_TILE)
         dc.poison()
         t = bench.time_gpu(gemm.launcher(ck, gemm.DEFAULT_TILE, da, db, dc), reps=20)
-        err = _row_check(dc, a, b, s, dtype, "mma.sync")
+        err = gemm.check_sampled_rows(dc, a, b, dtype, "mma.sync")
         out["sweep"].append({"dtype": dtype, "size": s, "kernel": "mma.sync",
                              "tile": gemm.DEFAULT_TILE.name, **t.as_dict(), "rel_err_rows": err,
                              "tflops": bench.tflops(flop, t.median_ms)})
@@ -243,7 +224,7 @@ def measure_cp_async() -> dict:
             ck = compile_cp_async(dtype, tile)
             dc.poison()
             t = bench.time_gpu(launcher(ck, tile, da, db, dc), reps=20)
-            err = _row_check(dc, a, b, s, dtype, f"cp.async {tile.name}")
+            err = gemm.check_sampled_rows(dc, a, b, dtype, f"cp.async {tile.name}")
             out["sweep"].append({"dtype": dtype, "size": s, "kernel": "cp.async", "tile": tile.name,
                                  "stages": tile.stages, "bk": tile.bk, **t.as_dict(),
                                  "rel_err_rows": err, "registers": ck.resources.registers,

@@ -263,6 +263,40 @@ def compare(out: np.ndarray, ref: np.ndarray, dtype: str, shape) -> Check:
                                                       else dtype], unwritten)
 
 
+def check_sampled_rows(out: DeviceArray, a: np.ndarray, b: np.ndarray, dtype: str, what: str,
+                       rng=None, n_rows: int = 8) -> float:
+    """Check a *timed* output on ``n_rows`` random rows against float64 (a full reference of an
+    8192³ product on the host would take minutes). Returns the relative error; raises
+    :class:`RuntimeError` above :data:`TOLERANCE` (poison left unwritten counts as a huge error)."""
+    s = a.shape[0]
+    rows = (rng if rng is not None else np.random.default_rng()).choice(s, size=n_rows, replace=False)
+    got = out.to_host()[rows].astype(np.float64)
+    ref = a[rows].astype(np.float64) @ b.astype(np.float64)
+    err = float(np.linalg.norm(np.nan_to_num(got, nan=1e30) - ref) / np.linalg.norm(ref))
+    if not err <= TOLERANCE[dtype]:
+        raise RuntimeError(f"timed run wrong: {what} {dtype} {s}³ rel_err {err}")
+    return err
+
+
+def check_tiles(verify, tiles, shapes, dtypes=tuple(DTYPES), what: str = "GEMM") -> list[dict]:
+    """Run ``verify(m, n, k, dtype=, tile=)`` for every dtype × shape × tile whose shape is a whole
+    number of tiles; return the checks as dicts (with the tile name). Raises :class:`RuntimeError`
+    at the first failure, so a suite never times a wrong kernel."""
+    out = []
+    for dtype in dtypes:
+        for shp in shapes:
+            for tile in tiles:
+                try:
+                    check_shapes(*shp, tile)
+                except ValueError:
+                    continue
+                c = verify(*shp, dtype=dtype, tile=tile)
+                out.append({**c.as_dict(), "tile": tile.name})
+                if not c.passed:
+                    raise RuntimeError(f"{what} wrong: {c.as_dict()} tile {tile.name}")
+    return out
+
+
 def verify_mma_sync(m: int, n: int, k: int, dtype: str = "float16",
                     tile: MmaSyncTile = DEFAULT_TILE, seed: int | None = None,
                     out_f32: bool = False) -> Check:

@@ -105,21 +105,12 @@ def measure_mma_sync() -> dict:
     """Correctness at several shapes, then the mma.sync GEMM (every tile in :data:`gemm.TILES`)
     beside cuBLAS on the same inputs, fp16 and bf16, sizes :data:`MMA_SIZES`; the numba SIMT GEMM
     (fp32) at :data:`SIMT_SIZES`."""
-    out: dict = {"checks": [], "sweep": [], "simt": [],
+    out: dict = {"sweep": [], "simt": [],
                  "tiles": [dict(name=t.name, bm=t.bm, bn=t.bn, bk=t.bk, wm=t.wm, wn=t.wn,
                                 threads=t.threads, smem_bytes=t.smem_bytes) for t in gemm.TILES],
                  "baseline_library": bench.baseline_library()}
-    for dtype in gemm.DTYPES:
-        for shp in CHECK_SHAPES:
-            for tile in gemm.TILES:
-                try:
-                    gemm.check_shapes(*shp, tile)
-                except ValueError:
-                    continue
-                c = gemm.verify_mma_sync(*shp, dtype=dtype, tile=tile)
-                out["checks"].append({**c.as_dict(), "tile": tile.name})
-                if not c.passed:
-                    raise RuntimeError(f"mma.sync GEMM wrong: {c.as_dict()} tile {tile.name}")
+    out["checks"] = gemm.check_tiles(gemm.verify_mma_sync, gemm.TILES, CHECK_SHAPES,
+                                     what="mma.sync GEMM")
     bar = _progress(len(gemm.DTYPES) * len(MMA_SIZES), "mma_sync")
     for dtype in gemm.DTYPES:
         for s in MMA_SIZES:
@@ -140,14 +131,8 @@ def measure_mma_sync() -> dict:
                 dc.poison()
                 run = gemm.launcher(ck, tile, da, db, dc)
                 t = bench.time_gpu(run, reps=20)
-                # the timed output must also be right (checked on a sample of rows: full float64
-                # reference of an 8192³ product on the host would take minutes)
-                rows = np.random.default_rng(s).choice(s, size=8, replace=False)
-                got = dc.to_host()[rows].astype(np.float64)
-                ref = a[rows].astype(np.float64) @ b.astype(np.float64)
-                err = float(np.linalg.norm(np.nan_to_num(got, nan=1e30) - ref) / np.linalg.norm(ref))
-                if not err <= gemm.TOLERANCE[dtype]:
-                    raise RuntimeError(f"timed run wrong: {dtype} {s}³ tile {tile.name} rel_err {err}")
+                err = gemm.check_sampled_rows(dc, a, b, dtype, f"tile {tile.name}",
+                                              rng=np.random.default_rng(s))
                 out["sweep"].append({"dtype": dtype, "size": s, "kernel": "mma.sync",
                                      "tile": tile.name, **t.as_dict(), "rel_err_rows": err,
                                      "registers": ck.resources.registers,

@@ -128,3 +128,35 @@ def test_run_gemm_plumbing_without_a_gpu(monkeypatch):
     assert seen["ck"] == ("compiled", "bfloat16")
     assert seen["a"].shape == (256, 192) and seen["b"].shape == (192, 128)
     assert out is seen["out"] and out.shape == (256, 128) and out.dtype == np.float32
+
+
+def test_check_tiles_skips_unfit_shapes_and_stops_at_a_failure():
+    calls = []
+
+    def verify(m, n, k, dtype, tile):
+        calls.append((m, n, k, dtype))
+        return gemm.Check((m, n, k), dtype, 1e-4 if m < 512 else 1.0, 2e-3, 0)
+
+    tile = gemm.DEFAULT_TILE
+    ok = gemm.check_tiles(verify, [tile], [(128, 128, 64), (100, 128, 64)], ("float16",))
+    assert calls == [(128, 128, 64, "float16")] and ok[0]["tile"] == tile.name and ok[0]["passed"]
+    with pytest.raises(RuntimeError, match="kernel X wrong"):
+        gemm.check_tiles(verify, [tile], [(512, 128, 64)], ("float16",), what="kernel X")
+
+
+def test_check_sampled_rows(rng):
+    a, b = gemm.random_operands(64, 32, 48, "float16", int(rng.integers(1 << 31)))
+    good = gemm.reference(a, b).astype(np.float16)
+
+    class Out:
+        def __init__(self, x):
+            self.x = x
+
+        def to_host(self):
+            return self.x
+
+    assert gemm.check_sampled_rows(Out(good), a, b, "float16", "t", n_rows=64) < 2e-3
+    bad = good.copy()
+    bad[:, 3] = np.nan                       # a column never written
+    with pytest.raises(RuntimeError, match="timed run wrong: t float16"):
+        gemm.check_sampled_rows(Out(bad), a, b, "float16", "t")
