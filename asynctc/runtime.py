@@ -378,7 +378,7 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
     if memo_key in _memo:
         return _memo[memo_key]
 
-    from cuda.core import ObjectCode, Program, ProgramOptions
+    from cuda.core import Program, ProgramOptions
     from cuda.core.utils import FileStreamProgramCache, make_program_cache_key
 
     opts = ProgramOptions(
@@ -419,7 +419,6 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
     ck = CompiledKernel(source=source, name=name, arch=arch, defines=defines, cubin=cubin,
                         log=log, resources=res.get(name, Resources()))
     _memo[memo_key] = ck
-    _ = ObjectCode  # imported for the type only
     return ck
 
 
@@ -491,12 +490,12 @@ def launch(compiled: CompiledKernel, grid, block, *args, shmem_bytes: int = 0, s
     _launch(s, cfg, k, *[_arg(a) for a in args])
 
 
-_smem_set: dict[tuple[int, int], int] = {}
+_smem_set: dict[int, int] = {}   # kernel handle -> dynamic smem limit already set
 
 
 def _set_max_dynamic_smem(kernel, nbytes: int) -> None:
     from cuda.bindings import driver
-    key = (int(kernel.handle), 0)
+    key = int(kernel.handle)
     if _smem_set.get(key, -1) >= nbytes:
         return
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
