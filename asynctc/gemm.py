@@ -33,7 +33,14 @@ def np_dtype(name: str) -> np.dtype:
 @dataclasses.dataclass(frozen=True)
 class MmaSyncTile:
     """CTA tile ``bm``×``bn``×``bk`` and warp tile ``wm``×``wn`` (elements); ``group_m`` CTA rows
-    per raster group. ``threads`` = (bm/wm)·(bn/wn)·32; ``smem_bytes`` = 2 buffers × (A + B tile)."""
+    per raster group. ``threads`` = (bm/wm)·(bn/wn)·32; ``smem_bytes`` = 2 buffers × (A + B tile).
+
+    Two schedule knobs (chapter 01's kernel only): ``ldg``, the cache operator of the 16-byte
+    global loads (:data:`LDG_OPS`; PTX ISA "ld": ``nc`` the non-coherent read-only path, ``cg``
+    L2 only, ``nc_noalloc`` ``.nc.L1::no_allocate``, ``ca`` all levels), and ``sts_from``, the k16
+    step of a k-tile after which the next k-tile's stores into shared memory begin (spread evenly
+    over the steps from there to the last; ``-1``: all after the last step).
+    """
 
     bm: int = 128
     bn: int = 128
@@ -42,6 +49,8 @@ class MmaSyncTile:
     wn: int = 64
     group_m: int = 8
     min_blocks: int = 1
+    ldg: str = "nc"
+    sts_from: int = -1
 
     @property
     def threads(self) -> int:
@@ -54,7 +63,9 @@ class MmaSyncTile:
     @property
     def name(self) -> str:
         n = f"{self.bm}x{self.bn}x{self.bk}/w{self.wm}x{self.wn}"
-        return n + (f"/{self.min_blocks}cta" if self.min_blocks > 1 else "")
+        n += f"/{self.min_blocks}cta" if self.min_blocks > 1 else ""
+        n += f"/{self.ldg}" if self.ldg != "nc" else ""
+        return n + (f"/sts{self.sts_from}" if self.sts_from >= 0 else "")
 
     @property
     def warps(self) -> int:
@@ -106,10 +117,19 @@ class MmaSyncTile:
             raise ValueError(f"smem_bytes={self.smem_bytes}: above the 227 KiB a block may use on sm_90")
         if self.min_blocks not in (1, 2, 3, 4):
             raise ValueError(f"min_blocks={self.min_blocks}: must be 1..4")
+        if self.ldg not in LDG_OPS:
+            raise ValueError(f"ldg={self.ldg!r}: must be one of {sorted(LDG_OPS)}")
+        if not -1 <= self.sts_from < self.bk // 16:
+            raise ValueError(f"sts_from={self.sts_from}: must be -1 (after the last k16 step) or a "
+                             f"k16 step 0..{self.bk // 16 - 1} of the k-tile")
         acc_regs = (self.wm * self.wn) // 32
         if acc_regs > 160:
             raise ValueError(f"warp tile {self.wm}x{self.wn}: {acc_regs} fp32 accumulators per thread "
                              "would spill (limit 160 here)")
+
+
+#: Cache operators of the chapter-01 kernel's global loads and their ``LDG_OP`` code.
+LDG_OPS = {"nc": 0, "cg": 1, "nc_noalloc": 2, "ca": 3}
 
 
 #: The tuned default (fastest at 4096³ fp16 on the H200 among the tiles tried, see data/):
@@ -131,7 +151,8 @@ def compile_mma_sync(dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE, o
         "gemm_mma_sync.cu", "gemm_mma_sync", arch,
         defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn,
                      DT=DTYPES[dtype], OUT_F32=int(out_f32), GROUP_M=tile.group_m,
-                     MINB=tile.min_blocks))
+                     MINB=tile.min_blocks, LDG_OP=LDG_OPS[tile.ldg],
+                     STS_FROM=tile.sts_from if tile.sts_from >= 0 else tile.bk // 16 - 1))
 
 
 def check_shapes(m: int, n: int, k: int, tile: MmaSyncTile = DEFAULT_TILE) -> None:

@@ -1,50 +1,147 @@
-"""Exploration run (GPU): mma.sync tile variants at 4096³ fp16 against cuBLAS, and the mma.sync
-register-only ceiling by warps per SM. Prints a table; not a record (see `asynctc record`)."""
+"""Exploration run (GPU): chapter 01's mma.sync GEMM schedule variants at 4096³ fp16 against cuBLAS
+in the same run, with the SM clock sampled *during* the timed loops. Prints a table and writes it to
+``$OUT/explore_mma_sync.txt`` when ``OUT`` is set; not a record (``asynctc record mma_sync`` is).
+
+Variants: the cache operator of the global loads (``ldg``) × where the stores of the next k-tile
+into shared memory go (``sts_from``), for the default tile and its neighbours. Every variant is
+checked against float64 (both dtypes, two small shapes) before it is timed, and its timed output is
+checked on sampled rows. Compiles run in parallel (the cubin cache is shared on disk).
+"""
+import concurrent.futures as cf
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import time
 import warnings
+from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asynctc import bench, gemm, runtime
-from asynctc.gemm import MmaSyncTile as T
-from asynctc.memory import DeviceArray
+import numpy as np  # noqa: E402
 
-warnings.simplefilter("ignore")
-info = runtime.device_info()
-s = 4096
-a, b = gemm.random_operands(s, s, s, "float16")
-da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
-dc = DeviceArray.poisoned((s, s), a.dtype)
-base = bench.tflops(2 * s**3, bench.time_gpu(bench.cublas_gemm(da, db, dc)).median_ms)
-print(f"cuBLAS fp16 {s}^3: {base:.0f} TFLOP/s")
-for t in gemm.TILES:
-    for dt in gemm.DTYPES:
-        c = gemm.verify_mma_sync(512, 1280, 448, dt, t)
-        assert c.passed, (t.name, c)
-print("checks passed")
-variants = [T(128, 128, 64, 64, 64, min_blocks=2), T(128, 128, 64, 64, 64, min_blocks=2, group_m=4),
-            T(128, 128, 64, 64, 64, min_blocks=2, group_m=16), T(128, 256, 64, 64, 64),
-            T(256, 128, 64, 64, 64), T(128, 128, 64, 64, 32, min_blocks=2)]
-for t in variants:
-    for dt in gemm.DTYPES:
-        c = gemm.verify_mma_sync(256, 512, 192, dt, t)
-        assert c.passed, (t.name, c)
-for t in variants:
-    ck = gemm.compile_mma_sync("float16", t)
-    dc.poison()
-    tm = bench.time_gpu(gemm.launcher(ck, t, da, db, dc))
-    rows = np.arange(0, s, 509)
-    ref = a[rows].astype(np.float64) @ b.astype(np.float64)
-    got = dc.to_host()[rows].astype(np.float64)
-    err = np.linalg.norm(np.nan_to_num(got, nan=1e30) - ref) / np.linalg.norm(ref)
-    tf = bench.tflops(2 * s**3, tm.median_ms)
-    print(f"{t.name:26s} g{t.group_m:<3d} regs {ck.resources.registers:3d} spill "
-          f"{ck.resources.spill_stores:3d}  {tf:6.1f} TFLOP/s  {tf / base:.3f} of cuBLAS  "
-          f"spread {tm.spread:.3f}  err {err:.1e}")
-for dt in ():
-    for warps, per_sm in ((4, 1), (4, 2), (4, 4), (8, 2), (8, 4), (16, 2)):
-        p = gemm.MmaSyncPeak(dt, blocks=info.sm_count * per_sm, warps=warps)
-        c = p.check()
-        tm = bench.time_gpu(p.launcher(), flush=False)
-        tf = bench.tflops(p.flop, tm.median_ms)
-        print(f"peak {dt:8s} {warps:2d} warps x {per_sm} CTA/SM: {tf:6.1f} TFLOP/s "
-              f"check {c.passed} ({c.rel_err:.1e})")
+from asynctc import bench, gemm, runtime  # noqa: E402
+from asynctc.gemm import MmaSyncTile as T  # noqa: E402
+from asynctc.memory import DeviceArray  # noqa: E402
+
+
+def variants():
+    vs = [T(128, 128, 64, 64, 64, min_blocks=2, ldg=ldg, sts_from=sf)
+          for ldg in gemm.LDG_OPS for sf in (-1, 2, 1, 0)]
+    vs += [T(128, 128, 32, 64, 64, min_blocks=2, sts_from=sf) for sf in (-1, 0)]
+    vs += [T(128, 256, 64, 64, 64, sts_from=sf) for sf in (-1, 2, 1)]
+    vs += [T(256, 128, 64, 64, 64, sts_from=sf) for sf in (-1, 1)]
+    return vs
+
+
+def _compile(args):
+    dt, t = args
+    ck = gemm.compile_mma_sync(dt, t)
+    return t.name, dt, ck.resources.registers, ck.resources.spill_stores
+
+
+class ClockSampler:
+    """nvidia-smi sampling the SM clock and power every 50 ms while a loop runs."""
+
+    def __enter__(self):
+        self.p = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+             "-lms", "50"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        time.sleep(0.3)
+        return self
+
+    def __exit__(self, *exc):
+        self.p.terminate()
+        out = self.p.communicate(timeout=5)[0]
+        rows = [r.split(",") for r in out.strip().splitlines() if r.count(",") == 1]
+        vals = [(float(a), float(b)) for a, b in rows if a.strip().replace(".", "").isdigit()]
+        vals = vals[2:-2] if len(vals) > 6 else vals   # drop samples taken before/after the loop
+        self.mhz = statistics.median(v[0] for v in vals) if vals else float("nan")
+        self.watts = statistics.median(v[1] for v in vals) if vals else float("nan")
+
+
+def sustained(fn, seconds=1.5):
+    """Run ``fn`` back to back for ``seconds`` under the clock sampler; returns (ms per call, MHz, W)."""
+    s = runtime.default_stream()
+    fn()
+    s.sync()
+    with ClockSampler() as cs:
+        t0, n = time.perf_counter(), 0
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(20):
+                fn()
+            s.sync()
+            n += 20
+        dt = (time.perf_counter() - t0) / n * 1e3
+    return dt, cs.mhz, cs.watts
+
+
+def main():
+    warnings.simplefilter("ignore")
+    lines = []
+
+    def say(msg):
+        print(msg, flush=True)
+        lines.append(msg)
+
+    info = runtime.device_info()
+    say(f"{info.name} driver {info.driver_version} NVRTC {runtime.nvrtc_version()}")
+    vs = variants()
+    t0 = time.time()
+    jobs = [(dt, t) for t in vs for dt in gemm.DTYPES]
+    with cf.ProcessPoolExecutor(min(16, os.cpu_count() or 2), mp_context=mp.get_context("spawn")) as ex:
+        res = list(ex.map(_compile, jobs))
+    say(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s")
+    regs = {(n, dt): (r, sp) for n, dt, r, sp in res}
+
+    for t in vs:
+        for dt in gemm.DTYPES:
+            for shp in ((256, 512, 192), (512, 1280, 448)):
+                try:
+                    gemm.check_shapes(*shp, t)
+                except ValueError:
+                    shp = (t.bm * 2, t.bn * 3, t.bk * 5)
+                c = gemm.verify_mma_sync(*shp, dt, t)
+                assert c.passed, (t.name, dt, c)
+    say("all variants correct against float64 (fp16 + bf16, two shapes each)")
+
+    s = 4096
+    a, b = gemm.random_operands(s, s, s, "float16")
+    da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
+    dc = DeviceArray.poisoned((s, s), a.dtype)
+    flop = 2 * s**3
+    cub = bench.cublas_gemm(da, db, dc)
+    base = [bench.tflops(flop, bench.time_gpu(cub, reps=30).median_ms)]
+    results = {t.name: [] for t in vs}
+    for rnd in range(2):                      # two rounds, cuBLAS between, to see drift
+        for t in vs:
+            ck = gemm.compile_mma_sync("float16", t)
+            dc.poison()
+            fn = gemm.launcher(ck, t, da, db, dc)
+            tm = bench.time_gpu(fn, reps=30)
+            gemm.check_sampled_rows(dc, a, b, "float16", t.name)
+            results[t.name].append(bench.tflops(flop, tm.median_ms))
+        base.append(bench.tflops(flop, bench.time_gpu(cub, reps=30).median_ms))
+    cb = statistics.median(base)
+    say(f"cuBLAS fp16 {s}^3: {' / '.join(f'{x:.0f}' for x in base)} TFLOP/s (median {cb:.0f})")
+    say(f"{'variant':42s} regs spill   round1  round2   best  of cuBLAS")
+    for t in vs:
+        r, sp = regs[(t.name, "float16")]
+        x = results[t.name]
+        say(f"{t.name:42s} {r:4d} {sp:5d}  {x[0]:7.1f} {x[1]:7.1f} {max(x):6.1f}  {max(x) / cb:.3f}")
+
+    best = max(vs, key=lambda t: max(results[t.name]))
+    for label, fn in (("cuBLAS", cub), (f"default {gemm.DEFAULT_TILE.name}",
+                                        gemm.launcher(gemm.compile_mma_sync("float16"), gemm.DEFAULT_TILE, da, db, dc)),
+                      (f"best {best.name}", gemm.launcher(gemm.compile_mma_sync("float16", best), best, da, db, dc))):
+        ms, mhz, w = sustained(fn)
+        say(f"sustained {label:44s} {bench.tflops(flop, ms):6.1f} TFLOP/s (no flush)  SM clock "
+            f"{mhz:.0f} MHz  {w:.0f} W  -> {bench.tflops(flop, ms) / (info.sm_count * 4096 * mhz * 1e6 / 1e12):.3f}"
+            " of 132x4096xclock")
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"], "explore_mma_sync.txt").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

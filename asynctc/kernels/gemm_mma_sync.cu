@@ -16,7 +16,11 @@
 //
 // Compile-time parameters (defines): BM, BN, BK (CTA tile), WM, WN (warp tile), DT (0 fp16, 1 bf16),
 // OUT_F32, GROUP_M (CTA raster grouping for L2 reuse), MINB (CTAs per SM the register budget must
-// allow: __launch_bounds__'s second argument). Requirements, checked in Python
+// allow: __launch_bounds__'s second argument), LDG_OP (how the 16-byte global loads are cached:
+// 0 ld.global.nc, 1 ld.global.cg, 2 ld.global.nc.L1::no_allocate, 3 ld.global.ca), STS_FROM (the
+// k16 step after whose mma.sync the stores of the next k-tile into shared memory begin; they are
+// spread evenly over the steps from there to the last; default: all after the last step).
+// Requirements, checked in Python
 // (asynctc.gemm): M % BM == 0, N % BN == 0, K % BK == 0, BK in {32, 64}, WM % 16 == 0, WN % 16 == 0.
 
 #include "ptx/common.cuh"
@@ -25,6 +29,33 @@
 #include "ptx/cvt.cuh"
 
 #include "gemm_tile.cuh"
+
+#ifndef LDG_OP
+#define LDG_OP 0
+#endif
+#ifndef STS_FROM
+#define STS_FROM (BK / 16 - 1)
+#endif
+static_assert(STS_FROM >= 0 && STS_FROM < BK / 16, "STS_FROM must name a k16 step of the k-tile");
+
+// One 16-byte global load (PTX ISA: "Data Movement and Conversion Instructions: ld", cache operators
+// .ca / .cg, the .nc non-coherent path, and the L1::no_allocate eviction-priority qualifier).
+__device__ __forceinline__ uint4 ldg16(const u16* p) {
+#if LDG_OP == 0
+  return *reinterpret_cast<const uint4*>(p);
+#else
+  uint4 r;
+#if LDG_OP == 1
+  asm("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif LDG_OP == 2
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+#else
+  asm("ld.global.ca.v4.u32 {%0, %1, %2, %3}, [%4];"
+#endif
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+#endif
+}
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __restrict__ C,
@@ -79,23 +110,27 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   uint4 ra[A_LOADS], rb[B_LOADS];
   auto load_global = [&](int kt) {    // global -> registers (16-byte loads)
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const uint4*>(ga + i * ga_step + kt * BK);
+    for (int i = 0; i < A_LOADS; ++i) ra[i] = ldg16(ga + i * ga_step + kt * BK);
 #pragma unroll
-    for (int i = 0; i < B_LOADS; ++i)
-      rb[i] = *reinterpret_cast<const uint4*>(gb + i * gb_step + (size_t)kt * BK * N);
+    for (int i = 0; i < B_LOADS; ++i) rb[i] = ldg16(gb + i * gb_step + (size_t)kt * BK * N);
   };
-  auto store_shared = [&](int buf) {  // registers -> shared memory (swizzled)
+  // registers -> shared memory (swizzled): stores number lo .. hi-1 of the A_LOADS + B_LOADS.
+  auto store_shared = [&](int buf, int lo, int hi) {
     unsigned char* as = As + buf * A_TILE_BYTES;
     unsigned char* bs = Bs + buf * B_TILE_BYTES;
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) *reinterpret_cast<uint4*>(as + a_st + i * A_ROW_STEP * BK * 2) = ra[i];
+    for (int i = 0; i < A_LOADS; ++i)
+      if (i >= lo && i < hi) *reinterpret_cast<uint4*>(as + a_st + i * A_ROW_STEP * BK * 2) = ra[i];
 #pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) *reinterpret_cast<uint4*>(bs + b_st + i * B_ROW_STEP * BN * 2) = rb[i];
+    for (int i = 0; i < B_LOADS; ++i)
+      if (A_LOADS + i >= lo && A_LOADS + i < hi)
+        *reinterpret_cast<uint4*>(bs + b_st + i * B_ROW_STEP * BN * 2) = rb[i];
   };
+  constexpr int STORES = A_LOADS + B_LOADS, STORE_STEPS = BK / 16 - STS_FROM;
 
   const int KT = K / BK;
   load_global(0);
-  store_shared(0);
+  store_shared(0, 0, STORES);
   __syncthreads();
 
   for (int kt = 0; kt < KT; ++kt) {
@@ -120,9 +155,13 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
       for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j) mma_sync_m16n8k16<DT>(acc[i][j], af[i], bf[j]);
+      // The other buffer was last read before the previous __syncthreads, so it may be refilled
+      // during this k-tile's math (all of it after the last step by default).
+      if (ks >= STS_FROM && kt + 1 < KT) {
+        const int s = ks - STS_FROM;
+        store_shared(buf ^ 1, s * STORES / STORE_STEPS, (s + 1) * STORES / STORE_STEPS);
+      }
     }
-
-    if (kt + 1 < KT) store_shared(buf ^ 1);
     __syncthreads();
   }
 
