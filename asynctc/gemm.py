@@ -51,6 +51,7 @@ class MmaSyncTile:
     min_blocks: int = 1
     ldg: str = "nc"
     sts_from: int = -1
+    ahead: int = 1
 
     @property
     def threads(self) -> int:
@@ -65,7 +66,8 @@ class MmaSyncTile:
         n = f"{self.bm}x{self.bn}x{self.bk}/w{self.wm}x{self.wn}"
         n += f"/{self.min_blocks}cta" if self.min_blocks > 1 else ""
         n += f"/{self.ldg}" if self.ldg != "nc" else ""
-        return n + (f"/sts{self.sts_from}" if self.sts_from >= 0 else "")
+        n += f"/sts{self.sts_from}" if self.sts_from >= 0 else ""
+        return n + (f"/ahead{self.ahead}" if self.ahead != 1 else "")
 
     @property
     def warps(self) -> int:
@@ -122,6 +124,11 @@ class MmaSyncTile:
         if not -1 <= self.sts_from < self.bk // 16:
             raise ValueError(f"sts_from={self.sts_from}: must be -1 (after the last k16 step) or a "
                              f"k16 step 0..{self.bk // 16 - 1} of the k-tile")
+        if self.ahead not in (1, 2):
+            raise ValueError(f"ahead={self.ahead}: the global loads run 1 or 2 k-tiles ahead of the math")
+        if self.ahead == 2 and self.sts_from != -1:
+            raise ValueError(f"sts_from={self.sts_from}: with ahead=2 the stores go at the top of the "
+                             "k-tile; use -1")
         acc_regs = (self.wm * self.wn) // 32
         if acc_regs > 160:
             raise ValueError(f"warp tile {self.wm}x{self.wn}: {acc_regs} fp32 accumulators per thread "
@@ -144,15 +151,19 @@ TILES = (DEFAULT_TILE, MmaSyncTile(128, 128, 32, 64, 64), MmaSyncTile(128, 256, 
 def compile_mma_sync(dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE, out_f32: bool = False,
                      arch: str = "sm_90a") -> runtime.CompiledKernel:
     """Compile the mma.sync GEMM for ``dtype`` ("float16" | "bfloat16") and ``tile``. No GPU needed."""
+    return runtime.compile_kernel("gemm_mma_sync.cu", "gemm_mma_sync", arch,
+                                  defines=kernel_defines(dtype, tile, out_f32))
+
+
+def kernel_defines(dtype: str, tile: MmaSyncTile, out_f32: bool = False) -> dict[str, int]:
+    """The compile-time defines of ``kernels/gemm_mma_sync.cu`` for ``dtype`` and ``tile`` (validated)."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r}: must be one of {sorted(DTYPES)}")
     tile.validate()
-    return runtime.compile_kernel(
-        "gemm_mma_sync.cu", "gemm_mma_sync", arch,
-        defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn,
-                     DT=DTYPES[dtype], OUT_F32=int(out_f32), GROUP_M=tile.group_m,
-                     MINB=tile.min_blocks, LDG_OP=LDG_OPS[tile.ldg],
-                     STS_FROM=tile.sts_from if tile.sts_from >= 0 else tile.bk // 16 - 1))
+    return dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn, DT=DTYPES[dtype],
+                OUT_F32=int(out_f32), GROUP_M=tile.group_m, MINB=tile.min_blocks,
+                LDG_OP=LDG_OPS[tile.ldg], AHEAD=tile.ahead,
+                STS_FROM=tile.sts_from if tile.sts_from >= 0 else tile.bk // 16 - 1)
 
 
 def check_shapes(m: int, n: int, k: int, tile: MmaSyncTile = DEFAULT_TILE) -> None:

@@ -27,18 +27,23 @@ from asynctc.memory import DeviceArray  # noqa: E402
 
 
 def variants():
-    vs = [T(128, 128, 64, 64, 64, min_blocks=2, ldg=ldg, sts_from=sf)
-          for ldg in gemm.LDG_OPS for sf in (-1, 2, 1, 0)]
-    vs += [T(128, 128, 32, 64, 64, min_blocks=2, sts_from=sf) for sf in (-1, 0)]
-    vs += [T(128, 256, 64, 64, 64, sts_from=sf) for sf in (-1, 2, 1)]
-    vs += [T(256, 128, 64, 64, 64, sts_from=sf) for sf in (-1, 1)]
+    d = dict(min_blocks=2)
+    vs = [T(128, 128, 64, 64, 64, **d), T(128, 128, 64, 64, 64, ahead=2, **d)]
+    vs += [T(128, 128, 64, 64, 64, ldg=ldg, ahead=2, **d) for ldg in ("cg", "nc_noalloc")]
+    vs += [T(128, 128, 64, 64, 64, ahead=2, group_m=g, **d) for g in (4, 16)]
+    vs += [T(128, 128, 32, 64, 64, ahead=a, **d) for a in (1, 2)]
+    vs += [T(bm, bn, 64, 64, 64, ahead=a) for bm, bn in ((128, 256), (256, 128)) for a in (1, 2)]
     return vs
+
+
+def label(t):
+    return t.name + (f"/g{t.group_m}" if t.group_m != 8 else "")
 
 
 def _compile(args):
     dt, t = args
     ck = gemm.compile_mma_sync(dt, t)
-    return t.name, dt, ck.resources.registers, ck.resources.spill_stores
+    return label(t), dt, ck.resources.registers, ck.resources.spill_stores
 
 
 class ClockSampler:
@@ -77,9 +82,21 @@ def sustained(fn, seconds=1.5):
     return dt, cs.mhz, cs.watts
 
 
+ABLATIONS = {0: "full kernel", 1: "no global loads / shared stores", 2: "no ldmatrix",
+             3: "mma.sync + __syncthreads only"}
+
+
+def ablation(t, ab, dtype="float16"):
+    """The kernel with parts of its data path removed (``ABLATE`` define): timing only, the result is
+    wrong by construction."""
+    d = gemm.kernel_defines(dtype, t)
+    return runtime.compile_kernel("gemm_mma_sync.cu", "gemm_mma_sync", "sm_90a", defines={**d, "ABLATE": ab})
+
+
 def main():
     warnings.simplefilter("ignore")
     lines = []
+    only_ablate = "--ablate" in sys.argv
 
     def say(msg):
         print(msg, flush=True)
@@ -87,7 +104,7 @@ def main():
 
     info = runtime.device_info()
     say(f"{info.name} driver {info.driver_version} NVRTC {runtime.nvrtc_version()}")
-    vs = variants()
+    vs = variants() if not only_ablate else []
     t0 = time.time()
     jobs = [(dt, t) for t in vs for dt in gemm.DTYPES]
     with cf.ProcessPoolExecutor(min(16, os.cpu_count() or 2), mp_context=mp.get_context("spawn")) as ex:
@@ -113,7 +130,7 @@ def main():
     flop = 2 * s**3
     cub = bench.cublas_gemm(da, db, dc)
     base = [bench.tflops(flop, bench.time_gpu(cub, reps=30).median_ms)]
-    results = {t.name: [] for t in vs}
+    results = {label(t): [] for t in vs}
     for rnd in range(2):                      # two rounds, cuBLAS between, to see drift
         for t in vs:
             ck = gemm.compile_mma_sync("float16", t)
@@ -121,22 +138,32 @@ def main():
             fn = gemm.launcher(ck, t, da, db, dc)
             tm = bench.time_gpu(fn, reps=30)
             gemm.check_sampled_rows(dc, a, b, "float16", t.name)
-            results[t.name].append(bench.tflops(flop, tm.median_ms))
+            results[label(t)].append(bench.tflops(flop, tm.median_ms))
         base.append(bench.tflops(flop, bench.time_gpu(cub, reps=30).median_ms))
     cb = statistics.median(base)
     say(f"cuBLAS fp16 {s}^3: {' / '.join(f'{x:.0f}' for x in base)} TFLOP/s (median {cb:.0f})")
     say(f"{'variant':42s} regs spill   round1  round2   best  of cuBLAS")
     for t in vs:
-        r, sp = regs[(t.name, "float16")]
-        x = results[t.name]
-        say(f"{t.name:42s} {r:4d} {sp:5d}  {x[0]:7.1f} {x[1]:7.1f} {max(x):6.1f}  {max(x) / cb:.3f}")
+        r, sp = regs[(label(t), "float16")]
+        x = results[label(t)]
+        say(f"{label(t):42s} {r:4d} {sp:5d}  {x[0]:7.1f} {x[1]:7.1f} {max(x):6.1f}  {max(x) / cb:.3f}")
 
-    best = max(vs, key=lambda t: max(results[t.name]))
-    for label, fn in (("cuBLAS", cub), (f"default {gemm.DEFAULT_TILE.name}",
+    for t in (gemm.DEFAULT_TILE, T(128, 256, 64, 64, 64)):
+        for ab, what in ABLATIONS.items():
+            ck = ablation(t, ab)
+            tm = bench.time_gpu(gemm.launcher(ck, t, da, db, dc), reps=30)
+            tf = bench.tflops(flop, tm.median_ms)
+            say(f"ablation {t.name:26s} {what:32s} regs {ck.resources.registers:3d} {tf:6.1f} TFLOP/s "
+                f"{tf / cb:.3f} of cuBLAS")
+    if only_ablate:
+        vs = [gemm.DEFAULT_TILE]
+        results = {label(gemm.DEFAULT_TILE): [0.0]}
+    best = max(vs, key=lambda t: max(results[label(t)]))
+    for what, fn in (("cuBLAS", cub), (f"default {gemm.DEFAULT_TILE.name}",
                                         gemm.launcher(gemm.compile_mma_sync("float16"), gemm.DEFAULT_TILE, da, db, dc)),
-                      (f"best {best.name}", gemm.launcher(gemm.compile_mma_sync("float16", best), best, da, db, dc))):
+                      (f"best {label(best)}", gemm.launcher(gemm.compile_mma_sync("float16", best), best, da, db, dc))):
         ms, mhz, w = sustained(fn)
-        say(f"sustained {label:44s} {bench.tflops(flop, ms):6.1f} TFLOP/s (no flush)  SM clock "
+        say(f"sustained {what:44s} {bench.tflops(flop, ms):6.1f} TFLOP/s (no flush)  SM clock "
             f"{mhz:.0f} MHz  {w:.0f} W  -> {bench.tflops(flop, ms) / (info.sm_count * 4096 * mhz * 1e6 / 1e12):.3f}"
             " of 132x4096xclock")
     if os.environ.get("OUT"):

@@ -33,6 +33,15 @@
 #ifndef LDG_OP
 #define LDG_OP 0
 #endif
+#ifndef AHEAD
+#define AHEAD 1
+#endif
+static_assert(AHEAD == 1 || AHEAD == 2, "AHEAD: the global loads run 1 or 2 k-tiles ahead of the math");
+// ABLATE (diagnostics only; the result is then wrong): 1 = no global loads or shared stores after
+// the first k-tile, 2 = no ldmatrix after the first k16 step (fragments reused), 3 = both.
+#ifndef ABLATE
+#define ABLATE 0
+#endif
 #ifndef STS_FROM
 #define STS_FROM (BK / 16 - 1)
 #endif
@@ -131,16 +140,35 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   const int KT = K / BK;
   load_global(0);
   store_shared(0, 0, STORES);
+#if AHEAD == 2
+  if (KT > 1) load_global(1);
+#endif
   __syncthreads();
 
+  u32 af[MT][4], bf[NT][2];           // fragments of one k16 step
   for (int kt = 0; kt < KT; ++kt) {
     const int buf = kt & 1;
+#if ABLATE & 1
+    // (diagnostic) no loads or stores
+#elif AHEAD == 2
+    // k-tile kt+1 arrived in registers during the previous k-tile's math: store it into the other
+    // buffer (last read before the __syncthreads that ended the previous k-tile), then load kt+2.
+    if (kt + 1 < KT) {
+      store_shared(buf ^ 1, 0, STORES);
+      if (kt + 2 < KT) load_global(kt + 2);
+    }
+#else
     if (kt + 1 < KT) load_global(kt + 1);  // issued now, consumed after the math below
+#endif
     const u32 as = smem_u32(As + buf * A_TILE_BYTES);
     const u32 bs = smem_u32(Bs + buf * B_TILE_BYTES);
 #pragma unroll
     for (int ks = 0; ks < BK / 16; ++ks) {
-      u32 af[MT][4], bf[NT][2];
+#if ABLATE & 2
+      if (kt == 0 && ks == 0) {
+#else
+      {
+#endif
 #pragma unroll
       for (int i = 0; i < MT; ++i)    // rows wm + 16i .. +15, k 16ks .. +15
         ldmatrix_x4(af[i], as + a_ld[ks] + i * 16 * BK * 2);
@@ -151,13 +179,14 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
         bf[2 * j][0] = t[0]; bf[2 * j][1] = t[1];
         bf[2 * j + 1][0] = t[2]; bf[2 * j + 1][1] = t[3];
       }
+      }
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j) mma_sync_m16n8k16<DT>(acc[i][j], af[i], bf[j]);
       // The other buffer was last read before the previous __syncthreads, so it may be refilled
       // during this k-tile's math (all of it after the last step by default).
-      if (ks >= STS_FROM && kt + 1 < KT) {
+      if (!(ABLATE & 1) && AHEAD == 1 && ks >= STS_FROM && kt + 1 < KT) {
         const int s = ks - STS_FROM;
         store_shared(buf ^ 1, s * STORES / STORE_STEPS, (s + 1) * STORES / STORE_STEPS);
       }
