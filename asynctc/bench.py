@@ -89,6 +89,52 @@ def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush: 
     return Timing([float(e1 - e0) for e0, e1 in pairs])
 
 
+def sustained(fn: Callable[[], None], *, seconds: float = 1.5, stream=None) -> dict:
+    """Run ``fn`` back to back (no L2 flush) for about ``seconds`` while ``nvidia-smi`` samples the
+    SM clock and board power every 50 ms; returns ``{"ms", "sm_mhz", "power_w", "samples"}`` (median
+    of the samples taken during the loop; ``sm_mhz`` is NaN where ``nvidia-smi`` is missing).
+
+    The clock a kernel runs at depends on the power it draws, and a reading taken *after* a run
+    (:func:`asynctc.records.nvidia_smi_clocks`) shows the clock the idle GPU returns to, not the
+    one it ran at; per-clock efficiencies need the clock sampled during the load.
+    """
+    import statistics
+    import subprocess
+    import time
+    s = stream or runtime.default_stream()
+    fn()
+    s.sync()
+    try:
+        proc = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                                 "--format=csv,noheader,nounits", "-lms", "50"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        proc = None
+    time.sleep(0.3)                     # let the sampler start before the load
+    t0, n = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(10):
+            fn()
+        s.sync()
+        n += 10
+    ms = (time.perf_counter() - t0) / n * 1e3
+    samples = []
+    if proc is not None:
+        proc.terminate()
+        out = proc.communicate(timeout=10)[0]
+        for line in out.strip().splitlines():
+            try:
+                mhz, w = (float(v) for v in line.split(","))
+            except ValueError:
+                continue
+            samples.append((mhz, w))
+        samples = samples[6:-2] if len(samples) > 12 else samples   # drop the edges of the loop
+    nan = float("nan")
+    return {"ms": ms, "samples": len(samples),
+            "sm_mhz": statistics.median(v[0] for v in samples) if samples else nan,
+            "power_w": statistics.median(v[1] for v in samples) if samples else nan}
+
+
 def tflops(flop: float, ms: float) -> float:
     """FLOP over milliseconds, in TFLOP/s."""
     return flop / (ms * 1e-3) / 1e12

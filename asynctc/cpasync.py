@@ -57,9 +57,6 @@ class CpAsyncTile(MmaSyncTile):
         if getattr(self, "prefetch", 0):
             raise ValueError(f"prefetch={self.prefetch}: the cp.async GEMM has no prefetch hint "
                              "(its ring of stages is the prefetch); use 0")
-        if self.ldg != "nc" or self.sts_from != -1 or self.ahead != 1:
-            raise ValueError(f"ldg={self.ldg!r}, sts_from={self.sts_from}, ahead={self.ahead}: chapter 01's load schedule "
-                             "knobs do not apply to the cp.async GEMM; use the defaults")
         super().validate()
         if self.min_blocks * (self.smem_bytes + 1024) > SMEM_PER_SM:
             raise ValueError(f"tile {self.name}: {self.min_blocks} CTAs × {self.smem_bytes} B of "

@@ -33,14 +33,7 @@ def np_dtype(name: str) -> np.dtype:
 @dataclasses.dataclass(frozen=True)
 class MmaSyncTile:
     """CTA tile ``bm``×``bn``×``bk`` and warp tile ``wm``×``wn`` (elements); ``group_m`` CTA rows
-    per raster group. ``threads`` = (bm/wm)·(bn/wn)·32; ``smem_bytes`` = 2 buffers × (A + B tile).
-
-    Two schedule knobs (chapter 01's kernel only): ``ldg``, the cache operator of the 16-byte
-    global loads (:data:`LDG_OPS`; PTX ISA "ld": ``nc`` the non-coherent read-only path, ``cg``
-    L2 only, ``nc_noalloc`` ``.nc.L1::no_allocate``, ``ca`` all levels), and ``sts_from``, the k16
-    step of a k-tile after which the next k-tile's stores into shared memory begin (spread evenly
-    over the steps from there to the last; ``-1``: all after the last step).
-    """
+    per raster group. ``threads`` = (bm/wm)·(bn/wn)·32; ``smem_bytes`` = 2 buffers × (A + B tile)."""
 
     bm: int = 128
     bn: int = 128
@@ -49,9 +42,6 @@ class MmaSyncTile:
     wn: int = 64
     group_m: int = 8
     min_blocks: int = 1
-    ldg: str = "nc"
-    sts_from: int = -1
-    ahead: int = 1
 
     @property
     def threads(self) -> int:
@@ -64,10 +54,7 @@ class MmaSyncTile:
     @property
     def name(self) -> str:
         n = f"{self.bm}x{self.bn}x{self.bk}/w{self.wm}x{self.wn}"
-        n += f"/{self.min_blocks}cta" if self.min_blocks > 1 else ""
-        n += f"/{self.ldg}" if self.ldg != "nc" else ""
-        n += f"/sts{self.sts_from}" if self.sts_from >= 0 else ""
-        return n + (f"/ahead{self.ahead}" if self.ahead != 1 else "")
+        return n + (f"/{self.min_blocks}cta" if self.min_blocks > 1 else "")
 
     @property
     def warps(self) -> int:
@@ -119,24 +106,10 @@ class MmaSyncTile:
             raise ValueError(f"smem_bytes={self.smem_bytes}: above the 227 KiB a block may use on sm_90")
         if self.min_blocks not in (1, 2, 3, 4):
             raise ValueError(f"min_blocks={self.min_blocks}: must be 1..4")
-        if self.ldg not in LDG_OPS:
-            raise ValueError(f"ldg={self.ldg!r}: must be one of {sorted(LDG_OPS)}")
-        if not -1 <= self.sts_from < self.bk // 16:
-            raise ValueError(f"sts_from={self.sts_from}: must be -1 (after the last k16 step) or a "
-                             f"k16 step 0..{self.bk // 16 - 1} of the k-tile")
-        if self.ahead not in (1, 2):
-            raise ValueError(f"ahead={self.ahead}: the global loads run 1 or 2 k-tiles ahead of the math")
-        if self.ahead == 2 and self.sts_from != -1:
-            raise ValueError(f"sts_from={self.sts_from}: with ahead=2 the stores go at the top of the "
-                             "k-tile; use -1")
         acc_regs = (self.wm * self.wn) // 32
         if acc_regs > 160:
             raise ValueError(f"warp tile {self.wm}x{self.wn}: {acc_regs} fp32 accumulators per thread "
                              "would spill (limit 160 here)")
-
-
-#: Cache operators of the chapter-01 kernel's global loads and their ``LDG_OP`` code.
-LDG_OPS = {"nc": 0, "cg": 1, "nc_noalloc": 2, "ca": 3}
 
 
 #: The tuned default (fastest at 4096³ fp16 on the H200 among the tiles tried, see data/):
@@ -151,19 +124,37 @@ TILES = (DEFAULT_TILE, MmaSyncTile(128, 128, 32, 64, 64), MmaSyncTile(128, 256, 
 def compile_mma_sync(dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE, out_f32: bool = False,
                      arch: str = "sm_90a") -> runtime.CompiledKernel:
     """Compile the mma.sync GEMM for ``dtype`` ("float16" | "bfloat16") and ``tile``. No GPU needed."""
-    return runtime.compile_kernel("gemm_mma_sync.cu", "gemm_mma_sync", arch,
-                                  defines=kernel_defines(dtype, tile, out_f32))
-
-
-def kernel_defines(dtype: str, tile: MmaSyncTile, out_f32: bool = False) -> dict[str, int]:
-    """The compile-time defines of ``kernels/gemm_mma_sync.cu`` for ``dtype`` and ``tile`` (validated)."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r}: must be one of {sorted(DTYPES)}")
     tile.validate()
-    return dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn, DT=DTYPES[dtype],
-                OUT_F32=int(out_f32), GROUP_M=tile.group_m, MINB=tile.min_blocks,
-                LDG_OP=LDG_OPS[tile.ldg], AHEAD=tile.ahead,
-                STS_FROM=tile.sts_from if tile.sts_from >= 0 else tile.bk // 16 - 1)
+    return runtime.compile_kernel(
+        "gemm_mma_sync.cu", "gemm_mma_sync", arch,
+        defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn,
+                     DT=DTYPES[dtype], OUT_F32=int(out_f32), GROUP_M=tile.group_m,
+                     MINB=tile.min_blocks))
+
+
+#: The diagnostic variants of the kernel (the ``ABLATE`` define): what is left of the data path.
+#: Timing only — the product they compute is wrong by construction.
+ABLATIONS = {0: "full kernel", 1: "no global→shared copy", 2: "no ldmatrix",
+             3: "mma.sync + __syncthreads only"}
+
+
+def compile_mma_sync_ablation(ablate: int, dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE,
+                              arch: str = "sm_90a") -> runtime.CompiledKernel:
+    """The chapter-01 kernel with parts of its data path removed, to measure what each part costs:
+    ``ablate`` 1 drops the global loads and shared-memory stores after the first k-tile, 2 the
+    ``ldmatrix`` after the first k16 step (fragments reused), 3 both (see :data:`ABLATIONS`; 0 is
+    the kernel itself). Launch with :func:`launcher`; never use its output."""
+    if ablate not in ABLATIONS:
+        raise ValueError(f"ablate={ablate!r}: must be one of {sorted(ABLATIONS)}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype={dtype!r}: must be one of {sorted(DTYPES)}")
+    tile.validate()
+    return runtime.compile_kernel(
+        "gemm_mma_sync.cu", "gemm_mma_sync", arch,
+        defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn, DT=DTYPES[dtype],
+                     OUT_F32=0, GROUP_M=tile.group_m, MINB=tile.min_blocks, ABLATE=ablate))
 
 
 def check_shapes(m: int, n: int, k: int, tile: MmaSyncTile = DEFAULT_TILE) -> None:

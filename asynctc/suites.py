@@ -142,6 +142,7 @@ def measure_mma_sync() -> dict:
             bar.update()
     bar.close()
     out["clocks_after"] = records.nvidia_smi_clocks()
+    out.update(measure_mma_sync_anatomy())
     # The ceiling of mma.sync itself: register-only kernel, by warps per SM.
     out["peak"] = []
     info = runtime.device_info()
@@ -171,6 +172,41 @@ def measure_mma_sync() -> dict:
         chk = gemm.compare(c, a.astype(np.float64) @ b, "float32", (s, s, s))
         out["simt"].append({"size": s, **t.as_dict(), "check": chk.as_dict(),
                             "tflops": bench.tflops(bench.gemm_flop(s, s, s), t.median_ms)})
+    return out
+
+
+ABLATION_SIZE = 4096
+
+
+def measure_mma_sync_anatomy(size: int = ABLATION_SIZE) -> dict:
+    """Where the time of the default kernel goes, fp16 ``size``³: the kernel with parts of its data
+    path removed (:data:`gemm.ABLATIONS`, timing only) beside cuBLAS in the same run; then cuBLAS
+    and the kernel run back to back with the SM clock sampled during the load
+    (:func:`bench.sustained`), for TFLOP/s per clock."""
+    a, b = gemm.random_operands(size, size, size, "float16")
+    da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
+    dc = DeviceArray.poisoned((size, size), a.dtype)
+    flop = bench.gemm_flop(size, size, size)
+    tile = gemm.DEFAULT_TILE
+    out: dict = {"ablation": [], "sustained": []}
+    cub = bench.cublas_gemm(da, db, dc) if bench.baseline_library() else None
+    runs = [("cuBLAS", cub)] if cub else []
+    for ab, what in gemm.ABLATIONS.items():
+        ck = gemm.compile_mma_sync_ablation(ab, "float16", tile)
+        runs.append((what, gemm.launcher(ck, tile, da, db, dc)))
+    for what, run in runs:
+        t = bench.time_gpu(run, reps=30)
+        out["ablation"].append({"dtype": "float16", "size": size, "tile": tile.name, "variant": what,
+                                **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms)})
+    # the full kernel once more, checked, so the ablation's first row is a correct kernel
+    dc.poison()
+    runs[1 if cub else 0][1]()
+    gemm.check_sampled_rows(dc, a, b, "float16", f"tile {tile.name}", rng=np.random.default_rng(1))
+    for what, run in runs[:2] if cub else runs[:1]:
+        r = bench.sustained(run)
+        out["sustained"].append({"dtype": "float16", "size": size, "tile": tile.name,
+                                 "kernel": "cuBLAS" if what == "cuBLAS" else "mma.sync", **r,
+                                 "tflops": bench.tflops(flop, r["ms"])})
     return out
 
 
@@ -212,7 +248,23 @@ def summarize_mma_sync(rec: records.Record) -> str:
         lines.append(f"mma.sync register-only {row['dtype']:8s} {row['warps_per_cta']} warps × "
                      f"{row['ctas_per_sm']} CTA/SM: {row['tflops']:.0f} TFLOP/s "
                      f"({row['tflops'] / peak:.2f} of {peak:.0f})")
+    lines += summarize_anatomy(r, p["sm_count"])
     return "\n".join(lines)
+
+
+def summarize_anatomy(r: dict, sm_count: int) -> list[str]:
+    """The ablation and sustained-clock lines of the mma_sync record (empty for older records)."""
+    lines = []
+    base = next((x["tflops"] for x in r.get("ablation", []) if x["variant"] == "cuBLAS"), None)
+    for x in r.get("ablation", []):
+        rel = f"  {x['tflops'] / base:.2f} of cuBLAS" if base else ""
+        lines.append(f"anatomy {x['size']}³ fp16 {x['variant']:32s} {x['tflops']:6.1f} TFLOP/s{rel}")
+    for x in r.get("sustained", []):
+        at_clock = peak_tflops(sm_count, x["sm_mhz"])
+        lines.append(f"sustained {x['kernel']:8s} {x['tflops']:6.1f} TFLOP/s at {x['sm_mhz']:.0f} MHz "
+                     f"(sampled during the loop, {x['power_w']:.0f} W) = {x['tflops'] / at_clock:.2f} "
+                     f"of {sm_count}×4096×that clock")
+    return lines
 
 
 # --------------------------------------------------------------------------------------------------

@@ -16,11 +16,10 @@
 //
 // Compile-time parameters (defines): BM, BN, BK (CTA tile), WM, WN (warp tile), DT (0 fp16, 1 bf16),
 // OUT_F32, GROUP_M (CTA raster grouping for L2 reuse), MINB (CTAs per SM the register budget must
-// allow: __launch_bounds__'s second argument), LDG_OP (how the 16-byte global loads are cached:
-// 0 ld.global.nc, 1 ld.global.cg, 2 ld.global.nc.L1::no_allocate, 3 ld.global.ca), STS_FROM (the
-// k16 step after whose mma.sync the stores of the next k-tile into shared memory begin; they are
-// spread evenly over the steps from there to the last; default: all after the last step).
-// Requirements, checked in Python
+// allow: __launch_bounds__'s second argument). ABLATE (diagnostics only, the product is then wrong)
+// removes parts of the data path to measure what each costs: 1 = no global loads or shared-memory
+// stores after the first k-tile, 2 = no ldmatrix after the first k16 step (fragments reused),
+// 3 = both (mma.sync and __syncthreads only). Requirements, checked in Python
 // (asynctc.gemm): M % BM == 0, N % BN == 0, K % BK == 0, BK in {32, 64}, WM % 16 == 0, WN % 16 == 0.
 
 #include "ptx/common.cuh"
@@ -30,41 +29,9 @@
 
 #include "gemm_tile.cuh"
 
-#ifndef LDG_OP
-#define LDG_OP 0
-#endif
-#ifndef AHEAD
-#define AHEAD 1
-#endif
-static_assert(AHEAD == 1 || AHEAD == 2, "AHEAD: the global loads run 1 or 2 k-tiles ahead of the math");
-// ABLATE (diagnostics only; the result is then wrong): 1 = no global loads or shared stores after
-// the first k-tile, 2 = no ldmatrix after the first k16 step (fragments reused), 3 = both.
 #ifndef ABLATE
 #define ABLATE 0
 #endif
-#ifndef STS_FROM
-#define STS_FROM (BK / 16 - 1)
-#endif
-static_assert(STS_FROM >= 0 && STS_FROM < BK / 16, "STS_FROM must name a k16 step of the k-tile");
-
-// One 16-byte global load (PTX ISA: "Data Movement and Conversion Instructions: ld", cache operators
-// .ca / .cg, the .nc non-coherent path, and the L1::no_allocate eviction-priority qualifier).
-__device__ __forceinline__ uint4 ldg16(const u16* p) {
-#if LDG_OP == 0
-  return *reinterpret_cast<const uint4*>(p);
-#else
-  uint4 r;
-#if LDG_OP == 1
-  asm("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
-#elif LDG_OP == 2
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-#else
-  asm("ld.global.ca.v4.u32 {%0, %1, %2, %3}, [%4];"
-#endif
-      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-  return r;
-#endif
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __restrict__ C,
@@ -119,78 +86,53 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   uint4 ra[A_LOADS], rb[B_LOADS];
   auto load_global = [&](int kt) {    // global -> registers (16-byte loads)
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) ra[i] = ldg16(ga + i * ga_step + kt * BK);
+    for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const uint4*>(ga + i * ga_step + kt * BK);
 #pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) rb[i] = ldg16(gb + i * gb_step + (size_t)kt * BK * N);
+    for (int i = 0; i < B_LOADS; ++i)
+      rb[i] = *reinterpret_cast<const uint4*>(gb + i * gb_step + (size_t)kt * BK * N);
   };
-  // registers -> shared memory (swizzled): stores number lo .. hi-1 of the A_LOADS + B_LOADS.
-  auto store_shared = [&](int buf, int lo, int hi) {
+  auto store_shared = [&](int buf) {  // registers -> shared memory (swizzled)
     unsigned char* as = As + buf * A_TILE_BYTES;
     unsigned char* bs = Bs + buf * B_TILE_BYTES;
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i)
-      if (i >= lo && i < hi) *reinterpret_cast<uint4*>(as + a_st + i * A_ROW_STEP * BK * 2) = ra[i];
+    for (int i = 0; i < A_LOADS; ++i) *reinterpret_cast<uint4*>(as + a_st + i * A_ROW_STEP * BK * 2) = ra[i];
 #pragma unroll
-    for (int i = 0; i < B_LOADS; ++i)
-      if (A_LOADS + i >= lo && A_LOADS + i < hi)
-        *reinterpret_cast<uint4*>(bs + b_st + i * B_ROW_STEP * BN * 2) = rb[i];
+    for (int i = 0; i < B_LOADS; ++i) *reinterpret_cast<uint4*>(bs + b_st + i * B_ROW_STEP * BN * 2) = rb[i];
   };
-  constexpr int STORES = A_LOADS + B_LOADS, STORE_STEPS = BK / 16 - STS_FROM;
 
   const int KT = K / BK;
   load_global(0);
-  store_shared(0, 0, STORES);
-#if AHEAD == 2
-  if (KT > 1) load_global(1);
-#endif
+  store_shared(0);
   __syncthreads();
 
-  u32 af[MT][4], bf[NT][2];           // fragments of one k16 step
+  u32 af[MT][4], bf[NT][2];           // the fragments of one k16 step
   for (int kt = 0; kt < KT; ++kt) {
     const int buf = kt & 1;
-#if ABLATE & 1
-    // (diagnostic) no loads or stores
-#elif AHEAD == 2
-    // k-tile kt+1 arrived in registers during the previous k-tile's math: store it into the other
-    // buffer (last read before the __syncthreads that ended the previous k-tile), then load kt+2.
-    if (kt + 1 < KT) {
-      store_shared(buf ^ 1, 0, STORES);
-      if (kt + 2 < KT) load_global(kt + 2);
-    }
-#else
-    if (kt + 1 < KT) load_global(kt + 1);  // issued now, consumed after the math below
-#endif
+    const bool refill = !(ABLATE & 1) && kt + 1 < KT;
+    if (refill) load_global(kt + 1);    // issued now, consumed after the math below
     const u32 as = smem_u32(As + buf * A_TILE_BYTES);
     const u32 bs = smem_u32(Bs + buf * B_TILE_BYTES);
 #pragma unroll
     for (int ks = 0; ks < BK / 16; ++ks) {
-#if ABLATE & 2
-      if (kt == 0 && ks == 0) {
-#else
-      {
-#endif
+      if (!(ABLATE & 2) || (kt == 0 && ks == 0)) {
 #pragma unroll
-      for (int i = 0; i < MT; ++i)    // rows wm + 16i .. +15, k 16ks .. +15
-        ldmatrix_x4(af[i], as + a_ld[ks] + i * 16 * BK * 2);
+        for (int i = 0; i < MT; ++i)    // rows wm + 16i .. +15, k 16ks .. +15
+          ldmatrix_x4(af[i], as + a_ld[ks] + i * 16 * BK * 2);
 #pragma unroll
-      for (int j = 0; j < NT / 2; ++j) {  // k 16ks .. +15, columns wn + 16j .. +15
-        u32 t[4];
-        ldmatrix_x4_trans(t, bs + b_ld[j] + ks * 16 * BN * 2);
-        bf[2 * j][0] = t[0]; bf[2 * j][1] = t[1];
-        bf[2 * j + 1][0] = t[2]; bf[2 * j + 1][1] = t[3];
-      }
+        for (int j = 0; j < NT / 2; ++j) {  // k 16ks .. +15, columns wn + 16j .. +15
+          u32 t[4];
+          ldmatrix_x4_trans(t, bs + b_ld[j] + ks * 16 * BN * 2);
+          bf[2 * j][0] = t[0]; bf[2 * j][1] = t[1];
+          bf[2 * j + 1][0] = t[2]; bf[2 * j + 1][1] = t[3];
+        }
       }
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j) mma_sync_m16n8k16<DT>(acc[i][j], af[i], bf[j]);
-      // The other buffer was last read before the previous __syncthreads, so it may be refilled
-      // during this k-tile's math (all of it after the last step by default).
-      if (!(ABLATE & 1) && AHEAD == 1 && ks >= STS_FROM && kt + 1 < KT) {
-        const int s = ks - STS_FROM;
-        store_shared(buf ^ 1, s * STORES / STORE_STEPS, (s + 1) * STORES / STORE_STEPS);
-      }
     }
+
+    if (refill) store_shared(buf ^ 1);
     __syncthreads();
   }
 
