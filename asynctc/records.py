@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import hashlib
 import json
 import os
 import re
@@ -77,12 +78,30 @@ def _pkg_versions() -> dict[str, str]:
     return out
 
 
+def source_digest() -> str:
+    """sha256 (first 16 hex digits) of the package's own sources (``asynctc/**/*.py|.cu|.cuh``,
+    path and content): what a commit stamp is checked against."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".cu", ".cuh") and p.is_file()):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def git_commit() -> str:
-    """``<sha>`` of the repository's HEAD, with ``-dirty`` when tracked files differ; "unknown"
-    outside a git checkout."""
+    """The commit the package's sources are at: ``ASYNCTC_GIT_COMMIT`` if set; else the stamp that
+    ``tools/stamp_commit.sh`` wrote to ``build/git_commit`` when its source digest matches the
+    sources here (a copy of the tree sent to a GPU machine, whose own .git may be absent or stale);
+    else git's HEAD, with ``-dirty`` when tracked files differ; else "unknown"."""
     if os.environ.get("ASYNCTC_GIT_COMMIT"):
-        return os.environ["ASYNCTC_GIT_COMMIT"]   # set by whoever copied the tree without .git
+        return os.environ["ASYNCTC_GIT_COMMIT"]
     root = Path(__file__).resolve().parent.parent
+    stamp = root / "build" / "git_commit"
+    if stamp.is_file():
+        parts = stamp.read_text().split()
+        if len(parts) == 2 and re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", parts[0]) \
+                and parts[1] == source_digest():
+            return parts[0]
     try:
         r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                            text=True, timeout=10)
@@ -93,11 +112,6 @@ def git_commit() -> str:
         sha, dirty = "", ""
     if re.fullmatch(r"[0-9a-f]{7,40}", sha):
         return sha + ("-dirty" if dirty else "")
-    # A copy of the tree without a usable .git (e.g. the GPU machine's): tools/stamp_commit.sh
-    # wrote build/git_commit before the copy was made.
-    stamp = root / "build" / "git_commit"
-    if stamp.is_file() and re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", stamp.read_text().strip()):
-        return stamp.read_text().strip()
     return "unknown"
 
 

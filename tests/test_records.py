@@ -1,5 +1,6 @@
 """Records: every committed measurement validates and carries its provenance; replay works."""
 import json
+import re
 
 import pytest
 
@@ -71,8 +72,9 @@ def test_mma_sync_record_has_checks_and_baseline():
     assert r.get("peak"), "the mma.sync ceiling was not recorded"
 
 
-def test_git_commit_falls_back_to_the_stamp(tmp_path, monkeypatch):
-    """Where `git rev-parse` gives no sha (a tree copied without .git), build/git_commit is used."""
+def test_git_commit_uses_the_stamp_only_when_its_digest_matches(monkeypatch):
+    """A tree copied to a GPU machine may carry no .git or a stale one: build/git_commit names the
+    commit only while its source digest matches the sources; otherwise git (here: none) decides."""
     import subprocess as sp
     from pathlib import Path
 
@@ -82,14 +84,24 @@ def test_git_commit_falls_back_to_the_stamp(tmp_path, monkeypatch):
     root = Path(records.__file__).resolve().parent.parent
     stamp = root / "build" / "git_commit"
     old = stamp.read_text() if stamp.is_file() else None
+    digest = records.source_digest()
     try:
         stamp.parent.mkdir(exist_ok=True)
-        stamp.write_text("abc1234\n")
+        stamp.write_text(f"abc1234 {digest}\n")
         assert records.git_commit() == "abc1234"
-        stamp.write_text("not a sha\n")
+        stamp.write_text(f"abc1234-dirty {digest}\n")
+        assert records.git_commit() == "abc1234-dirty"
+        stamp.write_text("abc1234 0000000000000000\n")      # the sources changed since the stamp
+        assert records.git_commit() == "unknown"
+        stamp.write_text(f"not-a-sha {digest}\n")
         assert records.git_commit() == "unknown"
     finally:
         if old is None:
             stamp.unlink()
         else:
             stamp.write_text(old)
+
+
+def test_source_digest_follows_the_sources(tmp_path, monkeypatch):
+    d = records.source_digest()
+    assert re.fullmatch(r"[0-9a-f]{16}", d) and d == records.source_digest()
