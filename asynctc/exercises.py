@@ -82,3 +82,11 @@ def _ch01_smem(bm: int, bn: int, bk: int) -> int:
           "k-tile, for a wm×wn warp tile and a bk-deep k-tile?")
 def _ch01_hmma(wm: int, wn: int, bk: int) -> int:
     return (wm // 16) * (wn // 8) * (bk // 16)
+
+
+@exercise("ch01.costliest_part", "Which part of the chapter-01 kernel's data path costs more time: "
+          "\"copy\" (global→shared by the threads) or \"ldmatrix\"? Read it from the measured "
+          "ablation (the mma_sync record's results[\"ablation\"]).")
+def _ch01_costliest(ablation) -> str:
+    t = {x["variant"]: x["tflops"] for x in ablation}
+    return "copy" if t["no global→shared copy"] > t["no ldmatrix"] else "ldmatrix"

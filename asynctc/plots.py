@@ -89,7 +89,7 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
         ax.text(v, yi, " " + txt, va="center", fontsize=8)
     if baseline:
         ax.axvline(baseline, color="k", ls="--", lw=1, label=f"{baseline_label} {baseline:.0f}")
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="best")
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel(unit)
     ax.set_xlim(0, max(list(values) + [baseline or 0]) * 1.35)

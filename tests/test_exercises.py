@@ -21,6 +21,10 @@ def test_right_and_wrong():
 def test_expected_values_come_from_models():
     assert exercises.expected("ch01.smem_bytes", bm=128, bn=128, bk=64) == (128 * 64 + 64 * 128) * 2
     assert exercises.expected("ch01.hmma_per_ktile", wm=64, wn=64, bk=64) == 4 * 8 * 4
+    abl = [{"variant": "no global→shared copy", "tflops": 500.0}, {"variant": "no ldmatrix", "tflops": 430.0}]
+    assert exercises.expected("ch01.costliest_part", ablation=abl) == "copy"
+    abl[1]["tflops"] = 600.0
+    assert exercises.expected("ch01.costliest_part", ablation=abl) == "ldmatrix"
     assert exercises.expected("ch00.memory_bound", sizes=[3, 300, 3000], ridge=250) == [3, 300]
 
 

@@ -160,3 +160,17 @@ def test_check_sampled_rows(rng):
     bad[:, 3] = np.nan                       # a column never written
     with pytest.raises(RuntimeError, match="timed run wrong: t float16"):
         gemm.check_sampled_rows(Out(bad), a, b, "float16", "t")
+
+
+def test_ablations_remove_what_they_say():
+    """The diagnostic variants (timed in the mma_sync record's anatomy) really drop their part of the
+    data path: fewer global loads / shared stores, fewer ldmatrix, the same HMMA work per k-tile."""
+    counts = {ab: sass.class_counts(gemm.compile_mma_sync_ablation(ab).sass()) for ab in gemm.ABLATIONS}
+    full, no_copy, no_ldsm, bare = (counts[i] for i in range(4))
+    assert no_copy["LDG"] < full["LDG"] and no_copy["STS"] < full["STS"]
+    assert no_ldsm["LDSM"] < full["LDSM"] and no_ldsm["LDG"] == full["LDG"]
+    assert bare["LDSM"] < full["LDSM"] and bare["LDG"] < full["LDG"]
+    assert all(c["HMMA"] >= full["HMMA"] // 2 for c in counts.values())
+    assert gemm.compile_mma_sync_ablation(0).cubin == gemm.compile_mma_sync().cubin
+    with pytest.raises(ValueError, match="ablate=7"):
+        gemm.compile_mma_sync_ablation(7)

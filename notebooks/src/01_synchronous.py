@@ -187,19 +187,61 @@ fig = plots.ladder([r["tile"] for r in ours], [r["tflops"] for r in ours], basel
                    title="mma.sync GEMM tiles at 4096³ fp16")
 
 # %% [markdown]
-# ## 6. Why the number is what it is
+# ## 6. Take the kernel apart: where the time goes
+#
+# The kernel does three kinds of work per k-tile: the threads **copy** the next A and B tiles from
+# global memory into shared memory (16-byte loads into registers, then stores), they **load
+# fragments** out of shared memory with `ldmatrix`, and they **multiply** with `mma.sync`, with a
+# `__syncthreads()` per k-tile. To see what each costs, the same kernel is compiled with parts of
+# that work removed (`gemm.compile_mma_sync_ablation`, a compile-time switch in the `.cu` file;
+# those variants compute a wrong product and are only timed) and timed beside cuBLAS in the same run:
+#
+# * **no global→shared copy** — the k-tile in shared memory is never refilled;
+# * **no ldmatrix** — the fragments of the first k16 step are reused for every step;
+# * **mma.sync + `__syncthreads` only** — both removed: the Tensor Core work and the barriers.
+#
+# Before you look: which removal do you expect to gain more, the copy or the `ldmatrix`? Per k-tile
+# a CTA copies 32 KiB (A and B tiles) and its four warps `ldmatrix` 64 KiB.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+abl = rec.results["ablation"]
+cub = next(x["tflops"] for x in abl if x["variant"] == "cuBLAS")
+parts = [x for x in abl if x["variant"] != "cuBLAS"]
+fig = plots.ladder([x["variant"] for x in parts], [x["tflops"] for x in parts], baseline=cub, record=rec,
+                   title=f"Chapter 01's kernel taken apart, {parts[0]['size']}³ fp16, tile {parts[0]['tile']}")
+print("\n".join(suites.summarize_anatomy(rec.results, p["sm_count"])))
+
+# %% [markdown]
+# What the H200 measured (the numbers are in the summary above and in the record):
+#
+# * the **copy by the threads is the largest cost**: without it the same kernel runs about 1.5× as
+#   fast, even though it moves half the bytes `ldmatrix` does. Each copied byte crosses the SM's
+#   L1/shared-memory data path more than once (into L1 on the way to registers, out to the
+#   registers, into shared memory), and the warps doing it are the ones that should be issuing
+#   `mma.sync`;
+# * `ldmatrix` costs less but is not free;
+# * with both removed, the `mma.sync` + barrier skeleton still runs below the register-only
+#   `mma.sync` ceiling of section 5 (the barriers and the changing fragments cost the rest) — and
+#   that ceiling is itself only about 0.6 of the Tensor Core peak.
+#
+# **Clocks.** The two `sustained` lines ran cuBLAS and our kernel back to back for 1.5 s each while
+# `nvidia-smi` sampled the SM clock. Under cuBLAS the H200 lowers its clock much further (it draws
+# more power per clock); per clock cuBLAS does about 2.5× the work of our kernel, more than the
+# ratio of TFLOP/s says. Per-clock figures need the clock sampled *during* the run: a reading taken
+# after it shows the idle clock.
+#
+# ## 7. Why the number is what it is
 #
 # Two effects stack up:
 #
 # 1. **`mma.sync` itself tops out well below the Tensor Core peak on Hopper.** The register-only
-#    kernel above measures that ceiling on this GPU (printed in the summary as a fraction of
-#    SMs × 4096 × clock). Luo et al. (IPDPS 2024) report about 63% of peak for `mma.sync` on an H800:
-#    the full rate needs `wgmma` (chapter 04).
-# 2. **Every operand byte crosses the SM's L1/shared-memory data path three times** — the global
-#    load into registers, the store into shared memory, and the `ldmatrix` out of it — and the same
-#    warps that issue the math stall at every `__syncthreads()`. A simple model counts those bytes
-#    for each tile and asks how fast the kernel could go if that data path (128 bytes per clock per
-#    SM: 32 banks × 4 bytes) were the only limit:
+#    kernel of section 5 measures that ceiling on this GPU. Luo et al. (IPDPS 2024) report about
+#    63% of peak for `mma.sync` on an H800: the full rate needs `wgmma` (chapter 04).
+# 2. **Every operand byte crosses the SM's L1/shared-memory data path several times** — the global
+#    load into registers, the store into shared memory, and the `ldmatrix` out of it. A simple model
+#    counts those bytes for each tile and asks how fast the kernel could go if that data path (128
+#    bytes per clock per SM: 32 banks × 4 bytes) were the only limit:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -212,16 +254,22 @@ for t in gemm.TILES:
 
 # %% [markdown]
 # The model's bound is not a prediction — bank timing, barrier stalls and the `mma.sync` issue rate
-# all take their share — but it names the resource: with the threads moving every byte, the
-# shared-memory data path and the barriers, not the Tensor Cores, set the pace. Chapter 02 takes the
-# register hop out (`cp.async` writes shared memory directly), chapter 03 takes the threads out
-# (TMA), and chapter 04 the `ldmatrix` (wgmma reads its operands from shared memory itself).
+# all take their share, and Nsight Compute read the L1/TEX unit 76% busy on the default tile — but
+# it names the resource: with the threads moving every byte, the shared-memory data path and the
+# barriers, not the Tensor Cores, set the pace. Larger warp tiles would need fewer `ldmatrix` bytes
+# per FLOP, but their accumulators do not fit in the registers at two CTAs per SM; loading the next
+# k-tile two tiles ahead, spreading the shared-memory stores over the k-tile, or bypassing L1 for the
+# global loads (`ld.global.cg`, `.L1::no_allocate`) all measured within ±2% (see `docs/NOTES.md`).
+# What helps is taking the copy away from the threads: chapter 02 removes the register hop
+# (`cp.async` writes shared memory directly), chapter 03 removes the threads (TMA), and chapter 04
+# the `ldmatrix` (wgmma reads its operands from shared memory itself).
 #
 # > **What we measured vs what is often claimed.** *"mma.sync reaches about 63–65% of peak on
 # > Hopper"* (Luo et al., IPDPS 2024, H800 microbenchmarks). The register-only ceiling we measured is
-# > in the summary above, as a fraction of the peak computed from this GPU's SM count and clock; the
-# > full synchronous GEMM reaches the fraction of cuBLAS printed there. Our goal for this kernel was
-# > half of cuBLAS at 4096³; the cell below says whether the measurement you are looking at got there.
+# > in the summary of section 5, as a fraction of the peak computed from this GPU's SM count and
+# > clock; the full synchronous GEMM reaches the fraction of cuBLAS printed there. Our goal for this
+# > kernel was half of cuBLAS at 4096³; the cell below says whether the measurement you are looking at
+# > got there.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -253,6 +301,15 @@ answer = ...
 ok = exercises.check("ch01.hmma_per_ktile", answer, wm=t.wm, wn=t.wn, bk=t.bk)
 
 # %% [markdown]
+# **3.** From the measured anatomy in section 6: which part of the data path costs this kernel more
+# time — `"copy"` (the global→shared copy by the threads) or `"ldmatrix"`? The check reads the record
+# you are looking at, so on another GPU the answer may differ.
+
+# %%
+answer = ...
+ok = exercises.check("ch01.costliest_part", answer, ablation=rec.results["ablation"])
+
+# %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
 
 # %%
@@ -260,3 +317,6 @@ exercises.check("ch01.smem_bytes", (128 * 32 + 32 * 256) * 2, bm=128, bn=256, bk
 pred = (t.wm // 16) * (t.wn // 8) * (t.bk // 16)
 exercises.check("ch01.hmma_per_ktile", pred, wm=t.wm, wn=t.wn, bk=t.bk, solution=True)
 print("prediction matches the SASS HMMA count:", pred == sass.class_counts(ck.sass())["HMMA"])
+speed = {x["variant"]: x["tflops"] for x in rec.results["ablation"]}
+costliest = "copy" if speed["no global→shared copy"] > speed["no ldmatrix"] else "ldmatrix"
+ok = exercises.check("ch01.costliest_part", costliest, ablation=rec.results["ablation"], solution=True)
