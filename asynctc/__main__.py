@@ -137,7 +137,8 @@ def cmd_course(args) -> int:
             html, _ = HTMLExporter().from_notebook_node(nb)
             (out / f"{nb_path.stem}.html").write_text(html)
         print(f"{nb_path.stem:28s} {m:6s} {status:6s} {time.time() - t0:7.1f} s", flush=True)
-    print(f"executed notebooks and HTML in {os.path.relpath(out, Path.cwd())}/")
+    what = "executed notebooks and HTML" if HTMLExporter is not None else "executed notebooks"
+    print(f"{what} in {os.path.relpath(out, Path.cwd())}/")
     return 1 if failed else 0
 
 
