@@ -4,7 +4,7 @@
 //   C: M x N row-major, in the input dtype (OUT_F32=0) or fp32 (OUT_F32=1); fp32 accumulation.
 //
 // What changed against gemm_mma_sync.cu (everything else — tile, warp tiles, XOR swizzle, ldmatrix,
-// mma.sync, epilogue — is the same code):
+// mma.sync, epilogue — is the same code, in gemm_tile.cuh):
 //   * global -> shared memory goes through cp.async (LDGSTS in SASS): each thread *issues* 16-byte
 //     copies and goes on; the data never passes through its registers. The register staging
 //     (ra/rb, load_global/store_shared) is gone.
@@ -42,48 +42,14 @@ gemm_cp_async(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   unsigned char* As = smem;                          // [STAGES][A_TILE_BYTES]
   unsigned char* Bs = smem + STAGES * A_TILE_BYTES;  // [STAGES][B_TILE_BYTES]
 
-  // Grouped raster order: GROUP_M consecutive CTA rows share B columns while they are in L2.
-  const int tiles_m = M / BM, tiles_n = N / BN;
-  const int bid = blockIdx.x;
-  const int group = bid / (GROUP_M * tiles_n);
-  const int first_m = group * GROUP_M;
-  const int rows_in_group = min(tiles_m - first_m, GROUP_M);
-  const int tile_m = first_m + (bid % (GROUP_M * tiles_n)) % rows_in_group;
-  const int tile_n = (bid % (GROUP_M * tiles_n)) / rows_in_group;
-  const int m0 = tile_m * BM, n0 = tile_n * BN;
-
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int m0, n0;
+  cta_origin(M, N, m0, n0);
+  const int warp = threadIdx.x >> 5;
   const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+  const ThreadAddresses t = thread_addresses(A, B, N, K, m0, n0, wm, wn);
 
-  float acc[MT][NT][4];
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-
-  // Per-thread address parts, computed once (the swizzle pattern repeats every 8 rows, and every
-  // row step below is a multiple of 8, so only a base offset per thread is needed; the rest are
-  // compile-time immediates in the instructions).
-  constexpr int A_ROW_STEP = THREADS / A_CHUNKS_ROW;   // rows between one thread's A chunks
-  constexpr int B_ROW_STEP = THREADS / B_CHUNKS_ROW;
-  static_assert(THREADS % A_CHUNKS_ROW == 0 && THREADS % B_CHUNKS_ROW == 0, "row-aligned loads");
-  static_assert(A_ROW_STEP % 8 == 0 && B_ROW_STEP % 8 == 0, "row steps must keep the swizzle phase");
-  const u16* ga = A + (size_t)(m0 + tid / A_CHUNKS_ROW) * K + (tid % A_CHUNKS_ROW) * 8;
-  const u16* gb = B + (size_t)(tid / B_CHUNKS_ROW) * N + n0 + (tid % B_CHUNKS_ROW) * 8;
-  const size_t ga_step = (size_t)A_ROW_STEP * K, gb_step = (size_t)B_ROW_STEP * N;
-  const u32 a_st = a_off(tid / A_CHUNKS_ROW, tid % A_CHUNKS_ROW);   // + i * A_ROW_STEP rows
-  const u32 b_st = b_off(tid / B_CHUNKS_ROW, tid % B_CHUNKS_ROW);   // + i * B_ROW_STEP rows
-  u32 a_ld[BK / 16];                  // ldmatrix row address in the A tile, per k16 step
-#pragma unroll
-  for (int ks = 0; ks < BK / 16; ++ks) a_ld[ks] = a_off(wm + (lane & 15), ks * 2 + (lane >> 4));
-  u32 b_ld[NT / 2];                   // ldmatrix.trans row address in the B tile, per 16-column pair
-#pragma unroll
-  for (int j = 0; j < NT / 2; ++j) {
-    const int q = lane >> 3;          // which 8x8 matrix this lane addresses
-    b_ld[j] = b_off((q & 1) * 8 + (lane & 7), (wn + j * 16) / 8 + (q >> 1));
-  }
+  float acc[MT][NT][4];                // the warp's 16x8 fp32 accumulator tiles
+  zero(acc);
 
   const u32 as0 = smem_u32(As), bs0 = smem_u32(Bs);
   // Issue the cp.async copies of k-tile kt into ring slot `slot` (no wait, no registers).
@@ -91,31 +57,14 @@ gemm_cp_async(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
     const u32 as = as0 + slot * A_TILE_BYTES, bs = bs0 + slot * B_TILE_BYTES;
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i)
-      cp_async_cg_16(as + a_st + i * A_ROW_STEP * BK * 2, ga + i * ga_step + (size_t)kt * BK);
+      cp_async_cg_16(as + t.a_st + i * A_ROW_STEP * BK * 2, t.ga + i * t.ga_step + (size_t)kt * BK);
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i)
-      cp_async_cg_16(bs + b_st + i * B_ROW_STEP * BN * 2, gb + i * gb_step + (size_t)kt * BK * N);
+      cp_async_cg_16(bs + t.b_st + i * B_ROW_STEP * BN * 2, t.gb + i * t.gb_step + (size_t)kt * BK * N);
   };
-  auto compute_tile = [&](int slot) {
-    const u32 as = as0 + slot * A_TILE_BYTES, bs = bs0 + slot * B_TILE_BYTES;
-#pragma unroll
-    for (int ks = 0; ks < BK / 16; ++ks) {
-      u32 af[MT][4], bf[NT][2];
-#pragma unroll
-      for (int i = 0; i < MT; ++i)    // rows wm + 16i .. +15, k 16ks .. +15
-        ldmatrix_x4(af[i], as + a_ld[ks] + i * 16 * BK * 2);
-#pragma unroll
-      for (int j = 0; j < NT / 2; ++j) {  // k 16ks .. +15, columns wn + 16j .. +15
-        u32 t[4];
-        ldmatrix_x4_trans(t, bs + b_ld[j] + ks * 16 * BN * 2);
-        bf[2 * j][0] = t[0]; bf[2 * j][1] = t[1];
-        bf[2 * j + 1][0] = t[2]; bf[2 * j + 1][1] = t[3];
-      }
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) mma_sync_m16n8k16<DT>(acc[i][j], af[i], bf[j]);
-    }
+  u32 af[MT][4], bf[NT][2];           // the fragments of one k16 step
+  auto compute_tile = [&](int slot) {  // ldmatrix + mma.sync on the k-tile in ring slot `slot`
+    mma_ktile(acc, af, bf, as0 + slot * A_TILE_BYTES, bs0 + slot * B_TILE_BYTES, t);
   };
 
   const int KT = K / BK;
@@ -148,22 +97,5 @@ gemm_cp_async(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   cp_async_wait_all();                  // no copies outstanding at exit (all groups are empty here)
 #endif
 
-  // Epilogue: each thread writes its accumulator pairs (row g / g+8, cols 2t, 2t+1).
-  const int g = lane >> 2, t4 = lane & 3;
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      int row = m0 + wm + i * 16 + g, col = n0 + wn + j * 8 + 2 * t4;
-#if OUT_F32
-      float* c = reinterpret_cast<float*>(C);
-      *reinterpret_cast<float2*>(c + (size_t)row * N + col) = make_float2(acc[i][j][0], acc[i][j][1]);
-      *reinterpret_cast<float2*>(c + (size_t)(row + 8) * N + col) = make_float2(acc[i][j][2], acc[i][j][3]);
-#else
-      u32* c0 = reinterpret_cast<u32*>(reinterpret_cast<u16*>(C) + (size_t)row * N + col);
-      u32* c1 = reinterpret_cast<u32*>(reinterpret_cast<u16*>(C) + (size_t)(row + 8) * N + col);
-      *c0 = cvt_rn_x2_f32<DT>(acc[i][j][0], acc[i][j][1]);
-      *c1 = cvt_rn_x2_f32<DT>(acc[i][j][2], acc[i][j][3]);
-#endif
-    }
+  store_c(acc, C, N, m0, n0, wm, wn);
 }

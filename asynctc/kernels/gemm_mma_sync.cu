@@ -40,64 +40,30 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   unsigned char* As = smem;                          // [2][A_TILE_BYTES]
   unsigned char* Bs = smem + 2 * A_TILE_BYTES;       // [2][B_TILE_BYTES]
 
-  // Grouped raster order: GROUP_M consecutive CTA rows share B columns while they are in L2.
-  const int tiles_m = M / BM, tiles_n = N / BN;
-  const int bid = blockIdx.x;
-  const int group = bid / (GROUP_M * tiles_n);
-  const int first_m = group * GROUP_M;
-  const int rows_in_group = min(tiles_m - first_m, GROUP_M);
-  const int tile_m = first_m + (bid % (GROUP_M * tiles_n)) % rows_in_group;
-  const int tile_n = (bid % (GROUP_M * tiles_n)) / rows_in_group;
-  const int m0 = tile_m * BM, n0 = tile_n * BN;
-
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int m0, n0;
+  cta_origin(M, N, m0, n0);
+  const int warp = threadIdx.x >> 5;
   const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+  const ThreadAddresses t = thread_addresses(A, B, N, K, m0, n0, wm, wn);
 
-  float acc[MT][NT][4];
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+  float acc[MT][NT][4];                // the warp's 16x8 fp32 accumulator tiles
+  zero(acc);
 
-  // Per-thread address parts, computed once (the swizzle pattern repeats every 8 rows, and every
-  // row step below is a multiple of 8, so only a base offset per thread is needed; the rest are
-  // compile-time immediates in the instructions).
-  constexpr int A_ROW_STEP = THREADS / A_CHUNKS_ROW;   // rows between one thread's A chunks
-  constexpr int B_ROW_STEP = THREADS / B_CHUNKS_ROW;
-  static_assert(THREADS % A_CHUNKS_ROW == 0 && THREADS % B_CHUNKS_ROW == 0, "row-aligned loads");
-  static_assert(A_ROW_STEP % 8 == 0 && B_ROW_STEP % 8 == 0, "row steps must keep the swizzle phase");
-  const u16* ga = A + (size_t)(m0 + tid / A_CHUNKS_ROW) * K + (tid % A_CHUNKS_ROW) * 8;
-  const u16* gb = B + (size_t)(tid / B_CHUNKS_ROW) * N + n0 + (tid % B_CHUNKS_ROW) * 8;
-  const size_t ga_step = (size_t)A_ROW_STEP * K, gb_step = (size_t)B_ROW_STEP * N;
-  const u32 a_st = a_off(tid / A_CHUNKS_ROW, tid % A_CHUNKS_ROW);   // + i * A_ROW_STEP rows
-  const u32 b_st = b_off(tid / B_CHUNKS_ROW, tid % B_CHUNKS_ROW);   // + i * B_ROW_STEP rows
-  u32 a_ld[BK / 16];                  // ldmatrix row address in the A tile, per k16 step
-#pragma unroll
-  for (int ks = 0; ks < BK / 16; ++ks) a_ld[ks] = a_off(wm + (lane & 15), ks * 2 + (lane >> 4));
-  u32 b_ld[NT / 2];                   // ldmatrix.trans row address in the B tile, per 16-column pair
-#pragma unroll
-  for (int j = 0; j < NT / 2; ++j) {
-    const int q = lane >> 3;          // which 8x8 matrix this lane addresses
-    b_ld[j] = b_off((q & 1) * 8 + (lane & 7), (wn + j * 16) / 8 + (q >> 1));
-  }
-
-  uint4 ra[A_LOADS], rb[B_LOADS];
+  uint4 ra[A_LOADS], rb[B_LOADS];     // one k-tile in flight, in registers
   auto load_global = [&](int kt) {    // global -> registers (16-byte loads)
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const uint4*>(ga + i * ga_step + kt * BK);
+    for (int i = 0; i < A_LOADS; ++i) ra[i] = *reinterpret_cast<const uint4*>(t.ga + i * t.ga_step + kt * BK);
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i)
-      rb[i] = *reinterpret_cast<const uint4*>(gb + i * gb_step + (size_t)kt * BK * N);
+      rb[i] = *reinterpret_cast<const uint4*>(t.gb + i * t.gb_step + (size_t)kt * BK * N);
   };
   auto store_shared = [&](int buf) {  // registers -> shared memory (swizzled)
     unsigned char* as = As + buf * A_TILE_BYTES;
     unsigned char* bs = Bs + buf * B_TILE_BYTES;
 #pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) *reinterpret_cast<uint4*>(as + a_st + i * A_ROW_STEP * BK * 2) = ra[i];
+    for (int i = 0; i < A_LOADS; ++i) *reinterpret_cast<uint4*>(as + t.a_st + i * A_ROW_STEP * BK * 2) = ra[i];
 #pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) *reinterpret_cast<uint4*>(bs + b_st + i * B_ROW_STEP * BN * 2) = rb[i];
+    for (int i = 0; i < B_LOADS; ++i) *reinterpret_cast<uint4*>(bs + t.b_st + i * B_ROW_STEP * BN * 2) = rb[i];
   };
 
   const int KT = K / BK;
@@ -106,52 +72,16 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   __syncthreads();
 
   u32 af[MT][4], bf[NT][2];           // the fragments of one k16 step
+  if (ABLATE & 2) load_fragments(af, bf, smem_u32(As), smem_u32(Bs), t, 0);   // (diagnostic: once)
   for (int kt = 0; kt < KT; ++kt) {
     const int buf = kt & 1;
     const bool refill = !(ABLATE & 1) && kt + 1 < KT;
     if (refill) load_global(kt + 1);    // issued now, consumed after the math below
-    const u32 as = smem_u32(As + buf * A_TILE_BYTES);
-    const u32 bs = smem_u32(Bs + buf * B_TILE_BYTES);
-#pragma unroll
-    for (int ks = 0; ks < BK / 16; ++ks) {
-      if (!(ABLATE & 2) || (kt == 0 && ks == 0)) {
-#pragma unroll
-        for (int i = 0; i < MT; ++i)    // rows wm + 16i .. +15, k 16ks .. +15
-          ldmatrix_x4(af[i], as + a_ld[ks] + i * 16 * BK * 2);
-#pragma unroll
-        for (int j = 0; j < NT / 2; ++j) {  // k 16ks .. +15, columns wn + 16j .. +15
-          u32 t[4];
-          ldmatrix_x4_trans(t, bs + b_ld[j] + ks * 16 * BN * 2);
-          bf[2 * j][0] = t[0]; bf[2 * j][1] = t[1];
-          bf[2 * j + 1][0] = t[2]; bf[2 * j + 1][1] = t[3];
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) mma_sync_m16n8k16<DT>(acc[i][j], af[i], bf[j]);
-    }
-
-    if (refill) store_shared(buf ^ 1);
+    const u32 as = smem_u32(As + buf * A_TILE_BYTES), bs = smem_u32(Bs + buf * B_TILE_BYTES);
+    mma_ktile<!(ABLATE & 2)>(acc, af, bf, as, bs, t);   // ldmatrix + mma.sync, BK/16 k16 steps
+    if (refill) store_shared(buf ^ 1);  // the other buffer: last read before the previous barrier
     __syncthreads();
   }
 
-  // Epilogue: each thread writes its accumulator pairs (row g / g+8, cols 2t, 2t+1).
-  const int g = lane >> 2, t4 = lane & 3;
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      int row = m0 + wm + i * 16 + g, col = n0 + wn + j * 8 + 2 * t4;
-#if OUT_F32
-      float* c = reinterpret_cast<float*>(C);
-      *reinterpret_cast<float2*>(c + (size_t)row * N + col) = make_float2(acc[i][j][0], acc[i][j][1]);
-      *reinterpret_cast<float2*>(c + (size_t)(row + 8) * N + col) = make_float2(acc[i][j][2], acc[i][j][3]);
-#else
-      u32* c0 = reinterpret_cast<u32*>(reinterpret_cast<u16*>(C) + (size_t)row * N + col);
-      u32* c1 = reinterpret_cast<u32*>(reinterpret_cast<u16*>(C) + (size_t)(row + 8) * N + col);
-      *c0 = cvt_rn_x2_f32<DT>(acc[i][j][0], acc[i][j][1]);
-      *c1 = cvt_rn_x2_f32<DT>(acc[i][j][2], acc[i][j][3]);
-#endif
-    }
+  store_c(acc, C, N, m0, n0, wm, wn);
 }

@@ -93,6 +93,16 @@ ck = gemm.compile_mma_sync("float16")
 notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$")
 
 # %% [markdown]
+# The math of one k-tile, `mma_ktile`, lives in `kernels/gemm_tile.cuh` because chapter 02's kernel
+# runs exactly the same code (only the way a k-tile reaches shared memory changes): per 16-deep
+# k step, each warp loads its A fragments with `ldmatrix` and its B fragments with `ldmatrix.trans`,
+# then issues MT × NT `mma.sync`:
+
+# %%
+notebook.show_source("gemm_tile.cuh", start=r"^__device__ __forceinline__ void load_fragments", end=r"^}")
+notebook.show_source("gemm_tile.cuh", start=r"^template <bool kLoad = true>", end=r"^}")
+
+# %% [markdown]
 # The PTX wrapper behind `mma_sync_m16n8k16` is one instruction:
 
 # %%
