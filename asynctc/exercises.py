@@ -10,12 +10,16 @@ from __future__ import annotations
 from typing import Any, Callable
 
 _EXERCISES: dict[str, tuple[str, Callable[..., Any]]] = {}
+_CHOICES: dict[str, tuple[str, ...]] = {}
 
 
-def exercise(name: str, prompt: str):
-    """Register ``fn`` (returning the expected answer) as exercise ``name``."""
+def exercise(name: str, prompt: str, choices: tuple[str, ...] = ()):
+    """Register ``fn`` (returning the expected answer) as exercise ``name``; ``choices``: the
+    answers it accepts (for multiple-choice exercises; compared ignoring case and spaces)."""
     def deco(fn):
         _EXERCISES[name] = (prompt, fn)
+        if choices:
+            _CHOICES[name] = choices
         return fn
     return deco
 
@@ -29,6 +33,8 @@ def expected(name: str, **kw) -> Any:
 
 
 def _equal(a, b) -> bool:
+    if isinstance(b, str):
+        return isinstance(a, str) and a.strip().lower() == b.strip().lower()
     if isinstance(b, float) or isinstance(a, float):
         try:
             return abs(float(a) - float(b)) <= 1e-6 * max(1.0, abs(float(b)))
@@ -47,6 +53,12 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
         print(f"[{name}] not answered yet — replace the ... with your answer and run the cell again.")
         if solution:
             raise AssertionError(f"solution for {name} is missing")
+        return False
+    choices = _CHOICES.get(name)
+    if choices and not any(_equal(answer, c) for c in choices):
+        print(f"[{name}] answer one of {', '.join(repr(c) for c in choices)} (got {answer!r})")
+        if solution:
+            raise AssertionError(f"solution for {name} is not one of {choices}: {answer!r}")
         return False
     exp = expected(name, **kw)
     ok = _equal(answer, exp)
@@ -86,7 +98,7 @@ def _ch01_hmma(wm: int, wn: int, bk: int) -> int:
 
 @exercise("ch01.costliest_part", "Which part of the chapter-01 kernel's data path costs more time: "
           "\"copy\" (global→shared by the threads) or \"ldmatrix\"? Read it from the measured "
-          "ablation (the mma_sync record's results[\"ablation\"]).")
+          "ablation (the mma_sync record's results[\"ablation\"]).", choices=("copy", "ldmatrix"))
 def _ch01_costliest(ablation) -> str:
     t = {x["variant"]: x["tflops"] for x in ablation}
     return "copy" if t["no global→shared copy"] > t["no ldmatrix"] else "ldmatrix"

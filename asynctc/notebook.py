@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from . import runtime
@@ -9,7 +10,11 @@ from . import runtime
 
 def banner(arch: str = "sm_90a") -> None:
     """One line: does this notebook run its kernels live here, or replay recorded data, and why."""
-    if runtime.runs_live(arch):
+    if os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS"):
+        line = ("STORED OUTPUTS: made in replay mode from the records in data/ when the course was "
+                "built. Run the notebook to see what your machine does: live on an sm_90 GPU, "
+                "replay elsewhere.")
+    elif runtime.runs_live(arch):
         info = runtime.device_info()
         line = f"LIVE: kernels for {arch} run on this machine's {info.name}."
     else:

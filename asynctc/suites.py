@@ -225,7 +225,7 @@ def cublas_rows(results: dict, dtype: str) -> list[dict]:
                   key=lambda r: r["size"])
 
 
-def summarize_mma_sync(rec: records.Record) -> str:
+def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
     r = rec.results
     lines = [rec.label(), f"correctness: {sum(c['passed'] for c in r['checks'])}/"
                           f"{len(r['checks'])} checks passed"]
@@ -248,7 +248,8 @@ def summarize_mma_sync(rec: records.Record) -> str:
         lines.append(f"mma.sync register-only {row['dtype']:8s} {row['warps_per_cta']} warps × "
                      f"{row['ctas_per_sm']} CTA/SM: {row['tflops']:.0f} TFLOP/s "
                      f"({row['tflops'] / peak:.2f} of {peak:.0f})")
-    lines += summarize_anatomy(r, p["sm_count"])
+    if anatomy:
+        lines += summarize_anatomy(r, p["sm_count"])
     return "\n".join(lines)
 
 

@@ -23,6 +23,9 @@ def test_expected_values_come_from_models():
     assert exercises.expected("ch01.hmma_per_ktile", wm=64, wn=64, bk=64) == 4 * 8 * 4
     abl = [{"variant": "no global→shared copy", "tflops": 500.0}, {"variant": "no ldmatrix", "tflops": 430.0}]
     assert exercises.expected("ch01.costliest_part", ablation=abl) == "copy"
+    assert exercises.check("ch01.costliest_part", " Copy", ablation=abl)
+    assert not exercises.check("ch01.costliest_part", "both", ablation=abl)
+    assert not exercises.check("ch01.costliest_part", "ldmatrix", ablation=abl)
     abl[1]["tflops"] = 600.0
     assert exercises.expected("ch01.costliest_part", ablation=abl) == "ldmatrix"
     assert exercises.expected("ch00.memory_bound", sizes=[3, 300, 3000], ridge=250) == [3, 300]

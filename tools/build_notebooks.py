@@ -58,6 +58,7 @@ def execute(nb, timeout: int = 1800):
     from nbclient import NotebookClient
     env_backup = dict(os.environ)
     os.environ.setdefault("ASYNCTC_MODE", "replay")
+    os.environ["ASYNCTC_BUILDING_NOTEBOOKS"] = "1"    # the banner says these are stored outputs
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT)] + [p for p in env_backup.get("PYTHONPATH", "").split(os.pathsep) if p])
     try:

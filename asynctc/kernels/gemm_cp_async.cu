@@ -7,7 +7,7 @@
 // mma.sync, epilogue — is the same code, in gemm_tile.cuh):
 //   * global -> shared memory goes through cp.async (LDGSTS in SASS): each thread *issues* 16-byte
 //     copies and goes on; the data never passes through its registers. The register staging
-//     (ra/rb, load_global/store_shared) is gone.
+//     (ra/rb, load_global/store_shared) is gone. The .cg form used here caches in L2 only (not L1).
 //   * shared memory is a ring of STAGES k-tiles. The copies of k-tile kt+STAGES-1 are issued, then
 //     committed as one async-group, while the warps compute on k-tile kt; before computing on a
 //     k-tile, a thread waits with cp.async.wait_group<STAGES-2> (all but its STAGES-2 newest groups

@@ -18,8 +18,9 @@
 // OUT_F32, GROUP_M (CTA raster grouping for L2 reuse), MINB (CTAs per SM the register budget must
 // allow: __launch_bounds__'s second argument). ABLATE (diagnostics only, the product is then wrong)
 // removes parts of the data path to measure what each costs: 1 = no global loads or shared-memory
-// stores after the first k-tile, 2 = no ldmatrix after the first k16 step (fragments reused),
-// 3 = both (mma.sync and __syncthreads only). Requirements, checked in Python
+// stores after the first k-tile (every k-tile multiplies k-tile 0 in buffer 0), 2 = no ldmatrix
+// after the first k16 step (its fragments are reused), 3 = both (only the mma.sync and the
+// __syncthreads remain). Requirements, checked in Python
 // (asynctc.gemm): M % BM == 0, N % BN == 0, K % BK == 0, BK in {32, 64}, WM % 16 == 0, WN % 16 == 0.
 
 #include "ptx/common.cuh"
@@ -74,7 +75,7 @@ gemm_mma_sync(const u16* __restrict__ A, const u16* __restrict__ B, void* __rest
   u32 af[MT][4], bf[NT][2];           // the fragments of one k16 step
   if (ABLATE & 2) load_fragments(af, bf, smem_u32(As), smem_u32(Bs), t, 0);   // (diagnostic: once)
   for (int kt = 0; kt < KT; ++kt) {
-    const int buf = kt & 1;
+    const int buf = (ABLATE & 1) ? 0 : kt & 1;   // (ABLATE & 1: buffer 0 is never refilled)
     const bool refill = !(ABLATE & 1) && kt + 1 < KT;
     if (refill) load_global(kt + 1);    // issued now, consumed after the math below
     const u32 as = smem_u32(As + buf * A_TILE_BYTES), bs = smem_u32(Bs + buf * B_TILE_BYTES);

@@ -2,7 +2,8 @@
 // their defaults), the constants derived from them, the XOR swizzle of the shared-memory tiles,
 // and the code both kernels run the same way (CTA raster order, per-thread addresses, the math of
 // one k-tile, the epilogue). Included after the PTX wrappers by gemm_mma_sync.cu and
-// gemm_cp_async.cu, so the two rungs of the ladder differ only in how a k-tile reaches shared memory.
+// gemm_cp_async.cu, so the two rungs of the ladder differ only in how k-tiles reach shared memory
+// (and so in how many shared-memory buffers they use and where their barriers stand).
 //
 // Defines: BM, BN, BK (CTA tile), WM, WN (warp tile), DT (0 fp16, 1 bf16), OUT_F32, GROUP_M (CTA
 // raster grouping for L2 reuse), MINB (CTAs per SM the register budget must allow).
@@ -85,9 +86,10 @@ __device__ __forceinline__ void cta_origin(int M, int N, int& m0, int& n0) {
   n0 = (bid % (GROUP_M * tiles_n)) / rows_in_group * BN;
 }
 
-// Per-thread address parts, computed once before the k loop. The swizzle pattern repeats every 8
-// rows and every row step is a multiple of 8, so one base offset per thread suffices; the rest are
-// compile-time immediates in the instructions.
+// Per-thread address parts, computed once before the k loop (ptxas may still recompute some inside
+// the loop to save registers; in chapter 01's kernel it does so for the ldmatrix addresses). The
+// swizzle pattern repeats every 8 rows and every row step is a multiple of 8, so one base offset per
+// thread suffices; the rest are compile-time immediates in the instructions.
 struct ThreadAddresses {
   const u16* ga;          // this thread's first A chunk of k-tile 0 (then + i * ga_step, + kt * BK)
   const u16* gb;          // this thread's first B chunk of k-tile 0 (then + i * gb_step, + kt * BK * N)

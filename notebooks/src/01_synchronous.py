@@ -19,7 +19,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc import exercises, fragments, gemm, notebook, plots, records, sass, simt, suites
+from asynctc import exercises, fragments, gemm, notebook, plots, records, runtime, sass, simt, suites
 
 notebook.banner("sm_90a")
 
@@ -86,7 +86,14 @@ print("lanes holding row 5 of A:", sorted(set(lane_a[5].tolist())))
 # It is tuned, not a straw man: 128×128×64 CTA tiles, 64×64 warp tiles (32 `mma.sync` per 8
 # `ldmatrix` per 16-deep k step), XOR-swizzled shared-memory tiles (no bank conflicts for the stores
 # or for `ldmatrix`), two shared buffers so one barrier per k-tile suffices, and the next k-tile
-# loaded into registers before the current one is multiplied. Here is the main loop:
+# loaded into registers before the current one is multiplied.
+#
+# Words used from here on: a **k-tile** is the BK-deep slice of A (BM×BK) and B (BK×BN) that a CTA
+# holds in shared memory at a time; the kernel loops over K/BK of them. A tile is named
+# `BMxBNxBK/wWMxWN`, e.g. `128x128x64/w64x64/2cta`: CTA tile 128×128×64, warp tile 64×64 (so
+# 2×2 = 4 warps), and `/2cta` when the compiler was asked (`__launch_bounds__`) to fit the registers
+# of two CTAs on one SM. **L1/TEX** is the SM's L1 cache unit; on Hopper it shares its storage and
+# its 128-byte-per-clock data path with shared memory. Here is the main loop:
 
 # %%
 ck = gemm.compile_mma_sync("float16")
@@ -94,7 +101,7 @@ notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$")
 
 # %% [markdown]
 # The math of one k-tile, `mma_ktile`, lives in `kernels/gemm_tile.cuh` because chapter 02's kernel
-# runs exactly the same code (only the way a k-tile reaches shared memory changes): per 16-deep
+# runs exactly the same code (what changes there is how k-tiles reach shared memory): per 16-deep
 # k step, each warp loads its A fragments with `ldmatrix` and its B fragments with `ldmatrix.trans`,
 # then issues MT × NT `mma.sync`:
 
@@ -149,6 +156,15 @@ assert all(c["passed"] for c in checks)
 print("all correctness checks passed:", len(checks) > 0)
 
 # %% [markdown]
+# (In replay, the SASS and register counts above come from this machine's NVRTC; the measurements
+# were made with the kernel compiled by the NVRTC of the machine that measured them:)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(f"NVRTC here: {'.'.join(map(str, runtime.nvrtc_version()))}; "
+      f"NVRTC of the measurement: {rec.provenance['nvrtc']}")
+
+# %% [markdown]
 # Shapes the kernel does not support never reach the GPU — the Python entry point says why:
 
 # %%
@@ -179,11 +195,13 @@ for dt in gemm.DTYPES:
     series[f"mma.sync {dt}"] = ([r["size"] for r in ours], [r["tflops"] for r in ours])
 fig = plots.throughput_by_size(series, peak=peak, peak_label="SMs×4096×clock", record=rec,
                                title="Synchronous mma.sync GEMM vs cuBLAS")
-ceiling = max(r["tflops"] for r in rec.results["peak"] if r["dtype"] == "float16")
+t = gemm.DEFAULT_TILE                 # the ceiling at the kernel's own occupancy: warps × CTAs per SM
+ceiling = next(r["tflops"] for r in rec.results["peak"] if r["dtype"] == "float16"
+               and r["warps_per_cta"] == t.warps and r["ctas_per_sm"] == t.min_blocks)
 fig.axes[0].axhline(ceiling, color="tab:red", ls=":", lw=1.5,
-                    label=f"mma.sync ceiling (register-only) {ceiling:.0f}")
+                    label=f"mma.sync ceiling, register-only, {t.warps} warps × {t.min_blocks} CTAs/SM: {ceiling:.0f}")
 fig.axes[0].legend(fontsize=8)
-print(suites.summarize_mma_sync(rec))
+print(suites.summarize_mma_sync(rec, anatomy=False))
 
 # %% [markdown]
 # The tile sweep at 4096³ fp16 (the default tile is the first row):
@@ -208,10 +226,18 @@ fig = plots.ladder([r["tile"] for r in ours], [r["tflops"] for r in ours], basel
 #
 # * **no global→shared copy** — the k-tile in shared memory is never refilled;
 # * **no ldmatrix** — the fragments of the first k16 step are reused for every step;
-# * **mma.sync + `__syncthreads` only** — both removed: the Tensor Core work and the barriers.
+# * **mma.sync + `__syncthreads` only** — both removed; only the Tensor Core work and the barriers
+#   remain.
 #
-# Before you look: which removal do you expect to gain more, the copy or the `ldmatrix`? Per k-tile
-# a CTA copies 32 KiB (A and B tiles) and its four warps `ldmatrix` 64 KiB.
+# **Predict before you look** (this is exercise 3): which removal gains more, the copy or the
+# `ldmatrix`? Per k-tile a CTA copies 32 KiB (its A and B tiles) — a load into registers and a
+# store into shared memory, so 64 KiB through the L1/shared-memory data path — and its four warps
+# `ldmatrix` 64 KiB. Answer `"copy"` or `"ldmatrix"`; the check reads the record, so on another GPU
+# the answer may differ.
+
+# %%
+prediction = ...
+ok = exercises.check("ch01.costliest_part", prediction, ablation=rec.results["ablation"])
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -226,20 +252,23 @@ print("\n".join(suites.summarize_anatomy(rec.results, p["sm_count"])))
 # What the H200 measured (the numbers are in the summary above and in the record):
 #
 # * the **copy by the threads is the largest cost**: without it the same kernel runs about 1.5× as
-#   fast, even though it moves half the bytes `ldmatrix` does. Each copied byte crosses the SM's
-#   L1/shared-memory data path more than once (into L1 on the way to registers, out to the
-#   registers, into shared memory), and the warps doing it are the ones that should be issuing
-#   `mma.sync`;
+#   fast, although through the L1/shared-memory data path it moves about as many bytes as
+#   `ldmatrix` (64 KiB per k-tile each, counting the load and the store). The copy also costs the
+#   warps that should be issuing `mma.sync` their issue slots and 64 staging registers each. A
+#   hypothesis that fits our runs but is not proven: a global load is staged in L1's storage on its
+#   way to the registers, so each copied byte crosses that data path a third time (bypassing L1 with
+#   `ld.global.cg` or `.L1::no_allocate` changed nothing; see `docs/NOTES.md`);
 # * `ldmatrix` costs less but is not free;
 # * with both removed, the `mma.sync` + barrier skeleton still runs below the register-only
-#   `mma.sync` ceiling of section 5 (the barriers and the changing fragments cost the rest) — and
-#   that ceiling is itself only about 0.6 of the Tensor Core peak.
+#   `mma.sync` ceiling measured at the same occupancy in section 5 — the barriers and the epilogue
+#   take the rest — and that ceiling is itself only about 0.6 of the Tensor Core peak.
 #
 # **Clocks.** The two `sustained` lines ran cuBLAS and our kernel back to back for 1.5 s each while
-# `nvidia-smi` sampled the SM clock. Under cuBLAS the H200 lowers its clock much further (it draws
-# more power per clock); per clock cuBLAS does about 2.5× the work of our kernel, more than the
-# ratio of TFLOP/s says. Per-clock figures need the clock sampled *during* the run: a reading taken
-# after it shows the idle clock.
+# `nvidia-smi` sampled the SM clock and the board power. On the H200 cuBLAS ran at a clearly lower
+# clock than our kernel at similar power (the GPU's clock policy decides; the record does not say
+# why). Per clock, cuBLAS does about 2.5× the work of our kernel — more than the ratio of TFLOP/s
+# says. Per-clock figures need the clock sampled *during* the run: a reading taken after it shows
+# the idle clock.
 #
 # ## 7. Why the number is what it is
 #
@@ -247,24 +276,30 @@ print("\n".join(suites.summarize_anatomy(rec.results, p["sm_count"])))
 #
 # 1. **`mma.sync` itself tops out well below the Tensor Core peak on Hopper.** The register-only
 #    kernel of section 5 measures that ceiling on this GPU. Luo et al. (IPDPS 2024) report about
-#    63% of peak for `mma.sync` on an H800: the full rate needs `wgmma` (chapter 04).
+#    63% of peak for `mma.sync` on an H800: the full rate needs `wgmma` (chapter 04). (Our fraction
+#    uses the GPU's maximum clock; under load the clock is lower, so per clock it is higher.)
 # 2. **Every operand byte crosses the SM's L1/shared-memory data path several times** — the global
-#    load into registers, the store into shared memory, and the `ldmatrix` out of it. A simple model
-#    counts those bytes for each tile and asks how fast the kernel could go if that data path (128
-#    bytes per clock per SM: 32 banks × 4 bytes) were the only limit:
+#    load into registers, the store into shared memory, and the `ldmatrix` out of it (three passes;
+#    four if the hypothesis of section 6 holds). A simple model counts the three for each tile and
+#    asks how fast the kernel could go if that data path (128 bytes per clock per SM: 32 banks × 4
+#    bytes) were the only limit; the last column counts the fourth pass too:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 clock = p["max_sm_clock_mhz_attr"]
-print(f"{'tile':26s} {'bytes/k-tile (LDG+STS+LDSM)':>28s} {'FLOP/byte':>10s} {'L1-path bound':>14s}")
+print(f"{'tile':26s} {'bytes/k-tile (LDG+STS+LDSM)':>28s} {'FLOP/byte':>10s} {'L1-path bound':>17s} "
+      f"{'with L1 staging':>19s}")
 for t in gemm.TILES:
     b = t.l1_bytes_per_ktile()
     tot = b["ldg"] + b["sts"] + b["ldsm"]
-    print(f"{t.name:26s} {tot:28d} {b['flop'] / tot:10.1f} {t.l1_bound_tflops(p['sm_count'], clock):10.0f} TFLOP/s")
+    staged = t.l1_bound_tflops(p["sm_count"], clock) * tot / (tot + b["ldg"])
+    print(f"{t.name:26s} {tot:28d} {b['flop'] / tot:10.1f} {t.l1_bound_tflops(p['sm_count'], clock):9.0f} TFLOP/s "
+          f"{staged:11.0f} TFLOP/s")
 
 # %% [markdown]
 # The model's bound is not a prediction — bank timing, barrier stalls and the `mma.sync` issue rate
-# all take their share, and Nsight Compute read the L1/TEX unit 76% busy on the default tile — but
+# all take their share, and Nsight Compute read the L1/TEX unit 76% busy on the default tile (one
+# launch at 4096³, 2026-11-29, the kernel of commit a4e1e33; see `docs/NOTES.md`) — but
 # it names the resource: with the threads moving every byte, the shared-memory data path and the
 # barriers, not the Tensor Cores, set the pace. Larger warp tiles would need fewer `ldmatrix` bytes
 # per FLOP, but their accumulators do not fit in the registers at two CTAs per SM; loading the next
@@ -274,7 +309,7 @@ for t in gemm.TILES:
 # (`cp.async` writes shared memory directly), chapter 03 removes the threads (TMA), and chapter 04
 # the `ldmatrix` (wgmma reads its operands from shared memory itself).
 #
-# > **What we measured vs what is often claimed.** *"mma.sync reaches about 63–65% of peak on
+# > **What we measured vs what is often claimed.** *"mma.sync reaches about 63% of peak on
 # > Hopper"* (Luo et al., IPDPS 2024, H800 microbenchmarks). The register-only ceiling we measured is
 # > in the summary of section 5, as a fraction of the peak computed from this GPU's SM count and
 # > clock; the full synchronous GEMM reaches the fraction of cuBLAS printed there. Our goal for this
@@ -289,9 +324,14 @@ ours = next(r for r in rows4096 if r.get("tile") == gemm.DEFAULT_TILE.name)
 frac = ours["tflops"] / base["tflops"]
 print(f"4096³ fp16, default tile: {ours['tflops']:.0f} TFLOP/s = {frac:.2f} of cuBLAS "
       f"({base['tflops']:.0f}) — goal 0.50: {'reached' if frac >= 0.5 else 'not reached'}")
+best_peak = max(r["tflops"] for r in rec.results["peak"] if r["dtype"] == "float16")
+print(f"register-only mma.sync ceiling: {best_peak:.0f} TFLOP/s = {best_peak / peak:.2f} of "
+      f"SMs×4096×max clock (Luo et al.: about 0.63 on an H800)")
 
 # %% [markdown]
 # ## Exercises
+#
+# (Exercise 3, the prediction, is in section 6.)
 #
 # **1.** How many bytes of shared memory does *one stage* (an A tile and a B tile, fp16) of a
 # 128×256×32 CTA tile take? Replace `...`.
@@ -309,15 +349,6 @@ ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 t = gemm.DEFAULT_TILE
 answer = ...
 ok = exercises.check("ch01.hmma_per_ktile", answer, wm=t.wm, wn=t.wn, bk=t.bk)
-
-# %% [markdown]
-# **3.** From the measured anatomy in section 6: which part of the data path costs this kernel more
-# time — `"copy"` (the global→shared copy by the threads) or `"ldmatrix"`? The check reads the record
-# you are looking at, so on another GPU the answer may differ.
-
-# %%
-answer = ...
-ok = exercises.check("ch01.costliest_part", answer, ablation=rec.results["ablation"])
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
