@@ -251,7 +251,7 @@ print("\n".join(suites.summarize_anatomy(rec.results, p["sm_count"])))
 # %% [markdown]
 # What the H200 measured (the numbers are in the summary above and in the record):
 #
-# * the **copy by the threads is the largest cost**: without it the same kernel runs about 1.5× as
+# * the **copy by the threads is the largest cost**: without it the same kernel runs more than 1.5× as
 #   fast, although through the L1/shared-memory data path it moves about as many bytes as
 #   `ldmatrix` (64 KiB per k-tile each, counting the load and the store). The copy also costs the
 #   warps that should be issuing `mma.sync` their issue slots and 64 staging registers each. A
@@ -266,7 +266,7 @@ print("\n".join(suites.summarize_anatomy(rec.results, p["sm_count"])))
 # **Clocks.** The two `sustained` lines ran cuBLAS and our kernel back to back for 1.5 s each while
 # `nvidia-smi` sampled the SM clock and the board power. On the H200 cuBLAS ran at a clearly lower
 # clock than our kernel at similar power (the GPU's clock policy decides; the record does not say
-# why). Per clock, cuBLAS does about 2.5× the work of our kernel — more than the ratio of TFLOP/s
+# why). Per clock, cuBLAS does well over twice the work of our kernel — more than the ratio of TFLOP/s
 # says. Per-clock figures need the clock sampled *during* the run: a reading taken after it shows
 # the idle clock.
 #
