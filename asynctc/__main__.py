@@ -159,7 +159,7 @@ def cmd_sass(args) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m asynctc", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m asynctc", description=__doc__.replace("``", ""))
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("doctor", help="what this machine can do")
     r = sub.add_parser("record", help="run benchmark suites on the GPU and write data/")
