@@ -97,8 +97,8 @@ def _ch01_hmma(wm: int, wn: int, bk: int) -> int:
 
 
 @exercise("ch01.costliest_part", "Which part of the chapter-01 kernel's data path costs more time: "
-          "\"copy\" (global→shared by the threads) or \"ldmatrix\"? Read it from the measured "
-          "ablation (the mma_sync record's results[\"ablation\"]).", choices=("copy", "ldmatrix"))
+          "\"copy\" (global→shared by the threads) or \"ldmatrix\"? Predict; the check compares "
+          "with the measured ablation (the mma_sync record's results[\"ablation\"]).", choices=("copy", "ldmatrix"))
 def _ch01_costliest(ablation) -> str:
     t = {x["variant"]: x["tflops"] for x in ablation}
     return "copy" if t["no global→shared copy"] > t["no ldmatrix"] else "ldmatrix"

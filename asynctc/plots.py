@@ -72,7 +72,7 @@ def throughput_by_size(series: dict[str, tuple[Sequence[int], Sequence[float]]],
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 0.9))   # below the peak line
     _title(ax, title, record)
     return fig
 
@@ -85,7 +85,7 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
     y = np.arange(len(labels))[::-1]
     ax.barh(y, values, color="tab:blue")
     for yi, v in zip(y, values):
-        txt = f"{v:.0f} {unit}" + (f"  ({v / baseline:.2f}×)" if baseline else "")
+        txt = f"{v:.0f} {unit}" + (f"  ({v / baseline:.2f}× {baseline_label})" if baseline else "")
         ax.text(v, yi, " " + txt, va="center", fontsize=8)
     if baseline:
         ax.axvline(baseline, color="k", ls="--", lw=1, label=f"{baseline_label} {baseline:.0f}")
