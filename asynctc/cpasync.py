@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from . import bench, gemm, records, runtime
+from . import bench, gemm, records, runtime, suites
 from .gemm import Check, MmaSyncTile, compare, random_operands, reference
 from .memory import DeviceArray
 
@@ -205,14 +205,10 @@ def measure_cp_async() -> dict:
                                      what="cp.async GEMM")
     runs = [("float16", s) for s in SIZES] + [("bfloat16", 4096)]
     for dtype, s in runs:
-        a, b = random_operands(s, s, s, dtype)
-        da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
-        dc = DeviceArray.poisoned((s, s), a.dtype)
+        a, b, da, db, dc = gemm.square_problem(s, dtype)
         flop = bench.gemm_flop(s, s, s)
         if out["baseline_library"]:
-            t = bench.time_gpu(bench.cublas_gemm(da, db, dc), reps=20)
-            out["sweep"].append({"dtype": dtype, "size": s, "kernel": "cuBLAS", **t.as_dict(),
-                                 "tflops": bench.tflops(flop, t.median_ms)})
+            out["sweep"].append(suites.cublas_sweep_row(da, db, dc, dtype, s))
         ck = gemm.compile_mma_sync(dtype, gemm.DEFAULT_TILE)
         dc.poison()
         t = bench.time_gpu(gemm.launcher(ck, gemm.DEFAULT_TILE, da, db, dc), reps=20)

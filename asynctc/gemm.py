@@ -124,14 +124,17 @@ TILES = (DEFAULT_TILE, MmaSyncTile(128, 128, 32, 64, 64), MmaSyncTile(128, 256, 
 def compile_mma_sync(dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE, out_f32: bool = False,
                      arch: str = "sm_90a") -> runtime.CompiledKernel:
     """Compile the mma.sync GEMM for ``dtype`` ("float16" | "bfloat16") and ``tile``. No GPU needed."""
+    return runtime.compile_kernel("gemm_mma_sync.cu", "gemm_mma_sync", arch,
+                                  defines=_defines(dtype, tile, out_f32))
+
+
+def _defines(dtype: str, tile: MmaSyncTile, out_f32: bool) -> dict[str, int]:
+    """The compile-time defines of ``kernels/gemm_mma_sync.cu``; validates ``dtype`` and ``tile``."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r}: must be one of {sorted(DTYPES)}")
     tile.validate()
-    return runtime.compile_kernel(
-        "gemm_mma_sync.cu", "gemm_mma_sync", arch,
-        defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn,
-                     DT=DTYPES[dtype], OUT_F32=int(out_f32), GROUP_M=tile.group_m,
-                     MINB=tile.min_blocks))
+    return dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn, DT=DTYPES[dtype],
+                OUT_F32=int(out_f32), GROUP_M=tile.group_m, MINB=tile.min_blocks)
 
 
 #: The diagnostic variants of the kernel (the ``ABLATE`` define): what is left of the data path.
@@ -148,13 +151,8 @@ def compile_mma_sync_ablation(ablate: int, dtype: str = "float16", tile: MmaSync
     the kernel itself). Launch with :func:`launcher`; never use its output."""
     if ablate not in ABLATIONS:
         raise ValueError(f"ablate={ablate!r}: must be one of {sorted(ABLATIONS)}")
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype={dtype!r}: must be one of {sorted(DTYPES)}")
-    tile.validate()
-    return runtime.compile_kernel(
-        "gemm_mma_sync.cu", "gemm_mma_sync", arch,
-        defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn, DT=DTYPES[dtype],
-                     OUT_F32=0, GROUP_M=tile.group_m, MINB=tile.min_blocks, ABLATE=ablate))
+    return runtime.compile_kernel("gemm_mma_sync.cu", "gemm_mma_sync", arch,
+                                  defines={**_defines(dtype, tile, False), "ABLATE": ablate})
 
 
 def check_shapes(m: int, n: int, k: int, tile: MmaSyncTile = DEFAULT_TILE) -> None:
@@ -244,6 +242,13 @@ def random_operands(m: int, n: int, k: int, dtype: str, seed: int | None = None)
     a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
     b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
     return a, b
+
+
+def square_problem(s: int, dtype: str, seed: int | None = None):
+    """An s×s×s problem on the GPU: ``(a, b, da, db, dc)`` — fresh :func:`random_operands` on the
+    host, their device copies, and a poisoned s×s output in the input dtype."""
+    a, b = random_operands(s, s, s, dtype, seed)
+    return a, b, DeviceArray.from_host(a), DeviceArray.from_host(b), DeviceArray.poisoned((s, s), a.dtype)
 
 
 def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:

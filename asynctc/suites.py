@@ -55,9 +55,7 @@ def measure_ceilings() -> dict:
         return out
     for dtype in ("float16", "bfloat16"):
         for s in CUBLAS_SIZES:
-            a, b = gemm.random_operands(s, s, s, dtype)
-            da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
-            dc = DeviceArray.poisoned((s, s), a.dtype)
+            a, b, da, db, dc = gemm.square_problem(s, dtype)
             run = bench.cublas_gemm(da, db, dc)
             t = bench.time_gpu(run, reps=20)
             row = {"dtype": dtype, "m": s, "n": s, "k": s, **t.as_dict(),
@@ -101,6 +99,13 @@ SIMT_SIZES = (1024, 2048)
 PEAK_CONFIGS = ((4, 1), (4, 2), (8, 2), (8, 4))
 
 
+def cublas_sweep_row(da, db, dc, dtype: str, size: int) -> dict:
+    """cuBLAS timed on the suite's own operands (``size``³): one row of a GEMM suite's sweep."""
+    t = bench.time_gpu(bench.cublas_gemm(da, db, dc), reps=20)
+    return {"dtype": dtype, "size": size, "kernel": "cuBLAS", **t.as_dict(),
+            "tflops": bench.tflops(bench.gemm_flop(size, size, size), t.median_ms)}
+
+
 def measure_mma_sync() -> dict:
     """Correctness at several shapes, then the mma.sync GEMM (every tile in :data:`gemm.TILES`)
     beside cuBLAS on the same inputs, fp16 and bf16, sizes :data:`MMA_SIZES`; the numba SIMT GEMM
@@ -114,14 +119,10 @@ def measure_mma_sync() -> dict:
     bar = _progress(len(gemm.DTYPES) * len(MMA_SIZES), "mma_sync")
     for dtype in gemm.DTYPES:
         for s in MMA_SIZES:
-            a, b = gemm.random_operands(s, s, s, dtype)
-            da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
-            dc = DeviceArray.poisoned((s, s), a.dtype)
+            a, b, da, db, dc = gemm.square_problem(s, dtype)
             flop = bench.gemm_flop(s, s, s)
             if out["baseline_library"]:
-                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), reps=20)
-                out["sweep"].append({"dtype": dtype, "size": s, "kernel": "cuBLAS", **t.as_dict(),
-                                     "tflops": bench.tflops(flop, t.median_ms)})
+                out["sweep"].append(cublas_sweep_row(da, db, dc, dtype, s))
             for tile in gemm.TILES:
                 try:
                     gemm.check_shapes(s, s, s, tile)
@@ -183,30 +184,26 @@ def measure_mma_sync_anatomy(size: int = ABLATION_SIZE) -> dict:
     path removed (:data:`gemm.ABLATIONS`, timing only) beside cuBLAS in the same run; then cuBLAS
     and the kernel run back to back with the SM clock sampled during the load
     (:func:`bench.sustained`), for TFLOP/s per clock."""
-    a, b = gemm.random_operands(size, size, size, "float16")
-    da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
-    dc = DeviceArray.poisoned((size, size), a.dtype)
+    a, b, da, db, dc = gemm.square_problem(size, "float16")
     flop = bench.gemm_flop(size, size, size)
     tile = gemm.DEFAULT_TILE
     out: dict = {"ablation": [], "sustained": []}
     cub = bench.cublas_gemm(da, db, dc) if bench.baseline_library() else None
-    runs = [("cuBLAS", cub)] if cub else []
-    for ab, what in gemm.ABLATIONS.items():
-        ck = gemm.compile_mma_sync_ablation(ab, "float16", tile)
-        runs.append((what, gemm.launcher(ck, tile, da, db, dc)))
-    for what, run in runs:
+    runs = {gemm.ABLATIONS[ab]: gemm.launcher(gemm.compile_mma_sync_ablation(ab, "float16", tile),
+                                              tile, da, db, dc) for ab in gemm.ABLATIONS}
+    full = runs[gemm.ABLATIONS[0]]
+    for what, run in (({"cuBLAS": cub} if cub else {}) | runs).items():
         t = bench.time_gpu(run, reps=30)
         out["ablation"].append({"dtype": "float16", "size": size, "tile": tile.name, "variant": what,
                                 **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms)})
     # the full kernel once more, checked, so the ablation's first row is a correct kernel
     dc.poison()
-    runs[1 if cub else 0][1]()
+    full()
     gemm.check_sampled_rows(dc, a, b, "float16", f"tile {tile.name}", rng=np.random.default_rng(1))
-    for what, run in runs[:2] if cub else runs[:1]:
+    for kernel, run in (({"cuBLAS": cub} if cub else {}) | {"mma.sync": full}).items():
         r = bench.sustained(run)
         out["sustained"].append({"dtype": "float16", "size": size, "tile": tile.name,
-                                 "kernel": "cuBLAS" if what == "cuBLAS" else "mma.sync", **r,
-                                 "tflops": bench.tflops(flop, r["ms"])})
+                                 "kernel": kernel, **r, "tflops": bench.tflops(flop, r["ms"])})
     return out
 
 

@@ -22,9 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asynctc import bench, gemm, runtime  # noqa: E402
+from asynctc import bench, gemm, runtime, suites  # noqa: E402
 from asynctc.gemm import MmaSyncTile as T  # noqa: E402
-from asynctc.memory import DeviceArray  # noqa: E402
 
 
 def variants():
@@ -75,9 +74,7 @@ def main():
     say("all tiles correct against float64 (fp16 + bf16)")
 
     s = 4096
-    a, b = gemm.random_operands(s, s, s, "float16")
-    da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
-    dc = DeviceArray.poisoned((s, s), a.dtype)
+    a, b, da, db, dc = gemm.square_problem(s, "float16")
     flop = 2 * s**3
     cub = bench.cublas_gemm(da, db, dc)
     base = [bench.tflops(flop, bench.time_gpu(cub, reps=30).median_ms)]
@@ -98,19 +95,8 @@ def main():
         x = results[label(t)]
         say(f"{label(t):36s} {r:4d} {sp:5d}  {x[0]:7.1f} {x[1]:7.1f} {max(x):6.1f}  {max(x) / cb:.3f}")
 
-    t = gemm.DEFAULT_TILE
-    for ab, what in gemm.ABLATIONS.items():
-        ck = gemm.compile_mma_sync_ablation(ab, "float16", t)
-        tf = bench.tflops(flop, bench.time_gpu(gemm.launcher(ck, t, da, db, dc), reps=30).median_ms)
-        say(f"anatomy {t.name:24s} {what:32s} regs {ck.resources.registers:3d} {tf:6.1f} TFLOP/s "
-            f"{tf / cb:.3f} of cuBLAS")
-    for what, fn in (("cuBLAS", cub),
-                     (f"default {t.name}", gemm.launcher(gemm.compile_mma_sync("float16"), t, da, db, dc))):
-        r = bench.sustained(fn)
-        tf = bench.tflops(flop, r["ms"])
-        say(f"sustained {what:36s} {tf:6.1f} TFLOP/s (no flush)  SM clock {r['sm_mhz']:.0f} MHz  "
-            f"{r['power_w']:.0f} W  -> {tf / (info.sm_count * 4096 * r['sm_mhz'] * 1e6 / 1e12):.3f} "
-            "of SMs x 4096 x clock")
+    for line in suites.summarize_anatomy(suites.measure_mma_sync_anatomy(s), info.sm_count):
+        say(line)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "explore_mma_sync.txt").write_text("\n".join(lines) + "\n")
 

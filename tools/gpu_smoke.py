@@ -60,11 +60,8 @@ def mma_f32():
 
 def timing():
     from asynctc import bench, gemm
-    from asynctc.memory import DeviceArray
     s = 4096
-    a, b = gemm.random_operands(s, s, s, "float16")
-    da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
-    dc = DeviceArray.poisoned((s, s), a.dtype)
+    a, b, da, db, dc = gemm.square_problem(s, "float16")
     ck = gemm.compile_mma_sync("float16")
     t = bench.time_gpu(gemm.launcher(ck, gemm.DEFAULT_TILE, da, db, dc), reps=10)
     ours = bench.tflops(2 * s**3, t.median_ms)
