@@ -9,7 +9,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from . import runtime
+from .core import runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -41,7 +41,7 @@ def cmd_doctor(_args) -> int:
     except Exception as e:  # noqa: BLE001
         print(f"NVRTC         unavailable: {e}")
     try:
-        from . import sass
+        from .core import sass
         sass.nvdisasm_path()
         print("nvdisasm      found")
     except Exception as e:  # noqa: BLE001
@@ -55,7 +55,7 @@ def cmd_doctor(_args) -> int:
               f"{info.sm_count} SMs, driver CUDA {info.driver_version // 1000}."
               f"{info.driver_version % 1000 // 10}")
     print(f"mode          {runtime.mode()}")
-    from . import bench, records
+    from .core import bench, records
     lib = bench.baseline_library()
     print(f"cuBLAS        {'live through ' + lib if lib else 'from the records (a live baseline needs torch or cupy)'}")
     for slug in sorted({p.parent.name for p in records.data_dir().glob('*/*.json')}):
@@ -143,9 +143,10 @@ def cmd_course(args) -> int:
 
 
 def cmd_sass(args) -> int:
-    from . import gemm, sass
+    from . import mma_sync
+    from .core import sass
     if args.kernel == "mma_sync":
-        ck = gemm.compile_mma_sync(args.dtype)
+        ck = mma_sync.compile_mma_sync(args.dtype)
     else:
         print(f"unknown kernel {args.kernel!r}; known: mma_sync", file=sys.stderr)
         return 2

@@ -1,7 +1,7 @@
 """The exercise checker: unanswered, right and wrong answers; solutions must assert."""
 import pytest
 
-from asynctc import exercises
+from asynctc.core import exercises
 
 
 def test_unanswered_is_not_an_error(capsys):

@@ -16,7 +16,8 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import asynctc
-from asynctc import exercises, notebook, plots, records, suites
+from asynctc import why_async
+from asynctc.core import bench, exercises, notebook, plots, records
 
 notebook.banner("sm_90a")
 
@@ -35,8 +36,8 @@ notebook.banner("sm_90a")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-rec = records.load_or_measure("ceilings", suites.measure_ceilings)
-print(suites.summarize_ceilings(rec))
+rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
+print(why_async.summarize_ceilings(rec))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -55,13 +56,13 @@ fig = plots.throughput_by_size(
 # %%
 # NBVAL_IGNORE_OUTPUT
 p = rec.provenance
-peak = suites.peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
+peak = bench.peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
 gemms = rec.results["cublas"]
 clock_run = next((g["clocks_after"]["sm_mhz"] for g in gemms if g.get("clocks_after")), None)
 print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {p['max_sm_clock_mhz_attr']:.0f} MHz = {peak:.0f} TFLOP/s")
 if clock_run:
     print(f"SM clock read right after the 8192³ GEMMs: {clock_run:.0f} MHz "
-          f"→ peak at that clock {suites.peak_tflops(p['sm_count'], clock_run):.0f} TFLOP/s")
+          f"→ peak at that clock {bench.peak_tflops(p['sm_count'], clock_run):.0f} TFLOP/s")
 series = {}
 for dt in ("float16", "bfloat16"):
     rows = [g for g in gemms if g["dtype"] == dt]

@@ -22,8 +22,9 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc import descriptors, exercises, layout, notebook, records, sass
-from asynctc import wgmma
+from asynctc.models import descriptors, layout
+from asynctc.core import exercises, notebook, records, sass
+from asynctc import wgmma, wgmma_peak
 
 notebook.banner("sm_90a")
 
@@ -148,8 +149,8 @@ plt.show()
 #
 # ## 4. What TMA writes is what the descriptor reads
 #
-# Two models written independently: `asynctc.layout.SmemTile` (chapter 03) says where a TMA box
-# puts each element; `asynctc.descriptors.read_addresses` says which byte a descriptor makes wgmma
+# Two models written independently: `asynctc.models.layout.SmemTile` (chapter 03) says where a TMA box
+# puts each element; `asynctc.models.descriptors.read_addresses` says which byte a descriptor makes wgmma
 # read. One object, the operand tile, produces both the tensor-map box and the descriptor:
 
 # %%
@@ -176,11 +177,11 @@ print(f"{n_tiles} tiles, {n_elems} elements: TMA's address == the descriptor's a
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# `kernels/wgmma_tile.cu` copies the tile images (or loads them with TMA, `wgmma_tile_tma_*`),
+# `kernels/wgmma.cu` copies the tile images (or loads them with TMA, `wgmma_tile_tma_*`),
 # makes them visible to the async proxy, then runs K/16 wgmmas — fence, issue, commit, wait:
 
 # %%
-notebook.show_source("wgmma_tile.cu", start=r"  // fence \(the registers were written above\)",
+notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
                      end=r"^  wgmma_fence_operand\(d\);$")
 
 # %% [markdown]
@@ -210,7 +211,7 @@ print("HGMMA with transposes, WARPGROUP.ARRIVE/DEPBAR and QGMMA present:", True)
 # %%
 # NBVAL_IGNORE_OUTPUT
 try:
-    rec = records.load_or_measure("wgmma", wgmma.measure_wgmma)
+    rec = records.load_or_measure("wgmma", wgmma_peak.measure_wgmma)
 except records.RecordError as e:
     rec = None
     print("No wgmma record yet:", e)
@@ -260,9 +261,9 @@ print("rows 0, 8, 16, … are read correctly (their XOR is 0); 7 of 8 rows are p
 # %%
 # NBVAL_IGNORE_OUTPUT
 if rec is not None and rec.results.get("throughput"):
-    fig = wgmma.plot_throughput(rec)
+    fig = wgmma_peak.plot_throughput(rec)
     plt.show()
-    print(wgmma.throughput_table(rec.results))
+    print(wgmma_peak.throughput_table(rec.results))
 else:
     print("No throughput recorded yet: run `python -m asynctc record wgmma` (or "
           "`python tools/gpu_ch04.py --save`) on an H100/H200.")

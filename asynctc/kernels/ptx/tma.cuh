@@ -14,7 +14,7 @@
 //  * Loads complete on an mbarrier: the barrier's tx-count is lowered by the box bytes
 //    (mbarrier::complete_tx::bytes), always the full box, out-of-bound part included.
 //  * The shared-memory address must be 128-byte aligned, and aligned to the swizzle pattern's
-//    repeat (256/512/1024 B) for the layout in asynctc.layout to hold from the tile base.
+//    repeat (256/512/1024 B) for the layout in asynctc.models.layout to hold from the tile base.
 //  * Stores are tracked per thread in bulk async-groups: commit_group, then wait_group.read N
 //    (the source shared memory may be reused) or wait_group N (the writes are done).
 #pragma once

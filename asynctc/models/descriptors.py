@@ -3,7 +3,7 @@
 A ``wgmma.mma_async`` reads its shared-memory operands through 64-bit **matrix descriptors**. This
 module encodes and decodes them and models, in plain Python, which shared-memory byte a descriptor
 makes wgmma read for every element of an operand — the "descriptor side" of chapter 04. The "TMA
-side" (where a tensor-map load puts each element) is :class:`asynctc.layout.SmemTile`; the two are
+side" (where a tensor-map load puts each element) is :class:`asynctc.models.layout.SmemTile`; the two are
 written independently and a test proves that they agree for every swizzle mode, dtype and
 major-ness wgmma supports.
 
@@ -44,7 +44,7 @@ Sources (PTX ISA 8.x/9.x, §9.7.15.5.1.2 "Shared Memory Matrix Layout"):
 Contents: :class:`WgmmaDescriptor` (fields ↔ 64-bit value), :func:`read_addresses` (the layout
 model for one instruction), :class:`OperandTile` (an operand tile in shared memory as TMA boxes:
 its descriptors per k-step, the address of every element, the shared-memory image),
-:func:`descriptor_for_smem_tile` (the descriptor from an :class:`asynctc.layout.SmemTile`), and a
+:func:`descriptor_for_smem_tile` (the descriptor from an :class:`asynctc.models.layout.SmemTile`), and a
 separate section for the sm_100 ``tcgen05`` descriptor (chapter 09).
 
 Every error is a :class:`DescriptorError` (a ``ValueError``) naming the field, the value and the rule.
@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime import AsyncTCError
+from ..core.runtime import AsyncTCError
 
 # --------------------------------------------------------------------------------------------------
 # Constants from the PTX ISA
@@ -428,7 +428,7 @@ class OperandTile:
     B[0:k, 0:N]. ``major`` "K" (K contiguous) or "MN"; ``swizzle`` 0, 32, 64 or 128 bytes.
 
     The tile is stored as TMA would store it: a row of **boxes**, each an
-    :class:`asynctc.layout.SmemTile` of ``box_rows`` × ``box_cols`` (inner dimension = K for
+    :class:`asynctc.models.layout.SmemTile` of ``box_rows`` × ``box_cols`` (inner dimension = K for
     K-major, MN for MN-major), ``box_pitch`` bytes apart, one box per swizzle span of the inner
     dimension (per 16 bytes without swizzle, so that each box is a column of 8-row core matrices).
     From that, :meth:`descriptor` gives the descriptor of each k-step (the LBO/SBO of the canonical
@@ -603,13 +603,13 @@ class OperandTile:
         return j, outer, col
 
     def smem_tile(self):
-        """One box as an :class:`asynctc.layout.SmemTile` (the object the tensor map is made from)."""
+        """One box as an :class:`asynctc.models.layout.SmemTile` (the object the tensor map is made from)."""
         from .layout import SmemTile
         return SmemTile(self.box_rows, self.box_cols, self.dtype, self.swizzle)
 
     def tma_addresses(self, base_address: int = 0) -> np.ndarray:
         """``(mn, k)`` int64 array: where TMA puts each element, from
-        :meth:`asynctc.layout.SmemTile.byte_offset` of its box (the TMA side)."""
+        :meth:`asynctc.models.layout.SmemTile.byte_offset` of its box (the TMA side)."""
         base = self._check_base(base_address)
         tile = self.smem_tile()
         j, r, c = self.box_of()
@@ -666,7 +666,7 @@ def _np_dtype(name: str) -> np.dtype:
 
 def operand_tile_from_smem_tile(tile, major: str, boxes: int = 1) -> OperandTile:
     """The :class:`OperandTile` made of ``boxes`` consecutive copies of ``tile`` (an
-    :class:`asynctc.layout.SmemTile`, one TMA box) read as a ``major`` wgmma operand.
+    :class:`asynctc.models.layout.SmemTile`, one TMA box) read as a ``major`` wgmma operand.
 
     For K-major the box rows are M/N and its columns K; for MN-major the rows are K and the columns
     M/N. Raises :class:`DescriptorError` when the box is not one wgmma can read as such: its
@@ -693,7 +693,7 @@ def operand_tile_from_smem_tile(tile, major: str, boxes: int = 1) -> OperandTile
 def descriptor_for_smem_tile(tile, major: str = "K", k_step: int = 0, base_address: int = 0,
                              boxes: int = 1) -> WgmmaDescriptor:
     """The wgmma descriptor for k-step ``k_step`` of an operand stored as ``boxes`` consecutive TMA
-    boxes shaped like ``tile`` (an :class:`asynctc.layout.SmemTile`) at ``base_address``: the same
+    boxes shaped like ``tile`` (an :class:`asynctc.models.layout.SmemTile`) at ``base_address``: the same
     object makes the tensor map (:meth:`SmemTile.tensor_map_args`) and the descriptor.
     Raises :class:`DescriptorError`."""
     return operand_tile_from_smem_tile(tile, major, boxes).descriptor(k_step, base_address)

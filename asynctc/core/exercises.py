@@ -66,39 +66,3 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     if solution and not ok:
         raise AssertionError(f"solution for {name} is wrong: {answer!r}, expected {exp!r}")
     return ok
-
-
-# ---- chapter 00 -----------------------------------------------------------------------------------
-
-@exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M=N=K=n fp16 "
-          "GEMM that reads A and B once and writes C once (2 bytes per element).")
-def _ch00_intensity(n: int) -> float:
-    return 2 * n**3 / (2 * 3 * n * n)
-
-
-@exercise("ch00.memory_bound", "Which of the sizes are memory-bound (intensity below the ridge point)?")
-def _ch00_memory_bound(sizes, ridge: float) -> list:
-    return [s for s in sizes if _ch00_intensity(s) < ridge]
-
-
-# ---- chapter 01 -----------------------------------------------------------------------------------
-
-@exercise("ch01.smem_bytes", "Shared-memory bytes of ONE stage (one A tile and one B tile, fp16) for a "
-          "bm×bn×bk CTA tile.")
-def _ch01_smem(bm: int, bn: int, bk: int) -> int:
-    from .gemm import MmaSyncTile
-    return MmaSyncTile(bm, bn, bk).smem_bytes // 2
-
-
-@exercise("ch01.hmma_per_ktile", "How many mma.sync.m16n8k16 (HMMA) instructions does one warp issue per "
-          "k-tile, for a wm×wn warp tile and a bk-deep k-tile?")
-def _ch01_hmma(wm: int, wn: int, bk: int) -> int:
-    return (wm // 16) * (wn // 8) * (bk // 16)
-
-
-@exercise("ch01.costliest_part", "Which part of the chapter-01 kernel's data path costs more time: "
-          "\"copy\" (global→shared by the threads) or \"ldmatrix\"? Predict; the check compares "
-          "with the measured ablation (the mma_sync record's results[\"ablation\"]).", choices=("copy", "ldmatrix"))
-def _ch01_costliest(ablation) -> str:
-    t = {x["variant"]: x["tflops"] for x in ablation}
-    return "copy" if t["no global→shared copy"] > t["no ldmatrix"] else "ldmatrix"
