@@ -402,7 +402,11 @@ def check_operands(a: np.ndarray, b: np.ndarray, cfg: GemmConfig) -> tuple[int, 
 
 
 def _decode_error(word: int) -> str:
+    """The kernel's error word as a sentence: code (bits 0..7) and, for a timed-out wait, which."""
     code, tag = word & 0xFF, word >> 8
+    if code == 2:
+        return (f"error word {word:#x}: a CTA-pair kernel (cta_group=2) ran without a cluster of two "
+                "CTAs; launch it with cluster=(2, 1, 1)")
     what = WAIT_TAGS.get(tag, f"tag {tag}")
     return f"error word {word:#x}: code {code} (1 = mbarrier wait timed out), {what}"
 

@@ -225,3 +225,9 @@ def test_gemm_larger_problem(rng):
     cfg = T.GemmConfig("bfloat16", 256, 256, 64, 4, 2)
     chk = T.verify_gemm(cfg, (1024 + 256, 768 + 32, 2048 + 8), rng)
     assert chk.passed, chk.as_dict()
+
+
+def test_error_word_decoded():
+    assert "empty mbarrier" in T._decode_error(1 | (1 << 8))
+    assert "accumulator (done mbarrier)" in T._decode_error(1 | (3 << 8))
+    assert "cluster=(2, 1, 1)" in T._decode_error(2)

@@ -93,6 +93,7 @@ static_assert(kBSlabBytes % 1024 == 0, "each slab must keep 1024-byte (8-row ato
 #define TAG_DONE 3u    // epilogue waiting for the accumulator
 #define TAG_TAIL 4u    // producer draining the last commits before exit
 constexpr u32 kMaxTries = 1u << 30;  // the time bound (ASYNCTC_WAIT_MAX_NS) ends a wait first
+#define ERR_NOT_A_PAIR 2u    // CTA_GROUP 2 launched without a cluster of two CTAs
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     tcgen05_gemm(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
@@ -114,6 +115,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   const int n0 = tile_n * BN;                          // first column of C
   const int nb0 = n0 + (int)rank * kBRowsCta;          // first row of Bᵀ this CTA loads
   const int k_tiles = (k + BK - 1) / BK;
+
+  // A CTA pair needs a cluster of exactly two CTAs (launched with cluster dims (2, 1, 1)); anything
+  // else would make every CTA a "leader" of a pair that does not exist. Leave before any barrier,
+  // allocation or copy, all threads together, with an error the host decodes.
+  if constexpr (kCtaGroup == 2) {
+    if (cluster_nctarank() != 2) {
+      if (threadIdx.x == 0 && err) atomicCAS(err, ASYNCTC_ERR_NONE, ERR_NOT_A_PAIR);
+      return;
+    }
+  }
 
   // ---- set-up -------------------------------------------------------------------------------
   if (warp == 0 && lane == 0) {
@@ -154,6 +165,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     if (lane == 0) {
       // Producer. The full barrier that counts a stage's bytes is the leader's: for a pair, the
       // peer's boxes complete_tx on the leader's barrier through its shared::cluster address.
+      bool failed = false;
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         const u32 round = (u32)(kt / STAGES);
@@ -161,8 +173,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         // Round 0 waits on parity 1 = the phase before the first, complete by definition
         // (PTX ISA "mbarrier.test_wait/try_wait": parity of the preceding phase).
         if (!mbarrier_wait_parity_bounded(smem_u32(&empty_bar[s]), (round & 1u) ^ 1u, kMaxTries,
-                                          err, TAG_EMPTY))
+                                          err, TAG_EMPTY)) {
+          failed = true;   // reported in *err; stop loading, skip the tail's waits
           break;
+        }
         const u32 full_local = smem_u32(&full_bar[s]);
         if (leader) mbarrier_arrive_expect_tx(full_local, kTxBytes);
         const u32 st = base + (u32)s * kStageBytes;
@@ -183,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       // Tail: wait until the commits of the last STAGES k-tiles have arrived on this CTA's empty
       // barriers, so that no tcgen05.commit arrive (possibly sent from the peer CTA) is still in
       // flight to this CTA's shared memory when the CTA exits.
-      for (int kt = k_tiles; kt < k_tiles + STAGES; ++kt) {
+      for (int kt = k_tiles; kt < k_tiles + STAGES && !failed; ++kt) {
         const int s = kt % STAGES;
         if (!mbarrier_wait_parity_bounded(smem_u32(&empty_bar[s]), ((u32)(kt / STAGES) & 1u) ^ 1u,
                                           kMaxTries, err, TAG_TAIL))
@@ -235,8 +249,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     // Epilogue: warps 2..5; warp w may read TMEM lanes 32·(w % 4) .. + 31 only.
     const u32 quarter = (u32)(warp & 3);
     const int row = m0 + (int)(quarter * 32u) + lane;
-    // The commit's arrive completes the phase; the fence orders our tcgen05.ld after it.
-    const bool ok = mbarrier_wait_parity_bounded(smem_u32(&done_bar), 0, kMaxTries, err, TAG_DONE);
+    // The commit's arrive completes the phase; the fence orders our tcgen05.ld after it. The
+    // outcome is made warp-uniform: tcgen05.ld / wait::ld are .sync.aligned (all 32 threads).
+    const bool ok = __all_sync(0xffffffffu, mbarrier_wait_parity_bounded(
+                                                smem_u32(&done_bar), 0, kMaxTries, err, TAG_DONE));
     tcgen05_fence_after_thread_sync();
     if (ok) {
       float* crow = c + (size_t)row * (size_t)n;
