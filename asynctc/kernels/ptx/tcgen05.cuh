@@ -37,8 +37,21 @@
 //                          X: fence::before_thread_sync → sync → Y: fence::after_thread_sync
 //                          (or mbarrier completion, which plays the sync role).
 //
-// In SASS (nvdisasm 13.5): UTCHMMA (mma kind::f16), UTCBAR (commit), LDTM (ld), UTCATOMSWS
-// (alloc / dealloc / relinquish), FENCE.VIEW.ASYNC.T / DEPBAR-style waits for wait::ld.
+// Section numbers in PTX ISA 9.2: 9.7.16.2 (Tensor Memory; 9.7.16.2.3 data movement shapes),
+// 9.7.16.4.1 (shared memory descriptor), 9.7.16.4.2 (instruction descriptor), 9.7.16.5 (issue
+// granularity: single thread for mma/commit, one warp — for ::2 one warp in EACH CTA of the pair —
+// for alloc/dealloc/relinquish; a ::2 issue needs the peer CTA alive), 9.7.16.6 (memory
+// consistency: alloc/dealloc/relinquish/fence/wait/commit are synchronous, mma/cp/shift/ld/st
+// asynchronous; mma → mma on the same accumulator is a pipelined pair).
+//
+// In SASS (nvdisasm 13.5, NVRTC 13.5, measured in tests/test_tcgen05.py): tcgen05.mma kind::f16 →
+// UTCHMMA (UTCHMMA.2CTA for ::2; the shape is not in the opcode, it comes from the idesc register);
+// commit → UTCBAR (UTCBAR.2CTA.MULTICAST); ld.32x32b.x32 → LDTM.x32; alloc → a retry loop of
+// UTCATOMSWS.FIND_AND_SET.ALIGN (UTCATOMSWS.2CTA.FIND_AND_SET.ALIGN plus a compiler-generated
+// mbarrier handshake with the peer for ::2); dealloc → UTCATOMSWS.AND, preceded by compiler
+// "guardrail" checks that trap if the columns were not allocated; relinquish_alloc_permit →
+// UVIRTCOUNT.DEALLOC.SMPOOL; the fences and wait::ld leave no instruction of their own (they
+// constrain scheduling and scoreboards).
 #pragma once
 #include "ptx/common.cuh"
 
