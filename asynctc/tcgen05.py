@@ -277,6 +277,17 @@ class GemmConfig:
         return dataclasses.asdict(self)
 
 
+def kstep_offsets(cfg: GemmConfig, operand: str) -> list[int]:
+    """Byte offset, from the operand's part of a stage, of the first element each tcgen05.mma of
+    one k-tile reads — the kernel's formula, mirrored: slab j = s // 4 (one 64-element, 128-byte
+    swizzle atom column of ``rows`` × 128 bytes, one TMA box) at j × rows × 128, then the k-step
+    s % 4 inside the atom at 32 · (s % 4) bytes (16 elements × 2 bytes). ``operand`` "A" (rows =
+    128 per CTA) or "B" (rows = bn / cta_group per CTA). The chapter checks these against where
+    TMA puts each element (tests/test_tcgen05.py, with :mod:`asynctc.descriptors`' layout model)."""
+    rows = {"A": cfg.rows_per_cta, "B": cfg.b_rows_per_cta}[operand]
+    return [(s // 4) * rows * SWIZZLE_BYTES + 32 * (s % 4) for s in range(cfg.bk // 16)]
+
+
 #: The variants the tests compile and the suite runs.
 SUITE_CONFIGS = (
     GemmConfig("float16", 128, 128, 64, 4, 1),

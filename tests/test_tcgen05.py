@@ -231,3 +231,34 @@ def test_error_word_decoded():
     assert "empty mbarrier" in T._decode_error(1 | (1 << 8))
     assert "accumulator (done mbarrier)" in T._decode_error(1 | (3 << 8))
     assert "cluster=(2, 1, 1)" in T._decode_error(2)
+
+
+@pytest.mark.parametrize("cfg", T.SUITE_CONFIGS, ids=_ids(T.SUITE_CONFIGS))
+def test_mma_reads_what_tma_wrote(cfg):
+    """The kernel's k-step addressing (kstep_offsets, the mirror of its formula) against the layout
+    model: for each operand slab as TMA writes it (K-major, 128-byte swizzle, one box per 64
+    elements of K), the descriptor of k-step s — start = stage part + offset, LBO 16, SBO 1024 —
+    reads exactly elements k = 16 s .. 16 s + 15 of every row. The K-major SWIZZLE_128B canonical
+    layout is the same for tcgen05 as for wgmma (PTX ISA 9.7.16.4 / 9.7.15.5.1.2), so the sm_90
+    model of asynctc.descriptors applies."""
+    from asynctc import descriptors as D
+    base = 0x4000                                         # any 1024-aligned stage address
+    for operand, rows in (("A", cfg.rows_per_cta), ("B", cfg.b_rows_per_cta)):
+        tile = D.OperandTile(rows, cfg.bk, cfg.dtype, "K", 128)
+        assert tile.box_pitch == rows * 128 and tile.n_boxes == cfg.bk // 64
+        where = tile.tma_addresses(base)                  # (rows, bk): where TMA put each element
+        offs = T.kstep_offsets(cfg, operand)
+        assert offs == [tile.step_offset(s) for s in range(cfg.bk // 16)]
+        for s, off in enumerate(offs):
+            tc = T._smem_desc_fields(cfg.a_desc + ((base + off) >> 4))
+            d = D.WgmmaDescriptor(tc["start"], tc["lbo"], tc["sbo"], tc["swizzle"])
+            read = D.read_addresses(d, "K", cfg.dtype, rows)
+            assert np.array_equal(read, where[:, 16 * s:16 * s + 16]), (operand, s)
+
+
+def test_smem_descriptor_agrees_with_descriptors_module():
+    from asynctc import descriptors as D
+    for start in (0, 0x4000, 0x1A420):
+        for sw, name in ((128, "128B"), (64, "64B"), (32, "32B"), (0, "none")):
+            assert T._smem_desc(start, 16, 1024, sw) == \
+                D.Tcgen05Descriptor(start, 16, 1024, name).encode()
