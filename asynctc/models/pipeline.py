@@ -237,7 +237,7 @@ class HardwareParams:
                    l2_bytes_per_clk="assumption: L2 → shared never binds (not measured)",
                    issue_cycles="assumption", drain_cycles="assumption: wgmma pipeline depth",
                    epilogue_cycles="assumption: C tile at ~32 B/clock of stores",
-                   ctas_per_sm="1: a 128×256 fp32 accumulator needs 128 registers/thread")
+                   ctas_per_sm="default: a 128×256 fp32 accumulator needs 128 registers per consumer thread")
         d.update(overrides)
         src.update({k: "given" for k in overrides})
         return cls(**d, sources=src)
@@ -535,10 +535,11 @@ def simulate(stages: int, wait_pending: int, consumers: int, k_tiles: int,
              tile: Tile = Tile()) -> Schedule:
     """Run the ring for one CTA tile: ``stages`` (S ≥ 1), ``wait_pending`` (P of wgmma.wait_group:
     0 or 1; P = 1 needs S ≥ 2), ``consumers`` (warpgroups, each computing bm / consumers rows),
-    ``k_tiles`` (≥ 1), ``protocol`` "correct" or a name of :data:`VARIANTS`. Returns a
+    ``k_tiles`` (≥ 1), ``protocol`` "correct" or a name of :data:`VARIANTS`, ``params`` (default
+    :meth:`HardwareParams.from_records` for a 4096 × 4096 output). Returns a
     :class:`Schedule`; a broken protocol ends with its diagnosis, never a hang. Raises ValueError
     naming the field for bad arguments, :class:`MbarrierError` for an undefined mbarrier operation."""
-    hw = params or HardwareParams()
+    hw = params or HardwareParams.from_records(tile)
     for name, v, lo in (("stages", stages, 1), ("consumers", consumers, 1), ("k_tiles", k_tiles, 1)):
         if int(v) != v or v < lo:
             raise ValueError(f"{name}={v!r}: must be an integer ≥ {lo}")
@@ -578,10 +579,244 @@ def predict_depth_sweep(params: HardwareParams | None = None, m: int = 4096, n: 
 
 def sweep_markdown(rows: Sequence[dict]) -> str:
     """The depth sweep as a markdown table."""
-    out = ["| stages | P | smem KB | fits | cycles/tile | TFLOP/s | math in flight | full-wait cycles |",
+    out = ["| stages | P | smem KB | fits | cycles/tile | TFLOP/s | math in flight | full-wait cycles (Σ warpgroups) |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['stages']} | {r['wait_pending']} | {r['smem_bytes'] // 1024} | "
                    f"{'yes' if r['fits'] else 'no'} | {r['cycles']:.0f} | {r['tflops']:.0f} | "
                    f"{r['math_fraction']:.2f} | {r['full_wait_cycles']:.0f} |")
     return "\n".join(out)
+
+
+
+def prediction_markdown(m: int = 4096, n: int = 4096, k: int = 4096, tile: Tile = Tile()) -> str:
+    """The model's prediction for an m × n × k fp16 GEMM on the GPU of the records, as markdown:
+    the depth sweep with 2 consumer warpgroups and P = 1, then S = 4 with P = 0 and with one
+    consumer, and the parameters with their sources."""
+    hw = HardwareParams.from_records(tile, m, n)
+    kt = math.ceil(k / tile.bk)
+    lines = [f"Model prediction, {m}×{n}×{k} fp16, CTA tile {tile.bm}×{tile.bn}×{tile.bk}, "
+             f"2 consumer warpgroups, wait_group(1) (0 for S = 1), {hw.sm_count} SMs at "
+             f"{hw.clock_mhz:.0f} MHz:", "", sweep_markdown(predict_depth_sweep(hw, m, n, k, tile)), ""]
+    for label, P, C in (("S = 4, wait_group(0), 2 consumers", 0, 2), ("S = 4, wait_group(1), 1 consumer", 1, 1),
+                        ("S = 4, wait_group(0), 1 consumer", 0, 1)):
+        sc = simulate(4, P, C, kt, hw, tile=tile)
+        lines.append(f"- {label}: {sc.tflops_gpu(m, n):.0f} TFLOP/s, math in flight {sc.math_fraction:.2f}")
+    need = tile.stage_bytes * hw.mma_flop_per_clk / tile.flop_per_ktile
+    lines.append(f"- The plateau assumes L2 → shared memory keeps up: {need:.0f} B/clock/SM at full math rate. "
+                 "If it does not, S = 4 with 2 consumers would give:")
+    for l2 in (24.0, 32.0, 40.0):
+        sc = simulate(4, 1, 2, kt, dataclasses.replace(hw, l2_bytes_per_clk=l2), tile=tile)
+        lines.append(f"  - at {l2:.0f} B/clock/SM: {sc.tflops_gpu(m, n):.0f} TFLOP/s")
+    lines += ["", "Parameters:"]
+    lines += [f"- {f.name} = {getattr(hw, f.name):.4g}: {hw.sources.get(f.name, '')}"
+              if isinstance(getattr(hw, f.name), float) else
+              f"- {f.name} = {getattr(hw, f.name)}: {hw.sources.get(f.name, '')}"
+              for f in dataclasses.fields(hw) if f.name != "sources"]
+    return "\n".join(lines)
+
+
+
+#: :func:`prediction_markdown` as it stood on 2026-11-30, written down BEFORE chapter 05's kernel ran
+#: on the H200 (records wgmma and tma_copy of 2026-11-29). Kept as written, for the comparison with
+#: the GPU's depth sweep; the live function may move on with the records.
+H200_PREDICTION = """\
+Model prediction, 4096×4096×4096 fp16, CTA tile 128×256×64, 2 consumer warpgroups, wait_group(1) (0 for S = 1), 132 SMs at 1713 MHz:
+
+| stages | P | smem KB | fits | cycles/tile | TFLOP/s | math in flight | full-wait cycles (Σ warpgroups) |
+|---|---|---|---|---|---|---|---|
+| 1 | 0 | 48 | yes | 153737 | 383 | 0.44 | 180527 |
+| 2 | 1 | 96 | yes | 80178 | 734 | 0.85 | 147780 |
+| 3 | 1 | 144 | yes | 69913 | 842 | 0.98 | 49606 |
+| 4 | 1 | 192 | yes | 69913 | 842 | 0.98 | 3751 |
+| 5 | 1 | 240 | no | 69913 | 842 | 0.98 | 3719 |
+| 6 | 1 | 288 | no | 69913 | 842 | 0.98 | 3687 |
+
+- S = 4, wait_group(0), 2 consumers: 842 TFLOP/s, math in flight 0.98
+- S = 4, wait_group(1), 1 consumer: 842 TFLOP/s, math in flight 0.98
+- S = 4, wait_group(0), 1 consumer: 718 TFLOP/s, math in flight 0.84
+- The plateau assumes L2 → shared memory keeps up: 47 B/clock/SM at full math rate. If it does not, S = 4 with 2 consumers would give:
+  - at 24 B/clock/SM: 436 TFLOP/s
+  - at 32 B/clock/SM: 576 TFLOP/s
+  - at 40 B/clock/SM: 714 TFLOP/s
+
+Parameters:
+- clock_mhz = 1713: wgmma record: float16 m64n256k16 SS at 0.985 of 4096 FLOP/clk/SM (SM clock read inside that kernel)
+- sm_count = 132: wgmma record provenance
+- tma_latency = 600: assumption: several hundred cycles, a DRAM round trip (the GPU trace measures it)
+- tma_bytes_per_clk = 8.92: tma_copy record: best TMA copy 'tma 32x256 (32 KB) s2 x3/SM' 4034 GB/s (read+write) / 2 / 132 SMs / 1713 MHz
+- dram_fraction = 0.1035: wave_dram_fraction(4096, 4096, 128×256, 132 SMs): unique A/B bytes of one wave / bytes requested
+- l2_bytes_per_clk = None: assumption: L2 → shared never binds (not measured)
+- mma_flop_per_clk = 4035: wgmma record: float16 m64n256k16 SS at 0.985 of 4096 FLOP/clk/SM
+- ctas_per_sm = 1: default: a 128×256 fp32 accumulator needs 128 registers per consumer thread
+- issue_cycles = 32: assumption
+- drain_cycles = 128: assumption: wgmma pipeline depth
+- epilogue_cycles = 2048: assumption: C tile at ~32 B/clock of stores
+"""
+
+# ---- figures ------------------------------------------------------------------------------------
+
+_STYLE = {  # kind: (colour, legend label)
+    "tma": ("tab:orange", "TMA in flight"),
+    "mma": ("tab:blue", "wgmma in flight (math)"),
+    "wait_full": ("tab:red", "waiting on full"),
+    "wait_empty": ("tab:purple", "waiting on empty"),
+    "release": ("black", "arrive on empty"),
+    "epilogue": ("tab:gray", "epilogue"),
+}
+
+
+def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
+                  clock_mhz: float | None = None, record=None):
+    """Gantt chart: one row per lane (tma, producer, wg0, wg1, ...), one bar per span. TMA copies
+    in flight overlap, so the tma row is split into one sub-row per stage. ``spans``: :class:`Span`
+    or plain 6-tuples (lane, kind, k, stage, start, end) in SM cycles, e.g. from the GPU trace.
+    ``clock_mhz``: label the x axis in µs at that clock instead of cycles. ``record``: its label
+    goes into the title. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    spans = [Span._make(s) for s in spans]
+    lanes = sorted({s.lane for s in spans},
+                   key=lambda x: ({"tma": 0, "producer": 1}.get(x, 2), len(x), x))
+    nstage = max([s.stage + 1 for s in spans if s.kind == "tma"] + [1])
+    scale = 1.0 / clock_mhz if clock_mhz else 1.0
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 0.6 + 0.55 * len(lanes)), dpi=80, layout="constrained")
+    fig = ax.figure
+    for i, lane in enumerate(lanes):
+        y = len(lanes) - 1 - i
+        for s in (s for s in spans if s.lane == lane):
+            colour = _STYLE.get(s.kind, ("tab:olive", s.kind))[0]
+            x0, w = s.start * scale, (s.end - s.start) * scale
+            if s.kind == "release":
+                ax.plot([x0, x0], [y - 0.4, y + 0.4], color=colour, lw=0.8)
+            elif s.kind == "tma":
+                h = 0.8 / nstage
+                ax.broken_barh([(x0, w)], (y - 0.4 + max(s.stage, 0) * h, h * 0.9), color=colour, alpha=0.8)
+            else:
+                ax.broken_barh([(x0, w)], (y - 0.35, 0.7), color=colour,
+                               alpha=0.45 if s.kind.startswith("wait") else 0.9)
+    kinds = [k for k in _STYLE if any(s.kind == k for s in spans)]
+    ax.legend(handles=[Patch(color=_STYLE[k][0], label=_STYLE[k][1]) for k in kinds],
+              fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_yticks(range(len(lanes)), lanes[::-1], fontsize=8)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.set_xlabel(f"time (µs at {clock_mhz:.0f} MHz)" if clock_mhz else "time (SM cycles)")
+    ax.set_title(f"{title}\n{record.label()}" if record is not None else title, fontsize=10)
+    return fig
+
+
+def plot_depth_sweep(predicted: Sequence[dict], measured=None, title: str = "Throughput against stages",
+                     record=None):
+    """Predicted TFLOP/s against stages (rows of :func:`predict_depth_sweep`; stages that do not fit
+    in shared memory drawn hollow) and, optionally, ``measured``: {stages: TFLOP/s} or rows with
+    "stages" and "tflops" (labelled with ``record`` when given). Returns the Figure."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=80, layout="constrained")
+    xs = [r["stages"] for r in predicted]
+    ax.plot(xs, [r["tflops"] for r in predicted], color="tab:blue", ls="--", label="model (predicted)")
+    for r in predicted:
+        ax.plot([r["stages"]], [r["tflops"]], "o", color="tab:blue",
+                mfc="tab:blue" if r["fits"] else "white")
+    if any(not r["fits"] for r in predicted):
+        ax.plot([], [], "o", color="tab:blue", mfc="white", label="does not fit in 227 KB of shared memory")
+    if measured:
+        pts = sorted(measured.items()) if isinstance(measured, dict) else sorted(
+            (r["stages"], r["tflops"]) for r in measured)
+        ax.plot(*zip(*pts), "s-", color="tab:green",
+                label="measured" + (f" ({record.label()})" if record is not None else ""))
+    ax.set_xticks(xs)
+    ax.set_xlabel("stages S")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+# ---- exercises (auto-checked in notebooks/05_pipelines) -----------------------------------------
+
+from .. import exercises as _ex  # noqa: E402
+
+#: The schedule the find-the-bug exercise runs each variant on.
+BUG_HUNT = dict(stages=4, wait_pending=1, consumers=2, k_tiles=16)
+
+
+def _full_parity_hint(answer, k: int, stages: int):
+    right = _full_parity(k, stages)
+    if answer == 1 - right:
+        return ("that is the parity of the phase before: the wait names the phase it waits FOR, "
+                "the one TMA completes on this pass over the ring")
+    if answer == k % 2 and stages > 1:
+        return "a phase per pass over the ring, not per k-tile: divide k by S first"
+    if isinstance(answer, int) and answer > 1:
+        return "a parity is one bit: the pass number modulo 2"
+    return None
+
+
+@_ex.exercise("ch05.full_parity", "The parity a consumer waits on full[k % S] for k-tile k, with a ring "
+              "of S = `stages` stages.", hint=_full_parity_hint)
+def _full_parity(k: int, stages: int) -> int:
+    bar = Mbarrier(1, "full")
+    for _ in range(k // stages):                  # earlier passes over this stage completed a phase each
+        bar.arrive_expect_tx(1024)
+        bar.complete_tx(1024)
+    return next(p for p in (0, 1) if not bar.test_wait(p))     # the phase still to complete
+
+
+def _empty_parity_hint(answer, t: int, stages: int):
+    if answer == 1 - _empty_parity(t, stages):
+        if t < stages:
+            return ("on the first pass the stage is empty but no phase of empty[s] has completed: "
+                    "a fresh barrier is in phase 0, so parity 0 blocks; wait on the preceding phase")
+        return "that is the phase the consumers complete when they release THIS load: it waits forever"
+    return None
+
+
+@_ex.exercise("ch05.empty_parity", "The parity the producer waits on empty[t % S] before loading k-tile t, "
+              "with a ring of S = `stages` stages.", hint=_empty_parity_hint)
+def _empty_parity(t: int, stages: int) -> int:
+    bar = Mbarrier(1, "empty")
+    passes = t // stages                                 # the stage was filled and released this often
+    if passes == 0:
+        return next(p for p in (0, 1) if bar.test_wait(p))    # must not block on a fresh barrier
+    for _ in range(passes - 1):
+        bar.arrive()
+    return next(p for p in (0, 1) if not bar.test_wait(p))    # completes with the last release
+
+
+def _pending_hint(answer, stages: int = 4, consumers: int = 1):
+    if answer == 0:
+        return ("with 0 pending the warpgroup waits for its own wgmma before it releases a stage and "
+                "issues the next TMA: look for the gaps between the wgmma bars")
+    return None
+
+
+@_ex.exercise("ch05.groups_pending", "How many wgmma groups should wgmma.wait_group leave pending (0 or 1) "
+              "so that the math keeps going while the next stage is released and refilled?",
+              choices=(0, 1), hint=_pending_hint)
+def _groups_pending(stages: int = 4, consumers: int = 1) -> int:
+    runs = {p: simulate(stages, p, consumers, 32) for p in (0, 1)}
+    return max(runs, key=lambda p: runs[p].math_fraction)
+
+
+def _bug_hint(answer, diagnosis):
+    if answer not in VARIANTS:
+        return None
+    got = simulate(**BUG_HUNT, protocol=answer).diagnosis
+    if type(got) is not type(diagnosis):
+        return f"{answer} ends in a {type(got).__name__}, the schedule shown in a {type(diagnosis).__name__}"
+    if isinstance(got, Deadlock) and (got.barrier, got.iteration) != (diagnosis.barrier, diagnosis.iteration):
+        return f"{answer} blocks on {got.barrier} at k-tile {got.iteration}; compare barrier and k-tile"
+    return "same symptom, different cause: read the `why` (how many arrivals, how many bytes)"
+
+
+@_ex.exercise("ch05.find_bug", "Which broken protocol produced this diagnosis? (a name of "
+              "asynctc.models.pipeline.VARIANTS; the check runs the model)", choices=tuple(VARIANTS),
+              hint=_bug_hint)
+def _find_bug(diagnosis) -> str:
+    hits = [v for v in VARIANTS if simulate(**BUG_HUNT, protocol=v).diagnosis == diagnosis]
+    if len(hits) != 1:
+        raise ValueError(f"diagnosis matches {len(hits)} variants: {hits}")
+    return hits[0]
