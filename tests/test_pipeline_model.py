@@ -150,6 +150,7 @@ EXPECTED = {  # S=4, P=1, 2 consumers, 16 k-tiles: (type, iteration, barrier, st
     "swapped_barriers": (Deadlock, 0, "empty", 0, 0, ("wg0", "wg1"), "2 of its 2 arrivals"),
     "expect_tx_too_small": (Race, 0, None, 0, None, None, "16384 of 49152 bytes landed"),
     "full_parity_flipped": (Race, 0, None, 0, None, None, "0 of 49152 bytes landed"),
+    "missing_empty_wait": (Race, 4, None, 0, None, None, "wg1's read of k-tile 0"),
 }
 
 
@@ -185,6 +186,9 @@ def test_variants_across_depths(S, regime):
     assert (run("expect_tx_too_large").barrier, run("swapped_barriers").barrier) == ("full", "empty")
     for v in ("expect_tx_too_small", "full_parity_flipped"):
         assert isinstance(run(v), Race) and run(v).iteration == 0
+    d = run("missing_empty_wait")                 # the other warpgroup's read is not ordered...
+    assert isinstance(d, Race) and (d.iteration, d.stage) == (S, 0) and "wg1" in d.what
+    assert run("missing_empty_wait", C=1) is None  # ...while the producer's own wait_group covers its own
 
 
 def test_diagnoses_tell_the_variants_apart():

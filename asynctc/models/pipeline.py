@@ -293,6 +293,7 @@ VARIANTS = {
     "expect_tx_too_small": "expect_tx announces only the A tile's bytes",
     "expect_tx_too_large": "expect_tx announces 1024 bytes more than the two boxes deliver",
     "arrive_count_too_big": "empty barriers initialised with the consumers' thread count (128 per warpgroup)",
+    "missing_empty_wait": "the producer skips the wait on empty and trusts its own wgmma.wait_group",
     "swapped_barriers": "the producer waits on full and the consumers on empty (the seed article's names)",
 }
 PROTOCOLS = ("correct",) + tuple(VARIANTS)
@@ -310,7 +311,8 @@ class _Sim:
         self._events, self._seq = [], 0
         self.waiting = {}                       # actor -> (lane, kind, barrier, parity, k, stage, start)
         self.stage_k, self.landed = [None] * S, [0] * S
-        self.reads = {}                         # k-tile -> {warpgroup: end of its wgmma}
+        self.released = {}                      # k-tile -> warpgroups that arrived on its empty
+        self.cleared = {}                       # k-tile t -> releases of t − S the producer has seen
         self.mma_ends = [[] for _ in range(C)]
         self.tma_free = self.tc_free = 0.0
         self.mma_cycles = tile.flop_per_ktile / C / (hw.mma_flop_per_clk / hw.ctas_per_sm)
@@ -350,6 +352,8 @@ class _Sim:
             return False
         del self.waiting[name]
         self.spans.append(Span(lane, kind, k, s, start, self.now))
+        if kind == "wait_empty":                 # acquire: the releases of this phase happened before
+            self.cleared[k] = set(self.released.get(k - self.S, ()))
         if kind == "wait_full" and (self.stage_k[s] != k or self.landed[s] < self.tile.stage_bytes):
             holds = (f"k-tile {self.stage_k[s]}" if self.stage_k[s] is not None else "nothing yet")
             self.diagnosis = Race(k, s, f"{lane} passed {bar.name} (parity {parity}) to read k-tile {k}, "
@@ -365,13 +369,15 @@ class _Sim:
 
     # -- the hardware: TMA and the Tensor Cores
     def _tma(self, t, s):
-        hw, issue = self.hw, self.now
-        prev = self.reads.get(t - self.S, {})
-        first = max(issue + hw.tma_latency, self.tma_free)
-        if t >= self.S and (len(prev) < self.C or max(prev.values()) > first):
-            self.diagnosis = Race(t, s, f"TMA of k-tile {t} writes stage {s} from cycle {first:.0f} while "
-                                        f"k-tile {t - self.S} is still to be read there")
-            return
+        hw, issue, old = self.hw, self.now, t - self.S
+        if old >= 0:   # who is known to have finished reading k-tile t − S: released + acquired, or own wait_group
+            safe = self.cleared.get(t, set()) | ({0} if self.mma_ends[0][old] <= self.now else set())
+            late = [w for w in range(self.C) if w not in safe]
+            if late:
+                self.diagnosis = Race(t, s, f"TMA of k-tile {t} overwrites stage {s} while nothing orders "
+                                            f"wg{late[0]}'s read of k-tile {old} before it (no completed "
+                                            f"phase of empty[{s}] covers its release)")
+                return
         self.stage_k[s], self.landed[s] = t, 0
         for nbytes in (self.tile.a_bytes, self.tile.b_bytes):      # two boxes, landing in order
             dur = nbytes * hw.dram_fraction / (hw.tma_bytes_per_clk / hw.ctas_per_sm)
@@ -391,7 +397,6 @@ class _Sim:
         start = max(self.now, self.tc_free)
         self.tc_free = end = start + self.mma_cycles
         self.mma_ends[w].append(end)
-        self.reads.setdefault(k, {})[w] = end
         self.spans.append(Span(f"wg{w}", "mma", k, s, start, end))
 
     def _groups_done(self, w, pending):
@@ -404,6 +409,7 @@ class _Sim:
         if self.proto == "missing_release" and w == self.C - 1:
             return
         bar = self.empty[r % self.S]
+        self.released.setdefault(r, set()).add(w)
         bar.arrive()
         self.spans.append(Span(f"wg{w}", "release", r, r % self.S, self.now, self.now))
         self._changed(bar)
@@ -412,7 +418,8 @@ class _Sim:
         S, s = self.S, t % self.S
         parity = (t // S) % 2 if self.proto == "wrong_empty_parity" else (t // S + 1) % 2
         bar = self.full[s] if self.proto == "swapped_barriers" else self.empty[s]
-        yield ("wait", "producer", "wait_empty", bar, parity, t, s)
+        if self.proto != "missing_empty_wait":
+            yield ("wait", "producer", "wait_empty", bar, parity, t, s)
         nbytes = {"expect_tx_too_small": self.tile.a_bytes,
                   "expect_tx_too_large": self.tile.stage_bytes + 1024}.get(self.proto, self.tile.stage_bytes)
         self.full[s].arrive_expect_tx(nbytes)
