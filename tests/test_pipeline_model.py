@@ -106,7 +106,8 @@ def test_correct_protocol_never_deadlocks_nor_races(S, P, consumers, regime):
         tma = {s.k: s for s in sc.spans if s.kind == "tma"}
         mma = [s for s in sc.spans if s.kind == "mma"]
         assert sorted(tma) == list(range(K))
-        assert sorted((s.k, s.lane) for s in mma) == [(k, f"wg{w}") for k in range(K) for w in range(consumers)]
+        assert sorted((s.k, s.lane) for s in mma) == [(k, f"wg{w}") for k in range(K)
+                                                      for w in range(consumers)]
         for s in mma:
             assert s.stage == s.k % S and s.start >= tma[s.k].end       # read after all bytes landed
         for t, s in tma.items():
@@ -246,7 +247,8 @@ def test_params_without_records(tmp_path, monkeypatch):
 def test_wave_dram_fraction():
     t = pl.Tile()
     # 4096²: 16 N tiles per row; 132 CTAs span 9 row blocks and all 16 column blocks
-    assert pl.wave_dram_fraction(4096, 4096, t, 132) == pytest.approx((9 * 16384 + 16 * 32768) / (132 * 49152))
+    want = (9 * 16384 + 16 * 32768) / (132 * 49152)
+    assert pl.wave_dram_fraction(4096, 4096, t, 132) == pytest.approx(want)
     assert pl.wave_dram_fraction(128, 256, t, 132) == 1.0           # one CTA: every byte from DRAM
 
 

@@ -31,7 +31,7 @@ import math
 from typing import Iterable, NamedTuple, Sequence
 
 #: Largest |tx-count| and largest arrival count of an mbarrier: 2^20 − 1 (PTX ISA, "Contents of
-#: the mbarrier object": tx-count range −(2^20 − 1) … 2^20 − 1, expected arrival count 1 … 2^20 − 1).
+#: the mbarrier object": tx-count −(2^20 − 1) … 2^20 − 1, expected arrival count 1 … 2^20 − 1).
 MBARRIER_LIMIT = (1 << 20) - 1
 #: Shared memory one CTA may use on sm_90 (CUDA C++ Programming Guide, compute capability 9.0: 227 KB).
 SMEM_PER_CTA = 227 * 1024
@@ -233,7 +233,8 @@ class HardwareParams:
         d["dram_fraction"] = wave_dram_fraction(m, n, tile, d["sm_count"], d["ctas_per_sm"])
         src["dram_fraction"] = (f"wave_dram_fraction({m}, {n}, {tile.bm}×{tile.bn}, "
                                 f"{d['sm_count']} SMs): unique A/B bytes of one wave / bytes requested")
-        src.update(tma_latency="assumption: several hundred cycles, a DRAM round trip (the GPU trace measures it)",
+        src.update(tma_latency="assumption: several hundred cycles, a DRAM round trip "
+                               "(the GPU trace measures it)",
                    l2_bytes_per_clk="assumption: L2 → shared never binds (not measured)",
                    issue_cycles="assumption", drain_cycles="assumption: wgmma pipeline depth",
                    epilogue_cycles="assumption: C tile at ~32 B/clock of stores",
@@ -370,7 +371,9 @@ class _Sim:
     # -- the hardware: TMA and the Tensor Cores
     def _tma(self, t, s):
         hw, issue, old = self.hw, self.now, t - self.S
-        if old >= 0:   # who is known to have finished reading k-tile t − S: released + acquired, or own wait_group
+        # who is known to have finished reading k-tile t − S: released and acquired through empty,
+        # or the producer's own warpgroup through its wgmma.wait_group
+        if old >= 0:
             safe = self.cleared.get(t, set()) | ({0} if self.mma_ends[0][old] <= self.now else set())
             late = [w for w in range(self.C) if w not in safe]
             if late:
@@ -586,7 +589,8 @@ def predict_depth_sweep(params: HardwareParams | None = None, m: int = 4096, n: 
 
 def sweep_markdown(rows: Sequence[dict]) -> str:
     """The depth sweep as a markdown table."""
-    out = ["| stages | P | smem KB | fits | cycles/tile | TFLOP/s | math in flight | full-wait cycles (Σ warpgroups) |",
+    out = ["| stages | P | smem KB | fits | cycles/tile | TFLOP/s | math in flight "
+           "| full-wait cycles (Σ warpgroups) |",
            "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['stages']} | {r['wait_pending']} | {r['smem_bytes'] // 1024} | "
@@ -605,13 +609,14 @@ def prediction_markdown(m: int = 4096, n: int = 4096, k: int = 4096, tile: Tile 
     lines = [f"Model prediction, {m}×{n}×{k} fp16, CTA tile {tile.bm}×{tile.bn}×{tile.bk}, "
              f"2 consumer warpgroups, wait_group(1) (0 for S = 1), {hw.sm_count} SMs at "
              f"{hw.clock_mhz:.0f} MHz:", "", sweep_markdown(predict_depth_sweep(hw, m, n, k, tile)), ""]
-    for label, P, C in (("S = 4, wait_group(0), 2 consumers", 0, 2), ("S = 4, wait_group(1), 1 consumer", 1, 1),
+    for label, P, C in (("S = 4, wait_group(0), 2 consumers", 0, 2),
+                        ("S = 4, wait_group(1), 1 consumer", 1, 1),
                         ("S = 4, wait_group(0), 1 consumer", 0, 1)):
         sc = simulate(4, P, C, kt, hw, tile=tile)
         lines.append(f"- {label}: {sc.tflops_gpu(m, n):.0f} TFLOP/s, math in flight {sc.math_fraction:.2f}")
     need = tile.stage_bytes * hw.mma_flop_per_clk / tile.flop_per_ktile
-    lines.append(f"- The plateau assumes L2 → shared memory keeps up: {need:.0f} B/clock/SM at full math rate. "
-                 "If it does not, S = 4 with 2 consumers would give:")
+    lines.append(f"- The plateau assumes L2 → shared memory keeps up: {need:.0f} B/clock/SM at full "
+                 "math rate. If it does not, S = 4 with 2 consumers would give:")
     for l2 in (24.0, 32.0, 40.0):
         sc = simulate(4, 1, 2, kt, dataclasses.replace(hw, l2_bytes_per_clk=l2), tile=tile)
         lines.append(f"  - at {l2:.0f} B/clock/SM: {sc.tflops_gpu(m, n):.0f} TFLOP/s")
@@ -676,7 +681,9 @@ _STYLE = {  # kind: (colour, legend label)
 def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
                   clock_mhz: float | None = None, record=None):
     """Gantt chart: one row per lane (tma, producer, wg0, wg1, ...), one bar per span. TMA copies
-    in flight overlap, so the tma row is split into one sub-row per stage. ``spans``: :class:`Span`
+    in flight overlap, so the tma row is split into one sub-row per stage; in the other rows waits
+    are drawn in the lower half and work (wgmma in flight, epilogue) in the upper half, because a
+    warpgroup waits on the next stage while its wgmma still runs. ``spans``: :class:`Span`
     or plain 6-tuples (lane, kind, k, stage, start, end) in SM cycles, e.g. from the GPU trace.
     ``clock_mhz``: label the x axis in µs at that clock instead of cycles. ``record``: its label
     goes into the title. Returns the Figure."""
@@ -700,9 +707,10 @@ def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
             elif s.kind == "tma":
                 h = 0.8 / nstage
                 ax.broken_barh([(x0, w)], (y - 0.4 + max(s.stage, 0) * h, h * 0.9), color=colour, alpha=0.8)
-            else:
-                ax.broken_barh([(x0, w)], (y - 0.35, 0.7), color=colour,
-                               alpha=0.45 if s.kind.startswith("wait") else 0.9)
+            elif s.kind.startswith("wait"):           # waits in the lower half of the row...
+                ax.broken_barh([(x0, w)], (y - 0.4, 0.38), color=colour, alpha=0.5)
+            else:                                      # ...work in the upper half (they overlap in time)
+                ax.broken_barh([(x0, w)], (y + 0.02, 0.38), color=colour, alpha=0.9)
     kinds = [k for k in _STYLE if any(s.kind == k for s in spans)]
     ax.legend(handles=[Patch(color=_STYLE[k][0], label=_STYLE[k][1]) for k in kinds],
               fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
