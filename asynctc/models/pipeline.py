@@ -14,7 +14,9 @@ in chapter 05): it fills S − 1 stages before the loop and, at the end of itera
 ``empty[t % S]`` on parity ``(t // S + 1) % 2`` and issues the TMA of k-tile t = k + S − 1. A fresh
 mbarrier is in phase 0, so the producer's first pass waits on parity 1, "the preceding phase",
 which the PTX ISA counts as complete: it returns at once. With one stage there is nothing to
-overlap: the producer loads k-tile k at the top of iteration k, and P must be 0.
+overlap: the producer loads k-tile k at the top of iteration k, and P must be 0. With P = 0 the
+load at the end of iteration k waits for k-tile k's own wgmma, so one stage fewer overlaps the math
+than with P = 1 (unless a second consumer warpgroup keeps the Tensor Cores busy meanwhile).
 
 :func:`simulate` runs that protocol, or a named broken variant (:data:`VARIANTS`), and returns a
 :class:`Schedule`: spans ``Span(lane, kind, k, stage, start, end)`` in SM cycles, the same format
