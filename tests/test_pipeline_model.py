@@ -132,6 +132,17 @@ def test_summary_numbers():
     assert "TFLOP/s per SM" in sc.summary()
 
 
+def test_span_summary_of_plain_tuples():
+    """What the GPU trace is compared on: two overlapping wgmmas and a gap in a 0..1000 loop."""
+    spans = [("wg0", "wait_full", 0, 0, 0, 100), ("wg0", "mma", 0, 0, 100, 400),
+             ("wg1", "mma", 0, 0, 300, 600), ("wg1", "wait_full", 0, 0, 0, 300),
+             ("wg0", "mma", 1, 1, 800, 1000), ("tma", "tma", 0, 0, -500, 0), ("tma", "tma", 1, 1, 0, 700)]
+    r = pl.span_summary(spans)
+    assert r["main_loop"] == (0, 1000)
+    assert r["math_fraction"] == pytest.approx((600 - 100 + 200) / 1000)
+    assert (r["full_wait_cycles"], r["tma_cycles"], r["mma_cycles"]) == (400, 600, 800 / 3)
+
+
 def test_bad_arguments_name_the_field():
     for kw, word in ((dict(stages=0), "stages"), (dict(wait_pending=2), "wait_pending"),
                      (dict(consumers=3), "consumers"), (dict(k_tiles=0), "k_tiles"),

@@ -477,6 +477,27 @@ class _Sim:
         return Deadlock(k, bar.name.split("[")[0], s, parity, who, "; ".join(why))
 
 
+def span_summary(spans: Iterable) -> dict:
+    """The numbers the model and the GPU trace are compared on, from spans (:class:`Span` or plain
+    6-tuples, cycles): ``main_loop`` (first wait on full, last wgmma end), ``math_fraction`` (part
+    of the main loop with a wgmma in flight), ``full_wait_cycles`` (summed over warpgroups), and the
+    mean ``tma_cycles`` (issue → last byte) and ``mma_cycles`` per k-tile and warpgroup."""
+    spans = [Span._make(s) for s in spans]
+    mma = sorted((s for s in spans if s.kind == "mma"), key=lambda s: s.start)
+    tma = [s.end - s.start for s in spans if s.kind == "tma"]
+    lo = min((s.start for s in spans if s.kind == "wait_full"), default=0.0)
+    hi = max((s.end for s in mma), default=0.0)
+    busy, reach = 0.0, lo
+    for s in mma:                                  # union of the wgmma intervals inside the loop
+        a, b = max(s.start, reach), min(s.end, hi)
+        if b > a:
+            busy, reach = busy + b - a, b
+    return dict(main_loop=(lo, hi), math_fraction=busy / (hi - lo) if hi > lo else 0.0,
+                full_wait_cycles=sum(s.end - s.start for s in spans if s.kind == "wait_full"),
+                tma_cycles=sum(tma) / len(tma) if tma else 0.0,
+                mma_cycles=sum(s.end - s.start for s in mma) / len(mma) if mma else 0.0)
+
+
 @dataclasses.dataclass
 class Schedule:
     """A run of :func:`simulate`: ``spans`` (list of :class:`Span`, SM cycles) and ``diagnosis``
@@ -513,25 +534,17 @@ class Schedule:
 
     @property
     def main_loop(self) -> tuple[float, float]:
-        waits = [s.start for s in self.spans if s.kind == "wait_full"]
-        mmas = [s.end for s in self.spans if s.kind == "mma"]
-        return (min(waits, default=0.0), max(mmas, default=0.0))
+        return span_summary(self.spans)["main_loop"]
 
     @property
     def math_fraction(self) -> float:
         """Fraction of the main loop (first wait on full → last wgmma done) with a wgmma in flight."""
-        lo, hi = self.main_loop
-        busy, reach = 0.0, lo
-        for s in sorted((s for s in self.spans if s.kind == "mma"), key=lambda s: s.start):
-            a, b = max(s.start, reach), min(s.end, hi)
-            if b > a:
-                busy, reach = busy + b - a, b
-        return busy / (hi - lo) if hi > lo else 0.0
+        return span_summary(self.spans)["math_fraction"]
 
     @property
     def full_wait_cycles(self) -> float:
         """Cycles the consumer warpgroups spent blocked on full barriers, summed over warpgroups."""
-        return sum(s.end - s.start for s in self.spans if s.kind == "wait_full")
+        return span_summary(self.spans)["full_wait_cycles"]
 
     def summary(self) -> str:
         if self.diagnosis is not None:
