@@ -1,6 +1,7 @@
 """The exercise checker: unanswered, right and wrong answers; solutions must assert."""
 import pytest
 
+from asynctc import mma_sync, why_async  # noqa: F401  (they register the ch00 and ch01 exercises)
 from asynctc.core import exercises
 
 

@@ -11,15 +11,19 @@ from typing import Any, Callable
 
 _EXERCISES: dict[str, tuple[str, Callable[..., Any]]] = {}
 _CHOICES: dict[str, tuple[str, ...]] = {}
+_HINTS: dict[str, Callable[..., Any]] = {}
 
 
-def exercise(name: str, prompt: str, choices: tuple[str, ...] = ()):
+def exercise(name: str, prompt: str, choices: tuple[str, ...] = (), hint: Callable[..., Any] | None = None):
     """Register ``fn`` (returning the expected answer) as exercise ``name``; ``choices``: the
-    answers it accepts (for multiple-choice exercises; compared ignoring case and spaces)."""
+    answers it accepts (for multiple-choice exercises; compared ignoring case and spaces);
+    ``hint(answer, **kw)``: a sentence about a wrong answer (or None), printed with the verdict."""
     def deco(fn):
         _EXERCISES[name] = (prompt, fn)
         if choices:
             _CHOICES[name] = choices
+        if hint:
+            _HINTS[name] = hint
         return fn
     return deco
 
@@ -63,6 +67,9 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     exp = expected(name, **kw)
     ok = _equal(answer, exp)
     print(f"[{name}] {'correct' if ok else 'not quite — try again'}")
+    tip = None if ok or name not in _HINTS else _HINTS[name](answer, **kw)
+    if tip:
+        print(f"[{name}] hint: {tip}")
     if solution and not ok:
         raise AssertionError(f"solution for {name} is wrong: {answer!r}, expected {exp!r}")
     return ok

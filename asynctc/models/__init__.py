@@ -1,4 +1,4 @@
 """Pure-Python models of the hardware, no GPU needed: :mod:`fragments` (mma.sync register
 fragments), :mod:`layout` (shared-memory tiles and the TMA swizzle), :mod:`tensor_map` (the rules of
 ``cuTensorMapEncodeTiled``), :mod:`descriptors` (wgmma shared-memory descriptors and canonical
-layouts)."""
+layouts), :mod:`pipeline` (chapter 05's mbarrier ring as a discrete-event model)."""
