@@ -11,15 +11,20 @@ from typing import Any, Callable
 
 _EXERCISES: dict[str, tuple[str, Callable[..., Any]]] = {}
 _CHOICES: dict[str, tuple[str, ...]] = {}
+_HINTS: dict[str, Callable[..., str]] = {}
 
 
-def exercise(name: str, prompt: str, choices: tuple[str, ...] = ()):
+def exercise(name: str, prompt: str, choices: tuple[str, ...] = (),
+             hint: Callable[..., str] | None = None):
     """Register ``fn`` (returning the expected answer) as exercise ``name``; ``choices``: the
-    answers it accepts (for multiple-choice exercises; compared ignoring case and spaces)."""
+    answers it accepts (for multiple-choice exercises; compared ignoring case and spaces);
+    ``hint(answer, **kw) -> str``: printed after a wrong answer, pointing at the mistake."""
     def deco(fn):
         _EXERCISES[name] = (prompt, fn)
         if choices:
             _CHOICES[name] = choices
+        if hint is not None:
+            _HINTS[name] = hint
         return fn
     return deco
 
@@ -62,7 +67,10 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
         return False
     exp = expected(name, **kw)
     ok = _equal(answer, exp)
-    print(f"[{name}] {'correct' if ok else 'not quite — try again'}")
+    if ok or name not in _HINTS:
+        print(f"[{name}] {'correct' if ok else 'not quite — try again'}")
+    else:
+        print(f"[{name}] not quite — hint: {_HINTS[name](answer, **kw)}")
     if solution and not ok:
         raise AssertionError(f"solution for {name} is wrong: {answer!r}, expected {exp!r}")
     return ok
