@@ -117,8 +117,14 @@ def _dtype(x: Any, what: str) -> str:
     return _DTYPE_ALIASES.get(name, name)
 
 
+#: 1-bit switches that may be given as True/False; every other field must be an int, not a bool.
+_BOOL_OK = ("negate_a", "negate_b", "saturate", "sparse")
+
+
 def _flag(name: str, v: Any, width: int = 1, section: str = SECTION_IDESC) -> int:
     if isinstance(v, bool):
+        if name not in _BOOL_OK:
+            raise DescriptorError(f"{name}={v!r}: a {width}-bit number, not a boolean ({section})")
         v = int(v)
     if not isinstance(v, (int, np.integer)) or not 0 <= int(v) < (1 << width):
         raise DescriptorError(f"{name}={v!r}: a {width}-bit field, 0..{(1 << width) - 1} ({section})")
@@ -408,7 +414,8 @@ class Tcgen05Descriptor:
 
     def __post_init__(self):
         for f in ("start_address", "lbo", "sbo"):
-            object.__setattr__(self, f, _d._check_bytes(f, getattr(self, f), "bytes",
+            object.__setattr__(self, f, _d._check_bytes(f, getattr(self, f),
+                                                        f"a byte value; {SECTION_SDESC}",
                                                         SECTION_SDESC))
         sw = _swizzle_name(self.swizzle)
         object.__setattr__(self, "swizzle", sw)
