@@ -587,7 +587,7 @@ def read_addresses(desc: Tcgen05Descriptor | int, major: str, dtype: Any, mn: in
 MIGRATION = (
     ("who issues the MMA", "wgmma.mma_async (all 128 threads of a warpgroup)", "HGMMA / QGMMA",
      "tcgen05.mma (one thread)", "UTCHMMA / UTCQMMA"),
-    ("where the accumulator lives", "registers (N/2 fp32 per thread for m64nN)", "HGMMA's R operands",
+    ("where the accumulator lives", "registers (N/2 fp32 per thread for m64nN)", "registers (HGMMA's D)",
      "Tensor Memory, tcgen05.alloc'd columns", "UTCATOMSWS (alloc/dealloc)"),
     ("ordering register writes", "wgmma.fence", "WARPGROUP.ARRIVE",
      "tcgen05.fence::before/after_thread_sync", "—"),
@@ -595,7 +595,7 @@ MIGRATION = (
      "tcgen05.commit → mbarrier arrive; mbarrier wait", "UTCBAR"),
     ("getting D out", "already in registers", "—", "tcgen05.ld (+ tcgen05.wait::ld)", "LDTM"),
     ("largest MMA", "m64n256k16 per warpgroup", "HGMMA.64x256x16",
-     "M=128 per CTA, M=256 per CTA pair (cta_group::2)", "UTCHMMA (2CTA)"),
+     "M=128 per CTA, M=256 per CTA pair (cta_group::2)", "UTCHMMA ….2CTA"),
 )
 
 
