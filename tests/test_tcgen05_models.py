@@ -323,6 +323,12 @@ def test_ld_fragment_known_patterns():
     t = np.arange(32)
     assert (dl[:, 0] == t // 4).all() and (dl[:, 2] == t // 4 + 8).all()
     assert (dc[:, 0] == 2 * (t % 4)).all() and (dc[:, 1] == 2 * (t % 4) + 1).all()
+    # … and the chapter-01 model of that fragment (asynctc.fragments.c_m16n8k16) agrees cell by cell
+    from asynctc import fragments
+    lane_of, reg_of = fragments.c_m16n8k16()
+    for t_ in range(32):
+        for r in range(4):
+            assert lane_of[dl[t_, r], dc[t_, r]] == t_ and reg_of[dl[t_, r], dc[t_, r]] == r
     for bad in (("16x256b", 64), ("32x32b", 3), ("8x8b", 1), ("32x32b", True)):
         with pytest.raises(TmemError):
             M.ld_fragment(*bad)
@@ -407,8 +413,20 @@ def test_emulated_fp8(rng):
     i = T.InstrDescriptor("e4m3", "e5m2", "float32", 128, 64, kind="f8f6f4")
     a, b = E.random_problem(i, 128, rng)
     assert E.emulate_gemm(a, b, i, 128).passed
+    with pytest.raises(DescriptorError, match="fp32 accumulators"):
+        E.emulate_gemm(a, b, T.InstrDescriptor("f16", "f16", "f16", 128, 64), 128)
     with pytest.raises(DescriptorError, match="f16/bf16 and fp8"):
         E.emulate_gemm(a, b, T.InstrDescriptor("e2m1", "e2m1", kind="f8f6f4", m=128, n=64), 128)
+
+
+def test_tma_image_is_what_the_descriptor_side_expects(rng):
+    """The emulation's images come from SmemTile.scatter (the TMA side); the descriptor side's own
+    image (OperandTile.image) must be byte-identical."""
+    for dt, major, sw, mn in (("float16", "K", 128, 128), ("bfloat16", "MN", 64, 64),
+                              ("float16", "MN", 0, 24), ("float8_e4m3fn", "K", 32, 256)):
+        tile = D.OperandTile(mn, 64, dt, major, sw)
+        vals = E.round_to(rng.standard_normal((mn, 64)), dt)
+        assert np.array_equal(E.smem_image(tile, vals), tile.image(vals))
 
 
 def test_one_wrong_element_fails(rng):

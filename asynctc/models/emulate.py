@@ -169,10 +169,13 @@ def emulate_gemm(a: np.ndarray, b: np.ndarray, idesc: InstrDescriptor, swizzle: 
 
     Raises :class:`asynctc.descriptors.DescriptorError` / :class:`asynctc.models.tmem.TmemError`
     for a layout or request the hardware rejects, ``ValueError`` for shapes that do not match.
-    Supported inputs: f16/bf16 (K- or MN-major) and fp8 (K-major).
+    Supported: f16/bf16 inputs (K- or MN-major), fp8 (K-major), fp32 accumulators.
     """
     if idesc.kind == "tf32" or idesc.a_dtype.startswith(("float6", "float4")):
         raise _d.DescriptorError(f"{idesc.a_dtype}: the emulation covers f16/bf16 and fp8 inputs")
+    if idesc.d_dtype != "float32":
+        raise _d.DescriptorError(f"d_dtype={idesc.d_dtype!r}: the emulation models fp32 "
+                                 "accumulators, one per 32-bit TMEM cell")
     ri = read_idesc or idesc
     m, n, cg = idesc.m, idesc.n, idesc.cta_group
     a = np.asarray(a, dtype=np.float64)

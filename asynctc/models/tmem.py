@@ -18,24 +18,26 @@ models, in plain Python:
 
 Sources (PTX ISA 9.x, §9.7.16 "Tensor Core 5th Generation Family Instructions"):
 
-* §9.7.16 "Tensor Memory" (subsection numbers vary between ISA versions): 128 lanes × 512 columns of 32-bit cells per CTA; address = lane << 16
-  | column. "Access restrictions": a warp of a warpgroup accesses the 32-lane quarter given by its
+* §9.7.16 "Tensor Memory" (subsection numbers vary between ISA versions): 128 lanes × 512 columns
+  of 32-bit cells per CTA; address = lane << 16 | column. "Access restrictions": a warp of a warpgroup accesses the 32-lane quarter given by its
   warp id mod 4 (warp 0: lanes 0-31, warp 1: 32-63, warp 2: 64-95, warp 3: 96-127).
 * "tcgen05.alloc / dealloc / relinquish_alloc_permit": nCols a power of 2 in [32, 512]; alloc and
   dealloc are warp-wide and issued by the same warp; alloc blocks while the columns are taken; all
   TMEM must be freed before the kernel exits; after relinquish_alloc_permit the CTA may not alloc.
 * §9.7.16.2.3 "Data Movement Shape", "Matrix fragments for shape .32x32b / .16x64b / .16x128b /
-  .16x256b" (Figures "Matrix Fragment for shape …"). The figures are images; the thread ↔ cell
-  tables below are transcribed from them as given by a third-party table (Apache TVM's
-  ``tcgen05_ld_st`` docs); .32x32b (thread i ↔ lane i, register r ↔ column r) and .16x256b (the
-  mma.sync m16n8 accumulator pattern) agree with other sources; .16x64b and .16x128b rest on that
-  table alone.
-* "Data path layout organization" (§9.7.16.10.5 in the ISA version TVM cites), Layouts A, B, D, F: where row i, column j
-  of D lands. D: M=128, cta_group::1 — lane i, column j. F: M=64, cta_group::1 — lanes 0-15 of each
-  warp's quarter (lane 32·(i div 16) + i mod 16), column j. A: M=256, cta_group::2 — each CTA holds
-  128 rows, lane i. B: M=128, cta_group::2 — each CTA holds 64 rows, folded: lane i + 64·(j div
-  N/2), column j mod N/2. Layout names from the PTX figures; the mappings from TVM's
-  ``tmem_datapath_layout`` reference (the figures themselves could not be read here).
+  .16x256b" (Figures "Matrix Fragment for shape …"). The figures are images that could not be read
+  here; the thread ↔ cell tables below agree with two independent transcriptions of them: CUTLASS's
+  ``Copy_Traits<SM100_TMEM_LOAD_{32dp32b,16dp64b,16dp128b,16dp256b}Nx>`` (ThrID/ValID/DstLayout in
+  include/cute/atom/copy_traits_sm100.hpp) and Apache TVM's ``tcgen05_ld_st`` table. .16x256b is
+  the mma.sync m16n8 accumulator pattern.
+* "Data path layout organization" (§9.7.16.10.5 in the ISA version TVM cites), Layouts A, B, D, F:
+  where row i, column j of D lands. D: M=128, cta_group::1 — lane i, column j. F: M=64,
+  cta_group::1 — lanes 0-15 of each warp's quarter (lane 32·(i div 16) + i mod 16), column j.
+  A: M=256, cta_group::2 — each CTA holds 128 rows, lane i. B: M=128, cta_group::2 — each CTA holds
+  64 rows, folded: lane i + 64·(j div N/2), column j mod N/2. Layout names from the PTX figures; the
+  mappings agree with CUTLASS's ``UMMA::tmem_frg::make`` (1SM M=64 "half subpartitions", M=128;
+  2SM M_MMA=64 "2x2" interleaved, M_MMA=128; include/cute/atom/mma_traits_sm100.hpp) and TVM's
+  ``tmem_datapath_layout``.
 
 Model choices that the ISA does not specify: the allocator hands out the lowest free range aligned
 to its own size (the hardware's placement is not documented; kernels must use the address alloc
