@@ -40,6 +40,7 @@ import numpy as np
 
 from .core import runtime
 from .core.memory import DeviceArray
+from .models.tcgen05 import InstrDescriptor, Tcgen05Descriptor
 
 ARCH = "sm_100a"
 SOURCE = "tcgen05.cu"
@@ -84,67 +85,19 @@ def _is_int(v: Any) -> bool:
 # Descriptors (private encoders; the chapter's model is asynctc.models.tcgen05)
 # --------------------------------------------------------------------------------------------------
 
-#: sm_100 shared-memory descriptor "layout type" field (bits 61..63) by swizzle span in bytes.
-_LAYOUT_TYPE = {0: 0, 128: 2, 64: 4, 32: 6}
+def instruction_descriptor(cfg: "GemmConfig") -> "InstrDescriptor":
+    """The ``tcgen05.mma.kind::f16`` instruction descriptor of ``cfg``'s MMA (fp32 accumulator,
+    both operands K-major, M = ``cfg.bm`` — 256 for a CTA pair —, N = ``cfg.bn``), from the model
+    :class:`asynctc.models.tcgen05.InstrDescriptor` (PTX ISA, "Instruction descriptor")."""
+    return InstrDescriptor(cfg.dtype, cfg.dtype, "float32", cfg.bm, cfg.bn, cta_group=cfg.cta_group)
 
 
-def _idesc(dtype: str, m: int, n: int, a_major: int = 0, b_major: int = 0) -> int:
-    """The 32-bit instruction descriptor of ``tcgen05.mma.kind::f16`` with an fp32 accumulator.
-
-    PTX ISA, "Instruction descriptor" (table for .kind::f16 / .kind::tf32), bit by bit:
-    0-1 sparsity selector (0), 2 sparsity (0 = dense), 3 saturate (0), 4-5 D format (1 = F32),
-    6 reserved, 7-9 A format (0 = F16, 1 = BF16), 10-12 B format (same), 13 negate A (0),
-    14 negate B (0), 15 transpose A (0 = K-major), 16 transpose B (0 = K-major), 17-22 N >> 3,
-    23 reserved, 24-28 M >> 4, 29 reserved, 30-31 max shift (0; .ws only).
-    ``m`` is the MMA's M (128 for cta_group::1 here, 256 for ::2), ``n`` its N.
-    """
-    fmt = DTYPES[dtype]
-    d = (1 << 4) | (fmt << 7) | (fmt << 10) | (a_major << 15) | (b_major << 16)
-    d |= (n >> 3) << 17
-    d |= (m >> 4) << 24
-    return d
-
-
-def _idesc_fields(d: int) -> dict:
-    """Decode :func:`_idesc`'s fields (for tests and the chapter's tables)."""
-    return {"sparse_sel": d & 3, "sparse": (d >> 2) & 1, "saturate": (d >> 3) & 1,
-            "d_format": (d >> 4) & 3, "a_format": (d >> 7) & 7, "b_format": (d >> 10) & 7,
-            "negate_a": (d >> 13) & 1, "negate_b": (d >> 14) & 1, "a_major": (d >> 15) & 1,
-            "b_major": (d >> 16) & 1, "n": ((d >> 17) & 0x3F) << 3, "m": ((d >> 24) & 0x1F) << 4,
-            "max_shift": (d >> 30) & 3, "reserved": (d >> 6) & 1 | ((d >> 23) & 1) << 1
-            | ((d >> 29) & 1) << 2}
-
-
-def _smem_desc(start: int, lbo: int, sbo: int, swizzle: int = 128, base_offset: int = 0) -> int:
-    """The 64-bit sm_100 shared-memory (matrix) descriptor of tcgen05.mma.
-
-    PTX ISA, "Matrix Descriptors" / "Shared memory descriptor" (tcgen05): bits 0-13 start address
-    >> 4, 16-29 leading-dimension byte offset (LBO) >> 4, 32-45 stride-dimension byte offset (SBO)
-    >> 4, 46-48 fixed constant 0b001 (the "version" bits that sm_90's wgmma descriptor lacks),
-    49-51 matrix base offset (0 when the swizzle pattern starts 1024-byte aligned), 52 LBO mode
-    (0: relative byte offset), 53-60 fixed 0, 61-63 swizzle mode (0 none, 1 128B with 32B atomic,
-    2 128B, 4 64B, 6 32B). For a K-major operand with the 128-byte swizzle: SBO = 1024 (eight
-    128-byte rows), LBO unused by the hardware and conventionally 16. The kernel passes ``start=0``
-    and adds (shared address >> 4) itself.
-    """
-    for name, v in (("start", start), ("lbo", lbo), ("sbo", sbo)):
-        if v % 16 or not 0 <= v < (1 << 18):
-            _fail(name, v, "a multiple of 16 below 2^18 bytes (14-bit field in 16-byte units)")
-    if swizzle not in _LAYOUT_TYPE:
-        _fail("swizzle", swizzle, f"one of {sorted(_LAYOUT_TYPE)} bytes")
-    if not 0 <= base_offset < 8:
-        _fail("base_offset", base_offset, "3 bits")
-    return ((start >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 46)
-            | (base_offset << 49) | (_LAYOUT_TYPE[swizzle] << 61))
-
-
-def _smem_desc_fields(d: int) -> dict:
-    """Decode :func:`_smem_desc`'s fields (bytes where the field is an address or offset)."""
-    inv = {v: k for k, v in _LAYOUT_TYPE.items()}
-    return {"start": (d & 0x3FFF) << 4, "lbo": ((d >> 16) & 0x3FFF) << 4,
-            "sbo": ((d >> 32) & 0x3FFF) << 4, "version": (d >> 46) & 7,
-            "base_offset": (d >> 49) & 7, "lbo_mode": (d >> 52) & 1,
-            "swizzle": inv.get((d >> 61) & 7, f"reserved {(d >> 61) & 7}")}
+def operand_descriptor() -> "Tcgen05Descriptor":
+    """The shared-memory descriptor template of A's and Bᵀ's K-major 128B-swizzled slabs (start
+    address 0; the kernel adds its shared address >> 4): SBO = 1024 bytes (eight 128-byte rows),
+    LBO unused by the hardware for this layout and conventionally 16
+    (:class:`asynctc.models.tcgen05.Tcgen05Descriptor`; PTX ISA, "Shared memory descriptor")."""
+    return Tcgen05Descriptor(0, 16, 1024, "128B")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -257,17 +210,17 @@ class GemmConfig:
 
     @property
     def idesc(self) -> int:
-        return _idesc(self.dtype, self.bm, self.bn)
+        return instruction_descriptor(self).encode()
 
     @property
     def a_desc(self) -> int:
         """Descriptor template of A's K-major 128B-swizzled slabs (start address 0)."""
-        return _smem_desc(0, 16, 1024, SWIZZLE_BYTES)
+        return operand_descriptor().encode()
 
     @property
     def b_desc(self) -> int:
         """Descriptor template of Bᵀ's K-major 128B-swizzled slabs (start address 0)."""
-        return _smem_desc(0, 16, 1024, SWIZZLE_BYTES)
+        return operand_descriptor().encode()
 
     def label(self) -> str:
         pair = "CTA pair" if self.cta_group == 2 else "1 CTA"

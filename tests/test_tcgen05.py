@@ -8,6 +8,7 @@ import pytest
 from asynctc.core import runtime
 from asynctc import suites
 from asynctc import tcgen05 as T
+from asynctc.models.tcgen05 import InstrDescriptor, Tcgen05Descriptor
 from asynctc.core.memory import DeviceArray
 
 H200 = runtime.DeviceInfo(name="NVIDIA H200", cc=(9, 0), sm_count=132, max_sm_clock_khz=1980000,
@@ -75,30 +76,23 @@ def test_compile_refuses_other_architectures():
 
 def test_instruction_descriptor_bits():
     # f16 × f16 → f32, M=128, N=256, both K-major: D format 1 at bit 4, N>>3 = 32 at bit 17,
-    # M>>4 = 8 at bit 24 (PTX ISA "Instruction descriptor", kind::f16)
-    assert T._idesc("float16", 128, 256) == (1 << 4) | (32 << 17) | (8 << 24) == 0x08400010
-    f = T._idesc_fields(T._idesc("bfloat16", 256, 96))
-    assert (f["a_format"], f["b_format"], f["d_format"], f["m"], f["n"]) == (1, 1, 1, 256, 96)
-    assert f["a_major"] == f["b_major"] == f["sparse"] == f["reserved"] == f["max_shift"] == 0
+    # M>>4 = 8 at bit 24 (PTX ISA "Instruction descriptor", kind::f16). The kernel's descriptor
+    # comes from the chapter's model (asynctc.models.tcgen05.InstrDescriptor).
+    assert T.GemmConfig("float16", 128, 256).idesc == (1 << 4) | (32 << 17) | (8 << 24) == 0x08400010
     for cfg in T.SUITE_CONFIGS:
-        g = T._idesc_fields(cfg.idesc)
-        assert (g["m"], g["n"]) == (cfg.bm, cfg.bn)
+        g = InstrDescriptor.decode(cfg.idesc, cta_group=cfg.cta_group)
+        assert (g.m, g.n, g.a_dtype, g.b_dtype, g.d_dtype) == (cfg.bm, cfg.bn, cfg.dtype, cfg.dtype, "float32")
+        assert (g.a_major, g.b_major, g.sparse, g.saturate) == ("K", "K", 0, 0)
 
 
 def test_smem_descriptor_bits():
-    d = T._smem_desc(0, 16, 1024, 128)
+    d = T.GemmConfig().a_desc
     # LBO 16 B -> 1 at bit 16; SBO 1024 B -> 64 at bit 32; version 0b001 at bit 46; 128B swizzle
     # = 2 at bit 61 (PTX ISA "Shared memory descriptor", tcgen05)
     assert d == (1 << 16) | (64 << 32) | (1 << 46) | (2 << 61) == 0x4000404000010000
-    f = T._smem_desc_fields(d + (0x1A400 >> 4))
-    assert f == {"start": 0x1A400, "lbo": 16, "sbo": 1024, "version": 1, "base_offset": 0,
-                 "lbo_mode": 0, "swizzle": 128}
-    for sw, code in ((0, 0), (32, 6), (64, 4)):
-        assert T._smem_desc(0, 16, 1024, sw) >> 61 == code
-    with pytest.raises(T.Tcgen05Error, match="sbo=1000"):
-        T._smem_desc(0, 16, 1000)
-    with pytest.raises(T.Tcgen05Error, match="swizzle=16"):
-        T._smem_desc(0, 16, 1024, 16)
+    f = Tcgen05Descriptor.decode(d + (0x1A400 >> 4))
+    assert (f.start_address, f.lbo, f.sbo, f.base_offset, f.lbo_mode, f.swizzle) == \
+        (0x1A400, 16, 1024, 0, 0, "128B")
     assert T.GemmConfig().a_desc == T.GemmConfig().b_desc == d
 
 
@@ -251,15 +245,7 @@ def test_mma_reads_what_tma_wrote(cfg):
         offs = T.kstep_offsets(cfg, operand)
         assert offs == [tile.step_offset(s) for s in range(cfg.bk // 16)]
         for s, off in enumerate(offs):
-            tc = T._smem_desc_fields(cfg.a_desc + ((base + off) >> 4))
-            d = D.WgmmaDescriptor(tc["start"], tc["lbo"], tc["sbo"], tc["swizzle"])
+            tc = Tcgen05Descriptor.decode(cfg.a_desc + ((base + off) >> 4))
+            d = D.WgmmaDescriptor(tc.start_address, tc.lbo, tc.sbo, int(tc.swizzle.rstrip("B")))
             read = D.read_addresses(d, "K", cfg.dtype, rows)
             assert np.array_equal(read, where[:, 16 * s:16 * s + 16]), (operand, s)
-
-
-def test_smem_descriptor_agrees_with_descriptors_module():
-    from asynctc.models import descriptors as D
-    for start in (0, 0x4000, 0x1A420):
-        for sw, name in ((128, "128B"), (64, "64B"), (32, "32B"), (0, "none")):
-            assert T._smem_desc(start, 16, 1024, sw) == \
-                D.Tcgen05Descriptor(start, 16, 1024, name).encode()
