@@ -274,7 +274,7 @@ SUITES = {
 
 #: Chapter modules that contribute suites: each may define ``SUITES = {name: (measure, summarize,
 #: arch)}`` with the same meaning as above.
-CHAPTER_MODULES = ("asynctc.cpasync", "asynctc.tmacopy", "asynctc.wgmma")
+CHAPTER_MODULES = ("asynctc.cpasync", "asynctc.tmacopy", "asynctc.wgmma", "asynctc.pipeline")
 
 
 def _collect() -> None:
