@@ -735,11 +735,26 @@ def _union_length(intervals) -> float:
     return total
 
 
-def trace_metrics(tr: TraceResult) -> dict:
-    """Per consumer lane and averaged: the main loop's length (first full-barrier wait begun →
-    last wgmma known complete, cycles), the fraction of it with math in flight (union of ``mma``
-    spans / loop length), and the cycles and fraction spent waiting on full barriers; per
-    producer lane the cycles waiting on empty barriers."""
+#: Dense fp16/bf16 Tensor Core rate of one sm_90 SM (H100 whitepaper): FLOP per clock.
+FLOP_PER_CLK_SM = 4096
+
+
+def ktile_peak_cycles(cfg: PipelineConfig) -> float:
+    """SM clock cycles one CTA's k-tile (2·bm·bn·64 FLOP) takes at the datasheet rate."""
+    return 2 * cfg.bm * cfg.bn * cfg.bk / FLOP_PER_CLK_SM
+
+
+def trace_metrics(tr: TraceResult, ktile_cycles: float | None = None) -> dict:
+    """What the trace says about the main loop, per lane, per CTA and averaged.
+
+    Per consumer lane: ``loop_cycles`` (first full-barrier wait begun → last wgmma known complete);
+    ``math_in_flight`` = union of the ``mma`` spans / loop length — exact with wait_pending 0, an
+    *upper bound* with wait_pending 1 (a group is only known complete at the next wait_group);
+    ``wait_full_cycles`` and ``wait_full_fraction`` (time blocked on full barriers). Per producer
+    lane: ``wait_empty_cycles``. Per CTA, when ``ktile_cycles`` (:func:`ktile_peak_cycles`) is
+    given: ``tensor_utilization`` = k_tiles · ktile_cycles / the CTA's loop length, the loop's
+    Tensor Core use relative to the datasheet rate (SM clock cycles, so independent of the clock).
+    """
     lanes = {}
     for lane in tr.lanes():
         sp = [s for s in tr.spans if s.lane == lane]
@@ -755,13 +770,25 @@ def trace_metrics(tr: TraceResult) -> dict:
         end = max(e for _, e in mma)
         length = max(end - start, 1.0)
         wait = float(sum(s.end - s.start for s in wf))
-        lanes[lane] = {"loop_cycles": length, "math_in_flight": _union_length(mma) / length,
+        lanes[lane] = {"loop_start": start, "loop_end": end, "loop_cycles": length,
+                       "math_in_flight": _union_length(mma) / length,
                        "wait_full_cycles": wait, "wait_full_fraction": wait / length}
     cons = [v for v in lanes.values() if "loop_cycles" in v]
     mean = {key: float(np.mean([v[key] for v in cons])) for key in
             ("loop_cycles", "math_in_flight", "wait_full_cycles", "wait_full_fraction")} if cons else {}
-    return {"lanes": lanes, "mean": mean, "stages": tr.stages, "wait_pending": tr.wait_pending,
-            "k_tiles": tr.k_tiles}
+    ctas = {}
+    for c in {lane.split("/")[0] for lane in lanes}:
+        cl = [v for k, v in lanes.items() if k.startswith(c + "/") and "loop_cycles" in v]
+        if not cl:
+            continue
+        loop = max(v["loop_end"] for v in cl) - min(v["loop_start"] for v in cl)
+        ctas[c] = {"loop_cycles": loop}
+        if ktile_cycles:
+            ctas[c]["tensor_utilization"] = tr.k_tiles * ktile_cycles / max(loop, 1.0)
+    if ktile_cycles and ctas:
+        mean["tensor_utilization"] = float(np.mean([v["tensor_utilization"] for v in ctas.values()]))
+    return {"lanes": lanes, "ctas": ctas, "mean": mean, "stages": tr.stages,
+            "wait_pending": tr.wait_pending, "k_tiles": tr.k_tiles, "ktile_cycles": ktile_cycles}
 
 
 def synthetic_trace(consumers: int, k_tiles: int, stages: int, wait_pending: int,
@@ -925,8 +952,9 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
                 if cfg.trace and size == sizes[0] and dt == "float16":
                     tr = decode_trace(g.trace_buffer(), cfg.consumers, g.k_tiles, cfg.stages,
                                       cfg.wait_pending)
+                    met = trace_metrics(tr, ktile_peak_cycles(cfg))
                     out["traces"].append({**cfg.as_dict(), "size": size, "tile": cfg.tile_name,
-                                          "metrics": trace_metrics(tr), "cta0": tr.as_dict(cta=0)})
+                                          "metrics": met, "cta0": tr.as_dict(cta=0)})
                     if trace_dir is not None:
                         _dump_trace(trace_dir, cfg, size, tr, g.trace_buffer())
                 del g
@@ -947,7 +975,8 @@ def _dump_trace(trace_dir, cfg, size, tr: TraceResult, raw: np.ndarray) -> None:
     d.mkdir(parents=True, exist_ok=True)
     name = _trace_name(cfg, size)
     (d / f"{name}.json").write_text(json.dumps({"config": cfg.as_dict(), "size": size,
-                                                **tr.as_dict(), "metrics": trace_metrics(tr)}))
+                                                **tr.as_dict(),
+                                                "metrics": trace_metrics(tr, ktile_peak_cycles(cfg))}))
     np.savez_compressed(d / f"{name}.npz", raw=raw)
 
 
@@ -1030,9 +1059,11 @@ def summarize_pipeline(rec) -> str:
         m = t["metrics"]["mean"]
         if m:
             lines.append(f"trace {t['dtype']} {t['bm']}x{t['bn']}/c{t['consumers']} s{t['stages']} "
-                         f"wait{t['wait_pending']} {t['size']}³: math in flight "
-                         f"{m['math_in_flight']:.2f} of the loop, waiting on full barriers "
-                         f"{m['wait_full_fraction']:.2f}")
+                         f"wait{t['wait_pending']} {t['size']}³: Tensor Core use "
+                         f"{m.get('tensor_utilization', float('nan')):.2f} of the datasheet rate, "
+                         f"math in flight {m['math_in_flight']:.2f} of the loop"
+                         f"{' (upper bound)' if t['wait_pending'] else ''}, waiting on full "
+                         f"barriers {m['wait_full_fraction']:.2f}")
     for size in sorted({x["size"] for x in r["sweep"]}):
         for dt in SWEEP_DTYPES:
             b, cb = best_row(r, dt, size), cublas_row(r, dt, size)

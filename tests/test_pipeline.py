@@ -295,12 +295,22 @@ def test_trace_metrics_see_the_depth():
     """With loads 3× slower than a k-tile's math, one stage waits most of the time and a deep ring
     keeps the math busy — what the chapter's measured traces are compared with."""
     T = 32
-    shallow = P.trace_metrics(P.decode_trace(P.synthetic_trace(1, T, 1, 0, 100, 300), 1, T, 1, 0))
-    deep = P.trace_metrics(P.decode_trace(P.synthetic_trace(1, T, 6, 1, 100, 300), 1, T, 6, 1))
+    shallow = P.trace_metrics(P.decode_trace(P.synthetic_trace(1, T, 1, 0, 100, 300), 1, T, 1, 0),
+                              ktile_cycles=100)
+    deep = P.trace_metrics(P.decode_trace(P.synthetic_trace(1, T, 6, 1, 100, 300), 1, T, 6, 1),
+                           ktile_cycles=100)
     assert shallow["mean"]["wait_full_fraction"] > 0.7
     assert shallow["mean"]["math_in_flight"] < 0.3
+    assert shallow["mean"]["tensor_utilization"] < 0.3
     assert deep["mean"]["math_in_flight"] > 0.85
     assert deep["mean"]["wait_full_fraction"] < 0.15
+    assert deep["mean"]["tensor_utilization"] > 0.85
+    assert set(deep["ctas"]) == {f"cta{c}" for c in range(P.TRACE_CTAS)}
+    # the utilization is k-tiles × peak cycles over the CTA's loop, exactly
+    c0 = deep["ctas"]["cta0"]
+    assert c0["tensor_utilization"] == pytest.approx(T * 100 / c0["loop_cycles"])
+    cfg = P.PipelineConfig(bm=128, bn=256)
+    assert P.ktile_peak_cycles(cfg) == 2 * 128 * 256 * 64 / 4096
 
 
 def test_trace_decoder_counts_dropped_events():
