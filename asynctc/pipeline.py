@@ -59,6 +59,11 @@ ACC_BUDGET = 128
 #: Shared memory the kernel declares statically (the 2·STAGES mbarriers, padded by the compiler
 #: to 1024 bytes because the dynamic array is 1024-aligned; ptxas reports it).
 STATIC_SMEM = 1024
+#: Shared memory of one SM on sm_90 (228 KiB) and what the driver reserves per CTA (1 KiB,
+#: cudaDevAttrReservedSharedMemoryPerBlock): two CTAs per SM need 2 × (their shared memory + 1 KiB)
+#: ≤ 228 KiB (CUDA C++ Programming Guide, "Compute Capabilities" table).
+SMEM_PER_SM = 228 * 1024
+RESERVED_SMEM_PER_CTA = 1024
 #: Alignment slack of the dynamic shared memory: stage bases sit on 1024 bytes (the 128-byte
 #: swizzle pattern's repeat, PTX ISA §9.7.15.5.1.2.2 base offset 0).
 ALIGN_SLACK = 1024
@@ -113,7 +118,9 @@ class PipelineConfig:
     1 keeps one group in flight while the next k-tile is waited for, and needs ``stages`` ≥ 2;
     default: 1, or 0 for one stage);
     ``trace`` records events (:func:`decode_trace`); ``out_dtype`` "float32" or the input dtype;
-    ``group_m`` CTA rows per raster group (L2 reuse).
+    ``group_m`` CTA rows per raster group (L2 reuse); ``ctas_per_sm`` 1 or 2: the kernel's
+    ``__launch_bounds__`` minimum of resident CTAs (2 lets one CTA's prologue and epilogue overlap
+    another's main loop, if two fit in the SM's shared memory and registers).
 
     Registers: each thread holds (bm / consumers / 64) · bn / 2 fp32 accumulators, at most
     :data:`ACC_BUDGET`. Shared memory: ``stages`` · (bm + bn) · 128 bytes + alignment slack +
@@ -131,6 +138,7 @@ class PipelineConfig:
     trace: bool = False
     out_dtype: str = "float32"
     group_m: int = 8
+    ctas_per_sm: int = 1
 
     def __post_init__(self):
         if self.wait_pending is None:
@@ -148,7 +156,7 @@ class PipelineConfig:
             _fail("out_dtype", self.out_dtype, f"must be 'float32' or the input dtype {self.dtype!r}")
         if self.bk != BK:
             _fail("bk", self.bk, "must be 64: one k-tile row is one 128-byte swizzle row")
-        for f in ("bm", "bn", "stages", "consumers", "wait_pending", "group_m"):
+        for f in ("bm", "bn", "stages", "consumers", "wait_pending", "group_m", "ctas_per_sm"):
             if not is_int(getattr(self, f)):
                 _fail(f, getattr(self, f), "must be an integer")
         if self.consumers not in (1, 2):
@@ -177,6 +185,8 @@ class PipelineConfig:
                                      "reads the only stage, so it cannot be refilled")
         if self.group_m < 1:
             _fail("group_m", self.group_m, "must be ≥ 1")
+        if self.ctas_per_sm not in (1, 2):
+            _fail("ctas_per_sm", self.ctas_per_sm, "1 or 2 resident CTAs per SM")
         limit = smem_limit if smem_limit is not None else smem_limit_bytes()
         if self.smem_total > limit:
             _fail("stages", self.stages, f"{self.stages} stages × {self.stage_bytes} bytes "
@@ -184,6 +194,12 @@ class PipelineConfig:
                                          f"{self.smem_total} bytes of shared memory; a CTA may opt "
                                          f"in to at most {limit} (at most "
                                          f"{self.max_stages(limit)} stages for this tile)")
+        per_sm = self.ctas_per_sm * (self.smem_total + RESERVED_SMEM_PER_CTA)
+        if self.ctas_per_sm > 1 and per_sm > SMEM_PER_SM:
+            _fail("ctas_per_sm", self.ctas_per_sm, f"{self.ctas_per_sm} CTAs × ({self.smem_total} + "
+                                                   f"{RESERVED_SMEM_PER_CTA} reserved) = {per_sm} "
+                                                   f"bytes, above the {SMEM_PER_SM} bytes of shared "
+                                                   f"memory of one SM; use fewer stages")
 
     # -- geometry ---------------------------------------------------------------------------------
     @property
@@ -265,6 +281,7 @@ class PipelineConfig:
                  CONSUMERS=self.consumers, B_MAJOR=int(self.b_major == "MN"),
                  WAIT_PENDING=self.wait_pending, TRACE=int(self.trace),
                  OUT_F32=int(self.out_dtype == "float32"), GROUP_M=self.group_m,
+                 MIN_BLOCKS=self.ctas_per_sm,
                  A_KSTEP_BYTES=ak, B_KSTEP_BYTES=bkk, B_BOX_BYTES=self.b_tile.box_pitch)
         if self.trace:
             d.update(TRACE_CTAS=TRACE_CTAS, TRACE_EVENTS=TRACE_EVENTS)
@@ -272,7 +289,8 @@ class PipelineConfig:
 
     @property
     def tile_name(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk}/c{self.consumers}"
+        return (f"{self.bm}x{self.bn}x{self.bk}/c{self.consumers}" +
+                ("/2cta" if self.ctas_per_sm == 2 else ""))
 
     def label(self) -> str:
         out = "" if self.out_dtype == "float32" else f" out:{self.out_dtype}"
@@ -567,7 +585,7 @@ def fits(cfg_kwargs: dict, limit: int | None = None) -> bool:
 def correctness_configs(limit: int | None = None) -> list[PipelineConfig]:
     """The correctness matrix: every dtype × tile × stages (that fit) × B layout × wait_pending
     (0, and 1 where stages ≥ 2), fp32 output; then the input-dtype output and the traced kernel
-    (wait_pending 0 and 1) for every tile at 3 stages."""
+    (wait_pending 0 and 1) for every tile at 3 stages; then two CTAs per SM where they fit."""
     out = []
     for dt in DTYPES:
         for bm, bn, c in TILES:
@@ -587,6 +605,13 @@ def correctness_configs(limit: int | None = None) -> list[PipelineConfig]:
         for wp in (0, 1):
             out.append(PipelineConfig(bm=bm, bn=bn, consumers=c, stages=3, wait_pending=wp,
                                       trace=True))
+    for dt in DTYPES:
+        for bm, bn, c in TILES:
+            for s in (2, 3):
+                kw = dict(dtype=dt, bm=bm, bn=bn, consumers=c, stages=s, ctas_per_sm=2,
+                          out_dtype=dt)
+                if fits(kw, limit):
+                    out.append(PipelineConfig(**kw))
     return out
 
 
@@ -847,6 +872,8 @@ def synthetic_trace(consumers: int, k_tiles: int, stages: int, wait_pending: int
 
 #: The depth sweep: tiles (BM, BN, consumers), square sizes, dtypes.
 SWEEP_TILES = ((128, 128, 2), (128, 256, 2), (128, 128, 1))
+#: Extra rows of the sweep: two CTAs per SM (tiles whose stages fit twice in an SM).
+SWEEP_TWO_CTAS = ((128, 128, 2), (128, 128, 1))
 SWEEP_SIZES = (4096, 8192)
 SWEEP_DTYPES = ("float16", "bfloat16")
 #: B's layout and the output dtype in the timed runs: K-major B, C in the input dtype (as cuBLAS
@@ -867,6 +894,12 @@ def sweep_configs(limit: int | None = None) -> list[PipelineConfig]:
                         cfg = PipelineConfig(**kw)
                         if cfg not in out:
                             out.append(cfg)
+        for bm, bn, c in SWEEP_TWO_CTAS:
+            for s in STAGE_RANGE:
+                kw = dict(dtype=dt, bm=bm, bn=bn, consumers=c, stages=s, b_major=SWEEP_B_MAJOR,
+                          out_dtype=dt, wait_pending=1 if s > 1 else 0, ctas_per_sm=2)
+                if fits(kw, limit):
+                    out.append(PipelineConfig(**kw))
     return out
 
 
@@ -992,11 +1025,13 @@ def _keep_trace_spans(out: dict) -> None:
     if not out["traces"]:
         return
     size = out["traces"][0]["size"]
+    traced = {t["tile"] for t in out["traces"]}
     keep = set()
-    for tile in ("128x256x64/c2", None):
-        best = best_row(out, "float16", size, tile)
-        if best:
-            keep |= {(best["tile"], s) for s in (1, 2, best["stages"])}
+    bests = [best_row(out, "float16", size, tile) for tile in sorted(traced)]
+    bests = [b for b in bests if b]
+    for best in [b for b in bests if b["tile"] == "128x256x64/c2"] + \
+            ([max(bests, key=lambda r: r["tflops"])] if bests else []):
+        keep |= {(best["tile"], s) for s in (1, 2, best["stages"])}
     for t in out["traces"]:
         if (t["tile"], t["stages"]) not in keep:
             t.pop("cta0", None)

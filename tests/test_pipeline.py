@@ -27,6 +27,8 @@ def representative_configs():
                 P.PipelineConfig(bm=bm, bn=bn, consumers=c, stages=2, trace=True, b_major="MN"),
                 P.PipelineConfig(dtype="bfloat16", bm=bm, bn=bn, consumers=c, stages=2,
                                  out_dtype="bfloat16")]
+        if P.fits(dict(bm=bm, bn=bn, consumers=c, stages=3, ctas_per_sm=2), LIMIT):
+            out.append(P.PipelineConfig(bm=bm, bn=bn, consumers=c, stages=3, ctas_per_sm=2))
     return out
 
 
@@ -58,6 +60,7 @@ def test_config_compiles_to_the_expected_sass(cfg):
     assert ck.resources.spill_stores == 0 and ck.resources.spill_loads == 0
     assert "LDL" not in cls and "STL" not in cls
     assert ck.resources.registers <= 255
+    assert ck.resources.registers * cfg.threads * cfg.ctas_per_sm <= 65536   # registers per SM
     assert ("SR_CLOCKLO" in text) == cfg.trace
     assert cfg.smem_total <= LIMIT
 
@@ -145,6 +148,8 @@ def test_descriptor_templates_are_the_128B_swizzle_layouts():
     (dict(b_major="N"), "b_major"),
     (dict(out_dtype="bfloat16"), "out_dtype"),
     (dict(stages=True), "stages"),
+    (dict(ctas_per_sm=3), "ctas_per_sm"),
+    (dict(bm=128, bn=128, stages=4, ctas_per_sm=2), "ctas_per_sm"),   # 2 × 130 KiB > 228 KiB
 ])
 def test_bad_configs_are_refused_with_the_field(kw, field):
     with pytest.raises(P.PipelineError, match=rf"^{field}="):

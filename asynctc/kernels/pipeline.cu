@@ -56,8 +56,9 @@
 //
 // Defines: DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0, 1),
 // WAIT_PENDING (0, 1), TRACE (0, 1), TRACE_CTAS, TRACE_EVENTS, OUT_F32 (1: fp32 C; 0: C in DT),
-// GROUP_M (CTA rows per raster group), A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout
-// model's byte offsets, from asynctc.pipeline; checked against this file's own by static_assert).
+// GROUP_M (CTA rows per raster group), MIN_BLOCKS (__launch_bounds__ minimum of resident CTAs,
+// 1 or 2), A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets, from
+// asynctc.pipeline; checked against this file's own by static_assert).
 // Arguments: ta, tb (tensor maps of A and B), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of
 // stage 0, k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null).
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes.
@@ -107,6 +108,9 @@
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
 #endif
 #ifndef A_KSTEP_BYTES
 #define A_KSTEP_BYTES 32
@@ -272,7 +276,7 @@ __device__ __forceinline__ void store_c(const float (&acc)[kAtoms][kAcc], void* 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
+extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
     gemm_pipeline(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
                   void* __restrict__ c, int M, int N, int K, u64 desc_a0, u64 desc_b0,
                   u32* __restrict__ err, u64* __restrict__ trace) {
