@@ -376,3 +376,16 @@ def test_run_pipeline_refuses_bad_inputs_before_launch(rng):
         P.run_pipeline(a[:200], bs, cfg)
     with pytest.raises(P.PipelineError):
         P.run_pipeline(a, b.astype(np.float32), cfg)
+
+
+def test_figures_draw_from_data():
+    import matplotlib
+    matplotlib.use("Agg")
+    tr = P.decode_trace(P.synthetic_trace(2, 16, 3, 1), 2, 16, 3, 1)
+    fig = P.plot_trace(tr.as_dict(cta=0), k_max=8)
+    assert fig.axes and len(fig.axes[0].patches) > 16
+    res = {"sweep": [{"kernel": "cuBLAS", "dtype": "float16", "size": 4096, "tflops": 700.0}] +
+           [{"kernel": "pipeline", "dtype": "float16", "size": 4096, "tile": "128x256x64/c2",
+             "stages": s, "tflops": 100.0 * s} for s in (1, 2, 3, 4)]}
+    fig = P.plot_depth(res)
+    assert len(fig.axes[0].lines) == 2
