@@ -389,3 +389,159 @@ def test_figures_draw_from_data():
              "stages": s, "tflops": 100.0 * s} for s in (1, 2, 3, 4)]}
     fig = P.plot_depth(res)
     assert len(fig.axes[0].lines) == 2
+
+
+# ---- the ring protocol, executed step by step in Python (CPU) ----------------------------------------
+
+class _Barrier:
+    """An mbarrier: expected arrivals per phase, pending arrivals, tx-count, phase number."""
+
+    def __init__(self, count):
+        self.count, self.pending, self.tx, self.phase = count, count, 0, 0
+
+    def _maybe_complete(self):
+        if self.pending == 0 and self.tx == 0:
+            self.phase += 1
+            self.pending = self.count
+
+    def arrive(self):
+        assert self.pending > 0, "more arrivals than the barrier expects in this phase"
+        self.pending -= 1
+        self._maybe_complete()
+
+    def arrive_expect_tx(self, nbytes):
+        self.tx += nbytes
+        self.arrive()
+
+    def complete_tx(self, nbytes):
+        self.tx -= nbytes
+        assert self.tx >= 0
+        self._maybe_complete()
+
+    def try_wait(self, parity):
+        # the phase with parity P has completed iff the current (incomplete) phase has the other one
+        return (self.phase & 1) != parity
+
+
+class Deadlock(AssertionError):
+    pass
+
+
+def _simulate(stages, consumers, wait_pending, k_tiles, rng, bug=None):
+    """Run the kernel's loop (kernels/pipeline.cu, same statement order) for one CTA with random
+    TMA and wgmma latencies and a random interleaving of the warpgroups. Checks: every wgmma
+    reads the k-tile it expects; no TMA overwrites a stage a pending wgmma reads; no deadlock.
+    ``bug`` injects a protocol error, to show that the checks catch it: "release_current" (release
+    k instead of k − 1 while its group may still run), "parity" (the producer waits on the
+    other parity), "prologue" (the prologue fills S − 1 stages and the loop loads k-tile r + S)."""
+    S, pend = stages, (0 if stages == 1 else wait_pending)
+    full = [_Barrier(1) for _ in range(S)]
+    empty = [_Barrier(consumers) for _ in range(S)]
+    content = [None] * S                 # k-tile held by each stage (after its TMA landed)
+    readers = [set() for _ in range(S)]  # (wg, group id) of wgmma groups still reading the stage
+    events = []                          # pending async completions: (kind, payload)
+    groups = [[] for _ in range(consumers)]   # per warpgroup: pending groups (stage, id), in order
+    consumed = [[] for _ in range(consumers)]
+    version = [0]                        # bumped on every state change (deadlock detection)
+    gid = [0]
+
+    def issue_tma(s, kt):
+        full[s].arrive_expect_tx(1)
+        events.append(("tma", (s, kt)))
+        version[0] += 1
+
+    def wg_program(w):
+        producer = w == 0
+        if producer:
+            for kt in range(min(S - (bug == "prologue"), k_tiles)):
+                issue_tma(kt, kt)
+        stage, phase, prev_stage, prev_phase = 0, 0, 0, 0
+        for k in range(k_tiles):
+            while not full[stage].try_wait(phase):
+                yield "wait_full"
+            assert content[stage] == k, f"wg{w} k={k}: stage {stage} holds {content[stage]}"
+            gid[0] += 1
+            readers[stage].add((w, gid[0]))
+            groups[w].append((stage, gid[0]))
+            events.append(("mma", w))
+            consumed[w].append(k)
+            version[0] += 1
+            while len(groups[w]) > pend:                  # wgmma.wait_group(pend)
+                yield "wait_group"
+            r = k - pend
+            rs, rp = (prev_stage, prev_phase) if pend else (stage, phase)
+            if bug == "release_current":
+                r, rs, rp = k, stage, phase
+            if r >= 0:
+                empty[rs].arrive()
+                version[0] += 1
+                if producer and r + S < k_tiles:
+                    while not empty[rs].try_wait(rp ^ (bug == "parity")):
+                        yield "wait_empty"
+                    issue_tma(rs, r + S)
+            prev_stage, prev_phase = stage, phase
+            stage += 1
+            if stage == S:
+                stage, phase = 0, phase ^ 1
+        while groups[w]:
+            yield "wait_group"
+
+    progs = {w: wg_program(w) for w in range(consumers)}
+
+    def step(w):
+        try:
+            next(progs[w])
+        except StopIteration:
+            del progs[w]
+            version[0] += 1
+
+    while progs or events:
+        if not events:                      # only the warpgroups can move: does any?
+            v = version[0]
+            for w in list(progs):
+                step(w)
+            if progs and version[0] == v:
+                raise Deadlock(f"deadlock: every warpgroup waits, nothing in flight "
+                               f"(S={S}, consumers={consumers}, pending={pend}, T={k_tiles})")
+            continue
+        choices = [("wg", w) for w in progs] + [("ev", i) for i in range(len(events))]
+        kind, x = choices[rng.integers(len(choices))]
+        if kind == "wg":
+            step(x)
+            continue
+        what, payload = events.pop(x)
+        version[0] += 1
+        if what == "tma":
+            s, kt = payload
+            assert not readers[s], f"TMA of k-tile {kt} overwrites stage {s} while it is read"
+            content[s] = kt
+            full[s].complete_tx(1)
+        else:   # the oldest pending group of warpgroup `payload` completes (in order)
+            s, g = groups[payload].pop(0)
+            readers[s].discard((payload, g))
+    for w in range(consumers):
+        assert consumed[w] == list(range(k_tiles))
+    return True
+
+
+@pytest.mark.parametrize("consumers", [1, 2])
+@pytest.mark.parametrize("stages", list(P.STAGE_RANGE))
+@pytest.mark.parametrize("wait_pending", [0, 1])
+def test_ring_protocol_never_deadlocks_or_overwrites(consumers, stages, wait_pending):
+    """The kernel's statement order, run with random latencies and interleavings (300 runs per
+    case, k-tile counts below, at and above the ring depth)."""
+    if stages == 1 and wait_pending == 1:
+        pytest.skip("refused by PipelineConfig")
+    rng = np.random.default_rng(1000 * stages + 10 * consumers + wait_pending)
+    for k_tiles in (1, 2, stages, stages + 1, 3 * stages + 2):
+        for _ in range(60):
+            assert _simulate(stages, consumers, wait_pending, k_tiles, rng)
+
+
+@pytest.mark.parametrize("bug,error", [("release_current", "overwrites"), ("parity", "overwrites|deadlock"),
+                                       ("prologue", "holds|deadlock")])
+def test_ring_simulation_catches_protocol_errors(bug, error):
+    rng = np.random.default_rng(7)
+    with pytest.raises(AssertionError, match=error):
+        for _ in range(200):
+            _simulate(3, 2, 1, 10, rng, bug=bug)
