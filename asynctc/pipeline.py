@@ -120,7 +120,8 @@ class PipelineConfig:
     ``trace`` records events (:func:`decode_trace`); ``out_dtype`` "float32" or the input dtype;
     ``group_m`` CTA rows per raster group (L2 reuse); ``ctas_per_sm`` 1 or 2: the kernel's
     ``__launch_bounds__`` minimum of resident CTAs (2 lets one CTA's prologue and epilogue overlap
-    another's main loop, if two fit in the SM's shared memory and registers).
+    another's main loop, if two fit in the SM's shared memory and registers); ``l2_promotion``
+    0/64/128/256: the tensor maps' L2 fetch granularity in bytes (host side only, same cubin).
 
     Registers: each thread holds (bm / consumers / 64) · bn / 2 fp32 accumulators, at most
     :data:`ACC_BUDGET`. Shared memory: ``stages`` · (bm + bn) · 128 bytes + alignment slack +
@@ -139,6 +140,7 @@ class PipelineConfig:
     out_dtype: str = "float32"
     group_m: int = 8
     ctas_per_sm: int = 1
+    l2_promotion: int = 0
 
     def __post_init__(self):
         if self.wait_pending is None:
@@ -185,6 +187,9 @@ class PipelineConfig:
                                      "reads the only stage, so it cannot be refilled")
         if self.group_m < 1:
             _fail("group_m", self.group_m, "must be ≥ 1")
+        if self.l2_promotion not in (0, 64, 128, 256):
+            _fail("l2_promotion", self.l2_promotion, "0 (none), 64, 128 or 256 bytes "
+                                                     "(CUtensorMapL2promotion)")
         if self.ctas_per_sm not in (1, 2):
             _fail("ctas_per_sm", self.ctas_per_sm, "1 or 2 resident CTAs per SM")
         limit = smem_limit if smem_limit is not None else smem_limit_bytes()
@@ -294,8 +299,9 @@ class PipelineConfig:
 
     def label(self) -> str:
         out = "" if self.out_dtype == "float32" else f" out:{self.out_dtype}"
+        l2 = f" l2:{self.l2_promotion}B" if self.l2_promotion else ""
         return (f"{self.dtype} {self.tile_name} s{self.stages} B:{self.b_major} "
-                f"wait{self.wait_pending}{' trace' if self.trace else ''}{out}")
+                f"wait{self.wait_pending}{' trace' if self.trace else ''}{out}{l2}")
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -423,8 +429,8 @@ class PipelineGemm:
         self.ck = compile_pipeline(cfg)
         self.out = out if out is not None else DeviceArray.poisoned((self.m, self.n),
                                                                     np_dtype(cfg.out_dtype), stream)
-        self.ta = tma.tensor_map_for_tile(a, cfg.a_box)[0]
-        self.tb = tma.tensor_map_for_tile(b, cfg.b_box)[0]
+        self.ta = tma.tensor_map_for_tile(a, cfg.a_box, l2_promotion=cfg.l2_promotion)[0]
+        self.tb = tma.tensor_map_for_tile(b, cfg.b_box, l2_promotion=cfg.l2_promotion)[0]
         self.err = DeviceArray.from_host(np.zeros(1, np.uint32), stream)
         self.trace = (DeviceArray.from_host(np.zeros(trace_words(cfg), np.uint64), stream)
                       if cfg.trace else None)
@@ -882,14 +888,17 @@ SWEEP_B_MAJOR = "K"
 
 
 def sweep_configs(limit: int | None = None) -> list[PipelineConfig]:
-    """Every config the timing part of the suite compiles (the depth sweep, wait_pending 0, traced)."""
+    """Every config the timing part of the suite runs: the depth sweep (wait_pending 1, or 0 for
+    one stage), then per (tile, stages) wait_pending 0, the traced kernel and L2 promotion 256 B,
+    then two CTAs per SM."""
     out = []
     for dt in SWEEP_DTYPES:
         for bm, bn, c in SWEEP_TILES:
             for s in STAGE_RANGE:
-                for wp, tr in ((1, False), (0, False), (1, True)):
+                for wp, tr, l2 in ((1, False, 0), (0, False, 0), (1, True, 0), (1, False, 256)):
                     kw = dict(dtype=dt, bm=bm, bn=bn, consumers=c, stages=s, b_major=SWEEP_B_MAJOR,
-                              out_dtype=dt, wait_pending=wp if s > 1 else 0, trace=tr)
+                              out_dtype=dt, wait_pending=wp if s > 1 else 0, trace=tr,
+                              l2_promotion=l2)
                     if fits(kw, limit):
                         cfg = PipelineConfig(**kw)
                         if cfg not in out:
@@ -908,6 +917,26 @@ def _problem(s: int, dtype: str, rng):
     a, b = gemm.random_operands(s, s, s, dtype, int(rng.integers(2**31)))
     bt = np.ascontiguousarray(b.T)
     return a, b, DeviceArray.from_host(a), DeviceArray.from_host(b), DeviceArray.from_host(bt)
+
+
+class SampledRows:
+    """A timed output's check on ``n_rows`` random rows: the float64 reference of those rows is
+    computed once per problem (an 8192³ reference would take minutes; converting B to float64
+    per call would dominate the sweep). :meth:`check` raises :class:`RuntimeError` above
+    :data:`asynctc.gemm.TOLERANCE` (relative Frobenius error; poison counts as a huge error)."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, rng, n_rows: int = 8):
+        self.rows = np.sort(rng.choice(a.shape[0], size=n_rows, replace=False))
+        self.ref = a[self.rows].astype(np.float64) @ b.astype(np.float64)
+
+    def check(self, out: DeviceArray, dtype: str, what: str) -> float:
+        from . import gemm
+        got = out.to_host()[self.rows].astype(np.float64)
+        err = float(np.linalg.norm(np.nan_to_num(got, nan=1e30) - self.ref) /
+                    np.linalg.norm(self.ref))
+        if not err <= gemm.TOLERANCE[dtype]:
+            raise RuntimeError(f"timed run wrong: {what}: rel_err {err} on rows {self.rows}")
+        return err
 
 
 def _time(g: PipelineGemm, reps: int = 10):
@@ -931,7 +960,7 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
        decoded and reduced to :func:`trace_metrics`; CTA 0's spans kept in the record.
     ``trace_dir``: also write every decoded trace (all traced CTAs) there as JSON and the raw buffers
     as .npz. Timings are never asserted on."""
-    from . import bench, gemm, records, wgmma
+    from . import bench, records, wgmma
     say = progress or (lambda _s: None)
     rng = np.random.default_rng()
     info = runtime.device_info()
@@ -939,8 +968,9 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
     out: dict = {"checks": [], "sweep": [], "variants": [], "traces": [], "not_fitting": [],
                  "baseline_library": bench.baseline_library(), "smem_limit": limit,
                  "sm_count": info.sm_count if info else None}
-    jobs = [compile_job(c) for c in (correctness_configs(limit) if check else []) +
-            sweep_configs(limit)]
+    jobs = list({repr(j): j for j in (compile_job(c) for c in
+                                      (correctness_configs(limit) if check else []) +
+                                      sweep_configs(limit))}.values())
     say(f"compiling {len(jobs)} variants")
     wgmma.precompile(jobs)
     if check:
@@ -960,11 +990,12 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
     for size in sizes:
         for dt in dtypes:
             a, b, da, db, dbt = _problem(size, dt, rng)
+            rows = SampledRows(a, b, rng)
             flop = bench.gemm_flop(size, size, size)
             dc = DeviceArray.poisoned((size, size), np_dtype(dt))
             if out["baseline_library"]:
                 t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=10)
-                err = gemm.check_sampled_rows(dc, a, b, dt, "cuBLAS", rng)
+                err = rows.check(dc, dt, "cuBLAS")
                 out["sweep"].append({"kernel": "cuBLAS", "dtype": dt, "size": size, **t.as_dict(),
                                      "tflops": bench.tflops(flop, t.median_ms),
                                      "rel_err_rows": err})
@@ -974,12 +1005,13 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
                 dc.poison()
                 g = PipelineGemm(cfg, da, dbt, dc)
                 t = _time(g)
-                err = gemm.check_sampled_rows(dc, a, b, dt, cfg.label(), rng)
+                err = rows.check(dc, dt, cfg.label())
                 row = {"kernel": "pipeline", "size": size, **cfg.as_dict(), "tile": cfg.tile_name,
                        **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
                        "rel_err_rows": err, "registers": g.ck.resources.registers,
                        "spill_bytes": g.ck.resources.spill_stores}
-                is_depth = cfg.wait_pending == (1 if cfg.stages > 1 else 0) and not cfg.trace
+                is_depth = (cfg.wait_pending == (1 if cfg.stages > 1 else 0) and not cfg.trace
+                            and not cfg.l2_promotion)
                 (out["sweep"] if is_depth else out["variants"]).append(row)
                 say(f"{size}³ {cfg.label()}: {row['tflops']:.0f} TFLOP/s")
                 if cfg.trace and size == sizes[0] and dt == "float16":
@@ -1013,10 +1045,21 @@ def _dump_trace(trace_dir, cfg, size, tr: TraceResult, raw: np.ndarray) -> None:
     np.savez_compressed(d / f"{name}.npz", raw=raw)
 
 
-def best_row(results: dict, dtype: str, size: int, tile: str | None = None) -> dict | None:
-    rows = [r for r in results["sweep"] if r["kernel"] == "pipeline" and r["dtype"] == dtype
+def best_row(results: dict, dtype: str, size: int, tile: str | None = None,
+             variants: bool = False) -> dict | None:
+    """The fastest pipelined row of the depth sweep (with ``variants``: of every untraced row,
+    wait_pending 0 and L2 promotion included) for ``dtype``, ``size`` (and ``tile``)."""
+    pool = results["sweep"] + ([v for v in results.get("variants", []) if not v.get("trace")]
+                               if variants else [])
+    rows = [r for r in pool if r["kernel"] == "pipeline" and r["dtype"] == dtype
             and r["size"] == size and (tile is None or r["tile"] == tile)]
     return max(rows, key=lambda r: r["tflops"]) if rows else None
+
+
+def row_label(r: dict) -> str:
+    """A result row's configuration, as :meth:`PipelineConfig.label`."""
+    keys = {f.name for f in dataclasses.fields(PipelineConfig)}
+    return PipelineConfig(**{k: v for k, v in r.items() if k in keys}).label()
 
 
 def _keep_trace_spans(out: dict) -> None:
@@ -1044,7 +1087,7 @@ def cublas_row(results: dict, dtype: str, size: int) -> dict | None:
 
 def depth_table(results: dict) -> str:
     """TFLOP/s by stages (columns) for every tile, dtype and size, with cuBLAS and the best ratio."""
-    lines = [f"{'size':>5s} {'dtype':9s} {'tile':15s} " +
+    lines = [f"{'size':>5s} {'dtype':9s} {'tile':20s} " +
              " ".join(f"{'s' + str(s):>6s}" for s in STAGE_RANGE) + f" {'cuBLAS':>7s} {'best/cuBLAS':>11s}"]
     for size in sorted({r["size"] for r in results["sweep"]}):
         for dt in SWEEP_DTYPES:
@@ -1057,26 +1100,29 @@ def depth_table(results: dict) -> str:
                 cells = " ".join(f"{by[s]:6.0f}" if s in by else f"{'-':>6s}" for s in STAGE_RANGE)
                 best = max(by.values())
                 ratio = f"{best / cb['tflops']:11.2f}" if cb else f"{'':11s}"
-                lines.append(f"{size:5d} {dt:9s} {tile:15s} {cells} "
+                lines.append(f"{size:5d} {dt:9s} {tile:20s} {cells} "
                              f"{cb['tflops'] if cb else float('nan'):7.0f} {ratio}")
     return "\n".join(lines)
 
 
 def variants_table(results: dict) -> str:
     """wait_pending 0 and trace-on beside the depth sweep's row for the same (tile, stages)."""
-    lines = [f"{'size':>5s} {'dtype':9s} {'tile':15s} {'st':>2s} {'wait1':>6s} {'wait0':>6s} "
-             f"{'trace':>6s} {'trace cost':>10s}"]
+    lines = [f"{'size':>5s} {'dtype':9s} {'tile':20s} {'st':>2s} {'wait1':>6s} {'wait0':>6s} "
+             f"{'l2:256':>6s} {'trace':>6s} {'trace cost':>10s}"]
     keyf = lambda r: (r["size"], r["dtype"], r["tile"], r["stages"])  # noqa: E731
+
+    def cell(x):
+        return f"{x['tflops']:6.0f}" if x else f"{'-':>6s}"
     base = {keyf(r): r for r in results["sweep"] if r["kernel"] == "pipeline"}
     for k in sorted(base):
         w0 = next((v for v in results["variants"] if keyf(v) == k and v["wait_pending"] == 0
-                   and not v["trace"]), None)
+                   and not v["trace"] and not v.get("l2_promotion")), None)
+        l2 = next((v for v in results["variants"] if keyf(v) == k and v.get("l2_promotion")), None)
         tr = next((v for v in results["variants"] if keyf(v) == k and v["trace"]), None)
         b = base[k]["tflops"]
-        lines.append(f"{k[0]:5d} {k[1]:9s} {k[2]:15s} {k[3]:2d} {b:6.0f} "
-                     f"{w0['tflops'] if w0 else float('nan'):6.0f} "
-                     f"{tr['tflops'] if tr else float('nan'):6.0f} "
-                     f"{(b / tr['tflops'] - 1) if tr else float('nan'):10.1%}")
+        cost = f"{b / tr['tflops'] - 1:10.1%}" if tr else f"{'-':>10s}"
+        lines.append(f"{k[0]:5d} {k[1]:9s} {k[2]:20s} {k[3]:2d} {b:6.0f} {cell(w0)} {cell(l2)} "
+                     f"{cell(tr)} {cost}")
     return "\n".join(lines)
 
 
@@ -1101,11 +1147,10 @@ def summarize_pipeline(rec) -> str:
                          f"barriers {m['wait_full_fraction']:.2f}")
     for size in sorted({x["size"] for x in r["sweep"]}):
         for dt in SWEEP_DTYPES:
-            b, cb = best_row(r, dt, size), cublas_row(r, dt, size)
+            b, cb = best_row(r, dt, size, variants=True), cublas_row(r, dt, size)
             if b and cb:
-                lines.append(f"best {dt} {size}³: {b['tile']} s{b['stages']} {b['tflops']:.0f} "
-                             f"TFLOP/s = {b['tflops'] / cb['tflops']:.2f} of cuBLAS "
-                             f"({cb['tflops']:.0f})")
+                lines.append(f"best {dt} {size}³: {row_label(b)}: {b['tflops']:.0f} TFLOP/s = "
+                             f"{b['tflops'] / cb['tflops']:.2f} of cuBLAS ({cb['tflops']:.0f})")
     return "\n".join(lines)
 
 

@@ -89,6 +89,7 @@ class TensorMapSpec:
     element_strides: tuple[int, ...]
     swizzle: int
     oob_fill: str
+    l2_promotion: int = 0
 
     @property
     def rank(self) -> int:
@@ -127,14 +128,16 @@ def _ints(field: str, v: Any, n: int | None = None) -> tuple[int, ...]:
 
 def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[int],
              strides: Sequence[int] | None = None, swizzle: Any = 0,
-             element_strides: Sequence[int] | None = None, oob_fill: str = "zero") -> TensorMapSpec:
+             element_strides: Sequence[int] | None = None, oob_fill: str = "zero",
+             l2_promotion: int = 0) -> TensorMapSpec:
     """Check tensor-map arguments against the cuTensorMapEncodeTiled rules (no GPU needed).
 
     ``address`` device address (int); ``shape`` row-major dims; ``dtype`` numpy dtype or name;
     ``box`` row-major box dims; ``strides`` row-major **byte** strides (default C-contiguous);
     ``swizzle`` 0/32/64/128; ``element_strides`` row-major (default all 1); ``oob_fill``
-    "zero" | "nan". Returns the normalised :class:`TensorMapSpec`; raises :class:`TensorMapError`
-    naming the field, the value and the rule.
+    "zero" | "nan"; ``l2_promotion`` 0 (none), 64, 128 or 256 bytes (CUtensorMapL2promotion: the
+    L2 fetch granularity of the loads). Returns the normalised :class:`TensorMapSpec`; raises
+    :class:`TensorMapError` naming the field, the value and the rule.
     """
     shape_t = _ints("shape", shape)
     rank = len(shape_t)
@@ -200,9 +203,12 @@ def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[in
     if oob_fill == "nan" and data_type not in FLOAT_TYPES:
         _fail("oob_fill", oob_fill, f"NaN fill needs a floating-point tensorDataType; {dt.name} "
                                     f"travels as {data_type}")
+    if l2_promotion not in (0, 64, 128, 256):
+        _fail("l2_promotion", l2_promotion, "must be 0 (none), 64, 128 or 256 bytes "
+                                            "(CUtensorMapL2promotion)")
     return TensorMapSpec(dtype=dt, data_type=data_type, address=int(address), shape=shape_t,
                          strides=tuple(st), box=box_t, element_strides=es, swizzle=sw,
-                         oob_fill=oob_fill)
+                         oob_fill=oob_fill, l2_promotion=int(l2_promotion))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -238,14 +244,18 @@ def encode(spec: TensorMapSpec, owner: Any = None):
            64: tm.TensorMapSwizzle.SWIZZLE_64B, 128: tm.TensorMapSwizzle.SWIZZLE_128B}[spec.swizzle]
     fill = (tm.TensorMapOOBFill.NONE if spec.oob_fill == "zero"
             else tm.TensorMapOOBFill.NAN_REQUEST_ZERO_FMA)
+    l2 = {0: tm.TensorMapL2Promotion.NONE, 64: tm.TensorMapL2Promotion.L2_64B,
+          128: tm.TensorMapL2Promotion.L2_128B,
+          256: tm.TensorMapL2Promotion.L2_256B}[spec.l2_promotion]
     return view.as_tensor_map(box_dim=spec.box, element_strides=spec.element_strides,
                               data_type=getattr(tm.TensorMapDataType, spec.data_type),
-                              swizzle=swz, oob_fill=fill)
+                              swizzle=swz, oob_fill=fill, l2_promotion=l2)
 
 
 def make_tensor_map(arr, box: Sequence[int], *, swizzle: Any = 0,
                     element_strides: Sequence[int] | None = None, oob_fill: str = "zero",
-                    shape: Sequence[int] | None = None, strides: Sequence[int] | None = None):
+                    shape: Sequence[int] | None = None, strides: Sequence[int] | None = None,
+                    l2_promotion: int = 0):
     """A tensor map over device array ``arr`` (:class:`~asynctc.memory.DeviceArray`), validated.
 
     ``box``: row-major box dims (elements). ``shape``/``strides`` (bytes) default to ``arr``'s
@@ -255,7 +265,8 @@ def make_tensor_map(arr, box: Sequence[int], *, swizzle: Any = 0,
     """
     spec = validate(address=arr.ptr, shape=tuple(arr.shape) if shape is None else shape,
                     dtype=arr.dtype, box=box, strides=strides, swizzle=swizzle,
-                    element_strides=element_strides, oob_fill=oob_fill)
+                    element_strides=element_strides, oob_fill=oob_fill,
+                    l2_promotion=l2_promotion)
     last = sum((d - 1) * s for d, s in zip(spec.shape, spec.strides)) + spec.dtype.itemsize
     if last > arr.nbytes:
         _fail("shape", spec.shape, f"with strides {spec.strides} the tensor spans {last} bytes, more "
@@ -263,12 +274,13 @@ def make_tensor_map(arr, box: Sequence[int], *, swizzle: Any = 0,
     return encode(spec, owner=arr), spec
 
 
-def tensor_map_for_tile(arr, tile: SmemTile, *, oob_fill: str = "zero"):
+def tensor_map_for_tile(arr, tile: SmemTile, *, oob_fill: str = "zero", l2_promotion: int = 0):
     """A 2-D tensor map over ``arr`` (rows × cols, row-major) whose box fills ``tile`` exactly:
     box = (tile.rows, tile.cols), swizzle = tile.swizzle. ``arr.dtype`` must have the tile's
-    element size. Returns ``(descriptor, spec)``."""
+    element size; ``l2_promotion`` as in :func:`validate`. Returns ``(descriptor, spec)``."""
     if np.dtype(arr.dtype).itemsize != tile.itemsize:
         _fail("dtype", np.dtype(arr.dtype).name, f"the tile holds {tile.itemsize}-byte elements "
                                                  f"({tile.dtype.name})")
     a = tile.tensor_map_args()
-    return make_tensor_map(arr, a["box_dim"], swizzle=a["swizzle"], oob_fill=oob_fill)
+    return make_tensor_map(arr, a["box_dim"], swizzle=a["swizzle"], oob_fill=oob_fill,
+                           l2_promotion=l2_promotion)
