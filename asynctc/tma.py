@@ -64,14 +64,18 @@ def encode(spec: TensorMapSpec, owner: Any = None):
            64: tm.TensorMapSwizzle.SWIZZLE_64B, 128: tm.TensorMapSwizzle.SWIZZLE_128B}[spec.swizzle]
     fill = (tm.TensorMapOOBFill.NONE if spec.oob_fill == "zero"
             else tm.TensorMapOOBFill.NAN_REQUEST_ZERO_FMA)
+    l2 = {0: tm.TensorMapL2Promotion.NONE, 64: tm.TensorMapL2Promotion.L2_64B,
+          128: tm.TensorMapL2Promotion.L2_128B,
+          256: tm.TensorMapL2Promotion.L2_256B}[spec.l2_promotion]
     return view.as_tensor_map(box_dim=spec.box, element_strides=spec.element_strides,
                               data_type=getattr(tm.TensorMapDataType, spec.data_type),
-                              swizzle=swz, oob_fill=fill)
+                              swizzle=swz, oob_fill=fill, l2_promotion=l2)
 
 
 def make_tensor_map(arr, box: Sequence[int], *, swizzle: Any = 0,
                     element_strides: Sequence[int] | None = None, oob_fill: str = "zero",
-                    shape: Sequence[int] | None = None, strides: Sequence[int] | None = None):
+                    shape: Sequence[int] | None = None, strides: Sequence[int] | None = None,
+                    l2_promotion: int = 0):
     """A tensor map over device array ``arr`` (:class:`~asynctc.core.memory.DeviceArray`), validated.
 
     ``box``: row-major box dims (elements). ``shape``/``strides`` (bytes) default to ``arr``'s
@@ -81,7 +85,8 @@ def make_tensor_map(arr, box: Sequence[int], *, swizzle: Any = 0,
     """
     spec = validate(address=arr.ptr, shape=tuple(arr.shape) if shape is None else shape,
                     dtype=arr.dtype, box=box, strides=strides, swizzle=swizzle,
-                    element_strides=element_strides, oob_fill=oob_fill)
+                    element_strides=element_strides, oob_fill=oob_fill,
+                    l2_promotion=l2_promotion)
     last = sum((d - 1) * s for d, s in zip(spec.shape, spec.strides)) + spec.dtype.itemsize
     if last > arr.nbytes:
         _fail("shape", spec.shape, f"with strides {spec.strides} the tensor spans {last} bytes, more "
@@ -89,15 +94,16 @@ def make_tensor_map(arr, box: Sequence[int], *, swizzle: Any = 0,
     return encode(spec, owner=arr), spec
 
 
-def tensor_map_for_tile(arr, tile: SmemTile, *, oob_fill: str = "zero"):
+def tensor_map_for_tile(arr, tile: SmemTile, *, oob_fill: str = "zero", l2_promotion: int = 0):
     """A 2-D tensor map over ``arr`` (rows × cols, row-major) whose box fills ``tile`` exactly:
     box = (tile.rows, tile.cols), swizzle = tile.swizzle. ``arr.dtype`` must have the tile's
-    element size. Returns ``(descriptor, spec)``."""
+    element size; ``l2_promotion`` as in :func:`validate`. Returns ``(descriptor, spec)``."""
     if np.dtype(arr.dtype).itemsize != tile.itemsize:
         _fail("dtype", np.dtype(arr.dtype).name, f"the tile holds {tile.itemsize}-byte elements "
                                                  f"({tile.dtype.name})")
     a = tile.tensor_map_args()
-    return make_tensor_map(arr, a["box_dim"], swizzle=a["swizzle"], oob_fill=oob_fill)
+    return make_tensor_map(arr, a["box_dim"], swizzle=a["swizzle"], oob_fill=oob_fill,
+                           l2_promotion=l2_promotion)
 
 
 # ==================================================================================================

@@ -149,3 +149,13 @@ def test_view_beyond_the_array_is_rejected_before_encoding():
         nbytes = 64 * 64 * 2
     with pytest.raises(TensorMapError, match=r"shape=\(128, 64\): .* more than the 8192-byte array"):
         tma.make_tensor_map(Fake(), (64, 64), shape=(128, 64))
+
+
+def test_l2_promotion_is_validated():
+    from asynctc import tma
+    spec = tma.validate(address=0x1000, shape=(64, 64), dtype="float16", box=(64, 64), swizzle=128,
+                        l2_promotion=256)
+    assert spec.l2_promotion == 256
+    assert tma.validate(address=0x1000, shape=(64, 64), dtype="float16", box=(64, 64)).l2_promotion == 0
+    with pytest.raises(tma.TensorMapError, match=r"^l2_promotion=32"):
+        tma.validate(address=0x1000, shape=(64, 64), dtype="float16", box=(64, 64), l2_promotion=32)

@@ -91,6 +91,7 @@ class TensorMapSpec:
     element_strides: tuple[int, ...]
     swizzle: int
     oob_fill: str
+    l2_promotion: int = 0
 
     @property
     def rank(self) -> int:
@@ -129,14 +130,16 @@ def _ints(field: str, v: Any, n: int | None = None) -> tuple[int, ...]:
 
 def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[int],
              strides: Sequence[int] | None = None, swizzle: Any = 0,
-             element_strides: Sequence[int] | None = None, oob_fill: str = "zero") -> TensorMapSpec:
+             element_strides: Sequence[int] | None = None, oob_fill: str = "zero",
+             l2_promotion: int = 0) -> TensorMapSpec:
     """Check tensor-map arguments against the cuTensorMapEncodeTiled rules (no GPU needed).
 
     ``address`` device address (int); ``shape`` row-major dims; ``dtype`` numpy dtype or name;
     ``box`` row-major box dims; ``strides`` row-major **byte** strides (default C-contiguous);
     ``swizzle`` 0/32/64/128; ``element_strides`` row-major (default all 1); ``oob_fill``
-    "zero" | "nan". Returns the normalised :class:`TensorMapSpec`; raises :class:`TensorMapError`
-    naming the field, the value and the rule.
+    "zero" | "nan"; ``l2_promotion`` 0 (none), 64, 128 or 256 bytes (CUtensorMapL2promotion: the
+    L2 fetch granularity of the loads). Returns the normalised :class:`TensorMapSpec`; raises
+    :class:`TensorMapError` naming the field, the value and the rule.
     """
     shape_t = _ints("shape", shape)
     rank = len(shape_t)
@@ -202,6 +205,9 @@ def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[in
     if oob_fill == "nan" and data_type not in FLOAT_TYPES:
         _fail("oob_fill", oob_fill, f"NaN fill needs a floating-point tensorDataType; {dt.name} "
                                     f"travels as {data_type}")
+    if l2_promotion not in (0, 64, 128, 256):
+        _fail("l2_promotion", l2_promotion, "must be 0 (none), 64, 128 or 256 bytes "
+                                            "(CUtensorMapL2promotion)")
     return TensorMapSpec(dtype=dt, data_type=data_type, address=int(address), shape=shape_t,
                          strides=tuple(st), box=box_t, element_strides=es, swizzle=sw,
-                         oob_fill=oob_fill)
+                         oob_fill=oob_fill, l2_promotion=int(l2_promotion))

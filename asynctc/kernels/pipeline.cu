@@ -1,0 +1,395 @@
+// Chapter 05 — a pipelined GEMM: a ring of STAGES shared-memory stages filled by TMA, guarded by
+// two mbarriers per stage, consumed by wgmma.  C (M×N fp32, or the input dtype) = A (M×K) · B (K×N).
+//
+//   A: M×K row-major (K-major), one TMA box of BM rows × 64 columns per stage.
+//   B: B_MAJOR 0: stored N×K row-major (K-major), one box of BN rows × 64 columns per stage;
+//      B_MAJOR 1: stored K×N row-major (N-major = MN-major), BN/64 boxes of 64 K-rows × 64 columns.
+//   Every box is 128 bytes wide with the 128-byte swizzle, so a stage is (BM + BN) · 128 bytes and
+//   each wgmma reads it through a descriptor (start + LBO/SBO + swizzle mode) made on the host
+//   (asynctc.pipeline: the descriptor of stage 0, k-step 0, at shared address 0) and advanced here
+//   by byte offsets (wgmma_desc_advance).
+//
+// The ring protocol (what the chapter's diagram draws; names from the PTX ISA):
+//   full[s]  — arrive count 1: the producer's mbarrier.arrive.expect_tx(stage bytes); the phase
+//              completes when TMA's complete_tx has delivered all those bytes.
+//   empty[s] — arrive count CONSUMERS: one elected thread per consumer warpgroup arrives once the
+//              wgmmas that read stage s have completed (wgmma.wait_group).
+//   k-tile k lives in stage k mod S and is the (k / S)-th fill of that stage, so its full-barrier
+//   phase has parity (k / S) mod 2. The producer refills a stage for fill f ≥ 1 after the
+//   (f−1)-th release: it waits on empty[s] with parity (f−1) mod 2 = ((k / S) mod 2) xor 1. For the
+//   first pass (f = 0) that parity is 1, and a fresh barrier (in phase 0) reports the "preceding"
+//   phase 1 as complete, so the wait passes at once (ptx/mbarrier.cuh).
+//
+//   prologue:  the producer fills min(S, T) stages (T = K / 64 k-tiles): k-tiles 0 .. S−1.
+//   k-tile k:  every thread waits full[k mod S]; the warpgroup issues BK/16 k-steps of wgmma
+//              (× its m64 atoms), commits them as one group and waits until at most WAIT_PENDING
+//              groups are pending. Then r = k − WAIT_PENDING (the k-tile whose wgmmas are now
+//              known complete) is released: thread 0 of each warpgroup arrives on empty[r mod S].
+//              Then the producer (thread 0 of warpgroup 0) refills that stage with k-tile r + S:
+//              it waits on empty[r mod S] (all CONSUMERS releases of r), arrive.expect_tx on
+//              full[r mod S] and issues the TMA boxes. With WAIT_PENDING = 1 that is k-tile
+//              k + S − 1 (one group stays in flight while the next k-tile is waited for); with
+//              WAIT_PENDING = 0 it is k + S. STAGES = 1 forces WAIT_PENDING = 0 (the only stage is
+//              still being read by the pending group): load, wait, compute, release, load next —
+//              fully serial.
+//
+// Why the producer, which is also a consumer, cannot deadlock on empty[r mod S]: it needs the other
+// warpgroup's release of k-tile r, made by that warpgroup at the end of *its* iteration k (= r +
+// WAIT_PENDING). To get there the other warpgroup needs (a) full[k mod S] complete — k-tile k was
+// loaded by the producer in the prologue or at the end of iteration k − S + WAIT_PENDING ≤ k − 1
+// (S ≥ 1 with WAIT_PENDING = 0, S ≥ 2 with WAIT_PENDING = 1), i.e. strictly before the producer's
+// current wait — and (b) its own wgmma groups to complete, which needs nothing from any thread.
+// No other wait (no __syncthreads) sits in the loop. So every wait the producer makes depends only
+// on work already issued, and the other warpgroup never waits on the producer's current iteration.
+// The producer's own warpgroup released r before the producer waits (program order).
+//
+// Every wait is bounded (wait_bounded below): a broken variant writes an error word and finishes
+// instead of hanging the GPU; asynctc.pipeline raises it as an error.
+//
+// Trace (TRACE = 1): thread 0 of each consumer warpgroup of CTAs blockIdx.x < TRACE_CTAS writes
+// fixed-size events (clock64, %globaltimer, kind | stage | k-tile) into its own slot of `trace`
+// (no atomics; the first CTAs are the first wave, each on its own SM, SM id in the header).
+// Layout per (CTA, warpgroup) slot, in u64: [0] %globaltimer at start, [1] clock64 at start,
+// [2] %smid | blockIdx.x << 32, [3] events attempted, then TRACE_EVENTS records of 2 u64:
+// clock64, (%globaltimer low 32 bits) << 32 | kind | stage << 4 | k << 8. Decoded by
+// asynctc.pipeline.decode_trace.
+//
+// Defines: DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0, 1),
+// WAIT_PENDING (0, 1), TRACE (0, 1), TRACE_CTAS, TRACE_EVENTS, OUT_F32 (1: fp32 C; 0: C in DT),
+// GROUP_M (CTA rows per raster group), MIN_BLOCKS (__launch_bounds__ minimum of resident CTAs,
+// 1 or 2), A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets, from
+// asynctc.pipeline; checked against this file's own by static_assert).
+// Arguments: ta, tb (tensor maps of A and B), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of
+// stage 0, k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null).
+// Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes.
+
+#include "ptx/common.cuh"
+#include "ptx/cvt.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+
+#ifndef DT
+#define DT 0
+#endif
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 64
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
+#ifndef B_MAJOR
+#define B_MAJOR 0
+#endif
+#ifndef WAIT_PENDING
+#define WAIT_PENDING 1
+#endif
+#ifndef TRACE
+#define TRACE 0
+#endif
+#ifndef TRACE_CTAS
+#define TRACE_CTAS 4
+#endif
+#ifndef TRACE_EVENTS
+#define TRACE_EVENTS 2048
+#endif
+#ifndef OUT_F32
+#define OUT_F32 1
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef A_KSTEP_BYTES
+#define A_KSTEP_BYTES 32
+#endif
+#ifndef B_KSTEP_BYTES
+#define B_KSTEP_BYTES (B_MAJOR ? 2048 : 32)
+#endif
+#ifndef B_BOX_BYTES
+#define B_BOX_BYTES (B_MAJOR ? 8192 : BN * 128)
+#endif
+
+static_assert(DT == 0 || DT == 1, "DT: 0 f16, 1 bf16");
+static_assert(BK == 64, "BK = 64: one 128-byte swizzle row of K per box row");
+static_assert(STAGES >= 1 && STAGES <= 6, "STAGES: 1..6");
+static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
+static_assert(BM % (64 * CONSUMERS) == 0 && BM <= 256, "each warpgroup owns whole m64 atoms");
+static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256 (one wgmma n = BN)");
+static_assert(WAIT_PENDING == 0 || WAIT_PENDING == 1, "WAIT_PENDING: 0 or 1");
+
+constexpr int kThreads = 128 * CONSUMERS;
+constexpr int kWgRows = BM / CONSUMERS;           // C rows per consumer warpgroup
+constexpr int kAtoms = kWgRows / 64;              // m64 wgmma rows per warpgroup
+constexpr int kAcc = BN / 2;                      // fp32 accumulators per thread per atom
+constexpr int kKSteps = BK / 16;                  // m64nBNk16 instructions along one k-tile
+constexpr u32 kRowBytes = 128;                    // one swizzled box row: 64 × 2 bytes
+constexpr u32 kATileBytes = BM * kRowBytes;
+constexpr u32 kBTileBytes = BN * kRowBytes;
+constexpr u32 kStageBytes = kATileBytes + kBTileBytes;
+constexpr u32 kAtomBytes = 64 * kRowBytes;        // A: next m64 atom = 64 rows further
+constexpr int kPending = STAGES == 1 ? 0 : WAIT_PENDING;
+static_assert(kAtoms * kAcc <= 128, "accumulators per thread above the 128-register budget");
+static_assert(A_KSTEP_BYTES == 32, "A K-major: a k16 step is 32 bytes along the swizzled row");
+static_assert(B_KSTEP_BYTES == (B_MAJOR ? 16 * kRowBytes : 32),
+              "B: a k16 step is 16 K-rows (N-major) or 32 bytes (K-major)");
+static_assert(B_BOX_BYTES == (B_MAJOR ? 64 * kRowBytes : BN * kRowBytes), "B box size");
+static_assert(kStageBytes % 1024 == 0, "stage bases must stay on the 1024-byte swizzle repeat");
+
+// ---- bounded waits ---------------------------------------------------------------------------
+// Tags of the error word (asynctc.pipeline decodes them): what was waited for, and the stage.
+#define WAIT_FULL 1u
+#define WAIT_EMPTY 2u
+
+// Wait for phase `parity` of `bar`. Fast path: one try_wait. Slow path: keep trying until it
+// passes, until ASYNCTC_WAIT_MAX_NS of %globaltimer have passed (then record ERR_MBARRIER_TIMEOUT |
+// tag << 8 in *err, first error wins), or until another thread has already recorded an error (then
+// give up at once, so a broken launch ends in about one timeout, not one per wait). Returns false
+// when it gave up; the caller sets `broken` and skips every later wait and TMA issue.
+__device__ __forceinline__ bool wait_bounded(u32 bar, u32 parity, u32* err, u32 tag) {
+  if (mbarrier_try_wait_parity(bar, parity)) return true;
+  const u64 t0 = globaltimer();
+  for (u32 i = 1;; ++i) {
+    if (mbarrier_try_wait_parity(bar, parity)) return true;
+    if ((i & 63) == 0) {
+      if (*reinterpret_cast<volatile u32*>(err) != ASYNCTC_ERR_NONE) return false;
+      if (globaltimer() - t0 > ASYNCTC_WAIT_MAX_NS) break;
+    }
+  }
+  atomicCAS(err, ASYNCTC_ERR_NONE, ASYNCTC_ERR_MBARRIER_TIMEOUT | (tag << 8));
+  return false;
+}
+
+// ---- trace -----------------------------------------------------------------------------------
+enum TraceKind : u32 {
+  EV_TMA_ISSUED = 0,      // producer: both operands' TMA issued for k-tile k into stage s
+  EV_EMPTY_BEGIN = 1,     // producer: empty-barrier wait begun
+  EV_EMPTY_END = 2,       //           ... ended
+  EV_FULL_BEGIN = 3,      // full-barrier wait begun
+  EV_FULL_END = 4,        // ... ended (k-tile k is in shared memory)
+  EV_MMA_ISSUE = 5,       // about to issue k-tile k's wgmmas
+  EV_WAIT_DONE = 6,       // wgmma.wait_group returned in iteration k (k − WAIT_PENDING complete)
+  EV_RELEASE = 7,         // arrived on empty[s] for k-tile k
+  EV_LOOP_END = 8,        // after the final wait_group 0 (k = T)
+  EV_STORE_END = 9,       // epilogue stores issued
+};
+
+__device__ __forceinline__ u32 smid() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+
+struct Trace {
+  u64* slot;   // this lane's slot, or null when this thread does not trace
+  u32 n;
+  __device__ __forceinline__ void event(u32 kind, u32 stage, u32 k) {
+    if constexpr (TRACE) {
+      if (slot) {
+        if (n < TRACE_EVENTS) {
+          const u64 c = clock64();
+          const u64 g = globaltimer();
+          slot[4 + 2 * n] = c;
+          slot[5 + 2 * n] = (g << 32) | (u64)(kind | (stage << 4) | (k << 8));
+        }
+        ++n;
+      }
+    }
+  }
+};
+
+// ---- raster: group-M swizzle for L2 reuse (as chapter 01's kernel) ----------------------------
+__device__ __forceinline__ void cta_origin(int M, int N, int& m0, int& n0) {
+  const int tiles_m = M / BM, tiles_n = N / BN;
+  const int bid = blockIdx.x;
+  const int first_m = bid / (GROUP_M * tiles_n) * GROUP_M;
+  const int rows_in_group = min(tiles_m - first_m, GROUP_M);
+  m0 = (first_m + (bid % (GROUP_M * tiles_n)) % rows_in_group) * BM;
+  n0 = (bid % (GROUP_M * tiles_n)) / rows_in_group * BN;
+}
+
+// ---- the producer's half: fill one stage with k-tile kt -----------------------------------------
+__device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, u32 stage_addr,
+                                           u32 full_bar, int kt, int m0, int n0) {
+  mbarrier_arrive_expect_tx(full_bar, kStageBytes);
+  tma_load_2d(stage_addr, ta, full_bar, kt * BK, m0);                       // A: BM × 64
+  if constexpr (B_MAJOR == 0) {
+    tma_load_2d(stage_addr + kATileBytes, tb, full_bar, kt * BK, n0);        // B: BN × 64
+  } else {
+#pragma unroll
+    for (int j = 0; j < BN / 64; ++j)                                        // B: 64 K-rows × 64
+      tma_load_2d(stage_addr + kATileBytes + j * B_BOX_BYTES, tb, full_bar, n0 + 64 * j, kt * BK);
+  }
+}
+
+// No ordinary access to the accumulators may move across a wgmma, commit or wait (ptx/wgmma.cuh).
+__device__ __forceinline__ void fence_accumulators(float (&acc)[kAtoms][kAcc]) {
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) wgmma_fence_operand(acc[i]);
+}
+
+// ---- the consumers' half: one k-tile of wgmma -------------------------------------------------
+// desc_a: this warpgroup's first atom, k-step 0, of the stage; desc_b: B of the stage, k-step 0.
+__device__ __forceinline__ void mma_ktile(float (&acc)[kAtoms][kAcc], u64 desc_a, u64 desc_b) {
+  wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < kKSteps; ++s) {
+    const u64 db = wgmma_desc_advance(desc_b, s * B_KSTEP_BYTES);
+#pragma unroll
+    for (int i = 0; i < kAtoms; ++i)
+      wgmma_mma_async_ss<BN, DT, 0, B_MAJOR>(
+          acc[i], wgmma_desc_advance(desc_a, i * kAtomBytes + s * A_KSTEP_BYTES), db, 1);
+  }
+  wgmma_commit_group();
+}
+
+// ---- epilogue: accumulators → C (fragment layout of ptx/wgmma.cuh) ----------------------------
+__device__ __forceinline__ void store_c(const float (&acc)[kAtoms][kAcc], void* c, int N, int row0,
+                                        int n0) {
+  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) {
+#pragma unroll
+    for (int j = 0; j < kAcc; j += 2) {
+      const int row = row0 + 64 * i + 16 * w + g + 8 * ((j >> 1) & 1);
+      const int col = n0 + 8 * (j >> 2) + 2 * t;
+      const size_t at = (size_t)row * N + col;
+      if constexpr (OUT_F32)
+        *reinterpret_cast<float2*>(static_cast<float*>(c) + at) =
+            make_float2(acc[i][j], acc[i][j + 1]);
+      else
+        *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) =
+            cvt_rn_x2_f32<DT>(acc[i][j], acc[i][j + 1]);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
+    gemm_pipeline(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
+                  void* __restrict__ c, int M, int N, int K, u64 desc_a0, u64 desc_b0,
+                  u32* __restrict__ err, u64* __restrict__ trace) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ alignas(8) u64 full_storage[STAGES];
+  __shared__ alignas(8) u64 empty_storage[STAGES];
+  const u32 raw = smem_u32(smem_raw);
+  const u32 base = (raw + 1023u) & ~1023u;       // stage s at base + s · kStageBytes
+  const u32 full0 = smem_u32(full_storage), empty0 = smem_u32(empty_storage);
+  const int tid = threadIdx.x;
+  const int wg = tid >> 7;                        // consumer warpgroup
+  const bool producer = tid == 0;                 // thread 0 of warpgroup 0 issues every TMA
+  const bool elected = (tid & 127) == 0;          // one releasing thread per warpgroup
+  const int T = K / BK;
+  int m0, n0;
+  cta_origin(M, N, m0, n0);
+
+  Trace tr{nullptr, 0};
+  if constexpr (TRACE) {
+    if (trace && elected && blockIdx.x < TRACE_CTAS) {
+      tr.slot = trace + (size_t)(blockIdx.x * CONSUMERS + wg) * (4 + 2 * TRACE_EVENTS);
+      tr.slot[0] = globaltimer();
+      tr.slot[1] = clock64();
+      tr.slot[2] = (u64)smid() | ((u64)blockIdx.x << 32);
+    }
+  }
+
+  if (producer) {
+    tma_prefetch_desc(ta);
+    tma_prefetch_desc(tb);
+    for (int s = 0; s < STAGES; ++s) {
+      mbarrier_init(full0 + 8 * s, 1);
+      mbarrier_init(empty0 + 8 * s, CONSUMERS);
+    }
+    fence_mbarrier_init();   // the inits, visible to the async proxy (complete_tx) and all threads
+  }
+  __syncthreads();
+
+  bool broken = false;
+  // Prologue: fill min(S, T) stages; the first pass needs no empty wait (see the header).
+  if (producer) {
+    for (int kt = 0; kt < STAGES && kt < T; ++kt) {
+      load_stage(ta, tb, base + kt * kStageBytes, full0 + 8 * kt, kt, m0, n0);
+      tr.event(EV_TMA_ISSUED, kt, kt);
+    }
+  }
+
+  float acc[kAtoms][kAcc];
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i)
+#pragma unroll
+    for (int j = 0; j < kAcc; ++j) acc[i][j] = 0.f;
+
+  // This warpgroup's A rows start kWgRows · wg rows into the stage's A tile.
+  const u64 da0 = wgmma_desc_advance(desc_a0, base + wg * kWgRows * kRowBytes);
+  const u64 db0 = wgmma_desc_advance(desc_b0, base + kATileBytes);
+
+  int stage = 0;            // k mod S, kept without division
+  u32 phase = 0;            // (k / S) mod 2
+  int prev_stage = 0;       // (k − 1) mod S and its phase, for WAIT_PENDING = 1
+  u32 prev_phase = 0;
+  for (int k = 0; k < T; ++k) {
+    // 1. wait until k-tile k is in shared memory
+    tr.event(EV_FULL_BEGIN, stage, k);
+    if (!broken && !wait_bounded(full0 + 8 * stage, phase, err, WAIT_FULL | (stage << 4)))
+      broken = true;
+    tr.event(EV_FULL_END, stage, k);
+
+    // 2. issue its wgmmas as one group; wait until at most kPending groups are in flight
+    tr.event(EV_MMA_ISSUE, stage, k);
+    fence_accumulators(acc);
+    mma_ktile(acc, wgmma_desc_advance(da0, stage * kStageBytes),
+              wgmma_desc_advance(db0, stage * kStageBytes));
+    wgmma_wait_group<kPending>();
+    fence_accumulators(acc);
+    tr.event(EV_WAIT_DONE, stage, k);
+
+    // 3. release k-tile r = k − kPending (its wgmmas are complete) ...
+    const int r = k - kPending;
+    const int rs = kPending ? prev_stage : stage;
+    const u32 rp = kPending ? prev_phase : phase;
+    if (r >= 0) {
+      if (elected) {
+        mbarrier_arrive(empty0 + 8 * rs);
+        tr.event(EV_RELEASE, rs, r);
+      }
+      // 4. ... and the producer refills its stage with k-tile r + S once every warpgroup released it
+      if (producer && r + STAGES < T && !broken) {
+        tr.event(EV_EMPTY_BEGIN, rs, r + STAGES);
+        if (wait_bounded(empty0 + 8 * rs, rp, err, WAIT_EMPTY | (rs << 4))) {
+          tr.event(EV_EMPTY_END, rs, r + STAGES);
+          load_stage(ta, tb, base + rs * kStageBytes, full0 + 8 * rs, r + STAGES, m0, n0);
+          tr.event(EV_TMA_ISSUED, rs, r + STAGES);
+        } else {
+          broken = true;
+        }
+      }
+      __syncwarp();
+    }
+    prev_stage = stage;
+    prev_phase = phase;
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+  wgmma_wait_group<0>();
+  fence_accumulators(acc);
+  tr.event(EV_LOOP_END, stage, T);
+
+  store_c(acc, c, N, m0 + wg * kWgRows, n0);
+  tr.event(EV_STORE_END, 0, T);
+  if constexpr (TRACE) {
+    if (tr.slot) tr.slot[3] = tr.n;
+  }
+}
