@@ -106,6 +106,12 @@ def np_dtype(name: str) -> np.dtype:
 # Configuration
 # --------------------------------------------------------------------------------------------------
 
+#: 64K 32-bit registers per SM (sm_90); registers the main loop needs beside the accumulators
+#: (descriptors, addresses, loop state: ptxas asked for 154 with 128 accumulators on NVRTC 13.0).
+REGS_PER_SM = 65536
+REG_OVERHEAD = 26
+
+
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     """The compile-time knobs of ``kernels/pipeline.cu``.
@@ -199,6 +205,14 @@ class PipelineConfig:
                                          f"{self.smem_total} bytes of shared memory; a CTA may opt "
                                          f"in to at most {limit} (at most "
                                          f"{self.max_stages(limit)} stages for this tile)")
+        acc = (self.bm // (64 * self.consumers)) * (self.bn // 2)
+        cap = min(255, REGS_PER_SM // (self.ctas_per_sm * self.threads))
+        if acc + REG_OVERHEAD > cap:
+            _fail("ctas_per_sm", self.ctas_per_sm, f"{self.ctas_per_sm} CTA(s) of {self.threads} "
+                                                   f"threads leave {cap} registers per thread; the "
+                                                   f"{acc} fp32 accumulators per thread plus the "
+                                                   f"loop's ~{REG_OVERHEAD} do not fit (ptxas: "
+                                                   f"'Insufficient registers')")
         per_sm = self.ctas_per_sm * (self.smem_total + RESERVED_SMEM_PER_CTA)
         if self.ctas_per_sm > 1 and per_sm > SMEM_PER_SM:
             _fail("ctas_per_sm", self.ctas_per_sm, f"{self.ctas_per_sm} CTAs × ({self.smem_total} + "
