@@ -217,6 +217,7 @@ def test_ldmatrix_aliases_and_tolerance_stated():
     ("ch00.memory_bound", 64, "a list of values"),
     ("ch01.smem_bytes", True, "a number, not True/False"),
     ("ch04.descriptor", float(_desc(0x4800, 4096, 512, 2)), "an exact int"),
+    ("ch01.costliest_part", 3, "one of 'copy', 'ldmatrix', in quotes"),
 ])
 def test_an_answer_in_no_accepted_form_says_which_form(capsys, name, answer, form):
     assert not exercises.check(name, answer, **KW[name])

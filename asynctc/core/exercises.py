@@ -171,7 +171,7 @@ def _number(a: Any, want_int: bool) -> int | float:
 def _scalar(a: Any, like: Any) -> Any:
     if isinstance(like, str):
         if not isinstance(a, str):
-            raise _NotAForm(f"text such as {like!r} (got {type(a).__name__})")
+            raise _NotAForm(f"text in quotes (got {type(a).__name__})")
         return _norm_text(a)
     if isinstance(like, bool):
         return bool(a)
@@ -200,6 +200,8 @@ def _normalize(ex: Exercise, answer: Any, exp: Any) -> Any:
         if isinstance(answer, (str, bytes)) or not isinstance(answer, Iterable):
             raise _NotAForm("a list")
         return [_scalar(x, y) for x, y in zip(answer, exp)] + list(answer)[len(exp):]
+    if ex.choices and not isinstance(answer, str):
+        raise _NotAForm(f"one of {', '.join(repr(c) for c in ex.choices)}, in quotes")
     a = _scalar(answer, exp)
     if isinstance(a, str):
         a = ex.aliases.get(a, a)
