@@ -306,7 +306,45 @@ def _ch02_ring_smem(bm: int, bn: int, bk: int, stages: int) -> int:
     return CpAsyncTile(bm, bn, bk, 64, 64, stages=stages).smem_bytes
 
 
+@_ex.diagnosis("ch02.ring_smem")
+def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, stages: int) -> str | None:
+    a, b = bm * bk * 2, bk * bn * 2
+    one = a + b
+    return _ex.known_mistake(answer, expected, [
+        (one, f"that is one stage; the ring holds {stages} of them."),
+        ((stages - 1) * one, f"that is {stages - 1} stages: {stages - 1} k-tiles are in flight while "
+                             f"one is computed on, but all {stages} slots are allocated."),
+        ((stages + 1) * one, f"one stage too many: the ring has {stages} slots."),
+        (stages * (bm * bk + bk * bn), "you counted elements, not bytes: fp16 is 2 bytes per element."),
+        (2 * stages * one, "twice too large: 4 bytes per element? fp16 is 2."),
+        (stages * a, "you counted only the A tiles; every stage holds an A tile and a B tile."),
+        (stages * b, "you counted only the B tiles; every stage holds an A tile and a B tile."),
+        (stages * one + bm * bn * 4, "the fp32 accumulators of C live in registers, not in the ring."),
+        (stages * one + bm * bn * 2, "C is not staged in shared memory: the ring holds only A and B."),
+        (stages * one / 1024, "that is in KiB; the question asks for bytes."),
+        (stages * one * 8, "that is bits; the question asks for bytes."),
+    ])
+
+
 @_ex.exercise("ch02.wait_n", "The N of cp.async.wait_group N that the kernel uses before computing on "
               "a k-tile, for a ring of `stages` stages (stages ≥ 2).")
 def _ch02_wait_n(stages: int) -> int:
     return stages - 2
+
+
+@_ex.diagnosis("ch02.wait_n")
+def _ch02_wait_n_hint(answer, expected, stages: int) -> str | None:
+    if not isinstance(answer, int) or answer < 0:
+        return "N is a count of groups: a whole number ≥ 0."
+    if answer == stages - 1:
+        return (f"with {stages - 1} groups allowed to stay pending, the group of k-tile kt itself may "
+                "still be in flight: before the wait, this thread committed the prologue's "
+                f"{stages - 1} groups plus one per earlier iteration — count which are newer than kt's.")
+    if answer >= stages:
+        return (f"the thread never has more than {stages - 1} groups in flight at that wait, so "
+                f"wait_group {answer} waits for nothing.")
+    if answer > expected:
+        return "too many groups left pending: k-tile kt's group could still be among them."
+    return ("safe, but too strict: the wait also waits for copies of later k-tiles that could "
+            "stay in flight while kt is computed on — what is the largest N that still guarantees "
+            "k-tile kt has landed?")

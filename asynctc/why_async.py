@@ -89,11 +89,52 @@ SUITES = {"ceilings": (measure_ceilings, summarize_ceilings, "sm_90a")}
 # ---- chapter 00 -----------------------------------------------------------------------------------
 
 @_ex.exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M=N=K=n fp16 "
-          "GEMM that reads A and B once and writes C once (2 bytes per element).")
+              "GEMM that reads A and B once and writes C once (2 bytes per element).", rtol=1e-3)
 def _ch00_intensity(n: int) -> float:
     return 2 * n**3 / (2 * 3 * n * n)
 
 
-@_ex.exercise("ch00.memory_bound", "Which of the sizes are memory-bound (intensity below the ridge point)?")
+@_ex.diagnosis("ch00.intensity")
+def _ch00_intensity_hint(answer, expected, n: int) -> str | None:
+    flop, nbytes = 2 * n**3, 3 * 2 * n * n
+    return _ex.known_mistake(answer, expected, [
+        (flop, "that is the FLOP count; intensity divides it by the bytes moved."),
+        (nbytes, "that is the byte count; intensity is FLOP divided by it."),
+        (nbytes / flop, "that is bytes per FLOP; intensity is FLOP per byte — turn it over."),
+        (flop / (2 * 2 * n * n), "you counted A and B but not C: C is written once too, so three "
+                                  "n×n matrices cross DRAM."),
+        (flop / (4 * 2 * n * n), "you counted four matrices: C = A·B only writes C (it is not read), "
+                                  "so three n×n matrices cross DRAM."),
+        (flop / (2 * n * n), "you counted the bytes of one matrix; A, B and C each cross DRAM once."),
+        (flop / (3 * n * n), "you divided by elements, not bytes: fp16 is 2 bytes per element."),
+        (n**3 / nbytes, "a multiply-add is 2 FLOP: an n×n×n GEMM does 2·n³ FLOP, not n³ "
+                        "(or did you take 4 bytes per element? fp16 is 2)."),
+    ], rtol=1e-3)
+
+
+@_ex.exercise("ch00.memory_bound", "Which of the sizes are memory-bound (intensity below the ridge point)?",
+              unordered=True)
 def _ch00_memory_bound(sizes, ridge: float) -> list:
     return [s for s in sizes if _ch00_intensity(s) < ridge]
+
+
+@_ex.diagnosis("ch00.memory_bound")
+def _ch00_memory_bound_hint(answer, expected, sizes, ridge: float) -> str | None:
+    strange = sorted(a for a in answer if a not in sizes)
+    if strange:
+        return f"answer with sizes from the list `sizes`; {strange[0]} is not one of them."
+    compute_bound = {s for s in sizes if s not in expected}
+    if answer and answer == compute_bound:
+        return ("those are the compute-bound sizes: memory-bound means intensity *below* the ridge "
+                "point.")
+    if answer == {s for s in sizes if s < ridge}:
+        return "you compared the size n with the ridge point; compare its intensity (FLOP/byte)."
+    extra = sorted(answer - set(expected))
+    if extra:
+        s = extra[0]
+        return (f"{s} does {2 * s**3:.3g} FLOP for {6 * s * s:.3g} bytes: its intensity "
+                f"{_ch00_intensity(s):.0f} FLOP/byte is above the ridge point ({ridge:.0f}), so it is "
+                "compute-bound.")
+    missing = len(set(expected) - answer)
+    return (f"{missing} memory-bound size{'s are' if missing > 1 else ' is'} missing: check every "
+            "size's intensity against the ridge point.")

@@ -319,6 +319,6 @@ def test_find_the_bug_exercise(variant, capsys):
     assert exercises.check("ch05.find_bug", variant, diagnosis=d)
     wrong = next(v for v in pl.VARIANTS if v != variant)
     assert not exercises.check("ch05.find_bug", wrong, diagnosis=d)
-    assert "hint:" in capsys.readouterr().out
+    assert "not quite — " in capsys.readouterr().out
     with pytest.raises(AssertionError, match="wrong"):
         exercises.check("ch05.find_bug", wrong, diagnosis=d, solution=True)

@@ -825,7 +825,7 @@ def _pending_hint(answer, stages: int = 4, consumers: int = 1):
 
 @_ex.exercise("ch05.groups_pending", "How many wgmma groups should wgmma.wait_group leave pending (0 or 1) "
               "so that the math keeps going while the next stage is released and refilled?",
-              choices=(0, 1), hint=_pending_hint)
+              hint=_pending_hint)
 def _groups_pending(stages: int = 4, consumers: int = 1) -> int:
     runs = {p: simulate(stages, p, consumers, 32) for p in (0, 1)}
     return max(runs, key=lambda p: runs[p].math_fraction)

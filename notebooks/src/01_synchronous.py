@@ -343,7 +343,7 @@ print(f"register-only mma.sync ceiling, best configuration: {best_peak:.0f} TFLO
 # %% [markdown]
 # ## Exercises
 #
-# (Exercise 3, the prediction, is in section 6.)
+# (Exercise 3, the prediction, is in section 6.) A wrong answer gets a hint at what is off.
 #
 # **1.** How many bytes of shared memory does *one stage* (an A tile and a B tile, fp16) of a
 # 128×256×32 CTA tile take? Replace `...`.

@@ -49,9 +49,25 @@ notebook.show_source("ptx/cp_async.cuh", start=r"^template <int kN>", end=r"^}")
 #              copies of k-tile kt+STAGES−1 in flight while k-tile kt is multiplied
 # ```
 #
-# The main loop: wait until this thread's copies of k-tile `kt` have landed (`wait_group<STAGES-2>`),
-# meet at the barrier (now everyone's copies are visible, and the slot computed on in the previous
-# iteration is free), issue the copies of k-tile `kt+STAGES-1` into that free slot, commit, compute.
+# The bookkeeping: a prologue issues the copies of k-tiles 0 … STAGES−2 and commits one group per
+# k-tile; each iteration of the main loop then commits exactly one more group (the copies of k-tile
+# `kt+STAGES-1`, or an empty group near the end). Before computing on k-tile `kt`, a thread must know
+# that *its* copies of `kt` have landed — but the copies of the k-tiles after `kt` should stay in
+# flight, or the ring buys nothing.
+#
+# **Predict before you read the loop** (this is exercise 2): with 4 stages, which N must the kernel
+# pass to `cp.async.wait_group N` before computing on k-tile `kt`? (Count the groups committed before
+# that wait, and how many of them may still be in flight.)
+
+# %%
+answer = ...
+ok = exercises.check("ch02.wait_n", answer, stages=4)
+
+# %% [markdown]
+# The main loop: wait until this thread's copies of k-tile `kt` have landed, meet at the barrier
+# (now everyone's copies are visible, and the slot computed on in the previous iteration is free),
+# issue the copies of k-tile `kt+STAGES-1` into that free slot, commit, compute. The `wait_group`
+# line answers exercise 2:
 
 # %%
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
@@ -192,20 +208,13 @@ ax.set_title("Pipelined vs synchronous shared-memory copy")
 # %% [markdown]
 # ## Exercises
 #
+# (Exercise 2, the prediction, is in section 2.) A wrong answer gets a hint at what is off.
+#
 # **1.** How many bytes of shared memory does a ring of 3 stages take for a 128×256×32 fp16 tile?
 
 # %%
 answer = ...
 ok = exercises.check("ch02.ring_smem", answer, bm=128, bn=256, bk=32, stages=3)
-
-# %% [markdown]
-# **2.** With 4 stages, which N does the kernel pass to `cp.async.wait_group N` before computing on
-# a k-tile? (Count the groups committed before that wait, and how many of them may still be in
-# flight.)
-
-# %%
-answer = ...
-ok = exercises.check("ch02.wait_n", answer, stages=4)
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>

@@ -237,12 +237,14 @@ print(f"best TMA configuration: {best['name']} — {ratio:.2f} of the device-to-
 # %% [markdown]
 # ## Exercises
 #
-# **1.** A TMA load of a 64×64 box of bfloat16: what byte count must `mbarrier.arrive.expect_tx`
+# A wrong answer gets a hint at what is off.
+#
+# **1.** A TMA load of a 48×32 box of float32: what byte count must `mbarrier.arrive.expect_tx`
 # announce?
 
 # %%
 answer = ...
-ok = exercises.check("ch03.expect_tx", answer, rows=64, cols=64, dtype="bfloat16")
+ok = exercises.check("ch03.expect_tx", answer, rows=48, cols=32, dtype="float32")
 
 # %% [markdown]
 # **2.** In a 64×64 fp16 tile loaded with 128-byte swizzle into a 1024-byte aligned buffer, which
@@ -257,7 +259,7 @@ ok = exercises.check("ch03.bank_128B", answer, row=3, col=20)
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
 
 # %%
-exercises.check("ch03.expect_tx", 64 * 64 * 2, rows=64, cols=64, dtype="bfloat16", solution=True)
+exercises.check("ch03.expect_tx", 48 * 32 * 4, rows=48, cols=32, dtype="float32", solution=True)
 row, col = 3, 20
 chunk, within = divmod(col * 2, 16)
 offset = row * 128 + ((chunk ^ (row % 8)) * 16) + within

@@ -89,6 +89,16 @@ print("every one of the 128 threads holds exactly N/2 = 8 accumulators:", True)
 # make one 1024-byte swizzle pattern, so **SBO = 1024** (from one 8-row group to the next); LBO is
 # unused by K-major swizzled layouts (the ISA "assumes 1"); each further k16 step starts 32 bytes
 # later in the same rows.
+#
+# **Predict before you look** (this is exercise 1; section 3's figures show the answer): what is
+# SBO, in bytes, for a K-major operand tile with **64-byte** swizzle? Replace `...`.
+
+# %%
+answer = ...
+ok = exercises.check("ch04.sbo", answer, swizzle=64)
+
+# %% [markdown]
+# The default tile's descriptor, field by field:
 
 # %%
 tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
@@ -282,13 +292,9 @@ else:
 #
 # ## Exercises
 #
-# **1.** SBO in bytes of a K-major operand tile with 64-byte swizzle. Replace `...`.
-
-# %%
-answer = ...
-ok = exercises.check("ch04.sbo", answer, swizzle=64)
-
-# %% [markdown]
+# (Exercise 1, the SBO prediction, is in section 2.) A wrong answer gets a hint: a wrong
+# descriptor is decoded field by field and the wrong fields are named.
+#
 # **2.** Encode the full 64-bit descriptor (a Python `int`) for **k-step 2** of a B tile with
 # N = 128, K = 64, bf16, **N-major**, 64-byte swizzle, stored as TMA boxes starting at shared
 # address 0x4000. Hints: a box is one 64-byte swizzle row wide (32 elements of N) and K = 64 rows
