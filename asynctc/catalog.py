@@ -72,7 +72,7 @@ def _smem_pipeline(kind: str) -> Callable[[], CourseKernel]:
     def build() -> CourseKernel:
         from . import cp_async
         b = 16
-        ck = runtime.compile_kernel("cp_async_cp_async_smem_pipeline.cu", f"smem_copy_{kind}",
+        ck = runtime.compile_kernel("cp_async_smem_pipeline.cu", f"smem_copy_{kind}",
                                     defines=dict(B=b, ITERS=cp_async.SMEM_ITERS))
         return _wrap(ck, 0, f"{b}×{b} block, {cp_async.SMEM_ITERS} tiles")
     build.__doc__ = f"The {kind} shared-memory copy of the Luo et al. microbenchmark (16×16 block)."
@@ -124,6 +124,28 @@ def _wgmma_peak(dtype: str = "float16") -> CourseKernel:
                  f"{cfg.dtype}, N={n}, A from shared memory, {chains} chain")
 
 
+# ---- chapter 05 ----------------------------------------------------------------------------------
+
+def _pipeline(dtype: str = "float16") -> CourseKernel:
+    from . import pipeline
+    cfg = pipeline.PipelineConfig(dtype=dtype, bm=128, bn=256, consumers=2, stages=4)
+    return _wrap(pipeline.compile_pipeline(cfg), cfg.shmem_bytes, cfg.label())
+
+
+# ---- chapter 09 ----------------------------------------------------------------------------------
+
+def _tcgen05(dtype: str = "float16") -> CourseKernel:
+    from . import tcgen05
+    cfg = tcgen05.GemmConfig(dtype, 128, 256, 64, 4, 1)
+    return _wrap(tcgen05.compile_gemm(cfg), cfg.smem_bytes, cfg.label() + " (sm_100a)")
+
+
+def _tcgen05_pair(dtype: str = "float16") -> CourseKernel:
+    from . import tcgen05
+    cfg = tcgen05.GemmConfig(dtype, 256, 256, 64, 4, 2)
+    return _wrap(tcgen05.compile_gemm(cfg), cfg.smem_bytes, cfg.label() + " (sm_100a)")
+
+
 _GEMM_DTYPES = ("float16", "bfloat16")
 _WGMMA_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
@@ -137,11 +159,15 @@ COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
     **{n: _tma(n) for n in _TMA_KERNELS},
     "wgmma": _wgmma,
     "wgmma_peak": _wgmma_peak,
+    "pipeline": _pipeline,
+    "tcgen05": _tcgen05,
+    "tcgen05_pair": _tcgen05_pair,
 }
 
 #: name → the dtypes its function accepts as ``dtype=`` (the first is the default); kernels not
 #: listed have no dtype choice.
 DTYPES: dict[str, tuple[str, ...]] = {
     "mma_sync": _GEMM_DTYPES, "mma_sync_peak": _GEMM_DTYPES, "cp_async": _GEMM_DTYPES,
-    "wgmma": _WGMMA_DTYPES, "wgmma_peak": _WGMMA_DTYPES,
+    "wgmma": _WGMMA_DTYPES, "wgmma_peak": _WGMMA_DTYPES, "pipeline": _GEMM_DTYPES,
+    "tcgen05": _GEMM_DTYPES, "tcgen05_pair": _GEMM_DTYPES,
 }

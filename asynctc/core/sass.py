@@ -39,8 +39,12 @@ CLASSES = {
     "LDL": r"^LDL\b",                   # local memory (spills)
     "STL": r"^STL\b",
     "FFMA": r"^FFMA\b",
-    "UTCMMA": r"^UTC[HQ]?MMA\b",        # tcgen05.mma (UTCHMMA/UTCQMMA)
+    "UTCHMMA": r"^UTCHMMA\b",           # tcgen05.mma kind::f16 (sm_100a)
+    "UTCQMMA": r"^UTCQMMA\b",           # tcgen05.mma kind::f8f6f4
+    "UTCBAR": r"^UTCBAR\b",             # tcgen05.commit
     "LDTM": r"^LDTM\b",                 # tcgen05.ld
+    "UTCATOMSWS": r"^UTCATOMSWS\b",     # tcgen05.alloc / dealloc
+    "UCGABAR": r"^UCGABAR",             # barrier.cluster arrive / wait
 }
 
 
