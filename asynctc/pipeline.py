@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -467,6 +468,35 @@ class PipelineGemm:
         if self.trace is None:
             raise PipelineError("cfg.trace=False: this launch records no trace")
         return self.trace.to_host(self.stream)
+
+
+#: The deliberate protocol errors of :func:`run_broken` (the kernel's ``BREAK`` define).
+BREAKS = {1: "expect_tx announces 16 bytes more than the TMA boxes deliver: the full barrier's "
+             "phase never completes",
+          2: "the last consumer warpgroup never arrives on the empty barrier: the producer's "
+             "refill waits forever"}
+
+
+def run_broken(kind: int, cfg: PipelineConfig | None = None, rng=None) -> str:
+    """Run a deliberately broken variant (:data:`BREAKS`) on a small problem and return the error
+    it ends with — the bounded waits turn a would-be hang into an error word within about
+    ``ASYNCTC_WAIT_MAX_NS`` (2 s). Raises :class:`RuntimeError` if the variant did *not* fail (then
+    the bounded-wait path is untested) and :class:`PipelineError` for an unknown ``kind``. The only
+    place the ``BREAK`` define is ever set."""
+    if kind not in BREAKS:
+        _fail("kind", kind, f"one of {sorted(BREAKS)}")
+    cfg = cfg or PipelineConfig(bm=128, bn=128, consumers=2, stages=2)
+    m, n, k = 2 * cfg.bm, cfg.bn, 8 * cfg.bk
+    a, b, bs = random_operands(m, n, k, cfg, rng)
+    ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines={**cfg.defines, "BREAK": kind})
+    g = PipelineGemm(cfg, DeviceArray.from_host(a), DeviceArray.from_host(bs))
+    g.ck = ck
+    g.launcher()()
+    try:
+        g.check_error()
+    except RuntimeError as e:
+        return str(e)
+    raise RuntimeError(f"broken variant {kind} ({BREAKS[kind]}) finished without an error")
 
 
 def run_pipeline(a, b, cfg: PipelineConfig, out: DeviceArray | None = None, stream=None,
@@ -950,7 +980,8 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
                      trace_dir=None) -> dict:
     """The "pipeline" suite.
 
-    1. Correctness: :func:`correctness_configs` × :data:`CHECK_SHAPES` (stops at the first failure).
+    1. Correctness: :func:`correctness_configs` × :data:`CHECK_SHAPES` (stops at the first failure);
+       the deliberately broken variants (:func:`run_broken`) must end in an error, not a hang.
     2. Depth sweep: for each dtype and size (square, fresh random inputs), cuBLAS and every
        :data:`SWEEP_TILES` tile at stages 1..6 (those that fit; the others are listed with the
        reason), wait_pending 1 (0 for one stage), B K-major, C in the input dtype. Each timed
@@ -977,6 +1008,16 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
         say("correctness matrix")
         out["checks"] = check_matrix(correctness_configs(limit), rng=rng)
         say(f"{len(out['checks'])} checks passed")
+        out["broken"] = []
+        for kind, what in BREAKS.items():
+            t0 = time.perf_counter()
+            err = run_broken(kind, rng=rng)
+            out["broken"].append({"kind": kind, "what": what, "error": err,
+                                  "seconds": time.perf_counter() - t0})
+            say(f"broken variant {kind} ({what}) ended in {time.perf_counter() - t0:.1f} s: {err}")
+        c = verify_pipeline(PipelineConfig(), *CHECK_SHAPES[0], rng=rng)
+        if not c.passed:
+            raise RuntimeError(f"a correct kernel after the broken variants is wrong: {c.as_dict()}")
     for dt in dtypes:
         for bm, bn, c in SWEEP_TILES:
             for s in STAGE_RANGE:
@@ -1133,6 +1174,9 @@ def summarize_pipeline(rec) -> str:
         worst = max(c["worst_ratio"] for c in r["checks"])
         lines.append(f"correctness: {sum(c['passed'] for c in r['checks'])}/{len(r['checks'])} "
                      f"checks passed (worst |C−ref|/bound {worst:.3f})")
+    for b in r.get("broken", []):
+        lines.append(f"broken variant {b['kind']}: ended after {b['seconds']:.1f} s with: "
+                     f"{b['error'].split(': ', 1)[-1]}")
     for nf in r.get("not_fitting", []):
         lines.append(f"not built: {nf['bm']}x{nf['bn']} stages={nf['stages']}: {nf['reason']}")
     lines.append(depth_table(r))

@@ -369,6 +369,23 @@ def test_trace_on_the_gpu(stages, pending, rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("kind,barrier", [(1, "full"), (2, "empty")])
+def test_broken_protocol_ends_in_an_error_not_a_hang(kind, barrier, rng):
+    import time
+    t0 = time.perf_counter()
+    msg = P.run_broken(kind, rng=rng)
+    assert f"on the {barrier} barrier" in msg and "timed out" in msg
+    assert time.perf_counter() - t0 < 30
+    # the context survives: a correct kernel still gives the right answer
+    assert P.verify_pipeline(P.PipelineConfig(), 256, 256, 256, rng=rng).passed
+
+
+def test_run_broken_knows_its_variants():
+    with pytest.raises(P.PipelineError, match="^kind=3"):
+        P.run_broken(3)
+
+
+@pytest.mark.gpu
 def test_run_pipeline_refuses_bad_inputs_before_launch(rng):
     cfg = P.PipelineConfig(bm=128, bn=128, consumers=2, stages=2)
     a, b, bs = P.random_operands(256, 256, 128, cfg, rng)
