@@ -242,11 +242,19 @@ def test_elementwise_comparison_fails_on_one_wrong_element(rng):
         acc += (a[:, kk:kk + 16].astype(np.float32) @ b[kk:kk + 16].astype(np.float32))
     ok = P.compare_elementwise(acc, a, b, "float32")
     assert ok.passed and ok.worst < 0.2
-    # one k16 step of one element missing
+    # one k16 step of one element missing (the element where that step's sum is largest: a
+    # missing step is then ≥ ~3 standard deviations of a 16-term sum ≈ 12, the bound ≈ 0.3)
+    step = a[:, 32:48].astype(np.float32) @ b[32:48].astype(np.float32)
+    i, j = np.unravel_index(np.argmax(np.abs(step)), step.shape)
     bad = acc.copy()
-    bad[5, 7] -= (a[5, 32:48].astype(np.float32) @ b[32:48, 7].astype(np.float32))
+    bad[i, j] -= step[i, j]
     c = P.compare_elementwise(bad, a, b, "float32")
-    assert not c.passed and c.wrong == 1 and c.first_wrong == (5, 7)
+    assert not c.passed and c.wrong == 1 and c.first_wrong == (i, j)
+    # the bound is tight enough: an error the size of one average product |a·b| (2/π for
+    # standard normals) on one element is caught, at K = 1024
+    bad = acc.copy()
+    bad[3, 3] += 2 / np.pi
+    assert not P.compare_elementwise(bad, a, b, "float32").passed
     # one element left unwritten (poison)
     nan = acc.copy()
     nan[63, 95] = np.nan
@@ -256,8 +264,9 @@ def test_elementwise_comparison_fails_on_one_wrong_element(rng):
     h = acc.astype(np.float16)
     assert P.compare_elementwise(h, a, b, "float16").passed
     h2 = h.copy()
-    h2[0, 0] = -h2[0, 0]
-    assert not P.compare_elementwise(h2, a, b, "float16").passed or abs(float(h[0, 0])) < 1e-3
+    i, j = np.unravel_index(np.argmax(np.abs(acc)), acc.shape)
+    h2[i, j] = -h2[i, j]
+    assert not P.compare_elementwise(h2, a, b, "float16").passed
 
 
 # ---- the trace decoder (CPU) -----------------------------------------------------------------------
