@@ -691,7 +691,8 @@ class Span(NamedTuple):
 @dataclasses.dataclass
 class TraceResult:
     """Decoded trace: ``spans`` (list of :class:`Span`); ``ctas`` per traced CTA: block, SM id,
-    %globaltimer at its start (ns, for aligning CTAs across SMs), events recorded and dropped;
+    %globaltimer at its start (ns, for aligning CTAs across SMs), the SM clock during the
+    recording (``sm_mhz``, to turn cycles into time), events recorded and dropped;
     ``k_tiles``, ``stages``, ``wait_pending`` of the run."""
 
     spans: list[Span]
@@ -736,6 +737,7 @@ def decode_trace(buf: np.ndarray, consumers: int, k_tiles: int, stages: int,
         t0 = min(int(h[1]) for h in lanes if int(h[1]))
         ctas.append({"cta": c, "block": int(lanes[0][2]) >> 32, "smid": int(lanes[0][2]) & 0xFFFFFFFF,
                      "globaltimer_ns": int(min(int(h[0]) for h in lanes if int(h[1]))),
+                     "sm_mhz": _clock_mhz(lanes[0], events),
                      "events": [int(h[3]) for h in lanes],
                      "dropped": [max(0, int(h[3]) - events) for h in lanes]})
         for w, h in enumerate(lanes):
@@ -747,6 +749,22 @@ def decode_trace(buf: np.ndarray, consumers: int, k_tiles: int, stages: int,
             spans += _lane_spans(f"cta{c}/wg{w}", f"cta{c}/tma", kind, stage, kk, clk.astype(float),
                                  k_tiles, wait_pending if stages > 1 else 0, producer=(w == 0))
     return TraceResult(spans, ctas, k_tiles, stages, wait_pending)
+
+
+def _clock_mhz(slot: np.ndarray, events: int) -> float:
+    """The SM clock over a lane's recording: Δclock64 / Δ%globaltimer from the header to the last
+    record (the records keep the timer's low 32 bits: ~4.3 s before they wrap, unwrapped here).
+    NaN without records. %globaltimer ticks coarsely (about 1 µs on some GPUs), so this is only
+    good for lanes that record for tens of µs or more."""
+    n = min(int(slot[3]), events)
+    if n < 1:
+        return float("nan")
+    g0, c0 = int(slot[0]), int(slot[1])
+    clk, word = int(slot[TRACE_HEADER + 2 * (n - 1)]), int(slot[TRACE_HEADER + 2 * (n - 1) + 1])
+    g = (g0 & ~0xFFFFFFFF) | (word >> 32)
+    if g < g0:
+        g += 1 << 32
+    return (clk - c0) / (g - g0) * 1e3 if g > g0 else float("nan")
 
 
 def _lane_spans(lane, tma_lane, kind, stage, kk, clk, k_tiles, pending, producer):
@@ -856,7 +874,8 @@ def synthetic_trace(consumers: int, k_tiles: int, stages: int, wait_pending: int
                     mma_cycles: int = 100, load_cycles: int = 300, events: int = TRACE_EVENTS,
                     ctas: int = TRACE_CTAS) -> np.ndarray:
     """A trace buffer as the kernel would write it for an idealised run (the producer's loads take
-    ``load_cycles``, each k-tile's wgmmas ``mma_cycles``), for testing :func:`decode_trace`."""
+    ``load_cycles``, each k-tile's wgmmas ``mma_cycles``, the SM clock runs at 1500 MHz), for
+    testing :func:`decode_trace`."""
     slot_words = TRACE_HEADER + 2 * events
     buf = np.zeros(ctas * consumers * slot_words, np.uint64)
     pend = wait_pending if stages > 1 else 0
@@ -897,8 +916,8 @@ def synthetic_trace(consumers: int, k_tiles: int, stages: int, wait_pending: int
             buf[base + 3] = len(recs)
             for i, (clk, packed) in enumerate(recs[:events]):
                 buf[base + TRACE_HEADER + 2 * i] = clk
-                buf[base + TRACE_HEADER + 2 * i + 1] = ((5_000_000_000 + clk) & 0xFFFFFFFF) << 32 \
-                    | packed
+                g = 5_000_000_000 + c + (clk - t0) * 2 // 3        # a 1500 MHz SM clock
+                buf[base + TRACE_HEADER + 2 * i + 1] = (g & 0xFFFFFFFF) << 32 | packed
     return buf
 
 

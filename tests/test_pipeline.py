@@ -281,6 +281,7 @@ def test_trace_decoder_on_a_synthetic_buffer(consumers, stages, pending):
     assert [c["smid"] for c in tr.ctas] == list(range(P.TRACE_CTAS))
     assert all(c["dropped"] == [0] * consumers for c in tr.ctas)
     assert tr.ctas[1]["globaltimer_ns"] == 5_000_000_001
+    assert all(c["sm_mhz"] == pytest.approx(1500, rel=0.01) for c in tr.ctas)
     for c in range(P.TRACE_CTAS):
         for w in range(consumers):
             sp = [s for s in tr.spans if s.lane == f"cta{c}/wg{w}"]
@@ -364,6 +365,7 @@ def test_trace_on_the_gpu(stages, pending, rng):
     tr = P.decode_trace(g.trace_buffer(), cfg.consumers, g.k_tiles, stages, pending)
     assert len(tr.ctas) == P.TRACE_CTAS
     assert all(c["dropped"] == [0, 0] for c in tr.ctas)
+    assert all(500 < c["sm_mhz"] < 2500 for c in tr.ctas), [c["sm_mhz"] for c in tr.ctas]
     for c in range(P.TRACE_CTAS):
         for w in range(2):
             sp = [s for s in tr.spans if s.lane == f"cta{c}/wg{w}"]
