@@ -1,14 +1,28 @@
 """asynctc — NVIDIA's asynchronous Tensor Core programming, taught with real kernels.
 
-Modules: :mod:`runtime` (device detection, modes, NVRTC → cubin, launches), :mod:`memory`
-(device arrays), :mod:`sass` (disassembly, instruction-class counts), :mod:`bench` (CUDA-event
-timing, baselines), :mod:`records` (measurements with provenance, live or replayed), :mod:`plots`,
-:mod:`gemm` (chapter 01 kernels), :mod:`simt` (numba SIMT kernels), :mod:`ceilings` (chapter 00).
+One module per chapter's kernel family, named after what it teaches; each holds compile / run /
+verify and its ``record`` suite, beside ``kernels/<name>.cu`` and ``tests/test_<name>.py``:
+
+=====  =======================  ================================================================
+ch     module                   kernels
+=====  =======================  ================================================================
+00     :mod:`why_async`         (cuBLAS and copies: the ceilings of the GPU)
+01     :mod:`simt`              numba SIMT GEMM (runs in numba's simulator too)
+01     :mod:`mma_sync`          ``mma_sync.cu``, ``mma_sync_peak.cu`` (shared tile: ``gemm_tile.cuh``)
+02     :mod:`cp_async`          ``cp_async.cu``, ``cp_async_smem_pipeline.cu``
+03     :mod:`tma`               ``tma.cu`` (tensor maps, TMA loads/stores, mbarrier)
+04     :mod:`wgmma`             ``wgmma.cu`` (single tiles, mismatch demo)
+04     :mod:`wgmma_peak`        ``wgmma_peak.cu`` (throughput)
+=====  =======================  ================================================================
+
+Subpackages: :mod:`asynctc.core` (runtime, memory, bench, checks, records, sass, plots, notebook,
+exercises) and :mod:`asynctc.models` (pure-Python hardware models: fragments, layout, tensor_map,
+descriptors). :mod:`asynctc.suites` indexes the record suites.
 """
 
 __version__ = "0.1.0"
 
-from .runtime import (  # noqa: F401
+from .core.runtime import (  # noqa: F401
     AsyncTCError, CompileError, LaunchConfigError, NoGPUError, compile_kernel, device_info, mode,
     runs_live, why_not_live,
 )

@@ -1,4 +1,8 @@
-"""Command line: ``python -m asynctc doctor | record <suite|all> | course | sass <kernel>``."""
+"""Command line: ``python -m asynctc doctor | record <suite|all> | course | sass <kernel>``.
+
+``sass`` knows every kernel of asynctc.catalog.COURSE_KERNELS, ``record`` every suite of
+asynctc.suites.SUITES. Bad arguments end with exit status 2 and one line on stderr.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from . import runtime
+from .core import runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -41,7 +45,7 @@ def cmd_doctor(_args) -> int:
     except Exception as e:  # noqa: BLE001
         print(f"NVRTC         unavailable: {e}")
     try:
-        from . import sass
+        from .core import sass
         sass.nvdisasm_path()
         print("nvdisasm      found")
     except Exception as e:  # noqa: BLE001
@@ -55,7 +59,7 @@ def cmd_doctor(_args) -> int:
               f"{info.sm_count} SMs, driver CUDA {info.driver_version // 1000}."
               f"{info.driver_version % 1000 // 10}")
     print(f"mode          {runtime.mode()}")
-    from . import bench, records
+    from .core import bench, records
     lib = bench.baseline_library()
     print(f"cuBLAS        {'live through ' + lib if lib else 'from the records (a live baseline needs torch or cupy)'}")
     for slug in sorted({p.parent.name for p in records.data_dir().glob('*/*.json')}):
@@ -78,8 +82,12 @@ def cmd_doctor(_args) -> int:
     for nb in chapters():
         arch = chapter_arch(nb)
         print(f"  {nb.stem:28s} {'live' if runtime.runs_live(arch) else 'replay'} ({arch})")
-    print("next          bash tools/course.sh (executed notebooks + HTML in build/course/), or "
-          ".venv/bin/jupyter lab notebooks/")
+    if getattr(_args, "in_course", False):   # run by tools/course.sh, which executes them next
+        print("next          executing every chapter now (python -m asynctc course); afterwards, to "
+              "work through them yourself: .venv/bin/jupyter lab notebooks/")
+    else:
+        print("next          bash tools/course.sh (executed notebooks + HTML in build/course/), or "
+              ".venv/bin/jupyter lab notebooks/")
     return 0
 
 
@@ -142,37 +150,110 @@ def cmd_course(args) -> int:
     return 1 if failed else 0
 
 
+#: --dtype spellings → the dtype names the kernel families use.
+DTYPE_ALIASES = {
+    "float16": "float16", "fp16": "float16", "f16": "float16", "half": "float16",
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float8_e4m3fn": "float8_e4m3fn", "float8_e4m3": "float8_e4m3fn", "fp8": "float8_e4m3fn",
+    "e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2",
+}
+
+
+def _dtype_choices(dtypes) -> str:
+    """``float16 (fp16, f16, half), bfloat16 (bf16)``: the names and their aliases."""
+    out = []
+    for d in dtypes:
+        al = [a for a, v in DTYPE_ALIASES.items() if v == d and a != d]
+        out.append(f"{d} ({', '.join(al)})" if al else d)
+    return ", ".join(out)
+
+
+def resolve_dtype(kernel: str, dtype: str | None) -> tuple[str | None, str | None]:
+    """(dtype name, None) for ``kernel`` of the catalogue, or (None, a one-line error)."""
+    from .catalog import DTYPES
+    choices = DTYPES.get(kernel, ())
+    if dtype is None:
+        return (choices[0] if choices else None), None
+    if not choices:
+        return None, (f"--dtype {dtype}: {kernel} has no dtype choice (kernels with one: "
+                      f"{', '.join(DTYPES)})")
+    name = DTYPE_ALIASES.get(dtype.strip().lower().replace("-", "_"))
+    if name not in choices:
+        return None, f"--dtype {dtype}: {kernel} takes {_dtype_choices(choices)}"
+    return name, None
+
+
 def cmd_sass(args) -> int:
-    from . import gemm, sass
-    if args.kernel == "mma_sync":
-        ck = gemm.compile_mma_sync(args.dtype)
-    else:
-        print(f"unknown kernel {args.kernel!r}; known: mma_sync", file=sys.stderr)
+    from . import tma
+    from .catalog import COURSE_KERNELS
+    from .core import sass
+    dtype, err = resolve_dtype(args.kernel, args.dtype)
+    if err:
+        print(err, file=sys.stderr)
         return 2
-    text = sass.disassemble(ck.cubin)
-    print(f"{ck.name} [{ck.arch}] {ck.defines}: {ck.resources}")
+    build = COURSE_KERNELS[args.kernel]
+    ck = build(dtype=dtype) if dtype else build()
+    text = tma.kernel_sass(ck) or sass.disassemble(ck.cubin)   # this kernel's function only
+    r = ck.resources
+    print(f"{ck.name} [{ck.arch}] from kernels/{ck.source} — {args.kernel}: {ck.config}")
+    print(f"  defines        {' '.join(f'{k}={v}' for k, v in ck.defines.items()) or '(none)'}")
+    print(f"  registers      {r.registers} per thread; spills {r.spill_stores} B stored, "
+          f"{r.spill_loads} B loaded; stack {r.stack_bytes} B")
+    print(f"  shared memory  {ck.smem_bytes} B per CTA = {ck.static_smem_bytes} B static + "
+          f"{ck.dynamic_smem_bytes} B dynamic ({ck.smem_bytes / 1024:.1f} KiB)")
+    print("  SASS instruction classes:")
     for k, v in sass.class_counts(text).items():
-        print(f"  {k:10s} {v}")
+        print(f"    {k:12s} {v}")
     if args.full:
         print(text)
     return 0
 
 
+def _kernels_epilog() -> str:
+    from .catalog import COURSE_KERNELS, DTYPES
+    lines = ["kernels (--dtype choices; the first is the default):"]
+    for n in COURSE_KERNELS:
+        lines.append(f"  {n:30s} {', '.join(DTYPES.get(n, ())) or '-'}")
+    lines.append("--dtype aliases: fp16/f16/half, bf16, fp8/e4m3 (float8_e4m3fn), e5m2 (float8_e5m2)")
+    return "\n".join(lines)
+
+
+def _suites_epilog() -> str:
+    try:
+        from . import suites
+    except Exception as e:  # noqa: BLE001 - help must still print
+        return f"suites: (could not be listed: {e})"
+    lines = ["suites (each needs a live GPU of its architecture; see the module's measure_* docstring):"]
+    for n, (measure, _summary, arch) in suites.SUITES.items():
+        lines.append(f"  {n:10s} {arch}   {measure.__module__}.{measure.__name__}")
+    lines.append("  all        every suite above, in this order")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
+    from .catalog import COURSE_KERNELS
+    from . import suites
+    raw = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(prog="python -m asynctc", description=__doc__.replace("``", ""))
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("doctor", help="what this machine can do")
-    r = sub.add_parser("record", help="run benchmark suites on the GPU and write data/")
-    r.add_argument("suite", nargs="+", help="suite names, or all")
+    d = sub.add_parser("doctor", help="what this machine can do")
+    d.add_argument("--in-course", action="store_true", help=argparse.SUPPRESS)   # tools/course.sh
+    r = sub.add_parser("record", help="run benchmark suites on the GPU and write data/",
+                       formatter_class=raw, epilog=_suites_epilog())
+    r.add_argument("suite", nargs="+", metavar="SUITE",
+                   help=f"suite names ({', '.join(suites.SUITES)}), or all")
     r.add_argument("--no-save", action="store_true", help="print only; do not write data/")
     c = sub.add_parser("course", help="execute every notebook (live on a capable GPU, else replay)")
     c.add_argument("--out", default=str(ROOT / "build" / "course"))
     c.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
     c.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
-    s = sub.add_parser("sass", help="disassemble a course kernel")
-    s.add_argument("kernel")
-    s.add_argument("--dtype", default="float16")
-    s.add_argument("--full", action="store_true")
+    s = sub.add_parser("sass", help="compile a course kernel (no GPU needed) and summarize its SASS",
+                       formatter_class=raw, epilog=_kernels_epilog())
+    s.add_argument("kernel", metavar="KERNEL", choices=list(COURSE_KERNELS),
+                   help="one of the kernels listed below")
+    s.add_argument("--dtype", default=None, help="input dtype, for kernels that have a choice")
+    s.add_argument("--full", action="store_true", help="print the whole disassembly too")
     args = p.parse_args(argv)
     return {"doctor": cmd_doctor, "record": cmd_record, "course": cmd_course,
             "sass": cmd_sass}[args.cmd](args)

@@ -39,9 +39,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import descriptors as dsc
-from . import runtime
-from .memory import DeviceArray
+from .models import descriptors as dsc
+from .core import runtime
+from .core.memory import DeviceArray
 
 SOURCE = "pipeline.cu"
 ENTRY = "gemm_pipeline"
@@ -90,7 +90,7 @@ def _fail(field: str, value: Any, rule: str):
 
 def smem_limit_bytes() -> int:
     """Dynamic + static shared memory one CTA may opt in to: the device's
-    ``max_shared_memory_per_block_optin`` (:class:`asynctc.runtime.DeviceInfo`), else sm_90's
+    ``max_shared_memory_per_block_optin`` (:class:`asynctc.core.runtime.DeviceInfo`), else sm_90's
     227 KiB (CUDA C++ Programming Guide, "Compute Capabilities" table)."""
     info = runtime.device_info()
     return info.smem_optin_bytes if info else 227 * 1024
@@ -106,6 +106,12 @@ def np_dtype(name: str) -> np.dtype:
 # --------------------------------------------------------------------------------------------------
 # Configuration
 # --------------------------------------------------------------------------------------------------
+
+#: 64K 32-bit registers per SM (sm_90); registers the main loop needs beside the accumulators
+#: (descriptors, addresses, loop state: ptxas asked for 154 with 128 accumulators on NVRTC 13.0).
+REGS_PER_SM = 65536
+REG_OVERHEAD = 26
+
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
@@ -200,6 +206,14 @@ class PipelineConfig:
                                          f"{self.smem_total} bytes of shared memory; a CTA may opt "
                                          f"in to at most {limit} (at most "
                                          f"{self.max_stages(limit)} stages for this tile)")
+        acc = (self.bm // (64 * self.consumers)) * (self.bn // 2)
+        cap = min(255, REGS_PER_SM // (self.ctas_per_sm * self.threads))
+        if acc + REG_OVERHEAD > cap:
+            _fail("ctas_per_sm", self.ctas_per_sm, f"{self.ctas_per_sm} CTA(s) of {self.threads} "
+                                                   f"threads leave {cap} registers per thread; the "
+                                                   f"{acc} fp32 accumulators per thread plus the "
+                                                   f"loop's ~{REG_OVERHEAD} do not fit (ptxas: "
+                                                   f"'Insufficient registers')")
         per_sm = self.ctas_per_sm * (self.smem_total + RESERVED_SMEM_PER_CTA)
         if self.ctas_per_sm > 1 and per_sm > SMEM_PER_SM:
             _fail("ctas_per_sm", self.ctas_per_sm, f"{self.ctas_per_sm} CTAs × ({self.smem_total} + "
@@ -256,8 +270,8 @@ class PipelineConfig:
 
     @property
     def a_box(self):
-        """The TMA box of A (an :class:`asynctc.layout.SmemTile`): bm rows × 64 columns."""
-        from .layout import SmemTile
+        """The TMA box of A (an :class:`asynctc.models.layout.SmemTile`): bm rows × 64 columns."""
+        from .models.layout import SmemTile
         return SmemTile(self.bm, self.bk, self.dtype, 128)
 
     @property
@@ -271,7 +285,7 @@ class PipelineConfig:
 
     def descriptor_templates(self) -> tuple[int, int]:
         """(desc_a0, desc_b0): the wgmma descriptors of A's first atom and of B, k-step 0, for a
-        stage at shared address 0 (:mod:`asynctc.descriptors`). The kernel adds byte offsets
+        stage at shared address 0 (:mod:`asynctc.models.descriptors`). The kernel adds byte offsets
         (stage base, atom, k-step) >> 4 to the start-address field."""
         return (self.a_tile.descriptor(0, 0).encode(), self.b_tile.descriptor(0, 0).encode())
 
@@ -316,7 +330,7 @@ def device_descriptor(cfg: PipelineConfig, operand: str, base: int, stage: int, 
     """The descriptor the kernel computes for ``operand`` ("A" or "B"): the host template plus
     (base + stage · stage_bytes [+ A: warpgroup rows + atom · 64 rows | B: A-tile bytes] + k_step ·
     k-step bytes) >> 4 — the same arithmetic as ``wgmma_desc_advance`` in the kernel. Tested against
-    :meth:`asynctc.descriptors.OperandTile.descriptor` at the same address."""
+    :meth:`asynctc.models.descriptors.OperandTile.descriptor` at the same address."""
     da0, db0 = cfg.descriptor_templates()
     ak, bkk = cfg.kstep_bytes
     stage_base = base + stage * cfg.stage_bytes
@@ -334,13 +348,13 @@ def source() -> str:
 
 def compile_pipeline(cfg: PipelineConfig, arch: str = "sm_90a") -> runtime.CompiledKernel:
     """Compile ``kernels/pipeline.cu`` for ``cfg`` (no GPU needed). Raises
-    :class:`~asynctc.runtime.CompileError` with NVRTC's log."""
+    :class:`~asynctc.core.runtime.CompileError` with NVRTC's log."""
     cfg.validate()
     return runtime.compile_kernel(SOURCE, ENTRY, arch, defines=cfg.defines)
 
 
 def compile_job(cfg: PipelineConfig) -> tuple[str, str, dict]:
-    """(source, entry, defines) for :func:`asynctc.wgmma.precompile`."""
+    """(source, entry, defines) for :func:`asynctc.core.runtime.precompile`."""
     return (SOURCE, ENTRY, cfg.defines)
 
 
@@ -508,7 +522,7 @@ def run_pipeline(a, b, cfg: PipelineConfig, out: DeviceArray | None = None, stre
     :class:`DeviceArray` of ``cfg.dtype``, C-contiguous, 16-byte aligned. ``out``: M×N of
     ``cfg.out_dtype`` (poisoned and allocated when None). Raises :class:`PipelineError` /
     :class:`~asynctc.tma.TensorMapError` before launching, :class:`RuntimeError` when an mbarrier
-    wait timed out, :class:`~asynctc.runtime.NoGPUError` without an sm_90 GPU.
+    wait timed out, :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU.
     """
     check_operands(a, b, cfg, out)
     da = a if isinstance(a, DeviceArray) else DeviceArray.from_host(a, stream)
@@ -962,8 +976,8 @@ def sweep_configs(limit: int | None = None) -> list[PipelineConfig]:
 
 
 def _problem(s: int, dtype: str, rng):
-    from . import gemm
-    a, b = gemm.random_operands(s, s, s, dtype, int(rng.integers(2**31)))
+    from . import mma_sync
+    a, b = mma_sync.random_operands(s, s, s, dtype, int(rng.integers(2**31)))
     bt = np.ascontiguousarray(b.T)
     return a, b, DeviceArray.from_host(a), DeviceArray.from_host(b), DeviceArray.from_host(bt)
 
@@ -972,24 +986,24 @@ class SampledRows:
     """A timed output's check on ``n_rows`` random rows: the float64 reference of those rows is
     computed once per problem (an 8192³ reference would take minutes; converting B to float64
     per call would dominate the sweep). :meth:`check` raises :class:`RuntimeError` above
-    :data:`asynctc.gemm.TOLERANCE` (relative Frobenius error; poison counts as a huge error)."""
+    :data:`asynctc.mma_sync.TOLERANCE` (relative Frobenius error; poison counts as a huge error)."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, rng, n_rows: int = 8):
         self.rows = np.sort(rng.choice(a.shape[0], size=n_rows, replace=False))
         self.ref = a[self.rows].astype(np.float64) @ b.astype(np.float64)
 
     def check(self, out: DeviceArray, dtype: str, what: str) -> float:
-        from . import gemm
+        from . import mma_sync
         got = out.to_host()[self.rows].astype(np.float64)
         err = float(np.linalg.norm(np.nan_to_num(got, nan=1e30) - self.ref) /
                     np.linalg.norm(self.ref))
-        if not err <= gemm.TOLERANCE[dtype]:
+        if not err <= mma_sync.TOLERANCE[dtype]:
             raise RuntimeError(f"timed run wrong: {what}: rel_err {err} on rows {self.rows}")
         return err
 
 
 def _time(g: PipelineGemm, reps: int = 10):
-    from . import bench
+    from .core import bench
     t = bench.time_gpu(g.launcher(), warmup=3, reps=reps)
     g.check_error()
     return t
@@ -1010,7 +1024,7 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
        decoded and reduced to :func:`trace_metrics`; CTA 0's spans kept in the record.
     ``trace_dir``: also write every decoded trace (all traced CTAs) there as JSON and the raw buffers
     as .npz. Timings are never asserted on."""
-    from . import bench, records, wgmma
+    from .core import bench, records
     say = progress or (lambda _s: None)
     rng = np.random.default_rng()
     info = runtime.device_info()
@@ -1022,7 +1036,7 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
                                       (correctness_configs(limit) if check else []) +
                                       sweep_configs(limit))}.values())
     say(f"compiling {len(jobs)} variants")
-    wgmma.precompile(jobs)
+    runtime.precompile(jobs)
     if check:
         say("correctness matrix")
         out["checks"] = check_matrix(correctness_configs(limit), rng=rng)

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from . import runtime
+from .core import runtime
 
 #: Threads per block side, and the side of the shared-memory tiles.
 TILE = 16

@@ -1,11 +1,11 @@
-"""Chapter 04's wgmma kernels: compile, run, verify — single tiles, a mismatch demo, throughput.
+"""Chapter 04's wgmma kernels: compile, run, verify — single tiles and a mismatch demo.
 
-Three kernel families, each with the course's three verbs:
+Two kernel families, each with the course's three verbs:
 
-* **single tile** (``kernels/wgmma_tile.cu``): one warpgroup computes D (64×N fp32) = A (64×K) ·
+* **single tile** (``kernels/wgmma.cu``): one warpgroup computes D (64×N fp32) = A (64×K) ·
   B (K×N) [+ C] with ``wgmma.mma_async`` for any supported (dtype, major-ness, swizzle, N, A from
   shared memory or registers). The host lays each operand tile out in shared memory exactly where
-  :class:`asynctc.descriptors.OperandTile` says wgmma reads it and encodes the descriptors; the
+  :class:`asynctc.models.descriptors.OperandTile` says wgmma reads it and encodes the descriptors; the
   kernel copies the bytes and runs the wgmmas. :func:`compile_tile`, :func:`run_tile`,
   :func:`verify_tile`; :func:`supported_configs` lists every combination the instruction allows.
   :func:`run_tile_tma` / :func:`verify_tile_tma` do the same with both operands loaded by TMA
@@ -14,13 +14,7 @@ Three kernel families, each with the course's three verbs:
   to a mode the data was not laid out in (compiled only on purpose, ``MISMATCH_LAYOUT``): the count
   of wrong elements, the permutation of A that wgmma actually read, and the wrong D predicted
   exactly by the layout model.
-* **throughput** (``kernels/wgmma_peak.cu``, :class:`WgmmaPeak`): steady-state wgmma with no memory
-  traffic in the loop, by N and by operand source (SS: A from shared memory, RS: A from registers).
-
-``SUITES["wgmma"]`` (``python -m asynctc record wgmma``) checks every supported single-tile
-combination on fresh random data, then measures throughput and reports TFLOP/s, FLOP per SM per
-clock at the SM clock read during the run, the datasheet rate at that clock and Luo et al.'s H800
-figures.
+The throughput kernel and the chapter's record suite are in :mod:`asynctc.wgmma_peak`.
 
 PTX ISA references: §9.7.15.5.2 (wgmma.mma_async), §9.7.15.5.1.1 (register fragments),
 §9.7.15.5.1.2 (shared-memory layouts and the matrix descriptor), §9.7.15.7 (fence/commit/wait).
@@ -29,15 +23,13 @@ PTX ISA references: §9.7.15.5.2 (wgmma.mma_async), §9.7.15.5.1.1 (register fra
 from __future__ import annotations
 
 import dataclasses
-import os
-from typing import Any
 
 import numpy as np
 
-from . import descriptors as dsc
-from . import runtime
-from .gemm import Check
-from .memory import DeviceArray
+from .models import descriptors as dsc
+from .core import runtime
+from .core.checks import Check
+from .core.memory import DeviceArray
 
 #: dtype name → the kernels' ``DT`` code.
 DTYPES = {"float16": 0, "bfloat16": 1, "float8_e4m3fn": 2, "float8_e5m2": 3}
@@ -73,7 +65,7 @@ class TileConfig:
     ``a_source`` "smem" (``a_major``/``a_swizzle`` describe A's tile) or "registers" (A's fragments
     are loaded from global memory; A has no shared-memory layout, so ``a_major`` must stay "K").
     ``b_swizzle`` defaults to ``a_swizzle``. :meth:`validate` raises
-    :class:`~asynctc.descriptors.DescriptorError` naming the field, value and rule.
+    :class:`~asynctc.models.descriptors.DescriptorError` naming the field, value and rule.
     """
 
     dtype: str = "float16"
@@ -185,7 +177,7 @@ def compile_tile(cfg: TileConfig, arch: str = "sm_90a", mismatch_layout: int = -
             raise dsc.DescriptorError(f"mismatch_layout={mismatch_layout!r}: a swizzle-mode field "
                                       "value 0..3")
         defines["MISMATCH_LAYOUT"] = mismatch_layout
-    return runtime.compile_kernel("wgmma_tile.cu", cfg.entry, arch, defines=defines)
+    return runtime.compile_kernel("wgmma.cu", cfg.entry, arch, defines=defines)
 
 
 def tile_modules(configs) -> list[tuple[str, str, dict]]:
@@ -196,7 +188,7 @@ def tile_modules(configs) -> list[tuple[str, str, dict]]:
         key = (c.dtype, c.n, c.k_steps)
         if key not in seen:
             seen.add(key)
-            out.append(("wgmma_tile.cu", "wgmma_tile_ss_kk", c.defines))
+            out.append(("wgmma.cu", "wgmma_tile_ss_kk", c.defines))
     return out
 
 
@@ -238,8 +230,8 @@ def run_tile(a: np.ndarray, b: np.ndarray, cfg: TileConfig, c: np.ndarray | None
 
     ``a`` 64×K and ``b`` K×N numpy arrays of ``cfg.dtype``; ``c`` optional 64×N float32 (then the
     first wgmma accumulates, scale-d = 1). Inputs are checked before anything reaches the GPU
-    (:class:`ValueError`, :class:`~asynctc.descriptors.DescriptorError`); the output is poisoned
-    first. Raises :class:`~asynctc.runtime.NoGPUError` without an sm_90 GPU.
+    (:class:`ValueError`, :class:`~asynctc.models.descriptors.DescriptorError`); the output is poisoned
+    first. Raises :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU.
     """
     _check_inputs(a, b, cfg, c)
     ck = compile_tile(cfg, mismatch_layout=_mismatch_layout)
@@ -340,12 +332,12 @@ def _tensor_map(arr, tile):
 def run_tile_tma(a: np.ndarray, b: np.ndarray, cfg: TileConfig, c: np.ndarray | None = None,
                  stream=None) -> np.ndarray:
     """D = a·b (+ c) with both operands loaded by TMA: one tensor map per operand made from the
-    operand tile's :class:`~asynctc.layout.SmemTile` (:meth:`OperandTile.smem_tile`), one
+    operand tile's :class:`~asynctc.models.layout.SmemTile` (:meth:`OperandTile.smem_tile`), one
     ``cp.async.bulk.tensor.2d`` per box, the descriptors from the same tiles. Returns D (64×N
     float32). Raises like :func:`run_tile`, and :class:`RuntimeError` when the mbarrier wait times
     out (the kernel reports it instead of hanging)."""
     _check_inputs(a, b, cfg, c)
-    ck = runtime.compile_kernel("wgmma_tile.cu", tma_entry(cfg), "sm_90a", defines=cfg.defines)
+    ck = runtime.compile_kernel("wgmma.cu", tma_entry(cfg), "sm_90a", defines=cfg.defines)
     _, _, descs = tile_images(a, b, cfg)
     runtime.check_launch(1, 128, cfg.shmem_bytes, ck)
     ga, gb = tma_globals(a, b, cfg)
@@ -463,7 +455,7 @@ def mismatch_demo(n: int = 64, dtype: str = "float16", layout_swizzle: int = 128
     The prediction needs no GPU: the layout model gives, for each element wgmma reads through the
     wrong descriptors, what the image holds there. ``live`` (default: when an sm_90 GPU is here)
     also runs the kernel compiled with ``MISMATCH_LAYOUT`` — the only way that define is ever set.
-    Raises :class:`~asynctc.descriptors.DescriptorError` for equal modes (no mismatch) or invalid ones.
+    Raises :class:`~asynctc.models.descriptors.DescriptorError` for equal modes (no mismatch) or invalid ones.
     """
     if layout_swizzle == descriptor_swizzle:
         raise dsc.DescriptorError(f"descriptor_swizzle={descriptor_swizzle}: equals layout_swizzle; "
@@ -490,327 +482,6 @@ def mismatch_demo(n: int = 64, dtype: str = "float16", layout_swizzle: int = 128
         measured = run_tile(a, b, cfg, _mismatch_layout=dsc.LAYOUT_TYPE[descriptor_swizzle])
     return MismatchResult(cfg, layout_swizzle, descriptor_swizzle, tile_reference(a, b),
                           predicted, measured, src_a, src_b)
-
-
-# --------------------------------------------------------------------------------------------------
-# Throughput
-# --------------------------------------------------------------------------------------------------
-
-#: Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture" (IPDPS 2024), wgmma
-#: m64nNk16 f32.f16 SS on random data, H800 PCIe (114 SMs), TFLOP/s by N.
-LUO_H800_TFLOPS = {256: 665, 128: 660, 64: 648, 32: 472, 16: 284, 8: 158}
-LUO_H800_SMS = 114
-#: Assumed H800 PCIe boost clock for the per-clock conversion of Luo et al.'s numbers (the H100
-#: PCIe product brief's 1755 MHz; the paper's own clock is not restated here).
-LUO_H800_ASSUMED_MHZ = 1755.0
-#: Dense Tensor Core FLOP per clock per SM on sm_90 (H100 whitepaper): fp16/bf16 4096, fp8 8192.
-DATASHEET_FLOP_PER_CLK_SM = {"float16": 4096, "bfloat16": 4096, "float8_e4m3fn": 8192,
-                             "float8_e5m2": 8192}
-PEAK_K_STEPS = 4
-
-
-def peak_iters(n: int, chains: int) -> int:
-    """Loop count giving every configuration about the same work per launch (~1 ms on an H200)."""
-    return max(256, (2048 * 256) // (n * chains))
-
-
-def max_chains(n: int) -> int:
-    """Independent accumulators that fit in 128 registers: min(8, 256 / N)."""
-    return max(1, min(8, 256 // n))
-
-
-def compile_peak(dtype: str = "float16", n: int = 256, source: str = "smem", chains: int = 1,
-                 iters: int | None = None, arch: str = "sm_90a") -> runtime.CompiledKernel:
-    """Compile the throughput kernel (no GPU needed). Raises :class:`ValueError` for bad knobs."""
-    name = dsc.dtype_name(dtype)
-    if n not in N_VALUES:
-        raise ValueError(f"n={n!r}: must be one of {N_VALUES}")
-    if source not in SOURCES:
-        raise ValueError(f"source={source!r}: must be one of {SOURCES}")
-    if not 1 <= chains <= max_chains(n):
-        raise ValueError(f"chains={chains}: 1..{max_chains(n)} for N={n} (chains × N/2 "
-                         "accumulators ≤ 128 registers)")
-    iters = iters or peak_iters(n, chains)
-    return runtime.compile_kernel("wgmma_peak.cu", "wgmma_peak", arch,
-                                  defines=dict(DT=DTYPES[name], N=n, SRC=int(source == "registers"),
-                                               CHAINS=chains, ITERS=iters))
-
-
-class WgmmaPeak:
-    """Set-up for timing wgmma with no memory traffic: ``ctas_per_sm`` × SMs CTAs of one warpgroup.
-
-    A is 64×KT and B KT×N (KT = 64 for 16-bit, 128 for fp8), K-major with 128-byte swizzle, random
-    uniform(-1, 1) values. ``flop`` per launch = CTAs · ITERS · 4 · chains · 2·64·N·K_inst;
-    :meth:`launcher` enqueues one launch; :meth:`check` runs once with a poisoned output and compares
-    every CTA's every chain with ITERS·(A·B) in float64.
-    """
-
-    def __init__(self, dtype: str = "float16", n: int = 256, source: str = "smem", chains: int = 1,
-                 ctas_per_sm: int = 2, sm_count: int | None = None, iters: int | None = None,
-                 seed=None):
-        self.dtype = dsc.dtype_name(dtype)
-        self.n, self.source, self.chains = n, source, chains
-        self.iters = iters or peak_iters(n, chains)
-        if ctas_per_sm not in (1, 2, 3, 4):
-            raise ValueError(f"ctas_per_sm={ctas_per_sm}: 1..4")
-        self.ck = compile_peak(self.dtype, n, source, chains, self.iters)
-        sms = sm_count or (runtime.device_info().sm_count if runtime.device_info() else 132)
-        self.blocks = sms * ctas_per_sm
-        self.ctas_per_sm = ctas_per_sm
-        self.cfg = TileConfig(self.dtype, n, "K", "K", 128, 128,
-                              "registers" if source == "registers" else "smem", PEAK_K_STEPS)
-        rng = np.random.default_rng(seed)
-        dt = np_dtype(self.dtype)
-        self.a = rng.uniform(-1, 1, (64, self.cfg.k)).astype(np.float32).astype(dt)
-        self.b = rng.uniform(-1, 1, (self.cfg.k, n)).astype(np.float32).astype(dt)
-        kk = dsc.instruction_k(self.dtype)
-        self.flop = self.blocks * self.iters * PEAK_K_STEPS * chains * 2 * 64 * n * kk
-        self._dev = None
-
-    def _device(self):
-        if self._dev is None:
-            a_img, b_img, descs = tile_images(self.a, self.b, self.cfg)
-            self._a_bytes = a_img.size if self.source == "smem" else 0
-            self._b_bytes = b_img.size
-            self._dev = [DeviceArray.from_host(x) for x in
-                         (a_img, b_img, descs, np.ascontiguousarray(self.a).view(np.uint8))]
-            self.out = DeviceArray.poisoned((self.blocks, self.chains, 64, self.n), np.float32)
-            self.clk = DeviceArray.poisoned((self.blocks, 4), np.uint64)
-        return self._dev
-
-    def measured_clock_mhz(self) -> float:
-        """The SM clock during the last launch: median over CTAs of Δclock64 / Δ%globaltimer (MHz).
-        Raises :class:`RuntimeError` if no launch wrote the clock record."""
-        c = self.clk.to_host().astype(np.float64)
-        dc, dt = c[:, 1] - c[:, 0], c[:, 3] - c[:, 2]
-        ok = (dt > 0) & (dc > 0) & (c[:, 0] < 2**63)
-        if not ok.any():
-            raise RuntimeError("the clock record was not written")
-        return float(np.median(dc[ok] / dt[ok]) * 1e3)
-
-    def launcher(self, stream=None):
-        dev = self._device()
-        u32 = np.uint32
-        runtime.check_launch(self.blocks, 128, self.cfg.shmem_bytes, self.ck)
-
-        def run():
-            runtime.launch(self.ck, self.blocks, 128, dev[0], u32(self._a_bytes), dev[1],
-                           u32(self._b_bytes), u32(self.cfg.b_offset), dev[2], dev[3], self.out,
-                           self.clk, shmem_bytes=self.cfg.shmem_bytes, stream=stream)
-        return run
-
-    #: Loop count of the correctness run (see :meth:`check`).
-    CHECK_ITERS = 16
-
-    def check(self) -> Check:
-        """Correctness of the data path: the same kernel source compiled with ITERS =
-        :attr:`CHECK_ITERS`, every CTA and chain compared with ITERS·(A·B) in float64.
-
-        Why not the timed loop count: a sum of n equal terms rounds with a relative error up to
-        about n·u (Higham, recursive summation), u = 2^-24 for fp32 accumulation — measured on the
-        H200, N=8 with 262144 accumulations per output drifted 0.8% — and wgmma accumulates fp8
-        products with fewer bits, so its long sums drift far more. With 64 accumulations the bound
-        is tiny for fp32 (tolerance 1e-3) and 64·2^-14 for fp8 (tolerance 0.02), while any layout
-        error gives a relative error near 1.
-        """
-        short = WgmmaPeak(self.dtype, self.n, self.source, self.chains, self.ctas_per_sm,
-                          self.blocks // self.ctas_per_sm, iters=self.CHECK_ITERS)
-        short.a, short.b = self.a, self.b
-        run = short.launcher()
-        short.out.poison()
-        run()
-        got = short.out.to_host().reshape(-1, 64, self.n)
-        ref = short.iters * tile_reference(self.a, self.b)
-        o = got.astype(np.float64)
-        unwritten = int(np.count_nonzero(~np.isfinite(o)))
-        err = float(np.linalg.norm(np.nan_to_num(o, nan=0.0) - ref[None]) /
-                    (np.linalg.norm(ref) * np.sqrt(o.shape[0]))) if unwritten == 0 else float("nan")
-        tol = 1e-3 if dsc.itemsize(self.dtype) == 2 else 0.02
-        return Check((64, self.n, self.cfg.k), self.dtype, err, tol, unwritten)
-
-
-def _precompile_one(job):
-    src, name, defines = job
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        runtime.compile_kernel(src, name, "sm_90a", defines=defines)
-    return name
-
-
-def precompile(jobs, workers: int | None = None) -> None:
-    """Compile (source, entry, defines) jobs in parallel processes so that the on-disk cubin cache
-    is warm; later :func:`runtime.compile_kernel` calls then only read it. No GPU needed."""
-    jobs = list(jobs)
-    workers = workers or min(len(jobs), max(1, (os.cpu_count() or 2) - 1))
-    if workers <= 1 or len(jobs) <= 1:
-        for j in jobs:
-            _precompile_one(j)
-        return
-    import concurrent.futures as cf
-    import multiprocessing as mp
-    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
-        list(ex.map(_precompile_one, jobs))
-
-
-def peak_configs() -> list[dict]:
-    """The throughput sweep: fp16 for every N × {SS, RS} × {1 accumulator, as many as fit}; then
-    bf16 and e4m3 at N=256, and N=256 with one CTA per SM."""
-    out = []
-    for n in N_VALUES:
-        for src in SOURCES:
-            for ch in sorted({1, max_chains(n)}):
-                out.append(dict(dtype="float16", n=n, source=src, chains=ch, ctas_per_sm=2))
-    out.append(dict(dtype="bfloat16", n=256, source="smem", chains=1, ctas_per_sm=2))
-    out.append(dict(dtype="float8_e4m3fn", n=256, source="smem", chains=1, ctas_per_sm=2))
-    out.append(dict(dtype="float8_e4m3fn", n=256, source="registers", chains=1, ctas_per_sm=2))
-    out.append(dict(dtype="float16", n=256, source="smem", chains=1, ctas_per_sm=1))
-    return out
-
-
-def peak_jobs(configs=None) -> list[tuple[str, str, dict]]:
-    jobs = []
-    for c in configs or peak_configs():
-        iters = peak_iters(c["n"], c["chains"])
-        jobs.append(("wgmma_peak.cu", "wgmma_peak",
-                     dict(DT=DTYPES[c["dtype"]], N=c["n"], SRC=int(c["source"] == "registers"),
-                          CHAINS=c["chains"], ITERS=iters)))
-    return jobs
-
-
-def datasheet_tflops(sm_count: int, sm_mhz: float, dtype: str = "float16") -> float:
-    """SMs × dense FLOP/clk/SM × clock, in TFLOP/s (H100 whitepaper rates)."""
-    return sm_count * DATASHEET_FLOP_PER_CLK_SM[dtype] * sm_mhz * 1e6 / 1e12
-
-
-def luo_per_sm_clock(n: int) -> float:
-    """Luo et al.'s H800 figure for ``n`` as FLOP per clock per SM (at the assumed clock)."""
-    return LUO_H800_TFLOPS[n] * 1e12 / (LUO_H800_SMS * LUO_H800_ASSUMED_MHZ * 1e6)
-
-
-def measure_wgmma(progress=None, stop_on_failure: bool = True) -> dict:
-    """The "wgmma" suite: every supported single-tile combination checked on fresh random data
-    (a failure stops the suite unless ``stop_on_failure`` is False; then failures are listed in
-    ``results["failures"]`` and no throughput is measured), then the throughput sweep of
-    :func:`peak_configs`. ``progress(str)`` is called with a line per stage."""
-    from . import bench, records
-    say = progress or (lambda _s: None)
-    info = runtime.device_info()
-    out: dict = {"checks": [], "throughput": [], "failures": [], "mismatch": [],
-                 "sm_count": info.sm_count, "max_sm_mhz": info.max_sm_clock_khz / 1000,
-                 "luo_h800_tflops": LUO_H800_TFLOPS, "luo_h800_sms": LUO_H800_SMS,
-                 "luo_h800_assumed_mhz": LUO_H800_ASSUMED_MHZ}
-    configs = supported_configs()
-    jobs = tile_modules(configs) + peak_jobs()
-    say(f"compiling {len(jobs)} modules")
-    precompile(jobs)
-    rng = np.random.default_rng()
-    say(f"checking {len(configs)} single-tile combinations")
-    for cfg in configs:
-        try:
-            c = verify_tile(cfg, rng)
-            row = {**cfg.as_dict(), **c.as_dict()}
-        except Exception as e:  # noqa: BLE001 - recorded, then raised or listed
-            if stop_on_failure:
-                raise
-            row = {**cfg.as_dict(), "passed": False, "error": f"{type(e).__name__}: {e}"}
-        out["checks"].append(row)
-        if not row["passed"]:
-            if stop_on_failure:
-                raise RuntimeError(f"wgmma tile wrong: {cfg.label()}: {row}")
-            out["failures"].append(cfg.label())
-    say(f"checking {len(tma_configs())} TMA-fed tiles")
-    for cfg in tma_configs():
-        try:
-            c = verify_tile_tma(cfg, rng)
-            row = {**cfg.as_dict(), "loader": "tma", **c.as_dict()}
-        except Exception as e:  # noqa: BLE001
-            if stop_on_failure:
-                raise
-            row = {**cfg.as_dict(), "loader": "tma", "passed": False,
-                   "error": f"{type(e).__name__}: {e}"}
-        out["checks"].append(row)
-        if not row["passed"]:
-            if stop_on_failure:
-                raise RuntimeError(f"TMA-fed wgmma tile wrong: {cfg.label()}: {row}")
-            out["failures"].append("tma " + cfg.label())
-    for ls, ds in ((128, 64), (64, 0)):
-        r = mismatch_demo(64, "float16", ls, ds, rng=rng, live=True)
-        out["mismatch"].append({"layout_swizzle": ls, "descriptor_swizzle": ds,
-                                "wrong_measured": r.wrong_measured,
-                                "wrong_predicted": r.wrong_predicted,
-                                "matches_prediction": r.measured_matches_prediction})
-        say(r.summary())
-    if out["failures"]:
-        say(f"{len(out['failures'])} failures: no throughput measured")
-        return out
-    say("throughput sweep")
-    for pc in peak_configs():
-        p = WgmmaPeak(pc["dtype"], pc["n"], pc["source"], pc["chains"], pc["ctas_per_sm"])
-        chk = p.check()
-        if not chk.passed:
-            if stop_on_failure:
-                raise RuntimeError(f"wgmma peak kernel wrong: {pc}: {chk.as_dict()}")
-            out["failures"].append(f"peak {pc}: {chk.as_dict()}")
-            continue
-        t = bench.time_gpu(p.launcher(), warmup=3, reps=10, flush=False)
-        clocks = records.nvidia_smi_clocks()
-        mhz = p.measured_clock_mhz()          # in-kernel: clock64 over %globaltimer, last launch
-        tf = bench.tflops(p.flop, t.median_ms)
-        sheet = datasheet_tflops(info.sm_count, mhz, pc["dtype"])
-        row = {**pc, "iters": p.iters, "blocks": p.blocks, "flop": p.flop, **t.as_dict(),
-               "tflops": tf, "sm_mhz": mhz, "sm_mhz_source": "in-kernel clock64/%globaltimer",
-               "clocks_after_nvidia_smi": clocks,
-               "flop_per_clk_sm": tf * 1e12 / (info.sm_count * mhz * 1e6),
-               "datasheet_tflops_at_clock": sheet, "fraction_of_datasheet": tf / sheet,
-               "registers": p.ck.resources.registers, "check": chk.as_dict()}
-        if pc["dtype"] == "float16" and pc["source"] == "smem" and pc["chains"] == 1:
-            row["luo_h800_tflops"] = LUO_H800_TFLOPS[pc["n"]]
-            row["luo_h800_flop_per_clk_sm"] = luo_per_sm_clock(pc["n"])
-        out["throughput"].append(row)
-        say(f"  {pc['dtype']} N={pc['n']} {pc['source']} chains={pc['chains']} "
-            f"ctas/SM={pc['ctas_per_sm']}: {tf:.0f} TFLOP/s at {mhz:.0f} MHz "
-            f"({tf / sheet:.2f} of datasheet)")
-    return out
-
-
-def throughput_table(results: dict) -> str:
-    """The throughput rows as a compact text table."""
-    lines = [f"{'dtype':14s} {'N':>4s} {'src':9s} {'ch':>2s} {'cta':>3s} {'TFLOP/s':>8s} "
-             f"{'MHz':>5s} {'FLOP/clk/SM':>11s} {'of sheet':>8s} {'Luo H800':>8s}"]
-    for r in results["throughput"]:
-        luo = f"{r['luo_h800_tflops']:8d}" if "luo_h800_tflops" in r else " " * 8
-        lines.append(f"{r['dtype']:14s} {r['n']:4d} {r['source']:9s} {r['chains']:2d} "
-                     f"{r['ctas_per_sm']:3d} {r['tflops']:8.1f} {r['sm_mhz']:5.0f} "
-                     f"{r['flop_per_clk_sm']:11.0f} {r['fraction_of_datasheet']:8.2f} {luo}")
-    return "\n".join(lines)
-
-
-def summarize_wgmma(rec) -> str:
-    r = rec.results
-    ok = sum(c["passed"] for c in r["checks"])
-    errs = [c["rel_err"] for c in r["checks"] if c.get("rel_err") == c.get("rel_err") and "rel_err" in c]
-    lines = [rec.label(), f"single-tile correctness: {ok}/{len(r['checks'])} combinations passed "
-                          f"(worst rel_err {max(errs) if errs else float('nan'):.2e})"]
-    for f in r.get("failures", []):
-        lines.append(f"  FAILED {f}")
-    for m in r.get("mismatch", []):
-        lines.append(f"mismatch: layout {m['layout_swizzle']}B / descriptor {m['descriptor_swizzle']}B:"
-                     f" {m['wrong_measured']} wrong (predicted {m['wrong_predicted']}), "
-                     f"{'as predicted' if m['matches_prediction'] else 'NOT as predicted'}")
-    if r["throughput"]:
-        lines.append(throughput_table(r))
-    best = [x for x in r["throughput"] if x["dtype"] == "float16" and x["n"] == 256
-            and x["source"] == "smem" and x["ctas_per_sm"] == 2 and x["chains"] == 1]
-    if best:
-        b = best[0]
-        lines.append(f"N=256 fp16 SS: {b['tflops']:.0f} TFLOP/s at {b['sm_mhz']:.0f} MHz = "
-                     f"{b['fraction_of_datasheet']:.2f} of the datasheet rate at that clock "
-                     f"({b['datasheet_tflops_at_clock']:.0f} TFLOP/s); Luo et al. H800: 665")
-    return "\n".join(lines)
-
-
-SUITES = {"wgmma": (measure_wgmma, summarize_wgmma, "sm_90a")}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -865,46 +536,12 @@ def plot_mismatch(r: MismatchResult):
     return fig
 
 
-def plot_throughput(rec):
-    """TFLOP/s by N: SS and RS, one accumulator and as many as fit; the datasheet rate at the
-    measured clock; Luo et al.'s H800 SS figures scaled to this GPU's SMs and clock per SM·clock."""
-    import matplotlib.pyplot as plt
-    r = rec.results
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    rows = [x for x in r["throughput"] if x["dtype"] == "float16" and x["ctas_per_sm"] == 2]
-    for src in SOURCES:
-        for many in (False, True):
-            pts = sorted((x["n"], x["tflops"]) for x in rows if x["source"] == src and
-                         (x["chains"] > 1) == many and (many or x["chains"] == 1))
-            if many:
-                pts = sorted((x["n"], x["tflops"]) for x in rows if x["source"] == src and
-                             x["chains"] == max_chains(x["n"]))
-            if pts:
-                ax.plot(*zip(*pts), marker="o", ls="-" if src == "smem" else "--",
-                        label=f"{'SS' if src == 'smem' else 'RS'}, "
-                              f"{'max accumulators' if many else '1 accumulator'}")
-    mhz = np.median([x["sm_mhz"] for x in rows]) if rows else r["max_sm_mhz"]
-    sheet = datasheet_tflops(r["sm_count"], mhz)
-    ax.axhline(sheet, color="k", lw=1, ls=":", label=f"datasheet at {mhz:.0f} MHz: {sheet:.0f}")
-    luo = [(n, luo_per_sm_clock(n) * r["sm_count"] * mhz * 1e6 / 1e12) for n in N_VALUES]
-    ax.plot(*zip(*luo), color="gray", marker="x", ls=":",
-            label="Luo et al. H800 SS, per SM·clock, scaled here")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(N_VALUES, [str(n) for n in N_VALUES])
-    ax.set_xlabel("instruction N (m64nNk16, fp16 in, fp32 accumulate)")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"wgmma throughput by N — {rec.label()}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
 # --------------------------------------------------------------------------------------------------
 # Exercise (auto-checked in the notebook)
 # --------------------------------------------------------------------------------------------------
 
 def _register_exercises():
-    from .exercises import exercise
+    from .core.exercises import diagnosis, exercise, known_mistake
 
     @exercise("ch04.descriptor", "The 64-bit wgmma descriptor (an int) for k-step `step` of a tile "
               "mn×k of dtype, major-ness and swizzle, stored as TMA boxes from shared address base.")
@@ -912,9 +549,96 @@ def _register_exercises():
                          base: int) -> int:
         return dsc.OperandTile(mn, k, dtype, major, swizzle).descriptor(step, base).encode()
 
+    @diagnosis("ch04.descriptor")
+    def _ch04_descriptor_hint(answer, expected, mn, k, dtype, major, swizzle, step, base):
+        return descriptor_diagnosis(answer, dsc.OperandTile(mn, k, dtype, major, swizzle), step, base)
+
     @exercise("ch04.sbo", "SBO in bytes of a K-major tile with the given swizzle (8 rows apart).")
     def _ch04_sbo(swizzle: int) -> int:
         return dsc.OperandTile(64, 64, "float16", "K", swizzle).sbo
+
+    @diagnosis("ch04.sbo")
+    def _ch04_sbo_hint(answer, expected, swizzle: int):
+        t = dsc.OperandTile(64, 64, "float16", "K", swizzle)
+        return known_mistake(answer, expected, [
+            (t.row_pitch, f"that is one row ({t.row_pitch} bytes); SBO steps from one group of 8 rows "
+                          "to the next."),
+            (1024, "1024 is SBO with 128-byte swizzle (8 rows of 128 bytes); with "
+                   f"{swizzle}-byte swizzle the rows are {t.row_pitch} bytes long."),
+            (expected >> 4, "that is the encoded field value (bytes >> 4); the question asks for bytes."),
+            (expected // t.itemsize, "you counted elements, not bytes."),
+            (16, "16 bytes is LBO, which K-major swizzled layouts do not use (the ISA \"assumes 1\")."),
+            (8, "8 is how many rows apart; SBO is the byte distance between them."),
+        ])
+
+
+def descriptor_diagnosis(answer: int, tile: dsc.OperandTile, step: int, base: int) -> str | None:
+    """Why ``answer`` is not the descriptor of k-step ``step`` of ``tile`` at shared address
+    ``base``: both are decoded field by field (:func:`asynctc.models.descriptors.decode`) and the
+    wrong fields are named, with the rule each one breaks. None when they agree."""
+    want = tile.descriptor(step, base)
+    raw = {name: (int(answer) >> lo) & ((1 << w) - 1) for name, lo, w in dsc.FIELDS}
+    try:
+        got = dsc.decode(answer)
+    except dsc.DescriptorError as e:
+        unscaled = [f for f in ("start_address", "lbo", "sbo")
+                    if raw[f] and raw[f] == getattr(want, f) & ((1 << 14) - 1)]
+        if unscaled:
+            return (f"{', '.join(unscaled)}: a descriptor stores byte values >> 4 (16-byte units) — "
+                    f"the decoder says: {e}")
+        return f"this does not decode: {e}"
+    notes = []
+    if got.start_address != want.start_address:
+        if got.start_address == base:
+            notes.append(f"start address {got.start_address:#x} is k-step 0's; k-step {step} starts "
+                         "further down K")
+        elif tile.major == "MN" and got.start_address == base + step * 32:
+            notes.append(f"start address {got.start_address:#x}: +32 bytes per k-step holds for "
+                         f"K-major tiles; in an MN-major tile one k16 step is {tile.instruction_k} "
+                         f"K-rows of {tile.row_pitch} bytes")
+        elif got.start_address == 16 * want.start_address:
+            notes.append("start address: the field holds the address >> 4 (16-byte units), not bytes")
+        else:
+            notes.append(f"start address {got.start_address:#x} is not where k-step {step} begins "
+                         f"(base {base:#x} plus {step} k16 steps)")
+    if got.lbo != want.lbo or got.sbo != want.sbo:
+        if (got.lbo, got.sbo) == (want.sbo, want.lbo):
+            notes.append("LBO and SBO are swapped: " + _offset_rule(tile))
+        else:
+            for f, label in (("lbo", "LBO"), ("sbo", "SBO")):
+                g, w = getattr(got, f), getattr(want, f)
+                if g == w:
+                    continue
+                if g == 16 * w:
+                    notes.append(f"{label}: the field holds the byte offset >> 4 (16-byte units), "
+                                 "not bytes")
+                else:
+                    notes.append(f"{label} {g} B is wrong: " + _offset_rule(tile, f))
+    if got.swizzle != want.swizzle:
+        notes.append(f"the swizzle field holds mode {got.layout_type} ({got.swizzle or 'no'}"
+                     f"{'-byte' if got.swizzle else ''} swizzle); the mode numbers are 0 none, "
+                     "1 = 128-byte, 2 = 64-byte, 3 = 32-byte")
+    if got.base_offset != want.base_offset:
+        notes.append(f"base offset {got.base_offset}: the tile base is aligned to its swizzle "
+                     f"pattern, so it is {want.base_offset}")
+    return "; ".join(notes) + "." if notes else None
+
+
+def _offset_rule(tile: dsc.OperandTile, which: str = "") -> str:
+    """The rule for LBO/SBO of ``tile``'s layout, in words (see OperandTile.lbo / .sbo)."""
+    if tile.major == "K":
+        rules = {"lbo": "K-major swizzled layouts do not use LBO (the ISA \"assumes 1\": 16 bytes)"
+                 if tile.swizzle else "without swizzle LBO steps to the next 16-byte K chunk (the "
+                 "next box)",
+                 "sbo": f"SBO steps 8 rows of MN, 8 × {tile.row_pitch}-byte rows"}
+    elif tile.swizzle:
+        rules = {"lbo": f"in an MN-major swizzled tile LBO steps to the next box along MN "
+                        f"({tile.box_rows} K-rows × {tile.row_pitch} bytes)",
+                 "sbo": f"SBO steps 8 K-rows of {tile.swizzle} bytes"}
+    else:
+        rules = {"lbo": "MN-major without swizzle: LBO steps 8 K-rows (128 bytes)",
+                 "sbo": "MN-major without swizzle: SBO steps to the next 16-byte MN chunk (next box)"}
+    return rules[which] if which else f"{rules['lbo']}; {rules['sbo']}"
 
 
 _register_exercises()

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from asynctc import runtime
+from asynctc.core import runtime
 
 
 def pytest_collection_modifyitems(config, items):

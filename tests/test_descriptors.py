@@ -1,9 +1,9 @@
-"""CPU tests of the wgmma matrix descriptor and its layout model (asynctc.descriptors)."""
+"""CPU tests of the wgmma matrix descriptor and its layout model (asynctc.models.descriptors)."""
 import numpy as np
 import pytest
 
-from asynctc import descriptors as D
-from asynctc.descriptors import DescriptorError, OperandTile, WgmmaDescriptor
+from asynctc.models import descriptors as D
+from asynctc.models.descriptors import DescriptorError, OperandTile, WgmmaDescriptor
 
 DTYPES = tuple(D.DTYPES)
 
@@ -190,9 +190,9 @@ COMBOS = [(dt, m, sw) for dt in DTYPES for m in ("K", "MN") for sw in (0, 32, 64
 
 @pytest.mark.parametrize("dtype,major,sw", COMBOS)
 def test_descriptor_reads_what_tma_writes(dtype, major, sw):
-    """What TMA writes (asynctc.layout.SmemTile, box by box) is what the descriptors make wgmma
-    read (asynctc.descriptors.read_addresses), element by element, for every supported mode."""
-    pytest.importorskip("asynctc.layout")
+    """What TMA writes (asynctc.models.layout.SmemTile, box by box) is what the descriptors make wgmma
+    read (asynctc.models.descriptors.read_addresses), element by element, for every supported mode."""
+    pytest.importorskip("asynctc.models.layout")
     n = 0
     for t in _tiles(dtype, major, sw):
         for base in (0, 3 * t.alignment):
@@ -238,7 +238,7 @@ def test_canonical_layout_text():
 # ---- one object for the tensor map and the descriptor ----------------------------------------------
 
 def test_descriptor_from_smem_tile():
-    layout = pytest.importorskip("asynctc.layout")
+    layout = pytest.importorskip("asynctc.models.layout")
     box = layout.SmemTile(64, 64, "float16", 128)            # A, K-major, one 128-byte row of K
     assert box.tensor_map_args()["box_dim"] == (64, 64)
     d = D.descriptor_for_smem_tile(box, "K", k_step=2, base_address=0x8000)

@@ -1,7 +1,135 @@
-"""The exercise checker: unanswered, right and wrong answers; solutions must assert."""
+"""The exercise checker: unanswered, right and wrong answers; a hint for every known mistake;
+equivalent forms accepted; missing arguments answered with a sentence; solutions must assert."""
+import re
+
+import numpy as np
 import pytest
 
-from asynctc import exercises
+from asynctc.models import pipeline as _pipeline  # registers the ch05 exercises
+from asynctc.models import tcgen05 as _tcgen05  # registers the ch09 exercises
+import asynctc.suites  # noqa: F401  (imports every chapter module, which registers its exercises)
+from asynctc.core import exercises
+from asynctc.models import descriptors
+
+ABLATION = [{"variant": "full kernel", "tflops": 333.0},
+            {"variant": "no global→shared copy", "tflops": 524.0},
+            {"variant": "no ldmatrix", "tflops": 431.0},
+            {"variant": "cuBLAS", "tflops": 764.0}]
+SIZES = [64, 128, 256, 512, 1024, 4096]
+RIDGE = 251.0
+
+#: The arguments each exercise is checked with in its notebook.
+KW = {
+    "ch00.intensity": dict(n=512),
+    "ch00.memory_bound": dict(sizes=SIZES, ridge=RIDGE),
+    "ch01.smem_bytes": dict(bm=128, bn=256, bk=32),
+    "ch01.hmma_per_ktile": dict(wm=64, wn=32, bk=32),
+    "ch01.costliest_part": dict(ablation=ABLATION),
+    "ch02.ring_smem": dict(bm=128, bn=256, bk=32, stages=3),
+    "ch02.wait_n": dict(stages=4),
+    "ch03.expect_tx": dict(rows=48, cols=32, dtype="float32"),
+    "ch03.bank_128B": dict(row=3, col=20),
+    "ch04.sbo": dict(swizzle=64),
+    "ch04.descriptor": dict(mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64, step=2,
+                            base=0x4000),
+    "ch05.full_parity": dict(k=5, stages=2),
+    "ch05.empty_parity": dict(t=1, stages=4),
+    "ch05.groups_pending": dict(),
+    "ch05.find_bug": dict(diagnosis=_pipeline.simulate(**_pipeline.BUG_HUNT,
+                                                       protocol="wrong_empty_parity").diagnosis),
+    "ch09.tmem_columns": dict(m=128, n=256),
+    "ch09.lane_quarter": dict(warp=3),
+    "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
+}
+
+
+def _desc(start, lbo, sbo, mode):
+    return (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | mode << 62
+
+
+n = 512
+#: (exercise, wrong answer, words the hint must contain): one row per diagnosed mistake.
+MISTAKES = [
+    ("ch05.full_parity", 1, "phase before"),
+    ("ch05.full_parity", 2, "one bit"),
+    ("ch05.empty_parity", 0, "fresh barrier"),
+    ("ch05.groups_pending", 0, "gaps between the wgmma"),
+    ("ch05.find_bug", "full_parity_flipped", "ends in a Race"),
+    ("ch09.tmem_columns", 128, "rows of D go to lanes"),
+    ("ch09.lane_quarter", (96, 128), "exactly 32"),
+    ("ch09.lane_quarter", (0, 31), "warp id mod 4"),
+    ("ch09.fix_descriptor", "lbo", "SBO steps 8 rows"),
+    ("ch00.intensity", 2 * n**3, "FLOP count"),
+    ("ch00.intensity", 6 * n * n, "byte count"),
+    ("ch00.intensity", 6 * n * n / (2 * n**3), "turn it over"),
+    ("ch00.intensity", n / 2, "not C"),
+    ("ch00.intensity", n / 4, "four matrices"),
+    ("ch00.intensity", n, "one matrix"),
+    ("ch00.intensity", 2 * n / 3, "elements, not bytes"),
+    ("ch00.intensity", n / 6, "a multiply-add is 2 FLOP"),
+    ("ch00.memory_bound", [1024, 4096], "compute-bound sizes"),
+    ("ch00.memory_bound", [64, 128], "compared the size n"),
+    ("ch00.memory_bound", [64, 128, 256, 512, 1024], "1024 does"),
+    ("ch00.memory_bound", [64, 128, 256], "1 memory-bound size is missing"),
+    ("ch00.memory_bound", [64, 3], "3 is not one of them"),
+    ("ch01.smem_bytes", 128 * 32 * 2, "A tile alone"),
+    ("ch01.smem_bytes", 32 * 256 * 2, "B tile alone"),
+    ("ch01.smem_bytes", 128 * 32 + 32 * 256, "elements, not bytes"),
+    ("ch01.smem_bytes", 128 * 256 * 2, "C tile"),
+    ("ch01.smem_bytes", 2 * (128 * 32 + 32 * 256) * 2, "two buffers"),
+    ("ch01.smem_bytes", 24, "KiB"),
+    ("ch01.smem_bytes", 2 * 32 * 256 * 2, "B tile twice"),
+    ("ch01.smem_bytes", 8 * (128 * 32 + 32 * 256) * 2, "bits"),
+    ("ch01.hmma_per_ktile", 16, "one k16 step"),          # (also what n16 instead of n8 gives)
+    ("ch01.hmma_per_ktile", 8 * 4 * 2, "16 rows of M"),   # (also what k8 instead of k16 gives)
+    ("ch01.hmma_per_ktile", 4 * 4 * 32, "bk/16 steps"),
+    ("ch01.hmma_per_ktile", 64 * 32 * 32, "multiply-adds"),
+    ("ch01.hmma_per_ktile", 2 * 64 * 32 * 32, "counts FLOP"),
+    ("ch01.hmma_per_ktile", 128, "per CTA"),
+    ("ch01.costliest_part", "ldmatrix", "without the copy 524, without ldmatrix 431"),
+    ("ch02.ring_smem", 24576, "one stage; the ring holds 3"),
+    ("ch02.ring_smem", 2 * 24576, "2 stages"),
+    ("ch02.ring_smem", 4 * 24576, "one stage too many"),
+    ("ch02.ring_smem", 3 * 12288, "elements, not bytes"),
+    ("ch02.ring_smem", 6 * 24576, "4 bytes per element"),
+    ("ch02.ring_smem", 3 * 8192, None),          # = one stage (24576): the first hint wins
+    ("ch02.ring_smem", 3 * 16384, None),         # = two stages: ditto
+    ("ch02.ring_smem", 3 * 24576 + 128 * 256 * 4, "accumulators of C live in registers"),
+    ("ch02.ring_smem", 3 * 24576 + 128 * 256 * 2, "only A and B"),
+    ("ch02.ring_smem", 72, "KiB"),
+    ("ch02.wait_n", 3, "the group of k-tile kt itself"),
+    ("ch02.wait_n", 4, "waits for nothing"),
+    ("ch02.wait_n", 0, "too strict"),
+    ("ch02.wait_n", -1, "whole number ≥ 0"),
+    ("ch03.expect_tx", 48 * 32, "elements, not bytes: float32 is 4"),
+    ("ch03.expect_tx", 48 * 32 * 2, "2 bytes per element? float32 is 4"),
+    ("ch03.expect_tx", 48 * 32 * 8, "8 bytes per element? float32 is 4"),
+    ("ch03.expect_tx", 48 * 4, "one column"),
+    ("ch03.expect_tx", 32 * 4, "one row"),
+    ("ch03.expect_tx", 48 * 32 * 4 * 16, "16× too large"),
+    ("ch03.bank_128B", 10, "without swizzle"),
+    ("ch03.bank_128B", 1, "swizzled 16-byte chunk"),
+    ("ch03.bank_128B", 2, "before the swizzle"),
+    ("ch03.bank_128B", 408, "byte offset"),
+    ("ch03.bank_128B", 102, "word index"),
+    ("ch03.bank_128B", 9, "2 bytes each"),
+    ("ch03.bank_128B", 40, "0..31"),
+    ("ch04.sbo", 64, "one row"),
+    ("ch04.sbo", 1024, "128-byte swizzle"),
+    ("ch04.sbo", 32, "encoded field"),
+    ("ch04.sbo", 256, "elements, not bytes"),
+    ("ch04.sbo", 16, "LBO"),
+    ("ch04.sbo", 8, "how many rows apart"),
+    ("ch04.descriptor", _desc(0x4000, 4096, 512, 2), "k-step 0's"),
+    ("ch04.descriptor", _desc(0x4040, 4096, 512, 2), "+32 bytes per k-step holds for K-major"),
+    ("ch04.descriptor", _desc(0x4800, 512, 4096, 2), "LBO and SBO are swapped"),
+    ("ch04.descriptor", _desc(0x4800, 4096, 512, 1), "mode 1 (128-byte swizzle)"),
+    ("ch04.descriptor", _desc(0x4800, 16, 512, 2), "LBO 16 B is wrong"),
+    ("ch04.descriptor", _desc(0x4800, 4096, 1024, 2), "SBO 1024 B is wrong"),
+    ("ch04.descriptor", 0x4800 | 4096 << 16 | 512 << 32 | 2 << 62, "byte values >> 4"),
+    ("ch04.descriptor", _desc(0x4800, 4096 * 16, 512, 2), "LBO: the field holds the byte offset >> 4"),
+    ("ch04.descriptor", 1 << 47 | _desc(0x4800, 4096, 512, 2), "does not decode"),
+]
 
 
 def test_unanswered_is_not_an_error(capsys):
@@ -34,3 +162,122 @@ def test_expected_values_come_from_models():
 def test_unknown_exercise():
     with pytest.raises(KeyError, match="no exercise"):
         exercises.check("ch99.nothing", 1)
+
+
+def test_every_exercise_has_a_diagnosis_and_a_row_here():
+    names = exercises.names()
+    assert set(KW) == set(names), "add the new exercise to KW and MISTAKES"
+    assert all(exercises._EXERCISES[x].diagnose is not None for x in names)
+    assert {m[0] for m in MISTAKES} == set(names)
+
+
+@pytest.mark.parametrize("name,answer,words", MISTAKES,
+                         ids=[f"{m[0]}={m[1]!r}"[:60] for m in MISTAKES])
+def test_hint_names_the_mistake(capsys, name, answer, words):
+    exp = exercises.expected(name, **KW[name])
+    assert not exercises.check(name, answer, **KW[name])
+    out = capsys.readouterr().out.strip()
+    assert out.startswith(f"[{name}] not quite — ") and "try again" not in out, out
+    if words:
+        assert words in out, out
+    if isinstance(exp, (int, float)) and abs(exp) >= 100:     # a hint never gives the answer away
+        shown = [f"{exp}", f"{exp:#x}"] if isinstance(exp, int) else [f"{exp:.1f}", f"{exp:.0f}"]
+        assert not any(re.search(rf"(?<![\w.]){re.escape(x)}(?![\w.])", out) for x in shown), out
+    # The same wrong answer in a solution cell fails CI with the hint in the message.
+    with pytest.raises(AssertionError, match="is wrong"):
+        exercises.check(name, answer, solution=True, **KW[name])
+
+
+def test_a_hint_without_a_known_mistake_says_how_far_off(capsys):
+    assert not exercises.check("ch01.smem_bytes", 24576 * 16, **KW["ch01.smem_bytes"])
+    assert "16× too large" in capsys.readouterr().out
+    assert not exercises.check("ch01.smem_bytes", 1000, **KW["ch01.smem_bytes"])
+    assert "too small" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name,answer", [
+    ("ch00.intensity", 512 / 3),
+    ("ch00.intensity", 170.67),                  # 0.1 % (the tolerance the prompt states)
+    ("ch00.intensity", "170.67"),
+    ("ch00.intensity", np.float32(512 / 3)),
+    ("ch00.memory_bound", [64, 128, 256, 512]),
+    ("ch00.memory_bound", (512, 256, 128, 64)),
+    ("ch00.memory_bound", {64, 128, 256, 512}),
+    ("ch00.memory_bound", np.array([512, 64, 256, 128])),
+    ("ch01.smem_bytes", 24576),
+    ("ch01.smem_bytes", 24576.0),
+    ("ch01.smem_bytes", np.int64(24576)),
+    ("ch01.smem_bytes", "24_576"),
+    ("ch01.costliest_part", "COPY"),
+    ("ch01.costliest_part", " 'copy' "),
+    ("ch01.costliest_part", "global→shared copy"),
+    ("ch02.wait_n", 2.0),
+    ("ch03.bank_128B", np.uint8(6)),
+    ("ch04.sbo", "0x200"),
+    ("ch04.descriptor", _desc(0x4800, 4096, 512, 2)),
+    ("ch04.descriptor", hex(_desc(0x4800, 4096, 512, 2))),
+    ("ch04.descriptor", descriptors.WgmmaDescriptor(0x4800, 4096, 512, 64)),
+])
+def test_equivalent_forms_are_accepted(name, answer):
+    assert exercises.check(name, answer, solution=True, **KW[name])
+
+
+def test_ldmatrix_aliases_and_tolerance_stated():
+    abl = [dict(x) for x in ABLATION]
+    abl[2]["tflops"] = 600.0
+    assert exercises.check("ch01.costliest_part", "LDSM", ablation=abl)
+    assert "0.1%" in exercises.prompt("ch00.intensity")
+    assert not exercises.check("ch00.intensity", 171, n=512)      # 0.2 % off: outside
+
+
+@pytest.mark.parametrize("name,answer,form", [
+    ("ch00.intensity", "a lot", "a number"),
+    ("ch00.intensity", [170.67], "a single number"),
+    ("ch00.memory_bound", 64, "a list of values"),
+    ("ch01.smem_bytes", True, "a number, not True/False"),
+    ("ch04.descriptor", float(_desc(0x4800, 4096, 512, 2)), "an exact int"),
+    ("ch01.costliest_part", 3, "one of 'copy', 'ldmatrix', in quotes"),
+])
+def test_an_answer_in_no_accepted_form_says_which_form(capsys, name, answer, form):
+    assert not exercises.check(name, answer, **KW[name])
+    assert f"answer with {form}" in capsys.readouterr().out
+
+
+def test_missing_arguments_get_a_sentence(capsys):
+    assert exercises.check("ch01.smem_bytes", 123) is False
+    assert capsys.readouterr().out.strip() == (
+        "ch01.smem_bytes needs bm, bn, bk: check('ch01.smem_bytes', answer, bm=…, bn=…, bk=…)")
+    assert exercises.check("ch01.smem_bytes", 123, bm=128, bn=256) is False
+    assert "needs bk:" in capsys.readouterr().out
+    assert exercises.check("ch04.sbo", 512, swizzle=64, major="K") is False
+    assert "ch04.sbo takes swizzle, not major" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="needs bm, bn, bk"):
+        exercises.check("ch01.smem_bytes", 123, solution=True)
+
+
+def test_bad_argument_values_get_a_sentence(capsys):
+    assert exercises.check("ch03.expect_tx", 1, rows=300, cols=32, dtype="float32") is False
+    assert "cannot be checked with these arguments: box[0]=300" in capsys.readouterr().out
+
+
+def test_solutions_in_the_notebooks_still_pass():
+    """The expressions the solution cells use, with solution=True."""
+    ex = exercises.check
+    assert ex("ch00.intensity", 2 * 512**3 / (2 * 3 * 512 * 512), n=512, solution=True)
+    assert ex("ch00.memory_bound", [s for s in SIZES if s / 3 < RIDGE], sizes=SIZES, ridge=RIDGE,
+              solution=True)
+    assert ex("ch01.smem_bytes", (128 * 32 + 32 * 256) * 2, bm=128, bn=256, bk=32, solution=True)
+    assert ex("ch01.hmma_per_ktile", (64 // 16) * (32 // 8) * (32 // 16), wm=64, wn=32, bk=32,
+              solution=True)
+    assert ex("ch02.ring_smem", 3 * (128 * 32 + 32 * 256) * 2, bm=128, bn=256, bk=32, stages=3,
+              solution=True)
+    assert ex("ch02.wait_n", 4 - 2, stages=4, solution=True)
+    assert ex("ch03.expect_tx", 48 * 32 * 4, rows=48, cols=32, dtype="float32", solution=True)
+    row, col = 3, 20
+    chunk, within = divmod(col * 2, 16)
+    offset = row * 128 + ((chunk ^ (row % 8)) * 16) + within
+    assert ex("ch03.bank_128B", (offset // 4) % 32, row=row, col=col, solution=True)
+    assert ex("ch04.sbo", 8 * 64, swizzle=64, solution=True)
+    start = 0x4000 + 2 * 16 * 64
+    desc = (start >> 4) | (64 * 64 >> 4) << 16 | (8 * 64 >> 4) << 32 | 2 << 62
+    assert ex("ch04.descriptor", desc, **KW["ch04.descriptor"], solution=True)

@@ -1,8 +1,8 @@
-"""CPU tests of the shared-memory tile layout model (asynctc.layout.SmemTile)."""
+"""CPU tests of the shared-memory tile layout model (asynctc.models.layout.SmemTile)."""
 import numpy as np
 import pytest
 
-from asynctc.layout import ALIGNMENT, LayoutError, SmemTile, swizzle_address, unswizzle_address
+from asynctc.models.layout import ALIGNMENT, LayoutError, SmemTile, swizzle_address, unswizzle_address
 
 DTYPES = ("float16", "bfloat16", "float32", "float8_e4m3fn", "uint8")
 

@@ -1,15 +1,15 @@
 """Chapter 05's pipelined GEMM: CPU tests (every config compiles to sm_90a with the expected SASS,
-the device-side descriptor arithmetic matches asynctc.descriptors, validation, the comparison, the
+the device-side descriptor arithmetic matches asynctc.models.descriptors, validation, the comparison, the
 trace decoder) and GPU tests (every configuration against float64, the trace)."""
 import re
 
 import numpy as np
 import pytest
 
-from asynctc import descriptors as D
+from asynctc.models import descriptors as D
 from asynctc import pipeline as P
-from asynctc import sass
-from asynctc.layout import SmemTile
+from asynctc.core import sass
+from asynctc.models.layout import SmemTile
 
 LIMIT = 227 * 1024   # sm_90's opt-in shared memory per block (no GPU here to ask)
 
@@ -81,7 +81,7 @@ def test_prologue_and_loop_each_issue_a_stage():
 @pytest.mark.parametrize("dtype", list(P.DTYPES))
 def test_device_descriptors_match_asynctc_descriptors(tile, b_major, dtype):
     """The kernel's descriptor arithmetic (host template + byte offsets >> 4) gives, for every stage,
-    warpgroup, m64 atom and k-step, the descriptor asynctc.descriptors encodes for the tile at that
+    warpgroup, m64 atom and k-step, the descriptor asynctc.models.descriptors encodes for the tile at that
     address; and where TMA puts each element is where that descriptor makes wgmma read it."""
     bm, bn, c = tile
     cfg = P.PipelineConfig(dtype=dtype, bm=bm, bn=bn, consumers=c, stages=2, b_major=b_major)

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from asynctc import records, suites
+from asynctc.core import records
+from asynctc import suites
 
 
 def committed():
@@ -81,7 +82,7 @@ def test_git_commit_uses_the_stamp_only_when_its_digest_matches(monkeypatch):
     monkeypatch.delenv("ASYNCTC_GIT_COMMIT", raising=False)
     fake = type("R", (), {"returncode": 128, "stdout": "HEAD\n"})
     monkeypatch.setattr(sp, "run", lambda *a, **k: fake())
-    root = Path(records.__file__).resolve().parent.parent
+    root = records.PACKAGE_DIR.parent
     stamp = root / "build" / "git_commit"
     old = stamp.read_text() if stamp.is_file() else None
     digest = records.source_digest()

@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from asynctc import runtime
-from asynctc.runtime import CompileError, LaunchConfigError, compile_kernel
+from asynctc.core import runtime
+from asynctc.core.runtime import CompileError, LaunchConfigError, compile_kernel
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
@@ -39,15 +39,15 @@ def test_compile_error_shows_log_and_kernel(tmp_path, monkeypatch):
 
 
 def test_defines_change_the_cubin_and_are_validated():
-    a = compile_kernel("gemm_mma_sync.cu", "gemm_mma_sync", defines={"DT": 0})
-    b = compile_kernel("gemm_mma_sync.cu", "gemm_mma_sync", defines={"DT": 1})
+    a = compile_kernel("mma_sync.cu", "gemm_mma_sync", defines={"DT": 0})
+    b = compile_kernel("mma_sync.cu", "gemm_mma_sync", defines={"DT": 1})
     assert a.cubin != b.cubin
     with pytest.raises(ValueError, match="not a C identifier"):
         compile_kernel("probe.cu", "probe", defines={"1BAD": 1})
 
 
 def test_ptxas_warnings_surface():
-    from asynctc.gemm import MmaSyncTile, compile_mma_sync
+    from asynctc.mma_sync import MmaSyncTile, compile_mma_sync
     # A 128x128x64 tile with 64x32 warp tiles squeezed to 2 CTAs/SM (<= 128 registers) spills.
     with pytest.warns(UserWarning, match="spill"):
         runtime._memo.clear()
@@ -55,7 +55,7 @@ def test_ptxas_warnings_surface():
 
 
 def test_resources_parsed():
-    from asynctc.gemm import compile_mma_sync
+    from asynctc.mma_sync import compile_mma_sync
     r = compile_mma_sync("float16").resources
     assert 0 < r.registers <= 255 and r.spill_stores == 0
 
@@ -86,7 +86,7 @@ def test_no_driver_call_without_libcuda():
     """On a machine without libcuda, detection must not start the probe (no driver call at all)."""
     if runtime._driver_library_loadable():
         pytest.skip("this machine has libcuda")
-    code = ("import asynctc.runtime as r, subprocess\n"
+    code = ("import asynctc.core.runtime as r, subprocess\n"
             "calls=[]\n"
             "orig=subprocess.run\n"
             "subprocess.run=lambda *a, **k: calls.append(a) or orig(*a, **k)\n"

@@ -5,9 +5,10 @@ import re
 import numpy as np
 import pytest
 
-from asynctc import descriptors as D
-from asynctc import sass
+from asynctc.models import descriptors as D
+from asynctc.core import sass
 from asynctc import wgmma as W
+from asynctc import wgmma_peak as WP
 
 # ---- compile + SASS (CPU) ----------------------------------------------------------------------------
 
@@ -41,7 +42,7 @@ def test_tile_kernels_compile_to_gmma(dtype, n):
 
 
 def test_peak_kernel_loop_is_pure_wgmma():
-    ck = W.compile_peak("float16", 256, "smem", 1)
+    ck = WP.compile_peak("float16", 256, "smem", 1)
     text = ck.sass()
     assert ck.resources.spill_stores == 0
     lines = [ln for ln in text.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
@@ -49,9 +50,9 @@ def test_peak_kernel_loop_is_pure_wgmma():
     loop = lines[arrive[-1]:]
     end = next(i for i, ln in enumerate(loop) if "BRA" in ln)
     body = sass.instructions("\n".join(loop[:end + 1]))
-    assert len(re.findall(r"HGMMA\.64x256x16\.F32", "\n".join(loop[:end + 1]))) == W.PEAK_K_STEPS
+    assert len(re.findall(r"HGMMA\.64x256x16\.F32", "\n".join(loop[:end + 1]))) == WP.PEAK_K_STEPS
     assert not any(op.startswith(("LD", "ST")) for op in body)     # no memory traffic in the loop
-    ck8 = W.compile_peak("float8_e4m3fn", 256, "registers", 1)
+    ck8 = WP.compile_peak("float8_e4m3fn", 256, "registers", 1)
     assert "QGMMA" in sass.class_counts(ck8.sass())
 
 
@@ -142,12 +143,12 @@ def test_mismatch_demo_prediction_on_cpu(rng):
 
 
 def test_peak_flop_and_limits():
-    p = W.WgmmaPeak("float16", 64, "smem", 4, ctas_per_sm=2, sm_count=132)
+    p = WP.WgmmaPeak("float16", 64, "smem", 4, ctas_per_sm=2, sm_count=132)
     assert p.flop == 264 * p.iters * 4 * 4 * 2 * 64 * 64 * 16
     with pytest.raises(ValueError, match="chains=8"):
-        W.compile_peak("float16", 64, "smem", 8)
-    assert W.datasheet_tflops(132, 1980) == pytest.approx(1070.5, abs=0.1)
-    assert W.luo_per_sm_clock(256) == pytest.approx(3324, abs=1)
+        WP.compile_peak("float16", 64, "smem", 8)
+    assert WP.datasheet_tflops(132, 1980) == pytest.approx(1070.5, abs=0.1)
+    assert WP.luo_per_sm_clock(256) == pytest.approx(3324, abs=1)
 
 
 # ---- GPU ---------------------------------------------------------------------------------------------
@@ -198,7 +199,7 @@ def test_mismatch_is_wrong_exactly_as_predicted(layout, desc, rng):
                                                 ("bfloat16", 128, "smem", 2),
                                                 ("float8_e4m3fn", 256, "smem", 1)])
 def test_peak_kernel_result(dtype, n, src, chains):
-    c = W.WgmmaPeak(dtype, n, src, chains, iters=None).check()
+    c = WP.WgmmaPeak(dtype, n, src, chains, iters=None).check()
     assert c.passed, c.as_dict()
 
 
@@ -282,7 +283,7 @@ def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None):
 
 
 def _emulate_tma(ck, dt, n, ta, tb, geo, b_off, descs, c_in, d_out, err, shmem_bytes):
-    """TMA as asynctc.layout.SmemTile models it: box j of a tensor map lands at dst + offsets()."""
+    """TMA as asynctc.models.layout.SmemTile models it: box j of a tensor map lands at dst + offsets()."""
     raw = 0x20 + 8
     base = (raw + 1023) // 1024 * 1024
     smem = np.zeros(shmem_bytes + 2048, np.uint8)
@@ -315,12 +316,13 @@ def _emulate_tma(ck, dt, n, ta, tb, geo, b_off, descs, c_in, d_out, err, shmem_b
 @pytest.fixture
 def emulated(monkeypatch):
     monkeypatch.setattr(W, "DeviceArray", _FakeArray)
+    monkeypatch.setattr(WP, "DeviceArray", _FakeArray)
     monkeypatch.setattr(W.runtime, "launch", _emulate)
     monkeypatch.setattr(W, "_tensor_map", lambda arr, tile: (arr, tile))
 
 
 def test_dry_run_tma_tiles(emulated, rng):
-    pytest.importorskip("asynctc.layout")
+    pytest.importorskip("asynctc.models.layout")
     cfgs = W.tma_configs()
     assert len(cfgs) == 72
     for cfg in cfgs:
@@ -339,7 +341,7 @@ def test_dry_run_mismatch_and_peak(emulated, rng):
     assert r.wrong_measured > 0 and r.measured_matches_prediction
     for args in (("float16", 256, "smem", 1), ("bfloat16", 16, "registers", 8),
                  ("float8_e5m2", 64, "smem", 1)):
-        p = W.WgmmaPeak(*args, ctas_per_sm=1, sm_count=2)
+        p = WP.WgmmaPeak(*args, ctas_per_sm=1, sm_count=2)
         assert p.check().passed
         p.launcher()()
         assert abs(p.measured_clock_mhz() - 1980) < 1e-6      # the emulator's clock record

@@ -49,7 +49,8 @@ def to_notebook(src: Path):
         # stable ids, so a rebuild changes only what really changed
         cell["id"] = f"c{i:02d}-" + hashlib.sha1(cell.source.encode()).hexdigest()[:8]
         if cell.cell_type == "code" and "solution=True" in cell.source:
-            cell.metadata["jupyter"] = {"source_hidden": True}   # collapsed in JupyterLab
+            # collapsed in JupyterLab, code and outputs (which may print intermediate results)
+            cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
             cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | {"solution"})
     return nb
 

@@ -22,12 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from asynctc import bench, gemm, runtime, suites  # noqa: E402
-from asynctc.gemm import MmaSyncTile as T  # noqa: E402
+from asynctc.core import bench, runtime  # noqa: E402
+from asynctc import mma_sync  # noqa: E402
+from asynctc.mma_sync import MmaSyncTile as T  # noqa: E402
 
 
 def variants():
-    vs = list(gemm.TILES)
+    vs = list(mma_sync.TILES)
     vs += [T(128, 128, 64, 64, 64, min_blocks=2, group_m=g) for g in (4, 16)]
     vs += [T(128, 256, 64, 64, 64), T(256, 128, 64, 64, 64)]
     return vs
@@ -39,7 +40,7 @@ def label(t):
 
 def _compile(args):
     dt, t = args
-    ck = gemm.compile_mma_sync(dt, t)
+    ck = mma_sync.compile_mma_sync(dt, t)
     return label(t), dt, ck.resources.registers, ck.resources.spill_stores
 
 
@@ -58,23 +59,23 @@ def main():
     say(f"{info.name} driver {info.driver_version} NVRTC {runtime.nvrtc_version()}")
     vs = [] if only_ablate else variants()
     t0 = time.time()
-    jobs = [(dt, t) for t in vs for dt in gemm.DTYPES]
+    jobs = [(dt, t) for t in vs for dt in mma_sync.DTYPES]
     with cf.ProcessPoolExecutor(min(16, os.cpu_count() or 2), mp_context=mp.get_context("spawn")) as ex:
         regs = {(n, dt): (r, sp) for n, dt, r, sp in ex.map(_compile, jobs)}
     say(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s")
     for t in vs:
-        for dt in gemm.DTYPES:
+        for dt in mma_sync.DTYPES:
             for shp in ((256, 512, 192), (512, 1280, 448), (t.bm * 2, t.bn * 3, t.bk * 5)):
                 try:
-                    gemm.check_shapes(*shp, t)
+                    mma_sync.check_shapes(*shp, t)
                 except ValueError:
                     continue
-                c = gemm.verify_mma_sync(*shp, dt, t)
+                c = mma_sync.verify_mma_sync(*shp, dt, t)
                 assert c.passed, (label(t), dt, c)
     say("all tiles correct against float64 (fp16 + bf16)")
 
     s = 4096
-    a, b, da, db, dc = gemm.square_problem(s, "float16")
+    a, b, da, db, dc = mma_sync.square_problem(s, "float16")
     flop = 2 * s**3
     cub = bench.cublas_gemm(da, db, dc)
     base = [bench.tflops(flop, bench.time_gpu(cub, reps=30).median_ms)]
@@ -82,8 +83,8 @@ def main():
     for _ in range(2 if vs else 0):            # two rounds, cuBLAS between, to see drift
         for t in vs:
             dc.poison()
-            tm = bench.time_gpu(gemm.launcher(gemm.compile_mma_sync("float16", t), t, da, db, dc), reps=30)
-            gemm.check_sampled_rows(dc, a, b, "float16", label(t))
+            tm = bench.time_gpu(mma_sync.launcher(mma_sync.compile_mma_sync("float16", t), t, da, db, dc), reps=30)
+            mma_sync.check_sampled_rows(dc, a, b, "float16", label(t))
             results[label(t)].append(bench.tflops(flop, tm.median_ms))
         base.append(bench.tflops(flop, bench.time_gpu(cub, reps=30).median_ms))
     cb = statistics.median(base)
@@ -95,7 +96,7 @@ def main():
         x = results[label(t)]
         say(f"{label(t):36s} {r:4d} {sp:5d}  {x[0]:7.1f} {x[1]:7.1f} {max(x):6.1f}  {max(x) / cb:.3f}")
 
-    for line in suites.summarize_anatomy(suites.measure_mma_sync_anatomy(s), info.sm_count):
+    for line in mma_sync.summarize_anatomy(mma_sync.measure_mma_sync_anatomy(s), info.sm_count):
         say(line)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "explore_mma_sync.txt").write_text("\n".join(lines) + "\n")

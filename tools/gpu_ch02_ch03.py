@@ -21,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from asynctc import bench, cpasync, runtime, tmacopy  # noqa: E402
-from asynctc.layout import SmemTile  # noqa: E402
+from asynctc.core import bench, runtime  # noqa: E402
+from asynctc import cp_async, tma  # noqa: E402
+from asynctc.models.layout import SmemTile  # noqa: E402
 
 RESULTS: list[tuple[str, str, str]] = []
 
@@ -61,15 +62,15 @@ def main() -> int:
     rng = np.random.default_rng()
 
     # --- chapter 03: swizzle model, loads and stores, OOB, mbarrier --------------------------
-    for tile in tmacopy.swizzle_tiles():
+    for tile in tma.swizzle_tiles():
         def ld(tile=tile):
-            c = tmacopy.load_box(tile, shape=(64, 4 * tile.cols + 48 // tile.itemsize),
+            c = tma.load_box(tile, shape=(64, 4 * tile.cols + 48 // tile.itemsize),
                                  start=(int(rng.integers(0, 64 - tile.rows)), tile.cols), rng=rng)
             return c.passed, f"{c.mismatches}/{c.nbytes} bytes differ, first at {c.first} {c.note}"
         check(f"TMA load  {tile!r}", ld)
-    for tile in tmacopy.swizzle_tiles():
+    for tile in tma.swizzle_tiles():
         def st(tile=tile):
-            c = tmacopy.store_box(tile, shape=(48, 3 * tile.cols), start=(5, tile.cols), rng=rng)
+            c = tma.store_box(tile, shape=(48, 3 * tile.cols), start=(5, tile.cols), rng=rng)
             return c.passed, f"{c.mismatches}/{c.nbytes} bytes differ, first at {c.first}"
         check(f"TMA store {tile!r}", st)
     for tile in (SmemTile(16, 64, "float16", 128), SmemTile(16, 32, "float32", 0),
@@ -78,31 +79,31 @@ def main() -> int:
             if start[1] * np.dtype(tile.dtype).itemsize % 16:
                 continue                    # refused before the GPU (check_box_start)
             def oob(tile=tile, start=start):
-                a = tmacopy.load_box(tile, shape=(48, 128), start=start, rng=rng)
+                a = tma.load_box(tile, shape=(48, 128), start=start, rng=rng)
                 if min(start) < 0:          # negative store starts are refused (they fault)
                     return a.passed, f"load {a.mismatches} bytes differ (no store: negative start)"
-                b = tmacopy.store_box(tile, shape=(48, 128), start=start, rng=rng)
+                b = tma.store_box(tile, shape=(48, 128), start=start, rng=rng)
                 return a.passed and b.passed, f"load {a.mismatches} / store {b.mismatches} bytes differ"
             check(f"OOB {tile!r} at {start}", oob)
 
     def nan():
-        c = tmacopy.load_box(SmemTile(16, 64, "float16", 128), shape=(40, 96), start=(32, 64),
+        c = tma.load_box(SmemTile(16, 64, "float16", 128), shape=(40, 96), start=(32, 64),
                              oob_fill="nan", rng=rng)
         return c.passed, f"{c.mismatches} elements wrong"
     check("OOB NaN fill (NAN_REQUEST_ZERO_FMA)", nan)
 
     def life():
-        run = tmacopy.mbarrier_lifecycle(rng=rng)
-        print(tmacopy.lifecycle_table(run))
+        run = tma.mbarrier_lifecycle(rng=rng)
+        print(tma.lifecycle_table(run))
         return run.passed, f"err={run.err} boxes_ok={run.boxes_ok}"
     check("mbarrier life cycle", life)
 
     for box in ((8, 32), (32, 64), (16, 256)):
         def cp(box=box):
-            cb = tmacopy.CopyBench(rows=1024, cols=2048)
+            cb = tma.CopyBench(rows=1024, cols=2048)
             bad = []
-            for v in tmacopy.VARIANTS:
-                cfg = tmacopy.copy_config(v, *box)
+            for v in tma.VARIANTS:
+                cfg = tma.copy_config(v, *box)
                 cb.dst.poison()
                 cb.launcher(cfg)()
                 c = cb.check(cfg.name)
@@ -112,20 +113,20 @@ def main() -> int:
         check(f"copy kernels, box {box}", cp)
 
     # --- chapter 02: the cp.async GEMM and the shared-memory pipeline ----------------------------
-    for tile in cpasync.TILES:
+    for tile in cp_async.TILES:
         for dtype in ("float16", "bfloat16"):
             def g(tile=tile, dtype=dtype):
                 errs = []
                 for shp in ((256, 384, 640), (384, 256, 1024), (1024, 1024, 1024)):
-                    c = cpasync.verify_cp_async(*shp, dtype=dtype, tile=tile)
+                    c = cp_async.verify_cp_async(*shp, dtype=dtype, tile=tile)
                     errs.append(c)
                 worst = max(errs, key=lambda c: (not c.passed, c.rel_err if np.isfinite(c.rel_err) else 9))
                 return all(c.passed for c in errs), f"worst rel_err {worst.rel_err:.2e} (tol {worst.tol}), " \
                                                     f"unwritten {worst.unwritten}"
             check(f"cp.async GEMM {tile.name} {dtype}", g)
-    for b in cpasync.SMEM_BLOCKS:
+    for b in cp_async.SMEM_BLOCKS:
         def sp(b=b):
-            p = cpasync.SmemPipeline(b, blocks=264, iters=32)
+            p = cp_async.SmemPipeline(b, blocks=264, iters=32)
             cs = [p.check(k) for k in ("sync", "async")]
             return all(c.passed for c in cs), " / ".join(f"{c.rel_err:.1e}" for c in cs)
         check(f"smem pipeline {b}x{b} sync/async", sp)
@@ -133,13 +134,13 @@ def main() -> int:
     if not args.no_bench:
         # a preview of the bandwidth figures (the real numbers come from `record tma_copy`)
         def prev():
-            cb = tmacopy.CopyBench()
+            cb = tma.CopyBench()
             t = bench.time_gpu(bench.device_copy(cb.dst, cb.src), reps=10)
             ceil = bench.gbps(2 * cb.nbytes, t.median_ms)
             parts = [f"device copy {ceil:.0f} GB/s"]
             for br, bc in ((16, 64), (64, 64), (32, 256)):
-                for v in tmacopy.VARIANTS:
-                    cfg = tmacopy.copy_config(v, br, bc)
+                for v in tma.VARIANTS:
+                    cfg = tma.copy_config(v, br, bc)
                     run = cb.launcher(cfg)
                     tt = bench.time_gpu(run, reps=10)
                     parts.append(f"{v} {cfg.box_bytes >> 10}KB {bench.gbps(2 * cb.nbytes, tt.median_ms) / ceil:.2f}")

@@ -20,8 +20,9 @@ import traceback
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
 
-from asynctc import records, runtime  # noqa: E402
-from asynctc import wgmma as W  # noqa: E402
+from asynctc.core import records, runtime  # noqa: E402
+from asynctc import wgmma as W
+from asynctc import wgmma_peak as WP  # noqa: E402
 
 
 def main() -> int:
@@ -46,7 +47,7 @@ def main() -> int:
         for cfg in (W.TileConfig("float16", 64, "MN", "K", 64),
                     W.TileConfig("bfloat16", 256, "K", "MN", 32, a_source="registers"),
                     W.TileConfig("float8_e4m3fn", 128, "K", "K", 0)):
-            W.precompile(W.tile_modules([cfg]))
+            runtime.precompile(W.tile_modules([cfg]))
             c = W.verify_tile(cfg, with_c=True)
             say(f"C-accumulate {cfg.label()}: rel_err {c.rel_err:.2e} {'ok' if c.passed else 'FAIL'}")
             failed += not c.passed
@@ -54,13 +55,13 @@ def main() -> int:
         traceback.print_exc()
         failed += 1
     if args.quick:
-        orig = W.peak_configs
-        W.peak_configs = lambda: []  # noqa: E731
+        orig = WP.peak_configs
+        WP.peak_configs = lambda: []  # noqa: E731
     try:
-        rec = records.measure("wgmma", lambda: W.measure_wgmma(progress=say, stop_on_failure=False))
+        rec = records.measure("wgmma", lambda: WP.measure_wgmma(progress=say, stop_on_failure=False))
     finally:
         if args.quick:
-            W.peak_configs = orig
+            WP.peak_configs = orig
     r = rec.results
     bad = [c for c in r["checks"] if not c["passed"]]
     by = {}
@@ -75,7 +76,7 @@ def main() -> int:
     for c in bad[:20]:
         print("  FAILED", c)
     print()
-    print(W.summarize_wgmma(rec))
+    print(WP.summarize_wgmma(rec))
     failed += len(r.get("failures", []))
     if args.save and not failed and not args.quick:
         print("wrote", records.save(rec))

@@ -30,7 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from asynctc import pipeline as P  # noqa: E402
-from asynctc import records, runtime, wgmma  # noqa: E402
+from asynctc.core import records, runtime  # noqa: E402
+
 
 
 def main() -> int:
@@ -59,7 +60,7 @@ def main() -> int:
     if args.quick:
         jobs = [P.compile_job(c) for c in P.correctness_configs()]
         say(f"compiling {len(jobs)} variants")
-        wgmma.precompile(jobs)
+        runtime.precompile(jobs)
         for c in P.correctness_configs():
             r = P.compile_pipeline(c).resources
             if r.spill_stores or r.spill_loads:

@@ -5,8 +5,8 @@
 # 2 without a live sm_90a GPU.
 cd "$(dirname "$0")/.."
 PY=${PY:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
-"$PY" -c 'import sys, asynctc.runtime as r; sys.exit(0 if r.runs_live("sm_90a") else 2)' || {
-  echo "no live sm_90a GPU here: $("$PY" -c 'import asynctc.runtime as r; print(r.why_not_live("sm_90a"))')" >&2
+"$PY" -c 'import sys, asynctc.core.runtime as r; sys.exit(0 if r.runs_live("sm_90a") else 2)' || {
+  echo "no live sm_90a GPU here: $("$PY" -c 'import asynctc.core.runtime as r; print(r.why_not_live("sm_90a"))')" >&2
   exit 2; }
 bad=0
 for g in "TMA load" "TMA store" "OOB .*float16" "OOB .*float32" "OOB .*uint8" "NaN" "mbarrier" \

@@ -25,12 +25,12 @@ def step(fn):
 
 
 def detect():
-    from asynctc import runtime
+    from asynctc.core import runtime
     return runtime.device_info(), runtime.mode(), runtime.runs_live("sm_90a")
 
 
 def roundtrip():
-    from asynctc.memory import DeviceArray
+    from asynctc.core.memory import DeviceArray
     x = np.random.default_rng(0).standard_normal((123, 77)).astype(np.float32)
     d = DeviceArray.from_host(x)
     y = d.to_host()
@@ -41,29 +41,30 @@ def roundtrip():
 
 
 def mma_verify():
-    from asynctc import gemm
+    from asynctc import mma_sync
     out = []
-    for dt in gemm.DTYPES:
-        for t in gemm.TILES:
-            c = gemm.verify_mma_sync(256, 512, 96, dt, t)
+    for dt in mma_sync.DTYPES:
+        for t in mma_sync.TILES:
+            c = mma_sync.verify_mma_sync(256, 512, 96, dt, t)
             out.append((dt, t.name, round(c.rel_err, 6), c.passed))
             assert c.passed, c
     return out
 
 
 def mma_f32():
-    from asynctc import gemm
-    c = gemm.verify_mma_sync(384, 768, 160, "float16", out_f32=True)
+    from asynctc import mma_sync
+    c = mma_sync.verify_mma_sync(384, 768, 160, "float16", out_f32=True)
     assert c.passed, c
     return c.rel_err
 
 
 def timing():
-    from asynctc import bench, gemm
+    from asynctc.core import bench
+    from asynctc import mma_sync
     s = 4096
-    a, b, da, db, dc = gemm.square_problem(s, "float16")
-    ck = gemm.compile_mma_sync("float16")
-    t = bench.time_gpu(gemm.launcher(ck, gemm.DEFAULT_TILE, da, db, dc), reps=10)
+    a, b, da, db, dc = mma_sync.square_problem(s, "float16")
+    ck = mma_sync.compile_mma_sync("float16")
+    t = bench.time_gpu(mma_sync.launcher(ck, mma_sync.DEFAULT_TILE, da, db, dc), reps=10)
     ours = bench.tflops(2 * s**3, t.median_ms)
     tb = bench.time_gpu(bench.cublas_gemm(da, db, dc), reps=10)
     base = bench.tflops(2 * s**3, tb.median_ms)
@@ -83,7 +84,7 @@ def simt_gpu():
 
 
 def provenance():
-    from asynctc import records
+    from asynctc.core import records
     return records.provenance_start()
 
 

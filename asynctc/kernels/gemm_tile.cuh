@@ -1,8 +1,8 @@
 // The tile shared by chapter 01's and chapter 02's mma.sync GEMMs: compile-time parameters (with
 // their defaults), the constants derived from them, the XOR swizzle of the shared-memory tiles,
 // and the code both kernels run the same way (CTA raster order, per-thread addresses, the math of
-// one k-tile, the epilogue). Included after the PTX wrappers by gemm_mma_sync.cu and
-// gemm_cp_async.cu, so the two rungs of the ladder differ only in how k-tiles reach shared memory
+// one k-tile, the epilogue). Included after the PTX wrappers by mma_sync.cu and
+// cp_async.cu, so the two rungs of the ladder differ only in how k-tiles reach shared memory
 // (and so in how many shared-memory buffers they use and where their barriers stand).
 //
 // Defines: BM, BN, BK (CTA tile), WM, WN (warp tile), DT (0 fp16, 1 bf16), OUT_F32, GROUP_M (CTA

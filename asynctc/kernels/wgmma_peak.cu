@@ -8,7 +8,7 @@
 // writes its CHAINS accumulators: out[cta][chain] is a 64×N fp32 tile that must equal ITERS·(A·B).
 // SRC 0 reads A from shared memory (SS); SRC 1 keeps A's fragments in registers (RS).
 // FLOP per launch = CTAs × ITERS × 4 × CHAINS × 2·64·N·K_inst.
-// Arguments as wgmma_tile.cu: a_img, a_bytes, b_img, b_bytes, b_offset, descs (2 × 4 u64, relative
+// Arguments as wgmma.cu: a_img, a_bytes, b_img, b_bytes, b_offset, descs (2 × 4 u64, relative
 // to the 1024-aligned shared-memory base), a_rm (row-major 64×KT A, for SRC 1), out.
 // Defines: DT (0 f16, 1 bf16, 2 e4m3, 3 e5m2), N, SRC, CHAINS, ITERS.
 

@@ -16,7 +16,8 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import asynctc
-from asynctc import exercises, notebook, plots, records, suites
+from asynctc import why_async
+from asynctc.core import bench, exercises, notebook, plots, records
 
 notebook.banner("sm_90a")
 
@@ -35,8 +36,8 @@ notebook.banner("sm_90a")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-rec = records.load_or_measure("ceilings", suites.measure_ceilings)
-print(suites.summarize_ceilings(rec))
+rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
+print(why_async.summarize_ceilings(rec))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -55,13 +56,13 @@ fig = plots.throughput_by_size(
 # %%
 # NBVAL_IGNORE_OUTPUT
 p = rec.provenance
-peak = suites.peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
+peak = bench.peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
 gemms = rec.results["cublas"]
 clock_run = next((g["clocks_after"]["sm_mhz"] for g in gemms if g.get("clocks_after")), None)
 print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {p['max_sm_clock_mhz_attr']:.0f} MHz = {peak:.0f} TFLOP/s")
 if clock_run:
     print(f"SM clock read right after the 8192³ GEMMs: {clock_run:.0f} MHz "
-          f"→ peak at that clock {suites.peak_tflops(p['sm_count'], clock_run):.0f} TFLOP/s")
+          f"→ peak at that clock {bench.peak_tflops(p['sm_count'], clock_run):.0f} TFLOP/s")
 series = {}
 for dt in ("float16", "bfloat16"):
     rows = [g for g in gemms if g["dtype"] == dt]
@@ -83,8 +84,10 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} agrees with float64 within {chk['to
 # A kernel that does *F* FLOP and must move at least *B* bytes through DRAM has **arithmetic
 # intensity** *F / B*. Below the **ridge point** (peak ÷ bandwidth) it cannot be faster than
 # bandwidth × intensity: memory-bound. Above it, the Tensor Cores are the limit — *if* the kernel
-# can feed them. A square fp16 GEMM of size *n* does 2n³ FLOP and moves at least 3 matrices of
-# 2n² bytes, so its intensity is *n/3* FLOP/byte.
+# can feed them. A square fp16 GEMM of size *n* does 2n³ FLOP and must move A, B and C through DRAM
+# at least once, so its intensity grows with *n* — exercise 1 asks exactly how. The plot places
+# cuBLAS's measured bf16 GEMMs at their intensities, and a decode-like 8192×8192×16 GEMM at its
+# bandwidth bound.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -138,7 +141,8 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
 # ## Exercises
 #
 # **1.** Compute the arithmetic intensity of an M = N = K = 512 fp16 GEMM (FLOP per byte, reading A
-# and B once and writing C once). Replace `...` with an expression.
+# and B once and writing C once). Replace `...` with an expression (or a number: answers within
+# 0.1 % are accepted). A wrong answer gets a hint at what is off.
 
 # %%
 answer = ...
@@ -146,7 +150,7 @@ ok = exercises.check("ch00.intensity", answer, n=512)
 
 # %% [markdown]
 # **2.** Using the measured bandwidth and peak above, which of these sizes are memory-bound on this
-# GPU? Give a list.
+# GPU? Give a list, in any order.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

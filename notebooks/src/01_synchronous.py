@@ -19,7 +19,9 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc import exercises, fragments, gemm, notebook, plots, records, runtime, sass, simt, suites
+from asynctc import mma_sync, simt
+from asynctc.core import bench, exercises, notebook, plots, records, runtime, sass
+from asynctc.models import fragments
 
 notebook.banner("sm_90a")
 
@@ -53,7 +55,7 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 #
 # A warp multiplies a 16×16 fp16/bf16 tile of A by a 16×8 tile of B into a 16×8 fp32 tile of C. No
 # thread holds a whole row: the 32 lanes each hold a few elements in registers, in a fixed pattern
-# (PTX ISA, *Matrix Fragments for mma.m16n8k16*). `asynctc.fragments` models that pattern; the
+# (PTX ISA, *Matrix Fragments for mma.m16n8k16*). `asynctc.models.fragments` models that pattern; the
 # picture shows which lane holds each element of A.
 
 # %%
@@ -87,7 +89,7 @@ print("lanes holding row 5 of A:", sorted(set(lane_a[5].tolist())))
 # Hopper it shares its storage and its 128-byte-per-clock data path with shared memory. The
 # **epilogue** is the end of the kernel that writes the accumulators to C.
 #
-# `asynctc/kernels/gemm_mma_sync.cu`. The data path, all done by the threads themselves:
+# `asynctc/kernels/mma_sync.cu`. The data path, all done by the threads themselves:
 #
 # ```
 # global ──LDG.128──▶ registers ──STS.128──▶ shared (swizzled) ──LDSM──▶ fragments ──HMMA──▶ fp32 acc
@@ -103,7 +105,7 @@ print("lanes holding row 5 of A:", sorted(set(lane_a[5].tolist())))
 # Here is the main loop:
 
 # %%
-ck = gemm.compile_mma_sync("float16")
+ck = mma_sync.compile_mma_sync("float16")
 notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$")
 
 # %% [markdown]
@@ -152,9 +154,9 @@ print("HMMA and LDSM present, no register spills:", True)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-rec = records.load_or_measure("mma_sync", suites.measure_mma_sync)
+rec = records.load_or_measure("mma_sync", mma_sync.measure_mma_sync)
 checks = rec.results["checks"]
-shown = [c for c in checks if c["tile"] == gemm.DEFAULT_TILE.name]
+shown = [c for c in checks if c["tile"] == mma_sync.DEFAULT_TILE.name]
 shown += [c for c in checks[:: max(1, len(checks) // 6)] if c not in shown]
 for c in shown:
     print(f"{c['dtype']:8s} M,N,K={str(tuple(c['shape'])):18s} tile {c['tile']:24s} "
@@ -178,7 +180,7 @@ print(f"NVRTC here: {'.'.join(map(str, runtime.nvrtc_version()))}; "
 
 # %%
 try:
-    gemm.mma_sync_gemm(np.ones((100, 64), np.float16), np.ones((64, 128), np.float16))
+    mma_sync.mma_sync_gemm(np.ones((100, 64), np.float16), np.ones((64, 128), np.float16))
 except ValueError as e:
     print("ValueError:", e)
 
@@ -195,22 +197,22 @@ except ValueError as e:
 # %%
 # NBVAL_IGNORE_OUTPUT
 p = rec.provenance
-peak = suites.peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
+peak = bench.peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
 series = {}
-for dt in gemm.DTYPES:
-    cb = suites.cublas_rows(rec.results, dt)
-    ours = suites.best_mma_rows(rec.results, dt)
+for dt in mma_sync.DTYPES:
+    cb = mma_sync.cublas_rows(rec.results, dt)
+    ours = mma_sync.best_mma_rows(rec.results, dt)
     series[f"cuBLAS {dt}"] = ([r["size"] for r in cb], [r["tflops"] for r in cb])
     series[f"mma.sync {dt}"] = ([r["size"] for r in ours], [r["tflops"] for r in ours])
 fig = plots.throughput_by_size(series, peak=peak, peak_label="SMs×4096×clock", record=rec,
                                title="Synchronous mma.sync GEMM vs cuBLAS")
-t = gemm.DEFAULT_TILE                 # the ceiling at the kernel's own occupancy: warps × CTAs per SM
+t = mma_sync.DEFAULT_TILE                 # the ceiling at the kernel's own occupancy: warps × CTAs per SM
 ceiling = next(r["tflops"] for r in rec.results["peak"] if r["dtype"] == "float16"
                and r["warps_per_cta"] == t.warps and r["ctas_per_sm"] == t.min_blocks)
 fig.axes[0].axhline(ceiling, color="tab:red", ls=":", lw=1.5,
                     label=f"mma.sync ceiling, register-only, {t.warps} warps × {t.min_blocks} CTAs/SM: {ceiling:.0f}")
 fig.axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 0.9))
-print(suites.summarize_mma_sync(rec, anatomy=False))
+print(mma_sync.summarize_mma_sync(rec, anatomy=False))
 
 # %% [markdown]
 # The tile sweep at 4096³ fp16 (the default tile is the first row):
@@ -230,7 +232,7 @@ fig = plots.ladder([r["tile"] for r in ours], [r["tflops"] for r in ours], basel
 # global memory into shared memory (16-byte loads into registers, then stores), they **load
 # fragments** out of shared memory with `ldmatrix`, and they **multiply** with `mma.sync`, with a
 # `__syncthreads()` per k-tile. To see what each costs, the same kernel is compiled with parts of
-# that work removed (`gemm.compile_mma_sync_ablation`, a compile-time switch in the `.cu` file;
+# that work removed (`mma_sync.compile_mma_sync_ablation`, a compile-time switch in the `.cu` file;
 # those variants compute a wrong product and are only timed) and timed beside cuBLAS in the same run:
 #
 # * **no global→shared copy** — the k-tile in shared memory is never refilled;
@@ -255,7 +257,7 @@ cub = next(x["tflops"] for x in abl if x["variant"] == "cuBLAS")
 parts = [x for x in abl if x["variant"] != "cuBLAS"]
 fig = plots.ladder([x["variant"] for x in parts], [x["tflops"] for x in parts], baseline=cub, record=rec,
                    title=f"Chapter 01's kernel taken apart, {parts[0]['size']}³ fp16, tile {parts[0]['tile']}")
-print("\n".join(suites.summarize_anatomy(rec.results, p["sm_count"])))
+print("\n".join(mma_sync.summarize_anatomy(rec.results, p["sm_count"])))
 
 # %% [markdown]
 # What the H200 measured (the numbers are in the summary above and in the record):
@@ -299,7 +301,7 @@ print("\n".join(suites.summarize_anatomy(rec.results, p["sm_count"])))
 clock = p["max_sm_clock_mhz_attr"]
 print(f"{'tile':26s} {'bytes/k-tile (LDG+STS+LDSM)':>28s} {'FLOP/byte':>10s} {'L1-path bound':>17s} "
       f"{'with L1 staging':>19s}")
-for t in gemm.TILES:
+for t in mma_sync.TILES:
     b = t.l1_bytes_per_ktile()
     tot = b["ldg"] + b["sts"] + b["ldsm"]
     staged = t.l1_bound_tflops(p["sm_count"], clock) * tot / (tot + b["ldg"])
@@ -330,7 +332,7 @@ for t in gemm.TILES:
 # NBVAL_IGNORE_OUTPUT
 rows4096 = [r for r in rec.results["sweep"] if r["size"] == 4096 and r["dtype"] == "float16"]
 base = next(r for r in rows4096 if r["kernel"] == "cuBLAS")
-ours = next(r for r in rows4096 if r.get("tile") == gemm.DEFAULT_TILE.name)
+ours = next(r for r in rows4096 if r.get("tile") == mma_sync.DEFAULT_TILE.name)
 frac = ours["tflops"] / base["tflops"]
 print(f"4096³ fp16, default tile: {ours['tflops']:.0f} TFLOP/s = {frac:.2f} of cuBLAS "
       f"({base['tflops']:.0f}) — goal 0.50: {'reached' if frac >= 0.5 else 'not reached'}")
@@ -341,7 +343,7 @@ print(f"register-only mma.sync ceiling, best configuration: {best_peak:.0f} TFLO
 # %% [markdown]
 # ## Exercises
 #
-# (Exercise 3, the prediction, is in section 6.)
+# (Exercise 3, the prediction, is in section 6.) A wrong answer gets a hint at what is off.
 #
 # **1.** How many bytes of shared memory does *one stage* (an A tile and a B tile, fp16) of a
 # 128×256×32 CTA tile take? Replace `...`.
@@ -357,7 +359,7 @@ ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 # compiled once, so the kernel's `HMMA` count *is* the per-k-tile count).
 
 # %%
-t = gemm.TILES[3]
+t = mma_sync.TILES[3]
 answer = ...
 ok = exercises.check("ch01.hmma_per_ktile", answer, wm=t.wm, wn=t.wn, bk=t.bk)
 
@@ -366,8 +368,8 @@ ok = exercises.check("ch01.hmma_per_ktile", answer, wm=t.wm, wn=t.wn, bk=t.bk)
 
 # %%
 exercises.check("ch01.smem_bytes", (128 * 32 + 32 * 256) * 2, bm=128, bn=256, bk=32, solution=True)
-t = gemm.TILES[3]                     # 128x128x32/w64x32/2cta
-ck = gemm.compile_mma_sync("float16", t)
+t = mma_sync.TILES[3]                     # 128x128x32/w64x32/2cta
+ck = mma_sync.compile_mma_sync("float16", t)
 pred = (t.wm // 16) * (t.wn // 8) * (t.bk // 16)
 exercises.check("ch01.hmma_per_ktile", pred, wm=t.wm, wn=t.wn, bk=t.bk, solution=True)
 print("prediction matches the SASS HMMA count:", pred == sass.class_counts(ck.sass())["HMMA"])

@@ -18,7 +18,8 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc import cpasync, exercises, gemm, notebook, plots, records, sass
+from asynctc import cp_async, mma_sync
+from asynctc.core import exercises, notebook, plots, records, sass
 
 notebook.banner("sm_90a")
 
@@ -40,7 +41,7 @@ notebook.show_source("ptx/cp_async.cuh", start=r"^template <int kN>", end=r"^}")
 # %% [markdown]
 # ## 2. The multistage GEMM
 #
-# `asynctc/kernels/gemm_cp_async.cu` is chapter 01's kernel with the data path changed:
+# `asynctc/kernels/cp_async.cu` is chapter 01's kernel with the data path changed:
 #
 # ```
 # chapter 01:  global ──LDG──▶ registers ──STS──▶ shared ──LDSM──▶ fragments ──HMMA──▶ acc
@@ -48,12 +49,28 @@ notebook.show_source("ptx/cp_async.cuh", start=r"^template <int kN>", end=r"^}")
 #              copies of k-tile kt+STAGES−1 in flight while k-tile kt is multiplied
 # ```
 #
-# The main loop: wait until this thread's copies of k-tile `kt` have landed (`wait_group<STAGES-2>`),
-# meet at the barrier (now everyone's copies are visible, and the slot computed on in the previous
-# iteration is free), issue the copies of k-tile `kt+STAGES-1` into that free slot, commit, compute.
+# The bookkeeping: a prologue issues the copies of k-tiles 0 … STAGES−2 and commits one group per
+# k-tile; each iteration of the main loop then commits exactly one more group (the copies of k-tile
+# `kt+STAGES-1`, or an empty group near the end). Before computing on k-tile `kt`, a thread must know
+# that *its* copies of `kt` have landed — but the copies of the k-tiles after `kt` should stay in
+# flight, or the ring buys nothing.
+#
+# **Predict before you read the loop** (this is exercise 2): with 4 stages, which N must the kernel
+# pass to `cp.async.wait_group N` before computing on k-tile `kt`? (Count the groups committed before
+# that wait, and how many of them may still be in flight.)
 
 # %%
-ck = cpasync.compile_cp_async("float16", cpasync.DEFAULT_TILE)
+answer = ...
+ok = exercises.check("ch02.wait_n", answer, stages=4)
+
+# %% [markdown]
+# The main loop: wait until this thread's copies of k-tile `kt` have landed, meet at the barrier
+# (now everyone's copies are visible, and the slot computed on in the previous iteration is free),
+# issue the copies of k-tile `kt+STAGES-1` into that free slot, commit, compute. The `wait_group`
+# line answers exercise 2:
+
+# %%
+ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
 notebook.show_source(ck, start=r"// Prologue: k-tiles 0", end=r"^  cp_async_wait_all")
 
 # %% [markdown]
@@ -66,12 +83,12 @@ notebook.show_source(ck, start=r"// Prologue: k-tiles 0", end=r"^  cp_async_wait
 # %%
 # NBVAL_IGNORE_OUTPUT
 keys = ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS", "LDSM", "HMMA", "BAR")
-print(notebook.sass_table(gemm.compile_mma_sync("float16"), {k: sass.CLASSES[k] for k in keys}))
+print(notebook.sass_table(mma_sync.compile_mma_sync("float16"), {k: sass.CLASSES[k] for k in keys}))
 print(notebook.sass_table(ck, {k: sass.CLASSES[k] for k in keys}))
 print(sass.excerpt(ck.sass(), r"LDGSTS|LDGDEPBAR|DEPBAR", context=0, limit=6))
 
 # %%
-c1 = sass.class_counts(gemm.compile_mma_sync("float16").sass())
+c1 = sass.class_counts(mma_sync.compile_mma_sync("float16").sass())
 c2 = sass.class_counts(ck.sass())
 assert c2["LDGSTS"] > 0 and c2["LDGDEPBAR"] > 0 and "LDG" not in c2 and "STS" not in c2
 assert c1["LDG"] > 0 and c1["STS"] > 0 and "LDGSTS" not in c1
@@ -81,7 +98,7 @@ print("cp.async kernel: LDGSTS + LDGDEPBAR + DEPBAR, no LDG/STS; chapter-01 kern
 # How much shared memory each ring takes, and whether two CTAs still fit on one SM (228 KiB):
 
 # %%
-for t in cpasync.TILES:
+for t in cp_async.TILES:
     print(f"{t.name:28s} {t.smem_bytes // 1024:4d} KiB per CTA, {t.min_blocks} CTA(s) per SM")
 
 # %% [markdown]
@@ -93,7 +110,7 @@ for t in cpasync.TILES:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-rec = records.load_or_measure("cp_async", cpasync.measure_cp_async)
+rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)
 checks = rec.results["checks"]
 for c in checks[:: max(1, len(checks) // 8)]:
     print(f"{c['dtype']:8s} M,N,K={str(tuple(c['shape'])):18s} {c['tile']:28s} rel err "
@@ -108,7 +125,7 @@ print("all correctness checks passed:", True)
 
 # %%
 try:
-    cpasync.CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2, stages=4).validate()
+    cp_async.CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2, stages=4).validate()
 except ValueError as e:
     print("ValueError:", e)
 
@@ -121,17 +138,17 @@ except ValueError as e:
 # NBVAL_IGNORE_OUTPUT
 series = {}
 for kern in ("cuBLAS", "mma.sync", "cp.async"):
-    best = cpasync.best_rows(rec.results, "float16", kern)
+    best = cp_async.best_rows(rec.results, "float16", kern)
     if best:
         label = {"mma.sync": "chapter 01 (mma.sync, registers)", "cp.async": "cp.async, best stages"}.get(kern, kern)
         series[label] = (sorted(best), [best[s]["tflops"] for s in sorted(best)])
 fig = plots.throughput_by_size(series, record=rec, title="cp.async multistage GEMM, fp16")
-print(cpasync.summarize_cp_async(rec))
+print(cp_async.summarize_cp_async(rec))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-rows = cpasync.stage_table(rec.results, "float16", 4096)
-base = cpasync.best_rows(rec.results, "float16", "mma.sync")[4096]["tflops"]
+rows = cp_async.stage_table(rec.results, "float16", 4096)
+base = cp_async.best_rows(rec.results, "float16", "mma.sync")[4096]["tflops"]
 fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], baseline=base,
                    baseline_label="chapter 01", record=rec, title="Stages at 4096³ fp16")
 
@@ -151,10 +168,10 @@ fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], basel
 # Luo et al. (IPDPS 2024) time a block of threads streaming tiles through shared memory, once with
 # ordinary loads and stores and a barrier per tile, once pipelined with asynchronous copies, and
 # report **+39.5% / +9.7% / −1.8%** for 8×8 / 16×16 / 32×32 blocks on an H800. Our equivalent is
-# `kernels/smem_pipeline.cu` (each thread reads its neighbour's element, so the barrier is needed):
+# `kernels/cp_async_smem_pipeline.cu` (each thread reads its neighbour's element, so the barrier is needed):
 
 # %%
-notebook.show_source("smem_pipeline.cu", start=r"smem_copy_async\(const", end=r"^}")
+notebook.show_source("cp_async_smem_pipeline.cu", start=r"smem_copy_async\(const", end=r"^}")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -162,11 +179,11 @@ smem = rec.results["smem"]
 for row in smem:
     print(f"{row['b']:2d}×{row['b']:<2d} ({row['threads']:4d} threads): sync "
           f"{row['sync']['gbps']:6.0f} GB/s, pipelined {row['async']['gbps']:6.0f} GB/s, "
-          f"gain {row['gain']:+.1%}   (Luo et al. H800: {cpasync.LUO_GAIN[row['b']]:+.1%})")
+          f"gain {row['gain']:+.1%}   (Luo et al. H800: {cp_async.LUO_GAIN[row['b']]:+.1%})")
 fig, ax = plt.subplots(figsize=(6, 3.5))
 x = np.arange(len(smem))
 ax.bar(x - 0.2, [r["gain"] * 100 for r in smem], 0.4, label=f"measured ({rec.label()})"[:60])
-ax.bar(x + 0.2, [cpasync.LUO_GAIN[r["b"]] * 100 for r in smem], 0.4, label="Luo et al., H800")
+ax.bar(x + 0.2, [cp_async.LUO_GAIN[r["b"]] * 100 for r in smem], 0.4, label="Luo et al., H800")
 ax.set_xticks(x, [f"{r['b']}×{r['b']}" for r in smem])
 ax.set_ylabel("pipelined vs synchronous, %")
 ax.axhline(0, color="k", lw=0.8)
@@ -191,20 +208,13 @@ ax.set_title("Pipelined vs synchronous shared-memory copy")
 # %% [markdown]
 # ## Exercises
 #
+# (Exercise 2, the prediction, is in section 2.) A wrong answer gets a hint at what is off.
+#
 # **1.** How many bytes of shared memory does a ring of 3 stages take for a 128×256×32 fp16 tile?
 
 # %%
 answer = ...
 ok = exercises.check("ch02.ring_smem", answer, bm=128, bn=256, bk=32, stages=3)
-
-# %% [markdown]
-# **2.** With 4 stages, which N does the kernel pass to `cp.async.wait_group N` before computing on
-# a k-tile? (Count the groups committed before that wait, and how many of them may still be in
-# flight.)
-
-# %%
-answer = ...
-ok = exercises.check("ch02.wait_n", answer, stages=4)
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
@@ -215,5 +225,5 @@ exercises.check("ch02.ring_smem", 3 * (128 * 32 + 32 * 256) * 2, bm=128, bn=256,
 # k-tile kt is in group kt (prologue: STAGES-1 groups; one more per iteration); at iteration kt,
 # STAGES-1+kt groups are committed, and groups kt+1 .. kt+STAGES-2 may stay in flight.
 exercises.check("ch02.wait_n", 4 - 2, stages=4, solution=True)
-src = cpasync.compile_cp_async("float16", cpasync.CpAsyncTile(128, 128, 32, 64, 64, stages=4)).source_text()
+src = cp_async.compile_cp_async("float16", cp_async.CpAsyncTile(128, 128, 32, 64, 64, stages=4)).source_text()
 print("the kernel's wait is wait_group<STAGES - 2>:", "cp_async_wait_group<STAGES - 2>" in src)

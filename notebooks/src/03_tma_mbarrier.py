@@ -19,8 +19,9 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc import exercises, notebook, plots, records, sass, tma, tmacopy
-from asynctc.layout import SmemTile
+from asynctc.core import exercises, notebook, plots, records, sass
+from asynctc import tma
+from asynctc.models.layout import SmemTile
 
 notebook.banner("sm_90a")
 
@@ -65,7 +66,7 @@ for ax, sw in zip(axes, (0, 32, 64, 128)):
     ax.set_title(f"swizzle {sw or 'none'}: {t.inner_bytes} B rows", fontsize=9)
     ax.set_xlabel("16-byte chunk of the row")
 axes[0].set_ylabel("row of the box")
-fig.suptitle("Bank group (16-byte chunk of the 128-byte line) of each chunk, from asynctc.layout")
+fig.suptitle("Bank group (16-byte chunk of the 128-byte line) of each chunk, from asynctc.models.layout")
 
 # %% [markdown]
 # The same model counts bank conflicts: 8 lanes reading the 16-byte chunk at column 0 of rows 0–7
@@ -81,14 +82,14 @@ for sw in (0, 128):
 # %% [markdown]
 # Is the model right? `tma_load_dump` loads one box under a tensor map's swizzle mode and writes the
 # raw shared memory back (padding and 256 bytes past the tile included, prefilled with a sentinel);
-# `tmacopy.load_box` compares it byte for byte with `SmemTile.scatter`, for fp16, bf16, fp32 and
+# `tma.load_box` compares it byte for byte with `SmemTile.scatter`, for fp16, bf16, fp32 and
 # 8-bit types and every mode (`tests/test_ch02_ch03_kernels.py`). Live, they run now:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from asynctc import runtime
+from asynctc.core import runtime
 if runtime.runs_live("sm_90a"):
-    results = [tmacopy.load_box(t) for t in tmacopy.swizzle_tiles()]
+    results = [tma.load_box(t) for t in tma.swizzle_tiles()]
     print(f"{sum(r.passed for r in results)}/{len(results)} boxes match the model byte for byte")
 else:
     print("replay: the swizzle model check runs on the GPU (pytest -m gpu, tools/gpu_ch02_ch03.py)")
@@ -117,16 +118,16 @@ notebook.show_source("ptx/tma.cuh", start=r"^__device__ __forceinline__ void tma
 # step 6 does it on purpose.
 
 # %%
-notebook.show_source("tma_copy.cu", start=r"    record\(0, full", end=r"record\(3, full")
+notebook.show_source("tma.cu", start=r"    record\(0, full", end=r"record\(3, full")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-for i, (what, bar, p0, p1, res) in enumerate(tmacopy.LIFECYCLE):
+for i, (what, bar, p0, p1, res) in enumerate(tma.LIFECYCLE):
     print(f"{i}  {bar:8s} P0 done={p0} P1 done={p1}  {what}")
 if runtime.runs_live("sm_90a"):
-    run = tmacopy.mbarrier_lifecycle()
+    run = tma.mbarrier_lifecycle()
     print()
-    print(tmacopy.lifecycle_table(run))
+    print(tma.lifecycle_table(run))
     assert run.passed
 
 # %% [markdown]
@@ -138,8 +139,8 @@ if runtime.runs_live("sm_90a"):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-ck = tmacopy.compile_tma("mbarrier_lifecycle")
-ops = sass.opcode_counts(tmacopy.kernel_sass(ck))
+ck = tma.compile_tma("mbarrier_lifecycle")
+ops = sass.opcode_counts(tma.kernel_sass(ck))
 print({k: v for k, v in sorted(ops.items()) if k.startswith(("SYNCS", "UTMA", "FENCE"))})
 
 # %%
@@ -157,13 +158,13 @@ print("mbarrier and TMA instructions present")
 
 # %%
 host = np.arange(1, 1 + 6 * 8, dtype=np.float32).reshape(6, 8)
-print(tmacopy.expected_box(host, start=(4, -2), box=(4, 4)))
+print(tma.expected_box(host, start=(4, -2), box=(4, 4)))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 if runtime.runs_live("sm_90a"):
     for start in ((-3, -16), (40, 112), (100, 0)):
-        c = tmacopy.load_box(SmemTile(16, 64, "float16", 128), shape=(48, 128), start=start)
+        c = tma.load_box(SmemTile(16, 64, "float16", 128), shape=(48, 128), start=start)
         print(start, "zero fill as promised:", c.passed)
 
 # %% [markdown]
@@ -176,7 +177,7 @@ if runtime.runs_live("sm_90a"):
 # %%
 for args in ((SmemTile(16, 64, "float16", 128), (-3, 16)), (SmemTile(24, 64, "uint8", 64), (8, 120))):
     try:
-        tmacopy.store_box(args[0], shape=(48, 128), start=args[1])
+        tma.store_box(args[0], shape=(48, 128), start=args[1])
     except ValueError as e:
         print("ValueError:", e)
 
@@ -184,7 +185,7 @@ for args in ((SmemTile(16, 64, "float16", 128), (-3, 16)), (SmemTile(24, 64, "ui
 # ## 5. Measured: TMA vs manual loads vs cp.async, by box size
 #
 # The same tiled copy of a 512 MiB fp32 matrix, global → shared → global, three ways
-# (`kernels/tma_copy.cu`): **TMA** (one thread per 32-thread CTA issues loads into a ring of stages
+# (`kernels/tma.cu`): **TMA** (one thread per 32-thread CTA issues loads into a ring of stages
 # and TMA stores out of it), **vectorized loads** (128 threads, 16-byte `LDG`/`STS`/`LDS`/`STG`, one
 # stage), **cp.async** (128 threads, `LDGSTS` ring). Boxes from 1 KB to 32 KB with 128-byte, 256-byte
 # and 1 KB rows; as many CTAs per SM as shared memory allows (≤ 16). Bandwidth counts bytes read +
@@ -192,16 +193,16 @@ for args in ((SmemTile(16, 64, "float16", 128), (-3, 16)), (SmemTile(24, 64, "ui
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-rec = records.load_or_measure("tma_copy", tmacopy.measure_tma_copy)
-print(tmacopy.summarize_tma_copy(rec))
+rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)
+print(tma.summarize_tma_copy(rec))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-rows = tmacopy.by_box(rec.results)
+rows = tma.by_box(rec.results)
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), sharey=True)
 for ax, bc in zip(axes, sorted({r["bc"] for r in rows})):
     rr = [r for r in rows if r["bc"] == bc]
-    for v in tmacopy.VARIANTS:
+    for v in tma.VARIANTS:
         ax.plot([r["box_bytes"] / 1024 for r in rr], [r[v + "_ratio"] for r in rr], "o-", label=v)
     ax.axhline(1.0, color="k", ls="--", lw=1)
     ax.axhline(0.9, color="gray", ls=":", lw=1)
@@ -236,12 +237,14 @@ print(f"best TMA configuration: {best['name']} — {ratio:.2f} of the device-to-
 # %% [markdown]
 # ## Exercises
 #
-# **1.** A TMA load of a 64×64 box of bfloat16: what byte count must `mbarrier.arrive.expect_tx`
+# A wrong answer gets a hint at what is off.
+#
+# **1.** A TMA load of a 48×32 box of float32: what byte count must `mbarrier.arrive.expect_tx`
 # announce?
 
 # %%
 answer = ...
-ok = exercises.check("ch03.expect_tx", answer, rows=64, cols=64, dtype="bfloat16")
+ok = exercises.check("ch03.expect_tx", answer, rows=48, cols=32, dtype="float32")
 
 # %% [markdown]
 # **2.** In a 64×64 fp16 tile loaded with 128-byte swizzle into a 1024-byte aligned buffer, which
@@ -256,7 +259,7 @@ ok = exercises.check("ch03.bank_128B", answer, row=3, col=20)
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
 
 # %%
-exercises.check("ch03.expect_tx", 64 * 64 * 2, rows=64, cols=64, dtype="bfloat16", solution=True)
+exercises.check("ch03.expect_tx", 48 * 32 * 4, rows=48, cols=32, dtype="float32", solution=True)
 row, col = 3, 20
 chunk, within = divmod(col * 2, 16)
 offset = row * 128 + ((chunk ^ (row % 8)) * 16) + within

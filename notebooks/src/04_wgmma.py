@@ -22,8 +22,9 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc import descriptors, exercises, layout, notebook, records, sass
-from asynctc import wgmma
+from asynctc.models import descriptors, layout
+from asynctc.core import exercises, notebook, records, sass
+from asynctc import wgmma, wgmma_peak
 
 notebook.banner("sm_90a")
 
@@ -88,6 +89,16 @@ print("every one of the 128 threads holds exactly N/2 = 8 accumulators:", True)
 # make one 1024-byte swizzle pattern, so **SBO = 1024** (from one 8-row group to the next); LBO is
 # unused by K-major swizzled layouts (the ISA "assumes 1"); each further k16 step starts 32 bytes
 # later in the same rows.
+#
+# **Predict before you look** (this is exercise 1; section 3's figures show the answer): what is
+# SBO, in bytes, for a K-major operand tile with **64-byte** swizzle? Replace `...`.
+
+# %%
+answer = ...
+ok = exercises.check("ch04.sbo", answer, swizzle=64)
+
+# %% [markdown]
+# The default tile's descriptor, field by field:
 
 # %%
 tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
@@ -148,8 +159,8 @@ plt.show()
 #
 # ## 4. What TMA writes is what the descriptor reads
 #
-# Two models written independently: `asynctc.layout.SmemTile` (chapter 03) says where a TMA box
-# puts each element; `asynctc.descriptors.read_addresses` says which byte a descriptor makes wgmma
+# Two models written independently: `asynctc.models.layout.SmemTile` (chapter 03) says where a TMA box
+# puts each element; `asynctc.models.descriptors.read_addresses` says which byte a descriptor makes wgmma
 # read. One object, the operand tile, produces both the tensor-map box and the descriptor:
 
 # %%
@@ -176,11 +187,11 @@ print(f"{n_tiles} tiles, {n_elems} elements: TMA's address == the descriptor's a
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# `kernels/wgmma_tile.cu` copies the tile images (or loads them with TMA, `wgmma_tile_tma_*`),
+# `kernels/wgmma.cu` copies the tile images (or loads them with TMA, `wgmma_tile_tma_*`),
 # makes them visible to the async proxy, then runs K/16 wgmmas — fence, issue, commit, wait:
 
 # %%
-notebook.show_source("wgmma_tile.cu", start=r"  // fence \(the registers were written above\)",
+notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
                      end=r"^  wgmma_fence_operand\(d\);$")
 
 # %% [markdown]
@@ -210,7 +221,7 @@ print("HGMMA with transposes, WARPGROUP.ARRIVE/DEPBAR and QGMMA present:", True)
 # %%
 # NBVAL_IGNORE_OUTPUT
 try:
-    rec = records.load_or_measure("wgmma", wgmma.measure_wgmma)
+    rec = records.load_or_measure("wgmma", wgmma_peak.measure_wgmma)
 except records.RecordError as e:
     rec = None
     print("No wgmma record yet:", e)
@@ -260,9 +271,9 @@ print("rows 0, 8, 16, … are read correctly (their XOR is 0); 7 of 8 rows are p
 # %%
 # NBVAL_IGNORE_OUTPUT
 if rec is not None and rec.results.get("throughput"):
-    fig = wgmma.plot_throughput(rec)
+    fig = wgmma_peak.plot_throughput(rec)
     plt.show()
-    print(wgmma.throughput_table(rec.results))
+    print(wgmma_peak.throughput_table(rec.results))
 else:
     print("No throughput recorded yet: run `python -m asynctc record wgmma` (or "
           "`python tools/gpu_ch04.py --save`) on an H100/H200.")
@@ -281,13 +292,9 @@ else:
 #
 # ## Exercises
 #
-# **1.** SBO in bytes of a K-major operand tile with 64-byte swizzle. Replace `...`.
-
-# %%
-answer = ...
-ok = exercises.check("ch04.sbo", answer, swizzle=64)
-
-# %% [markdown]
+# (Exercise 1, the SBO prediction, is in section 2.) A wrong answer gets a hint: a wrong
+# descriptor is decoded field by field and the wrong fields are named.
+#
 # **2.** Encode the full 64-bit descriptor (a Python `int`) for **k-step 2** of a B tile with
 # N = 128, K = 64, bf16, **N-major**, 64-byte swizzle, stored as TMA boxes starting at shared
 # address 0x4000. Hints: a box is one 64-byte swizzle row wide (32 elements of N) and K = 64 rows

@@ -75,7 +75,7 @@ __device__ __forceinline__ void mbarrier_wait_parity(u32 bar, u32 parity) {
   }
 }
 
-// Error codes a bounded wait writes into the kernel's error word (decoded in asynctc.tmacopy).
+// Error codes a bounded wait writes into the kernel's error word (decoded in asynctc.tma).
 #define ASYNCTC_ERR_NONE 0u
 #define ASYNCTC_ERR_MBARRIER_TIMEOUT 1u
 

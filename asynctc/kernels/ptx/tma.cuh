@@ -14,7 +14,7 @@
 //  * Loads complete on an mbarrier: the barrier's tx-count is lowered by the box bytes
 //    (mbarrier::complete_tx::bytes), always the full box, out-of-bound part included.
 //  * The shared-memory address must be 128-byte aligned, and aligned to the swizzle pattern's
-//    repeat (256/512/1024 B) for the layout in asynctc.layout to hold from the tile base.
+//    repeat (256/512/1024 B) for the layout in asynctc.models.layout to hold from the tile base.
 //  * Stores are tracked per thread in bulk async-groups: commit_group, then wait_group.read N
 //    (the source shared memory may be reused) or wait_group N (the writes are done).
 #pragma once
@@ -108,4 +108,17 @@ __device__ __forceinline__ void bulk_wait_group() {
 template <int kN>
 __device__ __forceinline__ void bulk_wait_group_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kN) : "memory");
+}
+
+// ---- CTA pair (sm_100a): a load whose completion mbarrier may sit in the peer CTA ----
+// cp.async.bulk.tensor with .cta_group::2 (PTX ISA: "cp.async.bulk.tensor", qualifier .cta_group):
+// the box lands in this CTA's shared memory at dst, and the complete_tx goes to the mbarrier at
+// shared::cluster address `bar`, which may belong to either CTA of the pair (a tcgen05 CTA pair
+// waits for both halves of a stage on the MMA-issuing CTA's barrier). Make `bar` with
+// mapa_shared_cluster (ptx/cluster.cuh).
+__device__ __forceinline__ void tma_load_2d_cta_pair(u32 dst, const TmaDesc& d, u32 bar, int c0,
+                                                     int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.tile"
+               ".mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+               ::"r"(dst), "l"(tma_desc_addr(d)), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }

@@ -26,7 +26,7 @@
 //       row = 16w + g + 8*(r&1), k = 2t + 8*(r>>1)                    (the mma.m16n8k16 A layout)
 //   A from registers, 8-bit (4 × b32):  a[r] holds (row, k .. k+3) with
 //       row = 16w + g + 8*(r&1), k = 4t + 16*(r>>1)
-// The shared-memory descriptor (64-bit) is built on the host by asynctc.descriptors; see its
+// The shared-memory descriptor (64-bit) is built on the host by asynctc.models.descriptors; see its
 // docstring for the bit fields (§9.7.15.5.1.2.2 "Matrix Descriptor Format").
 #pragma once
 #include "ptx/common.cuh"

@@ -3,7 +3,7 @@
 A ``wgmma.mma_async`` reads its shared-memory operands through 64-bit **matrix descriptors**. This
 module encodes and decodes them and models, in plain Python, which shared-memory byte a descriptor
 makes wgmma read for every element of an operand — the "descriptor side" of chapter 04. The "TMA
-side" (where a tensor-map load puts each element) is :class:`asynctc.layout.SmemTile`; the two are
+side" (where a tensor-map load puts each element) is :class:`asynctc.models.layout.SmemTile`; the two are
 written independently and a test proves that they agree for every swizzle mode, dtype and
 major-ness wgmma supports.
 
@@ -44,8 +44,9 @@ Sources (PTX ISA 8.x/9.x, §9.7.15.5.1.2 "Shared Memory Matrix Layout"):
 Contents: :class:`WgmmaDescriptor` (fields ↔ 64-bit value), :func:`read_addresses` (the layout
 model for one instruction), :class:`OperandTile` (an operand tile in shared memory as TMA boxes:
 its descriptors per k-step, the address of every element, the shared-memory image),
-:func:`descriptor_for_smem_tile` (the descriptor from an :class:`asynctc.layout.SmemTile`), and a
-separate section for the sm_100 ``tcgen05`` descriptor (chapter 09).
+:func:`descriptor_for_smem_tile` (the descriptor from an :class:`asynctc.models.layout.SmemTile`), and
+a lazy re-export of the sm_100 ``tcgen05`` descriptor, which lives in :mod:`asynctc.models.tcgen05`
+(chapter 09).
 
 Every error is a :class:`DescriptorError` (a ``ValueError``) naming the field, the value and the rule.
 """
@@ -57,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime import AsyncTCError
+from ..core.runtime import AsyncTCError
 
 # --------------------------------------------------------------------------------------------------
 # Constants from the PTX ISA
@@ -172,7 +173,7 @@ def swizzle_bytes(addr, span: int):
 # The sm_90 descriptor
 # --------------------------------------------------------------------------------------------------
 
-def _check_bytes(name: str, v: Any, what: str) -> int:
+def _check_bytes(name: str, v: Any, what: str, section: str = SECTION) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise DescriptorError(f"{name}={v!r}: must be an integer number of bytes")
     v = int(v)
@@ -181,10 +182,10 @@ def _check_bytes(name: str, v: Any, what: str) -> int:
     if v % 16:
         raise DescriptorError(f"{name}={v}: must be a multiple of 16 bytes — the field stores "
                               f"matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4, 16-byte units "
-                              f"({SECTION})")
+                              f"({section})")
     if v >= ADDRESS_LIMIT:
         raise DescriptorError(f"{name}={v}: overflows its 14-bit field — (x & 0x3FFFF) >> 4 keeps "
-                              f"byte values below {ADDRESS_LIMIT} (256 KiB) ({SECTION})")
+                              f"byte values below {ADDRESS_LIMIT} (256 KiB) ({section})")
     return v
 
 
@@ -278,9 +279,12 @@ class WgmmaDescriptor:
             raise DescriptorError(f"value={value:#x}: outside 0 .. 2^64-1")
         if value & RESERVED_MASK:
             bits = [b for b in range(64) if (value & RESERVED_MASK) >> b & 1]
+            hint = (" — bit 46 is the version field of an sm_100 tcgen05 descriptor (version 1); "
+                    "decode it with asynctc.models.tcgen05.Tcgen05Descriptor.decode") \
+                if (value >> 46) & 0b11 == 1 else ""
             raise DescriptorError(f"value={value:#018x}: bits {bits} are set, but the sm_90 matrix "
                                   f"descriptor assigns only bits 0-13, 16-29, 32-45, 49-51, 62-63 "
-                                  f"({SECTION})")
+                                  f"({SECTION}){hint}")
 
         def field(lo, width):
             return (value >> lo) & ((1 << width) - 1)
@@ -428,7 +432,7 @@ class OperandTile:
     B[0:k, 0:N]. ``major`` "K" (K contiguous) or "MN"; ``swizzle`` 0, 32, 64 or 128 bytes.
 
     The tile is stored as TMA would store it: a row of **boxes**, each an
-    :class:`asynctc.layout.SmemTile` of ``box_rows`` × ``box_cols`` (inner dimension = K for
+    :class:`asynctc.models.layout.SmemTile` of ``box_rows`` × ``box_cols`` (inner dimension = K for
     K-major, MN for MN-major), ``box_pitch`` bytes apart, one box per swizzle span of the inner
     dimension (per 16 bytes without swizzle, so that each box is a column of 8-row core matrices).
     From that, :meth:`descriptor` gives the descriptor of each k-step (the LBO/SBO of the canonical
@@ -603,13 +607,13 @@ class OperandTile:
         return j, outer, col
 
     def smem_tile(self):
-        """One box as an :class:`asynctc.layout.SmemTile` (the object the tensor map is made from)."""
+        """One box as an :class:`asynctc.models.layout.SmemTile` (the object the tensor map is made from)."""
         from .layout import SmemTile
         return SmemTile(self.box_rows, self.box_cols, self.dtype, self.swizzle)
 
     def tma_addresses(self, base_address: int = 0) -> np.ndarray:
         """``(mn, k)`` int64 array: where TMA puts each element, from
-        :meth:`asynctc.layout.SmemTile.byte_offset` of its box (the TMA side)."""
+        :meth:`asynctc.models.layout.SmemTile.byte_offset` of its box (the TMA side)."""
         base = self._check_base(base_address)
         tile = self.smem_tile()
         j, r, c = self.box_of()
@@ -666,7 +670,7 @@ def _np_dtype(name: str) -> np.dtype:
 
 def operand_tile_from_smem_tile(tile, major: str, boxes: int = 1) -> OperandTile:
     """The :class:`OperandTile` made of ``boxes`` consecutive copies of ``tile`` (an
-    :class:`asynctc.layout.SmemTile`, one TMA box) read as a ``major`` wgmma operand.
+    :class:`asynctc.models.layout.SmemTile`, one TMA box) read as a ``major`` wgmma operand.
 
     For K-major the box rows are M/N and its columns K; for MN-major the rows are K and the columns
     M/N. Raises :class:`DescriptorError` when the box is not one wgmma can read as such: its
@@ -693,65 +697,23 @@ def operand_tile_from_smem_tile(tile, major: str, boxes: int = 1) -> OperandTile
 def descriptor_for_smem_tile(tile, major: str = "K", k_step: int = 0, base_address: int = 0,
                              boxes: int = 1) -> WgmmaDescriptor:
     """The wgmma descriptor for k-step ``k_step`` of an operand stored as ``boxes`` consecutive TMA
-    boxes shaped like ``tile`` (an :class:`asynctc.layout.SmemTile`) at ``base_address``: the same
+    boxes shaped like ``tile`` (an :class:`asynctc.models.layout.SmemTile`) at ``base_address``: the same
     object makes the tensor map (:meth:`SmemTile.tensor_map_args`) and the descriptor.
     Raises :class:`DescriptorError`."""
     return operand_tile_from_smem_tile(tile, major, boxes).descriptor(k_step, base_address)
 
 
 # ==================================================================================================
-# sm_100 (Blackwell) tcgen05 shared-memory descriptor — chapter 09
+# sm_100 (Blackwell) tcgen05 shared-memory descriptor — moved to asynctc.models.tcgen05 (chapter 09)
 # ==================================================================================================
-# Kept apart from the sm_90 descriptor above: same idea (start, LBO, SBO in 16-byte units, a base
-# offset, a swizzle mode) but a different bit layout — a fixed 0b001 in bits 46-48, an LBO mode
-# bit 52 and a 3-bit swizzle field in bits 61-63 (PTX ISA, "tcgen05 Shared Memory Descriptor",
-# anchor #tcgen05-shared-memory-desc-layout). Only the encoding lives here for now.
+# Re-exported lazily (PEP 562) so that ``descriptors.Tcgen05Descriptor`` keeps working and the two
+# modules can import each other in either order.
 
-#: tcgen05 swizzle-mode field (bits 61-63): name → code.
-TCGEN05_SWIZZLE = {"none": 0, "128B_base32B": 1, "128B": 2, "64B": 4, "32B": 6}
+_TCGEN05_NAMES = ("Tcgen05Descriptor", "TCGEN05_SWIZZLE")
 
 
-@dataclasses.dataclass(frozen=True)
-class Tcgen05Descriptor:
-    """sm_100 ``tcgen05.mma`` shared-memory descriptor: byte values (multiples of 16, < 256 KiB),
-    ``base_offset`` 0..7, ``lbo_mode`` 0 (relative) / 1 (absolute), ``swizzle`` a key of
-    :data:`TCGEN05_SWIZZLE`. Raises :class:`DescriptorError`."""
-
-    start_address: int
-    lbo: int
-    sbo: int
-    swizzle: str = "none"
-    base_offset: int = 0
-    lbo_mode: int = 0
-
-    def __post_init__(self):
-        for f in ("start_address", "lbo", "sbo"):
-            object.__setattr__(self, f, _check_bytes(f, getattr(self, f), "bytes"))
-        if self.swizzle not in TCGEN05_SWIZZLE:
-            raise DescriptorError(f"swizzle={self.swizzle!r}: one of {sorted(TCGEN05_SWIZZLE)} "
-                                  "(tcgen05 shared memory descriptor, bits 61-63)")
-        if not isinstance(self.base_offset, (int, np.integer)) or not 0 <= self.base_offset <= 7:
-            raise DescriptorError(f"base_offset={self.base_offset!r}: a 3-bit field, 0..7")
-        if self.lbo_mode not in (0, 1):
-            raise DescriptorError(f"lbo_mode={self.lbo_mode!r}: 0 (relative) or 1 (absolute)")
-
-    def encode(self) -> int:
-        v = (self.start_address >> 4) | ((self.lbo >> 4) << 16) | ((self.sbo >> 4) << 32)
-        v |= 0b001 << 46
-        v |= self.base_offset << 49
-        v |= self.lbo_mode << 52
-        v |= TCGEN05_SWIZZLE[self.swizzle] << 61
-        return v
-
-    @classmethod
-    def decode(cls, value: int) -> "Tcgen05Descriptor":
-        value = int(value)
-        if (value >> 46) & 0b111 != 0b001:
-            raise DescriptorError(f"value={value:#018x}: bits 46-48 must hold the fixed 0b001 of the "
-                                  "tcgen05 descriptor")
-        code = (value >> 61) & 0b111
-        names = {v: k for k, v in TCGEN05_SWIZZLE.items()}
-        if code not in names:
-            raise DescriptorError(f"value={value:#018x}: swizzle code {code} is not defined")
-        return cls(((value >> 0) & 0x3FFF) << 4, ((value >> 16) & 0x3FFF) << 4,
-                   ((value >> 32) & 0x3FFF) << 4, names[code], (value >> 49) & 7, (value >> 52) & 1)
+def __getattr__(name: str):
+    if name in _TCGEN05_NAMES:
+        from . import tcgen05 as _t
+        return getattr(_t, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

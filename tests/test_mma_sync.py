@@ -2,14 +2,17 @@
 import numpy as np
 import pytest
 
-from asynctc import fragments, gemm, sass
-from asynctc.gemm import MmaSyncTile
+from asynctc.models import fragments
+from asynctc import mma_sync
+from asynctc.core import sass
+from asynctc.core.memory import DeviceArray
+from asynctc.mma_sync import MmaSyncTile
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("tile", gemm.TILES, ids=lambda t: t.name)
+@pytest.mark.parametrize("tile", mma_sync.TILES, ids=lambda t: t.name)
 def test_mma_sync_sass(dtype, tile):
-    ck = gemm.compile_mma_sync(dtype, tile)
+    ck = mma_sync.compile_mma_sync(dtype, tile)
     counts = sass.class_counts(ck.sass())
     ops = sass.opcode_counts(ck.sass())
     hmma = [op for op in ops if op.startswith("HMMA.16816.F32")]
@@ -21,15 +24,15 @@ def test_mma_sync_sass(dtype, tile):
 
 
 def test_default_tile_does_not_spill():
-    ck = gemm.compile_mma_sync("float16")
+    ck = mma_sync.compile_mma_sync("float16")
     assert ck.resources.spill_stores == 0
     assert "LDL" not in sass.class_counts(ck.sass())
 
 
 def test_peak_kernel_sass():
-    ck = gemm.compile_mma_sync_peak("bfloat16")
+    ck = mma_sync.compile_mma_sync_peak("bfloat16")
     counts = sass.class_counts(ck.sass())
-    assert counts["HMMA"] >= gemm.PEAK_CHAINS and "LDS" not in counts
+    assert counts["HMMA"] >= mma_sync.PEAK_CHAINS and "LDS" not in counts
 
 
 @pytest.mark.parametrize("kw,msg", [
@@ -46,19 +49,19 @@ def test_tile_rules(kw, msg):
                                        (128, 128, 40, "K=40"), (0, 128, 64, "M=0")])
 def test_shape_rules(m, n, k, msg):
     with pytest.raises(ValueError, match=msg):
-        gemm.check_shapes(m, n, k)
+        mma_sync.check_shapes(m, n, k)
 
 
 def test_bad_inputs_never_reach_the_gpu():
     a = np.ones((128, 64), np.float16)
     with pytest.raises(ValueError, match="float16 or bfloat16"):
-        gemm.mma_sync_gemm(a.astype(np.float32), a.T.astype(np.float32))
+        mma_sync.mma_sync_gemm(a.astype(np.float32), a.T.astype(np.float32))
     with pytest.raises(ValueError, match="b must have K=64 rows"):
-        gemm.mma_sync_gemm(a, np.ones((32, 128), np.float16))
+        mma_sync.mma_sync_gemm(a, np.ones((32, 128), np.float16))
     with pytest.raises(ValueError, match="b.dtype"):
-        gemm.mma_sync_gemm(a, np.ones((64, 128), np.float32))
+        mma_sync.mma_sync_gemm(a, np.ones((64, 128), np.float32))
     with pytest.raises(ValueError, match="must be 2-D"):
-        gemm.mma_sync_gemm(np.ones((2, 128, 64), np.float16), np.ones((64, 128), np.float16))
+        mma_sync.mma_sync_gemm(np.ones((2, 128, 64), np.float16), np.ones((64, 128), np.float16))
 
 
 def test_fragment_models(rng):
@@ -72,28 +75,28 @@ def test_fragment_models(rng):
 
 
 def test_compare_catches_unwritten_and_wrong(rng):
-    a, b = gemm.random_operands(64, 32, 48, "float16", rng.integers(1 << 31))
-    ref = gemm.reference(a, b)
+    a, b = mma_sync.random_operands(64, 32, 48, "float16", rng.integers(1 << 31))
+    ref = mma_sync.reference(a, b)
     good = ref.astype(np.float16)
-    assert gemm.compare(good, ref, "float16", (64, 32, 48)).passed
+    assert mma_sync.compare(good, ref, "float16", (64, 32, 48)).passed
     holes = good.copy()
     holes[3, 5] = np.nan                                   # one element never written
-    c = gemm.compare(holes, ref, "float16", (64, 32, 48))
+    c = mma_sync.compare(holes, ref, "float16", (64, 32, 48))
     assert not c.passed and c.unwritten == 1
     wrong = good.copy()
     wrong[[0, 1]] = wrong[[1, 0]]                           # two rows swapped
-    assert not gemm.compare(wrong, ref, "float16", (64, 32, 48)).passed
+    assert not mma_sync.compare(wrong, ref, "float16", (64, 32, 48)).passed
 
 
 def test_random_operands_are_not_trivial():
-    a, b = gemm.random_operands(64, 64, 64, "bfloat16")
+    a, b = mma_sync.random_operands(64, 64, 64, "bfloat16")
     av = a.astype(np.float32)
     assert np.count_nonzero(av) == av.size and not np.all(np.abs(av) == 1)
     assert len(np.unique(av)) > 100
 
 
 def test_l1_model():
-    t = gemm.DEFAULT_TILE
+    t = mma_sync.DEFAULT_TILE
     b = t.l1_bytes_per_ktile()
     assert b["ldg"] == b["sts"] == (t.bm + t.bn) * t.bk * 2
     assert b["flop"] == 2 * t.bm * t.bn * t.bk
@@ -115,15 +118,15 @@ def test_run_gemm_plumbing_without_a_gpu(monkeypatch):
         def poisoned(cls, shape, dtype, stream=None):
             return cls(shape, dtype)
 
-    monkeypatch.setattr(gemm, "DeviceArray", FakeDev)
+    monkeypatch.setattr(mma_sync, "DeviceArray", FakeDev)
     seen = {}
 
     def fake_launcher(ck, tile, a, b, out, stream):
         seen.update(ck=ck, a=a, b=b, out=out, tile=tile)
         return lambda: None
 
-    a, b = gemm.random_operands(256, 128, 192, "bfloat16", 0)
-    out = gemm.run_gemm(a, b, gemm.DEFAULT_TILE, lambda dt: ("compiled", dt), fake_launcher,
+    a, b = mma_sync.random_operands(256, 128, 192, "bfloat16", 0)
+    out = mma_sync.run_gemm(a, b, mma_sync.DEFAULT_TILE, lambda dt: ("compiled", dt), fake_launcher,
                         out_f32=True)
     assert seen["ck"] == ("compiled", "bfloat16")
     assert seen["a"].shape == (256, 192) and seen["b"].shape == (192, 128)
@@ -135,18 +138,18 @@ def test_check_tiles_skips_unfit_shapes_and_stops_at_a_failure():
 
     def verify(m, n, k, dtype, tile):
         calls.append((m, n, k, dtype))
-        return gemm.Check((m, n, k), dtype, 1e-4 if m < 512 else 1.0, 2e-3, 0)
+        return mma_sync.Check((m, n, k), dtype, 1e-4 if m < 512 else 1.0, 2e-3, 0)
 
-    tile = gemm.DEFAULT_TILE
-    ok = gemm.check_tiles(verify, [tile], [(128, 128, 64), (100, 128, 64)], ("float16",))
+    tile = mma_sync.DEFAULT_TILE
+    ok = mma_sync.check_tiles(verify, [tile], [(128, 128, 64), (100, 128, 64)], ("float16",))
     assert calls == [(128, 128, 64, "float16")] and ok[0]["tile"] == tile.name and ok[0]["passed"]
     with pytest.raises(RuntimeError, match="kernel X wrong"):
-        gemm.check_tiles(verify, [tile], [(512, 128, 64)], ("float16",), what="kernel X")
+        mma_sync.check_tiles(verify, [tile], [(512, 128, 64)], ("float16",), what="kernel X")
 
 
 def test_check_sampled_rows(rng):
-    a, b = gemm.random_operands(64, 32, 48, "float16", int(rng.integers(1 << 31)))
-    good = gemm.reference(a, b).astype(np.float16)
+    a, b = mma_sync.random_operands(64, 32, 48, "float16", int(rng.integers(1 << 31)))
+    good = mma_sync.reference(a, b).astype(np.float16)
 
     class Out:
         def __init__(self, x):
@@ -155,22 +158,89 @@ def test_check_sampled_rows(rng):
         def to_host(self):
             return self.x
 
-    assert gemm.check_sampled_rows(Out(good), a, b, "float16", "t", n_rows=64) < 2e-3
+    assert mma_sync.check_sampled_rows(Out(good), a, b, "float16", "t", n_rows=64) < 2e-3
     bad = good.copy()
     bad[:, 3] = np.nan                       # a column never written
     with pytest.raises(RuntimeError, match="timed run wrong: t float16"):
-        gemm.check_sampled_rows(Out(bad), a, b, "float16", "t")
+        mma_sync.check_sampled_rows(Out(bad), a, b, "float16", "t")
 
 
 def test_ablations_remove_what_they_say():
     """The diagnostic variants (timed in the mma_sync record's anatomy) really drop their part of the
     data path: fewer global loads / shared stores, fewer ldmatrix, the same HMMA work per k-tile."""
-    counts = {ab: sass.class_counts(gemm.compile_mma_sync_ablation(ab).sass()) for ab in gemm.ABLATIONS}
+    counts = {ab: sass.class_counts(mma_sync.compile_mma_sync_ablation(ab).sass()) for ab in mma_sync.ABLATIONS}
     full, no_copy, no_ldsm, bare = (counts[i] for i in range(4))
     assert no_copy["LDG"] < full["LDG"] and no_copy["STS"] < full["STS"]
     assert no_ldsm["LDSM"] < full["LDSM"] and no_ldsm["LDG"] == full["LDG"]
     assert bare["LDSM"] < full["LDSM"] and bare["LDG"] < full["LDG"]
     assert all(c["HMMA"] >= full["HMMA"] // 2 for c in counts.values())
-    assert gemm.compile_mma_sync_ablation(0).cubin == gemm.compile_mma_sync().cubin
+    assert mma_sync.compile_mma_sync_ablation(0).cubin == mma_sync.compile_mma_sync().cubin
     with pytest.raises(ValueError, match="ablate=7"):
-        gemm.compile_mma_sync_ablation(7)
+        mma_sync.compile_mma_sync_ablation(7)
+
+
+# ---------------------------------------------------------------------------------------- GPU ---
+
+
+
+@pytest.mark.gpu
+def test_device_array_roundtrip_and_poison(rng):
+    x = rng.standard_normal((123, 77)).astype(np.float32)
+    d = DeviceArray.from_host(x)
+    assert np.array_equal(d.to_host(), x)
+    d.poison()
+    assert np.isnan(d.to_host()).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("tile", mma_sync.TILES, ids=lambda t: t.name)
+@pytest.mark.parametrize("shape", [(128, 256, 64), (256, 512, 192), (384, 768, 320), (1024, 512, 2048)])
+def test_mma_sync_gemm_correct(rng, dtype, tile, shape):
+    try:
+        mma_sync.check_shapes(*shape, tile)
+    except ValueError:
+        pytest.skip(f"shape {shape} is not a whole number of {tile.name} tiles")
+    c = mma_sync.verify_mma_sync(*shape, dtype=dtype, tile=tile, seed=int(rng.integers(1 << 31)))
+    assert c.passed, c
+
+
+@pytest.mark.gpu
+def test_mma_sync_gemm_fp32_output(rng):
+    c = mma_sync.verify_mma_sync(256, 256, 128, "float16", out_f32=True, seed=int(rng.integers(1 << 31)))
+    assert c.passed and c.rel_err < 1e-5, c
+
+
+@pytest.mark.gpu
+def test_every_element_written(rng):
+    """A kernel that skipped a tile would leave NaN poison; check the full output explicitly."""
+    a, b = mma_sync.random_operands(256, 384, 128, "float16", int(rng.integers(1 << 31)))
+    out = mma_sync.mma_sync_gemm(a, b).to_host()
+    assert np.isfinite(out.astype(np.float32)).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_mma_sync_peak_kernel_correct(dtype):
+    p = mma_sync.MmaSyncPeak(dtype, blocks=8, warps=4)
+    c = p.check()
+    assert c.passed, c
+
+
+@pytest.mark.gpu
+def test_simt_on_gpu(rng):
+    from asynctc import simt
+    assert not simt.simulated()
+    a = rng.standard_normal((300, 200), dtype=np.float32)
+    b = rng.standard_normal((200, 170), dtype=np.float32)
+    c = simt.simt_gemm(a, b)
+    ref = a.astype(np.float64) @ b
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-5
+
+
+@pytest.mark.gpu
+def test_too_much_shared_memory_is_refused_before_launch():
+    from asynctc.core import runtime
+    ck = mma_sync.compile_mma_sync("float16")
+    with pytest.raises(runtime.LaunchConfigError, match="opt-in shared memory"):
+        runtime.check_launch(1, 128, 300 * 1024, ck)

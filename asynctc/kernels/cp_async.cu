@@ -3,7 +3,7 @@
 //   A: M x K row-major (K contiguous), B: K x N row-major (N contiguous), fp16 or bf16.
 //   C: M x N row-major, in the input dtype (OUT_F32=0) or fp32 (OUT_F32=1); fp32 accumulation.
 //
-// What changed against gemm_mma_sync.cu (everything else — tile, warp tiles, XOR swizzle, ldmatrix,
+// What changed against mma_sync.cu (everything else — tile, warp tiles, XOR swizzle, ldmatrix,
 // mma.sync, epilogue — is the same code, in gemm_tile.cuh):
 //   * global -> shared memory goes through cp.async (LDGSTS in SASS): each thread *issues* 16-byte
 //     copies and goes on; the data never passes through its registers. The register staging
@@ -20,7 +20,7 @@
 // finishing kt-1.
 //
 // Compile-time parameters (defines): BM, BN, BK, WM, WN, DT, OUT_F32, GROUP_M, MINB as in chapter 01,
-// and STAGES (1..4). Requirements, checked in Python (asynctc.cpasync): M % BM == 0, N % BN == 0,
+// and STAGES (1..4). Requirements, checked in Python (asynctc.cp_async): M % BM == 0, N % BN == 0,
 // K % BK == 0, BK in {32, 64}, STAGES * (BM*BK + BK*BN) * 2 bytes <= 227 KiB.
 
 #include "ptx/common.cuh"

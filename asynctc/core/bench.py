@@ -69,7 +69,7 @@ def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush: 
 
     ``warmup`` untimed calls, then ``reps`` timed calls with an L2 flush before each (outside the
     timed region when ``flush``). Returns :class:`Timing` (milliseconds). Raises
-    :class:`~asynctc.runtime.NoGPUError` without a GPU.
+    :class:`~asynctc.core.runtime.NoGPUError` without a GPU.
     """
     from cuda.core import EventOptions
     s = stream or runtime.default_stream()
@@ -95,7 +95,7 @@ def sustained(fn: Callable[[], None], *, seconds: float = 1.5, stream=None) -> d
     of the samples taken during the loop; ``sm_mhz`` is NaN where ``nvidia-smi`` is missing).
 
     The clock a kernel runs at depends on the power it draws, and a reading taken *after* a run
-    (:func:`asynctc.records.nvidia_smi_clocks`) shows the clock the idle GPU returns to, not the
+    (:func:`asynctc.core.records.nvidia_smi_clocks`) shows the clock the idle GPU returns to, not the
     one it ran at; per-clock efficiencies need the clock sampled during the load.
     """
     import statistics
@@ -179,7 +179,7 @@ def library_versions() -> dict[str, str]:
 
 
 def _as_lib_tensor(lib: str, arr):
-    """Wrap a :class:`~asynctc.memory.DeviceArray` (fp16/bf16/fp32/fp8) for torch or cupy, no copy."""
+    """Wrap a :class:`~asynctc.core.memory.DeviceArray` (fp16/bf16/fp32/fp8) for torch or cupy, no copy."""
     name = arr.dtype.name
     if lib == "torch":
         import torch
@@ -205,7 +205,7 @@ class _RawView:
 def cublas_gemm(a, b, out, stream=None) -> Callable[[], None]:
     """A callable that enqueues cuBLAS ``out = a @ b`` on ``stream`` (torch, else cupy).
 
-    ``a`` (M×K), ``b`` (K×N), ``out`` (M×N) are :class:`~asynctc.memory.DeviceArray` in fp16/bf16;
+    ``a`` (M×K), ``b`` (K×N), ``out`` (M×N) are :class:`~asynctc.core.memory.DeviceArray` in fp16/bf16;
     the baseline reads the same memory as our kernels. Raises :class:`RuntimeError` when neither
     library is available.
     """
@@ -237,3 +237,16 @@ def device_copy(dst, src, stream=None) -> Callable[[], None]:
         raise ValueError(f"dst.nbytes={dst.nbytes} != src.nbytes={src.nbytes}")
     s = stream or runtime.default_stream()
     return lambda: dst.buffer.copy_from(src.buffer, stream=s)
+
+
+def peak_tflops(sm_count: int, sm_clock_mhz: float, flop_per_clk_per_sm: int = 4096) -> float:
+    """Dense fp16/bf16 Tensor Core peak = SMs × FLOP/clk/SM × clock (sm_90: 4096 FLOP/clk/SM for
+    dense fp16/bf16 with fp32 accumulate, NVIDIA H100 architecture whitepaper), in TFLOP/s."""
+    return sm_count * flop_per_clk_per_sm * sm_clock_mhz * 1e6 / 1e12
+
+
+def cublas_sweep_row(da, db, dc, dtype: str, size: int) -> dict:
+    """cuBLAS timed on the suite's own operands (``size``³): one row of a GEMM suite's sweep."""
+    t = time_gpu(cublas_gemm(da, db, dc), reps=20)
+    return {"dtype": dtype, "size": size, "kernel": "cuBLAS", **t.as_dict(),
+            "tflops": tflops(gemm_flop(size, size, size), t.median_ms)}

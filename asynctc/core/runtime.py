@@ -35,7 +35,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
 
 #: The architectures the course compiles for, and the compute capability each one runs on.
 #: ``sm_90a`` code runs only on compute capability 9.0 and ``sm_100a`` only on 10.0: the ``a``
@@ -312,7 +312,7 @@ class CompiledKernel:
         return _load(self.cubin, self.name)
 
     def sass(self) -> str:
-        """The disassembly of this cubin (nvdisasm), see :mod:`asynctc.sass`."""
+        """The disassembly of this cubin (nvdisasm), see :mod:`asynctc.core.sass`."""
         from . import sass
         return sass.disassemble(self.cubin)
 
@@ -351,7 +351,7 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
 
     Parameters
     ----------
-    source: file name under ``asynctc/kernels/`` (e.g. ``"gemm_mma_sync.cu"``).
+    source: file name under ``asynctc/kernels/`` (e.g. ``"mma_sync.cu"``).
     name: the ``extern "C"`` ``__global__`` function to return.
     arch: ``"sm_90a"`` or ``"sm_100a"`` (or the plain ``sm_90``/``sm_100``); never a virtual arch.
     defines: compile-time parameters, passed as ``-DKEY=VALUE``.
@@ -507,7 +507,31 @@ def _set_max_dynamic_smem(kernel, nbytes: int) -> None:
 
 
 def _arg(a):
-    from .memory import DeviceArray
-    if isinstance(a, DeviceArray):
-        return a.buffer
-    return a
+    # A device array (asynctc.core.memory.DeviceArray) passes its cuda.core Buffer; runtime does not
+    # import memory (memory builds on runtime, not the reverse).
+    launch_arg = getattr(a, "_launch_arg", None)
+    return launch_arg() if callable(launch_arg) else a
+
+
+def _precompile_one(job):
+    src, name, defines = job
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile_kernel(src, name, "sm_90a", defines=defines)
+    return name
+
+
+def precompile(jobs, workers: int | None = None) -> None:
+    """Compile (source, entry, defines) jobs in parallel processes so that the on-disk cubin cache
+    is warm; later :func:`compile_kernel` calls then only read it. No GPU needed."""
+    jobs = list(jobs)
+    workers = workers or min(len(jobs), max(1, (os.cpu_count() or 2) - 1))
+    if workers <= 1 or len(jobs) <= 1:
+        for j in jobs:
+            _precompile_one(j)
+        return
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+        list(ex.map(_precompile_one, jobs))

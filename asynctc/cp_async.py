@@ -1,6 +1,6 @@
 """Chapter 02 — cp.async: the chapter-01 GEMM made multistage, and a pipelined shared-memory copy.
 
-``kernels/gemm_cp_async.cu`` is chapter 01's mma.sync GEMM (same tile, warp tiles, XOR swizzle,
+``kernels/cp_async.cu`` is chapter 01's mma.sync GEMM (same tile, warp tiles, XOR swizzle,
 ldmatrix, epilogue) with the register staging replaced by ``cp.async.cg.shared.global`` 16-byte
 copies into a ring of ``stages`` shared-memory k-tiles, ``cp.async.commit_group`` once per k-tile and
 ``cp.async.wait_group<stages-2>`` before computing on one (PTX ISA, "Data Movement and Conversion
@@ -11,7 +11,7 @@ DEPBAR. Three verbs as everywhere in the course:
 * :func:`cp_async_gemm` — validate in Python, then launch (needs an sm_90 GPU);
 * :func:`verify_cp_async` — fresh random inputs, poisoned output, float64 reference.
 
-``kernels/smem_pipeline.cu`` is the synchronous-vs-pipelined shared-memory copy (our equivalent of
+``kernels/cp_async_smem_pipeline.cu`` is the synchronous-vs-pipelined shared-memory copy (our equivalent of
 Luo et al., IPDPS 2024): :class:`SmemPipeline`.
 
 Suites (``python -m asynctc record cp_async``): :data:`SUITES`.
@@ -23,11 +23,12 @@ import dataclasses
 
 import numpy as np
 
-from . import bench, gemm, records, runtime, suites
-from .gemm import Check, MmaSyncTile, compare, random_operands, reference
-from .memory import DeviceArray
+from .core import bench, records, runtime
+from . import mma_sync
+from .mma_sync import Check, compare, MmaSyncTile, random_operands, reference
+from .core.memory import DeviceArray
 
-DTYPES = gemm.DTYPES
+DTYPES = mma_sync.DTYPES
 SMEM_PER_SM = 228 * 1024          # sm_90: 228 KiB of shared memory per SM (227 KiB per block)
 
 
@@ -92,7 +93,7 @@ def compile_cp_async(dtype: str = "float16", tile: CpAsyncTile = DEFAULT_TILE,
         raise ValueError(f"tile={tile!r}: must be a CpAsyncTile (it carries `stages`)")
     tile.validate()
     return runtime.compile_kernel(
-        "gemm_cp_async.cu", "gemm_cp_async", arch,
+        "cp_async.cu", "gemm_cp_async", arch,
         defines=dict(BM=tile.bm, BN=tile.bn, BK=tile.bk, WM=tile.wm, WN=tile.wn, DT=DTYPES[dtype],
                      OUT_F32=int(out_f32), GROUP_M=tile.group_m, MINB=tile.min_blocks,
                      STAGES=tile.stages))
@@ -105,23 +106,23 @@ def cp_async_gemm(a, b, *, tile: CpAsyncTile = DEFAULT_TILE, out: DeviceArray | 
     ``a`` (M×K), ``b`` (K×N): fp16 or bf16, numpy or :class:`DeviceArray`, C-contiguous, 16-byte
     aligned (cp.async 16-byte copies); M, N, K multiples of the tile. ``out``: M×N in the input
     dtype (fp32 when ``out_f32``), allocated poisoned when None. Raises :class:`ValueError` before
-    anything reaches the GPU; :class:`~asynctc.runtime.NoGPUError` without an sm_90 GPU.
+    anything reaches the GPU; :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU.
     """
-    return gemm.run_gemm(a, b, tile, lambda dt: compile_cp_async(dt, tile, out_f32), launcher,
+    return mma_sync.run_gemm(a, b, tile, lambda dt: compile_cp_async(dt, tile, out_f32), launcher,
                          out, out_f32, stream)
 
 
 def launcher(ck: runtime.CompiledKernel, tile: CpAsyncTile, a: DeviceArray, b: DeviceArray,
              out: DeviceArray, stream=None):
     """A zero-argument callable that enqueues one launch (for timing loops); inputs pre-validated."""
-    return gemm.launcher(ck, tile, a, b, out, stream)
+    return mma_sync.launcher(ck, tile, a, b, out, stream)
 
 
 def verify_cp_async(m: int, n: int, k: int, dtype: str = "float16",
                     tile: CpAsyncTile = DEFAULT_TILE, seed: int | None = None,
                     out_f32: bool = False) -> Check:
     """Run the kernel on fresh random inputs (standard normal, rounded to ``dtype``) with a
-    poisoned output; compare with the float64 product. Returns a :class:`~asynctc.gemm.Check`."""
+    poisoned output; compare with the float64 product. Returns a :class:`~asynctc.mma_sync.Check`."""
     a, b = random_operands(m, n, k, dtype, seed)
     got = cp_async_gemm(a, b, tile=tile, out_f32=out_f32).to_host()
     return compare(got, reference(a, b), dtype, (m, n, k))
@@ -155,7 +156,7 @@ class SmemPipeline:
             raise ValueError(f"iters={iters}: must be 1..4096")
         self.b, self.blocks, self.iters = b, blocks, iters
         defines = dict(B=b, ITERS=iters)
-        self.ck = {k: runtime.compile_kernel("smem_pipeline.cu", f"smem_copy_{k}", defines=defines)
+        self.ck = {k: runtime.compile_kernel("cp_async_smem_pipeline.cu", f"smem_copy_{k}", defines=defines)
                    for k in ("sync", "async")}
         rng = np.random.default_rng(seed)
         self.src_host = rng.standard_normal(blocks * iters * b * b, dtype=np.float32)
@@ -195,32 +196,32 @@ CHECK_SHAPES = ((128, 256, 64), (256, 512, 192), (384, 768, 320), (1024, 512, 20
 def measure_cp_async() -> dict:
     """Correctness of every swept tile (fp16 and bf16, shapes :data:`CHECK_SHAPES`); then, on the
     same inputs per size (:data:`SIZES`, fp16; bf16 at 4096), cuBLAS, the chapter-01 kernel
-    (:data:`asynctc.gemm.DEFAULT_TILE`) and the cp.async GEMM for every tile in :data:`TILES`
+    (:data:`asynctc.mma_sync.DEFAULT_TILE`) and the cp.async GEMM for every tile in :data:`TILES`
     (stages 1..4); then the synchronous vs pipelined shared-memory copy (:class:`SmemPipeline`)."""
     out: dict = {"sweep": [], "smem": [],
                  "tiles": [dict(name=t.name, bm=t.bm, bn=t.bn, bk=t.bk, stages=t.stages,
                                 min_blocks=t.min_blocks, smem_bytes=t.smem_bytes) for t in TILES],
                  "baseline_library": bench.baseline_library()}
-    out["checks"] = gemm.check_tiles(verify_cp_async, TILES, CHECK_SHAPES, DTYPES,
+    out["checks"] = mma_sync.check_tiles(verify_cp_async, TILES, CHECK_SHAPES, DTYPES,
                                      what="cp.async GEMM")
     runs = [("float16", s) for s in SIZES] + [("bfloat16", 4096)]
     for dtype, s in runs:
-        a, b, da, db, dc = gemm.square_problem(s, dtype)
+        a, b, da, db, dc = mma_sync.square_problem(s, dtype)
         flop = bench.gemm_flop(s, s, s)
         if out["baseline_library"]:
-            out["sweep"].append(suites.cublas_sweep_row(da, db, dc, dtype, s))
-        ck = gemm.compile_mma_sync(dtype, gemm.DEFAULT_TILE)
+            out["sweep"].append(bench.cublas_sweep_row(da, db, dc, dtype, s))
+        ck = mma_sync.compile_mma_sync(dtype, mma_sync.DEFAULT_TILE)
         dc.poison()
-        t = bench.time_gpu(gemm.launcher(ck, gemm.DEFAULT_TILE, da, db, dc), reps=20)
-        err = gemm.check_sampled_rows(dc, a, b, dtype, "mma.sync")
+        t = bench.time_gpu(mma_sync.launcher(ck, mma_sync.DEFAULT_TILE, da, db, dc), reps=20)
+        err = mma_sync.check_sampled_rows(dc, a, b, dtype, "mma.sync")
         out["sweep"].append({"dtype": dtype, "size": s, "kernel": "mma.sync",
-                             "tile": gemm.DEFAULT_TILE.name, **t.as_dict(), "rel_err_rows": err,
+                             "tile": mma_sync.DEFAULT_TILE.name, **t.as_dict(), "rel_err_rows": err,
                              "tflops": bench.tflops(flop, t.median_ms)})
         for tile in TILES:
             ck = compile_cp_async(dtype, tile)
             dc.poison()
             t = bench.time_gpu(launcher(ck, tile, da, db, dc), reps=20)
-            err = gemm.check_sampled_rows(dc, a, b, dtype, f"cp.async {tile.name}")
+            err = mma_sync.check_sampled_rows(dc, a, b, dtype, f"cp.async {tile.name}")
             out["sweep"].append({"dtype": dtype, "size": s, "kernel": "cp.async", "tile": tile.name,
                                  "stages": tile.stages, "bk": tile.bk, **t.as_dict(),
                                  "rel_err_rows": err, "registers": ck.resources.registers,
@@ -296,7 +297,7 @@ SUITES = {"cp_async": (measure_cp_async, summarize_cp_async, "sm_90a")}
 # Exercises (auto-checked in notebooks/02_cp_async)
 # --------------------------------------------------------------------------------------------------
 
-from . import exercises as _ex  # noqa: E402
+from .core import exercises as _ex  # noqa: E402
 
 
 @_ex.exercise("ch02.ring_smem", "Shared memory (bytes) of a cp.async ring of `stages` k-tiles for a "
@@ -305,7 +306,45 @@ def _ch02_ring_smem(bm: int, bn: int, bk: int, stages: int) -> int:
     return CpAsyncTile(bm, bn, bk, 64, 64, stages=stages).smem_bytes
 
 
+@_ex.diagnosis("ch02.ring_smem")
+def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, stages: int) -> str | None:
+    a, b = bm * bk * 2, bk * bn * 2
+    one = a + b
+    return _ex.known_mistake(answer, expected, [
+        (one, f"that is one stage; the ring holds {stages} of them."),
+        ((stages - 1) * one, f"that is {stages - 1} stages: {stages - 1} k-tiles are in flight while "
+                             f"one is computed on, but all {stages} slots are allocated."),
+        ((stages + 1) * one, f"one stage too many: the ring has {stages} slots."),
+        (stages * (bm * bk + bk * bn), "you counted elements, not bytes: fp16 is 2 bytes per element."),
+        (2 * stages * one, "twice too large: 4 bytes per element? fp16 is 2."),
+        (stages * a, "you counted only the A tiles; every stage holds an A tile and a B tile."),
+        (stages * b, "you counted only the B tiles; every stage holds an A tile and a B tile."),
+        (stages * one + bm * bn * 4, "the fp32 accumulators of C live in registers, not in the ring."),
+        (stages * one + bm * bn * 2, "C is not staged in shared memory: the ring holds only A and B."),
+        (stages * one / 1024, "that is in KiB; the question asks for bytes."),
+        (stages * one * 8, "that is bits; the question asks for bytes."),
+    ])
+
+
 @_ex.exercise("ch02.wait_n", "The N of cp.async.wait_group N that the kernel uses before computing on "
               "a k-tile, for a ring of `stages` stages (stages ≥ 2).")
 def _ch02_wait_n(stages: int) -> int:
     return stages - 2
+
+
+@_ex.diagnosis("ch02.wait_n")
+def _ch02_wait_n_hint(answer, expected, stages: int) -> str | None:
+    if not isinstance(answer, int) or answer < 0:
+        return "N is a count of groups: a whole number ≥ 0."
+    if answer == stages - 1:
+        return (f"with {stages - 1} groups allowed to stay pending, the group of k-tile kt itself may "
+                "still be in flight: before the wait, this thread committed the prologue's "
+                f"{stages - 1} groups plus one per earlier iteration — count which are newer than kt's.")
+    if answer >= stages:
+        return (f"the thread never has more than {stages - 1} groups in flight at that wait, so "
+                f"wait_group {answer} waits for nothing.")
+    if answer > expected:
+        return "too many groups left pending: k-tile kt's group could still be among them."
+    return ("safe, but too strict: the wait also waits for copies of later k-tiles that could "
+            "stay in flight while kt is computed on — what is the largest N that still guarantees "
+            "k-tile kt has landed?")

@@ -24,7 +24,7 @@ def banner(arch: str = "sm_90a") -> None:
 
 
 def show_source(target, start: str | None = None, end: str | None = None):
-    """Display a kernel's CUDA C++ source (a :class:`~asynctc.runtime.CompiledKernel` or a file name
+    """Display a kernel's CUDA C++ source (a :class:`~asynctc.core.runtime.CompiledKernel` or a file name
     under ``asynctc/kernels/``), optionally only from the first line matching ``start`` up to the
     first later line matching ``end`` (regular expressions)."""
     from IPython.display import Code

@@ -1,4 +1,4 @@
-"""Chapter 01's synchronous Tensor Core GEMM (``kernels/gemm_mma_sync.cu``): compile, run, verify.
+"""Chapter 01's synchronous Tensor Core GEMM (``kernels/mma_sync.cu``): compile, run, verify.
 
 ``C = A · B`` with A (M×K) and B (K×N) row-major fp16 or bf16, C (M×N) row-major in the input dtype
 (or fp32), fp32 accumulation in ``mma.sync.aligned.m16n8k16`` (PTX ISA, "Warp-level matrix
@@ -15,19 +15,16 @@ import dataclasses
 
 import numpy as np
 
-from . import runtime
-from .memory import DeviceArray
+from .core import bench, records, runtime
+from .core import exercises as _ex
+from .core.bench import peak_tflops
+from .core.checks import (  # noqa: F401  (the chapter's checking vocabulary)
+    TOLERANCE, Check, check_sampled_rows, compare, np_dtype, random_operands, reference,
+    square_problem)
+from .core.memory import DeviceArray
 
 #: Input dtypes and their kernel code (the ``DT`` define).
 DTYPES = {"float16": 0, "bfloat16": 1}
-
-
-def np_dtype(name: str) -> np.dtype:
-    """numpy dtype for a course dtype name ("float16", "bfloat16" via ml_dtypes, "float32")."""
-    if name == "bfloat16":
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,12 +121,12 @@ TILES = (DEFAULT_TILE, MmaSyncTile(128, 128, 32, 64, 64), MmaSyncTile(128, 256, 
 def compile_mma_sync(dtype: str = "float16", tile: MmaSyncTile = DEFAULT_TILE, out_f32: bool = False,
                      arch: str = "sm_90a") -> runtime.CompiledKernel:
     """Compile the mma.sync GEMM for ``dtype`` ("float16" | "bfloat16") and ``tile``. No GPU needed."""
-    return runtime.compile_kernel("gemm_mma_sync.cu", "gemm_mma_sync", arch,
+    return runtime.compile_kernel("mma_sync.cu", "gemm_mma_sync", arch,
                                   defines=_defines(dtype, tile, out_f32))
 
 
 def _defines(dtype: str, tile: MmaSyncTile, out_f32: bool) -> dict[str, int]:
-    """The compile-time defines of ``kernels/gemm_mma_sync.cu``; validates ``dtype`` and ``tile``."""
+    """The compile-time defines of ``kernels/mma_sync.cu``; validates ``dtype`` and ``tile``."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r}: must be one of {sorted(DTYPES)}")
     tile.validate()
@@ -151,7 +148,7 @@ def compile_mma_sync_ablation(ablate: int, dtype: str = "float16", tile: MmaSync
     the kernel itself). Launch with :func:`launcher`; never use its output."""
     if ablate not in ABLATIONS:
         raise ValueError(f"ablate={ablate!r}: must be one of {sorted(ABLATIONS)}")
-    return runtime.compile_kernel("gemm_mma_sync.cu", "gemm_mma_sync", arch,
+    return runtime.compile_kernel("mma_sync.cu", "gemm_mma_sync", arch,
                                   defines={**_defines(dtype, tile, False), "ABLATE": ablate})
 
 
@@ -184,7 +181,7 @@ def mma_sync_gemm(a, b, *, tile: MmaSyncTile = DEFAULT_TILE, out: DeviceArray | 
     ``a`` (M×K), ``b`` (K×N): fp16 or bf16 numpy arrays or :class:`DeviceArray` (C-contiguous,
     16-byte aligned). ``out``: M×N in the input dtype (fp32 when ``out_f32``), allocated when None.
     Raises :class:`ValueError` for bad dtypes, shapes or alignment, before anything reaches the GPU;
-    :class:`~asynctc.runtime.NoGPUError` without an sm_90 GPU.
+    :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU.
     """
     return run_gemm(a, b, tile, lambda dt: compile_mma_sync(dt, tile, out_f32), launcher, out,
                     out_f32, stream)
@@ -234,76 +231,6 @@ def launcher(ck: runtime.CompiledKernel, tile: MmaSyncTile, a: DeviceArray, b: D
 # --------------------------------------------------------------------------------------------------
 # Verification
 # --------------------------------------------------------------------------------------------------
-
-def random_operands(m: int, n: int, k: int, dtype: str, seed: int | None = None):
-    """Fresh standard-normal A (M×K) and B (K×N) rounded to ``dtype`` (never zeros or ±1)."""
-    rng = np.random.default_rng(seed)
-    dt = np_dtype(dtype)
-    a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
-    b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
-    return a, b
-
-
-def square_problem(s: int, dtype: str, seed: int | None = None):
-    """An s×s×s problem on the GPU: ``(a, b, da, db, dc)`` — fresh :func:`random_operands` on the
-    host, their device copies, and a poisoned s×s output in the input dtype."""
-    a, b = random_operands(s, s, s, dtype, seed)
-    return a, b, DeviceArray.from_host(a), DeviceArray.from_host(b), DeviceArray.poisoned((s, s), a.dtype)
-
-
-def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """float64 ``a @ b`` of the (already rounded) inputs."""
-    return a.astype(np.float64) @ b.astype(np.float64)
-
-
-#: Relative Frobenius error allowed per output dtype: fp32 accumulation is far below these; the
-#: output's own rounding (2^-11 fp16, 2^-8 bf16, relative) sets them.
-TOLERANCE = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-4}
-
-
-@dataclasses.dataclass
-class Check:
-    """Outcome of one correctness check against the float64 reference."""
-
-    shape: tuple[int, int, int]
-    dtype: str
-    rel_err: float
-    tol: float
-    unwritten: int
-
-    @property
-    def passed(self) -> bool:
-        return self.unwritten == 0 and np.isfinite(self.rel_err) and self.rel_err <= self.tol
-
-    def as_dict(self) -> dict:
-        return {"shape": list(self.shape), "dtype": self.dtype, "rel_err": self.rel_err,
-                "tol": self.tol, "unwritten": self.unwritten, "passed": bool(self.passed)}
-
-
-def compare(out: np.ndarray, ref: np.ndarray, dtype: str, shape) -> Check:
-    """Relative Frobenius error of ``out`` against ``ref``; NaNs (poison left unwritten) counted."""
-    o = out.astype(np.float64)
-    unwritten = int(np.count_nonzero(~np.isfinite(o)))
-    err = float(np.linalg.norm(np.nan_to_num(o, nan=0.0) - ref) / np.linalg.norm(ref)) \
-        if unwritten == 0 else float("nan")
-    return Check(tuple(shape), dtype, err, TOLERANCE[np.dtype(out.dtype).name
-                                                      if np.dtype(out.dtype).name in TOLERANCE
-                                                      else dtype], unwritten)
-
-
-def check_sampled_rows(out: DeviceArray, a: np.ndarray, b: np.ndarray, dtype: str, what: str,
-                       rng=None, n_rows: int = 8) -> float:
-    """Check a *timed* output on ``n_rows`` random rows against float64 (a full reference of an
-    8192³ product on the host would take minutes). Returns the relative error; raises
-    :class:`RuntimeError` above :data:`TOLERANCE` (poison left unwritten counts as a huge error)."""
-    s = a.shape[0]
-    rows = (rng if rng is not None else np.random.default_rng()).choice(s, size=n_rows, replace=False)
-    got = out.to_host()[rows].astype(np.float64)
-    ref = a[rows].astype(np.float64) @ b.astype(np.float64)
-    err = float(np.linalg.norm(np.nan_to_num(got, nan=1e30) - ref) / np.linalg.norm(ref))
-    if not err <= TOLERANCE[dtype]:
-        raise RuntimeError(f"timed run wrong: {what} {dtype} {s}³ rel_err {err}")
-    return err
 
 
 def check_tiles(verify, tiles, shapes, dtypes=tuple(DTYPES), what: str = "GEMM") -> list[dict]:
@@ -389,3 +316,252 @@ class MmaSyncPeak:
                     "float32", (16, 8, 16))
         # ITERS additions of one product into fp32: rounding grows with ITERS, so allow 1e-3.
         return dataclasses.replace(c, tol=1e-3)
+
+
+# --------------------------------------------------------------------------------------------------
+# The record suite ``mma_sync``
+# --------------------------------------------------------------------------------------------------
+
+MMA_SIZES = (512, 1024, 2048, 4096, 6144, 8192)
+CHECK_SHAPES = ((128, 256, 32), (256, 512, 96), (384, 768, 160), (1024, 512, 2048),
+                (512, 1280, 416))
+SIMT_SIZES = (1024, 2048)
+PEAK_CONFIGS = ((4, 1), (4, 2), (8, 2), (8, 4))
+
+
+def measure_mma_sync() -> dict:
+    """Correctness at several shapes, then the mma.sync GEMM (every tile in :data:`TILES`)
+    beside cuBLAS on the same inputs, fp16 and bf16, sizes :data:`MMA_SIZES`; the numba SIMT GEMM
+    (fp32) at :data:`SIMT_SIZES`."""
+    out: dict = {"sweep": [], "simt": [],
+                 "tiles": [dict(name=t.name, bm=t.bm, bn=t.bn, bk=t.bk, wm=t.wm, wn=t.wn,
+                                threads=t.threads, smem_bytes=t.smem_bytes) for t in TILES],
+                 "baseline_library": bench.baseline_library()}
+    out["checks"] = check_tiles(verify_mma_sync, TILES, CHECK_SHAPES,
+                                     what="mma.sync GEMM")
+    bar = _progress(len(DTYPES) * len(MMA_SIZES), "mma_sync")
+    for dtype in DTYPES:
+        for s in MMA_SIZES:
+            a, b, da, db, dc = square_problem(s, dtype)
+            flop = bench.gemm_flop(s, s, s)
+            if out["baseline_library"]:
+                out["sweep"].append(bench.cublas_sweep_row(da, db, dc, dtype, s))
+            for tile in TILES:
+                try:
+                    check_shapes(s, s, s, tile)
+                except ValueError:
+                    continue
+                ck = compile_mma_sync(dtype, tile)
+                dc.poison()
+                run = launcher(ck, tile, da, db, dc)
+                t = bench.time_gpu(run, reps=20)
+                err = check_sampled_rows(dc, a, b, dtype, f"tile {tile.name}",
+                                              rng=np.random.default_rng(s))
+                out["sweep"].append({"dtype": dtype, "size": s, "kernel": "mma.sync",
+                                     "tile": tile.name, **t.as_dict(), "rel_err_rows": err,
+                                     "registers": ck.resources.registers,
+                                     "spill_bytes": ck.resources.spill_stores,
+                                     "tflops": bench.tflops(flop, t.median_ms)})
+            del da, db, dc
+            bar.update()
+    bar.close()
+    out["clocks_after"] = records.nvidia_smi_clocks()
+    out.update(measure_mma_sync_anatomy())
+    # The ceiling of mma.sync itself: register-only kernel, by warps per SM.
+    out["peak"] = []
+    info = runtime.device_info()
+    for dtype in DTYPES:
+        for warps, per_sm in PEAK_CONFIGS:
+            p = MmaSyncPeak(dtype, blocks=info.sm_count * per_sm, warps=warps)
+            c = p.check()
+            if not c.passed:
+                raise RuntimeError(f"mma.sync peak kernel wrong: {c.as_dict()}")
+            t = bench.time_gpu(p.launcher(), flush=False)
+            out["peak"].append({"dtype": dtype, "warps_per_cta": warps, "ctas_per_sm": per_sm,
+                                **t.as_dict(), "tflops": bench.tflops(p.flop, t.median_ms),
+                                "check": c.as_dict()})
+    out["clocks_after_peak"] = records.nvidia_smi_clocks()
+    # The numba SIMT kernel, fp32, for scale.
+    from . import simt  # noqa: F811
+    cuda = simt.numba_cuda()
+    for s in SIMT_SIZES:
+        rng = np.random.default_rng(s)
+        a = rng.standard_normal((s, s), dtype=np.float32)
+        b = rng.standard_normal((s, s), dtype=np.float32)
+        da, db = cuda.to_device(a), cuda.to_device(b)
+        dc = cuda.to_device(np.full((s, s), np.nan, np.float32))
+        run = simt.simt_launcher(da, db, dc, runtime.default_stream())
+        t = bench.time_gpu(run, reps=10)
+        c = dc.copy_to_host()
+        chk = compare(c, a.astype(np.float64) @ b, "float32", (s, s, s))
+        out["simt"].append({"size": s, **t.as_dict(), "check": chk.as_dict(),
+                            "tflops": bench.tflops(bench.gemm_flop(s, s, s), t.median_ms)})
+    return out
+
+
+ABLATION_SIZE = 4096
+
+
+def measure_mma_sync_anatomy(size: int = ABLATION_SIZE) -> dict:
+    """Where the time of the default kernel goes, fp16 ``size``³: the kernel with parts of its data
+    path removed (:data:`ABLATIONS`, timing only) beside cuBLAS in the same run; then cuBLAS
+    and the kernel run back to back with the SM clock sampled during the load
+    (:func:`bench.sustained`), for TFLOP/s per clock."""
+    a, b, da, db, dc = square_problem(size, "float16")
+    flop = bench.gemm_flop(size, size, size)
+    tile = DEFAULT_TILE
+    out: dict = {"ablation": [], "sustained": []}
+    cub = bench.cublas_gemm(da, db, dc) if bench.baseline_library() else None
+    runs = {ABLATIONS[ab]: launcher(compile_mma_sync_ablation(ab, "float16", tile),
+                                              tile, da, db, dc) for ab in ABLATIONS}
+    full = runs[ABLATIONS[0]]
+    for what, run in (({"cuBLAS": cub} if cub else {}) | runs).items():
+        t = bench.time_gpu(run, reps=30)
+        out["ablation"].append({"dtype": "float16", "size": size, "tile": tile.name, "variant": what,
+                                **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms)})
+    # the full kernel once more, checked, so the ablation's first row is a correct kernel
+    dc.poison()
+    full()
+    check_sampled_rows(dc, a, b, "float16", f"tile {tile.name}", rng=np.random.default_rng(1))
+    for kernel, run in (({"cuBLAS": cub} if cub else {}) | {"mma.sync": full}).items():
+        r = bench.sustained(run)
+        out["sustained"].append({"dtype": "float16", "size": size, "tile": tile.name,
+                                 "kernel": kernel, **r, "tflops": bench.tflops(flop, r["ms"])})
+    return out
+
+
+def best_mma_rows(results: dict, dtype: str) -> list[dict]:
+    """The fastest mma.sync tile per size for ``dtype``."""
+    best: dict[int, dict] = {}
+    for r in results["sweep"]:
+        if r["kernel"] == "mma.sync" and r["dtype"] == dtype:
+            if r["size"] not in best or r["tflops"] > best[r["size"]]["tflops"]:
+                best[r["size"]] = r
+    return [best[s] for s in sorted(best)]
+
+
+def cublas_rows(results: dict, dtype: str) -> list[dict]:
+    return sorted((r for r in results["sweep"] if r["kernel"] == "cuBLAS" and r["dtype"] == dtype),
+                  key=lambda r: r["size"])
+
+
+def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
+    r = rec.results
+    lines = [rec.label(), f"correctness: {sum(c['passed'] for c in r['checks'])}/"
+                          f"{len(r['checks'])} checks passed"]
+    for dtype in DTYPES:
+        cb = {x["size"]: x for x in cublas_rows(r, dtype)}
+        for row in best_mma_rows(r, dtype):
+            base = cb.get(row["size"])
+            ratio = f"{row['tflops'] / base['tflops']:.2f} of cuBLAS ({base['tflops']:.0f})" \
+                if base else "no baseline"
+            if base and row["tflops"] > base["tflops"]:
+                ratio += (f"  <- cuBLAS was unusually slow here (p10-p90 {base['p10_ms']:.3f}-"
+                          f"{base['p90_ms']:.3f} ms); small sizes vary between runs")
+            lines.append(f"mma.sync {dtype:8s} {row['size']:5d}³ tile {row['tile']:18s} "
+                         f"{row['tflops']:6.1f} TFLOP/s  {ratio}")
+    for row in r["simt"]:
+        lines.append(f"numba SIMT fp32 {row['size']:5d}³: {row['tflops']:.2f} TFLOP/s")
+    p = rec.provenance
+    peak = peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
+    for row in r.get("peak", []):
+        lines.append(f"mma.sync register-only {row['dtype']:8s} {row['warps_per_cta']} warps × "
+                     f"{row['ctas_per_sm']} CTA/SM: {row['tflops']:.0f} TFLOP/s "
+                     f"({row['tflops'] / peak:.2f} of {peak:.0f})")
+    if anatomy:
+        lines += summarize_anatomy(r, p["sm_count"])
+    return "\n".join(lines)
+
+
+def summarize_anatomy(r: dict, sm_count: int) -> list[str]:
+    """The ablation and sustained-clock lines of the mma_sync record (empty for older records)."""
+    lines = []
+    base = next((x["tflops"] for x in r.get("ablation", []) if x["variant"] == "cuBLAS"), None)
+    for x in r.get("ablation", []):
+        rel = f"  {x['tflops'] / base:.2f} of cuBLAS" if base else ""
+        lines.append(f"anatomy {x['size']}³ fp16 {x['variant']:32s} {x['tflops']:6.1f} TFLOP/s{rel}")
+    for x in r.get("sustained", []):
+        at_clock = peak_tflops(sm_count, x["sm_mhz"])
+        lines.append(f"sustained {x['kernel']:8s} {x['tflops']:6.1f} TFLOP/s at {x['sm_mhz']:.0f} MHz "
+                     f"(sampled during the loop, {x['power_w']:.0f} W) = {x['tflops'] / at_clock:.2f} "
+                     f"of {sm_count}×4096×that clock")
+    return lines
+
+
+def _progress(total: int, desc: str):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, leave=False)
+
+
+SUITES = {"mma_sync": (measure_mma_sync, summarize_mma_sync, "sm_90a")}
+
+
+# ---- chapter 01 -----------------------------------------------------------------------------------
+
+@_ex.exercise("ch01.smem_bytes", "Shared-memory bytes of ONE stage (one A tile and one B tile, fp16) for a "
+              "bm×bn×bk CTA tile.")
+def _ch01_smem(bm: int, bn: int, bk: int) -> int:
+    return MmaSyncTile(bm, bn, bk).smem_bytes // 2
+
+
+@_ex.diagnosis("ch01.smem_bytes")
+def _ch01_smem_hint(answer, expected, bm: int, bn: int, bk: int) -> str | None:
+    a, b = bm * bk * 2, bk * bn * 2
+    return _ex.known_mistake(answer, expected, [
+        (a, f"that is the A tile alone (bm×bk = {bm}×{bk}); one stage holds an A tile and a B tile."),
+        (b, f"that is the B tile alone (bk×bn = {bk}×{bn}); one stage holds an A tile and a B tile."),
+        (bm * bk + bk * bn, "you counted elements, not bytes: fp16 is 2 bytes per element."),
+        (bm * bn * 2, "that is the size of the C tile (bm×bn); a stage holds the operands: A is bm×bk, "
+                      "B is bk×bn."),
+        (2 * (a + b), "twice too large: one stage, not the kernel's two buffers — or did you take 4 "
+                      "bytes per element? fp16 is 2."),
+        ((a + b) / 1024, "that is in KiB; the question asks for bytes."),
+        (2 * a, "you counted the A tile twice; B is bk×bn, not bm×bk."),
+        (2 * b, "you counted the B tile twice; A is bm×bk, not bk×bn."),
+        ((a + b) * 8, "that is bits; the question asks for bytes."),
+    ])
+
+
+@_ex.exercise("ch01.hmma_per_ktile", "How many mma.sync.m16n8k16 (HMMA) instructions does one warp issue per "
+              "k-tile, for a wm×wn warp tile and a bk-deep k-tile?")
+def _ch01_hmma(wm: int, wn: int, bk: int) -> int:
+    return (wm // 16) * (wn // 8) * (bk // 16)
+
+
+@_ex.diagnosis("ch01.hmma_per_ktile")
+def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int) -> str | None:
+    mt, nt, ks = wm // 16, wn // 8, bk // 16
+    return _ex.known_mistake(answer, expected, [
+        (mt * nt, f"that is one k16 step; a k-tile {bk} deep has {bk}/16 of them."),
+        (mt * (wn // 16) * ks, "one m16n8k16 covers 8 columns of N, not 16."),
+        ((wm // 8) * nt * ks, "one m16n8k16 covers 16 rows of M, not 8."),
+        (mt * nt * (bk // 8), "one mma.sync is 16 deep in K (the k16 of m16n8k16), not 8."),
+        (mt * nt * bk, "each mma.sync consumes 16 of K, so a k-tile takes bk/16 steps, not bk."),
+        (wm * wn * bk, "that counts multiply-adds; one mma.sync does 16×8×16 of them."),
+        (2 * wm * wn * bk, "that counts FLOP; one mma.sync does 2·16·8·16 of them."),
+        (mt * nt * ks * 4, "that is per CTA of 4 warps; the question asks for one warp."),
+    ])
+
+
+@_ex.exercise("ch01.costliest_part", "Which part of the chapter-01 kernel's data path costs more time: "
+              "\"copy\" (global→shared by the threads) or \"ldmatrix\"? Predict; the check compares "
+              "with the measured ablation (the mma_sync record's results[\"ablation\"]).",
+              choices=("copy", "ldmatrix"),
+              aliases={"the copy": "copy", "global→shared copy": "copy", "global->shared copy": "copy",
+                       "ldsm": "ldmatrix", "the ldmatrix": "ldmatrix"})
+def _ch01_costliest(ablation) -> str:
+    t = {x["variant"]: x["tflops"] for x in ablation}
+    return "copy" if t["no global→shared copy"] > t["no ldmatrix"] else "ldmatrix"
+
+
+@_ex.diagnosis("ch01.costliest_part")
+def _ch01_costliest_hint(answer, expected, ablation) -> str | None:
+    t = {x["variant"]: x["tflops"] for x in ablation}
+    full = t.get("full kernel")
+    line = (f"the record says: full kernel {full:.0f} TFLOP/s, " if full else "the record says: ") + \
+        (f"without the copy {t['no global→shared copy']:.0f}, without ldmatrix {t['no ldmatrix']:.0f} — "
+         "removing the costlier part gains more.")
+    if expected == "copy":
+        return (line + " Equal bytes through the data path, but the copy also spends two instructions "
+                "(LDG + STS) per 16 bytes of the warps' issue slots and 64 staging registers per thread.")
+    return line + " On this GPU the fragment loads cost more than the copy."

@@ -21,7 +21,7 @@
 // stores after the first k-tile (every k-tile multiplies k-tile 0 in buffer 0), 2 = no ldmatrix
 // after the first k16 step (its fragments are reused), 3 = both (only the mma.sync and the
 // __syncthreads remain). Requirements, checked in Python
-// (asynctc.gemm): M % BM == 0, N % BN == 0, K % BK == 0, BK in {32, 64}, WM % 16 == 0, WN % 16 == 0.
+// (asynctc.mma_sync): M % BM == 0, N % BN == 0, K % BK == 0, BK in {32, 64}, WM % 16 == 0, WN % 16 == 0.
 
 #include "ptx/common.cuh"
 #include "ptx/ldmatrix.cuh"

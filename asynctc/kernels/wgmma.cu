@@ -2,7 +2,7 @@
 //
 // The experiment isolates the one thing wgmma depends on: the bytes in shared memory and the
 // descriptor that says how to read them. The host (asynctc.wgmma) lays out each operand tile
-// exactly where its layout model says wgmma will read each element (asynctc.descriptors.OperandTile
+// exactly where its layout model says wgmma will read each element (asynctc.models.descriptors.OperandTile
 // .image) and encodes one descriptor per k-step; this kernel copies those images into shared memory
 // unchanged (16-byte chunks, so any swizzle survives), makes them visible to the async proxy, and
 // runs the wgmmas. A wrong model or descriptor gives a wrong D — which is what the mismatch mode

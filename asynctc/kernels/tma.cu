@@ -2,7 +2,7 @@
 //
 //   tma_load_dump      one TMA box load under a tensor map's swizzle mode; the raw shared memory
 //                      (padding and untouched bytes included) is written out, so the host can
-//                      compare it with asynctc.layout.SmemTile byte by byte; also the OOB-fill test.
+//                      compare it with asynctc.models.layout.SmemTile byte by byte; also the OOB-fill test.
 //   tma_store_raw      the reverse: threads place a raw shared-memory image (made on the host by
 //                      SmemTile.scatter), fence the generic proxy against the async proxy, and one
 //                      thread TMA-stores the box to global memory.

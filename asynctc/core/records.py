@@ -22,7 +22,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from . import __version__, runtime
+from .. import __version__
+#: The installed (or checked-out) ``asynctc`` package folder.
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+from . import runtime
 
 SCHEMA = 1
 REQUIRED_PROVENANCE = ("gpu", "compute_capability", "sm_count", "clocks_start", "clocks_end",
@@ -38,7 +41,7 @@ def data_dir() -> Path:
     env = os.environ.get("ASYNCTC_DATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "data"
+    return PACKAGE_DIR.parent / "data"
 
 
 def nvidia_smi_clocks() -> dict[str, Any]:
@@ -81,7 +84,7 @@ def _pkg_versions() -> dict[str, str]:
 def source_digest() -> str:
     """sha256 (first 16 hex digits) of the package's own sources (``asynctc/**/*.py|.cu|.cuh``,
     path and content): what a commit stamp is checked against."""
-    root = Path(__file__).resolve().parent
+    root = PACKAGE_DIR
     h = hashlib.sha256()
     for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".cu", ".cuh") and p.is_file()):
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
@@ -95,7 +98,7 @@ def git_commit() -> str:
     else git's HEAD, with ``-dirty`` when tracked files differ; else "unknown"."""
     if os.environ.get("ASYNCTC_GIT_COMMIT"):
         return os.environ["ASYNCTC_GIT_COMMIT"]
-    root = Path(__file__).resolve().parent.parent
+    root = PACKAGE_DIR.parent
     stamp = root / "build" / "git_commit"
     if stamp.is_file():
         parts = stamp.read_text().split()

@@ -87,6 +87,10 @@ class DeviceArray:
         s.sync()
         return host
 
+    def _launch_arg(self):
+        """What :func:`asynctc.core.runtime.launch` passes for this array: its cuda.core Buffer."""
+        return self.buffer
+
     @property
     def __cuda_array_interface__(self) -> dict:
         typestr = self.dtype.str

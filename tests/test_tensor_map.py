@@ -1,10 +1,10 @@
-"""Every cuTensorMapEncodeTiled rule checked in asynctc.tma has a test that triggers it (CPU only)."""
+"""Every cuTensorMapEncodeTiled rule checked in asynctc.models.tensor_map has a test that triggers it (CPU only)."""
 import numpy as np
 import pytest
 
 from asynctc import tma
-from asynctc.layout import SmemTile
-from asynctc.tma import TensorMapError, validate
+from asynctc.models.layout import SmemTile
+from asynctc.models.tensor_map import TensorMapError, validate
 
 ADDR = 0x7F00_0000_0000     # a plausible, 256-byte aligned device address
 

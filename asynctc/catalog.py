@@ -1,0 +1,147 @@
+"""The course's kernels by name: what ``python -m asynctc sass <kernel>`` can disassemble.
+
+:data:`COURSE_KERNELS` maps a name to a function that compiles that kernel (cubin, no GPU needed)
+and returns a :class:`CourseKernel` — a :class:`~asynctc.core.runtime.CompiledKernel` that also
+carries ``dynamic_smem_bytes``, the dynamic shared memory its family launches it with (ptxas
+reports only the static part, ``resources.shared_bytes``; the course's big kernels use dynamic
+shared memory, sized at launch from the tile's or the configuration's ``smem_bytes`` /
+``shmem_bytes``). Each function takes no argument for its default configuration; the families
+with dtypes also take ``dtype=`` (one of :data:`DTYPES` [name]; the first is the default).
+
+For kernels whose dynamic shared memory depends on launch arguments (the chapter-03 TMA kernels),
+the entry compiles the configuration the notebook shows and states that configuration in
+``config``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from .core import runtime
+from .tma import KERNELS as _TMA_KERNELS
+
+
+@dataclasses.dataclass
+class CourseKernel(runtime.CompiledKernel):
+    """A compiled course kernel plus how it is launched: ``dynamic_smem_bytes`` (bytes of dynamic
+    shared memory per CTA at launch) and ``config`` (the configuration compiled, in words)."""
+
+    dynamic_smem_bytes: int = 0
+    config: str = ""
+
+    @property
+    def static_smem_bytes(self) -> int:
+        """Static shared memory per CTA (``__shared__`` arrays), from ptxas's report."""
+        return self.resources.shared_bytes
+
+    @property
+    def smem_bytes(self) -> int:
+        """Static + dynamic shared memory per CTA."""
+        return self.static_smem_bytes + self.dynamic_smem_bytes
+
+
+def _wrap(ck: runtime.CompiledKernel, dynamic: int, config: str) -> CourseKernel:
+    fields = {f.name: getattr(ck, f.name) for f in dataclasses.fields(runtime.CompiledKernel)}
+    return CourseKernel(**fields, dynamic_smem_bytes=int(dynamic), config=config)
+
+
+# ---- chapter 01 ----------------------------------------------------------------------------------
+
+def _mma_sync(dtype: str = "float16") -> CourseKernel:
+    from . import mma_sync
+    t = mma_sync.DEFAULT_TILE
+    return _wrap(mma_sync.compile_mma_sync(dtype, t), t.smem_bytes, f"{dtype}, tile {t.name}")
+
+
+def _mma_sync_peak(dtype: str = "float16") -> CourseKernel:
+    from . import mma_sync
+    return _wrap(mma_sync.compile_mma_sync_peak(dtype), 0,
+                 f"{dtype}, {mma_sync.PEAK_CHAINS} chains, {mma_sync.PEAK_ITERS} iterations")
+
+
+# ---- chapter 02 ----------------------------------------------------------------------------------
+
+def _cp_async(dtype: str = "float16") -> CourseKernel:
+    from . import cp_async
+    t = cp_async.DEFAULT_TILE
+    return _wrap(cp_async.compile_cp_async(dtype, t), t.smem_bytes, f"{dtype}, tile {t.name}")
+
+
+def _smem_pipeline(kind: str) -> Callable[[], CourseKernel]:
+    def build() -> CourseKernel:
+        from . import cp_async
+        b = 16
+        ck = runtime.compile_kernel("cp_async_cp_async_smem_pipeline.cu", f"smem_copy_{kind}",
+                                    defines=dict(B=b, ITERS=cp_async.SMEM_ITERS))
+        return _wrap(ck, 0, f"{b}×{b} block, {cp_async.SMEM_ITERS} tiles")
+    build.__doc__ = f"The {kind} shared-memory copy of the Luo et al. microbenchmark (16×16 block)."
+    return build
+
+
+# ---- chapter 03 ----------------------------------------------------------------------------------
+
+def _tma(name: str) -> Callable[[], CourseKernel]:
+    def build() -> CourseKernel:
+        from . import tma
+        from .models.layout import SmemTile
+        if name == "tma_load_dump":
+            t = SmemTile(64, 64, "float16", 128)
+            return _wrap(tma.compile_tma(name, RANK=2), t.size_bytes + tma.TAIL + 1024,
+                         f"{t!r} (dump of the tile + {tma.TAIL} B, 1 KiB alignment slack)")
+        if name == "tma_store_raw":
+            t = SmemTile(64, 64, "float16", 128)
+            return _wrap(tma.compile_tma(name, RANK=2), t.size_bytes + 1024,
+                         f"{t!r} (+ 1 KiB alignment slack)")
+        if name == "mbarrier_lifecycle":
+            t = SmemTile(16, 64, "float16", 0)
+            return _wrap(tma.compile_tma(name), t.size_bytes + 1024,
+                         f"{t!r} (mbarrier_lifecycle's default box, + 1 KiB alignment slack)")
+        if not name.startswith("copy_"):
+            raise ValueError(f"{name}: the catalogue has no launch configuration for this tma.cu "
+                             "kernel; add one to asynctc/catalog.py")
+        variant = name.removeprefix("copy_")
+        cfg = tma.copy_config(variant, 32, 64)
+        ck = tma.compile_tma(name, BR=cfg.br, BC=cfg.bc, CSTAGES=max(2, cfg.stages))
+        return _wrap(ck, cfg.smem_bytes, cfg.name)
+    build.__doc__ = f"Chapter 03's ``{name}`` (tma.cu)."
+    return build
+
+
+# ---- chapter 04 ----------------------------------------------------------------------------------
+
+def _wgmma(dtype: str = "float16") -> CourseKernel:
+    from . import wgmma
+    cfg = wgmma.TileConfig(dtype, 128)
+    return _wrap(wgmma.compile_tile(cfg), cfg.shmem_bytes, cfg.label())
+
+
+def _wgmma_peak(dtype: str = "float16") -> CourseKernel:
+    from . import wgmma, wgmma_peak
+    n, chains = 256, 1
+    cfg = wgmma.TileConfig(dtype, n, "K", "K", 128, 128, "smem", wgmma_peak.PEAK_K_STEPS)
+    return _wrap(wgmma_peak.compile_peak(dtype, n, "smem", chains), cfg.shmem_bytes,
+                 f"{cfg.dtype}, N={n}, A from shared memory, {chains} chain")
+
+
+_GEMM_DTYPES = ("float16", "bfloat16")
+_WGMMA_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+#: name → function compiling that kernel (no GPU needed) and returning a :class:`CourseKernel`.
+COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
+    "mma_sync": _mma_sync,
+    "mma_sync_peak": _mma_sync_peak,
+    "cp_async": _cp_async,
+    "cp_async_smem_pipeline_sync": _smem_pipeline("sync"),
+    "cp_async_smem_pipeline_async": _smem_pipeline("async"),
+    **{n: _tma(n) for n in _TMA_KERNELS},
+    "wgmma": _wgmma,
+    "wgmma_peak": _wgmma_peak,
+}
+
+#: name → the dtypes its function accepts as ``dtype=`` (the first is the default); kernels not
+#: listed have no dtype choice.
+DTYPES: dict[str, tuple[str, ...]] = {
+    "mma_sync": _GEMM_DTYPES, "mma_sync_peak": _GEMM_DTYPES, "cp_async": _GEMM_DTYPES,
+    "wgmma": _WGMMA_DTYPES, "wgmma_peak": _WGMMA_DTYPES,
+}

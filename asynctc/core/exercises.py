@@ -1,0 +1,346 @@
+"""Auto-checked exercises. Each exercise computes its expected answer from the course's models or
+compiled kernels (never a typed-in number) and compares it with the learner's.
+
+``check(name, answer, **kw)`` prints a verdict and returns True/False; with ``solution=True`` (used
+by the solution cells, which CI executes) a wrong answer raises :class:`AssertionError`.
+
+How an exercise is registered (in its chapter module, at the end)::
+
+    @exercise("ch01.smem_bytes", "Shared-memory bytes of ONE stage ...")
+    def _ch01_smem(bm: int, bn: int, bk: int) -> int:        # the expected answer
+        ...
+
+    @diagnosis("ch01.smem_bytes")
+    def _ch01_smem_hint(answer, expected, bm, bn, bk) -> str | None:
+        ...                                                    # why a wrong answer is wrong
+
+Equivalent forms are accepted:
+
+* numbers: an int-valued float (``8192.0``), a numpy scalar, a numeric string (``"0x4000"``), an
+  object with ``__int__`` (a :class:`~asynctc.models.descriptors.WgmmaDescriptor`); a float answer
+  within the exercise's ``rtol`` (stated in its prompt, see :func:`prompt`);
+* ``unordered=True`` exercises: any list, tuple, set or array, compared as a set;
+* strings: case, surrounding spaces and quotes ignored; ``aliases`` map other spellings.
+
+A wrong answer gets a hint. The exercise's *diagnosis* (``diagnose(answer, expected, **kw)``)
+receives the answer already normalized (an ``int``/``float`` for numeric exercises, a ``set`` for
+unordered ones, a lower-case string for multiple choice) and returns a sentence that names the
+mistake, or None; :func:`known_mistake` matches the answer against a list of (wrong value, hint)
+pairs. Without a specific hint the checker says by what factor the answer is off.
+
+A call without the keyword arguments the exercise needs gets a sentence naming them, not a
+:class:`TypeError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from typing import Any, Callable, Iterable
+
+
+@dataclasses.dataclass
+class Exercise:
+    """One registered exercise: ``fn(**kw)`` returns the expected answer; ``params`` are the
+    keyword arguments it needs (``optional`` those with defaults)."""
+
+    name: str
+    prompt: str
+    fn: Callable[..., Any]
+    params: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    aliases: dict[str, str] = dataclasses.field(default_factory=dict)
+    rtol: float | None = None
+    unordered: bool = False
+    diagnose: Callable[..., str | None] | None = None
+
+
+_EXERCISES: dict[str, Exercise] = {}
+
+
+def _norm_text(s: str) -> str:
+    return " ".join(s.strip().strip("\"'`").strip().lower().split())
+
+
+def exercise(name: str, prompt: str, choices: tuple[str, ...] = (), *, rtol: float | None = None,
+             unordered: bool = False, aliases: dict[str, str] | None = None,
+             diagnose: Callable[..., str | None] | None = None,
+             hint: Callable[..., str | None] | None = None):
+    """Register ``fn`` (returning the expected answer) as exercise ``name``.
+
+    ``choices``: the answers a multiple-choice exercise accepts (compared ignoring case and
+    spaces); ``aliases``: other spellings of a choice (``{"ldsm": "ldmatrix"}``); ``rtol``: the
+    relative tolerance for a numeric answer (stated in the prompt); ``unordered``: the answer is a
+    collection compared as a set; ``diagnose``: see :func:`diagnosis`; ``hint(answer, **kw)``: the
+    same without the expected value (a sentence, or None).
+    """
+    if hint is not None and diagnose is None:
+        def diagnose(answer, expected, **kw):  # noqa: ARG001  (the hint does not need it)
+            return hint(answer, **kw)
+    def deco(fn):
+        sig = inspect.signature(fn)
+        req = tuple(p.name for p in sig.parameters.values() if p.default is inspect.Parameter.empty)
+        opt = tuple(p.name for p in sig.parameters.values() if p.default is not inspect.Parameter.empty)
+        _EXERCISES[name] = Exercise(name, prompt, fn, req, opt, tuple(choices),
+                                    {_norm_text(k): _norm_text(v) for k, v in (aliases or {}).items()},
+                                    rtol, unordered, diagnose)
+        return fn
+    return deco
+
+
+def diagnosis(name: str):
+    """Register ``fn(answer, expected, **kw) -> str | None`` as the hint giver of exercise ``name``
+    (registered before). ``answer`` arrives normalized (see the module docstring); return a
+    sentence naming the mistake, or None when nothing specific fits."""
+    def deco(fn):
+        _EXERCISES[name].diagnose = fn
+        return fn
+    return deco
+
+
+def _get(name: str) -> Exercise:
+    if name not in _EXERCISES:
+        raise KeyError(f"no exercise {name!r}; known: {sorted(_EXERCISES)}")
+    return _EXERCISES[name]
+
+
+def prompt(name: str) -> str:
+    """The exercise's question, with the tolerance a numeric answer is checked to."""
+    ex = _get(name)
+    text = ex.prompt
+    if ex.rtol:
+        text += f" (Answers within {ex.rtol:.1%} of the exact value are accepted.)"
+    if ex.unordered:
+        text += " (Any order.)"
+    return text
+
+
+def names() -> list[str]:
+    """All registered exercises, sorted."""
+    return sorted(_EXERCISES)
+
+
+def expected(name: str, **kw) -> Any:
+    return _get(name).fn(**kw)
+
+
+# --------------------------------------------------------------------------------------------------
+# Equivalent forms
+# --------------------------------------------------------------------------------------------------
+
+class _NotAForm(Exception):
+    """The answer is not in any form the exercise accepts (its message says which forms are)."""
+
+
+def _number(a: Any, want_int: bool) -> int | float:
+    """``a`` as an int (``want_int``) or float; raises :class:`_NotAForm`."""
+    if isinstance(a, bool):
+        raise _NotAForm("a number, not True/False")
+    if isinstance(a, str):
+        s = a.strip().replace("_", "").replace(",", "")
+        try:
+            return int(s, 0)
+        except ValueError:
+            try:
+                a = float(s)
+            except ValueError:
+                raise _NotAForm(f"a number (got the text {a!r})") from None
+    if isinstance(a, complex) or (hasattr(a, "dtype") and getattr(a, "ndim", 0) == 0
+                                  and a.dtype.kind == "c"):
+        raise _NotAForm("a real number")
+    if hasattr(a, "ndim") and getattr(a, "ndim", 0) != 0:
+        raise _NotAForm(f"a single number (got an array of shape {a.shape})")
+    if isinstance(a, (list, tuple, set, frozenset, dict)):
+        raise _NotAForm(f"a single number (got a {type(a).__name__})")
+    try:
+        if hasattr(a, "__index__"):
+            return int(a.__index__())
+        f = float(a)
+    except (TypeError, ValueError):
+        try:
+            return int(a)                       # e.g. a WgmmaDescriptor (has __int__)
+        except (TypeError, ValueError):
+            raise _NotAForm(f"a number (got {type(a).__name__})") from None
+    if math.isnan(f) or math.isinf(f):
+        raise _NotAForm(f"a finite number (got {f})")
+    if want_int and abs(f) >= 2**53:
+        raise _NotAForm("an exact int (a float keeps only 53 bits; use int arithmetic or a hex "
+                        "literal)")
+    if want_int and f == int(f):
+        return int(f)
+    return f
+
+
+def _scalar(a: Any, like: Any) -> Any:
+    if isinstance(like, str):
+        if not isinstance(a, str):
+            raise _NotAForm(f"text in quotes (got {type(a).__name__})")
+        return _norm_text(a)
+    if isinstance(like, bool):
+        return bool(a)
+    if isinstance(like, (int, float)) or hasattr(like, "__index__"):
+        return _number(a, want_int=not isinstance(like, float))
+    return a
+
+
+def normalize(name: str, answer: Any, exp: Any) -> Any:
+    """``answer`` in the canonical form of exercise ``name`` (see the module docstring). Raises
+    :class:`ValueError` saying which form is expected."""
+    ex = _get(name)
+    try:
+        return _normalize(ex, answer, exp)
+    except _NotAForm as e:
+        raise ValueError(str(e)) from None
+
+
+def _normalize(ex: Exercise, answer: Any, exp: Any) -> Any:
+    if ex.unordered:
+        if isinstance(answer, (str, bytes, dict)) or not isinstance(answer, Iterable):
+            raise _NotAForm("a list of values (any order), e.g. [a, b, c]")
+        like = next(iter(exp), 0)
+        return {_scalar(x, like) for x in answer}
+    if isinstance(exp, (list, tuple)):
+        if isinstance(answer, (str, bytes)) or not isinstance(answer, Iterable):
+            raise _NotAForm("a list")
+        return [_scalar(x, y) for x, y in zip(answer, exp)] + list(answer)[len(exp):]
+    if ex.choices and not isinstance(answer, str):
+        raise _NotAForm(f"one of {', '.join(repr(c) for c in ex.choices)}, in quotes")
+    a = _scalar(answer, exp)
+    if isinstance(a, str):
+        a = ex.aliases.get(a, a)
+    return a
+
+
+def _close(a: Any, b: Any, rtol: float | None) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) \
+            and not isinstance(a, bool) and not isinstance(b, bool):
+        if isinstance(a, float) or isinstance(b, float) or rtol:
+            tol = rtol if rtol else 1e-6
+            return abs(float(a) - float(b)) <= tol * max(abs(float(b)), 1e-12 if rtol else 1.0)
+        return a == b
+    return a == b
+
+
+def _equal(ex: Exercise, a: Any, exp: Any) -> bool:
+    if ex.unordered:
+        want = {_scalar(x, x) for x in exp}
+        if len(a) != len(want):
+            return False
+        return all(any(_close(x, y, ex.rtol) for y in want) for x in a)
+    if isinstance(exp, (list, tuple)):
+        return len(a) == len(exp) and all(_close(x, y, ex.rtol) for x, y in zip(a, exp))
+    if isinstance(exp, str):
+        return a == _norm_text(exp)
+    return _close(a, exp, ex.rtol)
+
+
+# --------------------------------------------------------------------------------------------------
+# Hints
+# --------------------------------------------------------------------------------------------------
+
+def known_mistake(answer: Any, expected: Any, mistakes: Iterable[tuple[Any, str]],
+                  rtol: float = 1e-6) -> str | None:
+    """The hint of the first (wrong value, hint) in ``mistakes`` that ``answer`` equals (numbers
+    within ``rtol``), skipping any wrong value that happens to equal ``expected``."""
+    def same(x, y):
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)):
+            return x == y or abs(float(x) - float(y)) <= rtol * abs(float(y))
+        return x == y
+    for value, hint in mistakes:
+        if value is None or same(value, expected):
+            continue
+        if same(answer, value):
+            return hint
+    return None
+
+
+_FACTORS = (2, 3, 4, 8, 16, 32, 64, 1024)
+
+
+def generic_hint(answer: Any, expected: Any) -> str | None:
+    """A hint for a number that no diagnosis explains: by what simple factor it is off, or whether
+    it is too large or too small."""
+    if not isinstance(answer, (int, float)) or not isinstance(expected, (int, float)):
+        return None
+    if expected and answer == -expected:
+        return "the sign is wrong."
+    if answer == 0:
+        return "it is not zero."
+    if expected == 0:
+        return "think about which term cancels."
+    r = answer / expected
+    for f in _FACTORS:
+        if abs(r - f) <= 1e-6 * f:
+            return f"your answer is {f}× too large — which factor did you count {f}× over?"
+        if abs(r - 1 / f) <= 1e-6 / f:
+            return f"your answer is {f}× too small — which factor is missing?"
+    return "too large." if r > 1 else "too small."
+
+
+def _hint(ex: Exercise, a: Any, exp: Any, kw: dict) -> str | None:
+    h = None
+    if ex.diagnose is not None:
+        try:
+            h = ex.diagnose(a, exp, **kw)
+        except Exception:  # noqa: BLE001 - a broken hint must never hide the verdict
+            h = None
+    return h or generic_hint(a, exp)
+
+
+def _call_shape(ex: Exercise) -> str:
+    args = ", ".join(f"{p}=…" for p in ex.params)
+    return f"check({ex.name!r}, answer{', ' + args if args else ''})"
+
+
+def _args_problem(ex: Exercise, kw: dict) -> str | None:
+    missing = [p for p in ex.params if p not in kw]
+    unknown = [k for k in kw if k not in ex.params and k not in ex.optional]
+    if missing:
+        return f"{ex.name} needs {', '.join(missing)}: {_call_shape(ex)}"
+    if unknown:
+        takes = ", ".join(ex.params + ex.optional) or "no keyword arguments"
+        return (f"{ex.name} takes {takes}, not {', '.join(unknown)}: {_call_shape(ex)}")
+    return None
+
+
+def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
+    """Compare ``answer`` with exercise ``name``'s expected value (keyword arguments go to it).
+
+    Prints one line — ``[name] correct``, ``[name] not quite — <hint>``, or what is missing — and
+    returns True/False. With ``solution=True`` anything but a correct answer raises
+    :class:`AssertionError` (solution cells run in CI). Raises :class:`KeyError` for an unknown
+    exercise name.
+    """
+    ex = _get(name)
+
+    def fail(msg: str, why: str, prefix: bool = True) -> bool:
+        print(f"[{name}] {msg}" if prefix else msg)
+        if solution:
+            raise AssertionError(f"solution for {name} {why}")
+        return False
+
+    problem = _args_problem(ex, kw)
+    if problem:
+        return fail(problem, f"cannot be checked: {problem}", prefix=False)
+    if answer is None or answer is Ellipsis:
+        return fail("not answered yet — replace the ... with your answer and run the cell again.",
+                    "is missing")
+    try:
+        exp = ex.fn(**kw)
+    except (ValueError, TypeError) as e:
+        return fail(f"cannot be checked with these arguments: {e}", f"cannot be checked: {e}")
+    try:
+        a = _normalize(ex, answer, exp)
+    except _NotAForm as e:
+        return fail(f"answer with {e}.", f"is not in an accepted form: {answer!r}")
+    if ex.choices and not (isinstance(a, str) and a in {_norm_text(c) for c in ex.choices}):
+        return fail(f"answer one of {', '.join(repr(c) for c in ex.choices)} (got {answer!r})",
+                    f"is not one of {ex.choices}: {answer!r}")
+    if _equal(ex, a, exp):
+        print(f"[{name}] correct")
+        return True
+    hint = _hint(ex, a, exp, kw)
+    return fail(f"not quite — {hint or 'try again.'}",
+                f"is wrong: {answer!r}, expected {exp!r}" + (f" ({hint})" if hint else ""))

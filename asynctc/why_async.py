@@ -1,0 +1,140 @@
+"""Chapter 00 — why asynchronous: the ceilings of this GPU (copy bandwidth, cuBLAS GEMM).
+
+Suite ``ceilings`` (:data:`SUITES`): device-to-device copy bandwidth by size and cuBLAS fp16/bf16
+GEMM by size on random data, with a float64 check of one cuBLAS result. The roofline of the chapter
+is drawn from this record (:func:`asynctc.core.plots.roofline`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import bench, checks, records, runtime
+from .core import exercises as _ex
+from .core.bench import peak_tflops
+from .core.memory import DeviceArray
+
+
+def _progress(total: int, desc: str):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, leave=False)
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 00: ceilings of this GPU
+# --------------------------------------------------------------------------------------------------
+
+COPY_MIB = (16, 64, 256, 1024, 4096)
+CUBLAS_SIZES = (1024, 2048, 4096, 8192)
+
+
+def measure_ceilings() -> dict:
+    """Device-to-device copy bandwidth by size; cuBLAS fp16/bf16 GEMM by size (random data)."""
+    out: dict = {"copy": [], "cublas": [], "baseline_library": bench.baseline_library()}
+    bar = _progress(len(COPY_MIB) + 2 * len(CUBLAS_SIZES), "ceilings")
+    for mib in COPY_MIB:
+        n = mib << 20
+        src = DeviceArray.empty(n, np.uint8)
+        src.buffer.fill(0xA5, stream=runtime.default_stream())
+        dst = DeviceArray.poisoned(n, np.uint8)
+        t = bench.time_gpu(bench.device_copy(dst, src), reps=20)
+        tail = dst.to_host()[-4096:]
+        if not np.all(tail == 0xA5):
+            raise RuntimeError("device copy check failed: destination tail not written")
+        out["copy"].append({"bytes": n, **t.as_dict(),
+                            "gbps_rw": bench.gbps(2 * n, t.median_ms)})
+        del src, dst
+        bar.update()
+    if out["baseline_library"] is None:
+        bar.close()
+        return out
+    for dtype in ("float16", "bfloat16"):
+        for s in CUBLAS_SIZES:
+            a, b, da, db, dc = checks.square_problem(s, dtype)
+            run = bench.cublas_gemm(da, db, dc)
+            t = bench.time_gpu(run, reps=20)
+            row = {"dtype": dtype, "m": s, "n": s, "k": s, **t.as_dict(),
+                   "tflops": bench.tflops(bench.gemm_flop(s, s, s), t.median_ms)}
+            if s == CUBLAS_SIZES[0]:
+                chk = checks.compare(dc.to_host(), checks.reference(a, b), dtype, (s, s, s))
+                row["check"] = chk.as_dict()
+            if s == CUBLAS_SIZES[-1]:
+                row["clocks_after"] = records.nvidia_smi_clocks()
+            out["cublas"].append(row)
+            del da, db, dc
+            bar.update()
+    bar.close()
+    return out
+
+
+def summarize_ceilings(rec: records.Record) -> str:
+    r = rec.results
+    p = rec.provenance
+    lines = [f"{rec.label()}"]
+    best = max(r["copy"], key=lambda x: x["gbps_rw"])
+    lines.append(f"device-to-device copy: best {best['gbps_rw']:.0f} GB/s (read+write) at "
+                 f"{best['bytes'] >> 20} MiB")
+    peak = peak_tflops(p["sm_count"], p["max_sm_clock_mhz_attr"])
+    lines.append(f"datasheet-style peak: {p['sm_count']} SMs × 4096 FLOP/clk × "
+                 f"{p['max_sm_clock_mhz_attr']:.0f} MHz = {peak:.0f} TFLOP/s")
+    for row in r["cublas"]:
+        lines.append(f"cuBLAS {row['dtype']:8s} {row['m']:5d}³: {row['tflops']:6.0f} TFLOP/s "
+                     f"({row['tflops'] / peak:.2f} of peak)")
+    return "\n".join(lines)
+
+
+SUITES = {"ceilings": (measure_ceilings, summarize_ceilings, "sm_90a")}
+
+
+# ---- chapter 00 -----------------------------------------------------------------------------------
+
+@_ex.exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M=N=K=n fp16 "
+              "GEMM that reads A and B once and writes C once (2 bytes per element).", rtol=1e-3)
+def _ch00_intensity(n: int) -> float:
+    return 2 * n**3 / (2 * 3 * n * n)
+
+
+@_ex.diagnosis("ch00.intensity")
+def _ch00_intensity_hint(answer, expected, n: int) -> str | None:
+    flop, nbytes = 2 * n**3, 3 * 2 * n * n
+    return _ex.known_mistake(answer, expected, [
+        (flop, "that is the FLOP count; intensity divides it by the bytes moved."),
+        (nbytes, "that is the byte count; intensity is FLOP divided by it."),
+        (nbytes / flop, "that is bytes per FLOP; intensity is FLOP per byte — turn it over."),
+        (flop / (2 * 2 * n * n), "you counted A and B but not C: C is written once too, so three "
+                                  "n×n matrices cross DRAM."),
+        (flop / (4 * 2 * n * n), "you counted four matrices: C = A·B only writes C (it is not read), "
+                                  "so three n×n matrices cross DRAM."),
+        (flop / (2 * n * n), "you counted the bytes of one matrix; A, B and C each cross DRAM once."),
+        (flop / (3 * n * n), "you divided by elements, not bytes: fp16 is 2 bytes per element."),
+        (n**3 / nbytes, "a multiply-add is 2 FLOP: an n×n×n GEMM does 2·n³ FLOP, not n³ "
+                        "(or did you take 4 bytes per element? fp16 is 2)."),
+    ], rtol=1e-3)
+
+
+@_ex.exercise("ch00.memory_bound", "Which of the sizes are memory-bound (intensity below the ridge point)?",
+              unordered=True)
+def _ch00_memory_bound(sizes, ridge: float) -> list:
+    return [s for s in sizes if _ch00_intensity(s) < ridge]
+
+
+@_ex.diagnosis("ch00.memory_bound")
+def _ch00_memory_bound_hint(answer, expected, sizes, ridge: float) -> str | None:
+    strange = sorted(a for a in answer if a not in sizes)
+    if strange:
+        return f"answer with sizes from the list `sizes`; {strange[0]} is not one of them."
+    compute_bound = {s for s in sizes if s not in expected}
+    if answer and answer == compute_bound:
+        return ("those are the compute-bound sizes: memory-bound means intensity *below* the ridge "
+                "point.")
+    if answer == {s for s in sizes if s < ridge}:
+        return "you compared the size n with the ridge point; compare its intensity (FLOP/byte)."
+    extra = sorted(answer - set(expected))
+    if extra:
+        s = extra[0]
+        return (f"{s} does {2 * s**3:.3g} FLOP for {6 * s * s:.3g} bytes: its intensity "
+                f"{_ch00_intensity(s):.0f} FLOP/byte is above the ridge point ({ridge:.0f}), so it is "
+                "compute-bound.")
+    missing = len(set(expected) - answer)
+    return (f"{missing} memory-bound size{'s are' if missing > 1 else ' is'} missing: check every "
+            "size's intensity against the ridge point.")

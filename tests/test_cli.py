@@ -1,0 +1,145 @@
+"""The command line, in-process: ``sass`` for every course kernel (cubin compiled here, no GPU),
+dtype aliases, one-line errors with exit status 2, ``record --help`` listing the suites, and
+doctor's "next" line."""
+import re
+from pathlib import Path
+
+import pytest
+
+from asynctc import catalog, cp_async, mma_sync, suites, wgmma
+from asynctc.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: kernel → a SASS class its own function must contain, and one it must not.
+SIGNATURE = {
+    "mma_sync": ("HMMA", "LDGSTS"),
+    "mma_sync_peak": ("HMMA", "LDSM"),
+    "cp_async": ("LDGSTS", "STS"),
+    "cp_async_smem_pipeline_sync": ("BAR", "LDGSTS"),
+    "cp_async_smem_pipeline_async": ("LDGSTS", "HMMA"),
+    "tma_load_dump": ("UTMALDG", "LDGSTS"),      # tma.cu holds copy_cp_async too: not counted here
+    "tma_store_raw": ("UTMASTG", "LDGSTS"),
+    "mbarrier_lifecycle": ("SYNCS", "LDGSTS"),
+    "copy_tma": ("UTMALDG", "LDGSTS"),
+    "copy_ldg_sts": ("LDG", "UTMALDG"),
+    "copy_cp_async": ("LDGSTS", "UTMALDG"),
+    "wgmma": ("HGMMA", "HMMA"),
+    "wgmma_peak": ("HGMMA", "HMMA"),
+}
+
+#: kernel → dynamic shared memory its family launches it with (from the family's own config).
+DYNAMIC = {
+    "mma_sync": mma_sync.DEFAULT_TILE.smem_bytes,
+    "cp_async": cp_async.DEFAULT_TILE.smem_bytes,
+    "wgmma": wgmma.TileConfig("float16", 128).shmem_bytes,
+    "mma_sync_peak": 0,
+    "cp_async_smem_pipeline_sync": 0,
+}
+
+
+def _classes(out: str) -> dict[str, int]:
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^    (\w+)\s+(\d+)$", out, re.M)}
+
+
+def test_the_catalogue_covers_the_course():
+    from asynctc import tma
+    assert set(SIGNATURE) == set(catalog.COURSE_KERNELS)
+    assert set(tma.KERNELS) <= set(catalog.COURSE_KERNELS)
+
+
+@pytest.mark.parametrize("kernel", list(catalog.COURSE_KERNELS))
+def test_sass_knows_every_course_kernel(capsys, kernel):
+    assert main(["sass", kernel]) == 0
+    out = capsys.readouterr().out
+    ck = catalog.COURSE_KERNELS[kernel]()
+    assert out.startswith(f"{ck.name} [sm_90a] from kernels/{ck.source} — {kernel}: "), out
+    m = re.search(r"shared memory  (\d+) B per CTA = (\d+) B static \+ (\d+) B dynamic", out)
+    assert m, out
+    total, static, dynamic = map(int, m.groups())
+    assert total == static + dynamic and static == ck.resources.shared_bytes
+    assert dynamic == ck.dynamic_smem_bytes
+    if kernel in DYNAMIC:
+        assert dynamic == DYNAMIC[kernel]
+    elif kernel not in ("cp_async_smem_pipeline_async",):
+        assert dynamic > 0, f"{kernel} is launched with dynamic shared memory"
+    has, lacks = SIGNATURE[kernel]
+    counts = _classes(out)
+    assert counts.get(has, 0) > 0 and lacks not in counts, counts
+
+
+def test_the_64_kib_kernel_shows_its_dynamic_shared_memory(capsys):
+    assert main(["sass", "mma_sync"]) == 0
+    assert "65536 B per CTA = 0 B static + 65536 B dynamic (64.0 KiB)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kernel,alias,code", [
+    ("mma_sync", "fp16", "DT=0"), ("mma_sync", "half", "DT=0"), ("mma_sync", "BF16", "DT=1"),
+    ("cp_async", "bfloat16", "DT=1"), ("mma_sync_peak", "f16", "DT=0"),
+    ("wgmma", "fp8", "DT=2"), ("wgmma", "e4m3", "DT=2"), ("wgmma", "e5m2", "DT=3"),
+    ("wgmma_peak", "bf16", "DT=1"),
+])
+def test_dtype_aliases(capsys, kernel, alias, code):
+    assert main(["sass", kernel, "--dtype", alias]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"defines .*\b{code}\b", out), out
+    if "DT=2" in code or "DT=3" in code:
+        assert "QGMMA" in out
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["sass", "mma_sync", "--dtype", "fp32"], "--dtype fp32: mma_sync takes float16 (fp16, f16, half), "
+                                               "bfloat16 (bf16)"),
+    (["sass", "mma_sync", "--dtype", "fp8"], "--dtype fp8: mma_sync takes float16"),
+    (["sass", "copy_tma", "--dtype", "fp16"], "--dtype fp16: copy_tma has no dtype choice"),
+])
+def test_bad_dtype_is_one_line_and_exit_2(capsys, argv, words):
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    err = cap.err.strip()
+    assert err.startswith(words) and "\n" not in err and "Traceback" not in err, err
+    assert cap.out == ""
+
+
+def test_unknown_kernel_lists_the_choices(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["sass", "gemm"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'gemm'" in err and all(k in err for k in catalog.COURSE_KERNELS)
+
+
+def test_sass_help_lists_kernels_and_dtypes(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["sass", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for k in catalog.COURSE_KERNELS:
+        assert re.search(rf"^  {k}\s", out, re.M), k
+    assert "float8_e4m3fn" in out and "fp16/f16/half" in out
+
+
+def test_record_help_lists_the_suites(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["record", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert suites.SUITES
+    for name in suites.SUITES:
+        assert re.search(rf"^  {name}\s", out, re.M), name
+
+
+def test_record_unknown_suite_is_one_line_and_exit_2(capsys):
+    assert main(["record", "nosuch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("unknown suite 'nosuch'") and "\n" not in err
+
+
+def test_doctor_next_line_names_the_other_command(capsys):
+    assert main(["doctor", "--in-course"]) == 0
+    nxt = [x for x in capsys.readouterr().out.splitlines() if x.startswith("next")]
+    assert len(nxt) == 1 and "jupyter lab" in nxt[0] and "course.sh" not in nxt[0], nxt
+    assert main(["doctor"]) == 0
+    nxt = [x for x in capsys.readouterr().out.splitlines() if x.startswith("next")]
+    assert len(nxt) == 1 and "tools/course.sh" in nxt[0], nxt
+    assert "asynctc doctor --in-course" in (ROOT / "tools" / "course.sh").read_text()

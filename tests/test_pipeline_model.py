@@ -1,0 +1,324 @@
+"""Chapter 05's pipeline model: mbarrier rules, the correct ring, the broken variants' diagnoses,
+the depth sweep's sanity, the parameters' derivation from the records, figures and exercises."""
+import dataclasses
+import math
+
+import pytest
+
+from asynctc.core import exercises, records
+from asynctc.models import pipeline as pl
+from asynctc.models.pipeline import Deadlock, HardwareParams, Mbarrier, MbarrierError, Race, Span
+
+HW = HardwareParams.from_records()
+#: Parameter sets that put the ring in different regimes: the records, no latency and near-infinite
+#: bandwidth (math-bound), a long latency, a narrow L2 path (bandwidth-bound).
+REGIMES = {
+    "records": HW,
+    "fast_memory": dataclasses.replace(HW, tma_latency=0.0, dram_fraction=1e-6, issue_cycles=1.0),
+    "long_latency": dataclasses.replace(HW, tma_latency=5000.0),
+    "narrow_l2": dataclasses.replace(HW, l2_bytes_per_clk=12.0),
+}
+
+
+# ---- mbarrier ----------------------------------------------------------------------------------
+
+def test_fresh_barrier_parity():
+    b = Mbarrier(2)
+    assert (b.phase, b.pending, b.tx) == (0, 2, 0)
+    assert not b.test_wait(0) and b.test_wait(1)          # parity 1 = "the preceding phase"
+
+
+def test_arrivals_complete_a_phase_and_reset():
+    b = Mbarrier(2)
+    assert not b.arrive()
+    assert not b.test_wait(0)
+    assert b.arrive()
+    assert (b.phase, b.pending) == (1, 2)
+    assert b.test_wait(0) and not b.test_wait(1)
+    b.arrive(), b.arrive()
+    assert b.phase == 2 and not b.test_wait(0) and b.test_wait(1)
+
+
+def test_tx_count_keeps_the_phase_open_until_the_bytes_land():
+    b = Mbarrier(1)
+    assert not b.arrive_expect_tx(100)
+    assert (b.pending, b.tx) == (0, 100) and not b.test_wait(0)
+    assert not b.complete_tx(60)
+    assert b.complete_tx(40)
+    assert b.phase == 1 and b.tx == 0
+
+
+def test_bytes_may_land_before_the_expect():
+    b = Mbarrier(1)
+    assert not b.complete_tx(50)
+    assert b.tx == -50
+    assert b.arrive_expect_tx(50) and b.phase == 1
+
+
+def test_illegal_operations_raise():
+    with pytest.raises(MbarrierError, match="init count=0"):
+        Mbarrier(0)
+    with pytest.raises(MbarrierError, match="init count"):
+        Mbarrier(1 << 20)
+    b = Mbarrier(1)
+    b.expect_tx((1 << 20) - 1)
+    with pytest.raises(MbarrierError, match="overflow"):
+        b.expect_tx(1)
+    with pytest.raises(MbarrierError, match="expect_tx"):
+        Mbarrier(1).expect_tx(-1)
+    c = Mbarrier(1)
+    c.complete_tx((1 << 20) - 1)
+    with pytest.raises(MbarrierError, match="underflow"):
+        c.complete_tx(1)
+    d = Mbarrier(1)
+    d.arrive_expect_tx(16)                                   # pending 0, tx 16: the phase is open
+    with pytest.raises(MbarrierError, match="beyond the count"):
+        d.arrive()
+
+
+def test_model_replays_the_gpu_lifecycle_table():
+    """The parities the H200 showed in chapter 03's mbarrier_lifecycle kernel (tma.LIFECYCLE)."""
+    from asynctc.tma import LIFECYCLE
+    full, counter = Mbarrier(1, "full"), Mbarrier(64, "counter")
+    steps = [lambda: None, lambda: full.arrive_expect_tx(2048), lambda: full.complete_tx(2048),
+             lambda: (full.arrive_expect_tx(2048), full.complete_tx(2048)),
+             lambda: [counter.arrive() for _ in range(63)], lambda: counter.arrive(), lambda: None]
+    for (desc, name, p0, p1, _), step in zip(LIFECYCLE, steps, strict=True):
+        step()
+        bar = full if name == "full" else counter
+        assert (int(bar.test_wait(0)), int(bar.test_wait(1))) == (p0, p1), desc
+
+
+# ---- the correct protocol ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("regime", REGIMES)
+@pytest.mark.parametrize("consumers", [1, 2])
+@pytest.mark.parametrize("P", [0, 1])
+@pytest.mark.parametrize("S", range(1, 7))
+def test_correct_protocol_never_deadlocks_nor_races(S, P, consumers, regime):
+    if S == 1 and P == 1:
+        with pytest.raises(ValueError, match="stages ≥ 2"):
+            pl.simulate(S, P, consumers, 4, REGIMES[regime])
+        return
+    for K in (1, 2, S, S + 1, 37):
+        sc = pl.simulate(S, P, consumers, K, REGIMES[regime])
+        assert sc.diagnosis is None, (K, sc.diagnosis)
+        tma = {s.k: s for s in sc.spans if s.kind == "tma"}
+        mma = [s for s in sc.spans if s.kind == "mma"]
+        assert sorted(tma) == list(range(K))
+        assert sorted((s.k, s.lane) for s in mma) == [(k, f"wg{w}") for k in range(K)
+                                                      for w in range(consumers)]
+        for s in mma:
+            assert s.stage == s.k % S and s.start >= tma[s.k].end       # read after all bytes landed
+        for t, s in tma.items():
+            if t >= S:                                                  # written after the last read
+                assert s.start >= max(m.end for m in mma if m.k == t - S)
+        tc = sorted((s.start, s.end) for s in mma)                      # one Tensor Core queue
+        assert all(a[1] <= b[0] + 1e-9 for a, b in zip(tc, tc[1:]))
+        assert 0 < sc.math_fraction <= 1 and sc.tflops_per_sm > 0
+
+
+def test_summary_numbers():
+    sc = pl.simulate(4, 1, 2, 64, HW)
+    flop = 2 * 128 * 256 * 64 * 64
+    assert sc.tflops_per_sm == pytest.approx(flop / sc.total_cycles * HW.clock_mhz * 1e6 / 1e12)
+    assert sc.tflops_gpu() == pytest.approx(sc.tflops_per_sm * HW.sm_count)
+    tiles = 32 * 16                                                   # 4096² in 128×256 tiles
+    assert sc.tflops_gpu(4096, 4096) == pytest.approx(sc.tflops_gpu() * tiles / 132 / math.ceil(tiles / 132))
+    # math-bound here: wgmma time of 64 k-tiles over the main loop
+    assert sc.math_fraction == pytest.approx(64 * 2 * 128 * 256 * 64 / HW.mma_flop_per_clk
+                                             / (sc.main_loop[1] - sc.main_loop[0]))
+    assert sc.full_wait_cycles == sum(s.end - s.start for s in sc.spans if s.kind == "wait_full")
+    assert "TFLOP/s per SM" in sc.summary()
+
+
+def test_span_summary_of_plain_tuples():
+    """What the GPU trace is compared on: two overlapping wgmmas and a gap in a 0..1000 loop."""
+    spans = [("wg0", "wait_full", 0, 0, 0, 100), ("wg0", "mma", 0, 0, 100, 400),
+             ("wg1", "mma", 0, 0, 300, 600), ("wg1", "wait_full", 0, 0, 0, 300),
+             ("wg0", "mma", 1, 1, 800, 1000), ("tma", "tma", 0, 0, -500, 0), ("tma", "tma", 1, 1, 0, 700)]
+    r = pl.span_summary(spans)
+    assert r["main_loop"] == (0, 1000)
+    assert r["math_fraction"] == pytest.approx((600 - 100 + 200) / 1000)
+    assert (r["full_wait_cycles"], r["tma_cycles"], r["mma_cycles"]) == (400, 600, 800 / 3)
+
+
+def test_bad_arguments_name_the_field():
+    for kw, word in ((dict(stages=0), "stages"), (dict(wait_pending=2), "wait_pending"),
+                     (dict(consumers=3), "consumers"), (dict(k_tiles=0), "k_tiles"),
+                     (dict(protocol="nope"), "protocol")):
+        args = dict(stages=2, wait_pending=1, consumers=2, k_tiles=4, params=HW) | kw
+        with pytest.raises(ValueError, match=word):
+            pl.simulate(**args)
+
+
+# ---- broken protocols ----------------------------------------------------------------------------
+
+EXPECTED = {  # S=4, P=1, 2 consumers, 16 k-tiles: (type, iteration, barrier, stage, parity, who, words)
+    "wrong_empty_parity": (Deadlock, 0, "empty", 0, 0, ("producer",), "2 of its 2 arrivals"),
+    "missing_release": (Deadlock, 4, "empty", 0, 0, ("producer",), "1 of its 2 arrivals"),
+    "arrive_count_too_big": (Deadlock, 4, "empty", 0, 0, ("producer",), "254 of its 256 arrivals"),
+    "expect_tx_too_large": (Deadlock, 0, "full", 0, 0, ("wg0", "wg1"), "tx-count 1024 bytes"),
+    "swapped_barriers": (Deadlock, 0, "empty", 0, 0, ("wg0", "wg1"), "2 of its 2 arrivals"),
+    "expect_tx_too_small": (Race, 0, None, 0, None, None, "16384 of 49152 bytes landed"),
+    "full_parity_flipped": (Race, 0, None, 0, None, None, "0 of 49152 bytes landed"),
+    "missing_empty_wait": (Race, 4, None, 0, None, None, "wg1's read of k-tile 0"),
+}
+
+
+def test_every_variant_has_an_expectation():
+    assert set(EXPECTED) == set(pl.VARIANTS)
+
+
+@pytest.mark.parametrize("variant", EXPECTED)
+def test_variant_diagnosis(variant):
+    kind, it, bar, stage, parity, who, words = EXPECTED[variant]
+    d = pl.simulate(**pl.BUG_HUNT, params=HW, protocol=variant).diagnosis
+    assert type(d) is kind
+    assert (d.iteration, d.stage) == (it, stage)
+    if kind is Deadlock:
+        assert (d.barrier, d.parity, d.who_waits) == (bar, parity, who)
+        assert words in d.why
+    else:
+        assert words in d.what
+
+
+@pytest.mark.parametrize("regime", REGIMES)
+@pytest.mark.parametrize("S", range(1, 7))
+def test_variants_across_depths(S, regime):
+    """The iteration each broken ring stops at follows from S, in every timing regime."""
+    P, hw = min(1, S - 1), REGIMES[regime]
+    run = lambda v, C=2: pl.simulate(S, P, C, 3 * S + 2, hw, protocol=v).diagnosis  # noqa: E731
+    for v in ("missing_release", "arrive_count_too_big"):
+        for C in (1, 2):
+            d = run(v, C)
+            assert isinstance(d, Deadlock) and (d.iteration, d.barrier, d.stage) == (S, "empty", 0)
+    d = run("wrong_empty_parity")
+    assert (d.iteration, d.barrier, d.parity, d.who_waits[0]) == (0, "empty", 0, "producer")
+    assert (run("expect_tx_too_large").barrier, run("swapped_barriers").barrier) == ("full", "empty")
+    for v in ("expect_tx_too_small", "full_parity_flipped"):
+        assert isinstance(run(v), Race) and run(v).iteration == 0
+    d = run("missing_empty_wait")                 # the other warpgroup's read is not ordered...
+    assert isinstance(d, Race) and (d.iteration, d.stage) == (S, 0) and "wg1" in d.what
+    assert run("missing_empty_wait", C=1) is None  # ...while the producer's own wait_group covers its own
+
+
+def test_diagnoses_tell_the_variants_apart():
+    ds = [pl.simulate(**pl.BUG_HUNT, params=HW, protocol=v).diagnosis for v in pl.VARIANTS]
+    assert len(set(ds)) == len(ds)
+
+
+# ---- depth sweep -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("regime", REGIMES)
+def test_more_stages_never_slower(regime):
+    rows = pl.predict_depth_sweep(REGIMES[regime])
+    t = [r["tflops"] for r in rows]
+    assert [r["stages"] for r in rows] == [1, 2, 3, 4, 5, 6]
+    assert all(b >= a * 0.99 for a, b in zip(t, t[1:])), t
+    assert [r["fits"] for r in rows] == [True] * 4 + [False] * 2     # 48 KB stages, 227 KB per CTA
+    if regime in ("records", "long_latency"):
+        assert t[2] > 1.5 * t[0]                                     # pipelining pays off
+    if regime == "narrow_l2":                                        # plateau at the L2 → shared bound
+        tile, hw, tiles = pl.Tile(), REGIMES[regime], 32 * 16
+        bound = (tile.flop_per_ktile / (tile.stage_bytes / hw.l2_bytes_per_clk) * hw.clock_mhz * 1e6 / 1e12
+                 * hw.sm_count * tiles / 132 / math.ceil(tiles / 132))
+        assert 0.9 * bound <= t[-1] <= bound
+
+
+def test_prediction_is_bounded_by_the_tensor_cores():
+    for r in pl.predict_depth_sweep(HW):
+        assert r["tflops"] <= HW.mma_flop_per_clk * HW.sm_count * HW.clock_mhz * 1e6 / 1e12
+    assert "| 4 | 1 | 192 | yes |" in pl.H200_PREDICTION
+
+
+# ---- parameters from the records --------------------------------------------------------------------
+
+def test_params_follow_the_records():
+    tma_rec, mma_rec = records.load("tma_copy"), records.load("wgmma")
+    best = max(c["gbps"] for c in tma_rec.results["copies"] if c["variant"] == "tma")
+    row = max((r for r in mma_rec.results["throughput"] if r["dtype"] == "float16" and r["n"] == 256
+               and r["source"] == "smem"), key=lambda r: r["fraction_of_datasheet"])
+    assert HW.clock_mhz == row["sm_mhz"]
+    assert HW.mma_flop_per_clk == pytest.approx(4096 * row["fraction_of_datasheet"])
+    assert HW.tma_bytes_per_clk == pytest.approx(best * 1e9 / 2 / 132 / (row["sm_mhz"] * 1e6))
+    assert "tma_copy record" in HW.sources["tma_bytes_per_clk"]
+    assert "wgmma record" in HW.sources["mma_flop_per_clk"]
+    assert all(HW.sources[f.name] for f in dataclasses.fields(HW) if f.name != "sources")
+
+
+def test_params_without_records(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASYNCTC_DATA", str(tmp_path))
+    hw = HardwareParams.from_records()
+    assert hw.tma_bytes_per_clk == HardwareParams.tma_bytes_per_clk
+    assert hw.sources["tma_bytes_per_clk"] == "default (no record)"
+    assert pl.simulate(3, 1, 2, 8, hw).diagnosis is None
+
+
+def test_wave_dram_fraction():
+    t = pl.Tile()
+    # 4096²: 16 N tiles per row; 132 CTAs span 9 row blocks and all 16 column blocks
+    want = (9 * 16384 + 16 * 32768) / (132 * 49152)
+    assert pl.wave_dram_fraction(4096, 4096, t, 132) == pytest.approx(want)
+    assert pl.wave_dram_fraction(128, 256, t, 132) == 1.0           # one CTA: every byte from DRAM
+
+
+# ---- figures ------------------------------------------------------------------------------------------
+
+def test_timeline_takes_model_and_plain_spans():
+    import matplotlib
+    matplotlib.use("Agg")
+    sc = pl.simulate(3, 1, 2, 6, HW)
+    fig = pl.plot_timeline(sc.spans, title="model")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["wg1", "wg0", "producer", "tma"]
+    assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1  # legend outside
+    gpu = [("tma", "tma", 0, 0, 0, 900), ("wg0", "mma", 0, 0, 950, 1500), ("wg0", "wait_full", 0, 0, 0, 950)]
+    fig = pl.plot_timeline(gpu, title="GPU", clock_mhz=1700.0)
+    assert "µs" in fig.axes[0].get_xlabel()
+    assert Span._make(gpu[0]).kind == "tma"
+    fig = pl.plot_depth_sweep(pl.predict_depth_sweep(HW), measured={1: 300.0, 2: 600.0, 3: 700.0, 4: 710.0})
+    assert fig.axes[0].get_xlabel() == "stages S"
+
+
+# ---- exercises -----------------------------------------------------------------------------------------
+
+def test_parity_exercises(capsys):
+    for S in range(1, 7):
+        for k in range(3 * S):
+            assert exercises.expected("ch05.full_parity", k=k, stages=S) == (k // S) % 2
+            assert exercises.expected("ch05.empty_parity", t=k, stages=S) == (k // S + 1) % 2
+    assert exercises.check("ch05.full_parity", 1, k=5, stages=4)
+    assert not exercises.check("ch05.full_parity", 0, k=5, stages=4)
+    assert "phase before" in capsys.readouterr().out
+    assert exercises.check("ch05.full_parity", 1, k=5, stages=1)   # one stage: a phase per k-tile
+    assert exercises.check("ch05.empty_parity", 1, t=2, stages=4)
+    assert not exercises.check("ch05.empty_parity", 0, t=2, stages=4)
+    assert "fresh barrier" in capsys.readouterr().out
+    assert not exercises.check("ch05.empty_parity", 1, t=4, stages=4)
+    assert "waits forever" in capsys.readouterr().out
+
+
+def test_parities_agree_with_the_simulated_ring():
+    """The exercise answers are the parities the correct ring waits on without deadlock."""
+    sc = pl.simulate(3, 1, 1, 12, HW)
+    assert sc.diagnosis is None and len([s for s in sc.spans if s.kind == "wait_empty"]) == 12
+
+
+def test_groups_pending_exercise(capsys):
+    assert exercises.expected("ch05.groups_pending") == 1
+    assert exercises.check("ch05.groups_pending", 1)
+    assert not exercises.check("ch05.groups_pending", 0)
+    assert "gaps between the wgmma bars" in capsys.readouterr().out
+    assert not exercises.check("ch05.groups_pending", 2)            # not a choice
+
+
+@pytest.mark.parametrize("variant", list(pl.VARIANTS))
+def test_find_the_bug_exercise(variant, capsys):
+    d = pl.simulate(**pl.BUG_HUNT, protocol=variant).diagnosis
+    assert exercises.check("ch05.find_bug", variant, diagnosis=d)
+    wrong = next(v for v in pl.VARIANTS if v != variant)
+    assert not exercises.check("ch05.find_bug", wrong, diagnosis=d)
+    assert "not quite — " in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="wrong"):
+        exercises.check("ch05.find_bug", wrong, diagnosis=d, solution=True)

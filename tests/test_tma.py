@@ -1,0 +1,137 @@
+"""Chapter 03 (TMA, mbarrier): the kernels compile for sm_90a with the SASS they should have (CPU);
+GPU tests (marker ``gpu``) check them on fresh random data with poisoned outputs."""
+import numpy as np
+import pytest
+
+from asynctc import tma
+from asynctc.core import sass
+from asynctc.models.layout import SmemTile
+
+
+def counts(ck):
+    return sass.class_counts(tma.kernel_sass(ck))
+
+
+@pytest.mark.parametrize("name, must, must_not", [
+    ("tma_load_dump", {"UTMALDG", "SYNCS", "FENCE_ASYNC"}, {"UTMASTG"}),
+    ("tma_store_raw", {"UTMASTG", "FENCE_ASYNC"}, {"UTMALDG"}),
+    ("mbarrier_lifecycle", {"UTMALDG", "SYNCS"}, set()),
+    ("copy_tma", {"UTMALDG", "UTMASTG", "SYNCS"}, {"LDG", "STG", "LDGSTS"}),
+    ("copy_ldg_sts", {"LDG", "STS", "LDS", "STG"}, {"UTMALDG", "LDGSTS"}),
+    ("copy_cp_async", {"LDGSTS", "LDGDEPBAR", "DEPBAR"}, {"UTMALDG", "LDG"}),
+])
+def test_tma_copy_kernels_sass(name, must, must_not):
+    c = counts(tma.compile_tma(name))
+    assert must <= set(c), f"{name}: {c}"
+    assert not (must_not & set(c)), f"{name}: {c}"
+
+
+def test_mbarrier_sass_names():
+    ops = set(sass.opcode_counts(tma.kernel_sass(tma.compile_tma("mbarrier_lifecycle"))))
+    for op in ("SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT"):
+        assert op in ops
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
+def test_tma_ranks_compile(rank):
+    ops = sass.opcode_counts(tma.kernel_sass(tma.compile_tma("tma_load_dump", RANK=rank)))
+    assert ops.get(f"UTMALDG.{rank}D", 0) == 1, sorted(ops)
+    ops = sass.opcode_counts(tma.kernel_sass(tma.compile_tma("tma_store_raw", RANK=rank)))
+    assert ops.get(f"UTMASTG.{rank}D", 0) == 1, sorted(ops)
+
+
+def test_expected_box_oob(rng):
+    host = rng.standard_normal((10, 16)).astype(np.float32) + 5
+    box = tma.expected_box(host, (-2, 12), (4, 8))
+    assert np.array_equal(box[2:, :4], host[0:2, 12:16])
+    assert np.all(box[:2] == 0) and np.all(box[:, 4:] == 0)
+    assert np.all(tma.expected_box(host, (20, 0), (4, 8)) == 0)
+    assert np.isnan(tma.expected_box(host, (8, 0), (4, 8), "nan")[2:]).all()
+
+
+def test_copy_configs_fit():
+    for br, bc in tma.BOXES:
+        for v in tma.VARIANTS:
+            c = tma.copy_config(v, br, bc)
+            assert 1024 <= c.box_bytes <= 32768
+            assert c.ctas_per_sm * (c.smem_bytes + 1024) <= 228 * 1024
+    with pytest.raises(ValueError, match="variant='dma'"):
+        tma.copy_config("dma", 8, 32)
+    with pytest.raises(ValueError, match=r"box\[0\]=512"):
+        tma.copy_config("tma", 512, 32)
+
+
+def test_lifecycle_table_is_consistent():
+    # parity rule: while phase k is open, test_wait.parity(k % 2) is false and the other is true
+    for what, bar, p0, p1, res in tma.LIFECYCLE:
+        assert p0 != p1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", tma.swizzle_tiles(), ids=repr)
+def test_tma_load_matches_swizzle_model(tile, rng):
+    c = tma.load_box(tile, shape=(64, 4 * tile.cols + 16 // tile.itemsize * 3),
+                         start=(int(rng.integers(0, 64 - tile.rows)), int(rng.integers(0, 3)) * tile.cols),
+                         rng=rng)
+    assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", tma.swizzle_tiles(), ids=repr)
+def test_tma_store_matches_swizzle_model(tile, rng):
+    c = tma.store_box(tile, shape=(48, 3 * tile.cols), start=(5, tile.cols), rng=rng)
+    assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("start", [(-3, -16), (40, 112), (-20, 120), (100, 0)])
+@pytest.mark.parametrize("tile", [SmemTile(16, 64, "float16", 128), SmemTile(16, 32, "float32", 0),
+                                  SmemTile(24, 64, "uint8", 64)], ids=repr)
+def test_tma_oob_zero_fill(tile, start, rng):
+    if start[1] * np.dtype(tile.dtype).itemsize % 16:
+        pytest.skip("inner start not a multiple of 16 bytes: refused (test_tma_refuses_unaligned_start)")
+    c = tma.load_box(tile, shape=(48, 128), start=start, rng=rng)
+    assert c.passed, c.as_dict()
+    if min(start) < 0:
+        return                  # stores at negative coordinates are refused (see the test below)
+    c = tma.store_box(tile, shape=(48, 128), start=start, rng=rng)
+    assert c.passed, c.as_dict()
+
+
+def test_tma_refuses_unaligned_start():
+    """A uint8 box loaded at inner coordinate 120 (120 bytes) faulted on the H200: refused."""
+    with pytest.raises(ValueError, match=r"120 bytes .* multiple of 16 bytes"):
+        tma.load_box(SmemTile(24, 64, "uint8", 64), shape=(48, 128), start=(-20, 120))
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        tma.store_box(SmemTile(24, 64, "uint8", 64), shape=(48, 128), start=(8, 120))
+
+
+def test_tma_store_refuses_negative_start():
+    """A negative TMA store start faulted (illegal instruction) on the H200: refused in Python."""
+    with pytest.raises(ValueError, match=r"start=\(-3, 16\): TMA store box coordinates must be ≥ 0"):
+        tma.store_box(SmemTile(16, 64, "float16", 128), shape=(48, 128), start=(-3, 16))
+
+
+@pytest.mark.gpu
+def test_tma_oob_nan_fill(rng):
+    c = tma.load_box(SmemTile(16, 64, "float16", 128), shape=(40, 96), start=(32, 64),
+                         oob_fill="nan", rng=rng)
+    assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+def test_mbarrier_lifecycle(rng):
+    run = tma.mbarrier_lifecycle(rng=rng)
+    assert run.passed, tma.lifecycle_table(run) + f"\nerr={run.err} boxes_ok={run.boxes_ok}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("box", [(8, 32), (32, 64), (16, 256)])
+def test_copy_variants_correct(box):
+    cb = tma.CopyBench(rows=1024, cols=2048)
+    for v in tma.VARIANTS:
+        cfg = tma.copy_config(v, *box)
+        cb.dst.poison()
+        cb.launcher(cfg)()
+        c = cb.check(cfg.name)
+        assert c.passed, c.as_dict()
