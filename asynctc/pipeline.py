@@ -1313,7 +1313,7 @@ def plot_depth(results: dict, dtype: str = "float16", record=None):
     """TFLOP/s against the number of stages, one line per (tile, size), cuBLAS of each size as a
     dashed line — from a ``pipeline`` record's results."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=80, layout="constrained")
+    fig, ax = plt.subplots(figsize=(9.5, 4.2), dpi=80, layout="constrained")
     sizes = sorted({r["size"] for r in results["sweep"]})
     styles = ["-", "--", ":"]
     for i, size in enumerate(sizes):
@@ -1332,7 +1332,7 @@ def plot_depth(results: dict, dtype: str = "float16", record=None):
     ax.set_xlabel("stages in the ring")
     ax.set_ylabel("TFLOP/s")
     ax.set_xticks(list(STAGE_RANGE))
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(f"Pipelined TMA + wgmma GEMM, {dtype}: throughput by ring depth" +
                  (f"\n{record.label()}" if record is not None else ""), fontsize=10)
     return fig
