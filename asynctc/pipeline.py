@@ -472,6 +472,21 @@ class PipelineGemm:
                            shmem_bytes=self.cfg.shmem_bytes, stream=self.stream)
         return run
 
+    def resident_ctas(self) -> int | None:
+        """CTAs of this kernel that fit on one SM at once (the driver's occupancy query,
+        cuOccupancyMaxActiveBlocksPerMultiprocessor, for this block size and dynamic shared
+        memory; call after a launch, which set the kernel's dynamic shared-memory limit). None
+        where cuda.core cannot ask. Two resident CTAs overlap one's prologue and epilogue with
+        the other's main loop — a 128×128 tile with ≤ 3 stages gets that even with
+        ``ctas_per_sm=1``."""
+        try:
+            k = self.ck.kernel()
+            n = k.occupancy.max_active_blocks_per_multiprocessor(self.cfg.threads,
+                                                                 self.cfg.shmem_bytes)
+            return int(n)
+        except Exception:  # noqa: BLE001 - an informative extra, never a failure
+            return None
+
     def check_error(self) -> None:
         word = int(self.err.to_host(self.stream)[0])
         if word:
@@ -1091,7 +1106,8 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
                 row = {"kernel": "pipeline", "size": size, **cfg.as_dict(), "tile": cfg.tile_name,
                        **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
                        "rel_err_rows": err, "registers": g.ck.resources.registers,
-                       "spill_bytes": g.ck.resources.spill_stores}
+                       "spill_bytes": g.ck.resources.spill_stores,
+                       "resident_ctas": g.resident_ctas()}
                 is_depth = (cfg.wait_pending == (1 if cfg.stages > 1 else 0) and not cfg.trace
                             and not cfg.l2_promotion)
                 (out["sweep"] if is_depth else out["variants"]).append(row)
@@ -1167,6 +1183,9 @@ def cublas_row(results: dict, dtype: str, size: int) -> dict | None:
                  and r["size"] == size), None)
 
 
+_SUPERSCRIPT = {1: " ", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸"}
+
+
 def depth_table(results: dict) -> str:
     """TFLOP/s by stages (columns) for every tile, dtype and size, with cuBLAS and the best ratio."""
     lines = [f"{'size':>5s} {'dtype':9s} {'tile':20s} " +
@@ -1177,13 +1196,18 @@ def depth_table(results: dict) -> str:
             tiles = sorted({r["tile"] for r in results["sweep"] if r["kernel"] == "pipeline"
                             and r["dtype"] == dt and r["size"] == size})
             for tile in tiles:
-                by = {r["stages"]: r["tflops"] for r in results["sweep"] if r["kernel"] == "pipeline"
-                      and r["dtype"] == dt and r["size"] == size and r["tile"] == tile}
-                cells = " ".join(f"{by[s]:6.0f}" if s in by else f"{'-':>6s}" for s in STAGE_RANGE)
+                rows = {r["stages"]: r for r in results["sweep"] if r["kernel"] == "pipeline"
+                        and r["dtype"] == dt and r["size"] == size and r["tile"] == tile}
+                by = {s: r["tflops"] for s, r in rows.items()}
+                cells = " ".join(
+                    (f"{by[s]:5.0f}" + _SUPERSCRIPT.get(rows[s].get("resident_ctas") or 1, "⁺"))
+                    if s in by else f"{'-':>6s}" for s in STAGE_RANGE)
                 best = max(by.values())
                 ratio = f"{best / cb['tflops']:11.2f}" if cb else f"{'':11s}"
                 lines.append(f"{size:5d} {dt:9s} {tile:20s} {cells} "
                              f"{cb['tflops'] if cb else float('nan'):7.0f} {ratio}")
+    if any((r.get("resident_ctas") or 1) > 1 for r in results["sweep"]):
+        lines.append("²/³/⁴…: that many CTAs resident per SM (the driver's occupancy query)")
     return "\n".join(lines)
 
 
