@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -471,6 +472,21 @@ class PipelineGemm:
                            shmem_bytes=self.cfg.shmem_bytes, stream=self.stream)
         return run
 
+    def resident_ctas(self) -> int | None:
+        """CTAs of this kernel that fit on one SM at once (the driver's occupancy query,
+        cuOccupancyMaxActiveBlocksPerMultiprocessor, for this block size and dynamic shared
+        memory; call after a launch, which set the kernel's dynamic shared-memory limit). None
+        where cuda.core cannot ask. Two resident CTAs overlap one's prologue and epilogue with
+        the other's main loop — a 128×128 tile with ≤ 3 stages gets that even with
+        ``ctas_per_sm=1``."""
+        try:
+            k = self.ck.kernel()
+            n = k.occupancy.max_active_blocks_per_multiprocessor(self.cfg.threads,
+                                                                 self.cfg.shmem_bytes)
+            return int(n)
+        except Exception:  # noqa: BLE001 - an informative extra, never a failure
+            return None
+
     def check_error(self) -> None:
         word = int(self.err.to_host(self.stream)[0])
         if word:
@@ -481,6 +497,35 @@ class PipelineGemm:
         if self.trace is None:
             raise PipelineError("cfg.trace=False: this launch records no trace")
         return self.trace.to_host(self.stream)
+
+
+#: The deliberate protocol errors of :func:`run_broken` (the kernel's ``BREAK`` define).
+BREAKS = {1: "expect_tx announces 16 bytes more than the TMA boxes deliver: the full barrier's "
+             "phase never completes",
+          2: "the last consumer warpgroup never arrives on the empty barrier: the producer's "
+             "refill waits forever"}
+
+
+def run_broken(kind: int, cfg: PipelineConfig | None = None, rng=None) -> str:
+    """Run a deliberately broken variant (:data:`BREAKS`) on a small problem and return the error
+    it ends with — the bounded waits turn a would-be hang into an error word within about
+    ``ASYNCTC_WAIT_MAX_NS`` (2 s). Raises :class:`RuntimeError` if the variant did *not* fail (then
+    the bounded-wait path is untested) and :class:`PipelineError` for an unknown ``kind``. The only
+    place the ``BREAK`` define is ever set."""
+    if kind not in BREAKS:
+        _fail("kind", kind, f"one of {sorted(BREAKS)}")
+    cfg = cfg or PipelineConfig(bm=128, bn=128, consumers=2, stages=2)
+    m, n, k = 2 * cfg.bm, cfg.bn, 8 * cfg.bk
+    a, b, bs = random_operands(m, n, k, cfg, rng)
+    ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines={**cfg.defines, "BREAK": kind})
+    g = PipelineGemm(cfg, DeviceArray.from_host(a), DeviceArray.from_host(bs))
+    g.ck = ck
+    g.launcher()()
+    try:
+        g.check_error()
+    except RuntimeError as e:
+        return str(e)
+    raise RuntimeError(f"broken variant {kind} ({BREAKS[kind]}) finished without an error")
 
 
 def run_pipeline(a, b, cfg: PipelineConfig, out: DeviceArray | None = None, stream=None,
@@ -675,7 +720,8 @@ class Span(NamedTuple):
 @dataclasses.dataclass
 class TraceResult:
     """Decoded trace: ``spans`` (list of :class:`Span`); ``ctas`` per traced CTA: block, SM id,
-    %globaltimer at its start (ns, for aligning CTAs across SMs), events recorded and dropped;
+    %globaltimer at its start (ns, for aligning CTAs across SMs), the SM clock during the
+    recording (``sm_mhz``, to turn cycles into time), events recorded and dropped;
     ``k_tiles``, ``stages``, ``wait_pending`` of the run."""
 
     spans: list[Span]
@@ -720,6 +766,7 @@ def decode_trace(buf: np.ndarray, consumers: int, k_tiles: int, stages: int,
         t0 = min(int(h[1]) for h in lanes if int(h[1]))
         ctas.append({"cta": c, "block": int(lanes[0][2]) >> 32, "smid": int(lanes[0][2]) & 0xFFFFFFFF,
                      "globaltimer_ns": int(min(int(h[0]) for h in lanes if int(h[1]))),
+                     "sm_mhz": _clock_mhz(lanes[0], events),
                      "events": [int(h[3]) for h in lanes],
                      "dropped": [max(0, int(h[3]) - events) for h in lanes]})
         for w, h in enumerate(lanes):
@@ -731,6 +778,22 @@ def decode_trace(buf: np.ndarray, consumers: int, k_tiles: int, stages: int,
             spans += _lane_spans(f"cta{c}/wg{w}", f"cta{c}/tma", kind, stage, kk, clk.astype(float),
                                  k_tiles, wait_pending if stages > 1 else 0, producer=(w == 0))
     return TraceResult(spans, ctas, k_tiles, stages, wait_pending)
+
+
+def _clock_mhz(slot: np.ndarray, events: int) -> float:
+    """The SM clock over a lane's recording: Δclock64 / Δ%globaltimer from the header to the last
+    record (the records keep the timer's low 32 bits: ~4.3 s before they wrap, unwrapped here).
+    NaN without records. %globaltimer ticks coarsely (about 1 µs on some GPUs), so this is only
+    good for lanes that record for tens of µs or more."""
+    n = min(int(slot[3]), events)
+    if n < 1:
+        return float("nan")
+    g0, c0 = int(slot[0]), int(slot[1])
+    clk, word = int(slot[TRACE_HEADER + 2 * (n - 1)]), int(slot[TRACE_HEADER + 2 * (n - 1) + 1])
+    g = (g0 & ~0xFFFFFFFF) | (word >> 32)
+    if g < g0:
+        g += 1 << 32
+    return (clk - c0) / (g - g0) * 1e3 if g > g0 else float("nan")
 
 
 def _lane_spans(lane, tma_lane, kind, stage, kk, clk, k_tiles, pending, producer):
@@ -840,7 +903,8 @@ def synthetic_trace(consumers: int, k_tiles: int, stages: int, wait_pending: int
                     mma_cycles: int = 100, load_cycles: int = 300, events: int = TRACE_EVENTS,
                     ctas: int = TRACE_CTAS) -> np.ndarray:
     """A trace buffer as the kernel would write it for an idealised run (the producer's loads take
-    ``load_cycles``, each k-tile's wgmmas ``mma_cycles``), for testing :func:`decode_trace`."""
+    ``load_cycles``, each k-tile's wgmmas ``mma_cycles``, the SM clock runs at 1500 MHz), for
+    testing :func:`decode_trace`."""
     slot_words = TRACE_HEADER + 2 * events
     buf = np.zeros(ctas * consumers * slot_words, np.uint64)
     pend = wait_pending if stages > 1 else 0
@@ -881,8 +945,8 @@ def synthetic_trace(consumers: int, k_tiles: int, stages: int, wait_pending: int
             buf[base + 3] = len(recs)
             for i, (clk, packed) in enumerate(recs[:events]):
                 buf[base + TRACE_HEADER + 2 * i] = clk
-                buf[base + TRACE_HEADER + 2 * i + 1] = ((5_000_000_000 + clk) & 0xFFFFFFFF) << 32 \
-                    | packed
+                g = 5_000_000_000 + c + (clk - t0) * 2 // 3        # a 1500 MHz SM clock
+                buf[base + TRACE_HEADER + 2 * i + 1] = (g & 0xFFFFFFFF) << 32 | packed
     return buf
 
 
@@ -964,7 +1028,8 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
                      trace_dir=None) -> dict:
     """The "pipeline" suite.
 
-    1. Correctness: :func:`correctness_configs` × :data:`CHECK_SHAPES` (stops at the first failure).
+    1. Correctness: :func:`correctness_configs` × :data:`CHECK_SHAPES` (stops at the first failure);
+       the deliberately broken variants (:func:`run_broken`) must end in an error, not a hang.
     2. Depth sweep: for each dtype and size (square, fresh random inputs), cuBLAS and every
        :data:`SWEEP_TILES` tile at stages 1..6 (those that fit; the others are listed with the
        reason), wait_pending 1 (0 for one stage), B K-major, C in the input dtype. Each timed
@@ -991,6 +1056,16 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
         say("correctness matrix")
         out["checks"] = check_matrix(correctness_configs(limit), rng=rng)
         say(f"{len(out['checks'])} checks passed")
+        out["broken"] = []
+        for kind, what in BREAKS.items():
+            t0 = time.perf_counter()
+            err = run_broken(kind, rng=rng)
+            out["broken"].append({"kind": kind, "what": what, "error": err,
+                                  "seconds": time.perf_counter() - t0})
+            say(f"broken variant {kind} ({what}) ended in {time.perf_counter() - t0:.1f} s: {err}")
+        c = verify_pipeline(PipelineConfig(), *CHECK_SHAPES[0], rng=rng)
+        if not c.passed:
+            raise RuntimeError(f"a correct kernel after the broken variants is wrong: {c.as_dict()}")
     for dt in dtypes:
         for bm, bn, c in SWEEP_TILES:
             for s in STAGE_RANGE:
@@ -1017,13 +1092,22 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
                 if cfg.dtype != dt:
                     continue
                 dc.poison()
-                g = PipelineGemm(cfg, da, dbt, dc)
+                try:
+                    g = PipelineGemm(cfg, da, dbt, dc)
+                except (TypeError, AttributeError) as e:
+                    if not cfg.l2_promotion:
+                        raise
+                    # an older cuda.core without as_tensor_map(l2_promotion=): skip the variant
+                    out.setdefault("skipped", []).append({**cfg.as_dict(), "size": size,
+                                                          "reason": f"{type(e).__name__}: {e}"})
+                    continue
                 t = _time(g)
                 err = rows.check(dc, dt, cfg.label())
                 row = {"kernel": "pipeline", "size": size, **cfg.as_dict(), "tile": cfg.tile_name,
                        **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
                        "rel_err_rows": err, "registers": g.ck.resources.registers,
-                       "spill_bytes": g.ck.resources.spill_stores}
+                       "spill_bytes": g.ck.resources.spill_stores,
+                       "resident_ctas": g.resident_ctas()}
                 is_depth = (cfg.wait_pending == (1 if cfg.stages > 1 else 0) and not cfg.trace
                             and not cfg.l2_promotion)
                 (out["sweep"] if is_depth else out["variants"]).append(row)
@@ -1099,6 +1183,9 @@ def cublas_row(results: dict, dtype: str, size: int) -> dict | None:
                  and r["size"] == size), None)
 
 
+_SUPERSCRIPT = {1: " ", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸"}
+
+
 def depth_table(results: dict) -> str:
     """TFLOP/s by stages (columns) for every tile, dtype and size, with cuBLAS and the best ratio."""
     lines = [f"{'size':>5s} {'dtype':9s} {'tile':20s} " +
@@ -1109,13 +1196,18 @@ def depth_table(results: dict) -> str:
             tiles = sorted({r["tile"] for r in results["sweep"] if r["kernel"] == "pipeline"
                             and r["dtype"] == dt and r["size"] == size})
             for tile in tiles:
-                by = {r["stages"]: r["tflops"] for r in results["sweep"] if r["kernel"] == "pipeline"
-                      and r["dtype"] == dt and r["size"] == size and r["tile"] == tile}
-                cells = " ".join(f"{by[s]:6.0f}" if s in by else f"{'-':>6s}" for s in STAGE_RANGE)
+                rows = {r["stages"]: r for r in results["sweep"] if r["kernel"] == "pipeline"
+                        and r["dtype"] == dt and r["size"] == size and r["tile"] == tile}
+                by = {s: r["tflops"] for s, r in rows.items()}
+                cells = " ".join(
+                    (f"{by[s]:5.0f}" + _SUPERSCRIPT.get(rows[s].get("resident_ctas") or 1, "⁺"))
+                    if s in by else f"{'-':>6s}" for s in STAGE_RANGE)
                 best = max(by.values())
                 ratio = f"{best / cb['tflops']:11.2f}" if cb else f"{'':11s}"
                 lines.append(f"{size:5d} {dt:9s} {tile:20s} {cells} "
                              f"{cb['tflops'] if cb else float('nan'):7.0f} {ratio}")
+    if any((r.get("resident_ctas") or 1) > 1 for r in results["sweep"]):
+        lines.append("²/³/⁴…: that many CTAs resident per SM (the driver's occupancy query)")
     return "\n".join(lines)
 
 
@@ -1147,6 +1239,9 @@ def summarize_pipeline(rec) -> str:
         worst = max(c["worst_ratio"] for c in r["checks"])
         lines.append(f"correctness: {sum(c['passed'] for c in r['checks'])}/{len(r['checks'])} "
                      f"checks passed (worst |C−ref|/bound {worst:.3f})")
+    for b in r.get("broken", []):
+        lines.append(f"broken variant {b['kind']}: ended after {b['seconds']:.1f} s with: "
+                     f"{b['error'].split(': ', 1)[-1]}")
     for nf in r.get("not_fitting", []):
         lines.append(f"not built: {nf['bm']}x{nf['bn']} stages={nf['stages']}: {nf['reason']}")
     lines.append(depth_table(r))
@@ -1242,7 +1337,7 @@ def plot_depth(results: dict, dtype: str = "float16", record=None):
     """TFLOP/s against the number of stages, one line per (tile, size), cuBLAS of each size as a
     dashed line — from a ``pipeline`` record's results."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=80, layout="constrained")
+    fig, ax = plt.subplots(figsize=(9.5, 4.2), dpi=80, layout="constrained")
     sizes = sorted({r["size"] for r in results["sweep"]})
     styles = ["-", "--", ":"]
     for i, size in enumerate(sizes):
@@ -1261,7 +1356,7 @@ def plot_depth(results: dict, dtype: str = "float16", record=None):
     ax.set_xlabel("stages in the ring")
     ax.set_ylabel("TFLOP/s")
     ax.set_xticks(list(STAGE_RANGE))
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(f"Pipelined TMA + wgmma GEMM, {dtype}: throughput by ring depth" +
                  (f"\n{record.label()}" if record is not None else ""), fontsize=10)
     return fig

@@ -64,12 +64,14 @@ def encode(spec: TensorMapSpec, owner: Any = None):
            64: tm.TensorMapSwizzle.SWIZZLE_64B, 128: tm.TensorMapSwizzle.SWIZZLE_128B}[spec.swizzle]
     fill = (tm.TensorMapOOBFill.NONE if spec.oob_fill == "zero"
             else tm.TensorMapOOBFill.NAN_REQUEST_ZERO_FMA)
-    l2 = {0: tm.TensorMapL2Promotion.NONE, 64: tm.TensorMapL2Promotion.L2_64B,
-          128: tm.TensorMapL2Promotion.L2_128B,
-          256: tm.TensorMapL2Promotion.L2_256B}[spec.l2_promotion]
+    extra = {}
+    if spec.l2_promotion:     # only when asked: the default call stays the one of chapter 03
+        extra["l2_promotion"] = {64: tm.TensorMapL2Promotion.L2_64B,
+                                 128: tm.TensorMapL2Promotion.L2_128B,
+                                 256: tm.TensorMapL2Promotion.L2_256B}[spec.l2_promotion]
     return view.as_tensor_map(box_dim=spec.box, element_strides=spec.element_strides,
                               data_type=getattr(tm.TensorMapDataType, spec.data_type),
-                              swizzle=swz, oob_fill=fill, l2_promotion=l2)
+                              swizzle=swz, oob_fill=fill, **extra)
 
 
 def make_tensor_map(arr, box: Sequence[int], *, swizzle: Any = 0,

@@ -242,11 +242,19 @@ def test_elementwise_comparison_fails_on_one_wrong_element(rng):
         acc += (a[:, kk:kk + 16].astype(np.float32) @ b[kk:kk + 16].astype(np.float32))
     ok = P.compare_elementwise(acc, a, b, "float32")
     assert ok.passed and ok.worst < 0.2
-    # one k16 step of one element missing
+    # one k16 step of one element missing (the element where that step's sum is largest: a
+    # missing step is then ≥ ~3 standard deviations of a 16-term sum ≈ 12, the bound ≈ 0.3)
+    step = a[:, 32:48].astype(np.float32) @ b[32:48].astype(np.float32)
+    i, j = np.unravel_index(np.argmax(np.abs(step)), step.shape)
     bad = acc.copy()
-    bad[5, 7] -= (a[5, 32:48].astype(np.float32) @ b[32:48, 7].astype(np.float32))
+    bad[i, j] -= step[i, j]
     c = P.compare_elementwise(bad, a, b, "float32")
-    assert not c.passed and c.wrong == 1 and c.first_wrong == (5, 7)
+    assert not c.passed and c.wrong == 1 and c.first_wrong == (i, j)
+    # the bound is tight enough: an error the size of one average product |a·b| (2/π for
+    # standard normals) on one element is caught, at K = 1024
+    bad = acc.copy()
+    bad[3, 3] += 2 / np.pi
+    assert not P.compare_elementwise(bad, a, b, "float32").passed
     # one element left unwritten (poison)
     nan = acc.copy()
     nan[63, 95] = np.nan
@@ -256,8 +264,9 @@ def test_elementwise_comparison_fails_on_one_wrong_element(rng):
     h = acc.astype(np.float16)
     assert P.compare_elementwise(h, a, b, "float16").passed
     h2 = h.copy()
-    h2[0, 0] = -h2[0, 0]
-    assert not P.compare_elementwise(h2, a, b, "float16").passed or abs(float(h[0, 0])) < 1e-3
+    i, j = np.unravel_index(np.argmax(np.abs(acc)), acc.shape)
+    h2[i, j] = -h2[i, j]
+    assert not P.compare_elementwise(h2, a, b, "float16").passed
 
 
 # ---- the trace decoder (CPU) -----------------------------------------------------------------------
@@ -272,6 +281,7 @@ def test_trace_decoder_on_a_synthetic_buffer(consumers, stages, pending):
     assert [c["smid"] for c in tr.ctas] == list(range(P.TRACE_CTAS))
     assert all(c["dropped"] == [0] * consumers for c in tr.ctas)
     assert tr.ctas[1]["globaltimer_ns"] == 5_000_000_001
+    assert all(c["sm_mhz"] == pytest.approx(1500, rel=0.01) for c in tr.ctas)
     for c in range(P.TRACE_CTAS):
         for w in range(consumers):
             sp = [s for s in tr.spans if s.lane == f"cta{c}/wg{w}"]
@@ -355,6 +365,7 @@ def test_trace_on_the_gpu(stages, pending, rng):
     tr = P.decode_trace(g.trace_buffer(), cfg.consumers, g.k_tiles, stages, pending)
     assert len(tr.ctas) == P.TRACE_CTAS
     assert all(c["dropped"] == [0, 0] for c in tr.ctas)
+    assert all(500 < c["sm_mhz"] < 2500 for c in tr.ctas), [c["sm_mhz"] for c in tr.ctas]
     for c in range(P.TRACE_CTAS):
         for w in range(2):
             sp = [s for s in tr.spans if s.lane == f"cta{c}/wg{w}"]
@@ -366,6 +377,23 @@ def test_trace_on_the_gpu(stages, pending, rng):
         assert len(tma) == g.k_tiles
     met = P.trace_metrics(tr)["mean"]
     assert 0 < met["math_in_flight"] <= 1 and 0 <= met["wait_full_fraction"] < 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind,barrier", [(1, "full"), (2, "empty")])
+def test_broken_protocol_ends_in_an_error_not_a_hang(kind, barrier, rng):
+    import time
+    t0 = time.perf_counter()
+    msg = P.run_broken(kind, rng=rng)
+    assert f"on the {barrier} barrier" in msg and "timed out" in msg
+    assert time.perf_counter() - t0 < 30
+    # the context survives: a correct kernel still gives the right answer
+    assert P.verify_pipeline(P.PipelineConfig(), 256, 256, 256, rng=rng).passed
+
+
+def test_run_broken_knows_its_variants():
+    with pytest.raises(P.PipelineError, match="^kind=3"):
+        P.run_broken(3)
 
 
 @pytest.mark.gpu

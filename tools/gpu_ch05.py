@@ -4,6 +4,7 @@ Run from the repository root on an sm_90 machine (about 2-4 minutes on an H200):
 
     python tools/gpu_ch05.py --out $OUT            # everything; details under $OUT
     python tools/gpu_ch05.py --out $OUT --record   # ... and write data/<gpu>/pipeline.json
+                                                   #     (copied to $OUT/pipeline.json)
     python tools/gpu_ch05.py --quick               # compile + correctness matrix only
 
 In order: (1) every variant compiled in parallel processes (the cubin cache is then warm);
@@ -20,6 +21,7 @@ Equivalent pytest run of the checks: ``pytest -q -m gpu tests/test_pipeline.py``
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -92,7 +94,9 @@ def main() -> int:
     say(f"wrote {out_dir / 'results.json'} and {len(list((out_dir / 'traces').glob('*.json')))} "
         f"traces under {out_dir / 'traces'}")
     if args.record:
-        print("wrote", records.save(rec))
+        path = records.save(rec)
+        shutil.copy(path, out_dir / path.name)   # $OUT comes back from the GPU machine; data/ not
+        print("wrote", path, "and", out_dir / path.name)
     print()
     print(f"registers: {sorted({v[0] for v in regs.values()})}; spills in {spills or 'none'}")
     print()

@@ -43,6 +43,11 @@
 // on work already issued, and the other warpgroup never waits on the producer's current iteration.
 // The producer's own warpgroup released r before the producer waits (program order).
 //
+// Proxies: TMA writes and wgmma reads of the stages both go through the async proxy, ordered by
+// the mbarriers (complete_tx → try_wait acquire; wait_group → arrive release → try_wait → TMA), so
+// no fence.proxy.async is needed; the epilogue writes C from registers straight to global memory
+// (no shared-memory staging, hence no generic→async proxy crossing either).
+//
 // Every wait is bounded (wait_bounded below): a broken variant writes an error word and finishes
 // instead of hanging the GPU; asynctc.pipeline raises it as an error.
 //
@@ -58,7 +63,8 @@
 // WAIT_PENDING (0, 1), TRACE (0, 1), TRACE_CTAS, TRACE_EVENTS, OUT_F32 (1: fp32 C; 0: C in DT),
 // GROUP_M (CTA rows per raster group), MIN_BLOCKS (__launch_bounds__ minimum of resident CTAs,
 // 1 or 2), A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets, from
-// asynctc.pipeline; checked against this file's own by static_assert).
+// asynctc.pipeline; checked against this file's own by static_assert), BREAK (0; 1 and 2 break
+// the protocol on purpose to show the bounded waits, see above).
 // Arguments: ta, tb (tensor maps of A and B), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of
 // stage 0, k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null).
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes.
@@ -112,6 +118,9 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+#ifndef BREAK
+#define BREAK 0   // deliberate protocol errors (asynctc.pipeline.run_broken only): 1 expect_tx 16
+#endif            // bytes more than the boxes deliver; 2 warpgroup 1 never releases a stage
 #ifndef A_KSTEP_BYTES
 #define A_KSTEP_BYTES 32
 #endif
@@ -186,12 +195,6 @@ enum TraceKind : u32 {
   EV_STORE_END = 9,       // epilogue stores issued
 };
 
-__device__ __forceinline__ u32 smid() {
-  u32 r;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-  return r;
-}
-
 struct Trace {
   u64* slot;   // this lane's slot, or null when this thread does not trace
   u32 n;
@@ -223,7 +226,7 @@ __device__ __forceinline__ void cta_origin(int M, int N, int& m0, int& n0) {
 // ---- the producer's half: fill one stage with k-tile kt -----------------------------------------
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, u32 stage_addr,
                                            u32 full_bar, int kt, int m0, int n0) {
-  mbarrier_arrive_expect_tx(full_bar, kStageBytes);
+  mbarrier_arrive_expect_tx(full_bar, kStageBytes + (BREAK == 1 ? 16 : 0));
   tma_load_2d(stage_addr, ta, full_bar, kt * BK, m0);                       // A: BM × 64
   if constexpr (B_MAJOR == 0) {
     tma_load_2d(stage_addr + kATileBytes, tb, full_bar, kt * BK, n0);        // B: BN × 64
@@ -359,7 +362,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
     const int rs = kPending ? prev_stage : stage;
     const u32 rp = kPending ? prev_phase : phase;
     if (r >= 0) {
-      if (elected) {
+      if (elected && !(BREAK == 2 && wg == CONSUMERS - 1)) {
         mbarrier_arrive(empty0 + 8 * rs);
         tr.event(EV_RELEASE, rs, r);
       }

@@ -19,3 +19,11 @@ __device__ __forceinline__ u64 globaltimer() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+
+// %smid: the SM this thread runs on (PTX ISA: "Special Registers: %smid"; may change during a
+// thread's life in principle, in practice fixed for a CTA). Used to label trace records.
+__device__ __forceinline__ u32 smid() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
