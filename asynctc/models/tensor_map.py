@@ -26,7 +26,9 @@ strides                every globalStride (bytes, all but the innermost dimensio
                        replaced by a legal value before encoding.
 box                    every boxDim in 1 .. 256; boxDim[0] × element size a multiple of 16 bytes
 swizzle                0 / 32 / 64 / 128 bytes; when swizzled, boxDim[0] × element size ≤ the span
-element_strides        every elementStride in 1 .. 8
+element_strides        every elementStride in 1 .. 8; the innermost one must be 1 (the driver
+                       ignores it: "TMA doesn't support the stride for dimension zero", so a
+                       stride there would silently load the whole inner box dimension)
 oob_fill               "zero", or "nan" (NAN_REQUEST_ZERO_FMA) only for floating-point types
 =====================  =====================================================================
 
@@ -97,19 +99,36 @@ class TensorMapSpec:
         return len(self.shape)
 
     @property
+    def loaded_box(self) -> tuple[int, ...]:
+        """Elements one load of this box brings per dimension (row-major, outermost first): for
+        every outer dimension ``ceil(box[i] / element_strides[i])``, for the innermost dimension
+        ``box[-1]`` whatever its element stride. cuTensorMapEncodeTiled (CUDA driver API, "Tensor
+        Map Object Management"): "if the elementStrides[i] is not equal to one, then TMA loads
+        ceil(boxDim[i] / elementStrides[i]) number of elements along i-th dimension", and "the
+        first element of this array [the innermost dimension] is ignored since TMA doesn't
+        support the stride for dimension zero" (non-interleaved maps, the only kind the course
+        makes). :func:`validate` refuses an innermost stride ≠ 1; the rule is applied here anyway
+        so that the model stays the driver's for any spec."""
+        outer = tuple(-(-b // e) for b, e in zip(self.box[:-1], self.element_strides[:-1]))
+        return outer + (self.box[-1],)
+
+    @property
     def box_bytes(self) -> int:
-        """Bytes one load of this box writes to shared memory (the expect_tx count), OOB part
-        included; with element strides, ceil(box[i] / element_strides[i]) elements per dimension."""
+        """Bytes one load of this box writes to shared memory — the ``mbarrier.arrive.expect_tx``
+        count (PTX ISA, mbarrier "tx-count"): ``prod(loaded_box) × itemsize``, the out-of-bound
+        part included. Always equals ``smem_tile().box_bytes``."""
         n = self.dtype.itemsize
-        for b, e in zip(self.box, self.element_strides):
-            n *= -(-b // e)
+        for b in self.loaded_box:
+            n *= b
         return n
 
     def smem_tile(self) -> SmemTile:
-        """The shared-memory tile a load of this box fills: rows = product of the outer box
-        dimensions, cols = the inner one (see :class:`asynctc.models.layout.SmemTile`)."""
-        rows = int(np.prod(self.box[:-1], dtype=np.int64)) if self.rank > 1 else 1
-        return SmemTile(rows, self.box[-1], self.dtype, self.swizzle)
+        """The shared-memory tile a load of this box fills: rows = product of the outer
+        :attr:`loaded_box` dimensions (``ceil(box[i] / element_strides[i])``), cols = ``box[-1]``
+        (see :class:`asynctc.models.layout.SmemTile`). Its ``box_bytes`` equals :attr:`box_bytes`."""
+        lb = self.loaded_box
+        rows = int(np.prod(lb[:-1], dtype=np.int64)) if self.rank > 1 else 1
+        return SmemTile(rows, lb[-1], self.dtype, self.swizzle)
 
 
 def _ints(field: str, v: Any, n: int | None = None) -> tuple[int, ...]:
@@ -195,6 +214,12 @@ def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[in
     for i, e in enumerate(es):
         if not 1 <= e <= MAX_ELEMENT_STRIDE:
             _fail(f"element_strides[{i}]", e, f"every elementStride must be in 1 .. {MAX_ELEMENT_STRIDE}")
+    if es[-1] != 1:
+        _fail("element_strides[-1]", es[-1],
+              "the innermost element stride must be 1: the driver ignores it (\"the first element "
+              "of this array is ignored since TMA doesn't support the stride for dimension zero\"), "
+              f"so TMA would load all {box_t[-1]} inner elements, not ceil({box_t[-1]}/{es[-1]}); "
+              "to skip inner elements, load them and skip them in shared memory")
     data_type = DATA_TYPES[dt.name]
     if oob_fill not in ("zero", "nan"):
         _fail("oob_fill", oob_fill, "must be 'zero' (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) or 'nan' "
