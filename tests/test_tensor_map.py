@@ -56,12 +56,40 @@ def test_address_null():
     bad(r"address=0: globalAddress must be a non-null", address=0)
 
 
+@pytest.mark.parametrize("addr", [2**64, 2**64 + 256, 2**70])
+def test_address_beyond_64_bits(addr):
+    bad(r"globalAddress must be < 2\^64", address=addr)
+
+
+@pytest.mark.parametrize("addr", [float(ADDR), "0x7f0000000000", None, True])
+def test_address_not_an_integer(addr):
+    msg = bad(r"globalAddress must be an integer device address", address=addr)
+    assert "non-null" not in msg
+
+
+def test_box_beyond_the_tx_count_range():
+    # 256 x 256 x 16 fp16 = 2 MiB in one load: more than an mbarrier phase can count (2^20 - 1)
+    bad(r"box=\(16, 256, 256\): one load of this box writes 2097152 bytes, more than an mbarrier",
+        shape=(64, 256, 256), box=(16, 256, 256))
+
+
+def test_box_beyond_shared_memory():
+    # 256 x 256 fp32 = 256 KiB: within the tx-count range, beyond 227 KiB of shared memory
+    bad(r"box=\(256, 256\): one load of this box fills 262144 bytes of shared memory",
+        shape=(512, 512), dtype="float32", box=(256, 256))
+    # the swizzle padding counts: 2048 rows of 16 bytes padded to 128-byte rows = 256 KiB
+    bad(r"fills 262144 bytes of shared memory \(swizzle padding included\)",
+        shape=(16, 512, 64), box=(8, 256, 8), swizzle=128)
+    assert ok(shape=(512, 512), dtype="float32", box=(227, 256)).box_bytes == 227 * 1024
+
+
 def test_address_alignment():
     bad(r"address='0x7f0000000008': globalAddress must be 16-byte aligned", address=ADDR + 8)
 
 
 def test_global_dim_range():
-    bad(r"shape\[0\]=0: every globalDim must be in 1 .. 2\^31", shape=(0, 512))
+    msg = bad(r"shape\[0\]=0: every globalDim must be in 1 .. 2\^31", shape=(0, 512))
+    assert "CUDA 13.5" in msg and "2^32" in msg       # the limit says which document it rests on
     bad(r"shape\[1\]=2147483649: every globalDim", shape=(4, 2**31 + 1), box=(4, 64),
         strides=(2**33, 2))
 

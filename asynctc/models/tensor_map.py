@@ -18,8 +18,8 @@ field                  rule (cuTensorMapEncodeTiled, CUDA 13 driver API document
 =====================  =====================================================================
 rank                   1 ≤ tensorRank ≤ 5
 dtype                  one of CUtensorMapDataType (8-bit types travel as UINT8)
-address                globalAddress non-null and 16-byte aligned
-shape                  every globalDim in 1 .. 2^31
+address                an integer, 0 < globalAddress < 2^64, 16-byte aligned
+shape                  every globalDim in 1 .. 2^31 (see :data:`MAX_DIM` for the source)
 strides                every globalStride (bytes, all but the innermost dimension) a multiple
                        of 16 and < 2^40; the innermost dimension contiguous. Strides of
                        dimensions of size 1 are never used, so they are not checked and are
@@ -30,6 +30,11 @@ element_strides        every elementStride in 1 .. 8; the innermost one must be 
                        ignores it: "TMA doesn't support the stride for dimension zero", so a
                        stride there would silently load the whole inner box dimension)
 oob_fill               "zero", or "nan" (NAN_REQUEST_ZERO_FMA) only for floating-point types
+box bytes              (not a driver rule: what one load may do) the bytes one load writes,
+                       :attr:`TensorMapSpec.box_bytes`, ≤ 2^20 − 1 (the mbarrier tx-count range,
+                       PTX ISA "mbarrier: tx-count") and ≤ 227 KiB (the largest shared memory
+                       one block may opt in to on sm_90, CUDA C++ Programming Guide, "Compute
+                       Capabilities"); the smem tile with its swizzle padding ≤ 227 KiB too
 =====================  =====================================================================
 
 Order convention: everything here is **row-major, outermost first**, like numpy shapes (the driver's
@@ -58,10 +63,21 @@ DATA_TYPES = {
 FLOAT_TYPES = {"FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64"}
 
 MAX_RANK = 5
+#: globalDim limit. The cuda.h of CUDA 13.5 (the toolkit headers the course installs from pip)
+#: documents cuTensorMapEncodeTiled's globalDim as "non-zero and less than or equal to 2^31"; the
+#: cuda.h of CUDA 13.0 (the H200's driver generation) and older online copies say 2^32. The course
+#: enforces the stricter 2^31 of the newer text (nothing it does needs larger dimensions); it has
+#: not measured which of the two the driver actually enforces.
 MAX_DIM = 2**31
 MAX_STRIDE = 2**40
 MAX_BOX = 256
 MAX_ELEMENT_STRIDE = 8
+#: Largest tx-count one mbarrier phase can carry: the tx-count range is [-(2^20 - 1), 2^20 - 1]
+#: (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier", "tx-count").
+MAX_TX_BYTES = 2**20 - 1
+#: Largest dynamic shared memory one block may opt in to on sm_90: 227 KiB (CUDA C++ Programming
+#: Guide, "Compute Capabilities", table "Technical Specifications per Compute Capability").
+MAX_SMEM_BYTES = 227 * 1024
 #: The source every message cites.
 SOURCE = "cuTensorMapEncodeTiled, CUDA driver API"
 
@@ -168,13 +184,19 @@ def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[in
     if dt.name not in DATA_TYPES:
         _fail("dtype", dt.name, f"no CUtensorMapDataType for it; supported: {sorted(DATA_TYPES)}")
     size = dt.itemsize
-    if isinstance(address, bool) or not isinstance(address, (int, np.integer)) or address <= 0:
+    if isinstance(address, bool) or not isinstance(address, (int, np.integer)):
+        _fail("address", address, f"globalAddress must be an integer device address, not "
+                                  f"{type(address).__name__}")
+    if address <= 0:
         _fail("address", address, "globalAddress must be a non-null device address")
+    if address >= 2**64:
+        _fail("address", f"{int(address):#x}", "globalAddress must be < 2^64 (a 64-bit pointer)")
     if address % 16:
         _fail("address", f"{int(address):#x}", "globalAddress must be 16-byte aligned")
     for i, d in enumerate(shape_t):
         if not 1 <= d <= MAX_DIM:
-            _fail(f"shape[{i}]", d, "every globalDim must be in 1 .. 2^31")
+            _fail(f"shape[{i}]", d, "every globalDim must be in 1 .. 2^31 (the CUDA 13.5 cuda.h text; "
+                                    "CUDA 13.0's says 2^32; the course keeps the stricter one)")
     if strides is None:
         st = [size] * rank
         for i in range(rank - 2, -1, -1):
@@ -227,6 +249,18 @@ def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[in
     if oob_fill == "nan" and data_type not in FLOAT_TYPES:
         _fail("oob_fill", oob_fill, f"NaN fill needs a floating-point tensorDataType; {dt.name} "
                                     f"travels as {data_type}")
-    return TensorMapSpec(dtype=dt, data_type=data_type, address=int(address), shape=shape_t,
+    spec = TensorMapSpec(dtype=dt, data_type=data_type, address=int(address), shape=shape_t,
                          strides=tuple(st), box=box_t, element_strides=es, swizzle=sw,
                          oob_fill=oob_fill)
+    nbytes = spec.box_bytes
+    if nbytes > MAX_TX_BYTES:
+        _fail("box", box_t, f"one load of this box writes {nbytes} bytes, more than an mbarrier "
+                            f"phase's tx-count can carry (2^20 - 1 = {MAX_TX_BYTES}; PTX ISA, "
+                            "mbarrier tx-count range)")
+    tile_bytes = spec.smem_tile().size_bytes
+    if tile_bytes > MAX_SMEM_BYTES:
+        _fail("box", box_t, f"one load of this box fills {tile_bytes} bytes of shared memory "
+                            f"(swizzle padding included), more than the {MAX_SMEM_BYTES} bytes "
+                            "(227 KiB) one block may have on sm_90 (CUDA C++ Programming Guide, "
+                            "Compute Capabilities)")
+    return spec
