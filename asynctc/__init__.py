@@ -23,6 +23,6 @@ descriptors). :mod:`asynctc.suites` indexes the record suites.
 __version__ = "0.1.0"
 
 from .core.runtime import (  # noqa: F401
-    AsyncTCError, CompileError, LaunchConfigError, NoGPUError, compile_kernel, device_info, mode,
-    runs_live, why_not_live,
+    AsyncTCError, CompileError, LaunchConfigError, NoGPUError, PerformanceWarning, compile_kernel,
+    device_info, mode, runs_live, why_not_live,
 )

@@ -54,6 +54,39 @@ def test_ptxas_warnings_surface():
         compile_mma_sync("float16", MmaSyncTile(128, 128, 64, 64, 32, min_blocks=2))
 
 
+@pytest.mark.parametrize("diag,entry,match", [
+    (1, "diag_setmaxnreg", r"\(C7508\) Potential Performance Loss: 'setmaxnreg' ignored"),
+    (2, "diag_wgmma_serial", r"wgmma.mma_async instructions are serialized"),
+    (2, "diag_wgmma_serial", r"\(C7517\) wgmma.wait_group is injected"),
+    (3, "diag_spill", r"Registers are spilled to local memory in function 'diag_spill'"),
+])
+@pytest.mark.parametrize("cached", [False, True])
+def test_ptxas_performance_diagnostics_surface(diag, entry, match, cached, tmp_path, monkeypatch):
+    """ptxas prints these at "info" level (spills as "warning"); each must become a
+    PerformanceWarning, on a fresh compile (empty cubin cache) and again when the cubin comes from
+    the cache."""
+    if not cached:
+        monkeypatch.setenv("ASYNCTC_CACHE", str(tmp_path))
+    with pytest.warns(runtime.PerformanceWarning, match=match):
+        runtime._memo.clear()
+        compile_kernel("diagnostics.cu", entry, defines={"DIAG": diag})
+
+
+def test_clean_kernel_has_no_performance_warning():
+    import warnings
+    runtime._memo.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", runtime.PerformanceWarning)
+        compile_kernel("probe.cu", "probe")
+    assert runtime.performance_diagnostics(compile_kernel("probe.cu", "probe").log) == []
+
+
+def test_spills_in_the_resource_report_alone_are_reported():
+    log = ("ptxas info    : Function properties for k\n"
+           "ptxas         .     8 bytes stack frame, 16 bytes spill stores, 24 bytes spill loads\n")
+    assert runtime.performance_diagnostics(log) == ["k: 16 bytes spill stores, 24 bytes spill loads"]
+
+
 def test_resources_parsed():
     from asynctc.mma_sync import compile_mma_sync
     r = compile_mma_sync("float16").resources

@@ -12,8 +12,10 @@ Everything the chapters need to turn a ``.cu`` file under ``asynctc/kernels/`` i
 * :func:`compile_kernel` compiles a kernel file with :class:`cuda.core.Program` to **cubin** for an
   explicit architecture (``sm_90a``, ``sm_100a``; never PTX for the driver to JIT), with include
   directories found by :mod:`cuda.pathfinder`, compile-time parameters as ``-D`` defines, and cubins
-  cached on disk by :class:`cuda.core.utils.FileStreamProgramCache`. ptxas's resource report is kept
-  and its warnings are surfaced as Python warnings (for example C7508, "setmaxnreg ignored").
+  cached on disk by :class:`cuda.core.utils.FileStreamProgramCache`. ptxas's resource report is kept;
+  its diagnostics that mean lost performance (C7508 "setmaxnreg ignored", wgmma serialization,
+  injected wgmma waits, spills — most printed at "info" level) become :class:`PerformanceWarning`,
+  its other warnings :class:`UserWarning`.
 * :func:`launch` launches a compiled kernel, raising the dynamic shared-memory limit first when a
   launch asks for more than 48 KiB (``cuKernelSetAttribute``, CUDA driver API), after checking the
   launch configuration against the device's limits.
@@ -56,6 +58,14 @@ class CompileError(AsyncTCError):
 
 class NoGPUError(AsyncTCError):
     """A live run was asked for where no GPU of the needed architecture is present."""
+
+
+class PerformanceWarning(UserWarning):
+    """ptxas reported something that costs performance: a ``setmaxnreg`` it ignored (C7508),
+    wgmma instructions it serialized (C7510/C7511/...: "Potential Performance Loss"), a
+    ``wgmma.wait_group`` it injected (C7517), or registers spilled to local memory. Raised as a
+    warning by :func:`compile_kernel`; turn it into an error with
+    ``warnings.simplefilter("error", PerformanceWarning)``."""
 
 
 class LaunchConfigError(AsyncTCError, ValueError):
@@ -382,7 +392,9 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
 
     Raises :class:`ValueError` for an unknown arch, a missing file or a ``source`` outside
     ``kernels/`` (an absolute path, ``..``, a link leading out), and :class:`CompileError` with
-    the NVRTC log when compilation fails. ptxas warnings become :class:`UserWarning`.
+    the NVRTC log when compilation fails. ptxas diagnostics that mean lost performance become
+    :class:`PerformanceWarning` (see :func:`performance_diagnostics`), its other warnings
+    :class:`UserWarning`; both again on every cache hit.
     """
     if arch not in ARCH_CC:
         raise ValueError(f"arch={arch!r}: the course compiles for {sorted(ARCH_CC)} "
@@ -441,8 +453,42 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
     return ck
 
 
+#: ptxas lines that mean lost performance, whatever their level (most are "info"), as measured
+#: with NVRTC 13.5 on kernels/diagnostics.cu:
+#:   (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count
+#:           at entry.
+#:   (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due to
+#:           insufficient register resources for the wgmma pipeline in the function '...'
+#:   (C7517) wgmma.wait_group is injected in around line N by compiler to allow use of registers
+#:           defined by GMMA in function '...'
+#:   warning : Registers are spilled to local memory in function '...', N bytes spill stores, ...
+#: "Potential Performance Loss" also covers the other serialization reasons ptxas gives (extern
+#: calls, non-wgmma instructions defining accumulators, ...).
+_PERF_PATTERNS = (r"Potential Performance Loss", r"\bseriali[sz]ed\b", r"wgmma\.wait_group is injected",
+                  r"\bspill(?:ed|s)?\b.*\blocal memory\b", r"setmaxnreg.*ignored")
+
+
+def performance_diagnostics(log: str) -> list[str]:
+    """The lines of a ptxas log that mean lost performance (see :class:`PerformanceWarning`): the
+    patterns above, and every function whose resource report shows spill stores or loads."""
+    out = []
+    for line in log.replace("\x00", "").splitlines():
+        if any(re.search(p, line) for p in _PERF_PATTERNS):
+            out.append(line.strip())
+    for fn, r in parse_ptxas(log).items():
+        if (r.spill_stores or r.spill_loads) and not any(fn in o and "spill" in o for o in out):
+            out.append(f"{fn}: {r.spill_stores} bytes spill stores, {r.spill_loads} bytes spill "
+                       "loads")
+    return out
+
+
 def _surface_warnings(log: str, source: str) -> None:
-    for line in log.splitlines():
+    perf = performance_diagnostics(log)
+    for line in perf:
+        warnings.warn(f"{source}: {line}", PerformanceWarning, stacklevel=3)
+    for line in log.replace("\x00", "").splitlines():
+        if line.strip() in perf:
+            continue
         if re.search(r"\bwarning\b", line, re.IGNORECASE):
             warnings.warn(f"{source}: {line.strip()}", UserWarning, stacklevel=3)
 
