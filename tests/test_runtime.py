@@ -58,6 +58,7 @@ def test_ptxas_warnings_surface():
     (1, "diag_setmaxnreg", r"\(C7508\) Potential Performance Loss: 'setmaxnreg' ignored"),
     (2, "diag_wgmma_serial", r"wgmma.mma_async instructions are serialized"),
     (2, "diag_wgmma_serial", r"\(C7517\) wgmma.wait_group is injected"),
+    (4, "diag_wgmma_divergent", r"\(C7519\) .*serialized due to .*divergent path"),
     (3, "diag_spill", r"Registers are spilled to local memory in function 'diag_spill'"),
 ])
 @pytest.mark.parametrize("cached", [False, True])

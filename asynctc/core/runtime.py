@@ -459,6 +459,8 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
 #:           at entry.
 #:   (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due to
 #:           insufficient register resources for the wgmma pipeline in the function '...'
+#:   (C7519) Potential Performance Loss: wgmma.mma_async instructions are serialized due to
+#:           program dependence on compiler-inserted WG.AR in divergent path in the function '...'
 #:   (C7517) wgmma.wait_group is injected in around line N by compiler to allow use of registers
 #:           defined by GMMA in function '...'
 #:   warning : Registers are spilled to local memory in function '...', N bytes spill stores, ...

@@ -9,6 +9,9 @@
 //                       wgmma.mma_async instructions are serialized due to ...").
 //   3 diag_spill        a register budget far below what the kernel needs (1024 threads × 2
 //                       blocks: 32 registers): ptxas spills to local memory.
+//   4 diag_wgmma_divergent  a wgmma under a per-thread (non-uniform) predicate: ptxas serializes
+//                       (C7519, "... due to program dependence on compiler-inserted WG.AR in
+//                       divergent path").
 #include "ptx/common.cuh"
 #include "ptx/wgmma.cuh"
 
@@ -50,5 +53,18 @@ extern "C" __global__ void __launch_bounds__(1024, 2) diag_spill(const float* in
 #pragma unroll
     for (int j = 0; j < 8; ++j) s += v[i] * v[(i * 7 + j) % 48];
   out[threadIdx.x] = s;
+}
+#endif
+
+#if DIAG == 4
+extern "C" __global__ void __launch_bounds__(128) diag_wgmma_divergent(float* out, u64 da, u64 db,
+                                                                       int n) {
+  float d[4];
+  for (int i = 0; i < 4; ++i) d[i] = 0.f;
+  wgmma_fence();
+  if ((int)threadIdx.x < n) Wgmma<8>::ss<0, 0, 0>(d, da, db, 1);   // not warpgroup-uniform
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = d[i];
 }
 #endif
