@@ -183,6 +183,14 @@ def test_compile_kernel_only_reads_kernels_dir(source):
         compile_kernel(source, "probe")
 
 
+@pytest.mark.parametrize("source", ["/etc/hostname", "../core/runtime.py"])
+def test_show_source_only_reads_kernels_dir(source):
+    from asynctc.core import notebook
+    with pytest.raises(ValueError, match=r"relative path inside kernels/"):
+        notebook.show_source(source)
+    assert "mbarrier_init" in notebook.show_source("ptx/mbarrier.cuh").data
+
+
 def test_compile_kernel_refuses_a_link_out_of_kernels(tmp_path, monkeypatch):
     outside = tmp_path / "outside.cu"
     outside.write_text('extern "C" __global__ void probe() {}\n')
