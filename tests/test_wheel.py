@@ -48,6 +48,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_installed_wheel_compiles_every_course_kernel(tmp_path):
     v = _setuptools_version()
     if v is None or v < MIN_SETUPTOOLS:
