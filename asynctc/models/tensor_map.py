@@ -26,9 +26,11 @@ strides                every globalStride (bytes, all but the innermost dimensio
                        replaced by a legal value before encoding.
 box                    every boxDim in 1 .. 256; boxDim[0] × element size a multiple of 16 bytes
 swizzle                0 / 32 / 64 / 128 bytes; when swizzled, boxDim[0] × element size ≤ the span
-element_strides        every elementStride in 1 .. 8; the innermost one must be 1 (the driver
-                       ignores it: "TMA doesn't support the stride for dimension zero", so a
-                       stride there would silently load the whole inner box dimension)
+element_strides        every elementStride in 1 .. 8; the innermost one must be 1 (PTX ISA
+                       §5.5.3.2 "Traversal-Stride": 1 in dimension 0 for non-interleaved
+                       layouts; the driver ignores it, "TMA doesn't support the stride for
+                       dimension zero", so a stride there would silently load the whole inner
+                       box dimension)
 oob_fill               "zero", or "nan" (NAN_REQUEST_ZERO_FMA) only for floating-point types
 box bytes              (not a driver rule: what one load may do) the bytes one load writes,
                        :attr:`TensorMapSpec.box_bytes`, ≤ 2^20 − 1 (the mbarrier tx-count range,
@@ -123,7 +125,8 @@ class TensorMapSpec:
         ceil(boxDim[i] / elementStrides[i]) number of elements along i-th dimension", and "the
         first element of this array [the innermost dimension] is ignored since TMA doesn't
         support the stride for dimension zero" (non-interleaved maps, the only kind the course
-        makes). :func:`validate` refuses an innermost stride ≠ 1; the rule is applied here anyway
+        makes; PTX ISA §5.5.3.2 "Traversal-Stride": there it "must always be 1"). :func:`validate`
+        refuses an innermost stride ≠ 1; the rule is applied here anyway
         so that the model stays the driver's for any spec."""
         outer = tuple(-(-b // e) for b, e in zip(self.box[:-1], self.element_strides[:-1]))
         return outer + (self.box[-1],)
@@ -238,10 +241,12 @@ def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[in
             _fail(f"element_strides[{i}]", e, f"every elementStride must be in 1 .. {MAX_ELEMENT_STRIDE}")
     if es[-1] != 1:
         _fail("element_strides[-1]", es[-1],
-              "the innermost element stride must be 1: the driver ignores it (\"the first element "
-              "of this array is ignored since TMA doesn't support the stride for dimension zero\"), "
-              f"so TMA would load all {box_t[-1]} inner elements, not ceil({box_t[-1]}/{es[-1]}); "
-              "to skip inner elements, load them and skip them in shared memory")
+              "the innermost element stride must be 1 (PTX ISA §5.5.3.2 'Traversal-Stride': \"for "
+              "non-interleaved layout, the traversal stride in dimension 0 must always be 1\"); "
+              "the driver ignores it (\"the first element of this array is ignored since TMA "
+              f"doesn't support the stride for dimension zero\"), so TMA would load all "
+              f"{box_t[-1]} inner elements, not ceil({box_t[-1]}/{es[-1]}); to skip inner "
+              "elements, load them and skip them in shared memory")
     data_type = DATA_TYPES[dt.name]
     if oob_fill not in ("zero", "nan"):
         _fail("oob_fill", oob_fill, "must be 'zero' (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) or 'nan' "
