@@ -17,12 +17,13 @@ ch     module                   kernels
 
 Subpackages: :mod:`asynctc.core` (runtime, memory, bench, checks, records, sass, plots, notebook,
 exercises) and :mod:`asynctc.models` (pure-Python hardware models: fragments, layout, tensor_map,
-descriptors). :mod:`asynctc.suites` indexes the record suites.
+descriptors). :mod:`asynctc.suites` indexes the record suites; :mod:`asynctc.catalog` lists every
+kernel file's default build (``COURSE_KERNELS``).
 """
 
 __version__ = "0.1.0"
 
 from .core.runtime import (  # noqa: F401
-    AsyncTCError, CompileError, LaunchConfigError, NoGPUError, compile_kernel, device_info, mode,
-    runs_live, why_not_live,
+    AsyncTCError, CompileError, LaunchConfigError, NoGPUError, PerformanceWarning, compile_kernel,
+    device_info, mode, runs_live, why_not_live,
 )

@@ -171,3 +171,13 @@ DTYPES: dict[str, tuple[str, ...]] = {
     "wgmma": _WGMMA_DTYPES, "wgmma_peak": _WGMMA_DTYPES, "pipeline": _GEMM_DTYPES,
     "tcgen05": _GEMM_DTYPES, "tcgen05_pair": _GEMM_DTYPES,
 }
+
+#: Kernel files that are not course kernels: compiled only by tests (ptxas diagnostics) or by
+#: ``python -m asynctc doctor`` (the compile probe).
+TEST_ONLY_SOURCES = ("diagnostics.cu", "probe.cu")
+
+
+def compile_all() -> dict[str, CourseKernel]:
+    """Compile every entry of :data:`COURSE_KERNELS` with its default arguments (no GPU needed):
+    ``{name: CourseKernel}``."""
+    return {name: fn() for name, fn in COURSE_KERNELS.items()}

@@ -4,13 +4,17 @@ Each thread computes one element of C; a block of ``TILE``×``TILE`` threads sta
 tiles of A and B in shared memory, with ``cuda.syncthreads()`` before and after using them. No Tensor
 Cores: every multiply-add is an FFMA on one CUDA core. Where this machine has no GPU the same kernel
 runs in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set here before numba.cuda is imported),
-which executes every thread in Python: correct, and slow, so keep the sizes small there.
+which executes every thread in Python: correct, and slow, so keep the sizes small there. numba.cuda
+picks its mode once, at its first import: :func:`simulated` reports the mode of the module actually
+imported, and a numba.cuda imported in device mode before this module on a GPU-less machine makes
+the kernels raise :class:`SimulatorModeError` with the fix.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -24,22 +28,58 @@ cuda = None      # numba.cuda, bound by _kernel() once the simulator choice is m
 float32 = None
 
 
+# Where it is cheap and certain — no loadable libcuda, so no GPU — choose the simulator as soon as
+# this module is imported, so that a numba.cuda imported after it (by anyone) is the simulator.
+if "numba.cuda" not in sys.modules and not runtime._driver_library_loadable():
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+
+class SimulatorModeError(runtime.AsyncTCError):
+    """numba.cuda was imported in the wrong mode for this machine (see :func:`numba_cuda`)."""
+
+
+def _is_simulator(cuda_module) -> bool:
+    """Whether a ``numba.cuda`` module object is numba's CUDA simulator: its ``jit`` comes from
+    ``numba.cuda.simulator`` (numba.cuda picks the simulator or the device API once, when it is
+    first imported, from ``NUMBA_ENABLE_CUDASIM``)."""
+    return getattr(getattr(cuda_module, "jit", None), "__module__", "").startswith(
+        "numba.cuda.simulator")
+
+
 @functools.lru_cache(maxsize=1)
 def numba_cuda():
-    """``numba.cuda``, in the simulator when this machine runs no kernels live.
+    """``numba.cuda``, in the simulator when this machine has no usable GPU.
 
-    The choice is made once per process, before numba.cuda is first imported.
+    If numba.cuda is not imported yet, ``NUMBA_ENABLE_CUDASIM=1`` is set first where there is no
+    GPU. If it was imported earlier (before asynctc) in device mode on a machine without a GPU,
+    that cannot be undone in this process: raises :class:`SimulatorModeError` with the one-line
+    fix instead of letting numba fail later with "CUDA driver library cannot be found".
     """
-    if not runtime.runs_live("sm_90a") and runtime.device_info() is None:
+    want_sim = runtime.device_info() is None
+    if want_sim and "numba.cuda" not in sys.modules:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     from numba import cuda
+    if want_sim and not _is_simulator(cuda):
+        raise SimulatorModeError(
+            "numba.cuda was imported (in device mode) before asynctc chose numba's CUDA simulator, "
+            "and this machine has no GPU; fix: set NUMBA_ENABLE_CUDASIM=1 before starting Python, "
+            "or import asynctc.simt before numba.cuda")
     return cuda
 
 
 def simulated() -> bool:
-    """True when numba kernels run in the CUDA simulator (on the CPU)."""
-    numba_cuda()
-    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    """True when numba kernels run in numba's CUDA simulator (on the CPU).
+
+    Decided from the ``numba.cuda`` module this process actually imported, never from the
+    environment alone, so it is right whatever the import order (importing numba.cuda through
+    :func:`numba_cuda` if nothing has yet)."""
+    mod = sys.modules.get("numba.cuda")
+    if mod is None:
+        try:
+            mod = numba_cuda()
+        except SimulatorModeError:
+            mod = sys.modules["numba.cuda"]
+    return _is_simulator(mod)
 
 
 @functools.lru_cache(maxsize=1)

@@ -281,6 +281,127 @@ def load_box(tile: SmemTile, shape=(256, 512), start=(0, 0), *, oob_fill: str = 
     return chk
 
 
+@dataclasses.dataclass
+class StridedLoad:
+    """Outcome of one :func:`load_strided`: ``what``; ``model_bytes`` (the model's expect_tx count,
+    :attr:`TensorMapSpec.box_bytes`); ``tx_bytes`` the count the kernel armed the mbarrier with;
+    ``image`` the :class:`ByteCheck` of the shared-memory dump (tile, padding and a tail of
+    untouched bytes) against the model; ``written_extent`` one past the last dumped byte that is
+    not the sentinel (≈ the bytes TMA wrote, for the report); ``tx_exact`` whether the mbarrier's
+    tx-count came out exactly 0 (True/False), None if the wait timed out; ``timed_out``."""
+
+    what: str
+    model_bytes: int
+    tx_bytes: int
+    image: ByteCheck
+    written_extent: int
+    tx_exact: bool | None
+    timed_out: bool
+
+    @property
+    def passed(self) -> bool:
+        """The image equals the model and the model's byte count completed the phase exactly."""
+        return self.image.passed and self.tx_exact is True and not self.timed_out
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["image"] = self.image.as_dict()
+        return {**d, "passed": self.passed}
+
+
+def strided_box(host: np.ndarray, start, spec: TensorMapSpec) -> np.ndarray:
+    """The elements a TMA load of ``spec`` at ``start`` (row-major coordinates, in bounds) brings:
+    along each outer dimension every ``element_strides[i]``-th element of the box, along the
+    innermost dimension the whole box (the driver ignores its element stride; see
+    :attr:`TensorMapSpec.loaded_box`). Shape :attr:`TensorMapSpec.loaded_box`."""
+    sl = [slice(s, s + b, e) for s, b, e in zip(start[:-1], spec.box[:-1], spec.element_strides[:-1])]
+    sl.append(slice(start[-1], start[-1] + spec.box[-1]))
+    for s, b, n in zip(start, spec.box, host.shape):
+        if s < 0 or s + b > n:
+            raise ValueError(f"start={tuple(start)}: the box must lie inside the tensor {host.shape}")
+    out = host[tuple(sl)]
+    assert out.shape == spec.loaded_box, (out.shape, spec.loaded_box)
+    return out
+
+
+def load_strided(dtype: Any, box: Sequence[int], element_strides: Sequence[int], *,
+                 shape: Sequence[int] | None = None, start: Sequence[int] | None = None,
+                 swizzle: Any = 0, tx_delta: int = 0, unchecked_inner_stride: int | None = None,
+                 rng=None) -> StridedLoad:
+    """TMA-load a box with element strides and compare what TMA did with the model.
+
+    ``dtype``; ``box`` and ``element_strides`` row-major (outermost first, rank 1..5); ``shape``
+    of the fresh random tensor (default: twice the box, 16 elements more inside); ``start``
+    row-major, the box in bounds (default: 1 along outer dimensions, 0 inner). The kernel arms the
+    mbarrier with ``spec.box_bytes + tx_delta`` bytes (``tx_delta`` ≠ 0 is a negative control:
+    the tx-count must then not come out exact, or the wait must time out) and, with
+    ``TX_PROBE=1``, reports whether the phase's tx-count came out exactly zero.
+
+    ``unchecked_inner_stride``: encode the map with this innermost element stride, which
+    :func:`~asynctc.models.tensor_map.validate` refuses — to show on the GPU that the driver
+    ignores it (the model used is then the driver's: the whole inner box).
+
+    Returns :class:`StridedLoad`. Needs an sm_90 GPU.
+    """
+    from .models.tensor_map import validate as _validate
+    dt = dtype_of(dtype)
+    box = tuple(int(b) for b in box)
+    rank = len(box)
+    es = tuple(int(e) for e in element_strides)
+    if shape is None:
+        shape = tuple(2 * b for b in box[:-1]) + (2 * box[-1] + 16 // dt.itemsize * 4,)
+    if start is None:
+        start = (1,) * (rank - 1) + (0,)
+    rng = rng if rng is not None else np.random.default_rng()
+    host = _random_tensor(tuple(shape), dt, rng)
+    src = DeviceArray.from_host(host)
+    spec = _validate(address=src.ptr, shape=tuple(shape), dtype=dt, box=box, swizzle=swizzle,
+                     element_strides=es)
+    if unchecked_inner_stride is not None:
+        spec = dataclasses.replace(spec, element_strides=es[:-1] + (int(unchecked_inner_stride),))
+    desc = encode(spec, owner=src)
+    tile = spec.smem_tile()
+    check_box_start(tile, start)
+    loaded = strided_box(host, start, spec)
+    tx = spec.box_bytes + int(tx_delta)
+    dump = 2 * tile.size_bytes + TAIL
+    ck = compile_tma("tma_load_dump", RANK=rank, TX_PROBE=1, MAX_TRIES=200000)
+    out = DeviceArray.poisoned(dump, np.uint8)
+    err = DeviceArray.from_host(np.zeros(2, np.uint32))
+    c = [0] * 5
+    for i, s_ in enumerate(reversed(tuple(start))):
+        c[i] = int(s_)
+    i32, u32 = np.int32, np.uint32
+    runtime.launch(ck, 1, 128, desc, *[i32(v) for v in c], u32(tx), out, u32(dump), err,
+                   shmem_bytes=dump + 1024)
+    e = err.to_host()
+    timed_out = int(e[0]) != 0
+    got = out.to_host()
+    want = np.full(dump, SENTINEL, np.uint8)
+    want[: tile.size_bytes] = tile.scatter(loaded.reshape(tile.rows, tile.cols), fill=SENTINEL)
+    what = (f"load {dt.name} box {box} element_strides {spec.element_strides} swizzle {spec.swizzle} "
+            f"at {tuple(start)} (tx {tx}, model {spec.box_bytes})")
+    img = _compare_bytes(what, got, want) if not timed_out else ByteCheck(what, dump, -1)
+    nz = np.flatnonzero(got != SENTINEL)
+    return StridedLoad(what=what, model_bytes=spec.box_bytes, tx_bytes=tx, image=img,
+                       written_extent=int(nz[-1]) + 1 if nz.size else 0,
+                       tx_exact=None if timed_out else bool(int(e[1]) == 1), timed_out=timed_out)
+
+
+#: Element-stride cases for the GPU check (dtype, box, element_strides, swizzle), row-major.
+STRIDE_CASES = (
+    ("float16", (64, 64), (1, 1), 0),
+    ("float16", (64, 64), (2, 1), 0),
+    ("float16", (64, 64), (3, 1), 0),
+    ("float16", (64, 64), (8, 1), 0),
+    ("float16", (64, 64), (2, 1), 128),
+    ("float32", (30, 32), (4, 1), 128),
+    ("uint8", (17, 64), (5, 1), 64),
+    ("float16", (4, 16, 64), (2, 3, 1), 0),
+    ("bfloat16", (3, 5, 7, 32), (2, 1, 4, 1), 64),
+)
+
+
 def store_box(tile: SmemTile, shape=(256, 512), start=(0, 0), *, rng=None) -> ByteCheck:
     """TMA-store a random box from a shared-memory image made by ``tile.scatter`` into a poisoned
     ``shape`` tensor at ``start`` (row, col). The in-bound part of the box must equal the data, every

@@ -74,13 +74,17 @@ def test_k_major_core_matrices_without_swizzle():
 # ---- round trips -----------------------------------------------------------------------------------
 
 def _random_descriptor(rng):
+    """A random legal descriptor: with swizzle, the start address in a random 128-byte row of a
+    random pattern; base offset 0 in row 0, else one whose low bits give that row (§9.7.15.5.1.2.2)."""
     sw = int(rng.choice([0, 32, 64, 128]))
-    bo = int(rng.integers(0, 8)) if sw else 0
-    if sw and bo == 0:
-        start = int(rng.integers(0, (1 << 18) // D.PATTERN_BYTES[sw])) * D.PATTERN_BYTES[sw] \
-            + 16 * int(rng.integers(0, 8))
+    if not sw:
+        start, bo = 16 * int(rng.integers(0, 1 << 14)), 0
     else:
-        start = 16 * int(rng.integers(0, 1 << 14))
+        pat = D.PATTERN_BYTES[sw]
+        rows = pat // 128
+        row = int(rng.integers(0, rows))
+        start = int(rng.integers(0, (1 << 18) // pat)) * pat + row * 128 + 16 * int(rng.integers(0, 8))
+        bo = 0 if row == 0 else row + rows * int(rng.integers(0, 8 // rows))
     return WgmmaDescriptor(start, 16 * int(rng.integers(0, 1 << 14)),
                            16 * int(rng.integers(0, 1 << 14)), sw, bo)
 
@@ -132,6 +136,36 @@ def test_unaligned_pattern_is_legal_with_a_base_offset():
     assert D.decode(d.encode()) == d
     with pytest.raises(DescriptorError, match="base_offset=3: this layout model covers"):
         D.read_addresses(d, "K", "float16", 64)
+
+
+@pytest.mark.parametrize("start,sw,bo,match", [
+    (0x400, 128, 3, "base_offset=3 with start_address=0x400 and swizzle=128: the start address lies "
+                    "in the first 128-byte row"),
+    (0x420, 128, 1, "first 128-byte row"),               # a k-step into an aligned pattern
+    (0x580, 128, 2, r"base_offset=2 contradicts start_address=0x580 with swizzle=128: .* = 3"),
+    (0x280, 64, 3, r"base_offset=3 contradicts start_address=0x280 with swizzle=64: .* = 5"),
+    (0x180, 32, 2, r"base_offset=2 contradicts start_address=0x180 .* row 1 of 2"),
+])
+def test_base_offset_must_agree_with_the_start_address(start, sw, bo, match):
+    with pytest.raises(DescriptorError, match=match):
+        WgmmaDescriptor(start, 16, 1024, sw, base_offset=bo)
+    with pytest.raises(DescriptorError):
+        D.decode(D.encode(start, 16, 1024, sw, 0) | (bo << 49))
+
+
+@pytest.mark.parametrize("start,sw", [(0x580, 128), (0x5A0, 128), (0x280, 64), (0x2E0, 64),
+                                      (0x180, 32), (0x1C0, 32)])
+def test_the_isa_base_offset_is_accepted(start, sw):
+    pattern_start = start & ~127
+    bo = (pattern_start >> 7) & 7              # PTX ISA: (pattern start addr >> 0x7) & 0x7
+    d = WgmmaDescriptor(start, 16, 1024, sw, base_offset=bo)
+    assert D.decode(d.encode()) == d
+
+
+@pytest.mark.parametrize("value", [True, False, 1.0, "0", None, -1, 1 << 64, (1 << 64) + 5])
+def test_decode_rejects_non_descriptors(value):
+    with pytest.raises(DescriptorError, match=r"64-bit unsigned integer|outside 0 .. 2\^64-1"):
+        D.decode(value)
 
 
 def test_decode_rejections():

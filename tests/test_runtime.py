@@ -54,6 +54,45 @@ def test_ptxas_warnings_surface():
         compile_mma_sync("float16", MmaSyncTile(128, 128, 64, 64, 32, min_blocks=2))
 
 
+@pytest.mark.parametrize("diag,entry,match", [
+    (1, "diag_setmaxnreg", r"\(C7508\) Potential Performance Loss: 'setmaxnreg' ignored"),
+    (2, "diag_wgmma_serial", r"wgmma.mma_async instructions are serialized"),
+    (2, "diag_wgmma_serial", r"\(C7517\) wgmma.wait_group is injected"),
+    (4, "diag_wgmma_divergent", r"\(C7519\) .*serialized due to .*divergent path"),
+    (3, "diag_spill", r"Registers are spilled to local memory in function 'diag_spill'"),
+])
+@pytest.mark.parametrize("cached", [False, True])
+def test_ptxas_performance_diagnostics_surface(diag, entry, match, cached, tmp_path, monkeypatch):
+    """ptxas prints these at "info" level (spills as "warning"); each must become a
+    PerformanceWarning, on a fresh compile (empty cubin cache) and again when the cubin comes from
+    the cache."""
+    import re
+    import warnings
+    if not cached:
+        monkeypatch.setenv("ASYNCTC_CACHE", str(tmp_path))
+    runtime._memo.clear()
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        compile_kernel("diagnostics.cu", entry, defines={"DIAG": diag})
+    perf = [str(w.message) for w in got if issubclass(w.category, runtime.PerformanceWarning)]
+    assert any(re.search(match, m) for m in perf), perf
+
+
+def test_clean_kernel_has_no_performance_warning():
+    import warnings
+    runtime._memo.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", runtime.PerformanceWarning)
+        compile_kernel("probe.cu", "probe")
+    assert runtime.performance_diagnostics(compile_kernel("probe.cu", "probe").log) == []
+
+
+def test_spills_in_the_resource_report_alone_are_reported():
+    log = ("ptxas info    : Function properties for k\n"
+           "ptxas         .     8 bytes stack frame, 16 bytes spill stores, 24 bytes spill loads\n")
+    assert runtime.performance_diagnostics(log) == ["k: 16 bytes spill stores, 24 bytes spill loads"]
+
+
 def test_resources_parsed():
     from asynctc.mma_sync import compile_mma_sync
     r = compile_mma_sync("float16").resources
@@ -61,7 +100,7 @@ def test_resources_parsed():
 
 
 @pytest.mark.parametrize("grid,block,smem,msg", [
-    (1, 1025, 0, "1025 threads per block"),
+    (1, (32, 33), 0, "1056 threads per block"),
     ((1, 70000), 32, 0, "grid.y"),
     (1, 32, 300 * 1024, "exceeds the device's opt-in shared memory"),
     (0, 32, 0, "positive integers"),
@@ -70,6 +109,97 @@ def test_resources_parsed():
 def test_launch_config_rules(grid, block, smem, msg):
     with pytest.raises(LaunchConfigError, match=msg):
         runtime.check_launch(grid, block, smem)
+
+
+@pytest.mark.parametrize("grid,block,msg", [
+    (1, (1, 1, 128), r"block.z = 128; the limit is 64"),
+    (1, (1, 1025), r"block.y = 1025; the limit is 1024"),
+    (1, (2048,), r"block.x = 2048; the limit is 1024"),
+    ((1, 1, 65536), 32, r"grid.z = 65536"),
+    (2**31, 32, r"grid.x = 2147483648"),
+    (True, 32, r"grid=True: must be 1–3 positive integers \(bools are not dimensions\)"),
+    ((4, False), 32, r"bools are not dimensions"),
+    (1, True, r"block=True"),
+    (1.0, 32, r"grid=1.0: must be 1–3 positive integers"),
+])
+def test_launch_config_limits_per_dimension(grid, block, msg):
+    with pytest.raises(LaunchConfigError, match=msg):
+        runtime.check_launch(grid, block, 0)
+
+
+def test_launch_config_accepts_numpy_integers():
+    import numpy as np
+    runtime.check_launch(np.int64(132), np.int32(128), np.int64(1024))
+    runtime.check_launch((np.uint32(4), 2), (np.int16(32), 4), 0, cluster=np.int64(2))
+    assert runtime.launch_config_kwargs(np.int64(8), np.int32(128))["grid"] == (8, 1, 1)
+    runtime.check_launch(1, (16, 1, 64), 0)          # z = 64 is the limit, allowed
+
+
+@pytest.mark.parametrize("grid,cluster,msg", [
+    (16, 16, r"cluster=\(16, 1, 1\): 16 blocks per cluster; the portable cluster size is at most 8"),
+    ((4, 4), (4, 4), r"16 blocks per cluster"),
+    (6, 4, r"grid.x = 6 is not a multiple of cluster.x = 4"),
+    ((8, 3), (2, 2), r"grid.y = 3 is not a multiple of cluster.y = 2"),
+    (8, 0, r"cluster=0: must be 1–3 positive integers"),
+    (8, True, r"cluster=True"),
+])
+def test_cluster_rules(grid, cluster, msg):
+    with pytest.raises(LaunchConfigError, match=msg):
+        runtime.check_launch(grid, 128, 0, cluster=cluster)
+    with pytest.raises(LaunchConfigError, match=msg):
+        runtime.launch_config_kwargs(grid, 128, 0, cluster=cluster)
+
+
+def test_cluster_launch_config_counts_clusters():
+    """cuda.core 1.2's LaunchConfig takes the grid in clusters when a cluster is given."""
+    kw = runtime.launch_config_kwargs((132, 2), 128, 1024, cluster=(2, 1))
+    assert kw == {"grid": (66, 2, 1), "block": (128, 1, 1), "shmem_size": 1024,
+                  "cluster": (2, 1, 1)}
+    assert runtime.launch_config_kwargs(8, 64) == {"grid": (8, 1, 1), "block": (64, 1, 1),
+                                                   "shmem_size": 0}
+    from cuda.core import LaunchConfig
+    assert "cluster" in LaunchConfig.__init__.__doc__ and hasattr(LaunchConfig, "cluster")
+    assert "number of clusters" in LaunchConfig.__doc__
+
+
+def test_no_gpu_error_message_is_not_doubled(monkeypatch):
+    monkeypatch.setenv("ASYNCTC_MODE", "replay")
+    runtime.device.cache_clear()
+    with pytest.raises(runtime.NoGPUError) as e:
+        runtime.device()
+    msg = str(e.value)
+    assert msg == "cannot open GPU 0: ASYNCTC_MODE=replay is set"
+    monkeypatch.delenv("ASYNCTC_MODE")
+    monkeypatch.setattr(runtime, "device_info", lambda: None)
+    with pytest.raises(runtime.NoGPUError) as e:
+        runtime.device()
+    assert str(e.value) == "cannot open GPU 0: no GPU on this machine"
+
+
+@pytest.mark.parametrize("source", ["/etc/hostname", "../core/runtime.py", "ptx/../../__init__.py",
+                                    "../kernels/probe.cu", "", None])
+def test_compile_kernel_only_reads_kernels_dir(source):
+    with pytest.raises(ValueError, match=r"source=.*(relative path inside kernels/|file name under)"):
+        compile_kernel(source, "probe")
+
+
+@pytest.mark.parametrize("source", ["/etc/hostname", "../core/runtime.py"])
+def test_show_source_only_reads_kernels_dir(source):
+    from asynctc.core import notebook
+    with pytest.raises(ValueError, match=r"relative path inside kernels/"):
+        notebook.show_source(source)
+    assert "mbarrier_init" in notebook.show_source("ptx/mbarrier.cuh").data
+
+
+def test_compile_kernel_refuses_a_link_out_of_kernels(tmp_path, monkeypatch):
+    outside = tmp_path / "outside.cu"
+    outside.write_text('extern "C" __global__ void probe() {}\n')
+    kdir = tmp_path / "kernels"
+    kdir.mkdir()
+    (kdir / "link.cu").symlink_to(outside)
+    monkeypatch.setattr(runtime, "KERNEL_DIR", kdir)
+    with pytest.raises(ValueError, match=r"source='link.cu': resolves to .*outside kernels/"):
+        compile_kernel("link.cu", "probe")
 
 
 def test_mode_override(monkeypatch):

@@ -56,12 +56,40 @@ def test_address_null():
     bad(r"address=0: globalAddress must be a non-null", address=0)
 
 
+@pytest.mark.parametrize("addr", [2**64, 2**64 + 256, 2**70])
+def test_address_beyond_64_bits(addr):
+    bad(r"globalAddress must be < 2\^64", address=addr)
+
+
+@pytest.mark.parametrize("addr", [float(ADDR), "0x7f0000000000", None, True])
+def test_address_not_an_integer(addr):
+    msg = bad(r"globalAddress must be an integer device address", address=addr)
+    assert "non-null" not in msg
+
+
+def test_box_beyond_the_tx_count_range():
+    # 256 x 256 x 16 fp16 = 2 MiB in one load: more than an mbarrier phase can count (2^20 - 1)
+    bad(r"box=\(16, 256, 256\): one load of this box writes 2097152 bytes, more than an mbarrier",
+        shape=(64, 256, 256), box=(16, 256, 256))
+
+
+def test_box_beyond_shared_memory():
+    # 256 x 256 fp32 = 256 KiB: within the tx-count range, beyond 227 KiB of shared memory
+    bad(r"box=\(256, 256\): one load of this box fills 262144 bytes of shared memory",
+        shape=(512, 512), dtype="float32", box=(256, 256))
+    # the swizzle padding counts: 2048 rows of 16 bytes padded to 128-byte rows = 256 KiB
+    bad(r"fills 262144 bytes of shared memory \(swizzle padding included\)",
+        shape=(16, 512, 64), box=(8, 256, 8), swizzle=128)
+    assert ok(shape=(512, 512), dtype="float32", box=(227, 256)).box_bytes == 227 * 1024
+
+
 def test_address_alignment():
     bad(r"address='0x7f0000000008': globalAddress must be 16-byte aligned", address=ADDR + 8)
 
 
 def test_global_dim_range():
-    bad(r"shape\[0\]=0: every globalDim must be in 1 .. 2\^31", shape=(0, 512))
+    msg = bad(r"shape\[0\]=0: every globalDim must be in 1 .. 2\^31", shape=(0, 512))
+    assert "CUDA 13.5" in msg and "2^32" in msg       # the limit says which document it rests on
     bad(r"shape\[1\]=2147483649: every globalDim", shape=(4, 2**31 + 1), box=(4, 64),
         strides=(2**33, 2))
 
@@ -118,6 +146,68 @@ def test_element_strides(es, i, v):
 
 def test_element_strides_box_bytes():
     assert ok(box=(64, 64), element_strides=(2, 1)).box_bytes == 32 * 64 * 2
+
+
+def test_innermost_element_stride_is_refused():
+    # The driver ignores elementStrides[0] (innermost): TMA would write the whole 64x64 fp16 box,
+    # 8192 bytes, and an expect_tx of 4096 would complete the phase early.
+    msg = bad(r"element_strides\[-1\]=2: the innermost element stride must be 1",
+              shape=(256, 256), box=(64, 64), element_strides=(1, 2))
+    assert "all 64 inner elements" in msg
+
+
+def test_outer_element_stride_tile_agrees_with_box_bytes():
+    s = ok(shape=(256, 256), box=(64, 64), element_strides=(2, 1))
+    assert s.loaded_box == (32, 64)
+    assert s.box_bytes == 4096
+    assert s.smem_tile() == SmemTile(32, 64, "float16", 0)
+    assert s.smem_tile().box_bytes == s.box_bytes
+
+
+def _loaded_by_traversal(box, es):
+    """Brute force, independent of the model: walk the box coordinate by coordinate and keep
+    those the traversal stride lands on (the innermost stride is ignored by the driver)."""
+    import itertools
+    es = tuple(es[:-1]) + (1,)
+    kept = [c for c in itertools.product(*(range(b) for b in box))
+            if all(ci % e == 0 for ci, e in zip(c, es))]
+    return len(kept), {c[:-1] for c in kept}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_element_stride_byte_accounting_property(seed):
+    """For many legal (dtype, rank, box, element strides, swizzle): the expect_tx count, the
+    shared-memory tile and the brute-force traversal agree."""
+    rng = np.random.default_rng(seed)
+    dt = ["uint8", "float16", "bfloat16", "float32", "float64"][seed % 5]
+    size = np.dtype("float64").itemsize if dt == "float64" else {"uint8": 1, "float32": 4}.get(dt, 2)
+    rank = 1 + seed % 4
+    sw = [0, 32, 64, 128][int(rng.integers(0, 4))]
+    span = sw or 128
+    inner = int(rng.integers(1, span // 16 + 1)) * 16 // size
+    box = tuple(int(rng.integers(1, 12)) for _ in range(rank - 1)) + (inner,)
+    es = tuple(int(rng.integers(1, 9)) for _ in range(rank - 1)) + (1,)
+    s = ok(shape=tuple(4 * b for b in box), dtype=dt, box=box, element_strides=es, swizzle=sw)
+    n_elems, rows = _loaded_by_traversal(box, es)
+    assert s.box_bytes == n_elems * size
+    tile = s.smem_tile()
+    assert tile.box_bytes == s.box_bytes
+    assert tile.rows == len(rows) and tile.cols == box[-1]
+    assert tile.size_bytes == tile.rows * (sw or inner * size)
+
+
+@pytest.mark.parametrize("es", [(1, 2), (2, 2), (1, 8), (3, 1, 4)])
+def test_every_innermost_stride_other_than_one_is_refused(es):
+    kw = dict(shape=(16, 256, 256), box=(4, 64, 64)) if len(es) == 3 else dict(shape=(256, 256))
+    bad(rf"element_strides\[-1\]={es[-1]}", element_strides=es, **kw)
+
+
+def test_strided_box_model_matches_numpy(rng):
+    s = ok(shape=(40, 64), box=(16, 32), element_strides=(3, 1))
+    host = rng.standard_normal((40, 64)).astype(np.float16)
+    got = tma.strided_box(host, (5, 16), s)
+    assert got.shape == (6, 32)
+    np.testing.assert_array_equal(got, host[5:21:3, 16:48])
 
 
 def test_oob_fill():

@@ -135,3 +135,37 @@ def test_copy_variants_correct(box):
         cb.launcher(cfg)()
         c = cb.check(cfg.name)
         assert c.passed, c.as_dict()
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
+def test_tx_probe_variant_compiles(rank):
+    ck = tma.compile_tma("tma_load_dump", RANK=rank, TX_PROBE=1, MAX_TRIES=200000)
+    assert "SYNCS.ARRIVE" in tma.kernel_sass(ck)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", tma.STRIDE_CASES, ids=str)
+def test_tma_element_strides_write_what_the_model_says(case, rng):
+    dt, box, es, sw = case
+    r = tma.load_strided(dt, box, es, swizzle=sw, rng=rng)
+    assert r.passed, r.as_dict()
+
+
+@pytest.mark.gpu
+def test_tma_ignores_the_innermost_element_stride(rng):
+    # encoded behind validate's back: the driver loads the whole inner box (8192 bytes, not 4096)
+    r = tma.load_strided("float16", (64, 64), (1, 1), shape=(256, 256), unchecked_inner_stride=2,
+                         rng=rng)
+    assert r.model_bytes == 8192 and r.passed, r.as_dict()
+    early = tma.load_strided("float16", (64, 64), (1, 1), shape=(256, 256),
+                             unchecked_inner_stride=2, tx_delta=-4096, rng=rng)
+    assert early.timed_out or early.tx_exact is False, early.as_dict()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("delta", [-16, 16])
+def test_tx_probe_can_fail(delta, rng):
+    r = tma.load_strided("float16", (64, 64), (2, 1), tx_delta=delta, rng=rng)
+    # too many bytes: the phase never completes (timeout); too few: it completes early, or the
+    # tx-count overshoots below zero and it never completes — never "exact"
+    assert not r.passed and (r.timed_out or r.tx_exact is False), r.as_dict()

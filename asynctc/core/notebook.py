@@ -26,10 +26,11 @@ def banner(arch: str = "sm_90a") -> None:
 def show_source(target, start: str | None = None, end: str | None = None):
     """Display a kernel's CUDA C++ source (a :class:`~asynctc.core.runtime.CompiledKernel` or a file name
     under ``asynctc/kernels/``), optionally only from the first line matching ``start`` up to the
-    first later line matching ``end`` (regular expressions)."""
+    first later line matching ``end`` (regular expressions). A file name outside ``kernels/``
+    (absolute, ``..``) raises :class:`ValueError` (:func:`~asynctc.core.runtime.kernel_path`)."""
     from IPython.display import Code
     text = target.source_text() if hasattr(target, "source_text") else \
-        (runtime.KERNEL_DIR / target).read_text()
+        runtime.kernel_path(target).read_text()
     if start:
         lines = text.splitlines()
         i = next((k for k, ln in enumerate(lines) if re.search(start, ln)), None)

@@ -12,8 +12,10 @@ Everything the chapters need to turn a ``.cu`` file under ``asynctc/kernels/`` i
 * :func:`compile_kernel` compiles a kernel file with :class:`cuda.core.Program` to **cubin** for an
   explicit architecture (``sm_90a``, ``sm_100a``; never PTX for the driver to JIT), with include
   directories found by :mod:`cuda.pathfinder`, compile-time parameters as ``-D`` defines, and cubins
-  cached on disk by :class:`cuda.core.utils.FileStreamProgramCache`. ptxas's resource report is kept
-  and its warnings are surfaced as Python warnings (for example C7508, "setmaxnreg ignored").
+  cached on disk by :class:`cuda.core.utils.FileStreamProgramCache`. ptxas's resource report is kept;
+  its diagnostics that mean lost performance (C7508 "setmaxnreg ignored", wgmma serialization,
+  injected wgmma waits, spills — most printed at "info" level) become :class:`PerformanceWarning`,
+  its other warnings :class:`UserWarning`.
 * :func:`launch` launches a compiled kernel, raising the dynamic shared-memory limit first when a
   launch asks for more than 48 KiB (``cuKernelSetAttribute``, CUDA driver API), after checking the
   launch configuration against the device's limits.
@@ -56,6 +58,14 @@ class CompileError(AsyncTCError):
 
 class NoGPUError(AsyncTCError):
     """A live run was asked for where no GPU of the needed architecture is present."""
+
+
+class PerformanceWarning(UserWarning):
+    """ptxas reported something that costs performance: a ``setmaxnreg`` it ignored (C7508),
+    wgmma instructions it serialized (C7510/C7511/...: "Potential Performance Loss"), a
+    ``wgmma.wait_group`` it injected (C7517), or registers spilled to local memory. Raised as a
+    warning by :func:`compile_kernel`; turn it into an error with
+    ``warnings.simplefilter("error", PerformanceWarning)``."""
 
 
 class LaunchConfigError(AsyncTCError, ValueError):
@@ -195,7 +205,7 @@ def why_not_live(arch: str = "sm_90a") -> str:
 def device():
     """The :class:`cuda.core.Device` for GPU 0, made current. Raises :class:`NoGPUError` without one."""
     if device_info() is None:
-        raise NoGPUError("no GPU on this machine: " + why_not_live())
+        raise NoGPUError(f"cannot open GPU 0: {why_not_live()}")
     from cuda.core import Device
     d = Device(0)
     d.set_current()
@@ -318,7 +328,7 @@ class CompiledKernel:
 
     def source_text(self) -> str:
         """The CUDA C++ source this kernel was compiled from."""
-        return (KERNEL_DIR / self.source).read_text()
+        return kernel_path(self.source).read_text()
 
 
 _loaded: dict[tuple[bytes, str], Any] = {}
@@ -344,6 +354,26 @@ def _fmt_define(k: str, v: Any) -> str:
 _memo: dict[tuple, CompiledKernel] = {}
 
 
+def kernel_path(source: str) -> Path:
+    """The file ``asynctc/kernels/<source>``; ``source`` is a relative path inside ``kernels/``.
+
+    Raises :class:`ValueError` for a non-string, an absolute path, a path with ``..``, a path that
+    resolves (through links) outside ``kernels/``, or a missing file."""
+    if not isinstance(source, str) or not source:
+        raise ValueError(f"source={source!r}: must be a file name under {KERNEL_DIR.name}/")
+    rel = Path(source)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"source={source!r}: must be a relative path inside {KERNEL_DIR.name}/ "
+                         "(no absolute paths, no '..'): the course compiles only its own kernels")
+    root = KERNEL_DIR.resolve()
+    path = (root / rel).resolve()
+    if path != root and root not in path.parents:
+        raise ValueError(f"source={source!r}: resolves to {path}, outside {KERNEL_DIR.name}/")
+    if not path.is_file():
+        raise ValueError(f"source={source!r}: no such kernel file under {KERNEL_DIR.name}/")
+    return path
+
+
 def compile_kernel(source: str, name: str, arch: str = "sm_90a",
                    defines: dict[str, Any] | None = None,
                    extra_options: dict[str, Any] | None = None) -> CompiledKernel:
@@ -360,15 +390,16 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
     Works without a GPU. The cubin is cached on disk, keyed by source, headers, options, arch and
     NVRTC version (:func:`cuda.core.utils.make_program_cache_key`).
 
-    Raises :class:`ValueError` for an unknown arch or missing file, and :class:`CompileError` with
-    the NVRTC log when compilation fails. ptxas warnings become :class:`UserWarning`.
+    Raises :class:`ValueError` for an unknown arch, a missing file or a ``source`` outside
+    ``kernels/`` (an absolute path, ``..``, a link leading out), and :class:`CompileError` with
+    the NVRTC log when compilation fails. ptxas diagnostics that mean lost performance become
+    :class:`PerformanceWarning` (see :func:`performance_diagnostics`), its other warnings
+    :class:`UserWarning`; both again on every cache hit.
     """
     if arch not in ARCH_CC:
         raise ValueError(f"arch={arch!r}: the course compiles for {sorted(ARCH_CC)} "
                          "(real architectures only, so the result is cubin, never PTX)")
-    path = KERNEL_DIR / source
-    if not path.is_file():
-        raise ValueError(f"source={source!r}: no such kernel file under {KERNEL_DIR.name}/")
+    path = kernel_path(source)
     defines = dict(defines or {})
     memo_key = (source, name, arch, tuple(sorted(defines.items())),
                 tuple(sorted((extra_options or {}).items())))
@@ -422,8 +453,44 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
     return ck
 
 
+#: ptxas lines that mean lost performance, whatever their level (most are "info"), as measured
+#: with NVRTC 13.5 on kernels/diagnostics.cu:
+#:   (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count
+#:           at entry.
+#:   (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due to
+#:           insufficient register resources for the wgmma pipeline in the function '...'
+#:   (C7519) Potential Performance Loss: wgmma.mma_async instructions are serialized due to
+#:           program dependence on compiler-inserted WG.AR in divergent path in the function '...'
+#:   (C7517) wgmma.wait_group is injected in around line N by compiler to allow use of registers
+#:           defined by GMMA in function '...'
+#:   warning : Registers are spilled to local memory in function '...', N bytes spill stores, ...
+#: "Potential Performance Loss" also covers the other serialization reasons ptxas gives (extern
+#: calls, non-wgmma instructions defining accumulators, ...).
+_PERF_PATTERNS = (r"Potential Performance Loss", r"\bseriali[sz]ed\b", r"wgmma\.wait_group is injected",
+                  r"\bspill(?:ed|s)?\b.*\blocal memory\b", r"setmaxnreg.*ignored")
+
+
+def performance_diagnostics(log: str) -> list[str]:
+    """The lines of a ptxas log that mean lost performance (see :class:`PerformanceWarning`): the
+    patterns above, and every function whose resource report shows spill stores or loads."""
+    out = []
+    for line in log.replace("\x00", "").splitlines():
+        if any(re.search(p, line) for p in _PERF_PATTERNS):
+            out.append(line.strip())
+    for fn, r in parse_ptxas(log).items():
+        if (r.spill_stores or r.spill_loads) and not any(fn in o and "spill" in o for o in out):
+            out.append(f"{fn}: {r.spill_stores} bytes spill stores, {r.spill_loads} bytes spill "
+                       "loads")
+    return out
+
+
 def _surface_warnings(log: str, source: str) -> None:
-    for line in log.splitlines():
+    perf = performance_diagnostics(log)
+    for line in perf:
+        warnings.warn(f"{source}: {line}", PerformanceWarning, stacklevel=3)
+    for line in log.replace("\x00", "").splitlines():
+        if line.strip() in perf:
+            continue
         if re.search(r"\bwarning\b", line, re.IGNORECASE):
             warnings.warn(f"{source}: {line.strip()}", UserWarning, stacklevel=3)
 
@@ -434,31 +501,83 @@ def _surface_warnings(log: str, source: str) -> None:
 
 STATIC_SMEM_LIMIT = 48 * 1024
 
+#: Block limits of compute capability 9.0 / 10.0 (CUDA C++ Programming Guide, "Compute
+#: Capabilities", table "Technical Specifications per Compute Capability"): x and y ≤ 1024,
+#: z ≤ 64, at most 1024 threads; grid x ≤ 2^31 − 1, y and z ≤ 65535.
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS = 1024
+MAX_GRID = (2**31 - 1, 65535, 65535)
+#: Thread block clusters: "a maximum of 8 thread blocks in a cluster is supported as a portable
+#: cluster size" (CUDA C++ Programming Guide, "Thread Block Clusters"); larger, non-portable sizes
+#: need CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, which the course does not set. The
+#: grid (in blocks) must be a multiple of the cluster in every dimension (same section; the
+#: driver launches it through CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION of cuLaunchKernelEx).
+MAX_CLUSTER = 8
 
-def _as3(x: int | Sequence[int], what: str) -> tuple[int, int, int]:
-    t = (x,) if isinstance(x, int) else tuple(x)
-    if not 1 <= len(t) <= 3 or any((not isinstance(v, int)) or v < 1 for v in t):
-        raise LaunchConfigError(f"{what}={x!r}: must be 1–3 positive integers")
-    return tuple(t) + (1,) * (3 - len(t))  # type: ignore[return-value]
+
+def _is_int(v) -> bool:
+    import numbers
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
-def check_launch(grid, block, shmem_bytes: int, compiled: CompiledKernel | None = None) -> None:
+def _as3(x, what: str) -> tuple[int, int, int]:
+    """1–3 positive integers (Python or numpy integers; never bools) → a 3-tuple of ints."""
+    t = (x,) if _is_int(x) or isinstance(x, bool) else x
+    try:
+        t = tuple(t)
+    except TypeError:
+        raise LaunchConfigError(f"{what}={x!r}: must be 1–3 positive integers") from None
+    if not 1 <= len(t) <= 3 or any(not _is_int(v) or v < 1 for v in t):
+        raise LaunchConfigError(f"{what}={x!r}: must be 1–3 positive integers (bools are not "
+                                "dimensions)")
+    return tuple(int(v) for v in t) + (1,) * (3 - len(t))  # type: ignore[return-value]
+
+
+def check_launch(grid, block, shmem_bytes: int, compiled: CompiledKernel | None = None,
+                 cluster=None) -> None:
     """Check a launch configuration against CUDA's limits before the driver sees it.
 
-    Rules (CUDA C++ Programming Guide, "Compute Capabilities" table): at most 1024 threads per
-    block; grid.x < 2^31, grid.y and grid.z ≤ 65535; dynamic shared memory ≤ the device's opt-in
-    maximum per block (227 KiB on sm_90) minus the kernel's static shared memory.
+    ``grid`` (in blocks, as in CUDA C++), ``block`` and ``cluster`` (blocks per cluster, or None):
+    an int or 1–3 ints (Python or numpy integers; bools are refused). Rules (CUDA C++ Programming
+    Guide, "Compute Capabilities", :data:`MAX_BLOCK`, :data:`MAX_GRID`): block x, y ≤ 1024, z ≤ 64,
+    at most 1024 threads per block; grid x ≤ 2^31 − 1, y, z ≤ 65535; dynamic shared memory ≥ 0
+    and ≤ the device's opt-in maximum per block (227 KiB on sm_90) minus the kernel's static
+    shared memory. Clusters (:data:`MAX_CLUSTER`, "Thread Block Clusters"): each dimension ≤ 8,
+    at most 8 blocks per cluster (portable size), the grid a multiple of the cluster in every
+    dimension, and a kernel compiled for compute capability ≥ 9.0.
     Raises :class:`LaunchConfigError` naming the field, value and rule.
     """
     g = _as3(grid, "grid")
     b = _as3(block, "block")
+    for i, ax in enumerate("xyz"):
+        if b[i] > MAX_BLOCK[i]:
+            raise LaunchConfigError(f"block={b}: block.{ax} = {b[i]}; the limit is {MAX_BLOCK[i]} "
+                                    "(CUDA C++ Programming Guide, Compute Capabilities)")
     threads = b[0] * b[1] * b[2]
-    if threads > 1024:
-        raise LaunchConfigError(f"block={b}: {threads} threads per block; the limit is 1024")
-    if g[0] >= 2**31 or g[1] > 65535 or g[2] > 65535:
-        raise LaunchConfigError(f"grid={g}: grid.x must be < 2^31 and grid.y, grid.z ≤ 65535")
-    if shmem_bytes < 0:
-        raise LaunchConfigError(f"shmem_bytes={shmem_bytes}: must be ≥ 0")
+    if threads > MAX_THREADS:
+        raise LaunchConfigError(f"block={b}: {threads} threads per block; the limit is {MAX_THREADS}")
+    for i, ax in enumerate("xyz"):
+        if g[i] > MAX_GRID[i]:
+            raise LaunchConfigError(f"grid={g}: grid.{ax} = {g[i]}; grid.x must be ≤ 2^31 − 1 and "
+                                    "grid.y, grid.z ≤ 65535 (CUDA C++ Programming Guide, Compute "
+                                    "Capabilities)")
+    if cluster is not None:
+        c = _as3(cluster, "cluster")
+        if any(v > MAX_CLUSTER for v in c) or c[0] * c[1] * c[2] > MAX_CLUSTER:
+            raise LaunchConfigError(f"cluster={c}: {c[0] * c[1] * c[2]} blocks per cluster; the "
+                                    f"portable cluster size is at most {MAX_CLUSTER} blocks "
+                                    "(CUDA C++ Programming Guide, Thread Block Clusters)")
+        for i, ax in enumerate("xyz"):
+            if g[i] % c[i]:
+                raise LaunchConfigError(f"grid={g}, cluster={c}: grid.{ax} = {g[i]} is not a "
+                                        f"multiple of cluster.{ax} = {c[i]}; the grid must be a "
+                                        "whole number of clusters (CUDA C++ Programming Guide, "
+                                        "Thread Block Clusters)")
+        if compiled is not None and ARCH_CC[compiled.arch] < (9, 0):
+            raise LaunchConfigError(f"cluster={c}: {compiled.name} is compiled for "
+                                    f"{compiled.arch}; clusters need compute capability ≥ 9.0")
+    if not _is_int(shmem_bytes) or shmem_bytes < 0:
+        raise LaunchConfigError(f"shmem_bytes={shmem_bytes!r}: must be ≥ 0 (an integer)")
     info = device_info()
     limit = info.smem_optin_bytes if info else 227 * 1024
     static = compiled.resources.shared_bytes if compiled else 0
@@ -468,24 +587,42 @@ def check_launch(grid, block, shmem_bytes: int, compiled: CompiledKernel | None 
             f"memory per block, {limit} bytes")
 
 
+def launch_config_kwargs(grid, block, shmem_bytes: int = 0, cluster=None) -> dict:
+    """Keyword arguments for :class:`cuda.core.LaunchConfig` (cuda.core 1.2), after
+    :func:`check_launch`. ``grid`` is in blocks, as everywhere in asynctc; with a ``cluster``,
+    cuda.core's ``grid`` counts *clusters* ("When cluster is specified, the grid parameter
+    represents the number of clusters (not blocks)", ``LaunchConfig`` docstring), so it is divided
+    here. Returns {"grid", "block", "shmem_size"[, "cluster"]} with 3-tuples of ints."""
+    check_launch(grid, block, shmem_bytes, cluster=cluster)
+    g, b = _as3(grid, "grid"), _as3(block, "block")
+    kw: dict[str, Any] = {"grid": g, "block": b, "shmem_size": int(shmem_bytes)}
+    if cluster is not None:
+        c = _as3(cluster, "cluster")
+        kw["grid"] = tuple(gi // ci for gi, ci in zip(g, c))
+        kw["cluster"] = c
+    return kw
+
+
 def launch(compiled: CompiledKernel, grid, block, *args, shmem_bytes: int = 0, stream=None,
            cluster=None) -> None:
     """Launch ``compiled`` on ``stream`` (default: :func:`default_stream`).
 
-    ``args`` are passed to :func:`cuda.core.launch` (device arrays are passed by pointer; numpy
-    scalars carry their C type). Dynamic shared memory above 48 KiB is enabled first with
+    ``grid`` in blocks; ``cluster`` blocks per cluster (None: no cluster), checked by
+    :func:`check_launch` and passed to cuda.core by :func:`launch_config_kwargs`. ``args`` are
+    passed to :func:`cuda.core.launch` (device arrays are passed by pointer; numpy scalars carry
+    their C type). Dynamic shared memory above 48 KiB is enabled first with
     ``cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`` (CUDA driver API).
     Raises :class:`LaunchConfigError` before launching when the configuration breaks a limit, and
     :class:`NoGPUError` without a GPU of the kernel's arch.
     """
     from cuda.core import LaunchConfig
     from cuda.core import launch as _launch
-    check_launch(grid, block, shmem_bytes, compiled)
+    check_launch(grid, block, shmem_bytes, compiled, cluster=cluster)
+    kw = launch_config_kwargs(grid, block, shmem_bytes, cluster)
     k = compiled.kernel()
     if shmem_bytes + compiled.resources.shared_bytes > STATIC_SMEM_LIMIT:
-        _set_max_dynamic_smem(k, shmem_bytes)
-    cfg = LaunchConfig(grid=grid, block=block, shmem_size=shmem_bytes,
-                       **({"cluster": cluster} if cluster else {}))
+        _set_max_dynamic_smem(k, int(shmem_bytes))
+    cfg = LaunchConfig(**kw)
     s = stream if stream is not None else default_stream()
     _launch(s, cfg, k, *[_arg(a) for a in args])
 

@@ -26,6 +26,9 @@
 #ifndef RANK
 #define RANK 2          // rank of the tensor map used by tma_load_dump / tma_store_raw (1..5)
 #endif
+#ifndef TX_PROBE
+#define TX_PROBE 0      // 1: tma_load_dump also checks that tx_bytes equalled the bytes written (err[1])
+#endif
 #ifndef MAX_TRIES
 #define MAX_TRIES 10000000u  // try_wait rounds before a bounded wait gives up (also bounded by 2 s)
 #endif
@@ -75,9 +78,11 @@ __device__ __forceinline__ unsigned char* aligned_tile(u32 align) {
 // tma_load_dump: grid 1, any block size. Shared memory needs dump_bytes + 1024.
 //   out[0 .. dump_bytes)  the tile's shared memory after the load (bytes not written by the TMA keep
 //                         the sentinel 0xA5 written first)
-//   err                   0, or an error code (ASYNCTC_ERR_MBARRIER_TIMEOUT | tag << 8)
-// tx_bytes must be the box's bytes (every box dimension × element size): the TMA always signals
-// the whole box, out-of-bound part included.
+//   err                   err[0]: 0, or an error code (ASYNCTC_ERR_MBARRIER_TIMEOUT | tag << 8);
+//                         err[1] with TX_PROBE=1: 1 if tx_bytes was exact, 2 if not (see below)
+// tx_bytes must be the box's bytes (every loaded box dimension × element size; with element
+// strides, ceil(box[i] / stride[i]) along each outer dimension): the TMA always signals the whole
+// box, out-of-bound part included.
 extern "C" __global__ void tma_load_dump(const __grid_constant__ TmaDesc tmap, int c0, int c1,
                                          int c2, int c3, int c4, u32 tx_bytes, unsigned char* __restrict__ out,
                                          u32 dump_bytes, u32* err) {
@@ -99,6 +104,23 @@ extern "C" __global__ void tma_load_dump(const __grid_constant__ TmaDesc tmap, i
   const bool ok = mbarrier_wait_parity_bounded(bar, 0, MAX_TRIES, err, 1);
   if (!ok) return;
   for (u32 i = threadIdx.x; i < dump_bytes; i += blockDim.x) out[i] = tile[i];
+#if TX_PROBE
+  // Was tx_bytes exactly what the TMA wrote? Phase 0 completed above, so the barrier is in phase 1
+  // (pending count 1, tx-count 0 if the bytes matched). Bytes the TMA signals after an early
+  // completion (tx_bytes too small) land in phase 1 and leave its tx-count negative. After a pause
+  // that lets any such complete_tx arrive, one plain arrival must complete phase 1 at once iff its
+  // tx-count is 0. err[1] = 1: exact; 2: phase 1 did not complete (tx-count not 0).
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const u64 t0 = globaltimer();
+    while (globaltimer() - t0 < 50000ull) {   // 50 µs
+    }
+    mbarrier_arrive(bar);
+    bool done = false;
+    for (int i = 0; i < 1000 && !done; ++i) done = mbarrier_test_wait_parity(bar, 1);
+    err[1] = done ? 1u : 2u;
+  }
+#endif
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -204,9 +204,18 @@ class WgmmaDescriptor:
     * ``base_offset`` — 0..7 (bits 49-51), non-zero only when the swizzle pattern does not start
       on its repeat boundary; must be 0 without swizzle.
 
+    The base-offset rule (§9.7.15.5.1.2.2): it is 0 when the repeating pattern starts on its
+    boundary (1024 / 512 / 256 bytes for 128 / 64 / 32-byte swizzle), otherwise non-zero and
+    ``(pattern start addr >> 0x7) & 0x7``. The pattern starts at the 128-byte row of the start
+    address (a K-major step moves the start inside that row; MN-major steps move it by whole
+    patterns), so the start address fixes the row phase ``(start_address >> 7) % (pattern / 128)``
+    and the base offset must agree with it in those low bits.
+
     Raises :class:`DescriptorError` when a value is not a multiple of 16, overflows its field, or
-    when, with ``base_offset`` 0, the start address lies past the first 128-byte row of a swizzle
-    pattern (the tile base was not aligned to 1024/512/256 bytes for 128/64/32-byte swizzle).
+    contradicts the base-offset rule: ``base_offset`` 0 with the start address past the first
+    128-byte row of a pattern (the tile base was not aligned to 1024/512/256 bytes), a non-zero
+    ``base_offset`` for a pattern that starts on its boundary, or one whose low bits disagree with
+    the start address's row phase.
     """
 
     start_address: int
@@ -232,6 +241,25 @@ class WgmmaDescriptor:
             raise DescriptorError(f"base_offset={bo} with swizzle=0: the matrix base offset is "
                                   f"valid for the swizzled modes only; without swizzle it must be 0 "
                                   f"({SECTION})")
+        if sw and bo:
+            pat = PATTERN_BYTES[sw]
+            rows = pat // 128
+            phase = (self.start_address >> 7) % rows
+            if phase == 0:
+                raise DescriptorError(
+                    f"base_offset={bo} with start_address={self.start_address:#x} and swizzle={sw}: "
+                    f"the start address lies in the first 128-byte row of a {pat}-byte swizzle "
+                    f"pattern that starts on a {pat}-byte boundary, where the base offset must be "
+                    f"0 ({SECTION}: \"the value of base offset is 0 when the repeating pattern ... "
+                    "starts\" on that boundary)")
+            if bo % rows != phase:
+                raise DescriptorError(
+                    f"base_offset={bo} contradicts start_address={self.start_address:#x} with "
+                    f"swizzle={sw}: a pattern starting at the start address's 128-byte row "
+                    f"({self.start_address & ~127:#x}) has base offset (pattern start addr >> 7) & 7 "
+                    f"= {(self.start_address >> 7) & 7} (its row {phase} of {rows} in the {pat}-byte "
+                    f"pattern; base_offset must agree in its low {rows.bit_length() - 1} bit(s)) "
+                    f"({SECTION})")
         if sw and bo == 0:
             pat = PATTERN_BYTES[sw]
             into = self.start_address % pat

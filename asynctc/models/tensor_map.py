@@ -18,16 +18,25 @@ field                  rule (cuTensorMapEncodeTiled, CUDA 13 driver API document
 =====================  =====================================================================
 rank                   1 ≤ tensorRank ≤ 5
 dtype                  one of CUtensorMapDataType (8-bit types travel as UINT8)
-address                globalAddress non-null and 16-byte aligned
-shape                  every globalDim in 1 .. 2^31
+address                an integer, 0 < globalAddress < 2^64, 16-byte aligned
+shape                  every globalDim in 1 .. 2^31 (see :data:`MAX_DIM` for the source)
 strides                every globalStride (bytes, all but the innermost dimension) a multiple
                        of 16 and < 2^40; the innermost dimension contiguous. Strides of
                        dimensions of size 1 are never used, so they are not checked and are
                        replaced by a legal value before encoding.
 box                    every boxDim in 1 .. 256; boxDim[0] × element size a multiple of 16 bytes
 swizzle                0 / 32 / 64 / 128 bytes; when swizzled, boxDim[0] × element size ≤ the span
-element_strides        every elementStride in 1 .. 8
+element_strides        every elementStride in 1 .. 8; the innermost one must be 1 (PTX ISA
+                       §5.5.3.2 "Traversal-Stride": 1 in dimension 0 for non-interleaved
+                       layouts; the driver ignores it, "TMA doesn't support the stride for
+                       dimension zero", so a stride there would silently load the whole inner
+                       box dimension)
 oob_fill               "zero", or "nan" (NAN_REQUEST_ZERO_FMA) only for floating-point types
+box bytes              (not a driver rule: what one load may do) the bytes one load writes,
+                       :attr:`TensorMapSpec.box_bytes`, ≤ 2^20 − 1 (the mbarrier tx-count range,
+                       PTX ISA "mbarrier: tx-count") and ≤ 227 KiB (the largest shared memory
+                       one block may opt in to on sm_90, CUDA C++ Programming Guide, "Compute
+                       Capabilities"); the smem tile with its swizzle padding ≤ 227 KiB too
 =====================  =====================================================================
 
 Order convention: everything here is **row-major, outermost first**, like numpy shapes (the driver's
@@ -56,10 +65,21 @@ DATA_TYPES = {
 FLOAT_TYPES = {"FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64"}
 
 MAX_RANK = 5
+#: globalDim limit. The cuda.h of CUDA 13.5 (the toolkit headers the course installs from pip)
+#: documents cuTensorMapEncodeTiled's globalDim as "non-zero and less than or equal to 2^31"; the
+#: cuda.h of CUDA 13.0 (the H200's driver generation) and older online copies say 2^32. The course
+#: enforces the stricter 2^31 of the newer text (nothing it does needs larger dimensions); it has
+#: not measured which of the two the driver actually enforces.
 MAX_DIM = 2**31
 MAX_STRIDE = 2**40
 MAX_BOX = 256
 MAX_ELEMENT_STRIDE = 8
+#: Largest tx-count one mbarrier phase can carry: the tx-count range is [-(2^20 - 1), 2^20 - 1]
+#: (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier", "tx-count").
+MAX_TX_BYTES = 2**20 - 1
+#: Largest dynamic shared memory one block may opt in to on sm_90: 227 KiB (CUDA C++ Programming
+#: Guide, "Compute Capabilities", table "Technical Specifications per Compute Capability").
+MAX_SMEM_BYTES = 227 * 1024
 #: The source every message cites.
 SOURCE = "cuTensorMapEncodeTiled, CUDA driver API"
 
@@ -98,19 +118,37 @@ class TensorMapSpec:
         return len(self.shape)
 
     @property
+    def loaded_box(self) -> tuple[int, ...]:
+        """Elements one load of this box brings per dimension (row-major, outermost first): for
+        every outer dimension ``ceil(box[i] / element_strides[i])``, for the innermost dimension
+        ``box[-1]`` whatever its element stride. cuTensorMapEncodeTiled (CUDA driver API, "Tensor
+        Map Object Management"): "if the elementStrides[i] is not equal to one, then TMA loads
+        ceil(boxDim[i] / elementStrides[i]) number of elements along i-th dimension", and "the
+        first element of this array [the innermost dimension] is ignored since TMA doesn't
+        support the stride for dimension zero" (non-interleaved maps, the only kind the course
+        makes; PTX ISA §5.5.3.2 "Traversal-Stride": there it "must always be 1"). :func:`validate`
+        refuses an innermost stride ≠ 1; the rule is applied here anyway
+        so that the model stays the driver's for any spec."""
+        outer = tuple(-(-b // e) for b, e in zip(self.box[:-1], self.element_strides[:-1]))
+        return outer + (self.box[-1],)
+
+    @property
     def box_bytes(self) -> int:
-        """Bytes one load of this box writes to shared memory (the expect_tx count), OOB part
-        included; with element strides, ceil(box[i] / element_strides[i]) elements per dimension."""
+        """Bytes one load of this box writes to shared memory — the ``mbarrier.arrive.expect_tx``
+        count (PTX ISA, mbarrier "tx-count"): ``prod(loaded_box) × itemsize``, the out-of-bound
+        part included. Always equals ``smem_tile().box_bytes``."""
         n = self.dtype.itemsize
-        for b, e in zip(self.box, self.element_strides):
-            n *= -(-b // e)
+        for b in self.loaded_box:
+            n *= b
         return n
 
     def smem_tile(self) -> SmemTile:
-        """The shared-memory tile a load of this box fills: rows = product of the outer box
-        dimensions, cols = the inner one (see :class:`asynctc.models.layout.SmemTile`)."""
-        rows = int(np.prod(self.box[:-1], dtype=np.int64)) if self.rank > 1 else 1
-        return SmemTile(rows, self.box[-1], self.dtype, self.swizzle)
+        """The shared-memory tile a load of this box fills: rows = product of the outer
+        :attr:`loaded_box` dimensions (``ceil(box[i] / element_strides[i])``), cols = ``box[-1]``
+        (see :class:`asynctc.models.layout.SmemTile`). Its ``box_bytes`` equals :attr:`box_bytes`."""
+        lb = self.loaded_box
+        rows = int(np.prod(lb[:-1], dtype=np.int64)) if self.rank > 1 else 1
+        return SmemTile(rows, lb[-1], self.dtype, self.swizzle)
 
 
 def _ints(field: str, v: Any, n: int | None = None) -> tuple[int, ...]:
@@ -152,13 +190,19 @@ def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[in
     if dt.name not in DATA_TYPES:
         _fail("dtype", dt.name, f"no CUtensorMapDataType for it; supported: {sorted(DATA_TYPES)}")
     size = dt.itemsize
-    if isinstance(address, bool) or not isinstance(address, (int, np.integer)) or address <= 0:
+    if isinstance(address, bool) or not isinstance(address, (int, np.integer)):
+        _fail("address", address, f"globalAddress must be an integer device address, not "
+                                  f"{type(address).__name__}")
+    if address <= 0:
         _fail("address", address, "globalAddress must be a non-null device address")
+    if address >= 2**64:
+        _fail("address", f"{int(address):#x}", "globalAddress must be < 2^64 (a 64-bit pointer)")
     if address % 16:
         _fail("address", f"{int(address):#x}", "globalAddress must be 16-byte aligned")
     for i, d in enumerate(shape_t):
         if not 1 <= d <= MAX_DIM:
-            _fail(f"shape[{i}]", d, "every globalDim must be in 1 .. 2^31")
+            _fail(f"shape[{i}]", d, "every globalDim must be in 1 .. 2^31 (the CUDA 13.5 cuda.h text; "
+                                    "CUDA 13.0's says 2^32; the course keeps the stricter one)")
     if strides is None:
         st = [size] * rank
         for i in range(rank - 2, -1, -1):
@@ -198,6 +242,14 @@ def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[in
     for i, e in enumerate(es):
         if not 1 <= e <= MAX_ELEMENT_STRIDE:
             _fail(f"element_strides[{i}]", e, f"every elementStride must be in 1 .. {MAX_ELEMENT_STRIDE}")
+    if es[-1] != 1:
+        _fail("element_strides[-1]", es[-1],
+              "the innermost element stride must be 1 (PTX ISA §5.5.3.2 'Traversal-Stride': \"for "
+              "non-interleaved layout, the traversal stride in dimension 0 must always be 1\"); "
+              "the driver ignores it (\"the first element of this array is ignored since TMA "
+              f"doesn't support the stride for dimension zero\"), so TMA would load all "
+              f"{box_t[-1]} inner elements, not ceil({box_t[-1]}/{es[-1]}); to skip inner "
+              "elements, load them and skip them in shared memory")
     data_type = DATA_TYPES[dt.name]
     if oob_fill not in ("zero", "nan"):
         _fail("oob_fill", oob_fill, "must be 'zero' (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) or 'nan' "
@@ -208,6 +260,18 @@ def validate(*, address: int, shape: Sequence[int], dtype: Any, box: Sequence[in
     if l2_promotion not in (0, 64, 128, 256):
         _fail("l2_promotion", l2_promotion, "must be 0 (none), 64, 128 or 256 bytes "
                                             "(CUtensorMapL2promotion)")
-    return TensorMapSpec(dtype=dt, data_type=data_type, address=int(address), shape=shape_t,
+    spec = TensorMapSpec(dtype=dt, data_type=data_type, address=int(address), shape=shape_t,
                          strides=tuple(st), box=box_t, element_strides=es, swizzle=sw,
                          oob_fill=oob_fill, l2_promotion=int(l2_promotion))
+    nbytes = spec.box_bytes
+    if nbytes > MAX_TX_BYTES:
+        _fail("box", box_t, f"one load of this box writes {nbytes} bytes, more than an mbarrier "
+                            f"phase's tx-count can carry (2^20 - 1 = {MAX_TX_BYTES}; PTX ISA, "
+                            "mbarrier tx-count range)")
+    tile_bytes = spec.smem_tile().size_bytes
+    if tile_bytes > MAX_SMEM_BYTES:
+        _fail("box", box_t, f"one load of this box fills {tile_bytes} bytes of shared memory "
+                            f"(swizzle padding included), more than the {MAX_SMEM_BYTES} bytes "
+                            "(227 KiB) one block may have on sm_90 (CUDA C++ Programming Guide, "
+                            "Compute Capabilities)")
+    return spec

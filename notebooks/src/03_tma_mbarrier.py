@@ -37,8 +37,13 @@ notebook.banner("sm_90a")
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="bfloat16", box=(64, 64),
                     swizzle=128)
 print(spec.smem_tile().describe(), "| expect_tx:", spec.box_bytes, "bytes")
+# Element strides: every 2nd row of the 64-row box, so 32 rows land and expect_tx halves. An
+# innermost stride is refused: the driver ignores it and would load the whole row.
+strided = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="bfloat16",
+                       box=(64, 64), swizzle=128, element_strides=(2, 1))
+print(strided.smem_tile().describe(), "| expect_tx:", strided.box_bytes, "bytes")
 for bad in (dict(box=(64, 128)), dict(box=(300, 64)), dict(strides=(8200, 2)),
-            dict(address=0x7F0000000008)):
+            dict(address=0x7F0000000008), dict(element_strides=(1, 2))):
     try:
         tma.validate(**{**dict(address=0x7F0000000000, shape=(4096, 4096), dtype="bfloat16",
                                box=(64, 64), swizzle=128), **bad})
