@@ -3,9 +3,10 @@ state comparisons of measured numbers only when the record supports them.
 
 Conventions the chapters follow (``tests/test_notebook_prose.py`` enforces them):
 
-* a sentence that compares measured numbers ("faster", "beats", "0.9 of …") is either printed by
-  :func:`claim` from the record, or its markdown cell is followed by a code cell that ``assert``\ s
-  it, so a re-measurement that flips the conclusion fails loudly instead of leaving a false sentence;
+* a sentence that compares measured numbers ("faster", "beats", "0.9 of …") is printed from the
+  record by :func:`claim` (raises when the record does not support it) or :func:`verdict` (picks the
+  wording the record supports), or its markdown cell is followed by a code cell that asserts it, so
+  a re-measurement that flips the conclusion fails loudly instead of leaving a false sentence;
 * every ``show_source`` listing is the last expression of its cell (or wrapped in ``display``), so it
   renders, and shows the lines it is about;
 * the first code cell calls :func:`banner`, which also makes figures render inline.
@@ -39,6 +40,18 @@ def claim(condition: bool, text: str, **numbers) -> str:
         raise ClaimError(f"this record does not support the sentence {text!r}"
                          + (f" (record: {shown})" if shown else "")
                          + "; the chapter's text needs revisiting for this measurement")
+    print(text)
+    return text
+
+
+def verdict(condition: bool, if_true: str, if_false: str) -> str:
+    """Print whichever of two generated sentences the record supports, and return it.
+
+    For statements whose outcome may legitimately differ between runs (a goal reached or not): the
+    text is generated, so it can never contradict the numbers. Use :func:`claim` instead when the
+    chapter's prose depends on one outcome.
+    """
+    text = if_true if condition else if_false
     print(text)
     return text
 
