@@ -507,6 +507,8 @@ def plot_layouts(major: str = "K", dtype: str = "float16", rows: int = 16):
         ax.set_title(f"{'no' if sw == 0 else f'{sw}B'} swizzle\nLBO {t.lbo} B, SBO {t.sbo} B",
                      fontsize=9)
         ax.set_xlabel("16-byte group along " + ("K" if major == "K" else "MN"))
+        ax.set_xticks(range(0, view.shape[1], max(1, view.shape[1] // 8)))
+        ax.set_yticks(range(0, view.shape[0], 2))
         ax.set_ylabel(("row (M)" if major == "K" else "k") if ax is axes[0] else "")
     fig.suptitle(f"{major}-major {dtype}: 16-byte chunk within its 128-byte line (≈ bank group)",
                  fontsize=10)

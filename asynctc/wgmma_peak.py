@@ -219,7 +219,7 @@ def smem_model_flop_per_clk_sm(n: int, source: str, dtype: str = "float16",
     One instruction does 2·64·N·K FLOP and needs ``FLOP / tensor rate`` clocks of Tensor Core time and
     ``smem_bytes_per_wgmma / smem_bytes_per_clk`` clocks of shared-memory time; the slower sets the
     pace. For fp16 SS: FLOP = 2048·N, Tensor Core time N/2 clk, shared-memory time
-    (2048 + 32·N)/128 = 16 + N/4 clk → 16384·N/(64 + N) FLOP/clk for N < 64, 4096 from N = 64.
+    (2048 + 32·N)/128 = 16 + N/4 clk → 8192·N/(64 + N) FLOP/clk for N < 64, 4096 from N = 64.
     For RS the shared-memory time N/4 never exceeds N/2: the model predicts the full rate at every N.
     """
     flop = 2 * 64 * n * dsc.instruction_k(dtype)

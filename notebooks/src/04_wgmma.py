@@ -327,9 +327,9 @@ else:
 # | shared-memory bytes read | A 64×16×2 = 2048, plus B N×16×2 = 32·N | B only: 32·N |
 # | clocks at 128 B/clk | 16 + N/4 | N/4 |
 # | Tensor Core clocks (2·64·N·16 = 2048·N FLOP at 4096 FLOP/clk) | N/2 | N/2 |
-# | predicted FLOP/clk/SM = 2048·N / slower of the two | 16384·N/(64 + N) below N = 64, then 4096 | 4096 at every N |
+# | predicted FLOP/clk/SM = 2048·N / slower of the two | 8192·N/(64 + N) below N = 64, then 4096 | 4096 at every N |
 #
-# So SS at N = 8 should reach 16384·8/72 ≈ 910 FLOP/clk (0.22 of the Tensor Cores), N = 16 ≈ 1638,
+# So SS at N = 8 should reach 8192·8/72 ≈ 910 FLOP/clk (0.22 of the Tensor Cores), N = 16 ≈ 1638,
 # N = 32 ≈ 2731, and the full rate from N = 64, where the 2 KiB of A is amortised over enough B.
 # `wgmma_peak.smem_model_flop_per_clk_sm` is this model; the next cell sets it beside the record.
 
