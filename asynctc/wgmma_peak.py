@@ -425,7 +425,7 @@ def plot_throughput(rec):
     measured clock; Luo et al.'s H800 SS figures scaled to this GPU's SMs and clock per SM·clock."""
     import matplotlib.pyplot as plt
     r = rec.results
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
     rows = [x for x in r["throughput"] if x["dtype"] == "float16" and x["ctas_per_sm"] == 2]
     for src in SOURCES:
         for many in (False, True):
@@ -435,7 +435,10 @@ def plot_throughput(rec):
                 pts = sorted((x["n"], x["tflops"]) for x in rows if x["source"] == src and
                              x["chains"] == max_chains(x["n"]))
             if pts:
-                ax.plot(*zip(*pts), marker="o", ls="-" if src == "smem" else "--",
+                colour = "tab:blue" if src == "smem" else "tab:red"
+                ax.plot(*zip(*pts), marker="x" if many else "o", ms=5 if many else 8,
+                        ls=":" if many else ("-" if src == "smem" else "--"),
+                        color="k" if many else colour, lw=0.8 if many else 1.5,
                         label=f"{'SS' if src == 'smem' else 'RS'}, "
                               f"{'max accumulators' if many else '1 accumulator'}")
     mhz = np.median([x["sm_mhz"] for x in rows]) if rows else r["max_sm_mhz"]
@@ -449,6 +452,6 @@ def plot_throughput(rec):
     ax.set_xlabel("instruction N (m64nNk16, fp16 in, fp32 accumulate)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title(f"wgmma throughput by N — {rec.label()}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    ax.minorticks_off()
+    fig.legend(fontsize=7, loc="outside lower center", ncols=3)
     return fig
