@@ -267,9 +267,11 @@ print("64B descriptor: rows 64 bytes apart (row m read from image row m // 2); S
 
 # %% [markdown]
 # Rows 0, 8, 16, … start where they should (offset 0 of a group, and an XOR with row 0 is no
-# change in either mode); every other row reads half a row of some earlier row, its 16-byte chunks
-# shuffled by the wrong XOR. The layout model predicts exactly which element wgmma picks up for every
-# position — and so the wrong D, before (or without) any GPU:
+# change in either mode). Every other row of a group reads from earlier image rows — around row m/2,
+# the halved pitch — and some of them also get their 16-byte chunks out of order, from the wrong
+# XOR. The layout model predicts exactly which element wgmma picks up for every position (left
+# panel below: the image row each 16-byte group came from) — and so the wrong D, before (or
+# without) any GPU:
 
 # %% output varies
 res = wgmma.mismatch_demo(n=64, dtype="float16", layout_swizzle=128, descriptor_swizzle=64)
