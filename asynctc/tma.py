@@ -664,6 +664,34 @@ def by_box(results: dict) -> list[dict]:
     return sorted(rows.values(), key=lambda r: (r["bc"], r["box_bytes"]))
 
 
+def bytes_in_flight(copy: dict) -> int:
+    """Bytes one SM can have on their way for a copy row of the ``tma_copy`` record: stages × box
+    bytes × CTAs per SM (one stage of the manual copy, a ring of ``stages`` for TMA and cp.async)."""
+    return copy["stages"] * copy["box_bytes"] * copy["ctas_per_sm"]
+
+
+def compare_by_box_size(results: dict) -> list[dict]:
+    """Per box size (bytes), over the row widths measured: each variant's range of fraction of the
+    device copy (``lo``/``hi``), the variant ahead at each row width (``leaders``), the largest gap
+    between the best and the worst variant at one row width (``spread``), and each variant's range
+    of bytes in flight per SM (``in_flight``)."""
+    ceil = results["device_copy"]["gbps"]
+    out = []
+    for size in sorted({c["box_bytes"] for c in results["copies"]}):
+        cs = [c for c in results["copies"] if c["box_bytes"] == size]
+        widths = sorted({c["bc"] for c in cs})
+        frac = {(c["variant"], c["bc"]): c["gbps"] / ceil for c in cs}
+        leaders = [max(VARIANTS, key=lambda v: frac.get((v, w), -1)) for w in widths]
+        spread = max(max(frac[(v, w)] for v in VARIANTS) - min(frac[(v, w)] for v in VARIANTS)
+                     for w in widths)
+        out.append({"box_bytes": size, "widths": widths, "leaders": leaders, "spread": spread,
+                    "lo": {v: min(frac[(v, w)] for w in widths) for v in VARIANTS},
+                    "hi": {v: max(frac[(v, w)] for w in widths) for v in VARIANTS},
+                    "in_flight": {v: sorted({bytes_in_flight(c) for c in cs if c["variant"] == v})
+                                  for v in VARIANTS}})
+    return out
+
+
 def summarize_tma_copy(rec: records.Record) -> str:
     r = rec.results
     ceil = r["device_copy"]["gbps"]

@@ -507,6 +507,8 @@ def plot_layouts(major: str = "K", dtype: str = "float16", rows: int = 16):
         ax.set_title(f"{'no' if sw == 0 else f'{sw}B'} swizzle\nLBO {t.lbo} B, SBO {t.sbo} B",
                      fontsize=9)
         ax.set_xlabel("16-byte group along " + ("K" if major == "K" else "MN"))
+        ax.set_xticks(range(0, view.shape[1], max(1, view.shape[1] // 8)))
+        ax.set_yticks(range(0, view.shape[0], 2))
         ax.set_ylabel(("row (M)" if major == "K" else "k") if ax is axes[0] else "")
     fig.suptitle(f"{major}-major {dtype}: 16-byte chunk within its 128-byte line (≈ bank group)",
                  fontsize=10)
@@ -514,25 +516,32 @@ def plot_layouts(major: str = "K", dtype: str = "float16", rows: int = 16):
     return fig
 
 
-def plot_mismatch(r: MismatchResult):
-    """Left: for each element of A that wgmma read, the row its value really came from (the
-    permutation); right: |D − reference| (measured when live, else predicted)."""
+def plot_mismatch(r: MismatchResult, rows: int = 16):
+    """Left: for the first ``rows`` rows of A as wgmma read it, per 16-byte group of K, the image row
+    its values really came from; right: |D − reference| (measured when live, else predicted)."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
     k = r.source_a.shape[1]
-    src_row = np.where(r.source_a >= 0, r.source_a // k, -1)
-    axes[0].imshow(src_row, cmap="viridis", aspect="auto")
-    axes[0].set_title("A as wgmma read it: source row of each element", fontsize=9)
-    axes[0].set_xlabel("k")
+    per = 16 // dsc.itemsize(r.config.dtype)
+    src_row = np.where(r.source_a >= 0, r.source_a // k, -1)[:rows, ::per]
+    im0 = axes[0].imshow(src_row, cmap="viridis", aspect="auto")
+    for (i, j), v in np.ndenumerate(src_row):
+        axes[0].text(j, i, int(v), ha="center", va="center", fontsize=7,
+                     color="white" if v < src_row.max() / 2 else "black")
+    fig.colorbar(im0, ax=axes[0], label="image row the value came from")
+    axes[0].set_title(f"A as wgmma read it (rows 0–{rows - 1}): source row of each 16-byte group",
+                      fontsize=9)
+    axes[0].set_xlabel(f"16-byte group of K ({per} elements; 4 k16 steps)")
     axes[0].set_ylabel("row m wgmma thinks it read")
+    axes[0].set_yticks(range(0, rows, 2))
     d = r.measured if r.measured is not None else r.predicted
     im = axes[1].imshow(np.abs(d - r.reference), cmap="magma", aspect="auto")
-    fig.colorbar(im, ax=axes[1])
+    fig.colorbar(im, ax=axes[1], label="|D − A·B|")
     axes[1].set_title(("measured" if r.measured is not None else "predicted") +
                       f" |D − A·B|: {r.wrong_measured if r.measured is not None else r.wrong_predicted}"
                       f" of {r.reference.size} wrong", fontsize=9)
-    axes[1].set_xlabel("n")
-    fig.tight_layout()
+    axes[1].set_xlabel("column n of D")
+    axes[1].set_ylabel("row m of D")
     return fig
 
 

@@ -194,6 +194,107 @@ def luo_per_sm_clock(n: int) -> float:
     return LUO_H800_TFLOPS[n] * 1e12 / (LUO_H800_SMS * LUO_H800_ASSUMED_MHZ * 1e6)
 
 
+#: Shared-memory bytes the SM delivers per clock: 32 banks × 4 bytes (chapter 01's L1/shared-memory
+#: data-path model, :meth:`asynctc.mma_sync.MmaSyncTile.l1_bound_tflops`).
+SMEM_BYTES_PER_CLK_SM = 128
+
+
+def smem_bytes_per_wgmma(n: int, source: str, dtype: str = "float16") -> int:
+    """Shared-memory bytes one ``wgmma.mma_async.m64nNk{16,32}`` reads: B (N × 32 bytes of K) always,
+    A (64 × 32 bytes of K = 2048) only when A is in shared memory (``source="smem"``, SS); with A in
+    registers (RS) only B. K always spans 32 bytes (16 fp16/bf16, 32 fp8), PTX ISA §9.7.15.5.
+    Raises ``ValueError`` for an unknown ``source``."""
+    if source not in SOURCES:
+        raise ValueError(f"source={source!r}: must be one of {SOURCES}")
+    k_bytes = dsc.instruction_k(dtype) * dsc.itemsize(dtype)          # 32
+    return (64 * k_bytes if source == "smem" else 0) + n * k_bytes
+
+
+def smem_model_flop_per_clk_sm(n: int, source: str, dtype: str = "float16",
+                               smem_bytes_per_clk: float = SMEM_BYTES_PER_CLK_SM) -> float:
+    """Predicted FLOP per clock per SM of back-to-back wgmma when only two resources count: the
+    Tensor Cores (:data:`DATASHEET_FLOP_PER_CLK_SM`) and the shared-memory bandwidth
+    (``smem_bytes_per_clk`` per SM).
+
+    One instruction does 2·64·N·K FLOP and needs ``FLOP / tensor rate`` clocks of Tensor Core time and
+    ``smem_bytes_per_wgmma / smem_bytes_per_clk`` clocks of shared-memory time; the slower sets the
+    pace. For fp16 SS: FLOP = 2048·N, Tensor Core time N/2 clk, shared-memory time
+    (2048 + 32·N)/128 = 16 + N/4 clk → 8192·N/(64 + N) FLOP/clk for N < 64, 4096 from N = 64.
+    For RS the shared-memory time N/4 never exceeds N/2: the model predicts the full rate at every N.
+    """
+    flop = 2 * 64 * n * dsc.instruction_k(dtype)
+    tc_clk = flop / DATASHEET_FLOP_PER_CLK_SM[dtype]
+    smem_clk = smem_bytes_per_wgmma(n, source, dtype) / smem_bytes_per_clk
+    return flop / max(tc_clk, smem_clk)
+
+
+def clocks_per_wgmma(row: dict) -> float:
+    """SM clocks per wgmma implied by a throughput row (``flop_per_clk_sm`` at the in-kernel clock)."""
+    return 2 * 64 * row["n"] * dsc.instruction_k(row["dtype"]) / row["flop_per_clk_sm"]
+
+
+def smem_model_rows(results: dict, dtype: str = "float16") -> list[dict]:
+    """The record's ``dtype`` throughput rows at two CTAs per SM beside the model: for each (N, source,
+    chains), measured and predicted FLOP/clk/SM, their ratio and the clocks per wgmma."""
+    out = []
+    for r in results["throughput"]:
+        if r["dtype"] != dtype or r["ctas_per_sm"] != 2:
+            continue
+        pred = smem_model_flop_per_clk_sm(r["n"], r["source"], dtype)
+        out.append({"n": r["n"], "source": r["source"], "chains": r["chains"],
+                    "measured": r["flop_per_clk_sm"], "predicted": pred,
+                    "ratio": r["flop_per_clk_sm"] / pred, "clk_per_wgmma": clocks_per_wgmma(r)})
+    return out
+
+
+def rs_clocks_floor(results: dict, dtype: str = "float16") -> float:
+    """The fixed cost per RS wgmma the bytes model does not contain: the median SM clocks per
+    instruction of the record's RS rows with N ≤ 16 (where the model predicts the full rate and the
+    measurement is far below it). A number fitted to the record, not derived."""
+    clk = [r["clk_per_wgmma"] for r in smem_model_rows(results, dtype)
+           if r["source"] == "registers" and r["n"] <= 16]
+    if not clk:
+        raise ValueError("the record has no RS rows with N <= 16")
+    return float(np.median(clk))
+
+
+def plot_smem_model(rec, dtype: str = "float16"):
+    """Measured FLOP/clk/SM by N (SS and RS, every chain count) over the shared-memory model's
+    prediction (:func:`smem_model_flop_per_clk_sm`), as a fraction of the Tensor Core rate; RS also
+    with the per-instruction floor fitted from the record (:func:`rs_clocks_floor`)."""
+    import matplotlib.pyplot as plt
+    rows = smem_model_rows(rec.results, dtype)
+    rate = DATASHEET_FLOP_PER_CLK_SM[dtype]
+    k = dsc.instruction_k(dtype)
+    fig, ax = plt.subplots(figsize=(7.5, 4.4), layout="constrained")
+    fine = np.geomspace(min(N_VALUES), max(N_VALUES), 200)
+    colours = {"smem": "tab:blue", "registers": "tab:red"}
+    for src, name in (("smem", "SS"), ("registers", "RS")):
+        model = [smem_model_flop_per_clk_sm(n, src, dtype) / rate for n in fine]
+        ax.plot(fine, model, color=colours[src], lw=6, alpha=0.25,
+                label=f"{name} model: Tensor Cores or {SMEM_BYTES_PER_CLK_SM} B/clk of shared memory")
+        pts = [r for r in rows if r["source"] == src]
+        one = sorted((r["n"], r["measured"] / rate) for r in pts if r["chains"] == 1)
+        many = sorted((r["n"], r["measured"] / rate) for r in pts if r["chains"] > 1)
+        ax.plot(*zip(*one), ls="none", color=colours[src], marker="o", ms=8,
+                label=f"{name} measured, 1 accumulator")
+        if many:
+            ax.plot(*zip(*many), ls="none", color="k", marker="x", ms=5,
+                    label=f"{name} measured, 2–8 accumulators")
+    floor = rs_clocks_floor(rec.results, dtype)
+    ax.plot(fine, [min(rate, 2 * 64 * n * k / floor) / rate for n in fine], color="tab:red", ls="--",
+            lw=1, label=f"RS: a floor of {floor:.1f} clk per wgmma, fitted to the record")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(N_VALUES, [str(n) for n in N_VALUES])
+    ax.minorticks_off()
+    ax.set_ylim(0, 1.08)
+    ax.set_xlabel(f"instruction N (m64nNk{k}, {dtype})")
+    ax.set_ylabel(f"FLOP per clock per SM ÷ {rate}")
+    ax.set_title(f"wgmma per SM clock against the shared-memory model\n{rec.label()}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
 def measure_wgmma(progress=None, stop_on_failure: bool = True) -> dict:
     """The "wgmma" suite: every supported single-tile combination checked on fresh random data
     (a failure stops the suite unless ``stop_on_failure`` is False; then failures are listed in
@@ -324,7 +425,7 @@ def plot_throughput(rec):
     measured clock; Luo et al.'s H800 SS figures scaled to this GPU's SMs and clock per SM·clock."""
     import matplotlib.pyplot as plt
     r = rec.results
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
     rows = [x for x in r["throughput"] if x["dtype"] == "float16" and x["ctas_per_sm"] == 2]
     for src in SOURCES:
         for many in (False, True):
@@ -334,7 +435,10 @@ def plot_throughput(rec):
                 pts = sorted((x["n"], x["tflops"]) for x in rows if x["source"] == src and
                              x["chains"] == max_chains(x["n"]))
             if pts:
-                ax.plot(*zip(*pts), marker="o", ls="-" if src == "smem" else "--",
+                colour = "tab:blue" if src == "smem" else "tab:red"
+                ax.plot(*zip(*pts), marker="x" if many else "o", ms=5 if many else 8,
+                        ls=":" if many else ("-" if src == "smem" else "--"),
+                        color="k" if many else colour, lw=0.8 if many else 1.5,
                         label=f"{'SS' if src == 'smem' else 'RS'}, "
                               f"{'max accumulators' if many else '1 accumulator'}")
     mhz = np.median([x["sm_mhz"] for x in rows]) if rows else r["max_sm_mhz"]
@@ -348,6 +452,6 @@ def plot_throughput(rec):
     ax.set_xlabel("instruction N (m64nNk16, fp16 in, fp32 accumulate)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title(f"wgmma throughput by N — {rec.label()}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    ax.minorticks_off()
+    fig.legend(fontsize=7, loc="outside lower center", ncols=3)
     return fig

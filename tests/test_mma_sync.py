@@ -74,6 +74,22 @@ def test_fragment_models(rng):
         assert np.all(np.bincount(lane.ravel(), minlength=32) == per_lane)   # every lane, equal share
 
 
+def test_fragment_product_uses_only_registers(rng):
+    """C from the fragments alone: any one register moved, in A or in B, makes C wrong."""
+    a, b = rng.standard_normal((16, 16)), rng.standard_normal((16, 8))
+    a_regs, b_regs = fragments.to_registers(a, b)
+    lane_c, reg_c = fragments.c_m16n8k16()
+    c = np.array([fragments.lane_c_fragment(ln, a_regs, b_regs) for ln in range(32)])[lane_c, reg_c]
+    assert np.allclose(c, a @ b)
+    for which, lane, r0, r1 in (("a", 7, 0, 2), ("a", 30, 1, 3), ("b", 12, 0, 1)):
+        ar, br = a_regs.copy(), b_regs.copy()
+        regs = ar if which == "a" else br
+        regs[lane, [r0, r1]] = regs[lane, [r1, r0]]
+        bad = np.array([fragments.lane_c_fragment(ln, ar, br) for ln in range(32)])[lane_c, reg_c]
+        assert not np.allclose(bad, a @ b), (which, lane)
+    assert fragments.quad_sources(5) == {"a": [4, 5, 6, 7], "b": list(range(8, 16))}
+
+
 def test_compare_catches_unwritten_and_wrong(rng):
     a, b = mma_sync.random_operands(64, 32, 48, "float16", rng.integers(1 << 31))
     ref = mma_sync.reference(a, b)

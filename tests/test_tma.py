@@ -169,3 +169,19 @@ def test_tx_probe_can_fail(delta, rng):
     # too many bytes: the phase never completes (timeout); too few: it completes early, or the
     # tx-count overshoots below zero and it never completes — never "exact"
     assert not r.passed and (r.timed_out or r.tx_exact is False), r.as_dict()
+
+
+def test_compare_by_box_size_and_bytes_in_flight():
+    """The generated comparison of chapter 03 §5: leaders per row width, ranges, spread, bytes in flight."""
+    def row(variant, bc, size, gbps, stages, ctas):
+        return {"variant": variant, "bc": bc, "br": size // (4 * bc), "box_bytes": size, "gbps": gbps,
+                "stages": stages, "ctas_per_sm": ctas}
+    results = {"device_copy": {"gbps": 100.0}, "copies": [
+        row("tma", 32, 1024, 90, 4, 16), row("ldg_sts", 32, 1024, 80, 1, 16), row("cp_async", 32, 1024, 70, 4, 16),
+        row("tma", 64, 1024, 95, 4, 16), row("ldg_sts", 64, 1024, 96, 1, 16), row("cp_async", 64, 1024, 60, 4, 16)]}
+    assert tma.bytes_in_flight(results["copies"][0]) == 4 * 1024 * 16
+    (c,) = tma.compare_by_box_size(results)
+    assert c["leaders"] == ["tma", "ldg_sts"]
+    assert c["lo"]["tma"] == pytest.approx(0.90) and c["hi"]["ldg_sts"] == pytest.approx(0.96)
+    assert c["spread"] == pytest.approx(0.36)
+    assert c["in_flight"] == {"tma": [65536], "ldg_sts": [16384], "cp_async": [65536]}

@@ -345,3 +345,18 @@ def test_dry_run_mismatch_and_peak(emulated, rng):
         assert p.check().passed
         p.launcher()()
         assert abs(p.measured_clock_mhz() - 1980) < 1e-6      # the emulator's clock record
+
+
+def test_smem_model_of_wgmma_throughput():
+    """The shared-memory bytes model: SS at fp16 = 8192·N/(64 + N) below N = 64, then 4096; RS
+    always 4096; fp8 the same fraction of its 8192."""
+    from asynctc import wgmma_peak as wp
+    assert wp.smem_bytes_per_wgmma(8, "smem") == 2048 + 256
+    assert wp.smem_bytes_per_wgmma(8, "registers") == 256
+    for n in (8, 16, 32, 64, 128, 256):
+        ss = wp.smem_model_flop_per_clk_sm(n, "smem")
+        assert ss == pytest.approx(min(4096, 8192 * n / (64 + n)))
+        assert wp.smem_model_flop_per_clk_sm(n, "registers") == 4096
+        assert wp.smem_model_flop_per_clk_sm(n, "smem", "float8_e4m3fn") == pytest.approx(2 * ss)
+    with pytest.raises(ValueError, match="source"):
+        wp.smem_bytes_per_wgmma(8, "tmem")

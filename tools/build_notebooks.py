@@ -12,9 +12,11 @@ checked for absolute paths or machine names in its outputs, and written to
     python tools/build_notebooks.py --check    # fail if a committed notebook's cells differ from src
 
 Conventions for sources: a cell whose output depends on the machine or the run (timings, the mode
-banner, register counts from this NVRTC) starts with ``# NBVAL_IGNORE_OUTPUT``; it still executes
-and its asserts still count. Deterministic cells (models, exercise checks, validation errors) are
-compared by nbval.
+banner, register counts from this NVRTC, sentences generated from a record) opens with the marker
+``# %% output varies``; the build turns it into nbval's ``nbval-ignore-output`` cell tag, so the
+reader sees no marker in the cell. Such a cell still executes, and its asserts and
+``notebook.claim`` calls still fail the run. Deterministic cells (models, exercise checks,
+validation errors) are compared by nbval.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ OUT = ROOT / "notebooks"
 #: Architecture a chapter's kernels need (metadata ``asynctc.arch``, read by ``asynctc course``).
 ARCH = {"09": "sm_100a"}
 
+#: The source marker (a jupytext cell title: ``# %% output varies``) and the nbval tag it becomes.
+VARIES_MARKER = "output varies"
+VARIES_TAG = "nbval-ignore-output"
+
 FORBIDDEN = [re.compile(p) for p in (r"/work/", r"/root/", r"/home/", r"/tmp/", r"site-packages")]
 
 
@@ -46,6 +52,12 @@ def to_notebook(src: Path):
     import hashlib
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
+        title = cell.metadata.pop("title", None)
+        if title is not None:
+            if cell.cell_type != "code" or title != VARIES_MARKER:
+                raise SystemExit(f"{src.name}: cell {i}: unknown cell marker {title!r} "
+                                 f"(the only one is '# %% {VARIES_MARKER}' on a code cell)")
+            cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | {VARIES_TAG})
         # stable ids, so a rebuild changes only what really changed
         cell["id"] = f"c{i:02d}-" + hashlib.sha1(cell.source.encode()).hexdigest()[:8]
         if cell.cell_type == "code" and "solution=True" in cell.source:

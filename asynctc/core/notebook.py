@@ -1,4 +1,16 @@
-"""Small helpers for the notebooks: show kernel source and SASS, say where numbers come from."""
+"""Small helpers for the notebooks: show kernel source and SASS, say where numbers come from, and
+state comparisons of measured numbers only when the record supports them.
+
+Conventions the chapters follow (``tests/test_notebook_prose.py`` enforces them):
+
+* a sentence that compares measured numbers ("faster", "beats", "0.9 of …") is printed from the
+  record by :func:`claim` (raises when the record does not support it) or :func:`verdict` (picks the
+  wording the record supports), or its markdown cell is followed by a code cell that asserts it, so
+  a re-measurement that flips the conclusion fails loudly instead of leaving a false sentence;
+* every ``show_source`` listing is the last expression of its cell (or wrapped in ``display``), so it
+  renders, and shows the lines it is about;
+* the first code cell calls :func:`banner`, which also makes figures render inline.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +20,68 @@ import re
 from . import runtime
 
 
+class ClaimError(AssertionError):
+    """A notebook sentence comparing measured numbers does not hold for the record in hand."""
+
+
+def claim(condition: bool, text: str, **numbers) -> str:
+    """Print ``text`` — a sentence comparing measured numbers — if ``condition`` holds; otherwise raise.
+
+    ``condition`` is computed from the record the notebook is showing (live or replayed); ``numbers``
+    are the record's values the sentence rests on, named, and are shown in the error. Returns the text.
+
+    Raises :class:`ClaimError` (an ``AssertionError``) naming the sentence and the numbers when the
+    condition is false: a live re-measurement that flips a conclusion stops the notebook (and nbval)
+    instead of printing a false sentence.
+    """
+    if not condition:
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}"
+                          for k, v in numbers.items())
+        raise ClaimError(f"this record does not support the sentence {text!r}"
+                         + (f" (record: {shown})" if shown else "")
+                         + "; the chapter's text needs revisiting for this measurement")
+    print(text)
+    return text
+
+
+def verdict(condition: bool, if_true: str, if_false: str) -> str:
+    """Print whichever of two generated sentences the record supports, and return it.
+
+    For statements whose outcome may legitimately differ between runs (a goal reached or not): the
+    text is generated, so it can never contradict the numbers. Use :func:`claim` instead when the
+    chapter's prose depends on one outcome.
+    """
+    text = if_true if condition else if_false
+    print(text)
+    return text
+
+
+def _inline_figures() -> None:
+    """Render matplotlib figures inline in a Jupyter kernel, whatever ``MPLBACKEND`` says.
+
+    ``MPLBACKEND=Agg`` (common on headless servers) would otherwise make every executed notebook
+    carry no figures. Outside IPython this does nothing.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None or not hasattr(ip, "kernel"):
+        return
+    ip.run_line_magic("matplotlib", "inline")
+
+
 def banner(arch: str = "sm_90a") -> None:
-    """One line: does this notebook run its kernels live here, or replay recorded data, and why."""
+    """One line: does this notebook run its kernels live here, or replay recorded data, and why.
+
+    Also switches matplotlib to inline rendering in a notebook kernel (see :func:`_inline_figures`).
+    """
+    _inline_figures()
     if os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS"):
         line = ("STORED OUTPUTS: made in replay mode from the records in data/ when the course was "
-                "built. Run the notebook to see what your machine does: live on an sm_90 GPU, "
-                "replay elsewhere.")
+                f"built. Run the notebook to see what your machine does: live on an "
+                f"{arch.rstrip('a')} GPU, replay elsewhere.")
     elif runtime.runs_live(arch):
         info = runtime.device_info()
         line = f"LIVE: kernels for {arch} run on this machine's {info.name}."
@@ -23,12 +91,15 @@ def banner(arch: str = "sm_90a") -> None:
     print(line)
 
 
-def show_source(target, start: str | None = None, end: str | None = None):
-    """Display a kernel's CUDA C++ source (a :class:`~asynctc.core.runtime.CompiledKernel` or a file name
-    under ``asynctc/kernels/``), optionally only from the first line matching ``start`` up to the
-    first later line matching ``end`` (regular expressions). A file name outside ``kernels/``
-    (absolute, ``..``) raises :class:`ValueError` (:func:`~asynctc.core.runtime.kernel_path`)."""
-    from IPython.display import Code
+def source_excerpt(target, start: str | None = None, end: str | None = None) -> str:
+    """The text :func:`show_source` shows: a kernel's CUDA C++ source (a
+    :class:`~asynctc.core.runtime.CompiledKernel` or a file name under ``asynctc/kernels/``), from the
+    first line matching ``start`` up to and including the first *later* line matching ``end``
+    (regular expressions; ``end`` not found: to the end of the file).
+
+    Raises ``ValueError`` when no line matches ``start``, or for a file name outside ``kernels/``
+    (absolute, ``..``; :func:`~asynctc.core.runtime.kernel_path`).
+    """
     text = target.source_text() if hasattr(target, "source_text") else \
         runtime.kernel_path(target).read_text()
     if start:
@@ -40,7 +111,14 @@ def show_source(target, start: str | None = None, end: str | None = None):
         if end:
             j = next((k for k in range(i + 1, len(lines)) if re.search(end, lines[k])), len(lines)) + 1
         text = "\n".join(lines[i:j])
-    return Code(text, language="cuda")
+    return text
+
+
+def show_source(target, start: str | None = None, end: str | None = None):
+    """Display :func:`source_excerpt` as highlighted CUDA C++ (an IPython ``Code`` object: make it the
+    last expression of the cell, or pass it to ``display``, or it does not render)."""
+    from IPython.display import Code
+    return Code(source_excerpt(target, start, end), language="cuda")
 
 
 def sass_table(compiled, classes=None) -> str:

@@ -56,15 +56,18 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
 def throughput_by_size(series: dict[str, tuple[Sequence[int], Sequence[float]]],
                        peak: float | None = None, peak_label: str = "peak", record=None,
                        title: str = "Throughput by size", ylabel: str = "TFLOP/s",
-                       xlabel: str = "M = N = K"):
-    """Lines of throughput against problem size, one per kernel; optional horizontal peak line."""
-    fig, ax = _fig()
+                       xlabel: str = "M = N = K", ceilings: Sequence[tuple[float, str]] = ()):
+    """Lines of throughput against problem size, one per kernel; optional horizontal peak line and
+    further horizontal ``ceilings`` (value, label), dotted. The legend sits below the axes."""
+    fig, ax = _fig(7, 4.8)
     styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--")]
     for i, (name, (xs, ys)) in enumerate(series.items()):
         marker, ls = styles[i % len(styles)]
         ax.plot(xs, ys, marker=marker, ls=ls, label=name)
     if peak:
         ax.axhline(peak, color="k", ls="--", lw=1, label=f"{peak_label} {peak:.0f}")
+    for (value, label), colour in zip(ceilings, ("tab:red", "tab:purple", "tab:brown")):
+        ax.axhline(value, color=colour, ls=":", lw=1.5, label=label)
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(next(iter(series.values()))[0]))
     ax.get_xaxis().set_major_formatter(__import__("matplotlib").ticker.ScalarFormatter())
@@ -72,7 +75,7 @@ def throughput_by_size(series: dict[str, tuple[Sequence[int], Sequence[float]]],
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 0.9))   # below the peak line
+    fig.legend(fontsize=7, loc="outside lower center", ncols=2)   # below the axes: never over the data
     _title(ax, title, record)
     return fig
 
@@ -88,8 +91,8 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
         txt = f"{v:.0f} {unit}" + (f"  ({v / baseline:.2f}× {baseline_label})" if baseline else "")
         ax.text(v, yi, " " + txt, va="center", fontsize=8)
     if baseline:
-        ax.axvline(baseline, color="k", ls="--", lw=1, label=f"{baseline_label} {baseline:.0f}")
-        ax.legend(fontsize=8, loc="best")
+        ax.axvline(baseline, color="k", ls="--", lw=1, label=f"{baseline_label} {baseline:.0f} {unit}")
+        fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a bar
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel(unit)
     ax.set_xlim(0, max(list(values) + [baseline or 0]) * 1.35)
@@ -98,8 +101,9 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
 
 
 def bank_map(banks: np.ndarray, title: str = "Shared-memory banks", row_label: str = "row",
-             col_label: str = "16-byte chunk", annotate: bool = True):
-    """A grid coloured by bank (0..31) or bank group; ``banks`` is (rows, cols) of ints."""
+             col_label: str = "16-byte chunk", annotate: bool = True, value_label: str = "bank"):
+    """A grid coloured by bank (0..31) or bank group; ``banks`` is (rows, cols) of ints;
+    ``value_label`` names what the colour (and the colour bar) shows."""
     fig, ax = _fig(min(10, 1 + 0.5 * banks.shape[1]), min(8, 1 + 0.35 * banks.shape[0]))
     im = ax.imshow(banks, cmap="tab20" if banks.max() < 20 else "nipy_spectral", aspect="auto")
     if annotate and banks.size <= 512:
@@ -110,7 +114,9 @@ def bank_map(banks: np.ndarray, title: str = "Shared-memory banks", row_label: s
                     color="black" if light else "white")
     ax.set_xlabel(col_label)
     ax.set_ylabel(row_label)
-    fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.colorbar(im, ax=ax, shrink=0.8, label=value_label)
+    ax.xaxis.set_major_locator(__import__("matplotlib").ticker.MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(__import__("matplotlib").ticker.MaxNLocator(integer=True))
     _title(ax, title)
     return fig
 

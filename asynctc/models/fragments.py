@@ -54,24 +54,68 @@ def c_m16n8k16() -> tuple[np.ndarray, np.ndarray]:
     return lane, reg
 
 
-def mma_from_fragments(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Simulate one warp's m16n8k16: scatter A (16×16) and B (16×8) into per-lane registers with the
-    models above, then compute each lane's C elements only from what that lane's quad holds.
+def to_registers(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scatter A (16×16) and B (16×8, K×N) into the warp's registers with the models above.
 
-    A check of the models, not of the hardware: returns the 16×8 product, equal to ``a @ b`` exactly
-    when the three layouts are consistent with each other.
+    Returns ``(a_regs, b_regs)`` of shapes (32, 4, 2) and (32, 2, 2): lane, register (a0..a3 /
+    b0..b1), half (the two 16-bit values packed in one 32-bit register, low half first), float64.
     """
-    la, _ = a_m16n8k16()
-    lb, _ = b_m16n8k16()
-    lc, _ = c_m16n8k16()
-    c = np.zeros((16, 8))
-    for ln in range(32):
-        for row, col in zip(*np.nonzero(lc == ln)):
-            # The hardware combines the four lanes of a quad; the product needs row `row` of A
-            # (held by lanes 4*(row % 8) .. +3) and column `col` of B (lanes with g == col).
-            a_lanes = set(la[row].tolist())
-            b_lanes = set(lb[:, col].tolist())
-            assert a_lanes == {4 * (row % 8) + i for i in range(4)}
-            assert b_lanes == {4 * col + i for i in range(4)}
-            c[row, col] = float(a[row].astype(np.float64) @ b[:, col].astype(np.float64))
-    return c
+    a_regs = np.full((32, 4, 2), np.nan)
+    b_regs = np.full((32, 2, 2), np.nan)
+    for (model, mat, regs) in ((a_m16n8k16, a, a_regs), (b_m16n8k16, b, b_regs)):
+        lane, reg = model()
+        for (r, c), ln in np.ndenumerate(lane):
+            k = c if mat is a else r              # the K index decides the half
+            regs[ln, reg[r, c], k % 2] = mat[r, c]
+    assert not np.isnan(a_regs).any() and not np.isnan(b_regs).any(), "a register was left unset"
+    return a_regs, b_regs
+
+
+def quad_sources(lane: int) -> dict[str, list[int]]:
+    """Which lanes' registers lane ``lane`` needs for its four C elements: A rows g and g+8 live in
+    its own quad (lanes 4g..4g+3); B columns 2t and 2t+1 live in quads 2t and 2t+1 (lanes 8t..8t+7),
+    which are other quads unless g is 2t or 2t+1."""
+    g, t = divmod(lane, 4)
+    return {"a": [4 * g + i for i in range(4)],
+            "b": [4 * n + i for n in (2 * t, 2 * t + 1) for i in range(4)]}
+
+
+def lane_c_fragment(lane: int, a_regs: np.ndarray, b_regs: np.ndarray) -> np.ndarray:
+    """The m16n8k16 rule for one lane, from registers only: lane 4g+t computes c0..c3 =
+    D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1] (PTX ISA, *Matrix Fragments for mma.m16n8k16*).
+
+    Row ``g + 8h`` of A is gathered from the quad of lane g: lane 4g+i holds K = 2i, 2i+1 in register
+    ``h`` and K = 2i+8, 2i+9 in register ``h+2``. Column n of B is gathered from the quad of n: lane
+    4n+i holds K = 2i, 2i+1 in b0 and K = 2i+8, 2i+9 in b1. No full matrix is consulted.
+    """
+    g, t = divmod(lane, 4)
+
+    def a_row(h):
+        row = np.empty(16)
+        for i in range(4):
+            for hi in range(2):
+                row[2 * i + 8 * hi: 2 * i + 8 * hi + 2] = a_regs[4 * g + i, h + 2 * hi]
+        return row
+
+    def b_col(n):
+        col = np.empty(16)
+        for i in range(4):
+            for hi in range(2):
+                col[2 * i + 8 * hi: 2 * i + 8 * hi + 2] = b_regs[4 * n + i, hi]
+        return col
+
+    return np.array([a_row(h) @ b_col(2 * t + e) for h in (0, 1) for e in (0, 1)])
+
+
+def mma_from_fragments(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Simulate one warp's m16n8k16 from fragments alone: scatter A and B into per-lane registers
+    (:func:`to_registers`), let every lane compute its c0..c3 from registers only
+    (:func:`lane_c_fragment`), and place each lane's c registers into a 16×8 matrix with the C model.
+
+    A check of the models, not of the hardware: the result equals ``a @ b`` (to rounding) only when the
+    A, B and C layouts and the gather rule agree; a wrong lane or register anywhere changes it.
+    """
+    a_regs, b_regs = to_registers(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    c_regs = np.array([lane_c_fragment(ln, a_regs, b_regs) for ln in range(32)])   # (32, 4)
+    lc, rc = c_m16n8k16()
+    return c_regs[lc, rc]

@@ -20,8 +20,7 @@
 # Python, written from the PTX ISA), or a kernel compiled to an sm_100a cubin and disassembled. No
 # Blackwell number is measured here.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% output varies
 import dataclasses
 
 import numpy as np
@@ -194,8 +193,7 @@ print("lane windows of warps 0..7:", [tmem.lane_window(w) for w in range(8)])
 # (Layout A) each CTA's 128 rows again sit one per lane; with M = 128 (Layout B) each CTA's 64 rows
 # use all 128 lanes, the two column halves folded side by side.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% output varies
 fig, axes = plt.subplots(2, 2, figsize=(10, 7), dpi=80, layout="constrained")
 for ax, (m, cg) in zip(axes.ravel(), ((128, 1), (64, 1), (256, 2), (128, 2))):
     tmem.plot_tmem(tmem.AccumulatorLayout(m, 64, cg), by="row", ax=ax)
@@ -216,8 +214,7 @@ for m, cg in ((128, 1), (64, 1), (256, 2), (128, 2)):
 # `.16x256b` reads 16 lanes × 8 columns per repetition in the pattern of the `mma.sync` m16n8
 # accumulator fragment (chapter 01). Each number is the thread that receives the cell:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% output varies
 fig = tmem.plot_ld_fragment("16x256b", 1)
 plt.show()
 fig = tmem.plot_ld_fragment("32x32b", 8)
@@ -314,8 +311,7 @@ notebook.show_source("tcgen05.cu", start=r"else if \(warp == 1\)", end=r"tcgen05
 # epilogue, `UTCATOMSWS` the TMEM allocator; the descriptors the kernels are launched with are the
 # ones the models above encode:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% output varies
 for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfig("float16", 256, 256, 64, 4, 2)):
     sm = kernels.sass_summary(cfg)
     print(f"{cfg.label():40s}", {k: v for k, v in sm.items() if k != "full" and v})
@@ -329,8 +325,7 @@ print("the kernels' descriptors equal the models'")
 # On any GPU that is not compute capability 10.0 — an H200 is 9.0 — the package refuses before it
 # allocates or launches anything, and says why (here: the reason on this machine):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% output varies
 try:
     kernels.require_sm100()
     print("an sm_100 GPU is present: `kernels.verify_gemm(cfg)` runs the kernel against float64")

@@ -1,0 +1,362 @@
+"""The chapters' sources keep their promises (issue 9 §1, §4), checked on the CPU without executing them:
+
+* every markdown sentence that compares measured numbers is guarded: its cell is followed by a code
+  cell that ``assert``\\ s it or prints it through ``notebook.claim`` (so a re-measurement that flips
+  the conclusion fails), unless the allow-list below says, with a reason, that it compares no
+  measurement;
+* every ``notebook.show_source`` listing renders (last expression of its cell, or inside
+  ``display``) and shows the lines it is about;
+* the first code cell calls ``notebook.banner`` (which makes figures render inline even with
+  ``MPLBACKEND=Agg`` — executed here in a small notebook);
+* cells that print numbers from a record carry the ``# %% output varies`` marker, which the build
+  turns into nbval's ``nbval-ignore-output`` tag; no ``NBVAL_IGNORE_OUTPUT`` comment is left;
+* no cell ends in a bare matplotlib call whose return value would print as ``Text(...)``.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]_*.py"))
+
+
+def _build_module():
+    spec = importlib.util.spec_from_file_location("build_notebooks", ROOT / "tools" / "build_notebooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _cells(src: Path):
+    """The notebook the build makes from ``src`` (cells with metadata, markers turned into tags)."""
+    return _build_module().to_notebook(src).cells
+
+
+def _tagged(cell) -> bool:
+    return "nbval-ignore-output" in cell.metadata.get("tags", [])
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. Comparisons of measured numbers are generated from the record or asserted
+# --------------------------------------------------------------------------------------------------
+
+#: Words and forms that compare two quantities.
+COMPARISON = re.compile(
+    r"\b(faster|slower|wins?|winning|beats?|recovers?|crossover|lines cross|holds?|overtakes?|ahead|"
+    r"(?<!wrapper )behind|more than|less than|fewer than|twice|outperforms?|higher than|lower than|better than|"
+    r"worse than)\b"
+    r"|\d(?:\.\d+)?\s*×\s*(?:as\b|the\b|of\b|faster|slower|chapter|ch\.|cuBLAS)"
+    r"|\b\d?\.\d+\s+of\s+(?:the|cuBLAS|peak|4096|its|our|their)\b",
+    re.IGNORECASE)
+
+#: Sentences with a comparison word that compare no measurement, each with the reason. Entries are
+#: (chapter prefix, regular expression matched against the sentence, reason). An entry that matches
+#: nothing fails the test, so the list cannot rot.
+ALLOWED = [
+    ("00", r"cannot be faster than\s+bandwidth × intensity", "the roofline's definition, a model"),
+    ("01", r"No\s+thread holds a whole row", "the PTX fragment layout, not a measurement"),
+    ("01", r"who holds what|which lane holds each", "the PTX fragment layout, not a measurement"),
+    ("01", r"that a CTA holds in shared memory", "a definition"),
+    ("01", r"holds an A register|lane 4g\+t holds|lanes? .* hold", "the PTX fragment layout"),
+    ("01", r"hypothesis of section 6 holds", "names a hypothesis, compares nothing"),
+    ("03", r"which bank holds element", "an exercise's question"),
+    ("04", r"lane 4g\+t holds|N/2 fp32 values per thread|holds each|holding each",
+     "the PTX accumulator layout"),
+    ("04", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),
+    ("04", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
+    ("09", r"everything numeric below is a \*\*model\*\*", "says that nothing is measured"),
+    ("09", r"no thread holds any of it", "where the accumulator lives, not a measurement"),
+    ("09", r"each CTA holds M/2 rows", "the PTX CTA-pair layout, not a measurement"),
+]
+
+
+def _sentences(markdown: str) -> list[str]:
+    out = []
+    prose = []
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("|"):
+            out.append(line)                       # a table row is its own sentence
+        else:
+            prose.append(line.lstrip("#> ").rstrip())
+    text = " ".join(prose)
+    out += [s for s in re.split(r"(?<=[.!?;])\s+|\s+—\s+", text) if s.strip()]
+    return out
+
+
+def _guard(cell) -> bool:
+    return cell is not None and cell.cell_type == "code" and (
+        re.search(r"^\s*assert\b", cell.source, re.MULTILINE) is not None
+        or "notebook.claim(" in cell.source or "notebook.verdict(" in cell.source)
+
+
+def _comparison_findings(src: Path):
+    cells = _cells(src)
+    chapter = src.name[:2]
+    unguarded, used = [], set()
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "markdown":
+            continue
+        nxt = cells[i + 1] if i + 1 < len(cells) else None
+        for sentence in _sentences(cell.source):
+            if not COMPARISON.search(sentence):
+                continue
+            allowed = [k for k, (ch, rx, _) in enumerate(ALLOWED) if ch == chapter and re.search(rx, sentence)]
+            used.update(allowed)
+            if not allowed and not _guard(nxt):
+                unguarded.append(f"{src.name} cell {i}: {sentence.strip()[:160]!r}")
+    return unguarded, used
+
+
+def test_comparison_regex_finds_what_it_should():
+    for s in ("TMA wins at 1 KB", "one stage beats four", "1.57× chapter 01", "0.55 of cuBLAS",
+              "the claim holds below the crossover", "more than 1.5× as fast", "the others are ahead"):
+        assert COMPARISON.search(s), s
+    for s in ("a 128×128 tile", "2 × 128 × 128 FLOP", "the cell below", "SMs × 4096 × SM clock"):
+        assert not COMPARISON.search(s), s
+
+
+def test_comparisons_of_measurements_are_guarded():
+    problems, used = [], set()
+    for src in SOURCES:
+        p, u = _comparison_findings(src)
+        problems += p
+        used |= u
+    assert not problems, ("sentences compare numbers without a guard: follow the markdown cell with "
+                          "a code cell that asserts them or prints them with notebook.claim, or "
+                          "allow-list them with a reason:\n" + "\n".join(problems))
+    stale = [ALLOWED[k] for k in range(len(ALLOWED)) if k not in used]
+    assert not stale, f"allow-list entries that match no sentence any more: {stale}"
+
+
+def test_claim_prints_or_raises_with_the_numbers(capsys):
+    from asynctc.core import notebook
+    assert notebook.claim(2 > 1, "two beats one", a=2.0) == "two beats one"
+    assert capsys.readouterr().out == "two beats one\n"
+    with pytest.raises(notebook.ClaimError, match=r"one beats two.*a=1.*b=2"):
+        notebook.claim(1 > 2, "one beats two", a=1, b=2.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. Listings render and show what they are about
+# --------------------------------------------------------------------------------------------------
+
+#: Every show_source call in the chapters: (chapter, start pattern) → (fewest lines, what it must
+#: contain). A new listing must be added here, with what it is about.
+LISTINGS = {
+    ("09", r"else if \(warp == 1\)"): (20, r"tcgen05_mma_f16"),
+    ("01", r"for \(int kt = 0; kt < KT"): (8, r"mma_ktile"),
+    ("01", r"^__device__ __forceinline__ void load_fragments"): (8, r"ldmatrix"),
+    ("01", r"^template <bool kLoad = true>"): (8, r"mma_sync_m16n8k16"),
+    ("01", r"^template <>"): (5, r"mma\.sync\.aligned\.m16n8k16"),
+    ("02", r"^// 16 bytes global -> shared, L2 only"): (4, r"cp\.async\.cg\.shared\.global"),
+    ("02", r"^template <int kN>"): (3, r"cp\.async\.wait_group"),
+    ("02", r"// Prologue: k-tiles 0"): (10, r"cp_async_wait_group"),
+    ("02", r"smem_copy_async\(const"): (10, r"cp_async"),
+    ("03", r"^__device__ __forceinline__ u64 mbarrier_arrive_expect_tx"): (4, r"expect_tx"),
+    ("03", r"^__device__ __forceinline__ void tma_load_2d"): (4, r"cp\.async\.bulk\.tensor"),
+    ("03", r"    record\(0, full"): (6, r"mbarrier_arrive_expect_tx|expect_tx"),
+    ("04", r"^__device__ __forceinline__ void wgmma_fence\(\)"): (10, r"wgmma\.commit_group"),
+    ("04", r"  // fence \(the registers were written above\)"): (10, r"wgmma_mma_async_ss"),
+}
+
+_NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt")
+
+
+def _show_source_calls(src: Path):
+    """(cell index, call node, cell tree, earlier code) for every notebook.show_source call."""
+    cells = _cells(src)
+    earlier = []
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(cell.source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "show_source":
+                yield i, node, tree, list(earlier) + [tree]
+        earlier.append(tree)
+
+
+def _resolve_target(node: ast.expr, earlier):
+    if isinstance(node, ast.Constant):
+        return node.value
+    assert isinstance(node, ast.Name), ast.dump(node)
+    value = None
+    for tree in earlier:
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id
+                                                    for t in stmt.targets):
+                value = stmt.value
+    assert value is not None, f"{node.id}: not assigned in an earlier cell"
+    import asynctc
+    ns = {m: __import__(f"asynctc.{m}", fromlist=[m]) for m in _NAMESPACE_MODULES}
+    ns["asynctc"] = asynctc
+    return eval(compile(ast.Expression(value), "<notebook>", "eval"), ns)   # noqa: S307 - our own source
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_listings_render_and_show_their_lines(src):
+    from asynctc.core import notebook
+    chapter = src.name[:2]
+    seen = 0
+    for i, call, tree, earlier in _show_source_calls(src):
+        seen += 1
+        last = tree.body[-1]
+        renders = (isinstance(last, ast.Expr) and last.value is call) or any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "display"
+            and call in n.args for n in ast.walk(tree))
+        assert renders, (f"{src.name} cell {i}: a show_source call that is not the cell's last "
+                         "expression (nor inside display()) never renders")
+        kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+        args = [ast.literal_eval(a) for a in call.args[1:]]
+        start = kw.get("start", args[0] if args else None)
+        end = kw.get("end", args[1] if len(args) > 1 else None)
+        key = (chapter, start)
+        assert key in LISTINGS, f"{src.name} cell {i}: listing {start!r} is not in LISTINGS (say what it shows)"
+        min_lines, must = LISTINGS[key]
+        text = notebook.source_excerpt(_resolve_target(call.args[0], earlier), start, end)
+        n = len(text.splitlines())
+        assert n >= min_lines, f"{src.name} cell {i}: listing {start!r} shows only {n} lines"
+        assert re.search(must, text), f"{src.name} cell {i}: listing {start!r} lacks {must!r}"
+    expected = sum(1 for ch, _ in LISTINGS if ch == chapter)
+    assert seen == expected, f"{src.name}: {seen} listings, LISTINGS names {expected}"
+
+
+def test_source_excerpt_includes_start_and_end():
+    from asynctc.core import notebook
+    text = notebook.source_excerpt("ptx/mma.cuh", start=r"^template <>", end=r"^}")
+    lines = text.splitlines()
+    assert lines[0].startswith("template <>") and lines[-1] == "}" and len(lines) > 3
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. Figures render inline; markers become tags; no stray outputs
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_first_code_cell_calls_banner(src):
+    first = next(c for c in _cells(src) if c.cell_type == "code")
+    assert "notebook.banner(" in first.source, f"{src.name}: the first code cell must call notebook.banner"
+
+
+def test_figures_render_inline_even_with_agg(tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom asynctc.core import notebook\n"
+                                  "notebook.banner('sm_90a')"),
+        nbformat.v4.new_code_cell("fig, ax = plt.subplots()\nax.plot([1, 2, 3]);")])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    images = [o for o in nb.cells[1].outputs if "image/png" in o.get("data", {})]
+    assert images, f"no figure in the executed cell with MPLBACKEND=Agg: {nb.cells[1].outputs}"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_markers_become_nbval_tags(src):
+    text = src.read_text()
+    assert "NBVAL_IGNORE_OUTPUT" not in text, f"{src.name}: use the '# %% output varies' marker"
+    cells = _cells(src)
+    assert sum(_tagged(c) for c in cells) == text.count("# %% output varies\n")
+    assert not any("title" in c.metadata for c in cells)
+
+
+_MPL_RETURNS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "legend", "text", "annotate",
+                "axhline", "axvline", "plot", "bar", "barh", "imshow", "colorbar", "set_xticks",
+                "set_yticks", "set_ylim", "set_xlim", "grid", "scatter"}
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_no_cell_ends_in_a_bare_matplotlib_call(src):
+    for i, cell in enumerate(_cells(src)):
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(cell.source)
+        last = tree.body[-1] if tree.body else None
+        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) \
+                and isinstance(last.value.func, ast.Attribute) and last.value.func.attr in _MPL_RETURNS:
+            bare = not cell.source.rstrip().endswith(";")
+            assert not bare, (f"{src.name} cell {i}: ends in .{last.value.func.attr}(...), which prints "
+                              "a Text/Artist repr; end with plt.show() or a ';'")
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. Cells that print numbers from a record are not compared by nbval
+# --------------------------------------------------------------------------------------------------
+
+_RECORD_SOURCES = {"load_or_measure", "load"}
+_PRINTERS = {"print", "claim", "check", "display", "summarize_ceilings", "summarize_mma_sync",
+             "summarize_cp_async", "summarize_tma_copy", "summarize_wgmma"}
+
+
+def _names(node) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _record_names(trees) -> set[str]:
+    """Names bound, anywhere in the notebook, to a record or to something computed from one."""
+    tainted: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for tree in trees:
+            for node in ast.walk(tree):
+                # (comprehension variables are local to their comprehension: the comprehension's
+                # own iterable already names the record value it prints)
+                if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+                    value = node.iter if isinstance(node, ast.For) else node.value
+                    if value is None:
+                        continue
+                    from_record = any(isinstance(n, ast.Attribute) and n.attr in _RECORD_SOURCES
+                                      and isinstance(n.value, ast.Name) and n.value.id == "records"
+                                      for n in ast.walk(value)) or bool(_names(value) & tainted)
+                    if not from_record:
+                        continue
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    new = set().union(*(_names(t) for t in targets)) - tainted
+                    if new:
+                        tainted |= new
+                        changed = True
+    return tainted
+
+
+def _prints_record_value(arg, tainted) -> bool:
+    if isinstance(arg, (ast.Compare, ast.BoolOp)) or (isinstance(arg, ast.UnaryOp)
+                                                        and isinstance(arg.op, ast.Not)):
+        return False                                  # a yes/no the asserts above pin down
+    if isinstance(arg, ast.JoinedStr):
+        return any(_prints_record_value(v.value, tainted) for v in arg.values
+                   if isinstance(v, ast.FormattedValue))
+    return bool(_names(arg) & tainted)
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_cells_printing_record_values_are_tagged(src):
+    cells = _cells(src)
+    trees = [ast.parse(c.source) for c in cells if c.cell_type == "code"]
+    tainted = _record_names(trees)
+    bad = []
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "code" or _tagged(cell):
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if fn in _PRINTERS and any(_prints_record_value(a, tainted)
+                                       for a in list(node.args) + [k.value for k in node.keywords]):
+                bad.append(f"cell {i}: {ast.unparse(node)[:100]}")
+    assert not bad, (f"{src.name}: cells print values from a record but nbval compares them (a live "
+                     "run differs): mark them '# %% output varies'\n" + "\n".join(bad))
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
