@@ -146,6 +146,15 @@ def valid_ns(m: int, cta_group: int = 1) -> tuple[int, ...]:
     return tuple(range(step, 257, step))
 
 
+def _pack(table, enc: dict[str, int]) -> int:
+    """Place each field value of ``enc`` at its bits (``table``: (name, lowest bit, width) rows)."""
+    v = 0
+    for name, lo, w in table:
+        assert enc[name] < (1 << w), name
+        v |= enc[name] << lo
+    return v
+
+
 @dataclasses.dataclass(frozen=True)
 class InstrDescriptor:
     """The 32-bit instruction descriptor of a dense ``tcgen05.mma`` (no ``.ws``).
@@ -279,12 +288,7 @@ class InstrDescriptor:
 
     def encode(self) -> int:
         """The 32-bit descriptor as an unsigned Python int."""
-        enc = self.encoded_fields()
-        v = 0
-        for name, lo, w in IDESC_FIELDS:
-            assert enc[name] < (1 << w), name
-            v |= enc[name] << lo
-        return v
+        return _pack(IDESC_FIELDS, self.encoded_fields())
 
     def __int__(self) -> int:
         return self.encode()
@@ -457,12 +461,7 @@ class Tcgen05Descriptor:
 
     def encode(self) -> int:
         """The 64-bit descriptor as an unsigned Python int."""
-        enc = self.encoded_fields()
-        v = 0
-        for name, lo, w in SDESC_FIELDS:
-            assert enc[name] < (1 << w), name
-            v |= enc[name] << lo
-        return v
+        return _pack(SDESC_FIELDS, self.encoded_fields())
 
     def __int__(self) -> int:
         return self.encode()
