@@ -435,14 +435,14 @@ ok = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
 # ## 6. What moved and why
 #
 # **Exercise 3 — predict before you look.** Section 3's loop calls `wgmma.wait_group<kPending>`.
-# With S = 4 stages and a **single** consumer warpgroup, how many groups should it leave pending (0
+# With S = 6 stages and a **single** consumer warpgroup, how many groups should it leave pending (0
 # or 1) to keep the math going while the next stage is released and refilled? Answer with the
-# model's verdict in mind (you may run `mp.simulate(4, p, 1, 32)` for p = 0 and 1 and compare
+# model's verdict in mind (you may run `mp.simulate(6, p, 1, 32)` for p = 0 and 1 and compare
 # `math_fraction`). Replace `...`:
 
 # %%
 answer = ...
-ok = exercises.check("ch05.groups_pending", answer, stages=4, consumers=1)
+ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 
 # %% [markdown]
 # Now the record: the best depth of each tile, `wait_group` 0 against 1, the cost of tracing, and
@@ -491,6 +491,13 @@ notebook.claim(w2_0["tflops"] > 1.15 * w2["tflops"] and abs(w4_0["tflops"] / w4[
                f"behind; with none pending it refills with k + 2. At S = 4 the two are within "
                f"{abs(w4_0['tflops'] / w4['tflops'] - 1):.1%}.",
                s2_w0=w2_0["tflops"], s2_w1=w2["tflops"], s4_w0=w4_0["tflops"], s4_w1=w4["tflops"])
+m2 = {p: mp.simulate(2, p, 2, K_TILES, hw).math_fraction for p in (0, 1)}
+notebook.claim(m2[1] > m2[0] and w2_0["tflops"] > w2["tflops"],
+               f"Here the model is wrong in direction: at S = 2 it keeps the math in flight "
+               f"{m2[1]:.2f} of the loop with wait_group(1) and {m2[0]:.2f} with wait_group(0). Its "
+               "wait_group(0) schedule loads k + S − 1 at the end of iteration k, as with wait_group(1); "
+               "the kernel loads k + S — one k-tile more lead, which the model does not give it.",
+               model_p1=m2[1], model_p0=m2[0])
 lone = [(S, row("128x128x64/c1", S), row("128x128x64/c1", S, wait_pending=0)) for S in (4, 5, 6)]
 pair = [(row(t, 3), row(t, 3, wait_pending=0)) for t in ("128x128x64/c1", "128x128x64/c2")]
 notebook.claim(all(w0["tflops"] < 0.85 * w1["tflops"] for _, w1, w0 in lone)
@@ -642,8 +649,8 @@ ok = exercises.check("ch05.find_bug", answer, diagnosis=mystery)
 exercises.check("ch05.full_parity", (13 // 3) % 2, k=13, stages=3, solution=True)
 exercises.check("ch05.empty_parity", (7 // 3 + 1) % 2, t=7, stages=3, solution=True)
 exercises.check("ch05.empty_parity", (2 // 3 + 1) % 2, t=2, stages=3, solution=True)
-runs = {p: mp.simulate(4, p, 1, 32) for p in (0, 1)}
-exercises.check("ch05.groups_pending", max(runs, key=lambda p: runs[p].math_fraction), stages=4,
+runs = {p: mp.simulate(6, p, 1, 32) for p in (0, 1)}
+exercises.check("ch05.groups_pending", max(runs, key=lambda p: runs[p].math_fraction), stages=6,
                 consumers=1, solution=True)
 ok = exercises.check("ch05.find_bug", "arrive_count_too_big", diagnosis=mystery, solution=True)
 
