@@ -163,6 +163,9 @@ LISTINGS = {
     ("03", r"    record\(0, full"): (6, r"mbarrier_arrive_expect_tx|expect_tx"),
     ("04", r"^__device__ __forceinline__ void wgmma_fence\(\)"): (10, r"wgmma\.commit_group"),
     ("04", r"  // fence \(the registers were written above\)"): (10, r"wgmma_mma_async_ss"),
+    ("05", r"^  for \(int k = 0; k < T; \+\+k\) \{"): (30, r"wgmma_wait_group<kPending>.*"
+                                                       r"[\s\S]*mbarrier_arrive\(empty0[\s\S]*load_stage"),
+    ("05", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
 }
 
 _NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt")
