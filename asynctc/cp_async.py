@@ -204,6 +204,8 @@ class SmemPipeline:
 # --------------------------------------------------------------------------------------------------
 
 SIZES = (1024, 2048, 4096, 8192)
+#: bf16 is swept at these sizes only.
+BF16_SIZES = (4096,)
 CHECK_SHAPES = ((128, 256, 64), (256, 512, 192), (384, 768, 320), (1024, 512, 2048),
                 (512, 1280, 448))
 
@@ -237,7 +239,7 @@ def measure_cp_async() -> dict:
                                                    what="cp.async GEMM (timed binary)")
     out["checks"] += [{**c, "kernel": "mma.sync"} for c in mma_sync.check_timed_binaries(
         mma_sync.verify_mma_sync, (ch01,), what="chapter 01 GEMM (timed binary)")]
-    runs = [("float16", s) for s in SIZES] + [("bfloat16", 4096)]
+    runs = [("float16", s) for s in SIZES] + [("bfloat16", s) for s in BF16_SIZES]
     for dtype, s in runs:
         a, b, da, db, dc = mma_sync.square_problem(s, dtype)
         ref = mma_sync.timed_output_reference(a, b, dtype, np.random.default_rng(s))

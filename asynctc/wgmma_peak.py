@@ -17,7 +17,7 @@ from .core.checks import U_ACC, Check, compare, gamma
 from .core.memory import DeviceArray
 from .core.runtime import precompile
 from .models import descriptors as dsc
-from .wgmma import (DTYPES, N_VALUES, SOURCES, TileConfig, mismatch_demo, np_dtype,
+from .wgmma import (DTYPES, FP8_ACC_U, N_VALUES, SOURCES, TileConfig, mismatch_demo, np_dtype,
                     supported_configs, tile_images, tile_modules, tile_reference, tma_configs,
                     verify_tile, verify_tile_tma)
 
@@ -36,8 +36,6 @@ LUO_H800_ASSUMED_MHZ = 1755.0
 #: Dense Tensor Core FLOP per clock per SM on sm_90 (H100 whitepaper): fp16/bf16 4096, fp8 8192
 #: (one definition: :data:`asynctc.core.bench.FLOP_PER_CLK_PER_SM`).
 DATASHEET_FLOP_PER_CLK_SM = bench.FLOP_PER_CLK_PER_SM
-#: Unit roundoff assumed for wgmma's fp8 accumulation (about 14 bits kept, truncating).
-FP8_ACC_U = 2.0 ** -13
 PEAK_K_STEPS = 4
 
 
