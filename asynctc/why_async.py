@@ -56,9 +56,14 @@ def measure_ceilings() -> dict:
                            reps=20)
         for dst in dsts:
             host = dst.to_host()
-            if not np.all(host == 0xA5):
-                raise RuntimeError(f"device copy check failed: {np.count_nonzero(host != 0xA5)} "
+            # every byte up to 256 MiB; above, every 64th KiB-page and the last one (a copy that
+            # stopped short or skipped a range still shows)
+            view = host if n <= 256 << 20 else np.concatenate(
+                [host.reshape(-1, 1024)[::64].ravel(), host[-4096:]])
+            if not np.all(view == 0xA5):
+                raise RuntimeError(f"device copy check failed: {np.count_nonzero(view != 0xA5)} "
                                    f"bytes of {n} not written")
+            del host
         out["copy"].append({"bytes": n, "pairs": pairs, **t.as_dict(),
                             "gbps_rw": bench.gbps(2 * n, t.median_ms)})
         del srcs, dsts

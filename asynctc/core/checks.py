@@ -24,7 +24,8 @@ Stability of Numerical Algorithms*, §3.1, inner products):
   0 for fp32 output.
 * The float64 reference itself: γ_K with u = 2^-53 (negligible; counted).
 
-So ``tol = γ_{K+1}(2^-23) + u_out·(1 + γ_{K+1}(2^-23)) + γ_K(2^-53)``: 9.8e-4 at K = 8192 for fp32
+So ``tol = γ_{K+e}(2^-23) + u_out·(1 + γ_{K+e}(2^-23)) + γ_K(2^-53)``, e = 0 for fp16/bf16
+inputs and 1 for fp32 inputs: 9.8e-4 at K = 8192 for fp32
 output, 1.5e-5 at K = 128; + 4.9e-4 for fp16 output, + 3.9e-3 for bf16. It is a worst-case bound
 (real errors grow like √K·u), and it still fails an element taken from the wrong row, column or
 k-tile: such an error is of the order of √K (standard-normal inputs), while tol·(|A|·|B|) ≈

@@ -2,8 +2,7 @@
 //
 // clock_probe (driven by asynctc/core/bench.py): thread 0 of one CTA reads %globaltimer (ns, PTX
 // ISA "Special Registers: %globaltimer") and clock64 (SM cycles, "%clock64"), spins until spin_ns
-// nanoseconds have passed,
-// reads both again and writes {c0, c1, t0, t1} to rec[4*slot .. 4*slot+3]. The host divides
+// nanoseconds have passed, reads both again and writes {c0, c1, t0, t1} to rec[4*slot .. 4*slot+3]. The host divides
 // (c1 - c0) / (t1 - t0) for the SM clock in GHz. All SMs share one graphics clock, so one CTA is
 // enough. Used by asynctc.core.bench.time_gpu twice per sample:
 //   * before the timed launches, as a delay (spin_ns long enough for the host to enqueue them all,
