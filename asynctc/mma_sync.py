@@ -367,12 +367,12 @@ PEAK_CONFIGS = ((4, 1), (4, 2), (8, 2), (8, 4))
 IN_KERNEL_CLOCK = "in-kernel clock64/%globaltimer (median over CTAs, last timed launch)"
 
 
-def check_timed_binaries(verify, tiles, dtypes=tuple(DTYPES), shape=TIMED_CHECK_SHAPE,
+def check_timed_binaries(verify, tiles, dtypes=tuple(DTYPES), shape=None,
                          what: str = "GEMM") -> list[dict]:
     """Every tile × dtype of the sweep in its timed form (output in the input dtype), on the full
-    :data:`TIMED_CHECK_SHAPE` output against float64. Raises :class:`RuntimeError` at the first
-    failure."""
-    out = check_tiles(verify, tiles, (shape,), dtypes, what=what)
+    ``shape`` (default :data:`TIMED_CHECK_SHAPE`) output against float64. Raises
+    :class:`RuntimeError` at the first failure."""
+    out = check_tiles(verify, tiles, (shape or TIMED_CHECK_SHAPE,), dtypes, what=what)
     return [{**c, "output": c["dtype"], "timed_binary": True} for c in out]
 
 

@@ -231,3 +231,38 @@ def test_ceilings_suite_dry_run(emulated_gpu):
     assert "clocks_after" in r["cublas"][1]
     text = why_async.summarize_ceilings(_record("ceilings", r))
     assert "1713 MHz" in text and "989" in text and "nvidia-smi" not in text
+
+
+def test_wgmma_suite_dry_run(emulated_gpu, monkeypatch):
+    """The wgmma suite's throughput loop: the timed binary and its 16-iteration copy both checked,
+    the in-kernel clock the denominator, the datasheet beside it (kernels emulated as in
+    tests/test_wgmma.py)."""
+    from test_wgmma import _FakeArray, _emulate
+
+    from asynctc import wgmma as W
+    from asynctc import wgmma_peak as WP
+    monkeypatch.setattr(W, "DeviceArray", _FakeArray)
+    monkeypatch.setattr(WP, "DeviceArray", _FakeArray)
+    monkeypatch.setattr(runtime, "launch", _emulate)
+    monkeypatch.setattr(W, "_tensor_map", lambda arr, tile: (arr, tile))
+    few = W.supported_configs(ns=(64,))[:4]
+    monkeypatch.setattr(WP, "supported_configs", lambda: few)
+    monkeypatch.setattr(WP, "tma_configs", lambda: [])
+    monkeypatch.setattr(WP, "peak_configs", lambda: [
+        dict(dtype="float16", n=256, source="smem", chains=1, ctas_per_sm=2),
+        dict(dtype="float16", n=8, source="registers", chains=8, ctas_per_sm=2),
+        dict(dtype="float8_e4m3fn", n=256, source="smem", chains=1, ctas_per_sm=2)])
+    r = WP.measure_wgmma()
+    assert not r["failures"] and len(r["throughput"]) == 3
+    for row in r["throughput"]:
+        assert row["check"]["passed"] and row["check_layout"]["passed"]
+        assert row["sm_mhz"] == pytest.approx(1980.0)                 # the emulator's clock record
+        assert row["datasheet_tflops"] == pytest.approx(989.4 * (2 if "8" in row["dtype"] else 1),
+                                                        abs=0.2)
+        assert row["check"]["shape"][2] == row["iters"] * (64 if row["dtype"] == "float16" else 128)
+    fp8 = r["throughput"][2]
+    assert fp8["check_timed_bound"].startswith("completeness") and fp8["check"]["tol"] == 1.0
+    assert r["throughput"][0]["check"]["tol"] == pytest.approx(WP.WgmmaPeak.tolerance(
+        WP.WgmmaPeak("float16", 256, "smem", 1, sm_count=1)), rel=1e-12)
+    text = WP.summarize_wgmma(_record("wgmma", r))
+    assert "1980 MHz" in text and "datasheet 989 at 1830 MHz" in text

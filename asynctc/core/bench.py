@@ -270,10 +270,12 @@ def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush=T
     if launches is not None and launches < 1:
         raise ValueError(f"launches={launches}: must be ≥ 1")
     tm = timer or _CudaTimer(stream or runtime.default_stream(), 2 * reps + 2)
-    h0 = time.perf_counter()
+    host = []
     for _ in range(warmup):
+        h0 = time.perf_counter()
         fn()
-    host_ms = (time.perf_counter() - h0) * 1e3 / warmup if warmup else 0.05
+        host.append((time.perf_counter() - h0) * 1e3)
+    host_ms = float(statistics.median(host)) if host else 0.05    # host enqueue time per launch
     tm.sync()
     if mode == "launch":
         n = 1
