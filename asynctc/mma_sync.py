@@ -442,7 +442,7 @@ def measure_mma_sync() -> dict:
                                 "check": c.as_dict()})
     # The numba SIMT kernel, fp32, for scale.
     from . import simt  # noqa: F811
-    cuda = simt.numba_cuda()
+    cuda = simt.numba_cuda() if SIMT_SIZES else None
     for s in SIMT_SIZES:
         rng = np.random.default_rng(s)
         a = rng.standard_normal((s, s), dtype=np.float32)
