@@ -337,7 +337,7 @@ def summarize_cp_async(rec: records.Record) -> str:
             b0 = ms.get(s)
             c0 = cb.get(s)
             lines.append(f"cp.async {dtype:8s} {s:5d}³ best {row['tile']:24s} {row['tflops']:6.1f} "
-                         f"TFLOP/s ±{row.get('spread', float('nan')):.0%} = "
+                         f"TFLOP/s ±{bench.row_spread(row):.0%} = "
                          f"{row['tflops'] / b0['tflops']:.2f}× ch.01 ({b0['tflops']:.0f})"
                          + (f", {row['tflops'] / c0['tflops']:.2f} of cuBLAS ({c0['tflops']:.0f})"
                             if c0 else "")
@@ -357,9 +357,11 @@ def summarize_cp_async(rec: records.Record) -> str:
                  f"{orec.provenance.get('git_commit', '?')[:7]})") if orec else "no mma_sync record"
         if other:
             d = other["tflops"] / here["tflops"] - 1
+            clk = (f"; SM clock {here['sm_mhz']:.0f} vs {other['sm_mhz']:.0f} MHz"
+                   if here.get("sm_mhz") and other.get("sm_mhz") else "")
             lines.append(f"ch.01 {tile} {dtype} {s}³: {here['tflops']:.0f} TFLOP/s in this record "
                          f"(p10-p90 {here['p10_ms']:.3f}-{here['p90_ms']:.3f} ms), "
-                         f"{other['tflops']:.0f} in the {where} ({d:+.0%})")
+                         f"{other['tflops']:.0f} in the {where} ({d:+.0%}){clk}")
         else:
             lines.append(f"ch.01 {tile} {dtype} {s}³: {here['tflops']:.0f} TFLOP/s in this record; "
                          f"{where} has no row for this tile and size")

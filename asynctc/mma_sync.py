@@ -521,7 +521,7 @@ def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
                 ratio += (f"  <- cuBLAS slower here (p10-p90 {base['p10_ms']:.3f}-"
                           f"{base['p90_ms']:.3f} ms)")
             lines.append(f"mma.sync {dtype:8s} {row['size']:5d}³ tile {row['tile']:18s} "
-                         f"{row['tflops']:6.1f} TFLOP/s ±{row.get('spread', float('nan')):.0%}  "
+                         f"{row['tflops']:6.1f} TFLOP/s ±{bench.row_spread(row):.0%}  "
                          f"{ratio}" + _at_clock(row, n, dtype))
     for row in r["simt"]:
         lines.append(f"numba SIMT fp32 {row['size']:5d}³: {row['tflops']:.2f} TFLOP/s")

@@ -109,7 +109,7 @@ def summarize_ceilings(rec: records.Record) -> str:
         note = "" if not chk or chk.get("passed") else \
             f"  [elementwise check FAILED: max_err {chk.get('max_err', float('nan')):.1e} > tol {chk['tol']:.1e}]"
         lines.append(f"cuBLAS {row['dtype']:8s} {row['m']:5d}³: {row['tflops']:6.0f} TFLOP/s "
-                     f"±{row.get('spread', float('nan')):.0%}{frac}{note}")
+                     f"±{bench.row_spread(row):.0%}{frac}{note}")
     return "\n".join(lines)
 
 

@@ -176,6 +176,17 @@ PROBE_NS = 200_000
 FLUSH_MODES = ("sample", "launch", "none")
 
 
+def row_spread(row: dict) -> float:
+    """(p90 − p10) / median of a record row (its ``spread``, or from ``p10_ms``/``p90_ms``/
+    ``median_ms`` for records written before the field existed); NaN when neither is there."""
+    if "spread" in row:
+        return row["spread"]
+    try:
+        return (row["p90_ms"] - row["p10_ms"]) / row["median_ms"]
+    except (KeyError, ZeroDivisionError, TypeError):
+        return float("nan")
+
+
 def launches_per_sample(single_ms: float, min_sample_ms: float = 1.0, max_launches: int = 256) -> int:
     """How many back-to-back launches make one sample: ceil(``min_sample_ms`` / ``single_ms``),
     at least 1 and at most ``max_launches`` (``max_launches`` when ``single_ms`` is 0 or NaN)."""
