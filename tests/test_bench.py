@@ -158,6 +158,13 @@ def test_one_definition_of_peak():
             bench.peak_at_clock(bad, 132)
 
 
+def test_measured_clock_of_rows():
+    rows = [{"sm_mhz": 1700.0}, {"sm_mhz": 1800.0}, {"tflops": 1.0}, {"sm_mhz": 1750.0}]
+    assert bench.measured_clock_mhz(rows) == 1750.0
+    with pytest.raises(ValueError, match="re-record"):
+        bench.measured_clock_mhz([{"tflops": 1.0}, {"sm_mhz": float("nan")}])
+
+
 def test_wgmma_peak_uses_the_one_definition():
     from asynctc import wgmma_peak
     assert wgmma_peak.datasheet_tflops(132, 1713.0, "bfloat16") == bench.peak_tflops(132, 1713.0)

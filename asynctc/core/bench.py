@@ -104,6 +104,16 @@ def peak_at_clock(row: dict, sm_count: int, dtype: str = "float16") -> dict:
             "datasheet_tflops": sheet, "fraction_of_datasheet": row["tflops"] / sheet}
 
 
+def measured_clock_mhz(rows) -> float:
+    """The median ``sm_mhz`` over record rows that carry a measured clock — for one peak line drawn
+    over several rows (a plot). Raises :class:`ValueError` when none does (records written before
+    the clock was measured)."""
+    v = [r["sm_mhz"] for r in rows if r.get("sm_mhz") is not None and r["sm_mhz"] == r["sm_mhz"]]
+    if not v:
+        raise ValueError("no row carries a measured sm_mhz: re-record the suite (issue 9)")
+    return float(statistics.median(v))
+
+
 def peak_text(row: dict, sm_count: int, dtype: str = "float16") -> str:
     """``"0.93 of 132×4096×1713 MHz = 926 (datasheet 989 at 1830 MHz: 0.87)"`` for one row."""
     p = peak_at_clock(row, sm_count, dtype)
