@@ -178,3 +178,28 @@ def test_compare_without_scale_is_still_elementwise(rng):
     assert not checks.compare(out, ref, "float16", (64, 64, 16)).passed
     with pytest.raises(ValueError, match="shape"):
         checks.compare(out[:3], ref, "float16", (64, 64, 16))
+
+
+def test_exact_operands_make_long_sums_exact(rng):
+    """The peak kernels' sharp check: on these operands a truncating fp32 accumulator returns
+    repeats·(A·B) exactly, so the timed binary is compared with tolerance 0."""
+    a, b, exact = checks.exact_operands((4, 16), (16, 3), "float16", 4096, rng=rng)
+    assert exact
+    vals = np.unique(np.abs(np.concatenate([a.astype(np.float32).ravel(),
+                                            b.astype(np.float32).ravel()])))
+    assert set(vals) <= set(checks.EXACT_VALUES) and len(vals) > 1     # never 0 or ±1
+    p = a.astype(np.float32) @ b.astype(np.float32)
+    terms = np.broadcast_to(p, (4096,) + p.shape)
+    got = _truncating_sum(terms)
+    assert np.array_equal(got.astype(np.float64), 4096 * checks.reference(a, b))
+    c = checks.compare(got, 4096 * checks.reference(a, b), "float16", (4, 3, 16 * 4096),
+                       scale=4096 * checks.abs_reference(a, b), tol=0.0)
+    assert c.passed and c.max_err == 0.0
+    got[1, 2] = np.nextafter(got[1, 2], np.float32(np.inf))          # one bit off: fails
+    assert not checks.compare(got, 4096 * checks.reference(a, b), "float16", (4, 3, 16 * 4096),
+                              scale=4096 * checks.abs_reference(a, b), tol=0.0).passed
+    # where the sums would not fit, the function says so (wgmma N=8 with one chain; fp8)
+    assert not checks.exact_operands((64, 64), (64, 8), "float16", 65536, rng=rng)[2]
+    assert not checks.exact_operands((64, 128), (128, 256), "float8_e4m3fn", 2048, 13, rng=rng)[2]
+    with pytest.raises(ValueError, match="repeats"):
+        checks.exact_operands((2, 2), (2, 2), "float16", 0)

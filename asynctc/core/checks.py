@@ -220,6 +220,42 @@ class SampledReference:
         return compare(host[self.rows], self.ref, self.dtype, self.shape, scale=self.scale)
 
 
+#: The values of :func:`exact_operands`: ±1/4, ±1/2, ±3/4 (never 0 or ±1).
+EXACT_VALUES = (0.25, 0.5, 0.75)
+#: Their products are multiples of 1/16.
+EXACT_GRANULE = 1.0 / 16
+
+
+def exact_operands(a_shape, b_shape, dtype: str, repeats: int = 1, acc_bits: int = 24, rng=None):
+    """Random operands for which a repeated product is computed *exactly* by any accumulation order
+    and any rounding: A (``a_shape``) and B (``b_shape``) with random values ±1/4, ±1/2, ±3/4
+    (never 0 or ±1; exact in fp16, bf16 and fp8 e4m3/e5m2), so every product is a multiple of 1/16.
+    When ``repeats``·max((|A|·|B|)) / (1/16) < 2^``acc_bits``, every partial sum of ``repeats``
+    copies of A·B is a multiple of 1/16 below 2^acc_bits / 16 in magnitude, i.e. representable in
+    an accumulator with an ``acc_bits``-bit significand (24 for fp32) — nothing is lost when the
+    Tensor Core aligns and truncates its addends, and the result must equal repeats·(A·B) exactly.
+
+    Returns ``(a, b, exact)``: ``exact`` says whether that condition holds (else use a rounding
+    bound). Raises :class:`ValueError` for a non-positive ``repeats``.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats={repeats}: must be ≥ 1")
+    rng = rng if rng is not None else np.random.default_rng()
+    dt = np_dtype(dtype) if dtype in ("float16", "bfloat16", "float32") else _fp8_dtype(dtype)
+
+    def draw(shape):
+        v = rng.choice(EXACT_VALUES, size=shape) * rng.choice((-1.0, 1.0), size=shape)
+        return v.astype(np.float32).astype(dt)
+    a, b = draw(a_shape), draw(b_shape)
+    worst = repeats * float(abs_reference(a, b).max()) / EXACT_GRANULE
+    return a, b, worst < 2.0 ** acc_bits
+
+
+def _fp8_dtype(name: str) -> np.dtype:
+    import ml_dtypes
+    return np.dtype(getattr(ml_dtypes, name))
+
+
 #: Up to this size a timed s×s output is checked in full; above it, one random row per 128-row CTA
 #: band (:class:`SampledReference`): every CTA row and raster group, on its full width.
 FULL_CHECK_MAX = 2048
