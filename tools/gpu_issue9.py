@@ -35,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TQDM_DISABLE", "1")      # progress bars would fill the returned output tail
 
 from asynctc.core import bench, checks, records, runtime  # noqa: E402
 
