@@ -25,7 +25,8 @@ import numpy as np
 
 from .core import bench, records, runtime
 from . import mma_sync
-from .mma_sync import Check, compare, MmaSyncTile, random_operands, reference
+from .core.checks import U_ACC, check_gemm, gamma
+from .mma_sync import Check, compare, MmaSyncTile, random_operands
 from .core.memory import DeviceArray
 
 DTYPES = mma_sync.DTYPES
@@ -122,10 +123,12 @@ def verify_cp_async(m: int, n: int, k: int, dtype: str = "float16",
                     tile: CpAsyncTile = DEFAULT_TILE, seed: int | None = None,
                     out_f32: bool = False) -> Check:
     """Run the kernel on fresh random inputs (standard normal, rounded to ``dtype``) with a
-    poisoned output; compare with the float64 product. Returns a :class:`~asynctc.mma_sync.Check`."""
+    poisoned output; compare every element with the float64 product under the elementwise bound
+    relative to |A|·|B| (:func:`asynctc.core.checks.check_gemm`). Returns a
+    :class:`~asynctc.core.checks.Check`."""
     a, b = random_operands(m, n, k, dtype, seed)
     got = cp_async_gemm(a, b, tile=tile, out_f32=out_f32).to_host()
-    return compare(got, reference(a, b), dtype, (m, n, k))
+    return check_gemm(got, a, b, dtype)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -164,9 +167,12 @@ class SmemPipeline:
         self.src = DeviceArray.from_host(self.src_host)
         self.dst = DeviceArray.poisoned(blocks * b * b, np.float32)
 
-    def reference(self) -> np.ndarray:
-        """float64 per-thread sums: thread (ty, tx) adds element (ty, (tx+1) % b) of each tile."""
+    def reference(self, absolute: bool = False) -> np.ndarray:
+        """float64 per-thread sums: thread (ty, tx) adds element (ty, (tx+1) % b) of each tile
+        (of their absolute values when ``absolute``: the scale of the elementwise bound)."""
         t = self.src_host.reshape(self.blocks, self.iters, self.b, self.b).astype(np.float64)
+        if absolute:
+            t = np.abs(t)
         return np.roll(t, -1, axis=3).sum(axis=1).reshape(-1)
 
     def launcher(self, kind: str, stream=None):
@@ -177,11 +183,20 @@ class SmemPipeline:
         return run
 
     def check(self, kind: str) -> Check:
+        """The timed binary once on a poisoned output; every thread's sum against float64 within
+        γ_{iters+1}(2^-23) × Σ|terms| elementwise (a sum of ``iters`` fp32 values)."""
         self.dst.poison()
         self.launcher(kind)()
         got = self.dst.to_host()
-        c = compare(got, self.reference(), "float32", (self.blocks, self.b, self.b))
-        return dataclasses.replace(c, tol=1e-5)
+        return compare(got, self.reference(), "float32", (self.blocks, self.b, self.b),
+                       scale=self.reference(absolute=True), tol=gamma(self.iters + 1, U_ACC))
+
+    @staticmethod
+    def blocks_for(b: int, l2_bytes: int, iters: int = SMEM_ITERS, sm_count: int = 132) -> int:
+        """CTAs so that one launch reads at least twice the L2 (so back-to-back launches in a
+        sample stream from DRAM, as a flushed single launch does), and at least 16 per SM."""
+        per_cta = iters * b * b * 4
+        return max(sm_count * 16, -(-2 * l2_bytes // per_cta))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -189,57 +204,83 @@ class SmemPipeline:
 # --------------------------------------------------------------------------------------------------
 
 SIZES = (1024, 2048, 4096, 8192)
+#: bf16 is swept at these sizes only.
+BF16_SIZES = (4096,)
 CHECK_SHAPES = ((128, 256, 64), (256, 512, 192), (384, 768, 320), (1024, 512, 2048),
                 (512, 1280, 448))
 
 
 def measure_cp_async() -> dict:
-    """Correctness of every swept tile (fp16 and bf16, shapes :data:`CHECK_SHAPES`); then, on the
-    same inputs per size (:data:`SIZES`, fp16; bf16 at 4096), cuBLAS, the chapter-01 kernel
-    (:data:`asynctc.mma_sync.DEFAULT_TILE`) and the cp.async GEMM for every tile in :data:`TILES`
-    (stages 1..4); then the synchronous vs pipelined shared-memory copy (:class:`SmemPipeline`)."""
+    """Correctness first: every swept tile with fp32 output at :data:`CHECK_SHAPES` (fp16 and
+    bf16), and every timed binary — the cp.async tiles and chapter 01's kernel — on the full
+    :data:`asynctc.mma_sync.TIMED_CHECK_SHAPE`. Then, on the same inputs per size (:data:`SIZES`,
+    fp16; bf16 at 4096), cuBLAS, chapter 01's kernel (:data:`asynctc.mma_sync.DEFAULT_TILE`, timed
+    here the same way, so "× ch.01" compares two numbers of this run) and the cp.async GEMM for
+    every tile in :data:`TILES` (stages 1..4), each timed output checked and the SM clock probed;
+    then the synchronous vs pipelined shared-memory copy (:class:`SmemPipeline`, sized so one
+    launch reads ≥ 2× L2, many launches per sample)."""
+    import functools
+    ch01 = mma_sync.DEFAULT_TILE
     out: dict = {"sweep": [], "smem": [],
                  "tiles": [dict(name=t.name, bm=t.bm, bn=t.bn, bk=t.bk, stages=t.stages,
                                 min_blocks=t.min_blocks, smem_bytes=t.smem_bytes) for t in TILES],
-                 "baseline_library": bench.baseline_library()}
-    out["checks"] = mma_sync.check_tiles(verify_cp_async, TILES, CHECK_SHAPES, DTYPES,
-                                     what="cp.async GEMM")
-    runs = [("float16", s) for s in SIZES] + [("bfloat16", 4096)]
+                 "baseline_library": bench.baseline_library(),
+                 "ch01_tile": ch01.name}
+    runtime.precompile(
+        [("cp_async.cu", "gemm_cp_async", dict(BM=t.bm, BN=t.bn, BK=t.bk, WM=t.wm, WN=t.wn,
+                                                DT=DTYPES[dt], OUT_F32=f32, GROUP_M=t.group_m,
+                                                MINB=t.min_blocks, STAGES=t.stages))
+         for dt in DTYPES for t in TILES for f32 in (0, 1)]
+        + [("mma_sync.cu", "gemm_mma_sync", mma_sync._defines(dt, ch01, False)) for dt in DTYPES])
+    out["checks"] = [{**c, "output": "float32"} for c in mma_sync.check_tiles(
+        functools.partial(verify_cp_async, out_f32=True), TILES, CHECK_SHAPES, DTYPES,
+        what="cp.async GEMM (fp32 output)")]
+    out["checks"] += mma_sync.check_timed_binaries(verify_cp_async, TILES,
+                                                   what="cp.async GEMM (timed binary)")
+    out["checks"] += [{**c, "kernel": "mma.sync"} for c in mma_sync.check_timed_binaries(
+        mma_sync.verify_mma_sync, (ch01,), what="chapter 01 GEMM (timed binary)")]
+    runs = [("float16", s) for s in SIZES] + [("bfloat16", s) for s in BF16_SIZES]
     for dtype, s in runs:
         a, b, da, db, dc = mma_sync.square_problem(s, dtype)
+        ref = mma_sync.timed_output_reference(a, b, dtype, np.random.default_rng(s))
         flop = bench.gemm_flop(s, s, s)
         if out["baseline_library"]:
             out["sweep"].append(bench.cublas_sweep_row(da, db, dc, dtype, s))
-        ck = mma_sync.compile_mma_sync(dtype, mma_sync.DEFAULT_TILE)
+        ck = mma_sync.compile_mma_sync(dtype, ch01)
         dc.poison()
-        t = bench.time_gpu(mma_sync.launcher(ck, mma_sync.DEFAULT_TILE, da, db, dc), reps=20)
-        err = mma_sync.check_sampled_rows(dc, a, b, dtype, "mma.sync")
-        out["sweep"].append({"dtype": dtype, "size": s, "kernel": "mma.sync",
-                             "tile": mma_sync.DEFAULT_TILE.name, **t.as_dict(), "rel_err_rows": err,
+        t = bench.time_gpu(mma_sync.launcher(ck, ch01, da, db, dc), reps=20, clock=True)
+        chk = mma_sync.check_sampled_rows(dc, a, b, dtype, "mma.sync", sampled=ref)
+        out["sweep"].append({"dtype": dtype, "size": s, "kernel": "mma.sync", "tile": ch01.name,
+                             **t.as_dict(), "check_timed": {**chk.as_dict(), "rows": len(ref.rows)},
                              "tflops": bench.tflops(flop, t.median_ms)})
         for tile in TILES:
             ck = compile_cp_async(dtype, tile)
             dc.poison()
-            t = bench.time_gpu(launcher(ck, tile, da, db, dc), reps=20)
-            err = mma_sync.check_sampled_rows(dc, a, b, dtype, f"cp.async {tile.name}")
+            t = bench.time_gpu(launcher(ck, tile, da, db, dc), reps=20, clock=True)
+            chk = mma_sync.check_sampled_rows(dc, a, b, dtype, f"cp.async {tile.name}", sampled=ref)
             out["sweep"].append({"dtype": dtype, "size": s, "kernel": "cp.async", "tile": tile.name,
                                  "stages": tile.stages, "bk": tile.bk, **t.as_dict(),
-                                 "rel_err_rows": err, "registers": ck.resources.registers,
+                                 "check_timed": {**chk.as_dict(), "rows": len(ref.rows)},
+                                 "registers": ck.resources.registers,
                                  "spill_bytes": ck.resources.spill_stores,
                                  "tflops": bench.tflops(flop, t.median_ms)})
         del da, db, dc
-    out["clocks_after"] = records.nvidia_smi_clocks()
+    info = runtime.device_info()
     for bside in SMEM_BLOCKS:
-        sp = SmemPipeline(bside)
-        row = {"b": bside, "threads": bside * bside, "blocks": sp.blocks, "iters": sp.iters}
+        sp = SmemPipeline(bside, blocks=SmemPipeline.blocks_for(bside, info.l2_bytes,
+                                                                sm_count=info.sm_count))
+        row = {"b": bside, "threads": bside * bside, "blocks": sp.blocks, "iters": sp.iters,
+               "src_bytes": sp.bytes_read, "l2_bytes": info.l2_bytes}
         for kind in ("sync", "async"):
             c = sp.check(kind)
             if not c.passed:
                 raise RuntimeError(f"smem copy {kind} b={bside} wrong: {c.as_dict()}")
             t = bench.time_gpu(sp.launcher(kind), reps=20)
-            row[kind] = {**t.as_dict(), "gbps": bench.gbps(sp.bytes_read, t.median_ms)}
+            row[kind] = {**t.as_dict(), "gbps": bench.gbps(sp.bytes_read, t.median_ms),
+                         "check": c.as_dict()}
         row["gain"] = row["sync"]["median_ms"] / row["async"]["median_ms"] - 1.0
         out["smem"].append(row)
+        del sp
     return out
 
 
@@ -267,10 +308,28 @@ def stage_table(results: dict, dtype: str = "float16", size: int = 4096) -> list
     return rows
 
 
+def _mma_sync_record_row(dtype: str, size: int, tile: str):
+    """The chapter-01 record's row for ``tile`` at ``size``³ (and that record), or (None, None)."""
+    try:
+        rec = records.load("mma_sync")
+    except Exception:  # noqa: BLE001 - no record here: the summary says so
+        return None, None
+    for r in rec.results.get("sweep", []):
+        if (r.get("kernel"), r.get("dtype"), r.get("size"), r.get("tile")) == \
+                ("mma.sync", dtype, size, tile):
+            return r, rec
+    return None, rec
+
+
 def summarize_cp_async(rec: records.Record) -> str:
+    """Ratio table. Every "× ch.01" divides by chapter 01's kernel timed *in this run* on the same
+    inputs (this record); the last lines set that number beside the mma_sync record's for the same
+    tile and say which record each comes from."""
     r = rec.results
+    n = rec.provenance["sm_count"]
     lines = [rec.label(), f"correctness: {sum(c['passed'] for c in r['checks'])}/"
-                          f"{len(r['checks'])} checks passed"]
+                          f"{len(r['checks'])} checks passed",
+             "ch.01 = chapter 01's kernel timed in this run (this cp_async record), same inputs"]
     for dtype in DTYPES:
         ms = best_rows(r, dtype, "mma.sync")
         cb = best_rows(r, dtype, "cuBLAS")
@@ -278,15 +337,34 @@ def summarize_cp_async(rec: records.Record) -> str:
             b0 = ms.get(s)
             c0 = cb.get(s)
             lines.append(f"cp.async {dtype:8s} {s:5d}³ best {row['tile']:24s} {row['tflops']:6.1f} "
-                         f"TFLOP/s = {row['tflops'] / b0['tflops']:.2f}× ch.01 ({b0['tflops']:.0f})"
+                         f"TFLOP/s ±{bench.row_spread(row):.0%} = "
+                         f"{row['tflops'] / b0['tflops']:.2f}× ch.01 ({b0['tflops']:.0f})"
                          + (f", {row['tflops'] / c0['tflops']:.2f} of cuBLAS ({c0['tflops']:.0f})"
-                            if c0 else ""))
+                            if c0 else "")
+                         + (" = " + bench.peak_text(row, n, dtype) if row.get("sm_mhz") else ""))
     for row in stage_table(r):
         lines.append(f"  4096³ fp16 {row['tile']:24s} {row['tflops']:6.1f} TFLOP/s "
                      f"({row['vs_mma_sync']:.2f}× ch.01)")
     for row in r["smem"]:
         lines.append(f"smem copy {row['b']:2d}×{row['b']:<2d}: pipelined vs synchronous "
                      f"{row['gain']:+.1%} (Luo et al. H800: {LUO_GAIN[row['b']]:+.1%})")
+    tile = r.get("ch01_tile", mma_sync.DEFAULT_TILE.name)
+    for (dtype, s), here in sorted(((k, v) for k, v in
+                                    {(x["dtype"], x["size"]): x for x in r["sweep"]
+                                     if x["kernel"] == "mma.sync"}.items()), key=lambda kv: kv[0]):
+        other, orec = _mma_sync_record_row(dtype, s, tile)
+        where = (f"mma_sync record ({orec.provenance.get('date', '?')[:10]}, "
+                 f"{orec.provenance.get('git_commit', '?')[:7]})") if orec else "no mma_sync record"
+        if other:
+            d = other["tflops"] / here["tflops"] - 1
+            clk = (f"; SM clock {here['sm_mhz']:.0f} vs {other['sm_mhz']:.0f} MHz"
+                   if here.get("sm_mhz") and other.get("sm_mhz") else "")
+            lines.append(f"ch.01 {tile} {dtype} {s}³: {here['tflops']:.0f} TFLOP/s in this record "
+                         f"(p10-p90 {here['p10_ms']:.3f}-{here['p90_ms']:.3f} ms), "
+                         f"{other['tflops']:.0f} in the {where} ({d:+.0%}){clk}")
+        else:
+            lines.append(f"ch.01 {tile} {dtype} {s}³: {here['tflops']:.0f} TFLOP/s in this record; "
+                         f"{where} has no row for this tile and size")
     return "\n".join(lines)
 
 

@@ -625,7 +625,9 @@ class CopyBench:
 
 def measure_tma_copy() -> dict:
     """The device-to-device copy of the same 512 MiB, then every variant × box in :data:`BOXES`:
-    a correctness run on a poisoned destination, then the timing (median of 20, L2 flushed).
+    a correctness run on a poisoned destination, then the timing (:func:`asynctc.core.bench.time_gpu`:
+    median of 20 samples of enough back-to-back launches to last ≥ 1 ms, L2 flushed before each
+    sample — 512 MiB is ten times the L2, so later launches of a sample stream from DRAM too).
     GB/s count bytes read + written (2 × 512 MiB per copy), as the ceilings suite does."""
     cb = CopyBench()
     out: dict = {"bytes": cb.nbytes, "rows": cb.rows, "cols": cb.cols, "copies": [],

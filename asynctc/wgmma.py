@@ -28,7 +28,7 @@ import numpy as np
 
 from .models import descriptors as dsc
 from .core import runtime
-from .core.checks import Check
+from .core.checks import U_ACC, U_FP64, Check, compare, gamma
 from .core.memory import DeviceArray
 
 #: dtype name → the kernels' ``DT`` code.
@@ -264,12 +264,30 @@ def tile_reference(a, b, c=None) -> np.ndarray:
     return r + c.astype(np.float64) if c is not None else r
 
 
-def compare_tile(d: np.ndarray, ref: np.ndarray, cfg: TileConfig) -> Check:
-    """Relative Frobenius error of D against the float64 reference; unwritten (NaN) counted."""
-    o = d.astype(np.float64)
-    unwritten = int(np.count_nonzero(~np.isfinite(o)))
-    err = float(np.linalg.norm(o - ref) / np.linalg.norm(ref)) if unwritten == 0 else float("nan")
-    return Check((64, cfg.n, cfg.k), cfg.dtype, err, TILE_TOLERANCE[cfg.dtype], unwritten)
+#: Unit roundoff assumed for wgmma's fp8 accumulation (about 14 bits kept, truncating; see above).
+FP8_ACC_U = 2.0 ** -13
+
+
+def tile_tolerance(cfg: TileConfig) -> float:
+    """Elementwise bound of one tile, relative to |A|·|B| + |C|: γ_{K+1}(u) for K products summed
+    (and C added) in the accumulator, u = 2^-23 for fp16/bf16 (fp32 accumulator, truncating:
+    :mod:`asynctc.core.checks`) or 2^-13 for fp8 (about 14 bits kept), plus the float64
+    reference's γ_K(2^-53)."""
+    u = U_ACC if dsc.itemsize(cfg.dtype) == 2 else FP8_ACC_U
+    return gamma(cfg.k + 1, u) + gamma(cfg.k, U_FP64)
+
+
+def compare_tile(d: np.ndarray, ref: np.ndarray, cfg: TileConfig, scale=None) -> Check:
+    """D against the float64 reference, elementwise: |D − ref| ≤ :func:`tile_tolerance` · scale
+    (``scale`` = |A|·|B| + |C|; without it max(|ref|, RMS)); unwritten (NaN) counted, the worst
+    element named (:func:`asynctc.core.checks.compare`)."""
+    return compare(d, ref, cfg.dtype, (64, cfg.n, cfg.k), scale=scale, tol=tile_tolerance(cfg))
+
+
+def tile_scale(a, b, c=None) -> np.ndarray:
+    """|A|·|B| (+ |C|) in float64: the scale of a tile's elementwise bound."""
+    return tile_reference(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)),
+                          None if c is None else np.abs(c.astype(np.float64)))
 
 
 def verify_tile(cfg: TileConfig, rng: np.random.Generator | None = None,
@@ -279,7 +297,7 @@ def verify_tile(cfg: TileConfig, rng: np.random.Generator | None = None,
     a, b = random_tile_operands(cfg, rng)
     c = rng.standard_normal((64, cfg.n), dtype=np.float32) if with_c else None
     d = run_tile(a, b, cfg, c)
-    return compare_tile(d, tile_reference(a, b, c), cfg)
+    return compare_tile(d, tile_reference(a, b, c), cfg, tile_scale(a, b, c))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -364,7 +382,8 @@ def verify_tile_tma(cfg: TileConfig, rng: np.random.Generator | None = None,
     rng = rng if rng is not None else np.random.default_rng()
     a, b = random_tile_operands(cfg, rng)
     c = rng.standard_normal((64, cfg.n), dtype=np.float32) if with_c else None
-    return compare_tile(run_tile_tma(a, b, cfg, c), tile_reference(a, b, c), cfg)
+    return compare_tile(run_tile_tma(a, b, cfg, c), tile_reference(a, b, c), cfg,
+                        tile_scale(a, b, c))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,10 +1,36 @@
-"""Timing with CUDA events, and the baselines every benchmark is compared with in the same run.
+"""Timing with CUDA events, the one definition of Tensor Core peak, and the baselines every
+benchmark is compared with in the same run.
 
-Protocol of :func:`time_gpu` (following the course's measurement method): ``warmup`` untimed runs;
-then ``reps`` timed runs, each preceded by an L2 flush (a fill of a buffer twice the L2 size) outside
-the timed region, each bracketed by two timing events recorded on the same stream; the result keeps
-every sample and reports the median and the 10th/90th percentiles. Events are cuda.core's
+Protocol of :func:`time_gpu`: ``warmup`` untimed calls (their host enqueue time is measured); one
+launch timed alone, to choose the launches per sample (enough that a sample lasts at least
+``min_sample_ms``, 1 ms by default: a single launch of a 10 µs kernel between two events is mostly
+event and launch jitter); then ``reps`` samples. Each sample is: an L2 flush (a fill of a buffer
+twice the L2 size) when the flush mode asks for one, a *delay kernel* (``kernels/bench_clock.cu``)
+that keeps the GPU busy long enough for the host to enqueue the whole sample, a start event, the
+``n`` launches back to back, an end event, and (``clock=True``) a 0.2 ms clock probe that reads the
+SM clock right after the launches. A sample's value is (end − start) / n. The result keeps every
+sample and reports the median and the 10th/90th percentiles. Events are cuda.core's
 (``Stream.record(options=EventOptions(timing_enabled=True))``; elapsed time in milliseconds).
+
+Why a delay kernel and not a CUDA graph: cuda.core 1.2 has stream capture (``GraphBuilder``), but
+the cuBLAS baseline runs through PyTorch or CuPy on a wrapped stream, whose capture we cannot check
+without a GPU here; the delay kernel gives the same property (no host gap between timed launches)
+for any callable, and a sample whose host enqueue outlasted the delay is counted in
+``host_gaps``.
+
+Flush modes (``flush=``): ``"sample"`` (``True``; the default) flushes L2 once before each sample,
+so the first launch of a sample finds a cold L2 and the others find what the previous launch left —
+right for GEMMs (operands are re-read many times per launch; from 4096³ fp16 they exceed L2 anyway)
+and for copies far larger than L2; ``"launch"`` flushes before every launch and times one launch per
+sample — for a kernel whose working set fits in L2 and whose cold-L2 cost is the point (then the
+sample is one launch; report its spread); ``"none"`` (``False``) never flushes (register-only peak
+kernels).
+
+Peak (:data:`DATASHEET`, :func:`peak_at_clock`): every "fraction of peak" in the course divides by
+SMs × dense FLOP/clk/SM × the SM clock measured on the GPU during (or microseconds after) the run —
+in-kernel (clock64 over %globaltimer, as the peak kernels do) or by the adjacent clock probe of
+:func:`time_gpu` — never by the 1980 MHz attribute or a post-run ``nvidia-smi`` reading, and prints
+the datasheet figure beside it.
 
 Baselines: :func:`cublas_gemm` runs cuBLAS through PyTorch, else CuPy, whichever the GPU machine
 has; the package itself never needs either. :func:`device_copy` times a device-to-device copy
@@ -15,19 +41,106 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import statistics
+import time
 from typing import Callable
 
 import numpy as np
 
 from . import runtime
 
+# --------------------------------------------------------------------------------------------------
+# Peak: one definition
+# --------------------------------------------------------------------------------------------------
+
+#: The datasheet figure printed beside every measured fraction of peak. Source: NVIDIA H100 Tensor
+#: Core GPU datasheet and the NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5:
+#: 132 SMs, 1830 MHz boost clock for the Tensor Core figures, dense FP16/BF16 Tensor Core
+#: 989.4 TFLOP/s = 132 × 4096 FLOP/clk/SM × 1830 MHz; FP8 twice that). The H200 SXM datasheet gives
+#: the same Tensor Core figures (same GH100 SMs and clocks, more and faster HBM).
+DATASHEET = {
+    "gpu": "H100 / H200 SXM",
+    "sm_count": 132,
+    "boost_mhz": 1830,
+    "dense_tflops": {"float16": 989.4, "bfloat16": 989.4, "float8_e4m3fn": 1978.9,
+                     "float8_e5m2": 1978.9},
+    "source": "NVIDIA H100 Tensor Core GPU datasheet; NVIDIA H100 Tensor Core GPU Architecture "
+              "whitepaper (sm_90: 4096 dense fp16/bf16 FLOP/clk/SM, 8192 fp8)",
+}
+
+#: Dense Tensor Core FLOP per clock per SM on sm_90 (H100 whitepaper), by input dtype.
+FLOP_PER_CLK_PER_SM = {"float16": 4096, "bfloat16": 4096, "float8_e4m3fn": 8192, "float8_e5m2": 8192}
+
+
+def peak_tflops(sm_count: int, sm_clock_mhz: float, flop_per_clk_per_sm: int = 4096) -> float:
+    """Dense Tensor Core peak = SMs × FLOP/clk/SM × clock, in TFLOP/s (sm_90: 4096 FLOP/clk/SM for
+    dense fp16/bf16 with fp32 accumulate, 8192 for fp8; NVIDIA H100 architecture whitepaper).
+    ``sm_clock_mhz`` should be a clock measured during the run (see :func:`peak_at_clock`)."""
+    return sm_count * flop_per_clk_per_sm * sm_clock_mhz * 1e6 / 1e12
+
+
+def peak_at_clock(row: dict, sm_count: int, dtype: str = "float16") -> dict:
+    """The fraction of peak of one record row, at the SM clock measured during its run.
+
+    ``row`` needs ``tflops`` and ``sm_mhz`` (the SM clock measured on the GPU: in-kernel clock64 over
+    %globaltimer, or :func:`time_gpu`'s adjacent clock probe; ``sm_mhz_source`` says which).
+    Returns ``{"sm_mhz", "sm_mhz_source", "peak_tflops", "fraction", "datasheet_tflops",
+    "fraction_of_datasheet"}``: the peak at that clock (:func:`peak_tflops` with
+    :data:`FLOP_PER_CLK_PER_SM` of ``dtype``) and, beside it, the datasheet figure
+    (:data:`DATASHEET`, at its 1830 MHz boost clock). Raises :class:`ValueError` when the row has no
+    measured clock (a post-run ``nvidia-smi`` reading or the clock attribute are not accepted).
+    """
+    mhz = row.get("sm_mhz")
+    if mhz is None or not mhz == mhz or mhz <= 0:
+        raise ValueError(f"row has no measured sm_mhz (got {mhz!r}): fractions of peak use the SM "
+                         "clock measured during the run, not the attribute or nvidia-smi")
+    if dtype not in FLOP_PER_CLK_PER_SM:
+        raise ValueError(f"dtype={dtype!r}: must be one of {sorted(FLOP_PER_CLK_PER_SM)}")
+    peak = peak_tflops(sm_count, mhz, FLOP_PER_CLK_PER_SM[dtype])
+    sheet = DATASHEET["dense_tflops"][dtype]
+    return {"sm_mhz": float(mhz), "sm_mhz_source": row.get("sm_mhz_source", "?"),
+            "peak_tflops": peak, "fraction": row["tflops"] / peak,
+            "datasheet_tflops": sheet, "fraction_of_datasheet": row["tflops"] / sheet}
+
+
+def measured_clock_mhz(rows) -> float:
+    """The median ``sm_mhz`` over record rows that carry a measured clock — for one peak line drawn
+    over several rows (a plot). Raises :class:`ValueError` when none does (records written before
+    the clock was measured)."""
+    v = [r["sm_mhz"] for r in rows if r.get("sm_mhz") is not None and r["sm_mhz"] == r["sm_mhz"]]
+    if not v:
+        raise ValueError("no row carries a measured sm_mhz: re-record the suite (issue 9)")
+    return float(statistics.median(v))
+
+
+def peak_text(row: dict, sm_count: int, dtype: str = "float16") -> str:
+    """``"0.93 of 132×4096×1713 MHz = 926 (datasheet 989 at 1830 MHz: 0.87)"`` for one row."""
+    p = peak_at_clock(row, sm_count, dtype)
+    return (f"{p['fraction']:.2f} of {sm_count}×{FLOP_PER_CLK_PER_SM[dtype]}×{p['sm_mhz']:.0f} MHz "
+            f"= {p['peak_tflops']:.0f} (datasheet {p['datasheet_tflops']:.0f} at "
+            f"{DATASHEET['boost_mhz']} MHz: {p['fraction_of_datasheet']:.2f})")
+
+
+# --------------------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Timing:
-    """Samples in milliseconds; ``median_ms``, ``p10_ms``, ``p90_ms`` summarise them."""
+    """Per-launch samples in milliseconds (each the mean of ``launches_per_sample`` back-to-back
+    launches); ``median_ms``, ``p10_ms``, ``p90_ms`` summarise them. ``sm_mhz_samples``: the SM
+    clock right after each sample (MHz, :func:`time_gpu` with ``clock=True``; empty otherwise).
+    ``host_gaps``: samples whose host enqueue took longer than the delay kernel (the GPU may have
+    waited for the host inside them)."""
 
     samples_ms: list[float]
+    launches_per_sample: int = 1
+    flush: str = "sample"
+    sm_mhz_samples: list[float] = dataclasses.field(default_factory=list)
+    host_gaps: int = 0
+    delay_ms: float = 0.0
 
     @property
     def median_ms(self) -> float:
@@ -46,9 +159,69 @@ class Timing:
         """(p90 − p10) / median: the run-to-run noise, as a fraction."""
         return (self.p90_ms - self.p10_ms) / self.median_ms if self.median_ms > 0 else float("nan")
 
+    @property
+    def sm_mhz(self) -> float:
+        """Median SM clock of the samples (NaN without ``clock=True``)."""
+        return float(statistics.median(self.sm_mhz_samples)) if self.sm_mhz_samples else float("nan")
+
     def as_dict(self) -> dict:
-        return {"median_ms": self.median_ms, "p10_ms": self.p10_ms, "p90_ms": self.p90_ms,
-                "reps": len(self.samples_ms)}
+        """The record fields: ``median_ms``, ``p10_ms``, ``p90_ms``, ``reps`` (as before), plus
+        ``spread``, ``launches_per_sample``, ``flush``, ``host_gaps`` and, when the clock was
+        probed, ``sm_mhz`` (median), ``sm_mhz_p10``, ``sm_mhz_p90``, ``sm_mhz_source``."""
+        d = {"median_ms": self.median_ms, "p10_ms": self.p10_ms, "p90_ms": self.p90_ms,
+             "reps": len(self.samples_ms), "spread": self.spread,
+             "launches_per_sample": self.launches_per_sample, "flush": self.flush,
+             "host_gaps": self.host_gaps}
+        if self.sm_mhz_samples:
+            d.update(sm_mhz=self.sm_mhz, sm_mhz_p10=float(np.percentile(self.sm_mhz_samples, 10)),
+                     sm_mhz_p90=float(np.percentile(self.sm_mhz_samples, 90)),
+                     sm_mhz_source=CLOCK_PROBE_SOURCE)
+        return d
+
+
+#: What ``sm_mhz`` means in a row timed with ``clock=True``.
+CLOCK_PROBE_SOURCE = "clock probe after each sample (clock64/%globaltimer over 0.2 ms)"
+#: Length of the clock probe after each sample, ns.
+PROBE_NS = 200_000
+FLUSH_MODES = ("sample", "launch", "none")
+
+
+def row_spread(row: dict) -> float:
+    """(p90 − p10) / median of a record row (its ``spread``, or from ``p10_ms``/``p90_ms``/
+    ``median_ms`` for records written before the field existed); NaN when neither is there."""
+    if "spread" in row:
+        return row["spread"]
+    try:
+        return (row["p90_ms"] - row["p10_ms"]) / row["median_ms"]
+    except (KeyError, ZeroDivisionError, TypeError):
+        return float("nan")
+
+
+def launches_per_sample(single_ms: float, min_sample_ms: float = 1.0, max_launches: int = 256) -> int:
+    """How many back-to-back launches make one sample: ceil(``min_sample_ms`` / ``single_ms``),
+    at least 1 and at most ``max_launches`` (``max_launches`` when ``single_ms`` is 0 or NaN)."""
+    if max_launches < 1:
+        raise ValueError(f"max_launches={max_launches}: must be ≥ 1")
+    if not single_ms > 0:
+        return max_launches
+    return int(min(max_launches, max(1, math.ceil(min_sample_ms / single_ms))))
+
+
+def delay_ns(host_ms_per_launch: float, n: int) -> int:
+    """Length of the delay kernel before a sample of ``n`` launches: twice the host's measured
+    enqueue time of ``n`` launches plus 50 µs, between 0.1 ms and 50 ms."""
+    ms = 2.0 * n * max(host_ms_per_launch, 0.0) + 0.05
+    return int(1e6 * min(50.0, max(0.1, ms)))
+
+
+def _flush_mode(flush) -> str:
+    if flush is True:
+        return "sample"
+    if flush is False or flush is None:
+        return "none"
+    if flush not in FLUSH_MODES:
+        raise ValueError(f"flush={flush!r}: must be True/False or one of {FLUSH_MODES}")
+    return flush
 
 
 @functools.lru_cache(maxsize=1)
@@ -63,30 +236,101 @@ def flush_l2(stream=None) -> None:
     _flush_buffer().fill(0x5A, stream=stream or runtime.default_stream())
 
 
-def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush: bool = True,
-             stream=None) -> Timing:
-    """Time ``fn`` (which enqueues GPU work on ``stream``) with CUDA events.
+class _CudaTimer:
+    """The GPU side of :func:`time_gpu`: events, L2 flush, the delay/clock kernel. A test passes
+    an object with the same methods (``event``, ``elapsed_ms``, ``sync``, ``flush``, ``spin``,
+    ``clock_mhz``) to exercise the sampling logic without a GPU."""
 
-    ``warmup`` untimed calls, then ``reps`` timed calls with an L2 flush before each (outside the
-    timed region when ``flush``). Returns :class:`Timing` (milliseconds). Raises
-    :class:`~asynctc.core.runtime.NoGPUError` without a GPU.
+    def __init__(self, stream, slots: int):
+        from cuda.core import EventOptions
+
+        from .memory import DeviceArray
+        self.s = stream
+        self.opts = EventOptions(timing_enabled=True)
+        self.ck = runtime.compile_kernel("bench_clock.cu", "clock_probe", runtime.device_info().arch)
+        self.rec = DeviceArray.poisoned((slots, 4), np.uint64, stream)
+
+    def event(self):
+        return self.s.record(options=self.opts)
+
+    def elapsed_ms(self, e0, e1) -> float:
+        return float(e1 - e0)
+
+    def sync(self) -> None:
+        self.s.sync()
+
+    def flush(self) -> None:
+        flush_l2(self.s)
+
+    def spin(self, slot: int, ns: int) -> None:
+        runtime.launch(self.ck, 1, 32, self.rec, np.uint32(slot), np.uint64(ns), stream=self.s)
+
+    def clock_mhz(self, slots) -> list[float]:
+        c = self.rec.to_host().astype(np.float64)[list(slots)]
+        dc, dt = c[:, 1] - c[:, 0], c[:, 3] - c[:, 2]
+        ok = (dt > 0) & (dc > 0) & (c[:, 0] < 2.0**63)          # poison (0xFF…) = never written
+        return [float(x * 1e3) for x in dc[ok] / dt[ok]]
+
+
+def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush=True,
+             stream=None, min_sample_ms: float = 1.0, max_launches: int = 256,
+             launches: int | None = None, clock: bool = False, timer=None) -> Timing:
+    """Time ``fn`` (which enqueues GPU work on ``stream``) with CUDA events, many launches per sample.
+
+    ``warmup`` untimed calls; one launch timed alone to choose ``n`` = :func:`launches_per_sample`
+    (so a sample lasts ≥ ``min_sample_ms``; ``launches`` fixes ``n``; ``flush="launch"`` forces 1);
+    then ``reps`` samples of ``n`` back-to-back launches behind a delay kernel (see the module
+    docstring; ``flush``: ``True``/``"sample"``, ``"launch"``, ``False``/``"none"``). With
+    ``clock=True`` the SM clock is probed right after each sample (``Timing.sm_mhz``).
+    Returns :class:`Timing` (per-launch milliseconds). Raises :class:`ValueError` for a bad
+    ``flush``/``reps``/``launches`` and :class:`~asynctc.core.runtime.NoGPUError` without a GPU.
     """
-    from cuda.core import EventOptions
-    s = stream or runtime.default_stream()
-    opts = EventOptions(timing_enabled=True)
+    mode = _flush_mode(flush)
+    if reps < 1:
+        raise ValueError(f"reps={reps}: must be ≥ 1")
+    if launches is not None and launches < 1:
+        raise ValueError(f"launches={launches}: must be ≥ 1")
+    tm = timer or _CudaTimer(stream or runtime.default_stream(), 2 * reps + 2)
+    host = []
     for _ in range(warmup):
+        h0 = time.perf_counter()
         fn()
-    s.sync()
-    pairs = []
-    for _ in range(reps):
-        if flush:
-            flush_l2(s)
-        e0 = s.record(options=opts)
+        host.append((time.perf_counter() - h0) * 1e3)
+    host_ms = float(statistics.median(host)) if host else 0.05    # host enqueue time per launch
+    tm.sync()
+    if mode == "launch":
+        n = 1
+    elif launches is not None:
+        n = launches
+    else:
+        if mode == "sample":
+            tm.flush()
+        tm.spin(2 * reps, delay_ns(host_ms, 1))
+        e0 = tm.event()
         fn()
-        e1 = s.record(options=opts)
-        pairs.append((e0, e1))
-    s.sync()
-    return Timing([float(e1 - e0) for e0, e1 in pairs])
+        e1 = tm.event()
+        tm.sync()
+        n = launches_per_sample(tm.elapsed_ms(e0, e1), min_sample_ms, max_launches)
+    d_ns = delay_ns(host_ms, n)
+    marks = []
+    for i in range(reps):
+        if mode != "none":
+            tm.flush()
+        tm.spin(2 * i, d_ns)
+        h = time.perf_counter()
+        e0 = tm.event()
+        for _ in range(n):
+            fn()
+        e1 = tm.event()
+        marks.append((e0, e1, (time.perf_counter() - h) * 1e9))
+        if clock:
+            tm.spin(2 * i + 1, PROBE_NS)
+    tm.sync()
+    samples = [tm.elapsed_ms(e0, e1) / n for e0, e1, _ in marks]
+    gaps = sum(1 for *_, host_ns in marks if host_ns > d_ns)
+    mhz = tm.clock_mhz([2 * i + 1 for i in range(reps)]) if clock else []
+    return Timing(samples, launches_per_sample=n, flush=mode, sm_mhz_samples=mhz, host_gaps=gaps,
+                  delay_ms=d_ns / 1e6)
 
 
 def sustained(fn: Callable[[], None], *, seconds: float = 1.5, stream=None) -> dict:
@@ -98,9 +342,7 @@ def sustained(fn: Callable[[], None], *, seconds: float = 1.5, stream=None) -> d
     (:func:`asynctc.core.records.nvidia_smi_clocks`) shows the clock the idle GPU returns to, not the
     one it ran at; per-clock efficiencies need the clock sampled during the load.
     """
-    import statistics
     import subprocess
-    import time
     s = stream or runtime.default_stream()
     fn()
     s.sync()
@@ -231,6 +473,21 @@ def cublas_gemm(a, b, out, stream=None) -> Callable[[], None]:
     return run_cp
 
 
+def rotating(fns) -> Callable[[], None]:
+    """A callable that runs ``fns[0]``, then ``fns[1]``, … cyclically, one per call: launches of a
+    small-working-set kernel on rotating buffers, so that a sample of many launches does not
+    re-read what the previous launch left in L2."""
+    fns = list(fns)
+    if not fns:
+        raise ValueError("fns: must not be empty")
+    state = {"i": 0}
+
+    def run():
+        fns[state["i"] % len(fns)]()
+        state["i"] += 1
+    return run
+
+
 def device_copy(dst, src, stream=None) -> Callable[[], None]:
     """A callable that enqueues a device-to-device copy of ``src`` into ``dst`` (same size)."""
     if dst.nbytes != src.nbytes:
@@ -239,14 +496,9 @@ def device_copy(dst, src, stream=None) -> Callable[[], None]:
     return lambda: dst.buffer.copy_from(src.buffer, stream=s)
 
 
-def peak_tflops(sm_count: int, sm_clock_mhz: float, flop_per_clk_per_sm: int = 4096) -> float:
-    """Dense fp16/bf16 Tensor Core peak = SMs × FLOP/clk/SM × clock (sm_90: 4096 FLOP/clk/SM for
-    dense fp16/bf16 with fp32 accumulate, NVIDIA H100 architecture whitepaper), in TFLOP/s."""
-    return sm_count * flop_per_clk_per_sm * sm_clock_mhz * 1e6 / 1e12
-
-
 def cublas_sweep_row(da, db, dc, dtype: str, size: int) -> dict:
-    """cuBLAS timed on the suite's own operands (``size``³): one row of a GEMM suite's sweep."""
-    t = time_gpu(cublas_gemm(da, db, dc), reps=20)
+    """cuBLAS timed on the suite's own operands (``size``³): one row of a GEMM suite's sweep, with
+    the SM clock probed after each sample (``sm_mhz``, for :func:`peak_at_clock`)."""
+    t = time_gpu(cublas_gemm(da, db, dc), reps=20, clock=True)
     return {"dtype": dtype, "size": size, "kernel": "cuBLAS", **t.as_dict(),
             "tflops": tflops(gemm_flop(size, size, size), t.median_ms)}

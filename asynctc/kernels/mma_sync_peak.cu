@@ -5,6 +5,10 @@
 // fp32 accumulators (independent, so the Tensor Core pipeline never waits on its own result), and
 // writes them out: out[warp][chain] is a 16x8 fp32 tile that must equal ITERS * (A . B).
 // FLOP per launch = warps x ITERS x CHAINS x (2 * 16 * 8 * 16).
+// The SM clock during the loop, as kernels/wgmma_peak.cu measures it: thread 0 of each CTA reads
+// %globaltimer (ns) and clock64 (SM cycles) before and after the loop and writes
+// clk[cta] = {c0, c1, t0, t1}; the host divides the differences (PTX ISA, "Special Registers:
+// %globaltimer, %clock64").
 // Defines: DT (0 fp16, 1 bf16), CHAINS, ITERS.
 
 #include "ptx/common.cuh"
@@ -21,7 +25,7 @@
 #endif
 
 extern "C" __global__ void mma_sync_peak(const u16* __restrict__ A, const u16* __restrict__ B,
-                                         float* __restrict__ out) {
+                                         float* __restrict__ out, u64* __restrict__ clk) {
   const int lane = threadIdx.x & 31;
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -41,9 +45,18 @@ extern "C" __global__ void mma_sync_peak(const u16* __restrict__ A, const u16* _
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[c][e] = 0.f;
 
+  u64 c0 = 0, t0 = 0;
+  if (threadIdx.x == 0) { t0 = globaltimer(); c0 = clock64(); }
   for (int it = 0; it < ITERS; ++it) {
 #pragma unroll
     for (int c = 0; c < CHAINS; ++c) mma_sync_m16n8k16<DT>(acc[c], a, b);
+  }
+  if (threadIdx.x == 0) {
+    // clock64 after the loop: the last mma's result is not needed yet, so this read can be issued
+    // while the tail of the loop is in flight — a few hundred cycles out of ITERS x CHAINS mmas.
+    const u64 c1 = clock64(), t1 = globaltimer();
+    clk[blockIdx.x * 4 + 0] = c0; clk[blockIdx.x * 4 + 1] = c1;
+    clk[blockIdx.x * 4 + 2] = t0; clk[blockIdx.x * 4 + 3] = t1;
   }
 
   float* o = out + (size_t)warp * CHAINS * 128;

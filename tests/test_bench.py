@@ -1,0 +1,182 @@
+"""asynctc.core.bench without a GPU: the sampling logic of time_gpu (driven by a fake timer), the
+one definition of peak, and the delay/clock kernel's compilation. Nothing here times anything."""
+import math
+
+import numpy as np
+import pytest
+
+from asynctc.core import bench, runtime
+
+
+class FakeTimer:
+    """A GPU timeline: each launch of ``fn`` advances it by ``kernel_ms``, a flush by 0.05 ms, a
+    spin by its length; events read the timeline. Records the order of operations."""
+
+    def __init__(self, kernel_ms: float, mhz: float = 1755.0):
+        self.t = 0.0
+        self.kernel_ms = kernel_ms
+        self.mhz = mhz
+        self.ops: list = []
+        self.spins: dict[int, int] = {}
+
+    def fn(self):
+        self.t += self.kernel_ms
+        self.ops.append("launch")
+
+    def event(self):
+        self.ops.append("event")
+        return self.t
+
+    def elapsed_ms(self, e0, e1):
+        return e1 - e0
+
+    def sync(self):
+        pass
+
+    def flush(self):
+        self.t += 0.05
+        self.ops.append("flush")
+
+    def spin(self, slot, ns):
+        self.t += ns / 1e6
+        self.spins[slot] = ns
+        self.ops.append(("spin", slot))
+
+    def clock_mhz(self, slots):
+        return [self.mhz for s in slots if s in self.spins]
+
+
+def _launches_between_events(ops):
+    out, inside, n = [], False, 0
+    for op in ops:
+        if op == "event":
+            if inside:
+                out.append(n)
+            inside, n = not inside, 0
+        elif op == "launch" and inside:
+            n += 1
+    return out
+
+
+def test_launches_per_sample_rule():
+    assert bench.launches_per_sample(0.010, 1.0) == 100        # 10 µs kernel: 100 launches ≥ 1 ms
+    assert bench.launches_per_sample(0.3, 1.0) == 4             # ceil(1 / 0.3)
+    assert bench.launches_per_sample(5.0, 1.0) == 1             # long kernels: one launch
+    assert bench.launches_per_sample(1e-6, 1.0, max_launches=256) == 256
+    assert bench.launches_per_sample(0.0, 1.0, max_launches=64) == 64    # below event resolution
+    assert bench.launches_per_sample(float("nan"), 1.0, max_launches=8) == 8
+    with pytest.raises(ValueError, match="max_launches"):
+        bench.launches_per_sample(1.0, 1.0, max_launches=0)
+
+
+@pytest.mark.parametrize("kernel_ms,n", [(0.010, 100), (0.25, 4), (3.0, 1), (1e-5, 256)])
+def test_time_gpu_samples_last_at_least_1ms(kernel_ms, n):
+    ft = FakeTimer(kernel_ms)
+    t = bench.time_gpu(ft.fn, warmup=2, reps=5, timer=ft)
+    assert t.launches_per_sample == n
+    per_sample = _launches_between_events(ft.ops)
+    assert per_sample == [1] + [n] * 5               # the sizing launch, then 5 samples of n
+    assert all(math.isclose(x, kernel_ms) for x in t.samples_ms)   # per-launch, not per-sample
+    assert n * kernel_ms >= 1.0 or n == 256
+    d = t.as_dict()
+    for k in ("median_ms", "p10_ms", "p90_ms", "reps"):      # the fields notebooks read
+        assert k in d
+    assert d["reps"] == 5 and d["launches_per_sample"] == n and d["flush"] == "sample"
+    assert "sm_mhz" not in d                          # no clock asked for
+
+
+def test_time_gpu_flush_modes():
+    ft = FakeTimer(0.010)
+    bench.time_gpu(ft.fn, warmup=1, reps=4, timer=ft, flush="launch")
+    assert ft.ops.count("flush") == 4                 # one flush before each single-launch sample
+    assert _launches_between_events(ft.ops) == [1] * 4
+    ft = FakeTimer(0.010)
+    bench.time_gpu(ft.fn, warmup=1, reps=4, timer=ft, flush=True)
+    assert ft.ops.count("flush") == 1 + 4             # the sizing launch, then once per sample
+    i = [k for k, op in enumerate(ft.ops) if op == "flush"][-1]
+    assert ft.ops[i + 1] == ("spin", 6)               # flush, delay, event: nothing between
+    assert ft.ops[i + 2] == "event"
+    ft = FakeTimer(0.010)
+    bench.time_gpu(ft.fn, warmup=1, reps=4, timer=ft, flush=False)
+    assert "flush" not in ft.ops
+    with pytest.raises(ValueError, match="flush="):
+        bench.time_gpu(ft.fn, timer=ft, flush="sometimes")
+
+
+def test_time_gpu_fixed_launches_and_clock():
+    ft = FakeTimer(0.5, mhz=1713.0)
+    t = bench.time_gpu(ft.fn, warmup=0, reps=3, timer=ft, launches=7, clock=True)
+    assert _launches_between_events(ft.ops) == [7, 7, 7]     # no sizing launch when fixed
+    assert t.sm_mhz == 1713.0
+    d = t.as_dict()
+    assert d["sm_mhz"] == 1713.0 and d["sm_mhz_source"] == bench.CLOCK_PROBE_SOURCE
+    # the probe follows the end event of each sample
+    for k, op in enumerate(ft.ops):
+        if op == ("spin", 1):
+            assert ft.ops[k - 1] == "event"
+    with pytest.raises(ValueError, match="launches"):
+        bench.time_gpu(ft.fn, timer=ft, launches=0)
+    with pytest.raises(ValueError, match="reps"):
+        bench.time_gpu(ft.fn, timer=ft, reps=0)
+
+
+def test_delay_covers_host_enqueue():
+    assert bench.delay_ns(0.02, 100) == int(1e6 * (2 * 100 * 0.02 + 0.05))
+    assert bench.delay_ns(0.0, 1) == 100_000                   # at least 0.1 ms
+    assert bench.delay_ns(10.0, 1000) == 50_000_000            # at most 50 ms
+
+
+def test_rotating_cycles():
+    calls = []
+    run = bench.rotating([lambda i=i: calls.append(i) for i in range(3)])
+    for _ in range(7):
+        run()
+    assert calls == [0, 1, 2, 0, 1, 2, 0]
+    with pytest.raises(ValueError):
+        bench.rotating([])
+
+
+def test_one_definition_of_peak():
+    sheet = bench.DATASHEET
+    # the datasheet figure is the formula at its own clock and SM count
+    assert bench.peak_tflops(sheet["sm_count"], sheet["boost_mhz"]) == pytest.approx(
+        sheet["dense_tflops"]["float16"], abs=0.1)
+    assert bench.peak_tflops(132, 1830, 8192) == pytest.approx(sheet["dense_tflops"]["float8_e4m3fn"],
+                                                               abs=0.1)
+    row = {"tflops": 912.0, "sm_mhz": 1713.0, "sm_mhz_source": "in-kernel"}
+    p = bench.peak_at_clock(row, 132)
+    assert p["peak_tflops"] == pytest.approx(132 * 4096 * 1713e6 / 1e12)
+    assert p["fraction"] == pytest.approx(912.0 / p["peak_tflops"])
+    assert p["fraction_of_datasheet"] == pytest.approx(912.0 / 989.4)
+    fp8 = bench.peak_at_clock({"tflops": 1870.0, "sm_mhz": 1755.0}, 132, "float8_e4m3fn")
+    assert fp8["peak_tflops"] == pytest.approx(2 * bench.peak_tflops(132, 1755.0))
+    text = bench.peak_text(row, 132)
+    assert "1713 MHz" in text and "989" in text and "1830" in text
+    for bad in ({"tflops": 1.0}, {"tflops": 1.0, "sm_mhz": float("nan")},
+                {"tflops": 1.0, "sm_mhz": None}):
+        with pytest.raises(ValueError, match="measured sm_mhz"):
+            bench.peak_at_clock(bad, 132)
+
+
+def test_measured_clock_of_rows():
+    rows = [{"sm_mhz": 1700.0}, {"sm_mhz": 1800.0}, {"tflops": 1.0}, {"sm_mhz": 1750.0}]
+    assert bench.measured_clock_mhz(rows) == 1750.0
+    with pytest.raises(ValueError, match="re-record"):
+        bench.measured_clock_mhz([{"tflops": 1.0}, {"sm_mhz": float("nan")}])
+
+
+def test_wgmma_peak_uses_the_one_definition():
+    from asynctc import wgmma_peak
+    assert wgmma_peak.datasheet_tflops(132, 1713.0, "bfloat16") == bench.peak_tflops(132, 1713.0)
+    assert wgmma_peak.DATASHEET_FLOP_PER_CLK_SM is bench.FLOP_PER_CLK_PER_SM
+
+
+def test_clock_kernel_compiles_with_a_bounded_loop():
+    ck = runtime.compile_kernel("bench_clock.cu", "clock_probe", "sm_90a")
+    assert ck.resources.spill_stores == 0
+    assert "i < (1u << 31)" in ck.source_text()           # ends even if %globaltimer were stuck
+
+
+def test_timing_without_clock_is_nan():
+    t = bench.Timing([1.0, 2.0, 3.0])
+    assert np.isnan(t.sm_mhz) and t.as_dict()["reps"] == 3 and t.median_ms == 2.0
