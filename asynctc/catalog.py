@@ -172,9 +172,10 @@ DTYPES: dict[str, tuple[str, ...]] = {
     "tcgen05": _GEMM_DTYPES, "tcgen05_pair": _GEMM_DTYPES,
 }
 
-#: Kernel files that are not course kernels: compiled only by tests (ptxas diagnostics) or by
-#: ``python -m asynctc doctor`` (the compile probe).
-TEST_ONLY_SOURCES = ("diagnostics.cu", "probe.cu")
+#: Kernel files that are not course kernels: compiled only by tests (ptxas diagnostics), by
+#: ``python -m asynctc doctor`` (the compile probe) or by the timing machinery of
+#: :mod:`asynctc.core.bench` (the delay and clock-probe kernels).
+TEST_ONLY_SOURCES = ("diagnostics.cu", "probe.cu", "bench_clock.cu")
 
 
 def compile_all() -> dict[str, CourseKernel]:
