@@ -1,0 +1,322 @@
+// Chapter 06 — a warp-specialized GEMM: one producer warpgroup loads, consumer warpgroups compute.
+// C (M×N fp32, or the input dtype) = A (M×K) · B (K×N), fp16 / bf16 inputs, fp32 accumulation.
+// The ring of STAGES shared-memory stages, the TMA boxes, the swizzle and the wgmma descriptors are
+// chapter 05's (kernels/pipeline.cu, asynctc.pipeline: same stage layout, same host-made
+// descriptor templates); what changes is who does what, rung by rung (asynctc.warp_specialization
+// RUNGS):
+//
+//   warpgroup 0            the producer: after the barrier init its thread 0 alone issues every
+//                          TMA load; the other 127 threads leave (with SETMAXNREG they first give
+//                          their registers back: setmaxnreg.dec is .sync.aligned, the whole
+//                          warpgroup executes it).
+//   warpgroups 1..CONSUMERS  consumers: each computes BM / CONSUMERS rows × BN of the CTA tile with
+//                          wgmma (m64nBNk16, BM / CONSUMERS / 64 atoms) and never loads.
+//
+// The ring protocol (PTX ISA "mbarrier": arrive, expect_tx, try_wait.parity, phase completion):
+//   full[s]  — arrive count 1: the producer's arrive.expect_tx(stage bytes); the phase completes
+//              when TMA's complete_tx has delivered those bytes.
+//   empty[s] — arrive count CONSUMERS: one elected thread per consumer warpgroup arrives after
+//              wgmma.wait_group has reported that warpgroup's wgmmas on stage s complete.
+// Producer and consumers walk the same sequence of (tile, k-tile) pairs and keep the same ring
+// counter i (i-th load = i-th k-tile consumed): stage i mod S, fill f = i / S. The producer waits on
+// empty[s] with parity (f − 1) mod 2 = (f mod 2) xor 1: on the first pass (f = 0) that is 1, and a
+// fresh barrier (phase 0 in progress) reports the preceding phase 1 as complete, so it passes at
+// once (ptx/mbarrier.cuh). A consumer waits on full[s] with parity f mod 2. The counter carries
+// across tiles: with PERSISTENT the producer runs into the next tile's k-tiles while the consumers
+// are still computing (and storing) the current one — the epilogue of tile t overlaps the loads of
+// tile t + 1, bounded only by the S free stages.
+//
+// Release order: a consumer issues k-tile i's wgmmas as one group, waits until at most 1 group is
+// pending (k-tile i − 1 is complete) and releases i − 1's stage; after a tile's last k-tile it
+// waits for 0 pending and releases that stage too, then stores C from registers. No deadlock: the
+// producer's only wait (empty) depends on consumer progress on loads it issued earlier; a
+// consumer's only wait (full) depends on loads the producer issues after S releases that precede
+// it in the same sequence. There is no __syncthreads after the barrier init (the producer's idle
+// threads have left).
+//
+// Registers (SETMAXNREG = 1, PTX ISA "setmaxnreg"): the kernel is declared with
+// __launch_bounds__(128 · (1 + CONSUMERS), 1), so ptxas knows the per-thread count at entry
+// (65536 / 384 → 168 for two consumers); the producer warpgroup drops to PRODUCER_REGS and the
+// consumers raise to CONSUMER_REGS (multiples of 8 in 24..256; producer + consumers within the
+// SM's 64K registers, checked in Python). Without launch bounds ptxas cannot know the count at
+// entry and ignores setmaxnreg (C7508: asynctc.core.runtime raises PerformanceWarning) — the
+// LAUNCH_BOUNDS = 0 variant exists only to show that.
+//
+// Proxies: TMA writes and wgmma reads of the stages both go through the async proxy, ordered by
+// the mbarriers; the epilogue writes C from registers to global memory (no proxy crossing).
+// Every wait is bounded (mbarrier_wait_parity_bounded, ptx/mbarrier.cuh): a broken variant writes
+// the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
+//
+// Defines: DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
+// 1 MN-major), OUT_F32, GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
+// CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
+// CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
+// A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets from asynctc),
+// BREAK (0; 1: the last consumer never releases a stage, to show the bounded wait).
+// Arguments: ta, tb (tensor maps), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
+// k-step 0 at shared address 0), err (one u32, 0 = ok).
+// Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes.
+
+#include "ptx/common.cuh"
+#include "ptx/cvt.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+
+#ifndef DT
+#define DT 0
+#endif
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 64
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
+#ifndef B_MAJOR
+#define B_MAJOR 0
+#endif
+#ifndef OUT_F32
+#define OUT_F32 1
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef SETMAXNREG
+#define SETMAXNREG 1
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 40
+#endif
+#ifndef CONSUMER_REGS
+#define CONSUMER_REGS 232
+#endif
+#ifndef LAUNCH_BOUNDS
+#define LAUNCH_BOUNDS 1
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
+#ifndef BREAK
+#define BREAK 0
+#endif
+#ifndef A_KSTEP_BYTES
+#define A_KSTEP_BYTES 32
+#endif
+#ifndef B_KSTEP_BYTES
+#define B_KSTEP_BYTES (B_MAJOR ? 2048 : 32)
+#endif
+#ifndef B_BOX_BYTES
+#define B_BOX_BYTES (B_MAJOR ? 8192 : BN * 128)
+#endif
+
+static_assert(DT == 0 || DT == 1, "DT: 0 f16, 1 bf16");
+static_assert(BK == 64, "BK = 64: one 128-byte swizzle row of K per box row");
+static_assert(STAGES >= 2 && STAGES <= 6, "STAGES: 2..6 (a consumer keeps one wgmma group pending on the previous stage)");
+static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
+static_assert(BM % (64 * CONSUMERS) == 0 && BM <= 256, "each consumer owns whole m64 atoms");
+static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256 (one wgmma n = BN)");
+static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && PRODUCER_REGS <= 256,
+              "setmaxnreg: a multiple of 8 in 24..256");
+static_assert(CONSUMER_REGS % 8 == 0 && CONSUMER_REGS >= 24 && CONSUMER_REGS <= 256,
+              "setmaxnreg: a multiple of 8 in 24..256");
+
+constexpr int kThreads = 128 * (1 + CONSUMERS);
+static_assert(kThreads <= 1024, "threads per CTA");
+constexpr int kWgRows = BM / CONSUMERS;           // C rows per consumer warpgroup
+constexpr int kAtoms = kWgRows / 64;              // m64 wgmma rows per consumer
+constexpr int kAcc = BN / 2;                      // fp32 accumulators per thread per atom
+constexpr int kKSteps = BK / 16;
+constexpr u32 kRowBytes = 128;
+constexpr u32 kATileBytes = BM * kRowBytes;
+constexpr u32 kBTileBytes = BN * kRowBytes;
+constexpr u32 kStageBytes = kATileBytes + kBTileBytes;
+constexpr u32 kAtomBytes = 64 * kRowBytes;
+static_assert(kAtoms * kAcc <= 128, "accumulators per thread above the 128-register budget");
+static_assert(A_KSTEP_BYTES == 32, "A K-major: a k16 step is 32 bytes along the swizzled row");
+static_assert(B_KSTEP_BYTES == (B_MAJOR ? 16 * kRowBytes : 32), "B k16 step");
+static_assert(B_BOX_BYTES == (B_MAJOR ? 64 * kRowBytes : BN * kRowBytes), "B box size");
+static_assert(kStageBytes % 1024 == 0, "stage bases must stay on the 1024-byte swizzle repeat");
+
+#define WAIT_FULL 1u
+#define WAIT_EMPTY 2u
+#define WAIT_TRIES 0xFFFFFFFFu   // the bound is the %globaltimer limit, ASYNCTC_WAIT_MAX_NS
+
+// ---- setmaxnreg (PTX ISA "setmaxnreg", sm_90a): .sync.aligned, the whole warpgroup executes it ----
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+// ---- tile order: group-M raster (GROUP_M tile rows walked column by column, for L2 reuse) -------
+__device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
+  const int per_group = GROUP_M * tiles_n;
+  const int first_m = tile / per_group * GROUP_M;
+  const int rows = min(tiles_m - first_m, GROUP_M);
+  const int in_group = tile % per_group;
+  m0 = (first_m + in_group % rows) * BM;
+  n0 = in_group / rows * BN;
+}
+
+// ---- producer: fill one stage with k-tile kt of the tile at (m0, n0) ----------------------------
+__device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, u32 stage_addr,
+                                           u32 full_bar, int kt, int m0, int n0) {
+  mbarrier_arrive_expect_tx(full_bar, kStageBytes);
+  tma_load_2d(stage_addr, ta, full_bar, kt * BK, m0);                       // A: BM × 64
+  if constexpr (B_MAJOR == 0) {
+    tma_load_2d(stage_addr + kATileBytes, tb, full_bar, kt * BK, n0);        // B: BN × 64
+  } else {
+#pragma unroll
+    for (int j = 0; j < BN / 64; ++j)                                        // B: 64 K-rows × 64
+      tma_load_2d(stage_addr + kATileBytes + j * B_BOX_BYTES, tb, full_bar, n0 + 64 * j, kt * BK);
+  }
+}
+
+__device__ __forceinline__ void fence_accumulators(float (&acc)[kAtoms][kAcc]) {
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) wgmma_fence_operand(acc[i]);
+}
+
+// ---- consumer: one k-tile of wgmma as one group --------------------------------------------------
+__device__ __forceinline__ void mma_ktile(float (&acc)[kAtoms][kAcc], u64 desc_a, u64 desc_b) {
+  wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < kKSteps; ++s) {
+    const u64 db = wgmma_desc_advance(desc_b, s * B_KSTEP_BYTES);
+#pragma unroll
+    for (int i = 0; i < kAtoms; ++i)
+      wgmma_mma_async_ss<BN, DT, 0, B_MAJOR>(
+          acc[i], wgmma_desc_advance(desc_a, i * kAtomBytes + s * A_KSTEP_BYTES), db, 1);
+  }
+  wgmma_commit_group();
+}
+
+// ---- epilogue: accumulators → C (fragment layout of ptx/wgmma.cuh) -------------------------------
+__device__ __forceinline__ void store_c(const float (&acc)[kAtoms][kAcc], void* c, int N, int row0,
+                                        int n0) {
+  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) {
+#pragma unroll
+    for (int j = 0; j < kAcc; j += 2) {
+      const int row = row0 + 64 * i + 16 * w + g + 8 * ((j >> 1) & 1);
+      const int col = n0 + 8 * (j >> 2) + 2 * t;
+      const size_t at = (size_t)row * N + col;
+      if constexpr (OUT_F32)
+        *reinterpret_cast<float2*>(static_cast<float*>(c) + at) =
+            make_float2(acc[i][j], acc[i][j + 1]);
+      else
+        *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) =
+            cvt_rn_x2_f32<DT>(acc[i][j], acc[i][j + 1]);
+    }
+  }
+}
+
+#if LAUNCH_BOUNDS
+#define WS_LAUNCH_BOUNDS __launch_bounds__(kThreads, 1)
+#else
+#define WS_LAUNCH_BOUNDS
+#endif
+
+extern "C" __global__ void WS_LAUNCH_BOUNDS
+    gemm_warp_specialized(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
+                          void* __restrict__ c, int M, int N, int K, u64 desc_a0, u64 desc_b0,
+                          u32* __restrict__ err) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ alignas(8) u64 full_storage[STAGES];
+  __shared__ alignas(8) u64 empty_storage[STAGES];
+  const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;   // stage s at base + s · kStageBytes
+  const u32 full0 = smem_u32(full_storage), empty0 = smem_u32(empty_storage);
+  const int wg = threadIdx.x >> 7;                           // 0 producer, 1.. consumers
+  const int T = K / BK;
+  const int tiles_m = M / BM, tiles_n = N / BN, n_tiles = tiles_m * tiles_n;
+  // Tiles of this CTA: blockIdx.x, then (PERSISTENT) + gridDim.x, ... (uniform across the CTA).
+  const int tile_step = PERSISTENT ? (int)gridDim.x : n_tiles;
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_desc(ta);
+    tma_prefetch_desc(tb);
+    for (int s = 0; s < STAGES; ++s) {
+      mbarrier_init(full0 + 8 * s, 1);
+      mbarrier_init(empty0 + 8 * s, CONSUMERS);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ---------------- producer warpgroup ----------------
+    if constexpr (SETMAXNREG) setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x != 0) return;                            // one thread issues every TMA
+    int stage = 0;
+    u32 phase = 0;                                           // fill parity of `stage`
+    for (int tile = blockIdx.x; tile < n_tiles; tile += tile_step) {
+      int m0, n0;
+      tile_origin(tile, tiles_m, tiles_n, m0, n0);
+      for (int k = 0; k < T; ++k) {
+        if (!mbarrier_wait_parity_bounded(empty0 + 8 * stage, phase ^ 1u, WAIT_TRIES, err,
+                                          WAIT_EMPTY | (stage << 4)))
+          return;                                            // error recorded; stop loading
+        load_stage(ta, tb, base + stage * kStageBytes, full0 + 8 * stage, k, m0, n0);
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1u;
+        }
+      }
+    }
+  } else {
+    // ---------------- consumer warpgroups ----------------
+    if constexpr (SETMAXNREG) setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;
+    const bool elected = (threadIdx.x & 127) == 0;
+    const bool releases = !(BREAK == 1 && cw == CONSUMERS - 1);
+    const u64 da0 = wgmma_desc_advance(desc_a0, base + cw * kWgRows * kRowBytes);
+    const u64 db0 = wgmma_desc_advance(desc_b0, base + kATileBytes);
+    float acc[kAtoms][kAcc];
+    int stage = 0;
+    u32 phase = 0;
+    bool broken = false;
+    for (int tile = blockIdx.x; tile < n_tiles; tile += tile_step) {
+      int m0, n0;
+      tile_origin(tile, tiles_m, tiles_n, m0, n0);
+#pragma unroll
+      for (int i = 0; i < kAtoms; ++i)
+#pragma unroll
+        for (int j = 0; j < kAcc; ++j) acc[i][j] = 0.f;
+      int prev = 0;
+      for (int k = 0; k < T; ++k) {
+        if (!broken && !mbarrier_wait_parity_bounded(full0 + 8 * stage, phase, WAIT_TRIES, err,
+                                                     WAIT_FULL | (stage << 4)))
+          broken = true;
+        fence_accumulators(acc);
+        mma_ktile(acc, wgmma_desc_advance(da0, stage * kStageBytes),
+                  wgmma_desc_advance(db0, stage * kStageBytes));
+        wgmma_wait_group<1>();                               // k-tile k − 1 is complete
+        fence_accumulators(acc);
+        if (k > 0 && elected && releases) mbarrier_arrive(empty0 + 8 * prev);
+        prev = stage;
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1u;
+        }
+      }
+      wgmma_wait_group<0>();
+      fence_accumulators(acc);
+      if (elected && releases) mbarrier_arrive(empty0 + 8 * prev);   // the tile's last k-tile
+      __syncwarp();
+      store_c(acc, c, N, m0 + cw * kWgRows, n0);
+    }
+  }
+}

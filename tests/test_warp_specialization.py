@@ -1,0 +1,369 @@
+"""Chapter 06's warp-specialized GEMM ladder: CPU tests (every rung compiles to sm_90a with the SASS
+it should have, setmaxnreg kept and reported, validation, the rung table, a Python replay of the
+producer/consumer protocol across tiles) and GPU tests (every rung against float64)."""
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from asynctc import pipeline as P
+from asynctc import warp_specialization as W
+from asynctc.core import runtime, sass
+
+from test_pipeline import Deadlock, _Barrier   # chapter 05's mbarrier model (tests/)
+
+LIMIT = 227 * 1024
+
+
+def _ws_configs():
+    """Every warp-specialized config the ladder and its checks compile (fp16 and bf16)."""
+    return [c for c in W.correctness_configs() if isinstance(c, W.WSConfig)]
+
+
+def _compile_quietly(cfg):
+    """Compile with PerformanceWarning as an error (a fresh memo, so a cached cubin's ptxas log
+    is replayed too)."""
+    runtime._memo.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", runtime.PerformanceWarning)
+        return W.compile_ws(cfg)
+
+
+# ---- compile + SASS (CPU) --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cfg", _ws_configs(), ids=lambda c: c.label())
+def test_rung_compiles_to_the_expected_sass(cfg):
+    ck = _compile_quietly(cfg)
+    text = ck.sass()
+    cls = sass.class_counts(text)
+    suffix = "" if cfg.dtype == "float16" else ".BF16"
+    shapes = re.findall(r"HGMMA\.64x(\d+)x16\.F32(\.BF16)?\b", text)
+    assert shapes and set(shapes) == {(str(cfg.bn), suffix)}
+    assert len(shapes) == 4 * cfg.atoms                       # one k-tile: 4 k16 steps × atoms
+    gmma = [ln for ln in text.splitlines() if "HGMMA" in ln]
+    assert all(("tnspB" in ln) == (cfg.b_major == "MN") for ln in gmma)
+    assert cls.get("UTMALDG", 0) >= 1 + cfg.pipeline_config().b_boxes
+    ops = sass.opcode_counts(text)
+    assert any(o.startswith("SYNCS.EXCH") for o in ops)                 # mbarrier.init
+    assert any(o.startswith("SYNCS.ARRIVE.TRANS64") for o in ops)       # arrive(.expect_tx)
+    assert any(o.startswith("SYNCS.PHASECHK") for o in ops)             # try_wait.parity
+    waits = set(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", text))
+    assert waits == {"0x1", "0x0"}
+    assert ck.resources.spill_stores == 0 and ck.resources.spill_loads == 0
+    assert "LDL" not in cls and "STL" not in cls
+    assert ck.resources.registers <= W.register_split(cfg)["entry"]
+    assert "UTMASTG" not in cls                                  # rung 7 (TMA store) not built
+    setmax = re.findall(r"USETMAXREG\.(\w+)(?:\.\w+)*\s+(?:\w+,\s*)?(0x[0-9a-f]+)", text)
+    if cfg.setmaxnreg:
+        got = {(kind, int(v, 16)) for kind, v in setmax}
+        assert ("DEALLOC", cfg.producer_regs) in got, setmax
+        assert ("TRY_ALLOC", cfg.consumer_regs) in got, setmax
+        assert runtime.performance_diagnostics(ck.log) == []
+        assert "C7508" not in ck.log
+    else:
+        assert not setmax
+
+
+def test_register_split_of_the_setmaxnreg_rung():
+    """Rung 3: 384 threads at 1 CTA/SM start with 168 registers (ptxas's count); the producer
+    gives back to 40, the consumers take 232: 128·40 + 256·232 = 64512 ≤ 65536."""
+    cfg = W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
+    ck = _compile_quietly(cfg)
+    split = W.register_split(cfg)
+    assert split == {"entry": 168, "producer": 40, "consumer": 232, "total": 64512}
+    assert ck.resources.registers == 168
+    text = ck.sass()
+    assert re.search(r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28\b", text)
+    assert re.search(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL \w+, 0xe8\b", text)
+
+
+def test_dropped_setmaxnreg_is_a_performance_warning():
+    """Without __launch_bounds__ ptxas cannot know the register count at entry and ignores every
+    setmaxnreg (C7508): that must surface as a PerformanceWarning, and the SASS has no
+    USETMAXREG — the rung's own compile (above) has neither the warning nor the loss."""
+    cfg = W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
+    runtime._memo.clear()
+    with pytest.warns(runtime.PerformanceWarning, match=r"C7508.*setmaxnreg.*ignored"):
+        ck = W.compile_without_launch_bounds(cfg)
+    assert "USETMAXREG" not in ck.sass()
+    runtime._memo.clear()
+
+
+def test_persistent_rung_differs_only_in_the_tile_loop():
+    a = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")).sass()
+    b = W.compile_ws(W.RUNG_BY_NAME["persistent"].make("float16")).sass()
+    ca, cb = sass.class_counts(a), sass.class_counts(b)
+    assert ca["HGMMA"] == cb["HGMMA"] and ca["UTMALDG"] == cb["UTMALDG"]
+    # the persistent stride reads gridDim.x (constant bank 0, offset 0xc on sm_90); one tile per
+    # CTA never does
+    assert "c[0x0][0xc]" in b and "c[0x0][0xc]" not in a
+
+
+# ---- rungs, validation (CPU) ------------------------------------------------------------------------
+
+def test_rung_table():
+    assert [r.number for r in W.RUNGS] == list(range(1, len(W.RUNGS) + 1))
+    assert len({r.name for r in W.RUNGS}) == len(W.RUNGS)
+    for r in W.RUNGS:
+        assert r.what and r.prediction and "\n" not in r.what
+        for dt in W.DTYPES:
+            c = r.make(dt)
+            assert c.dtype == dt and c.out_dtype == dt
+    assert isinstance(W.RUNGS[0].make("float16"), P.PipelineConfig)
+    assert W.RUNGS[0].make("float16") == P.PipelineConfig(bm=128, bn=256, consumers=2, stages=4,
+                                                          out_dtype="float16")
+    assert W.RUNG_BY_NAME["ws"].make("float16").consumers == 1
+    assert W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16").setmaxnreg
+    assert W.RUNG_BY_NAME["persistent"].make("float16").persistent
+
+
+def test_tile_sweep_fits_the_shared_memory_budget():
+    got = {(c.bm, c.bn, c.stages) for c in W.tile_sweep_configs("float16", LIMIT)}
+    assert got == {(128, 256, 3), (128, 256, 4), (256, 128, 3), (256, 128, 4),
+                   (128, 128, 4), (128, 128, 5), (128, 128, 6)}
+    for c in W.tile_sweep_configs("float16", LIMIT):
+        assert c.smem_total <= LIMIT
+    with pytest.raises(W.WarpSpecializationError, match=r"stages=5.*shared memory"):
+        W.WSConfig(bm=128, bn=256, stages=5).validate(LIMIT)
+
+
+@pytest.mark.parametrize("kw,field,rule", [
+    (dict(stages=1), "stages", "deadlock"),
+    (dict(stages=7), "stages", "2..6"),
+    (dict(producer_regs=44), "producer_regs", "multiple of 8"),
+    (dict(producer_regs=16), "producer_regs", "multiple of 8 in 24..256"),
+    (dict(producer_regs=176), "producer_regs", "must not raise"),
+    (dict(producer_regs=32), "producer_regs", "needs about"),
+    (dict(consumer_regs=160), "consumer_regs", "must not lower"),
+    (dict(consumer_regs=248), "consumer_regs", "above the SM's 65536"),
+    (dict(consumers=1, bn=128), "consumer_regs", "must not lower"),
+    (dict(bm=128, bn=256, consumers=1, setmaxnreg=False), "bn", "accumulators"),
+    (dict(bm=192), "bm", "64, 128 or 256"),
+    (dict(dtype="float32"), "dtype", "must be one of"),
+    (dict(b_major="N"), "b_major", "must be one of"),
+    (dict(setmaxnreg=1), "setmaxnreg", "bool"),
+    (dict(persistent="yes"), "persistent", "bool"),
+    (dict(stages=2.0), "stages", "integer"),
+])
+def test_bad_configs_are_refused_with_the_field(kw, field, rule):
+    with pytest.raises(W.WarpSpecializationError, match=rf"^{field}=.*{rule}"):
+        W.WSConfig(**kw)
+
+
+def test_error_is_a_value_error_and_a_pipeline_error():
+    with pytest.raises(ValueError):
+        W.WSConfig(stages=1)
+    assert issubclass(W.WarpSpecializationError, P.PipelineError)
+
+
+def test_shapes_and_operands_are_checked_before_the_gpu():
+    cfg = W.WSConfig()
+    with pytest.raises(W.WarpSpecializationError, match=r"^N=384: .*multiple of 256"):
+        W.check_shapes(256, 384, 128, cfg)
+    with pytest.raises(W.WarpSpecializationError, match=r"^K=100"):
+        W.check_shapes(256, 256, 100, cfg)
+    a = np.zeros((256, 128), np.float16)
+    b = np.zeros((256, 64), np.float16)                      # N×K with the wrong K
+    with pytest.raises(W.WarpSpecializationError, match=r"^b.shape=\(256, 64\)"):
+        W.WSGemm(cfg, a, b)
+    with pytest.raises(W.WarpSpecializationError, match=r"^a.dtype='float32'"):
+        W.WSGemm(cfg, a.astype(np.float32), b)
+
+
+def test_persistent_grid_and_tile_counts():
+    cfg = W.RUNG_BY_NAME["persistent"].make("float16")
+    assert W.grid_size(cfg, 4096, 4096, sm_count=132) == 132
+    assert W.grid_size(cfg, 256, 512, sm_count=132) == 4
+    assert W.grid_size(cfg.replace(persistent=False), 4096, 4096, sm_count=132) == 512
+    m, n, k = W.PERSISTENT_SHAPE
+    assert (m // cfg.bm) * (n // cfg.bn) > 132                  # more tiles than SMs
+
+
+def test_correctness_matrix_covers_every_rung():
+    cc = W.correctness_configs()
+    for r in W.RUNGS:
+        for dt in W.DTYPES:
+            base = r.make(dt)
+            for bmaj in W.B_MAJORS:
+                for odt in ("float32", dt):
+                    assert base.replace(b_major=bmaj, out_dtype=odt) in cc
+    for dt in W.DTYPES:
+        for c in W.tile_sweep_configs(dt):
+            assert c in cc
+    pers = [c for c in cc if isinstance(c, W.WSConfig) and c.persistent]
+    assert pers and all(W.PERSISTENT_SHAPE in W.shapes_for(c) for c in pers)
+    for c in cc:
+        assert len(W.shapes_for(c)) >= 2
+
+
+def test_suite_is_registered():
+    from asynctc import suites
+    assert "warp_specialization" in suites.SUITES
+    assert "asynctc.warp_specialization" in suites.CHAPTER_MODULES
+
+
+def test_ladder_rows_pick_the_fastest_tile_and_ratio():
+    rows = [{"kernel": "cuBLAS", "dtype": "float16", "size": 4096, "tflops": 600.0}]
+    for i, cfg in enumerate(W.rung_configs("float16")):
+        rows.append({"kernel": "ch05" if isinstance(cfg, P.PipelineConfig) else "ws",
+                     "label": W.config_label(cfg), "dtype": "float16", "size": 4096,
+                     **cfg.as_dict(), "tflops": 400.0 + i})
+    lad = W.ladder_rows(rows, "float16", 4096, rows[0])
+    assert [r["rung"] for r in lad] == [1, 2, 3, 4, 5]
+    best_sweep = max(r["tflops"] for r in rows[1:] if r["kernel"] == "ws" and not r["persistent"])
+    assert lad[3]["tflops"] == best_sweep
+    assert lad[0]["of_cublas"] == pytest.approx(400 / 600)
+    text = W.ladder_table({"rows": rows, "ladder": lad})
+    assert text.splitlines()[-1].startswith(" 4096 float16   5 persistent")
+
+
+# ---- the protocol, replayed in Python (CPU) --------------------------------------------------------
+
+def _replay(stages, consumers, tiles, k_tiles, rng, bug=None):
+    """The kernel's producer and consumer loops (same statement order) for one CTA walking
+    ``tiles`` tiles of ``k_tiles`` k-tiles, with random TMA / wgmma latencies and interleavings.
+    Checks: every wgmma group reads the (tile, k-tile) it expects; no TMA overwrites a stage a
+    pending group reads; no deadlock; each consumer finishes every tile. ``bug``: "parity" (the
+    producer waits with its own fill parity, not the preceding one), "release_current" (release
+    k-tile k instead of k − 1 while k's group may run), "swapped" (the seed's naming: the
+    producer waits on full and consumers on empty)."""
+    S = stages
+    full = [_Barrier(1) for _ in range(S)]
+    empty = [_Barrier(consumers) for _ in range(S)]
+    content = [None] * S
+    readers = [set() for _ in range(S)]
+    events = []
+    groups = {w: [] for w in range(consumers)}
+    done_tiles = {w: 0 for w in range(consumers)}
+    version, gid = [0], [0]
+    seq = [(t, k) for t in range(tiles) for k in range(k_tiles)]
+
+    def producer():
+        stage, phase = 0, 0
+        for item in seq:
+            wait_bar, par = (full, phase) if bug == "swapped" else (empty, phase ^ (bug != "parity"))
+            while not wait_bar[stage].try_wait(par):
+                yield
+            full[stage].arrive_expect_tx(1)
+            events.append(("tma", (stage, item)))
+            version[0] += 1
+            stage += 1
+            if stage == S:
+                stage, phase = 0, phase ^ 1
+
+    def consumer(w):
+        stage, phase = 0, 0
+        for t in range(tiles):
+            prev = None
+            for k in range(k_tiles):
+                wait_bar = empty if bug == "swapped" else full
+                while not wait_bar[stage].try_wait(phase):
+                    yield
+                assert content[stage] == (t, k), f"c{w}: stage {stage} holds {content[stage]}"
+                gid[0] += 1
+                readers[stage].add((w, gid[0]))
+                groups[w].append((stage, gid[0]))
+                events.append(("mma", w))
+                version[0] += 1
+                while len(groups[w]) > 1:                         # wgmma.wait_group 1
+                    yield
+                rel = stage if bug == "release_current" else prev
+                if rel is not None:
+                    empty[rel].arrive()
+                    version[0] += 1
+                prev = stage
+                stage += 1
+                if stage == S:
+                    stage, phase = 0, phase ^ 1
+            while groups[w]:                                      # wgmma.wait_group 0
+                yield
+            if bug != "release_current":
+                empty[prev].arrive()
+            version[0] += 1
+            done_tiles[w] += 1
+
+    progs = {"p": producer(), **{w: consumer(w) for w in range(consumers)}}
+
+    def step(x):
+        try:
+            next(progs[x])
+        except StopIteration:
+            del progs[x]
+            version[0] += 1
+
+    while progs or events:
+        if not events:
+            v = version[0]
+            for x in list(progs):
+                step(x)
+            if progs and version[0] == v:
+                raise Deadlock(f"deadlock (S={S}, consumers={consumers}, tiles={tiles}, "
+                               f"T={k_tiles})")
+            continue
+        choices = [("run", x) for x in progs] + [("ev", i) for i in range(len(events))]
+        kind, x = choices[rng.integers(len(choices))]
+        if kind == "run":
+            step(x)
+            continue
+        what, payload = events.pop(x)
+        version[0] += 1
+        if what == "tma":
+            s, item = payload
+            assert not readers[s], f"TMA of {item} overwrites stage {s} while it is read"
+            content[s] = item
+            full[s].complete_tx(1)
+        else:
+            s, g = groups[payload].pop(0)
+            readers[s].discard((payload, g))
+    assert all(v == tiles for v in done_tiles.values())
+    return True
+
+
+@pytest.mark.parametrize("consumers", [1, 2])
+@pytest.mark.parametrize("stages", list(W.STAGE_RANGE))
+def test_protocol_replay_across_tiles(consumers, stages):
+    rng = np.random.default_rng(100 * stages + consumers)
+    for tiles, k_tiles in ((1, 1), (1, stages + 1), (3, 2), (3, stages), (2, 2 * stages + 1)):
+        for _ in range(25):
+            assert _replay(stages, consumers, tiles, k_tiles, rng)
+
+
+@pytest.mark.parametrize("bug,error", [("parity", "overwrites|deadlock|holds"),
+                                       ("release_current", "overwrites|more arrivals|holds"),
+                                       ("swapped", "deadlock|holds|overwrites")])
+def test_protocol_replay_catches_errors(bug, error):
+    rng = np.random.default_rng(11)
+    with pytest.raises(AssertionError, match=error):
+        for _ in range(200):
+            _replay(3, 2, 3, 5, rng, bug=bug)
+
+
+# ---- GPU ------------------------------------------------------------------------------------------
+
+def _gpu_configs():
+    return W.correctness_configs()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", _gpu_configs(), ids=W.config_label)
+def test_rung_matches_float64(cfg, rng):
+    for shp in W.shapes_for(cfg):
+        c = W.verify(cfg, *shp, rng=rng)
+        assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+def test_broken_protocol_ends_in_an_error_not_a_hang(rng):
+    msg = W.run_broken(1, rng=rng)
+    assert "mbarrier wait timed out" in msg and "empty barrier" in msg
+    c = W.verify(W.WSConfig(), 256, 256, 128, rng=rng)
+    assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+def test_run_ws_refuses_bad_inputs_before_launch(rng):
+    cfg = W.WSConfig()
+    a, b, bs = P.random_operands(256, 256, 128, cfg.pipeline_config(), rng)
+    with pytest.raises(W.WarpSpecializationError, match=r"^M=128"):
+        W.run_ws(a[:128], bs, cfg)
