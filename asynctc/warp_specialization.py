@@ -16,7 +16,8 @@ Each rung of the chapter's ladder is a compile-time switch of that one file, lis
 3. ``ws_setmaxnreg`` — two consumers (128×256, 64 rows each), ``setmaxnreg`` 40 / 232,
    ``__launch_bounds__(384, 1)``;
 4. ``tile`` — the fastest (tile, stages) of :data:`TILE_SWEEP` within the shared-memory budget;
-5. ``persistent`` — grid = SMs, static group-M tile order, the producer runs ahead across tiles.
+5. ``persistent`` — grid = SMs, static group-M tile order, the producer runs ahead across tiles;
+6. ``cluster`` — clusters of 2 CTAs along M, each multicasting half of the shared B tile.
 
 The verbs, as in every kernel family: :func:`compile_ws` (NVRTC → cubin for sm_90a, no GPU),
 :func:`run_ws` (validate in Python, then launch), :func:`verify_ws` (fresh random inputs,
@@ -88,7 +89,11 @@ class WSConfig:
     ``setmaxnreg`` with ``producer_regs`` / ``consumer_regs`` (PTX ISA "setmaxnreg": multiples of 8
     in 24..256, the producer's ≤ the count at entry ≤ the consumers', and 128 · producer_regs +
     128 · consumers · consumer_regs ≤ 65536); ``persistent``: grid = min(SMs, tiles), each CTA
-    walks tiles blockIdx.x, + grid, ... (else grid = tiles).
+    walks tiles blockIdx.x, + grid, ... (else grid = tiles); ``cluster`` 1 or 2: with 2, the two
+    CTAs of a thread-block cluster take tiles (2p, n) and (2p + 1, n) and each loads half of the
+    shared B tile with a TMA multicast into both (needs bn ≥ 128 and M a multiple of 2 · bm;
+    CUDA C++ Programming Guide "Thread Block Clusters", PTX ISA cp.async.bulk.tensor
+    .multicast::cluster).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -109,6 +114,7 @@ class WSConfig:
     producer_regs: int = 40
     consumer_regs: int = 232
     persistent: bool = False
+    cluster: int = 1
 
     def __post_init__(self):
         self.validate()
@@ -120,13 +126,18 @@ class WSConfig:
         for f in ("setmaxnreg", "persistent"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
-        for f in ("stages", "producer_regs", "consumer_regs"):
+        for f in ("stages", "producer_regs", "consumer_regs", "cluster"):
             if not is_int(getattr(self, f)):
                 _fail(f, getattr(self, f), "must be an integer")
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
                                          "one-stage ring would deadlock")
+        if self.cluster not in (1, 2):
+            _fail("cluster", self.cluster, "1 or 2 CTAs per cluster (along M, sharing B)")
+        if self.cluster == 2 and self.bn < 128:
+            _fail("bn", self.bn, "with cluster=2 each CTA multicasts half of B: bn must be ≥ 128 "
+                                 "(whole 64-column boxes when B is MN-major)")
         try:
             self.pipeline_config().validate(smem_limit)
         except WarpSpecializationError:
@@ -208,6 +219,7 @@ class WSConfig:
                     OUT_F32=int(self.out_dtype == "float32"), GROUP_M=self.group_m,
                     SETMAXNREG=int(self.setmaxnreg), PRODUCER_REGS=self.producer_regs,
                     CONSUMER_REGS=self.consumer_regs, PERSISTENT=int(self.persistent),
+                    CLUSTER=self.cluster,
                     A_KSTEP_BYTES=ak, B_KSTEP_BYTES=bkk, B_BOX_BYTES=pc.b_tile.box_pitch)
 
     @property
@@ -218,7 +230,18 @@ class WSConfig:
         out = "" if self.out_dtype == "float32" else f" out:{self.out_dtype}"
         regs = f" regs:{self.producer_regs}/{self.consumer_regs}" if self.setmaxnreg else ""
         return (f"ws {self.dtype} {self.tile_name} s{self.stages} B:{self.b_major}{regs}"
-                f"{' persistent' if self.persistent else ''}{out}")
+                f"{' persistent' if self.persistent else ''}"
+                f"{' cluster2' if self.cluster == 2 else ''}{out}")
+
+    @property
+    def b_load_box(self):
+        """The TMA box one CTA loads of B: chapter 05's, except K-major B with ``cluster=2``,
+        where each CTA loads bn/2 rows (its multicast half)."""
+        pc = self.pipeline_config()
+        if self.cluster == 2 and self.b_major == "K":
+            from .models.layout import SmemTile
+            return SmemTile(self.bn // 2, self.bk, self.dtype, 128)
+        return pc.b_box
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -272,23 +295,26 @@ def register_split(cfg: WSConfig) -> dict:
 # --------------------------------------------------------------------------------------------------
 
 def check_shapes(m: int, n: int, k: int, cfg: WSConfig) -> None:
-    """M, N, K positive multiples of (bm, bn, 64) (the rungs have no edge handling); raises
-    :class:`WarpSpecializationError`."""
+    """M, N, K positive multiples of (bm, bn, 64) (the rungs have no edge handling), M of 2 · bm
+    with ``cluster=2``; raises :class:`WarpSpecializationError`."""
     try:
         P.check_shapes(m, n, k, cfg.pipeline_config())
     except P.PipelineError as e:
         raise WarpSpecializationError(str(e)) from None
+    if cfg.cluster == 2 and m % (2 * cfg.bm):
+        _fail("M", m, f"cluster=2 pairs tiles along M: M must be a multiple of 2 · {cfg.bm}")
 
 
 def grid_size(cfg: WSConfig, m: int, n: int, sm_count: int | None = None) -> int:
-    """CTAs of a launch: the tile count, or (persistent) min(tiles, SMs)."""
+    """CTAs of a launch: the tile count, or (persistent) min(tiles, SMs), rounded down to whole
+    clusters."""
     tiles = (m // cfg.bm) * (n // cfg.bn)
     if not cfg.persistent:
         return tiles
     if sm_count is None:
         info = runtime.device_info()
         sm_count = info.sm_count if info else 132
-    return min(tiles, sm_count)
+    return min(tiles, sm_count) // cfg.cluster * cfg.cluster
 
 
 class WSGemm:
@@ -305,15 +331,17 @@ class WSGemm:
             self.m, self.n, self.k = P.check_operands(a, b, pc, out)
         except P.PipelineError as e:
             raise WarpSpecializationError(str(e)) from None
+        check_shapes(self.m, self.n, self.k, cfg)
         self.ck = ck or compile_ws(cfg)
         self.out = out if out is not None else DeviceArray.poisoned((self.m, self.n),
                                                                     P.np_dtype(cfg.out_dtype), stream)
         self.ta = tma.tensor_map_for_tile(a, pc.a_box)[0]
-        self.tb = tma.tensor_map_for_tile(b, pc.b_box)[0]
+        self.tb = tma.tensor_map_for_tile(b, cfg.b_load_box)[0]
         self.err = DeviceArray.from_host(np.zeros(1, np.uint32), stream)
         self.grid = grid_size(cfg, self.m, self.n)
         self.desc_a0, self.desc_b0 = pc.descriptor_templates()
-        runtime.check_launch(self.grid, cfg.threads, cfg.shmem_bytes, self.ck)
+        self.cluster = cfg.cluster if cfg.cluster > 1 else None
+        runtime.check_launch(self.grid, cfg.threads, cfg.shmem_bytes, self.ck, cluster=self.cluster)
 
     @property
     def flop(self) -> int:
@@ -326,7 +354,8 @@ class WSGemm:
 
         def run():
             runtime.launch(self.ck, self.grid, self.cfg.threads, *args,
-                           shmem_bytes=self.cfg.shmem_bytes, stream=self.stream)
+                           shmem_bytes=self.cfg.shmem_bytes, stream=self.stream,
+                           cluster=self.cluster)
         return run
 
     def check_error(self) -> None:
@@ -430,6 +459,10 @@ def _persistent(dt):
     return _ws2(dt).replace(persistent=True)
 
 
+def _cluster(dt):
+    return _persistent(dt).replace(cluster=2)
+
+
 #: (bm, bn, consumers, stages) of rung 4's sweep: every stage count that fits 227 KiB.
 #: 128×256 and 256×128 stages are 48 KiB (≤ 4 fit), 128×128 ones 32 KiB (≤ 6).
 TILE_SWEEP = tuple((bm, bn, 2, s) for bm, bn in ((128, 256), (256, 128)) for s in (3, 4)) + \
@@ -471,6 +504,10 @@ RUNGS: tuple[Rung, ...] = (
                           "producer loads tile t+1 while the consumers store tile t",
          "+3-8% over rung 3 (prologue and epilogue hidden; 4096³ has 3.9 waves of 128×256 tiles)",
          _persistent),
+    Rung(6, "cluster", "clusters of 2 CTAs along M: each loads half of the shared 256×64 B box and "
+                       "multicasts it to both (32 KiB per stage from L2 per SM instead of 48)",
+         "+0-6% over rung 5 if the consumers wait on full barriers (L2→SM bandwidth); no gain "
+         "if they do not", _cluster),
 )
 
 #: Rung name → rung.
@@ -511,12 +548,14 @@ def correctness_configs() -> list:
                         out.append(c)
         out += [c for c in tile_sweep_configs(dt) if c not in out]
         out.append(_persistent(dt).replace(bm=256, bn=128))
+        out.append(_cluster(dt).replace(persistent=False))
+        out.append(_cluster(dt).replace(bm=256, bn=128))
     return out
 
 
 def shapes_for(cfg) -> list[tuple[int, int, int]]:
     shapes = list(CHECK_SHAPES)
-    if isinstance(cfg, WSConfig) and cfg.persistent:
+    if isinstance(cfg, WSConfig) and (cfg.persistent or cfg.cluster > 1):
         shapes.append(PERSISTENT_SHAPE)
     out = []
     for s in shapes:

@@ -43,7 +43,14 @@ def test_rung_compiles_to_the_expected_sass(cfg):
     assert len(shapes) == 4 * cfg.atoms                       # one k-tile: 4 k16 steps × atoms
     gmma = [ln for ln in text.splitlines() if "HGMMA" in ln]
     assert all(("tnspB" in ln) == (cfg.b_major == "MN") for ln in gmma)
-    assert cls.get("UTMALDG", 0) >= 1 + cfg.pipeline_config().b_boxes
+    b_boxes = cfg.pipeline_config().b_boxes
+    loads = re.findall(r"UTMALDG\.2D(\.MULTICAST)?\b", text)
+    if cfg.cluster == 1:
+        assert len(loads) == 1 + b_boxes and not any(loads)
+    else:       # A alone, then this CTA's half of B multicast to both CTAs of the cluster
+        assert loads.count("") == 1 and loads.count(".MULTICAST") == max(1, b_boxes // 2)
+        assert cls.get("UCGABAR", 0) >= 2                          # cluster barrier, start + end
+    assert ("UCGABAR" in cls) == (cfg.cluster == 2)
     ops = sass.opcode_counts(text)
     assert any(o.startswith("SYNCS.EXCH") for o in ops)                 # mbarrier.init
     assert any(o.startswith("SYNCS.ARRIVE.TRANS64") for o in ops)       # arrive(.expect_tx)
@@ -116,6 +123,7 @@ def test_rung_table():
     assert W.RUNG_BY_NAME["ws"].make("float16").consumers == 1
     assert W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16").setmaxnreg
     assert W.RUNG_BY_NAME["persistent"].make("float16").persistent
+    assert W.RUNG_BY_NAME["cluster"].make("float16").cluster == 2
 
 
 def test_tile_sweep_fits_the_shared_memory_budget():
@@ -145,6 +153,9 @@ def test_tile_sweep_fits_the_shared_memory_budget():
     (dict(setmaxnreg=1), "setmaxnreg", "bool"),
     (dict(persistent="yes"), "persistent", "bool"),
     (dict(stages=2.0), "stages", "integer"),
+    (dict(cluster=3), "cluster", "1 or 2"),
+    (dict(cluster=True), "cluster", "integer"),
+    (dict(cluster=2, bn=64, bm=128), "bn", "≥ 128"),
 ])
 def test_bad_configs_are_refused_with_the_field(kw, field, rule):
     with pytest.raises(W.WarpSpecializationError, match=rf"^{field}=.*{rule}"):
@@ -169,6 +180,20 @@ def test_shapes_and_operands_are_checked_before_the_gpu():
         W.WSGemm(cfg, a, b)
     with pytest.raises(W.WarpSpecializationError, match=r"^a.dtype='float32'"):
         W.WSGemm(cfg, a.astype(np.float32), b)
+
+
+def test_cluster_shapes_grid_and_boxes():
+    cfg = W.RUNG_BY_NAME["cluster"].make("float16")
+    with pytest.raises(W.WarpSpecializationError, match=r"^M=384: .*multiple of 2 · 128"):
+        W.check_shapes(384, 256, 128, cfg)
+    assert W.grid_size(cfg, 4096, 4096, sm_count=132) == 132
+    assert W.grid_size(cfg, 4096, 4096, sm_count=133) == 132      # whole clusters
+    assert cfg.b_load_box.tensor_map_args()["box_dim"] == (128, 64)  # half of B's 256 rows
+    assert cfg.replace(b_major="MN").b_load_box.tensor_map_args()["box_dim"] == (64, 64)
+    assert cfg.replace(cluster=1).b_load_box.tensor_map_args()["box_dim"] == (256, 64)
+    # the multicast half lands where chapter 05's full box put those rows: K-major rows are 128
+    # bytes, so half a box is bn/2 · 128 bytes further, on the 1024-byte swizzle repeat
+    assert (cfg.bn // 2 * 128) % 1024 == 0
 
 
 def test_persistent_grid_and_tile_counts():
@@ -210,80 +235,109 @@ def test_ladder_rows_pick_the_fastest_tile_and_ratio():
                      "label": W.config_label(cfg), "dtype": "float16", "size": 4096,
                      **cfg.as_dict(), "tflops": 400.0 + i})
     lad = W.ladder_rows(rows, "float16", 4096, rows[0])
-    assert [r["rung"] for r in lad] == [1, 2, 3, 4, 5]
+    assert [r["rung"] for r in lad] == [1, 2, 3, 4, 5, 6]
     best_sweep = max(r["tflops"] for r in rows[1:] if r["kernel"] == "ws" and not r["persistent"])
     assert lad[3]["tflops"] == best_sweep
     assert lad[0]["of_cublas"] == pytest.approx(400 / 600)
     text = W.ladder_table({"rows": rows, "ladder": lad})
-    assert text.splitlines()[-1].startswith(" 4096 float16   5 persistent")
+    assert text.splitlines()[-1].startswith(" 4096 float16   6 cluster")
+
+    class Rec:
+        results = {"rows": rows, "ladder": lad, "checks": [{"passed": True, "worst_ratio": 0.2}],
+                   "broken": {"what": "x", "error": "GEMM: mbarrier wait timed out", "seconds": 2.1},
+                   "registers": {"ws": {**W.register_split(W.WSConfig()), "ptxas": 168,
+                                        "spill_bytes": 0}}}
+    summary = W.summarize_ladder(Rec())
+    assert "1/1 checks passed" in summary and "producer 40, consumers 232" in summary
+    assert summary.splitlines()[-1] == text.splitlines()[-1]
 
 
 # ---- the protocol, replayed in Python (CPU) --------------------------------------------------------
 
-def _replay(stages, consumers, tiles, k_tiles, rng, bug=None):
-    """The kernel's producer and consumer loops (same statement order) for one CTA walking
-    ``tiles`` tiles of ``k_tiles`` k-tiles, with random TMA / wgmma latencies and interleavings.
-    Checks: every wgmma group reads the (tile, k-tile) it expects; no TMA overwrites a stage a
-    pending group reads; no deadlock; each consumer finishes every tile. ``bug``: "parity" (the
-    producer waits with its own fill parity, not the preceding one), "release_current" (release
-    k-tile k instead of k − 1 while k's group may run), "swapped" (the seed's naming: the
-    producer waits on full and consumers on empty)."""
-    S = stages
-    full = [_Barrier(1) for _ in range(S)]
-    empty = [_Barrier(consumers) for _ in range(S)]
-    content = [None] * S
-    readers = [set() for _ in range(S)]
+def _replay(stages, consumers, tiles, k_tiles, rng, bug=None, ctas=1):
+    """The kernel's producer and consumer loops (same statement order) for ``ctas`` CTAs of one
+    cluster walking ``tiles`` tiles of ``k_tiles`` k-tiles, with random TMA / wgmma latencies and
+    interleavings. A stage holds parts: A (own load) and B (with ``ctas`` = 2: two halves, each
+    loaded by one CTA and multicast into both, completing on both CTAs' full barriers).
+    Checks: every wgmma group reads the (tile, k-tile) it expects in every part; no TMA writes a
+    stage a pending group reads (in any CTA it lands in); no deadlock; every consumer finishes
+    every tile. ``bug``: "parity" (the producer waits with its own fill parity, not the
+    preceding one), "release_current" (release k-tile k instead of k − 1 while its group may run),
+    "swapped" (the seed's naming: the producer waits on full and consumers on empty),
+    "local_release" (cluster: consumers release only their own CTA's empty barrier, which
+    expects both CTAs' releases: the producers starve), "local_empty" (cluster: the same, with
+    empty barriers counting only the own CTA's consumers — a peer's multicast may then land in a
+    stage still being read)."""
+    S, C = stages, ctas
+    full = [[_Barrier(1) for _ in range(S)] for _ in range(C)]
+    empty = [[_Barrier(consumers * (1 if bug == "local_empty" else C)) for _ in range(S)]
+             for _ in range(C)]
+    parts = ["A"] + ([f"B{r}" for r in range(C)] if C > 1 else ["B"])
+    content = [[dict.fromkeys(parts) for _ in range(S)] for _ in range(C)]
+    readers = [[set() for _ in range(S)] for _ in range(C)]
     events = []
-    groups = {w: [] for w in range(consumers)}
-    done_tiles = {w: 0 for w in range(consumers)}
+    groups = {(c, w): [] for c in range(C) for w in range(consumers)}
+    done_tiles = dict.fromkeys(groups, 0)
     version, gid = [0], [0]
     seq = [(t, k) for t in range(tiles) for k in range(k_tiles)]
+    tx = {"A": 2, "B": 2, "B0": 1, "B1": 1}
 
-    def producer():
+    def producer(c):
         stage, phase = 0, 0
         for item in seq:
-            wait_bar, par = (full, phase) if bug == "swapped" else (empty, phase ^ (bug != "parity"))
-            while not wait_bar[stage].try_wait(par):
+            wait_bar, par = ((full, phase) if bug == "swapped"
+                             else (empty, phase ^ (bug != "parity")))
+            while not wait_bar[c][stage].try_wait(par):
                 yield
-            full[stage].arrive_expect_tx(1)
-            events.append(("tma", (stage, item)))
+            full[c][stage].arrive_expect_tx(4)
+            events.append(("tma", (stage, item, "A", (c,))))
+            if C == 1:
+                events.append(("tma", (stage, item, "B", (c,))))
+            else:
+                events.append(("tma", (stage, item, f"B{c}", tuple(range(C)))))   # multicast
             version[0] += 1
             stage += 1
             if stage == S:
                 stage, phase = 0, phase ^ 1
 
-    def consumer(w):
+    def release(c, s):
+        for d in ((c,) if bug in ("local_release", "local_empty") else range(C)):
+            empty[d][s].arrive()
+
+    def consumer(c, w):
         stage, phase = 0, 0
         for t in range(tiles):
             prev = None
             for k in range(k_tiles):
                 wait_bar = empty if bug == "swapped" else full
-                while not wait_bar[stage].try_wait(phase):
+                while not wait_bar[c][stage].try_wait(phase):
                     yield
-                assert content[stage] == (t, k), f"c{w}: stage {stage} holds {content[stage]}"
+                got = content[c][stage]
+                assert all(got[p] == (t, k) for p in parts), f"cta{c}/c{w}: stage {stage} holds {got}"
                 gid[0] += 1
-                readers[stage].add((w, gid[0]))
-                groups[w].append((stage, gid[0]))
-                events.append(("mma", w))
+                readers[c][stage].add((w, gid[0]))
+                groups[(c, w)].append((stage, gid[0]))
+                events.append(("mma", (c, w)))
                 version[0] += 1
-                while len(groups[w]) > 1:                         # wgmma.wait_group 1
+                while len(groups[(c, w)]) > 1:                    # wgmma.wait_group 1
                     yield
                 rel = stage if bug == "release_current" else prev
                 if rel is not None:
-                    empty[rel].arrive()
+                    release(c, rel)
                     version[0] += 1
                 prev = stage
                 stage += 1
                 if stage == S:
                     stage, phase = 0, phase ^ 1
-            while groups[w]:                                      # wgmma.wait_group 0
+            while groups[(c, w)]:                                 # wgmma.wait_group 0
                 yield
             if bug != "release_current":
-                empty[prev].arrive()
+                release(c, prev)
             version[0] += 1
-            done_tiles[w] += 1
+            done_tiles[(c, w)] += 1
 
-    progs = {"p": producer(), **{w: consumer(w) for w in range(consumers)}}
+    progs = {**{("p", c): producer(c) for c in range(C)},
+             **{(c, w): consumer(c, w) for c in range(C) for w in range(consumers)}}
 
     def step(x):
         try:
@@ -298,8 +352,8 @@ def _replay(stages, consumers, tiles, k_tiles, rng, bug=None):
             for x in list(progs):
                 step(x)
             if progs and version[0] == v:
-                raise Deadlock(f"deadlock (S={S}, consumers={consumers}, tiles={tiles}, "
-                               f"T={k_tiles})")
+                raise Deadlock(f"deadlock (S={S}, consumers={consumers}, ctas={C}, "
+                               f"tiles={tiles}, T={k_tiles})")
             continue
         choices = [("run", x) for x in progs] + [("ev", i) for i in range(len(events))]
         kind, x = choices[rng.integers(len(choices))]
@@ -309,34 +363,48 @@ def _replay(stages, consumers, tiles, k_tiles, rng, bug=None):
         what, payload = events.pop(x)
         version[0] += 1
         if what == "tma":
-            s, item = payload
-            assert not readers[s], f"TMA of {item} overwrites stage {s} while it is read"
-            content[s] = item
-            full[s].complete_tx(1)
+            s, item, part, dests = payload
+            for d in dests:
+                assert not readers[d][s], f"TMA of {item} overwrites stage {s} of cta{d} while it is read"
+                content[d][s][part] = item
+                full[d][s].complete_tx(tx[part])
         else:
             s, g = groups[payload].pop(0)
-            readers[s].discard((payload, g))
+            readers[payload[0]][s].discard((payload[1], g))
     assert all(v == tiles for v in done_tiles.values())
     return True
 
 
+class _Barrier(_Barrier):
+    """Chapter 05's model, with the tx-count allowed below zero: a peer's multicast may complete
+    on this CTA's full barrier before the local arrive.expect_tx (PTX ISA, mbarrier tx-count
+    range); the pending arrival keeps the phase open meanwhile."""
+
+    def complete_tx(self, nbytes):
+        self.tx -= nbytes
+        self._maybe_complete()
+
+
+@pytest.mark.parametrize("ctas", [1, 2])
 @pytest.mark.parametrize("consumers", [1, 2])
 @pytest.mark.parametrize("stages", list(W.STAGE_RANGE))
-def test_protocol_replay_across_tiles(consumers, stages):
-    rng = np.random.default_rng(100 * stages + consumers)
+def test_protocol_replay_across_tiles(consumers, stages, ctas):
+    rng = np.random.default_rng(100 * stages + 10 * consumers + ctas)
     for tiles, k_tiles in ((1, 1), (1, stages + 1), (3, 2), (3, stages), (2, 2 * stages + 1)):
-        for _ in range(25):
-            assert _replay(stages, consumers, tiles, k_tiles, rng)
+        for _ in range(15):
+            assert _replay(stages, consumers, tiles, k_tiles, rng, ctas=ctas)
 
 
-@pytest.mark.parametrize("bug,error", [("parity", "overwrites|deadlock|holds"),
-                                       ("release_current", "overwrites|more arrivals|holds"),
-                                       ("swapped", "deadlock|holds|overwrites")])
-def test_protocol_replay_catches_errors(bug, error):
+@pytest.mark.parametrize("bug,error,ctas", [("parity", "overwrites|deadlock|holds", 1),
+                                            ("release_current", "overwrites|more arrivals|holds", 1),
+                                            ("swapped", "deadlock|holds|overwrites", 1),
+                                            ("local_release", "deadlock", 2),
+                                            ("local_empty", "overwrites|holds", 2)])
+def test_protocol_replay_catches_errors(bug, error, ctas):
     rng = np.random.default_rng(11)
     with pytest.raises(AssertionError, match=error):
         for _ in range(200):
-            _replay(3, 2, 3, 5, rng, bug=bug)
+            _replay(3, 2, 3, 5, rng, bug=bug, ctas=ctas)
 
 
 # ---- GPU ------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ Run from the repository root on an sm_90 machine (about 2-4 minutes on an H200):
 In order: (1) every rung's variants compiled in parallel processes (runtime.precompile), with the
 registers per role (entry / producer / consumers after setmaxnreg) and spills printed; (2) every
 rung (fp16 and bf16, B K-major and MN-major, fp32 and input-dtype output, rung 4's whole tile
-sweep, the persistent rung on 2048×4096×512 = 256 tiles of 128×256, more than the SMs) against
+sweep, the persistent and cluster rungs on 2048×4096×512 = 256 tiles of 128×256, more than the
+SMs) against
 float64 on fresh random inputs with a poisoned output and an elementwise bound, stopping at the
 first failure, which is printed; the deliberately broken variant must end in an error, not a hang;
 (3) every rung at 4096³ and 8192³, fp16 and bf16, beside cuBLAS timed in the same run (medians);

@@ -42,12 +42,26 @@
 // entry and ignores setmaxnreg (C7508: asynctc.core.runtime raises PerformanceWarning) — the
 // LAUNCH_BOUNDS = 0 variant exists only to show that.
 //
+// Clusters (CLUSTER = 2, PTX ISA "cp.async.bulk.tensor" .multicast::cluster, "mbarrier" remote
+// arrive on a .shared::cluster address, "mapa", "barrier.cluster"): two CTAs of a cluster take the
+// tiles (2p, n) and (2p + 1, n) — the same B tile. Each CTA's producer loads its own A box and one
+// half of B (rank r: B rows r · BN/2 .. of the tile) and multicasts that half into both CTAs'
+// shared memory at the same offset, completing on both CTAs' full[s] at the same offset. So each
+// CTA's full[s] still expects the whole stage (A + all of B), half of B arriving from the peer
+// (the peer's complete_tx may come before the local expect_tx: the tx-count may go transiently
+// negative, and the phase cannot complete while the local arrival is pending). A producer may
+// refill stage s only when *both* CTAs' consumers released it (its multicast writes into the
+// peer's stage too): empty[s] counts CONSUMERS · 2 arrivals, each consumer arriving on its own and
+// the peer's empty[s]. The barrier inits are made visible to the peer by a cluster barrier before
+// any load, and no thread leaves before a final cluster barrier (a peer may still arrive on this
+// CTA's barriers).
+//
 // Proxies: TMA writes and wgmma reads of the stages both go through the async proxy, ordered by
 // the mbarriers; the epilogue writes C from registers to global memory (no proxy crossing).
 // Every wait is bounded (mbarrier_wait_parity_bounded, ptx/mbarrier.cuh): a broken variant writes
 // the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
 //
-// Defines: DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
+// Defines: CLUSTER (1, 2: see above), DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
 // 1 MN-major), OUT_F32, GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
 // CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
 // CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
@@ -57,6 +71,7 @@
 // k-step 0 at shared address 0), err (one u32, 0 = ok).
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes.
 
+#include "ptx/cluster.cuh"
 #include "ptx/common.cuh"
 #include "ptx/cvt.cuh"
 #include "ptx/mbarrier.cuh"
@@ -105,6 +120,9 @@
 #ifndef PERSISTENT
 #define PERSISTENT 0
 #endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
 #ifndef BREAK
 #define BREAK 0
 #endif
@@ -124,6 +142,8 @@ static_assert(STAGES >= 2 && STAGES <= 6, "STAGES: 2..6 (a consumer keeps one wg
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
 static_assert(BM % (64 * CONSUMERS) == 0 && BM <= 256, "each consumer owns whole m64 atoms");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256 (one wgmma n = BN)");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 CTAs along M");
+static_assert(CLUSTER == 1 || BN >= 128, "a multicast half of B is whole 64-column boxes");
 static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && PRODUCER_REGS <= 256,
               "setmaxnreg: a multiple of 8 in 24..256");
 static_assert(CONSUMER_REGS % 8 == 0 && CONSUMER_REGS >= 24 && CONSUMER_REGS <= 256,
@@ -140,6 +160,7 @@ constexpr u32 kATileBytes = BM * kRowBytes;
 constexpr u32 kBTileBytes = BN * kRowBytes;
 constexpr u32 kStageBytes = kATileBytes + kBTileBytes;
 constexpr u32 kAtomBytes = 64 * kRowBytes;
+constexpr u32 kBHalfBytes = kBTileBytes / 2;      // the B rows one CTA of a cluster loads
 static_assert(kAtoms * kAcc <= 128, "accumulators per thread above the 128-register budget");
 static_assert(A_KSTEP_BYTES == 32, "A K-major: a k16 step is 32 bytes along the swizzled row");
 static_assert(B_KSTEP_BYTES == (B_MAJOR ? 16 * kRowBytes : 32), "B k16 step");
@@ -160,13 +181,33 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
 
+// ---- multicast TMA and remote arrive (CLUSTER = 2) ----------------------------------------------
+// The box lands at offset dst of every CTA in cta_mask, and complete_tx goes to the mbarrier at
+// offset bar of each of them (PTX ISA "cp.async.bulk.tensor", .multicast::cluster).
+__device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaDesc& d, u32 bar, int c0,
+                                                      int c1, u16 cta_mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+               ::"r"(dst), "l"(tma_desc_addr(d)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
+               : "memory");
+}
+// Arrive on the mbarrier at shared::cluster address `bar` (this CTA's or a peer's, from mapa).
+__device__ __forceinline__ void mbarrier_arrive_cluster(u32 bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar)
+               : "memory");
+}
+
 // ---- tile order: group-M raster (GROUP_M tile rows walked column by column, for L2 reuse) -------
-__device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
-  const int per_group = GROUP_M * tiles_n;
-  const int first_m = tile / per_group * GROUP_M;
-  const int rows = min(tiles_m - first_m, GROUP_M);
+// With CLUSTER = 2 the raster walks pairs of tile rows (a cluster's two tiles share n0).
+__device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, u32 rank, int& m0,
+                                            int& n0) {
+  constexpr int kGroup = GROUP_M / CLUSTER > 0 ? GROUP_M / CLUSTER : 1;
+  const int rows_m = tiles_m / CLUSTER;             // rows of clusters
+  const int per_group = kGroup * tiles_n;
+  const int first_m = tile / per_group * kGroup;
+  const int rows = min(rows_m - first_m, kGroup);
   const int in_group = tile % per_group;
-  m0 = (first_m + in_group % rows) * BM;
+  m0 = ((first_m + in_group % rows) * CLUSTER + (int)rank) * BM;
   n0 = in_group / rows * BN;
 }
 
@@ -175,7 +216,20 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
                                            u32 full_bar, int kt, int m0, int n0) {
   mbarrier_arrive_expect_tx(full_bar, kStageBytes);
   tma_load_2d(stage_addr, ta, full_bar, kt * BK, m0);                       // A: BM × 64
-  if constexpr (B_MAJOR == 0) {
+  if constexpr (CLUSTER == 2) {                                            // half of B, to both
+    const u32 r = cluster_ctarank();
+    if constexpr (B_MAJOR == 0) {
+      tma_load_2d_multicast(stage_addr + kATileBytes + r * kBHalfBytes, tb, full_bar, kt * BK,
+                            n0 + (int)r * (BN / 2), 0x3);                   // B: BN/2 × 64
+    } else {
+#pragma unroll
+      for (int j = 0; j < BN / 128; ++j) {
+        const int box = (int)r * (BN / 128) + j;
+        tma_load_2d_multicast(stage_addr + kATileBytes + box * B_BOX_BYTES, tb, full_bar,
+                              n0 + 64 * box, kt * BK, 0x3);
+      }
+    }
+  } else if constexpr (B_MAJOR == 0) {
     tma_load_2d(stage_addr + kATileBytes, tb, full_bar, kt * BK, n0);        // B: BN × 64
   } else {
 #pragma unroll
@@ -241,41 +295,54 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
   const u32 full0 = smem_u32(full_storage), empty0 = smem_u32(empty_storage);
   const int wg = threadIdx.x >> 7;                           // 0 producer, 1.. consumers
   const int T = K / BK;
-  const int tiles_m = M / BM, tiles_n = N / BN, n_tiles = tiles_m * tiles_n;
-  // Tiles of this CTA: blockIdx.x, then (PERSISTENT) + gridDim.x, ... (uniform across the CTA).
-  const int tile_step = PERSISTENT ? (int)gridDim.x : n_tiles;
+  const int tiles_m = M / BM, tiles_n = N / BN;
+  // Work items (tiles, or with CLUSTER = 2 pairs of tiles) of this CTA: its cluster's index, then
+  // (PERSISTENT) + the number of clusters, ... (uniform across the CTA and its cluster).
+  const int n_items = tiles_m / CLUSTER * tiles_n;
+  const int first_item = blockIdx.x / CLUSTER;
+  const int item_step = PERSISTENT ? (int)gridDim.x / CLUSTER : n_items;
+  const u32 rank = CLUSTER == 2 ? cluster_ctarank() : 0u;
 
   if (threadIdx.x == 0) {
     tma_prefetch_desc(ta);
     tma_prefetch_desc(tb);
     for (int s = 0; s < STAGES; ++s) {
       mbarrier_init(full0 + 8 * s, 1);
-      mbarrier_init(empty0 + 8 * s, CONSUMERS);
+      mbarrier_init(empty0 + 8 * s, CONSUMERS * CLUSTER);
     }
     fence_mbarrier_init();
   }
-  __syncthreads();
+  if constexpr (CLUSTER == 2)
+    cluster_sync();                  // both CTAs' barriers initialised before any multicast/arrive
+  else
+    __syncthreads();
 
   if (wg == 0) {
     // ---------------- producer warpgroup ----------------
     if constexpr (SETMAXNREG) setmaxnreg_dec<PRODUCER_REGS>();
-    if (threadIdx.x != 0) return;                            // one thread issues every TMA
-    int stage = 0;
-    u32 phase = 0;                                           // fill parity of `stage`
-    for (int tile = blockIdx.x; tile < n_tiles; tile += tile_step) {
-      int m0, n0;
-      tile_origin(tile, tiles_m, tiles_n, m0, n0);
-      for (int k = 0; k < T; ++k) {
-        if (!mbarrier_wait_parity_bounded(empty0 + 8 * stage, phase ^ 1u, WAIT_TRIES, err,
-                                          WAIT_EMPTY | (stage << 4)))
-          return;                                            // error recorded; stop loading
-        load_stage(ta, tb, base + stage * kStageBytes, full0 + 8 * stage, k, m0, n0);
-        if (++stage == STAGES) {
-          stage = 0;
-          phase ^= 1u;
+    if (threadIdx.x == 0) {                                  // one thread issues every TMA
+      int stage = 0;
+      u32 phase = 0;                                         // fill parity of `stage`
+      bool ok = true;
+      for (int item = first_item; ok && item < n_items; item += item_step) {
+        int m0, n0;
+        tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
+        for (int k = 0; k < T; ++k) {
+          if (!mbarrier_wait_parity_bounded(empty0 + 8 * stage, phase ^ 1u, WAIT_TRIES, err,
+                                            WAIT_EMPTY | (stage << 4))) {
+            ok = false;                                      // error recorded; stop loading
+            break;
+          }
+          load_stage(ta, tb, base + stage * kStageBytes, full0 + 8 * stage, k, m0, n0);
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1u;
+          }
         }
       }
     }
+    if constexpr (CLUSTER == 1) return;                      // the idle producer threads leave
+    __syncwarp();
   } else {
     // ---------------- consumer warpgroups ----------------
     if constexpr (SETMAXNREG) setmaxnreg_inc<CONSUMER_REGS>();
@@ -284,13 +351,22 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const bool releases = !(BREAK == 1 && cw == CONSUMERS - 1);
     const u64 da0 = wgmma_desc_advance(desc_a0, base + cw * kWgRows * kRowBytes);
     const u64 db0 = wgmma_desc_advance(desc_b0, base + kATileBytes);
+    // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers).
+    auto release = [&](u32 bar) {
+      if constexpr (CLUSTER == 2) {
+        mbarrier_arrive_cluster(mapa_shared_cluster(bar, 0));
+        mbarrier_arrive_cluster(mapa_shared_cluster(bar, 1));
+      } else {
+        mbarrier_arrive(bar);
+      }
+    };
     float acc[kAtoms][kAcc];
     int stage = 0;
     u32 phase = 0;
     bool broken = false;
-    for (int tile = blockIdx.x; tile < n_tiles; tile += tile_step) {
+    for (int item = first_item; item < n_items; item += item_step) {
       int m0, n0;
-      tile_origin(tile, tiles_m, tiles_n, m0, n0);
+      tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
 #pragma unroll
       for (int i = 0; i < kAtoms; ++i)
 #pragma unroll
@@ -305,7 +381,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
                   wgmma_desc_advance(db0, stage * kStageBytes));
         wgmma_wait_group<1>();                               // k-tile k − 1 is complete
         fence_accumulators(acc);
-        if (k > 0 && elected && releases) mbarrier_arrive(empty0 + 8 * prev);
+        if (k > 0 && elected && releases) release(empty0 + 8 * prev);
         prev = stage;
         if (++stage == STAGES) {
           stage = 0;
@@ -314,9 +390,10 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       }
       wgmma_wait_group<0>();
       fence_accumulators(acc);
-      if (elected && releases) mbarrier_arrive(empty0 + 8 * prev);   // the tile's last k-tile
+      if (elected && releases) release(empty0 + 8 * prev);   // the tile's last k-tile
       __syncwarp();
       store_c(acc, c, N, m0 + cw * kWgRows, n0);
     }
   }
+  if constexpr (CLUSTER == 2) cluster_sync();   // no CTA leaves while its peer may still arrive
 }
