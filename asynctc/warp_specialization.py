@@ -17,7 +17,8 @@ Each rung of the chapter's ladder is a compile-time switch of that one file, lis
    ``__launch_bounds__(384, 1)``;
 4. ``tile`` — the fastest (tile, stages) of :data:`TILE_SWEEP` within the shared-memory budget;
 5. ``persistent`` — grid = SMs, static group-M tile order, the producer runs ahead across tiles;
-6. ``cluster`` — clusters of 2 CTAs along M, each multicasting half of the shared B tile.
+6. ``cluster`` — clusters of 2 CTAs along M, each multicasting half of the shared B tile;
+7. ``tma_store`` — the epilogue through shared memory (stmatrix) and a TMA store.
 
 The verbs, as in every kernel family: :func:`compile_ws` (NVRTC → cubin for sm_90a, no GPU),
 :func:`run_ws` (validate in Python, then launch), :func:`verify_ws` (fresh random inputs,
@@ -58,6 +59,8 @@ REGS_PER_SM = P.REGS_PER_SM
 SETMAXNREG_RANGE = (24, 256)
 #: Registers a consumer needs beside its accumulators (descriptors, addresses, loop state).
 REG_OVERHEAD = P.REG_OVERHEAD
+#: Shared memory of one consumer's C staging buffers with ``tma_store``: two 64×64 16-bit chunks.
+STORE_STAGING = 2 * 64 * 64 * 2
 #: Registers the producer's loop needs (one thread: tensor maps' addresses, coordinates, ring
 #: counter; ptxas used < 40 on NVRTC 13).
 PRODUCER_MIN_REGS = 40
@@ -93,7 +96,9 @@ class WSConfig:
     CTAs of a thread-block cluster take tiles (2p, n) and (2p + 1, n) and each loads half of the
     shared B tile with a TMA multicast into both (needs bn ≥ 128 and M a multiple of 2 · bm;
     CUDA C++ Programming Guide "Thread Block Clusters", PTX ISA cp.async.bulk.tensor
-    .multicast::cluster).
+    .multicast::cluster); ``tma_store``: C goes registers → shared memory (stmatrix, two 64×64
+    buffers of 8 KiB per consumer, 128-byte swizzle) → global (TMA store), needs ``out_dtype`` =
+    ``dtype`` and :data:`STORE_STAGING` more bytes of shared memory per consumer.
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -115,6 +120,7 @@ class WSConfig:
     consumer_regs: int = 232
     persistent: bool = False
     cluster: int = 1
+    tma_store: bool = False
 
     def __post_init__(self):
         self.validate()
@@ -123,7 +129,7 @@ class WSConfig:
         """Check every rule; raise :class:`WarpSpecializationError` naming field, value and rule."""
         def is_int(v):
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        for f in ("setmaxnreg", "persistent"):
+        for f in ("setmaxnreg", "persistent", "tma_store"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
         for f in ("stages", "producer_regs", "consumer_regs", "cluster"):
@@ -144,6 +150,17 @@ class WSConfig:
             raise
         except P.PipelineError as e:
             raise WarpSpecializationError(str(e)) from None
+        if self.tma_store:
+            if self.out_dtype != self.dtype:
+                _fail("out_dtype", self.out_dtype, f"tma_store writes C in the input dtype "
+                                                   f"{self.dtype!r} (64-column boxes of 128 bytes)")
+            limit = smem_limit if smem_limit is not None else P.smem_limit_bytes()
+            if self.smem_total > limit:
+                _fail("stages", self.stages,
+                      f"{self.stages} stages × {self.stage_bytes} + {self.consumers} × "
+                      f"{STORE_STAGING} staging bytes (+{P.ALIGN_SLACK} alignment, "
+                      f"+{P.STATIC_SMEM} static) = {self.smem_total} bytes of shared memory; a "
+                      f"CTA may opt in to at most {limit}")
         lo, hi = SETMAXNREG_RANGE
         entry = _launch_regs(self.threads)
         need = self.accumulators + REG_OVERHEAD
@@ -204,7 +221,9 @@ class WSConfig:
 
     @property
     def shmem_bytes(self) -> int:
-        return P.ALIGN_SLACK + self.stages * self.stage_bytes
+        """Dynamic shared memory of one launch: slack + ring (+ the C staging buffers)."""
+        return (P.ALIGN_SLACK + self.stages * self.stage_bytes +
+                (self.consumers * STORE_STAGING if self.tma_store else 0))
 
     @property
     def smem_total(self) -> int:
@@ -219,7 +238,7 @@ class WSConfig:
                     OUT_F32=int(self.out_dtype == "float32"), GROUP_M=self.group_m,
                     SETMAXNREG=int(self.setmaxnreg), PRODUCER_REGS=self.producer_regs,
                     CONSUMER_REGS=self.consumer_regs, PERSISTENT=int(self.persistent),
-                    CLUSTER=self.cluster,
+                    CLUSTER=self.cluster, TMA_STORE=int(self.tma_store),
                     A_KSTEP_BYTES=ak, B_KSTEP_BYTES=bkk, B_BOX_BYTES=pc.b_tile.box_pitch)
 
     @property
@@ -231,7 +250,8 @@ class WSConfig:
         regs = f" regs:{self.producer_regs}/{self.consumer_regs}" if self.setmaxnreg else ""
         return (f"ws {self.dtype} {self.tile_name} s{self.stages} B:{self.b_major}{regs}"
                 f"{' persistent' if self.persistent else ''}"
-                f"{' cluster2' if self.cluster == 2 else ''}{out}")
+                f"{' cluster2' if self.cluster == 2 else ''}"
+                f"{' tma_store' if self.tma_store else ''}{out}")
 
     @property
     def b_load_box(self):
@@ -278,6 +298,25 @@ def compile_job(cfg) -> tuple[str, str, dict]:
     if isinstance(cfg, P.PipelineConfig):
         return P.compile_job(cfg)
     return (SOURCE, ENTRY, cfg.defines)
+
+
+def c_store_box(cfg: WSConfig):
+    """The staging layout of one 64×64 chunk of C (an :class:`asynctc.models.layout.SmemTile`,
+    128-byte swizzle): what the TMA store reads and :func:`stmatrix_offsets` writes."""
+    from .models.layout import SmemTile
+    return SmemTile(64, 64, cfg.out_dtype, 128)
+
+
+def stmatrix_offsets(warp: int, lane: int, block: int) -> int:
+    """Byte offset in a 64×64 staging chunk that ``lane`` of ``warp`` (0..3 in the warpgroup)
+    gives ``stmatrix.x4`` for the pair of 8-column blocks (``block``, ``block`` + 1), block even —
+    the kernel's arithmetic in ``store_c_tma``: matrix m = lane / 8 is (row half m mod 2, column
+    block ``block`` + m / 2), the lane addresses row lane mod 8 of it; 16-byte chunk c of row r
+    sits at r · 128 + ((c xor r mod 8) · 16)."""
+    m = lane >> 3
+    row = 16 * warp + (lane & 7) + 8 * (m & 1)
+    cl = block + (m >> 1)
+    return row * 128 + ((cl ^ (row & 7)) << 4)
 
 
 def register_split(cfg: WSConfig) -> dict:
@@ -337,6 +376,10 @@ class WSGemm:
                                                                     P.np_dtype(cfg.out_dtype), stream)
         self.ta = tma.tensor_map_for_tile(a, pc.a_box)[0]
         self.tb = tma.tensor_map_for_tile(b, cfg.b_load_box)[0]
+        # C's tensor map (64×64 box, 128-byte swizzle) for the TMA-store epilogue; other builds
+        # never read their third tensor-map argument, and get A's map there
+        self.tc = (tma.tensor_map_for_tile(self.out, c_store_box(cfg))[0] if cfg.tma_store
+                   else self.ta)
         self.err = DeviceArray.from_host(np.zeros(1, np.uint32), stream)
         self.grid = grid_size(cfg, self.m, self.n)
         self.desc_a0, self.desc_b0 = pc.descriptor_templates()
@@ -349,7 +392,7 @@ class WSGemm:
 
     def launcher(self) -> Callable[[], None]:
         i32, u64 = np.int32, np.uint64
-        args = (self.ta, self.tb, self.out, i32(self.m), i32(self.n), i32(self.k),
+        args = (self.ta, self.tb, self.tc, self.out, i32(self.m), i32(self.n), i32(self.k),
                 u64(self.desc_a0), u64(self.desc_b0), self.err)
 
         def run():
@@ -463,6 +506,10 @@ def _cluster(dt):
     return _persistent(dt).replace(cluster=2)
 
 
+def _tma_store(dt):
+    return _cluster(dt).replace(tma_store=True)
+
+
 #: (bm, bn, consumers, stages) of rung 4's sweep: every stage count that fits 227 KiB.
 #: 128×256 and 256×128 stages are 48 KiB (≤ 4 fit), 128×128 ones 32 KiB (≤ 6).
 TILE_SWEEP = tuple((bm, bn, 2, s) for bm, bn in ((128, 256), (256, 128)) for s in (3, 4)) + \
@@ -508,6 +555,10 @@ RUNGS: tuple[Rung, ...] = (
                        "multicasts it to both (32 KiB per stage from L2 per SM instead of 48)",
          "+0-6% over rung 5 if the consumers wait on full barriers (L2→SM bandwidth); no gain "
          "if they do not", _cluster),
+    Rung(7, "tma_store", "epilogue through shared memory: stmatrix into two swizzled 64×64 "
+                         "buffers per consumer, TMA store, drained while the next tile's k-loop runs",
+         "+1-3% over rung 6 (coalesced 128-byte stores off the consumers' critical path)",
+         _tma_store),
 )
 
 #: Rung name → rung.
@@ -542,7 +593,7 @@ def correctness_configs() -> list:
         for r in RUNGS:
             base = r.make(dt)
             for bmaj in B_MAJORS:
-                for odt in ("float32", dt):
+                for odt in (("float32", dt) if not getattr(base, "tma_store", False) else (dt,)):
                     c = dataclasses.replace(base, b_major=bmaj, out_dtype=odt)
                     if c not in out:
                         out.append(c)
@@ -550,6 +601,9 @@ def correctness_configs() -> list:
         out.append(_persistent(dt).replace(bm=256, bn=128))
         out.append(_cluster(dt).replace(persistent=False))
         out.append(_cluster(dt).replace(bm=256, bn=128))
+        out.append(_persistent(dt).replace(tma_store=True))
+        out.append(_ws2(dt).replace(tma_store=True, bm=256, bn=128))
+        out.append(_tma_store(dt).replace(b_major="MN", bm=256, bn=128))
     return out
 
 

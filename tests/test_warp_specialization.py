@@ -60,7 +60,11 @@ def test_rung_compiles_to_the_expected_sass(cfg):
     assert ck.resources.spill_stores == 0 and ck.resources.spill_loads == 0
     assert "LDL" not in cls and "STL" not in cls
     assert ck.resources.registers <= W.register_split(cfg)["entry"]
-    assert "UTMASTG" not in cls                                  # rung 7 (TMA store) not built
+    # rung 7: C through shared memory (stmatrix) and TMA stores; the others store from registers
+    assert ("UTMASTG" in cls) == cfg.tma_store and ("STSM" in cls) == cfg.tma_store
+    assert ("STG" in cls) == (not cfg.tma_store)
+    if cfg.tma_store:
+        assert cls["UTMASTG"] >= 1 and "FENCE.VIEW.ASYNC.S" in text
     setmax = re.findall(r"USETMAXREG\.(\w+)(?:\.\w+)*\s+(?:\w+,\s*)?(0x[0-9a-f]+)", text)
     if cfg.setmaxnreg:
         got = {(kind, int(v, 16)) for kind, v in setmax}
@@ -124,6 +128,7 @@ def test_rung_table():
     assert W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16").setmaxnreg
     assert W.RUNG_BY_NAME["persistent"].make("float16").persistent
     assert W.RUNG_BY_NAME["cluster"].make("float16").cluster == 2
+    assert W.RUNG_BY_NAME["tma_store"].make("float16").tma_store
 
 
 def test_tile_sweep_fits_the_shared_memory_budget():
@@ -156,6 +161,8 @@ def test_tile_sweep_fits_the_shared_memory_budget():
     (dict(cluster=3), "cluster", "1 or 2"),
     (dict(cluster=True), "cluster", "integer"),
     (dict(cluster=2, bn=64, bm=128), "bn", "≥ 128"),
+    (dict(tma_store=True), "out_dtype", "input dtype"),
+    (dict(tma_store=1, out_dtype="float16"), "tma_store", "bool"),
 ])
 def test_bad_configs_are_refused_with_the_field(kw, field, rule):
     with pytest.raises(W.WarpSpecializationError, match=rf"^{field}=.*{rule}"):
@@ -196,6 +203,39 @@ def test_cluster_shapes_grid_and_boxes():
     assert (cfg.bn // 2 * 128) % 1024 == 0
 
 
+def test_tma_store_staging_fits_and_is_counted():
+    cfg = W.RUNG_BY_NAME["tma_store"].make("float16")
+    assert cfg.shmem_bytes == 1024 + 4 * 49152 + 2 * W.STORE_STAGING
+    assert cfg.smem_total <= LIMIT
+    with pytest.raises(W.WarpSpecializationError, match=r"^stages=4: .*staging"):
+        cfg.validate(smem_limit=220 * 1024)
+
+
+@pytest.mark.parametrize("dtype", list(W.DTYPES))
+def test_stmatrix_addresses_are_the_tma_store_layout(dtype):
+    """Every lane's stmatrix row address (the kernel's arithmetic, W.stmatrix_offsets) is where the
+    128-byte-swizzled 64×64 TMA box keeps that row's 8 columns; together the lanes of the 4 warps
+    and 4 stmatrix.x4 per chunk cover every element once, and each 8-lane phase hits distinct
+    bank groups (no conflicts)."""
+    box = W.c_store_box(W.WSConfig(dtype=dtype, out_dtype=dtype))
+    assert box.tensor_map_args()["box_dim"] == (64, 64)
+    offs = box.offsets()
+    seen = set()
+    for w in range(4):
+        for block in range(0, 8, 2):
+            for lane in range(32):
+                m = lane >> 3
+                row = 16 * w + (lane & 7) + 8 * (m & 1)
+                col = 8 * (block + (m >> 1))
+                at = W.stmatrix_offsets(w, lane, block)
+                assert list(offs[row, col:col + 8]) == [at + 2 * e for e in range(8)]
+                seen.add((row, col))
+            for m in range(4):          # one 8×8 matrix = one phase of 8 lanes × 16 bytes
+                banks = {(W.stmatrix_offsets(w, 8 * m + r, block) // 16) % 8 for r in range(8)}
+                assert len(banks) == 8
+    assert len(seen) == 64 * 8
+
+
 def test_persistent_grid_and_tile_counts():
     cfg = W.RUNG_BY_NAME["persistent"].make("float16")
     assert W.grid_size(cfg, 4096, 4096, sm_count=132) == 132
@@ -211,7 +251,7 @@ def test_correctness_matrix_covers_every_rung():
         for dt in W.DTYPES:
             base = r.make(dt)
             for bmaj in W.B_MAJORS:
-                for odt in ("float32", dt):
+                for odt in (dt,) if getattr(base, "tma_store", False) else ("float32", dt):
                     assert base.replace(b_major=bmaj, out_dtype=odt) in cc
     for dt in W.DTYPES:
         for c in W.tile_sweep_configs(dt):
@@ -235,12 +275,12 @@ def test_ladder_rows_pick_the_fastest_tile_and_ratio():
                      "label": W.config_label(cfg), "dtype": "float16", "size": 4096,
                      **cfg.as_dict(), "tflops": 400.0 + i})
     lad = W.ladder_rows(rows, "float16", 4096, rows[0])
-    assert [r["rung"] for r in lad] == [1, 2, 3, 4, 5, 6]
+    assert [r["rung"] for r in lad] == [1, 2, 3, 4, 5, 6, 7]
     best_sweep = max(r["tflops"] for r in rows[1:] if r["kernel"] == "ws" and not r["persistent"])
     assert lad[3]["tflops"] == best_sweep
     assert lad[0]["of_cublas"] == pytest.approx(400 / 600)
     text = W.ladder_table({"rows": rows, "ladder": lad})
-    assert text.splitlines()[-1].startswith(" 4096 float16   6 cluster")
+    assert text.splitlines()[-1].startswith(" 4096 float16   7 tma_store")
 
     class Rec:
         results = {"rows": rows, "ladder": lad, "checks": [{"passed": True, "worst_ratio": 0.2}],

@@ -56,24 +56,40 @@
 // any load, and no thread leaves before a final cluster barrier (a peer may still arrive on this
 // CTA's barriers).
 //
+// Epilogue through shared memory (TMA_STORE = 1; C in the input dtype only): each consumer
+// warpgroup owns two 64×64 staging buffers (8 KiB each, 128-byte swizzle) after the ring. Per
+// 64×64 chunk of its C rows (atom i, columns 64q ..): the elected thread waits until at most one
+// of its bulk store groups still reads shared memory (cp.async.bulk.wait_group.read 1, so the
+// buffer used two chunks ago is free); a named barrier of the warpgroup (bar.sync 1 + consumer,
+// 128) passes that on; every warp writes its 16 rows with stmatrix (PTX ISA "stmatrix": 8×8 b16
+// matrices, each lane one 16-byte row address, the fragment pair (row lane/4, cols 2·(lane%4)..)
+// is the wgmma accumulator pair) into the swizzled layout TMA expects (16-byte chunk c of row r
+// at r · 128 + ((c xor r mod 8) · 16)); fence.proxy.async.shared::cta makes the generic writes
+// visible to the async proxy; a second named barrier; the elected thread issues the TMA store
+// (cp.async.bulk.tensor ... bulk_group) and commits it. The stores drain while the consumer starts
+// the next tile's k-loop; before exiting it waits for all of them (wait_group 0).
+//
 // Proxies: TMA writes and wgmma reads of the stages both go through the async proxy, ordered by
 // the mbarriers; the epilogue writes C from registers to global memory (no proxy crossing).
 // Every wait is bounded (mbarrier_wait_parity_bounded, ptx/mbarrier.cuh): a broken variant writes
 // the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
 //
-// Defines: CLUSTER (1, 2: see above), DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
+// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
 // 1 MN-major), OUT_F32, GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
 // CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
 // CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
 // A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets from asynctc),
 // BREAK (0; 1: the last consumer never releases a stage, to show the bounded wait).
-// Arguments: ta, tb (tensor maps), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
+// Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
+// with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
 // k-step 0 at shared address 0), err (one u32, 0 = ok).
-// Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes.
+// Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes
+// (+ CONSUMERS · 2 · 8192 staging bytes with TMA_STORE).
 
 #include "ptx/cluster.cuh"
 #include "ptx/common.cuh"
 #include "ptx/cvt.cuh"
+#include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
@@ -123,6 +139,9 @@
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
+#ifndef TMA_STORE
+#define TMA_STORE 0
+#endif
 #ifndef BREAK
 #define BREAK 0
 #endif
@@ -143,6 +162,7 @@ static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
 static_assert(BM % (64 * CONSUMERS) == 0 && BM <= 256, "each consumer owns whole m64 atoms");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256 (one wgmma n = BN)");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 CTAs along M");
+static_assert(TMA_STORE == 0 || OUT_F32 == 0, "the TMA-store epilogue writes C in the input dtype");
 static_assert(CLUSTER == 1 || BN >= 128, "a multicast half of B is whole 64-column boxes");
 static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && PRODUCER_REGS <= 256,
               "setmaxnreg: a multiple of 8 in 24..256");
@@ -161,6 +181,8 @@ constexpr u32 kBTileBytes = BN * kRowBytes;
 constexpr u32 kStageBytes = kATileBytes + kBTileBytes;
 constexpr u32 kAtomBytes = 64 * kRowBytes;
 constexpr u32 kBHalfBytes = kBTileBytes / 2;      // the B rows one CTA of a cluster loads
+constexpr u32 kChunkBytes = 64 * 128;             // one 64×64 staging buffer of C (16-bit)
+constexpr int kChunksN = BN / 64;                 // 64-column chunks of a consumer's rows
 static_assert(kAtoms * kAcc <= 128, "accumulators per thread above the 128-register budget");
 static_assert(A_KSTEP_BYTES == 32, "A K-major: a k16 step is 32 bytes along the swizzled row");
 static_assert(B_KSTEP_BYTES == (B_MAJOR ? 16 * kRowBytes : 32), "B k16 step");
@@ -191,10 +213,12 @@ __device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaDesc& d,
                ::"r"(dst), "l"(tma_desc_addr(d)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
                : "memory");
 }
-// Arrive on the mbarrier at shared::cluster address `bar` (this CTA's or a peer's, from mapa).
-__device__ __forceinline__ void mbarrier_arrive_cluster(u32 bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar)
-               : "memory");
+// Arrive on the mbarrier at shared::cluster address `bar` (a peer's, from mapa). Default
+// semantics (.release, .cta scope): what must be ordered before the peer's next TMA into our
+// stage is our wgmmas' reads of it, already complete (wgmma.wait_group); a .cluster-scope
+// release would cost a MEMBAR.ALL.GPU per arrive in SASS.
+__device__ __forceinline__ void mbarrier_arrive_remote(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
 // ---- tile order: group-M raster (GROUP_M tile rows walked column by column, for L2 reuse) -------
@@ -278,6 +302,51 @@ __device__ __forceinline__ void store_c(const float (&acc)[kAtoms][kAcc], void* 
   }
 }
 
+// ---- epilogue through shared memory + TMA store (TMA_STORE = 1) ---------------------------------
+__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+               ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+// bar.sync on a named barrier with `count` threads (PTX ISA "bar.sync"; id 0 is __syncthreads).
+__device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// One consumer warpgroup's C rows → shared memory → global, chunk by chunk (see the header).
+// `chunk` counts this warpgroup's chunks across tiles (buffer = chunk mod 2).
+__device__ __forceinline__ void store_c_tma(const float (&acc)[kAtoms][kAcc], const TmaDesc& tc,
+                                            u32 cbuf, u32 bar_id, bool elected, int row0, int n0,
+                                            u32& chunk) {
+  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  const int m = lane >> 3;                                   // the 8×8 matrix this lane addresses
+  const int row = 16 * w + (lane & 7) + 8 * (m & 1);         // its row in the 64-row chunk
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) {
+#pragma unroll
+    for (int q = 0; q < kChunksN; ++q, ++chunk) {
+      const u32 buf = cbuf + (chunk & 1u) * kChunkBytes;
+      if (elected) bulk_wait_group_read<1>();              // the buffer's previous store read it
+      named_barrier_sync(bar_id, 128);
+#pragma unroll
+      for (int jl = 0; jl < 8; jl += 2) {                    // two 8-column blocks per stmatrix
+        const int j = 4 * (8 * q + jl);                      // accumulator index of block 8q + jl
+        const u32 cl = (u32)(jl + (m >> 1));                 // 16-byte column of this lane's row
+        const u32 addr = buf + row * 128 + ((cl ^ (u32)(row & 7)) << 4);
+        stmatrix_x4(addr, cvt_rn_x2_f32<DT>(acc[i][j], acc[i][j + 1]),
+                    cvt_rn_x2_f32<DT>(acc[i][j + 2], acc[i][j + 3]),
+                    cvt_rn_x2_f32<DT>(acc[i][j + 4], acc[i][j + 5]),
+                    cvt_rn_x2_f32<DT>(acc[i][j + 6], acc[i][j + 7]));
+      }
+      fence_proxy_async_shared_cta();                        // generic writes → async proxy
+      named_barrier_sync(bar_id, 128);
+      if (elected) {
+        tma_store_2d(tc, buf, n0 + 64 * q, row0 + 64 * i);
+        bulk_commit_group();
+      }
+    }
+  }
+}
+
 #if LAUNCH_BOUNDS
 #define WS_LAUNCH_BOUNDS __launch_bounds__(kThreads, 1)
 #else
@@ -286,7 +355,7 @@ __device__ __forceinline__ void store_c(const float (&acc)[kAtoms][kAcc], void* 
 
 extern "C" __global__ void WS_LAUNCH_BOUNDS
     gemm_warp_specialized(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
-                          void* __restrict__ c, int M, int N, int K, u64 desc_a0, u64 desc_b0,
+                          const __grid_constant__ TmaDesc tc, void* __restrict__ c, int M, int N, int K, u64 desc_a0, u64 desc_b0,
                           u32* __restrict__ err) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
@@ -306,6 +375,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
   if (threadIdx.x == 0) {
     tma_prefetch_desc(ta);
     tma_prefetch_desc(tb);
+    if constexpr (TMA_STORE) tma_prefetch_desc(tc);
     for (int s = 0; s < STAGES; ++s) {
       mbarrier_init(full0 + 8 * s, 1);
       mbarrier_init(empty0 + 8 * s, CONSUMERS * CLUSTER);
@@ -353,17 +423,15 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const u64 db0 = wgmma_desc_advance(desc_b0, base + kATileBytes);
     // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers).
     auto release = [&](u32 bar) {
-      if constexpr (CLUSTER == 2) {
-        mbarrier_arrive_cluster(mapa_shared_cluster(bar, 0));
-        mbarrier_arrive_cluster(mapa_shared_cluster(bar, 1));
-      } else {
-        mbarrier_arrive(bar);
-      }
+      mbarrier_arrive(bar);
+      if constexpr (CLUSTER == 2) mbarrier_arrive_remote(mapa_shared_cluster(bar, rank ^ 1u));
     };
     float acc[kAtoms][kAcc];
     int stage = 0;
     u32 phase = 0;
     bool broken = false;
+    u32 chunk = 0;                                           // TMA_STORE: chunks stored so far
+    const u32 cbuf = base + STAGES * kStageBytes + cw * 2 * kChunkBytes;
     for (int item = first_item; item < n_items; item += item_step) {
       int m0, n0;
       tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
@@ -392,7 +460,13 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       fence_accumulators(acc);
       if (elected && releases) release(empty0 + 8 * prev);   // the tile's last k-tile
       __syncwarp();
-      store_c(acc, c, N, m0 + cw * kWgRows, n0);
+      if constexpr (TMA_STORE)
+        store_c_tma(acc, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);
+      else
+        store_c(acc, c, N, m0 + cw * kWgRows, n0);
+    }
+    if constexpr (TMA_STORE) {
+      if (elected) bulk_wait_group<0>();                     // every store written
     }
   }
   if constexpr (CLUSTER == 2) cluster_sync();   // no CTA leaves while its peer may still arrive
