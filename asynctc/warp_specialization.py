@@ -574,6 +574,39 @@ def rung_configs(dtype: str) -> list:
     return out
 
 
+def rung_of(cfg) -> int:
+    """The rung a config belongs to (the highest step it uses): 1 chapter 05, 2 one consumer,
+    7 TMA store, 6 cluster, 5 persistent, 3 rung 3's tile (128×256, 4 stages), else 4 (sweep)."""
+    if isinstance(cfg, P.PipelineConfig):
+        return 1
+    if cfg.consumers == 1:
+        return 2
+    if cfg.tma_store:
+        return 7
+    if cfg.cluster > 1:
+        return 6
+    if cfg.persistent:
+        return 5
+    return 3 if (cfg.bm, cfg.bn, cfg.stages) == (128, 256, 4) else 4
+
+
+def parse_rungs(text: str | None) -> tuple[int, ...]:
+    """"1-5" or "1,3,5" → rung numbers (None or "" → all); raises :class:`WarpSpecializationError`."""
+    every = tuple(r.number for r in RUNGS)
+    if not text:
+        return every
+    out = set()
+    for part in str(text).split(","):
+        try:
+            lo, _, hi = part.partition("-")
+            out |= set(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            _fail("rungs", text, "comma-separated rung numbers or ranges, e.g. '1-5' or '1,3,5'")
+    if not out <= set(every):
+        _fail("rungs", text, f"rungs are {every[0]}..{every[-1]}")
+    return tuple(sorted(out))
+
+
 def config_label(cfg) -> str:
     return cfg.label() if isinstance(cfg, WSConfig) else "ch05 " + cfg.label()
 
@@ -645,7 +678,7 @@ LADDER_DTYPES = ("float16", "bfloat16")
 
 
 def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, check: bool = True,
-                   reps: int = 10) -> dict:
+                   reps: int = 10, rungs=None) -> dict:
     """The "warp_specialization" suite.
 
     1. Compile every config in parallel (:func:`asynctc.core.runtime.precompile`).
@@ -654,7 +687,8 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
     3. For each size and dtype (square, fresh random inputs, B K-major, C in the input dtype):
        cuBLAS, then every config of :func:`rung_configs`, each output checked on sampled rows
        against float64 (:class:`asynctc.pipeline.SampledRows`). Rung 4's row is the fastest of its
-       sweep for that size and dtype. Medians; timings are never asserted on."""
+       sweep for that size and dtype. Medians; timings are never asserted on.
+    ``rungs``: only these rung numbers (:func:`parse_rungs`; default all), checks and timings."""
     import time
     from .core import bench, records
     say = progress or (lambda _s: None)
@@ -665,9 +699,11 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
                  "rungs": [{"number": r.number, "name": r.name, "what": r.what,
                             "prediction": r.prediction} for r in RUNGS],
                  "registers": {}}
-    cfgs = [c for dt in dtypes for c in rung_configs(dt)]
-    jobs = list({repr(compile_job(c)): compile_job(c) for c in
-                 cfgs + (correctness_configs() if check else [])}.values())
+    rungs = parse_rungs(rungs) if not isinstance(rungs, tuple) else rungs
+    out["rungs_run"] = list(rungs)
+    cfgs = [c for dt in dtypes for c in rung_configs(dt) if rung_of(c) in rungs]
+    checks = [c for c in correctness_configs() if rung_of(c) in rungs] if check else []
+    jobs = list({repr(compile_job(c)): compile_job(c) for c in cfgs + checks}.values())
     say(f"compiling {len(jobs)} variants")
     runtime.precompile(jobs)
     for c in cfgs:
@@ -676,7 +712,7 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
             out["registers"][c.label()] = {**register_split(c), "ptxas": res.registers,
                                            "spill_bytes": res.spill_stores}
     if check:
-        out["checks"] = check_all(rng=rng, progress=say)
+        out["checks"] = check_all(checks, rng=rng, progress=say)
         say(f"{len(out['checks'])} checks passed")
         t0 = time.perf_counter()
         err = run_broken(1, rng=rng)
@@ -698,7 +734,7 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
                 cb = {"kernel": "cuBLAS", "dtype": dt, "size": size, **t.as_dict(),
                       "tflops": bench.tflops(flop, t.median_ms), "rel_err_rows": err}
                 out["rows"].append(cb)
-            for cfg in rung_configs(dt):
+            for cfg in [c for c in rung_configs(dt) if rung_of(c) in rungs]:
                 dc.poison()
                 g = make_gemm(cfg, da, dbt, dc)
                 t = bench.time_gpu(g.launcher(), warmup=3, reps=reps)

@@ -262,6 +262,20 @@ def test_correctness_matrix_covers_every_rung():
         assert len(W.shapes_for(c)) >= 2
 
 
+def test_every_config_has_its_rung():
+    for r in W.RUNGS:
+        for dt in W.DTYPES:
+            assert W.rung_of(r.make(dt)) == r.number
+    for c in W.tile_sweep_configs("float16"):
+        assert W.rung_of(c) in (3, 4)
+    assert {W.rung_of(c) for c in W.correctness_configs()} == {r.number for r in W.RUNGS}
+    assert W.parse_rungs("1-5") == (1, 2, 3, 4, 5) and W.parse_rungs("2,7") == (2, 7)
+    assert W.parse_rungs(None) == tuple(range(1, len(W.RUNGS) + 1))
+    for bad in ("0-3", "x", "1-9"):
+        with pytest.raises(W.WarpSpecializationError, match=r"^rungs="):
+            W.parse_rungs(bad)
+
+
 def test_suite_is_registered():
     from asynctc import suites
     assert "warp_specialization" in suites.SUITES

@@ -6,14 +6,14 @@ Run from the repository root on an sm_90 machine (about 2-4 minutes on an H200):
     python tools/gpu_ch06.py --out $OUT --record   # ... and write data/<gpu>/warp_specialization.json
                                                    #     (copied to $OUT)
     python tools/gpu_ch06.py --quick               # compile + correctness only
+    python tools/gpu_ch06.py --rungs 1-5 ...       # only some rungs (e.g. after a failure)
 
 In order: (1) every rung's variants compiled in parallel processes (runtime.precompile), with the
 registers per role (entry / producer / consumers after setmaxnreg) and spills printed; (2) every
 rung (fp16 and bf16, B K-major and MN-major, fp32 and input-dtype output, rung 4's whole tile
-sweep, the persistent and cluster rungs on 2048×4096×512 = 256 tiles of 128×256, more than the
-SMs) against
-float64 on fresh random inputs with a poisoned output and an elementwise bound, stopping at the
-first failure, which is printed; the deliberately broken variant must end in an error, not a hang;
+sweep, the persistent and cluster rungs on 2048×4096×512 = 256 tiles of 128×256, more than
+the SMs) against float64 on fresh random inputs with a poisoned output and an elementwise bound,
+stopping at the first failure, which is printed; the deliberately broken variant must end in an error, not a hang;
 (3) every rung at 4096³ and 8192³, fp16 and bf16, beside cuBLAS timed in the same run (medians);
 each timed output checked on sampled rows. The ladder table (rung, TFLOP/s, of cuBLAS, prediction)
 comes last. Equivalent pytest run of the checks: ``pytest -q -m gpu tests/test_warp_specialization.py``.
@@ -40,6 +40,9 @@ def main() -> int:
     ap.add_argument("--record", action="store_true",
                     help="write data/<gpu>/warp_specialization.json")
     ap.add_argument("--quick", action="store_true", help="compile + correctness only")
+    ap.add_argument("--rungs", default="",
+                    help="only these rungs, e.g. 1-5 (default: all; for a rerun without a failing "
+                         "rung)")
     ap.add_argument("--sizes", default=",".join(map(str, W.LADDER_SIZES)),
                     help="square sizes of the ladder, comma-separated")
     args = ap.parse_args()
@@ -58,7 +61,8 @@ def main() -> int:
         print(f"[{time.time() - t0:6.1f}s] {s}", flush=True)
 
     if args.quick:
-        cfgs = W.correctness_configs()
+        rungs = W.parse_rungs(args.rungs)
+        cfgs = [c for c in W.correctness_configs() if W.rung_of(c) in rungs]
         jobs = list({repr(W.compile_job(c)): W.compile_job(c) for c in cfgs}.values())
         say(f"compiling {len(jobs)} variants")
         runtime.precompile(jobs)
@@ -77,7 +81,8 @@ def main() -> int:
     sizes = tuple(int(s) for s in args.sizes.split(","))
     try:
         rec = records.measure("warp_specialization",
-                              lambda: W.measure_ladder(progress=say, sizes=sizes))
+                              lambda: W.measure_ladder(progress=say, sizes=sizes,
+                                                       rungs=args.rungs))
     except Exception:  # noqa: BLE001
         traceback.print_exc()
         say("FAILED (first failure above); nothing recorded")
