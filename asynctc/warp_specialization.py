@@ -98,7 +98,8 @@ class WSConfig:
     CUDA C++ Programming Guide "Thread Block Clusters", PTX ISA cp.async.bulk.tensor
     .multicast::cluster); ``tma_store``: C goes registers → shared memory (stmatrix, two 64×64
     buffers of 8 KiB per consumer, 128-byte swizzle) → global (TMA store), needs ``out_dtype`` =
-    ``dtype`` and :data:`STORE_STAGING` more bytes of shared memory per consumer.
+    ``dtype`` and :data:`STORE_STAGING` more bytes of shared memory per consumer; ``trace``
+    records timestamped events of the producer and every consumer (:func:`decode_trace`).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -121,6 +122,7 @@ class WSConfig:
     persistent: bool = False
     cluster: int = 1
     tma_store: bool = False
+    trace: bool = False
 
     def __post_init__(self):
         self.validate()
@@ -129,7 +131,7 @@ class WSConfig:
         """Check every rule; raise :class:`WarpSpecializationError` naming field, value and rule."""
         def is_int(v):
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        for f in ("setmaxnreg", "persistent", "tma_store"):
+        for f in ("setmaxnreg", "persistent", "tma_store", "trace"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
         for f in ("stages", "producer_regs", "consumer_regs", "cluster"):
@@ -233,13 +235,16 @@ class WSConfig:
     def defines(self) -> dict:
         pc = self.pipeline_config()
         ak, bkk = pc.kstep_bytes
-        return dict(DT=DTYPES[self.dtype], BM=self.bm, BN=self.bn, BK=self.bk, STAGES=self.stages,
+        d = dict(DT=DTYPES[self.dtype], BM=self.bm, BN=self.bn, BK=self.bk, STAGES=self.stages,
                     CONSUMERS=self.consumers, B_MAJOR=int(self.b_major == "MN"),
                     OUT_F32=int(self.out_dtype == "float32"), GROUP_M=self.group_m,
                     SETMAXNREG=int(self.setmaxnreg), PRODUCER_REGS=self.producer_regs,
                     CONSUMER_REGS=self.consumer_regs, PERSISTENT=int(self.persistent),
                     CLUSTER=self.cluster, TMA_STORE=int(self.tma_store),
                     A_KSTEP_BYTES=ak, B_KSTEP_BYTES=bkk, B_BOX_BYTES=pc.b_tile.box_pitch)
+        if self.trace:
+            d.update(TRACE=1, TRACE_CTAS=P.TRACE_CTAS, TRACE_EVENTS=P.TRACE_EVENTS)
+        return d
 
     @property
     def tile_name(self) -> str:
@@ -251,7 +256,7 @@ class WSConfig:
         return (f"ws {self.dtype} {self.tile_name} s{self.stages} B:{self.b_major}{regs}"
                 f"{' persistent' if self.persistent else ''}"
                 f"{' cluster2' if self.cluster == 2 else ''}"
-                f"{' tma_store' if self.tma_store else ''}{out}")
+                f"{' tma_store' if self.tma_store else ''}{' trace' if self.trace else ''}{out}")
 
     @property
     def b_load_box(self):
@@ -381,6 +386,8 @@ class WSGemm:
         self.tc = (tma.tensor_map_for_tile(self.out, c_store_box(cfg))[0] if cfg.tma_store
                    else self.ta)
         self.err = DeviceArray.from_host(np.zeros(1, np.uint32), stream)
+        self.trace = (DeviceArray.from_host(np.zeros(trace_words(cfg), np.uint64), stream)
+                      if cfg.trace else None)
         self.grid = grid_size(cfg, self.m, self.n)
         self.desc_a0, self.desc_b0 = pc.descriptor_templates()
         self.cluster = cfg.cluster if cfg.cluster > 1 else None
@@ -393,13 +400,23 @@ class WSGemm:
     def launcher(self) -> Callable[[], None]:
         i32, u64 = np.int32, np.uint64
         args = (self.ta, self.tb, self.tc, self.out, i32(self.m), i32(self.n), i32(self.k),
-                u64(self.desc_a0), u64(self.desc_b0), self.err)
+                u64(self.desc_a0), u64(self.desc_b0), self.err,
+                self.trace if self.trace is not None else u64(0))
 
         def run():
             runtime.launch(self.ck, self.grid, self.cfg.threads, *args,
                            shmem_bytes=self.cfg.shmem_bytes, stream=self.stream,
                            cluster=self.cluster)
         return run
+
+    @property
+    def k_tiles(self) -> int:
+        return self.k // self.cfg.bk
+
+    def trace_buffer(self) -> np.ndarray:
+        if self.trace is None:
+            _fail("cfg.trace", False, "this launch records no trace")
+        return self.trace.to_host(self.stream)
 
     def check_error(self) -> None:
         word = int(self.err.to_host(self.stream)[0])
@@ -468,6 +485,158 @@ def run_broken(kind: int = 1, cfg: WSConfig | None = None, rng=None) -> str:
     except RuntimeError as e:
         return str(e)
     raise RuntimeError(f"broken variant {kind} ({BREAKS[kind]}) finished without an error")
+
+
+# --------------------------------------------------------------------------------------------------
+# Trace (chapter 05's record format; one slot per warpgroup, the producer's first)
+# --------------------------------------------------------------------------------------------------
+
+def trace_words(cfg: WSConfig) -> int:
+    """u64 words of the trace buffer: TRACE_CTAS × (1 + consumers) slots of header + records."""
+    return P.TRACE_CTAS * (1 + cfg.consumers) * (P.TRACE_HEADER + 2 * P.TRACE_EVENTS)
+
+
+def decode_trace(buf: np.ndarray, consumers: int, k_tiles: int, stages: int,
+                 events: int = P.TRACE_EVENTS) -> P.TraceResult:
+    """Decode the kernel's trace into :class:`asynctc.pipeline.Span` lanes "cta{c}/tma" (the
+    producer: ``wait_empty``, and ``tma`` = issued → the first consumer's full-barrier wait for
+    it ended, an upper bound of its arrival) and "cta{c}/wg{w}" (consumer w ≥ 1: ``wait_full``,
+    ``mma`` = issued → the wait_group after which it is known complete, i.e. the next k-tile's
+    wait or the tile's final wait, ``release`` points, ``epilogue`` = last wait → stores issued).
+    Span ``k`` is the ring counter (the CTA's k-tile over all its tiles; tile = k // k_tiles).
+    Raises :class:`WarpSpecializationError` for a buffer of the wrong size."""
+    slot_words = P.TRACE_HEADER + 2 * events
+    per = 1 + consumers
+    buf = np.asarray(buf, dtype=np.uint64).ravel()
+    if buf.size % (slot_words * per):
+        _fail("buf.size", buf.size, f"must be a multiple of (1 + consumers) × {slot_words} words")
+    slots = buf.reshape(-1, slot_words)
+    spans: list[P.Span] = []
+    ctas = []
+    for c in range(slots.shape[0] // per):
+        lanes = slots[c * per:(c + 1) * per]
+        if not any(int(h[1]) for h in lanes):
+            continue
+        t0 = min(int(h[1]) for h in lanes if int(h[1]))
+        ev = []
+        for h in lanes:
+            n = min(int(h[3]), events)
+            rec = h[P.TRACE_HEADER:P.TRACE_HEADER + 2 * n].reshape(n, 2)
+            packed = (rec[:, 1] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            d = {}
+            for kd, st, kk, t in zip((packed & 0xF).tolist(), ((packed >> 4) & 0xF).tolist(),
+                                     (packed >> 8).tolist(),
+                                     (rec[:, 0].astype(np.int64) - t0).astype(float).tolist()):
+                d.setdefault((P.EVENT_KINDS[kd] if kd < len(P.EVENT_KINDS) else f"kind{kd}", kk),
+                             (t, st))
+            ev.append(d)
+        ctas.append({"cta": c, "block": int(lanes[0][2]) >> 32,
+                     "smid": int(lanes[0][2]) & 0xFFFFFFFF,
+                     "globaltimer_ns": int(min(int(h[0]) for h in lanes if int(h[1]))),
+                     "sm_mhz": P._clock_mhz(lanes[1], events) if per > 1 else float("nan"),
+                     "events": [int(h[3]) for h in lanes],
+                     "dropped": [max(0, int(h[3]) - events) for h in lanes]})
+        prod, tma_lane = ev[0], f"cta{c}/tma"
+        items = sorted(k for (name, k) in prod if name == "tma_issued")
+        for k in items:
+            eb, ee, ti = prod.get(("empty_begin", k)), prod.get(("empty_end", k)), \
+                prod.get(("tma_issued", k))
+            if eb and ee:
+                spans.append(P.Span(tma_lane, "wait_empty", k, eb[1], eb[0], ee[0]))
+            seen = [e[("full_end", k)][0] for e in ev[1:] if ("full_end", k) in e]
+            if ti and seen:
+                spans.append(P.Span(tma_lane, "tma", k, ti[1], ti[0], min(seen)))
+        for w in range(1, per):
+            e, lane = ev[w], f"cta{c}/wg{w}"
+            for k in sorted(k for (name, k) in e if name == "mma_issue"):
+                b, f = e.get(("full_begin", k)), e.get(("full_end", k))
+                if b and f:
+                    spans.append(P.Span(lane, "wait_full", k, b[1], b[0], f[0]))
+                last = ("loop_end", k) in e
+                done = e.get(("loop_end", k)) if last else e.get(("wait_done", k + 1))
+                i = e[("mma_issue", k)]
+                if done:
+                    spans.append(P.Span(lane, "mma", k, i[1], i[0], done[0]))
+                r = e.get(("release", k))
+                if r:
+                    spans.append(P.Span(lane, "release", k, r[1], r[0], r[0]))
+                if last and ("store_end", k) in e:
+                    spans.append(P.Span(lane, "epilogue", k, 0, e[("loop_end", k)][0],
+                                        e[("store_end", k)][0]))
+    return P.TraceResult(spans, ctas, k_tiles, stages, 1)
+
+
+def trace_metrics(tr: P.TraceResult, cfg: WSConfig) -> dict:
+    """:func:`asynctc.pipeline.trace_metrics` for this kernel, with each CTA's Tensor Core use
+    counted from the k-tiles it ran (a persistent CTA runs several tiles): k-tiles ×
+    :func:`asynctc.pipeline.ktile_peak_cycles` / the CTA's loop length. "math in flight" is an
+    upper bound (a group is known complete only at the next wait_group)."""
+    kc = P.ktile_peak_cycles(cfg)
+    met = P.trace_metrics(tr, kc)
+    for c, v in met["ctas"].items():
+        n = len({s.k for s in tr.spans if s.lane == f"{c}/wg1" and s.kind == "mma"})
+        v["k_tiles"] = n
+        v["tensor_utilization"] = n * kc / max(v["loop_cycles"], 1.0)
+    if met["ctas"]:
+        met["mean"]["tensor_utilization"] = float(np.mean([v["tensor_utilization"]
+                                                           for v in met["ctas"].values()]))
+    return met
+
+
+def synthetic_trace(cfg: WSConfig, tiles: int, k_tiles: int, mma_cycles: int = 100,
+                    load_cycles: int = 300) -> np.ndarray:
+    """A trace buffer as the kernel would write it for one idealised CTA (for testing
+    :func:`decode_trace`): the producer issues k-tile i once stage i mod S is free, loads take
+    ``load_cycles``, each consumer's k-tile ``mma_cycles``, the epilogue 50."""
+    slot_words = P.TRACE_HEADER + 2 * P.TRACE_EVENTS
+    per = 1 + cfg.consumers
+    buf = np.zeros(trace_words(cfg), np.uint64)
+    S, n = cfg.stages, tiles * k_tiles
+    t0 = 1_000_000
+    recs = {w: [] for w in range(per)}
+
+    def ev(w, kind, stage, i, t):
+        recs[w].append((t0 + t, kind | (stage << 4) | (i << 8)))
+    arrive = [0] * n
+    release = {}
+    t_prod = 1
+    done_at = {w: 0 for w in range(1, per)}
+    # simple list schedule: producer then consumers in item order
+    for i in range(n):
+        ready = release.get(i - S, 0) if i >= S else 0
+        ev(0, 1, i % S, i, t_prod)
+        t_prod = max(t_prod, ready) + 1
+        ev(0, 2, i % S, i, t_prod)
+        ev(0, 0, i % S, i, t_prod)
+        arrive[i] = t_prod + load_cycles
+        t_prod += 1
+        for w in range(1, per):
+            t = done_at[w]
+            ev(w, 3, i % S, i, t)
+            t = max(t, arrive[i]) + 1
+            ev(w, 4, i % S, i, t)
+            ev(w, 5, i % S, i, t)
+            t += mma_cycles
+            ev(w, 6, i % S, i, t)
+            if i % k_tiles:
+                ev(w, 7, (i - 1) % S, i - 1, t)
+            if i % k_tiles == k_tiles - 1:
+                t += mma_cycles
+                ev(w, 8, i % S, i, t)
+                ev(w, 7, i % S, i, t)
+                ev(w, 9, 0, i, t + 50)
+                t += 50
+            done_at[w] = t
+            release[i] = max(release.get(i, 0), t)
+    for w in range(per):
+        base = w * slot_words
+        buf[base:base + 3] = [5_000_000_000, t0, 7 | (0 << 32)]
+        buf[base + 3] = len(recs[w])
+        for j, (clk, packed) in enumerate(recs[w][:P.TRACE_EVENTS]):
+            buf[base + P.TRACE_HEADER + 2 * j] = clk
+            g = 5_000_000_000 + (clk - t0) * 2 // 3
+            buf[base + P.TRACE_HEADER + 2 * j + 1] = (g & 0xFFFFFFFF) << 32 | packed
+    return buf
 
 
 # --------------------------------------------------------------------------------------------------
@@ -620,7 +789,9 @@ PERSISTENT_SHAPE = (2048, 4096, 512)
 
 
 def correctness_configs() -> list:
-    """Every rung × dtype × B layout; fp32 and input-dtype outputs; rung 4's whole sweep."""
+    """Every rung × dtype × B layout; fp32 and input-dtype outputs (input dtype only with
+    tma_store); rung 4's whole sweep; more persistent / cluster / tma_store tiles; the traced
+    rungs (fp16)."""
     out = []
     for dt in DTYPES:
         for r in RUNGS:
@@ -637,6 +808,7 @@ def correctness_configs() -> list:
         out.append(_persistent(dt).replace(tma_store=True))
         out.append(_ws2(dt).replace(tma_store=True, bm=256, bn=128))
         out.append(_tma_store(dt).replace(b_major="MN", bm=256, bn=128))
+    out += [RUNGS[n - 1].make("float16").replace(trace=True) for n in TRACED_RUNGS]
     return out
 
 
@@ -675,6 +847,9 @@ def check_all(configs=None, rng=None, progress=None) -> list[dict]:
 
 LADDER_SIZES = (4096, 8192)
 LADDER_DTYPES = ("float16", "bfloat16")
+#: Rungs traced (fp16, the first size): the first warp-specialized rung with two consumers and
+#: every rung above it that changes the schedule.
+TRACED_RUNGS = (3, 5, 6, 7)
 
 
 def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, check: bool = True,
@@ -747,6 +922,25 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
                 out["rows"].append(row)
                 say(f"{size}³ {row['label']}: {row['tflops']:.0f} TFLOP/s")
                 del g
+            if size == sizes[0] and dt == "float16":
+                for rung in [r for r in RUNGS if r.number in TRACED_RUNGS and r.number in rungs]:
+                    cfg = rung.make(dt).replace(trace=True)
+                    dc.poison()
+                    g = make_gemm(cfg, da, dbt, dc)
+                    t = bench.time_gpu(g.launcher(), warmup=1, reps=3)
+                    g.check_error()
+                    rows.check(dc, dt, config_label(cfg))
+                    tr = decode_trace(g.trace_buffer(), cfg.consumers, g.k_tiles, cfg.stages)
+                    out.setdefault("traces", []).append(
+                        {"rung": rung.number, "name": rung.name, "label": cfg.label(),
+                         "size": size, "tflops_traced": bench.tflops(flop, t.median_ms),
+                         "metrics": trace_metrics(tr, cfg), "cta0": tr.as_dict(cta=0)})
+                    m = out["traces"][-1]["metrics"]["mean"]
+                    say(f"trace rung {rung.number}: Tensor Core use "
+                        f"{m.get('tensor_utilization', float('nan')):.2f}, math in flight "
+                        f"{m.get('math_in_flight', float('nan')):.2f}, waiting on full "
+                        f"{m.get('wait_full_fraction', float('nan')):.2f}")
+                    del g
             out["ladder"] += ladder_rows(out["rows"], dt, size, cb)
             del da, db, dbt, dc
     out["clocks_after"] = records.nvidia_smi_clocks()
@@ -807,6 +1001,13 @@ def summarize_ladder(rec) -> str:
         lines.append(f"registers {lab}: entry {v['entry']} (ptxas {v['ptxas']}), producer "
                      f"{v['producer']}, consumers {v['consumer']}, CTA {v['total']}, spills "
                      f"{v['spill_bytes']} B")
+    for t in r.get("traces", []):
+        m = t["metrics"]["mean"]
+        if m:
+            lines.append(f"trace rung {t['rung']} {t['label']} {t['size']}³: Tensor Core use "
+                         f"{m.get('tensor_utilization', float('nan')):.2f} of the datasheet rate, "
+                         f"math in flight ≤ {m['math_in_flight']:.2f}, waiting on full barriers "
+                         f"{m['wait_full_fraction']:.2f}")
     lines.append(ladder_table(r))
     return "\n".join(lines)
 

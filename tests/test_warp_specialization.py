@@ -62,7 +62,9 @@ def test_rung_compiles_to_the_expected_sass(cfg):
     assert ck.resources.registers <= W.register_split(cfg)["entry"]
     # rung 7: C through shared memory (stmatrix) and TMA stores; the others store from registers
     assert ("UTMASTG" in cls) == cfg.tma_store and ("STSM" in cls) == cfg.tma_store
-    assert ("STG" in cls) == (not cfg.tma_store)
+    if not cfg.trace:                                # the trace records are plain stores
+        assert ("STG" in cls) == (not cfg.tma_store)
+    assert ("SR_CLOCKLO" in text) == cfg.trace
     if cfg.tma_store:
         assert cls["UTMASTG"] >= 1 and "FENCE.VIEW.ASYNC.S" in text
     setmax = re.findall(r"USETMAXREG\.(\w+)(?:\.\w+)*\s+(?:\w+,\s*)?(0x[0-9a-f]+)", text)
@@ -274,6 +276,43 @@ def test_every_config_has_its_rung():
     for bad in ("0-3", "x", "1-9"):
         with pytest.raises(W.WarpSpecializationError, match=r"^rungs="):
             W.parse_rungs(bad)
+
+
+@pytest.mark.parametrize("consumers", [1, 2])
+def test_trace_decoder_on_a_synthetic_buffer(consumers):
+    """Producer lane: one wait_empty and one tma span per k-tile over all tiles; every consumer:
+    wait_full, mma, release per k-tile, one epilogue per tile; the metrics count the CTA's k-tiles
+    over its tiles."""
+    bn = 128 if consumers == 1 else 256
+    cfg = W.WSConfig(bn=bn, consumers=consumers, setmaxnreg=consumers == 2, trace=True,
+                     persistent=True)
+    assert cfg.defines["TRACE"] == 1
+    tiles, k_tiles = 3, 5
+    buf = W.synthetic_trace(cfg, tiles, k_tiles)
+    assert buf.size == W.trace_words(cfg)
+    tr = W.decode_trace(buf, consumers, k_tiles, cfg.stages)
+    kinds = {}
+    for sp in tr.spans:
+        kinds.setdefault((sp.lane, sp.kind), []).append(sp)
+    n = tiles * k_tiles
+    assert len(kinds[("cta0/tma", "tma")]) == n and len(kinds[("cta0/tma", "wait_empty")]) == n
+    for w in range(1, consumers + 1):
+        for kind, count in (("wait_full", n), ("mma", n), ("release", n), ("epilogue", tiles)):
+            assert len(kinds[(f"cta0/wg{w}", kind)]) == count, (w, kind)
+        assert sorted(sp.k for sp in kinds[(f"cta0/wg{w}", "epilogue")]) == [4, 9, 14]
+    assert all(sp.end >= sp.start for sp in tr.spans)
+    m = W.trace_metrics(tr, cfg)
+    assert m["ctas"]["cta0"]["k_tiles"] == n
+    assert 0 < m["mean"]["math_in_flight"] <= 1
+    with pytest.raises(W.WarpSpecializationError, match=r"^buf.size="):
+        W.decode_trace(buf[:-1], consumers, k_tiles, cfg.stages)
+
+
+def test_traced_rungs_compile_without_spills():
+    for n in W.TRACED_RUNGS:
+        cfg = W.RUNGS[n - 1].make("float16").replace(trace=True)
+        ck = _compile_quietly(cfg)
+        assert ck.resources.spill_stores == 0 and "SR_CLOCKLO" in ck.sass()
 
 
 def test_suite_is_registered():

@@ -69,12 +69,19 @@
 // (cp.async.bulk.tensor ... bulk_group) and commits it. The stores drain while the consumer starts
 // the next tile's k-loop; before exiting it waits for all of them (wait_group 0).
 //
+// Trace (TRACE = 1; chapter 05's format, asynctc.warp_specialization.decode_trace): thread 0 of
+// every warpgroup (producer = slot 0, consumer w = slot w) of CTAs blockIdx.x < TRACE_CTAS writes
+// a header (%globaltimer, clock64, %smid | blockIdx.x << 32, events attempted) and TRACE_EVENTS
+// records (clock64, %globaltimer low 32 << 32 | kind | stage << 4 | i << 8), where i is the ring
+// counter (the CTA's i-th k-tile over all its tiles). Kinds as chapter 05's; EV_LOOP_END and
+// EV_STORE_END carry the tile's last i.
+//
 // Proxies: TMA writes and wgmma reads of the stages both go through the async proxy, ordered by
 // the mbarriers; the epilogue writes C from registers to global memory (no proxy crossing).
 // Every wait is bounded (mbarrier_wait_parity_bounded, ptx/mbarrier.cuh): a broken variant writes
 // the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
 //
-// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
+// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), TRACE, TRACE_CTAS, TRACE_EVENTS, DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
 // 1 MN-major), OUT_F32, GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
 // CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
 // CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
@@ -82,7 +89,7 @@
 // BREAK (0; 1: the last consumer never releases a stage, to show the bounded wait).
 // Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
 // with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
-// k-step 0 at shared address 0), err (one u32, 0 = ok).
+// k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null).
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes
 // (+ CONSUMERS · 2 · 8192 staging bytes with TMA_STORE).
 
@@ -142,6 +149,15 @@
 #ifndef TMA_STORE
 #define TMA_STORE 0
 #endif
+#ifndef TRACE
+#define TRACE 0
+#endif
+#ifndef TRACE_CTAS
+#define TRACE_CTAS 4
+#endif
+#ifndef TRACE_EVENTS
+#define TRACE_EVENTS 2048
+#endif
 #ifndef BREAK
 #define BREAK 0
 #endif
@@ -192,6 +208,45 @@ static_assert(kStageBytes % 1024 == 0, "stage bases must stay on the 1024-byte s
 #define WAIT_FULL 1u
 #define WAIT_EMPTY 2u
 #define WAIT_TRIES 0xFFFFFFFFu   // the bound is the %globaltimer limit, ASYNCTC_WAIT_MAX_NS
+
+// ---- trace (chapter 05's record format) ---------------------------------------------------------
+enum TraceKind : u32 {
+  EV_TMA_ISSUED = 0, EV_EMPTY_BEGIN = 1, EV_EMPTY_END = 2, EV_FULL_BEGIN = 3, EV_FULL_END = 4,
+  EV_MMA_ISSUE = 5, EV_WAIT_DONE = 6, EV_RELEASE = 7, EV_LOOP_END = 8, EV_STORE_END = 9,
+};
+
+struct Trace {
+  u64* slot;   // this warpgroup's slot, or null when this thread does not trace
+  u32 n;
+  __device__ __forceinline__ void open(u64* trace, int wg) {
+    if constexpr (TRACE) {
+      if (trace && (threadIdx.x & 127) == 0 && blockIdx.x < TRACE_CTAS) {
+        slot = trace + (size_t)(blockIdx.x * (1 + CONSUMERS) + wg) * (4 + 2 * TRACE_EVENTS);
+        slot[0] = globaltimer();
+        slot[1] = clock64();
+        slot[2] = (u64)smid() | ((u64)blockIdx.x << 32);
+      }
+    }
+  }
+  __device__ __forceinline__ void event(u32 kind, u32 stage, u32 i) {
+    if constexpr (TRACE) {
+      if (slot) {
+        if (n < TRACE_EVENTS) {
+          const u64 c = clock64();
+          const u64 g = globaltimer();
+          slot[4 + 2 * n] = c;
+          slot[5 + 2 * n] = (g << 32) | (u64)(kind | (stage << 4) | (i << 8));
+        }
+        ++n;
+      }
+    }
+  }
+  __device__ __forceinline__ void close() {
+    if constexpr (TRACE) {
+      if (slot) slot[3] = n;
+    }
+  }
+};
 
 // ---- setmaxnreg (PTX ISA "setmaxnreg", sm_90a): .sync.aligned, the whole warpgroup executes it ----
 template <int kRegs>
@@ -356,7 +411,7 @@ __device__ __forceinline__ void store_c_tma(const float (&acc)[kAtoms][kAcc], co
 extern "C" __global__ void WS_LAUNCH_BOUNDS
     gemm_warp_specialized(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
                           const __grid_constant__ TmaDesc tc, void* __restrict__ c, int M, int N, int K, u64 desc_a0, u64 desc_b0,
-                          u32* __restrict__ err) {
+                          u32* __restrict__ err, u64* __restrict__ trace) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
   __shared__ alignas(8) u64 empty_storage[STAGES];
@@ -387,23 +442,29 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
   else
     __syncthreads();
 
+  Trace tr{nullptr, 0};
   if (wg == 0) {
     // ---------------- producer warpgroup ----------------
     if constexpr (SETMAXNREG) setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {                                  // one thread issues every TMA
+      tr.open(trace, 0);
       int stage = 0;
       u32 phase = 0;                                         // fill parity of `stage`
+      u32 ring = 0;                                          // ring counter
       bool ok = true;
       for (int item = first_item; ok && item < n_items; item += item_step) {
         int m0, n0;
         tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
-        for (int k = 0; k < T; ++k) {
+        for (int k = 0; k < T; ++k, ++ring) {
+          tr.event(EV_EMPTY_BEGIN, stage, ring);
           if (!mbarrier_wait_parity_bounded(empty0 + 8 * stage, phase ^ 1u, WAIT_TRIES, err,
                                             WAIT_EMPTY | (stage << 4))) {
             ok = false;                                      // error recorded; stop loading
             break;
           }
+          tr.event(EV_EMPTY_END, stage, ring);
           load_stage(ta, tb, base + stage * kStageBytes, full0 + 8 * stage, k, m0, n0);
+          tr.event(EV_TMA_ISSUED, stage, ring);
           if (++stage == STAGES) {
             stage = 0;
             phase ^= 1u;
@@ -411,6 +472,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
         }
       }
     }
+    tr.close();
     if constexpr (CLUSTER == 1) return;                      // the idle producer threads leave
     __syncwarp();
   } else {
@@ -431,6 +493,8 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     u32 phase = 0;
     bool broken = false;
     u32 chunk = 0;                                           // TMA_STORE: chunks stored so far
+    u32 ring = 0;                                            // ring counter
+    tr.open(trace, wg);
     const u32 cbuf = base + STAGES * kStageBytes + cw * 2 * kChunkBytes;
     for (int item = first_item; item < n_items; item += item_step) {
       int m0, n0;
@@ -440,16 +504,23 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #pragma unroll
         for (int j = 0; j < kAcc; ++j) acc[i][j] = 0.f;
       int prev = 0;
-      for (int k = 0; k < T; ++k) {
+      for (int k = 0; k < T; ++k, ++ring) {
+        tr.event(EV_FULL_BEGIN, stage, ring);
         if (!broken && !mbarrier_wait_parity_bounded(full0 + 8 * stage, phase, WAIT_TRIES, err,
                                                      WAIT_FULL | (stage << 4)))
           broken = true;
+        tr.event(EV_FULL_END, stage, ring);
+        tr.event(EV_MMA_ISSUE, stage, ring);
         fence_accumulators(acc);
         mma_ktile(acc, wgmma_desc_advance(da0, stage * kStageBytes),
                   wgmma_desc_advance(db0, stage * kStageBytes));
         wgmma_wait_group<1>();                               // k-tile k − 1 is complete
         fence_accumulators(acc);
-        if (k > 0 && elected && releases) release(empty0 + 8 * prev);
+        tr.event(EV_WAIT_DONE, stage, ring);
+        if (k > 0 && elected && releases) {
+          release(empty0 + 8 * prev);
+          tr.event(EV_RELEASE, prev, ring - 1);
+        }
         prev = stage;
         if (++stage == STAGES) {
           stage = 0;
@@ -458,13 +529,19 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       }
       wgmma_wait_group<0>();
       fence_accumulators(acc);
-      if (elected && releases) release(empty0 + 8 * prev);   // the tile's last k-tile
+      tr.event(EV_LOOP_END, prev, ring - 1);
+      if (elected && releases) {
+        release(empty0 + 8 * prev);                          // the tile's last k-tile
+        tr.event(EV_RELEASE, prev, ring - 1);
+      }
       __syncwarp();
       if constexpr (TMA_STORE)
         store_c_tma(acc, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);
       else
         store_c(acc, c, N, m0 + cw * kWgRows, n0);
+      tr.event(EV_STORE_END, 0, ring - 1);
     }
+    tr.close();
     if constexpr (TMA_STORE) {
       if (elected) bulk_wait_group<0>();                     // every store written
     }
