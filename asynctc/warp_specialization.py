@@ -391,6 +391,13 @@ class WSGemm:
         self.grid = grid_size(cfg, self.m, self.n)
         self.desc_a0, self.desc_b0 = pc.descriptor_templates()
         self.cluster = cfg.cluster if cfg.cluster > 1 else None
+        self.active_clusters = None
+        if cfg.persistent and self.cluster:
+            # a persistent grid must be co-resident: clusters need SMs of one GPC, so fewer than
+            # SMs / 2 clusters may fit at once (the driver's cuOccupancyMaxActiveClusters)
+            self.active_clusters = max_active_clusters(self.ck, cfg, stream)
+            if self.active_clusters:
+                self.grid = min(self.grid, self.active_clusters * cfg.cluster)
         runtime.check_launch(self.grid, cfg.threads, cfg.shmem_bytes, self.ck, cluster=self.cluster)
 
     @property
@@ -423,6 +430,22 @@ class WSGemm:
         if word:
             raise RuntimeError(f"warp-specialized GEMM {self.cfg.label()} {self.m}x{self.n}x{self.k}:"
                                f" {P.decode_error(word)}; the kernel gave up instead of hanging")
+
+
+def max_active_clusters(ck: runtime.CompiledKernel, cfg: WSConfig, stream=None) -> int | None:
+    """Clusters of ``cfg.cluster`` CTAs of this kernel that can run at once on the device
+    (cuda.core ``Kernel.occupancy.max_active_clusters``, i.e. cuOccupancyMaxActiveClusters, after
+    setting the kernel's dynamic shared-memory limit); None where it cannot be asked."""
+    try:
+        from cuda.core import LaunchConfig
+        k = ck.kernel()
+        runtime._set_max_dynamic_smem(k, int(cfg.shmem_bytes))
+        lc = LaunchConfig(**runtime.launch_config_kwargs(cfg.cluster * 64, cfg.threads,
+                                                         cfg.shmem_bytes, cluster=cfg.cluster))
+        n = int(k.occupancy.max_active_clusters(lc, stream=stream or runtime.default_stream()))
+        return n if n > 0 else None
+    except Exception:  # noqa: BLE001 - an optimisation of the grid size, never a failure
+        return None
 
 
 def make_gemm(cfg, a: DeviceArray, b: DeviceArray, out: DeviceArray | None = None, stream=None):
@@ -918,7 +941,8 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
                 row = {"kernel": "ch05" if isinstance(cfg, P.PipelineConfig) else "ws",
                        "label": config_label(cfg), "dtype": dt, "size": size, **cfg.as_dict(),
                        **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
-                       "rel_err_rows": err, "registers": g.ck.resources.registers}
+                       "rel_err_rows": err, "registers": g.ck.resources.registers,
+                       "grid": g.grid, "active_clusters": getattr(g, "active_clusters", None)}
                 out["rows"].append(row)
                 say(f"{size}³ {row['label']}: {row['tflops']:.0f} TFLOP/s")
                 del g
