@@ -907,7 +907,11 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
     for c in cfgs:
         if isinstance(c, WSConfig):
             res = compile_ws(c).resources
-            out["registers"][c.label()] = {**register_split(c), "ptxas": res.registers,
+            split = register_split(c)
+            if not c.setmaxnreg:     # every warpgroup keeps what ptxas allocated
+                split.update(producer=res.registers, consumer=res.registers,
+                             total=res.registers * c.threads)
+            out["registers"][c.label()] = {**split, "ptxas": res.registers,
                                            "spill_bytes": res.spill_stores}
     if check:
         out["checks"] = check_all(checks, rng=rng, progress=say)
