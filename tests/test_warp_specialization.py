@@ -526,5 +526,7 @@ def test_broken_protocol_ends_in_an_error_not_a_hang(rng):
 def test_run_ws_refuses_bad_inputs_before_launch(rng):
     cfg = W.WSConfig()
     a, b, bs = P.random_operands(256, 256, 128, cfg.pipeline_config(), rng)
-    with pytest.raises(W.WarpSpecializationError, match=r"^M=128"):
-        W.run_ws(a[:128], bs, cfg)
+    with pytest.raises(W.WarpSpecializationError, match=r"^M=64: "):
+        W.run_ws(a[:64], bs, cfg)
+    with pytest.raises(W.WarpSpecializationError, match=r"^M=128: .*cluster=2"):
+        W.run_ws(a[:128], bs, W.RUNG_BY_NAME["cluster"].make("float16").replace(out_dtype="float32"))
