@@ -3,7 +3,8 @@
 Run from the repository root on an sm_90 machine (about 2-4 minutes on an H200):
 
     python tools/gpu_ch06.py --out $OUT            # everything; details under $OUT
-    python tools/gpu_ch06.py --out $OUT --record   # ... and write data/<gpu>/warp_specialization.json
+    python tools/gpu_ch06.py --out $OUT --record   # ... and write
+                                                   #     data/<gpu>/warp_specialization.json
                                                    #     (copied to $OUT)
     python tools/gpu_ch06.py --quick               # compile + correctness only
     python tools/gpu_ch06.py --rungs 1-5 ...       # only some rungs (e.g. after a failure)
@@ -13,10 +14,13 @@ registers per role (entry / producer / consumers after setmaxnreg) and spills pr
 rung (fp16 and bf16, B K-major and MN-major, fp32 and input-dtype output, rung 4's whole tile
 sweep, the persistent and cluster rungs on 2048×4096×512 = 256 tiles of 128×256, more than
 the SMs) against float64 on fresh random inputs with a poisoned output and an elementwise bound,
-stopping at the first failure, which is printed; the deliberately broken variant must end in an error, not a hang;
+stopping at the first failure, which is printed; the deliberately broken variant must end in an
+error, not a hang;
 (3) every rung at 4096³ and 8192³, fp16 and bf16, beside cuBLAS timed in the same run (medians);
 each timed output checked on sampled rows. The ladder table (rung, TFLOP/s, of cuBLAS, prediction)
-comes last. Equivalent pytest run of the checks: ``pytest -q -m gpu tests/test_warp_specialization.py``.
+comes last, after the registers per role and the traces of rungs 3, 5, 6, 7 (fp16, first size:
+Tensor Core use, math in flight, waiting on full barriers). Equivalent pytest run of the checks:
+``pytest -q -m gpu tests/test_warp_specialization.py``.
 """
 import argparse
 import json

@@ -6,7 +6,8 @@
 // RUNGS):
 //
 //   warpgroup 0            the producer: after the barrier init its thread 0 alone issues every
-//                          TMA load; the other 127 threads leave (with SETMAXNREG they first give
+//                          TMA load; the other 127 threads leave — with CLUSTER = 2 they wait at
+//                          the final cluster barrier instead (with SETMAXNREG they first give
 //                          their registers back: setmaxnreg.dec is .sync.aligned, the whole
 //                          warpgroup executes it).
 //   warpgroups 1..CONSUMERS  consumers: each computes BM / CONSUMERS rows × BN of the CTA tile with
@@ -81,7 +82,8 @@
 // Every wait is bounded (mbarrier_wait_parity_bounded, ptx/mbarrier.cuh): a broken variant writes
 // the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
 //
-// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), TRACE, TRACE_CTAS, TRACE_EVENTS, DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (1..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
+// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), TRACE, TRACE_CTAS,
+// TRACE_EVENTS, DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (2..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
 // 1 MN-major), OUT_F32, GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
 // CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
 // CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
@@ -173,7 +175,8 @@
 
 static_assert(DT == 0 || DT == 1, "DT: 0 f16, 1 bf16");
 static_assert(BK == 64, "BK = 64: one 128-byte swizzle row of K per box row");
-static_assert(STAGES >= 2 && STAGES <= 6, "STAGES: 2..6 (a consumer keeps one wgmma group pending on the previous stage)");
+static_assert(STAGES >= 2 && STAGES <= 6,
+              "STAGES: 2..6 (a consumer keeps one wgmma group pending on the previous stage)");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
 static_assert(BM % (64 * CONSUMERS) == 0 && BM <= 256, "each consumer owns whole m64 atoms");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256 (one wgmma n = BN)");
@@ -410,8 +413,9 @@ __device__ __forceinline__ void store_c_tma(const float (&acc)[kAtoms][kAcc], co
 
 extern "C" __global__ void WS_LAUNCH_BOUNDS
     gemm_warp_specialized(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
-                          const __grid_constant__ TmaDesc tc, void* __restrict__ c, int M, int N, int K, u64 desc_a0, u64 desc_b0,
-                          u32* __restrict__ err, u64* __restrict__ trace) {
+                          const __grid_constant__ TmaDesc tc, void* __restrict__ c, int M, int N,
+                          int K, u64 desc_a0, u64 desc_b0, u32* __restrict__ err,
+                          u64* __restrict__ trace) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
   __shared__ alignas(8) u64 empty_storage[STAGES];
