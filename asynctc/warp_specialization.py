@@ -325,6 +325,22 @@ def stmatrix_offsets(warp: int, lane: int, block: int) -> int:
     return row * 128 + ((cl ^ (row & 7)) << 4)
 
 
+def sass_registers(ck: runtime.CompiledKernel, cfg: WSConfig | None = None) -> dict:
+    """The register counts the cubin itself states: ``ptxas`` (per thread at entry, from ptxas's
+    report), ``dealloc`` / ``alloc`` (the immediates of USETMAXREG.DEALLOC / .TRY_ALLOC in the
+    SASS: what setmaxnreg.dec / .inc became), and ``dropped`` — True when ``cfg`` asks for
+    setmaxnreg but the SASS has no USETMAXREG (ptxas ignored it, C7508), so a lost setmaxnreg is
+    reported, never silent."""
+    import re
+    text = ck.sass()
+    dealloc = sorted({int(v, 16) for v in re.findall(r"USETMAXREG\.DEALLOC\S*\s+(0x[0-9a-f]+)", text)})
+    alloc = sorted({int(v, 16) for v in
+                    re.findall(r"USETMAXREG\.TRY_ALLOC\S*\s+(?:\w+,\s*)?(0x[0-9a-f]+)", text)})
+    want = bool(cfg and cfg.setmaxnreg)
+    return {"ptxas": ck.resources.registers, "dealloc": dealloc, "alloc": alloc,
+            "dropped": want and not (dealloc and alloc)}
+
+
 def register_split(cfg: WSConfig) -> dict:
     """Registers per thread by role: at entry (ptxas's count, the launch bound), the producer's
     and the consumers' after setmaxnreg, and the CTA's total (what the SM must hold)."""
@@ -912,8 +928,13 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
             if not c.setmaxnreg:     # every warpgroup keeps what ptxas allocated
                 split.update(producer=res.registers, consumer=res.registers,
                              total=res.registers * c.threads)
+            sr = sass_registers(compile_ws(c), c)
             out["registers"][c.label()] = {**split, "ptxas": res.registers,
-                                           "spill_bytes": res.spill_stores}
+                                           "spill_bytes": res.spill_stores,
+                                           "sass_dealloc": sr["dealloc"], "sass_alloc": sr["alloc"],
+                                           "setmaxnreg_dropped": sr["dropped"]}
+            if sr["dropped"]:
+                say(f"SETMAXNREG DROPPED in {c.label()}: no USETMAXREG in the SASS")
     if check:
         out["checks"] = check_all(checks, rng=rng, progress=say)
         say(f"{len(out['checks'])} checks passed")
@@ -1027,9 +1048,12 @@ def summarize_ladder(rec) -> str:
         lines.append(f"broken variant: ended after {r['broken']['seconds']:.1f} s with: "
                      f"{r['broken']['error'].split(': ', 1)[-1]}")
     for lab, v in r.get("registers", {}).items():
+        sass_txt = (f"; SASS USETMAXREG dealloc {v['sass_dealloc']} alloc {v['sass_alloc']}"
+                    if v.get("sass_dealloc") or v.get("sass_alloc") else "")
         lines.append(f"registers {lab}: entry {v['entry']} (ptxas {v['ptxas']}), producer "
                      f"{v['producer']}, consumers {v['consumer']}, CTA {v['total']}, spills "
-                     f"{v['spill_bytes']} B")
+                     f"{v['spill_bytes']} B{sass_txt}"
+                     f"{' — SETMAXNREG DROPPED (C7508)' if v.get('setmaxnreg_dropped') else ''}")
     for t in r.get("traces", []):
         m = t["metrics"]["mean"]
         if m:

@@ -89,6 +89,10 @@ def test_register_split_of_the_setmaxnreg_rung():
     text = ck.sass()
     assert re.search(r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28\b", text)
     assert re.search(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL \w+, 0xe8\b", text)
+    assert W.sass_registers(ck, cfg) == {"ptxas": 168, "dealloc": [40], "alloc": [232],
+                                         "dropped": False}
+    rung2 = W.RUNG_BY_NAME["ws"].make("float16")
+    assert W.sass_registers(W.compile_ws(rung2), rung2)["dropped"] is False   # none asked
 
 
 def test_dropped_setmaxnreg_is_a_performance_warning():
@@ -100,6 +104,7 @@ def test_dropped_setmaxnreg_is_a_performance_warning():
     with pytest.warns(runtime.PerformanceWarning, match=r"C7508.*setmaxnreg.*ignored"):
         ck = W.compile_without_launch_bounds(cfg)
     assert "USETMAXREG" not in ck.sass()
+    assert W.sass_registers(ck, cfg)["dropped"] is True         # reported, not silent
     runtime._memo.clear()
 
 
