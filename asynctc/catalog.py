@@ -132,6 +132,14 @@ def _pipeline(dtype: str = "float16") -> CourseKernel:
     return _wrap(pipeline.compile_pipeline(cfg), cfg.shmem_bytes, cfg.label())
 
 
+# ---- chapter 06 ----------------------------------------------------------------------------------
+
+def _warp_specialization(dtype: str = "float16") -> CourseKernel:
+    from . import warp_specialization as ws
+    cfg = ws.WSConfig(dtype=dtype, bm=128, bn=256, consumers=2, stages=4)
+    return _wrap(ws.compile_ws(cfg), cfg.shmem_bytes, cfg.label())
+
+
 # ---- chapter 09 ----------------------------------------------------------------------------------
 
 def _tcgen05(dtype: str = "float16") -> CourseKernel:
@@ -160,6 +168,7 @@ COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
     "wgmma": _wgmma,
     "wgmma_peak": _wgmma_peak,
     "pipeline": _pipeline,
+    "warp_specialization": _warp_specialization,
     "tcgen05": _tcgen05,
     "tcgen05_pair": _tcgen05_pair,
 }
@@ -169,6 +178,7 @@ COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
 DTYPES: dict[str, tuple[str, ...]] = {
     "mma_sync": _GEMM_DTYPES, "mma_sync_peak": _GEMM_DTYPES, "cp_async": _GEMM_DTYPES,
     "wgmma": _WGMMA_DTYPES, "wgmma_peak": _WGMMA_DTYPES, "pipeline": _GEMM_DTYPES,
+    "warp_specialization": _GEMM_DTYPES,
     "tcgen05": _GEMM_DTYPES, "tcgen05_pair": _GEMM_DTYPES,
 }
 

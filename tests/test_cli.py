@@ -27,6 +27,7 @@ SIGNATURE = {
     "wgmma": ("HGMMA", "HMMA"),
     "wgmma_peak": ("HGMMA", "HMMA"),
     "pipeline": ("HGMMA", "HMMA"),
+    "warp_specialization": ("HGMMA", "HMMA"),
     "tcgen05": ("UTCHMMA", "HGMMA"),
     "tcgen05_pair": ("UTCHMMA", "HGMMA"),
 }

@@ -1,0 +1,554 @@
+// Chapter 06 — a warp-specialized GEMM: one producer warpgroup loads, consumer warpgroups compute.
+// C (M×N fp32, or the input dtype) = A (M×K) · B (K×N), fp16 / bf16 inputs, fp32 accumulation.
+// The ring of STAGES shared-memory stages, the TMA boxes, the swizzle and the wgmma descriptors are
+// chapter 05's (kernels/pipeline.cu, asynctc.pipeline: same stage layout, same host-made
+// descriptor templates); what changes is who does what, rung by rung (asynctc.warp_specialization
+// RUNGS):
+//
+//   warpgroup 0            the producer: after the barrier init its thread 0 alone issues every
+//                          TMA load; the other 127 threads leave — with CLUSTER = 2 they wait at
+//                          the final cluster barrier instead (with SETMAXNREG they first give
+//                          their registers back: setmaxnreg.dec is .sync.aligned, the whole
+//                          warpgroup executes it).
+//   warpgroups 1..CONSUMERS  consumers: each computes BM / CONSUMERS rows × BN of the CTA tile with
+//                          wgmma (m64nBNk16, BM / CONSUMERS / 64 atoms) and never loads.
+//
+// The ring protocol (PTX ISA "mbarrier": arrive, expect_tx, try_wait.parity, phase completion):
+//   full[s]  — arrive count 1: the producer's arrive.expect_tx(stage bytes); the phase completes
+//              when TMA's complete_tx has delivered those bytes.
+//   empty[s] — arrive count CONSUMERS: one elected thread per consumer warpgroup arrives after
+//              wgmma.wait_group has reported that warpgroup's wgmmas on stage s complete.
+// Producer and consumers walk the same sequence of (tile, k-tile) pairs and keep the same ring
+// counter i (i-th load = i-th k-tile consumed): stage i mod S, fill f = i / S. The producer waits on
+// empty[s] with parity (f − 1) mod 2 = (f mod 2) xor 1: on the first pass (f = 0) that is 1, and a
+// fresh barrier (phase 0 in progress) reports the preceding phase 1 as complete, so it passes at
+// once (ptx/mbarrier.cuh). A consumer waits on full[s] with parity f mod 2. The counter carries
+// across tiles: with PERSISTENT the producer runs into the next tile's k-tiles while the consumers
+// are still computing (and storing) the current one — the epilogue of tile t overlaps the loads of
+// tile t + 1, bounded only by the S free stages.
+//
+// Release order: a consumer issues k-tile i's wgmmas as one group, waits until at most 1 group is
+// pending (k-tile i − 1 is complete) and releases i − 1's stage; after a tile's last k-tile it
+// waits for 0 pending and releases that stage too, then stores C from registers. No deadlock: the
+// producer's only wait (empty) depends on consumer progress on loads it issued earlier; a
+// consumer's only wait (full) depends on loads the producer issues after S releases that precede
+// it in the same sequence. There is no __syncthreads after the barrier init (the producer's idle
+// threads have left).
+//
+// Registers (SETMAXNREG = 1, PTX ISA "setmaxnreg"): the kernel is declared with
+// __launch_bounds__(128 · (1 + CONSUMERS), 1), so ptxas knows the per-thread count at entry
+// (65536 / 384 → 168 for two consumers); the producer warpgroup drops to PRODUCER_REGS and the
+// consumers raise to CONSUMER_REGS (multiples of 8 in 24..256; producer + consumers within the
+// SM's 64K registers, checked in Python). Without launch bounds ptxas cannot know the count at
+// entry and ignores setmaxnreg (C7508: asynctc.core.runtime raises PerformanceWarning) — the
+// LAUNCH_BOUNDS = 0 variant exists only to show that.
+//
+// Clusters (CLUSTER = 2, PTX ISA "cp.async.bulk.tensor" .multicast::cluster, "mbarrier" remote
+// arrive on a .shared::cluster address, "mapa", "barrier.cluster"): two CTAs of a cluster take the
+// tiles (2p, n) and (2p + 1, n) — the same B tile. Each CTA's producer loads its own A box and one
+// half of B (rank r: B rows r · BN/2 .. of the tile) and multicasts that half into both CTAs'
+// shared memory at the same offset, completing on both CTAs' full[s] at the same offset. So each
+// CTA's full[s] still expects the whole stage (A + all of B), half of B arriving from the peer
+// (the peer's complete_tx may come before the local expect_tx: the tx-count may go transiently
+// negative, and the phase cannot complete while the local arrival is pending). A producer may
+// refill stage s only when *both* CTAs' consumers released it (its multicast writes into the
+// peer's stage too): empty[s] counts CONSUMERS · 2 arrivals, each consumer arriving on its own and
+// the peer's empty[s]. The barrier inits are made visible to the peer by a cluster barrier before
+// any load, and no thread leaves before a final cluster barrier (a peer may still arrive on this
+// CTA's barriers).
+//
+// Epilogue through shared memory (TMA_STORE = 1; C in the input dtype only): each consumer
+// warpgroup owns two 64×64 staging buffers (8 KiB each, 128-byte swizzle) after the ring. Per
+// 64×64 chunk of its C rows (atom i, columns 64q ..): the elected thread waits until at most one
+// of its bulk store groups still reads shared memory (cp.async.bulk.wait_group.read 1, so the
+// buffer used two chunks ago is free); a named barrier of the warpgroup (bar.sync 1 + consumer,
+// 128) passes that on; every warp writes its 16 rows with stmatrix (PTX ISA "stmatrix": 8×8 b16
+// matrices, each lane one 16-byte row address, the fragment pair (row lane/4, cols 2·(lane%4)..)
+// is the wgmma accumulator pair) into the swizzled layout TMA expects (16-byte chunk c of row r
+// at r · 128 + ((c xor r mod 8) · 16)); fence.proxy.async.shared::cta makes the generic writes
+// visible to the async proxy; a second named barrier; the elected thread issues the TMA store
+// (cp.async.bulk.tensor ... bulk_group) and commits it. The stores drain while the consumer starts
+// the next tile's k-loop; before exiting it waits for all of them (wait_group 0).
+//
+// Trace (TRACE = 1; chapter 05's format, asynctc.warp_specialization.decode_trace): thread 0 of
+// every warpgroup (producer = slot 0, consumer w = slot w) of CTAs blockIdx.x < TRACE_CTAS writes
+// a header (%globaltimer, clock64, %smid | blockIdx.x << 32, events attempted) and TRACE_EVENTS
+// records (clock64, %globaltimer low 32 << 32 | kind | stage << 4 | i << 8), where i is the ring
+// counter (the CTA's i-th k-tile over all its tiles). Kinds as chapter 05's; EV_LOOP_END and
+// EV_STORE_END carry the tile's last i.
+//
+// Proxies: TMA writes and wgmma reads of the stages both go through the async proxy, ordered by
+// the mbarriers; the epilogue writes C from registers to global memory (no proxy crossing).
+// Every wait is bounded (mbarrier_wait_parity_bounded, ptx/mbarrier.cuh): a broken variant writes
+// the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
+//
+// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), TRACE, TRACE_CTAS,
+// TRACE_EVENTS, DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (2..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
+// 1 MN-major), OUT_F32, GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
+// CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
+// CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
+// A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets from asynctc),
+// BREAK (0; 1: the last consumer never releases a stage, to show the bounded wait).
+// Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
+// with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
+// k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null).
+// Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes
+// (+ CONSUMERS · 2 · 8192 staging bytes with TMA_STORE).
+
+#include "ptx/cluster.cuh"
+#include "ptx/common.cuh"
+#include "ptx/cvt.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+
+#ifndef DT
+#define DT 0
+#endif
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 64
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
+#ifndef B_MAJOR
+#define B_MAJOR 0
+#endif
+#ifndef OUT_F32
+#define OUT_F32 1
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef SETMAXNREG
+#define SETMAXNREG 1
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 40
+#endif
+#ifndef CONSUMER_REGS
+#define CONSUMER_REGS 232
+#endif
+#ifndef LAUNCH_BOUNDS
+#define LAUNCH_BOUNDS 1
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#ifndef TMA_STORE
+#define TMA_STORE 0
+#endif
+#ifndef TRACE
+#define TRACE 0
+#endif
+#ifndef TRACE_CTAS
+#define TRACE_CTAS 4
+#endif
+#ifndef TRACE_EVENTS
+#define TRACE_EVENTS 2048
+#endif
+#ifndef BREAK
+#define BREAK 0
+#endif
+#ifndef A_KSTEP_BYTES
+#define A_KSTEP_BYTES 32
+#endif
+#ifndef B_KSTEP_BYTES
+#define B_KSTEP_BYTES (B_MAJOR ? 2048 : 32)
+#endif
+#ifndef B_BOX_BYTES
+#define B_BOX_BYTES (B_MAJOR ? 8192 : BN * 128)
+#endif
+
+static_assert(DT == 0 || DT == 1, "DT: 0 f16, 1 bf16");
+static_assert(BK == 64, "BK = 64: one 128-byte swizzle row of K per box row");
+static_assert(STAGES >= 2 && STAGES <= 6,
+              "STAGES: 2..6 (a consumer keeps one wgmma group pending on the previous stage)");
+static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
+static_assert(BM % (64 * CONSUMERS) == 0 && BM <= 256, "each consumer owns whole m64 atoms");
+static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256 (one wgmma n = BN)");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 CTAs along M");
+static_assert(TMA_STORE == 0 || OUT_F32 == 0, "the TMA-store epilogue writes C in the input dtype");
+static_assert(CLUSTER == 1 || BN >= 128, "a multicast half of B is whole 64-column boxes");
+static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && PRODUCER_REGS <= 256,
+              "setmaxnreg: a multiple of 8 in 24..256");
+static_assert(CONSUMER_REGS % 8 == 0 && CONSUMER_REGS >= 24 && CONSUMER_REGS <= 256,
+              "setmaxnreg: a multiple of 8 in 24..256");
+
+constexpr int kThreads = 128 * (1 + CONSUMERS);
+static_assert(kThreads <= 1024, "threads per CTA");
+constexpr int kWgRows = BM / CONSUMERS;           // C rows per consumer warpgroup
+constexpr int kAtoms = kWgRows / 64;              // m64 wgmma rows per consumer
+constexpr int kAcc = BN / 2;                      // fp32 accumulators per thread per atom
+constexpr int kKSteps = BK / 16;
+constexpr u32 kRowBytes = 128;
+constexpr u32 kATileBytes = BM * kRowBytes;
+constexpr u32 kBTileBytes = BN * kRowBytes;
+constexpr u32 kStageBytes = kATileBytes + kBTileBytes;
+constexpr u32 kAtomBytes = 64 * kRowBytes;
+constexpr u32 kBHalfBytes = kBTileBytes / 2;      // the B rows one CTA of a cluster loads
+constexpr u32 kChunkBytes = 64 * 128;             // one 64×64 staging buffer of C (16-bit)
+constexpr int kChunksN = BN / 64;                 // 64-column chunks of a consumer's rows
+static_assert(kAtoms * kAcc <= 128, "accumulators per thread above the 128-register budget");
+static_assert(A_KSTEP_BYTES == 32, "A K-major: a k16 step is 32 bytes along the swizzled row");
+static_assert(B_KSTEP_BYTES == (B_MAJOR ? 16 * kRowBytes : 32), "B k16 step");
+static_assert(B_BOX_BYTES == (B_MAJOR ? 64 * kRowBytes : BN * kRowBytes), "B box size");
+static_assert(kStageBytes % 1024 == 0, "stage bases must stay on the 1024-byte swizzle repeat");
+
+#define WAIT_FULL 1u
+#define WAIT_EMPTY 2u
+#define WAIT_TRIES 0xFFFFFFFFu   // the bound is the %globaltimer limit, ASYNCTC_WAIT_MAX_NS
+
+// ---- trace (chapter 05's record format) ---------------------------------------------------------
+enum TraceKind : u32 {
+  EV_TMA_ISSUED = 0, EV_EMPTY_BEGIN = 1, EV_EMPTY_END = 2, EV_FULL_BEGIN = 3, EV_FULL_END = 4,
+  EV_MMA_ISSUE = 5, EV_WAIT_DONE = 6, EV_RELEASE = 7, EV_LOOP_END = 8, EV_STORE_END = 9,
+};
+
+struct Trace {
+  u64* slot;   // this warpgroup's slot, or null when this thread does not trace
+  u32 n;
+  __device__ __forceinline__ void open(u64* trace, int wg) {
+    if constexpr (TRACE) {
+      if (trace && (threadIdx.x & 127) == 0 && blockIdx.x < TRACE_CTAS) {
+        slot = trace + (size_t)(blockIdx.x * (1 + CONSUMERS) + wg) * (4 + 2 * TRACE_EVENTS);
+        slot[0] = globaltimer();
+        slot[1] = clock64();
+        slot[2] = (u64)smid() | ((u64)blockIdx.x << 32);
+      }
+    }
+  }
+  __device__ __forceinline__ void event(u32 kind, u32 stage, u32 i) {
+    if constexpr (TRACE) {
+      if (slot) {
+        if (n < TRACE_EVENTS) {
+          const u64 c = clock64();
+          const u64 g = globaltimer();
+          slot[4 + 2 * n] = c;
+          slot[5 + 2 * n] = (g << 32) | (u64)(kind | (stage << 4) | (i << 8));
+        }
+        ++n;
+      }
+    }
+  }
+  __device__ __forceinline__ void close() {
+    if constexpr (TRACE) {
+      if (slot) slot[3] = n;
+    }
+  }
+};
+
+// ---- setmaxnreg (PTX ISA "setmaxnreg", sm_90a): .sync.aligned, the whole warpgroup executes it ----
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+// ---- multicast TMA and remote arrive (CLUSTER = 2) ----------------------------------------------
+// The box lands at offset dst of every CTA in cta_mask, and complete_tx goes to the mbarrier at
+// offset bar of each of them (PTX ISA "cp.async.bulk.tensor", .multicast::cluster).
+__device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaDesc& d, u32 bar, int c0,
+                                                      int c1, u16 cta_mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+               ::"r"(dst), "l"(tma_desc_addr(d)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
+               : "memory");
+}
+// Arrive on the mbarrier at shared::cluster address `bar` (a peer's, from mapa). Default
+// semantics (.release, .cta scope): what must be ordered before the peer's next TMA into our
+// stage is our wgmmas' reads of it, already complete (wgmma.wait_group); a .cluster-scope
+// release would cost a MEMBAR.ALL.GPU per arrive in SASS.
+__device__ __forceinline__ void mbarrier_arrive_remote(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// ---- tile order: group-M raster (GROUP_M tile rows walked column by column, for L2 reuse) -------
+// With CLUSTER = 2 the raster walks pairs of tile rows (a cluster's two tiles share n0).
+__device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, u32 rank, int& m0,
+                                            int& n0) {
+  constexpr int kGroup = GROUP_M / CLUSTER > 0 ? GROUP_M / CLUSTER : 1;
+  const int rows_m = tiles_m / CLUSTER;             // rows of clusters
+  const int per_group = kGroup * tiles_n;
+  const int first_m = tile / per_group * kGroup;
+  const int rows = min(rows_m - first_m, kGroup);
+  const int in_group = tile % per_group;
+  m0 = ((first_m + in_group % rows) * CLUSTER + (int)rank) * BM;
+  n0 = in_group / rows * BN;
+}
+
+// ---- producer: fill one stage with k-tile kt of the tile at (m0, n0) ----------------------------
+__device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, u32 stage_addr,
+                                           u32 full_bar, int kt, int m0, int n0) {
+  mbarrier_arrive_expect_tx(full_bar, kStageBytes);
+  tma_load_2d(stage_addr, ta, full_bar, kt * BK, m0);                       // A: BM × 64
+  if constexpr (CLUSTER == 2) {                                            // half of B, to both
+    const u32 r = cluster_ctarank();
+    if constexpr (B_MAJOR == 0) {
+      tma_load_2d_multicast(stage_addr + kATileBytes + r * kBHalfBytes, tb, full_bar, kt * BK,
+                            n0 + (int)r * (BN / 2), 0x3);                   // B: BN/2 × 64
+    } else {
+#pragma unroll
+      for (int j = 0; j < BN / 128; ++j) {
+        const int box = (int)r * (BN / 128) + j;
+        tma_load_2d_multicast(stage_addr + kATileBytes + box * B_BOX_BYTES, tb, full_bar,
+                              n0 + 64 * box, kt * BK, 0x3);
+      }
+    }
+  } else if constexpr (B_MAJOR == 0) {
+    tma_load_2d(stage_addr + kATileBytes, tb, full_bar, kt * BK, n0);        // B: BN × 64
+  } else {
+#pragma unroll
+    for (int j = 0; j < BN / 64; ++j)                                        // B: 64 K-rows × 64
+      tma_load_2d(stage_addr + kATileBytes + j * B_BOX_BYTES, tb, full_bar, n0 + 64 * j, kt * BK);
+  }
+}
+
+__device__ __forceinline__ void fence_accumulators(float (&acc)[kAtoms][kAcc]) {
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) wgmma_fence_operand(acc[i]);
+}
+
+// ---- consumer: one k-tile of wgmma as one group --------------------------------------------------
+__device__ __forceinline__ void mma_ktile(float (&acc)[kAtoms][kAcc], u64 desc_a, u64 desc_b) {
+  wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < kKSteps; ++s) {
+    const u64 db = wgmma_desc_advance(desc_b, s * B_KSTEP_BYTES);
+#pragma unroll
+    for (int i = 0; i < kAtoms; ++i)
+      wgmma_mma_async_ss<BN, DT, 0, B_MAJOR>(
+          acc[i], wgmma_desc_advance(desc_a, i * kAtomBytes + s * A_KSTEP_BYTES), db, 1);
+  }
+  wgmma_commit_group();
+}
+
+// ---- epilogue: accumulators → C (fragment layout of ptx/wgmma.cuh) -------------------------------
+__device__ __forceinline__ void store_c(const float (&acc)[kAtoms][kAcc], void* c, int N, int row0,
+                                        int n0) {
+  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) {
+#pragma unroll
+    for (int j = 0; j < kAcc; j += 2) {
+      const int row = row0 + 64 * i + 16 * w + g + 8 * ((j >> 1) & 1);
+      const int col = n0 + 8 * (j >> 2) + 2 * t;
+      const size_t at = (size_t)row * N + col;
+      if constexpr (OUT_F32)
+        *reinterpret_cast<float2*>(static_cast<float*>(c) + at) =
+            make_float2(acc[i][j], acc[i][j + 1]);
+      else
+        *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) =
+            cvt_rn_x2_f32<DT>(acc[i][j], acc[i][j + 1]);
+    }
+  }
+}
+
+// ---- epilogue through shared memory + TMA store (TMA_STORE = 1) ---------------------------------
+__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+               ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+// bar.sync on a named barrier with `count` threads (PTX ISA "bar.sync"; id 0 is __syncthreads).
+__device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// One consumer warpgroup's C rows → shared memory → global, chunk by chunk (see the header).
+// `chunk` counts this warpgroup's chunks across tiles (buffer = chunk mod 2).
+__device__ __forceinline__ void store_c_tma(const float (&acc)[kAtoms][kAcc], const TmaDesc& tc,
+                                            u32 cbuf, u32 bar_id, bool elected, int row0, int n0,
+                                            u32& chunk) {
+  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  const int m = lane >> 3;                                   // the 8×8 matrix this lane addresses
+  const int row = 16 * w + (lane & 7) + 8 * (m & 1);         // its row in the 64-row chunk
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) {
+#pragma unroll
+    for (int q = 0; q < kChunksN; ++q, ++chunk) {
+      const u32 buf = cbuf + (chunk & 1u) * kChunkBytes;
+      if (elected) bulk_wait_group_read<1>();              // the buffer's previous store read it
+      named_barrier_sync(bar_id, 128);
+#pragma unroll
+      for (int jl = 0; jl < 8; jl += 2) {                    // two 8-column blocks per stmatrix
+        const int j = 4 * (8 * q + jl);                      // accumulator index of block 8q + jl
+        const u32 cl = (u32)(jl + (m >> 1));                 // 16-byte column of this lane's row
+        const u32 addr = buf + row * 128 + ((cl ^ (u32)(row & 7)) << 4);
+        stmatrix_x4(addr, cvt_rn_x2_f32<DT>(acc[i][j], acc[i][j + 1]),
+                    cvt_rn_x2_f32<DT>(acc[i][j + 2], acc[i][j + 3]),
+                    cvt_rn_x2_f32<DT>(acc[i][j + 4], acc[i][j + 5]),
+                    cvt_rn_x2_f32<DT>(acc[i][j + 6], acc[i][j + 7]));
+      }
+      fence_proxy_async_shared_cta();                        // generic writes → async proxy
+      named_barrier_sync(bar_id, 128);
+      if (elected) {
+        tma_store_2d(tc, buf, n0 + 64 * q, row0 + 64 * i);
+        bulk_commit_group();
+      }
+    }
+  }
+}
+
+#if LAUNCH_BOUNDS
+#define WS_LAUNCH_BOUNDS __launch_bounds__(kThreads, 1)
+#else
+#define WS_LAUNCH_BOUNDS
+#endif
+
+extern "C" __global__ void WS_LAUNCH_BOUNDS
+    gemm_warp_specialized(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
+                          const __grid_constant__ TmaDesc tc, void* __restrict__ c, int M, int N,
+                          int K, u64 desc_a0, u64 desc_b0, u32* __restrict__ err,
+                          u64* __restrict__ trace) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ alignas(8) u64 full_storage[STAGES];
+  __shared__ alignas(8) u64 empty_storage[STAGES];
+  const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;   // stage s at base + s · kStageBytes
+  const u32 full0 = smem_u32(full_storage), empty0 = smem_u32(empty_storage);
+  const int wg = threadIdx.x >> 7;                           // 0 producer, 1.. consumers
+  const int T = K / BK;
+  const int tiles_m = M / BM, tiles_n = N / BN;
+  // Work items (tiles, or with CLUSTER = 2 pairs of tiles) of this CTA: its cluster's index, then
+  // (PERSISTENT) + the number of clusters, ... (uniform across the CTA and its cluster).
+  const int n_items = tiles_m / CLUSTER * tiles_n;
+  const int first_item = blockIdx.x / CLUSTER;
+  const int item_step = PERSISTENT ? (int)gridDim.x / CLUSTER : n_items;
+  const u32 rank = CLUSTER == 2 ? cluster_ctarank() : 0u;
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_desc(ta);
+    tma_prefetch_desc(tb);
+    if constexpr (TMA_STORE) tma_prefetch_desc(tc);
+    for (int s = 0; s < STAGES; ++s) {
+      mbarrier_init(full0 + 8 * s, 1);
+      mbarrier_init(empty0 + 8 * s, CONSUMERS * CLUSTER);
+    }
+    fence_mbarrier_init();
+  }
+  if constexpr (CLUSTER == 2)
+    cluster_sync();                  // both CTAs' barriers initialised before any multicast/arrive
+  else
+    __syncthreads();
+
+  Trace tr{nullptr, 0};
+  if (wg == 0) {
+    // ---------------- producer warpgroup ----------------
+    if constexpr (SETMAXNREG) setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {                                  // one thread issues every TMA
+      tr.open(trace, 0);
+      int stage = 0;
+      u32 phase = 0;                                         // fill parity of `stage`
+      u32 ring = 0;                                          // ring counter
+      bool ok = true;
+      for (int item = first_item; ok && item < n_items; item += item_step) {
+        int m0, n0;
+        tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
+        for (int k = 0; k < T; ++k, ++ring) {
+          tr.event(EV_EMPTY_BEGIN, stage, ring);
+          if (!mbarrier_wait_parity_bounded(empty0 + 8 * stage, phase ^ 1u, WAIT_TRIES, err,
+                                            WAIT_EMPTY | (stage << 4))) {
+            ok = false;                                      // error recorded; stop loading
+            break;
+          }
+          tr.event(EV_EMPTY_END, stage, ring);
+          load_stage(ta, tb, base + stage * kStageBytes, full0 + 8 * stage, k, m0, n0);
+          tr.event(EV_TMA_ISSUED, stage, ring);
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1u;
+          }
+        }
+      }
+    }
+    tr.close();
+    if constexpr (CLUSTER == 1) return;                      // the idle producer threads leave
+    __syncwarp();
+  } else {
+    // ---------------- consumer warpgroups ----------------
+    if constexpr (SETMAXNREG) setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;
+    const bool elected = (threadIdx.x & 127) == 0;
+    const bool releases = !(BREAK == 1 && cw == CONSUMERS - 1);
+    const u64 da0 = wgmma_desc_advance(desc_a0, base + cw * kWgRows * kRowBytes);
+    const u64 db0 = wgmma_desc_advance(desc_b0, base + kATileBytes);
+    // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers).
+    auto release = [&](u32 bar) {
+      mbarrier_arrive(bar);
+      if constexpr (CLUSTER == 2) mbarrier_arrive_remote(mapa_shared_cluster(bar, rank ^ 1u));
+    };
+    float acc[kAtoms][kAcc];
+    int stage = 0;
+    u32 phase = 0;
+    bool broken = false;
+    u32 chunk = 0;                                           // TMA_STORE: chunks stored so far
+    u32 ring = 0;                                            // ring counter
+    tr.open(trace, wg);
+    const u32 cbuf = base + STAGES * kStageBytes + cw * 2 * kChunkBytes;
+    for (int item = first_item; item < n_items; item += item_step) {
+      int m0, n0;
+      tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
+#pragma unroll
+      for (int i = 0; i < kAtoms; ++i)
+#pragma unroll
+        for (int j = 0; j < kAcc; ++j) acc[i][j] = 0.f;
+      int prev = 0;
+      for (int k = 0; k < T; ++k, ++ring) {
+        tr.event(EV_FULL_BEGIN, stage, ring);
+        if (!broken && !mbarrier_wait_parity_bounded(full0 + 8 * stage, phase, WAIT_TRIES, err,
+                                                     WAIT_FULL | (stage << 4)))
+          broken = true;
+        tr.event(EV_FULL_END, stage, ring);
+        tr.event(EV_MMA_ISSUE, stage, ring);
+        fence_accumulators(acc);
+        mma_ktile(acc, wgmma_desc_advance(da0, stage * kStageBytes),
+                  wgmma_desc_advance(db0, stage * kStageBytes));
+        wgmma_wait_group<1>();                               // k-tile k − 1 is complete
+        fence_accumulators(acc);
+        tr.event(EV_WAIT_DONE, stage, ring);
+        if (k > 0 && elected && releases) {
+          release(empty0 + 8 * prev);
+          tr.event(EV_RELEASE, prev, ring - 1);
+        }
+        prev = stage;
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1u;
+        }
+      }
+      wgmma_wait_group<0>();
+      fence_accumulators(acc);
+      tr.event(EV_LOOP_END, prev, ring - 1);
+      if (elected && releases) {
+        release(empty0 + 8 * prev);                          // the tile's last k-tile
+        tr.event(EV_RELEASE, prev, ring - 1);
+      }
+      __syncwarp();
+      if constexpr (TMA_STORE)
+        store_c_tma(acc, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);
+      else
+        store_c(acc, c, N, m0 + cw * kWgRows, n0);
+      tr.event(EV_STORE_END, 0, ring - 1);
+    }
+    tr.close();
+    if constexpr (TMA_STORE) {
+      if (elected) bulk_wait_group<0>();                     // every store written
+    }
+  }
+  if constexpr (CLUSTER == 2) cluster_sync();   // no CTA leaves while its peer may still arrive
+}

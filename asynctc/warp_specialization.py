@@ -1,0 +1,1068 @@
+"""Chapter 06's kernel ladder: warp specialization past chapter 05 — compile, run, verify, measure.
+
+``kernels/warp_specialization.cu`` computes ``C = A · B`` (A M×K, B K×N, fp16 or bf16; C M×N fp32,
+or the input dtype) with chapter 05's ring of TMA-filled stages (same boxes, swizzle, descriptors:
+:mod:`asynctc.pipeline`), but the warpgroups specialise: warpgroup 0 is the *producer* (one of its
+threads issues every TMA load, the others leave), warpgroups 1..``consumers`` are *consumers*
+(wgmma only). The protocol (full/empty mbarriers per stage, phase parity from a ring counter that
+carries across tiles, release order, why it cannot deadlock) is written out at the top of the
+kernel source (:func:`source`).
+
+Each rung of the chapter's ladder is a compile-time switch of that one file, listed in
+:data:`RUNGS` with what changes and the prediction written before the run:
+
+1. ``ch05`` — chapter 05's best configuration, run through :mod:`asynctc.pipeline` (the reference);
+2. ``ws`` — one producer, one consumer warpgroup (128×128 tile: the consumer owns two m64 atoms);
+3. ``ws_setmaxnreg`` — two consumers (128×256, 64 rows each), ``setmaxnreg`` 40 / 232,
+   ``__launch_bounds__(384, 1)``;
+4. ``tile`` — the fastest (tile, stages) of :data:`TILE_SWEEP` within the shared-memory budget;
+5. ``persistent`` — grid = SMs, static group-M tile order, the producer runs ahead across tiles;
+6. ``cluster`` — clusters of 2 CTAs along M, each multicasting half of the shared B tile;
+7. ``tma_store`` — the epilogue through shared memory (stmatrix) and a TMA store.
+
+The verbs, as in every kernel family: :func:`compile_ws` (NVRTC → cubin for sm_90a, no GPU),
+:func:`run_ws` (validate in Python, then launch), :func:`verify_ws` (fresh random inputs,
+poisoned output, float64, elementwise bound — :func:`asynctc.pipeline.compare_elementwise`).
+:class:`WSConfig` validates every knob (:class:`WarpSpecializationError` names field, value and
+rule). ``SUITES["warp_specialization"]`` (``tools/gpu_ch06.py --record``) checks every rung, then
+times the ladder beside cuBLAS.
+
+PTX ISA references: "setmaxnreg" (register reconfiguration per warpgroup; the count must be known
+at entry: ``__launch_bounds__`` / ``.maxnreg``), "mbarrier" (arrive, expect_tx, try_wait.parity),
+"cp.async.bulk.tensor", §9.7.15 wgmma; CUDA C++ Programming Guide "Compute Capabilities" (64K
+registers and 228 KiB shared memory per SM, 227 KiB per CTA).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from . import pipeline as P
+from .core import runtime
+from .core.memory import DeviceArray
+
+SOURCE = "warp_specialization.cu"
+ENTRY = "gemm_warp_specialized"
+
+DTYPES = P.DTYPES
+B_MAJORS = P.B_MAJORS
+BK = P.BK
+#: Stages a warp-specialized ring may have: a consumer keeps one wgmma group pending on the
+#: previous stage while it waits for the next, so one stage would deadlock.
+STAGE_RANGE = range(2, 7)
+#: Registers per SM (sm_90) and the per-thread limits of setmaxnreg (PTX ISA "setmaxnreg": a
+#: multiple of 8 in 24..256).
+REGS_PER_SM = P.REGS_PER_SM
+SETMAXNREG_RANGE = (24, 256)
+#: Registers a consumer needs beside its accumulators (descriptors, addresses, loop state).
+REG_OVERHEAD = P.REG_OVERHEAD
+#: Shared memory of one consumer's C staging buffers with ``tma_store``: two 64×64 16-bit chunks.
+STORE_STAGING = 2 * 64 * 64 * 2
+#: Registers the producer's loop needs (one thread: tensor maps' addresses, coordinates, ring
+#: counter, trace pointer). Measured with NVRTC 13: at 24 the traced cluster + TMA-store build
+#: spills (10 bytes stored, 26 loaded), at 40 no build does.
+PRODUCER_MIN_REGS = 40
+
+
+class WarpSpecializationError(P.PipelineError):
+    """A configuration or input the warp-specialized GEMM cannot take; the message names field,
+    value and rule. Raised before anything reaches the GPU."""
+
+
+def _fail(field: str, value: Any, rule: str):
+    raise WarpSpecializationError(f"{field}={value!r}: {rule}")
+
+
+def _launch_regs(threads: int) -> int:
+    """Registers per thread ptxas allows at entry with ``__launch_bounds__(threads, 1)``: the SM's
+    64K divided by the threads, rounded down to the allocation granule of 8."""
+    return min(255, REGS_PER_SM // threads) // 8 * 8
+
+
+@dataclasses.dataclass(frozen=True)
+class WSConfig:
+    """The compile-time knobs of ``kernels/warp_specialization.cu``.
+
+    ``dtype`` "float16" | "bfloat16"; CTA tile ``bm`` × ``bn`` × 64; ``stages`` 2..6; ``consumers``
+    1 or 2 consumer warpgroups (each computes ``bm / consumers`` rows × ``bn``), plus one producer
+    warpgroup: ``threads`` = 128 · (1 + consumers); ``b_major`` "K" (B stored N×K) or "MN" (K×N);
+    ``out_dtype`` "float32" or the input dtype; ``group_m`` tile rows per raster group;
+    ``setmaxnreg`` with ``producer_regs`` / ``consumer_regs`` (PTX ISA "setmaxnreg": multiples of 8
+    in 24..256, the producer's ≤ the count at entry ≤ the consumers', and 128 · producer_regs +
+    128 · consumers · consumer_regs ≤ 65536); ``persistent``: grid = min(SMs, tiles), each CTA
+    walks tiles blockIdx.x, + grid, ... (else grid = tiles); ``cluster`` 1 or 2: with 2, the two
+    CTAs of a thread-block cluster take tiles (2p, n) and (2p + 1, n) and each loads half of the
+    shared B tile with a TMA multicast into both (needs bn ≥ 128 and M a multiple of 2 · bm;
+    CUDA C++ Programming Guide "Thread Block Clusters", PTX ISA cp.async.bulk.tensor
+    .multicast::cluster); ``tma_store``: C goes registers → shared memory (stmatrix, two 64×64
+    buffers of 8 KiB per consumer, 128-byte swizzle) → global (TMA store), needs ``out_dtype`` =
+    ``dtype`` and :data:`STORE_STAGING` more bytes of shared memory per consumer; ``trace``
+    records timestamped events of the producer and every consumer (:func:`decode_trace`).
+
+    Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
+    layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
+    ≤ 128 fp32 accumulators per consumer thread. :meth:`validate` raises
+    :class:`WarpSpecializationError`.
+    """
+
+    dtype: str = "float16"
+    bm: int = 128
+    bn: int = 256
+    bk: int = BK
+    stages: int = 4
+    consumers: int = 2
+    b_major: str = "K"
+    out_dtype: str = "float32"
+    group_m: int = 8
+    setmaxnreg: bool = True
+    producer_regs: int = 40
+    consumer_regs: int = 232
+    persistent: bool = False
+    cluster: int = 1
+    tma_store: bool = False
+    trace: bool = False
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self, smem_limit: int | None = None) -> None:
+        """Check every rule; raise :class:`WarpSpecializationError` naming field, value and rule."""
+        def is_int(v):
+            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        for f in ("setmaxnreg", "persistent", "tma_store", "trace"):
+            if not isinstance(getattr(self, f), bool):
+                _fail(f, getattr(self, f), "must be a bool")
+        for f in ("stages", "producer_regs", "consumer_regs", "cluster"):
+            if not is_int(getattr(self, f)):
+                _fail(f, getattr(self, f), "must be an integer")
+        if self.stages not in STAGE_RANGE:
+            _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
+                                         "previous stage while it waits for the next one, so a "
+                                         "one-stage ring would deadlock")
+        if self.cluster not in (1, 2):
+            _fail("cluster", self.cluster, "1 or 2 CTAs per cluster (along M, sharing B)")
+        if self.cluster == 2 and self.bn < 128:
+            _fail("bn", self.bn, "with cluster=2 each CTA multicasts half of B: bn must be ≥ 128 "
+                                 "(whole 64-column boxes when B is MN-major)")
+        try:
+            self.pipeline_config().validate(smem_limit)
+        except WarpSpecializationError:
+            raise
+        except P.PipelineError as e:
+            raise WarpSpecializationError(str(e)) from None
+        if self.tma_store:
+            if self.out_dtype != self.dtype:
+                _fail("out_dtype", self.out_dtype, f"tma_store writes C in the input dtype "
+                                                   f"{self.dtype!r} (64-column boxes of 128 bytes)")
+            limit = smem_limit if smem_limit is not None else P.smem_limit_bytes()
+            if self.smem_total > limit:
+                _fail("stages", self.stages,
+                      f"{self.stages} stages × {self.stage_bytes} + {self.consumers} × "
+                      f"{STORE_STAGING} staging bytes (+{P.ALIGN_SLACK} alignment, "
+                      f"+{P.STATIC_SMEM} static) = {self.smem_total} bytes of shared memory; a "
+                      f"CTA may opt in to at most {limit}")
+        lo, hi = SETMAXNREG_RANGE
+        entry = _launch_regs(self.threads)
+        need = self.accumulators + REG_OVERHEAD
+        if self.setmaxnreg:
+            for f in ("producer_regs", "consumer_regs"):
+                v = getattr(self, f)
+                if v % 8 or not lo <= v <= hi:
+                    _fail(f, v, f"setmaxnreg takes a multiple of 8 in {lo}..{hi} (PTX ISA "
+                                "'setmaxnreg')")
+            if self.producer_regs > entry:
+                _fail("producer_regs", self.producer_regs,
+                      f"setmaxnreg.dec must not raise the count: {self.threads} threads at 1 CTA/SM "
+                      f"start with {entry} registers each")
+            if self.producer_regs < PRODUCER_MIN_REGS:
+                _fail("producer_regs", self.producer_regs,
+                      f"the producer's loop needs about {PRODUCER_MIN_REGS} registers")
+            if self.consumer_regs < entry:
+                _fail("consumer_regs", self.consumer_regs,
+                      f"setmaxnreg.inc must not lower the count: the kernel starts with {entry}")
+            total = 128 * self.producer_regs + 128 * self.consumers * self.consumer_regs
+            if total > REGS_PER_SM:
+                _fail("consumer_regs", self.consumer_regs,
+                      f"128 × {self.producer_regs} (producer) + {128 * self.consumers} × "
+                      f"{self.consumer_regs} (consumers) = {total} registers, above the SM's "
+                      f"{REGS_PER_SM}; setmaxnreg.inc would wait forever for registers")
+            if self.consumer_regs < need:
+                _fail("consumer_regs", self.consumer_regs,
+                      f"a consumer thread holds {self.accumulators} fp32 accumulators plus "
+                      f"~{REG_OVERHEAD} others = {need}")
+        elif need > entry:
+            _fail("setmaxnreg", False, f"without setmaxnreg every thread gets {entry} registers "
+                                       f"({self.threads} threads), below the consumers' {need}")
+
+    # -- geometry (chapter 05's stage layout) ---------------------------------------------------
+    def pipeline_config(self) -> P.PipelineConfig:
+        """The chapter-05 configuration with the same stage layout (tile, stages, consumer rows,
+        B layout): its tensor-map boxes, descriptor templates and byte offsets are this kernel's."""
+        return P.PipelineConfig(dtype=self.dtype, bm=self.bm, bn=self.bn, bk=self.bk,
+                                stages=self.stages, consumers=self.consumers,
+                                b_major=self.b_major, out_dtype=self.out_dtype,
+                                group_m=self.group_m)
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.consumers)
+
+    @property
+    def atoms(self) -> int:
+        return self.bm // self.consumers // 64
+
+    @property
+    def accumulators(self) -> int:
+        return self.atoms * self.bn // 2
+
+    @property
+    def stage_bytes(self) -> int:
+        return (self.bm + self.bn) * self.bk * 2
+
+    @property
+    def shmem_bytes(self) -> int:
+        """Dynamic shared memory of one launch: slack + ring (+ the C staging buffers)."""
+        return (P.ALIGN_SLACK + self.stages * self.stage_bytes +
+                (self.consumers * STORE_STAGING if self.tma_store else 0))
+
+    @property
+    def smem_total(self) -> int:
+        return self.shmem_bytes + P.STATIC_SMEM
+
+    @property
+    def defines(self) -> dict:
+        pc = self.pipeline_config()
+        ak, bkk = pc.kstep_bytes
+        d = dict(DT=DTYPES[self.dtype], BM=self.bm, BN=self.bn, BK=self.bk, STAGES=self.stages,
+                    CONSUMERS=self.consumers, B_MAJOR=int(self.b_major == "MN"),
+                    OUT_F32=int(self.out_dtype == "float32"), GROUP_M=self.group_m,
+                    SETMAXNREG=int(self.setmaxnreg), PRODUCER_REGS=self.producer_regs,
+                    CONSUMER_REGS=self.consumer_regs, PERSISTENT=int(self.persistent),
+                    CLUSTER=self.cluster, TMA_STORE=int(self.tma_store),
+                    A_KSTEP_BYTES=ak, B_KSTEP_BYTES=bkk, B_BOX_BYTES=pc.b_tile.box_pitch)
+        if self.trace:
+            d.update(TRACE=1, TRACE_CTAS=P.TRACE_CTAS, TRACE_EVENTS=P.TRACE_EVENTS)
+        return d
+
+    @property
+    def tile_name(self) -> str:
+        return f"{self.bm}x{self.bn}x{self.bk}/c{self.consumers}"
+
+    def label(self) -> str:
+        out = "" if self.out_dtype == "float32" else f" out:{self.out_dtype}"
+        regs = f" regs:{self.producer_regs}/{self.consumer_regs}" if self.setmaxnreg else ""
+        return (f"ws {self.dtype} {self.tile_name} s{self.stages} B:{self.b_major}{regs}"
+                f"{' persistent' if self.persistent else ''}"
+                f"{' cluster2' if self.cluster == 2 else ''}"
+                f"{' tma_store' if self.tma_store else ''}{' trace' if self.trace else ''}{out}")
+
+    @property
+    def b_load_box(self):
+        """The TMA box one CTA loads of B: chapter 05's, except K-major B with ``cluster=2``,
+        where each CTA loads bn/2 rows (its multicast half)."""
+        pc = self.pipeline_config()
+        if self.cluster == 2 and self.b_major == "K":
+            from .models.layout import SmemTile
+            return SmemTile(self.bn // 2, self.bk, self.dtype, 128)
+        return pc.b_box
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def replace(self, **kw) -> "WSConfig":
+        return dataclasses.replace(self, **kw)
+
+
+def source() -> str:
+    """The kernel's CUDA C++ source (for the notebook)."""
+    return (runtime.KERNEL_DIR / SOURCE).read_text()
+
+
+def compile_ws(cfg: WSConfig, arch: str = "sm_90a") -> runtime.CompiledKernel:
+    """Compile ``kernels/warp_specialization.cu`` for ``cfg`` (no GPU needed). Raises
+    :class:`~asynctc.core.runtime.CompileError`; ptxas's performance diagnostics (a dropped
+    setmaxnreg, C7508; spills) come as :class:`~asynctc.core.runtime.PerformanceWarning`."""
+    cfg.validate()
+    return runtime.compile_kernel(SOURCE, ENTRY, arch, defines=cfg.defines)
+
+
+def compile_without_launch_bounds(cfg: WSConfig) -> runtime.CompiledKernel:
+    """The deliberately wrong variant: ``cfg`` compiled without ``__launch_bounds__``, so ptxas
+    cannot know the register count at entry and ignores every setmaxnreg (C7508, surfaced as
+    :class:`~asynctc.core.runtime.PerformanceWarning`). Compile-only: never launched. The only
+    place the ``LAUNCH_BOUNDS`` define is set."""
+    cfg.validate()
+    return runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines={**cfg.defines, "LAUNCH_BOUNDS": 0})
+
+
+def compile_job(cfg) -> tuple[str, str, dict]:
+    """(source, entry, defines) for :func:`asynctc.core.runtime.precompile` (chapter 05's configs
+    too, for rung 1)."""
+    if isinstance(cfg, P.PipelineConfig):
+        return P.compile_job(cfg)
+    return (SOURCE, ENTRY, cfg.defines)
+
+
+def c_store_box(cfg: WSConfig):
+    """The staging layout of one 64×64 chunk of C (an :class:`asynctc.models.layout.SmemTile`,
+    128-byte swizzle): what the TMA store reads and :func:`stmatrix_offsets` writes."""
+    from .models.layout import SmemTile
+    return SmemTile(64, 64, cfg.out_dtype, 128)
+
+
+def stmatrix_offsets(warp: int, lane: int, block: int) -> int:
+    """Byte offset in a 64×64 staging chunk that ``lane`` of ``warp`` (0..3 in the warpgroup)
+    gives ``stmatrix.x4`` for the pair of 8-column blocks (``block``, ``block`` + 1), block even —
+    the kernel's arithmetic in ``store_c_tma``: matrix m = lane / 8 is (row half m mod 2, column
+    block ``block`` + m / 2), the lane addresses row lane mod 8 of it; 16-byte chunk c of row r
+    sits at r · 128 + ((c xor r mod 8) · 16)."""
+    m = lane >> 3
+    row = 16 * warp + (lane & 7) + 8 * (m & 1)
+    cl = block + (m >> 1)
+    return row * 128 + ((cl ^ (row & 7)) << 4)
+
+
+def sass_registers(ck: runtime.CompiledKernel, cfg: WSConfig | None = None) -> dict:
+    """The register counts the cubin itself states: ``ptxas`` (per thread at entry, from ptxas's
+    report), ``dealloc`` / ``alloc`` (the immediates of USETMAXREG.DEALLOC / .TRY_ALLOC in the
+    SASS: what setmaxnreg.dec / .inc became), and ``dropped`` — True when ``cfg`` asks for
+    setmaxnreg but the SASS has no USETMAXREG (ptxas ignored it, C7508), so a lost setmaxnreg is
+    reported, never silent."""
+    import re
+    text = ck.sass()
+    dealloc = sorted({int(v, 16) for v in re.findall(r"USETMAXREG\.DEALLOC\S*\s+(0x[0-9a-f]+)", text)})
+    alloc = sorted({int(v, 16) for v in
+                    re.findall(r"USETMAXREG\.TRY_ALLOC\S*\s+(?:\w+,\s*)?(0x[0-9a-f]+)", text)})
+    want = bool(cfg and cfg.setmaxnreg)
+    return {"ptxas": ck.resources.registers, "dealloc": dealloc, "alloc": alloc,
+            "dropped": want and not (dealloc and alloc)}
+
+
+def register_split(cfg: WSConfig) -> dict:
+    """Registers per thread by role: at entry (ptxas's count, the launch bound), the producer's
+    and the consumers' after setmaxnreg, and the CTA's total (what the SM must hold)."""
+    entry = _launch_regs(cfg.threads)
+    p = cfg.producer_regs if cfg.setmaxnreg else entry
+    c = cfg.consumer_regs if cfg.setmaxnreg else entry
+    return {"entry": entry, "producer": p, "consumer": c,
+            "total": 128 * p + 128 * cfg.consumers * c}
+
+
+# --------------------------------------------------------------------------------------------------
+# Launch
+# --------------------------------------------------------------------------------------------------
+
+def check_shapes(m: int, n: int, k: int, cfg: WSConfig) -> None:
+    """M, N, K positive multiples of (bm, bn, 64) (the rungs have no edge handling), M of 2 · bm
+    with ``cluster=2``; raises :class:`WarpSpecializationError`."""
+    try:
+        P.check_shapes(m, n, k, cfg.pipeline_config())
+    except P.PipelineError as e:
+        raise WarpSpecializationError(str(e)) from None
+    if cfg.cluster == 2 and m % (2 * cfg.bm):
+        _fail("M", m, f"cluster=2 pairs tiles along M: M must be a multiple of 2 · {cfg.bm}")
+
+
+def grid_size(cfg: WSConfig, m: int, n: int, sm_count: int | None = None) -> int:
+    """CTAs of a launch: the tile count, or (persistent) min(tiles, SMs), rounded down to whole
+    clusters."""
+    tiles = (m // cfg.bm) * (n // cfg.bn)
+    if not cfg.persistent:
+        return tiles
+    if sm_count is None:
+        info = runtime.device_info()
+        sm_count = info.sm_count if info else 132
+    return min(tiles, sm_count) // cfg.cluster * cfg.cluster
+
+
+class WSGemm:
+    """One problem set up for launching (as :class:`asynctc.pipeline.PipelineGemm`): ``cfg``, device
+    operands, output (poisoned when not given), tensor maps, error word. :meth:`launcher` returns a
+    zero-argument callable; :meth:`check_error` raises :class:`RuntimeError` when a wait timed out."""
+
+    def __init__(self, cfg: WSConfig, a: DeviceArray, b: DeviceArray,
+                 out: DeviceArray | None = None, stream=None, ck=None):
+        from . import tma
+        self.cfg, self.a, self.b, self.stream = cfg, a, b, stream
+        pc = cfg.pipeline_config()
+        try:
+            self.m, self.n, self.k = P.check_operands(a, b, pc, out)
+        except P.PipelineError as e:
+            raise WarpSpecializationError(str(e)) from None
+        check_shapes(self.m, self.n, self.k, cfg)
+        self.ck = ck or compile_ws(cfg)
+        self.out = out if out is not None else DeviceArray.poisoned((self.m, self.n),
+                                                                    P.np_dtype(cfg.out_dtype), stream)
+        self.ta = tma.tensor_map_for_tile(a, pc.a_box)[0]
+        self.tb = tma.tensor_map_for_tile(b, cfg.b_load_box)[0]
+        # C's tensor map (64×64 box, 128-byte swizzle) for the TMA-store epilogue; other builds
+        # never read their third tensor-map argument, and get A's map there
+        self.tc = (tma.tensor_map_for_tile(self.out, c_store_box(cfg))[0] if cfg.tma_store
+                   else self.ta)
+        self.err = DeviceArray.from_host(np.zeros(1, np.uint32), stream)
+        self.trace = (DeviceArray.from_host(np.zeros(trace_words(cfg), np.uint64), stream)
+                      if cfg.trace else None)
+        self.grid = grid_size(cfg, self.m, self.n)
+        self.desc_a0, self.desc_b0 = pc.descriptor_templates()
+        self.cluster = cfg.cluster if cfg.cluster > 1 else None
+        self.active_clusters = None
+        if cfg.persistent and self.cluster:
+            # a persistent grid must be co-resident: clusters need SMs of one GPC, so fewer than
+            # SMs / 2 clusters may fit at once (the driver's cuOccupancyMaxActiveClusters)
+            self.active_clusters = max_active_clusters(self.ck, cfg, stream)
+            if self.active_clusters:
+                self.grid = min(self.grid, self.active_clusters * cfg.cluster)
+        runtime.check_launch(self.grid, cfg.threads, cfg.shmem_bytes, self.ck, cluster=self.cluster)
+
+    @property
+    def flop(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    def launcher(self) -> Callable[[], None]:
+        i32, u64 = np.int32, np.uint64
+        args = (self.ta, self.tb, self.tc, self.out, i32(self.m), i32(self.n), i32(self.k),
+                u64(self.desc_a0), u64(self.desc_b0), self.err,
+                self.trace if self.trace is not None else u64(0))
+
+        def run():
+            runtime.launch(self.ck, self.grid, self.cfg.threads, *args,
+                           shmem_bytes=self.cfg.shmem_bytes, stream=self.stream,
+                           cluster=self.cluster)
+        return run
+
+    @property
+    def k_tiles(self) -> int:
+        return self.k // self.cfg.bk
+
+    def trace_buffer(self) -> np.ndarray:
+        if self.trace is None:
+            _fail("cfg.trace", False, "this launch records no trace")
+        return self.trace.to_host(self.stream)
+
+    def check_error(self) -> None:
+        word = int(self.err.to_host(self.stream)[0])
+        if word:
+            raise RuntimeError(f"warp-specialized GEMM {self.cfg.label()} {self.m}x{self.n}x{self.k}:"
+                               f" {P.decode_error(word)}; the kernel gave up instead of hanging")
+
+
+def max_active_clusters(ck: runtime.CompiledKernel, cfg: WSConfig, stream=None) -> int | None:
+    """Clusters of ``cfg.cluster`` CTAs of this kernel that can run at once on the device
+    (cuda.core ``Kernel.occupancy.max_active_clusters``, i.e. cuOccupancyMaxActiveClusters, after
+    setting the kernel's dynamic shared-memory limit); None where it cannot be asked."""
+    try:
+        from cuda.core import LaunchConfig
+        k = ck.kernel()
+        runtime._set_max_dynamic_smem(k, int(cfg.shmem_bytes))
+        lc = LaunchConfig(**runtime.launch_config_kwargs(cfg.cluster * 64, cfg.threads,
+                                                         cfg.shmem_bytes, cluster=cfg.cluster))
+        n = int(k.occupancy.max_active_clusters(lc, stream=stream or runtime.default_stream()))
+        return n if n > 0 else None
+    except Exception:  # noqa: BLE001 - an optimisation of the grid size, never a failure
+        return None
+
+
+def make_gemm(cfg, a: DeviceArray, b: DeviceArray, out: DeviceArray | None = None, stream=None):
+    """A launchable problem for any rung's config: :class:`WSGemm` for :class:`WSConfig`,
+    :class:`asynctc.pipeline.PipelineGemm` for rung 1's :class:`~asynctc.pipeline.PipelineConfig`."""
+    if isinstance(cfg, P.PipelineConfig):
+        return P.PipelineGemm(cfg, a, b, out, stream)
+    return WSGemm(cfg, a, b, out, stream)
+
+
+def run_ws(a, b, cfg: WSConfig, out: DeviceArray | None = None, stream=None) -> WSGemm:
+    """``out = a @ B`` with the warp-specialized kernel; returns the :class:`WSGemm` (``.out``).
+
+    ``a``: M×K; ``b``: B stored N×K (``cfg.b_major`` "K") or K×N ("MN"); numpy arrays or
+    :class:`DeviceArray` of ``cfg.dtype``, C-contiguous, 16-byte aligned, M, N, K multiples of the
+    tile. Raises :class:`WarpSpecializationError` / :class:`~asynctc.tma.TensorMapError` before
+    launching, :class:`RuntimeError` when an mbarrier wait timed out,
+    :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU."""
+    da = a if isinstance(a, DeviceArray) else DeviceArray.from_host(a, stream)
+    db = b if isinstance(b, DeviceArray) else DeviceArray.from_host(b, stream)
+    g = WSGemm(cfg, da, db, out, stream)
+    g.launcher()()
+    g.check_error()
+    return g
+
+
+def verify(cfg, m: int, n: int, k: int, rng=None) -> P.ElementCheck:
+    """Run any rung's ``cfg`` on fresh random inputs (poisoned output) and compare every element
+    with float64 (:func:`asynctc.pipeline.compare_elementwise`)."""
+    if isinstance(cfg, P.PipelineConfig):
+        return P.verify_pipeline(cfg, m, n, k, rng)
+    check_shapes(m, n, k, cfg)
+    a, b, bs = P.random_operands(m, n, k, cfg.pipeline_config(), rng)
+    g = run_ws(a, bs, cfg)
+    return P.compare_elementwise(g.out.to_host(), a, b, cfg.out_dtype, cfg.label())
+
+
+verify_ws = verify
+
+
+#: The deliberate protocol error of :func:`run_broken` (the kernel's ``BREAK`` define).
+BREAKS = {1: "the last consumer warpgroup never arrives on the empty barrier: the producer's "
+             "refill waits forever"}
+
+
+def run_broken(kind: int = 1, cfg: WSConfig | None = None, rng=None) -> str:
+    """Run a deliberately broken variant (:data:`BREAKS`) and return the error it ends with (the
+    bounded waits turn the hang into an error word). Raises :class:`RuntimeError` if it did not
+    fail. The only place the ``BREAK`` define is set."""
+    if kind not in BREAKS:
+        _fail("kind", kind, f"one of {sorted(BREAKS)}")
+    cfg = cfg or WSConfig(stages=2)
+    m, n, k = 2 * cfg.bm, cfg.bn, 8 * cfg.bk
+    a, _, bs = P.random_operands(m, n, k, cfg.pipeline_config(), rng)
+    ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines={**cfg.defines, "BREAK": kind})
+    g = WSGemm(cfg, DeviceArray.from_host(a), DeviceArray.from_host(bs), ck=ck)
+    g.launcher()()
+    try:
+        g.check_error()
+    except RuntimeError as e:
+        return str(e)
+    raise RuntimeError(f"broken variant {kind} ({BREAKS[kind]}) finished without an error")
+
+
+# --------------------------------------------------------------------------------------------------
+# Trace (chapter 05's record format; one slot per warpgroup, the producer's first)
+# --------------------------------------------------------------------------------------------------
+
+def trace_words(cfg: WSConfig) -> int:
+    """u64 words of the trace buffer: TRACE_CTAS × (1 + consumers) slots of header + records."""
+    return P.TRACE_CTAS * (1 + cfg.consumers) * (P.TRACE_HEADER + 2 * P.TRACE_EVENTS)
+
+
+def decode_trace(buf: np.ndarray, consumers: int, k_tiles: int, stages: int,
+                 events: int = P.TRACE_EVENTS) -> P.TraceResult:
+    """Decode the kernel's trace into :class:`asynctc.pipeline.Span` lanes "cta{c}/tma" (the
+    producer: ``wait_empty``, and ``tma`` = issued → the first consumer's full-barrier wait for
+    it ended, an upper bound of its arrival) and "cta{c}/wg{w}" (consumer w ≥ 1: ``wait_full``,
+    ``mma`` = issued → the wait_group after which it is known complete, i.e. the next k-tile's
+    wait or the tile's final wait, ``release`` points, ``epilogue`` = last wait → stores issued).
+    Span ``k`` is the ring counter (the CTA's k-tile over all its tiles; tile = k // k_tiles).
+    Raises :class:`WarpSpecializationError` for a buffer of the wrong size."""
+    slot_words = P.TRACE_HEADER + 2 * events
+    per = 1 + consumers
+    buf = np.asarray(buf, dtype=np.uint64).ravel()
+    if buf.size % (slot_words * per):
+        _fail("buf.size", buf.size, f"must be a multiple of (1 + consumers) × {slot_words} words")
+    slots = buf.reshape(-1, slot_words)
+    spans: list[P.Span] = []
+    ctas = []
+    for c in range(slots.shape[0] // per):
+        lanes = slots[c * per:(c + 1) * per]
+        if not any(int(h[1]) for h in lanes):
+            continue
+        t0 = min(int(h[1]) for h in lanes if int(h[1]))
+        ev = []
+        for h in lanes:
+            n = min(int(h[3]), events)
+            rec = h[P.TRACE_HEADER:P.TRACE_HEADER + 2 * n].reshape(n, 2)
+            packed = (rec[:, 1] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            d = {}
+            for kd, st, kk, t in zip((packed & 0xF).tolist(), ((packed >> 4) & 0xF).tolist(),
+                                     (packed >> 8).tolist(),
+                                     (rec[:, 0].astype(np.int64) - t0).astype(float).tolist()):
+                d.setdefault((P.EVENT_KINDS[kd] if kd < len(P.EVENT_KINDS) else f"kind{kd}", kk),
+                             (t, st))
+            ev.append(d)
+        ctas.append({"cta": c, "block": int(lanes[0][2]) >> 32,
+                     "smid": int(lanes[0][2]) & 0xFFFFFFFF,
+                     "globaltimer_ns": int(min(int(h[0]) for h in lanes if int(h[1]))),
+                     "sm_mhz": P._clock_mhz(lanes[1], events) if per > 1 else float("nan"),
+                     "events": [int(h[3]) for h in lanes],
+                     "dropped": [max(0, int(h[3]) - events) for h in lanes]})
+        prod, tma_lane = ev[0], f"cta{c}/tma"
+        items = sorted(k for (name, k) in prod if name == "tma_issued")
+        for k in items:
+            eb, ee, ti = prod.get(("empty_begin", k)), prod.get(("empty_end", k)), \
+                prod.get(("tma_issued", k))
+            if eb and ee:
+                spans.append(P.Span(tma_lane, "wait_empty", k, eb[1], eb[0], ee[0]))
+            seen = [e[("full_end", k)][0] for e in ev[1:] if ("full_end", k) in e]
+            if ti and seen:
+                spans.append(P.Span(tma_lane, "tma", k, ti[1], ti[0], min(seen)))
+        for w in range(1, per):
+            e, lane = ev[w], f"cta{c}/wg{w}"
+            for k in sorted(k for (name, k) in e if name == "mma_issue"):
+                b, f = e.get(("full_begin", k)), e.get(("full_end", k))
+                if b and f:
+                    spans.append(P.Span(lane, "wait_full", k, b[1], b[0], f[0]))
+                last = ("loop_end", k) in e
+                done = e.get(("loop_end", k)) if last else e.get(("wait_done", k + 1))
+                i = e[("mma_issue", k)]
+                if done:
+                    spans.append(P.Span(lane, "mma", k, i[1], i[0], done[0]))
+                r = e.get(("release", k))
+                if r:
+                    spans.append(P.Span(lane, "release", k, r[1], r[0], r[0]))
+                if last and ("store_end", k) in e:
+                    spans.append(P.Span(lane, "epilogue", k, 0, e[("loop_end", k)][0],
+                                        e[("store_end", k)][0]))
+    return P.TraceResult(spans, ctas, k_tiles, stages, 1)
+
+
+def trace_metrics(tr: P.TraceResult, cfg: WSConfig) -> dict:
+    """:func:`asynctc.pipeline.trace_metrics` for this kernel, with each CTA's Tensor Core use
+    counted from the k-tiles it ran (a persistent CTA runs several tiles): k-tiles ×
+    :func:`asynctc.pipeline.ktile_peak_cycles` / the CTA's loop length. "math in flight" is an
+    upper bound (a group is known complete only at the next wait_group)."""
+    kc = P.ktile_peak_cycles(cfg)
+    met = P.trace_metrics(tr, kc)
+    for c, v in met["ctas"].items():
+        n = len({s.k for s in tr.spans if s.lane == f"{c}/wg1" and s.kind == "mma"})
+        v["k_tiles"] = n
+        v["tensor_utilization"] = n * kc / max(v["loop_cycles"], 1.0)
+    if met["ctas"]:
+        met["mean"]["tensor_utilization"] = float(np.mean([v["tensor_utilization"]
+                                                           for v in met["ctas"].values()]))
+    return met
+
+
+def synthetic_trace(cfg: WSConfig, tiles: int, k_tiles: int, mma_cycles: int = 100,
+                    load_cycles: int = 300) -> np.ndarray:
+    """A trace buffer as the kernel would write it for one idealised CTA (for testing
+    :func:`decode_trace`): the producer issues k-tile i once stage i mod S is free, loads take
+    ``load_cycles``, each consumer's k-tile ``mma_cycles``, the epilogue 50."""
+    slot_words = P.TRACE_HEADER + 2 * P.TRACE_EVENTS
+    per = 1 + cfg.consumers
+    buf = np.zeros(trace_words(cfg), np.uint64)
+    S, n = cfg.stages, tiles * k_tiles
+    t0 = 1_000_000
+    recs = {w: [] for w in range(per)}
+
+    def ev(w, kind, stage, i, t):
+        recs[w].append((t0 + t, kind | (stage << 4) | (i << 8)))
+    arrive = [0] * n
+    release = {}
+    t_prod = 1
+    done_at = {w: 0 for w in range(1, per)}
+    # simple list schedule: producer then consumers in item order
+    for i in range(n):
+        ready = release.get(i - S, 0) if i >= S else 0
+        ev(0, 1, i % S, i, t_prod)
+        t_prod = max(t_prod, ready) + 1
+        ev(0, 2, i % S, i, t_prod)
+        ev(0, 0, i % S, i, t_prod)
+        arrive[i] = t_prod + load_cycles
+        t_prod += 1
+        for w in range(1, per):
+            t = done_at[w]
+            ev(w, 3, i % S, i, t)
+            t = max(t, arrive[i]) + 1
+            ev(w, 4, i % S, i, t)
+            ev(w, 5, i % S, i, t)
+            t += mma_cycles
+            ev(w, 6, i % S, i, t)
+            if i % k_tiles:
+                ev(w, 7, (i - 1) % S, i - 1, t)
+            if i % k_tiles == k_tiles - 1:
+                t += mma_cycles
+                ev(w, 8, i % S, i, t)
+                ev(w, 7, i % S, i, t)
+                ev(w, 9, 0, i, t + 50)
+                t += 50
+            done_at[w] = t
+            release[i] = max(release.get(i, 0), t)
+    for w in range(per):
+        base = w * slot_words
+        buf[base:base + 3] = [5_000_000_000, t0, 7 | (0 << 32)]
+        buf[base + 3] = len(recs[w])
+        for j, (clk, packed) in enumerate(recs[w][:P.TRACE_EVENTS]):
+            buf[base + P.TRACE_HEADER + 2 * j] = clk
+            g = 5_000_000_000 + (clk - t0) * 2 // 3
+            buf[base + P.TRACE_HEADER + 2 * j + 1] = (g & 0xFFFFFFFF) << 32 | packed
+    return buf
+
+
+# --------------------------------------------------------------------------------------------------
+# The ladder
+# --------------------------------------------------------------------------------------------------
+
+class Rung(NamedTuple):
+    """One rung: ``name``, ``number``, ``what`` changes from the rung before (one line),
+    ``prediction`` (written before the first H200 run), and ``make(dtype)`` → its config."""
+
+    number: int
+    name: str
+    what: str
+    prediction: str
+    make: Callable[[str], Any]
+
+
+def _ch05(dt):
+    return P.PipelineConfig(dtype=dt, bm=128, bn=256, consumers=2, stages=4, out_dtype=dt)
+
+
+def _ws(dt):
+    return WSConfig(dtype=dt, bm=128, bn=128, consumers=1, stages=4, setmaxnreg=False,
+                    out_dtype=dt)
+
+
+def _ws2(dt):
+    return WSConfig(dtype=dt, bm=128, bn=256, consumers=2, stages=4, out_dtype=dt)
+
+
+def _persistent(dt):
+    return _ws2(dt).replace(persistent=True)
+
+
+def _cluster(dt):
+    return _persistent(dt).replace(cluster=2)
+
+
+def _tma_store(dt):
+    return _cluster(dt).replace(tma_store=True)
+
+
+#: (bm, bn, consumers, stages) of rung 4's sweep: every stage count that fits 227 KiB.
+#: 128×256 and 256×128 stages are 48 KiB (≤ 4 fit), 128×128 ones 32 KiB (≤ 6).
+TILE_SWEEP = tuple((bm, bn, 2, s) for bm, bn in ((128, 256), (256, 128)) for s in (3, 4)) + \
+    tuple((128, 128, 2, s) for s in (4, 5, 6))
+
+
+def tile_sweep_configs(dtype: str = "float16", limit: int | None = None) -> list[WSConfig]:
+    """Rung 4's candidates (:data:`TILE_SWEEP`) that fit the shared-memory ``limit``."""
+    out = []
+    for bm, bn, c, s in TILE_SWEEP:
+        try:
+            cfg = WSConfig(dtype=dtype, bm=bm, bn=bn, consumers=c, stages=s, out_dtype=dtype)
+            cfg.validate(limit)
+        except WarpSpecializationError:
+            continue
+        out.append(cfg)
+    return out
+
+
+def _tile_default(dt):
+    return WSConfig(dtype=dt, bm=256, bn=128, consumers=2, stages=4, out_dtype=dt)
+
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(1, "ch05", "chapter 05's best: 128×256×64, 2 warpgroups that all compute, 4 stages, "
+                    "one thread of warpgroup 0 also loads",
+         "0.89 of cuBLAS at 4096³, 0.95 at 8192³ (chapter 05's record)", _ch05),
+    Rung(2, "ws", "warp specialization: a producer warpgroup (one thread issues TMA) and one "
+                  "consumer warpgroup on a 128×128 tile (two m64 atoms), 4 stages",
+         "below rung 1 (~0.75 of cuBLAS): one warpgroup's wgmma stream with half the tile; "
+         "the producer no longer stalls a consumer", _ws),
+    Rung(3, "ws_setmaxnreg", "two consumer warpgroups on 128×256 (64 rows each), setmaxnreg "
+                             "producer 40 / consumers 232, __launch_bounds__(384, 1)",
+         "at or just above rung 1 (0.90-0.97): same tile, loads off the consumers' path", _ws2),
+    Rung(4, "tile", "the fastest (tile, stages) of TILE_SWEEP (128×256 / 256×128 at 3-4 stages, "
+                    "128×128 at 4-6) within 227 KiB",
+         "within ±3% of rung 3; 256×128 may win (B read once per 256 rows)", _tile_default),
+    Rung(5, "persistent", "persistent grid (min(SMs, tiles) CTAs), group-M tile order, the "
+                          "producer loads tile t+1 while the consumers store tile t",
+         "+3-8% over rung 3 (prologue and epilogue hidden; 4096³ has 3.9 waves of 128×256 tiles)",
+         _persistent),
+    Rung(6, "cluster", "clusters of 2 CTAs along M: each loads half of the shared 256×64 B box and "
+                       "multicasts it to both (32 KiB per stage from L2 per SM instead of 48)",
+         "+0-6% over rung 5 if the consumers wait on full barriers (L2→SM bandwidth); no gain "
+         "if they do not", _cluster),
+    Rung(7, "tma_store", "epilogue through shared memory: stmatrix into two swizzled 64×64 "
+                         "buffers per consumer, TMA store, drained while the next tile's k-loop runs",
+         "+1-3% over rung 6 (coalesced 128-byte stores off the consumers' critical path)",
+         _tma_store),
+)
+
+#: Rung name → rung.
+RUNG_BY_NAME = {r.name: r for r in RUNGS}
+
+
+def rung_configs(dtype: str) -> list:
+    """Every config the ladder runs for ``dtype``: each rung's default, then rung 4's sweep."""
+    out = [r.make(dtype) for r in RUNGS]
+    for c in tile_sweep_configs(dtype):
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def rung_of(cfg) -> int:
+    """The rung a config belongs to (the highest step it uses): 1 chapter 05, 2 one consumer,
+    7 TMA store, 6 cluster, 5 persistent, 3 rung 3's tile (128×256, 4 stages), else 4 (sweep)."""
+    if isinstance(cfg, P.PipelineConfig):
+        return 1
+    if cfg.consumers == 1:
+        return 2
+    if cfg.tma_store:
+        return 7
+    if cfg.cluster > 1:
+        return 6
+    if cfg.persistent:
+        return 5
+    return 3 if (cfg.bm, cfg.bn, cfg.stages) == (128, 256, 4) else 4
+
+
+def parse_rungs(text: str | None) -> tuple[int, ...]:
+    """"1-5" or "1,3,5" → rung numbers (None or "" → all); raises :class:`WarpSpecializationError`."""
+    every = tuple(r.number for r in RUNGS)
+    if not text:
+        return every
+    out = set()
+    for part in str(text).split(","):
+        try:
+            lo, _, hi = part.partition("-")
+            out |= set(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            _fail("rungs", text, "comma-separated rung numbers or ranges, e.g. '1-5' or '1,3,5'")
+    if not out <= set(every):
+        _fail("rungs", text, f"rungs are {every[0]}..{every[-1]}")
+    return tuple(sorted(out))
+
+
+def config_label(cfg) -> str:
+    return cfg.label() if isinstance(cfg, WSConfig) else "ch05 " + cfg.label()
+
+
+#: Correctness shapes: several tiles in M and N for every rung's tile (lcm of 256 rows/columns),
+#: 16 k-tiles; a short K (3 k-tiles, fewer than the stages); and for the persistent rung more
+#: tiles than SMs (2048×4096 / 128×256 = 256 tiles) — each CTA walks two or more tiles and the
+#: ring counter crosses tile boundaries.
+CHECK_SHAPES = ((512, 768, 1024), (256, 512, 192))
+PERSISTENT_SHAPE = (2048, 4096, 512)
+
+
+def correctness_configs() -> list:
+    """Every rung × dtype × B layout; fp32 and input-dtype outputs (input dtype only with
+    tma_store); rung 4's whole sweep; more persistent / cluster / tma_store tiles; the traced
+    rungs (fp16)."""
+    out = []
+    for dt in DTYPES:
+        for r in RUNGS:
+            base = r.make(dt)
+            for bmaj in B_MAJORS:
+                for odt in (("float32", dt) if not getattr(base, "tma_store", False) else (dt,)):
+                    c = dataclasses.replace(base, b_major=bmaj, out_dtype=odt)
+                    if c not in out:
+                        out.append(c)
+        out += [c for c in tile_sweep_configs(dt) if c not in out]
+        out.append(_persistent(dt).replace(bm=256, bn=128))
+        out.append(_cluster(dt).replace(persistent=False))
+        out.append(_cluster(dt).replace(bm=256, bn=128))
+        out.append(_persistent(dt).replace(tma_store=True))
+        out.append(_ws2(dt).replace(tma_store=True, bm=256, bn=128))
+        out.append(_tma_store(dt).replace(b_major="MN", bm=256, bn=128))
+    out += [RUNGS[n - 1].make("float16").replace(trace=True) for n in TRACED_RUNGS]
+    return out
+
+
+def shapes_for(cfg) -> list[tuple[int, int, int]]:
+    shapes = list(CHECK_SHAPES)
+    if isinstance(cfg, WSConfig) and (cfg.persistent or cfg.cluster > 1):
+        shapes.append(PERSISTENT_SHAPE)
+    out = []
+    for s in shapes:
+        try:
+            (check_shapes(*s, cfg) if isinstance(cfg, WSConfig) else P.check_shapes(*s, cfg))
+            out.append(s)
+        except P.PipelineError:
+            continue
+    return out
+
+
+def check_all(configs=None, rng=None, progress=None) -> list[dict]:
+    """Verify every config on its shapes; raise :class:`RuntimeError` at the first failure."""
+    rng = rng if rng is not None else np.random.default_rng()
+    say = progress or (lambda _s: None)
+    rows = []
+    for cfg in configs if configs is not None else correctness_configs():
+        for shp in shapes_for(cfg):
+            c = verify(cfg, *shp, rng=rng)
+            rows.append({"config": config_label(cfg), **cfg.as_dict(), **c.as_dict()})
+            if not c.passed:
+                raise RuntimeError(f"wrong: {config_label(cfg)} {shp}: {c.as_dict()}")
+        say(f"ok {config_label(cfg)}")
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# The "warp_specialization" suite
+# --------------------------------------------------------------------------------------------------
+
+LADDER_SIZES = (4096, 8192)
+LADDER_DTYPES = ("float16", "bfloat16")
+#: Rungs traced (fp16, the first size): the first warp-specialized rung with two consumers and
+#: every rung above it that changes the schedule.
+TRACED_RUNGS = (3, 5, 6, 7)
+
+
+def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, check: bool = True,
+                   reps: int = 10, rungs=None) -> dict:
+    """The "warp_specialization" suite.
+
+    1. Compile every config in parallel (:func:`asynctc.core.runtime.precompile`).
+    2. Correctness (``check``): :func:`correctness_configs` on their shapes, stopping at the first
+       failure; the broken variant must end in an error, not a hang.
+    3. For each size and dtype (square, fresh random inputs, B K-major, C in the input dtype):
+       cuBLAS, then every config of :func:`rung_configs`, each output checked on sampled rows
+       against float64 (:class:`asynctc.pipeline.SampledRows`). Rung 4's row is the fastest of its
+       sweep for that size and dtype. Medians; timings are never asserted on.
+    ``rungs``: only these rung numbers (:func:`parse_rungs`; default all), checks and timings."""
+    import time
+    from .core import bench, records
+    say = progress or (lambda _s: None)
+    rng = np.random.default_rng()
+    info = runtime.device_info()
+    out: dict = {"checks": [], "rows": [], "ladder": [], "baseline_library": bench.baseline_library(),
+                 "sm_count": info.sm_count if info else None,
+                 "rungs": [{"number": r.number, "name": r.name, "what": r.what,
+                            "prediction": r.prediction} for r in RUNGS],
+                 "registers": {}}
+    rungs = parse_rungs(rungs) if not isinstance(rungs, tuple) else rungs
+    out["rungs_run"] = list(rungs)
+    cfgs = [c for dt in dtypes for c in rung_configs(dt) if rung_of(c) in rungs]
+    checks = [c for c in correctness_configs() if rung_of(c) in rungs] if check else []
+    jobs = list({repr(compile_job(c)): compile_job(c) for c in cfgs + checks}.values())
+    say(f"compiling {len(jobs)} variants")
+    runtime.precompile(jobs)
+    for c in cfgs:
+        if isinstance(c, WSConfig):
+            res = compile_ws(c).resources
+            split = register_split(c)
+            if not c.setmaxnreg:     # every warpgroup keeps what ptxas allocated
+                split.update(producer=res.registers, consumer=res.registers,
+                             total=res.registers * c.threads)
+            sr = sass_registers(compile_ws(c), c)
+            out["registers"][c.label()] = {**split, "ptxas": res.registers,
+                                           "spill_bytes": res.spill_stores,
+                                           "sass_dealloc": sr["dealloc"], "sass_alloc": sr["alloc"],
+                                           "setmaxnreg_dropped": sr["dropped"]}
+            if sr["dropped"]:
+                say(f"SETMAXNREG DROPPED in {c.label()}: no USETMAXREG in the SASS")
+    if check:
+        out["checks"] = check_all(checks, rng=rng, progress=say)
+        say(f"{len(out['checks'])} checks passed")
+        t0 = time.perf_counter()
+        err = run_broken(1, rng=rng)
+        out["broken"] = {"what": BREAKS[1], "error": err, "seconds": time.perf_counter() - t0}
+        say(f"broken variant ended in {out['broken']['seconds']:.1f} s: {err}")
+        c = verify(_ws2("float16"), *CHECK_SHAPES[0], rng=rng)
+        if not c.passed:
+            raise RuntimeError(f"a correct kernel after the broken variant is wrong: {c.as_dict()}")
+    for size in sizes:
+        for dt in dtypes:
+            a, b, da, db, dbt = P._problem(size, dt, rng)
+            rows = P.SampledRows(a, b, rng)
+            flop = bench.gemm_flop(size, size, size)
+            dc = DeviceArray.poisoned((size, size), P.np_dtype(dt))
+            cb = None
+            if out["baseline_library"]:
+                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps)
+                err = rows.check(dc, dt, "cuBLAS")
+                cb = {"kernel": "cuBLAS", "dtype": dt, "size": size, **t.as_dict(),
+                      "tflops": bench.tflops(flop, t.median_ms), "rel_err_rows": err}
+                out["rows"].append(cb)
+            for cfg in [c for c in rung_configs(dt) if rung_of(c) in rungs]:
+                dc.poison()
+                g = make_gemm(cfg, da, dbt, dc)
+                t = bench.time_gpu(g.launcher(), warmup=3, reps=reps)
+                g.check_error()
+                err = rows.check(dc, dt, config_label(cfg))
+                row = {"kernel": "ch05" if isinstance(cfg, P.PipelineConfig) else "ws",
+                       "label": config_label(cfg), "dtype": dt, "size": size, **cfg.as_dict(),
+                       **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
+                       "rel_err_rows": err, "registers": g.ck.resources.registers,
+                       "grid": g.grid, "active_clusters": getattr(g, "active_clusters", None)}
+                out["rows"].append(row)
+                say(f"{size}³ {row['label']}: {row['tflops']:.0f} TFLOP/s")
+                del g
+            if size == sizes[0] and dt == "float16":
+                for rung in [r for r in RUNGS if r.number in TRACED_RUNGS and r.number in rungs]:
+                    cfg = rung.make(dt).replace(trace=True)
+                    dc.poison()
+                    g = make_gemm(cfg, da, dbt, dc)
+                    t = bench.time_gpu(g.launcher(), warmup=1, reps=3)
+                    g.check_error()
+                    rows.check(dc, dt, config_label(cfg))
+                    tr = decode_trace(g.trace_buffer(), cfg.consumers, g.k_tiles, cfg.stages)
+                    out.setdefault("traces", []).append(
+                        {"rung": rung.number, "name": rung.name, "label": cfg.label(),
+                         "size": size, "tflops_traced": bench.tflops(flop, t.median_ms),
+                         "metrics": trace_metrics(tr, cfg), "cta0": tr.as_dict(cta=0)})
+                    m = out["traces"][-1]["metrics"]["mean"]
+                    say(f"trace rung {rung.number}: Tensor Core use "
+                        f"{m.get('tensor_utilization', float('nan')):.2f}, math in flight "
+                        f"{m.get('math_in_flight', float('nan')):.2f}, waiting on full "
+                        f"{m.get('wait_full_fraction', float('nan')):.2f}")
+                    del g
+            out["ladder"] += ladder_rows(out["rows"], dt, size, cb)
+            del da, db, dbt, dc
+    out["clocks_after"] = records.nvidia_smi_clocks()
+    return out
+
+
+def _same(row: dict, cfg) -> bool:
+    d = cfg.as_dict()
+    return all(row.get(k) == v for k, v in d.items()) and \
+        row["kernel"] == ("ch05" if isinstance(cfg, P.PipelineConfig) else "ws")
+
+
+def ladder_rows(rows: list[dict], dtype: str, size: int, cublas: dict | None) -> list[dict]:
+    """One row per rung for (dtype, size): TFLOP/s, ratio to cuBLAS, prediction; rung 4 takes the
+    fastest config of its sweep (rung 4's default included)."""
+    mine = [r for r in rows if r["dtype"] == dtype and r["size"] == size and r["kernel"] != "cuBLAS"]
+    out = []
+    for rung in RUNGS:
+        if rung.name == "tile":
+            cands = [rung.make(dtype)] + tile_sweep_configs(dtype)
+            pool = [r for r in mine if any(_same(r, c) for c in cands)]
+            r = max(pool, key=lambda x: x["tflops"]) if pool else None
+        else:
+            r = next((x for x in mine if _same(x, rung.make(dtype))), None)
+        if r is None:
+            continue
+        out.append({"rung": rung.number, "name": rung.name, "dtype": dtype, "size": size,
+                    "label": r["label"], "tflops": r["tflops"],
+                    "of_cublas": r["tflops"] / cublas["tflops"] if cublas else None,
+                    "prediction": rung.prediction})
+    return out
+
+
+def ladder_table(results: dict) -> str:
+    """The ladder: rung, config, TFLOP/s, fraction of cuBLAS, prediction — per size and dtype."""
+    lines = [f"{'size':>5s} {'dtype':9s} {'rung':17s} {'TFLOP/s':>7s} {'cuBLAS':>7s} "
+             f"{'of cuBLAS':>9s}  config | prediction"]
+    cbs = {(r["dtype"], r["size"]): r["tflops"] for r in results["rows"] if r["kernel"] == "cuBLAS"}
+    for r in results["ladder"]:
+        ratio = f"{r['of_cublas']:9.2f}" if r["of_cublas"] is not None else f"{'-':>9s}"
+        lines.append(f"{r['size']:5d} {r['dtype']:9s} {str(r['rung']) + ' ' + r['name']:17s} "
+                     f"{r['tflops']:7.0f} {cbs.get((r['dtype'], r['size']), float('nan')):7.0f} "
+                     f"{ratio}  {r['label']} | {r['prediction']}")
+    return "\n".join(lines)
+
+
+def summarize_ladder(rec) -> str:
+    r = rec.results
+    lines = [rec.label() if hasattr(rec, "label") else "warp_specialization"]
+    if r.get("checks"):
+        worst = max(c["worst_ratio"] for c in r["checks"])
+        lines.append(f"correctness: {sum(c['passed'] for c in r['checks'])}/{len(r['checks'])} "
+                     f"checks passed (worst |C−ref|/bound {worst:.3f})")
+    if r.get("broken"):
+        lines.append(f"broken variant: ended after {r['broken']['seconds']:.1f} s with: "
+                     f"{r['broken']['error'].split(': ', 1)[-1]}")
+    for lab, v in r.get("registers", {}).items():
+        sass_txt = (f"; SASS USETMAXREG dealloc {v['sass_dealloc']} alloc {v['sass_alloc']}"
+                    if v.get("sass_dealloc") or v.get("sass_alloc") else "")
+        lines.append(f"registers {lab}: entry {v['entry']} (ptxas {v['ptxas']}), producer "
+                     f"{v['producer']}, consumers {v['consumer']}, CTA {v['total']}, spills "
+                     f"{v['spill_bytes']} B{sass_txt}"
+                     f"{' — SETMAXNREG DROPPED (C7508)' if v.get('setmaxnreg_dropped') else ''}")
+    for t in r.get("traces", []):
+        m = t["metrics"]["mean"]
+        if m:
+            lines.append(f"trace rung {t['rung']} {t['label']} {t['size']}³: Tensor Core use "
+                         f"{m.get('tensor_utilization', float('nan')):.2f} of the datasheet rate, "
+                         f"math in flight ≤ {m['math_in_flight']:.2f}, waiting on full barriers "
+                         f"{m['wait_full_fraction']:.2f}")
+    lines.append(ladder_table(r))
+    return "\n".join(lines)
+
+
+SUITES = {"warp_specialization": (measure_ladder, summarize_ladder, "sm_90a")}

@@ -1,0 +1,537 @@
+"""Chapter 06's warp-specialized GEMM ladder: CPU tests (every rung compiles to sm_90a with the SASS
+it should have, setmaxnreg kept and reported, validation, the rung table, a Python replay of the
+producer/consumer protocol across tiles) and GPU tests (every rung against float64)."""
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from asynctc import pipeline as P
+from asynctc import warp_specialization as W
+from asynctc.core import runtime, sass
+
+from test_pipeline import Deadlock, _Barrier   # chapter 05's mbarrier model (tests/)
+
+LIMIT = 227 * 1024
+
+
+def _ws_configs():
+    """Every warp-specialized config the ladder and its checks compile (fp16 and bf16)."""
+    return [c for c in W.correctness_configs() if isinstance(c, W.WSConfig)]
+
+
+def _compile_quietly(cfg):
+    """Compile with PerformanceWarning as an error (a fresh memo, so a cached cubin's ptxas log
+    is replayed too)."""
+    runtime._memo.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", runtime.PerformanceWarning)
+        return W.compile_ws(cfg)
+
+
+# ---- compile + SASS (CPU) --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cfg", _ws_configs(), ids=lambda c: c.label())
+def test_rung_compiles_to_the_expected_sass(cfg):
+    ck = _compile_quietly(cfg)
+    text = ck.sass()
+    cls = sass.class_counts(text)
+    suffix = "" if cfg.dtype == "float16" else ".BF16"
+    shapes = re.findall(r"HGMMA\.64x(\d+)x16\.F32(\.BF16)?\b", text)
+    assert shapes and set(shapes) == {(str(cfg.bn), suffix)}
+    assert len(shapes) == 4 * cfg.atoms                       # one k-tile: 4 k16 steps × atoms
+    gmma = [ln for ln in text.splitlines() if "HGMMA" in ln]
+    assert all(("tnspB" in ln) == (cfg.b_major == "MN") for ln in gmma)
+    b_boxes = cfg.pipeline_config().b_boxes
+    loads = re.findall(r"UTMALDG\.2D(\.MULTICAST)?\b", text)
+    if cfg.cluster == 1:
+        assert len(loads) == 1 + b_boxes and not any(loads)
+    else:       # A alone, then this CTA's half of B multicast to both CTAs of the cluster
+        assert loads.count("") == 1 and loads.count(".MULTICAST") == max(1, b_boxes // 2)
+        assert cls.get("UCGABAR", 0) >= 2                          # cluster barrier, start + end
+    assert ("UCGABAR" in cls) == (cfg.cluster == 2)
+    ops = sass.opcode_counts(text)
+    assert any(o.startswith("SYNCS.EXCH") for o in ops)                 # mbarrier.init
+    assert any(o.startswith("SYNCS.ARRIVE.TRANS64") for o in ops)       # arrive(.expect_tx)
+    assert any(o.startswith("SYNCS.PHASECHK") for o in ops)             # try_wait.parity
+    waits = set(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", text))
+    assert waits == {"0x1", "0x0"}
+    assert ck.resources.spill_stores == 0 and ck.resources.spill_loads == 0
+    assert "LDL" not in cls and "STL" not in cls
+    assert ck.resources.registers <= W.register_split(cfg)["entry"]
+    # rung 7: C through shared memory (stmatrix) and TMA stores; the others store from registers
+    assert ("UTMASTG" in cls) == cfg.tma_store and ("STSM" in cls) == cfg.tma_store
+    if not cfg.trace:                                # the trace records are plain stores
+        assert ("STG" in cls) == (not cfg.tma_store)
+    assert ("SR_CLOCKLO" in text) == cfg.trace
+    if cfg.tma_store:
+        assert cls["UTMASTG"] >= 1 and "FENCE.VIEW.ASYNC.S" in text
+    setmax = re.findall(r"USETMAXREG\.(\w+)(?:\.\w+)*\s+(?:\w+,\s*)?(0x[0-9a-f]+)", text)
+    if cfg.setmaxnreg:
+        got = {(kind, int(v, 16)) for kind, v in setmax}
+        assert ("DEALLOC", cfg.producer_regs) in got, setmax
+        assert ("TRY_ALLOC", cfg.consumer_regs) in got, setmax
+        assert runtime.performance_diagnostics(ck.log) == []
+        assert "C7508" not in ck.log
+    else:
+        assert not setmax
+
+
+def test_register_split_of_the_setmaxnreg_rung():
+    """Rung 3: 384 threads at 1 CTA/SM start with 168 registers (ptxas's count); the producer
+    gives back to 40, the consumers take 232: 128·40 + 256·232 = 64512 ≤ 65536."""
+    cfg = W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
+    ck = _compile_quietly(cfg)
+    split = W.register_split(cfg)
+    assert split == {"entry": 168, "producer": 40, "consumer": 232, "total": 64512}
+    assert ck.resources.registers == 168
+    text = ck.sass()
+    assert re.search(r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28\b", text)
+    assert re.search(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL \w+, 0xe8\b", text)
+    assert W.sass_registers(ck, cfg) == {"ptxas": 168, "dealloc": [40], "alloc": [232],
+                                         "dropped": False}
+    rung2 = W.RUNG_BY_NAME["ws"].make("float16")
+    assert W.sass_registers(W.compile_ws(rung2), rung2)["dropped"] is False   # none asked
+
+
+def test_dropped_setmaxnreg_is_a_performance_warning():
+    """Without __launch_bounds__ ptxas cannot know the register count at entry and ignores every
+    setmaxnreg (C7508): that must surface as a PerformanceWarning, and the SASS has no
+    USETMAXREG — the rung's own compile (above) has neither the warning nor the loss."""
+    cfg = W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
+    runtime._memo.clear()
+    with pytest.warns(runtime.PerformanceWarning, match=r"C7508.*setmaxnreg.*ignored"):
+        ck = W.compile_without_launch_bounds(cfg)
+    assert "USETMAXREG" not in ck.sass()
+    assert W.sass_registers(ck, cfg)["dropped"] is True         # reported, not silent
+    runtime._memo.clear()
+
+
+def test_persistent_rung_differs_only_in_the_tile_loop():
+    a = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")).sass()
+    b = W.compile_ws(W.RUNG_BY_NAME["persistent"].make("float16")).sass()
+    ca, cb = sass.class_counts(a), sass.class_counts(b)
+    assert ca["HGMMA"] == cb["HGMMA"] and ca["UTMALDG"] == cb["UTMALDG"]
+    # the persistent stride reads gridDim.x (constant bank 0, offset 0xc on sm_90); one tile per
+    # CTA never does
+    assert "c[0x0][0xc]" in b and "c[0x0][0xc]" not in a
+
+
+# ---- rungs, validation (CPU) ------------------------------------------------------------------------
+
+def test_rung_table():
+    assert [r.number for r in W.RUNGS] == list(range(1, len(W.RUNGS) + 1))
+    assert len({r.name for r in W.RUNGS}) == len(W.RUNGS)
+    for r in W.RUNGS:
+        assert r.what and r.prediction and "\n" not in r.what
+        for dt in W.DTYPES:
+            c = r.make(dt)
+            assert c.dtype == dt and c.out_dtype == dt
+    assert isinstance(W.RUNGS[0].make("float16"), P.PipelineConfig)
+    assert W.RUNGS[0].make("float16") == P.PipelineConfig(bm=128, bn=256, consumers=2, stages=4,
+                                                          out_dtype="float16")
+    assert W.RUNG_BY_NAME["ws"].make("float16").consumers == 1
+    assert W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16").setmaxnreg
+    assert W.RUNG_BY_NAME["persistent"].make("float16").persistent
+    assert W.RUNG_BY_NAME["cluster"].make("float16").cluster == 2
+    assert W.RUNG_BY_NAME["tma_store"].make("float16").tma_store
+
+
+def test_tile_sweep_fits_the_shared_memory_budget():
+    got = {(c.bm, c.bn, c.stages) for c in W.tile_sweep_configs("float16", LIMIT)}
+    assert got == {(128, 256, 3), (128, 256, 4), (256, 128, 3), (256, 128, 4),
+                   (128, 128, 4), (128, 128, 5), (128, 128, 6)}
+    for c in W.tile_sweep_configs("float16", LIMIT):
+        assert c.smem_total <= LIMIT
+    with pytest.raises(W.WarpSpecializationError, match=r"stages=5.*shared memory"):
+        W.WSConfig(bm=128, bn=256, stages=5).validate(LIMIT)
+
+
+@pytest.mark.parametrize("kw,field,rule", [
+    (dict(stages=1), "stages", "deadlock"),
+    (dict(stages=7), "stages", "2..6"),
+    (dict(producer_regs=44), "producer_regs", "multiple of 8"),
+    (dict(producer_regs=16), "producer_regs", "multiple of 8 in 24..256"),
+    (dict(producer_regs=176), "producer_regs", "must not raise"),
+    (dict(producer_regs=32), "producer_regs", "needs about"),
+    (dict(consumer_regs=160), "consumer_regs", "must not lower"),
+    (dict(consumer_regs=248), "consumer_regs", "above the SM's 65536"),
+    (dict(consumers=1, bn=128), "consumer_regs", "must not lower"),
+    (dict(bm=128, bn=256, consumers=1, setmaxnreg=False), "bn", "accumulators"),
+    (dict(bm=192), "bm", "64, 128 or 256"),
+    (dict(dtype="float32"), "dtype", "must be one of"),
+    (dict(b_major="N"), "b_major", "must be one of"),
+    (dict(setmaxnreg=1), "setmaxnreg", "bool"),
+    (dict(persistent="yes"), "persistent", "bool"),
+    (dict(stages=2.0), "stages", "integer"),
+    (dict(cluster=3), "cluster", "1 or 2"),
+    (dict(cluster=True), "cluster", "integer"),
+    (dict(cluster=2, bn=64, bm=128), "bn", "≥ 128"),
+    (dict(tma_store=True), "out_dtype", "input dtype"),
+    (dict(tma_store=1, out_dtype="float16"), "tma_store", "bool"),
+])
+def test_bad_configs_are_refused_with_the_field(kw, field, rule):
+    with pytest.raises(W.WarpSpecializationError, match=rf"^{field}=.*{rule}"):
+        W.WSConfig(**kw)
+
+
+def test_error_is_a_value_error_and_a_pipeline_error():
+    with pytest.raises(ValueError):
+        W.WSConfig(stages=1)
+    assert issubclass(W.WarpSpecializationError, P.PipelineError)
+
+
+def test_shapes_and_operands_are_checked_before_the_gpu():
+    cfg = W.WSConfig()
+    with pytest.raises(W.WarpSpecializationError, match=r"^N=384: .*multiple of 256"):
+        W.check_shapes(256, 384, 128, cfg)
+    with pytest.raises(W.WarpSpecializationError, match=r"^K=100"):
+        W.check_shapes(256, 256, 100, cfg)
+    a = np.zeros((256, 128), np.float16)
+    b = np.zeros((256, 64), np.float16)                      # N×K with the wrong K
+    with pytest.raises(W.WarpSpecializationError, match=r"^b.shape=\(256, 64\)"):
+        W.WSGemm(cfg, a, b)
+    with pytest.raises(W.WarpSpecializationError, match=r"^a.dtype='float32'"):
+        W.WSGemm(cfg, a.astype(np.float32), b)
+
+
+def test_cluster_shapes_grid_and_boxes():
+    cfg = W.RUNG_BY_NAME["cluster"].make("float16")
+    with pytest.raises(W.WarpSpecializationError, match=r"^M=384: .*multiple of 2 · 128"):
+        W.check_shapes(384, 256, 128, cfg)
+    assert W.grid_size(cfg, 4096, 4096, sm_count=132) == 132
+    assert W.grid_size(cfg, 4096, 4096, sm_count=133) == 132      # whole clusters
+    assert cfg.b_load_box.tensor_map_args()["box_dim"] == (128, 64)  # half of B's 256 rows
+    assert cfg.replace(b_major="MN").b_load_box.tensor_map_args()["box_dim"] == (64, 64)
+    assert cfg.replace(cluster=1).b_load_box.tensor_map_args()["box_dim"] == (256, 64)
+    # the multicast half lands where chapter 05's full box put those rows: K-major rows are 128
+    # bytes, so half a box is bn/2 · 128 bytes further, on the 1024-byte swizzle repeat
+    assert (cfg.bn // 2 * 128) % 1024 == 0
+
+
+def test_tma_store_staging_fits_and_is_counted():
+    cfg = W.RUNG_BY_NAME["tma_store"].make("float16")
+    assert cfg.shmem_bytes == 1024 + 4 * 49152 + 2 * W.STORE_STAGING
+    assert cfg.smem_total <= LIMIT
+    with pytest.raises(W.WarpSpecializationError, match=r"^stages=4: .*staging"):
+        cfg.validate(smem_limit=220 * 1024)
+
+
+@pytest.mark.parametrize("dtype", list(W.DTYPES))
+def test_stmatrix_addresses_are_the_tma_store_layout(dtype):
+    """Every lane's stmatrix row address (the kernel's arithmetic, W.stmatrix_offsets) is where the
+    128-byte-swizzled 64×64 TMA box keeps that row's 8 columns; together the lanes of the 4 warps
+    and 4 stmatrix.x4 per chunk cover every element once, and each 8-lane phase hits distinct
+    bank groups (no conflicts)."""
+    box = W.c_store_box(W.WSConfig(dtype=dtype, out_dtype=dtype))
+    assert box.tensor_map_args()["box_dim"] == (64, 64)
+    offs = box.offsets()
+    seen = set()
+    for w in range(4):
+        for block in range(0, 8, 2):
+            for lane in range(32):
+                m = lane >> 3
+                row = 16 * w + (lane & 7) + 8 * (m & 1)
+                col = 8 * (block + (m >> 1))
+                at = W.stmatrix_offsets(w, lane, block)
+                assert list(offs[row, col:col + 8]) == [at + 2 * e for e in range(8)]
+                seen.add((row, col))
+            for m in range(4):          # one 8×8 matrix = one phase of 8 lanes × 16 bytes
+                banks = {(W.stmatrix_offsets(w, 8 * m + r, block) // 16) % 8 for r in range(8)}
+                assert len(banks) == 8
+    assert len(seen) == 64 * 8
+
+
+def test_persistent_grid_and_tile_counts():
+    cfg = W.RUNG_BY_NAME["persistent"].make("float16")
+    assert W.grid_size(cfg, 4096, 4096, sm_count=132) == 132
+    assert W.grid_size(cfg, 256, 512, sm_count=132) == 4
+    assert W.grid_size(cfg.replace(persistent=False), 4096, 4096, sm_count=132) == 512
+    m, n, k = W.PERSISTENT_SHAPE
+    assert (m // cfg.bm) * (n // cfg.bn) > 132                  # more tiles than SMs
+
+
+def test_correctness_matrix_covers_every_rung():
+    cc = W.correctness_configs()
+    for r in W.RUNGS:
+        for dt in W.DTYPES:
+            base = r.make(dt)
+            for bmaj in W.B_MAJORS:
+                for odt in (dt,) if getattr(base, "tma_store", False) else ("float32", dt):
+                    assert base.replace(b_major=bmaj, out_dtype=odt) in cc
+    for dt in W.DTYPES:
+        for c in W.tile_sweep_configs(dt):
+            assert c in cc
+    pers = [c for c in cc if isinstance(c, W.WSConfig) and c.persistent]
+    assert pers and all(W.PERSISTENT_SHAPE in W.shapes_for(c) for c in pers)
+    for c in cc:
+        assert len(W.shapes_for(c)) >= 2
+
+
+def test_every_config_has_its_rung():
+    for r in W.RUNGS:
+        for dt in W.DTYPES:
+            assert W.rung_of(r.make(dt)) == r.number
+    for c in W.tile_sweep_configs("float16"):
+        assert W.rung_of(c) in (3, 4)
+    assert {W.rung_of(c) for c in W.correctness_configs()} == {r.number for r in W.RUNGS}
+    assert W.parse_rungs("1-5") == (1, 2, 3, 4, 5) and W.parse_rungs("2,7") == (2, 7)
+    assert W.parse_rungs(None) == tuple(range(1, len(W.RUNGS) + 1))
+    for bad in ("0-3", "x", "1-9"):
+        with pytest.raises(W.WarpSpecializationError, match=r"^rungs="):
+            W.parse_rungs(bad)
+
+
+@pytest.mark.parametrize("consumers", [1, 2])
+def test_trace_decoder_on_a_synthetic_buffer(consumers):
+    """Producer lane: one wait_empty and one tma span per k-tile over all tiles; every consumer:
+    wait_full, mma, release per k-tile, one epilogue per tile; the metrics count the CTA's k-tiles
+    over its tiles."""
+    bn = 128 if consumers == 1 else 256
+    cfg = W.WSConfig(bn=bn, consumers=consumers, setmaxnreg=consumers == 2, trace=True,
+                     persistent=True)
+    assert cfg.defines["TRACE"] == 1
+    tiles, k_tiles = 3, 5
+    buf = W.synthetic_trace(cfg, tiles, k_tiles)
+    assert buf.size == W.trace_words(cfg)
+    tr = W.decode_trace(buf, consumers, k_tiles, cfg.stages)
+    kinds = {}
+    for sp in tr.spans:
+        kinds.setdefault((sp.lane, sp.kind), []).append(sp)
+    n = tiles * k_tiles
+    assert len(kinds[("cta0/tma", "tma")]) == n and len(kinds[("cta0/tma", "wait_empty")]) == n
+    for w in range(1, consumers + 1):
+        for kind, count in (("wait_full", n), ("mma", n), ("release", n), ("epilogue", tiles)):
+            assert len(kinds[(f"cta0/wg{w}", kind)]) == count, (w, kind)
+        assert sorted(sp.k for sp in kinds[(f"cta0/wg{w}", "epilogue")]) == [4, 9, 14]
+    assert all(sp.end >= sp.start for sp in tr.spans)
+    m = W.trace_metrics(tr, cfg)
+    assert m["ctas"]["cta0"]["k_tiles"] == n
+    assert 0 < m["mean"]["math_in_flight"] <= 1
+    with pytest.raises(W.WarpSpecializationError, match=r"^buf.size="):
+        W.decode_trace(buf[:-1], consumers, k_tiles, cfg.stages)
+
+
+def test_traced_rungs_compile_without_spills():
+    for n in W.TRACED_RUNGS:
+        cfg = W.RUNGS[n - 1].make("float16").replace(trace=True)
+        ck = _compile_quietly(cfg)
+        assert ck.resources.spill_stores == 0 and "SR_CLOCKLO" in ck.sass()
+
+
+def test_suite_is_registered():
+    from asynctc import suites
+    assert "warp_specialization" in suites.SUITES
+    assert "asynctc.warp_specialization" in suites.CHAPTER_MODULES
+
+
+def test_ladder_rows_pick_the_fastest_tile_and_ratio():
+    rows = [{"kernel": "cuBLAS", "dtype": "float16", "size": 4096, "tflops": 600.0}]
+    for i, cfg in enumerate(W.rung_configs("float16")):
+        rows.append({"kernel": "ch05" if isinstance(cfg, P.PipelineConfig) else "ws",
+                     "label": W.config_label(cfg), "dtype": "float16", "size": 4096,
+                     **cfg.as_dict(), "tflops": 400.0 + i})
+    lad = W.ladder_rows(rows, "float16", 4096, rows[0])
+    assert [r["rung"] for r in lad] == [1, 2, 3, 4, 5, 6, 7]
+    best_sweep = max(r["tflops"] for r in rows[1:] if r["kernel"] == "ws" and not r["persistent"])
+    assert lad[3]["tflops"] == best_sweep
+    assert lad[0]["of_cublas"] == pytest.approx(400 / 600)
+    text = W.ladder_table({"rows": rows, "ladder": lad})
+    assert text.splitlines()[-1].startswith(" 4096 float16   7 tma_store")
+
+    class Rec:
+        results = {"rows": rows, "ladder": lad, "checks": [{"passed": True, "worst_ratio": 0.2}],
+                   "broken": {"what": "x", "error": "GEMM: mbarrier wait timed out", "seconds": 2.1},
+                   "registers": {"ws": {**W.register_split(W.WSConfig()), "ptxas": 168,
+                                        "spill_bytes": 0}}}
+    summary = W.summarize_ladder(Rec())
+    assert "1/1 checks passed" in summary and "producer 40, consumers 232" in summary
+    assert summary.splitlines()[-1] == text.splitlines()[-1]
+
+
+# ---- the protocol, replayed in Python (CPU) --------------------------------------------------------
+
+def _replay(stages, consumers, tiles, k_tiles, rng, bug=None, ctas=1):
+    """The kernel's producer and consumer loops (same statement order) for ``ctas`` CTAs of one
+    cluster walking ``tiles`` tiles of ``k_tiles`` k-tiles, with random TMA / wgmma latencies and
+    interleavings. A stage holds parts: A (own load) and B (with ``ctas`` = 2: two halves, each
+    loaded by one CTA and multicast into both, completing on both CTAs' full barriers).
+    Checks: every wgmma group reads the (tile, k-tile) it expects in every part; no TMA writes a
+    stage a pending group reads (in any CTA it lands in); no deadlock; every consumer finishes
+    every tile. ``bug``: "parity" (the producer waits with its own fill parity, not the
+    preceding one), "release_current" (release k-tile k instead of k − 1 while its group may run),
+    "swapped" (the seed's naming: the producer waits on full and consumers on empty),
+    "local_release" (cluster: consumers release only their own CTA's empty barrier, which
+    expects both CTAs' releases: the producers starve), "local_empty" (cluster: the same, with
+    empty barriers counting only the own CTA's consumers — a peer's multicast may then land in a
+    stage still being read)."""
+    S, C = stages, ctas
+    full = [[_Barrier(1) for _ in range(S)] for _ in range(C)]
+    empty = [[_Barrier(consumers * (1 if bug == "local_empty" else C)) for _ in range(S)]
+             for _ in range(C)]
+    parts = ["A"] + ([f"B{r}" for r in range(C)] if C > 1 else ["B"])
+    content = [[dict.fromkeys(parts) for _ in range(S)] for _ in range(C)]
+    readers = [[set() for _ in range(S)] for _ in range(C)]
+    events = []
+    groups = {(c, w): [] for c in range(C) for w in range(consumers)}
+    done_tiles = dict.fromkeys(groups, 0)
+    version, gid = [0], [0]
+    seq = [(t, k) for t in range(tiles) for k in range(k_tiles)]
+    tx = {"A": 2, "B": 2, "B0": 1, "B1": 1}
+
+    def producer(c):
+        stage, phase = 0, 0
+        for item in seq:
+            wait_bar, par = ((full, phase) if bug == "swapped"
+                             else (empty, phase ^ (bug != "parity")))
+            while not wait_bar[c][stage].try_wait(par):
+                yield
+            full[c][stage].arrive_expect_tx(4)
+            events.append(("tma", (stage, item, "A", (c,))))
+            if C == 1:
+                events.append(("tma", (stage, item, "B", (c,))))
+            else:
+                events.append(("tma", (stage, item, f"B{c}", tuple(range(C)))))   # multicast
+            version[0] += 1
+            stage += 1
+            if stage == S:
+                stage, phase = 0, phase ^ 1
+
+    def release(c, s):
+        for d in ((c,) if bug in ("local_release", "local_empty") else range(C)):
+            empty[d][s].arrive()
+
+    def consumer(c, w):
+        stage, phase = 0, 0
+        for t in range(tiles):
+            prev = None
+            for k in range(k_tiles):
+                wait_bar = empty if bug == "swapped" else full
+                while not wait_bar[c][stage].try_wait(phase):
+                    yield
+                got = content[c][stage]
+                assert all(got[p] == (t, k) for p in parts), f"cta{c}/c{w}: stage {stage} holds {got}"
+                gid[0] += 1
+                readers[c][stage].add((w, gid[0]))
+                groups[(c, w)].append((stage, gid[0]))
+                events.append(("mma", (c, w)))
+                version[0] += 1
+                while len(groups[(c, w)]) > 1:                    # wgmma.wait_group 1
+                    yield
+                rel = stage if bug == "release_current" else prev
+                if rel is not None:
+                    release(c, rel)
+                    version[0] += 1
+                prev = stage
+                stage += 1
+                if stage == S:
+                    stage, phase = 0, phase ^ 1
+            while groups[(c, w)]:                                 # wgmma.wait_group 0
+                yield
+            if bug != "release_current":
+                release(c, prev)
+            version[0] += 1
+            done_tiles[(c, w)] += 1
+
+    progs = {**{("p", c): producer(c) for c in range(C)},
+             **{(c, w): consumer(c, w) for c in range(C) for w in range(consumers)}}
+
+    def step(x):
+        try:
+            next(progs[x])
+        except StopIteration:
+            del progs[x]
+            version[0] += 1
+
+    while progs or events:
+        if not events:
+            v = version[0]
+            for x in list(progs):
+                step(x)
+            if progs and version[0] == v:
+                raise Deadlock(f"deadlock (S={S}, consumers={consumers}, ctas={C}, "
+                               f"tiles={tiles}, T={k_tiles})")
+            continue
+        choices = [("run", x) for x in progs] + [("ev", i) for i in range(len(events))]
+        kind, x = choices[rng.integers(len(choices))]
+        if kind == "run":
+            step(x)
+            continue
+        what, payload = events.pop(x)
+        version[0] += 1
+        if what == "tma":
+            s, item, part, dests = payload
+            for d in dests:
+                assert not readers[d][s], f"TMA of {item} overwrites stage {s} of cta{d} while it is read"
+                content[d][s][part] = item
+                full[d][s].complete_tx(tx[part])
+        else:
+            s, g = groups[payload].pop(0)
+            readers[payload[0]][s].discard((payload[1], g))
+    assert all(v == tiles for v in done_tiles.values())
+    return True
+
+
+class _Barrier(_Barrier):
+    """Chapter 05's model, with the tx-count allowed below zero: a peer's multicast may complete
+    on this CTA's full barrier before the local arrive.expect_tx (PTX ISA, mbarrier tx-count
+    range); the pending arrival keeps the phase open meanwhile."""
+
+    def complete_tx(self, nbytes):
+        self.tx -= nbytes
+        self._maybe_complete()
+
+
+@pytest.mark.parametrize("ctas", [1, 2])
+@pytest.mark.parametrize("consumers", [1, 2])
+@pytest.mark.parametrize("stages", list(W.STAGE_RANGE))
+def test_protocol_replay_across_tiles(consumers, stages, ctas):
+    rng = np.random.default_rng(100 * stages + 10 * consumers + ctas)
+    for tiles, k_tiles in ((1, 1), (1, stages + 1), (3, 2), (3, stages), (2, 2 * stages + 1)):
+        for _ in range(15):
+            assert _replay(stages, consumers, tiles, k_tiles, rng, ctas=ctas)
+
+
+@pytest.mark.parametrize("bug,error,ctas", [("parity", "overwrites|deadlock|holds", 1),
+                                            ("release_current", "overwrites|more arrivals|holds", 1),
+                                            ("swapped", "deadlock|holds|overwrites", 1),
+                                            ("local_release", "deadlock", 2),
+                                            ("local_empty", "overwrites|holds", 2)])
+def test_protocol_replay_catches_errors(bug, error, ctas):
+    rng = np.random.default_rng(11)
+    with pytest.raises(AssertionError, match=error):
+        for _ in range(200):
+            _replay(3, 2, 3, 5, rng, bug=bug, ctas=ctas)
+
+
+# ---- GPU ------------------------------------------------------------------------------------------
+
+def _gpu_configs():
+    return W.correctness_configs()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", _gpu_configs(), ids=W.config_label)
+def test_rung_matches_float64(cfg, rng):
+    for shp in W.shapes_for(cfg):
+        c = W.verify(cfg, *shp, rng=rng)
+        assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+def test_broken_protocol_ends_in_an_error_not_a_hang(rng):
+    msg = W.run_broken(1, rng=rng)
+    assert "mbarrier wait timed out" in msg and "empty barrier" in msg
+    c = W.verify(W.WSConfig(), 256, 256, 128, rng=rng)
+    assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+def test_run_ws_refuses_bad_inputs_before_launch(rng):
+    cfg = W.WSConfig()
+    a, b, bs = P.random_operands(256, 256, 128, cfg.pipeline_config(), rng)
+    with pytest.raises(W.WarpSpecializationError, match=r"^M=64: "):
+        W.run_ws(a[:64], bs, cfg)
+    with pytest.raises(W.WarpSpecializationError, match=r"^M=128: .*cluster=2"):
+        W.run_ws(a[:128], bs, W.RUNG_BY_NAME["cluster"].make("float16").replace(out_dtype="float32"))

@@ -1,0 +1,107 @@
+"""Chapter 06 on the GPU in one command: the warp-specialization ladder's checks and timings.
+
+Run from the repository root on an sm_90 machine (about 2-4 minutes on an H200):
+
+    python tools/gpu_ch06.py --out $OUT            # everything; details under $OUT
+    python tools/gpu_ch06.py --out $OUT --record   # ... and write
+                                                   #     data/<gpu>/warp_specialization.json
+                                                   #     (copied to $OUT)
+    python tools/gpu_ch06.py --quick               # compile + correctness only
+    python tools/gpu_ch06.py --rungs 1-5 ...       # only some rungs (e.g. after a failure)
+
+In order: (1) every rung's variants compiled in parallel processes (runtime.precompile), with the
+registers per role (entry / producer / consumers after setmaxnreg) and spills printed; (2) every
+rung (fp16 and bf16, B K-major and MN-major, fp32 and input-dtype output, rung 4's whole tile
+sweep, the persistent and cluster rungs on 2048×4096×512 = 256 tiles of 128×256, more than
+the SMs) against float64 on fresh random inputs with a poisoned output and an elementwise bound,
+stopping at the first failure, which is printed; the deliberately broken variant must end in an
+error, not a hang;
+(3) every rung at 4096³ and 8192³, fp16 and bf16, beside cuBLAS timed in the same run (medians);
+each timed output checked on sampled rows. The ladder table (rung, TFLOP/s, of cuBLAS, prediction)
+comes last, after the registers per role and the traces of rungs 3, 5, 6, 7 (fp16, first size:
+Tensor Core use, math in flight, waiting on full barriers). Equivalent pytest run of the checks:
+``pytest -q -m gpu tests/test_warp_specialization.py``.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from asynctc import warp_specialization as W  # noqa: E402
+from asynctc.core import records, runtime  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "out_ch06"),
+                    help="folder for results.json (default: $OUT)")
+    ap.add_argument("--record", action="store_true",
+                    help="write data/<gpu>/warp_specialization.json")
+    ap.add_argument("--quick", action="store_true", help="compile + correctness only")
+    ap.add_argument("--rungs", default="",
+                    help="only these rungs, e.g. 1-5 (default: all; for a rerun without a failing "
+                         "rung)")
+    ap.add_argument("--sizes", default=",".join(map(str, W.LADDER_SIZES)),
+                    help="square sizes of the ladder, comma-separated")
+    args = ap.parse_args()
+    t0 = time.time()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not runtime.runs_live("sm_90a"):
+        print(f"no live sm_90a GPU: {runtime.why_not_live('sm_90a')}")
+        return 2
+    info = runtime.device_info()
+    print(f"{info.name}, {info.sm_count} SMs, max SM clock {info.max_sm_clock_khz / 1000:.0f} MHz, "
+          f"smem opt-in {info.smem_optin_bytes} B, NVRTC "
+          f"{'.'.join(map(str, runtime.nvrtc_version()))}", flush=True)
+
+    def say(s):
+        print(f"[{time.time() - t0:6.1f}s] {s}", flush=True)
+
+    if args.quick:
+        rungs = W.parse_rungs(args.rungs)
+        cfgs = [c for c in W.correctness_configs() if W.rung_of(c) in rungs]
+        jobs = list({repr(W.compile_job(c)): W.compile_job(c) for c in cfgs}.values())
+        say(f"compiling {len(jobs)} variants")
+        runtime.precompile(jobs)
+        try:
+            rows = W.check_all(cfgs, progress=say)
+            say(f"broken variant: {W.run_broken(1)}")
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            say("FAILED (first failure above)")
+            return 1
+        (out_dir / "checks.json").write_text(json.dumps(rows, indent=1))
+        say(f"{len(rows)} checks passed, worst |C-ref|/bound "
+            f"{max(r['worst_ratio'] for r in rows):.3f}")
+        return 0
+
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    try:
+        rec = records.measure("warp_specialization",
+                              lambda: W.measure_ladder(progress=say, sizes=sizes,
+                                                       rungs=args.rungs))
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        say("FAILED (first failure above); nothing recorded")
+        return 1
+    (out_dir / "results.json").write_text(json.dumps(rec.to_json(), indent=1))
+    say(f"wrote {out_dir / 'results.json'}")
+    if args.record:
+        path = records.save(rec)
+        shutil.copy(path, out_dir / path.name)   # $OUT comes back from the GPU machine; data/ not
+        print("wrote", path, "and", out_dir / path.name)
+    print()
+    print(W.summarize_ladder(rec))
+    say("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
