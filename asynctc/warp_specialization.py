@@ -147,6 +147,14 @@ class WSConfig:
         if self.cluster == 2 and self.bn < 128:
             _fail("bn", self.bn, "with cluster=2 each CTA multicasts half of B: bn must be ≥ 128 "
                                  "(whole 64-column boxes when B is MN-major)")
+        if self.cluster == 2 and self.b_major == "MN":
+            # Measured, not derived: on the H200 (2026-11-30, tools/gpu_ch06.py --quick) every
+            # cluster=2 variant with B given K×N (MN-major) computed wrong tiles (CTA rows from 128
+            # on, half of them unwritten), while the same variants with B K-major were right. Until
+            # the multicast of an MN-major B half is fixed and re-checked, it is refused here.
+            _fail("b_major", self.b_major, "cluster=2 with an MN-major B (K×N) gave wrong results on "
+                                           "the H200 and is refused until fixed: give B as N×K "
+                                           "(b_major='K')")
         try:
             self.pipeline_config().validate(smem_limit)
         except WarpSpecializationError:
@@ -833,21 +841,28 @@ def correctness_configs() -> list:
     tma_store); rung 4's whole sweep; more persistent / cluster / tma_store tiles; the traced
     rungs (fp16)."""
     out = []
+
+    def add(make):
+        try:
+            c = make()
+        except WarpSpecializationError:      # a combination validation refuses (e.g. cluster + MN B)
+            return
+        if c not in out:
+            out.append(c)
     for dt in DTYPES:
         for r in RUNGS:
             base = r.make(dt)
             for bmaj in B_MAJORS:
                 for odt in (("float32", dt) if not getattr(base, "tma_store", False) else (dt,)):
-                    c = dataclasses.replace(base, b_major=bmaj, out_dtype=odt)
-                    if c not in out:
-                        out.append(c)
-        out += [c for c in tile_sweep_configs(dt) if c not in out]
-        out.append(_persistent(dt).replace(bm=256, bn=128))
-        out.append(_cluster(dt).replace(persistent=False))
-        out.append(_cluster(dt).replace(bm=256, bn=128))
-        out.append(_persistent(dt).replace(tma_store=True))
-        out.append(_ws2(dt).replace(tma_store=True, bm=256, bn=128))
-        out.append(_tma_store(dt).replace(b_major="MN", bm=256, bn=128))
+                    add(lambda: dataclasses.replace(base, b_major=bmaj, out_dtype=odt))
+        for c in tile_sweep_configs(dt):
+            add(lambda: c)
+        add(lambda: _persistent(dt).replace(bm=256, bn=128))
+        add(lambda: _cluster(dt).replace(persistent=False))
+        add(lambda: _cluster(dt).replace(bm=256, bn=128))
+        add(lambda: _persistent(dt).replace(tma_store=True))
+        add(lambda: _ws2(dt).replace(tma_store=True, bm=256, bn=128))
+        add(lambda: _tma_store(dt).replace(bm=256, bn=128))
     out += [RUNGS[n - 1].make("float16").replace(trace=True) for n in TRACED_RUNGS]
     return out
 

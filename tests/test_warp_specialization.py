@@ -203,7 +203,9 @@ def test_cluster_shapes_grid_and_boxes():
     assert W.grid_size(cfg, 4096, 4096, sm_count=132) == 132
     assert W.grid_size(cfg, 4096, 4096, sm_count=133) == 132      # whole clusters
     assert cfg.b_load_box.tensor_map_args()["box_dim"] == (128, 64)  # half of B's 256 rows
-    assert cfg.replace(b_major="MN").b_load_box.tensor_map_args()["box_dim"] == (64, 64)
+    # MN-major B with a cluster computed wrong tiles on the H200: refused until fixed
+    with pytest.raises(W.WarpSpecializationError, match=r"b_major='MN'.*wrong results on the H200"):
+        cfg.replace(b_major="MN")
     assert cfg.replace(cluster=1).b_load_box.tensor_map_args()["box_dim"] == (256, 64)
     # the multicast half lands where chapter 05's full box put those rows: K-major rows are 128
     # bytes, so half a box is bn/2 · 128 bytes further, on the 1024-byte swizzle repeat
@@ -259,6 +261,8 @@ def test_correctness_matrix_covers_every_rung():
             base = r.make(dt)
             for bmaj in W.B_MAJORS:
                 for odt in (dt,) if getattr(base, "tma_store", False) else ("float32", dt):
+                    if bmaj == "MN" and getattr(base, "cluster", 1) == 2:
+                        continue          # refused by validation (wrong on the H200), see WSConfig
                     assert base.replace(b_major=bmaj, out_dtype=odt) in cc
     for dt in W.DTYPES:
         for c in W.tile_sweep_configs(dt):
