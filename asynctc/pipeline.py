@@ -1165,13 +1165,16 @@ def cublas_row(results: dict, dtype: str, size: int) -> dict | None:
                  and r["size"] == size), None)
 
 
-_SUPERSCRIPT = {1: " ", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸"}
+def _occupancy_mark(resident: int | None) -> str:
+    """Four characters after a TFLOP/s cell: " (n)" when n ≥ 2 CTAs were resident per SM (the
+    driver's occupancy query), blanks otherwise (one CTA, or no query in the record)."""
+    return f" ({resident})" if resident and resident > 1 else "    "
 
 
 def depth_table(results: dict) -> str:
     """TFLOP/s by stages (columns) for every tile, dtype and size, with cuBLAS and the best ratio."""
     lines = [f"{'size':>5s} {'dtype':9s} {'tile':20s} " +
-             " ".join(f"{'s' + str(s):>6s}" for s in STAGE_RANGE) + f" {'cuBLAS':>7s} {'best/cuBLAS':>11s}"]
+             " ".join(f"{'s' + str(s):>8s}" for s in STAGE_RANGE) + f" {'cuBLAS':>7s} {'best/cuBLAS':>11s}"]
     for size in sorted({r["size"] for r in results["sweep"]}):
         for dt in SWEEP_DTYPES:
             cb = cublas_row(results, dt, size)
@@ -1182,14 +1185,15 @@ def depth_table(results: dict) -> str:
                         and r["dtype"] == dt and r["size"] == size and r["tile"] == tile}
                 by = {s: r["tflops"] for s, r in rows.items()}
                 cells = " ".join(
-                    (f"{by[s]:5.0f}" + _SUPERSCRIPT.get(rows[s].get("resident_ctas") or 1, "⁺"))
-                    if s in by else f"{'-':>6s}" for s in STAGE_RANGE)
+                    (f"{by[s]:4.0f}" + _occupancy_mark(rows[s].get("resident_ctas")))
+                    if s in by else f"{'-':>4s}    " for s in STAGE_RANGE)
                 best = max(by.values())
                 ratio = f"{best / cb['tflops']:11.2f}" if cb else f"{'':11s}"
                 lines.append(f"{size:5d} {dt:9s} {tile:20s} {cells} "
                              f"{cb['tflops'] if cb else float('nan'):7.0f} {ratio}")
     if any((r.get("resident_ctas") or 1) > 1 for r in results["sweep"]):
-        lines.append("²/³/⁴…: that many CTAs resident per SM (the driver's occupancy query)")
+        lines.append("(n): n CTAs resident per SM (the driver's occupancy query for that kernel); "
+                     "no mark: one. /2cta: launch bounds asking for 2 resident CTAs per SM")
     return "\n".join(lines)
 
 
@@ -1315,30 +1319,48 @@ def plot_trace(trace: dict, title: str = "", record=None, k_max: int | None = No
     return fig
 
 
+#: Markers and line styles of the tiles in :func:`plot_depth` (a /2cta variant shares its base
+#: tile's colour, with hollow markers and a dashed line, so that it is not hidden under it).
+_TILE_MARKERS = {"128x128x64/c1": "o", "128x128x64/c2": "s", "128x256x64/c2": "D", "256x128x64/c2": "^"}
+
+
 def plot_depth(results: dict, dtype: str = "float16", record=None):
-    """TFLOP/s against the number of stages, one line per (tile, size), cuBLAS of each size as a
-    dashed line — from a ``pipeline`` record's results."""
+    """TFLOP/s against the number of stages: one panel per GEMM size, one line per tile (distinct
+    marker and colour; a ``/2cta`` variant — launch bounds asking for two resident CTAs per SM — in
+    its base tile's colour, hollow markers, dashed), the panel's cuBLAS (``dtype``, that size) as a
+    labelled horizontal line — from a ``pipeline`` record's results. Returns the figure."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(9.5, 4.2), dpi=80, layout="constrained")
     sizes = sorted({r["size"] for r in results["sweep"]})
-    styles = ["-", "--", ":"]
-    for i, size in enumerate(sizes):
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5.2 * len(sizes) + 2.2, 4.2), dpi=80,
+                             layout="constrained", sharey=True, squeeze=False)
+    bases = sorted({r["tile"].split("/2cta")[0] for r in results["sweep"] if r["kernel"] == "pipeline"})
+    colour = {b: f"C{j}" for j, b in enumerate(bases)}
+    for ax, size in zip(axes[0], sizes):
         tiles = sorted({r["tile"] for r in results["sweep"] if r["kernel"] == "pipeline"
                         and r["size"] == size and r["dtype"] == dtype})
-        for j, tile in enumerate(tiles):
+        for tile in tiles:
+            base = tile.split("/2cta")[0]
+            two = tile.endswith("/2cta")
             pts = sorted((r["stages"], r["tflops"]) for r in results["sweep"]
                          if r["kernel"] == "pipeline" and r["size"] == size and r["dtype"] == dtype
                          and r["tile"] == tile)
-            ax.plot(*zip(*pts), marker="o", ls=styles[i % 3], color=f"C{j}",
-                    label=f"{tile}, {size}³")
+            ax.plot(*zip(*pts), marker=_TILE_MARKERS.get(base, "v"), ms=8 if two else 5,
+                    mfc="white" if two else colour[base], mew=1.5, ls="--" if two else "-",
+                    color=colour[base], label=tile + (" (2 CTAs/SM asked)" if two else ""))
         cb = cublas_row(results, dtype, size)
         if cb:
-            ax.axhline(cb["tflops"], color="k", ls=styles[i % 3], lw=1,
-                       label=f"cuBLAS {size}³: {cb['tflops']:.0f}")
-    ax.set_xlabel("stages in the ring")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_xticks(list(STAGE_RANGE))
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"Pipelined TMA + wgmma GEMM, {dtype}: throughput by ring depth" +
+            ax.axhline(cb["tflops"], color="k", ls=":", lw=1.2,
+                       label=f"cuBLAS {dtype}: {cb['tflops']:.0f}")
+            ax.annotate(f"cuBLAS {dtype} {size}³", (1, cb["tflops"]), xytext=(0, 3),
+                        textcoords="offset points", fontsize=7)
+        ax.set_xlabel("stages in the ring")
+        ax.set_xticks(list(STAGE_RANGE))
+        ax.set_title(f"{size}³", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("TFLOP/s")
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    axes[0][-1].legend(handles, [lab.split(":")[0] if lab.startswith("cuBLAS") else lab for lab in labels],
+                       fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"Pipelined TMA + wgmma GEMM, {dtype}: throughput by ring depth" +
                  (f"\n{record.label()}" if record is not None else ""), fontsize=10)
     return fig

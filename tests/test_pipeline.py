@@ -417,6 +417,24 @@ def test_figures_draw_from_data():
              "stages": s, "tflops": 100.0 * s} for s in (1, 2, 3, 4)]}
     fig = P.plot_depth(res)
     assert len(fig.axes[0].lines) == 2
+    # a /2cta series is drawn distinct from its base (hollow markers), cuBLAS labelled per dtype
+    res["sweep"] += [dict(r, tile="128x256x64/c2/2cta", tflops=r["tflops"]) for r in res["sweep"][1:3]]
+    fig = P.plot_depth(res)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
+    two = next(ln for lab, ln in lines.items() if lab.startswith("128x256x64/c2/2cta"))
+    assert two.get_markerfacecolor() == "white" and two.get_linestyle() == "--"
+    assert any(lab.startswith("cuBLAS float16") for lab in lines)
+    table = P.depth_table(res | {"sweep": [dict(r, resident_ctas=3) if r.get("stages") == 1 else r
+                                           for r in res["sweep"]]})
+    assert " 100 (3)" in table and "³" not in table
+
+
+def test_depth_table_marks_occupancy_without_superscripts():
+    res = {"sweep": [{"kernel": "cuBLAS", "dtype": "float16", "size": 4096, "tflops": 700.0}] +
+           [{"kernel": "pipeline", "dtype": "float16", "size": 4096, "tile": "128x128x64/c1",
+             "stages": s, "tflops": 513.0, "resident_ctas": 3 if s == 1 else 1} for s in (1, 2)]}
+    lines = P.depth_table(res).splitlines()
+    assert "513 (3)" in lines[1] and "513    " in lines[1] and "CTAs resident per SM" in lines[-1]
 
 
 # ---- the ring protocol, executed step by step in Python (CPU) ----------------------------------------

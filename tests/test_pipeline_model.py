@@ -322,3 +322,22 @@ def test_find_the_bug_exercise(variant, capsys):
     assert "not quite — " in capsys.readouterr().out
     with pytest.raises(AssertionError, match="wrong"):
         exercises.check("ch05.find_bug", wrong, diagnosis=d, solution=True)
+
+
+def test_frozen_params_reproduce_the_frozen_prediction():
+    """The model run on the inputs listed in H200_PREDICTION gives the frozen table's TFLOP/s."""
+    import re
+    hw = pl.frozen_params()
+    assert hw.clock_mhz == 1713 and hw.l2_bytes_per_clk is None and hw.ctas_per_sm == 1
+    frozen = {int(s): int(t) for s, t in re.findall(r"^\| (\d) \| \d \| \d+ \| \w+ \| \d+ \| (\d+) \|",
+                                                      pl.H200_PREDICTION, re.M)}
+    assert len(frozen) == 6
+    assert {r["stages"]: round(r["tflops"]) for r in pl.predict_depth_sweep(hw)} == frozen
+
+
+def test_find_bug_exercise_hides_one_variant():
+    shown = pl.shown_variants()
+    assert len(shown) == len(pl.VARIANTS) - 1
+    hidden = (set(pl.VARIANTS) - set(shown)).pop()
+    assert pl.mystery_diagnosis() == pl.simulate(**pl.BUG_HUNT, protocol=hidden).diagnosis
+    assert pl._find_bug(pl.mystery_diagnosis()) == hidden

@@ -30,12 +30,14 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+import re
 from typing import Iterable, NamedTuple, Sequence
 
 #: Largest |tx-count| and largest arrival count of an mbarrier: 2^20 − 1 (PTX ISA, "Contents of
 #: the mbarrier object": tx-count −(2^20 − 1) … 2^20 − 1, expected arrival count 1 … 2^20 − 1).
 MBARRIER_LIMIT = (1 << 20) - 1
-#: Shared memory one CTA may use on sm_90 (CUDA C++ Programming Guide, compute capability 9.0: 227 KB).
+#: Shared memory one CTA may use on sm_90 with the opt-in attribute (CUDA C++ Programming Guide,
+#: compute capability 9.0: 227 KiB per block; the SM itself has 228 KiB, 1 KiB of it reserved per CTA).
 SMEM_PER_CTA = 227 * 1024
 #: Threads per warpgroup.
 WARPGROUP = 128
@@ -587,7 +589,7 @@ def predict_depth_sweep(params: HardwareParams | None = None, m: int = 4096, n: 
                         k: int = 4096, tile: Tile = Tile(), consumers: int = 2, wait_pending: int = 1,
                         stages: Iterable[int] = range(1, 7)) -> list[dict]:
     """Predicted throughput of an m × n × k GEMM against the number of stages. One row per S:
-    ``stages``, ``wait_pending`` (min(P, S − 1)), ``smem_bytes``, ``fits`` (≤ 227 KB per CTA),
+    ``stages``, ``wait_pending`` (min(P, S − 1)), ``smem_bytes``, ``fits`` (≤ 227 KiB per CTA),
     ``cycles`` per CTA tile, ``tflops_per_sm``, ``tflops`` (GPU, with the last wave's tail),
     ``math_fraction``, ``full_wait_cycles``. ``params`` default: :meth:`HardwareParams.from_records`."""
     hw = params or HardwareParams.from_records(tile, m, n)
@@ -681,6 +683,24 @@ Parameters:
 - epilogue_cycles = 2048: assumption: C tile at ~32 B/clock of stores
 """
 
+
+
+def frozen_params() -> HardwareParams:
+    """The :class:`HardwareParams` the frozen :data:`H200_PREDICTION` was made with, read back from
+    its "Parameters:" list (so the model can be re-run on the inputs of the prediction, whatever
+    today's records say). Raises ``ValueError`` if a field is missing from that list."""
+    got = dict(re.findall(r"^- (\w+) = ([^:]+):", H200_PREDICTION, re.M))
+    kw = {}
+    for f in dataclasses.fields(HardwareParams):
+        if f.name == "sources":
+            continue
+        if f.name not in got:
+            raise ValueError(f"H200_PREDICTION lists no parameter {f.name!r}")
+        v = got[f.name].strip()
+        kw[f.name] = None if v == "None" else (int(v) if f.type in (int, "int") else float(v))
+    return HardwareParams(**kw, sources={k: "frozen in H200_PREDICTION" for k in kw})
+
+
 # ---- figures ------------------------------------------------------------------------------------
 
 _STYLE = {  # kind: (colour, legend label)
@@ -749,19 +769,20 @@ def plot_depth_sweep(predicted: Sequence[dict], measured=None, title: str = "Thr
         ax.plot([r["stages"]], [r["tflops"]], "o", color="tab:blue",
                 mfc="tab:blue" if r["fits"] else "white")
     if any(not r["fits"] for r in predicted):
-        ax.plot([], [], "o", color="tab:blue", mfc="white", label="does not fit in 227 KB of shared memory")
+        ax.plot([], [], "o", color="tab:blue", mfc="white",
+                label="does not fit: over 227 KiB per CTA (opt-in limit; the SM has 228 KiB)")
     if measured:
         pts = sorted(measured.items()) if isinstance(measured, dict) else sorted(
             (r["stages"], r["tflops"]) for r in measured)
-        ax.plot(*zip(*pts), "s-", color="tab:green",
-                label="measured" + (f" ({record.label()})" if record is not None else ""))
+        ax.plot(*zip(*pts), "s-", color="tab:green", label="measured on the GPU")
     ax.set_xticks(xs)
     ax.set_xlabel("stages S")
     ax.set_ylabel("TFLOP/s")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title + (f"\nmeasured points: {record.label()}" if measured and record is not None else ""),
+                 fontsize=10)
     return fig
 
 
@@ -829,6 +850,21 @@ def _pending_hint(answer, stages: int = 4, consumers: int = 1):
 def _groups_pending(stages: int = 4, consumers: int = 1) -> int:
     runs = {p: simulate(stages, p, consumers, 32) for p in (0, 1)}
     return max(runs, key=lambda p: runs[p].math_fraction)
+
+
+#: The variant exercise 4 hides (chosen here so that the notebook's source does not name it).
+_MYSTERY = "arrive_count_too_big"
+
+
+def shown_variants() -> dict:
+    """:data:`VARIANTS` less the one the find-the-bug exercise hides: {name: what it breaks}."""
+    return {k: v for k, v in VARIANTS.items() if k != _MYSTERY}
+
+
+def mystery_diagnosis():
+    """The diagnosis (:class:`Deadlock` or :class:`Race`) of the hidden variant on the
+    :data:`BUG_HUNT` schedule — the find-the-bug exercise's question, without its name."""
+    return simulate(**BUG_HUNT, protocol=_MYSTERY).diagnosis
 
 
 def _bug_hint(answer, diagnosis):

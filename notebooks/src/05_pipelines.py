@@ -129,6 +129,22 @@ notebook.show_source("pipeline.cu", start=r"^// ---- the producer's half",
                      end=r"^// No ordinary access to the accumulators")
 
 # %% [markdown]
+# **How the tables and figures name a configuration**, e.g. `float16 128x256x64/c2 s4 B:K wait1`:
+#
+# * `128x256x64` — the CTA tile BM×BN×BK (BK = 64: one k-tile); `c1` / `c2` — one or two consumer
+#   warpgroups share it, each computing BM / c rows of C.
+# * `/2cta` — the kernel's `__launch_bounds__` ask for **two resident CTAs per SM**
+#   (`ctas_per_sm=2`, so ptxas keeps registers low enough for two): two independent CTAs on one SM,
+#   *not* a CTA pair or a cluster (those share data; these do not).
+# * `s4` — S = 4 stages in the ring. `B:K` / `B:MN` — B stored K-major (N×K) or MN-major (K×N).
+# * `wait1` / `wait0` — the loop's `wgmma.wait_group(1)` or `(0)`: one wgmma group left pending,
+#   or none.
+# * `l2:256B` — **L2 promotion** of 256 bytes: the tensor maps ask the TMA unit to fetch L2 lines
+#   in 256-byte units (`CU_TENSOR_MAP_L2_PROMOTION_L2_256B`; host side only, same cubin).
+# * `trace` — the in-kernel timeline recording (section 5c) is on; `out:float16` — C's dtype.
+# * `(2)` or `(3)` after a TFLOP/s number — that many CTAs were resident per SM (the driver's
+#   occupancy query for that kernel); no mark: one.
+#
 # In SASS: `UTMALDG` (TMA loads), `SYNCS.*` (mbarrier init / arrive / try_wait), `HGMMA` (wgmma;
 # static count, the loop body is not unrolled over k-tiles) and `WARPGROUP.ARRIVE` /
 # `WARPGROUP.DEPBAR` (`wgmma.fence` / `wait_group`). Registers per thread and shared memory per CTA
@@ -210,6 +226,17 @@ assert all(c["passed"] for c in checks)
 # %% [markdown]
 # ## 5. The model first, then the GPU
 #
+# **Exercise 3 — predict before you look** (the model's prediction and the record below answer
+# it, so answer first). Section 3's loop calls `wgmma.wait_group<kPending>`. With S = 6 stages and a
+# **single** consumer warpgroup, how many groups should it leave pending (0 or 1) to keep the math
+# going while the next stage is released and refilled? Reason it out; you may then run
+# `mp.simulate(6, p, 1, 32)` for p = 0 and 1 and compare `math_fraction`. Replace `...`:
+
+# %%
+answer = ...
+ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
+
+# %% [markdown]
 # ### 5a. The prediction, as written before the kernel first ran
 #
 # `asynctc.models.pipeline` runs the protocol above as a discrete-event simulation: mbarrier
@@ -223,34 +250,51 @@ print(mp.H200_PREDICTION)
 
 # %% [markdown]
 # The model's schedule for one CTA tile (64 k-tiles of a 4096³ GEMM), the first 10 k-tiles, at
-# depth 1, 2 and 4. Each consumer row shows its waits on full barriers (lower half) and its wgmma
-# groups in flight (upper half); the tma row has one sub-row per stage.
+# depth 1, 2 and 4, run on the inputs the prediction was frozen with (`mp.frozen_params()`, read
+# back from its parameter list). Each consumer row shows its waits on full barriers (lower half)
+# and its wgmma groups in flight (upper half); the tma row has one sub-row per stage.
 
 # %% output varies
-hw = mp.HardwareParams.from_records()
+hw_frozen = mp.frozen_params()
+hw = mp.HardwareParams.from_records()        # today's records: used for the fits of section 5d
 K_TILES, SHOW = 64, 10
 model_runs = {}
 fig, axes = plt.subplots(3, 1, figsize=(10, 7.5), dpi=72, layout="constrained")
 for ax, S in zip(axes, (1, 2, 4)):
-    sc = mp.simulate(S, min(1, S - 1), 2, K_TILES, hw)
+    sc = mp.simulate(S, min(1, S - 1), 2, K_TILES, hw_frozen)
     model_runs[S] = sc
     mp.plot_timeline([s for s in sc.spans if s.k < SHOW and s.kind != "epilogue"], ax=ax,
-                     title=f"MODEL: S = {S}, wait_group({sc.wait_pending}), 2 consumers, first {SHOW} k-tiles")
+                     title=f"MODEL (frozen inputs): S = {S}, wait_group({sc.wait_pending}), 2 consumers, "
+                           f"first {SHOW} k-tiles")
 plt.show()
 for S, sc in model_runs.items():
     print(sc.summary())
+frozen = {int(r[0]): float(r[1]) for r in re.findall(r"^\| (\d) \| \d \| \d+ \| \w+ \| \d+ \| (\d+) \|",
+                                                   mp.H200_PREDICTION, re.M)}
+rerun = {S: model_runs[S].tflops_gpu(4096, 4096) for S in (2, 4)}
+today = {r["stages"]: r["tflops"] for r in mp.predict_depth_sweep(hw, stages=(2, 4))}
+assert all(round(rerun[S]) == frozen[S] for S in (2, 4)), (rerun, frozen)
+print(f"On its frozen inputs the model reproduces the frozen table: S = 2: {rerun[2]:.0f}, S = 4: "
+      f"{rerun[4]:.0f} TFLOP/s (the table counts the last wave's tail; a summary line's 'on "
+      f"{hw_frozen.sm_count} SMs' does not). On today's re-measured records ({hw.clock_mhz:.0f} MHz instead "
+      f"of {hw_frozen.clock_mhz:.0f}, {hw.tma_bytes_per_clk:.2f} DRAM B/clock/SM instead of "
+      f"{hw_frozen.tma_bytes_per_clk:.2f}) the same model gives {today[2]:.0f} and {today[4]:.0f}: its inputs "
+      "changed, not the model. The comparison with the GPU stays with the frozen table.")
 
 # %% [markdown]
 # ### 5b. The GPU: the depth sweep
 #
 # `python -m asynctc record pipeline` swept 1–6 stages (as many as fit in shared memory) for three
-# tiles, fp16 and bf16, at 4096³ and 8192³, with cuBLAS timed in the same run. The superscript in
-# the table marks rows where the driver reported two or more resident CTAs per SM (where the record
-# has that field).
+# tiles, fp16 and bf16, at 4096³ and 8192³, with cuBLAS timed in the same run — and, for the two
+# 128×128 tiles, their `/2cta` builds (launch bounds asking for two resident CTAs per SM; see the
+# labels in section 3) at S = 1–3, where two such CTAs fit. One panel per size; a `/2cta` series is
+# drawn hollow in its base tile's colour (where it lies on top of its base, the launch bound
+# changed nothing). In the table, "(n)" after a number: n CTAs resident per SM.
 
 # %% output varies
 fig = pl.plot_depth(res, "float16", record=rec)
 plt.show()
+print(rec.label())
 print(pl.depth_table(res))
 
 # %% [markdown]
@@ -328,6 +372,7 @@ per_k = {S: m["mean"]["loop_cycles"] / m["k_tiles"] for S, m in metrics.items()}
 kt_peak = pl.ktile_peak_cycles(pl.PipelineConfig(bm=128, bn=256, consumers=2))
 gpu_sum = {S: mp.span_summary(gpu_spans(t["cta0"], 10 ** 6)) for S, t in gpu_traces.items()}
 mod_sum = {S: mp.span_summary(sc.spans) for S, sc in model_runs.items()}
+print(f"predicted: frozen H200_PREDICTION; measured and GPU columns: {rec.label()}")
 print(f"{'S':>2s} {'predicted':>9s} {'measured':>9s} {'GPU cyc/k-tile':>14s} {'GPU wait_full':>13s} "
       f"{'GPU TMA cyc':>11s} {'model TMA cyc':>13s}")
 for S in sorted(meas):
@@ -434,17 +479,6 @@ ok = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
 #
 # ## 6. What moved and why
 #
-# **Exercise 3 — predict before you look.** Section 3's loop calls `wgmma.wait_group<kPending>`.
-# With S = 6 stages and a **single** consumer warpgroup, how many groups should it leave pending (0
-# or 1) to keep the math going while the next stage is released and refilled? Answer with the
-# model's verdict in mind (you may run `mp.simulate(6, p, 1, 32)` for p = 0 and 1 and compare
-# `math_fraction`). Replace `...`:
-
-# %%
-answer = ...
-ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
-
-# %% [markdown]
 # Now the record: the best depth of each tile, `wait_group` 0 against 1, the cost of tracing, and
 # the two tiles against each other (fp16, 4096³; the full table is `pl.variants_table(res)`).
 
@@ -461,6 +495,7 @@ def row(tile, S, **kw):
 
 
 tiles_measured = ("128x256x64/c2", "128x128x64/c2", "128x128x64/c1")
+print(f"{rec.label()}, {DT}, {SIZE}³:")
 print(f"{'tile':16s} {'S':>2s} {'wait1':>6s} {'wait0':>6s} {'w0/w1':>6s} {'trace':>6s} {'trace cost':>10s}")
 for tile in tiles_measured:
     for S in range(1, 7):
@@ -517,18 +552,24 @@ notebook.claim(abs(cost_big) < 0.03 and min(cost_small) > 0.10,
                "one CTA per SM, so the CTA count alone does not explain it; the record does not say what "
                "the recording costs there (an open question, not an answer).", big=cost_big,
                small=cost_small)
+ktile = {bn: (pl.PipelineConfig(bm=128, bn=bn, consumers=2).stage_bytes, 2 * 128 * bn * pl.BK)
+         for bn in (256, 128)}                      # bytes loaded, FLOP computed per k-tile
+per_flop = {bn: b / f for bn, (b, f) in ktile.items()}
 ok = notebook.claim(best[big]["tflops"] > 1.05 * max(best[t]["tflops"] for t in tiles_measured[1:]),
                f"Tile: 128×256 reaches {best[big]['tflops']:.0f} TFLOP/s, 128×128 at best "
                f"{max(best[t]['tflops'] for t in tiles_measured[1:]):.0f}: per k-tile 128×256 loads "
-               "48 KiB for 4.2 MFLOP, 128×128 32 KiB for 2.1 MFLOP — 1.5× the bytes per FLOP on a path "
-               "that is already the limit.", big=best[big]["tflops"])
+               f"{ktile[256][0] // 1024} KiB for {ktile[256][1] / 1e6:.1f} MFLOP, 128×128 "
+               f"{ktile[128][0] // 1024} KiB for {ktile[128][1] / 1e6:.1f} MFLOP — "
+               f"{per_flop[128] / per_flop[256]:.2f}× the bytes per FLOP on a path that is already the limit.",
+               big=best[big]["tflops"])
 
 # %% [markdown]
 # **Depth mixed with occupancy.** The 128×128 curves do not plateau: they peak at S = 3 and drop at
 # S = 4. Two CTAs fit on one SM only while 2 × (their shared memory + 1 KiB reserved) ≤ 228 KiB and
-# 2 × registers × threads ≤ 64 K (registers allocated in units of 8 per thread). The record predates
-# the per-row occupancy query (`resident_ctas`), so the cell computes the fit from shared memory and
-# the record's register counts, and checks it against every 128×128 curve of the record:
+# 2 × registers × threads ≤ 64 K (registers allocated in units of 8 per thread). The record keeps,
+# for every pipelined row, the driver's occupancy query (`resident_ctas`; the cuBLAS rows have none:
+# their kernel is not ours to query). The cell computes the fit from shared memory and the record's
+# register counts, checks it against that query, and then against every 128×128 curve:
 
 # %% output varies
 def two_fit(S, tile):
@@ -539,8 +580,17 @@ def two_fit(S, tile):
             and 2 * (-(-nreg // 8) * 8) * 128 * consumers <= pl.REGS_PER_SM)
 
 
+print(rec.label())
 for tile in tiles_measured:
-    print(f"{tile}: two CTAs per SM at S =", [S for S in range(1, 7) if two_fit(S, tile)])
+    print(f"{tile}: two CTAs per SM at S =", [S for S in range(1, 7) if two_fit(S, tile)], "| resident "
+          "CTAs per SM (record, fp16 4096³):", {r["stages"]: r["resident_ctas"] for r in res["sweep"]
+                                                if r["kernel"] == "pipeline" and r["tile"] == tile
+                                                and r["dtype"] == "float16" and r["size"] == 4096})
+pipe_rows = [r for r in res["sweep"] if r["kernel"] == "pipeline" and "/2cta" not in r["tile"]]
+assert all(r.get("resident_ctas") is not None for r in pipe_rows)
+assert all(r.get("resident_ctas") is None for r in res["sweep"] if r["kernel"] == "cuBLAS")
+assert all((r["resident_ctas"] >= 2) == two_fit(r["stages"], r["tile"]) for r in pipe_rows), \
+    "the shared-memory/register fit disagrees with the driver's occupancy query"
 last_two = max(S for S in range(1, 7) if two_fit(S, "128x128x64/c2"))
 assert last_two == max(S for S in range(1, 7) if two_fit(S, "128x128x64/c1"))
 assert not any(two_fit(S, big) for S in range(1, 5))
@@ -559,11 +609,12 @@ ok = notebook.claim(all(b < a for *_, a, b in drops),
                drops=[round(1 - b / a, 3) for *_, a, b in drops])
 
 # %% [markdown]
-# **The goal of issue 10**: the best variant ≥ 0.80 of cuBLAS at 4096³ and ≥ 0.90 at 8192³, fp16
+# **The chapter's goal**: the best variant ≥ 0.80 of cuBLAS at 4096³ and ≥ 0.90 at 8192³, fp16
 # and bf16, cuBLAS timed in the same run (every untraced variant counts, L2 promotion included):
 
 # %% output varies
 goal = {4096: 0.80, 8192: 0.90}
+print(rec.label())
 for size in (4096, 8192):
     for dt in ("float16", "bfloat16"):
         b, cb = pl.best_row(res, dt, size, variants=True), pl.cublas_row(res, dt, size)
@@ -582,11 +633,8 @@ for size in (4096, 8192):
 # (the eighth is exercise 4's):
 
 # %%
-hidden = sorted(mp.VARIANTS)[0]
 print(f"{'variant':22s} {'diagnosis':9s} {'k-tile':>6s} {'barrier':8s} {'stage':>5s}  what")
-for name, what in mp.VARIANTS.items():
-    if name == hidden:
-        continue
+for name, what in mp.shown_variants().items():
     d = mp.simulate(**mp.BUG_HUNT, protocol=name).diagnosis
     barrier = d.barrier if isinstance(d, mp.Deadlock) else "-"
     print(f"{name:22s} {type(d).__name__:9s} {d.iteration:6d} {barrier:8s} {d.stage:5d}  {what}")
@@ -612,7 +660,7 @@ if not runtime.runs_live("sm_90a"):
 # %% [markdown]
 # ## 8. Exercises
 #
-# (Exercise 3, groups pending, is in section 6.) Wrong answers get a hint.
+# (Exercise 3, groups pending, is at the start of section 5.) Wrong answers get a hint.
 #
 # **1.** With a ring of **S = 3** stages, which parity does a consumer wait on full[13 mod 3] for
 # k-tile **13**?
@@ -630,20 +678,20 @@ answer = ...
 ok = exercises.check("ch05.empty_parity", answer, t=7, stages=3)
 
 # %% [markdown]
-# **3.** See section 6.
+# **3.** See the start of section 5.
 #
 # **4. Find the bug.** The cell below runs one of `mp.VARIANTS` — the one section 7's table left
-# out — on the `mp.BUG_HUNT` schedule and prints only its diagnosis. Which variant is it? Answer with
+# out — on the `mp.BUG_HUNT` schedule (`mp.mystery_diagnosis()`) and prints only its diagnosis. Which variant is it? Answer with
 # its name (you may run the model on candidates: `mp.simulate(**mp.BUG_HUNT, protocol=name)`).
 
 # %%
-mystery = mp.simulate(**mp.BUG_HUNT, protocol=hidden).diagnosis
+mystery = mp.mystery_diagnosis()
 print(mystery)
 answer = ...
 ok = exercises.check("ch05.find_bug", answer, diagnosis=mystery)
 
 # %% [markdown]
-# <details><summary>Solutions (run in CI)</summary>The cells below are the worked solutions.</details>
+# <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
 exercises.check("ch05.full_parity", (13 // 3) % 2, k=13, stages=3, solution=True)
@@ -666,6 +714,7 @@ ok = exercises.check("ch05.find_bug", "arrive_count_too_big", diagnosis=mystery,
 # > specialization.
 
 # %% output varies
+print(rec.label())
 for dt in ("float16", "bfloat16"):
     b, cb = pl.best_row(res, dt, 8192, variants=True), pl.cublas_row(res, dt, 8192)
     ratio = b["tflops"] / cb["tflops"]
