@@ -37,8 +37,8 @@ KW = {
     "ch05.groups_pending": dict(),
     "ch05.find_bug": dict(diagnosis=_pipeline.simulate(**_pipeline.BUG_HUNT,
                                                        protocol="wrong_empty_parity").diagnosis),
-    "ch09.tmem_columns": dict(m=128, n=256),
-    "ch09.lane_quarter": dict(warp=3),
+    "ch09.tmem_columns": dict(m=128, n=96),
+    "ch09.lane_quarter": dict(warp=6),
     "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
 }
 
@@ -55,9 +55,11 @@ MISTAKES = [
     ("ch05.empty_parity", 0, "fresh barrier"),
     ("ch05.groups_pending", 0, "gaps between the wgmma"),
     ("ch05.find_bug", "full_parity_flipped", "ends in a Race"),
-    ("ch09.tmem_columns", 128, "rows of D go to lanes"),
-    ("ch09.lane_quarter", (96, 128), "exactly 32"),
+    ("ch09.tmem_columns", 96, "power of two"),
+    ("ch09.tmem_columns", 128 * 96, "32-bit cells"),
+    ("ch09.lane_quarter", (64, 96), "exactly 32"),
     ("ch09.lane_quarter", (0, 31), "warp id mod 4"),
+    ("ch09.lane_quarter", (192, 223), "only 128 lanes"),
     ("ch09.fix_descriptor", "lbo", "SBO steps 8 rows"),
     ("ch00.intensity", 2 * n**3, "FLOP count"),
     ("ch00.intensity", 6 * n * n, "byte count"),
@@ -160,8 +162,25 @@ def test_expected_values_come_from_models():
 
 
 def test_unknown_exercise():
-    with pytest.raises(KeyError, match="no exercise"):
+    with pytest.raises(KeyError, match="no exercise.*chapters with exercises"):
         exercises.check("ch99.nothing", 1)
+    with pytest.raises(KeyError, match="no exercise 'ch05.nothing'; import asynctc.models.pipeline"):
+        exercises.check("ch05.nothing", 1)
+
+
+def test_a_fresh_session_finds_a_chapters_exercise():
+    """check('ch05.full_parity', …) before anything imported the chapter module: the checker
+    imports it (asynctc.models.pipeline) instead of failing with an empty list."""
+    import subprocess
+    import sys
+    code = ("from asynctc.core import exercises\n"
+            "import sys\n"
+            "assert 'asynctc.models.pipeline' not in sys.modules\n"
+            "assert exercises.check('ch05.full_parity', 0, k=13, stages=3)\n"
+            "assert exercises.check('ch09.lane_quarter', (64, 95), warp=6)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "[ch05.full_parity] correct" in out.stdout
 
 
 def test_every_exercise_has_a_diagnosis_and_a_row_here():
@@ -246,11 +265,11 @@ def test_an_answer_in_no_accepted_form_says_which_form(capsys, name, answer, for
 def test_missing_arguments_get_a_sentence(capsys):
     assert exercises.check("ch01.smem_bytes", 123) is False
     assert capsys.readouterr().out.strip() == (
-        "ch01.smem_bytes needs bm, bn, bk: check('ch01.smem_bytes', answer, bm=…, bn=…, bk=…)")
+        "[ch01.smem_bytes] needs bm, bn, bk: check('ch01.smem_bytes', answer, bm=…, bn=…, bk=…)")
     assert exercises.check("ch01.smem_bytes", 123, bm=128, bn=256) is False
     assert "needs bk:" in capsys.readouterr().out
     assert exercises.check("ch04.sbo", 512, swizzle=64, major="K") is False
-    assert "ch04.sbo takes swizzle, not major" in capsys.readouterr().out
+    assert "[ch04.sbo] takes swizzle, not major" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="needs bm, bn, bk"):
         exercises.check("ch01.smem_bytes", 123, solution=True)
 

@@ -163,7 +163,7 @@ def test_sdesc_round_trip_every_field():
 
 def test_sdesc_bits_against_ptx_and_cutlass():
     # PTX ISA §9.7.16.4.1 Table 'Shared memory descriptor layout'; CUTLASS UMMA::SmemDescriptor
-    # (version_ = 1 at bits [46,48), layout_type_ SWIZZLE_128B = 2 at [61,64)).
+    # (fixed 0b001 at bits 46-48, layout type SWIZZLE_128B = 2 at bits 61-63).
     d = T.Tcgen05Descriptor(0x1000, 16, 1024, "128B")
     v = d.encode()
     assert v == (0x1000 >> 4) | (1 << 16) | (64 << 32) | (1 << 46) | (2 << 61)
@@ -175,6 +175,10 @@ def test_sdesc_bits_against_ptx_and_cutlass():
     # spans are accepted for the four sm_90 modes
     assert T.Tcgen05Descriptor(0, 16, 0, 64).swizzle == "64B"
     assert D.Tcgen05Descriptor is T.Tcgen05Descriptor       # re-export for old imports
+    # one source of truth: the printed layout, the fields' table and the messages use the same bits
+    assert ("version", 46, 3) in T.SDESC_FIELDS and T.VERSION_BITS == "46-48"
+    assert "46-48 | version" in T.sdesc_layout()
+    assert any(r["bits"] == "46-48" for r in d.fields() if r["name"] == "version")
 
 
 def test_sdesc_is_the_wgmma_descriptor_plus_version():
@@ -191,7 +195,7 @@ def test_sdesc_is_the_wgmma_descriptor_plus_version():
 
 def test_each_decoder_rejects_the_other_format():
     w = D.WgmmaDescriptor(0x1000, 16, 1024, 128).encode()
-    with pytest.raises(DescriptorError, match="version \\(bits 46-47\\) = 0.*sm_90 wgmma"):
+    with pytest.raises(DescriptorError, match="version \\(bits 46-48\\) = 0b000.*sm_90 wgmma"):
         T.Tcgen05Descriptor.decode(w)
     t = T.Tcgen05Descriptor(0x1000, 16, 1024, "128B").encode()
     with pytest.raises(DescriptorError, match="bits \\[46\\].*tcgen05"):
@@ -200,8 +204,9 @@ def test_each_decoder_rejects_the_other_format():
 
 @pytest.mark.parametrize("value, match", [
     (True, "64-bit unsigned"), (1.5, "64-bit unsigned"), (-1, "outside"), (1 << 64, "outside"),
-    ((1 << 46) | (1 << 47), "version \\(bits 46-47\\) = 3"),
-] + [((1 << 46) | (1 << b), f"bits \\[{b}\\]") for b in (14, 15, 30, 31, 48, 53, 57, 60)]
+    ((1 << 46) | (1 << 47), "version \\(bits 46-48\\) = 0b011"),
+    ((1 << 46) | (1 << 48), "version \\(bits 46-48\\) = 0b101"),
+] + [((1 << 46) | (1 << b), f"bits \\[{b}\\]") for b in (14, 15, 30, 31, 53, 57, 60)]
   + [((1 << 46) | (c << 61), f"swizzle code {c}") for c in (3, 5, 7)])
 def test_sdesc_decode_rejects(value, match):
     with pytest.raises(DescriptorError, match=match) as e:

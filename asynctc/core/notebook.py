@@ -72,22 +72,29 @@ def _inline_figures() -> None:
     ip.run_line_magic("matplotlib", "inline")
 
 
-def banner(arch: str = "sm_90a") -> None:
+def banner(arch: str = "sm_90a", measured: bool = True) -> None:
     """One line: does this notebook run its kernels live here, or replay recorded data, and why.
 
+    ``measured=False`` for a chapter without a record in data/ (its numbers come from models and
+    compiled code): the line then promises no measured figures.
     Also switches matplotlib to inline rendering in a notebook kernel (see :func:`_inline_figures`).
     """
     _inline_figures()
     if os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS"):
-        line = ("STORED OUTPUTS: made in replay mode from the records in data/ when the course was "
-                f"built. Run the notebook to see what your machine does: live on an "
-                f"{arch.rstrip('a')} GPU, replay elsewhere.")
+        line = (("STORED OUTPUTS: made in replay mode from the records in data/ when the course was "
+                 f"built. Run the notebook to see what your machine does: live on an "
+                 f"{arch.rstrip('a')} GPU, replay elsewhere.") if measured else
+                ("STORED OUTPUTS: made when the course was built. This chapter has no measured "
+                 "record: its numbers come from CPU models and from kernels compiled and "
+                 "disassembled here."))
     elif runtime.runs_live(arch):
         info = runtime.device_info()
         line = f"LIVE: kernels for {arch} run on this machine's {info.name}."
     else:
         line = (f"REPLAY: {runtime.why_not_live(arch)}. Kernels are compiled and disassembled here; "
-                "measured figures come from data/ and say where and when they were measured.")
+                + ("measured figures come from data/ and say where and when they were measured."
+                   if measured else "this chapter has no measured record: its numbers come from "
+                   "CPU models."))
     print(line)
 
 

@@ -307,9 +307,9 @@ class WgmmaDescriptor:
             raise DescriptorError(f"value={value:#x}: outside 0 .. 2^64-1")
         if value & RESERVED_MASK:
             bits = [b for b in range(64) if (value & RESERVED_MASK) >> b & 1]
-            hint = (" — bit 46 is the version field of an sm_100 tcgen05 descriptor (version 1); "
-                    "decode it with asynctc.models.tcgen05.Tcgen05Descriptor.decode") \
-                if (value >> 46) & 0b11 == 1 else ""
+            hint = (" — bits 46-48 = 0b001 is the fixed \"version\" field of an sm_100 tcgen05 "
+                    "descriptor; decode it with asynctc.models.tcgen05.Tcgen05Descriptor.decode") \
+                if (value >> 46) & 0b111 == 1 else ""
             raise DescriptorError(f"value={value:#018x}: bits {bits} are set, but the sm_90 matrix "
                                   f"descriptor assigns only bits 0-13, 16-29, 32-45, 49-51, 62-63 "
                                   f"({SECTION}){hint}")

@@ -299,7 +299,7 @@ VARIANTS = {
     "expect_tx_too_large": "expect_tx announces 1024 bytes more than the two boxes deliver",
     "arrive_count_too_big": "empty barriers initialised with the consumers' thread count (128 per warpgroup)",
     "missing_empty_wait": "the producer skips the wait on empty and trusts its own wgmma.wait_group",
-    "swapped_barriers": "the producer waits on full and the consumers on empty (the seed article's names)",
+    "swapped_barriers": "the producer waits on full and the consumers on empty (full/empty named backwards, as some write-ups do)",
 }
 PROTOCOLS = ("correct",) + tuple(VARIANTS)
 

@@ -41,7 +41,7 @@ Sources (PTX ISA 9.x, chapter "Tensor Core 5th Generation Family Instructions", 
       16-29 leading dimension byte offset (or absolute address, LBO mode 1)
       30-31 reserved
       32-45 stride dimension byte offset
-      46-48 fixed 0b001     (CUTLASS names bits 46-47 the descriptor "version", 1 for Blackwell)
+      46-48 fixed 0b001     (the model's field "version", value 1; an sm_90 descriptor has 0 there)
       49-51 matrix base offset
       52    LBO mode        0 relative, 1 absolute (absolute: sm_103a)
       53-60 fixed 0
@@ -51,7 +51,7 @@ Sources (PTX ISA 9.x, chapter "Tensor Core 5th Generation Family Instructions", 
   Start address, LBO and SBO are the sm_90 fields (same bits, same 16-byte units) and the
   canonical layouts are the sm_90 ones (CUTLASS's ``make_umma_desc`` reuses the GMMA layout atoms),
   so :func:`read_addresses` delegates to :func:`asynctc.models.descriptors.read_addresses`. What differs:
-  the version bits 46-47 (so a wgmma descriptor is *not* a tcgen05 descriptor, and vice versa —
+  the fixed 0b001 in bits 46-48, the "version" (so a wgmma descriptor is *not* a tcgen05 descriptor, and vice versa —
   both decoders reject the other's values), the LBO-mode bit, and a 3-bit swizzle field whose codes
   2/4/6 are the sm_90 codes 1/2/3 shifted left by one bit, plus the new mode 1.
 
@@ -370,12 +370,44 @@ SPAN = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 _NAME_OF_SPAN = {v: k for k, v in SPAN.items()}
 
 #: (field, first bit, width) of the sm_100 shared-memory descriptor.
-SDESC_FIELDS = (("start_address", 0, 14), ("lbo", 16, 14), ("sbo", 32, 14), ("version", 46, 2),
+#: The PTX ISA's table "Shared memory descriptor layout" (§9.7.16.4.1): the one source of the bit
+#: ranges that the encoder, the decoder, their error messages and the chapter's table use.
+SDESC_FIELDS = (("start_address", 0, 14), ("lbo", 16, 14), ("sbo", 32, 14), ("version", 46, 3),
                 ("base_offset", 49, 3), ("lbo_mode", 52, 1), ("swizzle", 61, 3))
+#: What each field holds, and how it compares with the sm_90 wgmma descriptor (for tables).
+SDESC_NOTES = {
+    "start_address": ("start address >> 4", "same"),
+    "lbo": ("LBO >> 4 (or an absolute address, LBO mode 1)", "same field"),
+    "sbo": ("SBO >> 4", "same"),
+    "version": ("fixed 0b001 (the \"version\", 1)", "new: 0 on sm_90"),
+    "base_offset": ("matrix base offset", "same"),
+    "lbo_mode": ("LBO mode: 0 relative, 1 absolute", "new"),
+    "swizzle": ("swizzle: 0 none, 1 128B with 32B atoms, 2 128B, 4 64B, 6 32B", "3 bits instead of 2"),
+}
 _SDESC_ASSIGNED = sum(((1 << w) - 1) << lo for _, lo, w in SDESC_FIELDS)
-#: Bits that must be 0: 14-15, 30-31, 48 (the top bit of the fixed 0b001 in 46-48) and 53-60.
+#: Bits that must be 0: 14-15, 30-31 and 53-60.
 SDESC_RESERVED_MASK = ((1 << 64) - 1) & ~_SDESC_ASSIGNED
 VERSION = 1
+_V_LO, _V_W = next((lo, w) for n, lo, w in SDESC_FIELDS if n == "version")
+#: "46-48": the version field's bits, as the messages and tables print them.
+VERSION_BITS = f"{_V_LO}-{_V_LO + _V_W - 1}"
+
+
+def _bits(lo: int, w: int) -> str:
+    return f"{lo}" if w == 1 else f"{lo}-{lo + w - 1}"
+
+
+def sdesc_layout() -> str:
+    """The sm_100 shared-memory descriptor's fields as a printable table (from
+    :data:`SDESC_FIELDS` and :data:`SDESC_NOTES`), reserved ranges included."""
+    rows, nxt = [("bits", "field", "holds", "compared with sm_90")], 0
+    for name, lo, w in SDESC_FIELDS:
+        if lo > nxt:
+            rows.append((_bits(nxt, lo - nxt), "(reserved)", "0", ""))
+        rows.append((_bits(lo, w), name) + SDESC_NOTES[name])
+        nxt = lo + w
+    widths = [max(len(r[c]) for r in rows) for c in range(4)]
+    return "\n".join(" | ".join(x.ljust(wd) for x, wd in zip(r, widths)).rstrip() for r in rows)
 
 
 def _swizzle_name(sw: Any) -> str:
@@ -427,7 +459,7 @@ class Tcgen05Descriptor:
                                                       SECTION_SDESC))
         object.__setattr__(self, "lbo_mode", _flag("lbo_mode", self.lbo_mode, 1, SECTION_SDESC))
         if isinstance(self.version, bool) or self.version != VERSION:
-            raise DescriptorError(f"version={self.version!r}: bits 46-48 hold the fixed 0b001 — "
+            raise DescriptorError(f"version={self.version!r}: bits {VERSION_BITS} hold the fixed 0b001 — "
                                   f"version 1 — in every tcgen05 descriptor ({SECTION_SDESC}); a "
                                   "0 there is what an sm_90 wgmma descriptor looks like")
         bo = self.base_offset
@@ -469,8 +501,8 @@ class Tcgen05Descriptor:
     @classmethod
     def decode(cls, value: int) -> "Tcgen05Descriptor":
         """The fields of a 64-bit tcgen05 descriptor. Raises :class:`DescriptorError` for a
-        non-integer (booleans included) or a value outside 0..2^64-1, a version other than 1 in
-        bits 46-47 (an sm_90 wgmma descriptor has 0 there), a set reserved bit (14-15, 30-31, 48,
+        non-integer (booleans included) or a value outside 0..2^64-1, bits 46-48 other than the
+        fixed 0b001 (an sm_90 wgmma descriptor has 0 there), a set reserved bit (14-15, 30-31,
         53-60), an invalid swizzle code (3, 5, 7), or any rule of the constructor."""
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise DescriptorError(f"value={value!r}: a descriptor is a 64-bit unsigned integer "
@@ -478,17 +510,17 @@ class Tcgen05Descriptor:
         value = int(value)
         if not 0 <= value < (1 << 64):
             raise DescriptorError(f"value={value:#x}: outside 0 .. 2^64-1 ({SECTION_SDESC})")
-        ver = (value >> 46) & 0b11
+        ver = (value >> _V_LO) & ((1 << _V_W) - 1)
         if ver != VERSION:
             hint = (" — this looks like an sm_90 wgmma descriptor (no version field); decode it "
                     "with asynctc.models.descriptors.WgmmaDescriptor.decode, or set bit 46") if ver == 0 \
                 else ""
-            raise DescriptorError(f"value={value:#018x}: version (bits 46-47) = {ver}, but bits "
-                                  f"46-48 must hold the fixed 0b001 ({SECTION_SDESC}){hint}")
+            raise DescriptorError(f"value={value:#018x}: version (bits {VERSION_BITS}) = {ver:#05b}, "
+                                  f"but they must hold the fixed 0b001 ({SECTION_SDESC}){hint}")
         if value & SDESC_RESERVED_MASK:
             bits = [b for b in range(64) if (value & SDESC_RESERVED_MASK) >> b & 1]
             raise DescriptorError(f"value={value:#018x}: bits {bits} are set, but bits 14-15, "
-                                  f"30-31, 48 and 53-60 of a tcgen05 descriptor must be 0 "
+                                  f"30-31 and 53-60 of a tcgen05 descriptor must be 0 "
                                   f"({SECTION_SDESC})")
         code = (value >> 61) & 0b111
         if code not in _SWIZZLE_NAME:
@@ -537,7 +569,7 @@ class Tcgen05Descriptor:
         """One row per field, for tables."""
         enc = self.encoded_fields()
         value = {"start_address": f"{self.start_address:#x}", "lbo": f"{self.lbo} B",
-                 "sbo": f"{self.sbo} B", "version": "1 (fixed 0b001 in 46-48)",
+                 "sbo": f"{self.sbo} B", "version": f"1 (fixed 0b001 in {VERSION_BITS})",
                  "base_offset": self.base_offset,
                  "lbo_mode": "relative" if not self.lbo_mode else "absolute",
                  "swizzle": self.swizzle}
@@ -637,15 +669,15 @@ def _hint_columns(answer, m: int = 128, n: int = 256, cta_group: int = 1) -> str
     lay = tmem.AccumulatorLayout(m, n, cta_group)
     if a == m * n or a == lay.cta_m * n:
         return ("that is the number of 32-bit cells. tcgen05.alloc counts columns, and every "
-                "column spans all 128 lanes — one lane per row of D.")
+                "column spans all the lanes — one lane per row of D.")
     if a == m or a == lay.cta_m:
-        return "rows of D go to lanes (128 of them), not to columns; columns hold N."
+        return "rows of D go to lanes, not to columns; columns hold N."
     if a < 32 or a & (a - 1):
-        return "tcgen05.alloc takes a power of two ≥ 32 columns (32, 64, 128, 256, 512)."
+        return "tcgen05.alloc takes a power of two ≥ 32 columns (and at most 512): round up."
     if a > 512:
         return "a CTA has 512 columns of TMEM in all."
-    return ("one fp32 accumulator per 32-bit cell: with M=128 row i is lane i, so each column of D "
-            "needs one TMEM column; round up to a power of two ≥ 32.")
+    return ("one fp32 accumulator per 32-bit cell: with one CTA each row of D sits in one lane, "
+            "so each column of D needs one TMEM column; round up to a power of two ≥ 32.")
 
 
 @_ex.exercise("ch09.tmem_columns", "How many TMEM columns must tcgen05.alloc request for an M×N fp32 "
@@ -662,6 +694,9 @@ def _hint_lanes(answer, warp: int = 3) -> str:
         return "answer with a pair (first lane, last lane), e.g. (0, 31)."
     if hi - lo != 31:
         return "each warp reaches exactly 32 consecutive lanes."
+    if lo >= 128:
+        return ("TMEM has only 128 lanes: the window follows the warp's rank inside its warpgroup "
+                "(warp id mod 4), not the warp id itself.")
     return ("the lane window depends on the warp's rank inside its warpgroup (warp id mod 4): "
             "warp w reaches lanes 32·(w mod 4) … 32·(w mod 4)+31.")
 

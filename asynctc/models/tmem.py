@@ -426,7 +426,15 @@ def plot_tmem(layout: AccumulatorLayout, by: str = "warp", ax=None):
     ax.set_title(f"{layout.name}: M={layout.m}, N={layout.n}, cta_group::{layout.cta_group}\n"
                  f"coloured by {'the warp that may read it' if by == 'warp' else 'D ' + by}",
                  fontsize=9)
-    fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.colorbar(im, ax=ax, shrink=0.8,
+                 label="warp (rank in warpgroup) that may read it" if by == "warp"
+                 else f"{by} of D held in the cell (per CTA)")
+    handles = [plt.Line2D([], [], color="k", lw=0.8, label="32-lane quarter (warp w reads w mod 4)")]
+    if (data < 0).any():
+        handles.append(plt.Rectangle((0, 0), 1, 1, fc="white", ec="0.5", lw=0.6,
+                                     label="white: cell holds no element of D"))
+    ax.legend(handles=handles, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              ncol=2, frameon=False)
     return fig
 
 
@@ -439,4 +447,5 @@ def plot_ld_fragment(shape: str = "16x256b", num: int = 1):
     grid = np.full((lanes, int(dc.max()) + 1), -1, int)
     grid[dl, dc] = np.broadcast_to(np.arange(32)[:, None], dl.shape)
     return plots.bank_map(grid, title=f"tcgen05.ld.{shape}.x{num}: thread receiving each cell",
-                          row_label="lane (from taddr)", col_label="column (from taddr)")
+                          row_label="lane (from taddr)", col_label="column (from taddr)",
+                          value_label="thread receiving the cell (lane id 0–31 of the warp)")

@@ -9,7 +9,8 @@
 #    and the 64-bit sm_100 **shared-memory descriptor** — and see exactly where the latter differs
 #    from the wgmma one;
 # 3. allocate TMEM (`tcgen05.alloc`), learn which warp may read which lanes, and draw where the
-#    accumulator lands for M = 64, 128 and 256, one CTA or a **CTA pair**;
+#    accumulator lands for M = 64, 128 and 256, one CTA or a **CTA pair** (two CTAs of a cluster
+#    sharing one MMA);
 # 4. follow one GEMM tile through a CPU **emulation** of the whole data path (TMA swizzle → smem
 #    descriptor → MMA → TMEM → `tcgen05.ld` → registers → D), checked against float64, and watch it
 #    catch a wrong descriptor;
@@ -31,9 +32,20 @@ from asynctc.core import exercises, notebook
 from asynctc.models import emulate, tmem
 from asynctc.models import tcgen05 as tc
 
-notebook.banner("sm_100a")
+notebook.banner("sm_100a", measured=False)
 
 # %% [markdown]
+# **Terms used from here on.**
+#
+# * `cta_group::1` — a `tcgen05` instruction of one CTA: its MMA writes that CTA's TMEM.
+# * `cta_group::2`, a **CTA pair** — two CTAs of one cluster (cluster ranks 2k and 2k + 1) that
+#   share one MMA: each CTA keeps its own rows of A and D (in its shared memory and TMEM) and one
+#   part of B, which the MMA reads from both CTAs; one thread of the pair issues it.
+# * **Layout A, B, D, F** — the PTX ISA's names (its *data path layout* figures) for where row i,
+#   column j of D lands in TMEM, one per (M, `cta_group`); section 5 draws these four.
+# * `.ws` — the *weight-stationary* variant `tcgen05.mma.ws` (one CTA, M ≤ 128), which this
+#   chapter does not use; a few instruction-descriptor bits only matter for it.
+#
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
 # A Hopper `wgmma.m64nNk16` keeps its 64×N fp32 accumulator in the registers of the warpgroup's 128
@@ -107,18 +119,13 @@ for bad in (dict(m=256), dict(n=12), dict(a_dtype="bfloat16", b_dtype="bfloat16"
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
-# PTX ISA §9.7.16.4.1 "Shared Memory Descriptor" — 64 bits:
-#
-# | bits | field | compared with sm_90 |
-# |---|---|---|
-# | 0–13 | start address >> 4 | same |
-# | 16–29 | LBO >> 4 (or an absolute address, LBO mode 1) | same field |
-# | 32–45 | SBO >> 4 | same |
-# | 46–48 | fixed `0b001` (the "version") | **new** — 0 on sm_90 |
-# | 49–51 | matrix base offset | same |
-# | 52 | LBO mode: 0 relative, 1 absolute | **new** |
-# | 61–63 | swizzle: 0 none, 1 128B with 32B atoms, 2 128B, 4 64B, 6 32B | 3 bits instead of 2 |
-#
+# PTX ISA §9.7.16.4.1 "Shared Memory Descriptor" — 64 bits. The table is printed from the model's
+# field list (`tc.SDESC_FIELDS`), the one its encoder, decoder and error messages use:
+
+# %%
+print(tc.sdesc_layout())
+
+# %% [markdown]
 # The canonical layouts (K-major / MN-major, none / 32 / 64 / 128-byte swizzle) are the ones of
 # chapter 04, so the same operand tile gives the same start, LBO and SBO. The sm_100 swizzle codes
 # 2/4/6 are sm_90's 1/2/3 one bit higher — so for those modes the two descriptors of one tile differ
@@ -181,7 +188,7 @@ for call in (lambda: alloc.alloc(256, warp=1), lambda: alloc.alloc(48, warp=1),
 alloc.dealloc(extra, 128, warp=1)
 alloc.dealloc(acc, 256, warp=1)
 alloc.check_all_freed()
-print("lane windows of warps 0..7:", [tmem.lane_window(w) for w in range(8)])
+print("lane windows of a warpgroup's four warps 0..3:", [tmem.lane_window(w) for w in range(4)])
 
 # %% [markdown]
 # ## 5. Where the accumulator lands
@@ -351,24 +358,24 @@ for r in rows:
 # done" becomes an mbarrier that `tcgen05.commit` arrives on — the same phase-parity waits as the
 # TMA pipeline of chapter 05; and a CTA pair doubles M without doubling anyone's shared memory.
 #
-# > **Claims not measured here.** The seed article says Blackwell GEMMs reach **90 %+ of peak**.
+# > **Claims not measured here.** It is often said that Blackwell GEMMs reach **90 %+ of peak**.
 # > This course has no sm_100 GPU: that claim is **not measured** here, and no sentence of this
-# > chapter depends on it. Chapter 10 lists it beside what was measured.
+# > chapter depends on it. A planned chapter 10 will set such claims beside what was measured.
 #
 # ## Exercises
 #
-# **1.** How many TMEM columns must `tcgen05.alloc` request for a 128×256 fp32 accumulator (one CTA)?
+# **1.** How many TMEM columns must `tcgen05.alloc` request for a 128×96 fp32 accumulator (one CTA)?
 
 # %%
 answer = ...
-ok = exercises.check("ch09.tmem_columns", answer, m=128, n=256)
+ok = exercises.check("ch09.tmem_columns", answer, m=128, n=96)
 
 # %% [markdown]
-# **2.** Which TMEM lanes (first, last) may warp 3 of a CTA read with `tcgen05.ld`? Answer a pair.
+# **2.** Which TMEM lanes (first, last) may warp 6 of a CTA read with `tcgen05.ld`? Answer a pair.
 
 # %%
 answer = ...
-ok = exercises.check("ch09.lane_quarter", answer, warp=3)
+ok = exercises.check("ch09.lane_quarter", answer, warp=6)
 
 # %% [markdown]
 # **3.** This tcgen05 descriptor should describe k-step 1 of B — 256×64 bf16, K-major, 128-byte
@@ -382,11 +389,11 @@ answer = ...
 ok = exercises.check("ch09.fix_descriptor", answer, value=value)
 
 # %% [markdown]
-# <details><summary>Solutions (run in CI)</summary>The cells below are the worked solutions.</details>
+# <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
-exercises.check("ch09.tmem_columns", 256, m=128, n=256, solution=True)  # lane = row; N columns
-exercises.check("ch09.lane_quarter", (96, 127), warp=3, solution=True)  # 32·(3 mod 4) … +31
+exercises.check("ch09.tmem_columns", 128, m=128, n=96, solution=True)  # lane = row; 96 columns → 2^k ≥ 32
+exercises.check("ch09.lane_quarter", (64, 95), warp=6, solution=True)  # 32·(6 mod 4) … +31
 got = tc.Tcgen05Descriptor.decode(value)
 good = tc.Tcgen05Descriptor.from_operand_tile(descriptors.OperandTile(256, 64, "bfloat16", "K", 128),
                                               1, 0x8000)
