@@ -100,9 +100,37 @@ def diagnosis(name: str):
     return deco
 
 
+#: Chapter prefix of an exercise name → the modules whose import registers that chapter's
+#: exercises (imported on demand by name, so that ``check("ch05.full_parity", …)`` works in a fresh
+#: session; core never imports a chapter module statically).
+CHAPTER_MODULES = {
+    "ch00": ("asynctc.why_async",),
+    "ch01": ("asynctc.mma_sync",),
+    "ch02": ("asynctc.cp_async",),
+    "ch03": ("asynctc.tma",),
+    "ch04": ("asynctc.wgmma",),
+    "ch05": ("asynctc.models.pipeline", "asynctc.pipeline"),
+    "ch09": ("asynctc.models.tcgen05", "asynctc.tcgen05"),
+}
+
+
 def _get(name: str) -> Exercise:
+    """The exercise ``name``; if it is not registered yet, import its chapter's modules first
+    (:data:`CHAPTER_MODULES`). Raises :class:`KeyError` naming the module to import otherwise."""
     if name not in _EXERCISES:
-        raise KeyError(f"no exercise {name!r}; known: {sorted(_EXERCISES)}")
+        import importlib
+        mods = CHAPTER_MODULES.get(str(name).split(".", 1)[0], ())
+        for mod in mods:
+            if name in _EXERCISES:
+                break
+            try:
+                importlib.import_module(mod)
+            except ImportError:
+                continue
+    if name not in _EXERCISES:
+        where = (f"import {' or '.join(mods)} (it registers the chapter's exercises)" if mods else
+                 f"chapters with exercises: {', '.join(sorted(CHAPTER_MODULES))}")
+        raise KeyError(f"no exercise {name!r}; {where}; known now: {sorted(_EXERCISES)}")
     return _EXERCISES[name]
 
 
@@ -298,10 +326,10 @@ def _args_problem(ex: Exercise, kw: dict) -> str | None:
     missing = [p for p in ex.params if p not in kw]
     unknown = [k for k in kw if k not in ex.params and k not in ex.optional]
     if missing:
-        return f"{ex.name} needs {', '.join(missing)}: {_call_shape(ex)}"
+        return f"needs {', '.join(missing)}: {_call_shape(ex)}"
     if unknown:
         takes = ", ".join(ex.params + ex.optional) or "no keyword arguments"
-        return (f"{ex.name} takes {takes}, not {', '.join(unknown)}: {_call_shape(ex)}")
+        return (f"takes {takes}, not {', '.join(unknown)}: {_call_shape(ex)}")
     return None
 
 
@@ -323,7 +351,7 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
 
     problem = _args_problem(ex, kw)
     if problem:
-        return fail(problem, f"cannot be checked: {problem}", prefix=False)
+        return fail(problem, f"cannot be checked: {problem}")
     if answer is None or answer is Ellipsis:
         return fail("not answered yet — replace the ... with your answer and run the cell again.",
                     "is missing")
