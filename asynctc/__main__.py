@@ -184,6 +184,21 @@ def resolve_dtype(kernel: str, dtype: str | None) -> tuple[str | None, str | Non
     return name, None
 
 
+def family_sass_classes(source: str) -> tuple[dict | None, str]:
+    """The instruction classes to count for a kernel compiled from ``kernels/<source>``: its
+    family module's own ``SASS_CLASSES`` (``asynctc.<source stem>``, as the chapter counts them)
+    where it has one, else the course-wide :data:`asynctc.core.sass.CLASSES` (None)."""
+    import importlib
+    mod_name = f"asynctc.{Path(str(source)).stem}"
+    try:
+        own = getattr(importlib.import_module(mod_name), "SASS_CLASSES", None)
+    except ImportError:
+        own = None
+    if own:
+        return dict(own), f"{mod_name}.SASS_CLASSES"
+    return None, "asynctc.core.sass.CLASSES"
+
+
 def cmd_sass(args) -> int:
     from . import tma
     from .catalog import COURSE_KERNELS
@@ -202,8 +217,9 @@ def cmd_sass(args) -> int:
           f"{r.spill_loads} B loaded; stack {r.stack_bytes} B")
     print(f"  shared memory  {ck.smem_bytes} B per CTA = {ck.static_smem_bytes} B static + "
           f"{ck.dynamic_smem_bytes} B dynamic ({ck.smem_bytes / 1024:.1f} KiB)")
-    print("  SASS instruction classes:")
-    for k, v in sass.class_counts(text).items():
+    classes, whose = family_sass_classes(ck.source)
+    print(f"  SASS instruction classes ({whose}):")
+    for k, v in sass.class_counts(text, classes).items():
         print(f"    {k:12s} {v}")
     if args.full:
         print(text)
@@ -213,8 +229,9 @@ def cmd_sass(args) -> int:
 def _kernels_epilog() -> str:
     from .catalog import COURSE_KERNELS, DTYPES
     lines = ["kernels (--dtype choices; the first is the default):"]
+    width = max(map(len, COURSE_KERNELS))
     for n in COURSE_KERNELS:
-        lines.append(f"  {n:30s} {', '.join(DTYPES.get(n, ())) or '-'}")
+        lines.append(f"  {n:{width}s}  {', '.join(DTYPES.get(n, ())) or '-'}")
     lines.append("--dtype aliases: fp16/f16/half, bf16, fp8/e4m3 (float8_e4m3fn), e5m2 (float8_e5m2)")
     return "\n".join(lines)
 
@@ -225,9 +242,11 @@ def _suites_epilog() -> str:
     except Exception as e:  # noqa: BLE001 - help must still print
         return f"suites: (could not be listed: {e})"
     lines = ["suites (each needs a live GPU of its architecture; see the module's measure_* docstring):"]
+    width = max(len(n) for n in list(suites.SUITES) + ["all"])
+    arch_w = max((len(arch) for _m, _s, arch in suites.SUITES.values()), default=0)
     for n, (measure, _summary, arch) in suites.SUITES.items():
-        lines.append(f"  {n:10s} {arch}   {measure.__module__}.{measure.__name__}")
-    lines.append("  all        every suite above, in this order")
+        lines.append(f"  {n:{width}s}  {arch:{arch_w}s}  {measure.__module__}.{measure.__name__}")
+    lines.append(f"  {'all':{width}s}  every suite above, in this order")
     return "\n".join(lines)
 
 

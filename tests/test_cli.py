@@ -147,3 +147,24 @@ def test_doctor_next_line_names_the_other_command(capsys):
     nxt = [x for x in capsys.readouterr().out.splitlines() if x.startswith("next")]
     assert len(nxt) == 1 and "tools/course.sh" in nxt[0], nxt
     assert "asynctc doctor --in-course" in (ROOT / "tools" / "course.sh").read_text()
+
+
+def test_record_help_columns_line_up(capsys):
+    with pytest.raises(SystemExit):
+        main(["record", "--help"])
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if re.match(r"^  \w+\s+sm_\d+a\s", ln)]
+    assert len(rows) == len(suites.SUITES)
+    assert len({ln.index("sm_") for ln in rows}) == 1, rows             # arch column aligned
+    assert len({ln.index("asynctc.") for ln in rows}) == 1, rows        # module column aligned
+
+
+def test_sass_tcgen05_counts_the_chapters_classes(capsys):
+    """``sass tcgen05`` counts the family's own classes (asynctc.tcgen05.SASS_CLASSES), the ones
+    chapter 09's sass_summary prints."""
+    from asynctc import tcgen05
+    assert main(["sass", "tcgen05"]) == 0
+    out = capsys.readouterr().out
+    assert "asynctc.tcgen05.SASS_CLASSES" in out
+    sm = tcgen05.sass_summary(tcgen05.GemmConfig("float16", 128, 256, 64, 4, 1))
+    assert _classes(out) == {k: v for k, v in sm.items() if k in tcgen05.SASS_CLASSES and v}
