@@ -108,6 +108,30 @@ def cmd_record(args) -> int:
     return 0
 
 
+#: Cell tag of the worked solutions (set by tools/build_notebooks.py): kept in the executed
+#: notebooks, removed from the HTML copies so that a reader does not see the answers first.
+SOLUTION_TAG = "solution"
+
+
+def html_without_solutions(nb) -> str:
+    """The HTML of notebook ``nb`` with every cell tagged :data:`SOLUTION_TAG` removed (nbconvert's
+    ``TagRemovePreprocessor``); a code cell that calls ``check(..., solution=True)`` counts as
+    tagged even in a notebook built before the tag existed. ``nb`` itself is not changed.
+    Raises ImportError without nbconvert."""
+    import copy
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "solution=True" in cell.source:
+            tags = set(cell.metadata.get("tags", [])) | {SOLUTION_TAG}
+            cell.metadata["tags"] = sorted(tags)
+    exporter = HTMLExporter()
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={SOLUTION_TAG}), enabled=True)
+    html, _ = exporter.from_notebook_node(nb)
+    return html
+
+
 def cmd_course(args) -> int:
     import nbformat
     from nbclient import NotebookClient
@@ -141,9 +165,8 @@ def cmd_course(args) -> int:
             (out / f"{nb_path.stem}.error.txt").write_text(str(e))
             print(f"   {err[-1] if err else e}", file=sys.stderr)
         nbformat.write(nb, out / nb_path.name)
-        if HTMLExporter is not None:
-            html, _ = HTMLExporter().from_notebook_node(nb)
-            (out / f"{nb_path.stem}.html").write_text(html)
+        if HTMLExporter is not None:          # the solutions stay in the .ipynb, not in the HTML
+            (out / f"{nb_path.stem}.html").write_text(html_without_solutions(nb))
         print(f"{nb_path.stem:28s} {m:6s} {status:6s} {time.time() - t0:7.1f} s", flush=True)
     what = "executed notebooks and HTML" if HTMLExporter is not None else "executed notebooks"
     print(f"{what} in {os.path.relpath(out, Path.cwd())}/")

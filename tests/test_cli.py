@@ -168,3 +168,33 @@ def test_sass_tcgen05_counts_the_chapters_classes(capsys):
     assert "asynctc.tcgen05.SASS_CLASSES" in out
     sm = tcgen05.sass_summary(tcgen05.GemmConfig("float16", 128, 256, 64, 4, 1))
     assert _classes(out) == {k: v for k, v in sm.items() if k in tcgen05.SASS_CLASSES and v}
+
+
+def test_course_html_leaves_out_the_solutions():
+    """The course command's HTML drops cells tagged "solution" (and code cells that check with
+    solution=True); the executed notebook keeps them."""
+    pytest.importorskip("nbconvert")
+    import nbformat
+    from asynctc.__main__ import html_without_solutions
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("Exercise: what is 6 × 7?"),
+                nbformat.v4.new_code_cell("answer = ...  # LEARNER_CELL"),
+                nbformat.v4.new_markdown_cell("<details><summary>Solutions</summary>SOLUTION_HEADING</details>",
+                                              metadata={"tags": ["solution"]}),
+                nbformat.v4.new_code_cell("exercises.check('x', 42, solution=True)  # UNTAGGED_SOLUTION"),
+                nbformat.v4.new_code_cell("print(42)  # TAGGED_SOLUTION", metadata={"tags": ["solution"]})]
+    html = html_without_solutions(nb)
+    assert "LEARNER_CELL" in html and "6 × 7" in html
+    for hidden in ("SOLUTION_HEADING", "UNTAGGED_SOLUTION", "TAGGED_SOLUTION"):
+        assert hidden not in html
+    assert len(nb.cells) == 5 and "tags" not in nb.cells[3].metadata       # the notebook is unchanged
+
+
+@pytest.mark.parametrize("name", ["05_pipelines.ipynb", "09_blackwell.ipynb"])
+def test_built_notebooks_tag_their_solutions(name):
+    import json
+    cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]
+    sol = [c for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
+    assert any(c["cell_type"] == "markdown" and "<summary>Solutions" in "".join(c["source"]) for c in sol)
+    assert all("solution" in c.get("metadata", {}).get("tags", [])
+               for c in cells if c["cell_type"] == "code" and "solution=True" in "".join(c["source"]))

@@ -64,6 +64,9 @@ def to_notebook(src: Path):
             # collapsed in JupyterLab, code and outputs (which may print intermediate results)
             cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
             cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | {"solution"})
+        if cell.cell_type == "markdown" and "<summary>Solutions" in cell.source:
+            # the solutions' heading goes with them (asynctc course removes tagged cells from HTML)
+            cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | {"solution"})
     return nb
 
 
