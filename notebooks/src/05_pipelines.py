@@ -353,7 +353,7 @@ fig.suptitle(rec.label(), fontsize=9)
 plt.show()
 gpu_end = max(s.end for s in gpu_spans(gpu_traces[4]["cta0"], SHOW))
 model_end = max(s.end for s in model_runs[4].spans if s.k < SHOW and s.kind != "epilogue")
-print(f"S = 4, first {SHOW} k-tiles: GPU {gpu_end:.0f} cycles, model {model_end:.0f} ({gpu_end / model_end:.2f}×)")
+print(f"S = 4, first {SHOW} k-tiles: GPU ({rec.label()}) {gpu_end:.0f} cycles, model {model_end:.0f} ({gpu_end / model_end:.2f}×)")
 assert 1.6 < gpu_end / model_end < 2.6
 
 # %% [markdown]
@@ -425,6 +425,7 @@ for l2 in np.arange(30.0, 46.0, 2.0):
         err = sum(np.log(r["tflops"] / meas[r["stages"]]) ** 2 for r in rows)
         fits.append((err, l2, latency, rows))
 err, l2_fit, lat_fit, fit_rows = min(fits, key=lambda f: f[0])
+print(f"measured: {rec.label()}")
 print(f"FIT to the depth sweep: l2_bytes_per_clk = {l2_fit:.0f} B/clock/SM, tma_latency = {lat_fit:.0f} cycles "
       f"(rms log error {np.sqrt(err / 4):.2f})")
 for r in fit_rows:
@@ -457,6 +458,7 @@ tiles = (4096 // 128) * (4096 // 256)
 ktiles_per_sm = -(-tiles // res["sm_count"]) * K_TILES
 max_mhz = res["clocks_after"]["max_sm_mhz"]
 avg_cycles = mean_ms * 1e-3 * max_mhz * 1e6 / ktiles_per_sm
+print(f"measured: {rec.label()}")
 print(f"FIT to CTA 0's trace: l2_bytes_per_clk = {l2_trace:.0f} B/clock/SM ({dev:.1%} off its "
       f"{per_k[best_s]:.0f} cycles per k-tile)")
 ok = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
