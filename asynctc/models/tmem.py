@@ -433,8 +433,8 @@ def plot_tmem(layout: AccumulatorLayout, by: str = "warp", ax=None):
     if (data < 0).any():
         handles.append(plt.Rectangle((0, 0), 1, 1, fc="white", ec="0.5", lw=0.6,
                                      label="white: cell holds no element of D"))
-    ax.legend(handles=handles, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.16),
-              ncol=2, frameon=False)
+    ax.legend(handles=handles, fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              ncol=1, frameon=False)
     return fig
 
 
