@@ -28,7 +28,9 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
              measured_ceiling: float | None = None, record=None, title: str = "Roofline"):
     """Roofline: attainable TFLOP/s = min(peak, intensity × bandwidth), log-log.
 
-    ``points``: (label, arithmetic intensity in FLOP/byte, achieved or attainable TFLOP/s).
+    ``points``: (label, arithmetic intensity in FLOP/byte, achieved or attainable TFLOP/s), with an
+    optional fourth element ``"computed"`` for a point that is a model, not a measurement (drawn
+    as an open marker).
     ``measured_ceiling``: a horizontal line for the best measured GEMM (TFLOP/s).
     """
     fig, ax = _fig()
@@ -42,8 +44,9 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
     if measured_ceiling:
         ax.axhline(measured_ceiling, color="tab:green", ls="--", lw=1,
                    label=f"best measured GEMM {measured_ceiling:.0f} TFLOP/s")
-    for i, (label, x, y) in enumerate(points):
-        ax.plot([x], [y], "o", ms=6)
+    for i, (label, x, y, *kind) in enumerate(points):
+        computed = bool(kind) and kind[0] == "computed"
+        ax.plot([x], [y], "o", ms=6, mfc="none" if computed else None)
         ax.annotate(label, (x, y), textcoords="offset points", fontsize=8,
                     xytext=(-10, -14) if i % 2 else (-10, 7))
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
