@@ -59,14 +59,18 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
 def throughput_by_size(series: dict[str, tuple[Sequence[int], Sequence[float]]],
                        peak: float | None = None, peak_label: str = "peak", record=None,
                        title: str = "Throughput by size", ylabel: str = "TFLOP/s",
-                       xlabel: str = "M = N = K", ceilings: Sequence[tuple[float, str]] = ()):
+                       xlabel: str = "M = N = K", ceilings: Sequence[tuple[float, str]] = (),
+                       styles: dict[str, dict] | None = None):
     """Lines of throughput against problem size, one per kernel; optional horizontal peak line and
-    further horizontal ``ceilings`` (value, label), dotted. The legend sits below the axes."""
+    further horizontal ``ceilings`` (value, label), dotted. The legend sits below the axes.
+    ``styles``: per-series matplotlib keyword arguments (series name → e.g. ``{"mfc": "none"}``)
+    that override the default marker and line style, so two series with equal values stay
+    distinguishable."""
     fig, ax = _fig(7, 4.8)
-    styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--")]
+    default_styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--")]
     for i, (name, (xs, ys)) in enumerate(series.items()):
-        marker, ls = styles[i % len(styles)]
-        ax.plot(xs, ys, marker=marker, ls=ls, label=name)
+        marker, ls = default_styles[i % len(default_styles)]
+        ax.plot(xs, ys, **{"marker": marker, "ls": ls, "label": name, **(styles or {}).get(name, {})})
     if peak:
         ax.axhline(peak, color="k", ls="--", lw=1, label=f"{peak_label} {peak:.0f}")
     for (value, label), colour in zip(ceilings, ("tab:red", "tab:purple", "tab:brown")):
