@@ -364,9 +364,9 @@ _ = notebook.verdict(below, f"Both sustained figures are below the timed ones ({
 #    of section 5 measures that ceiling on this GPU, with its own in-kernel clock (its fraction of
 #    SMs × 4096 × that clock, and of the datasheet, are printed in section 5's summary and at the end
 #    of this section). Luo et al. (IPDPS 2024) report about 63% of peak for `mma.sync` on an H800 —
-#    a fraction of their own peak figure for that GPU; the clock behind it is not stated in what we
-#    cite, so it is not comparable per clock with ours. Either way the full rate needs `wgmma`
-#    (chapter 04).
+#    a fraction of their own peak figure for that GPU; the clock that figure assumes is not stated
+#    in what we cite, so it is not comparable per clock with ours. Either way the full rate needs
+#    `wgmma` (chapter 04).
 # 2. **Every operand byte crosses the SM's L1/shared-memory data path several times** — the global
 #    load into registers, the store into shared memory, and the `ldmatrix` out of it (three passes;
 #    four if the hypothesis of section 6 holds). A simple model counts the three for each tile and
