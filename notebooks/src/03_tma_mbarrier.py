@@ -152,7 +152,8 @@ else:
 # %% [markdown]
 # Read the two parity columns: right after `init`, parity 1 already counts as "completed" — it is
 # the phase *before* phase 0. That is why a producer waiting for an empty slot can start with parity
-# 1 and pass at once, and why getting the initial parity wrong deadlocks a pipeline (chapter 08).
+# 1 and pass at once, and why getting the initial parity wrong deadlocks a pipeline (chapter 05;
+# chapter 08, planned, on debugging such deadlocks).
 # In SASS the life cycle is `SYNCS.EXCH.64` (init), `SYNCS.ARRIVE.TRANS64` (arrive / expect_tx),
 # `SYNCS.PHASECHK.TRANS64` (test/try_wait) and `UTMALDG` (the TMA load):
 
