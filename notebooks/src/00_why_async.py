@@ -146,7 +146,7 @@ tile_bytes_per_flop = (128 + 128) * 2 / (2 * 128 * 128)
 need = 4096 * tile_bytes_per_flop
 dram_per_sm_clk = bw * 1e9 / p["sm_count"] / clock_hz
 print(f"operand bytes per clock per SM to feed the Tensor Cores (128×128 tile): {need:.0f} B/clk")
-print(f"DRAM bandwidth per SM per clock on this GPU:                            {dram_per_sm_clk:.1f} B/clk")
+print(f"DRAM bandwidth per SM per clock on this GPU (at the probed clock):      {dram_per_sm_clk:.1f} B/clk")
 print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come from DRAM: the rest must be "
       "L2 hits (tiles shared by neighbouring CTAs),\n  and the copy into shared memory must run "
       "*while* the Tensor Cores compute.")
