@@ -4,8 +4,9 @@ RS: A from registers), and the chapter's record suite.
 
 ``SUITES["wgmma"]`` (``python -m asynctc record wgmma``) checks every supported single-tile
 combination of :mod:`asynctc.wgmma` on fresh random data, then measures throughput and reports
-TFLOP/s, FLOP per SM per clock at the SM clock measured inside the kernel, the datasheet rate at
-that clock and Luo et al.'s H800 figures.
+TFLOP/s, FLOP per SM per clock at the SM clock measured inside the kernel, the per-clock peak at
+that clock (SMs × FLOP/clk/SM × clock) with the datasheet figure beside it, and Luo et al.'s H800
+figures.
 """
 
 from __future__ import annotations
