@@ -37,11 +37,12 @@ beside it. The row's ``sm_mhz_source`` says which of two clocks it is (:func:`cl
 * **probed after the sample** — for a kernel that cannot clock itself (cuBLAS, the course's
   mma.sync and cp.async GEMMs), :func:`time_gpu` launches a separate 0.2 ms clock-probe kernel right
   *after* each timed sample and reads the clock there. This is the one definition of the probe and
-  its caveat, which the notebooks refer to: on the H200 the probe read 1950–1981 MHz after cuBLAS,
-  while in-kernel clocks of Tensor-Core-saturating kernels read 1623–1815 MHz and ``nvidia-smi``
-  sampled *during* 1.5 s back-to-back cuBLAS loops read about 1500 MHz (chapter 01's ``sustained``
-  rows). The probe most likely sees a clock that has already recovered once the GEMM stopped: read
-  it as an **upper bound** on the clock during the sample, so a fraction of peak at that clock is a
+  its caveat, which the notebooks refer to. On the H200 (records of 2026-11-30 in data/h200/) the
+  probe read 1950–1981 MHz after cuBLAS and the course's GEMMs, while the in-kernel clocks of
+  Tensor-Core-saturating kernels read 1623–1815 MHz and ``nvidia-smi`` sampled *during* 1.5 s of
+  back-to-back cuBLAS read about 1500 MHz (chapter 01's ``sustained`` rows). The probe most likely
+  sees a clock that has already recovered once the GEMM stopped: read it as an **upper bound** on
+  the clock during the sample, so a fraction of peak at that clock is a
   **lower bound** on the fraction at the true clock. It is not an in-kernel clock.
 
 Baselines: :func:`cublas_gemm` runs cuBLAS through PyTorch, else CuPy, whichever the GPU machine

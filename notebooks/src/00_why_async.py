@@ -64,16 +64,36 @@ fig = plots.throughput_by_size(
 # * **probed after the sample**: for a kernel that cannot clock itself (cuBLAS here, the course's
 #   own mma.sync and cp.async GEMMs later), `bench.time_gpu` launches a separate 0.2 ms probe kernel
 #   right *after* each timed sample and reads the clock there. That probe is **not** an in-kernel
-#   clock, and it reads high: 1950–1981 MHz, while in-kernel clocks of kernels that saturate the
-#   Tensor Cores read 1623–1815 MHz and `nvidia-smi` sampled *during* 1.5 s of back-to-back cuBLAS
-#   GEMMs read about 1500 MHz (chapter 01, section 7). The probe most likely sees a clock that
-#   recovered as soon as the GEMM stopped, so take it as an **upper bound** on the clock during the
-#   GEMM: a fraction of peak at the probed clock is a **lower bound**, and the datasheet fraction
-#   beside it is the figure to quote.
+#   clock, and it reads higher than the two measurements the course has of the clock *during*
+#   Tensor Core work: the in-kernel clocks of kernels that saturate the Tensor Cores (chapters 01
+#   and 04), and `nvidia-smi` sampled *during* 1.5 s of back-to-back cuBLAS GEMMs (chapter 01,
+#   section 6) — the cell below prints all three from the records. The probe most likely sees a
+#   clock that recovered as soon as the GEMM stopped, so take it as an **upper bound** on the clock
+#   during the GEMM: a fraction of peak at the probed clock is a **lower bound**, and the datasheet
+#   fraction beside it is the figure to quote.
 #
 # This paragraph is the course's one statement of that caveat (with the `asynctc.core.bench`
 # docstring); later chapters refer back here. A clock read with `nvidia-smi` after the run has ended
 # shows an idle GPU, so no fraction divides by one.
+
+# %% output varies
+probe = [g["sm_mhz"] for g in rec.results["cublas"] if g.get("sm_mhz")]
+print(f"clock probed after each cuBLAS sample: {min(probe):.0f}–{max(probe):.0f} MHz ({rec.label()})")
+try:
+    mm, wg = records.load("mma_sync"), records.load("wgmma")
+except records.RecordError as e:
+    print("records of chapters 01 and 04 not available:", e)
+else:
+    inside = [r["sm_mhz"] for r in mm.results["peak"]] + [r["sm_mhz"] for r in wg.results["throughput"]]
+    sus = next(x for x in mm.results["sustained"] if x["kernel"] == "cuBLAS")
+    print(f"in-kernel clock of the Tensor-Core-saturating kernels of chapters 01 and 04: "
+          f"{min(inside):.0f}–{max(inside):.0f} MHz ({wg.label()})")
+    print(f"nvidia-smi during 1.5 s of back-to-back cuBLAS {sus['size']}³ (chapter 01): "
+          f"{sus['sm_mhz']:.0f} MHz ({mm.label()})")
+    notebook.claim(min(probe) > max(inside) and min(probe) > sus["sm_mhz"],
+                   "The probe reads higher than both: read it as an upper bound on the clock during "
+                   "the GEMM, and a fraction of peak at it as a lower bound.",
+                   probe_min=min(probe), in_kernel_max=max(inside), sustained=sus["sm_mhz"])
 
 # %% output varies
 p = rec.provenance
