@@ -357,7 +357,8 @@ def summarize_cp_async(rec: records.Record) -> str:
                  f"{orec.provenance.get('git_commit', '?')[:7]})") if orec else "no mma_sync record"
         if other:
             d = other["tflops"] / here["tflops"] - 1
-            clk = (f"; SM clock {here['sm_mhz']:.0f} vs {other['sm_mhz']:.0f} MHz"
+            clk = (f"; SM clock probed after the samples {here['sm_mhz']:.0f} vs "
+                   f"{other['sm_mhz']:.0f} MHz"
                    if here.get("sm_mhz") and other.get("sm_mhz") else "")
             lines.append(f"ch.01 {tile} {dtype} {s}³: {here['tflops']:.0f} TFLOP/s in this record "
                          f"(p10-p90 {here['p10_ms']:.3f}-{here['p90_ms']:.3f} ms), "

@@ -556,7 +556,8 @@ def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
 
 
 def _at_clock(row: dict, sm_count: int, dtype: str) -> str:
-    """``" = 0.93 of 132×4096×1713 MHz = 926 (datasheet 989 at 1830 MHz: 0.87)"``, or nothing for
+    """``" = 0.93 of 132×4096×1713 MHz (in-kernel) = 926 (datasheet 989 at 1830 MHz: 0.92)"``
+    (:func:`bench.peak_text`), or nothing for
     rows of older records that carry no measured clock."""
     if row.get("sm_mhz") is None:
         return ""
@@ -572,9 +573,12 @@ def summarize_anatomy(r: dict, sm_count: int) -> list[str]:
         lines.append(f"anatomy {x['size']}³ fp16 {x['variant']:32s} {x['tflops']:6.1f} TFLOP/s{rel}")
     for x in r.get("sustained", []):
         at_clock = peak_tflops(sm_count, x["sm_mhz"])
+        sheet = bench.DATASHEET
         lines.append(f"sustained {x['kernel']:8s} {x['tflops']:6.1f} TFLOP/s at {x['sm_mhz']:.0f} MHz "
-                     f"(sampled during the loop, {x['power_w']:.0f} W) = {x['tflops'] / at_clock:.2f} "
-                     f"of {sm_count}×4096×that clock")
+                     f"(nvidia-smi sampled during the loop, {x['power_w']:.0f} W) = "
+                     f"{x['tflops'] / at_clock:.2f} of {sm_count}×4096×that clock (datasheet "
+                     f"{sheet['dense_tflops']['float16']:.0f} at {sheet['boost_mhz']} MHz: "
+                     f"{x['tflops'] / sheet['dense_tflops']['float16']:.2f})")
     return lines
 
 

@@ -507,10 +507,12 @@ def mismatch_demo(n: int = 64, dtype: str = "float16", layout_swizzle: int = 128
 # Figures for the chapter (matplotlib; replayed figures say so in their titles)
 # --------------------------------------------------------------------------------------------------
 
-def plot_layouts(major: str = "K", dtype: str = "float16", rows: int = 16):
+def plot_layouts(major: str = "K", dtype: str = "float16", rows: int = 16, hide_offsets=()):
     """One panel per swizzle mode: for the first ``rows`` rows of a 64×64 (K-major A) or 64×64
     (MN-major) tile, the 16-byte chunk (0..7) of its 128-byte line that each 16-byte group of
-    elements occupies — the canonical layout wgmma reads, drawn."""
+    elements occupies — the canonical layout wgmma reads, drawn. Each panel's title gives the
+    tile's LBO and SBO, except for the swizzle modes (bytes, 0 = none) in ``hide_offsets``, whose
+    title says they are left to an exercise."""
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 4, figsize=(13, 3.6))
     k = 64 if dsc.itemsize(dtype) == 2 else 128
@@ -523,8 +525,8 @@ def plot_layouts(major: str = "K", dtype: str = "float16", rows: int = 16):
         ax.imshow(view, cmap="tab10", vmin=0, vmax=9, aspect="auto")
         for (i, j), v in np.ndenumerate(view):
             ax.text(j, i, int(v), ha="center", va="center", fontsize=6)
-        ax.set_title(f"{'no' if sw == 0 else f'{sw}B'} swizzle\nLBO {t.lbo} B, SBO {t.sbo} B",
-                     fontsize=9)
+        offsets = "LBO, SBO: see the exercises" if sw in hide_offsets else f"LBO {t.lbo} B, SBO {t.sbo} B"
+        ax.set_title(f"{'no' if sw == 0 else f'{sw}B'} swizzle\n{offsets}", fontsize=9)
         ax.set_xlabel("16-byte group along " + ("K" if major == "K" else "MN"))
         ax.set_xticks(range(0, view.shape[1], max(1, view.shape[1] // 8)))
         ax.set_yticks(range(0, view.shape[0], 2))

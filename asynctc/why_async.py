@@ -101,7 +101,8 @@ def summarize_ceilings(rec: records.Record) -> str:
     sheet = bench.DATASHEET
     lines.append(f"datasheet: {sheet['dense_tflops']['float16']:.0f} TFLOP/s dense fp16/bf16 = "
                  f"{sheet['sm_count']} SMs × 4096 FLOP/clk × {sheet['boost_mhz']} MHz; fractions "
-                 "below divide by 4096 × SMs × the SM clock measured during each run")
+                 "below divide by 4096 × SMs × the SM clock probed right after each sample (an upper "
+                 "bound on the clock during it, so the fractions are lower bounds), datasheet beside")
     for row in r["cublas"]:
         frac = (" = " + bench.peak_text(row, p["sm_count"], row["dtype"])) if row.get("sm_mhz") \
             else ""

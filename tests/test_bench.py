@@ -152,6 +152,11 @@ def test_one_definition_of_peak():
     assert fp8["peak_tflops"] == pytest.approx(2 * bench.peak_tflops(132, 1755.0))
     text = bench.peak_text(row, 132)
     assert "1713 MHz" in text and "989" in text and "1830" in text
+    # every printed fraction says which clock it divides by
+    assert "(in-kernel)" in text
+    probed = {**row, "sm_mhz_source": bench.CLOCK_PROBE_SOURCE}
+    assert "(probed after the sample)" in bench.peak_text(probed, 132)
+    assert bench.clock_kind({"sm_mhz": 1500.0}) == "clock of unknown source"
     for bad in ({"tflops": 1.0}, {"tflops": 1.0, "sm_mhz": float("nan")},
                 {"tflops": 1.0, "sm_mhz": None}):
         with pytest.raises(ValueError, match="measured sm_mhz"):

@@ -27,10 +27,23 @@ sample is one launch; report its spread); ``"none"`` (``False``) never flushes (
 kernels).
 
 Peak (:data:`DATASHEET`, :func:`peak_at_clock`): every "fraction of peak" in the course divides by
-SMs × dense FLOP/clk/SM × the SM clock measured on the GPU during (or microseconds after) the run —
-in-kernel (clock64 over %globaltimer, as the peak kernels do) or by the adjacent clock probe of
-:func:`time_gpu` — never by the 1980 MHz attribute or a post-run ``nvidia-smi`` reading, and prints
-the datasheet figure beside it.
+SMs × dense FLOP/clk/SM × an SM clock measured on the GPU — never by the 1980 MHz attribute or a
+post-run ``nvidia-smi`` reading — and prints the datasheet fraction (989.4 TFLOP/s at 1830 MHz)
+beside it. The row's ``sm_mhz_source`` says which of two clocks it is (:func:`clock_kind`), and
+:func:`peak_text` prints that with every fraction:
+
+* **in-kernel** — the kernel reads ``clock64`` against ``%globaltimer`` itself (the peak kernels of
+  chapters 01 and 04): the clock *during* the timed work.
+* **probed after the sample** — for a kernel that cannot clock itself (cuBLAS, the course's
+  mma.sync and cp.async GEMMs), :func:`time_gpu` launches a separate 0.2 ms clock-probe kernel right
+  *after* each timed sample and reads the clock there. This is the one definition of the probe and
+  its caveat, which the notebooks refer to. On the H200 (records of 2026-11-30 in data/h200/) the
+  probe read 1950–1981 MHz after cuBLAS and the course's GEMMs, while the in-kernel clocks of
+  Tensor-Core-saturating kernels read 1623–1815 MHz and ``nvidia-smi`` sampled *during* 1.5 s of
+  back-to-back cuBLAS read about 1500 MHz (chapter 01's ``sustained`` rows). The probe most likely
+  sees a clock that has already recovered once the GEMM stopped: read it as an **upper bound** on
+  the clock during the sample, so a fraction of peak at that clock is a
+  **lower bound** on the fraction at the true clock. It is not an in-kernel clock.
 
 Baselines: :func:`cublas_gemm` runs cuBLAS through PyTorch, else CuPy, whichever the GPU machine
 has; the package itself never needs either. :func:`device_copy` times a device-to-device copy
@@ -76,12 +89,13 @@ FLOP_PER_CLK_PER_SM = {"float16": 4096, "bfloat16": 4096, "float8_e4m3fn": 8192,
 def peak_tflops(sm_count: int, sm_clock_mhz: float, flop_per_clk_per_sm: int = 4096) -> float:
     """Dense Tensor Core peak = SMs × FLOP/clk/SM × clock, in TFLOP/s (sm_90: 4096 FLOP/clk/SM for
     dense fp16/bf16 with fp32 accumulate, 8192 for fp8; NVIDIA H100 architecture whitepaper).
-    ``sm_clock_mhz`` should be a clock measured during the run (see :func:`peak_at_clock`)."""
+    ``sm_clock_mhz`` should be an SM clock measured on the GPU (see :func:`peak_at_clock`)."""
     return sm_count * flop_per_clk_per_sm * sm_clock_mhz * 1e6 / 1e12
 
 
 def peak_at_clock(row: dict, sm_count: int, dtype: str = "float16") -> dict:
-    """The fraction of peak of one record row, at the SM clock measured during its run.
+    """The fraction of peak of one record row, at the SM clock measured for it (in-kernel or probed
+    right after the sample: :func:`clock_kind`).
 
     ``row`` needs ``tflops`` and ``sm_mhz`` (the SM clock measured on the GPU: in-kernel clock64 over
     %globaltimer, or :func:`time_gpu`'s adjacent clock probe; ``sm_mhz_source`` says which).
@@ -94,7 +108,8 @@ def peak_at_clock(row: dict, sm_count: int, dtype: str = "float16") -> dict:
     mhz = row.get("sm_mhz")
     if mhz is None or not mhz == mhz or mhz <= 0:
         raise ValueError(f"row has no measured sm_mhz (got {mhz!r}): fractions of peak use the SM "
-                         "clock measured during the run, not the attribute or nvidia-smi")
+                         "clock measured on the GPU (in-kernel or probed after the sample), not the "
+                         "attribute or nvidia-smi")
     if dtype not in FLOP_PER_CLK_PER_SM:
         raise ValueError(f"dtype={dtype!r}: must be one of {sorted(FLOP_PER_CLK_PER_SM)}")
     peak = peak_tflops(sm_count, mhz, FLOP_PER_CLK_PER_SM[dtype])
@@ -114,11 +129,26 @@ def measured_clock_mhz(rows) -> float:
     return float(statistics.median(v))
 
 
+def clock_kind(row: dict) -> str:
+    """How a row's ``sm_mhz`` was measured, in words for a printed fraction: ``"in-kernel"``
+    (``sm_mhz_source`` starts with "in-kernel"), ``"probed after the sample"`` (:func:`time_gpu`'s
+    clock probe: an upper bound on the clock during the sample, see the module docstring), or
+    ``"clock of unknown source"``."""
+    src = str(row.get("sm_mhz_source") or "")
+    if src.startswith("in-kernel"):
+        return "in-kernel"
+    if src.startswith("clock probe"):
+        return "probed after the sample"
+    return "clock of unknown source"
+
+
 def peak_text(row: dict, sm_count: int, dtype: str = "float16") -> str:
-    """``"0.93 of 132×4096×1713 MHz = 926 (datasheet 989 at 1830 MHz: 0.87)"`` for one row."""
+    """``"0.93 of 132×4096×1713 MHz (in-kernel) = 926 (datasheet 989 at 1830 MHz: 0.92)"`` for one
+    row; the parenthesis after the clock is :func:`clock_kind` (``"(probed after the sample)"`` for
+    :func:`time_gpu`'s probe, whose fraction is a lower bound — see the module docstring)."""
     p = peak_at_clock(row, sm_count, dtype)
     return (f"{p['fraction']:.2f} of {sm_count}×{FLOP_PER_CLK_PER_SM[dtype]}×{p['sm_mhz']:.0f} MHz "
-            f"= {p['peak_tflops']:.0f} (datasheet {p['datasheet_tflops']:.0f} at "
+            f"({clock_kind(row)}) = {p['peak_tflops']:.0f} (datasheet {p['datasheet_tflops']:.0f} at "
             f"{DATASHEET['boost_mhz']} MHz: {p['fraction_of_datasheet']:.2f})")
 
 
@@ -179,7 +209,8 @@ class Timing:
         return d
 
 
-#: What ``sm_mhz`` means in a row timed with ``clock=True``.
+#: What ``sm_mhz`` means in a row timed with ``clock=True`` (the caveat: module docstring, "probed
+#: after the sample").
 CLOCK_PROBE_SOURCE = "clock probe after each sample (clock64/%globaltimer over 0.2 ms)"
 #: Length of the clock probe after each sample, ns.
 PROBE_NS = 200_000
@@ -281,7 +312,8 @@ def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush=T
     (so a sample lasts ≥ ``min_sample_ms``; ``launches`` fixes ``n``; ``flush="launch"`` forces 1);
     then ``reps`` samples of ``n`` back-to-back launches behind a delay kernel (see the module
     docstring; ``flush``: ``True``/``"sample"``, ``"launch"``, ``False``/``"none"``). With
-    ``clock=True`` the SM clock is probed right after each sample (``Timing.sm_mhz``).
+    ``clock=True`` the SM clock is probed right after each sample (``Timing.sm_mhz``: an upper bound
+    on the clock during it, see the module docstring).
     Returns :class:`Timing` (per-launch milliseconds). Raises :class:`ValueError` for a bad
     ``flush``/``reps``/``launches`` and :class:`~asynctc.core.runtime.NoGPUError` without a GPU.
     """

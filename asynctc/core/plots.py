@@ -28,7 +28,9 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
              measured_ceiling: float | None = None, record=None, title: str = "Roofline"):
     """Roofline: attainable TFLOP/s = min(peak, intensity × bandwidth), log-log.
 
-    ``points``: (label, arithmetic intensity in FLOP/byte, achieved or attainable TFLOP/s).
+    ``points``: (label, arithmetic intensity in FLOP/byte, achieved or attainable TFLOP/s), with an
+    optional fourth element ``"computed"`` for a point that is a model, not a measurement (drawn
+    as an open marker).
     ``measured_ceiling``: a horizontal line for the best measured GEMM (TFLOP/s).
     """
     fig, ax = _fig()
@@ -42,8 +44,9 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
     if measured_ceiling:
         ax.axhline(measured_ceiling, color="tab:green", ls="--", lw=1,
                    label=f"best measured GEMM {measured_ceiling:.0f} TFLOP/s")
-    for i, (label, x, y) in enumerate(points):
-        ax.plot([x], [y], "o", ms=6)
+    for i, (label, x, y, *kind) in enumerate(points):
+        computed = bool(kind) and kind[0] == "computed"
+        ax.plot([x], [y], "o", ms=6, mfc="none" if computed else None)
         ax.annotate(label, (x, y), textcoords="offset points", fontsize=8,
                     xytext=(-10, -14) if i % 2 else (-10, 7))
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
@@ -56,14 +59,18 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
 def throughput_by_size(series: dict[str, tuple[Sequence[int], Sequence[float]]],
                        peak: float | None = None, peak_label: str = "peak", record=None,
                        title: str = "Throughput by size", ylabel: str = "TFLOP/s",
-                       xlabel: str = "M = N = K", ceilings: Sequence[tuple[float, str]] = ()):
+                       xlabel: str = "M = N = K", ceilings: Sequence[tuple[float, str]] = (),
+                       styles: dict[str, dict] | None = None):
     """Lines of throughput against problem size, one per kernel; optional horizontal peak line and
-    further horizontal ``ceilings`` (value, label), dotted. The legend sits below the axes."""
+    further horizontal ``ceilings`` (value, label), dotted. The legend sits below the axes.
+    ``styles``: per-series matplotlib keyword arguments (series name → e.g. ``{"mfc": "none"}``)
+    that override the default marker and line style, so two series with equal values stay
+    distinguishable."""
     fig, ax = _fig(7, 4.8)
-    styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--")]
+    default_styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--")]
     for i, (name, (xs, ys)) in enumerate(series.items()):
-        marker, ls = styles[i % len(styles)]
-        ax.plot(xs, ys, marker=marker, ls=ls, label=name)
+        marker, ls = default_styles[i % len(default_styles)]
+        ax.plot(xs, ys, **{"marker": marker, "ls": ls, "label": name, **(styles or {}).get(name, {})})
     if peak:
         ax.axhline(peak, color="k", ls="--", lw=1, label=f"{peak_label} {peak:.0f}")
     for (value, label), colour in zip(ceilings, ("tab:red", "tab:purple", "tab:brown")):

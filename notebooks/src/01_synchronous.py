@@ -32,7 +32,9 @@ notebook.banner("sm_90a")
 #
 # One thread per element of C. A 16×16 block of threads stages a 16×16 tile of A and of B in shared
 # memory; `cuda.syncthreads()` makes sure the tiles are complete before anyone reads them, and that
-# everyone is done before they are overwritten. Every multiply-add is one FFMA on one CUDA core.
+# everyone is done before they are overwritten. Every multiply-add is one **FFMA** (the SASS
+# instruction for a fused fp32 multiply-add) on one **CUDA core** (one of the SM's scalar fp32
+# lanes, as opposed to its Tensor Cores).
 
 # %%
 import inspect
@@ -101,12 +103,17 @@ print("with lane 5's a0/a1 swapped, wrong C elements:",
 # in 16-deep **k16 steps** (one `mma.sync` is 16 deep). A tile is named `BMxBNxBK/wWMxWN`, e.g.
 # `128x128x64/w64x64/2cta`: CTA tile 128×128×64, warp tile 64×64 (so 2×2 = 4 warps), and `/2cta`
 # when the compiler was asked (`__launch_bounds__`) to fit the registers of two CTAs on one SM.
+# Shared memory is split into 32 **banks**, each 4 bytes wide (consecutive 4-byte words go to
+# consecutive banks); one access is served in one pass only if no two of its lanes touch different
+# addresses in the same bank, otherwise it is split into passes (a *bank conflict*).
 # **Swizzled** tiles store 16-byte chunks at XOR-permuted places so that no two lanes of one access
 # hit the same bank (chapter 03 models it exactly). **L1/TEX** is the SM's L1 cache unit; on
 # Hopper it shares its storage and its 128-byte-per-clock data path with shared memory. The
 # **epilogue** is the end of the kernel that writes the accumulators to C.
 #
-# `asynctc/kernels/mma_sync.cu`. The data path, all done by the threads themselves:
+# `asynctc/kernels/mma_sync.cu`. The data path, all done by the threads themselves (`LDG.128` and
+# `STS.128` are the SASS instructions for a 16-byte load from global memory and a 16-byte store to
+# shared memory, per thread):
 #
 # ```
 # global ──LDG.128──▶ registers ──STS.128──▶ shared (swizzled) ──LDSM──▶ fragments ──HMMA──▶ fp32 acc
@@ -205,15 +212,22 @@ except ValueError as e:
 #
 # Three numbers frame the result, all timed in the same run on the same GPU:
 #
-# * **cuBLAS** (which on Hopper uses `wgmma` and TMA — chapters 03–06);
+# * **cuBLAS** (which on Hopper uses `wgmma` and TMA — chapters 03–05, and 06 (planned));
 # * our **mma.sync GEMM**, best of the tiles tried per size;
 # * the **`mma.sync` ceiling**: a register-only kernel that issues independent `mma.sync`
-#   back to back with no memory traffic at all (`kernels/mma_sync_peak.cu`).
+#   back to back with no memory traffic at all (`kernels/mma_sync_peak.cu`), run at the same
+#   **occupancy** as the GEMM — the number of warps resident on one SM at a time (warps per CTA ×
+#   CTAs per SM), which sets how many independent instruction streams each SM can interleave.
+#
+# The clocks differ, and the labels say which: the ceiling kernel reads its SM clock *in-kernel*;
+# the GEMMs cannot, so their clock is *probed after each sample* — an upper bound on the clock
+# during them (chapter 00, section 2, states that caveat once for the course). Every fraction below
+# names its clock and has the datasheet fraction (989 TFLOP/s at 1830 MHz) beside it.
 
 # %% output varies
 p = rec.provenance
 sweep_mhz = bench.measured_clock_mhz([r for r in rec.results["sweep"] if r["dtype"] == "float16"])
-peak = bench.peak_tflops(p["sm_count"], sweep_mhz)      # at the SM clock measured during the sweep
+peak = bench.peak_tflops(p["sm_count"], sweep_mhz)      # at the SM clock probed after the sweep's samples
 series = {}
 for dt in mma_sync.DTYPES:
     cb = mma_sync.cublas_rows(rec.results, dt)
@@ -221,11 +235,17 @@ for dt in mma_sync.DTYPES:
     series[f"cuBLAS {dt}"] = ([r["size"] for r in cb], [r["tflops"] for r in cb])
     series[f"mma.sync {dt}"] = ([r["size"] for r in ours], [r["tflops"] for r in ours])
 t = mma_sync.DEFAULT_TILE                 # the ceiling at the kernel's own occupancy: warps × CTAs per SM
-ceiling = next(r["tflops"] for r in rec.results["peak"] if r["dtype"] == "float16"
-               and r["warps_per_cta"] == t.warps and r["ctas_per_sm"] == t.min_blocks)
+ceiling_row = next(r for r in rec.results["peak"] if r["dtype"] == "float16"
+                   and r["warps_per_cta"] == t.warps and r["ctas_per_sm"] == t.min_blocks)
+ceiling = ceiling_row["tflops"]
+open_marker = {"mfc": "none", "ms": 9}    # bf16 drawn hollow and larger: fp16 and bf16 nearly coincide
 fig = plots.throughput_by_size(
-    series, peak=peak, peak_label=f"SMs×4096×{sweep_mhz:.0f} MHz (measured)", record=rec, title="Synchronous mma.sync GEMM vs cuBLAS",
-    ceilings=[(ceiling, f"mma.sync ceiling, register-only,\n{t.warps} warps × {t.min_blocks} CTAs/SM: {ceiling:.0f}")])
+    series, peak=peak, peak_label=f"SMs×4096×{sweep_mhz:.0f} MHz (clock probed after the samples)",
+    record=rec, title="Synchronous mma.sync GEMM vs cuBLAS",
+    styles={"cuBLAS bfloat16": open_marker, "mma.sync bfloat16": {**open_marker, "color": "tab:olive"}},
+    ceilings=[(bench.DATASHEET["dense_tflops"]["float16"], "datasheet 132×4096×1830 MHz: 989"),
+              (ceiling, f"mma.sync ceiling, register-only, {t.warps} warps × {t.min_blocks} CTAs/SM: "
+                        f"{ceiling:.0f}\n(measured; its in-kernel clock {ceiling_row['sm_mhz']:.0f} MHz)")])
 plt.show()
 print(mma_sync.summarize_mma_sync(rec, anatomy=False))
 
@@ -279,7 +299,9 @@ print("\n".join(mma_sync.summarize_anatomy(rec.results, p["sm_count"])))
 # * removing the **copy by the threads** gains more than removing `ldmatrix`, although through the
 #   L1/shared-memory data path the two move about as many bytes (64 KiB per k-tile each, counting the
 #   copy's load and store). The copy also costs the warps that should be issuing `mma.sync` their
-#   issue slots and 64 staging registers per thread. A hypothesis that fits our runs but is not
+#   **issue slots** (each of an SM's four schedulers issues at most one warp instruction per clock,
+#   so every load or store instruction takes a clock that an `mma.sync` could have used) and 64
+#   staging registers per thread. A hypothesis that fits our runs but is not
 #   proven: a global load is staged in L1's storage on its way to the registers, so each copied byte
 #   crosses that data path a third time (bypassing L1 with `ld.global.cg` or `.L1::no_allocate`
 #   changed nothing; see `docs/NOTES.md`);
@@ -295,17 +317,20 @@ notebook.claim(no_copy > no_ldsm > full,
                f"Without the copy the kernel runs {no_copy / full:.2f}× as fast as the full kernel; "
                f"without ldmatrix {no_ldsm / full:.2f}×: the copy is the larger cost.",
                full=full, no_copy=no_copy, no_ldmatrix=no_ldsm)
-notebook.claim(skeleton < ceiling,
-               f"mma.sync + barriers only: {skeleton:.0f} TFLOP/s, {skeleton / ceiling:.2f} of the "
-               f"register-only ceiling at the same occupancy ({ceiling:.0f}).",
-               skeleton=skeleton, ceiling=ceiling)
+_ = notebook.claim(skeleton < ceiling,
+                   f"mma.sync + barriers only: {skeleton:.0f} TFLOP/s, {skeleton / ceiling:.2f} of the "
+                   f"register-only ceiling at the same occupancy ({ceiling:.0f}).",
+                   skeleton=skeleton, ceiling=ceiling)
 
 # %% [markdown]
 # **Clocks.** The two `sustained` lines ran cuBLAS and our kernel back to back for 1.5 s each while
 # `nvidia-smi` sampled the SM clock and the board power during the loop (the GPU's clock policy
 # decides the clock; the record does not say why it chose what it did). A reading taken *after* a
 # run shows the idle clock and says nothing about the run; per-clock figures need the clock sampled
-# during it, as here, or measured inside the kernel, as chapter 04 does.
+# during it, as here, or measured inside the kernel, as the ceiling kernel and chapter 04 do. The
+# clock probed right after each timed sample is neither: it is an upper bound (chapter 00,
+# section 2), and these loops are the measurement that shows how far above the loops' clock it can
+# read.
 
 # %% output varies
 sus = {x["kernel"]: x for x in rec.results["sustained"]}
@@ -320,13 +345,15 @@ notebook.verdict(ratio_clk > ratio_tflops,
                  f"{head} — more than the {ratio_tflops:.1f}× of their TFLOP/s, because it ran at the lower clock.",
                  f"{head} — not more than the {ratio_tflops:.1f}× of their TFLOP/s: it did not run at the "
                  "lower clock this time.")
-timed = {x["variant"]: x["tflops"] for x in abl}
-both = f"sustained {cb_s['tflops']:.0f} and {mm_s['tflops']:.0f} TFLOP/s, timed {timed['cuBLAS']:.0f} and " \
-       f"{timed['full kernel']:.0f} (cuBLAS, ours)"
-notebook.verdict(cb_s["tflops"] < timed["cuBLAS"] and mm_s["tflops"] < timed["full kernel"],
-                 f"Both sustained figures are below the timed ones ({both}): with no pause between launches "
-                 "the GPU clocks down.",
-                 f"The sustained figures are not both below the timed ones this time ({both}).")
+timed = {x["variant"]: x for x in abl}
+both = f"sustained {cb_s['tflops']:.0f} and {mm_s['tflops']:.0f} TFLOP/s, timed " \
+       f"{timed['cuBLAS']['tflops']:.0f} and {timed['full kernel']['tflops']:.0f} (cuBLAS, ours)"
+clocks = f"nvidia-smi read {cb_s['sm_mhz']:.0f} and {mm_s['sm_mhz']:.0f} MHz during the loops; the probe " \
+         f"after the timed samples read {timed['cuBLAS']['sm_mhz']:.0f} and " \
+         f"{timed['full kernel']['sm_mhz']:.0f} MHz"
+below = cb_s["tflops"] < timed["cuBLAS"]["tflops"] and mm_s["tflops"] < timed["full kernel"]["tflops"]
+_ = notebook.verdict(below, f"Both sustained figures are below the timed ones ({both}); {clocks}.",
+                     f"The sustained figures are not both below the timed ones this time ({both}); {clocks}.")
 
 # %% [markdown]
 # ## 7. Why the number is what it is
@@ -334,10 +361,12 @@ notebook.verdict(cb_s["tflops"] < timed["cuBLAS"] and mm_s["tflops"] < timed["fu
 # Two effects stack up:
 #
 # 1. **`mma.sync` itself tops out below the Tensor Core peak on Hopper.** The register-only kernel
-#    of section 5 measures that ceiling on this GPU (its fraction of the peak is printed in section
-#    5's summary and at the end of this section). Luo et al. (IPDPS 2024) report about 63% of peak
-#    for `mma.sync` on an H800: the full rate needs `wgmma` (chapter 04). (Our fraction uses the
-#    GPU's maximum clock; under load the clock is lower, so per clock the fraction is larger.)
+#    of section 5 measures that ceiling on this GPU, with its own in-kernel clock (its fraction of
+#    SMs × 4096 × that clock, and of the datasheet, are printed in section 5's summary and at the end
+#    of this section). Luo et al. (IPDPS 2024) report about 63% of peak for `mma.sync` on an H800 —
+#    a fraction of their own peak figure for that GPU; the clock that figure assumes is not stated
+#    in what we cite, so it is not comparable per clock with ours. Either way the full rate needs
+#    `wgmma` (chapter 04).
 # 2. **Every operand byte crosses the SM's L1/shared-memory data path several times** — the global
 #    load into registers, the store into shared memory, and the `ldmatrix` out of it (three passes;
 #    four if the hypothesis of section 6 holds). A simple model counts the three for each tile and
@@ -345,7 +374,7 @@ notebook.verdict(cb_s["tflops"] < timed["cuBLAS"] and mm_s["tflops"] < timed["fu
 #    bytes) were the only limit; the last column counts the fourth pass too:
 
 # %% output varies
-clock = sweep_mhz                       # the SM clock measured during the sweep
+clock = sweep_mhz        # the clock probed after the sweep's samples (an upper bound: so is the bound)
 print(f"{'tile':26s} {'bytes/k-tile (LDG+STS+LDSM)':>28s} {'FLOP/byte':>10s} {'L1-path bound':>17s} "
       f"{'with L1 staging':>19s}")
 for t in mma_sync.TILES:
@@ -370,8 +399,8 @@ for t in mma_sync.TILES:
 #
 # > **What we measured vs what is often claimed.** *"mma.sync reaches about 63% of peak on
 # > Hopper"* (Luo et al., IPDPS 2024, H800 microbenchmarks). The register-only ceiling we measured is
-# > in the summary of section 5, as a fraction of the peak computed from this GPU's SM count and
-# > clock; the full synchronous GEMM reaches the fraction of cuBLAS printed there. Our goal for this
+# > printed below as a fraction of SMs × 4096 × its own in-kernel clock and of the datasheet figure;
+# > the full synchronous GEMM reaches the fraction of cuBLAS printed there. Our goal for this
 # > kernel was half of cuBLAS at 4096³; the cell below says whether the measurement you are looking at
 # > got there.
 
@@ -382,9 +411,11 @@ ours = next(r for r in rows4096 if r.get("tile") == mma_sync.DEFAULT_TILE.name)
 frac = ours["tflops"] / base["tflops"]
 head = f"4096³ fp16, default tile: {ours['tflops']:.0f} TFLOP/s = {frac:.2f} of cuBLAS ({base['tflops']:.0f})"
 notebook.verdict(frac >= 0.5, f"{head} — goal 0.50 reached", f"{head} — goal 0.50 not reached")
-best_peak = max(r["tflops"] for r in rec.results["peak"] if r["dtype"] == "float16")
-print(f"register-only mma.sync ceiling, best configuration: {best_peak:.0f} TFLOP/s = {best_peak / peak:.2f} of "
-      f"SMs×4096×max clock (Luo et al.: about 0.63 on an H800)")
+best = max((r for r in rec.results["peak"] if r["dtype"] == "float16"), key=lambda r: r["tflops"])
+print(f"register-only mma.sync ceiling, best configuration ({best['warps_per_cta']} warps × "
+      f"{best['ctas_per_sm']} CTAs/SM): {best['tflops']:.0f} TFLOP/s = "
+      f"{bench.peak_text(best, p['sm_count'], 'float16')}")
+print("Luo et al.: about 0.63 of the H800's peak (their own peak figure; not comparable per clock)")
 
 # %% [markdown]
 # ## Exercises
