@@ -1,0 +1,53 @@
+// The consumer side shared by chapter 05's ring (pipeline.cu) and chapter 06's warp-specialized ladder
+// (warp_specialization.cu): fence the accumulators, issue one k-tile of wgmma as one group, store the
+// accumulators to C. Include it after the including file has defined its tile constants:
+//   kAtoms (m64 wgmma atoms per warpgroup), kAcc (= BN / 2 fp32 accumulators per thread per atom),
+//   kKSteps (= BK / 16), kAtomBytes (A: bytes from one m64 atom to the next), and the defines
+//   BN, DT, B_MAJOR, A_KSTEP_BYTES, B_KSTEP_BYTES, OUT_F32.
+// PTX ISA §9.7.15 (wgmma.fence / mma_async / commit_group); register fragments: ptx/wgmma.cuh.
+#pragma once
+#include "ptx/common.cuh"
+#include "ptx/cvt.cuh"
+#include "ptx/wgmma.cuh"
+
+// No ordinary access to the accumulators may move across a wgmma, commit or wait (ptx/wgmma.cuh).
+__device__ __forceinline__ void fence_accumulators(float (&acc)[kAtoms][kAcc]) {
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) wgmma_fence_operand(acc[i]);
+}
+
+// ---- the consumers' half: one k-tile of wgmma -------------------------------------------------
+// desc_a: this warpgroup's first atom, k-step 0, of the stage; desc_b: B of the stage, k-step 0.
+__device__ __forceinline__ void mma_ktile(float (&acc)[kAtoms][kAcc], u64 desc_a, u64 desc_b) {
+  wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < kKSteps; ++s) {
+    const u64 db = wgmma_desc_advance(desc_b, s * B_KSTEP_BYTES);
+#pragma unroll
+    for (int i = 0; i < kAtoms; ++i)
+      wgmma_mma_async_ss<BN, DT, 0, B_MAJOR>(
+          acc[i], wgmma_desc_advance(desc_a, i * kAtomBytes + s * A_KSTEP_BYTES), db, 1);
+  }
+  wgmma_commit_group();
+}
+
+// ---- epilogue: accumulators → C (fragment layout of ptx/wgmma.cuh) ----------------------------
+__device__ __forceinline__ void store_c(const float (&acc)[kAtoms][kAcc], void* c, int N, int row0,
+                                        int n0) {
+  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) {
+#pragma unroll
+    for (int j = 0; j < kAcc; j += 2) {
+      const int row = row0 + 64 * i + 16 * w + g + 8 * ((j >> 1) & 1);
+      const int col = n0 + 8 * (j >> 2) + 2 * t;
+      const size_t at = (size_t)row * N + col;
+      if constexpr (OUT_F32)
+        *reinterpret_cast<float2*>(static_cast<float*>(c) + at) =
+            make_float2(acc[i][j], acc[i][j + 1]);
+      else
+        *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) =
+            cvt_rn_x2_f32<DT>(acc[i][j], acc[i][j + 1]);
+    }
+  }
+}
