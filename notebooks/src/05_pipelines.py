@@ -126,7 +126,7 @@ notebook.show_source("pipeline.cu", start=r"^  for \(int k = 0; k < T; \+\+k\) \
 
 # %%
 notebook.show_source("pipeline.cu", start=r"^// ---- the producer's half",
-                     end=r"^// No ordinary access to the accumulators")
+                     end=r"^}$")
 
 # %% [markdown]
 # **How the tables and figures name a configuration**, e.g. `float16 128x256x64/c2 s4 B:K wait1`:
