@@ -363,3 +363,12 @@ def test_cells_printing_record_values_are_tagged(src):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_listing_whose_end_marker_vanished_fails():
+    """A listing's end marker that no longer exists (moved to a header, say) must fail loudly, not
+    show the rest of the file."""
+    from asynctc.core import notebook
+    with pytest.raises(ValueError, match="end="):
+        notebook.source_excerpt("pipeline.cu", start=r"^// ---- the producer's half",
+                                end=r"^// a marker that is not in the file$")

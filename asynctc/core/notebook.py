@@ -102,10 +102,10 @@ def source_excerpt(target, start: str | None = None, end: str | None = None) -> 
     """The text :func:`show_source` shows: a kernel's CUDA C++ source (a
     :class:`~asynctc.core.runtime.CompiledKernel` or a file name under ``asynctc/kernels/``), from the
     first line matching ``start`` up to and including the first *later* line matching ``end``
-    (regular expressions; ``end`` not found: to the end of the file).
+    (regular expressions; without ``end``: to the end of the file).
 
-    Raises ``ValueError`` when no line matches ``start``, or for a file name outside ``kernels/``
-    (absolute, ``..``; :func:`~asynctc.core.runtime.kernel_path`).
+    Raises ``ValueError`` when no line matches ``start`` or no later line matches ``end``, or for a
+    file name outside ``kernels/`` (absolute, ``..``; :func:`~asynctc.core.runtime.kernel_path`).
     """
     text = target.source_text() if hasattr(target, "source_text") else \
         runtime.kernel_path(target).read_text()
@@ -116,7 +116,10 @@ def source_excerpt(target, start: str | None = None, end: str | None = None) -> 
             raise ValueError(f"start={start!r}: no line of the source matches")
         j = len(lines)
         if end:
-            j = next((k for k in range(i + 1, len(lines)) if re.search(end, lines[k])), len(lines)) + 1
+            j = next((k for k in range(i + 1, len(lines)) if re.search(end, lines[k])), None)
+            if j is None:       # a vanished end marker must not turn a listing into the whole file
+                raise ValueError(f"end={end!r}: no line after the start matches")
+            j += 1
         text = "\n".join(lines[i:j])
     return text
 
