@@ -113,8 +113,28 @@ REGS_PER_SM = 65536
 REG_OVERHEAD = 26
 
 
+class RingTile:
+    """The geometry a ring of wgmma consumers shares (chapter 05's ring and chapter 06's ladder):
+    needs ``bm``, ``bn``, ``bk`` (elements) and ``consumers`` (warpgroups)."""
+
+    @property
+    def atoms(self) -> int:
+        """m64 wgmma rows per consumer warpgroup."""
+        return self.bm // self.consumers // 64
+
+    @property
+    def accumulators(self) -> int:
+        """fp32 accumulator registers per thread."""
+        return self.atoms * self.bn // 2
+
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes of one stage: an A tile (bm × bk) and a B tile (bn × bk), 2-byte elements."""
+        return (self.bm + self.bn) * self.bk * 2
+
+
 @dataclasses.dataclass(frozen=True)
-class PipelineConfig:
+class PipelineConfig(RingTile):
     """The compile-time knobs of ``kernels/pipeline.cu``.
 
     ``dtype`` "float16" | "bfloat16"; CTA tile ``bm`` × ``bn`` × ``bk`` (bk = 64: one 128-byte
@@ -225,20 +245,6 @@ class PipelineConfig:
     @property
     def threads(self) -> int:
         return 128 * self.consumers
-
-    @property
-    def atoms(self) -> int:
-        """m64 wgmma rows per consumer warpgroup."""
-        return self.bm // self.consumers // 64
-
-    @property
-    def accumulators(self) -> int:
-        """fp32 accumulator registers per thread."""
-        return self.atoms * self.bn // 2
-
-    @property
-    def stage_bytes(self) -> int:
-        return (self.bm + self.bn) * self.bk * 2
 
     @property
     def shmem_bytes(self) -> int:

@@ -83,7 +83,7 @@ def _launch_regs(threads: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class WSConfig:
+class WSConfig(P.RingTile):
     """The compile-time knobs of ``kernels/warp_specialization.cu``.
 
     ``dtype`` "float16" | "bfloat16"; CTA tile ``bm`` × ``bn`` × 64; ``stages`` 2..6; ``consumers``
@@ -217,18 +217,6 @@ class WSConfig:
     @property
     def threads(self) -> int:
         return 128 * (1 + self.consumers)
-
-    @property
-    def atoms(self) -> int:
-        return self.bm // self.consumers // 64
-
-    @property
-    def accumulators(self) -> int:
-        return self.atoms * self.bn // 2
-
-    @property
-    def stage_bytes(self) -> int:
-        return (self.bm + self.bn) * self.bk * 2
 
     @property
     def shmem_bytes(self) -> int:
