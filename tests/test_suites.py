@@ -12,48 +12,7 @@ import pytest
 
 from asynctc import cp_async, mma_sync, why_async
 from asynctc.core import bench, checks, records, runtime
-
-
-class FakeArray:
-    def __init__(self, host):
-        self.h = np.ascontiguousarray(host).copy()
-        self.shape, self.dtype = self.h.shape, self.h.dtype
-        self.ptr = 0x1000
-        self.nbytes = self.h.nbytes
-
-    @classmethod
-    def from_host(cls, arr, stream=None):
-        return cls(arr)
-
-    @classmethod
-    def empty(cls, shape, dtype, stream=None):
-        return cls(np.zeros(shape, dtype))
-
-    @classmethod
-    def poisoned(cls, shape, dtype, stream=None):
-        a = np.empty(shape, dtype)
-        a.view(np.uint8)[...] = 0xFF
-        return cls(a)
-
-    def poison(self, stream=None):
-        self.h.view(np.uint8)[...] = 0xFF
-
-    def to_host(self, stream=None):
-        return self.h.copy()
-
-    @property
-    def buffer(self):
-        arr = self
-
-        class Buf:
-            def fill(self, v, stream=None):
-                arr.h.view(np.uint8)[...] = v
-
-            def copy_from(self, src, stream=None):
-                arr.h.view(np.uint8)[...] = src._arr.h.view(np.uint8)
-        b = Buf()
-        b._arr = arr
-        return b
+from fakes import FakeArray
 
 
 @dataclasses.dataclass
@@ -237,12 +196,12 @@ def test_wgmma_suite_dry_run(emulated_gpu, monkeypatch):
     """The wgmma suite's throughput loop: the timed binary and its 16-iteration copy both checked,
     the in-kernel clock the denominator, the datasheet beside it (kernels emulated as in
     tests/test_wgmma.py)."""
-    from test_wgmma import _FakeArray, _emulate
+    from test_wgmma import _emulate
 
     from asynctc import wgmma as W
     from asynctc import wgmma_peak as WP
-    monkeypatch.setattr(W, "DeviceArray", _FakeArray)
-    monkeypatch.setattr(WP, "DeviceArray", _FakeArray)
+    monkeypatch.setattr(W, "DeviceArray", FakeArray)
+    monkeypatch.setattr(WP, "DeviceArray", FakeArray)
     monkeypatch.setattr(runtime, "launch", _emulate)
     monkeypatch.setattr(W, "_tensor_map", lambda arr, tile: (arr, tile))
     few = W.supported_configs(ns=(64,))[:4]

@@ -9,6 +9,7 @@ from asynctc.models import descriptors as D
 from asynctc.core import sass
 from asynctc import wgmma as W
 from asynctc import wgmma_peak as WP
+from fakes import FakeArray
 
 # ---- compile + SASS (CPU) ----------------------------------------------------------------------------
 
@@ -209,28 +210,6 @@ def test_peak_kernel_result(dtype, n, src, chains):
 # output layout). It catches plumbing mistakes (wrong argument order, offsets, sizes) before a GPU
 # run; whether the hardware agrees with the layout model is what the GPU tests decide.
 
-class _FakeArray:
-    def __init__(self, host):
-        self.h = np.ascontiguousarray(host).copy()
-        self.shape, self.dtype = self.h.shape, self.h.dtype
-
-    @classmethod
-    def from_host(cls, arr, stream=None):
-        return cls(arr)
-
-    @classmethod
-    def poisoned(cls, shape, dtype, stream=None):
-        a = np.empty(shape, dtype)
-        a.view(np.uint8)[...] = 0xFF
-        return cls(a)
-
-    def poison(self, stream=None):
-        self.h.view(np.uint8)[...] = 0xFF
-
-    def to_host(self, stream=None):
-        return self.h.copy()
-
-
 def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None):
     assert block == 128 and shmem_bytes >= 1024
     dt = {v: k for k, v in W.DTYPES.items()}[ck.defines["DT"]]
@@ -315,8 +294,8 @@ def _emulate_tma(ck, dt, n, ta, tb, geo, b_off, descs, c_in, d_out, err, shmem_b
 
 @pytest.fixture
 def emulated(monkeypatch):
-    monkeypatch.setattr(W, "DeviceArray", _FakeArray)
-    monkeypatch.setattr(WP, "DeviceArray", _FakeArray)
+    monkeypatch.setattr(W, "DeviceArray", FakeArray)
+    monkeypatch.setattr(WP, "DeviceArray", FakeArray)
     monkeypatch.setattr(W.runtime, "launch", _emulate)
     monkeypatch.setattr(W, "_tensor_map", lambda arr, tile: (arr, tile))
 
