@@ -1224,13 +1224,19 @@ def variants_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def checks_lines(results: dict) -> list[str]:
+    """The correctness line of a GEMM suite's summary (chapters 05 and 06): checks passed of run and
+    the worst |C − ref| / bound (the elementwise bound of :func:`compare_elementwise`)."""
+    if not results.get("checks"):
+        return []
+    c = results["checks"]
+    return [f"correctness: {sum(x['passed'] for x in c)}/{len(c)} checks passed "
+            f"(worst |C−ref|/bound {max(x['worst_ratio'] for x in c):.3f})"]
+
+
 def summarize_pipeline(rec) -> str:
     r = rec.results
-    lines = [rec.label() if hasattr(rec, "label") else "pipeline"]
-    if r.get("checks"):
-        worst = max(c["worst_ratio"] for c in r["checks"])
-        lines.append(f"correctness: {sum(c['passed'] for c in r['checks'])}/{len(r['checks'])} "
-                     f"checks passed (worst |C−ref|/bound {worst:.3f})")
+    lines = [rec.label() if hasattr(rec, "label") else "pipeline"] + checks_lines(r)
     for b in r.get("broken", []):
         lines.append(f"broken variant {b['kind']}: ended after {b['seconds']:.1f} s with: "
                      f"{b['error'].split(': ', 1)[-1]}")

@@ -1042,11 +1042,7 @@ def ladder_table(results: dict) -> str:
 
 def summarize_ladder(rec) -> str:
     r = rec.results
-    lines = [rec.label() if hasattr(rec, "label") else "warp_specialization"]
-    if r.get("checks"):
-        worst = max(c["worst_ratio"] for c in r["checks"])
-        lines.append(f"correctness: {sum(c['passed'] for c in r['checks'])}/{len(r['checks'])} "
-                     f"checks passed (worst |C−ref|/bound {worst:.3f})")
+    lines = [rec.label() if hasattr(rec, "label") else "warp_specialization"] + P.checks_lines(r)
     if r.get("broken"):
         lines.append(f"broken variant: ended after {r['broken']['seconds']:.1f} s with: "
                      f"{r['broken']['error'].split(': ', 1)[-1]}")
