@@ -35,12 +35,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .models import descriptors as dsc
 from .core import checks, runtime
+from .models import pipeline as _model
 from .core.memory import DeviceArray
 
 SOURCE = "pipeline.cu"
@@ -710,17 +711,10 @@ def check_matrix(configs=None, shapes=CHECK_SHAPES, rng=None, progress=None) -> 
 # Trace
 # --------------------------------------------------------------------------------------------------
 
-class Span(NamedTuple):
-    """One interval of a lane: ``lane`` ("cta0/wg1", "cta0/tma"), ``kind`` ("tma", "wait_empty",
-    "wait_full", "mma", "release", "epilogue"), k-tile ``k``, ``stage``, ``start``/``end`` in SM
-    clock cycles relative to the CTA's first event (release: a point, start = end)."""
-
-    lane: str
-    kind: str
-    k: int
-    stage: int
-    start: float
-    end: float
+#: One interval of a lane, in SM clock cycles relative to the CTA's first event (lanes like
+#: "cta0/wg1", "cta0/tma"; a release is a point, start = end): the same record the CPU model's
+#: schedules use, so one plotting function draws both.
+Span = _model.Span
 
 
 @dataclasses.dataclass
