@@ -41,7 +41,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import pipeline as P
-from .core import runtime
+from .core import checks, runtime
 from .core.memory import DeviceArray
 
 SOURCE = "warp_specialization.cu"
@@ -890,13 +890,18 @@ def check_all(configs=None, rng=None, progress=None) -> list[dict]:
 
 LADDER_SIZES = (4096, 8192)
 LADDER_DTYPES = ("float16", "bfloat16")
+#: Shapes a user meets that are not cubes (M, N, K): a short K, a short M, a long K, thin M.
+NONSQUARE_SHAPES = ((8192, 8192, 1024), (1024, 8192, 8192), (4096, 4096, 16384),
+                    (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192))
+#: Rungs timed on the non-square shapes (beside cuBLAS).
+NONSQUARE_RUNGS = (3, 5, 6, 7)
 #: Rungs traced (fp16, the first size): the first warp-specialized rung with two consumers and
 #: every rung above it that changes the schedule.
 TRACED_RUNGS = (3, 5, 6, 7)
 
 
 def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, check: bool = True,
-                   reps: int = 10, rungs=None) -> dict:
+                   reps: int = 10, rungs=None, nonsquare=NONSQUARE_SHAPES) -> dict:
     """The "warp_specialization" suite.
 
     1. Compile every config in parallel (:func:`asynctc.core.runtime.precompile`).
@@ -906,6 +911,9 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
        cuBLAS, then every config of :func:`rung_configs`, each output checked on sampled rows
        against float64 (:class:`asynctc.pipeline.SampledRows`). Rung 4's row is the fastest of its
        sweep for that size and dtype. Medians; timings are never asserted on.
+    4. ``nonsquare``: cuBLAS and rungs :data:`NONSQUARE_RUNGS` on each shape
+       (:func:`measure_nonsquare`).
+    Every timing measures the SM clock in flight (:func:`asynctc.core.bench.time_gpu`, clock=True).
     ``rungs``: only these rung numbers (:func:`parse_rungs`; default all), checks and timings."""
     import time
     from .core import bench, records
@@ -951,22 +959,23 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
     for size in sizes:
         for dt in dtypes:
             a, b, da, db, dbt = P._problem(size, dt, rng)
-            rows = P.SampledRows(a, b, rng)
+            rows = checks.timed_output_reference(a, b, dt, rng)
             flop = bench.gemm_flop(size, size, size)
             dc = DeviceArray.poisoned((size, size), P.np_dtype(dt))
             cb = None
             if out["baseline_library"]:
-                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps)
-                err = rows.check(dc, dt, "cuBLAS")
+                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
+                err = rows.check(dc).as_dict()   # recorded, not raised (split-K rounding)
                 cb = {"kernel": "cuBLAS", "dtype": dt, "size": size, **t.as_dict(),
                       "tflops": bench.tflops(flop, t.median_ms), "rel_err_rows": err}
                 out["rows"].append(cb)
             for cfg in [c for c in rung_configs(dt) if rung_of(c) in rungs]:
                 dc.poison()
                 g = make_gemm(cfg, da, dbt, dc)
-                t = bench.time_gpu(g.launcher(), warmup=3, reps=reps)
+                t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
                 g.check_error()
-                err = rows.check(dc, dt, config_label(cfg))
+                err = checks.check_sampled_rows(dc, a, b, dt, config_label(cfg),
+                                               sampled=rows).as_dict()
                 row = {"kernel": "ch05" if isinstance(cfg, P.PipelineConfig) else "ws",
                        "label": config_label(cfg), "dtype": dt, "size": size, **cfg.as_dict(),
                        **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
@@ -982,7 +991,7 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
                     g = make_gemm(cfg, da, dbt, dc)
                     t = bench.time_gpu(g.launcher(), warmup=1, reps=3)
                     g.check_error()
-                    rows.check(dc, dt, config_label(cfg))
+                    checks.check_sampled_rows(dc, a, b, dt, config_label(cfg), sampled=rows)
                     tr = decode_trace(g.trace_buffer(), cfg.consumers, g.k_tiles, cfg.stages)
                     out.setdefault("traces", []).append(
                         {"rung": rung.number, "name": rung.name, "label": cfg.label(),
@@ -996,7 +1005,57 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
                     del g
             out["ladder"] += ladder_rows(out["rows"], dt, size, cb)
             del da, db, dbt, dc
+    if nonsquare:
+        out["nonsquare"] = measure_nonsquare(nonsquare, dtypes, rungs, reps, say, rng)
     out["clocks_after"] = records.nvidia_smi_clocks()
+    return out
+
+
+def measure_nonsquare(shapes, dtypes, rungs, reps, say, rng) -> list[dict]:
+    """cuBLAS and the rungs of :data:`NONSQUARE_RUNGS` on each (M, N, K) of ``shapes``: one row
+    per (shape, dtype, kernel) with TFLOP/s, ``of_cublas``, and ``skipped`` (the rule that refused
+    the shape) where a rung cannot run it."""
+    from .core import bench
+    out = []
+    for (m, n, k) in shapes:
+        for dt in dtypes:
+            a, b = P.random_operands(m, n, k, P.PipelineConfig(dtype=dt), rng)[:2]
+            rows = checks.timed_output_reference(a, b, dt, rng)
+            da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
+            dbt = DeviceArray.from_host(np.ascontiguousarray(b.T))
+            dc = DeviceArray.poisoned((m, n), P.np_dtype(dt))
+            flop = bench.gemm_flop(m, n, k)
+            base = {"m": m, "n": n, "k": k, "dtype": dt}
+            cb = None
+            if bench.baseline_library():
+                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
+                cb = {**base, "kernel": "cuBLAS", **t.as_dict(),
+                      "tflops": bench.tflops(flop, t.median_ms),
+                      "rel_err_rows": rows.check(dc).as_dict()}
+                out.append(cb)
+            for rung in [r for r in RUNGS if r.number in NONSQUARE_RUNGS and r.number in rungs]:
+                cfg = rung.make(dt)
+                try:
+                    check_shapes(m, n, k, cfg)
+                except P.PipelineError as e:
+                    out.append({**base, "kernel": "ws", "rung": rung.number,
+                                "label": config_label(cfg), "skipped": str(e)})
+                    continue
+                dc.poison()
+                g = make_gemm(cfg, da, dbt, dc)
+                t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
+                g.check_error()
+                row = {**base, "kernel": "ws", "rung": rung.number, "label": config_label(cfg),
+                       **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
+                       "rel_err_rows": checks.check_sampled_rows(dc, a, b, dt, config_label(cfg),
+                                                                 sampled=rows).as_dict(),
+                       "grid": g.grid}
+                row["of_cublas"] = row["tflops"] / cb["tflops"] if cb else None
+                out.append(row)
+                say(f"{m}x{n}x{k} {dt} rung {rung.number}: {row['tflops']:.0f} TFLOP/s"
+                    + (f" ({row['of_cublas']:.2f} of cuBLAS)" if cb else ""))
+                del g
+            del da, db, dbt, dc
     return out
 
 
@@ -1061,6 +1120,24 @@ def summarize_ladder(rec) -> str:
                          f"math in flight ≤ {m['math_in_flight']:.2f}, waiting on full barriers "
                          f"{m['wait_full_fraction']:.2f}")
     lines.append(ladder_table(r))
+    if r.get("nonsquare"):
+        lines.append(nonsquare_table(r["nonsquare"]))
+    return "\n".join(lines)
+
+
+def nonsquare_table(rows: list[dict]) -> str:
+    """The non-square shapes: cuBLAS and each rung's TFLOP/s and fraction of cuBLAS (or why the
+    rung could not run the shape)."""
+    lines = [f"{'M×N×K':18s} {'dtype':9s} {'kernel':10s} {'TFLOP/s':>7s} {'of cuBLAS':>9s}"]
+    for r in rows:
+        shape = f"{r['m']}×{r['n']}×{r['k']}"
+        who = "cuBLAS" if r["kernel"] == "cuBLAS" else f"rung {r['rung']}"
+        if r.get("skipped"):
+            lines.append(f"{shape:18s} {r['dtype']:9s} {who:10s} {'-':>7s} {'-':>9s}  "
+                         f"not run: {r['skipped']}")
+            continue
+        ratio = f"{r['of_cublas']:9.2f}" if r.get("of_cublas") is not None else f"{'':9s}"
+        lines.append(f"{shape:18s} {r['dtype']:9s} {who:10s} {r['tflops']:7.0f} {ratio}")
     return "\n".join(lines)
 
 

@@ -12,12 +12,16 @@ class FakeTimer:
     """A GPU timeline: each launch of ``fn`` advances it by ``kernel_ms``, a flush by 0.05 ms, a
     spin by its length; events read the timeline. Records the order of operations."""
 
-    def __init__(self, kernel_ms: float, mhz: float = 1755.0):
+    def __init__(self, kernel_ms: float, mhz: float = 1755.0, flight_mhz: float = 1650.0,
+                 probe_lag_ms: float = 0.0):
         self.t = 0.0
         self.kernel_ms = kernel_ms
-        self.mhz = mhz
+        self.mhz = mhz                     # after a sample
+        self.flight_mhz = flight_mhz       # during the launches
+        self.probe_lag_ms = probe_lag_ms   # how late an in-flight probe starts
         self.ops: list = []
         self.spins: dict[int, int] = {}
+        self.windows: dict[int, tuple] = {}
 
     def fn(self):
         self.t += self.kernel_ms
@@ -38,9 +42,19 @@ class FakeTimer:
         self.ops.append("flush")
 
     def spin(self, slot, ns):
+        t0 = self.t * 1e6
         self.t += ns / 1e6
         self.spins[slot] = ns
+        self.windows[slot] = (0, int(ns * self.mhz / 1e3), int(t0), int(t0 + ns))
         self.ops.append(("spin", slot))
+
+    def probe_in_flight(self, slot, ns):
+        t0 = (self.t + self.probe_lag_ms) * 1e6        # runs beside the launches: t not advanced
+        self.windows[slot] = (0, int(ns * self.flight_mhz / 1e3), int(t0), int(t0 + ns))
+        self.ops.append(("probe", slot))
+
+    def records(self, slots):
+        return [self.windows.get(s) for s in slots]
 
     def clock_mhz(self, slots):
         return [self.mhz for s in slots if s in self.spins]
@@ -107,13 +121,29 @@ def test_time_gpu_fixed_launches_and_clock():
     ft = FakeTimer(0.5, mhz=1713.0)
     t = bench.time_gpu(ft.fn, warmup=0, reps=3, timer=ft, launches=7, clock=True)
     assert _launches_between_events(ft.ops) == [7, 7, 7]     # no sizing launch when fixed
-    assert t.sm_mhz == 1713.0
+    # the clock is the in-flight probes' (1650), the after-sample probe's (1713) kept beside it
+    assert t.sm_mhz == pytest.approx(1650.0, rel=1e-3)
     d = t.as_dict()
-    assert d["sm_mhz"] == 1713.0 and d["sm_mhz_source"] == bench.CLOCK_PROBE_SOURCE
-    # the probe follows the end event of each sample
+    assert d["sm_mhz"] == pytest.approx(1650.0, rel=1e-3)
+    assert d["sm_mhz_source"] == bench.CLOCK_INFLIGHT_SOURCE and d["sm_mhz_after"] == 1713.0
+    assert d["clock_in_flight"] == "5/5"
+    assert "(in flight)" in bench.peak_text({"tflops": 700.0, **d}, 132)
+    # the after-sample probe follows the end event of each sample
     for k, op in enumerate(ft.ops):
         if op == ("spin", 1):
             assert ft.ops[k - 1] == "event"
+    # each in-flight probe is launched after its delay kernel and before the untimed launches
+    probes = [k for k, op in enumerate(ft.ops) if isinstance(op, tuple) and op[0] == "probe"]
+    assert len(probes) == 5
+    for k in probes:
+        assert ft.ops[k - 1][0] == "spin" and ft.ops[k + 1:k + 8] == ["launch"] * 7
+    # a probe that starts late (it waited for the timed kernel's CTAs) does not count: the clock
+    # falls back to the after-sample probe and says so
+    late = FakeTimer(0.5, mhz=1713.0, probe_lag_ms=3.0)
+    d = bench.time_gpu(late.fn, warmup=0, reps=3, timer=late, launches=7, clock=True).as_dict()
+    assert d["sm_mhz"] == 1713.0 and d["sm_mhz_source"] == bench.CLOCK_PROBE_SOURCE
+    assert d["clock_in_flight"] == "0/5"
+    assert "(probed after the sample)" in bench.peak_text({"tflops": 700.0, **d}, 132)
     with pytest.raises(ValueError, match="launches"):
         bench.time_gpu(ft.fn, timer=ft, launches=0)
     with pytest.raises(ValueError, match="reps"):

@@ -131,12 +131,15 @@ def measured_clock_mhz(rows) -> float:
 
 def clock_kind(row: dict) -> str:
     """How a row's ``sm_mhz`` was measured, in words for a printed fraction: ``"in-kernel"``
-    (``sm_mhz_source`` starts with "in-kernel"), ``"probed after the sample"`` (:func:`time_gpu`'s
-    clock probe: an upper bound on the clock during the sample, see the module docstring), or
+    (``sm_mhz_source`` starts with "in-kernel"), ``"in flight"`` (:func:`time_gpu`'s probe on a
+    second stream during the launches), ``"probed after the sample"`` (:func:`time_gpu`'s probe
+    after the sample: an upper bound on the clock during it, see the module docstring), or
     ``"clock of unknown source"``."""
     src = str(row.get("sm_mhz_source") or "")
     if src.startswith("in-kernel"):
         return "in-kernel"
+    if src.startswith("clock probe in flight"):
+        return "in flight"
     if src.startswith("clock probe"):
         return "probed after the sample"
     return "clock of unknown source"
@@ -171,6 +174,13 @@ class Timing:
     sm_mhz_samples: list[float] = dataclasses.field(default_factory=list)
     host_gaps: int = 0
     delay_ms: float = 0.0
+    #: the clock probed right after each timed sample (kept beside the in-flight clock)
+    sm_mhz_after_samples: list[float] = dataclasses.field(default_factory=list)
+    #: :data:`CLOCK_INFLIGHT_SOURCE` when ``sm_mhz_samples`` come from in-flight probes, else
+    #: :data:`CLOCK_PROBE_SOURCE`
+    sm_mhz_source: str = ""
+    #: in-flight probes whose window lay inside their sample, of those launched
+    clock_in_flight: tuple[int, int] = (0, 0)
 
     @property
     def median_ms(self) -> float:
@@ -205,13 +215,20 @@ class Timing:
         if self.sm_mhz_samples:
             d.update(sm_mhz=self.sm_mhz, sm_mhz_p10=float(np.percentile(self.sm_mhz_samples, 10)),
                      sm_mhz_p90=float(np.percentile(self.sm_mhz_samples, 90)),
-                     sm_mhz_source=CLOCK_PROBE_SOURCE)
+                     sm_mhz_source=self.sm_mhz_source or CLOCK_PROBE_SOURCE)
+        if self.sm_mhz_after_samples:
+            d["sm_mhz_after"] = float(statistics.median(self.sm_mhz_after_samples))
+        if self.clock_in_flight[1]:
+            d["clock_in_flight"] = f"{self.clock_in_flight[0]}/{self.clock_in_flight[1]}"
         return d
 
 
-#: What ``sm_mhz`` means in a row timed with ``clock=True`` (the caveat: module docstring, "probed
-#: after the sample").
+#: What ``sm_mhz`` means in a row timed with ``clock=True`` when no in-flight probe lay inside its
+#: sample (the caveat: module docstring, "probed after the sample").
 CLOCK_PROBE_SOURCE = "clock probe after each sample (clock64/%globaltimer over 0.2 ms)"
+#: What ``sm_mhz`` means in a row timed with ``clock=True``: see the module docstring, "in flight".
+CLOCK_INFLIGHT_SOURCE = ("clock probe in flight (second stream, during the launches; "
+                         "clock64/%globaltimer)")
 #: Length of the clock probe after each sample, ns.
 PROBE_NS = 200_000
 FLUSH_MODES = ("sample", "launch", "none")
@@ -280,6 +297,18 @@ class _CudaTimer:
         self.opts = EventOptions(timing_enabled=True)
         self.ck = runtime.compile_kernel("bench_clock.cu", "clock_probe", runtime.device_info().arch)
         self.rec = DeviceArray.poisoned((slots, 4), np.uint64, stream)
+        self._side = None
+
+    def side_stream(self):
+        """A second stream of the highest priority (CUDA clamps an out-of-range priority to the
+        greatest one): its probe CTA is scheduled before waiting CTAs of the timed kernel."""
+        if self._side is None:
+            from cuda.core import StreamOptions
+            try:
+                self._side = runtime.device().create_stream(options=StreamOptions(priority=-5))
+            except Exception:  # noqa: BLE001 - a priority the driver refuses: default priority
+                self._side = runtime.device().create_stream()
+        return self._side
 
     def event(self):
         return self.s.record(options=self.opts)
@@ -296,24 +325,41 @@ class _CudaTimer:
     def spin(self, slot: int, ns: int) -> None:
         runtime.launch(self.ck, 1, 32, self.rec, np.uint32(slot), np.uint64(ns), stream=self.s)
 
+    def probe_in_flight(self, slot: int, ns: int) -> None:
+        """The clock probe on the side stream, ordered after everything enqueued so far on the
+        timing stream (so it starts when the delay kernel ends, as the timed launches do)."""
+        side = self.side_stream()
+        side.wait(self.s.record())
+        runtime.launch(self.ck, 1, 32, self.rec, np.uint32(slot), np.uint64(ns), stream=side)
+
+    def records(self, slots) -> list:
+        """(c0, c1, t0, t1) of each probe/delay slot (clock64 cycles, %globaltimer ns), None for a
+        slot never written (poison)."""
+        c = self.rec.to_host()[list(slots)]
+        return [None if int(r[0]) >= 2**63 else tuple(int(x) for x in r) for r in c]
+
     def clock_mhz(self, slots) -> list[float]:
-        c = self.rec.to_host().astype(np.float64)[list(slots)]
-        dc, dt = c[:, 1] - c[:, 0], c[:, 3] - c[:, 2]
-        ok = (dt > 0) & (dc > 0) & (c[:, 0] < 2.0**63)          # poison (0xFF…) = never written
-        return [float(x * 1e3) for x in dc[ok] / dt[ok]]
+        out = []
+        for r in self.records(slots):
+            if r and r[3] > r[2] and r[1] > r[0]:
+                out.append((r[1] - r[0]) / (r[3] - r[2]) * 1e3)
+        return out
 
 
 def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush=True,
              stream=None, min_sample_ms: float = 1.0, max_launches: int = 256,
-             launches: int | None = None, clock: bool = False, timer=None) -> Timing:
+             launches: int | None = None, clock: bool = False, clock_reps: int = 5,
+             timer=None) -> Timing:
     """Time ``fn`` (which enqueues GPU work on ``stream``) with CUDA events, many launches per sample.
 
     ``warmup`` untimed calls; one launch timed alone to choose ``n`` = :func:`launches_per_sample`
     (so a sample lasts ≥ ``min_sample_ms``; ``launches`` fixes ``n``; ``flush="launch"`` forces 1);
     then ``reps`` samples of ``n`` back-to-back launches behind a delay kernel (see the module
     docstring; ``flush``: ``True``/``"sample"``, ``"launch"``, ``False``/``"none"``). With
-    ``clock=True`` the SM clock is probed right after each sample (``Timing.sm_mhz``: an upper bound
-    on the clock during it, see the module docstring).
+    ``clock=True`` the SM clock is measured *in flight*: ``clock_reps`` further (untimed) samples of
+    the same launches run with a clock probe on a second stream (:func:`in_flight_clocks`), and it
+    is also probed right after each timed sample (``sm_mhz_after``; an upper bound). See the module
+    docstring.
     Returns :class:`Timing` (per-launch milliseconds). Raises :class:`ValueError` for a bad
     ``flush``/``reps``/``launches`` and :class:`~asynctc.core.runtime.NoGPUError` without a GPU.
     """
@@ -322,7 +368,9 @@ def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush=T
         raise ValueError(f"reps={reps}: must be ≥ 1")
     if launches is not None and launches < 1:
         raise ValueError(f"launches={launches}: must be ≥ 1")
-    tm = timer or _CudaTimer(stream or runtime.default_stream(), 2 * reps + 2)
+    if clock_reps < 0:
+        raise ValueError(f"clock_reps={clock_reps}: must be ≥ 0")
+    tm = timer or _CudaTimer(stream or runtime.default_stream(), 2 * reps + 2 + 2 * clock_reps)
     host = []
     for _ in range(warmup):
         h0 = time.perf_counter()
@@ -360,9 +408,45 @@ def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush=T
     tm.sync()
     samples = [tm.elapsed_ms(e0, e1) / n for e0, e1, _ in marks]
     gaps = sum(1 for *_, host_ns in marks if host_ns > d_ns)
-    mhz = tm.clock_mhz([2 * i + 1 for i in range(reps)]) if clock else []
-    return Timing(samples, launches_per_sample=n, flush=mode, sm_mhz_samples=mhz, host_gaps=gaps,
-                  delay_ms=d_ns / 1e6)
+    after = tm.clock_mhz([2 * i + 1 for i in range(reps)]) if clock else []
+    inflight: list[float] = []
+    if clock and clock_reps:
+        # untimed samples of the same n launches with a probe in flight on a second stream
+        sample_ns = float(statistics.median(samples)) * n * 1e6
+        probe_ns = int(min(50e6, max(PROBE_NS, 0.6 * sample_ns)))
+        base = 2 * reps + 2
+        for j in range(clock_reps):
+            if mode != "none":
+                tm.flush()
+            tm.spin(base + 2 * j, d_ns)
+            tm.probe_in_flight(base + 2 * j + 1, probe_ns)
+            for _ in range(n):
+                fn()
+        tm.sync()
+        inflight = in_flight_clocks(tm.records(range(base, base + 2 * clock_reps)), sample_ns)
+    src = CLOCK_INFLIGHT_SOURCE if inflight else (CLOCK_PROBE_SOURCE if after else "")
+    return Timing(samples, launches_per_sample=n, flush=mode, sm_mhz_samples=inflight or after,
+                  host_gaps=gaps, delay_ms=d_ns / 1e6, sm_mhz_after_samples=after,
+                  sm_mhz_source=src, clock_in_flight=(len(inflight), clock_reps if clock else 0))
+
+
+def in_flight_clocks(recs, sample_ns: float) -> list[float]:
+    """SM clocks (MHz) of the in-flight probes whose window lay inside their sample.
+
+    ``recs``: (c0, c1, t0, t1) or None per slot, in pairs (the delay kernel before the sample, the
+    probe launched on the second stream when the delay ended); ``sample_ns``: the length of a
+    timed sample. A probe counts when it started within 0.2 · sample of the delay's end (it was
+    not left waiting for the timed kernel's CTAs to retire) and ended before the sample did
+    (+5 %): then every cycle it counted was a cycle of the timed launches."""
+    out = []
+    for j in range(0, len(recs) - 1, 2):
+        d, p = recs[j], recs[j + 1]
+        if not d or not p or not (p[3] > p[2] and p[1] > p[0]):
+            continue
+        lag = p[2] - d[3]
+        if -5_000 <= lag <= 0.2 * sample_ns and p[3] - d[3] <= 1.05 * sample_ns:
+            out.append((p[1] - p[0]) / (p[3] - p[2]) * 1e3)
+    return out
 
 
 def sustained(fn: Callable[[], None], *, seconds: float = 1.5, stream=None) -> dict:

@@ -151,6 +151,9 @@
 #ifndef TMA_STORE
 #define TMA_STORE 0
 #endif
+#ifndef MULTICAST
+#define MULTICAST 1   // CLUSTER = 2 only; 0: each CTA loads all of B itself (diagnostic)
+#endif
 #ifndef TRACE
 #define TRACE 0
 #endif
@@ -298,7 +301,7 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
                                            u32 full_bar, int kt, int m0, int n0) {
   mbarrier_arrive_expect_tx(full_bar, kStageBytes);
   tma_load_2d(stage_addr, ta, full_bar, kt * BK, m0);                       // A: BM × 64
-  if constexpr (CLUSTER == 2) {                                            // half of B, to both
+  if constexpr (CLUSTER == 2 && MULTICAST) {                               // half of B, to both
     const u32 r = cluster_ctarank();
     if constexpr (B_MAJOR == 0) {
       tma_load_2d_multicast(stage_addr + kATileBytes + r * kBHalfBytes, tb, full_bar, kt * BK,
