@@ -928,8 +928,8 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
     rungs = parse_rungs(rungs) if not isinstance(rungs, tuple) else rungs
     out["rungs_run"] = list(rungs)
     cfgs = [c for dt in dtypes for c in rung_configs(dt) if rung_of(c) in rungs]
-    checks = [c for c in correctness_configs() if rung_of(c) in rungs] if check else []
-    jobs = list({repr(compile_job(c)): compile_job(c) for c in cfgs + checks}.values())
+    check_cfgs = [c for c in correctness_configs() if rung_of(c) in rungs] if check else []
+    jobs = list({repr(compile_job(c)): compile_job(c) for c in cfgs + check_cfgs}.values())
     say(f"compiling {len(jobs)} variants")
     runtime.precompile(jobs)
     for c in cfgs:
@@ -947,7 +947,7 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
             if sr["dropped"]:
                 say(f"SETMAXNREG DROPPED in {c.label()}: no USETMAXREG in the SASS")
     if check:
-        out["checks"] = check_all(checks, rng=rng, progress=say)
+        out["checks"] = check_all(check_cfgs, rng=rng, progress=say)
         say(f"{len(out['checks'])} checks passed")
         t0 = time.perf_counter()
         err = run_broken(1, rng=rng)

@@ -5,9 +5,8 @@ probe on a high-priority second stream, during untimed samples of the same launc
 probed right after each timed sample (the old method), and where the workload can clock itself
 (the wgmma peak kernel) its in-kernel clock — the check of the method: in-flight and in-kernel must
 agree. Then nvidia-smi sampled during 1.5 s of back-to-back cuBLAS. Prints a table; writes
-$OUT/clock_inflight.json.
+data/<gpu>/clock_inflight.json (copied to $OUT).
 """
-import json
 import os
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from asynctc import pipeline as P  # noqa: E402
 from asynctc import wgmma_peak  # noqa: E402
-from asynctc.core import bench  # noqa: E402
+from asynctc.core import bench, records  # noqa: E402
 from asynctc.core.memory import DeviceArray  # noqa: E402
 
 
@@ -36,6 +35,14 @@ def row(name, t, flop, in_kernel=None):
 def main():
     out = Path(os.environ.get("OUT", "out_clock"))
     out.mkdir(parents=True, exist_ok=True)
+    rec = records.measure("clock_inflight", measure)
+    path = records.save(rec)
+    (out / path.name).write_text(path.read_text())
+    print("wrote", path)
+    return 0
+
+
+def measure():
     rows = []
     rng = np.random.default_rng(0)
     for n in (256, 128):
@@ -63,8 +70,7 @@ def main():
             print(f"nvidia-smi during 1.5 s of cuBLAS {s}^3: {su['sm_mhz']:.0f} MHz, "
                   f"{su['power_w']:.0f} W ({su['samples']} samples)", flush=True)
             rows.append({"workload": f"cuBLAS fp16 {s}^3 sustained (nvidia-smi)", **su})
-    (out / "clock_inflight.json").write_text(json.dumps(rows, indent=1))
-    return 0
+    return {"rows": rows, "what": __doc__.strip().splitlines()[0]}
 
 
 if __name__ == "__main__":

@@ -46,7 +46,41 @@ def run(cfg, shape, multicast=1):
     return wrong, unwritten
 
 
+def decode(cfg, multicast=1):
+    """Which element of B each output read: A = a row selector (A[i, k] = 1 where k = i mod 64),
+    B = its row index k, then its column index n (small integers, exact in fp16): C[i, n] = the
+    k, then the n, of the B element that fed output (i, n)."""
+    m, n, k = 2 * cfg.bm, cfg.bn, 64
+    a = np.zeros((m, k), np.float16)
+    a[np.arange(m), np.arange(m) % 64] = 1
+    defines = {**cfg.defines, "MULTICAST": multicast}
+    ck = runtime.compile_kernel(W.SOURCE, W.ENTRY, "sm_90a", defines=defines)
+    got = []
+    for val in (np.repeat(np.arange(k)[:, None], n, 1), np.repeat(np.arange(n)[None, :], k, 0)):
+        b = val.astype(np.float16)                       # K×N (MN-major)
+        bs = b if cfg.b_major == "MN" else np.ascontiguousarray(b.T)
+        g = W.WSGemm(cfg.replace(out_dtype="float32"), DeviceArray.from_host(a),
+                     DeviceArray.from_host(bs), ck=runtime.compile_kernel(
+                         W.SOURCE, W.ENTRY, "sm_90a",
+                         defines={**cfg.replace(out_dtype="float32").defines,
+                                  "MULTICAST": multicast}))
+        g.launcher()()
+        got.append(g.out.to_host())
+    kk, nn = got
+    print(f"decode {cfg.label()} multicast={multicast}")
+    for r0 in (0, cfg.bm):
+        for row in (r0, r0 + 5, r0 + 70):
+            print(f"  row {row:4d} (k {row % 64:2d}): k read "
+                  f"{[int(x) for x in kk[row, ::32]]}  n read {[int(x) for x in nn[row, ::32]]}")
+    return ck
+
+
 def main():
+    for mc in (1, 0):
+        decode(W._cluster("float16").replace(b_major="MN", persistent=False), mc)
+    decode(W._ws2("float16").replace(b_major="MN"), 1)
+    if "--decode" in sys.argv:
+        return 0
     base = W._cluster("float16") if hasattr(W, "_cluster") else None
     for persistent in (False, True):
         for bm, bn in ((128, 256), (256, 128)):

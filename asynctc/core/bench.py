@@ -8,7 +8,8 @@ event and launch jitter); then ``reps`` samples. Each sample is: an L2 flush (a 
 twice the L2 size) when the flush mode asks for one, a *delay kernel* (``kernels/bench_clock.cu``)
 that keeps the GPU busy long enough for the host to enqueue the whole sample, a start event, the
 ``n`` launches back to back, an end event, and (``clock=True``) a 0.2 ms clock probe that reads the
-SM clock right after the launches. A sample's value is (end − start) / n. The result keeps every
+SM clock right after the launches; with ``clock=True`` a few untimed samples follow with a clock
+probe *in flight* beside the launches (below). A sample's value is (end − start) / n. The result keeps every
 sample and reports the median and the 10th/90th percentiles. Events are cuda.core's
 (``Stream.record(options=EventOptions(timing_enabled=True))``; elapsed time in milliseconds).
 
@@ -34,16 +35,20 @@ beside it. The row's ``sm_mhz_source`` says which of two clocks it is (:func:`cl
 
 * **in-kernel** — the kernel reads ``clock64`` against ``%globaltimer`` itself (the peak kernels of
   chapters 01 and 04): the clock *during* the timed work.
-* **probed after the sample** — for a kernel that cannot clock itself (cuBLAS, the course's
-  mma.sync and cp.async GEMMs), :func:`time_gpu` launches a separate 0.2 ms clock-probe kernel right
-  *after* each timed sample and reads the clock there. This is the one definition of the probe and
-  its caveat, which the notebooks refer to. On the H200 (records of 2026-11-30 in data/h200/) the
-  probe read 1950–1981 MHz after cuBLAS and the course's GEMMs, while the in-kernel clocks of
-  Tensor-Core-saturating kernels read 1623–1815 MHz and ``nvidia-smi`` sampled *during* 1.5 s of
-  back-to-back cuBLAS read about 1500 MHz (chapter 01's ``sustained`` rows). The probe most likely
-  sees a clock that has already recovered once the GEMM stopped: read it as an **upper bound** on
-  the clock during the sample, so a fraction of peak at that clock is a
-  **lower bound** on the fraction at the true clock. It is not an in-kernel clock.
+* **in flight** — for a kernel that cannot clock itself (cuBLAS, the course's GEMMs),
+  :func:`time_gpu` runs a few more (untimed) samples of the same launches with a one-CTA clock
+  probe on a second, high-priority stream, started when the delay kernel ends — as the launches
+  are — and lasting 0.6 of a sample; a probe counts only when its window lies inside the sample
+  (:func:`in_flight_clocks`). All SMs share one graphics clock, so the probe reads the clock the
+  launches ran at. Checked on the H200 (2026-11-30, ``tools/gpu_clock_inflight.py``): beside the
+  wgmma peak kernel, which clocks itself, the in-flight probe read 1654 and 1641 MHz against the
+  kernel's own 1658 and 1643 MHz.
+* **probed after the sample** — the same probe launched right *after* a timed sample (kept in the
+  record as ``sm_mhz_after``, and the row's clock only when no in-flight probe counted). In the
+  same check it read 1964–1980 MHz after every workload: the clock recovers within microseconds
+  once the Tensor Cores stop, so a probe after the sample reads an **upper bound** on the clock
+  during it, and a fraction of peak at that clock a **lower bound**. (``nvidia-smi`` sampled
+  during 1.5 s of back-to-back cuBLAS 8192³ read 1440 MHz; the in-flight probe 1535.)
 
 Baselines: :func:`cublas_gemm` runs cuBLAS through PyTorch, else CuPy, whichever the GPU machine
 has; the package itself never needs either. :func:`device_copy` times a device-to-device copy
