@@ -147,14 +147,6 @@ class WSConfig(P.RingTile):
         if self.cluster == 2 and self.bn < 128:
             _fail("bn", self.bn, "with cluster=2 each CTA multicasts half of B: bn must be ≥ 128 "
                                  "(whole 64-column boxes when B is MN-major)")
-        if self.cluster == 2 and self.b_major == "MN":
-            # Measured, not derived: on the H200 (2026-11-30, tools/gpu_ch06.py --quick) every
-            # cluster=2 variant with B given K×N (MN-major) computed wrong tiles (CTA rows from 128
-            # on, half of them unwritten), while the same variants with B K-major were right. Until
-            # the multicast of an MN-major B half is fixed and re-checked, it is refused here.
-            _fail("b_major", self.b_major, "cluster=2 with an MN-major B (K×N) gave wrong results on "
-                                           "the H200 and is refused until fixed: give B as N×K "
-                                           "(b_major='K')")
         try:
             self.pipeline_config().validate(smem_limit)
         except WarpSpecializationError:
