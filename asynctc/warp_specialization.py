@@ -47,9 +47,16 @@ from .core.memory import DeviceArray
 SOURCE = "warp_specialization.cu"
 ENTRY = "gemm_warp_specialized"
 
+#: Chapter 06's ladder dtypes (16-bit).
 DTYPES = P.DTYPES
+#: Every input dtype the kernel takes → its DT define: the 16-bit types and chapter 07's fp8
+#: (wgmma m64nNk32 .e4m3 / .e5m2, PTX ISA §9.7.15.5.2).
+INPUT_DTYPES = {**P.DTYPES, "float8_e4m3fn": 2, "float8_e5m2": 3}
+FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
 B_MAJORS = P.B_MAJORS
 BK = P.BK
+#: Bytes of K per k-tile row: one 128-byte swizzle row (64 16-bit or 128 fp8 elements).
+ROW_BYTES = 128
 #: Stages a warp-specialized ring may have: a consumer keeps one wgmma group pending on the
 #: previous stage while it waits for the next, so one stage would deadlock.
 STAGE_RANGE = range(2, 7)
@@ -65,6 +72,20 @@ STORE_STAGING = 2 * 64 * 64 * 2
 #: counter, trace pointer). Measured with NVRTC 13: at 24 the traced cluster + TMA-store build
 #: spills (10 bytes stored, 26 loaded), at 40 no build does.
 PRODUCER_MIN_REGS = 40
+
+
+def is_fp8(dtype: str) -> bool:
+    return dtype in FP8_DTYPES
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element of an input dtype (2 for fp16/bf16, 1 for fp8)."""
+    return 1 if is_fp8(dtype) else 2
+
+
+def default_bk(dtype: str) -> int:
+    """K elements per k-tile: one 128-byte swizzle row (64 for 16-bit inputs, 128 for fp8)."""
+    return ROW_BYTES // itemsize(dtype) if dtype in INPUT_DTYPES else BK
 
 
 class WarpSpecializationError(P.PipelineError):
@@ -86,7 +107,9 @@ def _launch_regs(threads: int) -> int:
 class WSConfig(P.RingTile):
     """The compile-time knobs of ``kernels/warp_specialization.cu``.
 
-    ``dtype`` "float16" | "bfloat16"; CTA tile ``bm`` × ``bn`` × 64; ``stages`` 2..6; ``consumers``
+    ``dtype`` "float16" | "bfloat16" | "float8_e4m3fn" | "float8_e5m2"; CTA tile ``bm`` × ``bn`` ×
+    ``bk``, bk = one 128-byte swizzle row of K (64 16-bit or 128 fp8 elements; None picks it);
+    ``stages`` 2..6; ``consumers``
     1 or 2 consumer warpgroups (each computes ``bm / consumers`` rows × ``bn``), plus one producer
     warpgroup: ``threads`` = 128 · (1 + consumers); ``b_major`` "K" (B stored N×K) or "MN" (K×N);
     ``out_dtype`` "float32" or the input dtype; ``group_m`` tile rows per raster group;
@@ -99,8 +122,17 @@ class WSConfig(P.RingTile):
     CUDA C++ Programming Guide "Thread Block Clusters", PTX ISA cp.async.bulk.tensor
     .multicast::cluster); ``tma_store``: C goes registers → shared memory (stmatrix, two 64×64
     buffers of 8 KiB per consumer, 128-byte swizzle) → global (TMA store), needs ``out_dtype`` =
-    ``dtype`` and :data:`STORE_STAGING` more bytes of shared memory per consumer; ``trace``
-    records timestamped events of the producer and every consumer (:func:`decode_trace`).
+    ``dtype`` (fp8: a 16-bit ``out_dtype``) and :data:`STORE_STAGING` more bytes of shared memory
+    per consumer; ``trace`` records timestamped events of the producer and every consumer
+    (:func:`decode_trace`).
+
+    FP8 (chapter 07, :mod:`asynctc.fp8`): ``b_major`` must be "K" (PTX ISA §9.7.15.5.2
+    "wgmma.mma_async": the transpose is only supported for .f16/.bf16, so fp8 A and B are both
+    K-major); ``out_dtype`` "float32", "bfloat16" or "float16"; ``promote`` P > 0 adds the wgmma
+    accumulators into a second set of fp32 registers every P k-tiles (the kernel's ``PROMOTE``),
+    which doubles the accumulator registers: 2 · accumulators + overhead must fit
+    ``consumer_regs`` (128×256 with two consumers does not; 128×128 does). ``promote`` is refused
+    for 16-bit inputs (their wgmma accumulates in fp32 already).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -111,7 +143,7 @@ class WSConfig(P.RingTile):
     dtype: str = "float16"
     bm: int = 128
     bn: int = 256
-    bk: int = BK
+    bk: int | None = None
     stages: int = 4
     consumers: int = 2
     b_major: str = "K"
@@ -124,8 +156,11 @@ class WSConfig(P.RingTile):
     cluster: int = 1
     tma_store: bool = False
     trace: bool = False
+    promote: int = 0
 
     def __post_init__(self):
+        if self.bk is None:
+            object.__setattr__(self, "bk", default_bk(self.dtype))
         self.validate()
 
     def validate(self, smem_limit: int | None = None) -> None:
@@ -135,9 +170,29 @@ class WSConfig(P.RingTile):
         for f in ("setmaxnreg", "persistent", "tma_store", "trace"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
-        for f in ("stages", "producer_regs", "consumer_regs", "cluster"):
+        for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk"):
             if not is_int(getattr(self, f)):
                 _fail(f, getattr(self, f), "must be an integer")
+        if self.dtype not in INPUT_DTYPES:
+            _fail("dtype", self.dtype, f"must be one of {sorted(INPUT_DTYPES)} (wgmma .f16/.bf16 k16, "
+                                       ".e4m3/.e5m2 k32; PTX ISA §9.7.15.5.2)")
+        fp8 = is_fp8(self.dtype)
+        if self.bk != default_bk(self.dtype):
+            _fail("bk", self.bk, f"one k-tile row is one 128-byte swizzle row: "
+                                 f"{default_bk(self.dtype)} {self.dtype} elements")
+        if self.promote < 0:
+            _fail("promote", self.promote, "k-tiles between promotions: 0 (none) or ≥ 1")
+        if fp8:
+            if self.b_major != "K":
+                _fail("b_major", self.b_major, "fp8 wgmma has no transpose (PTX ISA §9.7.15.5.2 "
+                                               "'wgmma.mma_async': imm-trans-a/-b only for "
+                                               ".f16/.bf16): B must be K-major, stored N×K")
+            if self.out_dtype not in ("float32", "bfloat16", "float16"):
+                _fail("out_dtype", self.out_dtype, "fp8 GEMMs write C as 'float32', 'bfloat16' or "
+                                                   "'float16'")
+        elif self.promote:
+            _fail("promote", self.promote, f"promotion is for fp8 inputs: {self.dtype} wgmma "
+                                           "accumulates in fp32 already")
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -154,9 +209,10 @@ class WSConfig(P.RingTile):
         except P.PipelineError as e:
             raise WarpSpecializationError(str(e)) from None
         if self.tma_store:
-            if self.out_dtype != self.dtype:
-                _fail("out_dtype", self.out_dtype, f"tma_store writes C in the input dtype "
-                                                   f"{self.dtype!r} (64-column boxes of 128 bytes)")
+            if self.out_dtype != self.dtype and not (fp8 and self.out_dtype != "float32"):
+                _fail("out_dtype", self.out_dtype, f"tma_store writes C in a 16-bit dtype (64-column "
+                                                   f"boxes of 128 bytes): the input dtype "
+                                                   f"{self.dtype!r}, or bfloat16/float16 for fp8")
             limit = smem_limit if smem_limit is not None else P.smem_limit_bytes()
             if self.smem_total > limit:
                 _fail("stages", self.stages,
@@ -166,7 +222,13 @@ class WSConfig(P.RingTile):
                       f"CTA may opt in to at most {limit}")
         lo, hi = SETMAXNREG_RANGE
         entry = _launch_regs(self.threads)
-        need = self.accumulators + REG_OVERHEAD
+        need = self.accumulator_registers + REG_OVERHEAD
+        if self.promote and self.accumulator_registers > P.ACC_BUDGET:
+            _fail("promote", self.promote,
+                  f"tile {self.bm}x{self.bn} with consumers={self.consumers}: promotion keeps a "
+                  f"second fp32 set, 2 × {self.accumulators} = {self.accumulator_registers} "
+                  f"accumulator registers per thread, above the budget of {P.ACC_BUDGET}; use a "
+                  "128x128 tile (or smaller)")
         if self.setmaxnreg:
             for f in ("producer_regs", "consumer_regs"):
                 v = getattr(self, f)
@@ -191,8 +253,8 @@ class WSConfig(P.RingTile):
                       f"{REGS_PER_SM}; setmaxnreg.inc would wait forever for registers")
             if self.consumer_regs < need:
                 _fail("consumer_regs", self.consumer_regs,
-                      f"a consumer thread holds {self.accumulators} fp32 accumulators plus "
-                      f"~{REG_OVERHEAD} others = {need}")
+                      f"a consumer thread holds {self.accumulator_registers} fp32 accumulators "
+                      f"plus ~{REG_OVERHEAD} others = {need}")
         elif need > entry:
             _fail("setmaxnreg", False, f"without setmaxnreg every thread gets {entry} registers "
                                        f"({self.threads} threads), below the consumers' {need}")
@@ -200,11 +262,50 @@ class WSConfig(P.RingTile):
     # -- geometry (chapter 05's stage layout) ---------------------------------------------------
     def pipeline_config(self) -> P.PipelineConfig:
         """The chapter-05 configuration with the same stage layout (tile, stages, consumer rows,
-        B layout): its tensor-map boxes, descriptor templates and byte offsets are this kernel's."""
+        B layout): its shared-memory budget, descriptor templates and byte offsets are this
+        kernel's. For fp8 it is the *byte twin*: the fp16 configuration whose stages hold the same
+        bytes (a 128-byte row of 64 fp16 is a row of 128 fp8; K-major, 128-byte swizzle: the
+        descriptors do not depend on the element type — checked in tests against the fp8 model);
+        the tensor-map boxes come from :attr:`a_box` / :attr:`b_load_box` in the real dtype."""
+        if is_fp8(self.dtype):
+            return P.PipelineConfig(dtype="float16", bm=self.bm, bn=self.bn, bk=BK,
+                                    stages=self.stages, consumers=self.consumers, b_major="K",
+                                    out_dtype="float32", group_m=self.group_m)
         return P.PipelineConfig(dtype=self.dtype, bm=self.bm, bn=self.bn, bk=self.bk,
                                 stages=self.stages, consumers=self.consumers,
                                 b_major=self.b_major, out_dtype=self.out_dtype,
                                 group_m=self.group_m)
+
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes of one stage: an A tile (bm × bk) and a B tile (bn × bk): (bm + bn) · 128."""
+        return (self.bm + self.bn) * self.bk * itemsize(self.dtype)
+
+    @property
+    def accumulator_registers(self) -> int:
+        """fp32 accumulator registers per consumer thread: the wgmma accumulators, twice that
+        with ``promote`` (the second, promoted set)."""
+        return self.accumulators * (2 if self.promote else 1)
+
+    @property
+    def a_box(self):
+        """The TMA box of A (:class:`asynctc.models.layout.SmemTile`): bm rows × bk, 128-byte
+        swizzle, in the input dtype."""
+        from .models.layout import SmemTile
+        return SmemTile(self.bm, self.bk, self.dtype, 128)
+
+    def operand_tiles(self):
+        """(A atom, B tile) as :class:`asynctc.models.descriptors.OperandTile` in the input dtype:
+        what one consumer's wgmmas read per k-tile."""
+        from .models import descriptors as dsc
+        return (dsc.OperandTile(64, self.bk, self.dtype, "K", 128),
+                dsc.OperandTile(self.bn, self.bk, self.dtype, self.b_major, 128))
+
+    def descriptor_templates(self) -> tuple[int, int]:
+        """(desc_a0, desc_b0) for a stage at shared address 0, k-step 0, from the descriptor
+        model in the input dtype (:meth:`operand_tiles`)."""
+        ta, tb = self.operand_tiles()
+        return ta.descriptor(0, 0).encode(), tb.descriptor(0, 0).encode()
 
     @property
     def threads(self) -> int:
@@ -224,13 +325,16 @@ class WSConfig(P.RingTile):
     def defines(self) -> dict:
         pc = self.pipeline_config()
         ak, bkk = pc.kstep_bytes
-        d = dict(DT=DTYPES[self.dtype], BM=self.bm, BN=self.bn, BK=self.bk, STAGES=self.stages,
+        d = dict(DT=INPUT_DTYPES[self.dtype], BM=self.bm, BN=self.bn, BK=self.bk, STAGES=self.stages,
                     CONSUMERS=self.consumers, B_MAJOR=int(self.b_major == "MN"),
                     OUT_F32=int(self.out_dtype == "float32"), GROUP_M=self.group_m,
                     SETMAXNREG=int(self.setmaxnreg), PRODUCER_REGS=self.producer_regs,
                     CONSUMER_REGS=self.consumer_regs, PERSISTENT=int(self.persistent),
                     CLUSTER=self.cluster, TMA_STORE=int(self.tma_store),
                     A_KSTEP_BYTES=ak, B_KSTEP_BYTES=bkk, B_BOX_BYTES=pc.b_tile.box_pitch)
+        if is_fp8(self.dtype):       # 16-bit builds keep chapter 06's defines (same cache keys)
+            d.update(C_DT=int(self.out_dtype == "bfloat16" or self.out_dtype == "float32"),
+                     PROMOTE=self.promote)
         if self.trace:
             d.update(TRACE=1, TRACE_CTAS=P.TRACE_CTAS, TRACE_EVENTS=P.TRACE_EVENTS)
         return d
@@ -245,17 +349,19 @@ class WSConfig(P.RingTile):
         return (f"ws {self.dtype} {self.tile_name} s{self.stages} B:{self.b_major}{regs}"
                 f"{' persistent' if self.persistent else ''}"
                 f"{' cluster2' if self.cluster == 2 else ''}"
-                f"{' tma_store' if self.tma_store else ''}{' trace' if self.trace else ''}{out}")
+                f"{' tma_store' if self.tma_store else ''}{' trace' if self.trace else ''}{out}"
+                f"{f' promote:{self.promote}' if self.promote else ''}")
 
     @property
     def b_load_box(self):
         """The TMA box one CTA loads of B: chapter 05's, except K-major B with ``cluster=2``,
         where each CTA loads bn/2 rows (its multicast half)."""
-        pc = self.pipeline_config()
+        from .models.layout import SmemTile
         if self.cluster == 2 and self.b_major == "K":
-            from .models.layout import SmemTile
             return SmemTile(self.bn // 2, self.bk, self.dtype, 128)
-        return pc.b_box
+        if is_fp8(self.dtype):
+            return SmemTile(self.bn, self.bk, self.dtype, 128)
+        return self.pipeline_config().b_box
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -344,12 +450,13 @@ def register_split(cfg: WSConfig) -> dict:
 # --------------------------------------------------------------------------------------------------
 
 def check_shapes(m: int, n: int, k: int, cfg: WSConfig) -> None:
-    """M, N, K positive multiples of (bm, bn, 64) (the rungs have no edge handling), M of 2 · bm
+    """M, N, K positive multiples of (bm, bn, bk) (the rungs have no edge handling), M of 2 · bm
     with ``cluster=2``; raises :class:`WarpSpecializationError`."""
-    try:
-        P.check_shapes(m, n, k, cfg.pipeline_config())
-    except P.PipelineError as e:
-        raise WarpSpecializationError(str(e)) from None
+    for name, v, t in (("M", m, cfg.bm), ("N", n, cfg.bn), ("K", k, cfg.bk)):
+        if v <= 0 or v % t:
+            _fail(name, v, f"tile {cfg.tile_name} needs {name} to be a positive multiple of {t}")
+        if v >= 2**31:
+            _fail(name, v, "must be < 2^31 (32-bit coordinates)")
     if cfg.cluster == 2 and m % (2 * cfg.bm):
         _fail("M", m, f"cluster=2 pairs tiles along M: M must be a multiple of 2 · {cfg.bm}")
 
@@ -366,25 +473,63 @@ def grid_size(cfg: WSConfig, m: int, n: int, sm_count: int | None = None) -> int
     return min(tiles, sm_count) // cfg.cluster * cfg.cluster
 
 
+def check_operands(a, b, cfg: WSConfig, out=None, scales=None) -> tuple[int, int, int]:
+    """Validate ``a`` (M×K), ``b`` (stored N×K for b_major "K", K×N for "MN"), ``out`` (M×N in
+    ``cfg.out_dtype``) and, for fp8, ``scales`` (None or 2 float32: scale_a, scale_b); return
+    (M, N, K). Rules as :func:`asynctc.pipeline.check_operands` (dtype, 2-D, C-contiguous, 16-byte
+    aligned device addresses — cuTensorMapEncodeTiled) with this config's dtype and k-tile.
+    Raises :class:`WarpSpecializationError`."""
+    from .models.layout import dtype_of
+    dt = dtype_of(cfg.dtype)
+    for what, x in (("a", a), ("b", b)):
+        if np.dtype(x.dtype) != dt:
+            _fail(f"{what}.dtype", str(np.dtype(x.dtype)), f"must be {cfg.dtype} (cfg.dtype)")
+        if len(x.shape) != 2:
+            _fail(f"{what}.shape", tuple(x.shape), "must be 2-D")
+        if isinstance(x, DeviceArray) and x.ptr % 16:
+            _fail(f"{what} address", hex(x.ptr), "must be 16-byte aligned (TMA globalAddress)")
+        if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+            _fail(what, "non-contiguous", "must be C-contiguous (row-major)")
+    m, k = a.shape
+    n, k2 = b.shape if cfg.b_major == "K" else b.shape[::-1]
+    if k2 != k:
+        layout = "N×K (b_major='K')" if cfg.b_major == "K" else "K×N (b_major='MN')"
+        _fail("b.shape", tuple(b.shape), f"B stored {layout} must have K={k} to match "
+                                         f"a.shape={tuple(a.shape)}")
+    check_shapes(m, n, k, cfg)
+    if out is not None:
+        odt = dtype_of(cfg.out_dtype)
+        if tuple(out.shape) != (m, n) or np.dtype(out.dtype) != odt:
+            _fail("out", (tuple(out.shape), str(out.dtype)), f"must be {(m, n)} {odt}")
+        if getattr(out, "ptr", 0) % 16:
+            _fail("out address", hex(out.ptr), "must be 16-byte aligned")
+    if scales is not None:
+        if not is_fp8(cfg.dtype):
+            _fail("scales", "given", f"per-tensor scales are for fp8 inputs, not {cfg.dtype}")
+        if tuple(scales.shape) != (2,) or np.dtype(scales.dtype) != np.float32:
+            _fail("scales", (tuple(scales.shape), str(scales.dtype)),
+                  "must be 2 float32 values (scale_a, scale_b)")
+    return m, n, k
+
+
 class WSGemm:
     """One problem set up for launching (as :class:`asynctc.pipeline.PipelineGemm`): ``cfg``, device
-    operands, output (poisoned when not given), tensor maps, error word. :meth:`launcher` returns a
-    zero-argument callable; :meth:`check_error` raises :class:`RuntimeError` when a wait timed out."""
+    operands, output (poisoned when not given), tensor maps, error word, and for fp8 the optional
+    per-tensor ``scales`` (a :class:`DeviceArray` of 2 float32, scale_a and scale_b: C = scale_a ·
+    scale_b · A·B). :meth:`launcher` returns a zero-argument callable; :meth:`check_error` raises
+    :class:`RuntimeError` when a wait timed out."""
 
     def __init__(self, cfg: WSConfig, a: DeviceArray, b: DeviceArray,
-                 out: DeviceArray | None = None, stream=None, ck=None):
+                 out: DeviceArray | None = None, stream=None, ck=None, scales=None):
         from . import tma
         self.cfg, self.a, self.b, self.stream = cfg, a, b, stream
         pc = cfg.pipeline_config()
-        try:
-            self.m, self.n, self.k = P.check_operands(a, b, pc, out)
-        except P.PipelineError as e:
-            raise WarpSpecializationError(str(e)) from None
-        check_shapes(self.m, self.n, self.k, cfg)
+        self.m, self.n, self.k = check_operands(a, b, cfg, out, scales)
+        self.scales = scales
         self.ck = ck or compile_ws(cfg)
         self.out = out if out is not None else DeviceArray.poisoned((self.m, self.n),
                                                                     P.np_dtype(cfg.out_dtype), stream)
-        self.ta = tma.tensor_map_for_tile(a, pc.a_box)[0]
+        self.ta = tma.tensor_map_for_tile(a, cfg.a_box)[0]
         self.tb = tma.tensor_map_for_tile(b, cfg.b_load_box)[0]
         # C's tensor map (64×64 box, 128-byte swizzle) for the TMA-store epilogue; other builds
         # never read their third tensor-map argument, and get A's map there
@@ -394,7 +539,7 @@ class WSGemm:
         self.trace = (DeviceArray.from_host(np.zeros(trace_words(cfg), np.uint64), stream)
                       if cfg.trace else None)
         self.grid = grid_size(cfg, self.m, self.n)
-        self.desc_a0, self.desc_b0 = pc.descriptor_templates()
+        self.desc_a0, self.desc_b0 = cfg.descriptor_templates()
         self.cluster = cfg.cluster if cfg.cluster > 1 else None
         self.active_clusters = None
         if cfg.persistent and self.cluster:
@@ -413,7 +558,8 @@ class WSGemm:
         i32, u64 = np.int32, np.uint64
         args = (self.ta, self.tb, self.tc, self.out, i32(self.m), i32(self.n), i32(self.k),
                 u64(self.desc_a0), u64(self.desc_b0), self.err,
-                self.trace if self.trace is not None else u64(0))
+                self.trace if self.trace is not None else u64(0),
+                self.scales if self.scales is not None else u64(0))
 
         def run():
             runtime.launch(self.ck, self.grid, self.cfg.threads, *args,
@@ -453,25 +599,30 @@ def max_active_clusters(ck: runtime.CompiledKernel, cfg: WSConfig, stream=None) 
         return None
 
 
-def make_gemm(cfg, a: DeviceArray, b: DeviceArray, out: DeviceArray | None = None, stream=None):
+def make_gemm(cfg, a: DeviceArray, b: DeviceArray, out: DeviceArray | None = None, stream=None,
+              scales=None):
     """A launchable problem for any rung's config: :class:`WSGemm` for :class:`WSConfig`,
     :class:`asynctc.pipeline.PipelineGemm` for rung 1's :class:`~asynctc.pipeline.PipelineConfig`."""
     if isinstance(cfg, P.PipelineConfig):
         return P.PipelineGemm(cfg, a, b, out, stream)
-    return WSGemm(cfg, a, b, out, stream)
+    return WSGemm(cfg, a, b, out, stream, scales=scales)
 
 
-def run_ws(a, b, cfg: WSConfig, out: DeviceArray | None = None, stream=None) -> WSGemm:
+def run_ws(a, b, cfg: WSConfig, out: DeviceArray | None = None, stream=None,
+           scales=None) -> WSGemm:
     """``out = a @ B`` with the warp-specialized kernel; returns the :class:`WSGemm` (``.out``).
 
     ``a``: M×K; ``b``: B stored N×K (``cfg.b_major`` "K") or K×N ("MN"); numpy arrays or
     :class:`DeviceArray` of ``cfg.dtype``, C-contiguous, 16-byte aligned, M, N, K multiples of the
     tile. Raises :class:`WarpSpecializationError` / :class:`~asynctc.tma.TensorMapError` before
     launching, :class:`RuntimeError` when an mbarrier wait timed out,
-    :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU."""
+    :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU. ``scales`` (fp8): None, or
+    2 float32 (scale_a, scale_b), numpy or :class:`DeviceArray`: C = scale_a · scale_b · A·B."""
     da = a if isinstance(a, DeviceArray) else DeviceArray.from_host(a, stream)
     db = b if isinstance(b, DeviceArray) else DeviceArray.from_host(b, stream)
-    g = WSGemm(cfg, da, db, out, stream)
+    if scales is not None and not isinstance(scales, DeviceArray):
+        scales = DeviceArray.from_host(np.ascontiguousarray(scales, dtype=np.float32), stream)
+    g = WSGemm(cfg, da, db, out, stream, scales=scales)
     g.launcher()()
     g.check_error()
     return g
@@ -482,6 +633,9 @@ def verify(cfg, m: int, n: int, k: int, rng=None) -> P.ElementCheck:
     with float64 (:func:`asynctc.pipeline.compare_elementwise`)."""
     if isinstance(cfg, P.PipelineConfig):
         return P.verify_pipeline(cfg, m, n, k, rng)
+    if is_fp8(cfg.dtype):
+        from . import fp8
+        return fp8.verify_fp8(cfg, m, n, k, rng)
     check_shapes(m, n, k, cfg)
     a, b, bs = P.random_operands(m, n, k, cfg.pipeline_config(), rng)
     g = run_ws(a, bs, cfg)
@@ -1060,7 +1214,9 @@ def measure_nonsquare(shapes, dtypes, rungs, reps, say, rng) -> list[dict]:
 
 def _same(row: dict, cfg) -> bool:
     d = cfg.as_dict()
-    return all(row.get(k) == v for k, v in d.items()) and \
+    # a field added later (promote) is absent from older records: there it had its default
+    defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
+    return all(row.get(k, defaults.get(k)) == v for k, v in d.items()) and \
         row["kernel"] == ("ch05" if isinstance(cfg, P.PipelineConfig) else "ws")
 
 

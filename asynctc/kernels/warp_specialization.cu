@@ -83,15 +83,28 @@
 // the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
 //
 // Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), TRACE, TRACE_CTAS,
-// TRACE_EVENTS, DT (0 f16, 1 bf16), BM, BN, BK (64), STAGES (2..6), CONSUMERS (1, 2), B_MAJOR (0 K-major,
-// 1 MN-major), OUT_F32, GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
+// TRACE_EVENTS, DT (0 f16, 1 bf16, 2 e4m3, 3 e5m2), BM, BN, BK (elements of K per k-tile: 128 bytes,
+// i.e. 64 16-bit or 128 fp8), STAGES (2..6), CONSUMERS (1, 2), B_MAJOR (0 K-major, 1 MN-major; fp8:
+// K-major only), OUT_F32, C_DT (the 16-bit type of C when OUT_F32 = 0: 0 f16, 1 bf16; default the
+// input dtype, bf16 for fp8), PROMOTE (fp8, see below), GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
 // CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
 // CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
 // A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets from asynctc),
 // BREAK (0; 1: the last consumer never releases a stage, to show the bounded wait).
 // Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
 // with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
-// k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null).
+// k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null),
+// scales (fp8 only: null, or two fp32 per-tensor dequantisation scales {scale_a, scale_b}; the
+// epilogue multiplies the accumulators by scale_a · scale_b).
+//
+// FP8 (DT = 2 e4m3, 3 e5m2; PTX ISA "wgmma.mma_async", m64nNk32 .f32.e4m3.e4m3 / .f32.e5m2.e5m2):
+// a k-tile row is still one 128-byte swizzle row — 128 fp8 elements — so the stages, boxes,
+// descriptors and k-step offsets (32 bytes per wgmma) are byte for byte those of the 16-bit
+// kernel; only the instruction and the element count per row change. fp8 wgmma has no transpose:
+// A and B must both be K-major. PROMOTE = P > 0: every P k-tiles (and after the last) the consumer
+// waits for its wgmmas (wait_group 0), adds the wgmma accumulators into a second set of fp32
+// registers and zeroes them, so the Tensor Core's reduced-precision accumulation never runs over
+// more than P · BK products; the second set doubles the accumulator registers.
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes
 // (+ CONSUMERS · 2 · 8192 staging bytes with TMA_STORE).
 
@@ -129,6 +142,12 @@
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
+#endif
+#ifndef C_DT
+#define C_DT (DT >= 2 ? 1 : DT)   // 16-bit C: 0 f16, 1 bf16
+#endif
+#ifndef PROMOTE
+#define PROMOTE 0
 #endif
 #ifndef SETMAXNREG
 #define SETMAXNREG 1
@@ -176,8 +195,11 @@
 #define B_BOX_BYTES (B_MAJOR ? 8192 : BN * 128)
 #endif
 
-static_assert(DT == 0 || DT == 1, "DT: 0 f16, 1 bf16");
-static_assert(BK == 64, "BK = 64: one 128-byte swizzle row of K per box row");
+static_assert(DT >= 0 && DT <= 3, "DT: 0 f16, 1 bf16, 2 e4m3, 3 e5m2");
+static_assert(BK * (DT >= 2 ? 1 : 2) == 128, "BK: one 128-byte swizzle row of K per box row");
+static_assert(C_DT == 0 || C_DT == 1, "C_DT: 0 f16, 1 bf16");
+static_assert(DT < 2 || B_MAJOR == 0, "fp8 wgmma has no transpose: B must be K-major");
+static_assert(PROMOTE >= 0 && (PROMOTE == 0 || DT >= 2), "PROMOTE: fp8 only, k-tiles ≥ 0");
 static_assert(STAGES >= 2 && STAGES <= 6,
               "STAGES: 2..6 (a consumer keeps one wgmma group pending on the previous stage)");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
@@ -196,8 +218,8 @@ static_assert(kThreads <= 1024, "threads per CTA");
 constexpr int kWgRows = BM / CONSUMERS;           // C rows per consumer warpgroup
 constexpr int kAtoms = kWgRows / 64;              // m64 wgmma rows per consumer
 constexpr int kAcc = BN / 2;                      // fp32 accumulators per thread per atom
-constexpr int kKSteps = BK / 16;
 constexpr u32 kRowBytes = 128;
+constexpr int kKSteps = kRowBytes / 32;           // one wgmma reads 32 bytes of K (k16 / k32)
 constexpr u32 kATileBytes = BM * kRowBytes;
 constexpr u32 kBTileBytes = BN * kRowBytes;
 constexpr u32 kStageBytes = kATileBytes + kBTileBytes;
@@ -206,6 +228,8 @@ constexpr u32 kBHalfBytes = kBTileBytes / 2;      // the B rows one CTA of a clu
 constexpr u32 kChunkBytes = 64 * 128;             // one 64×64 staging buffer of C (16-bit)
 constexpr int kChunksN = BN / 64;                 // 64-column chunks of a consumer's rows
 static_assert(kAtoms * kAcc <= 128, "accumulators per thread above the 128-register budget");
+static_assert(PROMOTE == 0 || 2 * kAtoms * kAcc <= 128,
+              "PROMOTE keeps a second fp32 set: both together within the 128-register budget");
 static_assert(A_KSTEP_BYTES == 32, "A K-major: a k16 step is 32 bytes along the swizzled row");
 static_assert(B_KSTEP_BYTES == (B_MAJOR ? 16 * kRowBytes : 32), "B k16 step");
 static_assert(B_BOX_BYTES == (B_MAJOR ? 64 * kRowBytes : BN * kRowBytes), "B box size");
@@ -355,10 +379,10 @@ __device__ __forceinline__ void store_c_tma(const float (&acc)[kAtoms][kAcc], co
         const int j = 4 * (8 * q + jl);                      // accumulator index of block 8q + jl
         const u32 cl = (u32)(jl + (m >> 1));                 // 16-byte column of this lane's row
         const u32 addr = buf + row * 128 + ((cl ^ (u32)(row & 7)) << 4);
-        stmatrix_x4(addr, cvt_rn_x2_f32<DT>(acc[i][j], acc[i][j + 1]),
-                    cvt_rn_x2_f32<DT>(acc[i][j + 2], acc[i][j + 3]),
-                    cvt_rn_x2_f32<DT>(acc[i][j + 4], acc[i][j + 5]),
-                    cvt_rn_x2_f32<DT>(acc[i][j + 6], acc[i][j + 7]));
+        stmatrix_x4(addr, cvt_rn_x2_f32<C_DT>(acc[i][j], acc[i][j + 1]),
+                    cvt_rn_x2_f32<C_DT>(acc[i][j + 2], acc[i][j + 3]),
+                    cvt_rn_x2_f32<C_DT>(acc[i][j + 4], acc[i][j + 5]),
+                    cvt_rn_x2_f32<C_DT>(acc[i][j + 6], acc[i][j + 7]));
       }
       fence_proxy_async_shared_cta();                        // generic writes → async proxy
       named_barrier_sync(bar_id, 128);
@@ -380,7 +404,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     gemm_warp_specialized(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
                           const __grid_constant__ TmaDesc tc, void* __restrict__ c, int M, int N,
                           int K, u64 desc_a0, u64 desc_b0, u32* __restrict__ err,
-                          u64* __restrict__ trace) {
+                          u64* __restrict__ trace, const float* __restrict__ scales) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
   __shared__ alignas(8) u64 empty_storage[STAGES];
@@ -458,6 +482,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       if constexpr (CLUSTER == 2) mbarrier_arrive_remote(mapa_shared_cluster(bar, rank ^ 1u));
     };
     float acc[kAtoms][kAcc];
+    float tot[kAtoms][kAcc];                                 // PROMOTE: the fp32 sums (else unused)
     int stage = 0;
     u32 phase = 0;
     bool broken = false;
@@ -472,6 +497,12 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       for (int i = 0; i < kAtoms; ++i)
 #pragma unroll
         for (int j = 0; j < kAcc; ++j) acc[i][j] = 0.f;
+      if constexpr (PROMOTE > 0) {
+#pragma unroll
+        for (int i = 0; i < kAtoms; ++i)
+#pragma unroll
+          for (int j = 0; j < kAcc; ++j) tot[i][j] = 0.f;
+      }
       int prev = 0;
       for (int k = 0; k < T; ++k, ++ring) {
         tr.event(EV_FULL_BEGIN, stage, ring);
@@ -490,6 +521,20 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
           release(empty0 + 8 * prev);
           tr.event(EV_RELEASE, prev, ring - 1);
         }
+        if constexpr (PROMOTE > 0) {                         // promotion into fp32 registers
+          if ((k + 1) % (PROMOTE > 0 ? PROMOTE : 1) == 0 || k + 1 == T) {
+            wgmma_wait_group<0>();                           // k-tile k is complete
+            fence_accumulators(acc);
+#pragma unroll
+            for (int i = 0; i < kAtoms; ++i)
+#pragma unroll
+              for (int j = 0; j < kAcc; ++j) {
+                tot[i][j] += acc[i][j];
+                acc[i][j] = 0.f;
+              }
+            fence_accumulators(acc);
+          }
+        }
         prev = stage;
         if (++stage == STAGES) {
           stage = 0;
@@ -504,10 +549,25 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
         tr.event(EV_RELEASE, prev, ring - 1);
       }
       __syncwarp();
-      if constexpr (TMA_STORE)
-        store_c_tma(acc, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);
+      auto finish = [&](float (&res)[kAtoms][kAcc]) {
+        if constexpr (DT >= 2) {                             // per-tensor scales, fp32
+          if (scales) {
+            const float s = scales[0] * scales[1];
+#pragma unroll
+            for (int i = 0; i < kAtoms; ++i)
+#pragma unroll
+              for (int j = 0; j < kAcc; ++j) res[i][j] *= s;
+          }
+        }
+        if constexpr (TMA_STORE)
+          store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);
+        else
+          store_c(res, c, N, m0 + cw * kWgRows, n0);
+      };
+      if constexpr (PROMOTE > 0)
+        finish(tot);
       else
-        store_c(acc, c, N, m0 + cw * kWgRows, n0);
+        finish(acc);
       tr.event(EV_STORE_END, 0, ring - 1);
     }
     tr.close();

@@ -3,12 +3,17 @@
 // accumulators to C. Include it after the including file has defined its tile constants:
 //   kAtoms (m64 wgmma atoms per warpgroup), kAcc (= BN / 2 fp32 accumulators per thread per atom),
 //   kKSteps (= BK / 16), kAtomBytes (A: bytes from one m64 atom to the next), and the defines
-//   BN, DT, B_MAJOR, A_KSTEP_BYTES, B_KSTEP_BYTES, OUT_F32.
+//   BN, DT, B_MAJOR, A_KSTEP_BYTES, B_KSTEP_BYTES, OUT_F32, and optionally C_DT (the 16-bit type
+//   of C when OUT_F32 = 0; default DT).
 // PTX ISA §9.7.15 (wgmma.fence / mma_async / commit_group); register fragments: ptx/wgmma.cuh.
 #pragma once
 #include "ptx/common.cuh"
 #include "ptx/cvt.cuh"
 #include "ptx/wgmma.cuh"
+
+#ifndef C_DT
+#define C_DT DT
+#endif
 
 // No ordinary access to the accumulators may move across a wgmma, commit or wait (ptx/wgmma.cuh).
 __device__ __forceinline__ void fence_accumulators(float (&acc)[kAtoms][kAcc]) {
@@ -47,7 +52,7 @@ __device__ __forceinline__ void store_c(const float (&acc)[kAtoms][kAcc], void* 
             make_float2(acc[i][j], acc[i][j + 1]);
       else
         *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) =
-            cvt_rn_x2_f32<DT>(acc[i][j], acc[i][j + 1]);
+            cvt_rn_x2_f32<C_DT>(acc[i][j], acc[i][j + 1]);
     }
   }
 }

@@ -1,0 +1,373 @@
+"""Chapter 07's FP8 groundwork: formats and quantisation against ml_dtypes and float64, the
+accumulation model and its frozen prediction, the elementwise bound (it holds for the model and
+fails a wrong k-step), the FP8 configs' rules, every FP8 variant compiled to sm_90a with QGMMA
+SASS, and (GPU) every variant against float64."""
+import re
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from asynctc import fp8
+from asynctc import warp_specialization as W
+from asynctc.core import runtime
+
+FMTS = list(fp8.FORMATS)
+
+
+def _grid(name):
+    """Every finite value of the format, sorted (from its 256 bit patterns)."""
+    v = np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name)).astype(np.float64)
+    return np.unique(v[np.isfinite(v)])
+
+
+def _rne_reference(x, name):
+    """Round float64 ``x`` to the nearest value of the grid, ties to the even significand —
+    written from the grid, independently of ml_dtypes' cast."""
+    g = _grid(name)
+    i = np.clip(np.searchsorted(g, x), 1, len(g) - 1)
+    lo, hi = g[i - 1], g[i]
+    dl, dh = x - lo, hi - x
+    bits_lo = np.array(lo, dtype=np.float64).astype(getattr(ml_dtypes, name)).view(np.uint8)
+    even_lo = (bits_lo & 1) == 0
+    return np.where(dl < dh, lo, np.where(dh < dl, hi, np.where(even_lo, lo, hi)))
+
+
+# ---- formats --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", FMTS)
+def test_format_limits_match_ml_dtypes(name):
+    f, fi = fp8.FORMATS[name], ml_dtypes.finfo(getattr(ml_dtypes, name))
+    assert f.max == float(fi.max) and f.min_normal == float(fi.smallest_normal)
+    assert f.min_subnormal == float(fi.smallest_subnormal) and f.frac_bits == fi.nmant
+    # e4m3fn: the top exponent code (15) is finite, only S.1111.111 is NaN: 1.75 · 2^(15 - 7);
+    # e5m2: the top code (31) is inf/NaN, so the largest is 1.75 · 2^(30 - 15)
+    top = 2 ** f.exp_bits - 1 - (0 if name == "float8_e4m3fn" else 1)
+    assert f.max == 1.75 * 2.0 ** (top - f.bias)
+    assert f.min_normal == 2.0 ** (1 - f.bias) and f.min_subnormal == 2.0 ** (1 - f.bias - f.frac_bits)
+    assert {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}[name] == f.max
+    assert fp8.fp8_format(name.split("_")[1][:4]).name == name
+
+
+def test_unknown_format_is_refused():
+    with pytest.raises(fp8.FP8Error, match=r"^dtype='float16': an FP8 format"):
+        fp8.fp8_format("float16")
+
+
+# ---- quantisation ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", FMTS)
+@pytest.mark.parametrize("src", ["float16", "bfloat16", "float32"])
+def test_quantize_with_unit_scale_is_the_ml_dtypes_cast(name, src, rng):
+    fmt = fp8.FORMATS[name]
+    x = (rng.standard_normal(4096) * fmt.max / 8).astype(np.float32)
+    x = x.astype(ml_dtypes.bfloat16 if src == "bfloat16" else src)
+    q, s = fp8.quantize(x, name, scale=1.0)
+    assert s == 1.0 and q.dtype == fmt.dtype
+    want = x.astype(np.float32).astype(fmt.dtype)
+    np.testing.assert_array_equal(q.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("name", FMTS)
+def test_quantize_rounds_to_nearest_even_on_the_grid(name, rng):
+    fmt = fp8.FORMATS[name]
+    x = rng.uniform(-fmt.max, fmt.max, 20000)
+    g = _grid(name)
+    mids = (g[1:] + g[:-1]) / 2                     # exact ties, both directions
+    x = np.concatenate([x, mids, rng.uniform(-4 * fmt.min_normal, 4 * fmt.min_normal, 2000)])
+    q, _ = fp8.quantize(x, name, scale=1.0)
+    np.testing.assert_array_equal(q.astype(np.float64), _rne_reference(x, name))
+
+
+@pytest.mark.parametrize("name", FMTS)
+def test_quantize_saturates_instead_of_nan_or_inf(name):
+    fmt = fp8.FORMATS[name]
+    x = np.array([fmt.max * 1.04, fmt.max * 3, -fmt.max * 1e3, 1e30], np.float64)
+    assert not np.all(np.isfinite(x.astype(fmt.dtype).astype(np.float64)))   # the bare cast
+    q, _ = fp8.quantize(x, name, scale=1.0)
+    np.testing.assert_array_equal(q.astype(np.float64), [fmt.max, fmt.max, -fmt.max, fmt.max])
+
+
+@pytest.mark.parametrize("name", FMTS)
+@pytest.mark.parametrize("pow2", [False, True])
+def test_tensor_scale_maps_amax_into_range(name, pow2, rng):
+    fmt = fp8.FORMATS[name]
+    x = (rng.standard_normal((64, 256)) * 37.0).astype(np.float32)
+    q, s = fp8.quantize(x, name, pow2=pow2)
+    amax = float(np.max(np.abs(x)))
+    assert amax / float(s) <= fmt.max
+    if pow2:
+        assert float(s) == 2.0 ** np.round(np.log2(float(s)))
+        assert amax / float(s) > fmt.max / 2               # the smallest power of two that fits
+    else:
+        assert np.max(np.abs(q.astype(np.float64))) == fmt.max   # amax lands on the maximum
+    # dequantised error: half an ulp of the format relative to |x| in the normal range
+    d = fp8.dequantize(q, s)
+    y = np.abs(x.astype(np.float64)) / float(s)
+    normal = y >= fmt.min_normal
+    rel = np.abs(d - x)[normal] / np.abs(x)[normal]
+    assert rel.max() <= 2.0 ** -(fmt.frac_bits + 1) * (1 + 1e-12)
+    assert np.all(np.abs(d - x)[~normal] <= fmt.min_subnormal / 2 * float(s) * (1 + 1e-12))
+
+
+def test_block_scales_a_1x128_and_b_128x128_against_float64(rng):
+    a = (rng.standard_normal((256, 512)) * np.exp(rng.uniform(-4, 4, (256, 1)))).astype(np.float16)
+    a[3, 200] = 9000.0                                           # one outlier in one block
+    qa, sa = fp8.quantize_a(a)
+    assert sa.shape == (256, 4) and sa.dtype == np.float32
+    amax = np.abs(a.astype(np.float64)).reshape(256, 4, 128).max(axis=2)
+    np.testing.assert_allclose(sa, (amax / 448.0).astype(np.float32), rtol=2 ** -23)
+    assert sa[3, 1] > 10 * np.median(sa[3])                      # only its own block is coarse
+    d = fp8.dequantize(qa, sa, fp8.A_BLOCK)
+    s_full = fp8.expand_scales(sa, fp8.A_BLOCK, a.shape)
+    normal = np.abs(a.astype(np.float64)) / s_full >= 2.0 ** -6
+    rel = np.abs(d - a.astype(np.float64))[normal] / np.abs(a.astype(np.float64))[normal]
+    assert rel.max() <= 2.0 ** -4 * (1 + 1e-12)
+    b = rng.standard_normal((384, 256)).astype(ml_dtypes.bfloat16)   # N×K
+    qb, sb = fp8.quantize_b(b, pow2=True)
+    assert sb.shape == (3, 2)
+    assert np.all(np.log2(sb) == np.round(np.log2(sb)))
+    blocks = np.abs(b.astype(np.float64)).reshape(3, 128, 2, 128).max(axis=(1, 3))
+    assert np.all(blocks / sb <= 448.0) and np.all(blocks / sb > 224.0)
+
+
+def test_quantize_refuses_bad_input():
+    with pytest.raises(fp8.FP8Error, match=r"^x=.*finite"):
+        fp8.quantize(np.array([1.0, np.nan]))
+    with pytest.raises(fp8.FP8Error, match=r"^x.dtype='int32'"):
+        fp8.quantize(np.arange(4, dtype=np.int32))
+    with pytest.raises(fp8.FP8Error, match=r"^block=\(0, 128\)"):
+        fp8.quantize(np.ones((2, 128)), block=(0, 128))
+    with pytest.raises(fp8.FP8Error, match=r"^scales.shape=\(1, 1\)"):
+        fp8.quantize(np.ones((2, 256)), block=(1, 128), scale=np.ones((1, 1)))
+    with pytest.raises(fp8.FP8Error, match=r"^scale=0.0"):
+        fp8.quantize(np.ones(4), scale=0.0)
+    with pytest.raises(fp8.FP8Error, match=r"^amax=-1.0"):
+        fp8.amax_scale(-1.0)
+    assert fp8.amax_scale(0.0) == 1.0
+
+
+# ---- the accumulation model -----------------------------------------------------------------------
+
+def test_model_with_many_bits_is_the_exact_sum(rng):
+    qa, qb = fp8.random_fp8((4, 512), rng=rng), fp8.random_fp8((6, 512), rng=rng)
+    exact = qa.astype(np.float64) @ qb.astype(np.float64).T
+    c = fp8.model_gemm(qa, qb, frac_bits=52)
+    np.testing.assert_allclose(c, exact, rtol=2.0 ** -22, atol=0)
+    c13 = fp8.model_gemm(qa, qb, frac_bits=13)
+    assert np.any(c13 != c)                                   # 13 bits do lose something
+
+
+def test_swamping_loses_the_small_products_and_promotion_restores_them(rng):
+    k = 4096
+    qa, qb = fp8.swamp_operands(2, 3, k, rng)
+    small = (qa.astype(np.float64)[:, 1:] @ qb.astype(np.float64)[:, 1:].T)
+    c0 = fp8.model_gemm(qa, qb, 13)
+    np.testing.assert_array_equal(c0, 1024.0)                 # every small product vanished
+    c1 = fp8.model_gemm(qa, qb, 13, promote=1)
+    lost1 = 1024.0 + small - c1
+    first = qa.astype(np.float64)[:, 1:128] @ qb.astype(np.float64)[:, 1:128].T
+    assert np.all(lost1 <= first * (1 + 1e-6)) and np.all(lost1 >= 0)   # only k-tile 0's
+    e = [np.median(fp8.relative_errors(fp8.model_gemm(qa, qb, 13, promote=p), qa, qb))
+         for p in (0, 4, 1)]
+    assert e[0] > e[1] > e[2]
+
+
+def test_frozen_prediction_is_what_the_model_says():
+    assert fp8.prediction_table(fp8.predict_swamp()) == fp8.ACC_PREDICTION
+
+
+def test_fit_recovers_the_bits_of_a_modelled_output(rng):
+    qa, qb = fp8.swamp_operands(2, 4, 1024, rng)
+    qa[:, 1:] = fp8.random_fp8((2, 1023), rng=rng)               # mixed signs: every bit shows
+    for bits in (11, 13, 16):
+        fit = fp8.fit_frac_bits(fp8.model_gemm(qa, qb, bits), qa, qb, bits=range(8, 24))
+        assert fit["frac_bits"] == bits and fit["residual"] == 0.0
+
+
+# ---- the bound ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("promote", [0, 1, 4])
+def test_bound_holds_for_the_model_and_fails_a_missing_k_step(promote, rng):
+    qa, qb = fp8.random_fp8((8, 1024), rng=rng), fp8.random_fp8((16, 1024), rng=rng)
+    c = fp8.model_gemm(qa, qb, 13, promote=promote).astype(np.float32)
+    assert fp8.check_fp8_gemm(c, qa, qb, promote=promote).passed
+    for lo, hi in ((64, 96), (384, 512)):                     # one k32 step, one k-tile missing
+        q2 = qa.copy()
+        q2[:, lo:hi] = 0
+        bad = fp8.model_gemm(q2, qb, 13, promote=promote).astype(np.float32)
+        r = fp8.check_fp8_gemm(bad, qa, qb, promote=promote)
+        assert not r.passed and r.n_bad > 0
+    one = c.copy()                  # one element taken from the row above (where that differs most)
+    i, j = np.unravel_index(np.argmax(np.abs(c[1:] - c[:-1])), (7, 16))
+    one[i + 1, j] = c[i, j]
+    r = fp8.check_fp8_gemm(one, qa, qb, promote=promote)
+    assert not r.passed and r.worst == (i + 1, j) and r.n_bad == 1
+    hole = c.copy()
+    hole[2, 3] = np.nan
+    assert fp8.check_fp8_gemm(hole, qa, qb, promote=promote).unwritten == 1
+
+
+def test_bound_covers_scales_and_bf16_output(rng):
+    qa, qb = fp8.random_fp8((8, 512), rng=rng), fp8.random_fp8((16, 512), rng=rng)
+    sa, sb = np.float32(1.37), np.float32(0.125)
+    c = (fp8.model_gemm(qa, qb, 13) * np.float32(sa * sb)).astype(np.float32)
+    assert fp8.check_fp8_gemm(c.astype(ml_dtypes.bfloat16), qa, qb, sa, sb, "bfloat16").passed
+    # a scale applied twice (or forgotten) fails; the bound is a worst case (~K · 40 · 2^-13 of
+    # the partial sums), so it does not catch a 1 % error of every element
+    assert not fp8.check_fp8_gemm(c * sa, qa, qb, sa, sb, "float32").passed
+    assert not fp8.check_fp8_gemm(c / sb, qa, qb, sa, sb, "float32").passed
+
+
+# ---- the FP8 configs ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw, field, rule", [
+    (dict(b_major="MN"), "b_major", "fp8 wgmma has no transpose"),
+    (dict(bk=64), "bk", "128 float8_e4m3fn elements"),
+    (dict(out_dtype="float8_e4m3fn"), "out_dtype", "'float32', 'bfloat16' or 'float16'"),
+    (dict(promote=1), "promote", "2 × 128 = 256 accumulator registers"),
+    (dict(promote=-1), "promote", "0 \\(none\\) or ≥ 1"),
+    (dict(tma_store=True, out_dtype="float32"), "out_dtype", "tma_store writes C in a 16-bit"),
+    (dict(bn=128, promote=1, consumer_regs=128, setmaxnreg=True), "consumer_regs",
+     "setmaxnreg.inc must not lower"),
+])
+def test_fp8_config_rules_are_named(kw, field, rule):
+    with pytest.raises(W.WarpSpecializationError, match=rf"^{field}=.*{rule}"):
+        W.WSConfig(dtype="float8_e4m3fn", **kw)
+
+
+def test_promote_is_refused_for_16_bit_inputs():
+    with pytest.raises(W.WarpSpecializationError, match=r"^promote=1: promotion is for fp8"):
+        W.WSConfig(dtype="float16", bn=128, promote=1)
+
+
+@pytest.mark.parametrize("cfg", fp8.correctness_configs(), ids=lambda c: c.label())
+def test_fp8_layout_is_the_16_bit_layout_in_bytes(cfg):
+    twin = cfg.pipeline_config()
+    assert cfg.descriptor_templates() == twin.descriptor_templates()
+    assert cfg.stage_bytes == twin.stage_bytes == (cfg.bm + cfg.bn) * 128
+    assert cfg.bk == 128 and cfg.a_box.inner_bytes == 128 and cfg.b_load_box.inner_bytes == 128
+    assert cfg.a_box.dtype == np.dtype(ml_dtypes.float8_e4m3fn if "e4m3" in cfg.dtype
+                                       else ml_dtypes.float8_e5m2)
+    d = cfg.defines
+    assert d["DT"] == W.INPUT_DTYPES[cfg.dtype] and d["BK"] == 128 and d["PROMOTE"] == cfg.promote
+    assert d["A_KSTEP_BYTES"] == d["B_KSTEP_BYTES"] == 32
+
+
+def test_16_bit_defines_are_unchanged():
+    d = W.WSConfig().defines
+    assert "PROMOTE" not in d and "C_DT" not in d and d["BK"] == 64
+
+
+def test_operands_are_checked_before_the_gpu(rng):
+    cfg = fp8.fp8_config()
+    qa, qb = fp8.random_fp8((256, 256), rng=rng), fp8.random_fp8((256, 256), rng=rng)
+    with pytest.raises(W.WarpSpecializationError, match=r"^a.dtype='float16'"):
+        W.check_operands(qa.astype(np.float16), qb, cfg)
+    with pytest.raises(W.WarpSpecializationError, match=r"^K=192: .*multiple of 128"):
+        W.check_operands(np.ascontiguousarray(qa[:, :192]), np.ascontiguousarray(qb[:, :192]),
+                         cfg)
+    with pytest.raises(W.WarpSpecializationError, match=r"^scales=\(\(3,\)"):
+        W.check_operands(qa, qb, cfg, scales=np.ones(3, np.float32))
+    with pytest.raises(W.WarpSpecializationError, match=r"^scales='given'"):
+        W.check_operands(np.zeros((256, 256), np.float16), np.zeros((256, 256), np.float16),
+                         W.WSConfig(out_dtype="float16"), scales=np.ones(2, np.float32))
+    assert W.check_operands(qa, qb, cfg, scales=np.ones(2, np.float32)) == (256, 256, 256)
+
+
+# ---- compile + SASS (CPU) -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cfg", fp8.correctness_configs(), ids=lambda c: c.label())
+def test_fp8_variant_compiles_to_qgmma(cfg):
+    runtime._memo.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", runtime.PerformanceWarning)
+        ck = W.compile_ws(cfg)
+    text = ck.sass()
+    t = "E4M3" if "e4m3" in cfg.dtype else "E5M2"
+    shapes = re.findall(r"QGMMA\.64x(\d+)x32\.F32\.(E4M3|E5M2)\.(E4M3|E5M2)\b", text)
+    assert set(shapes) == {(str(cfg.bn), t, t)}
+    assert len(shapes) == 4 * cfg.atoms                     # one k-tile: 4 k32 steps × atoms
+    assert "HGMMA" not in text
+    assert ck.resources.spill_stores == 0 and ck.resources.spill_loads == 0
+    assert not W.sass_registers(ck, cfg)["dropped"]
+    waits = set(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", text))
+    assert waits == {"0x1", "0x0"}
+
+
+# ---- GPU -----------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", fp8.correctness_configs(), ids=lambda c: c.label())
+def test_fp8_variant_matches_float64(cfg, rng):
+    for shp in fp8.shapes_for(cfg):
+        c = fp8.verify_fp8(cfg, *shp, rng=rng)
+        assert c.passed, c.as_dict()
+
+
+# ---- a CPU dry run of the "fp8" suite -----------------------------------------------------------
+
+class _FakeTiming:
+    median_ms = 1.0
+
+    def as_dict(self):
+        return {"median_ms": 1.0, "sm_mhz": 1700.0}
+
+
+def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None, cluster=None):
+    """gemm_warp_specialized as documented: C = scale_a · scale_b · A · Bᵀ (B stored N×K) in
+    float64, then the output dtype (the FP8 products are exact; the model's truncation is not
+    emulated: the bound must hold for an exact sum too)."""
+    assert ck.name == "gemm_warp_specialized" and ck.defines["B_MAJOR"] == 0
+    ta, tb, tc, out, m, n, k, da, db, err, trace, scales = args
+    a, b = ta[0].h.astype(np.float64), tb[0].h.astype(np.float64)
+    assert (int(m), int(n), int(k)) == (a.shape[0], b.shape[0], a.shape[1])
+    c = a @ b.T
+    if not isinstance(scales, np.integer):
+        c *= float(scales.h[0]) * float(scales.h[1])
+    out.h[...] = c.astype(np.float32).astype(out.dtype)
+
+
+def test_fp8_suite_dry_run(monkeypatch):
+    from fakes import FakeArray
+    from asynctc import tma
+    from asynctc.core import bench, memory, records
+
+    class FakeKernel:
+        def __init__(self, source, name, arch="sm_90a", defines=None, extra_options=None):
+            self.name, self.defines = name, dict(defines or {})
+            self.resources = runtime.Resources(registers=168)
+
+        def sass(self):
+            return "USETMAXREG.DEALLOC 0x28\nUSETMAXREG.TRY_ALLOC P0, 0xe8"
+    monkeypatch.setattr(runtime, "compile_kernel", FakeKernel)
+    monkeypatch.setattr(runtime, "precompile", lambda jobs: None)
+    monkeypatch.setattr(runtime, "launch", _emulate)
+    monkeypatch.setattr(runtime, "check_launch", lambda *a, **k: None)
+    monkeypatch.setattr(runtime, "device_info", lambda: None)
+    monkeypatch.setattr(W, "DeviceArray", FakeArray)
+    monkeypatch.setattr(memory, "DeviceArray", FakeArray)
+    monkeypatch.setattr(tma, "tensor_map_for_tile", lambda arr, tile, **k: ((arr, tile), None))
+    monkeypatch.setattr(bench, "time_gpu", lambda fn, **k: (fn(), _FakeTiming())[1])
+    monkeypatch.setattr(bench, "baseline_library", lambda: None)
+    monkeypatch.setattr(records, "nvidia_smi_clocks", lambda: {})
+    monkeypatch.setattr(fp8, "EXPERIMENT_K", (256, 512))
+    monkeypatch.setattr(fp8, "CHECK_SHAPES", ((256, 256, 256),))
+    monkeypatch.setattr(fp8, "PERSISTENT_SHAPE", (512, 512, 384))
+    res = fp8.measure_fp8(sizes=(512,), reps=2)
+    assert len(res["checks"]) >= len(fp8.correctness_configs())
+    assert all(c["passed"] for c in res["checks"])
+    exp = res["experiment"]["rows"]
+    assert {(r["k"], r["promote"]) for r in exp} == {(k, p) for k in (256, 512)
+                                                     for p in fp8.EXPERIMENT_PROMOTE}
+    # an exact sum is what a model with many bits gives: the fit says so
+    assert all(r["fit_frac_bits"] >= 20 for r in exp)
+    assert res["frac_bits_bound"] == fp8.FRAC_BITS
+    kinds = {(r["kernel"], r["dtype"]) for r in res["rows"]}
+    assert ("ours", "float8_e4m3fn") in kinds and ("ours", "float16") in kinds
+    assert all(r["check_rows"]["passed"] for r in res["rows"])
+    text = fp8.summarize_fp8(records.Record("fp8", {"gpu": "fake"}, res))
+    assert "FP8 checks passed" in text and "prediction" in text and "FP8/FP16 ours" in text
+    import json
+    json.dumps(res)                                   # the record is JSON-able
