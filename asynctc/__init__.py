@@ -15,6 +15,9 @@ ch     module                   kernels
 04     :mod:`wgmma_peak`        ``wgmma_peak.cu`` (throughput)
 =====  =======================  ================================================================
 
+:func:`matmul` (from :mod:`asynctc.warp_specialization`, chapter 06's top rung) is the GEMM to
+copy into your own work: fp16/bf16 in, fp32 accumulation, any M, N, K, B given K×N or N×K.
+
 Subpackages: :mod:`asynctc.core` (runtime, memory, bench, checks, records, sass, plots, notebook,
 exercises) and :mod:`asynctc.models` (pure-Python hardware models: fragments, layout, tensor_map,
 descriptors). :mod:`asynctc.suites` indexes the record suites; :mod:`asynctc.catalog` lists every
@@ -27,3 +30,4 @@ from .core.runtime import (  # noqa: F401
     AsyncTCError, CompileError, LaunchConfigError, NoGPUError, PerformanceWarning, compile_kernel,
     device_info, mode, runs_live, why_not_live,
 )
+from .warp_specialization import matmul  # noqa: E402,F401  (the public GEMM)

@@ -6,6 +6,9 @@ JSON-able results (correctness checks run first and a failed check stops the sui
 kernel's speed is never recorded), ``summarize(record)`` prints a ratio table against the baseline
 timed in the same run. :func:`run_suite` wraps a suite with provenance
 (:func:`asynctc.core.records.measure`) and saves it. Suites never assert on timings.
+A module may define several: :mod:`asynctc.warp_specialization` has "warp_specialization" (the
+chapter 06 ladder) and "matmul" (:func:`asynctc.matmul`'s checks and its timings beside cuBLAS;
+``tools/gpu_matmul.py``).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ registers and 228 KiB shared memory per SM, 227 KiB per CTA).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -133,6 +134,9 @@ class WSConfig(P.RingTile):
     which doubles the accumulator registers: 2 · accumulators + overhead must fit
     ``consumer_regs`` (128×256 with two consumers does not; 128×128 does). ``promote`` is refused
     for 16-bit inputs (their wgmma accumulates in fp32 already).
+    ``edges``: the ``EDGES`` build (any M, N, K ≥ 1: tile counts and the k-loop round up, TMA
+    zero-fills what hangs past the tensor, stores are clipped, C has a row pitch ``ldc``) — what
+    :func:`matmul` runs; the ladder's rungs leave it off (their cubins do not change).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -157,6 +161,7 @@ class WSConfig(P.RingTile):
     tma_store: bool = False
     trace: bool = False
     promote: int = 0
+    edges: bool = False
 
     def __post_init__(self):
         if self.bk is None:
@@ -167,7 +172,7 @@ class WSConfig(P.RingTile):
         """Check every rule; raise :class:`WarpSpecializationError` naming field, value and rule."""
         def is_int(v):
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        for f in ("setmaxnreg", "persistent", "tma_store", "trace"):
+        for f in ("setmaxnreg", "persistent", "tma_store", "trace", "edges"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
         for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk"):
@@ -337,6 +342,8 @@ class WSConfig(P.RingTile):
                      PROMOTE=self.promote)
         if self.trace:
             d.update(TRACE=1, TRACE_CTAS=P.TRACE_CTAS, TRACE_EVENTS=P.TRACE_EVENTS)
+        if self.edges:       # only when on: the ladder's defines (and cubins) stay as they were
+            d["EDGES"] = 1
         return d
 
     @property
@@ -349,7 +356,8 @@ class WSConfig(P.RingTile):
         return (f"ws {self.dtype} {self.tile_name} s{self.stages} B:{self.b_major}{regs}"
                 f"{' persistent' if self.persistent else ''}"
                 f"{' cluster2' if self.cluster == 2 else ''}"
-                f"{' tma_store' if self.tma_store else ''}{' trace' if self.trace else ''}{out}"
+                f"{' tma_store' if self.tma_store else ''}{' trace' if self.trace else ''}"
+                f"{' edges' if self.edges else ''}{out}"
                 f"{f' promote:{self.promote}' if self.promote else ''}")
 
     @property
@@ -451,7 +459,13 @@ def register_split(cfg: WSConfig) -> dict:
 
 def check_shapes(m: int, n: int, k: int, cfg: WSConfig) -> None:
     """M, N, K positive multiples of (bm, bn, bk) (the rungs have no edge handling), M of 2 · bm
-    with ``cluster=2``; raises :class:`WarpSpecializationError`."""
+    with ``cluster=2``; with ``cfg.edges`` any M, N, K in 1 .. 2^31 − 1 (32-bit coordinates).
+    Raises :class:`WarpSpecializationError`."""
+    if cfg.edges:
+        for name, v in (("M", m), ("N", n), ("K", k)):
+            if not 1 <= v < 2**31:
+                _fail(name, v, "must be in 1 .. 2^31 - 1 (TMA coordinates are signed 32-bit)")
+        return
     for name, v, t in (("M", m, cfg.bm), ("N", n, cfg.bn), ("K", k, cfg.bk)):
         if v <= 0 or v % t:
             _fail(name, v, f"tile {cfg.tile_name} needs {name} to be a positive multiple of {t}")
@@ -461,10 +475,20 @@ def check_shapes(m: int, n: int, k: int, cfg: WSConfig) -> None:
         _fail("M", m, f"cluster=2 pairs tiles along M: M must be a multiple of 2 · {cfg.bm}")
 
 
+def tile_counts(cfg: WSConfig, m: int, n: int, k: int) -> tuple[int, int, int]:
+    """(tile rows, tile columns, k-tiles) the kernel walks: exact quotients, or with ``cfg.edges``
+    rounded up (tile rows to whole clusters), as the kernel computes them."""
+    if not cfg.edges:
+        return m // cfg.bm, n // cfg.bn, k // cfg.bk
+    rows = -(-m // (cfg.bm * cfg.cluster)) * cfg.cluster
+    return rows, -(-n // cfg.bn), -(-k // cfg.bk)
+
+
 def grid_size(cfg: WSConfig, m: int, n: int, sm_count: int | None = None) -> int:
     """CTAs of a launch: the tile count, or (persistent) min(tiles, SMs), rounded down to whole
     clusters."""
-    tiles = (m // cfg.bm) * (n // cfg.bn)
+    rows, cols, _ = tile_counts(cfg, m, n, cfg.bk)
+    tiles = rows * cols
     if not cfg.persistent:
         return tiles
     if sm_count is None:
@@ -521,20 +545,21 @@ class WSGemm:
 
     def __init__(self, cfg: WSConfig, a: DeviceArray, b: DeviceArray,
                  out: DeviceArray | None = None, stream=None, ck=None, scales=None):
-        from . import tma
         self.cfg, self.a, self.b, self.stream = cfg, a, b, stream
-        pc = cfg.pipeline_config()
-        self.m, self.n, self.k = check_operands(a, b, cfg, out, scales)
+        if cfg.edges:
+            self.m, self.n, self.k, self.ldc = check_edge_operands(a, b, cfg, out)
+        else:
+            self.m, self.n, self.k = check_operands(a, b, cfg, out, scales)
+            self.ldc = self.n
         self.scales = scales
         self.ck = ck or compile_ws(cfg)
         self.out = out if out is not None else DeviceArray.poisoned((self.m, self.n),
                                                                     P.np_dtype(cfg.out_dtype), stream)
-        self.ta = tma.tensor_map_for_tile(a, cfg.a_box)[0]
-        self.tb = tma.tensor_map_for_tile(b, cfg.b_load_box)[0]
+        self.ta = _tile_map(a, cfg.a_box)
+        self.tb = _tile_map(b, cfg.b_load_box)
         # C's tensor map (64×64 box, 128-byte swizzle) for the TMA-store epilogue; other builds
         # never read their third tensor-map argument, and get A's map there
-        self.tc = (tma.tensor_map_for_tile(self.out, c_store_box(cfg))[0] if cfg.tma_store
-                   else self.ta)
+        self.tc = _tile_map(self.out, c_store_box(cfg)) if cfg.tma_store else self.ta
         self.err = DeviceArray.from_host(np.zeros(1, np.uint32), stream)
         self.trace = (DeviceArray.from_host(np.zeros(trace_words(cfg), np.uint64), stream)
                       if cfg.trace else None)
@@ -556,10 +581,13 @@ class WSGemm:
 
     def launcher(self) -> Callable[[], None]:
         i32, u64 = np.int32, np.uint64
-        args = (self.ta, self.tb, self.tc, self.out, i32(self.m), i32(self.n), i32(self.k),
+        out = self.out.array if isinstance(self.out, Pitched) else self.out
+        args = (self.ta, self.tb, self.tc, out, i32(self.m), i32(self.n), i32(self.k),
                 u64(self.desc_a0), u64(self.desc_b0), self.err,
                 self.trace if self.trace is not None else u64(0),
                 self.scales if self.scales is not None else u64(0))
+        if self.cfg.edges:
+            args += (i32(self.ldc),)
 
         def run():
             runtime.launch(self.ck, self.grid, self.cfg.threads, *args,
@@ -569,7 +597,7 @@ class WSGemm:
 
     @property
     def k_tiles(self) -> int:
-        return self.k // self.cfg.bk
+        return tile_counts(self.cfg, self.m, self.n, self.k)[2]
 
     def trace_buffer(self) -> np.ndarray:
         if self.trace is None:
@@ -1031,6 +1059,446 @@ def check_all(configs=None, rng=None, progress=None) -> list[dict]:
 
 
 # --------------------------------------------------------------------------------------------------
+# asynctc.matmul: the top rung as a public GEMM for any shape (the EDGES build)
+# --------------------------------------------------------------------------------------------------
+
+#: TMA's row rule (CUDA driver API cuTensorMapEncodeTiled: globalAddress 16-byte aligned, every
+#: globalStride a multiple of 16 bytes): the alignment of a base address and of a row pitch, bytes.
+TMA_ALIGN = 16
+#: b_layout → how B is stored: "KxN" (numpy's ``a @ b``: MN-major B) or "NxK" (K-major, B^T stored).
+B_LAYOUTS = {"KxN": "MN", "NxK": "K"}
+#: SMs assumed by :func:`matmul_config` where none can be asked (the H200 has 132).
+DEFAULT_SM_COUNT = 132
+
+
+@dataclasses.dataclass(frozen=True)
+class Pitched:
+    """A ``rows`` × ``cols`` row-major matrix inside the device array ``array`` (rows × pitch
+    elements): row r starts ``pitch`` elements after row r − 1, the ``pitch − cols`` elements
+    after each row are padding that no kernel reads or writes. The tensor map gets the true dims
+    (rows, cols) and the padded stride, so TMA zero-fills past ``cols`` and clips stores there."""
+
+    array: DeviceArray
+    rows: int
+    cols: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.rows, self.cols)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype
+
+    @property
+    def ptr(self) -> int:
+        return self.array.ptr
+
+    @property
+    def pitch(self) -> int:
+        """Elements from one row to the next."""
+        return self.array.shape[1]
+
+    def to_host(self, stream=None) -> np.ndarray:
+        """The rows × cols matrix (the padding dropped)."""
+        return np.ascontiguousarray(self.array.to_host(stream)[:, :self.cols])
+
+
+def row_pitch(cols: int, itemsize: int) -> int:
+    """Elements per padded row: ``cols`` rounded up so that a row is a multiple of
+    :data:`TMA_ALIGN` bytes (cuTensorMapEncodeTiled: globalStrides multiples of 16)."""
+    per = TMA_ALIGN // math.gcd(TMA_ALIGN, itemsize)
+    return max(per, -(-cols // per) * per)
+
+
+def pitched_host(x: np.ndarray) -> np.ndarray:
+    """``x`` (2-D) copied into a C-contiguous rows × :func:`row_pitch` array, zeros in the padding
+    (the layout :func:`matmul` uploads); ``x`` itself (made contiguous) when its rows are already
+    a multiple of 16 bytes."""
+    rows, cols = x.shape
+    pitch = row_pitch(cols, x.dtype.itemsize)
+    if pitch == cols:
+        return np.ascontiguousarray(x)
+    out = np.zeros((rows, pitch), x.dtype)
+    out[:, :cols] = x
+    return out
+
+
+def upload_pitched(x: np.ndarray, stream=None) -> Pitched:
+    """Copy host matrix ``x`` to the device in the :func:`pitched_host` layout."""
+    return Pitched(DeviceArray.from_host(pitched_host(x), stream), *x.shape)
+
+
+def _dims(x) -> tuple[tuple[int, int], int]:
+    """((rows, cols), row pitch in elements) of a :class:`Pitched` or a C-contiguous array."""
+    if isinstance(x, Pitched):
+        return x.shape, x.pitch
+    return tuple(x.shape), x.shape[1]
+
+
+def _tile_map(x, tile):
+    """The tensor map of :class:`DeviceArray` or :class:`Pitched` ``x`` whose box fills ``tile``."""
+    from . import tma
+    if not isinstance(x, Pitched):
+        return tma.tensor_map_for_tile(x, tile)[0]
+    a = tile.tensor_map_args()
+    size = x.dtype.itemsize
+    return tma.make_tensor_map(x.array, a["box_dim"], swizzle=a["swizzle"], shape=x.shape,
+                               strides=(x.pitch * size, size))[0]
+
+
+def check_tma_rows(x, what: str) -> None:
+    """Raise :class:`WarpSpecializationError` unless TMA can read/write ``x`` (a DeviceArray or
+    :class:`Pitched`) as it is: base address 16-byte aligned and, when it has more than one row,
+    a row pitch that is a multiple of 16 bytes (CUDA driver API cuTensorMapEncodeTiled:
+    globalAddress aligned to 16 bytes, globalStrides multiples of 16; the stride of a dimension of
+    size 1 is never used)."""
+    (rows, cols), pitch = _dims(x)
+    size = np.dtype(x.dtype).itemsize
+    if x.ptr % TMA_ALIGN:
+        _fail(f"{what} address", hex(x.ptr), "TMA needs a 16-byte aligned base address "
+                                             "(cuTensorMapEncodeTiled globalAddress)")
+    if rows > 1 and (pitch * size) % TMA_ALIGN:
+        field = f"{what}.shape[1]" if not isinstance(x, Pitched) else f"{what}.pitch"
+        _fail(field, pitch, f"rows of {pitch} × {size} = {pitch * size} bytes; TMA needs every row "
+                            f"pitch to be a multiple of 16 bytes (cuTensorMapEncodeTiled "
+                            f"globalStrides), i.e. a multiple of {TMA_ALIGN // math.gcd(TMA_ALIGN, size)} "
+                            f"elements — pass a numpy array to have it padded")
+
+
+def check_edge_operands(a, b, cfg: WSConfig, out) -> tuple[int, int, int, int]:
+    """Operands of the ``edges`` build: ``a`` (M×K) and ``b`` (N×K with ``b_major`` "K", K×N with
+    "MN") in ``cfg.dtype``, ``out`` (M×N, ``cfg.out_dtype``), each a :class:`DeviceArray` or a
+    :class:`Pitched`, readable by TMA as they are (:func:`check_tma_rows`; ``out`` only with
+    ``tma_store``, else its base 16-byte aligned). Returns (M, N, K, ldc) with ldc = C's row pitch
+    in elements. Raises :class:`WarpSpecializationError`."""
+    dt = P.np_dtype(cfg.dtype)
+    for what, x in (("a", a), ("b", b)):
+        if np.dtype(x.dtype) != dt:
+            _fail(f"{what}.dtype", str(np.dtype(x.dtype)), f"must be {cfg.dtype} (cfg.dtype)")
+        if len(x.shape) != 2:
+            _fail(f"{what}.shape", tuple(x.shape), "must be 2-D")
+        check_tma_rows(x, what)
+    m, k = a.shape
+    n, k2 = b.shape if cfg.b_major == "K" else b.shape[::-1]
+    if k2 != k:
+        _fail("b.shape", tuple(b.shape), f"B stored {'N×K' if cfg.b_major == 'K' else 'K×N'} must "
+                                         f"have K={k} to match a.shape={tuple(a.shape)}")
+    check_shapes(m, n, k, cfg)
+    if out is None:
+        return m, n, k, n
+    (rows, cols), ldc = _dims(out)
+    odt = P.np_dtype(cfg.out_dtype)
+    if (rows, cols) != (m, n) or np.dtype(out.dtype) != odt:
+        _fail("out", ((rows, cols), str(np.dtype(out.dtype))), f"must be {(m, n)} {odt}")
+    if cfg.tma_store:
+        check_tma_rows(out, "out")
+    elif out.ptr % TMA_ALIGN:
+        _fail("out address", hex(out.ptr), "must be 16-byte aligned (the epilogue stores element "
+                                           "pairs as one 8-byte / 4-byte access)")
+    return m, n, k, ldc
+
+
+#: The least fraction of the SMs' last wave of tiles :func:`matmul_config` accepts before it
+#: takes a narrower tile.
+WAVE_FILL = 0.75
+
+
+def wave_fill(tiles: int, sm_count: int) -> float:
+    """tiles / (waves · SMs), waves = ceil(tiles / SMs): how full the CTA waves are."""
+    return tiles / (-(-tiles // sm_count) * sm_count)
+
+
+def matmul_config(m: int, n: int, k: int, dtype: str = "float16", b_layout: str = "KxN", *,
+                  out_dtype: str | None = None, c_rows_aligned: bool = True,
+                  sm_count: int | None = None) -> WSConfig:
+    """The configuration :func:`matmul` runs for an M×N×K problem (always the ``edges`` build).
+
+    * B given N×K (``b_layout="NxK"``, K-major) or K×N (MN-major): the ladder's top rung —
+      persistent, clusters of 2 CTAs multicasting B, TMA-store epilogue (rung 7).
+    * Tile: 128 × 256 with two consumer warpgroups (64 rows each). Thin M (M ≤ 64): 64 rows with
+      one consumer warpgroup (one m64 atom), so no half-empty tile is computed; no setmaxnreg
+      (one consumer's 128 accumulators fit the 248 registers 256 threads start with).
+      bn is the largest of 256, 128 whose tiles fill the SMs' waves to at least
+      :data:`WAVE_FILL` (tiles / (waves · SMs), ``sm_count`` SMs, default the device's, else
+      132), else 64: a short or thin problem is spread over more CTAs (64 × 8192 with bn = 256
+      would keep 32 of 132 SMs busy, with bn = 64 128 of them).
+    * Clusters only with at least two tile rows (else one CTA of each pair computes zeros) and
+      bn ≥ 128.
+    * TMA-store epilogue only when C is written in the input dtype (``out_dtype`` None or
+      ``dtype``) and C's rows are a multiple of 16 bytes (``c_rows_aligned``; cuTensorMapEncodeTiled
+      globalStrides), else the register epilogue (clipped per element pair).
+    * Stages: as many as fit the shared memory of one CTA (2..6; 227 KiB on sm_90).
+
+    Raises :class:`WarpSpecializationError` for a bad ``dtype`` / ``b_layout`` / ``out_dtype``."""
+    if b_layout not in B_LAYOUTS:
+        _fail("b_layout", b_layout, f"one of {sorted(B_LAYOUTS)} (how B is stored)")
+    if dtype not in DTYPES:
+        _fail("dtype", dtype, f"one of {sorted(DTYPES)}")
+    odt = dtype if out_dtype is None else out_dtype
+    if odt not in ("float32", dtype):
+        _fail("out_dtype", odt, f"'float32' or the input dtype {dtype!r}")
+    for name, v in (("M", m), ("N", n), ("K", k)):
+        if not 1 <= v < 2**31:
+            _fail(name, v, "must be in 1 .. 2^31 - 1")
+    if sm_count is None:
+        info = runtime.device_info()
+        sm_count = info.sm_count if info else DEFAULT_SM_COUNT
+    b_major = B_LAYOUTS[b_layout]
+    bm, consumers = (64, 1) if m <= 64 else (128, 2)
+    rows = -(-m // bm)
+    bn = next((bn for bn in (256, 128) if wave_fill(rows * -(-n // bn), sm_count) >= WAVE_FILL),
+              64)
+    cluster = 2 if (rows >= 2 and bn >= 128) else 1
+    tma_store = odt == dtype and (c_rows_aligned or m == 1)
+    base = dict(dtype=dtype, bm=bm, bn=bn, consumers=consumers, b_major=b_major, out_dtype=odt,
+                persistent=True, cluster=cluster, tma_store=tma_store, edges=True)
+    if consumers == 1:
+        base["setmaxnreg"] = False
+    for stages in range(6, 1, -1):
+        try:
+            return WSConfig(stages=stages, **base)
+        except WarpSpecializationError as e:
+            if not str(e).startswith("stages="):
+                raise
+    _fail("shape", (m, n, k), "no stage count fits (cannot happen for the tiles chosen here)")
+
+
+def _is_device(x) -> bool:
+    return isinstance(x, (DeviceArray, Pitched))
+
+
+def _dtype_name(x) -> str:
+    return np.dtype(x).name
+
+
+class MatmulPlan:
+    """One :func:`matmul` call set up: operands on the device (host ones uploaded, padded), the
+    output, the configuration and the launchable :class:`WSGemm` (``.gemm``). :meth:`run` launches
+    and returns the result as :func:`matmul` does; ``.gemm.launcher()`` is what a timing calls."""
+
+    def __init__(self, a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, config=None,
+                 stream=None):
+        if b_layout not in B_LAYOUTS:
+            _fail("b_layout", b_layout, f"one of {sorted(B_LAYOUTS)}: 'KxN' (b is K×N, as in a @ b) "
+                                        "or 'NxK' (b is N×K, i.e. B transposed)")
+        for what, x in (("a", a), ("b", b), ("out", out)):
+            if x is None and what == "out":
+                continue
+            if not isinstance(x, (np.ndarray, DeviceArray)):
+                _fail(what, type(x).__name__, "must be a numpy array or an asynctc DeviceArray")
+            if len(x.shape) != 2:
+                _fail(f"{what}.shape", tuple(x.shape), "must be 2-D (a matrix)")
+        dt = _dtype_name(a.dtype)
+        if dt not in DTYPES:
+            _fail("a.dtype", dt, f"one of {sorted(DTYPES)} (wgmma .f16 / .bf16 inputs, PTX ISA "
+                                 "§9.7.15.5)")
+        if _dtype_name(b.dtype) != dt:
+            _fail("b.dtype", _dtype_name(b.dtype), f"must equal a.dtype {dt!r}")
+        m, k = a.shape
+        n, kb = b.shape[::-1] if b_layout == "KxN" else b.shape
+        if kb != k:
+            _fail("b.shape", tuple(b.shape), f"b_layout={b_layout!r} reads b as "
+                                             f"{'K×N' if b_layout == 'KxN' else 'N×K'}: its K is "
+                                             f"{kb}, a.shape={tuple(a.shape)} has K={k}")
+        if out_dtype is not None:
+            try:
+                out_dtype = _dtype_name(P.np_dtype(out_dtype) if isinstance(out_dtype, str)
+                                        else out_dtype)
+            except TypeError:
+                _fail("out_dtype", out_dtype, "not a dtype: 'float32' or the input dtype")
+        if out is not None:
+            odt = _dtype_name(out.dtype)
+            if out_dtype is not None and odt != out_dtype:
+                _fail("out.dtype", odt, f"must be out_dtype={out_dtype!r}")
+            out_dtype = odt
+        out_dtype = out_dtype or dt
+        if out_dtype not in ("float32", dt):
+            _fail("out_dtype", out_dtype, f"'float32' or the input dtype {dt!r} (fp32 accumulation)")
+        if out is not None and tuple(out.shape) != (m, n):
+            _fail("out.shape", tuple(out.shape), f"must be (M, N) = {(m, n)}")
+        if isinstance(out, np.ndarray) and not out.flags.writeable:
+            _fail("out", "read-only", "must be writeable")
+        for what, x in (("a", a), ("b", b)):
+            if isinstance(x, DeviceArray) and x.nbytes:
+                check_tma_rows(x, what)
+        self.m, self.n, self.k, self.stream = m, n, k, stream
+        self.dtype, self.out_dtype, self.b_layout = dt, out_dtype, b_layout
+        self.user_out = out
+        #: the result comes back as numpy unless a DeviceArray went in (or is the output)
+        self.host_result = (out is None and not _is_device(a) and not _is_device(b)) or \
+            isinstance(out, np.ndarray)
+        self.gemm = None
+        if m == 0 or n == 0 or k == 0:
+            self.config = None                      # nothing to launch
+            return
+        device_c = isinstance(out, DeviceArray) or (out is None and not self.host_result)
+        c_aligned = not device_c or (n * np.dtype(P.np_dtype(out_dtype)).itemsize) % TMA_ALIGN == 0
+        if config is None:
+            config = matmul_config(m, n, k, dt, b_layout, out_dtype=out_dtype,
+                                   c_rows_aligned=c_aligned)
+        else:
+            if not isinstance(config, WSConfig):
+                _fail("config", type(config).__name__, "must be a WSConfig")
+            for f, want in (("dtype", dt), ("b_major", B_LAYOUTS[b_layout]),
+                            ("out_dtype", out_dtype)):
+                if getattr(config, f) != want:
+                    _fail(f"config.{f}", getattr(config, f), f"must be {want!r} for these operands")
+            config = config.replace(edges=True, trace=False)
+        self.config = config
+        da = a if isinstance(a, DeviceArray) else upload_pitched(np.asarray(a), stream)
+        db = b if isinstance(b, DeviceArray) else upload_pitched(np.asarray(b), stream)
+        if device_c:
+            dc = out if out is not None else DeviceArray.poisoned((m, n), P.np_dtype(out_dtype),
+                                                                  stream)
+        else:
+            odt = P.np_dtype(out_dtype)
+            dc = Pitched(DeviceArray.poisoned((m, row_pitch(n, odt.itemsize)), odt, stream), m, n)
+        self.gemm = WSGemm(config, da, db, dc, stream)
+
+    def run(self):
+        """Launch (nothing for an empty problem), check the error word, return the result: the
+        numpy array ``out`` or a new one (host result), else the DeviceArray."""
+        m, n = self.m, self.n
+        odt = P.np_dtype(self.out_dtype)
+        if self.gemm is None:                           # M, N or K = 0
+            if self.user_out is None:
+                if self.host_result:
+                    return np.zeros((m, n), odt)
+                res = DeviceArray.empty((m, n), odt, self.stream)
+                if res.nbytes:
+                    res.buffer.fill(0, stream=self.stream or runtime.default_stream())
+                return res
+            if isinstance(self.user_out, np.ndarray):
+                self.user_out[...] = 0
+            elif self.user_out.nbytes:
+                self.user_out.buffer.fill(0, stream=self.stream or runtime.default_stream())
+            return self.user_out
+        self.gemm.launcher()()
+        self.gemm.check_error()
+        c = self.gemm.out
+        if not self.host_result:
+            return c
+        host = c.to_host(self.stream)
+        if isinstance(self.user_out, np.ndarray):
+            self.user_out[...] = host
+            return self.user_out
+        return host
+
+
+def matmul(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, config=None, stream=None):
+    """``C = A · B`` on the Tensor Cores: chapter 06's top rung for any shape.
+
+    ``a``: M×K; ``b``: K×N (``b_layout="KxN"``, numpy's ``a @ b``) or N×K (``"NxK"``: B
+    transposed, K-major — the faster layout, see below); numpy arrays or
+    :class:`~asynctc.core.memory.DeviceArray`, float16 or bfloat16 (ml_dtypes), both the same.
+    Products are accumulated in fp32 (wgmma ``.f32`` accumulators, PTX ISA §9.7.15); C is M×N in
+    ``out_dtype``: "float32" or the input dtype (default: the input dtype, rounded to nearest).
+    ``out``: optional M×N numpy array or DeviceArray to write (its dtype is then ``out_dtype``).
+
+    Returns a numpy array of exactly M×N when no DeviceArray is involved (host operands are
+    uploaded into buffers whose rows are padded to a multiple of 16 bytes; the tensor maps get the
+    true dims, so TMA zero-fills past them), else a DeviceArray (``out`` itself when given).
+    M = 0 or N = 0: an empty result; K = 0: zeros — without launching anything.
+
+    The configuration is :func:`matmul_config`'s (or ``config``, a :class:`WSConfig` whose dtype,
+    B layout and out dtype match; it is run with ``edges=True``): B N×K takes rung 7 (clusters of 2
+    with B multicast), B K×N the best rung without clusters (cluster=2 with an MN-major B is
+    refused until a known bug is fixed). Edges: the tile counts and the k-loop round up, TMA
+    fills what hangs past M, N, K with zeros (PTX ISA §5.5.3 tiled mode "Out of Boundary Access";
+    cuTensorMapEncodeTiled oobFill), stores are clipped to M × N.
+
+    Raises :class:`WarpSpecializationError` (a ``ValueError``) naming the field, the value and the
+    rule, before anything reaches the GPU: ``b_layout`` not "KxN"/"NxK"; an operand that is not a
+    numpy array or DeviceArray, not 2-D, not float16/bfloat16, or of another dtype than ``a``;
+    K of ``b`` ≠ K of ``a``; ``out_dtype`` / ``out`` of the wrong dtype or shape; a DeviceArray
+    whose base is not 16-byte aligned or whose rows (more than one) are not a multiple of
+    16 bytes (cuTensorMapEncodeTiled: globalAddress 16-byte aligned, globalStrides multiples of
+    16 — pass a numpy array to have it padded); a dimension ≥ 2^31 (32-bit TMA coordinates).
+    :class:`RuntimeError` if an mbarrier wait timed out (the kernel gave up instead of hanging);
+    :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU. The first call per
+    configuration compiles the kernel (NVRTC → cubin, cached on disk).
+    """
+    return MatmulPlan(a, b, out, b_layout=b_layout, out_dtype=out_dtype, config=config,
+                      stream=stream).run()
+
+
+#: Awkward shapes (M, N, K) from {1, 7, 129, 1000, 4095}: every size in every position, odd and
+#: single-row/-column edges, K tails of 1..63, more tiles than SMs — each with a (dtype, B layout,
+#: out dtype) of its own so that the 8 combinations are all covered (see :func:`matmul_cases`).
+AWKWARD_SHAPES = ((1, 1, 1), (7, 7, 7), (1, 129, 1000), (129, 1, 7), (7, 1000, 129),
+                  (129, 129, 129), (1000, 7, 4095), (4095, 129, 7), (129, 4095, 1000),
+                  (1000, 1000, 1000), (4095, 1000, 129), (1000, 4095, 7))
+#: The non-square table at small scale (÷ 8 in the large dims), thin M kept.
+SMALL_NONSQUARE = ((1024, 1024, 128), (128, 1024, 1024), (512, 512, 2048), (64, 1024, 1024),
+                   (128, 1024, 1024), (256, 1024, 1024))
+#: More tiles than SMs with edges in every dimension: the persistent loop and the ring counter
+#: cross tiles whose last row, column and k-tile are partial.
+PERSISTENT_EDGE_SHAPE = (2049, 4097, 200)
+COMBOS = tuple((dt, bl, od) for dt in ("float16", "bfloat16") for bl in ("KxN", "NxK")
+               for od in ("input", "float32"))
+
+
+def matmul_cases() -> list[dict]:
+    """The GPU checks of :func:`matmul` (tests/test_matmul.py and tools/gpu_matmul.py): each a dict
+    (m, n, k, dtype, b_layout, out_dtype, operands "host" | "device"). The awkward shapes rotate
+    through :data:`COMBOS`; (7, 7, 7) and (129, 129, 129) run all 8; the small non-square table
+    and the persistent shape in both B layouts; device-operand cases (aligned rows, odd N)."""
+    out = []
+
+    def add(shape, dt, bl, od, operands="host"):
+        m, n, k = shape
+        out.append(dict(m=m, n=n, k=k, dtype=dt, b_layout=bl,
+                        out_dtype=dt if od == "input" else od, operands=operands))
+    for i, shape in enumerate(AWKWARD_SHAPES):
+        combos = COMBOS if shape in ((7, 7, 7), (129, 129, 129)) else (COMBOS[i % len(COMBOS)],)
+        for c in combos:
+            add(shape, *c)
+    for i, shape in enumerate(SMALL_NONSQUARE):
+        for bl in ("KxN", "NxK"):
+            add(shape, ("float16", "bfloat16")[i % 2], bl, "input")
+    for bl in ("KxN", "NxK"):
+        add(PERSISTENT_EDGE_SHAPE, "bfloat16", bl, "input")
+    # DeviceArray operands: rows 16-byte aligned (K, and N for K×N, multiples of 8); odd N with
+    # B N×K (C's rows 14 bytes: no TMA store, the register epilogue's scalar path); single rows
+    # of 14 bytes (one row needs no aligned pitch: its stride is never used)
+    add((129, 7, 136), "float16", "NxK", "input", "device")
+    add((129, 1000, 1000), "bfloat16", "KxN", "float32", "device")
+    add((1, 1, 7), "float16", "NxK", "float32", "device")
+    return out
+
+
+def case_config(case: dict) -> WSConfig:
+    """The configuration :func:`matmul` picks for ``case`` (for precompiling)."""
+    c_aligned = case["operands"] == "host" or \
+        (case["n"] * P.np_dtype(case["out_dtype"]).itemsize) % TMA_ALIGN == 0
+    return matmul_config(case["m"], case["n"], case["k"], case["dtype"], case["b_layout"],
+                         out_dtype=case["out_dtype"], c_rows_aligned=c_aligned)
+
+
+def check_matmul_case(case: dict, rng=None) -> P.ElementCheck:
+    """Run :func:`matmul` on ``case`` with fresh random operands (standard normal, rounded to the
+    dtype) and compare every element with float64 (:func:`asynctc.pipeline.compare_elementwise`:
+    |C − ref| ≤ K · 2^-21 · (|A|·|B|) + output rounding; poison left unwritten fails). Host cases
+    get a poisoned padded output from :func:`matmul`; device cases pass a poisoned ``out``."""
+    rng = rng if rng is not None else np.random.default_rng()
+    m, n, k, dt = case["m"], case["n"], case["k"], case["dtype"]
+    a, b, bt = P.random_operands(m, n, k, P.PipelineConfig(dtype=dt, b_major="K"), rng)
+    bs = b if case["b_layout"] == "KxN" else bt
+    label = (f"matmul {m}x{n}x{k} {dt} B:{case['b_layout']} out:{case['out_dtype']} "
+             f"{case['operands']}")
+    if case["operands"] == "host":
+        c = matmul(a, bs, b_layout=case["b_layout"], out_dtype=case["out_dtype"])
+    else:
+        dc = DeviceArray.poisoned((m, n), P.np_dtype(case["out_dtype"]))
+        matmul(DeviceArray.from_host(a), DeviceArray.from_host(bs), dc, b_layout=case["b_layout"])
+        c = dc.to_host()
+    if c.shape != (m, n):
+        _fail("result.shape", c.shape, f"must be {(m, n)}")
+    return P.compare_elementwise(c, a, b, case["out_dtype"], label)
+
+
+# --------------------------------------------------------------------------------------------------
 # The "warp_specialization" suite
 # --------------------------------------------------------------------------------------------------
 
@@ -1296,4 +1764,162 @@ def nonsquare_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-SUITES = {"warp_specialization": (measure_ladder, summarize_ladder, "sm_90a")}
+# --------------------------------------------------------------------------------------------------
+# The "matmul" suite: asynctc.matmul's checks, then matmul beside cuBLAS
+# --------------------------------------------------------------------------------------------------
+
+MATMUL_SIZES = (4096, 8192)
+MATMUL_DTYPES = ("float16", "bfloat16")
+MATMUL_B_LAYOUTS = ("NxK", "KxN")
+#: Where the cost of the EDGES build is timed against the same configuration without it.
+EDGES_COST_SIZE = 4096
+
+
+def matmul_jobs(shapes, dtypes=MATMUL_DTYPES, b_layouts=MATMUL_B_LAYOUTS, check: bool = True,
+                sm_count: int | None = None) -> list:
+    """Every compile job of the "matmul" suite: the checks' configs, the timed shapes' configs and
+    their EDGES-off twins at :data:`EDGES_COST_SIZE`³."""
+    cfgs = [case_config(c) for c in matmul_cases()] if check else []
+    for shp in shapes:
+        for dt in dtypes:
+            for bl in b_layouts:
+                c = matmul_config(*shp, dt, bl, sm_count=sm_count)
+                cfgs.append(c)
+                if shp == (EDGES_COST_SIZE,) * 3:
+                    cfgs.append(c.replace(edges=False))
+    return list({repr(compile_job(c)): compile_job(c) for c in cfgs}.values())
+
+
+def measure_matmul(progress=None, sizes=MATMUL_SIZES, nonsquare=NONSQUARE_SHAPES,
+                   dtypes=MATMUL_DTYPES, b_layouts=MATMUL_B_LAYOUTS, check: bool = True,
+                   reps: int = 10) -> dict:
+    """The "matmul" suite.
+
+    1. Compile every configuration in parallel (:func:`asynctc.core.runtime.precompile`).
+    2. ``check``: every case of :func:`matmul_cases` through :func:`matmul` against float64,
+       every element (:func:`check_matmul_case`); the first failure raises (nothing is timed).
+    3. For each square size and each of ``nonsquare`` (M, N, K), each dtype: fresh random operands
+       on the device, cuBLAS (``bench.cublas_gemm``, A M×K · B K×N), then for each B layout the
+       kernel launch :func:`matmul` makes (:class:`MatmulPlan`; host-side set-up not timed), its
+       output checked on sampled rows. At :data:`EDGES_COST_SIZE`³ also the same configuration
+       without EDGES, timed alternately with it (twice each, the faster median kept):
+       ``edges_cost`` = t(EDGES) / t(no EDGES) − 1.
+    Every timing measures the SM clock in flight (``bench.time_gpu(clock=True)``). Medians; never
+    asserted on."""
+    from .core import bench, records
+    say = progress or (lambda _s: None)
+    rng = np.random.default_rng()
+    info = runtime.device_info()
+    sms = info.sm_count if info else None
+    shapes = [(s, s, s) for s in sizes] + [tuple(x) for x in nonsquare]
+    out: dict = {"checks": [], "rows": [], "edges_cost": [],
+                 "baseline_library": bench.baseline_library(), "sm_count": sms,
+                 "wave_fill": WAVE_FILL}
+    jobs = matmul_jobs(shapes, dtypes, b_layouts, check, sms)
+    say(f"compiling {len(jobs)} variants")
+    runtime.precompile(jobs)
+    if check:
+        for case in matmul_cases():
+            c = check_matmul_case(case, rng)
+            out["checks"].append({**case, "config": case_config(case).label(), **c.as_dict()})
+            if not c.passed:
+                raise RuntimeError(f"wrong: {c.label}: {c.as_dict()}")
+        say(f"{len(out['checks'])} matmul checks passed, worst |C-ref|/bound "
+            f"{max(x['worst_ratio'] for x in out['checks']):.3f}")
+    for (m, n, k) in shapes:
+        for dt in dtypes:
+            a, b, bt = P.random_operands(m, n, k, P.PipelineConfig(dtype=dt), rng)
+            rows = checks.timed_output_reference(a, b, dt, rng)
+            da, db, dbt = (DeviceArray.from_host(x) for x in (a, b, bt))
+            dc = DeviceArray.poisoned((m, n), P.np_dtype(dt))
+            flop = bench.gemm_flop(m, n, k)
+            base = {"m": m, "n": n, "k": k, "dtype": dt}
+            cb = None
+            if out["baseline_library"]:
+                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
+                cb = {**base, "kernel": "cuBLAS", **t.as_dict(),
+                      "tflops": bench.tflops(flop, t.median_ms),
+                      "rel_err_rows": rows.check(dc).as_dict()}   # recorded, not raised
+                out["rows"].append(cb)
+            for bl in b_layouts:
+                dc.poison()
+                plan = MatmulPlan(da, db if bl == "KxN" else dbt, dc, b_layout=bl)
+                g = plan.gemm
+                t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
+                g.check_error()
+                lab = f"matmul B:{bl} {plan.config.label()}"
+                row = {**base, "kernel": "matmul", "b_layout": bl, "label": lab,
+                       "config": plan.config.as_dict(), "grid": g.grid, **t.as_dict(),
+                       "tflops": bench.tflops(flop, t.median_ms),
+                       "rel_err_rows": checks.check_sampled_rows(dc, a, b, dt, lab,
+                                                                 sampled=rows).as_dict()}
+                row["of_cublas"] = row["tflops"] / cb["tflops"] if cb else None
+                out["rows"].append(row)
+                say(f"{m}x{n}x{k} {dt} B:{bl}: {row['tflops']:.0f} TFLOP/s"
+                    + (f" ({row['of_cublas']:.2f} of cuBLAS)" if cb else ""))
+                if (m, n, k) == (EDGES_COST_SIZE,) * 3:
+                    plain = WSGemm(plan.config.replace(edges=False), plan.gemm.a, plan.gemm.b, dc)
+                    best = {}
+                    for _ in range(2):
+                        for what, gg in (("plain", plain), ("edges", g)):
+                            dc.poison()
+                            tt = bench.time_gpu(gg.launcher(), warmup=3, reps=reps, clock=True)
+                            gg.check_error()
+                            checks.check_sampled_rows(dc, a, b, dt, f"{what} {lab}", sampled=rows)
+                            if what not in best or tt.median_ms < best[what].median_ms:
+                                best[what] = tt
+                    cost = {**base, "b_layout": bl, "label": plan.config.label(),
+                            "edges_ms": best["edges"].median_ms, "plain_ms": best["plain"].median_ms,
+                            "edges_tflops": bench.tflops(flop, best["edges"].median_ms),
+                            "plain_tflops": bench.tflops(flop, best["plain"].median_ms),
+                            "edges_cost": best["edges"].median_ms / best["plain"].median_ms - 1}
+                    out["edges_cost"].append(cost)
+                    say(f"EDGES cost {m}³ {dt} B:{bl}: {100 * cost['edges_cost']:+.1f} %")
+                    del plain
+                del plan, g
+            del da, db, dbt, dc
+    out["clocks_after"] = records.nvidia_smi_clocks()
+    return out
+
+
+def matmul_table(results: dict) -> str:
+    """matmul beside cuBLAS: TFLOP/s and fraction of cuBLAS per shape, dtype and B layout."""
+    lines = [f"{'M×N×K':18s} {'dtype':9s} {'cuBLAS':>7s} {'B N×K':>7s} {'of cuBLAS':>9s} "
+             f"{'B K×N':>7s} {'of cuBLAS':>9s}"]
+    rows = results.get("rows", [])
+    keys = list(dict.fromkeys((r["m"], r["n"], r["k"], r["dtype"]) for r in rows))
+    for key in keys:
+        mine = [r for r in rows if (r["m"], r["n"], r["k"], r["dtype"]) == key]
+        cb = next((r["tflops"] for r in mine if r["kernel"] == "cuBLAS"), None)
+        cells = []
+        for bl in ("NxK", "KxN"):
+            r = next((x for x in mine if x.get("b_layout") == bl), None)
+            if r is None:
+                cells += [f"{'-':>7s}", f"{'-':>9s}"]
+            else:
+                cells += [f"{r['tflops']:7.0f}",
+                          f"{r['of_cublas']:9.2f}" if r.get("of_cublas") else f"{'-':>9s}"]
+        m, n, k, dt = key
+        cbs = f"{cb:7.0f}" if cb else f"{'-':>7s}"
+        lines.append(f"{f'{m}×{n}×{k}':18s} {dt:9s} {cbs} " + " ".join(cells))
+    return "\n".join(lines)
+
+
+def summarize_matmul(rec) -> str:
+    """The "matmul" suite's summary: checks, the EDGES cost at 4096³, the configs chosen, the
+    TFLOP/s table against cuBLAS."""
+    r = rec.results
+    lines = [rec.label() if hasattr(rec, "label") else "matmul"] + P.checks_lines(r)
+    for c in r.get("edges_cost", []):
+        lines.append(f"EDGES cost {c['m']}³ {c['dtype']} B:{c['b_layout']}: "
+                     f"{100 * c['edges_cost']:+.1f} % ({c['edges_tflops']:.0f} vs "
+                     f"{c['plain_tflops']:.0f} TFLOP/s without EDGES; {c['label']})")
+    for lab in dict.fromkeys(x["label"] for x in r.get("rows", []) if x["kernel"] == "matmul"):
+        shapes = sorted({f"{x['m']}×{x['n']}×{x['k']}" for x in r["rows"] if x.get("label") == lab})
+        lines.append(f"config {lab}: {', '.join(shapes)}")
+    lines.append(matmul_table(r))
+    return "\n".join(lines)
+
+
+SUITES = {"warp_specialization": (measure_ladder, summarize_ladder, "sm_90a"),
+          "matmul": (measure_matmul, summarize_matmul, "sm_90a")}

@@ -82,7 +82,26 @@
 // Every wait is bounded (mbarrier_wait_parity_bounded, ptx/mbarrier.cuh): a broken variant writes
 // the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
 //
-// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), TRACE, TRACE_CTAS,
+// Edges (EDGES = 1; asynctc.matmul's build — 0 keeps the ladder's cubins byte for byte): any M, N,
+// K ≥ 1. The tile counts round up (tiles_n = ceil(N / BN); tiles_m = ceil(M / BM), with CLUSTER = 2
+// rounded up to whole clusters) and so does the k-loop (T = ceil(K / 64)). Nothing in the ring
+// changes: every box is loaded whole, and where it hangs past the tensor TMA fills the missing
+// elements with zeros and still counts the whole box towards complete_tx, so expect_tx stays
+// kStageBytes (PTX ISA §5.5.3 "Tiled mode", "Out of Boundary Access"; driver API
+// cuTensorMapEncodeTiled, oobFill = CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros; measured on the H200
+// by chapter 03: tests/test_tma.py test_tma_oob_zero_fill loads boxes partly and wholly outside the
+// tensor on a barrier armed with the whole box's bytes, and gets zeros without a timeout). Zeros in
+// A or B add nothing to C. A cluster rank whose tile lies wholly past M still loads (zeros) and
+// multicasts its half of B — its peer needs it — and its consumers store nothing. Stores are
+// clipped to M × N: the register epilogue checks each element pair (a float2 / 2 × 16-bit store
+// when the pair is inside N and C's row pitch keeps it aligned, else one element at a time), the
+// TMA-store epilogue relies on TMA, which never writes the part of a box outside the tensor map's
+// dims (same PTX ISA section; chapter 03's store_box checks it). C's row pitch is the argument ldc
+// (elements, ≥ N), so C may live in a padded buffer (the TMA store reads it from the tensor map tc,
+// whose row stride is ldc).
+//
+// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), EDGES (0, 1: see above), TRACE,
+// TRACE_CTAS,
 // TRACE_EVENTS, DT (0 f16, 1 bf16, 2 e4m3, 3 e5m2), BM, BN, BK (elements of K per k-tile: 128 bytes,
 // i.e. 64 16-bit or 128 fp8), STAGES (2..6), CONSUMERS (1, 2), B_MAJOR (0 K-major, 1 MN-major; fp8:
 // K-major only), OUT_F32, C_DT (the 16-bit type of C when OUT_F32 = 0: 0 f16, 1 bf16; default the
@@ -95,7 +114,8 @@
 // with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
 // k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null),
 // scales (fp8 only: null, or two fp32 per-tensor dequantisation scales {scale_a, scale_b}; the
-// epilogue multiplies the accumulators by scale_a · scale_b).
+// epilogue multiplies the accumulators by scale_a · scale_b); with EDGES also ldc (C's row pitch
+// in elements).
 //
 // FP8 (DT = 2 e4m3, 3 e5m2; PTX ISA "wgmma.mma_async", m64nNk32 .f32.e4m3.e4m3 / .f32.e5m2.e5m2):
 // a k-tile row is still one 128-byte swizzle row — 128 fp8 elements — so the stages, boxes,
@@ -185,6 +205,9 @@
 #ifndef BREAK
 #define BREAK 0
 #endif
+#ifndef EDGES
+#define EDGES 0
+#endif
 #ifndef A_KSTEP_BYTES
 #define A_KSTEP_BYTES 32
 #endif
@@ -206,6 +229,7 @@ static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
 static_assert(BM % (64 * CONSUMERS) == 0 && BM <= 256, "each consumer owns whole m64 atoms");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256 (one wgmma n = BN)");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 CTAs along M");
+static_assert(EDGES == 0 || EDGES == 1, "EDGES: 0 (M, N, K multiples of the tile) or 1 (any)");
 static_assert(TMA_STORE == 0 || OUT_F32 == 0, "the TMA-store epilogue writes C in the input dtype");
 static_assert(CLUSTER == 1 || BN >= 128, "a multicast half of B is whole 64-column boxes");
 static_assert(PRODUCER_REGS % 8 == 0 && PRODUCER_REGS >= 24 && PRODUCER_REGS <= 256,
@@ -349,6 +373,45 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 
 #include "wgmma_ring.cuh"   // fence_accumulators, mma_ktile, store_c (shared with pipeline.cu)
 
+#if EDGES
+// ---- epilogue clipped to M × N (EDGES = 1): store_c's fragment walk, C row pitch ldc ------------
+// An element pair (row, col), (row, col + 1) — col is even — goes out as one 8-byte (fp32) or
+// 4-byte (16-bit) store when both columns are inside N and ldc is even (then row · ldc + col is
+// even and the pair is aligned: C's base is 256-byte aligned); otherwise element by element.
+__device__ __forceinline__ void store_c_clipped(const float (&acc)[kAtoms][kAcc], void* c, int ldc,
+                                                int row0, int n0, int M, int N) {
+  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const bool pairs = (ldc & 1) == 0;
+#pragma unroll
+  for (int i = 0; i < kAtoms; ++i) {
+#pragma unroll
+    for (int j = 0; j < kAcc; j += 2) {
+      const int row = row0 + 64 * i + 16 * w + g + 8 * ((j >> 1) & 1);
+      const int col = n0 + 8 * (j >> 2) + 2 * t;
+      if (row >= M || col >= N) continue;
+      const size_t at = (size_t)row * ldc + col;
+      if (pairs && col + 1 < N) {
+        if constexpr (OUT_F32)
+          *reinterpret_cast<float2*>(static_cast<float*>(c) + at) =
+              make_float2(acc[i][j], acc[i][j + 1]);
+        else
+          *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) =
+              cvt_rn_x2_f32<C_DT>(acc[i][j], acc[i][j + 1]);
+      } else {                                   // odd pitch, or the pair straddles N
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          if (col + e >= N) break;
+          if constexpr (OUT_F32)
+            static_cast<float*>(c)[at + e] = acc[i][j + e];
+          else
+            static_cast<u16*>(c)[at + e] = (u16)(cvt_rn_x2_f32<C_DT>(acc[i][j + e], 0.f) & 0xFFFFu);
+        }
+      }
+    }
+  }
+}
+#endif
+
 // ---- epilogue through shared memory + TMA store (TMA_STORE = 1) ---------------------------------
 __device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
@@ -404,15 +467,27 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     gemm_warp_specialized(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
                           const __grid_constant__ TmaDesc tc, void* __restrict__ c, int M, int N,
                           int K, u64 desc_a0, u64 desc_b0, u32* __restrict__ err,
-                          u64* __restrict__ trace, const float* __restrict__ scales) {
+                          u64* __restrict__ trace, const float* __restrict__ scales
+#if EDGES
+                          , int ldc
+#endif
+                          ) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
   __shared__ alignas(8) u64 empty_storage[STAGES];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;   // stage s at base + s · kStageBytes
   const u32 full0 = smem_u32(full_storage), empty0 = smem_u32(empty_storage);
   const int wg = threadIdx.x >> 7;                           // 0 producer, 1.. consumers
+#if EDGES
+  // Round up: the last k-tile, tile row and tile column may hang past K, M, N (TMA zero-fills);
+  // with CLUSTER = 2 whole clusters of tile rows.
+  const int T = (K + BK - 1) / BK;
+  const int tiles_m = (M + BM * CLUSTER - 1) / (BM * CLUSTER) * CLUSTER;
+  const int tiles_n = (N + BN - 1) / BN;
+#else
   const int T = K / BK;
   const int tiles_m = M / BM, tiles_n = N / BN;
+#endif
   // Work items (tiles, or with CLUSTER = 2 pairs of tiles) of this CTA: its cluster's index, then
   // (PERSISTENT) + the number of clusters, ... (uniform across the CTA and its cluster).
   const int n_items = tiles_m / CLUSTER * tiles_n;
@@ -559,10 +634,21 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
               for (int j = 0; j < kAcc; ++j) res[i][j] *= s;
           }
         }
+#if EDGES
+        // Rows past M (a cluster rank's whole tile, or a consumer's half of it): nothing to store.
+        // The TMA store clips the rest at the tensor map's dims; the register epilogue per element.
+        if (m0 + cw * kWgRows < M) {
+          if constexpr (TMA_STORE)
+            store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);
+          else
+            store_c_clipped(res, c, ldc, m0 + cw * kWgRows, n0, M, N);
+        }
+#else
         if constexpr (TMA_STORE)
           store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);
         else
           store_c(res, c, N, m0 + cw * kWgRows, n0);
+#endif
       };
       if constexpr (PROMOTE > 0)
         finish(tot);
