@@ -147,14 +147,6 @@ class WSConfig(P.RingTile):
         if self.cluster == 2 and self.bn < 128:
             _fail("bn", self.bn, "with cluster=2 each CTA multicasts half of B: bn must be ≥ 128 "
                                  "(whole 64-column boxes when B is MN-major)")
-        if self.cluster == 2 and self.b_major == "MN":
-            # Measured, not derived: on the H200 (2026-11-30, tools/gpu_ch06.py --quick) every
-            # cluster=2 variant with B given K×N (MN-major) computed wrong tiles (CTA rows from 128
-            # on, half of them unwritten), while the same variants with B K-major were right. Until
-            # the multicast of an MN-major B half is fixed and re-checked, it is refused here.
-            _fail("b_major", self.b_major, "cluster=2 with an MN-major B (K×N) gave wrong results on "
-                                           "the H200 and is refused until fixed: give B as N×K "
-                                           "(b_major='K')")
         try:
             self.pipeline_config().validate(smem_limit)
         except WarpSpecializationError:
@@ -890,9 +882,15 @@ def check_all(configs=None, rng=None, progress=None) -> list[dict]:
 
 LADDER_SIZES = (4096, 8192)
 LADDER_DTYPES = ("float16", "bfloat16")
-#: Shapes a user meets that are not cubes (M, N, K): a short K, a short M, a long K, thin M.
+#: Shapes a user meets that are not cubes (M, N, K): a short K, a short M, a long K, thin M; then
+#: two *wave-aligned* shapes (:data:`WAVE_ALIGNED_SHAPES`).
 NONSQUARE_SHAPES = ((8192, 8192, 1024), (1024, 8192, 8192), (4096, 4096, 16384),
                     (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192))
+#: Shapes whose 128×256 tile count is a whole number of rounds of 132 CTAs: 8448×2048 = 66×8 = 528
+#: tiles = 4 rounds (4096³ has 512 = 3.88 rounds), 8448×8192 = 66×32 = 2112 = 16 rounds (8192³:
+#: 2048 = 15.5). A persistent grid of 132 CTAs loses up to 1 − 3.88/4 = 3 % at 4096³ and 1 − 15.5/16
+#: = 3 % at 8192³ to the last, partly idle round; these shapes measure the rungs without that loss.
+WAVE_ALIGNED_SHAPES = ((8448, 2048, 4096), (8448, 8192, 8192))
 #: Rungs timed on the non-square shapes (beside cuBLAS).
 NONSQUARE_RUNGS = (3, 5, 6, 7)
 #: Rungs traced (fp16, the first size): the first warp-specialized rung with two consumers and
@@ -901,7 +899,8 @@ TRACED_RUNGS = (3, 5, 6, 7)
 
 
 def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, check: bool = True,
-                   reps: int = 10, rungs=None, nonsquare=NONSQUARE_SHAPES) -> dict:
+                   reps: int = 10, rungs=None,
+                   nonsquare=NONSQUARE_SHAPES + WAVE_ALIGNED_SHAPES) -> dict:
     """The "warp_specialization" suite.
 
     1. Compile every config in parallel (:func:`asynctc.core.runtime.precompile`).

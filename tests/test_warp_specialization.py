@@ -203,9 +203,7 @@ def test_cluster_shapes_grid_and_boxes():
     assert W.grid_size(cfg, 4096, 4096, sm_count=132) == 132
     assert W.grid_size(cfg, 4096, 4096, sm_count=133) == 132      # whole clusters
     assert cfg.b_load_box.tensor_map_args()["box_dim"] == (128, 64)  # half of B's 256 rows
-    # MN-major B with a cluster computed wrong tiles on the H200: refused until fixed
-    with pytest.raises(W.WarpSpecializationError, match=r"b_major='MN'.*wrong results on the H200"):
-        cfg.replace(b_major="MN")
+    cfg.replace(b_major="MN").validate()          # accepted since the descriptor-address fix
     assert cfg.replace(cluster=1).b_load_box.tensor_map_args()["box_dim"] == (256, 64)
     # the multicast half lands where chapter 05's full box put those rows: K-major rows are 128
     # bytes, so half a box is bn/2 · 128 bytes further, on the 1024-byte swizzle repeat
@@ -261,8 +259,6 @@ def test_correctness_matrix_covers_every_rung():
             base = r.make(dt)
             for bmaj in W.B_MAJORS:
                 for odt in (dt,) if getattr(base, "tma_store", False) else ("float32", dt):
-                    if bmaj == "MN" and getattr(base, "cluster", 1) == 2:
-                        continue          # refused by validation (wrong on the H200), see WSConfig
                     assert base.replace(b_major=bmaj, out_dtype=odt) in cc
     for dt in W.DTYPES:
         for c in W.tile_sweep_configs(dt):
@@ -539,3 +535,22 @@ def test_run_ws_refuses_bad_inputs_before_launch(rng):
         W.run_ws(a[:64], bs, cfg)
     with pytest.raises(W.WarpSpecializationError, match=r"^M=128: .*cluster=2"):
         W.run_ws(a[:128], bs, W.RUNG_BY_NAME["cluster"].make("float16").replace(out_dtype="float32"))
+
+
+def test_cluster_descriptor_address_is_masked():
+    """The bug found on the H200: in a cluster launch the second CTA's shared-window address has bit
+    24 set; added unmasked (addr >> 4) into a descriptor template it carries into the LBO field,
+    +256 bytes — each 64-column box of an MN-major B read 2 K-rows late (decoded on the GPU). The
+    kernel masks the address to the 18-bit shared-memory offset before adding it."""
+    from asynctc.models import descriptors as dsc
+    cfg = W.RUNG_BY_NAME["cluster"].make("float16").replace(b_major="MN")
+    desc_b0 = cfg.pipeline_config().descriptor_templates()[1]
+    addr = (1 << 24) | 0x8000                       # rank 1's address of a stage's B tile
+    right = dsc.decode(desc_b0 + ((addr & 0x3FFFF) >> 4))
+    wrong = dsc.decode(desc_b0 + (addr >> 4))
+    assert right.start_address == 0x8000
+    assert wrong.start_address == right.start_address          # the start field looks fine …
+    assert wrong.lbo == right.lbo + 256                        # … the box stride is not
+    src = W.source()
+    assert "wgmma_desc_at(desc_a0" in src and "wgmma_desc_at(desc_b0" in src
+    assert "(addr & 0x3FFFFu) >> 4" in (runtime.KERNEL_DIR / "ptx" / "common.cuh").read_text()

@@ -225,8 +225,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
           for (int w = 0; w < kStepsPerSlab; ++w) {
             // Start address field = bits 0..13, 16-byte units: add (address >> 4); inside the
             // 128-byte swizzle atom, k-step w starts 32·w bytes further (16 elements × 2 bytes).
-            const u64 ad = a_desc + (u64)((a_addr + 32u * w) >> 4);
-            const u64 bd = b_desc + (u64)((b_addr + 32u * w) >> 4);
+            const u64 ad = a_desc + smem_desc_addr(a_addr + 32u * w);   // masked: a CTA pair is a
+            const u64 bd = b_desc + smem_desc_addr(b_addr + 32u * w);   // cluster (ptx/common.cuh)
             // enable-input-d = 0 only for the very first MMA: it overwrites whatever the freshly
             // allocated columns held (TMEM is not zeroed by tcgen05.alloc).
             tcgen05_mma_f16<kCtaGroup>(tmem_base, ad, bd, idesc, (kt | j | w) != 0);

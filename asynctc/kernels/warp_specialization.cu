@@ -450,8 +450,8 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const int cw = wg - 1;
     const bool elected = (threadIdx.x & 127) == 0;
     const bool releases = !(BREAK == 1 && cw == CONSUMERS - 1);
-    const u64 da0 = wgmma_desc_advance(desc_a0, base + cw * kWgRows * kRowBytes);
-    const u64 db0 = wgmma_desc_advance(desc_b0, base + kATileBytes);
+    const u64 da0 = wgmma_desc_at(desc_a0, base + cw * kWgRows * kRowBytes);   // masked address:
+    const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);                // see smem_desc_addr
     // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers).
     auto release = [&](u32 bar) {
       mbarrier_arrive(bar);

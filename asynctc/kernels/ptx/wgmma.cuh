@@ -54,10 +54,15 @@ __device__ __forceinline__ void wgmma_fence_operand(float (&d)[R]) {
 }
 
 // A descriptor advanced by `bytes` (a multiple of 16): the start-address field is bits 0-13 in
-// 16-byte units, so adding bytes >> 4 moves the start address (no carry out of the field while the
-// address stays below 256 KiB, which all of shared memory does).
+// 16-byte units, so adding bytes >> 4 moves the start address. For an offset, or an address of a
+// launch without clusters (below 256 KiB); an address from smem_u32 in a cluster launch goes through
+// wgmma_desc_at, which masks it (ptx/common.cuh smem_desc_addr).
 __device__ __forceinline__ u64 wgmma_desc_advance(u64 desc, u32 bytes) {
   return desc + (u64)(bytes >> 4);
+}
+// The descriptor template `desc` (start address 0) pointed at shared-memory address `addr`.
+__device__ __forceinline__ u64 wgmma_desc_at(u64 desc, u32 addr) {
+  return desc + smem_desc_addr(addr);
 }
 
 // ---- operand lists -------------------------------------------------------------------------
