@@ -787,6 +787,15 @@ def rung_of(cfg) -> int:
     return 3 if (cfg.bm, cfg.bn, cfg.stages) == (128, 256, 4) else 4
 
 
+def rung_of_record(row: dict) -> int:
+    """:func:`rung_of` for a row of a ``warp_specialization`` record (a check or a timing: the
+    config's fields flattened into the row); chapter 05's rows (no ``setmaxnreg`` field) are rung 1."""
+    if "setmaxnreg" not in row:
+        return 1
+    names = {f.name for f in dataclasses.fields(WSConfig)}
+    return rung_of(WSConfig(**{k: v for k, v in row.items() if k in names}))
+
+
 def parse_rungs(text: str | None) -> tuple[int, ...]:
     """"1-5" or "1,3,5" → rung numbers (None or "" → all); raises :class:`WarpSpecializationError`."""
     every = tuple(r.number for r in RUNGS)
@@ -1197,9 +1206,11 @@ def register_budget(cfg: WSConfig, ck: runtime.CompiledKernel | None = None) -> 
     ck = ck or compile_ws(cfg)
     split = register_split(cfg)
     sr = sass_registers(ck, cfg)
-    if not cfg.setmaxnreg:            # every warpgroup keeps what ptxas allocated
+    if not cfg.setmaxnreg or sr["dropped"]:      # every warpgroup keeps what ptxas allocated
         split.update(producer=ck.resources.registers, consumer=ck.resources.registers,
                      total=ck.resources.registers * cfg.threads)
+    if sr["dropped"]:                            # no launch bound: no count known at entry
+        split["entry"] = ck.resources.registers
     return {"label": cfg.label(), "threads": cfg.threads, **split, "sm_limit": REGS_PER_SM,
             "accumulators": cfg.accumulators, "ptxas": ck.resources.registers,
             "spill_bytes": ck.resources.spill_stores, "sass_dealloc": sr["dealloc"],
