@@ -100,7 +100,7 @@ def draw_protocol(ax, proto, title, stuck_at=None):
         if who == "TMA":
             ax.text(x0 - 0.15, y, "(TMA)", ha="right", va="center", fontsize=7)
         if stuck_at == row:
-            ax.text(x1 + 0.2, y - 0.3, "blocks: nobody arrives\non empty before this", fontsize=7,
+            ax.text(x1 + 0.15, y - 0.55, "blocks: nobody arrives\non empty before this", fontsize=7,
                     color="tab:red")
     ax.set_xlim(-1.0, 7.0)
     ax.set_ylim(0.3, 6.2)
@@ -444,9 +444,10 @@ for n in (7, 5):
     plt.show()
 
 # %% [markdown]
-# What to look for: during the epilogue the producer is already loading tile 1's k-tiles (its TMA
-# bars run under the epilogue), so the consumers find tile 1's first stages full; in rung 7 the
-# epilogue is a short bar, in rung 5 a long one.
+# What to look for: the producer issues tile 1's first loads before the consumers reach their
+# epilogue (its TMA bars 64, 65, … run under the epilogue), so the consumers' first waits of tile 1
+# are short red ticks, not an empty ring's fill; the epilogue bar itself is what differs between
+# the two rungs (section 6 gave its length in cycles).
 #
 # ## 8. The goal: at least 1.00× cuBLAS at 4096³ and 8192³
 #
