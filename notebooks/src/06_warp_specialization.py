@@ -362,11 +362,14 @@ for (size, dt), rows in sorted(sweep.items()):
 r34 = ratio(3, 4)
 wide = {k: max(r["tflops"] for r in v if (r["bm"], r["bn"]) == (256, 128)) /
         max(r["tflops"] for r in v if (r["bm"], r["bn"]) == (128, 256)) for k, v in sweep.items()}
-notebook.claim(max(r34.values()) < 1.02 and max(wide.values()) < 1.0,
-               f"Rung 4 (the sweep's fastest tile and depth) adds {span(r34)} to rung 3: 256×128 never "
-               f"beats 128×256 (its best is {min(wide.values()):.2f}–{max(wide.values()):.2f} of "
-               "128×256's), and three stages of 48 KiB do as well as four: the predicted ±3 %.",
-               r34=r34, wide=wide)
+notebook.claim(max(r34.values()) < 1.03,
+               f"Rung 4 (the sweep's fastest tile and depth) adds {span(r34)} to rung 3: within the "
+               "predicted ±3 %.", r34=r34)
+notebook.verdict(max(wide.values()) < 1.0,
+                 f"256×128 (B read once per 256 rows) never beats 128×256: its best is "
+                 f"{min(wide.values()):.2f}–{max(wide.values()):.2f} of 128×256's.",
+                 f"256×128 (B read once per 256 rows) beats 128×256 in some ladders: its best is "
+                 f"{min(wide.values()):.2f}–{max(wide.values()):.2f} of 128×256's.")
 
 # %% output varies
 traces = {t["rung"]: W.trace_numbers(t, res["rows"]) for t in res["traces"]}
@@ -375,16 +378,19 @@ print(W.trace_table(res))
 kc = pl.ktile_peak_cycles(W.WSConfig().pipeline_config())      # Tensor Core cycles of one k-tile
 t5, t6, t7 = traces[5], traces[6], traces[7]
 r35, r56, r67 = ratio(3, 5), ratio(5, 6), ratio(6, 7)
-notebook.claim(max(r35.values()) < 1.03 and t5["first_wait_cycles"][1] < 0.25 * t5["first_wait_cycles"][0]
-               and t5["epilogue_cycles"] > 4 * kc,
-               f"Rung 5 (persistent grid) adds {span(r35)} to rung 3, short of the predicted +3–8 %. The "
-               f"trace shows what it did and did not hide: the consumers' wait for a tile's first k-tile "
-               f"drops from {t5['first_wait_cycles'][0]:.0f} cycles (the first tile: an empty ring) to "
-               f"{t5['first_wait_cycles'][1]:.0f} on the later tiles, because the producer loads the next "
-               f"tile during the epilogue; but the epilogue itself — {t5['epilogue_cycles']:.0f} cycles per "
+notebook.verdict(min(r35.values()) >= 1.03,
+                 f"Rung 5 (persistent grid) adds {span(r35)} to rung 3, within the predicted +3–8 %.",
+                 f"Rung 5 (persistent grid) adds {span(r35)} to rung 3, short of the predicted +3–8 % "
+                 + ("in every ladder." if max(r35.values()) < 1.03 else "in some ladders."))
+notebook.claim(t5["first_wait_cycles"][1] < 0.25 * t5["first_wait_cycles"][0] and t5["epilogue_cycles"] > 4 * kc,
+               f"The trace shows what persistence did and did not hide: the consumers' wait for a "
+               f"tile's first k-tile drops from {t5['first_wait_cycles'][0]:.0f} cycles (the first tile: "
+               f"an empty ring) to {t5['first_wait_cycles'][1]:.0f} on the later tiles, because the "
+               f"producer has loaded the next tile's first stages by the end of the epilogue; but the "
+               f"epilogue itself — {t5['epilogue_cycles']:.0f} cycles per "
                f"tile of storing C from registers, {t5['epilogue_cycles'] / kc:.1f} k-tiles' worth of Tensor "
                f"Core work ({kc:.0f} cycles each) — is time the consumers issue no wgmma.",
-               gains=r35, first=t5["first_wait_cycles"], epilogue=t5["epilogue_cycles"])
+               first=t5["first_wait_cycles"], epilogue=t5["epilogue_cycles"])
 notebook.claim(all(abs(v - 1) < 0.02 for v in r56.values()) and abs(t6["wait_full"] - t5["wait_full"]) < 0.05,
                f"Rung 6 (clusters of 2, B multicast) changes rung 5 by {span(r56)}, and the traced consumers "
                f"wait on full barriers {t6['wait_full']:.2f} of their loop against {t5['wait_full']:.2f}: "
