@@ -969,6 +969,15 @@ def rung_of(cfg) -> int:
     return 3 if (cfg.bm, cfg.bn, cfg.stages) == (128, 256, 4) else 4
 
 
+def rung_of_record(row: dict) -> int:
+    """:func:`rung_of` for a row of a ``warp_specialization`` record (a check or a timing: the
+    config's fields flattened into the row); chapter 05's rows (no ``setmaxnreg`` field) are rung 1."""
+    if "setmaxnreg" not in row:
+        return 1
+    names = {f.name for f in dataclasses.fields(WSConfig)}
+    return rung_of(WSConfig(**{k: v for k, v in row.items() if k in names}))
+
+
 def parse_rungs(text: str | None) -> tuple[int, ...]:
     """"1-5" or "1,3,5" → rung numbers (None or "" → all); raises :class:`WarpSpecializationError`."""
     every = tuple(r.number for r in RUNGS)
@@ -1923,3 +1932,292 @@ def summarize_matmul(rec) -> str:
 
 SUITES = {"warp_specialization": (measure_ladder, summarize_ladder, "sm_90a"),
           "matmul": (measure_matmul, summarize_matmul, "sm_90a")}
+
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 06's notebook: the protocol, the register budget, the ladder and the trace
+# --------------------------------------------------------------------------------------------------
+
+#: The protocol's events, in the words the notebook and the exercises use.
+PROTOCOL_EVENTS = ("producer waits", "TMA completes", "consumer waits", "consumer arrives")
+
+
+def _kernel_sections() -> tuple[str, str]:
+    """The producer's and the consumers' branch of the kernel body (source text)."""
+    text = source()
+    body = text[text.index("gemm_warp_specialized("):]
+    prod = body.index("// ---------------- producer warpgroup")
+    cons = body.index("// ---------------- consumer warpgroups")
+    return body[prod:cons], body[cons:]
+
+
+def protocol_from_source() -> dict[str, str]:
+    """Which mbarrier ("full" or "empty") each of :data:`PROTOCOL_EVENTS` uses, read from the
+    kernel's own source (``kernels/warp_specialization.cu``): the barrier the producer's bounded
+    wait names, the one its ``load_stage`` hands to TMA (``arrive.expect_tx`` and the TMA's
+    ``complete_tx``: PTX ISA "cp.async.bulk.tensor" .mbarrier::complete_tx::bytes), the one the
+    consumers wait on, and the one their ``release`` arrives on. Raises ``ValueError`` if the
+    source no longer says it in one way."""
+    import re
+    prod, cons = _kernel_sections()
+
+    def one(rx: str, text: str, what: str) -> str:
+        found = set(re.findall(rx, text))
+        if len(found) != 1:
+            raise ValueError(f"{what}: the kernel source names {sorted(found) or 'no'} barrier(s)")
+        return found.pop()
+    return {"producer waits": one(r"mbarrier_wait_parity_bounded\((full|empty)0", prod, "producer wait"),
+            "TMA completes": one(r"load_stage\([^;]*?\b(full|empty)0", prod, "producer load"),
+            "consumer waits": one(r"mbarrier_wait_parity_bounded\((full|empty)0", cons, "consumer wait"),
+            "consumer arrives": one(r"release\((full|empty)0", cons, "consumer release")}
+
+
+def seed_protocol() -> dict[str, str]:
+    """The seed article's version: the *waits* swapped (the producer waits on full, the consumers on
+    empty), arrivals and TMA completion as in :func:`protocol_from_source` — what
+    :func:`asynctc.models.pipeline.simulate` runs as ``protocol="swapped_barriers"``."""
+    p = protocol_from_source()
+    return {**p, "producer waits": p["consumer waits"], "consumer waits": p["producer waits"]}
+
+
+def register_budget(cfg: WSConfig, ck: runtime.CompiledKernel | None = None) -> dict:
+    """The register budget of one CTA of ``cfg`` (one CTA per SM): per-thread registers at entry
+    (``__launch_bounds__(threads, 1)``: 65536 / threads rounded down to 8), the producer's and the
+    consumers' after ``setmaxnreg`` (:func:`register_split`), the CTA's total against the SM's
+    65536, and what the cubin says (``ck``, compiled when not given): ptxas's count at entry, the
+    USETMAXREG immediates, spills, and ``dropped`` (setmaxnreg asked for, absent from the SASS).
+    PTX ISA "setmaxnreg"; CUDA C++ Programming Guide "Compute Capabilities" (64K registers/SM)."""
+    ck = ck or compile_ws(cfg)
+    split = register_split(cfg)
+    sr = sass_registers(ck, cfg)
+    if not cfg.setmaxnreg or sr["dropped"]:      # every warpgroup keeps what ptxas allocated
+        split.update(producer=ck.resources.registers, consumer=ck.resources.registers,
+                     total=ck.resources.registers * cfg.threads)
+    if sr["dropped"]:                            # no launch bound: no count known at entry
+        split["entry"] = ck.resources.registers
+    return {"label": cfg.label(), "threads": cfg.threads, **split, "sm_limit": REGS_PER_SM,
+            "accumulators": cfg.accumulators, "ptxas": ck.resources.registers,
+            "spill_bytes": ck.resources.spill_stores, "sass_dealloc": sr["dealloc"],
+            "sass_alloc": sr["alloc"], "dropped": sr["dropped"]}
+
+
+def register_budget_table(rows: list[dict]) -> str:
+    """Rows of :func:`register_budget` as text: per config, registers per thread by role, the CTA's
+    total of the SM's 65536, and the SASS's USETMAXREG immediates."""
+    lines = [f"{'config':58s} {'thr':>4s} {'entry':>5s} {'ptxas':>5s} {'prod':>4s} {'cons':>4s} "
+             f"{'CTA total':>9s} {'acc':>4s}  SASS"]
+    for r in rows:
+        sass_txt = (f"USETMAXREG.DEALLOC {r['sass_dealloc']} .TRY_ALLOC {r['sass_alloc']}"
+                    if r["sass_dealloc"] or r["sass_alloc"] else "no USETMAXREG")
+        if r["dropped"]:
+            sass_txt += " — setmaxnreg DROPPED (C7508)"
+        lines.append(f"{r['label']:58s} {r['threads']:4d} {r['entry']:5d} {r['ptxas']:5d} "
+                     f"{r['producer']:4d} {r['consumer']:4d} {r['total']:6d}/64K {r['accumulators']:4d}"
+                     f"  {sass_txt}")
+    return "\n".join(lines)
+
+
+def plot_ladder(results: dict, size: int, dtype: str = "float16", record=None):
+    """The ladder of one (size, dtype) as horizontal bars against the cuBLAS row timed in the same
+    run (:func:`asynctc.core.plots.ladder`), from a ``warp_specialization`` record's results.
+    Raises ``KeyError`` naming (size, dtype) when the record has no such ladder."""
+    from .core import plots
+    rows = sorted((r for r in results["ladder"] if r["size"] == size and r["dtype"] == dtype),
+                  key=lambda r: r["rung"])
+    if not rows:
+        raise KeyError(f"no ladder rows for size={size}, dtype={dtype!r} in this record")
+    cb = next((r["tflops"] for r in results["rows"] if r["kernel"] == "cuBLAS"
+               and r["size"] == size and r["dtype"] == dtype), None)
+    return plots.ladder([f"{r['rung']} {r['name']}" for r in rows],
+                        [r["tflops"] for r in rows], baseline=cb, record=record,
+                        title=f"The ladder, {dtype} {size}³ (rung 1 at the top)")
+
+
+def trace_window(trace: dict, k_tiles: int, before: int = 4, after: int = 4) -> dict:
+    """CTA 0's trace (a record's ``cta0``) cut to the ring counters around the first tile boundary:
+    the last ``before`` k-tiles of the CTA's first tile, its epilogue, and the first ``after``
+    k-tiles of its second tile (a persistent CTA's producer loads those during the epilogue)."""
+    lo, hi = k_tiles - before, k_tiles + after
+    spans = [s for s in trace["spans"] if lo <= s["k"] < hi
+             and (s["kind"] != "epilogue" or s["k"] == k_tiles - 1)]
+    return {**trace, "spans": spans}
+
+
+def plot_top_trace(trace_row: dict, record=None, before: int = 4, after: int = 4):
+    """Gantt chart of a recorded trace row (``results["traces"][i]``) around CTA 0's first tile
+    boundary (:func:`trace_window`), drawn with chapter 05's :func:`asynctc.pipeline.plot_trace`."""
+    cta0 = trace_row["cta0"]
+    win = trace_window(cta0, cta0["k_tiles"], before, after)
+    return P.plot_trace(win, title=f"rung {trace_row['rung']} ({trace_row['name']}), CTA 0, ring "
+                                   f"counters {cta0['k_tiles'] - before}..{cta0['k_tiles'] + after - 1}"
+                                   f" (tile boundary after {cta0['k_tiles'] - 1})", record=record)
+
+
+def trace_numbers(trace_row: dict, rows: list[dict] | None = None) -> dict:
+    """What one recorded trace says, per SM cycle (CTA 0 and the traced CTAs' means):
+    ``wait_full`` (fraction of the consumers' loop waiting on full barriers), ``math_in_flight``
+    (upper bound), ``tensor_use`` (k-tiles × :func:`asynctc.pipeline.ktile_peak_cycles` / loop
+    cycles), ``epilogue_cycles`` (mean loop end → stores issued per tile), ``first_wait_cycles``
+    (the consumers' wait for each tile's first k-tile: [first tile, mean of the later tiles]),
+    ``load_cycles`` (median TMA issue → first use), ``ktile_cycles`` (loop cycles per k-tile),
+    and, with the record's ``rows``, ``untraced_tflops`` of the same config (tracing costs the
+    traced CTAs time)."""
+    cta0, met = trace_row["cta0"], trace_row["metrics"]
+    sp, kt = cta0["spans"], cta0["k_tiles"]
+    epi = [s["end"] - s["start"] for s in sp if s["kind"] == "epilogue"]
+    firsts: dict[int, list[float]] = {}
+    for s in sp:
+        if s["kind"] == "wait_full" and s["k"] % kt == 0:
+            firsts.setdefault(s["k"] // kt, []).append(s["end"] - s["start"])
+    first = [float(np.mean(firsts[t])) for t in sorted(firsts)]
+    loads = [s["end"] - s["start"] for s in sp if s["kind"] == "tma"]
+    ctas = met["ctas"]
+    c0 = ctas.get("cta0", {})
+    out = {"rung": trace_row["rung"], "label": trace_row["label"],
+           "traced_tflops": trace_row["tflops_traced"],
+           "wait_full": met["mean"].get("wait_full_fraction"),
+           "math_in_flight": met["mean"].get("math_in_flight"),
+           "tensor_use": met["mean"].get("tensor_utilization"),
+           "epilogue_cycles": float(np.mean(epi)) if epi else None,
+           "first_wait_cycles": [first[0], float(np.mean(first[1:]))] if len(first) > 1 else first,
+           "load_cycles": float(np.median(loads)) if loads else None,
+           "ktile_cycles": c0["loop_cycles"] / c0["k_tiles"] if c0.get("k_tiles") else None,
+           "tiles": len(first)}
+    if rows is not None:
+        base = trace_row["label"].replace(" trace", "")
+        out["untraced_tflops"] = next((r["tflops"] for r in rows if r.get("label") == base
+                                       and r["size"] == trace_row["size"]), None)
+    return out
+
+
+def trace_table(results: dict) -> str:
+    """:func:`trace_numbers` of every traced rung of a record, as text."""
+    lines = [f"{'rung':>4s} {'untraced':>8s} {'traced':>6s} {'wait full':>9s} {'math≤':>5s} "
+             f"{'TC use':>6s} {'cyc/k-tile':>10s} {'load cyc':>8s} {'epilogue':>8s} "
+             f"{'1st wait: tile 0, later':>23s}"]
+    for t in results.get("traces", []):
+        n = trace_numbers(t, results["rows"])
+        fw = n["first_wait_cycles"]
+        later = f"{fw[1]:7.0f}" if len(fw) > 1 else f"{'-':>7s}"
+        lines.append(f"{n['rung']:4d} {n['untraced_tflops'] or float('nan'):8.0f} "
+                     f"{n['traced_tflops']:6.0f} {n['wait_full']:9.2f} {n['math_in_flight']:5.2f} "
+                     f"{n['tensor_use']:6.2f} {n['ktile_cycles']:10.0f} {n['load_cycles']:8.0f} "
+                     f"{n['epilogue_cycles']:8.0f} {fw[0]:15.0f} {later}")
+    return "\n".join(lines)
+
+
+def wave_efficiency(cfg, m: int, n: int, sm_count: int, active_clusters: int | None = None) -> float:
+    """The part of the last wave's slots a launch fills: work items / (slots × ⌈items / slots⌉),
+    where a work item is a tile (a pair of tiles with ``cluster=2``) and the slots are the SMs
+    (the clusters that fit at once, ``active_clusters``, with ``cluster=2``). With one CTA per SM
+    every slot takes ⌈items / slots⌉ items in the time the busiest one needs, so this bounds the
+    throughput a uniform per-tile speed can reach."""
+    import math
+    cluster = getattr(cfg, "cluster", 1)
+    items = (m // cfg.bm) * (n // cfg.bn) // cluster
+    slots = (active_clusters if cluster > 1 and active_clusters else sm_count // cluster)
+    return items / (slots * math.ceil(items / slots))
+
+
+
+
+# --------------------------------------------------------------------------------------------------
+# Exercises (auto-checked in notebooks/06_warp_specialization)
+# --------------------------------------------------------------------------------------------------
+
+from .core import exercises as _ex  # noqa: E402
+from .models import pipeline as _mp  # noqa: E402
+
+
+def _consumer_regs_hint(answer, producer_regs: int, consumers: int):
+    exact = (REGS_PER_SM - 128 * producer_regs) / (128 * consumers)
+    if not isinstance(answer, (int, float)):
+        return None
+    if answer == int(exact) and answer % 8:
+        return f"{int(exact)} is the exact share, but setmaxnreg takes a multiple of 8: round down"
+    if answer == REGS_PER_SM // (128 * consumers):
+        return (f"that leaves nothing for the producer warpgroup: its 128 threads keep "
+                f"{producer_regs} each, 128 × {producer_regs} = {128 * producer_regs} of the 65536")
+    if answer == _launch_regs(128 * (1 + consumers)):
+        return ("that is the count at entry (65536 / threads, rounded down to 8): setmaxnreg.inc "
+                "raises the consumers above it with what the producer gave back")
+    if answer == REGS_PER_SM // 128 - producer_regs:
+        return f"the {consumers} consumer warpgroups share what is left: divide by {consumers}"
+    if answer > exact:
+        total = 128 * producer_regs + 128 * consumers * answer
+        return (f"128 × {producer_regs} + {128 * consumers} × {answer} = {total} registers, more "
+                "than the SM's 65536: setmaxnreg.inc would wait forever for them")
+    return None
+
+
+@_ex.exercise("ch06.consumer_regs", "The most registers per thread setmaxnreg.inc may give each of "
+              "`consumers` consumer warpgroups when the producer warpgroup keeps `producer_regs` "
+              "(one CTA per SM, 65536 registers).", hint=_consumer_regs_hint)
+def _consumer_regs(producer_regs: int, consumers: int) -> int:
+    """The largest value :class:`WSConfig` accepts as ``consumer_regs``, ignoring the accumulator
+    floor (the rule tested is the register file, PTX ISA "setmaxnreg")."""
+    best = None
+    for regs in range(SETMAXNREG_RANGE[0], SETMAXNREG_RANGE[1] + 1, 8):
+        total = 128 * producer_regs + 128 * consumers * regs
+        if total <= REGS_PER_SM and regs >= _launch_regs(128 * (1 + consumers)):
+            best = regs
+    if best is None:
+        raise ValueError(f"producer_regs={producer_regs}, consumers={consumers}: no consumer count fits")
+    return best
+
+
+def _ring(tile: int, k: int, k_tiles: int, stages: int) -> tuple[int, int]:
+    i = tile * k_tiles + k                                # the ring counter carries across tiles
+    return i % stages, _mp._empty_parity(i, stages)
+
+
+def _producer_hint(answer, tile: int, k: int, k_tiles: int, stages: int):
+    if not isinstance(answer, list) or len(answer) != 2:
+        return "answer (stage, parity): two numbers"
+    i = tile * k_tiles + k
+    if tuple(answer) == _ring(0, k, k_tiles, stages):
+        return (f"you restarted the ring at the tile's first k-tile; the producer's counter carries "
+                f"across tiles: this is its load number {i} (tile × k_tiles + k, from 0)")
+    if answer[0] != i % stages:
+        return f"the stage is the ring counter modulo S: i = {tile} × {k_tiles} + {k} = {i}"
+    if answer[1] == (i // stages) % 2:
+        return ("that is the parity the consumers wait on full for this fill; the producer waits on "
+                "empty for the release of the fill before it: the preceding phase")
+    if answer[1] not in (0, 1):
+        return "a parity is one bit"
+    return None
+
+
+@_ex.exercise("ch06.producer_wait", "A persistent CTA's producer is about to load k-tile `k` of its "
+              "tile number `tile` (its tiles have `k_tiles` k-tiles each; the ring has S = `stages` "
+              "stages). Which stage does it fill, and which parity does it wait on empty[stage]? "
+              "Answer (stage, parity).", hint=_producer_hint)
+def _producer_wait(tile: int, k: int, k_tiles: int, stages: int) -> tuple[int, int]:
+    return _ring(tile, k, k_tiles, stages)
+
+
+def _barrier_hint(answer, event: str):
+    if event == "consumer arrives" and answer == "full":
+        return ("full[s] counts ONE arrival, the producer's arrive.expect_tx, and completes when the "
+                "TMA's bytes land; the consumers' arrivals say 'stage s may be refilled' — the seed's "
+                "backwards naming (run mp.simulate(**mp.BUG_HUNT, protocol='swapped_barriers'))")
+    if event == "producer waits" and answer == "full":
+        return ("a fresh full barrier lets the producer through, and later only its own loads "
+                "complete it: it would overwrite stages the consumers still read (the seed's naming)")
+    if event == "consumer waits" and answer == "empty":
+        return "empty[s] completes when the consumers release the stage, not when its bytes land"
+    if event == "TMA completes" and answer == "empty":
+        return "complete_tx goes to the barrier the producer's arrive.expect_tx announced the bytes on"
+    return None
+
+
+@_ex.exercise("ch06.which_barrier", "Which mbarrier of stage s, 'full' or 'empty', does this event "
+              "use in the warp-specialized kernel: `event` (one of 'producer waits', 'TMA "
+              "completes', 'consumer waits', 'consumer arrives')?", choices=("full", "empty"),
+              hint=_barrier_hint)
+def _which_barrier(event: str) -> str:
+    p = protocol_from_source()
+    if event not in p:
+        raise ValueError(f"event={event!r}: one of {PROTOCOL_EVENTS}")
+    return p[event]

@@ -190,7 +190,8 @@ def test_course_html_leaves_out_the_solutions():
     assert len(nb.cells) == 5 and "tags" not in nb.cells[3].metadata       # the notebook is unchanged
 
 
-@pytest.mark.parametrize("name", ["05_pipelines.ipynb", "09_blackwell.ipynb"])
+@pytest.mark.parametrize("name", ["05_pipelines.ipynb", "06_warp_specialization.ipynb",
+                                  "09_blackwell.ipynb"])
 def test_built_notebooks_tag_their_solutions(name):
     import json
     cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]

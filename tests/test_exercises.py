@@ -37,6 +37,9 @@ KW = {
     "ch05.groups_pending": dict(),
     "ch05.find_bug": dict(diagnosis=_pipeline.simulate(**_pipeline.BUG_HUNT,
                                                        protocol="wrong_empty_parity").diagnosis),
+    "ch06.consumer_regs": dict(producer_regs=56, consumers=2),
+    "ch06.producer_wait": dict(tile=1, k=2, k_tiles=5, stages=4),
+    "ch06.which_barrier": dict(event="consumer arrives"),
     "ch09.tmem_columns": dict(m=128, n=96),
     "ch09.lane_quarter": dict(warp=6),
     "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
@@ -55,6 +58,16 @@ MISTAKES = [
     ("ch05.empty_parity", 0, "fresh barrier"),
     ("ch05.groups_pending", 0, "gaps between the wgmma"),
     ("ch05.find_bug", "full_parity_flipped", "ends in a Race"),
+    ("ch06.consumer_regs", 228, "multiple of 8"),
+    ("ch06.consumer_regs", 256, "nothing for the producer"),
+    ("ch06.consumer_regs", 168, "count at entry"),
+    ("ch06.consumer_regs", 232, "more than the SM's 65536"),
+    ("ch06.consumer_regs", 512 - 56, "divide by 2"),
+    ("ch06.producer_wait", (2, 1), "carries across tiles"),
+    ("ch06.producer_wait", (3, 1), "consumers wait on full"),
+    ("ch06.producer_wait", (1, 0), "ring counter modulo S"),
+    ("ch06.producer_wait", (3, 2), "one bit"),
+    ("ch06.which_barrier", "full", "seed's backwards naming"),
     ("ch09.tmem_columns", 96, "power of two"),
     ("ch09.tmem_columns", 128 * 96, "32-bit cells"),
     ("ch09.lane_quarter", (64, 96), "exactly 32"),
@@ -297,6 +310,14 @@ def test_solutions_in_the_notebooks_still_pass():
     offset = row * 128 + ((chunk ^ (row % 8)) * 16) + within
     assert ex("ch03.bank_128B", (offset // 4) % 32, row=row, col=col, solution=True)
     assert ex("ch04.sbo", 8 * 64, swizzle=64, solution=True)
+    assert ex("ch06.consumer_regs", (65536 - 128 * 56) // (128 * 2) // 8 * 8, producer_regs=56,
+              consumers=2, solution=True)
+    i = 1 * 5 + 2
+    assert ex("ch06.producer_wait", (i % 4, (i // 4 + 1) % 2), tile=1, k=2, k_tiles=5, stages=4,
+              solution=True)
+    for event, barrier in (("producer waits", "empty"), ("TMA completes", "full"),
+                           ("consumer waits", "full"), ("consumer arrives", "empty")):
+        assert ex("ch06.which_barrier", barrier, event=event, solution=True)
     start = 0x4000 + 2 * 16 * 64
     desc = (start >> 4) | (64 * 64 >> 4) << 16 | (8 * 64 >> 4) << 32 | 2 << 62
     assert ex("ch04.descriptor", desc, **KW["ch04.descriptor"], solution=True)

@@ -166,6 +166,13 @@ LISTINGS = {
     ("05", r"^  for \(int k = 0; k < T; \+\+k\) \{"): (30, r"wgmma_wait_group<kPending>.*"
                                                        r"[\s\S]*mbarrier_arrive\(empty0[\s\S]*load_stage"),
     ("05", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
+    ("06", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
+                                                                r"mbarrier_wait_parity_bounded\(empty0"
+                                                                r"[\s\S]*load_stage\([\s\S]*full0"),
+    ("06", r"^    // ---------------- consumer warpgroups"): (50, r"setmaxnreg_inc[\s\S]*"
+                                                                 r"mbarrier_wait_parity_bounded\(full0"
+                                                                 r"[\s\S]*wgmma_wait_group<1>"
+                                                                 r"[\s\S]*release\(empty0"),
 }
 
 _NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt")

@@ -350,6 +350,120 @@ def test_ladder_rows_pick_the_fastest_tile_and_ratio():
     assert summary.splitlines()[-1] == text.splitlines()[-1]
 
 
+
+# ---- the notebook's helpers (chapter 06) -----------------------------------------------------------
+
+def test_protocol_is_read_from_the_kernel_source():
+    """Who waits on and arrives on which barrier, as the kernel's source says it; the seed's
+    version swaps the waits, and chapter 05's model diagnoses that as a deadlock on empty."""
+    from asynctc.models import pipeline as mp
+    p = W.protocol_from_source()
+    assert p == {"producer waits": "empty", "TMA completes": "full", "consumer waits": "full",
+                 "consumer arrives": "empty"}
+    assert tuple(p) == W.PROTOCOL_EVENTS
+    seed = W.seed_protocol()
+    assert (seed["producer waits"], seed["consumer waits"]) == ("full", "empty")
+    assert {k: seed[k] for k in ("TMA completes", "consumer arrives")} == \
+        {k: p[k] for k in ("TMA completes", "consumer arrives")}
+    assert mp.simulate(**mp.BUG_HUNT).diagnosis is None
+    d = mp.simulate(**mp.BUG_HUNT, protocol="swapped_barriers").diagnosis
+    assert isinstance(d, mp.Deadlock) and d.barrier == "empty" and d.iteration == 0
+
+
+def test_protocol_reader_refuses_an_ambiguous_source(monkeypatch):
+    text = W.source()
+    bad = text.replace("release(empty0 + 8 * prev);", "release(full0 + 8 * prev);", 1)
+    assert bad != text
+    monkeypatch.setattr(W, "source", lambda: bad)
+    with pytest.raises(ValueError, match="consumer release"):
+        W.protocol_from_source()
+
+
+def test_register_budget_from_the_cubin():
+    b = W.register_budget(W.WSConfig())
+    assert (b["threads"], b["entry"], b["producer"], b["consumer"]) == (384, 168, 40, 232)
+    assert b["total"] == 128 * 40 + 256 * 232 <= b["sm_limit"] == 65536
+    assert b["sass_dealloc"] == [40] and b["sass_alloc"] == [232] and not b["dropped"]
+    assert b["accumulators"] == 128 and b["spill_bytes"] == 0
+    plain = W.register_budget(W.WSConfig(setmaxnreg=False))
+    assert plain["producer"] == plain["consumer"] == plain["ptxas"] <= 168
+    assert plain["total"] == plain["ptxas"] * 384 and plain["sass_alloc"] == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", runtime.PerformanceWarning)
+        ck = W.compile_without_launch_bounds(W.WSConfig())
+    lost = W.register_budget(W.WSConfig(), ck)
+    assert lost["dropped"] and lost["producer"] == lost["consumer"] == lost["entry"] == ck.resources.registers
+    text = W.register_budget_table([b, plain, lost]).splitlines()
+    assert len(text) == 4 and "USETMAXREG.DEALLOC [40] .TRY_ALLOC [232]" in text[1]
+    assert "64512/64K" in text[1] and "DROPPED (C7508)" in text[3] and "no USETMAXREG" in text[2]
+
+
+def test_wave_efficiency():
+    top = W.RUNGS[-1].make("float16")
+    assert W.wave_efficiency(top, 4096, 4096, 132, 66) == pytest.approx(256 / (66 * 4))
+    assert W.wave_efficiency(top, 8448, 2048, 132, 66) == 1.0          # 528 tiles: 4 whole rounds
+    assert W.wave_efficiency(W.WSConfig(), 128, 8192, 132) == pytest.approx(32 / 132)
+    assert W.wave_efficiency(W.WSConfig(), 4096, 4096, 132) == pytest.approx(512 / (132 * 4))
+
+
+def _fake_record():
+    """A warp_specialization record's results with two ladder rows and one decoded synthetic
+    trace (rung 7's config, 3 tiles of 5 k-tiles)."""
+    cfg = W.RUNGS[-1].make("float16").replace(trace=True)
+    tr = W.decode_trace(W.synthetic_trace(cfg, 3, 5), cfg.consumers, 5, cfg.stages)
+    untraced = cfg.replace(trace=False)
+    rows = [{"kernel": "cuBLAS", "dtype": "float16", "size": 4096, "tflops": 700.0},
+            {"kernel": "ws", "label": untraced.label(), "dtype": "float16", "size": 4096,
+             **untraced.as_dict(), "tflops": 650.0}]
+    ladder = [{"rung": 1, "name": "ch05", "dtype": "float16", "size": 4096, "label": "x",
+               "tflops": 600.0, "of_cublas": 600 / 700, "prediction": "p"},
+              {"rung": 7, "name": "tma_store", "dtype": "float16", "size": 4096,
+               "label": untraced.label(), "tflops": 650.0, "of_cublas": 650 / 700, "prediction": "p"}]
+    trace = {"rung": 7, "name": "tma_store", "label": cfg.label(), "size": 4096,
+             "tflops_traced": 500.0, "metrics": W.trace_metrics(tr, cfg), "cta0": tr.as_dict(cta=0)}
+    return {"rows": rows, "ladder": ladder, "traces": [trace]}
+
+
+def test_trace_numbers_and_table_on_a_synthetic_trace():
+    res = _fake_record()
+    n = W.trace_numbers(res["traces"][0], res["rows"])
+    assert n["tiles"] == 3 and n["untraced_tflops"] == 650.0 and n["traced_tflops"] == 500.0
+    assert n["epilogue_cycles"] == pytest.approx(50)          # synthetic_trace's epilogue
+    first, later = n["first_wait_cycles"]
+    assert first > later >= 0                                  # the first tile waits for an empty ring
+    assert n["ktile_cycles"] > 0 and 0 < n["wait_full"] < 1
+    line = W.trace_table(res).splitlines()[1]
+    assert line.split()[:3] == ["7", "650", "500"]
+
+
+def test_trace_window_keeps_the_tile_boundary():
+    tr = _fake_record()["traces"][0]["cta0"]
+    win = W.trace_window(tr, 5, before=2, after=2)
+    assert {s["k"] for s in win["spans"]} == {3, 4, 5, 6}
+    assert [s["k"] for s in win["spans"] if s["kind"] == "epilogue"] == [4, 4]    # both consumers
+
+
+def test_plots_draw_from_a_record():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    res = _fake_record()
+    fig = W.plot_ladder(res, 4096, "float16")
+    ax = fig.axes[0]
+    assert {t.get_text() for t in ax.get_yticklabels()} == {"1 ch05", "7 tma_store"}
+    assert any("cuBLAS 700" in t.get_text() for t in fig.legends[0].get_texts())
+    with pytest.raises(KeyError, match="size=8192"):
+        W.plot_ladder(res, 8192, "float16")
+    fig2 = W.plot_top_trace(res["traces"][0], before=2, after=2)
+    assert "rung 7" in fig2.axes[0].get_title()
+    plt.close("all")
+
+
+def test_rung_of_record():
+    for cfg in W.correctness_configs():
+        row = {"config": W.config_label(cfg), **cfg.as_dict(), "passed": True}
+        assert W.rung_of_record(row) == W.rung_of(cfg)
+
 # ---- the protocol, replayed in Python (CPU) --------------------------------------------------------
 
 def _replay(stages, consumers, tiles, k_tiles, rng, bug=None, ctas=1):

@@ -110,6 +110,7 @@ CHAPTER_MODULES = {
     "ch03": ("asynctc.tma",),
     "ch04": ("asynctc.wgmma",),
     "ch05": ("asynctc.models.pipeline", "asynctc.pipeline"),
+    "ch06": ("asynctc.warp_specialization",),
     "ch09": ("asynctc.models.tcgen05", "asynctc.tcgen05"),
 }
 
