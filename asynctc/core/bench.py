@@ -193,8 +193,9 @@ def clock_caveat(kind: str) -> str:
                              "several joined by ' / ')")
     out = []
     if "probed after the sample" in parts:
-        who = "Where the clock was" if len(parts) > 1 else "The clock was"
-        out.append(f"{who} probed after the sample, it is an upper bound on the clock during the "
+        who = "Where the clock was probed after the sample," if len(parts) > 1 else \
+            "The clock was probed after the sample:"
+        out.append(f"{who} it is an upper bound on the clock during the "
                    "sample (the clock recovers within microseconds once the Tensor Cores stop), so a "
                    "fraction of peak at it is a lower bound: quote the datasheet fraction beside it.")
     if "clock of unknown source" in parts:
