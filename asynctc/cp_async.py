@@ -328,6 +328,7 @@ def summarize_cp_async(rec: records.Record) -> str:
     tile and say which record each comes from."""
     r = rec.results
     n = rec.provenance["sm_count"]
+    shown = []                                   # rows whose clock is printed, for the caveat
     lines = [rec.label(), f"correctness: {sum(c['passed'] for c in r['checks'])}/"
                           f"{len(r['checks'])} checks passed",
              "ch.01 = chapter 01's kernel timed in this run (this cp_async record), same inputs"]
@@ -343,6 +344,7 @@ def summarize_cp_async(rec: records.Record) -> str:
                          + (f", {row['tflops'] / c0['tflops']:.2f} of cuBLAS ({c0['tflops']:.0f})"
                             if c0 else "")
                          + (" = " + bench.peak_text(row, n, dtype) if row.get("sm_mhz") else ""))
+            shown += [row] if row.get("sm_mhz") else []
     for row in stage_table(r):
         lines.append(f"  4096³ fp16 {row['tile']:24s} {row['tflops']:6.1f} TFLOP/s "
                      f"({row['vs_mma_sync']:.2f}× ch.01)")
@@ -360,15 +362,15 @@ def summarize_cp_async(rec: records.Record) -> str:
             d = other["tflops"] / here["tflops"] - 1
             clk = (f"; SM clock {bench.clock_text(here)} vs {bench.clock_text(other)}"
                    if here.get("sm_mhz") and other.get("sm_mhz") else "")
+            shown += [here, other] if clk else []
             lines.append(f"ch.01 {tile} {dtype} {s}³: {here['tflops']:.0f} TFLOP/s in this record "
                          f"(p10-p90 {here['p10_ms']:.3f}-{here['p90_ms']:.3f} ms), "
                          f"{other['tflops']:.0f} in the {where} ({d:+.0%}){clk}")
         else:
             lines.append(f"ch.01 {tile} {dtype} {s}³: {here['tflops']:.0f} TFLOP/s in this record; "
                          f"{where} has no row for this tile and size")
-    clocked = [x for x in r["sweep"] if x.get("sm_mhz")]
-    if clocked and bench.clock_caveat(bench.rows_clock_kind(clocked)):
-        lines.append(bench.clock_caveat(bench.rows_clock_kind(clocked)))
+    if shown and bench.clock_caveat(bench.rows_clock_kind(shown)):
+        lines.append(bench.clock_caveat(bench.rows_clock_kind(shown)))
     return "\n".join(lines)
 
 

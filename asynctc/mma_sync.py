@@ -550,9 +550,9 @@ def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
         lines.append(f"mma.sync register-only {row['dtype']:8s} {row['warps_per_cta']} warps × "
                      f"{row['ctas_per_sm']} CTA/SM: {row['tflops']:.0f} TFLOP/s"
                      + _at_clock(row, n, row["dtype"]))
-    clocked = [x for x in r["sweep"] if x.get("sm_mhz")]
-    if clocked and bench.clock_caveat(bench.rows_clock_kind(clocked)):
-        lines.append("GEMM rows: " + bench.clock_caveat(bench.rows_clock_kind(clocked)))
+    shown = [x for dtype in DTYPES for x in best_mma_rows(r, dtype) if x.get("sm_mhz")]
+    if shown and bench.clock_caveat(bench.rows_clock_kind(shown)):     # for the fractions above
+        lines.append("mma.sync GEMM rows: " + bench.clock_caveat(bench.rows_clock_kind(shown)))
     if anatomy:
         lines += summarize_anatomy(r, n)
     return "\n".join(lines)
