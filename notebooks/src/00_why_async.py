@@ -83,7 +83,7 @@ fig = plots.throughput_by_size(
 # %% output varies
 chk = bench.INFLIGHT_CHECK
 for w, f, k in zip(chk["workloads"], chk["in_flight_mhz"], chk["in_kernel_mhz"]):
-    print(f"{w}: in-flight probe {f:.0f} MHz, the kernel's own clock {k:.0f} MHz "
+    print(f"{w}: probe {bench.CLOCK_KINDS[1]} {f:.0f} MHz, the kernel's own clock {k:.0f} MHz "
           f"({f / k - 1:+.1%})")
 lo, hi = chk["after_mhz_range"]
 print(f"the same probe, {bench.CLOCK_KINDS[2]} (these workloads and more): {lo:.0f}–{hi:.0f} MHz "
