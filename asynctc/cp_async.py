@@ -216,7 +216,8 @@ def measure_cp_async() -> dict:
     :data:`asynctc.mma_sync.TIMED_CHECK_SHAPE`. Then, on the same inputs per size (:data:`SIZES`,
     fp16; bf16 at 4096), cuBLAS, chapter 01's kernel (:data:`asynctc.mma_sync.DEFAULT_TILE`, timed
     here the same way, so "× ch.01" compares two numbers of this run) and the cp.async GEMM for
-    every tile in :data:`TILES` (stages 1..4), each timed output checked and the SM clock probed;
+    every tile in :data:`TILES` (stages 1..4), each timed output checked and the SM clock measured
+    by :func:`~asynctc.core.bench.time_gpu` (``sm_mhz_source`` says how);
     then the synchronous vs pipelined shared-memory copy (:class:`SmemPipeline`, sized so one
     launch reads ≥ 2× L2, many launches per sample)."""
     import functools
@@ -327,6 +328,7 @@ def summarize_cp_async(rec: records.Record) -> str:
     tile and say which record each comes from."""
     r = rec.results
     n = rec.provenance["sm_count"]
+    shown = []                                   # rows whose clock is printed, for the caveat
     lines = [rec.label(), f"correctness: {sum(c['passed'] for c in r['checks'])}/"
                           f"{len(r['checks'])} checks passed",
              "ch.01 = chapter 01's kernel timed in this run (this cp_async record), same inputs"]
@@ -342,6 +344,7 @@ def summarize_cp_async(rec: records.Record) -> str:
                          + (f", {row['tflops'] / c0['tflops']:.2f} of cuBLAS ({c0['tflops']:.0f})"
                             if c0 else "")
                          + (" = " + bench.peak_text(row, n, dtype) if row.get("sm_mhz") else ""))
+            shown += [row] if row.get("sm_mhz") else []
     for row in stage_table(r):
         lines.append(f"  4096³ fp16 {row['tile']:24s} {row['tflops']:6.1f} TFLOP/s "
                      f"({row['vs_mma_sync']:.2f}× ch.01)")
@@ -357,15 +360,17 @@ def summarize_cp_async(rec: records.Record) -> str:
                  f"{orec.provenance.get('git_commit', '?')[:7]})") if orec else "no mma_sync record"
         if other:
             d = other["tflops"] / here["tflops"] - 1
-            clk = (f"; SM clock probed after the samples {here['sm_mhz']:.0f} vs "
-                   f"{other['sm_mhz']:.0f} MHz"
+            clk = (f"; SM clock {bench.clock_text(here)} vs {bench.clock_text(other)}"
                    if here.get("sm_mhz") and other.get("sm_mhz") else "")
+            shown += [here, other] if clk else []
             lines.append(f"ch.01 {tile} {dtype} {s}³: {here['tflops']:.0f} TFLOP/s in this record "
                          f"(p10-p90 {here['p10_ms']:.3f}-{here['p90_ms']:.3f} ms), "
                          f"{other['tflops']:.0f} in the {where} ({d:+.0%}){clk}")
         else:
             lines.append(f"ch.01 {tile} {dtype} {s}³: {here['tflops']:.0f} TFLOP/s in this record; "
                          f"{where} has no row for this tile and size")
+    if shown and bench.clock_caveat(bench.rows_clock_kind(shown)):
+        lines.append(bench.clock_caveat(bench.rows_clock_kind(shown)))
     return "\n".join(lines)
 
 

@@ -401,7 +401,7 @@ def measure_mma_sync() -> dict:
     no output rounding), and every timed binary on the full :data:`TIMED_CHECK_SHAPE`. Then the
     mma.sync GEMM (every tile in :data:`TILES`) beside cuBLAS on the same inputs, fp16 and bf16,
     sizes :data:`MMA_SIZES`, each timed output checked (:func:`timed_output_reference`), the SM
-    clock probed after each sample; the numba SIMT GEMM (fp32) at :data:`SIMT_SIZES`; the anatomy;
+    clock measured by :func:`~asynctc.core.bench.time_gpu` (in flight; ``sm_mhz_source``); the numba SIMT GEMM (fp32) at :data:`SIMT_SIZES`; the anatomy;
     the register-only ceiling with its in-kernel clock."""
     import functools
     out: dict = {"sweep": [], "simt": [],
@@ -550,6 +550,9 @@ def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
         lines.append(f"mma.sync register-only {row['dtype']:8s} {row['warps_per_cta']} warps × "
                      f"{row['ctas_per_sm']} CTA/SM: {row['tflops']:.0f} TFLOP/s"
                      + _at_clock(row, n, row["dtype"]))
+    shown = [x for dtype in DTYPES for x in best_mma_rows(r, dtype) if x.get("sm_mhz")]
+    if shown and bench.clock_caveat(bench.rows_clock_kind(shown)):     # for the fractions above
+        lines.append("mma.sync GEMM rows: " + bench.clock_caveat(bench.rows_clock_kind(shown)))
     if anatomy:
         lines += summarize_anatomy(r, n)
     return "\n".join(lines)

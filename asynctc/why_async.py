@@ -34,8 +34,11 @@ def measure_ceilings() -> dict:
     Timing: :func:`asynctc.core.bench.time_gpu` (many launches per sample, L2 flushed once per
     sample). A copy smaller than the L2 would be re-read from L2 by the next launch of a sample, so
     each sample rotates through enough source/destination pairs that the bytes touched between two
-    uses of one pair are ≥ 2× L2 (``pairs`` in the row). cuBLAS rows carry the SM clock probed after
-    each sample (``sm_mhz``), the denominator of their fraction of peak; every cuBLAS output is
+    uses of one pair are ≥ 2× L2 (``pairs`` in the row). cuBLAS rows carry the SM clock that
+    :func:`~asynctc.core.bench.time_gpu` measured for them (``sm_mhz``, the denominator of their
+    fraction of peak; its kind in ``sm_mhz_source``: :func:`~asynctc.core.bench.clock_kind`, in
+    flight, or probed after each sample in records made before the in-flight probe; the
+    after-sample probe kept as ``sm_mhz_after``); every cuBLAS output is
     checked elementwise (in full up to 2048³, else one row per 128-row band) and the outcome
     recorded: the bound assumes fp32 accumulation, and PyTorch lets cuBLAS reduce split-K partial
     sums in fp16/bf16 (``allow_fp16_reduced_precision_reduction``), so a failure here is reported,
@@ -99,10 +102,14 @@ def summarize_ceilings(rec: records.Record) -> str:
     lines.append(f"device-to-device copy: best {best['gbps_rw']:.0f} GB/s (read+write) at "
                  f"{best['bytes'] >> 20} MiB")
     sheet = bench.DATASHEET
+    clocked = [row for row in r["cublas"] if row.get("sm_mhz")]
+    kind = bench.rows_clock_kind(clocked) if clocked else None
     lines.append(f"datasheet: {sheet['dense_tflops']['float16']:.0f} TFLOP/s dense fp16/bf16 = "
                  f"{sheet['sm_count']} SMs × 4096 FLOP/clk × {sheet['boost_mhz']} MHz; fractions "
-                 "below divide by 4096 × SMs × the SM clock probed right after each sample (an upper "
-                 "bound on the clock during it, so the fractions are lower bounds), datasheet beside")
+                 "below divide by 4096 × SMs × the SM clock measured for each row"
+                 + (f" ({kind})" if kind else "") + ", datasheet beside")
+    if kind and bench.clock_caveat(kind):
+        lines.append(bench.clock_caveat(kind))
     for row in r["cublas"]:
         frac = (" = " + bench.peak_text(row, p["sm_count"], row["dtype"])) if row.get("sm_mhz") \
             else ""

@@ -215,3 +215,45 @@ def test_clock_kernel_compiles_with_a_bounded_loop():
 def test_timing_without_clock_is_nan():
     t = bench.Timing([1.0, 2.0, 3.0])
     assert np.isnan(t.sm_mhz) and t.as_dict()["reps"] == 3 and t.median_ms == 2.0
+
+
+def test_clock_kind_of_rows_and_its_caveat():
+    inflight = {"sm_mhz": 1650.0, "sm_mhz_source": bench.CLOCK_INFLIGHT_SOURCE, "sm_mhz_after": 1971.0}
+    after = {"sm_mhz": 1971.0, "sm_mhz_source": bench.CLOCK_PROBE_SOURCE}
+    kernel = {"sm_mhz": 1658.0, "sm_mhz_source": "in-kernel clock64/%globaltimer"}
+    assert bench.rows_clock_kind([inflight, {"tflops": 1.0}, inflight]) == "in flight"
+    assert bench.rows_clock_kind([after]) == "probed after the sample"
+    # mixed rows list every kind, in CLOCK_KINDS order whatever the row order
+    assert bench.rows_clock_kind([after, inflight]) == "in flight / probed after the sample"
+    with pytest.raises(ValueError, match="re-record"):
+        bench.rows_clock_kind([{"tflops": 1.0}, {"sm_mhz": float("nan")}])
+    # the lower-bound caveat only where a clock was probed after the sample
+    assert bench.clock_caveat("in flight") == "" and bench.clock_caveat("in-kernel") == ""
+    one = bench.clock_caveat("probed after the sample")
+    assert "upper bound" in one and "lower bound" in one and one.startswith("The clock was")
+    mixed = bench.clock_caveat(bench.rows_clock_kind([after, inflight]))
+    assert "lower bound" in mixed and mixed.startswith("Where the clock was")
+    assert "does not say" in bench.clock_caveat(bench.clock_kind({"sm_mhz": 1500.0}))
+    for bad in ("probed after", "in flight / nonsense", ""):
+        with pytest.raises(ValueError, match="not a clock kind"):
+            bench.clock_caveat(bad)
+    # every kind clock_kind can return has a caveat (possibly empty), and the caveat follows the row
+    for row in (inflight, after, kernel, {"sm_mhz": 1.0}):
+        assert bench.clock_kind(row) in bench.CLOCK_KINDS
+        assert ("lower bound" in bench.clock_caveat(bench.clock_kind(row))) == (row is after)
+    # a row's clock in words: the after-sample probe beside an in-flight clock, not twice
+    assert bench.clock_text(inflight) == "1650 MHz (in flight; probed after the sample: 1971 MHz)"
+    assert bench.clock_text(after) == "1971 MHz (probed after the sample)"
+    assert bench.clock_text({**after, "sm_mhz_after": 1971.0}) == "1971 MHz (probed after the sample)"
+    assert bench.clock_text(kernel) == "1658 MHz (in-kernel)"
+    with pytest.raises(ValueError, match="measured sm_mhz"):
+        bench.clock_text({"tflops": 1.0})
+
+
+def test_inflight_check_agrees_with_the_kernels_own_clock():
+    c = bench.INFLIGHT_CHECK
+    assert len(c["in_flight_mhz"]) == len(c["in_kernel_mhz"]) == len(c["workloads"])
+    for f, k in zip(c["in_flight_mhz"], c["in_kernel_mhz"]):
+        assert abs(f / k - 1) < 0.005
+    lo, hi = c["after_mhz_range"]
+    assert lo <= hi and lo > max(c["in_kernel_mhz"])

@@ -379,3 +379,66 @@ def test_a_listing_whose_end_marker_vanished_fails():
     with pytest.raises(ValueError, match="end="):
         notebook.source_excerpt("pipeline.cu", start=r"^// ---- the producer's half",
                                 end=r"^// a marker that is not in the file$")
+
+
+# --------------------------------------------------------------------------------------------------
+# 5. The kind of a measured clock comes from the record (issue 9: the in-flight clock)
+# --------------------------------------------------------------------------------------------------
+
+#: Words that say how a GEMM's SM clock was measured, or the caveat of one kind. In code they would
+#: be true of one kind of record only: a cell prints them from the row (bench.clock_kind,
+#: rows_clock_kind, clock_text, peak_text, clock_caveat, CLOCK_KINDS). ("in flight" alone is left
+#: out: chapters 02, 03 and 05 count copies and wgmmas in flight.)
+CLOCK_WORDS_CODE = re.compile(
+    r"probed (?:right )?after|after (?:each|the) (?:timed )?samples?|the probe after|"
+    r"in-flight (?:probe|clock)|(?:probe|clock) in flight|upper bound|lower bound", re.IGNORECASE)
+#: In markdown the after-sample probe and its caveat are described once, in chapter 00's definition
+#: of the kinds; other chapters refer back to it, so that their prose holds for either kind of record.
+CLOCK_WORDS_MARKDOWN = re.compile(
+    r"probed (?:right )?after|after (?:each|the) (?:timed )?samples?|upper bound on the clock|"
+    r"lower bound", re.IGNORECASE)
+
+
+def _is_clock_definition(chapter: str, cell) -> bool:
+    return chapter == "00" and cell.cell_type == "markdown" and "**in flight**" in cell.source \
+        and "**probed after the sample**" in cell.source
+
+
+def _hard_coded_clock_words(src: Path) -> list[str]:
+    out = []
+    for i, cell in enumerate(_cells(src)):
+        rx = CLOCK_WORDS_CODE if cell.cell_type == "code" else CLOCK_WORDS_MARKDOWN
+        if _is_clock_definition(src.name[:2], cell):
+            continue
+        out += [f"{src.name} cell {i} ({cell.cell_type}): {m.group(0)!r}" for m in rx.finditer(cell.source)]
+    return out
+
+
+def test_clock_word_patterns_find_what_they_should():
+    for s in ('print("clock probed after each sample")', "# the clock probed right after the samples",
+              'label="(probed after the sample; upper bound)"', "at the in-flight clock",
+              'f"the probe after the timed samples read {x}"'):
+        assert CLOCK_WORDS_CODE.search(s), s
+    for s in ('print(f"{bench.clock_text(row)}")', "copies in flight", "groups may stay in flight"):
+        assert not CLOCK_WORDS_CODE.search(s), s
+    assert CLOCK_WORDS_MARKDOWN.search("their clock is *probed after each sample* — an upper bound")
+    assert not CLOCK_WORDS_MARKDOWN.search("an upper bound of the group's end")
+
+
+def test_no_hard_coded_clock_kind_in_notebook_sources():
+    found = [f for src in SOURCES for f in _hard_coded_clock_words(src)]
+    assert not found, ("words for how a clock was measured, typed into a notebook: print them from the "
+                       "row (bench.clock_kind / rows_clock_kind / clock_text / peak_text / "
+                       "clock_caveat), or refer to chapter 00, section 2:\n" + "\n".join(found))
+
+
+def test_chapter_00_defines_every_kind_of_clock():
+    from asynctc.core import bench
+    defs = [c for c in _cells(ROOT / "notebooks" / "src" / "00_why_async.py") if _is_clock_definition("00", c)]
+    assert len(defs) == 1, "chapter 00 must define the kinds of clock in one markdown cell"
+    for kind in bench.CLOCK_KINDS[:3]:                 # the fourth, "clock of unknown source", is not a method
+        assert f"**{kind}**" in defs[0].source, kind
+    # the definitions are followed by the check of the in-flight probe, asserted
+    cells = _cells(ROOT / "notebooks" / "src" / "00_why_async.py")
+    nxt = cells[cells.index(defs[0]) + 1]
+    assert "INFLIGHT_CHECK" in nxt.source and _guard(nxt)

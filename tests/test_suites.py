@@ -231,3 +231,50 @@ def test_wgmma_suite_dry_run(emulated_gpu, monkeypatch):
     assert r["throughput"][1]["check_kind"].startswith("exact")          # N=8, 8 chains: 8192 iters
     text = WP.summarize_wgmma(_record("wgmma", r))
     assert "1980 MHz" in text and "datasheet 989 at 1830 MHz" in text
+
+
+def _as_in_flight(results, every: int = 0):
+    """The rows of a committed record as a re-record with the in-flight probe would carry them
+    (``every`` > 0: every ``every``-th row keeps its after-sample clock, a mixed record)."""
+    import copy
+    out, n = copy.deepcopy(results), 0
+
+    def walk(x):
+        nonlocal n
+        if isinstance(x, dict):
+            if bench.clock_kind(x) == "probed after the sample":
+                n += 1
+                if not (every and n % every == 0):
+                    x.update(sm_mhz_after=x["sm_mhz"], sm_mhz=0.83 * x["sm_mhz"],
+                             sm_mhz_source=bench.CLOCK_INFLIGHT_SOURCE)
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(out)
+    return out
+
+
+@pytest.mark.parametrize("suite,summarize", [("ceilings", why_async.summarize_ceilings),
+                                             ("mma_sync", mma_sync.summarize_mma_sync),
+                                             ("cp_async", cp_async.summarize_cp_async)])
+def test_summaries_name_the_records_clock_and_caveat_only_the_probe_after(suite, summarize):
+    """A summary says how each clock was measured, from the rows, and carries the lower-bound caveat
+    exactly when a clock it prints was probed after the sample — for the committed records (probed
+    after) and for the same rows as a re-record in flight would carry them, all or some. (cp_async
+    also prints the mma_sync record's clocks, which stay as committed.)"""
+    try:
+        rec = records.load(suite)
+    except records.RecordError:
+        pytest.skip(f"no committed {suite} record")
+    caveat = bench.clock_caveat("probed after the sample")
+    for every in (None, 0, 2, 3):                 # as committed, all in flight, two mixes
+        results = rec.results if every is None else _as_in_flight(rec.results, every)
+        text = summarize(records.Record(suite, rec.provenance, results))
+        after = "(probed after the sample)" in text
+        assert ("lower bound" in text) == after, (suite, every)
+        if every is None:
+            assert after and caveat in text and "(in flight" not in text
+        if every == 0:
+            assert "(in flight)" in text and (suite == "cp_async" or not after)

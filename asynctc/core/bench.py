@@ -30,8 +30,9 @@ kernels).
 Peak (:data:`DATASHEET`, :func:`peak_at_clock`): every "fraction of peak" in the course divides by
 SMs × dense FLOP/clk/SM × an SM clock measured on the GPU — never by the 1980 MHz attribute or a
 post-run ``nvidia-smi`` reading — and prints the datasheet fraction (989.4 TFLOP/s at 1830 MHz)
-beside it. The row's ``sm_mhz_source`` says which of two clocks it is (:func:`clock_kind`), and
-:func:`peak_text` prints that with every fraction:
+beside it. The row's ``sm_mhz_source`` says which of three clocks it is (:func:`clock_kind`),
+:func:`peak_text` prints that with every fraction, and :func:`clock_caveat` gives the sentence the
+third needs beside it:
 
 * **in-kernel** — the kernel reads ``clock64`` against ``%globaltimer`` itself (the peak kernels of
   chapters 01 and 04): the clock *during* the timed work.
@@ -40,11 +41,12 @@ beside it. The row's ``sm_mhz_source`` says which of two clocks it is (:func:`cl
   probe on a second, high-priority stream, started when the delay kernel ends — as the launches
   are — and lasting 0.6 of a sample; a probe counts only when its window lies inside the sample
   (:func:`in_flight_clocks`). All SMs share one graphics clock, so the probe reads the clock the
-  launches ran at. Checked on the H200 (2026-11-30, ``tools/gpu_clock_inflight.py``): beside the
-  wgmma peak kernel, which clocks itself, the in-flight probe read 1654 and 1641 MHz against the
-  kernel's own 1658 and 1643 MHz.
+  launches ran at. Checked on the H200 (2026-11-30, ``tools/gpu_clock_inflight.py``;
+  :data:`INFLIGHT_CHECK`): beside the wgmma peak kernel, which clocks itself, the in-flight probe
+  read 1654 and 1641 MHz against the kernel's own 1658 and 1643 MHz.
 * **probed after the sample** — the same probe launched right *after* a timed sample (kept in the
-  record as ``sm_mhz_after``, and the row's clock only when no in-flight probe counted). In the
+  record as ``sm_mhz_after``, and the row's clock only when no in-flight probe counted; records
+  made before the in-flight probe carry only this clock, as ``sm_mhz``). In the
   same check it read 1964–1980 MHz after every workload: the clock recovers within microseconds
   once the Tensor Cores stop, so a probe after the sample reads an **upper bound** on the clock
   during it, and a fraction of peak at that clock a **lower bound**. (``nvidia-smi`` sampled
@@ -99,11 +101,11 @@ def peak_tflops(sm_count: int, sm_clock_mhz: float, flop_per_clk_per_sm: int = 4
 
 
 def peak_at_clock(row: dict, sm_count: int, dtype: str = "float16") -> dict:
-    """The fraction of peak of one record row, at the SM clock measured for it (in-kernel or probed
-    right after the sample: :func:`clock_kind`).
+    """The fraction of peak of one record row, at the SM clock measured for it (in-kernel, in
+    flight, or — older records — probed right after the sample: :func:`clock_kind`).
 
     ``row`` needs ``tflops`` and ``sm_mhz`` (the SM clock measured on the GPU: in-kernel clock64 over
-    %globaltimer, or :func:`time_gpu`'s adjacent clock probe; ``sm_mhz_source`` says which).
+    %globaltimer, or :func:`time_gpu`'s clock probe; ``sm_mhz_source`` says which).
     Returns ``{"sm_mhz", "sm_mhz_source", "peak_tflops", "fraction", "datasheet_tflops",
     "fraction_of_datasheet"}``: the peak at that clock (:func:`peak_tflops` with
     :data:`FLOP_PER_CLK_PER_SM` of ``dtype``) and, beside it, the datasheet figure
@@ -113,7 +115,7 @@ def peak_at_clock(row: dict, sm_count: int, dtype: str = "float16") -> dict:
     mhz = row.get("sm_mhz")
     if mhz is None or not mhz == mhz or mhz <= 0:
         raise ValueError(f"row has no measured sm_mhz (got {mhz!r}): fractions of peak use the SM "
-                         "clock measured on the GPU (in-kernel or probed after the sample), not the "
+                         "clock measured on the GPU (in-kernel or by time_gpu's probe), not the "
                          "attribute or nvidia-smi")
     if dtype not in FLOP_PER_CLK_PER_SM:
         raise ValueError(f"dtype={dtype!r}: must be one of {sorted(FLOP_PER_CLK_PER_SM)}")
@@ -150,10 +152,78 @@ def clock_kind(row: dict) -> str:
     return "clock of unknown source"
 
 
+#: The words :func:`clock_kind` returns, in the order a text lists them.
+CLOCK_KINDS = ("in-kernel", "in flight", "probed after the sample", "clock of unknown source")
+
+#: The check of the in-flight probe on the H200 (2026-11-30, ``tools/gpu_clock_inflight.py``; the
+#: module docstring, "in flight"): beside the wgmma peak kernel (chapter 04, SS, fp16, one chain,
+#: 2 CTAs/SM), which reads its own clock, at N = 256 and N = 128; the after-sample probe's range
+#: is over every workload of that check (the two peak kernels, cuBLAS and the chapter 05 pipeline
+#: at 4096³ and 8192³).
+INFLIGHT_CHECK = {"date": "2026-11-30", "gpu": "NVIDIA H200", "script": "tools/gpu_clock_inflight.py",
+                  "workloads": ("wgmma peak N=256", "wgmma peak N=128"),
+                  "in_flight_mhz": (1654.0, 1641.0), "in_kernel_mhz": (1658.0, 1643.0),
+                  "after_mhz_range": (1964.0, 1980.0)}
+
+
+def rows_clock_kind(rows) -> str:
+    """The :func:`clock_kind` of the rows that carry a measured ``sm_mhz``: one kind
+    (``"in flight"``), or, when the rows mix kinds, the kinds in :data:`CLOCK_KINDS` order joined
+    by ``" / "`` (``"in flight / probed after the sample"``: a sample whose in-flight probes all
+    fell outside it keeps the after-sample clock). For a label beside a clock taken over several
+    rows (:func:`measured_clock_mhz`). Raises :class:`ValueError` when no row carries a clock."""
+    kinds = {clock_kind(r) for r in rows
+             if r.get("sm_mhz") is not None and r["sm_mhz"] == r["sm_mhz"]}
+    if not kinds:
+        raise ValueError("no row carries a measured sm_mhz: re-record the suite (issue 9)")
+    return " / ".join(k for k in CLOCK_KINDS if k in kinds)
+
+
+def clock_caveat(kind: str) -> str:
+    """The sentence a fraction of peak needs beside it for a clock of ``kind`` (a :func:`clock_kind`
+    or a :func:`rows_clock_kind`): for ``"probed after the sample"`` the lower-bound caveat (that
+    clock is an upper bound on the clock during the sample; module docstring), for ``"clock of
+    unknown source"`` a warning, and ``""`` for ``"in-kernel"`` and ``"in flight"`` (both read the
+    clock during the work). Raises :class:`ValueError` naming any part of ``kind`` that is not in
+    :data:`CLOCK_KINDS`."""
+    parts = [k.strip() for k in str(kind).split("/")]
+    for k in parts:
+        if k not in CLOCK_KINDS:
+            raise ValueError(f"kind={kind!r}: {k!r} is not a clock kind (one of {CLOCK_KINDS}, or "
+                             "several joined by ' / ')")
+    out = []
+    if "probed after the sample" in parts:
+        who = "Where the clock was probed after the sample," if len(parts) > 1 else \
+            "The clock was probed after the sample:"
+        out.append(f"{who} it is an upper bound on the clock during the "
+                   "sample (the clock recovers within microseconds once the Tensor Cores stop), so a "
+                   "fraction of peak at it is a lower bound: quote the datasheet fraction beside it.")
+    if "clock of unknown source" in parts:
+        out.append("The record does not say how the clock was measured (no sm_mhz_source): a "
+                   "fraction of peak at it is unqualified.")
+    return " ".join(out)
+
+
+def clock_text(row: dict) -> str:
+    """``"1650 MHz (in flight; probed after the sample: 1971 MHz)"``: a row's clock and its
+    :func:`clock_kind`, and beside it the after-sample probe (``sm_mhz_after``) when the row keeps
+    one that is not already its clock. Raises :class:`ValueError` when the row has no measured
+    clock."""
+    mhz = row.get("sm_mhz")
+    if mhz is None or not mhz == mhz or mhz <= 0:
+        raise ValueError(f"row has no measured sm_mhz (got {mhz!r})")
+    kind = clock_kind(row)
+    after = row.get("sm_mhz_after")
+    extra = (f"; {CLOCK_KINDS[2]}: {after:.0f} MHz"
+             if after is not None and after == after and kind != CLOCK_KINDS[2] else "")
+    return f"{mhz:.0f} MHz ({kind}{extra})"
+
+
 def peak_text(row: dict, sm_count: int, dtype: str = "float16") -> str:
     """``"0.93 of 132×4096×1713 MHz (in-kernel) = 926 (datasheet 989 at 1830 MHz: 0.92)"`` for one
-    row; the parenthesis after the clock is :func:`clock_kind` (``"(probed after the sample)"`` for
-    :func:`time_gpu`'s probe, whose fraction is a lower bound — see the module docstring)."""
+    row; the parenthesis after the clock is :func:`clock_kind` (``"(in flight)"`` for
+    :func:`time_gpu`'s probe; ``"(probed after the sample)"`` in older records, whose fraction is a
+    lower bound: :func:`clock_caveat`)."""
     p = peak_at_clock(row, sm_count, dtype)
     return (f"{p['fraction']:.2f} of {sm_count}×{FLOP_PER_CLK_PER_SM[dtype]}×{p['sm_mhz']:.0f} MHz "
             f"({clock_kind(row)}) = {p['peak_tflops']:.0f} (datasheet {p['datasheet_tflops']:.0f} at "
@@ -169,7 +239,8 @@ def peak_text(row: dict, sm_count: int, dtype: str = "float16") -> str:
 class Timing:
     """Per-launch samples in milliseconds (each the mean of ``launches_per_sample`` back-to-back
     launches); ``median_ms``, ``p10_ms``, ``p90_ms`` summarise them. ``sm_mhz_samples``: the SM
-    clock right after each sample (MHz, :func:`time_gpu` with ``clock=True``; empty otherwise).
+    clock of the samples (MHz, :func:`time_gpu` with ``clock=True``: the in-flight probes', else
+    the after-sample probes'; empty without ``clock=True``).
     ``host_gaps``: samples whose host enqueue took longer than the delay kernel (the GPU may have
     waited for the host inside them)."""
 
@@ -619,7 +690,8 @@ def device_copy(dst, src, stream=None) -> Callable[[], None]:
 
 def cublas_sweep_row(da, db, dc, dtype: str, size: int) -> dict:
     """cuBLAS timed on the suite's own operands (``size``³): one row of a GEMM suite's sweep, with
-    the SM clock probed after each sample (``sm_mhz``, for :func:`peak_at_clock`)."""
+    the SM clock measured by :func:`time_gpu` (``sm_mhz`` and ``sm_mhz_source``, for
+    :func:`peak_at_clock`; ``sm_mhz_after`` beside it)."""
     t = time_gpu(cublas_gemm(da, db, dc), reps=20, clock=True)
     return {"dtype": dtype, "size": size, "kernel": "cuBLAS", **t.as_dict(),
             "tflops": tflops(gemm_flop(size, size, size), t.median_ms)}

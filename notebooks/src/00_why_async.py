@@ -56,29 +56,60 @@ fig = plots.throughput_by_size(
 # The peak of this GPU is therefore *SMs × 4096 × SM clock*. Which clock? The datasheet's figure,
 # 989 TFLOP/s dense fp16, is 132 SMs × 4096 × its 1830 MHz boost clock; a running GPU sets its own
 # clock (lower under heavy power draw), so the course also divides by a clock measured on the GPU
-# and prints **both** fractions. The measured clock is one of two kinds, and every printed fraction
-# says which (`bench.peak_text`):
+# and prints **both** fractions. The measured clock is one of three kinds, and every printed fraction
+# says which (`bench.peak_text`, from the row's `sm_mhz_source`):
 #
-# * **in-kernel**: the kernel reads `clock64` against `%globaltimer` itself (the peak kernels of
-#   chapters 01 and 04) — the clock while the Tensor Cores work;
-# * **probed after the sample**: for a kernel that cannot clock itself (cuBLAS here, the course's
-#   own mma.sync and cp.async GEMMs later), `bench.time_gpu` launches a separate 0.2 ms probe kernel
-#   right *after* each timed sample and reads the clock there. That probe is **not** an in-kernel
-#   clock, and it reads higher than the two measurements the course has of the clock *during*
-#   Tensor Core work: the in-kernel clocks of kernels that saturate the Tensor Cores (chapters 01
-#   and 04), and `nvidia-smi` sampled *during* 1.5 s of back-to-back cuBLAS GEMMs (chapter 01,
-#   section 6) — the cell below prints all three from the records. The probe most likely sees a
-#   clock that recovered as soon as the GEMM stopped, so take it as an **upper bound** on the clock
-#   during the GEMM: a fraction of peak at the probed clock is a **lower bound**, and the datasheet
-#   fraction beside it is the figure to quote.
+# * **in-kernel**: the kernel reads `clock64` (SM cycles) against `%globaltimer` (nanoseconds)
+#   itself (the peak kernels of chapters 01 and 04) — the clock while its Tensor Cores work;
+# * **in flight**: for a kernel that cannot clock itself (cuBLAS here, the course's own GEMMs
+#   later), `bench.time_gpu` runs a few more, untimed samples of the same launches with a small
+#   probe kernel (one CTA) on a second, high-priority stream beside them. The probe reads `clock64`
+#   against `%globaltimer` *while* the GEMM runs; all SMs share one graphics clock, so that is the
+#   GEMM's clock. A probe counts only if its window lay inside the sample. The method was checked
+#   on the H200 beside chapter 04's wgmma peak kernel, which clocks itself — the next cell prints
+#   that check;
+# * **probed after the sample**: the same probe launched right *after* each timed sample. It reads
+#   the clock once the Tensor Cores have stopped, and the clock recovers within microseconds, so it
+#   is an **upper bound** on the clock during the GEMM, and a fraction of peak at it a **lower
+#   bound** (the datasheet fraction beside it is then the figure to quote). Records made before the
+#   in-flight probe carry only this clock; newer ones keep it beside the in-flight clock as
+#   `sm_mhz_after`.
 #
-# This paragraph is the course's one statement of that caveat (with the `asynctc.core.bench`
-# docstring); later chapters refer back here. A clock read with `nvidia-smi` after the run has ended
-# shows an idle GPU, so no fraction divides by one.
+# This paragraph is the course's one statement of the kinds and of the caveat of the third (with the
+# `asynctc.core.bench` docstring); later chapters refer back here, and `bench.clock_caveat` prints
+# the caveat wherever a record's clock needs it. A clock read with `nvidia-smi` after the run has
+# ended shows an idle GPU, so no fraction divides by one.
 
 # %% output varies
-probe = [g["sm_mhz"] for g in rec.results["cublas"] if g.get("sm_mhz")]
-print(f"clock probed after each cuBLAS sample: {min(probe):.0f}–{max(probe):.0f} MHz ({rec.label()})")
+chk = bench.INFLIGHT_CHECK
+for w, f, k in zip(chk["workloads"], chk["in_flight_mhz"], chk["in_kernel_mhz"]):
+    print(f"{w}: probe {bench.CLOCK_KINDS[1]} {f:.0f} MHz, the kernel's own clock {k:.0f} MHz "
+          f"({f / k - 1:+.1%})")
+lo, hi = chk["after_mhz_range"]
+print(f"the same probe, {bench.CLOCK_KINDS[2]} (these workloads and more): {lo:.0f}–{hi:.0f} MHz "
+      f"({chk['gpu']}, {chk['date']}, {chk['script']})")
+notebook.claim(all(abs(f / k - 1) < 0.005 for f, k in zip(chk["in_flight_mhz"], chk["in_kernel_mhz"]))
+               and lo > max(chk["in_kernel_mhz"]),
+               f"The probe {bench.CLOCK_KINDS[1]} reads the kernel's own clock within 0.5 %; "
+               f"{bench.CLOCK_KINDS[2]}, it reads higher than both.", check=chk)
+
+# %% [markdown]
+# Which kind do this record's cuBLAS rows carry? The cell prints it, with the caveat where it
+# applies, and beside it the two measurements the course has of the clock during *other* Tensor
+# Core work: the in-kernel clocks of the kernels that saturate the Tensor Cores (chapters 01 and
+# 04), and `nvidia-smi` sampled *during* 1.5 s of back-to-back cuBLAS GEMMs (chapter 01, section 6).
+
+# %% output varies
+gemms = rec.results["cublas"]
+kind = bench.rows_clock_kind(gemms)               # the kind of the cuBLAS rows' clocks
+clocks = [g["sm_mhz"] for g in gemms if g.get("sm_mhz")]
+print(f"clock of the cuBLAS samples ({kind}): {min(clocks):.0f}–{max(clocks):.0f} MHz ({rec.label()})")
+after = [g["sm_mhz_after"] for g in gemms
+         if g.get("sm_mhz_after") and bench.clock_kind(g) != bench.CLOCK_KINDS[2]]
+if after:
+    print(f"kept beside it (sm_mhz_after, {bench.CLOCK_KINDS[2]}): {min(after):.0f}–{max(after):.0f} MHz")
+if bench.clock_caveat(kind):
+    print(bench.clock_caveat(kind))
 try:
     mm, wg = records.load("mma_sync"), records.load("wgmma")
 except records.RecordError as e:
@@ -90,20 +121,31 @@ else:
           f"{min(inside):.0f}–{max(inside):.0f} MHz ({wg.label()})")
     print(f"nvidia-smi during 1.5 s of back-to-back cuBLAS {sus['size']}³ (chapter 01): "
           f"{sus['sm_mhz']:.0f} MHz ({mm.label()})")
-    notebook.claim(min(probe) > max(inside) and min(probe) > sus["sm_mhz"],
-                   "The probe reads higher than both: read it as an upper bound on the clock during "
-                   "the GEMM, and a fraction of peak at it as a lower bound.",
-                   probe_min=min(probe), in_kernel_max=max(inside), sustained=sus["sm_mhz"])
+    probed = [g["sm_mhz"] for g in gemms if bench.clock_kind(g) == bench.CLOCK_KINDS[2]]
+    rows_during = [g for g in gemms if g.get("sm_mhz") and bench.clock_kind(g) != bench.CLOCK_KINDS[2]]
+    during = [g["sm_mhz"] for g in rows_during]
+    if probed:
+        notebook.claim(min(probed) > max(inside) and min(probed) > sus["sm_mhz"],
+                       f"The cuBLAS clocks {bench.CLOCK_KINDS[2]} read higher than both.",
+                       cublas_min=min(probed), in_kernel_max=max(inside), sustained=sus["sm_mhz"])
+    if during:
+        kd = bench.rows_clock_kind(rows_during)
+        notebook.verdict(max(during) < max(inside),
+                         f"cuBLAS ran at a lower clock ({kd}, at most {max(during):.0f} MHz) than the "
+                         f"fastest-clocked Tensor Core kernel of chapters 01 and 04 ({max(inside):.0f} "
+                         "MHz): the clock follows the workload, which is why each fraction names its own.",
+                         f"cuBLAS ({kd}, at most {max(during):.0f} MHz) did not run at a lower clock "
+                         f"than the fastest-clocked Tensor Core kernel of chapters 01 and 04 "
+                         f"({max(inside):.0f} MHz).")
 
 # %% output varies
 p = rec.provenance
-gemms = rec.results["cublas"]
-clock_mhz = bench.measured_clock_mhz(gemms)       # median SM clock probed after the cuBLAS samples
+clock_mhz = bench.measured_clock_mhz(gemms)       # median SM clock of the cuBLAS samples (its kind: `kind`)
 peak = bench.peak_tflops(p["sm_count"], clock_mhz)
 sheet = bench.DATASHEET["dense_tflops"]["float16"]
-print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock probed after the "
-      f"cuBLAS samples: an upper bound on the clock during them) = {peak:.0f} TFLOP/s; "
-      f"datasheet: {sheet:.0f} at {bench.DATASHEET['boost_mhz']} MHz")
+print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock of the cuBLAS "
+      f"samples, {kind}) = {peak:.0f} TFLOP/s; datasheet: {sheet:.0f} at "
+      f"{bench.DATASHEET['boost_mhz']} MHz")
 for g in gemms:
     print(f"cuBLAS {g['dtype']:8s} {g['m']:5d}³ {g['tflops']:6.0f} TFLOP/s = "
           f"{bench.peak_text(g, p['sm_count'], g['dtype'])}")
@@ -112,8 +154,7 @@ for dt in ("float16", "bfloat16"):
     rows = [g for g in gemms if g["dtype"] == dt]
     series[f"cuBLAS {dt}"] = ([g["m"] for g in rows], [g["tflops"] for g in rows])
 fig = plots.throughput_by_size(series, peak=sheet, peak_label="datasheet (132×4096×1830 MHz)",
-                               ceilings=[(peak, f"SMs×4096×{clock_mhz:.0f} MHz (probed after the "
-                                                f"samples; upper bound) {peak:.0f}")],
+                               ceilings=[(peak, f"SMs×4096×{clock_mhz:.0f} MHz ({kind}) {peak:.0f}")],
                                record=rec, title="cuBLAS GEMM throughput")
 
 # %% [markdown]
@@ -146,7 +187,7 @@ pts.append(("8192×8192×16 (decode-like, computed bound)",
             min(peak, bw * 1e9 / 1e12 * 2 * 8192 * 8192 * 16 / (2 * (8192 * 8192 + 2 * 8192 * 16))),
             "computed"))
 fig = plots.roofline(peak, bw, pts, measured_ceiling=best_gemm, record=rec,
-                    title=f"Roofline (peak: SMs×4096×{clock_mhz:.0f} MHz probed after the samples)")
+                    title=f"Roofline (peak: SMs×4096×{clock_mhz:.0f} MHz, {kind})")
 print(f"ridge point: {peak / (bw / 1000):.0f} FLOP/byte")
 
 # %% [markdown]
@@ -161,12 +202,13 @@ print(f"ridge point: {peak / (bw / 1000):.0f} FLOP/byte")
 # threads that must issue the math. The next cells compute what that means on this GPU.
 
 # %% output varies
-clock_hz = clock_mhz * 1e6                         # the clock probed after the cuBLAS samples
+clock_hz = clock_mhz * 1e6                         # the clock of the cuBLAS samples (section 2)
 tile_bytes_per_flop = (128 + 128) * 2 / (2 * 128 * 128)
 need = 4096 * tile_bytes_per_flop
 dram_per_sm_clk = bw * 1e9 / p["sm_count"] / clock_hz
 print(f"operand bytes per clock per SM to feed the Tensor Cores (128×128 tile): {need:.0f} B/clk")
-print(f"DRAM bandwidth per SM per clock on this GPU (at the probed clock):      {dram_per_sm_clk:.1f} B/clk")
+print(f"DRAM bandwidth per SM per clock on this GPU (at {clock_mhz:.0f} MHz, {kind}): "
+      f"{dram_per_sm_clk:.1f} B/clk")
 print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come from DRAM: the rest must be "
       "L2 hits (tiles shared by neighbouring CTAs),\n  and the copy into shared memory must run "
       "*while* the Tensor Cores compute.")
@@ -183,8 +225,8 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
 #
 # > **What we measured vs what is often claimed.** The H200 datasheet says "989 TFLOP/s dense
 # > bf16" (that is 132 × 4096 × 1830 MHz) and "4.8 TB/s". The cells above show the best cuBLAS GEMM
-# > we measured with its fraction of that datasheet figure, the peak at the clock probed right after
-# > the cuBLAS samples (an upper bound on their clock, section 2), and the best copy bandwidth we
+# > we measured with its fraction of that datasheet figure, the peak at the clock measured for the
+# > cuBLAS samples (its kind, and the caveat where one applies, in section 2), and the best copy bandwidth we
 # > measured (bytes read + written). Quote the measurements, with their date and driver, and the
 # > datasheet fraction beside them.
 

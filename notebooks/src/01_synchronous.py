@@ -219,15 +219,18 @@ except ValueError as e:
 #   **occupancy** as the GEMM — the number of warps resident on one SM at a time (warps per CTA ×
 #   CTAs per SM), which sets how many independent instruction streams each SM can interleave.
 #
-# The clocks differ, and the labels say which: the ceiling kernel reads its SM clock *in-kernel*;
-# the GEMMs cannot, so their clock is *probed after each sample* — an upper bound on the clock
-# during them (chapter 00, section 2, states that caveat once for the course). Every fraction below
-# names its clock and has the datasheet fraction (989 TFLOP/s at 1830 MHz) beside it.
+# The clocks differ, and the labels say which: the ceiling kernel reads its own SM clock; the GEMMs
+# cannot, so `bench.time_gpu`'s clock probe measures theirs (chapter 00, section 2, defines the
+# kinds of clock and states, once for the course, the caveat one of them needs). The cell prints
+# both clocks from the record, with the caveat where this record's kind needs it. Every fraction
+# below names its clock and has the datasheet fraction (989 TFLOP/s at 1830 MHz) beside it.
 
 # %% output varies
 p = rec.provenance
-sweep_mhz = bench.measured_clock_mhz([r for r in rec.results["sweep"] if r["dtype"] == "float16"])
-peak = bench.peak_tflops(p["sm_count"], sweep_mhz)      # at the SM clock probed after the sweep's samples
+sweep16 = [r for r in rec.results["sweep"] if r["dtype"] == "float16"]
+sweep_mhz = bench.measured_clock_mhz(sweep16)           # median clock of the fp16 sweep's samples
+sweep_kind = bench.rows_clock_kind(sweep16)             # how it was measured (chapter 00, section 2)
+peak = bench.peak_tflops(p["sm_count"], sweep_mhz)
 series = {}
 for dt in mma_sync.DTYPES:
     cb = mma_sync.cublas_rows(rec.results, dt)
@@ -240,13 +243,17 @@ ceiling_row = next(r for r in rec.results["peak"] if r["dtype"] == "float16"
 ceiling = ceiling_row["tflops"]
 open_marker = {"mfc": "none", "ms": 9}    # bf16 drawn hollow and larger: fp16 and bf16 nearly coincide
 fig = plots.throughput_by_size(
-    series, peak=peak, peak_label=f"SMs×4096×{sweep_mhz:.0f} MHz (clock probed after the samples)",
+    series, peak=peak, peak_label=f"SMs×4096×{sweep_mhz:.0f} MHz ({sweep_kind})",
     record=rec, title="Synchronous mma.sync GEMM vs cuBLAS",
     styles={"cuBLAS bfloat16": open_marker, "mma.sync bfloat16": {**open_marker, "color": "tab:olive"}},
     ceilings=[(bench.DATASHEET["dense_tflops"]["float16"], "datasheet 132×4096×1830 MHz: 989"),
               (ceiling, f"mma.sync ceiling, register-only, {t.warps} warps × {t.min_blocks} CTAs/SM: "
-                        f"{ceiling:.0f}\n(measured; its in-kernel clock {ceiling_row['sm_mhz']:.0f} MHz)")])
+                        f"{ceiling:.0f}\n(measured; its clock {bench.clock_text(ceiling_row)})")])
 plt.show()
+print(f"clock of the fp16 GEMM sweep (cuBLAS and ours): {sweep_mhz:.0f} MHz median ({sweep_kind}); "
+      f"of the mma.sync ceiling: {bench.clock_text(ceiling_row)}")
+if bench.clock_caveat(sweep_kind):
+    print("GEMM sweep: " + bench.clock_caveat(sweep_kind))
 print(mma_sync.summarize_mma_sync(rec, anatomy=False))
 
 # %% [markdown]
@@ -328,9 +335,9 @@ _ = notebook.claim(skeleton < ceiling,
 # decides the clock; the record does not say why it chose what it did). A reading taken *after* a
 # run shows the idle clock and says nothing about the run; per-clock figures need the clock sampled
 # during it, as here, or measured inside the kernel, as the ceiling kernel and chapter 04 do. The
-# clock probed right after each timed sample is neither: it is an upper bound (chapter 00,
-# section 2), and these loops are the measurement that shows how far above the loops' clock it can
-# read.
+# timed rows of the anatomy carry `bench.time_gpu`'s clock instead, of the kind chapter 00,
+# section 2, defines; the cell prints it (with the after-sample probe where the record keeps one)
+# beside the loops' readings.
 
 # %% output varies
 sus = {x["kernel"]: x for x in rec.results["sustained"]}
@@ -348,12 +355,15 @@ notebook.verdict(ratio_clk > ratio_tflops,
 timed = {x["variant"]: x for x in abl}
 both = f"sustained {cb_s['tflops']:.0f} and {mm_s['tflops']:.0f} TFLOP/s, timed " \
        f"{timed['cuBLAS']['tflops']:.0f} and {timed['full kernel']['tflops']:.0f} (cuBLAS, ours)"
-clocks = f"nvidia-smi read {cb_s['sm_mhz']:.0f} and {mm_s['sm_mhz']:.0f} MHz during the loops; the probe " \
-         f"after the timed samples read {timed['cuBLAS']['sm_mhz']:.0f} and " \
-         f"{timed['full kernel']['sm_mhz']:.0f} MHz"
+clocks = f"nvidia-smi read {cb_s['sm_mhz']:.0f} and {mm_s['sm_mhz']:.0f} MHz during the loops; the " \
+         f"timed samples' clock: {bench.clock_text(timed['cuBLAS'])} and " \
+         f"{bench.clock_text(timed['full kernel'])}"
 below = cb_s["tflops"] < timed["cuBLAS"]["tflops"] and mm_s["tflops"] < timed["full kernel"]["tflops"]
 _ = notebook.verdict(below, f"Both sustained figures are below the timed ones ({both}); {clocks}.",
                      f"The sustained figures are not both below the timed ones this time ({both}); {clocks}.")
+abl_kind = bench.rows_clock_kind([timed["cuBLAS"], timed["full kernel"]])
+if bench.clock_caveat(abl_kind):
+    print(bench.clock_caveat(abl_kind))
 
 # %% [markdown]
 # ## 7. Why the number is what it is
@@ -374,7 +384,8 @@ _ = notebook.verdict(below, f"Both sustained figures are below the timed ones ({
 #    bytes) were the only limit; the last column counts the fourth pass too:
 
 # %% output varies
-clock = sweep_mhz        # the clock probed after the sweep's samples (an upper bound: so is the bound)
+clock = sweep_mhz        # the fp16 sweep's clock (section 5): the model's bound scales with it
+print(f"L1-path bound at {clock:.0f} MHz ({sweep_kind}, the fp16 sweep's clock of section 5)")
 print(f"{'tile':26s} {'bytes/k-tile (LDG+STS+LDSM)':>28s} {'FLOP/byte':>10s} {'L1-path bound':>17s} "
       f"{'with L1 staging':>19s}")
 for t in mma_sync.TILES:

@@ -440,7 +440,7 @@ if rec is not None and rec.results.get("throughput"):
     n_sm, at_clk = rec.results["sm_count"], b["fraction_of_datasheet"]   # record field: of SMs×4096×clock
     sheet = b["tflops"] / bench.DATASHEET["dense_tflops"]["float16"]
     head = (f"N = 256 fp16 SS: {b['tflops']:.0f} TFLOP/s, {b['flop_per_clk_sm']:.0f} FLOP/clk/SM at "
-            f"{b['sm_mhz']:.0f} MHz (in-kernel) = {at_clk:.2f} of the per-clock peak at that clock "
+            f"{bench.clock_text(b)} = {at_clk:.2f} of the per-clock peak at that clock "
             f"({n_sm}×4096×{b['sm_mhz']:.0f} MHz = {bench.peak_tflops(n_sm, b['sm_mhz']):.0f} TFLOP/s)")
     goal = "goal: ≥ 0.90 of SMs × 4096 × the in-kernel clock"
     tail = (f"; of the datasheet figure ({bench.DATASHEET['dense_tflops']['float16']:.0f} at "
@@ -450,7 +450,7 @@ if rec is not None and rec.results.get("throughput"):
     max_mhz = rec.results["max_sm_mhz"]
     ours_max = b["tflops"] / bench.peak_tflops(n_sm, max_mhz)
     notebook.claim(b["sm_mhz"] < max_mhz,
-                   f"Our kernel ran at {b['sm_mhz']:.0f} MHz (in-kernel), below the card's maximum "
+                   f"Our kernel ran at {bench.clock_text(b)}, below the card's maximum "
                    f"clock of {max_mhz:.0f} MHz.", in_kernel=b["sm_mhz"], maximum=max_mhz)
     luo_mhz, luo_sms = wgmma_peak.LUO_H800_ASSUMED_MHZ, wgmma_peak.LUO_H800_SMS
     luo_max = wgmma_peak.LUO_H800_TFLOPS[256] / bench.peak_tflops(luo_sms, luo_mhz)
