@@ -13,6 +13,10 @@ ch     module                   kernels
 03     :mod:`tma`               ``tma.cu`` (tensor maps, TMA loads/stores, mbarrier)
 04     :mod:`wgmma`             ``wgmma.cu`` (single tiles, mismatch demo)
 04     :mod:`wgmma_peak`        ``wgmma_peak.cu`` (throughput)
+05     :mod:`pipeline`          ``pipeline.cu`` (TMA + mbarrier ring + wgmma; model: models/pipeline)
+06     :mod:`warp_specialization` ``warp_specialization.cu`` (the ladder; :func:`matmul`)
+07     :mod:`fp8`               FP8 builds of ``warp_specialization.cu``, quantisation, accumulation
+09     :mod:`tcgen05`           ``tcgen05.cu`` (sm_100a; compiled and modelled on the CPU)
 =====  =======================  ================================================================
 
 :func:`matmul` (from :mod:`asynctc.warp_specialization`, chapter 06's top rung) is the GEMM to
@@ -30,4 +34,17 @@ from .core.runtime import (  # noqa: F401
     AsyncTCError, CompileError, LaunchConfigError, NoGPUError, PerformanceWarning, compile_kernel,
     device_info, mode, runs_live, why_not_live,
 )
-from .warp_specialization import matmul  # noqa: E402,F401  (the public GEMM)
+
+
+def __getattr__(name):
+    # asynctc.matmul, the public GEMM, imported on first use: `import asynctc` stays light (the
+    # chapter modules load only when a chapter or the GEMM is used)
+    if name == "matmul":
+        from .warp_specialization import matmul
+        return matmul
+    raise AttributeError(f"module 'asynctc' has no attribute {name!r}")
+
+
+__all__ = ["matmul", "AsyncTCError", "CompileError", "LaunchConfigError", "NoGPUError",
+           "PerformanceWarning", "compile_kernel", "device_info", "mode", "runs_live",
+           "why_not_live"]

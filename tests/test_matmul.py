@@ -126,10 +126,8 @@ def test_matmul_config_is_the_top_rung_correct_for_the_b_layout():
     nk = W.matmul_config(4096, 4096, 4096, "float16", "NxK", sm_count=132)
     assert nk == W.RUNGS[6].make("float16").replace(edges=True)          # rung 7 + EDGES
     kn = W.matmul_config(4096, 4096, 4096, "bfloat16", "KxN", sm_count=132)
-    assert kn == W._persistent("bfloat16").replace(tma_store=True, b_major="MN", edges=True)
-    assert kn.cluster == 1                       # cluster + MN-major B is refused by validate
-    with pytest.raises(W.WarpSpecializationError, match="b_major='MN'"):
-        kn.replace(cluster=2)
+    # cluster + MN-major B since the descriptor-address fix: the top rung for both layouts
+    assert kn == W.RUNGS[6].make("bfloat16").replace(b_major="MN", edges=True)
     f32 = W.matmul_config(4096, 4096, 4096, "float16", "NxK", out_dtype="float32", sm_count=132)
     assert not f32.tma_store and f32.cluster == 2 and f32.out_dtype == "float32"
     odd = W.matmul_config(4096, 4095, 4096, "float16", "NxK", c_rows_aligned=False, sm_count=132)
@@ -281,9 +279,9 @@ def emulate_edges(ck, grid, block, *args, shmem_bytes=0, stream=None, cluster=No
     assert ck.name == W.ENTRY
     cfg = ck.cfg
     if cfg.edges:
-        ta, tb, tc, out, m, n, k, _, _, err, _, ldc = args
+        ta, tb, tc, out, m, n, k, _, _, err, _, _, ldc = args     # ... trace, scales, ldc
     else:                                                     # the ladder's build: no ldc
-        ta, tb, tc, out, m, n, k, _, _, err, _ = args
+        ta, tb, tc, out, m, n, k, _, _, err, _, _ = args
         ldc = n
         assert int(m) % cfg.bm == 0 and int(n) % cfg.bn == 0 and int(k) % cfg.bk == 0
     m, n, k, ldc = int(m), int(n), int(k), int(ldc)
@@ -353,7 +351,7 @@ def test_dry_run_catches_an_unwritten_element(emulated, monkeypatch, rng):
     """The check can fail: an emulated kernel that skips C's last column leaves poison."""
     def skip_last(ck, grid, block, *args, **kw):
         emulate_edges(ck, grid, block, *args, **kw)
-        out, n, ldc = args[3], int(args[5]), int(args[11])
+        out, n, ldc = args[3], int(args[5]), int(args[12])
         out.h.reshape(-1)[n - 1::ldc][:int(args[4])] = np.nan
     monkeypatch.setattr(runtime, "launch", skip_last)
     c = W.check_matmul_case(dict(m=7, n=7, k=7, dtype="float16", b_layout="KxN",

@@ -415,7 +415,7 @@ notebook.claim(min(r67.values()) > 1.03 and t7["epilogue_cycles"] < 0.4 * t6["ep
                "shared memory, then TMA stores that drain while the next tile's k-loop runs, instead of "
                "scattered 4-byte stores from registers). Those "
                f"{saved:.0f} cycles are {expect[4096]:.1%} of an untraced tile at 4096³ "
-               f"({cyc_tile[4096]:.0f} cycles, from the timing and the in-flight clock) and "
+               f"({cyc_tile[4096]:.0f} cycles, from the timing and the SM clock measured during it) and "
                f"{expect[8192]:.1%} at 8192³, where K and so each tile's loop are twice as long; the "
                f"measured gains are {got[4096]:.1%} and {got[8192]:.1%}.",
                expected=expect, measured=got)
