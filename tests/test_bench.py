@@ -48,8 +48,9 @@ class FakeTimer:
         self.windows[slot] = (0, int(ns * self.mhz / 1e3), int(t0), int(t0 + ns))
         self.ops.append(("spin", slot))
 
-    def probe_in_flight(self, slot, ns):
-        t0 = (self.t + self.probe_lag_ms) * 1e6        # runs beside the launches: t not advanced
+    def probe_in_flight(self, slot, ns, skip_ns):
+        # starts beside the delay kernel (enqueued next) and measures after skip_ns: t not advanced
+        t0 = (self.t + self.probe_lag_ms) * 1e6 + skip_ns
         self.windows[slot] = (0, int(ns * self.flight_mhz / 1e3), int(t0), int(t0 + ns))
         self.ops.append(("probe", slot))
 
@@ -132,11 +133,11 @@ def test_time_gpu_fixed_launches_and_clock():
     for k, op in enumerate(ft.ops):
         if op == ("spin", 1):
             assert ft.ops[k - 1] == "event"
-    # each in-flight probe is launched after its delay kernel and before the untimed launches
+    # each in-flight probe is launched right before its delay kernel, then the untimed launches
     probes = [k for k, op in enumerate(ft.ops) if isinstance(op, tuple) and op[0] == "probe"]
     assert len(probes) == 5
     for k in probes:
-        assert ft.ops[k - 1][0] == "spin" and ft.ops[k + 1:k + 8] == ["launch"] * 7
+        assert ft.ops[k + 1][0] == "spin" and ft.ops[k + 2:k + 9] == ["launch"] * 7
     # a probe that starts late (it waited for the timed kernel's CTAs) does not count: the clock
     # falls back to the after-sample probe and says so
     late = FakeTimer(0.5, mhz=1713.0, probe_lag_ms=3.0)

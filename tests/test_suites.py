@@ -74,7 +74,7 @@ class FakeTimer:
     def clock_mhz(self, slots):
         return [1713.0 for s in slots if s in self.spins]
 
-    def probe_in_flight(self, slot, ns):
+    def probe_in_flight(self, slot, ns, skip_ns):
         pass
 
     def records(self, slots):          # no in-flight window: time_gpu falls back to the probe after

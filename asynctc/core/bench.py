@@ -37,9 +37,10 @@ third needs beside it:
 * **in-kernel** — the kernel reads ``clock64`` against ``%globaltimer`` itself (the peak kernels of
   chapters 01 and 04): the clock *during* the timed work.
 * **in flight** — for a kernel that cannot clock itself (cuBLAS, the course's GEMMs),
-  :func:`time_gpu` runs a few more (untimed) samples of the same launches with a one-CTA clock
-  probe on a second, high-priority stream, started when the delay kernel ends — as the launches
-  are — and lasting 0.6 of a sample; a probe counts only when its window lies inside the sample
+  :func:`time_gpu` runs a few more (untimed) samples of the same launches with a one-warp clock
+  probe on a second, high-priority stream: it starts beside the delay kernel (so it holds an SM
+  slot before a persistent grid fills every SM), waits until 20 µs after the delay's end and
+  measures over 0.6 of a sample; a probe counts only when its window lies inside the sample
   (:func:`in_flight_clocks`). All SMs share one graphics clock, so the probe reads the clock the
   launches ran at. Checked on the H200 (2026-11-30, ``tools/gpu_clock_inflight.py``;
   :data:`INFLIGHT_CHECK`): beside the wgmma peak kernel, which clocks itself, the in-flight probe
@@ -307,6 +308,8 @@ CLOCK_INFLIGHT_SOURCE = ("clock probe in flight (second stream, during the launc
                          "clock64/%globaltimer)")
 #: Length of the clock probe after each sample, ns.
 PROBE_NS = 200_000
+#: How long after the delay kernel's end an in-flight probe starts measuring, ns.
+PROBE_MARGIN_NS = 20_000
 FLUSH_MODES = ("sample", "launch", "none")
 
 
@@ -399,14 +402,17 @@ class _CudaTimer:
         flush_l2(self.s)
 
     def spin(self, slot: int, ns: int) -> None:
-        runtime.launch(self.ck, 1, 32, self.rec, np.uint32(slot), np.uint64(ns), stream=self.s)
+        runtime.launch(self.ck, 1, 32, self.rec, np.uint32(slot), np.uint64(ns), np.uint64(0),
+                       stream=self.s)
 
-    def probe_in_flight(self, slot: int, ns: int) -> None:
+    def probe_in_flight(self, slot: int, ns: int, skip_ns: int) -> None:
         """The clock probe on the side stream, ordered after everything enqueued so far on the
-        timing stream (so it starts when the delay kernel ends, as the timed launches do)."""
+        timing stream — call it right before the delay kernel is enqueued: it starts beside the
+        delay, waits ``skip_ns`` (the delay's length and a margin) and then measures ``ns``."""
         side = self.side_stream()
         side.wait(self.s.record())
-        runtime.launch(self.ck, 1, 32, self.rec, np.uint32(slot), np.uint64(ns), stream=side)
+        runtime.launch(self.ck, 1, 32, self.rec, np.uint32(slot), np.uint64(ns),
+                       np.uint64(skip_ns), stream=side)
 
     def records(self, slots) -> list:
         """(c0, c1, t0, t1) of each probe/delay slot (clock64 cycles, %globaltimer ns), None for a
@@ -494,8 +500,10 @@ def time_gpu(fn: Callable[[], None], *, warmup: int = 3, reps: int = 20, flush=T
         for j in range(clock_reps):
             if mode != "none":
                 tm.flush()
+            # the probe starts beside the delay kernel (a slot is free then, even for a timed
+            # kernel whose persistent grid later fills every SM) and measures after it
+            tm.probe_in_flight(base + 2 * j + 1, probe_ns, d_ns + PROBE_MARGIN_NS)
             tm.spin(base + 2 * j, d_ns)
-            tm.probe_in_flight(base + 2 * j + 1, probe_ns)
             for _ in range(n):
                 fn()
         tm.sync()
@@ -511,16 +519,16 @@ def in_flight_clocks(recs, sample_ns: float) -> list[float]:
 
     ``recs``: (c0, c1, t0, t1) or None per slot, in pairs (the delay kernel before the sample, the
     probe launched on the second stream when the delay ended); ``sample_ns``: the length of a
-    timed sample. A probe counts when it started within 0.2 · sample of the delay's end (it was
-    not left waiting for the timed kernel's CTAs to retire) and ended before the sample did
-    (+5 %): then every cycle it counted was a cycle of the timed launches."""
+    timed sample. A probe counts when it started measuring within 0.2 · sample after the delay's
+    end (not before it, and not left waiting for the timed kernel's CTAs to retire) and ended
+    before the sample did (+5 %): then every cycle it counted was a cycle of the timed launches."""
     out = []
     for j in range(0, len(recs) - 1, 2):
         d, p = recs[j], recs[j + 1]
         if not d or not p or not (p[3] > p[2] and p[1] > p[0]):
             continue
         lag = p[2] - d[3]
-        if -5_000 <= lag <= 0.2 * sample_ns and p[3] - d[3] <= 1.05 * sample_ns:
+        if 0 <= lag <= 0.2 * sample_ns and p[3] - d[3] <= 1.05 * sample_ns:
             out.append((p[1] - p[0]) / (p[3] - p[2]) * 1e3)
     return out
 
