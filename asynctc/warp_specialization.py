@@ -2187,14 +2187,15 @@ def descriptor_rows_read(cfg: WSConfig, desc: int, base: int) -> np.ndarray:
 
 
 def smem_traffic_table(cfgs, k: int | None = None) -> str:
-    """:func:`smem_traffic` of each configuration (``cfgs``: (name, WSConfig) pairs), as text:
-    KiB per k-tile by source, clocks, bytes per clock at the Tensor Core rate, that as a fraction
-    of the shared-memory bandwidth, and the bound it sets."""
+    """:func:`smem_traffic` of each configuration, as text: KiB per k-tile by source, clocks, bytes
+    per clock at the Tensor Core rate, that as a fraction of the shared-memory bandwidth, and the
+    bound it sets. ``cfgs``: (name, WSConfig) pairs, or (name, WSConfig, K) triples whose K
+    replaces ``k`` for that row."""
     from .wgmma_peak import SMEM_BYTES_PER_CLK_SM
     lines = [f"{'tile':36s} {'TMA writes':>10s} {'wgmma reads':>11s} {'epilogue':>9s} "
              f"{'clocks':>6s} {'B/clk':>6s} {f'of {SMEM_BYTES_PER_CLK_SM}':>6s} {'bound':>5s}"]
-    for name, cfg in cfgs:
-        t = smem_traffic(cfg, k)
+    for name, cfg, *kk in cfgs:
+        t = smem_traffic(cfg, kk[0] if kk else k)
         epi = f"{t['epilogue'] / 1024:5.1f} KiB" if "epilogue" in t else f"{'-':>9s}"
         lines.append(f"{name:36s} {t['tma_write'] / 1024:6.0f} KiB {t['wgmma_read'] / 1024:7.0f} KiB "
                      f"{epi} {t['clocks']:6.0f} {t['bytes_per_clk']:6.1f} {t['of_wall']:6.2f} "

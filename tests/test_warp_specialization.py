@@ -431,6 +431,8 @@ def test_smem_traffic_of_a_ktile():
             W.smem_traffic(top, **kw)
     table = W.smem_traffic_table([("rung 7", top)], k=4096)
     assert "130.0" in table and "0.98" in table
+    rows = W.smem_traffic_table([("no K", top), ("K = 8192", top, 8192)], k=4096).splitlines()
+    assert "130.0" in rows[1] and "129.0" in rows[2]
 
 
 def test_descriptor_rows_read_shows_the_cluster_carry():
