@@ -1411,9 +1411,9 @@ def matmul(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, config=None
     M = 0 or N = 0: an empty result; K = 0: zeros — without launching anything.
 
     The configuration is :func:`matmul_config`'s (or ``config``, a :class:`WSConfig` whose dtype,
-    B layout and out dtype match; it is run with ``edges=True``): B N×K takes rung 7 (clusters of 2
-    with B multicast), B K×N the best rung without clusters (cluster=2 with an MN-major B is
-    refused until a known bug is fixed). Edges: the tile counts and the k-loop round up, TMA
+    B layout and out dtype match; it is run with ``edges=True``): rung 7 (persistent, clusters of 2
+    with B multicast, TMA-store epilogue) in either B layout, a narrower tile where the shape
+    would leave SMs idle. Edges: the tile counts and the k-loop round up, TMA
     fills what hangs past M, N, K with zeros (PTX ISA §5.5.3 tiled mode "Out of Boundary Access";
     cuTensorMapEncodeTiled oobFill), stores are clipped to M × N.
 
@@ -2118,6 +2118,89 @@ def wave_efficiency(cfg, m: int, n: int, sm_count: int, active_clusters: int | N
     items = (m // cfg.bm) * (n // cfg.bn) // cluster
     slots = (active_clusters if cluster > 1 and active_clusters else sm_count // cluster)
     return items / (slots * math.ceil(items / slots))
+
+
+def smem_traffic(cfg: WSConfig, k: int | None = None,
+                 smem_bytes_per_clk: float | None = None) -> dict:
+    """Shared-memory bytes one CTA of ``cfg`` moves per k-tile, by source, against the SM's
+    shared-memory bandwidth: the limit inside a tile (a model; no record measures shared memory).
+
+    * ``tma_write`` — the stage the TMA writes: (bm + bn) · bk · itemsize. With ``cluster=2`` each
+      SM still receives the whole stage (multicast halves the L2 reads, not the shared-memory
+      writes).
+    * ``wgmma_read`` — what the consumers' wgmmas read (both operands from shared memory, SS):
+      (bm / 64) m64 atoms × (bk / instruction K) k-steps ×
+      :func:`asynctc.wgmma_peak.smem_bytes_per_wgmma` (A's 64 rows and B's bn rows of 32 bytes of
+      K each; PTX ISA §9.7.15.5). 128×256×64 fp16, two consumers: 2 × 4 × (2 + 8) KiB = 80 KiB.
+    * ``epilogue`` — only with ``k`` (int ≥ 1) and ``tma_store``: C's bm × bn tile written by
+      stmatrix and read back by the TMA store, 2 · bm · bn · out itemsize per tile, spread over the
+      tile's ⌈k / bk⌉ k-tiles (the register epilogue writes global memory directly: 0).
+
+    Returns a dict: those byte counts (ints), ``total``, ``clocks`` (SM clocks of one k-tile at the
+    Tensor Core rate: 2 · bm · bn · bk / :data:`asynctc.core.bench.FLOP_PER_CLK_PER_SM`),
+    ``bytes_per_clk`` (total / clocks: what shared memory must deliver for the Tensor Cores to run
+    at their rate), ``smem_bytes_per_clk`` (default :data:`asynctc.wgmma_peak.SMEM_BYTES_PER_CLK_SM`,
+    128 = 32 banks × 4 bytes, chapter 01's model), ``of_wall`` (bytes_per_clk / that) and ``bound``
+    (min(1, 1 / of_wall): the most of the Tensor Core rate this traffic allows if TMA writes and
+    wgmma reads share that one data path). Raises :class:`WarpSpecializationError` for a ``k`` that
+    is not a positive int or a non-positive ``smem_bytes_per_clk``."""
+    from .core import bench
+    from .models import descriptors as dsc
+    from .wgmma_peak import SMEM_BYTES_PER_CLK_SM, smem_bytes_per_wgmma
+    bw = SMEM_BYTES_PER_CLK_SM if smem_bytes_per_clk is None else smem_bytes_per_clk
+    if not isinstance(bw, (int, float)) or isinstance(bw, bool) or not bw > 0:
+        _fail("smem_bytes_per_clk", bw, "must be a positive number of bytes per SM clock")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
+        _fail("k", k, "must be an int ≥ 1 (the problem's K) or None")
+    size = itemsize(cfg.dtype)
+    out = {"tma_write": (cfg.bm + cfg.bn) * cfg.bk * size,
+           "wgmma_read": (cfg.bm // 64) * (cfg.bk // dsc.instruction_k(cfg.dtype))
+           * smem_bytes_per_wgmma(cfg.bn, "smem", cfg.dtype)}
+    if k is not None and cfg.tma_store:
+        k_tiles = -(-int(k) // cfg.bk)
+        out["epilogue"] = 2 * cfg.bm * cfg.bn * itemsize(cfg.out_dtype) / k_tiles
+    total = sum(out.values())
+    clocks = 2 * cfg.bm * cfg.bn * cfg.bk / bench.FLOP_PER_CLK_PER_SM[cfg.dtype]
+    per_clk = total / clocks
+    return {**out, "total": total, "clocks": clocks, "bytes_per_clk": per_clk,
+            "smem_bytes_per_clk": bw, "of_wall": per_clk / bw, "bound": min(1.0, bw / per_clk)}
+
+
+def descriptor_rows_read(cfg: WSConfig, desc: int, base: int) -> np.ndarray:
+    """Which K-row of its TMA box each element of B one wgmma k-step reads through ``desc``, by
+    the descriptor model (:func:`asynctc.models.descriptors.read_addresses`): an ``(bn, 16)``
+    array (``(bn, 32)`` for fp8) of rows, column k of it being K index k, for a B tile whose
+    boxes start at shared-memory offset ``base``. With B MN-major the tile is bn / 64 boxes of
+    64 columns × bk K-rows of 128 bytes, LBO apart; a right descriptor gives row k everywhere.
+    Raises :class:`WarpSpecializationError` when an address falls outside the element's own box
+    (a descriptor this function cannot attribute), or for a K-major ``cfg``."""
+    from .models import descriptors as dsc
+    if cfg.b_major != "MN":
+        _fail("cfg.b_major", cfg.b_major, "must be 'MN' (rows of a 64-column box of B K×N)")
+    box_bytes = cfg.bk * ROW_BYTES
+    off = dsc.read_addresses(desc, "MN", cfg.dtype, cfg.bn) - base
+    box, inside = np.divmod(off, box_bytes)
+    col_box = np.arange(cfg.bn)[:, None] // (ROW_BYTES // itemsize(cfg.dtype))
+    if (off < 0).any() or not np.array_equal(box, np.broadcast_to(col_box, box.shape)):
+        _fail("desc", hex(desc), f"reads outside the element's own {box_bytes}-byte box")
+    return inside // ROW_BYTES
+
+
+def smem_traffic_table(cfgs, k: int | None = None) -> str:
+    """:func:`smem_traffic` of each configuration, as text: KiB per k-tile by source, clocks, bytes
+    per clock at the Tensor Core rate, that as a fraction of the shared-memory bandwidth, and the
+    bound it sets. ``cfgs``: (name, WSConfig) pairs, or (name, WSConfig, K) triples whose K
+    replaces ``k`` for that row."""
+    from .wgmma_peak import SMEM_BYTES_PER_CLK_SM
+    lines = [f"{'tile':36s} {'TMA writes':>10s} {'wgmma reads':>11s} {'epilogue':>9s} "
+             f"{'clocks':>6s} {'B/clk':>6s} {f'of {SMEM_BYTES_PER_CLK_SM}':>6s} {'bound':>5s}"]
+    for name, cfg, *kk in cfgs:
+        t = smem_traffic(cfg, kk[0] if kk else k)
+        epi = f"{t['epilogue'] / 1024:5.1f} KiB" if "epilogue" in t else f"{'-':>9s}"
+        lines.append(f"{name:36s} {t['tma_write'] / 1024:6.0f} KiB {t['wgmma_read'] / 1024:7.0f} KiB "
+                     f"{epi} {t['clocks']:6.0f} {t['bytes_per_clk']:6.1f} {t['of_wall']:6.2f} "
+                     f"{t['bound']:5.2f}")
+    return "\n".join(lines)
 
 
 

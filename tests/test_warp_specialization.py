@@ -406,6 +406,54 @@ def test_wave_efficiency():
     assert W.wave_efficiency(W.WSConfig(), 4096, 4096, 132) == pytest.approx(512 / (132 * 4))
 
 
+def test_smem_traffic_of_a_ktile():
+    """128×256×64 fp16, two consumers: the TMA writes 48 KiB per k-tile, the wgmmas read
+    2 × 4 × (2 KiB of A + 8 KiB of B) = 80 KiB, in 1024 Tensor Core clocks: 128 B/clk, the whole
+    128 B/clk of shared memory. The TMA-store epilogue adds C's tile twice per tile."""
+    top = W.RUNGS[-1].make("float16")
+    t = W.smem_traffic(top)
+    assert (t["tma_write"], t["wgmma_read"], t["clocks"]) == (48 * 1024, 80 * 1024, 1024)
+    assert "epilogue" not in t and t["total"] == 128 * 1024
+    assert t["bytes_per_clk"] == 128 and t["of_wall"] == 1.0 and t["bound"] == 1.0
+    t4 = W.smem_traffic(top, k=4096)                # 64 k-tiles share 2 × 64 KiB of C
+    assert t4["epilogue"] == 2 * 128 * 256 * 2 / 64 and t4["bytes_per_clk"] == 130
+    assert t4["bound"] == pytest.approx(128 / 130)
+    assert W.smem_traffic(top, k=4033)["epilogue"] == t4["epilogue"]     # ⌈4033 / 64⌉ = 64
+    assert "epilogue" not in W.smem_traffic(top.replace(tma_store=False), k=4096)
+    wide = W.smem_traffic(W.WSConfig(bm=256, bn=128))      # 4 atoms each re-read 4 KiB of B
+    assert wide["wgmma_read"] == 4 * 4 * (2 + 4) * 1024 and wide["bound"] == pytest.approx(128 / 144)
+    one = W.smem_traffic(W.RUNGS[1].make("float16"))        # rung 2: 128×128, one consumer
+    assert (one["total"], one["clocks"], one["bound"]) == (80 * 1024, 512, 0.8)
+    assert W.smem_traffic(top, smem_bytes_per_clk=256)["bound"] == 1.0
+    assert W.smem_traffic(top, smem_bytes_per_clk=64)["bound"] == 0.5
+    for kw, field in ((dict(k=0), "k"), (dict(k=2.5), "k"), (dict(smem_bytes_per_clk=0), "smem_bytes")):
+        with pytest.raises(W.WarpSpecializationError, match=rf"^{field}"):
+            W.smem_traffic(top, **kw)
+    table = W.smem_traffic_table([("rung 7", top)], k=4096)
+    assert "130.0" in table and "0.98" in table
+    rows = W.smem_traffic_table([("no K", top), ("K = 8192", top, 8192)], k=4096).splitlines()
+    assert "130.0" in rows[1] and "129.0" in rows[2]
+
+
+def test_descriptor_rows_read_shows_the_cluster_carry():
+    """The decode experiment's result from the model: with the unmasked address of the second CTA
+    (bit 24 set) box j of an MN-major B is read from K-row k + 2j; with the masked one from k."""
+    cfg = W.RUNG_BY_NAME["cluster"].make("float16").replace(b_major="MN")
+    desc_b0 = cfg.descriptor_templates()[1]
+    base = 0x8000
+    addr = (1 << 24) | base
+    k = np.arange(16)[None, :]
+    j = np.arange(256)[:, None] // 64
+    right = W.descriptor_rows_read(cfg, desc_b0 + ((addr & 0x3FFFF) >> 4), base)
+    wrong = W.descriptor_rows_read(cfg, desc_b0 + (addr >> 4), base)
+    assert right.shape == (256, 16) and (right == k).all()
+    assert (wrong == k + 2 * j).all()
+    with pytest.raises(W.WarpSpecializationError, match="^desc=.*outside"):
+        W.descriptor_rows_read(cfg, desc_b0 + (1 << 25), base)       # LBO + 8 KiB: box j at 2j
+    with pytest.raises(W.WarpSpecializationError, match="^cfg.b_major"):
+        W.descriptor_rows_read(W.WSConfig(), desc_b0, base)
+
+
 def _fake_record():
     """A warp_specialization record's results with two ladder rows and one decoded synthetic
     trace (rung 7's config, 3 tiles of 5 k-tiles)."""
