@@ -511,3 +511,21 @@ def test_fp8_suite_dry_run(monkeypatch):
     assert "FP8 checks passed" in text and "prediction" in text and "FP8/FP16 ours" in text
     import json
     json.dumps(res)                                   # the record is JSON-able
+
+
+# ---- notebook 07 helpers on the committed records ----------------------------------------------
+
+def test_seed_comparison_reads_every_step_from_the_records():
+    from asynctc.core import bench, records
+    try:
+        mma, ws, rec = (records.load(s) for s in ("mma_sync", "warp_specialization", "fp8"))
+    except records.RecordError as e:
+        pytest.skip(str(e))
+    rows = fp8.seed_comparison(mma, ws, rec)
+    assert {r["seed"] for r in rows if r["seed"]} == {s[0] for s in fp8.SEED_4096}
+    for r in rows:
+        assert 0 < r["fraction"] < 1 and r["clock"] in bench.CLOCK_KINDS[:2], r
+        assert f"({r['clock']})" in r["peak_text"]
+    fp8_row = rows[-1]
+    assert "FP8" in fp8_row["ours"] and "×8192×" in fp8_row["peak_text"]
+    assert len(fp8.seed_table_text(rows).splitlines()) == len(rows) + 1
