@@ -563,11 +563,19 @@ def check_fp8_block(out, qa, qb_nk, sa, sb, out_dtype: str = "float32",
     (NaN) counts as unwritten. Returns :class:`asynctc.core.checks.Check`."""
     from .core import checks
     m, n, k = _check_block_args(qa, qb_nk, sa, sb)
+    ref, bound = block_reference(qa, qb_nk, sa, sb, frac_bits, out_dtype)
+    return checks.compare(np.asarray(out), ref, label or "fp8 block scales", (m, n, k),
+                          scale=bound, tol=1.0)
+
+
+def block_reference(qa, qb_nk, sa, sb, frac_bits: int = FRAC_BITS, out_dtype: str = "float32"):
+    """``(ref, bound)`` of :func:`check_fp8_block`: float64 of the dequantised inputs and the
+    elementwise :func:`block_scaled_bound` (floored at the smallest normal float32), both M×N —
+    computed once where one output is checked several times."""
     ref = dequantize(qa, sa, A_BLOCK) @ dequantize(qb_nk, sb, B_BLOCK).T
     bound = np.maximum(block_scaled_bound(qa, qb_nk, sa, sb, frac_bits, out_dtype),
                        np.finfo(np.float32).tiny)
-    return checks.compare(np.asarray(out), ref, label or "fp8 block scales", (m, n, k),
-                          scale=bound, tol=1.0)
+    return ref, bound
 
 
 def block_scaled_operands(m: int, n: int, k: int, dtype: Any = "float8_e4m3fn", rng=None,
@@ -1007,7 +1015,7 @@ def time_block_scaled(da, db, dc, qa, qb, rows_idx, frac, rng, reps, say, lib) -
     (:func:`scaled_mm_blockwise`; else a row saying why). Every timed output checked on the
     sampled rows ``rows_idx`` (:func:`check_fp8_block`); a wrong one of ours raises."""
     from . import warp_specialization as W
-    from .core import bench
+    from .core import bench, checks
     from .core.memory import DeviceArray
     size = da.shape[0]
     flop = bench.gemm_flop(size, size, size)
@@ -1019,9 +1027,11 @@ def time_block_scaled(da, db, dc, qa, qb, rows_idx, frac, rng, reps, say, lib) -
             "scales": "block 1x128 / 128x128"}
     rows = []
 
+    ref, bound = block_reference(qa[rows_idx], qb, sa[rows_idx], sb, frac, "bfloat16")
+
     def chk():
-        return check_fp8_block(dc.to_host()[rows_idx], qa[rows_idx], qb, sa[rows_idx], sb,
-                               "bfloat16", frac, "block scales (sampled rows)")
+        return checks.compare(dc.to_host()[rows_idx], ref, "block scales (sampled rows)",
+                              (len(rows_idx), size, size), scale=bound, tol=1.0)
     cfg = block_timed_config()
     dc.poison()
     g = W.make_gemm(cfg, da, db, dc, block_scales=(dsa, dsb))
