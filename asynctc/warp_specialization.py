@@ -133,7 +133,12 @@ class WSConfig(P.RingTile):
     accumulators into a second set of fp32 registers every P k-tiles (the kernel's ``PROMOTE``),
     which doubles the accumulator registers: 2 · accumulators + overhead must fit
     ``consumer_regs`` (128×256 with two consumers does not; 128×128 does). ``promote`` is refused
-    for 16-bit inputs (their wgmma accumulates in fp32 already).
+    for 16-bit inputs (their wgmma accumulates in fp32 already). ``block_scales`` (the kernel's
+    ``BLOCK_SCALES``): per-block dequantisation scales, 1×128 for A and 128×128 for B (stored N×K),
+    applied where each k-tile's wgmma sums are promoted; needs fp8, ``promote`` = 1 (a k-tile of
+    128 fp8 elements is one scale block along K), ``bn`` ≤ 128 (one B block per tile) and no
+    ``edges``; the launch then takes the scale tensors (:func:`check_block_scales`) instead of the
+    per-tensor ``scales``.
     ``edges``: the ``EDGES`` build (any M, N, K ≥ 1: tile counts and the k-loop round up, TMA
     zero-fills what hangs past the tensor, stores are clipped, C has a row pitch ``ldc``) — what
     :func:`matmul` runs; the ladder's rungs leave it off (their cubins do not change).
@@ -162,6 +167,7 @@ class WSConfig(P.RingTile):
     trace: bool = False
     promote: int = 0
     edges: bool = False
+    block_scales: bool = False
 
     def __post_init__(self):
         if self.bk is None:
@@ -172,7 +178,7 @@ class WSConfig(P.RingTile):
         """Check every rule; raise :class:`WarpSpecializationError` naming field, value and rule."""
         def is_int(v):
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        for f in ("setmaxnreg", "persistent", "tma_store", "trace", "edges"):
+        for f in ("setmaxnreg", "persistent", "tma_store", "trace", "edges", "block_scales"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
         for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk"):
@@ -198,6 +204,18 @@ class WSConfig(P.RingTile):
         elif self.promote:
             _fail("promote", self.promote, f"promotion is for fp8 inputs: {self.dtype} wgmma "
                                            "accumulates in fp32 already")
+        if self.block_scales:
+            if not fp8:
+                _fail("block_scales", True, f"per-block scales are for fp8 inputs, not {self.dtype}")
+            if self.promote != 1:
+                _fail("promote", self.promote, "block_scales applies each k-tile's scales where its "
+                                               "wgmma sums are promoted: promote must be 1 (one "
+                                               "k-tile = one 128-element scale block along K)")
+            if self.bn > 128:
+                _fail("bn", self.bn, "block_scales: a tile must lie inside one 128-column block of "
+                                     "B's scales (bn ≤ 128)")
+            if self.edges:
+                _fail("edges", True, "block_scales needs M, N, K multiples of the tile (no edges)")
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -340,6 +358,8 @@ class WSConfig(P.RingTile):
         if is_fp8(self.dtype):       # 16-bit builds keep chapter 06's defines (same cache keys)
             d.update(C_DT=int(self.out_dtype == "bfloat16" or self.out_dtype == "float32"),
                      PROMOTE=self.promote)
+            if self.block_scales:    # only when on: the other fp8 cubins stay as they were
+                d["BLOCK_SCALES"] = 1
         if self.trace:
             d.update(TRACE=1, TRACE_CTAS=P.TRACE_CTAS, TRACE_EVENTS=P.TRACE_EVENTS)
         if self.edges:       # only when on: the ladder's defines (and cubins) stay as they were
@@ -358,7 +378,8 @@ class WSConfig(P.RingTile):
                 f"{' cluster2' if self.cluster == 2 else ''}"
                 f"{' tma_store' if self.tma_store else ''}{' trace' if self.trace else ''}"
                 f"{' edges' if self.edges else ''}{out}"
-                f"{f' promote:{self.promote}' if self.promote else ''}")
+                f"{f' promote:{self.promote}' if self.promote else ''}"
+                f"{' block_scales' if self.block_scales else ''}")
 
     @property
     def b_load_box(self):
@@ -497,10 +518,43 @@ def grid_size(cfg: WSConfig, m: int, n: int, sm_count: int | None = None) -> int
     return min(tiles, sm_count) // cfg.cluster * cfg.cluster
 
 
-def check_operands(a, b, cfg: WSConfig, out=None, scales=None) -> tuple[int, int, int]:
+def check_block_scales(block_scales, m: int, n: int, k: int, cfg: WSConfig) -> None:
+    """The per-block scales of a ``cfg.block_scales`` launch: ``(sa, sb)``, numpy arrays or
+    :class:`DeviceArray`, float32, 2-D, C-contiguous (row-major): ``sa`` M × K/128 (one per 1×128
+    row segment of A), ``sb`` ceil(N/128) × K/128 (one per 128×128 block of B stored N×K). Values
+    (finite, > 0) are checked for host arrays. Raises :class:`WarpSpecializationError` naming the
+    field, the value and the rule; also when a config without ``block_scales`` is given them."""
+    if not cfg.block_scales:
+        if block_scales is not None:
+            _fail("block_scales", "given", f"this config has block_scales=False ({cfg.label()})")
+        return
+    if not isinstance(block_scales, (tuple, list)) or len(block_scales) != 2:
+        _fail("block_scales", type(block_scales).__name__,
+              "cfg.block_scales needs (sa, sb): sa M × K/128, sb ceil(N/128) × K/128, float32")
+    kt = k // cfg.bk
+    for name, x, want in (("sa", block_scales[0], (m, kt)),
+                          ("sb", block_scales[1], (-(-n // 128), kt))):
+        if np.dtype(x.dtype) != np.float32:
+            _fail(f"{name}.dtype", str(np.dtype(x.dtype)), "per-block scales are float32")
+        if tuple(x.shape) != want:
+            rule = ("one scale per 1×128 row segment of A: M × K/128" if name == "sa" else
+                    "one scale per 128×128 block of B (stored N×K): ceil(N/128) × K/128")
+            _fail(f"{name}.shape", tuple(x.shape), f"{rule} = {want}")
+        if isinstance(x, np.ndarray):
+            if not x.flags.c_contiguous:
+                _fail(name, "non-contiguous", "must be C-contiguous (row-major)")
+            if not (np.all(np.isfinite(x)) and np.all(x > 0)):
+                _fail(name, "non-positive or non-finite values", "dequantisation scales are "
+                                                                 "finite and > 0")
+        elif isinstance(x, DeviceArray) and x.ptr % 4:
+            _fail(f"{name} address", hex(x.ptr), "must be 4-byte aligned (float32)")
+
+
+def check_operands(a, b, cfg: WSConfig, out=None, scales=None,
+                   block_scales=None) -> tuple[int, int, int]:
     """Validate ``a`` (M×K), ``b`` (stored N×K for b_major "K", K×N for "MN"), ``out`` (M×N in
-    ``cfg.out_dtype``) and, for fp8, ``scales`` (None or 2 float32: scale_a, scale_b); return
-    (M, N, K). Rules as :func:`asynctc.pipeline.check_operands` (dtype, 2-D, C-contiguous, 16-byte
+    ``cfg.out_dtype``) and, for fp8, ``scales`` (None or 2 float32: scale_a, scale_b) or, with
+    ``cfg.block_scales``, ``block_scales`` (:func:`check_block_scales`); return (M, N, K). Rules as :func:`asynctc.pipeline.check_operands` (dtype, 2-D, C-contiguous, 16-byte
     aligned device addresses — cuTensorMapEncodeTiled) with this config's dtype and k-tile.
     Raises :class:`WarpSpecializationError`."""
     from .models.layout import dtype_of
@@ -533,6 +587,10 @@ def check_operands(a, b, cfg: WSConfig, out=None, scales=None) -> tuple[int, int
         if tuple(scales.shape) != (2,) or np.dtype(scales.dtype) != np.float32:
             _fail("scales", (tuple(scales.shape), str(scales.dtype)),
                   "must be 2 float32 values (scale_a, scale_b)")
+        if cfg.block_scales:
+            _fail("scales", "given", "a block_scales config takes per-block scales "
+                                     "(block_scales=(sa, sb)), not per-tensor ones")
+    check_block_scales(block_scales, m, n, k, cfg)
     return m, n, k
 
 
@@ -540,18 +598,21 @@ class WSGemm:
     """One problem set up for launching (as :class:`asynctc.pipeline.PipelineGemm`): ``cfg``, device
     operands, output (poisoned when not given), tensor maps, error word, and for fp8 the optional
     per-tensor ``scales`` (a :class:`DeviceArray` of 2 float32, scale_a and scale_b: C = scale_a ·
-    scale_b · A·B). :meth:`launcher` returns a zero-argument callable; :meth:`check_error` raises
-    :class:`RuntimeError` when a wait timed out."""
+    scale_b · A·B) or, with ``cfg.block_scales``, ``block_scales`` = (sa, sb) as
+    :class:`DeviceArray` (:func:`check_block_scales`). :meth:`launcher` returns a zero-argument
+    callable; :meth:`check_error` raises :class:`RuntimeError` when a wait timed out."""
 
     def __init__(self, cfg: WSConfig, a: DeviceArray, b: DeviceArray,
-                 out: DeviceArray | None = None, stream=None, ck=None, scales=None):
+                 out: DeviceArray | None = None, stream=None, ck=None, scales=None,
+                 block_scales=None):
         self.cfg, self.a, self.b, self.stream = cfg, a, b, stream
         if cfg.edges:
             self.m, self.n, self.k, self.ldc = check_edge_operands(a, b, cfg, out)
         else:
-            self.m, self.n, self.k = check_operands(a, b, cfg, out, scales)
+            self.m, self.n, self.k = check_operands(a, b, cfg, out, scales, block_scales)
             self.ldc = self.n
         self.scales = scales
+        self.block_scales = tuple(block_scales) if block_scales is not None else None
         self.ck = ck or compile_ws(cfg)
         self.out = out if out is not None else DeviceArray.poisoned((self.m, self.n),
                                                                     P.np_dtype(cfg.out_dtype), stream)
@@ -588,6 +649,8 @@ class WSGemm:
                 self.scales if self.scales is not None else u64(0))
         if self.cfg.edges:
             args += (i32(self.ldc),)
+        if self.cfg.block_scales:
+            args += self.block_scales
 
         def run():
             runtime.launch(self.ck, self.grid, self.cfg.threads, *args,
@@ -628,16 +691,16 @@ def max_active_clusters(ck: runtime.CompiledKernel, cfg: WSConfig, stream=None) 
 
 
 def make_gemm(cfg, a: DeviceArray, b: DeviceArray, out: DeviceArray | None = None, stream=None,
-              scales=None):
+              scales=None, block_scales=None):
     """A launchable problem for any rung's config: :class:`WSGemm` for :class:`WSConfig`,
     :class:`asynctc.pipeline.PipelineGemm` for rung 1's :class:`~asynctc.pipeline.PipelineConfig`."""
     if isinstance(cfg, P.PipelineConfig):
         return P.PipelineGemm(cfg, a, b, out, stream)
-    return WSGemm(cfg, a, b, out, stream, scales=scales)
+    return WSGemm(cfg, a, b, out, stream, scales=scales, block_scales=block_scales)
 
 
 def run_ws(a, b, cfg: WSConfig, out: DeviceArray | None = None, stream=None,
-           scales=None) -> WSGemm:
+           scales=None, block_scales=None) -> WSGemm:
     """``out = a @ B`` with the warp-specialized kernel; returns the :class:`WSGemm` (``.out``).
 
     ``a``: M×K; ``b``: B stored N×K (``cfg.b_major`` "K") or K×N ("MN"); numpy arrays or
@@ -645,12 +708,18 @@ def run_ws(a, b, cfg: WSConfig, out: DeviceArray | None = None, stream=None,
     tile. Raises :class:`WarpSpecializationError` / :class:`~asynctc.tma.TensorMapError` before
     launching, :class:`RuntimeError` when an mbarrier wait timed out,
     :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU. ``scales`` (fp8): None, or
-    2 float32 (scale_a, scale_b), numpy or :class:`DeviceArray`: C = scale_a · scale_b · A·B."""
+    2 float32 (scale_a, scale_b), numpy or :class:`DeviceArray`: C = scale_a · scale_b · A·B.
+    ``block_scales`` (``cfg.block_scales``): (sa, sb), numpy or :class:`DeviceArray`
+    (:func:`check_block_scales`; host arrays are checked before they are copied)."""
     da = a if isinstance(a, DeviceArray) else DeviceArray.from_host(a, stream)
     db = b if isinstance(b, DeviceArray) else DeviceArray.from_host(b, stream)
     if scales is not None and not isinstance(scales, DeviceArray):
         scales = DeviceArray.from_host(np.ascontiguousarray(scales, dtype=np.float32), stream)
-    g = WSGemm(cfg, da, db, out, stream, scales=scales)
+    if block_scales is not None:
+        check_operands(da, db, cfg, out, scales, block_scales)    # host values before the copy
+        block_scales = tuple(x if isinstance(x, DeviceArray) else DeviceArray.from_host(x, stream)
+                             for x in block_scales)
+    g = WSGemm(cfg, da, db, out, stream, scales=scales, block_scales=block_scales)
     g.launcher()()
     g.check_error()
     return g

@@ -191,7 +191,7 @@ def test_course_html_leaves_out_the_solutions():
 
 
 @pytest.mark.parametrize("name", ["05_pipelines.ipynb", "06_warp_specialization.ipynb",
-                                  "09_blackwell.ipynb"])
+                                  "07_fp8_precision.ipynb", "09_blackwell.ipynb"])
 def test_built_notebooks_tag_their_solutions(name):
     import json
     cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]

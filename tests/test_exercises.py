@@ -40,6 +40,9 @@ KW = {
     "ch06.consumer_regs": dict(producer_regs=56, consumers=2),
     "ch06.producer_wait": dict(tile=1, k=2, k_tiles=5, stages=4),
     "ch06.which_barrier": dict(event="consumer arrives"),
+    "ch07.quantize": dict(value=300.0),
+    "ch07.block_scale": dict(amax=37.5),
+    "ch07.promote_interval": dict(k=4096, target=1e-2),
     "ch09.tmem_columns": dict(m=128, n=96),
     "ch09.lane_quarter": dict(warp=6),
     "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
@@ -68,6 +71,19 @@ MISTAKES = [
     ("ch06.producer_wait", (1, 0), "ring counter modulo S"),
     ("ch06.producer_wait", (3, 2), "one bit"),
     ("ch06.which_barrier", "full", "seed's backwards naming"),
+    ("ch07.quantize", 300.0, "not on the e4m3 grid"),
+    ("ch07.quantize", 320.0, "e5m2 grid"),
+    ("ch07.quantize", 256.0, "only the leading bit"),
+    ("ch07.block_scale", 448 / 37.5, "inverse"),
+    ("ch07.block_scale", 37.5 / 240, "e4m3fnuz"),
+    ("ch07.block_scale", 37.5 / 57344, "other format"),
+    ("ch07.block_scale", 0.125, "no power of two"),
+    ("ch07.block_scale", 37.5, "divide by it"),
+    ("ch07.promote_interval", 0, "no promotion"),
+    ("ch07.promote_interval", 1, "the largest"),
+    ("ch07.promote_interval", 3, "not below 0.01"),
+    ("ch07.promote_interval", 8, "wgmma k32 steps"),
+    ("ch07.promote_interval", 256, "fp8 elements"),
     ("ch09.tmem_columns", 96, "power of two"),
     ("ch09.tmem_columns", 128 * 96, "32-bit cells"),
     ("ch09.lane_quarter", (64, 96), "exactly 32"),
@@ -315,6 +331,12 @@ def test_solutions_in_the_notebooks_still_pass():
     i = 1 * 5 + 2
     assert ex("ch06.producer_wait", (i % 4, (i // 4 + 1) % 2), tile=1, k=2, k_tiles=5, stages=4,
               solution=True)
+    assert ex("ch07.quantize", 288.0, value=300.0, solution=True)
+    assert ex("ch07.quantize", 448.0, value=500.0, solution=True)
+    assert ex("ch07.quantize", 14.0, value=13.5, solution=True)
+    assert ex("ch07.block_scale", 37.5 / 448, amax=37.5, solution=True)
+    assert ex("ch07.block_scale", 0.125, amax=37.5, pow2=True, solution=True)
+    assert ex("ch07.promote_interval", 2, k=4096, target=1e-2, solution=True)
     for event, barrier in (("producer waits", "empty"), ("TMA completes", "full"),
                            ("consumer waits", "full"), ("consumer arrives", "empty")):
         assert ex("ch06.which_barrier", barrier, event=event, solution=True)

@@ -220,6 +220,132 @@ def test_bound_covers_scales_and_bf16_output(rng):
     assert not fp8.check_fp8_gemm(c / sb, qa, qb, sa, sb, "float32").passed
 
 
+# ---- per-block scales (BLOCK_SCALES) ---------------------------------------------------------------
+
+def _swap_cols(x, i, j):
+    y = x.copy()
+    y[:, [i, j]] = y[:, [j, i]]
+    return y
+
+
+def _swap_rows(x, i, j):
+    y = x.copy()
+    y[[i, j]] = y[[j, i]]
+    return y
+
+
+@pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
+def test_block_model_is_within_the_bound_and_a_misplaced_scale_fails(out_dtype, rng):
+    qa, sa, qb, sb, a, b = fp8.block_scaled_operands(8, 384, 512, rng=rng)
+    assert sa.shape == (8, 4) and sb.shape == (3, 4) and sa.dtype == sb.dtype == np.float32
+    c = fp8.model_gemm_block(qa, qb, sa, sb)
+    # the reference is float64 of the dequantised inputs; it is close to the unquantised A·Bᵀ
+    ref = fp8.dequantize(qa, sa, fp8.A_BLOCK) @ fp8.dequantize(qb, sb, fp8.B_BLOCK).T
+    exact = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.max(np.abs(ref - exact) / (np.abs(a) @ np.abs(b).T)) < 2.0 ** -3
+    out = c.astype(ml_dtypes.bfloat16) if out_dtype == "bfloat16" else c
+    assert fp8.check_fp8_block(out, qa, qb, sa, sb, out_dtype).passed
+    # the kernel's possible indexing mistakes: another k-tile's, row's or n-block's scale, the
+    # B scale forgotten, the scale applied per tensor (its mean) instead of per block
+    wrong = {"k-tile": (_swap_cols(sa, 0, 1), sb), "row": (_swap_rows(sa, 2, 5), sb),
+             "n-block": (sa, _swap_rows(sb, 0, 2)),
+             "no sb": (sa, np.ones_like(sb)),
+             "per tensor": (np.full_like(sa, sa.mean()), np.full_like(sb, sb.mean()))}
+    for what, (sa2, sb2) in wrong.items():
+        bad = fp8.model_gemm_block(qa, qb, sa2, sb2)
+        r = fp8.check_fp8_block(bad, qa, qb, sa, sb, out_dtype)
+        assert not r.passed and r.n_bad > 0, what
+    one = c.copy()                                       # one element from the row above
+    i, j = np.unravel_index(np.argmax(np.abs(c[1:] - c[:-1])), (7, 384))
+    one[i + 1, j] = c[i, j]
+    r = fp8.check_fp8_block(one, qa, qb, sa, sb)
+    assert not r.passed and r.worst == (i + 1, j) and r.n_bad == 1
+    hole = c.copy()
+    hole[4, 300] = np.nan
+    assert fp8.check_fp8_block(hole, qa, qb, sa, sb).unwritten == 1
+
+
+def test_block_model_with_unit_scales_is_promote_1(rng):
+    qa, qb = fp8.random_fp8((4, 512), rng=rng), fp8.random_fp8((130, 512), rng=rng)
+    ones_a, ones_b = np.ones((4, 4), np.float32), np.ones((2, 4), np.float32)
+    np.testing.assert_array_equal(fp8.model_gemm_block(qa, qb, ones_a, ones_b),
+                                  fp8.model_gemm(qa, qb, 13, promote=1))
+    # and the block bound is no looser there than the promote-1 bound by more than its fma terms
+    bb = fp8.block_scaled_bound(qa, qb, ones_a, ones_b)
+    pb = fp8.accumulation_bound(qa, qb, 13, promote=1)
+    assert np.all(bb <= pb * (1 + 1e-3))
+
+
+def test_block_helpers_refuse_bad_scales(rng):
+    qa, sa, qb, sb, _, _ = fp8.block_scaled_operands(4, 128, 256, rng=rng)
+    with pytest.raises(fp8.FP8Error, match=r"^sa.dtype='float64': per-block scales are float32"):
+        fp8.check_fp8_block(np.zeros((4, 128)), qa, qb, sa.astype(np.float64), sb)
+    with pytest.raises(fp8.FP8Error, match=r"^sb.shape=\(2, 2\): ceil\(N/128\) × K/128 = \(1, 2\)"):
+        fp8.block_scaled_bound(qa, qb, sa, np.ones((2, 2), np.float32))
+    with pytest.raises(fp8.FP8Error, match=r"^K=192: .*multiple of 128"):
+        fp8.model_gemm_block(qa[:, :192], qb[:, :192], sa, sb)
+
+
+@pytest.mark.parametrize("kw, field, rule", [
+    (dict(dtype="float16", bn=128), "block_scales", "per-block scales are for fp8 inputs"),
+    (dict(bn=128), "promote", "promote must be 1"),
+    (dict(bn=128, promote=2), "promote", "promote must be 1"),
+    (dict(bn=256, promote=1), "bn", "one 128-column block of B's scales"),
+    (dict(bn=128, promote=1, edges=True), "edges", "multiples of the tile"),
+    (dict(bn=128, promote=1, block_scales=1), "block_scales", "must be a bool"),
+])
+def test_block_scale_config_rules_are_named(kw, field, rule):
+    kw = {"dtype": "float8_e4m3fn", "block_scales": True, **kw}
+    with pytest.raises(W.WarpSpecializationError, match=rf"^{field}=.*{rule}"):
+        W.WSConfig(**kw)
+
+
+def test_block_scales_define_only_when_on():
+    for cfg in fp8.correctness_configs():
+        assert ("BLOCK_SCALES" in cfg.defines) == cfg.block_scales
+        assert (" block_scales" in cfg.label()) == cfg.block_scales
+    cfg = fp8.block_timed_config()
+    assert cfg.defines["BLOCK_SCALES"] == 1 and cfg.defines["PROMOTE"] == 1
+    assert {k: v for k, v in cfg.defines.items() if k != "BLOCK_SCALES"} == \
+        cfg.replace(block_scales=False).defines
+
+
+def test_block_scale_operands_are_checked_before_the_gpu(rng):
+    cfg = fp8.block_timed_config()
+    qa, sa, qb, sb, _, _ = fp8.block_scaled_operands(256, 384, 512, rng=rng)
+    assert W.check_operands(qa, qb, cfg, block_scales=(sa, sb)) == (256, 384, 512)
+    bad = [((sa.astype(np.float64), sb), r"^sa.dtype='float64': per-block scales are float32"),
+           ((sa[:, :3].copy(), sb), r"^sa.shape=\(256, 3\): one scale per 1×128 row segment"),
+           ((sa, sb[:2].copy()), r"^sb.shape=\(2, 4\): one scale per 128×128 block .* = \(3, 4\)"),
+           ((sa.T.copy().T, sb), r"^sa='non-contiguous'"),
+           ((np.zeros_like(sa), sb), r"^sa='non-positive or non-finite values'"),
+           ((sa, np.full_like(sb, np.inf)), r"^sb='non-positive or non-finite values'"),
+           (sa, r"^block_scales='ndarray': cfg.block_scales needs \(sa, sb\)"),
+           (None, r"^block_scales='NoneType': cfg.block_scales needs \(sa, sb\)")]
+    for bs, msg in bad:
+        with pytest.raises(W.WarpSpecializationError, match=msg):
+            W.check_operands(qa, qb, cfg, block_scales=bs)
+    with pytest.raises(W.WarpSpecializationError, match=r"^scales='given': a block_scales config"):
+        W.check_operands(qa, qb, cfg, scales=np.ones(2, np.float32), block_scales=(sa, sb))
+    with pytest.raises(W.WarpSpecializationError, match=r"^block_scales='given': this config has"):
+        W.check_operands(qa, qb, cfg.replace(block_scales=False), block_scales=(sa, sb))
+
+
+@pytest.mark.parametrize("cfg", fp8.block_configs(), ids=lambda c: c.label())
+def test_block_scales_load_and_fma_in_sass(cfg):
+    """The scales come from global memory (LDG) and the promotion becomes one FFMA per
+    accumulator, where the same config without block scales has an FADD per accumulator."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", runtime.PerformanceWarning)
+        text = W.compile_ws(cfg).sass()
+        plain = W.compile_ws(cfg.replace(block_scales=False)).sass()
+    acc = cfg.accumulators
+    ldg = len(re.findall(r"\bLDG\.E", text)) - len(re.findall(r"\bLDG\.E", plain))
+    assert ldg == 1 + 2 * cfg.atoms                  # sb, and 2 rows of A per m64 atom
+    assert len(re.findall(r"\bFFMA\b", text)) >= acc > len(re.findall(r"\bFFMA\b", plain))
+    assert len(re.findall(r"\bFADD\b", plain)) >= acc
+
+
 # ---- the FP8 configs ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kw, field, rule", [
@@ -320,10 +446,19 @@ def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None, cluster=None):
     float64, then the output dtype (the FP8 products are exact; the model's truncation is not
     emulated: the bound must hold for an exact sum too)."""
     assert ck.name == "gemm_warp_specialized" and ck.defines["B_MAJOR"] == 0
-    ta, tb, tc, out, m, n, k, da, db, err, trace, scales = args
+    blocks = ck.defines.get("BLOCK_SCALES", 0)
+    assert len(args) == 12 + 2 * blocks
+    ta, tb, tc, out, m, n, k, da, db, err, trace, scales = args[:12]
     a, b = ta[0].h.astype(np.float64), tb[0].h.astype(np.float64)
     assert (int(m), int(n), int(k)) == (a.shape[0], b.shape[0], a.shape[1])
-    c = a @ b.T
+    if blocks:       # per-block scales: sa[r, kt] · sb[c / 128, kt] per k-tile of 128
+        assert isinstance(scales, np.integer)            # no per-tensor scales beside them
+        sa, sb = args[12].h, args[13].h
+        c = sum(np.outer(sa[:, t], np.repeat(sb[:, t], 128)[:b.shape[0]]) *
+                (a[:, 128 * t:128 * t + 128] @ b[:, 128 * t:128 * t + 128].T)
+                for t in range(a.shape[1] // 128))
+    else:
+        c = a @ b.T
     if not isinstance(scales, np.integer):
         c *= float(scales.h[0]) * float(scales.h[1])
     out.h[...] = c.astype(np.float32).astype(out.dtype)
@@ -366,8 +501,31 @@ def test_fp8_suite_dry_run(monkeypatch):
     assert res["frac_bits_bound"] == fp8.FRAC_BITS
     kinds = {(r["kernel"], r["dtype"]) for r in res["rows"]}
     assert ("ours", "float8_e4m3fn") in kinds and ("ours", "float16") in kinds
+    assert {c["config"] for c in res["checks"]} >= {c.label() for c in fp8.block_configs()}
+    blk = [r for r in res["rows"] if r.get("block_scales")]
+    assert [r["label"] for r in blk] == [fp8.block_timed_config().label()]   # once, at 512³
+    assert any(r["kernel"] == "block scales cost (ours, promote 1)" and r["ratio"] == 1.0
+               for r in res["table"])
     assert all(r["check_rows"]["passed"] for r in res["rows"])
     text = fp8.summarize_fp8(records.Record("fp8", {"gpu": "fake"}, res))
     assert "FP8 checks passed" in text and "prediction" in text and "FP8/FP16 ours" in text
     import json
     json.dumps(res)                                   # the record is JSON-able
+
+
+# ---- notebook 07 helpers on the committed records ----------------------------------------------
+
+def test_seed_comparison_reads_every_step_from_the_records():
+    from asynctc.core import bench, records
+    try:
+        mma, ws, rec = (records.load(s) for s in ("mma_sync", "warp_specialization", "fp8"))
+    except records.RecordError as e:
+        pytest.skip(str(e))
+    rows = fp8.seed_comparison(mma, ws, rec)
+    assert {r["seed"] for r in rows if r["seed"]} == {s[0] for s in fp8.SEED_4096}
+    for r in rows:
+        assert 0 < r["fraction"] < 1 and r["clock"] in bench.CLOCK_KINDS[:2], r
+        assert f"({r['clock']})" in r["peak_text"]
+    fp8_row = rows[-1]
+    assert "FP8" in fp8_row["ours"] and "×8192×" in fp8_row["peak_text"]
+    assert len(fp8.seed_table_text(rows).splitlines()) == len(rows) + 1

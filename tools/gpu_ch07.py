@@ -1,7 +1,7 @@
 """Chapter 07's FP8 groundwork on the GPU in one command: compile, the accumulation experiment,
 every FP8 variant against float64, and the timings against cuBLASLt FP8 and our fp16 top rung.
 
-Run from the repository root on an sm_90 machine with torch (about 1-2 minutes on an H200):
+Run from the repository root on an sm_90 machine with torch (about 2 minutes on an H200):
 
     python tools/gpu_ch07.py --out $OUT            # everything; details in $OUT/results.json
     python tools/gpu_ch07.py --out $OUT --record   # ... and write data/<gpu>/fp8.json
@@ -10,15 +10,21 @@ Run from the repository root on an sm_90 machine with torch (about 1-2 minutes o
 
 In order (asynctc.fp8.measure_fp8): (1) every FP8 variant (e4m3 and e5m2; chapter 06's rungs
 with fp8 inputs; promoted variants every 1, 2, 4 k-tiles on 128×128) and the fp16 top rung
-compiled in parallel, registers and spills per variant; (2) the accumulation experiment: the
+compiled in parallel, registers and spills per variant — with the per-block-scale variants
+(BLOCK_SCALES: 1×128 A / 128×128 B scales applied at each k-tile's promotion; 128×128 plain and
+top configuration in e4m3 and e5m2, 256×64 in e4m3); (2) the accumulation experiment: the
 swamping input (one 32·32 product, then small positive ones) and random FP8 inputs, K = 256 ..
 16384, without promotion and with promotion every 1 and 4 k-tiles, error against float64 and the
 model's fraction bits fitted to the measured sums — printed beside the prediction written before
 this run (asynctc.fp8.ACC_PREDICTION); (3) every FP8 variant against float64 of the dequantised
-inputs (per-tensor scales, poisoned output, elementwise bound from the format and the fitted
-accumulator), stopping at the first failure; (4) at 4096³ and 8192³: cuBLASLt FP8
-(torch._scaled_mm, fast accumulation on and off), our FP8 kernels, cuBLAS fp16 and our fp16 top
-rung, in the same run, each timed output checked on sampled rows. The short table comes last.
+inputs (per-tensor scales, or for the block-scale variants per-block scales from quantising
+inputs whose block magnitudes differ by up to e^6, asynctc.fp8.verify_block_scaled; poisoned
+output, elementwise bound from the format and the fitted accumulator), stopping at the first
+failure; (4) at 4096³ and 8192³: cuBLASLt FP8 (torch._scaled_mm, fast accumulation on and off),
+our FP8 kernels, cuBLAS fp16 and our fp16 top rung, in the same run, each timed output checked on
+sampled rows; at 8192³ also the block-scale top configuration (against the same configuration with
+per-tensor scales: "block scales cost") and, where torch's build takes block scales, cuBLASLt with
+1×128 / 128×128 scales (else a row saying why). The short table comes last.
 Equivalent pytest run of the checks: ``pytest -q -m gpu tests/test_fp8.py``.
 """
 import argparse

@@ -111,6 +111,7 @@ CHAPTER_MODULES = {
     "ch04": ("asynctc.wgmma",),
     "ch05": ("asynctc.models.pipeline", "asynctc.pipeline"),
     "ch06": ("asynctc.warp_specialization",),
+    "ch07": ("asynctc.fp8",),
     "ch09": ("asynctc.models.tcgen05", "asynctc.tcgen05"),
 }
 

@@ -105,7 +105,7 @@
 // TRACE_EVENTS, DT (0 f16, 1 bf16, 2 e4m3, 3 e5m2), BM, BN, BK (elements of K per k-tile: 128 bytes,
 // i.e. 64 16-bit or 128 fp8), STAGES (2..6), CONSUMERS (1, 2), B_MAJOR (0 K-major, 1 MN-major; fp8:
 // K-major only), OUT_F32, C_DT (the 16-bit type of C when OUT_F32 = 0: 0 f16, 1 bf16; default the
-// input dtype, bf16 for fp8), PROMOTE (fp8, see below), GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
+// input dtype, bf16 for fp8), PROMOTE, BLOCK_SCALES (fp8, see below), GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
 // CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
 // CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
 // A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets from asynctc),
@@ -115,7 +115,7 @@
 // k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null),
 // scales (fp8 only: null, or two fp32 per-tensor dequantisation scales {scale_a, scale_b}; the
 // epilogue multiplies the accumulators by scale_a · scale_b); with EDGES also ldc (C's row pitch
-// in elements).
+// in elements); with BLOCK_SCALES also sa, sb (per-block scales, see FP8 below).
 //
 // FP8 (DT = 2 e4m3, 3 e5m2; PTX ISA "wgmma.mma_async", m64nNk32 .f32.e4m3.e4m3 / .f32.e5m2.e5m2):
 // a k-tile row is still one 128-byte swizzle row — 128 fp8 elements — so the stages, boxes,
@@ -125,6 +125,21 @@
 // waits for its wgmmas (wait_group 0), adds the wgmma accumulators into a second set of fp32
 // registers and zeroes them, so the Tensor Core's reduced-precision accumulation never runs over
 // more than P · BK products; the second set doubles the accumulator registers.
+//
+// Per-block scales (BLOCK_SCALES = 1; fp8, PROMOTE = 1, BN ≤ 128, EDGES = 0): A carries one fp32
+// dequantisation scale per 1×128 row segment, sa (M × T, row-major, T = K / 128), B (stored N×K)
+// one per 128×128 block, sb (ceil(N / 128) × T): C[r, c] = Σ_kt sa[r, kt] · sb[c / 128, kt] ·
+// (A·Bᵀ over k-tile kt). A k-tile is BK = 128 fp8 elements — exactly one block along K — so the
+// scales change only where the wgmma sums of one k-tile are promoted: with PROMOTE = 1 the
+// consumer adds acc · (sa · sb) into the fp32 totals (one fma per accumulator), never scaling
+// inside the Tensor Core's sum. Which rows a thread needs follows the wgmma accumulator fragment
+// (PTX ISA "wgmma.mma_async", "Register fragments: matrix D", m64nNk32 .f32): in atom i, warp w
+// of the warpgroup, lane l holds rows 64i + 16w + l/4 and that + 8 (accumulator pairs j with
+// (j / 2) mod 2 = 0 and 1), every column of the tile — so 2 · kAtoms A scales and one B scale
+// (the tile's n-block, n0 / 128: BN ≤ 128 keeps a tile inside one block) per thread per k-tile,
+// loaded from global memory at the top of the k-tile so the loads overlap the barrier wait and
+// the wgmmas. The per-tensor `scales` argument is then null (asynctc refuses both at once).
+// Arguments after the others (after ldc with EDGES, which BLOCK_SCALES refuses): sa, sb.
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes
 // (+ CONSUMERS · 2 · 8192 staging bytes with TMA_STORE).
 
@@ -168,6 +183,9 @@
 #endif
 #ifndef PROMOTE
 #define PROMOTE 0
+#endif
+#ifndef BLOCK_SCALES
+#define BLOCK_SCALES 0
 #endif
 #ifndef SETMAXNREG
 #define SETMAXNREG 1
@@ -223,6 +241,9 @@ static_assert(BK * (DT >= 2 ? 1 : 2) == 128, "BK: one 128-byte swizzle row of K 
 static_assert(C_DT == 0 || C_DT == 1, "C_DT: 0 f16, 1 bf16");
 static_assert(DT < 2 || B_MAJOR == 0, "fp8 wgmma has no transpose: B must be K-major");
 static_assert(PROMOTE >= 0 && (PROMOTE == 0 || DT >= 2), "PROMOTE: fp8 only, k-tiles ≥ 0");
+static_assert(BLOCK_SCALES == 0 || (DT >= 2 && PROMOTE == 1 && BN <= 128 && EDGES == 0),
+              "BLOCK_SCALES: fp8, PROMOTE = 1 (scales change every k-tile), BN ≤ 128 (one n-block "
+              "per tile), EDGES = 0");
 static_assert(STAGES >= 2 && STAGES <= 6,
               "STAGES: 2..6 (a consumer keeps one wgmma group pending on the previous stage)");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
@@ -471,6 +492,9 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #if EDGES
                           , int ldc
 #endif
+#if BLOCK_SCALES
+                          , const float* __restrict__ sa, const float* __restrict__ sb
+#endif
                           ) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
@@ -580,6 +604,19 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       }
       int prev = 0;
       for (int k = 0; k < T; ++k, ++ring) {
+#if BLOCK_SCALES
+        // this k-tile's scale products for the thread's 2 · kAtoms rows (see the header)
+        float bs[kAtoms][2];
+        {
+          const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+          const float sbk = sb[(size_t)(n0 / 128) * T + k];
+          const int r0 = m0 + cw * kWgRows + 16 * w + (lane >> 2);
+#pragma unroll
+          for (int i = 0; i < kAtoms; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) bs[i][h] = sa[(size_t)(r0 + 64 * i + 8 * h) * T + k] * sbk;
+        }
+#endif
         tr.event(EV_FULL_BEGIN, stage, ring);
         if (!broken && !mbarrier_wait_parity_bounded(full0 + 8 * stage, phase, WAIT_TRIES, err,
                                                      WAIT_FULL | (stage << 4)))
@@ -604,7 +641,11 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
             for (int i = 0; i < kAtoms; ++i)
 #pragma unroll
               for (int j = 0; j < kAcc; ++j) {
+#if BLOCK_SCALES
+                tot[i][j] = __fmaf_rn(acc[i][j], bs[i][(j >> 1) & 1], tot[i][j]);
+#else
                 tot[i][j] += acc[i][j];
+#endif
                 acc[i][j] = 0.f;
               }
             fence_accumulators(acc);
