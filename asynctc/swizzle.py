@@ -350,17 +350,19 @@ NCU_METRICS = (
 
 def parse_ncu_csv(text: str) -> list[dict]:
     """Rows of ``ncu --csv --page raw`` output: one dict per profiled launch (in launch order),
-    column name → float, or the string where it is not a number. ncu's log lines (``==PROF==``)
-    and the units row are skipped."""
+    column name → float, or the string where it is not a number. Everything before the header
+    (the line whose first field is ``ID``), ncu's log lines (``==PROF==``, ``==ERROR==``) and the
+    units row are skipped."""
     import csv
     import io
-    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
-    if not lines:
-        return []
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
     rows = list(csv.reader(io.StringIO("\n".join(lines))))
-    head = rows[0]
+    start = next((i for i, r in enumerate(rows) if r and r[0].strip() == "ID"), None)
+    if start is None:
+        return []
+    head = rows[start]
     out = []
-    for r in rows[1:]:
+    for r in rows[start + 1:]:
         if len(r) != len(head) or not r[0].strip().isdigit():
             continue                                   # the units row, or a truncated line
         row = {}
@@ -505,9 +507,11 @@ def summarize_swizzle(rec) -> str:
     res = rec.results if hasattr(rec, "results") else rec
     table = res.get("table") or swizzle_table(res)
     n = res.get("ncu") or {}
+    why = str(n.get("why", "absent"))
+    why = why if len(why) <= 160 else why[:157] + "..."
     lines = [f"swizzle experiment ({base_config().label()}): {len(res.get('checks', []))} "
              "checks passed", "Nsight Compute: " + ("yes" if n.get("available") else
-                                                   f"not used ({n.get('why', 'absent')})")]
+                                                   f"not used ({why})")]
     lines.append(f"{'size':>5s} {'swizzle':>7s} {'TFLOP/s':>8s} {'cuBLAS':>7s} {'of 128B':>8s} "
                  f"{'predicted':>10s} {'model':>6s} {'ncu lsu':>8s} {'bank rd':>10s}")
 
@@ -547,7 +551,9 @@ def budget_table(record=None, dtype: str = "float16", compile_cubins: bool = Tru
     Each row: ``tile`` ("bm×bn×bk"), ``stages``, ``consumers``, ``regs_producer`` /
     ``regs_consumer`` (setmaxnreg's counts; without setmaxnreg both the count at entry),
     ``regs_ptxas`` (ptxas's per-thread count at entry), ``spill_bytes``, ``accumulators`` (fp32
-    per consumer thread), ``smem_bytes`` (dynamic + static shared memory per CTA), and
+    per consumer thread), ``smem_bytes`` (dynamic + static shared memory per CTA; the static part
+    from the cubin when ``compile_cubins``), ``cubin_registers`` / ``cubin_spill_bytes`` (the
+    cubin's ptxas report, compiled here — to set beside the record's), and
     ``tflops_4096`` / ``tflops_8192`` from the record (None where it has no such row), with
     ``of_cublas_4096`` / ``of_cublas_8192``. ``record``: a :class:`asynctc.core.records.Record`, its
     JSON dict, a path, or None for ``data/<gpu>/warp_specialization.json``. Registers and spills
@@ -567,13 +573,18 @@ def budget_table(record=None, dtype: str = "float16", compile_cubins: bool = Tru
         row = {"label": label, "rung": W.rung_of(c), "tile": f"{c.bm}x{c.bn}x{c.bk}",
                "stages": c.stages, "consumers": c.consumers, "persistent": c.persistent,
                "accumulators": c.accumulators, "smem_bytes": c.smem_total}
+        ck = None
+        if compile_cubins:                   # the cubin's own counts, beside the record's
+            ck = W.compile_ws(c)
+            row.update(cubin_registers=ck.resources.registers,
+                       cubin_spill_bytes=ck.resources.spill_stores,
+                       smem_bytes=c.shmem_bytes + ck.resources.shared_bytes)
         r = regs_rec.get(label)
         if r is not None:
             row.update(regs_ptxas=r.get("ptxas"), spill_bytes=r.get("spill_bytes"),
                        regs_producer=r.get("producer"), regs_consumer=r.get("consumer"),
                        source="record")
-        elif compile_cubins:
-            ck = W.compile_ws(c)
+        elif ck is not None:
             split = W.register_split(c)
             row.update(regs_ptxas=ck.resources.registers, spill_bytes=ck.resources.spill_stores,
                        regs_producer=split.get("producer"), regs_consumer=split.get("consumer"),

@@ -220,6 +220,55 @@ def test_parse_ncu_csv_skips_log_and_units():
     assert all("__" in S.metric_base(m) for m in S.NCU_METRICS)
 
 
+def _tool():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_swizzle", ROOT / "tools" / "gpu_swizzle.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FAKE_NCU = """#!/bin/sh
+case "$1" in
+  --version) echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.1.0.0";;
+  --query-metrics) printf "Device GH100\nl1tex__data_bank_reads  Counter  # of bank reads\n%s\n" \
+      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld  Counter  # of conflicts";;
+  *) echo "$@" > "$(dirname "$0")/args"
+     echo '"ID","Kernel Name","l1tex__data_bank_reads.sum","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"'
+     echo '"","","sector","sector"'
+     for i in 0 1 2 3; do echo "\"$i\",\"gemm_warp_specialized\",\"10$i\",\"0\""; done;;
+esac
+"""
+
+
+def test_gpu_tool_reads_ncu_and_keeps_what_it_lacks(tmp_path, monkeypatch):
+    """The tool's ncu path against a stand-in ncu: the metrics it does not know are dropped and
+    listed, the profile is asked for one launch per variant of the kernel, the rows are mapped to
+    the swizzles in launch order."""
+    tool = _tool()
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU)
+    fake.chmod(0o755)
+    monkeypatch.setattr(tool, "find_ncu", lambda: str(fake))
+    r = tool.run_ncu(lambda s: None)
+    assert r["available"] and r["version"] == "Version 2025.1.0.0"
+    assert r["metrics"] == ["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                            "l1tex__data_bank_reads.sum"]
+    assert len(r["metrics_missing"]) == len(S.NCU_METRICS) - 2
+    assert [r["variants"][str(s)]["l1tex__data_bank_reads.sum"] for s in S.SWIZZLES] == \
+        [100.0, 101.0, 102.0, 103.0]
+    args = (tmp_path / "args").read_text()
+    assert "--launch-count 4" in args and "regex:gemm_warp_specialized" in args
+    assert args.rstrip().endswith("--ncu-child")
+    monkeypatch.setattr(tool, "find_ncu", lambda: None)
+    r = tool.run_ncu(lambda s: None)
+    assert not r["available"] and "no ncu" in r["why"]
+    fake.write_text("#!/bin/sh\necho '==ERROR== ERR_NVGPUCTRPERM'\n")
+    monkeypatch.setattr(tool, "find_ncu", lambda: str(fake))
+    r = tool.run_ncu(lambda s: None)
+    assert not r["available"] and "ERR_NVGPUCTRPERM" in r["why"]
+
+
 def test_gpu_tool_without_a_gpu_says_so():
     p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_swizzle.py"), "--quick",
                         "--out", "/tmp/asynctc-swizzle-test"], capture_output=True, text=True,
@@ -287,7 +336,9 @@ def test_swizzle_suite_is_registered():
 def test_budget_table_from_the_h200_record():
     path = ROOT / "data" / "h200" / "warp_specialization.json"
     rec = json.loads(path.read_text())
-    rows = S.budget_table(rec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = S.budget_table(rec)
     res = rec["results"]
     assert [r["rung"] for r in rows[:2]] == [3, 5]
     assert {(r["tile"], r["stages"]) for r in rows if r["rung"] in (3, 4)} == \
@@ -299,6 +350,7 @@ def test_budget_table_from_the_h200_record():
                                              bn=int(r["tile"].split("x")[1]),
                                              stages=r["stages"]).smem_total
         assert r["source"] == "record" and r["spill_bytes"] == 0
+        assert r["cubin_registers"] == r["regs_ptxas"] and r["cubin_spill_bytes"] == 0
         assert (r["regs_producer"], r["regs_consumer"]) == (40, 232)
         assert 0.5 < r["of_cublas_8192"] < 1.1
     md = S.budget_markdown(rows)
