@@ -58,6 +58,8 @@ B_MAJORS = P.B_MAJORS
 BK = P.BK
 #: Bytes of K per k-tile row: one 128-byte swizzle row (64 16-bit or 128 fp8 elements).
 ROW_BYTES = 128
+#: Swizzle spans (bytes) the kernel builds: 128 (the ladder's), and chapter 07's 64, 32 and 0.
+SWIZZLES = (128, 64, 32, 0)
 #: Stages a warp-specialized ring may have: a consumer keeps one wgmma group pending on the
 #: previous stage while it waits for the next, so one stage would deadlock.
 STAGE_RANGE = range(2, 7)
@@ -142,6 +144,11 @@ class WSConfig(P.RingTile):
     ``edges``: the ``EDGES`` build (any M, N, K ≥ 1: tile counts and the k-loop round up, TMA
     zero-fills what hangs past the tensor, stores are clipped, C has a row pitch ``ldc``) — what
     :func:`matmul` runs; the ladder's rungs leave it off (their cubins do not change).
+    ``swizzle`` (chapter 07, :mod:`asynctc.swizzle`): the swizzle span of the operand tiles, 128
+    (the ladder's; sets no define) or 64, 32, 0 bytes — K-major B and ``cluster=1`` only. A
+    128-byte K row of a k-tile is then :attr:`k_boxes` TMA boxes (2, 4, 8), and the boxes, the
+    tensor maps' swizzle, the descriptor templates and the atom / k-step offsets all come from
+    :meth:`stage_tiles` (:meth:`swizzle_defines`).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -168,6 +175,7 @@ class WSConfig(P.RingTile):
     promote: int = 0
     edges: bool = False
     block_scales: bool = False
+    swizzle: int = 128
 
     def __post_init__(self):
         if self.bk is None:
@@ -216,6 +224,17 @@ class WSConfig(P.RingTile):
                                      "B's scales (bn ≤ 128)")
             if self.edges:
                 _fail("edges", True, "block_scales needs M, N, K multiples of the tile (no edges)")
+        if isinstance(self.swizzle, bool) or self.swizzle not in SWIZZLES:
+            _fail("swizzle", self.swizzle, "0 (none), 32, 64 or 128: the swizzle span in bytes of "
+                                           "the operand tiles (CUtensorMapSwizzle; the wgmma "
+                                           "descriptor's layout type, PTX ISA §9.7.15.5.1.2.2)")
+        if self.swizzle != 128:
+            if self.b_major != "K":
+                _fail("swizzle", self.swizzle, "a swizzle other than 128 is built for K-major B only "
+                                               "(b_major='K': B stored N×K)")
+            if self.cluster != 1:
+                _fail("swizzle", self.swizzle, "a swizzle other than 128 is built with cluster=1 "
+                                               "only (the multicast halves of B are 128-byte rows)")
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -312,23 +331,66 @@ class WSConfig(P.RingTile):
 
     @property
     def a_box(self):
-        """The TMA box of A (:class:`asynctc.models.layout.SmemTile`): bm rows × bk, 128-byte
-        swizzle, in the input dtype."""
-        from .models.layout import SmemTile
-        return SmemTile(self.bm, self.bk, self.dtype, 128)
+        """The TMA box of A (:class:`asynctc.models.layout.SmemTile`): bm rows × bk (128-byte
+        swizzle), in the input dtype; with a narrower :attr:`swizzle` bm rows × one swizzle span
+        (16 bytes without swizzle), loaded :attr:`k_boxes` times along K
+        (:meth:`stage_tiles`)."""
+        if self.swizzle == 128:
+            from .models.layout import SmemTile
+            return SmemTile(self.bm, self.bk, self.dtype, 128)
+        return self.stage_tiles()[0].smem_tile()
 
     def operand_tiles(self):
         """(A atom, B tile) as :class:`asynctc.models.descriptors.OperandTile` in the input dtype:
         what one consumer's wgmmas read per k-tile."""
         from .models import descriptors as dsc
-        return (dsc.OperandTile(64, self.bk, self.dtype, "K", 128),
-                dsc.OperandTile(self.bn, self.bk, self.dtype, self.b_major, 128))
+        return (dsc.OperandTile(64, self.bk, self.dtype, "K", self.swizzle),
+                dsc.OperandTile(self.bn, self.bk, self.dtype, self.b_major, self.swizzle))
+
+    def stage_tiles(self):
+        """(A, B) of one stage as :class:`asynctc.models.descriptors.OperandTile`: A bm × bk
+        K-major, B bn × bk, under :attr:`swizzle` — the one layout model every swizzle-dependent
+        number of the kernel comes from (:meth:`swizzle_defines`, :meth:`descriptor_templates`,
+        :attr:`a_box`, :attr:`b_load_box`). Each tile is ``n_boxes`` TMA boxes along K of
+        ``box_rows`` × ``box_cols`` elements, ``box_pitch`` bytes apart."""
+        from .models import descriptors as dsc
+        return (dsc.OperandTile(self.bm, self.bk, self.dtype, "K", self.swizzle),
+                dsc.OperandTile(self.bn, self.bk, self.dtype, self.b_major, self.swizzle))
+
+    @property
+    def k_boxes(self) -> int:
+        """TMA boxes along K per operand per k-tile: 1 (128-byte swizzle), 2 (64), 4 (32),
+        8 (none: one 16-byte column of core matrices per box)."""
+        return self.stage_tiles()[0].n_boxes
 
     def descriptor_templates(self) -> tuple[int, int]:
         """(desc_a0, desc_b0) for a stage at shared address 0, k-step 0, from the descriptor
-        model in the input dtype (:meth:`operand_tiles`)."""
-        ta, tb = self.operand_tiles()
+        model in the input dtype (:meth:`stage_tiles`: layout type, LBO and SBO of the stage's A
+        and B tiles; for the 128-byte swizzle they equal :meth:`operand_tiles`' — LBO and SBO of
+        a swizzled K-major tile do not depend on its rows)."""
+        ta, tb = self.stage_tiles() if self.swizzle != 128 else self.operand_tiles()
         return ta.descriptor(0, 0).encode(), tb.descriptor(0, 0).encode()
+
+    def swizzle_defines(self) -> dict:
+        """The kernel's swizzle-dependent defines, all from :meth:`stage_tiles` (empty for the
+        128-byte swizzle, whose layout the kernel's defaults are): ``SWIZZLE``; ``K_BOXES`` and
+        ``K_BOX_ELEMS`` (TMA boxes along K per k-tile, elements of K per box); ``A_KBOX_BYTES`` /
+        ``B_BOX_BYTES`` (bytes from one K box to the next in the stage); ``A_ATOM_BYTES`` (bytes
+        from one m64 atom of A to the next: 8 core-matrix rows of SBO each); ``A_KSTEP_OFFSETS``
+        / ``B_KSTEP_OFFSETS`` (braced lists: byte offset of each k-step's start address,
+        :meth:`~asynctc.models.descriptors.OperandTile.step_offset`)."""
+        if self.swizzle == 128:
+            return {}
+        ta, tb = self.stage_tiles()
+        assert ta.n_boxes == tb.n_boxes and ta.box_cols == tb.box_cols
+
+        def offsets(t):
+            return "{" + ",".join(str(t.step_offset(s)) for s in range(t.k_steps)) + "}"
+        return dict(SWIZZLE=self.swizzle, K_BOXES=ta.n_boxes, K_BOX_ELEMS=ta.box_cols,
+                    A_KSTEP_BYTES=ta.step_offset(1), B_KSTEP_BYTES=tb.step_offset(1),
+                    A_KBOX_BYTES=ta.box_pitch, B_BOX_BYTES=tb.box_pitch,
+                    A_ATOM_BYTES=(64 // 8) * ta.sbo, A_KSTEP_OFFSETS=offsets(ta),
+                    B_KSTEP_OFFSETS=offsets(tb))
 
     @property
     def threads(self) -> int:
@@ -364,6 +426,7 @@ class WSConfig(P.RingTile):
             d.update(TRACE=1, TRACE_CTAS=P.TRACE_CTAS, TRACE_EVENTS=P.TRACE_EVENTS)
         if self.edges:       # only when on: the ladder's defines (and cubins) stay as they were
             d["EDGES"] = 1
+        d.update(self.swizzle_defines())    # nothing for the default 128-byte swizzle
         return d
 
     @property
@@ -379,13 +442,16 @@ class WSConfig(P.RingTile):
                 f"{' tma_store' if self.tma_store else ''}{' trace' if self.trace else ''}"
                 f"{' edges' if self.edges else ''}{out}"
                 f"{f' promote:{self.promote}' if self.promote else ''}"
-                f"{' block_scales' if self.block_scales else ''}")
+                f"{' block_scales' if self.block_scales else ''}"
+                f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}")
 
     @property
     def b_load_box(self):
         """The TMA box one CTA loads of B: chapter 05's, except K-major B with ``cluster=2``,
         where each CTA loads bn/2 rows (its multicast half)."""
         from .models.layout import SmemTile
+        if self.swizzle != 128:
+            return self.stage_tiles()[1].smem_tile()
         if self.cluster == 2 and self.b_major == "K":
             return SmemTile(self.bn // 2, self.bk, self.dtype, 128)
         if is_fp8(self.dtype):

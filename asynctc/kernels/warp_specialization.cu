@@ -109,6 +109,8 @@
 // CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
 // CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
 // A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets from asynctc),
+// SWIZZLE with K_BOXES, K_BOX_ELEMS, A_KBOX_BYTES, A_ATOM_BYTES, A_KSTEP_OFFSETS, B_KSTEP_OFFSETS
+// (chapter 07's swizzle experiment: see the block after the defaults below),
 // BREAK (0; 1: the last consumer never releases a stage, to show the bounded wait).
 // Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
 // with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
@@ -235,8 +237,37 @@
 #ifndef B_BOX_BYTES
 #define B_BOX_BYTES (B_MAJOR ? 8192 : BN * 128)
 #endif
+// Chapter 07's swizzle experiment (SWIZZLE = 64, 32, 0; K-major A and B, CLUSTER = 1): a k-tile row
+// of 128 bytes is K_BOXES TMA boxes of K_BOX_ELEMS elements along K (one per swizzle span, per 16
+// bytes without swizzle), A_KBOX_BYTES / B_BOX_BYTES apart in the stage; a consumer's m64 atom
+// starts A_ATOM_BYTES after the previous one; k-step s of a k-tile starts A_KSTEP_OFFSETS[s] /
+// B_KSTEP_OFFSETS[s] bytes into the operand. Every one of these numbers comes from the layout
+// model (asynctc.warp_specialization.WSConfig.swizzle_defines: asynctc.models.descriptors
+// OperandTile), as do the descriptor templates desc_a0 / desc_b0 (layout type, LBO, SBO) and the
+// tensor maps' boxes and swizzle. SWIZZLE = 128 (the default) sets none of them: the ladder's
+// cubins stay byte for byte.
+#ifndef SWIZZLE
+#define SWIZZLE 128
+#endif
+#ifndef K_BOXES
+#define K_BOXES 1
+#endif
+#ifndef K_BOX_ELEMS
+#define K_BOX_ELEMS BK
+#endif
+#ifndef A_KBOX_BYTES
+#define A_KBOX_BYTES (BM * 128)
+#endif
+#ifndef A_ATOM_BYTES
+#define A_ATOM_BYTES (64 * 128)
+#endif
 
 static_assert(DT >= 0 && DT <= 3, "DT: 0 f16, 1 bf16, 2 e4m3, 3 e5m2");
+static_assert(SWIZZLE == 128 || SWIZZLE == 64 || SWIZZLE == 32 || SWIZZLE == 0,
+              "SWIZZLE: 128, 64, 32 or 0 bytes (CUtensorMapSwizzle)");
+static_assert(SWIZZLE == 128 || (B_MAJOR == 0 && CLUSTER == 1),
+              "SWIZZLE other than 128: K-major B and CLUSTER = 1 only");
+static_assert(K_BOXES * K_BOX_ELEMS == BK, "the K boxes of a k-tile cover BK");
 static_assert(BK * (DT >= 2 ? 1 : 2) == 128, "BK: one 128-byte swizzle row of K per box row");
 static_assert(C_DT == 0 || C_DT == 1, "C_DT: 0 f16, 1 bf16");
 static_assert(DT < 2 || B_MAJOR == 0, "fp8 wgmma has no transpose: B must be K-major");
@@ -268,16 +299,33 @@ constexpr int kKSteps = kRowBytes / 32;           // one wgmma reads 32 bytes of
 constexpr u32 kATileBytes = BM * kRowBytes;
 constexpr u32 kBTileBytes = BN * kRowBytes;
 constexpr u32 kStageBytes = kATileBytes + kBTileBytes;
-constexpr u32 kAtomBytes = 64 * kRowBytes;
+constexpr u32 kAtomBytes = A_ATOM_BYTES;           // A: from one m64 atom to the next
 constexpr u32 kBHalfBytes = kBTileBytes / 2;      // the B rows one CTA of a cluster loads
 constexpr u32 kChunkBytes = 64 * 128;             // one 64×64 staging buffer of C (16-bit)
 constexpr int kChunksN = BN / 64;                 // 64-column chunks of a consumer's rows
 static_assert(kAtoms * kAcc <= 128, "accumulators per thread above the 128-register budget");
 static_assert(PROMOTE == 0 || 2 * kAtoms * kAcc <= 128,
               "PROMOTE keeps a second fp32 set: both together within the 128-register budget");
+#if SWIZZLE == 128
 static_assert(A_KSTEP_BYTES == 32, "A K-major: a k16 step is 32 bytes along the swizzled row");
 static_assert(B_KSTEP_BYTES == (B_MAJOR ? 16 * kRowBytes : 32), "B k16 step");
 static_assert(B_BOX_BYTES == (B_MAJOR ? 64 * kRowBytes : BN * kRowBytes), "B box size");
+#else
+// k-step offsets from the layout model (braced lists of kKSteps byte offsets), used by mma_ktile
+__device__ __forceinline__ constexpr u32 a_kstep_offset(int s) {
+  constexpr u32 off[kKSteps] = A_KSTEP_OFFSETS;
+  return off[s];
+}
+__device__ __forceinline__ constexpr u32 b_kstep_offset(int s) {
+  constexpr u32 off[kKSteps] = B_KSTEP_OFFSETS;
+  return off[s];
+}
+#define A_KSTEP_OFFSET(s) a_kstep_offset(s)
+#define B_KSTEP_OFFSET(s) b_kstep_offset(s)
+static_assert(A_KBOX_BYTES * K_BOXES == kATileBytes && B_BOX_BYTES * K_BOXES == kBTileBytes,
+              "the K boxes of A and of B fill their tiles (no padding: expect_tx = stage bytes)");
+static_assert(kAtomBytes * (BM / 64) == A_KBOX_BYTES, "the m64 atoms of A split each K box");
+#endif
 static_assert(kStageBytes % 1024 == 0, "stage bases must stay on the 1024-byte swizzle repeat");
 
 #define WAIT_FULL 1u
@@ -369,7 +417,9 @@ __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, 
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, u32 stage_addr,
                                            u32 full_bar, int kt, int m0, int n0) {
   mbarrier_arrive_expect_tx(full_bar, kStageBytes);
-  tma_load_2d(stage_addr, ta, full_bar, kt * BK, m0);                       // A: BM × 64
+#pragma unroll
+  for (int j = 0; j < K_BOXES; ++j)                                         // A: BM × 64
+    tma_load_2d(stage_addr + j * A_KBOX_BYTES, ta, full_bar, kt * BK + j * K_BOX_ELEMS, m0);
   if constexpr (CLUSTER == 2 && MULTICAST) {                               // half of B, to both
     const u32 r = cluster_ctarank();
     if constexpr (B_MAJOR == 0) {
@@ -384,7 +434,10 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
       }
     }
   } else if constexpr (B_MAJOR == 0) {
-    tma_load_2d(stage_addr + kATileBytes, tb, full_bar, kt * BK, n0);        // B: BN × 64
+#pragma unroll
+    for (int j = 0; j < K_BOXES; ++j)                                        // B: BN × 64
+      tma_load_2d(stage_addr + kATileBytes + j * B_BOX_BYTES, tb, full_bar,
+                  kt * BK + j * K_BOX_ELEMS, n0);
   } else {
 #pragma unroll
     for (int j = 0; j < BN / 64; ++j)                                        // B: 64 K-rows × 64
@@ -573,7 +626,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const int cw = wg - 1;
     const bool elected = (threadIdx.x & 127) == 0;
     const bool releases = !(BREAK == 1 && cw == CONSUMERS - 1);
-    const u64 da0 = wgmma_desc_at(desc_a0, base + cw * kWgRows * kRowBytes);   // masked address:
+    const u64 da0 = wgmma_desc_at(desc_a0, base + cw * kAtoms * kAtomBytes);   // masked address:
     const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);                // see smem_desc_addr
     // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers).
     auto release = [&](u32 bar) {

@@ -21,17 +21,27 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[kAtoms][kAcc]) {
   for (int i = 0; i < kAtoms; ++i) wgmma_fence_operand(acc[i]);
 }
 
+// Byte offset of k-step s inside a k-tile: s · *_KSTEP_BYTES (one swizzle row of K), unless the
+// including file defines A_KSTEP_OFFSET(s) / B_KSTEP_OFFSET(s) (chapter 07's narrower swizzles,
+// where the row is several TMA boxes: offsets from the layout model).
+#ifndef A_KSTEP_OFFSET
+#define A_KSTEP_OFFSET(s) ((s) * A_KSTEP_BYTES)
+#endif
+#ifndef B_KSTEP_OFFSET
+#define B_KSTEP_OFFSET(s) ((s) * B_KSTEP_BYTES)
+#endif
+
 // ---- the consumers' half: one k-tile of wgmma -------------------------------------------------
 // desc_a: this warpgroup's first atom, k-step 0, of the stage; desc_b: B of the stage, k-step 0.
 __device__ __forceinline__ void mma_ktile(float (&acc)[kAtoms][kAcc], u64 desc_a, u64 desc_b) {
   wgmma_fence();
 #pragma unroll
   for (int s = 0; s < kKSteps; ++s) {
-    const u64 db = wgmma_desc_advance(desc_b, s * B_KSTEP_BYTES);
+    const u64 db = wgmma_desc_advance(desc_b, B_KSTEP_OFFSET(s));
 #pragma unroll
     for (int i = 0; i < kAtoms; ++i)
       wgmma_mma_async_ss<BN, DT, 0, B_MAJOR>(
-          acc[i], wgmma_desc_advance(desc_a, i * kAtomBytes + s * A_KSTEP_BYTES), db, 1);
+          acc[i], wgmma_desc_advance(desc_a, i * kAtomBytes + A_KSTEP_OFFSET(s)), db, 1);
   }
   wgmma_commit_group();
 }

@@ -1,0 +1,628 @@
+"""Chapter 07: the swizzle claim measured, and the tile / stage / register budget table.
+
+The seed article says the right shared-memory swizzle is worth 10-20 %. This module runs the
+*same* warp-specialized kernel (chapter 06's rung 5: 128×256×64, two consumer warpgroups, four
+stages, persistent; fp16, B K-major) with the operand tiles under a 128-, 64-, 32-byte or no
+swizzle (:attr:`asynctc.warp_specialization.WSConfig.swizzle`). Everything that depends on the
+swizzle — the TMA boxes and the tensor maps' swizzle, the stage layout (``k_boxes`` boxes along
+K per operand), the wgmma descriptor templates (layout type, LBO, SBO), the m64-atom and k-step
+offsets — comes from one layout model, :meth:`WSConfig.stage_tiles` (:class:`asynctc.models.
+descriptors.OperandTile`, whose boxes are :class:`asynctc.models.layout.SmemTile`).
+
+Three pieces, each usable without a GPU:
+
+* **The bank model** (:func:`wavefronts`, :func:`read_conflicts`, :func:`bank_model`): shared
+  memory has 32 banks of 4 bytes (bank = (address / 4) mod 32) and serves one 4-byte word per bank
+  per *wavefront* (128 bytes); a request needs as many wavefronts as the largest number of
+  distinct words any one bank must deliver. Applied to what wgmma reads through the descriptors
+  (8-row × 16-byte core matrices, :func:`asynctc.models.descriptors.read_addresses`) it predicts
+  the conflict factor of every variant; applied to a plain row-major tile read the same way it
+  shows what the swizzle prevents. :data:`PREDICTION` froze the result before the GPU run.
+* **The dry run** (:func:`stage_dry_run`): the kernel's own address arithmetic (its defines:
+  boxes, box pitches, atom and k-step offsets, descriptor templates) replayed on one stage in
+  numpy — TMA side by :meth:`SmemTile.scatter`, wgmma side by the descriptor model — so a wrong
+  offset is a wrong operand element before any GPU run.
+* **The budget table** (:func:`budget_table`): chapter 06's tile sweep (rung 4) with registers,
+  spills and shared memory per CTA from the cubins and TFLOP/s from the H200 record.
+
+``SUITES["swizzle"]`` (``tools/gpu_swizzle.py``) checks every variant against float64, times them
+at 4096³ and 8192³ beside cuBLAS, and (when Nsight Compute is there) stores its counters.
+
+Sources: CUDA C++ Programming Guide "Shared Memory" (32 banks, 4-byte words) and "Tensor Memory
+Access" (swizzle patterns); PTX ISA §9.7.15.5.1.2 (wgmma canonical layouts, descriptors); CUDA
+driver API ``cuTensorMapEncodeTiled`` (box and swizzle rules); Nsight Compute Profiling Guide
+(``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld``: wavefronts beyond the ideal of LSU
+shared loads — wgmma and TMA do not go through the LSU pipe).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from . import warp_specialization as W
+from .core.memory import DeviceArray
+from .models import descriptors as D
+from .models.layout import BANK_BYTES, BANKS, SmemTile
+
+#: Bytes one shared-memory wavefront delivers: one 4-byte word from each of the 32 banks.
+WAVEFRONT_BYTES = BANKS * BANK_BYTES
+
+#: The swizzle spans measured, widest first (128 is the ladder's).
+SWIZZLES = W.SWIZZLES
+
+#: Square sizes timed (fp16).
+SIZES = (4096, 8192)
+
+
+def base_config(dtype: str = "float16") -> W.WSConfig:
+    """Chapter 06's rung 5 (persistent, 128×256×64, two consumers, four stages, B K-major) with C
+    in the input dtype: the kernel the swizzle experiment varies."""
+    return W.RUNGS[4].make(dtype).replace(out_dtype=dtype, b_major="K")
+
+
+def variants(dtype: str = "float16") -> list[W.WSConfig]:
+    """:func:`base_config` under each swizzle of :data:`SWIZZLES`."""
+    return [base_config(dtype).replace(swizzle=s) for s in SWIZZLES]
+
+
+# --------------------------------------------------------------------------------------------------
+# The bank model
+# --------------------------------------------------------------------------------------------------
+
+def wavefronts(addresses, width: int) -> int:
+    """Wavefronts one shared-memory request needs: ``addresses`` (byte addresses, one per element or
+    lane) each reading ``width`` bytes. Every 4-byte word touched lies in bank (word mod 32); a
+    wavefront delivers one word per bank (the same word to any number of readers), so the request
+    takes the largest number of distinct words in one bank (≥ 1). Raises :class:`ValueError` for
+    an empty request or a ``width`` below 1."""
+    a = np.asarray(addresses, dtype=np.int64).ravel()
+    if a.size == 0:
+        raise ValueError("addresses: an empty request")
+    if width < 1:
+        raise ValueError(f"width={width}: bytes per access must be ≥ 1")
+    first, last = a // BANK_BYTES, (a + width - 1) // BANK_BYTES
+    words = np.unique(np.concatenate([np.arange(f, l + 1) for f, l in zip(first, last)]))
+    return int(np.bincount(words % BANKS, minlength=BANKS).max())
+
+
+def ideal_wavefronts(addresses, width: int) -> int:
+    """The fewest wavefronts the bytes of a request could take: distinct words / 32, rounded up."""
+    a = np.asarray(addresses, dtype=np.int64).ravel()
+    first, last = a // BANK_BYTES, (a + width - 1) // BANK_BYTES
+    words = np.unique(np.concatenate([np.arange(f, l + 1) for f, l in zip(first, last)]))
+    return max(1, -(-words.size // BANKS))
+
+
+def read_conflicts(addr: np.ndarray, itemsize: int, rows: int = 8, kbytes: int = 16) -> dict:
+    """Conflict factor of reading an operand in blocks of ``rows`` rows × ``kbytes`` bytes of K.
+
+    ``addr``: ``(mn, k)`` byte addresses of the operand's elements (what the reader fetches: the
+    descriptor model's :meth:`OperandTile.addresses` for wgmma); blocks start at multiples of
+    ``rows`` and ``kbytes``. The default block is one core matrix (8 rows × 16 bytes = 128 bytes),
+    the unit of every wgmma canonical layout (PTX ISA §9.7.15.5.1.2.1). Returns ``blocks``,
+    ``wavefronts`` (sum), ``ideal`` (sum), ``factor`` (wavefronts / ideal: 1.0 is conflict-free)
+    and ``worst`` (the largest per-block ratio)."""
+    addr = np.asarray(addr, dtype=np.int64)
+    mn, k = addr.shape
+    per = kbytes // itemsize
+    if per < 1 or kbytes % itemsize or mn % rows or k % per:
+        raise ValueError(f"blocks of {rows} rows × {kbytes} bytes do not tile a {mn}×{k} operand of "
+                         f"{itemsize}-byte elements")
+    total = ideal = 0
+    worst = 0.0
+    blocks = 0
+    for r in range(0, mn, rows):
+        for c in range(0, k, per):
+            blk = addr[r:r + rows, c:c + per]
+            w, i = wavefronts(blk, itemsize), ideal_wavefronts(blk, itemsize)
+            total, ideal, blocks = total + w, ideal + i, blocks + 1
+            worst = max(worst, w / i)
+    return {"blocks": blocks, "wavefronts": total, "ideal": ideal, "factor": total / ideal,
+            "worst": worst}
+
+
+def plain_rows_conflicts(row_bytes: int, rows: int = 64, dtype: str = "float16", block_rows: int = 8,
+                         kbytes: int = 16) -> dict:
+    """The counterfactual: a tile stored row after row with no swizzle, ``row_bytes`` per row (what a
+    TMA box ``row_bytes`` wide without swizzle leaves), read in the same 8-row × 16-byte blocks.
+    128-byte rows put all 8 rows of a block in the same 4 banks (8 wavefronts), 64-byte rows 4,
+    32-byte rows 2, 16-byte rows 1. No wgmma descriptor can read such a layout with rows wider
+    than 16 bytes (the canonical layouts have no row pitch field): it is what ``ldmatrix`` or
+    ``ld.shared`` of a core matrix would meet."""
+    t = SmemTile(rows, row_bytes // np.dtype(dtype).itemsize, dtype, 0)
+    return read_conflicts(t.offsets(), t.itemsize, block_rows, kbytes)
+
+
+def tma_write_conflicts(tile: SmemTile) -> dict:
+    """Wavefronts TMA needs to write one box if it writes the box's bytes in 128-byte pieces of
+    consecutive rows (rows of ``inner_bytes``; 128 / inner_bytes rows per piece): each piece lands
+    in :meth:`SmemTile.offsets`. Returns the same fields as :func:`read_conflicts`."""
+    rows_per = max(1, WAVEFRONT_BYTES // tile.inner_bytes)
+    off = tile.offsets()
+    total = ideal = 0
+    worst = 0.0
+    for r in range(0, tile.rows, rows_per):
+        blk = off[r:r + rows_per]
+        w, i = wavefronts(blk, tile.itemsize), ideal_wavefronts(blk, tile.itemsize)
+        total, ideal = total + w, ideal + i
+        worst = max(worst, w / i)
+    return {"blocks": -(-tile.rows // rows_per), "wavefronts": total, "ideal": ideal,
+            "factor": total / ideal, "worst": worst}
+
+
+def bank_model(cfg: W.WSConfig) -> dict:
+    """The bank model of one variant: for A (one m64 atom) and B (the bn × 64 tile), the conflict
+    factor of wgmma's core-matrix reads through the variant's own descriptors (``a_read``,
+    ``b_read``; also in 8-row × 32-byte blocks, one k-step: ``a_read_kstep``), of TMA's writes of
+    each box (``a_write``, ``b_write``), and the geometry TMA pays for: ``k_boxes`` per operand,
+    ``tma_box_row_bytes`` (bytes per box row = bytes per row request), ``tma_loads_per_stage``
+    (cp.async.bulk.tensor issues per stage) and ``tma_row_requests_per_stage``; ``plain_rows``:
+    the factor a plain (unswizzled) tile with this variant's box width would have."""
+    ta, tb = cfg.stage_tiles()
+    atom = D.OperandTile(64, ta.k, ta.dtype, "K", ta.swizzle)
+    es = ta.itemsize
+    out = {"swizzle": cfg.swizzle, "k_boxes": ta.n_boxes, "tma_box_row_bytes": ta.box_cols * es,
+           "tma_loads_per_stage": ta.n_boxes + tb.n_boxes,
+           "tma_row_requests_per_stage": ta.n_boxes * ta.box_rows + tb.n_boxes * tb.box_rows,
+           "descriptor_a": str(D.decode(cfg.descriptor_templates()[0])),
+           "descriptor_b": str(D.decode(cfg.descriptor_templates()[1]))}
+    for name, t in (("a", ta), ("b", tb)):
+        read_tile = atom if name == "a" else t
+        out[f"{name}_read"] = read_conflicts(read_tile.addresses(), es)["factor"]
+        out[f"{name}_read_kstep"] = read_conflicts(read_tile.addresses(), es, 8, 32)["factor"]
+        out[f"{name}_write"] = tma_write_conflicts(t.smem_tile())["factor"]
+    out["plain_rows"] = plain_rows_conflicts(ta.box_cols * es)["factor"]
+    return out
+
+
+def prediction_markdown(dtype: str = "float16") -> str:
+    """The bank model of every variant of :func:`variants` as a markdown table, with the
+    prediction for the GPU run (see :data:`PREDICTION`)."""
+    rows = [bank_model(c) for c in variants(dtype)]
+    lines = [f"Bank model, {base_config(dtype).label()}, per swizzle "
+             "(factor = wavefronts / ideal; 1.00 = conflict-free):", "",
+             "| swizzle | boxes along K | bytes per box row | TMA loads per stage | TMA row requests "
+             "per stage | wgmma A read | wgmma B read | A read per k-step | TMA write | plain rows "
+             "of that width |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        sw = f"{r['swizzle']} B" if r["swizzle"] else "none"
+        lines.append(f"| {sw} | {r['k_boxes']} | {r['tma_box_row_bytes']} | "
+                     f"{r['tma_loads_per_stage']} | {r['tma_row_requests_per_stage']} | "
+                     f"{r['a_read']:.2f} | {r['b_read']:.2f} | {r['a_read_kstep']:.2f} | "
+                     f"{max(r['a_write'], r['b_write']):.2f} | {r['plain_rows']:.2f} |")
+    return "\n".join(lines)
+
+
+#: Written BEFORE the first GPU run of the swizzle experiment (2026-12-02), from
+#: :func:`prediction_markdown` and the SASS of the four cubins; kept as written.
+PREDICTION = """\
+Bank model, ws float16 128x256x64/c2 s4 B:K regs:40/232 persistent out:float16, per swizzle (factor = wavefronts / ideal; 1.00 = conflict-free):
+
+| swizzle | boxes along K | bytes per box row | TMA loads per stage | TMA row requests per stage | wgmma A read | wgmma B read | A read per k-step | TMA write | plain rows of that width |
+|---|---|---|---|---|---|---|---|---|---|
+| 128 B | 1 | 128 | 2 | 384 | 1.00 | 1.00 | 1.00 | 1.00 | 8.00 |
+| 64 B | 2 | 64 | 4 | 768 | 1.00 | 1.00 | 1.00 | 1.00 | 4.00 |
+| 32 B | 4 | 32 | 8 | 1536 | 1.00 | 1.00 | 1.00 | 1.00 | 2.00 |
+| none | 8 | 16 | 16 | 3072 | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 |
+
+Prediction for the H200 run:
+- Bank conflicts: none in any variant. Every wgmma canonical layout is conflict-free by construction (a core matrix is 8 rows x 16 bytes in 8 distinct 16-byte bank groups); what the swizzle buys is that TMA can *produce* that layout from a row-major global tile with wide boxes. Without a swizzle the boxes must be 16 bytes wide (one core-matrix column), so that a 128-byte K row is 8 boxes.
+- Nsight Compute: l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld/st = 0 and smsp__sass_inst_executed_op_shared_ld/st = 0 for all four: the cubins contain no LDS/STS/LDSM/STSM (register epilogue; wgmma and TMA bypass the LSU pipe), so these counters cannot see the swizzle. l1tex__data_bank_reads / _writes equal across the four within 2 % (same bytes, no conflicts).
+- Throughput (fraction of the 128-byte variant, same run): 64 B 0.97-1.00; 32 B 0.90-1.00; none 0.50-0.90 — any loss comes from TMA (2x, 4x, 8x the boxes and row requests of narrower rows; 16-byte rows are half a 32-byte L2 sector), not from bank conflicts. The seed's 10-20 % is then a statement about TMA box width, or about an ldmatrix/ld.shared kernel reading an unswizzled tile (8 / 4 / 2-way conflicts above), not about swizzle modes under wgmma.
+"""
+
+#: The predicted throughput range per swizzle, as fractions of the 128-byte variant (from
+#: :data:`PREDICTION`), for the summary's "inside the prediction?" column.
+PREDICTED_RATIO = {128: (1.0, 1.0), 64: (0.97, 1.00), 32: (0.90, 1.00), 0: (0.50, 0.90)}
+
+
+# --------------------------------------------------------------------------------------------------
+# The dry run: the kernel's address arithmetic on one stage, in numpy
+# --------------------------------------------------------------------------------------------------
+
+def _braced(v) -> list[int]:
+    return [int(x) for x in str(v).strip("{}").split(",")]
+
+
+def kernel_layout(cfg: W.WSConfig) -> dict:
+    """The numbers the kernel uses for ``cfg``, read back from its defines (the kernel's defaults
+    where the 128-byte build sets none): ``k_boxes``, ``k_box_elems``, ``a_kbox_bytes``,
+    ``b_box_bytes``, ``a_atom_bytes``, ``a_tile_bytes`` (B's offset in a stage), ``a_ksteps`` /
+    ``b_ksteps`` (byte offset of each k-step), ``desc_a0`` / ``desc_b0``, ``a_box`` / ``b_box``
+    (the tensor maps' :class:`SmemTile`)."""
+    d = cfg.defines
+    kst = 128 // 32
+    a_kb = d.get("A_KSTEP_BYTES", 32)
+    b_kb = d.get("B_KSTEP_BYTES", 32)
+    da, db = cfg.descriptor_templates()
+    return {"k_boxes": d.get("K_BOXES", 1), "k_box_elems": d.get("K_BOX_ELEMS", cfg.bk),
+            "a_kbox_bytes": d.get("A_KBOX_BYTES", cfg.bm * 128),
+            "b_box_bytes": d.get("B_BOX_BYTES", cfg.bn * 128),
+            "a_atom_bytes": d.get("A_ATOM_BYTES", 64 * 128), "a_tile_bytes": cfg.bm * 128,
+            "a_ksteps": _braced(d["A_KSTEP_OFFSETS"]) if "A_KSTEP_OFFSETS" in d else
+            [s * a_kb for s in range(kst)],
+            "b_ksteps": _braced(d["B_KSTEP_OFFSETS"]) if "B_KSTEP_OFFSETS" in d else
+            [s * b_kb for s in range(kst)],
+            "desc_a0": da, "desc_b0": db, "a_box": cfg.a_box, "b_box": cfg.b_load_box}
+
+
+def stage_dry_run(cfg: W.WSConfig, rng=None, layout: dict | None = None) -> dict:
+    """Replay the kernel's data path for one k-tile in numpy and compare what wgmma would read with
+    the operands.
+
+    TMA side (``load_stage``): box j of A (rows m0.., columns kt·BK + j·K_BOX_ELEMS..) is written
+    with the tensor map's :class:`SmemTile` (:meth:`~SmemTile.scatter`) at stage offset
+    j · A_KBOX_BYTES; B's boxes at A_TILE + j · B_BOX_BYTES. wgmma side (``mma_ktile``): consumer
+    cw's atom i at k-step s reads through ``desc_a0`` advanced by (cw·atoms + i) · A_ATOM_BYTES +
+    A_KSTEP_OFFSETS[s] and ``desc_b0`` advanced by A_TILE + B_KSTEP_OFFSETS[s]
+    (:func:`asynctc.models.descriptors.read_addresses`). ``layout`` overrides
+    :func:`kernel_layout` (to show what a wrong number does). Returns ``a_wrong`` / ``b_wrong``
+    (elements read wrong) and ``c_max_err`` (the k-tile's product against float64)."""
+    if cfg.b_major != "K":
+        raise W.WarpSpecializationError("stage_dry_run: K-major B only (the swizzle variants)")
+    rng = rng if rng is not None else np.random.default_rng()
+    L = kernel_layout(cfg) if layout is None else layout
+    from .pipeline import np_dtype
+    dt = np_dtype(cfg.dtype)
+    bk, es = cfg.bk, W.itemsize(cfg.dtype)
+    a = rng.standard_normal((cfg.bm, bk)).astype(dt)
+    b = rng.standard_normal((cfg.bn, bk)).astype(dt)            # B stored N×K
+    size = cfg.stage_bytes
+    smem = np.zeros(size, np.uint8)
+    for j in range(L["k_boxes"]):
+        cols = slice(j * L["k_box_elems"], (j + 1) * L["k_box_elems"])
+        for base, tile, x in ((j * L["a_kbox_bytes"], L["a_box"], a),
+                              (L["a_tile_bytes"] + j * L["b_box_bytes"], L["b_box"], b)):
+            img = tile.scatter(np.ascontiguousarray(x[:, cols]).view(np.uint8 if es == 1 else
+                                                                     np.uint16))
+            smem[base:base + img.size] = img
+    da0, db0 = D.decode(L["desc_a0"]), D.decode(L["desc_b0"])
+    kk = D.instruction_k(cfg.dtype)
+    atoms = cfg.bm // cfg.consumers // 64
+    got_a = np.zeros_like(a)
+    got_b = np.zeros_like(b)
+
+    def read(desc, mn):
+        addr = D.read_addresses(desc, "K", cfg.dtype, mn)
+        idx = addr[..., None] + np.arange(es)
+        if idx.max() >= size or idx.min() < 0:
+            raise IndexError(f"a descriptor reads byte {int(idx.max())} outside the {size}-byte stage")
+        return smem[idx.reshape(-1)].view(dt).reshape(mn, kk)
+    for s in range(bk // kk):
+        ks = slice(s * kk, (s + 1) * kk)
+        got_b[:, ks] = read(db0.advanced(L["a_tile_bytes"] + L["b_ksteps"][s]), cfg.bn)
+        for cw in range(cfg.consumers):
+            for i in range(atoms):
+                off = (cw * atoms + i) * L["a_atom_bytes"] + L["a_ksteps"][s]
+                r0 = (cw * atoms + i) * 64
+                got_a[r0:r0 + 64, ks] = read(da0.advanced(off), 64)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    c = got_a.astype(np.float64) @ got_b.astype(np.float64).T
+    return {"a_wrong": int((got_a.view(np.uint16 if es == 2 else np.uint8) !=
+                            a.view(np.uint16 if es == 2 else np.uint8)).sum()),
+            "b_wrong": int((got_b.view(np.uint16 if es == 2 else np.uint8) !=
+                            b.view(np.uint16 if es == 2 else np.uint8)).sum()),
+            "c_max_err": float(np.abs(c - ref).max())}
+
+
+def shared_lsu_instructions(ck) -> dict:
+    """LSU shared-memory instructions in a cubin's SASS (LDS, STS, LDSM, STSM, and ATOMS/LD/ST to
+    shared): what Nsight Compute's ``..._pipe_lsu_mem_shared_...`` counters count. wgmma (HGMMA)
+    and TMA (UTMALDG) are listed apart; they do not use the LSU pipe."""
+    from .core import sass
+    oc = sass.opcode_counts(ck.sass())
+    lsu = {k: v for k, v in oc.items() if re.match(r"(LDS|STS|LDSM|STSM|ATOMS)\b", k.split(".")[0])}
+    return {"lsu_shared": sum(lsu.values()), "lsu_opcodes": lsu,
+            "hgmma": sum(v for k, v in oc.items() if k.startswith("HGMMA")),
+            "utmaldg": sum(v for k, v in oc.items() if k.startswith("UTMALDG"))}
+
+
+# --------------------------------------------------------------------------------------------------
+# Nsight Compute
+# --------------------------------------------------------------------------------------------------
+
+#: Counters asked of Nsight Compute per variant, where this ncu knows them (``--query-metrics``):
+#: LSU shared-memory bank conflicts and instructions (what the seed's claim is usually measured
+#: with), all bank reads/writes of L1/shared memory (wgmma and TMA included), wgmma instructions and
+#: TMA bytes. Names from the Nsight Compute Profiling Guide's metric structure
+#: (unit__counter_pipe_mem_op.rollup); an ncu that lacks one skips it and says so in the record.
+NCU_METRICS = (
+    "gpu__time_duration.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+    "l1tex__data_bank_reads.sum",
+    "l1tex__data_bank_writes.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+    "sm__inst_executed_pipe_tensor_op_gmma.sum",
+    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
+    "l1tex__m_xbar2l1tex_read_sectors_mem_global_op_tma_ld.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
+)
+
+
+def parse_ncu_csv(text: str) -> list[dict]:
+    """Rows of ``ncu --csv --page raw`` output: one dict per profiled launch (in launch order),
+    column name → float, or the string where it is not a number. Everything before the header
+    (the line whose first field is ``ID``), ncu's log lines (``==PROF==``, ``==ERROR==``) and the
+    units row are skipped."""
+    import csv
+    import io
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    start = next((i for i, r in enumerate(rows) if r and r[0].strip() == "ID"), None)
+    if start is None:
+        return []
+    head = rows[start]
+    out = []
+    for r in rows[start + 1:]:
+        if len(r) != len(head) or not r[0].strip().isdigit():
+            continue                                   # the units row, or a truncated line
+        row = {}
+        for k, v in zip(head, r):
+            try:
+                row[k] = float(v.replace(",", ""))
+            except ValueError:
+                row[k] = v
+        out.append(row)
+    return out
+
+
+def metric_base(name: str) -> str:
+    """``l1tex__data_bank_reads.sum`` → ``l1tex__data_bank_reads`` (the name ``ncu
+    --query-metrics`` lists; the suffix is the roll-up)."""
+    return name.split(".", 1)[0]
+
+
+# --------------------------------------------------------------------------------------------------
+# The suite
+# --------------------------------------------------------------------------------------------------
+
+CHECK_SHAPES = ((512, 768, 1024), (256, 512, 192), (2048, 4096, 512))
+
+
+def check_variants(configs=None, rng=None, progress=None) -> list[dict]:
+    """Every variant on :data:`CHECK_SHAPES` against float64 (fresh random inputs, poisoned output,
+    elementwise bound relative to |A|·|B|: :func:`asynctc.warp_specialization.verify`); raises
+    :class:`RuntimeError` at the first failure."""
+    rng = rng if rng is not None else np.random.default_rng()
+    say = progress or (lambda _s: None)
+    rows = []
+    for cfg in configs if configs is not None else variants():
+        for shape in CHECK_SHAPES:
+            chk = W.verify(cfg, *shape, rng=rng)
+            rows.append({"swizzle": cfg.swizzle, "label": cfg.label(), "shape": list(shape),
+                         **chk.as_dict()})
+            if not chk.passed:
+                raise RuntimeError(f"swizzle check failed: {cfg.label()} {shape}: {chk.as_dict()}")
+        say(f"checked {cfg.label()}")
+    return rows
+
+
+def measure_swizzle(progress=None, sizes=SIZES, reps: int = 10, check: bool = True,
+                    ncu: dict | None = None) -> dict:
+    """The "swizzle" suite: (1) compile the four variants; registers, spills, SASS counts (LSU
+    shared instructions, HGMMA, UTMALDG) and the bank model per variant; (2) ``check``:
+    :func:`check_variants`; (3) per size in ``sizes`` (fp16, B K-major): cuBLAS and the four
+    variants on the same operands, each timed output checked on sampled rows; (4) ``ncu``: the
+    Nsight Compute results gathered by ``tools/gpu_swizzle.py`` (a separate profiled process), kept
+    as given. Medians; never asserted on."""
+    from .core import bench, checks, records, runtime
+    say = progress or (lambda _s: None)
+    cfgs = variants()
+    runtime.precompile([W.compile_job(c) for c in cfgs])
+    out: dict = {"prediction": PREDICTION, "model": [], "variants": {}, "checks": [], "rows": [],
+                 "baseline_library": bench.baseline_library()}
+    for c in cfgs:
+        ck = W.compile_ws(c)
+        out["variants"][str(c.swizzle)] = {
+            "label": c.label(), "registers": ck.resources.registers,
+            "spill_bytes": ck.resources.spill_stores, "smem_bytes": c.smem_total,
+            "defines": {k: v for k, v in c.defines.items()}, **shared_lsu_instructions(ck)}
+        out["model"].append(bank_model(c))
+    if check:
+        out["checks"] = check_variants(cfgs, progress=say)
+        say(f"{len(out['checks'])} checks passed")
+    rng = np.random.default_rng()
+    lib = out["baseline_library"]
+    for size in sizes:
+        flop = bench.gemm_flop(size, size, size)
+        a, b = checks.random_operands(size, size, size, "float16", None)
+        da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
+        dbt = DeviceArray.from_host(np.ascontiguousarray(b.T))
+        dc = DeviceArray.poisoned((size, size), np.dtype("float16"))
+        sref = checks.timed_output_reference(a, b, "float16", rng)
+        if lib:
+            t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
+            out["rows"].append({"size": size, "kernel": "cuBLAS", "swizzle": None, **t.as_dict(),
+                                "tflops": bench.tflops(flop, t.median_ms),
+                                "check_rows": sref.check(dc).as_dict()})
+            say(f"{size}³ cuBLAS: {out['rows'][-1]['tflops']:.0f} TFLOP/s")
+        for c in cfgs:
+            dc.poison()
+            g = W.make_gemm(c, da, dbt, dc)
+            t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
+            g.check_error()
+            chk = checks.check_sampled_rows(dc, a, b, "float16", c.label(), sampled=sref)
+            if not chk.passed:
+                raise RuntimeError(f"timed run wrong: {c.label()} {size}³: {chk.as_dict()}")
+            out["rows"].append({"size": size, "kernel": "ours", "swizzle": c.swizzle,
+                                "label": c.label(), **t.as_dict(),
+                                "tflops": bench.tflops(flop, t.median_ms),
+                                "check_rows": chk.as_dict(), "grid": g.grid})
+            say(f"{size}³ swizzle {c.swizzle}: {out['rows'][-1]['tflops']:.0f} TFLOP/s")
+            del g
+        del da, db, dbt, dc
+    out["ncu"] = ncu if ncu is not None else {"available": False, "why": "not asked"}
+    out["table"] = swizzle_table(out)
+    out["clocks_after"] = records.nvidia_smi_clocks()
+    return out
+
+
+def _ncu_for(results: dict, swizzle: int) -> dict:
+    n = results.get("ncu") or {}
+    return (n.get("variants") or {}).get(str(swizzle), {}) if n.get("available") else {}
+
+
+def swizzle_table(results: dict) -> list[dict]:
+    """One row per (size, swizzle): TFLOP/s, fraction of cuBLAS and of the 128-byte variant, the
+    predicted range and whether the measurement is inside it, the model's conflict factor, and
+    the Nsight Compute counters where they were taken."""
+    rows = results.get("rows", [])
+    model = {m["swizzle"]: m for m in results.get("model", [])}
+    out = []
+    for size in sorted({r["size"] for r in rows}):
+        rs = [r for r in rows if r["size"] == size]
+        cub = next((r["tflops"] for r in rs if r["kernel"] == "cuBLAS"), None)
+        ref = next((r["tflops"] for r in rs if r.get("swizzle") == 128), None)
+        for r in rs:
+            if r["kernel"] != "ours":
+                continue
+            sw = r["swizzle"]
+            lo, hi = PREDICTED_RATIO[sw]
+            of128 = r["tflops"] / ref if ref else None
+            n = _ncu_for(results, sw)
+            out.append({"size": size, "swizzle": sw, "tflops": r["tflops"],
+                        "of_cublas": r["tflops"] / cub if cub else None, "of_128": of128,
+                        "predicted": [lo, hi],
+                        "inside": None if of128 is None else bool(lo - 0.005 <= of128 <= hi + 0.005),
+                        "model_conflicts": max(model[sw]["a_read"], model[sw]["b_read"])
+                        if sw in model else None,
+                        "lsu_conflicts": n.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"),
+                        "bank_reads": n.get("l1tex__data_bank_reads.sum")})
+    return out
+
+
+def summarize_swizzle(rec) -> str:
+    """The short table of a ``swizzle`` record: per size and swizzle, TFLOP/s, of cuBLAS, of the
+    128-byte variant against the prediction, the model's conflict factor and Nsight Compute's
+    LSU bank conflicts and bank reads (— where ncu was not available)."""
+    res = rec.results if hasattr(rec, "results") else rec
+    table = res.get("table") or swizzle_table(res)
+    n = res.get("ncu") or {}
+    why = str(n.get("why", "absent"))
+    why = why if len(why) <= 160 else why[:157] + "..."
+    lines = [f"swizzle experiment ({base_config().label()}): {len(res.get('checks', []))} "
+             "checks passed", "Nsight Compute: " + ("yes" if n.get("available") else
+                                                   f"not used ({why})")]
+    lines.append(f"{'size':>5s} {'swizzle':>7s} {'TFLOP/s':>8s} {'cuBLAS':>7s} {'of 128B':>8s} "
+                 f"{'predicted':>10s} {'model':>6s} {'ncu lsu':>8s} {'bank rd':>10s}")
+
+    def f(x, fmt):
+        return "—" if x is None else format(x, fmt)
+    for r in table:
+        sw = f"{r['swizzle']}B" if r["swizzle"] else "none"
+        pr = f"{r['predicted'][0]:.2f}-{r['predicted'][1]:.2f}"
+        mark = "" if r["inside"] is None else (" " if r["inside"] else "!")
+        lines.append(f"{r['size']:>5d} {sw:>7s} {r['tflops']:8.0f} {f(r['of_cublas'], '.2f'):>7s} "
+                     f"{f(r['of_128'], '.3f'):>8s}{mark} {pr:>10s} {f(r['model_conflicts'], '.2f'):>6s} "
+                     f"{f(r['lsu_conflicts'], '.0f'):>8s} {f(r['bank_reads'], '.3g'):>10s}")
+    lines.append("(! = outside the prediction frozen in asynctc.swizzle.PREDICTION)")
+    return "\n".join(lines)
+
+
+SUITES = {"swizzle": (measure_swizzle, summarize_swizzle, "sm_90a")}
+
+
+# --------------------------------------------------------------------------------------------------
+# The tile / stage / register budget table (issue 12), from chapter 06's record and the cubins
+# --------------------------------------------------------------------------------------------------
+
+def _load_record(record):
+    if record is None:
+        from .core import records
+        return records.load("warp_specialization")
+    if isinstance(record, (str, Path)):
+        return json.loads(Path(record).read_text())
+    return record
+
+
+def budget_table(record=None, dtype: str = "float16", compile_cubins: bool = True) -> list[dict]:
+    """Rows for notebook 07: chapter 06's tile sweep (rung 4, :data:`asynctc.warp_specialization.
+    TILE_SWEEP` within 227 KiB) and rung 3's / rung 5's defaults, in ``dtype``.
+
+    Each row: ``tile`` ("bm×bn×bk"), ``stages``, ``consumers``, ``regs_producer`` /
+    ``regs_consumer`` (setmaxnreg's counts; without setmaxnreg both the count at entry),
+    ``regs_ptxas`` (ptxas's per-thread count at entry), ``spill_bytes``, ``accumulators`` (fp32
+    per consumer thread), ``smem_bytes`` (dynamic + static shared memory per CTA; the static part
+    from the cubin when ``compile_cubins``), ``cubin_registers`` / ``cubin_spill_bytes`` (the
+    cubin's ptxas report, compiled here — to set beside the record's), and
+    ``tflops_4096`` / ``tflops_8192`` from the record (None where it has no such row), with
+    ``of_cublas_4096`` / ``of_cublas_8192``. ``record``: a :class:`asynctc.core.records.Record`, its
+    JSON dict, a path, or None for ``data/<gpu>/warp_specialization.json``. Registers and spills
+    come from the record's ``registers`` where it has the config, else from compiling the cubin
+    (``compile_cubins``; no GPU needed) — ``source`` says which."""
+    rec = _load_record(record)
+    res = rec.results if hasattr(rec, "results") else rec.get("results", rec)
+    cfgs = [W.RUNGS[2].make(dtype), W.RUNGS[4].make(dtype)]
+    for c in W.tile_sweep_configs(dtype, limit=227 * 1024):
+        if c not in cfgs:
+            cfgs.append(c)
+    rows_rec = res.get("rows", [])
+    regs_rec = res.get("registers", {})
+    out = []
+    for c in cfgs:
+        label = c.label()
+        row = {"label": label, "rung": W.rung_of(c), "tile": f"{c.bm}x{c.bn}x{c.bk}",
+               "stages": c.stages, "consumers": c.consumers, "persistent": c.persistent,
+               "accumulators": c.accumulators, "smem_bytes": c.smem_total}
+        ck = None
+        if compile_cubins:                   # the cubin's own counts, beside the record's
+            ck = W.compile_ws(c)
+            row.update(cubin_registers=ck.resources.registers,
+                       cubin_spill_bytes=ck.resources.spill_stores,
+                       smem_bytes=c.shmem_bytes + ck.resources.shared_bytes)
+        r = regs_rec.get(label)
+        if r is not None:
+            row.update(regs_ptxas=r.get("ptxas"), spill_bytes=r.get("spill_bytes"),
+                       regs_producer=r.get("producer"), regs_consumer=r.get("consumer"),
+                       source="record")
+        elif ck is not None:
+            split = W.register_split(c)
+            row.update(regs_ptxas=ck.resources.registers, spill_bytes=ck.resources.spill_stores,
+                       regs_producer=split.get("producer"), regs_consumer=split.get("consumer"),
+                       source="cubin")
+        else:
+            row.update(regs_ptxas=None, spill_bytes=None, regs_producer=None, regs_consumer=None,
+                       source="none")
+        for size in W.LADDER_SIZES:
+            t = next((x["tflops"] for x in rows_rec if x.get("label") == label
+                      and x.get("size") == size and x.get("kernel") != "cuBLAS"), None)
+            cub = next((x["tflops"] for x in rows_rec if x.get("kernel") == "cuBLAS"
+                        and x.get("size") == size and x.get("dtype") == dtype), None)
+            row[f"tflops_{size}"] = t
+            row[f"of_cublas_{size}"] = t / cub if t is not None and cub else None
+        out.append(row)
+    return out
+
+
+def budget_markdown(rows: list[dict]) -> str:
+    """:func:`budget_table` rows as a markdown table (— for a missing value)."""
+    def f(x, fmt=""):
+        return "—" if x is None else format(x, fmt)
+    lines = ["| rung | tile | stages | consumers | regs producer / consumer | spills (B) | "
+             "smem per CTA (KiB) | TFLOP/s 4096³ | TFLOP/s 8192³ | of cuBLAS 8192³ |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['rung']} | {r['tile']}/c{r['consumers']}"
+                     f"{' persistent' if r['persistent'] else ''} | {r['stages']} | "
+                     f"{r['consumers']} | {f(r['regs_producer'])} / {f(r['regs_consumer'])} | "
+                     f"{f(r['spill_bytes'])} | {r['smem_bytes'] / 1024:.0f} | "
+                     f"{f(r['tflops_4096'], '.0f')} | {f(r['tflops_8192'], '.0f')} | "
+                     f"{f(r['of_cublas_8192'], '.2f')} |")
+    return "\n".join(lines)
+
+
+__all__ = ["SWIZZLES", "SIZES", "PREDICTION", "PREDICTED_RATIO", "NCU_METRICS", "base_config",
+           "variants", "wavefronts", "ideal_wavefronts", "read_conflicts", "plain_rows_conflicts",
+           "tma_write_conflicts", "bank_model", "prediction_markdown", "kernel_layout", "metric_base",
+           "stage_dry_run", "shared_lsu_instructions", "parse_ncu_csv", "check_variants",
+           "measure_swizzle", "swizzle_table", "summarize_swizzle", "budget_table",
+           "budget_markdown", "SUITES"]

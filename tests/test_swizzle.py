@@ -1,0 +1,378 @@
+"""asynctc.swizzle — chapter 07's swizzle experiment (CPU): the SWIZZLE build of chapter 06's kernel
+derived from one layout model, the stage dry run that replays the kernel's address arithmetic, the
+bank model and its frozen prediction, the SASS facts Nsight Compute's LSU counters depend on, the
+suite's plumbing against an emulated kernel, and the tile / stage / register budget table.
+GPU (marker gpu): every variant against float64."""
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asynctc import swizzle as S
+from asynctc import warp_specialization as W
+from asynctc.core import records, runtime
+from asynctc.models import descriptors as D
+from asynctc.models.layout import SmemTile
+
+from fakes import FakeArray
+from test_matmul import emulate_edges, emulated  # noqa: F401  (the fixture)
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = S.base_config()
+
+
+# ---- the SWIZZLE build: validation and the numbers it gets from the model ----------------------
+
+def test_the_ladder_keeps_its_defines():
+    """The default (128-byte) swizzle adds no define, so the ladder's cache keys and cubins stay
+    (tests/test_matmul.py checks the cubins byte for byte against tests/ch06_ladder_cubins.json)."""
+    for dt in W.DTYPES:
+        for c in W.rung_configs(dt) + W.correctness_configs():
+            if isinstance(c, W.WSConfig):
+                assert c.swizzle == 128 and c.swizzle_defines() == {}
+                assert "SWIZZLE" not in c.defines and "swizzle" not in c.label()
+    assert BASE.replace(swizzle=64).label().endswith(" swizzle:64")
+
+
+@pytest.mark.parametrize("kw, field, rule", [
+    (dict(swizzle=48), "swizzle=48", "0 \\(none\\), 32, 64 or 128"),
+    (dict(swizzle=True), "swizzle=True", "0 \\(none\\), 32, 64 or 128"),
+    (dict(swizzle=64, b_major="MN"), "swizzle=64", "K-major B only"),
+    (dict(swizzle=32, persistent=True, cluster=2), "swizzle=32", "cluster=1"),
+])
+def test_swizzle_validation_names_field_and_rule(kw, field, rule):
+    with pytest.raises(W.WarpSpecializationError, match=f"^{field}: .*{rule}"):
+        BASE.replace(**kw)
+
+
+# swizzle → (boxes along K, elements per box, descriptor layout type, SBO)
+GEOMETRY = {128: (1, 64, 1, 1024), 64: (2, 32, 2, 512), 32: (4, 16, 3, 256), 0: (8, 8, 0, 128)}
+
+
+@pytest.mark.parametrize("sw", S.SWIZZLES)
+def test_boxes_maps_and_descriptors_come_from_the_layout_model(sw):
+    cfg = BASE.replace(swizzle=sw)
+    nb, cols, lt, sbo = GEOMETRY[sw]
+    ta, tb = cfg.stage_tiles()
+    assert cfg.k_boxes == nb == ta.n_boxes == tb.n_boxes
+    # the tensor maps: box (rows, one swizzle span of K), the swizzle itself
+    assert cfg.a_box == SmemTile(cfg.bm, cols, "float16", sw) == ta.smem_tile()
+    assert cfg.b_load_box == SmemTile(cfg.bn, cols, "float16", sw)
+    assert cfg.a_box.tensor_map_args()["box_dim"] == (cfg.bm, cols)
+    assert cfg.a_box.tensor_map_args()["swizzle"] == sw
+    # the descriptor templates: layout type, LBO, SBO of the stage tiles
+    da, db = (D.decode(x) for x in cfg.descriptor_templates())
+    assert da.layout_type == db.layout_type == lt and da.sbo == db.sbo == sbo
+    if sw:
+        assert da.lbo == db.lbo == 16                       # unused ("assumed 1") when swizzled
+    else:
+        assert (da.lbo, db.lbo) == (cfg.bm * 16, cfg.bn * 16)   # next 16-byte K column = next box
+    assert da.start_address == db.start_address == 0
+    d = cfg.defines
+    if sw == 128:
+        return
+    assert (d["SWIZZLE"], d["K_BOXES"], d["K_BOX_ELEMS"]) == (sw, nb, cols)
+    assert d["K_BOXES"] * d["K_BOX_ELEMS"] == cfg.bk
+    # no padding: the boxes fill the stage exactly, so expect_tx stays the stage's bytes
+    assert d["K_BOXES"] * (d["A_KBOX_BYTES"] + d["B_BOX_BYTES"]) == cfg.stage_bytes
+    assert d["A_KBOX_BYTES"] == ta.box_pitch and d["B_BOX_BYTES"] == tb.box_pitch
+    assert d["A_ATOM_BYTES"] * (cfg.bm // 64) == d["A_KBOX_BYTES"]
+    assert d["A_KSTEP_OFFSETS"] == "{" + ",".join(str(ta.step_offset(s)) for s in range(4)) + "}"
+    assert d["B_KSTEP_OFFSETS"] == "{" + ",".join(str(tb.step_offset(s)) for s in range(4)) + "}"
+    # every box starts on its swizzle pattern's repeat (TMA destination and base offset 0)
+    assert d["A_KBOX_BYTES"] % ta.alignment == 0 and d["B_BOX_BYTES"] % tb.alignment == 0
+    assert cfg.stage_bytes % 1024 == 0
+
+
+def test_64B_swizzle_splits_a_64_element_row_into_two_boxes():
+    """The issue's case: with a 64-byte swizzle a 64-element fp16 K row is two 64-byte swizzle
+    atoms — two boxes of 32 elements along K, k-steps 0-1 in the first, 2-3 in the second."""
+    cfg = BASE.replace(swizzle=64)
+    ta, _ = cfg.stage_tiles()
+    assert (ta.n_boxes, ta.box_cols, ta.box_pitch) == (2, 32, cfg.bm * 64)
+    assert [ta.step_offset(s) for s in range(4)] == [0, 32, cfg.bm * 64, cfg.bm * 64 + 32]
+    box = cfg.a_box
+    assert box.inner_bytes == 64 and box.row_pitch == 64 and box.swizzle == 64
+    # element (row 1, col 0) of box 1 = A[1, 32]: one 64-byte row down, no XOR yet (row 1 is the
+    # second half of the first 128-byte line)
+    assert box.byte_offset(1, 0) == 64 and box.byte_offset(2, 0) == 128 + 16
+
+
+# ---- the stage dry run: the kernel's address arithmetic in numpy --------------------------------
+
+DRY = [BASE, BASE.replace(bm=256, bn=128), W._ws("float16"), BASE.replace(dtype="bfloat16",
+                                                                             out_dtype="bfloat16"),
+       W._ws2("float16").replace(edges=True, tma_store=True, out_dtype="float16"),
+       W.WSConfig(dtype="float8_e4m3fn", out_dtype="bfloat16")]
+
+
+@pytest.mark.parametrize("sw", S.SWIZZLES)
+@pytest.mark.parametrize("base", DRY, ids=lambda c: c.label())
+def test_stage_dry_run_reads_every_operand_element_right(base, sw, rng):
+    r = S.stage_dry_run(base.replace(swizzle=sw), rng)
+    assert r == {"a_wrong": 0, "b_wrong": 0, "c_max_err": 0.0}
+
+
+@pytest.mark.parametrize("sw", (64, 32, 0))
+@pytest.mark.parametrize("wrong", ["128B k-steps", "128B atom", "128B descriptors", "one box"])
+def test_stage_dry_run_catches_a_number_not_from_the_model(sw, wrong, rng):
+    """The dry run can fail: each number of the 128-byte layout, put into a narrower variant,
+    makes wgmma read wrong elements."""
+    cfg = BASE.replace(swizzle=sw)
+    lay = S.kernel_layout(cfg)
+    ref = S.kernel_layout(BASE)
+    if wrong == "128B k-steps":
+        lay.update(a_ksteps=ref["a_ksteps"], b_ksteps=ref["b_ksteps"])
+    elif wrong == "128B atom":
+        lay["a_atom_bytes"] = ref["a_atom_bytes"]
+    elif wrong == "128B descriptors":
+        lay.update(desc_a0=ref["desc_a0"], desc_b0=ref["desc_b0"])
+    else:
+        lay.update(k_boxes=1)           # the producer loads only the first box along K
+    try:
+        r = S.stage_dry_run(cfg, rng, layout=lay)
+    except IndexError:
+        return                          # a descriptor reading outside the stage: also caught
+    assert r["a_wrong"] + r["b_wrong"] > 0 and r["c_max_err"] > 0
+
+
+# ---- the bank model -------------------------------------------------------------------------------
+
+def test_wavefronts_count_distinct_words_per_bank():
+    lanes = np.arange(32)
+    assert S.wavefronts(lanes * 4, 4) == 1                 # 32 banks, one word each
+    assert S.wavefronts(np.zeros(32, int), 4) == 1         # one word broadcast
+    assert S.wavefronts(lanes * 128, 4) == 32              # one bank, 32 words
+    assert S.wavefronts(lanes * 8, 4) == 2                 # stride 2 words: 2-way
+    assert S.wavefronts(lanes * 16, 16) == 4 == S.ideal_wavefronts(lanes * 16, 16)   # LDS.128
+    assert S.wavefronts(np.arange(8) * 128, 16) == 8       # 8 rows of 128 B, same 16-byte column
+    with pytest.raises(ValueError):
+        S.wavefronts([], 4)
+
+
+@pytest.mark.parametrize("sw", S.SWIZZLES)
+def test_wgmma_reads_and_tma_writes_are_conflict_free_in_every_variant(sw):
+    m = S.bank_model(BASE.replace(swizzle=sw))
+    for k in ("a_read", "b_read", "a_read_kstep", "b_read_kstep", "a_write", "b_write"):
+        assert m[k] == 1.0, (k, m[k])
+    assert m["tma_loads_per_stage"] == 2 * GEOMETRY[sw][0]
+
+
+def test_plain_rows_conflict_as_the_swizzle_would_prevent():
+    """An unswizzled tile with 128-, 64-, 32-byte rows read in 8-row × 16-byte blocks: 8, 4, 2
+    wavefronts per 128 bytes; 16-byte rows (the interleaved layout) 1."""
+    assert [S.plain_rows_conflicts(b)["factor"] for b in (128, 64, 32, 16)] == [8, 4, 2, 1]
+    # and the same tile *with* a 128-byte swizzle is conflict-free
+    t = SmemTile(64, 64, "float16", 128)
+    assert S.read_conflicts(t.offsets(), 2)["factor"] == 1.0
+
+
+def test_prediction_was_frozen_from_the_model():
+    """:data:`PREDICTION` holds the bank model's table as it was before the GPU run; the live model
+    still gives it (a change to the model must leave the frozen text alone and say so)."""
+    assert S.prediction_markdown() in S.PREDICTION
+    assert "Prediction for the H200 run" in S.PREDICTION
+    assert set(S.PREDICTED_RATIO) == set(S.SWIZZLES)
+    for sw, (lo, hi) in S.PREDICTED_RATIO.items():
+        name = "none" if sw == 0 else f"{sw} B"
+        if sw != 128:
+            assert f"{name} {lo:.2f}-{hi:.2f}" in S.PREDICTION
+
+
+# ---- the cubins: what the LSU counters can see -----------------------------------------------------
+
+@pytest.mark.parametrize("sw", S.SWIZZLES)
+def test_cubins_have_no_lsu_shared_traffic_and_one_tma_per_box(sw):
+    cfg = BASE.replace(swizzle=sw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ck = W.compile_ws(cfg)
+    s = S.shared_lsu_instructions(ck)
+    assert s["lsu_shared"] == 0, s["lsu_opcodes"]     # ncu's LSU bank-conflict counters read 0
+    assert s["utmaldg"] == 2 * cfg.k_boxes            # the producer's loop, unrolled
+    assert s["hgmma"] == 4                            # 4 k-steps × 1 atom per consumer
+    assert ck.resources.spill_stores == 0 and ck.resources.registers == 168
+
+
+# ---- Nsight Compute output ------------------------------------------------------------------------
+
+NCU_CSV = """==PROF== Connected to process 1234
+==PROF== Profiling "gemm_warp_specialized": 0%....50%....100% - 9 passes
+"ID","Process ID","Process Name","Host Name","Kernel Name","l1tex__data_bank_reads.sum","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+"","","","","","",""
+"0","1234","python","h","gemm_warp_specialized","1,073,741,824","0"
+"1","1234","python","h","gemm_warp_specialized","1073741900","0"
+==PROF== Disconnected from process 1234
+"""
+
+
+def test_parse_ncu_csv_skips_log_and_units():
+    rows = S.parse_ncu_csv(NCU_CSV)
+    assert len(rows) == 2
+    assert rows[0]["l1tex__data_bank_reads.sum"] == 1073741824.0
+    assert rows[1]["Kernel Name"] == "gemm_warp_specialized"
+    assert S.parse_ncu_csv("==PROF== nothing\n") == []
+    assert S.metric_base("l1tex__data_bank_reads.sum") == "l1tex__data_bank_reads"
+    assert all("__" in S.metric_base(m) for m in S.NCU_METRICS)
+
+
+def _tool():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_swizzle", ROOT / "tools" / "gpu_swizzle.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FAKE_NCU = """#!/bin/sh
+case "$1" in
+  --version) echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.1.0.0";;
+  --query-metrics) printf "Device GH100\nl1tex__data_bank_reads  Counter  # of bank reads\n%s\n" \
+      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld  Counter  # of conflicts";;
+  *) echo "$@" > "$(dirname "$0")/args"
+     echo '"ID","Kernel Name","l1tex__data_bank_reads.sum","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"'
+     echo '"","","sector","sector"'
+     for i in 0 1 2 3; do echo "\"$i\",\"gemm_warp_specialized\",\"10$i\",\"0\""; done;;
+esac
+"""
+
+
+def test_gpu_tool_reads_ncu_and_keeps_what_it_lacks(tmp_path, monkeypatch):
+    """The tool's ncu path against a stand-in ncu: the metrics it does not know are dropped and
+    listed, the profile is asked for one launch per variant of the kernel, the rows are mapped to
+    the swizzles in launch order."""
+    tool = _tool()
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU)
+    fake.chmod(0o755)
+    monkeypatch.setattr(tool, "find_ncu", lambda: str(fake))
+    r = tool.run_ncu(lambda s: None)
+    assert r["available"] and r["version"] == "Version 2025.1.0.0"
+    assert r["metrics"] == ["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                            "l1tex__data_bank_reads.sum"]
+    assert len(r["metrics_missing"]) == len(S.NCU_METRICS) - 2
+    assert [r["variants"][str(s)]["l1tex__data_bank_reads.sum"] for s in S.SWIZZLES] == \
+        [100.0, 101.0, 102.0, 103.0]
+    args = (tmp_path / "args").read_text()
+    assert "--launch-count 4" in args and "regex:gemm_warp_specialized" in args
+    assert args.rstrip().endswith("--ncu-child")
+    monkeypatch.setattr(tool, "find_ncu", lambda: None)
+    r = tool.run_ncu(lambda s: None)
+    assert not r["available"] and "no ncu" in r["why"]
+    fake.write_text("#!/bin/sh\necho '==ERROR== ERR_NVGPUCTRPERM'\n")
+    monkeypatch.setattr(tool, "find_ncu", lambda: str(fake))
+    r = tool.run_ncu(lambda s: None)
+    assert not r["available"] and "ERR_NVGPUCTRPERM" in r["why"]
+
+
+def test_gpu_tool_without_a_gpu_says_so():
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_swizzle.py"), "--quick",
+                        "--out", "/tmp/asynctc-swizzle-test"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert p.returncode == 2 and "no live sm_90a GPU" in p.stdout
+
+
+# ---- the suite against an emulated kernel -----------------------------------------------------------
+
+def test_swizzle_suite_dry_run(emulated, monkeypatch):  # noqa: F811
+    """measure_swizzle with the kernel emulated (tests/test_matmul.py's emulator: A·B through the
+    tensor maps), the tensor maps checked to carry each variant's box and swizzle; then the
+    summary reads its own record."""
+    seen = []
+
+    def launch(ck, grid, block, *args, **kw):
+        cfg = ck.cfg
+        assert args[0][2] == cfg.a_box and args[1][2] == cfg.b_load_box   # ("map", x, tile)
+        assert (int(args[7]), int(args[8])) == cfg.descriptor_templates()
+        seen.append(cfg.swizzle)
+        emulate_edges(ck, grid, block, *args, **kw)
+    monkeypatch.setattr(runtime, "launch", launch)
+    monkeypatch.setattr(S, "DeviceArray", FakeArray)
+    monkeypatch.setattr(S, "shared_lsu_instructions", lambda ck: {"lsu_shared": 0})
+    monkeypatch.setattr(S, "CHECK_SHAPES", ((256, 512, 192),))
+    monkeypatch.setattr("asynctc.core.checks.FULL_CHECK_MAX", 64)
+    ncu = {"available": True, "variants": {str(s): {
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 0.0,
+        "l1tex__data_bank_reads.sum": 1e9} for s in S.SWIZZLES}}
+    r = S.measure_swizzle(sizes=(256,), ncu=ncu)
+    assert [c["swizzle"] for c in r["checks"]] == list(S.SWIZZLES)
+    assert all(c["passed"] for c in r["checks"])
+    assert set(seen) == set(S.SWIZZLES)
+    ours = [x for x in r["rows"] if x["kernel"] == "ours"]
+    assert [x["swizzle"] for x in ours] == list(S.SWIZZLES)
+    assert all(x["check_rows"]["passed"] for x in r["rows"])
+    assert len(r["table"]) == 4 and r["table"][0]["of_128"] == 1.0
+    assert r["table"][0]["lsu_conflicts"] == 0.0 and r["table"][0]["model_conflicts"] == 1.0
+    assert json.loads(json.dumps(r))["variants"]["64"]["defines"]["SWIZZLE"] == 64
+    rec = records.Record("swizzle", {"gpu": "emulated", "date": "2026-12-02"}, r, live=True)
+    text = S.summarize_swizzle(rec)
+    assert "4 checks passed" in text and "Nsight Compute: yes" in text
+    assert text.splitlines()[-1].startswith("(! = outside the prediction")
+    assert len([ln for ln in text.splitlines() if ln.strip().startswith("256 ")]) == 4
+
+
+def test_swizzle_table_marks_measurements_outside_the_prediction():
+    rows = [{"size": 8192, "kernel": "cuBLAS", "swizzle": None, "tflops": 760.0}] + \
+        [{"size": 8192, "kernel": "ours", "swizzle": s, "tflops": t}
+         for s, t in ((128, 720.0), (64, 718.0), (32, 500.0), (0, 500.0))]
+    t = {r["swizzle"]: r for r in S.swizzle_table({"rows": rows, "model": []})}
+    assert t[128]["inside"] and t[64]["inside"] and t[0]["inside"]
+    assert t[32]["inside"] is False and abs(t[64]["of_cublas"] - 718 / 760) < 1e-12
+    text = S.summarize_swizzle({"rows": rows, "table": list(t.values()), "checks": []})
+    assert "not used (absent)" in text and "!" in [ln for ln in text.splitlines() if "32B" in ln][0]
+
+
+def test_swizzle_suite_is_registered():
+    from asynctc import suites
+    assert suites.SUITES["swizzle"] == (S.measure_swizzle, S.summarize_swizzle, "sm_90a")
+
+
+# ---- the tile / stage / register budget table ------------------------------------------------------
+
+def test_budget_table_from_the_h200_record():
+    path = ROOT / "data" / "h200" / "warp_specialization.json"
+    rec = json.loads(path.read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = S.budget_table(rec)
+    res = rec["results"]
+    assert [r["rung"] for r in rows[:2]] == [3, 5]
+    assert {(r["tile"], r["stages"]) for r in rows if r["rung"] in (3, 4)} == \
+        {(f"{bm}x{bn}x64", s) for bm, bn, _, s in W.TILE_SWEEP}
+    for r in rows:
+        meas = [x for x in res["rows"] if x.get("label") == r["label"] and x.get("size") == 8192]
+        assert r["tflops_8192"] == meas[0]["tflops"]
+        assert r["smem_bytes"] == W.WSConfig(bm=int(r["tile"].split("x")[0]),
+                                             bn=int(r["tile"].split("x")[1]),
+                                             stages=r["stages"]).smem_total
+        assert r["source"] == "record" and r["spill_bytes"] == 0
+        assert r["cubin_registers"] == r["regs_ptxas"] and r["cubin_spill_bytes"] == 0
+        assert (r["regs_producer"], r["regs_consumer"]) == (40, 232)
+        assert 0.5 < r["of_cublas_8192"] < 1.1
+    md = S.budget_markdown(rows)
+    assert md.count("\n") == len(rows) + 1 and "| 5 | 128x256x64/c2 persistent | 4 |" in md
+
+
+def test_budget_table_compiles_what_the_record_lacks(monkeypatch):
+    rec = {"results": {"rows": [], "registers": {}}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = S.budget_table(rec, dtype="bfloat16")
+    assert all(r["source"] == "cubin" and r["tflops_4096"] is None for r in rows)
+    assert all(r["regs_ptxas"] == 168 and r["spill_bytes"] == 0 for r in rows)
+    assert "| — | — | — |" in S.budget_markdown(rows)
+
+
+# ---- GPU -------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sw", S.SWIZZLES)
+def test_every_swizzle_matches_float64(sw, rng):
+    for shape in S.CHECK_SHAPES:
+        c = W.verify(BASE.replace(swizzle=sw), *shape, rng=rng)
+        assert c.passed, c.as_dict()
+

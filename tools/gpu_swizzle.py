@@ -1,0 +1,169 @@
+"""Chapter 07's swizzle experiment on the GPU in one command: the same kernel under a 128-, 64-,
+32-byte and no swizzle — checks, Nsight Compute counters (if ncu is here), timings beside cuBLAS.
+
+Run from the repository root on an sm_90 machine (about 1-2 minutes on an H200):
+
+    python tools/gpu_swizzle.py --out $OUT            # everything; details in $OUT/results.json
+    python tools/gpu_swizzle.py --out $OUT --record   # ... and write data/<gpu>/swizzle.json
+                                                     #     (copied to $OUT)
+    python tools/gpu_swizzle.py --quick               # compile + checks + ncu, no timings
+
+In order: (1) the four variants of asynctc.swizzle.variants() (chapter 06's rung 5, fp16, B
+K-major; swizzle 128 / 64 / 32 / 0) compiled; (2) Nsight Compute, when `ncu` (or
+`nv-nsight-cu-cli`) is on PATH or in /usr/local/cuda/bin or /opt/nvidia/nsight-compute: the
+metrics of asynctc.swizzle.NCU_METRICS that this ncu knows (`ncu --query-metrics`), one launch per
+variant at 4096³ in a child process (`--ncu-child`), kept in the record with the ncu version and
+the metrics it lacked — or, where ncu is absent or refuses (counter permissions), the reason;
+(3) asynctc.swizzle.measure_swizzle: every variant against float64 (poisoned output, elementwise
+bound), stopping at the first failure, then cuBLAS and the four variants at 4096³ and 8192³ on the
+same operands (bench.time_gpu(clock=True), each timed output checked on sampled rows). The
+prediction frozen before the run (asynctc.swizzle.PREDICTION) is printed first; the short table
+comes last.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from asynctc import swizzle as S  # noqa: E402
+from asynctc.core import records, runtime  # noqa: E402
+
+NCU_SIZE = 4096
+NCU_TIMEOUT_S = 100
+
+
+def find_ncu() -> str | None:
+    for name in ("ncu", "nv-nsight-cu-cli"):
+        p = shutil.which(name)
+        if p:
+            return p
+    for pat in ("/usr/local/cuda/bin/ncu", "/usr/local/cuda*/bin/ncu",
+                "/opt/nvidia/nsight-compute/*/ncu"):
+        hits = sorted(glob.glob(pat))
+        if hits:
+            return hits[-1]
+    return None
+
+
+def ncu_child() -> int:
+    """One launch of each variant at NCU_SIZE³, in SWIZZLES order (what ncu profiles)."""
+    import numpy as np
+    from asynctc import warp_specialization as W
+    from asynctc.core.memory import DeviceArray
+    rng = np.random.default_rng()
+    n = NCU_SIZE
+    a = rng.standard_normal((n, n), dtype=np.float32).astype(np.float16)
+    bt = rng.standard_normal((n, n), dtype=np.float32).astype(np.float16)
+    da, db = DeviceArray.from_host(a), DeviceArray.from_host(bt)
+    dc = DeviceArray.poisoned((n, n), np.dtype("float16"))
+    for cfg in S.variants():
+        g = W.make_gemm(cfg, da, db, dc)
+        g.launcher()()
+        g.check_error()                 # copies the error word back: the launch has finished
+    return 0
+
+
+def run_ncu(say) -> dict:
+    ncu = find_ncu()
+    if not ncu:
+        return {"available": False, "why": "no ncu / nv-nsight-cu-cli on PATH, in /usr/local/cuda/bin "
+                                           "or /opt/nvidia/nsight-compute"}
+    out = {"available": False, "ncu": ncu}
+    try:
+        v = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
+        out["version"] = (v.stdout.strip().splitlines() or [""])[-1]
+        q = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=60)
+        known = {ln.split()[0] for ln in q.stdout.splitlines() if ln.strip() and "__" in ln.split()[0]}
+    except (subprocess.SubprocessError, OSError) as e:
+        out["why"] = f"ncu did not answer: {e}"
+        return out
+    metrics = [m for m in S.NCU_METRICS if not known or S.metric_base(m) in known]
+    out["metrics_missing"] = [m for m in S.NCU_METRICS if m not in metrics]
+    out["metrics"] = metrics
+    cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
+           "-k", "regex:gemm_warp_specialized", "--launch-count", str(len(S.SWIZZLES)),
+           sys.executable, str(Path(__file__).resolve()), "--ncu-child"]
+    say(f"ncu: {len(metrics)} metrics ({len(out['metrics_missing'])} unknown to this ncu), "
+        f"{len(S.SWIZZLES)} launches at {NCU_SIZE}³")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        out["why"] = f"ncu took more than {NCU_TIMEOUT_S} s"
+        return out
+    rows = S.parse_ncu_csv(p.stdout)
+    out["returncode"] = p.returncode
+    if len(rows) != len(S.SWIZZLES):
+        tail = (p.stdout + p.stderr)[-1500:]
+        out["why"] = f"ncu gave {len(rows)} profiled launches, expected {len(S.SWIZZLES)} " \
+                     f"(rc {p.returncode}; ERR_NVGPUCTRPERM means no access to the counters): {tail}"
+        return out
+    out["available"] = True
+    out["variants"] = {str(sw): {m: r.get(m) for m in metrics} | {"kernel": r.get("Kernel Name")}
+                       for sw, r in zip(S.SWIZZLES, rows)}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "out_swizzle"),
+                    help="folder for results.json (default: $OUT)")
+    ap.add_argument("--record", action="store_true", help="write data/<gpu>/swizzle.json")
+    ap.add_argument("--quick", action="store_true", help="compile, checks and ncu only")
+    ap.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute")
+    ap.add_argument("--ncu-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--sizes", default=",".join(map(str, S.SIZES)),
+                    help="square sizes timed, comma-separated")
+    args = ap.parse_args()
+    if args.ncu_child:
+        return ncu_child()
+    t0 = time.time()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not runtime.runs_live("sm_90a"):
+        print(f"no live sm_90a GPU: {runtime.why_not_live('sm_90a')}")
+        return 2
+    info = runtime.device_info()
+    print(f"{info.name}, {info.sm_count} SMs, NVRTC {'.'.join(map(str, runtime.nvrtc_version()))}",
+          flush=True)
+
+    def say(s):
+        print(f"[{time.time() - t0:6.1f}s] {s}", flush=True)
+
+    print(S.PREDICTION, flush=True)
+    from asynctc import warp_specialization as W
+    runtime.precompile([W.compile_job(c) for c in S.variants()])   # the ncu child finds them cached
+    say("compiled the four variants")
+    ncu = {"available": False, "why": "--no-ncu"} if args.no_ncu else run_ncu(say)
+    say("ncu: " + ("counters taken" if ncu.get("available") else f"not used: {ncu.get('why')}"))
+    sizes = () if args.quick else tuple(int(s) for s in args.sizes.split(","))
+    try:
+        rec = records.measure("swizzle", lambda: S.measure_swizzle(progress=say, sizes=sizes,
+                                                                   ncu=ncu))
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        (out_dir / "ncu.json").write_text(json.dumps(ncu, indent=1))
+        say("FAILED (first failure above); nothing recorded")
+        return 1
+    (out_dir / "results.json").write_text(json.dumps(rec.to_json(), indent=1))
+    say(f"wrote {out_dir / 'results.json'}")
+    if args.record and not args.quick:
+        path = records.save(rec)
+        shutil.copy(path, out_dir / path.name)   # $OUT comes back from the GPU machine; data/ not
+        print("wrote", path, "and", out_dir / path.name)
+    print()
+    print(S.summarize_swizzle(rec))
+    say("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
