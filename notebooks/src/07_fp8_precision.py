@@ -458,6 +458,28 @@ else:
                      "conflicts (there are none).")
 
 # %% [markdown]
+# ### Tile, stages and the register budget
+#
+# The other half of the seed's "layout" advice is the tile and the stage count. Chapter 06's rung-4
+# sweep measured them; here they are side by side with what each costs: registers per role (after
+# `setmaxnreg`), spills, shared memory per CTA, and the throughput the record holds (fp16).
+
+# %% output varies
+from asynctc import swizzle as SW
+budget = SW.budget_table(records.load("warp_specialization"), compile_cubins=False)
+print(SW.budget_markdown(budget))
+timed = [r for r in budget if r["tflops_8192"] is not None]
+best = max(timed, key=lambda r: r["tflops_8192"])
+worst = min(timed, key=lambda r: r["tflops_8192"])
+notebook.claim(all(r["spill_bytes"] == 0 for r in budget if r["spill_bytes"] is not None)
+               and best["tflops_8192"] > worst["tflops_8192"],
+               f"No configuration spills; at 8192³ the choice of tile and stages spans "
+               f"{worst['tflops_8192']:.0f} ({worst['tile']}, {worst['stages']} stages) to "
+               f"{best['tflops_8192']:.0f} TFLOP/s ({best['tile']}, {best['stages']} stages, "
+               f"{'persistent' if best['persistent'] else 'one tile per CTA'}) — "
+               f"{best['tflops_8192'] / worst['tflops_8192'] - 1:.0%} between the worst and the best.")
+
+# %% [markdown]
 # ## 8. The seed's 4096³ table, beside our rungs
 #
 # The seed article gives fractions of the Tensor Core peak at 4096³: mma.sync ~50 %, wgmma + TMA +
