@@ -18,44 +18,28 @@ run, wait_pending 0 vs 1 and trace on vs off for every (tile, stages); (4) the t
 mbarrier waits in the kernel are bounded: a protocol error ends as "mbarrier wait timed out".
 Equivalent pytest run of the checks: ``pytest -q -m gpu tests/test_pipeline.py``.
 """
-import argparse
 import json
-import os
-import shutil
 import sys
-import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
+from gpu_common import parser, record_suite, start  # noqa: E402
 from asynctc import pipeline as P  # noqa: E402
-from asynctc.core import records, runtime  # noqa: E402
-
+from asynctc.core import runtime  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.environ.get("OUT", "out_ch05"),
-                    help="folder for results.json and traces/ (default: $OUT)")
-    ap.add_argument("--record", action="store_true", help="write data/<gpu>/pipeline.json")
-    ap.add_argument("--quick", action="store_true", help="compile + correctness matrix only")
+    ap = parser(__doc__, "out_ch05", "pipeline", "compile + correctness matrix only",
+                out_help="folder for results.json and traces/")
     ap.add_argument("--sizes", default=",".join(map(str, P.SWEEP_SIZES)),
                     help="square sizes of the sweep, comma-separated")
     args = ap.parse_args()
-    t0 = time.time()
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not runtime.runs_live("sm_90a"):
-        print(f"no live sm_90a GPU: {runtime.why_not_live('sm_90a')}")
+    started = start(args.out)
+    if started is None:
         return 2
-    info = runtime.device_info()
-    print(f"{info.name}, {info.sm_count} SMs, max SM clock {info.max_sm_clock_khz / 1000:.0f} MHz, "
-          f"smem opt-in {info.smem_optin_bytes} B, NVRTC "
-          f"{'.'.join(map(str, runtime.nvrtc_version()))}", flush=True)
-
-    def say(s):
-        print(f"[{time.time() - t0:6.1f}s] {s}", flush=True)
+    out_dir, say = started
 
     if args.quick:
         jobs = [P.compile_job(c) for c in P.correctness_configs()]
@@ -77,35 +61,26 @@ def main() -> int:
         return 0
 
     sizes = tuple(int(s) for s in args.sizes.split(","))
-    try:
-        rec = records.measure("pipeline", lambda: P.measure_pipeline(
-            progress=say, sizes=sizes, trace_dir=out_dir / "traces"))
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        say("FAILED (first failure above); nothing recorded")
-        return 1
-    r = rec.results
-    (out_dir / "results.json").write_text(json.dumps(rec.to_json(), indent=1))
-    regs = {}
-    for c in P.sweep_configs():
-        ck = P.compile_pipeline(c)
-        regs[c.label()] = (ck.resources.registers, ck.resources.spill_stores)
-    spills = [k for k, v in regs.items() if v[1]]
-    say(f"wrote {out_dir / 'results.json'} and {len(list((out_dir / 'traces').glob('*.json')))} "
-        f"traces under {out_dir / 'traces'}")
-    if args.record:
-        path = records.save(rec)
-        shutil.copy(path, out_dir / path.name)   # $OUT comes back from the GPU machine; data/ not
-        print("wrote", path, "and", out_dir / path.name)
-    print()
-    print(f"registers: {sorted({v[0] for v in regs.values()})}; spills in {spills or 'none'}")
-    print()
-    print("wait_pending 0 vs 1 and trace cost (TFLOP/s):")
-    print(P.variants_table(r))
-    print()
-    print(P.summarize_pipeline(rec))
-    say("done")
-    return 0
+    traces = out_dir / "traces"
+
+    def wrote():
+        return (f"wrote {out_dir / 'results.json'} and {len(list(traces.glob('*.json')))} "
+                f"traces under {traces}")
+
+    def summary(rec):
+        regs = {}
+        for c in P.sweep_configs():
+            ck = P.compile_pipeline(c)
+            regs[c.label()] = (ck.resources.registers, ck.resources.spill_stores)
+        spills = [k for k, v in regs.items() if v[1]]
+        return "\n".join([
+            f"registers: {sorted({v[0] for v in regs.values()})}; spills in {spills or 'none'}", "",
+            "wait_pending 0 vs 1 and trace cost (TFLOP/s):", P.variants_table(rec.results), "",
+            P.summarize_pipeline(rec)])
+
+    return record_suite("pipeline", lambda: P.measure_pipeline(progress=say, sizes=sizes,
+                                                               trace_dir=traces),
+                        summary, out_dir, say, save=args.record, wrote=wrote)
 
 
 if __name__ == "__main__":

@@ -22,47 +22,30 @@ comes last, after the registers per role and the traces of rungs 3, 5, 6, 7 (fp1
 Tensor Core use, math in flight, waiting on full barriers). Equivalent pytest run of the checks:
 ``pytest -q -m gpu tests/test_warp_specialization.py``.
 """
-import argparse
 import json
-import os
-import shutil
 import sys
-import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
+from gpu_common import parser, record_suite, start  # noqa: E402
 from asynctc import warp_specialization as W  # noqa: E402
-from asynctc.core import records, runtime  # noqa: E402
+from asynctc.core import runtime  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.environ.get("OUT", "out_ch06"),
-                    help="folder for results.json (default: $OUT)")
-    ap.add_argument("--record", action="store_true",
-                    help="write data/<gpu>/warp_specialization.json")
-    ap.add_argument("--quick", action="store_true", help="compile + correctness only")
+    ap = parser(__doc__, "out_ch06", "warp_specialization", "compile + correctness only")
     ap.add_argument("--rungs", default="",
                     help="only these rungs, e.g. 1-5 (default: all; for a rerun without a failing "
                          "rung)")
     ap.add_argument("--sizes", default=",".join(map(str, W.LADDER_SIZES)),
                     help="square sizes of the ladder, comma-separated")
     args = ap.parse_args()
-    t0 = time.time()
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not runtime.runs_live("sm_90a"):
-        print(f"no live sm_90a GPU: {runtime.why_not_live('sm_90a')}")
+    started = start(args.out)
+    if started is None:
         return 2
-    info = runtime.device_info()
-    print(f"{info.name}, {info.sm_count} SMs, max SM clock {info.max_sm_clock_khz / 1000:.0f} MHz, "
-          f"smem opt-in {info.smem_optin_bytes} B, NVRTC "
-          f"{'.'.join(map(str, runtime.nvrtc_version()))}", flush=True)
-
-    def say(s):
-        print(f"[{time.time() - t0:6.1f}s] {s}", flush=True)
+    out_dir, say = started
 
     if args.quick:
         rungs = W.parse_rungs(args.rungs)
@@ -83,24 +66,9 @@ def main() -> int:
         return 0
 
     sizes = tuple(int(s) for s in args.sizes.split(","))
-    try:
-        rec = records.measure("warp_specialization",
-                              lambda: W.measure_ladder(progress=say, sizes=sizes,
-                                                       rungs=args.rungs))
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        say("FAILED (first failure above); nothing recorded")
-        return 1
-    (out_dir / "results.json").write_text(json.dumps(rec.to_json(), indent=1))
-    say(f"wrote {out_dir / 'results.json'}")
-    if args.record:
-        path = records.save(rec)
-        shutil.copy(path, out_dir / path.name)   # $OUT comes back from the GPU machine; data/ not
-        print("wrote", path, "and", out_dir / path.name)
-    print()
-    print(W.summarize_ladder(rec))
-    say("done")
-    return 0
+    return record_suite("warp_specialization",
+                        lambda: W.measure_ladder(progress=say, sizes=sizes, rungs=args.rungs),
+                        W.summarize_ladder, out_dir, say, save=args.record)
 
 
 if __name__ == "__main__":

@@ -27,60 +27,27 @@ per-tensor scales: "block scales cost") and, where torch's build takes block sca
 1×128 / 128×128 scales (else a row saying why). The short table comes last.
 Equivalent pytest run of the checks: ``pytest -q -m gpu tests/test_fp8.py``.
 """
-import argparse
-import json
-import os
-import shutil
 import sys
-import time
-import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
+from gpu_common import parser, record_suite, start  # noqa: E402
 from asynctc import fp8  # noqa: E402
-from asynctc.core import records, runtime  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.environ.get("OUT", "out_ch07"),
-                    help="folder for results.json (default: $OUT)")
-    ap.add_argument("--record", action="store_true", help="write data/<gpu>/fp8.json")
-    ap.add_argument("--quick", action="store_true", help="compile, experiment and checks only")
+    ap = parser(__doc__, "out_ch07", "fp8", "compile, experiment and checks only")
     ap.add_argument("--sizes", default=",".join(map(str, fp8.SIZES)),
                     help="square sizes timed, comma-separated")
     args = ap.parse_args()
-    t0 = time.time()
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not runtime.runs_live("sm_90a"):
-        print(f"no live sm_90a GPU: {runtime.why_not_live('sm_90a')}")
+    started = start(args.out, long_header=False)
+    if started is None:
         return 2
-    info = runtime.device_info()
-    print(f"{info.name}, {info.sm_count} SMs, NVRTC {'.'.join(map(str, runtime.nvrtc_version()))}",
-          flush=True)
-
-    def say(s):
-        print(f"[{time.time() - t0:6.1f}s] {s}", flush=True)
-
+    out_dir, say = started
     sizes = () if args.quick else tuple(int(s) for s in args.sizes.split(","))
-    try:
-        rec = records.measure("fp8", lambda: fp8.measure_fp8(progress=say, sizes=sizes))
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        say("FAILED (first failure above); nothing recorded")
-        return 1
-    (out_dir / "results.json").write_text(json.dumps(rec.to_json(), indent=1))
-    say(f"wrote {out_dir / 'results.json'}")
-    if args.record and not args.quick:
-        path = records.save(rec)
-        shutil.copy(path, out_dir / path.name)   # $OUT comes back from the GPU machine; data/ not
-        print("wrote", path, "and", out_dir / path.name)
-    print()
-    print(fp8.summarize_fp8(rec))
-    say("done")
-    return 0
+    return record_suite("fp8", lambda: fp8.measure_fp8(progress=say, sizes=sizes),
+                        fp8.summarize_fp8, out_dir, say, save=args.record and not args.quick)
 
 
 if __name__ == "__main__":

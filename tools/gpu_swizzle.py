@@ -23,19 +23,16 @@ comes last.
 import argparse
 import glob
 import json
-import os
 import shutil
 import subprocess
 import sys
-import time
-import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
+from gpu_common import parser, record_suite, start  # noqa: E402
 from asynctc import swizzle as S  # noqa: E402
-from asynctc.core import records, runtime  # noqa: E402
+from asynctc.core import runtime  # noqa: E402
 
 NCU_SIZE = 4096
 NCU_TIMEOUT_S = 100
@@ -113,11 +110,7 @@ def run_ncu(say) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.environ.get("OUT", "out_swizzle"),
-                    help="folder for results.json (default: $OUT)")
-    ap.add_argument("--record", action="store_true", help="write data/<gpu>/swizzle.json")
-    ap.add_argument("--quick", action="store_true", help="compile, checks and ncu only")
+    ap = parser(__doc__, "out_swizzle", "swizzle", "compile, checks and ncu only")
     ap.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute")
     ap.add_argument("--ncu-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--sizes", default=",".join(map(str, S.SIZES)),
@@ -125,18 +118,10 @@ def main() -> int:
     args = ap.parse_args()
     if args.ncu_child:
         return ncu_child()
-    t0 = time.time()
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not runtime.runs_live("sm_90a"):
-        print(f"no live sm_90a GPU: {runtime.why_not_live('sm_90a')}")
+    started = start(args.out, long_header=False)
+    if started is None:
         return 2
-    info = runtime.device_info()
-    print(f"{info.name}, {info.sm_count} SMs, NVRTC {'.'.join(map(str, runtime.nvrtc_version()))}",
-          flush=True)
-
-    def say(s):
-        print(f"[{time.time() - t0:6.1f}s] {s}", flush=True)
+    out_dir, say = started
 
     print(S.PREDICTION, flush=True)
     from asynctc import warp_specialization as W
@@ -145,24 +130,13 @@ def main() -> int:
     ncu = {"available": False, "why": "--no-ncu"} if args.no_ncu else run_ncu(say)
     say("ncu: " + ("counters taken" if ncu.get("available") else f"not used: {ncu.get('why')}"))
     sizes = () if args.quick else tuple(int(s) for s in args.sizes.split(","))
-    try:
-        rec = records.measure("swizzle", lambda: S.measure_swizzle(progress=say, sizes=sizes,
-                                                                   ncu=ncu))
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
+
+    def keep_ncu():     # the counters survive a failed measurement
         (out_dir / "ncu.json").write_text(json.dumps(ncu, indent=1))
-        say("FAILED (first failure above); nothing recorded")
-        return 1
-    (out_dir / "results.json").write_text(json.dumps(rec.to_json(), indent=1))
-    say(f"wrote {out_dir / 'results.json'}")
-    if args.record and not args.quick:
-        path = records.save(rec)
-        shutil.copy(path, out_dir / path.name)   # $OUT comes back from the GPU machine; data/ not
-        print("wrote", path, "and", out_dir / path.name)
-    print()
-    print(S.summarize_swizzle(rec))
-    say("done")
-    return 0
+
+    return record_suite("swizzle", lambda: S.measure_swizzle(progress=say, sizes=sizes, ncu=ncu),
+                        S.summarize_swizzle, out_dir, say, save=args.record and not args.quick,
+                        on_failure=keep_ncu)
 
 
 if __name__ == "__main__":
