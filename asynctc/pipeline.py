@@ -384,14 +384,14 @@ def b_shape(k: int, n: int, b_major: str) -> tuple[int, int]:
     return (n, k) if b_major == "K" else (k, n)
 
 
-def check_operands(a, b, cfg: PipelineConfig, out=None) -> tuple[int, int, int]:
-    """Validate ``a`` (M×K), ``b`` (stored per ``cfg.b_major``) and ``out``; return (M, N, K).
-    Rules: dtype = cfg.dtype; 2-D C-contiguous; shapes multiples of the tile; 16-byte aligned
-    device addresses (cuTensorMapEncodeTiled: globalAddress and globalStrides multiples of 16)."""
-    dt = np_dtype(cfg.dtype)
+def operand_dims(a, b, dt, dtype_name: str, b_major: str) -> tuple[int, int, int]:
+    """(M, N, K) of ``a`` (M×K) and ``b`` (stored N×K for ``b_major`` "K", K×N for "MN"), after the
+    rules every TMA-fed GEMM of the course shares: dtype ``dt`` (named ``dtype_name``), 2-D,
+    C-contiguous host arrays, 16-byte aligned device addresses (cuTensorMapEncodeTiled
+    globalAddress), K agreeing. Raises :class:`PipelineError`."""
     for what, x in (("a", a), ("b", b)):
         if np.dtype(x.dtype) != dt:
-            _fail(f"{what}.dtype", str(np.dtype(x.dtype)), f"must be {cfg.dtype} (cfg.dtype)")
+            _fail(f"{what}.dtype", str(np.dtype(x.dtype)), f"must be {dtype_name} (cfg.dtype)")
         if len(x.shape) != 2:
             _fail(f"{what}.shape", tuple(x.shape), "must be 2-D")
         if isinstance(x, DeviceArray) and x.ptr % 16:
@@ -399,22 +399,32 @@ def check_operands(a, b, cfg: PipelineConfig, out=None) -> tuple[int, int, int]:
         if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
             _fail(f"{what}", "non-contiguous", "must be C-contiguous (row-major)")
     m, k = a.shape
-    if cfg.b_major == "K":
-        n, k2 = b.shape
-        layout = "N×K (b_major='K')"
-    else:
-        k2, n = b.shape
-        layout = "K×N (b_major='MN')"
+    n, k2 = b.shape if b_major == "K" else b.shape[::-1]
     if k2 != k:
+        layout = "N×K (b_major='K')" if b_major == "K" else "K×N (b_major='MN')"
         _fail("b.shape", tuple(b.shape), f"B stored {layout} must have K={k} to match "
                                          f"a.shape={tuple(a.shape)}")
+    return m, n, k
+
+
+def check_out(out, m: int, n: int, odt) -> None:
+    """``out`` is None or M×N of dtype ``odt`` at a 16-byte aligned address; raises
+    :class:`PipelineError`."""
+    if out is None:
+        return
+    if tuple(out.shape) != (m, n) or np.dtype(out.dtype) != odt:
+        _fail("out", (tuple(out.shape), str(out.dtype)), f"must be {(m, n)} {odt}")
+    if getattr(out, "ptr", 0) % 16:
+        _fail("out address", hex(out.ptr), "must be 16-byte aligned")
+
+
+def check_operands(a, b, cfg: PipelineConfig, out=None) -> tuple[int, int, int]:
+    """Validate ``a`` (M×K), ``b`` (stored per ``cfg.b_major``) and ``out``; return (M, N, K).
+    Rules: :func:`operand_dims` with ``cfg.dtype``; shapes multiples of the tile
+    (:func:`check_shapes`); ``out`` per :func:`check_out`."""
+    m, n, k = operand_dims(a, b, np_dtype(cfg.dtype), cfg.dtype, cfg.b_major)
     check_shapes(m, n, k, cfg)
-    odt = np_dtype(cfg.out_dtype)
-    if out is not None:
-        if tuple(out.shape) != (m, n) or np.dtype(out.dtype) != odt:
-            _fail("out", (tuple(out.shape), str(out.dtype)), f"must be {(m, n)} {odt}")
-        if out.ptr % 16:
-            _fail("out address", hex(out.ptr), "must be 16-byte aligned")
+    check_out(out, m, n, np_dtype(cfg.out_dtype))
     return m, n, k
 
 

@@ -624,29 +624,14 @@ def check_operands(a, b, cfg: WSConfig, out=None, scales=None,
     aligned device addresses — cuTensorMapEncodeTiled) with this config's dtype and k-tile.
     Raises :class:`WarpSpecializationError`."""
     from .models.layout import dtype_of
-    dt = dtype_of(cfg.dtype)
-    for what, x in (("a", a), ("b", b)):
-        if np.dtype(x.dtype) != dt:
-            _fail(f"{what}.dtype", str(np.dtype(x.dtype)), f"must be {cfg.dtype} (cfg.dtype)")
-        if len(x.shape) != 2:
-            _fail(f"{what}.shape", tuple(x.shape), "must be 2-D")
-        if isinstance(x, DeviceArray) and x.ptr % 16:
-            _fail(f"{what} address", hex(x.ptr), "must be 16-byte aligned (TMA globalAddress)")
-        if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
-            _fail(what, "non-contiguous", "must be C-contiguous (row-major)")
-    m, k = a.shape
-    n, k2 = b.shape if cfg.b_major == "K" else b.shape[::-1]
-    if k2 != k:
-        layout = "N×K (b_major='K')" if cfg.b_major == "K" else "K×N (b_major='MN')"
-        _fail("b.shape", tuple(b.shape), f"B stored {layout} must have K={k} to match "
-                                         f"a.shape={tuple(a.shape)}")
-    check_shapes(m, n, k, cfg)
-    if out is not None:
-        odt = dtype_of(cfg.out_dtype)
-        if tuple(out.shape) != (m, n) or np.dtype(out.dtype) != odt:
-            _fail("out", (tuple(out.shape), str(out.dtype)), f"must be {(m, n)} {odt}")
-        if getattr(out, "ptr", 0) % 16:
-            _fail("out address", hex(out.ptr), "must be 16-byte aligned")
+    try:
+        m, n, k = P.operand_dims(a, b, dtype_of(cfg.dtype), cfg.dtype, cfg.b_major)
+        check_shapes(m, n, k, cfg)
+        P.check_out(out, m, n, dtype_of(cfg.out_dtype))
+    except WarpSpecializationError:
+        raise
+    except P.PipelineError as e:
+        raise WarpSpecializationError(str(e)) from None
     if scales is not None:
         if not is_fp8(cfg.dtype):
             _fail("scales", "given", f"per-tensor scales are for fp8 inputs, not {cfg.dtype}")
