@@ -796,7 +796,6 @@ def accumulation_experiment(rng, say, ks=None, promotes=None) -> dict:
     the measured swamp output (:func:`fit_frac_bits` on :data:`FIT_ROWS` × :data:`FIT_COLS`
     elements) per K and promotion."""
     from . import warp_specialization as W
-    from .core.memory import DeviceArray
     ks = EXPERIMENT_K if ks is None else ks
     promotes = EXPERIMENT_PROMOTE if promotes is None else promotes
     m, n = 128, 256
@@ -1086,7 +1085,7 @@ def ratio_rows(rows: list[dict]) -> list[dict]:
             name = ("cuBLASLt fp8 block scales" if r["kernel"] == "cuBLASLt" and
                     r.get("block_scales") else
                     f"cuBLASLt fp8 fast_accum={r['fast_accum']}" if r["kernel"] == "cuBLASLt"
-                    else f"cuBLAS fp16" if r["kernel"] == "cuBLAS" else r["label"])
+                    else "cuBLAS fp16" if r["kernel"] == "cuBLAS" else r["label"])
             out.append({"size": size, "kernel": name, "tflops": r["tflops"],
                         "of_cublaslt_fast": r["tflops"] / lt[True] if True in lt else None,
                         "of_cublaslt": r["tflops"] / lt[False] if False in lt else None})
@@ -1228,7 +1227,6 @@ def seed_comparison(mma_rec, ws_rec, fp8_rec=None, size: int = 4096,
     ``ours``, ``label``, ``tflops``, ``sm_mhz``, ``clock`` (its kind), ``fraction``,
     ``peak_text``, ``suite``."""
     from .core import bench
-    from . import warp_specialization as W
     out = []
 
     def add(seed, ours, row, rec, dt=dtype):

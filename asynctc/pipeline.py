@@ -1000,7 +1000,9 @@ def sweep_configs(limit: int | None = None) -> list[PipelineConfig]:
     return out
 
 
-def _problem(s: int, dtype: str, rng):
+def device_problem(s: int, dtype: str, rng):
+    """A fresh random s×s×s problem (chapter 01's operands, rounded to ``dtype``) on the host and
+    the device: ``(a, b, da, db, dbt)`` with ``dbt`` = Bᵀ (N×K) for kernels that read B K-major."""
     from . import mma_sync
     a, b = mma_sync.random_operands(s, s, s, dtype, int(rng.integers(2**31)))
     bt = np.ascontiguousarray(b.T)
@@ -1068,7 +1070,7 @@ def measure_pipeline(progress=None, sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, chec
                         out["not_fitting"].append({**kw, "reason": str(e)})
     for size in sizes:
         for dt in dtypes:
-            a, b, da, db, dbt = _problem(size, dt, rng)
+            a, b, da, db, dbt = device_problem(size, dt, rng)
             rows = checks.timed_output_reference(a, b, dt, rng)   # one row per 128-row band
             flop = bench.gemm_flop(size, size, size)
             dc = DeviceArray.poisoned((size, size), np_dtype(dt))

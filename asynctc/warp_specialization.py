@@ -1708,7 +1708,7 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
             raise RuntimeError(f"a correct kernel after the broken variant is wrong: {c.as_dict()}")
     for size in sizes:
         for dt in dtypes:
-            a, b, da, db, dbt = P._problem(size, dt, rng)
+            a, b, da, db, dbt = P.device_problem(size, dt, rng)
             rows = checks.timed_output_reference(a, b, dt, rng)
             flop = bench.gemm_flop(size, size, size)
             dc = DeviceArray.poisoned((size, size), P.np_dtype(dt))
