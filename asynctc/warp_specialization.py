@@ -1475,6 +1475,11 @@ class MatmulPlan:
                     _fail(f"config.{f}", getattr(config, f), f"must be {want!r} for these operands")
             config = config.replace(edges=True, trace=False)
         self.config = config
+        if not runtime.runs_live("sm_90a"):
+            raise runtime.NoGPUError(
+                f"asynctc.matmul runs on a Hopper GPU (sm_90: H100, H200); here: "
+                f"{runtime.why_not_live('sm_90a')}. The inputs were checked and are valid; "
+                "`python -m asynctc doctor` says what this machine can do")
         da = a if isinstance(a, DeviceArray) else upload_pitched(np.asarray(a), stream)
         db = b if isinstance(b, DeviceArray) else upload_pitched(np.asarray(b), stream)
         if device_c:

@@ -321,6 +321,7 @@ def emulated(monkeypatch):
     monkeypatch.setattr(W, "_tile_map", lambda x, tile: ("map", x, tile))
     monkeypatch.setattr(W, "max_active_clusters", lambda *a, **k: None)
     monkeypatch.setattr(runtime, "launch", emulate_edges)
+    monkeypatch.setattr(runtime, "runs_live", lambda arch="sm_90a": True)
     monkeypatch.setattr(runtime, "check_launch", lambda *a, **k: None)
     monkeypatch.setattr(runtime, "precompile", lambda jobs, workers=None: list(jobs))
     monkeypatch.setattr(runtime, "device_info", lambda: test_suites.INFO)
@@ -406,3 +407,15 @@ def test_matmul_writes_into_out_and_refuses_unaligned_device_rows(rng):
     assert P.compare_elementwise(out, a, b, "float32").passed
     with pytest.raises(W.WarpSpecializationError, match="pass a numpy array to have it padded"):
         asynctc.matmul(DeviceArray.from_host(a), DeviceArray.from_host(b))
+
+
+def test_matmul_without_a_gpu_says_what_it_needs():
+    """Valid inputs on a machine without an sm_90 GPU: a NoGPUError that names the GPU it needs and
+    says the inputs were fine (bad inputs are refused first, by their own errors)."""
+    if runtime.runs_live("sm_90a"):
+        pytest.skip("this machine has an sm_90 GPU")
+    a = np.ones((7, 16), np.float16) * np.float16(0.5)
+    with pytest.raises(runtime.NoGPUError, match=r"asynctc.matmul runs on a Hopper GPU \(sm_90"):
+        W.matmul(a, a.T.copy())
+    with pytest.raises(W.WarpSpecializationError, match="b.dtype"):
+        W.matmul(a, a.T.astype(np.float32))
