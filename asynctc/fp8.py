@@ -333,9 +333,10 @@ EXPERIMENT_K = (256, 512, 1024, 2048, 4096, 8192, 16384)
 EXPERIMENT_PROMOTE = (0, 1, 4)
 
 #: The model's prediction for the swamping experiment (:func:`swamp_operands`, frac_bits = 13,
-#: groups of 32), written down BEFORE the first GPU run (2026-12-01): median relative error of C
-#: against float64 per K, without promotion and with promotion every 1 and 4 k-tiles. Kept as
-#: written; the GPU run fits ``frac_bits`` and sets its measurement beside this.
+#: groups of 32), written down BEFORE the first GPU run (2026-11-30: frozen in commit c50752c at
+#: 11:11 UTC; the first fp8 record, committed in 4ad47c0, was measured at 11:23 UTC): median
+#: relative error of C against float64 per K, without promotion and with promotion every 1 and 4
+#: k-tiles. Kept as written; the GPU run fits ``frac_bits`` and sets its measurement beside this.
 ACC_PREDICTION = """\
 frac_bits = 13, group = 32, swamping input (one 32·32 product first, then positive products in [2^-6, 2^-4))
 | K | no promotion | promote 1 | promote 4 |
@@ -1313,6 +1314,16 @@ def _quantize_hint(answer, value: float, dtype: str = "float8_e4m3fn"):
                     "ties to even)")
     elif abs(answer) > fmt.max:
         return f"{fmt.ptx}'s largest finite value is {fmt.max:g}: larger magnitudes saturate"
+    if math.isfinite(answer) and abs(answer) <= fmt.max \
+            and float(quantize(np.array([float(answer)]), fmt.name, scale=1.0)[0][0]) != answer:
+        grid = ""
+        if abs(answer) >= fmt.min_normal:
+            e = 2.0 ** math.floor(math.log2(abs(answer)))
+            grid = (f": between {e:g} and {2 * e:g} its values are {e:g} · (1 + j/"
+                    f"{2 ** fmt.frac_bits}), a step of {e / 2 ** fmt.frac_bits:g}")
+        # the neighbours themselves would give the answer away: name how to find them
+        return (f"{answer:g} is not on the {fmt.ptx} grid{grid}; the answer is the {fmt.ptx} "
+                f"value nearest {value:g} — find the two grid values around it")
     return None
 
 
@@ -1366,10 +1377,12 @@ def _promote_hint(answer, k: int, target: float):
         return f"K = {k} has only {tiles} k-tiles of 128"
     err = _promote_errors(k, max(answer, 1))[answer]
     if err >= target:
-        return (f"the model gives {err:.1e} with {'no promotion' if answer == 0 else f'promotion every {answer}'}"
-                f" — not below {target:g}")
-    return (f"every {answer} k-tiles stays below {target:g} ({err:.1e}), but a longer interval "
-            "does too: the question asks for the largest (promotion costs throughput)")
+        every = "no promotion" if answer == 0 else \
+            f"promotion every {answer} k-tile{'s' if answer != 1 else ''}"
+        return f"the model gives {err:.1e} with {every} — not below {target:g}"
+    return (f"promotion every {answer} k-tile{'s' if answer != 1 else ''} stays below {target:g} "
+            f"({err:.1e}), but a longer interval does too: the question asks for the largest "
+            "(promotion costs throughput)")
 
 
 @_ex.exercise("ch07.promote_interval", "Per the model (13 fraction bits, groups of 32, the swamping "

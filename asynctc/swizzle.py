@@ -197,7 +197,8 @@ def prediction_markdown(dtype: str = "float16") -> str:
     return "\n".join(lines)
 
 
-#: Written BEFORE the first GPU run of the swizzle experiment (2026-12-02), from
+#: Written BEFORE the first GPU run of the swizzle experiment (2026-11-30: frozen in commit ef336ed
+#: at 11:49 UTC; the swizzle record data/h200/swizzle.json is dated 11:55 UTC), from
 #: :func:`prediction_markdown` and the SASS of the four cubins; kept as written.
 PREDICTION = """\
 Bank model, ws float16 128x256x64/c2 s4 B:K regs:40/232 persistent out:float16, per swizzle (factor = wavefronts / ideal; 1.00 = conflict-free):
@@ -500,10 +501,97 @@ def swizzle_table(results: dict) -> list[dict]:
     return out
 
 
+def ncu_size(results: dict) -> int | None:
+    """The cube size n (M = N = K) Nsight Compute profiled, or None where it cannot be told.
+
+    ``tools/gpu_swizzle.py`` profiles one launch per variant at one size (its ``NCU_SIZE``), which
+    is not the size of every timed row. A record that names it (``ncu["size"]``) is taken at its
+    word; an older one is read from its own counters: the 128-byte variant's TMA load bytes
+    (``l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld``) are exactly A once per column of
+    tiles and B once per row of tiles, 2·n³·itemsize·(1/bn + 1/bm) bytes for the base
+    configuration's tile (no cluster, so no multicast). The n that reproduces them exactly is the
+    size; None if none does.
+    """
+    n = results.get("ncu") or {}
+    if not n.get("available"):
+        return None
+    if n.get("size"):
+        return int(n["size"])
+    got = _ncu_for(results, 128).get("l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum")
+    if not got:
+        return None
+    cfg = base_config()
+    es = np.dtype(cfg.dtype).itemsize
+
+    def tma_bytes(size):
+        return size * size * es * (size // cfg.bn) + size * size * es * (size // cfg.bm)
+    guess = round((got / (es * (1 / cfg.bn + 1 / cfg.bm))) ** (1 / 3))
+    for size in (guess - 1, guess, guess + 1):
+        if size % cfg.bm == 0 and size % cfg.bn == 0 and tma_bytes(size) == got:
+            return size
+    return None
+
+
+def ncu_rows(results: dict) -> list[dict]:
+    """One row per swizzle variant profiled by Nsight Compute (empty without ncu): the size it
+    ran at (:func:`ncu_size`), the LSU shared-memory instructions in its cubin's SASS
+    (:func:`shared_lsu_instructions`, from the record), the LSU shared instructions executed and
+    their bank conflicts (loads + stores), all shared-memory bank reads and writes of the L1/shared
+    data path (wgmma and TMA included), the TMA load bytes and the profiled duration (µs)."""
+    size = ncu_size(results)
+    out = []
+    for sw in SWIZZLES:
+        n = _ncu_for(results, sw)
+        if not n:
+            continue
+
+        def get(*names):
+            vals = [n.get(x) for x in names]
+            return None if any(v is None for v in vals) else sum(vals)
+        out.append({
+            "swizzle": sw, "size": size,
+            "sass_lsu_shared": (results.get("variants", {}).get(str(sw)) or {}).get("lsu_shared"),
+            "lsu_instructions": get("smsp__sass_inst_executed_op_shared_ld.sum",
+                                    "smsp__sass_inst_executed_op_shared_st.sum"),
+            "lsu_conflicts": get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
+            "bank_reads": get("l1tex__data_bank_reads.sum"),
+            "bank_writes": get("l1tex__data_bank_writes.sum"),
+            "tma_bytes": get("l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum"),
+            "duration_us": None if n.get("gpu__time_duration.sum") is None
+            else n["gpu__time_duration.sum"] / 1e3})
+    return out
+
+
+def ncu_text(results: dict) -> str:
+    """Nsight Compute's counters, one line per variant, headed by the size profiled ("" without
+    ncu). The LSU columns count only LDS/STS-type instructions: a cubin without any (the
+    ``SASS LSU`` column) shows 0 there whatever its layout, since wgmma and TMA do not use the
+    LSU pipe; the bank reads and writes count every shared-memory access."""
+    rows = ncu_rows(results)
+    if not rows:
+        return ""
+    size = rows[0]["size"]
+
+    def f(x, fmt):
+        return "—" if x is None else format(x, fmt)
+    lines = [f"Nsight Compute, one launch per variant at "
+             f"{f'{size}³' if size else 'a size the record does not name'} (not every timed size):",
+             f"{'swizzle':>7s} {'SASS LSU':>8s} {'LSU inst':>8s} {'LSU confl':>9s} {'bank reads':>11s} "
+             f"{'bank writes':>11s} {'TMA bytes':>10s} {'µs':>6s}"]
+    for r in rows:
+        sw = f"{r['swizzle']}B" if r["swizzle"] else "none"
+        lines.append(f"{sw:>7s} {f(r['sass_lsu_shared'], 'd'):>8s} {f(r['lsu_instructions'], '.0f'):>8s} "
+                     f"{f(r['lsu_conflicts'], '.0f'):>9s} {f(r['bank_reads'], '.4g'):>11s} "
+                     f"{f(r['bank_writes'], '.4g'):>11s} {f(r['tma_bytes'], '.3g'):>10s} "
+                     f"{f(r['duration_us'], '.0f'):>6s}")
+    return "\n".join(lines)
+
+
 def summarize_swizzle(rec) -> str:
-    """The short table of a ``swizzle`` record: per size and swizzle, TFLOP/s, of cuBLAS, of the
-    128-byte variant against the prediction, the model's conflict factor and Nsight Compute's
-    LSU bank conflicts and bank reads (— where ncu was not available)."""
+    """The short tables of a ``swizzle`` record: Nsight Compute's counters once per variant, at
+    the size it profiled (:func:`ncu_text`); then per timed size and swizzle, TFLOP/s, of cuBLAS,
+    of the 128-byte variant against the prediction and the model's conflict factor."""
     res = rec.results if hasattr(rec, "results") else rec
     table = res.get("table") or swizzle_table(res)
     n = res.get("ncu") or {}
@@ -512,8 +600,10 @@ def summarize_swizzle(rec) -> str:
     lines = [f"swizzle experiment ({base_config().label()}): {len(res.get('checks', []))} "
              "checks passed", "Nsight Compute: " + ("yes" if n.get("available") else
                                                    f"not used ({why})")]
+    if ncu_text(res):
+        lines += [ncu_text(res), "timed:"]
     lines.append(f"{'size':>5s} {'swizzle':>7s} {'TFLOP/s':>8s} {'cuBLAS':>7s} {'of 128B':>8s} "
-                 f"{'predicted':>10s} {'model':>6s} {'ncu lsu':>8s} {'bank rd':>10s}")
+                 f"{'predicted':>10s} {'model':>6s}")
 
     def f(x, fmt):
         return "—" if x is None else format(x, fmt)
@@ -522,8 +612,7 @@ def summarize_swizzle(rec) -> str:
         pr = f"{r['predicted'][0]:.2f}-{r['predicted'][1]:.2f}"
         mark = "" if r["inside"] is None else (" " if r["inside"] else "!")
         lines.append(f"{r['size']:>5d} {sw:>7s} {r['tflops']:8.0f} {f(r['of_cublas'], '.2f'):>7s} "
-                     f"{f(r['of_128'], '.3f'):>8s}{mark} {pr:>10s} {f(r['model_conflicts'], '.2f'):>6s} "
-                     f"{f(r['lsu_conflicts'], '.0f'):>8s} {f(r['bank_reads'], '.3g'):>10s}")
+                     f"{f(r['of_128'], '.3f'):>8s}{mark} {pr:>10s} {f(r['model_conflicts'], '.2f'):>6s}")
     lines.append("(! = outside the prediction frozen in asynctc.swizzle.PREDICTION)")
     return "\n".join(lines)
 
@@ -623,6 +712,7 @@ def budget_markdown(rows: list[dict]) -> str:
 __all__ = ["SWIZZLES", "SIZES", "PREDICTION", "PREDICTED_RATIO", "NCU_METRICS", "base_config",
            "variants", "wavefronts", "ideal_wavefronts", "read_conflicts", "plain_rows_conflicts",
            "tma_write_conflicts", "bank_model", "prediction_markdown", "kernel_layout", "metric_base",
-           "stage_dry_run", "shared_lsu_instructions", "parse_ncu_csv", "check_variants",
+           "stage_dry_run", "shared_lsu_instructions", "parse_ncu_csv", "ncu_size", "ncu_rows",
+           "ncu_text", "check_variants",
            "measure_swizzle", "swizzle_table", "summarize_swizzle", "budget_table",
            "budget_markdown", "SUITES"]

@@ -1043,19 +1043,23 @@ RUNGS: tuple[Rung, ...] = (
     Rung(3, "ws_setmaxnreg", "two consumer warpgroups on 128×256 (64 rows each), setmaxnreg "
                              "producer 40 / consumers 232, __launch_bounds__(384, 1)",
          "at or just above rung 1 (0.90-0.97): same tile, loads off the consumers' path", _ws2),
-    Rung(4, "tile", "the fastest (tile, stages) of TILE_SWEEP (128×256 / 256×128 at 3-4 stages, "
+    Rung(4, "tile", "the fastest (tile, stages) of a sweep (128×256 / 256×128 at 3-4 stages, "
                     "128×128 at 4-6) within 227 KiB",
          "within ±3% of rung 3; 256×128 may win (B read once per 256 rows)", _tile_default),
-    Rung(5, "persistent", "persistent grid (min(SMs, tiles) CTAs), group-M tile order, the "
-                          "producer loads tile t+1 while the consumers store tile t",
+    Rung(5, "persistent", "persistent grid (min(SMs, tiles) CTAs), group-M tile order (tiles "
+                          "walked column by column within groups of 8 tile rows, so that CTAs "
+                          "running at once share A and B tiles in L2), the producer loads tile "
+                          "t+1 while the consumers store tile t",
          "+3-8% over rung 3 (prologue and epilogue hidden; 4096³ has 3.9 waves of 128×256 tiles)",
          _persistent),
     Rung(6, "cluster", "clusters of 2 CTAs along M: each loads half of the shared 256×64 B box and "
                        "multicasts it to both (32 KiB per stage from L2 per SM instead of 48)",
          "+0-6% over rung 5 if the consumers wait on full barriers (L2→SM bandwidth); no gain "
          "if they do not", _cluster),
-    Rung(7, "tma_store", "epilogue through shared memory: stmatrix into two swizzled 64×64 "
-                         "buffers per consumer, TMA store, drained while the next tile's k-loop runs",
+    Rung(7, "tma_store", "epilogue through shared memory: stmatrix (a warp's store of 8×8 "
+                         "matrix fragments from registers into shared memory) into two swizzled "
+                         "64×64 buffers per consumer, TMA store, drained while the next tile's "
+                         "k-loop runs",
          "+1-3% over rung 6 (coalesced 128-byte stores off the consumers' critical path)",
          _tma_store),
 )
@@ -1844,16 +1848,22 @@ def ladder_rows(rows: list[dict], dtype: str, size: int, cublas: dict | None) ->
 
 
 def ladder_table(results: dict) -> str:
-    """The ladder: rung, config, TFLOP/s, fraction of cuBLAS, prediction — per size and dtype."""
+    """The ladder: rung, TFLOP/s, cuBLAS, fraction of cuBLAS, config — per size and dtype (the
+    predictions, the same for every size and dtype, are listed once by :func:`ladder_predictions`)."""
     lines = [f"{'size':>5s} {'dtype':9s} {'rung':17s} {'TFLOP/s':>7s} {'cuBLAS':>7s} "
-             f"{'of cuBLAS':>9s}  config | prediction"]
+             f"{'of cuBLAS':>9s}  config"]
     cbs = {(r["dtype"], r["size"]): r["tflops"] for r in results["rows"] if r["kernel"] == "cuBLAS"}
     for r in results["ladder"]:
         ratio = f"{r['of_cublas']:9.2f}" if r["of_cublas"] is not None else f"{'-':>9s}"
         lines.append(f"{r['size']:5d} {r['dtype']:9s} {str(r['rung']) + ' ' + r['name']:17s} "
                      f"{r['tflops']:7.0f} {cbs.get((r['dtype'], r['size']), float('nan')):7.0f} "
-                     f"{ratio}  {r['label']} | {r['prediction']}")
+                     f"{ratio}  {r['label']}")
     return "\n".join(lines)
+
+
+def ladder_predictions(rungs=None) -> str:
+    """Each rung's prediction (written before the first H200 run), one line per rung."""
+    return "\n".join(f"rung {r.number} {r.name}: {r.prediction}" for r in (rungs or RUNGS))
 
 
 def summarize_ladder(rec) -> str:
@@ -2130,14 +2140,15 @@ def register_budget(cfg: WSConfig, ck: runtime.CompiledKernel | None = None) -> 
 def register_budget_table(rows: list[dict]) -> str:
     """Rows of :func:`register_budget` as text: per config, registers per thread by role, the CTA's
     total of the SM's 65536, and the SASS's USETMAXREG immediates."""
-    lines = [f"{'config':58s} {'thr':>4s} {'entry':>5s} {'ptxas':>5s} {'prod':>4s} {'cons':>4s} "
+    w = max([58] + [len(r["label"]) for r in rows])
+    lines = [f"{'config':{w}s} {'thr':>4s} {'entry':>5s} {'ptxas':>5s} {'prod':>4s} {'cons':>4s} "
              f"{'CTA total':>9s} {'acc':>4s}  SASS"]
     for r in rows:
         sass_txt = (f"USETMAXREG.DEALLOC {r['sass_dealloc']} .TRY_ALLOC {r['sass_alloc']}"
                     if r["sass_dealloc"] or r["sass_alloc"] else "no USETMAXREG")
         if r["dropped"]:
             sass_txt += " — setmaxnreg DROPPED (C7508)"
-        lines.append(f"{r['label']:58s} {r['threads']:4d} {r['entry']:5d} {r['ptxas']:5d} "
+        lines.append(f"{r['label']:{w}s} {r['threads']:4d} {r['entry']:5d} {r['ptxas']:5d} "
                      f"{r['producer']:4d} {r['consumer']:4d} {r['total']:6d}/64K {r['accumulators']:4d}"
                      f"  {sass_txt}")
     return "\n".join(lines)

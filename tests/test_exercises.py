@@ -74,13 +74,15 @@ MISTAKES = [
     ("ch07.quantize", 300.0, "not on the e4m3 grid"),
     ("ch07.quantize", 320.0, "e5m2 grid"),
     ("ch07.quantize", 256.0, "only the leading bit"),
+    ("ch07.quantize", 304.0, "not on the e4m3 grid: between 256 and 512"),
+    ("ch07.quantize", 304.0, "the e4m3 value nearest 300"),
     ("ch07.block_scale", 448 / 37.5, "inverse"),
     ("ch07.block_scale", 37.5 / 240, "e4m3fnuz"),
     ("ch07.block_scale", 37.5 / 57344, "other format"),
     ("ch07.block_scale", 0.125, "no power of two"),
     ("ch07.block_scale", 37.5, "divide by it"),
     ("ch07.promote_interval", 0, "no promotion"),
-    ("ch07.promote_interval", 1, "the largest"),
+    ("ch07.promote_interval", 1, "every 1 k-tile stays"),
     ("ch07.promote_interval", 3, "not below 0.01"),
     ("ch07.promote_interval", 8, "wgmma k32 steps"),
     ("ch07.promote_interval", 256, "fp8 elements"),
@@ -285,6 +287,7 @@ def test_ldmatrix_aliases_and_tolerance_stated():
     ("ch01.smem_bytes", True, "a number, not True/False"),
     ("ch04.descriptor", float(_desc(0x4800, 4096, 512, 2)), "an exact int"),
     ("ch01.costliest_part", 3, "one of 'copy', 'ldmatrix', in quotes"),
+    ("ch06.producer_wait", 3, "2 values in parentheses, (stage, parity)"),
 ])
 def test_an_answer_in_no_accepted_form_says_which_form(capsys, name, answer, form):
     assert not exercises.check(name, answer, **KW[name])

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import re
 from typing import Any, Callable, Iterable
 
 
@@ -225,6 +226,16 @@ def normalize(name: str, answer: Any, exp: Any) -> Any:
         raise ValueError(str(e)) from None
 
 
+def _sequence_form(ex: Exercise, exp: Any) -> str:
+    """The form of a sequence answer, for the "answer with …" line: a tuple as the prompt names
+    its members ("Answer (stage, parity)"), else by its length; a list as a list."""
+    if isinstance(exp, tuple):
+        named = re.search(r"[Aa]nswer\s+`?\(([^()]*)\)", ex.prompt)
+        inside = named.group(1) if named else ", ".join("…" for _ in exp)
+        return f"{len(exp)} values in parentheses, ({inside})"
+    return "a list"
+
+
 def _normalize(ex: Exercise, answer: Any, exp: Any) -> Any:
     if ex.unordered:
         if isinstance(answer, (str, bytes, dict)) or not isinstance(answer, Iterable):
@@ -233,7 +244,7 @@ def _normalize(ex: Exercise, answer: Any, exp: Any) -> Any:
         return {_scalar(x, like) for x in answer}
     if isinstance(exp, (list, tuple)):
         if isinstance(answer, (str, bytes)) or not isinstance(answer, Iterable):
-            raise _NotAForm("a list")
+            raise _NotAForm(_sequence_form(ex, exp))
         return [_scalar(x, y) for x, y in zip(answer, exp)] + list(answer)[len(exp):]
     if ex.choices and not isinstance(answer, str):
         raise _NotAForm(f"one of {', '.join(repr(c) for c in ex.choices)}, in quotes")

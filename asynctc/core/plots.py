@@ -94,15 +94,19 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
     fig, ax = _fig(7, 0.5 + 0.45 * len(labels))
     y = np.arange(len(labels))[::-1]
     ax.barh(y, values, color="tab:blue")
+    top = max(list(values) + [baseline or 0])
     for yi, v in zip(y, values):
         txt = f"{v:.0f} {unit}" + (f"  ({v / baseline:.2f}× {baseline_label})" if baseline else "")
-        ax.text(v, yi, " " + txt, va="center", fontsize=8)
+        if v >= 0.55 * top:     # long bars carry their label inside: it never crosses the baseline
+            ax.text(v, yi, txt + " ", va="center", ha="right", fontsize=8, color="white")
+        else:
+            ax.text(v, yi, " " + txt, va="center", fontsize=8)
     if baseline:
         ax.axvline(baseline, color="k", ls="--", lw=1, label=f"{baseline_label} {baseline:.0f} {unit}")
         fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a bar
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel(unit)
-    ax.set_xlim(0, max(list(values) + [baseline or 0]) * 1.35)
+    ax.set_xlim(0, top * 1.35)
     _title(ax, title, record)
     return fig
 

@@ -92,6 +92,14 @@ notebook.claim(all(abs(f / k - 1) < 0.005 for f, k in zip(chk["in_flight_mhz"], 
                and lo > max(chk["in_kernel_mhz"]),
                f"The probe {bench.CLOCK_KINDS[1]} reads the kernel's own clock within 0.5 %; "
                f"{bench.CLOCK_KINDS[2]}, it reads higher than both.", check=chk)
+attr, boost = rec.provenance.get("max_sm_clock_mhz_attr"), bench.DATASHEET["boost_mhz"]
+if attr:
+    _ = notebook.claim(lo > boost and hi <= attr + 1,
+                       f"Those {lo:.0f}–{hi:.0f} MHz lie above the datasheet's {boost} MHz \"boost clock\" "
+                       f"and at most at {attr:.0f} MHz, the GPU's maximum SM clock as the driver reports "
+                       "it (max_sm_clock_mhz_attr of the ceilings record, CU_DEVICE_ATTRIBUTE_CLOCK_RATE), which "
+                       f"a GPU reaches when lightly loaded; the datasheet quotes its Tensor Core figures "
+                       f"at {boost} MHz.", after=(lo, hi), max_sm_clock_mhz_attr=attr)
 
 # %% [markdown]
 # Which kind do this record's cuBLAS rows carry? The cell prints it, with the caveat where it
@@ -130,13 +138,21 @@ else:
                        cublas_min=min(probed), in_kernel_max=max(inside), sustained=sus["sm_mhz"])
     if during:
         kd = bench.rows_clock_kind(rows_during)
-        notebook.verdict(max(during) < max(inside),
-                         f"cuBLAS ran at a lower clock ({kd}, at most {max(during):.0f} MHz) than the "
-                         f"fastest-clocked Tensor Core kernel of chapters 01 and 04 ({max(inside):.0f} "
-                         "MHz): the clock follows the workload, which is why each fraction names its own.",
-                         f"cuBLAS ({kd}, at most {max(during):.0f} MHz) did not run at a lower clock "
-                         f"than the fastest-clocked Tensor Core kernel of chapters 01 and 04 "
-                         f"({max(inside):.0f} MHz).")
+        by_dt = {dt: [(g["m"], g["sm_mhz"]) for g in sorted(rows_during, key=lambda g: g["m"])
+                      if g["dtype"] == dt] for dt in sorted({g["dtype"] for g in rows_during}, reverse=True)}
+        trend = "; ".join(f"{dt} " + " → ".join(f"{mhz:.0f}" for _, mhz in pts) + " MHz"
+                          for dt, pts in by_dt.items())
+        trend += " (" + " / ".join(sorted({" → ".join(f"{m}³" for m, _ in pts)
+                                           for pts in by_dt.values()})) + ")"
+        falls = all(len(pts) > 1 and all(b[1] < a[1] for a, b in zip(pts, pts[1:]))
+                    and pts[-1][1] < 0.95 * pts[0][1] for pts in by_dt.values())
+        notebook.verdict(falls,
+                         f"The cuBLAS clock ({kd}) falls as the size grows — {trend}: the same GPU, the "
+                         "same library, more than 5 % apart. The clock follows the workload, which is why "
+                         "each fraction names its own.",
+                         f"The cuBLAS clock ({kd}) does not fall steadily with the size ({trend}): this "
+                         "record does not show the clock following the workload, though each fraction "
+                         "still names its own.")
 
 # %% output varies
 p = rec.provenance
@@ -221,7 +237,9 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
 # | 01 mma.sync | every thread: global → registers → shared → registers | everyone, at every `__syncthreads` |
 # | 02 cp.async | threads issue copies that complete later | the consumer, only for the stage it needs |
 # | 03 TMA + mbarrier | one thread issues a whole tile; a copy engine moves it | the consumer, on an mbarrier phase |
-# | 04–06 wgmma, pipelines, warp specialization (06: planned) | a producer warp; consumers only do math | nobody, in steady state |
+# | 04 wgmma | TMA (or the threads) fill shared memory; `wgmma` reads its operands from there, asynchronously | the warpgroup, at `wgmma.wait_group` |
+# | 05 pipelines | one thread of a computing warpgroup issues TMA loads into a ring of stages, before the math needs them | the consumer, only when the ring runs dry |
+# | 06 warp specialization | a producer warpgroup that only loads; consumer warpgroups only do math | ideally nobody, in steady state (chapter 06 measures how close) |
 #
 # > **What we measured vs what is often claimed.** The H200 datasheet says "989 TFLOP/s dense
 # > bf16" (that is 132 × 4096 × 1830 MHz) and "4.8 TB/s". The cells above show the best cuBLAS GEMM

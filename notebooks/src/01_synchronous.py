@@ -212,7 +212,7 @@ except ValueError as e:
 #
 # Three numbers frame the result, all timed in the same run on the same GPU:
 #
-# * **cuBLAS** (which on Hopper uses `wgmma` and TMA — chapters 03–05, and 06 (planned));
+# * **cuBLAS** (which on Hopper uses `wgmma` and TMA — chapters 03–06);
 # * our **mma.sync GEMM**, best of the tiles tried per size;
 # * the **`mma.sync` ceiling**: a register-only kernel that issues independent `mma.sync`
 #   back to back with no memory traffic at all (`kernels/mma_sync_peak.cu`), run at the same

@@ -298,7 +298,7 @@ notebook.claim(len(set(flight.values())) > 1,
 # > cell below checks the claim against the smallest boxes of this record (the target for TMA's
 # > best box was ≥ 0.90 of the device-to-device copy). In a GEMM, what TMA buys is not bandwidth
 # > but free threads: the 31 idle lanes of the copy warp here are the warps chapter 05 and
-# > chapter 06 (planned) hand to the Tensor Cores.
+# > chapter 06 hand to the Tensor Cores.
 # >
 # > The configurations differ in bytes in flight (section 5), so this record compares
 # > configurations, not mechanisms: it can show where the claim's prediction holds or fails for
