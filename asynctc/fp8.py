@@ -850,8 +850,83 @@ def _sampled_fp8_check(out, qa, qb, sa, sb, cfg, rows_idx, frac_bits):
                           cfg.promote, cfg.label())
 
 
+#: Chapter 06's non-square shapes (and e5m2 at the square sizes) timed by :func:`measure_fp8`:
+#: the FP8 top rung (e4m3 and e5m2) beside cuBLASLt FP8 (e4m3, fast accumulation) per shape.
+NONSQUARE_SHAPES = None      # None: asynctc.warp_specialization.NONSQUARE_SHAPES
+
+
+def measure_fp8_nonsquare(shapes, reps, say, rng, frac_bits, lib) -> list[dict]:
+    """The FP8 top rung, e4m3 and e5m2 inputs (C in bf16), on each (M, N, K) of ``shapes`` beside
+    cuBLASLt FP8 (e4m3, fast accumulation; torch._scaled_mm), each timed output checked on sampled
+    rows; a shape the rung's tile does not divide gets a ``skipped`` row naming the rule (the FP8
+    builds have no edge handling)."""
+    from . import warp_specialization as W
+    from .core import bench
+    from .core.memory import DeviceArray
+    from .models.layout import dtype_of
+    out = []
+    for (m, n, k) in shapes:
+        base = {"m": m, "n": n, "k": k, "out_dtype": "bfloat16"}
+        flop = bench.gemm_flop(m, n, k)
+        for dt in ("float8_e4m3fn", "float8_e5m2"):
+            cfg = fp8_config(dtype=dt)
+            try:
+                W.check_shapes(m, n, k, cfg)
+            except W.WarpSpecializationError as e:
+                out.append({**base, "dtype": dt, "kernel": "ours", "label": cfg.label(),
+                            "skipped": str(e)})
+                continue
+            qa, qb = random_fp8((m, k), dt, rng=rng), random_fp8((n, k), dt, rng=rng)
+            sa, sb = np.float32(rng.uniform(0.5, 2.0)), np.float32(0.125)
+            da, db = DeviceArray.from_host(qa), DeviceArray.from_host(qb)
+            dsc = DeviceArray.from_host(np.array([sa, sb], np.float32))
+            rows_idx = np.minimum(np.arange(0, m, 128) + rng.integers(0, 128, -(-m // 128)), m - 1)
+            dc = DeviceArray.poisoned((m, n), dtype_of("bfloat16"))
+            lt = None
+            if lib == "torch" and dt == "float8_e4m3fn":
+                fn = scaled_mm(da, db, dc, sa, sb, True)
+                t = bench.time_gpu(fn, warmup=3, reps=reps, clock=True)
+                chk = _sampled_fp8_check(dc, qa, qb, sa, sb, cfg, rows_idx, frac_bits)
+                lt = {**base, "dtype": dt, "kernel": "cuBLASLt", "fast_accum": True, **t.as_dict(),
+                      "tflops": bench.tflops(flop, t.median_ms), "check_rows": chk.as_dict()}
+                out.append(lt)
+            dc.poison()
+            g = W.make_gemm(cfg, da, db, dc, scales=dsc)
+            t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
+            g.check_error()
+            chk = _sampled_fp8_check(dc, qa, qb, sa, sb, cfg, rows_idx, frac_bits)
+            if not chk.passed:
+                raise RuntimeError(f"timed run wrong: {cfg.label()} {m}x{n}x{k}: {chk.as_dict()}")
+            row = {**base, "dtype": dt, "kernel": "ours", "label": cfg.label(), **t.as_dict(),
+                   "tflops": bench.tflops(flop, t.median_ms), "check_rows": chk.as_dict(),
+                   "grid": g.grid}
+            e4 = next((r for r in out if r["kernel"] == "cuBLASLt" and (r["m"], r["n"], r["k"])
+                       == (m, n, k)), None)
+            row["of_cublaslt_fast"] = row["tflops"] / e4["tflops"] if e4 else None
+            out.append(row)
+            say(f"{m}x{n}x{k} {dt}: {row['tflops']:.0f} TFLOP/s"
+                + (f" ({row['of_cublaslt_fast']:.2f} of cuBLASLt e4m3 fast)" if e4 else ""))
+            del g, da, db, dc, dsc
+    return out
+
+
+def nonsquare_fp8_table(rows: list[dict]) -> str:
+    """The FP8 non-square rows: shape, dtype, kernel, TFLOP/s, of cuBLASLt (e4m3, fast accum)."""
+    lines = [f"{'M×N×K':18s} {'dtype':14s} {'kernel':9s} {'TFLOP/s':>7s} {'of LtFast':>9s}"]
+    for r in rows:
+        shape = f"{r['m']}×{r['n']}×{r['k']}"
+        if r.get("skipped"):
+            lines.append(f"{shape:18s} {r['dtype']:14s} {r['kernel']:9s} {'-':>7s} {'-':>9s}  "
+                         f"not run: {r['skipped']}")
+            continue
+        ratio = r.get("of_cublaslt_fast")
+        lines.append(f"{shape:18s} {r['dtype']:14s} {r['kernel']:9s} {r['tflops']:7.0f} "
+                     f"{'' if ratio is None else format(ratio, '9.2f')}")
+    return "\n".join(lines)
+
+
 def measure_fp8(progress=None, sizes=None, check: bool = True, reps: int = 10,
-                experiment: bool = True) -> dict:
+                experiment: bool = True, nonsquare=None) -> dict:
     """The "fp8" suite.
 
     1. Compile every FP8 variant and the fp16 top rung in parallel; registers and spills per
@@ -962,6 +1037,11 @@ def measure_fp8(progress=None, sizes=None, check: bool = True, reps: int = 10,
         say(f"{size}³ fp16 {fp16_top.label()}: {out['rows'][-1]['tflops']:.0f} TFLOP/s")
         del g, da16, db16, dbt16, dc16
     out["table"] = ratio_rows(out["rows"])
+    shapes = nonsquare if nonsquare is not None else (
+        NONSQUARE_SHAPES if NONSQUARE_SHAPES is not None else
+        W.NONSQUARE_SHAPES + tuple((s_, s_, s_) for s_ in sizes))
+    if shapes:
+        out["nonsquare"] = measure_fp8_nonsquare(shapes, reps, say, rng, frac, lib)
     out["clocks_after"] = records.nvidia_smi_clocks()
     return out
 
@@ -1164,6 +1244,8 @@ def summarize_fp8(rec) -> str:
                      f"{' — SETMAXNREG DROPPED' if v.get('dropped') else ''}")
     lines.append(experiment_table(r))
     lines.append(summary_table(r))
+    if r.get("nonsquare"):
+        lines.append(nonsquare_fp8_table(r["nonsquare"]))
     return "\n".join(lines)
 
 

@@ -490,7 +490,8 @@ def test_fp8_suite_dry_run(monkeypatch):
     monkeypatch.setattr(fp8, "EXPERIMENT_K", (256, 512))
     monkeypatch.setattr(fp8, "CHECK_SHAPES", ((256, 256, 256),))
     monkeypatch.setattr(fp8, "PERSISTENT_SHAPE", (512, 512, 384))
-    res = fp8.measure_fp8(sizes=(512,), reps=2)
+    res = fp8.measure_fp8(sizes=(512,), reps=2,
+                          nonsquare=((512, 512, 256), (128, 512, 512), (64, 512, 512)))
     assert len(res["checks"]) >= len(fp8.correctness_configs())
     assert all(c["passed"] for c in res["checks"])
     exp = res["experiment"]["rows"]
@@ -507,8 +508,17 @@ def test_fp8_suite_dry_run(monkeypatch):
     assert any(r["kernel"] == "block scales cost (ours, promote 1)" and r["ratio"] == 1.0
                for r in res["table"])
     assert all(r["check_rows"]["passed"] for r in res["rows"])
+    # the non-square step: e4m3 and e5m2 on each shape the tile divides, the rest skipped by rule
+    ns = res["nonsquare"]
+    ran = {(r["m"], r["n"], r["k"], r["dtype"]) for r in ns if r["kernel"] == "ours"
+           and not r.get("skipped")}
+    assert ran == {(512, 512, 256, d) for d in ("float8_e4m3fn", "float8_e5m2")}
+    skipped = [r for r in ns if r.get("skipped")]
+    assert {r["m"] for r in skipped} == {128, 64} and all("M=" in r["skipped"] for r in skipped)
+    assert all(r["check_rows"]["passed"] for r in ns if "check_rows" in r)
     text = fp8.summarize_fp8(records.Record("fp8", {"gpu": "fake"}, res))
     assert "FP8 checks passed" in text and "prediction" in text and "FP8/FP16 ours" in text
+    assert "512×512×256" in text and "not run: M=64" in text
     import json
     json.dumps(res)                                   # the record is JSON-able
 

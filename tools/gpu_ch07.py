@@ -24,7 +24,9 @@ failure; (4) at 4096³ and 8192³: cuBLASLt FP8 (torch._scaled_mm, fast accumula
 our FP8 kernels, cuBLAS fp16 and our fp16 top rung, in the same run, each timed output checked on
 sampled rows; at 8192³ also the block-scale top configuration (against the same configuration with
 per-tensor scales: "block scales cost") and, where torch's build takes block scales, cuBLASLt with
-1×128 / 128×128 scales (else a row saying why). The short table comes last.
+1×128 / 128×128 scales (else a row saying why); (5) the FP8 top rung, e4m3 and e5m2, on chapter
+06's non-square shapes and the square sizes beside cuBLASLt FP8 (asynctc.fp8.measure_fp8_nonsquare;
+added after the last GPU run: about +1 minute). The short table comes last.
 Equivalent pytest run of the checks: ``pytest -q -m gpu tests/test_fp8.py``.
 """
 import sys
