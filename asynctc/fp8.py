@@ -844,6 +844,22 @@ def timed_configs() -> list:
             fp8_config(promote=4), fp8_config(cluster=1, tma_store=False)]
 
 
+def _time_ours(cfg, da, db, dc, dsc, qa, qb, sa, sb, rows_idx, frac_bits, reps, where):
+    """Time one FP8 config on the device operands (poisoned output, clock in flight), then check
+    its output on the sampled rows; raises :class:`RuntimeError` if they are wrong. Returns
+    (timing, check, grid)."""
+    from . import warp_specialization as W
+    from .core import bench
+    dc.poison()
+    g = W.make_gemm(cfg, da, db, dc, scales=dsc)
+    t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
+    g.check_error()
+    chk = _sampled_fp8_check(dc, qa, qb, sa, sb, cfg, rows_idx, frac_bits)
+    if not chk.passed:
+        raise RuntimeError(f"timed run wrong: {cfg.label()} {where}: {chk.as_dict()}")
+    return t, chk, g.grid
+
+
 def _sampled_fp8_check(out, qa, qb, sa, sb, cfg, rows_idx, frac_bits):
     host = out.to_host()
     return check_fp8_gemm(host[rows_idx], qa[rows_idx], qb, sa, sb, cfg.out_dtype, frac_bits,
@@ -890,23 +906,18 @@ def measure_fp8_nonsquare(shapes, reps, say, rng, frac_bits, lib) -> list[dict]:
                 lt = {**base, "dtype": dt, "kernel": "cuBLASLt", "fast_accum": True, **t.as_dict(),
                       "tflops": bench.tflops(flop, t.median_ms), "check_rows": chk.as_dict()}
                 out.append(lt)
-            dc.poison()
-            g = W.make_gemm(cfg, da, db, dc, scales=dsc)
-            t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
-            g.check_error()
-            chk = _sampled_fp8_check(dc, qa, qb, sa, sb, cfg, rows_idx, frac_bits)
-            if not chk.passed:
-                raise RuntimeError(f"timed run wrong: {cfg.label()} {m}x{n}x{k}: {chk.as_dict()}")
+            t, chk, grid = _time_ours(cfg, da, db, dc, dsc, qa, qb, sa, sb, rows_idx, frac_bits,
+                                      reps, f"{m}x{n}x{k}")
             row = {**base, "dtype": dt, "kernel": "ours", "label": cfg.label(), **t.as_dict(),
                    "tflops": bench.tflops(flop, t.median_ms), "check_rows": chk.as_dict(),
-                   "grid": g.grid}
+                   "grid": grid}
             e4 = next((r for r in out if r["kernel"] == "cuBLASLt" and (r["m"], r["n"], r["k"])
                        == (m, n, k)), None)
             row["of_cublaslt_fast"] = row["tflops"] / e4["tflops"] if e4 else None
             out.append(row)
             say(f"{m}x{n}x{k} {dt}: {row['tflops']:.0f} TFLOP/s"
                 + (f" ({row['of_cublaslt_fast']:.2f} of cuBLASLt e4m3 fast)" if e4 else ""))
-            del g, da, db, dc, dsc
+            del da, db, dc, dsc
     return out
 
 
@@ -997,18 +1008,12 @@ def measure_fp8(progress=None, sizes=None, check: bool = True, reps: int = 10,
                 say(f"{size}³ cuBLASLt fp8 fast_accum={fast}: "
                     f"{out['rows'][-1]['tflops']:.0f} TFLOP/s")
         for cfg in timed_configs():
-            dc.poison()
-            g = W.make_gemm(cfg, da, db, dc, scales=dsc)
-            t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
-            g.check_error()
-            chk = _sampled_fp8_check(dc, qa, qb, sa, sb, cfg, rows_idx, frac)
-            if not chk.passed:
-                raise RuntimeError(f"timed run wrong: {cfg.label()} {size}³: {chk.as_dict()}")
+            t, chk, grid = _time_ours(cfg, da, db, dc, dsc, qa, qb, sa, sb, rows_idx, frac, reps,
+                                      f"{size}³")
             out["rows"].append({**base, "kernel": "ours", "label": cfg.label(), **cfg.as_dict(),
                                 **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
-                                "check_rows": chk.as_dict(), "grid": g.grid})
+                                "check_rows": chk.as_dict(), "grid": grid})
             say(f"{size}³ {cfg.label()}: {out['rows'][-1]['tflops']:.0f} TFLOP/s")
-            del g
         if size == max(sizes):
             out["rows"] += time_block_scaled(da, db, dc, qa, qb, rows_idx, frac, rng, reps, say,
                                              lib)
