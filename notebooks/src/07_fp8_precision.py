@@ -357,6 +357,36 @@ for size in (4096, 8192):
                                         else "below the seed's 1.5–2×."))
 
 # %% [markdown]
+# ### On the shapes a user meets
+#
+# Square cubes flatter a GEMM. The same run timed the FP8 kernel (e4m3 and e5m2 inputs, bf16 C) on
+# chapter 06's non-square shapes — short K, thin M, long K — beside cuBLASLt's FP8 GEMM (e4m3, fast
+# accumulation) on the same operands, each timed output checked on sampled rows. The tile is chosen
+# by the shape (the rule of chapter 06's `matmul_config`: a 64-row tile for M ≤ 64, narrower tiles
+# when the wide one would leave SMs idle), and the label says which one ran:
+
+# %% output varies
+ns = res.get("nonsquare") or []
+if not ns:
+    print("not measured yet: this record was made before the non-square step "
+          "(tools/gpu_ch07.py --record adds it)")
+else:
+    print(rec.label())
+    print(fp8.nonsquare_fp8_table(ns))
+    ran = [r for r in ns if r["kernel"] == "ours" and r.get("of_cublaslt_fast") is not None]
+    square = {(s, s, s) for s in fp8.SIZES}
+    shaped = [r for r in ran if (r["m"], r["n"], r["k"]) not in square and r["dtype"] == "float8_e4m3fn"]
+    if shaped:
+        lo = min(shaped, key=lambda r: r["of_cublaslt_fast"])
+        hi = max(shaped, key=lambda r: r["of_cublaslt_fast"])
+        head = (f"e4m3 on the non-square shapes: {lo['of_cublaslt_fast']:.2f}–{hi['of_cublaslt_fast']:.2f} "
+                f"of cuBLASLt (lowest at {lo['m']}×{lo['n']}×{lo['k']}, tile {lo['label'].split()[2]})")
+        notebook.verdict(lo["of_cublaslt_fast"] >= 0.90,
+                         f"{head}: at least 0.90 of cuBLASLt on every shape.",
+                         f"{head}: below 0.90 of cuBLASLt where the tiles cannot fill "
+                         f"{res.get('sm_count', 132)} SMs — the case split-K exists for (not built here).")
+
+# %% [markdown]
 # ### What promotion costs
 #
 # Promotion needs a second set of fp32 registers (the 128×256 tile's 128 accumulators per thread
