@@ -39,43 +39,52 @@ def test_configs_are_rung_7_with_the_raster_width():
     L = _load()
     base = W.RUNG_BY_NAME["tma_store"].make("float16")
     assert L.top(8) == base                      # the ladder's top rung is group_m 8
-    for g in L.GROUPS:
+    for g in set(L.GROUPS) | set(L.NCU_GROUPS):
         cfg = L.top(g)
         assert cfg.defines["GROUP_M"] == g
         assert cfg.replace(group_m=8) == base    # nothing else differs
-    assert 8 in L.GROUPS
+    assert 8 in L.GROUPS and 8 in L.NCU_GROUPS
+    assert L.top(8, "bfloat16") == W.RUNG_BY_NAME["tma_store"].make("bfloat16")
 
 
 def test_ncu_launches_are_attributed_per_size():
     L = _load()
     ms = ["gpu__time_duration.sum"]
-    rows = [{"Kernel Name": "fill_kernel", ms[0]: 1.0},                     # before ours: dropped
-            {"Kernel Name": "gemm_warp_specialized", ms[0]: 10.0},
-            {"Kernel Name": "nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT", ms[0]: 9.0},
-            {"Kernel Name": "gemm_warp_specialized", ms[0]: 80.0},
-            {"Kernel Name": "sm90_xmma_gemm_f16f16", ms[0]: 70.0},
-            {"Kernel Name": "splitKreduce_kernel", ms[0]: 1.0}]
+    ours = {"Kernel Name": "gemm_warp_specialized", ms[0]: 10.0}
+    rows = [{"Kernel Name": "fill_kernel", ms[0]: 1.0}]                    # before ours: dropped
+    rows += [ours] * len(L.NCU_GROUPS) + [{"Kernel Name": "nvjet_hsh_256x128", ms[0]: 9.0}]
+    rows += [ours] * len(L.NCU_GROUPS) + [{"Kernel Name": "sm90_xmma_gemm_f16f16", ms[0]: 70.0},
+                                          {"Kernel Name": "splitKreduce_kernel", ms[0]: 1.0}]
     k = L.attribute(rows, ms)
-    assert [(x["size"], x["who"]) for x in k] == [
-        (L.SIZES[0], "ours"), (L.SIZES[0], "cuBLAS"), (L.SIZES[1], "ours"), (L.SIZES[1], "cuBLAS"),
-        (L.SIZES[1], "cuBLAS")]
-    assert k[1]["kernel"].startswith("nvjet") and k[2][ms[0]] == 80.0 and k[3]["kernel"].startswith("sm90")
+    want = []
+    for size, cub in zip(L.SIZES, (1, 2)):
+        want += [(size, "ours", g) for g in L.NCU_GROUPS] + [(size, "cuBLAS", None)] * cub
+    assert [(x["size"], x["who"], x.get("group_m")) for x in k] == want
+    assert [x["kernel"] for x in k if x["who"] == "cuBLAS"][0].startswith("nvjet")
 
 
 def test_summary_from_a_record():
     L = _load()
     ncu = {"available": True, "kernels": L.attribute(
         [{"Kernel Name": "gemm_warp_specialized", "gpu__time_duration.sum": 180000.0,
-          "launch__cluster_dim_x": 2.0, "launch__cluster_dim_y": 1.0},
-         {"Kernel Name": "nvjet_x", "gpu__time_duration.sum": 175000.0}], L.METRICS)}
-    res = {"ncu": ncu, "size": 4096, "dtype": "float16", "rows": [
-        {"kernel": "cuBLAS", "when": "first", "tflops": 760.0, "sm_mhz": 1650.0},
-        {"kernel": "ours", "group_m": 8, "tflops": 745.0, "sm_mhz": 1640.0, "of_cublas": 0.98},
-        {"kernel": "cuBLAS", "when": "last", "tflops": 761.0, "sm_mhz": 1650.0}]}
+          "launch__cluster_dim_x": 2.0, "launch__cluster_dim_y": 1.0}] * len(L.NCU_GROUPS)
+        + [{"Kernel Name": "nvjet_x", "gpu__time_duration.sum": 175000.0}], L.METRICS)}
+    rows = []
+    for rnd, (cb, ours) in enumerate(((760.0, 745.0), (770.0, 760.0), (750.0, 740.0))):
+        rows.append({"size": 4096, "dtype": "float16", "round": rnd, "kernel": "cuBLAS",
+                     "tflops": cb, "sm_mhz": 1650.0})
+        rows += [{"size": 4096, "dtype": "float16", "round": rnd, "kernel": "ours", "group_m": g,
+                  "tflops": ours + g, "sm_mhz": 1600.0} for g in L.GROUPS]
+    res = {"ncu": ncu, "sizes": [4096], "dtypes": ["float16"], "groups": list(L.GROUPS),
+           "rounds": 3, "rows": rows}
+    res["summary"] = L.summary_rows(res)
+    s8 = next(r for r in res["summary"] if r.get("group_m") == 8)
+    assert s8["tflops"] == 753.0 and s8["of_cublas"] == 753.0 / 760.0     # medians, not means
+    assert abs(s8["clock_of_cublas"] - 1600 / 1650) < 1e-12
     rec = types.SimpleNamespace(results=res, label=lambda: "NVIDIA H200 · test")
     text = L.summarize(rec)
-    assert "nvjet_x" in text and "180.0" in text and "2x1" in text
-    assert "group_m=8" in text and "0.980 of cuBLAS" in text
+    assert "nvjet_x" in text and "180.0" in text and "2x1" in text and "group_m=16" in text
+    assert f"{753 / 760:.3f} of cuBLAS" in text
     rec.results = {**res, "ncu": {"available": False, "why": "--no-ncu"}}
     assert "ncu: not used (--no-ncu)" in L.summarize(rec)
 

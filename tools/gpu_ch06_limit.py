@@ -10,20 +10,28 @@ Why: the ladder's top rung (rung 7) reaches 0.98 / 0.99 of cuBLAS at 4096³ / 81
 issue's 1.00. Per clock it does *more* than cuBLAS at 8192³ and less at 4096³. This script asks
 the hardware what differs, at 4096³ and 8192³:
 
-(1) Nsight Compute (when `ncu` is here; one launch of rung 7 and one of cuBLAS per size, in a child
-    process, at ncu's default locked base clock so both run at the same clock): which kernel
-    cuBLAS runs (its name carries its tile, cluster and schedule), grid, cluster and block shape,
-    registers and shared memory; elapsed cycles; the Tensor Core (gmma) pipe's active fraction of
-    elapsed cycles; L2 traffic and throughput; DRAM bytes; TMA bytes. (2) The raster width of the
-    persistent tile order (GROUP_M tile rows per group: 2, 4, 8 (the ladder's), 16, 32) at 4096³,
-    fp16, beside cuBLAS in the same run (bench.time_gpu, clock in flight, each output checked on
-    sampled rows; cuBLAS first and last so a drift shows).
+(1) Nsight Compute (when `ncu` is here; in a child process, at ncu's default locked base clock so
+    every kernel runs at the same clock): per size, rung 7 at each raster width of NCU_GROUPS and
+    then cuBLAS once — which kernel cuBLAS runs (its name carries its tile, cluster and schedule),
+    launch shape, elapsed cycles, L2 traffic and throughput, DRAM bytes, TMA bytes.
+(2) The raster width of the persistent tile order (GROUP_M tile rows per group; the ladder's is 8)
+    at 4096³ and 8192³, fp16 and bf16, beside cuBLAS in the same run: ROUNDS rounds of cuBLAS then
+    every width (bench.time_gpu, clock in flight, every output checked on sampled rows); each
+    width's ratio is its median over the rounds against cuBLAS's median.
 
-Prediction, written before the run (2026-11-30): cuBLAS's kernel at 4096³ is a 128×256 or 256×128
-tile with a 2-CTA cluster like ours, so the per-clock gap (0.84 vs 0.86 of peak) comes from the
-schedule, not the tile: cuBLAS's gmma pipe is active for a larger fraction of the elapsed cycles
-(ours ≈ 0.85, cuBLAS ≈ 0.87), with L2 throughput below 70 % for both (not an L2 wall). GROUP_M
-moves rung 7 by ≤ 1 % at 4096³ (all of A and B, 64 MiB, nearly fit the 60 MiB L2).
+Predictions, written before the runs (2026-11-30).
+First run (one width, 4096³ only for the timings): cuBLAS's kernel at 4096³ is a 128×256 or
+256×128 tile with a 2-CTA cluster like ours, so the per-clock gap comes from the schedule, not the
+tile; L2 throughput below 70 % for both (not an L2 wall); GROUP_M moves rung 7 by ≤ 1 % at 4096³.
+What happened: cuBLAS runs nvjet 256×128 (1×2 cluster) at 4096³ and 320×128 (1×2, 3 stages) at
+8192³; at the locked clock ours needs 1.0 % / 0.3 % more cycles; L2 throughput 46 / 50 % (ours)
+against 38 / 42 %; ours reads 0.19 / 2.10 GB from DRAM against 0.15 / 1.25 GB — 1.7× at 8192³;
+group_m 2..32 at 4096³: 0.977–0.988 of cuBLAS.
+Second run (this version): at 8192³ a wider raster group (16 or 32 tile rows) cuts rung 7's DRAM
+reads towards cuBLAS's 1.25 GB (the group's A and B then fit the 60 MiB L2 better); since the
+H200 runs this size power-limited, fewer DRAM bytes should buy clock: rung 7 at group_m 16
+reaches ≥ 1.00 of cuBLAS at 8192³ (fp16 and bf16); at 4096³ (A and B nearly fit L2 whole) the
+width changes nothing beyond ±1 % and the gap stays 1–2 %.
 """
 import argparse
 import json
@@ -40,8 +48,11 @@ from asynctc import warp_specialization as W  # noqa: E402
 from asynctc import pipeline as P  # noqa: E402
 
 SIZES = (4096, 8192)
-GROUPS = (2, 4, 8, 16, 32)
-DTYPE = "float16"
+GROUPS = (4, 8, 16, 32)
+NCU_GROUPS = (8, 16, 32)
+DTYPES = ("float16", "bfloat16")
+DTYPE = "float16"   # what ncu profiles
+ROUNDS = 3
 NCU_TIMEOUT_S = 200
 
 #: Counters asked of Nsight Compute per kernel (those this ncu knows; names from the Nsight Compute
@@ -60,6 +71,8 @@ METRICS = (
     "dram__bytes_write.sum",
     "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
     "l1tex__data_bank_reads.sum",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "launch__grid_size",
     "launch__block_size",
     "launch__cluster_dim_x",
@@ -69,13 +82,14 @@ METRICS = (
 )
 
 
-def top(group_m: int = 8) -> W.WSConfig:
-    """Rung 7 (fp16): the ladder's top rung, with ``group_m`` tile rows per raster group."""
-    return W.RUNG_BY_NAME["tma_store"].make(DTYPE).replace(group_m=group_m)
+def top(group_m: int = 8, dtype: str = DTYPE) -> W.WSConfig:
+    """Rung 7: the ladder's top rung, with ``group_m`` tile rows per raster group."""
+    return W.RUNG_BY_NAME["tma_store"].make(dtype).replace(group_m=group_m)
 
 
 def ncu_child() -> int:
-    """Per size of SIZES: one launch of rung 7, then one cuBLAS GEMM, on the same operands."""
+    """Per size of SIZES: one launch of rung 7 per width of NCU_GROUPS, then one cuBLAS GEMM, on
+    the same operands."""
     import numpy as np
     from asynctc.core import bench, runtime
     from asynctc.core.memory import DeviceArray
@@ -83,9 +97,10 @@ def ncu_child() -> int:
     for n in SIZES:
         a, b, da, db, dbt = P.device_problem(n, DTYPE, rng)
         dc = DeviceArray.poisoned((n, n), P.np_dtype(DTYPE))
-        g = W.make_gemm(top(), da, dbt, dc)
-        g.launcher()()
-        g.check_error()
+        for gm in NCU_GROUPS:
+            g = W.make_gemm(top(gm), da, dbt, dc)
+            g.launcher()()
+            g.check_error()
         bench.cublas_gemm(da, db, dc)()
         runtime.default_stream().sync()
         del g, da, db, dbt, dc
@@ -93,20 +108,23 @@ def ncu_child() -> int:
 
 
 def attribute(rows: list[dict], metrics) -> list[dict]:
-    """ncu's rows (launch order) as kernels of the child: per size of SIZES, ours (the kernel named
-    gemm_warp_specialized) and then every kernel up to the next one of ours — cuBLAS's (a GEMM
-    may be more than one kernel, e.g. a split-K reduction). Launches before the first of ours and
-    after the last size are dropped."""
-    kernels, size_i = [], -1
+    """ncu's rows (launch order) as the child's kernels: per size of SIZES, ours (the kernel named
+    gemm_warp_specialized) once per width of NCU_GROUPS, then every other kernel up to the next
+    one of ours — cuBLAS's (a GEMM may be more than one kernel, e.g. a split-K reduction).
+    Launches before the first of ours and after the last size are dropped."""
+    kernels, ours_seen = [], 0
     for r in rows:
         name = str(r.get("Kernel Name", ""))
         ours = "gemm_warp_specialized" in name
         if ours:
-            size_i += 1
-        if size_i < 0 or size_i >= len(SIZES):
+            ours_seen += 1
+        size_i = (ours_seen - 1) // len(NCU_GROUPS)
+        if ours_seen == 0 or size_i >= len(SIZES):
             continue
-        kernels.append({"size": SIZES[size_i], "who": "ours" if ours else "cuBLAS",
-                        "kernel": name, **{m: r.get(m) for m in metrics}})
+        row = {"size": SIZES[size_i], "who": "ours" if ours else "cuBLAS", "kernel": name}
+        if ours:
+            row["group_m"] = NCU_GROUPS[(ours_seen - 1) % len(NCU_GROUPS)]
+        kernels.append({**row, **{m: r.get(m) for m in metrics}})
     return kernels
 
 
@@ -123,7 +141,9 @@ def run_ncu(say) -> dict:
     except (subprocess.SubprocessError, OSError) as e:
         out["why"] = f"ncu did not answer: {e}"
         return out
-    metrics = [m for m in METRICS if not known or S.metric_base(m) in known]
+    # launch__* are launch statistics, not counters: --query-metrics does not list them
+    metrics = [m for m in METRICS if not known or m.startswith("launch__")
+               or S.metric_base(m) in known]
     out["metrics_missing"] = [m for m in METRICS if m not in metrics]
     cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
            sys.executable, str(Path(__file__).resolve()), "--ncu-child"]
@@ -146,44 +166,69 @@ def run_ncu(say) -> dict:
     return out
 
 
-def measure(say, ncu: dict, reps: int) -> dict:
+def measure(say, ncu: dict, reps: int, sizes=SIZES, dtypes=DTYPES, rounds: int = ROUNDS) -> dict:
+    import statistics
+
     import numpy as np
     from asynctc.core import bench, checks
     from asynctc.core.memory import DeviceArray
     rng = np.random.default_rng()
-    size = SIZES[0]
-    out = {"ncu": ncu, "size": size, "dtype": DTYPE, "groups": list(GROUPS), "rows": [],
-           "baseline_library": bench.baseline_library()}
-    a, b, da, db, dbt = P.device_problem(size, DTYPE, rng)
-    ref = checks.timed_output_reference(a, b, DTYPE, rng)
-    flop = bench.gemm_flop(size, size, size)
-    dc = DeviceArray.poisoned((size, size), P.np_dtype(DTYPE))
+    out = {"ncu": ncu, "sizes": list(sizes), "dtypes": list(dtypes), "groups": list(GROUPS),
+           "rounds": rounds, "rows": [], "baseline_library": bench.baseline_library()}
+    for size in sizes:
+        for dt in dtypes:
+            a, b, da, db, dbt = P.device_problem(size, dt, rng)
+            ref = checks.timed_output_reference(a, b, dt, rng)
+            flop = bench.gemm_flop(size, size, size)
+            dc = DeviceArray.poisoned((size, size), P.np_dtype(dt))
+            gemms = {gm: W.make_gemm(top(gm, dt), da, dbt, dc) for gm in GROUPS}
+            for rnd in range(rounds):
+                dc.poison()
+                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
+                out["rows"].append({"size": size, "dtype": dt, "round": rnd, "kernel": "cuBLAS",
+                                    **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
+                                    "rel_err_rows": ref.check(dc).as_dict()})
+                for gm, g in gemms.items():
+                    dc.poison()
+                    t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
+                    g.check_error()
+                    err = checks.check_sampled_rows(dc, a, b, dt, g.cfg.label(), sampled=ref)
+                    out["rows"].append({"size": size, "dtype": dt, "round": rnd, "kernel": "ours",
+                                        "group_m": gm, "label": g.cfg.label(), **t.as_dict(),
+                                        "tflops": bench.tflops(flop, t.median_ms),
+                                        "rel_err_rows": err.as_dict()})
+            del gemms, da, db, dbt, dc
+            cb = statistics.median(r["tflops"] for r in out["rows"] if r["kernel"] == "cuBLAS"
+                                   and (r["size"], r["dtype"]) == (size, dt))
+            line = []
+            for gm in GROUPS:
+                ours = statistics.median(r["tflops"] for r in out["rows"] if r["kernel"] == "ours"
+                                         and (r["size"], r["dtype"], r["group_m"]) == (size, dt, gm))
+                line.append(f"{gm}: {ours / cb:.3f}")
+            say(f"{size}³ {dt}: cuBLAS {cb:.0f} TFLOP/s; of cuBLAS by group_m " + ", ".join(line))
+    out["summary"] = summary_rows(out)
+    return out
 
-    def cublas(tag):
-        dc.poison()
-        t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
-        out["rows"].append({"kernel": "cuBLAS", "when": tag, **t.as_dict(),
-                            "tflops": bench.tflops(flop, t.median_ms),
-                            "rel_err_rows": ref.check(dc).as_dict()})
-        say(f"cuBLAS ({tag}): {out['rows'][-1]['tflops']:.0f} TFLOP/s")
 
-    cublas("first")
-    for gm in GROUPS:
-        cfg = top(gm)
-        dc.poison()
-        g = W.make_gemm(cfg, da, dbt, dc)
-        t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
-        g.check_error()
-        err = checks.check_sampled_rows(dc, a, b, DTYPE, cfg.label(), sampled=ref).as_dict()
-        out["rows"].append({"kernel": "ours", "group_m": gm, "label": cfg.label(), **t.as_dict(),
-                            "tflops": bench.tflops(flop, t.median_ms), "rel_err_rows": err})
-        say(f"rung 7 group_m={gm}: {out['rows'][-1]['tflops']:.0f} TFLOP/s")
-        del g
-    cublas("last")
-    cb = [r["tflops"] for r in out["rows"] if r["kernel"] == "cuBLAS"]
-    for r in out["rows"]:
-        if r["kernel"] == "ours":
-            r["of_cublas"] = r["tflops"] / (sum(cb) / len(cb))
+def summary_rows(res: dict) -> list[dict]:
+    """Per (size, dtype, group_m): the median TFLOP/s and in-flight clock over the rounds, and the
+    ratio to cuBLAS's median TFLOP/s (and clock) in the same run."""
+    import statistics
+    out = []
+    for size in res["sizes"]:
+        for dt in res["dtypes"]:
+            sel = [r for r in res["rows"] if (r["size"], r["dtype"]) == (size, dt)]
+            cb = [r for r in sel if r["kernel"] == "cuBLAS"]
+            cbt = statistics.median(r["tflops"] for r in cb)
+            cbc = statistics.median(r.get("sm_mhz") or 0.0 for r in cb)
+            out.append({"size": size, "dtype": dt, "kernel": "cuBLAS", "tflops": cbt, "sm_mhz": cbc})
+            for gm in res["groups"]:
+                rs = [r for r in sel if r["kernel"] == "ours" and r["group_m"] == gm]
+                t = statistics.median(r["tflops"] for r in rs)
+                c = statistics.median(r.get("sm_mhz") or 0.0 for r in rs)
+                out.append({"size": size, "dtype": dt, "kernel": "ours", "group_m": gm,
+                            "tflops": t, "sm_mhz": c, "of_cublas": t / cbt,
+                            "clock_of_cublas": c / cbc if cbc else None})
     return out
 
 
@@ -207,14 +252,16 @@ def summarize(rec) -> str:
                 f"{f(k, 'lts__throughput.avg.pct_of_peak_sustained_elapsed'):>4s} "
                 f"{f(k, 'dram__bytes_read.sum', 1e-9, '.2f'):>7s} {f(k, 'launch__grid_size'):>5s} "
                 f"{f(k, 'launch__cluster_dim_x')}x{f(k, 'launch__cluster_dim_y')} "
-                f"{k['kernel'][:90]}")
+                f"{k['kernel'][:70]}" + (f" group_m={k['group_m']}" if "group_m" in k else ""))
     else:
         lines.append(f"ncu: not used ({n.get('why')})")
-    lines.append(f"{res['size']}³ {res['dtype']}, raster width of rung 7 beside cuBLAS:")
-    for r in res["rows"]:
-        what = f"cuBLAS ({r['when']})" if r["kernel"] == "cuBLAS" else f"group_m={r['group_m']}"
-        ratio = f"  {r['of_cublas']:.3f} of cuBLAS" if "of_cublas" in r else ""
-        lines.append(f"  {what:16s} {r['tflops']:6.0f} TFLOP/s  clock {r.get('sm_mhz') or 0:.0f} MHz{ratio}")
+    lines.append(f"raster width of rung 7 beside cuBLAS (medians of {res['rounds']} rounds):")
+    for r in res["summary"]:
+        what = "cuBLAS" if r["kernel"] == "cuBLAS" else f"group_m={r['group_m']}"
+        ratio = (f"  {r['of_cublas']:.3f} of cuBLAS, clock {r['clock_of_cublas']:.3f}"
+                 if "of_cublas" in r else "")
+        lines.append(f"  {r['size']}³ {r['dtype']:8s} {what:11s} {r['tflops']:6.0f} TFLOP/s "
+                     f"{r['sm_mhz']:5.0f} MHz{ratio}")
     return "\n".join(lines)
 
 
@@ -231,7 +278,8 @@ def main() -> int:
         return 2
     out_dir, say = started
     from asynctc.core import runtime
-    runtime.precompile([W.compile_job(top(g)) for g in GROUPS])
+    runtime.precompile([W.compile_job(top(g, dt)) for g in sorted(set(GROUPS) | set(NCU_GROUPS))
+                        for dt in DTYPES])
     say(f"compiled rung 7 at group_m {GROUPS}")
     ncu = {"available": False, "why": "--no-ncu"} if args.no_ncu else run_ncu(say)
     say("ncu: " + ("counters taken" if ncu.get("available") else f"not used: {ncu.get('why')}"))
