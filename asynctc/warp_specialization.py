@@ -443,7 +443,8 @@ class WSConfig(P.RingTile):
                 f"{' edges' if self.edges else ''}{out}"
                 f"{f' promote:{self.promote}' if self.promote else ''}"
                 f"{' block_scales' if self.block_scales else ''}"
-                f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}")
+                f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}"
+                f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}")
 
     @property
     def b_load_box(self):
@@ -1009,6 +1010,15 @@ def _tma_store(dt):
     return _cluster(dt).replace(tma_store=True)
 
 
+#: Tile rows per raster group of rung 8 (rungs 5-7 walk groups of 8): the widest of 4, 8, 16, 32
+#: at 8192³ in tools/gpu_ch06_limit.py's run (record ``ws_limit``: fewer DRAM bytes, a higher clock).
+RASTER_GROUP_M = 16
+
+
+def _raster(dt):
+    return _tma_store(dt).replace(group_m=RASTER_GROUP_M)
+
+
 #: (bm, bn, consumers, stages) of rung 4's sweep: every stage count that fits 227 KiB.
 #: 128×256 and 256×128 stages are 48 KiB (≤ 4 fit), 128×128 ones 32 KiB (≤ 6).
 TILE_SWEEP = tuple((bm, bn, 2, s) for bm, bn in ((128, 256), (256, 128)) for s in (3, 4)) + \
@@ -1062,6 +1072,13 @@ RUNGS: tuple[Rung, ...] = (
                          "k-loop runs",
          "+1-3% over rung 6 (coalesced 128-byte stores off the consumers' critical path)",
          _tma_store),
+    Rung(8, "raster", "a wider group-M raster: 16 tile rows per group instead of 8, so the 132 "
+                      "CTAs running at once touch 16 rows of A tiles and about 8 columns of B "
+                      "tiles (not 8 and 16): fewer bytes from DRAM when A and B do not fit L2",
+         "+1% over rung 7 at 4096³ and 8192³ — from tools/gpu_ch06_limit.py's run (record "
+         "ws_limit), made before this rung joined the ladder: 0.987 / 1.01 of cuBLAS against "
+         "rung 7's 0.977 / 0.99 in the same run, DRAM reads at 8192³ 1.33 GB against 1.51",
+         _raster),
 )
 
 #: Rung name → rung.
@@ -1079,13 +1096,14 @@ def rung_configs(dtype: str) -> list:
 
 def rung_of(cfg) -> int:
     """The rung a config belongs to (the highest step it uses): 1 chapter 05, 2 one consumer,
-    7 TMA store, 6 cluster, 5 persistent, 3 rung 3's tile (128×256, 4 stages), else 4 (sweep)."""
+    8 TMA store with rung 8's raster width, 7 TMA store, 6 cluster, 5 persistent, 3 rung 3's tile
+    (128×256, 4 stages), else 4 (sweep)."""
     if isinstance(cfg, P.PipelineConfig):
         return 1
     if cfg.consumers == 1:
         return 2
     if cfg.tma_store:
-        return 7
+        return 8 if cfg.group_m == RASTER_GROUP_M else 7
     if cfg.cluster > 1:
         return 6
     if cfg.persistent:
@@ -1348,7 +1366,7 @@ def matmul_config(m: int, n: int, k: int, dtype: str = "float16", b_layout: str 
     """The configuration :func:`matmul` runs for an M×N×K problem (always the ``edges`` build).
 
     * B given N×K (``b_layout="NxK"``, K-major) or K×N (MN-major): the ladder's top rung —
-      persistent, clusters of 2 CTAs multicasting B, TMA-store epilogue (rung 7).
+      persistent, clusters of 2 CTAs multicasting B, TMA-store epilogue, raster groups of 16 tile rows (rung 8).
     * Tile: 128 × 256 with two consumer warpgroups (64 rows each). Thin M (M ≤ 64): 64 rows with
       one consumer warpgroup (one m64 atom), so no half-empty tile is computed; no setmaxnreg
       (one consumer's 128 accumulators fit the 248 registers 256 threads start with).
@@ -1385,7 +1403,8 @@ def matmul_config(m: int, n: int, k: int, dtype: str = "float16", b_layout: str 
     cluster = 2 if (rows >= 2 and bn >= 128) else 1
     tma_store = odt == dtype and (c_rows_aligned or m == 1)
     base = dict(dtype=dtype, bm=bm, bn=bn, consumers=consumers, b_major=b_major, out_dtype=odt,
-                persistent=True, cluster=cluster, tma_store=tma_store, edges=True)
+                persistent=True, cluster=cluster, tma_store=tma_store, edges=True,
+                group_m=RASTER_GROUP_M)
     if consumers == 1:
         base["setmaxnreg"] = False
     for stages in range(6, 1, -1):
@@ -1540,8 +1559,8 @@ def matmul(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, config=None
     M = 0 or N = 0: an empty result; K = 0: zeros — without launching anything.
 
     The configuration is :func:`matmul_config`'s (or ``config``, a :class:`WSConfig` whose dtype,
-    B layout and out dtype match; it is run with ``edges=True``): rung 7 (persistent, clusters of 2
-    with B multicast, TMA-store epilogue) in either B layout, a narrower tile where the shape
+    B layout and out dtype match; it is run with ``edges=True``): rung 8 (persistent, clusters of 2
+    with B multicast, TMA-store epilogue, raster groups of 16 tile rows) in either B layout, a narrower tile where the shape
     would leave SMs idle. Edges: the tile counts and the k-loop round up, TMA
     fills what hangs past M, N, K with zeros (PTX ISA §5.5.3 tiled mode "Out of Boundary Access";
     cuTensorMapEncodeTiled oobFill), stores are clipped to M × N.
@@ -1652,10 +1671,10 @@ NONSQUARE_SHAPES = ((8192, 8192, 1024), (1024, 8192, 8192), (4096, 4096, 16384),
 #: = 3 % at 8192³ to the last, partly idle round; these shapes measure the rungs without that loss.
 WAVE_ALIGNED_SHAPES = ((8448, 2048, 4096), (8448, 8192, 8192))
 #: Rungs timed on the non-square shapes (beside cuBLAS).
-NONSQUARE_RUNGS = (3, 5, 6, 7)
+NONSQUARE_RUNGS = (3, 5, 6, 7, 8)
 #: Rungs traced (fp16, the first size): the first warp-specialized rung with two consumers and
 #: every rung above it that changes the schedule.
-TRACED_RUNGS = (3, 5, 6, 7)
+TRACED_RUNGS = (3, 5, 6, 7, 8)
 
 
 def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, check: bool = True,
