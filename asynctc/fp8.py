@@ -692,8 +692,10 @@ def fp8_shape_config(m: int, n: int, k: int, dtype: str = "float8_e4m3fn", *,
 #: shape (M = 64, 128: the 128-row tile with clusters of 2 needs M a multiple of 256) and the one
 #: it ran on half the SMs (M = 256: 2 × 32 tiles of 128×256): problems of these shapes, sized for
 #: a quick correctness check (the tiles :func:`fp8_shape_config` picks at N = 8192 are checked on
-#: them, :func:`shapes_for`).
-THIN_CHECK_SHAPES = ((64, 1024, 512), (128, 1024, 512), (256, 1024, 512))
+#: them, :func:`shapes_for`); the last has more tiles than SMs for each of those tiles (64×64:
+#: 1024, 128×64: 512, 128×128: 256 tiles), so the persistent loop and the cluster pairs walk
+#: several tiles — at an eighth of the float64 cost of :data:`PERSISTENT_SHAPE`.
+THIN_CHECK_SHAPES = ((64, 1024, 512), (128, 1024, 512), (256, 1024, 512), (256, 16384, 256))
 #: The shapes whose :func:`fp8_shape_config` is added to :func:`correctness_configs`.
 THIN_SHAPES = ((64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192))
 
@@ -768,12 +770,15 @@ def correctness_configs() -> list:
 
 
 def shapes_for(cfg) -> list[tuple[int, int, int]]:
-    """The shapes :func:`correctness_configs` are checked on (those the tile divides); the
-    thin-M tiles (:func:`shape_configs`) also on :data:`THIN_CHECK_SHAPES`."""
+    """The shapes :func:`correctness_configs` are checked on (those the tile divides):
+    :data:`CHECK_SHAPES`, and for persistent or cluster configs :data:`PERSISTENT_SHAPE` — but
+    for the thin-M tiles (:func:`shape_configs`) :data:`THIN_CHECK_SHAPES` instead of it."""
     from . import warp_specialization as W
-    shapes = list(CHECK_SHAPES) + ([PERSISTENT_SHAPE] if cfg.persistent or cfg.cluster > 1 else [])
     if cfg in shape_configs():
-        shapes += [s for s in THIN_CHECK_SHAPES if s not in shapes]
+        shapes = list(CHECK_SHAPES) + list(THIN_CHECK_SHAPES)
+    else:
+        shapes = list(CHECK_SHAPES) + ([PERSISTENT_SHAPE] if cfg.persistent or cfg.cluster > 1
+                                       else [])
     out = []
     for s in shapes:
         try:
@@ -1032,7 +1037,10 @@ def measure_fp8(progress=None, sizes=None, check: bool = True, reps: int = 10,
        (torch._scaled_mm, fast accumulation on and off), each of :func:`timed_configs`; at the
        largest size also :func:`time_block_scaled` (per-block scales); fp16
        operands: cuBLAS fp16 and our fp16 top rung (chapter 06 rung 7) — all in the same run.
-       Every timed output checked on one random row per 128 rows. Medians; never asserted on."""
+       Every timed output checked on one random row per 128 rows. Medians; never asserted on.
+    5. ``nonsquare`` (default chapter 06's non-square shapes and the square ``sizes``):
+       :func:`measure_fp8_nonsquare` — the FP8 top rung with the tile chosen by the shape
+       (:func:`fp8_shape_config`), e4m3 and e5m2, beside cuBLASLt FP8 timed on every shape."""
     from . import warp_specialization as W
     from .core import bench, checks, records
     from .core.memory import DeviceArray
