@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -636,15 +637,82 @@ def verify_fp8(cfg, m: int, n: int, k: int, rng=None, frac_bits: int = FRAC_BITS
 
 def fp8_config(dtype: str = "float8_e4m3fn", promote: int = 0, **kw):
     """The FP8 GEMM configurations of chapter 07: chapter 06's top rung (128×256, two consumers,
-    persistent, clusters of 2, TMA-store epilogue, bf16 C) with an fp8 dtype; with ``promote``
+    persistent, clusters of 2, TMA-store epilogue, raster groups of 16 tile rows, bf16 C) with an
+    fp8 dtype; with ``promote``
     the tile is 128×128 (two sets of accumulators must fit: 2 × 64 per thread)."""
     from . import warp_specialization as W
     base = dict(dtype=dtype, bm=128, bn=256, consumers=2, stages=4, out_dtype="bfloat16",
-                persistent=True, cluster=2, tma_store=True)
+                persistent=True, cluster=2, tma_store=True, group_m=W.RASTER_GROUP_M)
     if promote:
         base.update(bn=128, stages=6, promote=promote)
     base.update(kw)
     return W.WSConfig(**base)
+
+
+def fp8_shape_config(m: int, n: int, k: int, dtype: str = "float8_e4m3fn", *,
+                     sm_count: int | None = None):
+    """The FP8 top rung's schedule for an M×N×K problem with the tile chosen by the shape: what
+    :func:`measure_fp8_nonsquare` times.
+
+    Schedule as :func:`fp8_config`: persistent, TMA-store epilogue, C in bf16, B stored N×K
+    (K-major: fp8 wgmma has no transpose), per-tensor scales, no ``edges`` (the FP8 builds have
+    none). Tile and cluster from :func:`asynctc.warp_specialization.shape_tile` (``sm_count``
+    SMs, default the device's, else 132): bm = 64 with one consumer warpgroup for M ≤ 64 (then no
+    setmaxnreg: one consumer's ≤ 128 accumulators fit the 248 registers each of 256 threads
+    starts with), else 128 with two; bn 256 / 128 / 64 by wave fill; clusters of 2 with ≥ 2 tile
+    rows and bn ≥ 128 — and, since this build does not round tile rows up to whole clusters,
+    only with an even number of tile rows (else cluster 1). bk = 128 (one 128-byte row of fp8).
+    Stages: as many as fit one CTA's shared memory (:func:`~asynctc.warp_specialization.most_stages`;
+    128×256 with the store staging: 4, as :func:`fp8_config`). For the square 4096³ / 8192³ (and
+    every shape whose waves 128×256 fills) this is :func:`fp8_config` exactly.
+
+    Raises :class:`asynctc.warp_specialization.WarpSpecializationError` naming the rule for a
+    shape the exact build cannot do: M, N, K not positive multiples of bm, bn, 128 (e.g. M = 32:
+    the thin tile is 64 rows), and for a dtype that is not FP8."""
+    from . import warp_specialization as W
+    if dtype not in W.FP8_DTYPES:
+        W._fail("dtype", dtype, f"fp8_shape_config is for the FP8 builds: one of {W.FP8_DTYPES}")
+    for name, v in (("M", m), ("N", n), ("K", k)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 1 <= v < 2**31:
+            W._fail(name, v, "must be an integer in 1 .. 2^31 - 1")
+    if sm_count is None:
+        info = runtime.device_info()
+        sm_count = info.sm_count if info else W.DEFAULT_SM_COUNT
+    tile = W.shape_tile(m, n, sm_count)
+    if tile["cluster"] == 2 and (m // tile["bm"]) % 2:
+        tile["cluster"] = 1
+    fields = dict(dtype=dtype, **tile, out_dtype="bfloat16", persistent=True, tma_store=True,
+                  group_m=W.RASTER_GROUP_M)
+    if tile["consumers"] == 1:
+        fields["setmaxnreg"] = False
+    cfg = W.most_stages(fields, (m, n, k))
+    W.check_shapes(m, n, k, cfg)
+    return cfg
+
+
+#: The non-square FP8 shapes the FP8 top rung could not run before the tile was chosen by the
+#: shape (M = 64, 128: the 128-row tile with clusters of 2 needs M a multiple of 256) and the one
+#: it ran on half the SMs (M = 256: 2 × 32 tiles of 128×256): problems of these shapes, sized for
+#: a quick correctness check (the tiles :func:`fp8_shape_config` picks at N = 8192 are checked on
+#: them, :func:`shapes_for`); the last has more tiles than SMs for each of those tiles (64×64:
+#: 1024, 128×64: 512, 128×128: 256 tiles), so the persistent loop and the cluster pairs walk
+#: several tiles — at an eighth of the float64 cost of :data:`PERSISTENT_SHAPE`.
+THIN_CHECK_SHAPES = ((64, 1024, 512), (128, 1024, 512), (256, 1024, 512), (256, 16384, 256))
+#: The shapes whose :func:`fp8_shape_config` is added to :func:`correctness_configs`.
+THIN_SHAPES = ((64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192))
+
+
+def shape_configs(shapes=THIN_SHAPES, dtypes=None, sm_count: int = 132) -> list:
+    """:func:`fp8_shape_config` of each shape and FP8 dtype (default e4m3 and e5m2; ``sm_count``
+    fixed at the H200's 132 so the list does not depend on the machine), without repeats."""
+    from . import warp_specialization as W
+    out = []
+    for dt in dtypes or W.FP8_DTYPES:
+        for shp in shapes:
+            c = fp8_shape_config(*shp, dt, sm_count=sm_count)
+            if c not in out:
+                out.append(c)
+    return out
 
 
 #: Correctness shapes of the FP8 checks: several CTA rows and columns, 8 k-tiles of 128; a short
@@ -684,7 +752,8 @@ def correctness_configs() -> list:
     """Every FP8 variant: e4m3 and e5m2; chapter 06's rungs 3, 5, 6, 7 with fp8 inputs (C fp32,
     bf16; fp16 for the top); 256×128; the promoted variants (128×128, every 1, 2, 4 k-tiles,
     plain and with persistent + cluster + TMA store); the per-block-scale variants
-    (:func:`block_configs`)."""
+    (:func:`block_configs`); the tiles the shape picks for thin M (:func:`shape_configs` of
+    :data:`THIN_SHAPES`: 64×64 with one consumer, 128×64 without clusters, 128×128 with)."""
     from . import warp_specialization as W
     out = []
     for dt in W.FP8_DTYPES:
@@ -698,13 +767,20 @@ def correctness_configs() -> list:
         for c in cands:
             if c not in out:
                 out.append(c)
-    return out + block_configs()
+    out += block_configs()
+    return out + [c for c in shape_configs() if c not in out]
 
 
 def shapes_for(cfg) -> list[tuple[int, int, int]]:
-    """The shapes :func:`correctness_configs` are checked on (those the tile divides)."""
+    """The shapes :func:`correctness_configs` are checked on (those the tile divides):
+    :data:`CHECK_SHAPES`, and for persistent or cluster configs :data:`PERSISTENT_SHAPE` — but
+    for the thin-M tiles (:func:`shape_configs`) :data:`THIN_CHECK_SHAPES` instead of it."""
     from . import warp_specialization as W
-    shapes = list(CHECK_SHAPES) + ([PERSISTENT_SHAPE] if cfg.persistent or cfg.cluster > 1 else [])
+    if cfg in shape_configs():
+        shapes = list(CHECK_SHAPES) + list(THIN_CHECK_SHAPES)
+    else:
+        shapes = list(CHECK_SHAPES) + ([PERSISTENT_SHAPE] if cfg.persistent or cfg.cluster > 1
+                                       else [])
     out = []
     for s in shapes:
         try:
@@ -872,10 +948,12 @@ NONSQUARE_SHAPES = None      # None: asynctc.warp_specialization.NONSQUARE_SHAPE
 
 
 def measure_fp8_nonsquare(shapes, reps, say, rng, frac_bits, lib) -> list[dict]:
-    """The FP8 top rung, e4m3 and e5m2 inputs (C in bf16), on each (M, N, K) of ``shapes`` beside
-    cuBLASLt FP8 (e4m3, fast accumulation; torch._scaled_mm), each timed output checked on sampled
-    rows; a shape the rung's tile does not divide gets a ``skipped`` row naming the rule (the FP8
-    builds have no edge handling)."""
+    """The FP8 top rung with the tile chosen by the shape (:func:`fp8_shape_config`), e4m3 and
+    e5m2 inputs (C in bf16), on each (M, N, K) of ``shapes`` beside cuBLASLt FP8 (e4m3, fast
+    accumulation; torch._scaled_mm), each timed output checked on sampled rows (one per 128).
+    cuBLASLt is timed on every shape, also where ours cannot run; a shape the exact FP8 build
+    cannot do (not a multiple of the chosen tile) gets a ``skipped`` row naming the rule. Each of
+    our rows records its config's ``label`` and ``tile`` (bm×bn×bk/consumers)."""
     from . import warp_specialization as W
     from .core import bench
     from .core.memory import DeviceArray
@@ -884,55 +962,66 @@ def measure_fp8_nonsquare(shapes, reps, say, rng, frac_bits, lib) -> list[dict]:
     for (m, n, k) in shapes:
         base = {"m": m, "n": n, "k": k, "out_dtype": "bfloat16"}
         flop = bench.gemm_flop(m, n, k)
+        lt = None
         for dt in ("float8_e4m3fn", "float8_e5m2"):
-            cfg = fp8_config(dtype=dt)
             try:
-                W.check_shapes(m, n, k, cfg)
+                cfg = fp8_shape_config(m, n, k, dt)
             except W.WarpSpecializationError as e:
-                out.append({**base, "dtype": dt, "kernel": "ours", "label": cfg.label(),
-                            "skipped": str(e)})
-                continue
+                cfg, why = None, str(e)
+            baseline = lib == "torch" and dt == "float8_e4m3fn"
+            if cfg is None:
+                out.append({**base, "dtype": dt, "kernel": "ours", "skipped": why})
+                if not baseline:
+                    continue
             qa, qb = random_fp8((m, k), dt, rng=rng), random_fp8((n, k), dt, rng=rng)
             sa, sb = np.float32(rng.uniform(0.5, 2.0)), np.float32(0.125)
             da, db = DeviceArray.from_host(qa), DeviceArray.from_host(qb)
             dsc = DeviceArray.from_host(np.array([sa, sb], np.float32))
             rows_idx = np.minimum(np.arange(0, m, 128) + rng.integers(0, 128, -(-m // 128)), m - 1)
             dc = DeviceArray.poisoned((m, n), dtype_of("bfloat16"))
-            lt = None
-            if lib == "torch" and dt == "float8_e4m3fn":
+            if baseline:
                 fn = scaled_mm(da, db, dc, sa, sb, True)
                 t = bench.time_gpu(fn, warmup=3, reps=reps, clock=True)
-                chk = _sampled_fp8_check(dc, qa, qb, sa, sb, cfg, rows_idx, frac_bits)
+                chk = _sampled_fp8_check(dc, qa, qb, sa, sb, fp8_config(dt), rows_idx, frac_bits)
                 lt = {**base, "dtype": dt, "kernel": "cuBLASLt", "fast_accum": True, **t.as_dict(),
                       "tflops": bench.tflops(flop, t.median_ms), "check_rows": chk.as_dict()}
                 out.append(lt)
-            t, chk, grid = _time_ours(cfg, da, db, dc, dsc, qa, qb, sa, sb, rows_idx, frac_bits,
-                                      reps, f"{m}x{n}x{k}")
-            row = {**base, "dtype": dt, "kernel": "ours", "label": cfg.label(), **t.as_dict(),
-                   "tflops": bench.tflops(flop, t.median_ms), "check_rows": chk.as_dict(),
-                   "grid": grid}
-            e4 = next((r for r in out if r["kernel"] == "cuBLASLt" and (r["m"], r["n"], r["k"])
-                       == (m, n, k)), None)
-            row["of_cublaslt_fast"] = row["tflops"] / e4["tflops"] if e4 else None
-            out.append(row)
-            say(f"{m}x{n}x{k} {dt}: {row['tflops']:.0f} TFLOP/s"
-                + (f" ({row['of_cublaslt_fast']:.2f} of cuBLASLt e4m3 fast)" if e4 else ""))
+                say(f"{m}x{n}x{k} cuBLASLt e4m3 fast: {lt['tflops']:.0f} TFLOP/s")
+            if cfg is not None:
+                t, chk, grid = _time_ours(cfg, da, db, dc, dsc, qa, qb, sa, sb, rows_idx,
+                                          frac_bits, reps, f"{m}x{n}x{k}")
+                tf = bench.tflops(flop, t.median_ms)
+                row = {**base, "dtype": dt, "kernel": "ours", "label": cfg.label(),
+                       "tile": cfg.tile_name, "cluster": cfg.cluster, "stages": cfg.stages,
+                       **t.as_dict(), "tflops": tf, "check_rows": chk.as_dict(), "grid": grid,
+                       "of_cublaslt_fast": tf / lt["tflops"] if lt else None}
+                out.append(row)
+                say(f"{m}x{n}x{k} {dt} {cfg.tile_name} cluster {cfg.cluster}: "
+                    f"{row['tflops']:.0f} TFLOP/s"
+                    + (f" ({row['of_cublaslt_fast']:.2f} of cuBLASLt e4m3 fast)" if lt else ""))
             del da, db, dc, dsc
     return out
 
 
 def nonsquare_fp8_table(rows: list[dict]) -> str:
-    """The FP8 non-square rows: shape, dtype, kernel, TFLOP/s, of cuBLASLt (e4m3, fast accum)."""
-    lines = [f"{'M×N×K':18s} {'dtype':14s} {'kernel':9s} {'TFLOP/s':>7s} {'of LtFast':>9s}"]
+    """The FP8 non-square rows: shape, dtype, kernel, our tile (bm×bn×bk/consumers, then
+    "cluster2" with clusters of 2), TFLOP/s, of cuBLASLt (e4m3, fast accum); a skipped row says
+    why."""
+    lines = [f"{'M×N×K':18s} {'dtype':14s} {'kernel':9s} {'tile':23s} {'TFLOP/s':>7s} "
+             f"{'of LtFast':>9s}"]
     for r in rows:
         shape = f"{r['m']}×{r['n']}×{r['k']}"
+        lab = r.get("label") or ""               # records before "tile": read it off the label
+        got = re.search(r"\d+x\d+x\d+/c\d", lab)
+        tile = r.get("tile") or (got.group(0) if got else "")
+        tile += " cluster2" if r.get("cluster", 2 if " cluster2" in lab else 1) == 2 else ""
         if r.get("skipped"):
-            lines.append(f"{shape:18s} {r['dtype']:14s} {r['kernel']:9s} {'-':>7s} {'-':>9s}  "
-                         f"not run: {r['skipped']}")
+            lines.append(f"{shape:18s} {r['dtype']:14s} {r['kernel']:9s} {tile:23s} {'-':>7s} "
+                         f"{'-':>9s}  not run: {r['skipped']}")
             continue
         ratio = r.get("of_cublaslt_fast")
-        lines.append(f"{shape:18s} {r['dtype']:14s} {r['kernel']:9s} {r['tflops']:7.0f} "
-                     f"{'' if ratio is None else format(ratio, '9.2f')}")
+        lines.append(f"{shape:18s} {r['dtype']:14s} {r['kernel']:9s} {tile:23s} "
+                     f"{r['tflops']:7.0f} {'' if ratio is None else format(ratio, '9.2f')}")
     return "\n".join(lines)
 
 
@@ -950,7 +1039,10 @@ def measure_fp8(progress=None, sizes=None, check: bool = True, reps: int = 10,
        (torch._scaled_mm, fast accumulation on and off), each of :func:`timed_configs`; at the
        largest size also :func:`time_block_scaled` (per-block scales); fp16
        operands: cuBLAS fp16 and our fp16 top rung (chapter 06 rung 7) — all in the same run.
-       Every timed output checked on one random row per 128 rows. Medians; never asserted on."""
+       Every timed output checked on one random row per 128 rows. Medians; never asserted on.
+    5. ``nonsquare`` (default chapter 06's non-square shapes and the square ``sizes``):
+       :func:`measure_fp8_nonsquare` — the FP8 top rung with the tile chosen by the shape
+       (:func:`fp8_shape_config`), e4m3 and e5m2, beside cuBLASLt FP8 timed on every shape."""
     from . import warp_specialization as W
     from .core import bench, checks, records
     from .core.memory import DeviceArray

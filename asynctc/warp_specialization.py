@@ -1360,22 +1360,46 @@ def wave_fill(tiles: int, sm_count: int) -> float:
     return tiles / (-(-tiles // sm_count) * sm_count)
 
 
+def shape_tile(m: int, n: int, sm_count: int) -> dict:
+    """The CTA tile chosen by the shape (what :func:`matmul_config` and
+    :func:`asynctc.fp8.fp8_shape_config` run): ``{"bm", "consumers", "bn", "cluster"}``.
+
+    * M ≤ 64 (thin M): bm = 64 with one consumer warpgroup (one m64 wgmma atom), so no half-empty
+      tile is computed; else bm = 128 with two consumers (64 rows each).
+    * bn: the largest of 256, 128 whose tiles, ceil(M / bm) · ceil(N / bn), fill the SMs' waves to
+      at least :data:`WAVE_FILL` (:func:`wave_fill` with ``sm_count`` SMs), else 64 (64 × 8192
+      with bn = 256 would keep 32 of 132 SMs busy, with bn = 64 128 of them).
+    * cluster = 2 (two CTAs along M sharing B by TMA multicast) only with at least two tile rows
+      (else one CTA of each pair computes nothing) and bn ≥ 128 (a multicast half of B is whole
+      64-column boxes; :class:`WSConfig`'s rule); else 1.
+
+    M, N ≥ 1 and ``sm_count`` ≥ 1 integers; raises :class:`WarpSpecializationError` otherwise.
+    The tile rows are not rounded to whole clusters here (the caller's build decides: EDGES rounds
+    them up, the exact builds need M a multiple of 2 · bm)."""
+    for name, v in (("M", m), ("N", n), ("sm_count", sm_count)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            _fail(name, v, "must be a positive integer")
+    bm, consumers = (64, 1) if m <= 64 else (128, 2)
+    rows = -(-m // bm)
+    bn = next((bn for bn in (256, 128) if wave_fill(rows * -(-n // bn), sm_count) >= WAVE_FILL),
+              64)
+    cluster = 2 if (rows >= 2 and bn >= 128) else 1
+    return {"bm": bm, "consumers": consumers, "bn": bn, "cluster": cluster}
+
+
 def matmul_config(m: int, n: int, k: int, dtype: str = "float16", b_layout: str = "KxN", *,
                   out_dtype: str | None = None, c_rows_aligned: bool = True,
                   sm_count: int | None = None) -> WSConfig:
     """The configuration :func:`matmul` runs for an M×N×K problem (always the ``edges`` build).
 
     * B given N×K (``b_layout="NxK"``, K-major) or K×N (MN-major): the ladder's top rung —
-      persistent, clusters of 2 CTAs multicasting B, TMA-store epilogue, raster groups of 16 tile rows (rung 8).
-    * Tile: 128 × 256 with two consumer warpgroups (64 rows each). Thin M (M ≤ 64): 64 rows with
-      one consumer warpgroup (one m64 atom), so no half-empty tile is computed; no setmaxnreg
-      (one consumer's 128 accumulators fit the 248 registers 256 threads start with).
-      bn is the largest of 256, 128 whose tiles fill the SMs' waves to at least
-      :data:`WAVE_FILL` (tiles / (waves · SMs), ``sm_count`` SMs, default the device's, else
-      132), else 64: a short or thin problem is spread over more CTAs (64 × 8192 with bn = 256
-      would keep 32 of 132 SMs busy, with bn = 64 128 of them).
-    * Clusters only with at least two tile rows (else one CTA of each pair computes zeros) and
-      bn ≥ 128.
+      persistent, clusters of 2 CTAs multicasting B, TMA-store epilogue, raster groups of 16 tile
+      rows (rung 8).
+    * Tile and cluster: :func:`shape_tile` (``sm_count`` SMs, default the device's, else 132):
+      128 × 256 with two consumer warpgroups (64 rows each); thin M (M ≤ 64) 64 rows with one
+      consumer warpgroup and no setmaxnreg (one consumer's 128 accumulators fit the 248
+      registers 256 threads start with); bn 256 / 128 / 64 by wave fill (:data:`WAVE_FILL`);
+      clusters of 2 only with at least two tile rows and bn ≥ 128.
     * TMA-store epilogue only when C is written in the input dtype (``out_dtype`` None or
       ``dtype``) and C's rows are a multiple of 16 bytes (``c_rows_aligned``; cuTensorMapEncodeTiled
       globalStrides), else the register epilogue (clipped per element pair).
@@ -1396,24 +1420,27 @@ def matmul_config(m: int, n: int, k: int, dtype: str = "float16", b_layout: str 
         info = runtime.device_info()
         sm_count = info.sm_count if info else DEFAULT_SM_COUNT
     b_major = B_LAYOUTS[b_layout]
-    bm, consumers = (64, 1) if m <= 64 else (128, 2)
-    rows = -(-m // bm)
-    bn = next((bn for bn in (256, 128) if wave_fill(rows * -(-n // bn), sm_count) >= WAVE_FILL),
-              64)
-    cluster = 2 if (rows >= 2 and bn >= 128) else 1
+    tile = shape_tile(m, n, sm_count)
     tma_store = odt == dtype and (c_rows_aligned or m == 1)
-    base = dict(dtype=dtype, bm=bm, bn=bn, consumers=consumers, b_major=b_major, out_dtype=odt,
-                persistent=True, cluster=cluster, tma_store=tma_store, edges=True,
-                group_m=RASTER_GROUP_M)
-    if consumers == 1:
+    base = dict(dtype=dtype, **tile, b_major=b_major, out_dtype=odt,
+                persistent=True, tma_store=tma_store, edges=True, group_m=RASTER_GROUP_M)
+    if tile["consumers"] == 1:
         base["setmaxnreg"] = False
-    for stages in range(6, 1, -1):
+    return most_stages(base, (m, n, k))
+
+
+def most_stages(fields: dict, shape=None) -> WSConfig:
+    """``WSConfig(**fields)`` with the most stages (6 down to 2) that fit one CTA's shared memory
+    (227 KiB on sm_90; the device's opt-in limit where there is one). Any other rule ``fields``
+    break raises :class:`WarpSpecializationError` at once; ``shape`` only names the problem in
+    the error if no stage count fits."""
+    for stages in range(max(STAGE_RANGE), min(STAGE_RANGE) - 1, -1):
         try:
-            return WSConfig(stages=stages, **base)
+            return WSConfig(stages=stages, **fields)
         except WarpSpecializationError as e:
             if not str(e).startswith("stages="):
                 raise
-    _fail("shape", (m, n, k), "no stage count fits (cannot happen for the tiles chosen here)")
+    _fail("shape", shape, "no stage count fits (cannot happen for the tiles chosen here)")
 
 
 def _is_device(x) -> bool:

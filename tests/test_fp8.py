@@ -402,6 +402,62 @@ def test_operands_are_checked_before_the_gpu(rng):
     assert W.check_operands(qa, qb, cfg, scales=np.ones(2, np.float32)) == (256, 256, 256)
 
 
+# ---- the tile chosen by the shape (CPU) ------------------------------------------------------------
+
+SQUARE = ((4096, 4096, 4096), (8192, 8192, 8192))
+
+
+@pytest.mark.parametrize("dt", W.FP8_DTYPES)
+def test_shape_config_is_the_top_rung_where_128x256_fills_the_waves(dt):
+    for shp in SQUARE + tuple(s for s in W.NONSQUARE_SHAPES if s[0] >= 1024):
+        assert fp8.fp8_shape_config(*shp, dt, sm_count=132) == fp8.fp8_config(dt), shp
+
+
+@pytest.mark.parametrize("dt", W.FP8_DTYPES)
+@pytest.mark.parametrize("m, tile, cluster, ctas", [
+    (64, "64x64x128/c1", 1, 128), (128, "128x64x128/c2", 1, 128),
+    (256, "128x128x128/c2", 2, 128)])
+def test_shape_config_runs_thin_m_on_most_sms(dt, m, tile, cluster, ctas):
+    c = fp8.fp8_shape_config(m, 8192, 8192, dt, sm_count=132)
+    assert (c.tile_name, c.cluster) == (tile, cluster)
+    assert c.persistent and c.tma_store and c.out_dtype == "bfloat16" and c.b_major == "K"
+    assert not c.edges and not c.promote and c.bk == 128
+    assert c.setmaxnreg == (c.consumers == 2)
+    W.check_shapes(m, 8192, 8192, c)
+    assert W.grid_size(c, m, 8192, sm_count=132) == ctas      # was 64 (M=256) or not run
+    assert c.stages == max(s for s in W.STAGE_RANGE if _fits(c, s))
+    assert c in fp8.correctness_configs()
+    assert any(s[0] == m for s in fp8.shapes_for(c))          # checked on a thin problem
+
+
+def _fits(cfg, stages):
+    try:
+        cfg.replace(stages=stages).validate(227 * 1024)
+        return True
+    except W.WarpSpecializationError:
+        return False
+
+
+def test_shape_config_pairs_only_an_even_number_of_tile_rows():
+    c = fp8.fp8_shape_config(640, 8192, 1024, sm_count=132)      # 5 rows × 64 columns of 128
+    assert (c.bm, c.bn, c.cluster) == (128, 128, 1)
+    assert W.matmul_config(640, 8192, 1024, "float16", "NxK", sm_count=132).cluster == 2  # EDGES
+    assert fp8.fp8_shape_config(768, 8192, 1024, sm_count=132).cluster == 2
+
+
+@pytest.mark.parametrize("args, match", [
+    ((32, 8192, 8192), r"^M=32: tile 64x64x128/c1 needs M to be a positive multiple of 64"),
+    ((96, 8192, 8192), r"^M=96: tile 128x64x128/c2 needs M to be a positive multiple of 128"),
+    ((4096, 4000, 4096), r"^N=4000: tile 128x256x128/c2 needs N to be a positive multiple of 256"),
+    ((4096, 4096, 200), r"^K=200: .* multiple of 128"),
+    ((0, 8192, 8192), r"^M=0: must be an integer"),
+    ((64, 8192, 8192, "float16"), r"^dtype='float16': fp8_shape_config is for the FP8 builds"),
+])
+def test_shape_config_refuses_what_the_exact_build_cannot_do(args, match):
+    with pytest.raises(W.WarpSpecializationError, match=match):
+        fp8.fp8_shape_config(*args, sm_count=132)
+
+
 # ---- compile + SASS (CPU) -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cfg", fp8.correctness_configs(), ids=lambda c: c.label())
@@ -418,6 +474,7 @@ def test_fp8_variant_compiles_to_qgmma(cfg):
     assert "HGMMA" not in text
     assert ck.resources.spill_stores == 0 and ck.resources.spill_loads == 0
     assert not W.sass_registers(ck, cfg)["dropped"]
+    assert bool(re.findall(r"USETMAXREG", text)) == cfg.setmaxnreg
     waits = set(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", text))
     assert waits == {"0x1", "0x0"}
 
@@ -464,7 +521,9 @@ def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None, cluster=None):
     out.h[...] = c.astype(np.float32).astype(out.dtype)
 
 
-def test_fp8_suite_dry_run(monkeypatch):
+def _fake_gpu(monkeypatch):
+    """Patch compile, launch and device memory so the suite's host code runs here: launches go to
+    :func:`_emulate`, timings are a fixed 1 ms, no baseline library."""
     from fakes import FakeArray
     from asynctc import tma
     from asynctc.core import bench, memory, records
@@ -487,9 +546,16 @@ def test_fp8_suite_dry_run(monkeypatch):
     monkeypatch.setattr(bench, "time_gpu", lambda fn, **k: (fn(), _FakeTiming())[1])
     monkeypatch.setattr(bench, "baseline_library", lambda: None)
     monkeypatch.setattr(records, "nvidia_smi_clocks", lambda: {})
+
+
+def test_fp8_suite_dry_run(monkeypatch):
+    from asynctc.core import records
+    _fake_gpu(monkeypatch)
     monkeypatch.setattr(fp8, "EXPERIMENT_K", (256, 512))
     monkeypatch.setattr(fp8, "CHECK_SHAPES", ((256, 256, 256),))
     monkeypatch.setattr(fp8, "PERSISTENT_SHAPE", (512, 512, 384))
+    monkeypatch.setattr(fp8, "THIN_CHECK_SHAPES", ((64, 512, 256), (128, 512, 256),
+                                                   (256, 512, 256)))
     res = fp8.measure_fp8(sizes=(512,), reps=2,
                           nonsquare=((512, 512, 256), (128, 512, 512), (64, 512, 512)))
     assert len(res["checks"]) >= len(fp8.correctness_configs())
@@ -503,24 +569,59 @@ def test_fp8_suite_dry_run(monkeypatch):
     kinds = {(r["kernel"], r["dtype"]) for r in res["rows"]}
     assert ("ours", "float8_e4m3fn") in kinds and ("ours", "float16") in kinds
     assert {c["config"] for c in res["checks"]} >= {c.label() for c in fp8.block_configs()}
+    thin = {(c["config"], c["shape"][0]) for c in res["checks"]}
+    for c in fp8.shape_configs():          # each thin tile checked on a problem of its thin M
+        assert (c.label(), 64 if c.bm == 64 else 128 if c.cluster == 1 else 256) in thin
     blk = [r for r in res["rows"] if r.get("block_scales")]
     assert [r["label"] for r in blk] == [fp8.block_timed_config().label()]   # once, at 512³
     assert any(r["kernel"] == "block scales cost (ours, promote 1)" and r["ratio"] == 1.0
                for r in res["table"])
     assert all(r["check_rows"]["passed"] for r in res["rows"])
-    # the non-square step: e4m3 and e5m2 on each shape the tile divides, the rest skipped by rule
+    # the non-square step: e4m3 and e5m2 on every shape, thin M on the tile the shape picks
     ns = res["nonsquare"]
-    ran = {(r["m"], r["n"], r["k"], r["dtype"]) for r in ns if r["kernel"] == "ours"
+    ran = {(r["m"], r["n"], r["k"], r["dtype"]): r for r in ns if r["kernel"] == "ours"
            and not r.get("skipped")}
-    assert ran == {(512, 512, 256, d) for d in ("float8_e4m3fn", "float8_e5m2")}
-    skipped = [r for r in ns if r.get("skipped")]
-    assert {r["m"] for r in skipped} == {128, 64} and all("M=" in r["skipped"] for r in skipped)
+    assert set(ran) == {(m, 512, k, d) for m, k in ((512, 256), (128, 512), (64, 512))
+                        for d in W.FP8_DTYPES}
+    assert not [r for r in ns if r.get("skipped")]
+    for (m, n, k, d), r in ran.items():
+        cfg = fp8.fp8_shape_config(m, n, k, d, sm_count=132)
+        assert r["label"] == cfg.label() and r["tile"] == cfg.tile_name
+    assert ran[(64, 512, 512, "float8_e4m3fn")]["tile"] == "64x64x128/c1"
+    assert ran[(128, 512, 512, "float8_e4m3fn")]["tile"] == "128x64x128/c2"
     assert all(r["check_rows"]["passed"] for r in ns if "check_rows" in r)
     text = fp8.summarize_fp8(records.Record("fp8", {"gpu": "fake"}, res))
     assert "FP8 checks passed" in text and "prediction" in text and "FP8/FP16 ours" in text
-    assert "512×512×256" in text and "not run: M=64" in text
+    assert "512×512×256" in text and "64×512×512" in text and "not run" not in text
     import json
     json.dumps(res)                                   # the record is JSON-able
+
+
+def test_nonsquare_times_cublaslt_on_every_shape_and_skips_ours_by_rule(monkeypatch, rng):
+    _fake_gpu(monkeypatch)
+    timed = []
+
+    def fake_scaled_mm(da, db, dc, sa, sb, fast, stream=None):
+        def run():
+            c = da.h.astype(np.float64) @ db.h.astype(np.float64).T * float(sa) * float(sb)
+            dc.h[...] = c.astype(np.float32).astype(dc.dtype)
+            timed.append(da.shape[0])
+        run.copies = False
+        return run
+    monkeypatch.setattr(fp8, "scaled_mm", fake_scaled_mm)
+    rows = fp8.measure_fp8_nonsquare(((32, 512, 256), (64, 512, 256)), 2, lambda _s: None, rng,
+                                     fp8.FRAC_BITS, "torch")
+    lt = [r for r in rows if r["kernel"] == "cuBLASLt"]
+    assert [(r["m"], r["check_rows"]["passed"]) for r in lt] == [(32, True), (64, True)]
+    assert set(timed) == {32, 64}
+    skipped = [r for r in rows if r.get("skipped")]
+    assert [(r["m"], r["dtype"]) for r in skipped] == [(32, d) for d in W.FP8_DTYPES]
+    assert all(r["skipped"].startswith("M=32: tile 64x64x128/c1") for r in skipped)
+    ours = [r for r in rows if r["kernel"] == "ours" and not r.get("skipped")]
+    assert [(r["m"], r["tile"]) for r in ours] == [(64, "64x64x128/c1")] * 2
+    assert ours[0]["of_cublaslt_fast"] == 1.0 and ours[1]["of_cublaslt_fast"] == 1.0
+    text = fp8.nonsquare_fp8_table(rows)
+    assert "not run: M=32" in text and text.count("cuBLASLt") == 2
 
 
 # ---- notebook 07 helpers on the committed records ----------------------------------------------

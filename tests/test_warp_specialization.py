@@ -716,3 +716,57 @@ def test_cluster_descriptor_address_is_masked():
     src = W.source()
     assert "wgmma_desc_at(desc_a0" in src and "wgmma_desc_at(desc_b0" in src
     assert "(addr & 0x3FFFFu) >> 4" in (runtime.KERNEL_DIR / "ptx" / "common.cuh").read_text()
+
+
+# ---- the tile chosen by the shape (shape_tile: matmul_config's, and the FP8 non-square configs') --
+
+@pytest.mark.parametrize("m, n, sm, bm, consumers, bn, cluster", [
+    (64, 8192, 132, 64, 1, 64, 1),        # thin M: one m64 atom, 128 tiles of 64 columns
+    (1, 8192, 132, 64, 1, 64, 1),
+    (65, 8192, 132, 128, 2, 64, 1),       # one 128-row tile row: no cluster partner
+    (128, 8192, 132, 128, 2, 64, 1),
+    (256, 8192, 132, 128, 2, 128, 2),     # 2 × 64 tiles of 128 columns fill 0.97 of the SMs
+    (1024, 8192, 132, 128, 2, 256, 2),
+    (8192, 8192, 132, 128, 2, 256, 2),
+    (128, 65536, 132, 128, 2, 256, 1),    # bn 256 fills the waves, but one tile row: cluster 1
+    (256, 2048, 132, 128, 2, 64, 1),      # two tile rows, bn 64: a multicast half is not a box
+    (64, 1024, 4, 64, 1, 256, 1),         # few SMs: the widest tile fills them
+])
+def test_shape_tile_thin_m_and_wave_fill(m, n, sm, bm, consumers, bn, cluster):
+    t = W.shape_tile(m, n, sm)
+    assert t == {"bm": bm, "consumers": consumers, "bn": bn, "cluster": cluster}
+    rows = -(-m // bm)
+    # bn is the widest of 256, 128 that fills the waves to WAVE_FILL, else 64
+    for wider in (256, 128):
+        if wider > bn:
+            assert W.wave_fill(rows * -(-n // wider), sm) < W.WAVE_FILL
+    assert bn == 64 or W.wave_fill(rows * -(-n // bn), sm) >= W.WAVE_FILL
+
+
+@pytest.mark.parametrize("m, n, k", [(64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
+                                     (1000, 1000, 64), (129, 4097, 65), (4096, 4096, 4096),
+                                     (3, 5, 8)])
+def test_matmul_config_takes_its_tile_from_shape_tile(m, n, k):
+    for dt in W.DTYPES:
+        c = W.matmul_config(m, n, k, dt, "NxK", sm_count=132)
+        assert W.shape_tile(m, n, 132) == {"bm": c.bm, "consumers": c.consumers, "bn": c.bn,
+                                           "cluster": c.cluster}
+
+
+@pytest.mark.parametrize("args, field", [((0, 8, 132), "M"), ((8, 0, 132), "N"),
+                                         ((8, 8, 0), "sm_count"), ((8.0, 8, 132), "M")])
+def test_shape_tile_refuses_bad_arguments(args, field):
+    with pytest.raises(W.WarpSpecializationError, match=rf"^{field}=.*positive integer"):
+        W.shape_tile(*args)
+
+
+def test_most_stages_takes_the_most_that_fit_and_raises_other_rules():
+    c = W.most_stages(dict(dtype="float16", bm=128, bn=256, consumers=2, persistent=True,
+                           cluster=2, tma_store=True, out_dtype="float16"))
+    assert c.stages == 4           # 4 × 48 KiB + 2 × 16 KiB staging: 5 would not fit 227 KiB
+    with pytest.raises(W.WarpSpecializationError, match="^stages=5"):
+        c.replace(stages=5).validate(227 * 1024)
+    assert W.most_stages(dict(dtype="float16", bm=64, bn=64, consumers=1,
+                              setmaxnreg=False)).stages == 6
+    with pytest.raises(W.WarpSpecializationError, match="^cluster=3"):
+        W.most_stages(dict(dtype="float16", cluster=3))
