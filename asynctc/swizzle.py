@@ -28,6 +28,14 @@ Three pieces, each usable without a GPU:
 ``SUITES["swizzle"]`` (``tools/gpu_swizzle.py``) checks every variant against float64, times them
 at 4096³ and 8192³ beside cuBLAS, and (when Nsight Compute is there) stores its counters.
 
+**Row boxes** (:data:`ROW_BOXES`): the first run left two causes of the narrow swizzles' loss
+confounded — a narrower swizzle also means more TMA boxes per stage (:attr:`WSConfig.k_boxes`).
+The ``128B ×R boxes`` variants keep the 128-byte layout byte for byte (:func:`stage_dry_run`
+shows the same stage image) but load A and B as R boxes each along the rows
+(:attr:`WSConfig.row_boxes`), so that a stage takes as many box operations as the 64-byte (R = 2),
+32-byte (4) and unswizzled (8) variants — 16 goes one step further (8-row A boxes). Same bytes,
+same 128-byte box rows, same expect_tx, one elected producer thread; only the box count changes.
+
 Sources: CUDA C++ Programming Guide "Shared Memory" (32 banks, 4-byte words) and "Tensor Memory
 Access" (swizzle patterns); PTX ISA §9.7.15.5.1.2 (wgmma canonical layouts, descriptors); CUDA
 driver API ``cuTensorMapEncodeTiled`` (box and swizzle rules); Nsight Compute Profiling Guide
@@ -57,6 +65,11 @@ SWIZZLES = W.SWIZZLES
 #: Square sizes timed (fp16).
 SIZES = (4096, 8192)
 
+#: Row-box counts R of the ``128B ×R boxes`` variants: A and B each loaded as R TMA boxes along
+#: the rows under the 128-byte swizzle, 2R box operations per stage — as many as the 64-byte (2),
+#: 32-byte (4) and unswizzled (8) variants issue, and 16 (8-row A boxes) beyond.
+ROW_BOXES = (2, 4, 8, 16)
+
 
 def base_config(dtype: str = "float16") -> W.WSConfig:
     """Chapter 06's rung 5 (persistent, 128×256×64, two consumers, four stages, B K-major) with C
@@ -64,9 +77,39 @@ def base_config(dtype: str = "float16") -> W.WSConfig:
     return W.RUNGS[4].make(dtype).replace(out_dtype=dtype, b_major="K")
 
 
-def variants(dtype: str = "float16") -> list[W.WSConfig]:
-    """:func:`base_config` under each swizzle of :data:`SWIZZLES`."""
+def swizzle_variants(dtype: str = "float16") -> list[W.WSConfig]:
+    """:func:`base_config` under each swizzle of :data:`SWIZZLES` (one box along the rows)."""
     return [base_config(dtype).replace(swizzle=s) for s in SWIZZLES]
+
+
+def row_box_variants(dtype: str = "float16") -> list[W.WSConfig]:
+    """:func:`base_config` (128-byte swizzle) with A and B loaded as R boxes along the rows, R in
+    :data:`ROW_BOXES` (:attr:`asynctc.warp_specialization.WSConfig.row_boxes`)."""
+    return [base_config(dtype).replace(row_boxes=r) for r in ROW_BOXES]
+
+
+def variants(dtype: str = "float16") -> list[W.WSConfig]:
+    """Every variant the experiment runs, in this order: :func:`swizzle_variants` (128, 64, 32,
+    none), then :func:`row_box_variants` (128 B × 2, 4, 8, 16 boxes)."""
+    return swizzle_variants(dtype) + row_box_variants(dtype)
+
+
+def variant_key(cfg: W.WSConfig) -> str:
+    """The key of a variant in a record: ``"128"``, ``"64"``, ``"32"``, ``"0"`` (the swizzle, as
+    the first record has them) or ``"128x2"`` .. ``"128x16"`` (128-byte swizzle, R row boxes)."""
+    return str(cfg.swizzle) if cfg.row_boxes == 1 else f"{cfg.swizzle}x{cfg.row_boxes}"
+
+
+def variant_name(swizzle: int, row_boxes: int = 1) -> str:
+    """Short name for tables: ``128B``, ``64B``, ``32B``, ``none``, ``128B ×8 boxes``."""
+    sw = f"{swizzle}B" if swizzle else "none"
+    return sw if row_boxes == 1 else f"{sw} ×{row_boxes} boxes"
+
+
+def tma_loads_per_stage(cfg: W.WSConfig) -> int:
+    """cp.async.bulk.tensor issues per stage (A and B): 2 · k_boxes · row_boxes (2, 4, 8, 16 for
+    128 / 64 / 32 / no swizzle; 2R for R row boxes) — what the cubin's UTMALDG count shows."""
+    return 2 * cfg.k_boxes * cfg.row_boxes
 
 
 # --------------------------------------------------------------------------------------------------
@@ -160,13 +203,17 @@ def bank_model(cfg: W.WSConfig) -> dict:
     ``b_read``; also in 8-row × 32-byte blocks, one k-step: ``a_read_kstep``), of TMA's writes of
     each box (``a_write``, ``b_write``), and the geometry TMA pays for: ``k_boxes`` per operand,
     ``tma_box_row_bytes`` (bytes per box row = bytes per row request), ``tma_loads_per_stage``
-    (cp.async.bulk.tensor issues per stage) and ``tma_row_requests_per_stage``; ``plain_rows``:
+    (cp.async.bulk.tensor issues per stage, row boxes included) and
+    ``tma_row_requests_per_stage`` (box rows per stage: the row boxes split the same rows);
+    ``row_boxes`` and ``variant`` (:func:`variant_key`); ``plain_rows``:
     the factor a plain (unswizzled) tile with this variant's box width would have."""
     ta, tb = cfg.stage_tiles()
     atom = D.OperandTile(64, ta.k, ta.dtype, "K", ta.swizzle)
     es = ta.itemsize
-    out = {"swizzle": cfg.swizzle, "k_boxes": ta.n_boxes, "tma_box_row_bytes": ta.box_cols * es,
-           "tma_loads_per_stage": ta.n_boxes + tb.n_boxes,
+    assert ta.n_boxes == tb.n_boxes == cfg.k_boxes
+    out = {"swizzle": cfg.swizzle, "row_boxes": cfg.row_boxes, "variant": variant_key(cfg),
+           "k_boxes": ta.n_boxes, "tma_box_row_bytes": ta.box_cols * es,
+           "tma_loads_per_stage": tma_loads_per_stage(cfg),
            "tma_row_requests_per_stage": ta.n_boxes * ta.box_rows + tb.n_boxes * tb.box_rows,
            "descriptor_a": str(D.decode(cfg.descriptor_templates()[0])),
            "descriptor_b": str(D.decode(cfg.descriptor_templates()[1]))}
@@ -180,9 +227,9 @@ def bank_model(cfg: W.WSConfig) -> dict:
 
 
 def prediction_markdown(dtype: str = "float16") -> str:
-    """The bank model of every variant of :func:`variants` as a markdown table, with the
+    """The bank model of every variant of :func:`swizzle_variants` as a markdown table, with the
     prediction for the GPU run (see :data:`PREDICTION`)."""
-    rows = [bank_model(c) for c in variants(dtype)]
+    rows = [bank_model(c) for c in swizzle_variants(dtype)]
     lines = [f"Bank model, {base_config(dtype).label()}, per swizzle "
              "(factor = wavefronts / ideal; 1.00 = conflict-free):", "",
              "| swizzle | boxes along K | bytes per box row | TMA loads per stage | TMA row requests "
@@ -194,6 +241,29 @@ def prediction_markdown(dtype: str = "float16") -> str:
                      f"{r['tma_loads_per_stage']} | {r['tma_row_requests_per_stage']} | "
                      f"{r['a_read']:.2f} | {r['b_read']:.2f} | {r['a_read_kstep']:.2f} | "
                      f"{max(r['a_write'], r['b_write']):.2f} | {r['plain_rows']:.2f} |")
+    return "\n".join(lines)
+
+
+def row_box_markdown(dtype: str = "float16") -> str:
+    """The row-box variants (:func:`row_box_variants`) beside the 128-byte one as a markdown
+    table: TMA loads per stage, rows per A / B box, bytes per box row, box rows per stage, whether
+    :func:`stage_dry_run`'s stage image equals the 128-byte variant's (same inputs), and the
+    swizzle variant that issues as many loads per stage."""
+    base = base_config(dtype)
+    same_loads = {tma_loads_per_stage(c): variant_name(c.swizzle) for c in swizzle_variants(dtype)}
+    ref = stage_dry_run(base, np.random.default_rng(0), image=True)["image"]
+    lines = [f"Row boxes, {base.label()}, 128-byte swizzle:", "",
+             "| variant | TMA loads per stage | rows per A box / B box | bytes per box row | "
+             "TMA row requests per stage | stage image = 128 B ×1 | as many loads as |",
+             "|---|---|---|---|---|---|---|"]
+    for c in [base] + row_box_variants(dtype):
+        m = bank_model(c)
+        img = stage_dry_run(c, np.random.default_rng(0), image=True)["image"]
+        lines.append(f"| {variant_name(c.swizzle, c.row_boxes)} | {m['tma_loads_per_stage']} | "
+                     f"{c.a_box.rows} / {c.b_load_box.rows} | {m['tma_box_row_bytes']} | "
+                     f"{m['tma_row_requests_per_stage']} | "
+                     f"{'yes' if np.array_equal(img, ref) else 'NO'} | "
+                     f"{same_loads.get(m['tma_loads_per_stage'], '—')} |")
     return "\n".join(lines)
 
 
@@ -216,9 +286,43 @@ Prediction for the H200 run:
 - Throughput (fraction of the 128-byte variant, same run): 64 B 0.97-1.00; 32 B 0.90-1.00; none 0.50-0.90 — any loss comes from TMA (2x, 4x, 8x the boxes and row requests of narrower rows; 16-byte rows are half a 32-byte L2 sector), not from bank conflicts. The seed's 10-20 % is then a statement about TMA box width, or about an ldmatrix/ld.shared kernel reading an unswizzled tile (8 / 4 / 2-way conflicts above), not about swizzle modes under wgmma.
 """
 
+#: Written 2026-11-30 BEFORE the first GPU run of the row-box variants (after the swizzle record
+#: data/h200/swizzle.json of 11:55 UTC, whose numbers it quotes), from :func:`row_box_markdown` and
+#: the SASS of their cubins; appended to :data:`PREDICTION`, whose earlier text is unchanged.
+PREDICTION_ROW_BOXES = """\
+Row boxes, ws float16 128x256x64/c2 s4 B:K regs:40/232 persistent out:float16, 128-byte swizzle:
+
+| variant | TMA loads per stage | rows per A box / B box | bytes per box row | TMA row requests per stage | stage image = 128 B ×1 | as many loads as |
+|---|---|---|---|---|---|---|
+| 128B | 2 | 128 / 256 | 128 | 384 | yes | 128B |
+| 128B ×2 boxes | 4 | 64 / 128 | 128 | 384 | yes | 64B |
+| 128B ×4 boxes | 8 | 32 / 64 | 128 | 384 | yes | 32B |
+| 128B ×8 boxes | 16 | 16 / 32 | 128 | 384 | yes | none |
+| 128B ×16 boxes | 32 | 8 / 16 | 128 | 384 | yes | — |
+
+Prediction for the H200 run of the row boxes (written 2026-11-30, before it; the first run measured 64 B 0.955-0.963, 32 B 0.48-0.51, none 0.29-0.31 of 128 B with equal bank reads, and 32 B reading the same TMA bytes as 128 B):
+- Checks: every row-box variant matches float64 (same layout, same descriptors; the cubins differ only in the producer's 2R UTMALDG).
+- Throughput (fraction of 128 B ×1, same run): ×2 0.97-1.01; ×4 0.97-1.01; ×8 0.97-1.01; ×16 0.85-1.01. The loss of the narrow swizzles tracks the TMA row requests per stage (768 / 1536 / 3072 narrow rows of 64 / 32 / 16 bytes against 384 rows of 128 bytes), which the row boxes leave at 384 rows of 128 bytes: one producer thread issuing 4-16 boxes per ~1600-cycle k-tile is far from any issue limit. At ×16 (32 boxes, 1 KiB A boxes) a per-box cost could begin to show.
+- Nsight Compute: TMA load bytes equal to 128 B ×1 in every row-box variant; profiled duration within 3 % of it for ×2-×8.
+- What each outcome means: (1) ×4 and ×8 inside 0.97-1.01 while 32 B and none lost 50 % and 70 % with the same number of box operations: the NUMBER of TMA boxes is not the cause (a refuted as "box count"); the loss lies in the narrow layouts themselves — TMA's narrower row requests (bytes per request) or wgmma's fetch of the 32-byte / interleaved layout (b) — which this experiment cannot split (next: wgmma alone on a stage loaded once, per layout). (2) ×4 near 0.5 and ×8 near 0.3 (the narrow variants' ratios at equal box counts): box count explains the loss (a), and the layout wgmma reads does not matter. (3) Between: both contribute; the row-box ratio at equal box count is the part (a) explains, the rest is the layout's.
+"""
+
+PREDICTION = PREDICTION + "\n" + PREDICTION_ROW_BOXES
+
 #: The predicted throughput range per swizzle, as fractions of the 128-byte variant (from
 #: :data:`PREDICTION`), for the summary's "inside the prediction?" column.
 PREDICTED_RATIO = {128: (1.0, 1.0), 64: (0.97, 1.00), 32: (0.90, 1.00), 0: (0.50, 0.90)}
+
+#: The predicted range per row-box count R (128-byte swizzle), as fractions of the one-box
+#: 128-byte variant (from :data:`PREDICTION_ROW_BOXES`).
+PREDICTED_RATIO_ROW_BOXES = {2: (0.97, 1.01), 4: (0.97, 1.01), 8: (0.97, 1.01), 16: (0.85, 1.01)}
+
+
+def predicted_ratio(swizzle: int, row_boxes: int = 1) -> tuple[float, float] | None:
+    """The frozen predicted range (fraction of 128 B ×1) of a variant, None if none was made."""
+    if row_boxes == 1:
+        return PREDICTED_RATIO.get(swizzle)
+    return PREDICTED_RATIO_ROW_BOXES.get(row_boxes) if swizzle == 128 else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -234,7 +338,9 @@ def kernel_layout(cfg: W.WSConfig) -> dict:
     where the 128-byte build sets none): ``k_boxes``, ``k_box_elems``, ``a_kbox_bytes``,
     ``b_box_bytes``, ``a_atom_bytes``, ``a_tile_bytes`` (B's offset in a stage), ``a_ksteps`` /
     ``b_ksteps`` (byte offset of each k-step), ``desc_a0`` / ``desc_b0``, ``a_box`` / ``b_box``
-    (the tensor maps' :class:`SmemTile`)."""
+    (the tensor maps' :class:`SmemTile`), ``row_boxes`` (``ROW_BOXES``, 1 where unset) and
+    ``a_rbox_bytes`` / ``b_rbox_bytes`` (bytes from one row box to the next: the kernel's
+    rows per box · 128)."""
     d = cfg.defines
     kst = 128 // 32
     a_kb = d.get("A_KSTEP_BYTES", 32)
@@ -248,21 +354,28 @@ def kernel_layout(cfg: W.WSConfig) -> dict:
             [s * a_kb for s in range(kst)],
             "b_ksteps": _braced(d["B_KSTEP_OFFSETS"]) if "B_KSTEP_OFFSETS" in d else
             [s * b_kb for s in range(kst)],
-            "desc_a0": da, "desc_b0": db, "a_box": cfg.a_box, "b_box": cfg.b_load_box}
+            "desc_a0": da, "desc_b0": db, "a_box": cfg.a_box, "b_box": cfg.b_load_box,
+            "row_boxes": d.get("ROW_BOXES", 1),
+            "a_rbox_bytes": cfg.bm // d.get("ROW_BOXES", 1) * 128,
+            "b_rbox_bytes": cfg.bn // d.get("ROW_BOXES", 1) * 128}
 
 
-def stage_dry_run(cfg: W.WSConfig, rng=None, layout: dict | None = None) -> dict:
+def stage_dry_run(cfg: W.WSConfig, rng=None, layout: dict | None = None,
+                  image: bool = False) -> dict:
     """Replay the kernel's data path for one k-tile in numpy and compare what wgmma would read with
     the operands.
 
     TMA side (``load_stage``): box j of A (rows m0.., columns kt·BK + j·K_BOX_ELEMS..) is written
     with the tensor map's :class:`SmemTile` (:meth:`~SmemTile.scatter`) at stage offset
-    j · A_KBOX_BYTES; B's boxes at A_TILE + j · B_BOX_BYTES. wgmma side (``mma_ktile``): consumer
+    j · A_KBOX_BYTES; B's boxes at A_TILE + j · B_BOX_BYTES; with ROW_BOXES = R, box r along the
+    rows (rows r · BM/R.. of A, r · BN/R.. of B) lands r · rows · 128 bytes further. wgmma side (``mma_ktile``): consumer
     cw's atom i at k-step s reads through ``desc_a0`` advanced by (cw·atoms + i) · A_ATOM_BYTES +
     A_KSTEP_OFFSETS[s] and ``desc_b0`` advanced by A_TILE + B_KSTEP_OFFSETS[s]
     (:func:`asynctc.models.descriptors.read_addresses`). ``layout`` overrides
     :func:`kernel_layout` (to show what a wrong number does). Returns ``a_wrong`` / ``b_wrong``
-    (elements read wrong) and ``c_max_err`` (the k-tile's product against float64)."""
+    (elements read wrong) and ``c_max_err`` (the k-tile's product against float64); with
+    ``image``, also ``image``: the stage's bytes after the TMA side (uint8, to compare layouts:
+    the same ``rng`` seed gives the same operands)."""
     if cfg.b_major != "K":
         raise W.WarpSpecializationError("stage_dry_run: K-major B only (the swizzle variants)")
     rng = rng if rng is not None else np.random.default_rng()
@@ -274,13 +387,18 @@ def stage_dry_run(cfg: W.WSConfig, rng=None, layout: dict | None = None) -> dict
     b = rng.standard_normal((cfg.bn, bk)).astype(dt)            # B stored N×K
     size = cfg.stage_bytes
     smem = np.zeros(size, np.uint8)
+    nr = L.get("row_boxes", 1)
     for j in range(L["k_boxes"]):
         cols = slice(j * L["k_box_elems"], (j + 1) * L["k_box_elems"])
-        for base, tile, x in ((j * L["a_kbox_bytes"], L["a_box"], a),
-                              (L["a_tile_bytes"] + j * L["b_box_bytes"], L["b_box"], b)):
-            img = tile.scatter(np.ascontiguousarray(x[:, cols]).view(np.uint8 if es == 1 else
-                                                                     np.uint16))
-            smem[base:base + img.size] = img
+        for r in range(nr):
+            for base, tile, x in ((j * L["a_kbox_bytes"] + r * L.get("a_rbox_bytes", 0), L["a_box"],
+                                   a),
+                                  (L["a_tile_bytes"] + j * L["b_box_bytes"] +
+                                   r * L.get("b_rbox_bytes", 0), L["b_box"], b)):
+                rows = slice(r * tile.rows, (r + 1) * tile.rows)
+                img = tile.scatter(np.ascontiguousarray(x[rows, cols]).view(
+                    np.uint8 if es == 1 else np.uint16))
+                smem[base:base + img.size] = img
     da0, db0 = D.decode(L["desc_a0"]), D.decode(L["desc_b0"])
     kk = D.instruction_k(cfg.dtype)
     atoms = cfg.bm // cfg.consumers // 64
@@ -303,11 +421,14 @@ def stage_dry_run(cfg: W.WSConfig, rng=None, layout: dict | None = None) -> dict
                 got_a[r0:r0 + 64, ks] = read(da0.advanced(off), 64)
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     c = got_a.astype(np.float64) @ got_b.astype(np.float64).T
-    return {"a_wrong": int((got_a.view(np.uint16 if es == 2 else np.uint8) !=
-                            a.view(np.uint16 if es == 2 else np.uint8)).sum()),
-            "b_wrong": int((got_b.view(np.uint16 if es == 2 else np.uint8) !=
-                            b.view(np.uint16 if es == 2 else np.uint8)).sum()),
-            "c_max_err": float(np.abs(c - ref).max())}
+    out = {"a_wrong": int((got_a.view(np.uint16 if es == 2 else np.uint8) !=
+                           a.view(np.uint16 if es == 2 else np.uint8)).sum()),
+           "b_wrong": int((got_b.view(np.uint16 if es == 2 else np.uint8) !=
+                           b.view(np.uint16 if es == 2 else np.uint8)).sum()),
+           "c_max_err": float(np.abs(c - ref).max())}
+    if image:
+        out["image"] = smem
+    return out
 
 
 def shared_lsu_instructions(ck) -> dict:
@@ -399,7 +520,8 @@ def check_variants(configs=None, rng=None, progress=None) -> list[dict]:
     for cfg in configs if configs is not None else variants():
         for shape in CHECK_SHAPES:
             chk = W.verify(cfg, *shape, rng=rng)
-            rows.append({"swizzle": cfg.swizzle, "label": cfg.label(), "shape": list(shape),
+            rows.append({"swizzle": cfg.swizzle, "row_boxes": cfg.row_boxes,
+                         "variant": variant_key(cfg), "label": cfg.label(), "shape": list(shape),
                          **chk.as_dict()})
             if not chk.passed:
                 raise RuntimeError(f"swizzle check failed: {cfg.label()} {shape}: {chk.as_dict()}")
@@ -409,10 +531,11 @@ def check_variants(configs=None, rng=None, progress=None) -> list[dict]:
 
 def measure_swizzle(progress=None, sizes=SIZES, reps: int = 10, check: bool = True,
                     ncu: dict | None = None) -> dict:
-    """The "swizzle" suite: (1) compile the four variants; registers, spills, SASS counts (LSU
-    shared instructions, HGMMA, UTMALDG) and the bank model per variant; (2) ``check``:
+    """The "swizzle" suite over :func:`variants` (the four swizzles, then the 128-byte row-box
+    variants), keyed by :func:`variant_key`: (1) compile them; registers, spills, SASS counts (LSU
+    shared instructions, HGMMA, UTMALDG), TMA loads per stage and the bank model per variant; (2) ``check``:
     :func:`check_variants`; (3) per size in ``sizes`` (fp16, B K-major): cuBLAS and the four
-    variants on the same operands, each timed output checked on sampled rows; (4) ``ncu``: the
+    variants on the same operands (once each), each timed output checked on sampled rows; (4) ``ncu``: the
     Nsight Compute results gathered by ``tools/gpu_swizzle.py`` (a separate profiled process), kept
     as given. Medians; never asserted on."""
     from .core import bench, checks, records, runtime
@@ -423,8 +546,9 @@ def measure_swizzle(progress=None, sizes=SIZES, reps: int = 10, check: bool = Tr
                  "baseline_library": bench.baseline_library()}
     for c in cfgs:
         ck = W.compile_ws(c)
-        out["variants"][str(c.swizzle)] = {
-            "label": c.label(), "registers": ck.resources.registers,
+        out["variants"][variant_key(c)] = {
+            "label": c.label(), "swizzle": c.swizzle, "row_boxes": c.row_boxes,
+            "tma_loads_per_stage": tma_loads_per_stage(c), "registers": ck.resources.registers,
             "spill_bytes": ck.resources.spill_stores, "smem_bytes": c.smem_total,
             "defines": {k: v for k, v in c.defines.items()}, **shared_lsu_instructions(ck)}
         out["model"].append(bank_model(c))
@@ -455,10 +579,12 @@ def measure_swizzle(progress=None, sizes=SIZES, reps: int = 10, check: bool = Tr
             if not chk.passed:
                 raise RuntimeError(f"timed run wrong: {c.label()} {size}³: {chk.as_dict()}")
             out["rows"].append({"size": size, "kernel": "ours", "swizzle": c.swizzle,
+                                "row_boxes": c.row_boxes, "variant": variant_key(c),
                                 "label": c.label(), **t.as_dict(),
                                 "tflops": bench.tflops(flop, t.median_ms),
                                 "check_rows": chk.as_dict(), "grid": g.grid})
-            say(f"{size}³ swizzle {c.swizzle}: {out['rows'][-1]['tflops']:.0f} TFLOP/s")
+            say(f"{size}³ {variant_name(c.swizzle, c.row_boxes)}: "
+                f"{out['rows'][-1]['tflops']:.0f} TFLOP/s")
             del g
         del da, db, dbt, dc
     out["ncu"] = ncu if ncu is not None else {"available": False, "why": "not asked"}
@@ -467,35 +593,61 @@ def measure_swizzle(progress=None, sizes=SIZES, reps: int = 10, check: bool = Tr
     return out
 
 
-def _ncu_for(results: dict, swizzle: int) -> dict:
+def _key(swizzle, row_boxes=1) -> str:
+    return str(swizzle) if row_boxes == 1 else f"{swizzle}x{row_boxes}"
+
+
+def _ncu_for(results: dict, swizzle, row_boxes: int = 1) -> dict:
+    """Nsight Compute's counters of one variant ({} without them); ``swizzle`` may also be a
+    :func:`variant_key` string."""
     n = results.get("ncu") or {}
-    return (n.get("variants") or {}).get(str(swizzle), {}) if n.get("available") else {}
+    key = swizzle if isinstance(swizzle, str) else _key(swizzle, row_boxes)
+    return (n.get("variants") or {}).get(key, {}) if n.get("available") else {}
+
+
+def _loads_per_stage(results: dict, swizzle: int, row_boxes: int) -> int:
+    """TMA loads per stage of a variant: from the record where it has them, else from the
+    configuration (a first-generation record has none)."""
+    v = (results.get("variants") or {}).get(_key(swizzle, row_boxes)) or {}
+    if v.get("tma_loads_per_stage"):
+        return int(v["tma_loads_per_stage"])
+    return tma_loads_per_stage(base_config().replace(swizzle=swizzle, row_boxes=row_boxes))
 
 
 def swizzle_table(results: dict) -> list[dict]:
-    """One row per (size, swizzle): TFLOP/s, fraction of cuBLAS and of the 128-byte variant, the
-    predicted range and whether the measurement is inside it, the model's conflict factor, and
-    the Nsight Compute counters where they were taken."""
+    """One row per (size, variant), in the record's order: ``swizzle``, ``row_boxes`` (1 for the
+    swizzle variants and in a record from before the row boxes), ``variant`` (:func:`variant_key`),
+    ``name`` (:func:`variant_name`), ``tma_loads_per_stage``, TFLOP/s, fraction of cuBLAS
+    (``of_cublas``) and of the one-box 128-byte variant (``of_128``), the predicted range frozen
+    before the run (:func:`predicted_ratio`; None where none was made) and whether the
+    measurement is inside it, the model's conflict factor, and the Nsight Compute counters where
+    they were taken. Code that wants only the four swizzles filters on ``row_boxes == 1``."""
     rows = results.get("rows", [])
-    model = {m["swizzle"]: m for m in results.get("model", [])}
+    model = {m.get("variant", str(m["swizzle"])): m for m in results.get("model", [])}
     out = []
     for size in sorted({r["size"] for r in rows}):
         rs = [r for r in rows if r["size"] == size]
         cub = next((r["tflops"] for r in rs if r["kernel"] == "cuBLAS"), None)
-        ref = next((r["tflops"] for r in rs if r.get("swizzle") == 128), None)
+        ref = next((r["tflops"] for r in rs if r.get("swizzle") == 128
+                    and r.get("row_boxes", 1) == 1 and r["kernel"] == "ours"), None)
         for r in rs:
             if r["kernel"] != "ours":
                 continue
-            sw = r["swizzle"]
-            lo, hi = PREDICTED_RATIO[sw]
+            sw, rb = r["swizzle"], r.get("row_boxes", 1)
+            key = _key(sw, rb)
+            pred = predicted_ratio(sw, rb)
             of128 = r["tflops"] / ref if ref else None
-            n = _ncu_for(results, sw)
-            out.append({"size": size, "swizzle": sw, "tflops": r["tflops"],
+            n = _ncu_for(results, key)
+            out.append({"size": size, "swizzle": sw, "row_boxes": rb, "variant": key,
+                        "name": variant_name(sw, rb),
+                        "tma_loads_per_stage": _loads_per_stage(results, sw, rb),
+                        "tflops": r["tflops"],
                         "of_cublas": r["tflops"] / cub if cub else None, "of_128": of128,
-                        "predicted": [lo, hi],
-                        "inside": None if of128 is None else bool(lo - 0.005 <= of128 <= hi + 0.005),
-                        "model_conflicts": max(model[sw]["a_read"], model[sw]["b_read"])
-                        if sw in model else None,
+                        "predicted": None if pred is None else list(pred),
+                        "inside": None if of128 is None or pred is None
+                        else bool(pred[0] - 0.005 <= of128 <= pred[1] + 0.005),
+                        "model_conflicts": max(model[key]["a_read"], model[key]["b_read"])
+                        if key in model else None,
                         "lsu_conflicts": n.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"),
                         "bank_reads": n.get("l1tex__data_bank_reads.sum")})
     return out
@@ -532,25 +684,35 @@ def ncu_size(results: dict) -> int | None:
     return None
 
 
+def _ncu_keys(results: dict) -> list[tuple[int, int]]:
+    """(swizzle, row_boxes) of every variant Nsight Compute profiled, in :func:`variants` order
+    (a first-generation record: the four swizzles)."""
+    n = results.get("ncu") or {}
+    have = set((n.get("variants") or {}) if n.get("available") else ())
+    keys = [(c.swizzle, c.row_boxes) for c in variants()]
+    return [k for k in keys if _key(*k) in have]
+
+
 def ncu_rows(results: dict) -> list[dict]:
-    """One row per swizzle variant profiled by Nsight Compute (empty without ncu): the size it
+    """One row per variant profiled by Nsight Compute (empty without ncu), in :func:`variants`
+    order: ``swizzle``, ``row_boxes``, ``variant``, ``name``, ``tma_loads_per_stage``, the size it
     ran at (:func:`ncu_size`), the LSU shared-memory instructions in its cubin's SASS
     (:func:`shared_lsu_instructions`, from the record), the LSU shared instructions executed and
     their bank conflicts (loads + stores), all shared-memory bank reads and writes of the L1/shared
-    data path (wgmma and TMA included), the TMA load bytes and the profiled duration (µs)."""
+    data path (wgmma and TMA included), the TMA load bytes and the profiled duration (µs). Code
+    that wants only the four swizzles filters on ``row_boxes == 1``."""
     size = ncu_size(results)
     out = []
-    for sw in SWIZZLES:
-        n = _ncu_for(results, sw)
-        if not n:
-            continue
+    for sw, rb in _ncu_keys(results):
+        n = _ncu_for(results, sw, rb)
 
         def get(*names):
             vals = [n.get(x) for x in names]
             return None if any(v is None for v in vals) else sum(vals)
         out.append({
-            "swizzle": sw, "size": size,
-            "sass_lsu_shared": (results.get("variants", {}).get(str(sw)) or {}).get("lsu_shared"),
+            "swizzle": sw, "row_boxes": rb, "variant": _key(sw, rb), "name": variant_name(sw, rb),
+            "tma_loads_per_stage": _loads_per_stage(results, sw, rb), "size": size,
+            "sass_lsu_shared": (results.get("variants", {}).get(_key(sw, rb)) or {}).get("lsu_shared"),
             "lsu_instructions": get("smsp__sass_inst_executed_op_shared_ld.sum",
                                     "smsp__sass_inst_executed_op_shared_st.sum"),
             "lsu_conflicts": get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
@@ -565,33 +727,37 @@ def ncu_rows(results: dict) -> list[dict]:
 
 def ncu_text(results: dict) -> str:
     """Nsight Compute's counters, one line per variant, headed by the size profiled ("" without
-    ncu). The LSU columns count only LDS/STS-type instructions: a cubin without any (the
-    ``SASS LSU`` column) shows 0 there whatever its layout, since wgmma and TMA do not use the
-    LSU pipe; the bank reads and writes count every shared-memory access."""
+    ncu), with the TMA loads per stage and the duration relative to 128 B ×1. The LSU columns
+    count only LDS/STS-type instructions: a cubin without any (the ``SASS LSU`` column) shows 0
+    there whatever its layout, since wgmma and TMA do not use the LSU pipe; the bank reads and
+    writes count every shared-memory access."""
     rows = ncu_rows(results)
     if not rows:
         return ""
     size = rows[0]["size"]
+    t128 = next((r["duration_us"] for r in rows if r["variant"] == "128"), None)
 
     def f(x, fmt):
         return "—" if x is None else format(x, fmt)
     lines = [f"Nsight Compute, one launch per variant at "
              f"{f'{size}³' if size else 'a size the record does not name'} (not every timed size):",
-             f"{'swizzle':>7s} {'SASS LSU':>8s} {'LSU inst':>8s} {'LSU confl':>9s} {'bank reads':>11s} "
-             f"{'bank writes':>11s} {'TMA bytes':>10s} {'µs':>6s}"]
+             f"{'variant':>14s} {'TMA/stage':>9s} {'SASS LSU':>8s} {'LSU inst':>8s} {'LSU confl':>9s} "
+             f"{'bank reads':>11s} {'bank writes':>11s} {'TMA bytes':>10s} {'µs':>6s} {'of 128B':>7s}"]
     for r in rows:
-        sw = f"{r['swizzle']}B" if r["swizzle"] else "none"
-        lines.append(f"{sw:>7s} {f(r['sass_lsu_shared'], 'd'):>8s} {f(r['lsu_instructions'], '.0f'):>8s} "
+        rel = r["duration_us"] / t128 if t128 and r["duration_us"] else None
+        lines.append(f"{r['name']:>14s} {r['tma_loads_per_stage']:>9d} "
+                     f"{f(r['sass_lsu_shared'], 'd'):>8s} {f(r['lsu_instructions'], '.0f'):>8s} "
                      f"{f(r['lsu_conflicts'], '.0f'):>9s} {f(r['bank_reads'], '.4g'):>11s} "
                      f"{f(r['bank_writes'], '.4g'):>11s} {f(r['tma_bytes'], '.3g'):>10s} "
-                     f"{f(r['duration_us'], '.0f'):>6s}")
+                     f"{f(r['duration_us'], '.0f'):>6s} {f(rel, '.2f'):>7s}")
     return "\n".join(lines)
 
 
 def summarize_swizzle(rec) -> str:
     """The short tables of a ``swizzle`` record: Nsight Compute's counters once per variant, at
-    the size it profiled (:func:`ncu_text`); then per timed size and swizzle, TFLOP/s, of cuBLAS,
-    of the 128-byte variant against the prediction and the model's conflict factor."""
+    the size it profiled (:func:`ncu_text`); then per timed size and variant (the swizzles, then
+    the 128-byte row boxes), TMA loads per stage, TFLOP/s, of cuBLAS, of the one-box 128-byte
+    variant against the prediction and the model's conflict factor."""
     res = rec.results if hasattr(rec, "results") else rec
     table = res.get("table") or swizzle_table(res)
     n = res.get("ncu") or {}
@@ -602,18 +768,22 @@ def summarize_swizzle(rec) -> str:
                                                    f"not used ({why})")]
     if ncu_text(res):
         lines += [ncu_text(res), "timed:"]
-    lines.append(f"{'size':>5s} {'swizzle':>7s} {'TFLOP/s':>8s} {'cuBLAS':>7s} {'of 128B':>8s} "
-                 f"{'predicted':>10s} {'model':>6s}")
+    lines.append(f"{'size':>5s} {'variant':>14s} {'TMA/stage':>9s} {'TFLOP/s':>8s} {'cuBLAS':>7s} "
+                 f"{'of 128B':>8s} {'predicted':>10s} {'model':>6s}")
 
     def f(x, fmt):
         return "—" if x is None else format(x, fmt)
     for r in table:
-        sw = f"{r['swizzle']}B" if r["swizzle"] else "none"
-        pr = f"{r['predicted'][0]:.2f}-{r['predicted'][1]:.2f}"
+        rb = r.get("row_boxes", 1)
+        name = r.get("name") or variant_name(r["swizzle"], rb)
+        loads = r.get("tma_loads_per_stage") or _loads_per_stage(res, r["swizzle"], rb)
+        pr = "—" if not r.get("predicted") else f"{r['predicted'][0]:.2f}-{r['predicted'][1]:.2f}"
         mark = "" if r["inside"] is None else (" " if r["inside"] else "!")
-        lines.append(f"{r['size']:>5d} {sw:>7s} {r['tflops']:8.0f} {f(r['of_cublas'], '.2f'):>7s} "
-                     f"{f(r['of_128'], '.3f'):>8s}{mark} {pr:>10s} {f(r['model_conflicts'], '.2f'):>6s}")
-    lines.append("(! = outside the prediction frozen in asynctc.swizzle.PREDICTION)")
+        lines.append(f"{r['size']:>5d} {name:>14s} {loads:>9d} {r['tflops']:8.0f} "
+                     f"{f(r['of_cublas'], '.2f'):>7s} {f(r['of_128'], '.3f'):>8s}{mark} {pr:>10s} "
+                     f"{f(r['model_conflicts'], '.2f'):>6s}")
+    lines.append("(! = outside the prediction frozen in asynctc.swizzle.PREDICTION; "
+                 "of 128B = of the one-box 128-byte variant)")
     return "\n".join(lines)
 
 
@@ -709,8 +879,10 @@ def budget_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["SWIZZLES", "SIZES", "PREDICTION", "PREDICTED_RATIO", "NCU_METRICS", "base_config",
-           "variants", "wavefronts", "ideal_wavefronts", "read_conflicts", "plain_rows_conflicts",
+__all__ = ["SWIZZLES", "SIZES", "ROW_BOXES", "PREDICTION", "PREDICTION_ROW_BOXES",
+           "PREDICTED_RATIO", "PREDICTED_RATIO_ROW_BOXES", "predicted_ratio", "NCU_METRICS",
+           "base_config", "swizzle_variants", "row_box_variants", "variants", "variant_key",
+           "variant_name", "tma_loads_per_stage", "row_box_markdown", "wavefronts", "ideal_wavefronts", "read_conflicts", "plain_rows_conflicts",
            "tma_write_conflicts", "bank_model", "prediction_markdown", "kernel_layout", "metric_base",
            "stage_dry_run", "shared_lsu_instructions", "parse_ncu_csv", "ncu_size", "ncu_rows",
            "ncu_text", "check_variants",

@@ -149,6 +149,12 @@ class WSConfig(P.RingTile):
     128-byte K row of a k-tile is then :attr:`k_boxes` TMA boxes (2, 4, 8), and the boxes, the
     tensor maps' swizzle, the descriptor templates and the atom / k-step offsets all come from
     :meth:`stage_tiles` (:meth:`swizzle_defines`).
+    ``row_boxes`` (chapter 07): R > 1 loads the 128-byte-swizzle A and B tiles as R TMA boxes each
+    along the rows (bm/R and bn/R rows; the ``ROW_BOXES`` define, 1 sets none) — the same
+    shared-memory layout byte for byte with 2R box issues per stage, to tell the box count from
+    the layout. Needs swizzle=128, K-major B, cluster=1, no edges; R must divide bm and bn into
+    boxes of a multiple of 8 rows (the 128-byte swizzle repeats every 8 rows = 1024 bytes), at most
+    256 (cuTensorMapEncodeTiled: every boxDim ≤ 256).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -176,6 +182,7 @@ class WSConfig(P.RingTile):
     edges: bool = False
     block_scales: bool = False
     swizzle: int = 128
+    row_boxes: int = 1
 
     def __post_init__(self):
         if self.bk is None:
@@ -189,7 +196,8 @@ class WSConfig(P.RingTile):
         for f in ("setmaxnreg", "persistent", "tma_store", "trace", "edges", "block_scales"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
-        for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk"):
+        for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk",
+                  "row_boxes"):
             if not is_int(getattr(self, f)):
                 _fail(f, getattr(self, f), "must be an integer")
         if self.dtype not in INPUT_DTYPES:
@@ -235,6 +243,8 @@ class WSConfig(P.RingTile):
             if self.cluster != 1:
                 _fail("swizzle", self.swizzle, "a swizzle other than 128 is built with cluster=1 "
                                                "only (the multicast halves of B are 128-byte rows)")
+        if self.row_boxes != 1:
+            self._validate_row_boxes()
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -301,6 +311,24 @@ class WSConfig(P.RingTile):
             _fail("setmaxnreg", False, f"without setmaxnreg every thread gets {entry} registers "
                                        f"({self.threads} threads), below the consumers' {need}")
 
+    def _validate_row_boxes(self) -> None:
+        r = self.row_boxes
+        if r < 1:
+            _fail("row_boxes", r, "TMA boxes per operand along the rows: ≥ 1")
+        for field, why in (("swizzle", self.swizzle != 128), ("b_major", self.b_major != "K"),
+                           ("cluster", self.cluster != 1), ("edges", self.edges)):
+            if why:
+                _fail("row_boxes", r, f"row boxes are built for the 128-byte swizzle, K-major B, "
+                                      f"cluster=1, no edges (here {field}={getattr(self, field)!r})")
+        for field, rows in (("bm", self.bm), ("bn", self.bn)):
+            if rows % r or (rows // r) % 8:
+                _fail("row_boxes", r, f"must divide {field}={rows} into boxes of a multiple of 8 "
+                                      "rows (the 128-byte swizzle repeats every 8 rows = 1024 "
+                                      "bytes, so each box must start on that repeat)")
+            if rows // r > 256:
+                _fail("row_boxes", r, f"{field}={rows} / {r} = {rows // r} rows per box; a TMA box "
+                                      "has at most 256 rows (cuTensorMapEncodeTiled: boxDim ≤ 256)")
+
     # -- geometry (chapter 05's stage layout) ---------------------------------------------------
     def pipeline_config(self) -> P.PipelineConfig:
         """The chapter-05 configuration with the same stage layout (tile, stages, consumer rows,
@@ -334,10 +362,11 @@ class WSConfig(P.RingTile):
         """The TMA box of A (:class:`asynctc.models.layout.SmemTile`): bm rows × bk (128-byte
         swizzle), in the input dtype; with a narrower :attr:`swizzle` bm rows × one swizzle span
         (16 bytes without swizzle), loaded :attr:`k_boxes` times along K
-        (:meth:`stage_tiles`)."""
+        (:meth:`stage_tiles`); with :attr:`row_boxes` R > 1, bm/R rows × bk, loaded R times along
+        M."""
         if self.swizzle == 128:
             from .models.layout import SmemTile
-            return SmemTile(self.bm, self.bk, self.dtype, 128)
+            return SmemTile(self.bm // self.row_boxes, self.bk, self.dtype, 128)
         return self.stage_tiles()[0].smem_tile()
 
     def operand_tiles(self):
@@ -427,6 +456,8 @@ class WSConfig(P.RingTile):
         if self.edges:       # only when on: the ladder's defines (and cubins) stay as they were
             d["EDGES"] = 1
         d.update(self.swizzle_defines())    # nothing for the default 128-byte swizzle
+        if self.row_boxes != 1:             # only when on (chapter 07): other cubins stay
+            d["ROW_BOXES"] = self.row_boxes
         return d
 
     @property
@@ -444,15 +475,19 @@ class WSConfig(P.RingTile):
                 f"{f' promote:{self.promote}' if self.promote else ''}"
                 f"{' block_scales' if self.block_scales else ''}"
                 f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}"
+                f"{f' row_boxes:{self.row_boxes}' if self.row_boxes != 1 else ''}"
                 f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}")
 
     @property
     def b_load_box(self):
         """The TMA box one CTA loads of B: chapter 05's, except K-major B with ``cluster=2``,
-        where each CTA loads bn/2 rows (its multicast half)."""
+        where each CTA loads bn/2 rows (its multicast half), and with :attr:`row_boxes` R > 1,
+        bn/R rows (loaded R times)."""
         from .models.layout import SmemTile
         if self.swizzle != 128:
             return self.stage_tiles()[1].smem_tile()
+        if self.row_boxes != 1:
+            return SmemTile(self.bn // self.row_boxes, self.bk, self.dtype, 128)
         if self.cluster == 2 and self.b_major == "K":
             return SmemTile(self.bn // 2, self.bk, self.dtype, 128)
         if is_fp8(self.dtype):

@@ -1,7 +1,9 @@
 """asynctc.swizzle — chapter 07's swizzle experiment (CPU): the SWIZZLE build of chapter 06's kernel
 derived from one layout model, the stage dry run that replays the kernel's address arithmetic, the
 bank model and its frozen prediction, the SASS facts Nsight Compute's LSU counters depend on, the
-suite's plumbing against an emulated kernel, and the tile / stage / register budget table.
+suite's plumbing against an emulated kernel, and the tile / stage / register budget table; the
+row-box variants (128-byte layout, R boxes along the rows): validation, defines, the same stage
+image, R× the UTMALDG, the four swizzle cubins unchanged by the ROW_BOXES define.
 GPU (marker gpu): every variant against float64."""
 import json
 import subprocess
@@ -102,6 +104,106 @@ def test_64B_swizzle_splits_a_64_element_row_into_two_boxes():
     assert box.byte_offset(1, 0) == 64 and box.byte_offset(2, 0) == 128 + 16
 
 
+# ---- row boxes: the 128-byte layout loaded as R boxes along the rows ---------------------------
+
+@pytest.mark.parametrize("kw, rule", [
+    (dict(row_boxes=3), "must divide bm=128 into boxes of a multiple of 8 rows"),
+    (dict(row_boxes=32), "must divide bm=128 into boxes of a multiple of 8 rows"),
+    (dict(bm=64, consumers=1, row_boxes=16), "must divide bm=64 into boxes of a multiple of 8"),
+    (dict(bn=64, row_boxes=16), "must divide bn=64 into boxes of a multiple of 8 rows"),
+    (dict(row_boxes=0), "≥ 1"),
+    (dict(row_boxes=-2), "≥ 1"),
+    (dict(row_boxes=2, swizzle=64), "128-byte swizzle.*here swizzle=64"),
+    (dict(row_boxes=2, b_major="MN"), "K-major B.*here b_major='MN'"),
+    (dict(row_boxes=2, cluster=2), "cluster=1.*here cluster=2"),
+    (dict(row_boxes=2, edges=True), "no edges.*here edges=True"),
+])
+def test_row_boxes_validation_names_field_and_rule(kw, rule):
+    with pytest.raises(W.WarpSpecializationError, match=f"^row_boxes={kw['row_boxes']}: .*{rule}"):
+        BASE.replace(**kw)
+    with pytest.raises(W.WarpSpecializationError, match="^row_boxes=True: must be an integer"):
+        BASE.replace(row_boxes=True)
+
+
+def test_row_boxes_one_adds_no_define():
+    """row_boxes=1 (the default) sets no ROW_BOXES define: every existing cache key and cubin
+    stays (the ladder's: tests/test_matmul.py against tests/ch06_ladder_cubins.json; the four
+    swizzle variants: test_swizzle_cubins_unchanged_by_row_boxes)."""
+    for c in S.swizzle_variants() + [W.RUNGS[4].make("float16"), W._ws("float16")]:
+        assert c.row_boxes == 1 and "ROW_BOXES" not in c.defines and "row_boxes" not in c.label()
+
+
+@pytest.mark.parametrize("r", S.ROW_BOXES)
+def test_row_boxes_change_only_the_boxes(r):
+    """R row boxes: the tensor maps' boxes are bm/R and bn/R rows of one 128-byte swizzle row;
+    every other define (layout, descriptors, k-steps) is the one-box variant's, and the stage
+    bytes (expect_tx) are the same."""
+    cfg = BASE.replace(row_boxes=r)
+    assert cfg.a_box == SmemTile(cfg.bm // r, 64, "float16", 128)
+    assert cfg.b_load_box == SmemTile(cfg.bn // r, 64, "float16", 128)
+    assert cfg.a_box.tensor_map_args()["box_dim"] == (cfg.bm // r, 64)
+    assert cfg.a_box.tensor_map_args()["swizzle"] == 128
+    assert {k: v for k, v in cfg.defines.items() if k != "ROW_BOXES"} == BASE.defines
+    assert cfg.defines["ROW_BOXES"] == r
+    assert cfg.descriptor_templates() == BASE.descriptor_templates()
+    assert cfg.stage_bytes == BASE.stage_bytes and cfg.smem_total == BASE.smem_total
+    assert cfg.label() == BASE.label() + f" row_boxes:{r}"
+    assert S.tma_loads_per_stage(cfg) == 2 * r and S.variant_key(cfg) == f"128x{r}"
+    # every box starts on the 1024-byte repeat of the 128-byte swizzle
+    assert (cfg.a_box.rows * 128) % 1024 == 0 and (cfg.b_load_box.rows * 128) % 1024 == 0
+
+
+@pytest.mark.parametrize("r", S.ROW_BOXES)
+@pytest.mark.parametrize("base", [BASE, BASE.replace(bm=256, bn=128)], ids=lambda c: c.tile_name)
+def test_row_box_stage_image_equals_the_one_box_image(base, r):
+    """The stage dry run of R row boxes leaves the same bytes in shared memory as the one-box
+    128-byte variant (same operands), and wgmma reads every element right from it."""
+    one = S.stage_dry_run(base, np.random.default_rng(5), image=True)
+    many = S.stage_dry_run(base.replace(row_boxes=r), np.random.default_rng(5), image=True)
+    assert np.array_equal(many.pop("image"), one.pop("image"))
+    assert many == one == {"a_wrong": 0, "b_wrong": 0, "c_max_err": 0.0}
+
+
+@pytest.mark.parametrize("wrong", ["64-byte row pitch", "one box", "off the repeat"])
+def test_row_box_dry_run_catches_a_wrong_box_offset(wrong, rng):
+    """The dry run can fail: row boxes landing at the wrong offset, or only the first one
+    loaded, leave a different stage and wgmma reads wrong elements."""
+    cfg = BASE.replace(row_boxes=4)
+    lay = S.kernel_layout(cfg)
+    assert (lay["row_boxes"], lay["a_rbox_bytes"], lay["b_rbox_bytes"]) == (4, 32 * 128, 64 * 128)
+    if wrong == "64-byte row pitch":
+        lay.update(a_rbox_bytes=32 * 64, b_rbox_bytes=64 * 64)
+    elif wrong == "one box":
+        lay["row_boxes"] = 1
+    else:
+        lay.update(a_rbox_bytes=32 * 128 + 128)           # a box 1 row late: not on 1024 B
+    r = S.stage_dry_run(cfg, rng, layout=lay)
+    assert r["a_wrong"] + r["b_wrong"] > 0 and r["c_max_err"] > 0
+
+
+def test_row_box_prediction_was_frozen_from_the_model():
+    """:data:`PREDICTION_ROW_BOXES` (appended to :data:`PREDICTION`, whose earlier text is
+    unchanged) holds the live row-box table and one predicted range per R."""
+    assert S.row_box_markdown() in S.PREDICTION_ROW_BOXES
+    assert S.PREDICTION.endswith(S.PREDICTION_ROW_BOXES)
+    assert S.prediction_markdown() in S.PREDICTION.split(S.PREDICTION_ROW_BOXES)[0]
+    assert "| yes |" in S.row_box_markdown() and "| NO |" not in S.row_box_markdown()
+    assert set(S.PREDICTED_RATIO_ROW_BOXES) == set(S.ROW_BOXES)
+    for r, (lo, hi) in S.PREDICTED_RATIO_ROW_BOXES.items():
+        assert f"×{r} {lo:.2f}-{hi:.2f}" in S.PREDICTION_ROW_BOXES
+        assert S.predicted_ratio(128, r) == (lo, hi)
+    assert S.predicted_ratio(64) == S.PREDICTED_RATIO[64] and S.predicted_ratio(64, 2) is None
+    assert "2026-11-30" in S.PREDICTION_ROW_BOXES
+
+
+def test_variants_are_the_swizzles_then_the_row_boxes():
+    keys = [S.variant_key(c) for c in S.variants()]
+    assert keys == ["128", "64", "32", "0", "128x2", "128x4", "128x8", "128x16"]
+    assert [S.tma_loads_per_stage(c) for c in S.variants()] == [2, 4, 8, 16, 4, 8, 16, 32]
+    assert [S.variant_name(c.swizzle, c.row_boxes) for c in S.variants()][3:5] == \
+        ["none", "128B ×2 boxes"]
+
+
 # ---- the stage dry run: the kernel's address arithmetic in numpy --------------------------------
 
 DRY = [BASE, BASE.replace(bm=256, bn=128), W._ws("float16"), BASE.replace(dtype="bfloat16",
@@ -185,17 +287,36 @@ def test_prediction_was_frozen_from_the_model():
 
 # ---- the cubins: what the LSU counters can see -----------------------------------------------------
 
-@pytest.mark.parametrize("sw", S.SWIZZLES)
-def test_cubins_have_no_lsu_shared_traffic_and_one_tma_per_box(sw):
-    cfg = BASE.replace(swizzle=sw)
+@pytest.mark.parametrize("cfg", S.variants(), ids=S.variant_key)
+def test_cubins_have_no_lsu_shared_traffic_and_one_tma_per_box(cfg):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ck = W.compile_ws(cfg)
     s = S.shared_lsu_instructions(ck)
     assert s["lsu_shared"] == 0, s["lsu_opcodes"]     # ncu's LSU bank-conflict counters read 0
-    assert s["utmaldg"] == 2 * cfg.k_boxes            # the producer's loop, unrolled
+    assert s["utmaldg"] == 2 * cfg.k_boxes * cfg.row_boxes == S.tma_loads_per_stage(cfg)
     assert s["hgmma"] == 4                            # 4 k-steps × 1 atom per consumer
     assert ck.resources.spill_stores == 0 and ck.resources.registers == 168
+
+
+#: sha256 of the four swizzle variants' cubins before the ROW_BOXES define existed (NVRTC 13.5,
+#: commit 496ebd2's kernel; recompiled after the define was added: equal).
+SWIZZLE_CUBINS = {"nvrtc": (13, 5), "128": "1f2cdcf241569decf9c253d70b6a1787eed2c854dda17821af6d94c718af8011",
+                  "64": "756d1743731bd79ca428da65b9442a02c83e16575d82ede40fc02207b6dbc8ef",
+                  "32": "5b6a69c141d433312e944902ddf8b4d2903edb7f1704a57bacce12746b618885",
+                  "0": "d296ae9be1f4a63cf1b7f3f20e367042376090eee8215395123007320640ab92"}
+
+
+@pytest.mark.parametrize("cfg", S.swizzle_variants(), ids=S.variant_key)
+def test_swizzle_cubins_unchanged_by_row_boxes(cfg):
+    import hashlib
+    if runtime.nvrtc_version() != SWIZZLE_CUBINS["nvrtc"]:
+        pytest.skip(f"hashes made with NVRTC {SWIZZLE_CUBINS['nvrtc']}, this is "
+                    f"{runtime.nvrtc_version()}: cubins differ across NVRTC versions")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = hashlib.sha256(W.compile_ws(cfg).cubin).hexdigest()
+    assert got == SWIZZLE_CUBINS[S.variant_key(cfg)]
 
 
 # ---- Nsight Compute output ------------------------------------------------------------------------
@@ -236,7 +357,7 @@ case "$1" in
   *) echo "$@" > "$(dirname "$0")/args"
      echo '"ID","Kernel Name","l1tex__data_bank_reads.sum","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"'
      echo '"","","sector","sector"'
-     for i in 0 1 2 3; do echo "\"$i\",\"gemm_warp_specialized\",\"10$i\",\"0\""; done;;
+     for i in 0 1 2 3 4 5 6 7; do echo "\"$i\",\"gemm_warp_specialized\",\"10$i\",\"0\""; done;;
 esac
 """
 
@@ -244,7 +365,7 @@ esac
 def test_gpu_tool_reads_ncu_and_keeps_what_it_lacks(tmp_path, monkeypatch):
     """The tool's ncu path against a stand-in ncu: the metrics it does not know are dropped and
     listed, the profile is asked for one launch per variant of the kernel, the rows are mapped to
-    the swizzles in launch order."""
+    the variants (swizzles, then row boxes) in launch order."""
     tool = _tool()
     fake = tmp_path / "ncu"
     fake.write_text(FAKE_NCU)
@@ -255,10 +376,10 @@ def test_gpu_tool_reads_ncu_and_keeps_what_it_lacks(tmp_path, monkeypatch):
     assert r["metrics"] == ["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                             "l1tex__data_bank_reads.sum"]
     assert len(r["metrics_missing"]) == len(S.NCU_METRICS) - 2
-    assert [r["variants"][str(s)]["l1tex__data_bank_reads.sum"] for s in S.SWIZZLES] == \
-        [100.0, 101.0, 102.0, 103.0]
+    assert [r["variants"][S.variant_key(c)]["l1tex__data_bank_reads.sum"] for c in S.variants()] \
+        == [100.0 + i for i in range(8)]
     args = (tmp_path / "args").read_text()
-    assert "--launch-count 4" in args and "regex:gemm_warp_specialized" in args
+    assert "--launch-count 8" in args and "regex:gemm_warp_specialized" in args
     assert args.rstrip().endswith("--ncu-child")
     monkeypatch.setattr(tool, "find_ncu", lambda: None)
     r = tool.run_ncu(lambda s: None)
@@ -288,7 +409,7 @@ def test_swizzle_suite_dry_run(emulated, monkeypatch):  # noqa: F811
         cfg = ck.cfg
         assert args[0][2] == cfg.a_box and args[1][2] == cfg.b_load_box   # ("map", x, tile)
         assert (int(args[7]), int(args[8])) == cfg.descriptor_templates()
-        seen.append(cfg.swizzle)
+        seen.append(S.variant_key(cfg))
         emulate_edges(ck, grid, block, *args, **kw)
     monkeypatch.setattr(runtime, "launch", launch)
     monkeypatch.setattr(S, "DeviceArray", FakeArray)
@@ -297,29 +418,48 @@ def test_swizzle_suite_dry_run(emulated, monkeypatch):  # noqa: F811
     monkeypatch.setattr("asynctc.core.checks.FULL_CHECK_MAX", 64)
     ncu = {"available": True, "variants": {str(s): {
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 0.0,
-        "l1tex__data_bank_reads.sum": 1e9} for s in S.SWIZZLES}}
+        "l1tex__data_bank_reads.sum": 1e9, "gpu__time_duration.sum": 1e5 + i}
+        for i, s in enumerate(S.variant_key(c) for c in S.variants())}}
     r = S.measure_swizzle(sizes=(256,), ncu=ncu)
-    assert [c["swizzle"] for c in r["checks"]] == list(S.SWIZZLES)
+    keys = [S.variant_key(c) for c in S.variants()]
+    assert [c["variant"] for c in r["checks"]] == keys
     assert all(c["passed"] for c in r["checks"])
-    assert set(seen) == set(S.SWIZZLES)
+    assert set(seen) == set(keys)
     ours = [x for x in r["rows"] if x["kernel"] == "ours"]
-    assert [x["swizzle"] for x in ours] == list(S.SWIZZLES)
+    assert [x["variant"] for x in ours] == keys
+    assert [x["row_boxes"] for x in ours] == [1, 1, 1, 1, 2, 4, 8, 16]
     assert all(x["check_rows"]["passed"] for x in r["rows"])
-    assert len(r["table"]) == 4 and r["table"][0]["of_128"] == 1.0
+    assert len(r["table"]) == 8 and r["table"][0]["of_128"] == 1.0
+    assert [t["tma_loads_per_stage"] for t in r["table"]] == [2, 4, 8, 16, 4, 8, 16, 32]
     assert r["table"][0]["lsu_conflicts"] == 0.0 and r["table"][0]["model_conflicts"] == 1.0
-    assert json.loads(json.dumps(r))["variants"]["64"]["defines"]["SWIZZLE"] == 64
+    assert r["table"][5]["model_conflicts"] == 1.0 and r["table"][5]["predicted"] == [0.97, 1.01]
+    rj = json.loads(json.dumps(r))
+    assert rj["variants"]["64"]["defines"]["SWIZZLE"] == 64
+    assert rj["variants"]["128x8"]["defines"]["ROW_BOXES"] == 8
+    assert rj["variants"]["128x8"]["tma_loads_per_stage"] == 16
+    rows = S.ncu_rows(r)
+    assert [x["variant"] for x in rows] == keys and rows[7]["tma_loads_per_stage"] == 32
     rec = records.Record("swizzle", {"gpu": "emulated", "date": "2026-12-02"}, r, live=True)
     text = S.summarize_swizzle(rec)
-    assert "4 checks passed" in text and "Nsight Compute: yes" in text
+    assert "8 checks passed" in text and "Nsight Compute: yes" in text
     assert text.splitlines()[-1].startswith("(! = outside the prediction")
-    assert len([ln for ln in text.splitlines() if ln.strip().startswith("256 ")]) == 4
+    timed = [ln for ln in text.splitlines() if ln.strip().startswith("256 ")]
+    assert len(timed) == 8 and "128B ×16 boxes" in timed[-1] and " 32 " in timed[-1]
+    assert "128B ×8 boxes" in S.ncu_text(r)
 
 
 def test_swizzle_table_marks_measurements_outside_the_prediction():
     rows = [{"size": 8192, "kernel": "cuBLAS", "swizzle": None, "tflops": 760.0}] + \
         [{"size": 8192, "kernel": "ours", "swizzle": s, "tflops": t}
-         for s, t in ((128, 720.0), (64, 718.0), (32, 500.0), (0, 500.0))]
-    t = {r["swizzle"]: r for r in S.swizzle_table({"rows": rows, "model": []})}
+         for s, t in ((128, 720.0), (64, 718.0), (32, 500.0), (0, 500.0))] + \
+        [{"size": 8192, "kernel": "ours", "swizzle": 128, "row_boxes": r, "tflops": t}
+         for r, t in ((2, 722.0), (8, 360.0))]
+    table = S.swizzle_table({"rows": rows, "model": []})
+    rb = {r["row_boxes"]: r for r in table if r["row_boxes"] > 1}
+    assert rb[2]["of_128"] == 722 / 720 and rb[2]["inside"]            # against 128 B ×1
+    assert rb[8]["inside"] is False and rb[8]["tma_loads_per_stage"] == 16
+    assert rb[8]["name"] == "128B ×8 boxes" and rb[8]["variant"] == "128x8"
+    t = {r["swizzle"]: r for r in table if r["row_boxes"] == 1}
     assert t[128]["inside"] and t[64]["inside"] and t[0]["inside"]
     assert t[32]["inside"] is False and abs(t[64]["of_cublas"] - 718 / 760) < 1e-12
     text = S.summarize_swizzle({"rows": rows, "table": list(t.values()), "checks": []})
@@ -370,9 +510,9 @@ def test_budget_table_compiles_what_the_record_lacks(monkeypatch):
 # ---- GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("sw", S.SWIZZLES)
-def test_every_swizzle_matches_float64(sw, rng):
+@pytest.mark.parametrize("cfg", S.variants(), ids=S.variant_key)
+def test_every_variant_matches_float64(cfg, rng):
     for shape in S.CHECK_SHAPES:
-        c = W.verify(BASE.replace(swizzle=sw), *shape, rng=rng)
+        c = W.verify(cfg, *shape, rng=rng)
         assert c.passed, c.as_dict()
 

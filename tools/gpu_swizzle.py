@@ -1,22 +1,24 @@
 """Chapter 07's swizzle experiment on the GPU in one command: the same kernel under a 128-, 64-,
-32-byte and no swizzle — checks, Nsight Compute counters (if ncu is here), timings beside cuBLAS.
+32-byte and no swizzle, and under the 128-byte swizzle loaded as 2, 4, 8, 16 TMA boxes along the
+rows (same layout, as many box operations per stage as the narrow swizzles) — checks, Nsight
+Compute counters (if ncu is here), timings beside cuBLAS.
 
-Run from the repository root on an sm_90 machine (about 1-2 minutes on an H200):
+Run from the repository root on an sm_90 machine (about 2-3 minutes on an H200):
 
     python tools/gpu_swizzle.py --out $OUT            # everything; details in $OUT/results.json
     python tools/gpu_swizzle.py --out $OUT --record   # ... and write data/<gpu>/swizzle.json
                                                      #     (copied to $OUT)
     python tools/gpu_swizzle.py --quick               # compile + checks + ncu, no timings
 
-In order: (1) the four variants of asynctc.swizzle.variants() (chapter 06's rung 5, fp16, B
-K-major; swizzle 128 / 64 / 32 / 0) compiled; (2) Nsight Compute, when `ncu` (or
+In order: (1) the eight variants of asynctc.swizzle.variants() (chapter 06's rung 5, fp16, B
+K-major; swizzle 128 / 64 / 32 / 0, then 128 with row_boxes 2 / 4 / 8 / 16) compiled; (2) Nsight Compute, when `ncu` (or
 `nv-nsight-cu-cli`) is on PATH or in /usr/local/cuda/bin or /opt/nvidia/nsight-compute: the
 metrics of asynctc.swizzle.NCU_METRICS that this ncu knows (`ncu --query-metrics`), one launch per
 variant at 4096³ in a child process (`--ncu-child`), kept in the record with the ncu version and
 the metrics it lacked — or, where ncu is absent or refuses (counter permissions), the reason;
 (3) asynctc.swizzle.measure_swizzle: every variant against float64 (poisoned output, elementwise
-bound), stopping at the first failure, then cuBLAS and the four variants at 4096³ and 8192³ on the
-same operands (bench.time_gpu(clock=True), each timed output checked on sampled rows). The
+bound), stopping at the first failure, then cuBLAS and the eight variants at 4096³ and 8192³ on
+the same operands (bench.time_gpu(clock=True), each timed output checked on sampled rows). The
 prediction frozen before the run (asynctc.swizzle.PREDICTION) is printed first; the short table
 comes last.
 """
@@ -35,7 +37,7 @@ from asynctc import swizzle as S  # noqa: E402
 from asynctc.core import runtime  # noqa: E402
 
 NCU_SIZE = 4096
-NCU_TIMEOUT_S = 100
+NCU_TIMEOUT_S = 150
 
 
 def find_ncu() -> str | None:
@@ -52,7 +54,8 @@ def find_ncu() -> str | None:
 
 
 def ncu_child() -> int:
-    """One launch of each variant at NCU_SIZE³, in SWIZZLES order (what ncu profiles)."""
+    """One launch of each variant at NCU_SIZE³, in asynctc.swizzle.variants() order (what ncu
+    profiles)."""
     import numpy as np
     from asynctc import warp_specialization as W
     from asynctc.core.memory import DeviceArray
@@ -86,11 +89,12 @@ def run_ncu(say) -> dict:
     metrics = [m for m in S.NCU_METRICS if not known or S.metric_base(m) in known]
     out["metrics_missing"] = [m for m in S.NCU_METRICS if m not in metrics]
     out["metrics"] = metrics
+    keys = [S.variant_key(c) for c in S.variants()]
     cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
-           "-k", "regex:gemm_warp_specialized", "--launch-count", str(len(S.SWIZZLES)),
+           "-k", "regex:gemm_warp_specialized", "--launch-count", str(len(keys)),
            sys.executable, str(Path(__file__).resolve()), "--ncu-child"]
     say(f"ncu: {len(metrics)} metrics ({len(out['metrics_missing'])} unknown to this ncu), "
-        f"{len(S.SWIZZLES)} launches at {NCU_SIZE}³")
+        f"{len(keys)} launches at {NCU_SIZE}³")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -98,14 +102,14 @@ def run_ncu(say) -> dict:
         return out
     rows = S.parse_ncu_csv(p.stdout)
     out["returncode"] = p.returncode
-    if len(rows) != len(S.SWIZZLES):
+    if len(rows) != len(keys):
         tail = (p.stdout + p.stderr)[-1500:]
-        out["why"] = f"ncu gave {len(rows)} profiled launches, expected {len(S.SWIZZLES)} " \
+        out["why"] = f"ncu gave {len(rows)} profiled launches, expected {len(keys)} " \
                      f"(rc {p.returncode}; ERR_NVGPUCTRPERM means no access to the counters): {tail}"
         return out
     out["available"] = True
-    out["variants"] = {str(sw): {m: r.get(m) for m in metrics} | {"kernel": r.get("Kernel Name")}
-                       for sw, r in zip(S.SWIZZLES, rows)}
+    out["variants"] = {key: {m: r.get(m) for m in metrics} | {"kernel": r.get("Kernel Name")}
+                       for key, r in zip(keys, rows)}
     return out
 
 
@@ -126,7 +130,7 @@ def main() -> int:
     print(S.PREDICTION, flush=True)
     from asynctc import warp_specialization as W
     runtime.precompile([W.compile_job(c) for c in S.variants()])   # the ncu child finds them cached
-    say("compiled the four variants")
+    say(f"compiled the {len(S.variants())} variants")
     ncu = {"available": False, "why": "--no-ncu"} if args.no_ncu else run_ncu(say)
     say("ncu: " + ("counters taken" if ncu.get("available") else f"not used: {ncu.get('why')}"))
     sizes = () if args.quick else tuple(int(s) for s in args.sizes.split(","))

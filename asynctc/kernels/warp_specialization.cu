@@ -110,7 +110,8 @@
 // CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
 // A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets from asynctc),
 // SWIZZLE with K_BOXES, K_BOX_ELEMS, A_KBOX_BYTES, A_ATOM_BYTES, A_KSTEP_OFFSETS, B_KSTEP_OFFSETS
-// (chapter 07's swizzle experiment: see the block after the defaults below),
+// (chapter 07's swizzle experiment: see the block after the defaults below), ROW_BOXES (chapter
+// 07: the 128-byte layout loaded as ROW_BOXES boxes along the rows; see the same block),
 // BREAK (0; 1: the last consumer never releases a stage, to show the bounded wait).
 // Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
 // with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
@@ -261,6 +262,24 @@
 #ifndef A_ATOM_BYTES
 #define A_ATOM_BYTES (64 * 128)
 #endif
+// ROW_BOXES = R > 1 (chapter 07: the TMA box count without the layout change): the 128-byte
+// swizzle layout, byte for byte, but A and B each loaded as R boxes along the rows (BM/R rows of
+// A, BN/R rows of B, one 128-byte row of K each), box r landing r · rows · 128 bytes into its
+// tile — so a stage takes 2R cp.async.bulk.tensor issues like SWIZZLE = 64 / 32 / 0 with
+// R = 2 / 4 / 8, while wgmma reads exactly the layout of R = 1. The layout stays identical
+// because the TMA unit derives the 128-byte swizzle from the shared-memory destination address
+// itself (bits [4,7) ^= bits [7,10): the XOR uses the address's 128-byte line index mod 8, CUDA
+// C++ Programming Guide, "Tensor Memory Access", swizzle patterns and their pointer-offset
+// formula (smem_ptr / 128) % 8; CUtensorMapSwizzle in the driver API's cuTensorMapEncodeTiled),
+// and the pattern repeats every 8 rows = 1024 bytes: a box of a multiple of 8 rows starting on a
+// 1024-byte boundary writes each element where the single box would have put it (checked on the
+// CPU by asynctc.swizzle.stage_dry_run, whose TMA model is asynctc.models.layout.SmemTile).
+// Every box counts towards the same complete_tx: expect_tx stays kStageBytes. 1 (the default)
+// compiles the code above unchanged (the ladder's and the swizzle variants' cubins stay byte for
+// byte). asynctc.warp_specialization.WSConfig.row_boxes validates R and sets the tensor maps' box.
+#ifndef ROW_BOXES
+#define ROW_BOXES 1
+#endif
 
 static_assert(DT >= 0 && DT <= 3, "DT: 0 f16, 1 bf16, 2 e4m3, 3 e5m2");
 static_assert(SWIZZLE == 128 || SWIZZLE == 64 || SWIZZLE == 32 || SWIZZLE == 0,
@@ -268,6 +287,11 @@ static_assert(SWIZZLE == 128 || SWIZZLE == 64 || SWIZZLE == 32 || SWIZZLE == 0,
 static_assert(SWIZZLE == 128 || (B_MAJOR == 0 && CLUSTER == 1),
               "SWIZZLE other than 128: K-major B and CLUSTER = 1 only");
 static_assert(K_BOXES * K_BOX_ELEMS == BK, "the K boxes of a k-tile cover BK");
+static_assert(ROW_BOXES == 1 || (SWIZZLE == 128 && B_MAJOR == 0 && CLUSTER == 1),
+              "ROW_BOXES > 1: 128-byte swizzle, K-major B, CLUSTER = 1 only");
+static_assert(ROW_BOXES >= 1 && BM % (8 * ROW_BOXES) == 0 && BN % (8 * ROW_BOXES) == 0,
+              "ROW_BOXES: divides BM and BN into boxes of a multiple of 8 rows (the 1024-byte "
+              "repeat of the 128-byte swizzle)");
 static_assert(BK * (DT >= 2 ? 1 : 2) == 128, "BK: one 128-byte swizzle row of K per box row");
 static_assert(C_DT == 0 || C_DT == 1, "C_DT: 0 f16, 1 bf16");
 static_assert(DT < 2 || B_MAJOR == 0, "fp8 wgmma has no transpose: B must be K-major");
@@ -417,6 +441,16 @@ __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, 
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, u32 stage_addr,
                                            u32 full_bar, int kt, int m0, int n0) {
   mbarrier_arrive_expect_tx(full_bar, kStageBytes);
+#if ROW_BOXES > 1
+  constexpr int kARows = BM / ROW_BOXES, kBRows = BN / ROW_BOXES;   // rows per box (≥ 8)
+#pragma unroll
+  for (int r = 0; r < ROW_BOXES; ++r)                                       // A: BM/R × 64, R×
+    tma_load_2d(stage_addr + r * kARows * kRowBytes, ta, full_bar, kt * BK, m0 + r * kARows);
+#pragma unroll
+  for (int r = 0; r < ROW_BOXES; ++r)                                       // B: BN/R × 64, R×
+    tma_load_2d(stage_addr + kATileBytes + r * kBRows * kRowBytes, tb, full_bar, kt * BK,
+                n0 + r * kBRows);
+#else
 #pragma unroll
   for (int j = 0; j < K_BOXES; ++j)                                         // A: BM × 64
     tma_load_2d(stage_addr + j * A_KBOX_BYTES, ta, full_bar, kt * BK + j * K_BOX_ELEMS, m0);
@@ -443,6 +477,7 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
     for (int j = 0; j < BN / 64; ++j)                                        // B: 64 K-rows × 64
       tma_load_2d(stage_addr + kATileBytes + j * B_BOX_BYTES, tb, full_bar, n0 + 64 * j, kt * BK);
   }
+#endif
 }
 
 #include "wgmma_ring.cuh"   // fence_accumulators, mma_ktile, store_c (shared with pipeline.cu)
