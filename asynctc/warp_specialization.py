@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -2521,3 +2522,93 @@ def _which_barrier(event: str) -> str:
     if event not in p:
         raise ValueError(f"event={event!r}: one of {PROTOCOL_EVENTS}")
     return p[event]
+
+
+# --------------------------------------------------------------------------------------------------
+# What limits the top rung: the ``ws_limit`` record (tools/gpu_ch06_limit.py)
+# --------------------------------------------------------------------------------------------------
+
+_NVJET = re.compile(r"_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_")
+
+
+def read_kernel_name(name: str) -> dict | None:
+    """cuBLAS's Hopper kernel names (``nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT``) read as
+    tile ``bm``×``bn``, ``bk``×``stages``, cluster ``cluster_m``×``cluster_n`` and the schedule
+    (``coopA`` / ``coopB`` / ``pingpong`` where present). This is our reading of the naming, not a
+    documented format: Nsight Compute's launch statistics confirm only the cluster's size (2 CTAs;
+    it reports the launch as 2×1, so which of M, N the pair spans is not in the launch). None for a
+    name without the ``MxN_KxS_CxC`` group (ours, ``gemm_warp_specialized``)."""
+    m = _NVJET.search(name)
+    if m is None:
+        return None
+    bm, bn, bk, stages, cm, cn = map(int, m.groups())
+    sched = next((s for s in ("coopA", "coopB", "pingpong") if s in name), None)
+    return {"bm": bm, "bn": bn, "bk": bk, "stages": stages, "cluster_m": cm, "cluster_n": cn,
+            "schedule": sched}
+
+
+def limit_rows(results: dict, what: str = "summary") -> list[dict]:
+    """A ``ws_limit`` record's rows: ``"summary"`` (per size, dtype and raster width: median TFLOP/s
+    and in-flight clock over the rounds, ratio to cuBLAS's median, for ours) or ``"ncu"`` (per size,
+    ours at each profiled width and cuBLAS: the Nsight Compute counters at ncu's locked clock, with
+    ``dram_gb`` (read), ``l2_gb``, ``mcycles``, ``tile`` (:func:`read_kernel_name`)). Empty when the
+    record has no counters (ncu unavailable on the GPU machine)."""
+    if what == "summary":
+        return list(results["summary"])
+    n = results.get("ncu") or {}
+    if not n.get("available"):
+        return []
+    out = []
+    for k in n["kernels"]:
+        out.append({"size": k["size"], "who": k["who"], "group_m": k.get("group_m"),
+                    "kernel": k["kernel"], "tile": read_kernel_name(k["kernel"]),
+                    "dram_gb": (k.get("dram__bytes_read.sum") or 0) / 1e9,
+                    "l2_gb": (k.get("lts__t_bytes.sum") or 0) / 1e9,
+                    "mcycles": (k.get("sm__cycles_elapsed.max") or 0) / 1e6,
+                    "us": (k.get("gpu__time_duration.sum") or 0) / 1e3})
+    return out
+
+
+def plot_raster(results: dict, record=None):
+    """Two panels from a ``ws_limit`` record: rung 7's schedule at each raster width as a fraction
+    of cuBLAS (medians over the rounds; per size and dtype), and — where Nsight Compute ran — the
+    DRAM bytes it read at each profiled width beside cuBLAS's (dashed), per size."""
+    import matplotlib.pyplot as plt
+    summ = [r for r in limit_rows(results) if r["kernel"] == "ours"]
+    ncu = limit_rows(results, "ncu")
+    fig, axes = plt.subplots(1, 2 if ncu else 1, figsize=(11 if ncu else 6, 3.8), squeeze=False)
+    ax = axes[0][0]
+    for size in results["sizes"]:
+        for dt, ls in zip(results["dtypes"], ("-", "--")):
+            rs = sorted((r for r in summ if (r["size"], r["dtype"]) == (size, dt)),
+                        key=lambda r: r["group_m"])
+            ax.plot([r["group_m"] for r in rs], [r["of_cublas"] for r in rs], ls, marker="o",
+                    label=f"{size}³ {dt}")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(results["groups"], [str(g) for g in results["groups"]])
+    ax.set_xlabel("tile rows per raster group (GROUP_M)")
+    ax.set_ylabel("of cuBLAS (same run)")
+    ax.legend(fontsize=8)
+    ax.set_title("Raster width: throughput against cuBLAS", fontsize=10)
+    if ncu:
+        ax2 = axes[0][1]
+        for i, size in enumerate(results["sizes"]):
+            rs = sorted((r for r in ncu if r["size"] == size and r["who"] == "ours"),
+                        key=lambda r: r["group_m"])
+            line, = ax2.plot([r["group_m"] for r in rs], [r["dram_gb"] for r in rs], marker="o",
+                             label=f"ours {size}³")
+            cb = [r["dram_gb"] for r in ncu if r["size"] == size and r["who"] == "cuBLAS"]
+            if cb:
+                ax2.axhline(sum(cb), ls="--", color=line.get_color(), label=f"cuBLAS {size}³")
+        ax2.set_xscale("log", base=2)
+        gs = sorted({r["group_m"] for r in ncu if r["group_m"]})
+        ax2.set_xticks(gs, [str(g) for g in gs])
+        ax2.set_xlabel("tile rows per raster group (GROUP_M)")
+        ax2.set_ylabel("DRAM bytes read, GB (Nsight Compute)")
+        ax2.legend(fontsize=8)
+        ax2.set_title("What it reads from DRAM (fp16, locked clock)", fontsize=10)
+    if record is not None:
+        fig.suptitle(record.label(), fontsize=8)
+    fig.tight_layout()
+    return fig
