@@ -653,6 +653,75 @@ def swizzle_table(results: dict) -> list[dict]:
     return out
 
 
+def box_count_rows(results: dict) -> list[dict]:
+    """The row-box experiment side by side, one row per number of TMA loads per stage (2, 4, 8,
+    16, 32): ``loads``, then for the swizzle variant issuing that many (one box along the rows:
+    128 B, 64 B, 32 B, none) and for the 128-byte variant loaded as that many row boxes (128 B
+    ×1 .. ×16) — ``swizzle`` / ``row_box``, each None where the record has no such variant, else a
+    dict: ``name`` (:func:`variant_name`), ``variant`` (:func:`variant_key`), ``of_128``
+    ({size: fraction of the one-box 128-byte variant's TFLOP/s, same run}), ``duration_us``
+    (Nsight Compute's profiled launch at :func:`ncu_size`, None without ncu) and
+    ``ncu_of_128`` (that duration over the one-box 128-byte variant's). The 128-byte one-box
+    variant (2 loads per stage) appears in both columns. Empty for a record without row boxes."""
+    tab = swizzle_table(results)
+    if not any(r["row_boxes"] > 1 for r in tab):
+        return []
+    ncu = {r["variant"]: r["duration_us"] for r in ncu_rows(results)}
+    t128 = ncu.get("128")
+
+    def entry(pick):
+        rs = [r for r in tab if pick(r)]
+        if not rs:
+            return None
+        key = rs[0]["variant"]
+        us = ncu.get(key)
+        return {"name": rs[0]["name"], "variant": key, "swizzle": rs[0]["swizzle"],
+                "row_boxes": rs[0]["row_boxes"], "tma_loads_per_stage": rs[0]["tma_loads_per_stage"],
+                "of_128": {r["size"]: r["of_128"] for r in rs}, "duration_us": us,
+                "ncu_of_128": us / t128 if us and t128 else None}
+    out = []
+    for n in sorted({r["tma_loads_per_stage"] for r in tab}):
+        out.append({"loads": n,
+                    "swizzle": entry(lambda r: r["row_boxes"] == 1 and r["tma_loads_per_stage"] == n),
+                    "row_box": entry(lambda r: r["swizzle"] == 128
+                                     and r["tma_loads_per_stage"] == n
+                                     and (r["row_boxes"] > 1 or n == 2))})
+    return out
+
+
+def box_count_text(results: dict) -> str:
+    """:func:`box_count_rows` as a text table: TMA loads per stage, then for the swizzle variant
+    and the 128-byte row-box variant issuing that many, the fraction of 128 B ×1 at each timed
+    size and Nsight Compute's profiled µs (with its ratio to 128 B ×1). "" without row boxes."""
+    rows = box_count_rows(results)
+    if not rows:
+        return ""
+    sizes = sorted({s for r in rows for side in ("swizzle", "row_box") if r[side]
+                    for s in r[side]["of_128"]})
+    size_h = " / ".join(f"{s}³" for s in sizes)
+    us_at = ncu_size(results)
+    us_h = f"ncu µs{f' {us_at}³' if us_at else ''}"
+    uw = max(11, len(us_h))
+
+    def cell(e):
+        if e is None:
+            return f"{'—':>14s} {'':>{len(size_h)}s} {'':>{uw}s}"
+        frac = " / ".join("—" if e["of_128"].get(s) is None else f"{e['of_128'][s]:.2f}"
+                          for s in sizes)
+        us = "—" if e["duration_us"] is None else (
+            f"{e['duration_us']:.0f} ({e['ncu_of_128']:.2f})" if e["ncu_of_128"] else
+            f"{e['duration_us']:.0f}")
+        return f"{e['name']:>14s} {frac:>{len(size_h)}s} {us:>{uw}s}"
+    head = f"{'variant':>14s} {size_h:>{len(size_h)}s} {us_h:>{uw}s}"
+    lines = ["fraction of 128B ×1 (same run), and Nsight Compute's profiled launch (ratio to 128B ×1):",
+             f"{'TMA loads':>9s} | {'one box along the rows (swizzle)':^{len(head)}s} | "
+             f"{'128-byte swizzle, R row boxes':^{len(head)}s}",
+             f"{'per stage':>9s} | {head} | {head}"]
+    for r in rows:
+        lines.append(f"{r['loads']:>9d} | {cell(r['swizzle'])} | {cell(r['row_box'])}")
+    return "\n".join(lines)
+
+
 def ncu_size(results: dict) -> int | None:
     """The cube size n (M = N = K) Nsight Compute profiled, or None where it cannot be told.
 
@@ -725,13 +794,14 @@ def ncu_rows(results: dict) -> list[dict]:
     return out
 
 
-def ncu_text(results: dict) -> str:
+def ncu_text(results: dict, row_boxes: bool = True) -> str:
     """Nsight Compute's counters, one line per variant, headed by the size profiled ("" without
-    ncu), with the TMA loads per stage and the duration relative to 128 B ×1. The LSU columns
+    ncu), with the TMA loads per stage and the duration relative to 128 B ×1 (``row_boxes=False``:
+    the four swizzle variants only, without the 128-byte row-box ones). The LSU columns
     count only LDS/STS-type instructions: a cubin without any (the ``SASS LSU`` column) shows 0
     there whatever its layout, since wgmma and TMA do not use the LSU pipe; the bank reads and
     writes count every shared-memory access."""
-    rows = ncu_rows(results)
+    rows = [r for r in ncu_rows(results) if row_boxes or r["row_boxes"] == 1]
     if not rows:
         return ""
     size = rows[0]["size"]
@@ -753,21 +823,24 @@ def ncu_text(results: dict) -> str:
     return "\n".join(lines)
 
 
-def summarize_swizzle(rec) -> str:
+def summarize_swizzle(rec, row_boxes: bool = True) -> str:
     """The short tables of a ``swizzle`` record: Nsight Compute's counters once per variant, at
     the size it profiled (:func:`ncu_text`); then per timed size and variant (the swizzles, then
     the 128-byte row boxes), TMA loads per stage, TFLOP/s, of cuBLAS, of the one-box 128-byte
-    variant against the prediction and the model's conflict factor."""
+    variant against the prediction and the model's conflict factor. ``row_boxes=False`` leaves
+    the row-box variants out of both tables (:func:`box_count_text` sets them beside the
+    swizzles)."""
     res = rec.results if hasattr(rec, "results") else rec
     table = res.get("table") or swizzle_table(res)
+    table = [r for r in table if row_boxes or r.get("row_boxes", 1) == 1]
     n = res.get("ncu") or {}
     why = str(n.get("why", "absent"))
     why = why if len(why) <= 160 else why[:157] + "..."
     lines = [f"swizzle experiment ({base_config().label()}): {len(res.get('checks', []))} "
              "checks passed", "Nsight Compute: " + ("yes" if n.get("available") else
                                                    f"not used ({why})")]
-    if ncu_text(res):
-        lines += [ncu_text(res), "timed:"]
+    if ncu_text(res, row_boxes):
+        lines += [ncu_text(res, row_boxes), "timed:"]
     lines.append(f"{'size':>5s} {'variant':>14s} {'TMA/stage':>9s} {'TFLOP/s':>8s} {'cuBLAS':>7s} "
                  f"{'of 128B':>8s} {'predicted':>10s} {'model':>6s}")
 

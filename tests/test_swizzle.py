@@ -466,6 +466,67 @@ def test_swizzle_table_marks_measurements_outside_the_prediction():
     assert "not used (absent)" in text and "!" in [ln for ln in text.splitlines() if "32B" in ln][0]
 
 
+def _box_rows(tflops: dict, ncu_us: dict | None = None) -> dict:
+    """A swizzle record's results with one size: ``tflops`` {variant key: TFLOP/s}, and Nsight
+    Compute's durations (µs) per key where given."""
+    rows = [{"size": 4096, "kernel": "cuBLAS", "swizzle": None, "tflops": 800.0}]
+    for key, t in tflops.items():
+        sw, _, rb = key.partition("x")
+        rows.append({"size": 4096, "kernel": "ours", "swizzle": int(sw), "row_boxes": int(rb or 1),
+                     "tflops": t})
+    res = {"rows": rows, "model": []}
+    if ncu_us:
+        res["ncu"] = {"available": True, "size": 4096,
+                      "variants": {k: {"gpu__time_duration.sum": v * 1e3} for k, v in ncu_us.items()}}
+    return res
+
+
+def test_box_count_rows_pair_each_row_box_variant_with_the_swizzle_of_as_many_loads():
+    t = {"128": 700.0, "64": 665.0, "32": 350.0, "0": 210.0,
+         "128x2": 701.0, "128x4": 699.0, "128x8": 680.0, "128x16": 434.0}
+    us = {"128": 250.0, "32": 375.0, "128x4": 245.0, "128x16": 410.0}
+    rows = S.box_count_rows(_box_rows(t, us))
+    assert [r["loads"] for r in rows] == [2, 4, 8, 16, 32]
+    pairs = {r["loads"]: (r["swizzle"] and r["swizzle"]["variant"],
+                          r["row_box"] and r["row_box"]["variant"]) for r in rows}
+    assert pairs == {2: ("128", "128"), 4: ("64", "128x2"), 8: ("32", "128x4"),
+                     16: ("0", "128x8"), 32: (None, "128x16")}
+    at8 = rows[2]
+    assert at8["swizzle"]["of_128"] == {4096: 350 / 700} and at8["row_box"]["of_128"] == {4096: 699 / 700}
+    assert at8["swizzle"]["ncu_of_128"] == 375 / 250 and at8["row_box"]["duration_us"] == 245
+    assert rows[1]["row_box"]["duration_us"] is None and rows[1]["row_box"]["ncu_of_128"] is None
+    text = S.box_count_text(_box_rows(t, us))
+    line8 = next(ln for ln in text.splitlines() if ln.split("|")[0].strip() == "8")
+    assert "32B" in line8 and "0.50" in line8 and "375 (1.50)" in line8
+    assert "128B ×4 boxes" in line8 and "245 (0.98)" in line8
+    line32 = next(ln for ln in text.splitlines() if ln.split("|")[0].strip() == "32")
+    assert line32.split("|")[1].strip() == "—" and "0.62" in line32
+    assert "ncu µs 4096³" in text
+
+
+def test_box_count_rows_empty_without_row_boxes_and_summary_can_leave_them_out():
+    four = {"128": 700.0, "64": 665.0, "32": 350.0, "0": 210.0}
+    assert S.box_count_rows(_box_rows(four)) == [] and S.box_count_text(_box_rows(four)) == ""
+    res = _box_rows({**four, "128x2": 701.0, "128x16": 434.0}, {"128": 250.0, "128x16": 410.0})
+    res["checks"] = []
+    full, four_only = S.summarize_swizzle(res), S.summarize_swizzle(res, row_boxes=False)
+    assert "128B ×16 boxes" in full and "boxes" not in four_only
+    assert "128B ×16 boxes" in S.ncu_text(res) and "boxes" not in S.ncu_text(res, row_boxes=False)
+    assert sum("none" in ln for ln in four_only.splitlines()) == 1
+
+
+def test_box_count_rows_from_the_h200_record():
+    """The record the notebook reads: the pairs at equal box count and their ratios as recorded."""
+    res = records.load("swizzle").results
+    rows = {r["loads"]: r for r in S.box_count_rows(res)}
+    tab = {(r["size"], r["variant"]): r["of_128"] for r in S.swizzle_table(res)}
+    for n, (sw, rb) in {8: ("32", "128x4"), 16: ("0", "128x8"), 32: (None, "128x16")}.items():
+        assert (rows[n]["swizzle"] or {}).get("variant") == sw and rows[n]["row_box"]["variant"] == rb
+        for size, v in rows[n]["row_box"]["of_128"].items():
+            assert v == tab[(size, rb)]
+    assert rows[2]["row_box"]["ncu_of_128"] == 1.0
+
+
 def test_swizzle_suite_is_registered():
     from asynctc import suites
     assert suites.SUITES["swizzle"] == (S.measure_swizzle, S.summarize_swizzle, "sm_90a")

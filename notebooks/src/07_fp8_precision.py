@@ -311,7 +311,7 @@ else:
 #
 # In one run on the GPU, at 4096³ and 8192³: cuBLASLt's FP8 GEMM (`torch._scaled_mm`, e4m3,
 # per-tensor scales, bf16 C) with fast accumulation (the Tensor Core alone) and without it
-# (cuBLASLt then promotes), our FP8 kernels (chapter 06's top rung with e4m3; the same on the
+# (cuBLASLt then promotes), our FP8 kernels (chapter 06's top rung, rung 8, with e4m3; the same on the
 # promoted variants' 128×128 tile; promotion every 1 and 4 k-tiles; the top rung without
 # clusters), cuBLAS FP16 and our FP16 top rung. Medians; every timed output checked on sampled
 # rows. "of LtFast" / "of Lt": the fraction of cuBLASLt with and without fast accumulation.
@@ -361,9 +361,12 @@ for size in (4096, 8192):
 #
 # Square cubes flatter a GEMM. The same run timed the FP8 kernel (e4m3 and e5m2 inputs, bf16 C) on
 # chapter 06's non-square shapes — short K, thin M, long K — beside cuBLASLt's FP8 GEMM (e4m3, fast
-# accumulation) on the same operands, each timed output checked on sampled rows. The tile is chosen
-# by the shape (the rule of chapter 06's `matmul_config`: a 64-row tile for M ≤ 64, narrower tiles
-# when the wide one would leave SMs idle), and the label says which one ran:
+# accumulation) on the same operands, each timed output checked on sampled rows. The schedule is the
+# top rung's (persistent, TMA-store epilogue, raster groups of 16 tile rows); the tile is chosen by
+# the shape (`fp8.fp8_shape_config`, chapter 06's `shape_tile` rule): 64 rows with one consumer
+# warpgroup for M ≤ 64, else 128 rows with two; N tiles of 256, else 128, else 64 — the widest
+# whose tiles still fill the 132 SMs' waves; clusters of 2 only where there are tile rows to pair.
+# The tile column says which one ran:
 
 # %% output varies
 ns = res.get("nonsquare") or []
@@ -379,10 +382,23 @@ else:
     if shaped:
         lo = min(shaped, key=lambda r: r["of_cublaslt_fast"])
         hi = max(shaped, key=lambda r: r["of_cublaslt_fast"])
+
+        def spread(rs):
+            a, b = (f"{f(rs, key=lambda r: r['of_cublaslt_fast'])['of_cublaslt_fast']:.2f}"
+                    for f in (min, max))
+            return a if a == b else f"{a}–{b}"
+        thin = [r for r in shaped if r["m"] <= 256]
+        wide = [r for r in shaped if r["m"] > 256]
+        bm, bn = lo["tile"].split("x")[:2]
         head = (f"e4m3 on the non-square shapes: {lo['of_cublaslt_fast']:.2f}–{hi['of_cublaslt_fast']:.2f} "
-                f"of cuBLASLt (lowest at {lo['m']}×{lo['n']}×{lo['k']}, tile {lo['label'].split()[2]})")
+                f"of cuBLASLt with fast accumulation (lowest at {lo['m']}×{lo['n']}×{lo['k']}, "
+                f"{bm}×{bn} tile)")
+        parts = ([f"{spread(wide)} on " + ", ".join(f"{r['m']}×{r['n']}×{r['k']}" for r in wide)] if wide else []) + \
+                ([f"{spread(thin)} on thin M (M = {', '.join(str(r['m']) for r in thin)}), where "
+                  "there are a few tile rows only and the tile shrinks to give the SMs work"]
+                 if thin else [])
         notebook.verdict(lo["of_cublaslt_fast"] >= 0.90,
-                         f"{head}: at least 0.90 of cuBLASLt on every shape.",
+                         f"{head}: at least 0.90 of cuBLASLt on every shape — " + "; ".join(parts) + ".",
                          f"{head}: below 0.90 of cuBLASLt where the tiles cannot fill "
                          f"{res.get('sm_count', 132)} SMs — the case split-K exists for (not built here).")
 
@@ -459,9 +475,10 @@ else:
 # (`asynctc.swizzle`, `tools/gpu_swizzle.py`) builds chapter 06's rung 5 (fp16) with 128-, 64- and
 # 32-byte swizzle and none — boxes, tensor maps, descriptors and k-step offsets all from one layout
 # model — checks each against float64, reads Nsight Compute's shared-memory counters (one launch
-# per variant, at one size) and times it beside cuBLAS. Its prediction was frozen before the run (`asynctc.swizzle.PREDICTION`):
-# no variant has bank conflicts under wgmma; narrower swizzles cost only through TMA's narrower
-# boxes.
+# per variant, at one size) and times it beside cuBLAS. Its prediction was frozen before the run
+# (`asynctc.swizzle.PREDICTION`): no variant has bank conflicts under wgmma; narrower swizzles cost
+# only through TMA's narrower boxes. The same run also holds the row-box variants of the next
+# subsection; this one reads the four swizzles.
 
 # %% output varies
 try:
@@ -474,12 +491,13 @@ if srec is None:
 else:
     print(srec.label())
     from asynctc import swizzle as SW
-    print(SW.summarize_swizzle(srec))
-    tab = SW.swizzle_table(srec.results)
+    print(SW.summarize_swizzle(srec, row_boxes=False))
+    tab = [r for r in SW.swizzle_table(srec.results) if r["row_boxes"] == 1]   # the four swizzles
     by = {(r["size"], r["swizzle"]): r for r in tab}
     sizes = sorted({r["size"] for r in tab})
     of = {sw: [by[(sz, sw)]["of_128"] for sz in sizes if (sz, sw) in by] for sw in (64, 32, 0)}
     nrows = SW.ncu_rows(srec.results)
+    has_row_boxes = any(r["row_boxes"] > 1 for r in SW.swizzle_table(srec.results))
     if nrows:
         reads = [r["bank_reads"] for r in nrows]
         blind = all(r["sass_lsu_shared"] == 0 and r["lsu_instructions"] == 0 for r in nrows)
@@ -491,11 +509,11 @@ else:
                        "SASS LSU column) and the LSU pipe executed no shared-memory instruction — wgmma's "
                        "operand reads and TMA's writes do not pass through it. The evidence that is real: "
                        "the shared-memory bank reads, which count wgmma's and TMA's accesses too, are equal "
-                       f"across the four variants (largest / smallest − 1 = {max(reads) / min(reads) - 1:.0e}) "
-                       f"at {where}, as "
+                       f"across all {len(nrows)} variants profiled (largest / smallest − 1 = "
+                       f"{max(reads) / min(reads) - 1:.0e}) at {where}, as "
                        "the model predicts (wgmma serves each 8-row × 16-byte core matrix in one pass in "
                        "every layout).", bank_reads=reads)
-    nb = {r["swizzle"]: r for r in (nrows or [])}
+    nb = {r["swizzle"]: r for r in (nrows or []) if r["row_boxes"] == 1}
     if all(sw in nb and nb[sw]["tma_bytes"] and nb[sw]["duration_us"] for sw in (128, 64, 32, 0)):
         b128, t128 = nb[128]["tma_bytes"], nb[128]["duration_us"]
         notebook.claim(nb[0]["tma_bytes"] >= 1.9 * b128 and nb[32]["tma_bytes"] == b128
@@ -506,8 +524,11 @@ else:
                        "(half of every 32-byte sector unused); with a 32-byte swizzle it reads exactly "
                        f"the same bytes, yet the profiled launch takes {nb[32]['duration_us'] / t128:.2f}× "
                        f"as long (64-byte: {nb[64]['duration_us'] / t128:.2f}×). So for 32 bytes the cost "
-                       "is not bytes: it is the 4× more, narrower TMA requests per stage, or wgmma's "
-                       "fetch of the narrower layout — the record still cannot tell those two apart.",
+                       "is not bytes. What is left changes three things at once: 4× the TMA box "
+                       "operations per stage, 4× the row requests (of 32 bytes instead of 128), and the "
+                       "layout wgmma reads"
+                       + (" — the next subsection takes the first apart from the other two." if has_row_boxes
+                          else " — this record cannot tell them apart."),
                        tma_bytes={sw: nb[sw]["tma_bytes"] for sw in nb},
                        duration_us={sw: nb[sw]["duration_us"] for sw in nb})
     notebook.claim(max(of[64]) < 1.0 and min(of[32]) < 0.7 and max(of[0]) < min(of[32]),
@@ -516,13 +537,12 @@ else:
                    f"none {min(of[0]):.2f}–{max(of[0]):.2f}.")
     outside = [r for r in tab if r["inside"] is False]
     notebook.verdict(not outside,
-                     "Every variant landed inside the range predicted before the run.",
-                     f"{len(outside)} of {len(tab)} variants landed outside the range frozen before the "
-                     "run (asynctc.swizzle.PREDICTION, marked '!'): the model predicted no conflicts — "
-                     "nothing measured contradicts it (equal bank reads) — and put the cost of narrower "
-                     "swizzles in TMA's narrower boxes, which it underestimated badly for 32 bytes and "
-                     "none. The loss lies in the 2–8× more TMA boxes per stage, or in how wgmma fetches "
-                     "a narrower layout; this record cannot tell which.")
+                     "Every swizzle variant landed inside the range predicted before the run.",
+                     f"{len(outside)} of {len(tab)} swizzle measurements ({len(tab) // len(sizes)} "
+                     f"variants × {len(sizes)} sizes) landed outside the range frozen before the run (asynctc.swizzle.PREDICTION, marked '!'): the model predicted no "
+                     "conflicts — nothing measured contradicts it (equal bank reads) — and put the cost "
+                     "of narrower swizzles in TMA's narrower boxes, which it underestimated badly for "
+                     "32 bytes and none.")
     gain = 1 / max(of[64]) - 1
     notebook.verdict(0.10 <= gain <= 0.20,
                      f"So the seed's 10–20 % holds against the next-best mode: 128-byte over 64-byte "
@@ -534,6 +554,122 @@ else:
                      "accesses; the bank reads are equal).")
 
 # %% [markdown]
+# ### Is it the number of TMA boxes?
+#
+# A narrower swizzle changes two things at once. The **layout**: rows of 64, 32 or 16 bytes in
+# shared memory, which TMA writes as that many narrower row requests and wgmma reads through its
+# descriptors. And the **number of boxes**: one `cp.async.bulk.tensor` per box, 2, 4, 8, 16 per
+# stage (A and B), all issued by one producer thread. To take the second alone, the suite also
+# loads the *128-byte* layout as **R boxes along the rows** (`WSConfig.row_boxes`, R = 2, 4, 8, 16:
+# A as R boxes of 128/R rows, B of 256/R): each box lands where its rows belong, so the stage in
+# shared memory is the same byte for byte (`SW.stage_dry_run` compares the images), the
+# descriptors and wgmmas are unchanged, and the cubins differ only in the producer's 2R TMA loads.
+# At R = 4 the producer issues as many boxes per stage as the 32-byte variant, at R = 8 as many as
+# no swizzle — with 384 row requests of 128 bytes each instead of 1536 of 32 or 3072 of 16. The
+# prediction, frozen before the run (its table is recomputed here from the model):
+
+# %%
+from asynctc import swizzle as SW
+print(SW.PREDICTION_ROW_BOXES)
+assert SW.row_box_markdown() in SW.PREDICTION_ROW_BOXES
+
+# %% [markdown]
+# What the run measured: each row-box variant beside the swizzle variant that issues as many TMA
+# loads per stage, as a fraction of the one-box 128-byte variant at both sizes, and Nsight
+# Compute's profiled launch (µs, and its ratio to 128 B ×1):
+
+# %% output varies
+boxes = SW.box_count_rows(srec.results) if srec is not None else []
+if not boxes:
+    print("not measured yet: this swizzle record was made before the row-box variants "
+          "(tools/gpu_swizzle.py adds them)")
+else:
+    print(srec.label())
+    print(SW.box_count_text(srec.results))
+    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=80, layout="constrained")
+    for side, colour, what in (("swizzle", "tab:red", "narrower swizzle, one box along the rows"),
+                               ("row_box", "tab:blue", "128-byte swizzle, R boxes along the rows")):
+        es = [(r["loads"], r[side]) for r in boxes if r[side]]
+        for i, size in enumerate(sizes):
+            ax.plot([n for n, _ in es], [e["of_128"][size] for _, e in es], "o-" if i == 0 else "s--",
+                    color=colour, alpha=1.0 if i == 0 else 0.6, label=f"{what}, {size}³")
+        for n, e in es:
+            if e["variant"] != "128":
+                ax.annotate(e["name"], (n, min(e["of_128"].values())), textcoords="offset points",
+                            xytext=(6, -12 if side == "swizzle" else 6), fontsize=8, color=colour)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([r["loads"] for r in boxes], [str(r["loads"]) for r in boxes])
+    ax.set_xlim(1.7, 2 * max(r["loads"] for r in boxes))
+    ax.set_xlabel("TMA loads per stage (A and B)")
+    ax.set_ylabel("TFLOP/s / 128 B ×1 (same run)")
+    ax.set_ylim(0, 1.1)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title(f"swizzle layout or number of TMA boxes?\n{srec.label()}", fontsize=10)
+    plt.show()
+
+# %% output varies
+if boxes:
+    at = {r["loads"]: r for r in boxes}
+    rq = {(c.swizzle, c.row_boxes): SW.bank_model(c)["tma_row_requests_per_stage"] for c in SW.variants()}
+
+    def frac(e):
+        lo, hi = min(e["of_128"].values()), max(e["of_128"].values())
+        return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}"
+
+    def us(e, long=False):
+        if e["ncu_of_128"] is None:
+            return ""
+        return f" (profiled launch {e['ncu_of_128']:.2f}× as long)" if long else f" ({e['ncu_of_128']:.2f}×)"
+    pairs = [at[n] for n in (8, 16) if n in at and at[n]["swizzle"] and at[n]["row_box"]]
+    narrow_lose = all(max(p["swizzle"]["of_128"].values()) < 0.7 for p in pairs)
+    boxes_keep = all(min(p["row_box"]["of_128"].values()) >= 0.95 for p in pairs)
+    notebook.claim(len(pairs) == 2 and narrow_lose and boxes_keep,
+                   "At equal box count the narrow-swizzle variants lose and the row-box ones do not: "
+                   + "; ".join(f"with {p['loads']} TMA loads per stage, {p['swizzle']['name']} keeps "
+                               f"{frac(p['swizzle'])} of 128B ×1{us(p['swizzle'], True)} and "
+                               f"{p['row_box']['name']} {frac(p['row_box'])}{us(p['row_box'])}"
+                               for p in pairs)
+                   + ". So the number of TMA boxes is not the cause, up to 16 per stage. The loss is in "
+                   "the narrow layouts themselves: either TMA's narrow row requests (per stage "
+                   f"{rq[(32, 1)]} of 32 bytes and {rq[(0, 1)]} of 16, against {rq[(128, 1)]} of 128 "
+                   "bytes in every row-box variant) or wgmma reading those layouts — this experiment "
+                   "does not separate the two (wgmma alone, on a stage loaded once per layout, would).",
+                   **{f"{p['loads']}_{side}": min(p[side]["of_128"].values())
+                      for p in pairs for side in ("swizzle", "row_box")})
+    most = at[max(at)]["row_box"]
+    if most and most["row_boxes"] > 8:
+        most_cfg = SW.base_config().replace(row_boxes=most["row_boxes"])
+        a_box_kib = most_cfg.a_box.rows * 128 / 1024
+        notebook.claim(max(most["of_128"].values()) < 0.9
+                       and rq[(128, most["row_boxes"])] == rq[(128, 1)],
+                       f"Beyond that, boxes do cost: {most['name']} ({most['tma_loads_per_stage']} TMA "
+                       f"loads per stage, A boxes of {most_cfg.a_box.rows} rows = {a_box_kib:g} KiB) keeps "
+                       f"{frac(most)} of 128B ×1{us(most, True)} — with the same layout and the same "
+                       f"{rq[(128, 1)]} row requests of 128 bytes, so this cost comes with the boxes "
+                       "themselves: their number or their small size.",
+                       of_128=max(most["of_128"].values()))
+    rb = [r for r in SW.swizzle_table(srec.results) if r["row_boxes"] > 1]
+    held = {}
+    for r in rb:
+        held[r["row_boxes"]] = held.get(r["row_boxes"], True) and r["inside"] is True
+    by_r = {r["row_box"]["row_boxes"]: r["row_box"] for r in boxes if r["row_box"]}
+    ins = [f"×{k}" for k in sorted(held) if held[k]]
+    outs = [f"{by_r[k]['name']} at {frac(by_r[k])} (predicted {SW.predicted_ratio(128, k)[0]:.2f}–"
+            f"{SW.predicted_ratio(128, k)[1]:.2f})" for k in sorted(held) if not held[k]]
+    outcome1 = held.get(4) and held.get(8) and narrow_lose
+    notebook.verdict(all(held.values()),
+                     "Every row-box variant landed inside the range frozen before the run"
+                     + (": the prediction's outcome (1), box count refuted as the cause." if outcome1
+                        else "."),
+                     f"Against the ranges frozen before the run: {', '.join(ins) or 'no variant'} "
+                     "landed inside"
+                     + (" — with 32B and none losing at the same box counts, that is the prediction's "
+                        "outcome (1): box count refuted as the cause —" if outcome1 else "")
+                     + f" and {', '.join(outs)} outside: the prediction allowed that a per-box cost "
+                     "'could begin to show' at 32 boxes per stage, not one this large.")
+
+# %% [markdown]
 # ### Tile, stages and the register budget
 #
 # The other half of the seed's "layout" advice is the tile and the stage count. Chapter 06's rung-4
@@ -541,7 +677,6 @@ else:
 # `setmaxnreg`), spills, shared memory per CTA, and the throughput the record holds (fp16).
 
 # %% output varies
-from asynctc import swizzle as SW
 budget = SW.budget_table(records.load("warp_specialization"), compile_cubins=False)
 print(SW.budget_markdown(budget))
 timed = [r for r in budget if r["tflops_8192"] is not None]
@@ -583,6 +718,9 @@ for r in seed_rows:
         continue
     head = (f"{r['ours']}: {r['fraction']:.2f} of peak ({r['clock']} clock) against the seed's "
             f"{r['seed_text']} for {r['seed']}")
+    cub = next((c for c in seed_rows if c["ours"].startswith("cuBLAS")), None)
+    if r["seed"] == "tuned" and cub:
+        head += f" (cuBLAS in the same run: {cub['fraction']:.2f})"
     inside = r["seed_low"] - 0.005 <= r["fraction"] <= r["seed_high"] + 0.005
     notebook.verdict(inside, f"{head} — inside it.",
                      f"{head} — {'above' if r['fraction'] > r['seed_high'] else 'below'} it.")
