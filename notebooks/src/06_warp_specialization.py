@@ -703,9 +703,9 @@ if ncu_rows:
     print(f"{'size':>5s} {'kernel':34s} {'Mcycles':>8s} {'L2 GB':>6s} {'DRAM GB':>7s}")
     for r in ncu_rows:
         t = r["tile"]
-        what = (f"cuBLAS {t['bm']}×{t['bn']}, {t['stages']}×k{t['bk']}, cluster {t['cluster_m']}×{t['cluster_n']}"
-                if t else f"ours, raster {r['group_m']}")
-        print(f"{r['size']:5d} {what:34s} {r['mcycles']:8.3f} {r['l2_gb']:6.2f} {r['dram_gb']:7.2f}")
+        kname = (f"cuBLAS {t['bm']}×{t['bn']}, {t['stages']}×k{t['bk']}, cluster {t['cluster_m']}×{t['cluster_n']}"
+                 if t else f"ours, raster {r['group_m']}")
+        print(f"{r['size']:5d} {kname:34s} {r['mcycles']:8.3f} {r['l2_gb']:6.2f} {r['dram_gb']:7.2f}")
     cub = {r["size"]: r for r in ncu_rows if r["who"] == "cuBLAS"}
     ours_top = {sz: lim_ncu[(sz, "ours", W.RASTER_GROUP_M)] for sz in SIZES}
     cyc = {sz: ours_top[sz]["mcycles"] / cub[sz]["mcycles"] for sz in SIZES}
