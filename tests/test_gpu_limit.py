@@ -93,3 +93,23 @@ def test_compiles_for_sm90a():
     L = _load()
     ck = W.compile_ws(L.top(16))
     assert ck.resources.registers > 0
+
+
+def test_ncu_metrics_keeps_known_counters_and_launch_statistics(tmp_path):
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import gpu_common
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'NVIDIA (R) Nsight Compute'; "
+                    "echo 'Version 2099.1'; else echo 'Device GH100'; echo 'dram__bytes  DRAM bytes'; "
+                    "echo 'lts__t_bytes  L2 bytes'; fi\n")
+    fake.chmod(0o755)
+    got = gpu_common.ncu_metrics(str(fake), ["dram__bytes_read.sum", "lts__t_bytes.sum",
+                                             "sm__made_up.sum", "launch__grid_size"],
+                                 lambda m: m.split(".", 1)[0].replace("_read", ""))
+    assert got["version"] == "Version 2099.1"
+    assert got["metrics"] == ["dram__bytes_read.sum", "lts__t_bytes.sum", "launch__grid_size"]
+    assert got["metrics_missing"] == ["sm__made_up.sum"]
+    assert "why" in gpu_common.ncu_metrics(str(tmp_path / "absent"), ["x__y"], str)

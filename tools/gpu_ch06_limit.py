@@ -41,8 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
-from gpu_common import parser, record_suite, start  # noqa: E402
-from gpu_swizzle import find_ncu  # noqa: E402
+from gpu_common import find_ncu, ncu_metrics, parser, record_suite, start  # noqa: E402
 from asynctc import swizzle as S  # noqa: E402  (parse_ncu_csv, metric_base)
 from asynctc import warp_specialization as W  # noqa: E402
 from asynctc import pipeline as P  # noqa: E402
@@ -133,18 +132,11 @@ def run_ncu(say) -> dict:
     if not ncu:
         return {"available": False, "why": "no ncu / nv-nsight-cu-cli here"}
     out = {"available": False, "ncu": ncu, "clock_control": "ncu default (base clock, locked)"}
-    try:
-        v = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
-        out["version"] = (v.stdout.strip().splitlines() or [""])[-1]
-        q = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=60)
-        known = {ln.split()[0] for ln in q.stdout.splitlines() if ln.strip() and "__" in ln.split()[0]}
-    except (subprocess.SubprocessError, OSError) as e:
-        out["why"] = f"ncu did not answer: {e}"
+    asked = ncu_metrics(ncu, METRICS, S.metric_base)
+    out.update(asked)
+    if "why" in asked:
         return out
-    # launch__* are launch statistics, not counters: --query-metrics does not list them
-    metrics = [m for m in METRICS if not known or m.startswith("launch__")
-               or S.metric_base(m) in known]
-    out["metrics_missing"] = [m for m in METRICS if m not in metrics]
+    metrics = asked["metrics"]
     cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
            sys.executable, str(Path(__file__).resolve()), "--ncu-child"]
     say(f"ncu: {len(metrics)} metrics ({len(out['metrics_missing'])} unknown to this ncu)")

@@ -1,8 +1,9 @@
 """What the one-command GPU scripts (tools/gpu_ch05.py, gpu_ch06.py, gpu_ch07.py, gpu_matmul.py,
-gpu_swizzle.py) share: their --out/--record/--quick options, the start (no live sm_90a GPU: exit 2;
-else the device header and a time-stamped printer), and the end of a record run (measure with
-provenance, results.json, optionally data/<gpu>/<suite>.json copied into the output folder, the
-summary, "done"; exit 1 with nothing recorded when the measurement raises).
+gpu_swizzle.py, gpu_ch06_limit.py) share: their --out/--record/--quick options, the start (no live
+sm_90a GPU: exit 2; else the device header and a time-stamped printer), the end of a record run
+(measure with provenance, results.json, optionally data/<gpu>/<suite>.json copied into the output
+folder, the summary, "done"; exit 1 with nothing recorded when the measurement raises), and finding
+Nsight Compute and the counters it knows.
 
 A script imports it as ``gpu_common`` (its own folder is on ``sys.path`` when run as
 ``python tools/gpu_X.py``; the scripts put it there themselves for importers such as the tests).
@@ -99,3 +100,39 @@ def record_suite(suite: str, measure: Callable[[], Any], summarize: Callable[[re
     print(summarize(rec))
     say("done")
     return 0
+
+
+# ---- Nsight Compute ---------------------------------------------------------------------------------
+
+def find_ncu() -> str | None:
+    """The Nsight Compute command line: ``ncu`` (or ``nv-nsight-cu-cli``) on PATH, else the newest
+    of /usr/local/cuda*/bin/ncu and /opt/nvidia/nsight-compute/*/ncu; None when there is none."""
+    import glob
+    for name in ("ncu", "nv-nsight-cu-cli"):
+        p = shutil.which(name)
+        if p:
+            return p
+    for pat in ("/usr/local/cuda/bin/ncu", "/usr/local/cuda*/bin/ncu",
+                "/opt/nvidia/nsight-compute/*/ncu"):
+        hits = sorted(glob.glob(pat))
+        if hits:
+            return hits[-1]
+    return None
+
+
+def ncu_metrics(ncu: str, wanted, base: Callable[[str], str]) -> dict:
+    """Ask ``ncu`` for its version and the counters it knows (``--query-metrics``): returns
+    ``{"version", "metrics" (those of ``wanted`` it knows, or all where the query listed nothing;
+    ``launch__*`` launch statistics always, the query does not list them), "metrics_missing"}``,
+    or ``{"why": ...}`` when ncu does not answer. ``base`` maps a metric to the name the query
+    lists (``l1tex__data_bank_reads.sum`` → ``l1tex__data_bank_reads``)."""
+    import subprocess
+    try:
+        v = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
+        q = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=60)
+    except (subprocess.SubprocessError, OSError) as e:
+        return {"why": f"ncu did not answer: {e}"}
+    known = {ln.split()[0] for ln in q.stdout.splitlines() if ln.strip() and "__" in ln.split()[0]}
+    metrics = [m for m in wanted if not known or m.startswith("launch__") or base(m) in known]
+    return {"version": (v.stdout.strip().splitlines() or [""])[-1], "metrics": metrics,
+            "metrics_missing": [m for m in wanted if m not in metrics]}
