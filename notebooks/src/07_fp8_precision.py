@@ -384,9 +384,9 @@ else:
         hi = max(shaped, key=lambda r: r["of_cublaslt_fast"])
 
         def spread(rs):
-            a, b = (f"{f(rs, key=lambda r: r['of_cublaslt_fast'])['of_cublaslt_fast']:.2f}"
-                    for f in (min, max))
-            return a if a == b else f"{a}–{b}"
+            lo_s, hi_s = (f"{f(rs, key=lambda r: r['of_cublaslt_fast'])['of_cublaslt_fast']:.2f}"
+                          for f in (min, max))
+            return lo_s if lo_s == hi_s else f"{lo_s}–{hi_s}"
         thin = [r for r in shaped if r["m"] <= 256]
         wide = [r for r in shaped if r["m"] > 256]
         bm, bn = lo["tile"].split("x")[:2]
@@ -590,12 +590,12 @@ else:
     for side, colour, what in (("swizzle", "tab:red", "narrower swizzle, one box along the rows"),
                                ("row_box", "tab:blue", "128-byte swizzle, R boxes along the rows")):
         es = [(r["loads"], r[side]) for r in boxes if r[side]]
-        for i, size in enumerate(sizes):
-            ax.plot([n for n, _ in es], [e["of_128"][size] for _, e in es], "o-" if i == 0 else "s--",
-                    color=colour, alpha=1.0 if i == 0 else 0.6, label=f"{what}, {size}³")
-        for n, e in es:
-            if e["variant"] != "128":
-                ax.annotate(e["name"], (n, min(e["of_128"].values())), textcoords="offset points",
+        for k_sz, box_size in enumerate(sizes):
+            ax.plot([n for n, _ in es], [e["of_128"][box_size] for _, e in es], "o-" if k_sz == 0 else "s--",
+                    color=colour, alpha=1.0 if k_sz == 0 else 0.6, label=f"{what}, {box_size}³")
+        for n_loads, ent in es:
+            if ent["variant"] != "128":
+                ax.annotate(ent["name"], (n_loads, min(ent["of_128"].values())), textcoords="offset points",
                             xytext=(6, -12 if side == "swizzle" else 6), fontsize=8, color=colour)
     ax.set_xscale("log", base=2)
     ax.set_xticks([r["loads"] for r in boxes], [str(r["loads"]) for r in boxes])
