@@ -339,7 +339,7 @@ Prediction for the H200 run (written 2026-11-30, before it; with TMA the record 
 - Checks: all four match tma_once_reference elementwise (same consumers and epilogue; the producer's plain arrive completes each later phase with a tx-count of 0).
 - 128 B wgmma only: 1.00-1.15 of 128 B with TMA (no global loads at all; the k-tile approaches the ~1024 cycles of the Tensor Core's dense fp16 rate).
 - 64 B, 32 B and none wgmma only: 0.97-1.01 of 128 B wgmma only. Reason: every layout's core matrices are conflict-free (bank model) and the bank reads were equal with TMA; the narrow variants' k-tile times fit a TMA cost per box row (768 / 1536 / 3072 rows of 64 / 32 / 16 bytes against 384 of 128) — which this variant removes. Confidence: moderate (the fit has one parameter per width, and wgmma's internal fetch of the 32-byte and interleaved layouts is not documented).
-- Nsight Compute (where taken): TMA load bytes of the wgmma-only variants ~0 (132 CTAs × 4 stages × 48 KiB), shared-memory bank reads equal to their TMA twins'.
+- Nsight Compute (where taken): TMA load bytes of the wgmma-only variants only the first fill, 132 CTAs × 4 stages × 48 KiB ≈ 26 MB at 4096³ (their TMA twins: ~1.6 GB); shared-memory bank reads equal to their TMA twins'.
 - What each outcome means, for 32 B and none, with the wgmma share of the loss s = (1 - wgmma-only ratio) / (1 - with-TMA ratio), both as fractions of their own 128 B variant in the same run: (1) s <= 0.2 at both sizes (wgmma-only 32 B >= ~0.90, none >= ~0.86): wgmma reads the narrow layouts at full rate; the loss is TMA's narrow row requests. (2) s >= 0.8: wgmma's fetch of those layouts is the cause; TMA keeps up. (3) Between: both contribute, s is wgmma's share.
 """
 
