@@ -514,6 +514,23 @@ def test_tma_once_defines_only_when_on():
         assert (c.a_box, c.b_load_box) == (twin.a_box, twin.b_load_box)
 
 
+@pytest.mark.parametrize("cfg", ONCE, ids=S.variant_key)
+def test_tma_once_cubin_adds_one_plain_arrive_and_keeps_the_fill(cfg):
+    """Against its TMA twin: the same UTMALDG (the one fill) and HGMMA, no spills, and exactly one
+    more arrive without a transaction count (SYNCS.ARRIVE.TRANS64.A1T0: the producer's plain
+    mbarrier.arrive for the later k-tiles)."""
+    from asynctc.core import sass
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ck, twin = W.compile_ws(cfg), W.compile_ws(cfg.replace(tma_once=False))
+    got, was = sass.opcode_counts(ck.sass()), sass.opcode_counts(twin.sass())
+    for op in [k for k in set(got) | set(was) if k.startswith(("UTMALDG", "HGMMA"))]:
+        assert got.get(op) == was.get(op), op
+    arrive = "SYNCS.ARRIVE.TRANS64.A1T0"
+    assert got.get(arrive, 0) == was.get(arrive, 0) + 1
+    assert ck.resources.spill_stores == 0 and ck.resources.registers == twin.resources.registers
+
+
 def ring_emulation(a, b, cfg, m, n, k, grid, mapping="kernel"):
     """Brute force: every CTA walks its tiles and k-tiles with one ring counter i, fills stage
     i mod S from its current tile while i < S and never again, and accumulates each k-tile's
