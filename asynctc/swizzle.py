@@ -36,6 +36,14 @@ shows the same stage image) but load A and B as R boxes each along the rows
 32-byte (4) and unswizzled (8) variants — 16 goes one step further (8-row A boxes). Same bytes,
 same 128-byte box rows, same expect_tx, one elected producer thread; only the box count changes.
 
+**wgmma only** (:func:`tma_once_variants`): the row boxes left two causes — TMA's narrow row
+requests, or wgmma reading the narrow layouts. The ``tma_once`` variants
+(:attr:`WSConfig.tma_once`, one per swizzle) take TMA out of the loop: the producer fills the
+four stages once and afterwards only arrives on their full barriers, so the consumers' wgmmas read
+the same stages again and again. They compute a different product on purpose
+(:func:`tma_once_reference` says which, and the checks hold them to it); their TFLOP/s is wgmma
+throughput on reused stages, not a GEMM anyone can use.
+
 Sources: CUDA C++ Programming Guide "Shared Memory" (32 banks, 4-byte words) and "Tensor Memory
 Access" (swizzle patterns); PTX ISA §9.7.15.5.1.2 (wgmma canonical layouts, descriptors); CUDA
 driver API ``cuTensorMapEncodeTiled`` (box and swizzle rules); Nsight Compute Profiling Guide
@@ -45,6 +53,7 @@ shared loads — wgmma and TMA do not go through the LSU pipe).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -88,27 +97,39 @@ def row_box_variants(dtype: str = "float16") -> list[W.WSConfig]:
     return [base_config(dtype).replace(row_boxes=r) for r in ROW_BOXES]
 
 
+def tma_once_variants(dtype: str = "float16") -> list[W.WSConfig]:
+    """:func:`swizzle_variants` with ``tma_once`` (:attr:`asynctc.warp_specialization.WSConfig.
+    tma_once`): the stages loaded once, then read by wgmma over and over — "wgmma only"."""
+    return [c.replace(tma_once=True) for c in swizzle_variants(dtype)]
+
+
 def variants(dtype: str = "float16") -> list[W.WSConfig]:
     """Every variant the experiment runs, in this order: :func:`swizzle_variants` (128, 64, 32,
-    none), then :func:`row_box_variants` (128 B × 2, 4, 8, 16 boxes)."""
-    return swizzle_variants(dtype) + row_box_variants(dtype)
+    none), then :func:`row_box_variants` (128 B × 2, 4, 8, 16 boxes), then
+    :func:`tma_once_variants` (128, 64, 32, none, wgmma only)."""
+    return swizzle_variants(dtype) + row_box_variants(dtype) + tma_once_variants(dtype)
 
 
 def variant_key(cfg: W.WSConfig) -> str:
     """The key of a variant in a record: ``"128"``, ``"64"``, ``"32"``, ``"0"`` (the swizzle, as
-    the first record has them) or ``"128x2"`` .. ``"128x16"`` (128-byte swizzle, R row boxes)."""
-    return str(cfg.swizzle) if cfg.row_boxes == 1 else f"{cfg.swizzle}x{cfg.row_boxes}"
+    the first record has them), ``"128x2"`` .. ``"128x16"`` (128-byte swizzle, R row boxes) or
+    ``"128once"`` .. ``"0once"`` (wgmma only: stages loaded once)."""
+    return _key(cfg.swizzle, cfg.row_boxes, cfg.tma_once)
 
 
-def variant_name(swizzle: int, row_boxes: int = 1) -> str:
-    """Short name for tables: ``128B``, ``64B``, ``32B``, ``none``, ``128B ×8 boxes``."""
+def variant_name(swizzle: int, row_boxes: int = 1, tma_once: bool = False) -> str:
+    """Short name for tables: ``128B``, ``64B``, ``32B``, ``none``, ``128B ×8 boxes``,
+    ``32B wgmma only``."""
     sw = f"{swizzle}B" if swizzle else "none"
+    if tma_once:
+        return f"{sw} wgmma only"
     return sw if row_boxes == 1 else f"{sw} ×{row_boxes} boxes"
 
 
 def tma_loads_per_stage(cfg: W.WSConfig) -> int:
     """cp.async.bulk.tensor issues per stage (A and B): 2 · k_boxes · row_boxes (2, 4, 8, 16 for
-    128 / 64 / 32 / no swizzle; 2R for R row boxes) — what the cubin's UTMALDG count shows."""
+    128 / 64 / 32 / no swizzle; 2R for R row boxes) — what the cubin's UTMALDG count shows. For a
+    ``tma_once`` variant: per stage of its one and only fill."""
     return 2 * cfg.k_boxes * cfg.row_boxes
 
 
@@ -309,6 +330,29 @@ Prediction for the H200 run of the row boxes (written 2026-11-30, before it; the
 
 PREDICTION = PREDICTION + "\n" + PREDICTION_ROW_BOXES
 
+#: Written 2026-11-30 BEFORE the first GPU run of the wgmma-only variants (after the row-box
+#: record of that day, whose numbers it quotes): kept as written; appended to :data:`PREDICTION`.
+PREDICTION_TMA_ONCE = """\
+wgmma only (tma_once), ws float16 128x256x64/c2 s4 B:K regs:40/232 persistent out:float16: the producer fills the 4 stages once (the CTA's first tile, k-tiles 0-3) and afterwards only arrives on full[s] (mbarrier.arrive, no expect_tx, no copy); the consumers' wgmmas read stage i mod 4 over and over through the same descriptors. C is then not A·B (asynctc.swizzle.tma_once_reference says what it is; the checks hold every variant to it). Its TFLOP/s is wgmma throughput on reused stages, not a GEMM.
+
+Prediction for the H200 run (written 2026-11-30, before it; with TMA the record has 64 B 0.955-0.963, 32 B 0.47-0.51, none 0.30 of 128 B; 128 B loaded as 2-8 row boxes 0.97-1.00; at the in-flight clock the with-TMA k-tile takes ~1100-1300 cycles per CTA for 128 B, ~2700-2800 for 32 B and ~4500 for none, i.e. 1.8 cycles per 32-byte and 1.5 per 16-byte box row):
+- Checks: all four match tma_once_reference elementwise (same consumers and epilogue; the producer's plain arrive completes each later phase with a tx-count of 0).
+- 128 B wgmma only: 1.00-1.15 of 128 B with TMA (no global loads at all; the k-tile approaches the ~1024 cycles of the Tensor Core's dense fp16 rate).
+- 64 B, 32 B and none wgmma only: 0.97-1.01 of 128 B wgmma only. Reason: every layout's core matrices are conflict-free (bank model) and the bank reads were equal with TMA; the narrow variants' k-tile times fit a TMA cost per box row (768 / 1536 / 3072 rows of 64 / 32 / 16 bytes against 384 of 128) — which this variant removes. Confidence: moderate (the fit has one parameter per width, and wgmma's internal fetch of the 32-byte and interleaved layouts is not documented).
+- Nsight Compute (where taken): TMA load bytes of the wgmma-only variants only the first fill, 132 CTAs × 4 stages × 48 KiB ≈ 26 MB at 4096³ (their TMA twins: ~1.6 GB); shared-memory bank reads equal to their TMA twins'.
+- What each outcome means, for 32 B and none, with the wgmma share of the loss s = (1 - wgmma-only ratio) / (1 - with-TMA ratio), both as fractions of their own 128 B variant in the same run: (1) s <= 0.2 at both sizes (wgmma-only 32 B >= ~0.90, none >= ~0.86): wgmma reads the narrow layouts at full rate; the loss is TMA's narrow row requests. (2) s >= 0.8: wgmma's fetch of those layouts is the cause; TMA keeps up. (3) Between: both contribute, s is wgmma's share.
+"""
+
+PREDICTION = PREDICTION + "\n" + PREDICTION_TMA_ONCE
+
+#: The predicted range per swizzle of the wgmma-only variants, as fractions of 128 B wgmma only
+#: (from :data:`PREDICTION_TMA_ONCE`); the 128-byte entry is against 128 B *with* TMA.
+PREDICTED_RATIO_TMA_ONCE = {128: (1.00, 1.15), 64: (0.97, 1.01), 32: (0.97, 1.01), 0: (0.97, 1.01)}
+
+#: The outcome of :data:`PREDICTION_TMA_ONCE` from the wgmma share of the loss s (frozen with it):
+#: s ≤ TMA_SHARE_MAX → "tma", s ≥ WGMMA_SHARE_MIN → "wgmma", else "both".
+TMA_SHARE_MAX, WGMMA_SHARE_MIN = 0.2, 0.8
+
 #: The predicted throughput range per swizzle, as fractions of the 128-byte variant (from
 #: :data:`PREDICTION`), for the summary's "inside the prediction?" column.
 PREDICTED_RATIO = {128: (1.0, 1.0), 64: (0.97, 1.00), 32: (0.90, 1.00), 0: (0.50, 0.90)}
@@ -442,6 +486,159 @@ def shared_lsu_instructions(ck) -> dict:
             "hgmma": sum(v for k, v in oc.items() if k.startswith("HGMMA")),
             "utmaldg": sum(v for k, v in oc.items() if k.startswith("UTMALDG"))}
 
+# --------------------------------------------------------------------------------------------------
+# wgmma only: what a tma_once launch computes
+# --------------------------------------------------------------------------------------------------
+
+def tile_origin(cfg: W.WSConfig, item: int, tiles_m: int, tiles_n: int) -> tuple[int, int]:
+    """(m0, n0) of work item ``item`` in the kernel's group-M raster (``tile_origin`` in
+    kernels/warp_specialization.cu, cluster 1): ``group_m`` tile rows walked column by column."""
+    g = max(cfg.group_m, 1)
+    per_group = g * tiles_n
+    first_m = item // per_group * g
+    rows = min(tiles_m - first_m, g)
+    in_group = item % per_group
+    return (first_m + in_group % rows) * cfg.bm, in_group // rows * cfg.bn
+
+
+def tma_once_plan(cfg: W.WSConfig, m: int, n: int, k: int, grid: int) -> list[dict]:
+    """What each output tile of a ``tma_once`` launch is made of, one dict per tile in the order
+    the CTAs take them: ``cta``, ``m0`` / ``n0`` (the tile), ``src_m0`` / ``src_n0`` (the CTA's
+    *first* tile, whose k-tiles 0..S−1 fill the S stages once) and ``counts`` (how many of the
+    tile's T = K / bk k-tiles read stage j, j = 0..S−1).
+
+    The producer and the consumers walk one ring counter i over all (tile, k-tile) pairs of the
+    CTA (tiles b, b + grid, ...): the t-th tile's k-tile k is i = t·T + k and reads stage i mod S,
+    which holds k-tile i of the first tile for i < S and never changes after. So the t-th tile
+    reads stage j ``counts[j]`` = #{k < T : (t·T + k) mod S = j} times: T/S each when S divides
+    T, else depending on t. Raises :class:`asynctc.warp_specialization.WarpSpecializationError`
+    for a config without ``tma_once`` or a shape it refuses (:func:`asynctc.warp_specialization.
+    check_shapes`: multiples of the tile, K ≥ S · bk), and for ``grid`` < 1."""
+    if not cfg.tma_once:
+        W._fail("cfg.tma_once", False, "tma_once_plan describes tma_once launches only")
+    W.check_shapes(m, n, k, cfg)
+    if not isinstance(grid, (int, np.integer)) or grid < 1:
+        W._fail("grid", grid, "CTAs of the launch: an integer ≥ 1")
+    tiles_m, tiles_n, t_k = W.tile_counts(cfg, m, n, k)
+    s = cfg.stages
+    out = []
+    for cta in range(min(grid, tiles_m * tiles_n)):
+        src = tile_origin(cfg, cta, tiles_m, tiles_n)
+        for t, item in enumerate(range(cta, tiles_m * tiles_n, grid)):
+            counts = np.bincount((t * t_k + np.arange(t_k)) % s, minlength=s)
+            m0, n0 = tile_origin(cfg, item, tiles_m, tiles_n)
+            out.append({"cta": cta, "m0": m0, "n0": n0, "src_m0": src[0], "src_n0": src[1],
+                        "counts": [int(x) for x in counts]})
+    return out
+
+
+def tma_once_reference(a: np.ndarray, b: np.ndarray, cfg: W.WSConfig, m: int, n: int, k: int,
+                       grid: int, rows=None) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 C a ``tma_once`` launch must produce, and the |·| sum that scales its bound.
+
+    ``a``: M×K, ``b``: B stored N×K (K-major, as the variants take it), any float dtype; ``grid``:
+    the launch's CTAs (:attr:`asynctc.warp_specialization.WSGemm.grid`); ``rows``: the C rows
+    wanted (default all), in that order. Per tile (:func:`tma_once_plan`): C = Σ_j counts[j] ·
+    A[src_m0.., k-tile j] · B[src_n0.., k-tile j]ᵀ over the S stages — the CTA's first tile's
+    first S k-tiles, whatever tile it computes. Returns ``(ref, mag)``, ``len(rows)`` × N each;
+    ``mag`` = the same sum of |A|·|B|ᵀ (a sum of K products, like |A|·|B| for a GEMM)."""
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a64.shape != (m, k) or b64.shape != (n, k):
+        W._fail("a, b", (a64.shape, b64.shape), f"A must be M×K = {(m, k)}, B stored N×K = {(n, k)}")
+    plan = tma_once_plan(cfg, m, n, k, grid)
+    rows = np.arange(m) if rows is None else np.asarray(rows, np.int64)
+    ref = np.full((rows.size, n), np.nan)
+    mag = np.full((rows.size, n), np.nan)
+    bm, bn, bk = cfg.bm, cfg.bn, cfg.bk
+    stages = {}
+    for p in plan:
+        want = (rows >= p["m0"]) & (rows < p["m0"] + bm)
+        if not want.any():
+            continue
+        src = (p["src_m0"], p["src_n0"])
+        if src not in stages:            # the S stage products of this CTA's one fill
+            prods = []
+            for j in range(cfg.stages):
+                aj = a64[src[0]:src[0] + bm, j * bk:(j + 1) * bk]
+                bj = b64[src[1]:src[1] + bn, j * bk:(j + 1) * bk]
+                prods.append((aj @ bj.T, np.abs(aj) @ np.abs(bj).T))
+            stages[src] = prods
+        local = rows[want] - p["m0"]
+        c = sum(cnt * pr[0][local] for cnt, pr in zip(p["counts"], stages[src]))
+        g = sum(cnt * pr[1][local] for cnt, pr in zip(p["counts"], stages[src]))
+        ref[want, p["n0"]:p["n0"] + bn] = c
+        mag[want, p["n0"]:p["n0"] + bn] = g
+    return ref, mag
+
+
+def compare_tma_once(out: np.ndarray, ref: np.ndarray, mag: np.ndarray, k: int, out_dtype: str,
+                     label: str = ""):
+    """Element by element, as :func:`asynctc.pipeline.compare_elementwise` with ``ref`` / ``mag``
+    given (:func:`tma_once_reference`): bound K · 2⁻²¹ · mag + 2 · the output's rounding · |ref|;
+    an element left NaN (poison) counts as unwritten. Returns an
+    :class:`asynctc.pipeline.ElementCheck`."""
+    from . import pipeline as P
+    o = np.asarray(out).astype(np.float64)
+    if o.shape != ref.shape:
+        W._fail("out", o.shape, f"must have the reference's shape {ref.shape}")
+    bound = k * 2.0 ** -21 * mag + 2 * P.OUT_ROUNDING[out_dtype] * np.abs(ref)
+    finite = np.isfinite(o)
+    ratio = np.where(finite, np.abs(o - ref) / bound, np.inf)
+    bad = ratio > 1.0
+    first = tuple(int(x) for x in np.argwhere(bad)[0]) if bad.any() else None
+    rel = float(np.linalg.norm(np.where(finite, o, 0.0) - ref) / np.linalg.norm(ref))
+    return P.ElementCheck((ref.shape[0], ref.shape[1], k), label, float(ratio.max()),
+                          int(np.count_nonzero(bad & finite)), int(np.count_nonzero(~finite)),
+                          first, rel)
+
+
+#: Shapes the wgmma-only variants are checked on (K ≥ 4 stages of 64): 12 tiles (one per CTA,
+#: T = 16 = 4 · S); 256 tiles on 132 CTAs (CTAs take one or two tiles; T = 6, not a multiple of
+#: S: a second tile reads the stages 1, 1, 2, 2 times instead of 2, 2, 1, 1); 4 tiles, T = 5.
+TMA_ONCE_CHECK_SHAPES = ((512, 768, 1024), (2048, 4096, 384), (256, 512, 320))
+
+
+def verify_tma_once(cfg: W.WSConfig, m: int, n: int, k: int, rng=None):
+    """Run a ``tma_once`` ``cfg`` on fresh random inputs (poisoned output) and compare every
+    element with :func:`tma_once_reference` for the launch's grid (:func:`compare_tma_once`)."""
+    from . import pipeline as P
+    if not cfg.tma_once:
+        W._fail("cfg.tma_once", False, "verify_tma_once checks tma_once launches only "
+                                       "(others: asynctc.warp_specialization.verify)")
+    W.check_shapes(m, n, k, cfg)
+    a, _, bs = P.random_operands(m, n, k, cfg.pipeline_config(), rng)
+    g = W.run_ws(a, bs, cfg)
+    ref, mag = tma_once_reference(a, bs, cfg, m, n, k, g.grid)
+    return compare_tma_once(g.out.to_host(), ref, mag, k, cfg.out_dtype, cfg.label())
+
+
+class TmaOnceSampled:
+    """The sampled rows of a *timed* ``tma_once`` output (as
+    :class:`asynctc.core.checks.SampledReference`): every row when M ≤ ``checks.FULL_CHECK_MAX``,
+    else one random row per 128-row band, against :func:`tma_once_reference` for ``grid``;
+    :meth:`check` also counts poison anywhere in the output (every element written)."""
+
+    def __init__(self, a, b, cfg: W.WSConfig, grid: int, rng=None):
+        from .core import checks
+        rng = rng if rng is not None else np.random.default_rng()
+        m, k = a.shape
+        n = b.shape[0]
+        block = 1 if m <= checks.FULL_CHECK_MAX else 128
+        starts = np.arange(0, m, block)
+        self.rows = np.minimum(starts + rng.integers(0, block, size=len(starts)), m - 1)
+        self.cfg, self.grid, self.shape = cfg, grid, (m, n, k)
+        self.ref, self.mag = tma_once_reference(a, b, cfg, m, n, k, grid, self.rows)
+
+    def check(self, out):
+        """A :class:`asynctc.core.checks.Check` of the sampled rows; elements unwritten anywhere
+        in ``out`` (NaN poison) are added to its ``unwritten``."""
+        from .core import checks
+        host = out.to_host() if hasattr(out, "to_host") else np.asarray(out)
+        c = checks.compare(host[self.rows], self.ref, self.cfg.dtype, self.shape,
+                           scale=self.mag)
+        left = int(np.count_nonzero(~np.isfinite(host.astype(np.float32))))
+        return dataclasses.replace(c, unwritten=max(c.unwritten, left))
+
 
 # --------------------------------------------------------------------------------------------------
 # Nsight Compute
@@ -512,15 +709,17 @@ CHECK_SHAPES = ((512, 768, 1024), (256, 512, 192), (2048, 4096, 512))
 
 def check_variants(configs=None, rng=None, progress=None) -> list[dict]:
     """Every variant on :data:`CHECK_SHAPES` against float64 (fresh random inputs, poisoned output,
-    elementwise bound relative to |A|·|B|: :func:`asynctc.warp_specialization.verify`); raises
-    :class:`RuntimeError` at the first failure."""
+    elementwise bound relative to |A|·|B|: :func:`asynctc.warp_specialization.verify`) — the
+    wgmma-only ones on :data:`TMA_ONCE_CHECK_SHAPES` against what they compute
+    (:func:`verify_tma_once`); raises :class:`RuntimeError` at the first failure."""
     rng = rng if rng is not None else np.random.default_rng()
     say = progress or (lambda _s: None)
     rows = []
     for cfg in configs if configs is not None else variants():
-        for shape in CHECK_SHAPES:
-            chk = W.verify(cfg, *shape, rng=rng)
+        for shape in TMA_ONCE_CHECK_SHAPES if cfg.tma_once else CHECK_SHAPES:
+            chk = (verify_tma_once if cfg.tma_once else W.verify)(cfg, *shape, rng=rng)
             rows.append({"swizzle": cfg.swizzle, "row_boxes": cfg.row_boxes,
+                         **({"tma_once": True} if cfg.tma_once else {}),
                          "variant": variant_key(cfg), "label": cfg.label(), "shape": list(shape),
                          **chk.as_dict()})
             if not chk.passed:
@@ -531,11 +730,13 @@ def check_variants(configs=None, rng=None, progress=None) -> list[dict]:
 
 def measure_swizzle(progress=None, sizes=SIZES, reps: int = 10, check: bool = True,
                     ncu: dict | None = None) -> dict:
-    """The "swizzle" suite over :func:`variants` (the four swizzles, then the 128-byte row-box
-    variants), keyed by :func:`variant_key`: (1) compile them; registers, spills, SASS counts (LSU
+    """The "swizzle" suite over :func:`variants` (the four swizzles, the 128-byte row-box
+    variants, then the four wgmma-only ones), keyed by :func:`variant_key`: (1) compile them; registers, spills, SASS counts (LSU
     shared instructions, HGMMA, UTMALDG), TMA loads per stage and the bank model per variant; (2) ``check``:
-    :func:`check_variants`; (3) per size in ``sizes`` (fp16, B K-major): cuBLAS and the four
-    variants on the same operands (once each), each timed output checked on sampled rows; (4) ``ncu``: the
+    :func:`check_variants`; (3) per size in ``sizes`` (fp16, B K-major): cuBLAS and every
+    variant on the same operands (once each), each timed output checked on sampled rows (a
+    wgmma-only one against :func:`tma_once_reference`, :class:`TmaOnceSampled`, every element
+    written); (4) ``ncu``: the
     Nsight Compute results gathered by ``tools/gpu_swizzle.py`` (a separate profiled process), kept
     as given. Medians; never asserted on."""
     from .core import bench, checks, records, runtime
@@ -548,6 +749,7 @@ def measure_swizzle(progress=None, sizes=SIZES, reps: int = 10, check: bool = Tr
         ck = W.compile_ws(c)
         out["variants"][variant_key(c)] = {
             "label": c.label(), "swizzle": c.swizzle, "row_boxes": c.row_boxes,
+            **({"tma_once": True} if c.tma_once else {}),
             "tma_loads_per_stage": tma_loads_per_stage(c), "registers": ck.resources.registers,
             "spill_bytes": ck.resources.spill_stores, "smem_bytes": c.smem_total,
             "defines": {k: v for k, v in c.defines.items()}, **shared_lsu_instructions(ck)}
@@ -564,6 +766,7 @@ def measure_swizzle(progress=None, sizes=SIZES, reps: int = 10, check: bool = Tr
         dbt = DeviceArray.from_host(np.ascontiguousarray(b.T))
         dc = DeviceArray.poisoned((size, size), np.dtype("float16"))
         sref = checks.timed_output_reference(a, b, "float16", rng)
+        once_ref = {}                         # grid -> TmaOnceSampled (wgmma-only variants)
         if lib:
             t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
             out["rows"].append({"size": size, "kernel": "cuBLAS", "swizzle": None, **t.as_dict(),
@@ -575,47 +778,61 @@ def measure_swizzle(progress=None, sizes=SIZES, reps: int = 10, check: bool = Tr
             g = W.make_gemm(c, da, dbt, dc)
             t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
             g.check_error()
-            chk = checks.check_sampled_rows(dc, a, b, "float16", c.label(), sampled=sref)
+            if c.tma_once:
+                if g.grid not in once_ref:
+                    once_ref[g.grid] = TmaOnceSampled(a, b.T, c, g.grid, rng)
+                chk = once_ref[g.grid].check(dc)
+            else:
+                chk = checks.check_sampled_rows(dc, a, b, "float16", c.label(), sampled=sref)
             if not chk.passed:
                 raise RuntimeError(f"timed run wrong: {c.label()} {size}³: {chk.as_dict()}")
             out["rows"].append({"size": size, "kernel": "ours", "swizzle": c.swizzle,
-                                "row_boxes": c.row_boxes, "variant": variant_key(c),
+                                "row_boxes": c.row_boxes,
+                                **({"tma_once": True} if c.tma_once else {}),
+                                "variant": variant_key(c),
                                 "label": c.label(), **t.as_dict(),
                                 "tflops": bench.tflops(flop, t.median_ms),
                                 "check_rows": chk.as_dict(), "grid": g.grid})
-            say(f"{size}³ {variant_name(c.swizzle, c.row_boxes)}: "
-                f"{out['rows'][-1]['tflops']:.0f} TFLOP/s")
+            say(f"{size}³ {variant_name(c.swizzle, c.row_boxes, c.tma_once)}: "
+                f"{out['rows'][-1]['tflops']:.0f} TFLOP/s"
+                f"{' (wgmma on reused stages, not a GEMM)' if c.tma_once else ''}")
             del g
         del da, db, dbt, dc
     out["ncu"] = ncu if ncu is not None else {"available": False, "why": "not asked"}
     out["table"] = swizzle_table(out)
+    out["table_tma_once"] = tma_once_rows(out)
     out["clocks_after"] = records.nvidia_smi_clocks()
     return out
 
 
-def _key(swizzle, row_boxes=1) -> str:
+def _key(swizzle, row_boxes=1, tma_once=False) -> str:
+    if tma_once:
+        return f"{swizzle}once"
     return str(swizzle) if row_boxes == 1 else f"{swizzle}x{row_boxes}"
 
 
-def _ncu_for(results: dict, swizzle, row_boxes: int = 1) -> dict:
+def _ncu_for(results: dict, swizzle, row_boxes: int = 1, tma_once: bool = False) -> dict:
     """Nsight Compute's counters of one variant ({} without them); ``swizzle`` may also be a
     :func:`variant_key` string."""
     n = results.get("ncu") or {}
-    key = swizzle if isinstance(swizzle, str) else _key(swizzle, row_boxes)
+    key = swizzle if isinstance(swizzle, str) else _key(swizzle, row_boxes, tma_once)
     return (n.get("variants") or {}).get(key, {}) if n.get("available") else {}
 
 
-def _loads_per_stage(results: dict, swizzle: int, row_boxes: int) -> int:
+def _loads_per_stage(results: dict, swizzle: int, row_boxes: int, tma_once: bool = False) -> int:
     """TMA loads per stage of a variant: from the record where it has them, else from the
     configuration (a first-generation record has none)."""
-    v = (results.get("variants") or {}).get(_key(swizzle, row_boxes)) or {}
+    v = (results.get("variants") or {}).get(_key(swizzle, row_boxes, tma_once)) or {}
     if v.get("tma_loads_per_stage"):
         return int(v["tma_loads_per_stage"])
-    return tma_loads_per_stage(base_config().replace(swizzle=swizzle, row_boxes=row_boxes))
+    return tma_loads_per_stage(base_config().replace(swizzle=swizzle, row_boxes=row_boxes,
+                                                     tma_once=tma_once))
 
 
-def swizzle_table(results: dict) -> list[dict]:
-    """One row per (size, variant), in the record's order: ``swizzle``, ``row_boxes`` (1 for the
+def swizzle_table(results: dict, tma_once: bool = False) -> list[dict]:
+    """One row per (size, variant) with TMA in the loop, in the record's order (``tma_once=True``:
+    the wgmma-only variants instead, their ``of_128`` against 128 B wgmma only — see
+    :func:`tma_once_rows` for those set beside their TMA twins): ``swizzle``, ``row_boxes`` (1 for the
     swizzle variants and in a record from before the row boxes), ``variant`` (:func:`variant_key`),
     ``name`` (:func:`variant_name`), ``tma_loads_per_stage``, TFLOP/s, fraction of cuBLAS
     (``of_cublas``) and of the one-box 128-byte variant (``of_128``), the predicted range frozen
@@ -624,23 +841,26 @@ def swizzle_table(results: dict) -> list[dict]:
     they were taken. Code that wants only the four swizzles filters on ``row_boxes == 1``."""
     rows = results.get("rows", [])
     model = {m.get("variant", str(m["swizzle"])): m for m in results.get("model", [])}
+    once = bool(tma_once)
     out = []
     for size in sorted({r["size"] for r in rows}):
         rs = [r for r in rows if r["size"] == size]
         cub = next((r["tflops"] for r in rs if r["kernel"] == "cuBLAS"), None)
         ref = next((r["tflops"] for r in rs if r.get("swizzle") == 128
-                    and r.get("row_boxes", 1) == 1 and r["kernel"] == "ours"), None)
+                    and r.get("row_boxes", 1) == 1 and r["kernel"] == "ours"
+                    and bool(r.get("tma_once")) == once), None)
         for r in rs:
-            if r["kernel"] != "ours":
+            if r["kernel"] != "ours" or bool(r.get("tma_once")) != once:
                 continue
             sw, rb = r["swizzle"], r.get("row_boxes", 1)
-            key = _key(sw, rb)
-            pred = predicted_ratio(sw, rb)
+            key = _key(sw, rb, once)
+            pred = None if once else predicted_ratio(sw, rb)
             of128 = r["tflops"] / ref if ref else None
             n = _ncu_for(results, key)
             out.append({"size": size, "swizzle": sw, "row_boxes": rb, "variant": key,
-                        "name": variant_name(sw, rb),
-                        "tma_loads_per_stage": _loads_per_stage(results, sw, rb),
+                        "name": variant_name(sw, rb, once),
+                        **({"tma_once": True} if once else {}),
+                        "tma_loads_per_stage": _loads_per_stage(results, sw, rb, once),
                         "tflops": r["tflops"],
                         "of_cublas": r["tflops"] / cub if cub else None, "of_128": of128,
                         "predicted": None if pred is None else list(pred),
@@ -651,6 +871,87 @@ def swizzle_table(results: dict) -> list[dict]:
                         "lsu_conflicts": n.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"),
                         "bank_reads": n.get("l1tex__data_bank_reads.sum")})
     return out
+
+
+def tma_once_rows(results: dict) -> list[dict]:
+    """The wgmma-only variants beside their TMA twins, one row per (size, swizzle) the record has
+    a wgmma-only measurement for (empty for a record from before them): ``size``, ``swizzle``,
+    ``name``, ``variant``; ``tflops`` (wgmma throughput on reused stages — NOT a GEMM: the
+    stages are loaded once), ``of_128`` (fraction of 128 B wgmma only, same run; for 128 B
+    itself: of 128 B *with* TMA), ``predicted`` / ``inside`` (:data:`PREDICTED_RATIO_TMA_ONCE`),
+    ``with_tma_tflops`` / ``with_tma_of_128`` (the same swizzle with TMA, fraction of 128 B with
+    TMA), ``over_tma`` (tflops / with_tma_tflops) and ``wgmma_share`` — the share of the with-TMA
+    loss that remains without TMA, (1 − of_128) / (1 − with_tma_of_128), None for 128 B or where
+    the with-TMA variant lost < 2 % (a share of nothing)."""
+    out = []
+    rows = results.get("rows", [])
+    for size in sorted({r["size"] for r in rows}):
+        rs = [r for r in rows if r["size"] == size and r["kernel"] == "ours"
+              and r.get("row_boxes", 1) == 1]
+        tma = {r["swizzle"]: r["tflops"] for r in rs if not r.get("tma_once")}
+        once = {r["swizzle"]: r["tflops"] for r in rs if r.get("tma_once")}
+        for sw in [x for x in SWIZZLES if x in once]:
+            t, t128, o128 = tma.get(sw), tma.get(128), once.get(128)
+            of = (once[sw] / t128 if t128 else None) if sw == 128 else \
+                (once[sw] / o128 if o128 else None)
+            w_of = t / t128 if t and t128 else None
+            share = None
+            if sw != 128 and of is not None and w_of is not None and w_of < 0.98:
+                share = (1 - of) / (1 - w_of)
+            pred = PREDICTED_RATIO_TMA_ONCE.get(sw)
+            out.append({"size": size, "swizzle": sw, "name": variant_name(sw, 1, True),
+                        "variant": _key(sw, 1, True), "tflops": once[sw], "of_128": of,
+                        "predicted": list(pred) if pred else None,
+                        "inside": None if of is None or pred is None
+                        else bool(pred[0] - 0.005 <= of <= pred[1] + 0.005),
+                        "with_tma_tflops": t, "with_tma_of_128": w_of,
+                        "over_tma": once[sw] / t if t else None, "wgmma_share": share})
+    return out
+
+
+def tma_once_outcome(results: dict) -> dict:
+    """Which outcome of :data:`PREDICTION_TMA_ONCE` the record shows: per size and narrow
+    swizzle (32, 0) the ``wgmma_share`` s of :func:`tma_once_rows` and its class ("tma" for
+    s ≤ :data:`TMA_SHARE_MAX`, "wgmma" for s ≥ :data:`WGMMA_SHARE_MIN`, else "both"), and
+    ``outcome``: that class where all agree, "mixed" where they do not, None where the record has
+    no wgmma-only rows (or lacks a twin). Also ``shares`` {(size, swizzle): s}."""
+    rows = [r for r in tma_once_rows(results) if r["swizzle"] in (32, 0)]
+    shares = {(r["size"], r["swizzle"]): r["wgmma_share"] for r in rows}
+    if not rows or any(v is None for v in shares.values()):
+        return {"outcome": None, "shares": shares, "classes": {}}
+
+    def cls(v):
+        return "tma" if v <= TMA_SHARE_MAX else "wgmma" if v >= WGMMA_SHARE_MIN else "both"
+    classes = {k: cls(v) for k, v in shares.items()}
+    kinds = set(classes.values())
+    return {"outcome": kinds.pop() if len(kinds) == 1 else "mixed", "shares": shares,
+            "classes": classes}
+
+
+def tma_once_text(results: dict) -> str:
+    """:func:`tma_once_rows` as a text table, headed so that nobody reads it as a GEMM ("" for a
+    record without wgmma-only rows)."""
+    rows = tma_once_rows(results)
+    if not rows:
+        return ""
+
+    def f(x, fmt):
+        return "—" if x is None else format(x, fmt)
+    lines = ["wgmma only (stages loaded once, then reused: wgmma throughput on reused stages, "
+             "NOT a GEMM):",
+             f"{'size':>5s} {'variant':>16s} {'TFLOP/s*':>8s} {'of 128B*':>8s} {'predicted':>10s} "
+             f"{'with TMA':>8s} {'of 128B':>7s} {'*/TMA':>6s} {'wgmma share':>11s}"]
+    for r in rows:
+        pr = "—" if not r["predicted"] else f"{r['predicted'][0]:.2f}-{r['predicted'][1]:.2f}"
+        mark = "" if r["inside"] is None else (" " if r["inside"] else "!")
+        lines.append(f"{r['size']:>5d} {r['name']:>16s} {r['tflops']:8.0f} "
+                     f"{f(r['of_128'], '.3f'):>7s}{mark} {pr:>10s} "
+                     f"{f(r['with_tma_tflops'], '.0f'):>8s} {f(r['with_tma_of_128'], '.3f'):>7s} "
+                     f"{f(r['over_tma'], '.2f'):>6s} {f(r['wgmma_share'], '.2f'):>11s}")
+    lines.append("(* = wgmma only; of 128B* = of 128B wgmma only, for 128B wgmma only itself of 128B "
+                 "with TMA; wgmma share = (1 - of 128B*) / (1 - of 128B): the part of the with-TMA "
+                 "loss left without TMA; ! = outside PREDICTION_TMA_ONCE)")
+    return "\n".join(lines)
 
 
 def box_count_rows(results: dict) -> list[dict]:
@@ -753,18 +1054,21 @@ def ncu_size(results: dict) -> int | None:
     return None
 
 
-def _ncu_keys(results: dict) -> list[tuple[int, int]]:
-    """(swizzle, row_boxes) of every variant Nsight Compute profiled, in :func:`variants` order
-    (a first-generation record: the four swizzles)."""
+def _ncu_keys(results: dict, tma_once: bool = False) -> list[tuple[int, int, bool]]:
+    """(swizzle, row_boxes, tma_once) of every variant Nsight Compute profiled, in
+    :func:`variants` order (a first-generation record: the four swizzles); the wgmma-only ones
+    only with ``tma_once``."""
     n = results.get("ncu") or {}
     have = set((n.get("variants") or {}) if n.get("available") else ())
-    keys = [(c.swizzle, c.row_boxes) for c in variants()]
+    keys = [(c.swizzle, c.row_boxes, c.tma_once) for c in variants()
+            if tma_once or not c.tma_once]
     return [k for k in keys if _key(*k) in have]
 
 
-def ncu_rows(results: dict) -> list[dict]:
+def ncu_rows(results: dict, tma_once: bool = False) -> list[dict]:
     """One row per variant profiled by Nsight Compute (empty without ncu), in :func:`variants`
-    order: ``swizzle``, ``row_boxes``, ``variant``, ``name``, ``tma_loads_per_stage``, the size it
+    order — the wgmma-only variants only with ``tma_once`` (then each row has ``tma_once``):
+    ``swizzle``, ``row_boxes``, ``variant``, ``name``, ``tma_loads_per_stage``, the size it
     ran at (:func:`ncu_size`), the LSU shared-memory instructions in its cubin's SASS
     (:func:`shared_lsu_instructions`, from the record), the LSU shared instructions executed and
     their bank conflicts (loads + stores), all shared-memory bank reads and writes of the L1/shared
@@ -772,16 +1076,18 @@ def ncu_rows(results: dict) -> list[dict]:
     that wants only the four swizzles filters on ``row_boxes == 1``."""
     size = ncu_size(results)
     out = []
-    for sw, rb in _ncu_keys(results):
-        n = _ncu_for(results, sw, rb)
+    for sw, rb, once in _ncu_keys(results, tma_once):
+        n = _ncu_for(results, sw, rb, once)
+        key = _key(sw, rb, once)
 
         def get(*names):
             vals = [n.get(x) for x in names]
             return None if any(v is None for v in vals) else sum(vals)
         out.append({
-            "swizzle": sw, "row_boxes": rb, "variant": _key(sw, rb), "name": variant_name(sw, rb),
-            "tma_loads_per_stage": _loads_per_stage(results, sw, rb), "size": size,
-            "sass_lsu_shared": (results.get("variants", {}).get(_key(sw, rb)) or {}).get("lsu_shared"),
+            "swizzle": sw, "row_boxes": rb, "variant": key, "name": variant_name(sw, rb, once),
+            **({"tma_once": True} if once else {}),
+            "tma_loads_per_stage": _loads_per_stage(results, sw, rb, once), "size": size,
+            "sass_lsu_shared": (results.get("variants", {}).get(key) or {}).get("lsu_shared"),
             "lsu_instructions": get("smsp__sass_inst_executed_op_shared_ld.sum",
                                     "smsp__sass_inst_executed_op_shared_st.sum"),
             "lsu_conflicts": get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
@@ -794,14 +1100,16 @@ def ncu_rows(results: dict) -> list[dict]:
     return out
 
 
-def ncu_text(results: dict, row_boxes: bool = True) -> str:
+def ncu_text(results: dict, row_boxes: bool = True, tma_once: bool | None = None) -> str:
     """Nsight Compute's counters, one line per variant, headed by the size profiled ("" without
     ncu), with the TMA loads per stage and the duration relative to 128 B ×1 (``row_boxes=False``:
-    the four swizzle variants only, without the 128-byte row-box ones). The LSU columns
+    the four swizzle variants only, without the 128-byte row-box ones; ``tma_once``, by default
+    as ``row_boxes``: the wgmma-only variants too, last). The LSU columns
     count only LDS/STS-type instructions: a cubin without any (the ``SASS LSU`` column) shows 0
     there whatever its layout, since wgmma and TMA do not use the LSU pipe; the bank reads and
     writes count every shared-memory access."""
-    rows = [r for r in ncu_rows(results) if row_boxes or r["row_boxes"] == 1]
+    once = row_boxes if tma_once is None else tma_once
+    rows = [r for r in ncu_rows(results, once) if row_boxes or r["row_boxes"] == 1]
     if not rows:
         return ""
     size = rows[0]["size"]
@@ -823,13 +1131,16 @@ def ncu_text(results: dict, row_boxes: bool = True) -> str:
     return "\n".join(lines)
 
 
-def summarize_swizzle(rec, row_boxes: bool = True) -> str:
+def summarize_swizzle(rec, row_boxes: bool = True, tma_once: bool | None = None) -> str:
     """The short tables of a ``swizzle`` record: Nsight Compute's counters once per variant, at
     the size it profiled (:func:`ncu_text`); then per timed size and variant (the swizzles, then
     the 128-byte row boxes), TMA loads per stage, TFLOP/s, of cuBLAS, of the one-box 128-byte
-    variant against the prediction and the model's conflict factor. ``row_boxes=False`` leaves
-    the row-box variants out of both tables (:func:`box_count_text` sets them beside the
-    swizzles)."""
+    variant against the prediction and the model's conflict factor; then the wgmma-only variants
+    beside their TMA twins (:func:`tma_once_text`, where the record has them). ``row_boxes=False``
+    leaves the row-box variants out of both tables (:func:`box_count_text` sets them beside the
+    swizzles); ``tma_once`` (by default as ``row_boxes``) keeps or leaves out the wgmma-only
+    ones."""
+    once = row_boxes if tma_once is None else tma_once
     res = rec.results if hasattr(rec, "results") else rec
     table = res.get("table") or swizzle_table(res)
     table = [r for r in table if row_boxes or r.get("row_boxes", 1) == 1]
@@ -839,8 +1150,8 @@ def summarize_swizzle(rec, row_boxes: bool = True) -> str:
     lines = [f"swizzle experiment ({base_config().label()}): {len(res.get('checks', []))} "
              "checks passed", "Nsight Compute: " + ("yes" if n.get("available") else
                                                    f"not used ({why})")]
-    if ncu_text(res, row_boxes):
-        lines += [ncu_text(res, row_boxes), "timed:"]
+    if ncu_text(res, row_boxes, once):
+        lines += [ncu_text(res, row_boxes, once), "timed:"]
     lines.append(f"{'size':>5s} {'variant':>14s} {'TMA/stage':>9s} {'TFLOP/s':>8s} {'cuBLAS':>7s} "
                  f"{'of 128B':>8s} {'predicted':>10s} {'model':>6s}")
 
@@ -855,6 +1166,8 @@ def summarize_swizzle(rec, row_boxes: bool = True) -> str:
         lines.append(f"{r['size']:>5d} {name:>14s} {loads:>9d} {r['tflops']:8.0f} "
                      f"{f(r['of_cublas'], '.2f'):>7s} {f(r['of_128'], '.3f'):>8s}{mark} {pr:>10s} "
                      f"{f(r['model_conflicts'], '.2f'):>6s}")
+    if once and tma_once_text(res):
+        lines.append(tma_once_text(res))
     lines.append("(! = outside the prediction frozen in asynctc.swizzle.PREDICTION; "
                  "of 128B = of the one-box 128-byte variant)")
     return "\n".join(lines)
@@ -955,7 +1268,11 @@ def budget_markdown(rows: list[dict]) -> str:
 __all__ = ["SWIZZLES", "SIZES", "ROW_BOXES", "PREDICTION", "PREDICTION_ROW_BOXES",
            "PREDICTED_RATIO", "PREDICTED_RATIO_ROW_BOXES", "predicted_ratio", "NCU_METRICS",
            "base_config", "swizzle_variants", "row_box_variants", "variants", "variant_key",
-           "variant_name", "tma_loads_per_stage", "row_box_markdown", "wavefronts", "ideal_wavefronts", "read_conflicts", "plain_rows_conflicts",
+           "variant_name", "tma_loads_per_stage", "tma_once_variants", "PREDICTION_TMA_ONCE",
+           "PREDICTED_RATIO_TMA_ONCE", "TMA_SHARE_MAX", "WGMMA_SHARE_MIN", "tile_origin",
+           "tma_once_plan", "tma_once_reference", "compare_tma_once", "TMA_ONCE_CHECK_SHAPES",
+           "verify_tma_once", "TmaOnceSampled", "tma_once_rows", "tma_once_outcome",
+           "tma_once_text", "box_count_rows", "box_count_text", "row_box_markdown", "wavefronts", "ideal_wavefronts", "read_conflicts", "plain_rows_conflicts",
            "tma_write_conflicts", "bank_model", "prediction_markdown", "kernel_layout", "metric_base",
            "stage_dry_run", "shared_lsu_instructions", "parse_ncu_csv", "ncu_size", "ncu_rows",
            "ncu_text", "check_variants",

@@ -156,6 +156,14 @@ class WSConfig(P.RingTile):
     the layout. Needs swizzle=128, K-major B, cluster=1, no edges; R must divide bm and bn into
     boxes of a multiple of 8 rows (the 128-byte swizzle repeats every 8 rows = 1024 bytes), at most
     256 (cuTensorMapEncodeTiled: every boxDim ≤ 256).
+    ``tma_once`` (chapter 07, a diagnostic — the result is NOT A·B): the producer fills the ring's
+    stages once (the CTA's first ``stages`` k-tiles) and for every later k-tile only arrives on the
+    stage's full barrier (plain ``mbarrier.arrive``, no expect_tx, no copy: PTX ISA "mbarrier",
+    phase completion), so the consumers' wgmmas read the same stages again and again — wgmma
+    throughput on reused stages, without TMA in the loop (the ``TMA_ONCE`` define; False sets
+    none). What C then holds: :func:`asynctc.swizzle.tma_once_reference`. Needs the swizzle
+    variants' base: persistent, cluster=1, K-major B, row_boxes=1, no edges, 16-bit inputs (any
+    swizzle); launches need K ≥ stages · bk (:func:`check_shapes`).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -184,6 +192,7 @@ class WSConfig(P.RingTile):
     block_scales: bool = False
     swizzle: int = 128
     row_boxes: int = 1
+    tma_once: bool = False
 
     def __post_init__(self):
         if self.bk is None:
@@ -194,7 +203,8 @@ class WSConfig(P.RingTile):
         """Check every rule; raise :class:`WarpSpecializationError` naming field, value and rule."""
         def is_int(v):
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        for f in ("setmaxnreg", "persistent", "tma_store", "trace", "edges", "block_scales"):
+        for f in ("setmaxnreg", "persistent", "tma_store", "trace", "edges", "block_scales",
+                  "tma_once"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
         for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk",
@@ -246,6 +256,8 @@ class WSConfig(P.RingTile):
                                                "only (the multicast halves of B are 128-byte rows)")
         if self.row_boxes != 1:
             self._validate_row_boxes()
+        if self.tma_once:
+            self._validate_tma_once()
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -329,6 +341,19 @@ class WSConfig(P.RingTile):
             if rows // r > 256:
                 _fail("row_boxes", r, f"{field}={rows} / {r} = {rows // r} rows per box; a TMA box "
                                       "has at most 256 rows (cuTensorMapEncodeTiled: boxDim ≤ 256)")
+
+    def _validate_tma_once(self) -> None:
+        for field, bad, want in (("persistent", not self.persistent, "True"),
+                                 ("cluster", self.cluster != 1, "1"),
+                                 ("b_major", self.b_major != "K", "'K'"),
+                                 ("row_boxes", self.row_boxes != 1, "1"),
+                                 ("edges", self.edges, "False"),
+                                 ("dtype", is_fp8(self.dtype), "float16 or bfloat16")):
+            if bad:
+                _fail("tma_once", True, f"the stages-loaded-once variant is built for the swizzle "
+                                        f"variants' base (persistent, cluster=1, K-major B, "
+                                        f"row_boxes=1, no edges, 16-bit inputs): needs {field}="
+                                        f"{want}, here {field}={getattr(self, field)!r}")
 
     # -- geometry (chapter 05's stage layout) ---------------------------------------------------
     def pipeline_config(self) -> P.PipelineConfig:
@@ -459,6 +484,8 @@ class WSConfig(P.RingTile):
         d.update(self.swizzle_defines())    # nothing for the default 128-byte swizzle
         if self.row_boxes != 1:             # only when on (chapter 07): other cubins stay
             d["ROW_BOXES"] = self.row_boxes
+        if self.tma_once:                   # only when on (chapter 07): other cubins stay
+            d["TMA_ONCE"] = 1
         return d
 
     @property
@@ -477,6 +504,7 @@ class WSConfig(P.RingTile):
                 f"{' block_scales' if self.block_scales else ''}"
                 f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}"
                 f"{f' row_boxes:{self.row_boxes}' if self.row_boxes != 1 else ''}"
+                f"{' tma_once' if self.tma_once else ''}"
                 f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}")
 
     @property
@@ -597,6 +625,9 @@ def check_shapes(m: int, n: int, k: int, cfg: WSConfig) -> None:
             _fail(name, v, "must be < 2^31 (32-bit coordinates)")
     if cfg.cluster == 2 and m % (2 * cfg.bm):
         _fail("M", m, f"cluster=2 pairs tiles along M: M must be a multiple of 2 · {cfg.bm}")
+    if getattr(cfg, "tma_once", False) and k < cfg.stages * cfg.bk:
+        _fail("K", k, f"tma_once fills the {cfg.stages} stages with the first tile's first "
+                      f"{cfg.stages} k-tiles: K must be ≥ {cfg.stages} · {cfg.bk}")
 
 
 def tile_counts(cfg: WSConfig, m: int, n: int, k: int) -> tuple[int, int, int]:

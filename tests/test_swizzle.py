@@ -3,8 +3,11 @@ derived from one layout model, the stage dry run that replays the kernel's addre
 bank model and its frozen prediction, the SASS facts Nsight Compute's LSU counters depend on, the
 suite's plumbing against an emulated kernel, and the tile / stage / register budget table; the
 row-box variants (128-byte layout, R boxes along the rows): validation, defines, the same stage
-image, R× the UTMALDG, the four swizzle cubins unchanged by the ROW_BOXES define.
-GPU (marker gpu): every variant against float64."""
+image, R× the UTMALDG, the four swizzle cubins unchanged by the ROW_BOXES define; the wgmma-only
+variants (tma_once: stages loaded once): validation, defines, their reference against a
+brute-force emulation of the ring (and wrong stage mappings that it must reject), cubins, tables
+and the outcome of their frozen prediction.
+GPU (marker gpu): every variant against float64 (the wgmma-only ones against their reference)."""
 import json
 import subprocess
 import sys
@@ -21,7 +24,7 @@ from asynctc.models import descriptors as D
 from asynctc.models.layout import SmemTile
 
 from fakes import FakeArray
-from test_matmul import emulate_edges, emulated  # noqa: F401  (the fixture)
+from test_matmul import _host, emulate_edges, emulated  # noqa: F401  (the fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = S.base_config()
@@ -185,7 +188,7 @@ def test_row_box_prediction_was_frozen_from_the_model():
     """:data:`PREDICTION_ROW_BOXES` (appended to :data:`PREDICTION`, whose earlier text is
     unchanged) holds the live row-box table and one predicted range per R."""
     assert S.row_box_markdown() in S.PREDICTION_ROW_BOXES
-    assert S.PREDICTION.endswith(S.PREDICTION_ROW_BOXES)
+    assert S.PREDICTION.endswith(S.PREDICTION_ROW_BOXES + "\n" + S.PREDICTION_TMA_ONCE)
     assert S.prediction_markdown() in S.PREDICTION.split(S.PREDICTION_ROW_BOXES)[0]
     assert "| yes |" in S.row_box_markdown() and "| NO |" not in S.row_box_markdown()
     assert set(S.PREDICTED_RATIO_ROW_BOXES) == set(S.ROW_BOXES)
@@ -196,12 +199,17 @@ def test_row_box_prediction_was_frozen_from_the_model():
     assert "2026-11-30" in S.PREDICTION_ROW_BOXES
 
 
-def test_variants_are_the_swizzles_then_the_row_boxes():
+def test_variants_are_the_swizzles_then_the_row_boxes_then_wgmma_only():
     keys = [S.variant_key(c) for c in S.variants()]
-    assert keys == ["128", "64", "32", "0", "128x2", "128x4", "128x8", "128x16"]
-    assert [S.tma_loads_per_stage(c) for c in S.variants()] == [2, 4, 8, 16, 4, 8, 16, 32]
-    assert [S.variant_name(c.swizzle, c.row_boxes) for c in S.variants()][3:5] == \
+    assert keys == ["128", "64", "32", "0", "128x2", "128x4", "128x8", "128x16",
+                    "128once", "64once", "32once", "0once"]
+    assert [S.tma_loads_per_stage(c) for c in S.variants()] == [2, 4, 8, 16, 4, 8, 16, 32,
+                                                                 2, 4, 8, 16]
+    assert [S.variant_name(c.swizzle, c.row_boxes, c.tma_once) for c in S.variants()][3:5] == \
         ["none", "128B ×2 boxes"]
+    assert S.variant_name(32, 1, True) == "32B wgmma only" == S.tma_once_rows(
+        {"rows": [{"size": 1, "kernel": "ours", "swizzle": 32, "tma_once": True,
+                   "tflops": 1.0}]})[0]["name"]
 
 
 # ---- the stage dry run: the kernel's address arithmetic in numpy --------------------------------
@@ -357,7 +365,8 @@ case "$1" in
   *) echo "$@" > "$(dirname "$0")/args"
      echo '"ID","Kernel Name","l1tex__data_bank_reads.sum","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"'
      echo '"","","sector","sector"'
-     for i in 0 1 2 3 4 5 6 7; do echo "\"$i\",\"gemm_warp_specialized\",\"10$i\",\"0\""; done;;
+     for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
+       echo "\"$i\",\"gemm_warp_specialized\",\"$((100 + i))\",\"0\""; done;;
 esac
 """
 
@@ -377,9 +386,9 @@ def test_gpu_tool_reads_ncu_and_keeps_what_it_lacks(tmp_path, monkeypatch):
                             "l1tex__data_bank_reads.sum"]
     assert len(r["metrics_missing"]) == len(S.NCU_METRICS) - 2
     assert [r["variants"][S.variant_key(c)]["l1tex__data_bank_reads.sum"] for c in S.variants()] \
-        == [100.0 + i for i in range(8)]
+        == [100.0 + i for i in range(12)]
     args = (tmp_path / "args").read_text()
-    assert "--launch-count 8" in args and "regex:gemm_warp_specialized" in args
+    assert "--launch-count 12" in args and "regex:gemm_warp_specialized" in args
     assert args.rstrip().endswith("--ncu-child")
     monkeypatch.setattr(tool, "find_ncu", lambda: None)
     r = tool.run_ncu(lambda s: None)
@@ -410,11 +419,18 @@ def test_swizzle_suite_dry_run(emulated, monkeypatch):  # noqa: F811
         assert args[0][2] == cfg.a_box and args[1][2] == cfg.b_load_box   # ("map", x, tile)
         assert (int(args[7]), int(args[8])) == cfg.descriptor_templates()
         seen.append(S.variant_key(cfg))
-        emulate_edges(ck, grid, block, *args, **kw)
+        if cfg.tma_once:                  # the ring walked as the kernel walks it
+            m, n, k = (int(x) for x in args[4:7])
+            assert grid == W.grid_size(cfg, m, n) and block == cfg.threads
+            c = ring_emulation(_host(args[0][1]), _host(args[1][1]), cfg, m, n, k, grid)
+            args[3].h[...] = c.astype(args[3].h.dtype)
+        else:
+            emulate_edges(ck, grid, block, *args, **kw)
     monkeypatch.setattr(runtime, "launch", launch)
     monkeypatch.setattr(S, "DeviceArray", FakeArray)
     monkeypatch.setattr(S, "shared_lsu_instructions", lambda ck: {"lsu_shared": 0})
     monkeypatch.setattr(S, "CHECK_SHAPES", ((256, 512, 192),))
+    monkeypatch.setattr(S, "TMA_ONCE_CHECK_SHAPES", ((512, 768, 384),))
     monkeypatch.setattr("asynctc.core.checks.FULL_CHECK_MAX", 64)
     ncu = {"available": True, "variants": {str(s): {
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 0.0,
@@ -427,7 +443,12 @@ def test_swizzle_suite_dry_run(emulated, monkeypatch):  # noqa: F811
     assert set(seen) == set(keys)
     ours = [x for x in r["rows"] if x["kernel"] == "ours"]
     assert [x["variant"] for x in ours] == keys
-    assert [x["row_boxes"] for x in ours] == [1, 1, 1, 1, 2, 4, 8, 16]
+    assert [x["row_boxes"] for x in ours] == [1, 1, 1, 1, 2, 4, 8, 16, 1, 1, 1, 1]
+    assert [bool(x.get("tma_once")) for x in ours] == [False] * 8 + [True] * 4
+    assert [c["shape"] for c in r["checks"] if c.get("tma_once")] == [[512, 768, 384]] * 4
+    once = r["table_tma_once"]
+    assert [t["variant"] for t in once] == ["128once", "64once", "32once", "0once"]
+    assert once[0]["of_128"] is not None and once[1]["with_tma_of_128"] is not None
     assert all(x["check_rows"]["passed"] for x in r["rows"])
     assert len(r["table"]) == 8 and r["table"][0]["of_128"] == 1.0
     assert [t["tma_loads_per_stage"] for t in r["table"]] == [2, 4, 8, 16, 4, 8, 16, 32]
@@ -438,14 +459,207 @@ def test_swizzle_suite_dry_run(emulated, monkeypatch):  # noqa: F811
     assert rj["variants"]["128x8"]["defines"]["ROW_BOXES"] == 8
     assert rj["variants"]["128x8"]["tma_loads_per_stage"] == 16
     rows = S.ncu_rows(r)
-    assert [x["variant"] for x in rows] == keys and rows[7]["tma_loads_per_stage"] == 32
+    assert [x["variant"] for x in rows] == keys[:8] and rows[7]["tma_loads_per_stage"] == 32
+    assert [x["variant"] for x in S.ncu_rows(r, tma_once=True)] == keys
     rec = records.Record("swizzle", {"gpu": "emulated", "date": "2026-12-02"}, r, live=True)
     text = S.summarize_swizzle(rec)
-    assert "8 checks passed" in text and "Nsight Compute: yes" in text
+    assert "12 checks passed" in text and "Nsight Compute: yes" in text
     assert text.splitlines()[-1].startswith("(! = outside the prediction")
     timed = [ln for ln in text.splitlines() if ln.strip().startswith("256 ")]
-    assert len(timed) == 8 and "128B ×16 boxes" in timed[-1] and " 32 " in timed[-1]
-    assert "128B ×8 boxes" in S.ncu_text(r)
+    assert len(timed) == 12 and "128B ×16 boxes" in timed[7] and " 32 " in timed[7]
+    assert "none wgmma only" in timed[-1] and "NOT a GEMM" in text
+    assert "128B ×8 boxes" in S.ncu_text(r) and "32B wgmma only" in S.ncu_text(r)
+    four = S.summarize_swizzle(rec, row_boxes=False)
+    assert "wgmma only" not in four and "wgmma only" not in S.ncu_text(r, row_boxes=False)
+
+
+# ---- wgmma only (tma_once): the stages loaded once ---------------------------------------------------
+
+ONCE = S.tma_once_variants()
+
+
+def test_tma_once_is_refused_outside_the_swizzle_base():
+    for bad, field in ((dict(persistent=False), "persistent"), (dict(cluster=2), "cluster"),
+                       (dict(b_major="MN"), "b_major"), (dict(row_boxes=2), "row_boxes"),
+                       (dict(edges=True), "edges")):
+        with pytest.raises(W.WarpSpecializationError, match=rf"tma_once=True: .*{field}="):
+            BASE.replace(tma_once=True, **bad)
+    with pytest.raises(W.WarpSpecializationError, match="tma_once=True: .*dtype="):
+        W.WSConfig(dtype="float8_e4m3fn", out_dtype="bfloat16", persistent=True, tma_once=True)
+    with pytest.raises(W.WarpSpecializationError, match="tma_once=1: must be a bool"):
+        BASE.replace(tma_once=1)
+    with pytest.raises(W.WarpSpecializationError, match=r"K=192: tma_once fills the 4 stages"):
+        W.check_shapes(256, 512, 192, ONCE[0])
+    W.check_shapes(256, 512, 256, ONCE[0])                      # K = 4 stages · 64: allowed
+    W.check_shapes(256, 512, 192, BASE)                         # the others: unchanged
+    with pytest.raises(W.WarpSpecializationError, match="cfg.tma_once=False"):
+        S.tma_once_plan(BASE, 256, 512, 256, 4)
+    with pytest.raises(W.WarpSpecializationError, match="grid=0"):
+        S.tma_once_plan(ONCE[0], 256, 512, 256, 0)
+
+
+def test_tma_once_defines_only_when_on():
+    """tma_once=False emits no new define (every other cubin keeps its cache key and bytes:
+    tests/test_matmul.py and test_swizzle_cubins_unchanged_by_row_boxes check the bytes);
+    True adds TMA_ONCE=1 and nothing else, and the label says so."""
+    for c in S.swizzle_variants() + S.row_box_variants():
+        assert not c.tma_once and "TMA_ONCE" not in c.defines and "tma_once" not in c.label()
+    for dt in W.DTYPES:
+        for c in W.rung_configs(dt) + W.correctness_configs():
+            if isinstance(c, W.WSConfig):
+                assert "TMA_ONCE" not in c.defines
+    for c, twin in zip(ONCE, S.swizzle_variants()):
+        assert c.defines == {**twin.defines, "TMA_ONCE": 1}
+        assert c.label() == twin.label() + " tma_once"
+        assert (c.a_box, c.b_load_box) == (twin.a_box, twin.b_load_box)
+
+
+@pytest.mark.parametrize("cfg", ONCE, ids=S.variant_key)
+def test_tma_once_cubin_adds_one_plain_arrive_and_keeps_the_fill(cfg):
+    """Against its TMA twin: the same UTMALDG (the one fill) and HGMMA, no spills, and exactly one
+    more arrive without a transaction count (SYNCS.ARRIVE.TRANS64.A1T0: the producer's plain
+    mbarrier.arrive for the later k-tiles)."""
+    from asynctc.core import sass
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ck, twin = W.compile_ws(cfg), W.compile_ws(cfg.replace(tma_once=False))
+    got, was = sass.opcode_counts(ck.sass()), sass.opcode_counts(twin.sass())
+    for op in [k for k in set(got) | set(was) if k.startswith(("UTMALDG", "HGMMA"))]:
+        assert got.get(op) == was.get(op), op
+    arrive = "SYNCS.ARRIVE.TRANS64.A1T0"
+    assert got.get(arrive, 0) == was.get(arrive, 0) + 1
+    assert ck.resources.spill_stores == 0 and ck.resources.registers == twin.resources.registers
+
+
+def ring_emulation(a, b, cfg, m, n, k, grid, mapping="kernel"):
+    """Brute force: every CTA walks its tiles and k-tiles with one ring counter i, fills stage
+    i mod S from its current tile while i < S and never again, and accumulates each k-tile's
+    stage product in float64 — what the kernel does. ``mapping`` breaks it on purpose:
+    "k_mod_s" (stage k mod S, restarting per tile), "refill" (every tile refills the stages
+    with its own first S k-tiles), "gemm" (every k-tile its own data: A·B)."""
+    bm, bn, bk, s = cfg.bm, cfg.bn, cfg.bk, cfg.stages
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    tiles_m, tiles_n, t_k = m // bm, n // bn, k // bk
+    c = np.full((m, n), np.nan)
+    for cta in range(min(grid, tiles_m * tiles_n)):
+        stage = [None] * s
+        i = 0
+        for item in range(cta, tiles_m * tiles_n, grid):
+            m0, n0 = S.tile_origin(cfg, item, tiles_m, tiles_n)
+            acc = np.zeros((bm, bn))
+            for kk in range(t_k):
+                j = kk % s if mapping == "k_mod_s" else i % s
+                load = {"kernel": i < s, "k_mod_s": i < s, "refill": kk < s, "gemm": True}[mapping]
+                if load:
+                    src = kk if mapping in ("refill", "gemm") else i
+                    stage[j] = (a[m0:m0 + bm, src * bk:(src + 1) * bk],
+                                b[n0:n0 + bn, src * bk:(src + 1) * bk])
+                acc += stage[j][0] @ stage[j][1].T
+                i += 1
+            c[m0:m0 + bm, n0:n0 + bn] = acc
+    return c
+
+
+def test_tma_once_reference_matches_the_ring_and_rejects_wrong_mappings():
+    """12 tiles on 5 CTAs (CTAs 0 and 1 take three tiles, the others two), T = 6 k-tiles on 4
+    stages (the t-th tile reads stages 2,2,1,1 / 1,1,2,2 times): the reference equals the
+    brute-force ring; a per-tile stage index, per-tile refills and the plain product all fail
+    its elementwise check — so does one element changed."""
+    cfg = ONCE[2]
+    m, n, k, grid = 512, 768, 384, 5
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    ref, mag = S.tma_once_reference(a, b, cfg, m, n, k, grid)
+    plan = S.tma_once_plan(cfg, m, n, k, grid)
+    assert len(plan) == 12 and sorted(p["cta"] for p in plan) == [0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert [p["counts"] for p in plan if p["cta"] == 0] == [[2, 2, 1, 1], [1, 1, 2, 2], [2, 2, 1, 1]]
+    good = ring_emulation(a, b, cfg, m, n, k, grid).astype(np.float16)
+    chk = S.compare_tma_once(good, ref, mag, k, "float16")
+    assert chk.passed and chk.unwritten == 0, chk
+    for wrong in ("k_mod_s", "refill", "gemm"):
+        c = ring_emulation(a, b, cfg, m, n, k, grid, wrong).astype(np.float16)
+        assert not S.compare_tma_once(c, ref, mag, k, "float16").passed, wrong
+    one = good.copy()
+    one[300, 700] += np.float16(0.25) + abs(one[300, 700]) * np.float16(0.01)
+    assert S.compare_tma_once(one, ref, mag, k, "float16").wrong == 1
+    hole = good.copy()
+    hole[5, 5] = np.nan
+    assert S.compare_tma_once(hole, ref, mag, k, "float16").unwritten == 1
+    rows = np.array([0, 131, 511])                               # the sampled-row form
+    r2, m2 = S.tma_once_reference(a, b, cfg, m, n, k, grid, rows)
+    assert np.array_equal(r2, ref[rows]) and np.array_equal(m2, mag[rows])
+
+
+def test_tma_once_sampled_check_counts_poison_anywhere(monkeypatch):
+    monkeypatch.setattr("asynctc.core.checks.FULL_CHECK_MAX", 64)     # one row per 128-row band
+    cfg = ONCE[0]
+    m, n, k, grid = 512, 768, 256, 3
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    out = ring_emulation(a, b, cfg, m, n, k, grid).astype(np.float16)
+    samp = S.TmaOnceSampled(a, b, cfg, grid, rng)
+    assert samp.rows.size == 4 and samp.check(out).passed
+    out[np.setdiff1d(np.arange(m), samp.rows)[0], 3] = np.nan   # a row the sample skips
+    assert not samp.check(out).passed
+    wrong = ring_emulation(a, b, cfg, m, n, k, grid, "gemm").astype(np.float16)
+    assert not samp.check(wrong).passed
+
+
+def _once_record(tflops: dict) -> dict:
+    """A swizzle record's results at one size: ``tflops`` {variant key: TFLOP/s}."""
+    rows = [{"size": 4096, "kernel": "cuBLAS", "swizzle": None, "tflops": 800.0}]
+    for key, t in tflops.items():
+        once = key.endswith("once")
+        rows.append({"size": 4096, "kernel": "ours", "swizzle": int(key.removesuffix("once")),
+                     "row_boxes": 1, **({"tma_once": True} if once else {}), "tflops": t})
+    return {"rows": rows, "model": [], "checks": []}
+
+
+WITH_TMA = {"128": 700.0, "64": 670.0, "32": 350.0, "0": 210.0}
+
+
+@pytest.mark.parametrize("once,outcome", [
+    ({"128once": 760.0, "64once": 758.0, "32once": 752.0, "0once": 745.0}, "tma"),
+    ({"128once": 760.0, "64once": 720.0, "32once": 390.0, "0once": 240.0}, "wgmma"),
+    ({"128once": 760.0, "64once": 750.0, "32once": 570.0, "0once": 470.0}, "both"),
+    ({"128once": 760.0, "64once": 750.0, "32once": 750.0, "0once": 240.0}, "mixed")])
+def test_tma_once_rows_and_outcome(once, outcome):
+    res = _once_record({**WITH_TMA, **once})
+    rows = {r["swizzle"]: r for r in S.tma_once_rows(res)}
+    assert rows[128]["of_128"] == once["128once"] / 700 and rows[128]["wgmma_share"] is None
+    r32 = rows[32]
+    assert r32["of_128"] == once["32once"] / once["128once"] and r32["with_tma_of_128"] == 0.5
+    assert r32["wgmma_share"] == pytest.approx((1 - r32["of_128"]) / 0.5)
+    assert r32["over_tma"] == once["32once"] / 350
+    got = S.tma_once_outcome(res)
+    assert got["outcome"] == outcome and set(got["shares"]) == {(4096, 32), (4096, 0)}
+    text = S.tma_once_text(res)
+    assert "NOT a GEMM" in text and "32B wgmma only" in text
+    summary = S.summarize_swizzle(res)
+    assert "none wgmma only" in summary and summary.splitlines()[-1].startswith("(! = outside")
+    assert [t["variant"] for t in S.swizzle_table(res)] == ["128", "64", "32", "0"]
+    assert [t["variant"] for t in S.swizzle_table(res, tma_once=True)] == \
+        ["128once", "64once", "32once", "0once"]
+
+
+def test_tma_once_outcome_of_a_record_without_them():
+    assert S.tma_once_rows(_once_record(WITH_TMA)) == [] and S.tma_once_text(_once_record(WITH_TMA)) == ""
+    assert S.tma_once_outcome(_once_record(WITH_TMA))["outcome"] is None
+    res = records.load("swizzle").results                    # the H200 record of today: none yet
+    if not any(r.get("tma_once") for r in res["rows"]):
+        assert S.tma_once_outcome(res)["outcome"] is None
+        assert "wgmma only" not in S.summarize_swizzle(res)
+
+
+def test_tma_once_prediction_was_frozen_with_its_thresholds():
+    p = S.PREDICTION_TMA_ONCE
+    assert "2026-11-30" in p and "BEFORE" not in p and "before it" in p
+    assert S.PREDICTION.endswith(p)
+    for sw, (lo, hi) in S.PREDICTED_RATIO_TMA_ONCE.items():
+        assert f"{lo:.2f}-{hi:.2f}" in p
+    assert f"s <= {S.TMA_SHARE_MAX}" in p and f"s >= {S.WGMMA_SHARE_MIN}" in p
 
 
 def test_swizzle_table_marks_measurements_outside_the_prediction():
@@ -573,6 +787,11 @@ def test_budget_table_compiles_what_the_record_lacks(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("cfg", S.variants(), ids=S.variant_key)
 def test_every_variant_matches_float64(cfg, rng):
+    if cfg.tma_once:                       # a different product, on purpose: its own reference
+        for shape in S.TMA_ONCE_CHECK_SHAPES:
+            c = S.verify_tma_once(cfg, *shape, rng=rng)
+            assert c.passed, c.as_dict()
+        return
     for shape in S.CHECK_SHAPES:
         c = W.verify(cfg, *shape, rng=rng)
         assert c.passed, c.as_dict()

@@ -1,26 +1,30 @@
 """Chapter 07's swizzle experiment on the GPU in one command: the same kernel under a 128-, 64-,
-32-byte and no swizzle, and under the 128-byte swizzle loaded as 2, 4, 8, 16 TMA boxes along the
-rows (same layout, as many box operations per stage as the narrow swizzles) — checks, Nsight
-Compute counters (if ncu is here), timings beside cuBLAS.
+32-byte and no swizzle, under the 128-byte swizzle loaded as 2, 4, 8, 16 TMA boxes along the
+rows (same layout, as many box operations per stage as the narrow swizzles), and each swizzle
+"wgmma only" (tma_once: the stages loaded once, then reused — wgmma without TMA in the loop; a
+different product on purpose, checked against asynctc.swizzle.tma_once_reference) — checks,
+Nsight Compute counters (if ncu is here), timings beside cuBLAS.
 
-Run from the repository root on an sm_90 machine (about 2-3 minutes on an H200):
+Run from the repository root on an sm_90 machine (about 3 minutes on an H200):
 
     python tools/gpu_swizzle.py --out $OUT            # everything; details in $OUT/results.json
     python tools/gpu_swizzle.py --out $OUT --record   # ... and write data/<gpu>/swizzle.json
                                                      #     (copied to $OUT)
     python tools/gpu_swizzle.py --quick               # compile + checks + ncu, no timings
 
-In order: (1) the eight variants of asynctc.swizzle.variants() (chapter 06's rung 5, fp16, B
-K-major; swizzle 128 / 64 / 32 / 0, then 128 with row_boxes 2 / 4 / 8 / 16) compiled; (2) Nsight Compute, when `ncu` (or
+In order: (1) the twelve variants of asynctc.swizzle.variants() (chapter 06's rung 5, fp16, B
+K-major; swizzle 128 / 64 / 32 / 0, then 128 with row_boxes 2 / 4 / 8 / 16, then 128 / 64 / 32 / 0
+with tma_once) compiled; (2) Nsight Compute, when `ncu` (or
 `nv-nsight-cu-cli`) is on PATH or in /usr/local/cuda/bin or /opt/nvidia/nsight-compute: the
 metrics of asynctc.swizzle.NCU_METRICS that this ncu knows (`ncu --query-metrics`), one launch per
 variant at 4096³ in a child process (`--ncu-child`), kept in the record with the ncu version and
 the metrics it lacked — or, where ncu is absent or refuses (counter permissions), the reason;
 (3) asynctc.swizzle.measure_swizzle: every variant against float64 (poisoned output, elementwise
-bound), stopping at the first failure, then cuBLAS and the eight variants at 4096³ and 8192³ on
-the same operands (bench.time_gpu(clock=True), each timed output checked on sampled rows). The
-prediction frozen before the run (asynctc.swizzle.PREDICTION) is printed first; the short table
-comes last.
+bound; the wgmma-only ones against what they compute), stopping at the first failure, then cuBLAS
+and the twelve variants at 4096³ and 8192³ on the same operands (bench.time_gpu(clock=True), each
+timed output checked on sampled rows). The prediction frozen before the run
+(asynctc.swizzle.PREDICTION, with PREDICTION_TMA_ONCE last) is printed first; the short table
+comes last (the wgmma-only block: TFLOP/s there is wgmma throughput on reused stages, not a GEMM).
 """
 import argparse
 import glob

@@ -111,7 +111,8 @@
 // A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets from asynctc),
 // SWIZZLE with K_BOXES, K_BOX_ELEMS, A_KBOX_BYTES, A_ATOM_BYTES, A_KSTEP_OFFSETS, B_KSTEP_OFFSETS
 // (chapter 07's swizzle experiment: see the block after the defaults below), ROW_BOXES (chapter
-// 07: the 128-byte layout loaded as ROW_BOXES boxes along the rows; see the same block),
+// 07: the 128-byte layout loaded as ROW_BOXES boxes along the rows; see the same block), TMA_ONCE
+// (chapter 07: the stages loaded once, then only arrivals — wgmma alone; see the same block),
 // BREAK (0; 1: the last consumer never releases a stage, to show the bounded wait).
 // Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
 // with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
@@ -280,6 +281,19 @@
 #ifndef ROW_BOXES
 #define ROW_BOXES 1
 #endif
+// TMA_ONCE = 1 (chapter 07: wgmma without TMA in the loop — a diagnostic, NOT a GEMM): the
+// producer loads only the CTA's first STAGES k-tiles (ring counter i < STAGES: k-tiles 0..S-1 of
+// its first tile; Python requires K ≥ STAGES · BK) and, for every later k-tile, waits on empty[s]
+// as always and then makes a plain mbarrier.arrive on full[s] — no expect_tx, no copy. full[s]'s
+// arrival count stays 1: that one arrival with a tx-count of 0 completes the phase (PTX ISA
+// "mbarrier": a phase completes when the pending arrival count and the tx-count are both zero;
+// arrive.expect_tx is expect-tx(bytes) followed by the same arrive-on). The consumers are
+// unchanged, so their wgmmas read stage i mod S over and over: C of each tile is
+// Σ_k A₀(i_k mod S)·B₀(i_k mod S)ᵀ over the stages' contents (asynctc.swizzle.tma_once_reference).
+// 0 (the default) compiles the producer above unchanged (every other cubin stays byte for byte).
+#ifndef TMA_ONCE
+#define TMA_ONCE 0
+#endif
 
 static_assert(DT >= 0 && DT <= 3, "DT: 0 f16, 1 bf16, 2 e4m3, 3 e5m2");
 static_assert(SWIZZLE == 128 || SWIZZLE == 64 || SWIZZLE == 32 || SWIZZLE == 0,
@@ -292,6 +306,10 @@ static_assert(ROW_BOXES == 1 || (SWIZZLE == 128 && B_MAJOR == 0 && CLUSTER == 1)
 static_assert(ROW_BOXES >= 1 && BM % (8 * ROW_BOXES) == 0 && BN % (8 * ROW_BOXES) == 0,
               "ROW_BOXES: divides BM and BN into boxes of a multiple of 8 rows (the 1024-byte "
               "repeat of the 128-byte swizzle)");
+static_assert(TMA_ONCE == 0 || (TMA_ONCE == 1 && PERSISTENT == 1 && CLUSTER == 1 && B_MAJOR == 0 &&
+                                ROW_BOXES == 1 && EDGES == 0 && DT < 2),
+              "TMA_ONCE: 0 or 1; built for the swizzle variants' base only (persistent, CLUSTER = 1, "
+              "K-major B, ROW_BOXES = 1, no EDGES, 16-bit inputs)");
 static_assert(BK * (DT >= 2 ? 1 : 2) == 128, "BK: one 128-byte swizzle row of K per box row");
 static_assert(C_DT == 0 || C_DT == 1, "C_DT: 0 f16, 1 bf16");
 static_assert(DT < 2 || B_MAJOR == 0, "fp8 wgmma has no transpose: B must be K-major");
@@ -643,6 +661,11 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
             break;
           }
           tr.event(EV_EMPTY_END, stage, ring);
+#if TMA_ONCE
+          if (ring >= (u32)STAGES)
+            mbarrier_arrive(full0 + 8 * stage);            // the stage keeps its first fill
+          else
+#endif
           load_stage(ta, tb, base + stage * kStageBytes, full0 + 8 * stage, k, m0, n0);
           tr.event(EV_TMA_ISSUED, stage, ring);
           if (++stage == STAGES) {
