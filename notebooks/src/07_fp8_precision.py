@@ -685,8 +685,8 @@ if boxes:
 # This computes a **different product, on purpose**: every tile a CTA computes is a weighted sum of
 # its first tile's four stage products (`SW.tma_once_plan` gives the weights: how many of the
 # tile's k-tiles land on each stage, which depends on where the ring counter stands when the tile
-# starts). The checks hold each variant to exactly that (`SW.tma_once_reference`, elementwise, every
-# element written). Its TFLOP/s is wgmma throughput on reused stages — not a GEMM anyone can use.
+# starts). The checks compare each variant's output with that sum (`SW.tma_once_reference`),
+# element by element, every element written. Its TFLOP/s is wgmma throughput on reused stages — not a GEMM anyone can use.
 # Below: what a CTA of a 2048 × 4096 × 384 launch on 132 CTAs computes (T = 6 k-tiles on 4
 # stages), then the prediction, frozen before the run.
 
