@@ -1139,7 +1139,8 @@ RUNGS: tuple[Rung, ...] = (
                          "k-loop runs",
          "+1-3% over rung 6 (coalesced 128-byte stores off the consumers' critical path)",
          _tma_store),
-    Rung(8, "raster", "a wider group-M raster: 16 tile rows per group instead of 8, so the 132 "
+    Rung(8, "raster", "a wider group-M raster (the order in which the persistent CTAs walk the "
+                      "tiles, chapter 06 section 8): 16 tile rows per group instead of 8, so the 132 "
                       "CTAs running at once touch 16 rows of A tiles and about 8 columns of B "
                       "tiles (not 8 and 16): fewer bytes from DRAM when A and B do not fit L2",
          "+1% over rung 7 at 4096³ and 8192³ — from tools/gpu_ch06_limit.py's run (record "
@@ -2582,7 +2583,8 @@ def limit_rows(results: dict, what: str = "summary") -> list[dict]:
     """A ``ws_limit`` record's rows: ``"summary"`` (per size, dtype and raster width: median TFLOP/s
     and in-flight clock over the rounds, ratio to cuBLAS's median, for ours) or ``"ncu"`` (per size,
     ours at each profiled width and cuBLAS: the Nsight Compute counters at ncu's locked clock, with
-    ``dram_gb`` (read), ``l2_gb``, ``mcycles``, ``tile`` (:func:`read_kernel_name`)). Empty when the
+    ``dram_gb`` (read), ``l2_gb``, ``mcycles``, ``smem_reads_g`` (shared-memory bank reads, 10⁹),
+    ``cluster_launch`` (the launch's cluster dims x, y), ``tile`` (:func:`read_kernel_name`)). Empty when the
     record has no counters (ncu unavailable on the GPU machine)."""
     if what == "summary":
         return list(results["summary"])
@@ -2596,7 +2598,11 @@ def limit_rows(results: dict, what: str = "summary") -> list[dict]:
                     "dram_gb": (k.get("dram__bytes_read.sum") or 0) / 1e9,
                     "l2_gb": (k.get("lts__t_bytes.sum") or 0) / 1e9,
                     "mcycles": (k.get("sm__cycles_elapsed.max") or 0) / 1e6,
-                    "us": (k.get("gpu__time_duration.sum") or 0) / 1e3})
+                    "us": (k.get("gpu__time_duration.sum") or 0) / 1e3,
+                    "smem_reads_g": (k.get("l1tex__data_bank_reads.sum") or 0) / 1e9,
+                    "cluster_launch": tuple(int(k[c]) for c in ("launch__cluster_dim_x",
+                                                                 "launch__cluster_dim_y")
+                                            if isinstance(k.get(c), (int, float)))})
     return out
 
 
@@ -2609,12 +2615,13 @@ def plot_raster(results: dict, record=None):
     ncu = limit_rows(results, "ncu")
     fig, axes = plt.subplots(1, 2 if ncu else 1, figsize=(11 if ncu else 6, 3.8), squeeze=False)
     ax = axes[0][0]
+    colour = {size: f"C{i}" for i, size in enumerate(results["sizes"])}   # one colour per size
     for size in results["sizes"]:
-        for dt, ls in zip(results["dtypes"], ("-", "--")):
+        for dt, ls, mk in zip(results["dtypes"], ("-", "--"), ("o", "s")):
             rs = sorted((r for r in summ if (r["size"], r["dtype"]) == (size, dt)),
                         key=lambda r: r["group_m"])
-            ax.plot([r["group_m"] for r in rs], [r["of_cublas"] for r in rs], ls, marker="o",
-                    label=f"{size}³ {dt}")
+            ax.plot([r["group_m"] for r in rs], [r["of_cublas"] for r in rs], ls, marker=mk,
+                    color=colour[size], label=f"{size}³ {dt}")
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_xticks(results["groups"], [str(g) for g in results["groups"]])
@@ -2624,14 +2631,14 @@ def plot_raster(results: dict, record=None):
     ax.set_title("Raster width: throughput against cuBLAS", fontsize=10)
     if ncu:
         ax2 = axes[0][1]
-        for i, size in enumerate(results["sizes"]):
+        for size in results["sizes"]:
             rs = sorted((r for r in ncu if r["size"] == size and r["who"] == "ours"),
                         key=lambda r: r["group_m"])
-            line, = ax2.plot([r["group_m"] for r in rs], [r["dram_gb"] for r in rs], marker="o",
-                             label=f"ours {size}³")
+            ax2.plot([r["group_m"] for r in rs], [r["dram_gb"] for r in rs], marker="o",
+                     color=colour[size], label=f"ours {size}³")
             cb = [r["dram_gb"] for r in ncu if r["size"] == size and r["who"] == "cuBLAS"]
             if cb:
-                ax2.axhline(sum(cb), ls="--", color=line.get_color(), label=f"cuBLAS {size}³")
+                ax2.axhline(sum(cb), ls=":", color=colour[size], label=f"cuBLAS {size}³")
         ax2.set_xscale("log", base=2)
         gs = sorted({r["group_m"] for r in ncu if r["group_m"]})
         ax2.set_xticks(gs, [str(g) for g in gs])
