@@ -27,34 +27,19 @@ timed output checked on sampled rows). The prediction frozen before the run
 comes last (the wgmma-only block: TFLOP/s there is wgmma throughput on reused stages, not a GEMM).
 """
 import argparse
-import glob
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
-from gpu_common import parser, record_suite, start  # noqa: E402
+from gpu_common import find_ncu, ncu_metrics, parser, record_suite, start  # noqa: E402
 from asynctc import swizzle as S  # noqa: E402
 from asynctc.core import runtime  # noqa: E402
 
 NCU_SIZE = 4096
 NCU_TIMEOUT_S = 150
-
-
-def find_ncu() -> str | None:
-    for name in ("ncu", "nv-nsight-cu-cli"):
-        p = shutil.which(name)
-        if p:
-            return p
-    for pat in ("/usr/local/cuda/bin/ncu", "/usr/local/cuda*/bin/ncu",
-                "/opt/nvidia/nsight-compute/*/ncu"):
-        hits = sorted(glob.glob(pat))
-        if hits:
-            return hits[-1]
-    return None
 
 
 def ncu_child() -> int:
@@ -82,16 +67,13 @@ def run_ncu(say) -> dict:
         return {"available": False, "why": "no ncu / nv-nsight-cu-cli on PATH, in /usr/local/cuda/bin "
                                            "or /opt/nvidia/nsight-compute"}
     out = {"available": False, "ncu": ncu}
-    try:
-        v = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
-        out["version"] = (v.stdout.strip().splitlines() or [""])[-1]
-        q = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=60)
-        known = {ln.split()[0] for ln in q.stdout.splitlines() if ln.strip() and "__" in ln.split()[0]}
-    except (subprocess.SubprocessError, OSError) as e:
-        out["why"] = f"ncu did not answer: {e}"
+    asked = ncu_metrics(ncu, S.NCU_METRICS, S.metric_base)
+    if "why" in asked:
+        out["why"] = asked["why"]
         return out
-    metrics = [m for m in S.NCU_METRICS if not known or S.metric_base(m) in known]
-    out["metrics_missing"] = [m for m in S.NCU_METRICS if m not in metrics]
+    out["version"] = asked["version"]
+    metrics = asked["metrics"]
+    out["metrics_missing"] = asked["metrics_missing"]
     out["metrics"] = metrics
     keys = [S.variant_key(c) for c in S.variants()]
     cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
