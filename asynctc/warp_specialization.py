@@ -2583,7 +2583,9 @@ def limit_rows(results: dict, what: str = "summary") -> list[dict]:
     """A ``ws_limit`` record's rows: ``"summary"`` (per size, dtype and raster width: median TFLOP/s
     and in-flight clock over the rounds, ratio to cuBLAS's median, for ours) or ``"ncu"`` (per size,
     ours at each profiled width and cuBLAS: the Nsight Compute counters at ncu's locked clock, with
-    ``dram_gb`` (read), ``l2_gb``, ``mcycles``, ``smem_reads_g`` (shared-memory bank reads, 10⁹),
+    ``dram_gb`` (read), ``l2_gb``, ``l2_sm_read_gb`` / ``l2_fabric_gb`` (L2 sectors read by the SMs
+    / arriving over the fabric between the two L2 partitions, × 32 bytes; None where the record
+    lacks them), ``mcycles``, ``smem_reads_g`` (shared-memory bank reads, 10⁹),
     ``cluster_launch`` (the launch's cluster dims x, y), ``tile`` (:func:`read_kernel_name`)). Empty when the
     record has no counters (ncu unavailable on the GPU machine)."""
     if what == "summary":
@@ -2600,6 +2602,12 @@ def limit_rows(results: dict, what: str = "summary") -> list[dict]:
                     "mcycles": (k.get("sm__cycles_elapsed.max") or 0) / 1e6,
                     "us": (k.get("gpu__time_duration.sum") or 0) / 1e3,
                     "smem_reads_g": (k.get("l1tex__data_bank_reads.sum") or 0) / 1e9,
+                    "l2_sm_read_gb": (k["lts__t_sectors_srcunit_tex_op_read.sum"] * 32 / 1e9
+                                      if isinstance(k.get("lts__t_sectors_srcunit_tex_op_read.sum"),
+                                                    (int, float)) else None),
+                    "l2_fabric_gb": (k["lts__t_sectors_srcunit_ltcfabric.sum"] * 32 / 1e9
+                                     if isinstance(k.get("lts__t_sectors_srcunit_ltcfabric.sum"),
+                                                   (int, float)) else None),
                     "cluster_launch": tuple(int(k[c]) for c in ("launch__cluster_dim_x",
                                                                  "launch__cluster_dim_y")
                                             if isinstance(k.get(c), (int, float)))})

@@ -31,7 +31,13 @@ Second run (this version): at 8192³ a wider raster group (16 or 32 tile rows) c
 reads towards cuBLAS's 1.25 GB (the group's A and B then fit the 60 MiB L2 better); since the
 H200 runs this size power-limited, fewer DRAM bytes should buy clock: rung 7 at group_m 16
 reaches ≥ 1.00 of cuBLAS at 8192³ (fp16 and bf16); at 4096³ (A and B nearly fit L2 whole) the
-width changes nothing beyond ±1 % and the gap stays 1–2 %.
+width changes nothing beyond ±1 % and the gap stays 1–2 %. What happened: both held (8192³ 1.01,
+4096³ 0.987 with groups of 16), and our kernel moved ~20 % more bytes through L2 (`lts__t_bytes`)
+than cuBLAS, which our per-k-tile arithmetic does not explain.
+Third run (this version adds L2 sectors by source: the SMs, and the fabric between the two L2
+partitions; writes): prediction — the extra L2 bytes are fabric traffic (data fetched from the far
+L2 partition, counted again where it lands), not more requests from the SMs: ours and cuBLAS's SM
+read sectors within 5 % of each other, ours with ≥ 1.3× cuBLAS's fabric sectors.
 """
 import argparse
 import json
@@ -64,6 +70,10 @@ METRICS = (
     "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
     "sm__inst_executed_pipe_tensor_op_gmma.sum",
     "lts__t_bytes.sum",
+    "lts__t_sectors_srcunit_tex.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
+    "lts__t_sectors_srcunit_ltcfabric.sum",
+    "lts__t_sectors_op_write.sum",
     "lts__throughput.avg.pct_of_peak_sustained_elapsed",
     "lts__t_sector_op_read_hit_rate.pct",
     "dram__bytes_read.sum",
