@@ -97,16 +97,19 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
     top = max(list(values) + [baseline or 0])
     for yi, v in zip(y, values):
         txt = f"{v:.0f} {unit}" + (f"  ({v / baseline:.2f}× {baseline_label})" if baseline else "")
-        if v >= 0.55 * top:     # long bars carry their label inside: it never crosses the baseline
-            ax.text(v, yi, txt + " ", va="center", ha="right", fontsize=8, color="white")
+        if v >= 0.55 * top:     # long bars carry their label inside, on the bar's colour, over
+            ax.text(v, yi, txt + " ", va="center", ha="right", fontsize=8, color="white",  # the
+                    zorder=3, bbox=dict(facecolor="tab:blue", edgecolor="none", pad=0.6))  # baseline
         else:
             ax.text(v, yi, " " + txt, va="center", fontsize=8)
     if baseline:
-        ax.axvline(baseline, color="k", ls="--", lw=1, label=f"{baseline_label} {baseline:.0f} {unit}")
+        ax.axvline(baseline, color="k", ls="--", lw=1, zorder=2,
+                   label=f"{baseline_label} {baseline:.0f} {unit}")
         fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a bar
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel(unit)
-    ax.set_xlim(0, top * 1.35)
+    # room to the right only for labels written outside short bars
+    ax.set_xlim(0, top * (1.35 if min(values) < 0.55 * top else 1.06))
     _title(ax, title, record)
     return fig
 
