@@ -44,11 +44,9 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
     if measured_ceiling:
         ax.axhline(measured_ceiling, color="tab:green", ls="--", lw=1,
                    label=f"best measured GEMM {measured_ceiling:.0f} TFLOP/s")
-    for i, (label, x, y, *kind) in enumerate(points):
+    for label, x, y, *kind in points:      # named in the legend: labels beside close points collide
         computed = bool(kind) and kind[0] == "computed"
-        ax.plot([x], [y], "o", ms=6, mfc="none" if computed else None)
-        ax.annotate(label, (x, y), textcoords="offset points", fontsize=8,
-                    xytext=(-10, -14) if i % 2 else (-10, 7))
+        ax.plot([x], [y], "o", ms=6, mfc="none" if computed else None, ls="none", label=label)
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
     ax.set_ylabel("TFLOP/s")
     ax.legend(fontsize=8, loc="lower right")
