@@ -113,3 +113,24 @@ def test_ncu_metrics_keeps_known_counters_and_launch_statistics(tmp_path):
     assert got["metrics"] == ["dram__bytes_read.sum", "lts__t_bytes.sum", "launch__grid_size"]
     assert got["metrics_missing"] == ["sm__made_up.sum"]
     assert "why" in gpu_common.ncu_metrics(str(tmp_path / "absent"), ["x__y"], str)
+
+
+def test_ncu_profile_runs_the_child_and_parses_its_launches(tmp_path):
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import gpu_common
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    fake = tmp_path / "ncu"          # echoes its arguments as a launch, in ncu's raw CSV form
+    fake.write_text("#!/bin/sh\necho '==PROF== profiling'\necho '\"ID\",\"Kernel Name\",\"args\"'\n"
+                    "echo '\"\",\"\",\"\"'\necho \"\\\"0\\\",\\\"k\\\",\\\"$*\\\"\"\n")
+    fake.chmod(0o755)
+    rows, p = gpu_common.ncu_profile(str(fake), ["a__b.sum", "c__d.sum"], str(SCRIPT), 30,
+                                     "-k", "regex:x")
+    assert p is not None and p.returncode == 0 and len(rows) == 1 and rows[0]["Kernel Name"] == "k"
+    args = rows[0]["args"]
+    assert "--metrics a__b.sum,c__d.sum -k regex:x" in args and args.endswith(f"{SCRIPT} --ncu-child")
+    slow = tmp_path / "slow"
+    slow.write_text("#!/bin/sh\nsleep 5\n")
+    slow.chmod(0o755)
+    assert gpu_common.ncu_profile(str(slow), ["a__b.sum"], str(SCRIPT), 0.5) == ([], None)

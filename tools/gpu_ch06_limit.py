@@ -41,13 +41,12 @@ read sectors within 5 % of each other, ours with ≥ 1.3× cuBLAS's fabric secto
 """
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
-from gpu_common import find_ncu, ncu_metrics, parser, record_suite, start  # noqa: E402
+from gpu_common import find_ncu, ncu_metrics, ncu_profile, parser, record_suite, start  # noqa: E402
 from asynctc import swizzle as S  # noqa: E402  (parse_ncu_csv, metric_base)
 from asynctc import warp_specialization as W  # noqa: E402
 from asynctc import pipeline as P  # noqa: E402
@@ -147,15 +146,11 @@ def run_ncu(say) -> dict:
     if "why" in asked:
         return out
     metrics = asked["metrics"]
-    cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
-           sys.executable, str(Path(__file__).resolve()), "--ncu-child"]
     say(f"ncu: {len(metrics)} metrics ({len(out['metrics_missing'])} unknown to this ncu)")
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+    rows, p = ncu_profile(ncu, metrics, __file__, NCU_TIMEOUT_S)
+    if p is None:
         out["why"] = f"ncu took more than {NCU_TIMEOUT_S} s"
         return out
-    rows = S.parse_ncu_csv(p.stdout)
     out["returncode"] = p.returncode
     kernels = attribute(rows, metrics)
     if not any(k["who"] == "cuBLAS" for k in kernels):

@@ -136,3 +136,19 @@ def ncu_metrics(ncu: str, wanted, base: Callable[[str], str]) -> dict:
     metrics = [m for m in wanted if not known or m.startswith("launch__") or base(m) in known]
     return {"version": (v.stdout.strip().splitlines() or [""])[-1], "metrics": metrics,
             "metrics_missing": [m for m in wanted if m not in metrics]}
+
+
+def ncu_profile(ncu: str, metrics, script: str, timeout: float, *filters: str):
+    """Profile ``python <script> --ncu-child`` under ``ncu`` (raw CSV page, base units, the counters
+    ``metrics``; ``filters`` such as ``-k regex:NAME --launch-count N``) and return ``(rows,
+    process)``: the profiled launches in launch order (:func:`asynctc.swizzle.parse_ncu_csv`) and
+    the finished process — or ``([], None)`` when it ran longer than ``timeout`` seconds."""
+    import subprocess
+    from asynctc.swizzle import parse_ncu_csv
+    cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
+           *filters, sys.executable, str(Path(script).resolve()), "--ncu-child"]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [], None
+    return parse_ncu_csv(p.stdout), p

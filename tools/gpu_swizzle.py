@@ -28,13 +28,12 @@ comes last (the wgmma-only block: TFLOP/s there is wgmma throughput on reused st
 """
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
-from gpu_common import find_ncu, ncu_metrics, parser, record_suite, start  # noqa: E402
+from gpu_common import find_ncu, ncu_metrics, ncu_profile, parser, record_suite, start  # noqa: E402
 from asynctc import swizzle as S  # noqa: E402
 from asynctc.core import runtime  # noqa: E402
 
@@ -68,25 +67,18 @@ def run_ncu(say) -> dict:
                                            "or /opt/nvidia/nsight-compute"}
     out = {"available": False, "ncu": ncu}
     asked = ncu_metrics(ncu, S.NCU_METRICS, S.metric_base)
+    out.update(asked)
     if "why" in asked:
-        out["why"] = asked["why"]
         return out
-    out["version"] = asked["version"]
     metrics = asked["metrics"]
-    out["metrics_missing"] = asked["metrics_missing"]
-    out["metrics"] = metrics
     keys = [S.variant_key(c) for c in S.variants()]
-    cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
-           "-k", "regex:gemm_warp_specialized", "--launch-count", str(len(keys)),
-           sys.executable, str(Path(__file__).resolve()), "--ncu-child"]
     say(f"ncu: {len(metrics)} metrics ({len(out['metrics_missing'])} unknown to this ncu), "
         f"{len(keys)} launches at {NCU_SIZE}³")
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+    rows, p = ncu_profile(ncu, metrics, __file__, NCU_TIMEOUT_S,
+                          "-k", "regex:gemm_warp_specialized", "--launch-count", str(len(keys)))
+    if p is None:
         out["why"] = f"ncu took more than {NCU_TIMEOUT_S} s"
         return out
-    rows = S.parse_ncu_csv(p.stdout)
     out["returncode"] = p.returncode
     if len(rows) != len(keys):
         tail = (p.stdout + p.stderr)[-1500:]
