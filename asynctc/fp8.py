@@ -404,6 +404,18 @@ U32 = 2.0 ** -24
 U_OUT = {"float32": 0.0, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 
 
+def _add_group(s, err, ag, bg, u: float):
+    """One group of :data:`GROUP` FP8 products (``ag`` M×32, ``bg`` N×32, float64) added to the
+    exact partial sum ``s`` and its error bound ``err`` (both M×N, updated in place), charged as
+    :func:`accumulation_bound`'s derivation says (``u`` = 2^-frac_bits). Returns the group's exact
+    sum (M×N)."""
+    part = ag @ bg.T
+    mt = np.maximum(np.abs(s), np.abs(s + part)) + np.abs(ag) @ np.abs(bg).T + err
+    err += (TRUNCATIONS_PER_GROUP * u + 2 * U32) * mt
+    s += part
+    return part
+
+
 def accumulation_bound(qa, qb_nk, frac_bits: int = FRAC_BITS, promote: int = 0,
                        out_dtype: str = "float32", scale: float = 1.0,
                        ktile: int = KTILE) -> np.ndarray:
@@ -431,20 +443,12 @@ def accumulation_bound(qa, qb_nk, frac_bits: int = FRAC_BITS, promote: int = 0,
     bound = np.zeros((m, b.shape[0]))
     s_int = np.zeros_like(bound)        # exact partial sum of the current interval
     total = np.zeros_like(bound)        # exact partial sum of all K so far
-    absum_all = np.zeros_like(bound)
     for g0 in range(0, k, GROUP):
         if g0 % span == 0:
             if g0:
                 bound += U32 * (np.abs(total) + bound)       # promotion add into fp32
             s_int[:] = 0
-        ag, bg = a[:, g0:g0 + GROUP], b[:, g0:g0 + GROUP]
-        part = ag @ bg.T
-        absg = np.abs(ag) @ np.abs(bg).T
-        mt = np.maximum(np.abs(s_int), np.abs(s_int + part)) + absg + bound
-        bound += (TRUNCATIONS_PER_GROUP * u + 2 * U32) * mt
-        s_int += part
-        total += part
-        absum_all += absg
+        total += _add_group(s_int, bound, a[:, g0:g0 + GROUP], b[:, g0:g0 + GROUP], u)
     if promote:
         bound += U32 * (np.abs(total) + bound)
     c_mag = abs(scale) * (np.abs(total) + bound)
@@ -545,12 +549,7 @@ def block_scaled_bound(qa, qb_nk, sa, sb, frac_bits: int = FRAC_BITS,
         b_t = np.zeros((m, n))
         s_t = np.zeros((m, n))
         for g0 in range(kt * ktile, (kt + 1) * ktile, GROUP):
-            ag, bg = a[:, g0:g0 + GROUP], b[:, g0:g0 + GROUP]
-            part = ag @ bg.T
-            absg = np.abs(ag) @ np.abs(bg).T
-            mt = np.maximum(np.abs(s_t), np.abs(s_t + part)) + absg + b_t
-            b_t += (TRUNCATIONS_PER_GROUP * u + 2 * U32) * mt
-            s_t += part
+            _add_group(s_t, b_t, a[:, g0:g0 + GROUP], b[:, g0:g0 + GROUP], u)
         bound += sig * b_t + U32 * sig * (np.abs(s_t) + b_t)
         total += sig * s_t
         bound += U32 * (np.abs(total) + bound)
