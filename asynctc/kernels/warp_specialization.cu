@@ -507,23 +507,17 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
 // even and the pair is aligned: C's base is 256-byte aligned); otherwise element by element.
 __device__ __forceinline__ void store_c_clipped(const float (&acc)[kAtoms][kAcc], void* c, int ldc,
                                                 int row0, int n0, int M, int N) {
-  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const bool pairs = (ldc & 1) == 0;
 #pragma unroll
   for (int i = 0; i < kAtoms; ++i) {
 #pragma unroll
     for (int j = 0; j < kAcc; j += 2) {
-      const int row = row0 + 64 * i + 16 * w + g + 8 * ((j >> 1) & 1);
-      const int col = n0 + 8 * (j >> 2) + 2 * t;
+      int row, col;
+      acc_pair_origin(i, j, row0, n0, row, col);
       if (row >= M || col >= N) continue;
       const size_t at = (size_t)row * ldc + col;
       if (pairs && col + 1 < N) {
-        if constexpr (OUT_F32)
-          *reinterpret_cast<float2*>(static_cast<float*>(c) + at) =
-              make_float2(acc[i][j], acc[i][j + 1]);
-        else
-          *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) =
-              cvt_rn_x2_f32<C_DT>(acc[i][j], acc[i][j + 1]);
+        store_c_pair(c, at, acc[i][j], acc[i][j + 1]);
       } else {                                   // odd pitch, or the pair straddles N
 #pragma unroll
         for (int e = 0; e < 2; ++e) {

@@ -47,22 +47,31 @@ __device__ __forceinline__ void mma_ktile(float (&acc)[kAtoms][kAcc], u64 desc_a
 }
 
 // ---- epilogue: accumulators → C (fragment layout of ptx/wgmma.cuh) ----------------------------
+// This thread's accumulator pair acc[i][j], acc[i][j + 1] (j even) holds C[row][col], C[row][col + 1]
+// of the warpgroup's m64 atom i, whose rows start at row0 and columns at n0.
+__device__ __forceinline__ void acc_pair_origin(int i, int j, int row0, int n0, int& row, int& col) {
+  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  row = row0 + 64 * i + 16 * w + g + 8 * ((j >> 1) & 1);
+  col = n0 + 8 * (j >> 2) + 2 * t;
+}
+
+// Two neighbouring elements of C at element offset ``at`` (even: 8-byte fp32 / 4-byte 16-bit store).
+__device__ __forceinline__ void store_c_pair(void* c, size_t at, float x, float y) {
+  if constexpr (OUT_F32)
+    *reinterpret_cast<float2*>(static_cast<float*>(c) + at) = make_float2(x, y);
+  else
+    *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) = cvt_rn_x2_f32<C_DT>(x, y);
+}
+
 __device__ __forceinline__ void store_c(const float (&acc)[kAtoms][kAcc], void* c, int N, int row0,
                                         int n0) {
-  const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int i = 0; i < kAtoms; ++i) {
 #pragma unroll
     for (int j = 0; j < kAcc; j += 2) {
-      const int row = row0 + 64 * i + 16 * w + g + 8 * ((j >> 1) & 1);
-      const int col = n0 + 8 * (j >> 2) + 2 * t;
-      const size_t at = (size_t)row * N + col;
-      if constexpr (OUT_F32)
-        *reinterpret_cast<float2*>(static_cast<float*>(c) + at) =
-            make_float2(acc[i][j], acc[i][j + 1]);
-      else
-        *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) =
-            cvt_rn_x2_f32<C_DT>(acc[i][j], acc[i][j + 1]);
+      int row, col;
+      acc_pair_origin(i, j, row0, n0, row, col);
+      store_c_pair(c, (size_t)row * N + col, acc[i][j], acc[i][j + 1]);
     }
   }
 }
