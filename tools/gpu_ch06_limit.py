@@ -164,8 +164,6 @@ def run_ncu(say) -> dict:
 
 
 def measure(say, ncu: dict, reps: int, sizes=SIZES, dtypes=DTYPES, rounds: int = ROUNDS) -> dict:
-    import statistics
-
     import numpy as np
     from asynctc.core import bench, checks
     from asynctc.core.memory import DeviceArray
@@ -195,38 +193,35 @@ def measure(say, ncu: dict, reps: int, sizes=SIZES, dtypes=DTYPES, rounds: int =
                                         "tflops": bench.tflops(flop, t.median_ms),
                                         "rel_err_rows": err.as_dict()})
             del gemms, da, db, dbt, dc
-            cb = statistics.median(r["tflops"] for r in out["rows"] if r["kernel"] == "cuBLAS"
-                                   and (r["size"], r["dtype"]) == (size, dt))
-            line = []
-            for gm in GROUPS:
-                ours = statistics.median(r["tflops"] for r in out["rows"] if r["kernel"] == "ours"
-                                         and (r["size"], r["dtype"], r["group_m"]) == (size, dt, gm))
-                line.append(f"{gm}: {ours / cb:.3f}")
-            say(f"{size}³ {dt}: cuBLAS {cb:.0f} TFLOP/s; of cuBLAS by group_m " + ", ".join(line))
+            summ = summary_for(out["rows"], size, dt, GROUPS)
+            say(f"{size}³ {dt}: cuBLAS {summ[0]['tflops']:.0f} TFLOP/s; of cuBLAS by group_m "
+                + ", ".join(f"{r['group_m']}: {r['of_cublas']:.3f}" for r in summ[1:]))
     out["summary"] = summary_rows(out)
     return out
 
 
-def summary_rows(res: dict) -> list[dict]:
-    """Per (size, dtype, group_m): the median TFLOP/s and in-flight clock over the rounds, and the
-    ratio to cuBLAS's median TFLOP/s (and clock) in the same run."""
+def summary_for(rows: list[dict], size: int, dt: str, groups) -> list[dict]:
+    """For one (size, dtype): cuBLAS's row, then one per raster width of ``groups`` — the median
+    TFLOP/s and in-flight clock over the rounds, and (ours) the ratios to cuBLAS's medians."""
     import statistics
-    out = []
-    for size in res["sizes"]:
-        for dt in res["dtypes"]:
-            sel = [r for r in res["rows"] if (r["size"], r["dtype"]) == (size, dt)]
-            cb = [r for r in sel if r["kernel"] == "cuBLAS"]
-            cbt = statistics.median(r["tflops"] for r in cb)
-            cbc = statistics.median(r.get("sm_mhz") or 0.0 for r in cb)
-            out.append({"size": size, "dtype": dt, "kernel": "cuBLAS", "tflops": cbt, "sm_mhz": cbc})
-            for gm in res["groups"]:
-                rs = [r for r in sel if r["kernel"] == "ours" and r["group_m"] == gm]
-                t = statistics.median(r["tflops"] for r in rs)
-                c = statistics.median(r.get("sm_mhz") or 0.0 for r in rs)
-                out.append({"size": size, "dtype": dt, "kernel": "ours", "group_m": gm,
-                            "tflops": t, "sm_mhz": c, "of_cublas": t / cbt,
-                            "clock_of_cublas": c / cbc if cbc else None})
+    sel = [r for r in rows if (r["size"], r["dtype"]) == (size, dt)]
+    cb = [r for r in sel if r["kernel"] == "cuBLAS"]
+    cbt = statistics.median(r["tflops"] for r in cb)
+    cbc = statistics.median(r.get("sm_mhz") or 0.0 for r in cb)
+    out = [{"size": size, "dtype": dt, "kernel": "cuBLAS", "tflops": cbt, "sm_mhz": cbc}]
+    for gm in groups:
+        rs = [r for r in sel if r["kernel"] == "ours" and r["group_m"] == gm]
+        t = statistics.median(r["tflops"] for r in rs)
+        c = statistics.median(r.get("sm_mhz") or 0.0 for r in rs)
+        out.append({"size": size, "dtype": dt, "kernel": "ours", "group_m": gm, "tflops": t,
+                    "sm_mhz": c, "of_cublas": t / cbt, "clock_of_cublas": c / cbc if cbc else None})
     return out
+
+
+def summary_rows(res: dict) -> list[dict]:
+    """:func:`summary_for` of every (size, dtype) of the record, in order."""
+    return [r for size in res["sizes"] for dt in res["dtypes"]
+            for r in summary_for(res["rows"], size, dt, res["groups"])]
 
 
 def summarize(rec) -> str:
