@@ -7,10 +7,6 @@ from ..core import exercises as _ex
 from ..models.layout import SmemTile, dtype_of
 from ..models.tensor_map import validate
 
-# --------------------------------------------------------------------------------------------------
-# Exercises (auto-checked in notebooks/03_tma_mbarrier)
-# --------------------------------------------------------------------------------------------------
-
 
 @_ex.exercise("ch03.expect_tx", "The byte count for mbarrier.arrive.expect_tx before one TMA load of "
               "a rows×cols box of `dtype` (element strides 1).")

@@ -13,10 +13,6 @@ from ..core import runtime
 from ..models.layout import SmemTile
 from ..models.tensor_map import TensorMapSpec, _fail, validate
 
-# --------------------------------------------------------------------------------------------------
-# Encoding through cuda.core (needs a GPU)
-# --------------------------------------------------------------------------------------------------
-
 
 _CAI_TYPESTR = {"UINT8": "|u1", "UINT16": "<u2", "UINT32": "<u4", "INT32": "<i4", "UINT64": "<u8",
                 "INT64": "<i8", "FLOAT16": "<f2", "BFLOAT16": "<u2", "FLOAT32": "<f4",
