@@ -203,3 +203,36 @@ def test_exact_operands_make_long_sums_exact(rng):
     assert not checks.exact_operands((64, 128), (128, 256), "float8_e4m3fn", 2048, 13, rng=rng)[2]
     with pytest.raises(ValueError, match="repeats"):
         checks.exact_operands((2, 2), (2, 2), "float16", 0)
+
+
+def test_element_check_is_a_check_in_the_per_element_bound_form(rng):
+    """compare_elementwise's result is a Check (tol 1, max_err = the worst ratio) under chapter 05's
+    names; one wrong element and one poisoned element both fail it, each counted where it belongs."""
+    a = rng.standard_normal((128, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 64)).astype(np.float16)
+    out = _kernel_like(a, b, "float32")
+    ok = checks.compare_elementwise(out, a, b, "float32", "cfg")
+    assert isinstance(ok, checks.Check) and ok.passed and ok.tol == 1.0
+    assert ok.worst == ok.max_err < 1 and ok.wrong == ok.n_bad == 0 and ok.rel_frobenius == ok.rel_err
+    assert ok.as_dict()["config"] == "cfg" and ok.as_dict()["worst_ratio"] == ok.worst
+    bad = out.copy()
+    bad[70, 5] += 0.5
+    bad[3, 9] = np.nan
+    c = checks.compare_elementwise(bad, a, b, "float32")
+    assert not c.passed and c.wrong == 1 and c.unwritten == 1 and c.first_wrong == (3, 9)
+    assert c.worst == np.inf
+
+
+def test_operand_rules_raise_the_callers_error_naming_field_value_and_rule():
+    class MyError(ValueError):
+        pass
+    a, b = np.zeros((128, 64), np.float16), np.zeros((32, 64), np.float16)
+    assert checks.operand_dims(a, b, np.dtype(np.float16), "float16", "K") == (128, 32, 64)
+    assert checks.b_shape(64, 32, "K") == (32, 64) and checks.b_shape(64, 32, "MN") == (64, 32)
+    with pytest.raises(MyError, match=r"b.shape=\(32, 64\): B stored K×N"):
+        checks.operand_dims(a, b, np.dtype(np.float16), "float16", "MN", error=MyError)
+    with pytest.raises(MyError, match=r"a.dtype='float32': must be float16"):
+        checks.operand_dims(a.astype(np.float32), b, np.dtype(np.float16), "float16", "K",
+                            error=MyError)
+    with pytest.raises(MyError, match=r"out=\(\(128, 16\), 'float32'\): must be \(128, 32\)"):
+        checks.check_out(np.zeros((128, 16), np.float32), 128, 32, np.dtype(np.float32), MyError)

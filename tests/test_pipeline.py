@@ -591,3 +591,16 @@ def test_ring_simulation_catches_protocol_errors(bug, error):
     with pytest.raises(AssertionError, match=error):
         for _ in range(200):
             _simulate(3, 2, 1, 10, rng, bug=bug)
+
+
+def test_the_generic_checks_are_core_checks_under_chapter_05s_names():
+    """One copy each, in asynctc.core.checks; the package re-exports them (operand_dims and
+    check_out raise PipelineError)."""
+    from asynctc.core import checks
+    for name in ("np_dtype", "b_shape", "compare_elementwise", "ElementCheck", "OUT_ROUNDING"):
+        assert getattr(P, name) is getattr(checks, name), name
+    a = np.zeros((128, 64), np.float16)
+    with pytest.raises(P.PipelineError, match="b.shape"):
+        P.operand_dims(a, np.zeros((64, 32), np.float16), np.dtype(np.float16), "float16", "K")
+    with pytest.raises(P.PipelineError, match="out="):
+        P.check_out(np.zeros((1, 1), np.float32), 128, 32, np.dtype(np.float32))

@@ -30,6 +30,12 @@ output, 1.5e-5 at K = 128; + 4.9e-4 for fp16 output, + 3.9e-3 for bf16. It is a 
 (real errors grow like √K·u), and it still fails an element taken from the wrong row, column or
 k-tile: such an error is of the order of √K (standard-normal inputs), while tol·(|A|·|B|) ≈
 tol·0.64·K is 5 at K = 8192 (fp32 output) against a typical |error| of 128.
+
+The TMA-fed GEMMs of chapters 05-07 use a second, looser per-element bound,
+K·2^-21·(|A|·|B|) + 2·u_out·|C_ref| (:func:`compare_elementwise`, :func:`compare_to_bound`); its
+result, :class:`ElementCheck`, is a :class:`Check` with tol = 1 under the names those chapters'
+records use. They share the operand rules here too: :func:`operand_dims`, :func:`check_out`,
+:func:`b_shape` (each raises the caller's error class).
 """
 
 from __future__ import annotations
@@ -111,13 +117,15 @@ def gemm_tolerance(k: int, out_dtype: str = "float32", *, u_acc: float = U_ACC,
 
 @dataclasses.dataclass
 class Check:
-    """Outcome of one correctness check against the float64 reference.
+    """Outcome of one correctness check against the float64 reference — the one result class of
+    the course's checks (:class:`ElementCheck` is this class in the per-element-bound form).
 
     ``rel_err``: relative Frobenius error (information only). ``max_err``: the largest normalised
     elementwise error max |C − C_ref| / scale (scale = |A|·|B| for a GEMM), compared with ``tol``;
     ``worst``: the index of that element; ``n_bad``: elements above the bound; ``unwritten``:
     non-finite elements (poison left). A Check built without ``max_err`` (older callers) passes
-    on ``rel_err ≤ tol``.
+    on ``rel_err ≤ tol``. ``label`` names the configuration checked, ``first_wrong`` the first
+    element (row-major order) above the bound, when the caller records them.
     """
 
     shape: tuple[int, int, int]
@@ -128,6 +136,8 @@ class Check:
     max_err: float | None = None
     worst: tuple[int, ...] | None = None
     n_bad: int = 0
+    label: str = ""
+    first_wrong: tuple[int, ...] | None = None
 
     @property
     def passed(self) -> bool:
@@ -277,3 +287,135 @@ def check_sampled_rows(out, a: np.ndarray, b: np.ndarray, dtype: str, what: str,
     if not c.passed:
         raise RuntimeError(f"timed run wrong: {what} {dtype} {sampled.shape}: {c.as_dict()}")
     return c
+
+
+# --------------------------------------------------------------------------------------------------
+# The per-element bound of the TMA-fed GEMMs (chapters 05-07), and their operand rules
+# --------------------------------------------------------------------------------------------------
+
+#: Output rounding (relative, round to nearest: half an ulp) per output dtype.
+OUT_ROUNDING = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+
+
+class ElementCheck(Check):
+    """A :class:`Check` against a per-element bound (:func:`compare_to_bound`): every element
+    must satisfy ``|C − ref| ≤ bound``, so the check is a Check with scale = bound and
+    ``tol`` = 1, under the names chapters 05-07 and their records use: ``worst`` = the largest
+    ``|C − ref| / bound`` (≤ 1 passes; :attr:`Check.max_err`), ``wrong`` = the finite elements above
+    1 (:attr:`Check.n_bad`), ``first_wrong`` = the (row, col) of the first element above 1 (poison
+    included), ``unwritten`` = poison (NaN/inf) left in the output, ``rel_frobenius`` = the relative
+    Frobenius error of the written elements (:attr:`Check.rel_err`). Built as
+    ``ElementCheck(shape, label, worst, wrong, unwritten, first_wrong, rel_frobenius)``;
+    :meth:`as_dict` writes the records' keys (``config``, ``worst_ratio``, ``wrong``, …)."""
+
+    def __init__(self, shape, label: str, worst: float, wrong: int, unwritten: int,
+                 first_wrong, rel_frobenius: float):
+        super().__init__(shape, "", rel_frobenius, 1.0, unwritten, worst, None, wrong, label,
+                         first_wrong)
+
+    # ``worst`` is Check's index of the worst element; here (the chapters' name) the worst ratio
+    @property
+    def worst(self) -> float:
+        return self.max_err
+
+    @worst.setter
+    def worst(self, index) -> None:          # Check.__init__ stores the (unrecorded) index here
+        self.worst_index = index
+
+    @property
+    def wrong(self) -> int:
+        return self.n_bad
+
+    @property
+    def rel_frobenius(self) -> float:
+        return self.rel_err
+
+    def as_dict(self) -> dict:
+        return {"shape": list(self.shape), "config": self.label, "worst_ratio": self.worst,
+                "wrong": self.wrong, "unwritten": self.unwritten,
+                "first_wrong": list(self.first_wrong) if self.first_wrong else None,
+                "rel_frobenius": self.rel_frobenius, "passed": bool(self.passed)}
+
+
+def compare_to_bound(out: np.ndarray, ref: np.ndarray, bound: np.ndarray, k: int,
+                     label: str = "") -> ElementCheck:
+    """Compare ``out`` (M×N) with the float64 ``ref`` element by element against ``bound``
+    (M×N, or broadcastable): an element passes when ``|out − ref| ≤ bound``; an element left
+    non-finite (poison) counts as unwritten. ``k`` is recorded in the shape (M, N, K)."""
+    o = np.asarray(out).astype(np.float64)
+    finite = np.isfinite(o)
+    unwritten = int(np.count_nonzero(~finite))
+    ratio = np.where(finite, np.abs(o - ref) / bound, np.inf)
+    bad = ratio > 1.0
+    wrong = int(np.count_nonzero(bad & finite))
+    first = tuple(int(x) for x in np.argwhere(bad)[0]) if bad.any() else None
+    rel = float(np.linalg.norm(np.where(finite, o, 0.0) - ref) / np.linalg.norm(ref))
+    return ElementCheck((ref.shape[0], ref.shape[1], k), label, float(ratio.max()), wrong,
+                        unwritten, first, rel)
+
+
+def element_bound(k: int, mag: np.ndarray, ref: np.ndarray, out_dtype: str) -> np.ndarray:
+    """The per-element bound of a K-long fp32-accumulated product: ``k · 2^-21 · mag +
+    2 · u_out · |ref|`` with ``mag`` = |A|·|B| (:func:`compare_elementwise`)."""
+    return k * 2.0 ** -21 * mag + 2 * OUT_ROUNDING[out_dtype] * np.abs(ref)
+
+
+def compare_elementwise(out: np.ndarray, a: np.ndarray, b: np.ndarray, out_dtype: str,
+                        label: str = "") -> ElementCheck:
+    """Compare ``out`` (M×N) with ``a @ b`` in float64, element by element.
+
+    The bound per element: fp32 accumulation of K products has an error below γ_K·(|A|·|B|) with
+    γ_K ≈ K·2^-24 (recursive summation, Higham); we allow 8× that (K·2^-21) for the Tensor Core's
+    internal accumulation order, plus twice the output's rounding (:func:`element_bound`). A
+    missing k-step shifts an element by ~√16 standard deviations of a product, far above the bound;
+    an element never written stays NaN (poison) and is counted as unwritten
+    (:func:`compare_to_bound`)."""
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    # |A|·|B| only scales the bound: float32 is ample (and halves the host work)
+    mag = (np.abs(a.astype(np.float32)) @ np.abs(b.astype(np.float32))).astype(np.float64)
+    k = a.shape[1]
+    return compare_to_bound(out, ref, element_bound(k, mag, ref, out_dtype), k, label)
+
+
+def _refuse(error: type, field: str, value, rule: str):
+    raise error(f"{field}={value!r}: {rule}")
+
+
+def b_shape(k: int, n: int, b_major: str) -> tuple[int, int]:
+    """How B (K×N mathematically) is stored: (N, K) for K-major, (K, N) for MN-major."""
+    return (n, k) if b_major == "K" else (k, n)
+
+
+def operand_dims(a, b, dt, dtype_name: str, b_major: str,
+                 error: type = ValueError) -> tuple[int, int, int]:
+    """(M, N, K) of ``a`` (M×K) and ``b`` (stored N×K for ``b_major`` "K", K×N for "MN"), after the
+    rules every TMA-fed GEMM of the course shares: dtype ``dt`` (named ``dtype_name``), 2-D,
+    C-contiguous host arrays, 16-byte aligned device addresses (cuTensorMapEncodeTiled
+    globalAddress), K agreeing. Raises ``error`` (the chapter's error class) naming field, value
+    and rule."""
+    for what, x in (("a", a), ("b", b)):
+        if np.dtype(x.dtype) != dt:
+            _refuse(error, f"{what}.dtype", str(np.dtype(x.dtype)), f"must be {dtype_name} (cfg.dtype)")
+        if len(x.shape) != 2:
+            _refuse(error, f"{what}.shape", tuple(x.shape), "must be 2-D")
+        if isinstance(x, DeviceArray) and x.ptr % 16:
+            _refuse(error, f"{what} address", hex(x.ptr), "must be 16-byte aligned (TMA globalAddress)")
+        if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+            _refuse(error, f"{what}", "non-contiguous", "must be C-contiguous (row-major)")
+    m, k = a.shape
+    n, k2 = b.shape if b_major == "K" else b.shape[::-1]
+    if k2 != k:
+        layout = "N×K (b_major='K')" if b_major == "K" else "K×N (b_major='MN')"
+        _refuse(error, "b.shape", tuple(b.shape), f"B stored {layout} must have K={k} to match "
+                                                  f"a.shape={tuple(a.shape)}")
+    return m, n, k
+
+
+def check_out(out, m: int, n: int, odt, error: type = ValueError) -> None:
+    """``out`` is None or M×N of dtype ``odt`` at a 16-byte aligned address; raises ``error``."""
+    if out is None:
+        return
+    if tuple(out.shape) != (m, n) or np.dtype(out.dtype) != odt:
+        _refuse(error, "out", (tuple(out.shape), str(out.dtype)), f"must be {(m, n)} {odt}")
+    if getattr(out, "ptr", 0) % 16:
+        _refuse(error, "out address", hex(out.ptr), "must be 16-byte aligned")

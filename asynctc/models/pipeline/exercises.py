@@ -1,0 +1,106 @@
+"""Chapter 05's exercises (auto-checked in notebooks/05_pipelines; registered on import by
+:mod:`asynctc.models.pipeline`): the full and empty barriers' phase parity, the groups
+``wgmma.wait_group`` leaves pending, and the find-the-bug exercise over :data:`VARIANTS`."""
+
+from __future__ import annotations
+
+from ...core import exercises as _ex
+from .ring import VARIANTS, Deadlock, Mbarrier, simulate
+
+
+#: The schedule the find-the-bug exercise runs each variant on.
+BUG_HUNT = dict(stages=4, wait_pending=1, consumers=2, k_tiles=16)
+
+
+def _full_parity_hint(answer, k: int, stages: int):
+    right = _full_parity(k, stages)
+    if answer == 1 - right:
+        return ("that is the parity of the phase before: the wait names the phase it waits FOR, "
+                "the one TMA completes on this pass over the ring")
+    if answer == k % 2 and stages > 1:
+        return "a phase per pass over the ring, not per k-tile: divide k by S first"
+    if isinstance(answer, int) and answer > 1:
+        return "a parity is one bit: the pass number modulo 2"
+    return None
+
+
+@_ex.exercise("ch05.full_parity", "The parity a consumer waits on full[k % S] for k-tile k, with a ring "
+              "of S = `stages` stages.", hint=_full_parity_hint)
+def _full_parity(k: int, stages: int) -> int:
+    bar = Mbarrier(1, "full")
+    for _ in range(k // stages):                  # earlier passes over this stage completed a phase each
+        bar.arrive_expect_tx(1024)
+        bar.complete_tx(1024)
+    return next(p for p in (0, 1) if not bar.test_wait(p))     # the phase still to complete
+
+
+def _empty_parity_hint(answer, t: int, stages: int):
+    if answer == 1 - _empty_parity(t, stages):
+        if t < stages:
+            return ("on the first pass the stage is empty but no phase of empty[s] has completed: "
+                    "a fresh barrier is in phase 0, so parity 0 blocks; wait on the preceding phase")
+        return "that is the phase the consumers complete when they release THIS load: it waits forever"
+    return None
+
+
+@_ex.exercise("ch05.empty_parity", "The parity the producer waits on empty[t % S] before loading k-tile t, "
+              "with a ring of S = `stages` stages.", hint=_empty_parity_hint)
+def _empty_parity(t: int, stages: int) -> int:
+    bar = Mbarrier(1, "empty")
+    passes = t // stages                                 # the stage was filled and released this often
+    if passes == 0:
+        return next(p for p in (0, 1) if bar.test_wait(p))    # must not block on a fresh barrier
+    for _ in range(passes - 1):
+        bar.arrive()
+    return next(p for p in (0, 1) if not bar.test_wait(p))    # completes with the last release
+
+
+def _pending_hint(answer, stages: int = 4, consumers: int = 1):
+    if answer == 0:
+        return ("with 0 pending the warpgroup waits for its own wgmma before it releases a stage and "
+                "issues the next TMA: look for the gaps between the wgmma bars")
+    return None
+
+
+@_ex.exercise("ch05.groups_pending", "How many wgmma groups should wgmma.wait_group leave pending (0 or 1) "
+              "so that the math keeps going while the next stage is released and refilled?",
+              hint=_pending_hint)
+def _groups_pending(stages: int = 4, consumers: int = 1) -> int:
+    runs = {p: simulate(stages, p, consumers, 32) for p in (0, 1)}
+    return max(runs, key=lambda p: runs[p].math_fraction)
+
+
+#: The variant exercise 4 hides (chosen here so that the notebook's source does not name it).
+_MYSTERY = "arrive_count_too_big"
+
+
+def shown_variants() -> dict:
+    """:data:`VARIANTS` less the one the find-the-bug exercise hides: {name: what it breaks}."""
+    return {k: v for k, v in VARIANTS.items() if k != _MYSTERY}
+
+
+def mystery_diagnosis():
+    """The diagnosis (:class:`Deadlock` or :class:`Race`) of the hidden variant on the
+    :data:`BUG_HUNT` schedule — the find-the-bug exercise's question, without its name."""
+    return simulate(**BUG_HUNT, protocol=_MYSTERY).diagnosis
+
+
+def _bug_hint(answer, diagnosis):
+    if answer not in VARIANTS:
+        return None
+    got = simulate(**BUG_HUNT, protocol=answer).diagnosis
+    if type(got) is not type(diagnosis):
+        return f"{answer} ends in a {type(got).__name__}, the schedule shown in a {type(diagnosis).__name__}"
+    if isinstance(got, Deadlock) and (got.barrier, got.iteration) != (diagnosis.barrier, diagnosis.iteration):
+        return f"{answer} blocks on {got.barrier} at k-tile {got.iteration}; compare barrier and k-tile"
+    return "same symptom, different cause: read the `why` (how many arrivals, how many bytes)"
+
+
+@_ex.exercise("ch05.find_bug", "Which broken protocol produced this diagnosis? (a name of "
+              "asynctc.models.pipeline.VARIANTS; the check runs the model)", choices=tuple(VARIANTS),
+              hint=_bug_hint)
+def _find_bug(diagnosis) -> str:
+    hits = [v for v in VARIANTS if simulate(**BUG_HUNT, protocol=v).diagnosis == diagnosis]
+    if len(hits) != 1:
+        raise ValueError(f"diagnosis matches {len(hits)} variants: {hits}")
+    return hits[0]

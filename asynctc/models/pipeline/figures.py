@@ -1,0 +1,94 @@
+"""Chapter 05's model figures (matplotlib; data in, figure out — never measures): a schedule's
+timeline (:func:`plot_timeline`) and the depth sweep, predicted against measured
+(:func:`plot_depth_sweep`)."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from .ring import Span
+
+
+_STYLE = {  # kind: (colour, legend label)
+    "tma": ("tab:orange", "TMA in flight"),
+    "mma": ("tab:blue", "wgmma in flight (math)"),
+    "wait_full": ("tab:red", "waiting on full"),
+    "wait_empty": ("tab:purple", "waiting on empty"),
+    "release": ("black", "arrive on empty"),
+    "epilogue": ("tab:gray", "epilogue"),
+}
+
+
+def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
+                  clock_mhz: float | None = None, record=None):
+    """Gantt chart: one row per lane (tma, producer, wg0, wg1, ...), one bar per span. TMA copies
+    in flight overlap, so the tma row is split into one sub-row per stage; in the other rows waits
+    are drawn in the lower half and work (wgmma in flight, epilogue) in the upper half, because a
+    warpgroup waits on the next stage while its wgmma still runs. ``spans``: :class:`Span`
+    or plain 6-tuples (lane, kind, k, stage, start, end) in SM cycles, e.g. from the GPU trace.
+    ``clock_mhz``: label the x axis in µs at that clock instead of cycles. ``record``: its label
+    goes into the title. Returns the Figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    spans = [Span._make(s) for s in spans]
+    lanes = sorted({s.lane for s in spans},
+                   key=lambda x: ({"tma": 0, "producer": 1}.get(x, 2), len(x), x))
+    nstage = max([s.stage + 1 for s in spans if s.kind == "tma"] + [1])
+    scale = 1.0 / clock_mhz if clock_mhz else 1.0
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 0.6 + 0.55 * len(lanes)), dpi=80, layout="constrained")
+    fig = ax.figure
+    for i, lane in enumerate(lanes):
+        y = len(lanes) - 1 - i
+        for s in (s for s in spans if s.lane == lane):
+            colour = _STYLE.get(s.kind, ("tab:olive", s.kind))[0]
+            x0, w = s.start * scale, (s.end - s.start) * scale
+            if s.kind == "release":
+                ax.plot([x0, x0], [y - 0.4, y + 0.4], color=colour, lw=0.8)
+            elif s.kind == "tma":
+                h = 0.8 / nstage
+                ax.broken_barh([(x0, w)], (y - 0.4 + max(s.stage, 0) * h, h * 0.9), color=colour, alpha=0.8)
+            elif s.kind.startswith("wait"):           # waits in the lower half of the row...
+                ax.broken_barh([(x0, w)], (y - 0.4, 0.38), color=colour, alpha=0.5)
+            else:                                      # ...work in the upper half (they overlap in time)
+                ax.broken_barh([(x0, w)], (y + 0.02, 0.38), color=colour, alpha=0.9)
+    kinds = [k for k in _STYLE if any(s.kind == k for s in spans)]
+    ax.legend(handles=[Patch(color=_STYLE[k][0], label=_STYLE[k][1]) for k in kinds],
+              fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_yticks(range(len(lanes)), lanes[::-1], fontsize=8)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.set_xlabel(f"time (µs at {clock_mhz:.0f} MHz)" if clock_mhz else "time (SM cycles)")
+    ax.set_title(f"{title}\n{record.label()}" if record is not None else title, fontsize=10)
+    return fig
+
+
+def plot_depth_sweep(predicted: Sequence[dict], measured=None, title: str = "Throughput against stages",
+                     record=None):
+    """Predicted TFLOP/s against stages (rows of :func:`predict_depth_sweep`; stages that do not fit
+    in shared memory drawn hollow) and, optionally, ``measured``: {stages: TFLOP/s} or rows with
+    "stages" and "tflops" (labelled with ``record`` when given). Returns the Figure."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=80, layout="constrained")
+    xs = [r["stages"] for r in predicted]
+    ax.plot(xs, [r["tflops"] for r in predicted], color="tab:blue", ls="--", label="model (predicted)")
+    for r in predicted:
+        ax.plot([r["stages"]], [r["tflops"]], "o", color="tab:blue",
+                mfc="tab:blue" if r["fits"] else "white")
+    if any(not r["fits"] for r in predicted):
+        ax.plot([], [], "o", color="tab:blue", mfc="white",
+                label="does not fit: over 227 KiB per CTA (opt-in limit; the SM has 228 KiB)")
+    if measured:
+        pts = sorted(measured.items()) if isinstance(measured, dict) else sorted(
+            (r["stages"], r["tflops"]) for r in measured)
+        ax.plot(*zip(*pts), "s-", color="tab:green", label="measured on the GPU")
+    ax.set_xticks(xs)
+    ax.set_xlabel("stages S")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title + (f"\nmeasured points: {record.label()}" if measured and record is not None else ""),
+                 fontsize=10)
+    return fig
+
+

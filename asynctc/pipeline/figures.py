@@ -1,0 +1,119 @@
+"""Chapter 05's figures (matplotlib; data in, figure out — never measures): one CTA's trace as
+a Gantt chart (:func:`plot_trace`) and the throughput by ring depth from a ``pipeline`` record
+(:func:`plot_depth`)."""
+
+from __future__ import annotations
+
+from .config import STAGE_RANGE
+from .results import cublas_row
+from .trace import Span
+
+
+#: Colours of the span kinds in :func:`plot_trace`.
+SPAN_COLORS = {"tma": "tab:blue", "wait_empty": "tab:gray", "wait_full": "tab:red",
+               "mma": "tab:green", "release": "k", "epilogue": "tab:purple"}
+
+
+def plot_trace(trace: dict, title: str = "", record=None, k_max: int | None = None,
+               time_unit: str = "cycles"):
+    """Gantt chart of one CTA's trace: a row per lane ("tma", "wg0", "wg1"), one bar per span
+    (colour = kind, the k-tile written in the bar when wide enough), releases as ticks.
+
+    ``trace``: a :meth:`TraceResult.as_dict` (e.g. the ``cta0`` entry of a record's
+    ``traces`` row, or a decoded dump); ``k_max``: draw only k-tiles < k_max (the start of a long
+    loop is the interesting part). Returns the figure."""
+    import matplotlib.pyplot as plt
+    spans = [Span(**x) if isinstance(x, dict) else Span(*x) for x in trace["spans"]]
+    if k_max is not None:
+        spans = [s for s in spans if s.k < k_max or s.kind == "epilogue"]
+        if any(s.kind != "epilogue" for s in spans):
+            spans = [s for s in spans if s.kind != "epilogue"]
+    lanes = sorted({s.lane for s in spans}, key=lambda x: (x.split("/")[0], x.endswith("wg1"),
+                                                           not x.endswith("tma")))
+    fig, ax = plt.subplots(figsize=(11, 0.7 + 0.55 * len(lanes) * 2), dpi=80, layout="constrained")
+    rows = {}
+    for i, lane in enumerate(lanes):
+        for j, kind in enumerate(("tma", "wait_empty") if lane.endswith("tma") else
+                                 ("wait_full", "mma")):
+            rows[(lane, kind)] = 2 * i + j * 0.9
+    t_end = max((s.end for s in spans), default=1.0) or 1.0
+    stages = max(int(trace.get("stages") or 1), max((s.stage + 1 for s in spans), default=1))
+    for s in spans:
+        if s.kind == "release":
+            y = rows.get((s.lane, "mma"), 0)
+            ax.plot([s.start, s.start], [y - 0.4, y + 0.4], color="k", lw=0.8)
+            continue
+        if s.kind == "epilogue":
+            y = rows.get((s.lane, "mma"), 0)
+        else:
+            y = rows.get((s.lane, s.kind), rows.get((s.lane, "mma"), 0))
+        # spans of one row may overlap (several TMA loads in flight; with wait_group 1 two k-tiles'
+        # wgmmas): TMA bars get a sub-row per stage, wgmma bars one per k parity
+        h, dy = 0.8, 0.0
+        if s.kind == "tma":
+            h = 0.8 / stages
+            dy = -0.4 + h * (s.stage + 0.5)
+        elif s.kind == "mma":
+            h, dy = 0.4, (-0.2 if s.k % 2 == 0 else 0.2)
+        ax.barh(y + dy, max(s.end - s.start, t_end * 1e-3), left=s.start, height=h,
+                color=SPAN_COLORS.get(s.kind, "tab:orange"), alpha=0.8, edgecolor="white", lw=0.3)
+        if s.kind in ("tma", "mma") and s.end - s.start > t_end / 60 and h >= 0.2:
+            ax.text((s.start + s.end) / 2, y + dy, str(s.k), ha="center", va="center", fontsize=6)
+    ax.set_yticks(list(rows.values()), [("producer" if lane.endswith("/tma") else lane.split("/")[1])
+                                        + f" {kind}" for lane, kind in rows])
+    ax.set_xlabel(f"SM clock {time_unit} since the CTA's first event")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in SPAN_COLORS.values()]
+    ax.legend(handles, list(SPAN_COLORS), fontsize=7, ncol=6, loc="lower center",
+              bbox_to_anchor=(0.5, 1.0), frameon=False)
+    ax.invert_yaxis()
+    t = title or (f"{trace.get('stages', '?')} stages, wait_group {trace.get('wait_pending', '?')}, "
+                  f"{trace.get('k_tiles', '?')} k-tiles")
+    ax.set_title(t + (f"\n{record.label()}" if record is not None else ""), fontsize=10, pad=22)
+    return fig
+
+
+#: Markers and line styles of the tiles in :func:`plot_depth` (a /2cta variant shares its base
+#: tile's colour, with hollow markers and a dashed line, so that it is not hidden under it).
+_TILE_MARKERS = {"128x128x64/c1": "o", "128x128x64/c2": "s", "128x256x64/c2": "D", "256x128x64/c2": "^"}
+
+
+def plot_depth(results: dict, dtype: str = "float16", record=None):
+    """TFLOP/s against the number of stages: one panel per GEMM size, one line per tile (distinct
+    marker and colour; a ``/2cta`` variant — launch bounds asking for two resident CTAs per SM — in
+    its base tile's colour, hollow markers, dashed), the panel's cuBLAS (``dtype``, that size) as a
+    labelled horizontal line — from a ``pipeline`` record's results. Returns the figure."""
+    import matplotlib.pyplot as plt
+    sizes = sorted({r["size"] for r in results["sweep"]})
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5.2 * len(sizes) + 2.2, 4.2), dpi=80,
+                             layout="constrained", sharey=True, squeeze=False)
+    bases = sorted({r["tile"].split("/2cta")[0] for r in results["sweep"] if r["kernel"] == "pipeline"})
+    colour = {b: f"C{j}" for j, b in enumerate(bases)}
+    for ax, size in zip(axes[0], sizes):
+        tiles = sorted({r["tile"] for r in results["sweep"] if r["kernel"] == "pipeline"
+                        and r["size"] == size and r["dtype"] == dtype})
+        for tile in tiles:
+            base = tile.split("/2cta")[0]
+            two = tile.endswith("/2cta")
+            pts = sorted((r["stages"], r["tflops"]) for r in results["sweep"]
+                         if r["kernel"] == "pipeline" and r["size"] == size and r["dtype"] == dtype
+                         and r["tile"] == tile)
+            ax.plot(*zip(*pts), marker=_TILE_MARKERS.get(base, "v"), ms=8 if two else 5,
+                    mfc="white" if two else colour[base], mew=1.5, ls="--" if two else "-",
+                    color=colour[base], label=tile + (" (2 CTAs/SM asked)" if two else ""))
+        cb = cublas_row(results, dtype, size)
+        if cb:
+            ax.axhline(cb["tflops"], color="k", ls=":", lw=1.2,
+                       label=f"cuBLAS {dtype}: {cb['tflops']:.0f}")
+            ax.annotate(f"cuBLAS {dtype} {size}³", (1, cb["tflops"]), xytext=(0, 3),
+                        textcoords="offset points", fontsize=7)
+        ax.set_xlabel("stages in the ring")
+        ax.set_xticks(list(STAGE_RANGE))
+        ax.set_title(f"{size}³", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("TFLOP/s")
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    axes[0][-1].legend(handles, [lab.split(":")[0] if lab.startswith("cuBLAS") else lab for lab in labels],
+                       fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"Pipelined TMA + wgmma GEMM, {dtype}: throughput by ring depth" +
+                 (f"\n{record.label()}" if record is not None else ""), fontsize=10)
+    return fig
