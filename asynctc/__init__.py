@@ -40,7 +40,7 @@ def __getattr__(name):
     # asynctc.matmul, the public GEMM, imported on first use: `import asynctc` stays light (the
     # chapter modules load only when a chapter or the GEMM is used)
     if name == "matmul":
-        from .warp_specialization import matmul
+        from .gemm import matmul
         return matmul
     raise AttributeError(f"module 'asynctc' has no attribute {name!r}")
 

@@ -7,7 +7,8 @@ kernel's speed is never recorded), ``summarize(record)`` prints a ratio table ag
 timed in the same run. :func:`run_suite` wraps a suite with provenance
 (:func:`asynctc.core.records.measure`) and saves it. Suites never assert on timings.
 A module may define several: :mod:`asynctc.warp_specialization` has "warp_specialization" (the
-chapter 06 ladder) and "matmul" (:func:`asynctc.matmul`'s checks and its timings beside cuBLAS;
+chapter 06 ladder) and "ws_limit" (what limits its top rung; ``tools/gpu_ch06_limit.py``);
+:mod:`asynctc.gemm` has "matmul" (:func:`asynctc.matmul`'s checks and its timings beside cuBLAS;
 ``tools/gpu_matmul.py``).
 """
 
@@ -19,7 +20,8 @@ from .core import records, runtime
 
 #: The chapter modules, in course order; each may define ``SUITES``.
 CHAPTER_MODULES = ("asynctc.why_async", "asynctc.mma_sync", "asynctc.cp_async", "asynctc.tma",
-                   "asynctc.wgmma", "asynctc.wgmma_peak", "asynctc.pipeline", "asynctc.warp_specialization", "asynctc.fp8", "asynctc.swizzle",
+                   "asynctc.wgmma", "asynctc.wgmma_peak", "asynctc.pipeline",
+                   "asynctc.warp_specialization", "asynctc.gemm", "asynctc.fp8", "asynctc.swizzle",
                    "asynctc.tcgen05")
 
 SUITES: dict = {}

@@ -441,7 +441,8 @@ def _fits(cfg, stages):
 def test_shape_config_pairs_only_an_even_number_of_tile_rows():
     c = fp8.fp8_shape_config(640, 8192, 1024, sm_count=132)      # 5 rows × 64 columns of 128
     assert (c.bm, c.bn, c.cluster) == (128, 128, 1)
-    assert W.matmul_config(640, 8192, 1024, "float16", "NxK", sm_count=132).cluster == 2  # EDGES
+    from asynctc import gemm as G
+    assert G.matmul_config(640, 8192, 1024, "float16", "NxK", sm_count=132).cluster == 2  # EDGES
     assert fp8.fp8_shape_config(768, 8192, 1024, sm_count=132).cluster == 2
 
 
@@ -540,7 +541,7 @@ def _fake_gpu(monkeypatch):
     monkeypatch.setattr(runtime, "launch", _emulate)
     monkeypatch.setattr(runtime, "check_launch", lambda *a, **k: None)
     monkeypatch.setattr(runtime, "device_info", lambda: None)
-    monkeypatch.setattr(W, "DeviceArray", FakeArray)
+    monkeypatch.setattr(W.launch, "DeviceArray", FakeArray)      # WSGemm's buffers
     monkeypatch.setattr(memory, "DeviceArray", FakeArray)
     monkeypatch.setattr(tma, "tensor_map_for_tile", lambda arr, tile, **k: ((arr, tile), None))
     monkeypatch.setattr(bench, "time_gpu", lambda fn, **k: (fn(), _FakeTiming())[1])

@@ -1,6 +1,8 @@
-"""tools/gpu_ch06_limit.py (chapter 06's limit under Nsight Compute), proven on the CPU: it stops
-with exit 2 and one line without a live sm_90a GPU, compiles the configurations it will time,
-attributes ncu's launches to ours / cuBLAS per size, and prints its summary from a record."""
+"""The ``ws_limit`` suite (asynctc.warp_specialization.limit_suite) and its run script
+tools/gpu_ch06_limit.py (chapter 06's limit under Nsight Compute), proven on the CPU: the script
+stops with exit 2 and one line without a live sm_90a GPU; the suite compiles the configurations it
+will time, attributes ncu's launches to ours / cuBLAS per size, and prints its summary from a
+record."""
 import subprocess
 import sys
 import types
@@ -8,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from asynctc import suites
 from asynctc import warp_specialization as W
 from asynctc.core import runtime
+from asynctc.warp_specialization import limit_suite as LS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "gpu_ch06_limit.py"
@@ -26,6 +30,22 @@ def _load() -> types.ModuleType:
         sys.path.remove(str(SCRIPT.parent))
 
 
+def test_the_suite_is_in_the_package_and_the_script_runs_it():
+    """The measurement lives in the package (a suite, never plotting); the script is a thin run
+    script around it (Nsight Compute first, then the suite's measure and summary)."""
+    assert suites.SUITES["ws_limit"] == (LS.measure_limit, LS.summarize_limit, "sm_90a")
+    import ast
+    tree = ast.parse(Path(LS.__file__).read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in n.names} | {n.module or "" for n in ast.walk(tree)
+                                     if isinstance(n, ast.ImportFrom)}
+    assert not any("matplotlib" in m or m == "plots" or "figures" in m for m in imported), imported
+    tool = _load()
+    assert tool.LS is LS and not hasattr(tool, "measure") and not hasattr(tool, "METRICS")
+    src = SCRIPT.read_text()
+    assert "LS.measure_limit(" in src and "LS.summarize_limit" in src and "LS.ncu_child()" in src
+
+
 def test_exits_2_without_a_gpu(tmp_path):
     if runtime.runs_live("sm_90a"):
         pytest.skip("a live sm_90a GPU is here: the script would run")
@@ -36,7 +56,7 @@ def test_exits_2_without_a_gpu(tmp_path):
 
 
 def test_configs_are_rung_7_with_the_raster_width():
-    L = _load()
+    L = LS
     base = W.RUNG_BY_NAME["tma_store"].make("float16")
     assert L.top(8) == base                      # the ladder's top rung is group_m 8
     for g in set(L.GROUPS) | set(L.NCU_GROUPS):
@@ -48,7 +68,7 @@ def test_configs_are_rung_7_with_the_raster_width():
 
 
 def test_ncu_launches_are_attributed_per_size():
-    L = _load()
+    L = LS
     ms = ["gpu__time_duration.sum"]
     ours = {"Kernel Name": "gemm_warp_specialized", ms[0]: 10.0}
     rows = [{"Kernel Name": "fill_kernel", ms[0]: 1.0}]                    # before ours: dropped
@@ -64,7 +84,7 @@ def test_ncu_launches_are_attributed_per_size():
 
 
 def test_summary_from_a_record():
-    L = _load()
+    L = LS
     ncu = {"available": True, "kernels": L.attribute(
         [{"Kernel Name": "gemm_warp_specialized", "gpu__time_duration.sum": 180000.0,
           "launch__cluster_dim_x": 2.0, "launch__cluster_dim_y": 1.0}] * len(L.NCU_GROUPS)
@@ -82,15 +102,16 @@ def test_summary_from_a_record():
     assert s8["tflops"] == 753.0 and s8["of_cublas"] == 753.0 / 760.0     # medians, not means
     assert abs(s8["clock_of_cublas"] - 1600 / 1650) < 1e-12
     rec = types.SimpleNamespace(results=res, label=lambda: "NVIDIA H200 · test")
-    text = L.summarize(rec)
+    text = L.summarize_limit(rec)
     assert "nvjet_x" in text and "180.0" in text and "2x1" in text and "group_m=16" in text
     assert f"{753 / 760:.3f} of cuBLAS" in text
     rec.results = {**res, "ncu": {"available": False, "why": "--no-ncu"}}
-    assert "ncu: not used (--no-ncu)" in L.summarize(rec)
+    assert "ncu: not used (--no-ncu)" in L.summarize_limit(rec)
 
 
 def test_compiles_for_sm90a():
-    L = _load()
+    L = LS
+    assert [j[2]["GROUP_M"] for j in L.limit_jobs()] == [4, 4, 8, 8, 16, 16, 32, 32]
     ck = W.compile_ws(L.top(16))
     assert ck.resources.registers > 0
 

@@ -1,4 +1,4 @@
-"""asynctc.matmul — chapter 06's top rung for any shape (the EDGES build of
+"""asynctc.matmul (asynctc.gemm) — chapter 06's top rung for any shape (the EDGES build of
 kernels/warp_specialization.cu). CPU: every validation error (field, value, rule), the config
 choices, the pitched-upload layout, the EDGES builds compile to sm_90a with every rung's features
 while the ladder's cubins stay byte-identical, and a dry run of matmul and of the "matmul" suite
@@ -17,7 +17,9 @@ import pytest
 
 import asynctc
 from asynctc import pipeline as P
+from asynctc import gemm as G
 from asynctc import warp_specialization as W
+from asynctc.warp_specialization import launch as WL
 from asynctc.core import bench, checks, records, runtime, sass
 
 from fakes import FakeArray
@@ -74,42 +76,76 @@ def test_device_rows_must_be_tma_aligned_and_the_message_says_pad_on_the_host():
     globalStrides multiple of 16); the error names field, value, rule and the way out."""
     a = FakeArray(np.ones((3, 7), np.float16))
     with pytest.raises(W.WarpSpecializationError) as e:
-        W.check_tma_rows(a, "a")
+        G.check_tma_rows(a, "a")
     msg = str(e.value)
     assert msg.startswith("a.shape[1]=7: rows of 7 × 2 = 14 bytes")
     assert "multiple of 16 bytes" in msg and "cuTensorMapEncodeTiled" in msg
     assert "pass a numpy array to have it padded" in msg and "multiple of 8 elements" in msg
-    W.check_tma_rows(FakeArray(np.ones((1, 7), np.float16)), "a")   # one row: no pitch used
-    W.check_tma_rows(FakeArray(np.ones((3, 8), np.float16)), "a")
+    G.check_tma_rows(FakeArray(np.ones((1, 7), np.float16)), "a")   # one row: no pitch used
+    G.check_tma_rows(FakeArray(np.ones((3, 8), np.float16)), "a")
     bad = FakeArray(np.ones((3, 8), np.float16))
     bad.ptr = 0x1008
     with pytest.raises(W.WarpSpecializationError, match="a address='0x1008': TMA needs a 16-byte"):
-        W.check_tma_rows(bad, "a")
+        G.check_tma_rows(bad, "a")
 
 
 def test_device_operands_are_checked_in_matmul(monkeypatch):
-    monkeypatch.setattr(W, "DeviceArray", FakeArray)
+    monkeypatch.setattr(G.plan, "DeviceArray", FakeArray)      # the plan's operand type check
     a, b = FakeArray(np.ones((3, 7), np.float16)), FakeArray(np.ones((7, 8), np.float16))
     with pytest.raises(W.WarpSpecializationError, match=r"a.shape\[1\]=7: .*padded"):
-        W.MatmulPlan(a, b)
+        G.MatmulPlan(a, b)
 
 
 def test_edge_operands_check_out_and_shapes():
-    cfg = W.matmul_config(3, 5, 8, "float16", "KxN")
+    cfg = G.matmul_config(3, 5, 8, "float16", "KxN")
     a, b = FakeArray(np.ones((3, 8), np.float16)), FakeArray(np.ones((8, 8), np.float16))
     with pytest.raises(W.WarpSpecializationError, match=r"b.shape=\(16, 8\): B stored K×N must"):
-        W.check_edge_operands(a, FakeArray(np.ones((16, 8), np.float16)), cfg, None)
+        G.check_edge_operands(a, FakeArray(np.ones((16, 8), np.float16)), cfg, None)
     with pytest.raises(W.WarpSpecializationError, match=r"out=\(\(3, 7\), 'float16'\)"):
-        W.check_edge_operands(a, b, cfg, FakeArray(np.ones((3, 7), np.float16)))
-    assert W.check_edge_operands(a, b, cfg, None) == (3, 8, 8, 8)
-    out = W.Pitched(FakeArray(np.ones((3, 16), np.float16)), 3, 8)
-    assert W.check_edge_operands(a, b, cfg, out) == (3, 8, 8, 16)
+        G.check_edge_operands(a, b, cfg, FakeArray(np.ones((3, 7), np.float16)))
+    assert G.check_edge_operands(a, b, cfg, None) == (3, 8, 8, 8)
+    out = G.Pitched(FakeArray(np.ones((3, 16), np.float16)), 3, 8)
+    assert G.check_edge_operands(a, b, cfg, out) == (3, 8, 8, 16)
     with pytest.raises(W.WarpSpecializationError, match=r"K=2147483648: must be in 1 .. 2\^31 - 1"):
         W.check_shapes(1, 1, 2**31, cfg)
 
 
+def test_chapter_06_launch_refuses_the_edges_build_and_the_gemm_takes_only_it():
+    """WSGemm (chapter 06) launches the exact builds; the EDGES build's operands are the GEMM's
+    (EdgeGemm), and each refuses the other's config, naming where to go."""
+    cfg = G.matmul_config(3, 5, 8, "float16", "KxN", sm_count=132)
+    a, b = FakeArray(np.ones((3, 8), np.float16)), FakeArray(np.ones((8, 8), np.float16))
+    with pytest.raises(W.WarpSpecializationError, match=r"^cfg.edges=True: .*asynctc.gemm.EdgeGemm"):
+        W.WSGemm(cfg, a, b)
+    with pytest.raises(W.WarpSpecializationError, match=r"^cfg.edges=False: EdgeGemm launches"):
+        G.EdgeGemm(cfg.replace(edges=False), a, b)
+
+
+def test_b_layout_is_checked_once_by_one_rule(monkeypatch):
+    """One function holds the b_layout rule (gemm.b_major_of); a matmul call checks it once, and
+    matmul and matmul_config refuse a bad one with the same message."""
+    seen, real = [], G.config.b_major_of
+
+    def counting(b_layout):
+        seen.append(b_layout)
+        return real(b_layout)
+    for mod in (G.config, G.plan):
+        monkeypatch.setattr(mod, "b_major_of", counting)
+    monkeypatch.setattr(runtime, "runs_live", lambda arch="sm_90a": False)
+    with pytest.raises(runtime.NoGPUError):         # valid: checked, configured, then no GPU here
+        G.MatmulPlan(_h((7, 16)), _h((16, 5)))
+    assert seen == ["KxN"]
+    msgs = []
+    for call in (lambda: G.matmul(_h((3, 4)), _h((4, 5)), b_layout="T"),
+                 lambda: G.matmul_config(3, 5, 4, "float16", "T")):
+        with pytest.raises(W.WarpSpecializationError) as e:
+            call()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] and msgs[0].startswith("b_layout='T': one of ['KxN', 'NxK']")
+
+
 def test_empty_problems_launch_nothing(monkeypatch):
-    monkeypatch.setattr(W, "WSGemm", None)               # any launch attempt would fail
+    monkeypatch.setattr(G.plan, "EdgeGemm", None)        # any launch attempt would fail
     r = asynctc.matmul(_h((0, 4)), _h((4, 6)))
     assert r.shape == (0, 6) and r.dtype == np.float16
     r = asynctc.matmul(_h((3, 4), BF16), _h((0, 4), BF16), b_layout="NxK")
@@ -123,14 +159,14 @@ def test_empty_problems_launch_nothing(monkeypatch):
 # ---- config choice (CPU) ------------------------------------------------------------------------------
 
 def test_matmul_config_is_the_top_rung_correct_for_the_b_layout():
-    nk = W.matmul_config(4096, 4096, 4096, "float16", "NxK", sm_count=132)
+    nk = G.matmul_config(4096, 4096, 4096, "float16", "NxK", sm_count=132)
     assert nk == W.RUNGS[-1].make("float16").replace(edges=True)         # rung 8 + EDGES
-    kn = W.matmul_config(4096, 4096, 4096, "bfloat16", "KxN", sm_count=132)
+    kn = G.matmul_config(4096, 4096, 4096, "bfloat16", "KxN", sm_count=132)
     # cluster + MN-major B since the descriptor-address fix: the top rung for both layouts
     assert kn == W.RUNGS[-1].make("bfloat16").replace(b_major="MN", edges=True)
-    f32 = W.matmul_config(4096, 4096, 4096, "float16", "NxK", out_dtype="float32", sm_count=132)
+    f32 = G.matmul_config(4096, 4096, 4096, "float16", "NxK", out_dtype="float32", sm_count=132)
     assert not f32.tma_store and f32.cluster == 2 and f32.out_dtype == "float32"
-    odd = W.matmul_config(4096, 4095, 4096, "float16", "NxK", c_rows_aligned=False, sm_count=132)
+    odd = G.matmul_config(4096, 4095, 4096, "float16", "NxK", c_rows_aligned=False, sm_count=132)
     assert not odd.tma_store
 
 
@@ -139,7 +175,7 @@ def test_matmul_config_is_the_top_rung_correct_for_the_b_layout():
     (256, 8192, 128, 128, 2), (1024, 8192, 128, 256, 2), (8192, 8192, 128, 256, 2),
     (1000, 1000, 128, 64, 2), (4095, 4095, 128, 256, 2)])
 def test_matmul_config_tiles_thin_and_short_problems(m, n, bm, bn, consumers):
-    c = W.matmul_config(m, n, 8192, "float16", "NxK", sm_count=132)
+    c = G.matmul_config(m, n, 8192, "float16", "NxK", sm_count=132)
     assert (c.bm, c.bn, c.consumers) == (bm, bn, consumers)
     assert c.edges and c.persistent and c.setmaxnreg == (consumers == 2)
     assert c.cluster == (2 if -(-m // bm) >= 2 and bn >= 128 else 1)
@@ -159,18 +195,18 @@ def _fits(cfg, stages):
 
 def test_matmul_config_refuses_bad_arguments():
     with pytest.raises(W.WarpSpecializationError, match="b_layout='T'"):
-        W.matmul_config(8, 8, 8, "float16", "T")
+        G.matmul_config(8, 8, 8, "float16", "T")
     with pytest.raises(W.WarpSpecializationError, match="dtype='float32'"):
-        W.matmul_config(8, 8, 8, "float32", "KxN")
+        G.matmul_config(8, 8, 8, "float32", "KxN")
     with pytest.raises(W.WarpSpecializationError, match="M=0"):
-        W.matmul_config(0, 8, 8, "float16", "KxN")
+        G.matmul_config(0, 8, 8, "float16", "KxN")
 
 
 def test_tile_counts_round_up_to_whole_clusters():
-    c = W.matmul_config(129, 4097, 65, "float16", "NxK", sm_count=4)
+    c = G.matmul_config(129, 4097, 65, "float16", "NxK", sm_count=4)
     assert c.cluster == 2 and (c.bm, c.bn) == (128, 256)
     assert W.tile_counts(c, 129, 4097, 65) == (2, 17, 2)
-    c = W.matmul_config(300, 4097, 65, "float16", "NxK", sm_count=4)
+    c = G.matmul_config(300, 4097, 65, "float16", "NxK", sm_count=4)
     assert W.tile_counts(c, 300, 4097, 65) == (4, 17, 2)        # 3 tile rows → 2 clusters
     assert W.grid_size(c, 300, 4097, sm_count=1000) == 4 * 17
     ladder = W._ws2("float16")
@@ -183,17 +219,17 @@ def test_tile_counts_round_up_to_whole_clusters():
                                                     (1000, 2, 1000), (4095, 2, 4096), (1, 4, 4),
                                                     (129, 4, 132)])
 def test_row_pitch_is_16_bytes(cols, itemsize, pitch):
-    assert W.row_pitch(cols, itemsize) == pitch and pitch * itemsize % 16 == 0
+    assert G.row_pitch(cols, itemsize) == pitch and pitch * itemsize % 16 == 0
 
 
 def test_pitched_host_layout(rng):
     x = rng.standard_normal((5, 7)).astype(np.float16)
-    p = W.pitched_host(x)
+    p = G.pitched_host(x)
     assert p.shape == (5, 8) and p.flags.c_contiguous
     np.testing.assert_array_equal(p[:, :7], x)
     assert not p[:, 7:].any()                           # zeros in the padding, never read
     y = rng.standard_normal((4, 16)).astype(BF16)[:, ::2]   # not contiguous, rows of 16 bytes
-    q = W.pitched_host(y)
+    q = G.pitched_host(y)
     assert q.shape == (4, 8) and q.flags.c_contiguous and (q == y).all()
 
 
@@ -202,11 +238,11 @@ def test_pitched_host_layout(rng):
 def _edge_configs():
     """The configs matmul picks for its checks and timed shapes, plus every rung's features with
     EDGES (cluster, tma_store, persistent, fp32 register epilogue, both B layouts)."""
-    out = {W.case_config(c): 1 for c in W.matmul_cases()}
+    out = {G.case_config(c): 1 for c in G.matmul_cases()}
     for dt in W.DTYPES:
         for shp in ((4096,) * 3,) + W.NONSQUARE_SHAPES:
-            for bl in W.B_LAYOUTS:
-                out[W.matmul_config(*shp, dt, bl, sm_count=132)] = 1
+            for bl in G.B_LAYOUTS:
+                out[G.matmul_config(*shp, dt, bl, sm_count=132)] = 1
         out[W._cluster(dt).replace(edges=True, out_dtype="float32")] = 1
         out[W._ws(dt).replace(edges=True, b_major="MN", out_dtype="float32")] = 1
     return list(out)
@@ -267,7 +303,7 @@ def test_ladder_cubins_are_byte_identical_to_before_edges():
 
 def _host(x):
     """The logical matrix a tensor map / pointer argument describes (FakeArray or Pitched)."""
-    if isinstance(x, W.Pitched):
+    if isinstance(x, G.Pitched):
         return x.array.h[:x.rows, :x.cols]
     return x.h
 
@@ -315,11 +351,17 @@ def _fake_compile(cfgs):
 def emulated(monkeypatch):
     import test_suites
     compiled = []
-    monkeypatch.setattr(W, "DeviceArray", FakeArray)
+    # each module that makes device arrays or tensor maps, or compiles, gets the stand-in: chapter
+    # 06's launch (WSGemm), the GEMM's modules, and the package name chapter 07 calls (W.compile_ws)
+    for mod in (WL, G.operands, G.plan, G.cases, G.suite):
+        monkeypatch.setattr(mod, "DeviceArray", FakeArray)
     monkeypatch.setattr(checks, "DeviceArray", FakeArray)
-    monkeypatch.setattr(W, "compile_ws", _fake_compile(compiled))
-    monkeypatch.setattr(W, "_tile_map", lambda x, tile: ("map", x, tile))
-    monkeypatch.setattr(W, "max_active_clusters", lambda *a, **k: None)
+    fake_compile = _fake_compile(compiled)
+    monkeypatch.setattr(WL, "compile_ws", fake_compile)
+    monkeypatch.setattr(W, "compile_ws", fake_compile)
+    for mod in (WL, G.operands):
+        monkeypatch.setattr(mod, "_tile_map", lambda x, tile: ("map", x, tile))
+    monkeypatch.setattr(WL, "max_active_clusters", lambda *a, **k: None)
     monkeypatch.setattr(runtime, "launch", emulate_edges)
     monkeypatch.setattr(runtime, "runs_live", lambda arch="sm_90a": True)
     monkeypatch.setattr(runtime, "check_launch", lambda *a, **k: None)
@@ -337,15 +379,15 @@ def emulated(monkeypatch):
     return compiled
 
 
-@pytest.mark.parametrize("case", [c for c in W.matmul_cases() if c["m"] * c["n"] * c["k"] < 2e8],
+@pytest.mark.parametrize("case", [c for c in G.matmul_cases() if c["m"] * c["n"] * c["k"] < 2e8],
                          ids=lambda c: f"{c['m']}x{c['n']}x{c['k']}-{c['dtype']}-{c['b_layout']}"
                                        f"-{c['out_dtype']}-{c['operands']}")
 def test_matmul_dry_run_gives_the_float64_answer(emulated, case, rng):
     """The host side (padding, pitches, ldc, tensor-map dims, grid, result slicing) with the
     kernel emulated: any plumbing mistake shows up as a wrong or unwritten element."""
-    c = W.check_matmul_case(case, rng)
+    c = G.check_matmul_case(case, rng)
     assert c.passed, c.as_dict()
-    assert emulated and emulated[-1] == W.case_config(case)
+    assert emulated and emulated[-1] == G.case_config(case)
 
 
 def test_dry_run_catches_an_unwritten_element(emulated, monkeypatch, rng):
@@ -355,20 +397,20 @@ def test_dry_run_catches_an_unwritten_element(emulated, monkeypatch, rng):
         out, n, ldc = args[3], int(args[5]), int(args[12])
         out.h.reshape(-1)[n - 1::ldc][:int(args[4])] = np.nan
     monkeypatch.setattr(runtime, "launch", skip_last)
-    c = W.check_matmul_case(dict(m=7, n=7, k=7, dtype="float16", b_layout="KxN",
+    c = G.check_matmul_case(dict(m=7, n=7, k=7, dtype="float16", b_layout="KxN",
                                  out_dtype="float16", operands="host"), rng)
     assert not c.passed and c.unwritten == 7
 
 
 def test_matmul_suite_dry_run(emulated, monkeypatch):
-    monkeypatch.setattr(W, "matmul_cases", lambda: [
+    monkeypatch.setattr(G.suite, "matmul_cases", lambda: [
         dict(m=129, n=7, k=70, dtype="float16", b_layout="KxN", out_dtype="float16",
              operands="host"),
         dict(m=129, n=7, k=136, dtype="bfloat16", b_layout="NxK", out_dtype="float32",
              operands="device")])
-    monkeypatch.setattr(W, "EDGES_COST_SIZE", 128)
+    monkeypatch.setattr(G.suite, "EDGES_COST_SIZE", 128)
     monkeypatch.setattr(checks, "FULL_CHECK_MAX", 64)
-    r = W.measure_matmul(sizes=(128,), nonsquare=((64, 256, 128),))
+    r = G.measure_matmul(sizes=(128,), nonsquare=((64, 256, 128),))
     assert [c["passed"] for c in r["checks"]] == [True, True]
     mm = [x for x in r["rows"] if x["kernel"] == "matmul"]
     assert len(mm) == 2 * 2 * 2 and all(x["rel_err_rows"]["passed"] for x in mm)
@@ -376,24 +418,24 @@ def test_matmul_suite_dry_run(emulated, monkeypatch):
     assert len(r["edges_cost"]) == 4 and all("edges_cost" in x for x in r["edges_cost"])
     assert any(not c.edges for c in emulated) and any(c.edges for c in emulated)
     rec = records.Record("matmul", {"gpu": "emulated", "date": "2026-12-01"}, r, live=True)
-    text = W.summarize_matmul(rec)
+    text = G.summarize_matmul(rec)
     assert "EDGES cost 128³ float16 B:NxK" in text and "64×256×128" in text
     assert text.splitlines()[-1].startswith("64×256×128")
 
 
 def test_matmul_suite_is_registered():
     from asynctc import suites
-    assert suites.SUITES["matmul"] == (W.measure_matmul, W.summarize_matmul, "sm_90a")
+    assert suites.SUITES["matmul"] == (G.measure_matmul, G.summarize_matmul, "sm_90a")
 
 
 # ---- GPU ----------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", W.matmul_cases(),
+@pytest.mark.parametrize("case", G.matmul_cases(),
                          ids=lambda c: f"{c['m']}x{c['n']}x{c['k']}-{c['dtype']}-{c['b_layout']}"
                                        f"-{c['out_dtype']}-{c['operands']}")
 def test_matmul_matches_float64(case, rng):
-    c = W.check_matmul_case(case, rng)
+    c = G.check_matmul_case(case, rng)
     assert c.passed, c.as_dict()
 
 
@@ -416,6 +458,6 @@ def test_matmul_without_a_gpu_says_what_it_needs():
         pytest.skip("this machine has an sm_90 GPU")
     a = np.ones((7, 16), np.float16) * np.float16(0.5)
     with pytest.raises(runtime.NoGPUError, match=r"asynctc.matmul runs on a Hopper GPU \(sm_90"):
-        W.matmul(a, a.T.copy())
+        G.matmul(a, a.T.copy())
     with pytest.raises(W.WarpSpecializationError, match="b.dtype"):
-        W.matmul(a, a.T.astype(np.float32))
+        G.matmul(a, a.T.astype(np.float32))

@@ -324,6 +324,42 @@ def test_suite_is_registered():
     from asynctc import suites
     assert "warp_specialization" in suites.SUITES
     assert "asynctc.warp_specialization" in suites.CHAPTER_MODULES
+    assert suites.SUITES["ws_limit"] == (W.measure_limit, W.summarize_limit, "sm_90a")
+    assert suites.CHAPTER_MODULES.index("asynctc.gemm") == \
+        suites.CHAPTER_MODULES.index("asynctc.warp_specialization") + 1
+
+
+def test_package_files_are_named_in_its_docstring_and_never_import_later_chapters():
+    """Chapter 06 is a package whose docstring names each of its files (and lists the 8 rungs of
+    RUNGS); no file of it imports the GEMM built on it (asynctc.gemm) or chapter 07
+    (asynctc.fp8), not even lazily inside a function."""
+    import ast
+    from pathlib import Path
+    pkg = Path(W.__file__).parent
+    files = sorted(p.name for p in pkg.glob("*.py") if p.name != "__init__.py")
+    assert files and all(f"``{f}``" in W.__doc__ for f in files), files
+    assert len(W.RUNGS) == 8 and all(f"{r.number}. ``{r.name}``" in W.__doc__ for r in W.RUNGS)
+    for path in pkg.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        assert ast.get_docstring(tree), path.name
+        for node in ast.walk(tree):
+            names = ([node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if isinstance(node, ast.ImportFrom) and node.level:
+                names += [a.name for a in node.names]
+            for name in names:
+                assert not any(part in ("gemm", "fp8") for part in name.split(".")), \
+                    f"{path.name} imports {name}"
+
+
+def test_verify_leaves_fp8_configs_to_chapter_07():
+    """An fp8 config is refused by chapter 06's verify (before anything reaches the GPU), naming
+    the function that checks it: asynctc.fp8.verify_fp8."""
+    cfg = W.WSConfig(dtype="float8_e4m3fn")
+    with pytest.raises(W.WarpSpecializationError,
+                       match=r"^cfg.dtype='float8_e4m3fn': .*asynctc\.fp8\.verify_fp8"):
+        W.verify(cfg, 256, 256, 128)
 
 
 def test_ladder_rows_pick_the_fastest_tile_and_ratio():
@@ -374,7 +410,7 @@ def test_protocol_reader_refuses_an_ambiguous_source(monkeypatch):
     text = W.source()
     bad = text.replace("release(empty0 + 8 * prev);", "release(full0 + 8 * prev);", 1)
     assert bad != text
-    monkeypatch.setattr(W, "source", lambda: bad)
+    monkeypatch.setattr(W.figures, "source", lambda: bad)      # what protocol_from_source reads
     with pytest.raises(ValueError, match="consumer release"):
         W.protocol_from_source()
 
@@ -747,8 +783,9 @@ def test_shape_tile_thin_m_and_wave_fill(m, n, sm, bm, consumers, bn, cluster):
                                      (1000, 1000, 64), (129, 4097, 65), (4096, 4096, 4096),
                                      (3, 5, 8)])
 def test_matmul_config_takes_its_tile_from_shape_tile(m, n, k):
+    from asynctc import gemm as G
     for dt in W.DTYPES:
-        c = W.matmul_config(m, n, k, dt, "NxK", sm_count=132)
+        c = G.matmul_config(m, n, k, dt, "NxK", sm_count=132)
         assert W.shape_tile(m, n, 132) == {"bm": c.bm, "consumers": c.consumers, "bn": c.bn,
                                            "cluster": c.cluster}
 

@@ -7,7 +7,7 @@ Run from the repository root on an sm_90 machine (about 1-2 minutes on an H200):
                                                      #     (copied to $OUT)
     python tools/gpu_matmul.py --quick               # compile + checks only
 
-In order (asynctc.warp_specialization.measure_matmul, the "matmul" suite): (1) every
+In order (asynctc.gemm.measure_matmul, the "matmul" suite): (1) every
 configuration matmul picks for the checks and the timed shapes, and the EDGES-off twins, compiled
 in parallel (runtime.precompile); (2) every case of matmul_cases() — awkward shapes from
 {1, 7, 129, 1000, 4095}, fp16 and bf16, B K×N and N×K, fp32 and input-dtype outputs, the small
@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
 from gpu_common import parser, record_suite, start  # noqa: E402
-from asynctc import warp_specialization as W  # noqa: E402
+from asynctc import gemm as G  # noqa: E402
 
 
 def main() -> int:
@@ -40,7 +40,7 @@ def main() -> int:
     kw = dict(progress=say, reps=args.reps)
     if args.quick:
         kw.update(sizes=(), nonsquare=())
-    return record_suite("matmul", lambda: W.measure_matmul(**kw), W.summarize_matmul, out_dir, say,
+    return record_suite("matmul", lambda: G.measure_matmul(**kw), G.summarize_matmul, out_dir, say,
                         save=args.record and not args.quick)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from asynctc.core import bench, exercises, notebook, records, runtime
+from asynctc import gemm as G
 from asynctc import pipeline as pl
 from asynctc import warp_specialization as W
 from asynctc.models import pipeline as mp
@@ -899,7 +900,7 @@ for args, kw in (((a_demo, rng_demo.standard_normal((72, 30)).astype(np.float16)
                  ((a_demo, rng_demo.standard_normal((64, 30)).astype(np.float32)), {}),
                  ((a_demo, rng_demo.standard_normal((30, 64)).astype(np.float16)), {"b_layout": "N×K"})):
     try:
-        W.matmul(*args, **kw)
+        G.matmul(*args, **kw)
     except W.WarpSpecializationError as refused:
         print(f"{type(refused).__name__}: {refused}")
 
@@ -914,11 +915,11 @@ for args, kw in (((a_demo, rng_demo.standard_normal((72, 30)).astype(np.float16)
 mrec = records.load("matmul")
 mres = mrec.results
 if runtime.runs_live("sm_90a"):
-    LIVE_CASES = [c for c in W.matmul_cases() if c["operands"] == "host" and (c["m"], c["n"], c["k"])
-                  in ((1000, 7, 4095), (129, 4095, 1000), (4095, 1000, 129), W.PERSISTENT_EDGE_SHAPE)]
-    runtime.precompile([W.compile_job(W.case_config(case)) for case in LIVE_CASES])
+    LIVE_CASES = [c for c in G.matmul_cases() if c["operands"] == "host" and (c["m"], c["n"], c["k"])
+                  in ((1000, 7, 4095), (129, 4095, 1000), (4095, 1000, 129), G.PERSISTENT_EDGE_SHAPE)]
+    runtime.precompile([W.compile_job(G.case_config(case)) for case in LIVE_CASES])
     for case in LIVE_CASES:
-        chk = W.check_matmul_case(case)
+        chk = G.check_matmul_case(case)
         print(f"live: {chk.label}: worst |C−ref|/bound {chk.worst:.3f}, wrong {chk.wrong}, "
               f"unwritten {chk.unwritten}")
         assert chk.passed
@@ -931,7 +932,8 @@ print(f"  {len({(c['m'], c['n'], c['k']) for c in mres['checks']})} shapes, {len
 assert all(c["passed"] for c in mres["checks"]) and len(combos) == 8
 
 # %% [markdown]
-# What `matmul_config` chooses, and why (`W.matmul_config`; here for 132 SMs):
+# What `matmul_config` chooses, and why (`asynctc.gemm.matmul_config`, in `asynctc/gemm/config.py`;
+# here for 132 SMs):
 #
 # * the ladder's top rung — persistent grid, clusters of 2 with B multicast, TMA-store epilogue —
 #   in either B layout (the cluster + K×N bug of section 10 is fixed);
@@ -949,7 +951,7 @@ CONFIG_SHAPES = (((4096, 4096, 4096), "NxK", None), ((8192, 8192, 1024), "KxN", 
                  ((128, 8192, 8192), "NxK", None), ((64, 8192, 8192), "KxN", None),
                  ((7, 1000, 129), "NxK", "float32"))
 for (mm, nn, kk), bl, odt in CONFIG_SHAPES:
-    choice = W.matmul_config(mm, nn, kk, "float16", bl, out_dtype=odt, sm_count=132)
+    choice = G.matmul_config(mm, nn, kk, "float16", bl, out_dtype=odt, sm_count=132)
     n_tiles = -(-mm // choice.bm) * -(-nn // choice.bn)
     print(f"{f'{mm}×{nn}×{kk}':16s} B {bl}{'' if odt is None else ', C ' + odt:12s} → "
           f"{choice.bm}×{choice.bn}, {choice.consumers} consumer{'s' if choice.consumers > 1 else ''}, "
@@ -965,7 +967,7 @@ for (mm, nn, kk), bl, odt in CONFIG_SHAPES:
 
 # %% output varies
 print(mrec.label())
-print(W.matmul_table(mres))
+print(G.matmul_table(mres))
 mrows = [r for r in mres["rows"] if r["kernel"] == "matmul"]
 
 
@@ -997,7 +999,7 @@ notebook.verdict(min(others.values()) >= 0.90,
                  "goal is missed.")
 missed = {key: v for key, v in thin_m.items() if v < 0.90}
 thin_text = "; ".join(f"M = {m}: " + ", ".join(f"B {bl} {thin_m[(m, 8192, 8192, dt, bl)]:.2f}"
-                                                for bl in W.MATMUL_B_LAYOUTS for dt in ("float16",))
+                                                for bl in G.MATMUL_B_LAYOUTS for dt in ("float16",))
                       for m in sorted({key[0] for key in thin_m}))
 _ = notebook.verdict(not missed,
                      f"Thin M × 8192 × 8192 (fp16): {thin_text} of cuBLAS — the ≥ 0.90 goal holds.",

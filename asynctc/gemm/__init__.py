@@ -1,0 +1,46 @@
+"""The GEMM to copy into your own work: :func:`matmul`, ``C = A · B`` on Hopper's Tensor Cores.
+
+fp16 / bf16 in, fp32 accumulation, any M, N, K ≥ 1, B given K×N or N×K, C in fp32 or the input
+dtype — chapter 06's top rung (:mod:`asynctc.warp_specialization`, rung 8) built with edge
+handling (the ``EDGES`` define of ``kernels/warp_specialization.cu``). It is also
+``asynctc.matmul``. This package imports chapter 06's configuration and launch; chapter 06 never
+imports it.
+
+Where things live (every name is re-exported here):
+
+* ``config.py`` — **where matmul chooses its tile**: :func:`matmul_config` (the rule, in its
+  docstring) and :func:`choose_config` (its lines: :func:`~asynctc.warp_specialization.shape_tile`
+  for the tile and cluster, the epilogue, :func:`~asynctc.warp_specialization.most_stages`);
+  :data:`B_LAYOUTS` and :func:`b_major_of`, the one check of ``b_layout``;
+* ``operands.py`` — edge operands: :class:`Pitched` (a matrix with a row pitch),
+  :func:`row_pitch`, :func:`pitched_host`, :func:`upload_pitched`, :func:`check_tma_rows`,
+  :func:`check_edge_operands`, and :class:`EdgeGemm` (chapter 06's
+  :class:`~asynctc.warp_specialization.WSGemm` for them);
+* ``plan.py`` — :class:`MatmulPlan` (operands checked once, configuration chosen, uploads, the
+  launch) and :func:`matmul`;
+* ``cases.py`` — the cases matmul is checked on (:func:`matmul_cases`, :data:`AWKWARD_SHAPES`, …)
+  and :func:`check_matmul_case` (float64, every element);
+* ``suite.py`` — the ``matmul`` record suite (:func:`measure_matmul`, :func:`matmul_table`,
+  :func:`summarize_matmul`); never plots.
+"""
+
+from __future__ import annotations
+
+from . import cases, config, operands, plan, suite  # noqa: F401
+from .cases import (  # noqa: F401
+    AWKWARD_SHAPES, COMBOS, PERSISTENT_EDGE_SHAPE, SMALL_NONSQUARE, case_config,
+    check_matmul_case, matmul_cases,
+)
+from .config import B_LAYOUTS, b_major_of, choose_config, matmul_config  # noqa: F401
+from .operands import (  # noqa: F401
+    TMA_ALIGN, EdgeGemm, Pitched, check_edge_operands, check_tma_rows, pitched_host, row_pitch,
+    upload_pitched,
+)
+from .plan import MatmulPlan, matmul  # noqa: F401
+from .suite import (  # noqa: F401
+    EDGES_COST_SIZE, MATMUL_B_LAYOUTS, MATMUL_DTYPES, MATMUL_SIZES, matmul_jobs, matmul_table,
+    measure_matmul, summarize_matmul,
+)
+
+#: The package's record suite (:mod:`asynctc.suites`).
+SUITES = suite.SUITES

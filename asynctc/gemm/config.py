@@ -1,0 +1,80 @@
+"""Where :func:`asynctc.matmul` chooses its configuration: shape → tile, cluster, epilogue, stages.
+
+:func:`matmul_config` is the rule, in its docstring and in :func:`choose_config`'s few lines: the
+ladder's top rung (chapter 06's rung 8) with the ``EDGES`` build, the CTA tile and cluster from
+:func:`asynctc.warp_specialization.shape_tile` (how full the SMs' waves are), the TMA-store
+epilogue where C allows it, the most stages that fit
+(:func:`asynctc.warp_specialization.most_stages`). :data:`B_LAYOUTS` and :func:`b_major_of` (the
+one check of ``b_layout``) say how B is given.
+"""
+
+from __future__ import annotations
+
+from ..core import runtime
+from ..warp_specialization.config import (DEFAULT_SM_COUNT, DTYPES, WSConfig, _fail, most_stages,
+                                          shape_tile)
+from ..warp_specialization.ladder import RASTER_GROUP_M
+
+#: b_layout → how B is stored: "KxN" (numpy's ``a @ b``: MN-major B) or "NxK" (K-major, B^T stored).
+B_LAYOUTS = {"KxN": "MN", "NxK": "K"}
+
+
+def b_major_of(b_layout: str) -> str:
+    """How B is stored for ``b_layout`` (:data:`B_LAYOUTS`): "MN" for "KxN", "K" for "NxK" — the
+    one place ``b_layout`` is checked. Raises :class:`WarpSpecializationError`."""
+    if b_layout not in B_LAYOUTS:
+        _fail("b_layout", b_layout, f"one of {sorted(B_LAYOUTS)}: 'KxN' (b is K×N, as in a @ b) "
+                                    "or 'NxK' (b is N×K, i.e. B transposed)")
+    return B_LAYOUTS[b_layout]
+
+
+def matmul_config(m: int, n: int, k: int, dtype: str = "float16", b_layout: str = "KxN", *,
+                  out_dtype: str | None = None, c_rows_aligned: bool = True,
+                  sm_count: int | None = None) -> WSConfig:
+    """The configuration :func:`asynctc.matmul` runs for an M×N×K problem (always the ``edges``
+    build).
+
+    * B given N×K (``b_layout="NxK"``, K-major) or K×N (MN-major): the ladder's top rung —
+      persistent, clusters of 2 CTAs multicasting B, TMA-store epilogue, raster groups of 16 tile
+      rows (rung 8).
+    * Tile and cluster: :func:`~asynctc.warp_specialization.shape_tile` (``sm_count`` SMs, default
+      the device's, else 132): 128 × 256 with two consumer warpgroups (64 rows each); thin M
+      (M ≤ 64) 64 rows with one consumer warpgroup and no setmaxnreg (one consumer's 128
+      accumulators fit the 248 registers 256 threads start with); bn 256 / 128 / 64 by wave fill
+      (:data:`~asynctc.warp_specialization.WAVE_FILL`); clusters of 2 only with at least two tile
+      rows and bn ≥ 128.
+    * TMA-store epilogue only when C is written in the input dtype (``out_dtype`` None or
+      ``dtype``) and C's rows are a multiple of 16 bytes (``c_rows_aligned``; cuTensorMapEncodeTiled
+      globalStrides), else the register epilogue (clipped per element pair).
+    * Stages: as many as fit the shared memory of one CTA (2..6; 227 KiB on sm_90).
+
+    Raises :class:`WarpSpecializationError` for a bad ``dtype`` / ``b_layout`` / ``out_dtype`` or
+    M, N, K outside 1 .. 2^31 − 1."""
+    b_major = b_major_of(b_layout)
+    if dtype not in DTYPES:
+        _fail("dtype", dtype, f"one of {sorted(DTYPES)}")
+    odt = dtype if out_dtype is None else out_dtype
+    if odt not in ("float32", dtype):
+        _fail("out_dtype", odt, f"'float32' or the input dtype {dtype!r}")
+    return choose_config(m, n, k, dtype, b_major, odt, c_rows_aligned, sm_count)
+
+
+def choose_config(m: int, n: int, k: int, dtype: str, b_major: str, out_dtype: str,
+                  c_rows_aligned: bool = True, sm_count: int | None = None) -> WSConfig:
+    """:func:`matmul_config`'s choice for arguments already checked (``dtype`` 16-bit, ``b_major``
+    "K" / "MN", ``out_dtype`` "float32" or ``dtype``): what :class:`~asynctc.gemm.MatmulPlan`
+    calls after checking its operands. M, N, K must be in 1 .. 2^31 − 1 (32-bit TMA coordinates;
+    :class:`WarpSpecializationError` otherwise)."""
+    for name, v in (("M", m), ("N", n), ("K", k)):
+        if not 1 <= v < 2**31:
+            _fail(name, v, "must be in 1 .. 2^31 - 1")
+    if sm_count is None:
+        info = runtime.device_info()
+        sm_count = info.sm_count if info else DEFAULT_SM_COUNT
+    tile = shape_tile(m, n, sm_count)                      # bm, consumers, bn, cluster
+    tma_store = out_dtype == dtype and (c_rows_aligned or m == 1)
+    base = dict(dtype=dtype, **tile, b_major=b_major, out_dtype=out_dtype,
+                persistent=True, tma_store=tma_store, edges=True, group_m=RASTER_GROUP_M)
+    if tile["consumers"] == 1:
+        base["setmaxnreg"] = False
+    return most_stages(base, (m, n, k))                    # the most stages that fit

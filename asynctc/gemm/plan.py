@@ -1,0 +1,178 @@
+"""The GEMM itself: :func:`matmul` (``C = A · B`` on the Tensor Cores, any shape) and its plan.
+
+:class:`MatmulPlan` checks the operands once (field, value and rule, before anything reaches the
+GPU), picks the configuration (:func:`asynctc.gemm.config.choose_config`, the rule of
+:func:`asynctc.gemm.matmul_config`), uploads host operands with padded rows and sets up the
+:class:`~asynctc.gemm.EdgeGemm` launch; :func:`matmul` runs it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import pipeline as P
+from ..core import runtime
+from ..core.memory import DeviceArray
+from ..warp_specialization.config import DTYPES, WSConfig, _fail
+from .config import b_major_of, choose_config
+from .operands import TMA_ALIGN, EdgeGemm, Pitched, check_tma_rows, row_pitch, upload_pitched
+
+def _is_device(x) -> bool:
+    return isinstance(x, (DeviceArray, Pitched))
+
+
+def _dtype_name(x) -> str:
+    return np.dtype(x).name
+
+
+class MatmulPlan:
+    """One :func:`matmul` call set up: operands on the device (host ones uploaded, padded), the
+    output, the configuration and the launchable :class:`~asynctc.gemm.EdgeGemm` (``.gemm``). :meth:`run` launches
+    and returns the result as :func:`matmul` does; ``.gemm.launcher()`` is what a timing calls."""
+
+    def __init__(self, a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, config=None,
+                 stream=None):
+        b_major = b_major_of(b_layout)
+        for what, x in (("a", a), ("b", b), ("out", out)):
+            if x is None and what == "out":
+                continue
+            if not isinstance(x, (np.ndarray, DeviceArray)):
+                _fail(what, type(x).__name__, "must be a numpy array or an asynctc DeviceArray")
+            if len(x.shape) != 2:
+                _fail(f"{what}.shape", tuple(x.shape), "must be 2-D (a matrix)")
+        dt = _dtype_name(a.dtype)
+        if dt not in DTYPES:
+            _fail("a.dtype", dt, f"one of {sorted(DTYPES)} (wgmma .f16 / .bf16 inputs, PTX ISA "
+                                 "§9.7.15.5)")
+        if _dtype_name(b.dtype) != dt:
+            _fail("b.dtype", _dtype_name(b.dtype), f"must equal a.dtype {dt!r}")
+        m, k = a.shape
+        n, kb = b.shape[::-1] if b_layout == "KxN" else b.shape
+        if kb != k:
+            _fail("b.shape", tuple(b.shape), f"b_layout={b_layout!r} reads b as "
+                                             f"{'K×N' if b_layout == 'KxN' else 'N×K'}: its K is "
+                                             f"{kb}, a.shape={tuple(a.shape)} has K={k}")
+        if out_dtype is not None:
+            try:
+                out_dtype = _dtype_name(P.np_dtype(out_dtype) if isinstance(out_dtype, str)
+                                        else out_dtype)
+            except TypeError:
+                _fail("out_dtype", out_dtype, "not a dtype: 'float32' or the input dtype")
+        if out is not None:
+            odt = _dtype_name(out.dtype)
+            if out_dtype is not None and odt != out_dtype:
+                _fail("out.dtype", odt, f"must be out_dtype={out_dtype!r}")
+            out_dtype = odt
+        out_dtype = out_dtype or dt
+        if out_dtype not in ("float32", dt):
+            _fail("out_dtype", out_dtype, f"'float32' or the input dtype {dt!r} (fp32 accumulation)")
+        if out is not None and tuple(out.shape) != (m, n):
+            _fail("out.shape", tuple(out.shape), f"must be (M, N) = {(m, n)}")
+        if isinstance(out, np.ndarray) and not out.flags.writeable:
+            _fail("out", "read-only", "must be writeable")
+        for what, x in (("a", a), ("b", b)):
+            if isinstance(x, DeviceArray) and x.nbytes:
+                check_tma_rows(x, what)
+        self.m, self.n, self.k, self.stream = m, n, k, stream
+        self.dtype, self.out_dtype, self.b_layout = dt, out_dtype, b_layout
+        self.user_out = out
+        #: the result comes back as numpy unless a DeviceArray went in (or is the output)
+        self.host_result = (out is None and not _is_device(a) and not _is_device(b)) or \
+            isinstance(out, np.ndarray)
+        self.gemm = None
+        if m == 0 or n == 0 or k == 0:
+            self.config = None                      # nothing to launch
+            return
+        device_c = isinstance(out, DeviceArray) or (out is None and not self.host_result)
+        c_aligned = not device_c or (n * np.dtype(P.np_dtype(out_dtype)).itemsize) % TMA_ALIGN == 0
+        if config is None:
+            config = choose_config(m, n, k, dt, b_major, out_dtype, c_rows_aligned=c_aligned)
+        else:
+            if not isinstance(config, WSConfig):
+                _fail("config", type(config).__name__, "must be a WSConfig")
+            for f, want in (("dtype", dt), ("b_major", b_major),
+                            ("out_dtype", out_dtype)):
+                if getattr(config, f) != want:
+                    _fail(f"config.{f}", getattr(config, f), f"must be {want!r} for these operands")
+            config = config.replace(edges=True, trace=False)
+        self.config = config
+        if not runtime.runs_live("sm_90a"):
+            raise runtime.NoGPUError(
+                f"asynctc.matmul runs on a Hopper GPU (sm_90: H100, H200); here: "
+                f"{runtime.why_not_live('sm_90a')}. The inputs were checked and are valid; "
+                "`python -m asynctc doctor` says what this machine can do")
+        da = a if isinstance(a, DeviceArray) else upload_pitched(np.asarray(a), stream)
+        db = b if isinstance(b, DeviceArray) else upload_pitched(np.asarray(b), stream)
+        if device_c:
+            dc = out if out is not None else DeviceArray.poisoned((m, n), P.np_dtype(out_dtype),
+                                                                  stream)
+        else:
+            odt = P.np_dtype(out_dtype)
+            dc = Pitched(DeviceArray.poisoned((m, row_pitch(n, odt.itemsize)), odt, stream), m, n)
+        self.gemm = EdgeGemm(config, da, db, dc, stream)
+
+    def run(self):
+        """Launch (nothing for an empty problem), check the error word, return the result: the
+        numpy array ``out`` or a new one (host result), else the DeviceArray."""
+        m, n = self.m, self.n
+        odt = P.np_dtype(self.out_dtype)
+        if self.gemm is None:                           # M, N or K = 0
+            if self.user_out is None:
+                if self.host_result:
+                    return np.zeros((m, n), odt)
+                res = DeviceArray.empty((m, n), odt, self.stream)
+                if res.nbytes:
+                    res.buffer.fill(0, stream=self.stream or runtime.default_stream())
+                return res
+            if isinstance(self.user_out, np.ndarray):
+                self.user_out[...] = 0
+            elif self.user_out.nbytes:
+                self.user_out.buffer.fill(0, stream=self.stream or runtime.default_stream())
+            return self.user_out
+        self.gemm.launcher()()
+        self.gemm.check_error()
+        c = self.gemm.out
+        if not self.host_result:
+            return c
+        host = c.to_host(self.stream)
+        if isinstance(self.user_out, np.ndarray):
+            self.user_out[...] = host
+            return self.user_out
+        return host
+
+
+def matmul(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, config=None, stream=None):
+    """``C = A · B`` on the Tensor Cores: chapter 06's top rung for any shape.
+
+    ``a``: M×K; ``b``: K×N (``b_layout="KxN"``, numpy's ``a @ b``) or N×K (``"NxK"``: B
+    transposed, K-major — the faster layout, see below); numpy arrays or
+    :class:`~asynctc.core.memory.DeviceArray`, float16 or bfloat16 (ml_dtypes), both the same.
+    Products are accumulated in fp32 (wgmma ``.f32`` accumulators, PTX ISA §9.7.15); C is M×N in
+    ``out_dtype``: "float32" or the input dtype (default: the input dtype, rounded to nearest).
+    ``out``: optional M×N numpy array or DeviceArray to write (its dtype is then ``out_dtype``).
+
+    Returns a numpy array of exactly M×N when no DeviceArray is involved (host operands are
+    uploaded into buffers whose rows are padded to a multiple of 16 bytes; the tensor maps get the
+    true dims, so TMA zero-fills past them), else a DeviceArray (``out`` itself when given).
+    M = 0 or N = 0: an empty result; K = 0: zeros — without launching anything.
+
+    The configuration is :func:`matmul_config`'s (or ``config``, a :class:`WSConfig` whose dtype,
+    B layout and out dtype match; it is run with ``edges=True``): rung 8 (persistent, clusters of 2
+    with B multicast, TMA-store epilogue, raster groups of 16 tile rows) in either B layout, a narrower tile where the shape
+    would leave SMs idle. Edges: the tile counts and the k-loop round up, TMA
+    fills what hangs past M, N, K with zeros (PTX ISA §5.5.3 tiled mode "Out of Boundary Access";
+    cuTensorMapEncodeTiled oobFill), stores are clipped to M × N.
+
+    Raises :class:`WarpSpecializationError` (a ``ValueError``) naming the field, the value and the
+    rule, before anything reaches the GPU: ``b_layout`` not "KxN"/"NxK"; an operand that is not a
+    numpy array or DeviceArray, not 2-D, not float16/bfloat16, or of another dtype than ``a``;
+    K of ``b`` ≠ K of ``a``; ``out_dtype`` / ``out`` of the wrong dtype or shape; a DeviceArray
+    whose base is not 16-byte aligned or whose rows (more than one) are not a multiple of
+    16 bytes (cuTensorMapEncodeTiled: globalAddress 16-byte aligned, globalStrides multiples of
+    16 — pass a numpy array to have it padded); a dimension ≥ 2^31 (32-bit TMA coordinates).
+    :class:`RuntimeError` if an mbarrier wait timed out (the kernel gave up instead of hanging);
+    :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU. The first call per
+    configuration compiles the kernel (NVRTC → cubin, cached on disk).
+    """
+    return MatmulPlan(a, b, out, b_layout=b_layout, out_dtype=out_dtype, config=config,
+                      stream=stream).run()

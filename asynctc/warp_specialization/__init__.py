@@ -1,0 +1,105 @@
+"""Chapter 06's kernel ladder: warp specialization past chapter 05 — compile, run, verify, measure.
+
+``kernels/warp_specialization.cu`` computes ``C = A · B`` (A M×K, B K×N, fp16 or bf16; C M×N fp32,
+or the input dtype) with chapter 05's ring of TMA-filled stages (same boxes, swizzle, descriptors:
+:mod:`asynctc.pipeline`), but the warpgroups specialise: warpgroup 0 is the *producer* (one of its
+threads issues every TMA load, the others leave), warpgroups 1..``consumers`` are *consumers*
+(wgmma only). The protocol (full/empty mbarriers per stage, phase parity from a ring counter that
+carries across tiles, release order, why it cannot deadlock) is written out at the top of the
+kernel source (:func:`source`).
+
+Each rung of the chapter's ladder is a compile-time switch of that one file, listed in
+:data:`RUNGS` (8 rungs, each built from the one before) with what changes and the prediction
+written before the run:
+
+1. ``ch05`` — chapter 05's best configuration, run through :mod:`asynctc.pipeline` (the reference);
+2. ``ws`` — one producer, one consumer warpgroup (128×128 tile: the consumer owns two m64 atoms);
+3. ``ws_setmaxnreg`` — two consumers (128×256, 64 rows each), ``setmaxnreg`` 40 / 232,
+   ``__launch_bounds__(384, 1)``;
+4. ``tile`` — the fastest (tile, stages) of :data:`TILE_SWEEP` within the shared-memory budget;
+5. ``persistent`` — grid = SMs, static group-M tile order, the producer runs ahead across tiles;
+6. ``cluster`` — clusters of 2 CTAs along M, each multicasting half of the shared B tile;
+7. ``tma_store`` — the epilogue through shared memory (stmatrix) and a TMA store;
+8. ``raster`` — a wider group-M raster (:data:`RASTER_GROUP_M` = 16 tile rows per group).
+
+The verbs, as in every kernel family: :func:`compile_ws` (NVRTC → cubin for sm_90a, no GPU),
+:func:`run_ws` (validate in Python, then launch), :func:`verify_ws` (fresh random inputs,
+poisoned output, float64, elementwise bound — :func:`asynctc.pipeline.compare_elementwise`).
+:class:`WSConfig` validates every knob (:class:`WarpSpecializationError` names field, value and
+rule). ``SUITES["warp_specialization"]`` (``tools/gpu_ch06.py --record``) checks every rung, then
+times the ladder beside cuBLAS; ``SUITES["ws_limit"]`` (``tools/gpu_ch06_limit.py``) times the top
+rung's raster width beside cuBLAS, with Nsight Compute's counters. The public GEMM built on the
+top rung, :func:`asynctc.matmul`, is :mod:`asynctc.gemm` (which imports this package; this package
+never imports it).
+
+Where things live (every name is re-exported here: ``from asynctc import warp_specialization as W;
+W.<name>``):
+
+* ``config.py`` — constants (dtypes, swizzles, stage range, register limits),
+  :class:`WarpSpecializationError` and ``_fail``, :class:`WSConfig` and its validation, and the
+  rules that pick a configuration for a shape: :func:`shape_tile` (the tile), :func:`most_stages`
+  (the stages);
+* ``launch.py`` — :func:`source`, :func:`compile_ws`, register counts from the cubin, shape and
+  operand checks, :class:`WSGemm`, :func:`make_gemm`, :func:`run_ws`, :func:`verify`,
+  :func:`run_broken` / :data:`BREAKS`, the correctness matrix (:func:`correctness_configs`,
+  :func:`check_all`);
+* ``trace.py`` — the trace buffer decoded (:func:`decode_trace`), its metrics, a synthetic trace;
+* ``ladder.py`` — :class:`Rung`, :data:`RUNGS` with their frozen predictions, :func:`rung_of`,
+  :func:`parse_rungs`, :func:`config_label`, rung 4's tile sweep;
+* ``suite.py`` — the ``warp_specialization`` record suite (:func:`measure_ladder`,
+  :func:`measure_nonsquare`) and its tables and summary; never plots;
+* ``limit.py`` — what limits the top rung as models (:func:`smem_traffic`,
+  :func:`descriptor_rows_read`, :func:`wave_efficiency`) and a ``ws_limit`` record read back
+  (:func:`read_kernel_name`, :func:`limit_rows`);
+* ``limit_suite.py`` — the ``ws_limit`` record suite (:func:`measure_limit`, its summary);
+  never plots;
+* ``figures.py`` — the notebook's helpers: the protocol read from the kernel source, register
+  budgets, :func:`plot_ladder`, trace windows and tables, :func:`plot_raster`; never times;
+* ``exercises.py`` — chapter 06's auto-checked exercises (registered on import).
+
+PTX ISA references: "setmaxnreg" (register reconfiguration per warpgroup; the count must be known
+at entry: ``__launch_bounds__`` / ``.maxnreg``), "mbarrier" (arrive, expect_tx, try_wait.parity),
+"cp.async.bulk.tensor", §9.7.15 wgmma; CUDA C++ Programming Guide "Compute Capabilities" (64K
+registers and 228 KiB shared memory per SM, 227 KiB per CTA).
+"""
+
+from __future__ import annotations
+
+from . import config, exercises, figures, ladder, launch, limit, limit_suite, suite, trace  # noqa: F401
+from .config import (  # noqa: F401
+    B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
+    REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,
+    WAVE_FILL, WSConfig, WarpSpecializationError, _fail, _launch_regs, default_bk, is_fp8, itemsize,
+    most_stages, shape_tile, wave_fill,
+)
+from .figures import (  # noqa: F401
+    PROTOCOL_EVENTS, plot_ladder, plot_raster, plot_top_trace, protocol_from_source,
+    register_budget, register_budget_table, seed_protocol, trace_numbers, trace_table,
+    trace_window,
+)
+from .ladder import (  # noqa: F401
+    RASTER_GROUP_M, RUNG_BY_NAME, RUNGS, TILE_SWEEP, TRACED_RUNGS, Rung, _ch05, _cluster,
+    _persistent, _raster, _tile_default, _tma_store, _ws, _ws2, config_label, parse_rungs,
+    rung_configs, rung_of, rung_of_record, tile_sweep_configs,
+)
+from .launch import (  # noqa: F401
+    BREAKS, CHECK_SHAPES, ENTRY, PERSISTENT_SHAPE, SOURCE, WSGemm, c_store_box, check_all,
+    check_block_scales, check_operands, check_shapes, compile_job, compile_without_launch_bounds,
+    compile_ws, correctness_configs, grid_size, make_gemm, max_active_clusters, register_split,
+    run_broken, run_ws, sass_registers, shapes_for, source, stmatrix_offsets, tile_counts, verify,
+    verify_ws,
+)
+from .limit import (  # noqa: F401
+    descriptor_rows_read, limit_rows, read_kernel_name, smem_traffic, smem_traffic_table,
+    wave_efficiency,
+)
+from .limit_suite import measure_limit, summarize_limit  # noqa: F401
+from .suite import (  # noqa: F401
+    LADDER_DTYPES, LADDER_SIZES, NONSQUARE_RUNGS, NONSQUARE_SHAPES, WAVE_ALIGNED_SHAPES,
+    ladder_predictions, ladder_rows, ladder_table, measure_ladder, measure_nonsquare,
+    nonsquare_table, summarize_ladder,
+)
+from .trace import decode_trace, synthetic_trace, trace_metrics, trace_words  # noqa: F401
+
+#: The package's record suites (:mod:`asynctc.suites`): the ladder, and what limits its top rung.
+SUITES = {**suite.SUITES, **limit_suite.SUITES}

@@ -1,0 +1,233 @@
+"""Chapter 06's notebook helpers: the protocol read from the kernel, register budgets, plots.
+
+:func:`protocol_from_source` (which mbarrier each protocol event uses, read from the kernel's own
+source) and :func:`seed_protocol` (the seed article's swapped waits); :func:`register_budget` /
+:func:`register_budget_table` (registers per role, from the cubin); :func:`plot_ladder`; a recorded
+trace cut and read (:func:`trace_window`, :func:`plot_top_trace`, :func:`trace_numbers`,
+:func:`trace_table`); :func:`plot_raster` (a ``ws_limit`` record's figure). Reads records and
+compiles; never times anything (:mod:`.suite` and :mod:`.limit_suite` measure).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import pipeline as P
+from ..core import runtime
+from .config import REGS_PER_SM, WSConfig
+from .launch import compile_ws, register_split, sass_registers, source
+from .limit import limit_rows
+
+#: The protocol's events, in the words the notebook and the exercises use.
+PROTOCOL_EVENTS = ("producer waits", "TMA completes", "consumer waits", "consumer arrives")
+
+
+def _kernel_sections() -> tuple[str, str]:
+    """The producer's and the consumers' branch of the kernel body (source text)."""
+    text = source()
+    body = text[text.index("gemm_warp_specialized("):]
+    prod = body.index("// ---------------- producer warpgroup")
+    cons = body.index("// ---------------- consumer warpgroups")
+    return body[prod:cons], body[cons:]
+
+
+def protocol_from_source() -> dict[str, str]:
+    """Which mbarrier ("full" or "empty") each of :data:`PROTOCOL_EVENTS` uses, read from the
+    kernel's own source (``kernels/warp_specialization.cu``): the barrier the producer's bounded
+    wait names, the one its ``load_stage`` hands to TMA (``arrive.expect_tx`` and the TMA's
+    ``complete_tx``: PTX ISA "cp.async.bulk.tensor" .mbarrier::complete_tx::bytes), the one the
+    consumers wait on, and the one their ``release`` arrives on. Raises ``ValueError`` if the
+    source no longer says it in one way."""
+    import re
+    prod, cons = _kernel_sections()
+
+    def one(rx: str, text: str, what: str) -> str:
+        found = set(re.findall(rx, text))
+        if len(found) != 1:
+            raise ValueError(f"{what}: the kernel source names {sorted(found) or 'no'} barrier(s)")
+        return found.pop()
+    return {"producer waits": one(r"mbarrier_wait_parity_bounded\((full|empty)0", prod, "producer wait"),
+            "TMA completes": one(r"load_stage\([^;]*?\b(full|empty)0", prod, "producer load"),
+            "consumer waits": one(r"mbarrier_wait_parity_bounded\((full|empty)0", cons, "consumer wait"),
+            "consumer arrives": one(r"release\((full|empty)0", cons, "consumer release")}
+
+
+def seed_protocol() -> dict[str, str]:
+    """The seed article's version: the *waits* swapped (the producer waits on full, the consumers on
+    empty), arrivals and TMA completion as in :func:`protocol_from_source` — what
+    :func:`asynctc.models.pipeline.simulate` runs as ``protocol="swapped_barriers"``."""
+    p = protocol_from_source()
+    return {**p, "producer waits": p["consumer waits"], "consumer waits": p["producer waits"]}
+
+
+def register_budget(cfg: WSConfig, ck: runtime.CompiledKernel | None = None) -> dict:
+    """The register budget of one CTA of ``cfg`` (one CTA per SM): per-thread registers at entry
+    (``__launch_bounds__(threads, 1)``: 65536 / threads rounded down to 8), the producer's and the
+    consumers' after ``setmaxnreg`` (:func:`register_split`), the CTA's total against the SM's
+    65536, and what the cubin says (``ck``, compiled when not given): ptxas's count at entry, the
+    USETMAXREG immediates, spills, and ``dropped`` (setmaxnreg asked for, absent from the SASS).
+    PTX ISA "setmaxnreg"; CUDA C++ Programming Guide "Compute Capabilities" (64K registers/SM)."""
+    ck = ck or compile_ws(cfg)
+    split = register_split(cfg)
+    sr = sass_registers(ck, cfg)
+    if not cfg.setmaxnreg or sr["dropped"]:      # every warpgroup keeps what ptxas allocated
+        split.update(producer=ck.resources.registers, consumer=ck.resources.registers,
+                     total=ck.resources.registers * cfg.threads)
+    if sr["dropped"]:                            # no launch bound: no count known at entry
+        split["entry"] = ck.resources.registers
+    return {"label": cfg.label(), "threads": cfg.threads, **split, "sm_limit": REGS_PER_SM,
+            "accumulators": cfg.accumulators, "ptxas": ck.resources.registers,
+            "spill_bytes": ck.resources.spill_stores, "sass_dealloc": sr["dealloc"],
+            "sass_alloc": sr["alloc"], "dropped": sr["dropped"]}
+
+
+def register_budget_table(rows: list[dict]) -> str:
+    """Rows of :func:`register_budget` as text: per config, registers per thread by role, the CTA's
+    total of the SM's 65536, and the SASS's USETMAXREG immediates."""
+    w = max([58] + [len(r["label"]) for r in rows])
+    lines = [f"{'config':{w}s} {'thr':>4s} {'entry':>5s} {'ptxas':>5s} {'prod':>4s} {'cons':>4s} "
+             f"{'CTA total':>9s} {'acc':>4s}  SASS"]
+    for r in rows:
+        sass_txt = (f"USETMAXREG.DEALLOC {r['sass_dealloc']} .TRY_ALLOC {r['sass_alloc']}"
+                    if r["sass_dealloc"] or r["sass_alloc"] else "no USETMAXREG")
+        if r["dropped"]:
+            sass_txt += " — setmaxnreg DROPPED (C7508)"
+        lines.append(f"{r['label']:{w}s} {r['threads']:4d} {r['entry']:5d} {r['ptxas']:5d} "
+                     f"{r['producer']:4d} {r['consumer']:4d} {r['total']:6d}/64K {r['accumulators']:4d}"
+                     f"  {sass_txt}")
+    return "\n".join(lines)
+
+
+def plot_ladder(results: dict, size: int, dtype: str = "float16", record=None):
+    """The ladder of one (size, dtype) as horizontal bars against the cuBLAS row timed in the same
+    run (:func:`asynctc.core.plots.ladder`), from a ``warp_specialization`` record's results.
+    Raises ``KeyError`` naming (size, dtype) when the record has no such ladder."""
+    from ..core import plots
+    rows = sorted((r for r in results["ladder"] if r["size"] == size and r["dtype"] == dtype),
+                  key=lambda r: r["rung"])
+    if not rows:
+        raise KeyError(f"no ladder rows for size={size}, dtype={dtype!r} in this record")
+    cb = next((r["tflops"] for r in results["rows"] if r["kernel"] == "cuBLAS"
+               and r["size"] == size and r["dtype"] == dtype), None)
+    return plots.ladder([f"{r['rung']} {r['name']}" for r in rows],
+                        [r["tflops"] for r in rows], baseline=cb, record=record,
+                        title=f"The ladder, {dtype} {size}³ (rung 1 at the top)")
+
+
+def trace_window(trace: dict, k_tiles: int, before: int = 4, after: int = 4) -> dict:
+    """CTA 0's trace (a record's ``cta0``) cut to the ring counters around the first tile boundary:
+    the last ``before`` k-tiles of the CTA's first tile, its epilogue, and the first ``after``
+    k-tiles of its second tile (a persistent CTA's producer loads those during the epilogue)."""
+    lo, hi = k_tiles - before, k_tiles + after
+    spans = [s for s in trace["spans"] if lo <= s["k"] < hi
+             and (s["kind"] != "epilogue" or s["k"] == k_tiles - 1)]
+    return {**trace, "spans": spans}
+
+
+def plot_top_trace(trace_row: dict, record=None, before: int = 4, after: int = 4):
+    """Gantt chart of a recorded trace row (``results["traces"][i]``) around CTA 0's first tile
+    boundary (:func:`trace_window`), drawn with chapter 05's :func:`asynctc.pipeline.plot_trace`."""
+    cta0 = trace_row["cta0"]
+    win = trace_window(cta0, cta0["k_tiles"], before, after)
+    return P.plot_trace(win, title=f"rung {trace_row['rung']} ({trace_row['name']}), CTA 0, ring "
+                                   f"counters {cta0['k_tiles'] - before}..{cta0['k_tiles'] + after - 1}"
+                                   f" (tile boundary after {cta0['k_tiles'] - 1})", record=record)
+
+
+def trace_numbers(trace_row: dict, rows: list[dict] | None = None) -> dict:
+    """What one recorded trace says, per SM cycle (CTA 0 and the traced CTAs' means):
+    ``wait_full`` (fraction of the consumers' loop waiting on full barriers), ``math_in_flight``
+    (upper bound), ``tensor_use`` (k-tiles × :func:`asynctc.pipeline.ktile_peak_cycles` / loop
+    cycles), ``epilogue_cycles`` (mean loop end → stores issued per tile), ``first_wait_cycles``
+    (the consumers' wait for each tile's first k-tile: [first tile, mean of the later tiles]),
+    ``load_cycles`` (median TMA issue → first use), ``ktile_cycles`` (loop cycles per k-tile),
+    and, with the record's ``rows``, ``untraced_tflops`` of the same config (tracing costs the
+    traced CTAs time)."""
+    cta0, met = trace_row["cta0"], trace_row["metrics"]
+    sp, kt = cta0["spans"], cta0["k_tiles"]
+    epi = [s["end"] - s["start"] for s in sp if s["kind"] == "epilogue"]
+    firsts: dict[int, list[float]] = {}
+    for s in sp:
+        if s["kind"] == "wait_full" and s["k"] % kt == 0:
+            firsts.setdefault(s["k"] // kt, []).append(s["end"] - s["start"])
+    first = [float(np.mean(firsts[t])) for t in sorted(firsts)]
+    loads = [s["end"] - s["start"] for s in sp if s["kind"] == "tma"]
+    ctas = met["ctas"]
+    c0 = ctas.get("cta0", {})
+    out = {"rung": trace_row["rung"], "label": trace_row["label"],
+           "traced_tflops": trace_row["tflops_traced"],
+           "wait_full": met["mean"].get("wait_full_fraction"),
+           "math_in_flight": met["mean"].get("math_in_flight"),
+           "tensor_use": met["mean"].get("tensor_utilization"),
+           "epilogue_cycles": float(np.mean(epi)) if epi else None,
+           "first_wait_cycles": [first[0], float(np.mean(first[1:]))] if len(first) > 1 else first,
+           "load_cycles": float(np.median(loads)) if loads else None,
+           "ktile_cycles": c0["loop_cycles"] / c0["k_tiles"] if c0.get("k_tiles") else None,
+           "tiles": len(first)}
+    if rows is not None:
+        base = trace_row["label"].replace(" trace", "")
+        out["untraced_tflops"] = next((r["tflops"] for r in rows if r.get("label") == base
+                                       and r["size"] == trace_row["size"]), None)
+    return out
+
+
+def trace_table(results: dict) -> str:
+    """:func:`trace_numbers` of every traced rung of a record, as text."""
+    lines = [f"{'rung':>4s} {'untraced':>8s} {'traced':>6s} {'wait full':>9s} {'math≤':>5s} "
+             f"{'TC use':>6s} {'cyc/k-tile':>10s} {'load cyc':>8s} {'epilogue':>8s} "
+             f"{'1st wait: tile 0, later':>23s}"]
+    for t in results.get("traces", []):
+        n = trace_numbers(t, results["rows"])
+        fw = n["first_wait_cycles"]
+        later = f"{fw[1]:7.0f}" if len(fw) > 1 else f"{'-':>7s}"
+        lines.append(f"{n['rung']:4d} {n['untraced_tflops'] or float('nan'):8.0f} "
+                     f"{n['traced_tflops']:6.0f} {n['wait_full']:9.2f} {n['math_in_flight']:5.2f} "
+                     f"{n['tensor_use']:6.2f} {n['ktile_cycles']:10.0f} {n['load_cycles']:8.0f} "
+                     f"{n['epilogue_cycles']:8.0f} {fw[0]:15.0f} {later}")
+    return "\n".join(lines)
+
+
+def plot_raster(results: dict, record=None):
+    """Two panels from a ``ws_limit`` record: rung 7's schedule at each raster width as a fraction
+    of cuBLAS (medians over the rounds; per size and dtype), and — where Nsight Compute ran — the
+    DRAM bytes it read at each profiled width beside cuBLAS's (dashed), per size."""
+    import matplotlib.pyplot as plt
+    summ = [r for r in limit_rows(results) if r["kernel"] == "ours"]
+    ncu = limit_rows(results, "ncu")
+    fig, axes = plt.subplots(1, 2 if ncu else 1, figsize=(11 if ncu else 6, 3.8), squeeze=False)
+    ax = axes[0][0]
+    colour = {size: f"C{i}" for i, size in enumerate(results["sizes"])}   # one colour per size
+    for size in results["sizes"]:
+        for dt, ls, mk in zip(results["dtypes"], ("-", "--"), ("o", "s")):
+            rs = sorted((r for r in summ if (r["size"], r["dtype"]) == (size, dt)),
+                        key=lambda r: r["group_m"])
+            ax.plot([r["group_m"] for r in rs], [r["of_cublas"] for r in rs], ls, marker=mk,
+                    color=colour[size], label=f"{size}³ {dt}")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(results["groups"], [str(g) for g in results["groups"]])
+    ax.set_xlabel("tile rows per raster group (GROUP_M)")
+    ax.set_ylabel("of cuBLAS (same run)")
+    ax.legend(fontsize=8)
+    ax.set_title("Raster width: throughput against cuBLAS", fontsize=10)
+    if ncu:
+        ax2 = axes[0][1]
+        for size in results["sizes"]:
+            rs = sorted((r for r in ncu if r["size"] == size and r["who"] == "ours"),
+                        key=lambda r: r["group_m"])
+            ax2.plot([r["group_m"] for r in rs], [r["dram_gb"] for r in rs], marker="o",
+                     color=colour[size], label=f"ours {size}³")
+            cb = [r["dram_gb"] for r in ncu if r["size"] == size and r["who"] == "cuBLAS"]
+            if cb:
+                ax2.axhline(sum(cb), ls=":", color=colour[size], label=f"cuBLAS {size}³")
+        ax2.set_xscale("log", base=2)
+        gs = sorted({r["group_m"] for r in ncu if r["group_m"]})
+        ax2.set_xticks(gs, [str(g) for g in gs])
+        ax2.set_xlabel("tile rows per raster group (GROUP_M)")
+        ax2.set_ylabel("DRAM bytes read, GB (Nsight Compute)")
+        ax2.legend(fontsize=8)
+        ax2.set_title("What it reads from DRAM (fp16, locked clock)", fontsize=10)
+    if record is not None:
+        fig.suptitle(record.label(), fontsize=8)
+    fig.tight_layout()
+    return fig
