@@ -27,7 +27,7 @@ from .anchors import ANCHORS, Anchor
 from .anchors import evaluate as evaluate_anchors
 from .report import (WRITTEN_FOR, WRITTEN_FOR_ANCHORS, anchors_text, check_written, counts,
                      counts_text, mismatches, not_measured, not_measured_text, percent_rows,
-                     percent_text, table_text)
+                     percent_text, table_text, written_verdict)
 from .seed import SEED_4096, SEED_CLAIMS, evaluate, note
 from .verdicts import (ABOVE, ANCHOR_VERDICTS, BELOW, BLACKWELL, DATASHEET, FAILS, HOLDS, MATCHES,
                        MEASURED_CLOCK, NOT_MEASURED, PARTLY, VERDICTS, Claim, MissingRecord, Part,
@@ -42,7 +42,7 @@ def claims_figure(claims, anchors=(), title: str = ""):
 
 __all__ = ["ANCHORS", "Anchor", "evaluate_anchors", "WRITTEN_FOR", "WRITTEN_FOR_ANCHORS",
            "anchors_text", "check_written", "counts", "counts_text", "mismatches", "not_measured",
-           "not_measured_text", "percent_rows", "percent_text", "table_text", "SEED_4096",
+           "not_measured_text", "percent_rows", "percent_text", "table_text", "written_verdict", "SEED_4096",
            "SEED_CLAIMS", "evaluate", "note", "ABOVE", "ANCHOR_VERDICTS", "BELOW", "BLACKWELL",
            "DATASHEET", "FAILS", "HOLDS", "MATCHES", "MEASURED_CLOCK", "NOT_MEASURED", "PARTLY",
            "VERDICTS", "Claim", "MissingRecord", "Part", "combine", "fractions", "load_records",

@@ -9,16 +9,32 @@ import textwrap
 
 from ..core import notebook
 from .verdicts import (BLACKWELL, DATASHEET, FAILS, HOLDS, MATCHES, MEASURED_CLOCK, NOT_MEASURED,
-                       PARTLY, VERDICTS)
+                       VERDICTS, Part, combine)
 
-#: The verdict of every seed claim that chapter 10's text was written for (H200 records of
-#: 2026-11-29 … 2026-12-01). :func:`check_written` raises when the records in hand give another.
+_H, _F, _N = HOLDS, FAILS, NOT_MEASURED
+
+#: The verdicts of every part of every seed claim that chapter 10's text was written for (H200
+#: records of 2026-11-29 … 2026-12-01), in the order of the claim's parts; the claim's own verdict
+#: follows from them (:func:`~asynctc.claims.verdicts.combine`). :func:`check_written` raises when
+#: the records in hand give another — a part that flips without flipping its claim included.
 WRITTEN_FOR = {
-    "sync_utilisation": PARTLY, "sync_quarter": PARTLY, "latencies": PARTLY,
-    "sync_vs_wgmma": HOLDS, "tma_vs_manual": PARTLY, "smem_228": HOLDS, "tile_tens_kb": HOLDS,
-    "queue_depth": PARTLY, "fp8_speedup": PARTLY, "swizzle_modes": PARTLY, "accumulators": HOLDS,
-    "gemm_mma_sync": FAILS, "gemm_ws": PARTLY, "gemm_tuned": FAILS, "gemm_blackwell": BLACKWELL,
-    "wait_group": HOLDS, "descriptor_fields": HOLDS,
+    "sync_utilisation": (_H, _H, _N),
+    "sync_quarter": (_H, _H, _F),
+    "latencies": (_N, _N, _H),
+    "sync_vs_wgmma": (_H, _H),
+    "tma_vs_manual": (_F, _H, _F, _N, _H, _N),
+    "smem_228": (_H,),
+    "tile_tens_kb": (_H,),
+    "queue_depth": (_H, _F, _H),
+    "fp8_speedup": (_H, _H, _N),
+    "swizzle_modes": (_H, _F, _H, _F, _N),
+    "accumulators": (_H, _H),
+    "gemm_mma_sync": (_F, _F),
+    "gemm_ws": (_F, _H),
+    "gemm_tuned": (_F, _F),
+    "gemm_blackwell": (BLACKWELL, BLACKWELL),
+    "wait_group": (_H, _H),
+    "descriptor_fields": (_H, _H),
 }
 
 #: The same for the anchors: each anchor's parts' verdicts, in order.
@@ -122,16 +138,23 @@ def not_measured_text(claims, anchors=(), width: int = 110) -> str:
                            width, "") for r in rows)
 
 
+def written_verdict(key: str, written=None) -> str | None:
+    """The claim verdict :data:`WRITTEN_FOR` implies for ``key`` (None for an unknown key)."""
+    parts = (WRITTEN_FOR if written is None else written).get(key)
+    return combine([Part("", v) for v in parts]) if parts else None
+
+
 def mismatches(claims, anchors=(), written=None, written_anchors=None) -> dict:
-    """``{key: (written for, got)}`` for every claim or anchor whose verdict(s) differ from
+    """``{key: (written for, got)}`` for every claim or anchor whose parts' verdicts differ from
     :data:`WRITTEN_FOR` / :data:`WRITTEN_FOR_ANCHORS` (or a key missing from them)."""
     written = WRITTEN_FOR if written is None else written
     written_anchors = WRITTEN_FOR_ANCHORS if written_anchors is None else written_anchors
     out = {}
-    for c in claims:
-        if written.get(c.key) != c.verdict:
-            out[c.key] = (written.get(c.key), c.verdict)
-    for a in anchors:
+    for c in list(claims):
+        got = tuple(p.verdict for p in c.parts)
+        if tuple(written.get(c.key, ())) != got:
+            out[c.key] = (written.get(c.key), got)
+    for a in list(anchors):
         got = tuple(p.verdict for p in a.parts)
         if tuple(written_anchors.get(a.key, ())) != got:
             out[a.key] = (written_anchors.get(a.key), got)
@@ -146,10 +169,12 @@ def check_written(claims, anchors=(), written=None, written_anchors=None) -> str
     bad = mismatches(claims, anchors, written, written_anchors)
     n = len(claims) + len(anchors)
     shown = {k: f"written for {w!r}, records give {g!r}" for k, (w, g) in bad.items()}
-    return notebook.claim(not bad, f"All {n} verdicts ({counts_text(claims)} among the seed's "
-                          f"statements) are the ones this chapter's text was written for.", **shown)
+    parts = sum(len(c.parts) for c in claims + anchors)
+    return notebook.claim(not bad, f"All {n} verdicts and their {parts} parts are the ones this "
+                          f"chapter's text was written for (the seed's statements: "
+                          f"{counts_text(claims)}).", **shown)
 
 
-__all__ = ["WRITTEN_FOR", "WRITTEN_FOR_ANCHORS", "table_text", "counts", "counts_text",
+__all__ = ["WRITTEN_FOR", "WRITTEN_FOR_ANCHORS", "written_verdict", "table_text", "counts", "counts_text",
            "percent_rows", "percent_text", "anchors_text", "not_measured", "not_measured_text",
            "mismatches", "check_written", "MEASURED_CLOCK"]
