@@ -107,7 +107,7 @@ def test_the_4096_table_reads_the_seed_as_chapter_07_does():
 def test_what_is_not_measured_names_what_would_measure_it(recs):
     rows = C.not_measured(C.evaluate(recs), C.evaluate_anchors(recs))
     by = {(r["key"], r["what"][:30]): r["measure_with"] for r in rows}
-    assert any("SWIZZLE=64" in m and "float8" in m for m in by.values())
+    assert any("swizzle=s" in m and "fp8_config" in m and "SWIZZLE=s" in m for m in by.values())
     assert any("CSTAGES=2" in m and "tma_copy" in m for m in by.values())
     assert any("tcgen05" in m for (k, _), m in by.items() if k == "gemm_blackwell")
     assert all(r["verdict"] in (C.NOT_MEASURED, C.BLACKWELL) for r in rows)
@@ -187,9 +187,14 @@ def test_fp8_speedup_above_two_flips_a_part(recs):
 
 def test_fp8_under_a_narrow_swizzle_becomes_measured(recs):
     r = copy.deepcopy(recs)
-    top = max((x for x in r["fp8"].results["rows"] if x["kernel"] == "ours"
-               and "float8" in x["dtype"] and x["size"] == 4096), key=lambda x: x["tflops"])
-    r["fp8"].results["rows"].append({**top, "swizzle": 64, "tflops": 1.1 * top["tflops"]})
+    from asynctc import fp8
+    base = fp8.fp8_config(cluster=1, tma_store=False)
+    row = next(x for x in r["fp8"].results["rows"] if x.get("label") == base.label()
+               and x["size"] == 4096)
+    narrow = base.replace(swizzle=64)
+    assert _claims(r)["swizzle_modes"].parts[-1].verdict == C.NOT_MEASURED
+    r["fp8"].results["rows"].append({**row, "label": narrow.label(), "swizzle": 64,
+                                     "tflops": 1.1 * row["tflops"]})
     sw, sp = _claims(r)["swizzle_modes"], _claims(r)["fp8_speedup"]
     assert sw.parts[-1].verdict == C.HOLDS and sw.parts[-1].value == pytest.approx(1.1)
     assert sp.parts[-1].verdict == C.FAILS          # 1.1 × the FP8 top rung is not slower than FP16
@@ -231,9 +236,11 @@ def test_tma_at_equal_bytes_in_flight_becomes_measured(recs):
     copies = r["tma_copy"].results["copies"]
     m = next(c for c in copies if c["variant"] == "ldg_sts" and c["box_bytes"] == 1024)
     t = next(c for c in copies if c["variant"] == "tma" and c["bc"] == m["bc"] and c["box_bytes"] == 1024)
-    t.update(stages=2, ctas_per_sm=m["ctas_per_sm"] // 2, gbps=0.9 * m["gbps"])
-    part = next(p for p in _claims(r)["tma_vs_manual"].parts if "equal bytes" in p.what)
+    copies.append({**t, "stages": 2, "ctas_per_sm": m["ctas_per_sm"] // 2, "gbps": 0.9 * m["gbps"]})
+    cl = _claims(r)["tma_vs_manual"]
+    part = next(p for p in cl.parts if "equal bytes" in p.what)
     assert part.verdict == C.HOLDS and part.value == pytest.approx(0.9)
+    assert [p.verdict for p in cl.parts[:3]] == [p.verdict for p in _claims(recs)["tma_vs_manual"].parts[:3]]
     _raises(r, "tma_vs_manual")
 
 

@@ -12,6 +12,7 @@ measured for that row (its kind — in-kernel, in flight — printed beside it).
 
 * :mod:`.verdicts` — verdict words, :class:`Part`, :class:`Claim`, both denominators, records;
 * :mod:`.seed` — :data:`SEED_CLAIMS` and :func:`evaluate`;
+* :mod:`.gaps` — what would measure each part not measured yet;
 * :mod:`.anchors` — :data:`ANCHORS` and :func:`evaluate_anchors`;
 * :mod:`.report` — the tables as text, :data:`WRITTEN_FOR` and :func:`check_written` (raises
   through :func:`asynctc.core.notebook.claim` when the records flip a verdict the chapter's text

@@ -17,6 +17,8 @@ import statistics
 
 from ..core import bench
 from ..models import descriptors
+from .gaps import (BLACKWELL_RUN, FP8_SWIZZLE, LATENCY_GLOBAL, LATENCY_SHARED, NCU_MMA_SYNC,
+                   SOFTWARE_SWIZZLE, TMA_EQUAL_IN_FLIGHT)
 from .verdicts import (BLACKWELL, DATASHEET, FAILS, HOLDS, MEASURED_CLOCK, NOT_MEASURED, ClaimSpec,
                        MissingRecord, Part, first, judged, need, peak_parts, sm_count)
 
@@ -35,30 +37,6 @@ STEP_WORDS = {"mma.sync": "mma.sync", "wgmma + TMA + warp specialization":
 #: The descriptor fields as the seed states them: (first bit, width) of the 14-bit byte-address
 #: fields, each holding a byte value >> 4.
 SEED_DESCRIPTOR_FIELDS = {"start_address": (0, 14), "lbo": (16, 14), "sbo": (32, 14)}
-
-# What would measure the parts the course has not measured yet (item 2 of the chapter's issue).
-NCU_MMA_SYNC = ("Nsight Compute on chapter 01's kernel at 4096³ — `ncu --clock-control none --section "
-                "SpeedOfLight -k gemm_mma_sync -c 1 python tools/profile_mma_sync.py` (DRAM and L1 "
-                "throughput as % of peak) — written to a record; no suite records it today")
-LATENCY_GLOBAL = ("no suite: a pointer chase of dependent global loads timed with clock64 (one "
-                  "warp, L2 flushed) — the course has no latency microbenchmark")
-LATENCY_SHARED = ("no suite: a pointer chase of dependent ld.shared timed with clock64 — the course "
-                  "has no latency microbenchmark")
-TMA_EQUAL_IN_FLIGHT = ("the tma_copy suite (asynctc.tma.measure_tma_copy) with TMA rows whose stages × "
-                       "box × CTAs/SM equals the manual copy's at 1–4 KiB boxes, e.g. "
-                       "CopyConfig('tma', br, bc, stages=2, ctas_per_sm=8, threads=32) (tma.cu "
-                       "CSTAGES=2) beside the manual copy's 1 stage × 16 CTAs/SM; copy_config() "
-                       "gives TMA 4 stages today")
-SOFTWARE_SWIZZLE = ("no suite: the manual copy (tma.cu copy_ldg_sts) storing the 128-byte XOR "
-                    "pattern itself, timed beside a TMA load with CU_TENSOR_MAP_SWIZZLE_128B; the "
-                    "course's copies store unswizzled tiles")
-FP8_SWIZZLE = ("the swizzle suite for FP8: asynctc.swizzle.swizzle_variants('float8_e4m3fn') "
-               "(warp_specialization.cu DT=2 with SWIZZLE=64 / 32 / 0) timed beside the 128-byte "
-               "build; measure_swizzle times fp16 only today")
-BLACKWELL_RUN = ("chapter 09's tcgen05 suite (`python -m asynctc record tcgen05`) on a compute "
-                 "capability 10.0 GPU, timed with the SM clock measured (time_gpu clock=True) for the "
-                 "fraction at the measured clock — this machine's records are Hopper's")
-
 
 # --------------------------------------------------------------------------------------------------
 # Rows the claims read
@@ -114,6 +92,18 @@ def _fp8_rows_off_128(recs) -> list[dict]:
             if fp8 and r.get("swizzle") not in (None, 128) and r.get("kernel") != "cuBLASLt":
                 out.append(r)
     return out
+
+
+def _same_at_128(recs, row: dict) -> dict | None:
+    """The row of the same kernel, size and record under the 128-byte swizzle (its label without
+    the " swizzle:N" word), or None."""
+    label = re.sub(r" swizzle:\d+", "", str(row.get("label", "")))
+    for suite in ("fp8", "swizzle"):
+        rec = recs.get(suite)
+        for r in (rec.results.get("rows", []) if rec else []):
+            if r.get("label") == label and r.get("size") == row.get("size") and r is not row:
+                return r
+    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -204,17 +194,25 @@ def _in_flight(c: dict) -> int:
 def _tma_vs_manual(recs):
     rec = need(recs, "tma_copy")
     copies = rec.results["copies"]
-    by = {(c["variant"], c["box_bytes"], c["bc"]): c for c in copies}
+    manual = {(c["box_bytes"], c["bc"]): c for c in copies if c["variant"] == "ldg_sts"}
     sizes = sorted({c["box_bytes"] for c in copies})
     parts = []
 
     def ratios(size, equal_only=False):
-        out = []
-        for (v, s, bc), t in by.items():
-            m = by.get(("ldg_sts", s, bc))
-            if v == "tma" and s == size and m and (not equal_only or _in_flight(t) == _in_flight(m)):
-                out.append((t["gbps"] / m["gbps"], t, m))
-        return out
+        """(TMA/manual, tma row, manual row) at one box size: the deepest TMA ring per box shape
+        (the suite's configuration), or every TMA row at the manual copy's bytes in flight."""
+        tmas: dict = {}
+        for t in copies:
+            m = manual.get((t["box_bytes"], t["bc"]))
+            if t["variant"] != "tma" or t["box_bytes"] != size or m is None:
+                continue
+            if equal_only:
+                if _in_flight(t) == _in_flight(m):
+                    tmas.setdefault(t["bc"], []).append(t)
+            elif t["bc"] not in tmas or t["stages"] > tmas[t["bc"]][0]["stages"]:
+                tmas[t["bc"]] = [t]
+        return [(t["gbps"] / manual[(size, bc)]["gbps"], t, manual[(size, bc)])
+                for bc, ts in tmas.items() for t in ts]
 
     for size in [s for s in sizes if s <= 4096]:
         rs = ratios(size)
@@ -366,17 +364,14 @@ def _swizzle_modes(recs):
                             "×", suite="swizzle"))
     off = _fp8_rows_off_128(recs)
     what = "for FP8 a 64- or 32-byte swizzle may beat the 128-byte one"
-    if off:
-        top: dict = {}
-        for r in need(recs, "fp8").results.get("rows", []):
-            if r.get("kernel") == "ours" and r.get("swizzle") == 128 and "float8" in str(r.get("dtype")):
-                top[r["size"]] = max(top.get(r["size"], 0.0), r["tflops"])
-        best = max(off, key=lambda r: r["tflops"] / top.get(r["size"], float("inf")))
-        if best.get("size") in top:
-            v = best["tflops"] / top[best["size"]]
-            parts.append(judged(what, v, 1.0, None, f"best FP8 variant off 128 bytes: {v:.2f}× "
-                                "the fastest 128-byte FP8 row", "×", suite="fp8"))
-            return parts
+    pairs = [(r, _same_at_128(recs, r)) for r in off]
+    pairs = [(r, b) for r, b in pairs if b is not None]
+    if pairs:
+        r, b = max(pairs, key=lambda x: x[0]["tflops"] / x[1]["tflops"])
+        v = r["tflops"] / b["tflops"]
+        parts.append(judged(what, v, 1.0, None, f"best FP8 variant off 128 bytes ({r['swizzle']}-byte, "
+                            f"{r['size']}³): {v:.2f}× the same kernel at 128 bytes", "×", suite="fp8"))
+        return parts
     parts.append(Part(what, NOT_MEASURED, unit="×", measure_with=FP8_SWIZZLE))
     return parts
 
