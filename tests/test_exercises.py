@@ -8,6 +8,7 @@ import pytest
 from asynctc.models import pipeline as _pipeline  # registers the ch05 exercises
 from asynctc.models import tcgen05 as _tcgen05  # registers the ch09 exercises
 import asynctc.suites  # noqa: F401  (imports every chapter module, which registers its exercises)
+import asynctc.claims  # noqa: F401  (chapter 10 has no suite: registers its exercises)
 from asynctc.core import exercises
 from asynctc.models import descriptors
 
@@ -46,6 +47,8 @@ KW = {
     "ch09.tmem_columns": dict(m=128, n=96),
     "ch09.lane_quarter": dict(warp=6),
     "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
+    "ch10.fraction_both": dict(tflops=759.4, sm_mhz=1679.0, sm_count=132),
+    "ch10.verdict": dict(datasheet=0.687, measured=0.757, low=0.75, high=0.80),
 }
 
 
@@ -162,6 +165,18 @@ MISTAKES = [
     ("ch04.descriptor", 0x4800 | 4096 << 16 | 512 << 32 | 2 << 62, "byte values >> 4"),
     ("ch04.descriptor", _desc(0x4800, 4096 * 16, 512, 2), "LBO: the field holds the byte offset >> 4"),
     ("ch04.descriptor", 1 << 47 | _desc(0x4800, 4096, 512, 2), "does not decode"),
+    ("ch10.fraction_both", (759.4 / (132 * 4096 * 1679e-6), 759.4 / 989.4), "swapped"),
+    ("ch10.fraction_both", (100 * 759.4 / 989.4, 100 * 759.4 / (132 * 4096 * 1679e-6)), "not percent"),
+    ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1980e-6)), "1980 MHz is the clock attribute"),
+    ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1830e-6)), "boost clock"),
+    ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1679e-6) / 2), "4096 FLOP per clock"),
+    ("ch10.fraction_both", (759.4 / 989.4 / 2, 759.4 / (132 * 4096 * 1679e-6)), "dense one"),
+    ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1679e-6) * 132), "summed over every SM"),
+    ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1679e-6) * 1e6), "mind the units"),
+    ("ch10.fraction_both", (0.5, 759.4 / (132 * 4096 * 1679e-6)), "the measured-clock fraction is right"),
+    ("ch10.fraction_both", (759.4 / 989.4, 0.5), "the datasheet fraction is right"),
+    ("ch10.verdict", "holds", "only one denominator"),
+    ("ch10.verdict", "does not hold", "the measured clock one"),
 ]
 
 
@@ -338,6 +353,10 @@ def test_solutions_in_the_notebooks_still_pass():
     assert ex("ch07.quantize", 448.0, value=500.0, solution=True)
     assert ex("ch07.quantize", 14.0, value=13.5, solution=True)
     assert ex("ch07.block_scale", 37.5 / 448, amax=37.5, solution=True)
+    kw10 = KW["ch10.fraction_both"]
+    assert ex("ch10.fraction_both", (kw10["tflops"] / 989.4, kw10["tflops"] / (kw10["sm_count"] * 4096
+              * kw10["sm_mhz"] * 1e-6)), **kw10, solution=True)
+    assert ex("ch10.verdict", "partly", **KW["ch10.verdict"], solution=True)
     assert ex("ch07.block_scale", 0.125, amax=37.5, pow2=True, solution=True)
     assert ex("ch07.promote_interval", 2, k=4096, target=1e-2, solution=True)
     for event, barrier in (("producer waits", "empty"), ("TMA completes", "full"),

@@ -114,6 +114,7 @@ CHAPTER_MODULES = {
     "ch06": ("asynctc.warp_specialization",),
     "ch07": ("asynctc.fp8",),
     "ch09": ("asynctc.models.tcgen05", "asynctc.tcgen05"),
+    "ch10": ("asynctc.claims",),
 }
 
 

@@ -1,0 +1,50 @@
+"""Chapter 10 — claims checked: every quantitative statement of the seed article (the tutorial
+this course checks, see README) beside the course's measurement, and the public anchors the course
+cites beside ours.
+
+Nothing here measures: the chapter reads the records the other chapters wrote (``data/<gpu>/``,
+:func:`load_records`), computes the course's number for each statement, and gives a verdict from
+that number and the statement's band — :data:`~asynctc.claims.verdicts.HOLDS`, ``FAILS`` ("does not
+hold"), ``PARTLY``, ``NOT_MEASURED`` ("not measured here"; what would measure it is named) or
+``BLACKWELL`` ("cannot be measured here"). Every "% of peak" statement is judged under both
+denominators: the datasheet (989 TFLOP/s dense fp16, 1979 fp8) and SMs × FLOP/clk/SM × the SM clock
+measured for that row (its kind — in-kernel, in flight — printed beside it).
+
+* :mod:`.verdicts` — verdict words, :class:`Part`, :class:`Claim`, both denominators, records;
+* :mod:`.seed` — :data:`SEED_CLAIMS` and :func:`evaluate`;
+* :mod:`.gaps` — what would measure each part not measured yet;
+* :mod:`.anchors` — :data:`ANCHORS` and :func:`evaluate_anchors`;
+* :mod:`.report` — the tables as text, :data:`WRITTEN_FOR` and :func:`check_written` (raises
+  through :func:`asynctc.core.notebook.claim` when the records flip a verdict the chapter's text
+  was written for);
+* :mod:`.figures` — :func:`claims_figure` (never measures);
+* :mod:`.exercises` — ``ch10.fraction_both`` and ``ch10.verdict``.
+
+Chapter 10 registers no ``record`` suite: it has nothing to measure.
+"""
+
+from . import exercises as _exercises  # noqa: F401  (registers the ch10 exercises)
+from .anchors import ANCHORS, Anchor
+from .anchors import evaluate as evaluate_anchors
+from .report import (WRITTEN_FOR, WRITTEN_FOR_ANCHORS, anchors_text, check_written, counts,
+                     counts_text, mismatches, not_measured, not_measured_text, percent_rows,
+                     percent_text, table_text, written_verdict)
+from .seed import SEED_4096, SEED_CLAIMS, evaluate, note
+from .verdicts import (ABOVE, ANCHOR_VERDICTS, BELOW, BLACKWELL, DATASHEET, FAILS, HOLDS, MATCHES,
+                       MEASURED_CLOCK, NOT_MEASURED, PARTLY, VERDICTS, Claim, MissingRecord, Part,
+                       combine, fractions, load_records)
+
+
+def claims_figure(claims, anchors=(), title: str = ""):
+    """:func:`asynctc.claims.figures.claims_figure` (matplotlib imported on first use)."""
+    from .figures import claims_figure as fig
+    return fig(claims, anchors, title)
+
+
+__all__ = ["ANCHORS", "Anchor", "evaluate_anchors", "WRITTEN_FOR", "WRITTEN_FOR_ANCHORS",
+           "anchors_text", "check_written", "counts", "counts_text", "mismatches", "not_measured",
+           "not_measured_text", "percent_rows", "percent_text", "table_text", "written_verdict", "SEED_4096",
+           "SEED_CLAIMS", "evaluate", "note", "ABOVE", "ANCHOR_VERDICTS", "BELOW", "BLACKWELL",
+           "DATASHEET", "FAILS", "HOLDS", "MATCHES", "MEASURED_CLOCK", "NOT_MEASURED", "PARTLY",
+           "VERDICTS", "Claim", "MissingRecord", "Part", "combine", "fractions", "load_records",
+           "claims_figure"]

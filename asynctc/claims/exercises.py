@@ -1,0 +1,81 @@
+"""Chapter 10's auto-checked exercises (notebooks/10_claims): a fraction of peak under both
+denominators from a record row, and a verdict from two fractions and a claim's band. The expected
+answers come from the chapter's own functions (:func:`asynctc.claims.verdicts.fractions`,
+:func:`~asynctc.claims.verdicts.judged`, :func:`~asynctc.claims.verdicts.combine`)."""
+
+from __future__ import annotations
+
+from ..core import bench
+from ..core.exercises import diagnosis, exercise
+from .verdicts import FAILS, HOLDS, PARTLY, combine, fractions, judged
+
+
+@exercise("ch10.fraction_both",
+          "A record row says `tflops` TFLOP/s, its SM clock measured at `sm_mhz` MHz, on a GPU of "
+          "`sm_count` SMs (dense fp16: 4096 FLOP/clk/SM; datasheet 989.4 TFLOP/s). What fraction of "
+          "peak is it under each denominator? Answer (datasheet fraction, measured-clock fraction), "
+          "as fractions (0.75, not 75).", rtol=0.01)
+def _fraction_both(tflops: float, sm_mhz: float, sm_count: int, dtype: str = "float16"):
+    f = fractions({"tflops": tflops, "sm_mhz": sm_mhz}, sm_count, dtype)
+    return (round(f["datasheet"], 6), round(f["measured"], 6))
+
+
+def _near(a, b, rtol: float = 0.01) -> bool:
+    return abs(a - b) <= rtol * abs(b)
+
+
+@diagnosis("ch10.fraction_both")
+def _fraction_both_hint(answer, expected, tflops, sm_mhz, sm_count, dtype="float16"):
+    if not isinstance(answer, list) or len(answer) != 2:
+        return "two fractions: (datasheet, measured clock)."
+    a, b = answer
+    d, m = expected
+    rate = bench.FLOP_PER_CLK_PER_SM[dtype]
+    if _near(a, m) and _near(b, d):
+        return "the two are swapped: the datasheet fraction first, the measured-clock one second."
+    if _near(a, 100 * d) or _near(b, 100 * m):
+        return "answer fractions (0.75), not percent (75)."
+    if _near(b, tflops / (sm_count * rate * 1980e-6)):
+        return ("1980 MHz is the clock attribute, the maximum: the denominator is the clock the "
+                "row measured while the kernel ran.")
+    if _near(b, tflops / (sm_count * rate * 1830e-6)):
+        return "1830 MHz is the datasheet's boost clock: use the row's measured clock."
+    if _near(b, m / 2) or _near(b, 2 * m):
+        return f"dense {dtype} is {rate} FLOP per clock per SM (FP8 has twice that)."
+    if _near(a, d / 2) or _near(a, 2 * d):
+        return "the datasheet figure of this dtype is the dense one (989.4 for fp16; 1978.9 is FP8)."
+    if _near(b, m * sm_count) or _near(b, m / sm_count):
+        return "the peak is summed over every SM: SMs × FLOP/clk/SM × clock."
+    if _near(b, m * 1e6) or _near(b, m / 1e6) or _near(b, m * 1e3) or _near(b, m / 1e3):
+        return "mind the units: MHz × 1e6 clocks per second, TFLOP/s × 1e12."
+    if _near(a, d) and not _near(b, m):
+        return "the datasheet fraction is right; check the measured-clock one."
+    if _near(b, m) and not _near(a, d):
+        return "the measured-clock fraction is right; check the datasheet one."
+    return None
+
+
+@exercise("ch10.verdict",
+          "A seed claim puts a kernel at `low`–`high` of peak (judged within ±`tol`). The record "
+          "gives `datasheet` of the datasheet peak and `measured` of the peak at the measured clock. "
+          "Which verdict does chapter 10 give: 'holds', 'partly' or 'does not hold'?",
+          (HOLDS, PARTLY, FAILS),
+          aliases={"hold": HOLDS, "yes": HOLDS, "partial": PARTLY, "fails": FAILS,
+                   "does not": FAILS, "doesn't hold": FAILS, "no": FAILS})
+def _verdict(datasheet: float, measured: float, low: float, high: float, tol: float = 0.005):
+    parts = [judged("datasheet", datasheet, low, high, "", tol=tol),
+             judged("measured clock", measured, low, high, "", tol=tol)]
+    return combine(parts)
+
+
+@diagnosis("ch10.verdict")
+def _verdict_hint(answer, expected, datasheet, measured, low, high, tol=0.005):
+    inside = {name: low - tol <= v <= high + tol
+              for name, v in (("datasheet", datasheet), ("measured clock", measured))}
+    if expected == PARTLY:
+        which = next(k for k, v in inside.items() if v)
+        return (f"only one denominator puts it inside {low:g}–{high:g} (±{tol:g}): the {which} one "
+                "— the other does not.")
+    if expected == HOLDS:
+        return "both fractions lie inside the band (with its tolerance)."
+    return f"neither fraction lies inside {low:g}–{high:g}, even with the ±{tol:g} tolerance."

@@ -1,0 +1,30 @@
+"""What would measure each part of chapter 10 that the course has not measured yet — the suite
+and its defines where one exists, the experiment no suite runs where none does (chapter 10's issue,
+item 2: "not measured yet", never a guess). Checked on the CPU for the two the issue names: the FP8
+builds under a 64-, 32-byte and no swizzle (fp8_config(cluster=1, tma_store=False, swizzle=s))
+compile for sm_90a (168 registers, no spills), and so does the TMA copy with CSTAGES=2."""
+
+NCU_MMA_SYNC = ("Nsight Compute on chapter 01's kernel at 4096³ — `ncu --clock-control none --section "
+                "SpeedOfLight -k gemm_mma_sync -c 1 python tools/profile_mma_sync.py` (DRAM and L1 "
+                "throughput as % of peak) — written to a record; no suite records it today")
+LATENCY_GLOBAL = ("no suite: a pointer chase of dependent global loads timed with clock64 (one "
+                  "warp, L2 flushed) — the course has no latency microbenchmark")
+LATENCY_SHARED = ("no suite: a pointer chase of dependent ld.shared timed with clock64 — the course "
+                  "has no latency microbenchmark")
+TMA_EQUAL_IN_FLIGHT = ("the tma_copy suite's loop (asynctc.tma.measure_tma_copy) with, at each 1–4 KiB "
+                       "box, a TMA row at the manual copy's bytes in flight (stages × box × CTAs/SM): "
+                       "CopyBench().launcher(CopyConfig('tma', br, bc, stages=2, ctas_per_sm=c // 2, "
+                       "threads=32)) where c is the manual copy's CTAs/SM (16 at 1–4 KiB) — tma.cu "
+                       "CSTAGES=2, one box load in flight per CTA; copy_config() gives TMA 4 stages "
+                       "today")
+SOFTWARE_SWIZZLE = ("no suite: the manual copy (tma.cu copy_ldg_sts) storing the 128-byte XOR "
+                    "pattern itself, timed beside a TMA load with CU_TENSOR_MAP_SWIZZLE_128B; the "
+                    "course's copies store unswizzled tiles")
+FP8_SWIZZLE = ("the fp8 suite (asynctc.fp8.measure_fp8) with fp8_config(cluster=1, tma_store=False, "
+               "swizzle=s) for s = 64, 32, 0 added to timed_configs() and to check_all() before "
+               "them (warp_specialization.cu DT=2, SWIZZLE=s, CLUSTER=1: a swizzle other than 128 "
+               "is built without clusters), beside the 128-byte fp8_config(cluster=1, "
+               "tma_store=False) it already times; the swizzle suite times fp16 only")
+BLACKWELL_RUN = ("chapter 09's tcgen05 suite (`python -m asynctc record tcgen05`) on a compute "
+                 "capability 10.0 GPU, timed with the SM clock measured (time_gpu clock=True) for the "
+                 "fraction at the measured clock — this machine's records are Hopper's")

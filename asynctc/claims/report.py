@@ -1,0 +1,180 @@
+"""Chapter 10's tables as text, the verdicts its prose was written for, and the check that stops
+the notebook when a re-measurement flips one (:func:`check_written`, through
+:func:`asynctc.core.notebook.claim`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from ..core import notebook
+from .verdicts import (BLACKWELL, DATASHEET, FAILS, HOLDS, MATCHES, MEASURED_CLOCK, NOT_MEASURED,
+                       VERDICTS, Part, combine)
+
+_H, _F, _N = HOLDS, FAILS, NOT_MEASURED
+
+#: The verdicts of every part of every seed claim that chapter 10's text was written for (H200
+#: records of 2026-11-29 … 2026-12-01), in the order of the claim's parts; the claim's own verdict
+#: follows from them (:func:`~asynctc.claims.verdicts.combine`). :func:`check_written` raises when
+#: the records in hand give another — a part that flips without flipping its claim included.
+WRITTEN_FOR = {
+    "sync_utilisation": (_H, _H, _N),
+    "sync_quarter": (_H, _H, _F),
+    "latencies": (_N, _N, _H),
+    "sync_vs_wgmma": (_H, _H),
+    "tma_vs_manual": (_F, _H, _F, _N, _H, _N),
+    "smem_228": (_H,),
+    "tile_tens_kb": (_H,),
+    "queue_depth": (_H, _F, _H),
+    "fp8_speedup": (_H, _H, _N),
+    "swizzle_modes": (_H, _F, _H, _F, _N),
+    "accumulators": (_H, _H),
+    "gemm_mma_sync": (_F, _F),
+    "gemm_ws": (_F, _H),
+    "gemm_tuned": (_F, _F),
+    "gemm_blackwell": (BLACKWELL, BLACKWELL),
+    "wait_group": (_H, _H),
+    "descriptor_fields": (_H, _H),
+}
+
+#: The same for the anchors: each anchor's parts' verdicts, in order.
+WRITTEN_FOR_ANCHORS = {
+    "gluon_persistent": ("ours below", "ours above", HOLDS),
+    "hopper_worklog": ("ours below", MATCHES),
+    "luo_mma_sync": (MATCHES, MATCHES),
+    "luo_wgmma_n": ("ours above", "ours above", "ours above"),
+    "luo_fp8": (MATCHES,),
+    "deepgemm": ("ours below", NOT_MEASURED),
+}
+
+
+def _wrap(text: str, width: int, indent: str) -> str:
+    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + "  ")
+
+
+def table_text(claims, width: int = 110, parts: bool = True) -> str:
+    """The seed claims as text: per claim its chapter, verdict and statement, then (``parts``)
+    each part's verdict, sub-statement and our number."""
+    lines = [f"{'ch':3s} {'verdict':14s} statement"]
+    for c in claims:
+        v = "Blackwell" if c.verdict == BLACKWELL else c.verdict
+        lines.append(f"{c.chapter:3s} {v:14s} {c.statement}")
+        if parts:
+            lines += [_wrap(p.line(), width, "      ") for p in c.parts]
+    return "\n".join(lines)
+
+
+def counts(claims) -> dict:
+    """``{verdict: number of claims}`` in :data:`~asynctc.claims.verdicts.VERDICTS` order."""
+    return {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
+
+
+def counts_text(claims) -> str:
+    n = counts(claims)
+    return ", ".join(f"{k} {v}" for k, v in n.items() if v)
+
+
+def percent_rows(claims) -> list[dict]:
+    """Every fraction-of-peak part, one row per statement: ``key``, ``what`` (the statement without
+    its denominator), ``datasheet`` / ``measured`` (the two fractions, None when not measured),
+    their verdicts, ``band``, ``clock`` (the row's clock kind), ``ours`` (both texts)."""
+    out = []
+    for c in claims:
+        if not c.percent_of_peak:
+            continue
+        by_what: dict = {}
+        for p in c.parts:
+            if p.unit != "fraction of peak":
+                continue
+            what = p.what.replace(" (datasheet peak)", "").replace(" (peak at the measured clock)", "")
+            r = by_what.setdefault(what, {"key": c.key, "what": what, "band": p.band,
+                                          "datasheet": None, "measured": None, "clock": None,
+                                          "verdict_datasheet": NOT_MEASURED,
+                                          "verdict_measured": NOT_MEASURED, "ours": []})
+            side = "datasheet" if p.denominator == DATASHEET else "measured"
+            r[side] = p.value
+            r[f"verdict_{side}"] = p.verdict
+            r["clock"] = r["clock"] or p.clock
+            r["ours"].append(p.ours or p.measure_with or "")
+        out += list(by_what.values())
+    return out
+
+
+def percent_text(claims) -> str:
+    """:func:`percent_rows` as a table: the band, ours under each denominator, each verdict."""
+    lines = [f"{'statement':64s} {'band':>10s}  {'datasheet':>17s}  {'measured clock':>17s}  clock"]
+    for r in percent_rows(claims):
+        lo, hi = r["band"] or (None, None)
+        band = (f"{lo:.2f}–{hi:.2f}" if lo is not None and hi is not None and lo != hi else
+                f"{lo:.2f}" if lo is not None and lo == hi else f"≥ {lo:.2f}" if lo is not None else "")
+
+        def cell(side):
+            v = r[side]
+            word = {HOLDS: "inside", FAILS: "outside"}.get(r[f"verdict_{side}"], "—")
+            return f"{v:.3f} {word:>7s}" if v is not None else f"{'—':>5s} {'n/a':>7s}"
+        lines.append(f"{textwrap.shorten(r['what'], 64):64s} {band:>10s}  {cell('datasheet'):>17s}  "
+                     f"{cell('measured'):>17s}  {r['clock'] or '—'}")
+    return "\n".join(lines)
+
+
+def anchors_text(anchors, width: int = 110) -> str:
+    """The anchors as text: source and their statement, then each comparison."""
+    lines = []
+    for a in anchors:
+        lines.append(f"ch {a.chapter}  {a.source}: {a.statement}")
+        lines += [_wrap(p.line(), width, "      ") for p in a.parts]
+    return "\n".join(lines)
+
+
+def not_measured(claims, anchors=()) -> list[dict]:
+    """Every part the course has not measured: ``key``, ``what``, ``verdict``, ``measure_with``."""
+    return [{"key": c.key, "what": p.what, "verdict": p.verdict, "measure_with": p.measure_with}
+            for c in list(claims) + list(anchors) for p in c.parts if not p.measured]
+
+
+def not_measured_text(claims, anchors=(), width: int = 110) -> str:
+    rows = not_measured(claims, anchors)
+    return "\n".join(_wrap(f"{r['key']}: {r['what']} [{r['verdict']}] — {r['measure_with']}",
+                           width, "") for r in rows)
+
+
+def written_verdict(key: str, written=None) -> str | None:
+    """The claim verdict :data:`WRITTEN_FOR` implies for ``key`` (None for an unknown key)."""
+    parts = (WRITTEN_FOR if written is None else written).get(key)
+    return combine([Part("", v) for v in parts]) if parts else None
+
+
+def mismatches(claims, anchors=(), written=None, written_anchors=None) -> dict:
+    """``{key: (written for, got)}`` for every claim or anchor whose parts' verdicts differ from
+    :data:`WRITTEN_FOR` / :data:`WRITTEN_FOR_ANCHORS` (or a key missing from them)."""
+    written = WRITTEN_FOR if written is None else written
+    written_anchors = WRITTEN_FOR_ANCHORS if written_anchors is None else written_anchors
+    out = {}
+    for c in list(claims):
+        got = tuple(p.verdict for p in c.parts)
+        if tuple(written.get(c.key, ())) != got:
+            out[c.key] = (written.get(c.key), got)
+    for a in list(anchors):
+        got = tuple(p.verdict for p in a.parts)
+        if tuple(written_anchors.get(a.key, ())) != got:
+            out[a.key] = (written_anchors.get(a.key), got)
+    return out
+
+
+def check_written(claims, anchors=(), written=None, written_anchors=None) -> str:
+    """Print that every verdict is the one the chapter's text was written for, or raise
+    :class:`~asynctc.core.notebook.ClaimError` naming each that is not (a re-measurement that
+    flips a verdict stops the notebook: its prose needs revisiting)."""
+    claims, anchors = list(claims), list(anchors)
+    bad = mismatches(claims, anchors, written, written_anchors)
+    n = len(claims) + len(anchors)
+    shown = {k: f"written for {w!r}, records give {g!r}" for k, (w, g) in bad.items()}
+    parts = sum(len(c.parts) for c in claims + anchors)
+    return notebook.claim(not bad, f"All {n} verdicts and their {parts} parts are the ones this "
+                          f"chapter's text was written for (the seed's statements: "
+                          f"{counts_text(claims)}).", **shown)
+
+
+__all__ = ["WRITTEN_FOR", "WRITTEN_FOR_ANCHORS", "written_verdict", "table_text", "counts", "counts_text",
+           "percent_rows", "percent_text", "anchors_text", "not_measured", "not_measured_text",
+           "mismatches", "check_written", "MEASURED_CLOCK"]

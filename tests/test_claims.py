@@ -1,0 +1,348 @@
+"""Chapter 10 (asynctc.claims): every verdict comes from a record, both peak denominators are
+judged, what is not measured says what would measure it, and a record altered across a threshold
+flips the verdict and makes the chapter's check raise. CPU only: records are read, never measured."""
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from asynctc import claims as C
+from asynctc.claims import report as R
+from asynctc.claims import seed as S
+from asynctc.core import bench, exercises, notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def recs():
+    r = C.load_records()
+    missing = [s for s in ("mma_sync", "warp_specialization", "fp8", "swizzle", "pipeline",
+                           "tma_copy", "wgmma", "cp_async") if r[s] is None]
+    if missing:
+        pytest.skip(f"no committed records for {missing}")
+    return r
+
+
+def _claims(recs):
+    return {c.key: c for c in C.evaluate(recs)}
+
+
+def _anchors(recs):
+    return {a.key: a for a in C.evaluate_anchors(recs)}
+
+
+def _raises(recs, key):
+    """The chapter's check raises, naming ``key``."""
+    with pytest.raises(notebook.ClaimError, match=key):
+        R.check_written(C.evaluate(recs), C.evaluate_anchors(recs))
+
+
+# --------------------------------------------------------------------------------------------------
+# On the committed records
+# --------------------------------------------------------------------------------------------------
+
+def test_the_committed_records_give_the_verdicts_the_text_was_written_for(recs, capsys):
+    cl, an = C.evaluate(recs), C.evaluate_anchors(recs)
+    assert not R.mismatches(cl, an)
+    R.check_written(cl, an)
+    assert "are the ones this chapter's text was written for" in capsys.readouterr().out
+    assert {c.key for c in cl} == set(R.WRITTEN_FOR) and {a.key for a in an} == set(R.WRITTEN_FOR_ANCHORS)
+    for c in cl:
+        assert c.verdict == R.written_verdict(c.key)
+
+
+def test_every_claim_names_its_chapter_and_records(recs):
+    for c in C.evaluate(recs):
+        assert re.fullmatch(r"\d\d", c.chapter) and c.suites and c.parts, c.key
+        assert set(c.suites) <= set(C.verdicts.SUITES)
+        for p in c.parts:
+            assert p.verdict in C.VERDICTS, (c.key, p.verdict)
+            if p.measured:
+                assert p.value is not None and p.ours, (c.key, p.what)
+            else:
+                assert p.measure_with and len(p.measure_with) > 20, (c.key, p.what)
+
+
+def test_every_percent_of_peak_claim_is_judged_under_both_denominators(recs):
+    cl = C.evaluate(recs)
+    pct = [c for c in cl if c.percent_of_peak]
+    assert {c.key for c in pct} >= {"gemm_mma_sync", "gemm_ws", "gemm_tuned", "gemm_blackwell",
+                                    "sync_utilisation"}
+    for c in pct:
+        fr = [p for p in c.parts if p.unit == "fraction of peak"]
+        assert {p.denominator for p in fr} == {C.DATASHEET, C.MEASURED_CLOCK}, c.key
+        for p in fr:
+            if p.measured:
+                assert p.clock in bench.CLOCK_KINDS, (c.key, p.clock)
+                assert p.clock in p.ours or p.denominator == C.DATASHEET, p.ours
+    rows = C.percent_rows(cl)
+    assert all(r["clock"] in bench.CLOCK_KINDS for r in rows if r["measured"] is not None)
+    text = C.percent_text(cl)
+    assert "in flight" in text and "datasheet" in text
+
+
+def test_fractions_use_the_datasheet_and_the_measured_clock():
+    row = {"tflops": 700.0, "sm_mhz": 1700.0, "sm_mhz_source": bench.CLOCK_INFLIGHT_SOURCE}
+    f = C.fractions(row, 132)
+    assert f["datasheet"] == pytest.approx(700.0 / 989.4, rel=1e-3)
+    assert f["measured"] == pytest.approx(700.0 / (132 * 4096 * 1700e-6), rel=1e-9)
+    assert f["clock"] == "in flight"
+    f8 = C.fractions(row, 132, "float8_e4m3fn")
+    assert f8["measured"] == pytest.approx(f["measured"] / 2)
+    with pytest.raises(ValueError, match="sm_mhz"):
+        C.fractions({"tflops": 700.0}, 132)
+
+
+def test_the_4096_table_reads_the_seed_as_chapter_07_does():
+    from asynctc import fp8
+    theirs = getattr(fp8, "SEED_4096", None)
+    if theirs is None:
+        pytest.skip("asynctc.fp8 no longer exposes SEED_4096")
+    assert tuple(tuple(x) for x in theirs) == C.SEED_4096
+
+
+def test_what_is_not_measured_names_what_would_measure_it(recs):
+    rows = C.not_measured(C.evaluate(recs), C.evaluate_anchors(recs))
+    by = {(r["key"], r["what"][:30]): r["measure_with"] for r in rows}
+    assert any("swizzle=s" in m and "fp8_config" in m and "SWIZZLE=s" in m for m in by.values())
+    assert any("CSTAGES=2" in m and "tma_copy" in m for m in by.values())
+    assert any("tcgen05" in m for (k, _), m in by.items() if k == "gemm_blackwell")
+    assert all(r["verdict"] in (C.NOT_MEASURED, C.BLACKWELL) for r in rows)
+
+
+def test_combine():
+    P = C.Part
+    H, F, N, B = C.HOLDS, C.FAILS, C.NOT_MEASURED, C.BLACKWELL
+    assert C.combine([P("", H), P("", H)]) == H
+    assert C.combine([P("", F), P("", F)]) == F
+    assert C.combine([P("", H), P("", F)]) == C.PARTLY
+    assert C.combine([P("", H), P("", N)]) == C.PARTLY
+    assert C.combine([P("", F), P("", N)]) == F
+    assert C.combine([P("", N), P("", B)]) == N
+    assert C.combine([P("", B)]) == B
+    with pytest.raises(ValueError, match="must be one of"):
+        C.combine([P("", "maybe")])
+    with pytest.raises(ValueError, match="at least one"):
+        C.combine([])
+
+
+def test_a_missing_record_is_not_measured(recs):
+    r = dict(recs, tma_copy=None)
+    c = _claims(r)["tma_vs_manual"]
+    assert c.verdict == C.NOT_MEASURED
+    assert all("no 'tma_copy' record" in p.measure_with for p in c.parts)
+    _raises(r, "tma_vs_manual")
+
+
+# --------------------------------------------------------------------------------------------------
+# A value altered across its threshold flips the verdict, and the chapter's check raises
+# --------------------------------------------------------------------------------------------------
+
+def test_mma_sync_at_half_of_peak_flips_the_table(recs):
+    r = copy.deepcopy(recs)
+    best = S.mma_sync_best(r["mma_sync"])
+    assert _claims(recs)["gemm_mma_sync"].verdict == C.FAILS
+    best["tflops"] = 0.5 * 989.4
+    assert _claims(r)["gemm_mma_sync"].verdict == C.HOLDS
+    _raises(r, "gemm_mma_sync")
+
+
+def test_the_warp_specialized_rung_below_the_band_flips(recs):
+    r = copy.deepcopy(recs)
+    for n in (2, 3):
+        S.ladder_row(r["warp_specialization"], n)[1]["tflops"] = 600.0
+    assert _claims(recs)["gemm_ws"].verdict == C.PARTLY
+    assert _claims(r)["gemm_ws"].verdict == C.FAILS
+    _raises(r, "gemm_ws")
+
+
+def test_the_tuned_rung_at_85_percent_of_the_datasheet_flips(recs):
+    r = copy.deepcopy(recs)
+    S.ladder_row(r["warp_specialization"])[1]["tflops"] = 0.85 * 989.4
+    c = _claims(r)["gemm_tuned"]
+    assert [p.verdict for p in c.parts] == [C.HOLDS, C.FAILS] and c.verdict == C.PARTLY
+    _raises(r, "gemm_tuned")
+
+
+def test_a_slower_clock_moves_only_the_measured_clock_fraction(recs):
+    r = copy.deepcopy(recs)
+    row = S.ladder_row(r["warp_specialization"], 3)[1]
+    row["sm_mhz"] = 2100.0                  # peak at this clock 1135 TFLOP/s: 0.60, below 75 %
+    c = _claims(r)["gemm_ws"]
+    assert [p.verdict for p in c.parts] == [C.FAILS, C.FAILS]
+    _raises(r, "gemm_ws")
+
+
+def test_fp8_speedup_above_two_flips_a_part(recs):
+    r = copy.deepcopy(recs)
+    row = next(x for x in r["fp8"].results["table"] if x["kernel"] == "FP8/FP16 ours")
+    row["ratio"] = 2.3
+    got = [p.verdict for p in _claims(r)["fp8_speedup"].parts]
+    assert got[0] == C.FAILS and _claims(r)["fp8_speedup"].verdict == C.PARTLY   # claim unchanged …
+    _raises(r, "fp8_speedup")                                                    # … but it fails loudly
+
+
+def test_fp8_under_a_narrow_swizzle_becomes_measured(recs):
+    r = copy.deepcopy(recs)
+    from asynctc import fp8
+    base = fp8.fp8_config(cluster=1, tma_store=False)
+    row = next(x for x in r["fp8"].results["rows"] if x.get("label") == base.label()
+               and x["size"] == 4096)
+    narrow = base.replace(swizzle=64)
+    assert _claims(r)["swizzle_modes"].parts[-1].verdict == C.NOT_MEASURED
+    r["fp8"].results["rows"].append({**row, "label": narrow.label(), "swizzle": 64,
+                                     "tflops": 1.1 * row["tflops"]})
+    sw, sp = _claims(r)["swizzle_modes"], _claims(r)["fp8_speedup"]
+    assert sw.parts[-1].verdict == C.HOLDS and sw.parts[-1].value == pytest.approx(1.1)
+    assert sp.parts[-1].verdict == C.FAILS          # 1.1 × the FP8 top rung is not slower than FP16
+    _raises(r, "swizzle_modes")
+
+
+def test_a_ten_to_twenty_percent_swizzle_gap_flips(recs):
+    r = copy.deepcopy(recs)
+    rows = r["swizzle"].results["rows"]
+    for x in rows:
+        if x["kernel"] == "ours" and x.get("swizzle") == 64 and x.get("row_boxes", 1) == 1 \
+                and not x.get("tma_once"):
+            t128 = next(y["tflops"] for y in rows if y["kernel"] == "ours" and y.get("swizzle") == 128
+                        and y.get("row_boxes", 1) == 1 and not y.get("tma_once")
+                        and y["size"] == x["size"])
+            x["tflops"] = t128 / 1.15
+    parts = _claims(r)["swizzle_modes"].parts
+    assert [p.verdict for p in parts[:4]] == [C.HOLDS] * 4
+    _raises(r, "swizzle_modes")
+
+
+def test_double_buffering_within_five_percent_flips(recs):
+    r = copy.deepcopy(recs)
+    groups = {}
+    for x in r["pipeline"].results["sweep"]:
+        if x.get("kernel") == "pipeline" and x["dtype"] == "float16":
+            groups.setdefault((x["tile"], x["size"]), []).append(x)
+    for rows in groups.values():
+        best = max(x["tflops"] for x in rows)
+        for x in rows:
+            if x["stages"] == 2:
+                x["tflops"] = 0.97 * best
+    assert _claims(r)["queue_depth"].parts[1].verdict == C.HOLDS
+    _raises(r, "queue_depth")
+
+
+def test_tma_at_equal_bytes_in_flight_becomes_measured(recs):
+    r = copy.deepcopy(recs)
+    copies = r["tma_copy"].results["copies"]
+    m = next(c for c in copies if c["variant"] == "ldg_sts" and c["box_bytes"] == 1024)
+    t = next(c for c in copies if c["variant"] == "tma" and c["bc"] == m["bc"] and c["box_bytes"] == 1024)
+    copies.append({**t, "stages": 2, "ctas_per_sm": m["ctas_per_sm"] // 2, "gbps": 0.9 * m["gbps"]})
+    cl = _claims(r)["tma_vs_manual"]
+    part = next(p for p in cl.parts if "equal bytes" in p.what)
+    assert part.verdict == C.HOLDS and part.value == pytest.approx(0.9)
+    assert [p.verdict for p in cl.parts[:3]] == [p.verdict for p in _claims(recs)["tma_vs_manual"].parts[:3]]
+    _raises(r, "tma_vs_manual")
+
+
+def test_shared_memory_and_descriptor_claims_flip(recs):
+    r = copy.deepcopy(recs)
+    r["pipeline"].results["smem_limit"] = 101376
+    r["wgmma"].results["checks"][0]["passed"] = False
+    cl = _claims(r)
+    assert cl["smem_228"].verdict == C.FAILS
+    assert cl["descriptor_fields"].parts[0].verdict == C.FAILS
+    with pytest.raises(notebook.ClaimError, match="smem_228.*descriptor_fields|descriptor_fields.*smem_228"):
+        R.check_written(C.evaluate(r), C.evaluate_anchors(r))
+
+
+def test_a_blackwell_record_would_be_judged(recs):
+    r = dict(recs)
+    prov = dict(recs["mma_sync"].provenance, sm_count=148)
+    rec = copy.deepcopy(recs["mma_sync"])
+    rec.suite, rec.provenance = "tcgen05", prov
+    rec.results = {"sweep": [{"kernel": "tcgen05", "size": 4096, "dtype": "float16", "tflops": 2000.0,
+                              "sm_mhz": 1800.0, "sm_mhz_source": bench.CLOCK_INFLIGHT_SOURCE}]}
+    r["tcgen05"] = rec
+    c = _claims(r)["gemm_blackwell"]
+    assert c.verdict == C.HOLDS and c.parts[0].value == pytest.approx(2000 / (148 * 8192 * 1.8e-3))
+    _raises(r, "gemm_blackwell")
+
+
+def test_an_anchor_flips(recs):
+    r = copy.deepcopy(recs)
+    entry, _ = S.ladder_row(r["warp_specialization"], size=4096, dtype="bfloat16")
+    assert _anchors(recs)["hopper_worklog"].parts[0].verdict == C.BELOW
+    entry["of_cublas"] = 1.07
+    assert _anchors(r)["hopper_worklog"].parts[0].verdict == C.MATCHES
+    _raises(r, "hopper_worklog")
+
+
+# --------------------------------------------------------------------------------------------------
+# Text, figure, exercises, notebook
+# --------------------------------------------------------------------------------------------------
+
+def test_tables_as_text(recs):
+    cl, an = C.evaluate(recs), C.evaluate_anchors(recs)
+    t = C.table_text(cl)
+    assert all(c.statement in t for c in cl)
+    assert "not measured yet:" in t and "Blackwell" in t
+    a = C.anchors_text(an)
+    assert "Luo et al." in a and "ours" in a
+    assert sum(C.counts(cl).values()) == len(cl)
+
+
+def test_the_figure_draws_both_panels(recs, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    from asynctc.claims import figures
+    cl, an = C.evaluate(recs), C.evaluate_anchors(recs)
+    fig = C.claims_figure(cl, an, "records")
+    ax1, ax2 = fig.axes
+    assert len(ax1.get_yticks()) == len(figures.fraction_rows(cl, an))
+    assert len(ax2.get_yticks()) == len(figures.ratio_parts(cl, an))
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+
+
+def test_the_package_never_measures():
+    for p in (ROOT / "asynctc" / "claims").glob("*.py"):
+        src = p.read_text()
+        assert not re.search(r"time_gpu\(|load_or_measure|records\.measure|runtime\.launch|"
+                             r"compile_kernel", src), p.name
+
+
+def test_no_claims_suite_is_registered():
+    from asynctc import suites
+    assert "claims" not in suites.SUITES
+
+
+def test_exercise_solutions_and_mistakes(capsys):
+    kw = dict(tflops=759.4, sm_mhz=1679.0, sm_count=132)
+    d, m = 759.4 / 989.4, 759.4 / (132 * 4096 * 1679e-6)
+    assert exercises.check("ch10.fraction_both", (d, m), solution=True, **kw)
+    assert not exercises.check("ch10.fraction_both", (m, d), **kw)
+    assert "swapped" in capsys.readouterr().out
+    assert not exercises.check("ch10.fraction_both", (d, 759.4 / (132 * 4096 * 1980e-6)), **kw)
+    assert "1980 MHz" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="is wrong"):
+        exercises.check("ch10.fraction_both", (100 * d, 100 * m), solution=True, **kw)
+    v = dict(datasheet=0.687, measured=0.757, low=0.75, high=0.80)
+    assert exercises.check("ch10.verdict", "partly", solution=True, **v)
+    assert not exercises.check("ch10.verdict", "holds", **v)
+    assert "only one denominator" in capsys.readouterr().out
+    assert exercises.check("ch10.verdict", "does not hold", solution=True,
+                           datasheet=0.33, measured=0.34, low=0.45, high=0.55)
+
+
+def test_the_built_notebook_tags_its_solutions_and_checks_the_records():
+    path = ROOT / "notebooks" / "10_claims.ipynb"
+    if not path.exists():
+        pytest.skip("notebooks/10_claims.ipynb not built")
+    cells = json.loads(path.read_text())["cells"]
+    sol = [c for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
+    assert any(c["cell_type"] == "markdown" and "<summary>Solutions" in "".join(c["source"]) for c in sol)
+    assert all("solution" in c.get("metadata", {}).get("tags", [])
+               for c in cells if c["cell_type"] == "code" and "solution=True" in "".join(c["source"]))
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    assert "check_written(" in code and "ch10.fraction_both" in code and "ch10.verdict" in code
