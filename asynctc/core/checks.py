@@ -57,10 +57,11 @@ U_OUT = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 0.0, "float64"
 
 
 def np_dtype(name: str) -> np.dtype:
-    """numpy dtype for a course dtype name ("float16", "bfloat16" via ml_dtypes, "float32")."""
-    if name == "bfloat16":
+    """numpy dtype for a course dtype name ("float16", "float32"; "bfloat16", "float8_e4m3fn" and
+    "float8_e5m2" via ml_dtypes)."""
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import pipeline as P
+from ..core import checks
 from ..core.memory import DeviceArray
 from ..warp_specialization.config import WSConfig, _fail
 from .config import matmul_config
@@ -66,12 +67,12 @@ def matmul_cases() -> list[dict]:
 def case_config(case: dict) -> WSConfig:
     """The configuration :func:`matmul` picks for ``case`` (for precompiling)."""
     c_aligned = case["operands"] == "host" or \
-        (case["n"] * P.np_dtype(case["out_dtype"]).itemsize) % TMA_ALIGN == 0
+        (case["n"] * checks.np_dtype(case["out_dtype"]).itemsize) % TMA_ALIGN == 0
     return matmul_config(case["m"], case["n"], case["k"], case["dtype"], case["b_layout"],
                          out_dtype=case["out_dtype"], c_rows_aligned=c_aligned)
 
 
-def check_matmul_case(case: dict, rng=None) -> P.ElementCheck:
+def check_matmul_case(case: dict, rng=None) -> checks.ElementCheck:
     """Run :func:`matmul` on ``case`` with fresh random operands (standard normal, rounded to the
     dtype) and compare every element with float64 (:func:`asynctc.pipeline.compare_elementwise`:
     |C − ref| ≤ K · 2^-21 · (|A|·|B|) + output rounding; poison left unwritten fails). Host cases
@@ -85,9 +86,9 @@ def check_matmul_case(case: dict, rng=None) -> P.ElementCheck:
     if case["operands"] == "host":
         c = matmul(a, bs, b_layout=case["b_layout"], out_dtype=case["out_dtype"])
     else:
-        dc = DeviceArray.poisoned((m, n), P.np_dtype(case["out_dtype"]))
+        dc = DeviceArray.poisoned((m, n), checks.np_dtype(case["out_dtype"]))
         matmul(DeviceArray.from_host(a), DeviceArray.from_host(bs), dc, b_layout=case["b_layout"])
         c = dc.to_host()
     if c.shape != (m, n):
         _fail("result.shape", c.shape, f"must be {(m, n)}")
-    return P.compare_elementwise(c, a, b, case["out_dtype"], label)
+    return checks.compare_elementwise(c, a, b, case["out_dtype"], label)

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .. import pipeline as P
+from ..core import checks
 from ..core.memory import DeviceArray
 from ..warp_specialization import launch
 from ..warp_specialization.config import WSConfig, _fail
@@ -128,7 +128,7 @@ def check_edge_operands(a, b, cfg: WSConfig, out) -> tuple[int, int, int, int]:
     :class:`Pitched`, readable by TMA as they are (:func:`check_tma_rows`; ``out`` only with
     ``tma_store``, else its base 16-byte aligned). Returns (M, N, K, ldc) with ldc = C's row pitch
     in elements. Raises :class:`WarpSpecializationError`."""
-    dt = P.np_dtype(cfg.dtype)
+    dt = checks.np_dtype(cfg.dtype)
     for what, x in (("a", a), ("b", b)):
         if np.dtype(x.dtype) != dt:
             _fail(f"{what}.dtype", str(np.dtype(x.dtype)), f"must be {cfg.dtype} (cfg.dtype)")
@@ -144,7 +144,7 @@ def check_edge_operands(a, b, cfg: WSConfig, out) -> tuple[int, int, int, int]:
     if out is None:
         return m, n, k, n
     (rows, cols), ldc = _dims(out)
-    odt = P.np_dtype(cfg.out_dtype)
+    odt = checks.np_dtype(cfg.out_dtype)
     if (rows, cols) != (m, n) or np.dtype(out.dtype) != odt:
         _fail("out", ((rows, cols), str(np.dtype(out.dtype))), f"must be {(m, n)} {odt}")
     if cfg.tma_store:

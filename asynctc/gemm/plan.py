@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import pipeline as P
-from ..core import runtime
+from ..core import checks, runtime
 from ..core.memory import DeviceArray
 from ..warp_specialization.config import DTYPES, WSConfig, _fail
 from .config import b_major_of, choose_config
@@ -54,7 +53,7 @@ class MatmulPlan:
                                              f"{kb}, a.shape={tuple(a.shape)} has K={k}")
         if out_dtype is not None:
             try:
-                out_dtype = _dtype_name(P.np_dtype(out_dtype) if isinstance(out_dtype, str)
+                out_dtype = _dtype_name(checks.np_dtype(out_dtype) if isinstance(out_dtype, str)
                                         else out_dtype)
             except TypeError:
                 _fail("out_dtype", out_dtype, "not a dtype: 'float32' or the input dtype")
@@ -84,7 +83,7 @@ class MatmulPlan:
             self.config = None                      # nothing to launch
             return
         device_c = isinstance(out, DeviceArray) or (out is None and not self.host_result)
-        c_aligned = not device_c or (n * np.dtype(P.np_dtype(out_dtype)).itemsize) % TMA_ALIGN == 0
+        c_aligned = not device_c or (n * np.dtype(checks.np_dtype(out_dtype)).itemsize) % TMA_ALIGN == 0
         if config is None:
             config = choose_config(m, n, k, dt, b_major, out_dtype, c_rows_aligned=c_aligned)
         else:
@@ -104,10 +103,10 @@ class MatmulPlan:
         da = a if isinstance(a, DeviceArray) else upload_pitched(np.asarray(a), stream)
         db = b if isinstance(b, DeviceArray) else upload_pitched(np.asarray(b), stream)
         if device_c:
-            dc = out if out is not None else DeviceArray.poisoned((m, n), P.np_dtype(out_dtype),
+            dc = out if out is not None else DeviceArray.poisoned((m, n), checks.np_dtype(out_dtype),
                                                                   stream)
         else:
-            odt = P.np_dtype(out_dtype)
+            odt = checks.np_dtype(out_dtype)
             dc = Pitched(DeviceArray.poisoned((m, row_pitch(n, odt.itemsize)), odt, stream), m, n)
         self.gemm = EdgeGemm(config, da, db, dc, stream)
 
@@ -115,7 +114,7 @@ class MatmulPlan:
         """Launch (nothing for an empty problem), check the error word, return the result: the
         numpy array ``out`` or a new one (host result), else the DeviceArray."""
         m, n = self.m, self.n
-        odt = P.np_dtype(self.out_dtype)
+        odt = checks.np_dtype(self.out_dtype)
         if self.gemm is None:                           # M, N or K = 0
             if self.user_out is None:
                 if self.host_result:

@@ -83,7 +83,7 @@ def measure_matmul(progress=None, sizes=MATMUL_SIZES, nonsquare=NONSQUARE_SHAPES
             a, b, bt = P.random_operands(m, n, k, P.PipelineConfig(dtype=dt), rng)
             rows = checks.timed_output_reference(a, b, dt, rng)
             da, db, dbt = (DeviceArray.from_host(x) for x in (a, b, bt))
-            dc = DeviceArray.poisoned((m, n), P.np_dtype(dt))
+            dc = DeviceArray.poisoned((m, n), checks.np_dtype(dt))
             flop = bench.gemm_flop(m, n, k)
             base = {"m": m, "n": n, "k": k, "dtype": dt}
             cb = None

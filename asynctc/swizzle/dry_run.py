@@ -34,7 +34,7 @@ def stage_dry_run(cfg: W.WSConfig, rng=None, layout: dict | None = None,
         raise W.WarpSpecializationError("stage_dry_run: K-major B only (the swizzle variants)")
     rng = rng if rng is not None else np.random.default_rng()
     L = kernel_layout(cfg) if layout is None else layout
-    from ..pipeline import np_dtype
+    from ..core.checks import np_dtype
     dt = np_dtype(cfg.dtype)
     bk, es = cfg.bk, W.itemsize(cfg.dtype)
     a = rng.standard_normal((cfg.bm, bk)).astype(dt)

@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from .. import warp_specialization as W
+from ..core import checks
 from .config import variant_key, variants
 from .dry_run import tma_once_reference
 
@@ -31,23 +32,14 @@ def shared_lsu_instructions(ck) -> dict:
 
 def compare_tma_once(out: np.ndarray, ref: np.ndarray, mag: np.ndarray, k: int, out_dtype: str,
                      label: str = ""):
-    """Element by element, as :func:`asynctc.pipeline.compare_elementwise` with ``ref`` / ``mag``
+    """Element by element, as :func:`asynctc.core.checks.compare_elementwise` with ``ref`` / ``mag``
     given (:func:`tma_once_reference`): bound K · 2⁻²¹ · mag + 2 · the output's rounding · |ref|;
     an element left NaN (poison) counts as unwritten. Returns an
-    :class:`asynctc.pipeline.ElementCheck`."""
-    from .. import pipeline as P
+    :class:`asynctc.core.checks.ElementCheck`."""
     o = np.asarray(out).astype(np.float64)
     if o.shape != ref.shape:
         W._fail("out", o.shape, f"must have the reference's shape {ref.shape}")
-    bound = k * 2.0 ** -21 * mag + 2 * P.OUT_ROUNDING[out_dtype] * np.abs(ref)
-    finite = np.isfinite(o)
-    ratio = np.where(finite, np.abs(o - ref) / bound, np.inf)
-    bad = ratio > 1.0
-    first = tuple(int(x) for x in np.argwhere(bad)[0]) if bad.any() else None
-    rel = float(np.linalg.norm(np.where(finite, o, 0.0) - ref) / np.linalg.norm(ref))
-    return P.ElementCheck((ref.shape[0], ref.shape[1], k), label, float(ratio.max()),
-                          int(np.count_nonzero(bad & finite)), int(np.count_nonzero(~finite)),
-                          first, rel)
+    return checks.compare_to_bound(o, ref, checks.element_bound(k, mag, ref, out_dtype), k, label)
 
 
 #: Shapes the wgmma-only variants are checked on (K ≥ 4 stages of 64): 12 tiles (one per CTA,

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .. import pipeline as P
-from ..core import runtime
+from ..core import checks, runtime
 from ..core.memory import DeviceArray
 from .config import (B_MAJORS, DTYPES, WSConfig, WarpSpecializationError, _fail, _launch_regs,
                      is_fp8)
@@ -193,9 +193,10 @@ def check_operands(a, b, cfg: WSConfig, out=None, scales=None,
     Raises :class:`WarpSpecializationError`."""
     from ..models.layout import dtype_of
     try:
-        m, n, k = P.operand_dims(a, b, dtype_of(cfg.dtype), cfg.dtype, cfg.b_major)
+        m, n, k = checks.operand_dims(a, b, dtype_of(cfg.dtype), cfg.dtype, cfg.b_major,
+                                     error=P.PipelineError)
         check_shapes(m, n, k, cfg)
-        P.check_out(out, m, n, dtype_of(cfg.out_dtype))
+        checks.check_out(out, m, n, dtype_of(cfg.out_dtype), error=P.PipelineError)
     except WarpSpecializationError:
         raise
     except P.PipelineError as e:
@@ -235,7 +236,7 @@ class WSGemm:
         self.block_scales = tuple(block_scales) if block_scales is not None else None
         self.ck = ck or compile_ws(cfg)
         self.out = out if out is not None else DeviceArray.poisoned((self.m, self.n),
-                                                                    P.np_dtype(cfg.out_dtype), stream)
+                                                                    checks.np_dtype(cfg.out_dtype), stream)
         self.ta = self.tensor_map(a, cfg.a_box)
         self.tb = self.tensor_map(b, cfg.b_load_box)
         # C's tensor map (64×64 box, 128-byte swizzle) for the TMA-store epilogue; other builds
@@ -371,7 +372,7 @@ def run_ws(a, b, cfg: WSConfig, out: DeviceArray | None = None, stream=None,
     return g
 
 
-def verify(cfg, m: int, n: int, k: int, rng=None) -> P.ElementCheck:
+def verify(cfg, m: int, n: int, k: int, rng=None) -> checks.ElementCheck:
     """Run any rung's ``cfg`` on fresh random inputs (poisoned output) and compare every element
     with float64 (:func:`asynctc.pipeline.compare_elementwise`). An fp8 ``cfg`` raises
     :class:`WarpSpecializationError`: chapter 07's :func:`asynctc.fp8.verify_fp8` checks those."""
@@ -384,7 +385,7 @@ def verify(cfg, m: int, n: int, k: int, rng=None) -> P.ElementCheck:
     check_shapes(m, n, k, cfg)
     a, b, bs = P.random_operands(m, n, k, cfg.pipeline_config(), rng)
     g = run_ws(a, bs, cfg)
-    return P.compare_elementwise(g.out.to_host(), a, b, cfg.out_dtype, cfg.label())
+    return checks.compare_elementwise(g.out.to_host(), a, b, cfg.out_dtype, cfg.label())
 
 
 verify_ws = verify

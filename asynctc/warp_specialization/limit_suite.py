@@ -105,7 +105,7 @@ def ncu_child() -> int:
     rng = np.random.default_rng()
     for n in SIZES:
         a, b, da, db, dbt = P.device_problem(n, DTYPE, rng)
-        dc = DeviceArray.poisoned((n, n), P.np_dtype(DTYPE))
+        dc = DeviceArray.poisoned((n, n), checks.np_dtype(DTYPE))
         for gm in NCU_GROUPS:
             g = make_gemm(top(gm), da, dbt, dc)
             g.launcher()()
@@ -162,7 +162,7 @@ def measure_limit(progress=None, ncu: dict | None = None, reps: int = 20, sizes=
             a, b, da, db, dbt = P.device_problem(size, dt, rng)
             ref = checks.timed_output_reference(a, b, dt, rng)
             flop = bench.gemm_flop(size, size, size)
-            dc = DeviceArray.poisoned((size, size), P.np_dtype(dt))
+            dc = DeviceArray.poisoned((size, size), checks.np_dtype(dt))
             gemms = {gm: make_gemm(top(gm, dt), da, dbt, dc) for gm in GROUPS}
             for rnd in range(rounds):
                 dc.poison()

@@ -100,7 +100,7 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
             a, b, da, db, dbt = P.device_problem(size, dt, rng)
             rows = checks.timed_output_reference(a, b, dt, rng)
             flop = bench.gemm_flop(size, size, size)
-            dc = DeviceArray.poisoned((size, size), P.np_dtype(dt))
+            dc = DeviceArray.poisoned((size, size), checks.np_dtype(dt))
             cb = None
             if out["baseline_library"]:
                 t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
@@ -162,7 +162,7 @@ def measure_nonsquare(shapes, dtypes, rungs, reps, say, rng) -> list[dict]:
             rows = checks.timed_output_reference(a, b, dt, rng)
             da, db = DeviceArray.from_host(a), DeviceArray.from_host(b)
             dbt = DeviceArray.from_host(np.ascontiguousarray(b.T))
-            dc = DeviceArray.poisoned((m, n), P.np_dtype(dt))
+            dc = DeviceArray.poisoned((m, n), checks.np_dtype(dt))
             flop = bench.gemm_flop(m, n, k)
             base = {"m": m, "n": n, "k": k, "dtype": dt}
             cb = None

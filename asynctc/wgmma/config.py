@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 
+from ..core import checks
 from ..models import descriptors as dsc
 
 
@@ -27,11 +28,7 @@ TILE_TOLERANCE = {"float16": 1e-4, "bfloat16": 1e-4, "float8_e4m3fn": 2e-3, "flo
 
 def np_dtype(name: str) -> np.dtype:
     """numpy dtype of a wgmma input type name (ml_dtypes for bfloat16 and fp8)."""
-    name = dsc.dtype_name(name)
-    if name == "float16":
-        return np.dtype(np.float16)
-    import ml_dtypes
-    return np.dtype(getattr(ml_dtypes, name))
+    return checks.np_dtype(dsc.dtype_name(name))
 
 
 # --------------------------------------------------------------------------------------------------
