@@ -135,6 +135,7 @@ def html_without_solutions(nb) -> str:
 def cmd_course(args) -> int:
     import nbformat
     from nbclient import NotebookClient
+    from .teaching import runner
     try:
         from nbconvert import HTMLExporter
     except ImportError:          # HTML is a convenience; the executed notebooks are the record
@@ -153,17 +154,18 @@ def cmd_course(args) -> int:
         m = "live" if runtime.runs_live(arch) else "replay"
         nb = nbformat.read(nb_path, as_version=4)
         t0 = time.time()
-        status = "passed"
-        try:
-            NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
-                           extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-        except Exception as e:  # noqa: BLE001 - report and go on with the next chapter
-            status = "FAILED"
-            failed += 1
-            err = str(e).strip().splitlines()
-            (out / f"{nb_path.stem}.error.txt").write_text(str(e))
-            print(f"   {err[-1] if err else e}", file=sys.stderr)
+        outcome = runner.run_notebook(nb, lambda nb: NotebookClient(
+            nb, timeout=args.timeout, kernel_name="python3",
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            resources={"metadata": {"path": str(NOTEBOOKS)}}))
+        status = outcome.status
+        err_file = out / f"{nb_path.stem}.error.txt"
+        if outcome.kind is not None:          # never an empty file: the text names the exception
+            err_file.write_text(outcome.detail)
+            print(f"   {outcome.kind} error: {outcome.message} (see {err_file.name})", file=sys.stderr)
+        elif err_file.exists():
+            err_file.unlink()                 # a stale file from an earlier failed run
+        failed += not outcome.passed
         nbformat.write(nb, out / nb_path.name)
         if HTMLExporter is not None:          # the solutions stay in the .ipynb, not in the HTML
             (out / f"{nb_path.stem}.html").write_text(html_without_solutions(nb))
