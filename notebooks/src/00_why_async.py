@@ -196,11 +196,11 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # %% output varies
 bw = max(c["gbps_rw"] for c in copy)
 best_gemm = max(g["tflops"] for g in gemms)
-pts = [(f"{g['m']}³", exercises.expected("ch00.intensity", n=g["m"]), g["tflops"])
+pts = [(f"{g['m']}³", why_async.gemm_intensity(g["m"], g["n"], g["k"]), g["tflops"])
        for g in gemms if g["dtype"] == "bfloat16"]
 pts.append(("8192×8192×16 (decode-like, computed bound)",
-            2 * 8192 * 8192 * 16 / (2 * (8192 * 8192 + 2 * 8192 * 16)),
-            min(peak, bw * 1e9 / 1e12 * 2 * 8192 * 8192 * 16 / (2 * (8192 * 8192 + 2 * 8192 * 16))),
+            why_async.gemm_intensity(8192, 8192, 16),
+            min(peak, bw * 1e9 / 1e12 * why_async.gemm_intensity(8192, 8192, 16)),
             "computed"))
 fig = plots.roofline(peak, bw, pts, measured_ceiling=best_gemm, record=rec,
                     title=f"Roofline (peak: SMs×4096×{clock_mhz:.0f} MHz, {kind})")

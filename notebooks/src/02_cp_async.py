@@ -68,7 +68,7 @@ ok = exercises.check("ch02.wait_n", answer, stages=4)
 # issue the copies of k-tile `kt+STAGES-1` into that free slot, commit, compute. The `wait_group`
 # line answers exercise 2:
 
-# %%
+# %% output answers a prediction
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
 notebook.show_source(ck, start=r"// Prologue: k-tiles 0", end=r"^  cp_async_wait_all")
 

@@ -166,7 +166,7 @@ for major in ("K", "MN"):
 
 # (The MN-major figure leaves out LBO and SBO of the 64-byte mode: exercise 2 asks for them.)
 
-# %% output varies
+# %% output answers a prediction
 fig = wgmma.plot_layouts("K", "float16")
 plt.show()
 fig = wgmma.plot_layouts("MN", "float16", hide_offsets=(64,))
@@ -480,7 +480,7 @@ ok = exercises.check("ch04.descriptor", answer, mn=128, k=64, dtype="bfloat16", 
 # <details><summary>Solutions (run in CI)</summary>The cells below are the worked solutions.</details>
 
 # %%
-exercises.check("ch04.sbo", 8 * 64, swizzle=64, solution=True)
+ok = exercises.check("ch04.sbo", 8 * 64, swizzle=64, solution=True)
 box_pitch = 64 * 64                      # K rows × 64-byte rows
 lbo, sbo = box_pitch, 8 * 64             # next box along N; next 8 K-rows
 start = 0x4000 + 2 * 16 * 64             # k-step 2 = 32 K-rows down
