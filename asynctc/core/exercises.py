@@ -139,12 +139,19 @@ def _get(name: str) -> Exercise:
     return _EXERCISES[name]
 
 
+def percent(rtol: float) -> str:
+    """A relative tolerance as a percentage that never rounds to zero: 0.001 → "0.1%",
+    1e-5 → "0.001%"."""
+    pct = rtol * 100
+    return f"{pct:.2g}%" if pct < 0.1 else f"{pct:.1f}%".replace(".0%", "%")
+
+
 def prompt(name: str) -> str:
     """The exercise's question, with the tolerance a numeric answer is checked to."""
     ex = _get(name)
     text = ex.prompt
     if ex.rtol:
-        text += f" (Answers within {ex.rtol:.1%} of the exact value are accepted.)"
+        text += f" (Answers within {percent(ex.rtol)} of the exact value are accepted.)"
     if ex.unordered:
         text += " (Any order.)"
     return text

@@ -480,10 +480,10 @@ ok = exercises.check("ch04.descriptor", answer, mn=128, k=64, dtype="bfloat16", 
 # <details><summary>Solutions (run in CI)</summary>The cells below are the worked solutions.</details>
 
 # %%
-ok = exercises.check("ch04.sbo", 8 * 64, swizzle=64, solution=True)
+exercises.check("ch04.sbo", 8 * 64, swizzle=64, solution=True)
 box_pitch = 64 * 64                      # K rows × 64-byte rows
 lbo, sbo = box_pitch, 8 * 64             # next box along N; next 8 K-rows
 start = 0x4000 + 2 * 16 * 64             # k-step 2 = 32 K-rows down
 desc = (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | 2 << 62   # 64-byte swizzle = mode 2
-exercises.check("ch04.descriptor", desc, mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64,
+ok = exercises.check("ch04.descriptor", desc, mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64,
                 step=2, base=0x4000, solution=True)
