@@ -6,9 +6,9 @@
 #
 # 1. see who supplies what to `wgmma.mma_async.m64nNk16`: A from shared memory or registers, B from
 #    shared memory, the 64×N accumulator spread over the 128 threads of a warpgroup;
-# 2. take the 64-bit **shared-memory matrix descriptor** apart bit by bit (start address, LBO, SBO,
+# 2. take the 64-bit **shared-memory matrix descriptor** apart bit by bit (start address, [LBO](../docs/glossary.md#lbo), [SBO](../docs/glossary.md#sbo),
 #    base offset, swizzle mode) and build it from the same tile object that makes the TMA tensor map;
-# 3. draw the **canonical layouts** for K-major and MN-major operands under every swizzle mode, and
+# 3. draw the **canonical layouts** for [K-major](../docs/glossary.md#k-major) and [MN-major](../docs/glossary.md#mn-major) operands under every swizzle mode, and
 #    prove on the CPU that what TMA writes is what the descriptor makes wgmma read;
 # 4. run a one-warpgroup tile for every supported (dtype, major-ness, swizzle, N) against float64;
 # 5. break it on purpose — descriptor and layout disagreeing — and predict the wrong answer exactly;
@@ -158,7 +158,7 @@ for major in ("K", "MN"):
         print(f"{major:2s}-major {sw:3d}B: {descriptors.canonical_layout(major, sw)}")
 
 # %% [markdown]
-# The core matrix is 8 rows × 16 bytes. Without swizzle, core matrices are 128 contiguous bytes and
+# The [core matrix](../docs/glossary.md#core-matrix) is 8 rows × 16 bytes. Without swizzle, core matrices are 128 contiguous bytes and
 # LBO/SBO step between them; with a swizzle of S bytes, rows are S bytes long and the 16-byte chunk
 # index inside each 128-byte line is XORed with the line index (`Swizzle<B,4,3>`) — the same
 # permutation TMA applies when it writes the tile. Each number below is the chunk (a group of four
@@ -466,7 +466,7 @@ if rec is not None and rec.results.get("throughput"):
 # descriptor is decoded field by field and the wrong fields are named.
 #
 # **2.** Encode the full 64-bit descriptor (a Python `int`) for **k-step 2** of a B tile with
-# N = 128, K = 64, bf16, **N-major**, 64-byte swizzle, stored as TMA boxes starting at shared
+# N = 128, K = 64, bf16, **MN-major** (N contiguous), 64-byte swizzle, stored as TMA boxes starting at shared
 # address 0x4000. Hints: a box is one 64-byte swizzle row wide (32 elements of N) and K = 64 rows
 # deep; LBO steps from one box to the next along N, SBO from 8 K-rows to the next; a k16 step is
 # 16 K-rows.
