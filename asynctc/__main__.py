@@ -17,12 +17,17 @@ from pathlib import Path
 from .core import runtime
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
+
+
+def notebooks_dir() -> Path:
+    """The learner notebooks' folder (:func:`asynctc.teaching.builds.notebooks_dir`)."""
+    from .teaching import builds
+    return builds.notebooks_dir()
 
 
 def chapters() -> list[Path]:
     """The course notebooks, in order (``notebooks/NN_name.ipynb``)."""
-    return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    return sorted(p for p in notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
 
 
 def chapter_arch(nb_path: Path) -> str:
@@ -159,7 +164,7 @@ def cmd_course(args) -> int:
         outcome = runner.run_notebook(nb, lambda nb: NotebookClient(
             nb, timeout=args.timeout, kernel_name="python3",
             extra_arguments=["--IPKernelApp.log_level=ERROR"],
-            resources={"metadata": {"path": str(NOTEBOOKS)}}))
+            resources={"metadata": {"path": str(notebooks_dir())}}))
         status = outcome.status
         err_file = out / f"{nb_path.stem}.error.txt"
         if outcome.kind is not None:          # never an empty file: the text names the exception

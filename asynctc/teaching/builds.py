@@ -58,13 +58,28 @@ def strip_solutions(nb):
     return nb
 
 
+def installed_notebooks_dir() -> Path | None:
+    """The learner notebooks installed with the wheel (``share/asynctc/notebooks``), or None."""
+    import sys
+    import sysconfig
+    for base in dict.fromkeys([sysconfig.get_path("data"), sys.prefix, sys.base_prefix]):
+        d = Path(base) / "share" / "asynctc" / "notebooks"
+        if any(d.glob("[0-9][0-9]_*.ipynb")):
+            return d
+    return None
+
+
 def notebooks_dir() -> Path:
-    """Where the learner notebooks are: ``ASYNCTC_NOTEBOOKS``, else ``notebooks/`` of the checkout
-    (the current folder's when it holds the course's notebooks)."""
+    """Where the learner notebooks are: ``ASYNCTC_NOTEBOOKS``; else ``notebooks/`` of the checkout
+    (editable install); else ``./notebooks`` when the current folder holds the course (a hub's
+    clone with the package installed normally); else the copies installed with the wheel."""
     env = os.environ.get("ASYNCTC_NOTEBOOKS")
     if env:
         return Path(env)
-    return ROOT / "notebooks"
+    for d in (ROOT / "notebooks", Path.cwd() / "notebooks"):
+        if any(d.glob("[0-9][0-9]_*.ipynb")):
+            return d
+    return installed_notebooks_dir() or ROOT / "notebooks"
 
 
 def pristine_source(chapter: str, nb_dir: Path) -> tuple[bytes, str, str]:
@@ -72,18 +87,16 @@ def pristine_source(chapter: str, nb_dir: Path) -> tuple[bytes, str, str]:
     committed copy (``git show HEAD:notebooks/NN_….ipynb``) in a git checkout, else the copy
     installed with the package (``share/asynctc/notebooks`` of the environment). Raises
     FileNotFoundError."""
-    import sys
-    import sysconfig
     names = sorted(p.name for p in nb_dir.glob(f"{chapter}_*.ipynb"))
     if (nb_dir.parent / ".git").exists() and names:
         r = subprocess.run(["git", "-C", str(nb_dir.parent), "show", f"HEAD:notebooks/{names[0]}"],
                            capture_output=True)
         if r.returncode == 0:
             return r.stdout, names[0], f"the committed notebooks/{names[0]}"
-    for base in dict.fromkeys([sysconfig.get_path("data"), sys.prefix]):
-        shipped = sorted((Path(base) / "share" / "asynctc" / "notebooks").glob(f"{chapter}_*.ipynb"))
-        if shipped:
-            return shipped[0].read_bytes(), shipped[0].name, "the copy installed with asynctc"
+    inst = installed_notebooks_dir()
+    shipped = sorted(inst.glob(f"{chapter}_*.ipynb")) if inst is not None and inst != nb_dir else []
+    if shipped:
+        return shipped[0].read_bytes(), shipped[0].name, "the copy installed with asynctc"
     raise FileNotFoundError(f"no learner notebook for chapter {chapter!r}: not in git "
                             f"(notebooks/{chapter}_*.ipynb) nor installed with the package")
 
