@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from importlib import metadata
@@ -202,8 +203,9 @@ def cmd_reset(args) -> int:
     from .teaching import builds
     code = 0
     for ch in args.chapters:
-        if not (len(ch) == 2 and ch.isdigit()):
-            print(f"reset {ch}: a chapter is two digits (00 … 10)", file=sys.stderr)
+        if not re.fullmatch(r"\d\d[a-z]?", ch):
+            print(f"reset {ch}: a chapter is two digits (00 … 10), a deep dive two digits and a "
+                  "letter (06b)", file=sys.stderr)
             return 2
         try:
             path, where = builds.reset(ch, Path(args.dir) if args.dir else None, backup=not args.no_backup)

@@ -59,3 +59,23 @@ def test_notebooks_are_executed_and_clean():
                 assert out.get("output_type") != "error", nb_path.name
         size = nb_path.stat().st_size
         assert size < 1_500_000, f"{nb_path.name} is {size} bytes: keep outputs small"
+
+
+def test_binder_environment_is_the_course_environment_without_the_editable_install():
+    """binder/ (repo2docker): the same dependencies as environment.yml, no ``-e .`` (postBuild
+    installs the package as a wheel would, then warms the cubin cache)."""
+    def pip_deps(path):
+        env = yaml.safe_load(path.read_text())
+        return env, next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    root_env, root_pip = pip_deps(ROOT / "environment.yml")
+    b_env, b_pip = pip_deps(ROOT / "binder" / "environment.yml")
+    assert not any(r.startswith("-e") for r in b_pip)
+    assert {_norm(r) for r in b_pip} == {_norm(r) for r in root_pip if not r.startswith("-e")}
+    assert [d for d in b_env["dependencies"] if isinstance(d, str)] == \
+        [d for d in root_env["dependencies"] if isinstance(d, str)]
+    assert {"nbval>=0.11", "jupytext>=1.16"} <= {_norm(r) for r in b_pip}
+    post = (ROOT / "binder" / "postBuild").read_text()
+    assert "pip install --no-deps" in post and "asynctc warm --notebooks" in post
+    assert not re.search(r"pip install[^\n]* (-e|--editable)\b", post)
+    import os
+    assert os.access(ROOT / "binder" / "postBuild", os.X_OK)

@@ -145,3 +145,17 @@ def test_grade_two_fake_learners(tmp_path, monkeypatch, capsys):
     assert rows["bob"]["score"] == "0" and "RuntimeError" in rows["bob"]["problems"]
     md = (tmp_path / "out" / "grades.md").read_text()
     assert "| alice | ✓ | ✗ | 1/2 |" in md and "| bob | · | - | 0/2 |" in md and md in printed
+
+
+def test_reset_command_and_bad_chapter(tmp_path, capsys):
+    from asynctc.__main__ import main
+    assert main(["reset", "0x"]) == 2 and "two digits" in capsys.readouterr().err
+    assert main(["reset", "77", "--dir", str(tmp_path)]) == 2
+    assert "no learner notebook" in capsys.readouterr().err
+
+
+def test_warm_compiles_every_course_kernel(capsys):
+    from asynctc import catalog
+    from asynctc.__main__ import main
+    assert main(["warm"]) == 0
+    assert f"compiled {len(catalog.COURSE_KERNELS)} course kernels" in capsys.readouterr().out
