@@ -292,9 +292,10 @@ def test_descriptor_from_smem_tile():
 # ---- sm_100 (chapter 09) ---------------------------------------------------------------------------
 
 def test_tcgen05_descriptor_round_trip():
-    d = D.Tcgen05Descriptor(0x1000, 16, 1024, "128B", 0, 0)
+    from asynctc.models.tcgen05 import Tcgen05Descriptor    # chapter 09's model, not descriptors'
+    d = Tcgen05Descriptor(0x1000, 16, 1024, "128B", 0, 0)
     v = d.encode()
     assert (v >> 46) & 7 == 1 and (v >> 61) == 2
-    assert D.Tcgen05Descriptor.decode(v) == d
+    assert Tcgen05Descriptor.decode(v) == d
     with pytest.raises(DescriptorError, match="fixed 0b001"):
-        D.Tcgen05Descriptor.decode(v & ~(1 << 46))
+        Tcgen05Descriptor.decode(v & ~(1 << 46))

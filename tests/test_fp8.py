@@ -551,11 +551,12 @@ def _fake_gpu(monkeypatch):
 def test_fp8_suite_dry_run(monkeypatch):
     from asynctc.core import records
     _fake_gpu(monkeypatch)
-    monkeypatch.setattr(fp8, "EXPERIMENT_K", (256, 512))
-    monkeypatch.setattr(fp8, "CHECK_SHAPES", ((256, 256, 256),))
-    monkeypatch.setattr(fp8, "PERSISTENT_SHAPE", (512, 512, 384))
-    monkeypatch.setattr(fp8, "THIN_CHECK_SHAPES", ((64, 512, 256), (128, 512, 256),
-                                                   (256, 512, 256)))
+    # set where they are read: the experiment's K in fp8/suite.py, the check shapes in launch.py
+    monkeypatch.setattr(fp8.suite, "EXPERIMENT_K", (256, 512))
+    monkeypatch.setattr(fp8.launch, "CHECK_SHAPES", ((256, 256, 256),))
+    monkeypatch.setattr(fp8.launch, "PERSISTENT_SHAPE", (512, 512, 384))
+    monkeypatch.setattr(fp8.launch, "THIN_CHECK_SHAPES", ((64, 512, 256), (128, 512, 256),
+                                                          (256, 512, 256)))
     res = fp8.measure_fp8(sizes=(512,), reps=2,
                           nonsquare=((512, 512, 256), (128, 512, 512), (64, 512, 512)))
     assert len(res["checks"]) >= len(fp8.correctness_configs())
@@ -608,7 +609,7 @@ def test_nonsquare_times_cublaslt_on_every_shape_and_skips_ours_by_rule(monkeypa
             timed.append(da.shape[0])
         run.copies = False
         return run
-    monkeypatch.setattr(fp8, "scaled_mm", fake_scaled_mm)
+    monkeypatch.setattr(fp8.suite, "scaled_mm", fake_scaled_mm)     # measure_fp8_nonsquare's
     rows = fp8.measure_fp8_nonsquare(((32, 512, 256), (64, 512, 256)), 2, lambda _s: None, rng,
                                      fp8.FRAC_BITS, "torch")
     lt = [r for r in rows if r["kernel"] == "cuBLASLt"]

@@ -134,7 +134,7 @@ def test_run_gemm_plumbing_without_a_gpu(monkeypatch):
         def poisoned(cls, shape, dtype, stream=None):
             return cls(shape, dtype)
 
-    monkeypatch.setattr(mma_sync, "DeviceArray", FakeDev)
+    monkeypatch.setattr(mma_sync.launch, "DeviceArray", FakeDev)     # run_gemm uploads there
     seen = {}
 
     def fake_launcher(ck, tile, a, b, out, stream):

@@ -94,7 +94,7 @@ INFO = runtime.DeviceInfo(name="NVIDIA H200 (emulated)", cc=(9, 0), sm_count=4,
 
 @pytest.fixture
 def emulated_gpu(monkeypatch):
-    for mod in (mma_sync, cp_async, why_async, checks):
+    for mod in (mma_sync.launch, mma_sync.peak, cp_async, why_async, checks):   # the uploaders
         monkeypatch.setattr(mod, "DeviceArray", FakeArray)
     monkeypatch.setattr(runtime, "compile_kernel", fake_compile)
     monkeypatch.setattr(runtime, "launch", emulate)
@@ -116,12 +116,12 @@ def emulated_gpu(monkeypatch):
                                                                     "power_w": 650.0})[1])
     monkeypatch.setattr(records, "nvidia_smi_clocks", lambda: {"sm_mhz": 1980})
     monkeypatch.setattr(checks, "FULL_CHECK_MAX", 256)             # 512 takes the sampled path
-    monkeypatch.setattr(mma_sync, "TIMED_CHECK_SHAPE", (3 * 128, 512, 128))
-    monkeypatch.setattr(mma_sync, "CHECK_SHAPES", ((128, 256, 64), (256, 512, 96)))
-    monkeypatch.setattr(mma_sync, "MMA_SIZES", (256, 512))
-    monkeypatch.setattr(mma_sync, "SIMT_SIZES", ())
-    monkeypatch.setattr(mma_sync, "ABLATION_SIZE", 256)
-    monkeypatch.setattr(mma_sync, "PEAK_ITERS", 64)
+    monkeypatch.setattr(mma_sync.suite, "TIMED_CHECK_SHAPE", (3 * 128, 512, 128))
+    monkeypatch.setattr(mma_sync.suite, "CHECK_SHAPES", ((128, 256, 64), (256, 512, 96)))
+    monkeypatch.setattr(mma_sync.suite, "MMA_SIZES", (256, 512))
+    monkeypatch.setattr(mma_sync.suite, "SIMT_SIZES", ())
+    monkeypatch.setattr(mma_sync.suite, "ABLATION_SIZE", 256)
+    monkeypatch.setattr(mma_sync.peak, "PEAK_ITERS", 64)
     monkeypatch.setattr(cp_async, "CHECK_SHAPES", ((128, 256, 64),))
     monkeypatch.setattr(cp_async, "SIZES", (256, 512))
     monkeypatch.setattr(cp_async, "BF16_SIZES", (256,))
@@ -138,7 +138,7 @@ def _record(suite, results):
 
 def test_mma_sync_suite_dry_run(emulated_gpu, monkeypatch):
     anatomy = mma_sync.measure_mma_sync_anatomy
-    monkeypatch.setattr(mma_sync, "measure_mma_sync_anatomy", lambda: anatomy(256))
+    monkeypatch.setattr(mma_sync.suite, "measure_mma_sync_anatomy", lambda: anatomy(256))
     r = mma_sync.measure_mma_sync()
     outs = {c.get("output") for c in r["checks"]}
     assert outs == {"float32", "float16", "bfloat16"}                # fp32 path + timed binaries
@@ -206,10 +206,10 @@ def test_wgmma_suite_dry_run(emulated_gpu, monkeypatch):
 
     from asynctc import wgmma as W
     from asynctc import wgmma_peak as WP
-    monkeypatch.setattr(W, "DeviceArray", FakeArray)
+    monkeypatch.setattr(W.launch, "DeviceArray", FakeArray)      # the module that uploads
     monkeypatch.setattr(WP, "DeviceArray", FakeArray)
     monkeypatch.setattr(runtime, "launch", _emulate)
-    monkeypatch.setattr(W, "_tensor_map", lambda arr, tile: (arr, tile))
+    monkeypatch.setattr(W.launch, "_tensor_map", lambda arr, tile: (arr, tile))
     few = W.supported_configs(ns=(64,))[:4]
     monkeypatch.setattr(WP, "supported_configs", lambda: few)
     monkeypatch.setattr(WP, "tma_configs", lambda: [])

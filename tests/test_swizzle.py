@@ -427,10 +427,11 @@ def test_swizzle_suite_dry_run(emulated, monkeypatch):  # noqa: F811
         else:
             emulate_edges(ck, grid, block, *args, **kw)
     monkeypatch.setattr(runtime, "launch", launch)
-    monkeypatch.setattr(S, "DeviceArray", FakeArray)
-    monkeypatch.setattr(S, "shared_lsu_instructions", lambda ck: {"lsu_shared": 0})
-    monkeypatch.setattr(S, "CHECK_SHAPES", ((256, 512, 192),))
-    monkeypatch.setattr(S, "TMA_ONCE_CHECK_SHAPES", ((512, 768, 384),))
+    # set where they are read: measure_swizzle in swizzle/suite.py, check_variants in launch.py
+    monkeypatch.setattr(S.suite, "DeviceArray", FakeArray)
+    monkeypatch.setattr(S.suite, "shared_lsu_instructions", lambda ck: {"lsu_shared": 0})
+    monkeypatch.setattr(S.launch, "CHECK_SHAPES", ((256, 512, 192),))
+    monkeypatch.setattr(S.launch, "TMA_ONCE_CHECK_SHAPES", ((512, 768, 384),))
     monkeypatch.setattr("asynctc.core.checks.FULL_CHECK_MAX", 64)
     ncu = {"available": True, "variants": {str(s): {
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 0.0,

@@ -294,10 +294,10 @@ def _emulate_tma(ck, dt, n, ta, tb, geo, b_off, descs, c_in, d_out, err, shmem_b
 
 @pytest.fixture
 def emulated(monkeypatch):
-    monkeypatch.setattr(W, "DeviceArray", FakeArray)
+    monkeypatch.setattr(W.launch, "DeviceArray", FakeArray)      # the module that uploads
     monkeypatch.setattr(WP, "DeviceArray", FakeArray)
     monkeypatch.setattr(W.runtime, "launch", _emulate)
-    monkeypatch.setattr(W, "_tensor_map", lambda arr, tile: (arr, tile))
+    monkeypatch.setattr(W.launch, "_tensor_map", lambda arr, tile: (arr, tile))
 
 
 def test_dry_run_tma_tiles(emulated, rng):

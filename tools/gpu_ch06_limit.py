@@ -47,7 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
 from gpu_common import find_ncu, ncu_metrics, ncu_profile, parser, record_suite, start  # noqa: E402
-from asynctc import swizzle as S  # noqa: E402  (parse_ncu_csv, metric_base)
+from asynctc.core.ncu import metric_base  # noqa: E402
 from asynctc import warp_specialization as W  # noqa: E402
 from asynctc import pipeline as P  # noqa: E402
 
@@ -141,7 +141,7 @@ def run_ncu(say) -> dict:
     if not ncu:
         return {"available": False, "why": "no ncu / nv-nsight-cu-cli here"}
     out = {"available": False, "ncu": ncu, "clock_control": "ncu default (base clock, locked)"}
-    asked = ncu_metrics(ncu, METRICS, S.metric_base)
+    asked = ncu_metrics(ncu, METRICS, metric_base)
     out.update(asked)
     if "why" in asked:
         return out

@@ -5,7 +5,11 @@ probe on a high-priority second stream, during untimed samples of the same launc
 probed right after each timed sample (the old method), and where the workload can clock itself
 (the wgmma peak kernel) its in-kernel clock — the check of the method: in-flight and in-kernel must
 agree. Then nvidia-smi sampled during 1.5 s of back-to-back cuBLAS. Prints a table; writes
-data/<gpu>/clock_inflight.json (copied to $OUT).
+data/<gpu>/clock_inflight.json (copied to $OUT) — the record ``bench.INFLIGHT_CHECK`` cites.
+
+Run from the repository root on an sm_90 machine:
+
+    python tools/gpu_clock_inflight.py
 """
 import os
 import sys

@@ -2,8 +2,8 @@
 gpu_swizzle.py, gpu_ch06_limit.py) share: their --out/--record/--quick options, the start (no live
 sm_90a GPU: exit 2; else the device header and a time-stamped printer), the end of a record run
 (measure with provenance, results.json, optionally data/<gpu>/<suite>.json copied into the output
-folder, the summary, "done"; exit 1 with nothing recorded when the measurement raises), and finding
-Nsight Compute and the counters it knows.
+folder, the summary, "done"; exit 1 with nothing recorded when the measurement raises), and
+Nsight Compute (find it, the counters it knows, profile a child: asynctc.core.ncu, re-exported).
 
 A script imports it as ``gpu_common`` (its own folder is on ``sys.path`` when run as
 ``python tools/gpu_X.py``; the scripts put it there themselves for importers such as the tests).
@@ -102,53 +102,6 @@ def record_suite(suite: str, measure: Callable[[], Any], summarize: Callable[[re
     return 0
 
 
-# ---- Nsight Compute ---------------------------------------------------------------------------------
+# ---- Nsight Compute: asynctc.core.ncu, re-exported for the scripts -------------------------------
 
-def find_ncu() -> str | None:
-    """The Nsight Compute command line: ``ncu`` (or ``nv-nsight-cu-cli``) on PATH, else the newest
-    of /usr/local/cuda*/bin/ncu and /opt/nvidia/nsight-compute/*/ncu; None when there is none."""
-    import glob
-    for name in ("ncu", "nv-nsight-cu-cli"):
-        p = shutil.which(name)
-        if p:
-            return p
-    for pat in ("/usr/local/cuda/bin/ncu", "/usr/local/cuda*/bin/ncu",
-                "/opt/nvidia/nsight-compute/*/ncu"):
-        hits = sorted(glob.glob(pat))
-        if hits:
-            return hits[-1]
-    return None
-
-
-def ncu_metrics(ncu: str, wanted, base: Callable[[str], str]) -> dict:
-    """Ask ``ncu`` for its version and the counters it knows (``--query-metrics``): returns
-    ``{"version", "metrics" (those of ``wanted`` it knows, or all where the query listed nothing;
-    ``launch__*`` launch statistics always, the query does not list them), "metrics_missing"}``,
-    or ``{"why": ...}`` when ncu does not answer. ``base`` maps a metric to the name the query
-    lists (``l1tex__data_bank_reads.sum`` → ``l1tex__data_bank_reads``)."""
-    import subprocess
-    try:
-        v = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
-        q = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=60)
-    except (subprocess.SubprocessError, OSError) as e:
-        return {"why": f"ncu did not answer: {e}"}
-    known = {ln.split()[0] for ln in q.stdout.splitlines() if ln.strip() and "__" in ln.split()[0]}
-    metrics = [m for m in wanted if not known or m.startswith("launch__") or base(m) in known]
-    return {"version": (v.stdout.strip().splitlines() or [""])[-1], "metrics": metrics,
-            "metrics_missing": [m for m in wanted if m not in metrics]}
-
-
-def ncu_profile(ncu: str, metrics, script: str, timeout: float, *filters: str):
-    """Profile ``python <script> --ncu-child`` under ``ncu`` (raw CSV page, base units, the counters
-    ``metrics``; ``filters`` such as ``-k regex:NAME --launch-count N``) and return ``(rows,
-    process)``: the profiled launches in launch order (:func:`asynctc.swizzle.parse_ncu_csv`) and
-    the finished process — or ``([], None)`` when it ran longer than ``timeout`` seconds."""
-    import subprocess
-    from asynctc.swizzle import parse_ncu_csv
-    cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
-           *filters, sys.executable, str(Path(script).resolve()), "--ncu-child"]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return [], None
-    return parse_ncu_csv(p.stdout), p
+from asynctc.core.ncu import find_ncu, ncu_metrics, ncu_profile  # noqa: E402,F401

@@ -44,9 +44,9 @@ Sources (PTX ISA 8.x/9.x, §9.7.15.5.1.2 "Shared Memory Matrix Layout"):
 Contents: :class:`WgmmaDescriptor` (fields ↔ 64-bit value), :func:`read_addresses` (the layout
 model for one instruction), :class:`OperandTile` (an operand tile in shared memory as TMA boxes:
 its descriptors per k-step, the address of every element, the shared-memory image),
-:func:`descriptor_for_smem_tile` (the descriptor from an :class:`asynctc.models.layout.SmemTile`), and
-a lazy re-export of the sm_100 ``tcgen05`` descriptor, which lives in :mod:`asynctc.models.tcgen05`
-(chapter 09).
+and :func:`descriptor_for_smem_tile` (the descriptor from an :class:`asynctc.models.layout.SmemTile`).
+The sm_100 ``tcgen05`` descriptor lives in :mod:`asynctc.models.tcgen05` (chapter 09), which
+imports this module; this one never imports it.
 
 Every error is a :class:`DescriptorError` (a ``ValueError``) naming the field, the value and the rule.
 """
@@ -729,19 +729,3 @@ def descriptor_for_smem_tile(tile, major: str = "K", k_step: int = 0, base_addre
     object makes the tensor map (:meth:`SmemTile.tensor_map_args`) and the descriptor.
     Raises :class:`DescriptorError`."""
     return operand_tile_from_smem_tile(tile, major, boxes).descriptor(k_step, base_address)
-
-
-# ==================================================================================================
-# sm_100 (Blackwell) tcgen05 shared-memory descriptor — moved to asynctc.models.tcgen05 (chapter 09)
-# ==================================================================================================
-# Re-exported lazily (PEP 562) so that ``descriptors.Tcgen05Descriptor`` keeps working and the two
-# modules can import each other in either order.
-
-_TCGEN05_NAMES = ("Tcgen05Descriptor", "TCGEN05_SWIZZLE")
-
-
-def __getattr__(name: str):
-    if name in _TCGEN05_NAMES:
-        from . import tcgen05 as _t
-        return getattr(_t, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

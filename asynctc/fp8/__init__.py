@@ -1,0 +1,66 @@
+"""Chapter 07: FP8 — the formats, scales, quantisation, the Tensor Core's accumulation, the FP8 GEMM.
+
+Where things live:
+
+* :mod:`asynctc.models.fp8` — the numerics, no GPU: the formats (:data:`FORMATS`,
+  :func:`fp8_format`), scales and saturating quantisation (:func:`amax_scale`, :func:`quantize`,
+  :func:`quantize_a` / :func:`quantize_b` per 1×128 / 128×128 block, :func:`dequantize`,
+  :func:`random_fp8`), the align-and-truncate model of the Tensor Core's accumulation
+  (:func:`tc_dot`, :func:`model_gemm`, :func:`model_gemm_block`, :func:`fit_frac_bits`, the frozen
+  :data:`ACC_PREDICTION`), and the elementwise bounds the GEMM is checked against
+  (:func:`accumulation_bound`, :func:`block_scaled_bound`, :func:`check_fp8_gemm`,
+  :func:`check_fp8_block`). Errors: :class:`FP8Error` (a ``ValueError``) naming field, value and
+  rule.
+* ``config.py`` — the FP8 GEMM's configurations: chapter 06's top rung with an fp8 dtype
+  (:func:`fp8_config`), the tile chosen by the shape (:func:`fp8_shape_config`), the
+  per-block-scale variants (:func:`block_configs`), and the lists checked and timed
+  (:func:`correctness_configs`, :func:`timed_configs`).
+* ``launch.py`` — running and checking it: :func:`verify_fp8` (and :func:`verify_block_scaled`),
+  the shapes each config is checked on (:func:`shapes_for`, :data:`CHECK_SHAPES`),
+  :func:`check_all`; the baseline cuBLASLt FP8 GEMM (:func:`scaled_mm`,
+  :func:`scaled_mm_blockwise`, through ``torch._scaled_mm``).
+* ``suite.py`` — the "fp8" record suite (``SUITES["fp8"]``, :func:`measure_fp8`: the accumulation
+  experiment, every check, the timings) and the tables and summary of its record; never plots.
+* ``figures.py`` — notebook 07's plot and prose helpers, read from records: the accumulation plot,
+  the seed article's 4096³ table beside our rungs; never times anything.
+* ``exercises.py`` — ``ch07.quantize``, ``ch07.block_scale``, ``ch07.promote_interval``.
+
+Every public name of these is re-exported here (``from asynctc import fp8; fp8.quantize``). A
+constant a function reads at call time is read in the file that uses it: to shorten a run, set
+``fp8.suite.EXPERIMENT_K`` or ``fp8.launch.CHECK_SHAPES``, not the copy here.
+
+**Per-block scales in the kernel** (``WSConfig(block_scales=True)``, the kernel's BLOCK_SCALES):
+a k-tile of 128 fp8 elements is exactly one scale block along K, so with ``promote`` = 1 the
+consumer multiplies each k-tile's wgmma sums by sa[row, kt] · sb[n-block, kt] as it adds them
+into the fp32 totals — the scales never enter the Tensor Core's reduced-precision sum.
+:func:`quantize_a` / :func:`quantize_b` → :func:`verify_block_scaled` (float64 of the dequantised
+inputs, :func:`block_scaled_bound`); :func:`model_gemm_block` is the model of that kernel.
+
+**The FP8 GEMM** is chapter 06's warp-specialized kernel with DT = 2 / 3
+(:class:`asynctc.warp_specialization.WSConfig` with an fp8 dtype): :func:`verify_fp8` checks it
+against float64 of the dequantised inputs with :func:`accumulation_bound`; ``SUITES["fp8"]``
+(:func:`measure_fp8`, ``tools/gpu_ch07.py --record``) runs the experiment and times it against
+cuBLASLt's FP8 GEMM (``torch._scaled_mm``) and our fp16 top rung in the same run.
+"""
+
+from __future__ import annotations
+
+from ..models.fp8 import (A_BLOCK, ACC_PREDICTION, B_BLOCK, EXPERIMENT_K, EXPERIMENT_PROMOTE,
+                          FORMATS, FRAC_BITS, GROUP, KTILE, TRUNCATIONS_PER_GROUP, U32, U_OUT,
+                          FP8Error, Fp8Format, accumulation_bound, amax_scale, block_amax,
+                          block_reference, block_scaled_bound, block_scaled_operands,
+                          check_fp8_block, check_fp8_gemm, dequantize, expand_scales,
+                          fit_frac_bits, fp8_format, model_gemm, model_gemm_block,
+                          predict_swamp, prediction_table, quantize, quantize_a, quantize_b,
+                          random_fp8, relative_errors, swamp_operands, tc_dot)
+from . import config, exercises, figures, launch, suite  # noqa: F401  (exercises registers ch07.*)
+from .config import (PROMOTES, THIN_SHAPES, block_configs, block_timed_config,
+                     correctness_configs, fp8_config, fp8_shape_config, shape_configs,
+                     timed_configs)
+from .figures import SEED_4096, plot_accumulation, seed_comparison, seed_table_text
+from .launch import (CHECK_SHAPES, PERSISTENT_SHAPE, THIN_CHECK_SHAPES, check_all, scaled_mm,
+                     scaled_mm_blockwise, shapes_for, verify_block_scaled, verify_fp8)
+from .suite import (FIT_COLS, FIT_ROWS, GOAL, NONSQUARE_SHAPES, SIZES, SUITES,
+                    accumulation_experiment, experiment_table, fitted_bits, measure_fp8,
+                    measure_fp8_nonsquare, nonsquare_fp8_table, ratio_rows, summarize_fp8,
+                    summary_table, time_block_scaled)

@@ -1,0 +1,79 @@
+"""Chapter 01 — the exercises auto-checked in notebooks/01_synchronous (registered on import):
+``ch01.smem_bytes``, ``ch01.hmma_per_ktile`` and ``ch01.costliest_part``, each with its diagnosis
+of known mistakes."""
+
+from __future__ import annotations
+
+from ..core import exercises as _ex
+from .config import MmaSyncTile
+
+
+# ---- chapter 01 -----------------------------------------------------------------------------------
+
+@_ex.exercise("ch01.smem_bytes", "Shared-memory bytes of ONE stage (one A tile and one B tile, fp16) for a "
+              "bm×bn×bk CTA tile.")
+def _ch01_smem(bm: int, bn: int, bk: int) -> int:
+    return MmaSyncTile(bm, bn, bk).smem_bytes // 2
+
+
+@_ex.diagnosis("ch01.smem_bytes")
+def _ch01_smem_hint(answer, expected, bm: int, bn: int, bk: int) -> str | None:
+    a, b = bm * bk * 2, bk * bn * 2
+    return _ex.known_mistake(answer, expected, [
+        (a, f"that is the A tile alone (bm×bk = {bm}×{bk}); one stage holds an A tile and a B tile."),
+        (b, f"that is the B tile alone (bk×bn = {bk}×{bn}); one stage holds an A tile and a B tile."),
+        (bm * bk + bk * bn, "you counted elements, not bytes: fp16 is 2 bytes per element."),
+        (bm * bn * 2, "that is the size of the C tile (bm×bn); a stage holds the operands: A is bm×bk, "
+                      "B is bk×bn."),
+        (2 * (a + b), "twice too large: one stage, not the kernel's two buffers — or did you take 4 "
+                      "bytes per element? fp16 is 2."),
+        ((a + b) / 1024, "that is in KiB; the question asks for bytes."),
+        (2 * a, "you counted the A tile twice; B is bk×bn, not bm×bk."),
+        (2 * b, "you counted the B tile twice; A is bm×bk, not bk×bn."),
+        ((a + b) * 8, "that is bits; the question asks for bytes."),
+    ])
+
+
+@_ex.exercise("ch01.hmma_per_ktile", "How many mma.sync.m16n8k16 (HMMA) instructions does one warp issue per "
+              "k-tile, for a wm×wn warp tile and a bk-deep k-tile?")
+def _ch01_hmma(wm: int, wn: int, bk: int) -> int:
+    return (wm // 16) * (wn // 8) * (bk // 16)
+
+
+@_ex.diagnosis("ch01.hmma_per_ktile")
+def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int) -> str | None:
+    mt, nt, ks = wm // 16, wn // 8, bk // 16
+    return _ex.known_mistake(answer, expected, [
+        (mt * nt, f"that is one k16 step; a k-tile {bk} deep has {bk}/16 of them."),
+        (mt * (wn // 16) * ks, "one m16n8k16 covers 8 columns of N, not 16."),
+        ((wm // 8) * nt * ks, "one m16n8k16 covers 16 rows of M, not 8."),
+        (mt * nt * (bk // 8), "one mma.sync is 16 deep in K (the k16 of m16n8k16), not 8."),
+        (mt * nt * bk, "each mma.sync consumes 16 of K, so a k-tile takes bk/16 steps, not bk."),
+        (wm * wn * bk, "that counts multiply-adds; one mma.sync does 16×8×16 of them."),
+        (2 * wm * wn * bk, "that counts FLOP; one mma.sync does 2·16·8·16 of them."),
+        (mt * nt * ks * 4, "that is per CTA of 4 warps; the question asks for one warp."),
+    ])
+
+
+@_ex.exercise("ch01.costliest_part", "Which part of the chapter-01 kernel's data path costs more time: "
+              "\"copy\" (global→shared by the threads) or \"ldmatrix\"? Predict; the check compares "
+              "with the measured ablation (the mma_sync record's results[\"ablation\"]).",
+              choices=("copy", "ldmatrix"),
+              aliases={"the copy": "copy", "global→shared copy": "copy", "global->shared copy": "copy",
+                       "ldsm": "ldmatrix", "the ldmatrix": "ldmatrix"})
+def _ch01_costliest(ablation) -> str:
+    t = {x["variant"]: x["tflops"] for x in ablation}
+    return "copy" if t["no global→shared copy"] > t["no ldmatrix"] else "ldmatrix"
+
+
+@_ex.diagnosis("ch01.costliest_part")
+def _ch01_costliest_hint(answer, expected, ablation) -> str | None:
+    t = {x["variant"]: x["tflops"] for x in ablation}
+    full = t.get("full kernel")
+    line = (f"the record says: full kernel {full:.0f} TFLOP/s, " if full else "the record says: ") + \
+        (f"without the copy {t['no global→shared copy']:.0f}, without ldmatrix {t['no ldmatrix']:.0f} — "
+         "removing the costlier part gains more.")
+    if expected == "copy":
+        return (line + " Equal bytes through the data path, but the copy also spends two instructions "
+                "(LDG + STS) per 16 bytes of the warps' issue slots and 64 staging registers per thread.")
+    return line + " On this GPU the fragment loads cost more than the copy."

@@ -1,0 +1,43 @@
+"""Chapter 03 — TMA and mbarrier: run the kernels of ``kernels/tma.cu`` and check them.
+
+* :func:`load_box` — one TMA load of a box under a swizzle mode; the raw shared memory comes back and
+  is compared byte for byte with the model :meth:`asynctc.models.layout.SmemTile.scatter` (swizzle, row
+  padding, bytes beyond the tile untouched). Boxes hanging past the tensor's edge (or starting at
+  negative coordinates) check the out-of-bound fill: zeros ("zero") or NaN ("nan").
+* :func:`store_box` — the reverse: a shared-memory image made by the model is TMA-stored; the global
+  box must equal the data and nothing outside it may change.
+* :func:`mbarrier_lifecycle` — the mbarrier life cycle recorded in the kernel (phase parity before and
+  after expect_tx, complete_tx, stage reuse, arrival counts, a bounded wait that times out).
+* :class:`CopyBench` — TMA vs vectorized loads vs cp.async copies by box size, against the
+  device-to-device copy; suite ``tma_copy`` (:data:`SUITES`).
+
+Every launch needs an sm_90 GPU (:class:`~asynctc.core.runtime.NoGPUError` otherwise); every argument is
+validated in Python first (:mod:`asynctc.tma`, :class:`~asynctc.models.layout.SmemTile`). mbarrier waits in
+these kernels are bounded: a kernel that times out reports it in its error word, and the Python side
+raises :class:`MbarrierTimeout` — the GPU never hangs.
+
+What lives where (every name below is re-exported here: ``from asynctc import tma; tma.load_box``):
+
+* ``maps.py`` — tensor maps through cuda.core: :func:`encode`, :func:`make_tensor_map`,
+  :func:`tensor_map_for_tile` (validation is :mod:`asynctc.models.tensor_map`, re-exported here).
+* ``launch.py`` — the kernels for one box: :func:`compile_tma`, :func:`kernel_sass`,
+  :func:`load_box`, :func:`load_strided` (element strides, :data:`STRIDE_CASES`), :func:`store_box`,
+  :class:`ByteCheck`, :class:`MbarrierTimeout`, :func:`swizzle_tiles`.
+* ``lifecycle.py`` — the mbarrier life cycle: :data:`LIFECYCLE`, :func:`mbarrier_lifecycle`,
+  :func:`lifecycle_table`.
+* ``suite.py`` — the record suite ``tma_copy``: :class:`CopyBench`, :func:`copy_config`,
+  :func:`measure_tma_copy` and the tables read from its record (never plots).
+* ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
+"""
+
+from ..models.tensor_map import TensorMapError, TensorMapSpec, _fail, validate  # noqa: F401
+from . import exercises  # noqa: F401  (registers the chapter's exercises)
+from .launch import (  # noqa: F401
+    CHECK_DTYPES, ERR_MBARRIER_TIMEOUT, KERNELS, SENTINEL, SOURCE, STRIDE_CASES, TAIL, ByteCheck,
+    MbarrierTimeout, StridedLoad, check_box_start, compile_tma, decode_error, expected_box,
+    kernel_sass, load_box, load_strided, store_box, strided_box, swizzle_tiles)
+from .lifecycle import LIFECYCLE, LifecycleRun, lifecycle_table, mbarrier_lifecycle  # noqa: F401
+from .maps import encode, make_tensor_map, tensor_map_for_tile  # noqa: F401
+from .suite import (  # noqa: F401
+    BOXES, COPY_COLS, COPY_ROWS, SMEM_BUDGET, SUITES, VARIANTS, CopyBench, CopyConfig, by_box,
+    bytes_in_flight, compare_by_box_size, copy_config, measure_tma_copy, summarize_tma_copy)

@@ -1,0 +1,62 @@
+"""Chapter 03 — the exercises auto-checked in notebooks/03_tma_mbarrier (registered on import):
+``ch03.expect_tx`` and ``ch03.bank_128B``, each with its diagnosis of known mistakes."""
+
+from __future__ import annotations
+
+from ..core import exercises as _ex
+from ..models.layout import SmemTile, dtype_of
+from ..models.tensor_map import validate
+
+
+@_ex.exercise("ch03.expect_tx", "The byte count for mbarrier.arrive.expect_tx before one TMA load of "
+              "a rows×cols box of `dtype` (element strides 1).")
+def _ch03_expect_tx(rows: int, cols: int, dtype: str) -> int:
+    return validate(address=1 << 20, shape=(4096, 4096), dtype=dtype, box=(rows, cols)).box_bytes
+
+
+@_ex.diagnosis("ch03.expect_tx")
+def _ch03_expect_tx_hint(answer, expected, rows: int, cols: int, dtype: str) -> str | None:
+    dt = dtype_of(dtype)
+    k, n = dt.itemsize, rows * cols
+    name = dt.name
+    wrong_sizes = [(n * s, f"{s} byte{'s' if s > 1 else ''} per element? {name} is {k}.")
+                   for s in (1, 2, 4, 8) if s != k]
+    return _ex.known_mistake(answer, expected, [
+        (n, f"you counted elements, not bytes: {name} is {k} byte{'s' if k > 1 else ''} per element."),
+        *wrong_sizes,
+        (2 * expected, "twice too large: one TMA load moves one box."),
+        (rows * k, "that is one column of the box; it has rows×cols elements."),
+        (cols * k, "that is one row of the box; it has rows×cols elements."),
+        (expected * 8, "that is bits; expect_tx counts bytes."),
+        (expected / 1024, "that is in KiB; expect_tx counts bytes."),
+    ])
+
+
+@_ex.exercise("ch03.bank_128B", "The shared-memory bank (0..31) of element (row, col) of a 64×64 fp16 "
+              "tile loaded by TMA with 128-byte swizzle into a 1024-byte aligned buffer.")
+def _ch03_bank_128B(row: int, col: int) -> int:
+    return SmemTile(64, 64, "float16", 128).bank(row, col)
+
+
+@_ex.diagnosis("ch03.bank_128B")
+def _ch03_bank_128B_hint(answer, expected, row: int, col: int) -> str | None:
+    swz = SmemTile(64, 64, "float16", 128)
+    offset = swz.byte_offset(row, col)
+    chunk, within = divmod(col * 2, 16)
+    as_bytes = row * 128 + ((col // 16) ^ (row % 8)) * 16 + col % 16     # col taken as a byte index
+    hint = _ex.known_mistake(answer, expected, [
+        (SmemTile(64, 64, "float16", 0).bank(row, col),
+         "that is the bank without swizzle: first XOR the 16-byte chunk index (col×2 // 16) with "
+         "row % 8."),
+        (chunk ^ (row % 8), "that is the swizzled 16-byte chunk — a group of four banks; the bank is "
+                            "chunk×4 plus the 4-byte word inside the chunk."),
+        (chunk, "that is the 16-byte chunk before the swizzle (and a chunk is four banks wide)."),
+        (offset, "that is the byte offset; bank = (offset // 4) mod 32."),
+        (offset // 4, "that is the 4-byte word index; the 32 banks repeat every 32 words: take it mod 32."),
+        ((as_bytes // 4) % 32, "the columns are fp16 elements, 2 bytes each: byte = col × 2."),
+        (((row * 128 + (chunk ^ row) * 16 + within) // 4) % 32 if row >= 8 else None,
+         "the XOR uses row % 8 (the row's position inside its 1024-byte pattern), not the row."),
+    ])
+    if hint is None and not 0 <= answer < 32:
+        return "a bank is a number 0..31 (32 banks of 4 bytes)."
+    return hint

@@ -1,0 +1,117 @@
+"""Chapter 04 — the exercises auto-checked in notebooks/04_wgmma (registered on import): the
+descriptor of a k-step, SBO and LBO, each with its diagnosis of known mistakes
+(:func:`descriptor_diagnosis`)."""
+
+from __future__ import annotations
+
+from ..models import descriptors as dsc
+
+
+# --------------------------------------------------------------------------------------------------
+# Exercise (auto-checked in the notebook)
+# --------------------------------------------------------------------------------------------------
+
+def _register_exercises():
+    from ..core.exercises import diagnosis, exercise, known_mistake
+
+    @exercise("ch04.descriptor", "The 64-bit wgmma descriptor (an int) for k-step `step` of a tile "
+              "mn×k of dtype, major-ness and swizzle, stored as TMA boxes from shared address base.")
+    def _ch04_descriptor(mn: int, k: int, dtype: str, major: str, swizzle: int, step: int,
+                         base: int) -> int:
+        return dsc.OperandTile(mn, k, dtype, major, swizzle).descriptor(step, base).encode()
+
+    @diagnosis("ch04.descriptor")
+    def _ch04_descriptor_hint(answer, expected, mn, k, dtype, major, swizzle, step, base):
+        return descriptor_diagnosis(answer, dsc.OperandTile(mn, k, dtype, major, swizzle), step, base)
+
+    @exercise("ch04.sbo", "SBO in bytes of a K-major tile with the given swizzle (8 rows apart).")
+    def _ch04_sbo(swizzle: int) -> int:
+        return dsc.OperandTile(64, 64, "float16", "K", swizzle).sbo
+
+    @diagnosis("ch04.sbo")
+    def _ch04_sbo_hint(answer, expected, swizzle: int):
+        t = dsc.OperandTile(64, 64, "float16", "K", swizzle)
+        return known_mistake(answer, expected, [
+            (t.row_pitch, f"that is one row ({t.row_pitch} bytes); SBO steps from one group of 8 rows "
+                          "to the next."),
+            (1024, "1024 is SBO with 128-byte swizzle (8 rows of 128 bytes); with "
+                   f"{swizzle}-byte swizzle the rows are {t.row_pitch} bytes long."),
+            (expected >> 4, "that is the encoded field value (bytes >> 4); the question asks for bytes."),
+            (expected // t.itemsize, "you counted elements, not bytes."),
+            (16, "16 bytes is LBO, which K-major swizzled layouts do not use (the ISA \"assumes 1\")."),
+            (8, "8 is how many rows apart; SBO is the byte distance between them."),
+        ])
+
+
+def descriptor_diagnosis(answer: int, tile: dsc.OperandTile, step: int, base: int) -> str | None:
+    """Why ``answer`` is not the descriptor of k-step ``step`` of ``tile`` at shared address
+    ``base``: both are decoded field by field (:func:`asynctc.models.descriptors.decode`) and the
+    wrong fields are named, with the rule each one breaks. None when they agree."""
+    want = tile.descriptor(step, base)
+    raw = {name: (int(answer) >> lo) & ((1 << w) - 1) for name, lo, w in dsc.FIELDS}
+    try:
+        got = dsc.decode(answer)
+    except dsc.DescriptorError as e:
+        unscaled = [f for f in ("start_address", "lbo", "sbo")
+                    if raw[f] and raw[f] == getattr(want, f) & ((1 << 14) - 1)]
+        if unscaled:
+            shown = ", ".join(f"{f} {getattr(want, f):#x} >> 4 = {getattr(want, f) >> 4:#x}"
+                              for f in unscaled)
+            return (f"{', '.join(unscaled)}: a descriptor stores byte values >> 4 (16-byte units), "
+                    f"so write {shown}; unshifted, the bytes spill into bits no field owns")
+        return f"this does not decode: {e}"
+    notes = []
+    if got.start_address != want.start_address:
+        if got.start_address == base:
+            notes.append(f"start address {got.start_address:#x} is k-step 0's; k-step {step} starts "
+                         "further down K")
+        elif tile.major == "MN" and got.start_address == base + step * 32:
+            notes.append(f"start address {got.start_address:#x}: +32 bytes per k-step holds for "
+                         f"K-major tiles; in an MN-major tile one k16 step is {tile.instruction_k} "
+                         f"K-rows of {tile.row_pitch} bytes")
+        elif got.start_address == 16 * want.start_address:
+            notes.append("start address: the field holds the address >> 4 (16-byte units), not bytes")
+        else:
+            notes.append(f"start address {got.start_address:#x} is not where k-step {step} begins "
+                         f"(base {base:#x} plus {step} k16 steps)")
+    if got.lbo != want.lbo or got.sbo != want.sbo:
+        if (got.lbo, got.sbo) == (want.sbo, want.lbo):
+            notes.append("LBO and SBO are swapped: " + _offset_rule(tile))
+        else:
+            for f, label in (("lbo", "LBO"), ("sbo", "SBO")):
+                g, w = getattr(got, f), getattr(want, f)
+                if g == w:
+                    continue
+                if g == 16 * w:
+                    notes.append(f"{label}: the field holds the byte offset >> 4 (16-byte units), "
+                                 "not bytes")
+                else:
+                    notes.append(f"{label} {g} B is wrong: " + _offset_rule(tile, f))
+    if got.swizzle != want.swizzle:
+        notes.append(f"the swizzle field holds mode {got.layout_type} ({got.swizzle or 'no'}"
+                     f"{'-byte' if got.swizzle else ''} swizzle); the mode numbers are 0 none, "
+                     "1 = 128-byte, 2 = 64-byte, 3 = 32-byte")
+    if got.base_offset != want.base_offset:
+        notes.append(f"base offset {got.base_offset}: the tile base is aligned to its swizzle "
+                     f"pattern, so it is {want.base_offset}")
+    return "; ".join(notes) + "." if notes else None
+
+
+def _offset_rule(tile: dsc.OperandTile, which: str = "") -> str:
+    """The rule for LBO/SBO of ``tile``'s layout, in words (see OperandTile.lbo / .sbo)."""
+    if tile.major == "K":
+        rules = {"lbo": "K-major swizzled layouts do not use LBO (the ISA \"assumes 1\": 16 bytes)"
+                 if tile.swizzle else "without swizzle LBO steps to the next 16-byte K chunk (the "
+                 "next box)",
+                 "sbo": f"SBO steps 8 rows of MN, 8 × {tile.row_pitch}-byte rows"}
+    elif tile.swizzle:
+        rules = {"lbo": f"in an MN-major swizzled tile LBO steps to the next box along MN "
+                        f"({tile.box_rows} K-rows × {tile.row_pitch} bytes)",
+                 "sbo": f"SBO steps 8 K-rows of {tile.swizzle} bytes"}
+    else:
+        rules = {"lbo": "MN-major without swizzle: LBO steps 8 K-rows (128 bytes)",
+                 "sbo": "MN-major without swizzle: SBO steps to the next 16-byte MN chunk (next box)"}
+    return rules[which] if which else f"{rules['lbo']}; {rules['sbo']}"
+
+
+_register_exercises()
