@@ -1,4 +1,5 @@
-"""Command line: ``python -m asynctc doctor | record <suite|all> | course | sass <kernel>``.
+"""Command line: ``python -m asynctc doctor | record <suite|all> | course | sass <kernel> | warm |
+reset NN | grade DIR | slides | site``.
 
 ``sass`` knows every kernel of asynctc.catalog.COURSE_KERNELS, ``record`` every suite of
 asynctc.suites.SUITES. Bad arguments end with exit status 2 and one line on stderr.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from importlib import metadata
@@ -16,12 +18,17 @@ from pathlib import Path
 from .core import runtime
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
+
+
+def notebooks_dir() -> Path:
+    """The learner notebooks' folder (:func:`asynctc.teaching.builds.notebooks_dir`)."""
+    from .teaching import builds
+    return builds.notebooks_dir()
 
 
 def chapters() -> list[Path]:
     """The course notebooks, in order (``notebooks/NN_name.ipynb``)."""
-    return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    return sorted(p for p in notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
 
 
 def chapter_arch(nb_path: Path) -> str:
@@ -108,9 +115,9 @@ def cmd_record(args) -> int:
     return 0
 
 
-#: Cell tag of the worked solutions (set by tools/build_notebooks.py): kept in the executed
-#: notebooks, removed from the HTML copies so that a reader does not see the answers first.
-SOLUTION_TAG = "solution"
+#: Cell tag of the worked solutions (set by tools/build_notebooks.py): only in the solution
+#: notebooks; removed from the HTML copies so that a reader does not see the answers first.
+from .teaching.builds import SOLUTION_TAG  # noqa: E402
 
 
 def html_without_solutions(nb) -> str:
@@ -135,6 +142,7 @@ def html_without_solutions(nb) -> str:
 def cmd_course(args) -> int:
     import nbformat
     from nbclient import NotebookClient
+    from .teaching import runner
     try:
         from nbconvert import HTMLExporter
     except ImportError:          # HTML is a convenience; the executed notebooks are the record
@@ -146,6 +154,7 @@ def cmd_course(args) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    os.environ.setdefault("ASYNCTC_PROGRESS", "off")      # a batch run is no learner's attempt
     failed = 0
     nbs = [nb for nb in chapters() if not args.chapters or nb.name[:2] in args.chapters]
     for nb_path in nbs:
@@ -153,17 +162,18 @@ def cmd_course(args) -> int:
         m = "live" if runtime.runs_live(arch) else "replay"
         nb = nbformat.read(nb_path, as_version=4)
         t0 = time.time()
-        status = "passed"
-        try:
-            NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
-                           extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-        except Exception as e:  # noqa: BLE001 - report and go on with the next chapter
-            status = "FAILED"
-            failed += 1
-            err = str(e).strip().splitlines()
-            (out / f"{nb_path.stem}.error.txt").write_text(str(e))
-            print(f"   {err[-1] if err else e}", file=sys.stderr)
+        outcome = runner.run_notebook(nb, lambda nb: NotebookClient(
+            nb, timeout=args.timeout, kernel_name="python3",
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            resources={"metadata": {"path": str(notebooks_dir())}}))
+        status = outcome.status
+        err_file = out / f"{nb_path.stem}.error.txt"
+        if outcome.kind is not None:          # never an empty file: the text names the exception
+            err_file.write_text(outcome.detail)
+            print(f"   {outcome.kind} error: {outcome.message} (see {err_file.name})", file=sys.stderr)
+        elif err_file.exists():
+            err_file.unlink()                 # a stale file from an earlier failed run
+        failed += not outcome.passed
         nbformat.write(nb, out / nb_path.name)
         if HTMLExporter is not None:          # the solutions stay in the .ipynb, not in the HTML
             (out / f"{nb_path.stem}.html").write_text(html_without_solutions(nb))
@@ -171,6 +181,57 @@ def cmd_course(args) -> int:
     what = "executed notebooks and HTML" if HTMLExporter is not None else "executed notebooks"
     print(f"{what} in {os.path.relpath(out, Path.cwd())}/")
     return 1 if failed else 0
+
+
+def cmd_warm(args) -> int:
+    """Compile every course kernel into the cubin cache (no GPU needed); with ``--notebooks`` also
+    execute every chapter once (replay without a GPU), which compiles every configuration the
+    notebooks build."""
+    from . import catalog
+    t0 = time.time()
+    built = catalog.compile_all()
+    print(f"compiled {len(built)} course kernels in {time.time() - t0:.1f} s "
+          f"(cache: {runtime.cache_dir()})")
+    if args.notebooks:
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            return cmd_course(argparse.Namespace(out=tmp, timeout=args.timeout, chapters=[]))
+    return 0
+
+
+def cmd_reset(args) -> int:
+    from .teaching import builds
+    code = 0
+    for ch in args.chapters:
+        if not re.fullmatch(r"\d\d[a-z]?", ch):
+            print(f"reset {ch}: a chapter is two digits (00 … 10), a deep dive two digits and a "
+                  "letter (06b)", file=sys.stderr)
+            return 2
+        try:
+            path, where = builds.reset(ch, Path(args.dir) if args.dir else None, backup=not args.no_backup)
+        except FileNotFoundError as e:
+            print(f"reset {ch}: {e}", file=sys.stderr)
+            code = 2
+            continue
+        print(f"{path.name}: restored from {where}"
+              + ("" if args.no_backup else f" (your copy, if it differed: {path.name}.bak)"))
+    return code
+
+
+def cmd_grade(args) -> int:
+    from .teaching import grading
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        print(f"grade: {folder} is not a folder", file=sys.stderr)
+        return 2
+    if not grading.submissions(folder):
+        print(f"grade: no notebooks in {folder}", file=sys.stderr)
+        return 2
+    graded = grading.grade(folder, timeout=args.timeout)
+    csv_path, md_path, md = grading.write_tables(graded, Path(args.out) if args.out else folder)
+    print(md, end="")
+    print(f"written: {csv_path} and {md_path}")
+    return 0
 
 
 #: --dtype spellings → the dtype names the kernel families use.
@@ -296,9 +357,25 @@ def main(argv=None) -> int:
                    help="one of the kernels listed below")
     s.add_argument("--dtype", default=None, help="input dtype, for kernels that have a choice")
     s.add_argument("--full", action="store_true", help="print the whole disassembly too")
+    w = sub.add_parser("warm", help="compile every course kernel into the cubin cache (no GPU needed)")
+    w.add_argument("--notebooks", action="store_true",
+                   help="also execute every chapter once (compiles every configuration they build)")
+    w.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
+    rs = sub.add_parser("reset", help="restore chapters' learner notebooks (yours is kept as .bak)")
+    rs.add_argument("chapters", nargs="+", metavar="NN", help="two-digit chapter numbers")
+    rs.add_argument("--dir", default=None, help="notebooks folder (default: the course's notebooks/)")
+    rs.add_argument("--no-backup", action="store_true", help="do not keep the current copy as .bak")
+    g = sub.add_parser("grade", help="execute a folder of learners' notebooks (solutions stripped) "
+                                     "and write a learner × exercise table")
+    g.add_argument("dir", metavar="DIR", help="one folder per learner, or one notebook per learner")
+    g.add_argument("--out", default=None, help="where grades.csv / grades.md go (default: DIR)")
+    g.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    from .teaching import publish
+    publish.add_commands(sub)
     args = p.parse_args(argv)
     return {"doctor": cmd_doctor, "record": cmd_record, "course": cmd_course,
-            "sass": cmd_sass}[args.cmd](args)
+            "sass": cmd_sass, "warm": cmd_warm, "reset": cmd_reset, "grade": cmd_grade,
+            **publish.COMMANDS}[args.cmd](args)
 
 
 if __name__ == "__main__":

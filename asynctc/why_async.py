@@ -126,6 +126,12 @@ SUITES = {"ceilings": (measure_ceilings, summarize_ceilings, "sm_90a")}
 
 # ---- chapter 00 -----------------------------------------------------------------------------------
 
+def gemm_intensity(m: int, n: int, k: int, elem_bytes: int = 2) -> float:
+    """FLOP per byte of DRAM traffic of an M×N×K GEMM that reads A (M×K) and B (K×N) once and
+    writes C (M×N) once, ``elem_bytes`` per element: 2·M·N·K / (bytes of A + B + C)."""
+    return 2 * m * n * k / (elem_bytes * (m * k + k * n + m * n))
+
+
 @_ex.exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M=N=K=n fp16 "
               "GEMM that reads A and B once and writes C once (2 bytes per element).", rtol=1e-3)
 def _ch00_intensity(n: int) -> float:

@@ -190,12 +190,18 @@ def test_course_html_leaves_out_the_solutions():
     assert len(nb.cells) == 5 and "tags" not in nb.cells[3].metadata       # the notebook is unchanged
 
 
-@pytest.mark.parametrize("name", ["05_pipelines.ipynb", "06_warp_specialization.ipynb",
-                                  "07_fp8_precision.ipynb", "09_blackwell.ipynb"])
+@pytest.mark.parametrize("name", sorted(p.stem + ".ipynb" for p in (ROOT / "notebooks" / "src").glob("[0-9][0-9]_*.py")))
 def test_built_notebooks_tag_their_solutions(name):
+    """The solution notebook tags its solutions (heading and every solution=True cell); the learner
+    notebook has none of them."""
     import json
-    cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]
+    cells = json.loads((ROOT / "notebooks" / "solutions" / name).read_text())["cells"]
     sol = [c for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
     assert any(c["cell_type"] == "markdown" and "<summary>Solutions" in "".join(c["source"]) for c in sol)
     assert all("solution" in c.get("metadata", {}).get("tags", [])
                for c in cells if c["cell_type"] == "code" and "solution=True" in "".join(c["source"]))
+    learner = json.loads((ROOT / "notebooks" / name).read_text())["cells"]
+    assert not [c for c in learner if "solution" in c.get("metadata", {}).get("tags", [])
+                or "solution=True" in "".join(c["source"]) or "<summary>Solutions" in "".join(c["source"])]
+    answers = [c for c in learner if "answer" in c.get("metadata", {}).get("tags", [])]
+    assert all(not c.get("outputs") for c in answers), "a learner notebook shows a prediction's answer"

@@ -365,3 +365,21 @@ def test_solutions_in_the_notebooks_still_pass():
     start = 0x4000 + 2 * 16 * 64
     desc = (start >> 4) | (64 * 64 >> 4) << 16 | (8 * 64 >> 4) << 32 | 2 << 62
     assert ex("ch04.descriptor", desc, **KW["ch04.descriptor"], solution=True)
+
+
+def test_prompt_tolerance_never_reads_zero_percent():
+    """ch07.block_scale's rtol is 1e-5: its prompt once said "within 0.0 %" (issue 22)."""
+    assert exercises.percent(1e-5) == "0.001%" and exercises.percent(1e-3) == "0.1%"
+    assert exercises.percent(0.05) == "5%" and exercises.percent(0.125) == "12.5%"
+    p = exercises.prompt("ch07.block_scale")
+    assert "0.0%" not in p and "0.001%" in p
+
+
+def test_descriptor_with_the_raw_address_gets_the_shift_hint(capsys):
+    """The raw byte address in the start field: the hint says >> 4, not "bit 14 is set"."""
+    start = 0x4000 + 2 * 16 * 64
+    raw = start | (4096 >> 4) << 16 | (512 >> 4) << 32 | 2 << 62
+    assert not exercises.check("ch04.descriptor", raw, mn=128, k=64, dtype="bfloat16", major="MN",
+                               swizzle=64, step=2, base=0x4000)
+    out = capsys.readouterr().out
+    assert ">> 4" in out and "0x4800 >> 4 = 0x480" in out and "bits [14]" not in out

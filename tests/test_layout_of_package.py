@@ -26,7 +26,7 @@ SHARED = ("core", "models")
 CHAPTER_ORDER = {"why_async": 0, "simt": 1, "mma_sync": 1, "cp_async": 2, "tma": 3, "wgmma": 4,
                  "wgmma_peak": 4, "pipeline": 5, "warp_specialization": 6, "gemm": 6.5, "fp8": 7,
                  "swizzle": 7, "pitfalls": 8, "tcgen05": 9, "claims": 10}
-EVERY_CHAPTER = ("catalog", "suites", "__main__")
+EVERY_CHAPTER = ("catalog", "suites", "__main__", "teaching")   # teaching: course-wide tools (runner, builds, grading, site)
 
 #: What a figure module must not call: the course's timer and the clocks and events under it.
 TIMING_NAMES = {"time_gpu", "perf_counter", "perf_counter_ns", "sustained", "_CudaTimer",

@@ -278,7 +278,9 @@ def test_markers_become_nbval_tags(src):
     text = src.read_text()
     assert "NBVAL_IGNORE_OUTPUT" not in text, f"{src.name}: use the '# %% output varies' marker"
     cells = _cells(src)
-    assert sum(_tagged(c) for c in cells) == text.count("# %% output varies\n")
+    answers = text.count("# %% output answers a prediction\n")     # also nbval-ignore-output
+    assert sum(_tagged(c) for c in cells) == text.count("# %% output varies\n") + answers
+    assert sum("answer" in c.metadata.get("tags", []) for c in cells) == answers
     assert not any("title" in c.metadata for c in cells)
 
 

@@ -35,11 +35,18 @@ def test_notebooks_match_their_sources():
 def test_every_chapter_has_a_notebook_and_source():
     srcs = {p.stem for p in (ROOT / "notebooks" / "src").glob("[0-9][0-9]_*.py")}
     nbs = {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
-    assert srcs == nbs and {"00_why_async", "01_synchronous"} <= nbs
+    sols = {p.stem for p in (ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb")}
+    assert srcs == nbs == sols and {"00_why_async", "01_synchronous"} <= nbs
+
+
+def test_the_test_command_runs_nbval_on_learner_and_solution_notebooks():
+    sh = (ROOT / "tools" / "test.sh").read_text()
+    assert "notebooks/solutions/[0-9][0-9]_*.ipynb" in sh and "--nbval notebooks/[0-9][0-9]_*.ipynb" in sh
 
 
 def test_notebooks_are_executed_and_clean():
-    for nb_path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"):
+    for nb_path in [*(ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"),
+                    *(ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb")]:
         nb = json.loads(nb_path.read_text())
         for cell in nb["cells"]:
             if cell["cell_type"] != "code":
@@ -52,3 +59,23 @@ def test_notebooks_are_executed_and_clean():
                 assert out.get("output_type") != "error", nb_path.name
         size = nb_path.stat().st_size
         assert size < 1_500_000, f"{nb_path.name} is {size} bytes: keep outputs small"
+
+
+def test_binder_environment_is_the_course_environment_without_the_editable_install():
+    """binder/ (repo2docker): the same dependencies as environment.yml, no ``-e .`` (postBuild
+    installs the package as a wheel would, then warms the cubin cache)."""
+    def pip_deps(path):
+        env = yaml.safe_load(path.read_text())
+        return env, next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    root_env, root_pip = pip_deps(ROOT / "environment.yml")
+    b_env, b_pip = pip_deps(ROOT / "binder" / "environment.yml")
+    assert not any(r.startswith("-e") for r in b_pip)
+    assert {_norm(r) for r in b_pip} == {_norm(r) for r in root_pip if not r.startswith("-e")}
+    assert [d for d in b_env["dependencies"] if isinstance(d, str)] == \
+        [d for d in root_env["dependencies"] if isinstance(d, str)]
+    assert {"nbval>=0.11", "jupytext>=1.16"} <= {_norm(r) for r in b_pip}
+    post = (ROOT / "binder" / "postBuild").read_text()
+    assert "pip install --no-deps" in post and "asynctc warm --notebooks" in post
+    assert not re.search(r"pip install[^\n]* (-e|--editable)\b", post)
+    import os
+    assert os.access(ROOT / "binder" / "postBuild", os.X_OK)

@@ -96,3 +96,80 @@ def test_catalog_covers_every_course_kernel_file():
     files = {p.name for p in (ROOT / "asynctc" / "kernels").glob("*.cu")}
     course = files - set(catalog.TEST_ONLY_SOURCES)
     assert {ck.source for ck in catalog.compile_all().values()} == course
+
+
+_CHAPTER_SCRIPT = r"""
+import json, os, sys
+from pathlib import Path
+import nbformat
+from nbclient import NotebookClient
+import asynctc
+from asynctc.core import records, runtime
+from asynctc.teaching import builds
+nb_dir = builds.notebooks_dir()
+path = sorted(nb_dir.glob("00_*.ipynb"))[0]
+nb = nbformat.read(path, as_version=4)
+NotebookClient(nb, timeout=600, kernel_name="python3",
+               resources={"metadata": {"path": os.getcwd()}}).execute()
+errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+print(json.dumps({"file": asynctc.__file__, "data": str(records.data_dir()), "nb": str(path),
+                  "mode": runtime.mode(), "errors": len(errors), "replay_said": "replay" in text.lower(),
+                  "cells": len(nb.cells)}))
+"""
+
+
+@pytest.mark.slow
+def test_wheel_in_a_fresh_venv_runs_a_chapter_in_replay(tmp_path):
+    """The wheel installed into a fresh virtual environment (no checkout anywhere near) finds its
+    replay records and learner notebooks (pyproject's data-files) and runs chapter 00 in replay."""
+    v = _setuptools_version()
+    if v is None or v < MIN_SETUPTOOLS:
+        pytest.skip(f"setuptools {v} cannot build the wheel (needs >= 77; see the test above)")
+    import sysconfig
+    import venv
+    src, whl, cache, cwd = (tmp_path / d for d in ("src", "whl", "cache", "elsewhere"))
+    for d in (src, whl, cache, cwd):
+        d.mkdir()
+    _copy_project(src)
+    for d in ("data", "notebooks"):                  # what data-files ship
+        shutil.copytree(ROOT / d, src / d, ignore=shutil.ignore_patterns("src", "solutions", "*.pyc"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    r = subprocess.run(pip + ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(whl),
+                              str(src)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    wheel = next(whl.glob("asynctc-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    recs = {p.relative_to(ROOT / "data").as_posix() for p in (ROOT / "data").glob("*/*.json")}
+    shipped = {n.split(".data/data/share/asynctc/data/", 1)[1] for n in names if "/share/asynctc/data/" in n}
+    assert recs and recs == shipped, f"records not in the wheel: {sorted(recs - shipped)}"
+    assert any("/share/asynctc/notebooks/00_" in n for n in names)
+
+    fresh = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(fresh)
+    py = fresh / "bin" / "python"
+    r = subprocess.run(pip + ["--python", str(py), "install", "-q", "--no-deps", str(wheel)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # the dependencies (not asynctc) come from this environment, after the fresh one's own
+    fresh_site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                capture_output=True, text=True).stdout.strip()
+    (Path(fresh_site) / "zz_deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "ASYNCTC_CACHE", "ASYNCTC_DATA", "ASYNCTC_NOTEBOOKS", "VIRTUAL_ENV")}
+    env.update(ASYNCTC_CACHE=str(cache), ASYNCTC_MODE="replay", ASYNCTC_PROGRESS="off",
+               MPLBACKEND="Agg", PATH=f"{fresh / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    r = subprocess.run([str(py), "-c", _CHAPTER_SCRIPT], cwd=cwd, env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-5000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert Path(got["file"]).resolve().is_relative_to(fresh.resolve()), got
+    assert Path(got["data"]).resolve().is_relative_to(fresh.resolve()), got
+    assert Path(got["nb"]).resolve().is_relative_to(fresh.resolve()), got
+    assert got["mode"] == "replay" and got["errors"] == 0 and got["replay_said"] and got["cells"] > 10, got
+    # and reset restores a chapter from the installed copy
+    target = tmp_path / "mine"
+    r = subprocess.run([str(py), "-m", "asynctc", "reset", "00", "--dir", str(target)], cwd=cwd,
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "installed with asynctc" in r.stdout, r.stdout + r.stderr
+    assert next(target.glob("00_*.ipynb")).read_bytes() == Path(got["nb"]).read_bytes()

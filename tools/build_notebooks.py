@@ -4,8 +4,10 @@ outputs that nbval can compare.
 Sources: ``notebooks/src/NN_name.py`` in jupytext's percent format (``# %%`` code cells,
 ``# %% [markdown]`` text cells). Each is converted with jupytext, executed with nbclient in the
 notebooks folder (by default in replay mode, so the committed outputs are the ones CI reproduces),
-checked for absolute paths or machine names in its outputs, and written to
-``notebooks/NN_name.ipynb``.
+checked for absolute paths or machine names in its outputs, and written twice: the solution
+notebook ``notebooks/solutions/NN_name.ipynb`` (every cell) and the learner notebook
+``notebooks/NN_name.ipynb`` (no solution cells; the outputs that answer a prediction exercise
+cleared — ``asynctc.teaching.builds.learner_copy``). nbval checks both.
 
     python tools/build_notebooks.py            # all chapters, replay mode
     python tools/build_notebooks.py 01 02      # some chapters
@@ -17,6 +19,12 @@ banner, register counts from this NVRTC, sentences generated from a record) open
 reader sees no marker in the cell. Such a cell still executes, and its asserts and
 ``notebook.claim`` calls still fail the run. Deterministic cells (models, exercise checks,
 validation errors) are compared by nbval.
+
+A cell whose output answers a "predict before you look" exercise (the figure, table or source
+excerpt that shows the answer) opens with ``# %% output answers a prediction``: it gets the tags
+``answer`` and ``nbval-ignore-output``, and the learner notebook keeps it without its outputs.
+Solution cells are code cells that check with ``solution=True`` (tag ``solution``) and the
+``<summary>Solutions`` heading; they stay only in the solution notebook.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "notebooks" / "src"
 OUT = ROOT / "notebooks"
+SOLUTIONS = OUT / "solutions"
 
 #: Architecture a chapter's kernels need (metadata ``asynctc.arch``, read by ``asynctc course``).
 ARCH = {"09": "sm_100a"}
@@ -38,6 +47,9 @@ ARCH = {"09": "sm_100a"}
 #: The source marker (a jupytext cell title: ``# %% output varies``) and the nbval tag it becomes.
 VARIES_MARKER = "output varies"
 VARIES_TAG = "nbval-ignore-output"
+#: The marker of a cell whose output answers a prediction, and its tag (see the module docstring).
+ANSWER_MARKER = "output answers a prediction"
+ANSWER_TAG = "answer"
 
 FORBIDDEN = [re.compile(p) for p in (r"/work/", r"/root/", r"/home/", r"/tmp/", r"site-packages")]
 
@@ -54,10 +66,11 @@ def to_notebook(src: Path):
         cell.metadata.pop("lines_to_next_cell", None)
         title = cell.metadata.pop("title", None)
         if title is not None:
-            if cell.cell_type != "code" or title != VARIES_MARKER:
-                raise SystemExit(f"{src.name}: cell {i}: unknown cell marker {title!r} "
-                                 f"(the only one is '# %% {VARIES_MARKER}' on a code cell)")
-            cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | {VARIES_TAG})
+            if cell.cell_type != "code" or title not in (VARIES_MARKER, ANSWER_MARKER):
+                raise SystemExit(f"{src.name}: cell {i}: unknown cell marker {title!r} (the markers "
+                                 f"are '# %% {VARIES_MARKER}' and '# %% {ANSWER_MARKER}', on code cells)")
+            extra = {VARIES_TAG} | ({ANSWER_TAG} if title == ANSWER_MARKER else set())
+            cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | extra)
         # stable ids, so a rebuild changes only what really changed
         cell["id"] = f"c{i:02d}-" + hashlib.sha1(cell.source.encode()).hexdigest()[:8]
         if cell.cell_type == "code" and "solution=True" in cell.source:
@@ -75,6 +88,7 @@ def execute(nb, timeout: int = 1800):
     env_backup = dict(os.environ)
     os.environ.setdefault("ASYNCTC_MODE", "replay")
     os.environ["ASYNCTC_BUILDING_NOTEBOOKS"] = "1"    # the banner says these are stored outputs
+    os.environ["ASYNCTC_PROGRESS"] = "off"            # the build's checks are no learner's attempts
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT)] + [p for p in env_backup.get("PYTHONPATH", "").split(os.pathsep) if p])
     try:
@@ -107,13 +121,26 @@ def check_outputs(nb, name: str) -> None:
                 raise SystemExit(f"{name}: cell {i} raised {out.get('ename')}: {out.get('evalue')}")
 
 
-def sources_match(src: Path, ipynb: Path) -> bool:
+def _learner(nb):
+    sys.path.insert(0, str(ROOT))
+    from asynctc.teaching.builds import learner_copy
+    return learner_copy(nb)
+
+
+def sources_match(src: Path, ipynb: Path, solution: Path | None = None) -> bool:
+    """The learner notebook ``ipynb`` (and the solution notebook ``solution``, when given) hold the
+    cells ``src`` builds, in order, with the same ids and tags."""
     import nbformat
-    if not ipynb.is_file():
-        return False
-    a = [(c.cell_type, c.source, c.get("id")) for c in to_notebook(src).cells]
-    b = [(c.cell_type, c.source, c.get("id")) for c in nbformat.read(ipynb, as_version=4).cells]
-    return a == b
+    full = to_notebook(src)
+    for want, path in ((_learner(full), ipynb), (full, solution)):
+        if path is None:
+            continue
+        if not path.is_file():
+            return False
+        key = lambda c: (c.cell_type, c.source, c.get("id"), sorted(c.metadata.get("tags", [])))
+        if [key(c) for c in want.cells] != [key(c) for c in nbformat.read(path, as_version=4).cells]:
+            return False
+    return True
 
 
 def main(argv=None) -> int:
@@ -128,15 +155,18 @@ def main(argv=None) -> int:
     bad = 0
     for src in srcs:
         target = OUT / (src.stem + ".ipynb")
+        solution = SOLUTIONS / (src.stem + ".ipynb")
         if args.check:
-            ok = sources_match(src, target)
+            ok = sources_match(src, target, solution)
             print(f"{src.stem:28s} {'up to date' if ok else 'STALE: rebuild with tools/build_notebooks.py'}")
             bad += not ok
             continue
         t0 = time.time()
         nb = execute(to_notebook(src))
         check_outputs(nb, src.stem)
-        nbformat.write(nb, target)
+        SOLUTIONS.mkdir(exist_ok=True)
+        nbformat.write(nb, solution)
+        nbformat.write(_learner(nb), target)
         print(f"{src.stem:28s} built in {time.time() - t0:5.1f} s")
     return 1 if bad else 0
 

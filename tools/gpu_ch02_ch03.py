@@ -3,7 +3,7 @@
     .venv/bin/python tools/gpu_ch02_ch03.py            # checks + a small bandwidth preview
     .venv/bin/python tools/gpu_ch02_ch03.py --no-bench # checks only
 
-Runs the logic of the ``gpu`` tests in tests/test_ch02_ch03_kernels.py on fresh random data and
+Runs the logic of the ``gpu`` tests in tests/test_cp_async.py and tests/test_tma.py on fresh random data and
 prints one compact line per check (PASS/FAIL/ERROR and the detail that matters), then a table. Every
 check runs even if an earlier one failed; the exit status is 1 if any did. mbarrier waits in the
 kernels are bounded, so a protocol error shows up as "mbarrier wait timed out", not as a hang.

@@ -20,7 +20,7 @@ else
     rm -rf .venv
   fi
   if [ ! -x .venv/bin/python ]; then
-    echo "setting up .venv (the first run downloads the CUDA, numba and Jupyter wheels: a minute or two)"
+    echo "setting up .venv (the first run downloads the CUDA, numba and Jupyter wheels: about three minutes)"
     "$base" -m venv .venv
   fi
   PY="$root/.venv/bin/python"

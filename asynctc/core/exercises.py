@@ -2,7 +2,9 @@
 compiled kernels (never a typed-in number) and compares it with the learner's.
 
 ``check(name, answer, **kw)`` prints a verdict and returns True/False; with ``solution=True`` (used
-by the solution cells, which CI executes) a wrong answer raises :class:`AssertionError`.
+by the solution cells, which CI executes) a wrong answer raises :class:`AssertionError`. Every call
+is recorded in the progress file (:mod:`asynctc.core.progress`; ``ASYNCTC_PROGRESS`` moves it or
+turns it off). :func:`expected` is the answer key: tests and teachers only.
 
 How an exercise is registered (in its chapter module, at the end)::
 
@@ -138,12 +140,19 @@ def _get(name: str) -> Exercise:
     return _EXERCISES[name]
 
 
+def percent(rtol: float) -> str:
+    """A relative tolerance as a percentage that never rounds to zero: 0.001 → "0.1%",
+    1e-5 → "0.001%"."""
+    pct = rtol * 100
+    return f"{pct:.2g}%" if pct < 0.1 else f"{pct:.1f}%".replace(".0%", "%")
+
+
 def prompt(name: str) -> str:
     """The exercise's question, with the tolerance a numeric answer is checked to."""
     ex = _get(name)
     text = ex.prompt
     if ex.rtol:
-        text += f" (Answers within {ex.rtol:.1%} of the exact value are accepted.)"
+        text += f" (Answers within {percent(ex.rtol)} of the exact value are accepted.)"
     if ex.unordered:
         text += " (Any order.)"
     return text
@@ -154,7 +163,19 @@ def names() -> list[str]:
     return sorted(_EXERCISES)
 
 
+#: Environment variable that opens the answer key (:func:`expected`): the test suite and a teacher
+#: set it; a learner has :func:`check`, whose hints say what is off without giving the answer.
+ANSWER_KEY_ENV = "ASYNCTC_ANSWER_KEY"
+
+
 def expected(name: str, **kw) -> Any:
+    """The expected answer of exercise ``name`` — the answer key, for tests and teachers only:
+    raises :class:`PermissionError` unless ``ASYNCTC_ANSWER_KEY=1`` is set."""
+    import os
+    if os.environ.get(ANSWER_KEY_ENV) != "1":
+        raise PermissionError(f"exercises.expected() is the answer key (set {ANSWER_KEY_ENV}=1 for the "
+                              f"test suite or as a teacher); to try an answer use "
+                              f"exercises.check({name!r}, answer, ...) — a wrong one gets a hint")
     return _get(name).fn(**kw)
 
 
@@ -356,9 +377,11 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     exercise name.
     """
     ex = _get(name)
+    from . import progress
 
-    def fail(msg: str, why: str, prefix: bool = True) -> bool:
-        print(f"[{name}] {msg}" if prefix else msg)
+    def fail(msg: str, why: str, status: str = "invalid") -> bool:
+        print(f"[{name}] {msg}")
+        progress.record(name, status, solution)
         if solution:
             raise AssertionError(f"solution for {name} {why}")
         return False
@@ -368,7 +391,7 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
         return fail(problem, f"cannot be checked: {problem}")
     if answer is None or answer is Ellipsis:
         return fail("not answered yet — replace the ... with your answer and run the cell again.",
-                    "is missing")
+                    "is missing", "unanswered")
     try:
         exp = ex.fn(**kw)
     except (ValueError, TypeError) as e:
@@ -382,7 +405,8 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
                     f"is not one of {ex.choices}: {answer!r}")
     if _equal(ex, a, exp):
         print(f"[{name}] correct")
+        progress.record(name, "correct", solution)
         return True
     hint = _hint(ex, a, exp, kw)
     return fail(f"not quite — {hint or 'try again.'}",
-                f"is wrong: {answer!r}, expected {exp!r}" + (f" ({hint})" if hint else ""))
+                f"is wrong: {answer!r}, expected {exp!r}" + (f" ({hint})" if hint else ""), "wrong")

@@ -36,12 +36,28 @@ class RecordError(runtime.AsyncTCError):
     """A record is missing or malformed."""
 
 
+def installed_data_dir() -> Path | None:
+    """The records installed with the wheel (``share/asynctc/data`` of the environment, from
+    pyproject's ``data-files``), or None."""
+    import sysconfig
+    for base in dict.fromkeys([sysconfig.get_path("data"), sys.prefix, sys.base_prefix]):
+        d = Path(base) / "share" / "asynctc" / "data"
+        if d.is_dir() and any(d.glob("*/*.json")):
+            return d
+    return None
+
+
 def data_dir() -> Path:
-    """The records folder: ``ASYNCTC_DATA``, else ``data/`` at the repository root."""
+    """The records folder: ``ASYNCTC_DATA``; else ``data/`` at the repository root (a checkout or
+    an editable install); else the copy installed with the wheel (:func:`installed_data_dir`).
+    New records are written here too."""
     env = os.environ.get("ASYNCTC_DATA")
     if env:
         return Path(env)
-    return PACKAGE_DIR.parent / "data"
+    repo = PACKAGE_DIR.parent / "data"
+    if repo.is_dir() or (PACKAGE_DIR.parent / "pyproject.toml").is_file():
+        return repo
+    return installed_data_dir() or repo
 
 
 def nvidia_smi_clocks() -> dict[str, Any]:

@@ -55,8 +55,10 @@ def descriptor_diagnosis(answer: int, tile: dsc.OperandTile, step: int, base: in
         unscaled = [f for f in ("start_address", "lbo", "sbo")
                     if raw[f] and raw[f] == getattr(want, f) & ((1 << 14) - 1)]
         if unscaled:
-            return (f"{', '.join(unscaled)}: a descriptor stores byte values >> 4 (16-byte units) — "
-                    f"the decoder says: {e}")
+            shown = ", ".join(f"{f} {getattr(want, f):#x} >> 4 = {getattr(want, f) >> 4:#x}"
+                              for f in unscaled)
+            return (f"{', '.join(unscaled)}: a descriptor stores byte values >> 4 (16-byte units), "
+                    f"so write {shown}; unshifted, the bytes spill into bits no field owns")
         return f"this does not decode: {e}"
     notes = []
     if got.start_address != want.start_address:

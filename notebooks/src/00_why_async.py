@@ -3,9 +3,9 @@
 #
 # **Learning goal.** By the end of this chapter you can say, with numbers measured on this GPU,
 # how fast it can move bytes and how fast it can multiply matrices; place any GEMM on a roofline by
-# its arithmetic intensity; and explain why a GEMM kernel that makes its own threads move every
+# its [arithmetic intensity](../docs/glossary.md#arithmetic-intensity); and explain why a GEMM kernel that makes its own threads move every
 # operand cannot keep the Tensor Cores busy — the problem the rest of the course solves with
-# asynchronous copies (cp.async, TMA), asynchronous math (wgmma, tcgen05) and warp specialization.
+# asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # Every number below is either measured now (on a GPU) or replayed from `data/` with the GPU, driver
 # and date it was measured on. Nothing is typed in.
@@ -63,7 +63,7 @@ fig = plots.throughput_by_size(
 #   itself (the peak kernels of chapters 01 and 04) — the clock while its Tensor Cores work;
 # * **in flight**: for a kernel that cannot clock itself (cuBLAS here, the course's own GEMMs
 #   later), `bench.time_gpu` runs a few more, untimed samples of the same launches with a small
-#   probe kernel (one CTA) on a second, high-priority stream beside them. The probe reads `clock64`
+#   probe kernel (one [CTA](../docs/glossary.md#cta)) on a second, high-priority stream beside them. The probe reads `clock64`
 #   against `%globaltimer` *while* the GEMM runs; all SMs share one graphics clock, so that is the
 #   GEMM's clock. A probe counts only if its window lay inside the sample. The method was checked
 #   on the H200 beside chapter 04's wgmma peak kernel, which clocks itself — the next cell prints
@@ -196,11 +196,11 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # %% output varies
 bw = max(c["gbps_rw"] for c in copy)
 best_gemm = max(g["tflops"] for g in gemms)
-pts = [(f"{g['m']}³", exercises.expected("ch00.intensity", n=g["m"]), g["tflops"])
+pts = [(f"{g['m']}³", why_async.gemm_intensity(g["m"], g["n"], g["k"]), g["tflops"])
        for g in gemms if g["dtype"] == "bfloat16"]
 pts.append(("8192×8192×16 (decode-like, computed bound)",
-            2 * 8192 * 8192 * 16 / (2 * (8192 * 8192 + 2 * 8192 * 16)),
-            min(peak, bw * 1e9 / 1e12 * 2 * 8192 * 8192 * 16 / (2 * (8192 * 8192 + 2 * 8192 * 16))),
+            why_async.gemm_intensity(8192, 8192, 16),
+            min(peak, bw * 1e9 / 1e12 * why_async.gemm_intensity(8192, 8192, 16)),
             "computed"))
 fig = plots.roofline(peak, bw, pts, measured_ceiling=best_gemm, record=rec,
                     title=f"Roofline (peak: SMs×4096×{clock_mhz:.0f} MHz, {kind})")
@@ -235,11 +235,11 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
 # | chapter | who moves the operands | who waits |
 # |---|---|---|
 # | 01 mma.sync | every thread: global → registers → shared → registers | everyone, at every `__syncthreads` |
-# | 02 cp.async | threads issue copies that complete later | the consumer, only for the stage it needs |
-# | 03 TMA + mbarrier | one thread issues a whole tile; a copy engine moves it | the consumer, on an mbarrier phase |
-# | 04 wgmma | TMA (or the threads) fill shared memory; `wgmma` reads its operands from there, asynchronously | the warpgroup, at `wgmma.wait_group` |
+# | 02 cp.async | threads issue copies that complete later | the [consumer](../docs/glossary.md#consumer), only for the [stage](../docs/glossary.md#stage) it needs |
+# | 03 TMA + [mbarrier](../docs/glossary.md#mbarrier) | one thread issues a whole tile; a copy engine moves it | the consumer, on an mbarrier phase |
+# | 04 wgmma | TMA (or the threads) fill shared memory; `wgmma` reads its operands from there, asynchronously | the [warpgroup](../docs/glossary.md#warpgroup), at `wgmma.wait_group` |
 # | 05 pipelines | one thread of a computing warpgroup issues TMA loads into a ring of stages, before the math needs them | the consumer, only when the ring runs dry |
-# | 06 warp specialization | a producer warpgroup that only loads; consumer warpgroups only do math | ideally nobody, in steady state (chapter 06 measures how close) |
+# | 06 warp specialization | a [producer](../docs/glossary.md#producer) warpgroup that only loads; consumer warpgroups only do math | ideally nobody, in steady state (chapter 06 measures how close) |
 #
 # > **What we measured vs what is often claimed.** The H200 datasheet says "989 TFLOP/s dense
 # > bf16" (that is 132 × 4096 × 1830 MHz) and "4.8 TB/s". The cells above show the best cuBLAS GEMM

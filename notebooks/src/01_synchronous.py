@@ -291,7 +291,7 @@ fig = plots.ladder([r["tile"] for r in ours], [r["tflops"] for r in ours], basel
 prediction = ...
 ok = exercises.check("ch01.costliest_part", prediction, ablation=rec.results["ablation"])
 
-# %% output varies
+# %% output answers a prediction
 abl = rec.results["ablation"]
 cub = next(x["tflops"] for x in abl if x["variant"] == "cuBLAS")
 parts = [x for x in abl if x["variant"] != "cuBLAS"]

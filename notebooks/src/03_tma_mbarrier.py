@@ -89,7 +89,8 @@ for sw in (0, 128):
 # Is the model right? `tma_load_dump` loads one box under a tensor map's swizzle mode and writes the
 # raw shared memory back (padding and 256 bytes past the tile included, prefilled with a sentinel);
 # `tma.load_box` compares it byte for byte with `SmemTile.scatter`, for fp16, bf16, fp32 and
-# 8-bit types and every mode (`tests/test_ch02_ch03_kernels.py`). Live, they run now:
+# 8-bit types and every mode (the GPU tests `test_tma_load_matches_swizzle_model` and
+# `test_tma_store_matches_swizzle_model` in `tests/test_tma.py`). Live, they run now:
 
 # %% output varies
 from asynctc.core import runtime
@@ -103,7 +104,7 @@ else:
 # ## 3. The mbarrier life cycle
 #
 # An mbarrier counts two things per *phase*: pending arrivals (set by `init`) and pending
-# transaction bytes (raised by `expect_tx`, lowered by each TMA copy's `complete_tx`). When both
+# transaction bytes (raised by [`expect_tx`](../docs/glossary.md#expect_tx), lowered by each TMA copy's `complete_tx`). When both
 # reach zero the phase completes and the barrier moves to the next phase, whose *parity* is the
 # other bit. `try_wait.parity(P)` asks "has the phase with parity P completed?" — so a consumer of
 # a reused stage waits on parity 0, 1, 0, 1, … (PTX ISA, *mbarrier*).
@@ -288,7 +289,7 @@ notebook.verdict(spread < 0.08,
                  "shape: there is no box size above which one mechanism wins and below which it loses.",
                  f"{span} the gap between the three reaches {spread:.2f} of the device copy at some box shape.")
 flight = {v: small["in_flight"][v][0] // 1024 for v in tma.VARIANTS}
-notebook.claim(len(set(flight.values())) > 1,
+_ = notebook.claim(len(set(flight.values())) > 1,
                f"Bytes in flight per SM at {small['box_bytes'] // 1024} KB boxes: TMA {flight['tma']} KiB, "
                f"cp.async {flight['cp_async']} KiB, the manual copy {flight['ldg_sts']} KiB — the "
                "configurations differ in this too, so the gaps are not TMA's alone.", in_flight=flight)

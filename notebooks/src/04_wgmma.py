@@ -6,9 +6,9 @@
 #
 # 1. see who supplies what to `wgmma.mma_async.m64nNk16`: A from shared memory or registers, B from
 #    shared memory, the 64×N accumulator spread over the 128 threads of a warpgroup;
-# 2. take the 64-bit **shared-memory matrix descriptor** apart bit by bit (start address, LBO, SBO,
+# 2. take the 64-bit **shared-memory matrix descriptor** apart bit by bit (start address, [LBO](../docs/glossary.md#lbo), [SBO](../docs/glossary.md#sbo),
 #    base offset, swizzle mode) and build it from the same tile object that makes the TMA tensor map;
-# 3. draw the **canonical layouts** for K-major and MN-major operands under every swizzle mode, and
+# 3. draw the **canonical layouts** for [K-major](../docs/glossary.md#k-major) and [MN-major](../docs/glossary.md#mn-major) operands under every swizzle mode, and
 #    prove on the CPU that what TMA writes is what the descriptor makes wgmma read;
 # 4. run a one-warpgroup tile for every supported (dtype, major-ness, swizzle, N) against float64;
 # 5. break it on purpose — descriptor and layout disagreeing — and predict the wrong answer exactly;
@@ -158,7 +158,7 @@ for major in ("K", "MN"):
         print(f"{major:2s}-major {sw:3d}B: {descriptors.canonical_layout(major, sw)}")
 
 # %% [markdown]
-# The core matrix is 8 rows × 16 bytes. Without swizzle, core matrices are 128 contiguous bytes and
+# The [core matrix](../docs/glossary.md#core-matrix) is 8 rows × 16 bytes. Without swizzle, core matrices are 128 contiguous bytes and
 # LBO/SBO step between them; with a swizzle of S bytes, rows are S bytes long and the 16-byte chunk
 # index inside each 128-byte line is XORed with the line index (`Swizzle<B,4,3>`) — the same
 # permutation TMA applies when it writes the tile. Each number below is the chunk (a group of four
@@ -166,7 +166,7 @@ for major in ("K", "MN"):
 
 # (The MN-major figure leaves out LBO and SBO of the 64-byte mode: exercise 2 asks for them.)
 
-# %% output varies
+# %% output answers a prediction
 fig = wgmma.plot_layouts("K", "float16")
 plt.show()
 fig = wgmma.plot_layouts("MN", "float16", hide_offsets=(64,))
@@ -466,7 +466,7 @@ if rec is not None and rec.results.get("throughput"):
 # descriptor is decoded field by field and the wrong fields are named.
 #
 # **2.** Encode the full 64-bit descriptor (a Python `int`) for **k-step 2** of a B tile with
-# N = 128, K = 64, bf16, **N-major**, 64-byte swizzle, stored as TMA boxes starting at shared
+# N = 128, K = 64, bf16, **MN-major** (N contiguous), 64-byte swizzle, stored as TMA boxes starting at shared
 # address 0x4000. Hints: a box is one 64-byte swizzle row wide (32 elements of N) and K = 64 rows
 # deep; LBO steps from one box to the next along N, SBO from 8 K-rows to the next; a k16 step is
 # 16 K-rows.
@@ -485,5 +485,5 @@ box_pitch = 64 * 64                      # K rows × 64-byte rows
 lbo, sbo = box_pitch, 8 * 64             # next box along N; next 8 K-rows
 start = 0x4000 + 2 * 16 * 64             # k-step 2 = 32 K-rows down
 desc = (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | 2 << 62   # 64-byte swizzle = mode 2
-exercises.check("ch04.descriptor", desc, mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64,
+ok = exercises.check("ch04.descriptor", desc, mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64,
                 step=2, base=0x4000, solution=True)

@@ -6,7 +6,7 @@
 # inside the running kernel, what limits it. You will be able to
 #
 # 1. draw the ring of S shared-memory stages with its *full* and *empty* mbarriers, and say who
-#    arrives, who waits and on which phase parity at every k-tile;
+#    arrives, who waits and on which [phase parity](../docs/glossary.md#phase-parity) at every k-tile;
 # 2. read the kernel's steady-state loop and the producer's refill, and find them in the SASS;
 # 3. check the kernel against float64 with an elementwise bound;
 # 4. predict throughput against ring depth with a CPU discrete-event model *before* measuring, then
@@ -135,7 +135,7 @@ notebook.show_source("pipeline.cu", start=r"^// ---- the producer's half",
 #   warpgroups share it, each computing BM / c rows of C.
 # * `/2cta` — the kernel's `__launch_bounds__` ask for **two resident CTAs per SM**
 #   (`ctas_per_sm=2`, so ptxas keeps registers low enough for two): two independent CTAs on one SM,
-#   *not* a CTA pair or a cluster (those share data; these do not).
+#   *not* a [CTA pair](../docs/glossary.md#cta-pair) or a [cluster](../docs/glossary.md#cluster) (those share data; these do not).
 # * `s4` — S = 4 stages in the ring. `B:K` / `B:MN` — B stored K-major (N×K) or MN-major (K×N).
 # * `wait1` / `wait0` — the loop's `wgmma.wait_group(1)` or `(0)`: one wgmma group left pending,
 #   or none.

@@ -834,7 +834,7 @@ _ = notebook.claim(all(r is not None and r["of_cublas"] < 0.7 and tiles[m] < res
 # ## 10. A bug found on the H200: a descriptor field that was not masked
 #
 # > The first ladder run on the GPU checked every cluster variant with B given K×N (MN-major) —
-# > and the second CTA of every cluster was wrong, always the same elements. With multicast off
+# > and the second CTA of every cluster was wrong, always the same elements. With [multicast](../docs/glossary.md#multicast) off
 # > (each CTA loading all of B itself, same cluster launch) the same elements were wrong: not the
 # > multicast. A decoding input (A a row selector, B filled with its own row index, then its
 # > column index) showed what CTA rank 1 read: for the 64-column box j of B, **K-row k + 2j instead

@@ -4,7 +4,7 @@
 # **Learning goal.** Move a Hopper GEMM's mental model to Blackwell (sm_100a). You will
 #
 # 1. see why the accumulator left the register file: what a 128×256 fp32 tile costs in registers
-#    with `wgmma` (chapter 04), and what it costs in **Tensor Memory** (TMEM) with `tcgen05.mma`;
+#    with `wgmma` (chapter 04), and what it costs in **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)) with `tcgen05.mma`;
 # 2. take both descriptors of `tcgen05.mma` apart bit by bit — the 32-bit **instruction descriptor**
 #    and the 64-bit sm_100 **shared-memory descriptor** — and see exactly where the latter differs
 #    from the wgmma one;

@@ -1,0 +1,75 @@
+"""Each exercise attempt, one JSON line in a small progress file.
+
+``exercises.check`` appends ``{"time", "exercise", "status", "solution"}`` for every call —
+``status`` is ``correct``, ``wrong``, ``unanswered`` (the ``...`` is still there) or ``invalid``
+(an answer in a form the exercise does not accept, or missing arguments). The file is:
+
+* ``$ASYNCTC_PROGRESS`` when set (``off`` or an empty value: record nothing);
+* else ``$XDG_DATA_HOME/asynctc/progress.jsonl`` (``~/.local/share/asynctc/progress.jsonl``).
+
+``python -m asynctc grade`` gives every learner's notebook its own file. Writing it never fails a
+check: an unwritable location is skipped silently.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+
+ENV = "ASYNCTC_PROGRESS"
+STATUSES = ("correct", "wrong", "unanswered", "invalid")
+
+
+def path() -> Path | None:
+    """The progress file, or None when recording is off."""
+    env = os.environ.get(ENV)
+    if env is not None:
+        return None if env.strip().lower() in ("", "off", "0", "none") else Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "asynctc" / "progress.jsonl"
+
+
+def record(exercise: str, status: str, solution: bool = False) -> None:
+    """Append one attempt (see the module docstring); never raises for an unwritable file."""
+    p = path()
+    if p is None:
+        return
+    line = {"time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "exercise": exercise, "status": status, "solution": bool(solution)}
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with p.open("a") as f:
+            f.write(json.dumps(line) + "\n")
+    except OSError:
+        pass
+
+
+def attempts(p: Path | None = None) -> list[dict]:
+    """Every attempt in the progress file ``p`` (default :func:`path`), oldest first; lines that
+    are not JSON are skipped."""
+    p = path() if p is None else Path(p)
+    if p is None or not p.is_file():
+        return []
+    out = []
+    for ln in p.read_text().splitlines():
+        try:
+            d = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and "exercise" in d:
+            out.append(d)
+    return out
+
+
+def summary(rows: list[dict]) -> dict[str, dict]:
+    """exercise → {"status": best status reached, "attempts": how many}: ``correct`` once any
+    attempt was correct, else the latest status."""
+    out: dict[str, dict] = {}
+    for d in rows:
+        s = out.setdefault(d["exercise"], {"status": d.get("status"), "attempts": 0})
+        s["attempts"] += 1
+        if s["status"] != "correct":
+            s["status"] = d.get("status")
+    return out

@@ -1,0 +1,116 @@
+"""Learner and solution copies of a chapter notebook, from one source.
+
+A chapter's source (``notebooks/src/NN_name.py``) builds two notebooks (tools/build_notebooks.py):
+
+* the **solution notebook** ``notebooks/solutions/NN_name.ipynb``: every cell, executed;
+* the **learner notebook** ``notebooks/NN_name.ipynb``: the same executed notebook without the
+  cells tagged :data:`SOLUTION_TAG`, and with the stored outputs of the cells tagged
+  :data:`ANSWER_TAG` cleared — those cells show the answer to a "predict before you look"
+  exercise, so the learner sees it only after running them.
+
+``python -m asynctc reset NN`` writes a chapter's learner notebook back (:func:`reset`).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+#: Cell tag of the worked solutions (code cells that check with ``solution=True`` and the
+#: "Solutions" heading); absent from learner notebooks, HTML, slides and the course site.
+SOLUTION_TAG = "solution"
+#: Cell tag of a cell whose output answers a prediction exercise (source marker
+#: ``# %% output answers a prediction``); its outputs are cleared in the learner notebook.
+ANSWER_TAG = "answer"
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+ROOT = PACKAGE_DIR.parent
+
+
+def is_solution(cell) -> bool:
+    """Tagged :data:`SOLUTION_TAG`, or a code cell that checks with ``solution=True`` (also in a
+    notebook built before the tag existed)."""
+    src = cell.get("source", "")
+    src = "".join(src) if isinstance(src, list) else src
+    tags = cell.get("metadata", {}).get("tags", [])
+    return SOLUTION_TAG in tags or (cell.get("cell_type") == "code" and "solution=True" in src)
+
+
+def learner_copy(nb):
+    """A copy of notebook ``nb`` without its solution cells and with the outputs of the
+    :data:`ANSWER_TAG` cells cleared (their execution counts stay, so the notebook still reads as
+    executed). ``nb`` is not changed."""
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if not is_solution(c)]
+    for c in nb.cells:
+        if c.get("cell_type") == "code" and ANSWER_TAG in c.get("metadata", {}).get("tags", []):
+            c["outputs"] = []
+    return nb
+
+
+def strip_solutions(nb):
+    """A copy of ``nb`` without its solution cells (what a learner hands in is graded this way)."""
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if not is_solution(c)]
+    return nb
+
+
+def installed_notebooks_dir() -> Path | None:
+    """The learner notebooks installed with the wheel (``share/asynctc/notebooks``), or None."""
+    import sys
+    import sysconfig
+    for base in dict.fromkeys([sysconfig.get_path("data"), sys.prefix, sys.base_prefix]):
+        d = Path(base) / "share" / "asynctc" / "notebooks"
+        if any(d.glob("[0-9][0-9]_*.ipynb")):
+            return d
+    return None
+
+
+def notebooks_dir() -> Path:
+    """Where the learner notebooks are: ``ASYNCTC_NOTEBOOKS``; else ``notebooks/`` of the checkout
+    (editable install); else ``./notebooks`` when the current folder holds the course (a hub's
+    clone with the package installed normally); else the copies installed with the wheel."""
+    env = os.environ.get("ASYNCTC_NOTEBOOKS")
+    if env:
+        return Path(env)
+    for d in (ROOT / "notebooks", Path.cwd() / "notebooks"):
+        if any(d.glob("[0-9][0-9]_*.ipynb")):
+            return d
+    return installed_notebooks_dir() or ROOT / "notebooks"
+
+
+def pristine_source(chapter: str, nb_dir: Path) -> tuple[bytes, str, str]:
+    """(bytes, file name, where from) of chapter ``chapter``'s learner notebook as shipped: the
+    committed copy (``git show HEAD:notebooks/NN_….ipynb``) in a git checkout, else the copy
+    installed with the package (``share/asynctc/notebooks`` of the environment). Raises
+    FileNotFoundError."""
+    names = sorted(p.name for p in nb_dir.glob(f"{chapter}_*.ipynb"))
+    if (nb_dir.parent / ".git").exists() and names:
+        r = subprocess.run(["git", "-C", str(nb_dir.parent), "show", f"HEAD:notebooks/{names[0]}"],
+                           capture_output=True)
+        if r.returncode == 0:
+            return r.stdout, names[0], f"the committed notebooks/{names[0]}"
+    inst = installed_notebooks_dir()
+    shipped = sorted(inst.glob(f"{chapter}_*.ipynb")) if inst is not None and inst != nb_dir else []
+    if shipped:
+        return shipped[0].read_bytes(), shipped[0].name, "the copy installed with asynctc"
+    raise FileNotFoundError(f"no learner notebook for chapter {chapter!r}: not in git "
+                            f"(notebooks/{chapter}_*.ipynb) nor installed with the package")
+
+
+def reset(chapter: str, nb_dir: Path | None = None, backup: bool = True) -> tuple[Path, str]:
+    """Write chapter ``chapter``'s learner notebook back into ``nb_dir``; the learner's copy, if it
+    differs, is kept beside it as ``NN_name.ipynb.bak``. Returns (path written, where from)."""
+    import json
+    nb_dir = Path(nb_dir) if nb_dir is not None else notebooks_dir()
+    data, name, where = pristine_source(chapter, nb_dir)
+    json.loads(data)                                     # refuse to write something that is not JSON
+    target = nb_dir / name
+    if backup and target.exists() and target.read_bytes() != data:
+        shutil.copy2(target, target.with_name(target.name + ".bak"))
+    nb_dir.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target, where

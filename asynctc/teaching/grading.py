@@ -1,0 +1,155 @@
+"""Grade a folder of learners' notebooks: ``python -m asynctc grade DIR``.
+
+Layout of DIR: one folder per learner holding that learner's notebooks (``DIR/alice/01_….ipynb``),
+or one notebook per learner directly in DIR (``DIR/alice.ipynb``). Each notebook is executed
+without its solution cells (:func:`asynctc.teaching.builds.strip_solutions`; replay mode unless
+``ASYNCTC_MODE`` says otherwise), with a progress file of its own (:mod:`asynctc.core.progress`),
+so what counts is what the learner's own cells make ``check()`` say. The exercises of a notebook
+are the names its cells pass to ``check(…)``; one never attempted shows as ``-``.
+
+The table (learner × exercise) is printed and written as ``grades.csv`` and ``grades.md``:
+``correct`` (✓), ``wrong`` (✗), ``unanswered`` (the ``...`` left in, ·), ``invalid`` (an answer in
+a form the exercise refuses, ?), ``-`` (the cell never ran: not in the notebook, or an earlier
+cell stopped it). ``score`` counts the correct ones.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from ..core import progress
+from . import builds, runner
+
+SYMBOL = {"correct": "✓", "wrong": "✗", "unanswered": "·", "invalid": "?", None: "-"}
+_CHECK = re.compile(r"""check\(\s*["'](ch\d\d\.[A-Za-z0-9_]+)["']""")
+
+
+@dataclasses.dataclass
+class Graded:
+    learner: str
+    notebooks: list[str]
+    status: dict[str, str | None]          # exercise → status (None: never checked)
+    attempts: dict[str, int]
+    problems: list[str]                    # notebooks that stopped early, and why
+
+    @property
+    def score(self) -> int:
+        return sum(s == "correct" for s in self.status.values())
+
+
+def exercises_in(nb) -> list[str]:
+    """The exercise names the (learner) cells of ``nb`` check, in order of appearance."""
+    names = []
+    for c in nb.cells:
+        if c.get("cell_type") == "code":
+            names += [n for n in _CHECK.findall(c.get("source", "")) if n not in names]
+    return names
+
+
+def submissions(folder: Path) -> dict[str, list[Path]]:
+    """learner → notebooks (see the module docstring for the layout)."""
+    folder = Path(folder)
+    out: dict[str, list[Path]] = {}
+    for p in sorted(folder.rglob("*.ipynb")):
+        rel = p.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts):     # .ipynb_checkpoints
+            continue
+        learner = rel.parts[0] if len(rel.parts) > 1 else p.stem
+        out.setdefault(learner, []).append(p)
+    return out
+
+
+def _default_client(nb, timeout: int):
+    from nbclient import NotebookClient
+    return NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                          extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                          resources={"metadata": {"path": str(builds.notebooks_dir())}})
+
+
+def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int = 600):
+    """(exercise names, {exercise: status}, {exercise: attempts}, problem or "") of one notebook."""
+    import nbformat
+    nb = builds.strip_solutions(nbformat.read(path, as_version=4))
+    names = exercises_in(nb)
+    make = make_client or (lambda n: _default_client(n, timeout))
+    with tempfile.TemporaryDirectory() as tmp:
+        prog = Path(tmp) / "progress.jsonl"
+        saved = {k: os.environ.get(k) for k in (progress.ENV, "ASYNCTC_MODE", "ASYNCTC_ANSWER_KEY")}
+        os.environ[progress.ENV] = str(prog)
+        os.environ.setdefault("ASYNCTC_MODE", "replay")
+        os.environ.pop("ASYNCTC_ANSWER_KEY", None)          # the learner's code gets no answer key
+        try:
+            outcome = runner.run_notebook(nb, make)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        done = progress.summary([d for d in progress.attempts(prog) if not d.get("solution")])
+    err = runner.cell_error(nb)
+    problem = ""
+    if not outcome.passed:
+        problem = f"{path.name}: {outcome.message}"
+    elif err is not None:
+        problem = f"{path.name}: cell {err[0]} raised {err[1].get('ename')}"
+    for n in done:
+        if n not in names:
+            names.append(n)
+    return (names, {n: done.get(n, {}).get("status") for n in names},
+            {n: done.get(n, {}).get("attempts", 0) for n in names}, problem)
+
+
+def grade(folder: Path, make_client: Callable | None = None, timeout: int = 600) -> list[Graded]:
+    """Grade every learner's notebooks in ``folder``."""
+    out = []
+    for learner, paths in submissions(folder).items():
+        status, tries, problems = {}, {}, []
+        for p in paths:
+            names, st, at, problem = grade_notebook(p, make_client, timeout)
+            status.update(st)
+            tries.update(at)
+            if problem:
+                problems.append(problem)
+        out.append(Graded(learner, [p.name for p in paths], status, tries, problems))
+    return out
+
+
+def columns(graded: list[Graded]) -> list[str]:
+    cols: list[str] = []
+    for g in graded:
+        cols += [n for n in g.status if n not in cols]
+    return sorted(cols)
+
+
+def write_tables(graded: list[Graded], out_dir: Path) -> tuple[Path, Path, str]:
+    """Write ``grades.csv`` and ``grades.md`` in ``out_dir``; returns their paths and the
+    markdown text."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cols = columns(graded)
+    csv_path, md_path = out_dir / "grades.csv", out_dir / "grades.md"
+    with csv_path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["learner", *cols, "score", "out_of", "problems"])
+        for g in graded:
+            w.writerow([g.learner, *[g.status.get(c) or "-" for c in cols], g.score, len(cols),
+                        "; ".join(g.problems)])
+    lines = ["| learner | " + " | ".join(cols) + " | score |",
+             "|---|" + "---|" * len(cols) + "---|"]
+    for g in graded:
+        lines.append(f"| {g.learner} | " + " | ".join(SYMBOL.get(g.status.get(c), "-") for c in cols)
+                     + f" | {g.score}/{len(cols)} |")
+    lines += ["", "✓ correct · ✗ wrong · `·` unanswered · ? answer in a refused form · - never checked"]
+    problems = [(g.learner, p) for g in graded for p in g.problems]
+    if problems:
+        lines += ["", "Notebooks that stopped early:"] + [f"- {who}: {p}" for who, p in problems]
+    md = "\n".join(lines) + "\n"
+    md_path.write_text(md)
+    return csv_path, md_path, md

@@ -1,0 +1,157 @@
+"""Slides and the course site, from the executed learner notebooks (nbconvert does the work).
+
+* ``python -m asynctc slides [NN …] [--out build/slides]``: one reveal.js deck per chapter
+  (nbconvert's ``SlidesExporter``); every ``#``/``##`` heading starts a slide, ``###`` a sub-slide.
+* ``python -m asynctc site [--out build/site]``: every learner notebook as HTML (nbconvert's
+  ``HTMLExporter``, figures embedded), the glossary as a page, and an ``index.html``; each page gets
+  a navigation bar (index · previous · next · glossary). Links to the glossary and to other
+  notebooks are rewritten to the site's pages.
+
+Both use the learner notebooks as committed (already executed: nothing runs), with the solution
+cells removed (:func:`asynctc.teaching.builds.strip_solutions`) in case a notebook still has some.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from . import builds
+
+ROOT = builds.ROOT
+
+
+def _notebooks(chapters=None) -> list[Path]:
+    nbs = sorted(builds.notebooks_dir().glob("[0-9][0-9]*_*.ipynb"))
+    return [p for p in nbs if not chapters or p.name[:2] in chapters]
+
+
+def _title(nb, fallback: str) -> str:
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            m = re.search(r"^#\s+(.+)$", c.source, re.M)
+            if m:
+                return m.group(1).strip()
+    return fallback
+
+
+def slide_notebook(nb):
+    """A copy of learner notebook ``nb`` with reveal.js slide metadata: a heading of level 1–2
+    starts a slide, level 3 a sub-slide, every other cell continues the current one."""
+    nb = builds.strip_solutions(nb)
+    for c in nb.cells:
+        first = c.source.lstrip().splitlines()[0] if c.source.strip() else ""
+        kind = "-"
+        if c.cell_type == "markdown" and re.match(r"#{1,2}\s", first):
+            kind = "slide"
+        elif c.cell_type == "markdown" and re.match(r"###\s", first):
+            kind = "subslide"
+        c.metadata["slideshow"] = {"slide_type": kind}
+    return nb
+
+
+def build_slides(out: Path, chapters=None) -> list[Path]:
+    import nbformat
+    from nbconvert import SlidesExporter
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for p in _notebooks(chapters):
+        body, _ = SlidesExporter().from_notebook_node(slide_notebook(nbformat.read(p, as_version=4)))
+        target = out / f"{p.stem}.slides.html"
+        target.write_text(body)
+        written.append(target)
+    return written
+
+
+_LINK = re.compile(r'href="([^"#]*?)(\.ipynb|glossary\.md)(#[^"]*)?"')
+
+
+def _rewrite_links(body: str) -> str:
+    """``…/docs/glossary.md#x`` → ``glossary.html#x``; ``NN_name.ipynb`` → ``NN_name.html``."""
+    def sub(m):
+        stem = "glossary" if m.group(2) == "glossary.md" else Path(m.group(1)).name
+        return f'href="{stem}.html{m.group(3) or ""}"'
+    return _LINK.sub(sub, body)
+
+
+def _nav(pages: list[tuple[str, str]], i: int | None) -> str:
+    links = ['<a href="index.html">Contents</a>']
+    if i is not None and i > 0:
+        links.append(f'<a rel="prev" href="{pages[i - 1][0]}">← {html.escape(pages[i - 1][1])}</a>')
+    if i is not None and i + 1 < len(pages):
+        links.append(f'<a rel="next" href="{pages[i + 1][0]}">{html.escape(pages[i + 1][1])} →</a>')
+    links.append('<a href="glossary.html">Glossary</a>')
+    return ('<nav class="asynctc-nav" style="padding:.5em 1em;border-bottom:1px solid #ccc;'
+            'font-family:sans-serif;display:flex;gap:1.5em">' + "".join(links) + "</nav>")
+
+
+def _with_nav(body: str, nav: str) -> str:
+    return re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav, body, count=1)
+
+
+def glossary_notebook():
+    """docs/glossary.md as a one-cell notebook, with an explicit anchor before every term (the
+    same anchors GitHub gives its headings, which the notebooks link to)."""
+    import nbformat
+    text = (ROOT / "docs" / "glossary.md").read_text()
+
+    def anchor(m):
+        term = m.group(1)
+        slug = re.sub(r"[^\w\- ]", "", term.lower()).replace(" ", "-")
+        return f'<a id="{slug}"></a>\n\n## {term}'
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(re.sub(r"^## (.+)$", anchor, text, flags=re.M))]
+    return nb
+
+
+def build_site(out: Path) -> list[Path]:
+    """Write the site into ``out``: ``index.html``, one page per chapter, ``glossary.html``."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    out.mkdir(parents=True, exist_ok=True)
+    nbs = [(p, builds.strip_solutions(nbformat.read(p, as_version=4))) for p in _notebooks()]
+    pages = [(f"{p.stem}.html", _title(nb, p.stem)) for p, nb in nbs]
+    written = []
+    for i, (p, nb) in enumerate(nbs):
+        body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+        target = out / pages[i][0]
+        target.write_text(_with_nav(_rewrite_links(body), _nav(pages, i)))
+        written.append(target)
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(glossary_notebook())
+    (out / "glossary.html").write_text(_with_nav(body, _nav(pages, None)))
+    items = "\n".join(f'<li><a href="{f}">{html.escape(t)}</a></li>' for f, t in pages)
+    (out / "index.html").write_text(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>asynctc — the course</title></head>"
+        f"<body>{_nav(pages, None)}<main style=\"font-family:sans-serif;max-width:50em;margin:2em auto\">"
+        "<h1>asynctc — asynchronous Tensor Core programming</h1>"
+        "<p>The executed learner notebooks (replay mode: measured figures come from the committed "
+        "records, labelled with the GPU and date). Exercises are to be done in Jupyter; worked "
+        f"solutions are not part of this site.</p><ol>\n{items}\n</ol>"
+        '<p><a href="glossary.html">Glossary</a> of the course\'s terms.</p></main></body></html>\n')
+    return [out / "index.html", *written, out / "glossary.html"]
+
+
+def cmd_slides(args) -> int:
+    out = Path(args.out)
+    for p in build_slides(out, args.chapters):
+        print(f"wrote {p}")
+    return 0
+
+
+def cmd_site(args) -> int:
+    out = Path(args.out)
+    pages = build_site(out)
+    print(f"wrote {len(pages)} pages to {out}/ (open {out / 'index.html'})")
+    return 0
+
+
+COMMANDS = {"slides": cmd_slides, "site": cmd_site}
+
+
+def add_commands(sub) -> None:
+    s = sub.add_parser("slides", help="reveal.js slides of the learner notebooks (nbconvert)")
+    s.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
+    s.add_argument("--out", default=str(ROOT / "build" / "slides"))
+    w = sub.add_parser("site", help="the executed learner notebooks as one static site (nbconvert)")
+    w.add_argument("--out", default=str(ROOT / "build" / "site"))

@@ -1,0 +1,138 @@
+"""Slides and the course site (issue 22 §4, §8), built from the learner notebooks by one command
+each; the site checked in a real headless browser (Debian's chromium, driven over the DevTools
+protocol): every chapter page renders, its figures load, its links resolve, no solutions."""
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
+SOLUTION_MARKS = ("solution=True", "Solutions (run in CI)", "worked solution")
+
+
+def test_slides_command_builds_reveal_decks(tmp_path):
+    pytest.importorskip("nbconvert")
+    import nbformat
+    from asynctc.__main__ import main
+    from asynctc.teaching import publish
+    assert main(["slides", "00", "04", "--out", str(tmp_path)]) == 0
+    for stem in ("00_why_async", "04_wgmma"):
+        text = (tmp_path / f"{stem}.slides.html").read_text()
+        assert "reveal" in text.lower()
+        nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+        heads = sum(1 for c in nb.cells if c.cell_type == "markdown" and re.match(r"#{1,2}\s", c.source.lstrip()))
+        assert text.count('<section') >= heads > 3, (stem, heads)
+        assert not any(m in text for m in SOLUTION_MARKS), stem
+    assert publish.slide_notebook(nb).cells[0].metadata["slideshow"]["slide_type"] == "slide"
+
+
+def _chromium():
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+_PROBE = r"""(() => {
+  const imgs = [...document.images].map(i => ({ok: i.complete && i.naturalWidth > 0,
+                                               src: i.src.slice(0, 40)}));
+  const links = [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'));
+  return JSON.stringify({title: document.title, h1: document.querySelectorAll('h1').length,
+    cells: document.querySelectorAll('.jp-Cell').length, text: document.body.innerText.length,
+    imgs, links, nav: !!document.querySelector('nav.asynctc-nav'),
+    body: document.body.innerText});
+})()"""
+
+
+async def _visit(ws_url: str, urls: list[str]) -> dict[str, dict]:
+    from tornado.websocket import websocket_connect
+    ws = await websocket_connect(ws_url, max_message_size=256 * 1024 * 1024)
+    n = 0
+
+    async def call(method, **params):
+        nonlocal n
+        n += 1
+        my = n
+        ws.write_message(json.dumps({"id": my, "method": method, "params": params}))
+        while True:
+            msg = json.loads(await asyncio.wait_for(ws.read_message(), 120))
+            if msg.get("id") == my:
+                return msg.get("result", {})
+
+    async def loaded():
+        while True:
+            msg = json.loads(await asyncio.wait_for(ws.read_message(), 120))
+            if msg.get("method") == "Page.loadEventFired":
+                return
+
+    await call("Page.enable")
+    out = {}
+    for url in urls:
+        await call("Page.navigate", url=url)
+        await loaded()
+        r = await call("Runtime.evaluate", expression=_PROBE, returnByValue=True)
+        out[url] = json.loads(r["result"]["value"])
+    ws.close()
+    return out
+
+
+@pytest.mark.slow
+def test_course_site_in_a_headless_browser(tmp_path):
+    pytest.importorskip("nbconvert")
+    pytest.importorskip("tornado")
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium)")
+    from asynctc.__main__ import main
+    site = tmp_path / "site"
+    assert main(["site", "--out", str(site)]) == 0
+    pages = ["index.html", *[p.stem + ".html" for p in NOTEBOOKS], "glossary.html"]
+    assert sorted(p.name for p in site.glob("*.html")) == sorted(pages)
+
+    profile = tempfile.mkdtemp(dir=tmp_path)
+    proc = subprocess.Popen([exe, "--headless=new", "--no-sandbox", "--disable-gpu",
+                             "--disable-dev-shm-usage", "--no-first-run",
+                             f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        port_file = Path(profile) / "DevToolsActivePort"
+        for _ in range(300):
+            if port_file.exists() and port_file.read_text().strip():
+                break
+            import time
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        import urllib.request
+        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30).read())
+        page = next(t for t in targets if t.get("type") == "page")
+        got = asyncio.run(_visit(page["webSocketDebuggerUrl"], [(site / p).as_uri() for p in pages]))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    html_of = {p: (site / p).read_text() for p in pages}
+    for p in pages:
+        r = got[(site / p).as_uri()]
+        assert r["nav"], f"{p}: no navigation bar"
+        if p != "index.html" and p != "glossary.html":
+            assert r["cells"] > 10 and r["h1"] >= 1 and r["text"] > 2000, (p, r["cells"], r["h1"], r["text"])
+            assert r["imgs"], f"{p}: no figure"
+            bad = [i["src"] for i in r["imgs"] if not i["ok"]]
+            assert not bad, f"{p}: figures that did not load: {bad}"
+            assert not any(m in r["body"] for m in SOLUTION_MARKS), f"{p} shows a solution"
+        for href in r["links"]:
+            if re.match(r"^[a-z]+:", href) or href.startswith("//"):
+                continue                                  # external links are not part of the site
+            target, _, frag = href.partition("#")
+            target = target or p
+            assert target in html_of, f"{p}: link {href!r} points outside the site"
+            if frag:
+                assert f'id="{frag}"' in html_of[target], f"{p}: link {href!r}: no such anchor"
+    index = got[(site / "index.html").as_uri()]
+    assert [h for h in index["links"] if h.endswith(".html") and h[:2].isdigit()] == pages[1:-1]

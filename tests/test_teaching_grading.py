@@ -1,0 +1,161 @@
+"""Progress file, answer key, reset and grading (issue 22 §2–3): check() records every attempt;
+expected() is closed to learners; reset restores a learner notebook; grade executes two fake
+learners' notebooks (solutions stripped) into a learner × exercise table."""
+import csv
+import json
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from asynctc.core import exercises, progress
+from asynctc.teaching import builds, grading
+
+ROOT = Path(__file__).resolve().parent.parent
+RIGHT = 2 * 512**3 / (2 * 3 * 512 * 512)
+
+
+def test_check_records_each_attempt(tmp_path, monkeypatch, capsys):
+    f = tmp_path / "p" / "progress.jsonl"
+    monkeypatch.setenv(progress.ENV, str(f))
+    exercises.check("ch00.intensity", ..., n=512)
+    exercises.check("ch00.intensity", 3.0, n=512)
+    exercises.check("ch00.intensity", "three", n=512)
+    exercises.check("ch00.intensity", RIGHT, n=512)
+    rows = progress.attempts(f)
+    assert [r["status"] for r in rows] == ["unanswered", "wrong", "invalid", "correct"]
+    assert all(r["exercise"] == "ch00.intensity" and not r["solution"] and r["time"] for r in rows)
+    assert progress.summary(rows) == {"ch00.intensity": {"status": "correct", "attempts": 4}}
+
+
+def test_progress_location_and_off(tmp_path, monkeypatch):
+    monkeypatch.delenv(progress.ENV, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert progress.path() == tmp_path / "asynctc" / "progress.jsonl"
+    monkeypatch.setenv(progress.ENV, "off")
+    assert progress.path() is None
+    progress.record("ch00.intensity", "correct")            # no file, no error
+    monkeypatch.setenv(progress.ENV, str(tmp_path / "ro" / "x.jsonl"))
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o500)
+    try:
+        assert exercises.check("ch00.intensity", RIGHT, n=512)   # unwritable: the check still works
+    finally:
+        (tmp_path / "ro").chmod(0o700)
+
+
+def test_expected_is_the_answer_key_only(monkeypatch):
+    monkeypatch.delenv(exercises.ANSWER_KEY_ENV, raising=False)
+    with pytest.raises(PermissionError, match="answer key"):
+        exercises.expected("ch00.intensity", n=512)
+    monkeypatch.setenv(exercises.ANSWER_KEY_ENV, "1")
+    assert exercises.expected("ch00.intensity", n=512) == pytest.approx(RIGHT)
+
+
+def test_no_notebook_source_calls_expected():
+    for src in (ROOT / "notebooks" / "src").glob("*.py"):
+        assert "exercises.expected(" not in src.read_text(), src.name
+
+
+def test_reset_restores_the_learner_notebook(tmp_path):
+    nb_dir = tmp_path / "notebooks"
+    nb_dir.mkdir()
+    committed = ROOT / "notebooks" / "00_why_async.ipynb"
+    (nb_dir / committed.name).write_text('{"cells": [], "edited": true}')
+    import shutil
+    # outside a git checkout the installed copy is used: fake an installed one
+    share = tmp_path / "prefix" / "share" / "asynctc" / "notebooks"
+    share.mkdir(parents=True)
+    shutil.copy2(committed, share / committed.name)
+    import sys
+    import sysconfig
+    old = sys.prefix
+    try:
+        sys.prefix = str(tmp_path / "prefix")
+        orig = sysconfig.get_path
+        sysconfig.get_path = lambda name, *a, **k: sys.prefix if name == "data" else orig(name, *a, **k)
+        path, where = builds.reset("00", nb_dir)
+    finally:
+        sys.prefix = old
+        sysconfig.get_path = orig
+    assert path.read_bytes() == committed.read_bytes() and "installed" in where
+    assert json.loads((nb_dir / (committed.name + ".bak")).read_text())["edited"] is True
+    with pytest.raises(FileNotFoundError):
+        builds.reset("77", nb_dir)
+
+
+def test_reset_in_the_checkout_uses_git(tmp_path):
+    """In the checkout, the committed copy: git show HEAD:notebooks/00_….ipynb."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    data, name, where = builds.pristine_source("00", ROOT / "notebooks")
+    assert name.startswith("00_") and "committed" in where and json.loads(data)["cells"]
+
+
+def test_learner_copy_drops_solutions_and_answers():
+    nb = nbformat.v4.new_notebook()
+    out = [nbformat.v4.new_output("stream", name="stdout", text="SBO = 512\n")]
+    nb.cells = [nbformat.v4.new_code_cell("answer = ...", outputs=list(out)),
+                nbformat.v4.new_code_cell("fig()", outputs=list(out), metadata={"tags": ["answer"]}),
+                nbformat.v4.new_markdown_cell("<details><summary>Solutions", metadata={"tags": ["solution"]}),
+                nbformat.v4.new_code_cell("check('x', 1, solution=True)")]
+    ln = builds.learner_copy(nb)
+    assert [c.source for c in ln.cells] == ["answer = ...", "fig()"]
+    assert ln.cells[0].outputs and not ln.cells[1].outputs
+    assert len(nb.cells) == 4 and nb.cells[1].outputs
+
+
+def _learner_nb(cells):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    return nb
+
+
+def test_grade_two_fake_learners(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("nbclient")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("ASYNCTC_MODE", "replay")
+    sub = tmp_path / "submitted"
+    (sub / "alice").mkdir(parents=True)
+    imp = "from asynctc.core import exercises"
+    nbformat.write(_learner_nb([
+        imp,
+        f'exercises.check("ch00.intensity", 100.0, n=512)',
+        f'exercises.check("ch00.intensity", {RIGHT!r}, n=512)',
+        'exercises.check("ch00.memory_bound", [3], sizes=[3, 300, 3000], ridge=250)',
+    ]), sub / "alice" / "00_why_async.ipynb")
+    nbformat.write(_learner_nb([
+        imp,
+        'exercises.check("ch00.intensity", ..., n=512)',
+        'raise RuntimeError("my own bug")',                 # allowed: grading goes on
+        # a solution cell left in: stripped before grading, so it counts for nothing
+        f'exercises.check("ch00.memory_bound", [3, 300], sizes=[3, 300, 3000], ridge=250, solution=True)',
+        'exercises.expected("ch00.intensity", n=512)',      # the answer key stays closed
+    ]), sub / "bob.ipynb")
+    from asynctc.__main__ import main
+    assert main(["grade", str(sub), "--out", str(tmp_path / "out"), "--timeout", "120"]) == 0
+    printed = capsys.readouterr().out
+    rows = {r["learner"]: r for r in csv.DictReader((tmp_path / "out" / "grades.csv").open())}
+    assert set(rows) == {"alice", "bob"}
+    assert rows["alice"]["ch00.intensity"] == "correct" and rows["alice"]["ch00.memory_bound"] == "wrong"
+    assert rows["alice"]["score"] == "1" and rows["alice"]["out_of"] == "2"
+    assert rows["bob"]["ch00.intensity"] == "unanswered" and rows["bob"]["ch00.memory_bound"] == "-"
+    assert rows["bob"]["score"] == "0" and "RuntimeError" in rows["bob"]["problems"]
+    md = (tmp_path / "out" / "grades.md").read_text()
+    assert "| alice | ✓ | ✗ | 1/2 |" in md and "| bob | · | - | 0/2 |" in md and md in printed
+
+
+def test_reset_command_and_bad_chapter(tmp_path, capsys):
+    from asynctc.__main__ import main
+    assert main(["reset", "0x"]) == 2 and "two digits" in capsys.readouterr().err
+    assert main(["reset", "77", "--dir", str(tmp_path)]) == 2
+    assert "no learner notebook" in capsys.readouterr().err
+
+
+def test_warm_compiles_every_course_kernel(capsys):
+    from asynctc import catalog
+    from asynctc.__main__ import main
+    assert main(["warm"]) == 0
+    assert f"compiled {len(catalog.COURSE_KERNELS)} course kernels" in capsys.readouterr().out

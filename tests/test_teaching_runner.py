@@ -1,0 +1,105 @@
+"""The course runner (issue 22 §9) with fake Jupyter clients: an execution error fails the
+chapter, a kernel-shutdown error after the last cell is retried and reported as such, and an error
+file is never empty."""
+import nbformat
+import pytest
+
+from asynctc.teaching import runner
+
+
+def _nb(n=3):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# title")] + [
+        nbformat.v4.new_code_cell(f"x = {i}") for i in range(n)]
+    return nb
+
+
+class FakeKM:
+    def __init__(self, alive=True, fail_times=0):
+        self.alive, self.fail_times, self.calls = alive, fail_times, 0
+
+    def is_alive(self):
+        return self.alive
+
+    def shutdown_kernel(self, now=False):
+        self.calls += 1
+        if self.calls <= self.fail_times:
+            raise RuntimeError("kernel refused to die")
+        self.alive = False
+
+
+class FakeClient:
+    """Runs cells by setting execution counts; ``fail_at`` makes that cell raise, ``shutdown_exc``
+    is raised after the last cell (as nbclient's cleanup would), ``die_at`` stops silently."""
+
+    def __init__(self, nb, fail_at=None, shutdown_exc=None, die_at=None, km=None):
+        self.nb, self.fail_at, self.shutdown_exc, self.die_at = nb, fail_at, shutdown_exc, die_at
+        self.km = km if km is not None else FakeKM()
+
+    def execute(self):
+        code = [c for c in self.nb.cells if c.cell_type == "code"]
+        for i, c in enumerate(code):
+            if i == self.die_at:
+                raise self.shutdown_exc or RuntimeError()
+            c.execution_count = i + 1
+            if i == self.fail_at:
+                c.outputs = [nbformat.v4.new_output("error", ename="ValueError", evalue="bad tile",
+                                                    traceback=["ValueError: bad tile"])]
+                raise RuntimeError("CellExecutionError: ValueError: bad tile")
+        if self.shutdown_exc is not None:
+            raise self.shutdown_exc
+
+
+def test_clean_run_passes():
+    o = runner.run_notebook(_nb(), FakeClient)
+    assert o.passed and o.kind is None and o.detail == ""
+
+
+def test_cell_error_is_an_execution_failure():
+    o = runner.run_notebook(_nb(), lambda nb: FakeClient(nb, fail_at=1))
+    assert o.status == "FAILED" and o.kind == "execution"
+    assert "ValueError: bad tile" in o.message and o.detail.strip()
+
+
+def test_shutdown_error_after_last_cell_is_retried_and_reported():
+    km = FakeKM(fail_times=1)
+    o = runner.run_notebook(_nb(), lambda nb: FakeClient(nb, shutdown_exc=TimeoutError(), km=km))
+    assert o.passed and o.kind == "shutdown"
+    assert "shutdown" in o.message and "TimeoutError" in o.message
+    assert "attempt 2" in o.message and km.calls == 2
+    assert "TimeoutError" in o.detail and "not an execution error" in o.detail
+
+
+def test_shutdown_that_keeps_failing_is_still_not_an_execution_error():
+    km = FakeKM(fail_times=99)
+    o = runner.run_notebook(_nb(), lambda nb: FakeClient(nb, shutdown_exc=RuntimeError("zmq"), km=km))
+    assert o.passed and o.kind == "shutdown" and "still failing after 3 attempts" in o.message
+
+
+def test_kernel_dying_mid_run_is_an_execution_failure_with_text():
+    o = runner.run_notebook(_nb(4), lambda nb: FakeClient(nb, die_at=2, shutdown_exc=RuntimeError()))
+    assert o.status == "FAILED" and o.kind == "execution"
+    assert "after 2 of 4 code cells" in o.message
+    assert o.detail.strip() and "RuntimeError" in o.detail      # an exception without text still names itself
+
+
+@pytest.mark.parametrize("exc", [RuntimeError(), KeyError(), Exception("")])
+def test_describe_is_never_empty(exc):
+    assert runner.describe(exc).startswith(type(exc).__name__)
+
+
+def test_course_command_writes_a_non_empty_error_file(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("nbconvert")
+    import nbclient
+    from asynctc.__main__ import main
+    monkeypatch.setattr(nbclient, "NotebookClient",
+                        lambda nb, **kw: FakeClient(nb, shutdown_exc=RuntimeError()))
+    assert main(["course", "--out", str(tmp_path), "00"]) == 0
+    err = capsys.readouterr().err
+    assert "shutdown error" in err
+    text = next(tmp_path.glob("00_*.error.txt")).read_text()
+    assert text.strip() and "RuntimeError" in text
+    monkeypatch.setattr(nbclient, "NotebookClient", lambda nb, **kw: FakeClient(nb, fail_at=0))
+    assert main(["course", "--out", str(tmp_path), "00"]) == 1
+    assert "execution error" in capsys.readouterr().err
+    assert "ValueError: bad tile" in next(tmp_path.glob("00_*.error.txt")).read_text()
