@@ -53,8 +53,8 @@ SEED_4096 = (("mma.sync", 0.45, 0.55, "~50 %"),
 def seed_comparison(mma_rec, ws_rec, fp8_rec=None, size: int = 4096,
                     dtype: str = "float16") -> list[dict]:
     """Our measured GEMMs at ``size``³ in ``dtype`` as fractions of the peak at the SM clock
-    measured for each row (:func:`asynctc.core.bench.peak_at_clock`; the clock's kind from the
-    row, :func:`~asynctc.core.bench.clock_kind`), one entry per step of :data:`SEED_4096` and a few
+    measured for each row (:func:`asynctc.core.peak.peak_at_clock`; the clock's kind from the
+    row, :func:`~asynctc.core.peak.clock_kind`), one entry per step of :data:`SEED_4096` and a few
     beside them: the best mma.sync kernel of chapter 01 (``mma_sync`` record); chapter 05's
     kernel (rung 1), warp specialization (rung 2) and two consumers + setmaxnreg (rung 3) for the
     seed's "wgmma + TMA + warp specialization"; the record's top rung for "tuned"; cuBLAS of the same
@@ -62,18 +62,18 @@ def seed_comparison(mma_rec, ws_rec, fp8_rec=None, size: int = 4096,
     (8192 FLOP/clk/SM). Each entry: ``seed`` (the step, or None), ``seed_low``/``seed_high``,
     ``ours``, ``label``, ``tflops``, ``sm_mhz``, ``clock`` (its kind), ``fraction``,
     ``peak_text``, ``suite``."""
-    from ..core import bench
+    from ..core import peak
     out = []
 
     def add(seed, ours, row, rec, dt=dtype):
         sm = rec.provenance["sm_count"]
-        p = bench.peak_at_clock(row, sm, dt)
+        p = peak.peak_at_clock(row, sm, dt)
         step = next((s for s in SEED_4096 if s[0] == seed), None)
         out.append({"seed": seed, "seed_low": step[1] if step else None,
                     "seed_high": step[2] if step else None, "seed_text": step[3] if step else "",
                     "ours": ours, "label": row.get("label", row.get("kernel")),
-                    "tflops": row["tflops"], "sm_mhz": p["sm_mhz"], "clock": bench.clock_kind(row),
-                    "fraction": p["fraction"], "peak_text": bench.peak_text(row, sm, dt),
+                    "tflops": row["tflops"], "sm_mhz": p["sm_mhz"], "clock": peak.clock_kind(row),
+                    "fraction": p["fraction"], "peak_text": peak.peak_text(row, sm, dt),
                     "suite": rec.suite})
     mma = [r for r in mma_rec.results["sweep"] if r["size"] == size and r["dtype"] == dtype
            and r["kernel"] == "mma.sync"]
