@@ -1,4 +1,4 @@
-"""Command line: ``python -m asynctc doctor | record <suite|all> | course | sass <kernel>``.
+"""Command line: ``python -m asynctc doctor | record <suite|all> | course | sass <kernel> | diagnose <bug>``.
 
 ``sass`` knows every kernel of asynctc.catalog.COURSE_KERNELS, ``record`` every suite of
 asynctc.suites.SUITES. Bad arguments end with exit status 2 and one line on stderr.
@@ -296,9 +296,22 @@ def main(argv=None) -> int:
                    help="one of the kernels listed below")
     s.add_argument("--dtype", default=None, help="input dtype, for kernels that have a choice")
     s.add_argument("--full", action="store_true", help="print the whole disassembly too")
+    g = sub.add_parser("diagnose", help="a zoo bug class: the CPU model's diagnosis and, on a GPU, "
+                       "its kernel variant's outcome (chapter 08)")
+    g.add_argument("bug", metavar="CLASS", help="a class of asynctc.pitfalls.zoo (e.g. expect_tx)")
+    g.add_argument("--replay", action="store_true", help="show the recorded GPU outcome, do not launch")
     args = p.parse_args(argv)
     return {"doctor": cmd_doctor, "record": cmd_record, "course": cmd_course,
-            "sass": cmd_sass}[args.cmd](args)
+            "sass": cmd_sass, "diagnose": cmd_diagnose}[args.cmd](args)
+
+
+def cmd_diagnose(args) -> int:
+    from . import pitfalls
+    if args.bug not in pitfalls.BY_KEY:
+        print(f"unknown bug class {args.bug!r}; known: {', '.join(pitfalls.BY_KEY)}", file=sys.stderr)
+        return 2
+    pitfalls.diagnose(args.bug, gpu=False if args.replay else None)
+    return 0
 
 
 if __name__ == "__main__":
