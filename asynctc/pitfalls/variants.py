@@ -161,10 +161,10 @@ def outcome_words(errors: dict, wrong: dict | None) -> str:
 def random_input(tiles: int, rng=None) -> np.ndarray:
     """Fresh random fp16 input, (tiles × 64) × 64, no zeros and no ±1 (normal, scaled, nudged)."""
     rng = rng if rng is not None else np.random.default_rng()
-    x = rng.standard_normal((tiles * ROWS, COLS)) * 3.0
-    x = np.where(np.abs(x) < 1e-2, 0.37, x)
-    x = np.where(np.abs(np.abs(x) - 1.0) < 1e-3, 1.37, x)
-    return x.astype(np.float16)
+    x = (rng.standard_normal((tiles * ROWS, COLS)) * 3.0).astype(np.float16)
+    x[np.abs(x) < np.float16(1e-2)] = np.float16(0.37)
+    x[np.abs(x) == np.float16(1.0)] = np.float16(1.37)
+    return x
 
 
 def run_variant(bug: int, tiles: int = 8, rng=None) -> Outcome:
