@@ -70,9 +70,12 @@ def _repair(rule: str, program) -> int:
     return len(ordering.check(program))
 
 
-def _misplaced_hint(answer, base_offset, reader_swizzle):
-    if base_offset and tuple(answer) == (0, 0):
+def _misplaced_hint(answer, base_offset, reader_swizzle=128):
+    a = tuple(answer)
+    if base_offset and a != (0, 0):
         return "row 0 is shifted too: the pattern follows the absolute address, not the tile's"
+    if not base_offset and a == (0, 0):
+        return "row 0 XORs its chunk index with 0 under the 128B swizzle: it lands where an unswizzled reader looks"
     return None
 
 
