@@ -73,7 +73,7 @@ def gpu_outcome(bug):
 # %%
 display(Markdown(zoo.table_markdown()))
 print(f"{len(zoo.reports())} reports in {len(zoo.CLASSES)} classes; symptoms:",
-      {s: sum(r.symptom == s for _, r in zoo.reports()) for s in zoo.SYMPTOMS})
+      {sym: sum(rep.symptom == sym for _, rep in zoo.reports()) for sym in zoo.SYMPTOMS})
 
 # %% [markdown]
 # Two things stand out. Many reports are **latent** — found by an audit against the PTX memory
@@ -244,7 +244,7 @@ for r in log:
 # | synccheck | barrier misuse: divergent `__syncthreads`, wrong thread counts on named barriers | mbarrier phases: a wait on the wrong parity is legal code |
 #
 # The sanitizer is for crashes and for shared-memory races between threads; the models are for the
-# protocol. What the record holds for the correct kernel and two broken ones:
+# protocol. The sanitizer runs of the record (the correct kernel, BUG=1 and BUG=9):
 
 # %% output varies
 try:
