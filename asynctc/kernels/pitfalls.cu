@@ -204,7 +204,17 @@ pitfall_ring(const __grid_constant__ TmaDesc in_map, const __grid_constant__ Tma
       log_event(log, nlog, 32, t_start, EV_TMA_STORE, s, t);
     }
   }
-  if (tid == 0) bulk_wait_group<0>();
+  if (tid == 0) {
+    // Drain: no TMA load may still be landing in this CTA's shared memory when it exits (a variant
+    // whose consumers ran ahead, e.g. on the flipped parity, would otherwise leave one in flight).
+    for (int s = 0; s < STAGES && s < tiles; ++s) {
+      const u32 last = (tiles - 1 - s) / STAGES;           // the pass of stage s's last fill
+      const u64 t0 = globaltimer();
+      while (!mbarrier_try_wait_parity(smem_u32(&full[s]), last & 1) && globaltimer() - t0 < WAIT_NS) {
+      }
+    }
+    bulk_wait_group<0>();                                   // and the last TMA store is written
+  }
 }
 
 // setmaxnreg dropped: the same register hand-off compiled with and without the launch bounds that

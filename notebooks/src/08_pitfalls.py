@@ -91,7 +91,7 @@ print(f"{len(zoo.reports())} reports in {len(zoo.CLASSES)} classes; symptoms:",
 # tile. The consumers' half of one iteration:
 
 # %%
-notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  if \(tid == 0\) bulk_wait_group<0>")
+notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  if \(tid == 0\) \{$")
 
 # %% [markdown]
 # Each `#if BUG == …` is one zoo class. All eleven builds compile here to sm_90a cubin (NVRTC needs
