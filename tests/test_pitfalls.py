@@ -314,12 +314,12 @@ def _fake_run(bug, tiles=8, rng=None):
 def test_measure_pitfalls_with_a_stand_in_gpu(monkeypatch):
     monkeypatch.setattr(V, "run_variant", _fake_run)
     seen = []
-    res = suite.measure_pitfalls(sanitizer=False, progress=seen.append)
+    res = suite.measure_pitfalls(sanitizer=False, progress=seen.append, isolate=False)
     assert [v["bug"] for v in res["variants"]] == sorted(V.BUGS) and res["sanitizer"] == []
     assert len(seen) == len(V.BUGS)
     monkeypatch.setattr(V, "run_variant", lambda bug, tiles=8: _fake_run(bug + 1 if bug == 0 else bug))
     with pytest.raises(RuntimeError, match="did not end ok"):
-        suite.measure_pitfalls(sanitizer=False, progress=None)
+        suite.measure_pitfalls(sanitizer=False, progress=None, isolate=False)
 
 
 def test_sanitizer_parsing_and_command():
@@ -337,6 +337,15 @@ def test_sanitizer_parsing_and_command():
     r = suite.sanitize(0, "memcheck", exe=None) if suite.sanitizer_path() is None else None
     if r is not None:
         assert r["summary"] == "compute-sanitizer not found"
+
+
+def test_run_isolated_reports_a_crash_in_words(monkeypatch):
+    from asynctc.core import runtime
+    if runtime.runs_live("sm_90a"):
+        pytest.skip("a live GPU is present: the child would run the variant")
+    o = suite.run_isolated(0, tiles=2, timeout_s=120)
+    assert o["bug"] == 0 and o["key"] == "correct" and o["words"].startswith("crash: ")
+    assert "NoGPUError" in o["words"] or "GPU" in o["words"]
 
 
 def _load_tool():
@@ -365,7 +374,7 @@ def test_gpu_ch08_dry_run_records(monkeypatch, capsys, tmp_path):
     prov = json.loads((ROOT / "data" / "h200" / "pipeline.json").read_text())["provenance"]
     monkeypatch.setattr(records, "provenance_start", lambda: dict(prov))
     monkeypatch.setattr(records, "nvidia_smi_clocks", lambda: {})
-    monkeypatch.setattr(V, "run_variant", _fake_run)
+    monkeypatch.setattr(suite, "run_isolated", lambda bug, tiles=8: _fake_run(bug).as_dict())
     monkeypatch.setattr(suite, "sanitize", lambda bug, tool: {"bug": bug, "tool": tool, "summary": "ERROR SUMMARY: 0 errors",
                                                           "errors": 0, "excerpt": [], "outcome": "ok", "rc": 0})
     out = tmp_path / "o"

@@ -75,18 +75,45 @@ def sanitize(bug: int, tool: str, timeout_s: int = SANITIZER_TIMEOUT_S, exe: str
     return {"bug": bug, "tool": tool, **parse_sanitizer(text), "rc": rc}
 
 
-def measure_pitfalls(sanitizer: bool = True, tiles: int = 8, progress=print) -> dict:
-    """Every variant once (:func:`variants.run_variant`), then compute-sanitizer on
-    :data:`SANITIZED` (each tool, with a timeout). The correct kernel must end "ok": otherwise
-    RuntimeError (a broken baseline makes the broken variants meaningless)."""
+VARIANT_TIMEOUT_S = 120
+_MARK = "PITFALLS-OUTCOME "
+
+
+def run_isolated(bug: int, tiles: int = 8, timeout_s: int = VARIANT_TIMEOUT_S) -> dict:
+    """:func:`variants.run_variant` in a child process, so that a variant whose undefined
+    behaviour ends in a sticky CUDA error (a fault, a misaligned address) cannot take the next
+    variants' context with it. Returns :meth:`variants.Outcome.as_dict`; a child that dies or
+    passes the time limit gives words "crash: <its last error line>" / "timeout: ..."."""
+    import json
+    code = ("import json; from asynctc.pitfalls import variants; "
+            f"print({_MARK!r} + json.dumps(variants.run_variant({int(bug)}, tiles={int(tiles)}).as_dict()))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    key = variants.BUGS[bug][0]
+    blank = {"bug": bug, "key": key, "errors": {}, "wrong": None, "log": []}
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=timeout_s, env=env, cwd=str(ROOT))
+    except subprocess.TimeoutExpired:
+        return {**blank, "words": f"timeout: the child passed {timeout_s} s (the bounded waits did not end it)"}
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith(_MARK)), None)
+    if line is None:
+        err = [ln.strip() for ln in (p.stderr or "").splitlines() if ln.strip()]
+        return {**blank, "words": f"crash: {err[-1][:300] if err else f'exit status {p.returncode}'}"}
+    return json.loads(line[len(_MARK):])
+
+
+def measure_pitfalls(sanitizer: bool = True, tiles: int = 8, progress=print, isolate: bool = True) -> dict:
+    """Every variant once (each in its own process with ``isolate``: :func:`run_isolated`), then
+    compute-sanitizer on :data:`SANITIZED` (each tool, with a timeout). The correct kernel must end
+    "ok": otherwise RuntimeError (a broken baseline makes the broken variants meaningless)."""
     out = {"tiles": tiles, "variants": [], "sanitizer": []}
     for bug in sorted(variants.BUGS):
-        o = variants.run_variant(bug, tiles=tiles)
+        o = run_isolated(bug, tiles) if isolate else variants.run_variant(bug, tiles=tiles).as_dict()
         if progress:
-            progress(f"BUG={bug:2d} {o.key:20s} {o.words}")
-        if bug == 0 and o.words != "ok":
-            raise RuntimeError(f"the correct pitfalls kernel did not end ok: {o.words}")
-        out["variants"].append(o.as_dict())
+            progress(f"BUG={bug:2d} {o['key']:20s} {o['words']}")
+        if bug == 0 and o["words"] != "ok":
+            raise RuntimeError(f"the correct pitfalls kernel did not end ok: {o['words']}")
+        out["variants"].append(o)
     if sanitizer:
         for bug in SANITIZED:
             for tool in SANITIZER_TOOLS:
