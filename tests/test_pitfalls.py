@@ -153,6 +153,12 @@ def test_missing_wgmma_wait():
     # wait_group 1 leaves the group of stage 1 pending: releasing stage 1 is still a hazard
     prog = O.PROGRAMS["wgmma"]["correct"][:-1] + [("arrive", 1)]
     assert O.check(prog)[0].rule == "wgmma"
+    # the compiled release: without the wait, SYNCS.ARRIVE comes before WARPGROUP.DEPBAR
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert V.release_order(V.compile_wgmma_release(True)) == ["HGMMA", "WARPGROUP.DEPBAR", "SYNCS.ARRIVE"]
+        assert V.release_order(V.compile_wgmma_release(False)) == ["HGMMA", "SYNCS.ARRIVE", "WARPGROUP.DEPBAR"]
+    assert zoo.BY_KEY["missing_wgmma_wait"].compiled.startswith(V.WGMMA_ENTRY)
 
 
 def test_store_buffer_reuse():

@@ -20,6 +20,7 @@
 #include "ptx/named_barrier.cuh"
 #include "ptx/setmaxnreg.cuh"
 #include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
 
 #ifndef BUG
 #define BUG 0
@@ -236,4 +237,35 @@ extern "C" __global__ void pitfall_setmaxnreg(float* out, const float* in) {
     for (int i = 0; i < 64; ++i) acc += in[(threadIdx.x + i) % 256] * (float)i;
     out[threadIdx.x] = acc;
   }
+}
+
+// Missing wgmma wait: a consumer warpgroup issues the wgmmas of one stage, commits them, and
+// releases the stage on empty — with (-DWAIT=1) or without (-DWAIT=0) wgmma.wait_group 0 between
+// the commit and the arrive. Never launched (the operands are not set up); its SASS is the test:
+// without the wait there is no WARPGROUP.DEPBAR between the HGMMA and the SYNCS.ARRIVE, i.e. the
+// stage is handed back while the Tensor Cores may still read it (NVIDIA/Fuser#3561).
+#ifndef WAIT
+#define WAIT 1
+#endif
+extern "C" __global__ void __launch_bounds__(128, 1) pitfall_wgmma_release(float* out, u64 desc_a,
+                                                                            u64 desc_b) {
+  __shared__ __align__(8) u64 empty;
+  if (threadIdx.x == 0) mbarrier_init(smem_u32(&empty), 1);
+  __syncthreads();
+  float d[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) d[i] = 0.f;
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < 4; ++k) Wgmma<64>::ss<0, 0, 0>(d, desc_a + 2 * k, desc_b + 2 * k, 1);
+  wgmma_commit_group();
+#if WAIT
+  wgmma_wait_group<0>();
+#endif
+  if (threadIdx.x == 0) mbarrier_arrive(smem_u32(&empty));   // "stage may be overwritten"
+#if !WAIT
+  wgmma_wait_group<0>();                                      // (the registers are read only here)
+#endif
+#pragma unroll
+  for (int i = 0; i < 32; ++i) out[threadIdx.x * 32 + i] = d[i];
 }

@@ -173,6 +173,9 @@ def diagnose(key: str, gpu: bool | None = None, bug: int | None = None, out=prin
              f"GPU variant      " + (f"BUG={b} ({variants.BUGS[b][1]}): {gpu_words}" if b is not None else gpu_words),
              f"fix              {c.fix}",
              f"test             tests/test_pitfalls.py::{c.test}"]
+    if key == "missing_wgmma_wait":
+        order = {w: " → ".join(variants.release_order(variants.compile_wgmma_release(w))) for w in (True, False)}
+        lines.insert(3, f"SASS here        with the wait: {order[True]}; without: {order[False]}")
     for r in c.reports:
         lines.append(f"report           {r.cite} ({r.kind}, {r.symptom}): {r.seen}")
     if not c.reports:

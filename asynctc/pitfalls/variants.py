@@ -21,6 +21,7 @@ from ..core import runtime
 SOURCE = "pitfalls.cu"
 ENTRY = "pitfall_ring"
 SETMAXNREG_ENTRY = "pitfall_setmaxnreg"
+WGMMA_ENTRY = "pitfall_wgmma_release"
 THREADS = 160
 ROWS, COLS = 64, 64                      # one box: 64 rows × 64 fp16 = 128-byte rows
 TILE_BYTES = ROWS * COLS * 2
@@ -73,12 +74,40 @@ def compile_setmaxnreg(bounds: bool, arch: str = "sm_90a") -> tuple[runtime.Comp
     return ck, runtime.performance_diagnostics(ck.log)
 
 
+_PAT = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", re.M)
+
+
+def _own_sass(ck: runtime.CompiledKernel) -> str:
+    from ..tma import kernel_sass
+    text = kernel_sass(ck)
+    if not text:
+        raise ValueError(f"{ck.name}: no .text.{ck.name} section in the disassembly")
+    return text
+
+
+def compile_wgmma_release(wait: bool, arch: str = "sm_90a") -> runtime.CompiledKernel:
+    """The wgmma stage release with (``wait=True``) or without ``wgmma.wait_group 0`` before the
+    arrive on empty (compile-only; never launched)."""
+    return runtime.compile_kernel(SOURCE, WGMMA_ENTRY, arch, defines={"WAIT": int(bool(wait))})
+
+
+def release_order(ck: runtime.CompiledKernel) -> list[str]:
+    """The SASS of ``ck`` reduced to its HGMMA, WARPGROUP.DEPBAR and SYNCS.ARRIVE instructions, in
+    program order (opcode without modifiers) — where the release sits relative to the wait."""
+    keep = ("HGMMA", "WARPGROUP.DEPBAR", "SYNCS.ARRIVE")
+    out = []
+    for op in _PAT.findall(_own_sass(ck)):
+        k = next((x for x in keep if op == x or op.startswith(x + ".")), None)
+        if k and (not out or out[-1] != k):
+            out.append(k)
+    return out
+
+
 def sass_ops(ck: runtime.CompiledKernel) -> dict[str, int]:
-    """Opcode counts of a compiled kernel's SASS (the opcode with its modifiers, e.g. ``DEPBAR.LE``)."""
-    from ..core import sass
+    """Opcode counts of a compiled kernel's own SASS function (the opcode with its modifiers, e.g.
+    ``DEPBAR.LE``; the cubin's other kernels are left out)."""
     out: dict[str, int] = {}
-    pat = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", re.M)
-    for op in pat.findall(sass.disassemble(ck.cubin)):
+    for op in _PAT.findall(_own_sass(ck)):
         out[op] = out.get(op, 0) + 1
     return out
 

@@ -41,7 +41,8 @@ class BugClass:
     """A class of bug: ``key``; ``title``; ``wrong`` the protocol error in one sentence; ``model``
     the diagnosis entry (a key of :data:`asynctc.pitfalls.diagnosis.MODELS`); ``bug`` the
     ``kernels/pitfalls.cu`` BUG number reproducing it on the GPU (None: compile-only or
-    model-only); ``fix``; ``test`` the pytest function; ``reports``."""
+    model-only); ``fix``; ``test`` the pytest function; ``reports``; ``compiled`` the compile-only
+    entry of ``kernels/pitfalls.cu`` whose SASS shows the bug ("" if none)."""
     key: str
     title: str
     wrong: str
@@ -50,6 +51,7 @@ class BugClass:
     fix: str
     test: str
     reports: tuple[Report, ...]
+    compiled: str = ""
 
 
 CLASSES: tuple[BugClass, ...] = (
@@ -172,7 +174,8 @@ CLASSES: tuple[BugClass, ...] = (
         (Report("NVIDIA/Fuser", 3561, "issue", "latent",
                 "the compute warps arrived on the write-after-read barrier with no wgmma commit/wait "
                 "before it; no wrong result was ever seen and the sanitizer pipeline reported nothing",
-                "commit_group and wait_group inserted after the mma (PR #3573)"),)),
+                "commit_group and wait_group inserted after the mma (PR #3573)"),),
+        "pitfall_wgmma_release WAIT=0"),
     BugClass(
         "store_buffer_reuse", "TMA-store source rewritten before the bulk group read it",
         "a TMA store reads its shared-memory source asynchronously; rewriting the buffer before "
@@ -200,7 +203,8 @@ CLASSES: tuple[BugClass, ...] = (
                 "documented in PR #3618"),
          Report("NVIDIA/Fuser", 3972, "PR", "slow",
                 "register sharing with __launch_bounds__(threads) alone still printed C7508",
-                "a minimum of 1 block per SM added to the launch bounds"))),
+                "a minimum of 1 block per SM added to the launch bounds")),
+        "pitfall_setmaxnreg BOUNDS=0"),
     BugClass(
         "swizzle_mismatch", "descriptor (reader) swizzle ≠ tensor map swizzle",
         "the tensor map writes one swizzle pattern and the wgmma descriptor (or the reader's "
@@ -245,7 +249,8 @@ def table_markdown() -> str:
     rows = ["| class | report | symptom | what the reporter saw | model | GPU variant |",
             "|---|---|---|---|---|---|"]
     for c in CLASSES:
-        variant = f"BUG={c.bug}" if c.bug is not None else "compile-only" if c.model.startswith("ptxas") else "model only"
+        variant = (f"BUG={c.bug}" if c.bug is not None else f"compile-only: {c.compiled}" if c.compiled
+                   else "model only")
         if not c.reports:
             rows.append(f"| {c.title} | (none found) | hang | — | `{c.model}` | {variant} |")
         for r in c.reports:

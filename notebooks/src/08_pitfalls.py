@@ -193,6 +193,15 @@ for rule in ("store", "proxy", "wgmma", "leader", "init"):
     assert ordering.check(fixed) == []
 
 # %% [markdown]
+# The missing wgmma wait is also visible in compiled code: `pitfall_wgmma_release` releases a stage
+# after its wgmmas, with and without `wgmma.wait_group 0` before the arrive. In the SASS the order of
+# the Tensor Core instruction, the wait and the arrive says it all:
+
+# %% output varies
+for wait in (True, False):
+    print(f"WAIT={int(wait)}:", " → ".join(V.release_order(V.compile_wgmma_release(wait))))
+
+# %% [markdown]
 # On the GPU these are races: whether a run shows them depends on timing. The record says what the
 # H200 did with each (BUG=8 store reuse, BUG=6 no proxy fence, BUG=9 early leader with a 20 µs
 # window held open, BUG=5 no init fence) — "ok" for a variant that passed is a *latent* bug, not a
