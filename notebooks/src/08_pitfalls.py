@@ -49,8 +49,8 @@ def gpu_outcome(bug):
 #   process is killed; nothing says which barrier.
 # * **it is wrong, sometimes** — a stage is read before its bytes landed or overwritten while a
 #   wgmma or a TMA store still reads it. Whether that shows depends on timing: most such bugs in
-#   the zoo below were found by *reading* the code, and one ran for months under a sanitizer
-#   pipeline without a report.
+#   the zoo below were found by *reading* the code, and one went unreported by its project's
+#   sanitizer pipeline.
 # * **it is wrong, always, in a pattern** — the tensor map writes one swizzle and the reader
 #   assumes another, or a tile sits off its swizzle repeat: every wait succeeds, the values are
 #   permuted inside 128-byte rows.
@@ -121,8 +121,9 @@ display(Markdown("| BUG | class | change | SASS vs the correct kernel |\n|---|--
 #
 # The producer's first pass waits on `empty[s]` with parity `(t / S + 1) % 2` = 1, "the preceding
 # phase", which a fresh barrier counts as complete. Compute it as `(t / S) % 2` instead and it waits
-# for phase 0 of a barrier nobody has arrived on yet (flash-attention#1317's "0 loops forever, 1
-# works"). Chapter 05's ring model runs the broken protocol on the kernel's schedule:
+# for phase 0 of a barrier nobody has arrived on yet (the reporter of flash-attention#1317 saw
+# phase 0 loop forever where phase 1 worked). Chapter 05's ring model runs the broken protocol on
+# the kernel's schedule:
 
 # %%
 d = D.pipeline_diagnosis("wrong_empty_parity")
