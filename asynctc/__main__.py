@@ -1,5 +1,5 @@
 """Command line: ``python -m asynctc doctor | record <suite|all> | course | sass <kernel> | warm |
-reset NN | grade DIR | slides | site``.
+reset NN | grade DIR | slides | site | diagnose <bug>``.
 
 ``sass`` knows every kernel of asynctc.catalog.COURSE_KERNELS, ``record`` every suite of
 asynctc.suites.SUITES. Bad arguments end with exit status 2 and one line on stderr.
@@ -372,10 +372,23 @@ def main(argv=None) -> int:
     g.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     from .teaching import publish
     publish.add_commands(sub)
+    dg = sub.add_parser("diagnose", help="a zoo bug class: the CPU model's diagnosis and, on a GPU, "
+                       "its kernel variant's outcome (chapter 08)")
+    dg.add_argument("bug", metavar="CLASS", help="a class of asynctc.pitfalls.zoo (e.g. expect_tx)")
+    dg.add_argument("--replay", action="store_true", help="show the recorded GPU outcome, do not launch")
     args = p.parse_args(argv)
     return {"doctor": cmd_doctor, "record": cmd_record, "course": cmd_course,
             "sass": cmd_sass, "warm": cmd_warm, "reset": cmd_reset, "grade": cmd_grade,
-            **publish.COMMANDS}[args.cmd](args)
+            "diagnose": cmd_diagnose, **publish.COMMANDS}[args.cmd](args)
+
+
+def cmd_diagnose(args) -> int:
+    from . import pitfalls
+    if args.bug not in pitfalls.BY_KEY:
+        print(f"unknown bug class {args.bug!r}; known: {', '.join(pitfalls.BY_KEY)}", file=sys.stderr)
+        return 2
+    pitfalls.diagnose(args.bug, gpu=False if args.replay else None)
+    return 0
 
 
 if __name__ == "__main__":

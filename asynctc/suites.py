@@ -22,7 +22,7 @@ from .core import records, runtime
 CHAPTER_MODULES = ("asynctc.why_async", "asynctc.mma_sync", "asynctc.cp_async", "asynctc.tma",
                    "asynctc.wgmma", "asynctc.wgmma_peak", "asynctc.pipeline",
                    "asynctc.warp_specialization", "asynctc.gemm", "asynctc.fp8", "asynctc.swizzle",
-                   "asynctc.tcgen05")
+                   "asynctc.pitfalls", "asynctc.tcgen05")
 
 SUITES: dict = {}
 

@@ -11,6 +11,7 @@ import asynctc.suites  # noqa: F401  (imports every chapter module, which regist
 import asynctc.claims  # noqa: F401  (chapter 10 has no suite: registers its exercises)
 from asynctc.core import exercises
 from asynctc.models import descriptors
+from asynctc.pitfalls import exercises as _pitfalls, ordering as _ordering  # the ch08 exercises
 
 ABLATION = [{"variant": "full kernel", "tflops": 333.0},
             {"variant": "no global→shared copy", "tflops": 524.0},
@@ -44,6 +45,9 @@ KW = {
     "ch07.quantize": dict(value=300.0),
     "ch07.block_scale": dict(amax=37.5),
     "ch07.promote_interval": dict(k=4096, target=1e-2),
+    "ch08.name_bug": dict(diagnosis=_pitfalls.mystery_diagnosis()),
+    "ch08.repair": dict(rule="store", program=_ordering.PROGRAMS["store"]["broken"]),
+    "ch08.first_misplaced": dict(base_offset=128),
     "ch09.tmem_columns": dict(m=128, n=96),
     "ch09.lane_quarter": dict(warp=6),
     "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
@@ -89,6 +93,10 @@ MISTAKES = [
     ("ch07.promote_interval", 3, "not below 0.01"),
     ("ch07.promote_interval", 8, "wgmma k32 steps"),
     ("ch07.promote_interval", 256, "fp8 elements"),
+    ("ch08.name_bug", "phase_parity", "blocks on empty"),
+    ("ch08.name_bug", "proxy_fence", "not a ring-protocol error"),
+    ("ch08.repair", 0, "bulk group 0"),
+    ("ch08.first_misplaced", (1, 0), "absolute address"),
     ("ch09.tmem_columns", 96, "power of two"),
     ("ch09.tmem_columns", 128 * 96, "32-bit cells"),
     ("ch09.lane_quarter", (64, 96), "exactly 32"),

@@ -149,6 +149,7 @@ def test_claim_prints_or_raises_with_the_numbers(capsys):
 #: Every show_source call in the chapters: (chapter, start pattern) → (fewest lines, what it must
 #: contain). A new listing must be added here, with what it is about.
 LISTINGS = {
+    ("08", r"^  // ---- consumer warpgroup"): (30, r"named_barrier_sync"),
     ("09", r"else if \(warp == 1\)"): (20, r"tcgen05_mma_f16"),
     ("01", r"for \(int kt = 0; kt < KT"): (8, r"mma_ktile"),
     ("01", r"^__device__ __forceinline__ void load_fragments"): (8, r"ldmatrix"),

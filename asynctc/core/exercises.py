@@ -115,6 +115,7 @@ CHAPTER_MODULES = {
     "ch05": ("asynctc.models.pipeline", "asynctc.pipeline"),
     "ch06": ("asynctc.warp_specialization",),
     "ch07": ("asynctc.fp8",),
+    "ch08": ("asynctc.pitfalls",),
     "ch09": ("asynctc.models.tcgen05", "asynctc.tcgen05"),
     "ch10": ("asynctc.claims",),
 }

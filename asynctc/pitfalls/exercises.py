@@ -1,0 +1,90 @@
+"""Chapter 08's auto-checked exercises (registered with :mod:`asynctc.core.exercises`). Every
+expected answer comes from the models: the ring model names the bug, the ordering checker judges a
+repair, the layout model places the first misplaced element.
+
+* ``ch08.name_bug`` — which zoo class produced this diagnosis (a Deadlock of the ring model)?
+* ``ch08.repair`` — insert steps into a broken program until :func:`ordering.check` finds no
+  hazard; answer 0 (the hazards left) and pass your program.
+* ``ch08.first_misplaced`` — the first (row, col) a reader gets from the wrong place.
+"""
+
+from __future__ import annotations
+
+from ..core import exercises as _ex
+from . import diagnosis as _d
+from . import ordering, zoo
+
+#: The class the name-the-bug exercise hides (the notebook's source does not name it).
+_MYSTERY = "expect_tx"
+
+
+def _pipeline_classes() -> dict:
+    return {c.key: c.model.split(":", 1)[1] for c in zoo.CLASSES if c.model.startswith("pipeline:")}
+
+
+def mystery_diagnosis():
+    """The ring model's diagnosis of the hidden class on :data:`asynctc.pitfalls.diagnosis.SCHEDULE`."""
+    return _d.pipeline_diagnosis(_pipeline_classes()[_MYSTERY]).detail
+
+
+def _name_hint(answer, diagnosis):
+    protos = _pipeline_classes()
+    if answer not in protos:
+        return ("that class is not a ring-protocol error: the ring model diagnoses only "
+                f"{', '.join(sorted(protos))}")
+    got = _d.pipeline_diagnosis(protos[answer]).detail
+    if got.barrier != diagnosis.barrier:
+        return f"{answer} blocks on {got.barrier}; this trace blocks on {diagnosis.barrier}"
+    return "same barrier, different cause: read the why — missing arrivals, or bytes no TMA delivers?"
+
+
+@_ex.exercise("ch08.name_bug", "Which zoo class (a key of asynctc.pitfalls.zoo.BY_KEY) ends in this "
+              "Deadlock? The check runs the ring model for each class.", choices=tuple(zoo.BY_KEY),
+              hint=_name_hint)
+def _name_bug(diagnosis) -> str:
+    hits = [k for k, p in _pipeline_classes().items() if _d.pipeline_diagnosis(p).detail == diagnosis]
+    if len(hits) != 1:
+        raise ValueError(f"the diagnosis matches {len(hits)} classes: {hits}")
+    return hits[0]
+
+
+def _is_insertion(program, broken) -> bool:
+    it = iter(ordering._steps(program))
+    return all(any(s == t for t in it) for s in ordering._steps(broken))
+
+
+def _repair_hint(answer, rule, program):
+    hz = ordering.check(program)
+    return f"step {hz[0].step}: {hz[0].why}" if hz else None
+
+
+@_ex.exercise("ch08.repair", "Insert steps into ordering.PROGRAMS[rule]['broken'] (keep its steps, in "
+              "order) until ordering.check finds no hazard; answer 0, the hazards left, and pass "
+              "program=<your program>.", hint=_repair_hint)
+def _repair(rule: str, program) -> int:
+    if rule not in ordering.PROGRAMS:
+        raise ValueError(f"rule={rule!r}: must be one of {sorted(ordering.PROGRAMS)}")
+    if not _is_insertion(program, ordering.PROGRAMS[rule]["broken"]):
+        raise ValueError("program must keep every step of the broken program, in order "
+                         "(a repair inserts steps; it does not delete the work)")
+    return len(ordering.check(program))
+
+
+def _misplaced_hint(answer, base_offset, reader_swizzle=128):
+    a = tuple(answer)
+    if base_offset and a != (0, 0):
+        return "row 0 is shifted too: the pattern follows the absolute address, not the tile's"
+    if not base_offset and a == (0, 0):
+        return "row 0 XORs its chunk index with 0 under the 128B swizzle: it lands where an unswizzled reader looks"
+    return None
+
+
+@_ex.exercise("ch08.first_misplaced", "A 64 × 64 fp16 box lands with the 128B swizzle in a tile that "
+              "starts `base_offset` bytes past a 1024 B boundary; the reader assumes `reader_swizzle` "
+              "relative to the tile. Which (row, col) is the first (row-major) it reads from the wrong "
+              "place?", hint=_misplaced_hint)
+def _first_misplaced(base_offset: int, reader_swizzle: int = 128) -> list:
+    m = _d.layout_mismatch(128, reader_swizzle, base_offset)
+    if m is None:
+        raise ValueError("every element is in place for these arguments: nothing to find")
+    return [m["row"], m["col"]]
