@@ -75,61 +75,18 @@
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "ring.cuh"
 
-#ifndef DT
-#define DT 0
-#endif
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 256
-#endif
-#ifndef BK
-#define BK 64
-#endif
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef CONSUMERS
-#define CONSUMERS 2
-#endif
-#ifndef B_MAJOR
-#define B_MAJOR 0
-#endif
+#include "ring_defaults.cuh"   // DT, BM, BN, BK, STAGES, CONSUMERS, B_MAJOR, OUT_F32, GROUP_M, TRACE*,
+                               // BREAK, the layout model's byte offsets (shared with chapter 06)
 #ifndef WAIT_PENDING
 #define WAIT_PENDING 1
-#endif
-#ifndef TRACE
-#define TRACE 0
-#endif
-#ifndef TRACE_CTAS
-#define TRACE_CTAS 4
-#endif
-#ifndef TRACE_EVENTS
-#define TRACE_EVENTS 2048
-#endif
-#ifndef OUT_F32
-#define OUT_F32 1
-#endif
-#ifndef GROUP_M
-#define GROUP_M 8
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
-#ifndef BREAK
-#define BREAK 0   // deliberate protocol errors (asynctc.pipeline.run_broken only): 1 expect_tx 16
-#endif            // bytes more than the boxes deliver; 2 warpgroup 1 never releases a stage
-#ifndef A_KSTEP_BYTES
-#define A_KSTEP_BYTES 32
-#endif
-#ifndef B_KSTEP_BYTES
-#define B_KSTEP_BYTES (B_MAJOR ? 2048 : 32)
-#endif
-#ifndef B_BOX_BYTES
-#define B_BOX_BYTES (B_MAJOR ? 8192 : BN * 128)
-#endif
+// BREAK: deliberate protocol errors (asynctc.pipeline.run_broken only): 1 expect_tx 16 bytes more
+// than the boxes deliver; 2 warpgroup 1 never releases a stage.
 
 static_assert(DT == 0 || DT == 1, "DT: 0 f16, 1 bf16");
 static_assert(BK == 64, "BK = 64: one 128-byte swizzle row of K per box row");
@@ -297,30 +254,28 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
   const u64 da0 = wgmma_desc_advance(desc_a0, base + wg * kWgRows * kRowBytes);
   const u64 db0 = wgmma_desc_advance(desc_b0, base + kATileBytes);
 
-  int stage = 0;            // k mod S, kept without division
-  u32 phase = 0;            // (k / S) mod 2
-  int prev_stage = 0;       // (k − 1) mod S and its phase, for WAIT_PENDING = 1
-  u32 prev_phase = 0;
+  RingState<STAGES> pos{0, 0u};     // k-tile k: stage k mod S, phase (k / S) mod 2
+  RingState<STAGES> prev{0, 0u};    // k − 1, for WAIT_PENDING = 1
   for (int k = 0; k < T; ++k) {
     // 1. wait until k-tile k is in shared memory
-    tr.event(EV_FULL_BEGIN, stage, k);
-    if (!broken && !wait_bounded(full0 + 8 * stage, phase, err, WAIT_FULL | (stage << 4)))
+    tr.event(EV_FULL_BEGIN, pos.stage, k);
+    if (!broken && !wait_bounded(full0 + 8 * pos.stage, pos.phase, err, WAIT_FULL | (pos.stage << 4)))
       broken = true;
-    tr.event(EV_FULL_END, stage, k);
+    tr.event(EV_FULL_END, pos.stage, k);
 
     // 2. issue its wgmmas as one group; wait until at most kPending groups are in flight
-    tr.event(EV_MMA_ISSUE, stage, k);
+    tr.event(EV_MMA_ISSUE, pos.stage, k);
     fence_accumulators(acc);
-    mma_ktile(acc, wgmma_desc_advance(da0, stage * kStageBytes),
-              wgmma_desc_advance(db0, stage * kStageBytes));
+    mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
+              wgmma_desc_advance(db0, pos.stage * kStageBytes));
     wgmma_wait_group<kPending>();
     fence_accumulators(acc);
-    tr.event(EV_WAIT_DONE, stage, k);
+    tr.event(EV_WAIT_DONE, pos.stage, k);
 
     // 3. release k-tile r = k − kPending (its wgmmas are complete) ...
     const int r = k - kPending;
-    const int rs = kPending ? prev_stage : stage;
-    const u32 rp = kPending ? prev_phase : phase;
+    const int rs = kPending ? prev.stage : pos.stage;
+    const u32 rp = kPending ? prev.phase : pos.phase;
     if (r >= 0) {
       if (elected && !(BREAK == 2 && wg == CONSUMERS - 1)) {
         mbarrier_arrive(empty0 + 8 * rs);
@@ -339,16 +294,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
       }
       __syncwarp();
     }
-    prev_stage = stage;
-    prev_phase = phase;
-    if (++stage == STAGES) {
-      stage = 0;
-      phase ^= 1;
-    }
+    prev = pos;
+    pos.advance();
   }
   wgmma_wait_group<0>();
   fence_accumulators(acc);
-  tr.event(EV_LOOP_END, stage, T);
+  tr.event(EV_LOOP_END, pos.stage, T);
 
   store_c(acc, c, N, m0 + wg * kWgRows, n0);
   tr.event(EV_STORE_END, 0, T);
