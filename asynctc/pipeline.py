@@ -76,8 +76,16 @@ TRACE_HEADER = 4
 #: Event kinds, in the kernel's numbering (enum TraceKind).
 EVENT_KINDS = ("tma_issued", "empty_begin", "empty_end", "full_begin", "full_end", "mma_issue",
                "wait_done", "release", "loop_end", "store_end")
-#: The error word's tags (kernel: WAIT_FULL / WAIT_EMPTY).
+#: The error word's barrier field (kernels/ring.cuh: WAIT_FULL / WAIT_EMPTY).
 WAIT_TAGS = {1: "full", 2: "empty"}
+#: Who waits on which barrier of the ring (chapters 05 and 06): the consumers on full, the producer
+#: on empty.
+WAIT_ROLES = {1: "a consumer", 2: "the producer"}
+#: Bits of the error word a timed-out ring wait records (kernels/ring.cuh ring_wait_tag), as
+#: (shift, width): the error code, the barrier, the stage, the waiting warpgroup, the k-tile waited
+#: for (of its tile; modulo 2**12).
+ERROR_FIELDS = {"code": (0, 8), "barrier": (8, 4), "stage": (12, 4), "warpgroup": (16, 4),
+                "k_tile": (20, 12)}
 
 
 class PipelineError(runtime.AsyncTCError, ValueError):
@@ -437,13 +445,21 @@ def trace_words(cfg: PipelineConfig) -> int:
     return TRACE_CTAS * cfg.consumers * (TRACE_HEADER + 2 * TRACE_EVENTS)
 
 
+def error_fields(word: int) -> dict:
+    """The error word of chapter 05's or 06's kernel split into :data:`ERROR_FIELDS`."""
+    return {k: (int(word) >> shift) & ((1 << width) - 1) for k, (shift, width) in ERROR_FIELDS.items()}
+
+
 def decode_error(word: int) -> str:
-    """The kernel's error word as text: which mbarrier wait timed out, and its stage."""
+    """The kernel's error word as text: which mbarrier wait timed out — the barrier, its stage, the
+    k-tile waited for (of its tile, modulo 4096) and the warpgroup that waited (kernels/ring.cuh)."""
     if word == 0:
         return "ok"
-    code, tag = word & 0xFF, word >> 8
-    what = WAIT_TAGS.get(tag & 0xF, f"tag {tag & 0xF}")
-    return (f"mbarrier wait timed out (code {code}) on the {what} barrier of stage {tag >> 4} "
+    f = error_fields(word)
+    what = WAIT_TAGS.get(f["barrier"], f"tag {f['barrier']}")
+    who = WAIT_ROLES.get(f["barrier"], "a thread")
+    return (f"mbarrier wait timed out (code {f['code']}) on the {what} barrier of stage {f['stage']}"
+            f" for k-tile {f['k_tile']}, waited on by warpgroup {f['warpgroup']} ({who}) "
             f"(error word {word:#x})")
 
 

@@ -79,8 +79,8 @@
 //
 // Proxies: TMA writes and wgmma reads of the stages both go through the async proxy, ordered by
 // the mbarriers; the epilogue writes C from registers to global memory (no proxy crossing).
-// Every wait is bounded (mbarrier_wait_parity_bounded, ptx/mbarrier.cuh): a broken variant writes
-// the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
+// Every wait is bounded (StageBarriers::wait, ring.cuh, as chapter 05's): a broken variant writes
+// the error word naming the wait (barrier, stage, k-tile, warpgroup: ring_wait_tag) and finishes.
 //
 // Edges (EDGES = 1; asynctc.matmul's build — 0 keeps the ladder's cubins byte for byte): any M, N,
 // K ≥ 1. The tile counts round up (tiles_n = ceil(N / BN); tiles_m = ceil(M / BM), with CLUSTER = 2
@@ -202,10 +202,6 @@ static_assert(kAtoms * kAcc <= 128, "accumulators per thread above the 128-regis
 // chapter 07: SWIZZLE's k-step offsets, ROW_BOXES' loads, TMA_ONCE (after the tile constants)
 #include "swizzle_experiments.cuh"
 static_assert(kStageBytes % 1024 == 0, "stage bases must stay on the 1024-byte swizzle repeat");
-
-#define WAIT_FULL 1u
-#define WAIT_EMPTY 2u
-#define WAIT_TRIES 0xFFFFFFFFu   // the bound is the %globaltimer limit, ASYNCTC_WAIT_MAX_NS
 
 // ---- trace (chapter 05's record format) ---------------------------------------------------------
 enum TraceKind : u32 {
@@ -427,7 +423,8 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
   __shared__ alignas(8) u64 full_storage[STAGES];
   __shared__ alignas(8) u64 empty_storage[STAGES];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;   // stage s at base + s · kStageBytes
-  const u32 full0 = smem_u32(full_storage), empty0 = smem_u32(empty_storage);
+  const StageBarriers full{smem_u32(full_storage), WAIT_FULL, err};      // the ring (ring.cuh)
+  const StageBarriers empty{smem_u32(empty_storage), WAIT_EMPTY, err};
   const int wg = threadIdx.x >> 7;                           // 0 producer, 1.. consumers
 #if EDGES
   // Round up: the last k-tile, tile row and tile column may hang past K, M, N (TMA zero-fills);
@@ -451,8 +448,8 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     tma_prefetch_desc(tb);
     if constexpr (TMA_STORE) tma_prefetch_desc(tc);
     for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(full0 + 8 * s, 1);
-      mbarrier_init(empty0 + 8 * s, CONSUMERS * CLUSTER);
+      mbarrier_init(full[s], 1);
+      mbarrier_init(empty[s], CONSUMERS * CLUSTER);
     }
     fence_mbarrier_init();
   }
@@ -475,16 +472,15 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
         tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
         for (int k = 0; k < T; ++k, ++ring) {
           tr.event(EV_EMPTY_BEGIN, pos.stage, ring);
-          if (!mbarrier_wait_parity_bounded(empty0 + 8 * pos.stage, pos.phase ^ 1u, WAIT_TRIES,
-                                            err, WAIT_EMPTY | (pos.stage << 4))) {
+          if (!empty.wait(pos.stage, pos.phase ^ 1u, 0, k)) {    // the previous fill was read
             ok = false;                                      // error recorded; stop loading
             break;
           }
           tr.event(EV_EMPTY_END, pos.stage, ring);
           if (TMA_ONCE && ring >= (u32)STAGES)               // chapter 07's wgmma-only diagnostic:
-            mbarrier_arrive(full0 + 8 * pos.stage);          // the stage keeps its first fill
+            full.arrive(pos.stage);                          // the stage keeps its first fill
           else
-            load_stage(ta, tb, base + pos.stage * kStageBytes, full0 + 8 * pos.stage, k, m0, n0);
+            load_stage(ta, tb, base + pos.stage * kStageBytes, full[pos.stage], k, m0, n0);
           tr.event(EV_TMA_ISSUED, pos.stage, ring);
           pos.advance();
         }
@@ -501,7 +497,10 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const bool releases = !(BREAK == 1 && cw == CONSUMERS - 1);
     const u64 da0 = wgmma_desc_at(desc_a0, base + cw * kAtoms * kAtomBytes);   // masked address:
     const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);                // see smem_desc_addr
-    // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers).
+    // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers). One
+    // elected thread per warpgroup arrives once its own wgmma.wait_group has returned: the
+    // convention CUTLASS uses (one signalling thread per consumer warpgroup), not a rule the PTX
+    // ISA text states.
     auto release = [&](u32 bar) {
       mbarrier_arrive(bar);
       if constexpr (CLUSTER == 2) mbarrier_arrive_remote(mapa_shared_cluster(bar, rank ^ 1u));
@@ -529,9 +528,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
         load_block_scales(bs, sa, sb, m0 + cw * kWgRows, n0, k, T);
 #endif
         tr.event(EV_FULL_BEGIN, pos.stage, ring);
-        if (!broken && !mbarrier_wait_parity_bounded(full0 + 8 * pos.stage, pos.phase, WAIT_TRIES,
-                                                     err, WAIT_FULL | (pos.stage << 4)))
-          broken = true;
+        if (!broken && !full.wait(pos.stage, pos.phase, wg, k)) broken = true;
         tr.event(EV_FULL_END, pos.stage, ring);
         tr.event(EV_MMA_ISSUE, pos.stage, ring);
         fence_accumulators(acc);
@@ -541,7 +538,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
         fence_accumulators(acc);
         tr.event(EV_WAIT_DONE, pos.stage, ring);
         if (k > 0 && elected && releases) {
-          release(empty0 + 8 * prev);
+          release(empty[prev]);
           tr.event(EV_RELEASE, prev, ring - 1);
         }
         promote(acc, tot, bs, k, T);                         // PROMOTE only (fp8_promote.cuh)
@@ -552,7 +549,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       fence_accumulators(acc);
       tr.event(EV_LOOP_END, prev, ring - 1);
       if (elected && releases) {
-        release(empty0 + 8 * prev);                          // the tile's last k-tile
+        release(empty[prev]);                                // the tile's last k-tile
         tr.event(EV_RELEASE, prev, ring - 1);
       }
       __syncwarp();
@@ -584,6 +581,8 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     if constexpr (TMA_STORE) {
       if (elected) bulk_wait_group<0>();                     // every store written
     }
+    // barrier.cluster.*.aligned below: the warp reconverges after the elected-thread code first
+    if constexpr (CLUSTER == 2) __syncwarp();
   }
   if constexpr (CLUSTER == 2) cluster_sync();   // no CTA leaves while its peer may still arrive
 }
