@@ -165,18 +165,18 @@ LISTINGS = {
     ("04", r"^__device__ __forceinline__ void wgmma_fence\(\)"): (10, r"wgmma\.commit_group"),
     ("04", r"  // fence \(the registers were written above\)"): (10, r"wgmma_mma_async_ss"),
     ("05", r"^  for \(int k = 0; k < T; \+\+k\) \{"): (30, r"wgmma_wait_group<kPending>.*"
-                                                       r"[\s\S]*mbarrier_arrive\(empty0[\s\S]*load_stage"),
+                                                       r"[\s\S]*empty\.arrive\([\s\S]*load_stage"),
     ("05", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
     ("06", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
-                                                                r"mbarrier_wait_parity_bounded\(empty0"
-                                                                r"[\s\S]*load_stage\([\s\S]*full0"),
-    ("07", r"this k-tile's scale products"): (8, r"sb\[[\s\S]*sa\[[\s\S]*\* sbk"),
+                                                                r"empty\.wait\("
+                                                                r"[\s\S]*load_stage\([\s\S]*full\["),
+    ("07", r"^// This k-tile's scale products"): (8, r"sb\[[\s\S]*sa\[[\s\S]*\* sbk"),
     ("07", r"// promotion into fp32 registers"): (10, r"wgmma_wait_group<0>[\s\S]*"
                                                       r"__fmaf_rn\(acc\[i\]\[j\], bs\[i\]"),
     ("06", r"^    // ---------------- consumer warpgroups"): (50, r"setmaxnreg_inc[\s\S]*"
-                                                                 r"mbarrier_wait_parity_bounded\(full0"
+                                                                 r"full\.wait\("
                                                                  r"[\s\S]*wgmma_wait_group<1>"
-                                                                 r"[\s\S]*release\(empty0"),
+                                                                 r"[\s\S]*release\(empty\["),
 }
 
 _NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt")

@@ -2,6 +2,7 @@
 the device-side descriptor arithmetic matches asynctc.models.descriptors, validation, the comparison, the
 trace decoder) and GPU tests (every configuration against float64, the trace)."""
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -191,6 +192,22 @@ def test_error_word_is_decoded():
     msg = P.decode_error(1 | ((2 | (3 << 4)) << 8))
     assert "empty barrier of stage 3" in msg and "timed out" in msg
     assert "full barrier of stage 0" in P.decode_error(1 | (1 << 8))
+
+
+def test_error_word_names_role_barrier_stage_and_k_tile():
+    """kernels/ring.cuh ring_wait_tag: code | barrier << 8 | stage << 12 | warpgroup << 16 |
+    k-tile << 20 — each field decoded on its own (distinct values, so a swapped shift shows)."""
+    word = 1 | (1 << 8) | (5 << 12) | (2 << 16) | (37 << 20)
+    assert P.error_fields(word) == {"code": 1, "barrier": 1, "stage": 5, "warpgroup": 2,
+                                    "k_tile": 37}
+    msg = P.decode_error(word)
+    assert "on the full barrier of stage 5 for k-tile 37" in msg
+    assert "warpgroup 2 (a consumer)" in msg and f"{word:#x}" in msg
+    msg = P.decode_error(1 | (2 << 8) | (3 << 12) | (0 << 16) | (4095 << 20))
+    assert "empty barrier of stage 3 for k-tile 4095" in msg and "warpgroup 0 (the producer)" in msg
+    src = (Path(P.__file__).parent / "kernels" / "ring.cuh").read_text()
+    for shift in (4, 8, 12):        # the tag's fields, 8 bits below the word's (code in bits 0-7)
+        assert f"<< {shift})" in src
 
 
 def test_suite_is_registered():

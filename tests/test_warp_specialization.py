@@ -408,7 +408,7 @@ def test_protocol_is_read_from_the_kernel_source():
 
 def test_protocol_reader_refuses_an_ambiguous_source(monkeypatch):
     text = W.source()
-    bad = text.replace("release(empty0 + 8 * prev);", "release(full0 + 8 * prev);", 1)
+    bad = text.replace("release(empty[prev]);", "release(full[prev]);", 1)
     assert bad != text
     monkeypatch.setattr(W.figures, "source", lambda: bad)      # what protocol_from_source reads
     with pytest.raises(ValueError, match="consumer release"):

@@ -48,8 +48,9 @@
 // no fence.proxy.async is needed; the epilogue writes C from registers straight to global memory
 // (no shared-memory staging, hence no generic→async proxy crossing either).
 //
-// Every wait is bounded (wait_bounded below): a broken variant writes an error word and finishes
-// instead of hanging the GPU; asynctc.pipeline raises it as an error.
+// Every wait is bounded (StageBarriers::wait, ring.cuh): a broken variant writes an error word
+// that names the wait (barrier, stage, k-tile, warpgroup: ring_wait_tag) and finishes instead of
+// hanging the GPU; asynctc.pipeline raises it as an error (decode_error).
 //
 // Trace (TRACE = 1): thread 0 of each consumer warpgroup of CTAs blockIdx.x < TRACE_CTAS writes
 // fixed-size events (clock64, %globaltimer, kind | stage | k-tile) into its own slot of `trace`
@@ -75,61 +76,18 @@
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "ring.cuh"
 
-#ifndef DT
-#define DT 0
-#endif
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 256
-#endif
-#ifndef BK
-#define BK 64
-#endif
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef CONSUMERS
-#define CONSUMERS 2
-#endif
-#ifndef B_MAJOR
-#define B_MAJOR 0
-#endif
+#include "ring_defaults.cuh"   // DT, BM, BN, BK, STAGES, CONSUMERS, B_MAJOR, OUT_F32, GROUP_M, TRACE*,
+                               // BREAK, the layout model's byte offsets (shared with chapter 06)
 #ifndef WAIT_PENDING
 #define WAIT_PENDING 1
-#endif
-#ifndef TRACE
-#define TRACE 0
-#endif
-#ifndef TRACE_CTAS
-#define TRACE_CTAS 4
-#endif
-#ifndef TRACE_EVENTS
-#define TRACE_EVENTS 2048
-#endif
-#ifndef OUT_F32
-#define OUT_F32 1
-#endif
-#ifndef GROUP_M
-#define GROUP_M 8
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
-#ifndef BREAK
-#define BREAK 0   // deliberate protocol errors (asynctc.pipeline.run_broken only): 1 expect_tx 16
-#endif            // bytes more than the boxes deliver; 2 warpgroup 1 never releases a stage
-#ifndef A_KSTEP_BYTES
-#define A_KSTEP_BYTES 32
-#endif
-#ifndef B_KSTEP_BYTES
-#define B_KSTEP_BYTES (B_MAJOR ? 2048 : 32)
-#endif
-#ifndef B_BOX_BYTES
-#define B_BOX_BYTES (B_MAJOR ? 8192 : BN * 128)
-#endif
+// BREAK: deliberate protocol errors (asynctc.pipeline.run_broken only): 1 expect_tx 16 bytes more
+// than the boxes deliver; 2 warpgroup 1 never releases a stage.
 
 static_assert(DT == 0 || DT == 1, "DT: 0 f16, 1 bf16");
 static_assert(BK == 64, "BK = 64: one 128-byte swizzle row of K per box row");
@@ -156,30 +114,6 @@ static_assert(B_KSTEP_BYTES == (B_MAJOR ? 16 * kRowBytes : 32),
               "B: a k16 step is 16 K-rows (N-major) or 32 bytes (K-major)");
 static_assert(B_BOX_BYTES == (B_MAJOR ? 64 * kRowBytes : BN * kRowBytes), "B box size");
 static_assert(kStageBytes % 1024 == 0, "stage bases must stay on the 1024-byte swizzle repeat");
-
-// ---- bounded waits ---------------------------------------------------------------------------
-// Tags of the error word (asynctc.pipeline decodes them): what was waited for, and the stage.
-#define WAIT_FULL 1u
-#define WAIT_EMPTY 2u
-
-// Wait for phase `parity` of `bar`. Fast path: one try_wait. Slow path: keep trying until it
-// passes, until ASYNCTC_WAIT_MAX_NS of %globaltimer have passed (then record ERR_MBARRIER_TIMEOUT |
-// tag << 8 in *err, first error wins), or until another thread has already recorded an error (then
-// give up at once, so a broken launch ends in about one timeout, not one per wait). Returns false
-// when it gave up; the caller sets `broken` and skips every later wait and TMA issue.
-__device__ __forceinline__ bool wait_bounded(u32 bar, u32 parity, u32* err, u32 tag) {
-  if (mbarrier_try_wait_parity(bar, parity)) return true;
-  const u64 t0 = globaltimer();
-  for (u32 i = 1;; ++i) {
-    if (mbarrier_try_wait_parity(bar, parity)) return true;
-    if ((i & 63) == 0) {
-      if (*reinterpret_cast<volatile u32*>(err) != ASYNCTC_ERR_NONE) return false;
-      if (globaltimer() - t0 > ASYNCTC_WAIT_MAX_NS) break;
-    }
-  }
-  atomicCAS(err, ASYNCTC_ERR_NONE, ASYNCTC_ERR_MBARRIER_TIMEOUT | (tag << 8));
-  return false;
-}
 
 // ---- trace -----------------------------------------------------------------------------------
 enum TraceKind : u32 {
@@ -248,7 +182,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
   __shared__ alignas(8) u64 empty_storage[STAGES];
   const u32 raw = smem_u32(smem_raw);
   const u32 base = (raw + 1023u) & ~1023u;       // stage s at base + s · kStageBytes
-  const u32 full0 = smem_u32(full_storage), empty0 = smem_u32(empty_storage);
+  const StageBarriers full{smem_u32(full_storage), WAIT_FULL, err};      // the ring (ring.cuh)
+  const StageBarriers empty{smem_u32(empty_storage), WAIT_EMPTY, err};
   const int tid = threadIdx.x;
   const int wg = tid >> 7;                        // consumer warpgroup
   const bool producer = tid == 0;                 // thread 0 of warpgroup 0 issues every TMA
@@ -271,8 +206,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
     tma_prefetch_desc(ta);
     tma_prefetch_desc(tb);
     for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(full0 + 8 * s, 1);
-      mbarrier_init(empty0 + 8 * s, CONSUMERS);
+      mbarrier_init(full[s], 1);
+      mbarrier_init(empty[s], CONSUMERS);
     }
     fence_mbarrier_init();   // the inits, visible to the async proxy (complete_tx) and all threads
   }
@@ -282,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
   // Prologue: fill min(S, T) stages; the first pass needs no empty wait (see the header).
   if (producer) {
     for (int kt = 0; kt < STAGES && kt < T; ++kt) {
-      load_stage(ta, tb, base + kt * kStageBytes, full0 + 8 * kt, kt, m0, n0);
+      load_stage(ta, tb, base + kt * kStageBytes, full[kt], kt, m0, n0);
       tr.event(EV_TMA_ISSUED, kt, kt);
     }
   }
@@ -297,41 +232,40 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
   const u64 da0 = wgmma_desc_advance(desc_a0, base + wg * kWgRows * kRowBytes);
   const u64 db0 = wgmma_desc_advance(desc_b0, base + kATileBytes);
 
-  int stage = 0;            // k mod S, kept without division
-  u32 phase = 0;            // (k / S) mod 2
-  int prev_stage = 0;       // (k − 1) mod S and its phase, for WAIT_PENDING = 1
-  u32 prev_phase = 0;
+  RingState<STAGES> pos{0, 0u};     // k-tile k: stage k mod S, phase (k / S) mod 2
+  RingState<STAGES> prev{0, 0u};    // k − 1, for WAIT_PENDING = 1
   for (int k = 0; k < T; ++k) {
     // 1. wait until k-tile k is in shared memory
-    tr.event(EV_FULL_BEGIN, stage, k);
-    if (!broken && !wait_bounded(full0 + 8 * stage, phase, err, WAIT_FULL | (stage << 4)))
-      broken = true;
-    tr.event(EV_FULL_END, stage, k);
+    tr.event(EV_FULL_BEGIN, pos.stage, k);
+    if (!broken && !full.wait(pos.stage, pos.phase, wg, k)) broken = true;
+    tr.event(EV_FULL_END, pos.stage, k);
 
     // 2. issue its wgmmas as one group; wait until at most kPending groups are in flight
-    tr.event(EV_MMA_ISSUE, stage, k);
+    tr.event(EV_MMA_ISSUE, pos.stage, k);
     fence_accumulators(acc);
-    mma_ktile(acc, wgmma_desc_advance(da0, stage * kStageBytes),
-              wgmma_desc_advance(db0, stage * kStageBytes));
+    mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
+              wgmma_desc_advance(db0, pos.stage * kStageBytes));
     wgmma_wait_group<kPending>();
     fence_accumulators(acc);
-    tr.event(EV_WAIT_DONE, stage, k);
+    tr.event(EV_WAIT_DONE, pos.stage, k);
 
-    // 3. release k-tile r = k − kPending (its wgmmas are complete) ...
+    // 3. release k-tile r = k − kPending (its wgmmas are complete) ... One elected thread per
+    //    warpgroup arrives once its own wgmma.wait_group has returned: the convention CUTLASS uses
+    //    (one signalling thread per consumer warpgroup), not a rule the PTX ISA text states.
     const int r = k - kPending;
-    const int rs = kPending ? prev_stage : stage;
-    const u32 rp = kPending ? prev_phase : phase;
+    const int rs = kPending ? prev.stage : pos.stage;
+    const u32 rp = kPending ? prev.phase : pos.phase;
     if (r >= 0) {
       if (elected && !(BREAK == 2 && wg == CONSUMERS - 1)) {
-        mbarrier_arrive(empty0 + 8 * rs);
+        empty.arrive(rs);
         tr.event(EV_RELEASE, rs, r);
       }
       // 4. ... and the producer refills its stage with k-tile r + S once every warpgroup released it
       if (producer && r + STAGES < T && !broken) {
         tr.event(EV_EMPTY_BEGIN, rs, r + STAGES);
-        if (wait_bounded(empty0 + 8 * rs, rp, err, WAIT_EMPTY | (rs << 4))) {
+        if (empty.wait(rs, rp, wg, r + STAGES)) {                // parity of r's fill (header)
           tr.event(EV_EMPTY_END, rs, r + STAGES);
-          load_stage(ta, tb, base + rs * kStageBytes, full0 + 8 * rs, r + STAGES, m0, n0);
+          load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
           tr.event(EV_TMA_ISSUED, rs, r + STAGES);
         } else {
           broken = true;
@@ -339,16 +273,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
       }
       __syncwarp();
     }
-    prev_stage = stage;
-    prev_phase = phase;
-    if (++stage == STAGES) {
-      stage = 0;
-      phase ^= 1;
-    }
+    prev = pos;
+    pos.advance();
   }
   wgmma_wait_group<0>();
   fence_accumulators(acc);
-  tr.event(EV_LOOP_END, stage, T);
+  tr.event(EV_LOOP_END, pos.stage, T);
 
   store_c(acc, c, N, m0 + wg * kWgRows, n0);
   tr.event(EV_STORE_END, 0, T);

@@ -79,8 +79,8 @@
 //
 // Proxies: TMA writes and wgmma reads of the stages both go through the async proxy, ordered by
 // the mbarriers; the epilogue writes C from registers to global memory (no proxy crossing).
-// Every wait is bounded (mbarrier_wait_parity_bounded, ptx/mbarrier.cuh): a broken variant writes
-// the error word (tags as chapter 05: 1 full, 2 empty, stage << 4) and finishes.
+// Every wait is bounded (StageBarriers::wait, ring.cuh, as chapter 05's): a broken variant writes
+// the error word naming the wait (barrier, stage, k-tile, warpgroup: ring_wait_tag) and finishes.
 //
 // Edges (EDGES = 1; asynctc.matmul's build — 0 keeps the ladder's cubins byte for byte): any M, N,
 // K ≥ 1. The tile counts round up (tiles_n = ceil(N / BN); tiles_m = ceil(M / BM), with CLUSTER = 2
@@ -100,50 +100,28 @@
 // (elements, ≥ N), so C may live in a padded buffer (the TMA store reads it from the tensor map tc,
 // whose row stride is ldc).
 //
-// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), EDGES (0, 1: see above), TRACE,
-// TRACE_CTAS,
-// TRACE_EVENTS, DT (0 f16, 1 bf16, 2 e4m3, 3 e5m2), BM, BN, BK (elements of K per k-tile: 128 bytes,
-// i.e. 64 16-bit or 128 fp8), STAGES (2..6), CONSUMERS (1, 2), B_MAJOR (0 K-major, 1 MN-major; fp8:
-// K-major only), OUT_F32, C_DT (the 16-bit type of C when OUT_F32 = 0: 0 f16, 1 bf16; default the
-// input dtype, bf16 for fp8), PROMOTE, BLOCK_SCALES (fp8, see below), GROUP_M (tile rows per raster group), SETMAXNREG (0, 1), PRODUCER_REGS,
-// CONSUMER_REGS, LAUNCH_BOUNDS (1; 0 only for the C7508 demonstration), PERSISTENT (0: one tile per
-// CTA, grid = tiles; 1: grid ≤ SMs, CTA b takes tiles b, b + gridDim.x, ... in group-M order),
-// A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets from asynctc),
-// SWIZZLE with K_BOXES, K_BOX_ELEMS, A_KBOX_BYTES, A_ATOM_BYTES, A_KSTEP_OFFSETS, B_KSTEP_OFFSETS
-// (chapter 07's swizzle experiment: see the block after the defaults below), ROW_BOXES (chapter
-// 07: the 128-byte layout loaded as ROW_BOXES boxes along the rows; see the same block), TMA_ONCE
-// (chapter 07: the stages loaded once, then only arrivals — wgmma alone; see the same block),
-// BREAK (0; 1: the last consumer never releases a stage, to show the bounded wait).
+// Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), EDGES (0, 1: see above), DT (0
+// f16, 1 bf16; 2 e4m3, 3 e5m2: chapter 07, fp8_promote.cuh), BM, BN, BK (elements of K per k-tile:
+// 128 bytes, i.e. 64 16-bit or 128 fp8), STAGES (2..6), CONSUMERS (1, 2), B_MAJOR (0 K-major, 1
+// MN-major; fp8: K-major only), OUT_F32, C_DT (the 16-bit type of C when OUT_F32 = 0: 0 f16, 1
+// bf16; default the input dtype, bf16 for fp8), GROUP_M (tile rows per raster group), TRACE,
+// TRACE_CTAS, TRACE_EVENTS, SETMAXNREG (0, 1), PRODUCER_REGS, CONSUMER_REGS, LAUNCH_BOUNDS (1; 0
+// only for the C7508 demonstration), PERSISTENT (0: one tile per CTA, grid = tiles; 1: grid ≤ SMs,
+// CTA b takes tiles b, b + gridDim.x, ... in group-M order), MULTICAST (CLUSTER = 2; 0 diagnostic),
+// A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES / A_ATOM_BYTES (the layout model's byte offsets from
+// asynctc; defaults shared with chapter 05 in ring_defaults.cuh), BREAK (0; 1: the last consumer
+// never releases a stage, to show the bounded wait).
+// Chapter 07's switches live in their own headers and leave every other build byte for byte:
+// PROMOTE, BLOCK_SCALES (fp8_promote.cuh); SWIZZLE with K_BOXES, K_BOX_ELEMS, A_KBOX_BYTES,
+// A_KSTEP_OFFSETS, B_KSTEP_OFFSETS, and ROW_BOXES, TMA_ONCE (swizzle_experiments.cuh).
 // Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
 // with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
 // k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null),
 // scales (fp8 only: null, or two fp32 per-tensor dequantisation scales {scale_a, scale_b}; the
 // epilogue multiplies the accumulators by scale_a · scale_b); with EDGES also ldc (C's row pitch
-// in elements); with BLOCK_SCALES also sa, sb (per-block scales, see FP8 below).
+// in elements); with BLOCK_SCALES also sa, sb (per-block scales,
+// fp8_promote.cuh; after ldc with EDGES, which BLOCK_SCALES refuses).
 //
-// FP8 (DT = 2 e4m3, 3 e5m2; PTX ISA "wgmma.mma_async", m64nNk32 .f32.e4m3.e4m3 / .f32.e5m2.e5m2):
-// a k-tile row is still one 128-byte swizzle row — 128 fp8 elements — so the stages, boxes,
-// descriptors and k-step offsets (32 bytes per wgmma) are byte for byte those of the 16-bit
-// kernel; only the instruction and the element count per row change. fp8 wgmma has no transpose:
-// A and B must both be K-major. PROMOTE = P > 0: every P k-tiles (and after the last) the consumer
-// waits for its wgmmas (wait_group 0), adds the wgmma accumulators into a second set of fp32
-// registers and zeroes them, so the Tensor Core's reduced-precision accumulation never runs over
-// more than P · BK products; the second set doubles the accumulator registers.
-//
-// Per-block scales (BLOCK_SCALES = 1; fp8, PROMOTE = 1, BN ≤ 128, EDGES = 0): A carries one fp32
-// dequantisation scale per 1×128 row segment, sa (M × T, row-major, T = K / 128), B (stored N×K)
-// one per 128×128 block, sb (ceil(N / 128) × T): C[r, c] = Σ_kt sa[r, kt] · sb[c / 128, kt] ·
-// (A·Bᵀ over k-tile kt). A k-tile is BK = 128 fp8 elements — exactly one block along K — so the
-// scales change only where the wgmma sums of one k-tile are promoted: with PROMOTE = 1 the
-// consumer adds acc · (sa · sb) into the fp32 totals (one fma per accumulator), never scaling
-// inside the Tensor Core's sum. Which rows a thread needs follows the wgmma accumulator fragment
-// (PTX ISA "wgmma.mma_async", "Register fragments: matrix D", m64nNk32 .f32): in atom i, warp w
-// of the warpgroup, lane l holds rows 64i + 16w + l/4 and that + 8 (accumulator pairs j with
-// (j / 2) mod 2 = 0 and 1), every column of the tile — so 2 · kAtoms A scales and one B scale
-// (the tile's n-block, n0 / 128: BN ≤ 128 keeps a tile inside one block) per thread per k-tile,
-// loaded from global memory at the top of the k-tile so the loads overlap the barrier wait and
-// the wgmmas. The per-tensor `scales` argument is then null (asynctc refuses both at once).
-// Arguments after the others (after ldc with EDGES, which BLOCK_SCALES refuses): sa, sb.
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes
 // (+ CONSUMERS · 2 · 8192 staging bytes with TMA_STORE).
 
@@ -154,42 +132,12 @@
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "ring.cuh"
 
-#ifndef DT
-#define DT 0
-#endif
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 256
-#endif
-#ifndef BK
-#define BK 64
-#endif
-#ifndef STAGES
-#define STAGES 4
-#endif
-#ifndef CONSUMERS
-#define CONSUMERS 2
-#endif
-#ifndef B_MAJOR
-#define B_MAJOR 0
-#endif
-#ifndef OUT_F32
-#define OUT_F32 1
-#endif
-#ifndef GROUP_M
-#define GROUP_M 8
-#endif
+#include "ring_defaults.cuh"   // DT, BM, BN, BK, STAGES, CONSUMERS, B_MAJOR, OUT_F32, GROUP_M, TRACE*,
+                               // BREAK, the layout model's byte offsets (shared with chapter 05)
 #ifndef C_DT
 #define C_DT (DT >= 2 ? 1 : DT)   // 16-bit C: 0 f16, 1 bf16
-#endif
-#ifndef PROMOTE
-#define PROMOTE 0
-#endif
-#ifndef BLOCK_SCALES
-#define BLOCK_SCALES 0
 #endif
 #ifndef SETMAXNREG
 #define SETMAXNREG 1
@@ -215,108 +163,13 @@
 #ifndef MULTICAST
 #define MULTICAST 1   // CLUSTER = 2 only; 0: each CTA loads all of B itself (diagnostic)
 #endif
-#ifndef TRACE
-#define TRACE 0
-#endif
-#ifndef TRACE_CTAS
-#define TRACE_CTAS 4
-#endif
-#ifndef TRACE_EVENTS
-#define TRACE_EVENTS 2048
-#endif
-#ifndef BREAK
-#define BREAK 0
-#endif
 #ifndef EDGES
 #define EDGES 0
 #endif
-#ifndef A_KSTEP_BYTES
-#define A_KSTEP_BYTES 32
-#endif
-#ifndef B_KSTEP_BYTES
-#define B_KSTEP_BYTES (B_MAJOR ? 2048 : 32)
-#endif
-#ifndef B_BOX_BYTES
-#define B_BOX_BYTES (B_MAJOR ? 8192 : BN * 128)
-#endif
-// Chapter 07's swizzle experiment (SWIZZLE = 64, 32, 0; K-major A and B, CLUSTER = 1): a k-tile row
-// of 128 bytes is K_BOXES TMA boxes of K_BOX_ELEMS elements along K (one per swizzle span, per 16
-// bytes without swizzle), A_KBOX_BYTES / B_BOX_BYTES apart in the stage; a consumer's m64 atom
-// starts A_ATOM_BYTES after the previous one; k-step s of a k-tile starts A_KSTEP_OFFSETS[s] /
-// B_KSTEP_OFFSETS[s] bytes into the operand. Every one of these numbers comes from the layout
-// model (asynctc.warp_specialization.WSConfig.swizzle_defines: asynctc.models.descriptors
-// OperandTile), as do the descriptor templates desc_a0 / desc_b0 (layout type, LBO, SBO) and the
-// tensor maps' boxes and swizzle. SWIZZLE = 128 (the default) sets none of them: the ladder's
-// cubins stay byte for byte.
-#ifndef SWIZZLE
-#define SWIZZLE 128
-#endif
-#ifndef K_BOXES
-#define K_BOXES 1
-#endif
-#ifndef K_BOX_ELEMS
-#define K_BOX_ELEMS BK
-#endif
-#ifndef A_KBOX_BYTES
-#define A_KBOX_BYTES (BM * 128)
-#endif
-#ifndef A_ATOM_BYTES
-#define A_ATOM_BYTES (64 * 128)
-#endif
-// ROW_BOXES = R > 1 (chapter 07: the TMA box count without the layout change): the 128-byte
-// swizzle layout, byte for byte, but A and B each loaded as R boxes along the rows (BM/R rows of
-// A, BN/R rows of B, one 128-byte row of K each), box r landing r · rows · 128 bytes into its
-// tile — so a stage takes 2R cp.async.bulk.tensor issues like SWIZZLE = 64 / 32 / 0 with
-// R = 2 / 4 / 8, while wgmma reads exactly the layout of R = 1. The layout stays identical
-// because the TMA unit derives the 128-byte swizzle from the shared-memory destination address
-// itself (bits [4,7) ^= bits [7,10): the XOR uses the address's 128-byte line index mod 8, CUDA
-// C++ Programming Guide, "Tensor Memory Access", swizzle patterns and their pointer-offset
-// formula (smem_ptr / 128) % 8; CUtensorMapSwizzle in the driver API's cuTensorMapEncodeTiled),
-// and the pattern repeats every 8 rows = 1024 bytes: a box of a multiple of 8 rows starting on a
-// 1024-byte boundary writes each element where the single box would have put it (checked on the
-// CPU by asynctc.swizzle.stage_dry_run, whose TMA model is asynctc.models.layout.SmemTile).
-// Every box counts towards the same complete_tx: expect_tx stays kStageBytes. 1 (the default)
-// compiles the code above unchanged (the ladder's and the swizzle variants' cubins stay byte for
-// byte). asynctc.warp_specialization.WSConfig.row_boxes validates R and sets the tensor maps' box.
-#ifndef ROW_BOXES
-#define ROW_BOXES 1
-#endif
-// TMA_ONCE = 1 (chapter 07: wgmma without TMA in the loop — a diagnostic, NOT a GEMM): the
-// producer loads only the CTA's first STAGES k-tiles (ring counter i < STAGES: k-tiles 0..S-1 of
-// its first tile; Python requires K ≥ STAGES · BK) and, for every later k-tile, waits on empty[s]
-// as always and then makes a plain mbarrier.arrive on full[s] — no expect_tx, no copy. full[s]'s
-// arrival count stays 1: that one arrival with a tx-count of 0 completes the phase (PTX ISA
-// "mbarrier": a phase completes when the pending arrival count and the tx-count are both zero;
-// arrive.expect_tx is expect-tx(bytes) followed by the same arrive-on). The consumers are
-// unchanged, so their wgmmas read stage i mod S over and over: C of each tile is
-// Σ_k A₀(i_k mod S)·B₀(i_k mod S)ᵀ over the stages' contents (asynctc.swizzle.tma_once_reference).
-// 0 (the default) compiles the producer above unchanged (every other cubin stays byte for byte).
-#ifndef TMA_ONCE
-#define TMA_ONCE 0
-#endif
 
 static_assert(DT >= 0 && DT <= 3, "DT: 0 f16, 1 bf16, 2 e4m3, 3 e5m2");
-static_assert(SWIZZLE == 128 || SWIZZLE == 64 || SWIZZLE == 32 || SWIZZLE == 0,
-              "SWIZZLE: 128, 64, 32 or 0 bytes (CUtensorMapSwizzle)");
-static_assert(SWIZZLE == 128 || (B_MAJOR == 0 && CLUSTER == 1),
-              "SWIZZLE other than 128: K-major B and CLUSTER = 1 only");
-static_assert(K_BOXES * K_BOX_ELEMS == BK, "the K boxes of a k-tile cover BK");
-static_assert(ROW_BOXES == 1 || (SWIZZLE == 128 && B_MAJOR == 0 && CLUSTER == 1),
-              "ROW_BOXES > 1: 128-byte swizzle, K-major B, CLUSTER = 1 only");
-static_assert(ROW_BOXES >= 1 && BM % (8 * ROW_BOXES) == 0 && BN % (8 * ROW_BOXES) == 0,
-              "ROW_BOXES: divides BM and BN into boxes of a multiple of 8 rows (the 1024-byte "
-              "repeat of the 128-byte swizzle)");
-static_assert(TMA_ONCE == 0 || (TMA_ONCE == 1 && PERSISTENT == 1 && CLUSTER == 1 && B_MAJOR == 0 &&
-                                ROW_BOXES == 1 && EDGES == 0 && DT < 2),
-              "TMA_ONCE: 0 or 1; built for the swizzle variants' base only (persistent, CLUSTER = 1, "
-              "K-major B, ROW_BOXES = 1, no EDGES, 16-bit inputs)");
 static_assert(BK * (DT >= 2 ? 1 : 2) == 128, "BK: one 128-byte swizzle row of K per box row");
 static_assert(C_DT == 0 || C_DT == 1, "C_DT: 0 f16, 1 bf16");
-static_assert(DT < 2 || B_MAJOR == 0, "fp8 wgmma has no transpose: B must be K-major");
-static_assert(PROMOTE >= 0 && (PROMOTE == 0 || DT >= 2), "PROMOTE: fp8 only, k-tiles ≥ 0");
-static_assert(BLOCK_SCALES == 0 || (DT >= 2 && PROMOTE == 1 && BN <= 128 && EDGES == 0),
-              "BLOCK_SCALES: fp8, PROMOTE = 1 (scales change every k-tile), BN ≤ 128 (one n-block "
-              "per tile), EDGES = 0");
 static_assert(STAGES >= 2 && STAGES <= 6,
               "STAGES: 2..6 (a consumer keeps one wgmma group pending on the previous stage)");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
@@ -346,33 +199,9 @@ constexpr u32 kBHalfBytes = kBTileBytes / 2;      // the B rows one CTA of a clu
 constexpr u32 kChunkBytes = 64 * 128;             // one 64×64 staging buffer of C (16-bit)
 constexpr int kChunksN = BN / 64;                 // 64-column chunks of a consumer's rows
 static_assert(kAtoms * kAcc <= 128, "accumulators per thread above the 128-register budget");
-static_assert(PROMOTE == 0 || 2 * kAtoms * kAcc <= 128,
-              "PROMOTE keeps a second fp32 set: both together within the 128-register budget");
-#if SWIZZLE == 128
-static_assert(A_KSTEP_BYTES == 32, "A K-major: a k16 step is 32 bytes along the swizzled row");
-static_assert(B_KSTEP_BYTES == (B_MAJOR ? 16 * kRowBytes : 32), "B k16 step");
-static_assert(B_BOX_BYTES == (B_MAJOR ? 64 * kRowBytes : BN * kRowBytes), "B box size");
-#else
-// k-step offsets from the layout model (braced lists of kKSteps byte offsets), used by mma_ktile
-__device__ __forceinline__ constexpr u32 a_kstep_offset(int s) {
-  constexpr u32 off[kKSteps] = A_KSTEP_OFFSETS;
-  return off[s];
-}
-__device__ __forceinline__ constexpr u32 b_kstep_offset(int s) {
-  constexpr u32 off[kKSteps] = B_KSTEP_OFFSETS;
-  return off[s];
-}
-#define A_KSTEP_OFFSET(s) a_kstep_offset(s)
-#define B_KSTEP_OFFSET(s) b_kstep_offset(s)
-static_assert(A_KBOX_BYTES * K_BOXES == kATileBytes && B_BOX_BYTES * K_BOXES == kBTileBytes,
-              "the K boxes of A and of B fill their tiles (no padding: expect_tx = stage bytes)");
-static_assert(kAtomBytes * (BM / 64) == A_KBOX_BYTES, "the m64 atoms of A split each K box");
-#endif
+// chapter 07: SWIZZLE's k-step offsets, ROW_BOXES' loads, TMA_ONCE (after the tile constants)
+#include "swizzle_experiments.cuh"
 static_assert(kStageBytes % 1024 == 0, "stage bases must stay on the 1024-byte swizzle repeat");
-
-#define WAIT_FULL 1u
-#define WAIT_EMPTY 2u
-#define WAIT_TRIES 0xFFFFFFFFu   // the bound is the %globaltimer limit, ASYNCTC_WAIT_MAX_NS
 
 // ---- trace (chapter 05's record format) ---------------------------------------------------------
 enum TraceKind : u32 {
@@ -459,18 +288,12 @@ __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, 
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, u32 stage_addr,
                                            u32 full_bar, int kt, int m0, int n0) {
   mbarrier_arrive_expect_tx(full_bar, kStageBytes);
-#if ROW_BOXES > 1
-  constexpr int kARows = BM / ROW_BOXES, kBRows = BN / ROW_BOXES;   // rows per box (≥ 8)
+  if constexpr (ROW_BOXES > 1) {                           // chapter 07: R boxes along the rows
+    load_row_boxes(ta, tb, stage_addr, full_bar, kt, m0, n0);
+    return;
+  }
 #pragma unroll
-  for (int r = 0; r < ROW_BOXES; ++r)                                       // A: BM/R × 64, R×
-    tma_load_2d(stage_addr + r * kARows * kRowBytes, ta, full_bar, kt * BK, m0 + r * kARows);
-#pragma unroll
-  for (int r = 0; r < ROW_BOXES; ++r)                                       // B: BN/R × 64, R×
-    tma_load_2d(stage_addr + kATileBytes + r * kBRows * kRowBytes, tb, full_bar, kt * BK,
-                n0 + r * kBRows);
-#else
-#pragma unroll
-  for (int j = 0; j < K_BOXES; ++j)                                         // A: BM × 64
+  for (int j = 0; j < K_BOXES; ++j)                   // A: BM × 64 (K_BOXES = 1 but in chapter 07)
     tma_load_2d(stage_addr + j * A_KBOX_BYTES, ta, full_bar, kt * BK + j * K_BOX_ELEMS, m0);
   if constexpr (CLUSTER == 2 && MULTICAST) {                               // half of B, to both
     const u32 r = cluster_ctarank();
@@ -495,10 +318,10 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
     for (int j = 0; j < BN / 64; ++j)                                        // B: 64 K-rows × 64
       tma_load_2d(stage_addr + kATileBytes + j * B_BOX_BYTES, tb, full_bar, n0 + 64 * j, kt * BK);
   }
-#endif
 }
 
 #include "wgmma_ring.cuh"   // fence_accumulators, mma_ktile, store_c (shared with pipeline.cu)
+#include "fp8_promote.cuh"  // chapter 07: PROMOTE, BLOCK_SCALES, per-tensor fp8 scales
 
 #if EDGES
 // ---- epilogue clipped to M × N (EDGES = 1): store_c's fragment walk, C row pitch ldc ------------
@@ -600,7 +423,8 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
   __shared__ alignas(8) u64 full_storage[STAGES];
   __shared__ alignas(8) u64 empty_storage[STAGES];
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;   // stage s at base + s · kStageBytes
-  const u32 full0 = smem_u32(full_storage), empty0 = smem_u32(empty_storage);
+  const StageBarriers full{smem_u32(full_storage), WAIT_FULL, err};      // the ring (ring.cuh)
+  const StageBarriers empty{smem_u32(empty_storage), WAIT_EMPTY, err};
   const int wg = threadIdx.x >> 7;                           // 0 producer, 1.. consumers
 #if EDGES
   // Round up: the last k-tile, tile row and tile column may hang past K, M, N (TMA zero-fills);
@@ -624,8 +448,8 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     tma_prefetch_desc(tb);
     if constexpr (TMA_STORE) tma_prefetch_desc(tc);
     for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(full0 + 8 * s, 1);
-      mbarrier_init(empty0 + 8 * s, CONSUMERS * CLUSTER);
+      mbarrier_init(full[s], 1);
+      mbarrier_init(empty[s], CONSUMERS * CLUSTER);
     }
     fence_mbarrier_init();
   }
@@ -640,32 +464,25 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     if constexpr (SETMAXNREG) setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {                                  // one thread issues every TMA
       tr.open(trace, 0);
-      int stage = 0;
-      u32 phase = 0;                                         // fill parity of `stage`
+      RingState<STAGES> pos{0, 0u};                          // stage, phase of ring counter i
       u32 ring = 0;                                          // ring counter
       bool ok = true;
       for (int item = first_item; ok && item < n_items; item += item_step) {
         int m0, n0;
         tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
         for (int k = 0; k < T; ++k, ++ring) {
-          tr.event(EV_EMPTY_BEGIN, stage, ring);
-          if (!mbarrier_wait_parity_bounded(empty0 + 8 * stage, phase ^ 1u, WAIT_TRIES, err,
-                                            WAIT_EMPTY | (stage << 4))) {
+          tr.event(EV_EMPTY_BEGIN, pos.stage, ring);
+          if (!empty.wait(pos.stage, pos.phase ^ 1u, 0, k)) {    // the previous fill was read
             ok = false;                                      // error recorded; stop loading
             break;
           }
-          tr.event(EV_EMPTY_END, stage, ring);
-#if TMA_ONCE
-          if (ring >= (u32)STAGES)
-            mbarrier_arrive(full0 + 8 * stage);            // the stage keeps its first fill
+          tr.event(EV_EMPTY_END, pos.stage, ring);
+          if (TMA_ONCE && ring >= (u32)STAGES)               // chapter 07's wgmma-only diagnostic:
+            full.arrive(pos.stage);                          // the stage keeps its first fill
           else
-#endif
-          load_stage(ta, tb, base + stage * kStageBytes, full0 + 8 * stage, k, m0, n0);
-          tr.event(EV_TMA_ISSUED, stage, ring);
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1u;
-          }
+            load_stage(ta, tb, base + pos.stage * kStageBytes, full[pos.stage], k, m0, n0);
+          tr.event(EV_TMA_ISSUED, pos.stage, ring);
+          pos.advance();
         }
       }
     }
@@ -680,15 +497,17 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const bool releases = !(BREAK == 1 && cw == CONSUMERS - 1);
     const u64 da0 = wgmma_desc_at(desc_a0, base + cw * kAtoms * kAtomBytes);   // masked address:
     const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);                // see smem_desc_addr
-    // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers).
+    // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers). One
+    // elected thread per warpgroup arrives once its own wgmma.wait_group has returned: the
+    // convention CUTLASS uses (one signalling thread per consumer warpgroup), not a rule the PTX
+    // ISA text states.
     auto release = [&](u32 bar) {
       mbarrier_arrive(bar);
       if constexpr (CLUSTER == 2) mbarrier_arrive_remote(mapa_shared_cluster(bar, rank ^ 1u));
     };
     float acc[kAtoms][kAcc];
-    float tot[kAtoms][kAcc];                                 // PROMOTE: the fp32 sums (else unused)
-    int stage = 0;
-    u32 phase = 0;
+    float tot[kAtoms][kAcc];                 // PROMOTE: the fp32 sums (fp8_promote.cuh; else unused)
+    RingState<STAGES> pos{0, 0u};                            // stage, phase of ring counter i
     bool broken = false;
     u32 chunk = 0;                                           // TMA_STORE: chunks stored so far
     u32 ring = 0;                                            // ring counter
@@ -701,85 +520,41 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       for (int i = 0; i < kAtoms; ++i)
 #pragma unroll
         for (int j = 0; j < kAcc; ++j) acc[i][j] = 0.f;
-      if constexpr (PROMOTE > 0) {
-#pragma unroll
-        for (int i = 0; i < kAtoms; ++i)
-#pragma unroll
-          for (int j = 0; j < kAcc; ++j) tot[i][j] = 0.f;
-      }
+      clear_totals(tot);
       int prev = 0;
       for (int k = 0; k < T; ++k, ++ring) {
+        float bs[kAtoms][2];                 // BLOCK_SCALES: this k-tile's scale products (else unused)
 #if BLOCK_SCALES
-        // this k-tile's scale products for the thread's 2 · kAtoms rows (see the header)
-        float bs[kAtoms][2];
-        {
-          const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
-          const float sbk = sb[(size_t)(n0 / 128) * T + k];
-          const int r0 = m0 + cw * kWgRows + 16 * w + (lane >> 2);
-#pragma unroll
-          for (int i = 0; i < kAtoms; ++i)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) bs[i][h] = sa[(size_t)(r0 + 64 * i + 8 * h) * T + k] * sbk;
-        }
+        load_block_scales(bs, sa, sb, m0 + cw * kWgRows, n0, k, T);
 #endif
-        tr.event(EV_FULL_BEGIN, stage, ring);
-        if (!broken && !mbarrier_wait_parity_bounded(full0 + 8 * stage, phase, WAIT_TRIES, err,
-                                                     WAIT_FULL | (stage << 4)))
-          broken = true;
-        tr.event(EV_FULL_END, stage, ring);
-        tr.event(EV_MMA_ISSUE, stage, ring);
+        tr.event(EV_FULL_BEGIN, pos.stage, ring);
+        if (!broken && !full.wait(pos.stage, pos.phase, wg, k)) broken = true;
+        tr.event(EV_FULL_END, pos.stage, ring);
+        tr.event(EV_MMA_ISSUE, pos.stage, ring);
         fence_accumulators(acc);
-        mma_ktile(acc, wgmma_desc_advance(da0, stage * kStageBytes),
-                  wgmma_desc_advance(db0, stage * kStageBytes));
+        mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
+                  wgmma_desc_advance(db0, pos.stage * kStageBytes));
         wgmma_wait_group<1>();                               // k-tile k − 1 is complete
         fence_accumulators(acc);
-        tr.event(EV_WAIT_DONE, stage, ring);
+        tr.event(EV_WAIT_DONE, pos.stage, ring);
         if (k > 0 && elected && releases) {
-          release(empty0 + 8 * prev);
+          release(empty[prev]);
           tr.event(EV_RELEASE, prev, ring - 1);
         }
-        if constexpr (PROMOTE > 0) {                         // promotion into fp32 registers
-          if ((k + 1) % (PROMOTE > 0 ? PROMOTE : 1) == 0 || k + 1 == T) {
-            wgmma_wait_group<0>();                           // k-tile k is complete
-            fence_accumulators(acc);
-#pragma unroll
-            for (int i = 0; i < kAtoms; ++i)
-#pragma unroll
-              for (int j = 0; j < kAcc; ++j) {
-#if BLOCK_SCALES
-                tot[i][j] = __fmaf_rn(acc[i][j], bs[i][(j >> 1) & 1], tot[i][j]);
-#else
-                tot[i][j] += acc[i][j];
-#endif
-                acc[i][j] = 0.f;
-              }
-            fence_accumulators(acc);
-          }
-        }
-        prev = stage;
-        if (++stage == STAGES) {
-          stage = 0;
-          phase ^= 1u;
-        }
+        promote(acc, tot, bs, k, T);                         // PROMOTE only (fp8_promote.cuh)
+        prev = pos.stage;
+        pos.advance();
       }
       wgmma_wait_group<0>();
       fence_accumulators(acc);
       tr.event(EV_LOOP_END, prev, ring - 1);
       if (elected && releases) {
-        release(empty0 + 8 * prev);                          // the tile's last k-tile
+        release(empty[prev]);                                // the tile's last k-tile
         tr.event(EV_RELEASE, prev, ring - 1);
       }
       __syncwarp();
       auto finish = [&](float (&res)[kAtoms][kAcc]) {
-        if constexpr (DT >= 2) {                             // per-tensor scales, fp32
-          if (scales) {
-            const float s = scales[0] * scales[1];
-#pragma unroll
-            for (int i = 0; i < kAtoms; ++i)
-#pragma unroll
-              for (int j = 0; j < kAcc; ++j) res[i][j] *= s;
-          }
-        }
+        apply_tensor_scales(res, scales);                    // fp8 only
 #if EDGES
         // Rows past M (a cluster rank's whole tile, or a consumer's half of it): nothing to store.
         // The TMA store clips the rest at the tensor map's dims; the register epilogue per element.
@@ -806,6 +581,8 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     if constexpr (TMA_STORE) {
       if (elected) bulk_wait_group<0>();                     // every store written
     }
+    // barrier.cluster.*.aligned below: the warp reconverges after the elected-thread code first
+    if constexpr (CLUSTER == 2) __syncwarp();
   }
   if constexpr (CLUSTER == 2) cluster_sync();   // no CTA leaves while its peer may still arrive
 }

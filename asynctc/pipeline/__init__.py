@@ -59,7 +59,7 @@ from ..core.checks import OUT_ROUNDING, ElementCheck, compare_elementwise
 from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT_KINDS,
                      REG_OVERHEAD, REGS_PER_SM, RESERVED_SMEM_PER_CTA, SMEM_PER_SM, SOURCE,
                      STAGE_RANGE, STATIC_SMEM, TILES, TRACE_CTAS, TRACE_EVENTS, TRACE_HEADER,
-                     WAIT_TAGS, PipelineConfig, PipelineError, RingTile, _fail, b_shape,
+                     WAIT_TAGS, WAIT_ROLES, ERROR_FIELDS, PipelineConfig, PipelineError, RingTile, _fail, b_shape,
                      check_operands, check_out, check_shapes, device_descriptor, np_dtype,
                      operand_dims, smem_limit_bytes)
 from .figures import SPAN_COLORS, plot_depth, plot_trace
@@ -70,5 +70,5 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
 from .results import best_row, cublas_row, row_label
 from .suite import (SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
                     variants_table)
-from .trace import (FLOP_PER_CLK_SM, Span, TraceResult, _clock_mhz, decode_error, decode_trace,
+from .trace import (FLOP_PER_CLK_SM, Span, TraceResult, _clock_mhz, decode_error, error_fields, decode_trace,
                     ktile_peak_cycles, synthetic_trace, trace_metrics, trace_words)

@@ -48,8 +48,16 @@ TRACE_HEADER = 4
 #: Event kinds, in the kernel's numbering (enum TraceKind).
 EVENT_KINDS = ("tma_issued", "empty_begin", "empty_end", "full_begin", "full_end", "mma_issue",
                "wait_done", "release", "loop_end", "store_end")
-#: The error word's tags (kernel: WAIT_FULL / WAIT_EMPTY).
+#: The error word's barrier field (kernels/ring.cuh: WAIT_FULL / WAIT_EMPTY).
 WAIT_TAGS = {1: "full", 2: "empty"}
+#: Who waits on which barrier of the ring (chapters 05 and 06): the consumers on full, the producer
+#: on empty.
+WAIT_ROLES = {1: "a consumer", 2: "the producer"}
+#: Bits of the error word a timed-out ring wait records (kernels/ring.cuh ring_wait_tag), as
+#: (shift, width): the error code, the barrier, the stage, the waiting warpgroup, the k-tile waited
+#: for (of its tile; modulo 2**12).
+ERROR_FIELDS = {"code": (0, 8), "barrier": (8, 4), "stage": (12, 4), "warpgroup": (16, 4),
+                "k_tile": (20, 12)}
 
 
 class PipelineError(runtime.AsyncTCError, ValueError):

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..models import pipeline as _model
 from .config import (EVENT_KINDS, TRACE_CTAS, TRACE_EVENTS, TRACE_HEADER, WAIT_TAGS,
+                     ERROR_FIELDS, WAIT_ROLES,
                      PipelineConfig, _fail)
 
 
@@ -19,13 +20,21 @@ def trace_words(cfg: PipelineConfig) -> int:
     return TRACE_CTAS * cfg.consumers * (TRACE_HEADER + 2 * TRACE_EVENTS)
 
 
+def error_fields(word: int) -> dict:
+    """The error word of chapter 05's or 06's kernel split into :data:`ERROR_FIELDS`."""
+    return {k: (int(word) >> shift) & ((1 << width) - 1) for k, (shift, width) in ERROR_FIELDS.items()}
+
+
 def decode_error(word: int) -> str:
-    """The kernel's error word as text: which mbarrier wait timed out, and its stage."""
+    """The kernel's error word as text: which mbarrier wait timed out — the barrier, its stage, the
+    k-tile waited for (of its tile, modulo 4096) and the warpgroup that waited (kernels/ring.cuh)."""
     if word == 0:
         return "ok"
-    code, tag = word & 0xFF, word >> 8
-    what = WAIT_TAGS.get(tag & 0xF, f"tag {tag & 0xF}")
-    return (f"mbarrier wait timed out (code {code}) on the {what} barrier of stage {tag >> 4} "
+    f = error_fields(word)
+    what = WAIT_TAGS.get(f["barrier"], f"tag {f['barrier']}")
+    who = WAIT_ROLES.get(f["barrier"], "a thread")
+    return (f"mbarrier wait timed out (code {f['code']}) on the {what} barrier of stage {f['stage']}"
+            f" for k-tile {f['k_tile']}, waited on by warpgroup {f['warpgroup']} ({who}) "
             f"(error word {word:#x})")
 
 

@@ -34,7 +34,7 @@ def _kernel_sections() -> tuple[str, str]:
 def protocol_from_source() -> dict[str, str]:
     """Which mbarrier ("full" or "empty") each of :data:`PROTOCOL_EVENTS` uses, read from the
     kernel's own source (``kernels/warp_specialization.cu``): the barrier the producer's bounded
-    wait names, the one its ``load_stage`` hands to TMA (``arrive.expect_tx`` and the TMA's
+    wait names (``empty.wait(...)``, kernels/ring.cuh), the one its ``load_stage`` hands to TMA (``arrive.expect_tx`` and the TMA's
     ``complete_tx``: PTX ISA "cp.async.bulk.tensor" .mbarrier::complete_tx::bytes), the one the
     consumers wait on, and the one their ``release`` arrives on. Raises ``ValueError`` if the
     source no longer says it in one way."""
@@ -46,10 +46,11 @@ def protocol_from_source() -> dict[str, str]:
         if len(found) != 1:
             raise ValueError(f"{what}: the kernel source names {sorted(found) or 'no'} barrier(s)")
         return found.pop()
-    return {"producer waits": one(r"mbarrier_wait_parity_bounded\((full|empty)0", prod, "producer wait"),
-            "TMA completes": one(r"load_stage\([^;]*?\b(full|empty)0", prod, "producer load"),
-            "consumer waits": one(r"mbarrier_wait_parity_bounded\((full|empty)0", cons, "consumer wait"),
-            "consumer arrives": one(r"release\((full|empty)0", cons, "consumer release")}
+    # the ring's barriers (kernels/ring.cuh StageBarriers): `full.wait(...)`, `full[stage]`
+    return {"producer waits": one(r"\b(full|empty)\.wait\(", prod, "producer wait"),
+            "TMA completes": one(r"load_stage\([^;]*?\b(full|empty)\[", prod, "producer load"),
+            "consumer waits": one(r"\b(full|empty)\.wait\(", cons, "consumer wait"),
+            "consumer arrives": one(r"release\((full|empty)\[", cons, "consumer release")}
 
 
 def seed_protocol() -> dict[str, str]:

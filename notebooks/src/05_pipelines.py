@@ -645,9 +645,10 @@ print("\nmissing_release, in full:", d.why)
 assert mp.simulate(**mp.BUG_HUNT).diagnosis is None
 
 # %% [markdown]
-# On the GPU, every mbarrier wait in the kernel is bounded (`wait_bounded`: `try_wait.parity` until
-# `ASYNCTC_WAIT_MAX_NS` of `%globaltimer` have passed), so a broken variant ends with an error word
-# naming the barrier and stage, never a hung GPU. `pl.run_broken(kind)` compiles the two deliberate
+# On the GPU, every mbarrier wait in the kernel is bounded (`full.wait` / `empty.wait`, the ring
+# type of `kernels/ring.cuh`: `try_wait.parity` until `ASYNCTC_WAIT_MAX_NS` of `%globaltimer` have
+# passed), so a broken variant ends with an error word naming the barrier, its stage, the k-tile
+# waited for and the warpgroup that waited, never a hung GPU. `pl.run_broken(kind)` compiles the two deliberate
 # breaks (`pl.BREAKS`) and returns the error; live, they run now. In replay only the model runs; the
 # GPU variants exist and the record's run checked that they end in an error.
 

@@ -142,17 +142,18 @@ _ = notebook.claim(b["zero"] < t["zero"] and b["sub"] < t["sub"] and b["median"]
 # lane l owns rows 16w + l/4 and 16w + l/4 + 8, across all N columns. So per k-tile a thread
 # loads **two** A scales per atom and **one** B scale (a tile of ≤ 128 columns lies inside one
 # 128-column block of B). It loads them at the top of the k-tile, before waiting for the stage, so
-# the global loads overlap the wait and the wgmmas (`BLOCK_SCALES` in the kernel's source):
+# the global loads overlap the wait and the wgmmas (`BLOCK_SCALES`, in the kernel's FP8 header
+# `kernels/fp8_promote.cuh`):
 
 # %%
-notebook.show_source("warp_specialization.cu", start=r"this k-tile's scale products",
-                     end=r"^#endif")
+notebook.show_source("fp8_promote.cuh", start=r"^// This k-tile's scale products",
+                     end=r"^}$")
 
 # %% [markdown]
 # and at the promotion:
 
 # %%
-notebook.show_source("warp_specialization.cu", start=r"// promotion into fp32 registers",
+notebook.show_source("fp8_promote.cuh", start=r"// promotion into fp32 registers",
                      end=r"^\s+acc\[i\]\[j\] = 0\.f;")
 
 # %% [markdown]
