@@ -205,7 +205,7 @@ def test_error_word_names_role_barrier_stage_and_k_tile():
     assert "warpgroup 2 (a consumer)" in msg and f"{word:#x}" in msg
     msg = P.decode_error(1 | (2 << 8) | (3 << 12) | (0 << 16) | (4095 << 20))
     assert "empty barrier of stage 3 for k-tile 4095" in msg and "warpgroup 0 (the producer)" in msg
-    src = (Path(P.__file__).parent / "kernels" / "ring.cuh").read_text()
+    src = (Path(P.__file__).parent.parent / "kernels" / "ring.cuh").read_text()
     for shift in (4, 8, 12):        # the tag's fields, 8 bits below the word's (code in bits 0-7)
         assert f"<< {shift})" in src
 
