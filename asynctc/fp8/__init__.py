@@ -62,7 +62,8 @@ from ..models.fp8 import (ANCHOR, FIT_GROUPS, FIT_K, FIT_PREDICTION, GROUP_K, fi
                           group_operands, identification_table, identified_bits,
                           predict_identification, probe_operands)
 from . import config, exercises, figures, identify, launch, suite  # noqa: F401  (exercises registers ch07.*)
-from .config import (PROMOTES, THIN_SHAPES, block_configs, block_timed_config,
+from .config import (MIXED_FP8_DEFINES, PROMOTES, THIN_SHAPES, block_configs, block_timed_config,
+                     operand_dtype,
                      correctness_configs, fp8_config, fp8_shape_config, shape_configs,
                      timed_configs)
 from .figures import SEED_4096, plot_accumulation, seed_comparison, seed_table_text
