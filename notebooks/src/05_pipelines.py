@@ -52,6 +52,10 @@ notebook.banner("sm_90a")
 #   TMA's `complete_tx` of those bytes complete one phase: "stage s contains its k-tile".
 # * **empty[s]** — arrival count = consumer warpgroups. Each warpgroup arrives once
 #   `wgmma.wait_group` says the wgmmas that read the stage are complete: "stage s may be refilled".
+#   Every thread of the warpgroup executes `wgmma.wait_group` (it is `.sync.aligned`); then one
+#   elected thread arrives for all 128. That this one arrival may stand for the whole warpgroup's
+#   reads of the stage is the convention CUTLASS uses too (one signalling thread per warpgroup, per
+#   destination CTA, in `consumer_release`), not a rule the PTX ISA text states.
 #
 # k-tile k lives in stage **k mod S** and is that stage's (k / S)-th fill, so a consumer waits on
 # full[k mod S] with parity **(k / S) mod 2**. The producer, before loading k-tile t into a stage
@@ -196,6 +200,26 @@ for tile, nreg, spill in regs:
     print(f"  {tile:20s} {nreg:3d} registers/thread, {spill} bytes spilled")
 for nf in res.get("not_fitting", []):
     print(f"  not built: {nf['bm']}x{nf['bn']} stages={nf['stages']}: {nf['reason'].split(': ', 1)[1]}")
+
+# %% [markdown]
+# **From this chapter's names to CUTLASS's.** CUTLASS (NVIDIA/cutlass, `include/cutlass/pipeline/
+# sm90_pipeline.hpp`, `include/cutlass/arch/barrier.h`, `include/cute/`) builds the same ring; to
+# read it next:
+#
+# | here | CUTLASS (sm90) |
+# |---|---|
+# | the ring of S stages with full[s] / empty[s] | `PipelineTmaAsync<Stages>` (full: `ClusterTransactionBarrier`, empty: `ClusterBarrier`) |
+# | stage k mod S and its phase parity (k / S) mod 2 | `PipelineState` (`index()`, `phase()`; `++` advances and flips the phase at the wrap) |
+# | the producer's first pass on parity 1 ("the preceding phase") | `make_producer_start_state()`: stage 0, phase 1 |
+# | wait empty[s], then `arrive.expect_tx` on full[s] | `producer_acquire(state)` (the wait, then the leader's `arrive_and_expect_tx`) |
+# | the TMA's `complete_tx` completing full[s] | `producer_commit` — a no-op for TMA: the copy completes the transaction |
+# | wait full[s] on parity (k / S) mod 2 | `consumer_wait(state)` |
+# | arrive on empty[s] after `wgmma.wait_group` | `consumer_release(state)` (one signalling thread per warpgroup per destination CTA) |
+# | `wgmma.wait_group<kPending>` | `warpgroup_wait<N>()` (the mainloop releases after `warpgroup_wait<K_PIPE_MMAS>`) |
+# | the wgmma shared-memory descriptor (chapter 04) | `make_gmma_desc<Major::K / Major::MN>` (`cute/atom/mma_traits_sm90_gmma.hpp`) |
+# | one elected thread issues TMA / arrives | `cute::elect_one_sync()` (`elect.sync`) |
+#
+# (Names checked against the CUTLASS source; nothing of its code is used here.)
 
 # %% [markdown]
 # ## 4. Correct first
