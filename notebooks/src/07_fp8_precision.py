@@ -18,8 +18,8 @@
 #
 # FP8 halves the bytes per element again: a 128-byte swizzle row of a k-tile now stores 128
 # values, and wgmma (`m64nNk32`, `.e4m3` / `.e5m2`) does double the multiply-adds per instruction
-# (the dense FP8 peak is twice FP16's: 2× is a ceiling on what FP8 can gain, not a promise). Chapter
-# 06's kernel needs almost nothing else: the stages, boxes and descriptors are the same bytes.
+# (dense peaks of 8192 against 4096 FLOP/clk/SM: 2× is a ceiling on what FP8 can gain, not a
+# promise). Chapter 06's kernel needs almost nothing else: the stages, boxes and descriptors are the same bytes.
 
 # %% output varies
 import re
@@ -934,24 +934,35 @@ cub = next((c for c in seed_rows if c["ours"].startswith("cuBLAS")), None)
 for r in seed_rows:
     if r["seed"] is None:
         continue
-    for key, what in (("fraction_of_datasheet", "of the datasheet peak"),
+    for key, denom in (("fraction_of_datasheet", "of the datasheet peak"),
                       ("fraction", f"of the peak at the measured ({r['clock']}) clock")):
-        head = (f"{r['ours']}: {r[key]:.2f} {what} against the seed's {r['seed_text']} for "
+        head = (f"{r['ours']}: {r[key]:.2f} {denom} against the seed's {r['seed_text']} for "
                 f"{r['seed']}")
         if r["seed"] == "tuned" and cub:
             head += f" (cuBLAS in the same run: {cub[key]:.2f})"
         inside = r["seed_low"] - 0.005 <= r[key] <= r["seed_high"] + 0.005
         notebook.verdict(inside, f"{head} — inside it.",
                          f"{head} — {'above' if r[key] > r['seed_high'] else 'below'} it.")
-fp16 = [r for r in seed_rows if "FP8" not in r["ours"]]
-best = max(fp16, key=lambda r: r["fraction_of_datasheet"])
+seed_fp16 = [r for r in seed_rows if "FP8" not in r["ours"]]
+best_sheet = max(seed_fp16, key=lambda r: r["fraction_of_datasheet"])
+
+
+def seed_inside(r, key):
+    return r["seed_low"] - 0.005 <= r[key] <= r["seed_high"] + 0.005
+
+
+flips = [r for r in seed_rows if r["seed"] and seed_inside(r, "fraction") != seed_inside(r, "fraction_of_datasheet")]
 _ = notebook.claim(all(r["fraction_of_datasheet"] < r["fraction"] for r in seed_rows)
-                   and best["fraction_of_datasheet"] < 0.85,
-                   f"The denominator decides more than one verdict: every row is a smaller fraction of "
-                   f"the datasheet peak than of the peak at its measured clock (the GPU ran below the "
-                   f"datasheet's 1830 MHz), and under the datasheet nothing here reaches the seed's 85 % "
-                   f"— the best fp16 row, {best['ours']}, is {best['fraction_of_datasheet']:.2f}.",
-                   best=best["fraction_of_datasheet"],
+                   and best_sheet["fraction_of_datasheet"] < 0.85,
+                   f"Every row is a smaller fraction of the datasheet peak than of the peak at its measured "
+                   f"clock (the GPU ran below the datasheet's 1830 MHz). The denominator changes "
+                   f"{len(flips)} verdict{'s' if len(flips) != 1 else ''}"
+                   + (": " + "; ".join(f"{r['ours']} is inside the seed's {r['seed_text']} at the measured "
+                                       f"clock, {'above' if r['fraction_of_datasheet'] > r['seed_high'] else 'below'} "
+                                       "it under the datasheet" for r in flips) if flips else "")
+                   + f". Under the datasheet nothing here reaches the seed's 85 % — the best fp16 row, "
+                   f"{best_sheet['ours']}, is {best_sheet['fraction_of_datasheet']:.2f}.",
+                   best=best_sheet["fraction_of_datasheet"], flips=[r["ours"] for r in flips],
                    rows={r["ours"]: [round(r["fraction_of_datasheet"], 3), round(r["fraction"], 3)]
                          for r in seed_rows})
 
