@@ -412,3 +412,33 @@ def test_find_bug_exercise_hides_one_variant():
     hidden = (set(pl.VARIANTS) - set(shown)).pop()
     assert pl.mystery_diagnosis() == pl.simulate(**pl.BUG_HUNT, protocol=hidden).diagnosis
     assert pl._find_bug(pl.mystery_diagnosis()) == hidden
+
+
+def test_recorded_gpu_traces_follow_the_kernel_schedule():
+    """The GPU's own traces (pipeline record, CTA 0) load in the order ring_schedule('kernel')
+    names: the prologue's min(S, T) k-tiles before warpgroup 0's first full wait ends, and k-tile
+    t = r + S after warpgroup 0 released r and before it released r + 1 — not the old model's
+    k + S − 1 whatever P."""
+    rec = records.load("pipeline")
+    checked = 0
+    for t in rec.results["traces"]:
+        if "cta0" not in t:
+            continue
+        tr, S, P = t["cta0"], t["stages"], t["wait_pending"]
+        spans = tr["spans"]
+        T = tr["k_tiles"]
+        plan = pl.ring_schedule(S, P if S > 1 else 0, T)
+        issue = {x["k"]: x["start"] for x in spans if x["kind"] == "tma"}
+        rel = {x["k"]: x["end"] for x in spans if x["kind"] == "release" and x["lane"].endswith("wg0")}
+        first_full = min(x["end"] for x in spans if x["kind"] == "wait_full" and x["k"] == 0)
+        assert all(issue[k] <= first_full for k in plan.prologue if k in issue)
+        for k in range(T):
+            tt = plan.refill[k]
+            r = plan.release[k]
+            if tt is None or tt not in issue or r not in rel:
+                continue
+            assert issue[tt] >= rel[r], (S, P, k, tt)
+            if r + 1 in rel:
+                assert issue[tt] <= rel[r + 1], (S, P, k, tt)
+            checked += 1
+    assert checked > 50
