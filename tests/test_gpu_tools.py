@@ -433,3 +433,25 @@ def test_main_prints_and_writes_what_it_did_before(name, scenario, argv, gpu, mo
         saved = [k for k in files if k.startswith("data/")]
         records_expected = "--record" in argv and ("--quick" not in argv)
         assert bool(saved) == records_expected, saved
+
+
+@pytest.mark.parametrize("argv,saved", [(["--fit"], False), (["--fit", "--record"], True)])
+def test_ch07_fit_runs_the_fp8_fit_suite_only(argv, saved, gpu, monkeypatch, capsys):
+    """`tools/gpu_ch07.py --fit [--record]`: the "fp8_fit" suite alone (identification runs and
+    promotion cost), never the fp8 suite; with --record it writes data/<gpu>/fp8_fit.json."""
+    from asynctc import fp8
+    tmp = Path(records.data_dir()).parent
+    out = tmp / "out"
+    ran = []
+    monkeypatch.setattr(fp8, "measure_fp8", lambda **kw: ran.append("fp8") or {})
+    monkeypatch.setattr(fp8, "measure_fp8_fit",
+                        lambda progress=None: ran.append("fp8_fit") or {"identification": {}})
+    monkeypatch.setattr(fp8, "summarize_fp8_fit", lambda rec: f"SUMMARY {rec.suite}")
+    sys.argv = ["gpu_ch07.py", "--out", str(out), *argv]
+    rc = _load("gpu_ch07").main()
+    lines = _lines(capsys.readouterr().out)
+    assert rc == 0 and ran == ["fp8_fit"]
+    assert "SUMMARY fp8_fit" in lines and lines[-1] == "[t] done"
+    assert (out / "results.json").exists()
+    files = sorted(p.name for p in Path(records.data_dir()).rglob("*.json"))
+    assert files == (["fp8_fit.json"] if saved else [])
