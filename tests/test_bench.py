@@ -258,3 +258,32 @@ def test_inflight_check_agrees_with_the_kernels_own_clock():
         assert abs(f / k - 1) < 0.005
     lo, hi = c["after_mhz_range"]
     assert lo <= hi and lo > max(c["in_kernel_mhz"])
+
+
+def test_cublas_baseline_pins_fp32_split_k_reduction(monkeypatch):
+    """torch lets cuBLAS reduce split-K in 16 bits by default; the baseline switches that off and
+    a record's provenance says what the setting was (a fake torch: no GPU here)."""
+    import sys
+    import types
+    from asynctc.core import bench, records
+    matmul = types.SimpleNamespace(allow_fp16_reduced_precision_reduction=True,
+                                   allow_bf16_reduced_precision_reduction=True)
+    fake = types.SimpleNamespace(backends=types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=matmul)))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert bench.reduction_settings() == {
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": True,
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": True}
+    assert bench.pin_fp32_reduction() == {"allow_fp16_reduced_precision_reduction": True,
+                                          "allow_bf16_reduced_precision_reduction": True}
+    assert matmul.allow_fp16_reduced_precision_reduction is False
+    assert matmul.allow_bf16_reduced_precision_reduction is False
+    monkeypatch.setattr(records, "provenance_start", lambda: {})
+    monkeypatch.setattr(records, "nvidia_smi_clocks", lambda: {})
+    rec = records.measure("x", lambda: {})
+    assert rec.provenance["cublas_reduction"] == {
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": False,
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": False}
+    monkeypatch.delitem(sys.modules, "torch")
+    assert bench.reduction_settings() == {} and bench.pin_fp32_reduction() == {}
+    import inspect
+    assert "pin_fp32_reduction()" in inspect.getsource(bench.cublas_gemm)

@@ -642,3 +642,178 @@ def test_seed_comparison_reads_every_step_from_the_records():
     fp8_row = rows[-1]
     assert "FP8" in fp8_row["ours"] and "×8192×" in fp8_row["peak_text"]
     assert len(fp8.seed_table_text(rows).splitlines()) == len(rows) + 1
+
+
+# ---- which runs identify the fraction bits (issue: "13 fraction bits is partly a tie-break") -----
+
+def test_fit_reports_every_f_at_the_smallest_mismatch():
+    """fit_frac_bits never breaks a tie: on the swamping input without promotion the model's sums
+    are the same for every f ≤ 13, so a run matching f = 13 fits all of 8..13 (not unique); only
+    the probe input pins it."""
+    rng = np.random.default_rng(3)
+    qa, qb = fp8.swamp_operands(2, 4, 512, rng)
+    fit = fp8.fit_frac_bits(fp8.model_gemm(qa, qb, 13), qa, qb)
+    assert fit["fits"] == list(range(8, 14)) and not fit["unique"] and fit["exact"]
+    assert fit["frac_bits"] is None and fit["best"] == 13
+    qa, qb = fp8.probe_operands(2, 4, 512, rng)
+    for p in (0, 1, 4):
+        fit = fp8.fit_frac_bits(fp8.model_gemm(qa, qb, 13, promote=p), qa, qb, promote=p)
+        assert fit["fits"] == [13] and fit["unique"] and fit["exact"] and fit["frac_bits"] == 13
+
+
+def test_which_recorded_runs_identify_f():
+    """The fp8 record, read with fit_set: no-promotion rows fit every f in 8..13, promote-4 rows at
+    K ≥ 1024 fit 13 only, promote-1 rows fit no f bit for bit; together they are consistent with
+    13 only (what notebook 07 §5 says, from the record)."""
+    from asynctc.core import records
+    rows = records.load("fp8").results["experiment"]["rows"]
+    for r in rows:
+        fs, exact = fp8.fit_set(r["fit_by_bits"]), min(r["fit_by_bits"].values()) == 0
+        if r["promote"] == 0:
+            assert fs == list(range(8, 14)) and exact
+        elif r["promote"] == 4:
+            assert exact and (fs == [13] if r["k"] >= 1024 else fs == list(range(8, 14)))
+        else:
+            assert fs == [13] and not exact
+    got = fp8.identified_bits(rows)
+    assert got["consistent"] == [13] and got["identified"]
+    assert {(r["k"], r["promote"]) for r in got["unique_rows"]} == \
+        {(k, 4) for k in fp8.EXPERIMENT_K if k >= 1024}
+    assert fp8.fitted_bits(records.load("fp8").results["experiment"]) == 13
+
+
+@pytest.mark.parametrize("make", ["probe_operands", "group_operands"])
+def test_identification_inputs_are_fp8_never_zero_or_one(make):
+    qa, qb = getattr(fp8, make)(4, 8, 256, np.random.default_rng(5))
+    for q in (qa, qb):
+        assert q.dtype == fp8.FORMATS["float8_e4m3fn"].dtype
+        v = np.abs(q.astype(np.float64))
+        assert v.min() >= 0.25 and not np.any(v == 1.0)
+    prods = qa.astype(np.float64)[:, None, :] * qb.astype(np.float64)[None, :, :]
+    for g in range(256 // 32):
+        grp = prods[..., 32 * g:32 * g + 32]
+        big = np.abs(grp) == 1024.0
+        assert np.all(big.sum(axis=-1) == 2) and np.all(grp.sum(axis=-1, where=big) == 0)
+    with pytest.raises(fp8.FP8Error, match="K=100"):
+        getattr(fp8, make)(2, 2, 100)
+
+
+def test_group_input_tells_32_from_smaller_groups():
+    rng = np.random.default_rng(6)
+    qa, qb = fp8.group_operands(2, 4, 1024, rng)
+    outs = {g: fp8.model_gemm(qa, qb, 13, group=g) for g in fp8.FIT_GROUPS}
+    assert len({o.tobytes() for o in outs.values()}) == len(fp8.FIT_GROUPS)
+    fit = fp8.fit_group(outs[32], qa, qb)
+    assert fit["fits"] == [(32, 13)] and fit["unique"] and fit["exact"]
+    fit = fp8.fit_group(outs[16], qa, qb)
+    assert fit["fits"] == [(16, 13)]
+
+
+def test_fit_prediction_frozen_is_what_the_model_computes():
+    """FIT_PREDICTION (frozen 2026-12-01 before any GPU run) is predict_identification's table."""
+    table = fp8.identification_table(fp8.predict_identification())
+    assert fp8.FIT_PREDICTION.endswith(table)
+    assert fp8.FIT_PREDICTION.startswith("Prediction (2026-12-01, before any GPU run")
+    assert "fits == [13]" in fp8.FIT_PREDICTION and "(group 32, f = 13)" in fp8.FIT_PREDICTION
+
+
+def _model_run_ws(frac_bits=13, group=32):
+    """run_ws as if the GPU were the model: C = model_gemm(A, B, f, promote, group) in fp32."""
+    from fakes import FakeArray
+    import types
+
+    def run_ws(qa, qb, cfg):
+        c = fp8.model_gemm(qa[:fp8.ID_ROWS], qb[:fp8.ID_COLS], frac_bits, promote=cfg.promote,
+                           group=group)
+        full = np.full((qa.shape[0], qb.shape[0]), np.nan, np.float32)
+        full[:fp8.ID_ROWS, :fp8.ID_COLS] = c
+        return types.SimpleNamespace(out=FakeArray(full))
+    return run_ws
+
+
+def test_fp8_fit_suite_dry_run(monkeypatch):
+    """The "fp8_fit" suite (tools/gpu_ch07.py --fit) end to end on the CPU: compile, launch,
+    memory and timing faked (the fp8 dry run's fakes), the identification runs answered by the
+    model at f = 13 (so the fit must find 13, unique and exact, and group 32), the promotion-cost
+    timings by the emulator; the record is JSON-able and its summary prints."""
+    import json
+    from asynctc.core import records
+    _fake_gpu(monkeypatch)
+    monkeypatch.setattr(W, "run_ws", _model_run_ws())
+    monkeypatch.setattr(fp8.identify, "sass_counts", lambda cfg: {"FADD": 64 if cfg.promote else 0})
+    monkeypatch.setattr(fp8.identify, "FIT_K", (256, 1024))
+    monkeypatch.setattr(fp8.identify, "GROUP_K", (256,))
+    monkeypatch.setattr(fp8.identify, "COST_SIZE", 256)
+    exp = fp8.identification_experiment(np.random.default_rng(1), lambda s: None, ks=(256, 1024),
+                                        group_ks=(256,))
+    assert exp["identified"] == [13] and exp["inexact_runs"] == 0
+    assert all(r["fit_set"] == [13] and r["fit_exact"] for r in exp["rows"])
+    assert all(r["group_fits"] == [[32, 13]] for r in exp["rows"] if r["input"] == "group")
+    assert {(r["input"], r["k"], r["promote"]) for r in exp["rows"]} == \
+        {("probe", k, p) for k in (256, 1024) for p in (0, 1, 4)} | {("group", 256, p) for p in (0, 1, 4)}
+    pc = fp8.promotion_cost(np.random.default_rng(2), lambda s: None, size=256, reps=1)
+    assert {(r["consumers"], r["promote"]) for r in pc["rows"]} == {(1, 0), (1, 1), (2, 0), (2, 1)}
+    assert all(r["check_rows"]["passed"] for r in pc["rows"])
+    assert [r["tile"] for r in pc["rows"] if r["promote"] == 1] == ["128x128x128/c2", "64x128x128/c1"]
+    assert set(pc["kept"]) == {1, 2}
+    res = {"identification": exp, "promotion_cost": pc}
+    json.dumps(res)
+    text = fp8.summarize_fp8_fit(records.Record("fp8_fit", {"gpu": "fake"}, res))
+    assert "consistent with every bit-exact run: [13]" in text and "keeps" in text
+    # and the whole suite, as the script runs it (its K and size shortened)
+    monkeypatch.setattr(fp8.identify, "identification_experiment",
+                        lambda rng, say: exp)
+    monkeypatch.setattr(fp8.identify, "promotion_cost",
+                        lambda rng, say: fp8.promotion_cost(rng, say, size=256, reps=1))
+    out = fp8.measure_fp8_fit()
+    assert set(out) == {"identification", "promotion_cost", "clocks_after"}
+
+
+def test_fit_suite_would_see_a_wrong_f_or_group(monkeypatch):
+    """If the GPU kept 12 bits, or aligned per 16 products, the identification runs say so."""
+    _fake_gpu(monkeypatch)
+    for f, g, want_f, want_g in ((12, 32, [12], [32, 12]), (13, 16, None, [16, 13])):
+        monkeypatch.setattr(W, "run_ws", _model_run_ws(f, g))
+        exp = fp8.identification_experiment(np.random.default_rng(4), lambda s: None, ks=(256,),
+                                            group_ks=(256,), promotes=(0,))
+        probe = next(r for r in exp["rows"] if r["input"] == "probe")
+        group = next(r for r in exp["rows"] if r["input"] == "group")
+        if want_f:
+            assert probe["fit_set"] == want_f and probe["fit_exact"]
+        else:
+            assert probe["fit_set"] != [13] or not probe["fit_exact"]
+        assert group["group_fits"] == [want_g] and group["group_exact"]
+
+
+def test_promotion_prediction_written_before_the_run():
+    assert fp8.PROMOTION_PREDICTION.startswith("Hypothesis (2026-12-01, before any GPU run")
+    assert "64 FADD" in fp8.PROMOTION_PREDICTION and "one consumer" in fp8.PROMOTION_PREDICTION
+    cfgs = fp8.identify._configs()
+    assert cfgs[(1, 1)].consumers == 1 and cfgs[(1, 1)].bm == 64 and cfgs[(2, 1)].bm == 128
+    assert all(c.bn == 128 and c.cluster == 1 for c in cfgs.values())
+    assert cfgs[(1, 1)].promote == cfgs[(2, 1)].promote == 1
+
+
+@pytest.mark.parametrize("a,b", [("float8_e4m3fn", "float8_e5m2"), ("e5m2", "e4m3")])
+def test_mixed_fp8_operands_refused_with_the_plan(a, b):
+    """wgmma allows .e4m3 × .e5m2; the kernel does not build it yet: refused in Python, naming
+    b_dtype, its value, the rule and the defines a mixed build needs."""
+    with pytest.raises(W.WarpSpecializationError) as e:
+        fp8.operand_dtype(a, b)
+    msg = str(e.value)
+    want = fp8.MIXED_FP8_DEFINES[(fp8.fp8_format(a).name, fp8.fp8_format(b).name)]
+    assert msg.startswith(f"b_dtype='{fp8.fp8_format(b).name}'") and "PTX ISA" in msg
+    assert str(want) in msg and want["DT"] != want["DT_B"]
+    # the launch path refuses the mixed pair too (B's dtype against the config's)
+    qa = fp8.random_fp8((128, 128), a, rng=np.random.default_rng(0))
+    qb = fp8.random_fp8((256, 128), b, rng=np.random.default_rng(1))
+    with pytest.raises(W.WarpSpecializationError, match="b.dtype"):
+        W.check_operands(qa, qb, fp8.fp8_config(fp8.fp8_format(a).name))
+
+
+def test_operand_dtype_same_format_and_non_fp8():
+    assert fp8.operand_dtype("e4m3", ml_dtypes.float8_e4m3fn) == "float8_e4m3fn"
+    assert fp8.operand_dtype("e5m2", "float8_e5m2") == "float8_e5m2"
+    with pytest.raises(W.WarpSpecializationError, match="a_dtype='float16'"):
+        fp8.operand_dtype("float16", "e4m3")
+    assert fp8.MIXED_FP8_DEFINES[("float8_e4m3fn", "float8_e5m2")] == {"DT": 2, "DT_B": 3}

@@ -32,10 +32,12 @@ BEFORE = "d961c2fad769bf600bc880e2bebe3375697321b0"
 OPTIONS = {
     "gpu_ch05": ["--out", "--record", "--quick", "--sizes"],
     "gpu_ch06": ["--out", "--record", "--quick", "--rungs", "--sizes"],
-    "gpu_ch07": ["--out", "--record", "--quick", "--sizes"],
+    "gpu_ch07": ["--out", "--record", "--quick", "--sizes", "--fit"],
     "gpu_matmul": ["--out", "--record", "--quick", "--reps"],
     "gpu_swizzle": ["--out", "--record", "--quick", "--no-ncu", "--ncu-child", "--sizes"],
 }
+#: options added on purpose since BEFORE (each with its own test below): compared without them
+ADDED = {"gpu_ch07": ["--fit"]}
 SUITE = {"gpu_ch05": "pipeline", "gpu_ch06": "warp_specialization", "gpu_ch07": "fp8",
          "gpu_matmul": "matmul", "gpu_swizzle": "swizzle"}
 
@@ -88,6 +90,34 @@ def _parser(mod, monkeypatch) -> argparse.ArgumentParser:
     return e.value.args[0]
 
 
+def _without_added(name: str, ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``ap`` with the options of ADDED[name] taken out (so the rest compares with BEFORE)."""
+    for opt in ADDED.get(name, ()):
+        action = ap._option_string_actions.pop(opt)
+        ap._remove_action(action)
+        for group in ap._action_groups:
+            if action in group._group_actions:
+                group._group_actions.remove(action)
+    return ap
+
+
+def _help_without_added(name: str, text: str) -> str:
+    """A --help text with the ADDED options' usage token and help lines taken out."""
+    for opt in ADDED.get(name, ()):
+        text = text.replace(f" [{opt}]", "")
+        lines, out, skip = text.splitlines(keepends=True), [], False
+        for ln in lines:
+            if ln.startswith(f"  {opt}"):
+                skip = True
+                continue
+            if skip and ln.startswith("    "):
+                continue
+            skip = False
+            out.append(ln)
+        text = "".join(out)
+    return text
+
+
 def _options(ap: argparse.ArgumentParser) -> list[tuple]:
     return [(a.option_strings, a.dest, type(a).__name__, a.default, a.type, a.nargs, a.const,
              a.required, a.choices, a.help, a.metavar) for a in ap._actions]
@@ -116,7 +146,8 @@ def test_options_unchanged_since_before(name, clean, monkeypatch):
     for env_out in (None, "/some/where"):
         if env_out:
             monkeypatch.setenv("OUT", env_out)
-        new_ap, old_ap = _parser(_load(name), monkeypatch), _parser(_load(name, old), monkeypatch)
+        new_ap = _without_added(name, _parser(_load(name), monkeypatch))
+        old_ap = _parser(_load(name, old), monkeypatch)
         assert _options(new_ap) == _options(old_ap)
         assert new_ap.format_help() == old_ap.format_help()
         assert new_ap.description == old_ap.description
@@ -136,7 +167,10 @@ def test_help_in_a_subprocess_is_unchanged(name):
     was = subprocess.run([sys.executable, "-c", run_old, str(TOOLS / f"{name}.py")], cwd=ROOT,
                          env=env, input=old, capture_output=True, text=True, timeout=120)
     assert new.returncode == was.returncode == 0, (new.stderr, was.stderr)
-    assert new.stdout == was.stdout and new.stdout.startswith(f"usage: {name}.py")
+    assert _help_without_added(name, new.stdout) == was.stdout
+    assert new.stdout.startswith(f"usage: {name}.py")
+    for opt in ADDED.get(name, ()):
+        assert f"[{opt}]" in new.stdout and f"\n  {opt}" in new.stdout
 
 
 # ---- (b) no live GPU: exit 2 and one line -------------------------------------------------------
@@ -402,3 +436,25 @@ def test_main_prints_and_writes_what_it_did_before(name, scenario, argv, gpu, mo
         saved = [k for k in files if k.startswith("data/")]
         records_expected = "--record" in argv and ("--quick" not in argv)
         assert bool(saved) == records_expected, saved
+
+
+@pytest.mark.parametrize("argv,saved", [(["--fit"], False), (["--fit", "--record"], True)])
+def test_ch07_fit_runs_the_fp8_fit_suite_only(argv, saved, gpu, monkeypatch, capsys):
+    """`tools/gpu_ch07.py --fit [--record]`: the "fp8_fit" suite alone (identification runs and
+    promotion cost), never the fp8 suite; with --record it writes data/<gpu>/fp8_fit.json."""
+    from asynctc import fp8
+    tmp = Path(records.data_dir()).parent
+    out = tmp / "out"
+    ran = []
+    monkeypatch.setattr(fp8, "measure_fp8", lambda **kw: ran.append("fp8") or {})
+    monkeypatch.setattr(fp8, "measure_fp8_fit",
+                        lambda progress=None: ran.append("fp8_fit") or {"identification": {}})
+    monkeypatch.setattr(fp8, "summarize_fp8_fit", lambda rec: f"SUMMARY {rec.suite}")
+    sys.argv = ["gpu_ch07.py", "--out", str(out), *argv]
+    rc = _load("gpu_ch07").main()
+    lines = _lines(capsys.readouterr().out)
+    assert rc == 0 and ran == ["fp8_fit"]
+    assert "SUMMARY fp8_fit" in lines and lines[-1] == "[t] done"
+    assert (out / "results.json").exists()
+    files = sorted(p.name for p in Path(records.data_dir()).rglob("*.json"))
+    assert files == (["fp8_fit.json"] if saved else [])

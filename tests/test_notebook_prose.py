@@ -448,3 +448,37 @@ def test_chapter_00_defines_every_kind_of_clock():
     cells = _cells(ROOT / "notebooks" / "src" / "00_why_async.py")
     nxt = cells[cells.index(defs[0]) + 1]
     assert "INFLIGHT_CHECK" in nxt.source and _guard(nxt)
+
+
+def test_expert_reading_corrections_stay_corrected():
+    """Issue 23's statements: TMEM is per SM and shared by its resident CTAs (09 §1, §4; the model's
+    docstring); tcgen05.fence::before/after_thread_sync is not wgmma.fence's counterpart (09 §8's
+    table); a 256×256 fp32 accumulator fails on the register file, not on 255 registers per thread
+    (06 §8); FP8's 2× is a ceiling (07); one thread's arrival after wait_group is CUTLASS's
+    convention, not a PTX rule (05, 06); the CUTLASS map is in 05 and 06."""
+    from asynctc.models import tcgen05, tmem
+    text = {n: (ROOT / "notebooks" / "src" / n).read_text() for n in
+            ("05_pipelines.py", "06_warp_specialization.py", "07_fp8_precision.py", "09_blackwell.py")}
+    nb09 = text["09_blackwell.py"]
+    assert "per CTA, addressed" not in nb09 and "512 columns a CTA has" not in nb09
+    assert nb09.count("**per SM**") >= 2 and "shared by the CTAs resident" in nb09
+    assert "shared by the" in tmem.__doc__ and "Each CTA of an sm_100 SM sees" not in tmem.__doc__
+    fence = next(r for r in tcgen05.MIGRATION if r[1] == "wgmma.fence")
+    assert "tcgen05.fence" not in fence[3]
+    sync = next(r for r in tcgen05.MIGRATION if "thread_sync" in r[3])
+    assert sync[1] == "—"
+    assert "a different job" in nb09 and "65536 values" in nb09
+    nb06 = text["06_warp_specialization.py"]
+    assert "a thread has at most 255 registers" not in nb06
+    assert "the SM's whole register file" in nb06
+    assert "**ceiling**" in text["07_fp8_precision.py"]
+    for n in ("05_pipelines.py", "06_warp_specialization.py"):
+        assert "not a rule the PTX ISA text states" in text[n], n
+        assert "From this chapter's names to CUTLASS's" in text[n], n
+    for name in ("PipelineTmaAsync", "producer_acquire", "producer_commit", "consumer_wait",
+                 "consumer_release", "PipelineState", "ClusterBarrier", "make_gmma_desc",
+                 "elect_one_sync"):
+        assert re.search(rf"`(?:cute::)?{name}", text["05_pipelines.py"]), name
+    for name in ("KernelTmaWarpSpecializedCooperative", "KernelTmaWarpSpecializedPingpong",
+                 "FP8FastAccum", "mma_promotion_interval"):
+        assert name in nb06, name

@@ -621,3 +621,15 @@ def test_the_generic_checks_are_core_checks_under_chapter_05s_names():
         P.operand_dims(a, np.zeros((64, 32), np.float16), np.dtype(np.float16), "float16", "K")
     with pytest.raises(P.PipelineError, match="out="):
         P.check_out(np.zeros((1, 1), np.float32), 128, 32, np.dtype(np.float32))
+
+
+def test_config_schedule_is_the_models_schedule():
+    """The kernel's Python description and the ring model share one schedule
+    (asynctc.models.pipeline.schedule): prologue min(S, T), r + S refilled with r = k − P."""
+    from asynctc.models import pipeline as mp
+    for s, wp in ((1, 0), (2, 1), (2, 0), (4, 1), (4, 0)):
+        cfg = P.PipelineConfig(bm=128, bn=256, consumers=2, stages=s, wait_pending=wp)
+        rs = cfg.schedule(16)
+        assert rs == mp.ring_schedule(s, cfg.effective_wait_pending, 16, "kernel")
+        assert rs.prologue == tuple(range(s))
+        assert all(rs.lead(k) == s - cfg.effective_wait_pending for k in range(1, 16 - s))

@@ -332,7 +332,78 @@ def test_frozen_params_reproduce_the_frozen_prediction():
     frozen = {int(s): int(t) for s, t in re.findall(r"^\| (\d) \| \d \| \d+ \| \w+ \| \d+ \| (\d+) \|",
                                                       pl.H200_PREDICTION, re.M)}
     assert len(frozen) == 6
-    assert {r["stages"]: round(r["tflops"]) for r in pl.predict_depth_sweep(hw)} == frozen
+    # the frozen table is the OLD model's: its own schedule reproduces it
+    assert {r["stages"]: round(r["tflops"])
+            for r in pl.predict_depth_sweep(hw, schedule="model_v1")} == frozen
+
+
+def test_frozen_v2_prediction_is_what_the_corrected_model_computes():
+    """H200_PREDICTION_V2 is prediction_v2_markdown() on the frozen inputs (kernel schedule), and it
+    differs from the old model where the schedules differ: wait_group(0) at S = 2."""
+    assert pl.prediction_v2_markdown() == pl.H200_PREDICTION_V2
+    assert "wait_group(0) 746 (0.87), wait_group(1) 735 (0.85)" in pl.H200_PREDICTION_V2
+    hw, kt = pl.frozen_params(), 64
+    old = {P: pl.simulate(2, P, 2, kt, hw, schedule="model_v1").math_fraction for P in (0, 1)}
+    new = {P: pl.simulate(2, P, 2, kt, hw).math_fraction for P in (0, 1)}
+    assert old[1] > old[0] and new[0] > new[1]
+
+
+@pytest.mark.parametrize("S,P", [(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (4, 1), (6, 0)])
+def test_kernel_schedule_is_the_kernels(S, P):
+    """ring_schedule('kernel'): prologue min(S, T), iteration k releases r = k − P and refills r + S
+    — the loop of pipeline.cu, whose source says so (kt < STAGES in the prologue, r + STAGES in the
+    refill, r = k − kPending)."""
+    from asynctc.core import runtime
+    src = (runtime.KERNEL_DIR / "pipeline.cu").read_text()
+    for text in ("kt < STAGES && kt < T", "const int r = k - kPending;", "r + STAGES < T",
+                 "r + STAGES, m0, n0"):
+        assert text in src
+    T = 12
+    rs = pl.ring_schedule(S, P, T)
+    assert rs.prologue == tuple(range(min(S, T)))
+    for k in range(T):
+        assert rs.release[k] == (k - P if k >= P else None)
+        assert rs.refill[k] == (k - P + S if k >= P and k - P + S < T else None)
+        assert rs.top[k] is None
+    assert rs.load_order() == list(range(T))
+    assert all(rs.lead(k) == S - P for k in range(P, T - S + P))
+
+
+@pytest.mark.parametrize("S,P", [(1, 0), (2, 0), (2, 1), (4, 0), (4, 1)])
+def test_model_issues_its_loads_in_the_schedules_iterations(S, P):
+    """The simulated producer issues the TMA of k-tile t in the iteration the schedule names:
+    after the release of t − S (for t ≥ S), never before it; with the old schedule one
+    iteration later when P = 0."""
+    T = 10
+    for name in pl.SCHEDULES:
+        sc = pl.simulate(S, P, 2, T, HW, schedule=name)
+        assert sc.diagnosis is None
+        rs = pl.ring_schedule(S, P, T, name)
+        issued = {s.k: s.start for s in sc.spans if s.kind == "tma"}
+        assert sorted(issued) == list(range(T))
+        done = {s.k: s.end for s in sc.spans if s.kind == "wait_full" and s.lane == "wg0"}
+        for k in range(T):
+            t = rs.refill[k]
+            if t is not None:
+                assert issued[t] >= done[k]                  # after iteration k's full wait
+                if k + 1 < T:
+                    assert issued[t] <= done[k + 1]          # before iteration k + 1 has its data
+        assert all(issued[t] > 0 for t in range(T) if t not in rs.prologue + rs.top[:1])
+    if P == 0 and S > 1:
+        old, new = pl.ring_schedule(S, 0, T, "model_v1"), pl.ring_schedule(S, 0, T)
+        assert old.lead(3) == S - 1 and new.lead(3) == S
+
+
+def test_ring_schedule_refuses_bad_input():
+    for kw, field in ((dict(stages=0, wait_pending=0, k_tiles=4), "stages"),
+                      (dict(stages=2, wait_pending=2, k_tiles=4), "wait_pending"),
+                      (dict(stages=1, wait_pending=1, k_tiles=4), "wait_pending"),
+                      (dict(stages=2, wait_pending=0, k_tiles=0), "k_tiles"),
+                      (dict(stages=2, wait_pending=0, k_tiles=4, name="mine"), "name")):
+        with pytest.raises(ValueError, match=field):
+            pl.ring_schedule(**kw)
+    with pytest.raises(ValueError, match="schedule"):
+        pl.simulate(2, 1, 2, 4, HW, schedule="mine")
 
 
 def test_find_bug_exercise_hides_one_variant():
@@ -341,3 +412,33 @@ def test_find_bug_exercise_hides_one_variant():
     hidden = (set(pl.VARIANTS) - set(shown)).pop()
     assert pl.mystery_diagnosis() == pl.simulate(**pl.BUG_HUNT, protocol=hidden).diagnosis
     assert pl._find_bug(pl.mystery_diagnosis()) == hidden
+
+
+def test_recorded_gpu_traces_follow_the_kernel_schedule():
+    """The GPU's own traces (pipeline record, CTA 0) load in the order ring_schedule('kernel')
+    names: the prologue's min(S, T) k-tiles before warpgroup 0's first full wait ends, and k-tile
+    t = r + S after warpgroup 0 released r and before it released r + 1 — not the old model's
+    k + S − 1 whatever P."""
+    rec = records.load("pipeline")
+    checked = 0
+    for t in rec.results["traces"]:
+        if "cta0" not in t:
+            continue
+        tr, S, P = t["cta0"], t["stages"], t["wait_pending"]
+        spans = tr["spans"]
+        T = tr["k_tiles"]
+        plan = pl.ring_schedule(S, P if S > 1 else 0, T)
+        issue = {x["k"]: x["start"] for x in spans if x["kind"] == "tma"}
+        rel = {x["k"]: x["end"] for x in spans if x["kind"] == "release" and x["lane"].endswith("wg0")}
+        first_full = min(x["end"] for x in spans if x["kind"] == "wait_full" and x["k"] == 0)
+        assert all(issue[k] <= first_full for k in plan.prologue if k in issue)
+        for k in range(T):
+            tt = plan.refill[k]
+            r = plan.release[k]
+            if tt is None or tt not in issue or r not in rel:
+                continue
+            assert issue[tt] >= rel[r], (S, P, k, tt)
+            if r + 1 in rel:
+                assert issue[tt] <= rel[r + 1], (S, P, k, tt)
+            checked += 1
+    assert checked > 50

@@ -7,6 +7,10 @@ Run from the repository root on an sm_90 machine with torch (about 2 minutes on 
     python tools/gpu_ch07.py --out $OUT --record   # ... and write data/<gpu>/fp8.json
                                                    #     (copied to $OUT)
     python tools/gpu_ch07.py --quick               # compile + experiment + checks, no timings
+    python tools/gpu_ch07.py --fit --record        # only the "fp8_fit" suite (under 90 s): the
+                                                   #     runs that identify the fraction bits and
+                                                   #     the group, and the promotion-cost test;
+                                                   #     writes data/<gpu>/fp8_fit.json
 
 In order (asynctc.fp8.measure_fp8): (1) every FP8 variant (e4m3 and e5m2; chapter 06's rungs
 with fp8 inputs; promoted variants every 1, 2, 4 k-tiles on 128×128) and the fp16 top rung
@@ -42,11 +46,17 @@ def main() -> int:
     ap = parser(__doc__, "out_ch07", "fp8", "compile, experiment and checks only")
     ap.add_argument("--sizes", default=",".join(map(str, fp8.SIZES)),
                     help="square sizes timed, comma-separated")
+    ap.add_argument("--fit", action="store_true",
+                    help="only the fp8_fit suite: fraction-bit identification and promotion cost "
+                         "(with --record: data/<gpu>/fp8_fit.json)")
     args = ap.parse_args()
     started = start(args.out, long_header=False)
     if started is None:
         return 2
     out_dir, say = started
+    if args.fit:
+        return record_suite("fp8_fit", lambda: fp8.measure_fp8_fit(progress=say),
+                            fp8.summarize_fp8_fit, out_dir, say, save=args.record)
     sizes = () if args.quick else tuple(int(s) for s in args.sizes.split(","))
     return record_suite("fp8", lambda: fp8.measure_fp8(progress=say, sizes=sizes),
                         fp8.summarize_fp8, out_dir, say, save=args.record and not args.quick)

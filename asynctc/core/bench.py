@@ -64,6 +64,7 @@ import dataclasses
 import functools
 import math
 import statistics
+import sys
 import time
 from typing import Callable
 
@@ -491,12 +492,45 @@ class _RawView:
                                          "data": (arr.ptr, False), "version": 3, "strides": None}
 
 
+#: torch's switches that let cuBLAS reduce split-K partial sums in 16 bits (torch's default: True
+#: for both); the fp16/bf16 baseline pins them to False, so cuBLAS accumulates in fp32 as our
+#: kernels do (torch docs, "Reduced Precision Reduction in FP16 GEMMs" / "... BF16 GEMMs").
+REDUCED_PRECISION_FLAGS = ("allow_fp16_reduced_precision_reduction",
+                           "allow_bf16_reduced_precision_reduction")
+
+
+def pin_fp32_reduction() -> dict:
+    """Set torch's cuBLAS reduced-precision-reduction switches (:data:`REDUCED_PRECISION_FLAGS`)
+    to False, process-wide; returns their values before (empty when torch is not imported)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {}
+    before = {}
+    for f in REDUCED_PRECISION_FLAGS:
+        if hasattr(torch.backends.cuda.matmul, f):
+            before[f] = bool(getattr(torch.backends.cuda.matmul, f))
+            setattr(torch.backends.cuda.matmul, f, False)
+    return before
+
+
+def reduction_settings() -> dict:
+    """The current values of :data:`REDUCED_PRECISION_FLAGS` (``"torch.backends.cuda.matmul.<flag>"``
+    → bool), for a record's provenance; empty when torch is not imported."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {}
+    return {f"torch.backends.cuda.matmul.{f}": bool(getattr(torch.backends.cuda.matmul, f))
+            for f in REDUCED_PRECISION_FLAGS if hasattr(torch.backends.cuda.matmul, f)}
+
+
 def cublas_gemm(a, b, out, stream=None) -> Callable[[], None]:
     """A callable that enqueues cuBLAS ``out = a @ b`` on ``stream`` (torch, else cupy).
 
     ``a`` (M×K), ``b`` (K×N), ``out`` (M×N) are :class:`~asynctc.core.memory.DeviceArray` in fp16/bf16;
-    the baseline reads the same memory as our kernels. Raises :class:`RuntimeError` when neither
-    library is available.
+    the baseline reads the same memory as our kernels. Through torch, the reduced-precision
+    (16-bit) split-K reduction torch allows by default is switched off first
+    (:func:`pin_fp32_reduction`, process-wide; records carry the setting in their provenance,
+    ``cublas_reduction``). Raises :class:`RuntimeError` when neither library is available.
     """
     lib = baseline_library()
     s = stream or runtime.default_stream()
@@ -505,6 +539,7 @@ def cublas_gemm(a, b, out, stream=None) -> Callable[[], None]:
     ta, tb, to = (_as_lib_tensor(lib, x) for x in (a, b, out))
     if lib == "torch":
         import torch
+        pin_fp32_reduction()
         ts = torch.cuda.ExternalStream(int(s.handle))
 
         def run():

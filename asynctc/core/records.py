@@ -239,6 +239,10 @@ def measure(suite: str, fn: Callable[[], Any]) -> Record:
     prov = provenance_start()
     results = fn()
     prov["clocks_end"] = nvidia_smi_clocks()
+    from .bench import reduction_settings
+    # the cuBLAS baseline's split-K reduction setting as it stood when the suite ended (the
+    # baseline pins it to fp32: bench.pin_fp32_reduction); empty without torch
+    prov["cublas_reduction"] = reduction_settings()
     return Record(suite, prov, results, live=True)
 
 

@@ -21,8 +21,14 @@ Where things live:
   :func:`scaled_mm_blockwise`, through ``torch._scaled_mm``).
 * ``suite.py`` — the "fp8" record suite (``SUITES["fp8"]``, :func:`measure_fp8`: the accumulation
   experiment, every check, the timings) and the tables and summary of its record; never plots.
-* ``figures.py`` — notebook 07's plot and prose helpers, read from records: the accumulation plot,
-  the seed article's 4096³ table beside our rungs; never times anything.
+* ``identify.py`` — the "fp8_fit" record suite (``SUITES["fp8_fit"]``, :func:`measure_fp8_fit`,
+  ``tools/gpu_ch07.py --fit``): the runs that identify the fraction bits and the alignment group
+  (:func:`identification_experiment`, prediction :data:`FIT_PREDICTION`) and the promotion-cost
+  test with one and two consumer warpgroups (:func:`promotion_cost`,
+  :data:`PROMOTION_PREDICTION`); never plots.
+* ``figures.py`` — notebook 07's accumulation plot, read from records; never times anything.
+* ``seed.py`` — the seed article's 4096³ table beside our rungs, under the datasheet peak and the
+  peak at the measured clock (:func:`seed_comparison`); reads records only.
 * ``exercises.py`` — ``ch07.quantize``, ``ch07.block_scale``, ``ch07.promote_interval``.
 
 Every public name of these is re-exported here (``from asynctc import fp8; fp8.quantize``). A
@@ -53,14 +59,25 @@ from ..models.fp8 import (A_BLOCK, ACC_PREDICTION, B_BLOCK, EXPERIMENT_K, EXPERI
                           fit_frac_bits, fp8_format, model_gemm, model_gemm_block,
                           predict_swamp, prediction_table, quantize, quantize_a, quantize_b,
                           random_fp8, relative_errors, swamp_operands, tc_dot)
-from . import config, exercises, figures, launch, suite  # noqa: F401  (exercises registers ch07.*)
-from .config import (PROMOTES, THIN_SHAPES, block_configs, block_timed_config,
+from ..models.fp8 import (ANCHOR, FIT_GROUPS, FIT_K, FIT_PREDICTION, GROUP_K, fit_group, fit_set,
+                          group_operands, identification_table, identified_bits,
+                          predict_identification, probe_operands)
+from . import config, exercises, figures, identify, launch, seed, suite  # noqa: F401  (exercises registers ch07.*)
+from .config import (MIXED_FP8_DEFINES, PROMOTES, THIN_SHAPES, block_configs, block_timed_config,
+                     operand_dtype,
                      correctness_configs, fp8_config, fp8_shape_config, shape_configs,
                      timed_configs)
-from .figures import SEED_4096, plot_accumulation, seed_comparison, seed_table_text
+from .figures import plot_accumulation
+from .seed import SEED_4096, seed_comparison, seed_table_text
 from .launch import (CHECK_SHAPES, PERSISTENT_SHAPE, THIN_CHECK_SHAPES, check_all, scaled_mm,
                      scaled_mm_blockwise, shapes_for, verify_block_scaled, verify_fp8)
+from .identify import (COST_SIZE, ID_COLS, ID_ROWS, PROMOTION_PREDICTION, fit_configs,
+                       identification_experiment, measure_fp8_fit, promotion_cost,
+                       promotion_table, sass_counts, summarize_fp8_fit)
+from .identify import identification_table as fit_table
 from .suite import (FIT_COLS, FIT_ROWS, GOAL, NONSQUARE_SHAPES, SIZES, SUITES,
                     accumulation_experiment, experiment_table, fitted_bits, measure_fp8,
                     measure_fp8_nonsquare, nonsquare_fp8_table, ratio_rows, summarize_fp8,
                     summary_table, time_block_scaled)
+
+SUITES = {**SUITES, **identify.SUITES}

@@ -142,3 +142,36 @@ def timed_configs() -> list:
     promoted every 1 and 4 k-tiles (128×128), and the top rung without clusters."""
     return [fp8_config(), fp8_config(bn=128, stages=6), fp8_config(promote=1),
             fp8_config(promote=4), fp8_config(cluster=1, tma_store=False)]
+
+
+#: Mixed FP8 operands — the plan, not built. wgmma takes A and B of different FP8 types
+#: (PTX ISA §9.7.15.5.2 "wgmma.mma_async": .atype and .btype each .e4m3 or .e5m2, any pair), but
+#: the kernel has one ``DT`` define for both (2 e4m3, 3 e5m2), one tensor-map data type and one
+#: wgmma wrapper per DT. A mixed build needs ``DT_B`` beside ``DT`` (A's type): {(A, B): defines}.
+MIXED_FP8_DEFINES = {("float8_e4m3fn", "float8_e5m2"): {"DT": 2, "DT_B": 3},
+                     ("float8_e5m2", "float8_e4m3fn"): {"DT": 3, "DT_B": 2}}
+
+
+def operand_dtype(a_dtype, b_dtype) -> str:
+    """The one FP8 dtype the kernel builds for operands A of ``a_dtype`` and B of ``b_dtype``
+    (names or numpy / ml_dtypes dtypes): both the same FP8 format → that format's name. A mixed
+    pair (e4m3 × e5m2, which wgmma itself allows) raises
+    :class:`asynctc.warp_specialization.WarpSpecializationError` naming ``b_dtype``, the value and
+    the rule, with the defines a mixed build would need (:data:`MIXED_FP8_DEFINES`); a non-FP8
+    dtype raises it naming that operand."""
+    from ..models.fp8 import fp8_format
+    names = []
+    for field, d in (("a_dtype", a_dtype), ("b_dtype", b_dtype)):
+        try:
+            names.append(fp8_format(d).name)
+        except ValueError:
+            W._fail(field, d if isinstance(d, str) else np.dtype(d).name,
+                    f"the FP8 GEMM takes FP8 operands: one of {W.FP8_DTYPES}")
+    a, b = names
+    if a != b:
+        W._fail("b_dtype", b, f"mixed FP8 operands (A {a}, B {b}) are allowed by wgmma (PTX ISA "
+                              "§9.7.15.5.2: .atype/.btype each .e4m3 or .e5m2) but not built here: "
+                              "the kernel has one DT define for A and B; a mixed build needs "
+                              f"{MIXED_FP8_DEFINES[(a, b)]} (DT_B: B's tensor map and the "
+                              "wgmma's .btype); quantise B to A's format meanwhile")
+    return a

@@ -18,7 +18,8 @@ import numpy as np
 from .. import warp_specialization as W
 from ..core import runtime
 from ..models.fp8 import (ACC_PREDICTION, B_BLOCK, EXPERIMENT_K, EXPERIMENT_PROMOTE, FORMATS,
-                          FRAC_BITS, KTILE, block_reference, fit_frac_bits, random_fp8,
+                          FRAC_BITS, KTILE, block_reference, fit_frac_bits, fit_set,
+                          identified_bits, random_fp8,
                           relative_errors, swamp_operands)
 from .config import (_fp32_out_config, block_timed_config, correctness_configs, fp8_config,
                      fp8_shape_config, timed_configs)
@@ -58,22 +59,35 @@ def accumulation_experiment(rng, say, ks=None, promotes=None) -> dict:
             rows.append({"k": k, "promote": p, "config": cfg.label(),
                          "swamp_median_rel_err": float(np.median(err)),
                          "swamp_max_rel_err": float(np.max(err)),
-                         "fit_frac_bits": fit["frac_bits"], "fit_residual": fit["residual"],
-                         "fit_by_bits": fit["by_bits"],
+                         "fit_frac_bits": fit["best"], "fit_set": fit["fits"],
+                         "fit_unique": fit["unique"], "fit_exact": fit["exact"],
+                         "fit_residual": fit["residual"], "fit_by_bits": fit["by_bits"],
                          "random_median_err_over_absAB": float(np.median(e2)),
                          "random_max_err_over_absAB": float(np.max(e2))})
             say(f"K={k} promote={p}: swamp median rel err {rows[-1]['swamp_median_rel_err']:.2e}"
-                f" (model frac_bits fit {fit['frac_bits']}, residual {fit['residual']:.1e}); "
+                f" (model frac_bits fit {_fits_text(fit['fits'])}, residual {fit['residual']:.1e}); "
                 f"random max err/|A||B| {rows[-1]['random_max_err_over_absAB']:.1e}")
             del g, g2
     return {"rows": rows, "prediction": ACC_PREDICTION, "m": m, "n": n}
 
 
+def _fits_text(fits) -> str:
+    """{13} or {8..13}: the f a fit cannot tell apart."""
+    fits = sorted(fits)
+    if len(fits) > 1 and fits == list(range(fits[0], fits[-1] + 1)):
+        return f"{{{fits[0]}..{fits[-1]}}}"
+    return "{" + ",".join(map(str, fits)) + "}"
+
+
 def fitted_bits(exp: dict) -> int | None:
-    """The fraction bits the experiment's fits agree on: the smallest fitted value over the K and
-    promotion rows (conservative for the bound), None without rows."""
-    bits = [r["fit_frac_bits"] for r in exp.get("rows", [])]
-    return min(bits) if bits else None
+    """The fraction bits the experiment's fits agree on: the smallest f consistent with every row
+    fitted bit for bit (:func:`asynctc.models.fp8.identified_bits`; conservative for the bound);
+    without such rows, the smallest best fit over the rows; None without rows."""
+    rows = exp.get("rows", [])
+    if not rows:
+        return None
+    got = identified_bits([r for r in rows if "fit_by_bits" in r])["consistent"]
+    return min(got) if got else min(r["fit_frac_bits"] for r in rows)
 
 
 def _time_ours(cfg, da, db, dc, dsc, qa, qb, sa, sb, rows_idx, frac_bits, reps, where):
@@ -421,14 +435,18 @@ def experiment_table(results: dict) -> str:
     if not exp:
         return "no accumulation experiment in this record"
     ps = sorted({r["promote"] for r in exp["rows"]})
-    lines = ["swamping input: median relative error of C (measured; fitted frac_bits)",
-             f"{'K':>6s} " + " ".join(f"{('promote ' + str(p)) if p else 'no promotion':>22s}"
+    lines = ["swamping input: median relative error of C (measured; f∈{...}: every fraction-bit "
+             "count that fits best, ~: none bit for bit)",
+             f"{'K':>6s} " + " ".join(f"{('promote ' + str(p)) if p else 'no promotion':>24s}"
                                     for p in ps)]
     for k in sorted({r["k"] for r in exp["rows"]}):
         cells = []
         for p in ps:
             r = next(x for x in exp["rows"] if x["k"] == k and x["promote"] == p)
-            cells.append(f"{r['swamp_median_rel_err']:.1e} (f={r['fit_frac_bits']})".rjust(22))
+            fs = fit_set(r["fit_by_bits"]) if "fit_by_bits" in r else [r["fit_frac_bits"]]
+            exact = min(r["fit_by_bits"].values()) == 0.0 if "fit_by_bits" in r else True
+            cells.append(f"{r['swamp_median_rel_err']:.1e} (f∈{_fits_text(fs)}{'' if exact else '~'})"
+                         .rjust(24))
         lines.append(f"{k:6d} " + " ".join(cells))
     lines.append("prediction (written before the GPU run):")
     lines.append(exp["prediction"].rstrip())

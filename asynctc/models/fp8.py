@@ -373,18 +373,200 @@ def prediction_table(pred: dict, frac_bits: int = FRAC_BITS) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fit_frac_bits(c_measured, qa, qb_nk, promote: int = 0, bits=range(8, 24)) -> dict:
+def fit_set(by_bits: dict, tol: float = 0.0) -> list[int]:
+    """The fraction-bit counts whose mismatch is the smallest of ``by_bits`` ({f: mismatch}, as
+    :func:`fit_frac_bits` returns), within ``tol`` of it: every f the run cannot tell apart.
+    Sorted; keys may be str (a record read from JSON)."""
+    if not by_bits:
+        return []
+    best = min(by_bits.values())
+    return sorted(int(f) for f, v in by_bits.items() if v <= best + tol)
+
+
+def fit_frac_bits(c_measured, qa, qb_nk, promote: int = 0, bits=range(8, 24),
+                  group: int = GROUP) -> dict:
     """Fit the model to a measured (unscaled, fp32) C on the same FP8 inputs (a few rows):
-    for each ``frac_bits`` the largest |C_model − C_measured| / |ref|; returns ``{"frac_bits":
-    best, "residual": its largest relative mismatch, "by_bits": {bits: mismatch}}``."""
+    for each ``frac_bits`` the largest |C_model − C_measured| / |ref|. Returns ``{"fits": every f
+    at the smallest mismatch (:func:`fit_set`), "unique": one f only, "exact": that mismatch is 0
+    (bit for bit), "frac_bits": the f if unique else None (no tie is broken), "best": the largest
+    f of ``fits`` (what the fit reported before 2026-12-01, by breaking the tie that way),
+    "residual": the smallest mismatch, "by_bits": {f: mismatch}}``."""
     ref = np.asarray(qa).astype(np.float64) @ np.asarray(qb_nk).astype(np.float64).T
     cm = np.asarray(c_measured, dtype=np.float64)
     by = {}
     for f in bits:
-        c = model_gemm(qa, qb_nk, f, promote=promote)
+        c = model_gemm(qa, qb_nk, f, promote=promote, group=group)
         by[int(f)] = float(np.max(np.abs(c - cm) / np.abs(ref)))
-    best = min(by, key=lambda f: (by[f], -f))
-    return {"frac_bits": best, "residual": by[best], "by_bits": by}
+    fits = fit_set(by)
+    return {"fits": fits, "unique": len(fits) == 1, "exact": by[fits[0]] == 0.0,
+            "frac_bits": fits[0] if len(fits) == 1 else None, "best": max(fits),
+            "residual": by[fits[0]], "by_bits": by}
+
+
+def identified_bits(rows) -> dict:
+    """What a set of fitted runs says about f: ``rows`` carry ``fit_by_bits`` ({f: mismatch}, as
+    recorded). Returns ``{"exact_rows": rows fitted bit for bit by some f, "inexact_rows": the
+    others, "unique_rows": exact rows with one f only, "consistent": the f every exact row fits
+    (the intersection of their :func:`fit_set`), "identified": that intersection has one f}``."""
+    exact = [r for r in rows if min(r["fit_by_bits"].values()) == 0.0]
+    sets = [set(fit_set(r["fit_by_bits"])) for r in exact]
+    both = sorted(set.intersection(*sets)) if sets else []
+    return {"exact_rows": exact, "inexact_rows": [r for r in rows if r not in exact],
+            "unique_rows": [r for r, st in zip(exact, sets) if len(st) == 1],
+            "consistent": both, "identified": len(both) == 1}
+
+
+# ---- inputs that identify f, and the group size -------------------------------------------------
+
+#: The anchor of the identification inputs: A = 32, B = ±32, one product ±2^10 per anchor.
+ANCHOR = 32.0
+
+
+def _signed_smalls(shape, rng, fmt, lo: float = 0.25, hi: float = 2.0):
+    """Fresh random-sign FP8 values with |x| in [lo, hi) (never 0 or ±1 by construction: a value
+    that rounds to ±1 is moved one FP8 step up)."""
+    x = rng.uniform(lo, hi, size=shape) * rng.choice((-1.0, 1.0), size=shape)
+    q = x.astype(fmt.dtype).astype(np.float64)
+    q = np.where(np.abs(q) == 1.0, np.sign(q) * (1.0 + 2.0 ** -fmt.frac_bits), q)
+    return q.astype(fmt.dtype)
+
+
+def _anchored(m, n, k, positions, rng, dtype):
+    fmt = fp8_format(dtype)
+    if k % GROUP:
+        _fail("K", k, f"the identification inputs need K a multiple of {GROUP} (one k32 group)")
+    qa, qb = _signed_smalls((m, k), rng, fmt), _signed_smalls((n, k), rng, fmt)
+    for g, (p_plus, p_minus) in enumerate(positions):
+        qa[:, g * GROUP + p_plus] = ANCHOR
+        qa[:, g * GROUP + p_minus] = ANCHOR
+        qb[:, g * GROUP + p_plus] = ANCHOR
+        qb[:, g * GROUP + p_minus] = -ANCHOR
+    return qa, qb
+
+
+def probe_operands(m: int, n: int, k: int, rng=None, dtype: Any = "float8_e4m3fn"):
+    """An input on which the model's sum depends on ``frac_bits`` in every configuration: in every
+    group of 32 products (one k32 wgmma) two anchors, +2^10 and −2^10 (A = 32 and B = ±32 at two
+    positions of the group drawn at random, the same for every row and column), and fresh
+    random-sign products elsewhere, |A|, |B| in [1/4, 2) (products in [2^-4, 4), up to 8
+    significant bits, so bits 2^1 … 2^-11 occur). The anchors cancel exactly, so the accumulator
+    stays a random walk far below 2^10 (≈ √K) and every group is aligned to 2^10 — with or without
+    promotion: the products are truncated at 2^(10 − f), and f = 8 … 21 give different sums.
+    Returns (qa, qb_nk)."""
+    rng = rng if rng is not None else np.random.default_rng()
+    pos = [tuple(rng.choice(GROUP, size=2, replace=False)) for _ in range(k // GROUP)]
+    return _anchored(m, n, k, pos, rng, dtype)
+
+
+def group_operands(m: int, n: int, k: int, rng=None, dtype: Any = "float8_e4m3fn"):
+    """The group-size input: products of alternating magnitude inside each k32 — the anchor pair
+    ±2^10 at positions 0, 1 of even groups and 30, 31 of odd ones, random-sign products in
+    [2^-4, 4) elsewhere (as :func:`probe_operands`). Aligned per 32 products, every small product
+    is truncated at 2^(10 − f); aligned per 16 (8, 4), the half (three quarters, seven eighths) of
+    the group without the anchors is aligned to its own largest exponent and keeps more bits: the
+    model's sums for group = 4, 8, 16, 32 differ. (Groups of 64 or more align like 32 here: every
+    k32 holds its anchors.) Returns (qa, qb_nk)."""
+    rng = rng if rng is not None else np.random.default_rng()
+    pos = [(0, 1) if g % 2 == 0 else (30, 31) for g in range(k // GROUP)]
+    return _anchored(m, n, k, pos, rng, dtype)
+
+
+#: The group sizes the group input is fitted over.
+FIT_GROUPS = (4, 8, 16, 32)
+#: K and promotion intervals of the identification experiment.
+FIT_K = (256, 1024, 4096, 16384)
+GROUP_K = (1024, 4096)
+
+
+def fit_group(c_measured, qa, qb_nk, promote: int = 0, groups=FIT_GROUPS,
+              bits=(12, 13, 14)) -> dict:
+    """Fit (group, frac_bits) to a measured C: the largest relative mismatch for each pair.
+    Returns ``{"fits": [(group, f)] at the smallest mismatch, "unique", "exact", "residual",
+    "by_group": {"group/f": mismatch}}``."""
+    by = {}
+    for g in groups:
+        for f, v in fit_frac_bits(c_measured, qa, qb_nk, promote, bits, group=g)["by_bits"].items():
+            by[f"{g}/{f}"] = v
+    best = min(by.values())
+    fits = sorted((int(x.split("/")[0]), int(x.split("/")[1])) for x, v in by.items() if v == best)
+    return {"fits": fits, "unique": len(fits) == 1, "exact": best == 0.0, "residual": best,
+            "by_group": by}
+
+
+def predict_identification(rows: int = 4, cols: int = 8, seed: int = 11) -> dict:
+    """What the model says the identification runs can tell, on :func:`probe_operands` and
+    :func:`group_operands` (``rows`` × ``cols`` elements, fixed ``seed``): per input, K and
+    promotion, the model's output at f = 13 (group 32) taken as the "measurement" and fitted back —
+    ``fits`` (must be [13] / [(32, 13)]), and the ``margin``: the smallest mismatch of any other f
+    (or group), the size of the difference a run can see. ``{(input, K, promote): {...}}``."""
+    out = {}
+    rng = np.random.default_rng(seed)
+    for name, make, ks in (("probe", probe_operands, FIT_K), ("group", group_operands, GROUP_K)):
+        for k in ks:
+            qa, qb = make(rows, cols, k, rng)
+            for p in EXPERIMENT_PROMOTE:
+                c = model_gemm(qa, qb, FRAC_BITS, promote=p)
+                if name == "probe":
+                    fit = fit_frac_bits(c, qa, qb, p)
+                    others = [v for f, v in fit["by_bits"].items() if f != FRAC_BITS]
+                else:
+                    fit = fit_group(c, qa, qb, p)
+                    others = [v for x, v in fit["by_group"].items() if x != f"{GROUP}/{FRAC_BITS}"]
+                out[(name, k, p)] = {"fits": fit["fits"], "margin": min(others)}
+    return out
+
+
+def identification_table(pred: dict) -> str:
+    """:func:`predict_identification` as the markdown table of :data:`FIT_PREDICTION` (which has
+    the three predictions written above it)."""
+    lines = ["| input | K | promote | model f = 13 (group 32) fitted back | smallest mismatch of any "
+             "other f (group) |", "|---|---|---|---|---|"]
+    for (name, k, p), v in pred.items():
+        fits = ", ".join(f"{g}/{f}" if isinstance(g, int) and name == "group" else str(g)
+                         for g, f in [(x if isinstance(x, tuple) else (x, None)) for x in v["fits"]])
+        lines.append(f"| {name} | {k} | {p} | {fits} | {v['margin']:.1e} |")
+    return "\n".join(lines) + "\n"
+
+
+#: The prediction for the identification runs (``tools/gpu_ch07.py --fit``), written down on
+#: 2026-12-01 BEFORE any GPU run of them. The model predicts that, on the GPU:
+#:
+#: 1. probe input, every K in FIT_K and promotion 0, 1, 4: the measured C matches the model at
+#:    f = 13 (group 32) bit for bit on every fitted element, and f = 13 is the only f that does
+#:    (fit_frac_bits: fits == [13], exact) — including promotion every k-tile, whose swamp rows
+#:    were not bit-exact (there a k-tile without a dominant product sets the alignment; here the
+#:    anchors do);
+#: 2. group input, K in GROUP_K, promotion 0, 1, 4: (group 32, f = 13) is the only pair of
+#:    FIT_GROUPS × {12, 13, 14} that fits, bit for bit;
+#: 3. the table: the model's own output at f = 13 fitted back (so "fits" is what a perfect run
+#:    gives), and the smallest mismatch of any other f or group — every one far above 0, so each
+#:    run can tell them apart.
+FIT_PREDICTION = """\
+Prediction (2026-12-01, before any GPU run of these inputs; model: f = 13, groups of 32):
+1. probe input, every K and promotion 0, 1, 4: C matches the model at f = 13 bit for bit on every fitted element, and no other f does (fits == [13], exact) - promotion every k-tile included.
+2. group input: (group 32, f = 13) is the only pair of groups 4/8/16/32 x f 12/13/14 that fits, bit for bit.
+3. Below, the model's own f = 13 output fitted back, and the smallest mismatch (of |ref|) of any other f or group: what a run must resolve.
+| input | K | promote | model f = 13 (group 32) fitted back | smallest mismatch of any other f (group) |
+|---|---|---|---|---|
+| probe | 256 | 0 | 13 | 1.7e+00 |
+| probe | 256 | 1 | 13 | 1.7e+00 |
+| probe | 256 | 4 | 13 | 1.7e+00 |
+| probe | 1024 | 0 | 13 | 6.3e-01 |
+| probe | 1024 | 1 | 13 | 6.3e-01 |
+| probe | 1024 | 4 | 13 | 6.3e-01 |
+| probe | 4096 | 0 | 13 | 3.6e-01 |
+| probe | 4096 | 1 | 13 | 3.6e-01 |
+| probe | 4096 | 4 | 13 | 3.6e-01 |
+| probe | 16384 | 0 | 13 | 8.8e-01 |
+| probe | 16384 | 1 | 13 | 8.8e-01 |
+| probe | 16384 | 4 | 13 | 8.8e-01 |
+| group | 1024 | 0 | 32/13 | 8.9e-01 |
+| group | 1024 | 1 | 32/13 | 9.3e-01 |
+| group | 1024 | 4 | 32/13 | 8.1e-01 |
+| group | 4096 | 0 | 32/13 | 3.9e-01 |
+| group | 4096 | 1 | 32/13 | 3.7e-01 |
+| group | 4096 | 4 | 32/13 | 3.6e-01 |
+"""
 
 
 # --------------------------------------------------------------------------------------------------

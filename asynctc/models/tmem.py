@@ -1,7 +1,8 @@
 """Tensor Memory (TMEM), the accumulator store of Blackwell's ``tcgen05.mma`` (chapter 09).
 
-Each CTA of an sm_100 SM sees **128 lanes × 512 columns of 32-bit cells** (256 KiB). This module
-models, in plain Python:
+Each sm_100 SM has **128 lanes × 512 columns of 32-bit cells** (256 KiB) of TMEM, shared by the
+CTAs resident on it: each CTA allocates columns of it and addresses its own (an allocation blocks
+while another resident CTA holds the columns). This module models, in plain Python, one SM's:
 
 * **addresses** — a TMEM address is 32 bits, lane in bits 31-16 and column in bits 15-0
   (:func:`address`, :func:`split_address`);

@@ -237,6 +237,14 @@ class PipelineConfig(RingTile):
     def effective_wait_pending(self) -> int:
         return 0 if self.stages == 1 else self.wait_pending
 
+    def schedule(self, k_tiles: int):
+        """Which k-tile the kernel loads when, for ``k_tiles`` = K / 64: the
+        :class:`asynctc.models.pipeline.RingSchedule` of pipeline.cu's loop (prologue of
+        min(S, T) k-tiles; iteration k releases r = k − P and refills r + S), the same object the
+        ring model simulates (one source for both)."""
+        from ..models.pipeline.schedule import ring_schedule
+        return ring_schedule(self.stages, self.effective_wait_pending, k_tiles)
+
     # -- the layout model the kernel uses ---------------------------------------------------------
     @property
     def a_tile(self) -> dsc.OperandTile:

@@ -67,7 +67,9 @@ for rung in W.RUNGS:
 #   phase completes when the TMA's `complete_tx` has delivered those bytes. Meaning: *stage s
 #   contains its k-tile*.
 # * **empty[s]** — arrival count = consumer warpgroups: each arrives once `wgmma.wait_group` says
-#   its wgmmas on stage s are complete. Meaning: *stage s may be refilled*.
+#   its wgmmas on stage s are complete. Meaning: *stage s may be refilled*. All 128 threads execute
+#   `wait_group`, then one elected thread arrives for the warpgroup: the convention CUTLASS uses
+#   (one signalling thread per warpgroup), not a rule the PTX ISA text states.
 #
 # Producer and consumers walk the same sequence of (tile, k-tile) pairs with one **ring counter**
 # i that carries across tiles: stage i mod S, fill f = i / S. The producer waits on empty[s] with
@@ -246,6 +248,23 @@ for (entry, ptxas, prod, cons, total, spill, dealloc, alloc), labs in seen.items
 assert all(v["spill_bytes"] == 0 and not v["setmaxnreg_dropped"] for v in res["registers"].values())
 
 # %% [markdown]
+# **From this chapter's names to CUTLASS's** (chapter 05 maps the ring itself: `PipelineTmaAsync`,
+# `PipelineState`, `producer_acquire` / `producer_commit` / `consumer_wait` / `consumer_release`,
+# `ClusterBarrier`, `make_gmma_desc`, `elect_one_sync`). The kernel schedules
+# (`include/cutlass/gemm/dispatch_policy.hpp`, kernels in `include/cutlass/gemm/kernel/`):
+#
+# | here | CUTLASS (sm90) |
+# |---|---|
+# | a producer warpgroup and one consumer warpgroup, one tile per CTA (not persistent) | `KernelTmaWarpSpecialized` (`sm90_gemm_tma_warpspecialized.hpp`: one MMA warpgroup, non-persistent) |
+# | two consumer warpgroups on the **same** tile, each computing its rows (rungs 3–8; persistent from rung 5) | `KernelTmaWarpSpecializedCooperative` (`sm90_gemm_tma_warpspecialized_cooperative.hpp`, persistent) |
+# | two consumer warpgroups on **different** tiles, taking turns (section 8, not built here) | `KernelTmaWarpSpecializedPingpong` (`sm90_gemm_tma_warpspecialized_pingpong.hpp`) |
+# | FP8 without promotion (chapter 07, `promote=0`) | `KernelTmaWarpSpecialized…FP8FastAccum` (`KernelTmaWarpSpecializedCooperativeFP8FastAccum`, `…PingpongFP8FastAccum`) |
+# | FP8 with promotion every P k-tiles (chapter 07, `promote=P`) | the FP8 mainloop's `mma_promotion_interval` (MMAs between promotions, default 4) with `GmmaFP8Accumulation` (`gemm/collective/fp8_accumulation.hpp`) |
+# | the producer's `setmaxnreg.dec`, the consumers' `.inc` | `cutlass::arch::warpgroup_reg_dealloc<N>` / `warpgroup_reg_alloc<N>` |
+#
+# (Names checked against the CUTLASS source; nothing of its code is used here.)
+
+# %% [markdown]
 # ## 5. Correct first
 #
 # Fresh standard-normal inputs (never zeros or ±1), the output poisoned with NaN, a float64
@@ -278,7 +297,9 @@ assert all(c["passed"] for c in res["checks"]) and set(by_rung) == {r.number for
 # ## 6. The ladder
 #
 # Every rung at 4096³ and 8192³, fp16 and bf16, B K-major, C in the input dtype, cuBLAS timed in
-# the same run (medians; each timed output checked on sampled rows). Rung 4's bar is the fastest
+# the same run (medians; each timed output checked on sampled rows; cuBLAS through torch — a record
+# whose provenance has no `cublas_reduction` was made with torch's default, which allows cuBLAS a
+# 16-bit split-K reduction; the baseline now switches that off and records it). Rung 4's bar is the fastest
 # (tile, stages) of its sweep. (The predictions speak of *waves*: a wave, or round, is one tile on
 # every SM at once — section 8 counts them.) The bars of fp16:
 
@@ -797,8 +818,11 @@ if dram:
 #   consumers** — two consumer warpgroups on *different* tiles, taking turns, so one's epilogue
 #   runs while the other's wgmmas do — hide that time too;
 # * shared-memory traffic per FLOP is set by the tile: of the tiles above, 128×256 with two m64
-#   consumers asks the least per clock; a 256×256 tile would ask less, but needs 256 fp32
-#   accumulators per consumer thread, and a thread has at most 255 registers;
+#   consumers asks the least per clock; a 256×256 tile would ask less, but its fp32 accumulator
+#   is 256 · 256 = 65536 values — the SM's whole register file (65536 32-bit registers), before
+#   one address, loop counter or producer register. No split over more consumer warpgroups makes
+#   that fit (it is the register file that is too small, not one thread's 255-register limit), and
+#   it is the cleanest motivation for Blackwell's Tensor Memory (chapter 09);
 # * the bytes: our kernel moves more through L2 than cuBLAS does (table above), and the record
 #   does not say why — by our arithmetic both clusters load the same bytes per k-tile.
 #

@@ -50,12 +50,17 @@ notebook.banner("sm_100a", measured=False)
 #
 # A Hopper `wgmma.m64nNk16` keeps its 64×N fp32 accumulator in the registers of the warpgroup's 128
 # threads: N/2 registers per thread (chapter 04's fragment picture). A 128×256 CTA tile therefore
-# needs two warpgroups (two consumers) holding 128 accumulator registers per thread each — half of
-# the 255 a thread can have, before addresses, loop counters and the epilogue's temporaries.
+# needs two warpgroups (two consumers) holding 128 accumulator registers per thread each: 32768
+# values, half of the SM's register file (65536 32-bit registers). The cleanest way to see why the
+# accumulator had to leave the registers: a 256×256 fp32 tile is 65536 values — **the whole
+# register file**, before one address, loop counter or producer register, however it is split over
+# warpgroups. (It is the file that is too small, not the 255 registers one thread may have.)
 #
-# On Blackwell the same tile lives in TMEM: 128 lanes (one per row of D) × 256 columns of 32-bit
-# cells, half of the 512 columns a CTA has. While the MMAs run, no thread holds any of it; the
-# epilogue pulls it out 32 columns at a time with `tcgen05.ld`.
+# On Blackwell the same 128×256 tile lives in TMEM: 128 lanes (one per row of D) × 256 columns of
+# 32-bit cells, half of the 512 columns. TMEM is **per SM** (128 lanes × 512 columns × 4 bytes =
+# 256 KiB), shared by the CTAs resident on it: each allocates its columns (section 4). While the
+# MMAs run, no thread holds any of it; the epilogue pulls it out 32 columns at a time with
+# `tcgen05.ld`.
 
 # %%
 M_TILE, N_TILE = 128, 256
@@ -165,10 +170,15 @@ for decode, value in ((tc.Tcgen05Descriptor.decode, w.encode()),
 # %% [markdown]
 # ## 4. Tensor Memory: allocation and who may read what
 #
-# TMEM is 128 lanes × 512 columns of 32-bit cells per CTA, addressed `lane << 16 | column`.
+# TMEM is 128 lanes × 512 columns of 32-bit cells (256 KiB) **per SM**, shared by the CTAs resident
+# on that SM: a CTA uses the columns it allocated, addressed `lane << 16 | column`. That sharing is
+# why `tcgen05.alloc` can block (another resident CTA has taken the columns) and why a CTA that will
+# allocate no more says so (`relinquish_alloc_permit`). `tmem.TmemAllocator` models one SM's 512
+# columns.
 #
 # * `tcgen05.alloc` (one warp) takes whole columns — all 128 lanes — in powers of two from 32 to
-#   512, writes the address to shared memory, and **blocks** if the columns are not free;
+#   512, writes the address to shared memory, and **blocks** if the columns are not free (taken by
+#   this CTA or another one resident on the SM);
 #   `tcgen05.dealloc` (the same warp) gives them back, all of them before the kernel exits;
 #   `tcgen05.relinquish_alloc_permit` promises no further allocations.
 # * A warp may only touch the 32-lane quarter given by its rank in its warpgroup: warp *w* reaches
@@ -353,6 +363,13 @@ for r in rows:
     print(" | ".join(x.ljust(wd) for x, wd in zip(r, widths)))
 
 # %% [markdown]
+# Two rows are easy to misread. `wgmma.fence` orders a warpgroup's register accesses to its
+# accumulator before the next `wgmma` (PTX ISA, *wgmma.fence*); `tcgen05.mma` takes no register
+# operands, so it has no counterpart. `tcgen05.fence::before_thread_sync` and
+# `::after_thread_sync` do a different job: they order a thread's tcgen05 operations (MMA, ld, st,
+# alloc, …) before or after a thread synchronisation — a barrier, an mbarrier wait — so that the
+# sync orders them for other threads too (PTX ISA, *tcgen05.fence*).
+#
 # What changes in the code: the accumulator is no longer a C++ array but a TMEM address; the MMA
 # loop runs in one thread (the others are free for loads or the epilogue); "wait until the MMAs are
 # done" becomes an mbarrier that `tcgen05.commit` arrives on — the same phase-parity waits as the

@@ -10,13 +10,16 @@ The GEMM keeps a ring of S shared-memory *stages*. Stage s has two mbarriers:
 Consumer warpgroup, k-tile k: wait ``full[k % S]`` on parity ``(k // S) % 2``, issue the k-tile's
 wgmmas, commit, ``wgmma.wait_group(P)``, then arrive on ``empty`` of k-tile k − P (the previous
 stage when P = 1). One elected thread of warpgroup 0 is also the producer (no warp specialization
-in chapter 05): it fills S − 1 stages before the loop and, at the end of iteration k, waits
-``empty[t % S]`` on parity ``(t // S + 1) % 2`` and issues the TMA of k-tile t = k + S − 1. A fresh
-mbarrier is in phase 0, so the producer's first pass waits on parity 1, "the preceding phase",
-which the PTX ISA counts as complete: it returns at once. With one stage there is nothing to
-overlap: the producer loads k-tile k at the top of iteration k, and P must be 0. With P = 0 the
-load at the end of iteration k waits for k-tile k's own wgmma, so one stage fewer overlaps the math
-than with P = 1 (unless a second consumer warpgroup keeps the Tensor Cores busy meanwhile).
+in chapter 05). It runs the kernel's schedule (:mod:`.schedule`, one source for the kernel's
+description and the model): it fills min(S, T) stages before the loop and, once k-tile
+r = k − P is released in iteration k, waits ``empty[r % S]`` on parity ``(t // S + 1) % 2`` and
+issues the TMA of k-tile t = r + S (k + S − 1 with P = 1, k + S with P = 0). A fresh mbarrier is
+in phase 0, so a first-pass wait on parity 1, "the preceding phase", returns at once (the PTX ISA
+counts it complete). With one stage there is nothing to overlap, and P must be 0. With P = 0 the
+release of k waits for k-tile k's own wgmma, so the refill comes later than with P = 1 (unless a
+second consumer warpgroup keeps the Tensor Cores busy meanwhile). ``simulate(...,
+schedule="model_v1")`` runs the model's schedule before 2026-12-01 (a prologue of S − 1, k + S − 1
+refilled whatever P), with which the frozen :data:`H200_PREDICTION` was made.
 
 :func:`simulate` runs that protocol, or a named broken variant (:data:`VARIANTS`), and returns a
 :class:`Schedule`: spans ``Span(lane, kind, k, stage, start, end)`` in SM cycles, the same format
@@ -29,10 +32,13 @@ Where things live (``from asynctc.models import pipeline as mp`` re-exports ever
 * ``ring.py`` — the :class:`Mbarrier`, :class:`Span`, :class:`Deadlock`, :class:`Race`, the
   protocols (:data:`VARIANTS`, :data:`PROTOCOLS`), the event loop, :func:`simulate` →
   :class:`Schedule`, :func:`span_summary`;
+* ``schedule.py`` — :func:`ring_schedule` → :class:`RingSchedule`, :data:`SCHEDULES`: which k-tile
+  is loaded when;
 * ``hardware.py`` — the CTA :class:`Tile` and the :class:`HardwareParams` the model runs on (read
   from the records), :func:`wave_dram_fraction`;
 * ``prediction.py`` — :func:`predict_depth_sweep`, its markdown tables, the frozen
-  :data:`H200_PREDICTION` and :func:`frozen_params`;
+  :data:`H200_PREDICTION` (the old model's) and :func:`frozen_params`, the corrected
+  model's :data:`H200_PREDICTION_V2` (:func:`prediction_v2_markdown`);
 * ``figures.py`` — :func:`plot_timeline`, :func:`plot_depth_sweep` (never measures);
 * ``exercises.py`` — chapter 05's exercises, registered when this package is imported
   (:data:`BUG_HUNT`, :func:`shown_variants`, :func:`mystery_diagnosis`).
@@ -44,7 +50,8 @@ from .exercises import (_MYSTERY, BUG_HUNT, _bug_hint, _empty_parity, _empty_par
 from .figures import _STYLE, plot_depth_sweep, plot_timeline
 from .hardware import (SMEM_PER_CTA, HardwareParams, Tile, mma_flop_per_clk, tma_bytes_per_clk,
                        wave_dram_fraction)
-from .prediction import (H200_PREDICTION, frozen_params, predict_depth_sweep,
+from .prediction import (H200_PREDICTION, H200_PREDICTION_V2, frozen_params, prediction_v2_markdown, predict_depth_sweep,
                          prediction_markdown, sweep_markdown)
+from .schedule import SCHEDULES, RingSchedule, ring_schedule
 from .ring import (MBARRIER_LIMIT, PROTOCOLS, VARIANTS, WARPGROUP, Deadlock, Mbarrier,
                    MbarrierError, Race, Schedule, Span, _Sim, simulate, span_summary)

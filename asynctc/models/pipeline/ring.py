@@ -11,6 +11,7 @@ import math
 from typing import Iterable, NamedTuple
 
 from .hardware import HardwareParams, Tile
+from .schedule import SCHEDULES, ring_schedule
 
 #: Largest |tx-count| and largest arrival count of an mbarrier: 2^20 − 1 (PTX ISA, "Contents of
 #: the mbarrier object": tx-count −(2^20 − 1) … 2^20 − 1, expected arrival count 1 … 2^20 − 1).
@@ -153,8 +154,9 @@ PROTOCOLS = ("correct",) + tuple(VARIANTS)
 class _Sim:
     """The event loop: warpgroups are generators that yield ("at", time) or ("wait", ...)."""
 
-    def __init__(self, S, P, C, K, hw: HardwareParams, proto: str, tile: Tile):
+    def __init__(self, S, P, C, K, hw: HardwareParams, proto: str, tile: Tile, schedule: str = "kernel"):
         self.S, self.P, self.C, self.K, self.hw, self.proto, self.tile = S, P, C, K, hw, proto, tile
+        self.plan = ring_schedule(S, P, K, schedule)
         count = C * WARPGROUP if proto == "arrive_count_too_big" else C
         self.full = [Mbarrier(1, f"full[{s}]") for s in range(S)]
         self.empty = [Mbarrier(count, f"empty[{s}]") for s in range(S)]
@@ -282,23 +284,24 @@ class _Sim:
 
     def _consumer(self, w):
         S, P, K, lane = self.S, self.P, self.K, f"wg{w}"
+        plan = self.plan
         if w == 0:
-            for t in range(min(S - 1, K)):                              # prologue: S − 1 stages
+            for t in plan.prologue:                                     # prologue
                 yield from self._produce(t)
         for k in range(K):
             s = k % S
-            if w == 0 and S == 1:
-                yield from self._produce(k)
+            if w == 0 and plan.top[k] is not None:                      # model_v1, S = 1
+                yield from self._produce(plan.top[k])
             parity = (k // S + 1) % 2 if self.proto == "full_parity_flipped" else (k // S) % 2
             bar = self.empty[s] if self.proto == "swapped_barriers" else self.full[s]
             yield ("wait", lane, "wait_full", bar, parity, k, s)
             yield ("at", self.now + self.hw.issue_cycles)
             self._mma(w, k, s)                                          # wgmma ×(bk/16), commit
             yield ("at", self._groups_done(w, P))                       # wgmma.wait_group(P)
-            if k - P >= 0:
-                self._release(w, k - P)
-            if w == 0 and S > 1 and k + S - 1 < K:
-                yield from self._produce(k + S - 1)
+            if plan.release[k] is not None:
+                self._release(w, plan.release[k])
+            if w == 0 and plan.refill[k] is not None:
+                yield from self._produce(plan.refill[k])
         yield ("at", self._groups_done(w, 0))
         for r in range(max(0, K - P), K):
             self._release(w, r)
@@ -405,10 +408,13 @@ class Schedule:
 
 def simulate(stages: int, wait_pending: int, consumers: int, k_tiles: int,
              params: HardwareParams | None = None, protocol: str = "correct",
-             tile: Tile = Tile()) -> Schedule:
+             tile: Tile = Tile(), schedule: str = "kernel") -> Schedule:
     """Run the ring for one CTA tile: ``stages`` (S ≥ 1), ``wait_pending`` (P of wgmma.wait_group:
     0 or 1; P = 1 needs S ≥ 2), ``consumers`` (warpgroups, each computing bm / consumers rows),
-    ``k_tiles`` (≥ 1), ``protocol`` "correct" or a name of :data:`VARIANTS`, ``params`` (default
+    ``k_tiles`` (≥ 1), ``protocol`` "correct" or a name of :data:`VARIANTS`, ``schedule`` which
+    k-tile the producer loads when (:data:`~.schedule.SCHEDULES`: "kernel", the kernel's — the
+    default — or "model_v1", this model's own until 2026-12-01, with which
+    :data:`H200_PREDICTION` was made; :func:`~.schedule.ring_schedule`), ``params`` (default
     :meth:`HardwareParams.from_records` for a 4096 × 4096 output). Returns a
     :class:`Schedule`; a broken protocol ends with its diagnosis, never a hang. Raises ValueError
     naming the field for bad arguments, :class:`MbarrierError` for an undefined mbarrier operation."""
@@ -423,9 +429,11 @@ def simulate(stages: int, wait_pending: int, consumers: int, k_tiles: int,
                          "the next TMA must overwrite; use stages ≥ 2 or wait_pending=0")
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol={protocol!r}: must be one of {PROTOCOLS}")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule={schedule!r}: must be one of {SCHEDULES}")
     if tile.bm % (64 * consumers):
         raise ValueError(f"consumers={consumers}: each warpgroup needs a multiple of 64 rows of bm={tile.bm}")
-    sim = _Sim(stages, wait_pending, consumers, k_tiles, hw, protocol, tile)
+    sim = _Sim(stages, wait_pending, consumers, k_tiles, hw, protocol, tile, schedule)
     sim.run()
     return Schedule(sorted(sim.spans, key=lambda s: (s.start, s.lane)), sim.diagnosis, stages,
                     wait_pending, consumers, k_tiles, tile, hw)
