@@ -1,7 +1,7 @@
 """Chapter 07 §8: the seed article's 4096³ table of fractions of peak (:data:`SEED_4096`) beside
 our measured GEMMs from the records (:func:`seed_comparison`, :func:`seed_table_text`), each under
 two denominators — the datasheet's dense peak and SMs × FLOP/clk/SM × the SM clock measured for
-the row (:func:`asynctc.core.bench.peak_at_clock`, a pure function of the row). Reads records;
+the row (:func:`asynctc.core.peak.peak_at_clock`, a pure function of the row). Reads records;
 measures and plots nothing."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ SEED_4096 = (("mma.sync", 0.45, 0.55, "~50 %"),
 def seed_comparison(mma_rec, ws_rec, fp8_rec=None, size: int = 4096,
                     dtype: str = "float16") -> list[dict]:
     """Our measured GEMMs at ``size``³ in ``dtype`` as fractions of the peak at the SM clock
-    measured for each row (:func:`asynctc.core.bench.peak_at_clock`; the clock's kind from the
-    row, :func:`~asynctc.core.bench.clock_kind`), one entry per step of :data:`SEED_4096` and a few
+    measured for each row (:func:`asynctc.core.peak.peak_at_clock`; the clock's kind from the
+    row, :func:`~asynctc.core.peak.clock_kind`), one entry per step of :data:`SEED_4096` and a few
     beside them: the best mma.sync kernel of chapter 01 (``mma_sync`` record); chapter 05's
     kernel (rung 1), warp specialization (rung 2) and two consumers + setmaxnreg (rung 3) for the
     seed's "wgmma + TMA + warp specialization"; the record's top rung for "tuned"; cuBLAS of the same
@@ -30,7 +30,7 @@ def seed_comparison(mma_rec, ws_rec, fp8_rec=None, size: int = 4096,
     FLOP/clk/SM × that clock), ``datasheet_tflops`` and ``fraction_of_datasheet`` (of the
     datasheet's dense peak, 989.4 TFLOP/s fp16 / 1978.9 fp8: the other denominator, the one a
     reader of "X % of peak" most likely means), ``peak_text``, ``suite``."""
-    from ..core import bench
+    from ..core import peak as bench
     out = []
 
     def add(seed, ours, row, rec, dt=dtype):
