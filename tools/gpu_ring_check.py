@@ -51,6 +51,7 @@ from asynctc import fp8 as F  # noqa: E402
 from asynctc import pipeline as P  # noqa: E402
 from asynctc import swizzle as S  # noqa: E402
 from asynctc import warp_specialization as W  # noqa: E402
+from asynctc import gemm as G  # noqa: E402
 from asynctc.core import runtime  # noqa: E402
 
 #: The commit whose kernels are "old": the last one before kernels/ring.cuh existed.
@@ -152,7 +153,7 @@ def run_checks(say) -> dict:
     limit = P.smem_limit_bytes()
     jobs = [P.compile_job(c) for c in P.correctness_configs(limit)]
     jobs += [W.compile_job(c) for c in W.correctness_configs()]
-    jobs += [W.compile_job(W.case_config(c)) for c in W.matmul_cases()]
+    jobs += [W.compile_job(G.case_config(c)) for c in G.matmul_cases()]
     jobs += [W.compile_job(c) for c in F.correctness_configs()]
     jobs += [W.compile_job(c) for c in S.variants()]
     jobs = list({repr(j): j for j in jobs}.values())
@@ -170,8 +171,8 @@ def run_checks(say) -> dict:
     must_name(msg)
     say(f"chapter 06 broken variant: {msg}")
     n = 0
-    for case in W.matmul_cases():
-        c = W.check_matmul_case(case, rng=rng)
+    for case in G.matmul_cases():
+        c = G.check_matmul_case(case, rng=rng)
         if not c.passed:
             raise RuntimeError(f"matmul wrong: {case}: {c.as_dict()}")
         n += 1
