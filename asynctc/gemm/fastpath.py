@@ -1,0 +1,268 @@
+"""The GEMM on device operands of other libraries: plans cached by what determines them, tensor
+maps re-pointed per call, one launch.
+
+:func:`matmul_device` is what :func:`asynctc.matmul` runs when an operand is a torch tensor, a
+CuPy array or another ``__cuda_array_interface__`` / ``__dlpack__`` object: it reads the operands
+(:mod:`asynctc.gemm.interop`), checks what the plan does not prove (addresses, overlap, GPU),
+finds the :class:`LaunchPlan` for the shapes, dtypes, B layout, row pitches and GPU
+(:func:`launch_plan`, an ``functools.lru_cache``), and enqueues one launch on the caller's
+stream. A plan is built once: configuration, compiled kernel, tensor maps (re-pointed with
+``TensorMapDescriptor.replace_address`` only when an address changed), grid, cluster,
+``cuda.core.LaunchConfig`` and the dynamic shared-memory opt-in. Nothing synchronises: the error
+word of a timed-out mbarrier wait is read by :func:`check_errors` (which waits for the GPU).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core import runtime
+from ..core.checks import np_dtype
+from ..warp_specialization.config import DTYPES, _fail
+from . import interop as I
+from .config import b_major_of, choose_config
+
+
+class _Foreign:
+    """A device allocation someone else owns, seen as :class:`~asynctc.gemm.Pitched` expects its
+    ``array``: ``ptr``, ``shape`` (rows, pitch in elements), ``dtype``, ``nbytes`` (the span)."""
+
+    def __init__(self, ptr: int, rows: int, pitch: int, dtype, nbytes: int):
+        self.ptr, self.shape, self.dtype, self.nbytes = ptr, (rows, pitch), np.dtype(dtype), nbytes
+
+    def _launch_arg(self):
+        return np.uint64(self.ptr)
+
+
+class _Address:
+    """A CUDA Array Interface whose address alone changes: what ``replace_address`` reads (the
+    shape and byte strides are those the map was encoded with)."""
+
+    def __init__(self, rows: int, cols: int, pitch: int, itemsize: int):
+        self.__cuda_array_interface__ = {
+            "shape": (rows, cols), "typestr": "<u2" if itemsize == 2 else "<f4",
+            "data": (0, False), "version": 3, "strides": (pitch, itemsize)}
+
+    def at(self, ptr: int) -> "_Address":
+        self.__cuda_array_interface__["data"] = (ptr, False)
+        return self
+
+
+class PlanKey(NamedTuple):
+    """What determines a launch: problem, dtypes, how B is stored, the row pitches (bytes) and the
+    GPU. Addresses are not in it: they are re-pointed per call."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    out_dtype: str
+    b_major: str
+    a_pitch: int
+    b_pitch: int
+    c_pitch: int
+    device: int
+
+
+class LaunchPlan:
+    """One :class:`PlanKey` set up for launching: ``config``, ``gemm`` (the
+    :class:`~asynctc.gemm.EdgeGemm` whose tensor maps and error word are reused), and
+    :meth:`launch` (re-point what moved, one ``cuda.core.launch``)."""
+
+    def __init__(self, key: PlanKey, ptrs: tuple[int, int, int]):
+        from cuda.core import LaunchConfig
+        from .operands import EdgeGemm, Pitched
+        self.key = key
+        m, n, k = key.m, key.n, key.k
+        dt, odt = np_dtype(key.dtype), np_dtype(key.out_dtype)
+        self.config = choose_config(m, n, k, key.dtype, key.b_major, key.out_dtype,
+                                    c_rows_aligned=key.c_pitch % I.ALIGN == 0)
+        b_rows, b_cols = (n, k) if key.b_major == "K" else (k, n)
+
+        def pitched(ptr, rows, cols, pitch, d):
+            span = (rows - 1) * pitch + cols * d.itemsize
+            return Pitched(_Foreign(ptr, rows, pitch // d.itemsize, d, span), rows, cols)
+        pa, pb, pc = ptrs
+        self.gemm = g = EdgeGemm(self.config, pitched(pa, m, k, key.a_pitch, dt),
+                                 pitched(pb, b_rows, b_cols, key.b_pitch, dt),
+                                 pitched(pc, m, n, key.c_pitch, odt))
+        self.maps = [(g.ta, _Address(m, k, key.a_pitch, dt.itemsize)),
+                     (g.tb, _Address(b_rows, b_cols, key.b_pitch, dt.itemsize))]
+        self.tc_moves = self.config.tma_store
+        self.c_view = _Address(m, n, key.c_pitch, odt.itemsize)
+        self.ptrs = list(ptrs)
+        self.kernel = g.ck.kernel()
+        if self.config.shmem_bytes + g.ck.resources.shared_bytes > runtime.STATIC_SMEM_LIMIT:
+            runtime._set_max_dynamic_smem(self.kernel, int(self.config.shmem_bytes))
+        self.launch_config = LaunchConfig(**runtime.launch_config_kwargs(
+            g.grid, self.config.threads, self.config.shmem_bytes, g.cluster))
+        self._args(pc)
+
+    def _args(self, pc: int) -> None:
+        g, i32, u64 = self.gemm, np.int32, np.uint64
+        self.args = (g.ta, g.tb, g.tc, u64(pc), i32(g.m), i32(g.n), i32(g.k), u64(g.desc_a0),
+                     u64(g.desc_b0), u64(g.err.ptr), u64(0), u64(0), i32(g.ldc))
+
+    def repoint(self, pa: int, pb: int, pc: int) -> None:
+        """Give the tensor maps (and C's pointer argument) the new addresses; only those that
+        moved are re-encoded."""
+        for i, p in ((0, pa), (1, pb)):
+            if self.ptrs[i] != p:
+                desc, view = self.maps[i]
+                desc.replace_address(view.at(p))
+                self.ptrs[i] = p
+        if self.ptrs[2] != pc:
+            if self.tc_moves:
+                self.gemm.tc.replace_address(self.c_view.at(pc))
+            self._args(pc)
+            self.ptrs[2] = pc
+
+    def launch(self, stream) -> None:
+        from cuda.core import launch
+        launch(stream, self.launch_config, self.kernel, *self.args)
+
+    def check_error(self) -> None:
+        self.gemm.check_error()
+
+
+_plans: dict[PlanKey, LaunchPlan] = {}
+
+
+def launch_plan(key: PlanKey, ptrs) -> LaunchPlan:
+    """The cached :class:`LaunchPlan` of ``key`` (built on first use with ``ptrs``)."""
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = LaunchPlan(key, tuple(ptrs))
+    return plan
+
+
+def check_errors() -> None:
+    """Wait for asynctc's launches and raise :class:`RuntimeError` if any cached plan's kernel
+    reported a timed-out mbarrier wait (the bounded waits end a hang with an error word)."""
+    if _plans:
+        runtime.device().sync()
+    for plan in list(_plans.values()):
+        plan.check_error()
+
+
+_streams: dict[int, object] = {}
+
+
+def _stream(handle):
+    """A cuda.core Stream for a CUstream handle (cached: wrapping is not free)."""
+    if handle is None:
+        return runtime.default_stream()
+    s = _streams.get(handle)
+    if s is None:
+        from cuda.core import Stream
+        s = _streams[handle] = Stream.from_handle(handle)
+    return s
+
+
+def _pointer_device(ptr: int) -> int:
+    from cuda.bindings import driver
+    err, dev = driver.cuPointerGetAttribute(
+        driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _fail("address", hex(ptr), f"not device memory the driver knows ({err.name})")
+    return int(dev)
+
+
+def _default_handle() -> int:
+    return int(runtime.default_stream().handle)
+
+
+@functools.lru_cache(maxsize=None)
+def _device_id() -> int:
+    return int(runtime.device().device_id)
+
+
+def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stream=None):
+    """:func:`asynctc.matmul` for device operands of other libraries (see its docstring): returns
+    ``out``, or a new C of the caller's kind (torch in → torch out)."""
+    from ..core.memory import DeviceArray
+    b_major = b_major_of(b_layout)
+    fields = (("a", a), ("b", b)) + ((("out", out),) if out is not None else ())
+    for f, x in fields:
+        if isinstance(x, np.ndarray):
+            _fail(f, "numpy array", "a host array cannot be mixed with device operands: put it on "
+                                    "the GPU too (torch.from_numpy(x).cuda(), cupy.asarray(x))")
+        if not (I.is_foreign(x) or isinstance(x, DeviceArray)):
+            I.not_an_array(f, x)
+    dl = [f for f, x in fields if I.is_dlpack_only(x)]
+    ops = [(f, I.describe(x, f)) for f, x in fields if f not in dl]
+    handle = None
+    if dl:                      # DLPack: the producer orders its work before our stream
+        handle = I.resolve_stream(ops, stream)
+        handle = _default_handle() if handle is None else handle
+        ops += [(f, I.describe(x, f, handle)) for f, x in fields if f in dl]
+        ops.sort(key=lambda fo: ("a", "b", "out").index(fo[0]))
+    opd = dict(ops)
+    oa, ob = opd["a"], opd["b"]
+    if oa.dtype not in DTYPES:
+        _fail("a.dtype", oa.dtype, f"one of {sorted(DTYPES)} (wgmma .f16 / .bf16 inputs, PTX ISA "
+                                   "§9.7.15.5)")
+    if ob.dtype != oa.dtype:
+        _fail("b.dtype", ob.dtype, f"must equal a.dtype {oa.dtype!r}")
+    ma = I.as_matrix(oa, "a", may_transpose=False)
+    mb = I.as_matrix(ob, "b", may_transpose=True)
+    m, k = oa.shape
+    n, kb = ob.shape[::-1] if b_layout == "KxN" else ob.shape
+    if kb != k:
+        _fail("b.shape", ob.shape, f"b_layout={b_layout!r} reads b as "
+                                   f"{'K×N' if b_layout == 'KxN' else 'N×K'}: its K is {kb}, "
+                                   f"a.shape={oa.shape} has K={k}")
+    if mb.transposed:                       # a .T view: the storage is the other layout
+        b_major = "K" if b_major == "MN" else "MN"
+    if out_dtype is not None:
+        out_dtype = np.dtype(out_dtype).name if not isinstance(out_dtype, str) else out_dtype
+        out_dtype = str(out_dtype).removeprefix("torch.")
+    if out is not None:
+        oc = opd["out"]
+        if out_dtype is not None and oc.dtype != out_dtype:
+            _fail("out.dtype", oc.dtype, f"must be out_dtype={out_dtype!r}")
+        out_dtype = oc.dtype
+        if oc.shape != (m, n):
+            _fail("out.shape", oc.shape, f"must be (M, N) = {(m, n)}")
+        if oc.readonly:
+            _fail("out", "read-only", "must be writeable")
+    out_dtype = out_dtype or oa.dtype
+    if out_dtype not in ("float32", oa.dtype):
+        _fail("out_dtype", out_dtype, f"'float32' or the input dtype {oa.dtype!r} (fp32 "
+                                      "accumulation)")
+    mc = None
+    if out is not None:
+        mc = I.as_matrix(opd["out"], "out", may_transpose=False)
+        I.check_overlap(mc, opd["out"].itemsize, (("a", ma), ("b", mb)), oa.itemsize)
+    dev = _device_id()
+    I.check_devices(ops, dev, _pointer_device)
+    if not dl:
+        handle = I.resolve_stream(ops, stream)
+    s = _stream(handle)
+    if out is None:
+        kind = I.result_kind(ops)
+        out = I.new_result(kind, m, n, out_dtype, ops, s, zero=(k == 0))
+        if k == 0 or m == 0 or n == 0:
+            return out
+        mc = I.as_matrix(I.describe(out, "out"), "out", may_transpose=False)
+    elif m == 0 or n == 0:
+        return out
+    elif k == 0:
+        _zero(mc, np.dtype(out_dtype).itemsize, s)
+        return out
+    key = PlanKey(m, n, k, oa.dtype, out_dtype, b_major, ma.pitch, mb.pitch, mc.pitch, dev)
+    plan = launch_plan(key, (ma.ptr, mb.ptr, mc.ptr))
+    plan.repoint(ma.ptr, mb.ptr, mc.ptr)
+    plan.launch(s)
+    return out
+
+
+def _zero(mc, size: int, stream) -> None:
+    from cuda.bindings import driver
+    (err,) = driver.cuMemsetD2D8Async(mc.ptr, mc.pitch, 0, mc.cols * size, mc.rows,
+                                      int(stream.handle))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuMemsetD2D8Async: {err}")
