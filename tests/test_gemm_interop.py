@@ -40,6 +40,11 @@ class _Device:
         return f"{self.type}:{self.index}" if self.type == "cuda" else self.type
 
 
+_DT = {name: _Dtype(name, 4 if name == "float32" else 2)
+       for name in ("float16", "bfloat16", "float32")}
+_CUDA0 = _Device()
+
+
 class FakeTensor:
     """What asynctc reads of a torch tensor: data_ptr(), shape, stride(), element_size(), dtype,
     device (module name "torch")."""
@@ -48,9 +53,9 @@ class FakeTensor:
         self._size = 4 if dtype == "float32" else 2
         self.shape = tuple(shape)
         self._strides = strides or (shape[1], 1)
-        self.dtype = _Dtype(dtype, self._size)
+        self.dtype = _DT[dtype]
         self._ptr = _alloc(shape[0] * shape[1] * self._size) if ptr is None else ptr
-        self.device = device or _Device()
+        self.device = device or _CUDA0
 
     def data_ptr(self):
         return self._ptr
@@ -105,14 +110,14 @@ def fake_torch(monkeypatch):
     made = []
 
     def empty(shape, dtype, device):
-        t = FakeTensor(shape, dtype.name, device=_Device("cuda", int(device.split(":")[1])))
+        dev = device if isinstance(device, _Device) else _Device("cuda", int(device.split(":")[1]))
+        t = FakeTensor(shape, dtype.name, device=dev)
         made.append(t)
         return t
     mod = types.SimpleNamespace(
         cuda=types.SimpleNamespace(current_stream=lambda dev: types.SimpleNamespace(
             cuda_stream=0xABC0 + dev)),
-        empty=empty, zeros=empty, float16=_Dtype("float16", 2), bfloat16=_Dtype("bfloat16", 2),
-        float32=_Dtype("float32", 4), made=made)
+        empty=empty, zeros=empty, made=made, **_DT)
     monkeypatch.setitem(sys.modules, "torch", mod)
     return mod
 
@@ -138,6 +143,7 @@ def no_gpu(monkeypatch):
     FakePlan.built = []
     monkeypatch.setattr(F, "LaunchPlan", FakePlan)
     monkeypatch.setattr(F, "_plans", {})
+    monkeypatch.setattr(F, "_torch_layouts", {})
     monkeypatch.setattr(F, "_device_id", lambda: 0)
     monkeypatch.setattr(F, "_stream", lambda h: ("stream", h))
     monkeypatch.setattr(F, "_default_handle", lambda: 0x5EED)
@@ -319,6 +325,29 @@ def test_plans_are_cached_by_what_determines_them_and_re_pointed_per_call(no_gpu
     assert len(keys) == 3
     assert {k.out_dtype for k in keys} == {"float16", "float32"}
     assert {k.a_pitch for k in keys} == {512, 528}
+
+
+def test_a_proven_layout_checks_only_the_new_addresses(no_gpu, fake_torch):
+    """The second call with the same shapes, strides, dtypes and GPU skips what the first proved
+    (F._torch_layouts) but still refuses a bad address or an overlapping out."""
+    a, b, out = FakeTensor((64, 128)), FakeTensor((128, 256)), FakeTensor((64, 256))
+    asynctc.matmul(a, b, out)
+    assert len(F._torch_layouts) == 1
+    a2, b2, out2 = FakeTensor((64, 128)), FakeTensor((128, 256)), FakeTensor((64, 256))
+    asynctc.matmul(a2, b2, out2)
+    plan = _only_plan()
+    assert [p for p, _s in plan.calls] == [(a.data_ptr(), b.data_ptr(), out.data_ptr()),
+                                            (a2.data_ptr(), b2.data_ptr(), out2.data_ptr())]
+    with pytest.raises(WarpSpecializationError, match="overlaps b's bytes"):
+        asynctc.matmul(a2, b2, FakeTensor((64, 256), ptr=b2.data_ptr() + 256))
+    with pytest.raises(WarpSpecializationError, match="a address='0x[0-9a-f]+8'"):
+        asynctc.matmul(FakeTensor((64, 128), ptr=a.data_ptr() + 8), b2, out2)
+    with pytest.raises(WarpSpecializationError, match="out address='0x0'"):
+        asynctc.matmul(a2, b2, FakeTensor((64, 256), ptr=0))
+    c = asynctc.matmul(a2, b2)                                  # the allocating layout: its own
+    assert c.shape == (64, 256) and len(F._torch_layouts) == 2 and len(plan.calls) == 3
+    asynctc.matmul(a, b)
+    assert len(plan.calls) == 4 and fake_torch.made[-1].shape == (64, 256)
 
 
 def test_the_launch_goes_on_the_callers_stream(no_gpu, fake_torch):

@@ -27,13 +27,16 @@ Where things live (every name is re-exported here):
   :func:`check_errors`;
 * ``cases.py`` — the cases matmul is checked on (:func:`matmul_cases`, :data:`AWKWARD_SHAPES`, …)
   and :func:`check_matmul_case` (float64, every element);
+* ``host_suite.py`` — the ``matmul_host`` record suite: on torch tensors beside
+  ``torch.matmul``, host µs per call, end to end, kernel time, a CUDA-graph capture
+  (:func:`~asynctc.gemm.host_suite.measure_matmul_host`); never plots;
 * ``suite.py`` — the ``matmul`` record suite (:func:`measure_matmul`, :func:`matmul_table`,
   :func:`summarize_matmul`); never plots.
 """
 
 from __future__ import annotations
 
-from . import cases, config, fastpath, interop, operands, plan, suite  # noqa: F401
+from . import cases, config, fastpath, host_suite, interop, operands, plan, suite  # noqa: F401
 from .cases import (  # noqa: F401
     AWKWARD_SHAPES, COMBOS, PERSISTENT_EDGE_SHAPE, SMALL_NONSQUARE, case_config,
     check_matmul_case, matmul_cases,
@@ -51,5 +54,5 @@ from .suite import (  # noqa: F401
     measure_matmul, summarize_matmul,
 )
 
-#: The package's record suite (:mod:`asynctc.suites`).
-SUITES = suite.SUITES
+#: The package's record suites (:mod:`asynctc.suites`): "matmul" and "matmul_host".
+SUITES = {**suite.SUITES, **host_suite.SUITES}

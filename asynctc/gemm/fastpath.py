@@ -6,15 +6,17 @@ CuPy array or another ``__cuda_array_interface__`` / ``__dlpack__`` object: it r
 (:mod:`asynctc.gemm.interop`), checks what the plan does not prove (addresses, overlap, GPU),
 finds the :class:`LaunchPlan` for the shapes, dtypes, B layout, row pitches and GPU
 (:func:`launch_plan`, an ``functools.lru_cache``), and enqueues one launch on the caller's
-stream. A plan is built once: configuration, compiled kernel, tensor maps (re-pointed with
-``TensorMapDescriptor.replace_address`` only when an address changed), grid, cluster,
-``cuda.core.LaunchConfig`` and the dynamic shared-memory opt-in. Nothing synchronises: the error
+stream. A plan is built once: configuration, compiled kernel, grid, cluster,
+``cuda.core.LaunchConfig``, the dynamic shared-memory opt-in, the constant arguments; per call
+only the tensor maps of new addresses are found (kept per address, :data:`MAPS_PER_OPERAND` per
+operand, the oldest re-pointed with ``TensorMapDescriptor.replace_address`` past that). Nothing synchronises: the error
 word of a timed-out mbarrier wait is read by :func:`check_errors` (which waits for the GPU).
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -67,65 +69,90 @@ class PlanKey(NamedTuple):
     device: int
 
 
+#: Tensor maps kept per operand, one per address seen (a loop that alternates between a few
+#: buffers, as ``c = matmul(a, b)`` does with torch's caching allocator, finds its maps encoded);
+#: past this many addresses the oldest map is re-pointed (cuTensorMapReplaceAddress).
+MAPS_PER_OPERAND = 8
+
+
 class LaunchPlan:
-    """One :class:`PlanKey` set up for launching: ``config``, ``gemm`` (the
-    :class:`~asynctc.gemm.EdgeGemm` whose tensor maps and error word are reused), and
-    :meth:`launch` (re-point what moved, one ``cuda.core.launch``)."""
+    """One :class:`PlanKey` set up for launching, once: ``config`` (:func:`choose_config`),
+    ``gemm`` (the :class:`~asynctc.gemm.EdgeGemm` built and checked on the first call's
+    addresses: compiled kernel, grid, cluster, error word), the ``cuda.core.LaunchConfig``, the
+    dynamic shared-memory opt-in, and the launch arguments that never change. :meth:`repoint`
+    finds the tensor maps of new addresses; :meth:`launch` is one ``cuda.core.launch``."""
 
     def __init__(self, key: PlanKey, ptrs: tuple[int, int, int]):
-        from cuda.core import LaunchConfig
-        from .operands import EdgeGemm, Pitched
+        from ..warp_specialization.launch import c_store_box
+        from .operands import EdgeGemm, Pitched, _tile_map
         self.key = key
         m, n, k = key.m, key.n, key.k
         dt, odt = np_dtype(key.dtype), np_dtype(key.out_dtype)
-        self.config = choose_config(m, n, k, key.dtype, key.b_major, key.out_dtype,
-                                    c_rows_aligned=key.c_pitch % I.ALIGN == 0)
+        self.config = cfg = choose_config(m, n, k, key.dtype, key.b_major, key.out_dtype,
+                                          c_rows_aligned=key.c_pitch % I.ALIGN == 0)
         b_rows, b_cols = (n, k) if key.b_major == "K" else (k, n)
+        shapes = ((m, k, key.a_pitch, dt), (b_rows, b_cols, key.b_pitch, dt),
+                  (m, n, key.c_pitch, odt))
 
-        def pitched(ptr, rows, cols, pitch, d):
+        def pitched(i, ptr):
+            rows, cols, pitch, d = shapes[i]
             span = (rows - 1) * pitch + cols * d.itemsize
             return Pitched(_Foreign(ptr, rows, pitch // d.itemsize, d, span), rows, cols)
+        tiles = (cfg.a_box, cfg.b_load_box, c_store_box(cfg))
+        self._encode = [lambda p, i=i: _tile_map(pitched(i, p), tiles[i]) for i in range(3)]
+        self._views = [_Address(r, c, p, d.itemsize) for r, c, p, d in shapes]
         pa, pb, pc = ptrs
-        self.gemm = g = EdgeGemm(self.config, pitched(pa, m, k, key.a_pitch, dt),
-                                 pitched(pb, b_rows, b_cols, key.b_pitch, dt),
-                                 pitched(pc, m, n, key.c_pitch, odt))
-        self.maps = [(g.ta, _Address(m, k, key.a_pitch, dt.itemsize)),
-                     (g.tb, _Address(b_rows, b_cols, key.b_pitch, dt.itemsize))]
-        self.tc_moves = self.config.tma_store
-        self.c_view = _Address(m, n, key.c_pitch, odt.itemsize)
-        self.ptrs = list(ptrs)
+        self.gemm = g = EdgeGemm(cfg, pitched(0, pa), pitched(1, pb), pitched(2, pc))
+        self.maps = [{pa: g.ta}, {pb: g.tb}, {pc: g.tc} if cfg.tma_store else {}]
         self.kernel = g.ck.kernel()
-        if self.config.shmem_bytes + g.ck.resources.shared_bytes > runtime.STATIC_SMEM_LIMIT:
-            runtime._set_max_dynamic_smem(self.kernel, int(self.config.shmem_bytes))
-        self.launch_config = LaunchConfig(**runtime.launch_config_kwargs(
-            g.grid, self.config.threads, self.config.shmem_bytes, g.cluster))
-        self._args(pc)
+        if cfg.shmem_bytes + g.ck.resources.shared_bytes > runtime.STATIC_SMEM_LIMIT:
+            runtime._set_max_dynamic_smem(self.kernel, int(cfg.shmem_bytes))
+        self.launch_config = _launch_config(**runtime.launch_config_kwargs(
+            g.grid, cfg.threads, cfg.shmem_bytes, g.cluster))
+        i32, u64 = np.int32, np.uint64
+        self._static = (i32(g.m), i32(g.n), i32(g.k), u64(g.desc_a0), u64(g.desc_b0),
+                        u64(g.err.ptr), u64(0), u64(0), i32(g.ldc))
+        self._last = None
+        self.repoint(pa, pb, pc)
 
-    def _args(self, pc: int) -> None:
-        g, i32, u64 = self.gemm, np.int32, np.uint64
-        self.args = (g.ta, g.tb, g.tc, u64(pc), i32(g.m), i32(g.n), i32(g.k), u64(g.desc_a0),
-                     u64(g.desc_b0), u64(g.err.ptr), u64(0), u64(0), i32(g.ldc))
+    def _map(self, i: int, ptr: int):
+        maps = self.maps[i]
+        d = maps.get(ptr)
+        if d is None:
+            if len(maps) < MAPS_PER_OPERAND:
+                d = self._encode[i](ptr)
+            else:
+                d = maps.pop(next(iter(maps)))
+                d.replace_address(self._views[i].at(ptr))
+            maps[ptr] = d
+        return d
 
     def repoint(self, pa: int, pb: int, pc: int) -> None:
-        """Give the tensor maps (and C's pointer argument) the new addresses; only those that
-        moved are re-encoded."""
-        for i, p in ((0, pa), (1, pb)):
-            if self.ptrs[i] != p:
-                desc, view = self.maps[i]
-                desc.replace_address(view.at(p))
-                self.ptrs[i] = p
-        if self.ptrs[2] != pc:
-            if self.tc_moves:
-                self.gemm.tc.replace_address(self.c_view.at(pc))
-            self._args(pc)
-            self.ptrs[2] = pc
+        """The launch arguments for these addresses (nothing to do when they are the last
+        call's): each operand's tensor map for its address, C's pointer."""
+        if self._last == (pa, pb, pc):
+            return
+        ta, tb = self._map(0, pa), self._map(1, pb)
+        tc = self._map(2, pc) if self.config.tma_store else ta   # unused without the TMA store
+        self.args = (ta, tb, tc, np.uint64(pc)) + self._static
+        self._last = (pa, pb, pc)
 
     def launch(self, stream) -> None:
-        from cuda.core import launch
-        launch(stream, self.launch_config, self.kernel, *self.args)
+        _cuda_launch()(stream, self.launch_config, self.kernel, *self.args)
 
     def check_error(self) -> None:
         self.gemm.check_error()
+
+
+@functools.lru_cache(maxsize=1)
+def _cuda_launch():
+    from cuda.core import launch
+    return launch
+
+
+def _launch_config(**kw):
+    from cuda.core import LaunchConfig
+    return LaunchConfig(**kw)
 
 
 _plans: dict[PlanKey, LaunchPlan] = {}
@@ -137,6 +164,16 @@ def launch_plan(key: PlanKey, ptrs) -> LaunchPlan:
     if plan is None:
         plan = _plans[key] = LaunchPlan(key, tuple(ptrs))
     return plan
+
+
+def plan_label(m: int, n: int, k: int, dtype: str, b_storage: str) -> str | None:
+    """The configuration label of the cached plan for an M×N×K ``dtype`` problem whose B is
+    stored ``b_storage`` ("KxN": MN-major, "NxK": K-major); None if no such call was made."""
+    major = "MN" if b_storage == "KxN" else "K"
+    for key, plan in _plans.items():
+        if (key.m, key.n, key.k, key.dtype, key.b_major) == (m, n, k, dtype, major):
+            return plan.config.label()
+    return None
 
 
 def check_errors() -> None:
@@ -180,11 +217,64 @@ def _device_id() -> int:
     return int(runtime.device().device_id)
 
 
-def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stream=None):
+class _Proven(NamedTuple):
+    """What a first call proved about a layout of torch tensors: the plan's key, the bytes each
+    operand spans (for the overlap check of later addresses), C's shape and torch dtype when
+    matmul allocates it, and the GPU."""
+
+    key: PlanKey
+    spans: tuple[int, int, int]
+    result_dtype: object
+    device: int
+
+
+#: torch layouts (shapes, strides, dtypes, devices, b_layout, out_dtype) already validated.
+_torch_layouts: dict[tuple, _Proven] = {}
+
+
+def is_torch(x) -> bool:
+    return type(x).__module__ == "torch" and hasattr(x, "data_ptr")
+
+
+def matmul_torch(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stream=None):
+    """:func:`matmul_device` for torch tensors, with a first call's checks remembered per layout
+    (:class:`_Proven`): a later call with the same shapes, strides, dtypes and GPU checks only
+    its addresses (non-null, 16-byte aligned, ``out`` apart from ``a`` and ``b``) and launches.
+    Anything unusual goes through :func:`matmul_device`, which says what is wrong."""
+    lkey = (b_layout, out_dtype, a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(),
+            b.dtype, b.device)
+    if out is not None:
+        lkey += (out.shape, out.stride(), out.dtype, out.device)
+    proven = _torch_layouts.get(lkey)
+    pa, pb = a.data_ptr(), b.data_ptr()
+    if proven is None or not pa or not pb or (pa | pb) & 15:
+        return matmul_device(a, b, out, b_layout=b_layout, out_dtype=out_dtype, stream=stream,
+                             _layout_key=lkey)
+    torch = sys.modules["torch"]
+    if out is None:
+        key = proven.key
+        out = torch.empty((key.m, key.n), dtype=proven.result_dtype, device=a.device)
+        pc = out.data_ptr()
+    else:
+        pc = out.data_ptr()
+        sa, sb, sc = proven.spans
+        if not pc or pc & 15 or (pc < pa + sa and pa < pc + sc) or (pc < pb + sb and pb < pc + sc):
+            return matmul_device(a, b, out, b_layout=b_layout, out_dtype=out_dtype, stream=stream)
+    handle = (torch.cuda.current_stream(proven.device).cuda_stream if stream is None
+              else I.stream_handle(stream))
+    plan = _plans[proven.key]
+    plan.repoint(pa, pb, pc)
+    plan.launch(_stream(handle))
+    return out
+
+
+def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stream=None,
+                  _layout_key=None):
     """:func:`asynctc.matmul` for device operands of other libraries (see its docstring): returns
     ``out``, or a new C of the caller's kind (torch in → torch out)."""
     from ..core.memory import DeviceArray
     b_major = b_major_of(b_layout)
+    allocated = out is None
     fields = (("a", a), ("b", b)) + ((("out", out),) if out is not None else ())
     for f, x in fields:
         if isinstance(x, np.ndarray):
@@ -257,6 +347,11 @@ def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stre
     plan = launch_plan(key, (ma.ptr, mb.ptr, mc.ptr))
     plan.repoint(ma.ptr, mb.ptr, mc.ptr)
     plan.launch(s)
+    if _layout_key is not None and all(op.kind == "torch" for _f, op in ops):
+        spans = tuple(x.span(z)[1] - x.ptr for x, z in ((ma, oa.itemsize), (mb, ob.itemsize),
+                                                        (mc, np.dtype(np_dtype(out_dtype)).itemsize)))
+        _torch_layouts[_layout_key] = _Proven(
+            key, spans, getattr(sys.modules["torch"], out_dtype) if allocated else None, dev)
     return out
 
 

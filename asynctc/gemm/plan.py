@@ -15,6 +15,7 @@ from ..core import runtime
 from ..core.memory import DeviceArray
 from ..warp_specialization.config import DTYPES, WSConfig, _fail
 from .config import b_major_of, choose_config
+from .fastpath import is_torch, matmul_device, matmul_torch
 from .interop import Matrix, check_overlap, is_foreign, not_an_array
 from .operands import TMA_ALIGN, EdgeGemm, Pitched, check_tma_rows, row_pitch, upload_pitched
 
@@ -208,11 +209,12 @@ def matmul(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, config=None
     :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU. The first call per
     configuration compiles the kernel (NVRTC → cubin, cached on disk).
     """
+    if config is None and is_torch(a) and is_torch(b) and (out is None or is_torch(out)):
+        return matmul_torch(a, b, out, b_layout=b_layout, out_dtype=out_dtype, stream=stream)
     if is_foreign(a) or is_foreign(b) or is_foreign(out):
         if config is not None:
             _fail("config", type(config).__name__, "device arrays of other libraries run "
                                                    "matmul_config's choice (config=None)")
-        from .fastpath import matmul_device
         return matmul_device(a, b, out, b_layout=b_layout, out_dtype=out_dtype, stream=stream)
     return MatmulPlan(a, b, out, b_layout=b_layout, out_dtype=out_dtype, config=config,
                       stream=stream).run()
