@@ -445,3 +445,48 @@ def test_torch_on_a_side_stream_and_in_a_cuda_graph():
     g.replay()
     torch.cuda.synchronize()
     _check_against_float64(torch, out, a, b)
+
+
+# ---- the matmul_host suite and its script, on the CPU --------------------------------------------
+
+def test_the_host_suite_table_covers_every_shape_class_once():
+    from asynctc.gemm import host_suite as H
+    rows = H.table()
+    shapes = [s for _c, s in rows]
+    assert len(shapes) == len(set(shapes))
+    classes = {c for c, _s in rows}
+    assert classes == {"cube", "thin", "decode", "nonsquare", "unaligned"}
+    cubes = sorted(s[0] for c, s in rows if c == "cube")
+    assert cubes[0] == 256 and cubes[-1] == 8192
+    assert {s[0] for c, s in rows if c == "decode"} == {1, 4, 16}
+    assert all(4096 <= s[1] <= 8192 and 4096 <= s[2] <= 8192 for c, s in rows if c == "decode")
+    assert any(s[1] * 2 % 16 for c, s in rows if c == "unaligned")
+    jobs = H.host_jobs(rows, sm_count=132)                     # compile jobs, no GPU needed
+    assert jobs and len(jobs) == len({repr(j) for j in jobs})
+    assert "matmul_host" in G.SUITES and "matmul" in G.SUITES
+
+
+def test_the_host_summary_reads_a_record():
+    from asynctc.gemm import host_suite as H
+    row = {"class": "cube", "m": 1024, "n": 1024, "k": 1024, "dtype": "float16",
+           "b_storage": "KxN", "ours_host_us": 9.5, "torch_host_us": 12.0, "kernel_of_torch": 0.97,
+           "e2e_of_torch": 1.02, "host_ratio": 0.79}
+    rec = types.SimpleNamespace(results={
+        "checks": [{"passed": True, "worst_ratio": 0.01}], "graph": {"shape": (1024,) * 3,
+                                                                    "passed": True},
+        "rows": [row, {**row, "class": "decode", "m": 1, "kernel_of_torch": 0.8,
+                       "e2e_of_torch": 0.9}]})
+    text = H.summarize_matmul_host(rec)
+    assert "1 checks against float64, 1 passed" in text and "CUDA-graph capture" in text
+    assert "worst cube: kernel 0.97, end to end 1.02 of torch" in text
+    assert "worst decode: kernel 0.80, end to end 0.90" in text
+
+
+def test_the_host_script_fakes_the_gpu_and_builds_one_plan():
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "tools"))
+    import gpu_matmul_host as T
+    lines = []
+    res = T.fake_gpu_host_cost(calls=20, shape=(256, 512, 384), say=lines.append)
+    assert res["plans"] == 1 and set(res) == {"result_us", "out_us", "alternating_us", "plans"}
+    assert lines and "1 plan(s) built" in lines[0]
+    assert "torch" not in sys.modules or not isinstance(sys.modules["torch"], types.SimpleNamespace)
