@@ -66,6 +66,9 @@ class FakeTensor:
     def element_size(self):
         return self._size
 
+    def new_empty(self, shape, dtype):
+        return sys.modules["torch"].empty(shape, dtype=dtype, device=self.device)
+
     @property
     def T(self):
         return FakeTensor(self.shape[::-1], self.dtype.name, self._strides[::-1], self._ptr,
@@ -117,6 +120,7 @@ def fake_torch(monkeypatch):
     mod = types.SimpleNamespace(
         cuda=types.SimpleNamespace(current_stream=lambda dev: types.SimpleNamespace(
             cuda_stream=0xABC0 + dev)),
+        _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: 0xABC0 + dev),
         empty=empty, zeros=empty, made=made, **_DT)
     monkeypatch.setitem(sys.modules, "torch", mod)
     return mod
@@ -216,7 +220,7 @@ def test_a_transposed_b_is_read_as_the_other_layout_without_a_copy(no_gpu, fake_
     c = asynctc.matmul(a, w.T)                                       # a @ w.T, B K×N as given
     plan = _only_plan()
     assert plan.key.b_major == "K" and plan.key.b_pitch == 512      # stored N×K, K-major
-    assert plan.calls == [((a.data_ptr(), w.data_ptr(), c.data_ptr()), ("stream", 0xABC0))]
+    assert plan.calls == [((a.data_ptr(), w.data_ptr(), c.data_ptr()), 0xABC0)]
     assert isinstance(c, FakeTensor) and c.shape == (64, 512) and c.dtype.name == "float16"
     asynctc.matmul(a, w, b_layout="NxK")                             # the same storage, said
     assert len(F._plans) == 1 and len(plan.calls) == 2
@@ -360,7 +364,7 @@ def test_the_launch_goes_on_the_callers_stream(no_gpu, fake_torch):
     asynctc.matmul(FakeCAI((64, 64)), FakeCAI((64, 64)), FakeCAI((64, 64)))  # none: ours
     d = FakeDLPack(np.zeros((64, 64), np.float16))
     asynctc.matmul(d, FakeCAI((64, 64)), FakeCAI((64, 64)))                 # DLPack: ours, asked
-    streams = [s for p in F._plans.values() for _ptrs, (_tag, s) in p.calls]
+    streams = [s for p in F._plans.values() for _ptrs, s in p.calls]
     assert streams == [0xABC0, 0x77, 0x78, 0x79, 0x55, None, 0x5EED]
     assert d.stream_asked == 0x5EED
     with pytest.raises(TypeError, match="stream: str is not a CUDA stream"):
@@ -382,7 +386,7 @@ def test_results_are_of_the_callers_kind(no_gpu, fake_torch, monkeypatch):
                         type(o).__module__.split(".")[0])
     asynctc.matmul(x, FakeCAI((16, 24)))
     assert made == [((8, 24), "float16")]
-    assert [s for p in F._plans.values() for _q, (_t, s) in p.calls][-1] == 0xC0
+    assert [s for p in F._plans.values() for _q, s in p.calls][-1] == 0xC0
 
 
 def test_empty_problems_launch_nothing(no_gpu, fake_torch):

@@ -64,6 +64,9 @@ class _FakeTensor:
     def element_size(self):
         return self.dtype.size
 
+    def new_empty(self, shape, dtype):
+        return _FakeTensor(shape, dtype)
+
 
 _FakeTensor.__module__ = "torch"
 
@@ -95,6 +98,7 @@ def fake_gpu_host_cost(calls: int = 20000, shape=(4096, 4096, 4096), say=print) 
     f16 = _Dtype("float16", 2)
     torch = types.SimpleNamespace(
         cuda=types.SimpleNamespace(current_stream=lambda dev: types.SimpleNamespace(cuda_stream=7)),
+        _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: 7),
         empty=lambda shape, dtype, device: _FakeTensor(shape, dtype), float16=f16,
         float32=_Dtype("float32", 4), bfloat16=_Dtype("bfloat16", 2))
     saved = {}
@@ -109,6 +113,13 @@ def fake_gpu_host_cost(calls: int = 20000, shape=(4096, 4096, 4096), say=print) 
         patch(O, "_tile_map", lambda x, tile: Map())
         patch(F, "_launch_config", lambda **kw: kw)
         patch(F, "_cuda_launch", lambda: (lambda *a: None))
+
+        def raw_launcher(*a):
+            def run(handle, packed):
+                return None
+            run.pack = lambda args: types.SimpleNamespace(ptr=0)
+            return run
+        patch(F, "_raw_launcher", raw_launcher)
         patch(F, "_device_id", lambda: 0)
         patch(F, "_stream", lambda h: h)
         patch(F, "_plans", {})

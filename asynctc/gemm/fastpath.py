@@ -1,16 +1,23 @@
-"""The GEMM on device operands of other libraries: plans cached by what determines them, tensor
-maps re-pointed per call, one launch.
+"""The GEMM on device arrays of other libraries: plans cached by what determines them, tensor
+maps found per address, one driver launch on the caller's stream.
 
-:func:`matmul_device` is what :func:`asynctc.matmul` runs when an operand is a torch tensor, a
-CuPy array or another ``__cuda_array_interface__`` / ``__dlpack__`` object: it reads the operands
-(:mod:`asynctc.gemm.interop`), checks what the plan does not prove (addresses, overlap, GPU),
-finds the :class:`LaunchPlan` for the shapes, dtypes, B layout, row pitches and GPU
-(:func:`launch_plan`, an ``functools.lru_cache``), and enqueues one launch on the caller's
-stream. A plan is built once: configuration, compiled kernel, grid, cluster,
-``cuda.core.LaunchConfig``, the dynamic shared-memory opt-in, the constant arguments; per call
-only the tensor maps of new addresses are found (kept per address, :data:`MAPS_PER_OPERAND` per
-operand, the oldest re-pointed with ``TensorMapDescriptor.replace_address`` past that). Nothing synchronises: the error
-word of a timed-out mbarrier wait is read by :func:`check_errors` (which waits for the GPU).
+:func:`matmul_device` is what :func:`asynctc.matmul` runs when an operand is a CuPy array or
+another ``__cuda_array_interface__`` / ``__dlpack__`` object: it reads the operands
+(:mod:`asynctc.gemm.interop`), checks them (field, value, rule), finds the :class:`LaunchPlan` of
+the shapes, dtypes, B storage, row pitches and GPU (:data:`_plans`, a dict keyed by
+:class:`PlanKey`) and launches. :func:`matmul_torch` runs for torch tensors: a layout (shapes,
+strides, dtypes, devices) checked once is remembered (:class:`_Proven`), so a later call checks
+only its addresses (non-null, 16-byte aligned, ``out`` apart from ``a`` and ``b``), allocates C
+with ``a.new_empty`` and reads torch's current stream through its raw handle.
+
+A plan is built once: configuration, compiled kernel, grid, cluster, dynamic shared-memory
+opt-in, the constant arguments, one ``CUlaunchConfig`` per stream. Per call only what moved is
+found: the tensor map of each address (kept per address, :data:`MAPS_PER_OPERAND` per operand,
+the oldest re-pointed with ``TensorMapDescriptor.replace_address`` past that) and the packed
+kernel parameters of each address triple; the launch is one ``cuLaunchKernelEx``
+(``cuda.core.launch`` where the driver bindings cannot be used). Nothing synchronises, so a call
+can be captured in a CUDA graph; the error word of a timed-out mbarrier wait is read by
+:func:`check_errors` (which waits for the GPU).
 """
 
 from __future__ import annotations
@@ -109,6 +116,8 @@ class LaunchPlan:
             runtime._set_max_dynamic_smem(self.kernel, int(cfg.shmem_bytes))
         self.launch_config = _launch_config(**runtime.launch_config_kwargs(
             g.grid, cfg.threads, cfg.shmem_bytes, g.cluster))
+        self._raw = _raw_launcher(self.kernel, g.grid, cfg.threads, cfg.shmem_bytes, cfg.cluster)
+        self._params: dict = {}             # address triple -> packed kernel parameters
         i32, u64 = np.int32, np.uint64
         self._static = (i32(g.m), i32(g.n), i32(g.k), u64(g.desc_a0), u64(g.desc_b0),
                         u64(g.err.ptr), u64(0), u64(0), i32(g.ldc))
@@ -124,6 +133,7 @@ class LaunchPlan:
             else:
                 d = maps.pop(next(iter(maps)))
                 d.replace_address(self._views[i].at(ptr))
+                self._params.clear()        # packed parameters may hold the old map
             maps[ptr] = d
         return d
 
@@ -135,10 +145,21 @@ class LaunchPlan:
         ta, tb = self._map(0, pa), self._map(1, pb)
         tc = self._map(2, pc) if self.config.tma_store else ta   # unused without the TMA store
         self.args = (ta, tb, tc, np.uint64(pc)) + self._static
-        self._last = (pa, pb, pc)
+        self._last = triple = (pa, pb, pc)
+        if self._raw is not None:
+            ph = self._params.get(triple)
+            if ph is None:
+                ph = self._params[triple] = (self._raw.pack(list(self.args)), self.args)
+            self._packed = ph[0]
 
-    def launch(self, stream) -> None:
-        _cuda_launch()(stream, self.launch_config, self.kernel, *self.args)
+    def launch(self, handle: int | None) -> None:
+        """One launch on the stream of CUstream ``handle`` (None: asynctc's own stream)."""
+        if handle is None:
+            handle = _default_handle()
+        if self._raw is not None:
+            self._raw(handle, self._packed)
+        else:
+            _cuda_launch()(_stream(handle), self.launch_config, self.kernel, *self.args)
 
     def check_error(self) -> None:
         self.gemm.check_error()
@@ -153,6 +174,41 @@ def _cuda_launch():
 def _launch_config(**kw):
     from cuda.core import LaunchConfig
     return LaunchConfig(**kw)
+
+
+def _raw_launcher(kernel, grid: int, threads: int, shmem: int, cluster: int):
+    """A launch through the driver with the parameters packed once per address triple:
+    ``run(handle, packed)`` is one ``cuLaunchKernelEx`` (cluster dimension as a launch
+    attribute, one ``CUlaunchConfig`` per stream); ``run.pack(args)`` packs the arguments as
+    ``cuda.core.launch`` would (its ``ParamHolder``). None where those are not importable (then
+    ``cuda.core.launch`` is called per call)."""
+    try:
+        from cuda.bindings import driver as dr
+        from cuda.core._kernel_arg_handler import ParamHolder
+    except ImportError:
+        return None
+    f, ok, configs = dr.CUfunction(int(kernel.handle)), dr.CUresult.CUDA_SUCCESS, {}
+
+    def config(handle: int):
+        cf = dr.CUlaunchConfig()
+        cf.gridDimX, cf.gridDimY, cf.gridDimZ = grid, 1, 1
+        cf.blockDimX, cf.blockDimY, cf.blockDimZ = threads, 1, 1
+        cf.sharedMemBytes, cf.hStream = int(shmem), handle
+        if cluster > 1:
+            at = dr.CUlaunchAttribute()
+            at.id = dr.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            dim = at.value.clusterDim
+            dim.x, dim.y, dim.z = cluster, 1, 1
+            cf.attrs, cf.numAttrs = [at], 1
+        configs[handle] = cf
+        return cf
+
+    def run(handle: int, packed) -> None:
+        (err,) = dr.cuLaunchKernelEx(configs.get(handle) or config(handle), f, packed.ptr, 0)
+        if err != ok:
+            raise RuntimeError(f"cuLaunchKernelEx: {err.name}")
+    run.pack = ParamHolder
+    return run
 
 
 _plans: dict[PlanKey, LaunchPlan] = {}
@@ -250,22 +306,28 @@ def matmul_torch(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, strea
     if proven is None or not pa or not pb or (pa | pb) & 15:
         return matmul_device(a, b, out, b_layout=b_layout, out_dtype=out_dtype, stream=stream,
                              _layout_key=lkey)
-    torch = sys.modules["torch"]
     if out is None:
         key = proven.key
-        out = torch.empty((key.m, key.n), dtype=proven.result_dtype, device=a.device)
+        out = a.new_empty((key.m, key.n), dtype=proven.result_dtype)
         pc = out.data_ptr()
     else:
         pc = out.data_ptr()
         sa, sb, sc = proven.spans
         if not pc or pc & 15 or (pc < pa + sa and pa < pc + sc) or (pc < pb + sb and pb < pc + sc):
             return matmul_device(a, b, out, b_layout=b_layout, out_dtype=out_dtype, stream=stream)
-    handle = (torch.cuda.current_stream(proven.device).cuda_stream if stream is None
-              else I.stream_handle(stream))
+    handle = _torch_stream(proven.device) if stream is None else I.stream_handle(stream)
     plan = _plans[proven.key]
     plan.repoint(pa, pb, pc)
-    plan.launch(_stream(handle))
+    plan.launch(handle)
     return out
+
+
+def _torch_stream(device: int) -> int:
+    """torch's current stream on ``device``: its raw handle where torch exposes it (0.1 µs
+    against several for ``torch.cuda.current_stream(device).cuda_stream``)."""
+    raw = getattr(sys.modules["torch"]._C, "_cuda_getCurrentRawStream", None)
+    return int(raw(device)) if raw is not None else \
+        int(sys.modules["torch"].cuda.current_stream(device).cuda_stream)
 
 
 def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stream=None,
@@ -346,7 +408,7 @@ def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stre
     key = PlanKey(m, n, k, oa.dtype, out_dtype, b_major, ma.pitch, mb.pitch, mc.pitch, dev)
     plan = launch_plan(key, (ma.ptr, mb.ptr, mc.ptr))
     plan.repoint(ma.ptr, mb.ptr, mc.ptr)
-    plan.launch(s)
+    plan.launch(handle)
     if _layout_key is not None and all(op.kind == "torch" for _f, op in ops):
         spans = tuple(x.span(z)[1] - x.ptr for x, z in ((ma, oa.itemsize), (mb, ob.itemsize),
                                                         (mc, np.dtype(np_dtype(out_dtype)).itemsize)))

@@ -270,7 +270,8 @@ def resolve_stream(ops, stream) -> int | None:
     if "torch" in kinds:
         torch = sys.modules["torch"]
         dev = next(op.device for _f, op in ops if op.kind == "torch")
-        return int(torch.cuda.current_stream(dev).cuda_stream)
+        raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+        return int(raw(dev)) if raw is not None else int(torch.cuda.current_stream(dev).cuda_stream)
     if "cupy" in kinds:
         return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
     for _f, op in ops:
