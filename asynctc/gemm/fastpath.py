@@ -197,8 +197,9 @@ def _raw_launcher(kernel, grid: int, threads: int, shmem: int, cluster: int):
         if cluster > 1:
             at = dr.CUlaunchAttribute()
             at.id = dr.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            dim = at.value.clusterDim
-            dim.x, dim.y, dim.z = cluster, 1, 1
+            at.value.clusterDim.x = cluster
+            dim = at.value.clusterDim           # a view of the attribute's union
+            dim.y = dim.z = 1
             cf.attrs, cf.numAttrs = [at], 1
         configs[handle] = cf
         return cf
