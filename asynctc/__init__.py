@@ -41,6 +41,7 @@ def __getattr__(name):
     # chapter modules load only when a chapter or the GEMM is used)
     if name == "matmul":
         from .gemm import matmul
+        globals()["matmul"] = matmul      # later lookups find it without this call (host cost)
         return matmul
     raise AttributeError(f"module 'asynctc' has no attribute {name!r}")
 

@@ -4,10 +4,15 @@ import numpy as np
 
 
 class FakeArray:
+    #: the next address handed out: each array gets its own 4 KiB-aligned range, as allocations
+    #: do (asynctc.matmul refuses an out whose bytes meet an input's)
+    _next = 0x1000
+
     def __init__(self, host):
         self.h = np.ascontiguousarray(host).copy()
         self.shape, self.dtype = self.h.shape, self.h.dtype
-        self.ptr = 0x1000
+        self.ptr = FakeArray._next
+        FakeArray._next += -(-max(self.h.nbytes, 1) // 4096) * 4096
         self.nbytes = self.h.nbytes
 
     @classmethod

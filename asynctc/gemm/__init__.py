@@ -18,19 +18,31 @@ Where things live (every name is re-exported here):
   :class:`~asynctc.warp_specialization.WSGemm` for them);
 * ``plan.py`` — :class:`MatmulPlan` (operands checked once, configuration chosen, uploads, the
   launch) and :func:`matmul`;
+* ``interop.py`` — operands of other libraries, zero-copy: :func:`~asynctc.gemm.interop.describe`
+  (torch tensors, CuPy arrays, ``__cuda_array_interface__``, ``__dlpack__``), the TMA stride
+  rule (:func:`~asynctc.gemm.interop.as_matrix`), overlap and GPU checks, the caller's stream,
+  the result of the caller's kind;
+* ``fastpath.py`` — matmul on those operands: :class:`~asynctc.gemm.fastpath.LaunchPlan` cached
+  by what determines it, tensor maps re-pointed per call, one launch on the caller's stream;
+  :func:`check_errors`;
 * ``cases.py`` — the cases matmul is checked on (:func:`matmul_cases`, :data:`AWKWARD_SHAPES`, …)
   and :func:`check_matmul_case` (float64, every element);
+* ``host_suite.py`` — the ``matmul_host`` record suite: on torch tensors beside
+  ``torch.matmul``, host µs per call, end to end, kernel time, a CUDA-graph capture
+  (:func:`~asynctc.gemm.host_suite.measure_matmul_host`); never plots;
 * ``suite.py`` — the ``matmul`` record suite (:func:`measure_matmul`, :func:`matmul_table`,
   :func:`summarize_matmul`); never plots.
 """
 
 from __future__ import annotations
 
-from . import cases, config, operands, plan, suite  # noqa: F401
+from . import cases, config, fastpath, host_suite, interop, operands, plan, suite  # noqa: F401
 from .cases import (  # noqa: F401
     AWKWARD_SHAPES, COMBOS, PERSISTENT_EDGE_SHAPE, SMALL_NONSQUARE, case_config,
     check_matmul_case, matmul_cases,
 )
+from .fastpath import LaunchPlan, PlanKey, check_errors, matmul_device  # noqa: F401
+from .interop import OperandTypeError  # noqa: F401
 from .config import B_LAYOUTS, b_major_of, choose_config, matmul_config  # noqa: F401
 from .operands import (  # noqa: F401
     TMA_ALIGN, EdgeGemm, Pitched, check_edge_operands, check_tma_rows, pitched_host, row_pitch,
@@ -42,5 +54,5 @@ from .suite import (  # noqa: F401
     measure_matmul, summarize_matmul,
 )
 
-#: The package's record suite (:mod:`asynctc.suites`).
-SUITES = suite.SUITES
+#: The package's record suites (:mod:`asynctc.suites`): "matmul" and "matmul_host".
+SUITES = {**suite.SUITES, **host_suite.SUITES}

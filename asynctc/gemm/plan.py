@@ -14,7 +14,10 @@ from ..core import checks, runtime
 from ..core.memory import DeviceArray
 from ..warp_specialization.config import DTYPES, WSConfig, _fail
 from .config import b_major_of, choose_config
+from .fastpath import is_torch, matmul_device, matmul_torch
+from .interop import Matrix, check_overlap, is_foreign, not_an_array
 from .operands import TMA_ALIGN, EdgeGemm, Pitched, check_tma_rows, row_pitch, upload_pitched
+
 
 def _is_device(x) -> bool:
     return isinstance(x, (DeviceArray, Pitched))
@@ -22,6 +25,18 @@ def _is_device(x) -> bool:
 
 def _dtype_name(x) -> str:
     return np.dtype(x).name
+
+
+def _span_matrix(x) -> Matrix:
+    rows, cols = x.shape
+    return Matrix(x.ptr, rows, cols, cols * x.dtype.itemsize, False)
+
+
+def _check_device_overlap(a, b, out) -> None:
+    """``out`` (a DeviceArray) must share no byte with a device ``a`` or ``b``."""
+    others = [(w, _span_matrix(x)) for w, x in (("a", a), ("b", b))
+              if isinstance(x, DeviceArray) and x.nbytes]
+    check_overlap(_span_matrix(out), out.dtype.itemsize, others, np.dtype(a.dtype).itemsize)
 
 
 class MatmulPlan:
@@ -36,7 +51,7 @@ class MatmulPlan:
             if x is None and what == "out":
                 continue
             if not isinstance(x, (np.ndarray, DeviceArray)):
-                _fail(what, type(x).__name__, "must be a numpy array or an asynctc DeviceArray")
+                not_an_array(what, x)
             if len(x.shape) != 2:
                 _fail(f"{what}.shape", tuple(x.shape), "must be 2-D (a matrix)")
         dt = _dtype_name(a.dtype)
@@ -69,9 +84,17 @@ class MatmulPlan:
             _fail("out.shape", tuple(out.shape), f"must be (M, N) = {(m, n)}")
         if isinstance(out, np.ndarray) and not out.flags.writeable:
             _fail("out", "read-only", "must be writeable")
-        for what, x in (("a", a), ("b", b)):
+        for what, x in (("a", a), ("b", b), ("out", out)):
             if isinstance(x, DeviceArray) and x.nbytes:
-                check_tma_rows(x, what)
+                if not x.ptr:
+                    _fail(f"{what} address", "0x0", "a null pointer is never device memory")
+                if what != "out":
+                    check_tma_rows(x, what)
+                elif x.ptr % TMA_ALIGN:
+                    _fail("out address", hex(x.ptr), "must be 16-byte aligned (TMA store / the "
+                                                     "epilogue's paired stores)")
+        if isinstance(out, DeviceArray) and out.nbytes:
+            _check_device_overlap(a, b, out)
         self.m, self.n, self.k, self.stream = m, n, k, stream
         self.dtype, self.out_dtype, self.b_layout = dt, out_dtype, b_layout
         self.user_out = out
@@ -144,8 +167,17 @@ def matmul(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, config=None
     """``C = A · B`` on the Tensor Cores: chapter 06's top rung for any shape.
 
     ``a``: M×K; ``b``: K×N (``b_layout="KxN"``, numpy's ``a @ b``) or N×K (``"NxK"``: B
-    transposed, K-major — the faster layout, see below); numpy arrays or
-    :class:`~asynctc.core.memory.DeviceArray`, float16 or bfloat16 (ml_dtypes), both the same.
+    transposed, K-major; the ``matmul`` record has both layouts equal on the cubes and K×N the
+    faster one on thin M); numpy arrays or :class:`~asynctc.core.memory.DeviceArray`, float16
+    or bfloat16 (ml_dtypes), both the same — or device arrays of other libraries, zero-copy:
+    torch tensors, CuPy arrays, any ``__cuda_array_interface__`` (v2/v3) or ``__dlpack__``
+    (kDLCUDA) object (:mod:`asynctc.gemm.fastpath`). Those may be strided views TMA can read:
+    unit stride along the last dimension, row pitch a multiple of 16 bytes, base 16-byte aligned;
+    a transposed ``b`` (``w.T``) is read as the other B layout without a copy. With them the
+    launch goes on ``stream`` if given, else on the caller's current stream (torch's, CuPy's, or
+    the CUDA Array Interface ``stream`` field), nothing waits for the GPU, and C is of the
+    caller's kind (torch in → a ``torch.empty`` tensor out; CuPy → CuPy; else a DeviceArray);
+    ``asynctc.gemm.check_errors()`` waits and reports a kernel that gave up.
     Products are accumulated in fp32 (wgmma ``.f32`` accumulators, PTX ISA §9.7.15); C is M×N in
     ``out_dtype``: "float32" or the input dtype (default: the input dtype, rounded to nearest).
     ``out``: optional M×N numpy array or DeviceArray to write (its dtype is then ``out_dtype``).
@@ -163,15 +195,25 @@ def matmul(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, config=None
     cuTensorMapEncodeTiled oobFill), stores are clipped to M × N.
 
     Raises :class:`WarpSpecializationError` (a ``ValueError``) naming the field, the value and the
-    rule, before anything reaches the GPU: ``b_layout`` not "KxN"/"NxK"; an operand that is not a
-    numpy array or DeviceArray, not 2-D, not float16/bfloat16, or of another dtype than ``a``;
-    K of ``b`` ≠ K of ``a``; ``out_dtype`` / ``out`` of the wrong dtype or shape; a DeviceArray
-    whose base is not 16-byte aligned or whose rows (more than one) are not a multiple of
+    rule, before anything reaches the GPU: ``b_layout`` not "KxN"/"NxK"; an operand that is not an
+    array (:class:`~asynctc.gemm.interop.OperandTypeError`, also a :class:`TypeError`), not 2-D,
+    not float16/bfloat16, or of another dtype than ``a``; K of ``b`` ≠ K of ``a``;
+    ``out_dtype`` / ``out`` of the wrong dtype or shape; an ``out`` sharing bytes with ``a`` or
+    ``b`` (both byte ranges named); a null device address; a host array mixed with device
+    arrays; an operand on another GPU; a device array whose strides TMA cannot express (the
+    stride, the rule and ``.contiguous()`` named); a DeviceArray whose base is not 16-byte aligned or whose rows (more than one) are not a multiple of
     16 bytes (cuTensorMapEncodeTiled: globalAddress 16-byte aligned, globalStrides multiples of
     16 — pass a numpy array to have it padded); a dimension ≥ 2^31 (32-bit TMA coordinates).
     :class:`RuntimeError` if an mbarrier wait timed out (the kernel gave up instead of hanging);
     :class:`~asynctc.core.runtime.NoGPUError` without an sm_90 GPU. The first call per
     configuration compiles the kernel (NVRTC → cubin, cached on disk).
     """
+    if config is None and is_torch(a) and is_torch(b) and (out is None or is_torch(out)):
+        return matmul_torch(a, b, out, b_layout=b_layout, out_dtype=out_dtype, stream=stream)
+    if is_foreign(a) or is_foreign(b) or is_foreign(out):
+        if config is not None:
+            _fail("config", type(config).__name__, "device arrays of other libraries run "
+                                                   "matmul_config's choice (config=None)")
+        return matmul_device(a, b, out, b_layout=b_layout, out_dtype=out_dtype, stream=stream)
     return MatmulPlan(a, b, out, b_layout=b_layout, out_dtype=out_dtype, config=config,
                       stream=stream).run()
