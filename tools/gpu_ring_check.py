@@ -37,6 +37,7 @@ passed (and no rung is SLOWER with --strict), 1 at a failure, 2 without a live s
 import contextlib
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,7 +53,7 @@ from asynctc import pipeline as P  # noqa: E402
 from asynctc import swizzle as S  # noqa: E402
 from asynctc import warp_specialization as W  # noqa: E402
 from asynctc import gemm as G  # noqa: E402
-from asynctc.core import runtime  # noqa: E402
+from asynctc.core import records, runtime  # noqa: E402
 
 #: The commit whose kernels are "old": the last one before kernels/ring.cuh existed.
 OLD_REV = "4f144d5"
@@ -252,6 +253,7 @@ def main() -> int:
             return 2
         out_dir, say = started
         result: dict = {"old_rev": args.old_rev if not args.old_kernels else args.old_kernels}
+        prov = records.provenance_start()          # --record: the record's provenance
         t0 = time.time()
         try:
             if not args.no_checks:
@@ -277,6 +279,12 @@ def main() -> int:
         result["seconds"] = time.time() - t0
         (out_dir / "ring_check.json").write_text(json.dumps(result, indent=1, default=str))
         say(f"wrote {out_dir / 'ring_check.json'}")
+        if args.record:
+            rec = records.Record("ring_check", {**prov, "clocks_end": records.nvidia_smi_clocks()},
+                                 json.loads(json.dumps(result, default=str)))
+            path = records.save(rec)
+            shutil.copy(path, out_dir / "ring_check_record.json")
+            say(f"wrote {path} (and {out_dir / 'ring_check_record.json'})")
         say("done")
         return 1 if (slower and args.strict) else 0
 
