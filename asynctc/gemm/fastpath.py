@@ -105,7 +105,9 @@ class LaunchPlan:
             rows, cols, pitch, d = shapes[i]
             span = (rows - 1) * pitch + cols * d.itemsize
             return Pitched(_Foreign(ptr, rows, pitch // d.itemsize, d, span), rows, cols)
-        tiles = (cfg.a_box, cfg.b_load_box, c_store_box(cfg))
+        # C goes through a tensor map only with the TMA-store epilogue (16-bit C): an fp32 C is
+        # stored by the threads, and its 64×64 chunk would not fit a 128-byte swizzle row
+        tiles = (cfg.a_box, cfg.b_load_box, c_store_box(cfg) if cfg.tma_store else None)
         self._encode = [lambda p, i=i: _tile_map(pitched(i, p), tiles[i]) for i in range(3)]
         self._views = [_Address(r, c, p, d.itemsize) for r, c, p, d in shapes]
         pa, pb, pc = ptrs
