@@ -212,11 +212,19 @@ def family_sass_classes(source: str) -> tuple[dict | None, str]:
     family module's own ``SASS_CLASSES`` (``asynctc.<source stem>``, as the chapter counts them)
     where it has one, else the course-wide :data:`asynctc.core.sass.CLASSES` (None)."""
     import importlib
-    mod_name = f"asynctc.{Path(str(source)).stem}"
-    try:
-        own = getattr(importlib.import_module(mod_name), "SASS_CLASSES", None)
-    except ImportError:
-        own = None
+    stem = Path(str(source)).stem
+    own, mod_name = None, f"asynctc.{stem}"
+    # a family's file "<package>_<part>.cu" may be counted by module asynctc.<package>.<part>
+    names = [mod_name] + ([f"asynctc.{stem.split('_', 1)[0]}.{stem.split('_', 1)[1]}"]
+                          if "_" in stem else [])
+    for name in names:
+        try:
+            own = getattr(importlib.import_module(name), "SASS_CLASSES", None)
+        except ImportError:
+            own = None
+        if own:
+            mod_name = name
+            break
     if own:
         return dict(own), f"{mod_name}.SASS_CLASSES"
     return None, "asynctc.core.sass.CLASSES"

@@ -30,6 +30,9 @@ SIGNATURE = {
     "warp_specialization": ("HGMMA", "HMMA"),
     "tcgen05": ("UTCHMMA", "HGMMA"),
     "tcgen05_pair": ("UTCHMMA", "HGMMA"),
+    "tcgen05_persistent": ("UGETNEXTWORKID", "HGMMA"),
+    "tcgen05_persistent_pair": ("UTCHMMA", "UTCQMMA"),
+    "tcgen05_block_scaled": ("UTCQMMA", "UTCHMMA"),
 }
 
 #: kernel → dynamic shared memory its family launches it with (from the family's own config).

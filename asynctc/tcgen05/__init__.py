@@ -58,7 +58,7 @@ block-scaled tile checked against float64).
 
 from __future__ import annotations
 
-from . import config, launch, suite, verify  # noqa: F401
+from . import config, exercises, launch, persistent, prediction, suite, verify  # noqa: F401
 from .config import (ALIGN_SLACK, ARCH, BK_VALUES, DTYPES, ENTRY, MAX_STAGES, SMEM_LIMIT, SOURCE,
                      STATIC_SMEM, SUITE_CONFIGS, SWIZZLE_BYTES, THREADS, TMEM_COLUMNS, WAIT_TAGS,
                      GemmConfig, Tcgen05Error, WrongGPUError, _fail, _is_int,
@@ -67,3 +67,6 @@ from .launch import (SASS_CLASSES, _decode_error, _np_dtype, check_operands, com
                      require_sm100, run_gemm, sass_summary)
 from .suite import SUITE_SIZES, SUITES, measure_tcgen05, summarize_tcgen05
 from .verify import GemmCheck, check_shapes, compare, error_bound, random_operands, verify_gemm
+from .persistent import (PERSISTENT_CONFIGS, PERSISTENT_SASS_CLASSES, PersistentConfig,
+                         compile_persistent, persistent_sass_summary, run_persistent)
+from .prediction import anchors_markdown, prediction_markdown
