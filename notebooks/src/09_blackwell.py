@@ -353,6 +353,12 @@ for r in rows:
     print(" | ".join(x.ljust(wd) for x, wd in zip(r, widths)))
 
 # %% [markdown]
+# **Deep dive:** [09b — a persistent Blackwell GEMM](09b_blackwell_persistent.ipynb): two TMEM
+# accumulators (the epilogue overlaps the next tile's MMAs), a cluster-launch-control scheduler,
+# CTA pairs with multicast, block-scaled `kind::mxf8f6f4` — its rows of the table above are the last
+# four (persistent tiles, scheduler, multicast, block scales).
+
+# %% [markdown]
 # What changes in the code: the accumulator is no longer a C++ array but a TMEM address; the MMA
 # loop runs in one thread (the others are free for loads or the epilogue); "wait until the MMAs are
 # done" becomes an mbarrier that `tcgen05.commit` arrives on — the same phase-parity waits as the
