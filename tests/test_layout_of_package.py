@@ -92,7 +92,8 @@ def test_each_kernel_file_has_its_module_and_tests():
             continue
         mod = next((m for m in (cu.stem, cu.stem.rsplit("_", 1)[0], cu.stem.split("_")[0] + "_"
                                 + cu.stem.split("_")[1] if "_" in cu.stem else cu.stem)
-                    if (PKG / f"{m}.py").exists() or (PKG / "core" / f"{m}.py").exists()), None)
+                    if (PKG / f"{m}.py").exists() or (PKG / m / "__init__.py").exists()
+                    or (PKG / "core" / f"{m}.py").exists()), None)
         assert mod, f"kernels/{cu.name} has no module of its name"
         assert (tests / f"test_{mod}.py").exists() or (tests / f"test_{mod.split('_peak')[0]}.py").exists(), \
             f"kernels/{cu.name}: no tests/test_{mod}.py"

@@ -9,7 +9,7 @@
 # one MMA and **multicast** A; **block-scaled** `kind::mxf8f6f4` applies chapter 07's per-block
 # scales inside the Tensor Core.
 #
-# No sm_100 GPU is behind this course: the kernels are compiled to sm_100a cubins and disassembled,
+# This course has no sm_100 GPU: the kernels are compiled to sm_100a cubins and disassembled,
 # the protocol is modelled, one block-scaled tile is emulated, and the throughput is a
 # **prediction**. No Blackwell number here is measured.
 
@@ -46,6 +46,17 @@ assert two.diagnosis is None and one.diagnosis is None
 assert two.total_cycles < one.total_cycles and two.overlap_cycles() > one.overlap_cycles()
 print(f"two accumulators: {two.total_cycles:.0f} cycles, Tensor Core busy {two.mma_busy_fraction:.2f}")
 print(f"one accumulator : {one.total_cycles:.0f} cycles, Tensor Core busy {one.mma_busy_fraction:.2f}")
+
+# %% [markdown]
+# The MMA thread's side of that handshake in the kernel (the pair leader's thread; `t` counts the
+# tiles this CTA has done): wait until accumulator `t % 2` is empty, wait for each loaded stage,
+# issue the MMAs into that accumulator (block-scaled: copy the stage's scales into TMEM first),
+# commit the stage back to the producer, and after the last k-tile commit the accumulator to the
+# epilogue:
+
+# %%
+notebook.show_source("tcgen05_persistent.cu", start=r"^          const u32 a = t & 1u;$",
+                     end=r"else tcgen05_commit_multicast<2>\(smem_u32\(&acc_full")
 
 # %% [markdown]
 # ### Breaking the protocol
