@@ -407,3 +407,24 @@ ANCHORS = (
     ("CUTLASS sm100 examples (70_blackwell_gemm, 72_blackwell_narrow_precision_gemm)",
      "CuTe/CUTLASS persistent warp-specialized kernels", "NVIDIA/cutlass examples/"),
 )
+
+
+def plot_persistent(schedule: PersistentSchedule, title: str = "", ax=None):
+    """Chapter 05's Gantt chart (:func:`asynctc.models.pipeline.plot_timeline`) of a
+    :class:`PersistentSchedule`, with this kernel's legend: tcgen05.mma in flight, TMA in flight,
+    the waits on full / empty and on acc_full / acc_empty, the epilogue (tcgen05.ld + stores).
+    Returns the Figure."""
+    from matplotlib.patches import Patch
+    from .pipeline import plot_timeline
+    title = title or (f"{schedule.accumulators} TMEM accumulator{'s' if schedule.accumulators > 1 else ''}"
+                      f", {schedule.stages} stages, {schedule.tiles} tiles × {schedule.k_tiles} k-tiles")
+    fig = plot_timeline(schedule.spans, title, ax=ax)
+    ax = ax or fig.axes[0]
+    ax.legend(handles=[Patch(color="tab:orange", label="TMA in flight"),
+                       Patch(color="tab:blue", label="tcgen05.mma in flight"),
+                       Patch(color="tab:red", alpha=0.5, label="waiting on full"),
+                       Patch(color="tab:purple", alpha=0.5, label="waiting on empty"),
+                       Patch(color="tab:olive", alpha=0.5, label="waiting on acc_full / acc_empty"),
+                       Patch(color="tab:gray", label="epilogue (tcgen05.ld, stores)")],
+              fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig

@@ -37,8 +37,8 @@ notebook.banner("sm_100a", measured=False)
 two = sched.simulate_persistent(stages=4, tiles=6, k_tiles=8, accumulators=2)
 one = sched.simulate_persistent(stages=4, tiles=6, k_tiles=8, accumulators=1)
 fig, axes = plt.subplots(2, 1, figsize=(11, 5), dpi=80, layout="constrained", sharex=True)
-pipeline.plot_timeline(two.spans, "two TMEM accumulators", ax=axes[0])
-pipeline.plot_timeline(one.spans, "one TMEM accumulator", ax=axes[1])
+sched.plot_persistent(two, ax=axes[0])
+sched.plot_persistent(one, ax=axes[1])
 plt.show()
 
 # %%
@@ -85,14 +85,21 @@ assert isinstance(sched.simulate_persistent(4, 6, 8, protocol="missing_acc_empty
 # (4 for A, 4 for B; `tcgen05.cp.128x128b` writes 4 columns, the MMAs read bytes 0–3 of the first).
 
 # %% output varies
-fig, ax = plt.subplots(figsize=(11, 2.2), dpi=80, layout="constrained")
+from matplotlib.patches import Patch
 cfg_bs = T.PersistentConfig("mxf8f6f4", "float8_e4m3fn", 1, 1, 128, 128, 4, "clc")
-for i, (what, c0, w) in enumerate(cfg_bs.tmem_map()):
-    ax.barh(0, w, left=c0, color=f"C{min(i, 2) if i < 2 else 2 + (i % 2)}", edgecolor="k")
-    if w >= 64:
-        ax.text(c0 + w / 2, 0, what, ha="center", va="center")
-ax.set_xlim(0, 512); ax.set_yticks([]); ax.set_xlabel("TMEM column (all 128 lanes)")
-ax.set_title(f"{cfg_bs.label()}: {cfg_bs.tmem_columns} columns allocated")
+cfg_16 = T.PersistentConfig("f16", "bfloat16", 1, 1, 256, 64, 4, "static")
+fig, ax = plt.subplots(figsize=(11, 2.6), dpi=80, layout="constrained")
+colour = {"accumulator 0": "C0", "accumulator 1": "C1", "scales A": "C2", "scales B": "C3"}
+for y, cfg in ((1, cfg_16), (0, cfg_bs)):
+    for what, c0, w in cfg.tmem_map():
+        ax.barh(y, w, left=c0, color=colour[what.split(",")[0]], edgecolor="k", height=0.7)
+        if w >= 64:
+            ax.text(c0 + w / 2, y, what, ha="center", va="center")
+ax.set_yticks([1, 0], [f"{cfg_16.dtype}, bn={cfg_16.bn}", f"block-scaled e4m3, bn={cfg_bs.bn}"])
+ax.set_xlim(0, 512); ax.set_xlabel("TMEM column (each spans all 128 lanes: lane = row of the tile)")
+ax.legend(handles=[Patch(color=c, label=k) for k, c in colour.items()], fontsize=8,
+          loc="upper left", bbox_to_anchor=(1.01, 1.0))
+ax.set_title("TMEM maps of the persistent kernel (scales: 4 columns each per stage)")
 plt.show()
 
 # %%
