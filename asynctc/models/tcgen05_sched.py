@@ -357,10 +357,15 @@ def clc_schedule(n_units: int, resident: int, unit_cycles: Iterable[float] | Non
 # ---- the B200 prediction -------------------------------------------------------------------------
 
 #: The B200 facts the prediction starts from and the assumptions it adds (each labelled).
+#: Published dense FP16/BF16 Tensor Core peak of an HGX B200 (1000 W), TFLOP/s: NVIDIA's B200
+#: datasheet figure as tabulated at glennklockwood.com/garden/processors/B200 (4500 with sparsity).
+B200_PUBLISHED_DENSE_FP16_TFLOPS = 2250.0
 B200 = {
     "sm_count": (148, "course reference (B200: 148 SMs)"),
     "flop_per_clk_per_sm": (8192, "course reference (dense FP16, sm_100)"),
-    "clock_ghz": (1.85, "ASSUMPTION: a sustained Tensor Core clock; not a published figure"),
+    "clock_ghz": (round(B200_PUBLISHED_DENSE_FP16_TFLOPS * 1e12 / (8192 * 148) / 1e9, 3),
+                  "ASSUMPTION: the clock at which 8192 × 148 FLOP/clock gives the published 2250 "
+                  "TFLOP/s dense peak (HGX B200, 1000 W); sustained clocks under load may be lower"),
 }
 
 
@@ -394,11 +399,13 @@ def predict_b200(m: int = 8192, n: int = 8192, k: int = 8192, tile: SchedTile = 
                 assumptions=notes, schedule=sch)
 
 
-#: Public anchors that published B200 GEMM numbers: (who, what, where). The numbers themselves are
-#: to be read at the source; the course reproduces none of them.
+#: Public anchors that published B200 numbers: (who, what, where). Beyond the datasheet's peak, the
+#: course quotes none of their numbers (not verified here): read them at the source.
 ANCHORS = (
-    ("cuBLAS (NVIDIA)", "dense BF16/FP16 GEMM, the baseline every anchor compares against",
-     "NVIDIA B200 datasheet (peak); each anchor below reports its own cuBLAS run"),
+    ("NVIDIA HGX B200 datasheet", "peak dense FP16/BF16 Tensor Core throughput: 2250 TFLOP/s "
+     "(1000 W; 4500 with 2:4 sparsity)", "as tabulated at glennklockwood.com/garden/processors/B200"),
+    ("cuBLAS (NVIDIA)", "dense BF16/FP16 GEMM, the baseline every anchor below compares against",
+     "each anchor reports its own cuBLAS run"),
     ("Modular, 'Matrix Multiplication on Blackwell' parts 1-4 (Aug-Sep 2025)",
      "a persistent tcgen05 GEMM with CLC, CTA pairs, two accumulators, beside cuBLAS",
      "modular.com/blog/matrix-multiplication-on-blackwell-part-4---breaking-sota"),

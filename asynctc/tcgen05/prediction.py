@@ -32,7 +32,7 @@ def anchors_markdown() -> str:
     """The public anchors with published B200 GEMM numbers (to be read at the source)."""
     rows = ["| anchor | what it reports | source |", "|---|---|---|"]
     rows += [f"| {a} | {w} | {src} |" for a, w, src in _s.ANCHORS]
-    rows += ["", "The course quotes none of their TFLOP/s: it could not verify them here, and it has no "
-             "sm_100 GPU to set a measurement of its own beside them. Read them at the source, "
-             "against the prediction above."]
+    rows += ["", "Beyond the datasheet's peak the course quotes none of their TFLOP/s: it could not "
+             "verify them here, and it has no sm_100 GPU to set a measurement of its own beside "
+             "them. Read them at the source, against the prediction above."]
     return "\n".join(rows)

@@ -154,6 +154,12 @@ for cfg in T.PERSISTENT_CONFIGS:
 
 # %% [markdown]
 # ## 6. A prediction for a B200 (labelled; not measured)
+#
+# The schedule of section 1, one CTA per SM, over its share of the tiles (CTA pairs: 128 × 256 of C
+# per CTA), at the clock that turns 8192 FLOP/clock/SM × 148 SMs into the datasheet's dense peak.
+# Read it as what this schedule allows if every assumption held: the model has no DRAM or L2
+# contention between SMs, no clock drop under load and no instruction-issue limit. At 4096³ the
+# last wave is the loss: 512 tiles over 148 SMs is 3.46 tiles per SM, run as 4.
 
 # %%
 from IPython.display import Markdown
