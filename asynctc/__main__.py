@@ -28,7 +28,7 @@ def notebooks_dir() -> Path:
 
 def chapters() -> list[Path]:
     """The course notebooks, in order (``notebooks/NN_name.ipynb``)."""
-    return sorted(p for p in notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
+    return sorted(p for p in notebooks_dir().glob("[0-9][0-9]*_*.ipynb"))
 
 
 def chapter_arch(nb_path: Path) -> str:
@@ -273,11 +273,19 @@ def family_sass_classes(source: str) -> tuple[dict | None, str]:
     family module's own ``SASS_CLASSES`` (``asynctc.<source stem>``, as the chapter counts them)
     where it has one, else the course-wide :data:`asynctc.core.sass.CLASSES` (None)."""
     import importlib
-    mod_name = f"asynctc.{Path(str(source)).stem}"
-    try:
-        own = getattr(importlib.import_module(mod_name), "SASS_CLASSES", None)
-    except ImportError:
-        own = None
+    stem = Path(str(source)).stem
+    own, mod_name = None, f"asynctc.{stem}"
+    # a family's file "<package>_<part>.cu" may be counted by module asynctc.<package>.<part>
+    names = [mod_name] + ([f"asynctc.{stem.split('_', 1)[0]}.{stem.split('_', 1)[1]}"]
+                          if "_" in stem else [])
+    for name in names:
+        try:
+            own = getattr(importlib.import_module(name), "SASS_CLASSES", None)
+        except ImportError:
+            own = None
+        if own:
+            mod_name = name
+            break
     if own:
         return dict(own), f"{mod_name}.SASS_CLASSES"
     return None, "asynctc.core.sass.CLASSES"

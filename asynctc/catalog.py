@@ -154,6 +154,24 @@ def _tcgen05_pair(dtype: str = "float16") -> CourseKernel:
     return _wrap(tcgen05.compile_gemm(cfg), cfg.smem_bytes, cfg.label() + " (sm_100a)")
 
 
+def _tcgen05_persistent(dtype: str = "float16") -> CourseKernel:
+    from .tcgen05 import persistent as P
+    cfg = P.PersistentConfig("f16", dtype, 1, 1, 128, 64, 4, "clc")
+    return _wrap(P.compile_persistent(cfg), cfg.smem_bytes, cfg.label() + " (sm_100a)")
+
+
+def _tcgen05_persistent_pair(dtype: str = "float16") -> CourseKernel:
+    from .tcgen05 import persistent as P
+    cfg = P.PersistentConfig("f16", dtype, 2, 2, 256, 64, 4, "clc")
+    return _wrap(P.compile_persistent(cfg), cfg.smem_bytes, cfg.label() + " (sm_100a)")
+
+
+def _tcgen05_block_scaled() -> CourseKernel:
+    from .tcgen05 import persistent as P
+    cfg = P.PersistentConfig("mxf8f6f4", "float8_e4m3fn", 1, 1, 128, 128, 4, "clc")
+    return _wrap(P.compile_persistent(cfg), cfg.smem_bytes, cfg.label() + " (sm_100a)")
+
+
 _GEMM_DTYPES = ("float16", "bfloat16")
 _WGMMA_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
@@ -171,6 +189,9 @@ COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
     "warp_specialization": _warp_specialization,
     "tcgen05": _tcgen05,
     "tcgen05_pair": _tcgen05_pair,
+    "tcgen05_persistent": _tcgen05_persistent,
+    "tcgen05_persistent_pair": _tcgen05_persistent_pair,
+    "tcgen05_block_scaled": _tcgen05_block_scaled,
 }
 
 #: name → the dtypes its function accepts as ``dtype=`` (the first is the default); kernels not
@@ -180,6 +201,7 @@ DTYPES: dict[str, tuple[str, ...]] = {
     "wgmma": _WGMMA_DTYPES, "wgmma_peak": _WGMMA_DTYPES, "pipeline": _GEMM_DTYPES,
     "warp_specialization": _GEMM_DTYPES,
     "tcgen05": _GEMM_DTYPES, "tcgen05_pair": _GEMM_DTYPES,
+    "tcgen05_persistent": _GEMM_DTYPES, "tcgen05_persistent_pair": _GEMM_DTYPES,
 }
 
 #: Kernel files that are not course kernels: compiled only by tests (ptxas diagnostics), by

@@ -30,6 +30,9 @@ SIGNATURE = {
     "warp_specialization": ("HGMMA", "HMMA"),
     "tcgen05": ("UTCHMMA", "HGMMA"),
     "tcgen05_pair": ("UTCHMMA", "HGMMA"),
+    "tcgen05_persistent": ("UGETNEXTWORKID", "HGMMA"),
+    "tcgen05_persistent_pair": ("UTCHMMA", "UTCQMMA"),
+    "tcgen05_block_scaled": ("UTCQMMA", "UTCHMMA"),
 }
 
 #: kernel → dynamic shared memory its family launches it with (from the family's own config).
@@ -190,7 +193,7 @@ def test_course_html_leaves_out_the_solutions():
     assert len(nb.cells) == 5 and "tags" not in nb.cells[3].metadata       # the notebook is unchanged
 
 
-@pytest.mark.parametrize("name", sorted(p.stem + ".ipynb" for p in (ROOT / "notebooks" / "src").glob("[0-9][0-9]_*.py")))
+@pytest.mark.parametrize("name", sorted(p.stem + ".ipynb" for p in (ROOT / "notebooks" / "src").glob("[0-9][0-9]*_*.py")))
 def test_built_notebooks_tag_their_solutions(name):
     """The solution notebook tags its solutions (heading and every solution=True cell); the learner
     notebook has none of them."""

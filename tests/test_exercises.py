@@ -53,6 +53,9 @@ KW = {
     "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
     "ch10.fraction_both": dict(tflops=759.4, sm_mhz=1679.0, sm_count=132),
     "ch10.verdict": dict(datasheet=0.687, measured=0.757, low=0.75, high=0.80),
+    "ch09.acc_columns": dict(bn=192),
+    "ch09.acc_parity": dict(t=5),
+    "ch09.scale_byte": dict(kstep=3),
 }
 
 
@@ -103,6 +106,10 @@ MISTAKES = [
     ("ch09.lane_quarter", (0, 31), "warp id mod 4"),
     ("ch09.lane_quarter", (192, 223), "only 128 lanes"),
     ("ch09.fix_descriptor", "lbo", "SBO steps 8 rows"),
+    ("ch09.acc_columns", 192, "two accumulators"),
+    ("ch09.acc_columns", 384, "power of two"),
+    ("ch09.acc_parity", 0, "completed"),
+    ("ch09.scale_byte", 12, "bytes of the 32-bit scale cell"),
     ("ch00.intensity", 2 * n**3, "FLOP count"),
     ("ch00.intensity", 6 * n * n, "byte count"),
     ("ch00.intensity", 6 * n * n / (2 * n**3), "turn it over"),

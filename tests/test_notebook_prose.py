@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]_*.py"))
+SOURCES = sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]*_*.py"))
 
 
 def _build_module():
@@ -151,6 +151,8 @@ def test_claim_prints_or_raises_with_the_numbers(capsys):
 LISTINGS = {
     ("08", r"^  // ---- consumer warpgroup"): (30, r"named_barrier_sync"),
     ("09", r"else if \(warp == 1\)"): (20, r"tcgen05_mma_f16"),
+    ("09b", r"^          const u32 a = t & 1u;$"): (
+        25, r"acc_empty\[a\][\s\S]*tcgen05_mma_mxf8f6f4[\s\S]*tcgen05_commit_multicast"),
     ("01", r"for \(int kt = 0; kt < KT"): (8, r"mma_ktile"),
     ("01", r"^__device__ __forceinline__ void load_fragments"): (8, r"ldmatrix"),
     ("01", r"^template <bool kLoad = true>"): (8, r"mma_sync_m16n8k16"),
@@ -217,7 +219,7 @@ def _resolve_target(node: ast.expr, earlier):
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
 def test_listings_render_and_show_their_lines(src):
     from asynctc.core import notebook
-    chapter = src.name[:2]
+    chapter = src.name.split("_")[0]          # "09", or a deep dive's "09b"
     seen = 0
     for i, call, tree, earlier in _show_source_calls(src):
         seen += 1

@@ -7,7 +7,8 @@ Run from the repository root:
 
 Always (any machine, GPU or not): every variant of asynctc.tcgen05.SUITE_CONFIGS is compiled to
 sm_100a cubin and its SASS counted (UTCHMMA, UTCBAR, LDTM, UTCATOMSWS, UVIRTCOUNT, UTMALDG,
-SYNCS, UCGABAR, spills).
+SYNCS, UCGABAR, spills), and so is every asynctc.tcgen05.PERSISTENT_CONFIGS variant of the
+deep dive's persistent kernel (UTCHMMA / UTCQMMA, UTCCP, UGETNEXTWORKID, UTMALDG.MULTICAST).
 On a GPU that is not compute capability 10.0 (e.g. the course's H200): the refusal path with the
 real device probe — run_gemm / verify_gemm / the suite must raise WrongGPUError naming this GPU,
 before anything is allocated.
@@ -57,6 +58,19 @@ def main() -> int:
             traceback.print_exc()
             out["failures"].append(f"compile {cfg.label()}: {type(e).__name__}: {e}")
     say(f"compiled {len(out['sass'])}/{len(T.SUITE_CONFIGS)} variants for sm_100a")
+    out["persistent_sass"] = []
+    for cfg in T.PERSISTENT_CONFIGS:            # the deep dive's persistent kernel (09b)
+        try:
+            s = T.persistent_sass_summary(cfg)
+            out["persistent_sass"].append({"config": cfg.as_dict(), "label": cfg.label(), **s})
+            mma = s["UTCQMMA"] if cfg.kind == "mxf8f6f4" else s["UTCHMMA"]
+            if s["spill_bytes"] or not (mma and s["UTCBAR"] and s["LDTM"]) or \
+                    (cfg.sched == "clc") != bool(s["UGETNEXTWORKID"]):
+                out["failures"].append(f"SASS {cfg.label()}: {s}")
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            out["failures"].append(f"compile {cfg.label()}: {type(e).__name__}: {e}")
+    say(f"compiled {len(out['persistent_sass'])}/{len(T.PERSISTENT_CONFIGS)} persistent variants")
 
     live = info is not None and tuple(info.cc) == (10, 0)
     if not live:
@@ -66,7 +80,8 @@ def main() -> int:
         msgs = []
         for name, call in (("run_gemm", lambda: T.run_gemm(a, b, cfg)),
                            ("verify_gemm", lambda: T.verify_gemm(cfg)),
-                           ("measure_tcgen05", T.measure_tcgen05)):
+                           ("measure_tcgen05", T.measure_tcgen05),
+                           ("run_persistent", lambda: T.run_persistent(a, b, T.PERSISTENT_CONFIGS[0]))):
             try:
                 call()
                 out["failures"].append(f"{name} did not refuse on {out['gpu']}")
@@ -89,6 +104,18 @@ def main() -> int:
                 except Exception as e:  # noqa: BLE001
                     traceback.print_exc()
                     out["failures"].append(f"{cfg.label()} {shp}: {type(e).__name__}: {e}")
+            say(f"checked {cfg.label()}")
+        for cfg in (c for c in T.PERSISTENT_CONFIGS if c.kind == "f16"):
+            m, n, k = 3 * cfg.bm + 40, 5 * cfg.bn * cfg.cluster_n - 24, 8 * cfg.bk + 8
+            try:
+                a, b = T.random_operands(m, n, k, cfg.dtype)
+                c = T.compare(T.run_persistent(a, b, cfg), a, b, T.GemmConfig(cfg.dtype))
+                out["checks"].append({"persistent": cfg.as_dict(), **c.as_dict()})
+                if not c.passed:
+                    out["failures"].append(f"{cfg.label()} {(m, n, k)}: {c.as_dict()}")
+            except Exception as e:  # noqa: BLE001
+                traceback.print_exc()
+                out["failures"].append(f"{cfg.label()} {(m, n, k)}: {type(e).__name__}: {e}")
             say(f"checked {cfg.label()}")
         if not out["failures"]:
             try:
@@ -116,7 +143,7 @@ def main() -> int:
         ok = sum(c["passed"] for c in out["checks"])
         print(f"checks against float64: {ok}/{len(out['checks'])} passed")
     if out["refusal"] is not None:
-        print(f"refusals on this GPU: {len(out['refusal'])}/3")
+        print(f"refusals on this GPU: {len(out['refusal'])}/4")
     for f in out["failures"]:
         print("FAILED", f)
     print("RESULT", "FAIL" if out["failures"] else "ok")

@@ -629,6 +629,14 @@ MIGRATION = (
     ("getting D out", "already in registers", "—", "tcgen05.ld (+ tcgen05.wait::ld)", "LDTM"),
     ("largest MMA", "m64n256k16 per warpgroup", "HGMMA.64x256x16",
      "M=128 per CTA, M=256 per CTA pair (cta_group::2)", "UTCHMMA ….2CTA"),
+    ("persistent tiles, epilogue overlap", "register accumulators per consumer warpgroup (ping-pong)",
+     "HGMMA", "two TMEM accumulators, acc_full / acc_empty mbarriers", "UTCHMMA into tmem[a·BN]"),
+    ("next tile", "static tile loop (or an atomic counter)", "—",
+     "clusterlaunchcontrol.try_cancel / query_cancel", "UGETNEXTWORKID (.SELFCAST / .BROADCAST)"),
+    ("sharing a tile row in a cluster", "cp.async.bulk.tensor .multicast::cluster", "UTMALDG.2D.MULTICAST",
+     "the same, .cta_group::2 for a CTA pair", "UTMALDG.2D.MULTICAST.2CTA"),
+    ("per-block scales", "FP32 promotion in registers (chapter 07)", "QGMMA + FFMA",
+     "tcgen05.cp to TMEM + tcgen05.mma.kind::mxf8f6f4.block_scale", "UTCCP + UTCQMMA"),
 )
 
 

@@ -363,6 +363,12 @@ for r in rows:
     print(" | ".join(x.ljust(wd) for x, wd in zip(r, widths)))
 
 # %% [markdown]
+# **Deep dive:** [09b — a persistent Blackwell GEMM](09b_blackwell_persistent.ipynb): two TMEM
+# accumulators (the epilogue overlaps the next tile's MMAs), a cluster-launch-control scheduler,
+# CTA pairs with multicast, block-scaled `kind::mxf8f6f4` — its rows of the table above are the last
+# four (persistent tiles, scheduler, multicast, block scales).
+
+# %% [markdown]
 # Two rows are easy to misread. `wgmma.fence` orders a warpgroup's register accesses to its
 # accumulator before the next `wgmma` (PTX ISA, *wgmma.fence*); `tcgen05.mma` takes no register
 # operands, so it has no counterpart. `tcgen05.fence::before_thread_sync` and

@@ -103,3 +103,12 @@ __device__ __forceinline__ bool mbarrier_wait_parity_bounded(u32 bar, u32 parity
 __device__ __forceinline__ void mbarrier_inval(u32 bar) {
   asm volatile("mbarrier.inval.shared.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+
+// Arrive once on the mbarrier at shared::cluster address `bar` (this CTA's or a peer's, from
+// mapa), release semantics at cluster scope: this thread's prior memory operations (and, after a
+// tcgen05.fence::before_thread_sync, its tcgen05.ld) are ordered before the phase the arrive
+// helps complete (PTX ISA "mbarrier.arrive", .shared::cluster, .release, .cluster).
+__device__ __forceinline__ void mbarrier_arrive_cluster(u32 bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar)
+               : "memory");
+}

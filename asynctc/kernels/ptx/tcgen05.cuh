@@ -201,3 +201,33 @@ __device__ __forceinline__ void tcgen05_ld_32x32b_x32(u32 (&r)[32], u32 taddr) {
 __device__ __forceinline__ u32 tmem_addr(u32 base, u32 lane, u32 col) {
   return base + (lane << 16) + col;
 }
+
+// ---- block-scaled MMA and the scale-factor copy (persistent kernel, chapter 09 deep dive) ---------
+
+// tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X [d], a_desc, b_desc, idesc,
+// [scale_a], [scale_b], enable_input_d: D += (A · scale_A) (B · scale_B), A and B fp8/fp6/fp4 in
+// shared memory, K = 32 per instruction, one UE8M0 scale per row of A and per column of B for the
+// instruction's 32 elements of K. scale_a / scale_b are TMEM addresses of the scale columns; which
+// byte of each 32-bit cell is used comes from the idesc's scale-factor IDs (PTX ISA "Block
+// Scaling", "Scale Factor A ID", "Scale Factor B ID"; "Instruction descriptor", the table for
+// .kind::mxf8f6f4). Single thread.
+__device__ __forceinline__ void tcgen05_mma_mxf8f6f4(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc,
+                                                     u32 scale_a_tmem, u32 scale_b_tmem,
+                                                     u32 enable_input_d) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %6, 0;\n\t"
+               "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X "
+               "[%0], %1, %2, %3, [%4], [%5], p;\n\t}\n"
+               ::"r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(scale_a_tmem),
+                 "r"(scale_b_tmem), "r"(enable_input_d)
+               : "memory");
+}
+
+// tcgen05.cp.cta_group::1.128x128b [taddr], s_desc: copy 128 rows × 16 bytes from shared memory
+// (described by a matrix descriptor, here the no-swizzle K-major layout: 8-row core matrices of
+// 128 contiguous bytes, SBO = 128) into TMEM lanes 0..127, 4 columns from taddr's column: row r
+// → lane r. Asynchronous, single thread, tracked by tcgen05.commit; tcgen05.cp → tcgen05.mma by
+// the same thread is ordered without a wait (PTX ISA "tcgen05.cp"; "Memory Consistency Model for
+// 5th generation of TensorCore operations": a pipelined pair).
+__device__ __forceinline__ void tcgen05_cp_128x128b(u32 taddr, u64 s_desc) {
+  asm volatile("tcgen05.cp.cta_group::1.128x128b [%0], %1;\n" ::"r"(taddr), "l"(s_desc) : "memory");
+}

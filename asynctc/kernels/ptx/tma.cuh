@@ -122,3 +122,24 @@ __device__ __forceinline__ void tma_load_2d_cta_pair(u32 dst, const TmaDesc& d, 
                ".mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
                ::"r"(dst), "l"(tma_desc_addr(d)), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+
+// ---- multicast inside a cluster of CTA pairs or single CTAs (sm_100a persistent kernel) ----------
+// The box lands at offset dst of every CTA in cta_mask (.multicast::cluster). With kCtaGroup = 1 the
+// complete_tx goes to the mbarrier at offset `bar` in each destination CTA; with kCtaGroup = 2
+// (.cta_group::2) `bar` names the barrier in the issuing CTA's pair leader, and each destination's
+// complete_tx goes to the barrier at that offset in the destination's own pair leader (PTX ISA
+// "cp.async.bulk.tensor", .multicast::cluster and .cta_group).
+template <int kCtaGroup>
+__device__ __forceinline__ void tma_load_2d_multicast_cg(u32 dst, const TmaDesc& d, u32 bar, int c0,
+                                                         int c1, u16 cta_mask) {
+  if constexpr (kCtaGroup == 1)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 ::"r"(dst), "l"(tma_desc_addr(d)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster.cta_group::2 [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 ::"r"(dst), "l"(tma_desc_addr(d)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
+                 : "memory");
+}
