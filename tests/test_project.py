@@ -33,9 +33,9 @@ def test_notebooks_match_their_sources():
 
 
 def test_every_chapter_has_a_notebook_and_source():
-    srcs = {p.stem for p in (ROOT / "notebooks" / "src").glob("[0-9][0-9]_*.py")}
-    nbs = {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
-    sols = {p.stem for p in (ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb")}
+    srcs = {p.stem for p in (ROOT / "notebooks" / "src").glob("[0-9][0-9]*_*.py")}
+    nbs = {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")}
+    sols = {p.stem for p in (ROOT / "notebooks" / "solutions").glob("[0-9][0-9]*_*.ipynb")}
     assert srcs == nbs == sols and {"00_why_async", "01_synchronous"} <= nbs
 
 
@@ -45,8 +45,8 @@ def test_the_test_command_runs_nbval_on_learner_and_solution_notebooks():
 
 
 def test_notebooks_are_executed_and_clean():
-    for nb_path in [*(ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"),
-                    *(ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb")]:
+    for nb_path in [*(ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"),
+                    *(ROOT / "notebooks" / "solutions").glob("[0-9][0-9]*_*.ipynb")]:
         nb = json.loads(nb_path.read_text())
         for cell in nb["cells"]:
             if cell["cell_type"] != "code":

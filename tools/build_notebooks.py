@@ -146,12 +146,14 @@ def sources_match(src: Path, ipynb: Path, solution: Path | None = None) -> bool:
 def main(argv=None) -> int:
     import nbformat
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
+    p.add_argument("chapters", nargs="*", help="two-digit chapter numbers, or a deep dive's key "
+                   "such as 09b (default: all)")
     p.add_argument("--check", action="store_true", help="only check notebooks match their sources")
     args = p.parse_args(argv)
-    srcs = sorted(SRC.glob("[0-9][0-9]_*.py"))
+    srcs = sorted(SRC.glob("[0-9][0-9]*_*.py"))      # core lessons NN_* and deep dives NNb_*
     if args.chapters:
-        srcs = [s for s in srcs if s.name[:2] in args.chapters]
+        # "09" builds chapter 09 and its deep dives (09b_...); "09b" only that deep dive
+        srcs = [s for s in srcs if s.name[:2] in args.chapters or s.name.split("_")[0] in args.chapters]
     bad = 0
     for src in srcs:
         target = OUT / (src.stem + ".ipynb")
