@@ -159,7 +159,7 @@ LISTINGS = {
     ("02", r"^// 16 bytes global -> shared, L2 only"): (4, r"cp\.async\.cg\.shared\.global"),
     ("02", r"^template <int kN>"): (3, r"cp\.async\.wait_group"),
     ("02", r"// Prologue: k-tiles 0"): (10, r"cp_async_wait_group"),
-    ("02", r"smem_copy_async\(const"): (10, r"cp_async"),
+    ("02b", r"smem_copy_async\(const"): (10, r"cp_async"),
     ("03", r"^__device__ __forceinline__ u64 mbarrier_arrive_expect_tx"): (4, r"expect_tx"),
     ("03", r"^__device__ __forceinline__ void tma_load_2d"): (4, r"cp\.async\.bulk\.tensor"),
     ("03", r"    record\(0, full"): (6, r"mbarrier_arrive_expect_tx|expect_tx"),
