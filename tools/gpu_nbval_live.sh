@@ -18,7 +18,7 @@ bad=0
 rows=()
 for run in $(seq 1 "${RUNS:-2}"); do
   t0=$(date +%s)
-  "$PY" -m pytest -q -p no:cacheprovider --nbval notebooks/[0-9][0-9]_*.ipynb notebooks/solutions/[0-9][0-9]_*.ipynb \
+  "$PY" -m pytest -q -p no:cacheprovider --nbval notebooks/[0-9][0-9]*_*.ipynb notebooks/solutions/[0-9][0-9]*_*.ipynb \
       --junitxml="$OUT/live_nbval_run$run.xml" >"$OUT/live_nbval_run$run.log" 2>&1 || bad=1
   summary=$(tail -1 "$OUT/live_nbval_run$run.log")
   claims=$(grep -c "ClaimError" "$OUT/live_nbval_run$run.log")

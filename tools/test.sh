@@ -7,5 +7,5 @@ source "$root/tools/setup_env.sh" test
 cd "$root"
 export MPLBACKEND=Agg PYTHONDONTWRITEBYTECODE=1
 # nbval over the learner notebooks and the solution notebooks built from the same sources
-exec "$PY" -m pytest -q -p no:cacheprovider --nbval notebooks/[0-9][0-9]_*.ipynb \
-    notebooks/solutions/[0-9][0-9]_*.ipynb tests "$@"
+exec "$PY" -m pytest -q -p no:cacheprovider --nbval notebooks/[0-9][0-9]*_*.ipynb \
+    notebooks/solutions/[0-9][0-9]*_*.ipynb tests "$@"
