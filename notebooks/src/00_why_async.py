@@ -56,10 +56,10 @@ fig = plots.throughput_by_size(
 # The peak of this GPU is therefore *SMs × 4096 × SM clock*. Which clock? The datasheet's figure,
 # 989 TFLOP/s dense fp16, is 132 SMs × 4096 × its 1830 MHz boost clock; a running GPU sets its own
 # clock (lower under heavy power draw), so the course also divides by a clock measured on the GPU
-# and prints **both** fractions. The measured clock is one of three kinds — **in-kernel** (the kernel reads its own SM clock),
-# **in flight** (a probe kernel beside the running GEMM) or **probed after the sample** (an upper
-# bound on the clock, so the fraction at it is a lower bound) — and every printed fraction says
-# which (`bench.peak_text`, from the row's `sm_mhz_source`). The deep dive
+# and prints **both** fractions. The measured clock is one of three kinds — **in-kernel** (the
+# kernel reads its own SM clock), **in flight** (a probe kernel beside the running GEMM) or
+# **probed after the sample** (an upper bound on the clock, so the fraction at it is a lower
+# bound) — and every printed fraction says which (`bench.peak_text`, from the row's `sm_mhz_source`). The deep dive
 # [00b — three ways to read the clock](00b_clock_kinds.ipynb) defines them, checks them against each
 # other and shows the clock following the workload; `bench.clock_caveat` prints the caveat wherever a
 # record's clock needs it.
@@ -67,6 +67,8 @@ fig = plots.throughput_by_size(
 # %% output varies
 gemms = rec.results["cublas"]
 kind = bench.rows_clock_kind(gemms)               # the kind of the cuBLAS rows' clocks (deep dive 00b)
+if bench.clock_caveat(kind):
+    print(bench.clock_caveat(kind))
 p = rec.provenance
 clock_mhz = bench.measured_clock_mhz(gemms)       # median SM clock of the cuBLAS samples (its kind: `kind`)
 peak = bench.peak_tflops(p["sm_count"], clock_mhz)

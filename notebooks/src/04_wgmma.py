@@ -237,10 +237,8 @@ if rec is not None and rec.results.get("throughput"):
                 if min(smi) < max(smi) else f"{top:.0f} MHz after all {len(smi)} runs")
     clocks = f"In-kernel SM clock {min(x['sm_mhz'] for x in tp):.0f}–{kernel_mhz:.0f} MHz under load"
     _ = notebook.verdict(kernel_mhz < min(smi),
-                         f"{clocks}, below every reading of nvidia-smi after a run: {smi_text}. A "
-                         "clock read after the run is not the clock the kernel ran at.",
-                         f"{clocks}; nvidia-smi read {smi_text} after the runs — only the "
-                         "in-kernel clock is measured during the run.")
+                         f"{clocks}, below every nvidia-smi reading after a run ({smi_text}).",
+                         f"{clocks}; nvidia-smi read {smi_text} after the runs.")
 else:
     print("No throughput recorded yet: run `python -m asynctc record wgmma` (or "
           "`python tools/gpu_ch04.py --save`) on an H100/H200.")
@@ -269,11 +267,10 @@ if rec is not None and rec.results.get("throughput"):
     head = (f"N = 256 fp16 SS: {b['tflops']:.0f} TFLOP/s, {b['flop_per_clk_sm']:.0f} FLOP/clk/SM at "
             f"{bench.clock_text(b)} = {at_clk:.2f} of the per-clock peak at that clock "
             f"({n_sm}×4096×{b['sm_mhz']:.0f} MHz = {bench.peak_tflops(n_sm, b['sm_mhz']):.0f} TFLOP/s)")
-    goal = "goal: ≥ 0.90 of SMs × 4096 × the in-kernel clock"
-    tail = (f"; of the datasheet figure ({bench.DATASHEET['dense_tflops']['float16']:.0f} at "
-            f"{bench.DATASHEET['boost_mhz']} MHz) it is {sheet:.2f}.")
-    _ = notebook.verdict(at_clk >= 0.90, f"{head} — {goal}, reached{tail}",
-                         f"{head} — {goal}, not reached{tail}")
+    print(head + f"; {sheet:.2f} of the datasheet figure "
+          f"({bench.DATASHEET['dense_tflops']['float16']:.0f} at {bench.DATASHEET['boost_mhz']} MHz)")
+    _ = notebook.verdict(at_clk >= 0.90, f"N = 256: {at_clk:.2f} of the per-clock peak — goal 0.90 reached.",
+                         f"N = 256: {at_clk:.2f} of the per-clock peak — goal 0.90 not reached.")
     max_mhz = rec.results["max_sm_mhz"]
     ours_max = b["tflops"] / bench.peak_tflops(n_sm, max_mhz)
     notebook.claim(b["sm_mhz"] < max_mhz,
