@@ -112,22 +112,12 @@ except descriptors.DescriptorError as e:
 # %% [markdown]
 # ## 3. Canonical layouts, drawn
 #
-# With `T` = elements per 16 bytes, the ISA's canonical layouts (§9.7.15.5.1.2.1) in CuTe notation.
-# In that notation a layout `shape:stride` maps a coordinate to the sum of each coordinate times its
-# stride (nested parentheses group modes, so `(8,m):(T,SBO)` is 8 rows T apart, then m groups SBO
-# apart), and `Swizzle<B,M,S> o layout` XORs the B bits of the resulting offset that start at bit
-# M with the B bits that start at bit M + S — on byte offsets, `Swizzle<B,4,3>` XORs the 16-byte
-# chunk index with the 128-byte line index:
-
-# %%
-for major in ("K", "MN"):
-    for sw in (0, 32, 64, 128):
-        print(f"{major:2s}-major {sw:3d}B: {descriptors.canonical_layout(major, sw)}")
-
-# %% [markdown]
+# (The same layouts in CuTe's `shape:stride` notation, as the ISA's tables give them, are section 5
+# of the [deep dive](04b_wgmma_anatomy.ipynb).)
+#
 # The [core matrix](../docs/glossary.md#core-matrix) is 8 rows × 16 bytes. Without swizzle, core matrices are 128 contiguous bytes and
 # LBO/SBO step between them; with a swizzle of S bytes, rows are S bytes long and the 16-byte chunk
-# index inside each 128-byte line is XORed with the line index (`Swizzle<B,4,3>`) — the same
+# index inside each 128-byte line is XORed with the line index (CuTe's `Swizzle<B,4,3>`) — the same
 # permutation TMA applies when it writes the tile. Each number below is the chunk (a group of four
 # banks) where a 16-byte group of elements lands:
 

@@ -212,4 +212,18 @@ if rec is not None and rec.results.get("throughput"):
 # issue of the instruction itself, are candidates; until a kernel separates them, the floor is a
 # number fitted to the record, not a derived one. Above N = 32 both are Tensor Core bound. A GEMM
 # uses the largest N its registers allow (N = 128–256), where none of this matters.
+
+# %% [markdown]
+# ## 5. The canonical layouts in CuTe notation
 #
+# With `T` = elements per 16 bytes, the ISA's canonical layouts (§9.7.15.5.1.2.1) in CuTe notation.
+# In that notation a layout `shape:stride` maps a coordinate to the sum of each coordinate times its
+# stride (nested parentheses group modes, so `(8,m):(T,SBO)` is 8 rows T apart, then m groups SBO
+# apart), and `Swizzle<B,M,S> o layout` XORs the B bits of the resulting offset that start at bit
+# M with the B bits that start at bit M + S — on byte offsets, `Swizzle<B,4,3>` XORs the 16-byte
+# chunk index with the 128-byte line index:
+
+# %%
+for major in ("K", "MN"):
+    for sw in (0, 32, 64, 128):
+        print(f"{major:2s}-major {sw:3d}B: {descriptors.canonical_layout(major, sw)}")
