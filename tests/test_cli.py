@@ -193,7 +193,8 @@ def test_course_html_leaves_out_the_solutions():
     assert len(nb.cells) == 5 and "tags" not in nb.cells[3].metadata       # the notebook is unchanged
 
 
-@pytest.mark.parametrize("name", sorted(p.stem + ".ipynb" for p in (ROOT / "notebooks" / "src").glob("[0-9][0-9]*_*.py")))
+@pytest.mark.parametrize("name", sorted(p.stem + ".ipynb" for p in (ROOT / "notebooks" / "src").glob("[0-9][0-9]*_*.py")
+                                         if "solution=True" in p.read_text()))      # core lessons; deep dives with exercises
 def test_built_notebooks_tag_their_solutions(name):
     """The solution notebook tags its solutions (heading and every solution=True cell); the learner
     notebook has none of them."""

@@ -60,16 +60,17 @@ COMPARISON = re.compile(
 #: nothing fails the test, so the list cannot rot.
 ALLOWED = [
     ("00", r"cannot be faster than\s+bandwidth × intensity", "the roofline's definition, a model"),
-    ("01", r"No\s+thread holds a whole row", "the PTX fragment layout, not a measurement"),
-    ("01", r"who holds what|which lane holds each", "the PTX fragment layout, not a measurement"),
+    ("01b", r"No\s+thread holds a whole row", "the PTX fragment layout, not a measurement"),
+    ("01b", r"who holds what|which lane holds each", "the PTX fragment layout, not a measurement"),
     ("01", r"that a CTA holds in shared memory", "a definition"),
-    ("01", r"holds an A register|lane 4g\+t holds|lanes? .* hold", "the PTX fragment layout"),
-    ("01", r"hypothesis of section 6 holds", "names a hypothesis, compares nothing"),
+    ("01b", r"holds an A register|lane 4g\+t holds|lanes? .* hold", "the PTX fragment layout"),
+    ("01", r"hypothesis of the deep dive's anatomy holds", "names a hypothesis, compares nothing"),
     ("03", r"which bank holds element", "an exercise's question"),
     ("04", r"lane 4g\+t holds|N/2 fp32 values per thread|holds each|holding each",
      "the PTX accumulator layout"),
+    ("04b", r"lane 4g\+t holds|holds each", "the PTX accumulator layout"),
     ("04", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),
-    ("04", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
+    ("04b", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
     ("09", r"everything numeric below is a \*\*model\*\*", "says that nothing is measured"),
     ("09", r"no thread holds any of it", "where the accumulator lives, not a measurement"),
     ("09", r"each CTA holds M/2 rows", "the PTX CTA-pair layout, not a measurement"),
@@ -97,7 +98,7 @@ def _guard(cell) -> bool:
 
 def _comparison_findings(src: Path):
     cells = _cells(src)
-    chapter = src.name[:2]
+    chapter = src.name.split("_")[0]          # "09", or a deep dive's "09b"
     unguarded, used = [], set()
     for i, cell in enumerate(cells):
         if cell.cell_type != "markdown":
@@ -154,13 +155,13 @@ LISTINGS = {
     ("09b", r"^          const u32 a = t & 1u;$"): (
         25, r"acc_empty\[a\][\s\S]*tcgen05_mma_mxf8f6f4[\s\S]*tcgen05_commit_multicast"),
     ("01", r"for \(int kt = 0; kt < KT"): (8, r"mma_ktile"),
-    ("01", r"^__device__ __forceinline__ void load_fragments"): (8, r"ldmatrix"),
-    ("01", r"^template <bool kLoad = true>"): (8, r"mma_sync_m16n8k16"),
-    ("01", r"^template <>"): (5, r"mma\.sync\.aligned\.m16n8k16"),
+    ("01b", r"^__device__ __forceinline__ void load_fragments"): (8, r"ldmatrix"),
+    ("01b", r"^template <bool kLoad = true>"): (8, r"mma_sync_m16n8k16"),
+    ("01b", r"^template <>"): (5, r"mma\.sync\.aligned\.m16n8k16"),
     ("02", r"^// 16 bytes global -> shared, L2 only"): (4, r"cp\.async\.cg\.shared\.global"),
     ("02", r"^template <int kN>"): (3, r"cp\.async\.wait_group"),
     ("02", r"// Prologue: k-tiles 0"): (10, r"cp_async_wait_group"),
-    ("02", r"smem_copy_async\(const"): (10, r"cp_async"),
+    ("02b", r"smem_copy_async\(const"): (10, r"cp_async"),
     ("03", r"^__device__ __forceinline__ u64 mbarrier_arrive_expect_tx"): (4, r"expect_tx"),
     ("03", r"^__device__ __forceinline__ void tma_load_2d"): (4, r"cp\.async\.bulk\.tensor"),
     ("03", r"    record\(0, full"): (6, r"mbarrier_arrive_expect_tx|expect_tx"),
@@ -441,15 +442,22 @@ def test_no_hard_coded_clock_kind_in_notebook_sources():
 
 
 def test_chapter_00_defines_every_kind_of_clock():
+    """Chapter 00's core lesson names the three kinds in one cell and links its deep dive (00b),
+    which defines them in one cell followed by the asserted check of the in-flight probe."""
     from asynctc.core import bench
-    defs = [c for c in _cells(ROOT / "notebooks" / "src" / "00_why_async.py") if _is_clock_definition("00", c)]
-    assert len(defs) == 1, "chapter 00 must define the kinds of clock in one markdown cell"
-    for kind in bench.CLOCK_KINDS[:3]:                 # the fourth, "clock of unknown source", is not a method
-        assert f"**{kind}**" in defs[0].source, kind
-    # the definitions are followed by the check of the in-flight probe, asserted
-    cells = _cells(ROOT / "notebooks" / "src" / "00_why_async.py")
-    nxt = cells[cells.index(defs[0]) + 1]
-    assert "INFLIGHT_CHECK" in nxt.source and _guard(nxt)
+    for name, deep in (("00_why_async.py", False), ("00b_clock_kinds.py", True)):
+        cells = _cells(ROOT / "notebooks" / "src" / name)
+        defs = [c for c in cells if _is_clock_definition("00", c)]
+        assert len(defs) == 1, f"{name} must define the kinds of clock in one markdown cell"
+        for kind in bench.CLOCK_KINDS[:3]:             # the fourth, "clock of unknown source", is not a method
+            assert f"**{kind}**" in defs[0].source, (name, kind)
+        if not deep:
+            assert "00b_clock_kinds.ipynb" in defs[0].source, "the core lesson links the deep dive"
+            continue
+        # the definitions are followed by the check of the in-flight probe, asserted
+        nxt = cells[cells.index(defs[0]) + 1]
+        assert "INFLIGHT_CHECK" in nxt.source and _guard(nxt)
+
 
 
 def test_expert_reading_corrections_stay_corrected():

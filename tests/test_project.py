@@ -41,6 +41,7 @@ def test_every_chapter_has_a_notebook_and_source():
 
 def test_the_test_command_runs_nbval_on_learner_and_solution_notebooks():
     sh = (ROOT / "tools" / "test.sh").read_text()
+    # core lessons NN_* and deep dives NNb_*
     assert "notebooks/solutions/[0-9][0-9]*_*.ipynb" in sh and "--nbval notebooks/[0-9][0-9]*_*.ipynb" in sh
 
 

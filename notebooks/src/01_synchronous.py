@@ -7,15 +7,17 @@
 #
 # 1. run a SIMT tiled GEMM written in Python with numba (no Tensor Cores) — on the GPU, or in numba's
 #    CUDA simulator on a laptop;
-# 2. read the fragment layout of `mma.sync.m16n8k16` from a Python model;
-# 3. compile a tuned CUDA C++ `mma.sync` GEMM to cubin and read its **SASS** — the GPU's own machine
+# 2. compile a tuned CUDA C++ `mma.sync` GEMM to cubin and read its **SASS** — the GPU's own machine
 #    code, which `nvdisasm` prints from the cubin — where `mma.sync` appears as `HMMA.16816`
 #    (half-precision matrix multiply-accumulate, shape 16×8×16) and `ldmatrix` as `LDSM` (load
 #    shared-memory matrix);
-# 4. check it against float64 on fresh random inputs;
-# 5. measure it beside cuBLAS and beside the ceiling of `mma.sync` itself, and explain the gap.
+# 3. check it against float64 on fresh random inputs;
+# 4. measure it beside cuBLAS and beside the ceiling of `mma.sync` itself, and explain the gap.
 #
-# The rhythm of every chapter: **story → kernel → check → measure → explain**.
+# The rhythm of every chapter: **story → kernel → check → measure → explain**. The investigations —
+# the fragment layout of `mma.sync`, the k-tile's math, the tile sweep, the kernel taken apart and
+# the clock of sustained runs — are in the deep dive
+# [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
 
 # %% output varies
 import numpy as np
@@ -55,47 +57,7 @@ assert np.isfinite(c).all() and err < 1e-5, err
 print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 
 # %% [markdown]
-# ## 2. What one `mma.sync.m16n8k16` does, and who holds what
-#
-# A warp multiplies a 16×16 fp16/bf16 tile of A by a 16×8 tile of B into a 16×8 fp32 tile of C. No
-# thread holds a whole row: the 32 lanes each hold a few elements in registers, in a fixed pattern
-# (PTX ISA, *Matrix Fragments for mma.m16n8k16*). `asynctc.models.fragments` models that pattern; the
-# picture shows which lane holds each element of A.
-
-# %% output varies
-lane_a, reg_a = fragments.a_m16n8k16()
-fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A (16×16)",
-                     row_label="row (M)", col_label="column (K)", value_label="lane")
-
-# %% [markdown]
-# The four lanes of a quad (lanes 4g … 4g+3) together hold rows g and g+8 of A; the four lanes of
-# quad n hold column n of B. The lane that owns C[row, col] is lane 4·(row mod 8) + col / 2: it is in
-# the quad holding its *row of A*, but its *column of B* lives in quad `col` — usually another quad.
-# So no lane can compute its C elements from its own registers: inside the instruction the hardware
-# brings each lane the A values of its quad and the B values of two other quads.
-#
-# Is the model consistent? Scatter a random A and B into the 32 lanes' registers with the model, let
-# every lane compute its four C values *from registers only* by the m16n8k16 rule
-# (`fragments.lane_c_fragment`), place them with the C model — and only then compare with A·B:
-
-# %%
-fa = rng.standard_normal((16, 16))
-fb = rng.standard_normal((16, 8))
-a_regs, b_regs = fragments.to_registers(fa, fb)
-c_from_regs = fragments.mma_from_fragments(fa, fb)
-assert np.allclose(c_from_regs, fa @ fb)
-print("C built lane by lane from the fragment registers equals A·B:", np.allclose(c_from_regs, fa @ fb))
-print("lane 5 (g = 1, t = 1) reads A from lanes", fragments.quad_sources(5)["a"],
-      "and B from lanes", fragments.quad_sources(5)["b"])
-a_bad = a_regs.copy()
-a_bad[5, [0, 1]] = a_bad[5, [1, 0]]            # one lane's a0 and a1 swapped
-c_bad = np.array([fragments.lane_c_fragment(ln, a_bad, b_regs) for ln in range(32)])
-lane_c, reg_c = fragments.c_m16n8k16()
-print("with lane 5's a0/a1 swapped, wrong C elements:",
-      int((~np.isclose(c_bad[lane_c, reg_c], fa @ fb)).sum()), "of 128")
-
-# %% [markdown]
-# ## 3. The tuned synchronous Tensor Core GEMM
+# ## 2. The tuned synchronous Tensor Core GEMM
 #
 # Words used from here on: a **CTA** (cooperative thread array) is a thread block; each computes one
 # BM×BN tile of C. A **k-tile** is the BK-deep slice of A (BM×BK) and B (BK×BN) that a CTA holds in
@@ -133,24 +95,6 @@ ck = mma_sync.compile_mma_sync("float16")
 notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$")
 
 # %% [markdown]
-# The math of one k-tile, `mma_ktile`, lives in `kernels/gemm_tile.cuh` because chapter 02's kernel
-# runs exactly the same code (what changes there is how k-tiles reach shared memory): per 16-deep
-# k step, each warp loads its A fragments with `ldmatrix` and its B fragments with `ldmatrix.trans`,
-# then issues MT × NT `mma.sync`:
-
-# %%
-notebook.show_source("gemm_tile.cuh", start=r"^__device__ __forceinline__ void load_fragments", end=r"^}")
-
-# %%
-notebook.show_source("gemm_tile.cuh", start=r"^template <bool kLoad = true>", end=r"^}")
-
-# %% [markdown]
-# The PTX wrapper behind `mma_sync_m16n8k16` is one instruction:
-
-# %%
-notebook.show_source("ptx/mma.cuh", start=r"^template <>", end=r"^}")
-
-# %% [markdown]
 # ### SASS: what the GPU will execute
 #
 # NVRTC compiled the kernel to **cubin for sm_90a** (no PTX is left for the driver to JIT). The
@@ -170,7 +114,7 @@ assert ck.resources.spill_stores == 0, "the tuned tile must not spill"
 print("HMMA and LDSM present, no register spills:", True)
 
 # %% [markdown]
-# ## 4. Correctness first
+# ## 3. Correctness first
 #
 # Every check draws fresh standard-normal inputs, poisons the output with NaN bytes (so an element
 # the kernel never writes fails), and compares with `float64` by relative Frobenius error against
@@ -208,7 +152,7 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
-# ## 5. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
+# ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
 # Three numbers frame the result, all timed in the same run on the same GPU:
 #
@@ -257,135 +201,26 @@ if bench.clock_caveat(sweep_kind):
 print(mma_sync.summarize_mma_sync(rec, anatomy=False))
 
 # %% [markdown]
-# The tile sweep at 4096³ fp16 (the default tile is the first row):
-
-# %% output varies
-rows = [r for r in rec.results["sweep"] if r["size"] == 4096 and r["dtype"] == "float16"]
-base = next(r["tflops"] for r in rows if r["kernel"] == "cuBLAS")
-ours = [r for r in rows if r["kernel"] == "mma.sync"]
-fig = plots.ladder([r["tile"] for r in ours], [r["tflops"] for r in ours], baseline=base, record=rec,
-                   title="mma.sync GEMM tiles at 4096³ fp16")
-
-# %% [markdown]
-# ## 6. Take the kernel apart: where the time goes
-#
-# The kernel does three kinds of work per k-tile: the threads **copy** the next A and B tiles from
-# global memory into shared memory (16-byte loads into registers, then stores), they **load
-# fragments** out of shared memory with `ldmatrix`, and they **multiply** with `mma.sync`, with a
-# `__syncthreads()` per k-tile. To see what each costs, the same kernel is compiled with parts of
-# that work removed (`mma_sync.compile_mma_sync_ablation`, a compile-time switch in the `.cu` file;
-# those variants compute a wrong product and are only timed) and timed beside cuBLAS in the same run:
-#
-# * **no global→shared copy** — the k-tile in shared memory is never refilled;
-# * **no ldmatrix** — the fragments of the first k16 step are reused for every step;
-# * **mma.sync + `__syncthreads` only** — both removed; only the Tensor Core work and the barriers
-#   remain.
-#
-# **Predict before you look** (this is exercise 3): which removal gains more, the copy or the
-# `ldmatrix`? Per k-tile a CTA copies 32 KiB (its A and B tiles) — a load into registers and a
-# store into shared memory, so 64 KiB through the L1/shared-memory data path — and its four warps
-# `ldmatrix` 64 KiB. Equal bytes — so what else could differ? Answer `"copy"` or `"ldmatrix"`;
-# the check reads the record, so on another GPU the answer may differ.
-
-# %% output varies
-prediction = ...
-ok = exercises.check("ch01.costliest_part", prediction, ablation=rec.results["ablation"])
-
-# %% output answers a prediction
-abl = rec.results["ablation"]
-cub = next(x["tflops"] for x in abl if x["variant"] == "cuBLAS")
-parts = [x for x in abl if x["variant"] != "cuBLAS"]
-fig = plots.ladder([x["variant"] for x in parts], [x["tflops"] for x in parts], baseline=cub, record=rec,
-                   title=f"Chapter 01's kernel taken apart, {parts[0]['size']}³ fp16, tile {parts[0]['tile']}")
-print("\n".join(mma_sync.summarize_anatomy(rec.results, p["sm_count"])))
-
-# %% [markdown]
-# What the H200 measured, and what it means (each comparison below is printed from the record; if a
-# new measurement disagrees, the cell fails rather than print it):
-#
-# * removing the **copy by the threads** gains more than removing `ldmatrix`, although through the
-#   L1/shared-memory data path the two move about as many bytes (64 KiB per k-tile each, counting the
-#   copy's load and store). The copy also costs the warps that should be issuing `mma.sync` their
-#   **issue slots** (each of an SM's four schedulers issues at most one warp instruction per clock,
-#   so every load or store instruction takes a clock that an `mma.sync` could have used) and 64
-#   staging registers per thread. A hypothesis that fits our runs but is not
-#   proven: a global load is staged in L1's storage on its way to the registers, so each copied byte
-#   crosses that data path a third time (bypassing L1 with `ld.global.cg` or `.L1::no_allocate`
-#   changed nothing; see `docs/NOTES.md`);
-# * with both removed, what is left — `mma.sync` and the barriers — is still short of the
-#   register-only `mma.sync` ceiling measured at the same occupancy in section 5: the barriers and
-#   the epilogue take the rest.
-
-# %% output varies
-speed = {x["variant"]: x["tflops"] for x in abl}
-full, no_copy, no_ldsm = speed["full kernel"], speed["no global→shared copy"], speed["no ldmatrix"]
-skeleton = speed["mma.sync + __syncthreads only"]
-notebook.claim(no_copy > no_ldsm > full,
-               f"Without the copy the kernel runs {no_copy / full:.2f}× as fast as the full kernel; "
-               f"without ldmatrix {no_ldsm / full:.2f}×: the copy is the larger cost.",
-               full=full, no_copy=no_copy, no_ldmatrix=no_ldsm)
-_ = notebook.claim(skeleton < ceiling,
-                   f"mma.sync + barriers only: {skeleton:.0f} TFLOP/s, {skeleton / ceiling:.2f} of the "
-                   f"register-only ceiling at the same occupancy ({ceiling:.0f}).",
-                   skeleton=skeleton, ceiling=ceiling)
-
-# %% [markdown]
-# **Clocks.** The two `sustained` lines ran cuBLAS and our kernel back to back for 1.5 s each while
-# `nvidia-smi` sampled the SM clock and the board power during the loop (the GPU's clock policy
-# decides the clock; the record does not say why it chose what it did). A reading taken *after* a
-# run shows the idle clock and says nothing about the run; per-clock figures need the clock sampled
-# during it, as here, or measured inside the kernel, as the ceiling kernel and chapter 04 do. The
-# timed rows of the anatomy carry `bench.time_gpu`'s clock instead, of the kind chapter 00,
-# section 2, defines; the cell prints it (with the after-sample probe where the record keeps one)
-# beside the loops' readings.
-
-# %% output varies
-sus = {x["kernel"]: x for x in rec.results["sustained"]}
-cb_s, mm_s = sus["cuBLAS"], sus["mma.sync"]
-per_clk = {k: x["tflops"] / bench.peak_tflops(p["sm_count"], x["sm_mhz"]) for k, x in sus.items()}
-print(f"During the loops cuBLAS ran at {cb_s['sm_mhz']:.0f} MHz ({cb_s['power_w']:.0f} W), our kernel at "
-      f"{mm_s['sm_mhz']:.0f} MHz ({mm_s['power_w']:.0f} W).")
-ratio_clk = per_clk["cuBLAS"] / per_clk["mma.sync"]
-ratio_tflops = cb_s["tflops"] / mm_s["tflops"]
-head = f"Per clock cuBLAS does {ratio_clk:.1f}× the work of our kernel"
-notebook.verdict(ratio_clk > ratio_tflops,
-                 f"{head} — more than the {ratio_tflops:.1f}× of their TFLOP/s, because it ran at the lower clock.",
-                 f"{head} — not more than the {ratio_tflops:.1f}× of their TFLOP/s: it did not run at the "
-                 "lower clock this time.")
-timed = {x["variant"]: x for x in abl}
-both = f"sustained {cb_s['tflops']:.0f} and {mm_s['tflops']:.0f} TFLOP/s, timed " \
-       f"{timed['cuBLAS']['tflops']:.0f} and {timed['full kernel']['tflops']:.0f} (cuBLAS, ours)"
-clocks = f"nvidia-smi read {cb_s['sm_mhz']:.0f} and {mm_s['sm_mhz']:.0f} MHz during the loops; the " \
-         f"timed samples' clock: {bench.clock_text(timed['cuBLAS'])} and " \
-         f"{bench.clock_text(timed['full kernel'])}"
-below = cb_s["tflops"] < timed["cuBLAS"]["tflops"] and mm_s["tflops"] < timed["full kernel"]["tflops"]
-_ = notebook.verdict(below, f"Both sustained figures are below the timed ones ({both}); {clocks}.",
-                     f"The sustained figures are not both below the timed ones this time ({both}); {clocks}.")
-abl_kind = bench.rows_clock_kind([timed["cuBLAS"], timed["full kernel"]])
-if bench.clock_caveat(abl_kind):
-    print(bench.clock_caveat(abl_kind))
-
-# %% [markdown]
-# ## 7. Why the number is what it is
+# ## 5. Why the number is what it is
 #
 # Two effects stack up:
 #
 # 1. **`mma.sync` itself tops out below the Tensor Core peak on Hopper.** The register-only kernel
-#    of section 5 measures that ceiling on this GPU, with its own in-kernel clock (its fraction of
-#    SMs × 4096 × that clock, and of the datasheet, are printed in section 5's summary and at the end
+#    of section 4 measures that ceiling on this GPU, with its own in-kernel clock (its fraction of
+#    SMs × 4096 × that clock, and of the datasheet, are printed in section 4's summary and at the end
 #    of this section). Luo et al. (IPDPS 2024) report about 63% of peak for `mma.sync` on an H800 —
 #    a fraction of their own peak figure for that GPU; the clock that figure assumes is not stated
 #    in what we cite, so it is not comparable per clock with ours. Either way the full rate needs
 #    `wgmma` (chapter 04).
 # 2. **Every operand byte crosses the SM's L1/shared-memory data path several times** — the global
 #    load into registers, the store into shared memory, and the `ldmatrix` out of it (three passes;
-#    four if the hypothesis of section 6 holds). A simple model counts the three for each tile and
+#    four if the hypothesis of the deep dive's anatomy holds). A simple model counts the three for each tile and
 #    asks how fast the kernel could go if that data path (128 bytes per clock per SM: 32 banks × 4
 #    bytes) were the only limit; the last column counts the fourth pass too:
 
 # %% output varies
-clock = sweep_mhz        # the fp16 sweep's clock (section 5): the model's bound scales with it
-print(f"L1-path bound at {clock:.0f} MHz ({sweep_kind}, the fp16 sweep's clock of section 5)")
+clock = sweep_mhz        # the fp16 sweep's clock (section 4): the model's bound scales with it
+print(f"L1-path bound at {clock:.0f} MHz ({sweep_kind}, the fp16 sweep's clock of section 4)")
 print(f"{'tile':26s} {'bytes/k-tile (LDG+STS+LDSM)':>28s} {'FLOP/byte':>10s} {'L1-path bound':>17s} "
       f"{'with L1 staging':>19s}")
 for t in mma_sync.TILES:
@@ -431,7 +266,7 @@ print("Luo et al.: about 0.63 of the H800's peak (their own peak figure; not com
 # %% [markdown]
 # ## Exercises
 #
-# (Exercise 3, the prediction, is in section 6.) A wrong answer gets a hint at what is off.
+# A wrong answer gets a hint at what is off. (The deep dive has a third, a prediction.)
 #
 # **1.** How many bytes of shared memory does *one stage* (an A tile and a B tile, fp16) of a
 # 128×256×32 CTA tile take? Replace `...`.
@@ -441,7 +276,7 @@ answer = ...
 ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 
 # %% [markdown]
-# **2.** Section 3 showed 128 `HMMA` for the default tile (64×64 warp tile, k-tile of 64). Predict
+# **2.** Section 2 showed 128 `HMMA` for the default tile (64×64 warp tile, k-tile of 64). Predict
 # how many `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`
 # (64×32 warp tile, k-tile of 32); the solution compares with that kernel's SASS (the loop body is
 # compiled once, so the kernel's `HMMA` count *is* the per-k-tile count).
@@ -461,6 +296,3 @@ ck = mma_sync.compile_mma_sync("float16", t)
 pred = (t.wm // 16) * (t.wn // 8) * (t.bk // 16)
 exercises.check("ch01.hmma_per_ktile", pred, wm=t.wm, wn=t.wn, bk=t.bk, solution=True)
 print("prediction matches the SASS HMMA count:", pred == sass.class_counts(ck.sass())["HMMA"])
-speed = {x["variant"]: x["tflops"] for x in rec.results["ablation"]}
-costliest = "copy" if speed["no global→shared copy"] > speed["no ldmatrix"] else "ldmatrix"
-ok = exercises.check("ch01.costliest_part", costliest, ablation=rec.results["ablation"], solution=True)

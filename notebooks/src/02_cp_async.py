@@ -11,7 +11,8 @@
 # 2. find `LDGSTS`, `LDGDEPBAR` and `DEPBAR` in the SASS — and no `LDG`/`STS` pair any more;
 # 3. check it against float64 on fresh random inputs, for 1–4 stages;
 # 4. measure stages 1–4 beside the chapter-01 kernel and cuBLAS, and explain what moved;
-# 5. repeat the Luo et al. "pipelined vs synchronous shared-memory copy" microbenchmark, and compare.
+# 5. (deep dive [02b — the Luo et al. microbenchmark](02b_cp_async_microbenchmark.ipynb)) repeat the
+#    Luo et al. "pipelined vs synchronous shared-memory copy" microbenchmark, and compare.
 
 # %% output varies
 import numpy as np
@@ -166,7 +167,9 @@ plt.show()
 # 64-deep stages (32 KiB each) leave room for one CTA per SM, and one CTA's barriers then stall the
 # whole SM. So the one-stage 64-deep rung is not the slowest rung: the rungs with half-deep k-tiles
 # and little overlap, and the four 64-deep stages at one CTA per SM, can measure below it — the cell
-# lists exactly which did.
+# lists exactly which did. Whatever the ring, the best rung stays under chapter 01's register-only
+# `mma.sync` ceiling: cp.async changes how data reaches shared memory, not how the Tensor Cores are
+# fed from it — that is chapter 04's wgmma.
 
 # %% output varies
 st = {(r["bk"], r["stages"]): r for r in rows}
@@ -205,86 +208,15 @@ notebook.claim("/2cta" not in one_cta["tile"] and one_cta["tflops"] < max(st[(64
                f"Four 64-deep stages, one CTA per SM: {one_cta['tflops']:.0f} TFLOP/s, below two or three "
                f"stages at two CTAs per SM ({max(st[(64, 2)]['tflops'], st[(64, 3)]['tflops']):.0f}).",
                four_stages=one_cta["tflops"])
-mma_rec = records.load("mma_sync")
+mma_rec = records.load("mma_sync")             # chapter 01's record, for its ceiling
+print(f"chapter 01's mma.sync ceiling at the same occupancy: {mma_rec.label()}")
 t1 = mma_sync.DEFAULT_TILE
 ceiling = next(r["tflops"] for r in mma_rec.results["peak"] if r["dtype"] == "float16"
                and r["warps_per_cta"] == t1.warps and r["ctas_per_sm"] == t1.min_blocks)
 top = max(r["tflops"] for r in rows)
 _ = notebook.claim(top < ceiling,
-                   f"The best rung ({top:.0f} TFLOP/s) stays below the register-only mma.sync ceiling chapter 01 "
-                   f"measured at the same occupancy ({ceiling:.0f}; {mma_rec.label()}): cp.async changes how "
-                   "data reaches shared memory, not how the Tensor Cores are fed from it — that is chapter 04's wgmma.",
+                   f"The best rung, {top:.0f} TFLOP/s, stays below chapter 01's mma.sync ceiling ({ceiling:.0f}).",
                        best=top, ceiling=ceiling)
-
-# %% [markdown]
-# ## 5. The Luo et al. microbenchmark: a pipelined vs a synchronous shared-memory copy
-#
-# Luo et al. (IPDPS 2024) time a block of threads streaming tiles through shared memory, once with
-# ordinary loads and stores and a barrier per tile, once pipelined with asynchronous copies, and
-# report **+39.5% / +9.7% / −1.8%** for 8×8 / 16×16 / 32×32 blocks on an H800. Our equivalent is
-# `kernels/cp_async_smem_pipeline.cu` (each thread reads its neighbour's element, so the barrier is needed):
-
-# %%
-notebook.show_source("cp_async_smem_pipeline.cu", start=r"smem_copy_async\(const", end=r"^}")
-
-# %% output varies
-smem = rec.results["smem"]
-for row in smem:
-    print(f"{row['b']:2d}×{row['b']:<2d} ({row['threads']:4d} threads): sync "
-          f"{row['sync']['gbps']:6.0f} GB/s, pipelined {row['async']['gbps']:6.0f} GB/s, "
-          f"gain {row['gain']:+.1%}   (Luo et al. H800: {cp_async.LUO_GAIN[row['b']]:+.1%})")
-fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
-x = np.arange(len(smem))
-ax.bar(x - 0.2, [r["gain"] * 100 for r in smem], 0.4, label="measured here (see title)")
-ax.bar(x + 0.2, [cp_async.LUO_GAIN[r["b"]] * 100 for r in smem], 0.4, label="Luo et al., H800")
-ax.set_xticks(x, [f"{r['b']}×{r['b']} ({r['threads']} threads)" for r in smem])
-ax.set_xlabel("thread block")
-ax.set_ylabel("pipelined vs synchronous, %")
-ax.axhline(0, color="k", lw=0.8)
-fig.legend(fontsize=8, loc="outside lower center", ncols=2)
-ax.set_title(f"Pipelined vs synchronous shared-memory copy\n{rec.label()}", fontsize=9)
-plt.show()
-
-# %% [markdown]
-# Luo et al. found the gain shrinking as blocks grow, and explain it by latency: with few warps,
-# overlapping the next tile's copy with this tile's use hides latency that nothing else would,
-# while a 1024-thread block already keeps many loads in flight. We repeated the measurement with our
-# own kernel on another GPU (an H200, not their H800); it need not agree, even in sign, and the
-# cell below says plainly where it does not. We have not measured why our pipelined copy behaves as
-# it does: the record shows the difference, not its cause, and the notebook shows both results and
-# picks neither.
-
-# %% output varies
-gains = {r["b"]: r["gain"] for r in smem}
-same_sign = [b for b in gains if (gains[b] > 0) == (cp_async.LUO_GAIN[b] > 0)]
-shown = ", ".join(f"{b}×{b} {gains[b]:+.1%} (Luo {cp_async.LUO_GAIN[b]:+.1%})" for b in sorted(gains))
-notebook.verdict(len(same_sign) == len(gains),
-                 f"Pipelined vs synchronous here: {shown} — the same sign as Luo et al. at every size.",
-                 f"Pipelined vs synchronous here: {shown} — the sign differs from Luo et al. at "
-                 f"{len(gains) - len(same_sign)} of {len(gains)} sizes.")
-_ = notebook.verdict(all(gains[a] >= gains[b] for a, b in zip(sorted(gains), sorted(gains)[1:])),
-                     "Here too the gain shrinks (or the loss grows) as blocks grow.",
-                     "Here the gain does not shrink steadily as blocks grow.")
-
-# %% [markdown]
-# What else the record shows: how fast the *synchronous* copy already streams, against the
-# device-to-device copy of chapter 00's record (the kernel's writes are one value per thread, so
-# its traffic is almost all reads).
-
-# %% output varies
-dev = max(c["gbps_rw"] for c in records.load("ceilings").results["copy"])
-sync_frac = {r["b"]: r["sync"]["gbps"] / dev for r in smem}
-async_vs_sync = {r["b"]: r["async"]["gbps"] / r["sync"]["gbps"] for r in smem}
-lo, hi = min(sync_frac.values()), max(sync_frac.values())
-_ = notebook.verdict(
-    lo >= 0.75,
-    f"The synchronous copy already streams at {lo:.2f}–{hi:.2f} of the device copy ({dev:.0f} GB/s): "
-    f"DRAM is nearly saturated without any overlap, so there is little latency for the pipeline to "
-    f"hide, and the pipelined copy runs at {min(async_vs_sync.values()):.2f}–"
-    f"{max(async_vs_sync.values()):.2f} of the synchronous one. Why it is slower rather than equal "
-    "is not in this record (it holds times, not stall reasons).",
-    f"The synchronous copy reaches only {lo:.2f}–{hi:.2f} of the device copy ({dev:.0f} GB/s), so "
-    "latency was left to hide, and the pipeline did not hide it on this GPU.")
 
 # %% [markdown]
 # > **What we measured vs what is often claimed.** *"Multistage cp.async pipelining is what makes

@@ -10,9 +10,12 @@
 #    from a Python model — and the GPU test that confirms the model byte for byte;
 # 3. run the mbarrier life cycle: `init`, `arrive.expect_tx` with the exact box bytes, the TMA's
 #    `complete_tx`, `try_wait.parity`, and the parity flip when a stage is reused;
-# 4. load boxes that hang past the tensor's edge (zero fill);
-# 5. measure TMA against vectorized loads and `cp.async` by box size, against the device-to-device
-#    copy ceiling, and test the claim that TMA does not pay off for small boxes.
+# 4. measure TMA against vectorized loads and `cp.async`, against the device-to-device copy ceiling.
+#
+# The investigations — boxes that hang past the tensor's edge (zero fill, and two faults the
+# documentation did not warn of), and the three copies compared box size by box size against the
+# claim that TMA does not pay off for small boxes — are in the deep dive
+# [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
 
 # %% output varies
 import numpy as np
@@ -169,53 +172,7 @@ for op in ("SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYW
 print("mbarrier and TMA instructions present")
 
 # %% [markdown]
-# ## 4. Boxes past the edge
-#
-# A *load* box may start at negative coordinates or run past the tensor: TMA reads only the in-bound
-# part and fills the rest with zeros (`CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE`) or a NaN
-# (`…_NAN_REQUEST_ZERO_FMA`), and still signals the *full* box bytes to the mbarrier. A *store* box
-# hanging past the far edge writes only its in-bound part. The expected box, from the model:
-
-# %%
-host = np.arange(1, 1 + 6 * 8, dtype=np.float32).reshape(6, 8)
-print(tma.expected_box(host, start=(4, -2), box=(4, 4)))
-
-# On a GPU the next cell loads three boxes hanging past different edges of a 48×128 fp16 tensor and
-# compares the raw shared memory with the model (zero fill included), byte for byte; in replay it
-# says so and checks nothing.
-
-# %% output varies
-if runtime.runs_live("sm_90a"):
-    for start in ((-3, -16), (40, 112), (100, 0)):
-        c = tma.load_box(SmemTile(16, 64, "float16", 128), shape=(48, 128), start=start)
-        print(start, "zero fill as promised:", c.passed)
-        assert c.passed, c
-else:
-    print("replay: the zero-fill check loads boxes at (-3, -16), (40, 112), (100, 0) of a 48×128 fp16 "
-          "tensor on a GPU only (tests/test_tma.py::test_tma_oob_zero_fill)")
-
-# %% [markdown]
-# Two things the documentation did not prepare us for, found by this course's own GPU checks on the
-# H200 (driver 580.159, 2026-11-29): a TMA **store** whose box *starts* at a negative coordinate, and
-# a load whose innermost start was 120 bytes into a uint8 row (not a multiple of 16 bytes), each
-# ended the kernel with `CUDA_ERROR_ILLEGAL_INSTRUCTION` — and after such a fault every later CUDA
-# call in the process fails too. asynctc now refuses both in Python, before anything reaches the GPU:
-# `tma.store_box` refuses a negative store start, and `tma.check_box_start` (called by both
-# `load_box` and `store_box`) an innermost start that is not a multiple of 16 bytes. The cell
-# repeats the two cases that faulted — the store, then the load:
-
-# %%
-try:
-    tma.store_box(SmemTile(16, 64, "float16", 128), shape=(48, 128), start=(-3, 16))
-except ValueError as e:
-    print("store_box ValueError:", e)
-try:
-    tma.load_box(SmemTile(24, 64, "uint8", 64), shape=(48, 128), start=(8, 120))
-except ValueError as e:
-    print("load_box ValueError:", e)
-
-# %% [markdown]
-# ## 5. Measured: TMA vs manual loads vs cp.async, by box size
+# ## 4. Measured: TMA vs manual loads vs cp.async, by box size
 #
 # The same tiled copy of a 512 MiB fp32 matrix, global → shared → global, three ways
 # (`kernels/tma.cu`): **TMA** (one thread per 32-thread CTA issues loads into a ring of stages
@@ -228,31 +185,11 @@ except ValueError as e:
 # (stages × box × CTAs per SM). The manual copy has one stage; TMA and `cp.async` have rings of up to
 # four. So this experiment compares three whole configurations — mechanism *and* bytes in flight —
 # not the copy mechanisms alone. Equalising them needs a new GPU run; until then, read the
-# differences below as "this configuration against that one".
+# differences, here and in the deep dive, as "this configuration against that one".
 
 # %% output varies
 rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)
 print(tma.summarize_tma_copy(rec))
-
-# %% output varies
-rows = tma.by_box(rec.results)
-fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True, layout="constrained")
-for ax, bc in zip(axes, sorted({r["bc"] for r in rows})):
-    rr = [r for r in rows if r["bc"] == bc]
-    for v in tma.VARIANTS:
-        ax.plot([r["box_bytes"] / 1024 for r in rr], [r[v + "_ratio"] for r in rr], "o-", label=v)
-    ax.axhline(1.0, color="k", ls="--", lw=1)
-    ax.axhline(0.9, color="gray", ls=":", lw=1)
-    ax.set_xscale("log", base=2)
-    sizes = sorted({r["box_bytes"] // 1024 for r in rr})
-    ax.set_xticks(sizes, [str(k) for k in sizes])
-    ax.minorticks_off()
-    ax.set_xlabel("box size, KB")
-    ax.set_title(f"rows of {bc * 4} bytes", fontsize=9)
-axes[0].set_ylabel("fraction of device-to-device copy")
-fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="outside lower center", ncols=3)
-fig.suptitle(f"Copy bandwidth by box size — {rec.label()}", fontsize=9)
-plt.show()
 
 # %% output varies
 best = max((c for c in rec.results["copies"] if c["variant"] == "tma"), key=lambda c: c["gbps"])
@@ -260,62 +197,8 @@ ratio = best["gbps"] / rec.results["device_copy"]["gbps"]
 print(f"best TMA configuration: {best['name']} — {ratio:.2f} of the device-to-device copy")
 
 # %% [markdown]
-# **Reading the plot.** One TMA instruction moves a whole box, so its per-copy overheads (the
-# descriptor fetch, the mbarrier round trip, one thread's issue rate) are paid per box, not per
-# byte — which is why small boxes are expected to leave TMA behind the hundreds of threads of the
-# manual and `cp.async` copies. The cell below states what this record shows instead, size by size,
-# and how many bytes each configuration keeps in flight:
-
-# %% output varies
-NAMES = {"tma": "TMA", "ldg_sts": "the manual copy", "cp_async": "cp.async"}
-cmp = tma.compare_by_box_size(rec.results)
-small, second = cmp[0], cmp[1]
-frac_range = lambda row, v: f"{row['lo'][v]:.2f}–{row['hi'][v]:.2f}"
-notebook.claim(set(small["leaders"]) == {"tma"},
-               f"{small['box_bytes'] // 1024} KB boxes: TMA is ahead at every row width, at {frac_range(small, 'tma')} of "
-               f"the device copy, against {frac_range(small, 'ldg_sts')} for the manual copy and "
-               f"{frac_range(small, 'cp_async')} for cp.async.", leaders=small["leaders"])
-lead2 = sorted(set(second["leaders"]), key=tma.VARIANTS.index)
-ranges2 = ", ".join(f"{NAMES[v]} {frac_range(second, v)}" for v in tma.VARIANTS)
-notebook.verdict(len(lead2) == 1,
-                 f"{second['box_bytes'] // 1024} KB boxes: {NAMES[lead2[0]]} is ahead at every row width ({ranges2}).",
-                 f"{second['box_bytes'] // 1024} KB boxes: the lead changes with the row width "
-                 f"({' / '.join(NAMES[v] for v in second['leaders'])}; {ranges2}).")
-rest = cmp[2:]
-spread = max(r["spread"] for r in rest)
-span = f"From {rest[0]['box_bytes'] // 1024} KB to {rest[-1]['box_bytes'] // 1024} KB"
-notebook.verdict(spread < 0.08,
-                 f"{span} the three are within {spread:.2f} of the device copy of each other at every box "
-                 "shape: there is no box size above which one mechanism wins and below which it loses.",
-                 f"{span} the gap between the three reaches {spread:.2f} of the device copy at some box shape.")
-flight = {v: small["in_flight"][v][0] // 1024 for v in tma.VARIANTS}
-_ = notebook.claim(len(set(flight.values())) > 1,
-               f"Bytes in flight per SM at {small['box_bytes'] // 1024} KB boxes: TMA {flight['tma']} KiB, "
-               f"cp.async {flight['cp_async']} KiB, the manual copy {flight['ldg_sts']} KiB — the "
-               "configurations differ in this too, so the gaps are not TMA's alone.", in_flight=flight)
-
-# %% [markdown]
-# > **What we measured vs what is often claimed.** *"TMA does not pay off for small tiles."* The
-# > cell below checks the claim against the smallest boxes of this record (the target for TMA's
-# > best box was ≥ 0.90 of the device-to-device copy). In a GEMM, what TMA buys is not bandwidth
-# > but free threads: the 31 idle lanes of the copy warp here are the warps chapter 05 and
-# > chapter 06 hand to the Tensor Cores.
-# >
-# > The configurations differ in bytes in flight (section 5), so this record compares
-# > configurations, not mechanisms: it can show where the claim's prediction holds or fails for
-# > these configurations, not why.
-
-# %% output varies
-kb, kb2 = small["box_bytes"] // 1024, second["box_bytes"] // 1024
-caveat = (f"; TMA kept {flight['tma']} KiB in flight per SM there, the manual copy {flight['ldg_sts']} KiB, "
-          "so this tests these configurations, not TMA's per-box cost alone")
-_ = notebook.verdict(
-    set(small["leaders"]) == {"tma"},
-    f"At the smallest boxes measured ({kb} KB) this record does not show the predicted loss: the TMA "
-    f"configuration is ahead of both others at every row width, while at {kb2} KB "
-    f"{' / '.join(NAMES[v] for v in lead2)} {'is' if len(lead2) == 1 else 'are'} ahead{caveat}.",
-    f"At the smallest boxes measured ({kb} KB) the TMA configuration is not ahead at every row width, "
-    f"as the claim predicts{caveat}.")
+# Section 2 of the [deep dive](03b_tma_boxes.ipynb) sets the three copies side by side at every box
+# size and tests the common claim about small boxes against this record.
 
 # %% [markdown]
 # ## Exercises

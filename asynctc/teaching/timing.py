@@ -1,0 +1,231 @@
+"""How long a learner takes over a notebook: the course's learner-time model (issue 22 §1).
+
+The model reads an executed notebook (the solution build, ``notebooks/solutions/NN_name.ipynb``, so
+that every output a learner sees once they run the cells is there; the solution cells themselves
+are left out, as the learner notebook leaves them out) and adds up:
+
+===============================  ==========  =====================================================
+what                             cost        where the constant comes from
+===============================  ==========  =====================================================
+prose (markdown words, comment   150 words   silent reading of English non-fiction averages about
+words in code, words of text     a minute    240 words a minute (Brysbaert 2019, *J. Memory and
+output)                                      Language* 109); reading to learn technical material
+                                             is slower — 150 is the low end of the 150–200 range
+                                             usually quoted for it, because the course's prose is
+                                             dense with numbers and terms
+a code line (not blank, not a    4 s         reading code runs at a fraction of prose speed: a
+comment)                                     line of the course's Python is 8–12 tokens, i.e. about
+                                             10 words at a third of the prose rate
+a code cell, to run and see      20 s        Shift-Enter, a replayed cell returns in a second or
+its output appear                            two, then a glance at what came out
+a text output longer than        skimmed     a listing (SASS, a source excerpt) is scanned for the
+250 words                                    lines the prose points at: its words count up to 250
+a figure                         60 s        read the axes, the legend, the one thing it shows
+a markdown table                 30 s        + its words at the prose rate
+an exercise: predict / choose    3 min       read the question, decide, run the check
+an exercise: compute             6 min       an expression from numbers above, sometimes a retry
+                                             after the checker's hint
+an exercise: write code          12 min      a kernel line or a function: edit, run, read the
+                                             error, fix
+===============================  ==========  =====================================================
+
+An exercise's kind: *write code* when its cell defines something (``def``, a triple-quoted source);
+otherwise *predict / choose* when the markdown that asks it says "predict" or offers choices, or its
+answer is text (a quoted string); otherwise *compute*.
+
+The model is a budget, not a stopwatch: it errs long (slow reading, no skipping) so that a lesson
+that fits its 45 minutes fits a real learner. A fresh reader's times should still be taken (issue
+22 asks for both); docs/teaching/README.md states the model for the teacher.
+
+    python -m asynctc.teaching.timing            # minutes per notebook, core and deep dive
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+#: The constants of the model (module docstring: where each comes from).
+PROSE_WPM = 150
+CODE_LINE_S = 4.0
+CELL_S = 20.0
+OUTPUT_WORDS_CAP = 250
+FIGURE_S = 60.0
+TABLE_S = 30.0
+EXERCISE_MIN = {"predict": 3.0, "compute": 6.0, "code": 12.0}
+
+#: A core lesson's budget (COURSE.md, "The shape of a lesson") and the core path's (00–10).
+CORE_TARGET_MIN = (30, 35)
+CORE_LIMIT_MIN = 45
+CORE_PATH_LIMIT_MIN = 6 * 60
+
+SOLUTION_TAG = "solution"
+
+_WORD = re.compile(r"[A-Za-z0-9][\w'’.\-/×³²·%]*")
+
+
+def words(text: str) -> int:
+    """Words of prose: link targets, HTML tags and markdown punctuation are not read."""
+    text = re.sub(r"\]\([^)]*\)", "]", text)            # [label](target) → label
+    text = re.sub(r"<[^>]+>", " ", text)
+    return len(_WORD.findall(text))
+
+
+@dataclass
+class Estimate:
+    """Seconds per part of one notebook, and the exercises found (name, kind)."""
+    name: str
+    prose_s: float = 0.0
+    code_s: float = 0.0
+    output_s: float = 0.0
+    figure_s: float = 0.0
+    table_s: float = 0.0
+    exercise_s: float = 0.0
+    exercises: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def minutes(self) -> float:
+        return (self.prose_s + self.code_s + self.output_s + self.figure_s + self.table_s
+                + self.exercise_s) / 60
+
+    def parts(self) -> dict[str, float]:
+        return {k: getattr(self, k + "_s") / 60 for k in ("prose", "code", "output", "figure",
+                                                          "table", "exercise")}
+
+
+def _src(cell) -> str:
+    s = cell.get("source", "")
+    return "".join(s) if isinstance(s, list) else s
+
+
+def _output_text(out) -> str:
+    if out.get("output_type") == "stream":
+        t = out.get("text", "")
+        return "".join(t) if isinstance(t, list) else t
+    data = out.get("data", {})
+    for key in ("text/markdown", "text/html", "text/plain"):
+        if key in data:
+            t = data[key]
+            t = "".join(t) if isinstance(t, list) else t
+            if key == "text/plain" and re.fullmatch(r"<(Figure|IPython)[^>]*>", t.strip()):
+                return ""
+            return t
+    if out.get("output_type") == "error":
+        return " ".join(out.get("traceback", []))
+    return ""
+
+
+def _prose_s(n_words: int) -> float:
+    return n_words * 60.0 / PROSE_WPM
+
+
+def _tables(md: str) -> int:
+    return len(re.findall(r"^\s*\|?\s*:?-{3,}:?\s*\|", md, re.M))
+
+
+def exercise_kind(code: str, asked_in: str) -> str:
+    """``"code"``, ``"predict"`` or ``"compute"`` (the module docstring's rule)."""
+    body = "\n".join(l for l in code.splitlines() if not l.lstrip().startswith("#"))
+    if re.search(r"^\s*def \w+|'''|\"\"\"", body, re.M):
+        return "code"
+    m = re.search(r"^\s*answer\s*=\s*(.+)$", body, re.M)
+    text_answer = bool(m and re.match(r"""["']""", m.group(1).strip()))
+    if re.search(r"\bpredict|\bwhich of\b|\bchoose\b|\bone of\b", asked_in, re.I) or text_answer:
+        return "predict"
+    return "compute"
+
+
+def estimate(nb: dict, name: str = "") -> Estimate:
+    """The model's seconds for one executed notebook (a dict in nbformat 4's JSON)."""
+    e = Estimate(name)
+    last_md = ""
+    for cell in nb["cells"]:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        src = _src(cell)
+        if SOLUTION_TAG in tags:
+            continue
+        if cell["cell_type"] == "markdown":
+            fences = re.findall(r"```.*?```", src, re.S)
+            prose = re.sub(r"```.*?```", " ", src, flags=re.S)
+            e.prose_s += _prose_s(words(prose))
+            e.code_s += CODE_LINE_S * sum(len([l for l in f.splitlines()[1:-1] if l.strip()])
+                                          for f in fences)
+            e.table_s += TABLE_S * _tables(prose)
+            last_md = src
+            continue
+        if cell["cell_type"] != "code":
+            continue
+        lines = [l for l in src.splitlines() if l.strip()]
+        comments = [l.split("#", 1)[1] for l in lines if "#" in l and not l.lstrip().startswith("%")]
+        code_lines = [l for l in lines if not l.lstrip().startswith("#")]
+        e.code_s += CELL_S + CODE_LINE_S * len(code_lines)
+        e.prose_s += _prose_s(sum(words(c) for c in comments))
+        for out in cell.get("outputs", []):
+            if "image/png" in out.get("data", {}) or "image/svg+xml" in out.get("data", {}):
+                e.figure_s += FIGURE_S
+            text = _output_text(out)
+            if "<table" in text or _tables(text):
+                e.table_s += TABLE_S
+            e.output_s += _prose_s(min(words(text), OUTPUT_WORDS_CAP))
+        for ex in re.findall(r"exercises\.check\(\s*[\"']([\w.]+)[\"']", src):
+            kind = exercise_kind(src, last_md)
+            e.exercises.append((ex, kind))
+            e.exercise_s += 60 * EXERCISE_MIN[kind]
+    return e
+
+
+def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
+    """Every chapter notebook, core (``NN_name``) and deep dive (``NNb_name``), in course order;
+    the solution build where it exists (it has every output)."""
+    out = []
+    for p in sorted(folder.glob("[0-9][0-9]*_*.ipynb")):
+        sol = folder / "solutions" / p.name
+        out.append(sol if sol.exists() else p)
+    return out
+
+
+def is_core(path: Path) -> bool:
+    return re.match(r"\d\d_", path.name) is not None
+
+
+def estimate_path(path: Path) -> Estimate:
+    return estimate(json.loads(Path(path).read_text()), Path(path).stem)
+
+
+def table(folder: Path = NOTEBOOKS) -> str:
+    """A markdown table: minutes per notebook (and per part), the core path's and the deep dives'
+    totals."""
+    rows, core, deep = [], 0.0, 0.0
+    head = "| notebook | kind | minutes | prose | code | output | figures | tables | exercises |"
+    rows += [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for p in notebook_paths(folder):
+        e = estimate_path(p)
+        c = is_core(p)
+        core, deep = core + e.minutes * c, deep + e.minutes * (not c)
+        flag = " ⚠" if c and e.minutes > CORE_LIMIT_MIN else ""
+        parts = " | ".join(f"{v:.1f}" for v in e.parts().values())
+        rows.append(f"| {e.name} | {'core' if c else 'deep dive'} | {e.minutes:.0f}{flag} | {parts} |")
+    rows.append(f"| **core path** | | **{core:.0f}** ({core / 60:.1f} h) | | | | | | |")
+    rows.append(f"| deep dives | | {deep:.0f} ({deep / 60:.1f} h) | | | | | | |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    folder = Path(argv[0]) if argv else NOTEBOOKS
+    print(table(folder))
+    print(f"\nmodel: {PROSE_WPM} words/min of prose, {CODE_LINE_S:.0f} s per code line, "
+          f"{CELL_S:.0f} s per code cell, {FIGURE_S:.0f} s per figure, {TABLE_S:.0f} s per table, "
+          "exercises " + ", ".join(f"{k} {v:.0f} min" for k, v in EXERCISE_MIN.items())
+          + f"; a core lesson ≤ {CORE_LIMIT_MIN} min (aim {CORE_TARGET_MIN[0]}–{CORE_TARGET_MIN[1]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

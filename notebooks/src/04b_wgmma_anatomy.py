@@ -1,0 +1,229 @@
+# %% [markdown]
+# # 04b — Deep dive: wgmma taken apart
+#
+# **Assumes** chapter 04's core lesson: the operands of one `wgmma`, the shared-memory matrix
+# descriptor (start address, LBO, SBO, swizzle), the canonical layouts, the one-warpgroup kernel and
+# the `wgmma` record (checks and throughput by N). **What it adds:** the accumulator fragment drawn;
+# every (dtype, major-ness, swizzle, N) checked element by element on the CPU; a descriptor that
+# disagrees with the layout, and the wrong answer predicted exactly; and why small N is slow — a model
+# of shared-memory bytes set beside the record, and where A from registers departs from it.
+
+# %% output varies
+import numpy as np
+import matplotlib.pyplot as plt
+
+from asynctc.models import descriptors, layout
+from asynctc.core import bench, notebook, records
+from asynctc import wgmma, wgmma_peak
+
+notebook.banner("sm_90a")
+try:
+    rec = records.load_or_measure("wgmma", wgmma_peak.measure_wgmma)
+except records.RecordError as e:
+    rec = None
+    print("No wgmma record yet:", e)
+
+# %% [markdown]
+# ## 1. The accumulator fragment
+#
+# Chapter 04, section 1: D lives in registers, N/2 fp32 values per thread; warp *w* owns rows
+# 16w…16w+15; within a warp, lane 4g+t holds rows g and g+8, columns 8j+2t and 8j+2t+1.
+#
+# The accumulator fragment, drawn for N = 16: which warp (left) and which lane of that warp (right)
+# holds each element; thread = 32 × warp + lane.
+
+# %% output varies
+owner = np.zeros((64, 16), int)
+for w in range(4):
+    for lane in range(32):
+        g, t = divmod(lane, 4)
+        for i in range(8):
+            owner[16 * w + g + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * t + (i & 1)] = 32 * w + lane
+fig, axes = plt.subplots(1, 2, figsize=(9, 5.5), layout="constrained",
+                         gridspec_kw={"width_ratios": [1, 1.6]})
+im = axes[0].imshow(owner // 32, cmap=plt.get_cmap("tab10", 4), vmin=-0.5, vmax=3.5, aspect="auto",
+                    interpolation="nearest")
+fig.colorbar(im, ax=axes[0], label="warp", ticks=range(4))
+axes[0].set_ylabel("row m of D")
+axes[0].set_title("m64n16: the warp holding each D element", fontsize=9)
+lanes = owner[:16] % 32                                   # warp 0; every warp repeats the pattern
+im = axes[1].imshow(lanes, cmap="viridis", aspect="auto", interpolation="nearest")
+for (r, c), v in np.ndenumerate(lanes):
+    axes[1].text(c, r, v, ha="center", va="center", fontsize=7, color="white" if v < 16 else "black")
+fig.colorbar(im, ax=axes[1], label="lane", ticks=range(0, 32, 4))
+axes[1].set_yticks(range(16))
+axes[1].set_ylabel("row m of D (warp 0; warps 1–3 repeat it 16 rows lower)")
+axes[1].set_title("the lane holding each element, rows 0–15", fontsize=9)
+for ax in axes:
+    ax.set_xticks(range(0, 16, 2))
+    ax.set_xlabel("column n of D")
+plt.show()
+
+# %%
+assert len(np.unique(owner)) == 128 and np.bincount(owner.ravel()).tolist() == [8] * 128
+print("every one of the 128 threads holds exactly N/2 = 8 accumulators:", True)
+
+# %% [markdown]
+# ## 2. Every combination, element by element
+#
+# Chapter 04, section 4 showed one operand tile making both the tensor-map box and the
+# descriptor. Now every supported combination, element by element (a test in `tests/test_descriptors.py` does
+# the same):
+
+# %%
+n_tiles = n_elems = 0
+for dt in descriptors.DTYPES:
+    for major in ("K", "MN") if descriptors.itemsize(dt) == 2 else ("K",):
+        for sw in (0, 32, 64, 128):
+            for mn in (8, 64, 256):
+                t = descriptors.OperandTile(mn, 4 * descriptors.instruction_k(dt), dt, major, sw)
+                assert np.array_equal(t.addresses(0x4000), t.tma_addresses(0x4000)), t.describe()
+                n_tiles += 1
+                n_elems += t.mn * t.k
+print(f"{n_tiles} tiles, {n_elems} elements: TMA's address == the descriptor's address for all")
+
+# %% [markdown]
+# ## 3. Breaking it on purpose
+#
+# Lay A and B out with 128-byte swizzle, but hand wgmma descriptors that say 64-byte swizzle (same
+# start, LBO and SBO). The kernel variant that does this is compiled only by `mismatch_demo`. The
+# swizzle field changes two things at once. It sets the **row pitch** of the K-major layout: with a
+# 64-byte swizzle a row is 64 bytes long, so wgmma looks for row m of each 8-row group at 64·m bytes
+# instead of 128·m — in the middle of row m/2 of the image. And it sets the **XOR pattern**: 16-byte
+# chunk bits 4–5 XORed with address bits 7–8 instead of bits 4–6 with 7–9. The descriptor model says
+# where wgmma reads the first 16-byte chunk of each row, under each descriptor:
+
+# %%
+tile_a = descriptors.OperandTile(64, 64, "float16", "K", 128)
+right = tile_a.descriptor(0, 0)
+wrong = descriptors.WgmmaDescriptor(right.start_address, right.lbo, right.sbo, 64, 0)
+addr_right = descriptors.read_addresses(right, "K", "float16", 64)[:9, 0]
+addr_wrong = descriptors.read_addresses(wrong, "K", "float16", 64)[:9, 0]
+print("row m                        ", " ".join(f"{m:5d}" for m in range(9)))
+print("128B descriptor: byte address", " ".join(f"{a:5d}" for a in addr_right))
+print("  image row there (addr//128) ", " ".join(f"{a // 128:5d}" for a in addr_right))
+print(" 64B descriptor: byte address", " ".join(f"{a:5d}" for a in addr_wrong))
+print("  image row there (addr//128) ", " ".join(f"{a // 128:5d}" for a in addr_wrong))
+assert list(addr_right // 128) == list(range(8)) + [8]
+assert list(addr_wrong[:8] // 128) == [m // 2 for m in range(8)] and addr_wrong[8] == 1024
+print("64B descriptor: rows 64 bytes apart (row m read from image row m // 2); SBO still 1024, so "
+      "row 8 starts the next group correctly")
+
+# %% [markdown]
+# Rows 0, 8, 16, … start where they should (offset 0 of a group, and an XOR with row 0 is no
+# change in either mode). Every other row of a group reads from earlier image rows — around row m/2,
+# the halved pitch — and some of them also get their 16-byte chunks out of order, from the wrong
+# XOR. The layout model predicts exactly which element wgmma picks up for every position (left
+# panel below: the image row each 16-byte group came from) — and so the wrong D, before (or
+# without) any GPU:
+
+# %% output varies
+res = wgmma.mismatch_demo(n=64, dtype="float16", layout_swizzle=128, descriptor_swizzle=64)
+print(res.summary())
+fig = wgmma.plot_mismatch(res)
+plt.show()
+
+# %%
+assert res.a_elements_moved == 64 * 64 * 7 // 8 and res.wrong_predicted > 0.9 * res.reference.size
+kk = res.source_a.shape[1]
+assert (res.source_a[::8] == np.arange(0, 64, 8)[:, None] * kk + np.arange(kk)).all()
+print("rows 0, 8, 16, … are read from their own row; the other 7 of every 8 rows from elsewhere:", True)
+
+# %% [markdown]
+# The fix is the matching descriptor — exactly what `OperandTile.descriptor` builds from the tile
+# that made the tensor map; chapter 04's section 6 checks are that fix, run for every mode.
+
+# %% [markdown]
+# ## 4. Why small N is slow: a model of shared-memory bytes
+#
+# Chapter 01 modelled the SM's
+# shared-memory data path as 128 bytes per clock (32 banks × 4 bytes). Apply it to one
+# `wgmma.m64nNk16` (fp16, K = 16 = 32 bytes of K), per SM:
+#
+# | | SS (A and B from shared memory) | RS (A from registers) |
+# |---|---|---|
+# | shared-memory bytes read | A 64×16×2 = 2048, plus B N×16×2 = 32·N | B only: 32·N |
+# | clocks at 128 B/clk | 16 + N/4 | N/4 |
+# | Tensor Core clocks (2·64·N·16 = 2048·N FLOP at 4096 FLOP/clk) | N/2 | N/2 |
+# | predicted FLOP/clk/SM = 2048·N / slower of the two | 8192·N/(64 + N) below N = 64, then 4096 | 4096 at every N |
+#
+# So SS at N = 8 should reach 8192·8/72 ≈ 910 FLOP/clk (0.22 of the Tensor Cores), N = 16 ≈ 1638,
+# N = 32 ≈ 2731, and the full rate from N = 64, where the 2 KiB of A is amortised over enough B.
+# `wgmma_peak.smem_model_flop_per_clk_sm` is this model; the next cell sets it beside the record.
+
+# %% output varies
+if rec is not None and rec.results.get("throughput"):
+    fig = wgmma_peak.plot_smem_model(rec)
+    plt.show()
+    mrows = wgmma_peak.smem_model_rows(rec.results)
+    print(f"{'N':>4s} {'src':9s} {'ch':>2s} {'measured':>9s} {'model':>7s} {'ratio':>6s} {'clk/wgmma':>9s}")
+    for r in mrows:
+        print(f"{r['n']:4d} {r['source']:9s} {r['chains']:2d} {r['measured']:9.0f} {r['predicted']:7.0f} "
+              f"{r['ratio']:6.3f} {r['clk_per_wgmma']:9.1f}")
+    ss = [r for r in mrows if r["source"] == "smem"]
+    worst = max(abs(r["ratio"] - 1) for r in ss)
+    notebook.claim(worst < 0.05,
+                   f"SS: the shared-memory model is within {worst:.1%} of every measured point, N = 8 to 256.",
+                   worst_deviation=worst)
+    spread = max(abs(a["measured"] / b["measured"] - 1) for a in mrows for b in mrows
+                 if (a["n"], a["source"]) == (b["n"], b["source"]))
+    tp2 = {(x["n"], x["source"], x["chains"]): x for x in rec.results["throughput"]
+           if x["dtype"] == "float16" and x["ctas_per_sm"] == 2}
+    tf_pairs = [(tp2[(n, s, 1)], tp2[(n, s, c)]) for (n, s, c) in tp2 if c > 1]
+    worst_tf = max(tf_pairs, key=lambda ab: abs(ab[1]["tflops"] / ab[0]["tflops"] - 1))
+    chains_by_n = {}
+    for (n, s, c) in tp2:
+        chains_by_n.setdefault(n, set()).add(c)
+    runs = "; ".join(f"N = {n}: {', '.join(map(str, sorted(cs)))}" for n, cs in sorted(chains_by_n.items()))
+    a1, ac = worst_tf
+    notebook.claim(spread < 0.02,
+                   f"In FLOP per SM per clock (at each run's in-kernel clock), more chains change "
+                   f"nothing: the chain counts that were run ({runs}) measure within {spread:.1%} of "
+                   f"each other at every N and source run with more than one, so the latency of one "
+                   f"chain is not the limit. "
+                   f"In TFLOP/s they differ by up to "
+                   f"{abs(ac['tflops'] / a1['tflops'] - 1):.1%} (N = {a1['n']} "
+                   f"{'SS' if a1['source'] == 'smem' else 'RS'}: {a1['tflops']:.1f} with 1 chain at "
+                   f"{a1['sm_mhz']:.0f} MHz, {ac['tflops']:.1f} with {ac['chains']} at "
+                   f"{ac['sm_mhz']:.0f} MHz): the clock, not the chains, moved.", max_spread=spread)
+    rs_small = [r for r in mrows if r["source"] == "registers" and r["n"] <= 16]
+    floor = wgmma_peak.rs_clocks_floor(rec.results)
+    notebook.claim(all(r["ratio"] < 0.8 for r in rs_small) and
+                   all(abs(r["clk_per_wgmma"] / floor - 1) < 0.05 for r in rs_small),
+                   f"RS does not fit the model at N ≤ 16: it reaches only "
+                   f"{max(r['ratio'] for r in rs_small):.2f} of the predicted rate, at a flat "
+                   f"{floor:.1f} SM clocks per wgmma whatever N.",
+                   ratios=[round(r["ratio"], 3) for r in rs_small],
+                   clocks=[round(r["clk_per_wgmma"], 2) for r in rs_small])
+    ss8 = next(r for r in ss if r["n"] == 8 and r["chains"] == 1)
+    notebook.claim(ss8["clk_per_wgmma"] > floor,
+                   f"SS at N = 8 takes {ss8['clk_per_wgmma']:.1f} clocks per wgmma, above that floor: "
+                   "shared memory, not the floor, limits SS.",
+                   ss_clocks=ss8["clk_per_wgmma"], rs_floor=floor)
+
+# %% [markdown]
+# **Reading it.** For SS the bytes model is the whole story: A costs 16 clocks of shared-memory
+# bandwidth per instruction whatever N is, so small N pays for A without doing enough math with it —
+# a bandwidth limit.
+# With A in registers (RS) only B is read from shared memory, and the model predicts the full rate at
+# every N; the measurement instead shows a fixed cost per instruction — the clocks per wgmma printed
+# above, the same at N = 8 and 16 — which our model does not contain. Where it comes from we have not
+# measured: moving the 2 KiB A fragment from the four warps' registers into the Tensor Cores, or the
+# issue of the instruction itself, are candidates; until a kernel separates them, the floor is a
+# number fitted to the record, not a derived one. Above N = 32 both are Tensor Core bound. A GEMM
+# uses the largest N its registers allow (N = 128–256), where none of this matters.
+
+# %% [markdown]
+# ## 5. The canonical layouts in CuTe notation
+#
+# With `T` = elements per 16 bytes, the ISA's canonical layouts (§9.7.15.5.1.2.1) in CuTe notation.
+# In that notation a layout `shape:stride` maps a coordinate to the sum of each coordinate times its
+# stride (nested parentheses group modes, so `(8,m):(T,SBO)` is 8 rows T apart, then m groups SBO
+# apart), and `Swizzle<B,M,S> o layout` XORs the B bits of the resulting offset that start at bit
+# M with the B bits that start at bit M + S — on byte offsets, `Swizzle<B,4,3>` XORs the 16-byte
+# chunk index with the 128-byte line index:
+
+# %%
+for major in ("K", "MN"):
+    for sw in (0, 32, 64, 128):
+        print(f"{major:2s}-major {sw:3d}B: {descriptors.canonical_layout(major, sw)}")
