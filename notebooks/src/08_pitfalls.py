@@ -354,4 +354,4 @@ ok = exercises.check("ch08.first_misplaced", [0, 0], base_offset=128, solution=T
 # * Read the ptxas log: C7508 means your register split is not there.
 #
 # Next: chapter 09 takes the same protocols to Blackwell's tcgen05, where the accumulator moves to
-# TMEM and the MMA's completion arrives on an mbarrier too.
+# [TMEM](../docs/glossary.md#tmem) and the MMA's completion arrives on an mbarrier too.
