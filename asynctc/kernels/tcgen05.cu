@@ -46,6 +46,7 @@
 #include "ptx/mbarrier.cuh"
 #include "ptx/tcgen05.cuh"
 #include "ptx/tma.cuh"
+#include "tcgen05_gemm.cuh"
 
 #ifndef DT
 #define DT 0
@@ -139,26 +140,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     tma_prefetch_desc(ta);
     tma_prefetch_desc(tb);
   }
-  if (warp == 1) {
-    // One full warp allocates ("Tensor Memory Allocation"): kTmemCols columns × 128 lanes, the
-    // address written to tmem_slot. With cta_group::2 warp 1 of BOTH CTAs executes this (same warp
-    // id in both, as the pair allocation requires) and both get the same columns. Relinquishing
-    // the permit at once: this CTA never allocates again, so a CTA waiting for this SM's Tensor
-    // Memory is not held back by us.
-    tcgen05_alloc<kCtaGroup>(smem_u32(&tmem_slot), kTmemCols);
-    tcgen05_relinquish_alloc_permit<kCtaGroup>();
-  }
-  // Publish the TMEM address (and the barrier inits) to every thread — and, for a pair, order
-  // both CTAs' allocations and inits before any MMA / TMA / commit of either CTA. The pattern the
-  // tcgen05 memory consistency model prescribes for a value produced by a tcgen05 operation and
-  // consumed by other threads: fence::before_thread_sync → thread sync → fence::after_thread_sync.
-  // The thread sync is __syncthreads for one CTA and barrier.cluster arrive.release / wait.acquire
-  // for a pair (the peer's barriers must be initialised before our TMA or commit touches them, and
-  // the peer's TMEM allocated before the leader's MMA writes into it).
-  tcgen05_fence_before_thread_sync();
-  if constexpr (kCtaGroup == 2) cluster_sync(); else __syncthreads();
-  tcgen05_fence_after_thread_sync();
-  const u32 tmem_base = tmem_slot;
+  // Warp 1 allocates kTmemCols columns × 128 lanes (tcgen05_gemm.cuh). With cta_group::2 warp 1
+  // of BOTH CTAs executes this (same warp id in both, as the pair allocation requires) and both get
+  // the same columns. The sync after it publishes the TMEM address (and the barrier inits) to every
+  // thread — and, for a pair, orders both CTAs' allocations and inits before any MMA / TMA / commit
+  // of either CTA: cluster-wide, since the peer's barriers must be initialised before our TMA or
+  // commit touches them, and the peer's TMEM allocated before the leader's MMA writes into it.
+  const u32 tmem_base = tcgen05_alloc_publish<kCtaGroup, (kCtaGroup == 2)>(warp, &tmem_slot,
+                                                                         kTmemCols);
 
   // ---- roles --------------------------------------------------------------------------------
   if (warp == 0) {
@@ -263,19 +252,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         tcgen05_ld_32x32b_x32(r, tmem_addr(tmem_base, quarter * 32u, (u32)cc));
         tcgen05_wait_ld();   // the registers are defined only after wait::ld
         const int col = n0 + cc;
-        if (row < m) {
-          if (vec && col + 32 <= n) {
-#pragma unroll
-            for (int i = 0; i < 32; i += 4)
-              *reinterpret_cast<float4*>(crow + col + i) =
-                  make_float4(__uint_as_float(r[i]), __uint_as_float(r[i + 1]),
-                              __uint_as_float(r[i + 2]), __uint_as_float(r[i + 3]));
-          } else {
-#pragma unroll
-            for (int i = 0; i < 32; ++i)
-              if (col + i < n) crow[col + i] = __uint_as_float(r[i]);
-          }
-        }
+        if (row < m) store_c_row32(crow, col, n, vec, r);
       }
     }
   }
@@ -286,8 +263,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   // frees its columns or exits while the other may still use its shared memory, barriers or TMEM
   // (the leader's MMAs read the peer's shared memory and write the peer's TMEM; the peer's TMA
   // completes on the leader's barriers).
-  tcgen05_fence_before_thread_sync();
-  if constexpr (kCtaGroup == 2) cluster_sync(); else __syncthreads();
-  tcgen05_fence_after_thread_sync();
+  tcgen05_thread_sync<(kCtaGroup == 2)>();
   if (warp == 1) tcgen05_dealloc<kCtaGroup>(tmem_base, kTmemCols);
 }

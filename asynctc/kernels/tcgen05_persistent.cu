@@ -65,6 +65,7 @@
 #include "ptx/tcgen05.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/clc.cuh"
+#include "tcgen05_gemm.cuh"
 
 #ifndef KIND
 #define KIND 0
@@ -224,14 +225,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     tma_prefetch_desc(ta);
     tma_prefetch_desc(tb);
   }
-  if (warp == 1) {
-    tcgen05_alloc<kCtaGroup>(smem_u32(&tmem_slot), kTmemCols);
-    tcgen05_relinquish_alloc_permit<kCtaGroup>();
-  }
-  tcgen05_fence_before_thread_sync();
-  if constexpr (kClusterSize > 1) cluster_sync(); else __syncthreads();
-  tcgen05_fence_after_thread_sync();
-  const u32 tmem_base = tmem_slot;
+  const u32 tmem_base = tcgen05_alloc_publish<kCtaGroup, (kClusterSize > 1)>(warp, &tmem_slot,
+                                                                             kTmemCols);
   const u32 clc_full_a = smem_u32(&clc_full[0]), clc_resp_a = smem_u32(&clc_resp[0][0]);
   const u32 clc_empty_0 = kClusterSize > 1 ? mapa_shared_cluster(smem_u32(&clc_empty[0]), 0)
                                            : smem_u32(&clc_empty[0]);
@@ -405,19 +400,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
           if (lane == 0) mbarrier_arrive_cluster(acc_empty_leader + 8u * a);
         }
         const int col = n0 + cc;
-        if (row < m) {
-          if (vec && col + 32 <= n) {
-#pragma unroll
-            for (int i = 0; i < 32; i += 4)
-              *reinterpret_cast<float4*>(crow + col + i) =
-                  make_float4(__uint_as_float(r[i]), __uint_as_float(r[i + 1]),
-                              __uint_as_float(r[i + 2]), __uint_as_float(r[i + 3]));
-          } else {
-#pragma unroll
-            for (int i = 0; i < 32; ++i)
-              if (col + i < n) crow[col + i] = __uint_as_float(r[i]);
-          }
-        }
+        if (row < m) store_c_row32(crow, col, n, vec, r);
       }
       bool f = false;
       unit = next_unit(unit, t, sc, clc_full_a, clc_resp_a, clc_empty_0, err, &f, lane == 0);
@@ -426,8 +409,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   }
 
   // ---- tear-down --------------------------------------------------------------------------------
-  tcgen05_fence_before_thread_sync();
-  if constexpr (kClusterSize > 1) cluster_sync(); else __syncthreads();
-  tcgen05_fence_after_thread_sync();
+  tcgen05_thread_sync<(kClusterSize > 1)>();
   if (warp == 1) tcgen05_dealloc<kCtaGroup>(tmem_base, kTmemCols);
 }

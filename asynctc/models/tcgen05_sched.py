@@ -3,7 +3,8 @@
 ``kernels/tcgen05_persistent.cu`` runs three roles per CTA: a TMA **producer** (a ring of S stages,
 full / empty mbarriers), one **MMA** thread (two TMEM accumulators, acc_full / acc_empty mbarriers)
 and the **epilogue** warps. This module runs exactly that protocol on chapter 05's mbarrier model
-(:class:`asynctc.models.pipeline.Mbarrier`: phases, parity, arrival counts, tx-count) and reports in
+(:class:`asynctc.models.pipeline.Mbarrier`: phases, parity, arrival counts, tx-count) and its event
+loop (:class:`asynctc.models.pipeline.EventLoop`, the one the ring runs on) and reports in
 chapter 05's vocabulary: :class:`~asynctc.models.pipeline.Span` timelines (so
 :func:`asynctc.models.pipeline.plot_timeline` draws them), and a
 :class:`~asynctc.models.pipeline.Deadlock` or :class:`~asynctc.models.pipeline.Race` when a variant
@@ -26,7 +27,7 @@ import heapq
 import math
 from typing import Iterable
 
-from .pipeline import Deadlock, Mbarrier, Race, Span
+from .pipeline import Deadlock, EventLoop, Mbarrier, Race, Span
 
 #: Broken variants of the protocol → what they do.
 VARIANTS = {
@@ -115,16 +116,18 @@ class PersistentSchedule:
         return out
 
 
-class _Run:
+class _Run(EventLoop):
+    """The three roles on chapter 05's :class:`~asynctc.models.pipeline.EventLoop`: one actor each,
+    lane = role; their waits have no stage (-1) and k = the k-tile (full / empty) or tile (acc_*)."""
+
     def __init__(self, S, A, T, K, tile, hw, proto):
+        super().__init__()
         self.S, self.A, self.T, self.K, self.tile, self.hw, self.proto = S, A, T, K, tile, hw, proto
         self.full = [Mbarrier(1, f"full[{s}]") for s in range(S)]
         self.empty = [Mbarrier(1, f"empty[{s}]") for s in range(S)]
         count = 128 if proto == "acc_empty_count_too_big" else 4
         self.acc_full = [Mbarrier(1, f"acc_full[{a}]") for a in range(A)]
         self.acc_empty = [Mbarrier(count, f"acc_empty[{a}]") for a in range(A)]
-        self.now, self.spans, self.diagnosis = 0.0, [], None
-        self.events, self.seq, self.waiting, self.done = [], 0, {}, set()
         self.reading = {}            # accumulator -> (tile, end of its last tcgen05.ld)
         self.writing = {}            # accumulator -> tile whose MMAs write it
         self.tc_free = 0.0
@@ -132,53 +135,21 @@ class _Run:
         self.acquired = {}           # accumulator -> tile whose release the MMA thread acquired
         self.mma_ktile = tile.flop_per_ktile / hw.mma_flop_per_clk
 
-    def at(self, t, fn):
-        heapq.heappush(self.events, (t, self.seq, fn))
-        self.seq += 1
+    def _actors(self):
+        return {"producer": self.producer(), "mma": self.mma(), "epilogue": self.epilogue()}
 
-    def run(self):
-        self.actors = {"producer": self.producer(), "mma": self.mma(), "epilogue": self.epilogue()}
-        for name in self.actors:
-            self.at(0.0, lambda n=name: self.step(n))
-        while self.events and self.diagnosis is None:
-            self.now, _, fn = heapq.heappop(self.events)
-            fn()
-        if self.diagnosis is None and len(self.done) < 3:
-            self.diagnosis = self.deadlock()
+    def _on_wait(self, name, kind, bar):
+        if kind == "wait_acc_empty":
+            self.acquired.pop(bar.name, None)
 
-    def step(self, name):
-        try:
-            op = next(self.actors[name])
-        except StopIteration:
-            self.done.add(name)
-            return
-        if op[0] == "at":
-            self.at(max(op[1], self.now), lambda: self.step(name))
-        else:
-            _, kind, bar, parity, k = op
-            self.waiting[name] = (kind, bar, parity, k, self.now)
-            if kind == "wait_acc_empty":
-                self.acquired.pop(bar.name, None)
-            self.try_pass(name)
-
-    def try_pass(self, name):
-        kind, bar, parity, k, start = self.waiting[name]
-        if bar.test_wait(parity):
-            del self.waiting[name]
-            self.spans.append(Span(name, kind, k, -1, start, self.now))
-            if kind == "wait_acc_empty":   # acquire: the releases of the completed phase happened before
-                self.acquired[bar.name] = self.released.get(bar.name)
-            self.at(self.now, lambda: self.step(name))
-
-    def changed(self, bar):
-        for name, w in list(self.waiting.items()):
-            if w[1] is bar:
-                self.try_pass(name)
+    def _on_pass(self, name, lane, kind, bar, parity, k, s):
+        if kind == "wait_acc_empty":   # acquire: the releases of the completed phase happened before
+            self.acquired[bar.name] = self.released.get(bar.name)
 
     def arrive(self, bar, n=1):
         for _ in range(n):
             bar.arrive()
-        self.changed(bar)
+        self._changed(bar)
 
     # -- roles ---------------------------------------------------------------------------------
     def producer(self):
@@ -186,15 +157,15 @@ class _Run:
         for t in range(self.T):
             for kt in range(self.K):
                 s, rnd = it % self.S, it // self.S
-                yield ("wait", "wait_empty", self.empty[s], (rnd & 1) ^ 1, it)
+                yield ("wait", "producer", "wait_empty", self.empty[s], (rnd & 1) ^ 1, it, -1)
                 nbytes = self.tile.stage_bytes
                 self.full[s].arrive_expect_tx(nbytes)
                 end = max(self.now + hw.tma_latency, getattr(self, "tma_free", 0.0)) + \
                     nbytes / hw.tma_bytes_per_clk
                 self.tma_free = end
                 self.spans.append(Span("tma", "tma", it, s, self.now, end))
-                self.at(end, lambda s=s, nb=nbytes: (self.full[s].complete_tx(nb),
-                                                     self.changed(self.full[s])))
+                self._at(end, lambda s=s, nb=nbytes: (self.full[s].complete_tx(nb),
+                                                     self._changed(self.full[s])))
                 yield ("at", self.now + hw.issue_cycles)
                 it += 1
 
@@ -205,7 +176,7 @@ class _Run:
             if self.proto != "missing_acc_empty_wait":
                 parity = ((t // self.A) & 1) if self.proto == "acc_empty_parity_wrong" \
                     else ((t // self.A) & 1) ^ 1
-                yield ("wait", "wait_acc_empty", self.acc_empty[a], parity, t)
+                yield ("wait", "mma", "wait_acc_empty", self.acc_empty[a], parity, t, -1)
             if t >= self.A:
                 # Happens-before, not timing: the epilogue's tcgen05.ld of tile t − A must be ordered
                 # before these MMAs by a release (after wait::ld and fence::before_thread_sync) that
@@ -222,21 +193,21 @@ class _Run:
             self.writing[a] = t
             for kt in range(self.K):
                 s, rnd = it % self.S, it // self.S
-                yield ("wait", "wait_full", self.full[s], rnd & 1, it)
+                yield ("wait", "mma", "wait_full", self.full[s], rnd & 1, it, -1)
                 start = max(self.now, self.tc_free)
                 self.tc_free = end = start + self.mma_ktile
                 self.spans.append(Span("mma", "mma", t, s, start, end))
                 if self.proto != "missing_empty_commit":
-                    self.at(end, lambda s=s: self.arrive(self.empty[s]))   # tcgen05.commit → empty
+                    self._at(end, lambda s=s: self.arrive(self.empty[s]))   # tcgen05.commit → empty
                 yield ("at", self.now + hw.issue_cycles)
                 it += 1
-            self.at(self.tc_free, lambda a=a: self.arrive(self.acc_full[a]))  # commit → acc_full
+            self._at(self.tc_free, lambda a=a: self.arrive(self.acc_full[a]))  # commit → acc_full
 
     def epilogue(self):
         hw, bn = self.hw, self.tile.bn
         for t in range(self.T):
             a = t % self.A
-            yield ("wait", "wait_acc_full", self.acc_full[a], (t // self.A) & 1, t)
+            yield ("wait", "epilogue", "wait_acc_full", self.acc_full[a], (t // self.A) & 1, t, -1)
             if self.writing.get(a) != t:
                 self.diagnosis = Race(t, a, f"the epilogue of tile {t} reads accumulator {a}, which "
                                             f"holds tile {self.writing.get(a)}")
@@ -256,20 +227,20 @@ class _Run:
             self.spans.append(Span("epilogue", "epilogue", t, a, start, end))
             yield ("at", end)
 
-    def deadlock(self) -> Deadlock:
+    def _deadlock(self) -> Deadlock:
         # the root cause first: a role blocked on a release barrier (empty, acc_empty) — the waits
         # on full / acc_full are its consequences — and the MMA thread before the producer
         order = {"mma": 0, "producer": 1, "epilogue": 2}
         blocked = sorted(self.waiting.items(), key=lambda kv: (
-            kv[1][0] in ("wait_full", "wait_acc_full"), order[kv[0]], kv[1][4]))
-        name, (kind, bar, parity, k, start) = blocked[0]
+            kv[1][1] in ("wait_full", "wait_acc_full"), order[kv[0]], kv[1][6]))
+        name, (lane, kind, bar, parity, k, s, start) = blocked[0]
         why = [f"{bar.name} is in phase {bar.phase} (parity {bar.parity}); waiting on parity {parity} "
                f"waits for that phase to complete"]
         if bar.pending:
             why.append(f"{bar.pending} of its {bar.count} arrivals never come")
         if bar.phase == 0:
             why.append("no phase of it has completed yet (a fresh barrier is in phase 0)")
-        others = [f"{n} on {w[1].name} parity {w[2]}" for n, w in blocked[1:]]
+        others = [f"{n} on {w[2].name} parity {w[3]}" for n, w in blocked[1:]]
         if others:
             why.append("also blocked: " + ", ".join(others))
         return Deadlock(k, bar.name.split("[")[0], -1, parity, tuple(n for n, _ in blocked), "; ".join(why))

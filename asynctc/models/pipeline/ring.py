@@ -1,6 +1,7 @@
 """Chapter 05's mbarrier ring as a discrete-event model: the :class:`Mbarrier`, what a run
 produces (:class:`Span`, :class:`Deadlock`, :class:`Race`), the protocols (:data:`VARIANTS`), the
-event loop, and :func:`simulate` → :class:`Schedule`. Pure Python; the numbers it runs on:
+event loop (:class:`EventLoop`, which chapter 09's persistent-kernel model runs on too), and
+:func:`simulate` → :class:`Schedule`. Pure Python; the numbers it runs on:
 :mod:`.hardware`."""
 
 from __future__ import annotations
@@ -151,32 +152,39 @@ VARIANTS = {
 PROTOCOLS = ("correct",) + tuple(VARIANTS)
 
 
-class _Sim:
-    """The event loop: warpgroups are generators that yield ("at", time) or ("wait", ...)."""
+class EventLoop:
+    """The discrete-event loop both mbarrier models run on (chapter 05's ring, :class:`_Sim`, and
+    chapter 09's persistent kernel, :mod:`asynctc.models.tcgen05_sched`). Actors are generators,
+    named by :meth:`_actors`, that yield ``("at", time)`` (resume then) or ``("wait", lane, kind,
+    barrier, parity, k, stage)`` (block until ``barrier.test_wait(parity)``; the wait becomes a
+    :class:`Span`). Whoever changes a barrier calls :meth:`_changed`. The run ends when the events
+    run out or a diagnosis is set; actors left unfinished are a :meth:`_deadlock`. Subclasses hook
+    :meth:`_on_wait` (a wait begins) and :meth:`_on_pass` (it passed: acquire, race checks)."""
 
-    def __init__(self, S, P, C, K, hw: HardwareParams, proto: str, tile: Tile, schedule: str = "kernel"):
-        self.S, self.P, self.C, self.K, self.hw, self.proto, self.tile = S, P, C, K, hw, proto, tile
-        self.plan = ring_schedule(S, P, K, schedule)
-        count = C * WARPGROUP if proto == "arrive_count_too_big" else C
-        self.full = [Mbarrier(1, f"full[{s}]") for s in range(S)]
-        self.empty = [Mbarrier(count, f"empty[{s}]") for s in range(S)]
+    def __init__(self):
         self.now, self.spans, self.diagnosis = 0.0, [], None
         self._events, self._seq = [], 0
         self.waiting = {}                       # actor -> (lane, kind, barrier, parity, k, stage, start)
-        self.stage_k, self.landed = [None] * S, [0] * S
-        self.released = {}                      # k-tile -> warpgroups that arrived on its empty
-        self.cleared = {}                       # k-tile t -> releases of t − S the producer has seen
-        self.mma_ends = [[] for _ in range(C)]
-        self.tma_free = self.tc_free = 0.0
-        self.mma_cycles = tile.flop_per_ktile / C / (hw.mma_flop_per_clk / hw.ctas_per_sm)
+        self.done = set()
 
-    # -- event loop
+    def _actors(self) -> dict:
+        raise NotImplementedError
+
+    def _deadlock(self) -> Deadlock:
+        raise NotImplementedError
+
+    def _on_wait(self, name, kind, bar) -> None:
+        pass
+
+    def _on_pass(self, name, lane, kind, bar, parity, k, s) -> None:
+        pass
+
     def _at(self, t, fn):
         heapq.heappush(self._events, (t, self._seq, fn))
         self._seq += 1
 
     def run(self):
-        self.actors = {f"wg{w}": self._consumer(w) for w in range(self.C)}
+        self.actors = self._actors()
         self.done = set()
         for name in self.actors:
             self._at(0.0, lambda name=name: self._step(name))
@@ -197,6 +205,7 @@ class _Sim:
         else:
             _, lane, kind, bar, parity, k, s = op
             self.waiting[name] = (lane, kind, bar, parity, k, s, self.now)
+            self._on_wait(name, kind, bar)
             self._try_pass(name)
 
     def _try_pass(self, name) -> bool:
@@ -205,13 +214,7 @@ class _Sim:
             return False
         del self.waiting[name]
         self.spans.append(Span(lane, kind, k, s, start, self.now))
-        if kind == "wait_empty":                 # acquire: the releases of this phase happened before
-            self.cleared[k] = set(self.released.get(k - self.S, ()))
-        if kind == "wait_full" and (self.stage_k[s] != k or self.landed[s] < self.tile.stage_bytes):
-            holds = (f"k-tile {self.stage_k[s]}" if self.stage_k[s] is not None else "nothing yet")
-            self.diagnosis = Race(k, s, f"{lane} passed {bar.name} (parity {parity}) to read k-tile {k}, "
-                                        f"but stage {s} holds {holds} with {self.landed[s]} of "
-                                        f"{self.tile.stage_bytes} bytes landed")
+        self._on_pass(name, lane, kind, bar, parity, k, s)
         self._at(self.now, lambda: self._step(name))
         return True
 
@@ -219,6 +222,37 @@ class _Sim:
         for name, w in list(self.waiting.items()):
             if w[2] is bar:
                 self._try_pass(name)
+
+
+class _Sim(EventLoop):
+    """Chapter 05's ring on the :class:`EventLoop`: the actors are the consumer warpgroups (wg0's
+    elected thread is also the producer)."""
+
+    def __init__(self, S, P, C, K, hw: HardwareParams, proto: str, tile: Tile, schedule: str = "kernel"):
+        super().__init__()
+        self.S, self.P, self.C, self.K, self.hw, self.proto, self.tile = S, P, C, K, hw, proto, tile
+        self.plan = ring_schedule(S, P, K, schedule)
+        count = C * WARPGROUP if proto == "arrive_count_too_big" else C
+        self.full = [Mbarrier(1, f"full[{s}]") for s in range(S)]
+        self.empty = [Mbarrier(count, f"empty[{s}]") for s in range(S)]
+        self.stage_k, self.landed = [None] * S, [0] * S
+        self.released = {}                      # k-tile -> warpgroups that arrived on its empty
+        self.cleared = {}                       # k-tile t -> releases of t − S the producer has seen
+        self.mma_ends = [[] for _ in range(C)]
+        self.tma_free = self.tc_free = 0.0
+        self.mma_cycles = tile.flop_per_ktile / C / (hw.mma_flop_per_clk / hw.ctas_per_sm)
+
+    def _actors(self):
+        return {f"wg{w}": self._consumer(w) for w in range(self.C)}
+
+    def _on_pass(self, name, lane, kind, bar, parity, k, s):
+        if kind == "wait_empty":                 # acquire: the releases of this phase happened before
+            self.cleared[k] = set(self.released.get(k - self.S, ()))
+        if kind == "wait_full" and (self.stage_k[s] != k or self.landed[s] < self.tile.stage_bytes):
+            holds = (f"k-tile {self.stage_k[s]}" if self.stage_k[s] is not None else "nothing yet")
+            self.diagnosis = Race(k, s, f"{lane} passed {bar.name} (parity {parity}) to read k-tile {k}, "
+                                        f"but stage {s} holds {holds} with {self.landed[s]} of "
+                                        f"{self.tile.stage_bytes} bytes landed")
 
     # -- the hardware: TMA and the Tensor Cores
     def _tma(self, t, s):
