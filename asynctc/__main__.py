@@ -72,8 +72,10 @@ def cmd_doctor(_args) -> int:
     for slug in sorted({p.parent.name for p in records.data_dir().glob('*/*.json')}):
         suites_here = sorted(p.stem for p in (records.data_dir() / slug).glob('*.json'))
         try:
-            prov = records.load(suites_here[0], slug).provenance
-            where = f"{prov['gpu']}, driver {prov['driver']}, {str(prov['date'])[:10]}"
+            provs = [records.load(s_, slug).provenance for s_ in suites_here]
+            dates = sorted({str(p_['date'])[:10] for p_ in provs})
+            span = dates[0] if len(dates) == 1 else f"{dates[0]} … {dates[-1]}"
+            where = f"{provs[0]['gpu']}, driver {provs[0]['driver']}, {span}"
         except Exception:  # noqa: BLE001
             where = "unreadable"
         print(f"recorded      data/{slug}: {where} ({', '.join(suites_here)})")

@@ -36,7 +36,7 @@ def _h(shape, dtype=np.float16):
 
 @pytest.mark.parametrize("call, field, rule", [
     (lambda: asynctc.matmul(_h((3, 4)), _h((4, 5)), b_layout="KN"), "b_layout='KN'", "one of"),
-    (lambda: asynctc.matmul([[1.0]], _h((1, 5))), "a='list'", "numpy array or an asynctc DeviceArray"),
+    (lambda: asynctc.matmul([[1.0]], _h((1, 5))), "a is a list", "numpy array or an asynctc DeviceArray"),
     (lambda: asynctc.matmul(_h((3, 4, 1)), _h((4, 5))), r"a.shape=\(3, 4, 1\)", "must be 2-D"),
     (lambda: asynctc.matmul(_h((3, 4)), _h((4,))), r"b.shape=\(4,\)", "must be 2-D"),
     (lambda: asynctc.matmul(_h((3, 4), np.float32), _h((4, 5), np.float32)), "a.dtype='float32'",
@@ -56,7 +56,7 @@ def _h(shape, dtype=np.float16):
     (lambda: asynctc.matmul(_h((3, 4)), _h((4, 5)), np.zeros((3, 5), np.float32),
                             out_dtype="float16"), "out.dtype='float32'", "must be out_dtype"),
     (lambda: asynctc.matmul(_h((3, 4)), _h((4, 5)), np.zeros((3, 5), np.float64)),
-     "out_dtype='float64'", "'float32' or the input dtype"),
+     "out.dtype='float64'", "'float32' or the input dtype"),
     (lambda: asynctc.matmul(_h((3, 4)), _h((4, 5)), config=P.PipelineConfig()), "config='PipelineConfig'",
      "must be a WSConfig"),
     (lambda: asynctc.matmul(_h((3, 4)), _h((4, 5)), config=W.WSConfig(dtype="bfloat16")),

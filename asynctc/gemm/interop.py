@@ -38,7 +38,7 @@ class OperandTypeError(WarpSpecializationError, TypeError):
 
 def not_an_array(field: str, x) -> None:
     """Raise :class:`OperandTypeError` naming ``field``, the type and what is accepted."""
-    raise OperandTypeError(f"{field}={type(x).__name__!r}: must be a numpy array or an asynctc "
+    raise OperandTypeError(f"{field} is a {type(x).__name__} ({x!r:.40}): must be a numpy array or an asynctc "
                            "DeviceArray, a torch tensor, a CuPy array, or an object with "
                            "__cuda_array_interface__ or __dlpack__ in device memory")
 

@@ -77,9 +77,10 @@ class MatmulPlan:
             if out_dtype is not None and odt != out_dtype:
                 _fail("out.dtype", odt, f"must be out_dtype={out_dtype!r}")
             out_dtype = odt
+        field = "out_dtype" if out_dtype is not None and out is None else "out.dtype"
         out_dtype = out_dtype or dt
         if out_dtype not in ("float32", dt):
-            _fail("out_dtype", out_dtype, f"'float32' or the input dtype {dt!r} (fp32 accumulation)")
+            _fail(field, out_dtype, f"'float32' or the input dtype {dt!r} (fp32 accumulation)")
         if out is not None and tuple(out.shape) != (m, n):
             _fail("out.shape", tuple(out.shape), f"must be (M, N) = {(m, n)}")
         if isinstance(out, np.ndarray) and not out.flags.writeable:
@@ -121,7 +122,7 @@ class MatmulPlan:
         if not runtime.runs_live("sm_90a"):
             raise runtime.NoGPUError(
                 f"asynctc.matmul runs on a Hopper GPU (sm_90: H100, H200); here: "
-                f"{runtime.why_not_live('sm_90a')}. The inputs were checked and are valid; "
+                f"{runtime.why_not_live('sm_90a')}. The operands (shapes, dtypes, layouts, out) were checked and are valid; "
                 "`python -m asynctc doctor` says what this machine can do")
         da = a if isinstance(a, DeviceArray) else upload_pitched(np.asarray(a), stream)
         db = b if isinstance(b, DeviceArray) else upload_pitched(np.asarray(b), stream)

@@ -1,4 +1,4 @@
-"""Chapter 06's ladder: the rungs, each built from the one before, with its frozen prediction.
+"""Chapter 06's ladder: the rungs, each built from an earlier rung by one change, with its frozen prediction.
 
 :class:`Rung` and :data:`RUNGS` (8 rungs: chapter 05's best, then warp specialization, setmaxnreg,
 the tile sweep, persistent, cluster, TMA store, raster), each rung's config made from the previous

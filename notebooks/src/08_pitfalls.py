@@ -45,7 +45,7 @@ def gpu_outcome(bug):
 # extra ways to fail, and none of them announces itself:
 #
 # * **it hangs** — a wait names a phase that never completes (a parity from the wrong counter,
-#   one arrival too many expected, 16 bytes of expect_tx no copy delivers). The GPU spins until the
+#   one arrival too many expected, expect_tx bytes no copy delivers). The GPU spins until the
 #   process is killed; nothing says which barrier.
 # * **it is wrong, sometimes** — a stage is read before its bytes landed or overwritten while a
 #   wgmma or a TMA store still reads it. Whether that shows depends on timing: most such bugs in
@@ -146,10 +146,11 @@ print(D.pipeline_diagnosis("arrive_count_too_big").text)
 fig = figures.plot_broken_timeline("arrive_count_too_big")
 
 # %% [markdown]
-# ### 4b. A hang with the other barrier: expect_tx 16 bytes too many
+# ### 4b. A hang with the other barrier: expect_tx bytes no copy delivers
 #
 # Same symptom, other cause — which is why the diagnosis has to name the barrier. Here the consumers
-# block on `full[0]`, whose tx-count never returns to zero:
+# block on `full[0]`, whose tx-count never returns to zero. Any excess hangs the same way: chapter
+# 05's model announces 1024 bytes too many, the kernel variant (BUG=4) 16:
 
 # %%
 print(D.pipeline_diagnosis("expect_tx_too_large").text)

@@ -109,7 +109,7 @@ print(bench.clock_caveat(" / ".join(sorted({r["clock"] for r in claims.percent_r
 # %% [markdown]
 # What the two denominators change: under the datasheet none of our 4096³ kernels lands inside the
 # seed's band for its step, while at the measured clock the warp-specialized rung lands inside
-# 75–80 %. And the seed's last step is out of reach of the datasheet reading for cuBLAS as well.
+# 75–80 %. And the seed's tuned step (85 %) is out of reach of the datasheet reading for cuBLAS as well.
 
 # %% output varies
 rows = {r["key"]: r for r in claims.percent_rows(cl)}
@@ -145,7 +145,8 @@ plt.show()
 #
 # The course cites a few public numbers as landmarks. None was measured on our GPU, clock, cuBLAS
 # build or shape, so each comparison says how it is made comparable: a ratio to cuBLAS taken in each
-# side's own run (tolerance 2 %: cuBLAS alone moves 5–10 % between runs), a rate per SM per clock
+# side's own run (tolerance 2 %; cuBLAS's own rate differs between runs — fp16 4096³ read 758–780 TFLOP/s over the
+# first session's runs, docs/NOTES.md — so only ratios taken inside one run are compared), a rate per SM per clock
 # (Luo et al. measured an H800 PCIe with 114 SMs; their clock is the `wgmma` record's stated
 # assumption), or a fraction of the same datasheet. The words: ours matches, ours below, ours above
 # — or, for a qualitative point of theirs, whether our records agree with it.
@@ -198,7 +199,7 @@ ok = exercises.check("ch10.fraction_both", answer, tflops=row["tflops"], sm_mhz=
 # %% [markdown]
 # **2. The verdict.** The seed puts "wgmma + TMA + warp specialization" at 75–80 % of peak, judged
 # within ±0.005. With your two fractions from exercise 1, which verdict does this chapter give?
-# Answer with one of the first three words printed in section 1, in quotes.
+# Answer with one of the first three verdicts printed in section 1 (a string, e.g. "holds").
 
 # %%
 answer = ...
