@@ -166,6 +166,19 @@ from IPython.display import Markdown
 display(Markdown(T.prediction_markdown()))
 display(Markdown(T.anchors_markdown()))
 
+# %%
+# The one published Blackwell GEMM number above that we could read, beside the model's
+pred = sched.predict_b200(8192, 8192, 8192)
+anchor_tflops = 1081            # Gluon tutorial 12's pasted sample run: GB200, 8192³ fp16, with CLC
+print(f"model (B200, 148 SMs): {pred['tflops']:.0f} TFLOP/s; Gluon tutorial kernel (GB200, 152 SMs): "
+      f"{anchor_tflops} — {anchor_tflops / pred['tflops']:.2f} of the model")
+assert anchor_tflops < 0.75 * pred["tflops"]
+
+# %% [markdown]
+# So the model is a ceiling for this schedule, not a forecast: a published tutorial kernel of the
+# same size (one CTA per 128×256 tile, no CTA pairs) reaches about half of it, and the model leaves out
+# exactly what such kernels pay — memory contention, the clock under load, issue limits.
+
 # %% [markdown]
 # ## Exercises
 #

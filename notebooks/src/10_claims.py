@@ -199,7 +199,7 @@ ok = exercises.check("ch10.fraction_both", answer, tflops=row["tflops"], sm_mhz=
 # %% [markdown]
 # **2. The verdict.** The seed puts "wgmma + TMA + warp specialization" at 75–80 % of peak, judged
 # within ±0.005. With your two fractions from exercise 1, which verdict does this chapter give?
-# Answer with one of the first three verdicts printed in section 1 (a string, e.g. "holds").
+# Answer with one of the first three verdicts printed in section 1, as a string.
 
 # %%
 answer = ...
