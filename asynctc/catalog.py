@@ -142,6 +142,11 @@ def _warp_specialization(dtype: str = "float16") -> CourseKernel:
 
 # ---- chapter 09 ----------------------------------------------------------------------------------
 
+def _pitfalls() -> CourseKernel:
+    from .pitfalls import variants as V
+    return _wrap(V.compile_variant(0), V.SMEM_BYTES, "BUG=0 (the correct ring; BUG=1..10 are the zoo's variants)")
+
+
 def _tcgen05(dtype: str = "float16") -> CourseKernel:
     from . import tcgen05
     cfg = tcgen05.GemmConfig(dtype, 128, 256, 64, 4, 1)
@@ -187,6 +192,7 @@ COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
     "wgmma_peak": _wgmma_peak,
     "pipeline": _pipeline,
     "warp_specialization": _warp_specialization,
+    "pitfalls": _pitfalls,
     "tcgen05": _tcgen05,
     "tcgen05_pair": _tcgen05_pair,
     "tcgen05_persistent": _tcgen05_persistent,

@@ -28,6 +28,7 @@ SIGNATURE = {
     "wgmma_peak": ("HGMMA", "HMMA"),
     "pipeline": ("HGMMA", "HMMA"),
     "warp_specialization": ("HGMMA", "HMMA"),
+    "pitfalls": ("UTMALDG", "HGMMA"),
     "tcgen05": ("UTCHMMA", "HGMMA"),
     "tcgen05_pair": ("UTCHMMA", "HGMMA"),
     "tcgen05_persistent": ("UGETNEXTWORKID", "HGMMA"),

@@ -2,6 +2,8 @@
 chapter, a kernel-shutdown error after the last cell is retried and reported as such, and an error
 file is never empty."""
 import nbformat
+import os
+
 import pytest
 
 from asynctc.teaching import runner
@@ -92,6 +94,15 @@ def test_course_command_writes_a_non_empty_error_file(tmp_path, monkeypatch, cap
     pytest.importorskip("nbconvert")
     import nbclient
     from asynctc.__main__ import main
+    # `course` points its kernels' PYTHONPATH (and MPLBACKEND, ASYNCTC_PROGRESS) at this checkout
+    # in os.environ: let monkeypatch restore them, or later tests' subprocesses inherit them
+    for var in ("PYTHONPATH", "MPLBACKEND", "ASYNCTC_PROGRESS"):
+        was = os.environ.get(var)
+        monkeypatch.setenv(var, "")                 # records the value to restore (or its absence)
+        if was is None:
+            monkeypatch.delenv(var)
+        else:
+            monkeypatch.setenv(var, was)
     monkeypatch.setattr(nbclient, "NotebookClient",
                         lambda nb, **kw: FakeClient(nb, shutdown_exc=RuntimeError()))
     assert main(["course", "--out", str(tmp_path), "00"]) == 0

@@ -148,8 +148,11 @@ def test_wheel_in_a_fresh_venv_runs_a_chapter_in_replay(tmp_path):
     fresh = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(fresh)
     py = fresh / "bin" / "python"
+    # no PYTHONPATH for pip: an asynctc found there would count as installed and not be put into
+    # the fresh environment
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     r = subprocess.run(pip + ["--python", str(py), "install", "-q", "--no-deps", str(wheel)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=clean)
     assert r.returncode == 0, r.stderr[-3000:]
     # the dependencies (not asynctc) come from this environment, after the fresh one's own
     fresh_site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
