@@ -290,7 +290,7 @@ def test_a_device_array_out_overlapping_an_input_is_refused(monkeypatch):
     (lambda: (FakeTensor((8, 16)), FakeTensor((16, 8)), FakeTensor((8, 16))), r"out.shape=\(8, 16\)",
      "must be (M, N) = (8, 8)"),
     (lambda: (FakeTensor((8, 16)), FakeTensor((16, 8)), FakeTensor((8, 8), "bfloat16")),
-     "out_dtype='bfloat16'", "'float32' or the input dtype"),
+     "out.dtype='bfloat16'", "'float32' or the input dtype"),
     (lambda: (FakeTensor((8, 16)), FakeTensor((16, 8), device=_Device("cuda", 1)), None),
      "b device='cuda:1'", "asynctc launches on cuda:0"),
     (lambda: (FakeTensor((8, 16)), np.ones((16, 8), np.float16), None), "b='numpy array'",

@@ -28,6 +28,39 @@ def b_major_of(b_layout: str) -> str:
     return B_LAYOUTS[b_layout]
 
 
+def operand_rules(dt: str, b_dt: str, a_shape, b_shape, b_layout: str, out_dtype: str | None,
+                  out: tuple | None = None) -> tuple[int, int, int, str]:
+    """The rules every :func:`asynctc.matmul` call shares, whatever kind its arrays are: ``dt`` /
+    ``b_dt`` (dtype names) 16-bit and equal, K agreeing for ``b_layout``, and C — ``out`` given as
+    (dtype name, shape, read-only) or None — of ``out_dtype`` (a name or None) and M×N. Returns
+    (M, N, K, the output dtype name). Raises :class:`WarpSpecializationError` naming the field."""
+    if dt not in DTYPES:
+        _fail("a.dtype", dt, f"one of {sorted(DTYPES)} (wgmma .f16 / .bf16 inputs, PTX ISA "
+                             "§9.7.15.5)")
+    if b_dt != dt:
+        _fail("b.dtype", b_dt, f"must equal a.dtype {dt!r}")
+    m, k = a_shape
+    n, kb = tuple(b_shape)[::-1] if b_layout == "KxN" else tuple(b_shape)
+    if kb != k:
+        _fail("b.shape", tuple(b_shape), f"b_layout={b_layout!r} reads b as "
+                                         f"{'K×N' if b_layout == 'KxN' else 'N×K'}: its K is {kb}, "
+                                         f"a.shape={tuple(a_shape)} has K={k}")
+    field = "out_dtype"
+    if out is not None:
+        if out_dtype is not None and out[0] != out_dtype:
+            _fail("out.dtype", out[0], f"must be out_dtype={out_dtype!r}")
+        out_dtype, field = out[0], "out.dtype"
+    out_dtype = out_dtype or dt
+    if out_dtype not in ("float32", dt):
+        _fail(field, out_dtype, f"'float32' or the input dtype {dt!r} (fp32 accumulation)")
+    if out is not None:
+        if tuple(out[1]) != (m, n):
+            _fail("out.shape", tuple(out[1]), f"must be (M, N) = {(m, n)}")
+        if out[2]:
+            _fail("out", "read-only", "must be writeable")
+    return m, n, k, out_dtype
+
+
 def matmul_config(m: int, n: int, k: int, dtype: str = "float16", b_layout: str = "KxN", *,
                   out_dtype: str | None = None, c_rows_aligned: bool = True,
                   sm_count: int | None = None) -> WSConfig:

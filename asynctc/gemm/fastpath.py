@@ -30,9 +30,9 @@ import numpy as np
 
 from ..core import runtime
 from ..core.checks import np_dtype
-from ..warp_specialization.config import DTYPES, _fail
+from ..warp_specialization.config import _fail
 from . import interop as I
-from .config import b_major_of, choose_config
+from .config import b_major_of, choose_config, operand_rules
 
 
 class _Foreign:
@@ -357,37 +357,16 @@ def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stre
         ops.sort(key=lambda fo: ("a", "b", "out").index(fo[0]))
     opd = dict(ops)
     oa, ob = opd["a"], opd["b"]
-    if oa.dtype not in DTYPES:
-        _fail("a.dtype", oa.dtype, f"one of {sorted(DTYPES)} (wgmma .f16 / .bf16 inputs, PTX ISA "
-                                   "§9.7.15.5)")
-    if ob.dtype != oa.dtype:
-        _fail("b.dtype", ob.dtype, f"must equal a.dtype {oa.dtype!r}")
-    ma = I.as_matrix(oa, "a", may_transpose=False)
-    mb = I.as_matrix(ob, "b", may_transpose=True)
-    m, k = oa.shape
-    n, kb = ob.shape[::-1] if b_layout == "KxN" else ob.shape
-    if kb != k:
-        _fail("b.shape", ob.shape, f"b_layout={b_layout!r} reads b as "
-                                   f"{'K×N' if b_layout == 'KxN' else 'N×K'}: its K is {kb}, "
-                                   f"a.shape={oa.shape} has K={k}")
-    if mb.transposed:                       # a .T view: the storage is the other layout
-        b_major = "K" if b_major == "MN" else "MN"
     if out_dtype is not None:
         out_dtype = np.dtype(out_dtype).name if not isinstance(out_dtype, str) else out_dtype
         out_dtype = str(out_dtype).removeprefix("torch.")
-    if out is not None:
-        oc = opd["out"]
-        if out_dtype is not None and oc.dtype != out_dtype:
-            _fail("out.dtype", oc.dtype, f"must be out_dtype={out_dtype!r}")
-        out_dtype = oc.dtype
-        if oc.shape != (m, n):
-            _fail("out.shape", oc.shape, f"must be (M, N) = {(m, n)}")
-        if oc.readonly:
-            _fail("out", "read-only", "must be writeable")
-    out_dtype = out_dtype or oa.dtype
-    if out_dtype not in ("float32", oa.dtype):
-        _fail("out_dtype", out_dtype, f"'float32' or the input dtype {oa.dtype!r} (fp32 "
-                                      "accumulation)")
+    oc = opd.get("out")
+    m, n, k, out_dtype = operand_rules(oa.dtype, ob.dtype, oa.shape, ob.shape, b_layout, out_dtype,
+                                       None if oc is None else (oc.dtype, oc.shape, oc.readonly))
+    ma = I.as_matrix(oa, "a", may_transpose=False)
+    mb = I.as_matrix(ob, "b", may_transpose=True)
+    if mb.transposed:                       # a .T view: the storage is the other layout
+        b_major = "K" if b_major == "MN" else "MN"
     mc = None
     if out is not None:
         mc = I.as_matrix(opd["out"], "out", may_transpose=False)

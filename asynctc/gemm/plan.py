@@ -12,8 +12,8 @@ import numpy as np
 
 from ..core import checks, runtime
 from ..core.memory import DeviceArray
-from ..warp_specialization.config import DTYPES, WSConfig, _fail
-from .config import b_major_of, choose_config
+from ..warp_specialization.config import WSConfig, _fail
+from .config import b_major_of, choose_config, operand_rules
 from .fastpath import is_torch, matmul_device, matmul_torch
 from .interop import Matrix, check_overlap, is_foreign, not_an_array
 from .operands import TMA_ALIGN, EdgeGemm, Pitched, check_tma_rows, row_pitch, upload_pitched
@@ -55,36 +55,16 @@ class MatmulPlan:
             if len(x.shape) != 2:
                 _fail(f"{what}.shape", tuple(x.shape), "must be 2-D (a matrix)")
         dt = _dtype_name(a.dtype)
-        if dt not in DTYPES:
-            _fail("a.dtype", dt, f"one of {sorted(DTYPES)} (wgmma .f16 / .bf16 inputs, PTX ISA "
-                                 "§9.7.15.5)")
-        if _dtype_name(b.dtype) != dt:
-            _fail("b.dtype", _dtype_name(b.dtype), f"must equal a.dtype {dt!r}")
-        m, k = a.shape
-        n, kb = b.shape[::-1] if b_layout == "KxN" else b.shape
-        if kb != k:
-            _fail("b.shape", tuple(b.shape), f"b_layout={b_layout!r} reads b as "
-                                             f"{'K×N' if b_layout == 'KxN' else 'N×K'}: its K is "
-                                             f"{kb}, a.shape={tuple(a.shape)} has K={k}")
         if out_dtype is not None:
             try:
                 out_dtype = _dtype_name(checks.np_dtype(out_dtype) if isinstance(out_dtype, str)
                                         else out_dtype)
             except TypeError:
                 _fail("out_dtype", out_dtype, "not a dtype: 'float32' or the input dtype")
-        if out is not None:
-            odt = _dtype_name(out.dtype)
-            if out_dtype is not None and odt != out_dtype:
-                _fail("out.dtype", odt, f"must be out_dtype={out_dtype!r}")
-            out_dtype = odt
-        field = "out_dtype" if out_dtype is not None and out is None else "out.dtype"
-        out_dtype = out_dtype or dt
-        if out_dtype not in ("float32", dt):
-            _fail(field, out_dtype, f"'float32' or the input dtype {dt!r} (fp32 accumulation)")
-        if out is not None and tuple(out.shape) != (m, n):
-            _fail("out.shape", tuple(out.shape), f"must be (M, N) = {(m, n)}")
-        if isinstance(out, np.ndarray) and not out.flags.writeable:
-            _fail("out", "read-only", "must be writeable")
+        c = None if out is None else (_dtype_name(out.dtype), tuple(out.shape),
+                                      isinstance(out, np.ndarray) and not out.flags.writeable)
+        m, n, k, out_dtype = operand_rules(dt, _dtype_name(b.dtype), a.shape, b.shape, b_layout,
+                                           out_dtype, c)
         for what, x in (("a", a), ("b", b), ("out", out)):
             if isinstance(x, DeviceArray) and x.nbytes:
                 if not x.ptr:
