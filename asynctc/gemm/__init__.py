@@ -30,13 +30,16 @@ Where things live (every name is re-exported here):
 * ``host_suite.py`` — the ``matmul_host`` record suite: on torch tensors beside
   ``torch.matmul``, host µs per call, end to end, kernel time, a CUDA-graph capture
   (:func:`~asynctc.gemm.host_suite.measure_matmul_host`); never plots;
+* ``goals.py`` — what matmul promises, judged from a ``matmul_host`` record
+  (:data:`~asynctc.gemm.goals.GOALS`, :func:`~asynctc.gemm.goals.judge`); ``figures.py`` — its
+  figure (:func:`~asynctc.gemm.figures.plot_matmul_ratios`); neither measures;
 * ``suite.py`` — the ``matmul`` record suite (:func:`measure_matmul`, :func:`matmul_table`,
   :func:`summarize_matmul`); never plots.
 """
 
 from __future__ import annotations
 
-from . import cases, config, fastpath, host_suite, interop, operands, plan, suite  # noqa: F401
+from . import cases, config, fastpath, goals, host_suite, interop, operands, plan, suite  # noqa: F401
 from .cases import (  # noqa: F401
     AWKWARD_SHAPES, COMBOS, PERSISTENT_EDGE_SHAPE, SMALL_NONSQUARE, case_config,
     check_matmul_case, matmul_cases,

@@ -251,6 +251,9 @@ def summarize_matmul_host(rec) -> str:
         lines.append(f"worst {cls}: kernel {min(x['kernel_of_torch'] for x in xs):.2f}, end to end "
                      f"{min(x['e2e_of_torch'] for x in xs):.2f} of torch; host ratio up to "
                      f"{max(x['host_ratio'] for x in xs):.2f}")
+    if r.get("rows"):
+        from .goals import goals_table
+        lines += ["", "goals (issue 19):", goals_table(r["rows"])]
     return "\n".join(lines)
 
 
