@@ -170,13 +170,13 @@ LISTINGS = {
     ("05", r"^  for \(int k = 0; k < T; \+\+k\) \{"): (30, r"wgmma_wait_group<kPending>.*"
                                                        r"[\s\S]*empty\.arrive\([\s\S]*load_stage"),
     ("05", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
-    ("06", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
+    ("06b", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
                                                                 r"empty\.wait\("
                                                                 r"[\s\S]*load_stage\([\s\S]*full\["),
     ("07", r"^// This k-tile's scale products"): (8, r"sb\[[\s\S]*sa\[[\s\S]*\* sbk"),
     ("07", r"// promotion into fp32 registers"): (10, r"wgmma_wait_group<0>[\s\S]*"
                                                       r"__fmaf_rn\(acc\[i\]\[j\], bs\[i\]"),
-    ("06", r"^    // ---------------- consumer warpgroups"): (50, r"setmaxnreg_inc[\s\S]*"
+    ("06b", r"^    // ---------------- consumer warpgroups"): (50, r"setmaxnreg_inc[\s\S]*"
                                                                  r"full\.wait\("
                                                                  r"[\s\S]*wgmma_wait_group<1>"
                                                                  r"[\s\S]*release\(empty\["),
@@ -464,11 +464,14 @@ def test_expert_reading_corrections_stay_corrected():
     """Issue 23's statements: TMEM is per SM and shared by its resident CTAs (09 §1, §4; the model's
     docstring); tcgen05.fence::before/after_thread_sync is not wgmma.fence's counterpart (09 §8's
     table); a 256×256 fp32 accumulator fails on the register file, not on 255 registers per thread
-    (06 §8); FP8's 2× is a ceiling (07); one thread's arrival after wait_group is CUTLASS's
-    convention, not a PTX rule (05, 06); the CUTLASS map is in 05 and 06."""
+    (06d §2); FP8's 2× is a ceiling (07); one thread's arrival after wait_group is CUTLASS's
+    convention, not a PTX rule (05, 06); the CUTLASS map is in 05 and 06 (06b §4)."""
     from asynctc.models import tcgen05, tmem
     text = {n: (ROOT / "notebooks" / "src" / n).read_text() for n in
             ("05_pipelines.py", "06_warp_specialization.py", "07_fp8_precision.py", "09_blackwell.py")}
+    # chapter 06 is its core lesson and its deep dives (06b, 06c, 06d): the text moved between them
+    text["06_warp_specialization.py"] = "\n".join(
+        p.read_text() for p in sorted((ROOT / "notebooks" / "src").glob("06*_*.py")))
     nb09 = text["09_blackwell.py"]
     assert "per CTA, addressed" not in nb09 and "512 columns a CTA has" not in nb09
     assert nb09.count("**per SM**") >= 2 and "shared by the CTAs resident" in nb09

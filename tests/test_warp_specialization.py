@@ -406,6 +406,32 @@ def test_protocol_is_read_from_the_kernel_source():
     assert isinstance(d, mp.Deadlock) and d.barrier == "empty" and d.iteration == 0
 
 
+def test_the_core_lessons_ladder_helpers():
+    """The core lesson's ladder at a glance: each rung's step over the rung it is held to, beside
+    its frozen prediction (W.PREDICTION_BANDS), with the side on which a miss falls; the summary
+    table has a row per rung; the protocol figure has both panels."""
+    tflops = (700, 600, 700, 700, 728, 728, 760, 768)
+    res = {"ladder": [{"size": 4096, "dtype": "float16", "rung": n, "name": W.RUNGS[n - 1].name,
+                       "tflops": t, "of_cublas": t / 800} for n, t in zip(range(1, 9), tflops)]}
+    assert W.ladder_ratio(res, 7, 8) == {(4096, "float16"): 768 / 760}
+    assert W.span_text({1: 1.04, 2: 0.99}) == "-1.0% … +4.0%"
+    p5 = W.prediction_check(res, 5)                     # +4 % over rung 3, predicted +3-8 %
+    assert p5["inside"] and p5["outside"] is None and p5["measured"] == "+4.0% … +4.0% over rung 3"
+    p7 = W.prediction_check(res, 7)                     # +4.4 % over rung 6, predicted +1-3 %
+    assert not p7["inside"] and p7["outside"] == "above it" and p7["predicted"] == "+1.0% … +3.0%"
+    p3 = W.prediction_check(res, 3)                     # 0.875 of cuBLAS, predicted 0.90-0.97
+    assert p3["outside"] == "below it" and p3["measured"] == "0.88–0.88 of cuBLAS"
+    assert W.prediction_check(res, 2)["inside"] and set(W.PREDICTION_BANDS) == set(range(2, 9))
+    text = W.ladder_summary(res).splitlines()
+    assert len(text) == 2 + 8 and "4096³ fp16" in text[0] and text[-1].split()[-1] == "0.96"
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = W.plot_protocol()
+    assert len(fig.axes) == 2
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+
+
 def test_protocol_reader_refuses_an_ambiguous_source(monkeypatch):
     text = W.source()
     bad = text.replace("release(empty[prev]);", "release(full[prev]);", 1)

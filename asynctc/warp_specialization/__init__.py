@@ -53,8 +53,10 @@ W.<name>``):
   (:func:`read_kernel_name`, :func:`limit_rows`);
 * ``limit_suite.py`` — the ``ws_limit`` record suite (:func:`measure_limit`, its summary);
   never plots;
-* ``figures.py`` — the notebook's helpers: the protocol read from the kernel source, register
-  budgets, :func:`plot_ladder`, trace windows and tables, :func:`plot_raster`; never times;
+* ``figures.py`` — the notebook's helpers: the protocol read from the kernel source and drawn
+  (:func:`plot_protocol`), register budgets, :func:`plot_ladder`, the ladder at a glance
+  (:func:`ladder_summary`, :func:`prediction_check`), trace windows and tables,
+  :func:`plot_raster`; never times;
 * ``exercises.py`` — chapter 06's auto-checked exercises (registered on import).
 
 PTX ISA references: "setmaxnreg" (register reconfiguration per warpgroup; the count must be known
@@ -73,8 +75,9 @@ from .config import (  # noqa: F401
     most_stages, shape_tile, wave_fill,
 )
 from .figures import (  # noqa: F401
-    PROTOCOL_EVENTS, plot_ladder, plot_raster, plot_top_trace, protocol_from_source,
-    register_budget, register_budget_table, seed_protocol, trace_numbers, trace_table,
+    PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, ladder_ratio, ladder_summary, plot_ladder,
+    plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
+    register_budget, register_budget_table, seed_protocol, span_text, trace_numbers, trace_table,
     trace_window,
 )
 from .ladder import (  # noqa: F401

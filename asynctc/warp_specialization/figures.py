@@ -4,7 +4,10 @@
 source) and :func:`seed_protocol` (the seed article's swapped waits); :func:`register_budget` /
 :func:`register_budget_table` (registers per role, from the cubin); :func:`plot_ladder`; a recorded
 trace cut and read (:func:`trace_window`, :func:`plot_top_trace`, :func:`trace_numbers`,
-:func:`trace_table`); :func:`plot_raster` (a ``ws_limit`` record's figure). Reads records and
+:func:`trace_table`); :func:`plot_raster` (a ``ws_limit`` record's figure); for the core lesson,
+:func:`plot_protocol` (both protocols drawn), :func:`ladder_summary` (the ladder at a glance) and
+:func:`prediction_check` (each rung's step beside its frozen prediction, :data:`PREDICTION_BANDS`),
+with :func:`ladder_ratio` and :func:`span_text`. Reads records and
 compiles; never times anything (:mod:`.suite` and :mod:`.limit_suite` measure).
 """
 
@@ -232,3 +235,132 @@ def plot_raster(results: dict, record=None):
         fig.suptitle(record.label(), fontsize=8)
     fig.tight_layout()
     return fig
+
+
+# ---- the core lesson's protocol figure and its ladder at a glance --------------------------------
+
+#: The protocol figure's rows: (who acts, which event's barrier, the arrow's label).
+_PROTOCOL_STEPS = (("producer", "producer waits", "wait on {b}[s]\nparity (f+1) mod 2"),
+                   ("producer", "TMA completes", "arrive.expect_tx\non {b}[s]"),
+                   ("TMA", "TMA completes", "complete_tx: the\nbytes land on {b}[s]"),
+                   ("consumers", "consumer waits", "wait on {b}[s]\nparity f mod 2"),
+                   ("consumers", "consumer arrives", "arrive on {b}[s]\n(after wait_group)"))
+_PROTOCOL_COLUMN = {"producer": 0.0, "TMA": 0.0, "full": 2.2, "empty": 3.6, "consumers": 5.8}
+
+
+def _draw_protocol(ax, proto: dict, title: str, stuck_at: int | None = None) -> None:
+    for name in ("producer", "full", "empty", "consumers"):
+        x = _PROTOCOL_COLUMN[name]
+        ax.plot([x, x], [0.75, 5.6], color="0.75", lw=1, zorder=0)
+        ax.text(x, 5.9, name if name in ("producer", "consumers") else f"{name}[s]", ha="center",
+                fontsize=9, weight="bold")
+    for row, (who, event, text) in enumerate(_PROTOCOL_STEPS):
+        y = 5.0 - row
+        bar = proto[event]
+        x0, x1 = _PROTOCOL_COLUMN[who], _PROTOCOL_COLUMN[bar]
+        wait = "waits" in event
+        blocked = stuck_at is not None and row >= stuck_at
+        colour = "tab:red" if blocked else ("tab:purple" if wait else "tab:blue")
+        ax.annotate("", xy=(x1, y), xytext=(x0, y),
+                    arrowprops=dict(arrowstyle="->", color=colour, ls="--" if wait else "-", lw=1.5))
+        ax.text((x0 + x1) / 2, y + 0.12, text.format(b=bar), ha="center", va="bottom", fontsize=7,
+                color=colour)
+        if who == "TMA":
+            ax.text(x0 - 0.15, y, "(TMA)", ha="right", va="center", fontsize=7)
+        if stuck_at == row:
+            ax.text(x1, 0.55, f"blocks at the wait on {bar}[s]: nobody arrives on {bar} before it",
+                    ha="center", va="top", fontsize=7, color="tab:red")
+    ax.set_xlim(-1.0, 7.0)
+    ax.set_ylim(0.1, 6.2)
+    ax.axis("off")
+    ax.set_title(title, fontsize=10)
+
+
+def plot_protocol():
+    """The producer/consumer protocol drawn twice from the same tables: this kernel's, read from
+    its source (:func:`protocol_from_source`), and the seed article's with the waits swapped
+    (:func:`seed_protocol`), marked where it blocks (the consumers' first wait)."""
+    import matplotlib.pyplot as plt
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.6), dpi=80, layout="constrained")
+    _draw_protocol(ax, protocol_from_source(), "this kernel (and the PTX meaning of the names)")
+    _draw_protocol(ax2, seed_protocol(), "the seed's version: the waits swapped", stuck_at=3)
+    fig.text(0.5, 0.01, "dashed: a wait (try_wait.parity); solid: an arrival or a TMA's complete_tx; "
+             "time runs down, one k-tile i in stage s = i mod S, fill f = i / S", ha="center", fontsize=8)
+    return fig
+
+
+def ladder_ratio(results: dict, a: int, b: int) -> dict:
+    """Rung ``b``'s TFLOP/s over rung ``a``'s, per (size, dtype) ladder of a ``warp_specialization``
+    record's results."""
+    lad = {(r["size"], r["dtype"], r["rung"]): r["tflops"] for r in results["ladder"]}
+    return {(s, d): lad[(s, d, b)] / lad[(s, d, a)] for s, d, n in lad if n == b}
+
+
+def span_text(ratios: dict) -> str:
+    """The range of a dict of ratios as signed percentages: ``"+0.1% … +2.6%"``."""
+    return f"{min(ratios.values()) - 1:+.1%} … {max(ratios.values()) - 1:+.1%}"
+
+
+#: Each rung's frozen prediction (:data:`RUNGS`) as a band the record can be held to:
+#: rung → (what is compared, the rung it is compared with, low, high). ``"of cuBLAS"``: the rung's
+#: fraction of cuBLAS (rung 2's "~0.75" read as ±5 %); ``"step"``: its TFLOP/s over the other rung's,
+#: minus 1 (rung 8's "+1 %" read as −0.5 … +3 %).
+PREDICTION_BANDS = {2: ("of cuBLAS", None, 0.75 * 0.95, 0.75 * 1.05),
+                    3: ("of cuBLAS", None, 0.90, 0.97),
+                    4: ("step", 3, -0.03, 0.03),
+                    5: ("step", 3, 0.03, 0.08),
+                    6: ("step", 5, 0.0, 0.06),
+                    7: ("step", 6, 0.01, 0.03),
+                    8: ("step", 7, -0.005, 0.03)}
+
+
+def prediction_check(results: dict, n: int) -> dict:
+    """Rung ``n``'s measurement beside its prediction band (:data:`PREDICTION_BANDS`), over every
+    (size, dtype) ladder of the record: ``measured`` and ``predicted`` (texts), ``inside`` (every
+    ladder within the band), ``outside`` (None, or "above it", "below it", "partly outside it"),
+    ``values`` (per ladder)."""
+    from .ladder import RUNGS
+    kind, ref, lo, hi = PREDICTION_BANDS[n]
+    if kind == "of cuBLAS":
+        values = {(r["size"], r["dtype"]): r["of_cublas"] for r in results["ladder"] if r["rung"] == n}
+        measured = f"{min(values.values()):.2f}–{max(values.values()):.2f} of cuBLAS"
+        predicted = f"{lo:.2f}–{hi:.2f}"
+        inside = all(lo <= v <= hi for v in values.values())
+    else:
+        values = ladder_ratio(results, ref, n)
+        measured = f"{span_text(values)} over rung {ref}"
+        predicted = f"{lo:+.1%} … {hi:+.1%}"
+        inside = all(lo <= v - 1 <= hi for v in values.values())
+    vals = [v if kind == "of cuBLAS" else v - 1 for v in values.values()]
+    outside = ("above it" if min(vals) > hi else "below it" if max(vals) < lo else
+               "partly outside it")
+    return {"rung": n, "name": RUNGS[n - 1].name, "measured": measured, "predicted": predicted,
+            "inside": inside, "outside": None if inside else outside, "values": values}
+
+
+#: What each rung changes, in a few words (the full text: :data:`RUNGS`' ``what``).
+RUNG_CHANGES = {1: "chapter 05's kernel: every warpgroup computes",
+                2: "a producer warpgroup + 1 consumer, 128×128",
+                3: "2 consumers on 128×256, setmaxnreg 40/232",
+                4: "the fastest tile and stage count of a sweep",
+                5: "a persistent grid (one CTA per SM)",
+                6: "clusters of 2 CTAs, B multicast",
+                7: "the epilogue through shared memory + TMA store",
+                8: "a wider raster of tiles (16 rows per group)"}
+
+
+def ladder_summary(results: dict) -> str:
+    """The ladder at a glance: per rung, what it changes (:data:`RUNG_CHANGES`) and its fraction of
+    cuBLAS (timed in the same run) in every (size, dtype) ladder of the record."""
+    keys = sorted({(r["size"], r["dtype"]) for r in results["ladder"]},
+                  key=lambda k: (k[0], k[1] != "float16", k[1]))
+    frac = {(r["size"], r["dtype"], r["rung"]): r["of_cublas"] for r in results["ladder"]}
+    short = {"float16": "fp16", "bfloat16": "bf16"}
+    head = f"{'rung':15s} {'what it changes':48s} " + " ".join(f"{f'{s}³ {short.get(d, d)}':>10s}"
+                                                                for s, d in keys)
+    lines = [head, " " * 64 + "of cuBLAS".center(11 * len(keys))]
+    for n in sorted({r["rung"] for r in results["ladder"]}):
+        name = next(r["name"] for r in results["ladder"] if r["rung"] == n)
+        lines.append(f"{f'{n} {name}':15s} {RUNG_CHANGES.get(n, ''):48s} "
+                     + " ".join(f"{frac[(s, d, n)]:10.2f}" for s, d in keys))
+    return "\n".join(lines)

@@ -114,7 +114,7 @@ RUNGS: tuple[Rung, ...] = (
          "+1-3% over rung 6 (coalesced 128-byte stores off the consumers' critical path)",
          _tma_store),
     Rung(8, "raster", "a wider group-M raster (the order in which the persistent CTAs walk the "
-                      "tiles, chapter 06 section 8): 16 tile rows per group instead of 8, so the 132 "
+                      "tiles, chapter 06's deep dive 06d): 16 tile rows per group instead of 8, so the 132 "
                       "CTAs running at once touch 16 rows of A tiles and about 8 columns of B "
                       "tiles (not 8 and 16): fewer bytes from DRAM when A and B do not fit L2",
          "+1% over rung 7 at 4096³ and 8192³ — from tools/gpu_ch06_limit.py's run (record "

@@ -1,0 +1,238 @@
+# %% [markdown]
+# # 06b — Deep dive: the warp-specialized kernel taken apart
+#
+# **Assumes** chapter 06's core lesson: the producer and consumer warpgroups, the full and empty
+# barriers of each stage, the ring counter and its phase parity, the register budget that
+# `setmaxnreg` moves, and the ladder of rungs. **What it adds:** the seed's swapped protocol run in
+# chapter 05's CPU model until it deadlocks; the producer's and the consumers' loops in the kernel
+# source; the register budget read from the cubin; this chapter's names beside CUTLASS's; the
+# float64 checks of every rung; and a descriptor bug the first cluster run found on the H200,
+# replayed with the descriptor model.
+
+# %% output varies
+import textwrap
+import warnings
+
+import numpy as np
+
+from asynctc.core import notebook, records, runtime
+from asynctc import pipeline as pl
+from asynctc import warp_specialization as W
+from asynctc.models import pipeline as mp
+
+notebook.banner("sm_90a")
+rec = records.load("warp_specialization")
+res = rec.results
+
+# %% [markdown]
+# ## 1. The seed's protocol, run
+#
+# The core lesson drew both protocols (its section 1). Chapter 05's discrete-event model runs
+# both (its producer is one thread of warpgroup 0, as in chapter 05's kernel, but the barriers and
+# their rules are these). The correct protocol finishes;
+# the seed's ends in a diagnosed deadlock at the very first k-tile, instead of a hung GPU:
+
+# %%
+print(f"{'event':18s} {'this kernel':12s} seed")
+for event in W.PROTOCOL_EVENTS:
+    print(f"{event:18s} {W.protocol_from_source()[event]:12s} {W.seed_protocol()[event]}")
+ok_run = mp.simulate(**mp.BUG_HUNT)
+seed_run = mp.simulate(**mp.BUG_HUNT, protocol="swapped_barriers")
+print("\ncorrect protocol:", "finishes" if ok_run.diagnosis is None else ok_run.diagnosis)
+d = seed_run.diagnosis
+print("seed's protocol:", mp.VARIANTS["swapped_barriers"])
+print(f"  {type(d).__name__} at k-tile {d.iteration} on {d.barrier}[{d.stage}], parity {d.parity}, "
+      f"waiting: {', '.join(d.who_waits)}")
+print(textwrap.fill(d.why, 96, initial_indent="  ", subsequent_indent="  "))
+assert ok_run.diagnosis is None and isinstance(d, mp.Deadlock) and d.barrier == "empty"
+assert W.seed_protocol()["consumer waits"] == "empty" and W.protocol_from_source()["consumer waits"] == "full"
+
+# %% [markdown]
+# The producer sails through: a fresh full barrier passes parity 1 at once, and its own loads
+# complete full. The consumers wait for a phase of empty that only their own arrivals could
+# complete. (`tests/test_warp_specialization.py` also replays this kernel's own producer and
+# consumer loops in Python, across tiles and in 2-CTA clusters, with random latencies; with the
+# waits swapped the replay fails too.)
+#
+# ## 2. The kernel, from its source
+#
+# The producer warpgroup: it gives registers back (`setmaxnreg.dec`, section 3), then thread 0
+# walks every (tile, k-tile): wait empty, `arrive.expect_tx` on full and the TMA loads
+# (`load_stage`), advance the ring. The other 127 threads leave.
+
+# %%
+notebook.show_source("warp_specialization.cu", start=r"^    // ---------------- producer warpgroup",
+                     end=r"^    if constexpr \(CLUSTER == 1\) return;")
+
+# %% [markdown]
+# A consumer warpgroup: it takes registers (`setmaxnreg.inc`), then per tile: wait full, issue the
+# k-tile's wgmmas as one group, `wgmma.wait_group<1>` (k-tile i − 1 is complete), release i − 1's
+# stage on empty; after the tile's last k-tile wait for 0 pending, release, store C (from
+# registers, or with rungs 7–8 through shared memory and a TMA store).
+
+# %%
+notebook.show_source("warp_specialization.cu", start=r"^    // ---------------- consumer warpgroups",
+                     end=r"^      tr\.event\(EV_STORE_END")
+
+# %% [markdown]
+# ## 3. The register budget, from the cubin
+#
+# An SM has 65536 32-bit registers. With `__launch_bounds__(384, 1)` (one producer and two
+# consumer warpgroups, one CTA per SM) ptxas knows each thread may have 65536 / 384 = 170,
+# rounded down to the allocation unit of 8: **168 at entry**. `setmaxnreg` (PTX ISA,
+# *setmaxnreg*; `.sync.aligned`: the whole warpgroup executes it) then moves registers between
+# warpgroups: the producer's `setmaxnreg.dec 40` returns 128 × (168 − 40) registers, the
+# consumers' `setmaxnreg.inc 232` takes them — 128 × 40 + 256 × 232 = 64512 ≤ 65536. A consumer
+# thread of the 128×256 tile carries 64 × 256 / 128 = 128 fp32 accumulators.
+#
+# The table compiles four builds here and reads the counts from the cubin: ptxas's count at
+# entry, and the immediates of `USETMAXREG.DEALLOC` / `.TRY_ALLOC` — what `setmaxnreg` became in
+# SASS. The last build drops `__launch_bounds__`: ptxas then cannot know the count at entry and
+# ignores `setmaxnreg` (warning C7508, which `asynctc` turns into a `PerformanceWarning`).
+
+# %% output varies
+budget_cfgs = [W.RUNGS[1].make("float16"), W.WSConfig(), W.WSConfig(setmaxnreg=False)]
+budget = [W.register_budget(c) for c in budget_cfgs]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    no_bounds = W.compile_without_launch_bounds(W.WSConfig())
+row = W.register_budget(W.WSConfig(), no_bounds)
+budget.append({**row, "label": row["label"] + " (no launch bounds)"})
+print(W.register_budget_table(budget))
+print("\nptxas said, without launch bounds:", *[str(w.message).split(": ", 1)[1] for w in caught])
+assert budget[1]["sass_dealloc"] == [40] and budget[1]["sass_alloc"] == [232]
+assert budget[3]["dropped"] and any("C7508" in str(w.message) for w in caught)
+assert all(r["total"] <= 65536 for r in budget[:3])
+
+# %% [markdown]
+# What the table says about this kernel:
+
+# %% output varies
+plain = budget[2]
+_ = notebook.verdict(plain["spill_bytes"] == 0 and plain["ptxas"] <= plain["entry"],
+                     f"Without setmaxnreg, ptxas fits the two-consumer kernel in {plain['ptxas']} registers "
+                     f"per thread, no spills, under the {plain['entry']} at entry: for this tile setmaxnreg gives "
+                     f"the consumers headroom ({budget[1]['consumer']} instead of {plain['entry']}), it does not "
+                     "rescue a spilling kernel. It becomes necessary where a consumer needs more than the "
+                     "count at entry.",
+                     f"Without setmaxnreg, ptxas needs {plain['ptxas']} registers and spills "
+                     f"{plain['spill_bytes']} bytes: here setmaxnreg is what keeps the accumulators in registers.")
+
+# %% [markdown]
+# `WSConfig` checks the budget in Python before anything compiles, and says which rule a request
+# breaks:
+
+# %%
+for knobs in (dict(consumer_regs=240), dict(consumer_regs=160), dict(producer_regs=20)):
+    try:
+        W.WSConfig(**knobs)
+    except W.WarpSpecializationError as refused:
+        print(f"WSConfig({', '.join(f'{name}={value}' for name, value in knobs.items())}): {refused}")
+
+# %% [markdown]
+# The record made on the GPU kept the same counts for every timed build (ptxas of the GPU
+# machine's NVRTC — another NVRTC version can differ from the table above by a register or so):
+
+# %% output varies
+print(rec.label())
+seen = {}
+for lab, v in res["registers"].items():
+    key = (v["entry"], v["ptxas"], v["producer"], v["consumer"], v["total"], v["spill_bytes"],
+           tuple(v["sass_dealloc"]), tuple(v["sass_alloc"]))
+    seen.setdefault(key, []).append(lab)
+for (entry, ptxas, prod, cons, total, spill, dealloc, alloc), labs in seen.items():
+    print(f"{len(labs):2d} builds: entry {entry}, ptxas {ptxas}, producer {prod}, consumers {cons}, "
+          f"CTA {total}, spills {spill} B, USETMAXREG {list(dealloc)}/{list(alloc)}  e.g. {labs[0]}")
+assert all(v["spill_bytes"] == 0 and not v["setmaxnreg_dropped"] for v in res["registers"].values())
+
+# %% [markdown]
+# ## 4. CUTLASS's names
+#
+# **From this chapter's names to CUTLASS's** (chapter 05 maps the ring itself: `PipelineTmaAsync`,
+# `PipelineState`, `producer_acquire` / `producer_commit` / `consumer_wait` / `consumer_release`,
+# `ClusterBarrier`, `make_gmma_desc`, `elect_one_sync`). The kernel schedules
+# (`include/cutlass/gemm/dispatch_policy.hpp`, kernels in `include/cutlass/gemm/kernel/`):
+#
+# | here | CUTLASS (sm90) |
+# |---|---|
+# | a producer warpgroup and one consumer warpgroup, one tile per CTA (not persistent) | `KernelTmaWarpSpecialized` (`sm90_gemm_tma_warpspecialized.hpp`: one MMA warpgroup, non-persistent) |
+# | two consumer warpgroups on the **same** tile, each computing its rows (rungs 3–8; persistent from rung 5) | `KernelTmaWarpSpecializedCooperative` (`sm90_gemm_tma_warpspecialized_cooperative.hpp`, persistent) |
+# | two consumer warpgroups on **different** tiles, taking turns (deep dive 06d, section 2; not built here) | `KernelTmaWarpSpecializedPingpong` (`sm90_gemm_tma_warpspecialized_pingpong.hpp`) |
+# | FP8 without promotion (chapter 07, `promote=0`) | `KernelTmaWarpSpecialized…FP8FastAccum` (`KernelTmaWarpSpecializedCooperativeFP8FastAccum`, `…PingpongFP8FastAccum`) |
+# | FP8 with promotion every P k-tiles (chapter 07, `promote=P`) | the FP8 mainloop's `mma_promotion_interval` (MMAs between promotions, default 4) with `GmmaFP8Accumulation` (`gemm/collective/fp8_accumulation.hpp`) |
+# | the producer's `setmaxnreg.dec`, the consumers' `.inc` | `cutlass::arch::warpgroup_reg_dealloc<N>` / `warpgroup_reg_alloc<N>` |
+#
+# (Names checked against the CUTLASS source; nothing of its code is used here.)
+
+# %% [markdown]
+# ## 5. Correct first
+#
+# Fresh standard-normal inputs (never zeros or ±1), the output poisoned with NaN, a float64
+# reference and an elementwise bound `|C − ref| ≤ k·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|`, so one wrong or
+# unwritten element fails. Live, the top rung runs now in fp16 and in bf16 on a shape with more
+# tiles than SMs (each persistent CTA walks several tiles, the ring counter crosses tile
+# boundaries). The record checked every rung × dtype × B layout × output dtype, and its broken
+# variant (the last consumer never releases a stage) ended with an error, not a hang.
+
+# %% output varies
+top = W.RUNGS[-1]
+if runtime.runs_live("sm_90a"):
+    for dt, shape in (("float16", W.CHECK_SHAPES[0]), ("bfloat16", W.PERSISTENT_SHAPE)):
+        chk = W.verify(top.make(dt), *shape)
+        print(f"live: {top.make(dt).label()} {shape}: worst |C−ref|/bound {chk.worst:.3f}, wrong "
+              f"{chk.wrong}, unwritten {chk.unwritten}")
+        assert chk.passed
+print(rec.label())
+for line in pl.checks_lines(res):
+    print(line)
+print("broken variant:", res["broken"]["error"].split(": ", 1)[-1], f"({res['broken']['seconds']:.1f} s)")
+by_rung = {}
+for c in res["checks"]:
+    by_rung.setdefault(W.rung_of_record(c), []).append(c)
+for n, cs in sorted(by_rung.items()):
+    print(f"  rung {n}: {len(cs):3d} checks, worst |C−ref|/bound {max(c['worst_ratio'] for c in cs):.3f}")
+assert all(c["passed"] for c in res["checks"]) and set(by_rung) == {r.number for r in W.RUNGS}
+
+# %% [markdown]
+# ## 6. A bug found on the H200: a descriptor field that was not masked
+#
+# > The first ladder run on the GPU checked every cluster variant with B given K×N (MN-major) —
+# > and the second CTA of every cluster was wrong, always the same elements. With [multicast](../docs/glossary.md#multicast) off
+# > (each CTA loading all of B itself, same cluster launch) the same elements were wrong: not the
+# > multicast. A decoding input (A a row selector, B filled with its own row index, then its
+# > column index) showed what CTA rank 1 read: for the 64-column box j of B, **K-row k + 2j instead
+# > of k** — box j read 256·j bytes late, as if the descriptor's LBO (the stride between boxes of
+# > an MN-major operand) were 8192 + 256.
+# >
+# > The cause: the kernel built each descriptor as a template plus (shared address >> 4). In a
+# > cluster launch, `cvta.to.shared` gives the second CTA an address with **bit 24** set (its
+# > window in the cluster's shared space). Shifted by 4, that is bit 20 of the descriptor — inside
+# > the LBO field (bits 16–29, in 16-byte units): +16 units, +256 bytes. The start-address field
+# > (bits 0–13) looked right. K-major operands with 128-byte swizzle do not use LBO, which is why
+# > B N×K, and A, were right. The fix (`smem_desc_addr` in `ptx/common.cuh`) masks the address to
+# > its 18-bit shared-memory offset before adding it. The lesson: **mask every value to its field
+# > before adding it to a packed word** — a carry out of one field lands, silently, in the next.
+#
+# The descriptor model (chapter 04) replays it on the CPU: the template for rung 6's B K×N, a B
+# tile at shared offset 0x8000, the address with and without bit 24, decoded; then which K-row of
+# its box each column reads in the first k16 step, from the model's address formula.
+
+# %%
+from asynctc.models import descriptors as dsc
+
+bug_cfg = W.RUNG_BY_NAME["cluster"].make("float16").replace(b_major="MN")
+desc_b0 = bug_cfg.descriptor_templates()[1]
+b_tile = 0x8000                                 # a 1024-byte-aligned B tile in the stage
+rank1 = (1 << 24) | b_tile                      # the second CTA's shared-window address
+masked, unmasked = desc_b0 + ((rank1 & 0x3FFFF) >> 4), desc_b0 + (rank1 >> 4)
+for what, d in (("masked (the fix)", masked), ("unmasked (the bug)", unmasked)):
+    print(f"{what:19s} {d:#018x}  {dsc.decode(d)}")
+print("\nK-row each 64-column box reads in k16 step 0 (k = 0..15):")
+for what, d in (("masked", masked), ("unmasked", unmasked)):
+    rows = W.descriptor_rows_read(bug_cfg, d, b_tile)
+    for j in range(bug_cfg.bn // 64):
+        print(f"  {what:8s} box {j}: rows {rows[64 * j, 0]:2d}..{rows[64 * j, -1]:2d}"
+              + ("" if (rows[64 * j:64 * j + 64] == np.arange(16)).all() else f"  (k + {2 * j})"))
+assert dsc.decode(unmasked).lbo - dsc.decode(masked).lbo == 256
+assert (W.descriptor_rows_read(bug_cfg, unmasked, b_tile)
+        == np.arange(16)[None, :] + 2 * (np.arange(256)[:, None] // 64)).all()
