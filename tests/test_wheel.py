@@ -143,7 +143,9 @@ def test_wheel_in_a_fresh_venv_runs_a_chapter_in_replay(tmp_path):
     recs = {p.relative_to(ROOT / "data").as_posix() for p in (ROOT / "data").glob("*/*.json")}
     shipped = {n.split(".data/data/share/asynctc/data/", 1)[1] for n in names if "/share/asynctc/data/" in n}
     assert recs and recs == shipped, f"records not in the wheel: {sorted(recs - shipped)}"
-    assert any("/share/asynctc/notebooks/00_" in n for n in names)
+    nbs = {p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")}
+    shipped_nbs = {n.rsplit("/", 1)[1] for n in names if "/share/asynctc/notebooks/" in n}
+    assert nbs and nbs == shipped_nbs, f"learner notebooks not in the wheel: {sorted(nbs - shipped_nbs)}"
 
     fresh = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(fresh)
