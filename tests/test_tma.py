@@ -185,3 +185,29 @@ def test_compare_by_box_size_and_bytes_in_flight():
     assert c["lo"]["tma"] == pytest.approx(0.90) and c["hi"]["ldg_sts"] == pytest.approx(0.96)
     assert c["spread"] == pytest.approx(0.36)
     assert c["in_flight"] == {"tma": [65536], "ldg_sts": [16384], "cp_async": [65536]}
+
+
+def test_equal_bytes_plan_keeps_bytes_in_flight_equal_and_every_cta_resident():
+    """The tma_equal suite's rows (compiled here, no GPU): within each box and definition the TMA,
+    cp.async and ld+st rows hold the same bytes in flight per SM, and ptxas's registers and the
+    shared memory let every CTA of a row be resident at once; small and large boxes are both swept."""
+    from asynctc.tma import equal_bytes as E
+    rows = E.plan()
+    groups: dict = {}
+    for r in rows:
+        cfg = r["cfg"]
+        assert r["resident_per_sm"] >= cfg.ctas_per_sm, cfg.name
+        for kind in r["kinds"]:
+            groups.setdefault((r["fp16_box"], kind), []).append(cfg)
+    assert {b for b, _ in groups} == {f"{a}x{b}" for a, b in E.FP16_BOXES}
+    for (box, kind), cfgs in groups.items():
+        assert sorted(c.variant for c in cfgs) == ["cp_async", "ldg_sts", "tma"], (box, kind)
+        assert len({E.in_flight(c, kind) for c in cfgs}) == 1, (box, kind, cfgs)
+    sizes = {c.box_bytes for cs in groups.values() for c in cs}
+    assert min(sizes) <= 1024 and max(sizes) >= 32768
+    with pytest.raises(ValueError, match="fp16_box"):
+        E.configs((48, 48))
+    with pytest.raises(ValueError, match="kind"):
+        E.in_flight(rows[0]["cfg"], "registers")
+    from asynctc import suites, tma
+    assert "tma_equal" in tma.SUITES and "tma_copy" in tma.SUITES and "tma_equal" in suites.SUITES
