@@ -20,10 +20,14 @@ import subprocess
 import sys
 from typing import Any
 
+from pathlib import Path
+
 import numpy as np
 
 from ..core import runtime
 from . import variants
+
+ROOT = Path(__file__).resolve().parents[2]
 
 STORE_ENTRY = "pitfall_store_stress"
 INIT_ENTRY = "pitfall_init_race"
@@ -190,7 +194,6 @@ def _child(expr: str, timeout_s: int = CHILD_TIMEOUT_S):
     """Evaluate ``expr`` (with ``latent`` imported) in a child process, so that a sticky CUDA error
     cannot take the next runs' context; returns its JSON value, or {"words": "crash: ..."} /
     {"words": "timeout: ..."}."""
-    from .suite import ROOT
     code = (f"import json; from asynctc.pitfalls import latent; "
             f"print({_MARK!r} + json.dumps({expr}))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -210,12 +213,13 @@ def _store_expr(bug, fixed, rows, iters, reps):
     return f"[latent.run_store_stress({bug}, {fixed}, {rows}, {iters}) for _ in range({reps})]"
 
 
-def measure_latent(sanitizer: bool = True, progress=print, store_reps: int = STORE_REPS,
+def measure_latent(sanitize=None, progress=print, store_reps: int = STORE_REPS,
                    ring_reps: int = RING_REPS) -> dict:
     """The three latent bugs, many times each: the ring variants (:data:`RING_TILES` ×
     ``ring_reps``), the store stress for 6 and 8 broken and fixed (:data:`STORE_SIZES` ×
     ``store_reps``), the init race in every mode (mode 2 at each of :data:`INIT_STEPS`), and
-    compute-sanitizer (:data:`LATENT_SANITIZERS`) on the ring's 5, 6, 8. A fixed build that is not
+    with ``sanitize`` (:func:`asynctc.pitfalls.suite.sanitize`) compute-sanitizer
+    (:data:`LATENT_SANITIZERS`) on the ring's 5, 6, 8. A fixed build that is not
     "ok" raises RuntimeError (the stress kernel itself would be wrong); a crash of a broken one is
     recorded as its outcome. Returns {"ring", "store", "init", "sanitizer", "verdicts"}."""
     say = progress or (lambda s: None)
@@ -251,8 +255,7 @@ def measure_latent(sanitizer: bool = True, progress=print, store_reps: int = STO
                 if init == 0 and x["words"] != "ok":
                     raise RuntimeError(f"the correct init (INIT=0) did not end ok: {x['words']}")
             out["init"].append({"init": init, "step_cycles": step, "runs": rs})
-    if sanitizer:
-        from .suite import sanitize
+    if sanitize is not None:
         for bug in SANITIZED_LATENT:
             for tool in LATENT_SANITIZERS:
                 r = sanitize(bug, tool, timeout_s=150)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import variants
+from . import latent, variants
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 #: The variants run under compute-sanitizer: the correct kernel, a would-be hang (the bounded wait
@@ -130,6 +130,8 @@ def summarize(rec) -> str:
         lines.append(f"  BUG={v['bug']:2d} {v['key']:20s} {v['words']}")
     for s in rec.results.get("sanitizer", []):
         lines.append(f"  sanitizer BUG={s['bug']} {s['tool']:9s} {s['summary'] or s['rc']}")
+    if rec.results.get("latent"):
+        lines.append(latent.summarize_latent(rec.results["latent"]))
     return "\n".join(lines)
 
 
