@@ -211,3 +211,43 @@ def test_equal_bytes_plan_keeps_bytes_in_flight_equal_and_every_cta_resident():
         E.in_flight(rows[0]["cfg"], "registers")
     from asynctc import suites, tma
     assert "tma_equal" in tma.SUITES and "tma_copy" in tma.SUITES and "tma_equal" in suites.SUITES
+
+
+def test_gpu_ch02_ch03_equal_bytes_entry(monkeypatch, capsys, tmp_path):
+    """`tools/gpu_ch02_ch03.py --equal-bytes --out D [--record]`: without a GPU it exits 2 with one
+    line; with a stand-in measurement it writes results.json and data/<gpu>/tma_equal.json."""
+    import json
+    import sys
+    import types
+    from pathlib import Path
+    from asynctc.core import records, runtime
+    from asynctc.tma import equal_bytes as E
+    root = Path(__file__).resolve().parent.parent
+    path = root / "tools" / "gpu_ch02_ch03.py"
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    mod = types.ModuleType("_tool_gpu_ch02_ch03")
+    mod.__file__ = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), mod.__dict__)
+    if not runtime.runs_live("sm_90a"):
+        monkeypatch.setattr(sys, "argv", ["gpu_ch02_ch03.py", "--equal-bytes", "--out", str(tmp_path / "a")])
+        assert mod.main() == 2
+        assert capsys.readouterr().out.startswith("no live sm_90a GPU")
+    import gpu_common
+    monkeypatch.setenv("ASYNCTC_DATA", str(tmp_path / "data"))
+    prov = json.loads((root / "data" / "h200" / "tma_copy.json").read_text())["provenance"]
+    monkeypatch.setattr(records, "provenance_start", lambda: dict(prov))
+    monkeypatch.setattr(records, "nvidia_smi_clocks", lambda: {})
+    monkeypatch.setattr(gpu_common, "start", lambda o, long_header=False: (
+        Path(o).mkdir(parents=True, exist_ok=True) or Path(o), print))
+    fake = {"bytes": 1, "rows": 1, "cols": 1, "device_copy": {"gbps": 100.0}, "copies": [
+        {"variant": v, "fp16_box": "16x16", "box_bytes": 512, "kinds": ["smem"], "in_flight_smem": 8192,
+         "in_flight_loads": 4096, "gbps": g} for v, g in (("tma", 50.0), ("ldg_sts", 60.0), ("cp_async", 55.0))]}
+    monkeypatch.setattr(E, "measure_equal_bytes", lambda progress=None: fake)
+    out = tmp_path / "o"
+    monkeypatch.setattr(sys, "argv", ["gpu_ch02_ch03.py", "--equal-bytes", "--out", str(out), "--record"])
+    assert mod.main() == 0
+    [saved] = (tmp_path / "data").glob("*/tma_equal.json")
+    doc = json.loads(saved.read_text())
+    assert doc["suite"] == "tma_equal" and (out / "results.json").is_file() and (out / "tma_equal.json").is_file()
+    assert "TMA/best manual" in capsys.readouterr().out
+    assert E.pairs(doc["results"])[0]["ratio"] == pytest.approx(50 / 60)
