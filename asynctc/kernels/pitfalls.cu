@@ -277,7 +277,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) pitfall_wgmma_release(float
 
 // pitfall_store_stress: 128 threads per CTA; for it = 0 .. iters-1 every thread writes its chunks
 // of a changing pattern (pattern(seed, cta, it, word)) into one SROWS × 128 B staging buffer with
-// st.shared, then (FENCE=1) fence.proxy.async, bar.sync, thread 0 TMA-stores the buffer to box
+// st.shared, then (FENCE=1) fence.proxy.async, bar.sync; thread 0 writes the box's last 16 bytes
+// itself (and with FENCE=1 fences them) and TMA-stores the buffer to box
 // (cta * iters + it) of the output and (WAIT_READ=1) waits until the store has read it, bar.sync.
 // BUG 6 = FENCE 0 (the async proxy may read the buffer before the generic writes are visible to
 // it: a stale element is the previous iteration's); BUG 8 = WAIT_READ 0 (the next iteration
@@ -307,19 +308,26 @@ pitfall_store_stress(const __grid_constant__ TmaDesc out_map, int iters, u32 see
   const u32 buf = (smem_u32(smem_raw) + 127u) & ~127u;   // TMA store source: 128 B aligned
   const u32 tid = threadIdx.x, cta = blockIdx.x;
   constexpr u32 CHUNKS = SROWS * ROW_BYTES / 16;
+  auto put = [&](u32 q, int it) {                           // 16-byte chunk q of iteration it
+    const u32 w = q * 4;                                    // 32-bit word index within the box
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
+                 ::"r"(buf + q * 16), "r"(stress_pattern(seed, cta, it, w)),
+                 "r"(stress_pattern(seed, cta, it, w + 1)), "r"(stress_pattern(seed, cta, it, w + 2)),
+                 "r"(stress_pattern(seed, cta, it, w + 3)) : "memory");
+  };
   for (int it = 0; it < iters; ++it) {
-    for (u32 q = tid; q < CHUNKS; q += 128) {
-      const u32 w = q * 4;                                  // 32-bit word index within the box
-      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
-                   ::"r"(buf + q * 16), "r"(stress_pattern(seed, cta, it, w)),
-                   "r"(stress_pattern(seed, cta, it, w + 1)), "r"(stress_pattern(seed, cta, it, w + 2)),
-                   "r"(stress_pattern(seed, cta, it, w + 3)) : "memory");
-    }
+    for (u32 q = tid; q < CHUNKS - 1; q += 128) put(q, it);
 #if FENCE
     fence_proxy_async_shared_cta();
 #endif
     __syncthreads();
     if (tid == 0) {
+      // The box's last chunk: written by the issuing thread right before the store (the tightest
+      // generic-write -> async-read window one thread can make).
+      put(CHUNKS - 1, it);
+#if FENCE
+      fence_proxy_async_shared_cta();
+#endif
       tma_store_2d(out_map, buf, 0, (int)((cta * iters + it) * SROWS));
       bulk_commit_group();
 #if WAIT_READ

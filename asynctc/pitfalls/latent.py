@@ -258,7 +258,7 @@ def measure_latent(sanitize=None, progress=print, store_reps: int = STORE_REPS,
     if sanitize is not None:
         for bug in SANITIZED_LATENT:
             for tool in LATENT_SANITIZERS:
-                r = sanitize(bug, tool, timeout_s=150)
+                r = sanitize(bug, tool, timeout_s=120)
                 say(f"sanitizer BUG={bug} {tool:9s} {r['summary'] or r['rc']}")
                 out["sanitizer"].append(r)
     out["verdicts"] = verdicts(out)
