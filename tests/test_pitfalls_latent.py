@@ -222,3 +222,16 @@ def test_gpu_init_race_correct_never_loses_and_broken_ends():
         r = L.run_init_race(init, step)
         assert r["words"] == "ok" or r["words"].startswith("lost: "), r["words"]
         assert len(r["lost_by_delay"]) == 64 and sum(r["lost_by_delay"]) == r["lost"]
+
+
+def test_recorded_verdict_reads_the_record_or_says_it_is_not_run_yet():
+    rec = records.load("pitfalls", "h200")
+    if "latent" not in rec.results:
+        assert L.recorded_verdict(6, rec).startswith("not run under stress yet")
+    m = records.Record("pitfalls", rec.provenance,
+                       L.merge(rec.results, _fake_latent(), {"date": "2026-12-02T01:45:00"}))
+    assert L.recorded_verdict(8, m) == (f"{_fake_latent()['verdicts']['8']}  "
+                                        f"[{rec.provenance['gpu']}, 2026-12-02]")
+    assert L.recorded_verdict(6, m).startswith("latent on this GPU in 8 runs")
+    with pytest.raises(ValueError, match="bug=9"):
+        L.recorded_verdict(9, m)

@@ -300,3 +300,23 @@ def summarize_latent(latent: dict) -> str:
     for s in latent.get("sanitizer", []):
         lines.append(f"  sanitizer BUG={s['bug']} {s['tool']:9s} {s['summary'] or s['rc']}")
     return "\n".join(lines)
+
+
+def recorded_verdict(bug: int, rec=None) -> str:
+    """The recorded stress verdict of latent bug ``bug`` (5, 6 or 8) from the pitfalls record's
+    ``latent`` results, with the record's label; else a sentence saying it has not been run under
+    stress yet (``tools/gpu_ch08.py --latent-only --record``)."""
+    from ..core import records
+    if bug not in SANITIZED_LATENT:
+        raise ValueError(f"bug={bug!r}: the latent variants are {SANITIZED_LATENT}")
+    if rec is None:
+        try:
+            rec = records.load("pitfalls")
+        except records.RecordError:
+            rec = None
+    lat = (rec.results.get("latent") or {}) if rec is not None else {}
+    v = lat.get("verdicts", {}).get(str(bug))
+    if v is None:
+        return "not run under stress yet (tools/gpu_ch08.py --latent-only --record)"
+    date = str(lat.get("provenance", {}).get("date", "?"))[:10]
+    return f"{v}  [{rec.provenance.get('gpu', '?')}, {date}]"
