@@ -166,7 +166,7 @@ def test_gpu_ch08_latent_only_dry_run_merges_into_the_record(monkeypatch, capsys
         return [{"init": 0, "words": "ok", "lost": 0}] * 4
     monkeypatch.setattr(L, "_child", child)
     sanitized = []
-    monkeypatch.setattr(suite, "sanitize", lambda bug, tool, timeout_s=0: sanitized.append((bug, tool)) or {
+    monkeypatch.setattr(suite, "sanitize", lambda bug, tool, timeout_s=0, code=None: sanitized.append((bug, tool, code is not None)) or {
         "bug": bug, "tool": tool, "summary": "ERROR SUMMARY: 0 errors", "errors": 0, "excerpt": [],
         "outcome": "ok", "rc": 0})
     out = tmp_path / "o"
@@ -178,7 +178,8 @@ def test_gpu_ch08_latent_only_dry_run_merges_into_the_record(monkeypatch, capsys
     lat = doc["results"]["latent"]
     assert lat["verdicts"]["8"].startswith("manifest in 8 of 48 runs")
     assert lat["verdicts"]["6"] == "latent on this GPU in 48 runs (every one ended ok)"
-    assert sanitized == [(b, t) for b in L.SANITIZED_LATENT for t in L.LATENT_SANITIZERS]
+    assert sanitized == [(b, t, False) for b in L.SANITIZED_LATENT for t in L.LATENT_SANITIZERS] + \
+        [(6, "racecheck", True), (8, "racecheck", True)]
     assert (out / "latent.json").is_file() and (out / "pitfalls.json").is_file()
     assert sum("ring_repeats" in c for c in calls) == len(L.SANITIZED_LATENT) * len(L.RING_TILES)
     assert "latent variants under stress:" in capsys.readouterr().out
@@ -235,3 +236,13 @@ def test_recorded_verdict_reads_the_record_or_says_it_is_not_run_yet():
     assert L.recorded_verdict(6, m).startswith("latent on this GPU in 8 runs")
     with pytest.raises(ValueError, match="bug=9"):
         L.recorded_verdict(9, m)
+
+
+def test_the_sanitizer_runs_the_stress_kernel_small():
+    code = L.stress_sanitizer_code(8)
+    assert "run_store_stress(8, False, 64, 4, ctas=2)" in code and "outcome:" in code
+    cmd = suite.sanitizer_command(8, "racecheck", "/x/compute-sanitizer", code)
+    assert cmd[:3] == ["/x/compute-sanitizer", "--tool", "racecheck"] and cmd[-1] == code
+    assert "run_variant(8" in suite.sanitizer_command(8, "racecheck", "x")[-1]
+    with pytest.raises(ValueError, match="bug=5"):
+        L.stress_sanitizer_code(5)

@@ -213,6 +213,14 @@ def _store_expr(bug, fixed, rows, iters, reps):
     return f"[latent.run_store_stress({bug}, {fixed}, {rows}, {iters}) for _ in range({reps})]"
 
 
+def stress_sanitizer_code(bug: int) -> str:
+    """Python that runs the broken store stress of ``bug`` once, small (2 CTAs, 4 iterations of
+    64 rows), and prints ``outcome: <words>`` — what compute-sanitizer runs."""
+    store_defines(bug, False, 64)
+    return ("from asynctc.pitfalls import latent; "
+            f"print('outcome:', latent.run_store_stress({int(bug)}, False, 64, 4, ctas=2)['words'])")
+
+
 def measure_latent(sanitize=None, progress=print, store_reps: int = STORE_REPS,
                    ring_reps: int = RING_REPS) -> dict:
     """The three latent bugs, many times each: the ring variants (:data:`RING_TILES` ×
@@ -261,6 +269,11 @@ def measure_latent(sanitize=None, progress=print, store_reps: int = STORE_REPS,
                 r = sanitize(bug, tool, timeout_s=120)
                 say(f"sanitizer BUG={bug} {tool:9s} {r['summary'] or r['rc']}")
                 out["sanitizer"].append(r)
+        for bug in STORE_BUGS:                 # the stress kernel's tightest window, small
+            r = sanitize(bug, "racecheck", timeout_s=120, code=stress_sanitizer_code(bug))
+            r["kernel"] = STORE_ENTRY
+            say(f"sanitizer BUG={bug} racecheck ({STORE_ENTRY}) {r['summary'] or r['rc']}")
+            out["sanitizer"].append(r)
     out["verdicts"] = verdicts(out)
     return out
 
@@ -298,7 +311,8 @@ def summarize_latent(latent: dict) -> str:
     for bug, v in latent["verdicts"].items():
         lines.append(f"  BUG={bug:>2} {variants.BUGS[int(bug)][0]:20s} {v}")
     for s in latent.get("sanitizer", []):
-        lines.append(f"  sanitizer BUG={s['bug']} {s['tool']:9s} {s['summary'] or s['rc']}")
+        where = f" ({s['kernel']})" if s.get("kernel") else ""
+        lines.append(f"  sanitizer BUG={s['bug']} {s['tool']:9s}{where} {s['summary'] or s['rc']}")
     return "\n".join(lines)
 
 
