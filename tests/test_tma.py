@@ -251,3 +251,18 @@ def test_gpu_ch02_ch03_equal_bytes_entry(monkeypatch, capsys, tmp_path):
     assert doc["suite"] == "tma_equal" and (out / "results.json").is_file() and (out / "tma_equal.json").is_file()
     assert "TMA/best manual" in capsys.readouterr().out
     assert E.pairs(doc["results"])[0]["ratio"] == pytest.approx(50 / 60)
+
+
+@pytest.mark.gpu
+def test_gpu_equal_bytes_rows_copy_exactly():
+    """Every tma_equal configuration of a small and a large box copies byte for byte (a smaller
+    matrix than the suite's; nothing timed)."""
+    from asynctc.tma import equal_bytes as E
+    cb = tma.CopyBench(rows=1024, cols=2048)
+    for row in E.plan():
+        if row["fp16_box"] not in ("16x16", "128x128"):
+            continue
+        cb.dst.poison()
+        cb.launcher(row["cfg"])()
+        c = cb.check(row["cfg"].name)
+        assert c.passed, c.as_dict()
