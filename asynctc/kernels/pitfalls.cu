@@ -344,7 +344,9 @@ pitfall_store_stress(const __grid_constant__ TmaDesc out_map, int iters, u32 see
 // between the init and that arrive:
 //   0  fence.mbarrier_init + __syncthreads (correct);
 //   1  a flag hand-off only: thread 0 writes a volatile flag after the init, warp 1 spins on it,
-//      no fence and no bar.sync (BUG 5 as the ring has it);
+//      no fence and no bar.sync (BUG 5 as the ring has it). The flag's value is this launch's
+//      nonce + the CTA index, so a stale word left in shared memory by an earlier CTA cannot pass
+//      for it;
 //   2  nothing: warp 1 arrives after a delay of (cta % 64) × step_cycles clocks, racing the init.
 // An arrive that lands before the init is erased by it: phase 0 never completes and the wait
 // gives up. Per CTA: result[cta] = 1 lost (timed out) / 2 passed.
@@ -352,17 +354,21 @@ pitfall_store_stress(const __grid_constant__ TmaDesc out_map, int iters, u32 see
 #define INIT 0
 #endif
 extern "C" __global__ void __launch_bounds__(64)
-pitfall_init_race(u32* result, u32 step_cycles, u32 wait_ns) {
+pitfall_init_race(u32* result, u32 step_cycles, u32 wait_ns, u32 nonce) {
   __shared__ __align__(8) u64 bar;
   __shared__ volatile u32 flag;
   const u32 tid = threadIdx.x;
+#if INIT == 1
+  const u32 token = nonce + blockIdx.x;
+#else
+  (void)nonce;
+#endif
   if (tid == 0) {
-    flag = 0;
     mbarrier_init(smem_u32(&bar), 1);
 #if INIT == 0
     fence_mbarrier_init();
 #elif INIT == 1
-    flag = 1;
+    flag = token;
 #endif
   }
 #if INIT == 0
@@ -371,7 +377,7 @@ pitfall_init_race(u32* result, u32 step_cycles, u32 wait_ns) {
   if (tid == 32) {
 #if INIT == 1
     const u64 c0 = clock64();
-    while (flag == 0 && clock64() - c0 < 100000000ull) {
+    while (flag != token && clock64() - c0 < 100000000ull) {
     }
 #elif INIT == 2
     const u64 c0 = clock64();

@@ -168,7 +168,9 @@ def run_init_race(init: int, step_cycles: int = 0, ctas: int = INIT_CTAS,
     ctas = _check_int("ctas", ctas, 1, 65535)
     step_cycles = _check_int("step_cycles", step_cycles, 0, 1 << 20)
     res = DeviceArray.from_host(np.zeros(ctas, np.uint32))
-    runtime.launch(ck, ctas, INIT_THREADS, res, np.uint32(step_cycles), np.uint32(wait_ns))
+    nonce = int(np.random.default_rng().integers(1, 2**31))      # the flag's value (INIT=1)
+    runtime.launch(ck, ctas, INIT_THREADS, res, np.uint32(step_cycles), np.uint32(wait_ns),
+                   np.uint32(nonce))
     r = res.to_host()
     lost, passed = int((r == 1).sum()), int((r == 2).sum())
     if lost + passed != ctas:
