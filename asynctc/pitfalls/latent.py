@@ -176,8 +176,8 @@ def run_init_race(init: int, step_cycles: int = 0, ctas: int = INIT_CTAS,
     if lost + passed != ctas:
         raise RuntimeError(f"init race: {ctas - lost - passed} of {ctas} CTAs wrote no result")
     by_delay = [int((r[d::64] == 1).sum()) for d in range(min(64, ctas))]
-    words = "ok" if not lost else (f"lost: {lost} of {ctas} CTAs timed out on phase 0 (their arrival "
-                                   f"landed before the init, which erased it)")
+    words = "ok" if not lost else (f"lost: {lost} of {ctas} CTAs timed out on phase 0 (the one "
+                                   f"arrival never completed it: it was not ordered after the init)")
     return {"init": init, "step_cycles": step_cycles, "ctas": ctas, "lost": lost,
             "lost_by_delay": by_delay, "words": words}
 
