@@ -117,9 +117,17 @@ def test_verdicts_never_claim_a_symptom_no_run_showed():
     assert v["6"] == "latent on this GPU in 8 runs (every one ended ok)"
     # BUG 5 counts the ring runs and the init race's broken orderings (1 and 2), not the correct 0
     assert v["5"] == "latent on this GPU in 14 runs (every one ended ok)"
+    assert v["5_fence_only"] == v["5_no_order"] == "latent on this GPU in 4 runs (every one ended ok)"
+    lat = _fake_latent()
+    lat["init"][2]["runs"][1] = {"words": "lost: 3 of 2112 CTAs timed out on phase 0"}
+    v2 = L.verdicts(lat)
+    assert v2["5_no_order"] == "manifest in 1 of 4 runs: lost: 3 of 2112 CTAs timed out on phase 0"
+    assert v2["5"].startswith("manifest in 1 of 14 runs: lost: 3")
+    assert v2["5_fence_only"].startswith("latent")
     assert all(w.startswith("latent") for w in _fake_latent(False)["verdicts"].values())
     text = L.summarize_latent(_fake_latent())
     assert "BUG= 8 store_buffer_reuse" in text and "BUG= 6 proxy_fence" in text
+    assert "BUG= 5 init race fence_only" in text
 
 
 def test_merge_keeps_the_rest_of_the_record():
@@ -234,6 +242,7 @@ def test_recorded_verdict_reads_the_record_or_says_it_is_not_run_yet():
     assert L.recorded_verdict(8, m) == (f"{_fake_latent()['verdicts']['8']}  "
                                         f"[{rec.provenance['gpu']}, 2026-12-02]")
     assert L.recorded_verdict(6, m).startswith("latent on this GPU in 8 runs")
+    assert L.recorded_verdict("5_no_order", m).startswith("latent on this GPU in 4 runs")
     with pytest.raises(ValueError, match="bug=9"):
         L.recorded_verdict(9, m)
 

@@ -281,8 +281,10 @@ def measure_latent(sanitize=None, progress=print, store_reps: int = STORE_REPS,
 
 
 def verdicts(latent: dict) -> dict:
-    """Per latent bug, in words from the runs: "manifest: ..." (the first symptom seen, and in how
-    many of the runs) or "latent on this GPU in N runs" (every broken run ended ok)."""
+    """Per latent bug ("5", "6", "8"), in words from the runs: "manifest in k of N runs: <the first
+    symptom seen>" or "latent on this GPU in N runs" (every broken run ended ok); and the init
+    race's two broken orderings on their own: "5_fence_only" (flag hand-off, INIT=1) and
+    "5_no_order" (INIT=2)."""
     out = {}
     for bug in SANITIZED_LATENT:
         runs: list[str] = []
@@ -296,10 +298,18 @@ def verdicts(latent: dict) -> dict:
             for s in latent.get("init", []):
                 if s["init"] != 0:
                     runs += [x["words"] for x in s["runs"]]
-        bad = [w for w in runs if w != "ok"]
-        out[str(bug)] = (f"manifest in {len(bad)} of {len(runs)} runs: {bad[0]}" if bad
-                         else f"latent on this GPU in {len(runs)} runs (every one ended ok)")
+        out[str(bug)] = _verdict(runs)
+    for init, key in ((1, "5_fence_only"), (2, "5_no_order")):   # the init race's two orderings
+        runs = [x["words"] for s in latent.get("init", []) if s["init"] == init for x in s["runs"]]
+        if runs:
+            out[key] = _verdict(runs)
     return out
+
+
+def _verdict(runs: list[str]) -> str:
+    bad = [w for w in runs if w != "ok"]
+    return (f"manifest in {len(bad)} of {len(runs)} runs: {bad[0]}" if bad
+            else f"latent on this GPU in {len(runs)} runs (every one ended ok)")
 
 
 def merge(results: dict, latent: dict, provenance: dict | None = None) -> dict:
@@ -311,20 +321,23 @@ def merge(results: dict, latent: dict, provenance: dict | None = None) -> dict:
 def summarize_latent(latent: dict) -> str:
     lines = ["latent variants under stress:"]
     for bug, v in latent["verdicts"].items():
-        lines.append(f"  BUG={bug:>2} {variants.BUGS[int(bug)][0]:20s} {v}")
+        name = variants.BUGS[int(bug)][0] if bug.isdigit() else f"init race {bug[2:]}"
+        lines.append(f"  BUG={bug[0]:>2} {name:20s} {v}")
     for s in latent.get("sanitizer", []):
         where = f" ({s['kernel']})" if s.get("kernel") else ""
         lines.append(f"  sanitizer BUG={s['bug']} {s['tool']:9s}{where} {s['summary'] or s['rc']}")
     return "\n".join(lines)
 
 
-def recorded_verdict(bug: int, rec=None) -> str:
-    """The recorded stress verdict of latent bug ``bug`` (5, 6 or 8) from the pitfalls record's
+def recorded_verdict(bug, rec=None) -> str:
+    """The recorded stress verdict of latent bug ``bug`` (5, 6 or 8, or a key of the init race's
+    orderings: "5_fence_only", "5_no_order") from the pitfalls record's
     ``latent`` results, with the record's label; else a sentence saying it has not been run under
     stress yet (``tools/gpu_ch08.py --latent-only --record``)."""
     from ..core import records
-    if bug not in SANITIZED_LATENT:
-        raise ValueError(f"bug={bug!r}: the latent variants are {SANITIZED_LATENT}")
+    if bug not in SANITIZED_LATENT and bug not in ("5_fence_only", "5_no_order"):
+        raise ValueError(f"bug={bug!r}: the latent variants are {SANITIZED_LATENT} (and the init "
+                         "race's orderings '5_fence_only', '5_no_order')")
     if rec is None:
         try:
             rec = records.load("pitfalls")
