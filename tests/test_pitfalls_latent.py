@@ -255,3 +255,45 @@ def test_the_sanitizer_runs_the_stress_kernel_small():
     assert "run_variant(8" in suite.sanitizer_command(8, "racecheck", "x")[-1]
     with pytest.raises(ValueError, match="bug=5"):
         L.stress_sanitizer_code(5)
+
+
+def test_run_functions_drive_an_emulated_launch(monkeypatch):
+    """The host side of run_store_stress / run_init_race against an emulator of their kernels
+    (tests/fakes.py's FakeArray, no GPU): arguments, the output's layout (box = cta × iters + it,
+    word = row × 32 + col / 2) and the words."""
+    from asynctc import tma
+    from asynctc.core import memory, runtime
+    from fakes import FakeArray
+    monkeypatch.setattr(memory, "DeviceArray", FakeArray)
+    monkeypatch.setattr(tma, "make_tensor_map", lambda arr, box, swizzle=0: ((arr, tuple(box), swizzle), None))
+    monkeypatch.setattr(runtime, "device_info", lambda: None)
+    seen = {}
+
+    def launch(ck, grid, block, *args, shmem_bytes=0, **kw):
+        seen.update(name=ck.name, grid=grid, block=block, smem=shmem_bytes, defines=dict(ck.defines))
+        if ck.name == L.STORE_ENTRY:
+            (arr, box, swz), iters, seed = args
+            rows = box[0]
+            assert box == (rows, 64) and swz == 0 and arr.dtype == np.float16
+            w = L.pattern(int(seed), grid, int(iters), rows * 32)
+            if ck.defines["WAIT_READ"] == 0:             # emulate the overwrite: box 1 word 5
+                w[0, 1, 5] = w[0, 2, 5]
+            arr.h.view(np.uint32)[...] = w.reshape(grid * int(iters) * rows, 32)
+        else:
+            res, step, wait_ns, nonce = args
+            assert res.dtype == np.uint32 and int(nonce) >= 1 and int(wait_ns) == 200_000
+            res.h[...] = 2
+            if ck.defines["INIT"] == 2:
+                res.h[::64] = 1                           # the CTAs with delay 0 lost theirs
+    monkeypatch.setattr(runtime, "launch", launch)
+    r = L.run_store_stress(8, True, 64, 4, ctas=3, seed=1)
+    assert r["words"] == "ok" and seen["grid"] == 3 and seen["block"] == 128 and seen["smem"] == 64 * 128 + 128
+    assert L.run_store_stress(8, True, 64, 4, seed=1)["ctas"] == 264      # two per SM, 132 SMs
+    b = L.run_store_stress(8, False, 64, 4, ctas=3, seed=1)
+    assert b["words"].startswith("wrong: first wrong element (row 0, col 10) of CTA 0's box 1")
+    assert "the next iteration's value" in b["words"] and b["check"]["next"] == 1
+    ok = L.run_init_race(0)
+    assert ok["words"] == "ok" and ok["lost"] == 0 and seen["block"] == 64
+    lost = L.run_init_race(2, 4, ctas=640)
+    assert lost["lost"] == 10 and lost["lost_by_delay"][0] == 10 and sum(lost["lost_by_delay"]) == 10
+    assert lost["words"].startswith("lost: 10 of 640 CTAs timed out on phase 0")
