@@ -266,3 +266,43 @@ def test_gpu_equal_bytes_rows_copy_exactly():
         cb.launcher(row["cfg"])()
         c = cb.check(row["cfg"].name)
         assert c.passed, c.as_dict()
+
+
+def test_measure_equal_bytes_against_an_emulated_copy(monkeypatch):
+    """measure_equal_bytes's host side with a stand-in GPU (tests/fakes.py's FakeArray; the launch
+    copies src to dst; timings are made up and only flow through): every planned row is checked,
+    then timed, and lands in the record with its bytes in flight; pairs() reads them back. A copy
+    that loses a byte stops the suite."""
+    from asynctc.core import bench, records, runtime
+    from asynctc.tma import equal_bytes as E
+    from asynctc.tma import suite as TS
+    from fakes import FakeArray
+    monkeypatch.setattr(E, "ROWS", 1024)
+    monkeypatch.setattr(E, "COLS", 2048)
+    monkeypatch.setattr(TS, "DeviceArray", FakeArray)
+    monkeypatch.setattr(TS, "make_tensor_map", lambda arr, box: ((arr, tuple(box)), None))
+    monkeypatch.setattr(runtime, "precompile", lambda jobs: None)
+    monkeypatch.setattr(runtime, "device_info", lambda: None)
+    monkeypatch.setattr(records, "nvidia_smi_clocks", lambda: {})
+    state = {"break": False}
+
+    def launch(ck, grid, block, *args, shmem_bytes=0, **kw):
+        src, dst = (args[0][0], args[1][0]) if ck.name == "copy_tma" else (args[0], args[1])
+        dst.h[...] = src.h
+        if state["break"]:
+            dst.h.view(np.uint8)[0, 7] ^= 1
+    monkeypatch.setattr(runtime, "launch", launch)
+    monkeypatch.setattr(bench, "device_copy", lambda dst, src: (lambda: None))
+    monkeypatch.setattr(bench, "time_gpu", lambda fn, reps=20: bench.Timing([0.5, 0.5, 0.5]))
+    out = E.measure_equal_bytes()
+    assert len(out["copies"]) == len(E.plan()) and out["bytes"] == 1024 * 2048 * 4
+    for c in out["copies"]:
+        assert c["in_flight_smem"] == c["stages"] * c["box_bytes"] * c["ctas_per_sm"]
+        assert c["resident_per_sm"] >= c["ctas_per_sm"] and c["gbps"] > 0
+    ps = E.pairs(out)
+    assert {(p["fp16_box"], p["kind"]) for p in ps} == {(f"{a}x{b}", k) for a, b in E.FP16_BOXES
+                                                        for k in ("smem", "loads")}
+    assert all(p["ratio"] == pytest.approx(1.0) for p in ps)
+    state["break"] = True
+    with pytest.raises(RuntimeError, match="copy wrong"):
+        E.measure_equal_bytes()
