@@ -173,6 +173,9 @@ def test_gpu_ch08_latent_only_dry_run_merges_into_the_record(monkeypatch, capsys
                      "words": w, "check": None}] * L.STORE_REPS
         return [{"init": 0, "words": "ok", "lost": 0}] * 4
     monkeypatch.setattr(L, "_child", child)
+    from asynctc.core import runtime
+    pre = []
+    monkeypatch.setattr(runtime, "precompile", lambda jobs: pre.append(jobs))
     sanitized = []
     monkeypatch.setattr(suite, "sanitize", lambda bug, tool, timeout_s=0, code=None: sanitized.append((bug, tool, code is not None)) or {
         "bug": bug, "tool": tool, "summary": "ERROR SUMMARY: 0 errors", "errors": 0, "excerpt": [],
@@ -189,6 +192,7 @@ def test_gpu_ch08_latent_only_dry_run_merges_into_the_record(monkeypatch, capsys
     assert sanitized == [(b, t, False) for b in L.SANITIZED_LATENT for t in L.LATENT_SANITIZERS] + \
         [(6, "racecheck", True), (8, "racecheck", True)]
     assert (out / "latent.json").is_file() and (out / "pitfalls.json").is_file()
+    assert len(pre) == 1 and len(pre[0]) == 3 + 6 + 3          # ring; store: 2 sizes × (fixed, 6, 8); init
     assert sum("ring_repeats" in c for c in calls) == len(L.SANITIZED_LATENT) * len(L.RING_TILES)
     assert "latent variants under stress:" in capsys.readouterr().out
 
@@ -203,6 +207,8 @@ def test_gpu_ch08_latent_only_stops_when_a_fixed_build_is_wrong(monkeypatch, cap
     monkeypatch.setattr(L, "_child", lambda expr, timeout_s=0: (
         {"bug": 5, "tiles": 8, "runs": 1, "outcomes": {"ok": 1}} if "ring" in expr
         else [{"words": "wrong: stale", "check": None}]))
+    from asynctc.core import runtime
+    monkeypatch.setattr(runtime, "precompile", lambda jobs: None)
     monkeypatch.setattr(mod, "start", lambda o, long_header=False: (Path(o).mkdir(parents=True, exist_ok=True) or Path(o), print))
     monkeypatch.setattr(sys, "argv", ["gpu_ch08.py", "--latent-only", "--quick", "--out", str(tmp_path / "o"), "--record"])
     assert mod.main() == 1
