@@ -109,6 +109,8 @@ def test_what_is_not_measured_names_what_would_measure_it(recs):
     by = {(r["key"], r["what"][:30]): r["measure_with"] for r in rows}
     assert any("swizzle=s" in m and "fp8_config" in m and "SWIZZLE=s" in m for m in by.values())
     assert any("CSTAGES=2" in m and "tma_copy" in m for m in by.values())
+    assert any("tma_equal" in m and "--equal-bytes" in m for (k, _), m in by.items()
+               if k == "tma_vs_manual")
     assert any("tcgen05" in m for (k, _), m in by.items() if k == "gemm_blackwell")
     assert all(r["verdict"] in (C.NOT_MEASURED, C.BLACKWELL) for r in rows)
 
@@ -348,3 +350,59 @@ def test_the_built_notebook_tags_its_solutions_and_checks_the_records():
                for c in cells if c["cell_type"] == "code" and "solution=True" in "".join(c["source"]))
     code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "check_written(" in code and "ch10.fraction_both" in code and "ch10.verdict" in code
+
+
+# --------------------------------------------------------------------------------------------------
+# TMA against the manual copies at equal bytes in flight: the tma_equal record (chapter 03)
+# --------------------------------------------------------------------------------------------------
+
+def recs_committed_lack_tma_equal() -> bool:
+    """True while data/ holds no tma_equal record (WRITTEN_FOR then expects "not measured")."""
+    return C.load_records().get("tma_equal") is None
+
+
+def _tma_equal(ratio_small: float, ratio_large: float):
+    """A tma_equal record built from the suite's own plan (no GPU: the plan only compiles): the
+    manual copies at 100 GB/s, TMA at ``ratio_small`` × that on ≤ 4 KiB boxes, ``ratio_large`` × on
+    ≥ 16 KiB ones, 1.0 × between."""
+    import dataclasses
+    from asynctc.core import records
+    from asynctc.tma import equal_bytes as E
+    copies = []
+    for row in E.plan():
+        cfg = row["cfg"]
+        r = ratio_small if cfg.box_bytes <= E.SMALL_MAX else ratio_large if cfg.box_bytes >= E.LARGE_MIN else 1.0
+        copies.append({**dataclasses.asdict(cfg), "fp16_box": row["fp16_box"], "box_bytes": cfg.box_bytes,
+                       "kinds": row["kinds"], "in_flight_smem": E.in_flight(cfg, "smem"),
+                       "in_flight_loads": E.in_flight(cfg, "loads"),
+                       "gbps": 100.0 * (r if cfg.variant == "tma" else 1.0)})
+    return records.Record("tma_equal", {"sm_count": 132, "gpu": "test"},
+                          {"copies": copies, "device_copy": {"gbps": 120.0}})
+
+
+def test_tma_equal_record_judges_both_equal_bytes_parts_and_flips(recs):
+    recs = dict(recs, tma_equal=None)             # as before the suite ran (whatever data/ holds)
+    written = _claims(recs)["tma_vs_manual"]
+    assert [p.verdict for p in written.parts if "equal bytes" in p.what] == [C.NOT_MEASURED] * 2
+    r = dict(recs, tma_equal=_tma_equal(0.9, 1.2))
+    cl = _claims(r)["tma_vs_manual"]
+    eq = [p for p in cl.parts if "equal bytes" in p.what]
+    assert [p.verdict for p in eq] == [C.HOLDS, C.HOLDS]
+    assert eq[0].value == pytest.approx(0.9) and eq[1].value == pytest.approx(1.2)
+    assert all(p.suite == "tma_equal" for p in eq) and "16x16 smem" in eq[0].ours
+    assert len(cl.parts) == len(written.parts)
+    assert [p.verdict for p in cl.parts if "equal bytes" not in p.what] == \
+        [p.verdict for p in written.parts if "equal bytes" not in p.what]
+    if recs_committed_lack_tma_equal():
+        _raises(r, "tma_vs_manual")        # measured: the chapter's text must be revisited
+    flipped = _claims(dict(recs, tma_equal=_tma_equal(1.05, 0.95)))["tma_vs_manual"]
+    assert [p.verdict for p in flipped.parts if "equal bytes" in p.what] == [C.FAILS, C.FAILS]
+
+
+def test_tma_equal_pairs_refuse_rows_that_disagree_on_bytes_in_flight():
+    from asynctc.tma import equal_bytes as E
+    rec = _tma_equal(1.0, 1.0)
+    c = next(x for x in rec.results["copies"] if x["variant"] == "cp_async" and "smem" in x["kinds"])
+    c["in_flight_smem"] += 1024
+    with pytest.raises(ValueError, match="disagree on bytes in flight"):
+        E.pairs(rec.results)

@@ -185,3 +185,124 @@ def test_compare_by_box_size_and_bytes_in_flight():
     assert c["lo"]["tma"] == pytest.approx(0.90) and c["hi"]["ldg_sts"] == pytest.approx(0.96)
     assert c["spread"] == pytest.approx(0.36)
     assert c["in_flight"] == {"tma": [65536], "ldg_sts": [16384], "cp_async": [65536]}
+
+
+def test_equal_bytes_plan_keeps_bytes_in_flight_equal_and_every_cta_resident():
+    """The tma_equal suite's rows (compiled here, no GPU): within each box and definition the TMA,
+    cp.async and ld+st rows hold the same bytes in flight per SM, and ptxas's registers and the
+    shared memory let every CTA of a row be resident at once; small and large boxes are both swept."""
+    from asynctc.tma import equal_bytes as E
+    rows = E.plan()
+    groups: dict = {}
+    for r in rows:
+        cfg = r["cfg"]
+        assert r["resident_per_sm"] >= cfg.ctas_per_sm, cfg.name
+        for kind in r["kinds"]:
+            groups.setdefault((r["fp16_box"], kind), []).append(cfg)
+    assert {b for b, _ in groups} == {f"{a}x{b}" for a, b in E.FP16_BOXES}
+    for (box, kind), cfgs in groups.items():
+        assert sorted(c.variant for c in cfgs) == ["cp_async", "ldg_sts", "tma"], (box, kind)
+        assert len({E.in_flight(c, kind) for c in cfgs}) == 1, (box, kind, cfgs)
+    sizes = {c.box_bytes for cs in groups.values() for c in cs}
+    assert min(sizes) <= 1024 and max(sizes) >= 32768
+    with pytest.raises(ValueError, match="fp16_box"):
+        E.configs((48, 48))
+    with pytest.raises(ValueError, match="kind"):
+        E.in_flight(rows[0]["cfg"], "registers")
+    from asynctc import suites, tma
+    assert "tma_equal" in tma.SUITES and "tma_copy" in tma.SUITES and "tma_equal" in suites.SUITES
+
+
+def test_gpu_ch02_ch03_equal_bytes_entry(monkeypatch, capsys, tmp_path):
+    """`tools/gpu_ch02_ch03.py --equal-bytes --out D [--record]`: without a GPU it exits 2 with one
+    line; with a stand-in measurement it writes results.json and data/<gpu>/tma_equal.json."""
+    import json
+    import sys
+    import types
+    from pathlib import Path
+    from asynctc.core import records, runtime
+    from asynctc.tma import equal_bytes as E
+    root = Path(__file__).resolve().parent.parent
+    path = root / "tools" / "gpu_ch02_ch03.py"
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    mod = types.ModuleType("_tool_gpu_ch02_ch03")
+    mod.__file__ = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), mod.__dict__)
+    if not runtime.runs_live("sm_90a"):
+        monkeypatch.setattr(sys, "argv", ["gpu_ch02_ch03.py", "--equal-bytes", "--out", str(tmp_path / "a")])
+        assert mod.main() == 2
+        assert capsys.readouterr().out.startswith("no live sm_90a GPU")
+    import gpu_common
+    monkeypatch.setenv("ASYNCTC_DATA", str(tmp_path / "data"))
+    prov = json.loads((root / "data" / "h200" / "tma_copy.json").read_text())["provenance"]
+    monkeypatch.setattr(records, "provenance_start", lambda: dict(prov))
+    monkeypatch.setattr(records, "nvidia_smi_clocks", lambda: {})
+    monkeypatch.setattr(gpu_common, "start", lambda o, long_header=False: (
+        Path(o).mkdir(parents=True, exist_ok=True) or Path(o), print))
+    fake = {"bytes": 1, "rows": 1, "cols": 1, "device_copy": {"gbps": 100.0}, "copies": [
+        {"variant": v, "fp16_box": "16x16", "box_bytes": 512, "kinds": ["smem"], "in_flight_smem": 8192,
+         "in_flight_loads": 4096, "gbps": g} for v, g in (("tma", 50.0), ("ldg_sts", 60.0), ("cp_async", 55.0))]}
+    monkeypatch.setattr(E, "measure_equal_bytes", lambda progress=None: fake)
+    out = tmp_path / "o"
+    monkeypatch.setattr(sys, "argv", ["gpu_ch02_ch03.py", "--equal-bytes", "--out", str(out), "--record"])
+    assert mod.main() == 0
+    [saved] = (tmp_path / "data").glob("*/tma_equal.json")
+    doc = json.loads(saved.read_text())
+    assert doc["suite"] == "tma_equal" and (out / "results.json").is_file() and (out / "tma_equal.json").is_file()
+    assert "TMA/best manual" in capsys.readouterr().out
+    assert E.pairs(doc["results"])[0]["ratio"] == pytest.approx(50 / 60)
+
+
+@pytest.mark.gpu
+def test_gpu_equal_bytes_rows_copy_exactly():
+    """Every tma_equal configuration of a small and a large box copies byte for byte (a smaller
+    matrix than the suite's; nothing timed)."""
+    from asynctc.tma import equal_bytes as E
+    cb = tma.CopyBench(rows=1024, cols=2048)
+    for row in E.plan():
+        if row["fp16_box"] not in ("16x16", "128x128"):
+            continue
+        cb.dst.poison()
+        cb.launcher(row["cfg"])()
+        c = cb.check(row["cfg"].name)
+        assert c.passed, c.as_dict()
+
+
+def test_measure_equal_bytes_against_an_emulated_copy(monkeypatch):
+    """measure_equal_bytes's host side with a stand-in GPU (tests/fakes.py's FakeArray; the launch
+    copies src to dst; timings are made up and only flow through): every planned row is checked,
+    then timed, and lands in the record with its bytes in flight; pairs() reads them back. A copy
+    that loses a byte stops the suite."""
+    from asynctc.core import bench, records, runtime
+    from asynctc.tma import equal_bytes as E
+    from asynctc.tma import suite as TS
+    from fakes import FakeArray
+    monkeypatch.setattr(E, "ROWS", 1024)
+    monkeypatch.setattr(E, "COLS", 2048)
+    monkeypatch.setattr(TS, "DeviceArray", FakeArray)
+    monkeypatch.setattr(TS, "make_tensor_map", lambda arr, box: ((arr, tuple(box)), None))
+    monkeypatch.setattr(runtime, "precompile", lambda jobs: None)
+    monkeypatch.setattr(runtime, "device_info", lambda: None)
+    monkeypatch.setattr(records, "nvidia_smi_clocks", lambda: {})
+    state = {"break": False}
+
+    def launch(ck, grid, block, *args, shmem_bytes=0, **kw):
+        src, dst = (args[0][0], args[1][0]) if ck.name == "copy_tma" else (args[0], args[1])
+        dst.h[...] = src.h
+        if state["break"]:
+            dst.h.view(np.uint8)[0, 7] ^= 1
+    monkeypatch.setattr(runtime, "launch", launch)
+    monkeypatch.setattr(bench, "device_copy", lambda dst, src: (lambda: None))
+    monkeypatch.setattr(bench, "time_gpu", lambda fn, reps=20: bench.Timing([0.5, 0.5, 0.5]))
+    out = E.measure_equal_bytes()
+    assert len(out["copies"]) == len(E.plan()) and out["bytes"] == 1024 * 2048 * 4
+    for c in out["copies"]:
+        assert c["in_flight_smem"] == c["stages"] * c["box_bytes"] * c["ctas_per_sm"]
+        assert c["resident_per_sm"] >= c["ctas_per_sm"] and c["gbps"] > 0
+    ps = E.pairs(out)
+    assert {(p["fp16_box"], p["kind"]) for p in ps} == {(f"{a}x{b}", k) for a, b in E.FP16_BOXES
+                                                        for k in ("smem", "loads")}
+    assert all(p["ratio"] == pytest.approx(1.0) for p in ps)
+    state["break"] = True
+    with pytest.raises(RuntimeError, match="copy wrong"):
+        E.measure_equal_bytes()

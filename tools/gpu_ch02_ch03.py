@@ -2,6 +2,12 @@
 
     .venv/bin/python tools/gpu_ch02_ch03.py            # checks + a small bandwidth preview
     .venv/bin/python tools/gpu_ch02_ch03.py --no-bench # checks only
+    .venv/bin/python tools/gpu_ch02_ch03.py --equal-bytes --out $OUT [--record]
+
+``--equal-bytes`` runs only the ``tma_equal`` suite (asynctc.tma.equal_bytes, well under 2 minutes
+on an H200): TMA beside the cp.async and ld+st copies at the same bytes in flight per SM, small and
+large fp16 boxes, each row checked byte for byte before it is timed; results.json under --out, and
+with --record data/<gpu>/tma_equal.json (copied into --out), which chapter 10 judges.
 
 Runs the logic of the ``gpu`` tests in tests/test_cp_async.py and tests/test_tma.py on fresh random data and
 prints one compact line per check (PASS/FAIL/ERROR and the detail that matters), then a table. Every
@@ -12,6 +18,7 @@ kernels are bounded, so a protocol error shows up as "mbarrier wait timed out", 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import traceback
@@ -46,14 +53,35 @@ def check(name: str, fn) -> None:
     print(f"{status:5s} {name:60s} {detail[:160]}  [{time.perf_counter() - t0:.1f}s]", flush=True)
 
 
+def equal_bytes(out: str, save: bool) -> int:
+    """The tma_equal suite alone, through the record machinery the other scripts use."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gpu_common import record_suite, start
+    from asynctc.tma import equal_bytes as E
+    started = start(out, long_header=False)
+    if started is None:
+        return 2
+    out_dir, say = started
+    return record_suite("tma_equal", lambda: E.measure_equal_bytes(progress=say),
+                        E.summarize_equal_bytes, out_dir, say, save=save)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--equal-bytes", action="store_true",
+                    help="only the tma_equal suite (TMA vs manual copies at equal bytes in flight)")
+    ap.add_argument("--out", default=os.environ.get("OUT", "out_tma_equal"),
+                    help="folder for results.json with --equal-bytes (default: $OUT)")
+    ap.add_argument("--record", action="store_true",
+                    help="with --equal-bytes: write data/<gpu>/tma_equal.json")
     ap.add_argument("--only", help="regular expression: run only the checks whose names match "
                     "(a fault ends the process's CUDA context, so isolate suspects in their own run)")
     args = ap.parse_args()
     global ONLY
     ONLY = args.only
+    if args.equal_bytes:
+        return equal_bytes(args.out, args.record)
     if not runtime.runs_live("sm_90a"):
         print("no live sm_90a GPU:", runtime.why_not_live("sm_90a"))
         return 2

@@ -11,12 +11,12 @@ LATENCY_GLOBAL = ("no suite: a pointer chase of dependent global loads timed wit
                   "warp, L2 flushed) — the course has no latency microbenchmark")
 LATENCY_SHARED = ("no suite: a pointer chase of dependent ld.shared timed with clock64 — the course "
                   "has no latency microbenchmark")
-TMA_EQUAL_IN_FLIGHT = ("the tma_copy suite's loop (asynctc.tma.measure_tma_copy) with, at each 1–4 KiB "
-                       "box, a TMA row at the manual copy's bytes in flight (stages × box × CTAs/SM): "
-                       "CopyBench().launcher(CopyConfig('tma', br, bc, stages=2, ctas_per_sm=c // 2, "
-                       "threads=32)) where c is the manual copy's CTAs/SM (16 at 1–4 KiB) — tma.cu "
-                       "CSTAGES=2, one box load in flight per CTA; copy_config() gives TMA 4 stages "
-                       "today")
+TMA_EQUAL_IN_FLIGHT = ("the tma_equal suite (asynctc.tma.equal_bytes.measure_equal_bytes; `python "
+                       "tools/gpu_ch02_ch03.py --equal-bytes --record`): TMA, cp.async and ld+st "
+                       "copies of fp16 boxes 16×16 to 128×128 at the same bytes in flight per SM "
+                       "(shared memory held, and loads outstanding; tma.cu's copy kernels at "
+                       "CSTAGES=2, as in chapter 03's tma_copy), each checked byte for byte before "
+                       "it is timed; the claims code judges it as soon as the record exists")
 SOFTWARE_SWIZZLE = ("no suite: the manual copy (tma.cu copy_ldg_sts) storing the 128-byte XOR "
                     "pattern itself, timed beside a TMA load with CU_TENSOR_MAP_SWIZZLE_128B; the "
                     "course's copies store unswizzled tiles")

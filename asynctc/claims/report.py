@@ -22,7 +22,7 @@ WRITTEN_FOR = {
     "sync_quarter": (_H, _H, _F),
     "latencies": (_N, _N, _H),
     "sync_vs_wgmma": (_H, _H),
-    "tma_vs_manual": (_F, _H, _F, _N, _H, _N),
+    "tma_vs_manual": (_F, _H, _F, _N, _N, _H, _N),
     "smem_228": (_H,),
     "tile_tens_kb": (_H,),
     "queue_depth": (_H, _F, _H),

@@ -191,6 +191,34 @@ def _in_flight(c: dict) -> int:
     return c["stages"] * c["box_bytes"] * c["ctas_per_sm"]
 
 
+EQUAL_SMALL = ("small boxes (≤ 4 KiB: fp16 16×16, 32×32) at equal bytes in flight per SM: TMA no "
+               "faster than the faster manual copy (within 1 %)")
+EQUAL_LARGE = ("large 2-D boxes (≥ 16 KiB: fp16 128×64 up to 128×128) at equal bytes in flight per "
+               "SM: TMA faster than the faster manual copy")
+
+
+def _tma_equal_parts(rec) -> list:
+    """The two equal-bytes parts from a ``tma_equal`` record (chapter 03's
+    :func:`asynctc.tma.equal_bytes.pairs`: TMA / the faster of ld+st and cp.async, per box and per
+    definition of bytes in flight — shared memory held, or loads outstanding)."""
+    from ..tma.equal_bytes import LARGE_MIN, SMALL_MAX, pairs
+    ps = pairs(rec.results)
+    small = [p for p in ps if p["box_bytes"] <= SMALL_MAX]
+    large = [p for p in ps if p["box_bytes"] >= LARGE_MIN]
+    if not small or not large:
+        raise MissingRecord("the tma_equal record lacks small (≤ 4 KiB) or large (≥ 16 KiB) boxes")
+
+    def text(rows):
+        return "; ".join(f"{p['fp16_box']} {p['kind']} {p['in_flight'] // 1024} KiB: {p['ratio']:.2f}"
+                         for p in rows)
+    hi = max(p["ratio"] for p in small)
+    lo = min(p["ratio"] for p in large)
+    return [judged(EQUAL_SMALL, hi, None, 1.01, f"TMA/best manual up to {hi:.2f} ({text(small)})",
+                   "×", suite="tma_equal"),
+            judged(EQUAL_LARGE, lo, 1.0, None, f"TMA/best manual ≥ {lo:.2f} ({text(large)})", "×",
+                   suite="tma_equal")]
+
+
 def _tma_vs_manual(recs):
     rec = need(recs, "tma_copy")
     copies = rec.results["copies"]
@@ -225,12 +253,18 @@ def _tma_vs_manual(recs):
                             + ", ".join(f"{a}/{b}" for a, b in fl), "×", suite="tma_copy"))
     eq = [x for s in sizes if s <= 4096 for x in ratios(s, equal_only=True)]
     what = "small boxes (1–4 KiB) at equal bytes in flight: TMA no faster than the manual copy"
-    if eq:
+    equal = recs.get("tma_equal")
+    if equal is not None:
+        parts.extend(_tma_equal_parts(equal))
+    elif eq:
         hi = max(x[0] for x in eq)
         parts.append(judged(what, hi, None, 1.01, f"TMA/manual up to {hi:.2f} over {len(eq)} pairs",
                             "×", suite="tma_copy"))
     else:
         parts.append(Part(what, NOT_MEASURED, unit="×", suite="tma_copy",
+                          measure_with=TMA_EQUAL_IN_FLIGHT))
+    if equal is None:
+        parts.append(Part(EQUAL_LARGE, NOT_MEASURED, unit="×", suite="tma_equal",
                           measure_with=TMA_EQUAL_IN_FLIGHT))
     big = [x for s in sizes if s >= 16384 for x in ratios(s)]
     if not big:
@@ -504,7 +538,7 @@ SEED_CLAIMS = (
               "06", ("mma_sync", "warp_specialization"), _sync_vs_wgmma),
     ClaimSpec("tma_vs_manual", "TMA is no better, even slower, than manual loads on small boxes, "
               "better on large multi-dimensional ones; hardware swizzle beats software", "03",
-              ("tma_copy",), _tma_vs_manual),
+              ("tma_copy", "tma_equal"), _tma_vs_manual),
     ClaimSpec("smem_228", "Hopper has 228 KB of shared memory per SM", "05", ("pipeline",),
               _smem_228),
     ClaimSpec("tile_tens_kb", "A 128×256 FP16 tile takes tens of KB of shared memory", "06",

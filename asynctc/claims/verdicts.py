@@ -40,8 +40,8 @@ DATASHEET = "datasheet"
 MEASURED_CLOCK = "measured clock"
 
 #: The suites chapter 10 reads (it measures none itself).
-SUITES = ("ceilings", "mma_sync", "cp_async", "tma_copy", "wgmma", "pipeline", "warp_specialization",
-          "fp8", "swizzle", "ws_limit", "matmul", "tcgen05")
+SUITES = ("ceilings", "mma_sync", "cp_async", "tma_copy", "tma_equal", "wgmma", "pipeline",
+          "warp_specialization", "fp8", "swizzle", "ws_limit", "matmul", "tcgen05")
 
 
 class MissingRecord(LookupError):

@@ -269,3 +269,128 @@ extern "C" __global__ void __launch_bounds__(128, 1) pitfall_wgmma_release(float
 #pragma unroll
   for (int i = 0; i < 32; ++i) out[threadIdx.x * 32 + i] = d[i];
 }
+
+// ---- The latent variants under stress (asynctc.pitfalls.latent) ---------------------------------
+// BUG 5, 6 and 8 end "ok" in the ring above on the H200: its timing hides them. These two kernels
+// give each bug the tightest window we can write and many chances per launch; a wrong outcome is
+// named by the host (the elementwise check, or the count of lost arrivals), never a hang.
+
+// pitfall_store_stress: 128 threads per CTA; for it = 0 .. iters-1 every thread writes its chunks
+// of a changing pattern (pattern(seed, cta, it, word)) into one SROWS × 128 B staging buffer with
+// st.shared, then (FENCE=1) fence.proxy.async, bar.sync; thread 0 writes the box's last 16 bytes
+// itself (and with FENCE=1 fences them) and TMA-stores the buffer to box
+// (cta * iters + it) of the output and (WAIT_READ=1) waits until the store has read it, bar.sync.
+// BUG 6 = FENCE 0 (the async proxy may read the buffer before the generic writes are visible to
+// it: a stale element is the previous iteration's); BUG 8 = WAIT_READ 0 (the next iteration
+// overwrites the buffer while the store may still read it: a wrong element is the next one's).
+#ifndef SROWS
+#define SROWS 64
+#endif
+#ifndef FENCE
+#define FENCE 1
+#endif
+#ifndef WAIT_READ
+#define WAIT_READ 1
+#endif
+static_assert(SROWS >= 8 && SROWS <= 256 && SROWS % 8 == 0, "SROWS: 8..256 rows, a multiple of 8");
+
+__device__ __forceinline__ u32 stress_pattern(u32 seed, u32 cta, u32 it, u32 w) {
+  u32 x = seed + cta * 0x9E3779B1u + it * 0x85EBCA77u + w * 0xC2B2AE3Du;
+  x ^= x >> 15;
+  x *= 0x2C1B3C6Du;
+  x ^= x >> 12;
+  return x;
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+pitfall_store_stress(const __grid_constant__ TmaDesc out_map, int iters, u32 seed) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const u32 buf = (smem_u32(smem_raw) + 127u) & ~127u;   // TMA store source: 128 B aligned
+  const u32 tid = threadIdx.x, cta = blockIdx.x;
+  constexpr u32 CHUNKS = SROWS * ROW_BYTES / 16;
+  auto put = [&](u32 q, int it) {                           // 16-byte chunk q of iteration it
+    const u32 w = q * 4;                                    // 32-bit word index within the box
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
+                 ::"r"(buf + q * 16), "r"(stress_pattern(seed, cta, it, w)),
+                 "r"(stress_pattern(seed, cta, it, w + 1)), "r"(stress_pattern(seed, cta, it, w + 2)),
+                 "r"(stress_pattern(seed, cta, it, w + 3)) : "memory");
+  };
+  for (int it = 0; it < iters; ++it) {
+    for (u32 q = tid; q < CHUNKS - 1; q += 128) put(q, it);
+#if FENCE
+    fence_proxy_async_shared_cta();
+#endif
+    __syncthreads();
+    if (tid == 0) {
+      // The box's last chunk: written by the issuing thread right before the store (the tightest
+      // generic-write -> async-read window one thread can make).
+      put(CHUNKS - 1, it);
+#if FENCE
+      fence_proxy_async_shared_cta();
+#endif
+      tma_store_2d(out_map, buf, 0, (int)((cta * iters + it) * SROWS));
+      bulk_commit_group();
+#if WAIT_READ
+      bulk_wait_group_read<0>();
+#endif
+    }
+    __syncthreads();
+  }
+  if (tid == 0) bulk_wait_group<0>();                       // every store written before exit
+}
+
+// pitfall_init_race: 64 threads per CTA, one mbarrier of count 1. Thread 0 initialises it and
+// waits (bounded, wait_ns) on phase 0; lane 0 of warp 1 arrives once. INIT selects the ordering
+// between the init and that arrive:
+//   0  fence.mbarrier_init + __syncthreads (correct);
+//   1  a flag hand-off only: thread 0 writes a volatile flag after the init, warp 1 spins on it,
+//      no fence and no bar.sync (BUG 5 as the ring has it). The flag's value is this launch's
+//      nonce + the CTA index, so a stale word left in shared memory by an earlier CTA cannot pass
+//      for it;
+//   2  nothing: warp 1 arrives after a delay of (cta % 64) × step_cycles clocks, racing the init.
+// An arrive that lands before the init is erased by it: phase 0 never completes and the wait
+// gives up. Per CTA: result[cta] = 1 lost (timed out) / 2 passed.
+#ifndef INIT
+#define INIT 0
+#endif
+extern "C" __global__ void __launch_bounds__(64)
+pitfall_init_race(u32* result, u32 step_cycles, u32 wait_ns, u32 nonce) {
+  __shared__ __align__(8) u64 bar;
+  __shared__ volatile u32 flag;
+  const u32 tid = threadIdx.x;
+#if INIT == 1
+  const u32 token = nonce + blockIdx.x;
+#else
+  (void)nonce;
+#endif
+  if (tid == 0) {
+    mbarrier_init(smem_u32(&bar), 1);
+#if INIT == 0
+    fence_mbarrier_init();
+#elif INIT == 1
+    flag = token;
+#endif
+  }
+#if INIT == 0
+  __syncthreads();
+#endif
+  if (tid == 32) {
+#if INIT == 1
+    const u64 c0 = clock64();
+    while (flag != token && clock64() - c0 < 100000000ull) {
+    }
+#elif INIT == 2
+    const u64 c0 = clock64();
+    const u64 d = (u64)(blockIdx.x % 64) * step_cycles;
+    while (clock64() - c0 < d) {
+    }
+#endif
+    mbarrier_arrive(smem_u32(&bar));
+  }
+  if (tid == 0) {
+    bool ok = mbarrier_try_wait_parity(smem_u32(&bar), 0);
+    const u64 t0 = globaltimer();
+    while (!ok && globaltimer() - t0 < wait_ns) ok = mbarrier_try_wait_parity(smem_u32(&bar), 0);
+    result[blockIdx.x] = ok ? 2u : 1u;
+  }
+}

@@ -4,8 +4,9 @@ ends with a decoded error instead of a hang.
 
 Modules: :mod:`.zoo` (the reports and classes, the hangs/wrong/slow decision table),
 :mod:`.ordering` (proxy, bulk-group, wgmma-group, leader and init rules as a checker),
-:mod:`.variants` (compile, launch and decode the kernel variants), :mod:`.diagnosis` (the one-screen
-diagnosis, also ``python -m asynctc diagnose``), :mod:`.suite` (the "pitfalls" record),
+:mod:`.variants` (compile, launch and decode the kernel variants), :mod:`.latent` (BUG 5, 6, 8 —
+latent in the ring — under stress, many runs, and their verdict words), :mod:`.diagnosis` (the
+one-screen diagnosis, also ``python -m asynctc diagnose``), :mod:`.suite` (the "pitfalls" record),
 :mod:`.figures`, :mod:`.exercises`.
 """
 

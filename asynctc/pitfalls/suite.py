@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import variants
+from . import latent, variants
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 #: The variants run under compute-sanitizer: the correct kernel, a would-be hang (the bounded wait
@@ -34,12 +34,13 @@ def sanitizer_path() -> str | None:
     return None
 
 
-def sanitizer_command(bug: int, tool: str, exe: str) -> list[str]:
-    """The command line that runs variant ``bug`` once under ``tool``."""
+def sanitizer_command(bug: int, tool: str, exe: str, code: str | None = None) -> list[str]:
+    """The command line that runs variant ``bug`` once under ``tool`` (or the Python ``code``, which
+    prints ``outcome: <words>``, e.g. a stress kernel of :mod:`.latent`)."""
     if tool not in SANITIZER_TOOLS:
         raise ValueError(f"tool={tool!r}: must be one of {SANITIZER_TOOLS}")
-    code = ("from asynctc.pitfalls import variants; "
-            f"print('outcome:', variants.run_variant({int(bug)}, tiles=4).words)")
+    code = code or ("from asynctc.pitfalls import variants; "
+                    f"print('outcome:', variants.run_variant({int(bug)}, tiles=4).words)")
     extra = ["--racecheck-report", "hazard"] if tool == "racecheck" else []
     return [exe, "--tool", tool, *extra, sys.executable, "-c", code]
 
@@ -57,16 +58,18 @@ def parse_sanitizer(text: str) -> dict:
             "outcome": outcome}
 
 
-def sanitize(bug: int, tool: str, timeout_s: int = SANITIZER_TIMEOUT_S, exe: str | None = None) -> dict:
-    """Run variant ``bug`` under compute-sanitizer ``tool`` with a wall-clock limit; returns
-    {bug, tool, summary, errors, excerpt, outcome, rc} (rc "timeout" when the limit passed)."""
+def sanitize(bug: int, tool: str, timeout_s: int = SANITIZER_TIMEOUT_S, exe: str | None = None,
+             code: str | None = None) -> dict:
+    """Run variant ``bug`` (or ``code``: :func:`sanitizer_command`) under compute-sanitizer ``tool``
+    with a wall-clock limit; returns {bug, tool, summary, errors, excerpt, outcome, rc} (rc
+    "timeout" when the limit passed)."""
     exe = exe or sanitizer_path()
     if exe is None:
         return {"bug": bug, "tool": tool, "summary": "compute-sanitizer not found", "errors": None,
                 "excerpt": [], "outcome": "", "rc": None}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     try:
-        p = subprocess.run(sanitizer_command(bug, tool, exe), capture_output=True, text=True,
+        p = subprocess.run(sanitizer_command(bug, tool, exe, code), capture_output=True, text=True,
                            timeout=timeout_s, env=env, cwd=str(ROOT))
         rc, text = p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
@@ -130,6 +133,8 @@ def summarize(rec) -> str:
         lines.append(f"  BUG={v['bug']:2d} {v['key']:20s} {v['words']}")
     for s in rec.results.get("sanitizer", []):
         lines.append(f"  sanitizer BUG={s['bug']} {s['tool']:9s} {s['summary'] or s['rc']}")
+    if rec.results.get("latent"):
+        lines.append(latent.summarize_latent(rec.results["latent"]))
     return "\n".join(lines)
 
 

@@ -27,6 +27,8 @@ What lives where (every name below is re-exported here: ``from asynctc import tm
   :func:`lifecycle_table`.
 * ``suite.py`` — the record suite ``tma_copy``: :class:`CopyBench`, :func:`copy_config`,
   :func:`measure_tma_copy` and the tables read from its record (never plots).
+* ``equal_bytes.py`` — the record suite ``tma_equal``: TMA beside the manual copies at equal bytes
+  in flight per SM, small and large boxes (:func:`measure_equal_bytes`, :func:`equal_bytes.pairs`).
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
 """
 
@@ -41,3 +43,7 @@ from .maps import encode, make_tensor_map, tensor_map_for_tile  # noqa: F401
 from .suite import (  # noqa: F401
     BOXES, COPY_COLS, COPY_ROWS, SMEM_BUDGET, SUITES, VARIANTS, CopyBench, CopyConfig, by_box,
     bytes_in_flight, compare_by_box_size, copy_config, measure_tma_copy, summarize_tma_copy)
+from . import equal_bytes  # noqa: E402
+from .equal_bytes import measure_equal_bytes, summarize_equal_bytes  # noqa: F401,E402
+
+SUITES = {**SUITES, **equal_bytes.SUITES}
