@@ -63,8 +63,9 @@ from ..models.fp8 import (ANCHOR, FIT_GROUPS, FIT_K, FIT_PREDICTION, GROUP_K, fi
                           group_operands, identification_table, identified_bits,
                           predict_identification, probe_operands)
 from . import config, exercises, figures, identify, launch, seed, suite  # noqa: F401  (exercises registers ch07.*)
-from .config import (MIXED_FP8_DEFINES, PROMOTES, THIN_SHAPES, block_configs, block_timed_config,
-                     operand_dtype,
+from .config import (FP8_SWIZZLES, MIXED_FP8_DEFINES, MIXED_PAIRS, PROMOTES, THIN_SHAPES,
+                     block_configs, block_timed_config, mixed_configs, operand_dtype,
+                     operand_dtypes, swizzle_config, swizzle_configs,
                      correctness_configs, fp8_config, fp8_shape_config, shape_configs,
                      timed_configs)
 from .figures import plot_accumulation
