@@ -368,16 +368,34 @@ def test_promote_is_refused_for_16_bit_inputs():
         W.WSConfig(dtype="float16", bn=128, promote=1)
 
 
+def _ml(name):
+    return np.dtype(ml_dtypes.float8_e4m3fn if "e4m3" in name else ml_dtypes.float8_e5m2)
+
+
 @pytest.mark.parametrize("cfg", fp8.correctness_configs(), ids=lambda c: c.label())
 def test_fp8_layout_is_the_16_bit_layout_in_bytes(cfg):
+    assert cfg.a_box.dtype == _ml(cfg.dtype) and cfg.b_load_box.dtype == _ml(cfg.dtype_b)
+    d = cfg.defines
+    assert d["DT"] == W.INPUT_DTYPES[cfg.dtype] and d["BK"] == 128 and d["PROMOTE"] == cfg.promote
+    assert d.get("DT_B") == (W.INPUT_DTYPES[cfg.b_dtype] if cfg.b_dtype else None)
+    if cfg.swizzle != 128:
+        # the narrower swizzles: the fp16 build of the same tile and swizzle (verified on the
+        # H200 by chapter 07's swizzle suite) has the same bytes, boxes, descriptors and k-steps
+        twin = W.WSConfig(dtype="float16", bm=cfg.bm, bn=cfg.bn, consumers=cfg.consumers,
+                          stages=cfg.stages, persistent=cfg.persistent, swizzle=cfg.swizzle)
+        assert cfg.descriptor_templates() == twin.descriptor_templates()
+        assert cfg.stage_bytes == twin.stage_bytes == (cfg.bm + cfg.bn) * 128
+        mine, theirs = cfg.swizzle_defines(), twin.swizzle_defines()
+        assert mine.pop("K_BOX_ELEMS") == 2 * theirs.pop("K_BOX_ELEMS")     # elements, not bytes
+        assert mine == theirs and mine["SWIZZLE"] == cfg.swizzle
+        span = cfg.swizzle or 16                # no swizzle: one 16-byte core-matrix column
+        assert cfg.a_box.inner_bytes == cfg.b_load_box.inner_bytes == span
+        assert cfg.k_boxes == 128 // span and d["K_BOXES"] == 128 // span
+        return
     twin = cfg.pipeline_config()
     assert cfg.descriptor_templates() == twin.descriptor_templates()
     assert cfg.stage_bytes == twin.stage_bytes == (cfg.bm + cfg.bn) * 128
     assert cfg.bk == 128 and cfg.a_box.inner_bytes == 128 and cfg.b_load_box.inner_bytes == 128
-    assert cfg.a_box.dtype == np.dtype(ml_dtypes.float8_e4m3fn if "e4m3" in cfg.dtype
-                                       else ml_dtypes.float8_e5m2)
-    d = cfg.defines
-    assert d["DT"] == W.INPUT_DTYPES[cfg.dtype] and d["BK"] == 128 and d["PROMOTE"] == cfg.promote
     assert d["A_KSTEP_BYTES"] == d["B_KSTEP_BYTES"] == 32
 
 
@@ -468,9 +486,9 @@ def test_fp8_variant_compiles_to_qgmma(cfg):
         warnings.simplefilter("error", runtime.PerformanceWarning)
         ck = W.compile_ws(cfg)
     text = ck.sass()
-    t = "E4M3" if "e4m3" in cfg.dtype else "E5M2"
+    ta, tb = ("E4M3" if "e4m3" in d else "E5M2" for d in (cfg.dtype, cfg.dtype_b))
     shapes = re.findall(r"QGMMA\.64x(\d+)x32\.F32\.(E4M3|E5M2)\.(E4M3|E5M2)\b", text)
-    assert set(shapes) == {(str(cfg.bn), t, t)}
+    assert set(shapes) == {(str(cfg.bn), ta, tb)}           # A's type, then B's
     assert len(shapes) == 4 * cfg.atoms                     # one k-tile: 4 k32 steps × atoms
     assert "HGMMA" not in text
     assert ck.resources.spill_stores == 0 and ck.resources.spill_loads == 0
@@ -487,6 +505,27 @@ def test_fp8_variant_compiles_to_qgmma(cfg):
 def test_fp8_variant_matches_float64(cfg, rng):
     for shp in fp8.shapes_for(cfg):
         c = fp8.verify_fp8(cfg, *shp, rng=rng)
+        assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("a,b", fp8.MIXED_PAIRS)
+@pytest.mark.parametrize("shape", [(256, 512, 384), (512, 768, 1024)])
+def test_mixed_fp8_matches_float64_and_reads_b_in_its_own_format(a, b, shape, rng):
+    """Both mixed orders on fresh random inputs (poisoned C, every element within the bound of
+    |A|·|B|): C = A·Bᵀ with B read as ``b``; read as A's format instead, the same output fails."""
+    m, n, k = shape
+    cfg = W.WSConfig(dtype=a, b_dtype=b, bm=128, bn=256, consumers=2, stages=4)
+    qa, qb = fp8.random_fp8((m, k), a, rng), fp8.random_fp8((n, k), b, rng)
+    g = W.run_ws(qa, qb, cfg)
+    out = g.out.to_host()
+    ok = fp8.check_fp8_gemm(out, qa, qb, label=cfg.label())
+    assert ok.passed, ok.as_dict()
+    wrong = fp8.check_fp8_gemm(out, qa, qb.view(np.uint8).view(_ml(a)), label="B as A's format")
+    assert not wrong.passed
+    top = fp8.fp8_config(a, b_dtype=b)
+    for shp in fp8.shapes_for(top):
+        c = fp8.verify_fp8(top, *shp, rng=rng)
         assert c.passed, c.as_dict()
 
 
@@ -795,20 +834,57 @@ def test_promotion_prediction_written_before_the_run():
 
 
 @pytest.mark.parametrize("a,b", [("float8_e4m3fn", "float8_e5m2"), ("e5m2", "e4m3")])
-def test_mixed_fp8_operands_refused_with_the_plan(a, b):
-    """wgmma allows .e4m3 × .e5m2; the kernel does not build it yet: refused in Python, naming
-    b_dtype, its value, the rule and the defines a mixed build needs."""
-    with pytest.raises(W.WarpSpecializationError) as e:
-        fp8.operand_dtype(a, b)
-    msg = str(e.value)
-    want = fp8.MIXED_FP8_DEFINES[(fp8.fp8_format(a).name, fp8.fp8_format(b).name)]
-    assert msg.startswith(f"b_dtype='{fp8.fp8_format(b).name}'") and "PTX ISA" in msg
-    assert str(want) in msg and want["DT"] != want["DT_B"]
-    # the launch path refuses the mixed pair too (B's dtype against the config's)
-    qa = fp8.random_fp8((128, 128), a, rng=np.random.default_rng(0))
-    qb = fp8.random_fp8((256, 128), b, rng=np.random.default_rng(1))
-    with pytest.raises(W.WarpSpecializationError, match="b.dtype"):
-        W.check_operands(qa, qb, fp8.fp8_config(fp8.fp8_format(a).name))
+def test_mixed_fp8_operands_build_with_dt_b(a, b):
+    """wgmma allows .e4m3 × .e5m2 in either order: the build sets DT (A) and DT_B (B), B's tensor
+    map box is in B's dtype, and the launch checks B against cfg.b_dtype, naming it."""
+    an, bn = fp8.operand_dtypes(a, b)
+    assert (an, bn) == (fp8.fp8_format(a).name, fp8.fp8_format(b).name) and an != bn
+    want = fp8.MIXED_FP8_DEFINES[(an, bn)]
+    assert want["DT"] != want["DT_B"] and (an, bn) in fp8.MIXED_PAIRS
+    assert fp8.operand_dtype(a, b) == f"{an} × {bn} (DT={want['DT']}, DT_B={want['DT_B']})"
+    for cfg in (fp8.fp8_config(an, b_dtype=bn), W.WSConfig(dtype=an, b_dtype=bn, bn=128)):
+        d = cfg.defines
+        assert (d["DT"], d["DT_B"]) == (want["DT"], want["DT_B"]) and cfg.dtype_b == bn
+        assert cfg.label().endswith(f"b_dtype:{bn}") or f" b_dtype:{bn} " in cfg.label()
+        assert {k: v for k, v in d.items() if k != "DT_B"} == cfg.replace(b_dtype=None).defines
+    assert sum(c.dtype == an and c.b_dtype == bn for c in fp8.correctness_configs()) == 2
+    qa = fp8.random_fp8((256, 128), an, rng=np.random.default_rng(0))
+    qb = fp8.random_fp8((256, 128), bn, rng=np.random.default_rng(1))
+    cfg = fp8.fp8_config(an, b_dtype=bn)
+    assert W.check_operands(qa, qb, cfg) == (256, 256, 128)
+    # B of A's format against a mixed config, and a mixed B against one of A's format: refused
+    with pytest.raises(W.WarpSpecializationError, match=rf"^b.dtype='{an}': must be {bn} "
+                                                        r"\(cfg.b_dtype\)"):
+        W.check_operands(qa, qb.astype(np.float32).astype(_ml(an)), cfg)
+    with pytest.raises(W.WarpSpecializationError, match=rf"^b.dtype='{bn}': must be {an} "
+                                                        r"\(cfg.dtype\)"):
+        W.check_operands(qa, qb, fp8.fp8_config(an))
+
+
+def test_one_format_sets_no_dt_b():
+    for dt in W.FP8_DTYPES:
+        cfg = fp8.fp8_config(dt, b_dtype=dt)
+        assert cfg.b_dtype is None and cfg == fp8.fp8_config(dt) and "DT_B" not in cfg.defines
+    assert "DT_B" not in W.WSConfig().defines and W.WSConfig().dtype_b == "float16"
+    assert all("DT_B" not in c.defines for c in fp8.correctness_configs() if not c.b_dtype)
+
+
+@pytest.mark.parametrize("kw, rule", [
+    (dict(dtype="float16", b_dtype="bfloat16"), r"B of another type than A \(float16\) only for "
+                                                r"FP8 A and B .*\.f16/\.bf16 they are the same"),
+    (dict(dtype="float8_e4m3fn", b_dtype="float16", out_dtype="bfloat16"),
+     r"B of another type than A \(float8_e4m3fn\) only for FP8 A and B \(PTX ISA"),
+    (dict(dtype="bfloat16", b_dtype="float8_e5m2"), r"B of another type than A \(bfloat16\)"),
+    (dict(dtype="float8_e4m3fn", b_dtype="float8_e4m3"), r"B's input dtype: None \(A's\) or one of"),
+    (dict(dtype="float8_e4m3fn", b_dtype=3), r"B's input dtype: None \(A's\) or one of"),
+])
+def test_what_mixed_operands_still_cannot_be_is_refused(kw, rule):
+    with pytest.raises(W.WarpSpecializationError, match=rf"^b_dtype={kw['b_dtype']!r}: {rule}"):
+        W.WSConfig(**kw)
+    # and fp8 B stays K-major in a mixed build (no fp8 transpose)
+    with pytest.raises(W.WarpSpecializationError, match=r"^b_major='MN': fp8 wgmma has no "
+                                                        r"transpose"):
+        W.WSConfig(dtype="float8_e4m3fn", b_dtype="float8_e5m2", b_major="MN")
 
 
 def test_operand_dtype_same_format_and_non_fp8():
@@ -816,4 +892,10 @@ def test_operand_dtype_same_format_and_non_fp8():
     assert fp8.operand_dtype("e5m2", "float8_e5m2") == "float8_e5m2"
     with pytest.raises(W.WarpSpecializationError, match="a_dtype='float16'"):
         fp8.operand_dtype("float16", "e4m3")
+    with pytest.raises(W.WarpSpecializationError, match=r"^b_dtype='bfloat16': the FP8 GEMM takes "
+                                                        r"FP8 operands.*16-bit A and B are one"):
+        fp8.operand_dtypes("e5m2", "bfloat16")
+    with pytest.raises(W.WarpSpecializationError, match=r"^b_dtype='float16'"):
+        fp8.operand_dtype("e4m3", np.float16)
     assert fp8.MIXED_FP8_DEFINES[("float8_e4m3fn", "float8_e5m2")] == {"DT": 2, "DT_B": 3}
+    assert fp8.MIXED_FP8_DEFINES[("float8_e5m2", "float8_e4m3fn")] == {"DT": 3, "DT_B": 2}

@@ -26,6 +26,10 @@ Where things live:
   (:func:`identification_experiment`, prediction :data:`FIT_PREDICTION`) and the promotion-cost
   test with one and two consumer warpgroups (:func:`promotion_cost`,
   :data:`PROMOTION_PREDICTION`); never plots.
+* ``swizzle_suite.py`` — the "fp8_swizzle" record suite (``SUITES["fp8_swizzle"]``,
+  :func:`measure_fp8_swizzle`, ``tools/gpu_ch07.py --swizzle-only``): the mixed-operand builds and
+  e4m3 under each swizzle checked against float64, then e4m3 timed under the 128-, 64-, 32- and no
+  swizzle beside the fp16 top rung (prediction :data:`SWIZZLE_PREDICTION`); never plots.
 * ``figures.py`` — notebook 07's accumulation plot, read from records; never times anything.
 * ``seed.py`` — the seed article's 4096³ table beside our rungs, under the datasheet peak and the
   peak at the measured clock (:func:`seed_comparison`); reads records only.
@@ -62,7 +66,7 @@ from ..models.fp8 import (A_BLOCK, ACC_PREDICTION, B_BLOCK, EXPERIMENT_K, EXPERI
 from ..models.fp8 import (ANCHOR, FIT_GROUPS, FIT_K, FIT_PREDICTION, GROUP_K, fit_group, fit_set,
                           group_operands, identification_table, identified_bits,
                           predict_identification, probe_operands)
-from . import config, exercises, figures, identify, launch, seed, suite  # noqa: F401  (exercises registers ch07.*)
+from . import config, exercises, figures, identify, launch, seed, suite, swizzle_suite  # noqa: F401  (exercises registers ch07.*)
 from .config import (FP8_SWIZZLES, MIXED_FP8_DEFINES, MIXED_PAIRS, PROMOTES, THIN_SHAPES,
                      block_configs, block_timed_config, mixed_configs, operand_dtype,
                      operand_dtypes, swizzle_config, swizzle_configs,
@@ -81,4 +85,7 @@ from .suite import (FIT_COLS, FIT_ROWS, GOAL, NONSQUARE_SHAPES, SIZES, SUITES,
                     measure_fp8_nonsquare, nonsquare_fp8_table, ratio_rows, summarize_fp8,
                     summary_table, time_block_scaled)
 
-SUITES = {**SUITES, **identify.SUITES}
+from .swizzle_suite import PREDICTION as SWIZZLE_PREDICTION
+from .swizzle_suite import measure_fp8_swizzle, summarize_fp8_swizzle, swizzle_table
+
+SUITES = {**SUITES, **identify.SUITES, **swizzle_suite.SUITES}
