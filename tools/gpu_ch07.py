@@ -11,7 +11,7 @@ Run from the repository root on an sm_90 machine with torch (about 2 minutes on 
                                                    #     runs that identify the fraction bits and
                                                    #     the group, and the promotion-cost test;
                                                    #     writes data/<gpu>/fp8_fit.json
-    python tools/gpu_ch07.py --swizzle-only --out $OUT [--record]
+    python tools/gpu_ch07.py --swizzle --out $OUT [--record]
                                                    # only the "fp8_swizzle" suite (under 3
                                                    #     minutes): mixed e4m3 × e5m2 and e4m3
                                                    #     under each swizzle checked against
@@ -56,7 +56,7 @@ def main() -> int:
     ap.add_argument("--fit", action="store_true",
                     help="only the fp8_fit suite: fraction-bit identification and promotion cost "
                          "(with --record: data/<gpu>/fp8_fit.json)")
-    ap.add_argument("--swizzle-only", action="store_true",
+    ap.add_argument("--swizzle", action="store_true",
                     help="only the fp8_swizzle suite: mixed FP8 and every swizzle checked, e4m3 "
                          "timed under each swizzle beside fp16 (with --record: "
                          "data/<gpu>/fp8_swizzle.json)")
@@ -69,7 +69,7 @@ def main() -> int:
         return record_suite("fp8_fit", lambda: fp8.measure_fp8_fit(progress=say),
                             fp8.summarize_fp8_fit, out_dir, say, save=args.record)
     sizes = () if args.quick else tuple(int(s) for s in args.sizes.split(","))
-    if args.swizzle_only:
+    if args.swizzle:
         return record_suite("fp8_swizzle",
                             lambda: fp8.measure_fp8_swizzle(progress=say, sizes=sizes),
                             fp8.summarize_fp8_swizzle, out_dir, say,

@@ -21,7 +21,7 @@ TMA_EQUAL_IN_FLIGHT = ("the tma_copy suite's loop (asynctc.tma.measure_tma_copy)
 SOFTWARE_SWIZZLE = ("no suite: the manual copy (tma.cu copy_ldg_sts) storing the 128-byte XOR "
                     "pattern itself, timed beside a TMA load with CU_TENSOR_MAP_SWIZZLE_128B; the "
                     "course's copies store unswizzled tiles")
-FP8_SWIZZLE = ("`python tools/gpu_ch07.py --swizzle-only --record` (the fp8_swizzle suite, "
+FP8_SWIZZLE = ("`python tools/gpu_ch07.py --swizzle --record` (the fp8_swizzle suite, "
                "asynctc.fp8.measure_fp8_swizzle; or the full fp8 suite, which times them too): "
                "fp8_config(cluster=1, tma_store=False, swizzle=s) for s = 128, 64, 32, 0 "
                "(fp8.swizzle_config; warp_specialization.cu DT=2, SWIZZLE=s, CLUSTER=1: a swizzle "

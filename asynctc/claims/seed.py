@@ -83,7 +83,7 @@ def stage_kib(row: dict) -> float:
 
 
 #: The records that may hold FP8 rows under a swizzle other than 128 bytes: the full fp8 suite,
-#: its three-minute slice (``tools/gpu_ch07.py --swizzle-only``) and the swizzle suite.
+#: its three-minute slice (``tools/gpu_ch07.py --swizzle``) and the swizzle suite.
 FP8_SWIZZLE_SUITES = ("fp8", "fp8_swizzle", "swizzle")
 
 

@@ -27,7 +27,7 @@ Where things live:
   test with one and two consumer warpgroups (:func:`promotion_cost`,
   :data:`PROMOTION_PREDICTION`); never plots.
 * ``swizzle_suite.py`` — the "fp8_swizzle" record suite (``SUITES["fp8_swizzle"]``,
-  :func:`measure_fp8_swizzle`, ``tools/gpu_ch07.py --swizzle-only``): the mixed-operand builds and
+  :func:`measure_fp8_swizzle`, ``tools/gpu_ch07.py --swizzle``): the mixed-operand builds and
   e4m3 under each swizzle checked against float64, then e4m3 timed under the 128-, 64-, 32- and no
   swizzle beside the fp16 top rung (prediction :data:`SWIZZLE_PREDICTION`); never plots.
 * ``figures.py`` — notebook 07's accumulation plot, read from records; never times anything.

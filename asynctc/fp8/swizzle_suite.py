@@ -1,5 +1,5 @@
 """Chapter 07 for chapter 10, the "fp8_swizzle" record suite (``SUITES["fp8_swizzle"]``,
-``tools/gpu_ch07.py --swizzle-only``): the seed's "128-byte swizzle best for FP16, 64 or 32 bytes
+``tools/gpu_ch07.py --swizzle``): the seed's "128-byte swizzle best for FP16, 64 or 32 bytes
 possibly better for FP8", measured. :func:`measure_fp8_swizzle` checks the mixed-operand builds
 (:func:`~asynctc.fp8.config.mixed_configs`) and the FP8 builds under each swizzle against float64
 first (:func:`asynctc.fp8.launch.check_all`: a wrong kernel's speed is never recorded), then times
