@@ -546,6 +546,13 @@ def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None, cluster=None):
     blocks = ck.defines.get("BLOCK_SCALES", 0)
     assert len(args) == 12 + 2 * blocks
     ta, tb, tc, out, m, n, k, da, db, err, trace, scales = args[:12]
+    # A's and B's tensor maps have boxes of their own dtype, and the build's wgmma types (DT for
+    # A, DT_B for B, default DT) are the operands' formats
+    code = {np.dtype(ml_dtypes.float8_e4m3fn): 2, np.dtype(ml_dtypes.float8_e5m2): 3,
+            np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
+    assert ta[1].dtype == np.dtype(ta[0].dtype) and tb[1].dtype == np.dtype(tb[0].dtype)
+    assert ck.defines["DT"] == code[np.dtype(ta[0].dtype)]
+    assert ck.defines.get("DT_B", ck.defines["DT"]) == code[np.dtype(tb[0].dtype)]
     a, b = ta[0].h.astype(np.float64), tb[0].h.astype(np.float64)
     assert (int(m), int(n), int(k)) == (a.shape[0], b.shape[0], a.shape[1])
     if blocks:       # per-block scales: sa[r, kt] · sb[c / 128, kt] per k-tile of 128
@@ -636,6 +643,50 @@ def test_fp8_suite_dry_run(monkeypatch):
     assert "512×512×256" in text and "64×512×512" in text and "not run" not in text
     import json
     json.dumps(res)                                   # the record is JSON-able
+
+
+def test_fp8_swizzle_suite_dry_run(monkeypatch):
+    """The "fp8_swizzle" suite (tools/gpu_ch07.py --swizzle) end to end on the CPU: the mixed
+    builds and every swizzle checked first, e4m3 timed under 128/64/32/0 B beside the fp16 top
+    rung, rows chapter 10 reads (each swizzle against the 128-byte row of the same run)."""
+    from asynctc.core import records
+    from asynctc.claims import seed as S
+    _fake_gpu(monkeypatch)
+    monkeypatch.setattr(fp8.launch, "CHECK_SHAPES", ((256, 256, 256),))
+    monkeypatch.setattr(fp8.launch, "PERSISTENT_SHAPE", (512, 512, 384))
+    res = fp8.measure_fp8_swizzle(sizes=(512,), reps=2)
+    want = {c.label() for c in fp8.mixed_configs()} | {fp8.swizzle_config(s).label()
+                                                       for s in fp8.FP8_SWIZZLES}
+    assert {c["config"] for c in res["checks"]} == want and all(c["passed"] for c in res["checks"])
+    assert {(c["config"], tuple(c["shape"])) for c in res["checks"]} >= {
+        (c.label(), (512, 512, 384)) for c in fp8.mixed_configs() if c.persistent}
+    fp8_rows = [r for r in res["rows"] if "float8" in r["dtype"]]
+    assert sorted(r["swizzle"] for r in fp8_rows) == sorted(fp8.FP8_SWIZZLES)
+    assert all(r["check_rows"]["passed"] and r["cluster"] == 1 and not r["tma_store"]
+               for r in fp8_rows)
+    assert [r["dtype"] for r in res["rows"] if r not in fp8_rows] == ["float16"]
+    assert [(t["swizzle"], t["of_128"], t["of_fp16"]) for t in res["table"]] == \
+        [(s, 1.0, 1.0) for s in (128, 64, 32, 0)]
+    assert [t["predicted"] for t in res["table"]] == [None, True, False, False]  # 1.0 vs bands
+    text = fp8.summarize_fp8_swizzle(records.Record("fp8_swizzle", {"gpu": "fake"}, res))
+    assert "none" in text and "64 B" in text and "OUTSIDE" in text and "prediction" in text
+    rec = records.Record("fp8_swizzle", {"gpu": "fake"}, res)
+    assert S._fp8_swizzle_ratios({"fp8_swizzle": rec}) == {
+        512: ("fp8_swizzle", {64: 1.0, 32: 1.0, 0: 1.0})}
+    import json
+    json.dumps(res)
+
+
+def test_swizzle_configs_are_the_fp8_top_rung_without_clusters():
+    base = fp8.fp8_config(cluster=1, tma_store=False)
+    assert fp8.swizzle_config(128) == base and base in fp8.timed_configs()
+    for s, c in zip((64, 32, 0), fp8.swizzle_configs()):
+        assert c == base.replace(swizzle=s) and c in fp8.timed_configs()
+        assert c in fp8.correctness_configs() and c.defines["SWIZZLE"] == s
+    with pytest.raises(W.WarpSpecializationError, match=r"^swizzle=16: 0 \(none\), 32, 64 or 128"):
+        fp8.swizzle_config(16)
+    with pytest.raises(W.WarpSpecializationError, match=r"^swizzle=64: .*cluster=1 only"):
+        fp8.fp8_config(swizzle=64)                   # the top rung's clusters of 2: refused
 
 
 def test_nonsquare_times_cublaslt_on_every_shape_and_skips_ours_by_rule(monkeypatch, rng):
