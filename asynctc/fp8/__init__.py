@@ -46,6 +46,12 @@ into the fp32 totals — the scales never enter the Tensor Core's reduced-precis
 :func:`quantize_a` / :func:`quantize_b` → :func:`verify_block_scaled` (float64 of the dequantised
 inputs, :func:`block_scaled_bound`); :func:`model_gemm_block` is the model of that kernel.
 
+**Mixed operands** (``WSConfig(dtype=A, b_dtype=B)``, the kernel's ``DT_B``): A e4m3 and B e5m2 or
+the reverse — wgmma's .atype and .btype are independent for FP8 (PTX ISA §9.7.15.5.2), SASS
+``QGMMA…F32.E4M3.E5M2`` / ``.E5M2.E4M3``; B's tensor map box is in B's dtype and the launch checks
+B against it. :func:`operand_dtypes` names the pair (refusing non-FP8 operands), :func:`mixed_configs`
+are the builds checked; a build of one format sets no DT_B (its cubin is unchanged).
+
 **The FP8 GEMM** is chapter 06's warp-specialized kernel with DT = 2 / 3
 (:class:`asynctc.warp_specialization.WSConfig` with an fp8 dtype): :func:`verify_fp8` checks it
 against float64 of the dequantised inputs with :func:`accumulation_bound`; ``SUITES["fp8"]``
