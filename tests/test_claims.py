@@ -198,9 +198,54 @@ def test_fp8_under_a_narrow_swizzle_becomes_measured(recs):
     r["fp8"].results["rows"].append({**row, "label": narrow.label(), "swizzle": 64,
                                      "tflops": 1.1 * row["tflops"]})
     sw, sp = _claims(r)["swizzle_modes"], _claims(r)["fp8_speedup"]
-    assert sw.parts[-1].verdict == C.HOLDS and sw.parts[-1].value == pytest.approx(1.1)
+    beat, apart = sw.parts[-2:]
+    assert beat.what.endswith("may beat the 128-byte one at 4096³")
+    assert beat.verdict == C.HOLDS and beat.value == pytest.approx(1.1) and beat.suite == "fp8"
+    assert apart.what.startswith("FP8 modes are 10–20 % apart at 4096³")
+    assert apart.verdict == C.FAILS and apart.value == pytest.approx(1 / 1.1)
+    assert C.NOT_MEASURED not in [p.verdict for p in sw.parts]
     assert sp.parts[-1].verdict == C.FAILS          # 1.1 × the FP8 top rung is not slower than FP16
     _raises(r, "swizzle_modes")
+
+
+def _fp8_swizzle_record(recs, of_128, fp16=700.0, size=4096):
+    """A synthetic "fp8_swizzle" record (the suite's row format): e4m3 under each swizzle at
+    ``of_128[s]`` × 1400 TFLOP/s, and our fp16 top rung at ``fp16``."""
+    from asynctc import fp8
+    from asynctc import warp_specialization as W
+    rec = copy.deepcopy(recs["fp8"])
+    rec.suite = "fp8_swizzle"
+    rows = []
+    for s, f in of_128.items():
+        cfg = fp8.swizzle_config(s)
+        rows.append({"size": size, "dtype": cfg.dtype, "kernel": "ours", "label": cfg.label(),
+                     **cfg.as_dict(), "tflops": 1400.0 * f})
+    top = W.RUNGS[-1].make("float16")
+    rows.append({"size": size, "dtype": "float16", "kernel": "ours", "label": top.label(),
+                 **top.as_dict(), "tflops": fp16})
+    rec.results = {"rows": rows}
+    return rec
+
+
+def test_the_fp8_swizzle_record_is_judged_against_its_own_run(recs):
+    r = dict(recs)
+    r["fp8_swizzle"] = _fp8_swizzle_record(recs, {128: 1.0, 64: 0.96, 32: 0.5, 0: 0.3})
+    sw, sp = _claims(r)["swizzle_modes"], _claims(r)["fp8_speedup"]
+    beat, apart = sw.parts[-2:]
+    assert (beat.verdict, beat.suite, beat.value) == (C.FAILS, "fp8_swizzle", pytest.approx(0.96))
+    assert "64 B 0.96, 32 B 0.50, none 0.30" in beat.ours
+    assert apart.verdict == C.FAILS and apart.value == pytest.approx(1 / 0.96)   # 4 %, not 10–20
+    slow = sp.parts[-1]                  # 0.3 × 1400 = 420 against the same run's fp16 700
+    assert slow.verdict == C.HOLDS and slow.value == pytest.approx(0.6) and slow.suite == "fp8_swizzle"
+    _raises(r, "swizzle_modes")
+    # a 32-byte swizzle 15 % ahead flips both FP8 parts
+    r["fp8_swizzle"] = _fp8_swizzle_record(recs, {128: 1.0, 64: 0.9, 32: 1.15, 0: 0.3})
+    beat, apart = _claims(r)["swizzle_modes"].parts[-2:]
+    assert beat.verdict == C.HOLDS and beat.value == pytest.approx(1.15)
+    assert apart.verdict == C.FAILS                      # 128 B is not ahead of the next-best
+    # rows of a record are never paired with the 128-byte row of another record
+    r["fp8_swizzle"] = _fp8_swizzle_record(recs, {64: 0.96, 32: 0.5, 0: 0.3})
+    assert _claims(r)["swizzle_modes"].parts[-1].verdict == C.NOT_MEASURED
 
 
 def test_a_ten_to_twenty_percent_swizzle_gap_flips(recs):

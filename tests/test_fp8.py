@@ -368,16 +368,34 @@ def test_promote_is_refused_for_16_bit_inputs():
         W.WSConfig(dtype="float16", bn=128, promote=1)
 
 
+def _ml(name):
+    return np.dtype(ml_dtypes.float8_e4m3fn if "e4m3" in name else ml_dtypes.float8_e5m2)
+
+
 @pytest.mark.parametrize("cfg", fp8.correctness_configs(), ids=lambda c: c.label())
 def test_fp8_layout_is_the_16_bit_layout_in_bytes(cfg):
+    assert cfg.a_box.dtype == _ml(cfg.dtype) and cfg.b_load_box.dtype == _ml(cfg.dtype_b)
+    d = cfg.defines
+    assert d["DT"] == W.INPUT_DTYPES[cfg.dtype] and d["BK"] == 128 and d["PROMOTE"] == cfg.promote
+    assert d.get("DT_B") == (W.INPUT_DTYPES[cfg.b_dtype] if cfg.b_dtype else None)
+    if cfg.swizzle != 128:
+        # the narrower swizzles: the fp16 build of the same tile and swizzle (verified on the
+        # H200 by chapter 07's swizzle suite) has the same bytes, boxes, descriptors and k-steps
+        twin = W.WSConfig(dtype="float16", bm=cfg.bm, bn=cfg.bn, consumers=cfg.consumers,
+                          stages=cfg.stages, persistent=cfg.persistent, swizzle=cfg.swizzle)
+        assert cfg.descriptor_templates() == twin.descriptor_templates()
+        assert cfg.stage_bytes == twin.stage_bytes == (cfg.bm + cfg.bn) * 128
+        mine, theirs = cfg.swizzle_defines(), twin.swizzle_defines()
+        assert mine.pop("K_BOX_ELEMS") == 2 * theirs.pop("K_BOX_ELEMS")     # elements, not bytes
+        assert mine == theirs and mine["SWIZZLE"] == cfg.swizzle
+        span = cfg.swizzle or 16                # no swizzle: one 16-byte core-matrix column
+        assert cfg.a_box.inner_bytes == cfg.b_load_box.inner_bytes == span
+        assert cfg.k_boxes == 128 // span and d["K_BOXES"] == 128 // span
+        return
     twin = cfg.pipeline_config()
     assert cfg.descriptor_templates() == twin.descriptor_templates()
     assert cfg.stage_bytes == twin.stage_bytes == (cfg.bm + cfg.bn) * 128
     assert cfg.bk == 128 and cfg.a_box.inner_bytes == 128 and cfg.b_load_box.inner_bytes == 128
-    assert cfg.a_box.dtype == np.dtype(ml_dtypes.float8_e4m3fn if "e4m3" in cfg.dtype
-                                       else ml_dtypes.float8_e5m2)
-    d = cfg.defines
-    assert d["DT"] == W.INPUT_DTYPES[cfg.dtype] and d["BK"] == 128 and d["PROMOTE"] == cfg.promote
     assert d["A_KSTEP_BYTES"] == d["B_KSTEP_BYTES"] == 32
 
 
@@ -468,9 +486,9 @@ def test_fp8_variant_compiles_to_qgmma(cfg):
         warnings.simplefilter("error", runtime.PerformanceWarning)
         ck = W.compile_ws(cfg)
     text = ck.sass()
-    t = "E4M3" if "e4m3" in cfg.dtype else "E5M2"
+    ta, tb = ("E4M3" if "e4m3" in d else "E5M2" for d in (cfg.dtype, cfg.dtype_b))
     shapes = re.findall(r"QGMMA\.64x(\d+)x32\.F32\.(E4M3|E5M2)\.(E4M3|E5M2)\b", text)
-    assert set(shapes) == {(str(cfg.bn), t, t)}
+    assert set(shapes) == {(str(cfg.bn), ta, tb)}           # A's type, then B's
     assert len(shapes) == 4 * cfg.atoms                     # one k-tile: 4 k32 steps × atoms
     assert "HGMMA" not in text
     assert ck.resources.spill_stores == 0 and ck.resources.spill_loads == 0
@@ -487,6 +505,27 @@ def test_fp8_variant_compiles_to_qgmma(cfg):
 def test_fp8_variant_matches_float64(cfg, rng):
     for shp in fp8.shapes_for(cfg):
         c = fp8.verify_fp8(cfg, *shp, rng=rng)
+        assert c.passed, c.as_dict()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("a,b", fp8.MIXED_PAIRS)
+@pytest.mark.parametrize("shape", [(256, 512, 384), (512, 768, 1024)])
+def test_mixed_fp8_matches_float64_and_reads_b_in_its_own_format(a, b, shape, rng):
+    """Both mixed orders on fresh random inputs (poisoned C, every element within the bound of
+    |A|·|B|): C = A·Bᵀ with B read as ``b``; read as A's format instead, the same output fails."""
+    m, n, k = shape
+    cfg = W.WSConfig(dtype=a, b_dtype=b, bm=128, bn=256, consumers=2, stages=4)
+    qa, qb = fp8.random_fp8((m, k), a, rng), fp8.random_fp8((n, k), b, rng)
+    g = W.run_ws(qa, qb, cfg)
+    out = g.out.to_host()
+    ok = fp8.check_fp8_gemm(out, qa, qb, label=cfg.label())
+    assert ok.passed, ok.as_dict()
+    wrong = fp8.check_fp8_gemm(out, qa, qb.view(np.uint8).view(_ml(a)), label="B as A's format")
+    assert not wrong.passed
+    top = fp8.fp8_config(a, b_dtype=b)
+    for shp in fp8.shapes_for(top):
+        c = fp8.verify_fp8(top, *shp, rng=rng)
         assert c.passed, c.as_dict()
 
 
@@ -507,6 +546,13 @@ def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None, cluster=None):
     blocks = ck.defines.get("BLOCK_SCALES", 0)
     assert len(args) == 12 + 2 * blocks
     ta, tb, tc, out, m, n, k, da, db, err, trace, scales = args[:12]
+    # A's and B's tensor maps have boxes of their own dtype, and the build's wgmma types (DT for
+    # A, DT_B for B, default DT) are the operands' formats
+    code = {np.dtype(ml_dtypes.float8_e4m3fn): 2, np.dtype(ml_dtypes.float8_e5m2): 3,
+            np.dtype(np.float16): 0, np.dtype(ml_dtypes.bfloat16): 1}
+    assert ta[1].dtype == np.dtype(ta[0].dtype) and tb[1].dtype == np.dtype(tb[0].dtype)
+    assert ck.defines["DT"] == code[np.dtype(ta[0].dtype)]
+    assert ck.defines.get("DT_B", ck.defines["DT"]) == code[np.dtype(tb[0].dtype)]
     a, b = ta[0].h.astype(np.float64), tb[0].h.astype(np.float64)
     assert (int(m), int(n), int(k)) == (a.shape[0], b.shape[0], a.shape[1])
     if blocks:       # per-block scales: sa[r, kt] · sb[c / 128, kt] per k-tile of 128
@@ -597,6 +643,50 @@ def test_fp8_suite_dry_run(monkeypatch):
     assert "512×512×256" in text and "64×512×512" in text and "not run" not in text
     import json
     json.dumps(res)                                   # the record is JSON-able
+
+
+def test_fp8_swizzle_suite_dry_run(monkeypatch):
+    """The "fp8_swizzle" suite (tools/gpu_ch07.py --swizzle) end to end on the CPU: the mixed
+    builds and every swizzle checked first, e4m3 timed under 128/64/32/0 B beside the fp16 top
+    rung, rows chapter 10 reads (each swizzle against the 128-byte row of the same run)."""
+    from asynctc.core import records
+    from asynctc.claims import seed as S
+    _fake_gpu(monkeypatch)
+    monkeypatch.setattr(fp8.launch, "CHECK_SHAPES", ((256, 256, 256),))
+    monkeypatch.setattr(fp8.launch, "PERSISTENT_SHAPE", (512, 512, 384))
+    res = fp8.measure_fp8_swizzle(sizes=(512,), reps=2)
+    want = {c.label() for c in fp8.mixed_configs()} | {fp8.swizzle_config(s).label()
+                                                       for s in fp8.FP8_SWIZZLES}
+    assert {c["config"] for c in res["checks"]} == want and all(c["passed"] for c in res["checks"])
+    assert {(c["config"], tuple(c["shape"])) for c in res["checks"]} >= {
+        (c.label(), (512, 512, 384)) for c in fp8.mixed_configs() if c.persistent}
+    fp8_rows = [r for r in res["rows"] if "float8" in r["dtype"]]
+    assert sorted(r["swizzle"] for r in fp8_rows) == sorted(fp8.FP8_SWIZZLES)
+    assert all(r["check_rows"]["passed"] and r["cluster"] == 1 and not r["tma_store"]
+               for r in fp8_rows)
+    assert [r["dtype"] for r in res["rows"] if r not in fp8_rows] == ["float16"]
+    assert [(t["swizzle"], t["of_128"], t["of_fp16"]) for t in res["table"]] == \
+        [(s, 1.0, 1.0) for s in (128, 64, 32, 0)]
+    assert [t["predicted"] for t in res["table"]] == [None, True, False, False]  # 1.0 vs bands
+    text = fp8.summarize_fp8_swizzle(records.Record("fp8_swizzle", {"gpu": "fake"}, res))
+    assert "none" in text and "64 B" in text and "OUTSIDE" in text and "prediction" in text
+    rec = records.Record("fp8_swizzle", {"gpu": "fake"}, res)
+    assert S._fp8_swizzle_ratios({"fp8_swizzle": rec}) == {
+        512: ("fp8_swizzle", {64: 1.0, 32: 1.0, 0: 1.0})}
+    import json
+    json.dumps(res)
+
+
+def test_swizzle_configs_are_the_fp8_top_rung_without_clusters():
+    base = fp8.fp8_config(cluster=1, tma_store=False)
+    assert fp8.swizzle_config(128) == base and base in fp8.timed_configs()
+    for s, c in zip((64, 32, 0), fp8.swizzle_configs()):
+        assert c == base.replace(swizzle=s) and c in fp8.timed_configs()
+        assert c in fp8.correctness_configs() and c.defines["SWIZZLE"] == s
+    with pytest.raises(W.WarpSpecializationError, match=r"^swizzle=16: 0 \(none\), 32, 64 or 128"):
+        fp8.swizzle_config(16)
+    with pytest.raises(W.WarpSpecializationError, match=r"^swizzle=64: .*cluster=1 only"):
+        fp8.fp8_config(swizzle=64)                   # the top rung's clusters of 2: refused
 
 
 def test_nonsquare_times_cublaslt_on_every_shape_and_skips_ours_by_rule(monkeypatch, rng):
@@ -795,20 +885,57 @@ def test_promotion_prediction_written_before_the_run():
 
 
 @pytest.mark.parametrize("a,b", [("float8_e4m3fn", "float8_e5m2"), ("e5m2", "e4m3")])
-def test_mixed_fp8_operands_refused_with_the_plan(a, b):
-    """wgmma allows .e4m3 × .e5m2; the kernel does not build it yet: refused in Python, naming
-    b_dtype, its value, the rule and the defines a mixed build needs."""
-    with pytest.raises(W.WarpSpecializationError) as e:
-        fp8.operand_dtype(a, b)
-    msg = str(e.value)
-    want = fp8.MIXED_FP8_DEFINES[(fp8.fp8_format(a).name, fp8.fp8_format(b).name)]
-    assert msg.startswith(f"b_dtype='{fp8.fp8_format(b).name}'") and "PTX ISA" in msg
-    assert str(want) in msg and want["DT"] != want["DT_B"]
-    # the launch path refuses the mixed pair too (B's dtype against the config's)
-    qa = fp8.random_fp8((128, 128), a, rng=np.random.default_rng(0))
-    qb = fp8.random_fp8((256, 128), b, rng=np.random.default_rng(1))
-    with pytest.raises(W.WarpSpecializationError, match="b.dtype"):
-        W.check_operands(qa, qb, fp8.fp8_config(fp8.fp8_format(a).name))
+def test_mixed_fp8_operands_build_with_dt_b(a, b):
+    """wgmma allows .e4m3 × .e5m2 in either order: the build sets DT (A) and DT_B (B), B's tensor
+    map box is in B's dtype, and the launch checks B against cfg.b_dtype, naming it."""
+    an, bn = fp8.operand_dtypes(a, b)
+    assert (an, bn) == (fp8.fp8_format(a).name, fp8.fp8_format(b).name) and an != bn
+    want = fp8.MIXED_FP8_DEFINES[(an, bn)]
+    assert want["DT"] != want["DT_B"] and (an, bn) in fp8.MIXED_PAIRS
+    assert fp8.operand_dtype(a, b) == f"{an} × {bn} (DT={want['DT']}, DT_B={want['DT_B']})"
+    for cfg in (fp8.fp8_config(an, b_dtype=bn), W.WSConfig(dtype=an, b_dtype=bn, bn=128)):
+        d = cfg.defines
+        assert (d["DT"], d["DT_B"]) == (want["DT"], want["DT_B"]) and cfg.dtype_b == bn
+        assert cfg.label().endswith(f"b_dtype:{bn}") or f" b_dtype:{bn} " in cfg.label()
+        assert {k: v for k, v in d.items() if k != "DT_B"} == cfg.replace(b_dtype=None).defines
+    assert sum(c.dtype == an and c.b_dtype == bn for c in fp8.correctness_configs()) == 2
+    qa = fp8.random_fp8((256, 128), an, rng=np.random.default_rng(0))
+    qb = fp8.random_fp8((256, 128), bn, rng=np.random.default_rng(1))
+    cfg = fp8.fp8_config(an, b_dtype=bn)
+    assert W.check_operands(qa, qb, cfg) == (256, 256, 128)
+    # B of A's format against a mixed config, and a mixed B against one of A's format: refused
+    with pytest.raises(W.WarpSpecializationError, match=rf"^b.dtype='{an}': must be {bn} "
+                                                        r"\(cfg.b_dtype\)"):
+        W.check_operands(qa, qb.astype(np.float32).astype(_ml(an)), cfg)
+    with pytest.raises(W.WarpSpecializationError, match=rf"^b.dtype='{bn}': must be {an} "
+                                                        r"\(cfg.dtype\)"):
+        W.check_operands(qa, qb, fp8.fp8_config(an))
+
+
+def test_one_format_sets_no_dt_b():
+    for dt in W.FP8_DTYPES:
+        cfg = fp8.fp8_config(dt, b_dtype=dt)
+        assert cfg.b_dtype is None and cfg == fp8.fp8_config(dt) and "DT_B" not in cfg.defines
+    assert "DT_B" not in W.WSConfig().defines and W.WSConfig().dtype_b == "float16"
+    assert all("DT_B" not in c.defines for c in fp8.correctness_configs() if not c.b_dtype)
+
+
+@pytest.mark.parametrize("kw, rule", [
+    (dict(dtype="float16", b_dtype="bfloat16"), r"B of another type than A \(float16\) only for "
+                                                r"FP8 A and B .*\.f16/\.bf16 they are the same"),
+    (dict(dtype="float8_e4m3fn", b_dtype="float16", out_dtype="bfloat16"),
+     r"B of another type than A \(float8_e4m3fn\) only for FP8 A and B \(PTX ISA"),
+    (dict(dtype="bfloat16", b_dtype="float8_e5m2"), r"B of another type than A \(bfloat16\)"),
+    (dict(dtype="float8_e4m3fn", b_dtype="float8_e4m3"), r"B's input dtype: None \(A's\) or one of"),
+    (dict(dtype="float8_e4m3fn", b_dtype=3), r"B's input dtype: None \(A's\) or one of"),
+])
+def test_what_mixed_operands_still_cannot_be_is_refused(kw, rule):
+    with pytest.raises(W.WarpSpecializationError, match=rf"^b_dtype={kw['b_dtype']!r}: {rule}"):
+        W.WSConfig(**kw)
+    # and fp8 B stays K-major in a mixed build (no fp8 transpose)
+    with pytest.raises(W.WarpSpecializationError, match=r"^b_major='MN': fp8 wgmma has no "
+                                                        r"transpose"):
+        W.WSConfig(dtype="float8_e4m3fn", b_dtype="float8_e5m2", b_major="MN")
 
 
 def test_operand_dtype_same_format_and_non_fp8():
@@ -816,4 +943,10 @@ def test_operand_dtype_same_format_and_non_fp8():
     assert fp8.operand_dtype("e5m2", "float8_e5m2") == "float8_e5m2"
     with pytest.raises(W.WarpSpecializationError, match="a_dtype='float16'"):
         fp8.operand_dtype("float16", "e4m3")
+    with pytest.raises(W.WarpSpecializationError, match=r"^b_dtype='bfloat16': the FP8 GEMM takes "
+                                                        r"FP8 operands.*16-bit A and B are one"):
+        fp8.operand_dtypes("e5m2", "bfloat16")
+    with pytest.raises(W.WarpSpecializationError, match=r"^b_dtype='float16'"):
+        fp8.operand_dtype("e4m3", np.float16)
     assert fp8.MIXED_FP8_DEFINES[("float8_e4m3fn", "float8_e5m2")] == {"DT": 2, "DT_B": 3}
+    assert fp8.MIXED_FP8_DEFINES[("float8_e5m2", "float8_e4m3fn")] == {"DT": 3, "DT_B": 2}

@@ -32,12 +32,12 @@ BEFORE = "d961c2fad769bf600bc880e2bebe3375697321b0"
 OPTIONS = {
     "gpu_ch05": ["--out", "--record", "--quick", "--sizes"],
     "gpu_ch06": ["--out", "--record", "--quick", "--rungs", "--sizes"],
-    "gpu_ch07": ["--out", "--record", "--quick", "--sizes", "--fit"],
+    "gpu_ch07": ["--out", "--record", "--quick", "--sizes", "--fit", "--swizzle"],
     "gpu_matmul": ["--out", "--record", "--quick", "--reps"],
     "gpu_swizzle": ["--out", "--record", "--quick", "--no-ncu", "--ncu-child", "--sizes"],
 }
 #: options added on purpose since BEFORE (each with its own test below): compared without them
-ADDED = {"gpu_ch07": ["--fit"]}
+ADDED = {"gpu_ch07": ["--fit", "--swizzle"]}
 SUITE = {"gpu_ch05": "pipeline", "gpu_ch06": "warp_specialization", "gpu_ch07": "fp8",
          "gpu_matmul": "matmul", "gpu_swizzle": "swizzle"}
 
@@ -436,6 +436,33 @@ def test_main_prints_and_writes_what_it_did_before(name, scenario, argv, gpu, mo
         saved = [k for k in files if k.startswith("data/")]
         records_expected = "--record" in argv and ("--quick" not in argv)
         assert bool(saved) == records_expected, saved
+
+
+@pytest.mark.parametrize("argv,saved", [(["--swizzle"], False),
+                                       (["--swizzle", "--record"], True),
+                                       (["--swizzle", "--record", "--sizes", "4096"], True)])
+def test_ch07_swizzle_runs_the_fp8_swizzle_suite_only(argv, saved, gpu, monkeypatch, capsys):
+    """`tools/gpu_ch07.py --swizzle [--record]`: the "fp8_swizzle" suite alone (mixed FP8
+    and every swizzle checked, e4m3 timed under each swizzle beside fp16), never the fp8 suite;
+    with --record it writes data/<gpu>/fp8_swizzle.json."""
+    from asynctc import fp8
+    tmp = Path(records.data_dir()).parent
+    out = tmp / "out"
+    ran = []
+    monkeypatch.setattr(fp8, "measure_fp8", lambda **kw: ran.append("fp8") or {})
+    monkeypatch.setattr(fp8, "measure_fp8_swizzle",
+                        lambda progress=None, sizes=None: ran.append(("fp8_swizzle", sizes))
+                        or {"rows": []})
+    monkeypatch.setattr(fp8, "summarize_fp8_swizzle", lambda rec: f"SUMMARY {rec.suite}")
+    sys.argv = ["gpu_ch07.py", "--out", str(out), *argv]
+    rc = _load("gpu_ch07").main()
+    lines = _lines(capsys.readouterr().out)
+    sizes = (4096,) if "--sizes" in argv else tuple(fp8.SIZES)
+    assert rc == 0 and ran == [("fp8_swizzle", sizes)]
+    assert "SUMMARY fp8_swizzle" in lines and lines[-1] == "[t] done"
+    assert (out / "results.json").exists()
+    files = sorted(p.name for p in Path(records.data_dir()).rglob("*.json"))
+    assert files == (["fp8_swizzle.json"] if saved else [])
 
 
 @pytest.mark.parametrize("argv,saved", [(["--fit"], False), (["--fit", "--record"], True)])

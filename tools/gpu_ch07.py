@@ -11,6 +11,13 @@ Run from the repository root on an sm_90 machine with torch (about 2 minutes on 
                                                    #     runs that identify the fraction bits and
                                                    #     the group, and the promotion-cost test;
                                                    #     writes data/<gpu>/fp8_fit.json
+    python tools/gpu_ch07.py --swizzle --out $OUT [--record]
+                                                   # only the "fp8_swizzle" suite (under 3
+                                                   #     minutes): mixed e4m3 × e5m2 and e4m3
+                                                   #     under each swizzle checked against
+                                                   #     float64, then e4m3 timed under the 128-,
+                                                   #     64-, 32- and no swizzle beside the fp16
+                                                   #     top rung; writes data/<gpu>/fp8_swizzle.json
 
 In order (asynctc.fp8.measure_fp8): (1) every FP8 variant (e4m3 and e5m2; chapter 06's rungs
 with fp8 inputs; promoted variants every 1, 2, 4 k-tiles on 128×128) and the fp16 top rung
@@ -49,6 +56,10 @@ def main() -> int:
     ap.add_argument("--fit", action="store_true",
                     help="only the fp8_fit suite: fraction-bit identification and promotion cost "
                          "(with --record: data/<gpu>/fp8_fit.json)")
+    ap.add_argument("--swizzle", action="store_true",
+                    help="only the fp8_swizzle suite: mixed FP8 and every swizzle checked, e4m3 "
+                         "timed under each swizzle beside fp16 (with --record: "
+                         "data/<gpu>/fp8_swizzle.json)")
     args = ap.parse_args()
     started = start(args.out, long_header=False)
     if started is None:
@@ -58,6 +69,11 @@ def main() -> int:
         return record_suite("fp8_fit", lambda: fp8.measure_fp8_fit(progress=say),
                             fp8.summarize_fp8_fit, out_dir, say, save=args.record)
     sizes = () if args.quick else tuple(int(s) for s in args.sizes.split(","))
+    if args.swizzle:
+        return record_suite("fp8_swizzle",
+                            lambda: fp8.measure_fp8_swizzle(progress=say, sizes=sizes),
+                            fp8.summarize_fp8_swizzle, out_dir, say,
+                            save=args.record and not args.quick)
     return record_suite("fp8", lambda: fp8.measure_fp8(progress=say, sizes=sizes),
                         fp8.summarize_fp8, out_dir, say, save=args.record and not args.quick)
 

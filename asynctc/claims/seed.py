@@ -82,28 +82,46 @@ def stage_kib(row: dict) -> float:
     return (row["bm"] * row["bk"] + row["bk"] * row["bn"]) * item / 1024
 
 
-def _fp8_rows_off_128(recs) -> list[dict]:
-    """FP8 GEMM rows timed under a swizzle other than 128 bytes, in the fp8 or swizzle record."""
+#: The records that may hold FP8 rows under a swizzle other than 128 bytes: the full fp8 suite,
+#: its three-minute slice (``tools/gpu_ch07.py --swizzle``) and the swizzle suite.
+FP8_SWIZZLE_SUITES = ("fp8", "fp8_swizzle", "swizzle")
+
+
+def _fp8_rows_off_128(recs) -> list[tuple[str, dict]]:
+    """``(suite, row)`` of every FP8 GEMM row timed under a swizzle other than 128 bytes, in the
+    records of :data:`FP8_SWIZZLE_SUITES`."""
     out = []
-    for suite in ("fp8", "swizzle"):
+    for suite in FP8_SWIZZLE_SUITES:
         rec = recs.get(suite)
         for r in (rec.results.get("rows", []) if rec else []):
             fp8 = "float8" in str(r.get("dtype", "")) + str(r.get("label", ""))
             if fp8 and r.get("swizzle") not in (None, 128) and r.get("kernel") != "cuBLASLt":
-                out.append(r)
+                out.append((suite, r))
     return out
 
 
-def _same_at_128(recs, row: dict) -> dict | None:
-    """The row of the same kernel, size and record under the 128-byte swizzle (its label without
-    the " swizzle:N" word), or None."""
-    label = re.sub(r" swizzle:\d+", "", str(row.get("label", "")))
-    for suite in ("fp8", "swizzle"):
-        rec = recs.get(suite)
-        for r in (rec.results.get("rows", []) if rec else []):
-            if r.get("label") == label and r.get("size") == row.get("size") and r is not row:
-                return r
+def _same_run(recs, suite: str, row: dict, label: str | None = None, **match) -> dict | None:
+    """The row of record ``suite`` (the same run as ``row``) with ``label`` at ``row``'s size
+    (default: ``row``'s label without the " swizzle:N" word — the same build at 128 bytes), or
+    with the fields ``match``; None if that record has none."""
+    if label is None and not match:
+        label = re.sub(r" swizzle:\d+", "", str(row.get("label", "")))
+    rec = recs.get(suite)
+    for r in (rec.results.get("rows", []) if rec else []):
+        if r is row or r.get("size") != row.get("size"):
+            continue
+        if (label is None or r.get("label") == label) and all(r.get(k) == v for k, v in match.items()):
+            return r
     return None
+
+
+def _same_at_128(recs, row: dict, suite: str | None = None) -> dict | None:
+    """The row of the same kernel and size under the 128-byte swizzle, in the same record as
+    ``row`` (``suite``; default: the first of :data:`FP8_SWIZZLE_SUITES` holding ``row``)."""
+    if suite is None:
+        suite = next((s for s in FP8_SWIZZLE_SUITES if recs.get(s) is not None and any(
+            r is row for r in recs[s].results.get("rows", []))), None)
+    return _same_run(recs, suite, row) if suite else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -352,18 +370,19 @@ def _fp8_speedup(recs):
                             "(2× is the ratio of the dense peaks, a ceiling)", "×", suite="fp8"))
     if not parts:
         raise MissingRecord("no FP8/FP16 rows in the fp8 record")
-    off = _fp8_rows_off_128(recs)
     what = "with the layout wrong FP8 may run slower than FP16"
-    if off:
-        fp16: dict = {}
-        for r in rec.results.get("rows", []):
-            if r.get("dtype") == "float16" and r.get("kernel") == "ours":
-                fp16[r["size"]] = max(fp16.get(r["size"], 0.0), r["tflops"])
-        ratios = [r["tflops"] / fp16[r["size"]] for r in off if r.get("size") in fp16]
-        if ratios:
-            parts.append(judged(what, min(ratios), None, 1.0, f"slowest FP8 variant off the "
-                                f"128-byte swizzle: {min(ratios):.2f}× our FP16", "×", suite="fp8"))
-            return parts
+    ratios = []
+    for suite, r in _fp8_rows_off_128(recs):       # FP16 of the same run: our best fp16 row
+        f16 = [x["tflops"] for x in recs[suite].results.get("rows", []) if x.get("size") ==
+               r.get("size") and x.get("dtype") == "float16" and x.get("kernel") == "ours"]
+        if f16:
+            ratios.append((r["tflops"] / max(f16), suite, r))
+    if ratios:
+        v, suite, r = min(ratios, key=lambda x: x[0])
+        parts.append(judged(what, v, None, 1.0, f"slowest FP8 variant off the 128-byte swizzle "
+                            f"({r['swizzle'] or 'no'}{'-byte' if r['swizzle'] else ' swizzle'}, "
+                            f"{r['size']}³): {v:.2f}× our FP16 of the same run", "×", suite=suite))
+        return parts
     parts.append(Part(what, NOT_MEASURED, unit="×", measure_with=FP8_SWIZZLE))
     return parts
 
@@ -396,18 +415,40 @@ def _swizzle_modes(recs):
                             1 / of[nxt], 1.10, 1.20, f"128-byte over {nxt}-byte: "
                             f"{1 / of[nxt] - 1:.0%}; over the others {', '.join(f'{1 / v - 1:.0%}' for s, v in sorted(of.items(), reverse=True) if s != nxt)}",
                             "×", suite="swizzle"))
-    off = _fp8_rows_off_128(recs)
     what = "for FP8 a 64- or 32-byte swizzle may beat the 128-byte one"
-    pairs = [(r, _same_at_128(recs, r)) for r in off]
-    pairs = [(r, b) for r, b in pairs if b is not None]
-    if pairs:
-        r, b = max(pairs, key=lambda x: x[0]["tflops"] / x[1]["tflops"])
-        v = r["tflops"] / b["tflops"]
-        parts.append(judged(what, v, 1.0, None, f"best FP8 variant off 128 bytes ({r['swizzle']}-byte, "
-                            f"{r['size']}³): {v:.2f}× the same kernel at 128 bytes", "×", suite="fp8"))
+    fp8 = _fp8_swizzle_ratios(recs)
+    if not fp8:
+        parts.append(Part(what, NOT_MEASURED, unit="×", measure_with=FP8_SWIZZLE))
         return parts
-    parts.append(Part(what, NOT_MEASURED, unit="×", measure_with=FP8_SWIZZLE))
+    for size, (suite, of) in sorted(fp8.items()):
+        narrow = {s: v for s, v in of.items() if s in (64, 32)}
+        best = max(narrow or of, key=(narrow or of).get)
+        text = ", ".join(f"{s or 'none'}{' B' if s else ''} {v:.2f}"
+                         for s, v in sorted(of.items(), reverse=True))
+        parts.append(judged(f"{what} at {size}³", (narrow or of)[best], 1.0, None,
+                            f"FP8 e4m3 of the same build at 128 bytes ({suite} record): {text}",
+                            "×", suite=suite))
+        nxt = max(of, key=of.get)
+        parts.append(judged(f"FP8 modes are 10–20 % apart at {size}³ (128-byte over the next-best)",
+                            1 / of[nxt], 1.10, 1.20, f"128-byte over {nxt or 'no'}"
+                            f"{'-byte' if nxt else ' swizzle'}: {1 / of[nxt] - 1:.0%} (FP8 e4m3)",
+                            "×", suite=suite))
     return parts
+
+
+def _fp8_swizzle_ratios(recs) -> dict:
+    """``{size: (suite, {swizzle: FP8 TFLOP/s / the same build's at 128 bytes})}`` from the FP8
+    rows off 128 bytes, each against the 128-byte row of its own run (a size measured in two
+    records: the first of :data:`FP8_SWIZZLE_SUITES`)."""
+    out: dict = {}
+    for suite, r in _fp8_rows_off_128(recs):
+        base = _same_at_128(recs, r, suite)
+        if base is None:
+            continue
+        got = out.setdefault(r["size"], (suite, {}))
+        if got[0] == suite:
+            got[1][r["swizzle"]] = r["tflops"] / base["tflops"]
+    return out
 
 
 def _accumulators(recs):
@@ -548,7 +589,8 @@ SEED_CLAIMS = (
     ClaimSpec("fp8_speedup", "FP8 runs 1.5–2× FP16 on Hopper when the layout is right, possibly "
               "slower otherwise", "07", ("fp8",), _fp8_speedup),
     ClaimSpec("swizzle_modes", "128-byte swizzle is best for FP16, 64 or 32 bytes possibly better "
-              "for FP8, 10–20 % between modes", "07", ("swizzle", "fp8"), _swizzle_modes),
+              "for FP8, 10–20 % between modes", "07", ("swizzle", "fp8", "fp8_swizzle"),
+              _swizzle_modes),
     ClaimSpec("accumulators", "The accumulators of a large tile take hundreds of registers", "06",
               ("warp_specialization",), _accumulators),
     ClaimSpec("gemm_mma_sync", "4096³ FP16 runs at ~50 % of peak with mma.sync", "01",

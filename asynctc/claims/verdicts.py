@@ -41,7 +41,7 @@ MEASURED_CLOCK = "measured clock"
 
 #: The suites chapter 10 reads (it measures none itself).
 SUITES = ("ceilings", "mma_sync", "cp_async", "tma_copy", "tma_equal", "wgmma", "pipeline",
-          "warp_specialization", "fp8", "swizzle", "ws_limit", "matmul", "tcgen05")
+          "warp_specialization", "fp8", "fp8_swizzle", "swizzle", "ws_limit", "matmul", "tcgen05")
 
 
 class MissingRecord(LookupError):

@@ -388,15 +388,20 @@ def b_shape(k: int, n: int, b_major: str) -> tuple[int, int]:
 
 
 def operand_dims(a, b, dt, dtype_name: str, b_major: str,
-                 error: type = ValueError) -> tuple[int, int, int]:
+                 error: type = ValueError, b_dt=None, b_dtype_name: str | None = None
+                 ) -> tuple[int, int, int]:
     """(M, N, K) of ``a`` (M×K) and ``b`` (stored N×K for ``b_major`` "K", K×N for "MN"), after the
-    rules every TMA-fed GEMM of the course shares: dtype ``dt`` (named ``dtype_name``), 2-D,
+    rules every TMA-fed GEMM of the course shares: dtype ``dt`` (named ``dtype_name``; B's
+    ``b_dt`` / ``b_dtype_name`` where it differs, chapter 07's mixed FP8), 2-D,
     C-contiguous host arrays, 16-byte aligned device addresses (cuTensorMapEncodeTiled
     globalAddress), K agreeing. Raises ``error`` (the chapter's error class) naming field, value
     and rule."""
+    want = {"a": (dt, f"{dtype_name} (cfg.dtype)"),
+            "b": (dt, f"{dtype_name} (cfg.dtype)") if b_dt is None else
+                 (b_dt, f"{b_dtype_name} (cfg.b_dtype)")}
     for what, x in (("a", a), ("b", b)):
-        if np.dtype(x.dtype) != dt:
-            _refuse(error, f"{what}.dtype", str(np.dtype(x.dtype)), f"must be {dtype_name} (cfg.dtype)")
+        if np.dtype(x.dtype) != want[what][0]:
+            _refuse(error, f"{what}.dtype", str(np.dtype(x.dtype)), f"must be {want[what][1]}")
         if len(x.shape) != 2:
             _refuse(error, f"{what}.shape", tuple(x.shape), "must be 2-D")
         if isinstance(x, DeviceArray) and x.ptr % 16:

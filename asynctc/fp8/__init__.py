@@ -26,6 +26,10 @@ Where things live:
   (:func:`identification_experiment`, prediction :data:`FIT_PREDICTION`) and the promotion-cost
   test with one and two consumer warpgroups (:func:`promotion_cost`,
   :data:`PROMOTION_PREDICTION`); never plots.
+* ``swizzle_suite.py`` — the "fp8_swizzle" record suite (``SUITES["fp8_swizzle"]``,
+  :func:`measure_fp8_swizzle`, ``tools/gpu_ch07.py --swizzle``): the mixed-operand builds and
+  e4m3 under each swizzle checked against float64, then e4m3 timed under the 128-, 64-, 32- and no
+  swizzle beside the fp16 top rung (prediction :data:`SWIZZLE_PREDICTION`); never plots.
 * ``figures.py`` — notebook 07's accumulation plot, read from records; never times anything.
 * ``seed.py`` — the seed article's 4096³ table beside our rungs, under the datasheet peak and the
   peak at the measured clock (:func:`seed_comparison`); reads records only.
@@ -41,6 +45,12 @@ consumer multiplies each k-tile's wgmma sums by sa[row, kt] · sb[n-block, kt] a
 into the fp32 totals — the scales never enter the Tensor Core's reduced-precision sum.
 :func:`quantize_a` / :func:`quantize_b` → :func:`verify_block_scaled` (float64 of the dequantised
 inputs, :func:`block_scaled_bound`); :func:`model_gemm_block` is the model of that kernel.
+
+**Mixed operands** (``WSConfig(dtype=A, b_dtype=B)``, the kernel's ``DT_B``): A e4m3 and B e5m2 or
+the reverse — wgmma's .atype and .btype are independent for FP8 (PTX ISA §9.7.15.5.2), SASS
+``QGMMA…F32.E4M3.E5M2`` / ``.E5M2.E4M3``; B's tensor map box is in B's dtype and the launch checks
+B against it. :func:`operand_dtypes` names the pair (refusing non-FP8 operands), :func:`mixed_configs`
+are the builds checked; a build of one format sets no DT_B (its cubin is unchanged).
 
 **The FP8 GEMM** is chapter 06's warp-specialized kernel with DT = 2 / 3
 (:class:`asynctc.warp_specialization.WSConfig` with an fp8 dtype): :func:`verify_fp8` checks it
@@ -62,9 +72,10 @@ from ..models.fp8 import (A_BLOCK, ACC_PREDICTION, B_BLOCK, EXPERIMENT_K, EXPERI
 from ..models.fp8 import (ANCHOR, FIT_GROUPS, FIT_K, FIT_PREDICTION, GROUP_K, fit_group, fit_set,
                           group_operands, identification_table, identified_bits,
                           predict_identification, probe_operands)
-from . import config, exercises, figures, identify, launch, seed, suite  # noqa: F401  (exercises registers ch07.*)
-from .config import (MIXED_FP8_DEFINES, PROMOTES, THIN_SHAPES, block_configs, block_timed_config,
-                     operand_dtype,
+from . import config, exercises, figures, identify, launch, seed, suite, swizzle_suite  # noqa: F401  (exercises registers ch07.*)
+from .config import (FP8_SWIZZLES, MIXED_FP8_DEFINES, MIXED_PAIRS, PROMOTES, THIN_SHAPES,
+                     block_configs, block_timed_config, mixed_configs, operand_dtype,
+                     operand_dtypes, swizzle_config, swizzle_configs,
                      correctness_configs, fp8_config, fp8_shape_config, shape_configs,
                      timed_configs)
 from .figures import plot_accumulation
@@ -80,4 +91,7 @@ from .suite import (FIT_COLS, FIT_ROWS, GOAL, NONSQUARE_SHAPES, SIZES, SUITES,
                     measure_fp8_nonsquare, nonsquare_fp8_table, ratio_rows, summarize_fp8,
                     summary_table, time_block_scaled)
 
-SUITES = {**SUITES, **identify.SUITES}
+from .swizzle_suite import PREDICTION as SWIZZLE_PREDICTION
+from .swizzle_suite import measure_fp8_swizzle, summarize_fp8_swizzle, swizzle_table
+
+SUITES = {**SUITES, **identify.SUITES, **swizzle_suite.SUITES}

@@ -114,7 +114,9 @@ def correctness_configs() -> list:
     bf16; fp16 for the top); 256×128; the promoted variants (128×128, every 1, 2, 4 k-tiles,
     plain and with persistent + cluster + TMA store); the per-block-scale variants
     (:func:`block_configs`); the tiles the shape picks for thin M (:func:`shape_configs` of
-    :data:`THIN_SHAPES`: 64×64 with one consumer, 128×64 without clusters, 128×128 with)."""
+    :data:`THIN_SHAPES`: 64×64 with one consumer, 128×64 without clusters, 128×128 with); the
+    mixed-operand builds (:func:`mixed_configs`); e4m3 under the 64-, 32- and no-swizzle
+    (:func:`swizzle_configs`)."""
     out = []
     for dt in W.FP8_DTYPES:
         ws2 = W.WSConfig(dtype=dt, bm=128, bn=256, consumers=2, stages=4)
@@ -128,7 +130,8 @@ def correctness_configs() -> list:
             if c not in out:
                 out.append(c)
     out += block_configs()
-    return out + [c for c in shape_configs() if c not in out]
+    out += [c for c in shape_configs() if c not in out]
+    return out + mixed_configs() + swizzle_configs()
 
 
 def _fp32_out_config(promote: int, dtype: str = "float8_e4m3fn"):
@@ -139,26 +142,29 @@ def _fp32_out_config(promote: int, dtype: str = "float8_e4m3fn"):
 def timed_configs() -> list:
     """The FP8 variants timed: the top rung with fp8 (no promotion), the same on the promoted
     variants' 128×128 tile without promotion (so the cost of promotion is read at equal tile),
-    promoted every 1 and 4 k-tiles (128×128), and the top rung without clusters."""
+    promoted every 1 and 4 k-tiles (128×128), the top rung without clusters (= the 128-byte
+    :func:`swizzle_config`), and the same under the 64-, 32- and no swizzle
+    (:func:`swizzle_configs`)."""
     return [fp8_config(), fp8_config(bn=128, stages=6), fp8_config(promote=1),
-            fp8_config(promote=4), fp8_config(cluster=1, tma_store=False)]
+            fp8_config(promote=4), fp8_config(cluster=1, tma_store=False)] + swizzle_configs()
 
 
-#: Mixed FP8 operands — the plan, not built. wgmma takes A and B of different FP8 types
-#: (PTX ISA §9.7.15.5.2 "wgmma.mma_async": .atype and .btype each .e4m3 or .e5m2, any pair), but
-#: the kernel has one ``DT`` define for both (2 e4m3, 3 e5m2), one tensor-map data type and one
-#: wgmma wrapper per DT. A mixed build needs ``DT_B`` beside ``DT`` (A's type): {(A, B): defines}.
+#: Mixed FP8 operands: wgmma takes A and B of different FP8 types (PTX ISA §9.7.15.5.2
+#: "wgmma.mma_async": .atype and .btype each .e4m3 or .e5m2, any pair). The kernel's ``DT`` is A's
+#: type and ``DT_B`` B's (B's tensor map and the wgmma's .btype; ``WSConfig(b_dtype=...)``):
+#: {(A, B): defines}. A build of one type sets no DT_B (its cubin is unchanged).
 MIXED_FP8_DEFINES = {("float8_e4m3fn", "float8_e5m2"): {"DT": 2, "DT_B": 3},
                      ("float8_e5m2", "float8_e4m3fn"): {"DT": 3, "DT_B": 2}}
+#: Both orders of a mixed pair, (A's dtype, B's dtype).
+MIXED_PAIRS = tuple(MIXED_FP8_DEFINES)
 
 
-def operand_dtype(a_dtype, b_dtype) -> str:
-    """The one FP8 dtype the kernel builds for operands A of ``a_dtype`` and B of ``b_dtype``
-    (names or numpy / ml_dtypes dtypes): both the same FP8 format → that format's name. A mixed
-    pair (e4m3 × e5m2, which wgmma itself allows) raises
-    :class:`asynctc.warp_specialization.WarpSpecializationError` naming ``b_dtype``, the value and
-    the rule, with the defines a mixed build would need (:data:`MIXED_FP8_DEFINES`); a non-FP8
-    dtype raises it naming that operand."""
+def operand_dtypes(a_dtype, b_dtype) -> tuple[str, str]:
+    """(A's, B's) FP8 dtype names for operands of ``a_dtype`` and ``b_dtype`` (names such as
+    "e4m3", or numpy / ml_dtypes dtypes): what ``WSConfig(dtype=A, b_dtype=B)`` builds — any
+    pair of e4m3 and e5m2. A dtype that is not FP8 raises
+    :class:`asynctc.warp_specialization.WarpSpecializationError` naming that operand, its value
+    and the rule (the FP8 GEMM takes FP8 operands; a 16-bit GEMM takes A and B of one type)."""
     from ..models.fp8 import fp8_format
     names = []
     for field, d in (("a_dtype", a_dtype), ("b_dtype", b_dtype)):
@@ -166,12 +172,51 @@ def operand_dtype(a_dtype, b_dtype) -> str:
             names.append(fp8_format(d).name)
         except ValueError:
             W._fail(field, d if isinstance(d, str) else np.dtype(d).name,
-                    f"the FP8 GEMM takes FP8 operands: one of {W.FP8_DTYPES}")
-    a, b = names
-    if a != b:
-        W._fail("b_dtype", b, f"mixed FP8 operands (A {a}, B {b}) are allowed by wgmma (PTX ISA "
-                              "§9.7.15.5.2: .atype/.btype each .e4m3 or .e5m2) but not built here: "
-                              "the kernel has one DT define for A and B; a mixed build needs "
-                              f"{MIXED_FP8_DEFINES[(a, b)]} (DT_B: B's tensor map and the "
-                              "wgmma's .btype); quantise B to A's format meanwhile")
-    return a
+                    f"the FP8 GEMM takes FP8 operands: one of {W.FP8_DTYPES} (A and B may differ: "
+                    "wgmma's .atype/.btype, PTX ISA §9.7.15.5.2; 16-bit A and B are one type)")
+    return names[0], names[1]
+
+
+def operand_dtype(a_dtype, b_dtype) -> str:
+    """The build for operands A of ``a_dtype`` and B of ``b_dtype``, in words: the format's name
+    when both are the same FP8 format, else "A × B (DT=…, DT_B=…)" — a mixed pair builds with
+    :data:`MIXED_FP8_DEFINES` (``fp8_config(A, b_dtype=B)``). Refuses what
+    :func:`operand_dtypes` refuses."""
+    a, b = operand_dtypes(a_dtype, b_dtype)
+    if a == b:
+        return a
+    d = MIXED_FP8_DEFINES[(a, b)]
+    return f"{a} × {b} (DT={d['DT']}, DT_B={d['DT_B']})"
+
+
+def mixed_configs() -> list:
+    """The mixed-operand builds checked (each order of :data:`MIXED_PAIRS`): chapter 06's
+    128×256 tile with C in fp32, and the FP8 top rung (persistent, clusters of 2, TMA store, bf16
+    C) with B of the other format."""
+    out = []
+    for a, b in MIXED_PAIRS:
+        out += [W.WSConfig(dtype=a, b_dtype=b, bm=128, bn=256, consumers=2, stages=4),
+                fp8_config(a, b_dtype=b)]
+    return out
+
+
+#: Swizzle spans the FP8 kernel builds (bytes): 128 (the default) and chapter 07's 64, 32 and 0
+#: (no swizzle: the interleaved canonical layout, 16-byte boxes). All four: the descriptor's layout
+#: type, the tensor maps' swizzle and the k-step offsets come from one layout model
+#: (:meth:`asynctc.warp_specialization.WSConfig.stage_tiles`), in bytes, so an fp8 k-tile row of 128
+#: elements is laid out as the fp16 row of 64 (tests compare the defines). A swizzle other than 128
+#: needs cluster=1 (the multicast halves of B are 128-byte rows) and K-major B (fp8 has no other).
+FP8_SWIZZLES = (128, 64, 32, 0)
+
+
+def swizzle_config(swizzle: int = 128, dtype: str = "float8_e4m3fn"):
+    """The FP8 build timed under each swizzle: :func:`fp8_config` without clusters and with the
+    register epilogue (``cluster=1, tma_store=False``: what a swizzle other than 128 can be built
+    with), persistent, bf16 C; ``swizzle`` one of :data:`FP8_SWIZZLES`."""
+    return fp8_config(dtype, cluster=1, tma_store=False, swizzle=swizzle)
+
+
+def swizzle_configs(dtype: str = "float8_e4m3fn") -> list:
+    """:func:`swizzle_config` for the spans other than 128 (64, 32, 0): the 128-byte one is
+    already in :func:`timed_configs`."""
+    return [swizzle_config(s, dtype) for s in FP8_SWIZZLES if s != 128]

@@ -22,7 +22,7 @@ def verify_block_scaled(cfg, m: int, n: int, k: int, rng=None, frac_bits: int = 
     if not cfg.block_scales:
         _fail("cfg.block_scales", False, "verify_block_scaled needs a block_scales config")
     W.check_shapes(m, n, k, cfg)
-    qa, sa, qb, sb, _, _ = block_scaled_operands(m, n, k, cfg.dtype, rng)
+    qa, sa, qb, sb, _, _ = block_scaled_operands(m, n, k, cfg.dtype, rng, b_dtype=cfg.dtype_b)
     g = W.run_ws(qa, qb, cfg, block_scales=(sa, sb))
     return check_fp8_block(g.out.to_host(), qa, qb, sa, sb, cfg.out_dtype, frac_bits, cfg.label())
 
@@ -30,7 +30,7 @@ def verify_block_scaled(cfg, m: int, n: int, k: int, rng=None, frac_bits: int = 
 def verify_fp8(cfg, m: int, n: int, k: int, rng=None, frac_bits: int = FRAC_BITS,
                scaled: bool = True):
     """Run the fp8 ``cfg`` (:class:`asynctc.warp_specialization.WSConfig`) on fresh random FP8
-    inputs (:func:`random_fp8`), with per-tensor scales (``scaled``: random powers of two and
+    inputs (:func:`random_fp8`; B in ``cfg.dtype_b``, the other format for a mixed build), with per-tensor scales (``scaled``: random powers of two and
     non-powers of two, so the epilogue's multiply is exercised), poisoned output, and check every
     element (:func:`check_fp8_gemm`); a ``block_scales`` config goes to
     :func:`verify_block_scaled`. Returns :class:`asynctc.core.checks.Check`."""
@@ -38,7 +38,7 @@ def verify_fp8(cfg, m: int, n: int, k: int, rng=None, frac_bits: int = FRAC_BITS
         return verify_block_scaled(cfg, m, n, k, rng, frac_bits)
     W.check_shapes(m, n, k, cfg)
     rng = rng if rng is not None else np.random.default_rng()
-    qa, qb = random_fp8((m, k), cfg.dtype, rng), random_fp8((n, k), cfg.dtype, rng)
+    qa, qb = random_fp8((m, k), cfg.dtype, rng), random_fp8((n, k), cfg.dtype_b, rng)
     sa, sb = (np.float32(rng.uniform(0.5, 2.0)), np.float32(2.0 ** -3)) if scaled else (1.0, 1.0)
     g = W.run_ws(qa, qb, cfg, scales=np.array([sa, sb], np.float32) if scaled else None)
     return check_fp8_gemm(g.out.to_host(), qa, qb, sa, sb, cfg.out_dtype, frac_bits, cfg.promote,

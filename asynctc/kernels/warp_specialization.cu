@@ -101,7 +101,8 @@
 // whose row stride is ldc).
 //
 // Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), EDGES (0, 1: see above), DT (0
-// f16, 1 bf16; 2 e4m3, 3 e5m2: chapter 07, fp8_promote.cuh), BM, BN, BK (elements of K per k-tile:
+// f16, 1 bf16; 2 e4m3, 3 e5m2: chapter 07, fp8_promote.cuh; A's type), DT_B (B's: default DT;
+// with fp8 A also the other fp8 type — mixed .e4m3.e5m2 / .e5m2.e4m3 wgmma), BM, BN, BK (elements of K per k-tile:
 // 128 bytes, i.e. 64 16-bit or 128 fp8), STAGES (2..6), CONSUMERS (1, 2), B_MAJOR (0 K-major, 1
 // MN-major; fp8: K-major only), OUT_F32, C_DT (the 16-bit type of C when OUT_F32 = 0: 0 f16, 1
 // bf16; default the input dtype, bf16 for fp8), GROUP_M (tile rows per raster group), TRACE,
@@ -166,8 +167,13 @@
 #ifndef EDGES
 #define EDGES 0
 #endif
+#ifndef DT_B
+#define DT_B DT   // B's input dtype (wgmma_ring.cuh); mixed only for fp8
+#endif
 
 static_assert(DT >= 0 && DT <= 3, "DT: 0 f16, 1 bf16, 2 e4m3, 3 e5m2");
+static_assert(DT_B == DT || (DT >= 2 && (DT_B == 2 || DT_B == 3)),
+              "DT_B: B's dtype equals A's for f16/bf16; fp8 A takes e4m3 (2) or e5m2 (3) B");
 static_assert(BK * (DT >= 2 ? 1 : 2) == 128, "BK: one 128-byte swizzle row of K per box row");
 static_assert(C_DT == 0 || C_DT == 1, "C_DT: 0 f16, 1 bf16");
 static_assert(STAGES >= 2 && STAGES <= 6,

@@ -3,7 +3,7 @@
 // accumulators to C. Include it after the including file has defined its tile constants:
 //   kAtoms (m64 wgmma atoms per warpgroup), kAcc (= BN / 2 fp32 accumulators per thread per atom),
 //   kKSteps (= BK / 16), kAtomBytes (A: bytes from one m64 atom to the next), and the defines
-//   BN, DT, B_MAJOR, A_KSTEP_BYTES, B_KSTEP_BYTES, OUT_F32, and optionally C_DT (the 16-bit type
+//   BN, DT (and DT_B: B's, default DT), B_MAJOR, A_KSTEP_BYTES, B_KSTEP_BYTES, OUT_F32, and optionally C_DT (the 16-bit type
 //   of C when OUT_F32 = 0; default DT).
 // PTX ISA §9.7.15 (wgmma.fence / mma_async / commit_group); register fragments: ptx/wgmma.cuh.
 #pragma once
@@ -13,6 +13,9 @@
 
 #ifndef C_DT
 #define C_DT DT
+#endif
+#ifndef DT_B
+#define DT_B DT   // B's input dtype where it differs from A's (chapter 07's mixed FP8)
 #endif
 
 // No ordinary access to the accumulators may move across a wgmma, commit or wait (ptx/wgmma.cuh).
@@ -40,7 +43,7 @@ __device__ __forceinline__ void mma_ktile(float (&acc)[kAtoms][kAcc], u64 desc_a
     const u64 db = wgmma_desc_advance(desc_b, B_KSTEP_OFFSET(s));
 #pragma unroll
     for (int i = 0; i < kAtoms; ++i)
-      wgmma_mma_async_ss<BN, DT, 0, B_MAJOR>(
+      wgmma_mma_async_ss<BN, DT, 0, B_MAJOR, DT_B>(
           acc[i], wgmma_desc_advance(desc_a, i * kAtomBytes + A_KSTEP_OFFSET(s)), db, 1);
   }
   wgmma_commit_group();

@@ -757,12 +757,13 @@ def block_reference(qa, qb_nk, sa, sb, frac_bits: int = FRAC_BITS, out_dtype: st
 
 
 def block_scaled_operands(m: int, n: int, k: int, dtype: Any = "float8_e4m3fn", rng=None,
-                          spread: float = 3.0):
+                          spread: float = 3.0, b_dtype: Any = None):
     """Fresh inputs for a BLOCK_SCALES check: float32 A (M×K) and B (N×K), standard normal times
     a magnitude drawn per 1×128 block of A and per 128×128 block of B (e^U(−spread, spread), so
     neighbouring blocks' scales differ and a scale from the wrong row, n-block or k-tile shows),
     quantised per block (:func:`quantize_a`, :func:`quantize_b`, scales not powers of two so the
-    kernel's scale product rounds). Returns ``(qa, sa, qb, sb, a, b)``."""
+    kernel's scale product rounds); B in ``b_dtype`` where given (mixed FP8), else ``dtype``.
+    Returns ``(qa, sa, qb, sb, a, b)``."""
     rng = rng if rng is not None else np.random.default_rng()
     kt = -(-k // KTILE)
     mag_a = np.repeat(np.exp(rng.uniform(-spread, spread, (m, kt))), KTILE, axis=1)[:, :k]
@@ -772,5 +773,5 @@ def block_scaled_operands(m: int, n: int, k: int, dtype: Any = "float8_e4m3fn", 
     a = (rng.standard_normal((m, k)) * mag_a).astype(np.float32)
     b = (rng.standard_normal((n, k)) * mag_b).astype(np.float32)
     qa, sa = quantize_a(a, dtype)
-    qb, sb = quantize_b(b, dtype)
+    qb, sb = quantize_b(b, dtype if b_dtype is None else b_dtype)
     return qa, sa, qb, sb, a, b

@@ -109,7 +109,9 @@ class WSConfig(P.RingTile):
     applied where each k-tile's wgmma sums are promoted; needs fp8, ``promote`` = 1 (a k-tile of
     128 fp8 elements is one scale block along K), ``bn`` ≤ 128 (one B block per tile) and no
     ``edges``; the launch then takes the scale tensors (:func:`check_block_scales`) instead of the
-    per-tensor ``scales``.
+    per-tensor ``scales``. ``b_dtype`` (mixed FP8, the kernel's ``DT_B``): B's dtype where it
+    differs from A's ``dtype`` — the other FP8 format (e4m3 × e5m2 or e5m2 × e4m3: wgmma's .atype
+    and .btype are independent for FP8); None (or A's dtype) for one type. 16-bit inputs refuse it.
     ``edges``: the ``EDGES`` build (any M, N, K ≥ 1: tile counts and the k-loop round up, TMA
     zero-fills what hangs past the tensor, stores are clipped, C has a row pitch ``ldc``) — what
     :func:`asynctc.matmul` runs (launched by :class:`asynctc.gemm.EdgeGemm`); the ladder's rungs
@@ -162,11 +164,19 @@ class WSConfig(P.RingTile):
     swizzle: int = 128
     row_boxes: int = 1
     tma_once: bool = False
+    b_dtype: str | None = None
 
     def __post_init__(self):
         if self.bk is None:
             object.__setattr__(self, "bk", default_bk(self.dtype))
+        if self.b_dtype == self.dtype:          # one spelling per build: B of A's type is None
+            object.__setattr__(self, "b_dtype", None)
         self.validate()
+
+    @property
+    def dtype_b(self) -> str:
+        """B's input dtype: :attr:`b_dtype`, else A's :attr:`dtype`."""
+        return self.b_dtype or self.dtype
 
     def validate(self, smem_limit: int | None = None) -> None:
         """Check every rule; raise :class:`WarpSpecializationError` naming field, value and rule."""
@@ -184,6 +194,8 @@ class WSConfig(P.RingTile):
             _fail("dtype", self.dtype, f"must be one of {sorted(INPUT_DTYPES)} (wgmma .f16/.bf16 k16, "
                                        ".e4m3/.e5m2 k32; PTX ISA §9.7.15.5.2)")
         fp8 = is_fp8(self.dtype)
+        if self.b_dtype is not None:
+            self._validate_b_dtype()
         if self.bk != default_bk(self.dtype):
             _fail("bk", self.bk, f"one k-tile row is one 128-byte swizzle row: "
                                  f"{default_bk(self.dtype)} {self.dtype} elements")
@@ -293,6 +305,15 @@ class WSConfig(P.RingTile):
             _fail("setmaxnreg", False, f"without setmaxnreg every thread gets {entry} registers "
                                        f"({self.threads} threads), below the consumers' {need}")
 
+    def _validate_b_dtype(self) -> None:
+        b = self.b_dtype
+        if not isinstance(b, str) or b not in INPUT_DTYPES:
+            _fail("b_dtype", b, f"B's input dtype: None (A's) or one of {sorted(INPUT_DTYPES)}")
+        if not (is_fp8(self.dtype) and is_fp8(b)):
+            _fail("b_dtype", b, f"B of another type than A ({self.dtype}) only for FP8 A and B "
+                                "(PTX ISA §9.7.15.5.2 'wgmma.mma_async': .atype and .btype each "
+                                ".e4m3 or .e5m2, any pair; for .f16/.bf16 they are the same type)")
+
     def _validate_row_boxes(self) -> None:
         r = self.row_boxes
         if r < 1:
@@ -369,7 +390,7 @@ class WSConfig(P.RingTile):
         what one consumer's wgmmas read per k-tile."""
         from ..models import descriptors as dsc
         return (dsc.OperandTile(64, self.bk, self.dtype, "K", self.swizzle),
-                dsc.OperandTile(self.bn, self.bk, self.dtype, self.b_major, self.swizzle))
+                dsc.OperandTile(self.bn, self.bk, self.dtype_b, self.b_major, self.swizzle))
 
     def stage_tiles(self):
         """(A, B) of one stage as :class:`asynctc.models.descriptors.OperandTile`: A bm × bk
@@ -379,7 +400,7 @@ class WSConfig(P.RingTile):
         ``box_rows`` × ``box_cols`` elements, ``box_pitch`` bytes apart."""
         from ..models import descriptors as dsc
         return (dsc.OperandTile(self.bm, self.bk, self.dtype, "K", self.swizzle),
-                dsc.OperandTile(self.bn, self.bk, self.dtype, self.b_major, self.swizzle))
+                dsc.OperandTile(self.bn, self.bk, self.dtype_b, self.b_major, self.swizzle))
 
     @property
     def k_boxes(self) -> int:
@@ -446,6 +467,8 @@ class WSConfig(P.RingTile):
                      PROMOTE=self.promote)
             if self.block_scales:    # only when on: the other fp8 cubins stay as they were
                 d["BLOCK_SCALES"] = 1
+            if self.b_dtype:         # mixed FP8 only: the other cubins stay as they were
+                d["DT_B"] = INPUT_DTYPES[self.b_dtype]
         if self.trace:
             d.update(TRACE=1, TRACE_CTAS=P.TRACE_CTAS, TRACE_EVENTS=P.TRACE_EVENTS)
         if self.edges:       # only when on: the ladder's defines (and cubins) stay as they were
@@ -471,6 +494,7 @@ class WSConfig(P.RingTile):
                 f"{' edges' if self.edges else ''}{out}"
                 f"{f' promote:{self.promote}' if self.promote else ''}"
                 f"{' block_scales' if self.block_scales else ''}"
+                f"{f' b_dtype:{self.b_dtype}' if self.b_dtype else ''}"
                 f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}"
                 f"{f' row_boxes:{self.row_boxes}' if self.row_boxes != 1 else ''}"
                 f"{' tma_once' if self.tma_once else ''}"
@@ -485,11 +509,11 @@ class WSConfig(P.RingTile):
         if self.swizzle != 128:
             return self.stage_tiles()[1].smem_tile()
         if self.row_boxes != 1:
-            return SmemTile(self.bn // self.row_boxes, self.bk, self.dtype, 128)
+            return SmemTile(self.bn // self.row_boxes, self.bk, self.dtype_b, 128)
         if self.cluster == 2 and self.b_major == "K":
-            return SmemTile(self.bn // 2, self.bk, self.dtype, 128)
+            return SmemTile(self.bn // 2, self.bk, self.dtype_b, 128)
         if is_fp8(self.dtype):
-            return SmemTile(self.bn, self.bk, self.dtype, 128)
+            return SmemTile(self.bn, self.bk, self.dtype_b, 128)
         return self.pipeline_config().b_box
 
     def as_dict(self) -> dict:

@@ -193,8 +193,9 @@ def check_operands(a, b, cfg: WSConfig, out=None, scales=None,
     Raises :class:`WarpSpecializationError`."""
     from ..models.layout import dtype_of
     try:
-        m, n, k = checks.operand_dims(a, b, dtype_of(cfg.dtype), cfg.dtype, cfg.b_major,
-                                     error=P.PipelineError)
+        m, n, k = checks.operand_dims(
+            a, b, dtype_of(cfg.dtype), cfg.dtype, cfg.b_major, error=P.PipelineError,
+            b_dt=dtype_of(cfg.b_dtype) if cfg.b_dtype else None, b_dtype_name=cfg.b_dtype)
         check_shapes(m, n, k, cfg)
         checks.check_out(out, m, n, dtype_of(cfg.out_dtype), error=P.PipelineError)
     except WarpSpecializationError:

@@ -17,7 +17,8 @@
 // (fence.proxy.async.shared::cta) before a wgmma reads it (§9.7.15.7.1, last paragraph).
 //
 // Shapes wrapped here: m64nNk16 with f16/bf16 inputs and m64nNk32 with e4m3/e5m2 inputs, fp32
-// accumulators, N in {8, 16, 32, 64, 128, 256}. kDtype: 0 f16, 1 bf16, 2 e4m3, 3 e5m2.
+// accumulators, N in {8, 16, 32, 64, 128, 256}. kDtype: 0 f16, 1 bf16, 2 e4m3, 3 e5m2 (A's type; the
+// SS form takes B's as kDtypeB, default A's: mixed .e4m3.e5m2 / .e5m2.e4m3).
 // kTransA / kTransB: 0 = K-major, 1 = MN-major (imm-trans-a / imm-trans-b; only f16/bf16 allow 1).
 //
 // Register fragments (§9.7.15.5.1.1; warp w = warp index in the warpgroup, g = lane/4, t = lane%4):
@@ -125,9 +126,11 @@ struct Wgmma;  // specialised below for N = 8, 16, 32, 64, 128, 256
 #define WGMMA_DEFINE_N(N, R, DL, FL, I0, I1, I2, I3, I4, I5, I6)                                   \
   template <>                                                                                      \
   struct Wgmma<N> {                                                                                \
-    template <int kDtype, int kTransA, int kTransB>                                                \
+    template <int kDtype, int kTransA, int kTransB, int kDtypeB = kDtype>                          \
     static __device__ __forceinline__ void ss(float (&d)[R], u64 desc_a, u64 desc_b, int scale_d) { \
       static_assert(kDtype >= 0 && kDtype <= 3, "kDtype: 0 f16, 1 bf16, 2 e4m3, 3 e5m2");         \
+      static_assert(kDtypeB == kDtype || (kDtype >= 2 && kDtypeB >= 2 && kDtypeB <= 3),           \
+                    "kDtypeB (B's type): A's for f16/bf16; e4m3 (2) or e5m2 (3) beside fp8 A");    \
       static_assert((kTransA == 0 || kTransA == 1) && (kTransB == 0 || kTransB == 1),             \
                     "imm-trans-a/-b are 0 (K-major) or 1 (MN-major)");                             \
       static_assert(kDtype < 2 || (kTransA == 0 && kTransB == 0),                                  \
@@ -140,11 +143,17 @@ struct Wgmma;  // specialised below for N = 8, 16, 32, 64, 128, 256
         WGMMA_ASM("m64n" #N "k16", ".f32.bf16.bf16", DL, FL(d, 0), "%" #I0, "%" #I1, #I2,        \
                   ", 1, 1, %" #I3 ", %" #I4, "l"(desc_a), "l"(desc_b), "r"(scale_d),              \
                   "n"(kTransA), "n"(kTransB));                                                     \
-      else if constexpr (kDtype == 2)                                                              \
+      else if constexpr (kDtype == 2 && kDtypeB == 2)                                              \
         WGMMA_ASM("m64n" #N "k32", ".f32.e4m3.e4m3", DL, FL(d, 0), "%" #I0, "%" #I1, #I2,        \
                   ", 1, 1", "l"(desc_a), "l"(desc_b), "r"(scale_d));                               \
-      else                                                                                         \
+      else if constexpr (kDtype == 3 && kDtypeB == 3)                                              \
         WGMMA_ASM("m64n" #N "k32", ".f32.e5m2.e5m2", DL, FL(d, 0), "%" #I0, "%" #I1, #I2,        \
+                  ", 1, 1", "l"(desc_a), "l"(desc_b), "r"(scale_d));                               \
+      else if constexpr (kDtype == 2)                                                              \
+        WGMMA_ASM("m64n" #N "k32", ".f32.e4m3.e5m2", DL, FL(d, 0), "%" #I0, "%" #I1, #I2,        \
+                  ", 1, 1", "l"(desc_a), "l"(desc_b), "r"(scale_d));                               \
+      else                                                                                         \
+        WGMMA_ASM("m64n" #N "k32", ".f32.e5m2.e4m3", DL, FL(d, 0), "%" #I0, "%" #I1, #I2,        \
                   ", 1, 1", "l"(desc_a), "l"(desc_b), "r"(scale_d));                               \
     }                                                                                              \
     template <int kDtype, int kTransB>                                                             \
@@ -183,10 +192,12 @@ WGMMA_DEFINE_N(256, 128, WGMMA_D128, WGMMA_F128, 128, 129, 130, 131, 132, 133, 1
 
 // The names kernels use: one wgmma.mma_async, SS (both operands from shared memory) or RS (A from
 // registers). scale_d = 0: D = A·B (the accumulators' old values are ignored); 1: D = A·B + D.
-template <int kN, int kDtype, int kTransA, int kTransB>
+// kDtypeB: B's type where it differs from A's — FP8 only (PTX ISA "wgmma.mma_async": .atype and
+// .btype are each .e4m3 or .e5m2, any pair; for .f16/.bf16 they are the same). SS form only.
+template <int kN, int kDtype, int kTransA, int kTransB, int kDtypeB = kDtype>
 __device__ __forceinline__ void wgmma_mma_async_ss(float (&d)[kN / 2], u64 desc_a, u64 desc_b,
                                                    int scale_d) {
-  Wgmma<kN>::template ss<kDtype, kTransA, kTransB>(d, desc_a, desc_b, scale_d);
+  Wgmma<kN>::template ss<kDtype, kTransA, kTransB, kDtypeB>(d, desc_a, desc_b, scale_d);
 }
 
 template <int kN, int kDtype, int kTransB>
