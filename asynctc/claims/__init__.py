@@ -11,7 +11,8 @@ denominators: the datasheet (989 TFLOP/s dense fp16, 1979 fp8) and SMs × FLOP/c
 measured for that row (its kind — in-kernel, in flight — printed beside it).
 
 * :mod:`.verdicts` — verdict words, :class:`Part`, :class:`Claim`, both denominators, records;
-* :mod:`.seed` — :data:`SEED_CLAIMS` and :func:`evaluate`;
+* :mod:`.seed` — :data:`SEED_CLAIMS` and :func:`evaluate`; :mod:`.seed_copies` — the judges of
+  its copy statements (TMA against manual copies, the ``tma_copy`` and ``tma_equal`` records);
 * :mod:`.gaps` — what would measure each part not measured yet;
 * :mod:`.anchors` — :data:`ANCHORS` and :func:`evaluate_anchors`;
 * :mod:`.report` — the tables as text, :data:`WRITTEN_FOR` and :func:`check_written` (raises
