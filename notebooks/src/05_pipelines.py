@@ -6,14 +6,11 @@
 #
 # 1. draw the ring of S shared-memory stages with its *full* and *empty* mbarriers, and say who
 #    arrives, who waits and on which [phase parity](../docs/glossary.md#phase-parity) at every k-tile;
-# 2. read the kernel's steady-state loop;
-# 3. check the kernel against float64 with an elementwise bound;
-# 4. measure throughput against ring depth, beside cuBLAS timed in the same run, and say why it
-#    stops rising.
+# 2. read the kernel's loop and check it against float64;
+# 3. measure throughput against ring depth, beside cuBLAS, and say why it stops rising.
 #
-# Chapter 03 moved one tile and waited; chapter 04 issued `wgmma` on a tile already in shared
-# memory. Here the loads of the next k-tiles run under the math of this one. Warp specialization
-# comes in chapter 06: here every warpgroup computes, and one of its threads also issues the loads.
+# Here the loads of the next k-tiles run under the math of this one. Warp specialization comes in
+# chapter 06: here every warpgroup computes, and one of its threads also issues the loads.
 # The investigations are in two deep dives: [05b](05b_pipeline_timeline.ipynb) (a CPU model's
 # prediction, written before the kernel first ran, beside the sweep and the timelines recorded
 # inside the kernel) and [05c](05c_pipeline_variants.ipynb) (SASS, CUTLASS's names, what moved the
@@ -51,8 +48,7 @@ fig = mp.plot_ring(stages=4, k_tiles=12)
 plt.show()
 
 # %% [markdown]
-# The CPU model's `Mbarrier` follows the PTX ISA's rules (phase, pending arrivals, tx-count); what
-# its waits return on a fresh barrier is the figure's rule:
+# The CPU model's `Mbarrier` follows the PTX ISA's rules; on a fresh barrier:
 
 # %%
 bar = mp.Mbarrier(2, "empty[0]")
@@ -66,10 +62,9 @@ assert bar.test_wait(0) and not bar.test_wait(1) and bar.phase == 1
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# `asynctc/kernels/pipeline.cu`, driven by `asynctc.pipeline` (compile / run / verify). The
-# steady state: wait full, issue the k-tile's wgmmas as one group, `wgmma.wait_group<kPending>`,
-# release k-tile k − kPending and — in the producer thread — refill that stage with k-tile r + S
-# (the producer's own half, and the SASS, are in [05c](05c_pipeline_variants.ipynb)):
+# `asynctc/kernels/pipeline.cu`, driven by `asynctc.pipeline`. The steady state: wait full, issue
+# the k-tile's wgmmas as one group, `wgmma.wait_group<kPending>`, release k-tile r = k − kPending
+# and — in the producer thread — refill that stage with k-tile r + S:
 
 # %%
 notebook.show_source("pipeline.cu", start=r"^  for \(int k = 0; k < T; \+\+k\) \{",
@@ -82,10 +77,10 @@ notebook.show_source("pipeline.cu", start=r"^  for \(int k = 0; k < T; \+\+k\) \
 # [05c](05c_pipeline_variants.ipynb), section 1.
 #
 # **Exercise 3 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it, so
-# answer first). With S = 6 stages and a **single** consumer warpgroup, how many groups should the
-# loop's `wgmma.wait_group<kPending>` leave pending (0 or 1) to keep the math going while the next
-# stage is released and refilled? Reason it out; you may then run `mp.simulate(6, p, 1, 32)` for
-# p = 0 and 1 and compare `math_fraction`. Replace `...`:
+# answer first). With S = 6 stages and a **single** consumer warpgroup, should the loop's
+# `wgmma.wait_group<kPending>` leave 0 or 1 group pending to keep the math going while a stage is
+# released and refilled? You may then run `mp.simulate(6, p, 1, 32)` for p = 0 and 1 and compare
+# `math_fraction`. Replace `...`:
 
 # %%
 answer = ...
@@ -96,8 +91,8 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 #
 # Fresh standard-normal inputs (never zeros or ±1), the output poisoned with NaN, a float64 reference,
 # and an elementwise bound `|C − ref| ≤ k·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|`: one wrong or unwritten
-# element fails. Live, two configurations run now; the record checked every (dtype, tile, stages,
-# consumers, B layout, wait_group) combination on two shapes that span several CTA rows and columns.
+# element fails. Live, two configurations run now; the record checked every combination of dtype,
+# tile, stages, consumers, B layout and wait_group on two shapes.
 
 # %% output varies
 rec = records.load("pipeline")
@@ -110,12 +105,9 @@ if runtime.runs_live("sm_90a"):
               f"unwritten {chk.unwritten}")
         assert chk.passed
 checks = res["checks"]
-by_tile = {}
-for c in checks:
-    by_tile.setdefault(f"{c['bm']}x{c['bn']}/c{c['consumers']}", []).append(c)
-print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded checks passed")
-for key, cs in sorted(by_tile.items()):
-    print(f"  {key:12s} {len(cs):4d} checks, worst |C−ref|/bound {max(c['worst_ratio'] for c in cs):.3f}")
+print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded checks passed, "
+      f"{len({(c['bm'], c['bn'], c['consumers']) for c in checks})} tiles, worst |C−ref|/bound "
+      f"{max(c['worst_ratio'] for c in checks):.3f}")
 assert all(c["passed"] for c in checks)
 
 # %% [markdown]
@@ -149,10 +141,9 @@ for size in (4096, 8192):
 # ## 5. Why it stops rising
 #
 # With one stage every load is exposed: load, wait, compute. Each further stage puts one more load
-# in flight under the math, until the ring holds as many as the path from L2 into the SM can
-# serve; past that, depth adds nothing, and what limits the kernel is how fast each SM receives its
-# stages. Each sentence below is generated from the record (the 128×256 tile, fp16, 4096³, and the
-# timeline recorded inside the first CTAs):
+# under the math, until the ring holds as many as the path from L2 into the SM can serve; past
+# that, depth adds nothing. From the record (128×256, fp16, 4096³, and the timeline recorded inside
+# the first CTAs):
 
 # %% output varies
 meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
