@@ -141,9 +141,9 @@ for size in (4096, 8192):
 # ## 5. Why it stops rising
 #
 # With one stage every load is exposed: load, wait, compute. Each further stage puts one more load
-# under the math, until the ring holds as many as the path from L2 into the SM can serve; past
-# that, depth adds nothing. From the record (128×256, fp16, 4096³, and the timeline recorded inside
-# the first CTAs):
+# under the math, until the loads come in as fast as the path into the SM delivers them; past that,
+# depth adds nothing. From the record (128×256, fp16, 4096³, and the timeline recorded inside the
+# first CTAs):
 
 # %% output varies
 meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
@@ -163,9 +163,10 @@ _ = notebook.claim(per_k > 1.8 * kt_peak and wait_full > 0.15,
                    cycles=per_k, peak=kt_peak, wait_full=wait_full)
 
 # %% [markdown]
-# A CPU model of this ring, written before the kernel first ran, got the curve's shape right and
-# its height wrong: [05b](05b_pipeline_timeline.ipynb). Why the 128×128 curves drop after S = 3
-# (occupancy, not depth): [05c](05c_pipeline_variants.ipynb).
+# A CPU model of this ring predicted this curve before the kernel first ran; how it fared, and a
+# cap on the L2 → SM path fitted to the curve (an explanation that suffices, not a proof), are in
+# [05b](05b_pipeline_timeline.ipynb). Why the 128×128 curves drop after S = 3 (occupancy, not
+# depth): [05c](05c_pipeline_variants.ipynb).
 
 # %% [markdown]
 # ## 6. Exercises
