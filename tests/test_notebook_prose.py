@@ -169,7 +169,7 @@ LISTINGS = {
     ("04", r"  // fence \(the registers were written above\)"): (10, r"wgmma_mma_async_ss"),
     ("05", r"^  for \(int k = 0; k < T; \+\+k\) \{"): (30, r"wgmma_wait_group<kPending>.*"
                                                        r"[\s\S]*empty\.arrive\([\s\S]*load_stage"),
-    ("05", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
+    ("05c", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
     ("06b", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
                                                                 r"empty\.wait\("
                                                                 r"[\s\S]*load_stage\([\s\S]*full\["),
@@ -465,10 +465,11 @@ def test_expert_reading_corrections_stay_corrected():
     docstring); tcgen05.fence::before/after_thread_sync is not wgmma.fence's counterpart (09 §8's
     table); a 256×256 fp32 accumulator fails on the register file, not on 255 registers per thread
     (06d §2); FP8's 2× is a ceiling (07); one thread's arrival after wait_group is CUTLASS's
-    convention, not a PTX rule (05, 06); the CUTLASS map is in 05 and 06 (06b §4)."""
+    convention, not a PTX rule (05, 06); the CUTLASS map is in 05's deep dive 05c and in 06 (06b §4)."""
     from asynctc.models import tcgen05, tmem
     text = {n: (ROOT / "notebooks" / "src" / n).read_text() for n in
-            ("05_pipelines.py", "06_warp_specialization.py", "07_fp8_precision.py", "09_blackwell.py")}
+            ("05_pipelines.py", "05c_pipeline_variants.py", "06_warp_specialization.py", "07_fp8_precision.py",
+             "09_blackwell.py")}
     # chapter 06 is its core lesson and its deep dives (06b, 06c, 06d): the text moved between them
     text["06_warp_specialization.py"] = "\n".join(
         p.read_text() for p in sorted((ROOT / "notebooks" / "src").glob("06*_*.py")))
@@ -487,11 +488,12 @@ def test_expert_reading_corrections_stay_corrected():
     assert "**ceiling**" in text["07_fp8_precision.py"]
     for n in ("05_pipelines.py", "06_warp_specialization.py"):
         assert "not a rule the PTX ISA text states" in text[n], n
+    for n in ("05c_pipeline_variants.py", "06_warp_specialization.py"):
         assert "From this chapter's names to CUTLASS's" in text[n], n
     for name in ("PipelineTmaAsync", "producer_acquire", "producer_commit", "consumer_wait",
                  "consumer_release", "PipelineState", "ClusterBarrier", "make_gmma_desc",
                  "elect_one_sync"):
-        assert re.search(rf"`(?:cute::)?{name}", text["05_pipelines.py"]), name
+        assert re.search(rf"`(?:cute::)?{name}", text["05c_pipeline_variants.py"]), name
     for name in ("KernelTmaWarpSpecializedCooperative", "KernelTmaWarpSpecializedPingpong",
                  "FP8FastAccum", "mma_promotion_interval"):
         assert name in nb06, name

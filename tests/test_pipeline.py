@@ -454,6 +454,15 @@ def test_depth_table_marks_occupancy_without_superscripts():
     assert "513 (3)" in lines[1] and "513    " in lines[1] and "CTAs resident per SM" in lines[-1]
 
 
+def test_depth_table_filters_dtypes_and_prints_no_nan():
+    rows = [{"kernel": "pipeline", "dtype": dt, "size": 4096, "tile": "128x128x64/c1", "stages": 1,
+             "tflops": 500.0} for dt in ("float16", "bfloat16")]
+    res = {"sweep": [{"kernel": "cuBLAS", "dtype": "float16", "size": 4096, "tflops": 700.0}] + rows}
+    both, fp16 = P.depth_table(res).splitlines(), P.depth_table(res, dtypes=("float16",)).splitlines()
+    assert len(both) == 3 and len(fp16) == 2 and "bfloat16" not in "\n".join(fp16)
+    assert "nan" not in "\n".join(both) and both[2].split()[-1] == "-"     # bf16: no cuBLAS row timed
+
+
 # ---- the ring protocol, executed step by step in Python (CPU) ----------------------------------------
 
 class _Barrier:

@@ -281,6 +281,21 @@ def test_timeline_takes_model_and_plain_spans():
     assert fig.axes[0].get_xlabel() == "stages S"
 
 
+def test_ring_figure_draws_the_parities_the_exercises_check():
+    import matplotlib
+    matplotlib.use("Agg")
+    for S in range(1, 7):
+        par = pl.ring_parities(S, 3 * S)
+        assert par["stage"] == [k % S for k in range(3 * S)]
+        assert par["full"] == [exercises.expected("ch05.full_parity", k=k, stages=S) for k in range(3 * S)]
+        assert par["empty"] == [exercises.expected("ch05.empty_parity", t=k, stages=S) for k in range(3 * S)]
+    fig = pl.plot_ring(4, 12)
+    ring, grid = fig.axes[:2]
+    assert "S = 4" in ring.get_title() and "S = 4" in grid.get_title()
+    assert [t.get_text() for t in grid.texts] == [str(v) for v in pl.ring_parities(4, 12)["full"]
+                                                  + pl.ring_parities(4, 12)["empty"]]
+
+
 # ---- exercises -----------------------------------------------------------------------------------------
 
 def test_parity_exercises(capsys):

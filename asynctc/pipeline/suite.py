@@ -174,12 +174,13 @@ def _occupancy_mark(resident: int | None) -> str:
     return f" ({resident})" if resident and resident > 1 else "    "
 
 
-def depth_table(results: dict) -> str:
-    """TFLOP/s by stages (columns) for every tile, dtype and size, with cuBLAS and the best ratio."""
+def depth_table(results: dict, dtypes=SWEEP_DTYPES) -> str:
+    """TFLOP/s by stages (columns) for every tile, dtype (of ``dtypes``) and size, with cuBLAS and the
+    best ratio ("-" where a stage count was not built or the run timed no cuBLAS)."""
     lines = [f"{'size':>5s} {'dtype':9s} {'tile':20s} " +
              " ".join(f"{'s' + str(s):>8s}" for s in STAGE_RANGE) + f" {'cuBLAS':>7s} {'best/cuBLAS':>11s}"]
     for size in sorted({r["size"] for r in results["sweep"]}):
-        for dt in SWEEP_DTYPES:
+        for dt in dtypes:
             cb = cublas_row(results, dt, size)
             tiles = sorted({r["tile"] for r in results["sweep"] if r["kernel"] == "pipeline"
                             and r["dtype"] == dt and r["size"] == size})
@@ -192,8 +193,8 @@ def depth_table(results: dict) -> str:
                     if s in by else f"{'-':>4s}    " for s in STAGE_RANGE)
                 best = max(by.values())
                 ratio = f"{best / cb['tflops']:11.2f}" if cb else f"{'':11s}"
-                lines.append(f"{size:5d} {dt:9s} {tile:20s} {cells} "
-                             f"{cb['tflops'] if cb else float('nan'):7.0f} {ratio}")
+                cublas = f"{cb['tflops']:7.0f}" if cb else f"{'-':>7s}"
+                lines.append(f"{size:5d} {dt:9s} {tile:20s} {cells} {cublas} {ratio}")
     if any((r.get("resident_ctas") or 1) > 1 for r in results["sweep"]):
         lines.append("(n): n CTAs resident per SM (the driver's occupancy query for that kernel); "
                      "no mark: one. /2cta: launch bounds asking for 2 resident CTAs per SM")

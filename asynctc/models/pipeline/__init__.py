@@ -40,7 +40,8 @@ Where things live (``from asynctc.models import pipeline as mp`` re-exports ever
 * ``prediction.py`` — :func:`predict_depth_sweep`, its markdown tables, the frozen
   :data:`H200_PREDICTION` (the old model's) and :func:`frozen_params`, the corrected
   model's :data:`H200_PREDICTION_V2` (:func:`prediction_v2_markdown`);
-* ``figures.py`` — :func:`plot_timeline`, :func:`plot_depth_sweep` (never measures);
+* ``figures.py`` — :func:`plot_ring` (the ring and its parities, :func:`ring_parities`),
+  :func:`plot_timeline`, :func:`plot_depth_sweep` (never measures);
 * ``exercises.py`` — chapter 05's exercises, registered when this package is imported
   (:data:`BUG_HUNT`, :func:`shown_variants`, :func:`mystery_diagnosis`).
 """
@@ -48,7 +49,7 @@ Where things live (``from asynctc.models import pipeline as mp`` re-exports ever
 from .exercises import (_MYSTERY, BUG_HUNT, _bug_hint, _empty_parity, _empty_parity_hint,
                         _find_bug, _full_parity, _full_parity_hint, _groups_pending,
                         _pending_hint, mystery_diagnosis, shown_variants)
-from .figures import _STYLE, plot_depth_sweep, plot_timeline
+from .figures import _STYLE, plot_depth_sweep, plot_ring, plot_timeline, ring_parities
 from .hardware import (SMEM_PER_CTA, HardwareParams, Tile, mma_flop_per_clk, tma_bytes_per_clk,
                        wave_dram_fraction)
 from .prediction import (H200_PREDICTION, H200_PREDICTION_V2, frozen_params, prediction_v2_markdown, predict_depth_sweep,

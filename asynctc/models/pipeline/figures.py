@@ -1,4 +1,5 @@
-"""Chapter 05's model figures (matplotlib; data in, figure out — never measures): a schedule's
+"""Chapter 05's model figures (matplotlib; data in, figure out — never measures): the ring of
+stages with its barriers and the parity each wait names (:func:`plot_ring`), a schedule's
 timeline (:func:`plot_timeline`) and the depth sweep, predicted against measured
 (:func:`plot_depth_sweep`)."""
 
@@ -17,6 +18,57 @@ _STYLE = {  # kind: (colour, legend label)
     "release": ("black", "arrive on empty"),
     "epilogue": ("tab:gray", "epilogue"),
 }
+
+
+def ring_parities(stages: int, k_tiles: int) -> dict[str, list[int]]:
+    """For k-tiles 0 … k_tiles − 1 of a ring of ``stages`` stages: the stage each uses, the parity a
+    consumer waits on full[stage] for it, and the parity the producer waits on empty[stage] before
+    loading it (parity 1 on the first pass: a fresh barrier's "preceding phase")."""
+    ks = range(k_tiles)
+    return {"stage": [k % stages for k in ks], "full": [(k // stages) % 2 for k in ks],
+            "empty": [(k // stages + 1) % 2 for k in ks]}
+
+
+def plot_ring(stages: int = 4, k_tiles: int = 12, tile: str = "A 128×64\nB 256×64"):
+    """The ring drawn: ``stages`` shared-memory stages with their full and empty mbarriers, who
+    arrives and who waits (left), and the parity each wait names for the first ``k_tiles`` k-tiles
+    (right, from :func:`ring_parities`). Returns the Figure."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.3), dpi=80, layout="constrained",
+                                  gridspec_kw={"width_ratios": [1.35, 1]})
+    for s in range(stages):
+        x = 1.2 + 1.6 * s
+        ax.add_patch(plt.Rectangle((x, 1.3), 1.2, 1.4, fc="#dde8f5", ec="k"))
+        ax.text(x + 0.6, 2.0, f"stage {s}\n{tile}", ha="center", va="center", fontsize=8)
+        for y, fc, name in ((3.25, "#f5c6c6", "full"), (0.75, "#d5ecd4", "empty")):
+            ax.add_patch(plt.Circle((x + 0.6, y), 0.28, fc=fc, ec="k"))
+            ax.text(x + 0.6, y, f"{name}\n[{s}]", ha="center", va="center", fontsize=7)
+    ax.text(0.1, 4.45, "producer (thread 0 of warpgroup 0): wait empty[t mod S],\narrive.expect_tx on "
+            "full[t mod S], issue TMA; its bytes complete_tx on full", fontsize=8, va="center")
+    ax.text(0.1, -0.45, "consumer warpgroups (all): wait full[k mod S], wgmma, commit, wait_group(1),\n"
+            "then arrive on empty of k−1 (one elected thread per warpgroup)", fontsize=8, va="center")
+    ax.annotate("", xy=(1.8, 3.55), xytext=(1.0, 4.1), arrowprops=dict(arrowstyle="->", color="tab:red"))
+    ax.annotate("", xy=(1.8, 0.45), xytext=(1.0, -0.15), arrowprops=dict(arrowstyle="->", color="tab:green"))
+    first = ",".join(str(k) for k in range(stages))
+    again = ",".join(str(k) for k in range(stages, 2 * stages))
+    ax.text(1.2 + 1.6 * stages - 0.15, 2.0, f"k-tiles {first} fill\nstages 0–{stages - 1}, then\n"
+            f"{again} reuse them:\nstage = k mod S", fontsize=8, va="center")
+    ax.set_xlim(0, 1.6 * stages + 2.6)
+    ax.set_ylim(-0.9, 4.8)
+    ax.axis("off")
+    ax.set_title(f"A ring of S = {stages} stages, two mbarriers each", fontsize=10)
+    par = ring_parities(stages, k_tiles)
+    grid = np.array([par["full"], par["empty"]])
+    ax2.imshow(grid, cmap="Pastel1", aspect="auto", vmin=0, vmax=8)
+    for (r, c), v in np.ndenumerate(grid):
+        ax2.text(c, r, str(v), ha="center", va="center", fontsize=9)
+    ax2.set_xticks(range(k_tiles), [f"{k}\ns{s}" for k, s in enumerate(par["stage"])], fontsize=8)
+    ax2.set_yticks([0, 1], ["consumer: full\nparity (k/S) mod 2", "producer: empty\nparity (t/S+1) mod 2"],
+                   fontsize=8)
+    ax2.set_xlabel("k-tile (and its stage)")
+    ax2.set_title(f"The parity each wait names, S = {stages}", fontsize=10)
+    return fig
 
 
 def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
