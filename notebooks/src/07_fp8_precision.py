@@ -8,9 +8,8 @@
 # 2. check an FP8 GEMM against float64 and read its speed beside FP16 and cuBLASLt;
 # 3. say where Hopper's FP8 Tensor Core loses precision as it sums, and how often to *promote*.
 #
-# FP8 halves the bytes per element again: a 128-byte swizzle row of a k-tile now holds 128 values,
-# and wgmma (`m64nNk32`, `.e4m3` / `.e5m2`) does double the multiply-adds per instruction. Chapter
-# 06's stages, boxes and descriptors are the same bytes.
+# FP8 halves the bytes per element again, and wgmma (`m64nNk32`, `.e4m3` / `.e5m2`) does double
+# the multiply-adds per instruction; chapter 06's stages, boxes and descriptors stay the same bytes.
 #
 # **Deep dives:** [07b — the accumulator taken apart](07b_fp8_accumulator.ipynb);
 # [07c — swizzle, TMA boxes and wgmma](07c_swizzle_and_row_boxes.ipynb);
@@ -32,12 +31,14 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two formats
 #
-# sm_90's wgmma takes two FP8 formats (PTX ISA §5.2.5; OCP "8-bit Floating Point Specification"
-# rev. 1.0): **e4m3** (`float8_e4m3fn`: 4 exponent bits, 3 fraction bits, no infinities) for
+# sm_90's wgmma takes two FP8 formats (PTX ISA §5.2.5; the OCP FP8 specification): **e4m3** (`float8_e4m3fn`: 4 exponent bits, 3 fraction bits, no infinities) for
 # weights and activations, **e5m2** (`float8_e5m2`: 5 exponent, 2 fraction bits) for gradients,
 # whose range matters more than their resolution. Between two powers of two each has the same
 # number of values (8 for e4m3, 4 for e5m2): the gap between neighbours grows with the magnitude.
-# All 256 bit patterns of each, read with `ml_dtypes`:
+#
+# **Quantising** a value: divide by the scale, **saturate** (clip) to ±max, round to the nearest
+# value of the grid (ties to even). Saturation matters: a plain cast turns −500 into NaN in e4m3,
+# which has no infinity. Below: all 256 bit patterns of each format (`ml_dtypes`), then x quantised.
 
 # %% output varies
 fig, ax = plt.subplots(figsize=(12, 2), dpi=80, layout="constrained")
@@ -49,15 +50,7 @@ for y, f in enumerate(fp8.FORMATS.values()):
     ax.plot(v, np.full(v.size, y), "|", markersize=14)
 ax.set(xscale="log", yticks=[0, 1], yticklabels=[f.ptx for f in fp8.FORMATS.values()])
 plt.show()
-
-# %% [markdown]
-# **Quantising** a value: divide by the scale, **saturate** (clip) to ±max, round to the nearest
-# value of the grid (ties to even). Saturation matters: a plain cast turns −500 into NaN in e4m3,
-# which has no infinity.
-
-# %%
 x = np.array([13.5, 0.1, -500.0, 1e-4])
-print("x                 ", x)
 print("fp8.quantize, e4m3", fp8.quantize(x, "e4m3", scale=1.0)[0].astype(np.float64))
 print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64))
 print("fp8.quantize, e5m2", fp8.quantize(x, "e5m2", scale=1.0)[0].astype(np.float64))
@@ -90,9 +83,9 @@ _ = notebook.claim(zero["per block"] < zero["per tensor"],
 # ## 3. The FP8 GEMM, checked against float64
 #
 # The kernel is chapter 06's top rung with its `DT` define set to e4m3 or e5m2. Every variant runs
-# on fresh random inputs, its output poisoned with NaN, and is compared element by element with
+# on fresh random inputs, output poisoned with NaN, and is compared element by element with
 # **float64 of the dequantised inputs**, within a bound derived from the format and the
-# accumulator (`fp8.accumulation_bound`, section 5). Live, two variants run now.
+# accumulator (`fp8.accumulation_bound`). Live, two variants run now.
 
 # %% output varies
 if runtime.runs_live("sm_90a"):
@@ -108,11 +101,10 @@ print(f"{len(res['checks'])} checks passed (e4m3 and e5m2; with and without prom
 # %% [markdown]
 # ## 4. Speed: against cuBLASLt, and against FP16
 #
-# One GPU run timed, at 4096³ and 8192³: cuBLASLt's FP8 GEMM (`torch._scaled_mm`, e4m3, per-tensor
-# scales, bf16 C) with **fast accumulation** (the Tensor Core's own sum, never promoted), our FP8
-# top rung, cuBLAS FP16 and our FP16 top rung. Medians; every timed output checked on sampled rows.
-# FP8's dense peak is 8192 FLOP/clk/SM against FP16's 4096: 2× is a **ceiling** on what FP8 can
-# gain (the seed article says "1.5–2×"), not a promise.
+# One GPU run timed cuBLASLt's FP8 GEMM (`torch._scaled_mm`, e4m3, per-tensor scales, bf16 C)
+# with **fast accumulation** (the Tensor Core's own sum, never promoted), our FP8 top rung, cuBLAS
+# FP16 and our FP16 top rung; medians, every timed output checked on sampled rows. FP8's dense peak
+# is 8192 FLOP/clk/SM against FP16's 4096: 2× is a **ceiling** (the seed article says "1.5–2×").
 
 # %% output varies
 top, top16 = fp8.fp8_config().label(), W.RUNGS[-1].make("float16").label()
@@ -130,11 +122,10 @@ big = max(fp8.SIZES)
 of_lt = row(big, top)["of_cublaslt_fast"]
 notebook.verdict(of_lt >= fp8.GOAL, f"At {big}³ ours is {of_lt:.2f} of cuBLASLt: goal ≥ {fp8.GOAL:.2f} met.",
                  f"At {big}³ ours is {of_lt:.2f} of cuBLASLt: goal ≥ {fp8.GOAL:.2f} NOT met.")
-for who in ("ours", "cuBLAS"):
-    r = {s: row(s, f"FP8/FP16 {who}")["ratio"] for s in fp8.SIZES}
-    said = ", ".join(f"{v:.2f}× at {s}³" for s, v in r.items())
-    _ = notebook.verdict(all(1.5 <= v <= 2.0 for v in r.values()), f"FP8/FP16, {who}: {said} — inside 1.5–2×.",
-                         f"FP8/FP16, {who}: {said} — outside 1.5–2×.")
+r = {(w, s): row(s, f"FP8/FP16 {w}")["ratio"] for w in ("ours", "cuBLAS") for s in fp8.SIZES}
+said = "; ".join(f"{w} {v:.2f}× at {s}³" for (w, s), v in r.items())
+_ = notebook.verdict(all(1.5 <= v <= 2.0 for v in r.values()), f"FP8/FP16: {said} — inside 1.5–2×.",
+                     f"FP8/FP16: {said} — not all inside 1.5–2×.")
 
 # %% [markdown]
 # ## 5. The accumulator: swamping, and promotion

@@ -6,7 +6,7 @@
 # largest exponent), the swamping experiment and promotion (`promote=P`). **What it adds:** the
 # prediction as it was frozen; which GPU runs identify f = 13 and which only tie; inputs built to
 # identify f in every configuration, and the group size; and what promotion costs, with a
-# hypothesis for why ours costs more than cuBLASLt's and its test.
+# hypothesis for the gap to cuBLASLt's, and its test.
 
 # %% output varies
 from asynctc.core import notebook, records, runtime
