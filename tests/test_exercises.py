@@ -383,11 +383,16 @@ def test_solutions_in_the_notebooks_still_pass():
 
 
 def test_prompt_tolerance_never_reads_zero_percent():
-    """ch07.block_scale's rtol is 1e-5: its prompt once said "within 0.0 %" (issue 22)."""
+    """ch07.block_scale's prompt once said "within 0.0 %" and took only an unrounded answer (issue 22):
+    its prompt and its tolerance now agree, and the answer rounded to three significant figures
+    (the prompt says they are enough) passes, two do not."""
     assert exercises.percent(1e-5) == "0.001%" and exercises.percent(1e-3) == "0.1%"
     assert exercises.percent(0.05) == "5%" and exercises.percent(0.125) == "12.5%"
     p = exercises.prompt("ch07.block_scale")
-    assert "0.0%" not in p and "0.001%" in p
+    assert "0.0%" not in p and "0.1%" in p and "three significant figures" in p.lower()
+    assert exercises.check("ch07.block_scale", 0.0837, amax=37.5)              # 37.5 / 448 = 0.08370…
+    assert exercises.check("ch07.block_scale", round(896 / 448, 2), amax=896)   # checkpoints.md's 2.0
+    assert not exercises.check("ch07.block_scale", 0.084, amax=37.5)
 
 
 def test_descriptor_with_the_raw_address_gets_the_shift_hint(capsys):

@@ -173,8 +173,8 @@ LISTINGS = {
     ("06b", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
                                                                 r"empty\.wait\("
                                                                 r"[\s\S]*load_stage\([\s\S]*full\["),
-    ("07", r"^// This k-tile's scale products"): (8, r"sb\[[\s\S]*sa\[[\s\S]*\* sbk"),
-    ("07", r"// promotion into fp32 registers"): (10, r"wgmma_wait_group<0>[\s\S]*"
+    ("07d", r"^// This k-tile's scale products"): (8, r"sb\[[\s\S]*sa\[[\s\S]*\* sbk"),
+    ("07d", r"// promotion into fp32 registers"): (10, r"wgmma_wait_group<0>[\s\S]*"
                                                       r"__fmaf_rn\(acc\[i\]\[j\], bs\[i\]"),
     ("06b", r"^    // ---------------- consumer warpgroups"): (50, r"setmaxnreg_inc[\s\S]*"
                                                                  r"full\.wait\("
