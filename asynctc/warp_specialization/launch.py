@@ -404,12 +404,16 @@ def run_broken(kind: int = 1, cfg: WSConfig | None = None, rng=None) -> str:
     fail. The only place the ``BREAK`` define is set."""
     if kind not in BREAKS:
         _fail("kind", kind, f"one of {sorted(BREAKS)}")
-    if kind == 2:       # one CTA walks 3 tiles: consumer 1 takes tiles 0 and 2, consumer 2 tile 1
+    if kind == 2:
+        # one CTA walks 3 tiles (consumer 1: tiles 0 and 2, consumer 2: tile 1) of T = 4 ≤ stages
+        # k-tiles, so the producer fills tile 2 without waiting on a stage only consumer 1 could
+        # free: consumer 1's order wait for tile 2 is the one wait that times out
         cfg = cfg or _pingpong("float16").replace(cluster=1, tma_store=False, out_dtype="float32")
-        if not cfg.pingpong:
-            _fail("cfg.pingpong", False, "break 2 is the ping-pong order barrier's")
+        if not cfg.pingpong or cfg.stages < 4:
+            _fail("cfg.pingpong", cfg.pingpong, "break 2 is the ping-pong order barrier's (and "
+                                                "needs ≥ 4 stages)")
     cfg = cfg or WSConfig(stages=2)
-    m, n, k = (3 if kind == 2 else 2) * cfg.bm, cfg.bn, 8 * cfg.bk
+    m, n, k = ((3 * cfg.bm, cfg.bn, 4 * cfg.bk) if kind == 2 else (2 * cfg.bm, cfg.bn, 8 * cfg.bk))
     a, _, bs = P.random_operands(m, n, k, cfg.pipeline_config(), rng)
     ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines={**cfg.defines, "BREAK": kind})
     g = WSGemm(cfg, DeviceArray.from_host(a), DeviceArray.from_host(bs), ck=ck)
