@@ -103,7 +103,9 @@ def trace_metrics(tr: P.TraceResult, cfg: WSConfig) -> dict:
     :func:`asynctc.pipeline.ktile_peak_cycles` / the CTA's loop length. "math in flight" is an
     upper bound (a group is known complete only at the next wait_group). The k-tiles are those
     of any consumer lane (the cooperative consumers share every k-tile; ping-pong consumers each
-    run their own tiles')."""
+    run their own tiles'). A ping-pong consumer's own lane has math in flight about half of its
+    loop by design (the other consumer's tile comes in between): the CTA's measure is
+    :func:`pingpong_overlap`'s ``math_busy``."""
     kc = P.ktile_peak_cycles(cfg)
     met = P.trace_metrics(tr, kc)
     for c, v in met["ctas"].items():
