@@ -31,13 +31,14 @@ BEFORE = "d961c2fad769bf600bc880e2bebe3375697321b0"
 #: where git history is absent
 OPTIONS = {
     "gpu_ch05": ["--out", "--record", "--quick", "--sizes"],
-    "gpu_ch06": ["--out", "--record", "--quick", "--rungs", "--sizes"],
-    "gpu_ch07": ["--out", "--record", "--quick", "--sizes", "--fit", "--swizzle"],
+    "gpu_ch06": ["--out", "--record", "--quick", "--rungs", "--sizes", "--pingpong", "--gantt"],
+    "gpu_ch07": ["--out", "--record", "--quick", "--sizes", "--fit", "--swizzle", "--intervals"],
     "gpu_matmul": ["--out", "--record", "--quick", "--reps"],
     "gpu_swizzle": ["--out", "--record", "--quick", "--no-ncu", "--ncu-child", "--sizes"],
 }
 #: options added on purpose since BEFORE (each with its own test below): compared without them
-ADDED = {"gpu_ch07": ["--fit", "--swizzle"]}
+ADDED = {"gpu_ch06": ["--pingpong", "--gantt"], "gpu_ch07": ["--fit", "--swizzle", "--intervals"]}
+#: (--pingpong, --gantt: tests/test_ws_pingpong.py; --intervals: tests/test_fp8_intervals.py)
 SUITE = {"gpu_ch05": "pipeline", "gpu_ch06": "warp_specialization", "gpu_ch07": "fp8",
          "gpu_matmul": "matmul", "gpu_swizzle": "swizzle"}
 
@@ -115,7 +116,8 @@ def _help_without_added(name: str, text: str) -> str:
             skip = False
             out.append(ln)
         text = "".join(out)
-    return text
+    # a usage line wrapped only for the added options is left blank but for its indent
+    return "".join(ln for ln in text.splitlines(keepends=True) if ln.strip() or ln == "\n")
 
 
 def _options(ap: argparse.ArgumentParser) -> list[tuple]:

@@ -160,10 +160,10 @@ def test_empty_problems_launch_nothing(monkeypatch):
 
 def test_matmul_config_is_the_top_rung_correct_for_the_b_layout():
     nk = G.matmul_config(4096, 4096, 4096, "float16", "NxK", sm_count=132)
-    assert nk == W.RUNGS[-1].make("float16").replace(edges=True)         # rung 8 + EDGES
+    assert nk == W.RUNG_BY_NAME["raster"].make("float16").replace(edges=True)   # rung 8 + EDGES
     kn = G.matmul_config(4096, 4096, 4096, "bfloat16", "KxN", sm_count=132)
     # cluster + MN-major B since the descriptor-address fix: the top rung for both layouts
-    assert kn == W.RUNGS[-1].make("bfloat16").replace(b_major="MN", edges=True)
+    assert kn == W.RUNG_BY_NAME["raster"].make("bfloat16").replace(b_major="MN", edges=True)
     f32 = G.matmul_config(4096, 4096, 4096, "float16", "NxK", out_dtype="float32", sm_count=132)
     assert not f32.tma_store and f32.cluster == 2 and f32.out_dtype == "float32"
     odd = G.matmul_config(4096, 4095, 4096, "float16", "NxK", c_rows_aligned=False, sm_count=132)

@@ -278,7 +278,7 @@ def test_every_config_has_its_rung():
     assert {W.rung_of(c) for c in W.correctness_configs()} == {r.number for r in W.RUNGS}
     assert W.parse_rungs("1-5") == (1, 2, 3, 4, 5) and W.parse_rungs("2,7") == (2, 7)
     assert W.parse_rungs(None) == tuple(range(1, len(W.RUNGS) + 1))
-    for bad in ("0-3", "x", "1-9"):
+    for bad in ("0-3", "x", f"1-{len(W.RUNGS) + 1}"):
         with pytest.raises(W.WarpSpecializationError, match=r"^rungs="):
             W.parse_rungs(bad)
 
@@ -330,7 +330,7 @@ def test_suite_is_registered():
 
 
 def test_package_files_are_named_in_its_docstring_and_never_import_later_chapters():
-    """Chapter 06 is a package whose docstring names each of its files (and lists the 8 rungs of
+    """Chapter 06 is a package whose docstring names each of its files (and lists the 9 rungs of
     RUNGS); no file of it imports the GEMM built on it (asynctc.gemm) or chapter 07
     (asynctc.fp8), not even lazily inside a function."""
     import ast
@@ -338,7 +338,7 @@ def test_package_files_are_named_in_its_docstring_and_never_import_later_chapter
     pkg = Path(W.__file__).parent
     files = sorted(p.name for p in pkg.glob("*.py") if p.name != "__init__.py")
     assert files and all(f"``{f}``" in W.__doc__ for f in files), files
-    assert len(W.RUNGS) == 8 and all(f"{r.number}. ``{r.name}``" in W.__doc__ for r in W.RUNGS)
+    assert len(W.RUNGS) == 9 and all(f"{r.number}. ``{r.name}``" in W.__doc__ for r in W.RUNGS)
     for path in pkg.glob("*.py"):
         tree = ast.parse(path.read_text())
         assert ast.get_docstring(tree), path.name
@@ -374,7 +374,8 @@ def test_ladder_rows_pick_the_fastest_tile_and_ratio():
     assert lad[3]["tflops"] == best_sweep
     assert lad[0]["of_cublas"] == pytest.approx(400 / 600)
     text = W.ladder_table({"rows": rows, "ladder": lad})
-    assert text.splitlines()[-1].startswith(" 4096 float16   8 raster")
+    assert text.splitlines()[-2].startswith(" 4096 float16   8 raster")
+    assert text.splitlines()[-1].startswith(" 4096 float16   9 pingpong")
 
     class Rec:
         results = {"rows": rows, "ladder": lad, "checks": [{"passed": True, "worst_ratio": 0.2}],
@@ -461,7 +462,7 @@ def test_register_budget_from_the_cubin():
 
 
 def test_wave_efficiency():
-    top = W.RUNGS[-1].make("float16")
+    top = W.RUNG_BY_NAME["raster"].make("float16")         # rung 8: 128×256 tiles
     assert W.wave_efficiency(top, 4096, 4096, 132, 66) == pytest.approx(256 / (66 * 4))
     assert W.wave_efficiency(top, 8448, 2048, 132, 66) == 1.0          # 528 tiles: 4 whole rounds
     assert W.wave_efficiency(W.WSConfig(), 128, 8192, 132) == pytest.approx(32 / 132)
@@ -472,7 +473,7 @@ def test_smem_traffic_of_a_ktile():
     """128×256×64 fp16, two consumers: the TMA writes 48 KiB per k-tile, the wgmmas read
     2 × 4 × (2 KiB of A + 8 KiB of B) = 80 KiB, in 1024 Tensor Core clocks: 128 B/clk, the whole
     128 B/clk of shared memory. The TMA-store epilogue adds C's tile twice per tile."""
-    top = W.RUNGS[-1].make("float16")
+    top = W.RUNG_BY_NAME["raster"].make("float16")         # rung 8
     t = W.smem_traffic(top)
     assert (t["tma_write"], t["wgmma_read"], t["clocks"]) == (48 * 1024, 80 * 1024, 1024)
     assert "epilogue" not in t and t["total"] == 128 * 1024
@@ -519,7 +520,7 @@ def test_descriptor_rows_read_shows_the_cluster_carry():
 def _fake_record():
     """A warp_specialization record's results with two ladder rows and one decoded synthetic
     trace (rung 7's config, 3 tiles of 5 k-tiles)."""
-    cfg = W.RUNGS[-1].make("float16").replace(trace=True)
+    cfg = W.RUNG_BY_NAME["raster"].make("float16").replace(trace=True)
     tr = W.decode_trace(W.synthetic_trace(cfg, 3, 5), cfg.consumers, 5, cfg.stages)
     untraced = cfg.replace(trace=False)
     rows = [{"kernel": "cuBLAS", "dtype": "float16", "size": 4096, "tflops": 700.0},

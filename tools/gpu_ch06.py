@@ -8,6 +8,8 @@ Run from the repository root on an sm_90 machine (about 2-4 minutes on an H200):
                                                    #     (copied to $OUT)
     python tools/gpu_ch06.py --quick               # compile + correctness only
     python tools/gpu_ch06.py --rungs 1-5 ...       # only some rungs (e.g. after a failure)
+    python tools/gpu_ch06.py --pingpong --out $OUT # rung 9 (ping-pong) beside rung 8 and cuBLAS
+                                                   #     (about 1-2 minutes; no --record)
 
 In order: (1) every rung's variants compiled in parallel processes (runtime.precompile), with the
 registers per role (entry / producer / consumers after setmaxnreg) and spills printed; (2) every
@@ -21,6 +23,15 @@ each timed output checked on sampled rows. The ladder table (rung, TFLOP/s, of c
 comes last, after the registers per role and the traces of rungs 3, 5, 6, 7 (fp16, first size:
 Tensor Core use, math in flight, waiting on full barriers). Equivalent pytest run of the checks:
 ``pytest -q -m gpu tests/test_warp_specialization.py``.
+
+``--pingpong``: the same suite for rungs 8 and 9 only, without the non-square shapes (checks of
+both rungs' variants, both broken variants — the ping-pong one must end with the order barrier's
+timeout — then cuBLAS, rung 8 and rung 9 at 4096³ and 8192³, fp16 and bf16, in one run, and the
+traces of both rungs at the first size in fp16); prints the ratios (each over cuBLAS, 9 over 8)
+and, per trace, how much of each consumer's epilogue the other consumer's wgmmas covered.
+``--gantt`` also saves each traced rung's Gantt chart around CTA 0's first tile boundary to
+$OUT/gantt_rung<N>.png. Details in $OUT/results.json (not a record: the ladder's record holds every
+rung, so ``--record`` is refused here). Pytest: ``pytest -q -m gpu tests/test_ws_pingpong.py``.
 """
 import json
 import sys
@@ -41,7 +52,14 @@ def main() -> int:
                          "rung)")
     ap.add_argument("--sizes", default=",".join(map(str, W.LADDER_SIZES)),
                     help="square sizes of the ladder, comma-separated")
+    ap.add_argument("--pingpong", action="store_true",
+                    help="rung 9 (ping-pong consumers) beside rung 8 and cuBLAS, with traces")
+    ap.add_argument("--gantt", action="store_true",
+                    help="with --pingpong: save the traced rungs' Gantt charts as PNG")
     args = ap.parse_args()
+    if args.pingpong and args.record:
+        ap.error("--pingpong times two rungs; the warp_specialization record holds every rung "
+                 "(run without --pingpong for it)")
     started = start(args.out)
     if started is None:
         return 2
@@ -56,6 +74,8 @@ def main() -> int:
         try:
             rows = W.check_all(cfgs, progress=say)
             say(f"broken variant: {W.run_broken(1)}")
+            if 9 in rungs:
+                say(f"broken ping-pong variant: {W.run_broken(2)}")
         except Exception:  # noqa: BLE001
             traceback.print_exc()
             say("FAILED (first failure above)")
@@ -66,9 +86,26 @@ def main() -> int:
         return 0
 
     sizes = tuple(int(s) for s in args.sizes.split(","))
+    if args.pingpong:
+        return record_suite("warp_specialization",
+                            lambda: W.measure_ladder(progress=say, sizes=sizes, rungs=(8, 9),
+                                                     nonsquare=()),
+                            lambda rec: _pingpong_summary(rec, out_dir, args.gantt), out_dir,
+                            say, save=False)
     return record_suite("warp_specialization",
                         lambda: W.measure_ladder(progress=say, sizes=sizes, rungs=args.rungs),
                         W.summarize_ladder, out_dir, say, save=args.record)
+
+
+def _pingpong_summary(rec, out_dir: Path, gantt: bool) -> str:
+    if gantt:
+        import matplotlib
+        matplotlib.use("Agg")
+        for t in rec.results.get("traces", []):
+            fig = W.plot_top_trace(t)
+            fig = getattr(fig, "figure", fig)
+            fig.savefig(out_dir / f"gantt_rung{t['rung']}.png", dpi=120)
+    return W.summarize_ladder(rec) + "\n\n" + W.pingpong_table(rec.results)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,12 @@ Run from the repository root on an sm_90 machine with torch (about 2 minutes on 
                                                    #     float64, then e4m3 timed under the 128-,
                                                    #     64-, 32- and no swizzle beside the fp16
                                                    #     top rung; writes data/<gpu>/fp8_swizzle.json
+    python tools/gpu_ch07.py --intervals --out $OUT  # only the promotion-interval test (about a
+                                                   #     minute): promotion every 1, 2, 4 k-tiles
+                                                   #     against fast accumulation, 4096³ and
+                                                   #     8192³ (no --record: the fp8_fit record
+                                                   #     is the whole suite's)
+    python tools/gpu_ch07.py --fit --intervals --record  # the fp8_fit suite with the interval test
 
 In order (asynctc.fp8.measure_fp8): (1) every FP8 variant (e4m3 and e5m2; chapter 06's rungs
 with fp8 inputs; promoted variants every 1, 2, 4 k-tiles on 128×128) and the fp16 top rung
@@ -60,11 +66,22 @@ def main() -> int:
                     help="only the fp8_swizzle suite: mixed FP8 and every swizzle checked, e4m3 "
                          "timed under each swizzle beside fp16 (with --record: "
                          "data/<gpu>/fp8_swizzle.json)")
+    ap.add_argument("--intervals", action="store_true",
+                    help="the promotion-interval test (promote 0/1/2/4 at one tile, 4096³ and "
+                         "8192³); alone, or with --fit as part of the fp8_fit suite")
     args = ap.parse_args()
+    if args.intervals and args.record and not args.fit:
+        ap.error("--intervals alone is part of a suite; --fit --intervals --record writes the "
+                 "fp8_fit record with it")
     started = start(args.out, long_header=False)
     if started is None:
         return 2
     out_dir, say = started
+    if args.intervals:
+        run = (dict(intervals=True) if args.fit else
+               dict(experiment=False, cost=False, intervals=True))
+        return record_suite("fp8_fit", lambda: fp8.measure_fp8_fit(progress=say, **run),
+                            fp8.summarize_fp8_fit, out_dir, say, save=args.record)
     if args.fit:
         return record_suite("fp8_fit", lambda: fp8.measure_fp8_fit(progress=say),
                             fp8.summarize_fp8_fit, out_dir, say, save=args.record)

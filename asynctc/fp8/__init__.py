@@ -25,7 +25,8 @@ Where things live:
   ``tools/gpu_ch07.py --fit``): the runs that identify the fraction bits and the alignment group
   (:func:`identification_experiment`, prediction :data:`FIT_PREDICTION`) and the promotion-cost
   test with one and two consumer warpgroups (:func:`promotion_cost`,
-  :data:`PROMOTION_PREDICTION`); never plots.
+  :data:`PROMOTION_PREDICTION`), and the promotion-interval test (:func:`promotion_intervals`,
+  :data:`INTERVAL_PREDICTION`, ``tools/gpu_ch07.py --intervals``); never plots.
 * ``swizzle_suite.py`` — the "fp8_swizzle" record suite (``SUITES["fp8_swizzle"]``,
   :func:`measure_fp8_swizzle`, ``tools/gpu_ch07.py --swizzle``): the mixed-operand builds and
   e4m3 under each swizzle checked against float64, then e4m3 timed under the 128-, 64-, 32- and no
@@ -82,8 +83,9 @@ from .figures import plot_accumulation
 from .seed import SEED_4096, seed_comparison, seed_table_text
 from .launch import (CHECK_SHAPES, PERSISTENT_SHAPE, THIN_CHECK_SHAPES, check_all, scaled_mm,
                      scaled_mm_blockwise, shapes_for, verify_block_scaled, verify_fp8)
-from .identify import (COST_SIZE, ID_COLS, ID_ROWS, PROMOTION_PREDICTION, fit_configs,
-                       identification_experiment, measure_fp8_fit, promotion_cost,
+from .identify import (COST_SIZE, ID_COLS, ID_ROWS, INTERVAL_PREDICTION, INTERVAL_SIZES,
+                       INTERVALS, PROMOTION_PREDICTION, fit_configs, identification_experiment,
+                       interval_table, measure_fp8_fit, promotion_cost, promotion_intervals,
                        promotion_table, sass_counts, summarize_fp8_fit)
 from .identify import identification_table as fit_table
 from .suite import (FIT_COLS, FIT_ROWS, GOAL, NONSQUARE_SHAPES, SIZES, SUITES,

@@ -52,6 +52,29 @@ both builds; all four without clusters):
    clusters of 2, kept 0.80-0.84; here every build runs without clusters).
 """
 
+#: Promotion intervals (k-tiles) and sizes of :func:`promotion_intervals`; 0 = fast accumulation.
+INTERVALS = (0, 1, 2, 4)
+INTERVAL_SIZES = (4096, 8192)
+
+#: Written down on 2026-12-02, BEFORE any GPU run of :func:`promotion_intervals`.
+INTERVAL_PREDICTION = """\
+Hypothesis (2026-12-02, before any GPU run of this test; the open thread of 2026-12-01): the
+promotion's FADDs and its extra WARPGROUP.DEPBAR (wait_group 0 before the FADDs) serialise the
+k-loop for every warpgroup, so the cost is paid once per promotion, not once per k-tile.
+Test: PROMOTE = 0 (fast accumulation), 1, 2, 4 at one tile (128x128, two consumers, 6 stages, no
+cluster; e4m3, C bf16, per-tensor scales), 4096^3 and 8192^3, in one run.
+Predictions:
+1. If the cost is per promotion, the loss scales with 1/P: kept (P / P=0) about 0.69 at P = 1
+   (the fp8_fit record), 0.83 at P = 2, 0.91 at P = 4 (each within 0.04).
+2. If instead P = 2 and P = 4 keep no more than P = 1 + 0.05, the cost is per k-tile (the second
+   accumulator set's register pressure or issue slots), not the drain: the hypothesis is wrong.
+3. 8192^3 keeps the same fractions as 4096^3 within 0.03 at every P.
+"""
+
+def _interval_config(p: int):
+    """The fixed tile of :func:`promotion_intervals` with promotion every ``p`` k-tiles."""
+    return fp8_config(bn=128, stages=6, promote=p, cluster=1)
+
 
 def _configs() -> dict:
     """The four builds of :func:`promotion_cost`: (consumers, promote) → WSConfig."""
@@ -147,9 +170,62 @@ def promotion_cost(rng, say, size: int = COST_SIZE, reps: int = 10, frac_bits: i
     return {"rows": rows, "kept": kept, "size": size, "prediction": PROMOTION_PREDICTION}
 
 
-def measure_fp8_fit(progress=None, experiment: bool = True, cost: bool = True) -> dict:
+def promotion_intervals(rng, say, sizes=INTERVAL_SIZES, intervals=INTERVALS, reps: int = 10,
+                        frac_bits: int = 13) -> dict:
+    """Time :data:`INTERVAL_PREDICTION`'s builds (promotion every P k-tiles of ``intervals`` at one
+    tile, :func:`_interval_config`) on fresh e4m3 operands per size (per-tensor scales, C bf16),
+    in the same run, each timed output checked on one random row per 128 (a wrong one raises); plus
+    each build's static SASS counts. Returns ``{"rows", "kept": {size: {P: P / fast}},
+    "prediction"}`` (fast = P 0, the first of ``intervals``)."""
+    from ..core import bench
+    from ..core.memory import DeviceArray
+    from ..models.layout import dtype_of
+    from .suite import _time_ours
+    cfgs = {p: _interval_config(p) for p in intervals}
+    runtime.precompile(list({repr(W.compile_job(c)): W.compile_job(c)
+                             for c in cfgs.values()}.values()))
+    counts = {p: sass_counts(c) for p, c in cfgs.items()}
+    rows = []
+    for size in sizes:
+        flop = bench.gemm_flop(size, size, size)
+        qa, qb = random_fp8((size, size), rng=rng), random_fp8((size, size), rng=rng)
+        sa, sb = np.float32(rng.uniform(0.5, 2.0)), np.float32(0.125)
+        da, db = DeviceArray.from_host(qa), DeviceArray.from_host(qb)
+        dsc = DeviceArray.from_host(np.array([sa, sb], np.float32))
+        rows_idx = np.minimum(np.arange(0, size, 128) + rng.integers(0, 128, size // 128), size - 1)
+        dc = DeviceArray.poisoned((size, size), dtype_of("bfloat16"))
+        for p, cfg in cfgs.items():
+            t, chk, grid = _time_ours(cfg, da, db, dc, dsc, qa, qb, sa, sb, rows_idx, frac_bits,
+                                      reps, f"{size}³ promotion interval {p}")
+            rows.append({"size": size, "promote": p, "label": cfg.label(), "tile": cfg.tile_name,
+                         **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
+                         "check_rows": chk.as_dict(), "grid": grid, "sass": counts[p]})
+            say(f"{size}³ {cfg.tile_name} promote {p}: {rows[-1]['tflops']:.0f} TFLOP/s")
+        del da, db, dc, dsc
+    tf = {(r["size"], r["promote"]): r["tflops"] for r in rows}
+    kept = {s: {p: tf[(s, p)] / tf[(s, intervals[0])] for p in intervals} for s in sizes}
+    return {"rows": rows, "kept": kept, "prediction": INTERVAL_PREDICTION}
+
+
+def interval_table(results: dict) -> str:
+    """The promotion-interval rows: size, P, TFLOP/s, kept (of fast accumulation), SASS counts."""
+    pi = results.get("promotion_intervals")
+    if not pi:
+        return "no promotion-interval test in this record"
+    lines = [f"{'size':>5s} {'P':>2s} {'TFLOP/s':>7s} {'kept':>5s}  SASS"]
+    for r in pi["rows"]:
+        k = pi["kept"].get(r["size"], pi["kept"].get(str(r["size"]), {}))
+        v = k.get(r["promote"], k.get(str(r["promote"])))
+        lines.append(f"{r['size']:5d} {r['promote']:2d} {r['tflops']:7.0f} {v:5.2f}  {r['sass']}")
+    return "\n".join(lines)
+
+
+def measure_fp8_fit(progress=None, experiment: bool = True, cost: bool = True,
+                    intervals: bool = False) -> dict:
     """The "fp8_fit" suite: compile :func:`fit_configs` in parallel, then
-    :func:`identification_experiment` and :func:`promotion_cost`. About a minute on an H200."""
+    :func:`identification_experiment` and :func:`promotion_cost` (and with ``intervals``
+    :func:`promotion_intervals`, ``tools/gpu_ch07.py --intervals``). About a minute on an H200
+    (the intervals about one more)."""
     from ..core import records
     say = progress or (lambda _s: None)
     rng = np.random.default_rng()
@@ -162,6 +238,8 @@ def measure_fp8_fit(progress=None, experiment: bool = True, cost: bool = True) -
         out["identification"] = identification_experiment(rng, say)
     if cost:
         out["promotion_cost"] = promotion_cost(rng, say)
+    if intervals:
+        out["promotion_intervals"] = promotion_intervals(rng, say)
     out["clocks_after"] = records.nvidia_smi_clocks()
     return out
 
@@ -204,8 +282,9 @@ def promotion_table(results: dict) -> str:
 
 def summarize_fp8_fit(rec) -> str:
     r = rec.results
-    return "\n".join([rec.label() if hasattr(rec, "label") else "fp8_fit", identification_table(r),
-                      promotion_table(r)])
+    parts = [rec.label() if hasattr(rec, "label") else "fp8_fit", identification_table(r),
+             promotion_table(r)]
+    return "\n".join(parts + ([interval_table(r)] if r.get("promotion_intervals") else []))
 
 
 SUITES = {"fp8_fit": (measure_fp8_fit, summarize_fp8_fit, "sm_90a")}

@@ -100,6 +100,31 @@
 // (elements, ≥ N), so C may live in a padded buffer (the TMA store reads it from the tensor map tc,
 // whose row stride is ldc).
 //
+// Ping-pong (PINGPONG = 1; issue 20 §1; 0 keeps every other build's cubin byte for byte): the two
+// consumer warpgroups own different output tiles, each a whole BM × BN tile (kAtoms = BM / 64 atoms
+// per consumer: 128 × 128 is 2 × 64 accumulators per thread, the same 128 as the cooperative
+// 64 × 256 half; a 128 × 256 tile per consumer would be 256, above what a thread can hold). The
+// producer is unchanged: it walks the CTA's tiles in order, T k-tiles each, through the one ring.
+// Consumer cw takes the CTA's tiles with local index j ≡ cw (mod 2); for the other consumer's
+// tiles it only moves its ring counter on by T (stage and phase of i = j · T + k are the
+// producer's). Stage ownership follows the tile: the k-tiles of tile j are read and released by
+// consumer j mod 2 alone, so empty[s] counts one arrival per CTA (× CLUSTER: the peer CTA's
+// consumer of the same tile arrives too). The ordered barrier is an mbarrier pair, order[0..1]
+// (arrive count 1): consumer cw, before the wgmmas of its n-th tile, waits on order[cw] for parity
+// (n mod 2) xor (cw == 0) — consumer 0's first wait passes on the fresh barrier, as the producer's
+// first empty waits do — and after issuing that tile's last k-tile (before its final
+// wait_group 0) its elected thread arrives on order[cw xor 1]. So the k-loops alternate, tile j's
+// wgmmas then tile j + 1's, and each consumer's epilogue (its last wait_group, the stores) runs
+// while the other's wgmmas run. The order barrier only orders issue; correctness rests on the ring
+// alone (different tiles, different stages). mbarriers, not a named bar.sync / bar.arrive pair: a
+// bar.sync cannot time out, and every wait here is bounded (ring_wait_bounded, tag WAIT_ORDER,
+// stage field = the barrier 0 / 1, k-tile field = the consumer's tile count n). No deadlock: the
+// producer fills tile j's k-tiles before tile j + 1's, consumer j mod 2 needs only those and (for
+// j ≥ 1) the end of tile j − 1's k-loop, which needs nothing of tile j. BREAK = 2: consumer 1
+// never arrives on order[0] (consumer 0's second tile waits forever: the bounded wait's error).
+// Trace: EV_ORDER_BEGIN / EV_ORDER_END around the order wait (stage = cw, i = the tile's first
+// ring counter).
+//
 // Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), EDGES (0, 1: see above), DT (0
 // f16, 1 bf16; 2 e4m3, 3 e5m2: chapter 07, fp8_promote.cuh; A's type), DT_B (B's: default DT;
 // with fp8 A also the other fp8 type — mixed .e4m3.e5m2 / .e5m2.e4m3 wgmma), BM, BN, BK (elements of K per k-tile:
@@ -111,7 +136,7 @@
 // CTA b takes tiles b, b + gridDim.x, ... in group-M order), MULTICAST (CLUSTER = 2; 0 diagnostic),
 // A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES / A_ATOM_BYTES (the layout model's byte offsets from
 // asynctc; defaults shared with chapter 05 in ring_defaults.cuh), BREAK (0; 1: the last consumer
-// never releases a stage, to show the bounded wait).
+// never releases a stage, to show the bounded wait; 2 with PINGPONG: see above), PINGPONG (0, 1).
 // Chapter 07's switches live in their own headers and leave every other build byte for byte:
 // PROMOTE, BLOCK_SCALES (fp8_promote.cuh); SWIZZLE with K_BOXES, K_BOX_ELEMS, A_KBOX_BYTES,
 // A_KSTEP_OFFSETS, B_KSTEP_OFFSETS, and ROW_BOXES, TMA_ONCE (swizzle_experiments.cuh).
@@ -170,6 +195,10 @@
 #ifndef DT_B
 #define DT_B DT   // B's input dtype (wgmma_ring.cuh); mixed only for fp8
 #endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+#define WAIT_ORDER 3u   // the error tag's barrier field of the ping-pong order wait
 
 static_assert(DT >= 0 && DT <= 3, "DT: 0 f16, 1 bf16, 2 e4m3, 3 e5m2");
 static_assert(DT_B == DT || (DT >= 2 && (DT_B == 2 || DT_B == 3)),
@@ -179,7 +208,10 @@ static_assert(C_DT == 0 || C_DT == 1, "C_DT: 0 f16, 1 bf16");
 static_assert(STAGES >= 2 && STAGES <= 6,
               "STAGES: 2..6 (a consumer keeps one wgmma group pending on the previous stage)");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "CONSUMERS: 1 or 2 warpgroups");
-static_assert(BM % (64 * CONSUMERS) == 0 && BM <= 256, "each consumer owns whole m64 atoms");
+static_assert(BM % (64 * (PINGPONG ? 1 : CONSUMERS)) == 0 && BM <= 256,
+              "each consumer owns whole m64 atoms");
+static_assert(PINGPONG == 0 || (PINGPONG == 1 && CONSUMERS == 2 && PERSISTENT == 1 && DT < 2),
+              "PINGPONG: two consumers, a persistent grid, 16-bit inputs");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256 (one wgmma n = BN)");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 CTAs along M");
 static_assert(EDGES == 0 || EDGES == 1, "EDGES: 0 (M, N, K multiples of the tile) or 1 (any)");
@@ -192,7 +224,7 @@ static_assert(CONSUMER_REGS % 8 == 0 && CONSUMER_REGS >= 24 && CONSUMER_REGS <= 
 
 constexpr int kThreads = 128 * (1 + CONSUMERS);
 static_assert(kThreads <= 1024, "threads per CTA");
-constexpr int kWgRows = BM / CONSUMERS;           // C rows per consumer warpgroup
+constexpr int kWgRows = PINGPONG ? BM : BM / CONSUMERS;   // C rows per consumer warpgroup
 constexpr int kAtoms = kWgRows / 64;              // m64 wgmma rows per consumer
 constexpr int kAcc = BN / 2;                      // fp32 accumulators per thread per atom
 constexpr u32 kRowBytes = 128;
@@ -213,6 +245,7 @@ static_assert(kStageBytes % 1024 == 0, "stage bases must stay on the 1024-byte s
 enum TraceKind : u32 {
   EV_TMA_ISSUED = 0, EV_EMPTY_BEGIN = 1, EV_EMPTY_END = 2, EV_FULL_BEGIN = 3, EV_FULL_END = 4,
   EV_MMA_ISSUE = 5, EV_WAIT_DONE = 6, EV_RELEASE = 7, EV_LOOP_END = 8, EV_STORE_END = 9,
+  EV_ORDER_BEGIN = 10, EV_ORDER_END = 11,   // PINGPONG only
 };
 
 struct Trace {
@@ -407,6 +440,16 @@ __device__ __forceinline__ void store_c_tma(const float (&acc)[kAtoms][kAcc], co
   }
 }
 
+#if PINGPONG
+// Move ring position `pos` on by n ≥ 0 k-tiles (the other consumer's tile): the phase flips once
+// per wrap of the stage index.
+__device__ __forceinline__ void ring_skip(RingState<STAGES>& pos, int n) {
+  const int s = pos.stage + n;
+  pos.phase ^= (u32)((s / STAGES) & 1);
+  pos.stage = s % STAGES;
+}
+#endif
+
 #if LAUNCH_BOUNDS
 #define WS_LAUNCH_BOUNDS __launch_bounds__(kThreads, 1)
 #else
@@ -428,6 +471,9 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
   __shared__ alignas(8) u64 empty_storage[STAGES];
+#if PINGPONG
+  __shared__ alignas(8) u64 order_storage[2];                // the consumers' ordered barrier
+#endif
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;   // stage s at base + s · kStageBytes
   const StageBarriers full{smem_u32(full_storage), WAIT_FULL, err};      // the ring (ring.cuh)
   const StageBarriers empty{smem_u32(empty_storage), WAIT_EMPTY, err};
@@ -455,8 +501,12 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     if constexpr (TMA_STORE) tma_prefetch_desc(tc);
     for (int s = 0; s < STAGES; ++s) {
       mbarrier_init(full[s], 1);
-      mbarrier_init(empty[s], CONSUMERS * CLUSTER);
+      mbarrier_init(empty[s], (PINGPONG ? 1 : CONSUMERS) * CLUSTER);
     }
+#if PINGPONG
+    mbarrier_init(smem_u32(&order_storage[0]), 1);
+    mbarrier_init(smem_u32(&order_storage[1]), 1);
+#endif
     fence_mbarrier_init();
   }
   if constexpr (CLUSTER == 2)
@@ -501,8 +551,9 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const int cw = wg - 1;
     const bool elected = (threadIdx.x & 127) == 0;
     const bool releases = !(BREAK == 1 && cw == CONSUMERS - 1);
-    const u64 da0 = wgmma_desc_at(desc_a0, base + cw * kAtoms * kAtomBytes);   // masked address:
-    const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);                // see smem_desc_addr
+    const int wrow = PINGPONG ? 0 : cw * kWgRows;          // this consumer's first row of the tile
+    const u64 da0 = wgmma_desc_at(desc_a0, base + (PINGPONG ? 0 : cw) * kAtoms * kAtomBytes);
+    const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);   // masked: see smem_desc_addr
     // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers). One
     // elected thread per warpgroup arrives once its own wgmma.wait_group has returned: the
     // convention CUTLASS uses (one signalling thread per consumer warpgroup), not a rule the PTX
@@ -519,7 +570,26 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     u32 ring = 0;                                            // ring counter
     tr.open(trace, wg);
     const u32 cbuf = base + STAGES * kStageBytes + cw * 2 * kChunkBytes;
+#if PINGPONG
+    int local = 0, mine = 0;                                 // the CTA's tiles, this consumer's
+#endif
     for (int item = first_item; item < n_items; item += item_step) {
+#if PINGPONG
+      if ((local++ & 1) != cw) {                             // the other consumer's tile
+        ring_skip(pos, T);
+        ring += T;
+        continue;
+      }
+      {                                                      // wait for the other's k-loop
+        const u32 ob = smem_u32(&order_storage[cw]);
+        tr.event(EV_ORDER_BEGIN, cw, ring);
+        if (!broken && !ring_wait_bounded(ob, (u32)(mine & 1) ^ (cw == 0 ? 1u : 0u), err,
+                                          ring_wait_tag(WAIT_ORDER, cw, wg, mine)))
+          broken = true;
+        tr.event(EV_ORDER_END, cw, ring);
+        ++mine;
+      }
+#endif
       int m0, n0;
       tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
 #pragma unroll
@@ -531,7 +601,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       for (int k = 0; k < T; ++k, ++ring) {
         float bs[kAtoms][2];                 // BLOCK_SCALES: this k-tile's scale products (else unused)
 #if BLOCK_SCALES
-        load_block_scales(bs, sa, sb, m0 + cw * kWgRows, n0, k, T);
+        load_block_scales(bs, sa, sb, m0 + wrow, n0, k, T);
 #endif
         tr.event(EV_FULL_BEGIN, pos.stage, ring);
         if (!broken && !full.wait(pos.stage, pos.phase, wg, k)) broken = true;
@@ -551,6 +621,10 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
         prev = pos.stage;
         pos.advance();
       }
+#if PINGPONG
+      // the last k-tile is issued: the other consumer's k-loop may start (BREAK 2: never from wg 2)
+      if (elected && !(BREAK == 2 && cw == 1)) mbarrier_arrive(smem_u32(&order_storage[cw ^ 1]));
+#endif
       wgmma_wait_group<0>();
       fence_accumulators(acc);
       tr.event(EV_LOOP_END, prev, ring - 1);
@@ -564,17 +638,17 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #if EDGES
         // Rows past M (a cluster rank's whole tile, or a consumer's half of it): nothing to store.
         // The TMA store clips the rest at the tensor map's dims; the register epilogue per element.
-        if (m0 + cw * kWgRows < M) {
+        if (m0 + wrow < M) {
           if constexpr (TMA_STORE)
-            store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);
+            store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + wrow, n0, chunk);
           else
-            store_c_clipped(res, c, ldc, m0 + cw * kWgRows, n0, M, N);
+            store_c_clipped(res, c, ldc, m0 + wrow, n0, M, N);
         }
 #else
         if constexpr (TMA_STORE)
-          store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);
+          store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + wrow, n0, chunk);
         else
-          store_c(res, c, N, m0 + cw * kWgRows, n0);
+          store_c(res, c, N, m0 + wrow, n0);
 #endif
       };
       if constexpr (PROMOTE > 0)

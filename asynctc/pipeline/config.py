@@ -47,12 +47,13 @@ TRACE_EVENTS = 2048
 TRACE_HEADER = 4
 #: Event kinds, in the kernel's numbering (enum TraceKind).
 EVENT_KINDS = ("tma_issued", "empty_begin", "empty_end", "full_begin", "full_end", "mma_issue",
-               "wait_done", "release", "loop_end", "store_end")
+               "wait_done", "release", "loop_end", "store_end",
+               "order_begin", "order_end")   # 10, 11: chapter 06's ping-pong order wait
 #: The error word's barrier field (kernels/ring.cuh: WAIT_FULL / WAIT_EMPTY).
-WAIT_TAGS = {1: "full", 2: "empty"}
+WAIT_TAGS = {1: "full", 2: "empty", 3: "order"}   # 3: chapter 06's ping-pong (WAIT_ORDER)
 #: Who waits on which barrier of the ring (chapters 05 and 06): the consumers on full, the producer
 #: on empty.
-WAIT_ROLES = {1: "a consumer", 2: "the producer"}
+WAIT_ROLES = {1: "a consumer", 2: "the producer", 3: "a ping-pong consumer waiting its turn"}
 #: Bits of the error word a timed-out ring wait records (kernels/ring.cuh ring_wait_tag), as
 #: (shift, width): the error code, the barrier, the stage, the waiting warpgroup, the k-tile waited
 #: for (of its tile; modulo 2**12).

@@ -9,7 +9,7 @@ carries across tiles, release order, why it cannot deadlock) is written out at t
 kernel source (:func:`source`).
 
 Each rung of the chapter's ladder is a compile-time switch of that one file, listed in
-:data:`RUNGS` (8 rungs, each built from the one before) with what changes and the prediction
+:data:`RUNGS` (9 rungs, each built from the one before) with what changes and the prediction
 written before the run:
 
 1. ``ch05`` — chapter 05's best configuration, run through :mod:`asynctc.pipeline` (the reference);
@@ -20,7 +20,9 @@ written before the run:
 5. ``persistent`` — grid = SMs, static group-M tile order, the producer runs ahead across tiles;
 6. ``cluster`` — clusters of 2 CTAs along M, each multicasting half of the shared B tile;
 7. ``tma_store`` — the epilogue through shared memory (stmatrix) and a TMA store;
-8. ``raster`` — a wider group-M raster (:data:`RASTER_GROUP_M` = 16 tile rows per group).
+8. ``raster`` — a wider group-M raster (:data:`RASTER_GROUP_M` = 16 tile rows per group);
+9. ``pingpong`` — ping-pong consumers: each warpgroup a whole 128×128 tile, the k-loops ordered
+   by an mbarrier pair so one's epilogue runs under the other's wgmmas (:data:`PINGPONG_TILE`).
 
 The verbs, as in every kernel family: :func:`compile_ws` (NVRTC → cubin for sm_90a, no GPU),
 :func:`run_ws` (validate in Python, then launch), :func:`verify_ws` (fresh random inputs,
@@ -81,9 +83,9 @@ from .figures import (  # noqa: F401
     trace_window,
 )
 from .ladder import (  # noqa: F401
-    RASTER_GROUP_M, RUNG_BY_NAME, RUNGS, TILE_SWEEP, TRACED_RUNGS, Rung, _ch05, _cluster,
-    _persistent, _raster, _tile_default, _tma_store, _ws, _ws2, config_label, parse_rungs,
-    rung_configs, rung_of, rung_of_record, tile_sweep_configs,
+    PINGPONG_TILE, RASTER_GROUP_M, RUNG_BY_NAME, RUNGS, TILE_SWEEP, TRACED_RUNGS, Rung, _ch05,
+    _cluster, _persistent, _pingpong, _raster, _tile_default, _tma_store, _ws, _ws2, config_label,
+    parse_rungs, rung_configs, rung_of, rung_of_record, tile_sweep_configs,
 )
 from .launch import (  # noqa: F401
     BREAKS, CHECK_SHAPES, ENTRY, PERSISTENT_SHAPE, SOURCE, WSGemm, c_store_box, check_all,
@@ -100,9 +102,11 @@ from .limit_suite import measure_limit, summarize_limit  # noqa: F401
 from .suite import (  # noqa: F401
     LADDER_DTYPES, LADDER_SIZES, NONSQUARE_RUNGS, NONSQUARE_SHAPES, WAVE_ALIGNED_SHAPES,
     ladder_predictions, ladder_rows, ladder_table, measure_ladder, measure_nonsquare,
-    nonsquare_table, summarize_ladder,
+    nonsquare_table, pingpong_table, summarize_ladder,
 )
-from .trace import decode_trace, synthetic_trace, trace_metrics, trace_words  # noqa: F401
+from .trace import (  # noqa: F401
+    decode_trace, pingpong_overlap, synthetic_trace, trace_metrics, trace_words,
+)
 
 #: The package's record suites (:mod:`asynctc.suites`): the ladder, and what limits its top rung.
 SUITES = {**suite.SUITES, **limit_suite.SUITES}

@@ -135,6 +135,12 @@ class WSConfig(P.RingTile):
     none). What C then holds: :func:`asynctc.swizzle.tma_once_reference`. Needs the swizzle
     variants' base: persistent, cluster=1, K-major B, row_boxes=1, no edges, 16-bit inputs (any
     swizzle); launches need K ≥ stages · bk (:func:`check_shapes`).
+    ``pingpong`` (the ``PINGPONG`` define; False sets none): the two consumers own different
+    tiles, each a whole ``bm`` × ``bn`` tile (:attr:`atoms` = bm / 64 per consumer), the CTA's
+    tiles taken in turn, their k-loops ordered by an mbarrier pair so that one's epilogue runs
+    while the other's wgmmas run (the kernel's header). Needs consumers=2, persistent, 16-bit
+    inputs, the 128-byte swizzle with row_boxes=1 and no tma_once, and bm/64 · bn/2 ≤ 128
+    accumulators per consumer thread (128×128 or 64×256; 128×256 would be 256).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -165,6 +171,7 @@ class WSConfig(P.RingTile):
     row_boxes: int = 1
     tma_once: bool = False
     b_dtype: str | None = None
+    pingpong: bool = False
 
     def __post_init__(self):
         if self.bk is None:
@@ -183,7 +190,7 @@ class WSConfig(P.RingTile):
         def is_int(v):
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
         for f in ("setmaxnreg", "persistent", "tma_store", "trace", "edges", "block_scales",
-                  "tma_once"):
+                  "tma_once", "pingpong"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
         for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk",
@@ -239,6 +246,8 @@ class WSConfig(P.RingTile):
             self._validate_row_boxes()
         if self.tma_once:
             self._validate_tma_once()
+        if self.pingpong:
+            self._validate_pingpong()
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -345,6 +354,28 @@ class WSConfig(P.RingTile):
                                         f"row_boxes=1, no edges, 16-bit inputs): needs {field}="
                                         f"{want}, here {field}={getattr(self, field)!r}")
 
+    def _validate_pingpong(self) -> None:
+        for field, bad, want in (("consumers", self.consumers != 2, "2"),
+                                 ("persistent", not self.persistent, "True"),
+                                 ("dtype", is_fp8(self.dtype), "float16 or bfloat16"),
+                                 ("swizzle", self.swizzle != 128, "128"),
+                                 ("row_boxes", self.row_boxes != 1, "1"),
+                                 ("tma_once", self.tma_once, "False")):
+            if bad:
+                _fail("pingpong", True, f"ping-pong consumers take the CTA's tiles in turn on the "
+                                        f"ladder's base: needs {field}={want}, here "
+                                        f"{field}={getattr(self, field)!r}")
+        if self.accumulators > P.ACC_BUDGET:
+            _fail("bn", self.bn, f"pingpong: each consumer holds a whole {self.bm}x{self.bn} tile, "
+                                 f"{self.bm // 64} atoms × {self.bn // 2} = {self.accumulators} "
+                                 f"fp32 accumulators per thread, above {P.ACC_BUDGET} (128x128 "
+                                 f"or 64x256 fit)")
+
+    @property
+    def atoms(self) -> int:
+        """m64 wgmma atoms per consumer: bm / consumers / 64, with ``pingpong`` bm / 64."""
+        return self.bm // (1 if self.pingpong else self.consumers) // 64
+
     # -- geometry (chapter 05's stage layout) ---------------------------------------------------
     def pipeline_config(self) -> P.PipelineConfig:
         """The chapter-05 configuration with the same stage layout (tile, stages, consumer rows,
@@ -358,7 +389,7 @@ class WSConfig(P.RingTile):
                                     stages=self.stages, consumers=self.consumers, b_major="K",
                                     out_dtype="float32", group_m=self.group_m)
         return P.PipelineConfig(dtype=self.dtype, bm=self.bm, bn=self.bn, bk=self.bk,
-                                stages=self.stages, consumers=self.consumers,
+                                stages=self.stages, consumers=1 if self.pingpong else self.consumers,
                                 b_major=self.b_major, out_dtype=self.out_dtype,
                                 group_m=self.group_m)
 
@@ -478,6 +509,8 @@ class WSConfig(P.RingTile):
             d["ROW_BOXES"] = self.row_boxes
         if self.tma_once:                   # only when on (chapter 07): other cubins stay
             d["TMA_ONCE"] = 1
+        if self.pingpong:                   # only when on (rung 9): other cubins stay
+            d["PINGPONG"] = 1
         return d
 
     @property
@@ -497,7 +530,7 @@ class WSConfig(P.RingTile):
                 f"{f' b_dtype:{self.b_dtype}' if self.b_dtype else ''}"
                 f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}"
                 f"{f' row_boxes:{self.row_boxes}' if self.row_boxes != 1 else ''}"
-                f"{' tma_once' if self.tma_once else ''}"
+                f"{' tma_once' if self.tma_once else ''}{' pingpong' if self.pingpong else ''}"
                 f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}")
 
     @property

@@ -1,7 +1,7 @@
 """Chapter 06's ladder: the rungs, each built from an earlier rung by one change, with its frozen prediction.
 
-:class:`Rung` and :data:`RUNGS` (8 rungs: chapter 05's best, then warp specialization, setmaxnreg,
-the tile sweep, persistent, cluster, TMA store, raster), each rung's config made from the previous
+:class:`Rung` and :data:`RUNGS` (9 rungs: chapter 05's best, then warp specialization, setmaxnreg,
+the tile sweep, persistent, cluster, TMA store, raster, ping-pong consumers), each rung's config made from the previous
 rung's by one change; the tile sweep of rung 4 (:data:`TILE_SWEEP`); :func:`rung_of` (which rung a
 config is), :func:`parse_rungs` ("1-5" → rung numbers), :func:`config_label` and the rungs the
 ladder traces (:data:`TRACED_RUNGS`).
@@ -58,6 +58,19 @@ RASTER_GROUP_M = 16
 
 def _raster(dt):
     return _tma_store(dt).replace(group_m=RASTER_GROUP_M)
+
+
+#: Rung 9's tile per consumer and stages: each consumer holds a whole tile, so 128×128 (2 atoms ×
+#: 64 = 128 fp32 accumulators per thread, rung 8's count; 128×256 would be 256). Of the two tiles
+#: with 128 accumulators, 128×128 over 64×256: a stage of 32 KiB (not 40) for the same flops, so
+#: 6 stages fit beside the TMA-store staging, and fewer L2→SM bytes per flop (256 vs 320 rows of
+#: 128 bytes per 16384 outputs per k-tile).
+PINGPONG_TILE = (128, 128, 6)
+
+
+def _pingpong(dt):
+    bm, bn, stages = PINGPONG_TILE
+    return _raster(dt).replace(pingpong=True, bm=bm, bn=bn, stages=stages)
 
 
 #: (bm, bn, consumers, stages) of rung 4's sweep: every stage count that fits 227 KiB.
@@ -121,6 +134,15 @@ RUNGS: tuple[Rung, ...] = (
          "ws_limit), made before this rung joined the ladder: 0.987 / 1.01 of cuBLAS against "
          "rung 7's 0.977 / 0.99 in the same run, DRAM reads at 8192³ 1.33 GB against 1.51",
          _raster),
+    Rung(9, "pingpong", "ping-pong consumers: each of the two consumer warpgroups owns a whole "
+                        "128×128 tile (the CTA's tiles taken in turn), their k-loops ordered by an "
+                        "mbarrier pair so that one's epilogue runs while the other's wgmmas run; "
+                        "6 stages of 128×128 (rung 8's cluster, TMA store and raster kept)",
+         "written before any H200 run: 0.97-1.03 of rung 8 at 4096³ (the epilogue hidden behind "
+         "the other consumer's wgmmas, +2-4 %, against 128×128's 1.5× L2→SM bytes per flop and "
+         "m64n128's 20 % more shared-memory operand reads per flop than m64n256, −0-4 %); "
+         "0.96-1.01 at 8192³ (half the epilogue share: K = 8192 is 128 k-tiles per tile)",
+         _pingpong),
 )
 
 #: Rung name → rung.
@@ -138,12 +160,14 @@ def rung_configs(dtype: str) -> list:
 
 def rung_of(cfg) -> int:
     """The rung a config belongs to (the highest step it uses): 1 chapter 05, 2 one consumer,
-    8 TMA store with rung 8's raster width, 7 TMA store, 6 cluster, 5 persistent, 3 rung 3's tile
+    9 ping-pong, 8 TMA store with rung 8's raster width, 7 TMA store, 6 cluster, 5 persistent, 3 rung 3's tile
     (128×256, 4 stages), else 4 (sweep)."""
     if isinstance(cfg, P.PipelineConfig):
         return 1
     if cfg.consumers == 1:
         return 2
+    if getattr(cfg, "pingpong", False):
+        return 9
     if cfg.tma_store:
         return 8 if cfg.group_m == RASTER_GROUP_M else 7
     if cfg.cluster > 1:
@@ -185,4 +209,4 @@ def config_label(cfg) -> str:
 
 #: Rungs traced (fp16, the first size): the first warp-specialized rung with two consumers and
 #: every rung above it that changes the schedule.
-TRACED_RUNGS = (3, 5, 6, 7, 8)
+TRACED_RUNGS = (3, 5, 6, 7, 8, 9)

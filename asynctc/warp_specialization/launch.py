@@ -22,8 +22,8 @@ from ..core import checks, runtime
 from ..core.memory import DeviceArray
 from .config import (B_MAJORS, DTYPES, WSConfig, WarpSpecializationError, _fail, _launch_regs,
                      is_fp8)
-from .ladder import (RUNGS, TRACED_RUNGS, _cluster, _persistent, _tma_store, _ws2, config_label,
-                     tile_sweep_configs)
+from .ladder import (RUNGS, TRACED_RUNGS, _cluster, _persistent, _pingpong, _tma_store, _ws2,
+                     config_label, tile_sweep_configs)
 from .trace import trace_words
 
 SOURCE = "warp_specialization.cu"
@@ -394,7 +394,9 @@ verify_ws = verify
 
 #: The deliberate protocol error of :func:`run_broken` (the kernel's ``BREAK`` define).
 BREAKS = {1: "the last consumer warpgroup never arrives on the empty barrier: the producer's "
-             "refill waits forever"}
+             "refill waits forever",
+          2: "ping-pong: consumer 2 never arrives on the order barrier: consumer 1's second tile "
+             "waits forever for its turn"}
 
 
 def run_broken(kind: int = 1, cfg: WSConfig | None = None, rng=None) -> str:
@@ -403,11 +405,21 @@ def run_broken(kind: int = 1, cfg: WSConfig | None = None, rng=None) -> str:
     fail. The only place the ``BREAK`` define is set."""
     if kind not in BREAKS:
         _fail("kind", kind, f"one of {sorted(BREAKS)}")
+    if kind == 2:
+        # one CTA walks 3 tiles (consumer 1: tiles 0 and 2, consumer 2: tile 1) of T = 4 ≤ stages
+        # k-tiles, so the producer fills tile 2 without waiting on a stage only consumer 1 could
+        # free: consumer 1's order wait for tile 2 is the one wait that times out
+        cfg = cfg or _pingpong("float16").replace(cluster=1, tma_store=False, out_dtype="float32")
+        if not cfg.pingpong or cfg.stages < 4:
+            _fail("cfg.pingpong", cfg.pingpong, "break 2 is the ping-pong order barrier's (and "
+                                                "needs ≥ 4 stages)")
     cfg = cfg or WSConfig(stages=2)
-    m, n, k = 2 * cfg.bm, cfg.bn, 8 * cfg.bk
+    m, n, k = ((3 * cfg.bm, cfg.bn, 4 * cfg.bk) if kind == 2 else (2 * cfg.bm, cfg.bn, 8 * cfg.bk))
     a, _, bs = P.random_operands(m, n, k, cfg.pipeline_config(), rng)
     ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines={**cfg.defines, "BREAK": kind})
     g = WSGemm(cfg, DeviceArray.from_host(a), DeviceArray.from_host(bs), ck=ck)
+    if kind == 2:
+        g.grid = cfg.cluster           # one CTA (cluster) for every tile
     g.launcher()()
     try:
         g.check_error()
@@ -451,6 +463,12 @@ def correctness_configs() -> list:
         add(lambda: _persistent(dt).replace(tma_store=True))
         add(lambda: _ws2(dt).replace(tma_store=True, bm=256, bn=128))
         add(lambda: _tma_store(dt).replace(bm=256, bn=128))
+        # rung 9 without the cluster and the TMA store (register epilogue, either B layout), and
+        # with the other 128-accumulator tile, 64×256 (one atom per consumer)
+        for bmaj in B_MAJORS:
+            add(lambda: _pingpong(dt).replace(cluster=1, tma_store=False, b_major=bmaj,
+                                              out_dtype="float32"))
+        add(lambda: _pingpong(dt).replace(bm=64, bn=256, stages=4))
     out += [RUNGS[n - 1].make("float16").replace(trace=True) for n in TRACED_RUNGS]
     return out
 

@@ -21,7 +21,7 @@ from .ladder import RUNGS, TRACED_RUNGS, _ws2, config_label, parse_rungs, rung_c
     tile_sweep_configs
 from .launch import BREAKS, CHECK_SHAPES, check_all, check_shapes, compile_job, compile_ws, \
     correctness_configs, make_gemm, register_split, run_broken, sass_registers, verify
-from .trace import decode_trace, trace_metrics
+from .trace import decode_trace, pingpong_overlap, trace_metrics
 
 LADDER_SIZES = (4096, 8192)
 LADDER_DTYPES = ("float16", "bfloat16")
@@ -92,6 +92,12 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
         err = run_broken(1, rng=rng)
         out["broken"] = {"what": BREAKS[1], "error": err, "seconds": time.perf_counter() - t0}
         say(f"broken variant ended in {out['broken']['seconds']:.1f} s: {err}")
+        if 9 in rungs:                   # the ping-pong order barrier's bounded wait
+            t0 = time.perf_counter()
+            err = run_broken(2, rng=rng)
+            out["broken_pingpong"] = {"what": BREAKS[2], "error": err,
+                                      "seconds": time.perf_counter() - t0}
+            say(f"broken ping-pong variant ended in {out['broken_pingpong']['seconds']:.1f} s: {err}")
         c = verify(_ws2("float16"), *CHECK_SHAPES[0], rng=rng)
         if not c.passed:
             raise RuntimeError(f"a correct kernel after the broken variant is wrong: {c.as_dict()}")
@@ -135,7 +141,8 @@ def measure_ladder(progress=None, sizes=LADDER_SIZES, dtypes=LADDER_DTYPES, chec
                     out.setdefault("traces", []).append(
                         {"rung": rung.number, "name": rung.name, "label": cfg.label(),
                          "size": size, "tflops_traced": bench.tflops(flop, t.median_ms),
-                         "metrics": trace_metrics(tr, cfg), "cta0": tr.as_dict(cta=0)})
+                         "metrics": trace_metrics(tr, cfg), "cta0": tr.as_dict(cta=0),
+                         "overlap": pingpong_overlap(tr.as_dict(cta=0))})
                     m = out["traces"][-1]["metrics"]["mean"]
                     say(f"trace rung {rung.number}: Tensor Core use "
                         f"{m.get('tensor_utilization', float('nan')):.2f}, math in flight "
@@ -285,6 +292,37 @@ def nonsquare_table(rows: list[dict]) -> str:
             continue
         ratio = f"{r['of_cublas']:9.2f}" if r.get("of_cublas") is not None else f"{'':9s}"
         lines.append(f"{shape:18s} {r['dtype']:9s} {who:10s} {r['tflops']:7.0f} {ratio}")
+    return "\n".join(lines)
+
+
+def pingpong_table(results: dict, top: int = 8, pingpong: int = 9) -> str:
+    """Rung ``pingpong`` beside rung ``top`` and cuBLAS, per size and dtype, from a
+    :func:`measure_ladder` result (``tools/gpu_ch06.py --pingpong``): TFLOP/s, each over cuBLAS,
+    ping-pong over the top rung; then each traced rung's epilogue overlap
+    (:func:`pingpong_overlap`) and the broken ping-pong variant's error."""
+    lines = [f"{'size':>5s} {'dtype':9s} {'cuBLAS':>7s} {f'rung {top}':>8s} {f'rung {pingpong}':>8s} "
+             f"{f'{top}/cuBLAS':>9s} {f'{pingpong}/cuBLAS':>9s} {f'{pingpong}/{top}':>6s}"]
+    lad = {(r["size"], r["dtype"], r["rung"]): r for r in results.get("ladder", [])}
+    cbs = {(r["size"], r["dtype"]): r["tflops"] for r in results["rows"] if r["kernel"] == "cuBLAS"}
+    for size, dt in sorted({(r["size"], r["dtype"]) for r in results.get("ladder", [])}):
+        a, b, c = lad.get((size, dt, top)), lad.get((size, dt, pingpong)), cbs.get((size, dt))
+
+        def f(x, fmt):
+            return format(x, fmt) if x is not None else "-"
+        ta, tb = (a or {}).get("tflops"), (b or {}).get("tflops")
+        lines.append(f"{size:5d} {dt:9s} {f(c, '7.0f'):>7s} {f(ta, '8.0f'):>8s} {f(tb, '8.0f'):>8s} "
+                     f"{f(ta / c if ta and c else None, '9.3f'):>9s} "
+                     f"{f(tb / c if tb and c else None, '9.3f'):>9s} "
+                     f"{f(tb / ta if ta and tb else None, '6.3f'):>6s}")
+    for t in results.get("traces", []):
+        o = t.get("overlap") or pingpong_overlap(t["cta0"])
+        lines.append(f"trace rung {t['rung']} {t['size']}³: epilogue time under the other "
+                     f"consumer's wgmmas {o['epilogue_covered']:.2f}, math in flight "
+                     f"{o['math_busy']:.2f} of CTA 0's k-loop span, order wait "
+                     f"{o['wait_order_cycles']:.0f} cycles/tile ({o['epilogues']} epilogues)")
+    if results.get("broken_pingpong"):
+        lines.append("broken ping-pong variant: " +
+                     results["broken_pingpong"]["error"].split(": ", 1)[-1])
     return "\n".join(lines)
 
 

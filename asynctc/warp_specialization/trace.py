@@ -2,7 +2,8 @@
 
 Chapter 05's record format (:mod:`asynctc.pipeline`), one slot per warpgroup, the producer's
 first: :func:`trace_words` (the buffer's size), :func:`decode_trace` (spans per lane),
-:func:`trace_metrics` (Tensor Core use per CTA, waits, math in flight) and
+:func:`trace_metrics` (Tensor Core use per CTA, waits, math in flight), :func:`pingpong_overlap`
+(how much of one consumer's epilogue the other's wgmmas cover) and
 :func:`synthetic_trace` (a buffer as the kernel would write it, for testing the decoder).
 """
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from .. import pipeline as P
 from .config import WSConfig, _fail
+
 
 def trace_words(cfg: WSConfig) -> int:
     """u64 words of the trace buffer: TRACE_CTAS × (1 + consumers) slots of header + records."""
@@ -24,7 +26,10 @@ def decode_trace(buf: np.ndarray, consumers: int, k_tiles: int, stages: int,
     producer: ``wait_empty``, and ``tma`` = issued → the first consumer's full-barrier wait for
     it ended, an upper bound of its arrival) and "cta{c}/wg{w}" (consumer w ≥ 1: ``wait_full``,
     ``mma`` = issued → the wait_group after which it is known complete, i.e. the next k-tile's
-    wait or the tile's final wait, ``release`` points, ``epilogue`` = last wait → stores issued).
+    wait or the tile's final wait, ``release`` points, ``epilogue`` = last wait → stores issued;
+    with ``pingpong`` also ``wait_order``: the wait for the other consumer's k-loop, k = the
+    tile's first ring counter, stage = the order barrier). With ``pingpong`` each consumer's lane
+    holds only its own tiles' ring counters.
     Span ``k`` is the ring counter (the CTA's k-tile over all its tiles; tile = k // k_tiles).
     Raises :class:`WarpSpecializationError` for a buffer of the wrong size."""
     slot_words = P.TRACE_HEADER + 2 * events
@@ -85,6 +90,10 @@ def decode_trace(buf: np.ndarray, consumers: int, k_tiles: int, stages: int,
                 if last and ("store_end", k) in e:
                     spans.append(P.Span(lane, "epilogue", k, 0, e[("loop_end", k)][0],
                                         e[("store_end", k)][0]))
+            for k in sorted(k for (name, k) in e if name == "order_begin"):   # ping-pong only
+                b, f = e[("order_begin", k)], e.get(("order_end", k))
+                if f:
+                    spans.append(P.Span(lane, "wait_order", k, b[1], b[0], f[0]))
     return P.TraceResult(spans, ctas, k_tiles, stages, 1)
 
 
@@ -92,17 +101,61 @@ def trace_metrics(tr: P.TraceResult, cfg: WSConfig) -> dict:
     """:func:`asynctc.pipeline.trace_metrics` for this kernel, with each CTA's Tensor Core use
     counted from the k-tiles it ran (a persistent CTA runs several tiles): k-tiles ×
     :func:`asynctc.pipeline.ktile_peak_cycles` / the CTA's loop length. "math in flight" is an
-    upper bound (a group is known complete only at the next wait_group)."""
+    upper bound (a group is known complete only at the next wait_group). The k-tiles are those
+    of any consumer lane (the cooperative consumers share every k-tile; ping-pong consumers each
+    run their own tiles'). A ping-pong consumer's own lane has math in flight about half of its
+    loop by design (the other consumer's tile comes in between): the CTA's measure is
+    :func:`pingpong_overlap`'s ``math_busy``."""
     kc = P.ktile_peak_cycles(cfg)
     met = P.trace_metrics(tr, kc)
     for c, v in met["ctas"].items():
-        n = len({s.k for s in tr.spans if s.lane == f"{c}/wg1" and s.kind == "mma"})
+        n = len({s.k for s in tr.spans if s.lane.startswith(f"{c}/wg") and s.kind == "mma"})
         v["k_tiles"] = n
         v["tensor_utilization"] = n * kc / max(v["loop_cycles"], 1.0)
     if met["ctas"]:
         met["mean"]["tensor_utilization"] = float(np.mean([v["tensor_utilization"]
                                                            for v in met["ctas"].values()]))
     return met
+
+
+def pingpong_overlap(cta: dict) -> dict:
+    """From one CTA's decoded spans (``TraceResult.as_dict(cta=c)``): how much of each consumer's
+    epilogue time (loop end → stores issued) another consumer lane's ``mma`` spans cover, and how
+    much of the CTA's span from the first to the last mma some consumer had math in flight.
+    ``{"epilogue_covered", "math_busy", "epilogues", "wait_order_cycles"}`` (fractions of cycles;
+    NaN where there is nothing to measure). Ping-pong should cover most epilogues; the cooperative
+    rung cannot (its consumers end their tiles together)."""
+    sp = cta["spans"]
+    lanes = sorted({s["lane"] for s in sp if "/wg" in s["lane"]})
+
+    def union(iv):
+        out = []
+        for a, b in sorted(iv):
+            if out and a <= out[-1][1]:
+                out[-1][1] = max(out[-1][1], b)
+            else:
+                out.append([a, b])
+        return out
+
+    def covered(a, b, iv):
+        return sum(max(0.0, min(b, y) - max(a, x)) for x, y in iv)
+    mma = {ln: union([(s["start"], s["end"]) for s in sp if s["lane"] == ln and s["kind"] == "mma"])
+           for ln in lanes}
+    tot = cov = 0.0
+    n = 0
+    for s in sp:
+        if s["kind"] != "epilogue" or s["end"] <= s["start"]:
+            continue
+        others = union([iv for ln in lanes if ln != s["lane"] for iv in mma[ln]])
+        tot += s["end"] - s["start"]
+        cov += covered(s["start"], s["end"], others)
+        n += 1
+    every = union([iv for ln in lanes for iv in mma[ln]])
+    span = (every[-1][1] - every[0][0]) if every else 0.0
+    waits = [s["end"] - s["start"] for s in sp if s["kind"] == "wait_order"]
+    return {"epilogue_covered": cov / tot if tot else float("nan"),
+            "math_busy": sum(b - a for a, b in every) / span if span else float("nan"),
+            "epilogues": n, "wait_order_cycles": float(np.mean(waits)) if waits else float("nan")}
 
 
 def synthetic_trace(cfg: WSConfig, tiles: int, k_tiles: int, mma_cycles: int = 100,
