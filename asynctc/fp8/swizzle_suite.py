@@ -57,7 +57,7 @@ def measure_fp8_swizzle(progress=None, sizes=None, reps: int = 10, check: bool =
     say = progress or (lambda _s: None)
     sizes = SIZES if sizes is None else sizes
     rng = np.random.default_rng()
-    fp16_top = W.RUNGS[-1].make("float16")
+    fp16_top = W.TOP_RUNG.make("float16")
     timed = [swizzle_config(s) for s in FP8_SWIZZLES]
     checked = mixed_configs() + timed
     jobs = list({repr(W.compile_job(c)): W.compile_job(c) for c in checked + [fp16_top]}.values())

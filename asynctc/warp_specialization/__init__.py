@@ -83,7 +83,8 @@ from .figures import (  # noqa: F401
     trace_window,
 )
 from .ladder import (  # noqa: F401
-    PINGPONG_TILE, RASTER_GROUP_M, RUNG_BY_NAME, RUNGS, TILE_SWEEP, TRACED_RUNGS, Rung, _ch05,
+    PINGPONG_TILE, RASTER_GROUP_M, RUNG_BY_NAME, RUNGS, TILE_SWEEP, TOP_RUNG, TRACED_RUNGS, Rung, _ch05,
+    recorded_rungs,
     _cluster, _persistent, _pingpong, _raster, _tile_default, _tma_store, _ws, _ws2, config_label,
     parse_rungs, rung_configs, rung_of, rung_of_record, tile_sweep_configs,
 )

@@ -147,6 +147,16 @@ RUNGS: tuple[Rung, ...] = (
 
 #: Rung name → rung.
 RUNG_BY_NAME = {r.name: r for r in RUNGS}
+#: The top cooperative rung: what ``asynctc.matmul`` and chapter 07's FP8 GEMM are built on, and
+#: what "the top rung" means in the notebooks (rung 9, ping-pong, is a rung beside it).
+TOP_RUNG = RUNG_BY_NAME["raster"]
+
+
+def recorded_rungs(results: dict) -> list:
+    """The rungs a ``warp_specialization`` record timed (its ``rungs_run``), in ladder order — a
+    record made before a rung existed does not hold it."""
+    run = set(results.get("rungs_run") or (r["number"] for r in results.get("rungs", [])))
+    return [r for r in RUNGS if r.number in run]
 
 
 def rung_configs(dtype: str) -> list:

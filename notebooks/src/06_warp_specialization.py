@@ -93,7 +93,7 @@ plt.show()
 # each verdict in full):
 
 # %% output varies
-for n in range(2, len(W.RUNGS) + 1):
+for n in [r.number for r in W.recorded_rungs(res)][1:]:
     p = W.prediction_check(res, n)
     head = f"rung {n} ({p['name']}): {p['measured']}, predicted {p['predicted']}"
     notebook.verdict(p["inside"], f"{head}: held.", f"{head}: {p['outside']}.")
