@@ -357,8 +357,9 @@ def test_gpu_ch06_pingpong_times_rungs_8_and_9_only(gpu, monkeypatch, capsys):  
     assert (out / "results.json").exists() and lines[-1] == "[t] done"
     assert not list(Path(records.data_dir()).rglob("*.json"))            # no record written
     sys.argv = ["gpu_ch06.py", "--out", str(out), "--pingpong", "--record"]
-    with pytest.raises(SystemExit):
-        _load("gpu_ch06").main()
+    assert _load("gpu_ch06").main() == 0
+    written = sorted(p.name for p in Path(records.data_dir()).rglob("*.json"))
+    assert written == ["ws_pingpong.json"]                 # its own record, never the ladder's
 
 
 # ---- GPU ------------------------------------------------------------------------------------------------
