@@ -333,6 +333,14 @@ def test_exercise_solutions_and_mistakes(capsys):
     assert "only one denominator" in capsys.readouterr().out
     assert exercises.check("ch10.verdict", "does not hold", solution=True,
                            datasheet=0.33, measured=0.34, low=0.45, high=0.55)
+    # the notebook passes the row, so that the fractions are the learner's (issue 22): same verdicts
+    row = dict(tflops=759.4, sm_mhz=1679.0, sm_count=132)
+    assert exercises.check("ch10.verdict", "partly", solution=True, low=0.75, high=0.80, **row)
+    assert exercises.check("ch10.verdict", "does not hold", solution=True, low=0.85, high=0.90, **row)
+    assert not exercises.check("ch10.verdict", "partly", low=0.70, high=0.75, **row)
+    assert "lies above it" in capsys.readouterr().out
+    assert not exercises.check("ch10.verdict", "holds", low=0.75, high=0.80)
+    assert "pass datasheet= and measured=" in capsys.readouterr().out
 
 
 def test_the_built_notebook_tags_its_solutions_and_checks_the_records():

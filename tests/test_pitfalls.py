@@ -277,6 +277,14 @@ def test_exercise_first_misplaced():
     assert exercises.check("ch08.first_misplaced", [0, 0], base_offset=128, solution=True)
     assert exercises.check("ch08.first_misplaced", (1, 0), base_offset=0, reader_swizzle=0, solution=True)
     assert not exercises.check("ch08.first_misplaced", [1, 0], base_offset=128)
+    # the notebook's form (issue 22: the base-offset answer is printed in section 4b): a 64B reader
+    assert exercises.check("ch08.first_misplaced", [4, 0], base_offset=0, reader_swizzle=64, solution=True)
+    assert D.layout_mismatch(128, 64, 0)["row"] == 4
+
+
+def test_exercise_first_misplaced_hint_for_a_64b_reader(capsys):
+    assert not exercises.check("ch08.first_misplaced", [1, 0], base_offset=0, reader_swizzle=64)
+    assert "rows 0–3 the two agree" in capsys.readouterr().out
 
 
 # ---- diagnose and the command line ----------------------------------------------------------------

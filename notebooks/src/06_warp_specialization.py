@@ -12,7 +12,7 @@
 #    model as the witness;
 # 2. read the producer's and the consumers' loops in the kernel source;
 # 3. explain the register budget of a warp-specialized CTA from the cubin: the count at entry,
-#    `setmaxnreg` moving registers from the producer to the consumers, the SM's 64K;
+#    [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moving registers from the producer to the consumers, the SM's 64K;
 # 4. check every rung against float64;
 # 5. read the ladder rung by rung: what changed, what was predicted, what moved and why — each
 #    comparison generated from the record;
