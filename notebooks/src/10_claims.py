@@ -197,7 +197,7 @@ ok = exercises.check("ch10.fraction_both", answer, tflops=row["tflops"], sm_mhz=
                      sm_count=sm)
 
 # %% [markdown]
-# **2. The verdict.** Hold this 8192³ row to the seed's band for "wgmma + TMA + warp
+# **2. The verdict.** Judge this 8192³ row by the seed's band for "wgmma + TMA + warp
 # specialization", 75–80 % of peak, judged within ±0.005 as section 3 judges. From your two
 # fractions of exercise 1, which verdict does this chapter give? Answer with one of the first three
 # verdicts printed in section 1, as a string. (The check recomputes the fractions from the row.)
