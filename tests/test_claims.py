@@ -356,3 +356,24 @@ def test_the_built_notebook_tags_its_solutions_and_checks_the_records():
                for c in cells if c["cell_type"] == "code" and "solution=True" in "".join(c["source"]))
     code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "check_written(" in code and "ch10.fraction_both" in code and "ch10.verdict" in code
+
+
+def test_the_exercises_row_is_not_in_view_and_its_fractions_are_the_learners():
+    """Issue 22: exercise 1's row was printed in §3 and exercise 2's cell computed claims.fractions
+    itself. The row is now one no table prints (rung 3 at 8192³), and no learner cell computes its
+    fractions: ch10.verdict is graded from the row."""
+    src = (ROOT / "notebooks" / "src" / "10_claims.py").read_text()
+    start, end = src.index("## Exercises"), src.index("<summary>Solutions")
+    learner = src[start:end]
+    assert "size=8192" in learner and "fractions(" not in learner
+    assert re.search(r'check\("ch10\.verdict", answer, tflops=row\["tflops"\]', learner)
+    recs = C.load_records()
+    row = S.ladder_row(recs["warp_specialization"], 3, size=8192)[1]
+    f = C.fractions(row, recs["warp_specialization"].provenance["sm_count"])
+    path = ROOT / "notebooks" / "10_claims.ipynb"
+    if path.exists():
+        cells = json.loads(path.read_text())["cells"]
+        first = next(i for i, c in enumerate(cells) if "## Exercises" in "".join(c["source"]))
+        shown = json.dumps([c.get("outputs", []) for c in cells[:first]])
+        for number in (f"{f['datasheet']:.3f}", f"{f['measured']:.3f}", f"{row['tflops']:.1f}"):
+            assert number not in shown, number
