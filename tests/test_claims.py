@@ -380,6 +380,14 @@ def test_exercise_solutions_and_mistakes(capsys):
     assert "only one denominator" in capsys.readouterr().out
     assert exercises.check("ch10.verdict", "does not hold", solution=True,
                            datasheet=0.33, measured=0.34, low=0.45, high=0.55)
+    # the notebook passes the row, so that the fractions are the learner's (issue 22): same verdicts
+    row = dict(tflops=759.4, sm_mhz=1679.0, sm_count=132)
+    assert exercises.check("ch10.verdict", "partly", solution=True, low=0.75, high=0.80, **row)
+    assert exercises.check("ch10.verdict", "does not hold", solution=True, low=0.85, high=0.90, **row)
+    assert not exercises.check("ch10.verdict", "partly", low=0.70, high=0.75, **row)
+    assert "lies above it" in capsys.readouterr().out
+    assert not exercises.check("ch10.verdict", "holds", low=0.75, high=0.80)
+    assert "pass datasheet= and measured=" in capsys.readouterr().out
 
 
 def test_the_built_notebook_tags_its_solutions_and_checks_the_records():
@@ -451,3 +459,24 @@ def test_tma_equal_pairs_refuse_rows_that_disagree_on_bytes_in_flight():
     c["in_flight_smem"] += 1024
     with pytest.raises(ValueError, match="disagree on bytes in flight"):
         E.pairs(rec.results)
+
+
+def test_the_exercises_row_is_not_in_view_and_its_fractions_are_the_learners():
+    """Issue 22: exercise 1's row was printed in §3 and exercise 2's cell computed claims.fractions
+    itself. The row is now one no table prints (rung 3 at 8192³), and no learner cell computes its
+    fractions: ch10.verdict is graded from the row."""
+    src = (ROOT / "notebooks" / "src" / "10_claims.py").read_text()
+    start, end = src.index("## Exercises"), src.index("<summary>Solutions")
+    learner = src[start:end]
+    assert "size=8192" in learner and "fractions(" not in learner
+    assert re.search(r'check\("ch10\.verdict", answer, tflops=row\["tflops"\]', learner)
+    recs = C.load_records()
+    row = S.ladder_row(recs["warp_specialization"], 3, size=8192)[1]
+    f = C.fractions(row, recs["warp_specialization"].provenance["sm_count"])
+    path = ROOT / "notebooks" / "10_claims.ipynb"
+    if path.exists():
+        cells = json.loads(path.read_text())["cells"]
+        first = next(i for i, c in enumerate(cells) if "## Exercises" in "".join(c["source"]))
+        shown = json.dumps([c.get("outputs", []) for c in cells[:first]])
+        for number in (f"{f['datasheet']:.3f}", f"{f['measured']:.3f}", f"{row['tflops']:.1f}"):
+            assert number not in shown, number

@@ -73,7 +73,7 @@ ALLOWED = [
     ("04b", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
     ("09", r"everything numeric below is a \*\*model\*\*", "says that nothing is measured"),
     ("09", r"no thread holds any of it", "where the accumulator lives, not a measurement"),
-    ("09", r"each CTA holds M/2 rows", "the PTX CTA-pair layout, not a measurement"),
+    ("09c", r"each CTA holds M/2 rows", "the PTX CTA-pair layout, not a measurement"),
 ]
 
 

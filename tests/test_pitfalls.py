@@ -277,6 +277,14 @@ def test_exercise_first_misplaced():
     assert exercises.check("ch08.first_misplaced", [0, 0], base_offset=128, solution=True)
     assert exercises.check("ch08.first_misplaced", (1, 0), base_offset=0, reader_swizzle=0, solution=True)
     assert not exercises.check("ch08.first_misplaced", [1, 0], base_offset=128)
+    # the notebook's form (issue 22: the base-offset answer is printed in section 4b): a 64B reader
+    assert exercises.check("ch08.first_misplaced", [4, 0], base_offset=0, reader_swizzle=64, solution=True)
+    assert D.layout_mismatch(128, 64, 0)["row"] == 4
+
+
+def test_exercise_first_misplaced_hint_for_a_64b_reader(capsys):
+    assert not exercises.check("ch08.first_misplaced", [1, 0], base_offset=0, reader_swizzle=64)
+    assert "rows 0–3 the two agree" in capsys.readouterr().out
 
 
 # ---- diagnose and the command line ----------------------------------------------------------------
@@ -413,3 +421,18 @@ def test_gpu_variants_end_with_their_errors():
     assert (o["wrong"]["row"], o["wrong"]["col"]) == (m["row"], m["col"])
     for bug in V.BUGS:                     # none hangs: every one ends in words
         assert run(bug)["words"]
+
+
+def test_the_core_lesson_does_not_print_its_exercises_answers():
+    """Issue 22: a fresh reader found exercise 1's class (expect_tx) diagnosed in §4b and the base-offset
+    answer (0, 0) printed in §4c, and no way to find the op `bulk_wait_read`. The core lesson diagnoses
+    no expect_tx before its exercises, asks the layout question where no cell printed the answer (the
+    deep dive, a 64B reader), and prints ordering.OPS in the repair exercise."""
+    src = (ROOT / "notebooks" / "src" / "08_pitfalls.py").read_text()
+    learner = src[:src.index("<summary>Solutions")]
+    assert "expect_tx_too_large" not in learner and "gpu_outcome(4)" not in learner
+    assert "bulk_wait_read" not in learner and "print(ordering.OPS)" in learner
+    deep = (ROOT / "notebooks" / "src" / "08b_pitfalls_on_the_gpu.py").read_text()
+    deep_learner = deep[:deep.index("<summary>Solutions")]
+    assert 'check("ch08.first_misplaced", answer, base_offset=0, reader_swizzle=64)' in deep_learner
+    assert not re.search(r"layout_mismatch\(\s*128\s*,\s*64", src + deep)

@@ -12,9 +12,8 @@ from asynctc.teaching import timing
 CORE = {p.name.split("_")[0]: p for p in timing.notebook_paths() if timing.is_core(p)}
 #: Chapters whose core lesson is still to be split (issue 22 §1); reported, not yet held to 45 min.
 PENDING_SPLIT: set[str] = set()
-#: Chapters revised for issue 22 before the model existed that the model still puts over 45 minutes
-#: (08: 62, 09: 59 when it was written); reported here until their owners trim them.
-OVER_BY_THE_MODEL = {"08", "09"}
+#: Chapters the model once put over 45 minutes before they were trimmed (08, 09): none left.
+OVER_BY_THE_MODEL: set[str] = set()
 
 
 def _nb(*cells):
@@ -62,9 +61,6 @@ def test_core_lesson_fits_its_45_minutes(chapter):
     if chapter in PENDING_SPLIT and minutes > timing.CORE_LIMIT_MIN:
         pytest.xfail(f"chapter {chapter}: {minutes:.0f} min by the model, pending its split into a core "
                      "lesson and a deep dive (issue 22 §1)")
-    if chapter in OVER_BY_THE_MODEL and minutes > timing.CORE_LIMIT_MIN:
-        pytest.xfail(f"chapter {chapter}: {minutes:.0f} min by the model, over the 45-minute budget: "
-                     "to be trimmed (investigations to its deep dive)")
     assert minutes <= timing.CORE_LIMIT_MIN, f"{CORE[chapter].name}: {minutes:.0f} min by the model"
 
 

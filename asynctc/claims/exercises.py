@@ -55,21 +55,39 @@ def _fraction_both_hint(answer, expected, tflops, sm_mhz, sm_count, dtype="float
     return None
 
 
+def _fractions_of(datasheet, measured, tflops, sm_mhz, sm_count, dtype):
+    """(datasheet, measured): given, or computed from the row (the notebook passes the row, so that
+    the fractions are the learner's to compute)."""
+    if tflops is None:
+        if datasheet is None or measured is None:
+            raise TypeError("pass datasheet= and measured=, or the row's tflops=, sm_mhz=, sm_count=")
+        return datasheet, measured
+    f = fractions({"tflops": tflops, "sm_mhz": sm_mhz}, sm_count, dtype)
+    return f["datasheet"], f["measured"]
+
+
 @exercise("ch10.verdict",
           "A seed claim puts a kernel at `low`–`high` of peak (judged within ±`tol`). The record "
-          "gives `datasheet` of the datasheet peak and `measured` of the peak at the measured clock. "
-          "Which verdict does chapter 10 give: 'holds', 'partly' or 'does not hold'?",
+          "gives `datasheet` of the datasheet peak and `measured` of the peak at the measured clock "
+          "(or the row itself: `tflops` at `sm_mhz` on `sm_count` SMs, whose two fractions are "
+          "exercise ch10.fraction_both's). Which verdict does chapter 10 give: 'holds', 'partly' or "
+          "'does not hold'?",
           (HOLDS, PARTLY, FAILS),
           aliases={"hold": HOLDS, "yes": HOLDS, "partial": PARTLY, "fails": FAILS,
                    "does not": FAILS, "doesn't hold": FAILS, "no": FAILS})
-def _verdict(datasheet: float, measured: float, low: float, high: float, tol: float = 0.005):
+def _verdict(low: float, high: float, datasheet: float | None = None,
+             measured: float | None = None, tol: float = 0.005, tflops: float | None = None,
+             sm_mhz: float | None = None, sm_count: int | None = None, dtype: str = "float16"):
+    datasheet, measured = _fractions_of(datasheet, measured, tflops, sm_mhz, sm_count, dtype)
     parts = [judged("datasheet", datasheet, low, high, "", tol=tol),
              judged("measured clock", measured, low, high, "", tol=tol)]
     return combine(parts)
 
 
 @diagnosis("ch10.verdict")
-def _verdict_hint(answer, expected, datasheet, measured, low, high, tol=0.005):
+def _verdict_hint(answer, expected, low, high, datasheet=None, measured=None, tol=0.005,
+                  tflops=None, sm_mhz=None, sm_count=None, dtype="float16"):
+    datasheet, measured = _fractions_of(datasheet, measured, tflops, sm_mhz, sm_count, dtype)
     inside = {name: low - tol <= v <= high + tol
               for name, v in (("datasheet", datasheet), ("measured clock", measured))}
     if expected == PARTLY:
@@ -78,4 +96,7 @@ def _verdict_hint(answer, expected, datasheet, measured, low, high, tol=0.005):
                 "— the other does not.")
     if expected == HOLDS:
         return "both fractions lie inside the band (with its tolerance)."
-    return f"neither fraction lies inside {low:g}–{high:g}, even with the ±{tol:g} tolerance."
+    above = [k for k, v in (("datasheet", datasheet), ("measured clock", measured)) if v > high + tol]
+    return (f"neither fraction lies inside {low:g}–{high:g}, even with the ±{tol:g} tolerance"
+            + (f" (the {' and '.join(above)} one lies above it: outside is outside)" if above else "")
+            + ".")

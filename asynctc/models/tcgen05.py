@@ -641,7 +641,7 @@ MIGRATION = (
 
 
 # ==================================================================================================
-# Exercises (auto-checked in notebooks/09_blackwell)
+# Exercises (auto-checked in notebooks/09_blackwell and its deep dive 09c)
 # ==================================================================================================
 
 from ..core import exercises as _ex  # noqa: E402

@@ -5,7 +5,8 @@ repair, the layout model places the first misplaced element.
 * ``ch08.name_bug`` — which zoo class produced this diagnosis (a Deadlock of the ring model)?
 * ``ch08.repair`` — insert steps into a broken program until :func:`ordering.check` finds no
   hazard; answer 0 (the hazards left) and pass your program.
-* ``ch08.first_misplaced`` — the first (row, col) a reader gets from the wrong place.
+* ``ch08.first_misplaced`` — the first (row, col) a reader gets from the wrong place (a tile off
+  its swizzle repeat, or a reader that assumes another swizzle mode).
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ def _misplaced_hint(answer, base_offset, reader_swizzle=128):
         return "row 0 is shifted too: the pattern follows the absolute address, not the tile's"
     if not base_offset and a == (0, 0):
         return "row 0 XORs its chunk index with 0 under the 128B swizzle: it lands where an unswizzled reader looks"
+    if reader_swizzle == 64 and not base_offset and len(a) == 2 and a[0] in (1, 2, 3):
+        return ("the 64B swizzle XORs the chunk's two low bits with row % 4, the 128B one its three "
+                "low bits with row % 8: for rows 0–3 the two agree — find the first row where they part")
     return None
 
 

@@ -14,7 +14,7 @@
 # H200 has 132 — each with its own registers, shared memory and four Tensor Cores. A **warp** is 32
 # threads that an SM issues as one: one instruction, 32 lanes. **PTX** is NVIDIA's virtual
 # instruction set: the assembly-like language CUDA C++ compiles to (the course writes Tensor Core
-# instructions in it) before the driver or NVRTC turns it into the GPU's machine code, SASS.
+# instructions in it) before the driver or NVRTC turns it into the GPU's machine code, **SASS**.
 
 # %% output varies
 import numpy as np

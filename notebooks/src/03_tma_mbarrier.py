@@ -107,7 +107,7 @@ else:
 # ## 3. The mbarrier life cycle
 #
 # An mbarrier counts two things per *phase*: pending arrivals (set by `init`) and pending
-# transaction bytes (raised by [`expect_tx`](../docs/glossary.md#expect_tx), lowered by each TMA copy's `complete_tx`). When both
+# transaction bytes (the **tx-count**, raised by [`expect_tx`](../docs/glossary.md#expect_tx), lowered by each TMA copy's `complete_tx`). When both
 # reach zero the phase completes and the barrier moves to the next phase, whose *parity* is the
 # other bit. `try_wait.parity(P)` asks "has the phase with parity P completed?" — so a consumer of
 # a reused stage waits on parity 0, 1, 0, 1, … (PTX ISA, *mbarrier*).

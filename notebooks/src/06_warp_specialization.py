@@ -8,7 +8,7 @@
 #
 # 1. draw the producer/consumer protocol — who waits on which barrier, on which phase parity, who
 #    arrives where — and say why the seed article's version cannot run;
-# 2. work out the register budget that `setmaxnreg` moves from the producer to the consumers;
+# 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
 # 3. read the ladder: what each rung changed, what it bought, whether its prediction held;
 # 4. read a timeline measured inside the top rung;
 # 5. call the result, `asynctc.matmul(a, b)`, on any shape.

@@ -181,15 +181,15 @@ print(claims.not_measured_text(cl, an))
 #
 # Wrong answers get a hint that names the mistake.
 #
-# **1. Both denominators.** The cell below prints one row of the `warp_specialization` record:
-# chapter 06's rung 3 (two consumer warpgroups and setmaxnreg) at 4096³. Compute its fraction of
-# peak under both denominators: the datasheet's 989.4 TFLOP/s, and 132 SMs × 4096 FLOP/clk/SM × its
-# measured clock. Answer `(datasheet fraction, measured-clock fraction)`.
+# **1. Both denominators.** The cell below prints one row of the `warp_specialization` record that
+# no table above shows: chapter 06's rung 3 (two consumer warpgroups and setmaxnreg) at **8192³**.
+# Compute its fraction of peak under both denominators: the datasheet's 989.4 TFLOP/s, and 132 SMs ×
+# 4096 FLOP/clk/SM × its measured clock. Answer `(datasheet fraction, measured-clock fraction)`.
 
 # %% output varies
-row = seed.ladder_row(wrec, 3)[1]
+row = seed.ladder_row(wrec, 3, size=8192)[1]
 sm = wrec.provenance["sm_count"]
-print(f"{row['label']}: {row['tflops']:.1f} TFLOP/s, SM clock {bench.clock_text(row)}, {sm} SMs")
+print(f"{row['label']} at 8192³: {row['tflops']:.1f} TFLOP/s, SM clock {bench.clock_text(row)}, {sm} SMs")
 
 # %%
 answer = ...
@@ -197,14 +197,14 @@ ok = exercises.check("ch10.fraction_both", answer, tflops=row["tflops"], sm_mhz=
                      sm_count=sm)
 
 # %% [markdown]
-# **2. The verdict.** The seed puts "wgmma + TMA + warp specialization" at 75–80 % of peak, judged
-# within ±0.005. With your two fractions from exercise 1, which verdict does this chapter give?
-# Answer with one of the first three verdicts printed in section 1, as a string.
+# **2. The verdict.** Judge this 8192³ row by the seed's band for "wgmma + TMA + warp
+# specialization", 75–80 % of peak, judged within ±0.005 as section 3 judges. From your two
+# fractions of exercise 1, which verdict does this chapter give? Answer with one of the first three
+# verdicts printed in section 1, as a string. (The check recomputes the fractions from the row.)
 
 # %%
 answer = ...
-fr = claims.fractions(row, sm)                             # exercise 1's two fractions
-ok = exercises.check("ch10.verdict", answer, datasheet=fr["datasheet"], measured=fr["measured"],
+ok = exercises.check("ch10.verdict", answer, tflops=row["tflops"], sm_mhz=row["sm_mhz"], sm_count=sm,
                      low=0.75, high=0.80)
 
 # %% [markdown]
@@ -217,5 +217,5 @@ ok = exercises.check("ch10.fraction_both", (d, m), tflops=row["tflops"], sm_mhz=
                      sm_count=sm, solution=True)
 inside = [0.75 - 0.005 <= x <= 0.80 + 0.005 for x in (d, m)]
 word = "holds" if all(inside) else "does not hold" if not any(inside) else "partly"
-ok = exercises.check("ch10.verdict", word, datasheet=d, measured=m, low=0.75, high=0.80,
-                     solution=True)
+ok = exercises.check("ch10.verdict", word, tflops=row["tflops"], sm_mhz=row["sm_mhz"], sm_count=sm,
+                     low=0.75, high=0.80, solution=True)    # section 1's rule over the two parts
