@@ -44,6 +44,8 @@ STORE_STAGING = 2 * 64 * 64 * 2
 #: counter, trace pointer). Measured with NVRTC 13: at 24 the traced cluster + TMA-store build
 #: spills (10 bytes stored, 26 loaded), at 40 no build does.
 PRODUCER_MIN_REGS = 40
+#: Split-K counts the kernel builds (``SPLIT_K``; 1 = no split, sets no define).
+SPLIT_K_RANGE = range(1, 17)
 
 
 def is_fp8(dtype: str) -> bool:
@@ -133,6 +135,11 @@ class WSConfig(P.RingTile):
     none). What C then holds: :func:`asynctc.swizzle.tma_once_reference`. Needs the swizzle
     variants' base: persistent, cluster=1, K-major B, row_boxes=1, no edges, 16-bit inputs (any
     swizzle); launches need K ≥ stages · bk (:func:`check_shapes`).
+    ``split_k`` S > 1 (the ``SPLIT_K`` define; 1 sets none): each tile's k-tiles are cut into S
+    slices computed by S work items, each writing an fp32 partial tile to a workspace that
+    ``kernels/splitk_reduce.cu`` sums in the fixed order 0 .. S − 1 (deterministic) into C
+    (:class:`asynctc.gemm.SplitKGemm`). Needs 16-bit inputs, ``edges`` and no ``tma_store``;
+    launches need S ≤ ceil(K / bk) (:func:`check_shapes`: no slice is empty).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -162,6 +169,7 @@ class WSConfig(P.RingTile):
     swizzle: int = 128
     row_boxes: int = 1
     tma_once: bool = False
+    split_k: int = 1
 
     def __post_init__(self):
         if self.bk is None:
@@ -177,7 +185,7 @@ class WSConfig(P.RingTile):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
         for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk",
-                  "row_boxes"):
+                  "row_boxes", "split_k"):
             if not is_int(getattr(self, f)):
                 _fail(f, getattr(self, f), "must be an integer")
         if self.dtype not in INPUT_DTYPES:
@@ -227,6 +235,8 @@ class WSConfig(P.RingTile):
             self._validate_row_boxes()
         if self.tma_once:
             self._validate_tma_once()
+        if self.split_k != 1:
+            self._validate_split_k()
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -310,6 +320,19 @@ class WSConfig(P.RingTile):
             if rows // r > 256:
                 _fail("row_boxes", r, f"{field}={rows} / {r} = {rows // r} rows per box; a TMA box "
                                       "has at most 256 rows (cuTensorMapEncodeTiled: boxDim ≤ 256)")
+
+    def _validate_split_k(self) -> None:
+        s = self.split_k
+        if s not in SPLIT_K_RANGE:
+            _fail("split_k", s, f"splits of K per tile: {SPLIT_K_RANGE.start}.."
+                                f"{SPLIT_K_RANGE.stop - 1} (1 = none)")
+        for field, bad, want in (("edges", not self.edges, "True"),
+                                 ("tma_store", self.tma_store, "False"),
+                                 ("dtype", is_fp8(self.dtype), "float16 or bfloat16")):
+            if bad:
+                _fail("split_k", s, f"split-K writes fp32 partials with the register epilogue of "
+                                    f"the EDGES build, for 16-bit inputs: needs {field}={want}, "
+                                    f"here {field}={getattr(self, field)!r}")
 
     def _validate_tma_once(self) -> None:
         for field, bad, want in (("persistent", not self.persistent, "True"),
@@ -455,6 +478,8 @@ class WSConfig(P.RingTile):
             d["ROW_BOXES"] = self.row_boxes
         if self.tma_once:                   # only when on (chapter 07): other cubins stay
             d["TMA_ONCE"] = 1
+        if self.split_k != 1:               # only when on: fp32 partials, other cubins stay
+            d.update(SPLIT_K=self.split_k, OUT_F32=1)
         return d
 
     @property
@@ -474,6 +499,7 @@ class WSConfig(P.RingTile):
                 f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}"
                 f"{f' row_boxes:{self.row_boxes}' if self.row_boxes != 1 else ''}"
                 f"{' tma_once' if self.tma_once else ''}"
+                f"{f' split_k:{self.split_k}' if self.split_k != 1 else ''}"
                 f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}")
 
     @property
