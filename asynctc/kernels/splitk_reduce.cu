@@ -23,12 +23,13 @@
 #endif
 static_assert(SPLITS >= 2 && SPLITS <= 16, "SPLITS: 2..16");
 static_assert(OUT_KIND >= 0 && OUT_KIND <= 2, "OUT_KIND: 0 fp32, 1 f16, 2 bf16");
+constexpr int kCvt = OUT_KIND == 2 ? 1 : 0;   // cvt_rn_x2_f32's type: 0 f16, 1 bf16
 
 __device__ __forceinline__ void store_one(void* c, size_t at, float x) {
   if constexpr (OUT_KIND == 0)
     static_cast<float*>(c)[at] = x;
   else
-    static_cast<u16*>(c)[at] = (u16)(cvt_rn_x2_f32<OUT_KIND - 1>(x, 0.f) & 0xFFFFu);
+    static_cast<u16*>(c)[at] = (u16)(cvt_rn_x2_f32<kCvt>(x, 0.f) & 0xFFFFu);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
@@ -60,7 +61,7 @@ extern "C" __global__ void __launch_bounds__(256)
       if constexpr (OUT_KIND == 0)
         *reinterpret_cast<float2*>(static_cast<float*>(c) + at) = make_float2(x, y);
       else
-        *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) = cvt_rn_x2_f32<OUT_KIND - 1>(x, y);
+        *reinterpret_cast<u32*>(static_cast<u16*>(c) + at) = cvt_rn_x2_f32<kCvt>(x, y);
     } else {
       store_one(c, at, x);
       if (two) store_one(c, at + 1, y);

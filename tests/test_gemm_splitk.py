@@ -1,0 +1,272 @@
+"""asynctc.matmul's shape means: split-K (WSConfig.split_k, the SPLIT_K define of the EDGES build,
+kernels/splitk_reduce.cu) and the per-shape-class decision table of choose_config (DECISIONS).
+CPU: every refusal names field, value and rule; the table's classes, lookup and clipping; today's
+choices unchanged by an empty table; the split-K builds compile to sm_90a without atomics (the sum
+is in a fixed order) and the default configurations' cubins are byte-identical to those built
+before SPLIT_K existed (tests/matmul_edges_cubins.json). GPU (marker gpu): every split-K variant
+against float64 element by element (|A|·|B| bound, poisoned output and workspace), both B layouts,
+both dtypes, fp32 and 16-bit C, on awkward shapes; the same bits on a second run; the cached
+fast path (torch tensors) with a split-K table entry."""
+import hashlib
+import json
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import asynctc
+from asynctc import gemm as G
+from asynctc import pipeline as P
+from asynctc import warp_specialization as W
+from asynctc.core import checks, runtime
+from asynctc.gemm import config as GC
+from asynctc.gemm import splitk as SK
+from asynctc.warp_specialization import launch as WL
+
+
+def _cfg(**kw):
+    base = dict(dtype="float16", bm=64, bn=64, consumers=1, setmaxnreg=False, stages=4,
+                out_dtype="float16", edges=True, persistent=True, split_k=2)
+    base.update(kw)
+    return W.WSConfig(**base)
+
+
+# ---- split-K configuration (CPU) ------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(split_k=0), r"split_k=0: splits of K per tile: 1..16"),
+    (dict(split_k=17), r"split_k=17: splits of K per tile: 1..16"),
+    (dict(split_k=True), r"split_k=True: must be an integer"),
+    (dict(split_k=2.0), r"split_k=2.0: must be an integer"),
+    (dict(edges=False), r"split_k=2: .*needs edges=True, here edges=False"),
+    (dict(tma_store=True), r"split_k=2: .*needs tma_store=False, here tma_store=True"),
+])
+def test_split_k_refusals_name_field_value_rule(kw, match):
+    with pytest.raises(W.WarpSpecializationError, match=match):
+        _cfg(**kw)
+
+
+def test_split_k_refuses_fp8():
+    with pytest.raises(W.WarpSpecializationError, match=r"split_k=2: .*needs dtype=float16 or "
+                                                        r"bfloat16, here dtype='float8_e4m3fn'"):
+        W.WSConfig(dtype="float8_e4m3fn", bm=128, bn=128, consumers=2, stages=4,
+                   out_dtype="float32", edges=True, split_k=2)
+
+
+def test_split_k_defines_only_when_on():
+    one = _cfg(split_k=1)
+    assert "SPLIT_K" not in one.defines and "split_k" not in one.label()
+    assert one.defines["OUT_F32"] == 0
+    two = _cfg(split_k=3)
+    assert two.defines["SPLIT_K"] == 3 and two.defines["OUT_F32"] == 1   # fp32 partials
+    assert " split_k:3" in two.label() and two.out_dtype == "float16"
+    for c in W.correctness_configs():
+        if isinstance(c, W.WSConfig):
+            assert c.split_k == 1 and "SPLIT_K" not in c.defines
+
+
+def test_split_k_needs_a_k_tile_per_slice_and_multiplies_the_grid():
+    cfg = _cfg(split_k=4)
+    WL.check_shapes(1, 4096, 4 * 64, cfg)                         # 4 k-tiles: one each
+    WL.check_shapes(1, 4096, 3 * 64 + 1, cfg)                     # 4 k-tiles (the last partial)
+    with pytest.raises(W.WarpSpecializationError, match=r"split_k=4: K=192 has 3 k-tiles of 64"):
+        WL.check_shapes(1, 4096, 192, cfg)
+    assert WL.grid_size(cfg.replace(persistent=False), 1, 4096) == 64 * 4
+    assert WL.grid_size(cfg, 1, 4096, sm_count=132) == 132
+    assert WL.grid_size(cfg.replace(split_k=2), 1, 4096, sm_count=132) == 128
+
+
+def test_reduce_defines_and_refusals():
+    assert SK.reduce_defines(_cfg(split_k=5)) == {"SPLITS": 5, "OUT_KIND": 1}
+    assert SK.reduce_defines(_cfg(out_dtype="float32"))["OUT_KIND"] == 0
+    assert SK.reduce_defines(_cfg(dtype="bfloat16", out_dtype="bfloat16"))["OUT_KIND"] == 2
+    with pytest.raises(W.WarpSpecializationError, match=r"cfg.split_k=1: the reduction sums ≥ 2"):
+        SK.reduce_defines(_cfg(split_k=1))
+    assert SK.reduce_grid(1, 1) == 1 and SK.reduce_grid(1, 4096) == 8
+    assert SK.reduce_grid(8192, 8192) == SK.REDUCE_MAX_CTAS
+
+
+def test_split_k_gemm_refuses_a_config_without_splits():
+    with pytest.raises(W.WarpSpecializationError, match=r"cfg.split_k=1: SplitKGemm launches"):
+        SK.SplitKGemm(_cfg(split_k=1), None, None)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("b_major", ["K", "MN"])
+def test_split_k_builds_compile_without_atomics(dt, b_major):
+    """The GEMM's split-K build and the reduction compile to sm_90a (no spills); neither has an
+    atomic (RED / ATOM): the sum of the splits is in a fixed order, deterministic."""
+    cfgs = [_cfg(dtype=dt, b_major=b_major, out_dtype=dt, split_k=4),
+            _cfg(dtype=dt, b_major=b_major, out_dtype="float32", bm=128, bn=128, consumers=2,
+                 setmaxnreg=True, cluster=2 if b_major == "K" else 1, split_k=2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", runtime.PerformanceWarning)
+        for cfg in cfgs:
+            ck = W.compile_ws(cfg)
+            assert ck.resources.spill_stores == 0, cfg.label()
+            text = ck.sass()
+            # the only atomic is the error word's compare-and-swap (a bounded wait that gave up)
+            assert "HGMMA" in text and not re.search(r"\b(RED|ATOM\w*)\.\S*ADD", text), cfg.label()
+            rk = SK.compile_reduce(cfg)
+            rt = rk.sass()
+            assert "STG" in rt and "RED." not in rt and "ATOM" not in rt
+
+
+def test_default_configs_cubins_are_byte_identical_to_before_split_k():
+    """asynctc.matmul's default configurations build the cubins they built before the SPLIT_K
+    define existed (tests/matmul_edges_cubins.json, NVRTC 13.5): a new variant leaves the default
+    path's code generation alone."""
+    doc = json.loads((Path(__file__).parent / "matmul_edges_cubins.json").read_text())
+    if tuple(doc["nvrtc"]) != runtime.nvrtc_version():
+        pytest.skip(f"the manifest was made with NVRTC {doc['nvrtc']}, this is "
+                    f"{runtime.nvrtc_version()}: cubins differ across NVRTC versions")
+    jobs = {}
+    for s in doc["shapes"]:
+        for dt in ("float16", "bfloat16"):
+            for bl in ("KxN", "NxK"):
+                j = W.compile_job(G.matmul_config(*s, dt, bl, sm_count=132))
+                jobs[",".join(f"{k}={v}" for k, v in sorted(j[2].items()))] = j
+    assert set(jobs) == set(doc["cubins"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, (src, name, d) in jobs.items():
+            got = hashlib.sha256(runtime.compile_kernel(src, name, "sm_90a", defines=d).cubin)
+            assert got.hexdigest() == doc["cubins"][key], key
+
+
+# ---- the decision table (CPU) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("m, n, k, cls", [
+    (1, 4096, 4096, "decode"), (16, 8192, 8192, "decode"), (17, 8192, 8192, "thin"),
+    (256, 8192, 8192, "thin"), (256, 1024, 8192, "small"), (1024, 1024, 1024, "small"),
+    (2048, 2048, 2048, "small"), (2049, 2048, 2048, "large"), (8192, 8192, 8192, "large"),
+    (257, 8192, 8192, "large")])
+def test_shape_classes(m, n, k, cls):
+    assert G.shape_class(m, n, k) == cls
+
+
+def test_the_table_is_today_rule_until_measured():
+    assert set(G.DECISIONS) == set(G.SHAPE_CLASSES) and not any(G.DECISIONS.values())
+    for m, n, k in [(1, 4096, 4096), (64, 8192, 8192), (1000, 1000, 1000), (8192, 8192, 8192)]:
+        for bm in ("K", "MN"):
+            today = GC.choose_config(m, n, k, "float16", bm, "float16", sm_count=132)
+            assert today == GC.choose_config(m, n, k, "float16", bm, "float16", sm_count=132,
+                                             decisions={})
+            assert today.split_k == 1
+
+
+def test_a_table_entry_changes_only_its_class_and_the_most_specific_key_wins():
+    table = {"decode": {"split_k": 4, "bn": 128}, ("decode", "MN"): {"split_k": 2},
+             ("decode", "MN", "bfloat16"): {"stages": 3, "persistent": False}}
+    c = GC.choose_config(1, 4096, 4096, "float16", "K", "float16", sm_count=132, decisions=table)
+    assert (c.split_k, c.bn, c.tma_store, c.edges) == (4, 128, False, True)
+    c = GC.choose_config(1, 4096, 4096, "float16", "MN", "float16", sm_count=132, decisions=table)
+    assert (c.split_k, c.bn) == (2, 64)
+    c = GC.choose_config(1, 4096, 4096, "bfloat16", "MN", "bfloat16", sm_count=132,
+                         decisions=table)
+    assert (c.split_k, c.stages, c.persistent) == (1, 3, False)
+    thin = GC.choose_config(64, 8192, 8192, "float16", "K", "float16", sm_count=132,
+                            decisions=table)
+    assert thin == GC.choose_config(64, 8192, 8192, "float16", "K", "float16", sm_count=132)
+
+
+def test_split_k_is_clipped_to_the_k_tiles():
+    t = {"decode": {"split_k": 8}}
+    assert GC.choose_config(4, 4096, 200, "float16", "K", "float32", sm_count=132,
+                            decisions=t).split_k == 4
+    c = GC.choose_config(4, 4096, 64, "float16", "K", "float16", sm_count=132, decisions=t)
+    assert c.split_k == 1 and c.tma_store                 # one k-tile: no split, TMA store kept
+
+
+def test_the_module_table_is_what_choose_config_reads(monkeypatch):
+    monkeypatch.setitem(GC.DECISIONS, "decode", {"split_k": 2})
+    assert GC.choose_config(1, 4096, 4096, "float16", "K", "float16", sm_count=132).split_k == 2
+
+
+@pytest.mark.parametrize("table, err, match", [
+    ([], TypeError, r"decisions=list: must be a dict"),
+    ({"huge": {}}, W.WarpSpecializationError, r"decisions key='huge': a class of"),
+    ({("thin", "T"): {}}, W.WarpSpecializationError, r"decisions key=\('thin', 'T'\)"),
+    ({("thin", "K", "float32"): {}}, W.WarpSpecializationError, r"decisions key=\('thin', 'K', "),
+    ({"thin": 2}, W.WarpSpecializationError, r"decisions\['thin'\]=2: must be a dict"),
+    ({"thin": {"swizzle": 64}}, W.WarpSpecializationError,
+     r"decisions\['thin'\]='swizzle': a field of"),
+    ({"decode": {"split_k": 40}}, W.WarpSpecializationError, r"split_k=40: splits of K per tile"),
+    ({"decode": {"stages": 9}}, W.WarpSpecializationError, r"stages=9: 2..6"),
+    ({"decode": {"bn": 96}}, W.WarpSpecializationError, r"bn"),
+])
+def test_bad_tables_are_refused(table, err, match):
+    with pytest.raises(err, match=match):
+        GC.choose_config(1, 4096, 4096, "float16", "K", "float16", sm_count=132, decisions=table)
+
+
+# ---- GPU: every split-K variant against float64 -------------------------------------------------------
+
+#: (M, N, K, split_k): decode and thin M, ragged K (the last k-tile partial; a split of one
+#: k-tile), N not a multiple of the tile nor even, more work items than SMs (persistent walk).
+SPLIT_CASES = [(1, 4096, 4096, 2), (7, 1000, 3001, 3), (16, 520, 200, 4), (64, 4099, 1024, 4),
+               (129, 1000, 777, 2), (256, 2048, 1024, 8)]
+
+
+def _split_config(m, n, k, dt, bl, odt, s, **kw):
+    cls = G.shape_class(m, n, k)
+    return GC.choose_config(m, n, k, dt, G.b_major_of(bl), odt,
+                            decisions={cls: {"split_k": s, **kw}})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k, s", SPLIT_CASES)
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("bl", ["KxN", "NxK"])
+@pytest.mark.parametrize("odt", ["float32", "input"])
+def test_split_k_matches_float64(m, n, k, s, dt, bl, odt, rng):
+    odt = dt if odt == "input" else odt
+    a, b, bt = P.random_operands(m, n, k, P.PipelineConfig(dtype=dt, b_major="K"), rng)
+    cfg = _split_config(m, n, k, dt, bl, odt, s)
+    assert cfg.split_k == min(s, -(-k // 64))
+    c = asynctc.matmul(a, b if bl == "KxN" else bt, b_layout=bl, out_dtype=odt, config=cfg)
+    res = checks.compare_elementwise(c, a, b, odt, cfg.label())
+    assert res.passed, res.as_dict()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kw", [dict(bn=128), dict(bn=256), dict(persistent=False),
+                                dict(bm=128, consumers=2, bn=128, cluster=2), dict(stages=2)])
+def test_split_k_with_other_tiles_matches_float64_and_is_deterministic(kw, rng):
+    from asynctc.core.memory import DeviceArray
+    m, n, k = 200, 3000, 2050
+    a, b, bt = P.random_operands(m, n, k, P.PipelineConfig(dtype="bfloat16", b_major="K"), rng)
+    cfg = _split_config(m, n, k, "bfloat16", "NxK", "bfloat16", 3, **kw)
+    da, db = DeviceArray.from_host(a), DeviceArray.from_host(bt)
+    outs = []
+    for _ in range(2):
+        dc = DeviceArray.poisoned((m, n), checks.np_dtype("bfloat16"))
+        plan = G.MatmulPlan(da, db, dc, b_layout="NxK", config=cfg)
+        assert isinstance(plan.gemm, G.SplitKGemm)
+        plan.run()
+        outs.append(dc.to_host())
+    res = checks.compare_elementwise(outs[0], a, b, "bfloat16", cfg.label())
+    assert res.passed, res.as_dict()
+    assert outs[0].tobytes() == outs[1].tobytes()           # a fixed-order sum: the same bits
+
+
+@pytest.mark.gpu
+def test_split_k_through_the_cached_fast_path(monkeypatch, rng):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setitem(GC.DECISIONS, "decode", {"split_k": 4})
+    monkeypatch.setattr(G.fastpath, "_plans", {})
+    monkeypatch.setattr(G.fastpath, "_torch_layouts", {})
+    m, n, k = 4, 4096, 4096
+    a, b, _ = P.random_operands(m, n, k, P.PipelineConfig(dtype="float16", b_major="K"), rng)
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    for _ in range(3):                                        # the first call and the cached ones
+        out = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+        asynctc.matmul(ta, tb, out)
+        torch.cuda.synchronize()
+        G.check_errors()
+        res = checks.compare_elementwise(out.cpu().numpy(), a, b, "float16", "fast path split-K")
+        assert res.passed, res.as_dict()
+    plan = next(iter(G.fastpath._plans.values()))
+    assert plan.config.split_k == 4
