@@ -42,6 +42,8 @@ def _cfg(**kw):
     (dict(split_k=2.0), r"split_k=2.0: must be an integer"),
     (dict(edges=False), r"split_k=2: .*needs edges=True, here edges=False"),
     (dict(tma_store=True), r"split_k=2: .*needs tma_store=False, here tma_store=True"),
+    (dict(split_k=1, splitk_fixup=True), r"splitk_fixup=True: .*needs split_k > 1, here split_k=1"),
+    (dict(splitk_fixup=1), r"splitk_fixup=1: must be a bool"),
 ])
 def test_split_k_refusals_name_field_value_rule(kw, match):
     with pytest.raises(W.WarpSpecializationError, match=match):
@@ -62,6 +64,9 @@ def test_split_k_defines_only_when_on():
     two = _cfg(split_k=3)
     assert two.defines["SPLIT_K"] == 3 and two.defines["OUT_F32"] == 1   # fp32 partials
     assert " split_k:3" in two.label() and two.out_dtype == "float16"
+    fix = _cfg(split_k=3, splitk_fixup=True)
+    assert fix.defines["SPLITK_FIXUP"] == 1 and fix.defines["OUT_F32"] == 0  # C in its dtype
+    assert " split_k:3 fixup" in fix.label() and "SPLITK_FIXUP" not in two.defines
     for c in W.correctness_configs():
         if isinstance(c, W.WSConfig):
             assert c.split_k == 1 and "SPLIT_K" not in c.defines
@@ -95,22 +100,30 @@ def test_split_k_gemm_refuses_a_config_without_splits():
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 @pytest.mark.parametrize("b_major", ["K", "MN"])
-def test_split_k_builds_compile_without_atomics(dt, b_major):
-    """The GEMM's split-K build and the reduction compile to sm_90a (no spills); neither has an
-    atomic (RED / ATOM): the sum of the splits is in a fixed order, deterministic."""
-    cfgs = [_cfg(dtype=dt, b_major=b_major, out_dtype=dt, split_k=4),
+@pytest.mark.parametrize("fixup", [False, True])
+def test_split_k_builds_compile_without_atomics(dt, b_major, fixup):
+    """The GEMM's split-K build and the reduction compile to sm_90a (no spills); no float atomic
+    anywhere, and without the fix-up no atomic add at all (the reduction has no atomic): the sum
+    of the splits is in a fixed order, deterministic. The fix-up's one atomic add is the integer
+    count of a tile's finished splits."""
+    cfgs = [_cfg(dtype=dt, b_major=b_major, out_dtype=dt, split_k=4, splitk_fixup=fixup),
             _cfg(dtype=dt, b_major=b_major, out_dtype="float32", bm=128, bn=128, consumers=2,
-                 setmaxnreg=True, cluster=2 if b_major == "K" else 1, split_k=2)]
+                 setmaxnreg=True, cluster=2 if b_major == "K" else 1, split_k=2,
+                 splitk_fixup=fixup)]
     with warnings.catch_warnings():
         warnings.simplefilter("error", runtime.PerformanceWarning)
         for cfg in cfgs:
             ck = W.compile_ws(cfg)
             assert ck.resources.spill_stores == 0, cfg.label()
             text = ck.sass()
-            # the only atomic is the error word's compare-and-swap (a bounded wait that gave up)
-            assert "HGMMA" in text and not re.search(r"\b(RED|ATOM\w*)\.\S*ADD", text), cfg.label()
-            rk = SK.compile_reduce(cfg)
-            rt = rk.sass()
+            assert "HGMMA" in text and not re.search(r"\b(RED|ATOM\w*)\.\S*F(16|32|64)", text)
+            # besides these, the only atomic is the error word's compare-and-swap
+            adds = re.findall(r"\b(?:RED|ATOM\w*)\.\S*ADD\S*", text)
+            assert adds == ["ATOMG.E.ADD.STRONG.GPU"] * len(adds), adds
+            assert bool(adds) == fixup, cfg.label()
+            if fixup:
+                continue
+            rt = SK.compile_reduce(cfg).sass()
             assert "STG" in rt and "RED." not in rt and "ATOM" not in rt
 
 
@@ -176,8 +189,9 @@ def test_split_k_is_clipped_to_the_k_tiles():
     t = {"decode": {"split_k": 8}}
     assert GC.choose_config(4, 4096, 200, "float16", "K", "float32", sm_count=132,
                             decisions=t).split_k == 4
+    t = {"decode": {"split_k": 8, "splitk_fixup": True}}
     c = GC.choose_config(4, 4096, 64, "float16", "K", "float16", sm_count=132, decisions=t)
-    assert c.split_k == 1 and c.tma_store                 # one k-tile: no split, TMA store kept
+    assert c.split_k == 1 and c.tma_store and not c.splitk_fixup  # one k-tile: no split
 
 
 def test_the_module_table_is_what_choose_config_reads(monkeypatch):
@@ -221,10 +235,12 @@ def _split_config(m, n, k, dt, bl, odt, s, **kw):
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])
 @pytest.mark.parametrize("bl", ["KxN", "NxK"])
 @pytest.mark.parametrize("odt", ["float32", "input"])
-def test_split_k_matches_float64(m, n, k, s, dt, bl, odt, rng):
+@pytest.mark.parametrize("fixup", [False, True])
+def test_split_k_matches_float64(m, n, k, s, dt, bl, odt, fixup, rng):
     odt = dt if odt == "input" else odt
     a, b, bt = P.random_operands(m, n, k, P.PipelineConfig(dtype=dt, b_major="K"), rng)
-    cfg = _split_config(m, n, k, dt, bl, odt, s)
+    cfg = _split_config(m, n, k, dt, bl, odt, s, splitk_fixup=fixup)
+    assert cfg.splitk_fixup == (fixup and cfg.split_k > 1)
     assert cfg.split_k == min(s, -(-k // 64))
     c = asynctc.matmul(a, b if bl == "KxN" else bt, b_layout=bl, out_dtype=odt, config=cfg)
     res = checks.compare_elementwise(c, a, b, odt, cfg.label())
@@ -234,14 +250,15 @@ def test_split_k_matches_float64(m, n, k, s, dt, bl, odt, rng):
 @pytest.mark.gpu
 @pytest.mark.parametrize("kw", [dict(bn=128), dict(bn=256), dict(persistent=False),
                                 dict(bm=128, consumers=2, bn=128, cluster=2), dict(stages=2)])
-def test_split_k_with_other_tiles_matches_float64_and_is_deterministic(kw, rng):
+@pytest.mark.parametrize("fixup", [False, True])
+def test_split_k_with_other_tiles_matches_float64_and_is_deterministic(kw, fixup, rng):
     from asynctc.core.memory import DeviceArray
     m, n, k = 200, 3000, 2050
     a, b, bt = P.random_operands(m, n, k, P.PipelineConfig(dtype="bfloat16", b_major="K"), rng)
-    cfg = _split_config(m, n, k, "bfloat16", "NxK", "bfloat16", 3, **kw)
+    cfg = _split_config(m, n, k, "bfloat16", "NxK", "bfloat16", 3, splitk_fixup=fixup, **kw)
     da, db = DeviceArray.from_host(a), DeviceArray.from_host(bt)
     outs = []
-    for _ in range(2):
+    for _ in range(2):                      # (with the fix-up: its counters back at zero)
         dc = DeviceArray.poisoned((m, n), checks.np_dtype("bfloat16"))
         plan = G.MatmulPlan(da, db, dc, b_layout="NxK", config=cfg)
         assert isinstance(plan.gemm, G.SplitKGemm)
@@ -253,9 +270,10 @@ def test_split_k_with_other_tiles_matches_float64_and_is_deterministic(kw, rng):
 
 
 @pytest.mark.gpu
-def test_split_k_through_the_cached_fast_path(monkeypatch, rng):
+@pytest.mark.parametrize("fixup", [False, True])
+def test_split_k_through_the_cached_fast_path(monkeypatch, fixup, rng):
     torch = pytest.importorskip("torch")
-    monkeypatch.setitem(GC.DECISIONS, "decode", {"split_k": 4})
+    monkeypatch.setitem(GC.DECISIONS, "decode", {"split_k": 4, "splitk_fixup": fixup})
     monkeypatch.setattr(G.fastpath, "_plans", {})
     monkeypatch.setattr(G.fastpath, "_torch_layouts", {})
     m, n, k = 4, 4096, 4096
@@ -269,4 +287,4 @@ def test_split_k_through_the_cached_fast_path(monkeypatch, rng):
         res = checks.compare_elementwise(out.cpu().numpy(), a, b, "float16", "fast path split-K")
         assert res.passed, res.as_dict()
     plan = next(iter(G.fastpath._plans.values()))
-    assert plan.config.split_k == 4
+    assert plan.config.split_k == 4 and plan.config.splitk_fixup == fixup

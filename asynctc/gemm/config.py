@@ -73,9 +73,10 @@ SHAPE_CLASSES = ("decode", "thin", "small", "large")
 #: Fields a :data:`DECISIONS` entry may set (any other is refused by :func:`check_decisions`):
 #: the CTA tile (``bm`` with ``consumers``, ``bn``), ``cluster``, ``stages`` (fixed; else the most
 #: that fit), ``persistent``, ``split_k`` (clipped to the k-tiles K has; > 1 turns the TMA-store
-#: epilogue off: the partials are fp32), ``group_m``.
+#: epilogue off: the partials are fp32), ``splitk_fixup`` (the splits summed in the GEMM kernel by
+#: the last to finish, no second launch; ignored where split_k ends up 1), ``group_m``.
 DECISION_FIELDS = ("bm", "consumers", "bn", "cluster", "stages", "persistent", "split_k",
-                   "group_m")
+                   "splitk_fixup", "group_m")
 
 #: The decision table: key → {field: value} overriding :func:`choose_config`'s rule for the shapes
 #: of the key. A key is a class of :data:`SHAPE_CLASSES`, or (class, b_major) with b_major "K"
@@ -185,6 +186,8 @@ def choose_config(m: int, n: int, k: int, dtype: str, b_major: str, out_dtype: s
         over["split_k"] = min(over["split_k"], -(-k // default_bk(dtype)))  # no empty slice
         if over["split_k"] > 1:
             base["tma_store"] = False                      # the partials are fp32
+    if over.get("split_k", 1) == 1:
+        over.pop("splitk_fixup", None)                     # nothing to sum
     stages = over.pop("stages", None)
     base.update(over)
     if base["consumers"] == 1:

@@ -126,6 +126,8 @@ class LaunchPlan:
         i32, u64 = np.int32, np.uint64
         self._static = (i32(g.m), i32(g.n), i32(g.k), u64(g.desc_a0), u64(g.desc_b0),
                         u64(g.err.ptr), u64(0), u64(0), i32(g.ldc))
+        if self._split and g.fixup:         # the in-kernel sum: workspace and counters
+            self._static += (u64(g.workspace.ptr), u64(g.flags.ptr))
         self._last = None
         self.repoint(pa, pb, pc)
 
@@ -149,9 +151,10 @@ class LaunchPlan:
             return
         ta, tb = self._map(0, pa), self._map(1, pb)
         tc = self._map(2, pc) if self.config.tma_store else ta   # unused without the TMA store
-        self.args = (ta, tb, tc, np.uint64(self.gemm.workspace.ptr if self._split else pc)) + \
+        into_ws = self._split and not self.gemm.fixup             # partials only: C by the sum
+        self.args = (ta, tb, tc, np.uint64(self.gemm.workspace.ptr if into_ws else pc)) + \
             self._static
-        if self._split:
+        if into_ws:
             self._reduce_args = self.gemm.reduce_args(np.uint64(pc))
         self._last = triple = (pa, pb, pc)
         if self._raw is not None:
@@ -168,7 +171,7 @@ class LaunchPlan:
             self._raw(handle, self._packed)
         else:
             _cuda_launch()(_stream(handle), self.launch_config, self.kernel, *self.args)
-        if self._split:                     # the fixed-order sum of the partials into C
+        if self._split and not self.gemm.fixup:     # the fixed-order sum of the partials into C
             from .splitk import REDUCE_THREADS
             runtime.launch(self.gemm.reduce_ck, self.gemm.reduce_grid, REDUCE_THREADS,
                            *self._reduce_args, stream=_stream(handle))

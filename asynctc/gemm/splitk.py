@@ -23,6 +23,7 @@ import numpy as np
 from ..core import runtime
 from ..core.memory import DeviceArray
 from ..warp_specialization.config import WSConfig, _fail
+from ..warp_specialization.launch import tile_counts
 from .operands import EdgeGemm
 
 SOURCE = "splitk_reduce.cu"
@@ -57,9 +58,12 @@ def reduce_grid(m: int, n: int) -> int:
 
 class SplitKGemm(EdgeGemm):
     """:class:`~asynctc.gemm.EdgeGemm` for ``cfg.split_k`` S > 1: the GEMM writes S fp32 partial
-    tiles into ``workspace`` (a :class:`DeviceArray` of S · M × N float32, allocated once, never
-    poisoned when allocated, so a partial never written turns C NaN), then the reduction writes C. ``ldc`` is what the GEMM kernel
-    gets (N: the workspace's rows), ``c_ldc`` C's own row pitch. :meth:`launcher` runs both."""
+    tiles into ``workspace`` (a :class:`DeviceArray` of S · M × N float32, allocated once,
+    poisoned when allocated, so a partial never written turns C NaN), then the reduction writes C
+    (``cfg.splitk_fixup``: the last split of each tile does, inside the GEMM kernel, counting in
+    ``flags`` — one u32 per tile and consumer warpgroup, zero between launches). ``ldc`` is what
+    the GEMM kernel gets (N, the workspace's rows; with the fix-up C's row pitch), ``c_ldc`` C's
+    own row pitch. :meth:`launcher` runs both launches (one with the fix-up)."""
 
     def __init__(self, cfg: WSConfig, a, b, out=None, stream=None, ck=None, scales=None,
                  block_scales=None):
@@ -67,18 +71,33 @@ class SplitKGemm(EdgeGemm):
             _fail("cfg.split_k", getattr(cfg, "split_k", None), "SplitKGemm launches split_k ≥ 2 "
                                                                  "(EdgeGemm the others)")
         super().__init__(cfg, a, b, out, stream, ck, scales, block_scales)
-        self.c_ldc, self.ldc = self.ldc, self.n
+        self.fixup = cfg.splitk_fixup
+        self.c_ldc = self.ldc
+        if not self.fixup:
+            self.ldc = self.n
         self.workspace = DeviceArray.poisoned((cfg.split_k * self.m, self.n), np.float32, stream)
-        self.reduce_ck = compile_reduce(cfg)
-        self.reduce_grid = reduce_grid(self.m, self.n)
+        self.flags = None
+        self.reduce_ck = None
+        if self.fixup:
+            rows, cols, _ = tile_counts(cfg, self.m, self.n, self.k)
+            self.flags = DeviceArray.from_host(np.zeros(rows * cols * cfg.consumers, np.uint32),
+                                               stream)
+        else:
+            self.reduce_ck = compile_reduce(cfg)
+            self.reduce_grid = reduce_grid(self.m, self.n)
 
     def c_argument(self):
-        """The GEMM kernel writes the workspace (the reduction writes C)."""
-        return self.workspace
+        """What the GEMM kernel writes: the workspace (the reduction writes C), or with the
+        fix-up C itself."""
+        return self.c_output() if self.fixup else self.workspace
 
     def c_output(self):
-        """C's pointer argument (what the reduction writes)."""
+        """C's pointer argument (what the reduction or the fix-up writes)."""
         return EdgeGemm.c_argument(self)
+
+    def extra_args(self) -> tuple:
+        """The GEMM kernel's arguments after ldc: (workspace, flags) with the fix-up, else none."""
+        return (self.workspace, self.flags) if self.fixup else ()
 
     def reduce_args(self, c=None) -> tuple:
         """The reduction's arguments: workspace, C (``c``: a pointer, default this launch's C),
@@ -88,13 +107,20 @@ class SplitKGemm(EdgeGemm):
                 i32(self.c_ldc))
 
     def launcher(self):
-        gemm = super().launcher()
-        args = self.reduce_args()
+        i32, u64 = np.int32, np.uint64
+        args = (self.ta, self.tb, self.tc, self.c_argument(), i32(self.m), i32(self.n),
+                i32(self.k), u64(self.desc_a0), u64(self.desc_b0), self.err,
+                self.trace if self.trace is not None else u64(0), u64(0), i32(self.ldc),
+                *self.extra_args())
+        cfg = self.cfg
+        rargs = None if self.fixup else self.reduce_args()
 
         def run():
-            gemm()
-            runtime.launch(self.reduce_ck, self.reduce_grid, REDUCE_THREADS, *args,
-                           stream=self.stream)
+            runtime.launch(self.ck, self.grid, cfg.threads, *args, shmem_bytes=cfg.shmem_bytes,
+                           stream=self.stream, cluster=self.cluster)
+            if rargs is not None:
+                runtime.launch(self.reduce_ck, self.reduce_grid, REDUCE_THREADS, *rargs,
+                               stream=self.stream)
         return run
 
 

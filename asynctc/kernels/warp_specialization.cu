@@ -106,8 +106,10 @@
 // in Python, so none is empty). Producer and consumers walk the same items, so the ring protocol
 // is unchanged. Split s writes its fp32 partial tile at c + s · M · ldc (c is then a workspace of
 // S · M rows of ldc floats); kernels/splitk_reduce.cu sums the S partials of each element in the
-// fixed order 0 .. S − 1 (deterministic) and writes C in its dtype. SPLIT_K unset (1) leaves every
-// other build byte for byte.
+// fixed order 0 .. S − 1 (deterministic) and writes C in its dtype. With SPLITK_FIXUP = 1 the sum
+// is done in this kernel instead, by the last split of each tile to finish (splitk_fixup.cuh; C in
+// its own dtype, arguments ws and flags after ldc). SPLIT_K unset (1) leaves every other build byte
+// for byte.
 //
 // Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), EDGES (0, 1: see above), DT (0
 // f16, 1 bf16; 2 e4m3, 3 e5m2: chapter 07, fp8_promote.cuh), BM, BN, BK (elements of K per k-tile:
@@ -178,8 +180,11 @@
 #ifndef SPLIT_K
 #define SPLIT_K 1
 #endif
+#ifndef SPLITK_FIXUP
+#define SPLITK_FIXUP 0
+#endif
 #if SPLIT_K > 1
-static_assert(EDGES == 1 && TMA_STORE == 0 && OUT_F32 == 1 && DT < 2,
+static_assert(EDGES == 1 && TMA_STORE == 0 && (OUT_F32 == 1 || SPLITK_FIXUP) && DT < 2,
               "SPLIT_K: 16-bit EDGES builds writing fp32 partials with the register epilogue");
 #endif
 
@@ -417,6 +422,10 @@ __device__ __forceinline__ void store_c_tma(const float (&acc)[kAtoms][kAcc], co
   }
 }
 
+#if SPLIT_K > 1 && SPLITK_FIXUP
+#include "splitk_fixup.cuh"   // the split-K sum inside this kernel
+#endif
+
 #if LAUNCH_BOUNDS
 #define WS_LAUNCH_BOUNDS __launch_bounds__(kThreads, 1)
 #else
@@ -430,6 +439,9 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
                           u64* __restrict__ trace, const float* __restrict__ scales
 #if EDGES
                           , int ldc
+#endif
+#if SPLIT_K > 1 && SPLITK_FIXUP
+                          , float* __restrict__ ws, u32* __restrict__ flags
 #endif
 #if BLOCK_SCALES
                           , const float* __restrict__ sa, const float* __restrict__ sb
@@ -602,8 +614,14 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #if SPLIT_K > 1
           (void)cbuf;                                        // no TMA store: unused
           (void)chunk;
+#if SPLITK_FIXUP
+          splitk_fixup(res, ws, flags, c, ldc, split,
+                       ((item / SPLIT_K) * CLUSTER + (int)rank) * CONSUMERS + cw, 1 + cw, elected,
+                       m0 + cw * kWgRows, n0, M, N);
+#else
           store_c_clipped(res, static_cast<float*>(c) + (size_t)split * M * ldc, ldc,
                           m0 + cw * kWgRows, n0, M, N);              // this split's fp32 partial
+#endif
 #else
           if constexpr (TMA_STORE)
             store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + cw * kWgRows, n0, chunk);

@@ -139,7 +139,10 @@ class WSConfig(P.RingTile):
     slices computed by S work items, each writing an fp32 partial tile to a workspace that
     ``kernels/splitk_reduce.cu`` sums in the fixed order 0 .. S − 1 (deterministic) into C
     (:class:`asynctc.gemm.SplitKGemm`). Needs 16-bit inputs, ``edges`` and no ``tma_store``;
-    launches need S ≤ ceil(K / bk) (:func:`check_shapes`: no slice is empty).
+    launches need S ≤ ceil(K / bk) (:func:`check_shapes`: no slice is empty). ``splitk_fixup``
+    (``SPLITK_FIXUP``): the sum is done in the GEMM kernel instead, by whichever split of a tile
+    finishes last (a counter per tile, ``kernels/splitk_fixup.cuh``), still in the order 0 .. S − 1:
+    no second launch; needs split_k > 1.
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -170,6 +173,7 @@ class WSConfig(P.RingTile):
     row_boxes: int = 1
     tma_once: bool = False
     split_k: int = 1
+    splitk_fixup: bool = False
 
     def __post_init__(self):
         if self.bk is None:
@@ -181,7 +185,7 @@ class WSConfig(P.RingTile):
         def is_int(v):
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
         for f in ("setmaxnreg", "persistent", "tma_store", "trace", "edges", "block_scales",
-                  "tma_once"):
+                  "tma_once", "splitk_fixup"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
         for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk",
@@ -237,6 +241,9 @@ class WSConfig(P.RingTile):
             self._validate_tma_once()
         if self.split_k != 1:
             self._validate_split_k()
+        elif self.splitk_fixup:
+            _fail("splitk_fixup", True, "sums the splits of split-K in the kernel: needs "
+                                        "split_k > 1, here split_k=1")
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -479,7 +486,11 @@ class WSConfig(P.RingTile):
         if self.tma_once:                   # only when on (chapter 07): other cubins stay
             d["TMA_ONCE"] = 1
         if self.split_k != 1:               # only when on: fp32 partials, other cubins stay
-            d.update(SPLIT_K=self.split_k, OUT_F32=1)
+            d.update(SPLIT_K=self.split_k)
+            if self.splitk_fixup:           # C in its dtype, summed in the kernel
+                d["SPLITK_FIXUP"] = 1
+            else:                           # the GEMM writes only fp32 partials
+                d["OUT_F32"] = 1
         return d
 
     @property
@@ -500,6 +511,7 @@ class WSConfig(P.RingTile):
                 f"{f' row_boxes:{self.row_boxes}' if self.row_boxes != 1 else ''}"
                 f"{' tma_once' if self.tma_once else ''}"
                 f"{f' split_k:{self.split_k}' if self.split_k != 1 else ''}"
+                f"{' fixup' if self.splitk_fixup else ''}"
                 f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}")
 
     @property
