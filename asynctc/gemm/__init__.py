@@ -15,7 +15,7 @@ Where things live (every name is re-exported here):
   per shape class (:data:`~asynctc.gemm.config.DECISIONS`, :func:`shape_class`) that changes the
   rule where a measurement showed a better choice;
 * ``splitk.py`` — split-K: :class:`SplitKGemm` (fp32 partials in a workspace, summed in a fixed
-  order by ``kernels/splitk_reduce.cu``) and :func:`edge_gemm` (the launch class of a config);
+  order by ``kernels/gemm_splitk.cu``) and :func:`edge_gemm` (the launch class of a config);
 * ``operands.py`` — edge operands: :class:`Pitched` (a matrix with a row pitch),
   :func:`row_pitch`, :func:`pitched_host`, :func:`upload_pitched`, :func:`check_tma_rows`,
   :func:`check_edge_operands`, and :class:`EdgeGemm` (chapter 06's

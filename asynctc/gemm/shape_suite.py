@@ -42,16 +42,22 @@ STORAGES = ("KxN", "NxK")
 
 #: Candidate decision-table entries per class ({} = today's rule). Split-K counts are chosen so
 #: that tiles × splits is near the 132 SMs for the class's shapes (a 64-column tile of N = 4096 is
-#: 64 tiles: × 2; bn = 128: × 4; ...); split_k is clipped to K's k-tiles by choose_config.
+#: 64 tiles: × 2; bn = 128: × 4; ...); split_k is clipped to K's k-tiles by choose_config. Split-K
+#: comes with the separate reduction (a second launch) and with the in-kernel fix-up (F).
+F = {"splitk_fixup": True}
 CANDIDATES = {
-    "decode": ({}, {"split_k": 2}, {"split_k": 4}, {"bn": 128, "split_k": 2},
-               {"bn": 128, "split_k": 4}, {"bn": 256, "split_k": 4}, {"bn": 256, "split_k": 8}),
-    "thin": ({}, {"split_k": 2}, {"bn": 128, "split_k": 2}, {"bn": 256, "split_k": 4},
-             {"bm": 64, "consumers": 1, "bn": 128}, {"stages": 4}, {"persistent": False}),
-    "small": ({}, {"split_k": 2}, {"split_k": 4}, {"bm": 64, "consumers": 1},
-              {"bm": 64, "consumers": 1, "bn": 128}, {"bn": 128, "split_k": 2},
-              {"persistent": False}, {"stages": 4}, {"cluster": 1}),
+    "decode": ({}, {"split_k": 2}, {"split_k": 4}, {"split_k": 2, **F}, {"split_k": 4, **F},
+               {"bn": 128, "split_k": 2, **F}, {"bn": 128, "split_k": 4, **F},
+               {"bn": 256, "split_k": 4, **F}, {"bn": 256, "split_k": 8, **F}),
+    "thin": ({}, {"split_k": 2, **F}, {"bn": 128, "split_k": 2}, {"bn": 128, "split_k": 2, **F},
+             {"bn": 256, "split_k": 4, **F}, {"bm": 64, "consumers": 1, "bn": 128},
+             {"stages": 4}, {"persistent": False}),
+    "small": ({}, {"split_k": 2}, {"split_k": 2, **F}, {"split_k": 4, **F},
+              {"bm": 64, "consumers": 1}, {"bm": 64, "consumers": 1, "bn": 128},
+              {"bn": 128, "split_k": 2, **F}, {"persistent": False}, {"stages": 4},
+              {"cluster": 1}),
 }
+del F
 #: Calls per timed sample, rounds per side (alternating ours and cuBLAS), as ``matmul_host``.
 CALLS, ROUNDS = 40, 3
 

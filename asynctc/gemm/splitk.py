@@ -3,7 +3,7 @@
 A configuration with ``split_k`` S > 1 (:class:`~asynctc.warp_specialization.WSConfig`) builds
 ``kernels/warp_specialization.cu`` with ``SPLIT_K = S``: each tile is S work items, item s
 computing k-tiles s · T / S .. (s + 1) · T / S − 1 and writing its fp32 partial tile into a
-workspace (S · M rows of N floats). ``kernels/splitk_reduce.cu`` then adds, for every element of
+workspace (S · M rows of N floats). ``kernels/gemm_splitk.cu`` then adds, for every element of
 C, the S partials in the order 0 .. S − 1 in fp32 and writes C in its dtype (round to nearest
 even): the same inputs give the same bits whatever order the work items ran in (deterministic —
 no atomics). It is what a small problem needs when its tiles alone would leave SMs idle (thin or
@@ -26,7 +26,7 @@ from ..warp_specialization.config import WSConfig, _fail
 from ..warp_specialization.launch import tile_counts
 from .operands import EdgeGemm
 
-SOURCE = "splitk_reduce.cu"
+SOURCE = "gemm_splitk.cu"
 ENTRY = "splitk_reduce"
 #: C's dtype → the reduction's OUT_KIND define.
 OUT_KINDS = {"float32": 0, "float16": 1, "bfloat16": 2}
@@ -45,7 +45,7 @@ def reduce_defines(cfg: WSConfig) -> dict:
 
 
 def compile_reduce(cfg: WSConfig, arch: str = "sm_90a") -> runtime.CompiledKernel:
-    """Compile ``kernels/splitk_reduce.cu`` for ``cfg`` (no GPU needed)."""
+    """Compile ``kernels/gemm_splitk.cu`` for ``cfg`` (no GPU needed)."""
     return runtime.compile_kernel(SOURCE, ENTRY, arch, defines=reduce_defines(cfg))
 
 

@@ -105,7 +105,7 @@
 // S slices of whole k-tiles (split s takes k-tiles s · T / S .. (s + 1) · T / S − 1; S ≤ T, checked
 // in Python, so none is empty). Producer and consumers walk the same items, so the ring protocol
 // is unchanged. Split s writes its fp32 partial tile at c + s · M · ldc (c is then a workspace of
-// S · M rows of ldc floats); kernels/splitk_reduce.cu sums the S partials of each element in the
+// S · M rows of ldc floats); kernels/gemm_splitk.cu sums the S partials of each element in the
 // fixed order 0 .. S − 1 (deterministic) and writes C in its dtype. With SPLITK_FIXUP = 1 the sum
 // is done in this kernel instead, by the last split of each tile to finish (splitk_fixup.cuh; C in
 // its own dtype, arguments ws and flags after ldc). SPLIT_K unset (1) leaves every other build byte

@@ -137,7 +137,7 @@ class WSConfig(P.RingTile):
     swizzle); launches need K ≥ stages · bk (:func:`check_shapes`).
     ``split_k`` S > 1 (the ``SPLIT_K`` define; 1 sets none): each tile's k-tiles are cut into S
     slices computed by S work items, each writing an fp32 partial tile to a workspace that
-    ``kernels/splitk_reduce.cu`` sums in the fixed order 0 .. S − 1 (deterministic) into C
+    ``kernels/gemm_splitk.cu`` sums in the fixed order 0 .. S − 1 (deterministic) into C
     (:class:`asynctc.gemm.SplitKGemm`). Needs 16-bit inputs, ``edges`` and no ``tma_store``;
     launches need S ≤ ceil(K / bk) (:func:`check_shapes`: no slice is empty). ``splitk_fixup``
     (``SPLITK_FIXUP``): the sum is done in the GEMM kernel instead, by whichever split of a tile

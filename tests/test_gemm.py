@@ -1,5 +1,5 @@
 """asynctc.matmul's shape means: split-K (WSConfig.split_k, the SPLIT_K define of the EDGES build,
-kernels/splitk_reduce.cu) and the per-shape-class decision table of choose_config (DECISIONS).
+kernels/gemm_splitk.cu) and the per-shape-class decision table of choose_config (DECISIONS).
 CPU: every refusal names field, value and rule; the table's classes, lookup and clipping; today's
 choices unchanged by an empty table; the split-K builds compile to sm_90a without atomics (the sum
 is in a fixed order) and the default configurations' cubins are byte-identical to those built
@@ -288,3 +288,77 @@ def test_split_k_through_the_cached_fast_path(monkeypatch, fixup, rng):
         assert res.passed, res.as_dict()
     plan = next(iter(G.fastpath._plans.values()))
     assert plan.config.split_k == 4 and plan.config.splitk_fixup == fixup
+
+
+# ---- the shape sweep (CPU: its cases, candidates, compile jobs, winners; the script's dry run) ----
+
+from asynctc.gemm import shape_suite as SS  # noqa: E402
+
+
+def test_sweep_cases_cover_every_class_both_layouts_and_bf16_where_listed():
+    cases = SS.sweep_cases()
+    assert {c["class"] for c in cases} == {"small", "thin", "decode"}
+    for c in cases:
+        assert G.shape_class(c["m"], c["n"], c["k"]) == c["class"]
+    fp16 = {(c["m"], c["n"], c["k"]) for c in cases if c["dtype"] == "float16"}
+    assert fp16 == {s for shapes in SS.SWEEP_SHAPES.values() for s in shapes}
+    bf16 = {(c["m"], c["n"], c["k"]) for c in cases if c["dtype"] == "bfloat16"}
+    assert bf16 == set(SS.BF16_SHAPES)
+    assert all(sum(1 for c in cases if (c["m"], c["n"], c["k"], c["dtype"]) == key) == 2
+               for key in {(c["m"], c["n"], c["k"], c["dtype"]) for c in cases})
+    quick = SS.sweep_cases(quick=True)
+    assert {(c["m"], c["n"], c["k"]) for c in quick} == set(SS.QUICK_SHAPES)
+
+
+def test_sweep_candidates_are_valid_distinct_and_start_with_today():
+    for case in SS.sweep_cases():
+        cands = SS.candidate_configs(case, sm_count=132)
+        cfgs = [c for _e, c in cands]
+        assert len(set(cfgs)) == len(cfgs)
+        entry, first = cands[0]
+        major = "MN" if case["storage"] == "KxN" else "K"
+        assert entry == {} and first == GC.choose_config(
+            case["m"], case["n"], case["k"], case["dtype"], major, case["dtype"], sm_count=132)
+        assert any(c.split_k > 1 for c in cfgs) and any(c.splitk_fixup for c in cfgs)
+        for e, c in cands:
+            GC.check_decisions({case["class"]: e})              # each entry fits the table
+            assert c.edges and c.dtype == case["dtype"] and c.b_major == major
+
+
+def test_sweep_jobs_compile_each_config_once_and_the_reduction_where_needed():
+    cases = SS.sweep_cases(quick=True)
+    jobs = SS.sweep_jobs(cases, sm_count=132)
+    assert len({repr(j) for j in jobs}) == len(jobs)
+    reduce_jobs = [j for j in jobs if j[0] == SK.SOURCE]
+    assert reduce_jobs and all(set(j[2]) == {"SPLITS", "OUT_KIND"} for j in reduce_jobs)
+    fixup = [j for j in jobs if j[2].get("SPLITK_FIXUP")]
+    assert fixup and all(j[0] == W.SOURCE for j in fixup)
+
+
+def test_winners_pick_the_best_checked_candidate():
+    base = {"class": "decode", "m": 1, "n": 4096, "k": 4096, "dtype": "float16", "storage": "KxN"}
+    rows = [{**base, "candidate": {}, "config": "a", "checked_ok": True, "of_cublas": 0.6},
+            {**base, "candidate": {"split_k": 2}, "config": "b", "checked_ok": True,
+             "of_cublas": 0.9},
+            {**base, "candidate": {"split_k": 4}, "config": "c", "checked_ok": False,
+             "worst_ratio": 3.0}]
+    (w,) = SS.winners(rows)
+    assert (w["candidate"], w["of_cublas"], w["today"]) == ({"split_k": 2}, 0.9, 0.6)
+    text = SS.summarize_shapes({"rows": rows, "winners": [w]})
+    assert "{'split_k': 2}" in text and "1 candidate(s) failed" in text
+    assert "WRONG" in SS._line(rows[2]) and "0.900 of cuBLAS" in SS._line(
+        {**rows[1], "tflops": 1.0, "cublas_tflops": 1.0})
+
+
+def test_the_sweep_script_dry_runs_on_the_cpu(capsys):
+    import sys
+    tools = Path(__file__).resolve().parent.parent / "tools"
+    sys.path.insert(0, str(tools))
+    try:
+        import gpu_matmul_shapes as script
+    finally:
+        sys.path.remove(str(tools))
+    assert script.dry_run(quick=True, compile_all=False) == 0
+    out = capsys.readouterr().out
+    assert "decode  1x8192x8192 float16 B:NxK" in out and "compile jobs" in out
+    assert "split_k:4 fixup" in out
