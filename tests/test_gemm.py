@@ -13,7 +13,6 @@ import re
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import asynctc
@@ -197,6 +196,9 @@ def test_split_k_is_clipped_to_the_k_tiles():
 def test_the_module_table_is_what_choose_config_reads(monkeypatch):
     monkeypatch.setitem(GC.DECISIONS, "decode", {"split_k": 2})
     assert GC.choose_config(1, 4096, 4096, "float16", "K", "float16", sm_count=132).split_k == 2
+    monkeypatch.setitem(GC.DECISIONS, "decode", {"tile": 2})          # an edit gone wrong
+    with pytest.raises(W.WarpSpecializationError, match=r"decisions\['decode'\]='tile'"):
+        G.matmul_config(1, 4096, 4096)
 
 
 @pytest.mark.parametrize("table, err, match", [
@@ -208,6 +210,8 @@ def test_the_module_table_is_what_choose_config_reads(monkeypatch):
     ({"thin": {"swizzle": 64}}, W.WarpSpecializationError,
      r"decisions\['thin'\]='swizzle': a field of"),
     ({"decode": {"split_k": 40}}, W.WarpSpecializationError, r"split_k=40: splits of K per tile"),
+    ({"decode": {"split_k": "2"}}, W.WarpSpecializationError,
+     r"decisions\['decode'\]\['split_k'\]='2': must be an integer"),
     ({"decode": {"stages": 9}}, W.WarpSpecializationError, r"stages=9: 2..6"),
     ({"decode": {"bn": 96}}, W.WarpSpecializationError, r"bn"),
 ])

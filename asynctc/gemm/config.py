@@ -114,9 +114,11 @@ def check_decisions(table: dict) -> None:
                                         f"b_major in {B_MAJOR_NAMES}, or (class, b_major, dtype)")
         if not isinstance(entry, dict):
             _fail(f"decisions[{key!r}]", entry, "must be a dict {field: value}")
-        for f in entry:
+        for f, v in entry.items():
             if f not in DECISION_FIELDS:
                 _fail(f"decisions[{key!r}]", f, f"a field of {DECISION_FIELDS}")
+            if f == "split_k" and (isinstance(v, bool) or not isinstance(v, int)):
+                _fail(f"decisions[{key!r}]['split_k']", v, "must be an integer (1..16)")
 
 
 def decision(m: int, n: int, k: int, dtype: str, b_major: str, table: dict | None = None) -> dict:
@@ -179,8 +181,7 @@ def choose_config(m: int, n: int, k: int, dtype: str, b_major: str, out_dtype: s
     tma_store = out_dtype == dtype and (c_rows_aligned or m == 1)
     base = dict(dtype=dtype, **tile, b_major=b_major, out_dtype=out_dtype,
                 persistent=True, tma_store=tma_store, edges=True, group_m=RASTER_GROUP_M)
-    if decisions is not None:
-        check_decisions(decisions)
+    check_decisions(DECISIONS if decisions is None else decisions)   # the table as it stands
     over = decision(m, n, k, dtype, b_major, decisions)
     if over.get("split_k", 1) > 1:
         over["split_k"] = min(over["split_k"], -(-k // default_bk(dtype)))  # no empty slice

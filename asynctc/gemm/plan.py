@@ -16,8 +16,8 @@ from ..warp_specialization.config import WSConfig, _fail
 from .config import b_major_of, choose_config, operand_rules
 from .fastpath import is_torch, matmul_device, matmul_torch
 from .interop import Matrix, check_overlap, is_foreign, not_an_array
-from .operands import TMA_ALIGN, Pitched, check_tma_rows, row_pitch, upload_pitched
-from .splitk import edge_gemm
+from .operands import TMA_ALIGN, EdgeGemm, Pitched, check_tma_rows, row_pitch, upload_pitched
+from .splitk import SplitKGemm
 
 
 def _is_device(x) -> bool:
@@ -113,7 +113,8 @@ class MatmulPlan:
         else:
             odt = checks.np_dtype(out_dtype)
             dc = Pitched(DeviceArray.poisoned((m, row_pitch(n, odt.itemsize)), odt, stream), m, n)
-        self.gemm = edge_gemm(config, da, db, dc, stream)      # SplitKGemm for split_k > 1
+        launch = SplitKGemm if config.split_k > 1 else EdgeGemm     # split-K: its own launch
+        self.gemm = launch(config, da, db, dc, stream)
 
     def run(self):
         """Launch (nothing for an empty problem), check the error word, return the result: the
