@@ -366,3 +366,55 @@ def test_the_sweep_script_dry_runs_on_the_cpu(capsys):
     out = capsys.readouterr().out
     assert "decode  1x8192x8192 float16 B:NxK" in out and "compile jobs" in out
     assert "split_k:4 fixup" in out
+
+
+def test_measure_shapes_dry_run(monkeypatch):
+    """measure_shapes end to end on fakes (no torch, no GPU): each candidate's entry is the table
+    the call sees, its plan is the candidate's configuration, a wrong result is not timed, the
+    module table comes back as it was."""
+    import sys
+    import types
+    import test_suites
+    from asynctc.gemm import fastpath as F, host_suite as H, plan as PL
+    from asynctc.core import bench
+    fake = types.SimpleNamespace(float16="f16", bfloat16="bf16",
+                                 cuda=types.SimpleNamespace(synchronize=lambda: None),
+                                 full=lambda shape, v, dtype, device: ("out", shape),
+                                 matmul=lambda a, b: None)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setattr(runtime, "device_info", lambda: test_suites.INFO)
+    monkeypatch.setattr(runtime, "precompile", lambda jobs, workers=None: None)
+    monkeypatch.setattr(bench, "pin_fp32_reduction", lambda: {})
+    monkeypatch.setattr(H, "_operands", lambda torch, m, n, k, dt, st: ("a", (m, n, k, dt, st), "bk"))
+    seen = []
+
+    class Plan:
+        def __init__(self, cfg):
+            self.config = cfg
+
+    def fake_matmul(a, b, out=None):
+        m, n, k, dt, st = b
+        cfg = GC.choose_config(m, n, k, dt, "MN" if st == "KxN" else "K", dt,
+                               c_rows_aligned=(n * 2) % 16 == 0)
+        F._plans["key"] = Plan(cfg)
+        seen.append(cfg)
+    monkeypatch.setattr(PL, "matmul", fake_matmul)
+    monkeypatch.setattr(F, "check_errors", lambda: None)
+    wrong = {"split_k": 4, "splitk_fixup": True}
+    monkeypatch.setattr(H, "check_against_float64", lambda torch, c, a, b, dt: {
+        "passed": GC.DECISIONS["decode"] != wrong, "worst_ratio": 0.5})
+    monkeypatch.setattr(H, "kernel_us", lambda torch, fn, calls: (fn(), 10.0)[1])
+    before = {k: dict(v) for k, v in GC.DECISIONS.items()}
+    cases = [c for c in SS.sweep_cases(quick=True) if c["class"] == "decode"]
+    res = SS.measure_shapes(cases=cases, calls=2, rounds=1)
+    assert GC.DECISIONS == before and not F._plans
+    rows = res["rows"]
+    assert len(rows) == sum(len(SS.candidate_configs(c, test_suites.INFO.sm_count)) for c in cases)
+    assert all(r["config"] == r["ran_config"] for r in rows)
+    bad = [r for r in rows if not r["checked_ok"]]
+    assert bad and all(r["candidate"] == wrong and "kernel_us" not in r for r in bad)
+    good = [r for r in rows if r["checked_ok"]]
+    assert all(r["of_cublas"] == 1.0 for r in good)
+    assert len(res["winners"]) == len(cases)
+    assert "WRONG" not in SS.summarize_shapes(res) and "failed their float64 check" in \
+        SS.summarize_shapes(res)

@@ -127,7 +127,7 @@ def measure_shapes(progress=None, cases=None, calls: int = CALLS, rounds: int = 
     table is restored afterwards."""
     import torch
 
-    from . import host_suite as H
+    from . import fastpath, host_suite as H
     from .plan import matmul
     from ..core import bench
     say = progress or (lambda _s: None)
@@ -154,12 +154,16 @@ def measure_shapes(progress=None, cases=None, calls: int = CALLS, rounds: int = 
                 out = torch.full((m, n), float("nan"), dtype=tdt, device="cuda")
                 matmul(a, b, out)
                 torch.cuda.synchronize()
-                from .fastpath import check_errors
-                check_errors()
+                fastpath.check_errors()
                 chk = H.check_against_float64(torch, out, a, bk, dt)
+                ran = [pl.config for pl in fastpath._plans.values()]
                 row = {**case, "candidate": entry, "config": cfg.label(),
-                       "checked_ok": chk["passed"], "worst_ratio": chk["worst_ratio"]}
-                if chk["passed"]:
+                       "checked_ok": chk["passed"], "worst_ratio": chk["worst_ratio"],
+                       "ran_config": ran[0].label() if ran else None}
+                if ran != [cfg]:                        # the plan must be the candidate's
+                    row["checked_ok"] = False
+                    row["why"] = f"the call ran {[c.label() for c in ran]}, not {cfg.label()}"
+                if row["checked_ok"]:
                     matmul(a, b)                        # the layout without out, once untimed
                     ours, theirs = [], []
                     for _ in range(rounds):
@@ -183,7 +187,8 @@ def measure_shapes(progress=None, cases=None, calls: int = CALLS, rounds: int = 
 def _line(r: dict) -> str:
     head = f"{r['m']}x{r['n']}x{r['k']} {r['dtype']} B:{r['storage']} {r['candidate']!s:38s}"
     if not r["checked_ok"]:
-        return f"{head} WRONG (worst |C-ref|/bound {r['worst_ratio']:.3g}) {r['config']}"
+        return (f"{head} WRONG (worst |C-ref|/bound {r['worst_ratio']:.3g}) {r['config']}"
+                f"{' — ' + r['why'] if r.get('why') else ''}")
     return (f"{head} {r['tflops']:6.0f} TFLOP/s  {r['of_cublas']:.3f} of cuBLAS "
             f"({r['cublas_tflops']:.0f})  {r['config']}")
 
