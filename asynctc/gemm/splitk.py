@@ -127,5 +127,6 @@ class SplitKGemm(EdgeGemm):
 def edge_gemm(cfg: WSConfig, a, b, out=None, stream=None) -> EdgeGemm:
     """The launch of ``cfg``'s EDGES build: :class:`SplitKGemm` when ``cfg.split_k`` > 1, else
     :class:`~asynctc.gemm.EdgeGemm`."""
-    cls = SplitKGemm if cfg.split_k > 1 else EdgeGemm
+    from . import operands          # looked up per call: a patch of operands.EdgeGemm holds
+    cls = SplitKGemm if cfg.split_k > 1 else operands.EdgeGemm
     return cls(cfg, a, b, out, stream)
