@@ -140,6 +140,14 @@ def _warp_specialization(dtype: str = "float16") -> CourseKernel:
     return _wrap(ws.compile_ws(cfg), cfg.shmem_bytes, cfg.label())
 
 
+def _gemm_splitk(dtype: str = "float16") -> CourseKernel:
+    from . import warp_specialization as ws
+    from .gemm import splitk
+    cfg = ws.WSConfig(dtype=dtype, bm=64, bn=64, consumers=1, setmaxnreg=False, stages=4,
+                      out_dtype=dtype, edges=True, split_k=2)
+    return _wrap(splitk.compile_reduce(cfg), 0, f"{dtype} C, 2 splits (asynctc.matmul's split-K)")
+
+
 # ---- chapter 09 ----------------------------------------------------------------------------------
 
 def _pitfalls() -> CourseKernel:
@@ -192,6 +200,7 @@ COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
     "wgmma_peak": _wgmma_peak,
     "pipeline": _pipeline,
     "warp_specialization": _warp_specialization,
+    "gemm_splitk": _gemm_splitk,
     "pitfalls": _pitfalls,
     "tcgen05": _tcgen05,
     "tcgen05_pair": _tcgen05_pair,
@@ -205,7 +214,7 @@ COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
 DTYPES: dict[str, tuple[str, ...]] = {
     "mma_sync": _GEMM_DTYPES, "mma_sync_peak": _GEMM_DTYPES, "cp_async": _GEMM_DTYPES,
     "wgmma": _WGMMA_DTYPES, "wgmma_peak": _WGMMA_DTYPES, "pipeline": _GEMM_DTYPES,
-    "warp_specialization": _GEMM_DTYPES,
+    "warp_specialization": _GEMM_DTYPES, "gemm_splitk": _GEMM_DTYPES,
     "tcgen05": _GEMM_DTYPES, "tcgen05_pair": _GEMM_DTYPES,
     "tcgen05_persistent": _GEMM_DTYPES, "tcgen05_persistent_pair": _GEMM_DTYPES,
 }

@@ -28,6 +28,7 @@ SIGNATURE = {
     "wgmma_peak": ("HGMMA", "HMMA"),
     "pipeline": ("HGMMA", "HMMA"),
     "warp_specialization": ("HGMMA", "HMMA"),
+    "gemm_splitk": ("STG", "HGMMA"),
     "pitfalls": ("UTMALDG", "HGMMA"),
     "tcgen05": ("UTCHMMA", "HGMMA"),
     "tcgen05_pair": ("UTCHMMA", "HGMMA"),
@@ -43,6 +44,7 @@ DYNAMIC = {
     "wgmma": wgmma.TileConfig("float16", 128).shmem_bytes,
     "mma_sync_peak": 0,
     "cp_async_smem_pipeline_sync": 0,
+    "gemm_splitk": 0,
 }
 
 

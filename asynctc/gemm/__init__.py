@@ -11,7 +11,11 @@ Where things live (every name is re-exported here):
 * ``config.py`` — **where matmul chooses its tile**: :func:`matmul_config` (the rule, in its
   docstring) and :func:`choose_config` (its lines: :func:`~asynctc.warp_specialization.shape_tile`
   for the tile and cluster, the epilogue, :func:`~asynctc.warp_specialization.most_stages`);
-  :data:`B_LAYOUTS` and :func:`b_major_of`, the one check of ``b_layout``;
+  :data:`B_LAYOUTS` and :func:`b_major_of`, the one check of ``b_layout``; the decision table
+  per shape class (:data:`~asynctc.gemm.config.DECISIONS`, :func:`shape_class`) that changes the
+  rule where a measurement showed a better choice;
+* ``splitk.py`` — split-K: :class:`SplitKGemm` (fp32 partials in a workspace, summed in a fixed
+  order by ``kernels/gemm_splitk.cu``) and :func:`edge_gemm` (the launch class of a config);
 * ``operands.py`` — edge operands: :class:`Pitched` (a matrix with a row pitch),
   :func:`row_pitch`, :func:`pitched_host`, :func:`upload_pitched`, :func:`check_tma_rows`,
   :func:`check_edge_operands`, and :class:`EdgeGemm` (chapter 06's
@@ -39,19 +43,23 @@ Where things live (every name is re-exported here):
 
 from __future__ import annotations
 
-from . import cases, config, fastpath, goals, host_suite, interop, operands, plan, suite  # noqa: F401
+from . import cases, config, fastpath, goals, host_suite, interop, operands, plan, splitk, suite  # noqa: F401
 from .cases import (  # noqa: F401
     AWKWARD_SHAPES, COMBOS, PERSISTENT_EDGE_SHAPE, SMALL_NONSQUARE, case_config,
     check_matmul_case, matmul_cases,
 )
 from .fastpath import LaunchPlan, PlanKey, check_errors, matmul_device  # noqa: F401
 from .interop import OperandTypeError  # noqa: F401
-from .config import B_LAYOUTS, b_major_of, choose_config, matmul_config  # noqa: F401
+from .config import (  # noqa: F401
+    B_LAYOUTS, DECISIONS, SHAPE_CLASSES, b_major_of, check_decisions, choose_config, matmul_config,
+    shape_class,
+)
 from .operands import (  # noqa: F401
     TMA_ALIGN, EdgeGemm, Pitched, check_edge_operands, check_tma_rows, pitched_host, row_pitch,
     upload_pitched,
 )
 from .plan import MatmulPlan, matmul  # noqa: F401
+from .splitk import SplitKGemm, edge_gemm  # noqa: F401
 from .suite import (  # noqa: F401
     EDGES_COST_SIZE, MATMUL_B_LAYOUTS, MATMUL_DTYPES, MATMUL_SIZES, matmul_jobs, matmul_table,
     measure_matmul, summarize_matmul,

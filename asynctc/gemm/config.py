@@ -6,14 +6,21 @@ ladder's top rung (chapter 06's rung 8) with the ``EDGES`` build, the CTA tile a
 epilogue where C allows it, the most stages that fit
 (:func:`asynctc.warp_specialization.most_stages`). :data:`B_LAYOUTS` and :func:`b_major_of` (the
 one check of ``b_layout``) say how B is given.
+
+On top of that rule, per shape class (:func:`shape_class`: decode, thin, small, large), the
+decision table :data:`DECISIONS` says what to change — split-K, another tile, fewer stages, a
+non-persistent grid — once a measurement has shown it wins (``tools/gpu_matmul_shapes.py`` prints
+the winner per shape). Its entries are empty until then: today's rule everywhere.
 """
 
 from __future__ import annotations
 
 from ..core import runtime
-from ..warp_specialization.config import (DEFAULT_SM_COUNT, DTYPES, WSConfig, _fail, most_stages,
-                                          shape_tile)
+from ..warp_specialization.config import (DEFAULT_SM_COUNT, DTYPES, WSConfig, _fail, default_bk,
+                                          most_stages, shape_tile)
 from ..warp_specialization.ladder import RASTER_GROUP_M
+
+B_MAJOR_NAMES = ("K", "MN")
 
 #: b_layout → how B is stored: "KxN" (numpy's ``a @ b``: MN-major B) or "NxK" (K-major, B^T stored).
 B_LAYOUTS = {"KxN": "MN", "NxK": "K"}
@@ -61,6 +68,70 @@ def operand_rules(dt: str, b_dt: str, a_shape, b_shape, b_layout: str, out_dtype
     return m, n, k, out_dtype
 
 
+#: The shape classes of :func:`shape_class`, in the order it tries them.
+SHAPE_CLASSES = ("decode", "thin", "small", "large")
+#: Fields a :data:`DECISIONS` entry may set (any other is refused by :func:`check_decisions`):
+#: the CTA tile (``bm`` with ``consumers``, ``bn``), ``cluster``, ``stages`` (fixed; else the most
+#: that fit), ``persistent``, ``split_k`` (clipped to the k-tiles K has; > 1 turns the TMA-store
+#: epilogue off: the partials are fp32), ``splitk_fixup`` (the splits summed in the GEMM kernel by
+#: the last to finish, no second launch; ignored where split_k ends up 1), ``group_m``.
+DECISION_FIELDS = ("bm", "consumers", "bn", "cluster", "stages", "persistent", "split_k",
+                   "splitk_fixup", "group_m")
+
+#: The decision table: key → {field: value} overriding :func:`choose_config`'s rule for the shapes
+#: of the key. A key is a class of :data:`SHAPE_CLASSES`, or (class, b_major) with b_major "K"
+#: (B stored N×K) / "MN" (K×N), or (class, b_major, dtype); the most specific key present wins,
+#: its fields only (no merging). Every entry empty: today's rule, as measured in the ``matmul``
+#: records. The lead edits this after a sweep, e.g. ``"decode": {"split_k": 4}`` or
+#: ``("thin", "K"): {"bn": 128, "split_k": 2}``; :func:`check_decisions` checks it.
+DECISIONS: dict = {"decode": {}, "thin": {}, "small": {}, "large": {}}
+
+
+def shape_class(m: int, n: int, k: int) -> str:
+    """The class of an M×N×K problem for :data:`DECISIONS`: "decode" (M ≤ 16), "thin"
+    (M ≤ 256 with N, K ≥ 2048: a few tile rows across many columns), "small" (M · N · K ≤ 2048³),
+    else "large"."""
+    if m <= 16:
+        return "decode"
+    if m <= 256 and n >= 2048 and k >= 2048:
+        return "thin"
+    return "small" if m * n * k <= 2048 ** 3 else "large"
+
+
+def check_decisions(table: dict) -> None:
+    """Raise :class:`WarpSpecializationError` unless ``table`` is a decision table: a dict whose
+    keys are a class, (class, b_major) or (class, b_major, dtype), and whose values are dicts of
+    :data:`DECISION_FIELDS` (the values themselves are checked by :class:`WSConfig` when a
+    configuration is made)."""
+    if not isinstance(table, dict):
+        raise TypeError(f"decisions={type(table).__name__}: must be a dict (see DECISIONS)")
+    for key, entry in table.items():
+        parts = key if isinstance(key, tuple) else (key,)
+        if not (1 <= len(parts) <= 3 and parts[0] in SHAPE_CLASSES
+                and (len(parts) < 2 or parts[1] in B_MAJOR_NAMES)
+                and (len(parts) < 3 or parts[2] in DTYPES)):
+            _fail("decisions key", key, f"a class of {SHAPE_CLASSES}, or (class, b_major) with "
+                                        f"b_major in {B_MAJOR_NAMES}, or (class, b_major, dtype)")
+        if not isinstance(entry, dict):
+            _fail(f"decisions[{key!r}]", entry, "must be a dict {field: value}")
+        for f, v in entry.items():
+            if f not in DECISION_FIELDS:
+                _fail(f"decisions[{key!r}]", f, f"a field of {DECISION_FIELDS}")
+            if f == "split_k" and (isinstance(v, bool) or not isinstance(v, int)):
+                _fail(f"decisions[{key!r}]['split_k']", v, "must be an integer (1..16)")
+
+
+def decision(m: int, n: int, k: int, dtype: str, b_major: str, table: dict | None = None) -> dict:
+    """The overrides ``table`` (default :data:`DECISIONS`) gives an M×N×K problem: the entry of
+    the most specific key present — (class, b_major, dtype), (class, b_major), class — or {}."""
+    table = DECISIONS if table is None else table
+    cls = shape_class(m, n, k)
+    for key in ((cls, b_major, dtype), (cls, b_major), cls):
+        if key in table:
+            return dict(table[key])
+    return {}
+
+
 def matmul_config(m: int, n: int, k: int, dtype: str = "float16", b_layout: str = "KxN", *,
                   out_dtype: str | None = None, c_rows_aligned: bool = True,
                   sm_count: int | None = None) -> WSConfig:
@@ -93,11 +164,13 @@ def matmul_config(m: int, n: int, k: int, dtype: str = "float16", b_layout: str 
 
 
 def choose_config(m: int, n: int, k: int, dtype: str, b_major: str, out_dtype: str,
-                  c_rows_aligned: bool = True, sm_count: int | None = None) -> WSConfig:
+                  c_rows_aligned: bool = True, sm_count: int | None = None,
+                  decisions: dict | None = None) -> WSConfig:
     """:func:`matmul_config`'s choice for arguments already checked (``dtype`` 16-bit, ``b_major``
     "K" / "MN", ``out_dtype`` "float32" or ``dtype``): what :class:`~asynctc.gemm.MatmulPlan`
-    calls after checking its operands. M, N, K must be in 1 .. 2^31 − 1 (32-bit TMA coordinates;
-    :class:`WarpSpecializationError` otherwise)."""
+    calls after checking its operands, then the shape class's entry of ``decisions`` (default
+    :data:`DECISIONS`; :func:`decision`) applied on top. M, N, K must be in 1 .. 2^31 − 1 (32-bit
+    TMA coordinates; :class:`WarpSpecializationError` otherwise, as for a bad table entry)."""
     for name, v in (("M", m), ("N", n), ("K", k)):
         if not 1 <= v < 2**31:
             _fail(name, v, "must be in 1 .. 2^31 - 1")
@@ -108,6 +181,18 @@ def choose_config(m: int, n: int, k: int, dtype: str, b_major: str, out_dtype: s
     tma_store = out_dtype == dtype and (c_rows_aligned or m == 1)
     base = dict(dtype=dtype, **tile, b_major=b_major, out_dtype=out_dtype,
                 persistent=True, tma_store=tma_store, edges=True, group_m=RASTER_GROUP_M)
-    if tile["consumers"] == 1:
+    check_decisions(DECISIONS if decisions is None else decisions)   # the table as it stands
+    over = decision(m, n, k, dtype, b_major, decisions)
+    if over.get("split_k", 1) > 1:
+        over["split_k"] = min(over["split_k"], -(-k // default_bk(dtype)))  # no empty slice
+        if over["split_k"] > 1:
+            base["tma_store"] = False                      # the partials are fp32
+    if over.get("split_k", 1) == 1:
+        over.pop("splitk_fixup", None)                     # nothing to sum
+    stages = over.pop("stages", None)
+    base.update(over)
+    if base["consumers"] == 1:
         base["setmaxnreg"] = False
+    if stages is not None:
+        return WSConfig(stages=stages, **base)
     return most_stages(base, (m, n, k))                    # the most stages that fit

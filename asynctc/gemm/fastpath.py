@@ -91,7 +91,8 @@ class LaunchPlan:
 
     def __init__(self, key: PlanKey, ptrs: tuple[int, int, int]):
         from ..warp_specialization.launch import c_store_box
-        from .operands import EdgeGemm, Pitched, _tile_map
+        from .operands import Pitched, _tile_map
+        from .splitk import edge_gemm
         self.key = key
         m, n, k = key.m, key.n, key.k
         dt, odt = np_dtype(key.dtype), np_dtype(key.out_dtype)
@@ -111,7 +112,9 @@ class LaunchPlan:
         self._encode = [lambda p, i=i: _tile_map(pitched(i, p), tiles[i]) for i in range(3)]
         self._views = [_Address(r, c, p, d.itemsize) for r, c, p, d in shapes]
         pa, pb, pc = ptrs
-        self.gemm = g = EdgeGemm(cfg, pitched(0, pa), pitched(1, pb), pitched(2, pc))
+        self.gemm = g = edge_gemm(cfg, pitched(0, pa), pitched(1, pb), pitched(2, pc))
+        # split-K: the GEMM writes the plan's workspace (ldc = N), the reduction writes C
+        self._split = cfg.split_k > 1
         self.maps = [{pa: g.ta}, {pb: g.tb}, {pc: g.tc} if cfg.tma_store else {}]
         self.kernel = g.ck.kernel()
         if cfg.shmem_bytes + g.ck.resources.shared_bytes > runtime.STATIC_SMEM_LIMIT:
@@ -123,6 +126,8 @@ class LaunchPlan:
         i32, u64 = np.int32, np.uint64
         self._static = (i32(g.m), i32(g.n), i32(g.k), u64(g.desc_a0), u64(g.desc_b0),
                         u64(g.err.ptr), u64(0), u64(0), i32(g.ldc))
+        if self._split and g.fixup:         # the in-kernel sum: workspace and counters
+            self._static += (u64(g.workspace.ptr), u64(g.flags.ptr))
         self._last = None
         self.repoint(pa, pb, pc)
 
@@ -146,7 +151,11 @@ class LaunchPlan:
             return
         ta, tb = self._map(0, pa), self._map(1, pb)
         tc = self._map(2, pc) if self.config.tma_store else ta   # unused without the TMA store
-        self.args = (ta, tb, tc, np.uint64(pc)) + self._static
+        into_ws = self._split and not self.gemm.fixup             # partials only: C by the sum
+        self.args = (ta, tb, tc, np.uint64(self.gemm.workspace.ptr if into_ws else pc)) + \
+            self._static
+        if into_ws:
+            self._reduce_args = self.gemm.reduce_args(np.uint64(pc))
         self._last = triple = (pa, pb, pc)
         if self._raw is not None:
             ph = self._params.get(triple)
@@ -162,6 +171,10 @@ class LaunchPlan:
             self._raw(handle, self._packed)
         else:
             _cuda_launch()(_stream(handle), self.launch_config, self.kernel, *self.args)
+        if self._split and not self.gemm.fixup:     # the fixed-order sum of the partials into C
+            from .splitk import REDUCE_THREADS
+            runtime.launch(self.gemm.reduce_ck, self.gemm.reduce_grid, REDUCE_THREADS,
+                           *self._reduce_args, stream=_stream(handle))
 
     def check_error(self) -> None:
         self.gemm.check_error()

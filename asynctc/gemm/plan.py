@@ -17,6 +17,7 @@ from .config import b_major_of, choose_config, operand_rules
 from .fastpath import is_torch, matmul_device, matmul_torch
 from .interop import Matrix, check_overlap, is_foreign, not_an_array
 from .operands import TMA_ALIGN, EdgeGemm, Pitched, check_tma_rows, row_pitch, upload_pitched
+from .splitk import SplitKGemm
 
 
 def _is_device(x) -> bool:
@@ -112,7 +113,8 @@ class MatmulPlan:
         else:
             odt = checks.np_dtype(out_dtype)
             dc = Pitched(DeviceArray.poisoned((m, row_pitch(n, odt.itemsize)), odt, stream), m, n)
-        self.gemm = EdgeGemm(config, da, db, dc, stream)
+        launch = SplitKGemm if config.split_k > 1 else EdgeGemm     # split-K: its own launch
+        self.gemm = launch(config, da, db, dc, stream)
 
     def run(self):
         """Launch (nothing for an empty problem), check the error word, return the result: the

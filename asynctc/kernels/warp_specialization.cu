@@ -125,6 +125,17 @@
 // Trace: EV_ORDER_BEGIN / EV_ORDER_END around the order wait (stage = cw, i = the tile's first
 // ring counter).
 //
+// Split-K (SPLIT_K = S > 1; EDGES builds with the register epilogue and OUT_F32 = 1 only): the
+// work items are (tile, split) pairs, item = tile · S + split, so each tile's K range is cut into
+// S slices of whole k-tiles (split s takes k-tiles s · T / S .. (s + 1) · T / S − 1; S ≤ T, checked
+// in Python, so none is empty). Producer and consumers walk the same items, so the ring protocol
+// is unchanged. Split s writes its fp32 partial tile at c + s · M · ldc (c is then a workspace of
+// S · M rows of ldc floats); kernels/gemm_splitk.cu sums the S partials of each element in the
+// fixed order 0 .. S − 1 (deterministic) and writes C in its dtype. With SPLITK_FIXUP = 1 the sum
+// is done in this kernel instead, by the last split of each tile to finish (splitk_fixup.cuh; C in
+// its own dtype, arguments ws and flags after ldc). SPLIT_K unset (1) leaves every other build byte
+// for byte.
+//
 // Defines: CLUSTER (1, 2: see above), TMA_STORE (0, 1: see above), EDGES (0, 1: see above), DT (0
 // f16, 1 bf16; 2 e4m3, 3 e5m2: chapter 07, fp8_promote.cuh; A's type), DT_B (B's: default DT;
 // with fp8 A also the other fp8 type — mixed .e4m3.e5m2 / .e5m2.e4m3 wgmma), BM, BN, BK (elements of K per k-tile:
@@ -199,6 +210,16 @@
 #define PINGPONG 0
 #endif
 #define WAIT_ORDER 3u   // the error tag's barrier field of the ping-pong order wait
+#ifndef SPLIT_K
+#define SPLIT_K 1
+#endif
+#ifndef SPLITK_FIXUP
+#define SPLITK_FIXUP 0
+#endif
+#if SPLIT_K > 1
+static_assert(EDGES == 1 && TMA_STORE == 0 && (OUT_F32 == 1 || SPLITK_FIXUP) && DT < 2,
+              "SPLIT_K: 16-bit EDGES builds writing fp32 partials with the register epilogue");
+#endif
 
 static_assert(DT >= 0 && DT <= 3, "DT: 0 f16, 1 bf16, 2 e4m3, 3 e5m2");
 static_assert(DT_B == DT || (DT >= 2 && (DT_B == 2 || DT_B == 3)),
@@ -450,6 +471,10 @@ __device__ __forceinline__ void ring_skip(RingState<STAGES>& pos, int n) {
 }
 #endif
 
+#if SPLIT_K > 1 && SPLITK_FIXUP
+#include "splitk_fixup.cuh"   // the split-K sum inside this kernel
+#endif
+
 #if LAUNCH_BOUNDS
 #define WS_LAUNCH_BOUNDS __launch_bounds__(kThreads, 1)
 #else
@@ -463,6 +488,9 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
                           u64* __restrict__ trace, const float* __restrict__ scales
 #if EDGES
                           , int ldc
+#endif
+#if SPLIT_K > 1 && SPLITK_FIXUP
+                          , float* __restrict__ ws, u32* __restrict__ flags
 #endif
 #if BLOCK_SCALES
                           , const float* __restrict__ sa, const float* __restrict__ sb
@@ -490,7 +518,11 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #endif
   // Work items (tiles, or with CLUSTER = 2 pairs of tiles) of this CTA: its cluster's index, then
   // (PERSISTENT) + the number of clusters, ... (uniform across the CTA and its cluster).
+#if SPLIT_K > 1
+  const int n_items = tiles_m / CLUSTER * tiles_n * SPLIT_K;     // (tile, split) pairs
+#else
   const int n_items = tiles_m / CLUSTER * tiles_n;
+#endif
   const int first_item = blockIdx.x / CLUSTER;
   const int item_step = PERSISTENT ? (int)gridDim.x / CLUSTER : n_items;
   const u32 rank = CLUSTER == 2 ? cluster_ctarank() : 0u;
@@ -525,8 +557,14 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       bool ok = true;
       for (int item = first_item; ok && item < n_items; item += item_step) {
         int m0, n0;
+#if SPLIT_K > 1
+        const int split = item % SPLIT_K;
+        tile_origin(item / SPLIT_K, tiles_m, tiles_n, rank, m0, n0);
+        for (int k = split * T / SPLIT_K; k < (split + 1) * T / SPLIT_K; ++k, ++ring) {
+#else
         tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
         for (int k = 0; k < T; ++k, ++ring) {
+#endif
           tr.event(EV_EMPTY_BEGIN, pos.stage, ring);
           if (!empty.wait(pos.stage, pos.phase ^ 1u, 0, k)) {    // the previous fill was read
             ok = false;                                      // error recorded; stop loading
@@ -591,14 +629,24 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       }
 #endif
       int m0, n0;
+#if SPLIT_K > 1
+      const int split = item % SPLIT_K;
+      const int k_lo = split * T / SPLIT_K, k_hi = (split + 1) * T / SPLIT_K;
+      tile_origin(item / SPLIT_K, tiles_m, tiles_n, rank, m0, n0);
+#else
       tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
+#endif
 #pragma unroll
       for (int i = 0; i < kAtoms; ++i)
 #pragma unroll
         for (int j = 0; j < kAcc; ++j) acc[i][j] = 0.f;
       clear_totals(tot);
       int prev = 0;
+#if SPLIT_K > 1
+      for (int k = k_lo; k < k_hi; ++k, ++ring) {
+#else
       for (int k = 0; k < T; ++k, ++ring) {
+#endif
         float bs[kAtoms][2];                 // BLOCK_SCALES: this k-tile's scale products (else unused)
 #if BLOCK_SCALES
         load_block_scales(bs, sa, sb, m0 + wrow, n0, k, T);
@@ -613,7 +661,11 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
         wgmma_wait_group<1>();                               // k-tile k − 1 is complete
         fence_accumulators(acc);
         tr.event(EV_WAIT_DONE, pos.stage, ring);
+#if SPLIT_K > 1
+        if (k > k_lo && elected && releases) {
+#else
         if (k > 0 && elected && releases) {
+#endif
           release(empty[prev]);
           tr.event(EV_RELEASE, prev, ring - 1);
         }
@@ -639,10 +691,23 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
         // Rows past M (a cluster rank's whole tile, or a consumer's half of it): nothing to store.
         // The TMA store clips the rest at the tensor map's dims; the register epilogue per element.
         if (m0 + wrow < M) {
+#if SPLIT_K > 1
+          (void)cbuf;                                        // no TMA store: unused
+          (void)chunk;
+#if SPLITK_FIXUP
+          splitk_fixup(res, ws, flags, c, ldc, split,
+                       ((item / SPLIT_K) * CLUSTER + (int)rank) * CONSUMERS + cw, 1 + cw, elected,
+                       m0 + wrow, n0, M, N);
+#else
+          store_c_clipped(res, static_cast<float*>(c) + (size_t)split * M * ldc, ldc,
+                          m0 + wrow, n0, M, N);              // this split's fp32 partial
+#endif
+#else
           if constexpr (TMA_STORE)
             store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + wrow, n0, chunk);
           else
             store_c_clipped(res, c, ldc, m0 + wrow, n0, M, N);
+#endif
         }
 #else
         if constexpr (TMA_STORE)

@@ -37,10 +37,12 @@ never imports it).
 Where things live (every name is re-exported here: ``from asynctc import warp_specialization as W;
 W.<name>``):
 
-* ``config.py`` — constants (dtypes, swizzles, stage range, register limits),
-  :class:`WarpSpecializationError` and ``_fail``, :class:`WSConfig` and its validation, and the
-  rules that pick a configuration for a shape: :func:`shape_tile` (the tile), :func:`most_stages`
-  (the stages);
+* ``base.py`` — constants (dtypes, swizzles, stage range, register limits),
+  :class:`WarpSpecializationError` and ``_fail`` (re-exported by ``config.py``);
+* ``config.py`` — :class:`WSConfig` and its validation, and the rules that pick a configuration
+  for a shape: :func:`shape_tile` (the tile), :func:`most_stages` (the stages);
+* ``variants.py`` — the rules of the variants beyond the ladder's base (mixed FP8 operands, row
+  boxes, split-K, stages loaded once, ping-pong), called by ``WSConfig.validate``;
 * ``launch.py`` — :func:`source`, :func:`compile_ws`, register counts from the cubin, shape and
   operand checks, :class:`WSGemm`, :func:`make_gemm`, :func:`run_ws`, :func:`verify`,
   :func:`run_broken` / :data:`BREAKS`, the correctness matrix (:func:`correctness_configs`,

@@ -11,68 +11,17 @@ Nothing here compiles or launches (:mod:`.launch` does).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
 from .. import pipeline as P
 
-#: Chapter 06's ladder dtypes (16-bit).
-DTYPES = P.DTYPES
-#: Every input dtype the kernel takes → its DT define: the 16-bit types and chapter 07's fp8
-#: (wgmma m64nNk32 .e4m3 / .e5m2, PTX ISA §9.7.15.5.2).
-INPUT_DTYPES = {**P.DTYPES, "float8_e4m3fn": 2, "float8_e5m2": 3}
-FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
-B_MAJORS = P.B_MAJORS
-BK = P.BK
-#: Bytes of K per k-tile row: one 128-byte swizzle row (64 16-bit or 128 fp8 elements).
-ROW_BYTES = 128
-#: Swizzle spans (bytes) the kernel builds: 128 (the ladder's), and chapter 07's 64, 32 and 0.
-SWIZZLES = (128, 64, 32, 0)
-#: Stages a warp-specialized ring may have: a consumer keeps one wgmma group pending on the
-#: previous stage while it waits for the next, so one stage would deadlock.
-STAGE_RANGE = range(2, 7)
-#: Registers per SM (sm_90) and the per-thread limits of setmaxnreg (PTX ISA "setmaxnreg": a
-#: multiple of 8 in 24..256).
-REGS_PER_SM = P.REGS_PER_SM
-SETMAXNREG_RANGE = (24, 256)
-#: Registers a consumer needs beside its accumulators (descriptors, addresses, loop state).
-REG_OVERHEAD = P.REG_OVERHEAD
-#: Shared memory of one consumer's C staging buffers with ``tma_store``: two 64×64 16-bit chunks.
-STORE_STAGING = 2 * 64 * 64 * 2
-#: Registers the producer's loop needs (one thread: tensor maps' addresses, coordinates, ring
-#: counter, trace pointer). Measured with NVRTC 13: at 24 the traced cluster + TMA-store build
-#: spills (10 bytes stored, 26 loaded), at 40 no build does.
-PRODUCER_MIN_REGS = 40
-
-
-def is_fp8(dtype: str) -> bool:
-    return dtype in FP8_DTYPES
-
-
-def itemsize(dtype: str) -> int:
-    """Bytes per element of an input dtype (2 for fp16/bf16, 1 for fp8)."""
-    return 1 if is_fp8(dtype) else 2
-
-
-def default_bk(dtype: str) -> int:
-    """K elements per k-tile: one 128-byte swizzle row (64 for 16-bit inputs, 128 for fp8)."""
-    return ROW_BYTES // itemsize(dtype) if dtype in INPUT_DTYPES else BK
-
-
-class WarpSpecializationError(P.PipelineError):
-    """A configuration or input the warp-specialized GEMM cannot take; the message names field,
-    value and rule. Raised before anything reaches the GPU."""
-
-
-def _fail(field: str, value: Any, rule: str):
-    raise WarpSpecializationError(f"{field}={value!r}: {rule}")
-
-
-def _launch_regs(threads: int) -> int:
-    """Registers per thread ptxas allows at entry with ``__launch_bounds__(threads, 1)``: the SM's
-    64K divided by the threads, rounded down to the allocation granule of 8."""
-    return min(255, REGS_PER_SM // threads) // 8 * 8
+from .base import (  # noqa: F401 (re-exported: the configuration's constants and error)
+    DTYPES, INPUT_DTYPES, FP8_DTYPES, B_MAJORS, BK, ROW_BYTES, SWIZZLES, STAGE_RANGE,
+    REGS_PER_SM, SETMAXNREG_RANGE, REG_OVERHEAD, STORE_STAGING, PRODUCER_MIN_REGS,
+    SPLIT_K_RANGE, is_fp8, itemsize, default_bk, WarpSpecializationError, _fail, _launch_regs,
+)
+from . import variants
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,6 +90,14 @@ class WSConfig(P.RingTile):
     while the other's wgmmas run (the kernel's header). Needs consumers=2, persistent, 16-bit
     inputs, the 128-byte swizzle with row_boxes=1 and no tma_once, and bm/64 · bn/2 ≤ 128
     accumulators per consumer thread (128×128 or 64×256; 128×256 would be 256).
+    ``split_k`` S > 1 (the ``SPLIT_K`` define; 1 sets none): each tile's k-tiles are cut into S
+    slices computed by S work items, each writing an fp32 partial tile to a workspace that
+    ``kernels/gemm_splitk.cu`` sums in the fixed order 0 .. S − 1 (deterministic) into C
+    (:class:`asynctc.gemm.SplitKGemm`). Needs 16-bit inputs, ``edges`` and no ``tma_store``;
+    launches need S ≤ ceil(K / bk) (:func:`check_shapes`: no slice is empty). ``splitk_fixup``
+    (``SPLITK_FIXUP``): the sum is done in the GEMM kernel instead, by whichever split of a tile
+    finishes last (a counter per tile, ``kernels/splitk_fixup.cuh``), still in the order 0 .. S − 1:
+    no second launch; needs split_k > 1.
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -172,6 +129,8 @@ class WSConfig(P.RingTile):
     tma_once: bool = False
     b_dtype: str | None = None
     pingpong: bool = False
+    split_k: int = 1
+    splitk_fixup: bool = False
 
     def __post_init__(self):
         if self.bk is None:
@@ -190,11 +149,11 @@ class WSConfig(P.RingTile):
         def is_int(v):
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
         for f in ("setmaxnreg", "persistent", "tma_store", "trace", "edges", "block_scales",
-                  "tma_once", "pingpong"):
+                  "tma_once", "pingpong", "splitk_fixup"):
             if not isinstance(getattr(self, f), bool):
                 _fail(f, getattr(self, f), "must be a bool")
         for f in ("stages", "producer_regs", "consumer_regs", "cluster", "promote", "bk",
-                  "row_boxes"):
+                  "row_boxes", "split_k"):
             if not is_int(getattr(self, f)):
                 _fail(f, getattr(self, f), "must be an integer")
         if self.dtype not in INPUT_DTYPES:
@@ -202,7 +161,7 @@ class WSConfig(P.RingTile):
                                        ".e4m3/.e5m2 k32; PTX ISA §9.7.15.5.2)")
         fp8 = is_fp8(self.dtype)
         if self.b_dtype is not None:
-            self._validate_b_dtype()
+            variants.validate_b_dtype(self)
         if self.bk != default_bk(self.dtype):
             _fail("bk", self.bk, f"one k-tile row is one 128-byte swizzle row: "
                                  f"{default_bk(self.dtype)} {self.dtype} elements")
@@ -243,11 +202,16 @@ class WSConfig(P.RingTile):
                 _fail("swizzle", self.swizzle, "a swizzle other than 128 is built with cluster=1 "
                                                "only (the multicast halves of B are 128-byte rows)")
         if self.row_boxes != 1:
-            self._validate_row_boxes()
+            variants.validate_row_boxes(self)
         if self.tma_once:
-            self._validate_tma_once()
+            variants.validate_tma_once(self)
         if self.pingpong:
-            self._validate_pingpong()
+            variants.validate_pingpong(self)
+        if self.split_k != 1:
+            variants.validate_split_k(self)
+        elif self.splitk_fixup:
+            _fail("splitk_fixup", True, "sums the splits of split-K in the kernel: needs "
+                                        "split_k > 1, here split_k=1")
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -313,63 +277,6 @@ class WSConfig(P.RingTile):
         elif need > entry:
             _fail("setmaxnreg", False, f"without setmaxnreg every thread gets {entry} registers "
                                        f"({self.threads} threads), below the consumers' {need}")
-
-    def _validate_b_dtype(self) -> None:
-        b = self.b_dtype
-        if not isinstance(b, str) or b not in INPUT_DTYPES:
-            _fail("b_dtype", b, f"B's input dtype: None (A's) or one of {sorted(INPUT_DTYPES)}")
-        if not (is_fp8(self.dtype) and is_fp8(b)):
-            _fail("b_dtype", b, f"B of another type than A ({self.dtype}) only for FP8 A and B "
-                                "(PTX ISA §9.7.15.5.2 'wgmma.mma_async': .atype and .btype each "
-                                ".e4m3 or .e5m2, any pair; for .f16/.bf16 they are the same type)")
-
-    def _validate_row_boxes(self) -> None:
-        r = self.row_boxes
-        if r < 1:
-            _fail("row_boxes", r, "TMA boxes per operand along the rows: ≥ 1")
-        for field, why in (("swizzle", self.swizzle != 128), ("b_major", self.b_major != "K"),
-                           ("cluster", self.cluster != 1), ("edges", self.edges)):
-            if why:
-                _fail("row_boxes", r, f"row boxes are built for the 128-byte swizzle, K-major B, "
-                                      f"cluster=1, no edges (here {field}={getattr(self, field)!r})")
-        for field, rows in (("bm", self.bm), ("bn", self.bn)):
-            if rows % r or (rows // r) % 8:
-                _fail("row_boxes", r, f"must divide {field}={rows} into boxes of a multiple of 8 "
-                                      "rows (the 128-byte swizzle repeats every 8 rows = 1024 "
-                                      "bytes, so each box must start on that repeat)")
-            if rows // r > 256:
-                _fail("row_boxes", r, f"{field}={rows} / {r} = {rows // r} rows per box; a TMA box "
-                                      "has at most 256 rows (cuTensorMapEncodeTiled: boxDim ≤ 256)")
-
-    def _validate_tma_once(self) -> None:
-        for field, bad, want in (("persistent", not self.persistent, "True"),
-                                 ("cluster", self.cluster != 1, "1"),
-                                 ("b_major", self.b_major != "K", "'K'"),
-                                 ("row_boxes", self.row_boxes != 1, "1"),
-                                 ("edges", self.edges, "False"),
-                                 ("dtype", is_fp8(self.dtype), "float16 or bfloat16")):
-            if bad:
-                _fail("tma_once", True, f"the stages-loaded-once variant is built for the swizzle "
-                                        f"variants' base (persistent, cluster=1, K-major B, "
-                                        f"row_boxes=1, no edges, 16-bit inputs): needs {field}="
-                                        f"{want}, here {field}={getattr(self, field)!r}")
-
-    def _validate_pingpong(self) -> None:
-        for field, bad, want in (("consumers", self.consumers != 2, "2"),
-                                 ("persistent", not self.persistent, "True"),
-                                 ("dtype", is_fp8(self.dtype), "float16 or bfloat16"),
-                                 ("swizzle", self.swizzle != 128, "128"),
-                                 ("row_boxes", self.row_boxes != 1, "1"),
-                                 ("tma_once", self.tma_once, "False")):
-            if bad:
-                _fail("pingpong", True, f"ping-pong consumers take the CTA's tiles in turn on the "
-                                        f"ladder's base: needs {field}={want}, here "
-                                        f"{field}={getattr(self, field)!r}")
-        if self.accumulators > P.ACC_BUDGET:
-            _fail("bn", self.bn, f"pingpong: each consumer holds a whole {self.bm}x{self.bn} tile, "
-                                 f"{self.bm // 64} atoms × {self.bn // 2} = {self.accumulators} "
-                                 f"fp32 accumulators per thread, above {P.ACC_BUDGET} (128x128 "
-                                 f"or 64x256 fit)")
 
     @property
     def atoms(self) -> int:
@@ -511,6 +418,12 @@ class WSConfig(P.RingTile):
             d["TMA_ONCE"] = 1
         if self.pingpong:                   # only when on (rung 9): other cubins stay
             d["PINGPONG"] = 1
+        if self.split_k != 1:               # only when on: fp32 partials, other cubins stay
+            d.update(SPLIT_K=self.split_k)
+            if self.splitk_fixup:           # C in its dtype, summed in the kernel
+                d["SPLITK_FIXUP"] = 1
+            else:                           # the GEMM writes only fp32 partials
+                d["OUT_F32"] = 1
         return d
 
     @property
@@ -531,6 +444,8 @@ class WSConfig(P.RingTile):
                 f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}"
                 f"{f' row_boxes:{self.row_boxes}' if self.row_boxes != 1 else ''}"
                 f"{' tma_once' if self.tma_once else ''}{' pingpong' if self.pingpong else ''}"
+                f"{f' split_k:{self.split_k}' if self.split_k != 1 else ''}"
+                f"{' fixup' if self.splitk_fixup else ''}"
                 f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}")
 
     @property

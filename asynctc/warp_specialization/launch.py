@@ -111,12 +111,16 @@ def register_split(cfg: WSConfig) -> dict:
 
 def check_shapes(m: int, n: int, k: int, cfg: WSConfig) -> None:
     """M, N, K positive multiples of (bm, bn, bk) (the rungs have no edge handling), M of 2 · bm
-    with ``cluster=2``; with ``cfg.edges`` any M, N, K in 1 .. 2^31 − 1 (32-bit coordinates).
+    with ``cluster=2``; with ``cfg.edges`` any M, N, K in 1 .. 2^31 − 1 (32-bit coordinates), and
+    with ``cfg.split_k`` S > 1 at least S k-tiles (no slice of K empty).
     Raises :class:`WarpSpecializationError`."""
     if cfg.edges:
         for name, v in (("M", m), ("N", n), ("K", k)):
             if not 1 <= v < 2**31:
                 _fail(name, v, "must be in 1 .. 2^31 - 1 (TMA coordinates are signed 32-bit)")
+        if cfg.split_k > -(-k // cfg.bk):
+            _fail("split_k", cfg.split_k, f"K={k} has {-(-k // cfg.bk)} k-tiles of {cfg.bk}: each "
+                                          f"of the split_k slices needs at least one")
         return
     for name, v, t in (("M", m, cfg.bm), ("N", n, cfg.bn), ("K", k, cfg.bk)):
         if v <= 0 or v % t:
@@ -140,10 +144,10 @@ def tile_counts(cfg: WSConfig, m: int, n: int, k: int) -> tuple[int, int, int]:
 
 
 def grid_size(cfg: WSConfig, m: int, n: int, sm_count: int | None = None) -> int:
-    """CTAs of a launch: the tile count, or (persistent) min(tiles, SMs), rounded down to whole
-    clusters."""
+    """CTAs of a launch: the tile count (times ``split_k``: one work item per slice of K), or
+    (persistent) min(that, SMs), rounded down to whole clusters."""
     rows, cols, _ = tile_counts(cfg, m, n, cfg.bk)
-    tiles = rows * cols
+    tiles = rows * cols * getattr(cfg, "split_k", 1)
     if not cfg.persistent:
         return tiles
     if sm_count is None:
