@@ -74,10 +74,18 @@ class FakeTensor:
         return FakeTensor(self.shape[::-1], self.dtype.name, self._strides[::-1], self._ptr,
                           self.device)
 
-    def __getitem__(self, idx):           # a[:, c0:] — a view with an offset
-        c0 = idx[1].start
-        return FakeTensor((self.shape[0], self.shape[1] - c0), self.dtype.name, self._strides,
+    def __getitem__(self, idx):           # a[:, c0:c1] — a view with an offset
+        c0, c1 = idx[1].start or 0, self.shape[1] if idx[1].stop is None else idx[1].stop
+        return FakeTensor((self.shape[0], c1 - c0), self.dtype.name, self._strides,
                           self._ptr + c0 * self._strides[1] * self._size, self.device)
+
+    def copy_(self, src):                 # recorded: (destination, source)
+        COPIES.append((self, src))
+        return self
+
+
+#: FakeTensor.copy_ calls of a test (cleared by the no_gpu fixture's users that read it).
+COPIES: list = []
 
 
 FakeTensor.__module__ = "torch"
@@ -247,6 +255,25 @@ def test_strides_and_addresses_tma_cannot_take_are_refused(make, field, rule, no
     import re
     assert re.search(rule, str(e.value)), str(e.value)
     assert not F._plans
+
+
+def test_a_contiguous_operand_with_rows_off_16_bytes_is_padded_on_the_current_stream(no_gpu, fake_torch):
+    """K = 36 fp16 (72-byte rows): a contiguous A cannot be read by TMA as it is; matmul copies it
+    into rows of 80 bytes (the padding never read) and runs on that, for A and for a transposed
+    B alike; with an explicit stream= it refuses instead and says so."""
+    COPIES.clear()
+    a, w = FakeTensor((64, 36)), FakeTensor((24, 36))              # w: N×K, 72-byte rows
+    asynctc.matmul(a, w.T)
+    plan = _only_plan()
+    assert (plan.key.a_pitch, plan.key.b_pitch, plan.key.b_major) == (80, 80, "K")
+    assert [(d.shape, d.stride(), s.data_ptr() in (a.data_ptr(), w.data_ptr())) for d, s in COPIES] == \
+        [((64, 36), (40, 1), True), ((24, 36), (40, 1), True)]
+    (pa, pb, _pc), _stream = plan.calls[0]
+    assert pa == COPIES[0][0].data_ptr() != a.data_ptr() and pb == COPIES[1][0].data_ptr()
+    assert not F._torch_layouts                                     # a padded call is not proven
+    with pytest.raises(WarpSpecializationError, match=r"a.strides=\(72, 2\).*padded by matmul itself "
+                       r"when no stream= is given"):
+        asynctc.matmul(a, w.T, stream=0xABC0)
 
 
 # ---- out overlapping a or b, dtypes, devices ---------------------------------------------------------

@@ -376,13 +376,22 @@ def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stre
     oc = opd.get("out")
     m, n, k, out_dtype = operand_rules(oa.dtype, ob.dtype, oa.shape, ob.shape, b_layout, out_dtype,
                                        None if oc is None else (oc.dtype, oc.shape, oc.readonly))
+    padded = False
+    for f, op, tr in (("a", oa, False), ("b", ob, True)):
+        # a contiguous operand whose rows are not 16-byte multiples (K = 4095 in fp16): a padded
+        # copy on the library's current stream, when matmul launches there too (no stream=)
+        if op.kind in ("torch", "cupy") and stream is None and I.row_pitch_only(op, f, tr):
+            opd[f] = I.describe(I.padded_copy(op, f), f)
+            ops = [(g, opd[g] if g == f else o) for g, o in ops]
+            padded = True
+    oa, ob = opd["a"], opd["b"]
     ma = I.as_matrix(oa, "a", may_transpose=False)
     mb = I.as_matrix(ob, "b", may_transpose=True)
     if mb.transposed:                       # a .T view: the storage is the other layout
         b_major = "K" if b_major == "MN" else "MN"
     mc = None
     if out is not None:
-        mc = I.as_matrix(opd["out"], "out", may_transpose=False)
+        mc = I.as_matrix(opd["out"], "out", may_transpose=False, tma_rows=False)
         I.check_overlap(mc, opd["out"].itemsize, (("a", ma), ("b", mb)), oa.itemsize)
     dev = _device_id()
     I.check_devices(ops, dev, _pointer_device)
@@ -394,7 +403,8 @@ def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stre
         out = I.new_result(kind, m, n, out_dtype, ops, s, zero=(k == 0))
         if k == 0 or m == 0 or n == 0:
             return out
-        mc = I.as_matrix(I.describe(out, "out"), "out", may_transpose=False)
+        mc = I.as_matrix(I.describe(out, "out"), "out", may_transpose=False,
+                         tma_rows=False)
     elif m == 0 or n == 0:
         return out
     elif k == 0:
@@ -404,7 +414,7 @@ def matmul_device(a, b, out=None, *, b_layout: str = "KxN", out_dtype=None, stre
     plan = launch_plan(key, (ma.ptr, mb.ptr, mc.ptr))
     plan.repoint(ma.ptr, mb.ptr, mc.ptr)
     plan.launch(handle)
-    if _layout_key is not None and all(op.kind == "torch" for _f, op in ops):
+    if _layout_key is not None and not padded and all(op.kind == "torch" for _f, op in ops):
         spans = tuple(x.span(z)[1] - x.ptr for x, z in ((ma, oa.itemsize), (mb, ob.itemsize),
                                                         (mc, np.dtype(np_dtype(out_dtype)).itemsize)))
         _torch_layouts[_layout_key] = _Proven(

@@ -180,13 +180,14 @@ class Matrix(NamedTuple):
         return self.ptr, self.ptr + (self.rows - 1) * self.pitch + self.cols * itemsize
 
 
-def as_matrix(op: Operand, field: str, may_transpose: bool) -> Matrix:
+def as_matrix(op: Operand, field: str, may_transpose: bool, tma_rows: bool = True) -> Matrix:
     """The storage of 2-D ``op`` that TMA can read as it is: unit stride along one dimension (the
     last one; with ``may_transpose`` the first one instead — a transposed view, read as the
     other B layout), a row pitch that is a multiple of 16 bytes and at least a row, a non-null
     base address aligned to 16 bytes (cuTensorMapEncodeTiled: globalAddress 16-byte aligned,
-    globalStrides multiples of 16). Raises :class:`WarpSpecializationError` naming the field,
-    the value, TMA's rule and the fix."""
+    globalStrides multiples of 16). ``tma_rows`` False (C, which the register epilogue writes
+    when its rows are not 16-byte multiples): the pitch need only be whole elements. Raises
+    :class:`WarpSpecializationError` naming the field, the value, TMA's rule and the fix."""
     if len(op.shape) != 2:
         _fail(f"{field}.shape", op.shape, "must be 2-D (a matrix)")
     (r, c), (s0, s1), size = op.shape, op.strides, op.itemsize
@@ -209,12 +210,58 @@ def as_matrix(op: Operand, field: str, may_transpose: bool) -> Matrix:
               f"element size ({size} bytes): {fix}")
     if rows == 1:
         pitch = -(-cols * size // ALIGN) * ALIGN    # never used by TMA (one row)
-    if pitch < cols * size or pitch % ALIGN or pitch % size:
+    if pitch < cols * size or pitch % size or (tma_rows and pitch % ALIGN):
+        if pitch == cols * size:               # contiguous already: only a padded copy helps
+            fix = (f"a torch / CuPy {field} is padded by matmul itself when no stream= is given; "
+                   f"else pass a copy whose row stride is a multiple of {ALIGN // size} elements")
         _fail(f"{field}.strides", (s0, s1),
               f"bytes: a row pitch of {pitch} bytes for rows of {cols} × {size} bytes; TMA needs "
               f"every row pitch to be a multiple of 16 bytes (cuTensorMapEncodeTiled "
               f"globalStrides) and at least one row: {fix}")
     return Matrix(op.ptr, rows, cols, pitch, tr)
+
+
+def row_pitch_only(op: Operand, field: str, may_transpose: bool) -> bool:
+    """True when ``op`` is contiguous (row- or, with ``may_transpose``, column-major), aligned,
+    and the one thing TMA cannot take is its row pitch, not a multiple of 16 bytes (K = 4095 in
+    fp16) — so a padded copy (:func:`padded_copy`) makes it readable. A strided view is refused
+    as it is (its ``.contiguous()`` is then padded)."""
+    try:
+        as_matrix(op, field, may_transpose)
+        return False
+    except WarpSpecializationError as e:
+        if "row pitch" not in str(e):
+            return False
+    (r, c), (s0, s1), size = op.shape, op.strides, op.itemsize
+    if op.ptr % ALIGN:
+        return False
+    if s1 == size or c == 1:                       # row-major storage, contiguous rows
+        return s0 == c * size
+    return may_transpose and (s0 == size or r == 1) and s1 == r * size
+
+
+def padded_copy(op: Operand, field: str):
+    """A copy of torch / CuPy operand ``op`` whose rows start every 16 bytes (the row pitch
+    rounded up; the padding is never read): a view of the same shape and kind, written on the
+    library's current stream — the stream matmul then launches on, so the copy is ordered before
+    the kernel and its memory is not reused before the kernel is done (both allocators are
+    stream-ordered). A transposed view (B as ``w.T``) is padded in its storage orientation."""
+    x = op.obj
+    r, c = op.shape
+    transposed = not (op.strides[1] == op.itemsize or c == 1)
+    src = x.T if transposed else x
+    rows, cols = src.shape
+    pc = -(-cols * op.itemsize // ALIGN) * ALIGN // op.itemsize
+    if op.kind == "torch":
+        buf = src.new_empty((rows, pc), dtype=src.dtype)[:, :cols]
+        buf.copy_(src)
+    elif op.kind == "cupy":
+        cp = sys.modules["cupy"]
+        buf = cp.empty((rows, pc), dtype=src.dtype)[:, :cols]
+        buf[...] = src
+    else:
+        raise AssertionError(op.kind)
+    return buf.T if transposed else buf
 
 
 def check_overlap(out: Matrix, osize: int, others, isize: int) -> None:
