@@ -114,6 +114,8 @@
 // Chapter 07's switches live in their own headers and leave every other build byte for byte:
 // PROMOTE, BLOCK_SCALES (fp8_promote.cuh); SWIZZLE with K_BOXES, K_BOX_ELEMS, A_KBOX_BYTES,
 // A_KSTEP_OFFSETS, B_KSTEP_OFFSETS, and ROW_BOXES, TMA_ONCE (swizzle_experiments.cuh).
+// Issue 20's opt-in switches, same rule: TILE_ORDER (1: the argument `order`, last), L2_HINT
+// (tile_order.cuh).
 // Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
 // with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
 // k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null),
@@ -283,6 +285,7 @@ __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, 
   m0 = ((first_m + in_group % rows) * CLUSTER + (int)rank) * BM;
   n0 = in_group / rows * BN;
 }
+#include "tile_order.cuh"   // opt-in TILE_ORDER (order table), L2_HINT (A evict_last)
 
 // ---- producer: fill one stage with k-tile kt of the tile at (m0, n0) ----------------------------
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, u32 stage_addr,
@@ -294,7 +297,7 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
   }
 #pragma unroll
   for (int j = 0; j < K_BOXES; ++j)                   // A: BM × 64 (K_BOXES = 1 but in chapter 07)
-    tma_load_2d(stage_addr + j * A_KBOX_BYTES, ta, full_bar, kt * BK + j * K_BOX_ELEMS, m0);
+    TMA_LOAD_A(stage_addr + j * A_KBOX_BYTES, ta, full_bar, kt * BK + j * K_BOX_ELEMS, m0);
   if constexpr (CLUSTER == 2 && MULTICAST) {                               // half of B, to both
     const u32 r = cluster_ctarank();
     if constexpr (B_MAJOR == 0) {
@@ -418,6 +421,9 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #if BLOCK_SCALES
                           , const float* __restrict__ sa, const float* __restrict__ sb
 #endif
+#if TILE_ORDER
+                          , const int* __restrict__ order   // tile_order.cuh: the order table
+#endif
                           ) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
@@ -469,7 +475,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       bool ok = true;
       for (int item = first_item; ok && item < n_items; item += item_step) {
         int m0, n0;
-        tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
+        TILE_ORIGIN(item, m0, n0);
         for (int k = 0; k < T; ++k, ++ring) {
           tr.event(EV_EMPTY_BEGIN, pos.stage, ring);
           if (!empty.wait(pos.stage, pos.phase ^ 1u, 0, k)) {    // the previous fill was read
@@ -515,7 +521,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const u32 cbuf = base + STAGES * kStageBytes + cw * 2 * kChunkBytes;
     for (int item = first_item; item < n_items; item += item_step) {
       int m0, n0;
-      tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
+      TILE_ORIGIN(item, m0, n0);
 #pragma unroll
       for (int i = 0; i < kAtoms; ++i)
 #pragma unroll

@@ -44,6 +44,9 @@ STORE_STAGING = 2 * 64 * 64 * 2
 #: counter, trace pointer). Measured with NVRTC 13: at 24 the traced cluster + TMA-store build
 #: spills (10 bytes stored, 26 loaded), at 40 no build does.
 PRODUCER_MIN_REGS = 40
+#: Tile orders of the persistent walk: the group-M raster (TILE_ORDER 0, no define) and a Hilbert
+#: curve from a host-made table (TILE_ORDER 1; kernels/tile_order.cuh).
+TILE_ORDERS = ("raster", "hilbert")
 
 
 def is_fp8(dtype: str) -> bool:
@@ -133,6 +136,13 @@ class WSConfig(P.RingTile):
     none). What C then holds: :func:`asynctc.swizzle.tma_once_reference`. Needs the swizzle
     variants' base: persistent, cluster=1, K-major B, row_boxes=1, no edges, 16-bit inputs (any
     swizzle); launches need K ≥ stages · bk (:func:`check_shapes`).
+    Opt-in, against the top rung's extra L2 sectors (issue 20; the defaults set no define and
+    change no cubin): ``l2_promotion`` 0/64/128/256 bytes on A's and B's tensor maps
+    (CUtensorMapL2promotion; host only, the cubin is the base's); ``l2_hint`` A's TMA loads with an
+    L2 evict_last policy (``L2_HINT``); ``tile_order`` "raster" (group-M) or "hilbert" (the
+    persistent CTAs walk a Hilbert curve over the work items, from a table made by
+    :func:`asynctc.warp_specialization.tile_order.order_table`; ``TILE_ORDER``). All three need no
+    ``edges`` (the EDGES launch takes neither the maps' promotion nor the table).
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -162,6 +172,9 @@ class WSConfig(P.RingTile):
     swizzle: int = 128
     row_boxes: int = 1
     tma_once: bool = False
+    l2_promotion: int = 0
+    l2_hint: bool = False
+    tile_order: str = "raster"
 
     def __post_init__(self):
         if self.bk is None:
@@ -227,6 +240,7 @@ class WSConfig(P.RingTile):
             self._validate_row_boxes()
         if self.tma_once:
             self._validate_tma_once()
+        self._validate_l2_order()
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -310,6 +324,26 @@ class WSConfig(P.RingTile):
             if rows // r > 256:
                 _fail("row_boxes", r, f"{field}={rows} / {r} = {rows // r} rows per box; a TMA box "
                                       "has at most 256 rows (cuTensorMapEncodeTiled: boxDim ≤ 256)")
+
+    def _validate_l2_order(self) -> None:
+        p = self.l2_promotion
+        if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
+            _fail("l2_promotion", p, "must be an integer")
+        if p not in (0, 64, 128, 256):
+            _fail("l2_promotion", p, "0 (none), 64, 128 or 256 bytes (CUtensorMapL2promotion)")
+        if not isinstance(self.l2_hint, bool):
+            _fail("l2_hint", self.l2_hint, "must be a bool")
+        if self.tile_order not in TILE_ORDERS:
+            _fail("tile_order", self.tile_order, f"one of {TILE_ORDERS}")
+        if self.l2_hint and self.row_boxes != 1:
+            _fail("l2_hint", True, f"the hinted A load is the one-box-per-k-row load: needs "
+                                   f"row_boxes=1, here {self.row_boxes}")
+        for f, on in (("l2_promotion", p), ("l2_hint", self.l2_hint),
+                      ("tile_order", self.tile_order != "raster")):
+            if on and self.edges:
+                _fail(f, getattr(self, f), "built for the exact launches only: the EDGES build's "
+                                           "launch takes neither the maps' promotion nor the "
+                                           "order table (needs edges=False)")
 
     def _validate_tma_once(self) -> None:
         for field, bad, want in (("persistent", not self.persistent, "True"),
@@ -455,6 +489,10 @@ class WSConfig(P.RingTile):
             d["ROW_BOXES"] = self.row_boxes
         if self.tma_once:                   # only when on (chapter 07): other cubins stay
             d["TMA_ONCE"] = 1
+        if self.l2_hint:                    # only when on (issue 20): other cubins stay
+            d["L2_HINT"] = 1
+        if self.tile_order != "raster":     # only when on (issue 20): other cubins stay
+            d["TILE_ORDER"] = TILE_ORDERS.index(self.tile_order)
         return d
 
     @property
@@ -474,7 +512,10 @@ class WSConfig(P.RingTile):
                 f"{'' if self.swizzle == 128 else f' swizzle:{self.swizzle}'}"
                 f"{f' row_boxes:{self.row_boxes}' if self.row_boxes != 1 else ''}"
                 f"{' tma_once' if self.tma_once else ''}"
-                f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}")
+                f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}"
+                f"{f' l2:{self.l2_promotion}B' if self.l2_promotion else ''}"
+                f"{' l2_hint' if self.l2_hint else ''}"
+                f"{'' if self.tile_order == 'raster' else f' order:{self.tile_order}'}")
 
     @property
     def b_load_box(self):
