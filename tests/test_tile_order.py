@@ -141,6 +141,16 @@ def test_variants_compile_without_spills():
                 ck = W.compile_ws(_top(dt, **kw))
                 assert ck.resources.spill_stores == 0 and ck.resources.registers <= base, kw
 
+    def a_loads(cfg):        # rung 8's A load: UTMALDG.2D (B's is the .MULTICAST one)
+        return [ln.split(";")[0].split("UTMALDG")[1] for ln in W.compile_ws(cfg).sass().splitlines()
+                if "UTMALDG.2D " in ln]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain, hinted = a_loads(_top()), a_loads(_top(l2_hint=True))
+    # the cache policy travels as the load's desc[...] operand (sm_90 SASS), on A's loads only
+    assert plain and not any("desc[" in x for x in plain)
+    assert hinted and all("desc[" in x for x in hinted)
+
 
 # ---- the launch, emulated from the Python mirror --------------------------------------------------
 
@@ -165,10 +175,7 @@ def _emulate(ck, grid, block, *args, shmem_bytes=0, stream=None, cluster=None):
             out.h[m0:m0 + cfg.bm, n0:n0 + cfg.bn] = blk.astype(out.h.dtype)
 
 
-@pytest.mark.parametrize("kw", [dict(tile_order="hilbert"), dict(l2_promotion=256), dict()])
-def test_emulated_launch_computes_a_b(monkeypatch, kw):
-    maps = []
-
+def _emulated(monkeypatch, maps):
     class CK:
         pass
 
@@ -188,6 +195,12 @@ def test_emulated_launch_computes_a_b(monkeypatch, kw):
     monkeypatch.setattr(runtime, "check_launch", lambda *a, **k: None)
     monkeypatch.setattr(runtime, "device_info", lambda: None)
     monkeypatch.setattr(runtime, "launch", _emulate)
+
+
+@pytest.mark.parametrize("kw", [dict(tile_order="hilbert"), dict(l2_promotion=256), dict()])
+def test_emulated_launch_computes_a_b(monkeypatch, kw):
+    maps = []
+    _emulated(monkeypatch, maps)
     cfg = _top(**kw)
     m, n, k = 11 * 256, 13 * 256, 128                    # 11 × 13 items: no power of two
     rng = np.random.default_rng(5)
@@ -212,6 +225,42 @@ def test_suite_variants_and_summary():
               "sm_mhz": 1790} for v, t in (("top", 690.0), ("hilbert", 697.0))]
     s = OS.order_summary(rows, 4096, "float16", ["top", "hilbert"])
     assert s[2]["of_top"] == pytest.approx(697 / 690) and s[2]["of_cublas"] == pytest.approx(697 / 700)
+
+
+def test_suite_dry_run_on_the_emulated_launch(monkeypatch):
+    """measure_orders end to end on the emulated launch (every variant's table / maps, the
+    interleaving, the sampled-row checks, the summary): what the GPU run does, at 512³."""
+    from asynctc.core import bench
+    from asynctc.pipeline import launch as PL
+    _emulated(monkeypatch, [])
+    monkeypatch.setattr(PL, "DeviceArray", FakeArray)
+    monkeypatch.setattr(OS, "DeviceArray", FakeArray)
+
+    class Timed:
+        median_ms = 1.0
+
+        def as_dict(self):
+            return {"median_ms": 1.0, "sm_mhz": 1800.0}
+
+    def time_gpu(fn, **kw):
+        fn()
+        return Timed()
+
+    def cublas(da, db, dc):
+        def run():
+            dc.h[...] = (da.h.astype(np.float64) @ db.h.astype(np.float64)).astype(dc.h.dtype)
+        return run
+    monkeypatch.setattr(bench, "time_gpu", time_gpu)
+    monkeypatch.setattr(bench, "cublas_gemm", cublas)
+    monkeypatch.setattr(bench, "baseline_library", lambda: "emulated")
+    said = []
+    res = OS.measure_orders(said.append, sizes=(512,), dtypes=("bfloat16",), rounds=2)
+    assert len(res["rows"]) == 2 * (1 + len(OS.VARIANTS)) and len(said) == 1
+    assert [r.get("variant") for r in res["summary"]] == [None] + [n for n, _ in OS.VARIANTS]
+    assert all(r["rel_err_rows"]["passed"] for r in res["rows"])
+    rec = type("Rec", (), {"results": res, "label": lambda self: "emulated"})()
+    text = OS.summarize_orders(rec)
+    assert "hilbert" in text and "1.000 of top" in text
 
 
 def test_orders_script_exits_2_without_a_gpu(tmp_path):
