@@ -44,8 +44,7 @@ STORE_STAGING = 2 * 64 * 64 * 2
 #: counter, trace pointer). Measured with NVRTC 13: at 24 the traced cluster + TMA-store build
 #: spills (10 bytes stored, 26 loaded), at 40 no build does.
 PRODUCER_MIN_REGS = 40
-#: Tile orders of the persistent walk: the group-M raster (TILE_ORDER 0, no define) and a Hilbert
-#: curve from a host-made table (TILE_ORDER 1; kernels/tile_order.cuh).
+#: Persistent tile orders: group-M raster (no define), Hilbert table (TILE_ORDER 1; tile_order.cuh).
 TILE_ORDERS = ("raster", "hilbert")
 
 
@@ -136,13 +135,10 @@ class WSConfig(P.RingTile):
     none). What C then holds: :func:`asynctc.swizzle.tma_once_reference`. Needs the swizzle
     variants' base: persistent, cluster=1, K-major B, row_boxes=1, no edges, 16-bit inputs (any
     swizzle); launches need K ≥ stages · bk (:func:`check_shapes`).
-    Opt-in, against the top rung's extra L2 sectors (issue 20; the defaults set no define and
-    change no cubin): ``l2_promotion`` 0/64/128/256 bytes on A's and B's tensor maps
-    (CUtensorMapL2promotion; host only, the cubin is the base's); ``l2_hint`` A's TMA loads with an
-    L2 evict_last policy (``L2_HINT``); ``tile_order`` "raster" (group-M) or "hilbert" (the
-    persistent CTAs walk a Hilbert curve over the work items, from a table made by
-    :func:`asynctc.warp_specialization.tile_order.order_table`; ``TILE_ORDER``). All three need no
-    ``edges`` (the EDGES launch takes neither the maps' promotion nor the table).
+    Opt-in (issue 20; defaults set no define): ``l2_promotion`` 0/64/128/256 bytes on A's and B's
+    tensor maps (host only); ``l2_hint`` A's TMA loads with an L2 evict_last policy (``L2_HINT``);
+    ``tile_order`` "raster" (group-M) or "hilbert" (a Hilbert order table, :mod:`.tile_order`;
+    ``TILE_ORDER``). All three need ``edges=False``.
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -329,7 +325,7 @@ class WSConfig(P.RingTile):
         p = self.l2_promotion
         if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
             _fail("l2_promotion", p, "must be an integer")
-        if p not in (0, 64, 128, 256):
+        elif p not in (0, 64, 128, 256):
             _fail("l2_promotion", p, "0 (none), 64, 128 or 256 bytes (CUtensorMapL2promotion)")
         if not isinstance(self.l2_hint, bool):
             _fail("l2_hint", self.l2_hint, "must be a bool")
