@@ -5,6 +5,7 @@ Run from the repository root on an sm_90 machine with torch (about 2 minutes on 
 
     python tools/gpu_ch06_limit.py --out $OUT            # details in $OUT/results.json
     python tools/gpu_ch06_limit.py --out $OUT --record   # ... and write data/<gpu>/ws_limit.json
+    python tools/gpu_ch06_limit.py --orders --out $OUT [--record]   # suite ws_orders instead
 
 What it measures and why, with the predictions written before each run:
 asynctc.warp_specialization.limit_suite (the "ws_limit" suite). This script adds what the suite
@@ -12,6 +13,10 @@ cannot do inside the package: (1) Nsight Compute (when `ncu` is here; in a child
 default locked base clock so every kernel runs at the same clock) over the suite's ncu_child —
 per size, rung 7 at each raster width of NCU_GROUPS and then cuBLAS once; (2) the suite's timings
 (measure_limit), recorded together with those counters.
+With --orders it runs the "ws_orders" suite instead (asynctc.warp_specialization.order_suite; no
+ncu; about 1-2 minutes with its compiles): rung 8 as the ladder runs it, with l2_promotion 128 and
+256, with the A evict_last L2 hint and with the Hilbert tile order, and cuBLAS interleaved, at
+4096³ and 8192³, fp16 and bf16, printing each variant's ratio to cuBLAS and to rung 8.
 """
 import argparse
 import json
@@ -23,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts 
 from gpu_common import find_ncu, ncu_metrics, ncu_profile, parser, record_suite, start  # noqa: E402
 from asynctc.core.ncu import metric_base  # noqa: E402
 from asynctc.warp_specialization import limit_suite as LS  # noqa: E402
+from asynctc.warp_specialization import order_suite as OS  # noqa: E402
 
 NCU_TIMEOUT_S = 200
 
@@ -62,6 +68,8 @@ def main() -> int:
     ap.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute")
     ap.add_argument("--reps", type=int, default=20, help="launches per timing sample set")
     ap.add_argument("--ncu-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--orders", action="store_true",
+                    help="time rung 8's L2 / tile-order variants (suite ws_orders) instead")
     args = ap.parse_args()
     if args.ncu_child:
         return LS.ncu_child()
@@ -70,6 +78,11 @@ def main() -> int:
         return 2
     out_dir, say = started
     from asynctc.core import runtime
+    if args.orders:
+        runtime.precompile(OS.order_jobs())
+        say(f"compiled rung 8's variants {[n for n, _ in OS.VARIANTS]}")
+        return record_suite("ws_orders", lambda: OS.measure_orders(say, args.reps),
+                            OS.summarize_orders, out_dir, say, save=args.record)
     runtime.precompile(LS.limit_jobs())
     say(f"compiled rung 7 at group_m {LS.GROUPS}")
     ncu = {"available": False, "why": "--no-ncu"} if args.no_ncu else run_ncu(say)

@@ -151,6 +151,8 @@
 // Chapter 07's switches live in their own headers and leave every other build byte for byte:
 // PROMOTE, BLOCK_SCALES (fp8_promote.cuh); SWIZZLE with K_BOXES, K_BOX_ELEMS, A_KBOX_BYTES,
 // A_KSTEP_OFFSETS, B_KSTEP_OFFSETS, and ROW_BOXES, TMA_ONCE (swizzle_experiments.cuh).
+// Issue 20's opt-in switches, same rule: TILE_ORDER (1: the argument `order`, last), L2_HINT
+// (tile_order.cuh).
 // Arguments: ta, tb (tensor maps), tc (tensor map of C, 64×64 box, 128-byte swizzle; only read
 // with TMA_STORE), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of stage 0,
 // k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null),
@@ -343,6 +345,7 @@ __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, 
   m0 = ((first_m + in_group % rows) * CLUSTER + (int)rank) * BM;
   n0 = in_group / rows * BN;
 }
+#include "tile_order.cuh"   // opt-in TILE_ORDER (order table), L2_HINT (A evict_last)
 
 // ---- producer: fill one stage with k-tile kt of the tile at (m0, n0) ----------------------------
 __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb, u32 stage_addr,
@@ -354,7 +357,7 @@ __device__ __forceinline__ void load_stage(const TmaDesc& ta, const TmaDesc& tb,
   }
 #pragma unroll
   for (int j = 0; j < K_BOXES; ++j)                   // A: BM × 64 (K_BOXES = 1 but in chapter 07)
-    tma_load_2d(stage_addr + j * A_KBOX_BYTES, ta, full_bar, kt * BK + j * K_BOX_ELEMS, m0);
+    TMA_LOAD_A(stage_addr + j * A_KBOX_BYTES, ta, full_bar, kt * BK + j * K_BOX_ELEMS, m0);
   if constexpr (CLUSTER == 2 && MULTICAST) {                               // half of B, to both
     const u32 r = cluster_ctarank();
     if constexpr (B_MAJOR == 0) {
@@ -495,6 +498,9 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #if BLOCK_SCALES
                           , const float* __restrict__ sa, const float* __restrict__ sb
 #endif
+#if TILE_ORDER
+                          , const int* __restrict__ order   // tile_order.cuh: the order table
+#endif
                           ) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
@@ -559,10 +565,10 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
         int m0, n0;
 #if SPLIT_K > 1
         const int split = item % SPLIT_K;
-        tile_origin(item / SPLIT_K, tiles_m, tiles_n, rank, m0, n0);
+        TILE_ORIGIN(item / SPLIT_K, m0, n0);
         for (int k = split * T / SPLIT_K; k < (split + 1) * T / SPLIT_K; ++k, ++ring) {
 #else
-        tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
+        TILE_ORIGIN(item, m0, n0);
         for (int k = 0; k < T; ++k, ++ring) {
 #endif
           tr.event(EV_EMPTY_BEGIN, pos.stage, ring);
@@ -632,9 +638,9 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #if SPLIT_K > 1
       const int split = item % SPLIT_K;
       const int k_lo = split * T / SPLIT_K, k_hi = (split + 1) * T / SPLIT_K;
-      tile_origin(item / SPLIT_K, tiles_m, tiles_n, rank, m0, n0);
+      TILE_ORIGIN(item / SPLIT_K, m0, n0);
 #else
-      tile_origin(item, tiles_m, tiles_n, rank, m0, n0);
+      TILE_ORIGIN(item, m0, n0);
 #endif
 #pragma unroll
       for (int i = 0; i < kAtoms; ++i)

@@ -62,6 +62,8 @@ W.<name>``):
   (:func:`ladder_summary`, :func:`prediction_check`), trace windows and tables,
   :func:`plot_raster`; never times;
 * ``exercises.py`` — chapter 06's auto-checked exercises (registered on import).
+* ``tile_order.py`` — the persistent tile orders (group-M raster mirror, the Hilbert order table);
+  ``order_suite.py`` — the ``ws_orders`` record suite (rung 8's L2 / tile-order variants).
 
 PTX ISA references: "setmaxnreg" (register reconfiguration per warpgroup; the count must be known
 at entry: ``__launch_bounds__`` / ``.maxnreg``), "mbarrier" (arrive, expect_tx, try_wait.parity),
@@ -72,6 +74,7 @@ registers and 228 KiB shared memory per SM, 227 KiB per CTA).
 from __future__ import annotations
 
 from . import config, exercises, figures, ladder, launch, limit, limit_suite, suite, trace  # noqa: F401
+from . import order_suite, tile_order  # noqa: F401  (issue 20: opt-in L2 / tile-order variants)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,
@@ -112,4 +115,4 @@ from .trace import (  # noqa: F401
 )
 
 #: The package's record suites (:mod:`asynctc.suites`): the ladder, and what limits its top rung.
-SUITES = {**suite.SUITES, **limit_suite.SUITES}
+SUITES = {**suite.SUITES, **limit_suite.SUITES, **order_suite.SUITES}

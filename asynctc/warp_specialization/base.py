@@ -68,3 +68,7 @@ def _launch_regs(threads: int) -> int:
     """Registers per thread ptxas allows at entry with ``__launch_bounds__(threads, 1)``: the SM's
     64K divided by the threads, rounded down to the allocation granule of 8."""
     return min(255, REGS_PER_SM // threads) // 8 * 8
+
+
+#: Persistent tile orders: group-M raster (no define), Hilbert table (TILE_ORDER 1; tile_order.cuh).
+TILE_ORDERS = ("raster", "hilbert")

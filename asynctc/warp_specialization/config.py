@@ -19,7 +19,7 @@ from .. import pipeline as P
 from .base import (  # noqa: F401 (re-exported: the configuration's constants and error)
     DTYPES, INPUT_DTYPES, FP8_DTYPES, B_MAJORS, BK, ROW_BYTES, SWIZZLES, STAGE_RANGE,
     REGS_PER_SM, SETMAXNREG_RANGE, REG_OVERHEAD, STORE_STAGING, PRODUCER_MIN_REGS,
-    SPLIT_K_RANGE, is_fp8, itemsize, default_bk, WarpSpecializationError, _fail, _launch_regs,
+    SPLIT_K_RANGE, TILE_ORDERS, is_fp8, itemsize, default_bk, WarpSpecializationError, _fail, _launch_regs,
 )
 from . import variants
 
@@ -98,6 +98,10 @@ class WSConfig(P.RingTile):
     (``SPLITK_FIXUP``): the sum is done in the GEMM kernel instead, by whichever split of a tile
     finishes last (a counter per tile, ``kernels/splitk_fixup.cuh``), still in the order 0 .. S − 1:
     no second launch; needs split_k > 1.
+    Opt-in (issue 20; defaults set no define): ``l2_promotion`` 0/64/128/256 bytes on A's and B's
+    tensor maps (host only); ``l2_hint`` A's TMA loads with an L2 evict_last policy (``L2_HINT``);
+    ``tile_order`` "raster" (group-M) or "hilbert" (a Hilbert order table, :mod:`.tile_order`;
+    ``TILE_ORDER``). All three need ``edges=False``.
 
     Shared memory and the accumulator budget are chapter 05's (:meth:`pipeline_config`: same stage
     layout): stages · (bm + bn) · 128 + 1024 slack + 1024 static ≤ the opt-in limit, and
@@ -131,6 +135,9 @@ class WSConfig(P.RingTile):
     pingpong: bool = False
     split_k: int = 1
     splitk_fixup: bool = False
+    l2_promotion: int = 0
+    l2_hint: bool = False
+    tile_order: str = "raster"
 
     def __post_init__(self):
         if self.bk is None:
@@ -212,6 +219,7 @@ class WSConfig(P.RingTile):
         elif self.splitk_fixup:
             _fail("splitk_fixup", True, "sums the splits of split-K in the kernel: needs "
                                         "split_k > 1, here split_k=1")
+        variants.validate_l2_order(self)
         if self.stages not in STAGE_RANGE:
             _fail("stages", self.stages, "2..6: a consumer keeps one wgmma group pending on the "
                                          "previous stage while it waits for the next one, so a "
@@ -424,6 +432,10 @@ class WSConfig(P.RingTile):
                 d["SPLITK_FIXUP"] = 1
             else:                           # the GEMM writes only fp32 partials
                 d["OUT_F32"] = 1
+        if self.l2_hint:                    # only when on (issue 20): other cubins stay
+            d["L2_HINT"] = 1
+        if self.tile_order != "raster":     # only when on (issue 20): other cubins stay
+            d["TILE_ORDER"] = TILE_ORDERS.index(self.tile_order)
         return d
 
     @property
@@ -446,7 +458,10 @@ class WSConfig(P.RingTile):
                 f"{' tma_once' if self.tma_once else ''}{' pingpong' if self.pingpong else ''}"
                 f"{f' split_k:{self.split_k}' if self.split_k != 1 else ''}"
                 f"{' fixup' if self.splitk_fixup else ''}"
-                f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}")
+                f"{'' if self.group_m == 8 else f' group_m:{self.group_m}'}"
+                f"{f' l2:{self.l2_promotion}B' if self.l2_promotion else ''}"
+                f"{' l2_hint' if self.l2_hint else ''}"
+                f"{'' if self.tile_order == 'raster' else f' order:{self.tile_order}'}")
 
     @property
     def b_load_box(self):

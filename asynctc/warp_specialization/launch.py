@@ -242,8 +242,15 @@ class WSGemm:
         self.ck = ck or compile_ws(cfg)
         self.out = out if out is not None else DeviceArray.poisoned((self.m, self.n),
                                                                     checks.np_dtype(cfg.out_dtype), stream)
-        self.ta = self.tensor_map(a, cfg.a_box)
-        self.tb = self.tensor_map(b, cfg.b_load_box)
+        l2 = getattr(cfg, "l2_promotion", 0)       # opt-in (issue 20): refused with edges
+        self.ta = self.tensor_map(a, cfg.a_box) if not l2 else _tile_map(a, cfg.a_box, l2)
+        self.tb = (self.tensor_map(b, cfg.b_load_box) if not l2 else
+                   _tile_map(b, cfg.b_load_box, l2))
+        self.order = None                          # tile_order="hilbert": the kernel's table
+        if getattr(cfg, "tile_order", "raster") != "raster":
+            from .tile_order import item_grid, order_table
+            self.order = DeviceArray.from_host(
+                order_table(*item_grid(cfg, self.m, self.n), cfg.tile_order), stream)
         # C's tensor map (64×64 box, 128-byte swizzle) for the TMA-store epilogue; other builds
         # never read their third tensor-map argument, and get A's map there
         self.tc = self.tensor_map(self.out, c_store_box(cfg)) if cfg.tma_store else self.ta
@@ -296,6 +303,8 @@ class WSGemm:
             args += (i32(self.ldc),)
         if self.cfg.block_scales:
             args += self.block_scales
+        if self.order is not None:
+            args += (self.order,)
 
         def run():
             runtime.launch(self.ck, self.grid, self.cfg.threads, *args,
@@ -319,10 +328,12 @@ class WSGemm:
                                f" {P.decode_error(word)}; the kernel gave up instead of hanging")
 
 
-def _tile_map(x, tile):
+def _tile_map(x, tile, l2_promotion: int = 0):
     """The tensor map of :class:`DeviceArray` ``x`` whose box fills ``tile``
-    (:func:`asynctc.tma.tensor_map_for_tile`)."""
+    (:func:`asynctc.tma.tensor_map_for_tile`; ``l2_promotion`` only when asked)."""
     from .. import tma
+    if l2_promotion:
+        return tma.tensor_map_for_tile(x, tile, l2_promotion=l2_promotion)[0]
     return tma.tensor_map_for_tile(x, tile)[0]
 
 

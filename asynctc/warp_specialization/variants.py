@@ -1,14 +1,17 @@
 """The rules of chapter 06's and 07's kernel variants beyond the ladder's base, each a function of a
 :class:`~asynctc.warp_specialization.config.WSConfig` called by its ``validate``: mixed FP8
-operands (``b_dtype``), row boxes, split-K, the stages-loaded-once variant, ping-pong consumers.
+operands (``b_dtype``), row boxes, split-K, the stages-loaded-once variant, ping-pong consumers,
+the L2 promotion / hint and the tile order.
 Each raises :class:`~asynctc.warp_specialization.base.WarpSpecializationError` naming the field,
 the value and the rule.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import pipeline as P
-from .base import INPUT_DTYPES, SPLIT_K_RANGE, _fail, is_fp8
+from .base import INPUT_DTYPES, SPLIT_K_RANGE, TILE_ORDERS, _fail, is_fp8
 
 
 def validate_b_dtype(self) -> None:
@@ -85,3 +88,27 @@ def validate_pingpong(self) -> None:
                              f"{self.bm // 64} atoms × {self.bn // 2} = {self.accumulators} "
                              f"fp32 accumulators per thread, above {P.ACC_BUDGET} (128x128 "
                              f"or 64x256 fit)")
+
+
+def validate_l2_order(self) -> None:
+    p = self.l2_promotion
+    if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
+        _fail("l2_promotion", p, "must be an integer")
+    elif p not in (0, 64, 128, 256):
+        _fail("l2_promotion", p, "0 (none), 64, 128 or 256 bytes (CUtensorMapL2promotion)")
+    if not isinstance(self.l2_hint, bool):
+        _fail("l2_hint", self.l2_hint, "must be a bool")
+    if self.tile_order not in TILE_ORDERS:
+        _fail("tile_order", self.tile_order, f"one of {TILE_ORDERS}")
+    if self.l2_hint and self.row_boxes != 1:
+        _fail("l2_hint", True, f"the hinted A load is the one-box-per-k-row load: needs "
+                               f"row_boxes=1, here {self.row_boxes}")
+    for f, on in (("l2_promotion", p), ("l2_hint", self.l2_hint),
+                  ("tile_order", self.tile_order != "raster")):
+        if on and self.edges:
+            _fail(f, getattr(self, f), "built for the exact launches only: the EDGES build's "
+                                       "launch takes neither the maps' promotion nor the "
+                                       "order table (needs edges=False)")
+    if self.pingpong and self.tile_order != "raster":
+        _fail("tile_order", self.tile_order, "the ping-pong consumers walk the raster order only "
+                                             "(pingpong=True needs tile_order='raster')")
