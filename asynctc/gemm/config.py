@@ -69,7 +69,7 @@ def operand_rules(dt: str, b_dt: str, a_shape, b_shape, b_layout: str, out_dtype
 
 
 #: The shape classes of :func:`shape_class`, in the order it tries them.
-SHAPE_CLASSES = ("decode", "thin", "small", "large")
+SHAPE_CLASSES = ("decode", "decode_wide", "thin", "tiny", "small", "large")
 #: Fields a :data:`DECISIONS` entry may set (any other is refused by :func:`check_decisions`):
 #: the CTA tile (``bm`` with ``consumers``, ``bn``), ``cluster``, ``stages`` (fixed; else the most
 #: that fit), ``persistent``, ``split_k`` (clipped to the k-tiles K has; > 1 turns the TMA-store
@@ -81,20 +81,34 @@ DECISION_FIELDS = ("bm", "consumers", "bn", "cluster", "stages", "persistent", "
 #: The decision table: key → {field: value} overriding :func:`choose_config`'s rule for the shapes
 #: of the key. A key is a class of :data:`SHAPE_CLASSES`, or (class, b_major) with b_major "K"
 #: (B stored N×K) / "MN" (K×N), or (class, b_major, dtype); the most specific key present wins,
-#: its fields only (no merging). Every entry empty: today's rule, as measured in the ``matmul``
-#: records. The lead edits this after a sweep, e.g. ``"decode": {"split_k": 4}`` or
-#: ``("thin", "K"): {"bn": 128, "split_k": 2}``; :func:`check_decisions` checks it.
-DECISIONS: dict = {"decode": {}, "thin": {}, "small": {}, "large": {}}
+#: its fields only (no merging); :func:`check_decisions` checks it. The entries are the winners of
+#: the shape sweep (record ``matmul_shapes``, ``tools/gpu_matmul_shapes.py``, H200, 2026-12-02),
+#: kept where one entry beat today's rule on every swept shape of its class, both B layouts
+#: (tests/test_gemm.py checks each entry against the record): "tiny" (512³) one consumer
+#: warpgroup on 64-row tiles (0.82 → 0.86 of cuBLAS); "small" (up to 2048³) no cluster (2048³:
+#: 0.95 → 0.98; 1024³ already ran without one); "decode_wide" (M ≤ 16, N·K ≥ 2^25) split-K of 4
+#: on 64×256 tiles summed in the kernel (M = 1, 4 at 8192: 0.54–0.58 → 0.80–0.82). Empty where
+#: nothing beat the rule beyond the run's noise (thin M, decode at N = K = 4096, large).
+DECISIONS: dict = {
+    "decode": {},
+    "decode_wide": {"bn": 256, "split_k": 4, "splitk_fixup": True},
+    "thin": {},
+    "tiny": {"bm": 64, "consumers": 1},
+    "small": {"cluster": 1},
+    "large": {},
+}
 
 
 def shape_class(m: int, n: int, k: int) -> str:
-    """The class of an M×N×K problem for :data:`DECISIONS`: "decode" (M ≤ 16), "thin"
-    (M ≤ 256 with N, K ≥ 2048: a few tile rows across many columns), "small" (M · N · K ≤ 2048³),
-    else "large"."""
+    """The class of an M×N×K problem for :data:`DECISIONS`: "decode" (M ≤ 16), "decode_wide"
+    (M ≤ 16 with N · K ≥ 2^25, e.g. 8192 × 8192), "thin" (M ≤ 256 with N, K ≥ 2048: a few tile
+    rows across many columns), "tiny" (M · N · K ≤ 768³), "small" (≤ 2048³), else "large"."""
     if m <= 16:
-        return "decode"
+        return "decode_wide" if n * k >= 2 ** 25 else "decode"
     if m <= 256 and n >= 2048 and k >= 2048:
         return "thin"
+    if m * n * k <= 768 ** 3:
+        return "tiny"
     return "small" if m * n * k <= 2048 ** 3 else "large"
 
 

@@ -27,9 +27,11 @@ from .splitk import SOURCE as REDUCE_SOURCE, ENTRY as REDUCE_ENTRY, reduce_defin
 
 #: The swept shapes by class of :func:`~asynctc.gemm.config.shape_class` (M, N, K).
 SWEEP_SHAPES = {
-    "small": ((512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048)),
+    "tiny": ((512, 512, 512),),
+    "small": ((1024, 1024, 1024), (2048, 2048, 2048)),
     "thin": ((64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192)),
-    "decode": tuple((m, nk, nk) for nk in (4096, 8192) for m in (1, 4, 16)),
+    "decode": tuple((m, 4096, 4096) for m in (1, 4, 16)),
+    "decode_wide": tuple((m, 8192, 8192) for m in (1, 4, 16)),
 }
 #: Shapes also swept in bf16 (fp16 sweeps every shape): one per class and size.
 BF16_SHAPES = ((1024, 1024, 1024), (64, 8192, 8192), (256, 8192, 8192), (1, 4096, 4096),
@@ -57,6 +59,8 @@ CANDIDATES = {
               {"bn": 128, "split_k": 2, **F}, {"persistent": False}, {"stages": 4},
               {"cluster": 1}),
 }
+CANDIDATES["decode_wide"] = CANDIDATES["decode"]
+CANDIDATES["tiny"] = CANDIDATES["small"]
 del F
 #: Calls per timed sample, rounds per side (alternating ours and cuBLAS), as ``matmul_host``.
 CALLS, ROUNDS = 40, 3
