@@ -159,10 +159,20 @@ for line in pl.checks_lines(mrec.results):
     print(line)
 
 # %% [markdown]
-# How `matmul` picks its tile for a shape (`asynctc/gemm/config.py`) and where it stands against
-# cuBLAS by shape — cubes, short K, thin M — is deep dive 06d, section 3, from record `matmul`; the
-# host-side table (torch tensors in, end to end, by shape) lives in record `matmul_host`.
-#
+# On torch tensors, beside `torch.matmul` (cuBLAS) in the same run, by shape: kernel time and
+# back-to-back calls from the host, each as torch's time over ours (record `matmul_host`; the red
+# marks are the goals the GEMM was built to, `asynctc.gemm.goals`). How it picks its tile is deep
+# dive 06d, section 3.
+
+# %% output varies
+from asynctc.gemm import figures as gfig, goals
+hrec = records.load("matmul_host")
+print(hrec.label())
+gfig.plot_matmul_ratios(hrec.results["rows"])
+plt.show()
+print(goals.goals_table(hrec.results["rows"]))
+
+# %% [markdown]
 # ## 6. Exercises
 #
 # Wrong answers get a hint that names the mistake.

@@ -488,3 +488,48 @@ for n, theirs in WORKLOG.items():
     head = f"rung {n} ({rung_name}): {ours:.2f} of cuBLAS, the worklog {theirs:.2f}"
     notebook.verdict(ours >= theirs, f"{head} — as far or further.",
                      f"{head} — within 0.02 of it." if ours >= theirs - 0.02 else f"{head} — short of it.")
+
+# %% [markdown]
+# ## 8. Rung 9: ping-pong consumers
+#
+# CUTLASS's other warp-specialized schedule: the two consumer warpgroups own *different* output
+# tiles (128×128 each, the same 128 accumulators per thread as rung 8's half tile), and an
+# mbarrier pair orders their k-loops so that one's epilogue runs while the other's wgmmas run. Its
+# prediction was written before it ran (below); it was checked against float64 and timed beside
+# rung 8 and cuBLAS in one run (record `ws_pingpong`; the ladder's record predates it).
+
+# %% output varies
+pp = records.load("ws_pingpong")
+print(pp.label())
+print(textwrap.fill("prediction: " + W.RUNG_BY_NAME["pingpong"].prediction, 96))
+print(W.pingpong_table(pp.results))
+ppl = {(r["size"], r["dtype"], r["rung"]): r for r in pp.results["ladder"]}
+r98 = {(s, dt): ppl[(s, dt, 9)]["tflops"] / ppl[(s, dt, 8)]["tflops"]
+       for s, dt, n in ppl if n == 9}
+lo4 = min(v for (s, _d), v in r98.items() if s == 4096)
+notebook.verdict(0.97 <= lo4 <= 1.03,
+                 f"Ping-pong held its prediction: {lo4:.2f} of rung 8 at 4096³.",
+                 f"Ping-pong missed its prediction (0.97–1.03 of rung 8 at 4096³): "
+                 f"{min(r98.values()):.2f}–{max(r98.values()):.2f} of rung 8.")
+
+# %% [markdown]
+# What the traces of both rungs (CTA 0, 4096³ fp16) say about why:
+
+# %% output varies
+tr = {t["rung"]: t for t in pp.results["traces"]}
+m8, m9 = tr[8]["metrics"]["mean"], tr[9]["metrics"]["mean"]
+o9 = tr[9]["overlap"]
+_ = notebook.claim(o9["math_busy"] > 0.95 and m9["tensor_utilization"] < m8["tensor_utilization"],
+                   f"In ping-pong some consumer has wgmmas in flight for {o9['math_busy']:.2f} of the "
+                   f"k-loop span and {o9['epilogue_covered']:.2f} of each epilogue runs under the "
+                   f"other's wgmmas (rung 8: {tr[8]['overlap']['epilogue_covered']:.2f}), yet the "
+                   f"Tensor Cores are busy {m9['tensor_utilization']:.2f} of the datasheet rate "
+                   f"against rung 8's {m8['tensor_utilization']:.2f}: the schedule overlaps as "
+                   "designed, and what it loses is the rate of one warpgroup's m64n128 wgmmas "
+                   "against two warpgroups' m64n256 (chapter 04 measured wgmma throughput by N).",
+                   busy=o9["math_busy"], tc9=m9["tensor_utilization"], tc8=m8["tensor_utilization"])
+
+# %% [markdown]
+# Ping-pong pays where the epilogue is long (a fused activation, a wide C) against the k-loop;
+# behind rung 8's TMA-store epilogue it is short. This is a measured loss on this GPU at these
+# shapes, not a verdict on the schedule.

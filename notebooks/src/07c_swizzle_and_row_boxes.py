@@ -13,6 +13,7 @@
 import matplotlib.pyplot as plt
 
 from asynctc.core import notebook, records
+from asynctc import fp8
 from asynctc import swizzle as SW
 
 notebook.banner("sm_90a")
@@ -100,6 +101,20 @@ else:
                      f"{1 / max(of[32]) - 1:.0%} and {1 / max(of[0]) - 1:.0%} — and nothing measured "
                      "points to bank conflicts as the cause (the LSU counters cannot see this kernel's "
                      "accesses; the bank reads are equal).")
+
+# %% [markdown]
+# The same four swizzles for **FP8** (e4m3, K-major, one CTA per cluster, C stored from registers),
+# each checked against float64 first, beside the FP16 top rung in one run (record `fp8_swizzle`;
+# the seed article suggests 64 or 32 bytes may suit FP8 better):
+
+# %% output varies
+fsw = records.load("fp8_swizzle")
+print("\n".join(fp8.summarize_fp8_swizzle(fsw).splitlines()[:-1]))   # the table, less the prediction's text
+best_narrow = max(t["of_128"] for t in fsw.results["table"] if t["swizzle"] != 128)
+notebook.verdict(best_narrow > 1.0,
+                 f"For FP8 a narrower swizzle beat 128 bytes: {best_narrow:.2f} of it at best.",
+                 f"For FP8 too, 128 bytes is fastest: the next-best mode keeps {best_narrow:.2f} of "
+                 "it — the same order as FP16's.")
 
 # %% [markdown]
 # ## 2. Is it the number of TMA boxes?

@@ -101,6 +101,33 @@ for bug in (8, 6, 9, 5, 2, 3):
     print(f"BUG={bug} ({V.BUGS[bug][0]}):", gpu_outcome(bug))
 
 # %% [markdown]
+# Three of those ran "ok" once, so they were run again under stress (`tools/gpu_ch08.py
+# --latent-only`): dozens of runs each at several sizes, with kernels built to widen the window —
+# a TMA store of a box whose pattern changes every iteration (BUG=8 without the bulk group's read
+# wait, BUG=6 without the proxy fence), and an mbarrier initialised by one thread and used by
+# another warp with no fence or sync (BUG=5). What the H200 showed, from the record:
+
+# %% output varies
+from asynctc.pitfalls import latent
+for bug in (8, 6, 5, "5_fence_only", "5_no_order"):
+    print(f"BUG={bug}:", latent.recorded_verdict(bug))
+lat = records.load("pitfalls").results["latent"]
+for s in lat["sanitizer"]:
+    print(f"  compute-sanitizer {s['tool']:9s} on BUG={s['bug']}: {s['summary']}")
+v = lat["verdicts"]
+race5 = sum(s["errors"] for s in lat["sanitizer"] if s["bug"] == 5 and s["tool"] == "racecheck")
+_ = notebook.claim(v["8"].startswith("manifest") and all(v[k].startswith("latent") for k in ("5", "6"))
+                   and race5 > 0,
+                   "Only the store-buffer reuse (BUG=8) showed on the H200; the missing proxy and "
+                   "init fences stayed latent in every run, and racecheck flagged the unfenced init "
+                   f"({race5} hazards).", bug8=v["8"][:40], bug5=v["5"], bug6=v["6"], race5=race5)
+
+# %% [markdown]
+# When the reuse shows, the check names the first wrong element and says its value is the *next*
+# iteration's: the buffer was overwritten while the TMA engine was still reading it. A test that
+# passes is not a proof — and a tool can see an ordering the hardware happened to keep.
+
+# %% [markdown]
 # ## 4. Slow, not wrong: setmaxnreg dropped
 #
 # Compiled here, without and with `__launch_bounds__(256, 1)`:
