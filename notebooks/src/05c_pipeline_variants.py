@@ -170,9 +170,10 @@ w2, w2_0 = row(big, 2), row(big, 2, wait_pending=0)
 w4, w4_0 = row(big, 4), row(big, 4, wait_pending=0)
 notebook.claim(w2_0["tflops"] > 1.15 * w2["tflops"] and abs(w4_0["tflops"] / w4["tflops"] - 1) < 0.02,
                f"wait_group 0 vs 1, {big}: at S = 2, wait_group(0) is ahead ({w2_0['tflops']:.0f} vs "
-               f"{w2['tflops']:.0f}): with one group pending, a ring of 2 refills the stage of k−1 with "
-               f"k-tile k + 1, the very next one, so each load has a single k-tile of math to hide "
-               f"behind; with none pending it refills with k + 2. At S = 4 the two are within "
+               f"{w2['tflops']:.0f}). A candidate explanation: with one group pending, a ring of 2 refills "
+               f"the stage of k−1 with k-tile k + 1, the very next one, so each load has a single k-tile "
+               f"of math to hide behind; with none pending it refills with k + 2 — but the kernel-schedule "
+               f"model does not reproduce the size of the gap (deep dive 05b). At S = 4 the two are within "
                f"{abs(w4_0['tflops'] / w4['tflops'] - 1):.1%}.",
                s2_w0=w2_0["tflops"], s2_w1=w2["tflops"], s4_w0=w4_0["tflops"], s4_w1=w4["tflops"])
 m2 = {p: mp.simulate(2, p, 2, K_TILES, hw).math_fraction for p in (0, 1)}
@@ -214,7 +215,8 @@ ok = notebook.claim(best[big]["tflops"] > 1.05 * max(best[t]["tflops"] for t in 
                f"{max(best[t]['tflops'] for t in tiles_measured[1:]):.0f}: per k-tile 128×256 loads "
                f"{ktile[256][0] // 1024} KiB for {ktile[256][1] / 1e6:.1f} MFLOP, 128×128 "
                f"{ktile[128][0] // 1024} KiB for {ktile[128][1] / 1e6:.1f} MFLOP — "
-               f"{per_flop[128] / per_flop[256]:.2f}× the bytes per FLOP on a path that is already the limit.",
+               f"{per_flop[128] / per_flop[256]:.2f}× the bytes per FLOP, on the L2 → SM path deep dive 05b's fit "
+               "suspects (a suspect, not a proof).",
                big=best[big]["tflops"])
 
 # %% [markdown]

@@ -3,7 +3,7 @@
 #
 # **Learning goal.** Split chapter 05's GEMM into roles: one *producer* warpgroup that only issues
 # TMA loads and *consumer* warpgroups that only issue `wgmma`, synchronised by the ring's full and
-# empty mbarriers; then climb a ladder of eight kernels, each changing one thing, timed beside
+# empty mbarriers; then climb a ladder of kernels, each changing one thing, timed beside
 # cuBLAS in the same run. You will be able to
 #
 # 1. draw the producer/consumer protocol — who waits on which barrier, on which phase parity, who

@@ -58,7 +58,8 @@ assert W.seed_protocol()["consumer waits"] == "empty" and W.protocol_from_source
 #
 # The producer warpgroup: it gives registers back (`setmaxnreg.dec`, section 3), then thread 0
 # walks every (tile, k-tile): wait empty, `arrive.expect_tx` on full and the TMA loads
-# (`load_stage`), advance the ring. The other 127 threads leave.
+# (`load_stage`), advance the ring. The other 127 threads have nothing to do: without a cluster
+# they leave; with one (rungs 6–9) they wait at the closing `cluster_sync` with the rest.
 
 # %%
 notebook.show_source("warp_specialization.cu", start=r"^    // ---------------- producer warpgroup",
@@ -157,9 +158,9 @@ assert all(v["spill_bytes"] == 0 and not v["setmaxnreg_dropped"] for v in res["r
 # |---|---|
 # | a producer warpgroup and one consumer warpgroup, one tile per CTA (not persistent) | `KernelTmaWarpSpecialized` (`sm90_gemm_tma_warpspecialized.hpp`: one MMA warpgroup, non-persistent) |
 # | two consumer warpgroups on the **same** tile, each computing its rows (rungs 3–8; persistent from rung 5) | `KernelTmaWarpSpecializedCooperative` (`sm90_gemm_tma_warpspecialized_cooperative.hpp`, persistent) |
-# | two consumer warpgroups on **different** tiles, taking turns (deep dive 06d, section 2; not built here) | `KernelTmaWarpSpecializedPingpong` (`sm90_gemm_tma_warpspecialized_pingpong.hpp`) |
+# | two consumer warpgroups on **different** tiles, taking turns (rung 9, deep dive 06c section 8) | `KernelTmaWarpSpecializedPingpong` (`sm90_gemm_tma_warpspecialized_pingpong.hpp`) |
 # | FP8 without promotion (chapter 07, `promote=0`) | `KernelTmaWarpSpecialized…FP8FastAccum` (`KernelTmaWarpSpecializedCooperativeFP8FastAccum`, `…PingpongFP8FastAccum`) |
-# | FP8 with promotion every P k-tiles (chapter 07, `promote=P`) | the FP8 mainloop's `mma_promotion_interval` (MMAs between promotions, default 4) with `GmmaFP8Accumulation` (`gemm/collective/fp8_accumulation.hpp`) |
+# | FP8 with promotion every P k-tiles (chapter 07, `promote=P`) | the FP8 mainloop's `mma_promotion_interval` (k32 MMAs between promotions, default 4 — one promotion per 128-element k-tile, i.e. our `promote=1`) with `GmmaFP8Accumulation` (`gemm/collective/fp8_accumulation.hpp`) |
 # | the producer's `setmaxnreg.dec`, the consumers' `.inc` | `cutlass::arch::warpgroup_reg_dealloc<N>` / `warpgroup_reg_alloc<N>` |
 #
 # (Names checked against the CUTLASS source; nothing of its code is used here.)

@@ -172,8 +172,9 @@ _ = notebook.claim(kept[1] < kept[4] < 1.0,
 #
 # The seed article also says the right shared-memory swizzle is worth 10–20 %. The `swizzle`
 # suite built chapter 06's rung 5 (fp16) with 128-, 64- and 32-byte swizzle and none, checked each
-# against float64 and timed it. Bank conflicts are not expected: wgmma reads each 8-row × 16-byte
-# core matrix in one pass in every layout (deep dive 07c reads Nsight Compute's counters). A narrow
+# against float64 and timed it. The bank model reads the same number of bank rows in every layout,
+# and wgmma alone runs at full rate on each (deep dive 07c, with Nsight Compute's counters; how
+# wgmma fetches shared memory is not documented). A narrow
 # layout does make TMA write more, shorter rows; so the suite also ran wgmma alone on stages loaded
 # once (`WSConfig.tma_once`, a diagnostic, not a GEMM). Full rate there means the loss is TMA's.
 

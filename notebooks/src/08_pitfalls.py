@@ -205,8 +205,9 @@ ok = exercises.check("ch08.repair", 0, rule="store", program=fixed, solution=Tru
 #   formula, and make every wait bounded so that a hang becomes "consumers timed out on full[0] at
 #   tile 0".
 # * Races are ordering: proxies (fence.proxy.async), bulk groups (wait_group.read), wgmma groups
-#   (wait_group before release), leaders (__syncwarp before the arrive). Tests and sanitizers miss
-#   most of them; a model of the rules does not.
+#   (wait_group before release), leaders (__syncwarp before the arrive). A passing test does not
+#   clear them — on the H200 the missing proxy fence never showed in 48 stressed runs, and racecheck
+#   did not see it either (deep dive 08b); a model of the rules names it.
 # * Layout bugs are deterministic: the first wrong element and its pattern name them.
 # * Read the ptxas log: C7508 means your register split is not there.
 #

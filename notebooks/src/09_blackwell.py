@@ -41,8 +41,8 @@ notebook.banner("sm_100a", measured=False)
 # On Blackwell the same 128×256 tile lives in TMEM: 128 lanes (one per row of D) × 256 columns of
 # 32-bit cells, half of the 512 columns. TMEM is **per SM** (128 lanes × 512 columns × 4 bytes =
 # 256 KiB), shared by the CTAs resident on it: each allocates its columns (section 4). While the
-# MMAs run, no thread holds any of it; the epilogue pulls it out 32 columns at a time with
-# `tcgen05.ld`.
+# MMAs run, no thread holds any of it; this kernel's epilogue pulls it out 32 columns at a time
+# (`tcgen05.ld.32x32b.x32`; other shapes move more or fewer).
 
 # %%
 M_TILE, N_TILE = 128, 256
@@ -98,9 +98,10 @@ print(tc.sdesc_layout())
 
 # %% [markdown]
 # The canonical layouts (K-major / MN-major, none / 32 / 64 / 128-byte swizzle) are the ones of
-# chapter 04, so the same operand tile gives the same start, LBO and SBO. The sm_100 swizzle codes
-# 2/4/6 are sm_90's 1/2/3 one bit higher — so for those modes the two descriptors of one tile differ
-# in a single bit: 46.
+# chapter 04, so the same operand tile gives the same start, LBO and SBO. The sm_100 swizzle field
+# is three bits (61–63) where sm_90's is two (62–63), and its codes 2/4/6 are sm_90's 1/2/3 read
+# one bit lower — the same bits set. What differs is bit 46, the sm_100 descriptor's version field
+# (1): for those modes the two descriptors of one tile differ in that single bit.
 
 # %%
 tile = descriptors.OperandTile(128, 64, "float16", "K", 128)
@@ -195,7 +196,8 @@ for r in rows:
 # %% [markdown]
 # Two rows are easy to misread. `wgmma.fence` orders a warpgroup's register accesses to its
 # accumulator before the next `wgmma` (PTX ISA, *wgmma.fence*); `tcgen05.mma` takes no register
-# operands, so it has no counterpart. `tcgen05.fence::before_thread_sync` and
+# matrix operands (its descriptors and TMEM address do travel in registers), so it has no
+# counterpart. `tcgen05.fence::before_thread_sync` and
 # `::after_thread_sync` do a different job: they order a thread's tcgen05 operations (MMA, ld, st,
 # alloc, …) before or after a thread synchronisation — a barrier, an mbarrier wait — so that the
 # sync orders them for other threads too (PTX ISA, *tcgen05.fence*).

@@ -176,8 +176,9 @@ assert anchor_tflops < 0.75 * pred["tflops"]
 
 # %% [markdown]
 # So the model is a ceiling for this schedule, not a forecast: a published tutorial kernel of the
-# same size (one CTA per 128×256 tile, no CTA pairs) reaches about half of it, and the model leaves out
-# exactly what such kernels pay — memory contention, the clock under load, issue limits.
+# same size (one CTA per 128×256 tile, no CTA pairs, on a GB200 with 152 SMs) reaches about half of
+# it; the model leaves out what such kernels plausibly pay — memory contention, the clock under
+# load, issue limits — and the gap is not shown to consist of those.
 
 # %% [markdown]
 # ## Exercises
