@@ -33,10 +33,17 @@ def plot_matmul_ratios(rows: list[dict], ax=None, log_top: float = 2.0):
                            ("e2e_of_torch", "x", "back-to-back calls (end to end)")):
         ys = [min(r[key], log_top) for r in rows]
         ax.plot(xs, ys, mark, ms=4, label=lab)
-        for x, r in zip(xs, rows):
-            if r[key] > log_top:
-                ax.annotate(f"{r[key]:.1f}×", (x, log_top), fontsize=6, ha="center",
-                            va="bottom")
+        run: list = []                      # consecutive clipped points: one label per run
+        for x, r in list(zip(xs, rows)) + [(None, None)]:
+            if r is not None and r[key] > log_top:
+                run.append((x, r[key]))
+                continue
+            if run:
+                lo, hi = min(v for _x, v in run), max(v for _x, v in run)
+                text = f"{hi:.1f}×" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}–{hi:.1f}×"
+                ax.annotate(text, ((run[0][0] + run[-1][0]) / 2, log_top), fontsize=6,
+                            ha="center", va="bottom")
+                run = []
     ax.axhline(1.0, color="grey", lw=0.6)
     start = 0
     for cls in dict.fromkeys(r["class"] for r in rows):
