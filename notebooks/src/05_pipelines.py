@@ -162,7 +162,7 @@ _ = notebook.claim(per_k > 1.8 * kt_peak and wait_full > 0.15,
                    f"At S = {best_s}, in the traced first-wave CTAs, a k-tile takes {per_k:.0f} cycles "
                    f"against {kt_peak:.0f} of Tensor Core work, and the consumers wait on full barriers "
                    f"{wait_full:.0%} of the loop, while a wgmma group is nearly always outstanding — "
-                   "the trace cannot tell starved wgmmas from slow ones (deep dive 05b weighs both).",
+                   "the trace cannot tell starved wgmmas from slow ones (deep dive 05b fits the load side).",
                    cycles=per_k, peak=kt_peak, wait_full=wait_full)
 
 # %% [markdown]

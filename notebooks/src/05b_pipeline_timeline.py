@@ -193,17 +193,19 @@ notebook.claim(meas[2] < 0.7 * pred[2],
                predicted=pred[2], measured=meas[2])
 traced = sorted(metrics[best_s]["ctas"])
 notebook.claim(per_k[best_s] > 1.8 * kt_peak and metrics[best_s]["mean"]["wait_full_fraction"] > 0.15,
-               f"The trace points at the loads — for the CTAs it holds ({len(traced)} CTAs, blocks 0–"
-               f"{len(traced) - 1}, all in the first wave): there, at S = {best_s}, a k-tile takes "
-               f"{per_k[best_s]:.0f} cycles against {kt_peak:.0f} of Tensor Core work, and the consumers "
-               f"spend {metrics[best_s]['mean']['wait_full_fraction']:.0%} of the loop waiting on full "
-               "barriers: in those CTAs the data, not the math, sets the pace. The record holds no trace "
+               f"For the CTAs the trace holds ({len(traced)} CTAs, blocks 0–{len(traced) - 1}, all in the "
+               f"first wave), at S = {best_s}: a k-tile takes {per_k[best_s]:.0f} cycles against "
+               f"{kt_peak:.0f} of Tensor Core work, and the consumers spend "
+               f"{metrics[best_s]['mean']['wait_full_fraction']:.0%} of the loop waiting on full barriers "
+               f"while a wgmma group stays in flight {metrics[best_s]['mean']['math_in_flight']:.2f} of it "
+               "— the trace cannot say whether late loads or slowed wgmmas set that pace (the fits "
+               "below model the load side only). The record holds no trace "
                "of a later wave, and the kernel's average leaves less time per k-tile than these CTAs "
                "took (below), so this is not shown for the average CTA.",
                cycles=per_k[best_s], wait_full=metrics[best_s]["mean"]["wait_full_fraction"],
                traced_ctas=traced)
 ok = notebook.claim(gpu_sum[best_s]["tma_cycles"] > 2 * mod_sum[best_s]["tma_cycles"],
-               f"From issue to use a load spans up to {gpu_sum[best_s]['tma_cycles']:.0f} cycles at S = "
+               f"From issue to use a load spans on average {gpu_sum[best_s]['tma_cycles']:.0f} cycles at S = "
                f"{best_s} on the GPU (the span includes the lead the schedule gives each load), "
                f"{mod_sum[best_s]['tma_cycles']:.0f} in the model.", gpu=gpu_sum[best_s]["tma_cycles"],
                model=mod_sum[best_s]["tma_cycles"])

@@ -159,7 +159,8 @@ for line in pl.checks_lines(mrec.results):
     print(line)
 
 # %% [markdown]
-# On torch tensors, beside `torch.matmul` (cuBLAS) in the same run, by shape: kernel time and
+# On torch tensors, beside `torch.matmul` (cuBLAS, with torch's defaults: a reduced-precision
+# split-K reduction allowed, as a user's call gets it) in the same run, by shape: kernel time and
 # back-to-back calls from the host, each as torch's time over ours (record `matmul_host`; the red
 # marks are the goals the GEMM was built to, `asynctc.gemm.goals`). How it picks its tile is deep
 # dive 06d, section 3.

@@ -230,5 +230,6 @@ _ = notebook.verdict(per_prom,
                      "1/P nor a fixed cost plus a cost per promotion (fitted on P = 1, 2, that predicts "
                      f"{(1 - kp[4096][1]) - ((1 - kp[4096][1]) - (1 - kp[4096][2])) * 1.5:.2f} at P = 4). "
                      + ("It is not flat either (the per-k-tile reading). " if not per_tile else "")
-                     + "The builds also ran at SM clocks up to 7 % apart, so the ratios mix in clock. "
+                     + "The builds also ran at SM clocks up to 7 % (4096³) and 10 % (8192³) apart, so the ratios "
+                     "mix in clock. "
                      "The hypothesis is wrong as stated; the cause stays open.")

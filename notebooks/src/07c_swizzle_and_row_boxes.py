@@ -60,8 +60,8 @@ else:
                        f"across all {len(nrows)} variants profiled — the four above and the row-box and "
                        f"wgmma-only variants below — (largest / smallest − 1 = "
                        f"{max(reads) / min(reads) - 1:.0e}) at {where}, as "
-                       "the model predicts (wgmma serves each 8-row × 16-byte core matrix in one pass in "
-                       "every layout).", bank_reads=reads)
+                       "the model predicts (the model assumes wgmma serves each 8-row × 16-byte core matrix "
+                       "in one pass in every layout).", bank_reads=reads)
     nb = {r["swizzle"]: r for r in (nrows or []) if r["row_boxes"] == 1}
     if all(sw in nb and nb[sw]["tma_bytes"] and nb[sw]["duration_us"] for sw in (128, 64, 32, 0)):
         b128, t128 = nb[128]["tma_bytes"], nb[128]["duration_us"]

@@ -200,8 +200,8 @@ else:
                    if lt_blk.get("copies_output") else ""))
         _ = notebook.verdict(ratio_blk >= 0.9, f"{head}: close to the library.",
                              f"{head}. The core lesson's ≥ 0.90 goal is for per-tensor scales; with block scales "
-                             "our kernel, whose promotion drains the wgmma pipe every k-tile, is far "
-                             "behind — how cuBLASLt hides its promotion is not in the record.")
+                             "our kernel, which promotes every k-tile (what that costs: deep dive 07b; its cause is "
+                             "open), is far behind — how cuBLASLt hides its promotion is not in the record.")
 
 # %% [markdown]
 # ## 5. On the shapes a user meets
