@@ -436,3 +436,22 @@ def test_the_core_lesson_does_not_print_its_exercises_answers():
     deep_learner = deep[:deep.index("<summary>Solutions")]
     assert 'check("ch08.first_misplaced", answer, base_offset=0, reader_swizzle=64)' in deep_learner
     assert not re.search(r"layout_mismatch\(\s*128\s*,\s*64", src + deep)
+
+
+def test_the_store_repair_must_wait_before_the_barrier_that_releases_the_writers():
+    """The TMA-store buffer: the issuing thread's wait_group.read must come before the barrier that
+    lets the other threads rewrite the buffer — after it, the others may already be writing (a
+    newcomer's repair put it after the barrier and was graded correct)."""
+    from asynctc.pitfalls import ordering as O
+    from asynctc.core import exercises
+    broken = list(O.PROGRAMS["store"]["broken"])
+    good, late = list(broken), list(broken)
+    good.insert(5, ("bulk_wait_read", 0))
+    late.insert(6, ("bulk_wait_read", 0))
+    assert O.check(good) == []
+    hz = O.check(late)
+    assert [h.rule for h in hz] == ["store"] and "before that barrier" in hz[0].why
+    assert exercises.check("ch08.repair", 0, rule="store", program=good) is True
+    assert exercises.check("ch08.repair", 0, rule="store", program=late) is False
+    with pytest.raises(ValueError, match=r"bulk_wait_read takes N"):
+        O.check(broken[:5] + [("bulk_wait_read", None)] + broken[5:])

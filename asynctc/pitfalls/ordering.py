@@ -70,7 +70,12 @@ def check(program: Sequence) -> list[Hazard]:
     wg_groups: list = []             # committed wgmma groups: list of sets of stages read
     wg_open: set = set()
     lanes_read: dict = {}            # stage -> "read" | "synced"
+    released: dict = {}              # buffer -> step of the barrier that let other threads on
+    #                                  while a TMA store of it was still pending
     for i, (op, a) in enumerate(steps):
+        if op in ("bulk_wait_read", "wgmma_wait") and (isinstance(a, bool) or not isinstance(a, int)):
+            raise ValueError(f"step {i}: ({op!r}, {a!r}): {op} takes N, the groups that may stay "
+                             "pending (an int; 0 waits for all)")
         if op == "init":
             init_state[a] = "init"
         elif op == "fence_init":
@@ -78,6 +83,9 @@ def check(program: Sequence) -> list[Hazard]:
                 if s == "init":
                     init_state[b] = "fenced"
         elif op == "sync":
+            for g in groups:                 # other threads pass this barrier with these pending
+                for b in g:
+                    released.setdefault(b, i)
             for b, s in init_state.items():
                 if s == "fenced":
                     init_state[b] = "ready"
@@ -97,6 +105,12 @@ def check(program: Sequence) -> list[Hazard]:
                 hz.append(Hazard(i, op, "store", f"buffer {a!r} rewritten while the TMA store of bulk "
                                                  f"group {pending[-1]} may still read it (no "
                                                  f"cp.async.bulk.wait_group.read covers that group)"))
+            elif a in released:
+                hz.append(Hazard(i, op, "store", f"buffer {a!r} rewritten after the barrier at step "
+                                                 f"{released[a]}, which let the other threads on while "
+                                                 f"its TMA store was still pending: the thread that "
+                                                 f"issued the store must wait (wait_group.read) before "
+                                                 f"that barrier, not after it"))
             written[a] = "dirty"
         elif op == "fence_proxy":
             for b, s in written.items():
