@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 05b — Deep dive: the model before the GPU, and the GPU's own timeline
 #
+# ← back to the core lesson [05_pipelines](05_pipelines.ipynb)
+#
 # **Assumes** chapter 05's core lesson: the ring of S stages with its full and empty mbarriers and
 # their phase parities, the kernel's loop, the `pipeline` record's checks and its depth sweep beside
 # cuBLAS. **What it adds:** the CPU discrete-event model's prediction of that sweep, frozen before

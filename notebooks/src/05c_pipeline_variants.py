@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 05c — Deep dive: what moved the numbers, and the protocol broken on purpose
 #
+# ← back to the core lesson [05_pipelines](05_pipelines.ipynb)
+#
 # **Assumes** chapter 05's core lesson: the ring and its parities, the kernel's loop, the
 # configuration names, the `pipeline` record's checks and depth sweep. **What it adds:** the
 # producer's half of a refill and the SASS of every measured tile, with its registers and shared

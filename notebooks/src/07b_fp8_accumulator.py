@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 07b — Deep dive: the FP8 accumulator taken apart
 #
+# ← back to the core lesson [07_fp8_precision](07_fp8_precision.ipynb)
+#
 # **Assumes** chapter 07's core lesson: the e4m3 / e5m2 grids, the align-and-truncate model of the
 # Tensor Core's sum (`fp8.tc_dot`: per group of 32 products, truncated to f fraction bits below the
 # largest exponent), the swamping experiment and promotion (`promote=P`). **What it adds:** the

@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 07c — Deep dive: swizzle, TMA boxes and wgmma
 #
+# ← back to the core lesson [07_fp8_precision](07_fp8_precision.ipynb)
+#
 # **Assumes** chapter 07's core lesson, section 6: the `swizzle` suite's four variants of chapter
 # 06's rung 5 (fp16, 128-, 64-, 32-byte swizzle and none), their throughput as a fraction of the
 # 128-byte one, and the verdict that the narrow layouts' loss is TMA's. **What it adds:** Nsight

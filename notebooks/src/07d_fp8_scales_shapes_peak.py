@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 07d — Deep dive: block scales, other shapes, and the percent of peak
 #
+# ← back to the core lesson [07_fp8_precision](07_fp8_precision.ipynb)
+#
 # **Assumes** chapter 07's core lesson: the formats, a dequantisation scale (x ≈ q · s, s = amax /
 # 448), promotion (`promote=P`), the fp8 record's checks and its timings at 4096³ and 8192³.
 # **What it adds:** FP8 wgmma's operand rules and the ways around them; per-tensor against

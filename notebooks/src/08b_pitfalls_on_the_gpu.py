@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 08b — Deep dive: the bugs in compiled code and on the GPU
 #
+# ← back to the core lesson [08_pitfalls](08_pitfalls.ipynb)
+#
 # **Assumes** chapter 08's core lesson: the zoo, the kernel its variants break, the ring model, the
 # layout model and the ordering checker. **What it adds:** what each bug removes from the SASS; the
 # hang that blocks late and the expect_tx hang; every other variant's outcome on the H200 (races

@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 09b — Deep dive: a persistent Blackwell GEMM (two accumulators, CLC, CTA pairs, block scales)
 #
+# ← back to the core lesson [09_blackwell](09_blackwell.ipynb)
+#
 # **Learning goal.** Chapter 09's tcgen05 GEMM computes one tile per CTA with one TMEM accumulator,
 # so its epilogue can never overlap the next tile's MMAs. Here the kernel
 # (`kernels/tcgen05_persistent.cu`, `asynctc.tcgen05.persistent`) stays resident and walks many

@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 09c — Deep dive: where the accumulator lands, and one tile through the data path
 #
+# ← back to the core lesson [09_blackwell](09_blackwell.ipynb)
+#
 # **Assumes** chapter 09's core lesson: TMEM (128 lanes × 512 columns per SM, lane quarters per
 # warp), the instruction descriptor and the sm_100 shared-memory descriptor. **What it adds:** the
 # descriptors' refusals; the PTX ISA's data path layouts — where row i, column j of D lands in TMEM
