@@ -176,7 +176,7 @@ print("mbarrier and TMA instructions present")
 #
 # The same tiled copy of a 512 MiB fp32 matrix, global → shared → global, three ways
 # (`kernels/tma.cu`): **TMA** (one thread per 32-thread CTA issues loads into a ring of stages
-# and TMA stores out of it), **vectorized loads** (128 threads, 16-byte `LDG`/`STS`/`LDS`/`STG`, one
+# and [TMA stores](../docs/glossary.md#tma-store) out of it), **vectorized loads** (128 threads, 16-byte `LDG`/`STS`/`LDS`/`STG`, one
 # stage), **cp.async** (128 threads, `LDGSTS` ring). Boxes from 1 KB to 32 KB with 128-byte, 256-byte
 # and 1 KB rows; as many CTAs per SM as shared memory allows (≤ 16). Bandwidth counts bytes read +
 # written, against the device-to-device copy timed in the same run.

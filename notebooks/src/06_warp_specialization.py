@@ -17,7 +17,7 @@
 # (the seed's deadlock, the loops in the source, registers from the cubin, a descriptor bug);
 # [06c — the ladder investigated](06c_ladder_investigations.ipynb) (every verdict in full, the last
 # round, shared-memory bytes); [06d — asking the hardware, and the GEMM by shape](06d_limits_and_gemm.ipynb)
-# (Nsight Compute, the raster sweep, `matmul` timed by shape).
+# (Nsight Compute, the [raster](../docs/glossary.md#raster) sweep, `matmul` timed by shape).
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -133,7 +133,7 @@ _ = notebook.claim(t8["wait_full"] > 0.1,
 # **Why.** Splitting the roles makes the later rungs possible; the steps that moved the number
 # (section 3) removed time the consumers issue no wgmma: the epilogue shrinks when C goes out
 # through shared memory and a TMA store that drains under the next tile's k-loop (rung 7), and the
-# order the persistent CTAs walk the tiles in sets the bytes read from DRAM (rung 8). What limits
+# order the [persistent](../docs/glossary.md#persistent) CTAs walk the tiles in sets the bytes read from DRAM (rung 8). What limits
 # the rest — the last round of a persistent grid, shared-memory bytes per k-tile, what cuBLAS does
 # differently — is deep dives 06c and 06d.
 #
