@@ -69,7 +69,7 @@ ALLOWED = [
     ("04", r"lane 4g\+t holds|N/2 fp32 values per thread|holds each|holding each",
      "the PTX accumulator layout"),
     ("04b", r"lane 4g\+t holds|holds each", "the PTX accumulator layout"),
-    ("04", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),
+    ("04b", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),
     ("04b", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
     ("09", r"everything numeric below is a \*\*model\*\*", "says that nothing is measured"),
     ("09", r"no thread holds any of it", "where the accumulator lives, not a measurement"),

@@ -207,7 +207,10 @@ print(mma_sync.summarize_mma_sync(rec, anatomy=False))
 # A model of that data path — the bound it puts on each tile, what Nsight Compute read and which
 # variants were tried — is in [deep dive 01b §6](01b_synchronous_anatomy.ipynb): with the
 # threads moving every byte, the shared-memory data path and the barriers, not the Tensor Cores,
-# set the pace.
+# set the pace. Larger warp tiles would need fewer `ldmatrix` bytes
+# per FLOP, but their accumulators do not fit in the registers at two CTAs per SM; loading the next
+# k-tile two tiles ahead, spreading the shared-memory stores over the k-tile, or bypassing L1 for the
+# global loads (`ld.global.cg`, `.L1::no_allocate`) all measured within ±2% (see `docs/NOTES.md`).
 # What helps is taking the copy away from the threads: chapter 02 removes the register hop
 # (`cp.async` writes shared memory directly), chapter 03 removes the threads (TMA), and chapter 04
 # the `ldmatrix` (wgmma reads its operands from shared memory itself).

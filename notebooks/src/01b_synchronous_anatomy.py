@@ -227,17 +227,17 @@ except ValueError as e:
 
 # %% [markdown]
 # The core lesson's section 5 names two effects; the second: every operand byte crosses the SM's
-# L1/shared-memory data path three times (four if the anatomy's hypothesis holds). A simple model
-# counts the three for each tile and
-#    asks how fast the kernel could go if that data path (128 bytes per clock per SM: 32 banks × 4
-#    bytes) were the only limit; the last column counts the fourth pass too:
+# L1/shared-memory data path several times. A simple model counts the global load, the
+# shared-memory store and the `ldmatrix` for each tile and asks how fast the kernel could go if that
+# data path (128 bytes per clock per SM: 32 banks × 4 bytes) were the only limit; the last column
+# counts the fourth pass too (the hypothesis of section 4):
 
 # %% output varies
 sweep16 = [r for r in rec.results["sweep"] if r["dtype"] == "float16"]
 sweep_mhz = bench.measured_clock_mhz(sweep16)           # median clock of the fp16 sweep's samples
 sweep_kind = bench.rows_clock_kind(sweep16)             # how it was measured (chapter 00, section 2)
-clock = sweep_mhz        # the fp16 sweep's clock (section 4): the model's bound scales with it
-print(f"L1-path bound at {clock:.0f} MHz ({sweep_kind}, the fp16 sweep's clock of section 4)")
+clock = sweep_mhz        # the fp16 sweep's clock (core lesson §4): the model's bound scales with it
+print(f"L1-path bound at {clock:.0f} MHz ({sweep_kind}, the fp16 sweep's clock, core lesson §4)")
 print(f"{'tile':26s} {'bytes/k-tile (LDG+STS+LDSM)':>28s} {'FLOP/byte':>10s} {'L1-path bound':>17s} "
       f"{'with L1 staging':>19s}")
 for t in mma_sync.TILES:
@@ -252,17 +252,13 @@ for t in mma_sync.TILES:
 # all take their share, and Nsight Compute read the L1/TEX unit 76% busy on the default tile (one
 # launch at 4096³, 2026-11-29, the kernel of commit a4e1e33; see `docs/NOTES.md`) — but
 # it names the resource: with the threads moving every byte, the shared-memory data path and the
-# barriers, not the Tensor Cores, set the pace. Larger warp tiles would need fewer `ldmatrix` bytes
-# per FLOP, but their accumulators do not fit in the registers at two CTAs per SM; loading the next
-# k-tile two tiles ahead, spreading the shared-memory stores over the k-tile, or bypassing L1 for the
-# global loads (`ld.global.cg`, `.L1::no_allocate`) all measured within ±2% (see `docs/NOTES.md`).
+# barriers, not the Tensor Cores, set the pace.
 #
 # > **What we measured vs what is often claimed.** *"mma.sync reaches about 63% of peak on
 # > Hopper"* (Luo et al., IPDPS 2024, H800 microbenchmarks). The register-only ceiling we measured is
 # > printed below as a fraction of SMs × 4096 × its own in-kernel clock and of the datasheet figure;
-# > the full synchronous GEMM reaches the fraction of cuBLAS printed there. Our goal for this
-# > kernel was half of cuBLAS at 4096³; the cell below says whether the measurement you are looking at
-# > got there.
+# > the full synchronous GEMM reaches the fraction of cuBLAS printed in the core lesson's section 5,
+# > against the goal of half of cuBLAS at 4096³.
 
 # %% output varies
 best = max((r for r in rec.results["peak"] if r["dtype"] == "float16"), key=lambda r: r["tflops"])
