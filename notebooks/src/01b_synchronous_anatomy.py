@@ -4,8 +4,9 @@
 # **Assumes** chapter 01's core lesson: the tuned `mma.sync` GEMM (its tile names, k-tiles and k16
 # steps, banks and swizzle), its SASS, and the `mma_sync` record with its sweep and `mma.sync`
 # ceiling. **What it adds:** who holds what inside one `mma.sync`; the math of one k-tile; the tile
-# sweep; the kernel taken apart to see where the time goes (with a prediction exercise); and the
-# clock during sustained runs.
+# sweep; the kernel taken apart to see where the time goes (with a prediction exercise); the
+# clock during sustained runs; and, moved from the core lesson, the compiler of the record, a
+# refused shape, the L1-path bound model and Luo et al.'s figure.
 
 # %% output varies
 import numpy as np

@@ -6,8 +6,7 @@
 # global straight into shared memory and goes on working; `commit_group` / `wait_group` say which
 # copies must have landed. A ring of *stages* keeps several k-tiles in flight. You will
 #
-# 1. read the diff: what the multistage kernel does differently, and the wrapper behind each PTX
-#    instruction;
+# 1. read the diff: what the multistage kernel does differently, and the wrapper behind the copy;
 # 2. find `LDGSTS`, `LDGDEPBAR` and `DEPBAR` in the SASS — and no `LDG`/`STS` pair any more;
 # 3. check it against float64 on fresh random inputs, for 1–4 stages;
 # 4. measure stages 1–4 beside the chapter-01 kernel and cuBLAS, and explain what moved;

@@ -3,7 +3,9 @@
 #
 # **Assumes** chapter 02's core lesson: `cp.async`, commit and wait groups, the ring of stages, and the
 # `cp_async` record. **What it adds:** a pipelined against a synchronous shared-memory copy, the
-# microbenchmark of Luo et al. (IPDPS 2024), repeated on this course's GPU and set beside theirs.
+# microbenchmark of Luo et al. (IPDPS 2024), repeated on this course's GPU and set beside theirs;
+# and, moved from the core lesson, `wait_group`'s source, the ring's footprint and the stage sweep
+# read in full.
 
 # %% output varies
 import numpy as np

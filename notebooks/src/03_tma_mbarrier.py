@@ -7,7 +7,7 @@
 #
 # 1. make tensor maps through cuda.core, validated in Python first;
 # 2. see where every element of a box lands in shared memory under each swizzle mode, as bank maps
-#    from a Python model — and the GPU test that confirms the model byte for byte;
+#    from a Python model (the GPU check that confirms it byte for byte: deep dive 03b §3);
 # 3. run the mbarrier life cycle: `init`, `arrive.expect_tx` with the exact box bytes, the TMA's
 #    `complete_tx`, `try_wait.parity`, and the parity flip when a stage is reused;
 # 4. measure TMA against vectorized loads and `cp.async`, against the device-to-device copy ceiling.

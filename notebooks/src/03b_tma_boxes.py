@@ -4,8 +4,9 @@
 # **Assumes** chapter 03's core lesson: tensor maps and boxes, swizzle, the mbarrier life cycle, and
 # the `tma_copy` record (TMA, vectorized loads and `cp.async` copying the same matrix). **What it
 # adds:** boxes that hang past the tensor's edge, with two faults the documentation did not warn of;
-# and the three copies compared box size by box size, against the claim that TMA does not pay off for
-# small boxes.
+# the three copies compared box size by box size, against the claim that TMA does not pay off for
+# small boxes; and, moved from the core lesson, the swizzle model checked on the GPU, the PTX
+# wrappers and the life cycle in SASS.
 
 # %% output varies
 import numpy as np

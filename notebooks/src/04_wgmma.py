@@ -12,7 +12,7 @@
 #    prove on the CPU that what TMA writes is what the descriptor makes wgmma read;
 # 4. run a one-warpgroup tile for every supported (dtype, major-ness, swizzle, N) against float64;
 # 5. measure `wgmma` throughput by N and by operand source, per SM per clock at the in-kernel clock,
-#    against the datasheet figure and against Luo et al.'s H800 measurements.
+#    against the datasheet figure (Luo et al.'s H800 figure beside it: deep dive 04b §6).
 #
 # Story → kernel → check → measure → explain. The investigations — the accumulator fragment drawn,
 # the descriptor broken on purpose, and why small N is slow (a model of shared-memory bytes, and
@@ -45,7 +45,8 @@ notebook.banner("sm_90a")
 #
 # It is *asynchronous*: `wgmma.fence` orders earlier register writes before it, `commit_group`
 # closes a batch, `wait_group N` waits until at most N batches are in flight. The wrappers, one
-# per PTX instruction, live in `kernels/ptx/wgmma.cuh` (listed in [deep dive 04b §6](04b_wgmma_anatomy.ipynb)).
+# per PTX instruction, live in `kernels/ptx/wgmma.cuh` (listed in
+# [deep dive 04b §6](04b_wgmma_anatomy.ipynb)).
 
 # %% [markdown]
 # ## 2. The descriptor, bit by bit
@@ -213,7 +214,8 @@ else:
 # (SMs × 4096 × the clock the kernel actually ran at); the cell also prints the fraction of the
 # datasheet figure, which is a different denominator.
 #
-# Set beside a figure from the literature, at the same kind of clock: [deep dive 04b §6](04b_wgmma_anatomy.ipynb).
+# Set beside a figure from the literature, at the same kind of clock:
+# [deep dive 04b §6](04b_wgmma_anatomy.ipynb).
 
 # %% output varies
 if rec is not None and rec.results.get("throughput"):

@@ -6,7 +6,8 @@
 # the `wgmma` record (checks and throughput by N). **What it adds:** the accumulator fragment drawn;
 # every (dtype, major-ness, swizzle, N) checked element by element on the CPU; a descriptor that
 # disagrees with the layout, and the wrong answer predicted exactly; and why small N is slow — a model
-# of shared-memory bytes set beside the record, and where A from registers departs from it.
+# of shared-memory bytes set beside the record, and where A from registers departs from it; and,
+# moved from the core lesson, the PTX wrappers, refused descriptors, the SASS and Luo et al.'s figure.
 
 # %% output varies
 import numpy as np

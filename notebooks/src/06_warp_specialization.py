@@ -9,12 +9,14 @@
 # 1. draw the producer/consumer protocol — who waits on which barrier, on which phase parity, who
 #    arrives where — and say why the seed article's version cannot run;
 # 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder: what each rung changed, what it bought, whether its prediction held;
-# 4. read a timeline measured inside the top rung;
+# 3. read the ladder: what each rung changed, what it bought;
+# 4. (deep dive [06b §7](06b_ws_anatomy.ipynb)) check each rung's prediction, and read a timeline
+#    measured inside the top rung;
 # 5. call the result, `asynctc.matmul(a, b)`, on any shape.
 #
 # The investigations are three deep dives: [06b — the kernel taken apart](06b_ws_anatomy.ipynb)
-# (the seed's deadlock, the loops in the source, registers from the cubin, a descriptor bug);
+# (the seed's deadlock, the loops in the source, registers from the cubin, a descriptor bug, the
+# rungs' predictions and the top rung's timeline);
 # [06c — the ladder investigated](06c_ladder_investigations.ipynb) (every verdict in full, the last
 # round, shared-memory bytes); [06d — asking the hardware, and the GEMM by shape](06d_limits_and_gemm.ipynb)
 # (Nsight Compute, the raster sweep, `matmul` timed by shape).
@@ -89,13 +91,14 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec)
 plt.show()
 
 # %% [markdown]
-# Each rung's step beside its prediction is checked in [deep dive 06b §7](06b_ws_anatomy.ipynb) (06c gives each verdict in
-# full).
+# Each rung's step beside its prediction is checked in [deep dive 06b §7](06b_ws_anatomy.ipynb)
+# (06c gives each verdict in full).
 #
 # ## 4. Inside the top rung
 #
 # The top rung's measured timeline — the producer's loads, the consumers' waits and wgmma groups,
-# the epilogue, around a tile boundary — is drawn and checked in [deep dive 06b §7](06b_ws_anatomy.ipynb).
+# the epilogue, around a tile boundary — is drawn and checked in
+# [deep dive 06b §7](06b_ws_anatomy.ipynb).
 
 # %% [markdown]
 # **Why.** Splitting the roles makes the later rungs possible; the steps that moved the number

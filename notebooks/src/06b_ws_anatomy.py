@@ -6,8 +6,9 @@
 # `setmaxnreg` moves, and the ladder of rungs. **What it adds:** the seed's swapped protocol run in
 # chapter 05's CPU model until it deadlocks; the producer's and the consumers' loops in the kernel
 # source; the register budget read from the cubin; this chapter's names beside CUTLASS's; the
-# float64 checks of every rung; and a descriptor bug the first cluster run found on the H200,
-# replayed with the descriptor model.
+# float64 checks of every rung; a descriptor bug the first cluster run found on the H200,
+# replayed with the descriptor model; and, moved from the core lesson, each rung's step beside its
+# prediction and the top rung's measured timeline.
 
 # %% output varies
 import textwrap
