@@ -135,21 +135,8 @@ assert all(c["passed"] for c in checks)
 print("all correctness checks passed:", len(checks) > 0)
 
 # %% [markdown]
-# (In replay, the SASS and register counts above come from this machine's NVRTC; the measurements
-# were made with the kernel compiled by the NVRTC of the machine that measured them:)
-
-# %% output varies
-print(f"NVRTC here: {'.'.join(map(str, runtime.nvrtc_version()))}; "
-      f"NVRTC of the measurement: {rec.provenance['nvrtc']}")
-
-# %% [markdown]
-# Shapes the kernel does not support never reach the GPU — the Python entry point says why:
-
-# %%
-try:
-    mma_sync.mma_sync_gemm(np.ones((100, 64), np.float16), np.ones((64, 128), np.float16))
-except ValueError as e:
-    print("ValueError:", e)
+# Which NVRTC compiled what, and a shape the kernel refuses before the GPU sees it:
+# [deep dive 01b §6](01b_synchronous_anatomy.ipynb).
 
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
@@ -214,28 +201,13 @@ print(mma_sync.summarize_mma_sync(rec, anatomy=False))
 #    `wgmma` (chapter 04).
 # 2. **Every operand byte crosses the SM's L1/shared-memory data path several times** — the global
 #    load into registers, the store into shared memory, and the `ldmatrix` out of it (three passes;
-#    four if the hypothesis of the deep dive's anatomy holds). A simple model counts the three for each tile and
-#    asks how fast the kernel could go if that data path (128 bytes per clock per SM: 32 banks × 4
-#    bytes) were the only limit; the last column counts the fourth pass too:
-
-# %% output varies
-clock = sweep_mhz        # the fp16 sweep's clock (section 4): the model's bound scales with it
-print(f"L1-path bound at {clock:.0f} MHz ({sweep_kind}, the fp16 sweep's clock of section 4)")
-print(f"{'tile':26s} {'bytes/k-tile (LDG+STS+LDSM)':>28s} {'FLOP/byte':>10s} {'L1-path bound':>17s} "
-      f"{'with L1 staging':>19s}")
-for t in mma_sync.TILES:
-    b = t.l1_bytes_per_ktile()
-    tot = b["ldg"] + b["sts"] + b["ldsm"]
-    staged = t.l1_bound_tflops(p["sm_count"], clock) * tot / (tot + b["ldg"])
-    print(f"{t.name:26s} {tot:28d} {b['flop'] / tot:10.1f} {t.l1_bound_tflops(p['sm_count'], clock):9.0f} TFLOP/s "
-          f"{staged:11.0f} TFLOP/s")
+#    four if the hypothesis of the deep dive's anatomy holds).
 
 # %% [markdown]
-# The model's bound is not a prediction — bank timing, barrier stalls and the `mma.sync` issue rate
-# all take their share, and Nsight Compute read the L1/TEX unit 76% busy on the default tile (one
-# launch at 4096³, 2026-11-29, the kernel of commit a4e1e33; see `docs/NOTES.md`) — but
-# it names the resource: with the threads moving every byte, the shared-memory data path and the
-# barriers, not the Tensor Cores, set the pace. Larger warp tiles would need fewer `ldmatrix` bytes
+# A model of that data path — the bound it puts on each tile, what Nsight Compute read and which
+# variants were tried — is in [deep dive 01b §6](01b_synchronous_anatomy.ipynb): with the
+# threads moving every byte, the shared-memory data path and the barriers, not the Tensor Cores,
+# set the pace. Larger warp tiles would need fewer `ldmatrix` bytes
 # per FLOP, but their accumulators do not fit in the registers at two CTAs per SM; loading the next
 # k-tile two tiles ahead, spreading the shared-memory stores over the k-tile, or bypassing L1 for the
 # global loads (`ld.global.cg`, `.L1::no_allocate`) all measured within ±2% (see `docs/NOTES.md`).
@@ -243,12 +215,8 @@ for t in mma_sync.TILES:
 # (`cp.async` writes shared memory directly), chapter 03 removes the threads (TMA), and chapter 04
 # the `ldmatrix` (wgmma reads its operands from shared memory itself).
 #
-# > **What we measured vs what is often claimed.** *"mma.sync reaches about 63% of peak on
-# > Hopper"* (Luo et al., IPDPS 2024, H800 microbenchmarks). The register-only ceiling we measured is
-# > printed below as a fraction of SMs × 4096 × its own in-kernel clock and of the datasheet figure;
-# > the full synchronous GEMM reaches the fraction of cuBLAS printed there. Our goal for this
-# > kernel was half of cuBLAS at 4096³; the cell below says whether the measurement you are looking at
-# > got there.
+# Our goal for this kernel was half of cuBLAS at 4096³; the cell below says whether the
+# measurement you are looking at got there.
 
 # %% output varies
 rows4096 = [r for r in rec.results["sweep"] if r["size"] == 4096 and r["dtype"] == "float16"]
@@ -257,11 +225,6 @@ ours = next(r for r in rows4096 if r.get("tile") == mma_sync.DEFAULT_TILE.name)
 frac = ours["tflops"] / base["tflops"]
 head = f"4096³ fp16, default tile: {ours['tflops']:.0f} TFLOP/s = {frac:.2f} of cuBLAS ({base['tflops']:.0f})"
 notebook.verdict(frac >= 0.5, f"{head} — goal 0.50 reached", f"{head} — goal 0.50 not reached")
-best = max((r for r in rec.results["peak"] if r["dtype"] == "float16"), key=lambda r: r["tflops"])
-print(f"register-only mma.sync ceiling, best configuration ({best['warps_per_cta']} warps × "
-      f"{best['ctas_per_sm']} CTAs/SM): {best['tflops']:.0f} TFLOP/s = "
-      f"{bench.peak_text(best, p['sm_count'], 'float16')}")
-print("Luo et al.: about 0.63 of the H800's peak (their own peak figure; not comparable per clock)")
 
 # %% [markdown]
 # ## Exercises

@@ -6,8 +6,7 @@
 # global straight into shared memory and goes on working; `commit_group` / `wait_group` say which
 # copies must have landed. A ring of *stages* keeps several k-tiles in flight. You will
 #
-# 1. read the diff: what the multistage kernel does differently, and the wrapper behind each PTX
-#    instruction;
+# 1. read the diff: what the multistage kernel does differently, and the wrapper behind the copy;
 # 2. find `LDGSTS`, `LDGDEPBAR` and `DEPBAR` in the SASS — and no `LDG`/`STS` pair any more;
 # 3. check it against float64 on fresh random inputs, for 1–4 stages;
 # 4. measure stages 1–4 beside the chapter-01 kernel and cuBLAS, and explain what moved;
@@ -34,9 +33,6 @@ notebook.banner("sm_90a")
 
 # %%
 notebook.show_source("ptx/cp_async.cuh", start=r"^// 16 bytes global -> shared, L2 only", end=r"^}")
-
-# %%
-notebook.show_source("ptx/cp_async.cuh", start=r"^template <int kN>", end=r"^}")
 
 # %% [markdown]
 # ## 2. The multistage GEMM
@@ -94,11 +90,8 @@ assert c1["LDG"] > 0 and c1["STS"] > 0 and "LDGSTS" not in c1
 print("cp.async kernel: LDGSTS + LDGDEPBAR + DEPBAR, no LDG/STS; chapter-01 kernel: LDG + STS")
 
 # %% [markdown]
-# How much shared memory each ring takes, and whether two CTAs still fit on one SM (228 KiB):
-
-# %%
-for t in cp_async.TILES:
-    print(f"{t.name:28s} {t.smem_bytes // 1024:4d} KiB per CTA, {t.min_blocks} CTA(s) per SM")
+# How much shared memory each ring takes, and a tile refused before launch:
+# [deep dive 02b §2](02b_cp_async_microbenchmark.ipynb).
 
 # %% [markdown]
 # ## 3. Correctness first
@@ -117,15 +110,6 @@ for c in checks[:: max(1, len(checks) // 8)]:
 # %%
 assert checks and all(c["passed"] for c in checks)
 print("all correctness checks passed:", True)
-
-# %% [markdown]
-# A tile that cannot be launched never reaches the GPU:
-
-# %%
-try:
-    cp_async.CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2, stages=4).validate()
-except ValueError as e:
-    print("ValueError:", e)
 
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
@@ -161,15 +145,8 @@ plt.show()
 # removes that hop, and that alone puts it ahead of chapter 01, before any overlap. That is the
 # chapter's main lesson.
 #
-# Overlap then adds what it can: from two stages on, the copy of a later k-tile runs while the
-# current one is multiplied. With 32-deep k-tiles a single stage exposes the copy latency twice as
-# often per FLOP, and there the stages matter more. The ring's shared memory caps the gain: four
-# 64-deep stages (32 KiB each) leave room for one CTA per SM, and one CTA's barriers then stall the
-# whole SM. So the one-stage 64-deep rung is not the slowest rung: the rungs with half-deep k-tiles
-# and little overlap, and the four 64-deep stages at one CTA per SM, can measure below it — the cell
-# lists exactly which did. Whatever the ring, the best rung stays under chapter 01's register-only
-# `mma.sync` ceiling: cp.async changes how data reaches shared memory, not how the Tensor Cores are
-# fed from it — that is chapter 04's wgmma.
+# What overlap adds beyond that — by k-tile depth and CTAs per SM — and the ceiling the best rung
+# stays under are read from the record in [deep dive 02b §2](02b_cp_async_microbenchmark.ipynb).
 
 # %% output varies
 st = {(r["bk"], r["stages"]): r for r in rows}
@@ -178,45 +155,9 @@ s1, s4 = st[(64, 1)]["tflops"], st[(64, 4)]["tflops"]
 notebook.claim(s1 > 1.03 * ch01,
                f"BK = 64: one stage, no overlap: {s1:.0f} TFLOP/s = {s1 / ch01:.2f}× chapter 01 ({ch01:.0f}).",
                one_stage=s1, chapter01=ch01)
-slower = [r for r in rows if r["tflops"] < s1]
-notebook.claim({(32, 1), (64, 4)} <= {(r["bk"], r["stages"]) for r in slower}
-               and all(r["bk"] == 32 or "/2cta" not in r["tile"] for r in slower),
-               "Rungs at 4096³ slower than one 64-deep stage: " + ", ".join(
-                   f"{r['tile']} ({r['tflops']:.0f})" for r in slower) + ".",
-               slower=[r["tile"] for r in slower])
-notebook.verdict(abs(s1 / s4 - 1) < 0.05,
-                 f"It is level with four stages ({s4:.0f}, {s1 / s4 - 1:+.1%}).",
-                 f"Four stages: {s4:.0f} ({s1 / s4 - 1:+.1%} for one stage).")
-gain = {}
-for bk in (64, 32):
-    two_ctas = [st[(bk, n)] for n in (2, 3, 4) if (bk, n) in st and "/2cta" in st[(bk, n)]["tile"]]
-    best = max(two_ctas, key=lambda r: r["tflops"])
-    gain[bk] = best["tflops"] / st[(bk, 1)]["tflops"] - 1
-    notebook.claim(gain[bk] > 0,
-                   f"BK = {bk}: overlap adds {gain[bk]:.0%} over one stage "
-                   f"(best: {best['stages']} stages, {best['tflops']:.0f} TFLOP/s).",
-                   best=best["tflops"], one_stage=st[(bk, 1)]["tflops"])
-notebook.claim(gain[32] > gain[64],
-               f"The stages matter more with 32-deep k-tiles ({gain[32]:.0%}) than with 64-deep ones ({gain[64]:.0%}).",
-               gain_bk32=gain[32], gain_bk64=gain[64])
-notebook.claim(st[(32, 1)]["tflops"] < st[(64, 1)]["tflops"],
-               f"One stage at BK = 32: {st[(32, 1)]['tflops']:.0f} TFLOP/s, below one stage at BK = 64 "
-               f"({st[(64, 1)]['tflops']:.0f}): half-deep k-tiles expose the copy twice as often.",
-               bk32=st[(32, 1)]["tflops"], bk64=st[(64, 1)]["tflops"])
-one_cta = st[(64, 4)]
-notebook.claim("/2cta" not in one_cta["tile"] and one_cta["tflops"] < max(st[(64, 2)]["tflops"], st[(64, 3)]["tflops"]),
-               f"Four 64-deep stages, one CTA per SM: {one_cta['tflops']:.0f} TFLOP/s, below two or three "
-               f"stages at two CTAs per SM ({max(st[(64, 2)]['tflops'], st[(64, 3)]['tflops']):.0f}).",
-               four_stages=one_cta["tflops"])
-mma_rec = records.load("mma_sync")             # chapter 01's record, for its ceiling
-print(f"chapter 01's mma.sync ceiling at the same occupancy: {mma_rec.label()}")
-t1 = mma_sync.DEFAULT_TILE
-ceiling = next(r["tflops"] for r in mma_rec.results["peak"] if r["dtype"] == "float16"
-               and r["warps_per_cta"] == t1.warps and r["ctas_per_sm"] == t1.min_blocks)
-top = max(r["tflops"] for r in rows)
-_ = notebook.claim(top < ceiling,
-                   f"The best rung, {top:.0f} TFLOP/s, stays below chapter 01's mma.sync ceiling ({ceiling:.0f}).",
-                       best=top, ceiling=ceiling)
+_ = notebook.verdict(abs(s1 / s4 - 1) < 0.05,
+                     f"It is level with four stages ({s4:.0f}, {s1 / s4 - 1:+.1%}).",
+                     f"Four stages: {s4:.0f} ({s1 / s4 - 1:+.1%} for one stage).")
 
 # %% [markdown]
 # > **What we measured vs what is often claimed.** *"Multistage cp.async pipelining is what makes

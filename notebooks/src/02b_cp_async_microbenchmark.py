@@ -3,7 +3,9 @@
 #
 # **Assumes** chapter 02's core lesson: `cp.async`, commit and wait groups, the ring of stages, and the
 # `cp_async` record. **What it adds:** a pipelined against a synchronous shared-memory copy, the
-# microbenchmark of Luo et al. (IPDPS 2024), repeated on this course's GPU and set beside theirs.
+# microbenchmark of Luo et al. (IPDPS 2024), repeated on this course's GPU and set beside theirs;
+# and, moved from the core lesson, `wait_group`'s source, the ring's footprint and the stage sweep
+# read in full.
 
 # %% output varies
 import numpy as np
@@ -84,3 +86,85 @@ _ = notebook.verdict(
     "is not in this record (it holds times, not stall reasons).",
     f"The synchronous copy reaches only {lo:.2f}–{hi:.2f} of the device copy ({dev:.0f} GB/s), so "
     "latency was left to hide, and the pipeline did not hide it on this GPU.")
+
+# %% [markdown]
+# ## 2. From the core lesson: `wait_group`, the ring's footprint, and the stage sweep read in full
+#
+# Moved here from the core lesson [02](02_cp_async.ipynb) (sections 1–4). The wait for all but the
+# newest kN groups of copies:
+
+# %%
+from asynctc import mma_sync
+
+# %%
+notebook.show_source("ptx/cp_async.cuh", start=r"^template <int kN>", end=r"^}")
+
+# %% [markdown]
+# How much shared memory each ring takes, and whether two CTAs still fit on one SM (228 KiB):
+
+# %%
+for t in cp_async.TILES:
+    print(f"{t.name:28s} {t.smem_bytes // 1024:4d} KiB per CTA, {t.min_blocks} CTA(s) per SM")
+
+# %% [markdown]
+# A tile that cannot be launched never reaches the GPU:
+
+# %%
+try:
+    cp_async.CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2, stages=4).validate()
+except ValueError as e:
+    print("ValueError:", e)
+
+# %% [markdown]
+# The stage sweep at 4096³ fp16 (core lesson, section 4), read in full.
+#
+# Overlap then adds what it can: from two stages on, the copy of a later k-tile runs while the
+# current one is multiplied. With 32-deep k-tiles a single stage exposes the copy latency twice as
+# often per FLOP, and there the stages matter more. The ring's shared memory caps the gain: four
+# 64-deep stages (32 KiB each) leave room for one CTA per SM, and one CTA's barriers then stall the
+# whole SM. So the one-stage 64-deep rung is not the slowest rung: the rungs with half-deep k-tiles
+# and little overlap, and the four 64-deep stages at one CTA per SM, can measure below it — the cell
+# lists exactly which did. Whatever the ring, the best rung stays under chapter 01's register-only
+# `mma.sync` ceiling: cp.async changes how data reaches shared memory, not how the Tensor Cores are
+# fed from it — that is chapter 04's wgmma.
+
+# %% output varies
+rows = cp_async.stage_table(rec.results, "float16", 4096)
+st = {(r["bk"], r["stages"]): r for r in rows}
+s1 = st[(64, 1)]["tflops"]
+slower = [r for r in rows if r["tflops"] < s1]
+notebook.claim({(32, 1), (64, 4)} <= {(r["bk"], r["stages"]) for r in slower}
+               and all(r["bk"] == 32 or "/2cta" not in r["tile"] for r in slower),
+               "Rungs at 4096³ slower than one 64-deep stage: " + ", ".join(
+                   f"{r['tile']} ({r['tflops']:.0f})" for r in slower) + ".",
+               slower=[r["tile"] for r in slower])
+gain = {}
+for bk in (64, 32):
+    two_ctas = [st[(bk, n)] for n in (2, 3, 4) if (bk, n) in st and "/2cta" in st[(bk, n)]["tile"]]
+    best = max(two_ctas, key=lambda r: r["tflops"])
+    gain[bk] = best["tflops"] / st[(bk, 1)]["tflops"] - 1
+    notebook.claim(gain[bk] > 0,
+                   f"BK = {bk}: overlap adds {gain[bk]:.0%} over one stage "
+                   f"(best: {best['stages']} stages, {best['tflops']:.0f} TFLOP/s).",
+                   best=best["tflops"], one_stage=st[(bk, 1)]["tflops"])
+notebook.claim(gain[32] > gain[64],
+               f"The stages matter more with 32-deep k-tiles ({gain[32]:.0%}) than with 64-deep ones ({gain[64]:.0%}).",
+               gain_bk32=gain[32], gain_bk64=gain[64])
+notebook.claim(st[(32, 1)]["tflops"] < st[(64, 1)]["tflops"],
+               f"One stage at BK = 32: {st[(32, 1)]['tflops']:.0f} TFLOP/s, below one stage at BK = 64 "
+               f"({st[(64, 1)]['tflops']:.0f}): half-deep k-tiles expose the copy twice as often.",
+               bk32=st[(32, 1)]["tflops"], bk64=st[(64, 1)]["tflops"])
+one_cta = st[(64, 4)]
+notebook.claim("/2cta" not in one_cta["tile"] and one_cta["tflops"] < max(st[(64, 2)]["tflops"], st[(64, 3)]["tflops"]),
+               f"Four 64-deep stages, one CTA per SM: {one_cta['tflops']:.0f} TFLOP/s, below two or three "
+               f"stages at two CTAs per SM ({max(st[(64, 2)]['tflops'], st[(64, 3)]['tflops']):.0f}).",
+               four_stages=one_cta["tflops"])
+mma_rec = records.load("mma_sync")             # chapter 01's record, for its ceiling
+print(f"chapter 01's mma.sync ceiling at the same occupancy: {mma_rec.label()}")
+t1 = mma_sync.DEFAULT_TILE
+ceiling = next(r["tflops"] for r in mma_rec.results["peak"] if r["dtype"] == "float16"
+               and r["warps_per_cta"] == t1.warps and r["ctas_per_sm"] == t1.min_blocks)
+top = max(r["tflops"] for r in rows)
+_ = notebook.claim(top < ceiling,
+                   f"The best rung, {top:.0f} TFLOP/s, stays below chapter 01's mma.sync ceiling ({ceiling:.0f}).",
+                       best=top, ceiling=ceiling)

@@ -7,7 +7,7 @@
 #
 # 1. make tensor maps through cuda.core, validated in Python first;
 # 2. see where every element of a box lands in shared memory under each swizzle mode, as bank maps
-#    from a Python model — and the GPU test that confirms the model byte for byte;
+#    from a Python model (the GPU check that confirms it byte for byte: deep dive 03b §3);
 # 3. run the mbarrier life cycle: `init`, `arrive.expect_tx` with the exact box bytes, the TMA's
 #    `complete_tx`, `try_wait.parity`, and the parity flip when a stage is reused;
 # 4. measure TMA against vectorized loads and `cp.async`, against the device-to-device copy ceiling.
@@ -21,7 +21,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc.core import exercises, notebook, plots, records, sass
+from asynctc.core import exercises, notebook, plots, records, runtime
 from asynctc import tma
 from asynctc.models.layout import SmemTile
 
@@ -89,19 +89,8 @@ for sw in (0, 128):
           f"base alignment {t.required_alignment} B")
 
 # %% [markdown]
-# Is the model right? `tma_load_dump` loads one box under a tensor map's swizzle mode and writes the
-# raw shared memory back (padding and 256 bytes past the tile included, prefilled with a sentinel);
-# `tma.load_box` compares it byte for byte with `SmemTile.scatter`, for fp16, bf16, fp32 and
-# 8-bit types and every mode (the GPU tests `test_tma_load_matches_swizzle_model` and
-# `test_tma_store_matches_swizzle_model` in `tests/test_tma.py`). Live, they run now:
-
-# %% output varies
-from asynctc.core import runtime
-if runtime.runs_live("sm_90a"):
-    results = [tma.load_box(t) for t in tma.swizzle_tiles()]
-    print(f"{sum(r.passed for r in results)}/{len(results)} boxes match the model byte for byte")
-else:
-    print("replay: the swizzle model check runs on the GPU (pytest -m gpu, tools/gpu_ch02_ch03.py)")
+# Is the model right? A GPU check loads every swizzle mode's box and compares the raw shared
+# memory with the model byte for byte: [deep dive 03b §3](03b_tma_boxes.ipynb).
 
 # %% [markdown]
 # ## 3. The mbarrier life cycle
@@ -112,14 +101,10 @@ else:
 # other bit. `try_wait.parity(P)` asks "has the phase with parity P completed?" — so a consumer of
 # a reused stage waits on parity 0, 1, 0, 1, … (PTX ISA, *mbarrier*).
 
-# %%
-notebook.show_source("ptx/mbarrier.cuh", start=r"^__device__ __forceinline__ u64 mbarrier_arrive_expect_tx",
-                     end=r"^}")
-
-# %%
-notebook.show_source("ptx/tma.cuh", start=r"^__device__ __forceinline__ void tma_load_2d", end=r"^}")
-
 # %% [markdown]
+# The PTX wrappers `mbarrier_arrive_expect_tx` and `tma_load_2d` are listed in
+# [deep dive 03b §3](03b_tma_boxes.ipynb).
+#
 # `mbarrier_lifecycle` runs the whole cycle on one stage and records after each step whether
 # parity 0 and parity 1 count as completed (`test_wait.parity`, which never blocks). Every wait in
 # the course's kernels is *bounded*: it gives up after a number of tries, writes an error word and
@@ -158,18 +143,8 @@ else:
 # the phase *before* phase 0. That is why a producer waiting for an empty slot can start with parity
 # 1 and pass at once, and why getting the initial parity wrong deadlocks a pipeline (chapter 05;
 # chapter 08, planned, on debugging such deadlocks).
-# In SASS the life cycle is `SYNCS.EXCH.64` (init), `SYNCS.ARRIVE.TRANS64` (arrive / expect_tx),
-# `SYNCS.PHASECHK.TRANS64` (test/try_wait) and `UTMALDG` (the TMA load):
-
-# %% output varies
-ck = tma.compile_tma("mbarrier_lifecycle")
-ops = sass.opcode_counts(tma.kernel_sass(ck))
-print({k: v for k, v in sorted(ops.items()) if k.startswith(("SYNCS", "UTMA", "FENCE"))})
-
-# %%
-for op in ("SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "UTMALDG.2D"):
-    assert op in ops, op
-print("mbarrier and TMA instructions present")
+# The same cycle in SASS (`SYNCS.*`, `UTMALDG`) is counted in
+# [deep dive 03b §3](03b_tma_boxes.ipynb).
 
 # %% [markdown]
 # ## 4. Measured: TMA vs manual loads vs cp.async, by box size

@@ -4,8 +4,9 @@
 # **Assumes** chapter 03's core lesson: tensor maps and boxes, swizzle, the mbarrier life cycle, and
 # the `tma_copy` record (TMA, vectorized loads and `cp.async` copying the same matrix). **What it
 # adds:** boxes that hang past the tensor's edge, with two faults the documentation did not warn of;
-# and the three copies compared box size by box size, against the claim that TMA does not pay off for
-# small boxes.
+# the three copies compared box size by box size, against the claim that TMA does not pay off for
+# small boxes; and, moved from the core lesson, the swizzle model checked on the GPU, the PTX
+# wrappers and the life cycle in SASS.
 
 # %% output varies
 import numpy as np
@@ -149,3 +150,51 @@ _ = notebook.verdict(
     f"{' / '.join(NAMES[v] for v in lead2)} {'is' if len(lead2) == 1 else 'are'} ahead{caveat}.",
     f"At the smallest boxes measured ({kb} KB) the TMA configuration is not ahead at every row width, "
     f"as the claim predicts{caveat}.")
+
+# %% [markdown]
+# ## 3. The swizzle model on the GPU, the PTX wrappers, the life cycle in SASS
+#
+# Three checks moved here from the core lesson [03](03_tma_mbarrier.ipynb) (sections 2 and 3):
+
+# %%
+from asynctc.core import sass
+
+# %% [markdown]
+# Is the model right? `tma_load_dump` loads one box under a tensor map's swizzle mode and writes the
+# raw shared memory back (padding and 256 bytes past the tile included, prefilled with a sentinel);
+# `tma.load_box` compares it byte for byte with `SmemTile.scatter`, for fp16, bf16, fp32 and
+# 8-bit types and every mode (the GPU tests `test_tma_load_matches_swizzle_model` and
+# `test_tma_store_matches_swizzle_model` in `tests/test_tma.py`). Live, they run now:
+
+# %% output varies
+from asynctc.core import runtime
+if runtime.runs_live("sm_90a"):
+    results = [tma.load_box(t) for t in tma.swizzle_tiles()]
+    print(f"{sum(r.passed for r in results)}/{len(results)} boxes match the model byte for byte")
+else:
+    print("replay: the swizzle model check runs on the GPU (pytest -m gpu, tools/gpu_ch02_ch03.py)")
+
+# %% [markdown]
+# The PTX wrappers that section 3 of the core lesson uses — `mbarrier_arrive_expect_tx` and
+# `tma_load_2d`, each a few lines of inline PTX:
+
+# %%
+notebook.show_source("ptx/mbarrier.cuh", start=r"^__device__ __forceinline__ u64 mbarrier_arrive_expect_tx",
+                     end=r"^}")
+
+# %%
+notebook.show_source("ptx/tma.cuh", start=r"^__device__ __forceinline__ void tma_load_2d", end=r"^}")
+
+# %% [markdown]
+# In SASS the core lesson's mbarrier life cycle is `SYNCS.EXCH.64` (init), `SYNCS.ARRIVE.TRANS64` (arrive / expect_tx),
+# `SYNCS.PHASECHK.TRANS64` (test/try_wait) and `UTMALDG` (the TMA load):
+
+# %% output varies
+ck = tma.compile_tma("mbarrier_lifecycle")
+ops = sass.opcode_counts(tma.kernel_sass(ck))
+print({k: v for k, v in sorted(ops.items()) if k.startswith(("SYNCS", "UTMA", "FENCE"))})
+
+# %%
+for op in ("SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "UTMALDG.2D"):
+    assert op in ops, op
+print("mbarrier and TMA instructions present")

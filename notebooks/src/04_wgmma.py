@@ -12,7 +12,7 @@
 #    prove on the CPU that what TMA writes is what the descriptor makes wgmma read;
 # 4. run a one-warpgroup tile for every supported (dtype, major-ness, swizzle, N) against float64;
 # 5. measure `wgmma` throughput by N and by operand source, per SM per clock at the in-kernel clock,
-#    against the datasheet figure and against Luo et al.'s H800 measurements.
+#    against the datasheet figure (Luo et al.'s H800 figure beside it: deep dive 04b §6).
 #
 # Story → kernel → check → measure → explain. The investigations — the accumulator fragment drawn,
 # the descriptor broken on purpose, and why small N is slow (a model of shared-memory bytes, and
@@ -24,7 +24,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from asynctc.models import descriptors, layout
-from asynctc.core import bench, exercises, notebook, records, sass
+from asynctc.core import bench, exercises, notebook, records
 from asynctc import wgmma, wgmma_peak
 
 notebook.banner("sm_90a")
@@ -45,11 +45,8 @@ notebook.banner("sm_90a")
 #
 # It is *asynchronous*: `wgmma.fence` orders earlier register writes before it, `commit_group`
 # closes a batch, `wait_group N` waits until at most N batches are in flight. The wrappers, one
-# per PTX instruction, live in `kernels/ptx/wgmma.cuh`:
-
-# %%
-notebook.show_source("ptx/wgmma.cuh", start=r"^__device__ __forceinline__ void wgmma_fence\(\)",
-                     end=r"^__device__ __forceinline__ u64 wgmma_desc_advance")
+# per PTX instruction, live in `kernels/ptx/wgmma.cuh` (listed in
+# [deep dive 04b §6](04b_wgmma_anatomy.ipynb)).
 
 # %% [markdown]
 # ## 2. The descriptor, bit by bit
@@ -94,20 +91,8 @@ assert descriptors.decode(d0.encode()) == d0
 print("encode → decode round trip:", True)
 
 # %% [markdown]
-# Bad values never reach the GPU; each error names the field, the value and the rule:
-
-# %%
-for bad in (dict(start_address=0x2008, lbo=16, sbo=1024, swizzle=128),
-            dict(start_address=0x2000, lbo=16, sbo=1 << 18, swizzle=128),
-            dict(start_address=0x2080, lbo=16, sbo=1024, swizzle=128)):
-    try:
-        descriptors.WgmmaDescriptor(**bad)
-    except descriptors.DescriptorError as e:
-        print("DescriptorError:", e, "\n")
-try:
-    descriptors.OperandTile(128, 64, "float8_e4m3fn", "MN", 128)
-except descriptors.DescriptorError as e:
-    print("DescriptorError:", e)
+# Bad values never reach the GPU; each error names the field, the value and the rule (examples in
+# [deep dive 04b §6](04b_wgmma_anatomy.ipynb)).
 
 # %% [markdown]
 # ## 3. Canonical layouts, drawn
@@ -161,20 +146,8 @@ notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written
                      end=r"^  wgmma_wait_group<0>\(\);$")
 
 # %% [markdown]
-# The SASS: `WARPGROUP.ARRIVE` (`wgmma.fence`), one `HGMMA.64x128x16.F32` per k-step (`.tnspA` /
-# `.tnspB` for MN-major operands; an `R` operand instead of `gdesc` when A is in registers),
-# `WARPGROUP.DEPBAR.LE gsb0, 0x0` (`wait_group 0`); fp8 compiles to `QGMMA.64xNx32`.
-
-# %% output varies
-ck = wgmma.compile_tile(wgmma.TileConfig("float16", 128, "MN", "MN", 128))
-print(sass.excerpt(ck.sass(), r"wgmma_tile_ss_mm|HGMMA|WARPGROUP", context=0, limit=6))
-ck8 = wgmma.compile_tile(wgmma.TileConfig("float8_e4m3fn", 128))
-print(sass.excerpt(ck8.sass(), r"QGMMA", context=0, limit=2))
-
-# %%
-text = ck.sass()
-assert "tnspA.tnspB" in text and "WARPGROUP.ARRIVE" in text and "QGMMA" in ck8.sass()
-print("HGMMA with transposes, WARPGROUP.ARRIVE/DEPBAR and QGMMA present:", True)
+# The SASS — `WARPGROUP.ARRIVE`, one `HGMMA` per k-step, `WARPGROUP.DEPBAR`; fp8's `QGMMA` — is in
+# [deep dive 04b §6](04b_wgmma_anatomy.ipynb).
 
 # %% [markdown]
 # ## 6. Correct for every combination
@@ -237,16 +210,12 @@ else:
 # Why small N is slow — a model of shared-memory bytes, and where A from registers (RS)
 # departs from it — is section 4 of the [deep dive](04b_wgmma_anatomy.ipynb).
 #
-# > **What we measured vs what is often claimed.** *"wgmma reaches ~665 TFLOP/s at N = 256 and only
-# > ~158 at N = 8"* (Luo et al., H800 PCIe, 114 SMs). Per SM per clock their N = 256 figure is about
-# > 3300 FLOP/clk (0.81 of 4096) *if* their card ran at its 1755 MHz boost clock — an assumption:
-# > the clock under load is not stated in what we cite. Ours divide by the in-kernel clock instead,
-# > and ours ran below the GPU's maximum (the cell below prints both clocks); so the like-for-like
-# > comparison is at the same kind of clock — both at the card's maximum clock — which the cell
-# > below prints beside the in-kernel one.
-# > The goal we set for this kernel was ≥ 0.90 of the per-clock peak at the in-kernel clock
-# > (SMs × 4096 × the clock the kernel actually ran at); the cell also prints the fraction of the
-# > datasheet figure, which is a different denominator.
+# The goal we set for this kernel was ≥ 0.90 of the per-clock peak at the in-kernel clock
+# (SMs × 4096 × the clock the kernel actually ran at); the cell also prints the fraction of the
+# datasheet figure, which is a different denominator.
+#
+# Set beside a figure from the literature, at the same kind of clock:
+# [deep dive 04b §6](04b_wgmma_anatomy.ipynb).
 
 # %% output varies
 if rec is not None and rec.results.get("throughput"):
@@ -261,17 +230,6 @@ if rec is not None and rec.results.get("throughput"):
           f"({bench.DATASHEET['dense_tflops']['float16']:.0f} at {bench.DATASHEET['boost_mhz']} MHz)")
     _ = notebook.verdict(at_clk >= 0.90, f"N = 256: {at_clk:.2f} of the per-clock peak — goal 0.90 reached.",
                          f"N = 256: {at_clk:.2f} of the per-clock peak — goal 0.90 not reached.")
-    max_mhz = rec.results["max_sm_mhz"]
-    ours_max = b["tflops"] / bench.peak_tflops(n_sm, max_mhz)
-    notebook.claim(b["sm_mhz"] < max_mhz,
-                   f"Our kernel ran at {bench.clock_text(b)}, below the card's maximum "
-                   f"clock of {max_mhz:.0f} MHz.", in_kernel=b["sm_mhz"], maximum=max_mhz)
-    luo_mhz, luo_sms = wgmma_peak.LUO_H800_ASSUMED_MHZ, wgmma_peak.LUO_H800_SMS
-    luo_max = wgmma_peak.LUO_H800_TFLOPS[256] / bench.peak_tflops(luo_sms, luo_mhz)
-    print(f"Both at the card's maximum clock: ours {ours_max:.2f} of {n_sm}×4096×{max_mhz:.0f} MHz, "
-          f"Luo et al. {luo_max:.2f} of {luo_sms}×4096×{luo_mhz:.0f} MHz (H800 PCIe boost clock, "
-          f"assumed); at the in-kernel clock ours is {at_clk:.2f}, and no in-kernel clock is known "
-          "for theirs.")
 
 # %% [markdown]
 # ## Exercises

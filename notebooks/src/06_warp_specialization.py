@@ -9,12 +9,14 @@
 # 1. draw the producer/consumer protocol — who waits on which barrier, on which phase parity, who
 #    arrives where — and say why the seed article's version cannot run;
 # 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder: what each rung changed, what it bought, whether its prediction held;
-# 4. read a timeline measured inside the top rung;
+# 3. read the ladder: what each rung changed, what it bought;
+# 4. (deep dive [06b §7](06b_ws_anatomy.ipynb)) check each rung's prediction, and read a timeline
+#    measured inside the top rung;
 # 5. call the result, `asynctc.matmul(a, b)`, on any shape.
 #
 # The investigations are three deep dives: [06b — the kernel taken apart](06b_ws_anatomy.ipynb)
-# (the seed's deadlock, the loops in the source, registers from the cubin, a descriptor bug);
+# (the seed's deadlock, the loops in the source, registers from the cubin, a descriptor bug, the
+# rungs' predictions and the top rung's timeline);
 # [06c — the ladder investigated](06c_ladder_investigations.ipynb) (every verdict in full, the last
 # round, shared-memory bytes); [06d — asking the hardware, and the GEMM by shape](06d_limits_and_gemm.ipynb)
 # (Nsight Compute, the [raster](../docs/glossary.md#raster) sweep, `matmul` timed by shape).
@@ -89,45 +91,14 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec)
 plt.show()
 
 # %% [markdown]
-# Each rung's step beside its prediction, from the record (all four ladders; deep dive 06c gives
-# each verdict in full):
-
-# %% output varies
-for n in [r.number for r in W.recorded_rungs(res)][1:]:
-    p = W.prediction_check(res, n)
-    head = f"rung {n} ({p['name']}): {p['measured']}, predicted {p['predicted']}"
-    notebook.verdict(p["inside"], f"{head}: held.", f"{head}: {p['outside']}.")
-
-# %% [markdown]
-# ## 4. Inside the top rung: a measured timeline
+# Each rung's step beside its prediction is checked in [deep dive 06b §7](06b_ws_anatomy.ipynb)
+# (06c gives each verdict in full).
 #
-# The kernel can record, for thread 0 of every warpgroup of four CTAs, the SM clock at each event.
-# Below, CTA 0 of the top rung (rung 8) around its first tile boundary: the last k-tiles of tile 0,
-# the epilogue, the first k-tiles of tile 1 (ring counters, so tile 1 starts at 64). Drawn with
-# chapter 05's `pl.plot_trace`: the producer's TMA loads in flight (one sub-row per stage), each
-# consumer's waits on full and its wgmma groups, releases as ticks, the epilogue. Rung 5 below it,
-# same window, stores C from registers.
-
-# %% output varies
-traces = {t["rung"]: t for t in res["traces"]}
-for n in (8, 5):
-    fig = W.plot_top_trace(traces[n], record=rec)
-    plt.show()
-
-# %% [markdown]
-# What to look for: the producer issues tile 1's first loads before the consumers reach their
-# epilogue, so the consumers' first waits of tile 1 are short, not an empty ring's fill. The
-# epilogue bar is what differs between the two rungs:
-
-# %% output varies
-t5, t8 = (W.trace_numbers(traces[n], res["rows"]) for n in (5, 8))
-notebook.claim(t8["epilogue_cycles"] < 0.5 * t5["epilogue_cycles"],
-               f"Epilogue per tile: {t5['epilogue_cycles']:.0f} cycles in rung 5, "
-               f"{t8['epilogue_cycles']:.0f} in rung 8.", rung5=t5["epilogue_cycles"],
-               rung8=t8["epilogue_cycles"])
-_ = notebook.claim(t8["wait_full"] > 0.1,
-                   f"Rung 8's consumers still wait on full barriers {t8['wait_full']:.2f} of their loop.",
-                   wait_full=t8["wait_full"])
+# ## 4. Inside the top rung
+#
+# The top rung's measured timeline — the producer's loads, the consumers' waits and wgmma groups,
+# the epilogue, around a tile boundary — is drawn and checked in
+# [deep dive 06b §7](06b_ws_anatomy.ipynb).
 
 # %% [markdown]
 # **Why.** Splitting the roles makes the later rungs possible; the steps that moved the number

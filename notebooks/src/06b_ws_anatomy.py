@@ -6,8 +6,9 @@
 # `setmaxnreg` moves, and the ladder of rungs. **What it adds:** the seed's swapped protocol run in
 # chapter 05's CPU model until it deadlocks; the producer's and the consumers' loops in the kernel
 # source; the register budget read from the cubin; this chapter's names beside CUTLASS's; the
-# float64 checks of every rung; and a descriptor bug the first cluster run found on the H200,
-# replayed with the descriptor model.
+# float64 checks of every rung; a descriptor bug the first cluster run found on the H200,
+# replayed with the descriptor model; and, moved from the core lesson, each rung's step beside its
+# prediction and the top rung's measured timeline.
 
 # %% output varies
 import textwrap
@@ -237,3 +238,52 @@ for what, d in (("masked", masked), ("unmasked", unmasked)):
 assert dsc.decode(unmasked).lbo - dsc.decode(masked).lbo == 256
 assert (W.descriptor_rows_read(bug_cfg, unmasked, b_tile)
         == np.arange(16)[None, :] + 2 * (np.arange(256)[:, None] // 64)).all()
+
+# %% [markdown]
+# ## 7. The ladder's predictions, and inside the top rung
+#
+# Moved here from the core lesson [06](06_warp_specialization.ipynb) (sections 3 and 4).
+
+# %%
+import matplotlib.pyplot as plt
+
+# %% [markdown]
+# Each rung's step beside its prediction, from the record (all four ladders; deep dive 06c gives
+# each verdict in full):
+
+# %% output varies
+for n in [r.number for r in W.recorded_rungs(res)][1:]:
+    p = W.prediction_check(res, n)
+    head = f"rung {n} ({p['name']}): {p['measured']}, predicted {p['predicted']}"
+    notebook.verdict(p["inside"], f"{head}: held.", f"{head}: {p['outside']}.")
+
+# %% [markdown]
+# ### Inside the top rung: a measured timeline
+#
+# The kernel can record, for thread 0 of every warpgroup of four CTAs, the SM clock at each event.
+# Below, CTA 0 of the top rung (rung 8) around its first tile boundary: the last k-tiles of tile 0,
+# the epilogue, the first k-tiles of tile 1 (ring counters, so tile 1 starts at 64). Drawn with
+# chapter 05's `pl.plot_trace`: the producer's TMA loads in flight (one sub-row per stage), each
+# consumer's waits on full and its wgmma groups, releases as ticks, the epilogue. Rung 5 below it,
+# same window, stores C from registers.
+
+# %% output varies
+traces = {t["rung"]: t for t in res["traces"]}
+for n in (8, 5):
+    fig = W.plot_top_trace(traces[n], record=rec)
+    plt.show()
+
+# %% [markdown]
+# What to look for: the producer issues tile 1's first loads before the consumers reach their
+# epilogue, so the consumers' first waits of tile 1 are short, not an empty ring's fill. The
+# epilogue bar is what differs between the two rungs:
+
+# %% output varies
+t5, t8 = (W.trace_numbers(traces[n], res["rows"]) for n in (5, 8))
+notebook.claim(t8["epilogue_cycles"] < 0.5 * t5["epilogue_cycles"],
+               f"Epilogue per tile: {t5['epilogue_cycles']:.0f} cycles in rung 5, "
+               f"{t8['epilogue_cycles']:.0f} in rung 8.", rung5=t5["epilogue_cycles"],
+               rung8=t8["epilogue_cycles"])
+_ = notebook.claim(t8["wait_full"] > 0.1,
+                   f"Rung 8's consumers still wait on full barriers {t8['wait_full']:.2f} of their loop.",
+                   wait_full=t8["wait_full"])

@@ -1,8 +1,8 @@
 # %% [markdown]
 # # 06d — Deep dive: asking the hardware, and the GEMM by shape
 #
-# **Assumes** chapter 06's core lesson (the ladder, the top rung's timeline, `asynctc.matmul`) and
-# deep dive 06c's reading of the gap (the last round of a persistent grid, shared-memory bytes per
+# **Assumes** chapter 06's core lesson (the ladder, `asynctc.matmul`), the top rung's timeline
+# (deep dive 06b §7) and deep dive 06c's reading of the gap (the last round of a persistent grid, shared-memory bytes per
 # k-tile). **What it adds:** what cuBLAS runs and how many cycles, L2 and DRAM bytes each kernel
 # needs, from Nsight Compute; the raster-width sweep that became rung 8; what could still move the
 # number; and `asynctc.matmul` — how it picks a tile for a shape, its checks, and its timings beside
