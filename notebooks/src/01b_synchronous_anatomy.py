@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 01b — Deep dive: inside the synchronous kernel
 #
+# ← back to the core lesson [01_synchronous](01_synchronous.ipynb)
+#
 # **Assumes** chapter 01's core lesson: the tuned `mma.sync` GEMM (its tile names, k-tiles and k16
 # steps, banks and swizzle), its SASS, and the `mma_sync` record with its sweep and `mma.sync`
 # ceiling. **What it adds:** who holds what inside one `mma.sync`; the math of one k-tile; the tile

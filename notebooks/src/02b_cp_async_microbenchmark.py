@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 02b — Deep dive: the Luo et al. microbenchmark
 #
+# ← back to the core lesson [02_cp_async](02_cp_async.ipynb)
+#
 # **Assumes** chapter 02's core lesson: `cp.async`, commit and wait groups, the ring of stages, and the
 # `cp_async` record. **What it adds:** a pipelined against a synchronous shared-memory copy, the
 # microbenchmark of Luo et al. (IPDPS 2024), repeated on this course's GPU and set beside theirs;

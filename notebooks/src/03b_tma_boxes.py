@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 03b — Deep dive: TMA at the edges and by box size
 #
+# ← back to the core lesson [03_tma_mbarrier](03_tma_mbarrier.ipynb)
+#
 # **Assumes** chapter 03's core lesson: tensor maps and boxes, swizzle, the mbarrier life cycle, and
 # the `tma_copy` record (TMA, vectorized loads and `cp.async` copying the same matrix). **What it
 # adds:** boxes that hang past the tensor's edge, with two faults the documentation did not warn of;

@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 04b — Deep dive: wgmma taken apart
 #
+# ← back to the core lesson [04_wgmma](04_wgmma.ipynb)
+#
 # **Assumes** chapter 04's core lesson: the operands of one `wgmma`, the shared-memory matrix
 # descriptor (start address, LBO, SBO, swizzle), the canonical layouts, the one-warpgroup kernel and
 # the `wgmma` record (checks and throughput by N). **What it adds:** the accumulator fragment drawn;

@@ -101,7 +101,8 @@ plt.show()
 # [deep dive 06b §7](06b_ws_anatomy.ipynb).
 
 # %% [markdown]
-# **Why.** Splitting the roles makes the later rungs possible; the steps that moved the number
+# **Why.** Splitting the roles bought little by itself (deep dive 06c sets rung 3 beside rung 1);
+# it is what the later rungs build on. The steps that moved the number
 # (section 3) removed time the consumers issue no wgmma: the epilogue shrinks when C goes out
 # through shared memory and a TMA store that drains under the next tile's k-loop (rung 7), and the
 # order the [persistent](../docs/glossary.md#persistent) CTAs walk the tiles in sets the bytes read from DRAM (rung 8). What limits
@@ -133,7 +134,8 @@ for line in pl.checks_lines(mrec.results):
 # On torch tensors, beside `torch.matmul` (cuBLAS, with torch's defaults: a reduced-precision
 # split-K reduction allowed, as a user's call gets it) in the same run, by shape: kernel time and
 # back-to-back calls from the host, each as torch's time over ours (record `matmul_host`; the red
-# marks are the goals the GEMM was built to, `asynctc.gemm.goals`). How it picks its tile is deep
+# marks are the goals the GEMM was built to, `asynctc.gemm.goals`; in the table below the host row
+# is the other way round, ours over torch's, so ≤ 1 means ours is cheaper). How it picks its tile is deep
 # dive 06d, section 3.
 
 # %% output varies

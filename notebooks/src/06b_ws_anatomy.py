@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 06b — Deep dive: the warp-specialized kernel taken apart
 #
+# ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
+#
 # **Assumes** chapter 06's core lesson: the producer and consumer warpgroups, the full and empty
 # barriers of each stage, the ring counter and its phase parity, the register budget that
 # `setmaxnreg` moves, and the ladder of rungs. **What it adds:** the seed's swapped protocol run in

@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 06c — Deep dive: the ladder investigated
 #
+# ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
+#
 # **Assumes** chapter 06's core lesson: the producer/consumer protocol, the rungs and their
 # fractions of cuBLAS, each rung's step beside its prediction, and the top rung's timeline.
 # **What it adds:** every rung's verdict in full, from all four ladders (4096³ and 8192³, fp16 and
@@ -516,7 +518,7 @@ ppl = {(r["size"], r["dtype"], r["rung"]): r for r in pp.results["ladder"]}
 r98 = {(s, dt): ppl[(s, dt, 9)]["tflops"] / ppl[(s, dt, 8)]["tflops"]
        for s, dt, n in ppl if n == 9}
 lo4 = min(v for (s, _d), v in r98.items() if s == 4096)
-notebook.verdict(0.97 <= lo4 <= 1.03,
+_ = notebook.verdict(0.97 <= lo4 <= 1.03,
                  f"Ping-pong held its prediction: {lo4:.2f} of rung 8 at 4096³.",
                  f"Ping-pong missed its prediction (0.97–1.03 of rung 8 at 4096³): "
                  f"{min(r98.values()):.2f}–{max(r98.values()):.2f} of rung 8.")

@@ -1,6 +1,8 @@
 # %% [markdown]
 # # 06d — Deep dive: asking the hardware, and the GEMM by shape
 #
+# ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
+#
 # **Assumes** chapter 06's core lesson (the ladder, `asynctc.matmul`), the top rung's timeline
 # (deep dive 06b §7) and deep dive 06c's reading of the gap (the last round of a persistent grid, shared-memory bytes per
 # k-tile). **What it adds:** what cuBLAS runs and how many cycles, L2 and DRAM bytes each kernel
