@@ -459,3 +459,19 @@ def test_measure_shapes_dry_run(monkeypatch):
     assert len(res["winners"]) == len(cases)
     assert "WRONG" not in SS.summarize_shapes(res) and "failed their float64 check" in \
         SS.summarize_shapes(res)
+
+
+@pytest.mark.parametrize("shape, dtype, want", [
+    ((1, 8192, 8192), "float16", dict(bn=256, split_k=4, splitk_fixup=True)),
+    ((4, 8192, 8192), "bfloat16", dict(bn=256, split_k=4, splitk_fixup=True)),
+    ((512, 512, 512), "float16", dict(bm=64, consumers=1)),
+    ((2048, 2048, 2048), "bfloat16", dict(cluster=1)),
+])
+def test_matmul_config_applies_the_decision_table_of_the_shape_class(shape, dtype, want):
+    """matmul's configuration is the rule with its class's DECISIONS entry on top (the entries
+    the sweep chose); the classes left empty keep the rule."""
+    cfg = G.matmul_config(*shape, dtype, "KxN", sm_count=132)
+    assert {f: getattr(cfg, f) for f in want} == want, cfg.label()
+    for s in [(1, 4096, 4096), (64, 8192, 8192), (8192, 8192, 8192)]:
+        ruled = GC.choose_config(*s, dtype, "MN", dtype, sm_count=132, decisions={})
+        assert G.matmul_config(*s, dtype, "KxN", sm_count=132) == ruled

@@ -174,7 +174,9 @@ def test_matmul_config_is_the_top_rung_correct_for_the_b_layout():
     (64, 8192, 64, 64, 1), (1, 8192, 64, 64, 1), (65, 8192, 128, 64, 2), (128, 8192, 128, 64, 2),
     (256, 8192, 128, 128, 2), (1024, 8192, 128, 256, 2), (8192, 8192, 128, 256, 2),
     (1000, 1000, 128, 64, 2), (4095, 4095, 128, 256, 2)])
-def test_matmul_config_tiles_thin_and_short_problems(m, n, bm, bn, consumers):
+def test_matmul_config_tiles_thin_and_short_problems(m, n, bm, bn, consumers, monkeypatch):
+    from asynctc.gemm import config as _GC
+    monkeypatch.setattr(_GC, "DECISIONS", {c: {} for c in _GC.SHAPE_CLASSES})   # the rule alone
     c = G.matmul_config(m, n, 8192, "float16", "NxK", sm_count=132)
     assert (c.bm, c.bn, c.consumers) == (bm, bn, consumers)
     assert c.edges and c.persistent and c.setmaxnreg == (consumers == 2)
@@ -202,7 +204,9 @@ def test_matmul_config_refuses_bad_arguments():
         G.matmul_config(0, 8, 8, "float16", "KxN")
 
 
-def test_tile_counts_round_up_to_whole_clusters():
+def test_tile_counts_round_up_to_whole_clusters(monkeypatch):
+    from asynctc.gemm import config as _GC
+    monkeypatch.setattr(_GC, "DECISIONS", {c: {} for c in _GC.SHAPE_CLASSES})   # the rule alone
     c = G.matmul_config(129, 4097, 65, "float16", "NxK", sm_count=4)
     assert c.cluster == 2 and (c.bm, c.bn) == (128, 256)
     assert W.tile_counts(c, 129, 4097, 65) == (2, 17, 2)
