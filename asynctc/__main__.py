@@ -157,8 +157,29 @@ def cmd_course(args) -> int:
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     os.environ.setdefault("ASYNCTC_PROGRESS", "off")      # a batch run is no learner's attempt
-    failed = 0
     nbs = [nb for nb in chapters() if not args.chapters or nb.name[:2] in args.chapters]
+    import signal
+
+    def _stop(_sig, _frame):              # a SIGTERM stops the run like Ctrl-C
+        raise KeyboardInterrupt
+    try:
+        old_term = signal.signal(signal.SIGTERM, _stop)
+    except ValueError:                    # not the main thread: leave the handler alone
+        old_term = None
+    try:
+        return _run_chapters(args, nbs, out, HTMLExporter, runner, NotebookClient, nbformat)
+    except KeyboardInterrupt:
+        print("stopped (interrupted): the notebook that was running is not written", flush=True)
+        return 130
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+
+
+def _run_chapters(args, nbs, out, HTMLExporter, runner, NotebookClient, nbformat) -> int:
+    """The course loop of :func:`cmd_course`; an interrupt inside a cell (Ctrl-C reaches the
+    kernel too) stops the whole run."""
+    failed = 0
     for nb_path in nbs:
         arch = chapter_arch(nb_path)
         m = "live" if runtime.runs_live(arch) else "replay"
@@ -169,6 +190,9 @@ def cmd_course(args) -> int:
             extra_arguments=["--IPKernelApp.log_level=ERROR"],
             resources={"metadata": {"path": str(notebooks_dir())}}))
         status = outcome.status
+        if outcome.kind == "execution" and "KeyboardInterrupt" in outcome.message:
+            print(f"{nb_path.stem:28s} {m:6s} stopped: {outcome.message}", flush=True)
+            raise KeyboardInterrupt
         err_file = out / f"{nb_path.stem}.error.txt"
         if outcome.kind is not None:          # never an empty file: the text names the exception
             err_file.write_text(outcome.detail)

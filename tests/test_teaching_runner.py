@@ -34,8 +34,9 @@ class FakeClient:
     """Runs cells by setting execution counts; ``fail_at`` makes that cell raise, ``shutdown_exc``
     is raised after the last cell (as nbclient's cleanup would), ``die_at`` stops silently."""
 
-    def __init__(self, nb, fail_at=None, shutdown_exc=None, die_at=None, km=None):
+    def __init__(self, nb, fail_at=None, shutdown_exc=None, die_at=None, km=None, ename="ValueError"):
         self.nb, self.fail_at, self.shutdown_exc, self.die_at = nb, fail_at, shutdown_exc, die_at
+        self.ename = ename
         self.km = km if km is not None else FakeKM()
 
     def execute(self):
@@ -45,9 +46,9 @@ class FakeClient:
                 raise self.shutdown_exc or RuntimeError()
             c.execution_count = i + 1
             if i == self.fail_at:
-                c.outputs = [nbformat.v4.new_output("error", ename="ValueError", evalue="bad tile",
-                                                    traceback=["ValueError: bad tile"])]
-                raise RuntimeError("CellExecutionError: ValueError: bad tile")
+                c.outputs = [nbformat.v4.new_output("error", ename=self.ename, evalue="bad tile",
+                                                    traceback=[f"{self.ename}: bad tile"])]
+                raise RuntimeError(f"CellExecutionError: {self.ename}: bad tile")
         if self.shutdown_exc is not None:
             raise self.shutdown_exc
 
@@ -114,3 +115,28 @@ def test_course_command_writes_a_non_empty_error_file(tmp_path, monkeypatch, cap
     assert main(["course", "--out", str(tmp_path), "00"]) == 1
     assert "execution error" in capsys.readouterr().err
     assert "ValueError: bad tile" in next(tmp_path.glob("00_*.error.txt")).read_text()
+
+
+def test_an_interrupt_stops_the_whole_course_run(tmp_path, monkeypatch, capsys):
+    """Ctrl-C reaches the kernel too, which raises KeyboardInterrupt in the running cell: the
+    course stops there (exit 130) instead of marking that chapter FAILED and going on."""
+    import nbclient
+    from asynctc.__main__ import main
+    for var in ("PYTHONPATH", "MPLBACKEND", "ASYNCTC_PROGRESS"):
+        was = os.environ.get(var)
+        monkeypatch.setenv(var, "")
+        if was is None:
+            monkeypatch.delenv(var)
+        else:
+            monkeypatch.setenv(var, was)
+    started = []
+
+    def client(nb, **kw):
+        started.append(nb)
+        return FakeClient(nb, fail_at=0, ename="KeyboardInterrupt")
+    monkeypatch.setattr(nbclient, "NotebookClient", client)
+    assert main(["course", "--out", str(tmp_path), "00"]) == 130
+    out = capsys.readouterr().out
+    assert "stopped" in out and len(started) == 1           # 00b never started
+    assert not list(tmp_path.glob("*.ipynb"))
+
