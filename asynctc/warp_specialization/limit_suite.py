@@ -159,32 +159,44 @@ def measure_limit(progress=None, ncu: dict | None = None, reps: int = 20, sizes=
            "rounds": rounds, "rows": [], "baseline_library": bench.baseline_library()}
     for size in sizes:
         for dt in dtypes:
-            a, b, da, db, dbt = P.device_problem(size, dt, rng)
-            ref = checks.timed_output_reference(a, b, dt, rng)
-            flop = bench.gemm_flop(size, size, size)
-            dc = DeviceArray.poisoned((size, size), checks.np_dtype(dt))
-            gemms = {gm: make_gemm(top(gm, dt), da, dbt, dc) for gm in GROUPS}
-            for rnd in range(rounds):
-                dc.poison()
-                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
-                out["rows"].append({"size": size, "dtype": dt, "round": rnd, "kernel": "cuBLAS",
-                                    **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
-                                    "rel_err_rows": ref.check(dc).as_dict()})
-                for gm, g in gemms.items():
-                    dc.poison()
-                    t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
-                    g.check_error()
-                    err = checks.check_sampled_rows(dc, a, b, dt, g.cfg.label(), sampled=ref)
-                    out["rows"].append({"size": size, "dtype": dt, "round": rnd, "kernel": "ours",
-                                        "group_m": gm, "label": g.cfg.label(), **t.as_dict(),
-                                        "tflops": bench.tflops(flop, t.median_ms),
-                                        "rel_err_rows": err.as_dict()})
-            del gemms, da, db, dbt, dc
+            out["rows"] += time_rounds(size, dt, {gm: top(gm, dt) for gm in GROUPS}, "group_m",
+                                       rounds, reps, rng)
             summ = summary_for(out["rows"], size, dt, GROUPS)
             say(f"{size}³ {dt}: cuBLAS {summ[0]['tflops']:.0f} TFLOP/s; of cuBLAS by group_m "
                 + ", ".join(f"{r['group_m']}: {r['of_cublas']:.3f}" for r in summ[1:]))
     out["summary"] = summary_rows(out)
     return out
+
+
+def time_rounds(size: int, dt: str, configs: dict, field: str, rounds: int, reps: int,
+                rng) -> list[dict]:
+    """One size³ problem in ``dt`` on fresh random inputs: ``rounds`` rounds of cuBLAS, then each
+    of ``configs`` ({name: WSConfig}) in turn (``bench.time_gpu``, clock in flight; the output
+    poisoned before each timing and checked on sampled rows against float64 after). One row per
+    timing; ours carry ``field: name`` and the config's label. Shared by this suite and
+    :mod:`.order_suite`."""
+    a, b, da, db, dbt = P.device_problem(size, dt, rng)
+    ref = checks.timed_output_reference(a, b, dt, rng)
+    flop = bench.gemm_flop(size, size, size)
+    dc = DeviceArray.poisoned((size, size), checks.np_dtype(dt))
+    gemms = {name: make_gemm(cfg, da, dbt, dc) for name, cfg in configs.items()}
+    rows = []
+    for rnd in range(rounds):
+        dc.poison()
+        t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
+        rows.append({"size": size, "dtype": dt, "round": rnd, "kernel": "cuBLAS", **t.as_dict(),
+                     "tflops": bench.tflops(flop, t.median_ms),
+                     "rel_err_rows": ref.check(dc).as_dict()})
+        for name, g in gemms.items():
+            dc.poison()
+            t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
+            g.check_error()
+            err = checks.check_sampled_rows(dc, a, b, dt, g.cfg.label(), sampled=ref)
+            rows.append({"size": size, "dtype": dt, "round": rnd, "kernel": "ours", field: name,
+                         "label": g.cfg.label(), **t.as_dict(),
+                         "tflops": bench.tflops(flop, t.median_ms), "rel_err_rows": err.as_dict()})
+    del gemms, da, db, dbt, dc
+    return rows
 
 
 def summary_for(rows: list[dict], size: int, dt: str, groups) -> list[dict]:

@@ -18,12 +18,11 @@ import statistics
 
 import numpy as np
 
-from .. import pipeline as P
-from ..core import bench, checks
-from ..core.memory import DeviceArray
+from ..core import bench
 from .config import WSConfig
 from .ladder import RUNG_BY_NAME
-from .launch import compile_job, make_gemm
+from .launch import compile_job
+from .limit_suite import time_rounds
 
 SIZES = (4096, 8192)
 DTYPES = ("float16", "bfloat16")
@@ -57,27 +56,8 @@ def measure_orders(progress=None, reps: int = 20, sizes=SIZES, dtypes=DTYPES,
            "rounds": rounds, "rows": [], "baseline_library": bench.baseline_library()}
     for size in sizes:
         for dt in dtypes:
-            a, b, da, db, dbt = P.device_problem(size, dt, rng)
-            ref = checks.timed_output_reference(a, b, dt, rng)
-            flop = bench.gemm_flop(size, size, size)
-            dc = DeviceArray.poisoned((size, size), checks.np_dtype(dt))
-            gemms = {name: make_gemm(variant(name, dt), da, dbt, dc) for name, _ in VARIANTS}
-            for rnd in range(rounds):
-                dc.poison()
-                t = bench.time_gpu(bench.cublas_gemm(da, db, dc), warmup=3, reps=reps, clock=True)
-                out["rows"].append({"size": size, "dtype": dt, "round": rnd, "kernel": "cuBLAS",
-                                    **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms),
-                                    "rel_err_rows": ref.check(dc).as_dict()})
-                for name, g in gemms.items():
-                    dc.poison()
-                    t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
-                    g.check_error()
-                    err = checks.check_sampled_rows(dc, a, b, dt, g.cfg.label(), sampled=ref)
-                    out["rows"].append({"size": size, "dtype": dt, "round": rnd, "kernel": "ours",
-                                        "variant": name, "label": g.cfg.label(), **t.as_dict(),
-                                        "tflops": bench.tflops(flop, t.median_ms),
-                                        "rel_err_rows": err.as_dict()})
-            del gemms, da, db, dbt, dc
+            out["rows"] += time_rounds(size, dt, {name: variant(name, dt) for name, _ in VARIANTS},
+                                       "variant", rounds, reps, rng)
             s = order_summary(out["rows"], size, dt, out["variants"])
             say(f"{size}³ {dt}: cuBLAS {s[0]['tflops']:.0f} TFLOP/s; " + ", ".join(
                 f"{r['variant']} {r['of_cublas']:.3f} ({r['of_top']:.3f} of top)" for r in s[1:]))
