@@ -22,8 +22,9 @@ import numpy as np
 from .. import warp_specialization as W
 from ..core import runtime
 from ..models.fp8 import (EXPERIMENT_PROMOTE, FIT_K, FIT_PREDICTION, GROUP_K, fit_frac_bits,
-                          fit_group, group_operands, identified_bits, probe_operands, random_fp8)
+                          fit_group, group_operands, identified_bits, probe_operands)
 from .config import _fp32_out_config, fp8_config
+from .launch import timing_problem
 
 #: Elements fitted per run (rows × columns of C): the model holds rows · cols · K products.
 ID_ROWS, ID_COLS = 4, 8
@@ -145,16 +146,9 @@ def promotion_cost(rng, say, size: int = COST_SIZE, reps: int = 10, frac_bits: i
     output checked on one random row per 128 (a wrong one raises); plus each build's static SASS
     counts. Returns ``{"rows", "kept": {consumers: promote1 / promote0}, "prediction"}``."""
     from ..core import bench
-    from ..core.memory import DeviceArray
-    from ..models.layout import dtype_of
     from .suite import _time_ours
     flop = bench.gemm_flop(size, size, size)
-    qa, qb = random_fp8((size, size), rng=rng), random_fp8((size, size), rng=rng)
-    sa, sb = np.float32(rng.uniform(0.5, 2.0)), np.float32(0.125)
-    da, db = DeviceArray.from_host(qa), DeviceArray.from_host(qb)
-    dsc = DeviceArray.from_host(np.array([sa, sb], np.float32))
-    rows_idx = np.minimum(np.arange(0, size, 128) + rng.integers(0, 128, size // 128), size - 1)
-    dc = DeviceArray.poisoned((size, size), dtype_of("bfloat16"))
+    qa, qb, sa, sb, da, db, dsc, rows_idx, dc = timing_problem(size, rng)
     rows = []
     for (cons, p), cfg in _configs().items():
         t, chk, grid = _time_ours(cfg, da, db, dc, dsc, qa, qb, sa, sb, rows_idx, frac_bits, reps,
@@ -178,8 +172,6 @@ def promotion_intervals(rng, say, sizes=INTERVAL_SIZES, intervals=INTERVALS, rep
     each build's static SASS counts. Returns ``{"rows", "kept": {size: {P: P / fast}},
     "prediction"}`` (fast = P 0, the first of ``intervals``)."""
     from ..core import bench
-    from ..core.memory import DeviceArray
-    from ..models.layout import dtype_of
     from .suite import _time_ours
     cfgs = {p: _interval_config(p) for p in intervals}
     runtime.precompile(list({repr(W.compile_job(c)): W.compile_job(c)
@@ -188,12 +180,7 @@ def promotion_intervals(rng, say, sizes=INTERVAL_SIZES, intervals=INTERVALS, rep
     rows = []
     for size in sizes:
         flop = bench.gemm_flop(size, size, size)
-        qa, qb = random_fp8((size, size), rng=rng), random_fp8((size, size), rng=rng)
-        sa, sb = np.float32(rng.uniform(0.5, 2.0)), np.float32(0.125)
-        da, db = DeviceArray.from_host(qa), DeviceArray.from_host(qb)
-        dsc = DeviceArray.from_host(np.array([sa, sb], np.float32))
-        rows_idx = np.minimum(np.arange(0, size, 128) + rng.integers(0, 128, size // 128), size - 1)
-        dc = DeviceArray.poisoned((size, size), dtype_of("bfloat16"))
+        qa, qb, sa, sb, da, db, dsc, rows_idx, dc = timing_problem(size, rng)
         for p, cfg in cfgs.items():
             t, chk, grid = _time_ours(cfg, da, db, dc, dsc, qa, qb, sa, sb, rows_idx, frac_bits,
                                       reps, f"{size}³ promotion interval {p}")

@@ -184,3 +184,21 @@ def _sampled_fp8_check(out, qa, qb, sa, sb, cfg, rows_idx, frac_bits):
     host = out.to_host()
     return check_fp8_gemm(host[rows_idx], qa[rows_idx], qb, sa, sb, cfg.out_dtype, frac_bits,
                           cfg.promote, cfg.label())
+
+
+def timing_problem(size: int, rng) -> tuple:
+    """The FP8 problem every timed suite uses, on fresh random inputs: ``(qa, qb, sa, sb, da, db,
+    dsc, rows_idx, dc)`` — e4m3 operands A and B (stored N×K) on the host and the device, per-tensor
+    scales (sa random in 0.5..2, sb 1/8) on both, one random row per 128 to check a timed output
+    on, and a poisoned bf16 C."""
+    from ..core.memory import DeviceArray
+    from ..models.fp8 import random_fp8
+    from ..models.layout import dtype_of
+    qa, qb = random_fp8((size, size), rng=rng), random_fp8((size, size), rng=rng)
+    sa, sb = np.float32(rng.uniform(0.5, 2.0)), np.float32(0.125)
+    da, db = DeviceArray.from_host(qa), DeviceArray.from_host(qb)
+    dsc = DeviceArray.from_host(np.array([sa, sb], np.float32))
+    rows_idx = np.minimum(np.arange(0, size, 128) + rng.integers(0, 128, size // 128), size - 1)
+    dc = DeviceArray.poisoned((size, size), dtype_of("bfloat16"))
+    return qa, qb, sa, sb, da, db, dsc, rows_idx, dc
+

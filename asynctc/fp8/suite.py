@@ -23,7 +23,7 @@ from ..models.fp8 import (ACC_PREDICTION, B_BLOCK, EXPERIMENT_K, EXPERIMENT_PROM
                           relative_errors, swamp_operands)
 from .config import (_fp32_out_config, block_timed_config, correctness_configs, fp8_config,
                      fp8_shape_config, timed_configs)
-from .launch import _sampled_fp8_check, check_all, scaled_mm, scaled_mm_blockwise
+from .launch import _sampled_fp8_check, check_all, scaled_mm, scaled_mm_blockwise, timing_problem
 
 
 SIZES = (4096, 8192)
@@ -240,13 +240,7 @@ def measure_fp8(progress=None, sizes=None, check: bool = True, reps: int = 10,
     lib = out["baseline_library"]
     for size in sizes:
         flop = bench.gemm_flop(size, size, size)
-        qa, qb = random_fp8((size, size), rng=rng), random_fp8((size, size), rng=rng)
-        sa, sb = np.float32(rng.uniform(0.5, 2.0)), np.float32(0.125)
-        da, db = DeviceArray.from_host(qa), DeviceArray.from_host(qb)
-        dsc = DeviceArray.from_host(np.array([sa, sb], np.float32))
-        rows_idx = np.minimum(np.arange(0, size, 128) + rng.integers(0, 128, size // 128), size - 1)
-        from ..models.layout import dtype_of
-        dc = DeviceArray.poisoned((size, size), dtype_of("bfloat16"))
+        qa, qb, sa, sb, da, db, dsc, rows_idx, dc = timing_problem(size, rng)
         base = {"size": size, "dtype": "float8_e4m3fn", "out_dtype": "bfloat16"}
         if lib == "torch":
             for fast in (True, False):

@@ -15,9 +15,9 @@ import numpy as np
 
 from .. import warp_specialization as W
 from ..core import runtime
-from ..models.fp8 import FRAC_BITS, accumulation_bound, random_fp8
+from ..models.fp8 import FRAC_BITS, accumulation_bound
 from .config import FP8_SWIZZLES, mixed_configs, swizzle_config
-from .launch import check_all
+from .launch import check_all, timing_problem
 
 SIZES = (4096, 8192)
 
@@ -53,7 +53,6 @@ def measure_fp8_swizzle(progress=None, sizes=None, reps: int = 10, check: bool =
        a field of every FP8 row), and ``table``: :func:`swizzle_table`."""
     from ..core import bench, checks
     from ..core.memory import DeviceArray
-    from ..models.layout import dtype_of
     say = progress or (lambda _s: None)
     sizes = SIZES if sizes is None else sizes
     rng = np.random.default_rng()
@@ -75,12 +74,7 @@ def measure_fp8_swizzle(progress=None, sizes=None, reps: int = 10, check: bool =
         say(f"{len(out['checks'])} checks passed (mixed FP8 and every swizzle)")
     for size in sizes:
         flop = bench.gemm_flop(size, size, size)
-        qa, qb = random_fp8((size, size), rng=rng), random_fp8((size, size), rng=rng)
-        sa, sb = np.float32(rng.uniform(0.5, 2.0)), np.float32(0.125)
-        da, db = DeviceArray.from_host(qa), DeviceArray.from_host(qb)
-        dsc = DeviceArray.from_host(np.array([sa, sb], np.float32))
-        rows_idx = np.minimum(np.arange(0, size, 128) + rng.integers(0, 128, size // 128), size - 1)
-        dc = DeviceArray.poisoned((size, size), dtype_of("bfloat16"))
+        qa, qb, sa, sb, da, db, dsc, rows_idx, dc = timing_problem(size, rng)
         ref, bound = _sampled(qa, qb, rows_idx, float(np.float64(sa) * np.float64(sb)), "bfloat16")
         for cfg in timed:
             dc.poison()
