@@ -29,6 +29,8 @@ What lives where (every name below is re-exported here: ``from asynctc import tm
   :func:`measure_tma_copy` and the tables read from its record (never plots).
 * ``equal_bytes.py`` — the record suite ``tma_equal``: TMA beside the manual copies at equal bytes
   in flight per SM, small and large boxes (:func:`measure_equal_bytes`, :func:`equal_bytes.pairs`).
+* ``checks.py`` — the record suite ``tma_checks``: the life cycle, the swizzle model and the
+  zero fill run once on the GPU, so that replay prints what the GPU showed.
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
 """
 
@@ -46,4 +48,7 @@ from .suite import (  # noqa: F401
 from . import equal_bytes  # noqa: E402
 from .equal_bytes import measure_equal_bytes, summarize_equal_bytes  # noqa: F401,E402
 
-SUITES = {**SUITES, **equal_bytes.SUITES}
+from . import checks  # noqa: E402
+from .checks import measure_tma_checks, summarize_tma_checks  # noqa: F401,E402
+
+SUITES = {**SUITES, **equal_bytes.SUITES, **checks.SUITES}

@@ -344,7 +344,7 @@ def store_box(tile: SmemTile, shape=(256, 512), start=(0, 0), *, rng=None) -> By
 
 
 # --------------------------------------------------------------------------------------------------
-# The GPU checks, as one list (used by tests/test_ch02_ch03_kernels.py and tools/gpu_ch02_ch03.py)
+# The GPU checks, as one list (used by tests/test_tma.py, tools/gpu_ch02_ch03.py and the tma_checks suite)
 # --------------------------------------------------------------------------------------------------
 
 CHECK_DTYPES = ("float16", "bfloat16", "float32", "float8_e4m3fn", "uint8")
