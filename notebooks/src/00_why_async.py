@@ -13,8 +13,8 @@
 #   with its own registers, shared memory and four Tensor Cores.
 # * A **warp** is 32 threads that an SM issues as one: one instruction, 32 lanes.
 # * **PTX** is NVIDIA's virtual instruction set, the assembly-like language CUDA C++ compiles to.
-#   The course writes its Tensor Core instructions in PTX; NVRTC turns it into **SASS**, the GPU's own
-#   machine code.
+#   The course writes its Tensor Core instructions in PTX; **NVRTC** (NVIDIA's runtime compiler,
+#   called from Python) turns it into **SASS**, the GPU's own machine code.
 # * **cuBLAS** is NVIDIA's GEMM library: the yardstick every chapter measures against.
 # * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity) with two ceilings: DRAM
 #   bandwidth and peak math.
