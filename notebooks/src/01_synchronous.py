@@ -9,7 +9,7 @@
 # registers) with **`ldmatrix`**, and multiplies them with **`mma.sync`**, the warp-wide Tensor Core
 # instruction of Ampere (16×8×16 per instruction). You will
 #
-# 1. run a plain tiled GEMM written in Python (numba), with no Tensor Cores;
+# 1. run a plain tiled GEMM written in Python with numba (a CUDA compiler for Python), no Tensor Cores;
 # 2. compile a tuned `mma.sync` GEMM and find its instructions in the SASS;
 # 3. check it against float64 on fresh random inputs;
 # 4. measure it beside cuBLAS and beside the ceiling of `mma.sync` itself, and explain the gap.
