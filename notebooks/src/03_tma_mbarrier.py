@@ -60,8 +60,9 @@ for bad in (dict(box=(64, 128)), dict(box=(300, 64)), dict(strides=(8200, 2)),
 # Without swizzle, 128-byte rows all start in bank 0. Reading one 16-byte chunk down 8 rows hits the
 # same 4 banks 8 times: an 8-way [bank conflict](../docs/glossary.md#bank-conflict).
 #
-# A swizzle mode XORs each row's 16-byte chunk index with the row's line index (`Swizzle<n,4,3>`), so
-# those 8 reads land in 8 different bank groups. `SmemTile` is the model. The map shows, for each
+# A swizzle mode XORs each row's 16-byte chunk index with its *line index* (which 128-byte line of
+# shared memory the row is in, mod 8; `Swizzle<n,4,3>`). Then those 8 reads land in 8 different
+# bank groups. `SmemTile` is the model. The map shows, for each
 # 16-byte chunk of each row, which of the 8 four-bank groups it lands in.
 
 # %% output varies
@@ -126,10 +127,11 @@ for sw in (0, 128):
 # %%
 notebook.show_source("tma.cu", start=r"    record\(0, full", end=r"record\(3, full")
 
-# The table below is the **expected** sequence (`tma.LIFECYCLE`, written from the PTX ISA), not a
-# recording. On a GPU the cell also runs the kernel and compares its records with it step by step
-# (`tma.mbarrier_lifecycle`; the same check is `tests/test_tma.py::test_mbarrier_lifecycle`, a GPU
-# test that passed on the H200 on 2026-11-30); in replay only the expected sequence is shown.
+# %% [markdown]
+# The cell below prints the **expected** sequence (`tma.LIFECYCLE`, written from the PTX ISA). On a
+# GPU it also runs the kernel and compares its records with it step by step (the same check is the
+# GPU test `tests/test_tma.py::test_mbarrier_lifecycle`, which passed on the H200 on 2026-11-30).
+# In replay only the expected sequence is shown.
 
 # %% output varies
 print("expected after each step (tma.LIFECYCLE):")
