@@ -40,7 +40,8 @@ notebook.banner("sm_90a")
 # * **A** comes from shared memory (a second descriptor: "SS") or from registers ("RS": four 32-bit
 #   registers per thread, the same fragment as `mma.sync`'s A).
 # * **D** lives in registers: N/2 fp32 values per thread. Warp *w* owns rows 16w…16w+15; within a
-#   warp, lane 4g+t holds rows g and g+8, columns 8j+2t and 8j+2t+1.
+#   warp, lane 4g+t holds rows g and g+8, columns 8j+2t and 8j+2t+1 (g = 0…7, t = 0…3, every
+#   j < N/8).
 #
 # It is *asynchronous*, like `cp.async` in chapter 02:
 #
