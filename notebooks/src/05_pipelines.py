@@ -39,7 +39,7 @@ notebook.banner("sm_90a")
 # | **full[s]** | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA's bytes have landed | "stage s contains its k-tile" |
 # | **empty[s]** | one per consumer warpgroup | each consumer's `wgmma.wait_group` says the wgmmas reading the stage are done | "stage s may be refilled" |
 #
-# All 128 threads of a consumer execute `wgmma.wait_group`; then one elected thread arrives for them
+# All 128 threads of a consumer execute `wgmma.wait_group`; then one chosen (*elected*) thread arrives for them
 # (the convention CUTLASS uses too, not a rule the PTX ISA text states).
 #
 # **Which parity.** k-tile k lives in stage **k mod S** and is that stage's (k / S)-th fill:
