@@ -19,8 +19,9 @@
 # * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity) with two ceilings: DRAM
 #   bandwidth and peak math.
 #
-# **The story.** The rest of the course makes the operand copy run by itself: asynchronous copies
-# (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
+# **The story.** To keep Tensor Cores busy, operands must be copied into shared memory *while* they
+# compute. This chapter measures why; the rest of the course makes that copy run by itself, with
+# asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # Every number below is measured now (on a GPU) or replayed from `data/` with the GPU, driver and
 # date it was measured on. Nothing is typed in.
@@ -138,7 +139,8 @@ print(f"ridge point: {peak / (bw / 1000):.0f} FLOP/byte")
 # SM, which must consume 4096 FLOP every clock.
 #
 # Say each **CTA** (cooperative thread array: CUDA's thread block, on one SM) computes a 128×128
-# tile of C. Each step along K brings (128 + 128) × 2 bytes of operands for 2 × 128 × 128 FLOP:
+# tile of C. Each step one element along K brings (128 + 128) × 2 bytes of operands for
+# 2 × 128 × 128 FLOP:
 # **1/64 byte per FLOP**, so **64 bytes every clock** into shared memory, per SM, without pause.
 #
 # The threads that would move those bytes are the same threads that must issue the math. The next
