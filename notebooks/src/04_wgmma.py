@@ -104,7 +104,7 @@ print("encode → decode round trip:", True)
 # %% [markdown]
 # ## 3. Canonical layouts, drawn
 #
-# (The same layouts in CuTe's `shape:stride` notation, as the ISA's tables give them, are section 5
+# (The same layouts in the `shape:stride` notation of CuTe, NVIDIA's layout library, as the ISA's tables give them, are section 5
 # of the [deep dive](04b_wgmma_anatomy.ipynb).)
 #
 # The [core matrix](../docs/glossary.md#core-matrix) is 8 rows × 16 bytes.
