@@ -16,7 +16,7 @@
 # loads a warpgroup of their own.)
 #
 # Deep dives: [05b](05b_pipeline_timeline.ipynb) (a CPU model's prediction beside the GPU's
-# timelines) and [05c](05c_pipeline_variants.ipynb) (SASS, CUTLASS's names, what moved the numbers,
+# timelines) and [05c](05c_pipeline_variants.ipynb) (SASS, the names of CUTLASS — NVIDIA's C++ GEMM library — what moved the numbers,
 # the protocol broken on purpose).
 
 # %% output varies
@@ -42,7 +42,8 @@ notebook.banner("sm_90a")
 # All 128 threads of a consumer execute `wgmma.wait_group`; then one chosen (*elected*) thread arrives for them
 # (the convention CUTLASS uses too, not a rule the PTX ISA text states).
 #
-# **Which parity.** k-tile k lives in stage **k mod S** and is that stage's (k / S)-th fill:
+# **Which parity.** k-tile k lives in stage **k mod S** and is that stage's (k / S)-th fill (`/`
+# is integer division here):
 #
 # * a consumer waits on full[k mod S] with parity **(k / S) mod 2**;
 # * the producer, before loading k-tile t, waits on empty[t mod S] with parity **(t / S + 1) mod 2**.
