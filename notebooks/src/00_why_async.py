@@ -1,20 +1,30 @@
 # %% [markdown]
 # # 00 — Why asynchronous Tensor Core programming?
 #
-# **Learning goal.** By the end of this chapter you can say, with numbers measured on this GPU,
-# how fast it can move bytes and how fast it can multiply matrices; place any GEMM on a roofline by
-# its [arithmetic intensity](../docs/glossary.md#arithmetic-intensity); and explain why a GEMM kernel that makes its own threads move every
-# operand cannot keep the Tensor Cores busy — the problem the rest of the course solves with
+# **Learning goal.** Measure how fast this GPU moves bytes and multiplies matrices, place a GEMM on
+# a roofline, and see why threads that move their own operands cannot keep the Tensor Cores busy.
+#
+# **Words you need first:**
+#
+# * A **GEMM** is a general matrix multiply, C = A·B (M×K times K×N).
+# * A **Tensor Core** is a matrix-multiply unit inside an SM: one instruction multiplies whole small
+#   tiles of fp16/bf16 matrices, not one number at a time.
+# * An **SM** (streaming multiprocessor) is one of the GPU's identical cores. The H200 has 132, each
+#   with its own registers, shared memory and four Tensor Cores.
+# * A **warp** is 32 threads that an SM issues as one: one instruction, 32 lanes.
+# * **PTX** is NVIDIA's virtual instruction set, the assembly-like language CUDA C++ compiles to.
+#   The course writes its Tensor Core instructions in PTX; **NVRTC** (NVIDIA's runtime compiler,
+#   called from Python) turns it into **SASS**, the GPU's own machine code.
+# * **cuBLAS** is NVIDIA's GEMM library: the yardstick every chapter measures against.
+# * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity) with two ceilings: DRAM
+#   bandwidth and peak math.
+#
+# **The story.** To keep Tensor Cores busy, operands must be copied into shared memory *while* they
+# compute. This chapter measures why; the rest of the course makes that copy run by itself, with
 # asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Every number below is either measured now (on a GPU) or replayed from `data/` with the GPU, driver
-# and date it was measured on. Nothing is typed in.
-#
-# Three words first. An **SM** (streaming multiprocessor) is one of the GPU's identical cores — the
-# H200 has 132 — each with its own registers, shared memory and four Tensor Cores. A **warp** is 32
-# threads that an SM issues as one: one instruction, 32 lanes. **PTX** is NVIDIA's virtual
-# instruction set: the assembly-like language CUDA C++ compiles to (the course writes Tensor Core
-# instructions in it) before the driver or NVRTC turns it into the GPU's machine code, **SASS**.
+# Every number below is measured now (on a GPU) or replayed from `data/` with the GPU, driver and
+# date it was measured on. Nothing is typed in.
 
 # %% output varies
 import numpy as np
@@ -29,15 +39,14 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Two ceilings, measured
 #
-# The suite `ceilings` times, with CUDA events (warm-up, L2 flushed before every repetition,
-# median of 20):
+# The suite `ceilings` times two things (CUDA events, warm-up, L2 flushed, median of 20):
 #
-# * a **device-to-device copy** (`cuMemcpyAsync`) from 16 MiB to 4 GiB — bandwidth counts the bytes
-#   read *and* the bytes written;
-# * **cuBLAS** fp16 and bf16 GEMMs (`C = A·B`, M = N = K from 1024 to 8192) on random data, through
-#   PyTorch or CuPy, whichever the GPU machine has.
+# | what | sizes | counts |
+# |---|---|---|
+# | device-to-device copy (`cuMemcpyAsync`) | 16 MiB – 4 GiB | bytes read + bytes written |
+# | cuBLAS fp16 and bf16 GEMM on random data | M = N = K = 1024 – 8192 | 2·M·N·K FLOP |
 #
-# `load_or_measure` runs the suite when this machine has the GPU, and otherwise loads the record.
+# `load_or_measure` runs the suite when this machine has the GPU; otherwise it loads the record.
 
 # %% output varies
 rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
@@ -52,17 +61,17 @@ fig = plots.throughput_by_size(
 # %% [markdown]
 # ## 2. The datasheet peak, computed — and what cuBLAS reaches
 #
-# Hopper's Tensor Cores do **4096 dense fp16/bf16 FLOP per clock per SM** (with fp32 accumulation).
-# The peak of this GPU is therefore *SMs × 4096 × SM clock*. Which clock? The datasheet's figure,
-# 989 TFLOP/s dense fp16, is 132 SMs × 4096 × its 1830 MHz boost clock; a running GPU sets its own
-# clock (lower under heavy power draw), so the course also divides by a clock measured on the GPU
-# and prints **both** fractions. The measured clock is one of three kinds — **in-kernel** (the
-# kernel reads its own SM clock), **in flight** (a probe kernel beside the running GEMM) or
-# **probed after the sample** (an upper bound on the clock, so the fraction at it is a lower
-# bound) — and every printed fraction says which (`bench.peak_text`, from the row's `sm_mhz_source`). The deep dive
-# [00b — three ways to read the clock](00b_clock_kinds.ipynb) defines them, checks them against each
-# other and shows the clock following the workload; `bench.clock_caveat` prints the caveat wherever a
-# record's clock needs it.
+# Hopper's Tensor Cores do **4096 dense fp16/bf16 FLOP per clock per SM** (fp32 accumulation).
+# So the peak is *SMs × 4096 × SM clock*.
+#
+# The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock. A running GPU picks its own clock,
+# lower under heavy load. So the course prints two fractions: of the datasheet, and of the peak at
+# the clock measured during the run.
+#
+# Each measured clock names its kind: **in-kernel** (the kernel reads its own SM clock),
+# **in flight** (a probe kernel beside the running GEMM) or **probed after the sample** (an upper
+# bound on the clock). The deep dive [00b — three ways to read the clock](00b_clock_kinds.ipynb) explains
+# them; the exercises need none of it.
 
 # %% output varies
 gemms = rec.results["cublas"]
@@ -100,12 +109,15 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # ## 3. The roofline: where each GEMM lives
 #
 # A kernel that does *F* FLOP and must move at least *B* bytes through DRAM has **arithmetic
-# intensity** *F / B*. Below the **ridge point** (peak ÷ bandwidth) it cannot be faster than
-# bandwidth × intensity: memory-bound. Above it, the Tensor Cores are the limit — *if* the kernel
-# can feed them. A square fp16 GEMM of size *n* does 2n³ FLOP and must move A, B and C through DRAM
-# at least once, so its intensity grows with *n* — exercise 1 asks exactly how. The plot places
-# cuBLAS's measured bf16 GEMMs at their intensities, and — computed, not measured (open marker) — a
-# decode-like 8192×8192×16 GEMM at its bandwidth bound.
+# intensity** *F / B*.
+#
+# Below the **ridge point** (peak ÷ bandwidth) a kernel cannot be faster than
+# bandwidth × intensity: it is *memory-bound*. Above it, the Tensor Cores are the limit — *if* the
+# kernel can feed them.
+#
+# A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once, so its intensity
+# grows with *n* (exercise 1 asks how). The plot shows cuBLAS's measured bf16 GEMMs, and one computed
+# point (open marker): a *decode-like* 8192×8192×16 GEMM, the skinny shape of LLM token generation.
 
 # %% output varies
 bw = max(c["gbps_rw"] for c in copy)
@@ -124,12 +136,15 @@ print(f"ridge point: {peak / (bw / 1000):.0f} FLOP/byte")
 # ## 4. Why Tensor Cores starve
 #
 # Large GEMMs sit far right of the ridge: DRAM is not their problem. Their problem is *inside* the
-# SM. To run at peak, one SM must consume 4096 FLOP every clock. Say each **CTA** (cooperative
-# thread array: a block of threads that runs on one SM and shares its shared memory) computes a
-# 128×128 tile of the output; then each step along K needs (128 + 128) × 2 bytes of operands for 2 × 128 × 128 FLOP — that is
-# **1/64 byte per FLOP**, i.e. **64 bytes every clock** into shared memory, plus the reads out of it
-# into the Tensor Cores, per SM, without pause. The threads that would move those bytes are the same
-# threads that must issue the math. The next cells compute what that means on this GPU.
+# SM, which must consume 4096 FLOP every clock.
+#
+# Say each **CTA** (cooperative thread array: CUDA's thread block, on one SM) computes a 128×128
+# tile of C. Each step one element along K brings (128 + 128) × 2 bytes of operands for
+# 2 × 128 × 128 FLOP:
+# **1/64 byte per FLOP**, so **64 bytes every clock** into shared memory, per SM, without pause.
+#
+# The threads that would move those bytes are the same threads that must issue the math. The next
+# cell computes what that means on this GPU.
 
 # %% output varies
 clock_hz = clock_mhz * 1e6                         # the clock of the cuBLAS samples (section 2)
@@ -144,7 +159,8 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
       "*while* the Tensor Cores compute.")
 
 # %% [markdown]
-# The rest of the course is about making that copy run by itself:
+# The rest of the course makes that copy run by itself. Each chapter defines its own terms; the
+# links go to the glossary.
 #
 # | chapter | who moves the operands | who waits |
 # |---|---|---|
@@ -155,12 +171,9 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
 # | 05 pipelines | one thread of a computing warpgroup issues TMA loads into a ring of stages, before the math needs them | the consumer, only when the ring runs dry |
 # | 06 warp specialization | a [producer](../docs/glossary.md#producer) warpgroup that only loads; consumer warpgroups only do math | ideally nobody, in steady state (chapter 06 measures how close) |
 #
-# > **What we measured vs what is often claimed.** The H200 datasheet says "989 TFLOP/s dense
-# > bf16" (that is 132 × 4096 × 1830 MHz) and "4.8 TB/s". The cells above show the best cuBLAS GEMM
-# > we measured with its fraction of that datasheet figure, the peak at the clock measured for the
-# > cuBLAS samples (its kind, and the caveat where one applies, in section 2), and the best copy bandwidth we
-# > measured (bytes read + written). Quote the measurements, with their date and driver, and the
-# > datasheet fraction beside them.
+# > **Measured vs claimed.** The datasheet says 989 TFLOP/s dense bf16 and 4.8 TB/s. Quote the
+# > measured numbers above instead, with their date and driver, and the datasheet fraction beside
+# > them.
 
 # %% [markdown]
 # ## Exercises
@@ -193,3 +206,8 @@ ok = exercises.check("ch00.memory_bound", answer, sizes=sizes, ridge=ridge)
 exercises.check("ch00.intensity", 2 * 512**3 / (2 * 3 * 512 * 512), n=512, solution=True)
 ok = exercises.check("ch00.memory_bound", [s for s in sizes if s / 3 < ridge], sizes=sizes,
                      ridge=ridge, solution=True)
+
+# %% [markdown]
+# **What you learned.** The two ceilings of this GPU, measured; where a GEMM sits on the roofline;
+# and why a large GEMM is limited inside the SM, by who moves the operands.
+# **Next:** [chapter 01](01_synchronous.ipynb) measures the synchronous way to feed the Tensor Cores.

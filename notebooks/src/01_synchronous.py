@@ -1,23 +1,21 @@
 # %% [markdown]
 # # 01 — The synchronous model: SIMT tiles, then `ldmatrix` + `mma.sync`
 #
-# **Learning goal.** Write down, and measure, the *synchronous* way to use Tensor Cores that every
-# later chapter improves on: threads copy tiles global → registers → shared memory, wait at
-# `__syncthreads()`, load fragments with `ldmatrix`, and issue `mma.sync`. You will
+# **Learning goal.** Measure the *synchronous* way to use Tensor Cores, which every later chapter
+# improves on, and say what limits it.
 #
-# 1. run a SIMT tiled GEMM written in Python with numba (no Tensor Cores) — on the GPU, or in numba's
-#    CUDA simulator on a laptop;
-# 2. compile a tuned CUDA C++ `mma.sync` GEMM to cubin and read its **SASS** — the GPU's own machine
-#    code, which `nvdisasm` prints from the cubin — where `mma.sync` appears as `HMMA.16816`
-#    (half-precision matrix multiply-accumulate, shape 16×8×16) and `ldmatrix` as `LDSM` (load
-#    shared-memory matrix);
+# **The story.** Threads copy tiles global → registers → shared memory and wait at
+# `__syncthreads()`. Then each warp loads *fragments* (its share of a tile, spread over its 32 lanes'
+# registers) with **`ldmatrix`**, and multiplies them with **`mma.sync`**, the warp-wide Tensor Core
+# instruction of Ampere (16×8×16 per instruction). You will
+#
+# 1. run a plain tiled GEMM written in Python with numba (a CUDA compiler for Python), no Tensor Cores;
+# 2. compile a tuned `mma.sync` GEMM and find its instructions in the SASS;
 # 3. check it against float64 on fresh random inputs;
 # 4. measure it beside cuBLAS and beside the ceiling of `mma.sync` itself, and explain the gap.
 #
-# The rhythm of every chapter: **story → kernel → check → measure → explain**. The investigations —
-# the fragment layout of `mma.sync`, the k-tile's math, the tile sweep, the kernel taken apart and
-# the clock of sustained runs — are in the deep dive
-# [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
+# Deep dive: [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb) (fragment
+# layouts, the math of one BK-deep slice, the tile sweep, the kernel taken apart, clocks).
 
 # %% output varies
 import numpy as np
@@ -33,10 +31,11 @@ notebook.banner("sm_90a")
 # ## 1. A SIMT tiled GEMM, in Python
 #
 # One thread per element of C. A 16×16 block of threads stages a 16×16 tile of A and of B in shared
-# memory; `cuda.syncthreads()` makes sure the tiles are complete before anyone reads them, and that
-# everyone is done before they are overwritten. Every multiply-add is one **FFMA** (the SASS
-# instruction for a fused fp32 multiply-add) on one **CUDA core** (one of the SM's scalar fp32
-# lanes, as opposed to its Tensor Cores).
+# memory. `cuda.syncthreads()` makes sure the tiles are complete before anyone reads them, and that
+# everyone is done before they are overwritten.
+#
+# Every multiply-add is one **FFMA** (fused fp32 multiply-add, in SASS) on one **CUDA core** (one of
+# the SM's scalar fp32 lanes, not a Tensor Core).
 
 # %%
 import inspect
@@ -59,34 +58,33 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # %% [markdown]
 # ## 2. The tuned synchronous Tensor Core GEMM
 #
-# Words used from here on: a **CTA** (cooperative thread array) is a thread block; each computes one
-# BM×BN tile of C. A **k-tile** is the BK-deep slice of A (BM×BK) and B (BK×BN) that a CTA holds in
-# shared memory at a time; the kernel loops over K/BK of them, and each warp works through a k-tile
-# in 16-deep **k16 steps** (one `mma.sync` is 16 deep). A tile is named `BMxBNxBK/wWMxWN`, e.g.
-# `128x128x64/w64x64/2cta`: CTA tile 128×128×64, warp tile 64×64 (so 2×2 = 4 warps), and `/2cta`
-# when the compiler was asked (`__launch_bounds__`) to fit the registers of two CTAs on one SM.
-# Shared memory is split into 32 **banks**, each 4 bytes wide (consecutive 4-byte words go to
-# consecutive banks); one access is served in one pass only if no two of its lanes touch different
-# addresses in the same bank, otherwise it is split into passes (a *bank conflict*).
-# **Swizzled** tiles store 16-byte chunks at XOR-permuted places so that no two lanes of one access
-# hit the same bank (chapter 03 models it exactly). **L1/TEX** is the SM's L1 cache unit; on
-# Hopper it shares its storage and its 128-byte-per-clock data path with shared memory. The
-# **epilogue** is the end of the kernel that writes the accumulators to C.
+# Words used from here on:
 #
-# `asynctc/kernels/mma_sync.cu`. The data path, all done by the threads themselves (`LDG.128` and
-# `STS.128` are the SASS instructions for a 16-byte load from global memory and a 16-byte store to
-# shared memory, per thread):
+# | word | meaning |
+# |---|---|
+# | **CTA** | cooperative thread array = a thread block; each computes one BM×BN tile of C |
+# | **k-tile** | the BK-deep slice of A (BM×BK) and B (BK×BN) that a CTA holds in shared memory at a time; the loop walks K/BK of them |
+# | **k16 step** | 16 deep along K: one `mma.sync` |
+# | tile name | `BMxBNxBK/wWMxWN`, e.g. `128x128x64/w64x64/2cta`: CTA tile 128×128×64, warp tile 64×64 (so 4 warps); `/2cta`: registers capped so two CTAs fit on one SM |
+# | **bank conflict** | shared memory has 32 banks of 4 bytes; two lanes of one access that hit different addresses in one bank split it into passes |
+# | **swizzled** tile | 16-byte chunks stored at XOR-permuted places so the lanes of one access spread over different banks (chapter 03) |
+# | **L1/TEX** | the SM's L1 cache unit; on Hopper it shares its storage and its 128-byte-per-clock data path with shared memory |
+# | **epilogue** | the end of the kernel, which writes the accumulators to C |
+# | `LDG.128` / `STS.128` | SASS: a 16-byte load from global memory / store to shared memory, per thread |
+#
+# The kernel is `asynctc/kernels/mma_sync.cu`. Its data path, all done by the threads themselves:
 #
 # ```
 # global ──LDG.128──▶ registers ──STS.128──▶ shared (swizzled) ──LDSM──▶ fragments ──HMMA──▶ fp32 acc
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# It is tuned, not a straw man: 128×128×64 CTA tiles, 64×64 warp tiles (32 `mma.sync` per 8
-# `ldmatrix` per 16-deep k step), XOR-swizzled shared-memory tiles (no bank conflicts for the stores
-# or for `ldmatrix`), two shared buffers so one barrier per k-tile suffices, and the next k-tile
-# loaded into registers before the current one is multiplied.
-
+# It is tuned, not a straw man:
+#
+# * 128×128×64 CTA tiles and 64×64 warp tiles (32 `mma.sync` per 8 `ldmatrix` per k16 step);
+# * swizzled shared-memory tiles, so neither the stores nor `ldmatrix` have bank conflicts;
+# * two shared buffers, so one barrier per k-tile suffices;
+# * the next k-tile loaded into registers before the current one is multiplied.
 #
 # Here is the main loop:
 
@@ -97,9 +95,8 @@ notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$")
 # %% [markdown]
 # ### SASS: what the GPU will execute
 #
-# NVRTC compiled the kernel to **cubin for sm_90a** (no PTX is left for the driver to JIT). The
-# disassembly has `HMMA.16816.F32` (one per `mma.sync`) and `LDSM.16.M88.4` / `LDSM.16.MT88.4`
-# (`ldmatrix`, plain and transposed):
+# NVRTC compiled the kernel to a **cubin** (the binary of one GPU architecture, here sm_90a). In the
+# SASS, `mma.sync` is `HMMA.16816.F32` and `ldmatrix` is `LDSM` (plain `.M88` or transposed `.MT88`):
 
 # %% output varies
 text = ck.sass()
@@ -116,10 +113,12 @@ print("HMMA and LDSM present, no register spills:", True)
 # %% [markdown]
 # ## 3. Correctness first
 #
-# Every check draws fresh standard-normal inputs, poisons the output with NaN bytes (so an element
-# the kernel never writes fails), and compares with `float64` by relative Frobenius error against
-# the rounding of the output dtype. Live, the checks run now; in replay, we show the checks recorded
-# with the measurements (the suite refuses to time a kernel that fails them).
+# Every check draws fresh standard-normal inputs and poisons the output with NaN bytes, so an
+# element the kernel never writes fails. It compares with `float64`, elementwise, relative to
+# |A|·|B|.
+#
+# Live, the checks run now. In replay you see the checks recorded with the measurements (the suite
+# refuses to time a kernel that fails them).
 
 # %% output varies
 rec = records.load_or_measure("mma_sync", mma_sync.measure_mma_sync)
@@ -141,20 +140,16 @@ print("all correctness checks passed:", len(checks) > 0)
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
-# Three numbers frame the result, all timed in the same run on the same GPU:
+# Three numbers, timed in the same run on the same GPU:
 #
-# * **cuBLAS** (which on Hopper uses `wgmma` and TMA — chapters 03–06);
-# * our **mma.sync GEMM**, best of the tiles tried per size;
-# * the **`mma.sync` ceiling**: a register-only kernel that issues independent `mma.sync`
-#   back to back with no memory traffic at all (`kernels/mma_sync_peak.cu`), run at the same
-#   **occupancy** as the GEMM — the number of warps resident on one SM at a time (warps per CTA ×
-#   CTAs per SM), which sets how many independent instruction streams each SM can interleave.
+# | series | what it is |
+# |---|---|
+# | **cuBLAS** | on Hopper it uses `wgmma` and TMA (chapters 03–06) |
+# | our **mma.sync GEMM** | best of the tiles tried, per size |
+# | the **`mma.sync` ceiling** | a register-only kernel issuing independent `mma.sync` back to back, no memory traffic (`kernels/mma_sync_peak.cu`), at the GEMM's **occupancy** (warps resident per SM: warps per CTA × CTAs per SM) |
 #
-# The clocks differ, and the labels say which: the ceiling kernel reads its own SM clock; the GEMMs
-# cannot, so `bench.time_gpu`'s clock probe measures theirs (chapter 00, section 2, defines the
-# kinds of clock and states, once for the course, the caveat one of them needs). The cell prints
-# both clocks from the record, with the caveat where this record's kind needs it. Every fraction
-# below names its clock and has the datasheet fraction (989 TFLOP/s at 1830 MHz) beside it.
+# The ceiling kernel reads its own SM clock; the GEMMs' clock is probed beside them. The labels
+# name each clock's kind ([00b](00b_clock_kinds.ipynb)).
 
 # %% output varies
 p = rec.provenance
@@ -192,31 +187,26 @@ print(mma_sync.summarize_mma_sync(rec, anatomy=False))
 #
 # Two effects stack up:
 #
-# 1. **`mma.sync` itself tops out below the Tensor Core peak on Hopper.** The register-only kernel
-#    of section 4 measures that ceiling on this GPU, with its own in-kernel clock (its fraction of
-#    SMs × 4096 × that clock, and of the datasheet, are printed in section 4's summary and at the end
-#    of this section). Luo et al. (IPDPS 2024) report about 63% of peak for `mma.sync` on an H800 —
-#    a fraction of their own peak figure for that GPU; the clock that figure assumes is not stated
-#    in what we cite, so it is not comparable per clock with ours. Either way the full rate needs
-#    `wgmma` (chapter 04).
-# 2. **Every operand byte crosses the SM's L1/shared-memory data path several times** — the global
-#    load into registers, the store into shared memory, and the `ldmatrix` out of it (three passes;
+# 1. **`mma.sync` itself tops out below the Tensor Core peak on Hopper.** Section 4's ceiling
+#    kernel measures how far below. The full rate needs `wgmma` (chapter 04). (A literature figure
+#    beside ours: [01b §6](01b_synchronous_anatomy.ipynb).)
+# 2. **Every operand byte crosses the SM's L1/shared-memory data path several times**: the global
+#    load into registers, the store into shared memory, the `ldmatrix` out of it (three passes;
 #    four if the hypothesis of the deep dive's anatomy holds).
 
 # %% [markdown]
-# A model of that data path — the bound it puts on each tile, what Nsight Compute read and which
-# variants were tried — is in [deep dive 01b §6](01b_synchronous_anatomy.ipynb): with the
-# threads moving every byte, the shared-memory data path and the barriers, not the Tensor Cores,
-# set the pace. Larger warp tiles would need fewer `ldmatrix` bytes
-# per FLOP, but their accumulators do not fit in the registers at two CTAs per SM; loading the next
-# k-tile two tiles ahead, spreading the shared-memory stores over the k-tile, or bypassing L1 for the
-# global loads (`ld.global.cg`, `.L1::no_allocate`) all measured within ±2% (see `docs/NOTES.md`).
-# What helps is taking the copy away from the threads: chapter 02 removes the register hop
-# (`cp.async` writes shared memory directly), chapter 03 removes the threads (TMA), and chapter 04
-# the `ldmatrix` (wgmma reads its operands from shared memory itself).
+# So the data path and the barriers set the pace, not the Tensor Cores. (The model of that data
+# path, and the variants tried: [01b §6](01b_synchronous_anatomy.ipynb).)
 #
-# Our goal for this kernel was half of cuBLAS at 4096³; the cell below says whether the
-# measurement you are looking at got there.
+# What helps is taking the copy away from the threads:
+#
+# | chapter | removes |
+# |---|---|
+# | 02 | the register hop (`cp.async` writes shared memory directly) |
+# | 03 | the threads (TMA copies a whole tile) |
+# | 04 | `ldmatrix` (wgmma reads its operands from shared memory) |
+#
+# Our goal for this kernel: half of cuBLAS at 4096³. The cell says whether this record got there.
 
 # %% output varies
 rows4096 = [r for r in rec.results["sweep"] if r["size"] == 4096 and r["dtype"] == "float16"]
@@ -259,3 +249,8 @@ ck = mma_sync.compile_mma_sync("float16", t)
 pred = (t.wm // 16) * (t.wn // 8) * (t.bk // 16)
 exercises.check("ch01.hmma_per_ktile", pred, wm=t.wm, wn=t.wn, bk=t.bk, solution=True)
 print("prediction matches the SASS HMMA count:", pred == sass.class_counts(ck.sass())["HMMA"])
+
+# %% [markdown]
+# **What you learned.** The synchronous data path (threads copy, barrier, `ldmatrix`, `mma.sync`),
+# its SASS, how it is checked, and why it stays below cuBLAS.
+# **Next:** [chapter 02](02_cp_async.ipynb) removes the register hop with `cp.async`.

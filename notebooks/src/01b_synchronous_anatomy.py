@@ -207,6 +207,12 @@ if bench.clock_caveat(abl_kind):
 # ## 6. From the core lesson: the compiler, a refused shape, the L1-path model, a literature figure
 #
 # Moved here from the core lesson [01](01_synchronous.ipynb) (sections 3 and 5).
+#
+# Variants tried on the synchronous kernel (moved from the core lesson's section 5): larger warp
+# tiles would need fewer `ldmatrix` bytes per FLOP, but their accumulators do not fit in the
+# registers at two CTAs per SM; loading two k-tiles in advance, spreading the
+# shared-memory stores over the k-tile, or bypassing L1 for the global loads (`ld.global.cg`,
+# `.L1::no_allocate`) all measured within ±2% (see `docs/NOTES.md`).
 
 # %%
 from asynctc.core import runtime

@@ -1,17 +1,20 @@
 # %% [markdown]
 # # 02 — `cp.async`: copies that run while the warps compute
 #
-# **Learning goal.** Take chapter 01's synchronous GEMM and remove its register hop: with
-# `cp.async` (Ampere's asynchronous copy, `LDGSTS` in SASS) each thread *issues* 16-byte copies from
-# global straight into shared memory and goes on working; `commit_group` / `wait_group` say which
-# copies must have landed. A ring of *stages* keeps several k-tiles in flight. You will
+# **Learning goal.** Remove chapter 01's register hop with `cp.async`, keep several k-tiles in
+# flight, and measure what that alone buys.
 #
-# 1. read the diff: what the multistage kernel does differently, and the wrapper behind the copy;
-# 2. find `LDGSTS`, `LDGDEPBAR` and `DEPBAR` in the SASS — and no `LDG`/`STS` pair any more;
-# 3. check it against float64 on fresh random inputs, for 1–4 stages;
-# 4. measure stages 1–4 beside the chapter-01 kernel and cuBLAS, and explain what moved;
-# 5. (deep dive [02b — the Luo et al. microbenchmark](02b_cp_async_microbenchmark.ipynb)) repeat the
-#    Luo et al. "pipelined vs synchronous shared-memory copy" microbenchmark, and compare.
+# **The story.** With **`cp.async`** (Ampere's asynchronous copy, `LDGSTS` in SASS) each thread
+# *issues* 16-byte copies from global straight into shared memory and goes on working. A ring of
+# [stages](../docs/glossary.md#stage) (shared-memory buffers, one k-tile each) keeps several copies in flight. You will
+#
+# 1. read the kernel's loop and the wrapper behind the copy;
+# 2. find the new instructions in the SASS, and no `LDG`/`STS` pair any more;
+# 3. check it against float64 for 1–4 stages;
+# 4. measure stages 1–4 beside chapter 01 and cuBLAS, and explain what moved.
+#
+# Deep dive: [02b — the Luo et al. microbenchmark](02b_cp_async_microbenchmark.ipynb) (shared
+# memory per ring, overlap by k-tile depth, a published microbenchmark repeated).
 
 # %% output varies
 import numpy as np
@@ -25,11 +28,14 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. The instructions
 #
-# `cp.async.cg.shared.global [dst], [src], 16` starts a 16-byte copy that bypasses L1 and never
-# touches a register. The copies a thread issued since its last `cp.async.commit_group` form one
-# *group*; `cp.async.wait_group N` waits until at most the N newest groups are still pending (PTX
-# ISA, *cp.async*, *cp.async.commit_group*, *cp.async.wait_group*). A wait covers only the calling
-# thread's copies — the CTA still needs a `__syncthreads()` before reading what other threads copied.
+# | PTX | what it does |
+# |---|---|
+# | `cp.async.cg.shared.global [dst], [src], 16` | starts a 16-byte copy; bypasses L1, never touches a register |
+# | `cp.async.commit_group` | closes a **group**: the copies this thread issued since its last commit |
+# | `cp.async.wait_group N` | waits until at most the N newest groups of this thread are pending |
+#
+# A wait covers only the calling thread's copies. The CTA still needs a `__syncthreads()` before
+# reading what other threads copied. (PTX ISA, *cp.async*.)
 
 # %%
 notebook.show_source("ptx/cp_async.cuh", start=r"^// 16 bytes global -> shared, L2 only", end=r"^}")
@@ -45,11 +51,13 @@ notebook.show_source("ptx/cp_async.cuh", start=r"^// 16 bytes global -> shared, 
 #              copies of k-tile kt+STAGES−1 in flight while k-tile kt is multiplied
 # ```
 #
-# The bookkeeping: a prologue issues the copies of k-tiles 0 … STAGES−2 and commits one group per
-# k-tile; each iteration of the main loop then commits exactly one more group (the copies of k-tile
-# `kt+STAGES-1`, or an empty group near the end). Before computing on k-tile `kt`, a thread must know
-# that *its* copies of `kt` have landed — but the copies of the k-tiles after `kt` should stay in
-# flight, or the ring buys nothing.
+# The bookkeeping:
+#
+# * a *prologue* (before the loop) issues the copies of k-tiles 0 … STAGES−2, one group per k-tile;
+# * each iteration commits exactly one more group (k-tile `kt+STAGES-1`, or an empty group near the
+#   end);
+# * before computing on k-tile `kt`, a thread must know that *its* copies of `kt` have landed — but
+#   the copies of later k-tiles should stay in flight, or the ring buys nothing.
 #
 # **Predict before you read the loop** (this is exercise 2): with 4 stages, which N must the kernel
 # pass to `cp.async.wait_group N` before computing on k-tile `kt`? (Count the groups committed before
@@ -60,10 +68,14 @@ answer = ...
 ok = exercises.check("ch02.wait_n", answer, stages=4)
 
 # %% [markdown]
-# The main loop: wait until this thread's copies of k-tile `kt` have landed, meet at the barrier
-# (now everyone's copies are visible, and the slot computed on in the previous iteration is free),
-# issue the copies of k-tile `kt+STAGES-1` into that free slot, commit, compute. The `wait_group`
-# line answers exercise 2:
+# The main loop, step by step:
+#
+# 1. wait until this thread's copies of k-tile `kt` have landed;
+# 2. meet at the barrier: everyone's copies are now visible, and last iteration's slot is free;
+# 3. issue the copies of k-tile `kt+STAGES-1` into that slot, and commit;
+# 4. compute.
+#
+# The `wait_group` line answers exercise 2:
 
 # %% output answers a prediction
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
@@ -72,9 +84,8 @@ notebook.show_source(ck, start=r"// Prologue: k-tiles 0", end=r"^  cp_async_wait
 # %% [markdown]
 # ### SASS: the register hop is gone
 #
-# The chapter-01 kernel loads with `LDG` and stores with `STS`; the cp.async kernel has neither for
-# its operands — `LDGSTS` does both in one instruction, `LDGDEPBAR` is the commit and `DEPBAR` the
-# wait.
+# Chapter 01 loads with `LDG` and stores with `STS`. The cp.async kernel has neither for its
+# operands: `LDGSTS` does both in one instruction, `LDGDEPBAR` is the commit and `DEPBAR` the wait.
 
 # %% output varies
 keys = ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS", "LDSM", "HMMA", "BAR")
@@ -96,9 +107,8 @@ print("cp.async kernel: LDGSTS + LDGDEPBAR + DEPBAR, no LDG/STS; chapter-01 kern
 # %% [markdown]
 # ## 3. Correctness first
 #
-# Fresh standard-normal inputs, an output poisoned with NaN bytes, float64 reference, for every tile
-# and stage count. Live, the checks run now; in replay, the checks recorded with the measurements are
-# shown (the suite refuses to time a kernel that fails them).
+# As in chapter 01 (fresh inputs, NaN-poisoned output, float64 reference), for every tile and stage
+# count. In replay you see the checks recorded with the measurements.
 
 # %% output varies
 rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)
@@ -134,19 +144,16 @@ fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], basel
 plt.show()
 
 # %% [markdown]
-# **What moved, and why.** One stage is the plainest use of `cp.async`: copy k-tile kt, wait for
-# it, compute on it, and only then copy kt+1 — no overlap at all, and none of chapter 01's register
-# prefetch either. If chapter 01 were limited by the latency of its loads, this rung, which hides
-# none of that latency, would fall below chapter 01, which hides some of it with its register
-# prefetch. It does not (the cell below prints the numbers): with 64-deep k-tiles one stage already
-# beats chapter 01, so what held chapter 01 back was not latency but the hop through the
-# registers — the `LDG` into registers and `STS` out of them, which cost issue slots, 64 staging
-# registers per thread and an extra pass through the L1/shared-memory data path. `cp.async`
-# removes that hop, and that alone puts it ahead of chapter 01, before any overlap. That is the
-# chapter's main lesson.
+# **What moved, and why.** One stage is the plainest `cp.async`: copy k-tile kt, wait, compute, and
+# only then copy kt+1. No overlap at all, and none of chapter 01's register prefetch.
 #
-# What overlap adds beyond that — by k-tile depth and CTAs per SM — and the ceiling the best rung
-# stays under are read from the record in [deep dive 02b §2](02b_cp_async_microbenchmark.ipynb).
+# If chapter 01 were limited by load latency, this rung would fall below it. The cell below says
+# what happened: with 64-deep k-tiles one stage already beats chapter 01.
+#
+# So what held chapter 01 back was the hop through the registers: the `LDG` and `STS`, which cost
+# issue slots, 64 staging registers per thread and an extra pass through the L1/shared-memory data
+# path. Removing the hop is the chapter's main lesson. (What overlap adds beyond that:
+# [02b §2](02b_cp_async_microbenchmark.ipynb).)
 
 # %% output varies
 st = {(r["bk"], r["stages"]): r for r in rows}
@@ -160,12 +167,11 @@ _ = notebook.verdict(abs(s1 / s4 - 1) < 0.05,
                      f"Four stages: {s4:.0f} ({s1 / s4 - 1:+.1%} for one stage).")
 
 # %% [markdown]
-# > **What we measured vs what is often claimed.** *"Multistage cp.async pipelining is what makes
-# > Ampere-class GEMMs fast"*, and Luo et al.'s +39.5% / +9.7% / −1.8% for pipelined copies by block
-# > size. The summary above gives, for this GPU and date, the best cp.async GEMM against chapter 01
-# > and cuBLAS at each size, the stage sweep at 4096³, and our pipelined-copy gains by block size
-# > next to Luo et al.'s. Whatever the gain, the Tensor Cores are still fed by `mma.sync`, whose
-# > ceiling chapter 01 measured.
+# > **Measured vs claimed.** It is often said that *multistage cp.async pipelining is what makes
+# > Ampere-class GEMMs fast*. The summary above gives this GPU's numbers (best cp.async GEMM per
+# > size, the stage sweep); Luo et al.'s microbenchmark is repeated in
+# > [02b](02b_cp_async_microbenchmark.ipynb). Either way, the Tensor Cores are still fed by
+# > `mma.sync`, whose ceiling chapter 01 measured.
 
 # %% [markdown]
 # ## Exercises
@@ -189,3 +195,8 @@ exercises.check("ch02.ring_smem", 3 * (128 * 32 + 32 * 256) * 2, bm=128, bn=256,
 exercises.check("ch02.wait_n", 4 - 2, stages=4, solution=True)
 src = cp_async.compile_cp_async("float16", cp_async.CpAsyncTile(128, 128, 32, 64, 64, stages=4)).source_text()
 print("the kernel's wait is wait_group<STAGES - 2>:", "cp_async_wait_group<STAGES - 2>" in src)
+
+# %% [markdown]
+# **What you learned.** `cp.async` groups and waits, the ring's bookkeeping, and what removing the
+# register hop alone buys.
+# **Next:** [chapter 03](03_tma_mbarrier.ipynb) hands the whole copy to a copy engine, TMA.

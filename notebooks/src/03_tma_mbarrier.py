@@ -1,21 +1,21 @@
 # %% [markdown]
 # # 03 — TMA and mbarrier: one thread moves a whole tile
 #
-# **Learning goal.** Hand the copy to the Tensor Memory Accelerator. A *tensor map* describes a
-# tensor in global memory and the *box* one copy moves; one thread issues
-# `cp.async.bulk.tensor`, and an *mbarrier* in shared memory counts the bytes as they land. You will
+# **Learning goal.** Describe a tile copy to the Tensor Memory Accelerator, know where its bytes land
+# in shared memory, and wait for them with an mbarrier.
 #
-# 1. make tensor maps through cuda.core, validated in Python first;
-# 2. see where every element of a box lands in shared memory under each swizzle mode, as bank maps
-#    from a Python model (the GPU check that confirms it byte for byte: deep dive 03b §3);
-# 3. run the mbarrier life cycle: `init`, `arrive.expect_tx` with the exact box bytes, the TMA's
-#    `complete_tx`, `try_wait.parity`, and the parity flip when a stage is reused;
-# 4. measure TMA against vectorized loads and `cp.async`, against the device-to-device copy ceiling.
+# **The story.** [TMA](../docs/glossary.md#tma) is a copy engine. A [*tensor map*](../docs/glossary.md#tensor-map) describes a tensor in global memory and
+# the [*box*](../docs/glossary.md#box) (tile) one copy moves. One thread issues `cp.async.bulk.tensor`, and an
+# [*mbarrier*](../docs/glossary.md#mbarrier) (a barrier object in shared memory) counts the bytes as they land. You will
 #
-# The investigations — boxes that hang past the tensor's edge (zero fill, and two faults the
-# documentation did not warn of), and the three copies compared box size by box size against the
-# claim that TMA does not pay off for small boxes — are in the deep dive
-# [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
+# 1. make tensor maps, validated in Python first;
+# 2. see where each element of a box lands under each [swizzle](../docs/glossary.md#swizzle) mode, as bank maps from a
+#    Python model;
+# 3. follow the mbarrier life cycle, step by step;
+# 4. measure TMA against vectorized loads and `cp.async`.
+#
+# Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb) (boxes past the tensor's
+# edge, the copies box size by box size, the swizzle model checked on the GPU).
 
 # %% output varies
 import numpy as np
@@ -30,10 +30,10 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps, validated before the driver sees them
 #
-# `asynctc.tma.make_tensor_map(array, box, swizzle=…)` calls cuda.core's
-# `StridedMemoryView.as_tensor_map`, which calls `cuTensorMapEncodeTiled`. The driver answers a bad
-# argument with a bare `CUDA_ERROR_INVALID_VALUE`; so every rule is checked in Python first and the
-# error names the field, the value and the rule. The checks need no GPU:
+# `asynctc.tma.make_tensor_map(array, box, swizzle=…)` ends in the driver's
+# `cuTensorMapEncodeTiled`. The driver answers a bad argument with a bare
+# `CUDA_ERROR_INVALID_VALUE`. So every rule is checked in Python first, and the error names the
+# field, the value and the rule. No GPU needed:
 
 # %%
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="bfloat16", box=(64, 64),
@@ -55,12 +55,15 @@ for bad in (dict(box=(64, 128)), dict(box=(300, 64)), dict(strides=(8200, 2)),
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
 #
-# Shared memory has 32 banks of 4 bytes; a 128-byte line covers all of them once. Without swizzle,
-# the rows of a tile whose rows are 128 bytes long all start in bank 0, so reading one 16-byte column
-# chunk of 8 rows hits the same 4 banks 8 times. TMA's swizzle modes permute the 16-byte chunks of
-# each row by XOR with the row's line index (`Swizzle<n,4,3>` on byte addresses), so those 8 reads
-# land in 8 different bank groups. `SmemTile` is the model; the map shows, for each 16-byte chunk of
-# each row of the box, which of the 8 four-bank groups it lands in.
+# Shared memory has 32 banks of 4 bytes, so a 128-byte line covers each bank once.
+#
+# Without swizzle, 128-byte rows all start in bank 0. Reading one 16-byte chunk down 8 rows hits the
+# same 4 banks 8 times: an 8-way [bank conflict](../docs/glossary.md#bank-conflict).
+#
+# A swizzle mode XORs each row's 16-byte chunk index with its *line index* (which 128-byte line of
+# shared memory the row is in, mod 8; `Swizzle<n,4,3>`). Then those 8 reads land in 8 different
+# bank groups. `SmemTile` is the model. The map shows, for each
+# 16-byte chunk of each row, which of the 8 four-bank groups it lands in.
 
 # %% output varies
 fig, axes = plt.subplots(1, 4, figsize=(13, 3.6), layout="constrained")
@@ -95,35 +98,40 @@ for sw in (0, 128):
 # %% [markdown]
 # ## 3. The mbarrier life cycle
 #
-# An mbarrier counts two things per *phase*: pending arrivals (set by `init`) and pending
-# transaction bytes (the **tx-count**, raised by [`expect_tx`](../docs/glossary.md#expect_tx), lowered by each TMA copy's `complete_tx`). When both
-# reach zero the phase completes and the barrier moves to the next phase, whose *parity* is the
-# other bit. `try_wait.parity(P)` asks "has the phase with parity P completed?" — so a consumer of
-# a reused stage waits on parity 0, 1, 0, 1, … (PTX ISA, *mbarrier*).
+# An mbarrier counts two things per *phase* (one round of use):
+#
+# | counter | set by | lowered by |
+# |---|---|---|
+# | pending arrivals | `init` | each thread's `arrive` |
+# | pending bytes, the **tx-count** | [`expect_tx`](../docs/glossary.md#expect_tx) | each TMA copy's `complete_tx` |
+#
+# When both reach zero the phase completes and the next one begins. Phases alternate *parity*
+# 0, 1, 0, 1, … `try_wait.parity(P)` asks "has the phase with parity P completed?" (PTX ISA,
+# *mbarrier*).
 
 # %% [markdown]
 # The PTX wrappers `mbarrier_arrive_expect_tx` and `tma_load_2d` are listed in
 # [deep dive 03b §3](03b_tma_boxes.ipynb).
 #
-# `mbarrier_lifecycle` runs the whole cycle on one stage and records after each step whether
-# parity 0 and parity 1 count as completed (`test_wait.parity`, which never blocks). Every wait in
-# the course's kernels is *bounded*: it gives up after a number of tries, writes an error word and
-# returns, so a wrong byte count or parity shows up as an error message instead of a hung GPU —
-# step 6 does it on purpose.
+# `mbarrier_lifecycle` runs the whole cycle on one stage. After each step it records whether
+# parity 0 and parity 1 count as completed (`test_wait.parity`, which never blocks).
 #
-# The listing also has a `fence.proxy.async`. Threads' ordinary loads and stores reach shared
-# memory through the **generic proxy**; TMA (and, in chapter 04, wgmma) through the **async proxy**.
-# The two are not ordered with each other unless a `fence.proxy.async` stands between them (PTX
-# ISA, *Memory consistency model: proxies*) — here, before the TMA overwrites bytes the thread has
-# just read.
+# Every wait in the course's kernels is *bounded*: after a number of tries it writes an error word
+# and returns. A wrong byte count or parity then shows up as an error message, not a hung GPU.
+# Step 6 does it on purpose.
+#
+# The listing also has a `fence.proxy.async`. Threads' loads and stores reach shared memory through
+# the **generic proxy**; TMA (and wgmma) through the **async proxy**. The two are ordered only by a
+# `fence.proxy.async` — here, before the TMA overwrites bytes the thread has just read.
 
 # %%
 notebook.show_source("tma.cu", start=r"    record\(0, full", end=r"record\(3, full")
 
-# The table below is the **expected** sequence (`tma.LIFECYCLE`, written from the PTX ISA), not a
-# recording. On a GPU the cell also runs the kernel and compares its records with it step by step
-# (`tma.mbarrier_lifecycle`; the same check is `tests/test_tma.py::test_mbarrier_lifecycle`, a GPU
-# test that passed on the H200 on 2026-11-30); in replay only the expected sequence is shown.
+# %% [markdown]
+# The cell below prints the **expected** sequence (`tma.LIFECYCLE`, written from the PTX ISA). On a
+# GPU it also runs the kernel and compares its records with it step by step (the same check is the
+# GPU test `tests/test_tma.py::test_mbarrier_lifecycle`, which passed on the H200 on 2026-11-30).
+# In replay only the expected sequence is shown.
 
 # %% output varies
 print("expected after each step (tma.LIFECYCLE):")
@@ -140,27 +148,30 @@ else:
 
 # %% [markdown]
 # Read the two parity columns: right after `init`, parity 1 already counts as "completed" — it is
-# the phase *before* phase 0. That is why a producer waiting for an empty slot can start with parity
-# 1 and pass at once, and why getting the initial parity wrong deadlocks a pipeline (chapter 05;
-# chapter 08, planned, on debugging such deadlocks).
-# The same cycle in SASS (`SYNCS.*`, `UTMALDG`) is counted in
-# [deep dive 03b §3](03b_tma_boxes.ipynb).
+# the phase *before* phase 0.
+#
+# So a producer waiting for an empty slot can start with parity 1 and pass at once. Getting the
+# initial parity wrong deadlocks a pipeline (chapters 05 and 08). The same cycle in SASS:
+# [03b §3](03b_tma_boxes.ipynb).
 
 # %% [markdown]
 # ## 4. Measured: TMA vs manual loads vs cp.async, by box size
 #
 # The same tiled copy of a 512 MiB fp32 matrix, global → shared → global, three ways
-# (`kernels/tma.cu`): **TMA** (one thread per 32-thread CTA issues loads into a ring of stages
-# and [TMA stores](../docs/glossary.md#tma-store) out of it), **vectorized loads** (128 threads, 16-byte `LDG`/`STS`/`LDS`/`STG`, one
-# stage), **cp.async** (128 threads, `LDGSTS` ring). Boxes from 1 KB to 32 KB with 128-byte, 256-byte
-# and 1 KB rows; as many CTAs per SM as shared memory allows (≤ 16). Bandwidth counts bytes read +
-# written, against the device-to-device copy timed in the same run.
+# (`kernels/tma.cu`):
 #
-# The three are not equal in one respect that matters for a copy: **bytes in flight** per SM
-# (stages × box × CTAs per SM). The manual copy has one stage; TMA and `cp.async` have rings of up to
-# four. So this experiment compares three whole configurations — mechanism *and* bytes in flight —
-# not the copy mechanisms alone. Equalising them needs a new GPU run; until then, read the
-# differences, here and in the deep dive, as "this configuration against that one".
+# | variant | threads per CTA | how | stages |
+# |---|---|---|---|
+# | **TMA** | 32 (one issues) | TMA loads into a ring, [TMA stores](../docs/glossary.md#tma-store) out of it | up to 4 |
+# | **vectorized loads** | 128 | 16-byte `LDG`/`STS`/`LDS`/`STG` | 1 |
+# | **cp.async** | 128 | `LDGSTS` ring | up to 4 |
+#
+# Boxes of 1–32 KB with 128-byte, 256-byte and 1 KB rows; as many CTAs per SM as shared memory
+# allows (≤ 16). Bandwidth counts bytes read + written, against the device-to-device copy of the
+# same run.
+#
+# Caution: the three differ in **bytes in flight** per SM (stages × box × CTAs per SM), not only in
+# mechanism. Read each difference as "this configuration against that one".
 
 # %% output varies
 rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)
@@ -172,8 +183,8 @@ ratio = best["gbps"] / rec.results["device_copy"]["gbps"]
 print(f"best TMA configuration: {best['name']} — {ratio:.2f} of the device-to-device copy")
 
 # %% [markdown]
-# Section 2 of the [deep dive](03b_tma_boxes.ipynb) sets the three copies side by side at every box
-# size and tests the common claim about small boxes against this record.
+# The three copies side by side at every box size, and the common claim about small boxes:
+# [03b §2](03b_tma_boxes.ipynb).
 
 # %% [markdown]
 # ## Exercises
@@ -206,3 +217,8 @@ chunk, within = divmod(col * 2, 16)
 offset = row * 128 + ((chunk ^ (row % 8)) * 16) + within
 exercises.check("ch03.bank_128B", (offset // 4) % 32, row=row, col=col, solution=True)
 print("byte offset", offset, "= SmemTile model:", SmemTile(64, 64, "float16", 128).byte_offset(row, col))
+
+# %% [markdown]
+# **What you learned.** A tensor map and its box, where swizzled bytes land, and the mbarrier's
+# arrivals, bytes and parity.
+# **Next:** [chapter 04](04_wgmma.ipynb) feeds those shared-memory tiles to `wgmma`.

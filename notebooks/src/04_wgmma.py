@@ -1,23 +1,22 @@
 # %% [markdown]
 # # 04 — `wgmma` and the shared-memory matrix descriptor
 #
-# **Learning goal.** Issue Hopper's warpgroup-wide, asynchronous Tensor Core instruction and feed it
-# correctly. You will
+# **Learning goal.** Issue Hopper's asynchronous Tensor Core instruction, describe its operands to
+# it correctly, and measure how close it gets to the peak.
 #
-# 1. see who supplies what to `wgmma.mma_async.m64nNk16`: A from shared memory or registers, B from
-#    shared memory, the 64×N accumulator spread over the 128 threads of a warpgroup;
-# 2. take the 64-bit **shared-memory matrix descriptor** apart bit by bit (start address, [LBO](../docs/glossary.md#lbo), [SBO](../docs/glossary.md#sbo),
-#    base offset, swizzle mode) and build it from the same tile object that makes the TMA tensor map;
-# 3. draw the **canonical layouts** for [K-major](../docs/glossary.md#k-major) and [MN-major](../docs/glossary.md#mn-major) operands under every swizzle mode, and
-#    prove on the CPU that what TMA writes is what the descriptor makes wgmma read;
-# 4. run a one-warpgroup tile for every supported (dtype, major-ness, swizzle, N) against float64;
-# 5. measure `wgmma` throughput by N and by operand source, per SM per clock at the in-kernel clock,
-#    against the datasheet figure (Luo et al.'s H800 figure beside it: deep dive 04b §6).
+# **The story.** [wgmma](../docs/glossary.md#wgmma) is issued by a [warpgroup](../docs/glossary.md#warpgroup) (four warps, 128 threads) and reads its
+# operands from shared memory (B always, A usually). Each is described by a 64-bit
+# [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). Get one field wrong and wgmma reads the wrong bytes. You will
 #
-# Story → kernel → check → measure → explain. The investigations — the accumulator fragment drawn,
-# the descriptor broken on purpose, and why small N is slow (a model of shared-memory bytes, and
-# where A-from-registers departs from it) — are in the deep dive
-# [04b — wgmma taken apart](04b_wgmma_anatomy.ipynb).
+# 1. see who supplies what to `wgmma.mma_async.m64nNk16`;
+# 2. take the descriptor apart bit by bit: start address, [LBO](../docs/glossary.md#lbo), [SBO](../docs/glossary.md#sbo), base offset, swizzle mode;
+# 3. draw the **canonical layouts** (the tile layouts wgmma can read) for [K-major](../docs/glossary.md#k-major) and
+#    [MN-major](../docs/glossary.md#mn-major) operands, and prove on the CPU that what TMA writes is what wgmma reads;
+# 4. run a one-warpgroup tile for every supported combination against float64;
+# 5. measure `wgmma` throughput by N and by operand source, per SM per clock.
+#
+# Deep dive: [04b — wgmma taken apart](04b_wgmma_anatomy.ipynb) (the accumulator fragment drawn,
+# the descriptor broken on purpose, why small N is slow, a literature figure).
 
 # %% output varies
 import numpy as np
@@ -33,20 +32,26 @@ notebook.banner("sm_90a")
 # ## 1. The operands of one `wgmma`
 #
 # `wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16 d, a, b-desc, scale-d, …` (PTX ISA §9.7.15.5.2)
-# is issued by **all four warps of a warpgroup** together and computes D(64×N) = A(64×16)·B(16×N)
-# (+ D when the predicate `scale-d` is true). N is any multiple of 8 up to 256; K is 16 for
-# fp16/bf16 and 32 for fp8 — always 32 bytes of K.
+# is issued by **all four warps of a warpgroup** together. It computes D(64×N) = A(64×16)·B(16×N),
+# plus D when the predicate `scale-d` is true. N is any multiple of 8 up to 256. K is always 32
+# bytes: 16 fp16/bf16 elements, 32 fp8.
 #
 # * **B** always comes from shared memory, through a 64-bit *descriptor*.
 # * **A** comes from shared memory (a second descriptor: "SS") or from registers ("RS": four 32-bit
 #   registers per thread, the same fragment as `mma.sync`'s A).
 # * **D** lives in registers: N/2 fp32 values per thread. Warp *w* owns rows 16w…16w+15; within a
-#   warp, lane 4g+t holds rows g and g+8, columns 8j+2t and 8j+2t+1.
+#   warp, lane 4g+t holds rows g and g+8, columns 8j+2t and 8j+2t+1 (g = 0…7, t = 0…3, every
+#   j < N/8).
 #
-# It is *asynchronous*: `wgmma.fence` orders earlier register writes before it, `commit_group`
-# closes a batch, `wait_group N` waits until at most N batches are in flight. The wrappers, one
-# per PTX instruction, live in `kernels/ptx/wgmma.cuh` (listed in
-# [deep dive 04b §6](04b_wgmma_anatomy.ipynb)).
+# It is *asynchronous*, like `cp.async` in chapter 02:
+#
+# | PTX | what it does |
+# |---|---|
+# | `wgmma.fence` | orders earlier register writes before the wgmma |
+# | `wgmma.commit_group` | closes a batch of wgmmas |
+# | `wgmma.wait_group N` | waits until at most N batches are in flight |
+#
+# The wrappers, one per PTX instruction, are in `kernels/ptx/wgmma.cuh` ([04b §6](04b_wgmma_anatomy.ipynb)).
 
 # %% [markdown]
 # ## 2. The descriptor, bit by bit
@@ -62,10 +67,12 @@ notebook.banner("sm_90a")
 # | 49–51 | base offset | row phase of a swizzle pattern not starting on its boundary |
 # | 62–63 | swizzle | 0 none, 1 128-byte, 2 64-byte, 3 32-byte |
 #
-# The tile every later chapter uses: A, 64×64 fp16, K-major, 128-byte swizzle. Eight 128-byte rows
-# make one 1024-byte swizzle pattern, so **SBO = 1024** (from one 8-row group to the next); LBO is
-# unused by K-major swizzled layouts (the ISA "assumes 1"); each further k16 step starts 32 bytes
-# later in the same rows.
+# The tile every later chapter uses: A, 64×64 fp16, K-major, 128-byte swizzle.
+#
+# * Eight 128-byte rows make one 1024-byte swizzle pattern, so **SBO = 1024** (from one 8-row group
+#   to the next).
+# * LBO is unused by K-major swizzled layouts (the ISA "assumes 1").
+# * Each further k16 step starts 32 bytes later in the same rows.
 #
 # **Predict before you look** (this is exercise 1; section 3's figures show the answer): what is
 # SBO, in bytes, for a K-major operand tile with **64-byte** swizzle? Replace `...`.
@@ -97,14 +104,16 @@ print("encode → decode round trip:", True)
 # %% [markdown]
 # ## 3. Canonical layouts, drawn
 #
-# (The same layouts in CuTe's `shape:stride` notation, as the ISA's tables give them, are section 5
+# (The same layouts in the `shape:stride` notation of CuTe, NVIDIA's layout library, as the ISA's tables give them, are section 5
 # of the [deep dive](04b_wgmma_anatomy.ipynb).)
 #
-# The [core matrix](../docs/glossary.md#core-matrix) is 8 rows × 16 bytes. Without swizzle, core matrices are 128 contiguous bytes and
-# LBO/SBO step between them; with a swizzle of S bytes, rows are S bytes long and the 16-byte chunk
-# index inside each 128-byte line is XORed with the line index (CuTe's `Swizzle<B,4,3>`) — the same
-# permutation TMA applies when it writes the tile. Each number below is the chunk (a group of four
-# banks) where a 16-byte group of elements lands:
+# The [core matrix](../docs/glossary.md#core-matrix) is 8 rows × 16 bytes.
+#
+# * Without swizzle, a core matrix is 128 contiguous bytes, and LBO/SBO step between them.
+# * With a swizzle of S bytes, rows are S bytes long and the 16-byte chunk index is XORed with the
+#   line index — the same permutation TMA applies when it writes the tile (chapter 03).
+#
+# Each number below is the chunk (a group of four banks) where a 16-byte group of elements lands:
 
 # (The MN-major figure leaves out LBO and SBO of the 64-byte mode: exercise 2 asks for them.)
 
@@ -120,9 +129,12 @@ plt.show()
 #
 # ## 4. What TMA writes is what the descriptor reads
 #
-# Two models written independently: `asynctc.models.layout.SmemTile` (chapter 03) says where a TMA box
-# puts each element; `asynctc.models.descriptors.read_addresses` says which byte a descriptor makes wgmma
-# read. One object, the operand tile, produces both the tensor-map box and the descriptor:
+# Two models, written independently:
+#
+# * `asynctc.models.layout.SmemTile` (chapter 03) says where a TMA box puts each element;
+# * `asynctc.models.descriptors.read_addresses` says which byte a descriptor makes wgmma read.
+#
+# One object, the operand tile, produces both the tensor-map box and the descriptor:
 
 # %%
 box = layout.SmemTile(64, 64, "float16", 128)
@@ -132,14 +144,12 @@ print("descriptor    :", descriptors.descriptor_for_smem_tile(box, "K", k_step=1
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# `kernels/wgmma.cu` copies the tile images (or loads them with TMA, `wgmma_tile_tma_*`),
-# makes them visible to the async proxy, then runs K/16 wgmmas — fence, issue, commit, wait.
+# `kernels/wgmma.cu` copies the tile images (or loads them with TMA, `wgmma_tile_tma_*`), makes
+# them visible to the async proxy, then runs K/16 wgmmas: fence, issue, commit, wait.
 #
-# The **async proxy** is the path by which the asynchronous units — TMA and wgmma — access shared
-# memory; ordinary loads and stores by threads go through the *generic proxy*. The two are not
-# ordered with each other: bytes that threads wrote with `st.shared` become visible to wgmma only
-# after a `fence.proxy.async` (PTX ISA, *Memory consistency model: proxies*). Data that TMA wrote is
-# already in the async proxy; the mbarrier wait makes it visible.
+# Recall the [proxies](../docs/glossary.md#proxy) of chapter 03: bytes that threads wrote with `st.shared` become
+# visible to wgmma only after a `fence.proxy.async`. Data that TMA wrote is already in the async
+# proxy; the mbarrier wait makes it visible.
 
 # %%
 notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
@@ -152,9 +162,9 @@ notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written
 # %% [markdown]
 # ## 6. Correct for every combination
 #
-# Fresh standard-normal inputs, NaN-poisoned output, float64 reference. Live, a sample runs now;
-# the recorded suite (`python -m asynctc record wgmma`) checks all 384 single-tile combinations and
-# 72 TMA-fed ones before it times anything.
+# Fresh standard-normal inputs, NaN-poisoned output, float64 reference. Live, a sample runs now.
+# The recorded suite checks all 384 single-tile combinations and 72 TMA-fed ones before it times
+# anything.
 
 # %% output varies
 try:
@@ -172,20 +182,22 @@ if rec is not None:
 # %% [markdown]
 # ## 7. Throughput by N and by operand source
 #
-# `kernels/wgmma_peak.cu`: each CTA (one warpgroup, two per SM) loads A (64×64) and B (N×64) once,
-# then loops over fence → 4 k-steps × chains wgmmas → commit → `wait_group 1` with no memory
-# traffic. A **chain** is one accumulator and the wgmmas that add into it: each must wait for the
-# previous one's result, so with c chains (c separate accumulators, as many as the registers allow)
-# c wgmmas that do not depend on each other can be in flight. The SM clock is measured *inside* the
-# kernel: thread 0 of every CTA reads `clock64()` (SM cycles) and `%globaltimer` (ns) before and
-# after the loop, and the median ratio is the clock the Tensor Cores actually ran at. (`nvidia-smi`,
-# read a moment after the run, shows the clock of an idle GPU, not this one; the cell below
-# compares the two.) FLOP per SM per clock uses the in-kernel clock; so does the **per-clock peak**,
-# SMs × 4096 FLOP/clk × that clock (dense fp16, H100 whitepaper). The **datasheet figure**, 989
-# TFLOP/s, is the same formula at the 1830 MHz boost clock; the table prints the fraction of each
-# (`of clk`, `of sheet`). Luo et al. (IPDPS 2024) measured
-# wgmma m64nNk16 f32.f16 (SS, random data) on an H800 PCIe (114 SMs): N = 256/128/64/32/16/8 →
-# 665/660/648/472/284/158 TFLOP/s.
+# `kernels/wgmma_peak.cu`: each CTA (one warpgroup, two per SM) loads A (64×64) and B (N×64) once.
+# Then it loops over fence → 4 k-steps × chains wgmmas → commit → `wait_group 1`, with no memory
+# traffic.
+#
+# A **chain** is one accumulator and the wgmmas that add into it. Each must wait for the previous
+# one's result, so with c chains (c separate accumulators) c independent wgmmas can be in flight.
+#
+# The SM clock is measured *inside* the kernel: thread 0 of every CTA reads `clock64()` (SM cycles)
+# and `%globaltimer` (ns) around the loop. The table prints two fractions:
+#
+# | column | denominator |
+# |---|---|
+# | `of clk` | the **per-clock peak**: SMs × 4096 FLOP/clk × the in-kernel clock |
+# | `of sheet` | the **datasheet figure**: the same at the 1830 MHz boost clock, 989 TFLOP/s |
+#
+# (`nvidia-smi`, read a moment after the run, shows an idle GPU's clock; the cell compares the two.)
 
 # %% output varies
 if rec is not None and rec.results.get("throughput"):
@@ -207,15 +219,11 @@ else:
           "`python tools/gpu_ch04.py --save`) on an H100/H200.")
 
 # %% [markdown]
-# Why small N is slow — a model of shared-memory bytes, and where A from registers (RS)
-# departs from it — is section 4 of the [deep dive](04b_wgmma_anatomy.ipynb).
+# Why small N is slow: [04b §4](04b_wgmma_anatomy.ipynb). A literature figure at the same kind of
+# clock: [04b §6](04b_wgmma_anatomy.ipynb).
 #
-# The goal we set for this kernel was ≥ 0.90 of the per-clock peak at the in-kernel clock
-# (SMs × 4096 × the clock the kernel actually ran at); the cell also prints the fraction of the
-# datasheet figure, which is a different denominator.
-#
-# Set beside a figure from the literature, at the same kind of clock:
-# [deep dive 04b §6](04b_wgmma_anatomy.ipynb).
+# Our goal for this kernel: ≥ 0.90 of the per-clock peak. The cell also prints the datasheet
+# fraction, a different denominator.
 
 # %% output varies
 if rec is not None and rec.results.get("throughput"):
@@ -259,3 +267,8 @@ start = 0x4000 + 2 * 16 * 64             # k-step 2 = 32 K-rows down
 desc = (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | 2 << 62   # 64-byte swizzle = mode 2
 ok = exercises.check("ch04.descriptor", desc, mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64,
                 step=2, base=0x4000, solution=True)
+
+# %% [markdown]
+# **What you learned.** What a warpgroup's wgmma reads and where its accumulator lives, the matrix
+# descriptor field by field, and how close one wgmma stream gets to the peak.
+# **Next:** [chapter 05](05_pipelines.ipynb) puts TMA, mbarriers and wgmma in one pipelined GEMM.

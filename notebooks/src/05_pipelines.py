@@ -1,20 +1,23 @@
 # %% [markdown]
 # # 05 — Asynchronous pipelines: TMA, mbarriers and wgmma, overlapped
 #
-# **Learning goal.** Put chapter 03's TMA + mbarrier and chapter 04's `wgmma` into one GEMM whose
-# copies and math run *at the same time*. You will
+# **Learning goal.** Build one GEMM whose copies and math run *at the same time*, and say why its
+# speed stops rising with ring depth.
+#
+# **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel. The loads
+# of the next k-tiles run under the math of this one. You will
 #
 # 1. draw the ring of S shared-memory stages with its *full* and *empty* mbarriers, and say who
 #    arrives, who waits and on which [phase parity](../docs/glossary.md#phase-parity) at every k-tile;
 # 2. read the kernel's loop and check it against float64;
 # 3. measure throughput against ring depth, beside cuBLAS, and say why it stops rising.
 #
-# Here the loads of the next k-tiles run under the math of this one. Warp specialization comes in
-# chapter 06: here every warpgroup computes, and one of its threads also issues the loads.
-# The investigations are in two deep dives: [05b](05b_pipeline_timeline.ipynb) (a CPU model's
-# prediction, written before the kernel first ran, beside the sweep and the timelines recorded
-# inside the kernel) and [05c](05c_pipeline_variants.ipynb) (SASS, CUTLASS's names, what moved the
-# numbers, the protocol broken on purpose).
+# Every warpgroup here computes, and one of its threads also issues the loads. (Chapter 06 gives the
+# loads a warpgroup of their own.)
+#
+# Deep dives: [05b](05b_pipeline_timeline.ipynb) (a CPU model's prediction beside the GPU's
+# timelines) and [05c](05c_pipeline_variants.ipynb) (SASS, the names of CUTLASS — NVIDIA's C++ GEMM library — what moved the numbers,
+# the protocol broken on purpose).
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -28,22 +31,26 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. The ring, drawn
 #
-# S stages; stage s has two mbarriers (PTX ISA, *mbarrier*):
+# The [producer](../docs/glossary.md#producer) is the thread that issues the loads; the [consumers](../docs/glossary.md#consumer) are the warpgroups
+# that compute. S stages; stage s has two mbarriers (PTX ISA, *mbarrier*):
 #
-# * **full[s]** — arrival count 1. The producer's `mbarrier.arrive.expect_tx(stage bytes)` plus the
-#   TMA's `complete_tx` of those bytes complete one phase: "stage s contains its k-tile".
-# * **empty[s]** — arrival count = consumer warpgroups. Each warpgroup arrives once
-#   `wgmma.wait_group` says the wgmmas that read the stage are complete: "stage s may be refilled".
-#   All 128 threads execute `wgmma.wait_group`, then one elected thread arrives for them — the
-#   convention CUTLASS uses too, not a rule the PTX ISA text states.
+# | barrier | arrivals per phase | completes when | means |
+# |---|---|---|---|
+# | **full[s]** | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA's bytes have landed | "stage s contains its k-tile" |
+# | **empty[s]** | one per consumer warpgroup | each consumer's `wgmma.wait_group` says the wgmmas reading the stage are done | "stage s may be refilled" |
 #
-# k-tile k lives in stage **k mod S** and is that stage's (k / S)-th fill, so a consumer waits on
-# full[k mod S] with parity **(k / S) mod 2**. The producer, before loading k-tile t into a stage
-# that held t − S, waits on empty[t mod S] with parity **(t / S + 1) mod 2**. On the first pass
-# (t < S) that is parity 1, and a fresh barrier is in phase 0: a wait for parity 1 asks whether the
-# phase *before* the current one completed, and on a fresh barrier it returns at once — the reading
-# of the PTX ISA's parity wait that CUTLASS's pipelines rely on for their first pass: **the first
-# pass over the empty barriers passes at once**.
+# All 128 threads of a consumer execute `wgmma.wait_group`; then one chosen (*elected*) thread arrives for them
+# (the convention CUTLASS uses too, not a rule the PTX ISA text states).
+#
+# **Which parity.** k-tile k lives in stage **k mod S** and is that stage's (k / S)-th fill (`/`
+# is integer division here):
+#
+# * a consumer waits on full[k mod S] with parity **(k / S) mod 2**;
+# * the producer, before loading k-tile t, waits on empty[t mod S] with parity **(t / S + 1) mod 2**.
+#
+# On the first pass (t < S) the producer waits for parity 1 on a fresh barrier. As chapter 03
+# showed, that is the phase *before* phase 0, so **the first pass over the empty barriers passes at
+# once**.
 
 # %% output varies
 fig = mp.plot_ring(stages=4, k_tiles=12)
@@ -64,19 +71,23 @@ assert bar.test_wait(0) and not bar.test_wait(1) and bar.phase == 1
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# `asynctc/kernels/pipeline.cu`, driven by `asynctc.pipeline`. The steady state: wait full, issue
-# the k-tile's wgmmas as one group, `wgmma.wait_group<kPending>`, release k-tile r = k − kPending
-# and — in the producer thread — refill that stage with k-tile r + S:
+# `asynctc/kernels/pipeline.cu`, driven by `asynctc.pipeline`. The steady state, per k-tile k:
+#
+# 1. wait on full;
+# 2. issue the k-tile's wgmmas as one group;
+# 3. `wgmma.wait_group<kPending>` (leave kPending groups in flight);
+# 4. release k-tile r = k − kPending on empty;
+# 5. in the producer thread, refill that stage with k-tile r + S.
 
 # %%
 notebook.show_source("pipeline.cu", start=r"^  for \(int k = 0; k < T; \+\+k\) \{",
                      end=r"^      __syncwarp\(\);")
 
 # %% [markdown]
-# **Names**, e.g. `float16 128x256x64/c2 s4 B:K wait1`: the CTA tile BM×BN×BK (BK = 64: one
-# k-tile) shared by `c2` consumer warpgroups; S = 4 stages; B K-major (`B:MN`: MN-major);
-# `wgmma.wait_group(1)`. `l2:256B`, `out:`, `/2cta` and a `(2)` after a number are spelled out in
-# [05c](05c_pipeline_variants.ipynb), section 1.
+# **Names**, e.g. `float16 128x256x64/c2 s4 B:K wait1`: CTA tile 128×256×64 (BK = 64, one
+# k-tile), 2 consumer warpgroups, S = 4 stages, B K-major (`B:MN`: MN-major),
+# `wgmma.wait_group(1)`. The rarer parts (`l2:256B`, `out:`, `/2cta`, `(2)`):
+# [05c](05c_pipeline_variants.ipynb) §1.
 #
 # **Exercise 3 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it, so
 # answer first). With S = 6 stages and a **single** consumer warpgroup, should the loop's
@@ -91,10 +102,11 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% [markdown]
 # ## 3. Correct first
 #
-# Fresh standard-normal inputs (never zeros or ±1), the output poisoned with NaN, a float64 reference,
-# and an elementwise bound `|C − ref| ≤ k·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|`: one wrong or unwritten
-# element fails. Live, two configurations run now; the record checked every combination of dtype,
-# tile, stages, consumers, B layout and wait_group on two shapes.
+# Fresh standard-normal inputs, NaN-poisoned output, float64 reference, and an elementwise bound
+# `|C − ref| ≤ k·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|`: one wrong or unwritten element fails.
+#
+# Live, two configurations run now. The record checked every combination of dtype, tile, stages,
+# consumers, B layout and wait_group, on two shapes.
 
 # %% output varies
 rec = records.load("pipeline")
@@ -115,9 +127,9 @@ assert all(c["passed"] for c in checks)
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
-# `python -m asynctc record pipeline` swept 1–6 stages (as many as fit in shared memory) for three
-# tiles, fp16 and bf16, at 4096³ and 8192³, with cuBLAS timed in the same run (drawn: fp16). A
-# hollow, dashed series is a `/2cta` build in its base tile's colour.
+# The record swept 1–6 stages (as many as fit in shared memory) for three tiles, fp16 and bf16, at
+# 4096³ and 8192³, with cuBLAS timed in the same run. The plot shows fp16; a hollow, dashed series is
+# a `/2cta` build in its base tile's colour.
 
 # %% output varies
 fig = pl.plot_depth(res, "float16", record=rec)
@@ -143,9 +155,11 @@ for size in (4096, 8192):
 # ## 5. Why it stops rising
 #
 # With one stage every load is exposed: load, wait, compute. Each further stage puts one more load
-# under the math, until the loads come in as fast as the path into the SM delivers them; past that,
-# depth adds nothing. From the record (128×256, fp16, 4096³, and the timeline recorded inside the
-# first CTAs):
+# under the math.
+#
+# That works until the loads arrive as fast as the path into the SM delivers them. Past that, depth
+# adds nothing. From the record (128×256, fp16, 4096³, and the timeline recorded inside the first
+# CTAs):
 
 # %% output varies
 meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
@@ -166,10 +180,9 @@ _ = notebook.claim(per_k > 1.8 * kt_peak and wait_full > 0.15,
                    cycles=per_k, peak=kt_peak, wait_full=wait_full)
 
 # %% [markdown]
-# A CPU model of this ring predicted this curve before the kernel first ran; how it fared, and a
-# cap on the L2 → SM path fitted to the curve (an explanation that suffices, not a proof), are in
-# [05b](05b_pipeline_timeline.ipynb). Why the 128×128 curves drop after S = 3 (occupancy, not
-# depth): [05c](05c_pipeline_variants.ipynb).
+# A CPU model predicted this curve before the kernel first ran; how it fared:
+# [05b](05b_pipeline_timeline.ipynb). Why the 128×128 curves drop after S = 3:
+# [05c](05c_pipeline_variants.ipynb).
 
 # %% [markdown]
 # ## 6. Exercises
@@ -203,7 +216,6 @@ ok = exercises.check("ch05.groups_pending", max(runs, key=lambda p: runs[p].math
                      consumers=1, solution=True)
 
 # %% [markdown]
-# Next: chapter 06 gives the loads a warpgroup of their own. The deep dives:
-# [05b](05b_pipeline_timeline.ipynb) (the model before the GPU, the GPU's timeline) and
-# [05c](05c_pipeline_variants.ipynb) (what moved the numbers, the protocol broken on purpose, and
-# the pipelined kernel set beside a published claim).
+# **What you learned.** The full/empty ring, the parity every wait uses, a pipelined GEMM checked
+# and measured, and why depth stops paying.
+# **Next:** [chapter 06](06_warp_specialization.ipynb) gives the loads a warpgroup of their own.
