@@ -309,17 +309,21 @@ _ = notebook.verdict(all(r["of_cublas"] >= 1.0 for r in aligned.values()),
 # %% [markdown]
 # ## 5. Inside a tile: shared memory
 #
-# Every byte of a k-tile passes through the SM's shared memory
-# twice in different roles: the TMA *writes* the stage, the wgmmas *read* both operands from it
-# (SS: A and B through descriptors). Per k-tile of 128×256×64 the TMA writes 16 KiB of A and
-# 32 KiB of B; each consumer's m64n256k16 reads 64 rows × 32 bytes of A (2 KiB) and 256 × 32 bytes
-# of B (8 KiB) per k16 step, four steps, two consumers: 80 KiB. The k-tile is 2·128·256·64 FLOP,
-# 1024 clocks at 4096 FLOP per clock per SM. `W.smem_traffic` does this arithmetic for any tile,
-# against chapter 01's 128 bytes per clock per SM (32 banks × 4 bytes); the TMA-store epilogue
-# adds C's tile twice per tile (stmatrix writes it, the TMA store reads it), spread over the
-# tile's k-tiles. "bound" is the most of the Tensor Core rate that traffic allows *if* TMA writes
-# and wgmma reads shared one 128-byte-per-clock path — a model; no counter in the ladder's record
-# measures shared memory.
+# Every byte of a k-tile passes through the SM's shared memory twice: the TMA *writes* the stage,
+# the wgmmas *read* both operands from it (*SS* form: A and B both from shared memory, through
+# descriptors). Per k-tile of 128×256×64:
+#
+# | who | bytes |
+# |---|---:|
+# | TMA writes A (128×64) and B (256×64) | 16 + 32 = 48 KiB |
+# | wgmma reads, per consumer per k16 step: A 64 rows × 32 B, B 256 × 32 B | 2 + 8 KiB |
+# | … × 4 k16 steps × 2 consumers | 80 KiB |
+#
+# The k-tile is 2·128·256·64 FLOP, 1024 clocks at 4096 FLOP per clock per SM. `W.smem_traffic`
+# does this for any tile, against chapter 01's 128 bytes per clock per SM (32 banks × 4 bytes);
+# the TMA-store epilogue adds C's tile twice per tile, spread over its k-tiles. "bound" is the most
+# of the Tensor Core rate that traffic allows *if* TMA writes and wgmma reads share one
+# 128-byte-per-clock path — a model; no counter in the ladder's record measures shared memory.
 
 # %%
 TILES = [("rungs 7, 8: 128×256, 2 consumers", top16),
