@@ -460,7 +460,7 @@ def test_nonsquare_table_keeps_every_measured_row_and_counts_the_rest():
     assert text[0].split()[-2:] == ["rung", "5"] and len(text) == 2 + 2 + 2
     assert text[2].split() == ["64×512×512", "float16", "100", "-", "-"]
     assert text[3].split() == ["256×512×512", "float16", "300", "150", "0.50", "240", "0.80"]
-    assert "2 of 6 rows" in text[4] and text[5].strip().startswith("2 × M=64: too small (64×512×512; rung 3, rung 5)")
+    assert "2 of 4 (shape, dtype, rung) runs" in text[4] and text[5].strip().startswith("2 × M=64: too small (64×512×512; rung 3, rung 5)")
 
 
 def test_protocol_reader_refuses_an_ambiguous_source(monkeypatch):

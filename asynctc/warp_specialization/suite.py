@@ -306,7 +306,9 @@ def nonsquare_table(rows: list[dict]) -> str:
                      + "".join(f" {cells.get((key, n), ''):>9s}" for n in rungs))
     n_skipped = sum(len(v) for v in skipped.values())
     if skipped:
-        lines.append(f"- : not run, {n_skipped} of {len(rows)} rows (the rungs have no edge handling):")
+        n_runs = sum(1 for r in rows if r["kernel"] != "cuBLAS")
+        lines.append(f"- : not run, {n_skipped} of {n_runs} (shape, dtype, rung) runs "
+                     "(the rungs have no edge handling):")
     for reason, where in skipped.items():
         shapes = sorted({k[0] for k, _ in where})
         who = sorted({w for _, w in where}, key=str)
