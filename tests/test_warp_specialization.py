@@ -433,6 +433,36 @@ def test_the_core_lessons_ladder_helpers():
     plt.close(fig)
 
 
+def test_protocol_figure_can_leave_one_barrier_open():
+    """The core lesson's figure leaves the event its exercise asks open in both panels: that arrow's
+    label names no barrier, every other label still does; an unknown event is refused."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = W.plot_protocol(hide="consumer arrives")
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert sum("arrive on ?[s]" in t for t in labels) == 2
+    assert not any(t.startswith("arrive on empty") or t.startswith("arrive on full") for t in labels)
+    assert sum(t.startswith("wait on") for t in labels) == 4
+    plt.close(fig)
+    with pytest.raises(ValueError, match="hide='consumer leaves'"):
+        W.plot_protocol(hide="consumer leaves")
+
+
+def test_nonsquare_table_keeps_every_measured_row_and_counts_the_rest():
+    rows = [dict(m=64, n=512, k=512, dtype="float16", kernel="cuBLAS", tflops=100.0),
+            dict(m=64, n=512, k=512, dtype="float16", kernel="ws", rung=3, skipped="M=64: too small"),
+            dict(m=64, n=512, k=512, dtype="float16", kernel="ws", rung=5, skipped="M=64: too small"),
+            dict(m=256, n=512, k=512, dtype="float16", kernel="cuBLAS", tflops=300.0),
+            dict(m=256, n=512, k=512, dtype="float16", kernel="ws", rung=3, tflops=150.0, of_cublas=0.5),
+            dict(m=256, n=512, k=512, dtype="float16", kernel="ws", rung=5, tflops=240.0, of_cublas=0.8)]
+    text = W.nonsquare_table(rows).splitlines()
+    assert text[0].split()[-2:] == ["rung", "5"] and len(text) == 2 + 2 + 2
+    assert text[2].split() == ["64×512×512", "float16", "100", "-", "-"]
+    assert text[3].split() == ["256×512×512", "float16", "300", "150", "0.50", "240", "0.80"]
+    assert "2 of 4 (shape, dtype, rung) runs" in text[4] and text[5].strip().startswith("2 × M=64: too small (64×512×512; rung 3, rung 5)")
+
+
 def test_protocol_reader_refuses_an_ambiguous_source(monkeypatch):
     text = W.source()
     bad = text.replace("release(empty[prev]);", "release(full[prev]);", 1)

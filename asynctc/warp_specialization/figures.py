@@ -248,7 +248,8 @@ _PROTOCOL_STEPS = (("producer", "producer waits", "wait on {b}[s]\nparity (f+1) 
 _PROTOCOL_COLUMN = {"producer": 0.0, "TMA": 0.0, "full": 2.2, "empty": 3.6, "consumers": 5.8}
 
 
-def _draw_protocol(ax, proto: dict, title: str, stuck_at: int | None = None) -> None:
+def _draw_protocol(ax, proto: dict, title: str, stuck_at: int | None = None,
+                   hide: str | None = None) -> None:
     for name in ("producer", "full", "empty", "consumers"):
         x = _PROTOCOL_COLUMN[name]
         ax.plot([x, x], [0.75, 5.6], color="0.75", lw=1, zorder=0)
@@ -261,6 +262,9 @@ def _draw_protocol(ax, proto: dict, title: str, stuck_at: int | None = None) -> 
         wait = "waits" in event
         blocked = stuck_at is not None and row >= stuck_at
         colour = "tab:red" if blocked else ("tab:purple" if wait else "tab:blue")
+        if event == hide:            # left open for an exercise: the arrow stops short of both barriers
+            bar, x1, colour = "?", _PROTOCOL_COLUMN["empty"] + 0.9, "0.45"
+            ax.text(x1 - 0.15, y, "?", ha="right", va="center", fontsize=12, weight="bold", color=colour)
         ax.annotate("", xy=(x1, y), xytext=(x0, y),
                     arrowprops=dict(arrowstyle="->", color=colour, ls="--" if wait else "-", lw=1.5))
         ax.text((x0 + x1) / 2, y + 0.12, text.format(b=bar), ha="center", va="bottom", fontsize=7,
@@ -276,14 +280,18 @@ def _draw_protocol(ax, proto: dict, title: str, stuck_at: int | None = None) -> 
     ax.set_title(title, fontsize=10)
 
 
-def plot_protocol():
+def plot_protocol(hide: str | None = None):
     """The producer/consumer protocol drawn twice from the same tables: this kernel's, read from
     its source (:func:`protocol_from_source`), and the seed article's with the waits swapped
-    (:func:`seed_protocol`), marked where it blocks (the consumers' first wait)."""
+    (:func:`seed_protocol`), marked where it blocks (the consumers' first wait). ``hide``, one of
+    :data:`PROTOCOL_EVENTS`, leaves that event's barrier open ("?") in both panels, for an
+    exercise that asks it; anything else raises ``ValueError``."""
     import matplotlib.pyplot as plt
+    if hide is not None and hide not in PROTOCOL_EVENTS:
+        raise ValueError(f"hide={hide!r}: one of {PROTOCOL_EVENTS} or None")
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.6), dpi=80, layout="constrained")
-    _draw_protocol(ax, protocol_from_source(), "this kernel (and the PTX meaning of the names)")
-    _draw_protocol(ax2, seed_protocol(), "the seed's version: the waits swapped", stuck_at=3)
+    _draw_protocol(ax, protocol_from_source(), "this kernel (and the PTX meaning of the names)", hide=hide)
+    _draw_protocol(ax2, seed_protocol(), "the seed's version: the waits swapped", stuck_at=3, hide=hide)
     fig.text(0.5, 0.01, "dashed: a wait (try_wait.parity); solid: an arrival or a TMA's complete_tx; "
              "time runs down, one k-tile i in stage s = i mod S, fill f = i / S", ha="center", fontsize=8)
     return fig

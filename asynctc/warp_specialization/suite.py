@@ -280,18 +280,40 @@ def summarize_ladder(rec) -> str:
 
 
 def nonsquare_table(rows: list[dict]) -> str:
-    """The non-square shapes: cuBLAS and each rung's TFLOP/s and fraction of cuBLAS (or why the
-    rung could not run the shape)."""
-    lines = [f"{'M×N×K':18s} {'dtype':9s} {'kernel':10s} {'TFLOP/s':>7s} {'of cuBLAS':>9s}"]
+    """The non-square shapes, one line per (shape, dtype): cuBLAS's TFLOP/s, then each rung's
+    TFLOP/s and fraction of cuBLAS ("-" where the rung could not run the shape); below it, one line
+    per reason a rung was refused, with how many (shape, dtype, rung) cells it covers and which."""
+    rungs = sorted({r["rung"] for r in rows if r["kernel"] != "cuBLAS"})
+    keys, cells, skipped = [], {}, {}
     for r in rows:
-        shape = f"{r['m']}×{r['n']}×{r['k']}"
-        who = "cuBLAS" if r["kernel"] == "cuBLAS" else f"rung {r['rung']}"
+        key = (f"{r['m']}×{r['n']}×{r['k']}", r["dtype"])
+        if key not in keys:
+            keys.append(key)
+        who = "cuBLAS" if r["kernel"] == "cuBLAS" else r["rung"]
         if r.get("skipped"):
-            lines.append(f"{shape:18s} {r['dtype']:9s} {who:10s} {'-':>7s} {'-':>9s}  "
-                         f"not run: {r['skipped']}")
-            continue
-        ratio = f"{r['of_cublas']:9.2f}" if r.get("of_cublas") is not None else f"{'':9s}"
-        lines.append(f"{shape:18s} {r['dtype']:9s} {who:10s} {r['tflops']:7.0f} {ratio}")
+            reason = r["skipped"]
+            skipped.setdefault(reason, []).append((key, who))
+            cells[key, who] = "-"
+        elif who == "cuBLAS":
+            cells[key, who] = f"{r['tflops']:.0f}"
+        else:
+            frac = f" {r['of_cublas']:.2f}" if r.get("of_cublas") is not None else ""
+            cells[key, who] = f"{r['tflops']:.0f}{frac}"
+    lines = [f"{'M×N×K':16s} {'dtype':9s} {'cuBLAS':>6s}" + "".join(f" {f'rung {n}':>9s}" for n in rungs),
+             f"{'':26s} {'TFLOP/s':>6s}  (each rung: TFLOP/s and its fraction of cuBLAS)"]
+    for key in keys:
+        lines.append(f"{key[0]:16s} {key[1]:9s} {cells.get((key, 'cuBLAS'), ''):>6s}"
+                     + "".join(f" {cells.get((key, n), ''):>9s}" for n in rungs))
+    n_skipped = sum(len(v) for v in skipped.values())
+    if skipped:
+        n_runs = sum(1 for r in rows if r["kernel"] != "cuBLAS")
+        lines.append(f"- : not run, {n_skipped} of {n_runs} (shape, dtype, rung) runs "
+                     "(the rungs have no edge handling):")
+    for reason, where in skipped.items():
+        shapes = sorted({k[0] for k, _ in where})
+        who = sorted({w for _, w in where}, key=str)
+        lines.append(f"  {len(where)} × {reason} ({', '.join(shapes)}; "
+                     f"{', '.join(f'rung {w}' if w != 'cuBLAS' else w for w in who)})")
     return "\n".join(lines)
 
 

@@ -1,25 +1,20 @@
 # %% [markdown]
 # # 06 — Warp specialization: a producer warpgroup, consumer warpgroups, and the ladder to cuBLAS
 #
-# **Learning goal.** Split chapter 05's GEMM into roles: one *producer* warpgroup that only issues
-# TMA loads and *consumer* warpgroups that only issue `wgmma`, synchronised by the ring's full and
-# empty mbarriers; then climb a ladder of kernels, each changing one thing, timed beside
-# cuBLAS in the same run. You will be able to
+# **Learning goal.** Split chapter 05's GEMM into roles — a *producer* warpgroup that only issues
+# TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels, one
+# change per rung, each timed beside cuBLAS. You will be able to
 #
-# 1. draw the producer/consumer protocol — who waits on which barrier, on which phase parity, who
-#    arrives where — and say why the seed article's version cannot run;
+# 1. draw the producer/consumer protocol — who waits on which barrier, with which phase parity —
+#    and say why the seed article's version cannot run;
 # 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
 # 3. read the ladder: what each rung changed, what it bought;
-# 4. (deep dive [06b §7](06b_ws_anatomy.ipynb)) check each rung's prediction, and read a timeline
-#    measured inside the top rung;
-# 5. call the result, `asynctc.matmul(a, b)`, on any shape.
+# 4. call the result, `asynctc.matmul(a, b)`, on any shape.
 #
-# The investigations are three deep dives: [06b — the kernel taken apart](06b_ws_anatomy.ipynb)
-# (the seed's deadlock, the loops in the source, registers from the cubin, a descriptor bug, the
-# rungs' predictions and the top rung's timeline);
-# [06c — the ladder investigated](06c_ladder_investigations.ipynb) (every verdict in full, the last
-# round, shared-memory bytes); [06d — asking the hardware, and the GEMM by shape](06d_limits_and_gemm.ipynb)
-# (Nsight Compute, the [raster](../docs/glossary.md#raster) sweep, `matmul` timed by shape).
+# Deep dives: [06b](06b_ws_anatomy.ipynb) takes the kernel apart (the seed's deadlock, registers
+# from the cubin, each rung's prediction, the top rung's timeline); [06c](06c_ladder_investigations.ipynb)
+# investigates the ladder; [06d](06d_limits_and_gemm.ipynb) asks the hardware (Nsight Compute, the
+# [raster](../docs/glossary.md#raster) sweep) and times `matmul` by shape.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -35,54 +30,64 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# Chapter 05's kernel overlapped loads and math, with one thread of a computing warpgroup also
-# loading. Here that thread gets a warpgroup of its own: **warp specialization**. The ring is
-# chapter 05's: S stages, each with two mbarriers (PTX ISA, *mbarrier*).
+# In chapter 05 one thread of a computing warpgroup also issued the loads; here they get a
+# warpgroup of their own ([warp specialization](../docs/glossary.md#warp-specialization)). The
+# ring is chapter 05's: S stages, two mbarriers each (PTX ISA, *mbarrier*).
 #
-# * **full[s]** — arrival count 1: the producer's `mbarrier.arrive.expect_tx(stage bytes)`; the
-#   phase completes when the TMA has delivered those bytes. Meaning: *stage s contains its k-tile*.
-# * **empty[s]** — arrival count = consumer warpgroups: each arrives once `wgmma.wait_group` says
-#   its wgmmas on stage s are complete. Meaning: *stage s may be refilled*. All 128 threads execute
-#   `wait_group`, then one elected thread arrives for the warpgroup: the convention CUTLASS uses,
-#   not a rule the PTX ISA text states.
+# | barrier | arrival count | a phase completes when | meaning |
+# |---|---|---|---|
+# | full[s] | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA has delivered those bytes | *stage s contains its k-tile* |
+# | empty[s] | one per consumer warpgroup | every consumer warpgroup has arrived | *stage s may be refilled* |
 #
-# Producer and consumers walk the same (tile, k-tile) pairs with one **ring counter** i that
-# carries across tiles: stage i mod S, fill f = i / S. The producer waits on empty[s] with parity
-# (f + 1) mod 2 — on the first pass that is the "preceding phase" of a fresh barrier, which counts
-# as complete, so it passes at once; a consumer waits on full[s] with parity f mod 2.
+# A warpgroup arrives through its *elected thread*, one thread acting for all 128: CUTLASS's
+# convention, not a rule the PTX ISA text states.
 #
-# The seed article (the tutorial this course checks, see README) names its barriers backwards:
-# its producer waits on "full", its consumers on "empty". Read with the meanings above it cannot
-# run: the consumers wait for a phase of empty that only their own arrivals could complete. Both
-# versions, drawn from the same tables — the left one read from the kernel's source:
+# Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
+# tiles: stage s = i mod S, fill f = i / S. A consumer waits on full[s] with parity f mod 2; the
+# producer on empty[s] with parity (f + 1) mod 2 — on the first pass, a fresh barrier's
+# "preceding phase", which counts as complete.
+#
+# The seed article (the tutorial this course checks) swaps the waits: its consumers wait on
+# "empty" — for "stage s may be refilled" before anything was loaded. Both versions, from the same
+# tables (the left read from the kernel's source; one arrow is left open for exercise 3):
 
 # %% output varies
-fig = W.plot_protocol()
+fig = W.plot_protocol(hide="consumer arrives")
 plt.show()
 
 # %% [markdown]
-# Chapter 05's CPU model runs both: ours finishes, the seed's ends in a diagnosed deadlock at the
+# Chapter 05's CPU model runs both: ours finishes; the seed's stops in a diagnosed deadlock at the
 # first k-tile (deep dive 06b, section 1).
 #
 # ## 2. The register budget
 #
-# An SM has 65536 32-bit registers. With `__launch_bounds__(384, 1)` (one producer and two
-# consumer warpgroups of 128 threads, one CTA per SM) each thread may have 65536 / 384 = 170,
-# rounded down to the allocation unit of 8: **168 at entry**. `setmaxnreg` (PTX ISA, *setmaxnreg*;
-# the whole warpgroup executes it, and its count is a multiple of 8) then moves registers between
-# warpgroups: the producer's `setmaxnreg.dec 40` gives back 128 × (168 − 40), the consumers'
-# `setmaxnreg.inc 232` takes them — 128 × 40 + 256 × 232 = 64512 ≤ 65536. A consumer thread of
-# the 128×256 tile carries 64 × 256 / 128 = 128 fp32 accumulators. (Deep dive 06b reads these
-# counts from the cubin.)
+# An SM has 65536 32-bit registers. `__launch_bounds__(384, 1)` (3 warpgroups, one CTA per SM)
+# gives each thread 65536 / 384 = 170, rounded down to a multiple of 8: **168 at entry**. Then
+# `setmaxnreg` (PTX ISA; a whole warpgroup executes it, with a multiple of 8) moves them:
+#
+# | warpgroup | instruction | registers |
+# |---|---|---:|
+# | producer (128 threads) | `setmaxnreg.dec 40` | 128 × 40 = 5120 |
+# | 2 consumers (256 threads) | `setmaxnreg.inc 232` | 256 × 232 = 59392 |
+# | CTA | | 64512 ≤ 65536 |
+#
+# A consumer thread of the 128×256 tile carries 64 × 256 / 128 = 128 fp32 accumulators. (Deep
+# dive 06b reads these counts from the cubin.)
 #
 # ## 3. The ladder
 #
-# One kernel source, `asynctc/kernels/warp_specialization.cu`; each rung is a set of compile-time
-# switches (`W.RUNGS`), built from an earlier rung by one change, its prediction written before
-# the first timing. Rung 6 launches **clusters** of 2 CTAs that share B by
-# [multicast](../docs/glossary.md#multicast) (one TMA load delivered into both CTAs' shared
-# memory). The record timed every rung at 4096³ and 8192³, fp16 and bf16, beside cuBLAS in the
-# same run; every rung was first checked against float64 (deep dive 06b, section 5).
+# One kernel source (`asynctc/kernels/warp_specialization.cu`); each rung is a set of compile-time
+# switches (`W.RUNGS`), one change from an earlier rung, predicted before the first timing. Terms:
+#
+# | rung | term | meaning |
+# |---|---|---|
+# | 5 | [persistent](../docs/glossary.md#persistent) grid | one CTA per SM, walking many tiles in turn |
+# | 6 | [cluster](../docs/glossary.md#cluster) + [multicast](../docs/glossary.md#multicast) | 2 CTAs; one TMA load of B lands in both |
+# | 7 | [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store) | C written from shared memory by one TMA copy |
+# | 8 | *group-M* [raster](../docs/glossary.md#raster) | tiles walked column by column within groups of tile rows |
+#
+# Each rung was checked against float64 (deep dive 06b §5), then timed at 4096³ and 8192³, fp16
+# and bf16, beside cuBLAS in the same run:
 
 # %% output varies
 print(rec.label())
@@ -91,23 +96,21 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec)
 plt.show()
 
 # %% [markdown]
-# Each rung's step beside its prediction is checked in [deep dive 06b §7](06b_ws_anatomy.ipynb)
-# (06c gives each verdict in full).
+# Each rung's step beside its prediction: [deep dive 06b §7](06b_ws_anatomy.ipynb); every verdict
+# in full: [deep dive 06c](06c_ladder_investigations.ipynb).
 #
-# ## 4. Inside the top rung
+# ## 4. Why: what moved the number
 #
-# The top rung's measured timeline — the producer's loads, the consumers' waits and wgmma groups,
-# the epilogue, around a tile boundary — is drawn and checked in
-# [deep dive 06b §7](06b_ws_anatomy.ipynb).
-
-# %% [markdown]
-# **Why.** Splitting the roles bought little by itself (deep dive 06c sets rung 3 beside rung 1);
-# it is what the later rungs build on. The steps that moved the number
-# (section 3) removed time the consumers issue no wgmma: the epilogue shrinks when C goes out
-# through shared memory and a TMA store that drains under the next tile's k-loop (rung 7), and the
-# order the [persistent](../docs/glossary.md#persistent) CTAs walk the tiles in sets the bytes read from DRAM (rung 8). What limits
-# the rest — the last round of a persistent grid, shared-memory bytes per k-tile, what cuBLAS does
-# differently — is deep dives 06c and 06d.
+# Splitting the roles bought little by itself (06c sets rung 3 beside rung 1); the later rungs
+# build on it. The steps that moved the number removed time in which the consumers issue no wgmma:
+#
+# | rung | change | removed |
+# |---|---|---|
+# | 7 | C leaves by TMA store, drained under the next tile's k-loop | most of the epilogue |
+# | 8 | the order the persistent CTAs walk the tiles | bytes read from DRAM |
+#
+# The top rung's measured timeline: [06b §7](06b_ws_anatomy.ipynb). What limits the rest (the last
+# round of a persistent grid, shared-memory bytes, what cuBLAS does differently): 06c and 06d.
 #
 # ## 5. Use it: `asynctc.matmul`
 #
@@ -119,10 +122,9 @@ plt.show()
 # c = asynctc.matmul(a, bt, b_layout="NxK")   # B given transposed, N×K
 # ```
 #
-# Any M, N, K ≥ 1 (the TMA fills what hangs past the matrix with zeros, stores are clipped);
-# products accumulate in fp32, C comes back in the input dtype or, with `out_dtype="float32"`, in
-# fp32. It is checked like every rung, against float64, on awkward shapes (every size from 1, 7,
-# 129, 1000, 4095 in every position), both B layouts and both output dtypes:
+# Any M, N, K ≥ 1 (the TMA zero-fills past the matrix; stores are clipped); fp32 accumulation; C in
+# the input dtype or, with `out_dtype="float32"`, fp32. Checked against float64 on awkward shapes
+# (1, 7, 129, 1000, 4095 in every position), both B layouts, both output dtypes:
 
 # %% output varies
 mrec = records.load("matmul")
@@ -131,12 +133,11 @@ for line in pl.checks_lines(mrec.results):
     print(line)
 
 # %% [markdown]
-# On torch tensors, beside `torch.matmul` (cuBLAS, with torch's defaults: a reduced-precision
-# split-K reduction allowed, as a user's call gets it) in the same run, by shape: kernel time and
-# back-to-back calls from the host, each as torch's time over ours (record `matmul_host`; the red
-# marks are the goals the GEMM was built to, `asynctc.gemm.goals`; in the table below the host row
-# is the other way round, ours over torch's, so ≤ 1 means ours is cheaper). How it picks its tile is deep
-# dive 06d, section 3.
+# Beside `torch.matmul` in the same run (record `matmul_host`; torch's defaults, which let cuBLAS
+# add a *split-K* product's partial sums — K cut into slices — in 16 bits). The figure: torch's
+# time over ours by shape, kernel and back-to-back host calls; red marks are the goals
+# (`asynctc.gemm.goals`). The table's host row reads the other way, ours over torch's: ≤ 1 means
+# ours is cheaper. How `matmul` picks its tile: deep dive 06d §3.
 
 # %% output varies
 from asynctc.gemm import figures as gfig, goals
@@ -170,9 +171,9 @@ answer = ...
 ok = exercises.check("ch06.producer_wait", answer, tile=1, k=2, k_tiles=5, stages=4)
 
 # %% [markdown]
-# **3. Which barrier.** After `wgmma.wait_group` reports its wgmmas on stage s complete, a consumer
-# warpgroup arrives on one of the stage's barriers. Choose one of `"full"` or `"empty"`. (The check
-# reads the answer from the kernel's source.)
+# **3. Which barrier.** Section 1's figure leaves one arrow open. After `wgmma.wait_group` reports
+# its wgmmas on stage s complete, a consumer warpgroup arrives on one of the stage's barriers:
+# `"full"` or `"empty"`? Reason from what each barrier means. (The check reads the kernel source.)
 
 # %%
 answer = ...

@@ -92,7 +92,8 @@ notebook.show_source("warp_specialization.cu", start=r"^    // ---------------- 
 # The table compiles four builds here and reads the counts from the cubin: ptxas's count at
 # entry, and the immediates of `USETMAXREG.DEALLOC` / `.TRY_ALLOC` — what `setmaxnreg` became in
 # SASS. The last build drops `__launch_bounds__`: ptxas then cannot know the count at entry and
-# ignores `setmaxnreg` (warning C7508, which `asynctc` turns into a `PerformanceWarning`).
+# ignores `setmaxnreg` (ptxas warning C7508, see [setmaxnreg](../docs/glossary.md#setmaxnreg); `asynctc` turns it into a
+# `PerformanceWarning`).
 
 # %% output varies
 budget_cfgs = [W.RUNGS[1].make("float16"), W.WSConfig(), W.WSConfig(setmaxnreg=False)]

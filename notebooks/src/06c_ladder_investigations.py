@@ -3,13 +3,15 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** chapter 06's core lesson: the producer/consumer protocol, the rungs and their
-# fractions of cuBLAS, each rung's step beside its prediction, and the top rung's timeline.
-# **What it adds:** every rung's verdict in full, from all four ladders (4096³ and 8192³, fp16 and
-# bf16) and the in-kernel trace; rung 4's tile sweep; how far the trace's cycles can be trusted; the
-# goal (cuBLAS's speed) and the last round of a persistent grid, tested on wave-aligned shapes;
-# shared-memory bytes per k-tile against the rate per clock measured in flight; the rungs on
-# shapes that are not cubes; and a published worklog's ladder beside ours.
+# **Assumes** chapter 06's core lesson: the producer/consumer protocol and the ladder's rungs.
+#
+# | section | what it adds |
+# |---|---|
+# | 1–3 | every rung's verdict, from all four ladders (4096³, 8192³ × fp16, bf16) and the in-kernel trace; rung 4's tile sweep; how far the trace's cycles can be trusted |
+# | 4 | the goal (cuBLAS's speed) and the last round of a [persistent](../docs/glossary.md#persistent) grid, tested on wave-aligned shapes |
+# | 5 | shared-memory bytes per k-tile against the rate per clock measured in flight |
+# | 6–7 | the rungs on shapes that are not cubes; a published worklog's ladder beside ours |
+# | 8 | rung 9, ping-pong consumers |
 
 # %% output varies
 import re
@@ -44,13 +46,12 @@ for rung in W.RUNGS:  # every rung defined (section 2 shows those the record tim
 # %% [markdown]
 # ## 2. The ladder in full
 #
-# Every rung at 4096³ and 8192³, fp16 and bf16, B K-major, C in the input dtype, cuBLAS timed in
-# the same run (medians; each timed output checked on sampled rows; cuBLAS through torch — a record
-# whose provenance has no `cublas_reduction` was made with torch's default, which allows cuBLAS a
-# 16-bit split-K reduction; the timing baseline of the ladder's suites now switches that off and
-# records it). Rung 4's bar is the fastest
-# (tile, stages) of its sweep. (The predictions speak of *waves*: a wave, or round, is one tile on
-# every SM at once — section 4 counts them.) The bars of fp16:
+# Every rung at 4096³ and 8192³, fp16 and bf16, B K-major, C in the input dtype; medians, each
+# timed output checked on sampled rows; cuBLAS timed in the same run, through torch. (A record
+# whose provenance lacks `cublas_reduction` used torch's default, a 16-bit split-K reduction; the
+# ladder's suites now switch it off and record that.) Rung 4's bar is its sweep's fastest (tile,
+# stages). The predictions speak of *waves*: a wave, or round, is one tile on every SM at once
+# (section 4 counts them). The bars of fp16:
 
 # %% output varies
 for size in (4096, 8192):
@@ -308,17 +309,21 @@ _ = notebook.verdict(all(r["of_cublas"] >= 1.0 for r in aligned.values()),
 # %% [markdown]
 # ## 5. Inside a tile: shared memory
 #
-# Every byte of a k-tile passes through the SM's shared memory
-# twice in different roles: the TMA *writes* the stage, the wgmmas *read* both operands from it
-# (SS: A and B through descriptors). Per k-tile of 128×256×64 the TMA writes 16 KiB of A and
-# 32 KiB of B; each consumer's m64n256k16 reads 64 rows × 32 bytes of A (2 KiB) and 256 × 32 bytes
-# of B (8 KiB) per k16 step, four steps, two consumers: 80 KiB. The k-tile is 2·128·256·64 FLOP,
-# 1024 clocks at 4096 FLOP per clock per SM. `W.smem_traffic` does this arithmetic for any tile,
-# against chapter 01's 128 bytes per clock per SM (32 banks × 4 bytes); the TMA-store epilogue
-# adds C's tile twice per tile (stmatrix writes it, the TMA store reads it), spread over the
-# tile's k-tiles. "bound" is the most of the Tensor Core rate that traffic allows *if* TMA writes
-# and wgmma reads shared one 128-byte-per-clock path — a model; no counter in the ladder's record
-# measures shared memory.
+# Every byte of a k-tile passes through the SM's shared memory twice: the TMA *writes* the stage,
+# the wgmmas *read* both operands from it (*SS* form: A and B both from shared memory, through
+# descriptors). Per k-tile of 128×256×64:
+#
+# | who | bytes |
+# |---|---:|
+# | TMA writes A (128×64) and B (256×64) | 16 + 32 = 48 KiB |
+# | wgmma reads, per consumer per k16 step: A 64 rows × 32 B, B 256 × 32 B | 2 + 8 KiB |
+# | … × 4 k16 steps × 2 consumers | 80 KiB |
+#
+# The k-tile is 2·128·256·64 FLOP, 1024 clocks at 4096 FLOP per clock per SM. `W.smem_traffic`
+# does this for any tile, against chapter 01's 128 bytes per clock per SM (32 banks × 4 bytes);
+# the TMA-store epilogue adds C's tile twice per tile, spread over its k-tiles. "bound" is the most
+# of the Tensor Core rate that traffic allows *if* TMA writes and wgmma reads share one
+# 128-byte-per-clock path — a model; no counter in the ladder's record measures shared memory.
 
 # %%
 TILES = [("rungs 7, 8: 128×256, 2 consumers", top16),
@@ -451,10 +456,10 @@ _ = notebook.claim(t_top["wait_full"] > 0.1 and t_top["math_in_flight"] > 0.9,
 # %% [markdown]
 # ## 6. Shapes that are not cubes
 #
-# The record also ran rungs 3, 5, 6, 7 and 8 beside cuBLAS on shapes a user meets: a short K, a short
-# M, a long K, thin M, and the two wave-aligned shapes of section 4. "not run" names the rule that
-# refused the shape (the rungs have no edge handling: M, N, K must be multiples of the tile;
-# the core lesson's `asynctc.matmul`, section 5, has it).
+# Rungs 3, 5, 6, 7 and 8 beside cuBLAS on shapes a user meets: a short K, a short M, a long K,
+# thin M, and section 4's two wave-aligned shapes. One line per shape and dtype; "-" is a rung the
+# shape's size refused (the rungs have no edge handling — the core lesson's `asynctc.matmul`,
+# section 5, has it), counted with its rule below the table.
 
 # %% output varies
 print(rec.label())
