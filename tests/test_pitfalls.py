@@ -468,6 +468,9 @@ def test_the_name_bug_exercise_shows_the_symptom_not_the_cause():
     src = (ROOT / "notebooks" / "src" / "08_pitfalls.py").read_text()
     learner = src[:src.index("<summary>Solutions")]
     assert "print(F.exercises.mystery_symptom())" in learner and "print(mystery)" not in learner
+    # §4c shows four rules' hazards; the fifth (the TMA store's) would print exercise 2's missing step
+    loop = re.search(r"for rule in \(([^)]*)\)", learner).group(1)
+    assert '"store"' not in loop
     mystery = F.exercises.mystery_diagnosis()
     right = [k for k in zoo.BY_KEY if exercises.check("ch08.name_bug", k, diagnosis=mystery)]
     assert right == ["expect_tx"]
