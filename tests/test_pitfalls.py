@@ -455,3 +455,22 @@ def test_the_store_repair_must_wait_before_the_barrier_that_releases_the_writers
     assert exercises.check("ch08.repair", 0, rule="store", program=late) is False
     with pytest.raises(ValueError, match=r"bulk_wait_read takes N"):
         O.check(broken[:5] + [("bulk_wait_read", None)] + broken[5:])
+
+
+def test_the_name_bug_exercise_shows_the_symptom_not_the_cause():
+    """Issue 22: exercise 1 printed the ring model's Deadlock, whose why ("tx-count … bytes that no TMA
+    in flight will deliver") named the answer. The learner now sees what a bounded wait and the
+    barrier's counters show; the check still gets the Deadlock and accepts exactly expect_tx."""
+    shown = F.exercises.mystery_symptom()
+    for giveaway in ("expect_tx", "never", "deliver", "TMA", "why"):
+        assert giveaway not in shown, giveaway
+    assert "full[0]" in shown and "arrivals still missing 0" in shown and "tx-count 1024 bytes" in shown
+    src = (ROOT / "notebooks" / "src" / "08_pitfalls.py").read_text()
+    learner = src[:src.index("<summary>Solutions")]
+    assert "print(F.exercises.mystery_symptom())" in learner and "print(mystery)" not in learner
+    # §4c shows four rules' hazards; the fifth (the TMA store's) would print exercise 2's missing step
+    loop = re.search(r"for rule in \(([^)]*)\)", learner).group(1)
+    assert '"store"' not in loop
+    mystery = F.exercises.mystery_diagnosis()
+    right = [k for k in zoo.BY_KEY if exercises.check("ch08.name_bug", k, diagnosis=mystery)]
+    assert right == ["expect_tx"]

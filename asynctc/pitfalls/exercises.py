@@ -2,7 +2,8 @@
 expected answer comes from the models: the ring model names the bug, the ordering checker judges a
 repair, the layout model places the first misplaced element.
 
-* ``ch08.name_bug`` — which zoo class produced this diagnosis (a Deadlock of the ring model)?
+* ``ch08.name_bug`` — which zoo class produced this hang? The learner sees :func:`mystery_symptom`
+  (who timed out where, the barrier's counters), the check gets the Deadlock.
 * ``ch08.repair`` — insert steps into a broken program until :func:`ordering.check` finds no
   hazard; answer 0 (the hazards left) and pass your program.
 * ``ch08.first_misplaced`` — the first (row, col) a reader gets from the wrong place (a tile off
@@ -10,6 +11,8 @@ repair, the layout model places the first misplaced element.
 """
 
 from __future__ import annotations
+
+import re
 
 from ..core import exercises as _ex
 from . import diagnosis as _d
@@ -28,15 +31,44 @@ def mystery_diagnosis():
     return _d.pipeline_diagnosis(_pipeline_classes()[_MYSTERY]).detail
 
 
+def _state(deadlock) -> dict:
+    """What a stuck barrier holds, read off a Deadlock: arrivals still missing, bytes still due."""
+    arr = re.search(r"(\d+) of its (\d+) arrivals never come", deadlock.why)
+    tx = re.search(r"tx-count (\d+) bytes", deadlock.why)
+    phase = re.search(r"is in phase (\d+)", deadlock.why)
+    return {"missing": int(arr.group(1)) if arr else 0, "bytes": int(tx.group(1)) if tx else 0,
+            "phase": int(phase.group(1)) if phase else None}
+
+
+def symptom(deadlock) -> str:
+    """A Deadlock as a debugger would see it (who timed out where, and the barrier's counters), with
+    none of the model's explanation."""
+    st = _state(deadlock)
+    bar = f"{deadlock.barrier}[{deadlock.stage}]"
+    who = ", ".join(w if w == "producer" else f"{w} (consumer)" for w in deadlock.who_waits)
+    return (f"timed out: {who} on {bar} at k-tile {deadlock.iteration}, waiting on parity {deadlock.parity}\n"
+            f"{bar} then: phase {st['phase']}, arrivals still missing {st['missing']}, "
+            f"tx-count {st['bytes']} bytes")
+
+
+def mystery_symptom() -> str:
+    """What the name-the-bug exercise shows the learner: :func:`symptom` of :func:`mystery_diagnosis`."""
+    return symptom(mystery_diagnosis())
+
+
 def _name_hint(answer, diagnosis):
     protos = _pipeline_classes()
     if answer not in protos:
         return ("that class is not a ring-protocol error: the ring model diagnoses only "
                 f"{', '.join(sorted(protos))}")
     got = _d.pipeline_diagnosis(protos[answer]).detail
+    mine, theirs = _state(got), _state(diagnosis)
     if got.barrier != diagnosis.barrier:
-        return f"{answer} blocks on {got.barrier}; this trace blocks on {diagnosis.barrier}"
-    return "same barrier, different cause: read the why — missing arrivals, or bytes no TMA delivers?"
+        return (f"{answer} blocks on {got.barrier}[{got.stage}] ({', '.join(got.who_waits)} waiting, "
+                f"{mine['missing']} arrival(s) missing); this run blocks on "
+                f"{diagnosis.barrier}[{diagnosis.stage}] with {theirs['missing']} missing")
+    return ("same barrier, different cause: compare the counters — arrivals still missing, or "
+            "bytes the barrier still waits for?")
 
 
 @_ex.exercise("ch08.name_bug", "Which zoo class (a key of asynctc.pitfalls.zoo.BY_KEY) ends in this "

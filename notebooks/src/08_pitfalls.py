@@ -1,20 +1,17 @@
 # %% [markdown]
 # # 08 — Pitfalls and debugging: a zoo of real bugs
 #
-# **Learning goal.** Recognise the handful of ways asynchronous Tensor Core code goes wrong from
-# the symptom alone, and turn "it hangs" or "it is sometimes wrong" into a named barrier, stage and
+# **Learning goal.** Turn "it hangs" or "it is sometimes wrong" into a named bug, barrier, stage and
 # k-tile. You will be able to
 #
-# 1. place a public bug report in one of eleven classes (phase parity, arrive count, init fence,
-#    proxy fence, expect_tx, misaligned tile, missing wgmma wait, TMA-store buffer reuse, setmaxnreg
-#    dropped, swizzle mismatch, early leader) and say what its fix is;
-# 2. reproduce a class in a CPU model and read its diagnosis; see its kernel variant end with a
-#    decoded error — never a hung GPU;
-# 3. debug in order: depth 1 first, then a hangs / wrong / slow table that points into the zoo.
+# 1. place a public bug report in one of eleven classes and say its fix;
+# 2. reproduce a class in a CPU model and read its diagnosis (its kernel variant ends in a decoded
+#    error, never a hung GPU);
+# 3. debug in order: depth 1 first, then a hangs / wrong / slow table.
 #
-# Chapters 03–06 built the protocols correctly; this one breaks them. The deep dive
-# [08b](08b_pitfalls_on_the_gpu.ipynb) has the rest of the evidence (SASS, the other variants on the
-# H200, ptxas, the in-kernel trace, compute-sanitizer).
+# Chapters 03–06 built the protocols; this one breaks them. Without a GPU, a cell that runs a kernel
+# prints the run recorded on an H200. Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): SASS, the
+# other variants, ptxas, the in-kernel trace, compute-sanitizer.
 
 # %% output varies
 from IPython.display import Markdown, display
@@ -35,33 +32,36 @@ def gpu_outcome(bug):
 
 
 # %% [markdown]
-# ## 1. The story: why these bugs are hard
+# ## 1. Why these bugs are hard
 #
-# A synchronous kernel that is wrong is usually wrong every time. An asynchronous one has three
-# extra ways to fail, and none of them announces itself:
+# A wrong synchronous kernel is usually wrong every time. An asynchronous one fails in four more
+# ways, none of which announces itself:
 #
-# * **it hangs** — a wait names a phase that never completes (a parity from the wrong counter,
-#   one arrival too many expected, expect_tx bytes no copy delivers). The GPU spins until the
-#   process is killed; nothing says which barrier.
-# * **it is wrong, sometimes** — a stage is read before its bytes landed or overwritten while a
-#   wgmma or a TMA store still reads it. Whether that shows depends on timing: most such bugs in
-#   the zoo below were found by *reading* the code.
-# * **it is wrong, always, in a pattern** — the tensor map writes one swizzle and the reader
-#   assumes another, or a tile sits off its swizzle repeat: every wait succeeds, the values are
-#   permuted inside 128-byte rows.
+# | symptom | cause | for example |
+# |---|---|---|
+# | hangs | a wait names a phase that never completes | parity from the wrong counter; an arrival too many expected; expect_tx bytes never delivered |
+# | wrong, sometimes | a stage read before its bytes land, or overwritten while still read | a missing fence or wait |
+# | wrong, always, in a pattern | writer and reader disagree on the layout | swizzle mismatch; tile off its swizzle repeat |
+# | slow, not wrong | ptxas dropped `setmaxnreg` | one line in a log nobody reads |
 #
-# And one way to be *slow* without being wrong: ptxas dropping `setmaxnreg` with one line in a
-# log nobody reads.
-#
-# Every kernel of this course waits with a **bounded** wait (chapter 03): after a time limit the
-# waiting thread writes an error word and leaves. That turns every hang below into a sentence.
+# Every kernel here waits with a **bounded wait** (chapter 03): after a time limit the thread writes
+# an error word and leaves, so each hang below ends in a sentence.
 #
 # ## 2. The zoo
 #
-# Public reports (CUTLASS, Triton, TileLang, flash-attention, DeepEP, DeepGEMM, nvFuser, sglang,
-# cuDNN's frontend, …) by class, in our words, cited by repository and number. *Model* names the CPU
-# model that diagnoses the class, *GPU variant* the define of `asynctc/kernels/pitfalls.cu` that
-# reproduces it.
+# Public reports by class, in our words, cited by repository and number. *Model*: the CPU model that
+# diagnoses the class; *GPU variant*: the `BUG=` define of `asynctc/kernels/pitfalls.cu` that
+# reproduces it. Terms the table uses:
+#
+# * [latent](../docs/glossary.md#latent): found by reading the code, never seen failing — passing tests prove little;
+# * [proxy](../docs/glossary.md#proxy): an access's path to memory — ordinary loads and stores take the *generic
+#   proxy*, TMA and wgmma the *async proxy*; `fence.proxy.async` orders the two;
+# * [tx-count](../docs/glossary.md#tx-count): the bytes an mbarrier phase still waits for;
+# * [bulk group](../docs/glossary.md#bulk-group): TMA stores one thread commits together and waits for
+#   (`cp.async.bulk.commit_group` / `wait_group`);
+# * *elected thread* (*leader*): the one lane (`elect.sync`, or lane 0) that acts for its warp;
+# * *init count*: the arrivals per phase set by `mbarrier.init`;
+# * *C7508*: ptxas's warning that it dropped [setmaxnreg](../docs/glossary.md#setmaxnreg).
 
 # %%
 display(Markdown(zoo.table_markdown()))
@@ -69,43 +69,39 @@ print(f"{len(zoo.reports())} reports in {len(zoo.CLASSES)} classes; symptoms:",
       {sym: sum(rep.symptom == sym for _, rep in zoo.reports()) for sym in zoo.SYMPTOMS})
 
 # %% [markdown]
-# Many reports are **latent** — found by an audit against the PTX memory model, never seen failing
-# — so "my tests pass" proves little here. And no public report of an expect_tx byte mismatch
-# turned up, although it is a common first bug — our guess at why: it hangs at once, so it is
-# fixed before anyone files it.
+# No public expect_tx report turned up, though it is a common first bug — our guess: it hangs at
+# once, so it is fixed before anyone files it.
 #
 # ## 3. The kernel the variants break
 #
-# One CTA streams boxes of 64 × 64 fp16 through a ring of 2 stages: warp 4's lane 0 is the
-# producer (TMA loads on `full[s]`), warps 0–3 the consumers, which copy each box (reading it through
-# the 128B swizzle) into an output buffer that thread 0 writes back with a TMA store. Every wait is
-# bounded at 0.5 s; on a timeout the thread records *who* gave up, on *which* barrier, stage and
-# tile. The consumers' half of one iteration:
+# One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
+# TMA loads (on `full[s]`); warps 0–3, the consumers, copy each box (undoing the 128B swizzle) into
+# a buffer that thread 0 writes back with a TMA store. Every wait is bounded at 0.5 s; a timeout
+# records who gave up, on which barrier, stage and tile. The consumers' half of one iteration:
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  if \(tid == 0\) \{$")
 
 # %% [markdown]
-# Each `#if BUG == …` is one zoo class; all eleven builds compile here to sm_90a cubin (the deep dive
-# sets each one's SASS beside the correct kernel's).
+# Each `#if BUG == …` is one zoo class. All eleven builds compile to sm_90a cubin; the deep dive
+# sets each one's SASS beside the correct kernel's.
 #
 # ## 4. Three bugs, in the model and on the GPU
 #
 # ### 4a. A hang: the producer waits on the wrong parity
 #
-# The producer's first pass waits on `empty[s]` with parity `(t / S + 1) % 2` = 1, "the preceding
-# phase", which a fresh barrier counts as complete. Compute it as `(t / S) % 2` instead and it waits
-# for phase 0 of a barrier nobody has arrived on yet (the reporter of flash-attention#1317 saw
-# phase 0 loop forever where phase 1 worked). Chapter 05's ring model runs the broken protocol on
-# the kernel's schedule:
+# The producer's first pass waits on `empty[s]` with parity `(t / S + 1) % 2` = 1, "the phase
+# before", which a fresh barrier counts as complete. Compute `(t / S) % 2` instead and it waits for
+# phase 0 of a barrier nobody has arrived on yet (flash-attention#1317: phase 0 looped forever,
+# phase 1 worked). Chapter 05's ring model runs the broken protocol on the kernel's schedule:
 
 # %%
 d = D.pipeline_diagnosis("wrong_empty_parity")
 print(d.text)
 
 # %% [markdown]
-# The GPU variant (BUG=1) ends the same way: the producer's bounded wait on `empty[0]` at tile 0
-# gives up first; the consumers, starved, give up on `full[0]`.
+# The GPU variant (BUG=1) ends the same way: the producer gives up on `empty[0]` at tile 0, then the
+# starved consumers on `full[0]`. Without a GPU the cell prints the run recorded on the H200.
 
 # %% output varies
 print("BUG=1:", gpu_outcome(1))
@@ -114,8 +110,8 @@ print("BUG=1:", gpu_outcome(1))
 # ### 4b. Wrong every time: a tile 128 bytes off its swizzle repeat
 #
 # TMA's 128B swizzle XORs address bits [4, 7) with bits [7, 10) of the **absolute** shared-memory
-# address. A stage that starts 128 bytes past a 1024 B boundary (say, behind 128 bytes of mbarriers)
-# is written with every row's pattern shifted by one row; a reader that swizzles relative to the
+# address. A stage that starts 128 bytes past a 1024 B boundary (say, behind 128 bytes of
+# mbarriers) gets every row's pattern shifted by one row, and a reader that swizzles relative to the
 # stage base reads every element from the wrong 16-byte chunk (tilelang#2379):
 
 # %%
@@ -127,35 +123,34 @@ ax = figures.plot_misplaced(128, 128, 128)
 # %% [markdown]
 # ### 4c. Wrong only sometimes: what the ring model cannot see
 #
-# Chapter 05's model tracks barriers and bytes, not proxies, **bulk groups** (TMA stores committed
-# together, waited for with `cp.async.bulk.wait_group`) or lanes. The ordering checker
-# (`asynctc.pitfalls.ordering`) covers those rules as a short program of `(op, arg)` steps and
-# names the first broken one — here the five programs of its rules:
+# Chapter 05's ring model tracks barriers and bytes, not proxies, bulk groups or lanes. The
+# ordering checker (`asynctc.pitfalls.ordering`) does: it runs a short program of `(op, arg)` steps
+# and names the first broken rule. Four of its five rules' broken programs (the fifth, the TMA
+# store's, is exercise 2):
 
 # %%
-for rule in ("store", "proxy", "wgmma", "leader", "init"):
+for rule in ("proxy", "wgmma", "leader", "init"):
     broken, fixed = ordering.PROGRAMS[rule]["broken"], ordering.PROGRAMS[rule]["correct"]
     h = ordering.check(broken)[0]
     print(f"{rule:6s} broken: step {h.step} {h.op}: {h.why}")
     assert ordering.check(fixed) == []
 
 # %% [markdown]
-# On the GPU these are races: whether a run shows them depends on timing, and "ok" for a variant
-# that passed is a *latent* bug, not a correct kernel (the deep dive prints what the H200 did with
-# each).
+# On the GPU these are races: a variant that passes is latent, not correct (the deep dive shows
+# what the H200 did with each).
 #
 # ## 5. The method
 #
-# **Depth 1 first.** Run the pipeline with one stage (and `wait_group 0`) before any overlap. A
-# protocol that is wrong at depth 1 is wrong in its barriers; one that is right at depth 1 and wrong
-# at depth 3 is wrong in its parities or its releases (tilelang#3087 showed up from 3 stages on).
+# **Depth 1 first.** Run the pipeline with one stage (and `wait_group 0`) before any overlap. Wrong
+# at depth 1: the barriers are wrong. Right at depth 1, wrong at depth 3: the parities or the
+# releases are (tilelang#3087 showed up from 3 stages on).
 #
-# **Bounded waits, a log, then the models.** The error word says who gave up where; an in-kernel
-# trace in global memory survives a timeout; compute-sanitizer finds crashes and shared-memory
-# races between threads, not a wrong parity, swizzle or async-proxy race. `F.diagnose(class)` (or
-# `python -m asynctc diagnose <class>`) prints one class on one screen.
+# **Then the error word, a trace, the models.** The error word says who gave up where; an in-kernel
+# trace survives a timeout; compute-sanitizer finds crashes and races between threads, not a wrong
+# parity, swizzle or proxy race. `F.diagnose(class)` (`python -m asynctc diagnose <class>`) prints
+# one class on one screen.
 #
-# **The decision table.** Start from the symptom:
+# **The decision table** starts from the symptom:
 
 # %%
 display(Markdown(zoo.decision_markdown()))
@@ -165,22 +160,22 @@ display(Markdown(zoo.decision_markdown()))
 #
 # Wrong answers get a hint.
 #
-# **1. Name the bug.** A run ended with the diagnosis below, from one of the zoo's three
-# ring-protocol classes (`phase_parity`, `arrive_count`, `expect_tx`). Which of them is it? Run
-# `D.model_diagnosis(key)` on the candidates and compare the barrier and the why.
+# **1. Name the bug.** A run hung. Below: what its bounded wait reported, and the stuck barrier's
+# counters when it gave up. The cause is one of the three ring-protocol classes — `phase_parity`,
+# `arrive_count` or `expect_tx`. Which? Reason from what an mbarrier phase needs before it
+# completes (chapter 03).
 
 # %%
-mystery = F.exercises.mystery_diagnosis()
-print(mystery)
+print(F.exercises.mystery_symptom())
+mystery = F.exercises.mystery_diagnosis()      # what the check compares with (the model's Deadlock)
 answer = ...
 ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 
 # %% [markdown]
-# **2. Repair a protocol.** Here is the broken TMA-store epilogue as a program. Insert the step(s)
-# that make `ordering.check` find no hazard (keep the program's own steps, in order), then check
-# with answer 0 — the hazards left. A step is `(op, arg)` with `op` a name in `ordering.OPS` (printed
-# below; the module's docstring, `help(ordering)`, says what each does). The hint names the first
-# hazard still there.
+# **2. Repair a protocol.** Below is the broken TMA-store epilogue as a program. Insert the step(s)
+# that make `ordering.check` find no hazard, keeping the program's own steps in order, then check
+# with answer 0 (the hazards left). A step is `(op, arg)`, `op` one of `ordering.OPS` (printed
+# below; `help(ordering)` says what each does). The hint names the first hazard still there.
 
 # %%
 program = list(ordering.PROGRAMS["store"]["broken"])
@@ -204,15 +199,13 @@ ok = exercises.check("ch08.repair", 0, rule="store", program=fixed, solution=Tru
 # %% [markdown]
 # ## 7. What to take away
 #
-# * Hangs are barrier bookkeeping: count arrivals and bytes per phase, derive parities from one
-#   formula, and make every wait bounded so that a hang becomes "consumers timed out on full[0] at
-#   tile 0".
-# * Races are ordering: proxies (fence.proxy.async), bulk groups (wait_group.read), wgmma groups
-#   (wait_group before release), leaders (__syncwarp before the arrive). A passing test does not
-#   clear them — on the H200 the missing proxy fence never showed in 48 stressed runs, and racecheck
-#   did not see it either (deep dive 08b); a model of the rules names it.
-# * Layout bugs are deterministic: the first wrong element and its pattern name them.
-# * Read the ptxas log: C7508 means your register split is not there.
+# * **Hangs** are barrier bookkeeping: count arrivals and bytes per phase, derive parities from one
+#   formula, bound every wait.
+# * **Races** are ordering: `fence.proxy.async` between proxies, `wait_group.read` before reusing a
+#   TMA store's buffer, `wgmma.wait_group` before a release, `__syncwarp` before a leader's arrive.
+#   Passing runs and racecheck can miss them (08b); a model of the rules names them.
+# * **Layout bugs** are deterministic: the first wrong element and its pattern name them.
+# * **Read the ptxas log**: C7508 means your register split is not there.
 #
 # **Deep dive:** [08b — the bugs in compiled code and on the GPU](08b_pitfalls_on_the_gpu.ipynb).
 #
