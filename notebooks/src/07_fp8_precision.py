@@ -1,15 +1,16 @@
 # %% [markdown]
 # # 07 — FP8: two formats, a scale, and an accumulator that keeps 13 bits
 #
-# **Learning goal.** Run chapter 06's warp-specialized GEMM on 8-bit floating-point inputs and
-# account for the bits. You will be able to
+# **Learning goal.** Run chapter 06's warp-specialized GEMM on 8-bit floats and account for the
+# bits they lose. By the end you can
 #
-# 1. quantise a number to e4m3 by hand and compute the scale of a block;
-# 2. check an FP8 GEMM against float64 and read its speed beside FP16 and cuBLASLt;
+# 1. quantise a number to [e4m3](../docs/glossary.md#e4m3) by hand and compute a block's scale;
+# 2. check an FP8 GEMM against float64 and read its speed beside FP16 and
+#    [cuBLASLt](../docs/glossary.md#cublaslt);
 # 3. say where Hopper's FP8 Tensor Core loses precision as it sums, and how often to *promote*.
 #
-# FP8 halves the bytes per element again, and wgmma (`m64nNk32`, `.e4m3` / `.e5m2`) does double
-# the multiply-adds per instruction; chapter 06's stages, boxes and descriptors stay the same bytes.
+# FP8 halves the bytes per element again; FP8 wgmma (`m64nNk32`) does double FP16's multiply-adds
+# per instruction. Stages, boxes and descriptors keep chapter 06's byte sizes.
 #
 # **Deep dives:** [07b — the accumulator taken apart](07b_fp8_accumulator.ipynb);
 # [07c — swizzle, TMA boxes and wgmma](07c_swizzle_and_row_boxes.ipynb);
@@ -31,15 +32,17 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two formats
 #
-# sm_90's wgmma takes two FP8 formats (PTX ISA §5.2.5; the OCP FP8 specification): **e4m3**
-# (`float8_e4m3fn`: 4 exponent bits, 3 fraction bits, no infinities) for weights and activations,
-# **e5m2** (`float8_e5m2`: 5 exponent, 2 fraction bits) for gradients,
-# whose range matters more than their resolution. Between two powers of two each has the same
-# number of values (8 for e4m3, 4 for e5m2): the gap between neighbours grows with the magnitude.
+# A float is a sign, *exponent bits* (which power of two) and *fraction bits* (where between two
+# powers). sm_90's wgmma takes two 8-bit formats (PTX ISA §5.2.5; the OCP FP8 specification):
 #
-# **Quantising** a value: divide by the scale, **saturate** (clip) to ±max, round to the nearest
-# value of the grid (ties to even). Saturation matters: a plain cast turns −500 into NaN in e4m3,
-# which has no infinity. Below: all 256 bit patterns of each format (`ml_dtypes`), then x quantised.
+# * **e4m3** (`float8_e4m3fn`): 4 exponent and 3 fraction bits, no infinities; 8 values between two
+#   powers of two. For weights and activations.
+# * **e5m2** (`float8_e5m2`): 5 and 2 bits; 4 values per power of two. For gradients, whose range
+#   matters more than their resolution.
+#
+# **Quantising** x: divide by the scale, **saturate** (clip to ± the largest value), round to the
+# nearest value (ties to even). Saturation matters: e4m3 has no infinity, so a plain cast turns
+# −500 into NaN. Below: each format's positive values, and four values quantised.
 
 # %% output varies
 fig, ax = plt.subplots(figsize=(12, 2), dpi=80, layout="constrained")
@@ -57,16 +60,17 @@ print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
 print("fp8.quantize, e5m2", fp8.quantize(x, "e5m2", scale=1.0)[0].astype(np.float64))
 
 # %% [markdown]
-# One new rule: for FP8 wgmma **both shared-memory operands are K-major** (PTX ISA §9.7.15.5.2),
-# so B is stored N×K; the kernel refuses an MN-major B (ways around it: deep dive 07d).
+# One new rule: FP8 wgmma reads **both** shared-memory operands K-major (PTX ISA §9.7.15.5.2), so
+# B is stored N×K. The kernel refuses an MN-major B (ways around it: deep dive 07d).
 #
 # ## 2. Scales
 #
-# A **dequantisation scale** s maps a tensor's largest magnitude (its *amax*) onto the format's
-# largest value: x ≈ q · s with s = amax / 448 (`fp8.amax_scale`, as in `torch._scaled_mm`). One
-# scale per tensor is the simplest; large models use one per **1×128** row segment of A and one per
-# **128×128** block of B (DeepSeek-V3 §3.3), so an outlier coarsens only its own block. An A whose
-# rows differ in magnitude by e^±4, with one outlier of 9000:
+# A tensor's [dequantisation scale](../docs/glossary.md#dequantisation-scale) s (x ≈ q · s) maps its
+# largest magnitude, its *amax*, onto the format's largest value: s = amax / 448 for e4m3
+# (`fp8.amax_scale`). One scale per tensor is simplest. Large models keep
+# one per **1×128** row segment of A and one per **128×128** block of B (DeepSeek-V3 §3.3), so an
+# outlier coarsens only its own block. The test: rows differing in magnitude by up to e^±4, one
+# outlier of 9000.
 
 # %%
 rng = np.random.default_rng(7)
@@ -83,10 +87,10 @@ _ = notebook.claim(zero["per block"] < zero["per tensor"],
 # %% [markdown]
 # ## 3. The FP8 GEMM, checked against float64
 #
-# The kernel is chapter 06's top rung with its `DT` define set to e4m3 or e5m2. Every variant runs
-# on fresh random inputs, output poisoned with NaN, and is compared element by element with
-# **float64 of the dequantised inputs**, within a bound derived from the format and the
-# accumulator (`fp8.accumulation_bound`). Live, two variants run now.
+# The kernel is chapter 06's top rung with `DT` = e4m3 or e5m2. Each variant runs on fresh random
+# inputs into a NaN-poisoned output. C is compared element by element with float64 of
+# the *dequantised* inputs (q · s), within a bound from the format and the accumulator
+# (`fp8.accumulation_bound`). On an sm_90 GPU two also run live.
 
 # %% output varies
 if runtime.runs_live("sm_90a"):
@@ -100,12 +104,12 @@ print(f"{len(res['checks'])} checks passed (e4m3 and e5m2; with and without prom
       f"scales), worst |C−ref|/bound {max(c['max_err'] for c in res['checks']):.3f}")
 
 # %% [markdown]
-# ## 4. Speed: against cuBLASLt, and against FP16
+# ## 4. Speed: against cuBLASLt and against FP16
 #
-# One GPU run timed cuBLASLt's FP8 GEMM (`torch._scaled_mm`, e4m3, per-tensor scales, bf16 C)
-# with **fast accumulation** (the Tensor Core's own sum, never promoted), our FP8 top rung, cuBLAS
-# FP16 and our FP16 top rung; medians, every timed output checked on sampled rows. FP8's dense peak
-# is 8192 FLOP/clk/SM against FP16's 4096: 2× is a **ceiling** (the seed article says "1.5–2×").
+# One GPU run timed cuBLASLt's FP8 GEMM (`torch._scaled_mm`: e4m3, per-tensor scales, bf16 C, with
+# [fast accumulation](../docs/glossary.md#fast-accumulation), section 5), our FP8 top rung, and
+# chapter 06's two FP16 kernels; medians, every timed output checked on sampled rows. FP8's dense
+# peak is 8192 FLOP/clk/SM, FP16's 4096: 2× is a **ceiling**. The seed article says "1.5–2×".
 
 # %% output varies
 top, top16 = fp8.fp8_config().label(), W.TOP_RUNG.make("float16").label()
@@ -132,16 +136,19 @@ _ = notebook.verdict(all(1.5 <= v <= 2.0 for v in r.values()), f"FP8/FP16: {said
 # %% [markdown]
 # ## 5. The accumulator: swamping, and promotion
 #
-# Hopper's FP8 wgmma does not add in full fp32 (DeepSeek-AI: it "retains around 14 bits"). Our
-# model (`fp8.tc_dot`, after Fasi, Higham, Mikaitis and Pranesh): per group of 32 products (one k32
-# wgmma) the running sum and the products are aligned to the largest exponent among them and
-# **truncated** to f fraction bits below it. A product 2^(f+1) times smaller than the sum vanishes:
-# **swamping**. The fix (DeepSeek-V3 §3.3.2) is **promotion**: every P k-tiles (`promote=P`; a
-# k-tile is 128 fp8 elements) the consumer adds its wgmma accumulators into a second set of fp32
-# registers and restarts them. That forces a 128×128 tile and a wait for its own wgmmas (its cost:
-# deep dive 07b). The experiment: each element of C sums one product of 1024 (32 · 32), then K − 1
-# small ones (below 2^-4), all lost against 2^10 with 13 bits. Lines: the model, written down before the
-# first GPU run (`fp8.ACC_PREDICTION`); markers: the GPU.
+# Hopper's FP8 wgmma does not add in full fp32 (DeepSeek-AI: it "retains around 14 bits"). Our model
+# (`fp8.tc_dot`, after Fasi, Higham, Mikaitis and Pranesh): per group of 32 products (one k32
+# wgmma), the running sum and the products are aligned to their largest exponent and **truncated**
+# to f fraction bits below it.
+#
+# * [Swamping](../docs/glossary.md#swamping): a product 2^(f+1) times smaller than the sum vanishes.
+# * **Promotion**, the fix (DeepSeek-V3 §3.3.2): every P k-tiles (`promote=P`; a k-tile is 128 FP8
+#   elements of K) the consumer adds its wgmma accumulators into fp32 registers of its own and
+#   restarts them. It needs a 128×128 tile and a wait for its own wgmmas (cost: deep dive 07b).
+#
+# **The experiment.** Each element of C sums one product of 1024 (32 · 32), then K − 1 small ones
+# (below 2^-4), all lost against 2^10 with 13 bits. Lines: the model, written before the first GPU
+# run (`fp8.ACC_PREDICTION`); markers: the GPU.
 
 # %% output varies
 assert fp8.prediction_table(fp8.predict_swamp()) == fp8.ACC_PREDICTION     # the model, as written then
@@ -170,13 +177,13 @@ _ = notebook.claim(kept[1] < kept[4] < 1.0,
 # %% [markdown]
 # ## 6. Swizzle: the seed's "10–20 %"
 #
-# The seed article also says the right shared-memory swizzle is worth 10–20 %. The `swizzle`
-# suite built chapter 06's rung 5 (fp16) with 128-, 64- and 32-byte swizzle and none, checked each
-# against float64 and timed it. The bank model reads the same number of bank rows in every layout,
-# and wgmma alone runs at full rate on each (deep dive 07c, with Nsight Compute's counters; how
-# wgmma fetches shared memory is not documented). A narrow
-# layout does make TMA write more, shorter rows; so the suite also ran wgmma alone on stages loaded
-# once (`WSConfig.tma_once`, a diagnostic, not a GEMM). Full rate there means the loss is TMA's.
+# The seed article says the right shared-memory swizzle is worth 10–20 %. The `swizzle` suite
+# built chapter 06's rung 5 (fp16) with 128-, 64-, 32-byte and no swizzle, checked and timed each.
+#
+# The bank model reads the same number of bank rows in every layout, and wgmma alone runs at full
+# rate on each (deep dive 07c; how wgmma reads shared memory is not documented). But a narrow
+# layout makes TMA write more, shorter rows. So the suite also ran wgmma alone on stages loaded once
+# (`WSConfig.tma_once`, a diagnostic, not a GEMM): full rate there means the loss is TMA's.
 
 # %% output varies
 srec = records.load("swizzle")
@@ -223,6 +230,10 @@ ok = exercises.check("ch07.block_scale", answer, amax=37.5)
 # %%
 answer = ...
 ok = exercises.check("ch07.promote_interval", answer, k=4096, target=1e-2)
+
+# %% [markdown]
+# **What you learned:** FP8 is a format plus a scale; its accumulator keeps about 13 bits;
+# promotion buys precision back for some throughput. **Next:** chapter 08, asynchronous pitfalls.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

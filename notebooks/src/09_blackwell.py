@@ -1,17 +1,21 @@
 # %% [markdown]
 # # 09 — Blackwell: `tcgen05` and Tensor Memory
 #
-# **Learning goal.** Move a Hopper GEMM's mental model to Blackwell (sm_100a). You will
+# **Learning goal.** Carry a Hopper GEMM's mental model over to Blackwell (sm_100a), whose Tensor
+# Core instructions are the `tcgen05.*` family: `tcgen05.mma` takes wgmma's place. You will
 #
 # 1. see why the accumulator left the register file for **Tensor Memory** ([TMEM](../docs/glossary.md#tmem));
-# 2. take both descriptors of `tcgen05.mma` apart — the 32-bit **instruction descriptor** and the
-#    64-bit sm_100 **shared-memory descriptor** — and see where the latter differs from wgmma's;
+# 2. take apart both descriptors of `tcgen05.mma` — the 32-bit
+#    [instruction descriptor](../docs/glossary.md#instruction-descriptor) and the 64-bit sm_100
+#    **shared-memory descriptor** — and see where the latter differs from wgmma's;
 # 3. allocate TMEM (`tcgen05.alloc`) and learn which warp may read which lanes;
 # 4. read the chapter's kernel, compiled to sm_100a, and map each Hopper instruction to its
 #    Blackwell counterpart.
 #
-# There is no sm_100 GPU behind this course's records: everything numeric below is a **model** (pure
-# Python, written from the PTX ISA), or a kernel compiled to an sm_100a cubin and disassembled.
+# There is no sm_100 GPU behind this course's records: everything numeric below is a **model** or
+# comes from a compiled kernel, never from a run. Sections 1–4 are **modelled** (pure Python, from
+# the PTX ISA); sections 5–6 **compile** the kernel to an sm_100a cubin and **disassemble** it;
+# time, TFLOP/s and % of peak are **not measured** (that needs an sm_100 GPU).
 
 # %% output varies
 from asynctc.models import descriptors
@@ -25,24 +29,24 @@ notebook.banner("sm_100a", measured=False)
 # **Terms used from here on.**
 #
 # * `cta_group::1` — a `tcgen05` instruction of one CTA: its MMA writes that CTA's TMEM.
-# * `cta_group::2`, a **CTA pair** — two CTAs of one cluster (cluster ranks 2k and 2k + 1) that
-#   share one MMA: each CTA keeps its own rows of A and D and one part of B, which the MMA reads
-#   from both CTAs; one thread of the pair issues it.
+# * `cta_group::2`, a [CTA pair](../docs/glossary.md#cta-pair) — two CTAs of one cluster (ranks 2k
+#   and 2k + 1) sharing one MMA, which one thread of the pair issues; each CTA keeps its own rows of
+#   A and D and a part of B.
 # * `.ws` — the *weight-stationary* variant `tcgen05.mma.ws` (not used here).
 #
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
-# A Hopper `wgmma.m64nNk16` keeps its 64×N fp32 accumulator in the registers of the warpgroup's 128
-# threads: N/2 registers per thread. A 128×256 CTA tile needs two warpgroups holding 128
-# accumulator registers per thread each: half of the SM's register file (65536 32-bit registers).
-# A 256×256 fp32 tile is 65536 values — **the whole register file**, however it is split over
-# warpgroups (it is the file that is too small, not the 255 registers one thread may have).
+# On Hopper, `wgmma.m64nNk16` keeps its 64×N fp32 accumulator in the registers of the warpgroup's
+# 128 threads: N/2 registers per thread. A 128×256 CTA tile takes two warpgroups of 128 accumulator
+# registers per thread: half the SM's register file (65536 32-bit registers). A 256×256 tile
+# (65536 values) takes **all of it**, however it is split: the file is too small, not the 255
+# registers one thread may have.
 #
-# On Blackwell the same 128×256 tile lives in TMEM: 128 lanes (one per row of D) × 256 columns of
-# 32-bit cells, half of the 512 columns. TMEM is **per SM** (128 lanes × 512 columns × 4 bytes =
-# 256 KiB), shared by the CTAs resident on it: each allocates its columns (section 4). While the
-# MMAs run, no thread holds any of it; this kernel's epilogue pulls it out 32 columns at a time
-# (`tcgen05.ld.32x32b.x32`; other shapes move more or fewer).
+# On Blackwell the 128×256 tile lives in TMEM: 128 lanes (one per row of D) × 256 of its 512
+# columns of 32-bit cells. TMEM is **per SM** (128 × 512 × 4 bytes = 256 KiB),
+# shared by the CTAs resident on it; each allocates its own columns (section 4).
+# While the MMAs run, no thread holds any of it. This kernel's epilogue copies it into registers
+# 32 columns at a time (`tcgen05.ld.32x32b.x32`).
 
 # %%
 M_TILE, N_TILE = 128, 256
@@ -62,8 +66,8 @@ fig = tmem.plot_tmem(lay, by="warp")          # lane = row of D; each warp reads
 # ## 2. The instruction descriptor, bit by bit
 #
 # `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;` — one
-# thread issues it. Everything about the shape and types is in the 32-bit `idesc`
-# (PTX ISA §9.7.16.4.2 "Instruction Descriptor"):
+# thread issues it (`enable_input_d` false overwrites D instead of adding to it). The shape and
+# the types are all in the 32-bit `idesc` (PTX ISA §9.7.16.4.2 "Instruction Descriptor"):
 #
 # | bits | field | kind::f16 values |
 # |---|---|---|
@@ -78,8 +82,8 @@ fig = tmem.plot_tmem(lay, by="warp")          # lane = row of D; each warp reads
 # | 24–28 | M >> 4 | 64, 128 (one CTA); 128, 256 (CTA pair) |
 # | 30–31 | maximum shift | 0 (`.ws` only) |
 #
-# Bits 6, 23 and 29 are reserved. `.kind` and `.cta_group` are in the instruction, not the bits,
-# but they decide what the bits may say — so the model carries them.
+# Bits 6, 23 and 29 are reserved. `.kind` (the operand family) and `.cta_group` are in the
+# instruction, not the bits, but they decide what the bits may say, so the model carries them.
 
 # %%
 idesc = tc.InstrDescriptor("bfloat16", "bfloat16", "float32", m=128, n=256)
@@ -97,11 +101,11 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 print(tc.sdesc_layout())
 
 # %% [markdown]
-# The canonical layouts (K-major / MN-major, none / 32 / 64 / 128-byte swizzle) are the ones of
-# chapter 04, so the same operand tile gives the same start, LBO and SBO. The sm_100 swizzle field
-# is three bits (61–63) where sm_90's is two (62–63), and its codes 2/4/6 are sm_90's 1/2/3 read
-# one bit lower — the same bits set. What differs is bit 46, the sm_100 descriptor's version field
-# (1): for those modes the two descriptors of one tile differ in that single bit.
+# The canonical layouts (K-major / MN-major; none, 32-, 64- or 128-byte swizzle) are chapter 04's,
+# so one operand tile gives the same start, LBO and SBO. sm_100's swizzle field is three bits
+# (61–63), sm_90's two (62–63); its codes 2/4/6 are sm_90's 1/2/3 read one bit lower, the same
+# bits set. What differs is bit 46, the sm_100 descriptor's version field (1): the two descriptors
+# of one tile differ in that bit alone.
 
 # %%
 tile = descriptors.OperandTile(128, 64, "float16", "K", 128)
@@ -115,8 +119,7 @@ assert t.encode() ^ w.encode() == 1 << 46
 # %% [markdown]
 # ## 4. Tensor Memory: allocation and who may read what
 #
-# TMEM is 128 lanes × 512 columns of 32-bit cells (256 KiB) **per SM**, shared by the CTAs resident
-# on that SM: a CTA uses the columns it allocated, addressed `lane << 16 | column`.
+# TMEM is **per SM**; a CTA uses the columns it allocated, addressed `lane << 16 | column`.
 #
 # * `tcgen05.alloc` (one warp) takes whole columns (all 128 lanes) in powers of two from 32 to
 #   512, writes the address to shared memory, and **blocks** while they are taken (by this CTA or
@@ -142,10 +145,10 @@ alloc.check_all_freed()
 # %% [markdown]
 # ## 5. The kernel: compiled for sm_100a, disassembled here
 #
-# The chapter's GEMM (`asynctc.tcgen05`, `kernels/tcgen05.cu`) uses exactly these pieces: a TMA
-# producer warp, one MMA-issuing thread, TMEM allocated by one warp, `tcgen05.commit` to an mbarrier,
-# four epilogue warps reading their lane quarters (with `tcgen05.ld`). It compiles to an sm_100a
-# cubin on any machine; it runs only on a compute-capability-10.0 GPU.
+# The chapter's GEMM (`asynctc.tcgen05`, `kernels/tcgen05.cu`) uses these pieces: a TMA producer
+# warp, one MMA-issuing thread, TMEM allocated by one warp, `tcgen05.commit` to an mbarrier, four
+# epilogue warps reading their lane quarters (`tcgen05.ld`). It compiles on any machine but runs
+# only on an sm_100 GPU, so here it is compiled, never run.
 
 # %% [markdown]
 # The MMA-issuing thread's loop — one thread, not a warpgroup: wait until a stage is full, issue its
@@ -159,10 +162,10 @@ from asynctc import tcgen05 as kernels
 notebook.show_source("tcgen05.cu", start=r"else if \(warp == 1\)", end=r"tcgen05_commit_multicast<2>\(smem_u32\(&done_bar\)")
 
 # %% [markdown]
-# Compiled for sm_100a on this machine (no GPU needed), for one CTA and for a CTA pair. `UTCHMMA` is
-# `tcgen05.mma` (`.2CTA` for the pair), `UTCBAR` the commit, `LDTM` the `tcgen05.ld` of the
-# epilogue, `UTCATOMSWS` the TMEM allocator; the descriptors the kernels are launched with are the
-# ones the models above encode:
+# Compiled for sm_100a here (no GPU needed), for one CTA and for a CTA pair, then counted in the
+# SASS: `UTCHMMA` is `tcgen05.mma` (`.2CTA` for the pair), `UTCBAR` the commit, `LDTM` the
+# `tcgen05.ld` of the epilogue, `UTCATOMSWS` the TMEM allocator. The kernels are launched with the
+# descriptors the models above encode:
 
 # %% output varies
 for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfig("float16", 256, 256, 64, 4, 2)):
@@ -189,21 +192,16 @@ for r in rows:
 
 # %% [markdown]
 # **Deep dives:** [09c — where the accumulator lands, one tile emulated](09c_blackwell_datapath.ipynb)
-# (the data path layouts, `tcgen05.ld`, a float64-checked emulation); [09b — a persistent Blackwell
-# GEMM](09b_blackwell_persistent.ipynb): two TMEM accumulators, a cluster-launch-control scheduler,
-# CTA pairs with multicast, block-scaled `kind::mxf8f6f4` — the last four rows of the table above.
+# (data-path layouts, `tcgen05.ld`, a float64-checked emulation); [09b — a persistent Blackwell
+# GEMM](09b_blackwell_persistent.ipynb): the table's last four rows (two TMEM accumulators, a
+# cluster-launch-control scheduler, CTA pairs with multicast, block-scaled `kind::mxf8f6f4`).
 
 # %% [markdown]
 # Two rows are easy to misread. `wgmma.fence` orders a warpgroup's register accesses to its
-# accumulator before the next `wgmma` (PTX ISA, *wgmma.fence*); `tcgen05.mma` takes no register
-# matrix operands (its descriptors and TMEM address do travel in registers), so it has no
-# counterpart. `tcgen05.fence::before_thread_sync` and
-# `::after_thread_sync` do a different job: they order a thread's tcgen05 operations (MMA, ld, st,
-# alloc, …) before or after a thread synchronisation — a barrier, an mbarrier wait — so that the
-# sync orders them for other threads too (PTX ISA, *tcgen05.fence*).
-#
-# What changes in the code: the accumulator is a TMEM address; the MMA loop runs in one thread;
-# "the MMAs are done" is an mbarrier that `tcgen05.commit` arrives on.
+# accumulator before the next `wgmma`; `tcgen05.mma` reads no matrix from registers, so it has no
+# counterpart. `tcgen05.fence::before_thread_sync` / `::after_thread_sync` do a different job: they
+# order a thread's tcgen05 operations around a thread synchronisation (a barrier, an mbarrier
+# wait), so the sync orders them for other threads too (PTX ISA, *wgmma.fence*, *tcgen05.fence*).
 #
 # > **Claims not measured here.** "Blackwell GEMMs reach **90 %+ of peak**" is **not measured**
 # > here (no sm_100 GPU), and no sentence of this chapter depends on it.
@@ -226,6 +224,10 @@ value = tc.exercise_descriptor()          # one field of it is wrong
 print(f"{value:#018x}")
 answer = ...
 ok = exercises.check("ch09.fix_descriptor", answer, value=value)
+
+# %% [markdown]
+# **What you learned:** the accumulator lives in TMEM; one thread issues the MMA from two
+# descriptors; an mbarrier says when it is done. **Next:** chapter 10, the seed article's claims.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

@@ -2,20 +2,19 @@
 # # 10 — Claims checked: the seed article's numbers beside ours
 #
 # **Learning goal.** Read a performance claim the way this course reads its own: find the number it
-# rests on, find the measurement that tests it, say which denominator a "% of peak" divides by, and
-# give a verdict that comes from the record — never from memory. You will be able to
+# rests on and the measurement that tests it, say which peak a "% of peak" divides by, and take the
+# verdict from the record, never from memory. You will be able to
 #
-# 1. take each quantitative statement of the seed article (the tutorial this course checks, see the
-#    README) to the chapter and the record that test it, and read the verdict the record gives;
-# 2. compute a fraction of peak under **both** denominators — the datasheet's 989 TFLOP/s (dense
-#    FP16; 1979 for FP8) and SMs × 4096 FLOP/clk/SM × the SM clock measured while the kernel ran —
-#    and say why they can give different verdicts for one kernel;
-# 3. set the public numbers the course cites as anchors (Gluon, the fast.cu Hopper worklog, Luo et
-#    al., DeepGEMM) beside ours, made comparable;
+# 1. take each number of the seed article (the tutorial this course checks, see the README) to the
+#    chapter and record that test it, and read the record's verdict;
+# 2. compute a fraction of peak under **both** denominators, the datasheet's 989 TFLOP/s (dense
+#    FP16) and SMs × 4096 FLOP/clk/SM × the SM clock measured during the run, and say why their
+#    verdicts can differ;
+# 3. set the public numbers the course cites (its *anchors*) beside ours, made comparable;
 # 4. say what the course has not measured, and what would measure it.
 #
 # This chapter runs no kernel. It reads the records the other chapters wrote (`data/<gpu>/*.json`,
-# with their GPU, date and versions), so its numbers are the same live and in replay. Its code is
+# each with its GPU, date and versions), so live and replay print the same. Its code is
 # `asynctc.claims`.
 
 # %% output varies
@@ -33,11 +32,11 @@ for suite, rec in recs.items():
 # %% [markdown]
 # ## 1. How a verdict is made
 #
-# Each statement is cut into **parts**, each tested against one number from one record, with the
-# band the statement gives ("30–50 %", "1.5–2×") or, for a vague word, the reading this chapter
-# states beside it ("a few cycles" read as at most 10, "tens of KB" as 10–99 KiB). A part gets one
-# of the words below; a statement's verdict follows from its parts: all parts in their band give
-# the first word, none the third, a mix "partly".
+# Each statement is cut into **parts**. A part tests one number from one record against a
+# **band**: the one the statement gives ("30–50 %", "1.5–2×"), or, for a vague word, the reading
+# printed beside it ("a few cycles" as at most 10, "tens of KB" as 10–99 KiB). Each part gets one of
+# the words below. A statement whose parts are all in their band gets the first word, none in
+# band the third, a mix "partly".
 
 # %%
 print(" / ".join(claims.VERDICTS))
@@ -45,16 +44,17 @@ assert claims.combine([claims.Part("a", claims.HOLDS), claims.Part("b", claims.F
 assert claims.combine([claims.Part("a", claims.FAILS), claims.Part("b", claims.NOT_MEASURED)]) == claims.FAILS
 
 # %% [markdown]
-# A part the course has not measured is marked so and names what would measure it (a suite and
-# its defines, or the experiment no suite runs yet). What needs a Blackwell GPU is marked as such:
-# the records here are Hopper's. Nothing is guessed.
+# A part the course has not measured is marked so, with what would measure it. Parts that need a
+# Blackwell GPU say so: the records here are Hopper's. Nothing is guessed.
 #
-# **Two denominators.** The seed writes "% of peak" without saying of which peak. The datasheet
-# figure (`bench.DATASHEET`: 989.4 TFLOP/s, 132 SMs at a 1830 MHz boost clock) is one reading; the
-# other is the peak at the clock the GPU actually ran during that measurement — SMs × 4096
-# FLOP/clk/SM × the measured SM clock, with the clock's kind (chapter 00, section 2) printed beside
-# it. Under load the H200's clock sits well under 1830 MHz, so the same TFLOP/s is a larger fraction
-# of the second peak. Every "% of peak" statement below is judged under both.
+# **Two denominators.** The seed writes "% of peak" without saying which peak:
+#
+# * the **datasheet** peak (`bench.DATASHEET`): 989.4 TFLOP/s, 132 SMs at a 1830 MHz boost clock;
+# * the peak **at the measured clock**: SMs × 4096 FLOP/clk/SM × the SM clock read during that
+#   run, printed with the clock's kind (chapter 00, section 2).
+#
+# Under load the H200's clock runs below 1830 MHz, so one TFLOP/s figure is a larger fraction of
+# the second. Every "% of peak" statement below is judged under both.
 
 # %% output varies
 top = seed.ladder_row(recs["warp_specialization"])[1]
@@ -69,9 +69,8 @@ _ = notebook.claim(f["measured"] > f["datasheet"],
 # %% [markdown]
 # ## 2. The table: every statement, its chapter, its record, its verdict
 #
-# One block per statement, in the seed's order: the chapter that measures it, the verdict, then each
-# part with our number. Read a few blocks slowly — in particular which parts carry a statement's
-# "partly".
+# One block per statement, in the seed's order: the chapter that measures it, the verdict, then
+# each part with our number. Read a few slowly, above all the parts that make a "partly".
 
 # %% output varies
 cl = claims.evaluate(recs)
@@ -83,10 +82,9 @@ for c in cl:
         print(f"\n{c.key}: {extra}")
 
 # %% [markdown]
-# The chapter's text was written for the verdicts of the records above. The cell below checks
-# every verdict and every part against those (`claims.WRITTEN_FOR`): a re-measurement that flips one
-# stops here, with the statement named, instead of leaving a sentence standing that the new record
-# contradicts.
+# This chapter's text was written for the verdicts above. The cell below checks each verdict and
+# part against the ones written down (`claims.WRITTEN_FOR`): a re-measurement that flips one stops
+# here, naming the statement, instead of leaving a sentence the new record contradicts.
 
 # %% output varies
 _ = claims.check_written(cl, an)
@@ -94,11 +92,11 @@ _ = claims.check_written(cl, an)
 # %% [markdown]
 # ## 3. The "% of peak" statements, under both denominators
 #
-# The seed's 4096³ FP16 table (mma.sync ~50 %, wgmma + TMA + warp specialization 75–80 %, ~85 %
-# after swizzle and depth tuning, above 90 % on Blackwell), and its "30–50 % busy" for synchronous
-# kernels. The bands are read as chapter 07 reads them (±0.005), so the two chapters never disagree
-# on the same number. For each: our kernel, its fraction of the datasheet, its fraction at its
-# measured clock, and the clock's kind.
+# The seed's 4096³ FP16 table gives mma.sync ~50 %, wgmma + TMA + warp specialization 75–80 %,
+# ~85 % after swizzle and depth tuning, above 90 % on Blackwell; and "30–50 % busy" for
+# synchronous kernels. Bands are read with ±0.005, as chapter 07's deep dive 07d reads them, so the
+# two never disagree on one number. Per statement: our kernel, its fraction of the datasheet, its
+# fraction at its measured clock, and the clock's kind.
 
 # %% output varies
 print(claims.percent_text(cl))
@@ -107,9 +105,9 @@ print(bench.clock_caveat(" / ".join(sorted({r["clock"] for r in claims.percent_r
       "(every measured clock above was read during the work)")
 
 # %% [markdown]
-# What the two denominators change: under the datasheet none of our 4096³ kernels lands inside the
-# seed's band for its step, while at the measured clock the warp-specialized rung lands inside
-# 75–80 %. And the seed's tuned step (85 %) is out of reach of the datasheet reading for cuBLAS as well.
+# What the denominator changes: under the datasheet none of our 4096³ kernels lands inside the
+# seed's band for its step; at the measured clock the warp-specialized rung lands inside 75–80 %.
+# The seed's tuned step (85 %) is out of the datasheet reading's reach for cuBLAS too.
 
 # %% output varies
 rows = {r["key"]: r for r in claims.percent_rows(cl)}
@@ -143,13 +141,19 @@ plt.show()
 # %% [markdown]
 # ## 5. The public anchors, beside ours
 #
-# The course cites a few public numbers as landmarks. None was measured on our GPU, clock, cuBLAS
-# build or shape, so each comparison says how it is made comparable: a ratio to cuBLAS taken in each
-# side's own run (tolerance 2 %; cuBLAS's own rate differs between runs — fp16 4096³ read 758–780 TFLOP/s over the
-# first session's runs, docs/NOTES.md — so only ratios taken inside one run are compared), a rate per SM per clock
-# (Luo et al. measured an H800 PCIe with 114 SMs; their clock is the `wgmma` record's stated
-# assumption), or a fraction of the same datasheet. The words: ours matches, ours below, ours above
-# — or, for a qualitative point of theirs, whether our records agree with it.
+# The course cites a few public numbers as anchors: Triton's **Gluon** tutorials, the **fast.cu**
+# Hopper GEMM worklog, **Luo et al.**'s Hopper microbenchmark paper, DeepSeek's **DeepGEMM**. None
+# was measured on our GPU, clock, cuBLAS build or shape, so each comparison is made comparable:
+#
+# * a ratio to cuBLAS, each taken inside its own side's run (tolerance 2 %): cuBLAS's own rate
+#   differs between runs (fp16 4096³ read 758–780 TFLOP/s over the first session's runs,
+#   docs/NOTES.md);
+# * a rate per SM per clock (Luo et al. measured an H800 PCIe with 114 SMs; their clock is the
+#   `wgmma` record's stated assumption);
+# * a fraction of the same datasheet.
+#
+# The words: ours matches, ours below, ours above; for a qualitative point of theirs, whether our
+# records agree with it.
 
 # %% output varies
 print(claims.anchors_text(an))
@@ -170,8 +174,8 @@ _ = notebook.claim(all(p.verdict == claims.ABOVE for p in by["luo_wgmma_n"].part
 # %% [markdown]
 # ## 6. What could not be measured here
 #
-# Each part below is marked "not measured here" or needs Blackwell. The text says what would
-# measure it; where a suite exists, the defines to run it with. Until then, the course takes no side.
+# Each part below is "not measured here" or needs Blackwell. Each says what would measure it and,
+# where a suite exists, the defines to run it with. Until then the course takes no side.
 
 # %% output varies
 print(claims.not_measured_text(cl, an))
@@ -206,6 +210,11 @@ ok = exercises.check("ch10.fraction_both", answer, tflops=row["tflops"], sm_mhz=
 answer = ...
 ok = exercises.check("ch10.verdict", answer, tflops=row["tflops"], sm_mhz=row["sm_mhz"], sm_count=sm,
                      low=0.75, high=0.80)
+
+# %% [markdown]
+# **What you learned:** a "% of peak" needs its denominator; a verdict comes from a record and its
+# band; an anchor counts only once made comparable. **Next:** the deep dives, or section 6's
+# open parts, each with what would measure it.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
