@@ -38,6 +38,7 @@ that fits its 45 minutes fits a real learner. A fresh reader's times should stil
 22 asks for both); docs/teaching/README.md states the model for the teacher.
 
     python -m asynctc.teaching.timing            # minutes per notebook, core and deep dive
+    python -m asynctc.teaching.timing --sections 05 08   # minutes per section of those notebooks
 """
 
 from __future__ import annotations
@@ -180,6 +181,41 @@ def estimate(nb: dict, name: str = "") -> Estimate:
     return e
 
 
+def section_title(md: str) -> str | None:
+    """The first ``## `` heading of a markdown cell (a section of the lesson), or None."""
+    m = re.search(r"^## +(.+?)\s*$", md, re.M)
+    return m.group(1) if m else None
+
+
+def _split_at_headings(md: str) -> list[str]:
+    """A markdown cell's text cut before every ``## `` line (the first piece may be empty)."""
+    return re.split(r"(?m)^(?=## )", md)
+
+
+def sections(nb: dict, name: str = "") -> list[Estimate]:
+    """The model's seconds per section: the notebook cut before every ``## `` heading, also one
+    in the middle of a markdown cell (what comes before the first is the introduction, named
+    ``intro``). The sections' minutes add up to :func:`estimate`'s."""
+    out: list[Estimate] = []
+    chunk: list[dict] = []
+    title = "intro"
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            chunk.append(cell)
+            continue
+        for i, piece in enumerate(_split_at_headings(_src(cell))):
+            t = section_title(piece) if piece.startswith("## ") else None
+            if t is not None:
+                if chunk:
+                    out.append(estimate({"cells": chunk}, title))
+                chunk, title = [], t
+            if piece.strip() or i == 0:
+                chunk.append({**cell, "source": piece})
+    if chunk:
+        out.append(estimate({"cells": chunk}, title))
+    return out
+
+
 def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
     """Every chapter notebook, core (``NN_name``) and deep dive (``NNb_name``), in course order;
     the solution build where it exists (it has every output)."""
@@ -216,8 +252,30 @@ def table(folder: Path = NOTEBOOKS) -> str:
     return "\n".join(rows)
 
 
+def section_table(path: Path) -> str:
+    """A markdown table of one notebook's sections: minutes and the exercises each holds."""
+    nb = json.loads(Path(path).read_text())
+    rows = [f"| {Path(path).stem} section | minutes | exercises |", "|---|---:|---|"]
+    total = 0.0
+    for e in sections(nb):
+        total += e.minutes
+        rows.append(f"| {e.name} | {e.minutes:.1f} | {', '.join(n for n, _ in e.exercises)} |")
+    rows.append(f"| **total** | **{total:.1f}** | |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``[FOLDER]``: the table of every notebook; ``--sections NN [NN …]``: per-section minutes of
+    those notebooks (``05``, ``06b``, …)."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--sections":
+        paths = {p.name.split("_")[0]: p for p in notebook_paths()}
+        for key in argv[1:] or sorted(k for k in paths if re.fullmatch(r"\d\d", k)):
+            if key not in paths:
+                print(f"no notebook {key!r}; have {', '.join(sorted(paths))}", file=sys.stderr)
+                return 2
+            print(section_table(paths[key]) + "\n")
+        return 0
     folder = Path(argv[0]) if argv else NOTEBOOKS
     print(table(folder))
     print(f"\nmodel: {PROSE_WPM} words/min of prose, {CODE_LINE_S:.0f} s per code line, "
