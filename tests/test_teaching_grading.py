@@ -159,3 +159,44 @@ def test_warm_compiles_every_course_kernel(capsys):
     from asynctc.__main__ import main
     assert main(["warm"]) == 0
     assert f"compiled {len(catalog.COURSE_KERNELS)} course kernels" in capsys.readouterr().out
+
+
+def _git_checkout(tmp_path):
+    """A small git checkout with one committed learner notebook, notebooks/07_fp8_precision.ipynb."""
+    import subprocess
+    repo = tmp_path / "course"
+    (repo / "notebooks").mkdir(parents=True)
+    nb = repo / "notebooks" / "07_fp8_precision.ipynb"
+    nb.write_text('{"cells": [], "shipped": true}')
+    (repo / "notebooks" / "07b_fp8_accumulator.ipynb").write_text('{"cells": [], "deep": true}')
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(repo), *cmd], check=True, env=env, capture_output=True)
+    return repo, nb
+
+
+def test_reset_restores_a_deleted_notebook_from_git(tmp_path, capsys):
+    repo, nb = _git_checkout(tmp_path)
+    nb.unlink()                                               # the learner deleted it
+    from asynctc.__main__ import main
+    assert main(["reset", "07", "--dir", str(repo / "notebooks")]) == 0
+    assert json.loads(nb.read_text())["shipped"] is True
+    assert not nb.with_name(nb.name + ".bak").exists()        # nothing of theirs to keep
+    assert "restored from the committed notebooks/07_fp8_precision.ipynb" in capsys.readouterr().out
+
+
+def test_reset_into_a_folder_outside_the_checkout_uses_the_course_copy(tmp_path, monkeypatch):
+    """A learner's own folder (no git): the installed copy, else the course checkout's committed one."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    monkeypatch.setattr(builds, "installed_notebooks_dir", lambda: None)
+    mine = tmp_path / "my_work"
+    mine.mkdir()
+    path, where = builds.reset("07", mine)
+    assert path.parent == mine and path.name.startswith("07_fp8") and "course checkout" in where
+    assert json.loads(path.read_text())["cells"]
+
+
+def test_gitignore_ignores_reset_backups():
+    assert "*.ipynb.bak" in (ROOT / ".gitignore").read_text().split()
