@@ -200,3 +200,31 @@ def test_reset_into_a_folder_outside_the_checkout_uses_the_course_copy(tmp_path,
 
 def test_gitignore_ignores_reset_backups():
     assert "*.ipynb.bak" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_score_counts_only_the_chapters_a_learner_handed_in(tmp_path):
+    from asynctc.teaching import grading
+    alice = grading.Graded("alice", ["00_why_async.ipynb", "05_pipelines.ipynb"],
+                           {"ch00.intensity": "correct", "ch00.memory_bound": "wrong",
+                            "ch05.full_parity": "correct"}, {}, [])
+    carol = grading.Graded("carol", ["00_why_async.ipynb"], {"ch00.intensity": None}, {}, [])
+    csv_path, _, md = grading.write_tables([alice, carol], tmp_path)
+    assert "| alice | ✓ | ✗ | ✓ | 2/3 |" in md
+    assert "| carol | - | - |   | 0/2 |" in md                   # ch05 is blank, not ✗, and not counted
+    rows = {r["learner"]: r for r in csv.DictReader(csv_path.open())}
+    assert rows["carol"]["ch05.full_parity"] == "" and rows["carol"]["out_of"] == "2"
+    assert rows["carol"]["ch00.memory_bound"] == "-"
+
+
+def test_an_exercise_cell_that_ran_without_check_is_unanswered():
+    from asynctc.teaching import grading
+    nb = nbformat.v4.new_notebook()
+    src = 'if program == broken:\n    print("not answered yet")\nelse:\n    exercises.check("ch08.repair", 0, rule="store", program=program)'
+    ran = nbformat.v4.new_code_cell(src, execution_count=3)
+    raised = nbformat.v4.new_code_cell('exercises.check("ch08.name_bug", x)', execution_count=4,
+                                       outputs=[nbformat.v4.new_output("error", ename="NameError", evalue="x",
+                                                                       traceback=[])])
+    never = nbformat.v4.new_code_cell('exercises.check("ch08.first_misplaced", 1)')
+    nb.cells = [ran, raised, never]
+    status = {"ch08.repair": None, "ch08.name_bug": None, "ch08.first_misplaced": None}
+    assert grading.ran_without_check(nb, status) == ["ch08.repair"]
