@@ -228,3 +228,22 @@ def test_an_exercise_cell_that_ran_without_check_is_unanswered():
     nb.cells = [ran, raised, never]
     status = {"ch08.repair": None, "ch08.name_bug": None, "ch08.first_misplaced": None}
     assert grading.ran_without_check(nb, status) == ["ch08.repair"]
+
+
+def test_progress_command_summarises_a_class(tmp_path, capsys):
+    import datetime as dt
+    from asynctc.teaching import class_progress
+    (tmp_path / "bob").mkdir()
+    t = "2026-12-02T10:00:00+00:00"
+    lines = {"alice.jsonl": [("ch00.intensity", "wrong"), ("ch00.intensity", "correct"),
+                             ("ch00.memory_bound", "wrong")],
+             "bob/progress.jsonl": [("ch01.smem_bytes", "unanswered"), ("ch01.smem_bytes", "correct", True)]}
+    for name, rows in lines.items():
+        (tmp_path / name).write_text("".join(json.dumps({"time": t, "exercise": r[0], "status": r[1],
+                                                         "solution": len(r) > 2}) + "\n" for r in rows))
+    md = class_progress.summarize(tmp_path, now=dt.datetime(2026, 12, 2, 10, 5, tzinfo=dt.timezone.utc))
+    assert "| alice | 1/2 | ch00.memory_bound | ch00.memory_bound | 5 min ago |" in md
+    assert "| bob | 0/1 | ch01.smem_bytes | ch01.smem_bytes | 5 min ago |" in md    # the solution check is left out
+    from asynctc.__main__ import main
+    assert main(["progress", str(tmp_path)]) == 0 and "| alice |" in capsys.readouterr().out
+    assert main(["progress", str(tmp_path / "nope")]) == 2
