@@ -78,3 +78,30 @@ def test_sections_add_up_to_the_notebook_and_plans_name_real_sections():
     with pytest.raises(KeyError):
         timing.named_minutes("§99", "06")
     assert timing.named_minutes("§1–§2", "06") == pytest.approx(sum(e.minutes for e in secs[1:3]))
+
+
+#: checkpoints.md's numeric questions: (exercise, arguments as written there, the answer it gives).
+CHECKPOINTS = [
+    ("ch00.intensity", {"n": 4096}, 4096 / 3, "4096/3"),
+    ("ch01.smem_bytes", {"bm": 128, "bn": 128, "bk": 32}, 16384, "16 384 B"),
+    ("ch02.wait_n", {"stages": 6}, 4, "| 4 |"),
+    ("ch03.bank_128B", {"row": 6, "col": 8}, 28, "| 28 |"),
+    ("ch04.sbo", {"swizzle": 128}, 1024, "1024 B"),
+    ("ch05.full_parity", {"k": 5, "stages": 4}, 1, "| 1 |"),
+    ("ch06.producer_wait", {"tile": 2, "k": 3, "k_tiles": 5, "stages": 4}, (1, 0), "(1, 0)"),
+    ("ch07.block_scale", {"amax": 896}, 2.0, "2.0"),
+    ("ch09.tmem_columns", {"m": 128, "n": 160}, 256, "| 256 |"),
+    ("ch10.verdict", {"tflops": 720, "sm_mhz": 1700, "sm_count": 132, "low": 0.75, "high": 0.80},
+     "partly", '"partly"'),
+]
+
+
+@pytest.mark.parametrize("name,kw,answer,shown", CHECKPOINTS, ids=[c[0] for c in CHECKPOINTS])
+def test_checkpoint_answers_are_the_answer_keys(name, kw, answer, shown, monkeypatch):
+    from asynctc.core import exercises
+    monkeypatch.setenv(exercises.ANSWER_KEY_ENV, "1")
+    got = exercises.expected(name, **kw)
+    assert got == pytest.approx(answer, rel=1e-3) if isinstance(answer, float) else got == answer
+    md = (DOCS / "checkpoints.md").read_text()
+    row = next(l for l in md.splitlines() if f"`{name}`" in l)
+    assert all(f"{k}={v}" in row for k, v in kw.items()) and shown in row, name
