@@ -1,5 +1,5 @@
 """Command line: ``python -m asynctc doctor | record <suite|all> | course | sass <kernel> | warm |
-reset NN | grade DIR | slides | site | diagnose <bug>``.
+reset NN | grade DIR | progress DIR | slides | site | diagnose <bug>``.
 
 ``sass`` knows every kernel of asynctc.catalog.COURSE_KERNELS, ``record`` every suite of
 asynctc.suites.SUITES. Bad arguments end with exit status 2 and one line on stderr.
@@ -404,8 +404,9 @@ def main(argv=None) -> int:
     g.add_argument("dir", metavar="DIR", help="one folder per learner, or one notebook per learner")
     g.add_argument("--out", default=None, help="where grades.csv / grades.md go (default: DIR)")
     g.add_argument("--timeout", type=int, default=600, help="seconds per cell")
-    from .teaching import publish
+    from .teaching import class_progress, publish
     publish.add_commands(sub)
+    class_progress.add_commands(sub)
     dg = sub.add_parser("diagnose", help="a zoo bug class: the CPU model's diagnosis and, on a GPU, "
                        "its kernel variant's outcome (chapter 08)")
     dg.add_argument("bug", metavar="CLASS", help="a class of asynctc.pitfalls.zoo (e.g. expect_tx)")
@@ -413,7 +414,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     return {"doctor": cmd_doctor, "record": cmd_record, "course": cmd_course,
             "sass": cmd_sass, "warm": cmd_warm, "reset": cmd_reset, "grade": cmd_grade,
-            "diagnose": cmd_diagnose, **publish.COMMANDS}[args.cmd](args)
+            "diagnose": cmd_diagnose, **publish.COMMANDS, **class_progress.COMMANDS}[args.cmd](args)
 
 
 def cmd_diagnose(args) -> int:

@@ -32,6 +32,50 @@ def test_slides_command_builds_reveal_decks(tmp_path):
     assert publish.slide_notebook(nb).cells[0].metadata["slideshow"]["slide_type"] == "slide"
 
 
+def _headings(nb, level=r"#{1,2}"):
+    """Heading lines of the markdown cells (outside code fences), at any line of a cell."""
+    out, fence = [], False
+    for c in nb.cells:
+        if c.cell_type != "markdown":
+            continue
+        for line in c.source.splitlines():
+            if line.lstrip().startswith("```"):
+                fence = not fence
+            elif not fence and re.match(level + r"\s", line):
+                out.append(line)
+    return out
+
+
+def test_chapter_06_deck_has_one_slide_per_section_and_scrolls(tmp_path, capsys):
+    """Chapter 06 puts several ``## `` headings in one markdown cell: each still starts a slide
+    (the cell is cut on a copy; the notebook is unchanged), and long slides scroll."""
+    pytest.importorskip("nbconvert")
+    import nbformat
+    from asynctc.__main__ import main
+    path = ROOT / "notebooks" / "06_warp_specialization.ipynb"
+    before = path.read_bytes()
+    assert main(["slides", "06", "--out", str(tmp_path)]) == 0
+    assert "note: reveal.js comes from the CDN" in capsys.readouterr().out
+    text = (tmp_path / "06_warp_specialization.slides.html").read_text()
+    nb = nbformat.read(path, as_version=4)
+    sections = _headings(nb, r"##")
+    assert len(sections) >= 6 and text.count("<section><section>") == len(_headings(nb))
+    assert all(re.sub(r"^#+\s*", "", h).split("`")[0].strip()[:12] in text for h in sections)
+    assert re.search(r"scroll['\"]?\s*:\s*true|overflow-y', 'scroll'", text)
+    assert path.read_bytes() == before
+
+
+def test_slides_reveal_prefix_refuses_a_folder_without_reveal(tmp_path, capsys):
+    from asynctc.__main__ import main
+    from asynctc.teaching import publish
+    assert main(["slides", "06", "--out", str(tmp_path), "--reveal", str(tmp_path)]) == 2
+    assert "no dist/reveal.js" in capsys.readouterr().err
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "reveal.js").write_text("")
+    prefix, note = publish.reveal_prefix(str(tmp_path))
+    assert prefix == tmp_path.resolve().as_uri() and str(tmp_path.resolve()) in note
+
+
 def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -159,3 +159,91 @@ def test_warm_compiles_every_course_kernel(capsys):
     from asynctc.__main__ import main
     assert main(["warm"]) == 0
     assert f"compiled {len(catalog.COURSE_KERNELS)} course kernels" in capsys.readouterr().out
+
+
+def _git_checkout(tmp_path):
+    """A small git checkout with one committed learner notebook, notebooks/07_fp8_precision.ipynb."""
+    import subprocess
+    repo = tmp_path / "course"
+    (repo / "notebooks").mkdir(parents=True)
+    nb = repo / "notebooks" / "07_fp8_precision.ipynb"
+    nb.write_text('{"cells": [], "shipped": true}')
+    (repo / "notebooks" / "07b_fp8_accumulator.ipynb").write_text('{"cells": [], "deep": true}')
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(repo), *cmd], check=True, env=env, capture_output=True)
+    return repo, nb
+
+
+def test_reset_restores_a_deleted_notebook_from_git(tmp_path, capsys):
+    repo, nb = _git_checkout(tmp_path)
+    nb.unlink()                                               # the learner deleted it
+    from asynctc.__main__ import main
+    assert main(["reset", "07", "--dir", str(repo / "notebooks")]) == 0
+    assert json.loads(nb.read_text())["shipped"] is True
+    assert not nb.with_name(nb.name + ".bak").exists()        # nothing of theirs to keep
+    assert "restored from the committed notebooks/07_fp8_precision.ipynb" in capsys.readouterr().out
+
+
+def test_reset_into_a_folder_outside_the_checkout_uses_the_course_copy(tmp_path, monkeypatch):
+    """A learner's own folder (no git): the installed copy, else the course checkout's committed one."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    monkeypatch.setattr(builds, "installed_notebooks_dir", lambda: None)
+    mine = tmp_path / "my_work"
+    mine.mkdir()
+    path, where = builds.reset("07", mine)
+    assert path.parent == mine and path.name.startswith("07_fp8") and "course checkout" in where
+    assert json.loads(path.read_text())["cells"]
+
+
+def test_gitignore_ignores_reset_backups():
+    assert "*.ipynb.bak" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_score_counts_only_the_chapters_a_learner_handed_in(tmp_path):
+    from asynctc.teaching import grading
+    alice = grading.Graded("alice", ["00_why_async.ipynb", "05_pipelines.ipynb"],
+                           {"ch00.intensity": "correct", "ch00.memory_bound": "wrong",
+                            "ch05.full_parity": "correct"}, {}, [])
+    carol = grading.Graded("carol", ["00_why_async.ipynb"], {"ch00.intensity": None}, {}, [])
+    csv_path, _, md = grading.write_tables([alice, carol], tmp_path)
+    assert "| alice | ✓ | ✗ | ✓ | 2/3 |" in md
+    assert "| carol | - | - |   | 0/2 |" in md                   # ch05 is blank, not ✗, and not counted
+    rows = {r["learner"]: r for r in csv.DictReader(csv_path.open())}
+    assert rows["carol"]["ch05.full_parity"] == "" and rows["carol"]["out_of"] == "2"
+    assert rows["carol"]["ch00.memory_bound"] == "-"
+
+
+def test_an_exercise_cell_that_ran_without_check_is_unanswered():
+    from asynctc.teaching import grading
+    nb = nbformat.v4.new_notebook()
+    src = 'if program == broken:\n    print("not answered yet")\nelse:\n    exercises.check("ch08.repair", 0, rule="store", program=program)'
+    ran = nbformat.v4.new_code_cell(src, execution_count=3)
+    raised = nbformat.v4.new_code_cell('exercises.check("ch08.name_bug", x)', execution_count=4,
+                                       outputs=[nbformat.v4.new_output("error", ename="NameError", evalue="x",
+                                                                       traceback=[])])
+    never = nbformat.v4.new_code_cell('exercises.check("ch08.first_misplaced", 1)')
+    nb.cells = [ran, raised, never]
+    status = {"ch08.repair": None, "ch08.name_bug": None, "ch08.first_misplaced": None}
+    assert grading.ran_without_check(nb, status) == ["ch08.repair"]
+
+
+def test_progress_command_summarises_a_class(tmp_path, capsys):
+    import datetime as dt
+    from asynctc.teaching import class_progress
+    (tmp_path / "bob").mkdir()
+    t = "2026-12-02T10:00:00+00:00"
+    lines = {"alice.jsonl": [("ch00.intensity", "wrong"), ("ch00.intensity", "correct"),
+                             ("ch00.memory_bound", "wrong")],
+             "bob/progress.jsonl": [("ch01.smem_bytes", "unanswered"), ("ch01.smem_bytes", "correct", True)]}
+    for name, rows in lines.items():
+        (tmp_path / name).write_text("".join(json.dumps({"time": t, "exercise": r[0], "status": r[1],
+                                                         "solution": len(r) > 2}) + "\n" for r in rows))
+    md = class_progress.summarize(tmp_path, now=dt.datetime(2026, 12, 2, 10, 5, tzinfo=dt.timezone.utc))
+    assert "| alice | 1/2 | ch00.memory_bound | ch00.memory_bound | 5 min ago |" in md
+    assert "| bob | 0/1 | ch01.smem_bytes | ch01.smem_bytes | 5 min ago |" in md    # the solution check is left out
+    from asynctc.__main__ import main
+    assert main(["progress", str(tmp_path)]) == 0 and "| alice |" in capsys.readouterr().out
+    assert main(["progress", str(tmp_path / "nope")]) == 2

@@ -82,21 +82,42 @@ def notebooks_dir() -> Path:
     return installed_notebooks_dir() or ROOT / "notebooks"
 
 
+def _committed(checkout: Path, chapter: str) -> tuple[bytes, str] | None:
+    """Chapter ``chapter``'s learner notebook as committed at HEAD of the git checkout
+    ``checkout`` (asked of git, so a deleted working copy is found too), or None."""
+    if not (checkout / ".git").exists():
+        return None
+    ls = subprocess.run(["git", "-C", str(checkout), "ls-tree", "--name-only", "HEAD", "notebooks/"],
+                        capture_output=True, text=True)
+    if ls.returncode != 0:
+        return None
+    names = sorted(n.split("/", 1)[1] for n in ls.stdout.split()
+                   if n.split("/", 1)[-1].startswith(f"{chapter}_") and n.endswith(".ipynb"))
+    if not names:
+        return None
+    r = subprocess.run(["git", "-C", str(checkout), "show", f"HEAD:notebooks/{names[0]}"],
+                       capture_output=True)
+    return (r.stdout, names[0]) if r.returncode == 0 else None
+
+
 def pristine_source(chapter: str, nb_dir: Path) -> tuple[bytes, str, str]:
-    """(bytes, file name, where from) of chapter ``chapter``'s learner notebook as shipped: the
-    committed copy (``git show HEAD:notebooks/NN_….ipynb``) in a git checkout, else the copy
-    installed with the package (``share/asynctc/notebooks`` of the environment). Raises
-    FileNotFoundError."""
-    names = sorted(p.name for p in nb_dir.glob(f"{chapter}_*.ipynb"))
-    if (nb_dir.parent / ".git").exists() and names:
-        r = subprocess.run(["git", "-C", str(nb_dir.parent), "show", f"HEAD:notebooks/{names[0]}"],
-                           capture_output=True)
-        if r.returncode == 0:
-            return r.stdout, names[0], f"the committed notebooks/{names[0]}"
+    """(bytes, file name, where from) of chapter ``chapter``'s learner notebook as shipped, looked
+    up in this order: the committed copy in the git checkout ``nb_dir`` belongs to
+    (``git show HEAD:notebooks/NN_….ipynb``, asked of git, so also when the learner deleted the
+    file); the copy installed with the package (``share/asynctc/notebooks``); the committed copy in
+    the checkout this package runs from (an editable install, and a ``nb_dir`` of the learner's
+    own outside it). Raises FileNotFoundError."""
+    nb_dir = Path(nb_dir).resolve()
+    got = _committed(nb_dir.parent, chapter)
+    if got is not None:
+        return got[0], got[1], f"the committed notebooks/{got[1]}"
     inst = installed_notebooks_dir()
-    shipped = sorted(inst.glob(f"{chapter}_*.ipynb")) if inst is not None and inst != nb_dir else []
+    shipped = sorted(inst.glob(f"{chapter}_*.ipynb")) if inst is not None and inst.resolve() != nb_dir else []
     if shipped:
         return shipped[0].read_bytes(), shipped[0].name, "the copy installed with asynctc"
+    got = _committed(ROOT, chapter) if ROOT != nb_dir.parent else None
+    if got is not None:
+        return got[0], got[1], f"the course checkout's committed notebooks/{got[1]}"
     raise FileNotFoundError(f"no learner notebook for chapter {chapter!r}: not in git "
                             f"(notebooks/{chapter}_*.ipynb) nor installed with the package")
 

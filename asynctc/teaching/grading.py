@@ -5,12 +5,21 @@ or one notebook per learner directly in DIR (``DIR/alice.ipynb``). Each notebook
 without its solution cells (:func:`asynctc.teaching.builds.strip_solutions`; replay mode unless
 ``ASYNCTC_MODE`` says otherwise), with a progress file of its own (:mod:`asynctc.core.progress`),
 so what counts is what the learner's own cells make ``check()`` say. The exercises of a notebook
-are the names its cells pass to ``check(…)``; one never attempted shows as ``-``.
+are the names its cells pass to ``check(…)``.
+
+A cell that raises does not stop the grading: the notebook is executed to its end (nbclient's
+``allow_errors``), so the cells after it still run and count — a bug in one exercise costs that
+exercise, not the rest. Only a timeout or a dead kernel stops a notebook early. Either way the
+table lists the notebook under "problems" (the first cell that raised, or why it stopped).
 
 The table (learner × exercise) is printed and written as ``grades.csv`` and ``grades.md``:
 ``correct`` (✓), ``wrong`` (✗), ``unanswered`` (the ``...`` left in, ·), ``invalid`` (an answer in
-a form the exercise refuses, ?), ``-`` (the cell never ran: not in the notebook, or an earlier
-cell stopped it). ``score`` counts the correct ones.
+a form the exercise refuses, ?; also an exercise cell that ran without calling ``check()`` at
+all, as chapter 08's repair cell does while its program is unchanged), ``-`` (never checked: the
+cell raised before ``check()``, did not run because the notebook stopped, or the exercise of a
+chapter the learner handed in is missing from their notebook), blank (a chapter the learner did
+not hand in). ``score`` counts the correct ones, out of the exercises of the chapters the learner
+handed in (a chapter is ``chNN``: the exercises' prefix and the notebooks' ``NN``).
 """
 
 from __future__ import annotations
@@ -41,6 +50,18 @@ class Graded:
     @property
     def score(self) -> int:
         return sum(s == "correct" for s in self.status.values())
+
+    @property
+    def chapters(self) -> set[str]:
+        """The chapters handed in, as ``chNN``: from the exercises checked in the learner's
+        notebooks and from the notebooks' names (``05_pipelines.ipynb`` and ``05c_…`` → ch05)."""
+        out = {n.split(".", 1)[0] for n in self.status}
+        out |= {f"ch{m.group(1)}" for nb in self.notebooks for m in [re.match(r"(\d\d)[a-z]?_", nb)] if m}
+        return out
+
+    def counts(self, column: str) -> bool:
+        """Whether exercise ``column`` is in this learner's denominator (its chapter was handed in)."""
+        return column.split(".", 1)[0] in self.chapters
 
 
 def exercises_in(nb) -> list[str]:
@@ -102,8 +123,25 @@ def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int
     for n in done:
         if n not in names:
             names.append(n)
-    return (names, {n: done.get(n, {}).get("status") for n in names},
+    status = {n: done.get(n, {}).get("status") for n in names}
+    for n in ran_without_check(nb, status):
+        status[n] = "unanswered"
+    return (names, status,
             {n: done.get(n, {}).get("attempts", 0) for n in names}, problem)
+
+
+def ran_without_check(nb, status: dict) -> list[str]:
+    """Exercises whose cell ran to its end (an execution count, no error output) but never called
+    ``check()`` (no status): the learner left the exercise as it was, e.g. chapter 08's repair cell
+    skips ``check()`` while its program is unchanged."""
+    out = []
+    for c in nb.cells:
+        if c.get("cell_type") != "code" or c.get("execution_count") is None:
+            continue
+        if any(o.get("output_type") == "error" for o in c.get("outputs", [])):
+            continue
+        out += [n for n in _CHECK.findall(c.get("source", "")) if status.get(n) is None and n not in out]
+    return out
 
 
 def grade(folder: Path, make_client: Callable | None = None, timeout: int = 600) -> list[Graded]:
@@ -139,17 +177,20 @@ def write_tables(graded: list[Graded], out_dir: Path) -> tuple[Path, Path, str]:
         w = csv.writer(f)
         w.writerow(["learner", *cols, "score", "out_of", "problems"])
         for g in graded:
-            w.writerow([g.learner, *[g.status.get(c) or "-" for c in cols], g.score, len(cols),
-                        "; ".join(g.problems)])
+            w.writerow([g.learner, *[(g.status.get(c) or "-") if g.counts(c) else "" for c in cols],
+                        g.score, sum(map(g.counts, cols)), "; ".join(g.problems)])
     lines = ["| learner | " + " | ".join(cols) + " | score |",
              "|---|" + "---|" * len(cols) + "---|"]
     for g in graded:
-        lines.append(f"| {g.learner} | " + " | ".join(SYMBOL.get(g.status.get(c), "-") for c in cols)
-                     + f" | {g.score}/{len(cols)} |")
-    lines += ["", "✓ correct · ✗ wrong · `·` unanswered · ? answer in a refused form · - never checked"]
+        lines.append(f"| {g.learner} | "
+                     + " | ".join(SYMBOL.get(g.status.get(c), "-") if g.counts(c) else " " for c in cols)
+                     + f" | {g.score}/{sum(map(g.counts, cols))} |")
+    lines += ["", "✓ correct · ✗ wrong · `·` unanswered · ? answer in a refused form · - never checked"
+              " · blank: a chapter not handed in (not counted in the score)"]
     problems = [(g.learner, p) for g in graded for p in g.problems]
     if problems:
-        lines += ["", "Notebooks that stopped early:"] + [f"- {who}: {p}" for who, p in problems]
+        lines += ["", "Notebooks with a cell that raised (the cells after it still ran and count) or that "
+                  "stopped early (a timeout, a dead kernel):"] + [f"- {who}: {p}" for who, p in problems]
     md = "\n".join(lines) + "\n"
     md_path.write_text(md)
     return csv_path, md_path, md

@@ -1,7 +1,13 @@
 """Slides and the course site, from the executed learner notebooks (nbconvert does the work).
 
-* ``python -m asynctc slides [NN …] [--out build/slides]``: one reveal.js deck per chapter
-  (nbconvert's ``SlidesExporter``); every ``#``/``##`` heading starts a slide, ``###`` a sub-slide.
+* ``python -m asynctc slides [NN …] [--out build/slides] [--reveal PREFIX]``: one reveal.js deck
+  per chapter (nbconvert's ``SlidesExporter``); every ``#``/``##`` heading starts a slide, also one
+  in the middle of a markdown cell (the cell is cut there, on a copy: the notebooks are never
+  changed), ``###`` a sub-slide; a slide longer than the screen scrolls. reveal.js 4 is loaded
+  from ``PREFIX`` (``ASYNCTC_REVEAL``; a folder or URL holding reveal.js 4's ``dist/`` and
+  ``plugin/``), else from the CDN nbconvert names, with a printed note: offline, the decks need a
+  local copy (no pip wheel ships reveal.js 4's dist files; RISE 5.7 ships reveal.js 3.9, whose
+  layout nbconvert 7's template does not load).
 * ``python -m asynctc site [--out build/site]``: every learner notebook as HTML (nbconvert's
   ``HTMLExporter``, figures embedded), the glossary as a page, and an ``index.html``; each page gets
   a navigation bar (index · previous · next · glossary). Links to the glossary and to other
@@ -36,10 +42,39 @@ def _title(nb, fallback: str) -> str:
     return fallback
 
 
+def _split_at_headings(cell) -> list:
+    """A markdown cell cut before every ``#``/``##``/``###`` heading line outside a code fence
+    (code cells unchanged)."""
+    import nbformat
+    if cell.cell_type != "markdown":
+        return [cell]
+    pieces, cur, fence = [], [], False
+    for line in cell.source.splitlines(keepends=True):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if not fence and re.match(r"#{1,3}\s", line) and "".join(cur).strip():
+            pieces.append("".join(cur))
+            cur = []
+        cur.append(line)
+    pieces = [p for p in pieces + ["".join(cur)] if p.strip()]
+    if len(pieces) <= 1:
+        return [cell]
+    out = []
+    for p in pieces:
+        c = nbformat.v4.new_markdown_cell(p.rstrip("\n"), metadata=dict(cell.metadata))
+        if "attachments" in cell:
+            c["attachments"] = cell["attachments"]
+        out.append(c)
+    return out
+
+
 def slide_notebook(nb):
     """A copy of learner notebook ``nb`` with reveal.js slide metadata: a heading of level 1–2
-    starts a slide, level 3 a sub-slide, every other cell continues the current one."""
+    starts a slide, level 3 a sub-slide, every other cell continues the current one. A markdown
+    cell with a heading after its first line is cut there first, so every ``## `` section is a
+    slide of its own."""
     nb = builds.strip_solutions(nb)
+    nb.cells = [piece for c in nb.cells for piece in _split_at_headings(c)]
     for c in nb.cells:
         first = c.source.lstrip().splitlines()[0] if c.source.strip() else ""
         kind = "-"
@@ -51,13 +86,38 @@ def slide_notebook(nb):
     return nb
 
 
-def build_slides(out: Path, chapters=None) -> list[Path]:
+#: Environment variable naming a local reveal.js 4 (a folder or URL with ``dist/`` and ``plugin/``).
+REVEAL_ENV = "ASYNCTC_REVEAL"
+
+
+def reveal_prefix(given: str | None = None) -> tuple[str | None, str]:
+    """(the ``reveal_url_prefix`` to use, or None for nbconvert's CDN default; a note saying which).
+    A local folder must hold ``dist/reveal.js``; the decks then refer to it by a ``file://`` URL."""
+    import os
+    where = given or os.environ.get(REVEAL_ENV)
+    if not where:
+        return None, ("reveal.js comes from the CDN (unpkg): the decks need the network. Offline, "
+                      f"pass --reveal DIR (or set {REVEAL_ENV}) to a reveal.js 4 copy holding dist/ "
+                      "and plugin/; require.js is loaded from a CDN as well")
+    if re.match(r"\w+://", where):
+        return where.rstrip("/"), f"reveal.js from {where}"
+    d = Path(where).expanduser().resolve()
+    if not (d / "dist" / "reveal.js").is_file():
+        raise FileNotFoundError(f"--reveal {where}: no dist/reveal.js there (a reveal.js 4 copy is needed)")
+    return d.as_uri(), f"reveal.js from {d}"
+
+
+def build_slides(out: Path, chapters=None, reveal: str | None = None) -> list[Path]:
     import nbformat
     from nbconvert import SlidesExporter
     out.mkdir(parents=True, exist_ok=True)
+    prefix, _ = reveal_prefix(reveal)
     written = []
     for p in _notebooks(chapters):
-        body, _ = SlidesExporter().from_notebook_node(slide_notebook(nbformat.read(p, as_version=4)))
+        exporter = SlidesExporter(reveal_scroll=True)
+        if prefix:
+            exporter.reveal_url_prefix = prefix
+        body, _ = exporter.from_notebook_node(slide_notebook(nbformat.read(p, as_version=4)))
         target = out / f"{p.stem}.slides.html"
         target.write_text(body)
         written.append(target)
@@ -133,9 +193,16 @@ def build_site(out: Path) -> list[Path]:
 
 
 def cmd_slides(args) -> int:
+    import sys
     out = Path(args.out)
-    for p in build_slides(out, args.chapters):
+    try:
+        _, note = reveal_prefix(args.reveal)
+    except FileNotFoundError as e:
+        print(f"slides: {e}", file=sys.stderr)
+        return 2
+    for p in build_slides(out, args.chapters, args.reveal):
         print(f"wrote {p}")
+    print(f"note: {note}")
     return 0
 
 
@@ -153,5 +220,8 @@ def add_commands(sub) -> None:
     s = sub.add_parser("slides", help="reveal.js slides of the learner notebooks (nbconvert)")
     s.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
     s.add_argument("--out", default=str(ROOT / "build" / "slides"))
+    s.add_argument("--reveal", default=None, metavar="PREFIX",
+                   help=f"a local reveal.js 4 (folder or URL with dist/ and plugin/; also ${REVEAL_ENV}); "
+                        "default: the CDN")
     w = sub.add_parser("site", help="the executed learner notebooks as one static site (nbconvert)")
     w.add_argument("--out", default=str(ROOT / "build" / "site"))

@@ -38,6 +38,8 @@ that fits its 45 minutes fits a real learner. A fresh reader's times should stil
 22 asks for both); docs/teaching/README.md states the model for the teacher.
 
     python -m asynctc.teaching.timing            # minutes per notebook, core and deep dive
+    python -m asynctc.teaching.timing --sections 05 08   # minutes per section of those notebooks
+    python -m asynctc.teaching.timing --plan docs/teaching/plan-6h.md   # a plan against the model
 """
 
 from __future__ import annotations
@@ -180,6 +182,41 @@ def estimate(nb: dict, name: str = "") -> Estimate:
     return e
 
 
+def section_title(md: str) -> str | None:
+    """The first ``## `` heading of a markdown cell (a section of the lesson), or None."""
+    m = re.search(r"^## +(.+?)\s*$", md, re.M)
+    return m.group(1) if m else None
+
+
+def _split_at_headings(md: str) -> list[str]:
+    """A markdown cell's text cut before every ``## `` line (the first piece may be empty)."""
+    return re.split(r"(?m)^(?=## )", md)
+
+
+def sections(nb: dict, name: str = "") -> list[Estimate]:
+    """The model's seconds per section: the notebook cut before every ``## `` heading, also one
+    in the middle of a markdown cell (what comes before the first is the introduction, named
+    ``intro``). The sections' minutes add up to :func:`estimate`'s."""
+    out: list[Estimate] = []
+    chunk: list[dict] = []
+    title = "intro"
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            chunk.append(cell)
+            continue
+        for i, piece in enumerate(_split_at_headings(_src(cell))):
+            t = section_title(piece) if piece.startswith("## ") else None
+            if t is not None:
+                if chunk:
+                    out.append(estimate({"cells": chunk}, title))
+                chunk, title = [], t
+            if piece.strip() or i == 0:
+                chunk.append({**cell, "source": piece})
+    if chunk:
+        out.append(estimate({"cells": chunk}, title))
+    return out
+
+
 def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
     """Every chapter notebook, core (``NN_name``) and deep dive (``NNb_name``), in course order;
     the solution build where it exists (it has every output)."""
@@ -216,8 +253,140 @@ def table(folder: Path = NOTEBOOKS) -> str:
     return "\n".join(rows)
 
 
+#: Minutes a plan gives each block's checkpoint question (docs/teaching/checkpoints.md).
+CHECKPOINT_MIN = 3.0
+
+_REF = re.compile(r"(?:\b(\d\d[a-z]?) )?(§\d+|\bintro\b|\bexercises?\b)", re.I)
+
+
+def section_key(title: str) -> str:
+    """How a plan names a section: ``"§3"`` for "3. The ladder", ``"exercises"`` for "Exercises"
+    or "6. Exercises", ``"intro"`` for what comes before the first heading."""
+    if title == "intro":
+        return "intro"
+    if re.search(r"\bexercises?\b", title, re.I):
+        return "exercises"
+    m = re.match(r"(\d+)\.", title)
+    return f"§{m.group(1)}" if m else title
+
+
+def named_minutes(text: str, chapter: str) -> float:
+    """The model's minutes for the sections a plan's cell names: ``intro``, ``§N``, ``exercises``
+    refer to notebook ``chapter`` (e.g. ``"05"``) until a notebook key switches them (``05b §2``
+    is a deep dive's section); a key not followed by a section (``05b``, ``00``) is the whole
+    notebook. ``§1–§3`` is a range. Raises KeyError for a
+    section the notebook does not have."""
+    paths = {p.name.split("_")[0]: p for p in notebook_paths()}
+    per: dict[str, dict[str, float]] = {}
+
+    def of(nb_key: str) -> dict[str, float]:
+        if nb_key not in per:
+            nb = json.loads(paths[nb_key].read_text())
+            per[nb_key] = {section_key(e.name): e.minutes for e in sections(nb)}
+        return per[nb_key]
+
+    text = re.sub(r"§(\d+)\s*[–-]\s*§(\d+)",
+                  lambda m: " ".join(f"§{i}" for i in range(int(m.group(1)), int(m.group(2)) + 1)),
+                  text)
+    seen: set[tuple[str, str]] = set()
+    total = 0.0
+    nb_key = chapter
+    for m in re.finditer(r"\b(\d\d[a-z]?)\b(?: (?=§))?|§\d+|\bintro\b|\bexercises?\b", text, re.I):
+        tok = m.group(0)
+        if m.group(1):
+            nb_key = m.group(1)
+            if not text[m.end():].lstrip().startswith("§"):
+                if (nb_key, "*") not in seen:
+                    seen.add((nb_key, "*"))
+                    total += sum(of(nb_key).values())
+            continue
+        key = "exercises" if tok.lower().startswith("exercise") else tok.lower() if tok.lower() == "intro" else tok
+        if (nb_key, key) in seen:
+            continue
+        seen.add((nb_key, key))
+        total += of(nb_key)[key]
+    return total
+
+
+@dataclass
+class PlanRow:
+    """One row of a teaching plan's table (docs/teaching/plan-*.md)."""
+    time: str
+    minutes: int
+    block: str
+    sections: str
+    chapter: str | None          # "05" for a lesson block, None for setup, breaks, labs
+
+    @property
+    def needed(self) -> float | None:
+        """The model's minutes for the sections the row names, plus its checkpoint question."""
+        if self.chapter is None:
+            return None
+        return named_minutes(self.sections, self.chapter) + CHECKPOINT_MIN
+
+
+def plan_tables(md: str) -> list[list[PlanRow]]:
+    """Every table of a plan whose header starts ``| time | min | block | sections |``, as rows."""
+    tables: list[list[PlanRow]] = []
+    rows: list[PlanRow] | None = None
+    for line in md.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
+        if cells and cells[:4] == ["time", "min", "block", "sections"]:
+            rows = []
+            tables.append(rows)
+            continue
+        if cells is None:
+            rows = None
+            continue
+        if rows is None or set(cells[0]) <= set("-: "):
+            continue
+        m = re.match(r"(\d\d)\b", cells[2])
+        rows.append(PlanRow(cells[0], int(cells[1]), cells[2], cells[3], m.group(1) if m else None))
+    return tables
+
+
+def plan_report(path: Path) -> str:
+    """Each lesson block of a plan beside the model's minutes for what it names (+ checkpoint)."""
+    out = []
+    for i, rows in enumerate(plan_tables(Path(path).read_text()), 1):
+        total = sum(r.minutes for r in rows)
+        out.append(f"table {i}: {total} min")
+        for r in rows:
+            need = r.needed
+            mark = "" if need is None else f"  model+checkpoint {need:5.1f}" + (" ⚠ over" if need > r.minutes else "")
+            out.append(f"  {r.time} {r.minutes:3d}  {r.block[:48]:48s}{mark}")
+    return "\n".join(out)
+
+
+def section_table(path: Path) -> str:
+    """A markdown table of one notebook's sections: minutes and the exercises each holds."""
+    nb = json.loads(Path(path).read_text())
+    rows = [f"| {Path(path).stem} section | minutes | exercises |", "|---|---:|---|"]
+    total = 0.0
+    for e in sections(nb):
+        total += e.minutes
+        rows.append(f"| {e.name} | {e.minutes:.1f} | {', '.join(n for n, _ in e.exercises)} |")
+    rows.append(f"| **total** | **{total:.1f}** | |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``[FOLDER]``: the table of every notebook; ``--sections NN [NN …]``: per-section minutes of
+    those notebooks (``05``, ``06b``, …); ``--plan FILE …``: a teaching plan's blocks beside the
+    model's minutes for the sections each names."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--plan":
+        for path in argv[1:]:
+            print(plan_report(Path(path)) + "\n")
+        return 0
+    if argv and argv[0] == "--sections":
+        paths = {p.name.split("_")[0]: p for p in notebook_paths()}
+        for key in argv[1:] or sorted(k for k in paths if re.fullmatch(r"\d\d", k)):
+            if key not in paths:
+                print(f"no notebook {key!r}; have {', '.join(sorted(paths))}", file=sys.stderr)
+                return 2
+            print(section_table(paths[key]) + "\n")
+        return 0
     folder = Path(argv[0]) if argv else NOTEBOOKS
     print(table(folder))
     print(f"\nmodel: {PROSE_WPM} words/min of prose, {CODE_LINE_S:.0f} s per code line, "
