@@ -257,10 +257,10 @@ def _variant(c: BugClass) -> str:
 def table_markdown(compact: bool = False) -> str:
     """The zoo as a markdown table. Full (the default): one row per report — class, report,
     symptom, what the reporter saw, CPU model, GPU variant. ``compact=True``: one row per class —
-    its key, what goes wrong (the title), the symptoms its reporters saw, the reports cited, and
+    its key, what goes wrong (the title), the symptoms its reports saw, the reports cited, and
     where the course reproduces it (CPU model; kernel variant or compiled SASS)."""
     if compact:
-        rows = ["| class | what goes wrong | reporters saw | reports | reproduced in |",
+        rows = ["| class | what goes wrong | reported as | reports | reproduced in |",
                 "|---|---|---|---|---|"]
         for c in CLASSES:
             seen = ", ".join(dict.fromkeys(r.symptom for r in c.reports)) or "—"

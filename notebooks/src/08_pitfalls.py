@@ -49,8 +49,8 @@ def gpu_outcome(bug):
 #
 # ## 2. The zoo
 #
-# Nineteen public reports in eleven classes, one row per class: its key (what `F.diagnose` and
-# exercise 1 take), what goes wrong, what the reporters saw, the reports (repository#number), and
+# Public reports in eleven classes, one row per class: its key (what `F.diagnose` and exercise 1
+# take), what goes wrong, the symptoms reported, the reports (repository#number), and
 # where this course reproduces it — a CPU model, and a `BUG=` build of `asynctc/kernels/pitfalls.cu`
 # on the GPU (or compiled SASS that shows it). The deep dive has the table report by report, with
 # what each reporter saw in our words. Terms the table uses:
@@ -94,10 +94,10 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 #
 # ### 4a. A hang: the producer waits on the wrong parity
 #
-# For tile `t` of a ring of `S` stages, the producer's first pass (`t < S`) waits on `empty[s]` with
-# parity `(t / S + 1) % 2` = 1, "the phase before", which a fresh barrier counts as complete. Compute `(t / S) % 2` instead and it waits for
-# phase 0 of a barrier nobody has arrived on yet (flash-attention#1317: phase 0 looped forever,
-# phase 1 worked). Chapter 05's ring model runs the broken protocol on the kernel's schedule:
+# For tile `t` of a ring of `S` stages, the producer's first pass (`t < S`) waits on `empty[s]`
+# with parity `(t / S + 1) % 2` = 1, "the phase before", which a fresh barrier counts as complete.
+# Compute `(t / S) % 2` instead and it waits for phase 0 of a barrier nobody has arrived on yet
+# (flash-attention#1317: phase 0 looped forever, phase 1 worked). Chapter 05's ring model runs the broken protocol on the kernel's schedule:
 
 # %%
 d = D.pipeline_diagnosis("wrong_empty_parity")
@@ -146,9 +146,8 @@ for rule in ("proxy", "wgmma", "leader", "init"):
 # ## 5. The method
 #
 # **Depth 1 first.** Run the pipeline with one stage (and `wgmma.wait_group 0`, so no wgmma is in
-# flight) before any overlap. Wrong
-# at depth 1: the barriers are wrong. Right at depth 1, wrong at depth 3: the parities or the
-# releases are (tilelang#3087 showed up from 3 stages on).
+# flight) before any overlap. Wrong at depth 1: the barriers are wrong. Right at depth 1, wrong at
+# depth 3: the parities or the releases are (tilelang#3087 showed up from 3 stages on).
 #
 # **Then the error word, a trace, the models.** The error word says who gave up where; an in-kernel
 # trace survives a timeout; compute-sanitizer finds crashes and races between threads, not a wrong
@@ -178,7 +177,9 @@ answer = ...
 ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 
 # %% [markdown]
-# **2. Repair a protocol.** Below is the broken TMA-store epilogue as a program. Insert the step(s)
+# **2. Repair a protocol.** Below is the broken TMA-store epilogue as a program: the consumers
+# write `out`, fence and sync; thread 0 issues the TMA store of `out` and commits it; a sync; then
+# the consumers write `out` again for the next tile. Insert the step(s)
 # that make `ordering.check` find no hazard, keeping the program's own steps in order, then check
 # with answer 0 (the hazards left). A step is an `(op, arg)` pair; the cell prints every op as you
 # write it, with what it stands for. The hint names the first hazard still there.
@@ -209,7 +210,7 @@ ok = exercises.check("ch08.repair", 0, rule="store", program=fixed, solution=Tru
 #   formula, bound every wait.
 # * **Races** are ordering: `fence.proxy.async` between proxies, `wait_group.read` before reusing a
 #   TMA store's buffer, `wgmma.wait_group` before a release, `__syncwarp` before a leader's arrive.
-#   Passing runs and racecheck can miss them (08b); a model of the rules names them.
+#   Passing runs and compute-sanitizer's racecheck can miss them (08b); a model of the rules names them.
 # * **Layout bugs** are deterministic: the first wrong element and its pattern name them.
 # * **Read the ptxas log**: C7508 means your register split is not there.
 #
