@@ -81,6 +81,16 @@ def test_tables_render():
         assert symptom in d
         assert all(k in zoo.BY_KEY for k in keys)
     assert {"hang", "wrong", "slow"} <= {w for s, _l, _k in zoo.DECISION_TABLE for w in ("hang", "wrong", "slow") if w in s}
+    # the core lesson's compact form: one row per class, its key, every report cited, where reproduced
+    c = zoo.table_markdown(compact=True).splitlines()
+    assert len(c) == 2 + len(zoo.CLASSES) and len(c) < t.count("\n") + 1
+    for cls, row in zip(zoo.CLASSES, c[2:]):
+        assert row.startswith(f"| `{cls.key}` |") and cls.title in row
+        assert all(r.cite in row for r in cls.reports) and all(r.seen not in row for r in cls.reports)
+        assert (f"BUG={cls.bug}" in row) if cls.bug is not None else (cls.compiled in row)
+    # every ptxas code the decision table names is said in words where it is named
+    for code in re.findall(r"C75\d\d", d):
+        assert re.search(code + r": \w", d), code
 
 
 # ---- one test per class: model diagnosis + kernel variant ------------------------------------------
@@ -431,7 +441,14 @@ def test_the_core_lesson_does_not_print_its_exercises_answers():
     src = (ROOT / "notebooks" / "src" / "08_pitfalls.py").read_text()
     learner = src[:src.index("<summary>Solutions")]
     assert "expect_tx_too_large" not in learner and "gpu_outcome(4)" not in learner
-    assert "bulk_wait_read" not in learner and "print(ordering.OPS)" in learner
+    assert "bulk_wait_read" not in learner and "print(ordering.describe_ops())" in learner
+    # every op is printed with its argument as the step is written (a newcomer wrote
+    # ("bulk_wait_read", None) from a list of bare names)
+    from asynctc.pitfalls import ordering as O
+    ops = O.describe_ops()
+    for op in O.OPS:
+        assert re.search(rf'^\("{op}", (None|"\w+"|s|N)\)  ', ops, re.M), op
+    assert '("bulk_wait_read", N)' in ops and '("sync", None)' in ops
     deep = (ROOT / "notebooks" / "src" / "08b_pitfalls_on_the_gpu.py").read_text()
     deep_learner = deep[:deep.index("<summary>Solutions")]
     assert 'check("ch08.first_misplaced", answer, base_offset=0, reader_swizzle=64)' in deep_learner
@@ -455,6 +472,13 @@ def test_the_store_repair_must_wait_before_the_barrier_that_releases_the_writers
     assert exercises.check("ch08.repair", 0, rule="store", program=late) is False
     with pytest.raises(ValueError, match=r"bulk_wait_read takes N"):
         O.check(broken[:5] + [("bulk_wait_read", None)] + broken[5:])
+    # a missing or misplaced argument is refused with the exact form to write
+    with pytest.raises(ValueError, match=re.escape('write it as ("bulk_wait_read", N), e.g. ("bulk_wait_read", 0)')):
+        O.check(broken[:5] + [("bulk_wait_read", None)] + broken[5:])
+    with pytest.raises(ValueError, match=re.escape('st needs its argument ("buf"): write it as ("st", "buf")')):
+        O.check([("st", None)])
+    with pytest.raises(ValueError, match=re.escape('sync takes no argument: write it as ("sync", None)')):
+        O.check([("sync", 1)])
 
 
 def test_the_name_bug_exercise_shows_the_symptom_not_the_cause():

@@ -5,14 +5,10 @@ A *program* is a list of steps ``(op, arg)`` in the order they happen (across th
 synchronisation before them holds). :func:`check` walks it and returns a :class:`Hazard` for every
 rule it breaks — never "probably fine": a program with no hazard follows every rule below.
 
-Ops: ``init`` (mbarrier.init of barrier ``arg``), ``fence_init`` (fence.mbarrier_init), ``sync``
-(__syncthreads or a named barrier over the threads involved), ``use`` (another thread or TMA's
-complete_tx touches barrier ``arg``), ``st`` (generic st.shared / stmatrix into buffer ``arg``),
-``fence_proxy`` (fence.proxy.async.shared::cta by the writers), ``tma_store`` (a TMA store reading
-buffer ``arg``), ``bulk_commit``, ``bulk_wait_read`` (cp.async.bulk.wait_group.read ``arg``),
-``wgmma`` (a wgmma reading stage ``arg``), ``wgmma_commit``, ``wgmma_wait`` (wgmma.wait_group
-``arg``), ``ld`` (the lanes of a warp read stage ``arg``), ``syncwarp``, ``arrive`` (the elected lane
-arrives on empty[``arg``]: the stage may be overwritten).
+Ops: :data:`OP_FORMS` gives each op's argument and meaning; :func:`describe_ops` prints them as
+the steps to write (``("st", "buf")``, ``("bulk_wait_read", N)``, ``("sync", None)`` …). A step
+whose argument is missing, of the wrong kind, or given to an op that takes none is refused with the
+form to write.
 
 Rules (PTX ISA sections):
 
@@ -34,8 +30,42 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-OPS = ("init", "fence_init", "sync", "use", "st", "fence_proxy", "tma_store", "bulk_commit",
-       "bulk_wait_read", "wgmma", "wgmma_commit", "wgmma_wait", "ld", "syncwarp", "arrive")
+#: Every op: (its argument as the step writes it, or None for no argument; what the op stands for).
+#: An argument in quotes is a name (any string or int naming a barrier, buffer or stage); N is an int.
+OP_FORMS = {
+    "init": ('"b"', 'mbarrier.init of barrier "b"'),
+    "fence_init": (None, "fence.mbarrier_init (makes the inits visible to the async proxy and the cluster)"),
+    "sync": (None, "__syncthreads, or a named barrier over the threads involved"),
+    "use": ('"b"', 'another thread, or TMA\'s complete_tx, touches barrier "b"'),
+    "st": ('"buf"', 'generic st.shared / stmatrix writes into buffer "buf"'),
+    "fence_proxy": (None, "fence.proxy.async.shared::cta, executed by the writers"),
+    "tma_store": ('"buf"', 'a TMA store that reads buffer "buf"'),
+    "bulk_commit": (None, "cp.async.bulk.commit_group: the TMA stores issued so far become one bulk group"),
+    "bulk_wait_read": ("N", "cp.async.bulk.wait_group.read N: wait until at most N committed bulk groups "
+                            "may still read their source (0 waits for all)"),
+    "wgmma": ("s", "a wgmma that reads stage s"),
+    "wgmma_commit": (None, "wgmma.commit_group: the wgmmas issued so far become one wgmma group"),
+    "wgmma_wait": ("N", "wgmma.wait_group N: wait until at most N wgmma groups are pending (0 waits for all)"),
+    "ld": ("s", "the lanes of a warp read stage s"),
+    "syncwarp": (None, "__syncwarp"),
+    "arrive": ("s", "the elected lane arrives on empty[s]: stage s may be overwritten"),
+}
+OPS = tuple(OP_FORMS)
+_INT_ARG = ("bulk_wait_read", "wgmma_wait")
+_EXAMPLE = {'"b"': '"full0"', '"buf"': '"out"', "s": "0", "N": "0"}
+
+
+def form(op: str) -> str:
+    """The step as a program writes it, e.g. ``("bulk_wait_read", N)`` or ``("sync", None)``."""
+    arg = OP_FORMS[op][0]
+    return f'("{op}", {arg if arg is not None else "None"})'
+
+
+def describe_ops() -> str:
+    """One line per op: the step as you write it, and what it stands for."""
+    w = max(len(form(op)) for op in OPS)
+    return "\n".join(f"{form(op):{w}s}  {OP_FORMS[op][1]}" for op in OPS) + (
+        '\n"b", "buf": a barrier\'s or a buffer\'s name (any string); s: a stage number; N: an int')
 
 
 class Hazard(NamedTuple):
@@ -53,8 +83,21 @@ def _steps(program: Sequence) -> list[tuple[str, object]]:
         if isinstance(st, str):
             st = (st, None)
         if not isinstance(st, (tuple, list)) or len(st) != 2 or st[0] not in OPS:
-            raise ValueError(f"program[{i}]={st!r}: must be (op, arg) with op one of {OPS}")
-        out.append((st[0], st[1]))
+            raise ValueError(f"program[{i}]={st!r}: must be (op, arg) with op one of {OPS} "
+                             "(ordering.describe_ops() shows each op with its argument)")
+        op, a = st
+        arg = OP_FORMS[op][0]
+        example = f'("{op}", {_EXAMPLE[arg]})' if arg is not None else None
+        if op in _INT_ARG and (isinstance(a, bool) or not isinstance(a, int)):
+            raise ValueError(f"step {i}: ({op!r}, {a!r}): {op} takes N, the groups that may stay "
+                             f"pending (an int; 0 waits for all): write it as {form(op)}, "
+                             f"e.g. {example}")
+        if arg is not None and a is None:
+            raise ValueError(f"step {i}: ({op!r}, None): {op} needs its argument ({arg}): write it "
+                             f"as {form(op)}, e.g. {example}")
+        if arg is None and a is not None:
+            raise ValueError(f"step {i}: ({op!r}, {a!r}): {op} takes no argument: write it as {form(op)}")
+        out.append((op, a))
     return out
 
 
@@ -73,9 +116,6 @@ def check(program: Sequence) -> list[Hazard]:
     released: dict = {}              # buffer -> step of the barrier that let other threads on
     #                                  while a TMA store of it was still pending
     for i, (op, a) in enumerate(steps):
-        if op in ("bulk_wait_read", "wgmma_wait") and (isinstance(a, bool) or not isinstance(a, int)):
-            raise ValueError(f"step {i}: ({op!r}, {a!r}): {op} takes N, the groups that may stay "
-                             "pending (an int; 0 waits for all)")
         if op == "init":
             init_state[a] = "init"
         elif op == "fence_init":

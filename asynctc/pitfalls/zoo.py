@@ -244,13 +244,37 @@ def reports() -> list[tuple[BugClass, Report]]:
     return [(c, r) for c in CLASSES for r in c.reports]
 
 
-def table_markdown() -> str:
-    """The zoo as a markdown table: class, report, symptom, what was seen, CPU model, GPU variant."""
+#: What reproduces each model family, in the compact table's words.
+_MODEL_WORDS = {"pipeline": "ring model", "ordering": "ordering checker", "layout": "layout model",
+                "ptxas": "ptxas log"}
+
+
+def _variant(c: BugClass) -> str:
+    return (f"BUG={c.bug}" if c.bug is not None else f"compile-only: {c.compiled}" if c.compiled
+            else "model only")
+
+
+def table_markdown(compact: bool = False) -> str:
+    """The zoo as a markdown table. Full (the default): one row per report — class, report,
+    symptom, what the reporter saw, CPU model, GPU variant. ``compact=True``: one row per class —
+    its key, what goes wrong (the title), the symptoms its reports saw, the reports cited, and
+    where the course reproduces it (CPU model; kernel variant or compiled SASS)."""
+    if compact:
+        rows = ["| class | what goes wrong | reported as | reports | reproduced in |",
+                "|---|---|---|---|---|"]
+        for c in CLASSES:
+            seen = ", ".join(dict.fromkeys(r.symptom for r in c.reports)) or "—"
+            cites = ", ".join(r.cite for r in c.reports) or "(none found)"
+            family = c.model.split(":", 1)[0]
+            where = _MODEL_WORDS[family] + (f" ({c.model.split(':', 1)[1]})" if family == "ptxas" else "")
+            gpu = (f"kernel BUG={c.bug}" if c.bug is not None else f"SASS of {c.compiled}" if c.compiled
+                   else "")
+            rows.append(f"| `{c.key}` | {c.title} | {seen} | {cites} | {where}{'; ' + gpu if gpu else ''} |")
+        return "\n".join(rows)
     rows = ["| class | report | symptom | what the reporter saw | model | GPU variant |",
             "|---|---|---|---|---|---|"]
     for c in CLASSES:
-        variant = (f"BUG={c.bug}" if c.bug is not None else f"compile-only: {c.compiled}" if c.compiled
-                   else "model only")
+        variant = _variant(c)
         if not c.reports:
             rows.append(f"| {c.title} | (none found) | hang | — | `{c.model}` | {variant} |")
         for r in c.reports:
@@ -270,7 +294,8 @@ DECISION_TABLE = (
      "a stage read before it landed or overwritten while read: run the protocol in the model",
      ("phase_parity", "missing_wgmma_wait", "store_buffer_reuse", "leader_early", "proxy_fence")),
     ("slow but correct",
-     "the ptxas log (C7508, C7511, spills) and the SASS (USETMAXREG, HGMMA count)",
+     "the ptxas log (C7508: setmaxnreg dropped; C7511: wgmma serialized for lack of registers; "
+     "spills) and the SASS (USETMAXREG, the setmaxnreg instruction; the HGMMA, i.e. wgmma, count)",
      ("setmaxnreg_dropped",)),
     ("crashes (misaligned address, illegal instruction)",
      "memcheck first; then the shared-memory offsets of every TMA box",

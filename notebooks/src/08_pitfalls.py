@@ -7,7 +7,7 @@
 # 1. place a public bug report in one of eleven classes and say its fix;
 # 2. reproduce a class in a CPU model and read its diagnosis (its kernel variant ends in a decoded
 #    error, never a hung GPU);
-# 3. debug in order: depth 1 first, then a hangs / wrong / slow table.
+# 3. debug in order: the pipeline at one stage (depth 1) first, then a hangs / wrong / slow table.
 #
 # Chapters 03–06 built the protocols; this one breaks them. Without a GPU, a cell that runs a kernel
 # prints the run recorded on an H200. Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): SASS, the
@@ -49,9 +49,11 @@ def gpu_outcome(bug):
 #
 # ## 2. The zoo
 #
-# Public reports by class, in our words, cited by repository and number. *Model*: the CPU model that
-# diagnoses the class; *GPU variant*: the `BUG=` define of `asynctc/kernels/pitfalls.cu` that
-# reproduces it. Terms the table uses:
+# Public reports in eleven classes, one row per class: its key (what `F.diagnose` and exercise 1
+# take), what goes wrong, the symptoms reported, the reports (repository#number), and
+# where this course reproduces it — a CPU model, and a `BUG=` build of `asynctc/kernels/pitfalls.cu`
+# on the GPU (or compiled SASS that shows it). The deep dive has the table report by report, with
+# what each reporter saw in our words. Terms the table uses:
 #
 # * [latent](../docs/glossary.md#latent): found by reading the code, never seen failing — passing tests prove little;
 # * [proxy](../docs/glossary.md#proxy): an access's path to memory — ordinary loads and stores take the *generic
@@ -60,11 +62,13 @@ def gpu_outcome(bug):
 # * [bulk group](../docs/glossary.md#bulk-group): TMA stores one thread commits together and waits for
 #   (`cp.async.bulk.commit_group` / `wait_group`);
 # * *elected thread* (*leader*): the one lane (`elect.sync`, or lane 0) that acts for its warp;
-# * *init count*: the arrivals per phase set by `mbarrier.init`;
+#   an *early leader* (class `leader_early`) arrives for its warp while other lanes still read;
+# * *ring model*: chapter 05's CPU model of the mbarrier ring; the *layout model* and the *ordering
+#   checker* are this chapter's (sections 4b and 4c);
 # * *C7508*: ptxas's warning that it dropped [setmaxnreg](../docs/glossary.md#setmaxnreg).
 
 # %%
-display(Markdown(zoo.table_markdown()))
+display(Markdown(zoo.table_markdown(compact=True)))
 print(f"{len(zoo.reports())} reports in {len(zoo.CLASSES)} classes; symptoms:",
       {sym: sum(rep.symptom == sym for _, rep in zoo.reports()) for sym in zoo.SYMPTOMS})
 
@@ -90,10 +94,10 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 #
 # ### 4a. A hang: the producer waits on the wrong parity
 #
-# The producer's first pass waits on `empty[s]` with parity `(t / S + 1) % 2` = 1, "the phase
-# before", which a fresh barrier counts as complete. Compute `(t / S) % 2` instead and it waits for
-# phase 0 of a barrier nobody has arrived on yet (flash-attention#1317: phase 0 looped forever,
-# phase 1 worked). Chapter 05's ring model runs the broken protocol on the kernel's schedule:
+# For tile `t` of a ring of `S` stages, the producer's first pass (`t < S`) waits on `empty[s]`
+# with parity `(t / S + 1) % 2` = 1, "the phase before", which a fresh barrier counts as complete.
+# Compute `(t / S) % 2` instead and it waits for phase 0 of a barrier nobody has arrived on yet
+# (flash-attention#1317: phase 0 looped forever, phase 1 worked). Chapter 05's ring model runs the broken protocol on the kernel's schedule:
 
 # %%
 d = D.pipeline_diagnosis("wrong_empty_parity")
@@ -141,16 +145,17 @@ for rule in ("proxy", "wgmma", "leader", "init"):
 #
 # ## 5. The method
 #
-# **Depth 1 first.** Run the pipeline with one stage (and `wait_group 0`) before any overlap. Wrong
-# at depth 1: the barriers are wrong. Right at depth 1, wrong at depth 3: the parities or the
-# releases are (tilelang#3087 showed up from 3 stages on).
+# **Depth 1 first.** Run the pipeline with one stage (and `wgmma.wait_group 0`, so no wgmma is in
+# flight) before any overlap. Wrong at depth 1: the barriers are wrong. Right at depth 1, wrong at
+# depth 3: the parities or the releases are (tilelang#3087 showed up from 3 stages on).
 #
 # **Then the error word, a trace, the models.** The error word says who gave up where; an in-kernel
 # trace survives a timeout; compute-sanitizer finds crashes and races between threads, not a wrong
 # parity, swizzle or proxy race. `F.diagnose(class)` (`python -m asynctc diagnose <class>`) prints
 # one class on one screen.
 #
-# **The decision table** starts from the symptom:
+# **The decision table** starts from the symptom. Its ptxas codes: C7508 (above), and *C7511*,
+# ptxas's warning that it serialized the wgmmas (each waits for the one before) for lack of registers:
 
 # %%
 display(Markdown(zoo.decision_markdown()))
@@ -172,15 +177,17 @@ answer = ...
 ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 
 # %% [markdown]
-# **2. Repair a protocol.** Below is the broken TMA-store epilogue as a program. Insert the step(s)
+# **2. Repair a protocol.** Below is the broken TMA-store epilogue as a program: the consumers
+# write `out`, fence and sync; thread 0 issues the TMA store of `out` and commits it; a sync; then
+# the consumers write `out` again for the next tile. Insert the step(s)
 # that make `ordering.check` find no hazard, keeping the program's own steps in order, then check
-# with answer 0 (the hazards left). A step is `(op, arg)`, `op` one of `ordering.OPS` (printed
-# below; `help(ordering)` says what each does). The hint names the first hazard still there.
+# with answer 0 (the hazards left). A step is an `(op, arg)` pair; the cell prints every op as you
+# write it, with what it stands for. The hint names the first hazard still there.
 
 # %%
 program = list(ordering.PROGRAMS["store"]["broken"])
 print(program)
-print(ordering.OPS)
+print(ordering.describe_ops())
 # program.insert(..., (..., ...))
 if program == list(ordering.PROGRAMS["store"]["broken"]):
     print("[ch08.repair] not answered yet: insert the missing step, then run this cell again")
@@ -203,7 +210,7 @@ ok = exercises.check("ch08.repair", 0, rule="store", program=fixed, solution=Tru
 #   formula, bound every wait.
 # * **Races** are ordering: `fence.proxy.async` between proxies, `wait_group.read` before reusing a
 #   TMA store's buffer, `wgmma.wait_group` before a release, `__syncwarp` before a leader's arrive.
-#   Passing runs and racecheck can miss them (08b); a model of the rules names them.
+#   Passing runs and compute-sanitizer's racecheck can miss them (08b); a model of the rules names them.
 # * **Layout bugs** are deterministic: the first wrong element and its pattern name them.
 # * **Read the ptxas log**: C7508 means your register split is not there.
 #

@@ -4,7 +4,8 @@
 # ← back to the core lesson [08_pitfalls](08_pitfalls.ipynb)
 #
 # **Assumes** chapter 08's core lesson: the zoo, the kernel its variants break, the ring model, the
-# layout model and the ordering checker. **What it adds:** what each bug removes from the SASS; the
+# layout model and the ordering checker. **What it adds:** the zoo report by report; what each bug
+# removes from the SASS; the
 # hang that blocks late and the expect_tx hang; every other variant's outcome on the H200 (races
 # included, where "ok" means *latent*); ptxas dropping `setmaxnreg`; the in-kernel trace; what
 # compute-sanitizer saw; `diagnose`; and two exercises: one more repair, one more layout.
@@ -14,7 +15,7 @@ from IPython.display import Markdown, display
 
 from asynctc import pitfalls as F
 from asynctc.core import exercises, notebook, records, runtime
-from asynctc.pitfalls import diagnosis as D, figures, ordering, variants as V
+from asynctc.pitfalls import diagnosis as D, figures, ordering, variants as V, zoo
 
 notebook.banner("sm_90a")
 LIVE = runtime.runs_live("sm_90a")
@@ -28,7 +29,18 @@ def gpu_outcome(bug):
 
 
 # %% [markdown]
-# ## 1. What each bug removes, in the SASS
+# ## 1. The zoo, report by report
+#
+# The core lesson's table has one row per class; here is one row per report, with what its reporter
+# saw (in our words), the CPU model that diagnoses it (`family:variant`, a key of
+# `D.MODELS`) and the GPU variant. One more term: the *init count* is the number of arrivals
+# per phase that `mbarrier.init` sets.
+
+# %%
+display(Markdown(zoo.table_markdown()))
+
+# %% [markdown]
+# ## 2. What each bug removes, in the SASS
 #
 # All eleven builds of `asynctc/kernels/pitfalls.cu` compile here to sm_90a cubin (NVRTC needs no
 # GPU); the synchronisation instructions of each, against the correct kernel's:
@@ -60,7 +72,7 @@ for wait in (True, False):
     print(f"WAIT={int(wait)}:", " → ".join(V.release_order(V.compile_wgmma_release(wait))))
 
 # %% [markdown]
-# ## 2. Two more hangs
+# ## 3. Two more hangs
 #
 # A bug that blocks later than the wrong parity leaves a timeline to read: with empty barriers
 # expecting 128 arrivals (threads) where 1 per warpgroup comes (arrive_count), the first pass runs
@@ -83,7 +95,7 @@ print(D.pipeline_diagnosis("expect_tx_too_large").text)
 print("BUG=4:", gpu_outcome(4))
 
 # %% [markdown]
-# ## 3. The other variants on the H200
+# ## 4. The other variants on the H200
 #
 # The misaligned tile (BUG=7) and a reader that assumes *no* swizzle (BUG=10, a descriptor or
 # address formula that disagrees with the tensor map). With no swizzle assumed, row 0 XORs with 0
@@ -131,7 +143,7 @@ _ = notebook.claim(v["8"].startswith("manifest") and all(v[k].startswith("latent
 # passes is not a proof — and a tool can see an ordering the hardware happened to keep.
 
 # %% [markdown]
-# ## 4. Slow, not wrong: setmaxnreg dropped
+# ## 5. Slow, not wrong: setmaxnreg dropped
 #
 # Compiled here, without and with `__launch_bounds__(256, 1)`:
 
@@ -139,7 +151,7 @@ _ = notebook.claim(v["8"].startswith("manifest") and all(v[k].startswith("latent
 print(D.ptxas_diagnosis().text)
 
 # %% [markdown]
-# ## 5. The trace is the log
+# ## 6. The trace is the log
 #
 # `printf` in a kernel that hangs prints nothing; a few u64 words per event in global memory survive
 # the timeout. The variants log, per role, "waiting on empty[s] for tile t", "passed", "TMA issued",
@@ -159,7 +171,7 @@ for r in log:
     print(f"{r['role']:9s} {r['ns']:>10d} ns  {r['event']:10s} stage {r['stage']} tile {r['tile']}")
 
 # %% [markdown]
-# ## 6. compute-sanitizer, and what it misses
+# ## 7. compute-sanitizer, and what it misses
 #
 # | tool | sees | misses |
 # |---|---|---|
@@ -186,7 +198,7 @@ for s in san:
 # to a blocked warp and read its PC against the SASS of the wait. With bounded waits you rarely need
 # it: the error word already says where.
 #
-# ## 7. One screen per bug: `diagnose`
+# ## 8. One screen per bug: `diagnose`
 #
 # `F.diagnose(class)` (or `python -m asynctc diagnose <class>` in a terminal) runs the class's
 # protocol through its model and, on a GPU, its kernel variant, and prints everything in one screen:
@@ -198,12 +210,13 @@ r = F.diagnose("arrive_count")
 # ## Exercises
 #
 # **1. Repair another.** The broken program of the missing proxy fence (`rule="proxy"`): insert the
-# step(s) that make `ordering.check` find no hazard (keep its steps, in order; ops from
-# `ordering.OPS`), then check with answer 0.
+# step(s) that make `ordering.check` find no hazard (keep its steps, in order; the cell prints the
+# ops as you write them), then check with answer 0.
 
 # %%
 program = list(ordering.PROGRAMS["proxy"]["broken"])
 print(program)
+print(ordering.describe_ops())
 # program.insert(..., (..., ...))
 if program == list(ordering.PROGRAMS["proxy"]["broken"]):
     print("[ch08.repair] not answered yet: insert the missing step, then run this cell again")
