@@ -51,6 +51,19 @@ def test_unmeasured_class_is_not_met():
     assert "not measured" in goals.goals_table(rows)
 
 
+def test_compact_table_drops_only_the_worst_shape_column():
+    """The core lesson's compact table: the same rows, verdicts and values, without the "at"
+    column; an unmeasured class keeps its row."""
+    rows = [r for r in _rows() if r["class"] != "decode"]
+    full = [line.split(" | ") for line in goals.goals_table(rows).splitlines()]
+    compact = [line.split(" | ") for line in goals.goals_table(rows, compact=True).splitlines()]
+    assert compact[0] == ["| goal", "bound", "worst measured", "met |"] and len(compact) == len(full)
+    for f, c in zip(full[2:], compact[2:]):
+        assert c == f[:3] + f[4:] or (c[2].startswith("not measured") and f[2].startswith("not measured"))
+    assert not any(j["worst_row"] in goals.goals_table(rows, compact=True) for j in goals.judge(rows)
+                   if j["worst_row"])
+
+
 def test_figure_draws_every_row_and_clips():
     rows = _rows()
     rows[-1]["kernel_of_torch"] = 4.8

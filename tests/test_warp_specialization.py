@@ -433,6 +433,33 @@ def test_the_core_lessons_ladder_helpers():
     plt.close(fig)
 
 
+def test_the_core_lessons_guarded_sentences_on_rungs_2_and_9():
+    """The sentence on rung 2 holds only while rung 2 sits 0.05 of cuBLAS below rung 1 and rung 3
+    within 0.03 of rung 1, and prints the record's numbers; the line on rung 9 holds only while
+    rung 9 is slower than rung 8 everywhere, and names the side of its prediction it fell on."""
+    def lad(fr):
+        return {"ladder": [{"size": s, "dtype": "float16", "rung": n, "name": W.RUNGS[n - 1].name,
+                            "tflops": 800 * f, "of_cublas": f} for (s, n), f in fr.items()]}
+    fr = {(4096, 1): 0.90, (4096, 2): 0.76, (4096, 3): 0.89, (8192, 1): 0.95, (8192, 2): 0.83,
+          (8192, 3): 0.95}
+    ok, text, nums = W.rung2_note(lad(fr))
+    assert ok and "0.76 vs 0.90 of cuBLAS at 4096³ fp16 (0.83 vs 0.95 at 8192³)" in text
+    assert "1.33× the bytes per flop" in text and text.endswith("back at 0.89.")
+    assert nums["rung2"][(4096, "float16")] == 0.76
+    assert not W.rung2_note(lad({**fr, (8192, 2): 0.92}))[0]          # no longer clearly slower
+    assert not W.rung2_note(lad({**fr, (4096, 3): 0.85}))[0]          # rung 3 not back at rung 1
+
+    def pp(r98):
+        return {"ladder": [{"size": s, "dtype": "float16", "rung": n, "tflops": t}
+                           for s, v in r98.items() for n, t in ((8, 700), (9, 700 * v))]}
+    ok, text, _ = W.pingpong_note(pp({4096: 0.92, 8192: 0.89}))
+    assert ok and "0.89–0.92 of rung 8, below its prediction (0.97–1.03 at 4096³)" in text
+    assert "06c §8" in text
+    assert "inside its prediction" in W.pingpong_note(pp({4096: 0.98, 8192: 0.97}))[1]
+    assert "partly outside" in W.pingpong_note(pp({4096: 0.98, 8192: 0.90}))[1]
+    assert not W.pingpong_note(pp({4096: 1.01, 8192: 0.97}))[0]     # rung 9 on top somewhere
+
+
 def test_protocol_figure_can_leave_one_barrier_open():
     """The core lesson's figure leaves the event its exercise asks open in both panels: that arrow's
     label names no barrier, every other label still does; an unknown event is refused."""

@@ -66,14 +66,18 @@ def judge(rows: list[dict], goals=GOALS) -> list[dict]:
     return out
 
 
-def goals_table(rows: list[dict]) -> str:
-    """:func:`judge` as a Markdown table (the README's and chapter 06's)."""
-    lines = ["| goal | bound | worst measured | at | met |", "|---|---:|---:|---|---|"]
+def goals_table(rows: list[dict], compact: bool = False) -> str:
+    """:func:`judge` as a Markdown table (the README's and chapter 06's deep dive 06d);
+    ``compact=True`` leaves out the "at" column (which shape is the worst), for the core lesson."""
+    head = ["goal", "bound", "worst measured"] + ([] if compact else ["at"]) + ["met"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|---|---:|---:|" + ("" if compact else "---|") + "---|"]
     for j in judge(rows):
         rel = "≤" if j["at_most"] else "≥"
         if j["rows"] == 0:
-            lines.append(f"| {j['goal']} | {rel} {j['bound']:.2f} | not measured | | |")
+            lines.append(f"| {j['goal']} | {rel} {j['bound']:.2f} | not measured |" + " |" * len(head[3:]))
             continue
-        lines.append(f"| {j['goal']} | {rel} {j['bound']:.2f} | {j['worst']:.2f} | "
-                     f"{j['worst_row']} | {'yes' if j['met'] else '**no**'} |")
+        cells = [j["goal"], f"{rel} {j['bound']:.2f}", f"{j['worst']:.2f}"] + \
+                ([] if compact else [j["worst_row"]]) + ["yes" if j["met"] else "**no**"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -59,7 +59,8 @@ W.<name>``):
   never plots;
 * ``figures.py`` — the notebook's helpers: the protocol read from the kernel source and drawn
   (:func:`plot_protocol`), register budgets, :func:`plot_ladder`, the ladder at a glance
-  (:func:`ladder_summary`, :func:`prediction_check`), trace windows and tables,
+  (:func:`ladder_summary`, :func:`prediction_check`, :func:`rung2_note`, :func:`pingpong_note`),
+  trace windows and tables,
   :func:`plot_raster`; never times;
 * ``exercises.py`` — chapter 06's auto-checked exercises (registered on import).
 * ``tile_order.py`` — the persistent tile orders (group-M raster mirror, the Hilbert order table);
@@ -83,8 +84,8 @@ from .config import (  # noqa: F401
 )
 from .figures import (  # noqa: F401
     PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, ladder_ratio, ladder_summary, plot_ladder,
-    plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
-    register_budget, register_budget_table, seed_protocol, span_text, trace_numbers, trace_table,
+    pingpong_note, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
+    register_budget, register_budget_table, rung2_note, seed_protocol, span_text, trace_numbers, trace_table,
     trace_window,
 )
 from .ladder import (  # noqa: F401

@@ -7,7 +7,8 @@ trace cut and read (:func:`trace_window`, :func:`plot_top_trace`, :func:`trace_n
 :func:`trace_table`); :func:`plot_raster` (a ``ws_limit`` record's figure); for the core lesson,
 :func:`plot_protocol` (both protocols drawn), :func:`ladder_summary` (the ladder at a glance) and
 :func:`prediction_check` (each rung's step beside its frozen prediction, :data:`PREDICTION_BANDS`),
-with :func:`ladder_ratio` and :func:`span_text`. Reads records and
+with :func:`ladder_ratio` and :func:`span_text`; the lesson's record-guarded sentences on rung 2
+(:func:`rung2_note`) and rung 9 (:func:`pingpong_note`). Reads records and
 compiles; never times anything (:mod:`.suite` and :mod:`.limit_suite` measure).
 """
 
@@ -372,3 +373,50 @@ def ladder_summary(results: dict) -> str:
         lines.append(f"{f'{n} {name}':15s} {RUNG_CHANGES.get(n, ''):48s} "
                      + " ".join(f"{frac[(s, d, n)]:10.2f}" for s, d in keys))
     return "\n".join(lines)
+
+
+def _fracs(results: dict, n: int) -> dict:
+    return {(r["size"], r["dtype"]): r["of_cublas"] for r in results["ladder"] if r["rung"] == n}
+
+
+def rung2_note(results: dict) -> tuple[bool, str, dict]:
+    """The core lesson's sentence on rung 2, from a ``warp_specialization`` record's results:
+    ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`. It holds when rung 2 is at
+    least 0.05 of cuBLAS below rung 1 and rung 3 within 0.03 of rung 1 in every ladder."""
+    f1, f2, f3 = (_fracs(results, n) for n in (1, 2, 3))
+    holds = all(f2[k] < f1[k] - 0.05 and abs(f3[k] - f1[k]) < 0.03 for k in f2)
+    at = {s: (s, "float16") for s, _d in f2}
+    per_flop = {bn: P.PipelineConfig(bm=128, bn=bn, consumers=2).stage_bytes / bn for bn in (128, 256)}
+    sizes = sorted(at)
+    text = (f"Rung 2 is slower than rung 1: {f2[at[sizes[0]]]:.2f} vs {f1[at[sizes[0]]]:.2f} of "
+            f"cuBLAS at {sizes[0]}³ fp16"
+            + "".join(f" ({f2[at[s]]:.2f} vs {f1[at[s]]:.2f} at {s}³)" for s in sizes[1:]) + ". "
+            f"Its one consumer warpgroup computes a 128×128 tile, half of rung 1's, so a k-tile brings "
+            f"{per_flop[128] / per_flop[256]:.2f}× the bytes per flop and no second warpgroup's wgmmas "
+            f"fill its waits (deep dive 06c §3); rung 3, the same split with two consumers on rung 1's "
+            f"tile, is back at {f3[at[sizes[0]]]:.2f}.")
+    return holds, text, {"rung1": f1, "rung2": f2, "rung3": f3}
+
+
+def pingpong_note(results: dict, top: int = 8, pingpong: int = 9,
+                  predicted: dict | None = None) -> tuple[bool, str, dict]:
+    """The core lesson's line on rung 9, from a ``ws_pingpong`` record's results (rungs ``top`` and
+    ``pingpong`` timed in one run): ``(holds, text, numbers)`` for
+    :func:`asynctc.core.notebook.claim`. ``predicted``: size → (low, high) of rung 9 over rung 8,
+    rung 9's frozen prediction by default. It holds when rung 9 is slower than rung 8 in every
+    ladder (the text says the ladder's top stays rung 8)."""
+    band = predicted or {4096: (0.97, 1.03), 8192: (0.96, 1.01)}
+    lad = {(r["size"], r["dtype"], r["rung"]): r["tflops"] for r in results["ladder"]}
+    r = {(s, d): lad[(s, d, pingpong)] / lad[(s, d, top)] for s, d, n in lad
+         if n == pingpong and (s, d, top) in lad}
+    lo, hi = min(r.values()), max(r.values())
+    where = [("below" if v < band[s][0] else "above" if v > band[s][1] else "inside")
+             for (s, _d), v in r.items() if s in band]
+    side = where[0] if where and len(set(where)) == 1 else "partly outside"
+    first = min(band)
+    text = (f"Rung 9, ping-pong consumers (each consumer warpgroup a 128×128 tile of its own), was "
+            f"built and timed beside rung {top} in a later run (record ws_pingpong): "
+            f"{lo:.2f}–{hi:.2f} of rung {top}, {side} its prediction ({band[first][0]:.2f}–"
+            f"{band[first][1]:.2f} at {first}³), so the ladder's top stays rung {top} "
+            f"(deep dive 06c §8).")
+    return hi < 1.0, text, {"rung9_over_rung8": r}

@@ -340,10 +340,10 @@ def pingpong_table(results: dict, top: int = 8, pingpong: int = 9) -> str:
         o = t.get("overlap") or pingpong_overlap(t["cta0"])
         lines.append(f"trace rung {t['rung']} {t['size']}³: epilogue time under the other "
                      f"consumer's wgmmas {o['epilogue_covered']:.2f}, math in flight "
-                     f"{o['math_busy']:.2f} of CTA 0's k-loop span, order wait "
-                     + (f"{o['wait_order_cycles']:.0f} cycles/tile" if o["wait_order_cycles"] ==
-                        o["wait_order_cycles"] else "- (no order barrier)")
-                     + f" ({o['epilogues']} epilogues)")
+                     f"{o['math_busy']:.2f} of the k-loop, "
+                     + (f"order wait {o['wait_order_cycles']:.0f} cycles/tile" if o["wait_order_cycles"] ==
+                        o["wait_order_cycles"] else "no order barrier")
+                     + f" (CTA 0, {o['epilogues']} epilogues)")
     if results.get("broken_pingpong"):
         lines.append("broken ping-pong variant: " +
                      results["broken_pingpong"]["error"].split(": ", 1)[-1])

@@ -113,11 +113,10 @@ r21 = ratio(1, 2)
 per_k = {bn: (pl.PipelineConfig(bm=128, bn=bn, consumers=2).stage_bytes, 2 * 128 * bn * pl.BK)
          for bn in (128, 256)}
 notebook.claim(max(r21.values()) < 0.93,
-               f"Rung 2 (one consumer warpgroup, 128×128) is slower than chapter 05's kernel everywhere "
-               f"({span(r21)}): a 128×128 k-tile loads {per_k[128][0] // 1024} KiB for "
-               f"{per_k[128][1] / 1e6:.1f} MFLOP, a 128×256 one {per_k[256][0] // 1024} KiB for "
-               f"{per_k[256][1] / 1e6:.1f} MFLOP, and a single warpgroup's wgmma stream has nothing beside "
-               "it while it waits.", ratios=r21)
+               f"Rung 2 (one consumer, 128×128) is slower than rung 1 everywhere ({span(r21)}): its "
+               f"k-tile loads {per_k[128][0] // 1024} KiB for {per_k[128][1] / 1e6:.1f} MFLOP (128×256: "
+               f"{per_k[256][0] // 1024} KiB for {per_k[256][1] / 1e6:.1f}), and no second warpgroup's "
+               "wgmmas run while its one waits.", ratios=r21)
 PRED2 = float(re.search(r"~([0-9.]+) of cuBLAS", W.RUNGS[1].prediction).group(1))
 dev2 = {key: v / PRED2 - 1 for key, v in frac(2).items()}
 got2 = f"measured {min(frac(2).values()):.2f}–{max(frac(2).values()):.2f}"
@@ -132,11 +131,9 @@ else:
 print(f"Its prediction (~{PRED2:.2f} of cuBLAS; 'close' means within ±5 %) was {verdict2}")
 r13 = ratio(1, 3)
 notebook.claim(all(abs(v - 1) < 0.03 for v in r13.values()),
-               f"Rung 3 (two consumers on 128×256, setmaxnreg 40/232) is within 3 % of rung 1 — the same "
-               f"tile and ring with one thread of a computing warpgroup loading — everywhere ({span(r13)}). "
-               "Taking the loads off the consumers' path bought nothing measurable: consistent with "
-               "chapter 05's trace, where the consumers, not the loading thread, were the ones waiting.",
-               ratios=r13)
+               f"Rung 3 (rung 1's tile and ring, loads moved to a producer) is within 3 % of rung 1 "
+               f"everywhere ({span(r13)}): as in chapter 05's trace, the loading thread was not what "
+               "the consumers waited for.", ratios=r13)
 _ = notebook.verdict(all(0.90 <= v <= 0.97 for v in frac(3).values()),
                      "Its prediction (0.90–0.97 of cuBLAS) held.",
                      f"Its prediction (0.90–0.97 of cuBLAS) missed in part: {min(frac(3).values()):.2f}–"
@@ -176,19 +173,17 @@ notebook.verdict(min(r35.values()) >= 1.03,
                  f"Rung 5 (persistent grid) adds {span(r35)} to rung 3, short of the predicted +3–8 % "
                  + ("in every ladder." if max(r35.values()) < 1.03 else "in some ladders."))
 notebook.claim(t5["first_wait_cycles"][1] < 0.25 * t5["first_wait_cycles"][0] and t5["epilogue_cycles"] > 4 * kc,
-               f"The trace shows what persistence did and did not hide: the consumers' wait for a "
-               f"tile's first k-tile drops from {t5['first_wait_cycles'][0]:.0f} cycles (the first tile: "
-               f"an empty ring) to {t5['first_wait_cycles'][1]:.0f} on the later tiles, because the "
-               f"producer has loaded the next tile's first stages by the end of the epilogue; but the "
-               f"epilogue itself — {t5['epilogue_cycles']:.0f} cycles per "
-               f"tile of storing C from registers, {t5['epilogue_cycles'] / kc:.1f} k-tiles' worth of Tensor "
-               f"Core work ({kc:.0f} cycles each) — is time the consumers issue no wgmma.",
+               f"Persistence hid the ring's fill: the wait for a tile's first k-tile drops from "
+               f"{t5['first_wait_cycles'][0]:.0f} cycles (first tile) to {t5['first_wait_cycles'][1]:.0f} "
+               f"(later tiles, loaded during the epilogue). It did not hide the epilogue: "
+               f"{t5['epilogue_cycles']:.0f} cycles per tile, {t5['epilogue_cycles'] / kc:.1f} k-tiles' "
+               "worth of Tensor Core work, with no wgmma issued.",
                first=t5["first_wait_cycles"], epilogue=t5["epilogue_cycles"])
 notebook.claim(all(abs(v - 1) < 0.02 for v in r56.values()) and abs(t6["wait_full"] - t5["wait_full"]) < 0.05,
-               f"Rung 6 (clusters of 2, B multicast) changes rung 5 by {span(r56)}, and the traced consumers "
-               f"wait on full barriers {t6['wait_full']:.2f} of their loop against {t5['wait_full']:.2f}: "
-               "halving the B bytes each CTA requests from L2 moved neither. Each SM still receives the "
-               "whole 48 KiB stage in its shared memory.", gains=r56, wait6=t6["wait_full"],
+               f"Rung 6 (B multicast) changes rung 5 by {span(r56)}; its consumers wait on full barriers "
+               f"{t6['wait_full']:.2f} of their loop (rung 5: {t5['wait_full']:.2f}). Halving the B bytes "
+               "asked of L2 moved neither: each SM still receives the whole 48 KiB stage.",
+               gains=r56, wait6=t6["wait_full"],
                wait5=t5["wait_full"])
 cyc_tile = {}
 for size in SIZES:
@@ -210,15 +205,12 @@ else:
              "ladder (" + ", ".join(f"rung {n - 1}→{n}: {span(steps[n])}" for n in order[:rank]) + ")")
 _ = notebook.claim(min(r67.values()) > 1.03 and t7["epilogue_cycles"] < 0.4 * t6["epilogue_cycles"]
                    and all(0.5 < got[s] / expect[s] < 2 for s in SIZES),
-                   f"Rung 7 (TMA-store epilogue) adds {span(r67)} to rung 6 — {place} — "
-                   f"against a predicted +1–3 %. The trace says where it comes from: the epilogue shrinks from "
-                   f"{t6['epilogue_cycles']:.0f} to {t7['epilogue_cycles']:.0f} cycles per tile (stmatrix into "
-                   "shared memory, then TMA stores that drain while the next tile's k-loop runs, instead of "
-                   "scattered 4-byte stores from registers). Those "
-                   f"{saved:.0f} cycles are {expect[4096]:.1%} of an untraced tile at 4096³ "
-                   f"({cyc_tile[4096]:.0f} cycles, from the timing and the SM clock measured during it) and "
-                   f"{expect[8192]:.1%} at 8192³, where K and so each tile's loop are twice as long; the "
-                   f"measured gains are {got[4096]:.1%} and {got[8192]:.1%}.",
+                   f"Rung 7 (TMA-store epilogue) adds {span(r67)} to rung 6, {place}; predicted +1–3 %. "
+                   f"The epilogue shrinks from {t6['epilogue_cycles']:.0f} to {t7['epilogue_cycles']:.0f} "
+                   f"cycles per tile; the {saved:.0f} saved are {expect[4096]:.1%} of an untraced tile at "
+                   f"4096³ ({cyc_tile[4096]:.0f} cycles, from the timing and the measured clock) and "
+                   f"{expect[8192]:.1%} at 8192³ (twice the K); measured gains {got[4096]:.1%} and "
+                   f"{got[8192]:.1%}.",
                    expected=expect, measured=got)
 r78 = ratio(7, 8)
 lim = records.load("ws_limit")
@@ -226,11 +218,10 @@ lim_ncu = {(r["size"], r["who"], r["group_m"]): r for r in W.limit_rows(lim.resu
 dram = {s: (lim_ncu[(s, "ours", 8)]["dram_gb"], lim_ncu[(s, "ours", W.RASTER_GROUP_M)]["dram_gb"])
         for s in SIZES} if lim_ncu else None
 _ = notebook.verdict(all(0.995 <= v <= 1.03 for v in r78.values()),
-                     f"Rung 8 (raster groups of {W.RASTER_GROUP_M} tile rows instead of 8) adds {span(r78)} to "
-                     "rung 7, as predicted from the experiment that found it (deep dive 06d, section 1): the same kernel, "
-                     "walking its tiles in a different order."
-                     + (f" At 8192³ that order reads {dram[8192][1]:.2f} GB from DRAM instead of "
-                        f"{dram[8192][0]:.2f} (Nsight Compute, {lim.label()})." if dram else ""),
+                     f"Rung 8 (raster groups of {W.RASTER_GROUP_M} tile rows, not 8) adds {span(r78)} to "
+                     "rung 7, as predicted from 06d §1's experiment."
+                     + (f" At 8192³ it reads {dram[8192][1]:.2f} GB from DRAM instead of "
+                        f"{dram[8192][0]:.2f} (Nsight Compute, record ws_limit)." if dram else ""),
                      f"Rung 8 (raster groups of {W.RASTER_GROUP_M} tile rows instead of 8) adds {span(r78)} to "
                      "rung 7 — outside the −0.5 … +3 % band this verdict allows around its +1 % prediction; "
                      "deep dive 06d's experiment and this "
@@ -244,12 +235,11 @@ _ = notebook.verdict(all(0.995 <= v <= 1.03 for v in r78.values()),
 cost = {n: t["traced_tflops"] / t["untraced_tflops"] for n, t in traces.items()}
 PERSISTENT_TRACED = [n for n in cost if n >= 5]
 _ = notebook.claim(cost[3] > 0.97 and all(cost[n] < 0.85 for n in PERSISTENT_TRACED),
-                   f"In rung 3's grid of 512 CTAs the traced run reaches {cost[3]:.2f} of the untraced one's "
-                   f"throughput; in the persistent rungs {min(cost[n] for n in PERSISTENT_TRACED):.2f}–"
-                   f"{max(cost[n] for n in PERSISTENT_TRACED):.2f}. There, each traced CTA walks about four tiles and "
-                   "the kernel ends with its slowest CTA; in rung 3 untraced CTAs take up the traced ones' "
-                   "slack. So the persistent rungs' traces show the order of events faithfully, but their "
-                   "cycle counts are a traced CTA's: a slowed one.", cost=cost)
+                   f"Traced, rung 3 (512 CTAs) keeps {cost[3]:.2f} of its untraced throughput, the "
+                   f"persistent rungs {min(cost[n] for n in PERSISTENT_TRACED):.2f}–"
+                   f"{max(cost[n] for n in PERSISTENT_TRACED):.2f}: there the kernel ends with its slowest, "
+                   "traced CTA. Their traces give the order of events; their cycle counts are a slowed "
+                   "CTA's.", cost=cost)
 
 # %% [markdown]
 # ## 4. The goal: at least 1.00× cuBLAS at 4096³ and 8192³
@@ -277,11 +267,10 @@ row7 = next(r for r in res["rows"] if r.get("label") == lad[(4096, "float16", 7)
 waves = {s: W.wave_efficiency(top16, s, s, res["sm_count"], row7["active_clusters"]) for s in SIZES}
 items = {s: (s // 128) * (s // 256) // 2 for s in SIZES}
 notebook.claim(all(w < 1.0 for w in waves.values()),
-               f"Outside a tile: the last round. 4096³ has {items[4096]} cluster work items (pairs of "
-               f"128×256 tiles) for {row7['active_clusters']} clusters resident at once, "
-               f"{items[4096] / row7['active_clusters']:.2f} rounds: every cluster does "
-               f"{-(-items[4096] // row7['active_clusters'])} in the time, and the last round is partly "
-               f"idle, so a uniform per-tile speed reaches at most {waves[4096]:.2f} of a full fill "
+               f"The last round: 4096³ has {items[4096]} cluster work items (pairs of 128×256 tiles) for "
+               f"{row7['active_clusters']} resident clusters, {items[4096] / row7['active_clusters']:.2f} "
+               f"rounds taking the time of {-(-items[4096] // row7['active_clusters'])}, so at a uniform "
+               f"speed per tile the grid reaches at most {waves[4096]:.2f} of a full fill "
                f"({waves[8192]:.2f} at 8192³).", waves=waves)
 ns = res["nonsquare"]
 
@@ -298,13 +287,11 @@ assert all(r is not None for r in aligned.values()) and all(w == 1.0 for w in fu
 shown = "; ".join(f"{s[0]}×{s[1]}×{s[2]} ({(s[0] // 128) * (s[1] // 256)} tiles) "
                   + ", ".join(f"{aligned[(s, dt)]['of_cublas']:.2f} in {dt}" for dt in DTYPES)
                   for s in W.WAVE_ALIGNED_SHAPES)
+print("Prediction, made before the run: where the tiles fill whole rounds of 132 CTAs, rung 7 "
+      f"reaches at least 1.00 of cuBLAS. Measured: {shown}.")
 _ = notebook.verdict(all(r["of_cublas"] >= 1.0 for r in aligned.values()),
-                     "The test, predicted before the run: on shapes whose tiles fill whole rounds of 132 "
-                     f"CTAs rung 7 reaches at least 1.00 of cuBLAS. Measured: {shown}. The prediction "
-                     "held: the partly idle last round was the gap.",
-                     "The test, predicted before the run: on shapes whose tiles fill whole rounds of 132 "
-                     f"CTAs rung 7 reaches at least 1.00 of cuBLAS. Measured: {shown} — the prediction "
-                     "missed. The partly idle last round is not the whole gap: the rest is inside the tile.")
+                     "It held: the partly idle last round was the gap.",
+                     "It missed: the last round is not the whole gap; the rest is inside the tile.")
 
 # %% [markdown]
 # ## 5. Inside a tile: shared memory
@@ -379,18 +366,16 @@ for name, cfg in TILES:
 notebook.verdict(not over,
                  "No tile runs faster per clock than one 128 B/clk path for TMA writes and wgmma "
                  "reads would allow.",
-                 "The model fails its test: " + "; ".join(f"{n} reaches {pc:.2f} per clock where one "
-                                                          f"128 B/clk path would allow {b:.2f}"
-                                                          for n, pc, b in over)
-                 + ". So the TMA's writes and the wgmmas' reads do not share one 128-byte-per-clock "
-                 "path in full, and the arithmetic above is the demand, not a proven wall.")
+                 "The model fails: " + "; ".join(f"{n} reaches {pc:.2f} per clock, above its bound {b:.2f}"
+                                                 for n, pc, b in over)
+                 + ". TMA writes and wgmma reads do not share one 128 B/clk path in full: the table "
+                 "above is the demand, not a proven wall.")
 pc256 = best_pc[(256, 128, 2)][0]
 gap256 = W.smem_traffic(TILES[2][1])["bound"] - pc256
 _ = notebook.claim(0 <= gap256 < 0.03 and max(wide.values()) < 1.0,
-                   f"The 256×128 tile, though, stops at {pc256:.3f} per clock, {gap256:.3f} below its "
-                   f"one-path bound {W.smem_traffic(TILES[2][1])['bound']:.3f}: it re-reads B once per m64 "
-                   "atom (four atoms of 4 KiB per k16 step), consistent with its never overtaking 128×256 "
-                   "(section 3).", per_clock=pc256)
+                   f"256×128 stops at {pc256:.3f} per clock, {gap256:.3f} under its bound: it re-reads B "
+                   "once per m64 atom (4 KiB, four atoms per k16 step), consistent with its never "
+                   "overtaking 128×256 (section 3).", per_clock=pc256)
 
 # %% output varies
 TOPN = top.number
@@ -423,35 +408,27 @@ for (m, n, k) in shapes:
         print(f"{f'{m}×{n}×{k}':18s} {dt:9s} {cells[0]}   {cells[1]}")
 
 
-def where(d, pick):
-    key = pick(d, key=d.get)
-    return f"{key[0]}×{key[1]}×{key[2]} {key[3]}"
-
-
 pcs = {who: dict(v) for who, v in pcs.items()}
 lo7, hi7 = min(pcs[TOP_NAME].values()), max(pcs[TOP_NAME].values())
 loc, hic = min(pcs["cuBLAS"].values()), max(pcs["cuBLAS"].values())
 shortest = min(k for *_, k in shapes)
 notebook.claim(hi7 <= max(W.smem_traffic(top16, k)["bound"] for *_, k in shapes) and abs(hi7 - hic) < 0.03
                and all(min(v, key=v.get)[2] == shortest for v in pcs.values()),
-               f"Rung {TOPN} runs at {lo7:.2f} ({where(pcs[TOP_NAME], min)}) to {hi7:.2f} "
-               f"({where(pcs[TOP_NAME], max)}) of the Tensor Core rate per clock, cuBLAS at {loc:.2f} "
-               f"({where(pcs['cuBLAS'], min)}) to {hic:.2f} ({where(pcs['cuBLAS'], max)}) — each at its "
-               f"measured clock; of the datasheet's 989 TFLOP/s, rung {TOPN} {min(sheet[TOP_NAME]):.2f}–"
-               f"{max(sheet[TOP_NAME]):.2f} and cuBLAS {min(sheet['cuBLAS']):.2f}–{max(sheet['cuBLAS']):.2f}: the best of "
-               f"each within 0.03 of the other, and the worst of each at the shortest K ({shortest}), "
-               "where set-up and epilogue are the largest share of a tile. Neither reaches the "
-               "one-path bound (which tile cuBLAS uses: deep dive 06d).",
+               f"Per clock, rung {TOPN} runs at {lo7:.2f}–{hi7:.2f} of the Tensor Core rate, cuBLAS at "
+               f"{loc:.2f}–{hic:.2f} (of the datasheet's 989 TFLOP/s: {min(sheet[TOP_NAME]):.2f}–"
+               f"{max(sheet[TOP_NAME]):.2f} and {min(sheet['cuBLAS']):.2f}–{max(sheet['cuBLAS']):.2f}); "
+               f"the best of each within 0.03 of the other, the worst of "
+               f"each at the shortest K ({shortest}), where set-up and epilogue weigh most. Neither "
+               "reaches the one-path bound.",
                ours=(lo7, hi7), cublas=(loc, hic))
 t_top = traces[TOPN]
 _ = notebook.claim(t_top["wait_full"] > 0.1 and t_top["math_in_flight"] > 0.9,
-                   f"Rung {TOPN}'s traced consumers keep a wgmma group in flight for at most "
+                   f"Rung {TOPN}'s traced consumers have a wgmma group in flight for at most "
                    f"{t_top['math_in_flight']:.2f} of their loop and wait on full barriers "
-                   f"{t_top['wait_full']:.2f} of it — a trace of slowed, first-wave CTAs that cannot tell "
-                   "starved wgmmas from slow ones. Rung 6 showed that fewer L2 reads do "
-                   "not shorten that waiting. The ladder's record cannot separate shared memory's share from "
-                   "the load latency a four-stage ring leaves uncovered (a fifth 48-KiB stage does not fit in "
-                   "227 KiB).", wait_full=t_top["wait_full"], math=t_top["math_in_flight"])
+                   f"{t_top['wait_full']:.2f} of it; fewer L2 reads did not shorten that wait (rung 6). "
+                   "The record cannot split it between shared memory and load latency a four-stage ring "
+                   "leaves uncovered (a fifth 48 KiB stage does not fit).",
+                   wait_full=t_top["wait_full"], math=t_top["math_in_flight"])
 
 # %% [markdown]
 # ## 6. Shapes that are not cubes
@@ -478,8 +455,7 @@ tiles = {m: (m // 128) * (8192 // 256) for m in thin}
 _ = notebook.claim(all(r is not None and r["of_cublas"] < 0.7 and tiles[m] < res["sm_count"] for m, r in thin.items()),
                    "Thin M: " + ", ".join(f"M = {m} gives {tiles[m]} tiles of 128×256 for {res['sm_count']} SMs "
                                           f"({r['of_cublas']:.2f} of cuBLAS with rung 3)" for m, r in thin.items()) +
-                   ": most SMs idle. The rungs' tile is too wide for such shapes; M = 64 is below it and not "
-                   "run at all. The core lesson's matmul narrows the tile for them.",
+                   ": most SMs idle (M = 64 is below the tile). The core lesson's matmul narrows the tile.",
                    of_cublas={m: r["of_cublas"] for m, r in thin.items()})
 
 # %% [markdown]
@@ -537,12 +513,10 @@ o8, o9 = tr[8]["overlap"], tr[9]["overlap"]
 r9 = next(r for r in pp.results["ladder"] if (r["rung"], r["size"], r["dtype"]) == (9, 4096, "float16"))
 slowed = tr[9]["tflops_traced"] / r9["tflops"]
 _ = notebook.claim(o9["epilogue_covered"] > o8["epilogue_covered"] and slowed < 0.8,
-                   f"Traced, the ping-pong k-loops alternate and {o9['epilogue_covered']:.2f} of each "
-                   f"epilogue runs under the other consumer's wgmmas (rung 8: "
-                   f"{o8['epilogue_covered']:.2f}) — but the traced run keeps only {slowed:.2f} of the "
-                   "untraced throughput, so its Tensor Core figures cannot stand for the timed run, and "
-                   "the record does not separate the order wait from section 5's shared-memory bound "
-                   "for a 128×128 two-consumer tile.",
+                   f"Traced, the k-loops alternate and {o9['epilogue_covered']:.2f} of each epilogue runs "
+                   f"under the other consumer's wgmmas (rung 8: {o8['epilogue_covered']:.2f}); but the "
+                   f"traced run keeps only {slowed:.2f} of the untraced throughput, so it cannot say "
+                   "whether the order wait or 128×128's shared-memory bound (section 5) costs the rest.",
                    covered=o9["epilogue_covered"], slowed=slowed)
 
 # %% [markdown]

@@ -349,3 +349,14 @@ _ = notebook.claim(all(w["of_cublas"] > w["today"] + 0.1 for w in wide) and m64_
                    "cuBLAS; nothing swept reaches 0.90 at M ≤ 16, at N = K = 4096 nothing beats "
                    "the rule, and at M = 64 every split-K entry lost to it.", wide=[(w["m"], w["of_cublas"]) for w in wide])
 
+
+# %% [markdown]
+# **The goals in full.** The core lesson's goals table (section 5 there says how to read it), with
+# the column it leaves out: "at", the shape at which each row's worst value was measured (record
+# `matmul_host`; B:NxK or B:KxN is how B was stored).
+
+# %% output varies
+from asynctc.gemm import goals
+hrec = records.load("matmul_host")
+print(hrec.label())
+print(goals.goals_table(hrec.results["rows"]))
