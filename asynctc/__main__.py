@@ -178,7 +178,19 @@ def cmd_course(args) -> int:
 
 def _run_chapters(args, nbs, out, HTMLExporter, runner, NotebookClient, nbformat) -> int:
     """The course loop of :func:`cmd_course`; an interrupt inside a cell (Ctrl-C reaches the
-    kernel too) stops the whole run."""
+    kernel too) stops the whole run. The HTML goes through :class:`asynctc.teaching.publish.CoursePages`
+    (the site's link rewriting; ``glossary.html`` beside the pages)."""
+    from .teaching import publish
+    pages = publish.CoursePages(out, [p.stem for p in nbs]) if HTMLExporter is not None else None
+    try:
+        return _run_each(args, nbs, out, pages, runner, NotebookClient, nbformat)
+    finally:                              # also after an interrupt: no link to a page not written
+        if pages is not None:
+            pages.finish()
+
+
+def _run_each(args, nbs, out, pages, runner, NotebookClient, nbformat) -> int:
+    """Execute each chapter into ``out`` (HTML through ``pages``, or none); 1 if any failed."""
     failed = 0
     for nb_path in nbs:
         arch = chapter_arch(nb_path)
@@ -201,10 +213,10 @@ def _run_chapters(args, nbs, out, HTMLExporter, runner, NotebookClient, nbformat
             err_file.unlink()                 # a stale file from an earlier failed run
         failed += not outcome.passed
         nbformat.write(nb, out / nb_path.name)
-        if HTMLExporter is not None:          # the solutions stay in the .ipynb, not in the HTML
-            (out / f"{nb_path.stem}.html").write_text(html_without_solutions(nb))
+        if pages is not None:                 # the solutions stay in the .ipynb, not in the HTML
+            pages.add(nb_path.stem, html_without_solutions(nb))
         print(f"{nb_path.stem:28s} {m:6s} {status:6s} {time.time() - t0:7.1f} s", flush=True)
-    what = "executed notebooks and HTML" if HTMLExporter is not None else "executed notebooks"
+    what = "executed notebooks and HTML" if pages is not None else "executed notebooks"
     print(f"{what} in {os.path.relpath(out, Path.cwd())}/")
     return 1 if failed else 0
 

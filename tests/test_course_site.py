@@ -76,6 +76,31 @@ def test_slides_reveal_prefix_refuses_a_folder_without_reveal(tmp_path, capsys):
     assert prefix == tmp_path.resolve().as_uri() and str(tmp_path.resolve()) in note
 
 
+def test_rewrite_links_is_the_one_rewriting_of_site_and_course(tmp_path):
+    """Glossary and written chapters → the pages beside; a chapter not written → its notebook; any
+    other relative link → the file it names, from the output folder; URLs and anchors unchanged."""
+    from asynctc.teaching import publish
+    src, out = ROOT / "notebooks", tmp_path / "build" / "course"
+    out.mkdir(parents=True)
+    body = ('<a href="../docs/glossary.md#tma">g</a> <a href="00b_clock_kinds.ipynb#x">a</a> '
+            '<a href="01_synchronous.ipynb">b</a> <a href="../docs/glossary.md">c</a> '
+            '<a href="src/00_why_async.py">d</a> <a href="#here">e</a> <a href="https://x.org/a.md">f</a> '
+            '<img src="data:image/png;base64,AA"> <a href="/abs/path">h</a>')
+    got = publish.rewrite_links(body, pages={"00b_clock_kinds"}, source_dir=src, out_dir=out)
+    import os
+    rel = lambda p: os.path.relpath(p, out)
+    assert got == ('<a href="glossary.html#tma">g</a> <a href="00b_clock_kinds.html#x">a</a> '
+                   f'<a href="{rel(src / "01_synchronous.ipynb")}">b</a> <a href="glossary.html">c</a> '
+                   f'<a href="{rel(src / "src" / "00_why_async.py")}">d</a> <a href="#here">e</a> '
+                   '<a href="https://x.org/a.md">f</a> <img src="data:image/png;base64,AA"> '
+                   '<a href="/abs/path">h</a>')
+    no_glossary = publish.rewrite_links(body, pages=(), source_dir=src, out_dir=out, glossary=False)
+    assert f'href="{rel(ROOT / "docs" / "glossary.md")}#tma"' in no_glossary
+    import inspect
+    for caller in (publish.build_site, publish.glossary_page, publish.CoursePages._write):
+        assert "rewrite_links(" in inspect.getsource(caller)
+
+
 def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser")
 

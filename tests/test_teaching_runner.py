@@ -140,3 +140,75 @@ def test_an_interrupt_stops_the_whole_course_run(tmp_path, monkeypatch, capsys):
     assert "stopped" in out and len(started) == 1           # 00b never started
     assert not list(tmp_path.glob("*.ipynb"))
 
+
+
+def _isolate_env(monkeypatch):
+    for var in ("PYTHONPATH", "MPLBACKEND", "ASYNCTC_PROGRESS"):
+        was = os.environ.get(var)
+        monkeypatch.setenv(var, "")
+        if was is None:
+            monkeypatch.delenv(var)
+        else:
+            monkeypatch.setenv(var, was)
+
+
+def _relative_links(page):
+    """(href or src, the file it names) for every relative link of an HTML page (anchors aside)."""
+    import html
+    import re
+    from urllib.parse import unquote
+    out = []
+    for value in re.findall(r'\b(?:href|src)="([^"]*)"', page.read_text()):
+        value = html.unescape(value)
+        if not value or re.match(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*:|//|#)", value):
+            continue
+        out.append((value, (page.parent / unquote(value.partition("#")[0])).resolve()))
+    return out
+
+
+def test_course_html_links_resolve_from_the_output_folder(tmp_path, monkeypatch):
+    """The course run's HTML (``course 00 00b``, fake kernels: the committed outputs stay) links to
+    the pages written beside it, to a glossary page beside them, and otherwise to the notebooks
+    themselves: every relative link names a file that exists, from the output folder."""
+    pytest.importorskip("nbconvert")
+    import nbclient
+    from asynctc.__main__ import main
+    _isolate_env(monkeypatch)
+    monkeypatch.setattr(nbclient, "NotebookClient", lambda nb, **kw: FakeClient(nb))
+    assert main(["course", "--out", str(tmp_path), "00", "00b"]) == 0
+    assert sorted(p.name for p in tmp_path.glob("*.html")) == [
+        "00_why_async.html", "00b_clock_kinds.html", "glossary.html"]
+    glossary = (tmp_path / "glossary.html").read_text()
+    for page in ("00_why_async.html", "00b_clock_kinds.html"):
+        links = _relative_links(tmp_path / page)
+        missing = [href for href, target in links if not target.is_file()]
+        assert links and not missing, (page, missing)
+        hrefs = [href for href, _ in links]
+        assert not any(".md" in h for h in hrefs), (page, hrefs)
+        terms = [h.partition("#")[2] for h in hrefs if h.startswith("glossary.html#")]
+        assert terms and all(f'id="{t}"' in glossary for t in terms), (page, terms)
+    hrefs00 = [h for h, _ in _relative_links(tmp_path / "00_why_async.html")]
+    assert "00b_clock_kinds.html" in hrefs00                     # written in this run: its page
+    nb01 = [t for h, t in _relative_links(tmp_path / "00_why_async.html") if "01_synchronous" in h]
+    assert nb01 and all(t.suffix == ".ipynb" and t.parent.name == "notebooks" for t in nb01)
+
+
+def test_an_interrupted_course_run_links_only_to_pages_it_wrote(tmp_path, monkeypatch):
+    """00 is written, 00b is interrupted: 00's page links to the 00b notebook, not to a page that
+    was never written."""
+    pytest.importorskip("nbconvert")
+    import nbclient
+    from asynctc.__main__ import main
+    _isolate_env(monkeypatch)
+    calls = []
+
+    def client(nb, **kw):
+        calls.append(nb)
+        return FakeClient(nb) if len(calls) == 1 else FakeClient(nb, fail_at=0, ename="KeyboardInterrupt")
+    monkeypatch.setattr(nbclient, "NotebookClient", client)
+    assert main(["course", "--out", str(tmp_path), "00", "00b"]) == 130
+    assert sorted(p.name for p in tmp_path.glob("*.html")) == ["00_why_async.html", "glossary.html"]
+    links = _relative_links(tmp_path / "00_why_async.html")
+    assert not [h for h, t in links if not t.is_file()]
+    to_00b = [t for h, t in links if "00b_clock_kinds" in h]
+    assert to_00b and all(t.suffix == ".ipynb" and t.parent.name == "notebooks" for t in to_00b)

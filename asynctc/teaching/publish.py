@@ -11,7 +11,10 @@
 * ``python -m asynctc site [--out build/site]``: every learner notebook as HTML (nbconvert's
   ``HTMLExporter``, figures embedded), the glossary as a page, and an ``index.html``; each page gets
   a navigation bar (index · previous · next · glossary). Links to the glossary and to other
-  notebooks are rewritten to the site's pages.
+  notebooks are rewritten to the site's pages, other relative links to the files they name
+  (:func:`rewrite_links`).
+* ``python -m asynctc course`` writes its HTML through :class:`CoursePages`: the same rewriting,
+  pages beside the executed notebooks in ``build/course/``.
 
 Both use the learner notebooks as committed (already executed: nothing runs), with the solution
 cells removed (:func:`asynctc.teaching.builds.strip_solutions`) in case a notebook still has some.
@@ -124,15 +127,49 @@ def build_slides(out: Path, chapters=None, reveal: str | None = None) -> list[Pa
     return written
 
 
-_LINK = re.compile(r'href="([^"#]*?)(\.ipynb|glossary\.md)(#[^"]*)?"')
+_ATTR = re.compile(r'\b(href|src)="([^"]*)"')
+_EXTERNAL = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*:|//|/|#)")
 
 
-def _rewrite_links(body: str) -> str:
-    """``…/docs/glossary.md#x`` → ``glossary.html#x``; ``NN_name.ipynb`` → ``NN_name.html``."""
+def rewrite_links(body: str, *, pages, source_dir: Path, out_dir: Path, glossary: bool = True) -> str:
+    """The relative ``href``/``src`` links of an exported page (written into ``out_dir``, made from
+    a notebook or document in ``source_dir``) rewritten to work from ``out_dir``:
+
+    * ``…glossary.md#x`` → ``glossary.html#x`` (a page beside the others; ``glossary=False``: no
+      such page, the link is resolved like any other);
+    * ``NN_name.ipynb#x`` of ``source_dir`` → ``NN_name.html#x`` when ``NN_name`` is in ``pages``
+      (the stems of the pages written beside this one), else a link to that notebook itself;
+    * any other relative link → the same file, resolved against ``source_dir``, as a path
+      relative to ``out_dir``.
+
+    Anchors (``#x``), absolute paths and URLs (``https:``, ``data:``, ``mailto:`` …) are left alone.
+    The one rewriting of the site (``python -m asynctc site``) and of the course run's HTML."""
+    import os
+    from urllib.parse import quote, unquote
+    source_dir, out_dir = Path(source_dir).resolve(), Path(out_dir).resolve()
+    pages = set(pages)
+
     def sub(m):
-        stem = "glossary" if m.group(2) == "glossary.md" else Path(m.group(1)).name
-        return f'href="{stem}.html{m.group(3) or ""}"'
-    return _LINK.sub(sub, body)
+        attr, value = m.group(1), html.unescape(m.group(2))
+        if not value or _EXTERNAL.match(value):
+            return m.group(0)
+        path, hash_, frag = value.partition("#")
+        path = unquote(path.split("?")[0])
+        if not path:
+            return m.group(0)
+        name = Path(path).name
+        target = (source_dir / path).resolve()
+        if glossary and name == "glossary.md":
+            new = "glossary.html"
+        elif name.endswith(".ipynb") and target.parent == source_dir and target.stem in pages:
+            new = f"{target.stem}.html"
+        else:
+            try:
+                new = quote(Path(os.path.relpath(target, out_dir)).as_posix())
+            except ValueError:            # another drive (Windows): no relative path exists
+                new = target.as_uri()
+        return f'{attr}="{html.escape(new + hash_ + frag)}"'
+    return _ATTR.sub(sub, body)
 
 
 def _nav(pages: list[tuple[str, str]], i: int | None) -> str:
@@ -165,6 +202,17 @@ def glossary_notebook():
     return nb
 
 
+def glossary_page(out: Path, pages=(), nav: str | None = None) -> Path:
+    """Write ``out/glossary.html`` (docs/glossary.md, :func:`glossary_notebook`), its links
+    rewritten by :func:`rewrite_links`; ``nav``: a navigation bar put after ``<body>``."""
+    from nbconvert import HTMLExporter
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(glossary_notebook())
+    body = rewrite_links(body, pages=pages, source_dir=ROOT / "docs", out_dir=out)
+    target = out / "glossary.html"
+    target.write_text(_with_nav(body, nav) if nav else body)
+    return target
+
+
 def build_site(out: Path) -> list[Path]:
     """Write the site into ``out``: ``index.html``, one page per chapter, ``glossary.html``."""
     import nbformat
@@ -172,14 +220,15 @@ def build_site(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     nbs = [(p, builds.strip_solutions(nbformat.read(p, as_version=4))) for p in _notebooks()]
     pages = [(f"{p.stem}.html", _title(nb, p.stem)) for p, nb in nbs]
+    stems = [p.stem for p, _ in nbs]
     written = []
     for i, (p, nb) in enumerate(nbs):
         body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
         target = out / pages[i][0]
-        target.write_text(_with_nav(_rewrite_links(body), _nav(pages, i)))
+        body = rewrite_links(body, pages=stems, source_dir=builds.notebooks_dir(), out_dir=out)
+        target.write_text(_with_nav(body, _nav(pages, i)))
         written.append(target)
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(glossary_notebook())
-    (out / "glossary.html").write_text(_with_nav(body, _nav(pages, None)))
+    glossary_page(out, stems, _nav(pages, None))
     items = "\n".join(f'<li><a href="{f}">{html.escape(t)}</a></li>' for f, t in pages)
     (out / "index.html").write_text(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>asynctc — the course</title></head>"
@@ -190,6 +239,43 @@ def build_site(out: Path) -> list[Path]:
         f"solutions are not part of this site.</p><ol>\n{items}\n</ol>"
         '<p><a href="glossary.html">Glossary</a> of the course\'s terms.</p></main></body></html>\n')
     return [out / "index.html", *written, out / "glossary.html"]
+
+
+class CoursePages:
+    """The HTML of a course run (``python -m asynctc course``): one page beside each executed
+    notebook, and ``glossary.html``, every relative link rewritten by :func:`rewrite_links` (the
+    site's rewriting). ``planned``: the stems the run will write; a page links to another chapter's
+    page when that page is written in this run, else to the notebook itself. :meth:`add` writes a
+    page at once (linking to the planned pages); :meth:`finish` (also after an interrupted run)
+    relinks the pages written if fewer than planned were, and writes the glossary page."""
+
+    def __init__(self, out: Path, planned, source_dir: Path | None = None):
+        self.out, self.planned = Path(out), list(planned)
+        self.source_dir = Path(source_dir) if source_dir is not None else builds.notebooks_dir()
+        self.glossary = (ROOT / "docs" / "glossary.md").is_file()
+        self._bodies: dict[str, str] = {}
+
+    def _write(self, stem: str, pages) -> Path:
+        target = self.out / f"{stem}.html"
+        target.write_text(rewrite_links(self._bodies[stem], pages=pages, source_dir=self.source_dir,
+                                        out_dir=self.out, glossary=self.glossary))
+        return target
+
+    def add(self, stem: str, body: str) -> Path:
+        """Write ``out/STEM.html`` from ``body``, nbconvert's HTML of the executed notebook."""
+        self._bodies[stem] = body
+        return self._write(stem, self.planned)
+
+    def finish(self) -> list[Path]:
+        """The pages written (relinked if not every planned one was), then ``glossary.html``."""
+        written = list(self._bodies)
+        if set(written) != set(self.planned):
+            paths = [self._write(stem, written) for stem in written]
+        else:
+            paths = [self.out / f"{stem}.html" for stem in written]
+        if self.glossary and written:
+            paths.append(glossary_page(self.out, written))
+        return paths
 
 
 def cmd_slides(args) -> int:
