@@ -287,3 +287,27 @@ def test_cublas_baseline_pins_fp32_split_k_reduction(monkeypatch):
     assert bench.reduction_settings() == {} and bench.pin_fp32_reduction() == {}
     import inspect
     assert "pin_fp32_reduction()" in inspect.getsource(bench.cublas_gemm)
+
+
+def test_peak_short_gives_both_denominators_and_the_legend_the_formula():
+    """The short throughput form (chapter 01's table): both fractions of peak, the measured clock's
+    first and named by kind, its MHz; the formula once, in peak_legend."""
+    row = {"tflops": 912.0, "sm_mhz": 1713.0, "sm_mhz_source": "in-kernel"}
+    p = bench.peak_at_clock(row, 132)
+    text = bench.peak_short(row, 132)
+    assert text == (f"{p['fraction']:.2f} of peak at 1713 MHz (in-kernel), "
+                    f"{p['fraction_of_datasheet']:.2f} at the datasheet's")
+    assert text.index(f"{p['fraction']:.2f}") < text.index(f"{p['fraction_of_datasheet']:.2f}")
+    inflight = {**row, "sm_mhz_source": bench.CLOCK_INFLIGHT_SOURCE}
+    assert "of peak at 1713 MHz (in flight), " in bench.peak_short(inflight, 132)
+    probed = {**row, "sm_mhz_source": bench.CLOCK_PROBE_SOURCE}
+    assert "at 1713 MHz (probed after the sample), " in bench.peak_short(probed, 132)
+    assert "at 1500 MHz (clock of unknown source)" in bench.peak_short({"tflops": 1.0, "sm_mhz": 1500.0}, 132)
+    legend = bench.peak_legend(132)
+    assert "132 SMs × 4096 FLOP/clk/SM" in legend and "989 TFLOP/s at 1830 MHz" in legend
+    assert "8192 FLOP/clk/SM" in bench.peak_legend(132, "float8_e4m3fn") and \
+        "1979 TFLOP/s" in bench.peak_legend(132, "float8_e4m3fn")
+    with pytest.raises(ValueError, match="sm_mhz"):
+        bench.peak_short({"tflops": 1.0}, 132)
+    with pytest.raises(ValueError, match="dtype"):
+        bench.peak_legend(132, "int8")

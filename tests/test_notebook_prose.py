@@ -237,7 +237,8 @@ def test_listings_render_and_show_their_lines(src):
         key = (chapter, start)
         assert key in LISTINGS, f"{src.name} cell {i}: listing {start!r} is not in LISTINGS (say what it shows)"
         min_lines, must = LISTINGS[key]
-        text = notebook.source_excerpt(_resolve_target(call.args[0], earlier), start, end)
+        text = notebook.source_excerpt(_resolve_target(call.args[0], earlier), start, end,
+                                       hooks=kw.get("hooks", False))   # what the cell shows
         n = len(text.splitlines())
         assert n >= min_lines, f"{src.name} cell {i}: listing {start!r} shows only {n} lines"
         assert re.search(must, text), f"{src.name} cell {i}: listing {start!r} lacks {must!r}"

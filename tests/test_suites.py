@@ -157,7 +157,8 @@ def test_mma_sync_suite_dry_run(emulated_gpu, monkeypatch):
         assert p["sm_mhz_source"].startswith("in-kernel")
     assert [x["variant"] for x in r["ablation"]][0] == "cuBLAS" and len(r["sustained"]) == 2
     text = mma_sync.summarize_mma_sync(_record("mma_sync", r))
-    assert "1755 MHz" in text and "datasheet 989 at 1830 MHz" in text
+    assert "1755 MHz" in text and "datasheet's 989 TFLOP/s at 1830 MHz" in text   # the legend, once
+    assert text.count("datasheet's 989") == 1 and "of peak at 1755 MHz (in-kernel), " in text
 
 
 def test_mma_sync_timed_check_catches_a_wrong_element(emulated_gpu, monkeypatch):

@@ -76,6 +76,7 @@ from . import runtime
 from .peak import (  # noqa: F401
     DATASHEET, FLOP_PER_CLK_PER_SM, peak_tflops, peak_at_clock, measured_clock_mhz, clock_kind,
     CLOCK_KINDS, INFLIGHT_CHECK, rows_clock_kind, clock_caveat, clock_text, peak_text,
+    peak_short, peak_legend,
 )
 
 

@@ -98,37 +98,73 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
     print(line)
 
 
-def source_excerpt(target, start: str | None = None, end: str | None = None) -> str:
+def source_excerpt(target, start: str | None = None, end: str | None = None, *,
+                   hooks: bool = False) -> str:
     """The text :func:`show_source` shows: a kernel's CUDA C++ source (a
     :class:`~asynctc.core.runtime.CompiledKernel` or a file name under ``asynctc/kernels/``), from the
     first line matching ``start`` up to and including the first *later* line matching ``end``
     (regular expressions; without ``end``: to the end of the file).
 
+    The excerpt is cut from the source as written (a pattern may match a line inside a hook), then,
+    unless ``hooks=True``, shows the code the default build compiles for the experiment hooks
+    (:mod:`asynctc.core.hooks`: ``ABLATE``, ``BUG``, ``BREAK``, ``TRACE`` blocks and calls,
+    ``mismatch(...)``, ...), with one comment line at the end saying how many lines were hidden or
+    simplified and which hooks; an excerpt without hooks is unchanged. ``hooks=True`` shows the
+    source exactly as written.
+
     Raises ``ValueError`` when no line matches ``start`` or no later line matches ``end``, or for a
     file name outside ``kernels/`` (absolute, ``..``; :func:`~asynctc.core.runtime.kernel_path`).
     """
-    text = target.source_text() if hasattr(target, "source_text") else \
-        runtime.kernel_path(target).read_text()
+    if hasattr(target, "source_text"):
+        text, name = target.source_text(), getattr(target, "source", None)
+        defines = getattr(target, "defines", None)
+    else:
+        text, name, defines = runtime.kernel_path(target).read_text(), target, None
+    lines = text.splitlines()
+    i, j = 0, len(lines)
     if start:
-        lines = text.splitlines()
         i = next((k for k, ln in enumerate(lines) if re.search(start, ln)), None)
         if i is None:
             raise ValueError(f"start={start!r}: no line of the source matches")
-        j = len(lines)
         if end:
             j = next((k for k in range(i + 1, len(lines)) if re.search(end, lines[k])), None)
             if j is None:       # a vanished end marker must not turn a listing into the whole file
                 raise ValueError(f"end={end!r}: no line after the start matches")
             j += 1
-        text = "\n".join(lines[i:j])
-    return text
+    written = "\n".join(lines[i:j]) if start else text
+    if hooks:
+        return written
+    from . import hooks as hk
+    shown = hk.hide(text, runtime.kernel_path(name) if isinstance(name, str) else None, defines)[i:j]
+    if all(ln.text == raw for ln, raw in zip(shown, lines[i:j])):
+        return written
+    out, n_hidden, n_changed, names = [], 0, 0, set()
+    for ln, raw in zip(shown, lines[i:j]):
+        if ln.text is None:
+            n_hidden += 1
+        else:
+            n_changed += ln.text != raw
+            out.append(ln.text)
+        names |= ln.hooks
+    while len(out) > 1 and not out[-1].strip():
+        out.pop()
+    ind = min((len(s) - len(s.lstrip(" ")) for s in out
+               if s.strip() and not s.lstrip().startswith("#")), default=0)
+    counts = ", ".join(f"{n} line{'s' * (n != 1)} {what}" for n, what in
+                       ((n_hidden, "dropped"), (n_changed, "simplified")) if n)
+    order = [h for h in hk.HOOK_DEFINES if h in names]
+    out.append(" " * ind + f"// (experiment hooks hidden: {counts} — {', '.join(order)}; "
+               "show_source(..., hooks=True) shows them)")
+    return "\n".join(out)
 
 
-def show_source(target, start: str | None = None, end: str | None = None):
+def show_source(target, start: str | None = None, end: str | None = None, *, hooks: bool = False):
     """Display :func:`source_excerpt` as highlighted CUDA C++ (an IPython ``Code`` object: make it the
-    last expression of the cell, or pass it to ``display``, or it does not render)."""
+    last expression of the cell, or pass it to ``display``, or it does not render). ``hooks=True``
+    shows the experiment hooks (``ABLATE``, ``BUG``, ``BREAK``, ``TRACE``, ...) as written; by
+    default the listing shows what the default build compiles, and says what it hid."""
     from IPython.display import Code
-    return Code(source_excerpt(target, start, end), language="cuda")
+    return Code(source_excerpt(target, start, end, hooks=hooks), language="cuda")
 
 
 def sass_table(compiled, classes=None) -> str:

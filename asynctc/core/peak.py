@@ -167,3 +167,24 @@ def peak_text(row: dict, sm_count: int, dtype: str = "float16") -> str:
     return (f"{p['fraction']:.2f} of {sm_count}×{FLOP_PER_CLK_PER_SM[dtype]}×{p['sm_mhz']:.0f} MHz "
             f"({clock_kind(row)}) = {p['peak_tflops']:.0f} (datasheet {p['datasheet_tflops']:.0f} at "
             f"{DATASHEET['boost_mhz']} MHz: {p['fraction_of_datasheet']:.2f})")
+
+
+def peak_legend(sm_count: int, dtype: str = "float16") -> str:
+    """The formula behind :func:`peak_short`, said once (a header line above the rows):
+    ``"of peak" = of 132 SMs × 4096 FLOP/clk/SM × the SM clock measured for the row (its kind
+    in brackets); "at the datasheet's" = of the datasheet's 989 TFLOP/s at 1830 MHz``."""
+    if dtype not in FLOP_PER_CLK_PER_SM:
+        raise ValueError(f"dtype={dtype!r}: must be one of {sorted(FLOP_PER_CLK_PER_SM)}")
+    return (f"\"of peak\" = of {sm_count} SMs × {FLOP_PER_CLK_PER_SM[dtype]} FLOP/clk/SM × the SM "
+            "clock measured for the row (its kind in brackets); \"at the datasheet's\" = of the "
+            f"datasheet's {DATASHEET['dense_tflops'][dtype]:.0f} TFLOP/s at {DATASHEET['boost_mhz']} MHz")
+
+
+def peak_short(row: dict, sm_count: int, dtype: str = "float16") -> str:
+    """``"0.36 of peak at 1829 MHz (in flight), 0.36 at the datasheet's"``: the short form of
+    :func:`peak_text` for rows under a :func:`peak_legend` line — both denominators, the measured
+    clock's first with its :func:`clock_kind` in brackets, without the formula. Raises like
+    :func:`peak_at_clock`."""
+    p = peak_at_clock(row, sm_count, dtype)
+    return (f"{p['fraction']:.2f} of peak at {p['sm_mhz']:.0f} MHz ({clock_kind(row)}), "
+            f"{p['fraction_of_datasheet']:.2f} at the datasheet's")

@@ -180,6 +180,9 @@ def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
     n = p["sm_count"]
     lines = [rec.label(), f"correctness: {sum(c['passed'] for c in r['checks'])}/"
                           f"{len(r['checks'])} checks passed"]
+    clocked = [x for dtype in DTYPES for x in best_mma_rows(r, dtype)] + list(r.get("peak", []))
+    if any(x.get("sm_mhz") is not None for x in clocked):
+        lines.append(bench.peak_legend(n, "float16"))   # fp16 and bf16: the same 4096 FLOP/clk/SM
     for dtype in DTYPES:
         cb = {x["size"]: x for x in cublas_rows(r, dtype)}
         for row in best_mma_rows(r, dtype):
@@ -191,7 +194,7 @@ def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
                           f"{base['p90_ms']:.3f} ms)")
             lines.append(f"mma.sync {dtype:8s} {row['size']:5d}³ tile {row['tile']:18s} "
                          f"{row['tflops']:6.1f} TFLOP/s ±{bench.row_spread(row):.0%}  "
-                         f"{ratio}" + _at_clock(row, n, dtype))
+                         f"{ratio}" + _at_clock(row, n, dtype, "; "))
     for row in r["simt"]:
         lines.append(f"numba SIMT fp32 {row['size']:5d}³: {row['tflops']:.2f} TFLOP/s")
     for row in r.get("peak", []):
@@ -206,13 +209,13 @@ def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _at_clock(row: dict, sm_count: int, dtype: str) -> str:
-    """``" = 0.93 of 132×4096×1713 MHz (in-kernel) = 926 (datasheet 989 at 1830 MHz: 0.92)"``
-    (:func:`bench.peak_text`), or nothing for
-    rows of older records that carry no measured clock."""
+def _at_clock(row: dict, sm_count: int, dtype: str, sep: str = " = ") -> str:
+    """``" = 0.93 of peak at 1713 MHz (in-kernel), 0.92 at the datasheet's"``
+    (:func:`bench.peak_short`; the formula is the table's :func:`bench.peak_legend` line), or
+    nothing for rows of older records that carry no measured clock."""
     if row.get("sm_mhz") is None:
         return ""
-    return " = " + bench.peak_text(row, sm_count, dtype)
+    return sep + bench.peak_short(row, sm_count, dtype)
 
 
 def summarize_anatomy(r: dict, sm_count: int) -> list[str]:

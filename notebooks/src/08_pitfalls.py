@@ -84,7 +84,7 @@ print(f"{len(zoo.reports())} reports in {len(zoo.CLASSES)} classes; symptoms:",
 # records who gave up, on which barrier, stage and tile. The consumers' half of one iteration:
 
 # %%
-notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  if \(tid == 0\) \{$")
+notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  if \(tid == 0\) \{$", hooks=True)
 
 # %% [markdown]
 # Each `#if BUG == …` is one zoo class. All eleven builds compile to sm_90a cubin; the deep dive
