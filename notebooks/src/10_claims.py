@@ -73,8 +73,8 @@ _ = notebook.claim(f["measured"] > f["datasheet"],
 # ## 2. The summary: every statement, its verdict, our number
 #
 # One line per statement, in the seed's order: its id, the claim in a few words, the verdict, and
-# our number. Every part of every statement, with the chapter and record behind it, is in the
-# full table at the end of this chapter ("Appendix"); read it for the statements marked "partly".
+# our number. The appendix at the end of this chapter lists every part of every statement, with the
+# chapter and record it comes from; read it for the statements marked "partly".
 
 # %% output varies
 cl = claims.evaluate(recs)
@@ -194,8 +194,8 @@ print(claims.not_measured_text(cl, an))
 # **1. Both denominators.** The cell below prints one row of the `warp_specialization` record that
 # no table above shows: chapter 06's rung 3 (two consumer warpgroups and setmaxnreg) at **8192³**.
 # Compute its fraction of peak under both denominators: the datasheet's 989.4 TFLOP/s, and 132 SMs ×
-# 4096 FLOP/clk/SM × its measured clock — the in-flight one, read while the kernel ran (the clock
-# "probed after the sample" is read once the kernel has stopped). Answer `(datasheet fraction,
+# 4096 FLOP/clk/SM × its measured clock — the in-flight one, read while the kernel ran, not the
+# second clock the row prints (chapter 00, section 2 defines both). Answer `(datasheet fraction,
 # measured-clock fraction)`.
 
 # %% output varies
