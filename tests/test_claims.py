@@ -340,6 +340,41 @@ def test_tables_as_text(recs):
     assert sum(C.counts(cl).values()) == len(cl)
 
 
+def test_the_summary_is_one_short_line_per_claim(recs):
+    """Chapter 10's core lesson prints a compact summary (one line per claim: id, the claim in at
+    most eight words, verdict, our number); the full table (every part) stays in table_text."""
+    cl = C.evaluate(recs)
+    assert set(C.SHORT) == {c.key for c in cl}
+    assert all(len(v.split()) <= 8 for v in C.SHORT.values())
+    t = C.summary_text(cl)
+    lines = t.splitlines()
+    assert max(map(len, lines)) <= 100
+    for c in cl:
+        line = next(x for x in lines if x.startswith(c.key + " "))
+        word = "Blackwell" if c.verdict == C.BLACKWELL else c.verdict
+        assert C.SHORT[c.key] in line and word in line and C.our_number(c) in line
+    ws = {c.key: c for c in cl}["gemm_ws"]
+    f = {p.denominator: p.value for p in ws.parts}
+    assert C.our_number(ws) == f"{f[C.DATASHEET]:.3f}, at clock {f[C.MEASURED_CLOCK]:.3f}"
+
+
+def test_the_two_figures_split_the_panels(recs):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from asynctc.claims import figures
+    cl, an = C.evaluate(recs), C.evaluate_anchors(recs)
+    f1, f2 = C.fractions_figure(cl, an, "records"), C.ratios_figure(cl, an)
+    assert len(f1.axes) == len(f2.axes) == 1
+    assert len(f1.axes[0].get_yticks()) == len(figures.fraction_rows(cl, an))
+    assert len(f2.axes[0].get_yticks()) == len(figures.ratio_parts(cl, an))
+    labels = [t.get_text() for f in (f1, f2) for t in f.axes[0].get_yticklabels()]
+    assert all(len(x) <= 60 for x in labels), max(labels, key=len)
+    plt.close(f1)
+    plt.close(f2)
+
+
 def test_the_figure_draws_both_panels(recs, monkeypatch):
     pytest.importorskip("matplotlib")
     import matplotlib

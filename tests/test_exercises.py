@@ -44,6 +44,7 @@ KW = {
     "ch06.which_barrier": dict(event="consumer arrives"),
     "ch07.quantize": dict(value=300.0),
     "ch07.block_scale": dict(amax=37.5),
+    "ch07.round_trip": dict(value=10.0, amax=37.5),
     "ch07.promote_interval": dict(k=4096, target=1e-2),
     "ch08.name_bug": dict(diagnosis=_pitfalls.mystery_diagnosis()),
     "ch08.repair": dict(rule="store", program=_ordering.PROGRAMS["store"]["broken"]),
@@ -51,7 +52,7 @@ KW = {
     "ch09.tmem_columns": dict(m=128, n=96),
     "ch09.lane_quarter": dict(warp=6),
     "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
-    "ch10.fraction_both": dict(tflops=759.4, sm_mhz=1679.0, sm_count=132),
+    "ch10.fraction_both": dict(tflops=759.4, sm_mhz=1679.0, sm_count=132, sm_mhz_after=1972.0),
     "ch10.verdict": dict(datasheet=0.687, measured=0.757, low=0.75, high=0.80),
     "ch09.acc_columns": dict(bn=192),
     "ch09.acc_parity": dict(t=5),
@@ -91,11 +92,18 @@ MISTAKES = [
     ("ch07.block_scale", 37.5 / 57344, "other format"),
     ("ch07.block_scale", 0.125, "no power of two"),
     ("ch07.block_scale", 37.5, "divide by it"),
+    ("ch07.round_trip", 120.0, "that is q, the e4m3 value itself"),
+    ("ch07.round_trip", 10.0, "10 is the input"),
+    ("ch07.round_trip", 112 * 37.5 / 448, "a neighbour of x / s"),
+    ("ch07.round_trip", 119 * 37.5 / 448, "rounds x / s to an integer"),
+    ("ch07.round_trip", 11.0, "compute it in three steps"),
     ("ch07.promote_interval", 0, "no promotion"),
     ("ch07.promote_interval", 1, "every 1 k-tile stays"),
     ("ch07.promote_interval", 3, "not below 0.01"),
-    ("ch07.promote_interval", 8, "wgmma k32 steps"),
-    ("ch07.promote_interval", 256, "fp8 elements"),
+    ("ch07.promote_interval", 8, "if you counted wgmma k32 steps"),
+    ("ch07.promote_interval", 8, "compute fp8.predict_swamp"),
+    ("ch07.promote_interval", 5, "compute fp8.predict_swamp"),
+    ("ch07.promote_interval", 256, "if you counted fp8 elements"),
     ("ch08.name_bug", "phase_parity", "blocks on empty"),
     ("ch08.name_bug", "proxy_fence", "not a ring-protocol error"),
     ("ch08.repair", 0, "bulk group 0"),
@@ -184,6 +192,8 @@ MISTAKES = [
     ("ch10.fraction_both", (100 * 759.4 / 989.4, 100 * 759.4 / (132 * 4096 * 1679e-6)), "not percent"),
     ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1980e-6)), "1980 MHz is the clock attribute"),
     ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1830e-6)), "boost clock"),
+    ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1972e-6)), "probed after the sample"),
+    ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1972e-6)), "the in-flight one"),
     ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1679e-6) / 2), "4096 FLOP per clock"),
     ("ch10.fraction_both", (759.4 / 989.4 / 2, 759.4 / (132 * 4096 * 1679e-6)), "dense one"),
     ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1679e-6) * 132), "summed over every SM"),
@@ -374,6 +384,9 @@ def test_solutions_in_the_notebooks_still_pass():
     assert ex("ch10.verdict", "partly", **KW["ch10.verdict"], solution=True)
     assert ex("ch07.block_scale", 0.125, amax=37.5, pow2=True, solution=True)
     assert ex("ch07.promote_interval", 2, k=4096, target=1e-2, solution=True)
+    s = 37.5 / 448                                      # ch07.round_trip: 10 / s ≈ 119.5 → 120
+    assert ex("ch07.round_trip", 120 * s, value=10.0, amax=37.5, solution=True)
+    assert ex("ch07.round_trip", 10.04, value=10.0, amax=37.5)
     for event, barrier in (("producer waits", "empty"), ("TMA completes", "full"),
                            ("consumer waits", "full"), ("consumer arrives", "empty")):
         assert ex("ch06.which_barrier", barrier, event=event, solution=True)

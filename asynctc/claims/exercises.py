@@ -14,8 +14,10 @@ from .verdicts import FAILS, HOLDS, PARTLY, combine, fractions, judged
           "A record row says `tflops` TFLOP/s, its SM clock measured at `sm_mhz` MHz, on a GPU of "
           "`sm_count` SMs (dense fp16: 4096 FLOP/clk/SM; datasheet 989.4 TFLOP/s). What fraction of "
           "peak is it under each denominator? Answer (datasheet fraction, measured-clock fraction), "
-          "as fractions (0.75, not 75).", rtol=0.01)
-def _fraction_both(tflops: float, sm_mhz: float, sm_count: int, dtype: str = "float16"):
+          "as fractions (0.75, not 75). (`sm_mhz_after`, optional: the row's clock probed after "
+          "the sample, for the hint.)", rtol=0.01)
+def _fraction_both(tflops: float, sm_mhz: float, sm_count: int, dtype: str = "float16",
+                   sm_mhz_after: float | None = None):
     f = fractions({"tflops": tflops, "sm_mhz": sm_mhz}, sm_count, dtype)
     return (round(f["datasheet"], 6), round(f["measured"], 6))
 
@@ -25,7 +27,8 @@ def _near(a, b, rtol: float = 0.01) -> bool:
 
 
 @diagnosis("ch10.fraction_both")
-def _fraction_both_hint(answer, expected, tflops, sm_mhz, sm_count, dtype="float16"):
+def _fraction_both_hint(answer, expected, tflops, sm_mhz, sm_count, dtype="float16",
+                        sm_mhz_after=None):
     if not isinstance(answer, list) or len(answer) != 2:
         return "two fractions: (datasheet, measured clock)."
     a, b = answer
@@ -35,6 +38,11 @@ def _fraction_both_hint(answer, expected, tflops, sm_mhz, sm_count, dtype="float
         return "the two are swapped: the datasheet fraction first, the measured-clock one second."
     if _near(a, 100 * d) or _near(b, 100 * m):
         return "answer fractions (0.75), not percent (75)."
+    if sm_mhz_after and _near(b, tflops / (sm_count * rate * sm_mhz_after * 1e-6), 0.002):
+        return (f"{sm_mhz_after:.0f} MHz is the clock probed after the sample, once the Tensor Cores "
+                "had stopped and the clock had recovered: an upper bound, not the clock the kernel "
+                "ran at. The denominator asks for the clock during the work — the in-flight one, "
+                "the first clock the row prints.")
     if _near(b, tflops / (sm_count * rate * 1980e-6)):
         return ("1980 MHz is the clock attribute, the maximum: the denominator is the clock the "
                 "row measured while the kernel ran.")

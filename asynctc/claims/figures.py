@@ -1,5 +1,6 @@
-"""Chapter 10's figure: each claim's range beside the course's number — fractions of peak under
-both denominators on the left, ratios on the right (our number and, for an anchor, theirs).
+"""Chapter 10's figures: each claim's range beside the course's number — fractions of peak under
+both denominators (:func:`fractions_figure`), ratios (:func:`ratios_figure`; our number and, for an
+anchor, theirs), or both panels in one (:func:`claims_figure`).
 
 Figure code never measures: it draws evaluated claims (:func:`asynctc.claims.seed.evaluate`,
 :func:`asynctc.claims.anchors.evaluate`), which read records.
@@ -54,55 +55,112 @@ def ratio_parts(claims, anchors=()) -> list[tuple]:
     return [(c.chapter, p) for c in list(claims) + list(anchors) for p in c.parts if p.unit == "×"]
 
 
-def claims_figure(claims, anchors=(), title: str = ""):
-    """Both panels in one figure; returns it. ``title``: where the records come from."""
-    import matplotlib.pyplot as plt
+def _fraction_label(r, claims) -> str:
+    from .report import SHORT
+    if r["theirs"] is None and r["key"] in SHORT and sum(x["key"] == r["key"] for x in
+                                                         fraction_rows(claims)) == 1:
+        return f"{SHORT[r['key']]} (ch {r['chapter']})"
+    return _label(r["what"], r["chapter"], 44)
+
+
+def draw_fractions(ax, claims, anchors=()) -> None:
+    """The fractions of peak on ``ax``: per row the claim's band (grey), ● ours under the datasheet,
+    ▲ at the measured clock (its kind written beside it only where it is not the usual one), ✕ an
+    anchor's own number."""
     claims, anchors = list(claims), list(anchors)
-    fr, rr = fraction_rows(claims, anchors), ratio_parts(claims, anchors)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 0.3 * (len(fr) + len(rr)) + 2.6),
-                                   layout="constrained",
-                                   gridspec_kw={"height_ratios": [len(fr) + 1, len(rr) + 1]})
+    fr = fraction_rows(claims, anchors)
+    kinds = [r["clock"] for r in fr if r["clock"]]
+    usual = max(set(kinds), key=kinds.count) if kinds else None
     for i, r in enumerate(fr):
         y = len(fr) - 1 - i
         lo, hi = r["band"] or (None, None)
-        _band(ax1, y, lo, hi, 1.0, 0.005 if lo is not None and lo == hi else 0.0)
+        _band(ax, y, lo, hi, 1.0, 0.005 if lo is not None and lo == hi else 0.0)
         if r["theirs"] is not None:
-            ax1.plot(r["theirs"], y, "kx", ms=9, zorder=3)
+            ax.plot(r["theirs"], y, "kx", ms=9, zorder=3)
         if r["datasheet"] is None and r["measured"] is None:
-            word = "cannot be measured here — Blackwell" if r.get("verdict_measured") == BLACKWELL \
+            word = "Blackwell: not measurable here" if r.get("verdict_measured") == BLACKWELL \
                 else "not measured here"
-            ax1.text(0.5, y, word, va="center", ha="center", fontsize=8, style="italic")
+            ax.text(0.5, y, word, va="center", ha="center", fontsize=8, style="italic")
         if r["datasheet"] is not None:
-            ax1.plot(r["datasheet"], y, "o", color="tab:blue", ms=7, zorder=4)
+            ax.plot(r["datasheet"], y, "o", color="tab:blue", ms=7, zorder=4)
         if r["measured"] is not None:
-            ax1.plot(r["measured"], y, "^", color="tab:orange", ms=8, zorder=4)
-            ax1.annotate(r["clock"] or "", (r["measured"], y), xytext=(6, 4),
-                         textcoords="offset points", fontsize=7, color="tab:orange")
-    ax1.set_yticks(range(len(fr)), [_label(r["what"], r["chapter"]) for r in fr][::-1], fontsize=8)
-    ax1.set_xlim(0, 1.0)
-    ax1.set_xlabel("fraction of the Tensor Core peak")
-    ax1.set_title("Fractions of peak — ● datasheet, ▲ SMs × FLOP/clk/SM × the measured clock "
-                  "(its kind beside it);\ngrey: the claim's band; ✕: an anchor's number", fontsize=9)
+            ax.plot(r["measured"], y, "^", color="tab:orange", ms=8, zorder=4)
+            if r["clock"] and r["clock"] != usual:
+                ax.annotate(r["clock"], (r["measured"], y), xytext=(6, 4),
+                            textcoords="offset points", fontsize=7, color="tab:orange")
+    ax.set_yticks(range(len(fr)), [_fraction_label(r, claims) for r in fr][::-1], fontsize=8)
+    ax.set_xlim(0, 1.0)
+    ax.set_xlabel("fraction of the Tensor Core peak")
+    ax.plot([], [], "o", color="tab:blue", label="ours, datasheet peak")
+    ax.plot([], [], "^", color="tab:orange", label=f"ours, at the measured clock ({usual or '—'})")
+    ax.plot([], [], "kx", label="an anchor's number")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.set_title("Fractions of peak (grey: the claim's band)", fontsize=9)
+
+
+def draw_ratios(ax, claims, anchors=()) -> None:
+    """The ratios on ``ax``: per "×" part the claim's band (grey) or the anchor's ✕, and ● ours —
+    green inside the band (or matching the anchor), red outside, purple above or below the ✕."""
+    rr = ratio_parts(list(claims), list(anchors))
     xmax = max([2.6] + [p.value * 1.1 for _, p in rr if p.value is not None]
                + [p.theirs * 1.1 for _, p in rr if p.theirs is not None])
     for i, (ch, p) in enumerate(rr):
         y = len(rr) - 1 - i
         lo, hi = p.band or (None, None)
         if p.theirs is None:
-            _band(ax2, y, lo, hi, xmax)
+            _band(ax, y, lo, hi, xmax)
         else:
-            ax2.plot(p.theirs, y, "kx", ms=9, zorder=3)
+            ax.plot(p.theirs, y, "kx", ms=9, zorder=3)
         if p.value is None:
-            ax2.text(xmax / 2, y, "not measured yet", va="center", ha="center", fontsize=8,
-                     style="italic")
+            ax.text(xmax / 2, y, "not measured yet", va="center", ha="center", fontsize=8,
+                    style="italic")
             continue
-        ax2.plot(p.value, y, "o", color=_COLOR.get(p.verdict, "tab:purple"), ms=7, zorder=4)
-    ax2.set_yticks(range(len(rr)), [_label(p.what, ch) for ch, p in rr][::-1], fontsize=8)
-    ax2.set_xlim(0, xmax)
-    ax2.axvline(1.0, color="k", lw=0.6, ls=":")
-    ax2.set_xlabel("ratio (×)")
-    ax2.set_title("Ratios — ● ours: green inside the claim's band (or matching the anchor),\nred "
-                  "outside it, purple above or below the anchor's ✕", fontsize=9)
+        ax.plot(p.value, y, "o", color=_COLOR.get(p.verdict, "tab:purple"), ms=7, zorder=4)
+    ax.set_yticks(range(len(rr)), [_label(p.what, ch, 44) for ch, p in rr][::-1], fontsize=8)
+    ax.set_xlim(0, xmax)
+    ax.axvline(1.0, color="k", lw=0.6, ls=":")
+    ax.set_xlabel("ratio (×)")
+    for color, word in (("tab:green", "inside the band / matches"), ("tab:red", "outside the band"),
+                        ("tab:purple", "above or below the anchor")):
+        ax.plot([], [], "o", color=color, label=word)
+    ax.plot([], [], "kx", label="an anchor's number")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.set_title("Ratios (grey: the claim's band)", fontsize=9)
+
+
+def fractions_figure(claims, anchors=(), title: str = ""):
+    """:func:`draw_fractions` alone in a figure; returns it."""
+    import matplotlib.pyplot as plt
+    n = len(fraction_rows(list(claims), list(anchors)))
+    fig, ax = plt.subplots(figsize=(10, 0.32 * n + 1.6), layout="constrained")
+    draw_fractions(ax, claims, anchors)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def ratios_figure(claims, anchors=(), title: str = ""):
+    """:func:`draw_ratios` alone in a figure; returns it."""
+    import matplotlib.pyplot as plt
+    n = len(ratio_parts(list(claims), list(anchors)))
+    fig, ax = plt.subplots(figsize=(10, 0.32 * n + 1.6), layout="constrained")
+    draw_ratios(ax, claims, anchors)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def claims_figure(claims, anchors=(), title: str = ""):
+    """Both panels in one figure (:func:`draw_fractions` above :func:`draw_ratios`); returns it.
+    ``title``: where the records come from. The notebook shows them as two figures."""
+    import matplotlib.pyplot as plt
+    claims, anchors = list(claims), list(anchors)
+    fr, rr = fraction_rows(claims, anchors), ratio_parts(claims, anchors)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 0.3 * (len(fr) + len(rr)) + 2.6),
+                                   layout="constrained",
+                                   gridspec_kw={"height_ratios": [len(fr) + 1, len(rr) + 1]})
+    draw_fractions(ax1, claims, anchors)
+    draw_ratios(ax2, claims, anchors)
     if title:
         fig.suptitle(title, fontsize=9)
     return fig

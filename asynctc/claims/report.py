@@ -9,7 +9,7 @@ import textwrap
 
 from ..core import notebook
 from .verdicts import (BLACKWELL, DATASHEET, FAILS, HOLDS, MATCHES, MEASURED_CLOCK, NOT_MEASURED,
-                       VERDICTS, Part, combine)
+                       PARTLY, VERDICTS, Part, combine)
 
 _H, _F, _N = HOLDS, FAILS, NOT_MEASURED
 
@@ -61,6 +61,73 @@ def table_text(claims, width: int = 110, parts: bool = True) -> str:
         lines.append(f"{c.chapter:3s} {v:14s} {c.statement}")
         if parts:
             lines += [_wrap(p.line(), width, "      ") for p in c.parts]
+    return "\n".join(lines)
+
+
+#: Each seed claim in at most eight words, for the one-line summary (:func:`summary_text`); the
+#: full statement is :attr:`~asynctc.claims.verdicts.Claim.statement` (a test keeps every key here).
+SHORT = {
+    "sync_utilisation": "sync kernels: Tensor Cores 30–50 % busy",
+    "sync_quarter": "sync GEMM: 80+ of a 300+ ceiling",
+    "latencies": "latencies: global 100s, shared 10s, mma few",
+    "sync_vs_wgmma": "wgmma over 1.5× mma.sync",
+    "tma_vs_manual": "TMA against manual loads, by box size",
+    "smem_228": "228 KB shared memory per SM",
+    "tile_tens_kb": "a 128×256 FP16 tile: tens of KB",
+    "queue_depth": "queues 2–4 deep, triple beats double",
+    "fp8_speedup": "FP8 1.5–2× FP16 with the right layout",
+    "swizzle_modes": "128 B swizzle best; modes 10–20 % apart",
+    "accumulators": "big-tile accumulators: 100s of registers",
+    "gemm_mma_sync": "4096³ mma.sync at ~50 % of peak",
+    "gemm_ws": "4096³ wgmma, TMA and WS: 75–80 %",
+    "gemm_tuned": "4096³ tuned at ~85 % of peak",
+    "gemm_blackwell": "4096³ on Blackwell above 90 %",
+    "wait_group": "wait_group N: at most N pending",
+    "descriptor_fields": "descriptor address fields: 14 bits, >> 4",
+}
+
+_UNIT = {"fraction of peak": "{:.3f}", "×": "{:.2f}×", "TFLOP/s": "{:.0f} TFLOP/s", "KiB": "{:.0f} KiB",
+         "registers": "{:.0f} registers", "cycles": "{:.1f} cycles"}
+
+
+def _number(p) -> str:
+    if p.unit == "checks":
+        return "every check passes" if p.value == 1.0 else f"{p.value:.0%} of checks pass"
+    if p.unit == "share":
+        return f"{p.value:.0%} of cases"
+    return _UNIT.get(p.unit, "{:.3g} " + p.unit).format(p.value)
+
+
+def our_number(claim) -> str:
+    """The one number :func:`summary_text` shows for ``claim``: for a "% of peak" claim its two
+    fractions (datasheet, at the measured clock); otherwise the first measured part that does not
+    hold (the one that keeps the claim from holding), else its first measured part; "—" when no
+    part is measured."""
+    done = [p for p in claim.parts if p.measured and p.value is not None]
+    if not done:
+        return "—"
+    if claim.percent_of_peak:
+        side = {p.denominator: p.value for p in done if p.unit == "fraction of peak"}
+        if DATASHEET in side and MEASURED_CLOCK in side:
+            return f"{side[DATASHEET]:.3f}, at clock {side[MEASURED_CLOCK]:.3f}"
+    p = next((p for p in done if p.verdict == FAILS), done[0])
+    return _number(p)
+
+
+def summary_text(claims) -> str:
+    """One line per seed claim: its key, :data:`SHORT`, its verdict (for "partly": how many of its
+    parts hold, of all its parts) and :func:`our_number`. The full table is :func:`table_text`."""
+    claims = list(claims)
+    short = [SHORT.get(c.key, c.statement) for c in claims]
+    w = max([len(x) for x in short] + [8]) + 2
+    lines = [f"{'claim':18s}{'in short':{w}s}{'verdict':14s}our number"]
+    for c, text in zip(claims, short):
+        v = "Blackwell" if c.verdict == BLACKWELL else c.verdict
+        if c.verdict == PARTLY:
+            v += f" {sum(p.verdict == HOLDS for p in c.parts)}/{len(c.parts)}"
+        lines.append(f"{c.key:18s}{text:{w}s}{v:14s}{our_number(c)}")
+    lines.append("(partly k/n: k of its n parts hold. Fractions of peak: datasheet, then at the "
+                 "measured clock.\n Other numbers: the part that does not hold, else the first part.)")
     return "\n".join(lines)
 
 
@@ -175,6 +242,7 @@ def check_written(claims, anchors=(), written=None, written_anchors=None) -> str
                           f"{counts_text(claims)}).", **shown)
 
 
-__all__ = ["WRITTEN_FOR", "WRITTEN_FOR_ANCHORS", "written_verdict", "table_text", "counts", "counts_text",
+__all__ = ["WRITTEN_FOR", "WRITTEN_FOR_ANCHORS", "written_verdict", "table_text", "SHORT",
+           "our_number", "summary_text", "counts", "counts_text",
            "percent_rows", "percent_text", "anchors_text", "not_measured", "not_measured_text",
            "mismatches", "check_written", "MEASURED_CLOCK"]

@@ -1,7 +1,10 @@
 """Chapter 07's exercises (auto-checked in notebooks/07_fp8_precision): ``ch07.quantize`` (the FP8
-value a number becomes), ``ch07.block_scale`` (the dequantisation scale of a 1×128 block) and
-``ch07.promote_interval`` (the longest promotion interval the model allows), each with a hint
-giver that names the usual mistake. Registered when :mod:`asynctc.fp8` is imported."""
+value a number becomes), ``ch07.block_scale`` (the dequantisation scale of a 1×128 block; the
+checkpoints use it), ``ch07.round_trip`` (what an element of a scaled block comes back as after
+quantising and dequantising) and ``ch07.promote_interval`` (the longest promotion interval the
+model allows), each with a hint giver that names a mistake only when the answer is exactly what
+that mistake gives, and otherwise says what to compute. Registered when :mod:`asynctc.fp8` is
+imported."""
 
 from __future__ import annotations
 
@@ -96,6 +99,47 @@ def _ch07_block_scale(amax: float, dtype: str = "float8_e4m3fn", pow2: bool = Fa
     return float(amax_scale(amax, dtype, pow2))
 
 
+def _round_trip(value: float, amax: float, dtype: str) -> tuple[float, float, float]:
+    """(s, x / s, q) for ``value`` in a block of largest magnitude ``amax``."""
+    q, s = quantize(np.array([float(value)]), dtype, scale=amax_scale(amax, dtype))
+    return float(s), float(value) / float(s), float(q.astype(np.float64)[0])
+
+
+def _round_trip_hint(answer, value: float, amax: float, dtype: str = "float8_e4m3fn"):
+    fmt = fp8_format(dtype)
+    s, y, q = _round_trip(value, amax, dtype)
+    want = q * s
+    lo, hi = _grid_neighbours(abs(y), fmt)
+    far = hi if abs(q) == lo else lo
+    other = "float8_e5m2" if fmt.name == "float8_e4m3fn" else "float8_e4m3fn"
+    s2, _, q2 = _round_trip(value, amax, other)
+    tries = [(q, f"that is q, the {fmt.ptx} value itself; dequantise it: x ≈ q · s"),
+             (float(value), f"{value:g} is the input: quantising rounds x / s to the {fmt.ptx} grid "
+                            "first, and q · s is what comes back"),
+             (want - value, "that is the error q · s − x; the question asks for q · s itself"),
+             (math.copysign(far, y) * s, f"that dequantises a neighbour of x / s on the {fmt.ptx} "
+                                        "grid, not the nearest one (round to nearest, ties to even)"),
+             (round(y) * s, f"that rounds x / s to an integer; {fmt.ptx} has {fmt.frac_bits} fraction "
+                            "bits, so its step between 2^e and 2^(e+1) is 2^(e − "
+                            f"{fmt.frac_bits})"),
+             (q2 * s2, f"that is the {FORMATS[other].ptx} round trip (its own scale); this is "
+                       f"{fmt.ptx}")]
+    hit = _ex.known_mistake(answer, want, tries, rtol=1e-4)
+    if hit:
+        return hit
+    return (f"compute it in three steps: the block's scale s = amax / {fmt.max:g}; x / s, rounded "
+            f"to the nearest {fmt.ptx} value q (exercise 1's rule); then q · s")
+
+
+@_ex.exercise("ch07.round_trip", "An element `value` of a 1×128 block of A whose largest magnitude "
+              "is `amax` is quantised to `dtype` with the block's scale s = amax / max, then "
+              "dequantised (q · s). What value comes back? Four significant figures are enough.",
+              rtol=1e-3, hint=_round_trip_hint)
+def _ch07_round_trip(value: float, amax: float, dtype: str = "float8_e4m3fn") -> float:
+    s, _, q = _round_trip(value, amax, dtype)
+    return q * s
+
+
 def _promote_errors(k: int, most: int) -> dict[int, float]:
     return {p: e[k] for p, e in predict_swamp(ks=(k,), promotes=tuple(range(0, most + 1))).items()}
 
@@ -105,16 +149,21 @@ def _promote_hint(answer, k: int, target: float):
         return "answer a number of k-tiles (0: never promote)"
     tiles = k // KTILE
     want = _ch07_promote(k, target)
-    if answer in (4 * want, 128 * want) and answer != want:
-        unit = "wgmma k32 steps" if answer == 4 * want else "fp8 elements"
-        return f"that counts {unit}; a k-tile is 128 fp8 elements (4 wgmma k32 steps)"
+    how = (f"compute fp8.predict_swamp(ks=({k},), promotes=(1, 2, …)) and take the largest "
+           f"interval P whose error, and every shorter one's, is below {target:g}")
     if answer > tiles:
-        return f"K = {k} has only {tiles} k-tiles of 128"
+        unit = ""
+        if answer == 128 * want:
+            unit = " (if you counted fp8 elements: a k-tile is 128 of them)"
+        return f"K = {k} has only {tiles} k-tiles of 128{unit}; {how}"
     err = _promote_errors(k, max(answer, 1))[answer]
     if err >= target:
         every = "no promotion" if answer == 0 else \
             f"promotion every {answer} k-tile{'s' if answer != 1 else ''}"
-        return f"the model gives {err:.1e} with {every} — not below {target:g}"
+        unit = ""
+        if answer == 4 * want:
+            unit = " (if you counted wgmma k32 steps: a k-tile is 4 of them)"
+        return f"the model gives {err:.1e} with {every} — not below {target:g}{unit}; {how}"
     return (f"promotion every {answer} k-tile{'s' if answer != 1 else ''} stays below {target:g} "
             f"({err:.1e}), but a longer interval does too: the question asks for the largest "
             "(promotion costs throughput)")

@@ -47,9 +47,11 @@ res = rec.results
 # producer on empty[s] with parity (f + 1) mod 2 — on the first pass, a fresh barrier's
 # "preceding phase", which counts as complete.
 #
-# The seed article (the tutorial this course checks) swaps the waits: its consumers wait on
-# "empty" — for "stage s may be refilled" before anything was loaded. Both versions, from the same
-# tables (the left read from the kernel's source; one arrow is left open for exercise 3):
+# The seed article — the tutorial this course was asked to check; we state each of its claims in
+# our own words, in its order (`asynctc.claims.seed`), without reproducing its text — swaps the
+# waits: its consumers wait on "empty" — for "stage s may be refilled" before anything was loaded.
+# Both versions, from the same tables (the left read from the kernel's source; one arrow is left
+# open for exercise 3):
 
 # %% output varies
 fig = W.plot_protocol(hide="consumer arrives")

@@ -180,15 +180,20 @@ print("the kernels' descriptors equal the models'")
 # %% [markdown]
 # ## 6. Hopper → Blackwell
 #
-# The same GEMM, instruction by instruction (SASS names as nvdisasm prints them for sm_90a and
-# sm_100a cubins compiled by this course):
+# The same GEMM, instruction by instruction: per concept, Hopper's PTX and then Blackwell's, each
+# with the SASS that nvdisasm prints for the sm_90a and sm_100a cubins compiled by this course
+# ("—": none).
 
 # %%
-head = ("", "Hopper PTX", "Hopper SASS", "Blackwell PTX", "Blackwell SASS")
-rows = [head] + list(tc.MIGRATION)
-widths = [max(len(r[c]) for r in rows) for c in range(5)]
-for r in rows:
-    print(" | ".join(x.ljust(wd) for x, wd in zip(r, widths)))
+lines = []
+for concept, *cells in tc.MIGRATION:
+    lines.append(concept)
+    for arch, ptx, sass in (("Hopper", *cells[:2]), ("Blackwell", *cells[2:])):
+        sass = "" if sass == "—" else f"  · SASS {sass}"
+        one = f"  {arch:10s}{ptx}{sass}"
+        lines += [one] if len(one) <= 100 else [f"  {arch:10s}{ptx}", f"{'':12s}{sass.strip()}"]
+assert max(map(len, lines)) <= 100
+print("\n".join(lines))
 
 # %% [markdown]
 # **Deep dives:** [09c — where the accumulator lands, one tile emulated](09c_blackwell_datapath.ipynb)
