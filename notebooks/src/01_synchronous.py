@@ -61,8 +61,8 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # ### What one `mma.sync.m16n8k16` does
 #
 # A whole warp issues it together. It multiplies a 16×16 fp16/bf16 tile of A by a 16×8 tile of B
-# and adds the product into a 16×8 fp32 tile of C: 16·8·16 multiply-adds, 4096 FLOP. No lane holds
-# a whole tile. Each of the 32 lanes holds a **fragment**: a fixed few elements of each operand, in
+# and adds the product into a 16×8 fp32 tile of C: 16·8·16 multiply-adds, 4096 FLOP. No lane has
+# a whole tile. Each of the 32 lanes keeps a **fragment**: a fixed few elements of each operand, in
 # its own registers, in a pattern the PTX ISA fixes (*Matrix Fragments for mma.m16n8k16*):
 #
 # | operand | tile | elements per lane | registers per lane |
@@ -72,7 +72,7 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # | C (accumulator) | 16×8 fp32 | 4 | 4 |
 #
 # `ldmatrix` loads fragments out of shared memory in exactly that pattern. The picture
-# (`asynctc.models.fragments`) shows which lane holds each element of A; who holds what in B and C,
+# (`asynctc.models.fragments`) shows which lane has each element of A; who has what in B and C,
 # and why the lanes must exchange values inside the instruction: [01b §1](01b_synchronous_anatomy.ipynb).
 
 # %% output varies

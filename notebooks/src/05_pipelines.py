@@ -90,7 +90,7 @@ notebook.show_source("pipeline.cu", start=r"^  for \(int k = 0; k < T; \+\+k\) \
 #
 # | part | means |
 # |---|---|
-# | `/2cta` | built for two resident CTAs per SM (registers kept low enough); two independent CTAs, not a cluster |
+# | `/2cta` | built for two resident CTAs per SM (registers kept low enough); two independent CTAs, not a [cluster](../docs/glossary.md#cluster) |
 # | `l2:256B` | the tensor maps ask TMA to fetch L2 lines in 256-byte units (L2 promotion) |
 # | `out:float16` | C's dtype (fp32 otherwise) |
 # | `(2)` after a TFLOP/s number | that many CTAs were resident per SM (no mark: one) |

@@ -300,8 +300,8 @@ for kind, what in pl.BREAKS.items():
         print("   GPU:", pl.run_broken(kind))
 if not runtime.runs_live("sm_90a"):
     print(f"\nthe record's run ({rec.label()}):")
-    for row in res["broken"]:
-        print(f"BREAK={row['kind']}, after {row['seconds']:.1f} s: {row['error']}")
+    for broken in res["broken"]:
+        print(f"BREAK={broken['kind']}, after {broken['seconds']:.1f} s: {broken['error']}")
 
 # %% [markdown]
 # ## 6. What we measured vs what is often claimed
