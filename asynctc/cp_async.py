@@ -322,10 +322,11 @@ def _mma_sync_record_row(dtype: str, size: int, tile: str):
     return None, rec
 
 
-def summarize_cp_async(rec: records.Record) -> str:
+def summarize_cp_async(rec: records.Record, microbench: bool = True) -> str:
     """Ratio table. Every "× ch.01" divides by chapter 01's kernel timed *in this run* on the same
     inputs (this record); the last lines set that number beside the mma_sync record's for the same
-    tile and say which record each comes from."""
+    tile and say which record each comes from. ``microbench=False`` leaves out the shared-memory
+    copy microbenchmark's lines (set beside Luo et al.'s in deep dive 02b) and says where they are."""
     r = rec.results
     n = rec.provenance["sm_count"]
     shown = []                                   # rows whose clock is printed, for the caveat
@@ -348,7 +349,9 @@ def summarize_cp_async(rec: records.Record) -> str:
     for row in stage_table(r):
         lines.append(f"  4096³ fp16 {row['tile']:24s} {row['tflops']:6.1f} TFLOP/s "
                      f"({row['vs_mma_sync']:.2f}× ch.01)")
-    for row in r["smem"]:
+    if not microbench and r["smem"]:
+        lines.append("(the shared-memory copy microbenchmark beside Luo et al.'s: deep dive 02b §1)")
+    for row in (r["smem"] if microbench else []):
         lines.append(f"smem copy {row['b']:2d}×{row['b']:<2d}: pipelined vs synchronous "
                      f"{row['gain']:+.1%} (Luo et al. H800: {LUO_GAIN[row['b']]:+.1%})")
     tile = r.get("ch01_tile", mma_sync.DEFAULT_TILE.name)
@@ -384,30 +387,38 @@ SUITES = {"cp_async": (measure_cp_async, summarize_cp_async, "sm_90a")}
 from .core import exercises as _ex  # noqa: E402
 
 
-@_ex.exercise("ch02.ring_smem", "Shared memory (bytes) of a cp.async ring of `stages` k-tiles for a "
-              "bm×bn×bk fp16 CTA tile (one A tile bm×bk and one B tile bk×bn per stage).")
-def _ch02_ring_smem(bm: int, bn: int, bk: int, stages: int) -> int:
-    return CpAsyncTile(bm, bn, bk, 64, 64, stages=stages).smem_bytes
+CTA_RESERVED_SMEM = 1024          # bytes the driver reserves per CTA (sm_90)
+
+
+@_ex.exercise("ch02.ring_smem", "The largest number of stages whose cp.async ring of bm×bn×bk fp16 "
+              "k-tiles (one A tile bm×bk and one B tile bk×bn per stage) lets `ctas` CTAs share one "
+              "SM: 228 KiB = 233472 B of shared memory per SM, 1 KiB reserved per CTA.")
+def _ch02_ring_smem(bm: int, bn: int, bk: int, ctas: int) -> int:
+    one = CpAsyncTile(bm, bn, bk, 64, 64, stages=1).smem_bytes
+    return (SMEM_PER_SM // ctas - CTA_RESERVED_SMEM) // one
 
 
 @_ex.diagnosis("ch02.ring_smem")
-def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, stages: int) -> str | None:
-    a, b = bm * bk * 2, bk * bn * 2
-    one = a + b
-    return _ex.known_mistake(answer, expected, [
-        (one, f"that is one stage; the ring holds {stages} of them."),
-        ((stages - 1) * one, f"that is {stages - 1} stages: {stages - 1} k-tiles are in flight while "
-                             f"one is computed on, but all {stages} slots are allocated."),
-        ((stages + 1) * one, f"one stage too many: the ring has {stages} slots."),
-        (stages * (bm * bk + bk * bn), "you counted elements, not bytes: fp16 is 2 bytes per element."),
-        (2 * stages * one, "twice too large: 4 bytes per element? fp16 is 2."),
-        (stages * a, "you counted only the A tiles; every stage holds an A tile and a B tile."),
-        (stages * b, "you counted only the B tiles; every stage holds an A tile and a B tile."),
-        (stages * one + bm * bn * 4, "the fp32 accumulators of C live in registers, not in the ring."),
-        (stages * one + bm * bn * 2, "C is not staged in shared memory: the ring holds only A and B."),
-        (stages * one / 1024, "that is in KiB; the question asks for bytes."),
-        (stages * one * 8, "that is bits; the question asks for bytes."),
+def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, ctas: int) -> str | None:
+    one = (bm * bk + bk * bn) * 2
+    if isinstance(answer, bool) or not isinstance(answer, int) or answer < 1:
+        return "give a whole number of stages, at least 1."
+    hint = _ex.known_mistake(answer, expected, [
+        ((SMEM_PER_SM - CTA_RESERVED_SMEM) // one,
+         f"that many fit when one CTA has the SM to itself (here {ctas} CTAs share it) — or did "
+         "you count elements, not bytes? fp16 is 2 bytes per element."),
+        ((SMEM_PER_SM // ctas) // (bm * bk + bk * bn),
+         "you counted elements, not bytes: fp16 is 2 bytes per element."),
     ])
+    if hint:
+        return hint
+    if answer > expected:
+        need = ctas * (answer * one + CTA_RESERVED_SMEM)
+        return (f"{ctas} CTAs × ({answer} stages × {one} B + {CTA_RESERVED_SMEM} B) = {need} B, more "
+                f"than the SM's {SMEM_PER_SM} B.")
+    need = ctas * ((answer + 1) * one + CTA_RESERVED_SMEM)
+    return (f"one stage more still fits: {ctas} CTAs × ({answer + 1} stages × {one} B + "
+            f"{CTA_RESERVED_SMEM} B) = {need} B ≤ {SMEM_PER_SM} B.")
 
 
 @_ex.exercise("ch02.wait_n", "The N of cp.async.wait_group N that the kernel uses before computing on "

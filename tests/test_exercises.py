@@ -27,7 +27,7 @@ KW = {
     "ch01.smem_bytes": dict(bm=128, bn=256, bk=32),
     "ch01.hmma_per_ktile": dict(wm=64, wn=32, bk=32),
     "ch01.costliest_part": dict(ablation=ABLATION),
-    "ch02.ring_smem": dict(bm=128, bn=256, bk=32, stages=3),
+    "ch02.ring_smem": dict(bm=128, bn=128, bk=32, ctas=2),
     "ch02.wait_n": dict(stages=4),
     "ch03.expect_tx": dict(rows=48, cols=32, dtype="float32"),
     "ch03.bank_128B": dict(row=3, col=20),
@@ -146,16 +146,10 @@ MISTAKES = [
     ("ch01.hmma_per_ktile", 2 * 64 * 32 * 32, "counts FLOP"),
     ("ch01.hmma_per_ktile", 128, "per CTA"),
     ("ch01.costliest_part", "ldmatrix", "without the copy 524, without ldmatrix 431"),
-    ("ch02.ring_smem", 24576, "one stage; the ring holds 3"),
-    ("ch02.ring_smem", 2 * 24576, "2 stages"),
-    ("ch02.ring_smem", 4 * 24576, "one stage too many"),
-    ("ch02.ring_smem", 3 * 12288, "elements, not bytes"),
-    ("ch02.ring_smem", 6 * 24576, "4 bytes per element"),
-    ("ch02.ring_smem", 3 * 8192, None),          # = one stage (24576): the first hint wins
-    ("ch02.ring_smem", 3 * 16384, None),         # = two stages: ditto
-    ("ch02.ring_smem", 3 * 24576 + 128 * 256 * 4, "accumulators of C live in registers"),
-    ("ch02.ring_smem", 3 * 24576 + 128 * 256 * 2, "only A and B"),
-    ("ch02.ring_smem", 72, "KiB"),
+    ("ch02.ring_smem", 14, "one CTA has the SM to itself"),
+    ("ch02.ring_smem", 8, "more than the SM's 233472 B"),
+    ("ch02.ring_smem", 6, "one stage more still fits"),
+    ("ch02.ring_smem", 0, "whole number"),
     ("ch02.wait_n", 3, "the group of k-tile kt itself"),
     ("ch02.wait_n", 4, "waits for nothing"),
     ("ch02.wait_n", 0, "too strict"),
@@ -360,8 +354,8 @@ def test_solutions_in_the_notebooks_still_pass():
     assert ex("ch01.smem_bytes", (128 * 32 + 32 * 256) * 2, bm=128, bn=256, bk=32, solution=True)
     assert ex("ch01.hmma_per_ktile", (64 // 16) * (32 // 8) * (32 // 16), wm=64, wn=32, bk=32,
               solution=True)
-    assert ex("ch02.ring_smem", 3 * (128 * 32 + 32 * 256) * 2, bm=128, bn=256, bk=32, stages=3,
-              solution=True)
+    assert ex("ch02.ring_smem", (228 * 1024 // 2 - 1024) // ((128 * 32 + 32 * 128) * 2), bm=128,
+              bn=128, bk=32, ctas=2, solution=True)
     assert ex("ch02.wait_n", 4 - 2, stages=4, solution=True)
     assert ex("ch03.expect_tx", 48 * 32 * 4, rows=48, cols=32, dtype="float32", solution=True)
     row, col = 3, 20

@@ -64,7 +64,6 @@ ALLOWED = [
     ("01b", r"who holds what|which lane holds each", "the PTX fragment layout, not a measurement"),
     ("01", r"that a CTA holds in shared memory", "a definition"),
     ("01b", r"holds an A register|lane 4g\+t holds|lanes? .* hold", "the PTX fragment layout"),
-    ("01", r"hypothesis of the deep dive's anatomy holds", "names a hypothesis, compares nothing"),
     ("03", r"which bank holds element", "an exercise's question"),
     ("04", r"lane 4g\+t holds|N/2 fp32 values per thread|holds each|holding each",
      "the PTX accumulator layout"),

@@ -58,6 +58,31 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # %% [markdown]
 # ## 2. The tuned synchronous Tensor Core GEMM
 #
+# ### What one `mma.sync.m16n8k16` does
+#
+# A whole warp issues it together. It multiplies a 16×16 fp16/bf16 tile of A by a 16×8 tile of B
+# and adds the product into a 16×8 fp32 tile of C: 16·8·16 multiply-adds, 4096 FLOP. No lane has
+# a whole tile. Each of the 32 lanes keeps a **fragment**: a fixed few elements of each operand, in
+# its own registers, in a pattern the PTX ISA fixes (*Matrix Fragments for mma.m16n8k16*):
+#
+# | operand | tile | elements per lane | registers per lane |
+# |---|---|---|---|
+# | A | 16×16 fp16 | 8 | 4 (two fp16 each) |
+# | B | 16×8 fp16 | 4 | 2 |
+# | C (accumulator) | 16×8 fp32 | 4 | 4 |
+#
+# `ldmatrix` loads fragments out of shared memory in exactly that pattern. The picture
+# (`asynctc.models.fragments`) shows which lane has each element of A; who has what in B and C,
+# and why the lanes must exchange values inside the instruction: [01b §1](01b_synchronous_anatomy.ipynb).
+
+# %% output varies
+lane_a, reg_a = fragments.a_m16n8k16()
+fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A (16×16)",
+                     row_label="row (M)", col_label="column (K)", value_label="lane")
+
+# %% [markdown]
+# ### The kernel
+#
 # Words used from here on:
 #
 # | word | meaning |
@@ -180,7 +205,14 @@ print(f"clock of the fp16 GEMM sweep (cuBLAS and ours): {sweep_mhz:.0f} MHz medi
       f"of the mma.sync ceiling: {bench.clock_text(ceiling_row)}")
 if bench.clock_caveat(sweep_kind):
     print("GEMM sweep: " + bench.clock_caveat(sweep_kind))
-print(mma_sync.summarize_mma_sync(rec, anatomy=False))
+checked = rec.results["checks"]
+print(f"{rec.label()}; correctness: {sum(c['passed'] for c in checked)}/{len(checked)} checks passed")
+for dt in mma_sync.DTYPES:
+    cb = {r["size"]: r["tflops"] for r in mma_sync.cublas_rows(rec.results, dt)}
+    print(f"{dt} TFLOP/s, best tile per size:  " + "  ".join(
+        f"{r['size']}³ {r['tflops']:.0f} ({r['tflops'] / cb[r['size']]:.2f} of cuBLAS)"
+        for r in mma_sync.best_mma_rows(rec.results, dt) if r["size"] in cb and r["size"] >= 2048))
+print("(every size, tile, clock and fraction of peak: deep dive 01b §3)")
 
 # %% [markdown]
 # ## 5. Why the number is what it is
@@ -191,8 +223,7 @@ print(mma_sync.summarize_mma_sync(rec, anatomy=False))
 #    kernel measures how far below. The full rate needs `wgmma` (chapter 04). (A literature figure
 #    beside ours: [01b §6](01b_synchronous_anatomy.ipynb).)
 # 2. **Every operand byte crosses the SM's L1/shared-memory data path several times**: the global
-#    load into registers, the store into shared memory, the `ldmatrix` out of it (three passes;
-#    four if the hypothesis of the deep dive's anatomy holds).
+#    load into registers, the store into shared memory, the `ldmatrix` out of it: three passes.
 
 # %% [markdown]
 # So the data path and the barriers set the pace, not the Tensor Cores. (The model of that data

@@ -34,15 +34,9 @@ print(f"mma.sync ceiling at {t.warps} warps × {t.min_blocks} CTAs/SM: {ceiling:
 #
 # A warp multiplies a 16×16 fp16/bf16 tile of A by a 16×8 tile of B into a 16×8 fp32 tile of C. No
 # thread holds a whole row: the 32 lanes each hold a few elements in registers, in a fixed pattern
-# (PTX ISA, *Matrix Fragments for mma.m16n8k16*). `asynctc.models.fragments` models that pattern; the
-# picture shows which lane holds each element of A.
-
-# %% output varies
-lane_a, reg_a = fragments.a_m16n8k16()
-fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A (16×16)",
-                     row_label="row (M)", col_label="column (K)", value_label="lane")
-
-# %% [markdown]
+# (PTX ISA, *Matrix Fragments for mma.m16n8k16*). `asynctc.models.fragments` models that pattern;
+# the core lesson's section 2 pictured which lane holds each element of A.
+#
 # The four lanes of a quad (lanes 4g … 4g+3) together hold rows g and g+8 of A; the four lanes of
 # quad n hold column n of B. The lane that owns C[row, col] is lane 4·(row mod 8) + col / 2: it is in
 # the quad holding its *row of A*, but its *column of B* lives in quad `col` — usually another quad.
@@ -101,6 +95,13 @@ base = next(r["tflops"] for r in rows if r["kernel"] == "cuBLAS")
 ours = [r for r in rows if r["kernel"] == "mma.sync"]
 fig = plots.ladder([r["tile"] for r in ours], [r["tflops"] for r in ours], baseline=base, record=rec,
                    title="mma.sync GEMM tiles at 4096³ fp16")
+
+# %% [markdown]
+# The whole record, size by size (the best tile per size, its clock and fractions of peak; the
+# register-only ceilings at each occupancy):
+
+# %% output varies
+print(mma_sync.summarize_mma_sync(rec, anatomy=False))
 
 # %% [markdown]
 # ## 4. Take the kernel apart: where the time goes

@@ -134,7 +134,7 @@ for kern in ("cuBLAS", "mma.sync", "cp.async"):
         label = {"mma.sync": "chapter 01 (mma.sync, registers)", "cp.async": "cp.async, best stages"}.get(kern, kern)
         series[label] = (sorted(best), [best[s]["tflops"] for s in sorted(best)])
 fig = plots.throughput_by_size(series, record=rec, title="cp.async multistage GEMM, fp16")
-print(cp_async.summarize_cp_async(rec))
+print(cp_async.summarize_cp_async(rec, microbench=False))
 
 # %% output varies
 rows = cp_async.stage_table(rec.results, "float16", 4096)
@@ -178,18 +178,26 @@ _ = notebook.verdict(abs(s1 / s4 - 1) < 0.05,
 #
 # (Exercise 2, the prediction, is in section 2.) A wrong answer gets a hint at what is off.
 #
-# **1.** How many bytes of shared memory does a ring of 3 stages take for a 128×256×32 fp16 tile?
+# **1.** The kernel runs two CTAs per SM where their rings fit (the `/2cta` of a tile name), so that
+# one CTA's copies overlap the other's math. An SM has 228 KiB (233472 B) of shared memory, and the
+# driver reserves 1 KiB of it per CTA. For 128×128×32 fp16 k-tiles, what is the largest number of
+# stages whose ring would still let two CTAs share one SM? (The kernel itself stops at 4; the
+# question is what shared memory allows.)
 
 # %%
 answer = ...
-ok = exercises.check("ch02.ring_smem", answer, bm=128, bn=256, bk=32, stages=3)
+ok = exercises.check("ch02.ring_smem", answer, bm=128, bn=128, bk=32, ctas=2)
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
 
 # %%
-exercises.check("ch02.ring_smem", 3 * (128 * 32 + 32 * 256) * 2, bm=128, bn=256, bk=32, stages=3,
+stage_bytes = (128 * 32 + 32 * 128) * 2                 # one A tile and one B tile, fp16
+exercises.check("ch02.ring_smem", (233472 // 2 - 1024) // stage_bytes, bm=128, bn=128, bk=32, ctas=2,
                 solution=True)
+# at BK = 64 a stage is twice as large and the same count is 3: so section 4's 4-stage BK = 64 tile
+# runs one CTA per SM (no /2cta in its name)
+print((233472 // 2 - 1024) // (2 * stage_bytes), [t.name for t in cp_async.TILES if t.stages == 4])
 # k-tile kt is in group kt (prologue: STAGES-1 groups; one more per iteration); at iteration kt,
 # STAGES-1+kt groups are committed, and groups kt+1 .. kt+STAGES-2 may stay in flight.
 exercises.check("ch02.wait_n", 4 - 2, stages=4, solution=True)

@@ -61,8 +61,7 @@ for bad in (dict(box=(64, 128)), dict(box=(300, 64)), dict(strides=(8200, 2)),
 # same 4 banks 8 times: an 8-way [bank conflict](../docs/glossary.md#bank-conflict).
 #
 # A swizzle mode XORs each row's 16-byte chunk index with its *line index* (which 128-byte line of
-# shared memory the row is in, mod 8; `Swizzle<n,4,3>`). Then those 8 reads land in 8 different
-# bank groups. `SmemTile` is the model. The map shows, for each
+# shared memory the row is in, mod 8). Then those 8 reads land in 8 different bank groups. `SmemTile` is the model. The map shows, for each
 # 16-byte chunk of each row, which of the 8 four-bank groups it lands in.
 
 # %% output varies
@@ -120,38 +119,32 @@ for sw in (0, 128):
 # and returns. A wrong byte count or parity then shows up as an error message, not a hung GPU.
 # Step 6 does it on purpose.
 #
-# The listing also has a `fence.proxy.async`. Threads' loads and stores reach shared memory through
-# the **generic proxy**; TMA (and wgmma) through the **async proxy**. The two are ordered only by a
-# `fence.proxy.async` — here, before the TMA overwrites bytes the thread has just read.
+# The listing also has a `fence.proxy.async`. Threads reach shared memory through the **generic
+# [proxy](../docs/glossary.md#proxy)**, TMA and wgmma through the **async proxy**. Only a
+# `fence.proxy.async` orders the two; here it comes before the TMA overwrites bytes a thread has just read.
 
 # %%
 notebook.show_source("tma.cu", start=r"    record\(0, full", end=r"record\(3, full")
 
 # %% [markdown]
-# The cell below prints the **expected** sequence (`tma.LIFECYCLE`, written from the PTX ISA). On a
-# GPU it also runs the kernel and compares its records with it step by step (the same check is the
-# GPU test `tests/test_tma.py::test_mbarrier_lifecycle`, which passed on the H200 on 2026-11-30).
-# In replay only the expected sequence is shown.
+# The cell below runs the kernel and compares what it recorded after each step with the
+# **expected** sequence (`tma.LIFECYCLE`, written from the PTX ISA); ✓ marks a step that matched.
+# Live it runs now; in replay it shows the `tma_checks` record of the GPU run (the same check is
+# the GPU test `tests/test_tma.py::test_mbarrier_lifecycle`).
 
 # %% output varies
-print("expected after each step (tma.LIFECYCLE):")
-for i, (what, bar, p0, p1, res) in enumerate(tma.LIFECYCLE):
-    print(f"{i}  {bar:8s} P0 done={p0} P1 done={p1}  {what}")
-if runtime.runs_live("sm_90a"):
-    run = tma.mbarrier_lifecycle()
-    print()
-    print("recorded by the kernel now, against the expected sequence:")
-    print(tma.lifecycle_table(run))
-    assert run.passed
-else:
-    print("replay: the kernel's own records are compared with this sequence only on a GPU")
+crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
+print(crec.label())
+print("\n".join(tma.checks.lifecycle_lines(crec.results)))
+assert crec.results["lifecycle"]["passed"]
 
 # %% [markdown]
 # Read the two parity columns: right after `init`, parity 1 already counts as "completed" — it is
 # the phase *before* phase 0.
 #
 # So a producer waiting for an empty slot can start with parity 1 and pass at once. Getting the
-# initial parity wrong deadlocks a pipeline (chapters 05 and 08). The same cycle in SASS:
+# initial parity wrong deadlocks a pipeline ([chapter 05](05_pipelines.ipynb) builds the ring;
+# [chapter 08](08_pitfalls.ipynb) debugs such deadlocks). The same cycle in SASS:
 # [03b §3](03b_tma_boxes.ipynb).
 
 # %% [markdown]
@@ -171,7 +164,10 @@ else:
 # same run.
 #
 # Caution: the three differ in **bytes in flight** per SM (stages × box × CTAs per SM), not only in
-# mechanism. Read each difference as "this configuration against that one".
+# mechanism. Read each difference as "this configuration against that one". A second record,
+# `tma_equal`, gives them equal bytes in flight (two definitions: global loads outstanding, or
+# shared memory held); the last cell of this section states its result ([chapter 10](10_claims.ipynb)
+# weighs it).
 
 # %% output varies
 rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)
@@ -181,6 +177,17 @@ print(tma.summarize_tma_copy(rec))
 best = max((c for c in rec.results["copies"] if c["variant"] == "tma"), key=lambda c: c["gbps"])
 ratio = best["gbps"] / rec.results["device_copy"]["gbps"]
 print(f"best TMA configuration: {best['name']} — {ratio:.2f} of the device-to-device copy")
+
+# %% output varies
+from asynctc.tma import equal_bytes
+eq = records.load("tma_equal")
+ld = [p["ratio"] for p in equal_bytes.pairs(eq.results) if p["kind"] == "loads"]
+sm = {p["fp16_box"]: p["ratio"] for p in equal_bytes.pairs(eq.results) if p["kind"] == "smem"}
+_ = notebook.claim(min(ld) > 0.95 and min(sm.values()) < 0.8,
+                   f"tma_equal ({eq.label()}): with equal global loads outstanding per SM, TMA runs at "
+                   f"{min(ld):.2f}–{max(ld):.2f} of the faster manual copy at every box size; with equal "
+                   f"shared memory held it falls to {min(sm.values()):.2f} "
+                   f"(at the {min(sm, key=sm.get)} fp16 box).", loads=min(ld), smem=min(sm.values()))
 
 # %% [markdown]
 # The three copies side by side at every box size, and the common claim about small boxes:

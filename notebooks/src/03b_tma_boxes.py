@@ -33,19 +33,17 @@ rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)
 host = np.arange(1, 1 + 6 * 8, dtype=np.float32).reshape(6, 8)
 print(tma.expected_box(host, start=(4, -2), box=(4, 4)))
 
-# On a GPU the next cell loads three boxes hanging past different edges of a 48×128 fp16 tensor and
-# compares the raw shared memory with the model (zero fill included), byte for byte; in replay it
-# says so and checks nothing.
+# The next cell loads boxes hanging past different edges of a 48×128 tensor (three tiles: fp16,
+# fp32, uint8) and compares the raw shared memory with the model (zero fill included), byte for
+# byte; stores whose start is not negative are checked too, for nothing written outside the tensor.
+# Live it runs now; in replay it shows the `tma_checks` record of the GPU run (the GPU test
+# `tests/test_tma.py::test_tma_oob_zero_fill` checks the same).
 
 # %% output varies
-if runtime.runs_live("sm_90a"):
-    for start in ((-3, -16), (40, 112), (100, 0)):
-        c = tma.load_box(SmemTile(16, 64, "float16", 128), shape=(48, 128), start=start)
-        print(start, "zero fill as promised:", c.passed)
-        assert c.passed, c
-else:
-    print("replay: the zero-fill check loads boxes at (-3, -16), (40, 112), (100, 0) of a 48×128 fp16 "
-          "tensor on a GPU only (tests/test_tma.py::test_tma_oob_zero_fill)")
+crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
+print(crec.label())
+print("\n".join(tma.checks.oob_lines(crec.results)))
+assert all(r["passed"] for r in crec.results["oob"])
 
 # %% [markdown]
 # Two things the documentation did not prepare us for, found by this course's own GPU checks on the
@@ -166,15 +164,13 @@ from asynctc.core import sass
 # raw shared memory back (padding and 256 bytes past the tile included, prefilled with a sentinel);
 # `tma.load_box` compares it byte for byte with `SmemTile.scatter`, for fp16, bf16, fp32 and
 # 8-bit types and every mode (the GPU tests `test_tma_load_matches_swizzle_model` and
-# `test_tma_store_matches_swizzle_model` in `tests/test_tma.py`). Live, they run now:
+# `test_tma_store_matches_swizzle_model` in `tests/test_tma.py`). The `tma_checks` record of §1
+# (measured now when live) holds every tile's load and store:
 
 # %% output varies
-from asynctc.core import runtime
-if runtime.runs_live("sm_90a"):
-    results = [tma.load_box(t) for t in tma.swizzle_tiles()]
-    print(f"{sum(r.passed for r in results)}/{len(results)} boxes match the model byte for byte")
-else:
-    print("replay: the swizzle model check runs on the GPU (pytest -m gpu, tools/gpu_ch02_ch03.py)")
+print(crec.label())
+print("\n".join(tma.checks.swizzle_lines(crec.results)))
+assert all(r["passed"] for r in crec.results["swizzle"])
 
 # %% [markdown]
 # The PTX wrappers that section 3 of the core lesson uses — `mbarrier_arrive_expect_tx` and

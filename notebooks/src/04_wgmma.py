@@ -71,7 +71,8 @@ notebook.banner("sm_90a")
 #
 # * Eight 128-byte rows make one 1024-byte swizzle pattern, so **SBO = 1024** (from one 8-row group
 #   to the next).
-# * LBO is unused by K-major swizzled layouts (the ISA "assumes 1").
+# * LBO is unused by K-major swizzled layouts: the hardware ignores the field (the ISA "assumes 1"),
+#   so the library writes 1 into it: the table below shows `lbo` as 16 B, encoded 1 (1 × 16 bytes).
 # * Each further k16 step starts 32 bytes later in the same rows.
 #
 # **Predict before you look** (this is exercise 1; section 3's figures show the answer): what is
@@ -249,7 +250,9 @@ if rec is not None and rec.results.get("throughput"):
 # N = 128, K = 64, bf16, **MN-major** (N contiguous), 64-byte swizzle, stored as TMA boxes starting at shared
 # address 0x4000. Hints: a box is one 64-byte swizzle row wide (32 elements of N) and K = 64 rows
 # deep; LBO steps from one box to the next along N, SBO from 8 K-rows to the next; a k16 step is
-# 16 K-rows.
+# 16 K-rows. Work it out by hand from this chapter's table and figures;
+# `descriptors.OperandTile(...).descriptor(...).encode()` would print the answer, so use the library
+# only afterwards, to check your reasoning.
 
 # %%
 answer = ...

@@ -58,7 +58,10 @@ def _empty_parity(t: int, stages: int) -> int:
 def _pending_hint(answer, stages: int = 4, consumers: int = 1):
     if answer == 0:
         return ("with 0 pending the warpgroup waits for its own wgmma before it releases a stage and "
-                "issues the next TMA: look for the gaps between the wgmma bars")
+                "issues the next TMA, so the Tensor Cores idle at every refill: compare `math_fraction` "
+                "of mp.simulate(stages, 0, consumers, 32) and (stages, 1, …), or draw "
+                "mp.plot_timeline(mp.simulate(6, 0, 1, 32).spans) and look for the gaps between the "
+                "wgmma bars (deep dive 05b §1 draws such timelines)")
     return None
 
 
