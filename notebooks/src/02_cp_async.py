@@ -59,7 +59,7 @@ notebook.show_source("ptx/cp_async.cuh", start=r"^// 16 bytes global -> shared, 
 # * before computing on k-tile `kt`, a thread must know that *its* copies of `kt` have landed — but
 #   the copies of later k-tiles should stay in flight, or the ring buys nothing.
 #
-# **Predict before you read the loop** (this is exercise 2): with 4 stages, which N must the kernel
+# **Predict before you read the loop** (this is exercise 1): with 4 stages, which N must the kernel
 # pass to `cp.async.wait_group N` before computing on k-tile `kt`? (Count the groups committed before
 # that wait, and how many of them may still be in flight.)
 
@@ -176,9 +176,9 @@ _ = notebook.verdict(abs(s1 / s4 - 1) < 0.05,
 # %% [markdown]
 # ## Exercises
 #
-# (Exercise 2, the prediction, is in section 2.) A wrong answer gets a hint at what is off.
+# (Exercise 1, the prediction, is in section 2.) A wrong answer gets a hint at what is off.
 #
-# **1.** The kernel runs two CTAs per SM where their rings fit (the `/2cta` of a tile name), so that
+# **2.** The kernel runs two CTAs per SM where their rings fit (the `/2cta` of a tile name), so that
 # one CTA's copies overlap the other's math. An SM has 228 KiB (233472 B) of shared memory, and the
 # driver reserves 1 KiB of it per CTA. For 128×128×32 fp16 k-tiles, what is the largest number of
 # stages whose ring would still let two CTAs share one SM? (The kernel itself stops at 4; the
@@ -192,17 +192,17 @@ ok = exercises.check("ch02.ring_smem", answer, bm=128, bn=128, bk=32, ctas=2)
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
 
 # %%
+# k-tile kt is in group kt (prologue: STAGES-1 groups; one more per iteration); at iteration kt,
+# STAGES-1+kt groups are committed, and groups kt+1 .. kt+STAGES-2 may stay in flight.
+exercises.check("ch02.wait_n", 4 - 2, stages=4, solution=True)
+src = cp_async.compile_cp_async("float16", cp_async.CpAsyncTile(128, 128, 32, 64, 64, stages=4)).source_text()
+print("the kernel's wait is wait_group<STAGES - 2>:", "cp_async_wait_group<STAGES - 2>" in src)
 stage_bytes = (128 * 32 + 32 * 128) * 2                 # one A tile and one B tile, fp16
 exercises.check("ch02.ring_smem", (233472 // 2 - 1024) // stage_bytes, bm=128, bn=128, bk=32, ctas=2,
                 solution=True)
 # at BK = 64 a stage is twice as large and the same count is 3: so section 4's 4-stage BK = 64 tile
 # runs one CTA per SM (no /2cta in its name)
 print((233472 // 2 - 1024) // (2 * stage_bytes), [t.name for t in cp_async.TILES if t.stages == 4])
-# k-tile kt is in group kt (prologue: STAGES-1 groups; one more per iteration); at iteration kt,
-# STAGES-1+kt groups are committed, and groups kt+1 .. kt+STAGES-2 may stay in flight.
-exercises.check("ch02.wait_n", 4 - 2, stages=4, solution=True)
-src = cp_async.compile_cp_async("float16", cp_async.CpAsyncTile(128, 128, 32, 64, 64, stages=4)).source_text()
-print("the kernel's wait is wait_group<STAGES - 2>:", "cp_async_wait_group<STAGES - 2>" in src)
 
 # %% [markdown]
 # **What you learned.** `cp.async` groups and waits, the ring's bookkeeping, and what removing the

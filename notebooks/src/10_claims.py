@@ -10,8 +10,10 @@
 # 2. compute a fraction of peak under **both** denominators, the datasheet's 989 TFLOP/s (dense
 #    FP16) and SMs × 4096 FLOP/clk/SM × the SM clock measured during the run, and say why their
 #    verdicts can differ;
-# 3. set the public numbers the course cites (its *anchors*) beside ours, made comparable;
-# 4. say what the course has not measured, and what would measure it.
+# 3. say what the course has not measured, and what would measure it.
+#
+# The public numbers the course cites (its *anchors*) set beside ours, and every part of every
+# statement, are in deep dive [10b](10b_claims_in_full.ipynb).
 #
 # The seed article — the tutorial this course was asked to check; we state each of its claims in our
 # own words, in its order (`asynctc.claims.seed`), without reproducing its text.
@@ -73,8 +75,8 @@ _ = notebook.claim(f["measured"] > f["datasheet"],
 # ## 2. The summary: every statement, its verdict, our number
 #
 # One line per statement, in the seed's order: its id, the claim in a few words, the verdict, and
-# our number. The appendix at the end of this chapter lists every part of every statement, with the
-# chapter and record it comes from; read it for the statements marked "partly".
+# our number. Deep dive [10b](10b_claims_in_full.ipynb) lists every part of every statement, with
+# the chapter and record it comes from; read it for the statements marked "partly".
 
 # %% output varies
 cl = claims.evaluate(recs)
@@ -145,40 +147,11 @@ fig = claims.ratios_figure(cl, an)
 plt.show()
 
 # %% [markdown]
-# ## 5. The public anchors, beside ours
-#
-# The course cites a few public numbers as anchors: Triton's **Gluon** tutorials, the **fast.cu**
-# Hopper GEMM worklog, **Luo et al.**'s Hopper microbenchmark paper, DeepSeek's **DeepGEMM**. None
-# was measured on our GPU, clock, cuBLAS build or shape, so each comparison is made comparable:
-#
-# * a ratio to cuBLAS, each taken inside its own side's run (tolerance 2 %): cuBLAS's own rate
-#   differs between runs (fp16 4096³ read 758–780 TFLOP/s over the first session's runs,
-#   docs/NOTES.md);
-# * a rate per SM per clock (Luo et al. measured an H800 PCIe with 114 SMs; their clock is the
-#   `wgmma` record's stated assumption);
-# * a fraction of the same datasheet.
-#
-# The words: ours matches, ours below, ours above; for a qualitative point of theirs, whether our
-# records agree with it.
-
-# %% output varies
-print(claims.anchors_text(an))
+# The public numbers the course cites as anchors (Gluon, fast.cu, Luo et al., DeepGEMM) beside ours,
+# and every part of every statement in full: deep dive [10b](10b_claims_in_full.ipynb).
 
 # %% [markdown]
-# Two of them in words: Luo et al.'s mma.sync fraction
-# is the one anchor that matches under both denominators, and their wgmma rates per SM per clock are
-# under ours at every N (their clock is an assumption, so read that one with care).
-
-# %% output varies
-by = {a.key: a for a in an}
-notebook.claim(all(p.verdict == claims.MATCHES for p in by["luo_mma_sync"].parts),
-               "Luo et al.'s ~63 %: " + "; ".join(p.ours for p in by["luo_mma_sync"].parts) + ".")
-_ = notebook.claim(all(p.verdict == claims.ABOVE for p in by["luo_wgmma_n"].parts),
-               "wgmma per SM per clock, ours against theirs: "
-               + ", ".join(f"{p.value:.0f}/{p.theirs:.0f}" for p in by["luo_wgmma_n"].parts) + ".")
-
-# %% [markdown]
-# ## 6. What could not be measured here
+# ## 5. What could not be measured here
 #
 # Each part below is "not measured here" or needs Blackwell. Each says what would measure it and,
 # where a suite exists, the defines to run it with. Until then the course takes no side.
@@ -221,22 +194,8 @@ ok = exercises.check("ch10.verdict", answer, tflops=row["tflops"], sm_mhz=row["s
 
 # %% [markdown]
 # **What you learned:** a "% of peak" needs its denominator; a verdict comes from a record and its
-# band; an anchor counts only once made comparable. **Next:** the deep dives, or section 6's
-# open parts, each with what would measure it.
-
-# %% [markdown]
-# ## Appendix: the full table (every part of every statement)
-#
-# Section 2's summary, in full: per statement the chapter that measures it and the verdict, then
-# each part with its verdict and our number (the record and the row it comes from), and the notes
-# that give context without being judged. Long: read the statements you care about.
-
-# %% output varies
-print(claims.table_text(cl))
-for c in cl:
-    extra = claims.note(c, recs)
-    if extra:
-        print(f"\n{c.key}: {extra}")
+# band. **Next:** deep dive [10b](10b_claims_in_full.ipynb) (the public anchors, every part in
+# full), or section 5's open parts, each with what would measure it.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
