@@ -122,13 +122,7 @@ def test_an_interrupt_stops_the_whole_course_run(tmp_path, monkeypatch, capsys):
     course stops there (exit 130) instead of marking that chapter FAILED and going on."""
     import nbclient
     from asynctc.__main__ import main
-    for var in ("PYTHONPATH", "MPLBACKEND", "ASYNCTC_PROGRESS"):
-        was = os.environ.get(var)
-        monkeypatch.setenv(var, "")
-        if was is None:
-            monkeypatch.delenv(var)
-        else:
-            monkeypatch.setenv(var, was)
+    _isolate_env(monkeypatch)
     started = []
 
     def client(nb, **kw):

@@ -128,26 +128,24 @@ def draw_ratios(ax, claims, anchors=()) -> None:
     ax.set_title("Ratios (grey: the claim's band)", fontsize=9)
 
 
-def fractions_figure(claims, anchors=(), title: str = ""):
-    """:func:`draw_fractions` alone in a figure; returns it."""
+def _one_panel(draw, rows, claims, anchors, title: str):
     import matplotlib.pyplot as plt
-    n = len(fraction_rows(list(claims), list(anchors)))
-    fig, ax = plt.subplots(figsize=(10, 0.32 * n + 1.6), layout="constrained")
-    draw_fractions(ax, claims, anchors)
+    claims, anchors = list(claims), list(anchors)
+    fig, ax = plt.subplots(figsize=(10, 0.32 * len(rows(claims, anchors)) + 1.6), layout="constrained")
+    draw(ax, claims, anchors)
     if title:
         fig.suptitle(title, fontsize=9)
     return fig
+
+
+def fractions_figure(claims, anchors=(), title: str = ""):
+    """:func:`draw_fractions` alone in a figure; returns it."""
+    return _one_panel(draw_fractions, fraction_rows, claims, anchors, title)
 
 
 def ratios_figure(claims, anchors=(), title: str = ""):
     """:func:`draw_ratios` alone in a figure; returns it."""
-    import matplotlib.pyplot as plt
-    n = len(ratio_parts(list(claims), list(anchors)))
-    fig, ax = plt.subplots(figsize=(10, 0.32 * n + 1.6), layout="constrained")
-    draw_ratios(ax, claims, anchors)
-    if title:
-        fig.suptitle(title, fontsize=9)
-    return fig
+    return _one_panel(draw_ratios, ratio_parts, claims, anchors, title)
 
 
 def claims_figure(claims, anchors=(), title: str = ""):
