@@ -333,6 +333,8 @@ def summarize_cp_async(rec: records.Record, microbench: bool = True) -> str:
     lines = [rec.label(), f"correctness: {sum(c['passed'] for c in r['checks'])}/"
                           f"{len(r['checks'])} checks passed",
              "ch.01 = chapter 01's kernel timed in this run (this cp_async record), same inputs"]
+    if any(row.get("sm_mhz") for dtype in DTYPES for row in best_rows(r, dtype, "cp.async").values()):
+        lines.append(bench.peak_legend(n, "float16"))   # fp16 and bf16: the same 4096 FLOP/clk/SM
     for dtype in DTYPES:
         ms = best_rows(r, dtype, "mma.sync")
         cb = best_rows(r, dtype, "cuBLAS")
@@ -340,11 +342,11 @@ def summarize_cp_async(rec: records.Record, microbench: bool = True) -> str:
             b0 = ms.get(s)
             c0 = cb.get(s)
             lines.append(f"cp.async {dtype:8s} {s:5d}³ best {row['tile']:24s} {row['tflops']:6.1f} "
-                         f"TFLOP/s ±{bench.row_spread(row):.0%} = "
+                         f"TFLOP/s ±{bench.row_spread(row):.0%}: "
                          f"{row['tflops'] / b0['tflops']:.2f}× ch.01 ({b0['tflops']:.0f})"
                          + (f", {row['tflops'] / c0['tflops']:.2f} of cuBLAS ({c0['tflops']:.0f})"
                             if c0 else "")
-                         + (" = " + bench.peak_text(row, n, dtype) if row.get("sm_mhz") else ""))
+                         + ("; " + bench.peak_short(row, n, dtype) if row.get("sm_mhz") else ""))
             shown += [row] if row.get("sm_mhz") else []
     for row in stage_table(r):
         lines.append(f"  4096³ fp16 {row['tile']:24s} {row['tflops']:6.1f} TFLOP/s "

@@ -245,7 +245,7 @@ base = next(r for r in rows4096 if r["kernel"] == "cuBLAS")
 ours = next(r for r in rows4096 if r.get("tile") == mma_sync.DEFAULT_TILE.name)
 frac = ours["tflops"] / base["tflops"]
 head = f"4096³ fp16, default tile: {ours['tflops']:.0f} TFLOP/s = {frac:.2f} of cuBLAS ({base['tflops']:.0f})"
-notebook.verdict(frac >= 0.5, f"{head} — goal 0.50 reached", f"{head} — goal 0.50 not reached")
+_ = notebook.verdict(frac >= 0.5, f"{head} — goal 0.50 reached", f"{head} — goal 0.50 not reached")
 
 # %% [markdown]
 # ## Exercises

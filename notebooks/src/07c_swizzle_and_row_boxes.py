@@ -113,7 +113,7 @@ else:
 fsw = records.load("fp8_swizzle")
 print("\n".join(fp8.summarize_fp8_swizzle(fsw).splitlines()[:-1]))   # the table, less the prediction's text
 best_narrow = max(t["of_128"] for t in fsw.results["table"] if t["swizzle"] != 128)
-notebook.verdict(best_narrow > 1.0,
+_ = notebook.verdict(best_narrow > 1.0,
                  f"For FP8 a narrower swizzle beat 128 bytes: {best_narrow:.2f} of it at best.",
                  f"For FP8 too, 128 bytes is fastest: the next-best mode keeps {best_narrow:.2f} of "
                  "it — the same order as FP16's.")
@@ -326,7 +326,7 @@ print(SW.budget_markdown(budget))
 timed = [r for r in budget if r["tflops_8192"] is not None]
 best = max(timed, key=lambda r: r["tflops_8192"])
 worst = min(timed, key=lambda r: r["tflops_8192"])
-notebook.claim(all(r["spill_bytes"] == 0 for r in budget if r["spill_bytes"] is not None)
+_ = notebook.claim(all(r["spill_bytes"] == 0 for r in budget if r["spill_bytes"] is not None)
                and best["tflops_8192"] > worst["tflops_8192"],
                f"No configuration spills; at 8192³ the choice of tile and stages spans "
                f"{worst['tflops_8192']:.0f} ({worst['tile']}, {worst['stages']} stages) to "
