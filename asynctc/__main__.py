@@ -246,13 +246,13 @@ def cmd_reset(args) -> int:
                   "letter (06b)", file=sys.stderr)
             return 2
         try:
-            path, where = builds.reset(ch, Path(args.dir) if args.dir else None, backup=not args.no_backup)
+            r = builds.restore(ch, Path(args.dir) if args.dir else None, backup=not args.no_backup)
         except FileNotFoundError as e:
             print(f"reset {ch}: {e}", file=sys.stderr)
             code = 2
             continue
-        print(f"{path.name}: restored from {where}"
-              + ("" if args.no_backup else f" (your copy, if it differed: {path.name}.bak)"))
+        print(f"{r.path.name}: restored from {r.where}"
+              + (f" (your copy is kept as {r.backup.name})" if r.backup is not None else ""))
     return code
 
 
@@ -407,7 +407,7 @@ def main(argv=None) -> int:
     w.add_argument("--notebooks", action="store_true",
                    help="also execute every chapter once (compiles every configuration they build)")
     w.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
-    rs = sub.add_parser("reset", help="restore chapters' learner notebooks (yours is kept as .bak)")
+    rs = sub.add_parser("reset", help="restore chapters' learner notebooks (yours is kept as .bak, .bak1, …)")
     rs.add_argument("chapters", nargs="+", metavar="NN", help="two-digit chapter numbers")
     rs.add_argument("--dir", default=None, help="notebooks folder (default: the course's notebooks/)")
     rs.add_argument("--no-backup", action="store_true", help="do not keep the current copy as .bak")
