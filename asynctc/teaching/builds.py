@@ -45,11 +45,32 @@ def learner_copy(nb):
     :data:`ANSWER_TAG` cells cleared (their execution counts stay, so the notebook still reads as
     executed). ``nb`` is not changed."""
     nb = copy.deepcopy(nb)
-    nb.cells = [c for c in nb.cells if not is_solution(c)]
+    cells = []
     for c in nb.cells:
+        if is_solution(c):
+            continue
+        cells.append(c)
         if c.get("cell_type") == "code" and ANSWER_TAG in c.get("metadata", {}).get("tags", []):
             c["outputs"] = []
+            cells.append(_hidden_note(c))
+    nb.cells = cells
     return nb
+
+
+#: The note a learner notebook (and the site, the slides) shows under a cell whose output was left
+#: out because it answers a prediction exercise.
+HIDDEN_NOTE = ("*The output of the cell above is not stored in this notebook: it answers a "
+               "\"predict before you look\" exercise. Write your answer first, then run the cell.*")
+
+
+def _hidden_note(after):
+    import nbformat
+    cell = nbformat.v4.new_markdown_cell(HIDDEN_NOTE, metadata={"tags": ["answer-note"]})
+    if after.get("id"):
+        cell["id"] = (str(after["id"])[:56] + "-note")           # deterministic: rebuilds match
+    else:
+        cell.pop("id", None)
+    return cell
 
 
 def strip_solutions(nb):

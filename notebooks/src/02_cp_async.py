@@ -75,7 +75,7 @@ ok = exercises.check("ch02.wait_n", answer, stages=4)
 # 3. issue the copies of k-tile `kt+STAGES-1` into that slot, and commit;
 # 4. compute.
 #
-# The `wait_group` line answers exercise 2:
+# The `wait_group` line answers exercise 1:
 
 # %% output answers a prediction
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
