@@ -31,6 +31,21 @@ def chapters() -> list[Path]:
     return sorted(p for p in notebooks_dir().glob("[0-9][0-9]*_*.ipynb"))
 
 
+def _course_selection(course_args: list[str]) -> str:
+    """What ``course`` will execute given ``course_args`` (tools/course.sh passes its own arguments
+    on): "every chapter", or the notebooks chosen ("chapter 00 (00_why_async, 00b_clock_kinds)")."""
+    cp = argparse.ArgumentParser(add_help=False)
+    cp.add_argument("--out")
+    cp.add_argument("--timeout")
+    cp.add_argument("chapters", nargs="*")
+    chosen = cp.parse_known_args(course_args)[0].chapters
+    if not chosen:
+        return "every chapter"
+    nbs = [nb.stem for nb in chapters() if nb.name[:2] in chosen]
+    word = "chapter" if len(chosen) == 1 else "chapters"
+    return f"{word} {', '.join(chosen)} ({', '.join(nbs) or 'no notebook'})"
+
+
 def chapter_arch(nb_path: Path) -> str:
     """The architecture a chapter's kernels need (notebook metadata ``asynctc.arch``)."""
     import json
@@ -91,9 +106,10 @@ def cmd_doctor(_args) -> int:
     for nb in chapters():
         arch = chapter_arch(nb)
         print(f"  {nb.stem:28s} {'live' if runtime.runs_live(arch) else 'replay'} ({arch})")
-    if getattr(_args, "in_course", False):   # run by tools/course.sh, which executes them next
-        print("next          executing every chapter now (python -m asynctc course); afterwards, to "
-              "work through them yourself: .venv/bin/jupyter lab notebooks/")
+    course_args = getattr(_args, "in_course", None)
+    if course_args is not None:   # run by tools/course.sh, which executes the chapters it was given next
+        print(f"next          executing {_course_selection(course_args)} now (python -m asynctc course); "
+              "afterwards, to work through them yourself: .venv/bin/jupyter lab notebooks/")
     else:
         print("next          bash tools/course.sh (executed notebooks + HTML in build/course/), or "
               ".venv/bin/jupyter lab notebooks/")
@@ -246,13 +262,13 @@ def cmd_reset(args) -> int:
                   "letter (06b)", file=sys.stderr)
             return 2
         try:
-            path, where = builds.reset(ch, Path(args.dir) if args.dir else None, backup=not args.no_backup)
+            r = builds.restore(ch, Path(args.dir) if args.dir else None, backup=not args.no_backup)
         except FileNotFoundError as e:
             print(f"reset {ch}: {e}", file=sys.stderr)
             code = 2
             continue
-        print(f"{path.name}: restored from {where}"
-              + ("" if args.no_backup else f" (your copy, if it differed: {path.name}.bak)"))
+        print(f"{r.path.name}: restored from {r.where}"
+              + (f" (your copy is kept as {r.backup.name})" if r.backup is not None else ""))
     return code
 
 
@@ -387,7 +403,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m asynctc", description=__doc__.replace("``", ""))
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("doctor", help="what this machine can do")
-    d.add_argument("--in-course", action="store_true", help=argparse.SUPPRESS)   # tools/course.sh
+    d.add_argument("--in-course", nargs=argparse.REMAINDER, default=None,   # tools/course.sh, with
+                   help=argparse.SUPPRESS)                                  # course's arguments
     r = sub.add_parser("record", help="run benchmark suites on the GPU and write data/",
                        formatter_class=raw, epilog=_suites_epilog())
     r.add_argument("suite", nargs="+", metavar="SUITE",
@@ -407,7 +424,7 @@ def main(argv=None) -> int:
     w.add_argument("--notebooks", action="store_true",
                    help="also execute every chapter once (compiles every configuration they build)")
     w.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
-    rs = sub.add_parser("reset", help="restore chapters' learner notebooks (yours is kept as .bak)")
+    rs = sub.add_parser("reset", help="restore chapters' learner notebooks (yours is kept as .bak, .bak1, …)")
     rs.add_argument("chapters", nargs="+", metavar="NN", help="two-digit chapter numbers")
     rs.add_argument("--dir", default=None, help="notebooks folder (default: the course's notebooks/)")
     rs.add_argument("--no-backup", action="store_true", help="do not keep the current copy as .bak")

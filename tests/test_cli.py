@@ -152,7 +152,16 @@ def test_doctor_next_line_names_the_other_command(capsys):
     assert main(["doctor"]) == 0
     nxt = [x for x in capsys.readouterr().out.splitlines() if x.startswith("next")]
     assert len(nxt) == 1 and "tools/course.sh" in nxt[0], nxt
-    assert "asynctc doctor --in-course" in (ROOT / "tools" / "course.sh").read_text()
+    assert 'asynctc doctor --in-course "$@"' in (ROOT / "tools" / "course.sh").read_text()
+
+
+def test_doctor_in_course_says_what_course_will_run(capsys):
+    """`course.sh 00` runs chapter 00 only: doctor's next line says so, not "every chapter"."""
+    assert main(["doctor", "--in-course"]) == 0
+    assert "executing every chapter now" in capsys.readouterr().out
+    assert main(["doctor", "--in-course", "--timeout", "60", "00"]) == 0
+    nxt = [x for x in capsys.readouterr().out.splitlines() if x.startswith("next")]
+    assert len(nxt) == 1 and "executing chapter 00 (00_why_async" in nxt[0] and "every" not in nxt[0], nxt
 
 
 def test_record_help_columns_line_up(capsys):

@@ -184,7 +184,22 @@ def test_reset_restores_a_deleted_notebook_from_git(tmp_path, capsys):
     assert main(["reset", "07", "--dir", str(repo / "notebooks")]) == 0
     assert json.loads(nb.read_text())["shipped"] is True
     assert not nb.with_name(nb.name + ".bak").exists()        # nothing of theirs to keep
-    assert "restored from the committed notebooks/07_fp8_precision.ipynb" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "restored from the committed notebooks/07_fp8_precision.ipynb" in out
+    assert ".bak" not in out                                  # no backup named that does not exist
+
+
+def test_reset_never_overwrites_an_earlier_backup(tmp_path, capsys):
+    repo, nb = _git_checkout(tmp_path)
+    from asynctc.__main__ import main
+    for n, name in ((1, ".bak"), (2, ".bak1"), (3, ".bak2")):
+        nb.write_text(json.dumps({"edit": n}))
+        assert main(["reset", "07", "--dir", str(repo / "notebooks")]) == 0
+        assert f"your copy is kept as {nb.name}{name}" in capsys.readouterr().out
+    kept = [json.loads(nb.with_name(nb.name + s).read_text())["edit"] for s in (".bak", ".bak1", ".bak2")]
+    assert kept == [1, 2, 3]
+    assert main(["reset", "07", "--dir", str(repo / "notebooks")]) == 0   # same as shipped: nothing kept
+    assert ".bak" not in capsys.readouterr().out and not nb.with_name(nb.name + ".bak3").exists()
 
 
 def test_reset_into_a_folder_outside_the_checkout_uses_the_course_copy(tmp_path, monkeypatch):
@@ -200,7 +215,8 @@ def test_reset_into_a_folder_outside_the_checkout_uses_the_course_copy(tmp_path,
 
 
 def test_gitignore_ignores_reset_backups():
-    assert "*.ipynb.bak" in (ROOT / ".gitignore").read_text().split()
+    lines = (ROOT / ".gitignore").read_text().split()
+    assert "*.ipynb.bak" in lines and "*.ipynb.bak[0-9]*" in lines
 
 
 def test_score_counts_only_the_chapters_a_learner_handed_in(tmp_path):
@@ -215,6 +231,28 @@ def test_score_counts_only_the_chapters_a_learner_handed_in(tmp_path):
     rows = {r["learner"]: r for r in csv.DictReader(csv_path.open())}
     assert rows["carol"]["ch05.full_parity"] == "" and rows["carol"]["out_of"] == "2"
     assert rows["carol"]["ch00.memory_bound"] == "-"
+
+
+def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
+    """Chapter 05 asks groups_pending (§2) before full_parity and empty_parity (its exercises
+    section); chapter 06 asks consumer_regs, producer_wait, which_barrier: the columns say so."""
+    from asynctc.teaching import grading
+    order = grading.course_order()
+    assert order["ch05.groups_pending"] < order["ch05.full_parity"] < order["ch05.empty_parity"]
+    assert order["ch00.memory_bound"] < order["ch05.groups_pending"] < order["ch05.find_bug"]
+    bob = grading.Graded("bob", ["05_pipelines.ipynb", "06_warp_specialization.ipynb"],
+                         {"ch06.which_barrier": "correct", "ch05.empty_parity": "wrong",
+                          "ch06.consumer_regs": None, "ch05.full_parity": "correct",
+                          "ch05.groups_pending": "correct", "ch06.producer_wait": None}, {}, [])
+    assert grading.columns([bob]) == ["ch05.groups_pending", "ch05.full_parity", "ch05.empty_parity",
+                                      "ch06.consumer_regs", "ch06.producer_wait", "ch06.which_barrier"]
+    # without the sources (an installed package): where the learners' notebooks ask them
+    bob.order = {"ch05.groups_pending": ("05_pipelines.ipynb", 0), "ch05.full_parity": ("05_pipelines.ipynb", 1),
+                 "ch05.empty_parity": ("05_pipelines.ipynb", 2)}
+    assert grading.columns([bob], order={})[:3] == ["ch05.groups_pending", "ch05.full_parity",
+                                                    "ch05.empty_parity"]
+    _, _, md = grading.write_tables([bob], tmp_path)
+    assert md.splitlines()[0].startswith("| learner | ch05.groups_pending | ch05.full_parity |")
 
 
 def test_an_exercise_cell_that_ran_without_check_is_unanswered():

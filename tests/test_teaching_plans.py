@@ -105,3 +105,18 @@ def test_checkpoint_answers_are_the_answer_keys(name, kw, answer, shown, monkeyp
     md = (DOCS / "checkpoints.md").read_text()
     row = next(l for l in md.splitlines() if f"`{name}`" in l)
     assert all(f"{k}={v}" in row for k, v in kw.items()) and shown in row, name
+
+
+def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
+    """docs/teaching/answers.md is what `python -m asynctc.teaching.answers` writes today: every
+    core exercise, in notebook order, with the answer key's answer for the notebook's arguments."""
+    from asynctc.teaching import answers
+    text = answers.render()
+    assert (DOCS / "answers.md").read_text() == text, \
+        "docs/teaching/answers.md is stale: run python -m asynctc.teaching.answers"
+    names = [n for p in timing.notebook_paths() if timing.is_core(p)
+             for n, _ in timing.estimate_path(p).exercises]
+    rows = [l for l in text.splitlines() if l.startswith("| ") and "`ch" in l]
+    assert [re.search(r"`(ch\d\d\.\w+)`", l).group(1) for l in rows] == list(dict.fromkeys(names))
+    row = next(l for l in rows if "`ch05.full_parity`" in l)
+    assert "k=13, stages=3" in row and "| `0` |" in row

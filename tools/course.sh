@@ -5,5 +5,5 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/tools/setup_env.sh" notebooks
 cd "$root"
-"$PY" -m asynctc doctor --in-course
+"$PY" -m asynctc doctor --in-course "$@"
 exec "$PY" -m asynctc course "$@"

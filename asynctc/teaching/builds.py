@@ -14,6 +14,7 @@ A chapter's source (``notebooks/src/NN_name.py``) builds two notebooks (tools/bu
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -143,16 +144,47 @@ def pristine_source(chapter: str, nb_dir: Path) -> tuple[bytes, str, str]:
                             f"(notebooks/{chapter}_*.ipynb) nor installed with the package")
 
 
-def reset(chapter: str, nb_dir: Path | None = None, backup: bool = True) -> tuple[Path, str]:
+def backup_path(target: Path) -> Path:
+    """Where the learner's copy of ``target`` is kept: ``NN_name.ipynb.bak`` if that is free, else
+    the first free ``.bak1``, ``.bak2``, … — an earlier backup is never overwritten."""
+    target = Path(target)
+    first = target.with_name(target.name + ".bak")
+    if not first.exists():
+        return first
+    n = 1
+    while target.with_name(f"{target.name}.bak{n}").exists():
+        n += 1
+    return target.with_name(f"{target.name}.bak{n}")
+
+
+@dataclasses.dataclass
+class Restored:
+    """What :func:`restore` did: the notebook written, where it came from, and where the learner's
+    own copy was kept (None when there was none, or it was the shipped one, or backups were off)."""
+
+    path: Path
+    where: str
+    backup: Path | None = None
+
+
+def restore(chapter: str, nb_dir: Path | None = None, backup: bool = True) -> Restored:
     """Write chapter ``chapter``'s learner notebook back into ``nb_dir``; the learner's copy, if it
-    differs, is kept beside it as ``NN_name.ipynb.bak``. Returns (path written, where from)."""
+    differs, is kept beside it (:func:`backup_path`: ``.bak``, then ``.bak1``, …)."""
     import json
     nb_dir = Path(nb_dir) if nb_dir is not None else notebooks_dir()
     data, name, where = pristine_source(chapter, nb_dir)
     json.loads(data)                                     # refuse to write something that is not JSON
     target = nb_dir / name
+    kept = None
     if backup and target.exists() and target.read_bytes() != data:
-        shutil.copy2(target, target.with_name(target.name + ".bak"))
+        kept = backup_path(target)
+        shutil.copy2(target, kept)
     nb_dir.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
-    return target, where
+    return Restored(target, where, kept)
+
+
+def reset(chapter: str, nb_dir: Path | None = None, backup: bool = True) -> tuple[Path, str]:
+    """:func:`restore`, returning (path written, where from)."""
+    r = restore(chapter, nb_dir, backup)
+    return r.path, r.where

@@ -46,6 +46,8 @@ class Graded:
     status: dict[str, str | None]          # exercise → status (None: never checked)
     attempts: dict[str, int]
     problems: list[str]                    # notebooks that stopped early, and why
+    order: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
+    # exercise → (the notebook it was found in, its position there)
 
     @property
     def score(self) -> int:
@@ -148,22 +150,45 @@ def grade(folder: Path, make_client: Callable | None = None, timeout: int = 600)
     """Grade every learner's notebooks in ``folder``."""
     out = []
     for learner, paths in submissions(folder).items():
-        status, tries, problems = {}, {}, []
+        status, tries, problems, order = {}, {}, [], {}
         for p in paths:
             names, st, at, problem = grade_notebook(p, make_client, timeout)
             status.update(st)
             tries.update(at)
+            for i, n in enumerate(names):
+                order.setdefault(n, (p.name, i))
             if problem:
                 problems.append(problem)
-        out.append(Graded(learner, [p.name for p in paths], status, tries, problems))
+        out.append(Graded(learner, [p.name for p in paths], status, tries, problems, order))
     return out
 
 
-def columns(graded: list[Graded]) -> list[str]:
+def course_order(src: Path | None = None) -> dict[str, int]:
+    """Each exercise's position in the course: the order the notebook sources
+    (``notebooks/src/NN*.py``, chapter by chapter, each deep dive after its lesson) ask them.
+    Empty where the sources are not there (an installed package)."""
+    src = Path(src) if src is not None else builds.ROOT / "notebooks" / "src"
+    out: dict[str, int] = {}
+    for p in sorted(src.glob("[0-9][0-9]*.py")) if src.is_dir() else []:
+        for n in _CHECK.findall(p.read_text()):
+            out.setdefault(n, len(out))
+    return out
+
+
+def columns(graded: list[Graded], order: dict[str, int] | None = None) -> list[str]:
+    """The table's exercise columns in notebook order: by :func:`course_order`, then (for an
+    exercise the sources do not ask) by chapter and where the learners' notebooks ask it."""
+    order = course_order() if order is None else order
     cols: list[str] = []
     for g in graded:
         cols += [n for n in g.status if n not in cols]
-    return sorted(cols)
+    seen = {}
+    for g in graded:
+        for n, where in g.order.items():
+            seen[n] = min(seen.get(n, where), where)
+    big = len(order) + 1
+    return sorted(cols, key=lambda n: (n.split(".", 1)[0], order.get(n, big), seen.get(n, ("~", 0)),
+                                       cols.index(n)))
 
 
 def write_tables(graded: list[Graded], out_dir: Path) -> tuple[Path, Path, str]:

@@ -1,0 +1,195 @@
+"""The answer sheet of every core-lesson exercise (docs/teaching/answers.md), generated from the
+notebook sources and the course's answer key so that it cannot drift from either.
+
+For each exercise, in the order the core notebooks (``notebooks/src/NN_*.py``) ask them: the
+arguments the learner's ``exercises.check`` call passes, and the answer
+``exercises.expected(name, **arguments)`` returns for them. Where an argument is computed in the
+notebook (from a replayed record, or a program built in a cell above), the sheet gives the worked
+solution's expression from the notebook's solution cell instead — the cell CI executes, so that
+expression is checked against the answer key too.
+
+``python -m asynctc.teaching.answers`` rewrites the sheet (``--check``: exit 1 if it differs);
+tests/test_teaching_plans.py regenerates it and compares.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ROOT / "notebooks" / "src"
+SHEET = ROOT / "docs" / "teaching" / "answers.md"
+
+
+@dataclasses.dataclass
+class Asked:
+    """One exercise as a core notebook asks it."""
+
+    chapter: str
+    number: int
+    name: str
+    kwargs: dict[str, object]       # the learner call's arguments that are literals (resolved)
+    computed: tuple[str, ...]       # arguments the notebook computes
+    solution: str                   # the worked solution's answer expression ('' if none)
+    why: str                        # the comment on the solution line ('' if none)
+
+
+def core_sources(folder: Path = SOURCES) -> list[Path]:
+    """The core lessons' sources (``NN_name.py``: two digits, no deep-dive letter), in order."""
+    return sorted(p for p in folder.glob("[0-9][0-9]_*.py"))
+
+
+def _literal_assignments(tree: ast.Module) -> list[tuple[int, str, object]]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out.append((node.lineno, node.targets[0].id, ast.literal_eval(node.value)))
+            except ValueError:
+                pass
+    return sorted(out, key=lambda t: t[0])
+
+
+def _resolve(value: ast.expr, line: int, assigns) -> tuple[bool, object]:
+    try:
+        return True, ast.literal_eval(value)
+    except ValueError:
+        pass
+    if isinstance(value, ast.Name):
+        found = [v for ln, n, v in assigns if n == value.id and ln < line]
+        if found:
+            return True, found[-1]
+    return False, None
+
+
+def _checks(tree: ast.Module):
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and ast.unparse(n.func) == "exercises.check" and n.args
+             and isinstance(n.args[0], ast.Constant)]
+    return sorted(calls, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _steps_before(tree: ast.Module, lines: list[str], call: ast.Call) -> list[str]:
+    """The statements of the solution's cell between the previous check (or the cell's start) and
+    ``call``, each as one line of code: how the worked solution computes its answer."""
+    start = max((i + 1 for i, ln in enumerate(lines[:call.lineno - 1]) if ln.startswith("# %%")), default=0)
+    steps = []
+    for stmt in tree.body:
+        if stmt.lineno <= start or stmt.lineno >= call.lineno:
+            continue
+        code = ast.unparse(stmt)
+        if "exercises.check" in code:
+            steps = []
+        elif "\n" not in code and not code.startswith("print("):
+            steps.append(code)
+    return steps
+
+
+def asked(path: Path) -> list[Asked]:
+    """The exercises one core notebook source asks, in the order it asks them."""
+    src = path.read_text()
+    lines = src.splitlines()
+    tree = ast.parse(src)
+    assigns = _literal_assignments(tree)
+    learner, solutions = [], {}
+    for call in _checks(tree):
+        name = call.args[0].value
+        kws = {k.arg: k.value for k in call.keywords if k.arg}
+        if "solution" in kws:
+            if name not in solutions:
+                line = lines[call.end_lineno - 1]
+                why = line.split("  # ", 1)[1].strip() if "  # " in line else ""
+                expr = ast.unparse(call.args[1]) if len(call.args) > 1 else ""
+                solutions[name] = (" ; ".join(_steps_before(tree, lines, call) + [expr]), why)
+        elif name not in [c[0] for c in learner]:
+            learner.append((name, call.lineno, kws))
+    out = []
+    for i, (name, line, kws) in enumerate(learner, 1):
+        got, computed = {}, []
+        for k, v in kws.items():
+            ok, val = _resolve(v, line, assigns)
+            if ok:
+                got[k] = val
+            else:
+                computed.append(k)
+        sol, why = solutions.get(name, ("", ""))
+        out.append(Asked(path.name[:2], i, name, got, tuple(computed), sol, why))
+    return out
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_fmt(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, int) and not isinstance(v, bool) and v > 4096:
+        return hex(v) if v >= 1 << 32 else str(v)
+    return repr(v)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(folder: Path = SOURCES) -> str:
+    """The answer sheet's Markdown."""
+    from asynctc.core import exercises
+    old = os.environ.get(exercises.ANSWER_KEY_ENV)
+    os.environ[exercises.ANSWER_KEY_ENV] = "1"
+    try:
+        rows = []
+        for path in core_sources(folder):
+            for a in asked(path):
+                args = ", ".join(f"{k}={_fmt(v)}" for k, v in a.kwargs.items())
+                if a.computed:
+                    args += ("; " if args else "") + ", ".join(a.computed) + ": computed in the notebook"
+                    answer = f"worked solution: `{_cell(a.solution)}`" if a.solution else "see the notebook"
+                else:
+                    answer = f"`{_cell(_fmt(exercises.expected(a.name, **a.kwargs)))}`"
+                why = _cell(a.why)
+                rows.append(f"| {a.chapter} | {a.number} | `{a.name}` | {_cell(args)} | {answer} | {why} |")
+    finally:
+        if old is None:
+            os.environ.pop(exercises.ANSWER_KEY_ENV, None)
+        else:
+            os.environ[exercises.ANSWER_KEY_ENV] = old
+    head = """# Answers to every core-lesson exercise
+
+For the teacher; do not hand it out. Generated — do not edit: `python -m asynctc.teaching.answers`
+rewrites it from the notebook sources and the answer key (`exercises.expected`, with
+`ASYNCTC_ANSWER_KEY=1`), and `tests/test_teaching_plans.py` fails when it is stale. Exercises are
+numbered as each chapter's notebook numbers them. Where the notebook computes an argument (from
+the replayed record, or a program built in a cell above), the answer is the worked solution's
+expression from the notebook's solution cell, which CI runs against the answer key; its value is
+in `notebooks/solutions/NN_*.ipynb`. The question itself: the notebook, or
+`print(exercises.prompt("name"))`.
+
+| ch | ex | exercise | arguments in the notebook | answer | why (the solution's note) |
+|---|---|---|---|---|---|
+"""
+    return head + "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m asynctc.teaching.answers", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if docs/teaching/answers.md is stale")
+    args = ap.parse_args(argv)
+    text = render()
+    if args.check:
+        same = SHEET.exists() and SHEET.read_text() == text
+        print(f"{SHEET.name}: {'up to date' if same else 'stale: run python -m asynctc.teaching.answers'}")
+        return 0 if same else 1
+    SHEET.write_text(text)
+    print(f"wrote {SHEET.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
