@@ -41,7 +41,7 @@ def _title(nb, fallback: str) -> str:
         if c.cell_type == "markdown":
             m = re.search(r"^#\s+(.+)$", c.source, re.M)
             if m:
-                return m.group(1).strip()
+                return re.sub(r"[`*]", "", m.group(1)).strip()     # a title, not markdown
     return fallback
 
 
@@ -172,19 +172,31 @@ def rewrite_links(body: str, *, pages, source_dir: Path, out_dir: Path, glossary
     return _ATTR.sub(sub, body)
 
 
+def _is_core(page_file: str) -> bool:
+    """``06_warp_specialization.html`` is a core lesson; ``06b_ws_anatomy.html`` a deep dive."""
+    return bool(re.match(r"\d\d_", page_file))
+
+
 def _nav(pages: list[tuple[str, str]], i: int | None) -> str:
+    """Contents · previous · next (in file order, deep dives included) · the next core lesson
+    (when it is not already "next") · glossary."""
     links = ['<a href="index.html">Contents</a>']
     if i is not None and i > 0:
         links.append(f'<a rel="prev" href="{pages[i - 1][0]}">← {html.escape(pages[i - 1][1])}</a>')
     if i is not None and i + 1 < len(pages):
         links.append(f'<a rel="next" href="{pages[i + 1][0]}">{html.escape(pages[i + 1][1])} →</a>')
+        core = next((f for f, _ in pages[i + 1:] if _is_core(f)), None)
+        if core and core != pages[i + 1][0]:
+            links.append(f'<a href="{core}">next core lesson: {html.escape(core.split("_")[0])} →</a>')
     links.append('<a href="glossary.html">Glossary</a>')
     return ('<nav class="asynctc-nav" style="padding:.5em 1em;border-bottom:1px solid #ccc;'
-            'font-family:sans-serif;display:flex;gap:1.5em">' + "".join(links) + "</nav>")
+            'font-family:sans-serif;display:flex;flex-wrap:wrap;gap:1.5em">' + "".join(links) + "</nav>")
 
 
 def _with_nav(body: str, nav: str) -> str:
-    return re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav, body, count=1)
+    """The bar after ``<body>`` and again before ``</body>`` (a reader at the end of a page)."""
+    body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav, body, count=1)
+    return re.sub(r"(</body>)", lambda m: nav + m.group(1), body, count=1)
 
 
 def glossary_notebook():
@@ -229,14 +241,16 @@ def build_site(out: Path) -> list[Path]:
         target.write_text(_with_nav(body, _nav(pages, i)))
         written.append(target)
     glossary_page(out, stems, _nav(pages, None))
-    items = "\n".join(f'<li><a href="{f}">{html.escape(t)}</a></li>' for f, t in pages)
+    items = "\n".join(f'<li><a href="{f}">{html.escape(t)}</a></li>' if _is_core(f) else
+                      f'<li style="margin-left:1.5em">deep dive: <a href="{f}">'
+                      f'{html.escape(t)}</a></li>' for f, t in pages)
     (out / "index.html").write_text(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>asynctc — the course</title></head>"
         f"<body>{_nav(pages, None)}<main style=\"font-family:sans-serif;max-width:50em;margin:2em auto\">"
         "<h1>asynctc — asynchronous Tensor Core programming</h1>"
         "<p>The executed learner notebooks (replay mode: measured figures come from the committed "
         "records, labelled with the GPU and date). Exercises are to be done in Jupyter; worked "
-        f"solutions are not part of this site.</p><ol>\n{items}\n</ol>"
+        f"solutions are not part of this site.</p><ul style=\"list-style:none;padding-left:0\">\n{items}\n</ul>"
         '<p><a href="glossary.html">Glossary</a> of the course\'s terms.</p></main></body></html>\n')
     return [out / "index.html", *written, out / "glossary.html"]
 
