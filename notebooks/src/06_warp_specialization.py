@@ -153,9 +153,9 @@ for line in pl.checks_lines(mrec.results):
 # Python; the red marks are the goals.
 #
 # The table judges the goals (`asynctc.gemm.goals`). Each row is one promise, judged on its worst
-# shape. Kernel and end-to-end rows are torch's time over ours (above 1 we are faster); the host
-# row is our host time per call over torch's (below 1 we are faster). Which shape is the worst of
-# each row, and how `matmul` picks its tile: deep dive 06d §3.
+# shape. Kernel and end-to-end rows are torch's time over ours (above 1, ours takes less time); the
+# host row is our host time per call over torch's (below 1, ours takes less). Which shape is the
+# worst of each row, and how `matmul` picks its tile: deep dive 06d §3.
 
 # %% output varies
 from asynctc.gemm import figures as gfig, goals
