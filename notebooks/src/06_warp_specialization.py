@@ -49,8 +49,8 @@ res = rec.results
 # "preceding phase", which counts as complete.
 #
 # The seed article swaps the waits: its consumers wait on "empty" — for "stage s may be
-# refilled" before anything was loaded. Both versions, from the same tables (the left read from the kernel's source; one arrow is left
-# open for exercise 3):
+# refilled" before anything was loaded. Both versions, from the same tables (the left read from
+# the kernel's source; one arrow is left open for exercise 3):
 
 # %% output varies
 fig = W.plot_protocol(hide="consumer arrives")
