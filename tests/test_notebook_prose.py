@@ -149,7 +149,10 @@ def test_claim_prints_or_raises_with_the_numbers(capsys):
 #: Every show_source call in the chapters: (chapter, start pattern) → (fewest lines, what it must
 #: contain). A new listing must be added here, with what it is about.
 LISTINGS = {
-    ("08", r"^  // ---- consumer warpgroup"): (30, r"named_barrier_sync"),
+    # the consumers' loop in two parts: the three lines between them are exercise 2's answer, shown after it
+    ("08", r"^  // ---- consumer warpgroup"): (10, r"wait_or_record\(smem_u32\(&full"),
+    ("08", r"^    named_barrier_sync\(1, CONSUMERS\);$"): (30, r"named_barrier_sync"),
+    ("08", r"^#if BUG != BUG_STORE_BUFFER_REUSED"): (3, r"bulk_wait_group_read<0>"),
     ("09", r"else if \(warp == 1\)"): (20, r"tcgen05_mma_f16"),
     ("09b", r"^          const u32 a = t & 1u;$"): (
         25, r"acc_empty\[a\][\s\S]*tcgen05_mma_mxf8f6f4[\s\S]*tcgen05_commit_multicast"),

@@ -294,6 +294,10 @@ def test_ring_figure_draws_the_parities_the_exercises_check():
     assert "S = 4" in ring.get_title() and "S = 4" in grid.get_title()
     assert [t.get_text() for t in grid.texts] == [str(v) for v in pl.ring_parities(4, 12)["full"]
                                                   + pl.ring_parities(4, 12)["empty"]]
+    labels = " ".join(t.get_text() for t in ring.texts)
+    assert "wait_group(1)" in labels and "empty of k−1" in labels
+    hidden = " ".join(t.get_text() for t in pl.plot_ring(4, 12, hide_pending=True).axes[0].texts)
+    assert "wait_group(kPending)" in hidden and "k−kPending" in hidden and "wait_group(1)" not in hidden
 
 
 # ---- exercises -----------------------------------------------------------------------------------------

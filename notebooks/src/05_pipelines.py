@@ -53,7 +53,7 @@ notebook.banner("sm_90a")
 # once**.
 
 # %% output varies
-fig = mp.plot_ring(stages=4, k_tiles=12)
+fig = mp.plot_ring(stages=4, k_tiles=12, hide_pending=True)
 plt.show()
 
 # %% [markdown]
@@ -84,14 +84,15 @@ notebook.show_source("pipeline.cu", start=r"^  for \(int k = 0; k < T; \+\+k\) \
                      end=r"^      __syncwarp\(\);")
 
 # %% [markdown]
-# **Names**, e.g. `float16 128x256x64/c2 s4 B:K wait1`: CTA tile 128×256×64 (BK = 64, one
-# k-tile), 2 consumer warpgroups, S = 4 stages, B K-major (`B:MN`: MN-major),
-# `wgmma.wait_group(1)`. The rarer parts, which section 4's verdicts use:
+# **Names**, e.g. `float16 128x256x64/c2 s4 B:K`: CTA tile 128×256×64 (BK = 64, one
+# k-tile), 2 consumer warpgroups, S = 4 stages, B K-major (`B:MN`: MN-major). Every name then ends
+# in a `waitN` part, which is Exercise 1's subject and is explained just after it. The rarer parts,
+# which section 4's verdicts use:
 #
 # | part | means |
 # |---|---|
 # | `/2cta` | built for two resident CTAs per SM (registers kept low enough); two independent CTAs, not a [cluster](../docs/glossary.md#cluster) |
-# | `l2:256B` | the tensor maps ask TMA to fetch L2 lines in 256-byte units (L2 promotion) |
+# | `l2:256B` | the tensor maps ask TMA to fetch L2 lines in 256-byte units (*L2 promotion*: the tensor map's `CUtensorMapL2promotion` field) |
 # | `out:float16` | C's dtype (fp32 otherwise) |
 # | `(2)` after a TFLOP/s number | that many CTAs were resident per SM (no mark: one) |
 #
@@ -106,6 +107,10 @@ notebook.show_source("pipeline.cu", start=r"^  for \(int k = 0; k < T; \+\+k\) \
 # %%
 answer = ...
 ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
+
+# %% [markdown]
+# **The `waitN` part of a name** (now that you have answered): the loop's `wgmma.wait_group(N)`, so
+# `wait1` leaves one wgmma group pending and `wait0` none.
 
 # %% [markdown]
 # ## 3. Correct first
@@ -166,8 +171,9 @@ for size in (4096, 8192):
 # under the math.
 #
 # That works until the loads arrive as fast as the path into the SM delivers them. Past that, depth
-# adds nothing. From the record (128×256, fp16, 4096³, and the timeline recorded inside the first
-# CTAs):
+# adds nothing. From the record (128×256, fp16, 4096³, and the timeline recorded inside the
+# *first-wave CTAs*: the first CTAs launched, each on its own SM, which start together before any
+# CTA has finished):
 
 # %% output varies
 meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
@@ -211,7 +217,8 @@ ok = exercises.check("ch05.full_parity", answer, k=13, stages=3)
 
 # %% [markdown]
 # **3.** With S = 3, which parity does the producer wait on empty[t mod 3] before loading k-tile
-# **t = 7**? And before k-tile **t = 2** (the first pass)? Give the first; the solution checks both.
+# **t = 7**? Give that parity (0 or 1) as your answer. Then work out, on paper, the parity before
+# k-tile **t = 2** (the first pass); the solutions cell checks both.
 
 # %%
 answer = ...

@@ -6,7 +6,7 @@
 # change per rung, each timed beside cuBLAS. You will be able to
 #
 # 1. draw the producer/consumer protocol — who waits on which barrier, with which phase parity —
-#    and say why the version in the seed article (the tutorial this course checks) deadlocks;
+#    and say why the version in the seed article ([chapter 10](10_claims.ipynb) says what it is) deadlocks;
 # 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
 # 3. read the ladder: what each rung changed, what it bought;
 # 4. call the result, `asynctc.matmul(a, b)`, on any shape.
@@ -34,24 +34,23 @@ res = rec.results
 # warpgroup of their own ([warp specialization](../docs/glossary.md#warp-specialization)). The
 # ring is chapter 05's: S stages, two mbarriers each (PTX ISA, *mbarrier*).
 #
-# | barrier | arrival count | a phase completes when | meaning |
-# |---|---|---|---|
-# | full[s] | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA has delivered those bytes | *stage s contains its k-tile* |
-# | empty[s] | C, the number of consumer warpgroups | C arrivals have been made (by whom: exercise 3) | *stage s may be refilled* |
+# | barrier | meaning |
+# |---|---|
+# | full[s] | *stage s contains its k-tile* |
+# | empty[s] | *stage s may be refilled* |
 #
-# A warpgroup arrives through its *elected thread*, one thread acting for all 128: CUTLASS's
-# convention, not a rule the PTX ISA text states.
+# Who arrives on which, and how many arrivals complete a phase, is exercise 3's question; the
+# table's arrival counts follow it. A warpgroup arrives through its *elected thread*, one thread
+# acting for all 128: CUTLASS's convention, not a rule the PTX ISA text states.
 #
 # Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
 # tiles: stage s = i mod S, fill f = i / S. A consumer waits on full[s] with parity f mod 2; the
 # producer on empty[s] with parity (f + 1) mod 2 — on the first pass, a fresh barrier's
 # "preceding phase", which counts as complete.
 #
-# The seed article — the tutorial this course was asked to check; we state each of its claims in
-# our own words, in its order (`asynctc.claims.seed`), without reproducing its text — swaps the
-# waits: its consumers wait on "empty" — for "stage s may be refilled" before anything was loaded.
-# Both versions, from the same tables (the left read from the kernel's source; one arrow is left
-# open for exercise 3):
+# The seed article swaps the waits: its consumers wait on "empty" — for "stage s may be
+# refilled" before anything was loaded. Both versions, from the same tables (the left read from
+# the kernel's source; one arrow is left open for exercise 3):
 
 # %% output varies
 fig = W.plot_protocol(hide="consumer arrives")
@@ -153,12 +152,9 @@ for line in pl.checks_lines(mrec.results):
 # figure: torch's time over ours, per shape, for the kernel alone and for back-to-back calls from
 # Python; the red marks are the goals.
 #
-# The table judges the goals (`asynctc.gemm.goals`): each row is one promise — a class of shapes,
-# a ratio, a bound — read at the class's least favourable shape in the record, so "met" is yes only
-# if that worst shape keeps the bound and a single shape short of it makes the row "no". The
-# kernel-time and end-to-end rows are torch's time over ours (≥ bound; above 1.00 ours takes less
-# time), while the host row is the other way round, our host µs per call over torch's (≤ bound;
-# its value is how many of torch's per-call host times one call of ours costs). Which shape is the
+# The table judges the goals (`asynctc.gemm.goals`). Each row is one promise, judged on its worst
+# shape. Kernel and end-to-end rows are torch's time over ours (above 1, ours takes less time); the
+# host row is our host time per call over torch's (below 1, ours takes less). Which shape is the
 # worst of each row, and how `matmul` picks its tile: deep dive 06d §3.
 
 # %% output varies
@@ -200,6 +196,19 @@ ok = exercises.check("ch06.producer_wait", answer, tile=1, k=2, k_tiles=5, stage
 # %%
 answer = ...
 ok = exercises.check("ch06.which_barrier", answer, event="consumer arrives")
+
+# %% [markdown]
+# **Section 1's table, completed** (read it after exercise 3):
+#
+# | barrier | arrivals per phase | a phase completes when |
+# |---|---|---|
+# | full[s] | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA has delivered those bytes |
+# | empty[s] | C, the number of consumer warpgroups (each one's elected thread, after its `wgmma.wait_group`) | all C arrivals have been made |
+#
+# **What you learned.** The producer/consumer protocol and its parities (and why the seed's
+# swapped waits deadlock), the register budget `setmaxnreg` moves, a ladder of rungs each timed
+# beside cuBLAS, and `asynctc.matmul`, the top rung for any shape.
+# **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

@@ -109,9 +109,8 @@ print(f"{len(res['checks'])} checks passed (e4m3 and e5m2; with and without prom
 # One GPU run timed cuBLASLt's FP8 GEMM (`torch._scaled_mm`: e4m3, per-tensor scales, bf16 C, with
 # [fast accumulation](../docs/glossary.md#fast-accumulation), section 5), our FP8 top rung, and
 # chapter 06's two FP16 kernels; medians, every timed output checked on sampled rows. FP8's dense
-# peak is 8192 FLOP/clk/SM, FP16's 4096: 2× is a **ceiling**. The seed article — the tutorial this
-# course was asked to check; we state each of its claims in our own words, in its order
-# (`asynctc.claims.seed`), without reproducing its text — says "1.5–2×".
+# peak is 8192 FLOP/clk/SM, FP16's 4096: 2× is a **ceiling**. The seed article
+# ([chapter 10](10_claims.ipynb) says what it is) says "1.5–2×".
 
 # %% output varies
 top, top16 = fp8.fp8_config().label(), W.TOP_RUNG.make("float16").label()
@@ -251,7 +250,7 @@ ok = exercises.check("ch07.promote_interval", answer, k=4096, target=1e-2)
 
 # %% [markdown]
 # **What you learned:** FP8 is a format plus a scale; its accumulator keeps 13 fraction bits;
-# promotion buys precision back for some throughput. **Next:** chapter 08, asynchronous pitfalls.
+# promotion buys precision back for some throughput. **Next:** [chapter 08](08_pitfalls.ipynb), asynchronous pitfalls.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

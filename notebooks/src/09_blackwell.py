@@ -163,9 +163,23 @@ notebook.show_source("tcgen05.cu", start=r"else if \(warp == 1\)", end=r"tcgen05
 
 # %% [markdown]
 # Compiled for sm_100a here (no GPU needed), for one CTA and for a CTA pair, then counted in the
-# SASS: `UTCHMMA` is `tcgen05.mma` (`.2CTA` for the pair), `UTCBAR` the commit, `LDTM` the
-# `tcgen05.ld` of the epilogue, `UTCATOMSWS` the TMEM allocator. The kernels are launched with the
-# descriptors the models above encode:
+# SASS (static counts). The opcodes are nvdisasm's names; beside each, the PTX it comes from in
+# these cubins (`asynctc.tcgen05.SASS_CLASSES`; the tests check the counts):
+#
+# | SASS | from the PTX |
+# |---|---|
+# | `UTCHMMA` (`.2CTA` for the pair) | `tcgen05.mma` |
+# | `UTCBAR` | `tcgen05.commit` |
+# | `LDTM` | `tcgen05.ld`, in the epilogue |
+# | `UTCATOMSWS` | `tcgen05.alloc` / `tcgen05.dealloc`: the TMEM allocator |
+# | `UVIRTCOUNT` (`.DEALLOC.SMPOOL`) | `tcgen05.relinquish_alloc_permit`: the CTA gives up its right to allocate more TMEM |
+# | `UTMALDG` | the TMA loads (`cp.async.bulk.tensor`) |
+# | `UTMACCTL` | `prefetch.tensormap`: the tensor maps fetched before the first TMA load |
+# | `SYNCS` | mbarrier init, arrive and wait |
+# | `UCGABAR` (`_ARV`, `_WAIT`) | `barrier.cluster.arrive` / `.wait`: only in the CTA-pair build, a cluster of two |
+# | `BAR` | `__syncthreads` |
+#
+# The kernels are launched with the descriptors the models above encode:
 
 # %% output varies
 for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfig("float16", 256, 256, 64, 4, 2)):
@@ -232,7 +246,7 @@ ok = exercises.check("ch09.fix_descriptor", answer, value=value)
 
 # %% [markdown]
 # **What you learned:** the accumulator lives in TMEM; one thread issues the MMA from two
-# descriptors; an mbarrier says when it is done. **Next:** chapter 10, the seed article's claims.
+# descriptors; an mbarrier says when it is done. **Next:** [chapter 10](10_claims.ipynb), the seed article's claims.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

@@ -15,8 +15,8 @@
 # The public numbers the course cites (its *anchors*) set beside ours, and every part of every
 # statement, are in deep dive [10b](10b_claims_in_full.ipynb).
 #
-# The seed article — the tutorial this course was asked to check; we state each of its claims in our
-# own words, in its order (`asynctc.claims.seed`), without reproducing its text.
+# The seed article is the tutorial this course was asked to check: we state each of its claims in
+# our own words, in its order (`asynctc.claims.seed`), without reproducing its text.
 #
 # This chapter runs no kernel. It reads the records the other chapters wrote (`data/<gpu>/*.json`,
 # each with its GPU, date and versions), so live and replay print the same. Its code is

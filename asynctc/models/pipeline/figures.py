@@ -29,10 +29,13 @@ def ring_parities(stages: int, k_tiles: int) -> dict[str, list[int]]:
             "empty": [(k // stages + 1) % 2 for k in ks]}
 
 
-def plot_ring(stages: int = 4, k_tiles: int = 12, tile: str = "A 128×64\nB 256×64"):
+def plot_ring(stages: int = 4, k_tiles: int = 12, tile: str = "A 128×64\nB 256×64",
+              hide_pending: bool = False):
     """The ring drawn: ``stages`` shared-memory stages with their full and empty mbarriers, who
     arrives and who waits (left), and the parity each wait names for the first ``k_tiles`` k-tiles
-    (right, from :func:`ring_parities`). Returns the Figure."""
+    (right, from :func:`ring_parities`). ``hide_pending=True`` labels the consumers'
+    ``wait_group`` with ``kPending`` instead of the kernel's 1 (left open for an exercise).
+    Returns the Figure."""
     import matplotlib.pyplot as plt
     import numpy as np
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.3), dpi=80, layout="constrained",
@@ -46,8 +49,10 @@ def plot_ring(stages: int = 4, k_tiles: int = 12, tile: str = "A 128×64\nB 256�
             ax.text(x + 0.6, y, f"{name}\n[{s}]", ha="center", va="center", fontsize=7)
     ax.text(0.1, 4.45, "producer (thread 0 of warpgroup 0): wait empty[t mod S],\narrive.expect_tx on "
             "full[t mod S], issue TMA; its bytes complete_tx on full", fontsize=8, va="center")
-    ax.text(0.1, -0.45, "consumer warpgroups (all): wait full[k mod S], wgmma, commit, wait_group(1),\n"
-            "then arrive on empty of k−1 (one elected thread per warpgroup)", fontsize=8, va="center")
+    pending = "kPending" if hide_pending else "1"
+    ax.text(0.1, -0.45, "consumer warpgroups (all): wait full[k mod S], wgmma, commit, "
+            f"wait_group({pending}),\nthen arrive on empty of k−{pending} (one elected thread per "
+            "warpgroup)", fontsize=8, va="center")
     ax.annotate("", xy=(1.8, 3.55), xytext=(1.0, 4.1), arrowprops=dict(arrowstyle="->", color="tab:red"))
     ax.annotate("", xy=(1.8, 0.45), xytext=(1.0, -0.15), arrowprops=dict(arrowstyle="->", color="tab:green"))
     first = ",".join(str(k) for k in range(stages))
