@@ -191,12 +191,18 @@ _ = notebook.claim(per_k > 1.8 * kt_peak and wait_full > 0.15,
                    f"against {kt_peak:.0f} of Tensor Core work, and the consumers wait on full barriers "
                    f"{wait_full:.0%} of the loop, while a wgmma group is nearly always outstanding.",
                    cycles=per_k, peak=kt_peak, wait_full=wait_full)
-_ = notebook.claim(abs(meas[4] / meas[3] - 1) < 0.05 and wait_full > 0.15,
-                   f"So the answer this record supports: at S = {best_s} the consumers still wait on full "
+ms = next(r["median_ms"] for r in res["sweep"] if r["kernel"] == "pipeline" and r["tile"] == "128x256x64/c2"
+          and r["dtype"] == "float16" and r["size"] == 4096 and r["stages"] == best_s)
+avg_k = (ms * 1e-3 * res["clocks_after"]["max_sm_mhz"] * 1e6
+         / (-(-(4096 // 128) * (4096 // 256) // res["sm_count"]) * (4096 // 64)))   # at most, per SM
+_ = notebook.claim(abs(meas[4] / meas[3] - 1) < 0.05 and wait_full > 0.15 and per_k > avg_k,
+                   f"So what this record supports: at S = {best_s} the consumers still wait on full "
                    f"barriers {wait_full:.0%} of the loop, yet S = 4 adds only {meas[4] / meas[3] - 1:+.1%} "
-                   "over S = 3: the limit is the rate at which bytes reach the SM, which depth cannot raise. "
-                   "(Whether the wgmmas are slowed too the trace cannot say; deep dive 05b fits a cap on "
-                   "the L2 → SM path to the sweep.)", s3=meas[3], s4=meas[4], wait_full=wait_full)
+                   "over S = 3: more stages no longer make the data arrive sooner. What sets that pace "
+                   "(the L2 → SM path, or wgmmas slowed by the loads) the trace cannot separate, and the "
+                   "traced first-wave CTAs, which start together, run slower than the kernel's average "
+                   "k-tile; deep dive 05b compares the two and fits a cap on the L2 → SM path to the "
+                   "sweep.", s3=meas[3], s4=meas[4], wait_full=wait_full, traced=per_k, average=avg_k)
 
 # %% [markdown]
 # A CPU model predicted this curve before the kernel first ran; how it fared:
