@@ -208,3 +208,16 @@ def test_course_site_in_a_headless_browser(tmp_path):
                 assert f'id="{frag}"' in html_of[target], f"{p}: link {href!r}: no such anchor"
     index = got[(site / "index.html").as_uri()]
     assert [h for h in index["links"] if h.endswith(".html") and h[:2].isdigit()] == pages[1:-1]
+
+
+def test_site_folds_the_prediction_answers_in_details():
+    """The learner notebook leaves out an output that answers a prediction and says so; the site
+    gives it back from the solution notebook, folded in a <details> the reader opens after answering."""
+    import nbformat
+    from asynctc.teaching import builds, publish
+    p = builds.notebooks_dir() / "04_wgmma.ipynb"
+    nb = builds.strip_solutions(nbformat.read(p, as_version=4))
+    notes = [c for c in nb.cells if "answer-note" in c.metadata.get("tags", [])]
+    assert notes and all(c.source == builds.HIDDEN_NOTE for c in notes)
+    publish._reveal_answers(nb, p.stem)
+    assert all(c.source.startswith("<details><summary>") and "<img" in c.source for c in notes)

@@ -36,6 +36,33 @@ def _notebooks(chapters=None) -> list[Path]:
     return [p for p in nbs if not chapters or p.name[:2] in chapters]
 
 
+def _reveal_answers(nb, stem: str):
+    """For the site: each note a learner notebook puts under a cell whose output answers a
+    prediction (``builds.HIDDEN_NOTE``) gets that output back from the solution notebook, folded
+    in a ``<details>`` the reader opens after answering. Returns ``nb`` (changed in place)."""
+    import nbformat
+    sol_path = builds.notebooks_dir() / "solutions" / f"{stem}.ipynb"
+    if not sol_path.is_file():
+        return nb
+    by_id = {c.get("id"): c for c in nbformat.read(sol_path, as_version=4).cells}
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != "markdown" or "answer-note" not in c.metadata.get("tags", []) or i == 0:
+            continue
+        src = by_id.get(nb.cells[i - 1].get("id"))
+        parts = []
+        for o in (src.outputs if src is not None else []):
+            data = o.get("data", {})
+            if "image/png" in data:
+                parts.append(f'<img src="data:image/png;base64,{data["image/png"].strip()}"/>')
+            elif o.get("output_type") == "stream" or "text/plain" in data:
+                text = o.get("text") if o.get("output_type") == "stream" else data["text/plain"]
+                parts.append(f"<pre>{html.escape(text)}</pre>")
+        if parts:
+            c.source = ("<details><summary>Answered the exercise? Show the output of the cell above"
+                        "</summary>\n\n" + "\n".join(parts) + "\n\n</details>")
+    return nb
+
+
 def _title(nb, fallback: str) -> str:
     for c in nb.cells:
         if c.cell_type == "markdown":
@@ -230,7 +257,8 @@ def build_site(out: Path) -> list[Path]:
     import nbformat
     from nbconvert import HTMLExporter
     out.mkdir(parents=True, exist_ok=True)
-    nbs = [(p, builds.strip_solutions(nbformat.read(p, as_version=4))) for p in _notebooks()]
+    nbs = [(p, _reveal_answers(builds.strip_solutions(nbformat.read(p, as_version=4)), p.stem))
+           for p in _notebooks()]
     pages = [(f"{p.stem}.html", _title(nb, p.stem)) for p, nb in nbs]
     stems = [p.stem for p, _ in nbs]
     written = []
