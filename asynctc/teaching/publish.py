@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 from . import builds
+from .timing import is_core
 
 ROOT = builds.ROOT
 
@@ -199,11 +200,6 @@ def rewrite_links(body: str, *, pages, source_dir: Path, out_dir: Path, glossary
     return _ATTR.sub(sub, body)
 
 
-def _is_core(page_file: str) -> bool:
-    """``06_warp_specialization.html`` is a core lesson; ``06b_ws_anatomy.html`` a deep dive."""
-    return bool(re.match(r"\d\d_", page_file))
-
-
 def _nav(pages: list[tuple[str, str]], i: int | None) -> str:
     """Contents · previous · next (in file order, deep dives included) · the next core lesson
     (when it is not already "next") · glossary."""
@@ -212,7 +208,7 @@ def _nav(pages: list[tuple[str, str]], i: int | None) -> str:
         links.append(f'<a rel="prev" href="{pages[i - 1][0]}">← {html.escape(pages[i - 1][1])}</a>')
     if i is not None and i + 1 < len(pages):
         links.append(f'<a rel="next" href="{pages[i + 1][0]}">{html.escape(pages[i + 1][1])} →</a>')
-        core = next((f for f, _ in pages[i + 1:] if _is_core(f)), None)
+        core = next((f for f, _ in pages[i + 1:] if is_core(Path(f))), None)
         if core and core != pages[i + 1][0]:
             links.append(f'<a href="{core}">next core lesson: {html.escape(core.split("_")[0])} →</a>')
     links.append('<a href="glossary.html">Glossary</a>')
@@ -269,7 +265,7 @@ def build_site(out: Path) -> list[Path]:
         target.write_text(_with_nav(body, _nav(pages, i)))
         written.append(target)
     glossary_page(out, stems, _nav(pages, None))
-    items = "\n".join(f'<li><a href="{f}">{html.escape(t)}</a></li>' if _is_core(f) else
+    items = "\n".join(f'<li><a href="{f}">{html.escape(t)}</a></li>' if is_core(Path(f)) else
                       f'<li style="margin-left:1.5em">deep dive: <a href="{f}">'
                       f'{html.escape(t)}</a></li>' for f, t in pages)
     (out / "index.html").write_text(
