@@ -172,6 +172,11 @@ LISTINGS = {
     ("05", r"^  for \(int k = 0; k < T; \+\+k\) \{"): (30, r"wgmma_wait_group<kPending>.*"
                                                        r"[\s\S]*empty\.arrive\([\s\S]*load_stage"),
     ("05c", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
+    # chapter 06's core lesson: both roles of rung 3's build, its variant switches resolved
+    ("06", r"^  if \(wg == 0\) \{"): (60, r"setmaxnreg_dec[\s\S]*empty\.wait\(pos\.stage, pos\.phase \^ 1u"
+                                         r"[\s\S]*load_stage\([\s\S]*full\[[\s\S]*full\.wait\("
+                                         r"[\s\S]*wgmma_wait_group<1>[\s\S]*release\(empty\[prev\]\)"
+                                         r"[\s\S]*store_c\(res"),
     ("06b", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
                                                                 r"empty\.wait\("
                                                                 r"[\s\S]*load_stage\([\s\S]*full\["),
@@ -216,6 +221,7 @@ def _resolve_target(node: ast.expr, earlier):
     import asynctc
     ns = {m: __import__(f"asynctc.{m}", fromlist=[m]) for m in _NAMESPACE_MODULES}
     ns["asynctc"] = asynctc
+    ns["W"] = asynctc.warp_specialization                  # chapter 06's alias
     return eval(compile(ast.Expression(value), "<notebook>", "eval"), ns)   # noqa: S307 - our own source
 
 
@@ -240,7 +246,8 @@ def test_listings_render_and_show_their_lines(src):
         assert key in LISTINGS, f"{src.name} cell {i}: listing {start!r} is not in LISTINGS (say what it shows)"
         min_lines, must = LISTINGS[key]
         text = notebook.source_excerpt(_resolve_target(call.args[0], earlier), start, end,
-                                       hooks=kw.get("hooks", False))   # what the cell shows
+                                       hooks=kw.get("hooks", False),
+                                       variant=kw.get("variant", False))   # what the cell shows
         n = len(text.splitlines())
         assert n >= min_lines, f"{src.name} cell {i}: listing {start!r} shows only {n} lines"
         assert re.search(must, text), f"{src.name} cell {i}: listing {start!r} lacks {must!r}"

@@ -235,7 +235,8 @@ def test_score_counts_only_the_chapters_a_learner_handed_in(tmp_path):
 
 def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
     """Chapter 05 asks groups_pending (§2) before full_parity and empty_parity (its exercises
-    section); chapter 06 asks consumer_regs, producer_wait, which_barrier: the columns say so."""
+    section); chapter 06 asks which_barrier (§1, before its listing), then consumer_regs and
+    producer_wait: the columns say so."""
     from asynctc.teaching import grading
     order = grading.course_order()
     assert order["ch05.groups_pending"] < order["ch05.full_parity"] < order["ch05.empty_parity"]
@@ -245,7 +246,7 @@ def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
                           "ch06.consumer_regs": None, "ch05.full_parity": "correct",
                           "ch05.groups_pending": "correct", "ch06.producer_wait": None}, {}, [])
     assert grading.columns([bob]) == ["ch05.groups_pending", "ch05.full_parity", "ch05.empty_parity",
-                                      "ch06.consumer_regs", "ch06.producer_wait", "ch06.which_barrier"]
+                                      "ch06.which_barrier", "ch06.consumer_regs", "ch06.producer_wait"]
     # without the sources (an installed package): where the learners' notebooks ask them
     bob.order = {"ch05.groups_pending": ("05_pipelines.ipynb", 0), "ch05.full_parity": ("05_pipelines.ipynb", 1),
                  "ch05.empty_parity": ("05_pipelines.ipynb", 2)}

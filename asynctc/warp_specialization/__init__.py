@@ -114,6 +114,7 @@ from .suite import (  # noqa: F401
     ladder_predictions, ladder_rows, ladder_table, measure_ladder, measure_nonsquare,
     nonsquare_table, pingpong_table, summarize_ladder,
 )
+from .store_suite import store_findings, store_table, store_verdicts  # noqa: F401
 from .trace import (  # noqa: F401
     decode_trace, pingpong_overlap, synthetic_trace, trace_metrics, trace_words,
 )

@@ -5,14 +5,13 @@
 # TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels, one
 # change per rung, each timed beside cuBLAS. You will be able to
 #
-# 1. draw the producer/consumer protocol — who waits on which barrier, with which phase parity —
-#    and say why the version in the seed article ([chapter 10](10_claims.ipynb) says what it is) deadlocks;
+# 1. read the producer's and the consumers' loops — who waits on which barrier, with which phase
+#    parity — and say why the version in the seed article ([chapter 10](10_claims.ipynb) says what it is) deadlocks;
 # 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
 # 3. read the ladder: what each rung changed, what it bought;
 # 4. call the result, `asynctc.matmul(a, b)`, on any shape.
 #
-# Deep dives: [06b](06b_ws_anatomy.ipynb) takes the kernel apart (the seed's deadlock, registers
-# from the cubin, each rung's prediction, the top rung's timeline); [06c](06c_ladder_investigations.ipynb)
+# Deep dives: [06b](06b_ws_anatomy.ipynb) takes the kernel apart; [06c](06c_ladder_investigations.ipynb)
 # investigates the ladder; [06d](06d_limits_and_gemm.ipynb) asks the hardware (Nsight Compute, the
 # [raster](../docs/glossary.md#raster) sweep) and times `matmul` by shape.
 
@@ -32,40 +31,62 @@ res = rec.results
 #
 # In chapter 05 one thread of a computing warpgroup also issued the loads; here they get a
 # warpgroup of their own ([warp specialization](../docs/glossary.md#warp-specialization)). The
-# ring is chapter 05's: S stages, two mbarriers each (PTX ISA, *mbarrier*).
-#
-# | barrier | meaning |
-# |---|---|
-# | full[s] | *stage s contains its k-tile* |
-# | empty[s] | *stage s may be refilled* |
-#
-# Who arrives on which, and how many arrivals complete a phase, is exercise 3's question; the
-# table's arrival counts follow it. A warpgroup arrives through its *elected thread*, one thread
-# acting for all 128: CUTLASS's convention, not a rule the PTX ISA text states.
+# ring is chapter 05's: S stages, two mbarriers each (PTX ISA, *mbarrier*): full[s] means *stage s
+# contains its k-tile*, empty[s] *stage s may be refilled*.
 #
 # Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
 # tiles: stage s = i mod S, fill f = i / S. A consumer waits on full[s] with parity f mod 2; the
 # producer on empty[s] with parity (f + 1) mod 2 — on the first pass, a fresh barrier's
-# "preceding phase", which counts as complete.
-#
-# The seed article swaps the waits: its consumers wait on "empty" — for "stage s may be
-# refilled" before anything was loaded. Both versions, from the same tables (the left read from
-# the kernel's source; one arrow is left open for exercise 3):
+# "preceding phase", which counts as complete. The seed article swaps the waits: its consumers
+# wait on "empty" before anything was loaded. Both versions (the left read from the kernel's
+# source; one arrow is left open):
 
 # %% output varies
 fig = W.plot_protocol(hide="consumer arrives")
 plt.show()
 
 # %% [markdown]
-# Chapter 05's CPU model runs both: ours finishes; the seed's stops in a diagnosed deadlock at the
-# first k-tile (deep dive 06b, section 1).
+# **Exercise 1. Which barrier.** The figure leaves one arrow open. After `wgmma.wait_group` reports
+# its wgmmas on stage s complete, a consumer warpgroup arrives on one of the stage's barriers:
+# `"full"` or `"empty"`? Reason from what each barrier means. (A wrong answer gets a hint.)
+
+# %%
+answer = ...
+ok = exercises.check("ch06.which_barrier", answer, event="consumer arrives")
+
+# %% [markdown]
+# Now the code. The kernel's source (`asynctc/kernels/warp_specialization.cu`) resolved for
+# **rung 3** of the ladder (section 3): the first rung with the whole protocol — a producer, two
+# consumers, `setmaxnreg` — and none of the later rungs' additions. Warpgroup 0 takes one branch,
+# the consumers the other:
+
+# %% output answers a prediction
+ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
+notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(acc\);", variant=True)
+
+# %% [markdown]
+# `pos` is the ring counter as (stage, phase). The producer waits on empty with parity
+# (f + 1) mod 2 (`pos.phase ^ 1u`); `load_stage` arms full[s] with `arrive.expect_tx` (the stage's
+# bytes) and issues the TMA loads of A and B, which complete on it. A consumer waits on full with
+# parity f mod 2; `mma_ktile` issues the k-tile's wgmmas as one group; after
+# `wgmma_wait_group<1>()` only that group may still run, so k-tile k − 1's stage is read, and the
+# *elected thread* (one acting for all 128: CUTLASS's convention,
+# not a rule the PTX ISA text states) releases it: `release(empty[prev])`. The two barriers in full:
+#
+# | barrier | arrivals per phase | a phase completes when |
+# |---|---|---|
+# | full[s] | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA has delivered those bytes |
+# | empty[s] | C, one per consumer warpgroup (its elected thread) | all C arrivals have been made |
+#
+# Chapter 05's CPU model runs both protocols: ours finishes; the seed's stops in a diagnosed
+# deadlock at the first k-tile (deep dive 06b, section 1).
 #
 # ## 2. The register budget
 #
 # An SM has 65536 32-bit registers. `__launch_bounds__(384, 1)` (3 warpgroups, one CTA per SM)
 # gives each thread 65536 / 384 = 170, rounded down to a multiple of 8: **168 at entry**. Then
 # `setmaxnreg` (PTX ISA; all 128 threads of a warpgroup execute it, with a count that is a multiple
-# of 8) moves them:
+# of 8) moves them — the listing's `setmaxnreg_dec<PRODUCER_REGS>` and `setmaxnreg_inc<CONSUMER_REGS>`:
 #
 # | warpgroup | instruction | registers |
 # |---|---|---:|
@@ -78,8 +99,8 @@ plt.show()
 #
 # ## 3. The ladder
 #
-# One kernel source (`asynctc/kernels/warp_specialization.cu`); each rung is a set of compile-time
-# switches (`W.RUNGS`), one change from an earlier rung, predicted before the first timing. Terms:
+# One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), one change from an
+# earlier rung, predicted before the first timing. Terms:
 #
 # | rung | term | meaning |
 # |---|---|---|
@@ -88,21 +109,14 @@ plt.show()
 # | 7 | [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store) | C written from shared memory by one TMA copy |
 # | 8 | *group-M* [raster](../docs/glossary.md#raster) | tiles walked column by column within groups of tile rows |
 #
-# Each rung was checked against float64 (deep dive 06b §5), then timed at 4096³ and 8192³, fp16
-# and bf16, beside cuBLAS in the same run. Under the figure, the lines on rung 2 and on rung 9 (built
-# after this record was made) are printed from the records: a re-measurement that contradicts them
-# stops the notebook.
+# Each rung was checked against float64 (06b §5), then timed at 4096³ and 8192³, fp16 and bf16,
+# beside cuBLAS in the same run:
 
 # %% output varies
-print(rec.label())
 print(W.ladder_summary(res))
 fig = W.plot_ladder(res, 4096, "float16", record=rec)
 plt.show()
 ok, text, numbers = W.rung2_note(res)
-_ = notebook.claim(ok, text, **numbers)
-pp = records.load("ws_pingpong")
-print(pp.label())
-ok, text, numbers = W.pingpong_note(pp.results)
 _ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
@@ -112,19 +126,23 @@ _ = notebook.claim(ok, text, **numbers)
 #
 # ## 4. Why: what moved the number
 #
-# Splitting the roles did not move the number by itself: rung 2 lost its second computing
-# warpgroup, and rung 3, which has it back, is at rung 1's fraction of cuBLAS (printed under the
-# figure). What the split gives is a producer that can load the next tile's stages while the
-# consumers finish this one, once the grid is persistent (rung 5). The steps that moved the number
-# removed time in which the consumers issue no wgmma:
-#
-# | rung | change | removed |
-# |---|---|---|
-# | 7 | C leaves by TMA store, drained under the next tile's k-loop | most of the epilogue |
-# | 8 | the order the persistent CTAs walk the tiles | bytes read from DRAM |
-#
-# The top rung's measured timeline: [06b §7](06b_ws_anatomy.ipynb). What limits the rest (the last
-# round of a persistent grid, shared-memory bytes, what cuBLAS does differently): 06c and 06d.
+# Splitting the roles did not move the number by itself (the line under the figure). The big step
+# is rung 7's TMA store. Does it need the persistent grid, whose producer loads the next tile
+# while the consumers store this one? An ablation, beside cuBLAS in one run: the store added to
+# rung 3 (one tile per CTA, which waits for its stores before it exits) and to rung 5 (persistent,
+# no cluster). Prediction: [docs/NOTES.md](../docs/NOTES.md).
+
+# %% output varies
+try:
+    srec = records.load("ws_store_ablation")
+    print(srec.label(), W.store_table(srec.results), sep="\n")
+    for ok, yes, no in W.store_verdicts(srec.results):
+        notebook.verdict(ok, yes, no)
+except records.RecordError:
+    print("The ablation has not been recorded yet: tools/gpu_ch06_store.py --record on an H200.")
+
+# %% [markdown]
+# Rung 8 changes only the order the persistent CTAs walk the tiles (fewer bytes from DRAM: 06d).
 #
 # ## 5. Use it: `asynctc.matmul`
 #
@@ -147,30 +165,11 @@ for line in pl.checks_lines(mrec.results):
     print(line)
 
 # %% [markdown]
-# Timed beside `torch.matmul` in the same run (record `matmul_host`), with torch's defaults (they
-# let cuBLAS cut K into slices, *split-K*, and add the slices' partial sums in 16 bits). The
-# figure: torch's time over ours, per shape, for the kernel alone and for back-to-back calls from
-# Python; the red marks are the goals.
+# How it compares with `torch.matmul` shape by shape, and its goals: [deep dive 06d §3](06d_limits_and_gemm.ipynb).
 #
-# The table judges the goals (`asynctc.gemm.goals`). Each row is one promise, judged on its worst
-# shape. Kernel and end-to-end rows are torch's time over ours (above 1, ours takes less time); the
-# host row is our host time per call over torch's (below 1, ours takes less). Which shape is the
-# worst of each row, and how `matmul` picks its tile: deep dive 06d §3.
-
-# %% output varies
-from asynctc.gemm import figures as gfig, goals
-hrec = records.load("matmul_host")
-print(hrec.label())
-gfig.plot_matmul_ratios(hrec.results["rows"])
-plt.show()
-print(goals.goals_table(hrec.results["rows"], compact=True))
-
-# %% [markdown]
 # ## 6. Exercises
 #
-# Wrong answers get a hint that names the mistake.
-#
-# **1. The setmaxnreg budget.** A kernel like this one (one producer and two consumer warpgroups,
+# **2. The setmaxnreg budget.** A kernel like this one (one producer and two consumer warpgroups,
 # one CTA per SM) lets the producer keep **56** registers per thread. What is the most registers
 # per thread `setmaxnreg.inc` may give each consumer thread?
 
@@ -179,7 +178,7 @@ answer = ...
 ok = exercises.check("ch06.consumer_regs", answer, producer_regs=56, consumers=2)
 
 # %% [markdown]
-# **2. The producer's wait.** A persistent CTA works on tiles of **5** k-tiles each, with a ring of
+# **3. The producer's wait.** A persistent CTA works on tiles of **5** k-tiles each, with a ring of
 # **S = 4** stages. Its producer is about to load k-tile **2** of its tile number **1** (its second
 # tile). Which stage does it fill, and on which parity does it wait on that stage's empty barrier?
 # Answer `(stage, parity)`.
@@ -189,35 +188,19 @@ answer = ...
 ok = exercises.check("ch06.producer_wait", answer, tile=1, k=2, k_tiles=5, stages=4)
 
 # %% [markdown]
-# **3. Which barrier.** Section 1's figure leaves one arrow open. After `wgmma.wait_group` reports
-# its wgmmas on stage s complete, a consumer warpgroup arrives on one of the stage's barriers:
-# `"full"` or `"empty"`? Reason from what each barrier means. (The check reads the kernel source.)
-
-# %%
-answer = ...
-ok = exercises.check("ch06.which_barrier", answer, event="consumer arrives")
-
-# %% [markdown]
-# **Section 1's table, completed** (read it after exercise 3):
-#
-# | barrier | arrivals per phase | a phase completes when |
-# |---|---|---|
-# | full[s] | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA has delivered those bytes |
-# | empty[s] | C, the number of consumer warpgroups (each one's elected thread, after its `wgmma.wait_group`) | all C arrivals have been made |
-#
-# **What you learned.** The producer/consumer protocol and its parities (and why the seed's
-# swapped waits deadlock), the register budget `setmaxnreg` moves, a ladder of rungs each timed
-# beside cuBLAS, and `asynctc.matmul`, the top rung for any shape.
+# **What you learned.** The producer's and the consumers' loops and their parities (and why the
+# seed's swapped waits deadlock), the register budget `setmaxnreg` moves, a ladder of rungs each
+# timed beside cuBLAS, and `asynctc.matmul`, the top rung for any shape.
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
+for event, barrier in W.protocol_from_source().items():
+    exercises.check("ch06.which_barrier", barrier, event=event, solution=True)
 exercises.check("ch06.consumer_regs", (65536 - 128 * 56) // (128 * 2) // 8 * 8, producer_regs=56,
                 consumers=2, solution=True)
 i = 1 * 5 + 2                                        # the ring counter carries across tiles
 exercises.check("ch06.producer_wait", (i % 4, (i // 4 + 1) % 2), tile=1, k=2, k_tiles=5, stages=4,
                 solution=True)
-for event, barrier in W.protocol_from_source().items():
-    exercises.check("ch06.which_barrier", barrier, event=event, solution=True)

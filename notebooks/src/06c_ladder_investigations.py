@@ -48,7 +48,7 @@ for rung in W.RUNGS:  # every rung defined (section 2 shows those the record tim
 #
 # Every rung at 4096³ and 8192³, fp16 and bf16, B K-major, C in the input dtype; medians, each
 # timed output checked on sampled rows; cuBLAS timed in the same run, through torch. (A record
-# whose provenance lacks `cublas_reduction` used torch's default, a 16-bit split-K reduction; the
+# whose provenance lacks `cublas_reduction` used torch's default, a 16-bit [split-K](../docs/glossary.md#split-k) reduction; the
 # ladder's suites now switch it off and record that.) Rung 4's bar is its sweep's fastest (tile,
 # stages). The predictions speak of *waves*: a wave, or round, is one tile on every SM at once
 # (section 4 counts them). The bars of fp16:
