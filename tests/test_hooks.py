@@ -295,3 +295,21 @@ def test_a_variant_listing_compiles_to_the_same_instructions(make):
         sass.class_counts(ck.sass(), classes)
     if ck.defines.get("TMA_STORE") and not ck.defines.get("PINGPONG"):
         assert got == ck.cubin
+
+
+def test_a_fold_inside_a_kept_branch_is_folded_too():
+    """load_stage of the top rung: `if constexpr (CLUSTER == 2 && MULTICAST) { … if constexpr
+    (B_MAJOR == 0) … } else if …` — both levels resolved, the kept lines dedented once per level."""
+    top = _ws("raster")
+    mn = _ws("raster", b_major="MN")
+    start = r"^__device__ __forceinline__ void load_stage"
+    k_major, mn_major = (notebook.source_excerpt(ck, start, r"^}", variant=True) for ck in (top, mn))
+    for text in (k_major, mn_major):
+        assert "if constexpr" not in text and "else" not in text and "tma_load_2d(" not in text
+        assert "  mbarrier_arrive_expect_tx(full_bar, kStageBytes);" in text.splitlines()
+        assert "  const u32 r = cluster_ctarank();" in text.splitlines()
+    assert re.search(r"^  tma_load_2d_multicast\(stage_addr \+ kATileBytes \+ r \* kBHalfBytes",
+                     k_major, re.M) and "for (int j = 0; j < BN / 128" not in k_major
+    assert re.search(r"^  for \(int j = 0; j < BN / 128; \+\+j\) \{$", mn_major, re.M)
+    assert re.search(r"^    tma_load_2d_multicast\(stage_addr \+ kATileBytes \+ box \* B_BOX_BYTES",
+                     mn_major, re.M)

@@ -392,7 +392,7 @@ def _pass(lines, env, names) -> list[Line]:
         if out[i].text is None:
             i += 1
             continue
-        code, comment = _split_comment(lines[i])
+        code, comment = _split_comment(out[i].text)    # an enclosing fold may have dedented it
         if not (rx.search(code) or any(re.search(r"\b" + n + r"\(", code) for n in calls)):
             if comment and rx.search(comment):
                 cleaned = _clean_comment(comment, names)
@@ -400,20 +400,18 @@ def _pass(lines, env, names) -> list[Line]:
                     new = (code.rstrip() + ("  " + cleaned if code.strip() else cleaned)) \
                         if code.strip() else (code + cleaned if cleaned else None)
                     out[i] = Line(new if new is None or new.strip() else None,
-                                  frozenset(rx.findall(comment)))
+                                  frozenset(rx.findall(comment)) | out[i].hooks)
             i += 1
             continue
         new_code, hooks, cond = _fold_line(code, env, identities, names)
-        if cond is not None:
-            done = _fold_if(lines, out, i, cond, hooks)
-            if done:
-                i = done
-                continue
+        if cond is not None and _fold_if(lines, out, i, cond, hooks):
+            i += 1                                      # the kept branch may hold more to fold
+            continue
         if new_code != code:
             cleaned = _clean_comment(comment, names)
             pad = re.search(r"\s*$", code).group(0) if cleaned else ""
             out[i] = Line((new_code.rstrip() + pad + cleaned).rstrip() if cleaned
-                          else new_code.rstrip(), hooks)
+                          else new_code.rstrip(), hooks | out[i].hooks)
         i += 1
     _hide_noop_objects(lines, out)
     return out
@@ -459,6 +457,7 @@ def _fold_if(lines, out, i, cond, hooks):
     m = re.match(r"^if\s*(?:constexpr\s*)?\(", code)
     if not m:
         return None
+    shown_ind = _indent(out[i].text)                   # after an enclosing fold's dedent
     toks = cexpr._tokens(code)
     c = cexpr._matching(toks, 1 if toks[1].text == "(" else 2)
     rest = code[toks[c].end:].strip()
@@ -468,7 +467,7 @@ def _fold_if(lines, out, i, cond, hooks):
         if i + 1 < len(lines) and _code(lines[i + 1]).startswith("else"):
             return None
         if cond:
-            out[i] = Line(" " * ind + rest + (" " + _split_comment(lines[i])[1]
+            out[i] = Line(" " * shown_ind + rest + (" " + _split_comment(lines[i])[1]
                                               if _split_comment(lines[i])[1] else ""), hooks)
             return i + 1
         out[i] = Line(None, hooks)
@@ -499,8 +498,9 @@ def _fold_if(lines, out, i, cond, hooks):
             if not cond:
                 for k in [i] + body:
                     out[k] = Line(None, hooks | out[k].hooks)
-                lines[j] = " " * _indent(lines[j]) + lines[j].lstrip()[1:].lstrip()[4:].lstrip()
-                out[j] = Line(lines[j], hooks)
+                rest_j = lines[j].lstrip()[1:].lstrip()[4:].lstrip()        # "if (d) {"
+                lines[j] = " " * _indent(lines[j]) + rest_j
+                out[j] = Line(" " * _indent(out[j].text) + rest_j, hooks | out[j].hooks)
                 return j
             end = _chain_end(lines, j)
             if end is None:
