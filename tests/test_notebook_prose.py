@@ -177,6 +177,8 @@ LISTINGS = {
                                          r"[\s\S]*load_stage\([\s\S]*full\[[\s\S]*full\.wait\("
                                          r"[\s\S]*wgmma_wait_group<1>[\s\S]*release\(empty\[prev\]\)"
                                          r"[\s\S]*store_c\(res"),
+    ("06b", r"^__device__ __forceinline__ void load_stage"): (8, r"mbarrier_arrive_expect_tx[\s\S]*"
+                                                                  r"tma_load_2d_multicast"),
     ("06b", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
                                                                 r"empty\.wait\("
                                                                 r"[\s\S]*load_stage\([\s\S]*full\["),
@@ -186,7 +188,8 @@ LISTINGS = {
     ("06b", r"^    // ---------------- consumer warpgroups"): (50, r"setmaxnreg_inc[\s\S]*"
                                                                  r"full\.wait\("
                                                                  r"[\s\S]*wgmma_wait_group<1>"
-                                                                 r"[\s\S]*release\(empty\["),
+                                                                 r"[\s\S]*release\(empty\["
+                                                                 r"[\s\S]*store_c_tma\(res"),
 }
 
 _NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt")
@@ -221,7 +224,7 @@ def _resolve_target(node: ast.expr, earlier):
     import asynctc
     ns = {m: __import__(f"asynctc.{m}", fromlist=[m]) for m in _NAMESPACE_MODULES}
     ns["asynctc"] = asynctc
-    ns["W"] = asynctc.warp_specialization                  # chapter 06's alias
+    ns["W"] = __import__("asynctc.warp_specialization", fromlist=["W"])   # chapter 06's alias
     return eval(compile(ast.Expression(value), "<notebook>", "eval"), ns)   # noqa: S307 - our own source
 
 

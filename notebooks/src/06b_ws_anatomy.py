@@ -57,26 +57,32 @@ assert W.seed_protocol()["consumer waits"] == "empty" and W.protocol_from_source
 # consumer loops in Python, across tiles and in 2-CTA clusters, with random latencies; with the
 # waits swapped the replay fails too.)
 #
-# ## 2. The kernel, from its source
+# ## 2. The top rung, from its source
 #
-# The producer warpgroup: it gives registers back (`setmaxnreg.dec`, section 3), then thread 0
-# walks every (tile, k-tile): wait empty, `arrive.expect_tx` on full and the TMA loads
-# (`load_stage`), advance the ring. The other 127 threads have nothing to do: without a cluster
-# they leave; with one (rungs 6–9) they wait at the closing `cluster_sync` with the rest.
+# The core lesson showed rung 3's build. Here is the top rung's (rung 8: persistent, clusters of
+# 2, TMA store), from the same source with its switches resolved. The producer is rung 3's loop;
+# with a cluster its other 127 threads do not leave but wait at the closing `cluster_sync` (a peer
+# may still arrive on this CTA's barriers). `load_stage`: `arrive.expect_tx` on full for the whole
+# stage, A's box, then this CTA's half of B multicast into both CTAs of the cluster (mask `0x3`),
+# completing on both CTAs' full[s] — half of the bytes each full[s] expects come from the peer.
 
 # %%
-notebook.show_source("warp_specialization.cu", start=r"^    // ---------------- producer warpgroup",
-                     end=r"^    if constexpr \(CLUSTER == 1\) return;")
+top = W.compile_ws(W.TOP_RUNG.make("float16"))
+display(notebook.show_source(top, start=r"^    // ---------------- producer warpgroup",
+                             end=r"^    if constexpr \(CLUSTER == 1\) return;", variant=True))
+notebook.show_source(top, start=r"^__device__ __forceinline__ void load_stage", end=r"^}", variant=True)
 
 # %% [markdown]
-# A consumer warpgroup: it takes registers (`setmaxnreg.inc`), then per tile: wait full, issue the
-# k-tile's wgmmas as one group, `wgmma.wait_group<1>` (k-tile i − 1 is complete), release i − 1's
-# stage on empty; after the tile's last k-tile wait for 0 pending, release, store C (from
-# registers, or with rungs 7–8 through shared memory and a TMA store).
+# A consumer warpgroup: rung 3's loop, with two differences. `release` arrives on the peer CTA's
+# empty[s] too (`mbarrier_arrive_remote` at the address `mapa` gives): the peer's producer
+# multicasts into this CTA's stage, so it must wait for both CTAs' consumers (empty[s] counts
+# CONSUMERS · 2 arrivals). And C leaves through `store_c_tma` (shared memory, then one TMA store
+# per 64×64 chunk), which the consumer does not wait for before the next tile's k-loop.
+# `show_source(..., variant=False)` shows the source with every variant's branches.
 
 # %%
-notebook.show_source("warp_specialization.cu", start=r"^    // ---------------- consumer warpgroups",
-                     end=r"^      tr\.event\(EV_STORE_END")
+notebook.show_source(top, start=r"^    // ---------------- consumer warpgroups", end=r"^      tr\.event\(EV_STORE_END",
+                     variant=True)
 
 # %% [markdown]
 # ## 3. The register budget, from the cubin
