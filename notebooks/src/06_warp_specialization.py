@@ -126,9 +126,9 @@ _ = notebook.claim(ok, text, **numbers)
 #
 # ## 4. Why: what moved the number
 #
-# Splitting the roles did not move the number by itself (the line under the figure). The big step
-# is rung 7's TMA store. Does it need the persistent grid, whose producer loads the next tile
-# while the consumers store this one? An ablation, beside cuBLAS in one run: the store added to
+# Splitting the roles did not move the number by itself (the line under the figure). Rung 7 brings
+# the TMA store. Does it need the persistent grid, whose producer loads the next tile while the
+# consumers store this one? An ablation, beside cuBLAS in one run: the store added to
 # rung 3 (one tile per CTA, which waits for its stores before it exits) and to rung 5 (persistent,
 # no cluster). Prediction: [docs/NOTES.md](../docs/NOTES.md).
 
@@ -142,7 +142,8 @@ except records.RecordError:
     print("The ablation has not been recorded yet: tools/gpu_ch06_store.py --record on an H200.")
 
 # %% [markdown]
-# Rung 8 changes only the order the persistent CTAs walk the tiles (fewer bytes from DRAM: 06d).
+# Rung 8 changes only the order in which the persistent CTAs walk the tiles; what that does to
+# DRAM traffic: deep dive 06d.
 #
 # ## 5. Use it: `asynctc.matmul`
 #
@@ -197,10 +198,10 @@ ok = exercises.check("ch06.producer_wait", answer, tile=1, k=2, k_tiles=5, stage
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
-for event, barrier in W.protocol_from_source().items():
-    exercises.check("ch06.which_barrier", barrier, event=event, solution=True)
 exercises.check("ch06.consumer_regs", (65536 - 128 * 56) // (128 * 2) // 8 * 8, producer_regs=56,
                 consumers=2, solution=True)
 i = 1 * 5 + 2                                        # the ring counter carries across tiles
 exercises.check("ch06.producer_wait", (i % 4, (i // 4 + 1) % 2), tile=1, k=2, k_tiles=5, stages=4,
                 solution=True)
+for event, barrier in W.protocol_from_source().items():
+    exercises.check("ch06.which_barrier", barrier, event=event, solution=True)
