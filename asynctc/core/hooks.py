@@ -40,7 +40,7 @@ built with (its defines, else the file's defaults), by the same rules; sizes tha
 6. a declaration without a call in its initializer whose name no shown line of its scope and
    no macro body (``TILE_ORIGIN`` reads ``rank``) uses any more goes; so do the statements after
    a ``return`` / ``break`` / ``continue`` that an ``if`` folded to, up to the end of its block.
-A changed line keeps its comment at the column it had.
+A changed line of a variant listing keeps its comment at the column it had.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ from .cexpr import Unevaluable  # noqa: F401 (re-exported)
 #: The experiment and diagnosis defines (each kernel's header says what it does). Not in the list:
 #: the variant switches that are a lesson's subject where they occur (``SPLIT_K``, ``PINGPONG``,
 #: ``EDGES``, ``BLOCK_SCALES``, pitfalls.cu's latent kernels' ``FENCE``/``WAIT``/``INIT``/``BOUNDS``)
-#: and diagnostics.cu's ``DIAG`` (it selects which diagnostic kernel the file is).
+#: and diagnostics.cu's ``DIAG`` (it selects which diagnostic kernel the file is); a variant
+#: listing resolves those too (:func:`switches`).
 HOOK_DEFINES = ("ABLATE", "BUG", "BREAK", "TRACE", "TRACE_CTAS", "TRACE_EVENTS", "MISMATCH_LAYOUT",
                 "TX_PROBE", "TMA_ONCE")
 
