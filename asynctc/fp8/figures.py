@@ -153,8 +153,8 @@ def promotion_note(results: dict) -> tuple[bool, str, dict]:
     holds = (err[(k, 0)] > 10 * err[(k, 4)] and err[(k, 4)] > err[(k, 1)]
              and identified_bits(rows)["consistent"] == [FRAC_BITS])
     text = (f"At K = {k}: no promotion loses {err[(k, 0)]:.0%} of the sum, promotion every 4 k-tiles "
-            f"{err[(k, 4)]:.1%}, every k-tile {err[(k, 1)]:.2%}. Fitted bit for bit, f = {FRAC_BITS} is "
-            "the one count every exact run agrees on.")
+            f"{err[(k, 4)]:.1%}, every k-tile {err[(k, 1)]:.2%}. The runs the model reproduces bit "
+            f"for bit agree on one count only: f = {FRAC_BITS}.")
     return holds, text, {"p0": err[(k, 0)], "p4": err[(k, 4)], "p1": err[(k, 1)]}
 
 

@@ -163,12 +163,12 @@ ok, text, numbers = tma.equal_bytes.equal_note(eq.results)
 _ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
-# **What TMA buys besides bandwidth.** One thread issues a whole box: the other threads compute no
-# addresses and, unlike vectorized loads, pass no data through their registers. So chapter 06's
-# consumer warpgroups never issue a load, and its producer warpgroup gets by on 40 registers per
-# thread. The box lands already swizzled, in the layout wgmma reads ([chapter 04](04_wgmma.ipynb)),
-# and the mbarrier counts its bytes, so one wait covers the whole box; chapter 02's `cp.async` ring
-# needs every thread to wait for its own copies, then a `__syncthreads`.
+# **What TMA buys besides bandwidth.** One thread issues a whole box; no other thread computes an
+# address, and no data passes through registers as it does with vectorized loads. That is why
+# chapter 06's consumer warpgroups never issue a load and its producer warpgroup gets by on 40
+# registers per thread. The box lands already swizzled, in the layout wgmma reads
+# ([chapter 04](04_wgmma.ipynb)), and the mbarrier counts its bytes, so one wait covers the whole
+# box, where chapter 02's `cp.async` ring needs every thread's own wait and a `__syncthreads`.
 #
 # The three copies side by side at every box size, and the common claim about small boxes:
 # [03b §2](03b_tma_boxes.ipynb).

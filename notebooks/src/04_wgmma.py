@@ -203,11 +203,10 @@ print(wgmma_peak.throughput_table(rec.results, all_chains=False))
 _ = notebook.verdict(*wgmma.clock_note(rec.results))    # the in-kernel clock beside nvidia-smi's
 
 # %% [markdown]
-# Why small N is slow: [04b §4](04b_wgmma_anatomy.ipynb). A literature figure at the same kind of
-# clock: [04b §6](04b_wgmma_anatomy.ipynb).
+# Why small N is slow: [04b §4](04b_wgmma_anatomy.ipynb). Luo et al.'s figures (the table's last
+# column) set beside ours at the same kind of clock: [04b §6](04b_wgmma_anatomy.ipynb).
 #
-# Our goal for this kernel: ≥ 0.90 of the per-clock peak. The cell also prints the datasheet
-# fraction, a different denominator.
+# Our goal for this kernel: ≥ 0.90 of the per-clock peak.
 
 # %% output varies
 print(wgmma.peak_lines(rec.results, "float16", n=256))
