@@ -50,6 +50,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import builds
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -175,7 +177,7 @@ def estimate(nb: dict, name: str = "") -> Estimate:
             if "<table" in text or _tables(text):
                 e.table_s += TABLE_S
             e.output_s += _prose_s(min(words(text), OUTPUT_WORDS_CAP))
-        for ex in re.findall(r"exercises\.check\(\s*[\"']([\w.]+)[\"']", src):
+        for ex in builds.checks_in(src, unique=False):
             kind = exercise_kind(src, last_md)
             e.exercises.append((ex, kind))
             e.exercise_s += 60 * EXERCISE_MIN[kind]
