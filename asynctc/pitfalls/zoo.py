@@ -304,7 +304,7 @@ DECISION_TABLE = (
      "spills) and the SASS (USETMAXREG, the setmaxnreg instruction; the HGMMA, i.e. wgmma, count)",
      ("setmaxnreg_dropped",)),
     ("crashes (misaligned address, illegal instruction)",
-     "memcheck first; then the shared-memory offsets of every TMA box",
+     "compute-sanitizer's memcheck first; then the shared-memory offsets of every TMA box",
      ("misaligned_tile",)),
 )
 

@@ -10,7 +10,8 @@
 #
 # Chapters 03–06 built the protocols; this one breaks them. Without a GPU, a cell that runs a kernel
 # prints the run recorded on an H200. Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant
-# on the GPU, its SASS, ptxas, the in-kernel trace, compute-sanitizer.
+# on the GPU, its SASS, ptxas, the in-kernel trace, and *compute-sanitizer* (NVIDIA's checker of
+# memory accesses and races).
 
 # %% output varies
 from IPython.display import Markdown, display

@@ -102,12 +102,11 @@ assert t.encode() ^ w.encode() == 1 << 46
 
 # %%
 alloc = tmem.TmemAllocator()
-acc = alloc.alloc(256, warp=1)
-extra = alloc.alloc(128, warp=1)
+acc, extra = alloc.alloc(256, warp=1), alloc.alloc(128, warp=1)
 print(f"alloc(256) → {acc:#010x}, alloc(128) → {extra:#010x}; {alloc.free_columns()} columns free")
-for call in (lambda: alloc.alloc(256, warp=1), lambda: alloc.alloc(48, warp=1)):
+for ncols in (256, 48):                       # more than is free; not a power of two
     try:
-        call()
+        alloc.alloc(ncols, warp=1)
     except tmem.TmemError as e:
         print("TmemError:", e)
 alloc.dealloc(extra, 128, warp=1)
@@ -120,9 +119,9 @@ alloc.check_all_freed()
 # The chapter's GEMM (`kernels/tcgen05.cu`) has a TMA producer warp, one MMA-issuing thread, TMEM
 # allocated by one warp, and four epilogue warps that read their lane quarters with `tcgen05.ld`.
 # It runs only on an sm_100 GPU, so here it is compiled, never run. The MMA thread's loop — one
-# thread, not a warpgroup: wait until a stage is full, issue its `BK/16` MMAs into TMEM, and let
-# `tcgen05.commit` arrive on the stage's *empty* barrier once they have read it; a last commit tells
-# the epilogue warps that the accumulator is complete:
+# thread, not a warpgroup: wait until a stage is full, issue its `BK/16` MMAs into TMEM (each covers
+# 16 of the stage's BK in K), and let `tcgen05.commit` arrive on the stage's *empty* barrier
+# once they have read it; a last commit tells the epilogue warps that the accumulator is complete:
 
 # %%
 notebook.show_source("tcgen05.cu", start=r"else if \(warp == 1\)", end=r"tcgen05_commit_multicast<2>\(smem_u32\(&done_bar\)")
