@@ -62,10 +62,9 @@ print(zoo.symptom_counts())
 #
 # One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
 # TMA loads (on `full[s]`); warps 0–3, the consumers, copy each box (undoing the 128B swizzle) into
-# a buffer that thread 0 writes back with a TMA store. Every wait is bounded at 0.5 s; a timeout
-# records who gave up, on which barrier, stage and tile. Below, the consumers' loop; each
-# `#if BUG …` block is one zoo class (08b §2 compiles all eleven). Three lines are left out: they
-# are exercise 2's answer.
+# a buffer that thread 0 writes back with a TMA store. Every wait gives up after 0.5 s. Below, the
+# consumers' loop; each `#if BUG …` block is one zoo class (08b §2 compiles all eleven). Three lines
+# are left out: they are exercise 2's answer.
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$", hooks=True,

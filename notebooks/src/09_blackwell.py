@@ -11,7 +11,7 @@
 # 3. allocate TMEM (`tcgen05.alloc`) and learn which warp may read which lanes;
 # 4. read the chapter's kernel, compiled to sm_100a, and map each Hopper instruction to Blackwell's.
 #
-# No sm_100 GPU stands behind this course's records: everything numeric below is a **model**
+# No sm_100 GPU stands behind this chapter: everything numeric below is a **model**
 # (sections 1–4, pure Python from the PTX ISA) or comes from the kernel compiled to an sm_100a
 # cubin and disassembled (sections 5–6). Nothing is timed.
 
@@ -24,7 +24,7 @@ from asynctc.models import tcgen05 as tc
 notebook.banner("sm_100a", measured=False)
 
 # %% [markdown]
-# **Terms used from here on.**
+# **Terms.**
 #
 # * `cta_group::1`: a `tcgen05` instruction of one CTA, writing that CTA's TMEM.
 # * `cta_group::2`: a [CTA pair](../docs/glossary.md#cta-pair) — two CTAs of one cluster (ranks 2k
@@ -104,7 +104,7 @@ assert t.encode() ^ w.encode() == 1 << 46
 alloc = tmem.TmemAllocator()
 acc, extra = alloc.alloc(256, warp=1), alloc.alloc(128, warp=1)
 print(f"alloc(256) → {acc:#010x}, alloc(128) → {extra:#010x}; {alloc.free_columns()} columns free")
-for ncols in (256, 48):                       # more than is free; not a power of two
+for ncols in (256, 48):                       # too many; not a power of two
     try:
         alloc.alloc(ncols, warp=1)
     except tmem.TmemError as e:
@@ -118,17 +118,16 @@ alloc.check_all_freed()
 #
 # The chapter's GEMM (`kernels/tcgen05.cu`) has a TMA producer warp, one MMA-issuing thread, TMEM
 # allocated by one warp, and four epilogue warps that read their lane quarters with `tcgen05.ld`.
-# It runs only on an sm_100 GPU, so here it is compiled, never run. The MMA thread's loop — one
-# thread, not a warpgroup: wait until a stage is full, issue its `BK/16` MMAs into TMEM (each covers
-# 16 of the stage's BK in K), and let `tcgen05.commit` arrive on the stage's *empty* barrier
-# once they have read it; a last commit tells the epilogue warps that the accumulator is complete:
+# It runs only on an sm_100 GPU. The MMA thread's loop — one thread, not a warpgroup: wait until a
+# stage is full, issue its `BK/16` MMAs into TMEM (each covers 16 of the stage's BK in K), and let
+# `tcgen05.commit` arrive on the stage's *empty* barrier once they have read it; a last commit
+# tells the epilogue warps that the accumulator is complete:
 
 # %%
 notebook.show_source("tcgen05.cu", start=r"else if \(warp == 1\)", end=r"tcgen05_commit_multicast<2>\(smem_u32\(&done_bar\)")
 
 # %% [markdown]
-# Compiled here for one CTA and for a CTA pair, then counted in the SASS (static counts; the
-# other opcodes counted are commented in `asynctc.tcgen05.SASS_CLASSES`):
+# Compiled here for one CTA and for a CTA pair, then counted in the SASS (static counts):
 #
 # | SASS | from the PTX |
 # |---|---|
@@ -156,8 +155,7 @@ print("the kernels' descriptors equal the models'")
 # ## 6. Hopper → Blackwell
 #
 # The same GEMM, instruction by instruction: per concept, Hopper's PTX, then Blackwell's, each with
-# the SASS of the cubins this course compiles. (The persistent GEMM's rows — two accumulators,
-# the next tile, multicast, block scales — are deep dive 09b's.)
+# the SASS of the cubins this course compiles (the persistent GEMM's rows are deep dive 09b's).
 
 # %%
 print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
