@@ -91,7 +91,7 @@ sheet = bench.DATASHEET["dense_tflops"]["float16"]
 print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock of the cuBLAS "
       f"samples, {kind}) = {peak:.0f} TFLOP/s; datasheet: {sheet:.0f} at "
       f"{bench.DATASHEET['boost_mhz']} MHz")
-for g in (g for g in gemms if g["dtype"] == "bfloat16"):        # fp16: the figure
+for g in (g for g in gemms if g["dtype"] == "bfloat16"):        # fp16: plotted
     print(f"cuBLAS bf16 {g['m']:5d}³ {g['tflops']:4.0f} TFLOP/s = {bench.peak_text(g, p['sm_count'], 'bfloat16')}")
 series = {}
 for dt in ("float16", "bfloat16"):
@@ -142,7 +142,7 @@ i1k = why_async.gemm_intensity(1024, 1024, 1024)
 _ = notebook.claim(i1k > ridge and g1k["tflops"] < 0.5 * peak,
                    f"1024³ sits right of the ridge, under the {peak:.0f} TFLOP/s roof, yet reaches {g1k['tflops']:.0f}. One "
                    f"call takes {g1k['median_ms'] * 1e3:.1f} µs. Too few output tiles for {p['sm_count']} SMs, "
-                   "or the start and end of so short a kernel? This record does not separate the two.",
+                   "or a short kernel's start and end? This record does not separate the two.",
                    intensity=i1k, ridge=ridge, tflops=g1k["tflops"], peak=peak)
 
 # %% [markdown]
