@@ -168,8 +168,10 @@ LISTINGS = {
     ("03", r"    record\(0, full"): (6, r"mbarrier_arrive_expect_tx|expect_tx"),
     ("04b", r"^__device__ __forceinline__ void wgmma_fence\(\)"): (10, r"wgmma\.commit_group"),
     ("04", r"  // fence \(the registers were written above\)"): (10, r"wgmma_mma_async_ss"),
-    ("05", r"^  for \(int k = 0; k < T; \+\+k\) \{"): (30, r"wgmma_wait_group<kPending>.*"
-                                                       r"[\s\S]*empty\.arrive\([\s\S]*load_stage"),
+    ("05", r"^  RingState<STAGES> pos"): (30, r"full\.wait\(pos\.stage, pos\.phase[\s\S]*"
+                                            r"wgmma_wait_group<kPending>.*[\s\S]*empty\.arrive\("
+                                            r"[\s\S]*load_stage[\s\S]*pos\.advance\(\)"),
+    ("05", r"^template <int kStages>"): (8, r"phase \^= 1u"),
     ("05c", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
     ("06b", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
                                                                 r"empty\.wait\("

@@ -75,7 +75,9 @@ _WORD = re.compile(r"[A-Za-z0-9][\w'’.\-/×³²·%]*")
 
 
 def words(text: str) -> int:
-    """Words of prose: link targets, HTML tags and markdown punctuation are not read."""
+    """Words of prose: link targets, HTML tags, the stylesheet or script an HTML output carries
+    (a highlighted listing's ``<style>`` block) and markdown punctuation are not read."""
+    text = re.sub(r"<(style|script)\b.*?</\1\s*>", " ", text, flags=re.S | re.I)
     text = re.sub(r"\]\([^)]*\)", "]", text)            # [label](target) → label
     text = re.sub(r"<[^>]+>", " ", text)
     return len(_WORD.findall(text))
