@@ -1,11 +1,14 @@
 """Listings hide the experiment hooks by default (asynctc.core.hooks, notebook.source_excerpt):
 the code the default build compiles, evaluated from the kernels' own defaults; ``hooks=True`` is the
-source as written."""
+source as written; ``variant=True`` is one build, its variant switches resolved too (checked by
+compiling what it shows)."""
 
 import re
+import warnings
 
 import pytest
 
+from asynctc import warp_specialization as W
 from asynctc.core import hooks, notebook, runtime
 
 
@@ -150,3 +153,145 @@ def test_every_kernel_file_hides_without_error():
                 depth += -1 if m.group(1) == "endif" else 1
                 assert depth >= 0, path.name
         assert depth == 0, path.name
+
+
+# ---- variant listings: one build of a source, its variant switches resolved too -------------------
+
+_SRC = "\n".join([
+    "#ifndef MODE", "#define MODE 0", "#endif", "#ifndef BM", "#define BM 128", "#endif",
+    "#define TILE(x) use(x, rank)",
+    "__device__ __forceinline__ void extra(float (&t)[4]) {",
+    "  if constexpr (MODE == 2) {", "    t[0] = 1.f;", "  }", "}",
+    "__device__ void body(int k) {",
+    "  const bool on = !(MODE == 1);",
+    "  const int rank = 0;",
+    "  float t[4];",
+    "  int unused = BM * 2;",
+    "  int w = BM / 2;",
+    "  extra(t);",
+    "  if constexpr (MODE == 1) {", "    a(w);", "  } else if constexpr (MODE == 0) {", "    b(w);",
+    "  } else {", "    c(w);", "  }",
+    "  if (k > 0 && on) d();",
+    "  TILE(k);",
+    "  if constexpr (MODE == 0) return;  // done",
+    "  e();",
+    "}"])
+
+
+def _shown(defines=None, variant=True):
+    return [ln.text for ln in hooks.hide(_SRC, None, defines, variant=variant) if ln.text is not None]
+
+
+def test_switches_are_the_macros_that_select_code():
+    assert hooks.switches(_SRC) == {"MODE"}                 # BM selects no code: it stays named
+    path = runtime.kernel_path("warp_specialization.cu")
+    sw = hooks.switches(path.read_text(), path)
+    assert {"SPLIT_K", "PINGPONG", "EDGES", "BLOCK_SCALES", "TMA_STORE", "CLUSTER", "PROMOTE"} <= sw
+    assert not sw & {"BM", "BN", "STAGES", "CONSUMERS", "GROUP_M"} and not sw & set(hooks.HOOK_DEFINES)
+
+
+def test_variant_rules_on_a_small_source():
+    assert _shown(variant=False) == _SRC.splitlines()      # MODE is no hook: as written
+    body = _shown()[_shown().index("__device__ void body(int k) {"):]
+    assert body == ["__device__ void body(int k) {",
+                    "  const int rank = 0;",                 # TILE's body reads it
+                    "  int w = BM / 2;",                     # a size stays named
+                    "  b(w);",                               # else if: the branch that runs
+                    "  if (k > 0) d();",                     # on = true, folded where used
+                    "  TILE(k);",
+                    "  return;".ljust(36) + "// done",     # the comment keeps its column
+                    "}"]                                     # e() after the return: unreachable
+    one = _shown({"MODE": 1})
+    assert "    a(w);" not in one and "  a(w);" in one and "  e();" in one
+    assert not any("d()" in ln or ln == "  extra(t);" or " on" in ln for ln in one)
+    two = _shown({"MODE": 2})
+    assert "  c(w);" in two and "  extra(t);" in two and "  float t[4];" in two
+    assert "  if (k > 0) d();" in two and not any("bool on" in ln for ln in two) and "  e();" in two
+
+
+def _ws(rung, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return W.compile_ws(W.RUNG_BY_NAME[rung].make("float16").replace(**kw))
+
+
+PRODUCER = (r"^    // ---------------- producer warpgroup", r"^    if constexpr \(CLUSTER == 1\) return;")
+CONSUMER = (r"^    auto release = ", r"^      tr\.event\(EV_STORE_END")
+
+
+def test_rung_3_and_rung_7_listings_differ_where_the_builds_do():
+    """Each branch the rungs take, from their defines: a branch resolved the wrong way fails here."""
+    r3, r7 = _ws("ws_setmaxnreg"), _ws("tma_store")
+    p3, p7 = (notebook.source_excerpt(ck, *PRODUCER, variant=True) for ck in (r3, r7))
+    c3, c7 = (notebook.source_excerpt(ck, *CONSUMER, variant=True) for ck in (r3, r7))
+    for text in (p3, p7, c3, c7):
+        code = "\n".join(ln.split("//")[0] for ln in text.split("// (this build")[0].splitlines())
+        assert not re.search(r"^\s*#\s*(if|else|endif)|\b(SPLIT_K|PINGPONG|EDGES|BLOCK_SCALES|PROMOTE|"
+                             r"TMA_STORE|TRACE|BREAK)\b|\btr\.|releases|promote\(|clear_totals", code,
+                             re.M), text
+    assert "setmaxnreg_dec<PRODUCER_REGS>();" in p3 and "empty.wait(pos.stage, pos.phase ^ 1u" in p3
+    assert re.search(r"^    return; +// the idle producer threads leave", p3, re.M)
+    assert "return;" not in p7                                # CLUSTER = 2: they stay
+    assert "store_c(res, c, N, m0 + wrow, n0);" in c3 and "store_c_tma" not in c3
+    assert "mbarrier_arrive_remote" not in c3 and "chunk" not in c3 and "cbuf" not in c3
+    assert "store_c_tma(res, tc, cbuf, 1 + cw, elected, m0 + wrow, n0, chunk);" in c7
+    assert "mbarrier_arrive_remote(mapa_shared_cluster(bar, rank ^ 1u));" in c7
+    assert "store_c(res" not in c7 and "u32 chunk = 0;" in c7
+    for text in (c3, c7):
+        assert "if (k > 0 && elected) {" in text and "release(empty[prev]);" in text
+    assert "TMA_STORE=0" in c3.splitlines()[-2] + c3.splitlines()[-1]
+    assert "CLUSTER=2" in p7.splitlines()[-2] + p7.splitlines()[-1]
+
+
+def test_split_k_and_pingpong_listings():
+    sk = _ws("ws_setmaxnreg", edges=True, split_k=4, out_dtype="float32")
+    text = notebook.source_excerpt(sk, *CONSUMER, variant=True)
+    assert "for (int k = k_lo; k < k_hi; ++k, ++ring) {" in text and "if (k > k_lo && elected) {" in text
+    assert "store_c_clipped(res, static_cast<float*>(c) + (size_t)split * M * ldc, ldc," in text
+    assert "for (int k = 0; k < T" not in text and "ring_skip" not in text
+    pp = _ws("pingpong")
+    text = notebook.source_excerpt(pp, r"^    for \(int item = first_item; item < n_items",
+                                   CONSUMER[1], variant=True)
+    assert "ring_skip(pos, T);" in text and "mbarrier_arrive(smem_u32(&order_storage[cw ^ 1]));" in text
+    assert "k_lo" not in text
+
+
+def test_variant_errors_and_file_defaults():
+    with pytest.raises(ValueError, match="hooks=True"):
+        notebook.source_excerpt("warp_specialization.cu", *PRODUCER, hooks=True, variant=True)
+    default = notebook.source_excerpt("warp_specialization.cu", *PRODUCER, variant=True)
+    assert default == notebook.source_excerpt(_ws("ws_setmaxnreg"), *PRODUCER, variant=True)
+
+
+def _compile_text(text, ck):
+    """NVRTC on ``text`` with ``ck``'s defines and runtime.compile_kernel's options: the cubin."""
+    from cuda.core import Program, ProgramOptions
+    opts = ProgramOptions(name=ck.source, arch=ck.arch, std="c++17",
+                          include_path=[str(p) for p in runtime.include_dirs()],
+                          define_macro=[runtime._fmt_define(k, v) for k, v in sorted(ck.defines.items())],
+                          ptxas_options=["-v", "--warn-on-spills"])
+    return Program(text, "c++", opts).compile("cubin").code
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _ws("ws_setmaxnreg"), lambda: _ws("tma_store"), lambda: _ws("pingpong"),
+    lambda: _ws("ws_setmaxnreg", edges=True, split_k=4, out_dtype="float32"),
+    lambda: _ws("ws_setmaxnreg", b_major="MN", out_dtype="float32"),
+    lambda: W.compile_ws(W.WSConfig(dtype="float8_e4m3fn", bm=128, bn=128, promote=1,
+                                    block_scales=True, out_dtype="bfloat16"))],
+    ids=["rung3", "rung7", "rung9", "split_k", "mn_major", "fp8_block_scales"])
+def test_a_variant_listing_compiles_to_the_same_instructions(make):
+    """The whole file as the variant listing shows it, compiled with the kernel's defines, issues
+    the same instructions of every class the course names (wgmma, TMA loads and stores, mbarrier
+    operations, stores, barriers, setmaxnreg...): what the listing shows is what the kernel runs.
+    Only register allocation may differ (a lambda captures fewer variables); rung 7's cubin is
+    byte for byte the same."""
+    from asynctc.core import sass
+    ck = make()
+    text = notebook.source_excerpt(ck, variant=True)
+    got = _compile_text(text, ck)
+    classes = {**sass.CLASSES, "USETMAXREG": r"^USETMAXREG\b", "UTMAPF": r"^UTMAPF\b"}
+    assert sass.class_counts(sass.disassemble(got), classes) == \
+        sass.class_counts(ck.sass(), classes)
+    if ck.defines.get("TMA_STORE") and not ck.defines.get("PINGPONG"):
+        assert got == ck.cubin

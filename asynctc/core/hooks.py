@@ -24,13 +24,34 @@ evaluated from such values is touched:
 An expression the evaluator cannot read (a call, a cast, an unknown name inside a hook's
 sub-expression) stays as it is. Comments' parentheses that name a hook (``(ABLATE & 1: buffer 0 is
 never refilled)``) go with the hooks.
+
+**Variant listings** (``hide(..., variant=True)``): one source builds many kernels (chapter 06's
+rungs, chapter 07's FP8 GEMM, ``asynctc.matmul``), chosen by *switches*: the macros that select
+code, i.e. that a ``#if`` / ``#elif`` or an ``if constexpr`` condition of the file or of a file it
+includes names (:func:`switches`: ``SPLIT_K``, ``PINGPONG``, ``EDGES``, ``BLOCK_SCALES``,
+``TMA_STORE``, ``CLUSTER``, ...). A variant listing folds them too, with the values the kernel was
+built with (its defines, else the file's defaults), by the same rules; sizes that select no code
+(``BM``, ``STAGES``, ``CONSUMERS``) stay named. Then, still evaluated:
+
+4. a ``const bool x = ...;`` that folded to ``true`` / ``false`` (and is the file's only ``x``) is
+   folded where ``x`` is used;
+5. a call statement ``f(...);`` of a ``void`` function of the file or its includes whose body
+   folds to nothing for this build (chapter 07's ``promote``, ``clear_totals``) goes;
+6. a declaration without a call in its initializer whose name no shown line of its scope and
+   no macro body (``TILE_ORIGIN`` reads ``rank``) uses any more goes; so do the statements after
+   a ``return`` / ``break`` / ``continue`` that an ``if`` folded to, up to the end of its block.
+A changed line keeps its comment at the column it had.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from pathlib import Path
+
+from . import cexpr
+from .cexpr import Unevaluable  # noqa: F401 (re-exported)
 
 #: The experiment and diagnosis defines (each kernel's header says what it does). Not in the list:
 #: the variant switches that are a lesson's subject where they occur (``SPLIT_K``, ``PINGPONG``,
@@ -39,17 +60,19 @@ from pathlib import Path
 HOOK_DEFINES = ("ABLATE", "BUG", "BREAK", "TRACE", "TRACE_CTAS", "TRACE_EVENTS", "MISMATCH_LAYOUT",
                 "TX_PROBE", "TMA_ONCE")
 
-_HOOK_RE = re.compile(r"\b(" + "|".join(HOOK_DEFINES) + r")\b")
+_HOOKS = frozenset(HOOK_DEFINES)
 _DIRECTIVE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
 _DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+(.+?)\s*(?://.*)?$")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 _INT = re.compile(r"^\(?\s*(-?)\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*\)?$")
-_TOKEN = re.compile(r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+[uUlL]*|\d+[uUlL]*)|(?P<id>[A-Za-z_]\w*)|"
-                    r"(?P<op>&&|\|\||==|!=|<=|>=|<<|>>|->|::|\+=|-=|\*=|/=|%=|&=|\|=|\^=|[^\s\w]))")
+_IFNDEF = re.compile(r"^\s*#\s*ifndef\s+([A-Za-z_]\w*)")
+_CONSTEXPR_IF = re.compile(r"\bif\s+constexpr\s*\(")
+_KEYWORDS = {"return", "else", "goto", "delete", "case", "throw", "co_return", "typedef", "using"}
 
 
-class Unevaluable(Exception):
-    """An expression naming a hook that the evaluator cannot reduce."""
+@functools.lru_cache(maxsize=None)
+def _names_re(names: frozenset) -> re.Pattern:
+    return re.compile(r"\b(" + "|".join(sorted(names)) + r")\b")
 
 
 @dataclasses.dataclass
@@ -102,208 +125,78 @@ def _kernels_root(path: Path) -> Path:
     return path.parent
 
 
-# --------------------------------------------------------------------------------------------------
-# Expressions
-# --------------------------------------------------------------------------------------------------
-
-@dataclasses.dataclass
-class _Tok:
-    kind: str
-    text: str
-    start: int
-    end: int
-
-
-def _tokens(code: str) -> list[_Tok]:
-    out, pos = [], 0
-    while pos < len(code):
-        m = _TOKEN.match(code, pos)
-        if not m or m.end() == pos:
-            break
-        kind = m.lastgroup
-        out.append(_Tok(kind, m.group(kind), m.start(kind), m.end()))
-        pos = m.end()
+def included(text: str, path: Path | None, _seen=None) -> list[tuple[Path, str]]:
+    """``(path, text)`` of every file ``text`` includes with quotes, and of theirs, in order
+    (resolved as :func:`macro_values` resolves them; each file once)."""
+    seen = _seen if _seen is not None else set()
+    out: list[tuple[Path, str]] = []
+    for ln in text.splitlines() if path is not None else ():
+        m = _INCLUDE.match(ln)
+        for base in ((path.parent, _kernels_root(path)) if m else ()):
+            inc = (base / m.group(1)).resolve()
+            if inc.is_file():
+                if inc not in seen:
+                    seen.add(inc)
+                    t = inc.read_text()
+                    out += [(inc, t)] + included(t, inc, seen)
+                break
     return out
 
 
-@dataclasses.dataclass
-class _Const:
-    value: int
-    boolean: bool = False
-
-    def render(self) -> str:
-        return ("true" if self.value else "false") if self.boolean else str(self.value)
-
-
-@dataclasses.dataclass
-class _Res:
-    text: str
-    changed: bool
-
-
-_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="),
-           ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
-_BOOL_OPS = {"||", "&&", "==", "!=", "<", ">", "<=", ">="}
-_OPEN, _CLOSE = "([{", ")]}"
+def _conditions(text: str) -> list[str]:
+    """The ``#if`` / ``#elif`` conditions and ``if constexpr (...)`` conditions of ``text``."""
+    out = []
+    for ln in text.splitlines():
+        m = _DIRECTIVE.match(ln)
+        if m and m.group(1) in ("if", "elif"):
+            out.append(_split_comment(m.group(2))[0])
+        for m in _CONSTEXPR_IF.finditer(_split_comment(ln)[0]):
+            toks = cexpr._tokens(ln[m.end() - 1:])
+            c = cexpr._matching(toks, 0)
+            if c is not None:
+                out.append(ln[m.end():m.end() - 1 + toks[c].start])
+    return out
 
 
-def _operand_like(t: _Tok | None) -> bool:
-    return t is not None and (t.kind in ("num", "id") or t.text in (")", "]"))
+def switches(text: str, path: Path | None = None, defines: dict | None = None) -> frozenset:
+    """The variant switches of a source: the macros with an integer value (``defines``, else the
+    defaults of :func:`macro_values`) that an ``#if`` / ``#elif`` or ``if constexpr`` condition of
+    ``text`` or of a file it includes names — the macros that select code. The experiment hooks
+    (:data:`HOOK_DEFINES`) are left out (a listing hides them anyway)."""
+    values = set(macro_values(text, path)) | {k for k, v in (defines or {}).items()
+                                               if isinstance(v, (int, bool))}
+    named = {t.text for c in [text] + [t for _, t in included(text, path)] for cond in _conditions(c)
+             for t in cexpr._tokens(cond) if t.kind == "id"}
+    return frozenset((named & values) - _HOOKS)
 
 
-def _split_top(toks, ops, code):
-    """Index of the last top-level binary operator of ``ops`` in ``toks``, or None."""
-    depth, found = 0, None
-    for k, t in enumerate(toks):
-        if t.text in _OPEN:
-            depth += 1
-        elif t.text in _CLOSE:
-            depth -= 1
-        elif depth == 0 and t.text in ops and k > 0 and _operand_like(toks[k - 1]):
-            found = k
-    return found
+def _defaults(texts) -> set:
+    """The names ``texts`` give a default (``#ifndef X`` / ``#define X v``): the build's knobs."""
+    return {m.group(1) for t in texts for ln in t.splitlines() if (m := _IFNDEF.match(ln))}
 
 
-def _matching(toks, k):
-    depth = 0
-    for j in range(k, len(toks)):
-        if toks[j].text in _OPEN:
-            depth += 1
-        elif toks[j].text in _CLOSE:
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
+def _macro_bodies(texts) -> str:
+    """Every ``#define`` line of ``texts`` (continuations joined): what a macro may read."""
+    out = []
+    for t in texts:
+        for ln in t.replace("\\\n", " ").splitlines():
+            if re.match(r"^\s*#\s*define\b", ln):
+                out.append(ln)
+    return "\n".join(out)
 
 
-def _compute(op, a, b):
-    if op in ("/", "%") and b == 0:
-        raise Unevaluable(op)
-    return {"||": lambda: int(bool(a) or bool(b)), "&&": lambda: int(bool(a) and bool(b)),
-            "|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b,
-            "==": lambda: int(a == b), "!=": lambda: int(a != b), "<": lambda: int(a < b),
-            ">": lambda: int(a > b), "<=": lambda: int(a <= b), ">=": lambda: int(a >= b),
-            "<<": lambda: a << b, ">>": lambda: a >> b, "+": lambda: a + b, "-": lambda: a - b,
-            "*": lambda: a * b, "/": lambda: int(a / b), "%": lambda: a - b * int(a / b)}[op]()
+def evaluate_condition(cond: str, env: dict[str, int], names=_HOOKS):
+    """``(value, names met)`` of a preprocessor or ``if`` condition that names one of ``names``
+    (default: the hooks) and evaluates with ``env``; ``None`` when it names none or does not
+    evaluate (:func:`asynctc.core.cexpr.evaluate_condition`)."""
+    return cexpr.evaluate_condition(cond, env, names)
 
 
-def _evaluate(toks, code, env, hooks_seen, strict=False):
-    """Fold ``toks`` (one expression): a :class:`_Const`, or a :class:`_Res` (residual text).
-    A part naming no hook is a constant only if it is one whole (literals, the file's integer
-    macros); otherwise it stays as written."""
-    if not toks:
-        raise Unevaluable("empty")
-    text = code[toks[0].start:toks[-1].end]
-    if not strict and not any(t.kind == "id" and t.text in HOOK_DEFINES for t in toks):
-        try:
-            v = _evaluate(toks, code, env, set(), strict=True)
-        except (Unevaluable, RecursionError):
-            return _Res(text, False)
-        return v if isinstance(v, _Const) else _Res(text, False)
-    if toks[0].text == "(" and _matching(toks, 0) == len(toks) - 1:      # ( e )
-        inner = _evaluate(toks[1:-1], code, env, hooks_seen)
-        if isinstance(inner, _Const) or not inner.changed:
-            return inner if isinstance(inner, _Const) else _Res(text, False)
-        return _Res(f"({inner.text})", True)
-    depth, q = 0, None                                                   # c ? a : b
-    for k, t in enumerate(toks):
-        if t.text in _OPEN:
-            depth += 1
-        elif t.text in _CLOSE:
-            depth -= 1
-        elif depth == 0 and t.text == "?":
-            q = k
-            break
-    if q is not None:
-        depth, c = 0, None
-        for k in range(q + 1, len(toks)):
-            t = toks[k].text
-            if t in _OPEN or t == "?":
-                depth += 1
-            elif t in _CLOSE:
-                depth -= 1
-            elif t == ":" and depth == 0:
-                c = k
-                break
-            elif t == ":":
-                depth -= 1
-        if c is None:
-            raise Unevaluable(text)
-        cond = _evaluate(toks[:q], code, env, hooks_seen)
-        if not isinstance(cond, _Const):
-            raise Unevaluable(text)
-        chosen = _evaluate(toks[q + 1:c] if cond.value else toks[c + 1:], code, env, hooks_seen)
-        return chosen if isinstance(chosen, _Const) else _Res(chosen.text, True)
-    for ops in _LEVELS:
-        k = _split_top(toks, ops, code)
-        if k is None:
-            continue
-        op = toks[k].text
-        a = _evaluate(toks[:k], code, env, hooks_seen)
-        b = _evaluate(toks[k + 1:], code, env, hooks_seen)
-        ca, cb = isinstance(a, _Const), isinstance(b, _Const)
-        if ca and cb:
-            return _Const(_compute(op, a.value, b.value), op in _BOOL_OPS)
-        if op in ("&&", "||"):
-            absorbing = 0 if op == "&&" else 1
-            for const, other in ((a, b), (b, a)):
-                if isinstance(const, _Const):
-                    if bool(const.value) == bool(absorbing):
-                        return _Const(absorbing, True)
-                    return _Res(other.text, True)
-        identity = {"+": 0, "-": 0, "|": 0, "^": 0, "*": 1, "<<": 0, ">>": 0}
-        if cb and op in identity and b.value == identity[op]:
-            return _Res(a.text, True)
-        if ca and op in ("+", "|", "^", "*") and a.value == identity[op]:
-            return _Res(b.text, True)
-        if (ca and _has_hook(toks[:k])) or (cb and _has_hook(toks[k + 1:])):
-            raise Unevaluable(text)      # a hook's value would stay in the line: show it as written
-        if not (a.changed if isinstance(a, _Res) else True) and not (
-                b.changed if isinstance(b, _Res) else True):
-            return _Res(text, False)
-        sa = a.render() if ca else a.text
-        sb = b.render() if cb else b.text
-        return _Res(f"{sa} {op} {sb}", True)
-    if toks[0].text in ("!", "~", "-", "+"):                             # unary
-        v = _evaluate(toks[1:], code, env, hooks_seen)
-        if not isinstance(v, _Const):
-            raise Unevaluable(text)
-        op = toks[0].text
-        return _Const(int(not v.value), True) if op == "!" else \
-            _Const({"~": ~v.value, "-": -v.value, "+": v.value}[op])
-    if len(toks) == 1:
-        t = toks[0]
-        if t.kind == "num":
-            return _Const(int(t.text.rstrip("uUlL"), 0))
-        if t.kind == "id" and t.text in env:
-            if t.text in HOOK_DEFINES:
-                hooks_seen.add(t.text)
-            return _Const(env[t.text])
-        if t.text in ("true", "false"):
-            return _Const(int(t.text == "true"), True)
-    raise Unevaluable(text)
+def _fold_line(code, env, identities, names=_HOOKS):
+    return cexpr.fold_line(code, env, identities, names)
 
 
-def _has_hook(toks) -> bool:
-    return any(t.kind == "id" and t.text in HOOK_DEFINES for t in toks)
 
-
-def evaluate_condition(cond: str, env: dict[str, int]):
-    """``(value, hooks)`` of a preprocessor or ``if`` condition that names a hook and evaluates
-    with ``env``; ``None`` when it names none or does not evaluate."""
-    if not _HOOK_RE.search(cond):
-        return None
-    seen: set = set()
-    try:
-        v = _evaluate(_tokens(cond), cond, env, seen)
-    except Unevaluable:
-        return None
-    return (bool(v.value), frozenset(seen)) if isinstance(v, _Const) else None
-
-
-# --------------------------------------------------------------------------------------------------
-# Lines
-# --------------------------------------------------------------------------------------------------
 
 def _split_comment(line: str) -> tuple[str, str]:
     """(code, comment) of a line: the comment from its first ``//`` outside a string literal."""
@@ -321,21 +214,22 @@ def _split_comment(line: str) -> tuple[str, str]:
     return line, ""
 
 
-def _clean_comment(comment: str) -> str:
-    """A ``//`` comment without its parentheses that name a hook (``""`` if nothing is left)."""
-    if not _HOOK_RE.search(comment):
+def _clean_comment(comment: str, names=_HOOKS) -> str:
+    """A ``//`` comment without its parentheses that name one of ``names`` (``""`` if nothing is
+    left)."""
+    if not _names_re(names).search(comment):
         return comment
     out = comment
     for _ in range(4):
-        new = re.sub(r"\s*\([^()]*\b(?:" + "|".join(HOOK_DEFINES) + r")\b[^()]*\)", "", out)
+        new = re.sub(r"\s*\([^()]*\b(?:" + "|".join(sorted(names)) + r")\b[^()]*\)", "", out)
         if new == out:
             break
         out = new
     return "" if re.fullmatch(r"//\s*[:;,.]?\s*", out) else out
 
 
-def _preprocess(lines, env):
-    """Pass 1: ``#if`` blocks on hooks. Returns (hidden flags, hooks per line)."""
+def _preprocess(lines, env, names=_HOOKS):
+    """Pass 1: ``#if`` blocks on ``names``. Returns (hidden flags, names per line)."""
     hidden = [False] * len(lines)
     why = [frozenset()] * len(lines)
     stack = []       # frames: [is_hook, active, taken, hooks]
@@ -351,7 +245,7 @@ def _preprocess(lines, env):
         if kw in ("if", "ifdef", "ifndef"):
             frame = [False, True, False, frozenset()]
             if kw == "if":
-                branches = _branch_conditions(lines, i, env)
+                branches = _branch_conditions(lines, i, env, names)
                 if branches is not None:
                     first, hooks = branches[0]
                     frame = [True, first, first, hooks]
@@ -364,7 +258,7 @@ def _preprocess(lines, env):
             f = stack[-1]
             if f[0]:
                 if kw == "elif":
-                    v = evaluate_condition(cond, env)
+                    v = evaluate_condition(cond, env, names)
                     f[1] = (not f[2]) and bool(v and v[0])
                     f[2] = f[2] or f[1]
                 elif kw == "else":
@@ -378,10 +272,10 @@ def _preprocess(lines, env):
     return hidden, why
 
 
-def _branch_conditions(lines, i, env):
+def _branch_conditions(lines, i, env, names):
     """For the ``#if`` at line ``i``: its and its ``#elif``s' (value, hooks), or None unless every
     branch that may be taken evaluates."""
-    v = evaluate_condition(_split_comment(_DIRECTIVE.match(lines[i]).group(2))[0], env)
+    v = evaluate_condition(_split_comment(_DIRECTIVE.match(lines[i]).group(2))[0], env, names)
     if v is None:
         return None
     out, taken, depth = [v], v[0], 0
@@ -397,7 +291,7 @@ def _branch_conditions(lines, i, env):
                 break
             depth -= 1
         elif kw == "elif" and depth == 0:
-            w = evaluate_condition(_split_comment(m.group(2))[0], env)
+            w = evaluate_condition(_split_comment(m.group(2))[0], env, names)
             if w is None and not taken:
                 return None
             if w is not None:
@@ -428,123 +322,6 @@ def _identity_functions(lines, text_of):
     return out
 
 
-def _region(toks, k):
-    """(first, last) token indices of the expression around token ``k`` that a hook's value can
-    be folded in, and whether it is an ``if`` condition; None when there is none."""
-    n = len(toks)
-    stack, opens = [], []
-    for j, t in enumerate(toks):
-        if j == k:
-            opens = list(stack)
-        if t.text in _OPEN or (t.text == "<" and j > 0 and toks[j - 1].kind == "id"
-                               and toks[j - 1].end == t.start and _template_close(toks, j)):
-            stack.append(j)
-        elif (t.text in _CLOSE or (t.text == ">" and stack and toks[stack[-1]].text == "<")) and stack:
-            stack.pop()
-    for o in reversed(opens):
-        c = _template_close(toks, o) if toks[o].text == "<" else _matching(toks, o)
-        if c is None:
-            return None
-        before = toks[o - 1] if o > 0 else None
-        if toks[o].text == "(" and before is not None and before.text in ("if", "constexpr", "while"):
-            return o + 1, c - 1, before.text != "while"
-        call = before is not None and (before.kind == "id" or before.text in (")", ">"))
-        if toks[o].text in "<[" or call:
-            lo, hi, depth = o + 1, c - 1, 0          # the comma-separated argument holding k
-            for j in range(o + 1, c):
-                t = toks[j].text
-                if t in _OPEN:
-                    depth += 1
-                elif t in _CLOSE:
-                    depth -= 1
-                elif t == "," and depth == 0:
-                    if j < k:
-                        lo = j + 1
-                    else:
-                        hi = j - 1
-                        break
-            return lo, hi, False
-    lo, hi, depth = 0, n - 1, 0                       # statement level
-    for j in range(n):
-        t = toks[j].text
-        if t in _OPEN:
-            depth += 1
-        elif t in _CLOSE:
-            depth -= 1
-        elif depth == 0 and (t in ("=", "+=", "-=", "*=", "/=", "|=", "&=", "^=", "%=", ";", "{", "}",
-                                   ",") or t == "return"):
-            if j < k:
-                lo = j + 1
-            elif j > k:
-                hi = j - 1
-                break
-    return (lo, hi, False) if lo <= hi else None
-
-
-def _template_close(toks, o):
-    depth = 0
-    for j in range(o + 1, len(toks)):
-        t = toks[j].text
-        if t in ("(", "["):
-            depth += 1
-        elif t in (")", "]"):
-            depth -= 1
-            if depth < 0:
-                return None
-        elif t in (";", "&&", "||", "{"):
-            return None
-        elif t == ">" and depth == 0:
-            return j
-    return None
-
-
-def _fold_line(code, env, identities):
-    """Pass 2 on one line's code: (new code, hooks, constant ``if`` condition or None)."""
-    hooks: set = set()
-    for name, h in identities.items():               # identity calls: f(x) -> x
-        while True:
-            m = re.search(r"\b" + name + r"\(", code)
-            if not m:
-                break
-            toks = _tokens(code[m.end() - 1:])
-            c = _matching(toks, 0)
-            if c is None or any(t.text == "," and _depth_at(toks, j) == 1 for j, t in enumerate(toks[:c])):
-                break
-            inner = code[m.end():m.end() - 1 + toks[c].start]
-            code = code[:m.start()] + inner + code[m.end() + toks[c].end - 1:]
-            hooks |= h
-    skipped: set = set()
-    for _ in range(32):
-        toks = _tokens(code)
-        k = next((j for j, t in enumerate(toks) if t.kind == "id" and t.text in HOOK_DEFINES
-                  and t.start not in skipped), None)
-        if k is None:
-            break
-        reg = _region(toks, k)
-        try:
-            if reg is None:
-                raise Unevaluable(code)
-            lo, hi, is_cond = reg
-            seen: set = set()
-            v = _evaluate(toks[lo:hi + 1], code, env, seen)
-        except Unevaluable:
-            skipped.add(toks[k].start)
-            continue
-        hooks |= seen
-        if is_cond and isinstance(v, _Const):
-            return code, frozenset(hooks), bool(v.value)
-        new = v.render() if isinstance(v, _Const) else v.text
-        code = code[:toks[lo].start] + new + code[toks[hi].end:]
-        skipped = {s for s in skipped if s < toks[lo].start}
-    return code, frozenset(hooks), None
-
-
-def _depth_at(toks, k):
-    d = 0
-    for t in toks[:k]:
-        d += (t.text in _OPEN) - (t.text in _CLOSE)
-    return d
-
 
 def _indent(s: str) -> int:
     return len(s) - len(s.lstrip(" "))
@@ -554,47 +331,86 @@ def _dedent(s: str, d: int) -> str:
     return s[min(d, _indent(s)):] if d > 0 else s
 
 
-def hide(text: str, path: Path | None = None, defines: dict | None = None) -> list[Line]:
-    """What the default build shows of every line of ``text`` (a kernel source; ``path`` for its
-    includes' defaults; ``defines`` the compile-time values a kernel was built with, which override
-    the file's defaults for the hooks). One :class:`Line` per line of ``text.splitlines()``."""
+def hide(text: str, path: Path | None = None, defines: dict | None = None, *,
+         variant: bool = False) -> list[Line]:
+    """What one build shows of every line of ``text`` (a kernel source; ``path`` for its includes;
+    ``defines`` the compile-time values a kernel was built with, which override the file's
+    defaults). By default the experiment hooks are folded (rules 1-3 of the module docstring);
+    with ``variant=True`` the variant switches too (:func:`switches`; rules 4-6). One :class:`Line`
+    per line of ``text.splitlines()``; its ``hooks`` are the hooks and switches that hid or
+    changed it."""
     lines = text.splitlines()
     env = macro_values(text, path)
+    names = _HOOKS
+    if variant:
+        names = _HOOKS | switches(text, path, defines)
+        knobs = _defaults([text] + [t for _, t in included(text, path)])
+        env = {k: v for k, v in env.items() if k in names or k not in knobs}   # sizes stay named
     for k, v in (defines or {}).items():
-        if k in HOOK_DEFINES and isinstance(v, (int, bool)):
+        if k in names and isinstance(v, (int, bool)):
             env[k] = int(v)
-    hidden, why = _preprocess(lines, env)
+    out = _pass(list(lines), env, names)
+    if not variant:
+        return out
+    for _ in range(4):                                   # rule 4: folded local constants
+        consts = {m.group(1): int(m.group(2) == "true") for i, ln in enumerate(out)
+                  if ln.text is not None and ln.text != lines[i]
+                  and (m := re.match(r"^\s*const\s+bool\s+(\w+)\s*=\s*(true|false);", ln.text))
+                  and m.group(1) not in env
+                  and len(re.findall(r"\bbool\s+" + m.group(1) + r"\b", text)) == 1}
+        if not consts:
+            break
+        env = {**env, **consts}
+        names = names | frozenset(consts)
+        out = _pass(list(lines), env, names)
+    files = [(path, text)] + included(text, path)
+    noops = {}
+    for fpath, ftext in files:                           # rule 5: calls that compile to nothing
+        shown = out if fpath == path else _pass(ftext.splitlines(), env, names)
+        noops.update(_noop_functions(ftext.splitlines(), shown))
+    _hide_noop_calls(lines, out, noops)
+    _hide_unreachable(lines, out)
+    _hide_dead_declarations(out, _macro_bodies(t for _, t in files))          # rule 6
+    _align_comments(lines, out)
+    return out
+
+
+def _pass(lines, env, names) -> list[Line]:
+    """Rules 1-3 over ``lines`` (a list the ``else if`` rule may rewrite) with the values ``env``
+    of ``names``."""
+    hidden, why = _preprocess(lines, env, names)
     out = [Line(None, why[i]) if hidden[i] else Line(ln) for i, ln in enumerate(lines)]
 
     def text_of(j):
         return out[j].text, out[j].hooks
 
     identities = _identity_functions(lines, text_of)
-    names = tuple(identities)
+    calls = tuple(identities)
+    rx = _names_re(names)
     i = 0
     while i < len(lines):
         if out[i].text is None:
             i += 1
             continue
         code, comment = _split_comment(lines[i])
-        if not (_HOOK_RE.search(code) or any(re.search(r"\b" + n + r"\(", code) for n in names)):
-            if comment and _HOOK_RE.search(comment):
-                cleaned = _clean_comment(comment)
+        if not (rx.search(code) or any(re.search(r"\b" + n + r"\(", code) for n in calls)):
+            if comment and rx.search(comment):
+                cleaned = _clean_comment(comment, names)
                 if cleaned != comment:
                     new = (code.rstrip() + ("  " + cleaned if code.strip() else cleaned)) \
                         if code.strip() else (code + cleaned if cleaned else None)
                     out[i] = Line(new if new is None or new.strip() else None,
-                                  frozenset(_HOOK_RE.findall(comment)))
+                                  frozenset(rx.findall(comment)))
             i += 1
             continue
-        new_code, hooks, cond = _fold_line(code, env, identities)
+        new_code, hooks, cond = _fold_line(code, env, identities, names)
         if cond is not None:
             done = _fold_if(lines, out, i, cond, hooks)
             if done:
                 i = done
                 continue
         if new_code != code:
-            cleaned = _clean_comment(comment)
+            cleaned = _clean_comment(comment, names)
             pad = re.search(r"\s*$", code).group(0) if cleaned else ""
             out[i] = Line((new_code.rstrip() + pad + cleaned).rstrip() if cleaned
                           else new_code.rstrip(), hooks)
@@ -607,34 +423,44 @@ def _code(s: str) -> str:
     return _split_comment(s)[0].strip()
 
 
-def _braces(s: str) -> int:
-    c = _code(s)
-    return c.count("{") - c.count("}")
-
-
 def _block_end(lines, i):
-    """The line closing the block opened on line ``i`` (braces of code only), or None."""
-    depth = 0
-    for j in range(i, len(lines)):
-        depth += _braces(lines[j])
-        if depth == 0 and j > i:
-            return j
-        if depth <= 0 and j > i:
-            return None
+    """The line closing the block that the ``{`` ending line ``i`` opens (braces of code only;
+    ``} else {`` closes it), or None."""
+    if not _code(lines[i]).endswith("{"):
+        return None
+    depth = 1
+    for j in range(i + 1, len(lines)):
+        for ch in _code(lines[j]):
+            depth += (ch == "{") - (ch == "}")
+            if depth == 0:
+                return j
     return None
+
+
+def _chain_end(lines, j):
+    """From the line ``j`` closing an ``if`` block (``}``, ``} else {`` or ``} else if (...) {``):
+    the line closing the whole ``if`` / ``else`` chain, or None."""
+    while _code(lines[j]) != "}":
+        if not re.match(r"^\}\s*else\b.*\{$", _code(lines[j])):
+            return None
+        j = _block_end(lines, j)
+        if j is None:
+            return None
+    return j
 
 
 def _fold_if(lines, out, i, cond, hooks):
     """An ``if`` on line ``i`` whose condition folded to ``cond``: keep the branch that runs
     (dedented to the ``if``'s indent). Returns the next line to look at, or None if the statement's
     shape is not one of: ``if (c) stmt;``, ``if (c)`` + one line [``else`` + one line],
-    ``if (c) {`` … ``}`` [``else {`` … ``}``]."""
+    ``if (c) {`` … ``}`` [``else {`` … ``}``] or [``else if (d) {`` …]: then, when ``c`` is false,
+    the ``else if`` line becomes an ``if`` (rewritten in ``lines``) and is the next to look at."""
     code = _code(lines[i])
     m = re.match(r"^if\s*(?:constexpr\s*)?\(", code)
     if not m:
         return None
-    toks = _tokens(code)
-    c = _matching(toks, 1 if toks[1].text == "(" else 2)
+    toks = cexpr._tokens(code)
+    c = cexpr._matching(toks, 1 if toks[1].text == "(" else 2)
     rest = code[toks[c].end:].strip()
     ind = _indent(lines[i])
     keep, drop = [], [i]
@@ -669,7 +495,19 @@ def _fold_if(lines, out, i, cond, hooks):
         body = list(range(i + 1, j))
         closing = _code(lines[j])
         nxt, els = j + 1, []
-        if closing == "} else {":
+        if re.match(r"^\}\s*else\s+if\b", closing):                         # } else if (d) {
+            if not cond:
+                for k in [i] + body:
+                    out[k] = Line(None, hooks | out[k].hooks)
+                lines[j] = " " * _indent(lines[j]) + lines[j].lstrip()[1:].lstrip()[4:].lstrip()
+                out[j] = Line(lines[j], hooks)
+                return j
+            end = _chain_end(lines, j)
+            if end is None:
+                return None
+            drop += list(range(j, end + 1))
+            nxt = end + 1
+        elif closing == "} else {":
             k = _block_end(lines, j)
             if k is None:
                 return None
@@ -685,9 +523,8 @@ def _fold_if(lines, out, i, cond, hooks):
         keep = run
     else:
         return None
-    if any(out[k].text is None and not out[k].hooks for k in keep):
-        pass
-    shift = (min((_indent(lines[k]) for k in keep if lines[k].strip()), default=ind) - ind)
+    shift = (min((_indent(lines[k]) for k in keep if lines[k].strip()
+                  and not lines[k].lstrip().startswith("#")), default=ind) - ind)
     for k in drop:
         out[k] = Line(None, hooks | out[k].hooks)
     for k in keep:
@@ -756,3 +593,115 @@ def _balanced(s: str) -> bool:
         if d < 0:
             return False
     return d == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# Variant listings: calls that compile to nothing, declarations nothing reads
+# --------------------------------------------------------------------------------------------------
+
+_VOID_FN = re.compile(r"^(?:template\s*<[^>]*>\s*)?__device__\s+(?:__forceinline__\s+)?"
+                      r"(?:static\s+)?(?:inline\s+)?void\s+(\w+)\s*\(")
+_DECL = re.compile(r"^\s*(?:const\s+)?(?:unsigned\s+)?([A-Za-z_][\w:]*(?:<[^<>;()]*>)?)\s+([A-Za-z_]\w*)"
+                   r"((?:\s*\[[^\]]*\])*)\s*(?:=\s*([^;]*)|\{([^;]*)\})?;\s*(?://.*)?$")
+
+
+def _noop_functions(lines, out) -> dict[str, frozenset]:
+    """``void`` functions of ``lines`` (one file, as ``out`` shows it) whose body this build
+    compiles to nothing although the source has code there: name → the names that emptied it."""
+    found = {}
+    for i, ln in enumerate(lines):
+        m = _VOID_FN.match(ln)
+        if not m or out[i].text is None:
+            continue
+        j, depth = i, 0
+        while j < len(lines):                          # the signature may span lines
+            code = _code(lines[j])
+            depth += code.count("(") - code.count(")")
+            if depth == 0 and code.endswith("{"):
+                break
+            if code.endswith(";") or j - i > 8:
+                j = len(lines)
+            j += 1
+        end = _block_end(lines, j) if j < len(lines) else None
+        if end is None:
+            continue
+        body = range(j + 1, end)
+        if any(_code(lines[k]) for k in body) and all(
+                out[k].text is None or not _code(out[k].text) for k in body):
+            found[m.group(1)] = frozenset().union(*(out[k].hooks for k in body))
+    return found
+
+
+def _hide_noop_calls(lines, out, noops) -> None:
+    """Rule 5: a statement that is one call of a function of ``noops`` goes."""
+    for i, ln in enumerate(out):
+        if ln.text is None:
+            continue
+        m = re.match(r"^(\w+)\((.*)\);$", _code(ln.text))
+        if m and m.group(1) in noops and _balanced(m.group(2)):
+            out[i] = Line(None, ln.hooks | noops[m.group(1)])
+
+
+def _scope_end(out, i) -> int | None:
+    """The last shown line of the block that line ``i`` is in (braces of the shown code), or None
+    when a preprocessor conditional this build left unresolved lies in it (its braces may not
+    pair up)."""
+    depth = 0
+    for k in range(i + 1, len(out)):
+        t = out[k].text
+        if t is None:
+            continue
+        if _DIRECTIVE.match(t):
+            return None
+        for ch in _code(t):
+            depth += (ch == "{") - (ch == "}")
+            if depth < 0:
+                return k
+    return len(out) - 1
+
+
+def _hide_dead_declarations(out, macros: str) -> None:
+    """Rule 6: a declaration (no call in its initializer) whose name no later shown line of its
+    scope and no macro body (``macros``) names goes; repeated until nothing more goes."""
+    for _ in range(4):
+        changed = False
+        for i, ln in enumerate(out):
+            m = _DECL.match(ln.text or "")
+            if not m or m.group(1) in _KEYWORDS or "(" in (m.group(4) or "") + (m.group(5) or ""):
+                continue
+            end = _scope_end(out, i)
+            rx = re.compile(r"\b" + re.escape(m.group(2)) + r"\b")
+            if end is None or rx.search(macros) or any(
+                    out[k].text is not None and rx.search(_code(out[k].text))
+                    for k in range(i + 1, end + 1)):
+                continue
+            out[i] = Line(None, ln.hooks)
+            changed = True
+        if not changed:
+            return
+
+
+def _hide_unreachable(lines, out) -> None:
+    """The shown statements after a ``return;`` / ``break;`` / ``continue;`` that a folded ``if``
+    left (the line changed), up to the end of its block."""
+    for i, ln in enumerate(out):
+        if ln.text is None or ln.text == lines[i] or not re.match(
+                r"^(return\b[^;]*|break|continue);$", _code(ln.text)):
+            continue
+        end = _scope_end(out, i)
+        if end is None:
+            continue
+        for k in range(i + 1, end):
+            if out[k].text is not None:
+                out[k] = Line(None, ln.hooks)
+
+
+def _align_comments(lines, out) -> None:
+    """A changed line whose ``//`` comment is the source's keeps that comment at its column."""
+    for i, ln in enumerate(out):
+        if ln.text is None or ln.text == lines[i]:
+            continue
+        code, comment = _split_comment(ln.text)
+        col = len(_split_comment(lines[i])[0])
+        if comment and comment == _split_comment(lines[i])[1] and len(code.rstrip()) + 2 <= col:
+            out[i] = Line(code.rstrip().ljust(col) + comment, ln.hooks)

@@ -99,7 +99,8 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
 
 
 def source_excerpt(target, start: str | None = None, end: str | None = None, *,
-                   hooks: bool = False, omit: tuple[str, str, str] | None = None) -> str:
+                   hooks: bool = False, variant: bool = False,
+                   omit: tuple[str, str, str] | None = None) -> str:
     """The text :func:`show_source` shows: a kernel's CUDA C++ source (a
     :class:`~asynctc.core.runtime.CompiledKernel` or a file name under ``asynctc/kernels/``), from the
     first line matching ``start`` up to and including the first *later* line matching ``end``
@@ -112,15 +113,22 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     simplified and which hooks; an excerpt without hooks is unchanged. ``hooks=True`` shows the
     source exactly as written.
 
+    ``variant=True`` shows one build: the variant switches (``SPLIT_K``, ``PINGPONG``, ``EDGES``,
+    ``TMA_STORE``, ``CLUSTER``, ...: :func:`asynctc.core.hooks.switches`) are resolved too, with
+    the values a compiled kernel ``target`` was built with (a file name: its defaults), calls that
+    compile to nothing and declarations nothing reads any more go, and the last line names the
+    switches the excerpt depended on with their values (:func:`asynctc.core.hooks.hide`).
+
     ``omit=(first, last, note)`` leaves out the lines from the first one matching ``first`` to the
     next one matching ``last`` (regular expressions), replaced by one comment line ``// (n lines left
     out: note)`` indented like the line after them: an exercise's answer, shown after the exercise.
 
     Raises ``ValueError`` when no line matches ``start`` or no later line matches ``end`` (or
     ``omit``'s patterns), or for a file name outside ``kernels/`` (absolute, ``..``;
-    :func:`~asynctc.core.runtime.kernel_path`).
+    :func:`~asynctc.core.runtime.kernel_path`), and for ``hooks=True`` with ``variant=True`` (the
+    source as written is no one build).
     """
-    text = _excerpt(target, start, end, hooks)
+    text = _excerpt(target, start, end, hooks, variant)
     if omit is None:
         return text
     first, last, note = omit
@@ -134,7 +142,10 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     return "\n".join(lines[:i] + [" " * ind + f"// ({j + 1 - i} lines left out: {note})"] + lines[j + 1:])
 
 
-def _excerpt(target, start, end, hooks) -> str:
+def _excerpt(target, start, end, hooks, variant=False) -> str:
+    if hooks and variant:
+        raise ValueError("hooks=True shows the source as written; variant=True one build of it: "
+                         "ask for one")
     if hasattr(target, "source_text"):
         text, name = target.source_text(), getattr(target, "source", None)
         defines = getattr(target, "defines", None)
@@ -155,7 +166,8 @@ def _excerpt(target, start, end, hooks) -> str:
     if hooks:
         return written
     from . import hooks as hk
-    shown = hk.hide(text, runtime.kernel_path(name) if isinstance(name, str) else None, defines)[i:j]
+    path = runtime.kernel_path(name) if isinstance(name, str) else None
+    shown = hk.hide(text, path, defines, variant=variant)[i:j]
     if all(ln.text == raw for ln, raw in zip(shown, lines[i:j])):
         return written
     out, n_hidden, n_changed, names = [], 0, 0, set()
@@ -173,20 +185,33 @@ def _excerpt(target, start, end, hooks) -> str:
     counts = ", ".join(f"{n} line{'s' * (n != 1)} {what}" for n, what in
                        ((n_hidden, "dropped"), (n_changed, "simplified")) if n)
     order = [h for h in hk.HOOK_DEFINES if h in names]
-    out.append(" " * ind + f"// (experiment hooks hidden: {counts} — {', '.join(order)}; "
-               "show_source(..., hooks=True) shows them)")
+    if not variant:
+        out.append(" " * ind + f"// (experiment hooks hidden: {counts} — {', '.join(order)}; "
+                   "show_source(..., hooks=True) shows them)")
+        return "\n".join(out)
+    values = {**hk.macro_values(text, path), **{k: int(v) for k, v in (defines or {}).items()
+                                                 if isinstance(v, (int, bool))}}
+    used = sorted(names & (hk.switches(text, path, defines) | set(hk.HOOK_DEFINES)) & set(values))
+    note = f"// (this build: {', '.join(f'{k}={values[k]}' for k in used) or 'no switch'}; {counts})"
+    while len(note) > 100 and ", " in note[:100]:          # wrap after the last comma that fits
+        cut = note.rindex(", ", 0, 100) + 1
+        out.append(" " * ind + note[:cut])
+        note = "//  " + note[cut:].lstrip()
+    out.append(" " * ind + note)
     return "\n".join(out)
 
 
 def show_source(target, start: str | None = None, end: str | None = None, *, hooks: bool = False,
-                omit: tuple[str, str, str] | None = None):
+                variant: bool = False, omit: tuple[str, str, str] | None = None):
     """Display :func:`source_excerpt` as highlighted CUDA C++ (an IPython ``Code`` object: make it the
     last expression of the cell, or pass it to ``display``, or it does not render). ``hooks=True``
     shows the experiment hooks (``ABLATE``, ``BUG``, ``BREAK``, ``TRACE``, ...) as written; by
-    default the listing shows what the default build compiles, and says what it hid. ``omit``:
-    lines left out (:func:`source_excerpt`)."""
+    default the listing shows what the default build compiles, and says what it hid;
+    ``variant=True`` shows the one build ``target`` (a compiled kernel) is, its variant switches
+    resolved too. ``omit``: lines left out (:func:`source_excerpt`)."""
     from IPython.display import Code
-    return Code(source_excerpt(target, start, end, hooks=hooks, omit=omit), language="cuda")
+    return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant, omit=omit),
+                language="cuda")
 
 
 def sass_table(compiled, classes=None) -> str:

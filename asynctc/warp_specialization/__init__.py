@@ -64,7 +64,9 @@ W.<name>``):
   :func:`plot_raster`; never times;
 * ``exercises.py`` — chapter 06's auto-checked exercises (registered on import).
 * ``tile_order.py`` — the persistent tile orders (group-M raster mirror, the Hilbert order table);
-  ``order_suite.py`` — the ``ws_orders`` record suite (rung 8's L2 / tile-order variants).
+  ``order_suite.py`` — the ``ws_orders`` record suite (rung 8's L2 / tile-order variants);
+* ``store_suite.py`` — the ``ws_store_ablation`` record suite (rung 7's TMA store without the
+  persistent grid, and without clusters; its table and generated verdicts).
 
 PTX ISA references: "setmaxnreg" (register reconfiguration per warpgroup; the count must be known
 at entry: ``__launch_bounds__`` / ``.maxnreg``), "mbarrier" (arrive, expect_tx, try_wait.parity),
@@ -76,6 +78,7 @@ from __future__ import annotations
 
 from . import config, exercises, figures, ladder, launch, limit, limit_suite, suite, trace  # noqa: F401
 from . import order_suite, tile_order  # noqa: F401  (issue 20: opt-in L2 / tile-order variants)
+from . import store_suite  # noqa: F401  (does the TMA store need the persistent grid?)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,
@@ -116,4 +119,4 @@ from .trace import (  # noqa: F401
 )
 
 #: The package's record suites (:mod:`asynctc.suites`): the ladder, and what limits its top rung.
-SUITES = {**suite.SUITES, **limit_suite.SUITES, **order_suite.SUITES}
+SUITES = {**suite.SUITES, **limit_suite.SUITES, **order_suite.SUITES, **store_suite.SUITES}
