@@ -322,11 +322,12 @@ def _mma_sync_record_row(dtype: str, size: int, tile: str):
     return None, rec
 
 
-def summarize_cp_async(rec: records.Record, microbench: bool = True) -> str:
+def summarize_cp_async(rec: records.Record, microbench: bool = True, cross_check: bool = True) -> str:
     """Ratio table. Every "× ch.01" divides by chapter 01's kernel timed *in this run* on the same
     inputs (this record); the last lines set that number beside the mma_sync record's for the same
-    tile and say which record each comes from. ``microbench=False`` leaves out the shared-memory
-    copy microbenchmark's lines (set beside Luo et al.'s in deep dive 02b) and says where they are."""
+    tile and say which record each comes from (``cross_check=False`` leaves them out: the lesson's
+    short form). ``microbench=False`` leaves out the shared-memory copy microbenchmark's lines (set
+    beside Luo et al.'s in deep dive 02b) and says where they are."""
     r = rec.results
     n = rec.provenance["sm_count"]
     shown = []                                   # rows whose clock is printed, for the caveat
@@ -359,7 +360,8 @@ def summarize_cp_async(rec: records.Record, microbench: bool = True) -> str:
     tile = r.get("ch01_tile", mma_sync.DEFAULT_TILE.name)
     for (dtype, s), here in sorted(((k, v) for k, v in
                                     {(x["dtype"], x["size"]): x for x in r["sweep"]
-                                     if x["kernel"] == "mma.sync"}.items()), key=lambda kv: kv[0]):
+                                     if x["kernel"] == "mma.sync" and cross_check}.items()),
+                                   key=lambda kv: kv[0]):
         other, orec = _mma_sync_record_row(dtype, s, tile)
         where = (f"mma_sync record ({orec.provenance.get('date', '?')[:10]}, "
                  f"{orec.provenance.get('git_commit', '?')[:7]})") if orec else "no mma_sync record"

@@ -434,24 +434,45 @@ def measure_wgmma(progress=None, stop_on_failure: bool = True) -> dict:
     return out
 
 
-def throughput_table(results: dict) -> str:
+def throughput_table(results: dict, all_chains: bool = True) -> str:
     """The throughput rows as a compact text table, with both fractions: ``of clk`` = of the
     per-clock peak at the row's in-kernel clock (SMs × FLOP/clk/SM × ``sm_mhz``; the record's
     ``fraction_of_datasheet`` field, named before the datasheet figure was printed beside it) and
-    ``of sheet`` = of the datasheet figure (:data:`asynctc.core.bench.DATASHEET`, at 1830 MHz)."""
-    lines = [f"{'dtype':14s} {'N':>4s} {'src':9s} {'ch':>2s} {'cta':>3s} {'TFLOP/s':>8s} "
+    ``of sheet`` = of the datasheet figure (:data:`asynctc.core.bench.DATASHEET`, at 1830 MHz);
+    a footer names every column. ``all_chains=False`` keeps the one-accumulator rows and says in
+    one line how far the rows with more accumulators in flight are from them
+    (:func:`chains_spread`)."""
+    rows = [r for r in results["throughput"] if all_chains or r["chains"] == 1]
+    lines = [f"{'dtype':14s} {'N':>4s} {'A from':9s} {'chains':>6s} {'CTA/SM':>6s} {'TFLOP/s':>8s} "
              f"{'MHz':>5s} {'FLOP/clk/SM':>11s} {'of clk':>6s} {'of sheet':>8s} {'Luo H800':>8s}"]
-    for r in results["throughput"]:
+    for r in rows:
         luo = f"{r['luo_h800_tflops']:8d}" if "luo_h800_tflops" in r else " " * 8
         sheet = r["tflops"] / bench.DATASHEET["dense_tflops"][r["dtype"]]
-        lines.append(f"{r['dtype']:14s} {r['n']:4d} {r['source']:9s} {r['chains']:2d} "
-                     f"{r['ctas_per_sm']:3d} {r['tflops']:8.1f} {r['sm_mhz']:5.0f} "
+        lines.append(f"{r['dtype']:14s} {r['n']:4d} {r['source']:9s} {r['chains']:6d} "
+                     f"{r['ctas_per_sm']:6d} {r['tflops']:8.1f} {r['sm_mhz']:5.0f} "
                      f"{r['flop_per_clk_sm']:11.0f} {r['fraction_of_datasheet']:6.2f} {sheet:8.2f} {luo}")
-    lines.append("MHz: in-kernel clock; of clk: of SMs × FLOP/clk/SM × that clock; of sheet: of the "
-                 f"datasheet ({bench.DATASHEET['dense_tflops']['float16']:.0f} TFLOP/s fp16/bf16, "
-                 f"{bench.DATASHEET['dense_tflops']['float8_e4m3fn']:.0f} fp8, at "
-                 f"{bench.DATASHEET['boost_mhz']} MHz)")
+    if not all_chains:
+        spread = chains_spread(results)
+        if spread is not None:
+            lines.append(f"(rows with more chains, up to {max(r['chains'] for r in results['throughput'])}"
+                         f" accumulators in flight: within {spread:.1%} of these at every N)")
+    lines.append("chains: accumulators in flight; MHz: the SM clock measured in the kernel; "
+                 "of clk: of SMs × FLOP/clk/SM × that clock;")
+    lines.append(f"of sheet: of the datasheet ({bench.DATASHEET['dense_tflops']['float16']:.0f} "
+                 f"TFLOP/s fp16/bf16, {bench.DATASHEET['dense_tflops']['float8_e4m3fn']:.0f} fp8, at "
+                 f"{bench.DATASHEET['boost_mhz']} MHz); Luo H800: Luo et al.'s TFLOP/s on an H800 PCIe "
+                 f"({LUO_H800_SMS} SMs)")
     return "\n".join(lines)
+
+
+def chains_spread(results: dict) -> float | None:
+    """The largest |TFLOP/s with c accumulators / TFLOP/s with one − 1| over the throughput rows
+    that have a one-accumulator twin (same dtype, N, source, CTAs per SM); None if there are none."""
+    one = {(r["dtype"], r["n"], r["source"], r["ctas_per_sm"]): r["tflops"]
+           for r in results["throughput"] if r["chains"] == 1}
+    d = [abs(r["tflops"] / one[k] - 1) for r in results["throughput"] if r["chains"] > 1
+         and (k := (r["dtype"], r["n"], r["source"], r["ctas_per_sm"])) in one]
+    return max(d) if d else None
 
 
 def summarize_wgmma(rec) -> str:

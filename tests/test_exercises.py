@@ -57,6 +57,9 @@ KW = {
     "ch09.acc_columns": dict(bn=192),
     "ch09.acc_parity": dict(t=5),
     "ch09.scale_byte": dict(kstep=3),
+    "ch03.swizzle_128b": dict(),
+    "ch04.encode": dict(),
+    "ch05.ring_parities": dict(),
 }
 
 
@@ -66,7 +69,33 @@ def _desc(start, lbo, sbo, mode):
 
 n = 512
 #: (exercise, wrong answer, words the hint must contain): one row per diagnosed mistake.
+_MODE = {0: 0, 128: 1, 64: 2, 32: 3}
+
 MISTAKES = [
+    # code exercises: the learner's function, and the words of the hint that names its mistake
+    ("ch03.swizzle_128b", lambda o: o, "no swizzle"),
+    ("ch03.swizzle_128b", lambda o: o ^ ((o >> 7) << 4), "repeats every 8 rows"),
+    ("ch03.swizzle_128b", lambda o: o ^ (((o >> 7) & 7) << 3), "keeps its place"),
+    ("ch03.swizzle_128b", lambda o: (o // 128) * 128 + ((o % 128 // 16 + o // 128) % 8) * 16 + o % 16,
+     "chunk 1 XOR (row 1 % 8)"),
+    ("ch03.swizzle_128b", lambda o: (o + 128) % 2048, "row"),
+    ("ch03.swizzle_128b", lambda o: 1.5, "return an int"),
+    ("ch03.swizzle_128b", 5, "pass your function"),
+    ("ch04.encode", lambda a, lbo, sbo, w: a | lbo << 16 | sbo << 32 | _MODE[w] << 62, "value >> 4"),
+    ("ch04.encode", lambda a, lbo, sbo, w: a >> 4 | (lbo >> 4) << 16 | (sbo >> 4) << 32 | (w // 32) << 62,
+     "the modes are 0 none"),
+    ("ch04.encode", lambda a, lbo, sbo, w: a >> 4 | (sbo >> 4) << 16 | (lbo >> 4) << 32 | _MODE[w] << 62,
+     "lbo: bits 16–29 hold"),
+    ("ch04.encode", lambda a, lbo, sbo, w: 1 << 64, "64 bits"),
+    ("ch04.encode", lambda a, lbo, sbo, w: 1 / 0, "your code raised ZeroDivisionError"),
+    ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: (t // S) % 2),
+     "deadlocks at k-tile 0: producer waits on empty[0] with parity 0"),
+    ("ch05.ring_parities", (lambda k, S: (k // S + 1) % 2, lambda t, S: (t // S + 1) % 2),
+     "race at k-tile 0"),
+    ("ch05.ring_parities", (lambda k, S: k % 2, lambda t, S: (t // S + 1) % 2), "race at k-tile 1"),
+    ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: 1), "deadlocks at k-tile 4"),
+    ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: 2), "a parity is 0 or 1"),
+    ("ch05.ring_parities", lambda k, S: 0, "pass your two functions as a pair"),
     ("ch05.full_parity", 1, "phase before"),
     ("ch05.full_parity", 2, "one bit"),
     ("ch05.empty_parity", 0, "fresh barrier"),
@@ -256,7 +285,9 @@ def test_every_exercise_has_a_diagnosis_and_a_row_here():
 
 
 @pytest.mark.parametrize("name,answer,words", MISTAKES,
-                         ids=[f"{m[0]}={m[1]!r}"[:60] for m in MISTAKES])
+                         ids=[f"{m[0]}=code{i}" if callable(m[1]) or isinstance(m[1], tuple)
+                              and callable(m[1][0]) else f"{m[0]}={m[1]!r}"[:60]
+                              for i, m in enumerate(MISTAKES)])
 def test_hint_names_the_mistake(capsys, name, answer, words):
     exp = exercises.expected(name, **KW[name])
     assert not exercises.check(name, answer, **KW[name])
@@ -410,3 +441,39 @@ def test_descriptor_with_the_raw_address_gets_the_shift_hint(capsys):
                                swizzle=64, step=2, base=0x4000)
     out = capsys.readouterr().out
     assert ">> 4" in out and "0x4800 >> 4 = 0x480" in out and "bits [14]" not in out
+
+
+@pytest.mark.parametrize("name,answer", [
+    ("ch03.swizzle_128b", lambda offset: offset ^ (((offset >> 7) & 7) << 4)),
+    ("ch03.swizzle_128b", lambda offset: np.int64(offset // 128 * 128 + ((offset % 128 // 16) ^ (offset // 128 % 8)) * 16
+                                                  + offset % 16)),
+    ("ch04.encode", lambda a, lbo, sbo, swizzle: (a >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32
+     | {0: 0, 128: 1, 64: 2, 32: 3}[swizzle] << 62),
+    ("ch04.encode", descriptors.encode),
+    ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: (t // S + 1) % 2)),
+    ("ch05.ring_parities", [lambda k, S: (k // S) & 1, lambda t, S: 1 - (t // S) % 2]),
+])
+def test_code_exercises_accept_right_code(capsys, name, answer):
+    assert exercises.check(name, answer, solution=True)
+    assert capsys.readouterr().out.strip() == f"[{name}] correct"
+
+
+@pytest.mark.parametrize("name,answer", [
+    ("ch03.swizzle_128b", lambda offset: ...),
+    ("ch04.encode", lambda a, lbo, sbo, swizzle: None),
+    ("ch05.ring_parities", (lambda k, S: ..., lambda t, S: ...)),
+    ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: None)),
+])
+def test_code_exercises_whose_body_is_still_dots_are_unanswered(capsys, tmp_path, monkeypatch, name, answer):
+    from asynctc.core import progress
+    monkeypatch.setenv(progress.ENV, str(tmp_path / "p.jsonl"))
+    assert not exercises.check(name, answer)
+    assert "not answered yet" in capsys.readouterr().out
+    assert progress.summary(progress.attempts(tmp_path / "p.jsonl"))[name]["status"] == "unanswered"
+
+
+def test_the_ring_model_runs_the_kernels_parities_when_given_them():
+    """simulate(parities=...) with the kernel's own formulas is the default run, span for span."""
+    a = _pipeline.simulate(4, 1, 2, 13)
+    b = _pipeline.simulate(4, 1, 2, 13, parities=(lambda k, S: (k // S) % 2, lambda t, S: (t // S + 1) % 2))
+    assert a.diagnosis is None and b.diagnosis is None and a.spans == b.spans

@@ -952,3 +952,78 @@ def test_operand_dtype_same_format_and_non_fp8():
         fp8.operand_dtype("e4m3", np.float16)
     assert fp8.MIXED_FP8_DEFINES[("float8_e4m3fn", "float8_e5m2")] == {"DT": 2, "DT_B": 3}
     assert fp8.MIXED_FP8_DEFINES[("float8_e5m2", "float8_e4m3fn")] == {"DT": 3, "DT_B": 2}
+
+
+# ---- the figure and lines notebook 07 prints (CPU; the committed records, then edited copies) ----
+
+def test_positive_values_and_plot_formats():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    for f in fp8.FORMATS.values():
+        v = fp8.positive_values(f)
+        assert v.max() == f.max == float(ml_dtypes.finfo(f.dtype).max) and v.min() > 0
+        assert np.all(np.diff(v) > 0)
+    assert fp8.positive_values(fp8.fp8_format("e4m3")).size == 126
+    fig = fp8.plot_formats()
+    try:
+        labels = [t.get_text() for t in fig.get_axes()[0].get_yticklabels()]
+        assert labels == ["e4m3: 126 values\nup to 448, 3 fraction bits",
+                          "e5m2: 123 values\nup to 57344, 2 fraction bits"]
+    finally:
+        plt.close(fig)
+
+
+def _records(*names):
+    from asynctc.core import records
+    try:
+        return [records.load(n).results for n in names]
+    except records.RecordError as e:
+        pytest.skip(str(e))
+
+
+def test_speed_table_and_its_verdicts_read_the_fp8_record():
+    import copy
+    (res,) = _records("fp8")
+    text = fp8.speed_table(res)
+    assert text.splitlines()[0] == "TFLOP/s at 4096³ and 8192³" and len(text.splitlines()) == 5
+    top = fp8.table_row(res, 8192, fp8.fp8_config().label())
+    met, yes, no = fp8.cublaslt_note(res, goal=0.90)
+    assert met == (top["of_cublaslt_fast"] >= 0.90) and f"{top['of_cublaslt_fast']:.2f}" in yes
+    assert not fp8.cublaslt_note(res, goal=top["of_cublaslt_fast"] + 0.01)[0]
+    inside, yes, _ = fp8.fp16_ratio_note(res)
+    assert inside and yes.startswith("FP8 over FP16: ours ") and "cuBLAS" in yes
+    assert not fp8.fp16_ratio_note(res, band=(1.5, 1.8))[0]
+    with pytest.raises(KeyError, match="no table row"):
+        fp8.table_row(res, 1024, "cuBLAS fp16")
+    bad = copy.deepcopy(res)
+    for r in bad["table"]:
+        if r["kernel"] == "FP8/FP16 ours":
+            r["ratio"] = 2.3                                 # above the 2× ceiling: the verdict flips
+    assert not fp8.fp16_ratio_note(bad)[0]
+
+
+def test_accumulation_notes_read_the_fp8_record_and_flip():
+    import copy
+    (res,) = _records("fp8")
+    assert fp8.prediction_note(res)[0] and not fp8.prediction_note(res, tolerance=1e-6)[0]
+    ok, text, numbers = fp8.promotion_note(res)
+    assert ok and text.startswith("At K = 16384: no promotion loses ") and numbers["p0"] > 10 * numbers["p4"]
+    ok, text, numbers = fp8.promotion_cost_note(res)
+    assert ok and numbers["p1"] < numbers["p4"] < 1.0 and "of the same 128×128 kernel" in text
+    bad = copy.deepcopy(res)
+    for r in bad["experiment"]["rows"]:
+        if r["promote"] == 4:
+            r["swamp_median_rel_err"] = 1e-6              # promotion every 4 better than every k-tile
+    assert not fp8.promotion_note(bad)[0]
+
+
+def test_swizzle_notes_read_the_swizzle_record():
+    (res,) = _records("swizzle")
+    inside, yes, no = fp8.swizzle_gain_note(res)
+    assert not inside and no.startswith("128-byte over 64-byte swizzle: ") and "not 10–20 %" in no
+    assert fp8.swizzle_gain_note(res, band=(0.0, 0.5))[0]
+    ok, text, numbers = fp8.swizzle_modes_note(res)
+    assert ok and numbers["of_128_64B"] >= 0.9 and numbers["of_128_narrow"] <= 0.6
+    tma_s, yes, _ = fp8.tma_once_note(res)
+    assert tma_s and "the loss is TMA's" in yes

@@ -50,7 +50,8 @@ def test_glossary_lists_the_course_terms():
     have = set(terms())
     for t in ("warpgroup", "wgmma", "TMA", "tensor map", "box", "mbarrier", "expect_tx", "phase parity",
               "swizzle", "LBO", "SBO", "K-major", "MN-major", "stage", "producer", "consumer", "cluster",
-              "multicast", "distributed shared memory", "TMEM", "CTA pair"):
+              "multicast", "distributed shared memory", "TMEM", "CTA pair", "PTX", "SASS", "cubin",
+              "fragment", "ldmatrix", "elected thread"):
         assert t in have, t
 
 

@@ -463,6 +463,23 @@ def test_depth_table_filters_dtypes_and_prints_no_nan():
     assert "nan" not in "\n".join(both) and both[2].split()[-1] == "-"     # bf16: no cuBLAS row timed
 
 
+
+def test_average_ktile_cycles_from_a_sweep_row():
+    """Chapter 05 §5 and deep dive 05b set the traced CTAs' k-tile beside this one number."""
+    row = {"kernel": "pipeline", "dtype": "float16", "size": 4096, "tile": "128x256x64/c2", "bm": 128,
+           "bn": 256, "bk": 64, "stages": 4, "median_ms": 0.2, "resident_ctas": 1}
+    res = {"sweep": [row, dict(row, stages=3, median_ms=0.9)], "sm_count": 132,
+           "clocks_after": {"max_sm_mhz": 2000.0}}
+    avg = P.average_ktile_cycles(res, "128x256x64/c2", "float16", 4096, 4)
+    # 512 tiles on 132 SMs: 4 waves of 64 k-tiles; 0.2 ms at 2000 MHz = 400 000 cycles
+    assert avg.ktiles_per_sm == 256 and avg.clock_mhz == 2000.0 and avg.median_ms == 0.2
+    assert avg.cycles == pytest.approx(400_000 / 256)
+    with pytest.raises(ValueError, match="stages=5"):
+        P.average_ktile_cycles(res, "128x256x64/c2", "float16", 4096, 5)
+    res["sweep"][0]["resident_ctas"] = 2
+    with pytest.raises(ValueError, match="resident_ctas=2"):
+        P.average_ktile_cycles(res, "128x256x64/c2", "float16", 4096, 4)
+
 # ---- the ring protocol, executed step by step in Python (CPU) ----------------------------------------
 
 class _Barrier:

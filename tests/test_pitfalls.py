@@ -442,6 +442,16 @@ def test_the_core_lesson_does_not_print_its_exercises_answers():
     learner = src[:src.index("<summary>Solutions")]
     assert "expect_tx_too_large" not in learner and "gpu_outcome(4)" not in learner
     assert "bulk_wait_read" not in learner and "print(ordering.describe_ops())" in learner
+    # §3's listing leaves out the kernel's form of exercise 2's answer; the cell after the exercise
+    # prints it, and the learner build keeps that cell without its output
+    from asynctc.core import notebook
+    listing = re.search(r'notebook\.show_source\("pitfalls\.cu", start=(r".*?"), end=(r".*?"), hooks=True,\s*'
+                        r'omit=(\(.*?\))\)', learner, re.S)
+    shown = notebook.source_excerpt("pitfalls.cu", eval(listing.group(1)), eval(listing.group(2)), hooks=True,
+                                    omit=eval(listing.group(3)))
+    assert "bulk_wait_group_read" not in shown + learner and "lines left out" in shown
+    assert re.search(r"# %% output answers a prediction\nprint\(notebook\.source_excerpt\(\"pitfalls\.cu\", "
+                     r"start=r\"\^#if BUG != BUG_STORE_BUFFER_REUSED\"", learner)
     # every op is printed with its argument as the step is written (a newcomer wrote
     # ("bulk_wait_read", None) from a list of bare names)
     from asynctc.pitfalls import ordering as O

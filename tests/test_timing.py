@@ -48,6 +48,18 @@ def test_long_outputs_are_skimmed_and_exercise_kinds():
     assert timing.exercise_kind("answer = ...", "Compute the intensity") == "compute"
 
 
+def test_a_listings_stylesheet_is_not_read():
+    """show_source's HTML carries pygments' <style> block (hundreds of CSS words): only the code
+    counts."""
+    css = "<style>pre { line-height: 125%; }\n" + ".x .k { color: #008000; font-weight: bold }\n" * 80 + "</style>"
+    html = css + '<div class="highlight"><pre><span class="k">int</span> stage; u32 phase;</pre></div>'
+    nb = _nb({"cell_type": "code", "source": "notebook.show_source('ring.cuh')", "metadata": {},
+              "outputs": [{"output_type": "execute_result", "execution_count": 1, "metadata": {},
+                           "data": {"text/html": html, "text/plain": "int stage; u32 phase;"}}]})
+    assert timing.words(html) == 4
+    assert timing.estimate(nb).output_s == pytest.approx(4 * 60 / timing.PROSE_WPM)
+
+
 def test_every_notebook_is_estimated_and_the_table_reports_the_core_path():
     text = timing.table()
     for p in timing.notebook_paths():

@@ -306,3 +306,66 @@ def test_measure_equal_bytes_against_an_emulated_copy(monkeypatch):
     state["break"] = True
     with pytest.raises(RuntimeError, match="copy wrong"):
         E.measure_equal_bytes()
+
+
+# ---- the lines and figure notebook 03 prints (CPU, from small made-up records) -------------------
+
+def _copy_row(variant, br, bc, gbps, stages, ctas):
+    return {"variant": variant, "br": br, "bc": bc, "box_bytes": br * bc * 4, "gbps": gbps,
+            "stages": stages, "ctas_per_sm": ctas, "name": f"{variant} {br}x{bc} s{stages} x{ctas}/SM"}
+
+
+def test_tma_copy_summary_says_the_best_configuration_in_words():
+    """summarize_tma_copy: a cell is GB/s (fraction of the device copy), the best TMA row is
+    described with its stages and CTAs per SM spelled out (not the record's terse name)."""
+    from asynctc.core import records
+    res = {"device_copy": {"gbps": 4000.0}, "copies": [
+        _copy_row("tma", 32, 256, 3800, 2, 3), _copy_row("ldg_sts", 32, 256, 3900, 1, 6),
+        _copy_row("cp_async", 32, 256, 3700, 2, 3), _copy_row("tma", 8, 32, 3600, 4, 16),
+        _copy_row("ldg_sts", 8, 32, 3000, 1, 16), _copy_row("cp_async", 8, 32, 2800, 4, 16)]}
+    assert tma.describe_copy(res["copies"][0]) == "32x256 fp32 box (32 KB), 2 stages, 3 CTAs per SM"
+    assert tma.describe_copy({**res["copies"][1], "stages": 1}).endswith("1 stage, 6 CTAs per SM")
+    rec = records.Record(suite="tma_copy", results=res, provenance={})
+    text = tma.summarize_tma_copy(rec)
+    assert "each cell: GB/s (fraction of it)" in text
+    assert text.splitlines()[-1] == ("best TMA: 32x256 fp32 box (32 KB), 2 stages, 3 CTAs per SM: "
+                                     "3800 GB/s = 0.95 of the device copy")
+    assert "x3/SM" not in text and "3800 (0.95)" in text
+
+
+def _equal_pair_rows(box, size, kind, tma_gbps, manual):
+    rows = []
+    for v, g in (("tma", tma_gbps), *manual.items()):
+        rows.append({"variant": v, "kinds": [kind], "fp16_box": box, "box_bytes": size,
+                     f"in_flight_{kind}": 65536, "gbps": g})
+    return rows
+
+
+def test_equal_note_is_the_sentence_of_chapter_03_and_flips_with_the_record():
+    from asynctc.tma import equal_bytes as E
+    res = {"copies": _equal_pair_rows("16x16", 512, "loads", 99.0, {"ldg_sts": 100.0, "cp_async": 90.0})
+           + _equal_pair_rows("64x64", 8192, "loads", 100.0, {"ldg_sts": 98.0, "cp_async": 97.0})
+           + _equal_pair_rows("16x16", 512, "smem", 60.0, {"ldg_sts": 100.0, "cp_async": 80.0})
+           + _equal_pair_rows("64x64", 8192, "smem", 97.0, {"ldg_sts": 100.0, "cp_async": 99.0})}
+    ok, text, numbers = E.equal_note(res)
+    assert ok and numbers == {"loads": pytest.approx(0.99), "smem": pytest.approx(0.60)}
+    assert "TMA runs at 0.99–1.02 of the faster manual copy" in text
+    assert "falls to 0.60 (at the 16x16 fp16 box)" in text
+    res["copies"][0]["gbps"] = 80.0                       # TMA behind at equal loads: no longer holds
+    assert not E.equal_note(res)[0]
+    with pytest.raises(ValueError, match="loads"):
+        E.equal_note({"copies": _equal_pair_rows("16x16", 512, "smem", 60.0, {"ldg_sts": 100.0})})
+
+
+def test_plot_chunk_maps_draws_the_model():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = tma.plot_chunk_maps(swizzles=(0, 128))
+    try:
+        axes = fig.get_axes()
+        assert [a.get_title() for a in axes] == ["swizzle none: 128 B rows", "swizzle 128: 128 B rows"]
+        shown = axes[1].get_images()[0].get_array()
+        assert np.array_equal(shown, SmemTile(8, 64, "float16", 128).chunk_map())
+    finally:
+        plt.close(fig)

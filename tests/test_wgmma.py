@@ -339,3 +339,53 @@ def test_smem_model_of_wgmma_throughput():
         assert wp.smem_model_flop_per_clk_sm(n, "smem", "float8_e4m3fn") == pytest.approx(2 * ss)
     with pytest.raises(ValueError, match="source"):
         wp.smem_bytes_per_wgmma(8, "tmem")
+
+
+# ---- the lines notebook 04 prints from a "wgmma" record (CPU, made-up rows) ----------------------
+
+def _tp(n, source, chains, tflops, mhz, ctas=2, dtype="float16", smi=1980.0):
+    peak = 132 * 4096 * mhz * 1e6 / 1e12
+    return {"dtype": dtype, "n": n, "source": source, "chains": chains, "ctas_per_sm": ctas,
+            "tflops": tflops, "sm_mhz": mhz, "sm_mhz_source": "in-kernel clock64/%globaltimer",
+            "flop_per_clk_sm": tflops * 1e12 / (132 * mhz * 1e6), "datasheet_tflops_at_clock": peak,
+            "fraction_of_datasheet": tflops / peak, "clocks_after_nvidia_smi": {"sm_mhz": smi}}
+
+
+def _results():
+    return {"sm_count": 132, "throughput": [
+        _tp(8, "smem", 1, 217.0, 1805, smi=1935.0), _tp(8, "smem", 8, 213.0, 1812),
+        _tp(256, "smem", 1, 879.0, 1654), _tp(256, "registers", 1, 882.0, 1659),
+        _tp(256, "smem", 1, 876.0, 1654, ctas=1)]}
+
+
+def test_throughput_table_names_its_columns_and_can_fold_the_chains():
+    res = _results()
+    full = WP.throughput_table(res)
+    assert len(full.splitlines()) == 1 + 5 + 2
+    head = full.splitlines()[0].split()
+    assert {"chains", "CTA/SM", "of", "clk", "sheet"} <= set(head)
+    assert "chains: accumulators in flight" in full and "Luo H800: Luo et al." in full
+    short = WP.throughput_table(res, all_chains=False)
+    assert len(short.splitlines()) == 1 + 4 + 1 + 2
+    assert "up to 8 accumulators in flight: within 1.8% of these at every N" in short
+    assert WP.chains_spread(res) == pytest.approx(4 / 217)
+    assert WP.chains_spread({"throughput": [_tp(8, "smem", 1, 1.0, 1800)]}) is None
+
+
+def test_peak_lines_goal_and_clock_notes():
+    res = _results()
+    assert W.peak_row(res)["tflops"] == 879.0                  # 1 accumulator, 2 CTAs per SM
+    with pytest.raises(KeyError, match="N=64"):
+        W.peak_row(res, n=64)
+    lines = W.peak_lines(res).splitlines()
+    assert lines[0].startswith("N = 256 float16 SS: 879 TFLOP/s = ") and "1654 MHz (in-kernel)" in lines[0]
+    assert lines[1].strip() == "of the per-clock peak, 132 × 4096 × 1654 MHz = 894 TFLOP/s: 0.98"
+    assert lines[2].strip() == "of the datasheet figure, 989 TFLOP/s at 1830 MHz: 0.89"
+    ok, yes, no = W.goal_note(res, goal=0.90)
+    assert ok and yes == "N = 256: 0.98 of the per-clock peak — goal 0.90 reached."
+    assert not W.goal_note(res, goal=0.99)[0] and no.endswith("not reached.")
+    below, yes, no = W.clock_note(res)
+    assert below and yes == ("In-kernel SM clock under load: 1654–1812 MHz, below every nvidia-smi "
+                             "reading after a run (1935–1980 MHz; 1980 after 4 of 5 runs).")
+    res["throughput"][0]["sm_mhz"] = 1990.0                   # a run faster than nvidia-smi's reading
+    assert not W.clock_note(res)[0]

@@ -32,6 +32,13 @@ pairs. Without a specific hint the checker says by what factor the answer is off
 
 A call without the keyword arguments the exercise needs gets a sentence naming them, not a
 :class:`TypeError`.
+
+**Code exercises** (:func:`code_exercise`) take code, not a value: the learner writes a function
+(or several, passed as keyword arguments) and ``check`` runs it. The exercise's ``judge(answer,
+**kw)`` runs the learner's code against the course's model and returns None when it agrees
+everywhere, or the sentence that names the first disagreement (the model's own diagnosis where
+there is one). An exception raised inside the learner's code is reported, never re-raised; a
+function whose body is still ``...`` (it returns None) counts as not answered.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ class Exercise:
     rtol: float | None = None
     unordered: bool = False
     diagnose: Callable[..., str | None] | None = None
+    judge: Callable[..., str | None] | None = None     # code exercises: see code_exercise
 
 
 _EXERCISES: dict[str, Exercise] = {}
@@ -89,6 +97,28 @@ def exercise(name: str, prompt: str, choices: tuple[str, ...] = (), *, rtol: flo
         _EXERCISES[name] = Exercise(name, prompt, fn, req, opt, tuple(choices),
                                     {_norm_text(k): _norm_text(v) for k, v in (aliases or {}).items()},
                                     rtol, unordered, diagnose)
+        return fn
+    return deco
+
+
+class NotAnswered(Exception):
+    """Raised by a code exercise's judge when the learner's function still returns None (its body
+    is ``...``): the check reports "not answered yet", not a wrong answer."""
+
+
+def code_exercise(name: str, prompt: str, judge: Callable[..., str | None]):
+    """Register a code exercise: ``fn(**kw)`` returns the reference (the answer key: the course's
+    own function); ``judge(answer, **kw)`` runs the learner's ``answer`` (a function, or what the
+    prompt asks for) and returns None when it is right, else the hint — a sentence naming the first
+    input where it disagrees and why. The judge may raise :class:`NotAnswered`."""
+    def deco(fn):
+        sig = inspect.signature(fn)
+        req = tuple(p.name for p in sig.parameters.values() if p.default is inspect.Parameter.empty)
+        opt = tuple(p.name for p in sig.parameters.values() if p.default is not inspect.Parameter.empty)
+
+        def diagnose(answer, expected, **kw):  # noqa: ARG001
+            return judge(answer, **kw)
+        _EXERCISES[name] = Exercise(name, prompt, fn, req, opt, diagnose=diagnose, judge=judge)
         return fn
     return deco
 
@@ -369,6 +399,22 @@ def _args_problem(ex: Exercise, kw: dict) -> str | None:
     return None
 
 
+def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bool:
+    from . import progress
+    try:
+        hint = ex.judge(answer, **kw)
+    except NotAnswered as e:
+        return fail(f"not answered yet — {e}", "is missing", "unanswered")
+    except Exception as e:  # noqa: BLE001 - the learner's code raised: say so, never crash the cell
+        return fail(f"not quite — your code raised {type(e).__name__}: {e}",
+                    f"is wrong: it raised {type(e).__name__}: {e}", "wrong")
+    if hint is None:
+        print(f"[{ex.name}] correct")
+        progress.record(ex.name, "correct", solution)
+        return True
+    return fail(f"not quite — {hint}", f"is wrong ({hint})", "wrong")
+
+
 def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     """Compare ``answer`` with exercise ``name``'s expected value (keyword arguments go to it).
 
@@ -393,6 +439,8 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     if answer is None or answer is Ellipsis:
         return fail("not answered yet — replace the ... with your answer and run the cell again.",
                     "is missing", "unanswered")
+    if ex.judge is not None:
+        return _check_code(ex, answer, solution, kw, fail)
     try:
         exp = ex.fn(**kw)
     except (ValueError, TypeError) as e:

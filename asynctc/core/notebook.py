@@ -99,7 +99,8 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
 
 
 def source_excerpt(target, start: str | None = None, end: str | None = None, *,
-                   hooks: bool = False, variant: bool = False) -> str:
+                   hooks: bool = False, variant: bool = False,
+                   omit: tuple[str, str, str] | None = None) -> str:
     """The text :func:`show_source` shows: a kernel's CUDA C++ source (a
     :class:`~asynctc.core.runtime.CompiledKernel` or a file name under ``asynctc/kernels/``), from the
     first line matching ``start`` up to and including the first *later* line matching ``end``
@@ -118,10 +119,30 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     compile to nothing and declarations nothing reads any more go, and the last line names the
     switches the excerpt depended on with their values (:func:`asynctc.core.hooks.hide`).
 
-    Raises ``ValueError`` when no line matches ``start`` or no later line matches ``end``, or for a
-    file name outside ``kernels/`` (absolute, ``..``; :func:`~asynctc.core.runtime.kernel_path`),
-    and for ``hooks=True`` with ``variant=True`` (the source as written is no one build).
+    ``omit=(first, last, note)`` leaves out the lines from the first one matching ``first`` to the
+    next one matching ``last`` (regular expressions), replaced by one comment line ``// (n lines left
+    out: note)`` indented like the line after them: an exercise's answer, shown after the exercise.
+
+    Raises ``ValueError`` when no line matches ``start`` or no later line matches ``end`` (or
+    ``omit``'s patterns), or for a file name outside ``kernels/`` (absolute, ``..``;
+    :func:`~asynctc.core.runtime.kernel_path`), and for ``hooks=True`` with ``variant=True`` (the
+    source as written is no one build).
     """
+    text = _excerpt(target, start, end, hooks, variant)
+    if omit is None:
+        return text
+    first, last, note = omit
+    lines = text.splitlines()
+    i = next((k for k, ln in enumerate(lines) if re.search(first, ln)), None)
+    j = None if i is None else next((k for k in range(i, len(lines)) if re.search(last, lines[k])), None)
+    if j is None:
+        raise ValueError(f"omit={omit!r}: no lines of the excerpt match")
+    after = lines[j + 1] if j + 1 < len(lines) else lines[i]     # indented like the code it sits in
+    ind = len(after) - len(after.lstrip(" "))
+    return "\n".join(lines[:i] + [" " * ind + f"// ({j + 1 - i} lines left out: {note})"] + lines[j + 1:])
+
+
+def _excerpt(target, start, end, hooks, variant=False) -> str:
     if hooks and variant:
         raise ValueError("hooks=True shows the source as written; variant=True one build of it: "
                          "ask for one")
@@ -181,15 +202,16 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
 
 
 def show_source(target, start: str | None = None, end: str | None = None, *, hooks: bool = False,
-                variant: bool = False):
+                variant: bool = False, omit: tuple[str, str, str] | None = None):
     """Display :func:`source_excerpt` as highlighted CUDA C++ (an IPython ``Code`` object: make it the
     last expression of the cell, or pass it to ``display``, or it does not render). ``hooks=True``
     shows the experiment hooks (``ABLATE``, ``BUG``, ``BREAK``, ``TRACE``, ...) as written; by
     default the listing shows what the default build compiles, and says what it hid;
     ``variant=True`` shows the one build ``target`` (a compiled kernel) is, its variant switches
-    resolved too."""
+    resolved too. ``omit``: lines left out (:func:`source_excerpt`)."""
     from IPython.display import Code
-    return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant), language="cuda")
+    return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant, omit=omit),
+                language="cuda")
 
 
 def sass_table(compiled, classes=None) -> str:

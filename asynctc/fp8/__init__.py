@@ -31,7 +31,9 @@ Where things live:
   :func:`measure_fp8_swizzle`, ``tools/gpu_ch07.py --swizzle``): the mixed-operand builds and
   e4m3 under each swizzle checked against float64, then e4m3 timed under the 128-, 64-, 32- and no
   swizzle beside the fp16 top rung (prediction :data:`SWIZZLE_PREDICTION`); never plots.
-* ``figures.py`` — notebook 07's accumulation plot, read from records; never times anything.
+* ``figures.py`` — notebook 07's figures (the FP8 value grids, the accumulation plot) and the
+  lines it prints from the "fp8" and "swizzle" records (the speed table, verdicts and claims as
+  ``*_note`` functions); reads records, never times anything.
 * ``seed.py`` — the seed article's 4096³ table beside our rungs, under the datasheet peak and the
   peak at the measured clock (:func:`seed_comparison`); reads records only.
 * ``exercises.py`` — ``ch07.quantize``, ``ch07.block_scale``, ``ch07.round_trip``,
@@ -80,7 +82,9 @@ from .config import (FP8_SWIZZLES, MIXED_FP8_DEFINES, MIXED_PAIRS, PROMOTES, THI
                      operand_dtypes, swizzle_config, swizzle_configs,
                      correctness_configs, fp8_config, fp8_shape_config, shape_configs,
                      timed_configs)
-from .figures import plot_accumulation
+from .figures import (cublaslt_note, fp16_ratio_note, plot_accumulation, plot_formats,
+                      positive_values, prediction_note, promotion_cost_note, promotion_note,
+                      speed_table, swizzle_gain_note, swizzle_modes_note, table_row, tma_once_note)
 from .seed import SEED_4096, seed_comparison, seed_table_text
 from .launch import (CHECK_SHAPES, PERSISTENT_SHAPE, THIN_CHECK_SHAPES, check_all, scaled_mm,
                      scaled_mm_blockwise, shapes_for, verify_block_scaled, verify_fp8)

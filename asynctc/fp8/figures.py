@@ -1,10 +1,22 @@
-"""Chapter 07, notebook 07's figures, read from records (never timed here): the accumulation plot
-of an "fp8" record (:func:`plot_accumulation`: measured error vs K over the model's prediction).
-The seed article's 4096³ table beside our rungs is in :mod:`asynctc.fp8.seed`."""
+"""Chapter 07, notebook 07's figures and the lines it prints, read from records (never timed here):
+the FP8 value grids (:func:`plot_formats`); the accumulation plot of an "fp8" record
+(:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table and
+the verdicts and claims of the lesson (:func:`speed_table`, :func:`cublaslt_note`,
+:func:`fp16_ratio_note`, :func:`prediction_note`, :func:`promotion_note`,
+:func:`promotion_cost_note`), and those on a "swizzle" record (:func:`swizzle_gain_note`,
+:func:`swizzle_modes_note`, :func:`tma_once_note`). A ``*_note`` returns what
+:func:`asynctc.core.notebook.verdict` (``(condition, if_true, if_false)``) or
+:func:`asynctc.core.notebook.claim` (``(holds, text, numbers)``) takes. The seed article's 4096³
+table beside our rungs is in :mod:`asynctc.fp8.seed`."""
 
 from __future__ import annotations
 
-from ..models.fp8 import FRAC_BITS, predict_swamp
+import numpy as np
+
+from .. import warp_specialization as W
+from ..models.fp8 import FORMATS, FRAC_BITS, identified_bits, predict_swamp
+from .config import fp8_config
+from .suite import GOAL
 
 
 def plot_accumulation(results: dict, record=None, frac_bits: int = FRAC_BITS):
@@ -39,3 +51,168 @@ def plot_accumulation(results: dict, record=None, frac_bits: int = FRAC_BITS):
     plots._title(ax, "swamping input (one 32·32 product, then small ones)", record)
     plots._title(ax2, "fresh standard-normal FP8 inputs", record)
     return fig
+
+
+def plot_formats():
+    """Each FP8 format's positive finite values (every bit pattern decoded, through ml_dtypes) as
+    ticks on a log axis, one row per format, labelled with its count, largest value and fraction
+    bits (:data:`FORMATS`). Returns the figure."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(12, 2), dpi=80, layout="constrained")
+    labels = []
+    for y, f in enumerate(FORMATS.values()):
+        v = positive_values(f)
+        ax.plot(v, np.full(v.size, y), "|", markersize=14)
+        labels.append(f"{f.ptx}: {v.size} values\nup to {f.max:g}, {f.frac_bits} fraction bits")
+    ax.set(xscale="log", yticks=range(len(labels)), yticklabels=labels, ylim=(-0.5, len(labels) - 0.5))
+    ax.set_title("positive finite values of each FP8 format", fontsize=9)
+    return fig
+
+
+def positive_values(fmt) -> np.ndarray:
+    """The positive finite values of an FP8 format (a :class:`Fp8Format`), ascending, float64:
+    every one of the 256 bit patterns decoded."""
+    v = np.unique(np.arange(256, dtype=np.uint8).view(fmt.dtype).astype(np.float64))
+    return v[np.isfinite(v) & (v > 0)]
+
+
+# --------------------------------------------------------------------------------------------------
+# What the lesson prints from the "fp8" and "swizzle" records (reads results; never measures)
+# --------------------------------------------------------------------------------------------------
+
+def _speed_kernels() -> list[tuple[str, str]]:
+    """The four kernels of the lesson's speed table: (what the table calls it, the record's name)."""
+    return [("cuBLASLt FP8, fast accumulation", "cuBLASLt fp8 fast_accum=True"),
+            ("our FP8 top rung", fp8_config().label()), ("cuBLAS FP16", "cuBLAS fp16"),
+            ("our FP16 top rung", W.TOP_RUNG.make("float16").label())]
+
+
+def table_row(results: dict, size: int, kernel: str) -> dict:
+    """The row of an "fp8" record's ``table`` (:func:`asynctc.fp8.suite.ratio_rows`) for one size
+    and kernel name; :class:`KeyError` naming both when there is none."""
+    for r in results["table"]:
+        if r["size"] == size and r["kernel"] == kernel:
+            return r
+    raise KeyError(f"fp8 record: no table row for {kernel!r} at {size}³")
+
+
+def speed_table(results: dict) -> str:
+    """TFLOP/s of cuBLASLt's FP8 GEMM (fast accumulation), our FP8 top rung, cuBLAS FP16 and our
+    FP16 top rung at each size of the record, one line per kernel."""
+    sizes = sorted({r["size"] for r in results["table"]})
+    lines = ["TFLOP/s at " + " and ".join(f"{s}³" for s in sizes)]
+    for name, kernel in _speed_kernels():
+        lines.append(f"  {name:32s}" + "".join(f"{table_row(results, s, kernel)['tflops']:6.0f}"
+                                               for s in sizes))
+    return "\n".join(lines)
+
+
+def cublaslt_note(results: dict, goal: float = GOAL) -> tuple[bool, str, str]:
+    """``(met, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: our FP8 top rung's
+    fraction of cuBLASLt FP8 (fast accumulation) at the largest size, against ``goal``."""
+    big = max(r["size"] for r in results["table"])
+    f = table_row(results, big, fp8_config().label())["of_cublaslt_fast"]
+    said = f"At {big}³ ours is {f:.2f} of cuBLASLt (fast): goal ≥ {goal:.2f}"
+    return f >= goal, f"{said} met.", f"{said} NOT met."
+
+
+def fp16_ratio_note(results: dict, band=(1.5, 2.0)) -> tuple[bool, str, str]:
+    """``(inside, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: FP8 over FP16
+    TFLOP/s, ours and cuBLAS's, at every size, against the seed article's ``band`` (1.5–2×)."""
+    sizes = sorted({r["size"] for r in results["table"]})
+    r = {(w, s): table_row(results, s, f"FP8/FP16 {w}")["ratio"] for w in ("ours", "cuBLAS")
+         for s in sizes}
+    said = "; ".join(f"{w} " + ", ".join(f"{r[(w, s)]:.2f}× at {s}³" for s in sizes)
+                     for w in ("ours", "cuBLAS"))
+    lo, hi = band
+    return (all(lo <= v <= hi for v in r.values()),
+            f"FP8 over FP16: {said} — inside the seed's {lo:g}–{hi:g}×.",
+            f"FP8 over FP16: {said} — not all inside the seed's {lo:g}–{hi:g}×.")
+
+
+def prediction_note(results: dict, tolerance: float = 0.05) -> tuple[bool, str, str]:
+    """``(close, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: the largest
+    relative gap between the swamping experiment's measured median errors and the frozen model's
+    (:func:`predict_swamp` at ``FRAC_BITS``), against ``tolerance``."""
+    rows = results["experiment"]["rows"]
+    pred = predict_swamp(ks=tuple(sorted({r["k"] for r in rows})))
+    worst = max(abs(r["swamp_median_rel_err"] / pred[r["promote"]][r["k"]] - 1) for r in rows)
+    return (worst < tolerance, f"The prediction is within {worst:.1%} of every measured median.",
+            f"The prediction misses a measured median by up to {worst:.0%}: the model needs revisiting.")
+
+
+def promotion_note(results: dict) -> tuple[bool, str, dict]:
+    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: at the largest K of the
+    experiment, the swamping input's median error without promotion, promoting every 4 k-tiles
+    and every k-tile; and that f = ``FRAC_BITS`` is the one fraction-bit count every run fitted
+    bit for bit agrees on. It holds when no promotion is more than 10× promotion every 4, which
+    is worse than every k-tile, and the fit agrees."""
+    rows = results["experiment"]["rows"]
+    err = {(r["k"], r["promote"]): r["swamp_median_rel_err"] for r in rows}
+    k = max(r["k"] for r in rows)
+    holds = (err[(k, 0)] > 10 * err[(k, 4)] and err[(k, 4)] > err[(k, 1)]
+             and identified_bits(rows)["consistent"] == [FRAC_BITS])
+    text = (f"At K = {k}: no promotion loses {err[(k, 0)]:.0%} of the sum, promotion every 4 k-tiles "
+            f"{err[(k, 4)]:.1%}, every k-tile {err[(k, 1)]:.2%}. The runs the model reproduces bit "
+            f"for bit agree on one count only: f = {FRAC_BITS}.")
+    return holds, text, {"p0": err[(k, 0)], "p4": err[(k, 4)], "p1": err[(k, 1)]}
+
+
+def promotion_cost_note(results: dict) -> tuple[bool, str, dict]:
+    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: at the largest size, the
+    throughput promotion every k-tile and every 4 k-tiles keep of the same 128×128 kernel without
+    promotion. It holds when both lose some and every k-tile loses more."""
+    big = max(r["size"] for r in results["table"])
+    base = table_row(results, big, fp8_config(bn=128, stages=6).label())["tflops"]
+    kept = {p: table_row(results, big, fp8_config(promote=p).label())["tflops"] / base for p in (1, 4)}
+    text = (f"At {big}³, promotion every k-tile keeps {kept[1]:.2f} of the throughput, every 4 "
+            f"k-tiles {kept[4]:.2f}, of the same 128×128 kernel without it.")
+    return kept[1] < kept[4] < 1.0, text, {f"p{p}": v for p, v in kept.items()}
+
+
+def swizzle_gain_note(results: dict, band=(0.10, 0.20)) -> tuple[bool, str, str]:
+    """``(inside, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict` on a "swizzle"
+    record's results: the gain of the 128-byte swizzle over the 64-byte one (the smallest over the
+    sizes), against the seed's 10–20 %; the gains over 32-byte and none beside it."""
+    of = _of_128(results)
+    gain = 1 / of[64] - 1
+    lo, hi = band
+    seed = f"{lo * 100:.0f}–{hi * 100:.0f} %"
+    return (lo <= gain <= hi, f"128-byte over 64-byte swizzle: {gain:.0%}, inside {seed}.",
+            f"128-byte over 64-byte swizzle: {gain:.0%}, not {seed}; over 32-byte "
+            f"{1 / of[32] - 1:.0%}, over none {1 / of[0] - 1:.0%}.")
+
+
+def swizzle_modes_note(results: dict) -> tuple[bool, str, dict]:
+    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: the modes are not
+    evenly spaced — at every size the 64-byte swizzle keeps at least 0.9 of the 128-byte one's
+    rate, the 32-byte one and none at most 0.6 (the text gives the measured bounds)."""
+    rows = _one_box_rows(results)
+    low64 = min(r["of_128"] for r in rows if r["swizzle"] == 64)
+    high = max(r["of_128"] for r in rows if r["swizzle"] in (32, 0))
+    text = (f"The modes are not evenly spaced: at every size 64-byte keeps at least {low64:.2f} of "
+            f"128-byte's rate, 32-byte and none at most {high:.2f}.")
+    return low64 >= 0.9 and high <= 0.6, text, {"of_128_64B": low64, "of_128_narrow": high}
+
+
+def tma_once_note(results: dict) -> tuple[bool, str, str]:
+    """``(tma's, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: with wgmma alone on
+    stages loaded once, what the 32-byte and no swizzle keep of 128-byte, and whether the record
+    puts the loss on TMA (:func:`asynctc.swizzle.suite.tma_once_outcome`)."""
+    from ..swizzle import suite as SW
+    once = SW.tma_once_outcome(results)
+    kept = min(r["of_128"] for r in SW.tma_once_rows(results) if r["swizzle"] in (32, 0))
+    return (once["outcome"] == "tma",
+            f"Without TMA, 32-byte and no swizzle keep at least {kept:.2f} of 128-byte: the loss is "
+            "TMA's (which part of its work: deep dive 07c).",
+            f"Without TMA the outcome is '{once['outcome']}', not TMA's alone (deep dive 07c).")
+
+
+def _one_box_rows(results: dict) -> list[dict]:
+    from ..swizzle import suite as SW
+    return [r for r in SW.swizzle_table(results) if r["row_boxes"] == 1]
+
+
+def _of_128(results: dict) -> dict:
+    rows = _one_box_rows(results)
+    return {sw: max(r["of_128"] for r in rows if r["swizzle"] == sw) for sw in (64, 32, 0)}

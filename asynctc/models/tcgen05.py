@@ -640,6 +640,24 @@ MIGRATION = (
 )
 
 
+#: How many of :data:`MIGRATION`'s rows chapter 09's GEMM covers; the rest are the persistent
+#: GEMM's (deep dive 09b).
+MIGRATION_CORE_ROWS = 7
+
+
+def migration_text(rows: slice = slice(None), width: int = 100) -> str:
+    """:data:`MIGRATION`'s ``rows`` as text: per concept, Hopper's PTX then Blackwell's, each with its
+    SASS ("—": none, left out); a line longer than ``width`` puts its SASS on the next line."""
+    lines = []
+    for concept, *cells in MIGRATION[rows]:
+        lines.append(concept)
+        for arch, ptx, sass in (("Hopper", *cells[:2]), ("Blackwell", *cells[2:])):
+            sass = "" if sass == "—" else f"  · SASS {sass}"
+            one = f"  {arch:10s}{ptx}{sass}"
+            lines += [one] if len(one) <= width else [f"  {arch:10s}{ptx}", f"{'':12s}{sass.strip()}"]
+    return "\n".join(lines)
+
+
 # ==================================================================================================
 # Exercises (auto-checked in notebooks/09_blackwell and its deep dive 09c)
 # ==================================================================================================

@@ -21,7 +21,8 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   (:func:`random_operands`, :func:`device_problem`);
 * ``trace.py`` — :class:`TraceResult`, :func:`decode_trace`, :func:`trace_metrics`,
   :func:`ktile_peak_cycles`, :func:`decode_error`, :func:`synthetic_trace`;
-* ``results.py`` — reading a record's rows: :func:`best_row`, :func:`cublas_row`, :func:`row_label`;
+* ``results.py`` — reading a record's rows: :func:`best_row`, :func:`cublas_row`, :func:`row_label`,
+  the kernel's average k-tile (:func:`average_ktile_cycles`, :class:`KtileAverage`);
 * ``suite.py`` — the "pipeline" suite: :func:`measure_pipeline`, the tables (:func:`depth_table`,
   :func:`variants_table`, :func:`checks_lines`), :func:`summarize_pipeline`, ``SUITES`` (never
   plots);
@@ -67,7 +68,7 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
-from .results import best_row, cublas_row, row_label
+from .results import KtileAverage, average_ktile_cycles, best_row, cublas_row, row_label
 from .suite import (SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
                     variants_table)
 from .trace import (FLOP_PER_CLK_SM, Span, TraceResult, _clock_mhz, decode_error, error_fields, decode_trace,

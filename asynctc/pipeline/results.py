@@ -1,6 +1,7 @@
 """Reading a ``pipeline`` record's results (no GPU, no timing, no plotting): the fastest row
 (:func:`best_row`), cuBLAS's row (:func:`cublas_row`), a row's configuration label
-(:func:`row_label`) — shared by the suite's tables and the figures."""
+(:func:`row_label`), the kernel's average cycles per k-tile (:func:`average_ktile_cycles`) — shared
+by the suite's tables, the figures and the notebooks (05 §5, 05b §4)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,42 @@ def cublas_row(results: dict, dtype: str, size: int) -> dict | None:
     return next((r for r in results["sweep"] if r["kernel"] == "cuBLAS" and r["dtype"] == dtype
                  and r["size"] == size), None)
 
+
+@dataclasses.dataclass(frozen=True)
+class KtileAverage:
+    """The whole kernel's average k-tile, from one timed row (:func:`average_ktile_cycles`).
+
+    ``cycles``: cycles per k-tile, at most; ``median_ms``: the row's median kernel time (ms);
+    ``ktiles_per_sm``: the k-tiles one SM works through (waves of CTAs × K / BK);
+    ``clock_mhz``: the clock the cycles are counted at (the GPU's highest SM clock, MHz)."""
+    cycles: float
+    median_ms: float
+    ktiles_per_sm: int
+    clock_mhz: float
+
+
+def average_ktile_cycles(results: dict, tile: str, dtype: str, size: int,
+                         stages: int) -> KtileAverage:
+    """The most cycles a k-tile of the pipelined kernel can take on average over the whole kernel,
+    from the depth sweep's row for (``tile``, e.g. ``"128x256x64/c2"``, ``dtype``, a ``size``³
+    problem, ``stages``): the row's median time × the GPU's highest SM clock
+    (``results["clocks_after"]["max_sm_mhz"]``) ÷ the k-tiles one SM works through
+    (⌈tiles ÷ SMs⌉ waves of CTAs, K / BK k-tiles each). An upper bound: the kernel ran at or
+    below that clock, and an SM may sit idle in the last wave. It is the number an in-kernel trace
+    of a few CTAs (``results["traces"]``) is set beside.
+
+    Raises ``ValueError`` when the sweep has no such row, or when the row had more than one CTA
+    resident per SM (then one SM's k-tiles overlap, and the count above does not hold)."""
+    row = next((r for r in results["sweep"] if r["kernel"] == "pipeline" and r["tile"] == tile
+                and r["dtype"] == dtype and r["size"] == size and r["stages"] == stages), None)
+    if row is None:
+        raise ValueError(f"tile={tile!r}, dtype={dtype!r}, size={size}, stages={stages}: no such "
+                         "row in the record's depth sweep")
+    if row.get("resident_ctas", 1) != 1:
+        raise ValueError(f"resident_ctas={row['resident_ctas']} for {tile} s{stages}: the average "
+                         "k-tile is defined here for one resident CTA per SM")
+    tiles = (size // row["bm"]) * (size // row["bn"])
+    ktiles_per_sm = -(-tiles // results["sm_count"]) * (size // row["bk"])
+    mhz = results["clocks_after"]["max_sm_mhz"]
+    return KtileAverage(cycles=row["median_ms"] * 1e-3 * mhz * 1e6 / ktiles_per_sm,
+                        median_ms=row["median_ms"], ktiles_per_sm=ktiles_per_sm, clock_mhz=mhz)

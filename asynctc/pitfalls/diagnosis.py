@@ -149,6 +149,15 @@ def recorded_outcome(bug: int, rec=None) -> str:
     return f"not recorded yet (the record has no variant {bug})"
 
 
+def gpu_outcome(bug: int, live: bool | None = None) -> str:
+    """Variant ``bug``'s outcome in words: run now on the GPU when ``live`` (default: an sm_90a GPU
+    is present), marked "[measured now]"; else :func:`recorded_outcome`."""
+    from ..core import runtime
+    if runtime.runs_live("sm_90a") if live is None else live:
+        return variants.run_variant(bug).words + "  [measured now]"
+    return recorded_outcome(bug)
+
+
 def diagnose(key: str, gpu: bool | None = None, bug: int | None = None, out=print) -> dict:
     """Print the diagnosis of zoo class ``key`` in one screen and return it as a dict: what goes
     wrong, the CPU model's verdict, the GPU variant's outcome (run now when ``gpu`` — default: an
@@ -163,10 +172,8 @@ def diagnose(key: str, gpu: bool | None = None, bug: int | None = None, out=prin
     d = model_diagnosis(key)
     if b is None:
         gpu_words = "no kernel variant (compile-only or model-only class)"
-    elif live:
-        gpu_words = variants.run_variant(b).words + "  [measured now]"
     else:
-        gpu_words = recorded_outcome(b)
+        gpu_words = gpu_outcome(b, live)
     lines = [f"== {c.title}  ({key})",
              f"what goes wrong  {c.wrong}",
              f"CPU model        [{c.model}] {d.text}",

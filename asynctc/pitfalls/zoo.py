@@ -244,6 +244,12 @@ def reports() -> list[tuple[BugClass, Report]]:
     return [(c, r) for c in CLASSES for r in c.reports]
 
 
+def symptom_counts() -> str:
+    """One line: how many reports, in how many classes, and how many reported each symptom."""
+    counts = ", ".join(f"{sym} {sum(r.symptom == sym for _, r in reports())}" for sym in SYMPTOMS)
+    return f"{len(reports())} reports in {len(CLASSES)} classes; reported as {counts}"
+
+
 #: What reproduces each model family, in the compact table's words.
 _MODEL_WORDS = {"pipeline": "ring model", "ordering": "ordering checker", "layout": "layout model",
                 "ptxas": "ptxas log"}
@@ -267,7 +273,7 @@ def table_markdown(compact: bool = False) -> str:
             cites = ", ".join(r.cite for r in c.reports) or "(none found)"
             family = c.model.split(":", 1)[0]
             where = _MODEL_WORDS[family] + (f" ({c.model.split(':', 1)[1]})" if family == "ptxas" else "")
-            gpu = (f"kernel BUG={c.bug}" if c.bug is not None else f"SASS of {c.compiled}" if c.compiled
+            gpu = (f"BUG={c.bug}" if c.bug is not None else f"SASS of {c.compiled}" if c.compiled
                    else "")
             rows.append(f"| `{c.key}` | {c.title} | {seen} | {cites} | {where}{'; ' + gpu if gpu else ''} |")
         return "\n".join(rows)
@@ -298,13 +304,16 @@ DECISION_TABLE = (
      "spills) and the SASS (USETMAXREG, the setmaxnreg instruction; the HGMMA, i.e. wgmma, count)",
      ("setmaxnreg_dropped",)),
     ("crashes (misaligned address, illegal instruction)",
-     "memcheck first; then the shared-memory offsets of every TMA box",
+     "compute-sanitizer's memcheck first; then the shared-memory offsets of every TMA box",
      ("misaligned_tile",)),
 )
 
 
-def decision_markdown() -> str:
+def decision_markdown(compact: bool = False) -> str:
+    """:data:`DECISION_TABLE` as a markdown table; the zoo classes by title, or by key
+    (``compact=True``, for a reader who has the zoo table's keys in front of them)."""
     rows = ["| my kernel … | look at | zoo classes |", "|---|---|---|"]
     for symptom, look, keys in DECISION_TABLE:
-        rows.append(f"| {symptom} | {look} | {', '.join(BY_KEY[k].title for k in keys)} |")
+        names = (f"`{k}`" for k in keys) if compact else (BY_KEY[k].title for k in keys)
+        rows.append(f"| {symptom} | {look} | {', '.join(names)} |")
     return "\n".join(rows)

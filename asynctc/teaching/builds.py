@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,8 +28,20 @@ SOLUTION_TAG = "solution"
 #: ``# %% output answers a prediction``); its outputs are cleared in the learner notebook.
 ANSWER_TAG = "answer"
 
+#: An exercise check in a cell's source: ``exercises.check("ch05.full_parity", ...)`` (also the bare
+#: ``check(`` of an ``from asynctc.core.exercises import check``); group 1 is the exercise's name.
+_CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](ch\d\d\.[A-Za-z0-9_]+)["']""")
+
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 ROOT = PACKAGE_DIR.parent
+
+
+def checks_in(source: str, unique: bool = True) -> list[str]:
+    """The exercise names that ``source`` (a cell's or a whole notebook source's text) checks, in
+    order; ``unique=False`` keeps one entry per ``check(`` call. The one reader of "which exercises
+    does this ask" for grading, the learner-time model and the course order."""
+    names = _CHECK_CALL.findall(source)
+    return list(dict.fromkeys(names)) if unique else names
 
 
 def is_solution(cell) -> bool:

@@ -36,7 +36,6 @@ from ..core import progress
 from . import builds, runner
 
 SYMBOL = {"correct": "✓", "wrong": "✗", "unanswered": "·", "invalid": "?", None: "-"}
-_CHECK = re.compile(r"""check\(\s*["'](ch\d\d\.[A-Za-z0-9_]+)["']""")
 
 
 @dataclasses.dataclass
@@ -71,7 +70,7 @@ def exercises_in(nb) -> list[str]:
     names = []
     for c in nb.cells:
         if c.get("cell_type") == "code":
-            names += [n for n in _CHECK.findall(c.get("source", "")) if n not in names]
+            names += [n for n in builds.checks_in(c.get("source", "")) if n not in names]
     return names
 
 
@@ -142,7 +141,7 @@ def ran_without_check(nb, status: dict) -> list[str]:
             continue
         if any(o.get("output_type") == "error" for o in c.get("outputs", [])):
             continue
-        out += [n for n in _CHECK.findall(c.get("source", "")) if status.get(n) is None and n not in out]
+        out += [n for n in builds.checks_in(c.get("source", "")) if status.get(n) is None and n not in out]
     return out
 
 
@@ -170,7 +169,7 @@ def course_order(src: Path | None = None) -> dict[str, int]:
     src = Path(src) if src is not None else builds.ROOT / "notebooks" / "src"
     out: dict[str, int] = {}
     for p in sorted(src.glob("[0-9][0-9]*.py")) if src.is_dir() else []:
-        for n in _CHECK.findall(p.read_text()):
+        for n in builds.checks_in(p.read_text()):
             out.setdefault(n, len(out))
     return out
 

@@ -50,6 +50,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import builds
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -73,7 +75,9 @@ _WORD = re.compile(r"[A-Za-z0-9][\w'’.\-/×³²·%]*")
 
 
 def words(text: str) -> int:
-    """Words of prose: link targets, HTML tags and markdown punctuation are not read."""
+    """Words of prose: link targets, HTML tags, the stylesheet or script an HTML output carries
+    (a highlighted listing's ``<style>`` block) and markdown punctuation are not read."""
+    text = re.sub(r"<(style|script)\b.*?</\1\s*>", " ", text, flags=re.S | re.I)
     text = re.sub(r"\]\([^)]*\)", "]", text)            # [label](target) → label
     text = re.sub(r"<[^>]+>", " ", text)
     return len(_WORD.findall(text))
@@ -175,7 +179,7 @@ def estimate(nb: dict, name: str = "") -> Estimate:
             if "<table" in text or _tables(text):
                 e.table_s += TABLE_S
             e.output_s += _prose_s(min(words(text), OUTPUT_WORDS_CAP))
-        for ex in re.findall(r"exercises\.check\(\s*[\"']([\w.]+)[\"']", src):
+        for ex in builds.checks_in(src, unique=False):
             kind = exercise_kind(src, last_md)
             e.exercises.append((ex, kind))
             e.exercise_s += 60 * EXERCISE_MIN[kind]

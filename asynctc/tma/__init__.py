@@ -31,6 +31,8 @@ What lives where (every name below is re-exported here: ``from asynctc import tm
   in flight per SM, small and large boxes (:func:`measure_equal_bytes`, :func:`equal_bytes.pairs`).
 * ``checks.py`` — the record suite ``tma_checks``: the life cycle, the swizzle model and the
   zero fill run once on the GPU, so that replay prints what the GPU showed.
+* ``figures.py`` — :func:`plot_chunk_maps`, the bank groups of a box under each swizzle mode
+  (draws only; never measures).
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
 """
 
@@ -40,11 +42,13 @@ from .launch import (  # noqa: F401
     CHECK_DTYPES, ERR_MBARRIER_TIMEOUT, KERNELS, SENTINEL, SOURCE, STRIDE_CASES, TAIL, ByteCheck,
     MbarrierTimeout, StridedLoad, check_box_start, compile_tma, decode_error, expected_box,
     kernel_sass, load_box, load_strided, store_box, strided_box, swizzle_tiles)
+from .figures import plot_chunk_maps  # noqa: F401
 from .lifecycle import LIFECYCLE, LifecycleRun, lifecycle_table, mbarrier_lifecycle  # noqa: F401
 from .maps import encode, make_tensor_map, tensor_map_for_tile  # noqa: F401
 from .suite import (  # noqa: F401
     BOXES, COPY_COLS, COPY_ROWS, SMEM_BUDGET, SUITES, VARIANTS, CopyBench, CopyConfig, by_box,
-    bytes_in_flight, compare_by_box_size, copy_config, measure_tma_copy, summarize_tma_copy)
+    bytes_in_flight, compare_by_box_size, copy_config, describe_copy, measure_tma_copy,
+    summarize_tma_copy)
 from . import equal_bytes  # noqa: E402
 from .equal_bytes import measure_equal_bytes, summarize_equal_bytes  # noqa: F401,E402
 

@@ -188,6 +188,25 @@ def pairs(results: dict) -> list[dict]:
     return out
 
 
+def equal_note(results: dict) -> tuple[bool, str, dict]:
+    """Chapter 03's sentence on a ``tma_equal`` record's results: ``(holds, text, numbers)`` for
+    :func:`asynctc.core.notebook.claim`. The text gives the range of TMA / the faster manual copy
+    with equal global loads outstanding per SM, and the lowest ratio with equal shared memory held
+    (and its box). It holds when the first stays above 0.95 at every box and the second falls
+    below 0.8 at some box (what the chapter's text says)."""
+    ps = pairs(results)
+    loads = [p["ratio"] for p in ps if p["kind"] == "loads"]
+    smem = {p["fp16_box"]: p["ratio"] for p in ps if p["kind"] == "smem"}
+    if not loads or not smem:
+        raise ValueError("tma_equal record: no rows for one of the definitions ('loads', 'smem')")
+    worst = min(smem, key=smem.get)
+    text = (f"With equal global loads outstanding per SM, TMA runs at {min(loads):.2f}–"
+            f"{max(loads):.2f} of the faster manual copy at every box size; with equal shared "
+            f"memory held it falls to {smem[worst]:.2f} (at the {worst} fp16 box).")
+    return (min(loads) > 0.95 and smem[worst] < 0.8, text,
+            {"loads": min(loads), "smem": smem[worst]})
+
+
 def summarize_equal_bytes(rec: records.Record) -> str:
     r = rec.results
     lines = [rec.label(), f"device-to-device copy (same run): {r['device_copy']['gbps']:.0f} GB/s",

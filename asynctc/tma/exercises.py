@@ -1,10 +1,12 @@
 """Chapter 03 — the exercises auto-checked in notebooks/03_tma_mbarrier (registered on import):
-``ch03.expect_tx`` and ``ch03.bank_128B``, each with its diagnosis of known mistakes."""
+``ch03.expect_tx`` and ``ch03.bank_128B``, each with its diagnosis of known mistakes, and the code
+exercise ``ch03.swizzle_128b`` (write the 128-byte swizzle; checked byte for byte against
+:func:`asynctc.models.layout.swizzle_address`)."""
 
 from __future__ import annotations
 
 from ..core import exercises as _ex
-from ..models.layout import SmemTile, dtype_of
+from ..models.layout import SmemTile, dtype_of, swizzle_address
 from ..models.tensor_map import validate
 
 
@@ -60,3 +62,53 @@ def _ch03_bank_128B_hint(answer, expected, row: int, col: int) -> str | None:
     if hint is None and not 0 <= answer < 32:
         return "a bank is a number 0..31 (32 banks of 4 bytes)."
     return hint
+
+
+def _as_offset(value, offset: int) -> int:
+    """The learner's return value for ``offset`` as an int; raises NotAnswered / TypeError."""
+    import numbers
+    if value is None or value is Ellipsis:
+        raise _ex.NotAnswered("your function returns None: write its body (return the swizzled byte "
+                              "offset, an int) and run the cell again.")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"for offset {offset} it returned {value!r}; return an int (a byte offset)")
+    return int(value)
+
+
+#: The bytes the swizzle exercise tries: two 1024-byte patterns (16 rows of 128 bytes), every byte.
+SWIZZLE_CASES = range(2048)
+
+
+def _judge_swizzle_128b(answer) -> str | None:
+    if not callable(answer):
+        return "pass your function itself, e.g. check('ch03.swizzle_128b', swizzle_128b)"
+    want = {o: swizzle_address(o, 128) for o in SWIZZLE_CASES}
+    got = {o: _as_offset(answer(o), o) for o in SWIZZLE_CASES}
+    wrong = [o for o in SWIZZLE_CASES if got[o] != want[o]]
+    if not wrong:
+        return None
+    if all(got[o] == o for o in SWIZZLE_CASES):
+        return ("you return every offset unchanged: that is no swizzle. Inside each 128-byte row, "
+                "the 16-byte chunk index is XORed with the row index mod 8.")
+    o = wrong[0]
+    row, chunk, byte = o // 128, (o % 128) // 16, o % 16
+    g = got[o]
+    if o >= 1024:                                    # the first 8 rows are right
+        return ("rows 0–7 are right and row 8 is not: the pattern repeats every 8 rows (1024 bytes), "
+                "so XOR the chunk with row % 8, not with the row.")
+    if g % 16 != byte:
+        return (f"byte {o} is byte {byte} of its 16-byte chunk but you put it at byte {g % 16} of one: "
+                "the swizzle moves whole 16-byte chunks; the byte inside a chunk keeps its place.")
+    if g // 128 != row:
+        return (f"byte {o} is in row {row} (128-byte rows) but you moved it to row {g // 128}: the "
+                "swizzle only permutes the eight 16-byte chunks inside each row.")
+    return (f"first wrong: byte {o} (row {row}, chunk {chunk}, byte {byte} of the chunk) — you put it "
+            f"in chunk {(g % 128) // 16}; the 128B swizzle puts it in chunk {chunk} XOR (row {row} % 8).")
+
+
+@_ex.code_exercise("ch03.swizzle_128b", "Write swizzle_128b(offset): the byte offset at which TMA's 128-byte "
+                   "swizzle stores byte `offset` of a box (row-major rows of 128 bytes, destination "
+                   "aligned to 1024 bytes). Pass the function: check('ch03.swizzle_128b', swizzle_128b).",
+                   judge=_judge_swizzle_128b)
+def _ch03_swizzle_128b():
+    return lambda offset: swizzle_address(offset, 128)

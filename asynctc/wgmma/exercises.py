@@ -1,6 +1,7 @@
 """Chapter 04 — the exercises auto-checked in notebooks/04_wgmma (registered on import): the
 descriptor of a k-step, SBO and LBO, each with its diagnosis of known mistakes
-(:func:`descriptor_diagnosis`)."""
+(:func:`descriptor_diagnosis`), and the code exercise ``ch04.encode`` (write the descriptor's bit
+packing; checked against :func:`asynctc.models.descriptors.encode` on every layout's descriptors)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from ..models import descriptors as dsc
 # --------------------------------------------------------------------------------------------------
 
 def _register_exercises():
-    from ..core.exercises import diagnosis, exercise, known_mistake
+    from ..core.exercises import code_exercise, diagnosis, exercise, known_mistake
+
+    @code_exercise("ch04.encode", "Write encode(start_address, lbo, sbo, swizzle): the 64-bit wgmma "
+                   "descriptor (an int) from byte values, as section 2's table packs them (base "
+                   "offset 0). Pass the function: check('ch04.encode', encode).", judge=_judge_encode)
+    def _ch04_encode():
+        return dsc.encode
 
     @exercise("ch04.descriptor", "The 64-bit wgmma descriptor (an int) for k-step `step` of a tile "
               "mn×k of dtype, major-ness and swizzle, stored as TMA boxes from shared address base.")
@@ -41,6 +48,65 @@ def _register_exercises():
             (16, "16 bytes is LBO, which K-major swizzled layouts do not use (the ISA \"assumes 1\")."),
             (8, "8 is how many rows apart; SBO is the byte distance between them."),
         ])
+
+
+def encode_cases() -> list[tuple[int, int, int, int]]:
+    """(start_address, lbo, sbo, swizzle) of the descriptors the ``ch04.encode`` check tries: every
+    k-step of a 64×64 fp16 tile at base 0x4000 for each (major, swizzle) the course uses."""
+    out = []
+    for major in ("K", "MN"):
+        for swizzle in (0, 32, 64, 128):
+            tile = dsc.OperandTile(64, 64, "float16", major, swizzle)
+            for step in range(tile.k_steps):
+                d = tile.descriptor(step, 0x4000)
+                out.append((d.start_address, d.lbo, d.sbo, d.swizzle))
+    return out
+
+
+def _judge_encode(answer) -> str | None:
+    import numbers
+    from ..core.exercises import NotAnswered
+    if not callable(answer):
+        return "pass your function itself, e.g. check('ch04.encode', encode)"
+    for start, lbo, sbo, swz in encode_cases():
+        want = dsc.encode(start, lbo, sbo, swz)
+        got = answer(start, lbo, sbo, swz)
+        if got is None or got is Ellipsis:
+            raise NotAnswered("your function returns None: write its body (return the 64-bit "
+                              "descriptor, an int) and run the cell again.")
+        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+            return f"encode({start:#x}, {lbo}, {sbo}, {swz}) returned {got!r}; return an int"
+        got = int(got)
+        if got == want:
+            continue
+        call = f"encode({start:#x}, lbo={lbo}, sbo={sbo}, swizzle={swz})"
+        if not 0 <= got < 1 << 64:
+            return f"{call} returned {got:#x}, which does not fit in 64 bits"
+        enc = dsc.WgmmaDescriptor(start, lbo, sbo, swz).encoded_fields()
+        raw = {name: (got >> lo) & ((1 << w) - 1) for name, lo, w in dsc.FIELDS}
+        stray = got & dsc.RESERVED_MASK
+        notes = []
+        for name, lo, w in dsc.FIELDS:
+            if raw[name] == enc[name]:
+                continue
+            if name in ("start_address", "lbo", "sbo"):
+                value = {"start_address": start, "lbo": lbo, "sbo": sbo}[name]
+                if raw[name] == value & ((1 << w) - 1) or stray:
+                    notes.append(f"{name} ({value:#x} bytes): the field holds the value >> 4 (16-byte "
+                                 f"units), {enc[name]:#x}, in bits {lo}–{lo + w - 1}")
+                else:
+                    notes.append(f"{name}: bits {lo}–{lo + w - 1} hold {raw[name]:#x}, not "
+                                 f"({value:#x} >> 4) = {enc[name]:#x}")
+            elif name == "swizzle_mode":
+                notes.append(f"swizzle {swz}: bits 62–63 hold mode {raw[name]}; the modes are 0 none, "
+                             "1 = 128-byte, 2 = 64-byte, 3 = 32-byte")
+            else:
+                notes.append(f"base_offset: bits 49–51 hold {raw[name]}; with tiles aligned to their "
+                             "swizzle pattern it is 0")
+        if stray and not notes:
+            notes.append(f"bits outside every field are set ({stray:#x})")
+        return f"{call} is {want:#x}; yours is {got:#x}: " + "; ".join(dict.fromkeys(notes)) + "."
+    return None
 
 
 def descriptor_diagnosis(answer: int, tile: dsc.OperandTile, step: int, base: int) -> str | None:

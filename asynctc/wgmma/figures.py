@@ -1,11 +1,13 @@
 """Chapter 04 — the chapter's figures (matplotlib): the canonical layouts wgmma reads, by swizzle mode
-(:func:`plot_layouts`), and what the deliberate mismatch read (:func:`plot_mismatch`). Draws only;
-never measures."""
+(:func:`plot_layouts`), and what the deliberate mismatch read (:func:`plot_mismatch`); and the lines
+the lesson prints from a "wgmma" record (:func:`peak_lines`, :func:`goal_note`,
+:func:`clock_note`). Draws and reads; never measures."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..core.peak import DATASHEET, FLOP_PER_CLK_PER_SM, clock_text
 from ..models import descriptors as dsc
 from .config import SWIZZLES
 from .mismatch import MismatchResult
@@ -72,3 +74,61 @@ def plot_mismatch(r: MismatchResult, rows: int = 16):
     axes[1].set_xlabel("column n of D")
     axes[1].set_ylabel("row m of D")
     return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# What the lesson prints from a "wgmma" record (reads the record's results; never measures)
+# --------------------------------------------------------------------------------------------------
+
+def peak_row(results: dict, dtype: str = "float16", n: int = 256, source: str = "smem") -> dict:
+    """The throughput row of a "wgmma" record the chapter quotes: ``dtype``, instruction N,
+    ``source`` of A ("smem": SS, "registers": RS), one accumulator, two CTAs per SM. Raises
+    :class:`KeyError` naming the row when the record has none."""
+    for x in results["throughput"]:
+        if (x["dtype"], x["n"], x["source"], x["chains"], x["ctas_per_sm"]) == (dtype, n, source, 1, 2):
+            return x
+    raise KeyError(f"wgmma record: no throughput row for {dtype} N={n} {source}, 1 chain, 2 CTAs/SM")
+
+
+def peak_lines(results: dict, dtype: str = "float16", n: int = 256) -> str:
+    """Three lines on :func:`peak_row` (SS): TFLOP/s and FLOP/clk/SM at the in-kernel clock, then
+    its fraction of each denominator with the denominator spelled out — the per-clock peak
+    (SMs × FLOP/clk/SM × that clock, the record's ``fraction_of_datasheet`` field) and the
+    datasheet figure (:data:`asynctc.core.peak.DATASHEET`, at its boost clock)."""
+    b = peak_row(results, dtype, n)
+    sms, per_clk = results["sm_count"], FLOP_PER_CLK_PER_SM[dtype]
+    sheet = DATASHEET["dense_tflops"][dtype]
+    return "\n".join([
+        f"N = {n} {dtype} SS: {b['tflops']:.0f} TFLOP/s = {b['flop_per_clk_sm']:.0f} FLOP/clk/SM at "
+        f"{clock_text(b)}",
+        f"  of the per-clock peak, {sms} × {per_clk} × {b['sm_mhz']:.0f} MHz = "
+        f"{b['datasheet_tflops_at_clock']:.0f} TFLOP/s: {b['fraction_of_datasheet']:.2f}",
+        f"  of the datasheet figure, {sheet:.0f} TFLOP/s at {DATASHEET['boost_mhz']} MHz: "
+        f"{b['tflops'] / sheet:.2f}"])
+
+
+def goal_note(results: dict, goal: float = 0.90, dtype: str = "float16",
+              n: int = 256) -> tuple[bool, str, str]:
+    """``(reached, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: is
+    :func:`peak_row`'s fraction of the per-clock peak at least ``goal``?"""
+    f = peak_row(results, dtype, n)["fraction_of_datasheet"]
+    said = f"N = {n}: {f:.2f} of the per-clock peak — goal {goal:.2f}"
+    return f >= goal, f"{said} reached.", f"{said} not reached."
+
+
+def clock_note(results: dict) -> tuple[bool, str, str]:
+    """``(below, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: the range of the
+    SM clock measured inside the kernel over the throughput rows, against the ``nvidia-smi``
+    clock read a moment after each run (its range and its most frequent value). ``below``: the
+    highest in-kernel clock is under every nvidia-smi reading."""
+    tp = results["throughput"]
+    lo, hi = min(x["sm_mhz"] for x in tp), max(x["sm_mhz"] for x in tp)
+    smi = [x["clocks_after_nvidia_smi"]["sm_mhz"] for x in tp if x.get("clocks_after_nvidia_smi")]
+    if not smi:
+        raise KeyError("wgmma record: no nvidia-smi clock after any throughput run")
+    top = max(set(smi), key=smi.count)
+    smi_text = (f"{min(smi):.0f}–{max(smi):.0f} MHz; {top:.0f} after {smi.count(top)} of {len(smi)} runs"
+                if min(smi) < max(smi) else f"{top:.0f} MHz after all {len(smi)} runs")
+    clocks = f"In-kernel SM clock under load: {lo:.0f}–{hi:.0f} MHz"
+    return (hi < min(smi), f"{clocks}, below every nvidia-smi reading after a run ({smi_text}).",
+            f"{clocks}; nvidia-smi read {smi_text} after the runs.")

@@ -12,9 +12,10 @@
 # * An **SM** (streaming multiprocessor) is one of the GPU's identical cores. The H200 has 132, each
 #   with its own registers, shared memory and four Tensor Cores.
 # * A **warp** is 32 threads that an SM issues as one: one instruction, 32 lanes.
-# * **PTX** is NVIDIA's virtual instruction set, the assembly-like language CUDA C++ compiles to.
-#   The course writes its Tensor Core instructions in PTX; **NVRTC** (NVIDIA's runtime compiler,
-#   called from Python) turns it into **SASS**, the GPU's own machine code.
+# * [**PTX**](../docs/glossary.md#ptx) is NVIDIA's virtual instruction set, the assembly-like
+#   language CUDA C++ compiles to. The course writes its Tensor Core instructions in PTX; **NVRTC**
+#   (NVIDIA's runtime compiler, called from Python) turns it into
+#   [**SASS**](../docs/glossary.md#sass), the GPU's own machine code.
 # * **cuBLAS** is NVIDIA's GEMM library: the yardstick every chapter measures against.
 # * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity) with two ceilings: DRAM
 #   bandwidth and peak math.
@@ -27,10 +28,6 @@
 # date it was measured on. Nothing is typed in.
 
 # %% output varies
-import numpy as np
-import matplotlib.pyplot as plt
-
-import asynctc
 from asynctc import why_async
 from asynctc.core import bench, exercises, notebook, plots, records
 
@@ -94,9 +91,8 @@ sheet = bench.DATASHEET["dense_tflops"]["float16"]
 print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock of the cuBLAS "
       f"samples, {kind}) = {peak:.0f} TFLOP/s; datasheet: {sheet:.0f} at "
       f"{bench.DATASHEET['boost_mhz']} MHz")
-for g in gemms:
-    print(f"cuBLAS {g['dtype']:8s} {g['m']:5d}³ {g['tflops']:6.0f} TFLOP/s = "
-          f"{bench.peak_text(g, p['sm_count'], g['dtype'])}")
+for g in (g for g in gemms if g["dtype"] == "bfloat16"):        # fp16: plotted
+    print(f"cuBLAS bf16 {g['m']:5d}³ {g['tflops']:4.0f} TFLOP/s = {bench.peak_text(g, p['sm_count'], 'bfloat16')}")
 series = {}
 for dt in ("float16", "bfloat16"):
     rows = [g for g in gemms if g["dtype"] == dt]
@@ -139,7 +135,15 @@ pts.append(("8192×8192×16 (decode-like, computed bound)",
             "computed"))
 fig = plots.roofline(peak, bw, pts, measured_ceiling=best_gemm, record=rec,
                     title=f"Roofline (peak: SMs×4096×{clock_mhz:.0f} MHz, {kind})")
-print(f"ridge point: {peak / (bw / 1000):.0f} FLOP/byte")
+ridge = peak / (bw / 1000)
+print(f"ridge point: {ridge:.0f} FLOP/byte")
+g1k = next(g for g in gemms if g["dtype"] == "bfloat16" and g["m"] == 1024)
+i1k = why_async.gemm_intensity(1024, 1024, 1024)
+_ = notebook.claim(i1k > ridge and g1k["tflops"] < 0.5 * peak,
+                   f"1024³ sits right of the ridge, under the {peak:.0f} TFLOP/s roof, yet reaches {g1k['tflops']:.0f}. One "
+                   f"call takes {g1k['median_ms'] * 1e3:.1f} µs. Too few output tiles for {p['sm_count']} SMs, "
+                   "or a short kernel's start and end? This record does not separate the two.",
+                   intensity=i1k, ridge=ridge, tflops=g1k["tflops"], peak=peak)
 
 # %% [markdown]
 # ## 4. Why Tensor Cores starve
@@ -153,7 +157,7 @@ print(f"ridge point: {peak / (bw / 1000):.0f} FLOP/byte")
 # **1/64 byte per FLOP**, so **64 bytes every clock** into shared memory, per SM, without pause.
 #
 # The threads that would move those bytes are the same threads that must issue the math. The next
-# cell computes what that means on this GPU.
+# cell puts this GPU's numbers on it.
 
 # %% output varies
 clock_hz = clock_mhz * 1e6                         # the clock of the cuBLAS samples (section 2)
@@ -181,7 +185,7 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
 # | 06 warp specialization | a [producer](../docs/glossary.md#producer) warpgroup that only loads; consumer warpgroups only do math | ideally nobody, in steady state (chapter 06 measures how close) |
 #
 # > **Measured vs claimed.** The datasheet says 989 TFLOP/s dense bf16 and 4.8 TB/s. Quote the
-# > measured numbers above instead, with their date and driver, and the datasheet fraction beside
+# > measured numbers above, with their date and driver, and the datasheet fraction beside
 # > them.
 
 # %% [markdown]
@@ -201,7 +205,6 @@ ok = exercises.check("ch00.intensity", answer, n=512)
 
 # %% output varies
 sizes = [64, 128, 256, 512, 1024, 4096]
-ridge = peak / (bw / 1000)
 answer = ...
 ok = exercises.check("ch00.memory_bound", answer, sizes=sizes, ridge=ridge)
 

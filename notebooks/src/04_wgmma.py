@@ -23,7 +23,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from asynctc.models import descriptors, layout
-from asynctc.core import bench, exercises, notebook, records
+from asynctc.core import exercises, notebook, records
 from asynctc import wgmma, wgmma_peak
 
 notebook.banner("sm_90a")
@@ -87,16 +87,12 @@ ok = exercises.check("ch04.sbo", answer, swizzle=64)
 
 # %%
 tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
-d0 = tile.descriptor(step=0, base_address=0x0400 * 8)
+d0 = tile.descriptor(step=0, base_address=0x2000)
 print(tile.describe())
 print(d0.table())
-print()
 print("k-steps:", ", ".join(f"{d.start_address:#x}" for d in tile.descriptors(0x2000)))
-
-# %%
 assert (d0.sbo, d0.lbo, d0.swizzle, d0.encoded_fields()["sbo"]) == (1024, 16, 128, 64)
-assert descriptors.decode(d0.encode()) == d0
-print("encode → decode round trip:", True)
+assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes to the same fields
 
 # %% [markdown]
 # Bad values never reach the GPU; each error names the field, the value and the rule (examples in
@@ -105,8 +101,8 @@ print("encode → decode round trip:", True)
 # %% [markdown]
 # ## 3. Canonical layouts, drawn
 #
-# (The same layouts in the `shape:stride` notation of CuTe, NVIDIA's layout library, as the ISA's tables give them, are section 5
-# of the [deep dive](04b_wgmma_anatomy.ipynb).)
+# (Deep dive [04b §5](04b_wgmma_anatomy.ipynb) writes the same layouts as the ISA's tables do, in
+# the `shape:stride` notation of CuTe, NVIDIA's layout library.)
 #
 # The [core matrix](../docs/glossary.md#core-matrix) is 8 rows × 16 bytes.
 #
@@ -135,12 +131,17 @@ plt.show()
 # * `asynctc.models.layout.SmemTile` (chapter 03) says where a TMA box puts each element;
 # * `asynctc.models.descriptors.read_addresses` says which byte a descriptor makes wgmma read.
 #
-# One object, the operand tile, produces both the tensor-map box and the descriptor:
+# One object, the operand tile, produces both the tensor-map box and the descriptor. Then the two
+# models are compared element by element, for both majors and every swizzle mode:
 
 # %%
 box = layout.SmemTile(64, 64, "float16", 128)
 print("tensor map box:", box.tensor_map_args())
 print("descriptor    :", descriptors.descriptor_for_smem_tile(box, "K", k_step=1, base_address=0x2000))
+tiles = [descriptors.OperandTile(64, 64, "float16", m, sw) for m in ("K", "MN") for sw in (0, 32, 64, 128)]
+same = all(np.array_equal(t.addresses(0x2000), t.tma_addresses(0x2000)) for t in tiles)
+print(f"{len(tiles)} tiles: every element is read from the byte TMA wrote it to: {same}")
+assert same
 
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
@@ -168,17 +169,12 @@ notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written
 # anything.
 
 # %% output varies
-try:
-    rec = records.load_or_measure("wgmma", wgmma_peak.measure_wgmma)
-except records.RecordError as e:
-    rec = None
-    print("No wgmma record yet:", e)
-if wgmma.runtime.runs_live("sm_90a"):
+rec = records.load_or_measure("wgmma", wgmma_peak.measure_wgmma)
+if wgmma.runtime.runs_live("sm_90a"):                 # the sample, with its relative error
     for cfg in wgmma.supported_configs(ns=(64,), swizzles=(128,)):
         print(cfg.label(), wgmma.verify_tile(cfg).as_dict()["rel_err"])
-if rec is not None:
-    ok = sum(c["passed"] for c in rec.results["checks"])
-    print(f"{rec.label()}: {ok}/{len(rec.results['checks'])} recorded checks passed")
+checks = rec.results["checks"]
+print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded checks passed")
 
 # %% [markdown]
 # ## 7. Throughput by N and by operand source
@@ -201,44 +197,20 @@ if rec is not None:
 # (`nvidia-smi`, read a moment after the run, shows an idle GPU's clock; the cell compares the two.)
 
 # %% output varies
-if rec is not None and rec.results.get("throughput"):
-    fig = wgmma_peak.plot_throughput(rec)
-    plt.show()
-    print(wgmma_peak.throughput_table(rec.results))
-    tp = rec.results["throughput"]
-    kernel_mhz = max(x["sm_mhz"] for x in tp)
-    smi = [x["clocks_after_nvidia_smi"]["sm_mhz"] for x in tp if x.get("clocks_after_nvidia_smi")]
-    top = max(set(smi), key=smi.count)
-    smi_text = (f"{min(smi):.0f}–{max(smi):.0f} MHz ({top:.0f} after {smi.count(top)} of {len(smi)} runs)"
-                if min(smi) < max(smi) else f"{top:.0f} MHz after all {len(smi)} runs")
-    clocks = f"In-kernel SM clock {min(x['sm_mhz'] for x in tp):.0f}–{kernel_mhz:.0f} MHz under load"
-    _ = notebook.verdict(kernel_mhz < min(smi),
-                         f"{clocks}, below every nvidia-smi reading after a run ({smi_text}).",
-                         f"{clocks}; nvidia-smi read {smi_text} after the runs.")
-else:
-    print("No throughput recorded yet: run `python -m asynctc record wgmma` (or "
-          "`python tools/gpu_ch04.py --save`) on an H100/H200.")
+fig = wgmma_peak.plot_throughput(rec)
+plt.show()
+print(wgmma_peak.throughput_table(rec.results, all_chains=False))
+_ = notebook.verdict(*wgmma.clock_note(rec.results))    # the in-kernel clock beside nvidia-smi's
 
 # %% [markdown]
-# Why small N is slow: [04b §4](04b_wgmma_anatomy.ipynb). A literature figure at the same kind of
-# clock: [04b §6](04b_wgmma_anatomy.ipynb).
+# Why small N is slow: [04b §4](04b_wgmma_anatomy.ipynb). Luo et al.'s figures (the table's last
+# column) set beside ours at the same kind of clock: [04b §6](04b_wgmma_anatomy.ipynb).
 #
-# Our goal for this kernel: ≥ 0.90 of the per-clock peak. The cell also prints the datasheet
-# fraction, a different denominator.
+# Our goal for this kernel: ≥ 0.90 of the per-clock peak.
 
 # %% output varies
-if rec is not None and rec.results.get("throughput"):
-    b = next(x for x in rec.results["throughput"] if x["dtype"] == "float16" and x["n"] == 256
-             and x["source"] == "smem" and x["ctas_per_sm"] == 2 and x["chains"] == 1)
-    n_sm, at_clk = rec.results["sm_count"], b["fraction_of_datasheet"]   # record field: of SMs×4096×clock
-    sheet = b["tflops"] / bench.DATASHEET["dense_tflops"]["float16"]
-    head = (f"N = 256 fp16 SS: {b['tflops']:.0f} TFLOP/s, {b['flop_per_clk_sm']:.0f} FLOP/clk/SM at "
-            f"{bench.clock_text(b)} = {at_clk:.2f} of the per-clock peak at that clock "
-            f"({n_sm}×4096×{b['sm_mhz']:.0f} MHz = {bench.peak_tflops(n_sm, b['sm_mhz']):.0f} TFLOP/s)")
-    print(head + f"; {sheet:.2f} of the datasheet figure "
-          f"({bench.DATASHEET['dense_tflops']['float16']:.0f} at {bench.DATASHEET['boost_mhz']} MHz)")
-    _ = notebook.verdict(at_clk >= 0.90, f"N = 256: {at_clk:.2f} of the per-clock peak — goal 0.90 reached.",
-                         f"N = 256: {at_clk:.2f} of the per-clock peak — goal 0.90 not reached.")
+print(wgmma.peak_lines(rec.results, "float16", n=256))
+_ = notebook.verdict(*wgmma.goal_note(rec.results, goal=0.90))
 
 # %% [markdown]
 # ## Exercises

@@ -259,20 +259,16 @@ for l2 in np.arange(18.0, 34.0, 1.0):
     lo, hi = mp.span_summary(sc.spans)["main_loop"]
     trace_fit.append((abs((hi - lo) / K_TILES / per_k[best_s] - 1), l2))
 dev, l2_trace = min(trace_fit)
-mean_ms = next(r["median_ms"] for r in res["sweep"] if r["kernel"] == "pipeline" and r["tile"] == "128x256x64/c2"
-               and r["dtype"] == "float16" and r["size"] == 4096 and r["stages"] == best_s)
-tiles = (4096 // 128) * (4096 // 256)
-ktiles_per_sm = -(-tiles // res["sm_count"]) * K_TILES
-max_mhz = res["clocks_after"]["max_sm_mhz"]
-avg_cycles = mean_ms * 1e-3 * max_mhz * 1e6 / ktiles_per_sm
+avg = pl.average_ktile_cycles(res, "128x256x64/c2", "float16", 4096, best_s)   # the whole kernel's k-tile, at most
+avg_cycles = avg.cycles
 print(f"measured: {rec.label()}")
 print(f"FIT to CTA 0's trace: l2_bytes_per_clk = {l2_trace:.0f} B/clock/SM ({dev:.1%} off its "
       f"{per_k[best_s]:.0f} cycles per k-tile)")
 ok = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
                f"The two fits disagree: the trace needs {l2_trace:.0f} B/clock/SM, the sweep {l2_fit:.0f}. "
                f"The traced CTAs (blocks 0–3, first wave) took {per_k[best_s]:.0f} cycles per k-tile; the "
-               f"whole kernel's {mean_ms * 1e3:.0f} µs over {ktiles_per_sm} k-tiles per SM leaves at most "
-               f"{avg_cycles:.0f} even at the GPU's highest clock ({max_mhz:.0f} MHz).",
+               f"whole kernel's {avg.median_ms * 1e3:.0f} µs over {avg.ktiles_per_sm} k-tiles per SM leaves at most "
+               f"{avg_cycles:.0f} even at the GPU's highest clock ({avg.clock_mhz:.0f} MHz).",
                l2_trace=l2_trace, l2_fit=l2_fit, trace=per_k[best_s], average=avg_cycles)
 
 # %% [markdown]

@@ -22,8 +22,7 @@ import matplotlib.pyplot as plt
 import ml_dtypes
 
 from asynctc.core import exercises, notebook, records, runtime
-from asynctc import fp8, swizzle as SW
-from asynctc import warp_specialization as W
+from asynctc import fp8
 
 notebook.banner("sm_90a")
 rec = records.load("fp8")
@@ -37,24 +36,19 @@ res = rec.results
 #
 # * **e4m3** (`float8_e4m3fn`): 4 exponent and 3 fraction bits, no infinities; 8 values between two
 #   powers of two. For weights and activations.
-# * **e5m2** (`float8_e5m2`): 5 and 2 bits; 4 values per power of two. For gradients, whose range
-#   matters more than their resolution.
+# * **e5m2** (`float8_e5m2`): 5 and 2 bits; 4 values per power of two. For gradients, where range
+#   matters most.
 #
 # **Quantising** x: divide by the scale, **saturate** (clip to ± the largest value), round to the
 # nearest value (ties to even). Saturation matters: e4m3 has no infinity, so a plain cast turns
 # −500 into NaN. Below: each format's positive values, and four values quantised.
 
 # %% output varies
-fig, ax = plt.subplots(figsize=(12, 2), dpi=80, layout="constrained")
-for y, f in enumerate(fp8.FORMATS.values()):
-    v = np.unique(np.arange(256, dtype=np.uint8).view(f.dtype).astype(np.float64))
-    v = v[np.isfinite(v) & (v > 0)]
-    assert f.max == v.max() == float(ml_dtypes.finfo(f.dtype).max)
-    print(f"{f.ptx}: {v.size} positive finite values, up to {f.max:g}; {f.frac_bits} fraction bits")
-    ax.plot(v, np.full(v.size, y), "|", markersize=14)
-ax.set(xscale="log", yticks=[0, 1], yticklabels=[f.ptx for f in fp8.FORMATS.values()])
+fig = fp8.plot_formats()
 plt.show()
 x = np.array([13.5, 0.1, -500.0, 1e-4])
+np.set_printoptions(precision=5, suppress=True)
+print("x                 ", x)
 print("fp8.quantize, e4m3", fp8.quantize(x, "e4m3", scale=1.0)[0].astype(np.float64))
 print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64))
 print("fp8.quantize, e5m2", fp8.quantize(x, "e5m2", scale=1.0)[0].astype(np.float64))
@@ -107,32 +101,16 @@ print(f"{len(res['checks'])} checks passed (e4m3 and e5m2; with and without prom
 # ## 4. Speed: against cuBLASLt and against FP16
 #
 # One GPU run timed cuBLASLt's FP8 GEMM (`torch._scaled_mm`: e4m3, per-tensor scales, bf16 C, with
-# [fast accumulation](../docs/glossary.md#fast-accumulation), section 5), our FP8 top rung, and
-# chapter 06's two FP16 kernels; medians, every timed output checked on sampled rows. FP8's dense
-# peak is 8192 FLOP/clk/SM, FP16's 4096: 2× is a **ceiling**. The seed article
-# ([chapter 10](10_claims.ipynb) says what it is) says "1.5–2×".
+# [fast accumulation](../docs/glossary.md#fast-accumulation), section 5), our FP8 top rung, and two
+# FP16 GEMMs (cuBLAS, chapter 06's top rung); medians, every timed output checked on sampled rows.
+# FP8's dense peak is 8192 FLOP/clk/SM, FP16's 4096: 2× is a **ceiling**. The seed article (the
+# tutorial [chapter 10](10_claims.ipynb) checks) says "1.5–2×". Our goal: ≥ 0.90 of cuBLASLt at 8192³.
 
 # %% output varies
-top, top16 = fp8.fp8_config().label(), W.TOP_RUNG.make("float16").label()
-
-
-def row(size, kernel):
-    return next(r for r in res["table"] if r["size"] == size and r["kernel"] == kernel)
-
-
-print(rec.label(), "\nTFLOP/s at", " and ".join(f"{s}³" for s in fp8.SIZES))
-for name, kernel in (("cuBLASLt FP8, fast accumulation", "cuBLASLt fp8 fast_accum=True"),
-                     ("our FP8 top rung", top), ("cuBLAS FP16", "cuBLAS fp16"), ("our FP16 top rung", top16)):
-    print(f"  {name:32s}" + "".join(f"{row(s, kernel)['tflops']:6.0f}" for s in fp8.SIZES))
-big = max(fp8.SIZES)
-of_lt = row(big, top)["of_cublaslt_fast"]
-notebook.verdict(of_lt >= fp8.GOAL,
-                 f"At {big}³ ours is {of_lt:.2f} of cuBLASLt (fast): goal ≥ {fp8.GOAL:.2f} met.",
-                 f"At {big}³ ours is {of_lt:.2f} of cuBLASLt (fast): goal ≥ {fp8.GOAL:.2f} NOT met.")
-r = {(w, s): row(s, f"FP8/FP16 {w}")["ratio"] for w in ("ours", "cuBLAS") for s in fp8.SIZES}
-said = "; ".join(f"{w} {v:.2f}× at {s}³" for (w, s), v in r.items())
-_ = notebook.verdict(all(1.5 <= v <= 2.0 for v in r.values()), f"FP8/FP16: {said} — inside 1.5–2×.",
-                     f"FP8/FP16: {said} — not all inside 1.5–2×.")
+print(rec.label())
+print(fp8.speed_table(res))
+notebook.verdict(*fp8.cublaslt_note(res, goal=fp8.GOAL))
+_ = notebook.verdict(*fp8.fp16_ratio_note(res, band=(1.5, 2.0)))
 
 # %% [markdown]
 # ## 5. The accumulator: swamping, and promotion
@@ -147,10 +125,8 @@ _ = notebook.verdict(all(1.5 <= v <= 2.0 for v in r.values()), f"FP8/FP16: {said
 #   elements of K) the consumer adds its wgmma accumulators into fp32 registers of its own and
 #   restarts them. It needs a 128×128 tile and a wait for its own wgmmas (cost: deep dive 07b).
 #
-# **13 or 14 bits?** The two count different things. f counts the *fraction* bits kept below the
-# leading bit: f = 13 is what deep dive 07b fits bit for bit, from the runs with promotion every 4
-# k-tiles at K ≥ 1024 (07b §1) and the identification runs of the `fp8_fit` record (07b §2);
-# DeepSeek's "around 14 bits" also counts the leading bit (13 + 1).
+# **13 or 14 bits?** f counts the *fraction* bits kept below the leading bit; DeepSeek's "around
+# 14 bits" also counts the leading bit (13 + 1). Deep dive 07b fits f = 13 bit for bit.
 #
 # **The experiment.** Each element of C sums one product of 1024 (32 · 32), then K − 1 small ones
 # (below 2^-4), all lost against 2^10 with f = 13. Lines: the model, written before the first GPU
@@ -160,25 +136,11 @@ _ = notebook.verdict(all(1.5 <= v <= 2.0 for v in r.values()), f"FP8/FP16: {said
 assert fp8.prediction_table(fp8.predict_swamp()) == fp8.ACC_PREDICTION     # the model, as written then
 fig = fp8.plot_accumulation(res, record=rec)
 plt.show()
-rows = res["experiment"]["rows"]
-pred = fp8.predict_swamp(ks=tuple(sorted({r["k"] for r in rows})))
-worst = max(abs(r["swamp_median_rel_err"] / pred[r["promote"]][r["k"]] - 1) for r in rows)
-notebook.verdict(worst < 0.05, f"The prediction is within {worst:.1%} of every measured median.",
-                 f"The prediction misses a measured median by up to {worst:.0%}: the model needs revisiting.")
-err = {(r["k"], r["promote"]): r["swamp_median_rel_err"] for r in rows}
-kmax = max(r["k"] for r in rows)
-notebook.claim(err[(kmax, 0)] > 10 * err[(kmax, 4)] and err[(kmax, 4)] > err[(kmax, 1)]
-               and fp8.identified_bits(rows)["consistent"] == [fp8.FRAC_BITS],
-               f"At K = {kmax}: no promotion loses {err[(kmax, 0)]:.0%} of the sum, promotion every 4 "
-               f"k-tiles {err[(kmax, 4)]:.1%}, every k-tile {err[(kmax, 1)]:.2%}. Fitted bit for bit, f = "
-               f"{fp8.FRAC_BITS} is the one count every exact run agrees on.",
-               p0=err[(kmax, 0)], p4=err[(kmax, 4)])
-tile128 = row(big, fp8.fp8_config(bn=128, stages=6).label())["tflops"]
-kept = {p: row(big, fp8.fp8_config(promote=p).label())["tflops"] / tile128 for p in (1, 4)}
-_ = notebook.claim(kept[1] < kept[4] < 1.0,
-                   f"At {big}³, promotion every k-tile keeps {kept[1]:.2f} of the throughput, every 4 "
-                   f"k-tiles {kept[4]:.2f}, of the same 128×128 kernel without it.",
-                   **{f"p{p}": v for p, v in kept.items()})
+notebook.verdict(*fp8.prediction_note(res, tolerance=0.05))
+ok, text, numbers = fp8.promotion_note(res)          # the error at the largest K
+notebook.claim(ok, text, **numbers)
+ok, text, numbers = fp8.promotion_cost_note(res)     # the throughput promotion costs
+_ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
 # ## 6. Swizzle: the seed's "10–20 %"
@@ -186,35 +148,25 @@ _ = notebook.claim(kept[1] < kept[4] < 1.0,
 # The seed article says the right shared-memory swizzle is worth 10–20 %. The `swizzle` suite
 # built chapter 06's rung 5 (fp16) with 128-, 64-, 32-byte and no swizzle, checked and timed each.
 #
-# The bank model reads the same number of bank rows in every layout, and wgmma alone runs at full
-# rate on each (deep dive 07c; how wgmma reads shared memory is not documented). But a narrow
-# layout makes TMA write more, shorter rows. So the suite also ran wgmma alone on stages loaded once
+# The bank model finds every layout free of bank conflicts, for wgmma's reads and TMA's writes
+# alike (unswizzled, each core matrix is 128 contiguous bytes: [chapter 04](04_wgmma.ipynb) §3). It
+# is a model: how wgmma reads shared memory is not documented. But a narrow layout makes TMA write
+# more, shorter rows. So the suite also ran wgmma alone on stages loaded once
 # (`WSConfig.tma_once`, a diagnostic, not a GEMM): full rate there means the loss is TMA's.
 
 # %% output varies
 srec = records.load("swizzle")
-tab = [r for r in SW.swizzle_table(srec.results) if r["row_boxes"] == 1]
-of = {sw: max(r["of_128"] for r in tab if r["swizzle"] == sw) for sw in (64, 32, 0)}
 print(srec.label())
-gain = 1 / of[64] - 1
-_ = notebook.verdict(0.10 <= gain <= 0.20, f"128-byte over 64-byte swizzle: {gain:.0%}, inside 10–20 %.",
-                     f"128-byte over 64-byte swizzle: {gain:.0%}, not 10–20 %; over 32-byte "
-                     f"{1 / of[32] - 1:.0%}, over none {1 / of[0] - 1:.0%}.")
+notebook.verdict(*fp8.swizzle_gain_note(srec.results, band=(0.10, 0.20)))
+ok, text, numbers = fp8.swizzle_modes_note(srec.results)
+_ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
-# So the modes are not evenly spaced: at every size 64-byte keeps at least 0.9 of 128-byte's rate,
-# 32-byte and none at most 0.6 (the assert below). This lesson can say where the loss sits, not why: the cell
-# below runs wgmma without TMA in the loop, and deep dive 07c takes TMA's part apart (rows per box,
-# bytes per row).
+# This lesson can say where the loss sits, not why: the cell below runs wgmma without TMA in the
+# loop, and deep dive 07c takes TMA's part apart (rows per box, bytes per row).
 
 # %% output varies
-assert min(r["of_128"] for r in tab if r["swizzle"] == 64) >= 0.9 and max(of[32], of[0]) <= 0.6, of
-once = SW.tma_once_outcome(srec.results)
-kept_once = min(r["of_128"] for r in SW.tma_once_rows(srec.results) if r["swizzle"] in (32, 0))
-_ = notebook.verdict(once["outcome"] == "tma",
-                     f"Without TMA, 32-byte and no swizzle keep at least {kept_once:.2f} of 128-byte: "
-                     "the loss is TMA's (which part of its work: deep dive 07c).",
-                     f"Without TMA the outcome is '{once['outcome']}', not TMA's alone (deep dive 07c).")
+_ = notebook.verdict(*fp8.tma_once_note(srec.results))
 
 # %% [markdown]
 # ## 7. Exercises

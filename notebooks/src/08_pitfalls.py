@@ -5,72 +5,54 @@
 # k-tile. You will be able to
 #
 # 1. place a public bug report in one of eleven classes and say its fix;
-# 2. reproduce a class in a CPU model and read its diagnosis (its kernel variant ends in a decoded
-#    error, never a hung GPU);
-# 3. debug in order: the pipeline at one stage (depth 1) first, then a hangs / wrong / slow table.
+# 2. reproduce a class in a CPU model and read its diagnosis;
+# 3. debug in order: one stage (depth 1) first, then a hangs / wrong / slow table.
 #
 # Chapters 03–06 built the protocols; this one breaks them. Without a GPU, a cell that runs a kernel
-# prints the run recorded on an H200. Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): SASS, the
-# other variants, ptxas, the in-kernel trace, compute-sanitizer.
+# prints the run recorded on an H200. Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant
+# on the GPU, its SASS, ptxas, the in-kernel trace, and *compute-sanitizer* (NVIDIA's checker of
+# memory accesses and races).
 
 # %% output varies
 from IPython.display import Markdown, display
 
 from asynctc import pitfalls as F
-from asynctc.core import exercises, notebook, runtime
-from asynctc.pitfalls import diagnosis as D, figures, ordering, variants as V, zoo
+from asynctc.core import exercises, notebook
+from asynctc.pitfalls import diagnosis as D, figures, ordering, zoo
 
 notebook.banner("sm_90a")
-LIVE = runtime.runs_live("sm_90a")
-
-
-def gpu_outcome(bug):
-    """Variant `bug` on the GPU now (live), else its recorded outcome, else 'not recorded yet'."""
-    if LIVE:
-        return V.run_variant(bug).words + "  [measured now]"
-    return D.recorded_outcome(bug)
-
 
 # %% [markdown]
 # ## 1. Why these bugs are hard
 #
-# A wrong synchronous kernel is usually wrong every time. An asynchronous one fails in four more
-# ways, none of which announces itself:
-#
-# | symptom | cause | for example |
-# |---|---|---|
-# | hangs | a wait names a phase that never completes | parity from the wrong counter; an arrival too many expected; expect_tx bytes never delivered |
-# | wrong, sometimes | a stage read before its bytes land, or overwritten while still read | a missing fence or wait |
-# | wrong, always, in a pattern | writer and reader disagree on the layout | swizzle mismatch; tile off its swizzle repeat |
-# | slow, not wrong | ptxas dropped `setmaxnreg` | one line in a log nobody reads |
+# A wrong synchronous kernel is usually wrong every time. An asynchronous one can also **hang** (a
+# wait names a phase that never completes), be **wrong sometimes** (a stage read before its bytes
+# land, or overwritten while still read), be **wrong in a fixed pattern** (writer and reader
+# disagree on the layout), or be **slow but right** (ptxas dropped `setmaxnreg`). None of these
+# announces itself.
 #
 # Every kernel here waits with a **bounded wait** (chapter 03): after a time limit the thread writes
 # an error word and leaves, so each hang below ends in a sentence.
 #
 # ## 2. The zoo
 #
-# Public reports in eleven classes, one row per class: its key (what `F.diagnose` and exercise 1
-# take), what goes wrong, the symptoms reported, the reports (repository#number), and
-# where this course reproduces it — a CPU model, and a `BUG=` build of `asynctc/kernels/pitfalls.cu`
-# on the GPU (or compiled SASS that shows it). The deep dive has the table report by report, with
-# what each reporter saw in our words. Terms the table uses:
+# One row per class: its key (exercise 1 answers with one), the public reports
+# (repository#number), and where the course reproduces it — a CPU model, and a `BUG=` build of
+# `kernels/pitfalls.cu`. Deep dive 08b §1 lists the reports one by one. Terms the table uses:
 #
-# * [latent](../docs/glossary.md#latent): found by reading the code, never seen failing — passing tests prove little;
-# * [proxy](../docs/glossary.md#proxy): an access's path to memory — ordinary loads and stores take the *generic
-#   proxy*, TMA and wgmma the *async proxy*; `fence.proxy.async` orders the two;
+# * [latent](../docs/glossary.md#latent): found by reading the code, never seen failing;
+# * [proxy](../docs/glossary.md#proxy): an access's path to memory — ordinary loads and stores take
+#   the *generic proxy*, TMA and wgmma the *async proxy*; `fence.proxy.async` orders the two;
 # * [tx-count](../docs/glossary.md#tx-count): the bytes an mbarrier phase still waits for;
-# * [bulk group](../docs/glossary.md#bulk-group): TMA stores one thread commits together and waits for
-#   (`cp.async.bulk.commit_group` / `wait_group`);
-# * *elected thread* (*leader*): the one lane (`elect.sync`, or lane 0) that acts for its warp;
-#   an *early leader* (class `leader_early`) arrives for its warp while other lanes still read;
+# * [bulk group](../docs/glossary.md#bulk-group): TMA stores one thread commits and waits for together;
+# * *leader*: the one lane (`elect.sync`, or lane 0) that arrives for its warp;
 # * *ring model*: chapter 05's CPU model of the mbarrier ring; the *layout model* and the *ordering
 #   checker* are this chapter's (sections 4b and 4c);
 # * *C7508*: ptxas's warning that it dropped [setmaxnreg](../docs/glossary.md#setmaxnreg).
 
 # %%
 display(Markdown(zoo.table_markdown(compact=True)))
-print(f"{len(zoo.reports())} reports in {len(zoo.CLASSES)} classes; symptoms:",
-      {sym: sum(rep.symptom == sym for _, rep in zoo.reports()) for sym in zoo.SYMPTOMS})
+print(zoo.symptom_counts())
 
 # %% [markdown]
 # No public expect_tx report turned up, though it is a common first bug — our guess: it hangs at
@@ -80,21 +62,15 @@ print(f"{len(zoo.reports())} reports in {len(zoo.CLASSES)} classes; symptoms:",
 #
 # One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
 # TMA loads (on `full[s]`); warps 0–3, the consumers, copy each box (undoing the 128B swizzle) into
-# a buffer that thread 0 writes back with a TMA store. Every wait is bounded at 0.5 s; a timeout
-# records who gave up, on which barrier, stage and tile. The consumers' half of one iteration
-# (three lines left out, marked: they are exercise 2's answer, shown after it):
+# a buffer that thread 0 writes back with a TMA store. Every wait gives up after 0.5 s. Below, the
+# consumers' loop; each `#if BUG …` block is one zoo class (08b §2 compiles all eleven). Three lines
+# are left out: they are exercise 2's answer.
 
 # %%
-display(notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"abort_flag = 1;$",
-                             hooks=True))
-print("    // (three lines left out here: exercise 2 asks for them)")
-display(notebook.show_source("pitfalls.cu", start=r"^    named_barrier_sync\(1, CONSUMERS\);$",
-                             end=r"^  if \(tid == 0\) \{$", hooks=True))
+notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$", hooks=True,
+                     omit=(r"^#if BUG != BUG_STORE_BUFFER_REUSED", r"^#endif", "exercise 2 asks for them"))
 
 # %% [markdown]
-# Each `#if BUG == …` is one zoo class. All eleven builds compile to sm_90a cubin; the deep dive
-# sets each one's SASS beside the correct kernel's.
-#
 # ## 4. Three bugs, in the model and on the GPU
 #
 # ### 4a. A hang: the producer waits on the wrong parity
@@ -102,18 +78,20 @@ display(notebook.show_source("pitfalls.cu", start=r"^    named_barrier_sync\(1, 
 # For tile `t` of a ring of `S` stages, the producer's first pass (`t < S`) waits on `empty[s]`
 # with parity `(t / S + 1) % 2` = 1, "the phase before", which a fresh barrier counts as complete.
 # Compute `(t / S) % 2` instead and it waits for phase 0 of a barrier nobody has arrived on yet
-# (flash-attention#1317: phase 0 looped forever, phase 1 worked). Chapter 05's ring model runs the broken protocol on the kernel's schedule:
+# (flash-attention#1317: phase 0 looped forever, phase 1 worked). Chapter 05's ring model runs the
+# broken protocol on the kernel's schedule:
 
 # %%
 d = D.pipeline_diagnosis("wrong_empty_parity")
 print(d.text)
 
 # %% [markdown]
-# The GPU variant (BUG=1) ends the same way: the producer gives up on `empty[0]` at tile 0, then the
-# starved consumers on `full[0]`. Without a GPU the cell prints the run recorded on the H200.
+# The GPU variant (BUG=1) stops at the same barrier; then the starved consumers give up on `full[0]`:
 
 # %% output varies
-print("BUG=1:", gpu_outcome(1))
+outcome = D.gpu_outcome(1)
+print("BUG=1:", outcome)
+assert "producer timed out on empty[0] at tile 0" in outcome or outcome.startswith("not recorded")
 
 # %% [markdown]
 # ### 4b. Wrong every time: a tile 128 bytes off its swizzle repeat
@@ -163,7 +141,7 @@ for rule in ("proxy", "wgmma", "leader", "init"):
 # ptxas's warning that it serialized the wgmmas (each waits for the one before) for lack of registers:
 
 # %%
-display(Markdown(zoo.decision_markdown()))
+display(Markdown(zoo.decision_markdown(compact=True)))
 
 # %% [markdown]
 # ## 6. Exercises
@@ -184,10 +162,10 @@ ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 # %% [markdown]
 # **2. Repair a protocol.** Below is the broken TMA-store epilogue as a program: the consumers
 # write `out`, fence and sync; thread 0 issues the TMA store of `out` and commits it; a sync; then
-# the consumers write `out` again for the next tile. Insert the step(s)
-# that make `ordering.check` find no hazard, keeping the program's own steps in order, then check
-# with answer 0 (the hazards left). A step is an `(op, arg)` pair; the cell prints every op as you
-# write it, with what it stands for. The hint names the first hazard still there.
+# the consumers write `out` again for the next tile. Insert the step(s) that make `ordering.check`
+# find no hazard, keeping the program's own steps in order, then check with answer 0 (the hazards
+# left). The cell prints every op as you write it, with what it stands for; the hint names the
+# first hazard still there.
 
 # %%
 program = list(ordering.PROGRAMS["store"]["broken"])
@@ -200,11 +178,12 @@ else:
     ok = exercises.check("ch08.repair", 0, rule="store", program=program)
 
 # %% [markdown]
-# The three lines section 3's listing left out (read them after exercise 2): in the kernel, the
-# step the store program lacks.
+# The three lines section 3's listing left out (run after exercise 2): in the kernel, the step the
+# store program lacks.
 
-# %%
-notebook.show_source("pitfalls.cu", start=r"^#if BUG != BUG_STORE_BUFFER_REUSED", end=r"^#endif", hooks=True)
+# %% output answers a prediction
+print(notebook.source_excerpt("pitfalls.cu", start=r"^#if BUG != BUG_STORE_BUFFER_REUSED", end=r"^#endif",
+                              hooks=True))
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

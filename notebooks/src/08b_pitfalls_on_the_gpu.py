@@ -19,14 +19,7 @@ from asynctc.pitfalls import diagnosis as D, figures, ordering, variants as V, z
 
 notebook.banner("sm_90a")
 LIVE = runtime.runs_live("sm_90a")
-
-
-def gpu_outcome(bug):
-    """Variant `bug` on the GPU now (live), else its recorded outcome, else 'not recorded yet'."""
-    if LIVE:
-        return V.run_variant(bug).words + "  [measured now]"
-    return D.recorded_outcome(bug)
-
+gpu_outcome = D.gpu_outcome          # the variant run now (live), else its recorded outcome
 
 # %% [markdown]
 # ## 1. The zoo, report by report

@@ -23,9 +23,16 @@ from asynctc import tcgen05 as T
 from asynctc.core import exercises, notebook
 from asynctc.models import block_scale as bs
 from asynctc.models import pipeline
+from asynctc.models import tcgen05 as tc
 from asynctc.models import tcgen05_sched as sched
 
 notebook.banner("sm_100a", measured=False)
+
+# %% [markdown]
+# Chapter 09's Hopper → Blackwell table (§6), continued with the rows this kernel adds:
+
+# %%
+print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS, None)))
 
 # %% [markdown]
 # ## 1. The schedule: three roles, two accumulators

@@ -1,11 +1,12 @@
 """Chapter 05's exercises (auto-checked in notebooks/05_pipelines; registered on import by
 :mod:`asynctc.models.pipeline`): the full and empty barriers' phase parity, the groups
-``wgmma.wait_group`` leaves pending, and the find-the-bug exercise over :data:`VARIANTS`."""
+``wgmma.wait_group`` leaves pending, the find-the-bug exercise over :data:`VARIANTS`, and the code
+exercise ``ch05.ring_parities`` (write both parities; the ring model runs them and diagnoses)."""
 
 from __future__ import annotations
 
 from ...core import exercises as _ex
-from .ring import VARIANTS, Deadlock, Mbarrier, simulate
+from .ring import VARIANTS, Deadlock, Mbarrier, Race, simulate
 
 
 #: The schedule the find-the-bug exercise runs each variant on.
@@ -107,3 +108,48 @@ def _find_bug(diagnosis) -> str:
     if len(hits) != 1:
         raise ValueError(f"diagnosis matches {len(hits)} variants: {hits}")
     return hits[0]
+
+
+#: The rings the write-the-parities check runs: (stages, wait_pending, consumers, k_tiles).
+PARITY_RUNS = ((4, 1, 2, 13), (3, 1, 2, 10), (2, 1, 1, 7), (1, 0, 2, 4))
+
+
+def _parity_value(fn, what: str, i: int, stages: int) -> int:
+    import numbers
+    v = fn(i, stages)
+    if v is None or v is Ellipsis:
+        raise _ex.NotAnswered(f"your {what} returns None: write its body (return 0 or 1) and run the "
+                              "cell again.")
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) not in (0, 1):
+        raise TypeError(f"{what}({i}, {stages}) returned {v!r}; a parity is 0 or 1")
+    return int(v)
+
+
+def _judge_parities(answer) -> str | None:
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2 and all(callable(f) for f in answer)):
+        return "pass your two functions as a pair: check('ch05.ring_parities', (full_parity, empty_parity))"
+    full, empty = answer
+    for S, P, C, K in PARITY_RUNS:
+        for i in range(K):                       # every value the run will ask for, checked first
+            _parity_value(full, "full_parity", i, S)
+            _parity_value(empty, "empty_parity", i, S)
+        run = simulate(S, P, C, K, parities=(lambda k, s: _parity_value(full, "full_parity", k, s),
+                                             lambda t, s: _parity_value(empty, "empty_parity", t, s)))
+        d = run.diagnosis
+        ring = f"with S = {S} stages, {C} consumer warpgroup{'s' if C > 1 else ''} and {K} k-tiles"
+        if isinstance(d, Deadlock):
+            who = " and ".join(d.who_waits)
+            return (f"{ring}, the ring model deadlocks at k-tile {d.iteration}: {who} wait{'s' if len(d.who_waits) == 1 else ''} "
+                    f"on {d.barrier}[{d.stage}] with parity {d.parity}, and {d.why}.")
+        if isinstance(d, Race):
+            return f"{ring}, the ring model finds a race at k-tile {d.iteration}: {d.what}."
+    return None
+
+
+@_ex.code_exercise("ch05.ring_parities", "Write full_parity(k, S), the parity a consumer waits on "
+                   "full[k % S] for k-tile k, and empty_parity(t, S), the parity the producer waits on "
+                   "empty[t % S] before loading k-tile t. The check runs chapter 05's ring model with "
+                   "them on four rings; pass the pair: check('ch05.ring_parities', (full_parity, "
+                   "empty_parity)).", judge=_judge_parities)
+def _ring_parities():
+    return (lambda k, S: _full_parity(k, S), lambda t, S: _empty_parity(t, S))

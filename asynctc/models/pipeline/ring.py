@@ -228,9 +228,11 @@ class _Sim(EventLoop):
     """Chapter 05's ring on the :class:`EventLoop`: the actors are the consumer warpgroups (wg0's
     elected thread is also the producer)."""
 
-    def __init__(self, S, P, C, K, hw: HardwareParams, proto: str, tile: Tile, schedule: str = "kernel"):
+    def __init__(self, S, P, C, K, hw: HardwareParams, proto: str, tile: Tile, schedule: str = "kernel",
+                 parities=None):
         super().__init__()
         self.S, self.P, self.C, self.K, self.hw, self.proto, self.tile = S, P, C, K, hw, proto, tile
+        self.parities = parities                # (full(k, S), empty(t, S)) replacing the kernel's
         self.plan = ring_schedule(S, P, K, schedule)
         count = C * WARPGROUP if proto == "arrive_count_too_big" else C
         self.full = [Mbarrier(1, f"full[{s}]") for s in range(S)]
@@ -306,6 +308,8 @@ class _Sim(EventLoop):
     def _produce(self, t):
         S, s = self.S, t % self.S
         parity = (t // S) % 2 if self.proto == "wrong_empty_parity" else (t // S + 1) % 2
+        if self.parities is not None:
+            parity = self.parities[1](t, S)
         bar = self.full[s] if self.proto == "swapped_barriers" else self.empty[s]
         if self.proto != "missing_empty_wait":
             yield ("wait", "producer", "wait_empty", bar, parity, t, s)
@@ -327,6 +331,8 @@ class _Sim(EventLoop):
             if w == 0 and plan.top[k] is not None:                      # model_v1, S = 1
                 yield from self._produce(plan.top[k])
             parity = (k // S + 1) % 2 if self.proto == "full_parity_flipped" else (k // S) % 2
+            if self.parities is not None:
+                parity = self.parities[0](k, S)
             bar = self.empty[s] if self.proto == "swapped_barriers" else self.full[s]
             yield ("wait", lane, "wait_full", bar, parity, k, s)
             yield ("at", self.now + self.hw.issue_cycles)
@@ -442,13 +448,15 @@ class Schedule:
 
 def simulate(stages: int, wait_pending: int, consumers: int, k_tiles: int,
              params: HardwareParams | None = None, protocol: str = "correct",
-             tile: Tile = Tile(), schedule: str = "kernel") -> Schedule:
+             tile: Tile = Tile(), schedule: str = "kernel", parities=None) -> Schedule:
     """Run the ring for one CTA tile: ``stages`` (S ≥ 1), ``wait_pending`` (P of wgmma.wait_group:
     0 or 1; P = 1 needs S ≥ 2), ``consumers`` (warpgroups, each computing bm / consumers rows),
     ``k_tiles`` (≥ 1), ``protocol`` "correct" or a name of :data:`VARIANTS`, ``schedule`` which
     k-tile the producer loads when (:data:`~.schedule.SCHEDULES`: "kernel", the kernel's — the
     default — or "model_v1", this model's own until 2026-12-01, with which
-    :data:`H200_PREDICTION` was made; :func:`~.schedule.ring_schedule`), ``params`` (default
+    :data:`H200_PREDICTION` was made; :func:`~.schedule.ring_schedule`), ``parities`` (a pair of
+    functions ``full(k, S)`` and ``empty(t, S)`` returning the parity each wait names, in place of
+    the kernel's ``(k // S) % 2`` and ``(t // S + 1) % 2``: chapter 05's write-it exercise), ``params`` (default
     :meth:`HardwareParams.from_records` for a 4096 × 4096 output). Returns a
     :class:`Schedule`; a broken protocol ends with its diagnosis, never a hang. Raises ValueError
     naming the field for bad arguments, :class:`MbarrierError` for an undefined mbarrier operation."""
@@ -467,7 +475,7 @@ def simulate(stages: int, wait_pending: int, consumers: int, k_tiles: int,
         raise ValueError(f"schedule={schedule!r}: must be one of {SCHEDULES}")
     if tile.bm % (64 * consumers):
         raise ValueError(f"consumers={consumers}: each warpgroup needs a multiple of 64 rows of bm={tile.bm}")
-    sim = _Sim(stages, wait_pending, consumers, k_tiles, hw, protocol, tile, schedule)
+    sim = _Sim(stages, wait_pending, consumers, k_tiles, hw, protocol, tile, schedule, parities)
     sim.run()
     return Schedule(sorted(sim.spans, key=lambda s: (s.start, s.lane)), sim.diagnosis, stages,
                     wait_pending, consumers, k_tiles, tile, hw)
