@@ -152,14 +152,15 @@ def store_verdicts(results: dict) -> list[tuple[bool, str, str]]:
     where = f"geometric mean of the {f['cells']} runs"
     return [(pers - alone >= NOISE,
              f"The TMA store pays mostly on the persistent grid: {pers:+.1%} there, {alone:+.1%} "
-             f"with one tile per CTA ({where}).",
-             f"The persistent grid does not raise what the TMA store adds: {alone:+.1%} with one "
-             f"tile per CTA, {pers:+.1%} on the persistent grid ({where})."),
+             f"with one tile per CTA ({where}): it buys the overlap with the next tile's k-loop.",
+             f"The TMA store does not need the persistent grid: {alone:+.1%} with one tile per CTA, "
+             f"{pers:+.1%} on the persistent grid ({where}): what it saves is the register "
+             "epilogue's own time, not an overlap."),
             (abs(cl - 1) < NOISE,
              f"Clusters add nothing measurable once C leaves by TMA store: rung 7 runs at "
              f"{cl:.3f} of rung 5 + TMA store.",
-             f"Clusters move it once C leaves by TMA store: rung 7 runs at {cl:.3f} of rung 5 + "
-             "TMA store.")]
+             f"Clusters {'cost' if cl < 1 else 'add'} {abs(cl - 1):.1%} once C leaves by TMA store: "
+             f"rung 7 runs at {cl:.3f} of rung 5 + TMA store.")]
 
 
 def summarize_store(rec) -> str:

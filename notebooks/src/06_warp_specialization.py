@@ -55,7 +55,7 @@ answer = ...
 ok = exercises.check("ch06.which_barrier", answer, event="consumer arrives")
 
 # %% [markdown]
-# Now the code. The kernel's source (`asynctc/kernels/warp_specialization.cu`) resolved for
+# The kernel's source (`asynctc/kernels/warp_specialization.cu`) resolved for
 # **rung 3** of the ladder (section 3): the first rung with the whole protocol — a producer, two
 # consumers, `setmaxnreg` — and none of the later rungs' additions. Warpgroup 0 takes one branch,
 # the consumers the other:
@@ -95,7 +95,7 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 # | CTA | | 64512 ≤ 65536 |
 #
 # Each consumer warpgroup computes 64 rows of the 128×256 tile, so each of its 128 threads carries
-# 64 × 256 / 128 = 128 fp32 accumulators. (Deep dive 06b reads these counts from the cubin.)
+# 64 × 256 / 128 = 128 fp32 accumulators (06b reads these counts from the cubin).
 #
 # ## 3. The ladder
 #
