@@ -149,7 +149,7 @@ def store_verdicts(results: dict) -> list[tuple[bool, str, str]]:
     whichever it prints is true of the record (differences under :data:`NOISE` count as none)."""
     f = store_findings(results)
     alone, pers, cl = f["store_alone"] - 1, f["store_persistent"] - 1, f["cluster_with_store"]
-    where = f"geometric mean of the {f['cells']} runs"
+    where = f"geometric means of {f['cells']} runs"
     return [(pers - alone >= NOISE,
              f"The TMA store pays mostly on the persistent grid: {pers:+.1%} there, {alone:+.1%} "
              f"with one tile per CTA ({where}): it buys the overlap with the next tile's k-loop.",

@@ -126,11 +126,11 @@ _ = notebook.claim(ok, text, **numbers)
 #
 # ## 4. Why: what moved the number
 #
-# Splitting the roles did not move the number by itself (the line under the figure). Rung 7 brings
-# the TMA store. Does it need the persistent grid, whose producer loads the next tile while the
-# consumers store this one? An ablation, beside cuBLAS in one run: the store added to
-# rung 3 (one tile per CTA, which waits for its stores before it exits) and to rung 5 (persistent,
-# no cluster). Prediction: [docs/NOTES.md](../docs/NOTES.md).
+# Splitting the roles did not move the number by itself (the line under the figure). Does rung 7's
+# TMA store need the persistent grid, whose producer loads the next tile while the consumers store
+# this one? An ablation, in one run beside cuBLAS: the store added to rung 3 (one tile per CTA,
+# which waits for its stores before exiting) and to rung 5 (persistent, no cluster); prediction in
+# [docs/NOTES.md](../docs/NOTES.md).
 
 # %% output varies
 try:
