@@ -1011,11 +1011,17 @@ def test_accumulation_notes_read_the_fp8_record_and_flip():
     assert ok and text.startswith("At K = 16384: no promotion loses ") and numbers["p0"] > 10 * numbers["p4"]
     ok, text, numbers = fp8.promotion_cost_note(res)
     assert ok and numbers["p1"] < numbers["p4"] < 1.0 and "of the same 128×128 kernel" in text
+    ok, text, numbers = fp8.random_inputs_note(res)
+    assert ok and text.startswith("Standard-normal inputs at K = 16384: ") and numbers["p1"] < numbers["p4"]
     bad = copy.deepcopy(res)
     for r in bad["experiment"]["rows"]:
         if r["promote"] == 4:
             r["swamp_median_rel_err"] = 1e-6              # promotion every 4 better than every k-tile
     assert not fp8.promotion_note(bad)[0]
+    for r in bad["experiment"]["rows"]:
+        if r["promote"] == 1:
+            r["random_max_err_over_absAB"] = 1.0          # promotion every k-tile the least precise
+    assert not fp8.random_inputs_note(bad)[0]
 
 
 def test_swizzle_notes_read_the_swizzle_record():
@@ -1023,7 +1029,3 @@ def test_swizzle_notes_read_the_swizzle_record():
     inside, yes, no = fp8.swizzle_gain_note(res)
     assert not inside and no.startswith("128-byte over 64-byte swizzle: ") and "not 10–20 %" in no
     assert fp8.swizzle_gain_note(res, band=(0.0, 0.5))[0]
-    ok, text, numbers = fp8.swizzle_modes_note(res)
-    assert ok and numbers["of_128_64B"] >= 0.9 and numbers["of_128_narrow"] <= 0.6
-    tma_s, yes, _ = fp8.tma_once_note(res)
-    assert tma_s and "the loss is TMA's" in yes

@@ -230,6 +230,35 @@ def test_decode_words_and_outcome():
     assert V.outcome_words(V.decode_errors([0, 0, 0]), None) == "ok"
 
 
+def test_an_error_word_is_taken_apart_field_by_field():
+    """Chapter 08 §4a prints each recorded error word with its fields (a fresh reader found
+    `word 0x201` undecoded); the fields are chapter 05's decoder's, with this kernel's layout."""
+    w = 1 | ((1 << 4 | 2) << 8) | (3 << 16)               # wait_or_record: code | tag << 8 | tile << 16
+    assert V.word_fields(w) == {"code": 1, "barrier": 2, "stage": 1, "tile": 3}
+    assert V.explain_word(w) == "0x31201 = tile 3 << 16 | stage 1 << 12 | barrier 2 (empty) << 8 | code 1 (timeout)"
+    text = V.outcome_words(V.decode_errors([w, w, 0x101]), None)
+    assert V.words_in(text) == [w, 0x101] and V.words_in("ok") == []
+
+
+def test_misplaced_offsets_are_whole_chunks_inside_rows():
+    """What chapter 08 §4b's guide to its figure says: rows stay, offsets are whole 16-byte chunks
+    (8 fp16 elements), the pattern repeats every 8 rows; none where the layouts agree."""
+    off = D.misplaced_offsets(128, 128, 128)
+    assert not off["rows"].any() and not (off["cols"] % 8).any() and off["cols"].all()
+    assert (off["cols"][8:] == off["cols"][:-8]).all()
+    agree = D.misplaced_offsets(128, 128, 1024)
+    assert not agree["rows"].any() and not agree["cols"].any()
+
+
+def test_the_op_list_names_instructions_only():
+    """describe_ops lists every op by its instruction, none with the rule it satisfies (a fresh
+    reader found exercise 2's answer in its description)."""
+    ops = O.describe_ops()
+    assert all(op in ops for op in O.OPS)
+    line = next(x for x in ops.splitlines() if x.startswith('("bulk_wait_read"'))
+    assert line.split(")", 1)[1].strip() == "cp.async.bulk.wait_group.read N"
+
+
 def test_first_wrong_names_the_element(rng):
     x = V.random_input(2, rng)
     assert x.dtype == np.float16 and np.all(np.abs(x) >= np.float16(1e-2)) and not np.any(np.abs(x) == 1)

@@ -15,9 +15,9 @@ measured for that row (its kind — in-kernel, in flight — printed beside it).
   its copy statements (TMA against manual copies, the ``tma_copy`` and ``tma_equal`` records);
 * :mod:`.gaps` — what would measure each part not measured yet;
 * :mod:`.anchors` — :data:`ANCHORS` and :func:`evaluate_anchors`;
-* :mod:`.report` — the tables as text (:func:`summary_text`, one line per claim; :func:`table_text`,
-  every part), :data:`WRITTEN_FOR` and :func:`check_written` (raises
-  through :func:`asynctc.core.notebook.claim` when the records flip a verdict the chapter's text
+* :mod:`.report` — the tables (:func:`summary_markdown`, one row per claim in plain words;
+  :func:`table_text`, every part), :data:`WRITTEN_FOR` and :func:`check_written` (raises
+  :class:`asynctc.core.notebook.ClaimError` when the records flip a verdict the chapter's text
   was written for);
 * :mod:`.figures` — :func:`fractions_figure`, :func:`ratios_figure` and both in one,
   :func:`claims_figure` (never measures);
@@ -31,7 +31,8 @@ from .anchors import ANCHORS, Anchor
 from .anchors import evaluate as evaluate_anchors
 from .report import (WRITTEN_FOR, WRITTEN_FOR_ANCHORS, anchors_text, check_written, counts,
                      counts_text, mismatches, not_measured, not_measured_text, percent_rows,
-                     percent_text, SHORT, our_number, summary_text, table_text, written_verdict)
+                     percent_text, PLAIN, SHORT, our_number, summary_markdown, table_text,
+                     verdict_words, written_verdict)
 from .seed import SEED_4096, SEED_CLAIMS, evaluate, note
 from .verdicts import (ABOVE, ANCHOR_VERDICTS, BELOW, BLACKWELL, DATASHEET, FAILS, HOLDS, MATCHES,
                        MEASURED_CLOCK, NOT_MEASURED, PARTLY, VERDICTS, Claim, MissingRecord, Part,
@@ -58,8 +59,8 @@ def ratios_figure(claims, anchors=(), title: str = ""):
 
 __all__ = ["ANCHORS", "Anchor", "evaluate_anchors", "WRITTEN_FOR", "WRITTEN_FOR_ANCHORS",
            "anchors_text", "check_written", "counts", "counts_text", "mismatches", "not_measured",
-           "not_measured_text", "percent_rows", "percent_text", "SHORT", "our_number", "summary_text",
-           "table_text", "written_verdict", "SEED_4096",
+           "not_measured_text", "percent_rows", "percent_text", "PLAIN", "SHORT", "our_number",
+           "summary_markdown", "verdict_words", "table_text", "written_verdict", "SEED_4096",
            "SEED_CLAIMS", "evaluate", "note", "ABOVE", "ANCHOR_VERDICTS", "BELOW", "BLACKWELL",
            "DATASHEET", "FAILS", "HOLDS", "MATCHES", "MEASURED_CLOCK", "NOT_MEASURED", "PARTLY",
            "VERDICTS", "Claim", "MissingRecord", "Part", "combine", "fractions", "load_records",

@@ -1,6 +1,6 @@
-"""Chapter 10's tables as text, the verdicts its prose was written for, and the check that stops
-the notebook when a re-measurement flips one (:func:`check_written`, through
-:func:`asynctc.core.notebook.claim`).
+"""Chapter 10's tables (the summary as markdown, every part as text), the verdicts its prose was
+written for, and the check that stops the notebook when a re-measurement flips one
+(:func:`check_written`, which raises :class:`asynctc.core.notebook.ClaimError`).
 """
 
 from __future__ import annotations
@@ -64,8 +64,9 @@ def table_text(claims, width: int = 110, parts: bool = True) -> str:
     return "\n".join(lines)
 
 
-#: Each seed claim in at most eight words, for the one-line summary (:func:`summary_text`); the
-#: full statement is :attr:`~asynctc.claims.verdicts.Claim.statement` (a test keeps every key here).
+#: Each seed claim in at most eight words, for the figures' labels (:mod:`asynctc.claims.figures`);
+#: the full statement is :attr:`~asynctc.claims.verdicts.Claim.statement` (a test keeps every key
+#: here).
 SHORT = {
     "sync_utilisation": "sync kernels: Tensor Cores 30–50 % busy",
     "sync_quarter": "sync GEMM: 80+ of a 300+ ceiling",
@@ -86,6 +87,30 @@ SHORT = {
     "descriptor_fields": "descriptor address fields: 14 bits, >> 4",
 }
 
+
+#: Each seed claim in plain words (at most fifteen), for the summary (:func:`summary_markdown`):
+#: written for a reader who has not read the seed article. The full statement is
+#: :attr:`~asynctc.claims.verdicts.Claim.statement` (a test keeps every key here).
+PLAIN = {
+    "sync_utilisation": "Synchronous GEMMs keep the Tensor Cores 30–50 % busy, with memory bandwidth near its limit",
+    "sync_quarter": "mma.sync's own ceiling is 300+ TFLOP/s; a GEMM gets about a quarter (80+)",
+    "latencies": "Global memory takes 100s of cycles, shared memory 10s, one mma a few",
+    "sync_vs_wgmma": "wgmma GEMMs run more than 1.5× as fast as mma.sync GEMMs",
+    "tma_vs_manual": "TMA is no faster than manual loads for small boxes, faster for large ones",
+    "smem_228": "Hopper has 228 KB of shared memory per SM",
+    "tile_tens_kb": "One stage of a 128×256 FP16 tile takes tens of KB",
+    "queue_depth": "Rings of 2–4 stages are best: 2 are enough, 3 are better",
+    "fp8_speedup": "FP8 runs 1.5–2× as fast as FP16 when the layout is right",
+    "swizzle_modes": "The 128-byte swizzle is best (for FP8 maybe 64 or 32); modes differ 10–20 %",
+    "accumulators": "A large tile's accumulators take hundreds of registers per thread",
+    "gemm_mma_sync": "A 4096³ FP16 GEMM with mma.sync reaches ~50 % of peak",
+    "gemm_ws": "… with wgmma, TMA and warp specialization, 75–80 %",
+    "gemm_tuned": "… tuned (swizzle, ring depth), ~85 %",
+    "gemm_blackwell": "… with tcgen05 on Blackwell, above 90 %",
+    "wait_group": "wait_group N returns once at most N groups are still pending",
+    "descriptor_fields": "wgmma descriptors hold addresses as 14-bit fields of the byte address >> 4",
+}
+
 _UNIT = {"fraction of peak": "{:.3f}", "×": "{:.2f}×", "TFLOP/s": "{:.0f} TFLOP/s", "KiB": "{:.0f} KiB",
          "registers": "{:.0f} registers", "cycles": "{:.1f} cycles"}
 
@@ -98,36 +123,80 @@ def _number(p) -> str:
     return _UNIT.get(p.unit, "{:.3g} " + p.unit).format(p.value)
 
 
+def _v(claim, start: str) -> float:
+    """The value of ``claim``'s part whose text starts with ``start`` (KeyError when none is
+    measured)."""
+    for p in claim.parts:
+        if p.what.startswith(start) and p.value is not None:
+            return p.value
+    raise KeyError(f"{claim.key}: no measured part starting {start!r}")
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f} %"
+
+
+#: What we measured, in words, per claim (:func:`our_number`); each reads its parts' values.
+_OURS = {
+    "sync_quarter": lambda c, v: f"ceiling {v[0]:.0f}, GEMM {v[1]:.0f} TFLOP/s: {v[2]:.2f} of the ceiling",
+    "latencies": lambda c, v: f"one mma every {v[2]:.1f} cycles (per SM sub-partition)",
+    "sync_vs_wgmma": lambda c, v: f"{v[0]:.2f}× ({v[1]:.2f}× per clock)",
+    "tma_vs_manual": lambda c, v: (f"TMA ÷ manual copy, best row width: {_v(c, '1 KiB'):.2f} at "
+                                   f"1 KiB, {_v(c, '2 KiB'):.2f} at 2 KiB; worst shape at 16–32 KiB: "
+                                   f"{_v(c, 'large boxes (16'):.2f}"),
+    "smem_228": lambda c, v: f"{v[0]:.0f} KiB",
+    "tile_tens_kb": lambda c, v: f"{v[0]:.0f} KiB",
+    "queue_depth": lambda c, v: (f"best at 2–4 stages in {v[0]:.0%} of cases; 2 stages reach "
+                                 f"≥ {v[1]:.2f} of the best, 3 ÷ 2 ≥ {v[2]:.2f}"),
+    "fp8_speedup": lambda c, v: f"{v[0]:.2f}× at 4096³, {v[1]:.2f}× at 8192³",
+    "swizzle_modes": lambda c, v: (f"the next-best mode keeps {v[0]:.2f} (FP16) and {v[4]:.2f} "
+                                   "(FP8) of the 128-byte one's speed"),
+    "accumulators": lambda c, v: f"{v[0]:.0f} per thread, of a budget of {v[1]:.0f}",
+    "wait_group": lambda c, v: "every float64 check passes",
+    "descriptor_fields": lambda c, v: "every float64 check passes",
+}
+
+
 def our_number(claim) -> str:
-    """The one number :func:`summary_text` shows for ``claim``: for a "% of peak" claim its two
-    fractions (datasheet, at the measured clock); otherwise the first measured part that does not
-    hold (the one that keeps the claim from holding), else its first measured part; "—" when no
-    part is measured."""
+    """What we measured for ``claim``, in words: for a "% of peak" claim its two fractions
+    ("33.4 % (34.1 % at its clock)": the datasheet's peak, then the peak at the SM clock measured
+    with it); otherwise :data:`_OURS`'s words for it (the first measured part's number when the
+    record lacks a part they read); "not measured here" or "needs a Blackwell GPU" when no part
+    is measured."""
     done = [p for p in claim.parts if p.measured and p.value is not None]
     if not done:
-        return "—"
+        return "needs a Blackwell GPU" if claim.verdict == BLACKWELL else "not measured here"
     if claim.percent_of_peak:
         side = {p.denominator: p.value for p in done if p.unit == "fraction of peak"}
         if DATASHEET in side and MEASURED_CLOCK in side:
-            return f"{side[DATASHEET]:.3f}, at clock {side[MEASURED_CLOCK]:.3f}"
-    p = next((p for p in done if p.verdict == FAILS), done[0])
-    return _number(p)
+            return f"{_pct(side[DATASHEET])} ({_pct(side[MEASURED_CLOCK])} at its clock)"
+    try:
+        return _OURS[claim.key](claim, [p.value for p in claim.parts])
+    except (KeyError, IndexError, TypeError):
+        return _number(done[0])
 
 
-def summary_text(claims) -> str:
-    """One line per seed claim: its key, :data:`SHORT`, its verdict (for "partly": how many of its
-    parts hold, of all its parts) and :func:`our_number`. The full table is :func:`table_text`."""
-    claims = list(claims)
-    short = [SHORT.get(c.key, c.statement) for c in claims]
-    w = max([len(x) for x in short] + [8]) + 2
-    lines = [f"{'claim':18s}{'in short':{w}s}{'verdict':14s}our number"]
-    for c, text in zip(claims, short):
-        v = "Blackwell" if c.verdict == BLACKWELL else c.verdict
-        if c.verdict == PARTLY:
-            v += f" {sum(p.verdict == HOLDS for p in c.parts)}/{len(c.parts)}"
-        lines.append(f"{c.key:18s}{text:{w}s}{v:14s}{our_number(c)}")
-    lines.append("(partly k/n: k of its n parts hold. Fractions of peak: datasheet, then at the "
-                 "measured clock.\n Other numbers: the part that does not hold, else the first part.)")
+def verdict_words(claim) -> str:
+    """The claim's verdict, with the count of parts for "partly" (``partly: 2 of 3 hold, 1 not
+    measured``)."""
+    if claim.verdict == BLACKWELL:
+        return "needs Blackwell"
+    if claim.verdict != PARTLY:
+        return claim.verdict
+    held = sum(p.verdict == HOLDS for p in claim.parts)
+    unmeasured = sum(not p.measured for p in claim.parts)
+    return (f"partly: {held} of {len(claim.parts)} hold"
+            + (f", {unmeasured} not measured" if unmeasured else ""))
+
+
+def summary_markdown(claims) -> str:
+    """One row per seed claim, in the seed's order: the claim in plain words (:data:`PLAIN`), the
+    chapter that measures it, what we measured (:func:`our_number`) and the verdict
+    (:func:`verdict_words`). Every part of every claim: :func:`table_text`."""
+    lines = ["| the seed article says (our words) | ch. | we measured | verdict |", "|---|---|---|---|"]
+    for c in claims:
+        lines.append(f"| {PLAIN.get(c.key, c.statement)} | {c.chapter} | {our_number(c)} | "
+                     f"{verdict_words(c)} |")
     return "\n".join(lines)
 
 
@@ -229,20 +298,24 @@ def mismatches(claims, anchors=(), written=None, written_anchors=None) -> dict:
 
 
 def check_written(claims, anchors=(), written=None, written_anchors=None) -> str:
-    """Print that every verdict is the one the chapter's text was written for, or raise
-    :class:`~asynctc.core.notebook.ClaimError` naming each that is not (a re-measurement that
-    flips a verdict stops the notebook: its prose needs revisiting)."""
+    """Check that every verdict is the one the chapter's text was written for; return a sentence
+    saying so (printing nothing), or raise :class:`~asynctc.core.notebook.ClaimError` naming each
+    that is not (a re-measurement that flips a verdict stops the notebook: its prose needs
+    revisiting)."""
     claims, anchors = list(claims), list(anchors)
     bad = mismatches(claims, anchors, written, written_anchors)
     n = len(claims) + len(anchors)
-    shown = {k: f"written for {w!r}, records give {g!r}" for k, (w, g) in bad.items()}
     parts = sum(len(c.parts) for c in claims + anchors)
-    return notebook.claim(not bad, f"All {n} verdicts and their {parts} parts are the ones this "
-                          f"chapter's text was written for (the seed's statements: "
-                          f"{counts_text(claims)}).", **shown)
+    if bad:
+        shown = "; ".join(f"{k}: written for {w!r}, records give {g!r}" for k, (w, g) in bad.items())
+        raise notebook.ClaimError(f"verdicts differ from those chapter 10's text was written for "
+                                  f"(claims.WRITTEN_FOR): {shown}; the text needs revisiting for "
+                                  "these records")
+    return (f"All {n} verdicts and their {parts} parts are the ones the chapter's text was written "
+            f"for (the seed's statements: {counts_text(claims)}).")
 
 
 __all__ = ["WRITTEN_FOR", "WRITTEN_FOR_ANCHORS", "written_verdict", "table_text", "SHORT",
-           "our_number", "summary_text", "counts", "counts_text",
+           "PLAIN", "our_number", "verdict_words", "summary_markdown", "counts", "counts_text",
            "percent_rows", "percent_text", "anchors_text", "not_measured", "not_measured_text",
            "mismatches", "check_written", "MEASURED_CLOCK"]

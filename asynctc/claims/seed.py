@@ -25,7 +25,7 @@ from .verdicts import (BLACKWELL, DATASHEET, FAILS, HOLDS, MEASURED_CLOCK, NOT_M
 SIZE = 4096
 
 #: The seed's 4096³ fp16 table as fractions of peak: (step, low, high, as the seed writes it) —
-#: the same reading as chapter 07's section 8 (`asynctc.fp8.SEED_4096`; a test keeps them equal).
+#: the same reading as deep dive 07d's section 6 (`asynctc.fp8.SEED_4096`; a test keeps them equal).
 SEED_4096 = (("mma.sync", 0.45, 0.55, "~50 %"),
              ("wgmma + TMA + warp specialization", 0.75, 0.80, "75–80 %"),
              ("tuned", 0.85, 0.85, "85 %"))

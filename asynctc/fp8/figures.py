@@ -3,8 +3,8 @@ the FP8 value grids (:func:`plot_formats`); the accumulation plot of an "fp8" re
 (:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table and
 the verdicts and claims of the lesson (:func:`speed_table`, :func:`cublaslt_note`,
 :func:`fp16_ratio_note`, :func:`prediction_note`, :func:`promotion_note`,
-:func:`promotion_cost_note`), and those on a "swizzle" record (:func:`swizzle_gain_note`,
-:func:`swizzle_modes_note`, :func:`tma_once_note`). A ``*_note`` returns what
+:func:`random_inputs_note`, :func:`promotion_cost_note`), and the one on a "swizzle" record
+(:func:`swizzle_gain_note`; the rest of that record is deep dive 07c's). A ``*_note`` returns what
 :func:`asynctc.core.notebook.verdict` (``(condition, if_true, if_false)``) or
 :func:`asynctc.core.notebook.claim` (``(holds, text, numbers)``) takes. The seed article's 4096³
 table beside our rungs is in :mod:`asynctc.fp8.seed`."""
@@ -158,6 +158,21 @@ def promotion_note(results: dict) -> tuple[bool, str, dict]:
     return holds, text, {"p0": err[(k, 0)], "p4": err[(k, 4)], "p1": err[(k, 1)]}
 
 
+def random_inputs_note(results: dict) -> tuple[bool, str, dict]:
+    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: the accumulation plot's
+    right panel at the largest K — the worst error over Σ|a·b| on standard-normal FP8 inputs
+    without promotion, promoting every 4 k-tiles and every k-tile. It holds when each shorter
+    interval is more precise."""
+    rows = results["experiment"]["rows"]
+    err = {(r["k"], r["promote"]): r["random_max_err_over_absAB"] for r in rows}
+    k = max(r["k"] for r in rows)
+    text = (f"Standard-normal inputs at K = {k}: the worst error is {err[(k, 0)]:.1e} of Σ|a·b| "
+            f"without promotion, {err[(k, 4)]:.1e} promoting every 4 k-tiles, {err[(k, 1)]:.1e} "
+            "every k-tile.")
+    return (err[(k, 1)] < err[(k, 4)] < err[(k, 0)], text,
+            {"p0": err[(k, 0)], "p4": err[(k, 4)], "p1": err[(k, 1)]})
+
+
 def promotion_cost_note(results: dict) -> tuple[bool, str, dict]:
     """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: at the largest size, the
     throughput promotion every k-tile and every 4 k-tiles keep of the same 128×128 kernel without
@@ -181,31 +196,6 @@ def swizzle_gain_note(results: dict, band=(0.10, 0.20)) -> tuple[bool, str, str]
     return (lo <= gain <= hi, f"128-byte over 64-byte swizzle: {gain:.0%}, inside {seed}.",
             f"128-byte over 64-byte swizzle: {gain:.0%}, not {seed}; over 32-byte "
             f"{1 / of[32] - 1:.0%}, over none {1 / of[0] - 1:.0%}.")
-
-
-def swizzle_modes_note(results: dict) -> tuple[bool, str, dict]:
-    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: the modes are not
-    evenly spaced — at every size the 64-byte swizzle keeps at least 0.9 of the 128-byte one's
-    rate, the 32-byte one and none at most 0.6 (the text gives the measured bounds)."""
-    rows = _one_box_rows(results)
-    low64 = min(r["of_128"] for r in rows if r["swizzle"] == 64)
-    high = max(r["of_128"] for r in rows if r["swizzle"] in (32, 0))
-    text = (f"The modes are not evenly spaced: at every size 64-byte keeps at least {low64:.2f} of "
-            f"128-byte's rate, 32-byte and none at most {high:.2f}.")
-    return low64 >= 0.9 and high <= 0.6, text, {"of_128_64B": low64, "of_128_narrow": high}
-
-
-def tma_once_note(results: dict) -> tuple[bool, str, str]:
-    """``(tma's, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: with wgmma alone on
-    stages loaded once, what the 32-byte and no swizzle keep of 128-byte, and whether the record
-    puts the loss on TMA (:func:`asynctc.swizzle.suite.tma_once_outcome`)."""
-    from ..swizzle import suite as SW
-    once = SW.tma_once_outcome(results)
-    kept = min(r["of_128"] for r in SW.tma_once_rows(results) if r["swizzle"] in (32, 0))
-    return (once["outcome"] == "tma",
-            f"Without TMA, 32-byte and no swizzle keep at least {kept:.2f} of 128-byte: the loss is "
-            "TMA's (which part of its work: deep dive 07c).",
-            f"Without TMA the outcome is '{once['outcome']}', not TMA's alone (deep dive 07c).")
 
 
 def _one_box_rows(results: dict) -> list[dict]:

@@ -1,4 +1,4 @@
-"""Chapter 07 §8: the seed article's 4096³ table of fractions of peak (:data:`SEED_4096`) beside
+"""Deep dive 07d §6: the seed article's 4096³ table of fractions of peak (:data:`SEED_4096`) beside
 our measured GEMMs from the records (:func:`seed_comparison`, :func:`seed_table_text`), each under
 two denominators — the datasheet's dense peak and SMs × FLOP/clk/SM × the SM clock measured for
 the row (:func:`asynctc.core.peak.peak_at_clock`, a pure function of the row). Reads records;

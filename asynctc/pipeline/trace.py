@@ -20,9 +20,12 @@ def trace_words(cfg: PipelineConfig) -> int:
     return TRACE_CTAS * cfg.consumers * (TRACE_HEADER + 2 * TRACE_EVENTS)
 
 
-def error_fields(word: int) -> dict:
-    """The error word of chapter 05's or 06's kernel split into :data:`ERROR_FIELDS`."""
-    return {k: (int(word) >> shift) & ((1 << width) - 1) for k, (shift, width) in ERROR_FIELDS.items()}
+def error_fields(word: int, fields: dict | None = None) -> dict:
+    """The error word of chapter 05's or 06's kernel split into :data:`ERROR_FIELDS` — or into
+    ``fields`` (name → (shift, width)), the layout of another kernel's word (chapter 08's:
+    :data:`asynctc.pitfalls.variants.WORD_FIELDS`)."""
+    fields = ERROR_FIELDS if fields is None else fields
+    return {k: (int(word) >> shift) & ((1 << width) - 1) for k, (shift, width) in fields.items()}
 
 
 def decode_error(word: int) -> str:

@@ -62,12 +62,10 @@ def ordering_diagnosis(rule: str, program=None) -> Diagnosis:
     return Diagnosis("Hazard", f"Hazard ({h.rule}) at step {h.step} ({h.op}): {h.why}", hz)
 
 
-def layout_mismatch(tma_swizzle: int = 128, reader_swizzle: int = 128, base_offset: int = 0,
-                    rows: int = 64, row_bytes: int = 128) -> dict | None:
-    """Where the reader finds element (r, c) of a ``rows`` × ``row_bytes`` fp16 box that TMA wrote
-    with ``tma_swizzle`` into a tile starting ``base_offset`` bytes past a 1024 B boundary, when it
-    assumes ``reader_swizzle`` relative to the tile base. None when every element is where the reader
-    looks; else {row, col, found_row, found_col, wrong, total} for the first misplaced element."""
+def _found(tma_swizzle: int, reader_swizzle: int, base_offset: int, rows: int = 64,
+           row_bytes: int = 128) -> np.ndarray:
+    """For each element (r, c) of the box, the flat index (row · cols + col) of the element the
+    reader actually gets there (see :func:`layout_mismatch`)."""
     from ..models.layout import swizzle_address
     if base_offset % 128:
         raise ValueError(f"base_offset={base_offset}: TMA needs 128-byte aligned shared memory "
@@ -79,7 +77,29 @@ def layout_mismatch(tma_swizzle: int = 128, reader_swizzle: int = 128, base_offs
     looked = swizzle_address(off, reader_swizzle)                              # where the reader looks
     where = np.empty(rows * row_bytes // 2, np.int64)
     where[written.ravel() // 2] = np.arange(rows * cols)
-    found = where[looked.ravel() // 2].reshape(rows, cols)
+    return where[looked.ravel() // 2].reshape(rows, cols)
+
+
+def misplaced_offsets(tma_swizzle: int = 128, reader_swizzle: int = 128, base_offset: int = 0,
+                      rows: int = 64, row_bytes: int = 128) -> dict:
+    """How far from each element of the box the reader fetches it (:func:`layout_mismatch`'s
+    setting): ``{"rows": row read − row wanted, "cols": column read − column wanted}``, two
+    ``rows`` × ``row_bytes / 2`` int arrays in fp16 elements (0 where the layout agrees)."""
+    cols = row_bytes // 2
+    found = _found(tma_swizzle, reader_swizzle, base_offset, rows, row_bytes)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    return {"rows": found // cols - r, "cols": found % cols - c}
+
+
+def layout_mismatch(tma_swizzle: int = 128, reader_swizzle: int = 128, base_offset: int = 0,
+                    rows: int = 64, row_bytes: int = 128) -> dict | None:
+    """Where the reader finds element (r, c) of a ``rows`` × ``row_bytes`` fp16 box that TMA wrote
+    with ``tma_swizzle`` into a tile starting ``base_offset`` bytes past a 1024 B boundary, when it
+    assumes ``reader_swizzle`` relative to the tile base. None when every element is where the reader
+    looks; else {row, col, found_row, found_col, wrong, total} for the first misplaced element."""
+    cols = row_bytes // 2
+    found = _found(tma_swizzle, reader_swizzle, base_offset, rows, row_bytes)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
     bad = np.argwhere(found != (r * cols + c))
     if not len(bad):
         return None

@@ -20,23 +20,19 @@ def plot_broken_timeline(protocol: str, ax=None):
 
 
 def plot_misplaced(tma_swizzle: int = 128, reader_swizzle: int = 128, base_offset: int = 128, ax=None):
-    """For each element (row, col) of a 64 × 64 fp16 box, the row the reader actually gets it from,
-    minus its own row (0 where the layout agrees)."""
+    """For each element (row, col) of a 64 × 64 fp16 box, the column the reader actually gets it
+    from, minus its own column (0 where the layout agrees; :func:`~asynctc.pitfalls.diagnosis.
+    misplaced_offsets`). The x ticks mark the 16-byte chunks (8 elements) a swizzle moves."""
     import matplotlib.pyplot as plt
-    from ..models.layout import swizzle_address
-    rows, cols = 64, 64
-    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-    off = r * 128 + c * 2
-    written = swizzle_address(base_offset + off, tma_swizzle) - base_offset
-    where = np.empty(rows * cols, np.int64)
-    where[written.ravel() // 2] = np.arange(rows * cols)
-    found = where[swizzle_address(off, reader_swizzle).ravel() // 2].reshape(rows, cols)
+    off = _d.misplaced_offsets(tma_swizzle, reader_swizzle, base_offset)["cols"]
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 4))
-    im = ax.imshow(found % cols - c, cmap="coolwarm", aspect="auto")
-    ax.set_xlabel("column (fp16 element)")
+    lim = max(int(np.abs(off).max()), 1)
+    im = ax.imshow(off, cmap="coolwarm", aspect="auto", vmin=-lim, vmax=lim)
+    ax.set_xticks(range(0, off.shape[1] + 1, 8))
+    ax.set_xlabel("column (fp16 element; a tick per 16-byte chunk)")
     ax.set_ylabel("row")
     ax.set_title(f"column read − column wanted (TMA {tma_swizzle} B swizzle, reader {reader_swizzle} B, "
                  f"base +{base_offset} B)", fontsize=9)
-    ax.figure.colorbar(im, ax=ax)
+    ax.figure.colorbar(im, ax=ax, label="columns off (0 = the right element)")
     return ax

@@ -30,25 +30,26 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-#: Every op: (its argument as the step writes it, or None for no argument; what the op stands for).
+#: Every op: (its argument as the step writes it, or None for no argument; the instruction it stands
+#: for — its name only, so that the list does not answer an exercise; the glossary and the module
+#: docstring give the rules).
 #: An argument in quotes is a name (any string or int naming a barrier, buffer or stage); N is an int.
 OP_FORMS = {
     "init": ('"b"', 'mbarrier.init of barrier "b"'),
-    "fence_init": (None, "fence.mbarrier_init (makes the inits visible to the async proxy and the cluster)"),
+    "fence_init": (None, "fence.mbarrier_init"),
     "sync": (None, "__syncthreads, or a named barrier over the threads involved"),
-    "use": ('"b"', 'another thread, or TMA\'s complete_tx, touches barrier "b"'),
-    "st": ('"buf"', 'generic st.shared / stmatrix writes into buffer "buf"'),
-    "fence_proxy": (None, "fence.proxy.async.shared::cta, executed by the writers"),
-    "tma_store": ('"buf"', 'a TMA store that reads buffer "buf"'),
-    "bulk_commit": (None, "cp.async.bulk.commit_group: the TMA stores issued so far become one bulk group"),
-    "bulk_wait_read": ("N", "cp.async.bulk.wait_group.read N: wait until at most N committed bulk groups "
-                            "may still read their source (0 waits for all)"),
-    "wgmma": ("s", "a wgmma that reads stage s"),
-    "wgmma_commit": (None, "wgmma.commit_group: the wgmmas issued so far become one wgmma group"),
-    "wgmma_wait": ("N", "wgmma.wait_group N: wait until at most N wgmma groups are pending (0 waits for all)"),
-    "ld": ("s", "the lanes of a warp read stage s"),
+    "use": ('"b"', 'another thread, or TMA\'s complete_tx, uses barrier "b"'),
+    "st": ('"buf"', 'st.shared / stmatrix into buffer "buf"'),
+    "fence_proxy": (None, "fence.proxy.async.shared::cta, by each writer"),
+    "tma_store": ('"buf"', 'a TMA store (cp.async.bulk.tensor) from buffer "buf"'),
+    "bulk_commit": (None, "cp.async.bulk.commit_group"),
+    "bulk_wait_read": ("N", "cp.async.bulk.wait_group.read N"),
+    "wgmma": ("s", "a wgmma reading stage s"),
+    "wgmma_commit": (None, "wgmma.commit_group"),
+    "wgmma_wait": ("N", "wgmma.wait_group N"),
+    "ld": ("s", "each lane of a warp reads stage s"),
     "syncwarp": (None, "__syncwarp"),
-    "arrive": ("s", "the elected lane arrives on empty[s]: stage s may be overwritten"),
+    "arrive": ("s", "the elected lane's mbarrier.arrive on empty[s]"),
 }
 OPS = tuple(OP_FORMS)
 _INT_ARG = ("bulk_wait_read", "wgmma_wait")
@@ -65,7 +66,8 @@ def describe_ops() -> str:
     """One line per op: the step as you write it, and what it stands for."""
     w = max(len(form(op)) for op in OPS)
     return "\n".join(f"{form(op):{w}s}  {OP_FORMS[op][1]}" for op in OPS) + (
-        '\n"b", "buf": a barrier\'s or a buffer\'s name (any string); s: a stage number; N: an int')
+        '\n"b", "buf": a barrier\'s or a buffer\'s name (any string); s: a stage number; N: an int, '
+        'the groups that may stay pending (0: none)')
 
 
 class Hazard(NamedTuple):

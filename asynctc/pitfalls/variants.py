@@ -46,6 +46,12 @@ BUGS = {
     10: ("swizzle_mismatch", "the reader assumes no swizzle; the tensor map writes 128B swizzle"),
 }
 WAIT_BARRIERS = {1: "full", 2: "empty"}
+#: The error word a timed-out wait writes (``wait_or_record`` in kernels/pitfalls.cu:
+#: ``code | tag << 8 | tile << 16``, tag = stage << 4 | barrier), as (shift, width) per field — the
+#: format of chapter 05's :data:`asynctc.pipeline.config.ERROR_FIELDS`, whose code, barrier and stage
+#: bits it shares; which role waited is the slot the word is written to (err[1] producer, err[2]
+#: consumers), not a field.
+WORD_FIELDS = {"code": (0, 8), "barrier": (8, 4), "stage": (12, 4), "tile": (16, 8)}
 ROLES = {1: "producer", 2: "consumers"}
 EVENTS = {1: "empty_wait", 2: "empty_pass", 3: "tma_load", 4: "full_wait", 5: "full_pass",
           6: "release", 7: "tma_store", 8: "timeout"}
@@ -118,14 +124,37 @@ def sass_count(ck: runtime.CompiledKernel, opcode: str) -> int:
     return sum(n for op, n in sass_ops(ck).items() if op == opcode or op.startswith(opcode + "."))
 
 
+def word_fields(word: int) -> dict:
+    """One error word split into :data:`WORD_FIELDS` (chapter 05's decoder,
+    :func:`asynctc.pipeline.trace.error_fields`, with this kernel's layout)."""
+    from ..pipeline.trace import error_fields
+    return error_fields(word, WORD_FIELDS)
+
+
 def decode_word(word: int) -> str:
-    """One error word (``1 | tag << 8 | tile << 16``, tag = stage << 4 | barrier) as text."""
+    """One error word (:data:`WORD_FIELDS`) as text."""
     word = int(word)
     if word == 0:
         return "ok"
-    code, tag, tile = word & 0xFF, (word >> 8) & 0xFF, word >> 16
-    bar = WAIT_BARRIERS.get(tag & 0xF, f"barrier {tag & 0xF}")
-    return f"timed out on {bar}[{tag >> 4}] at tile {tile} (code {code}, word {word:#x})"
+    f = word_fields(word)
+    bar = WAIT_BARRIERS.get(f["barrier"], f"barrier {f['barrier']}")
+    return f"timed out on {bar}[{f['stage']}] at tile {f['tile']} (code {f['code']}, word {word:#x})"
+
+
+def explain_word(word: int) -> str:
+    """One error word written out field by field, in the order the kernel builds it, e.g.
+    ``0x201 = tile 0 << 16 | stage 0 << 12 | barrier 2 (empty) << 8 | code 1 (timeout)``."""
+    f = word_fields(word)
+    bar = WAIT_BARRIERS.get(f["barrier"], "?")
+    code = "timeout" if f["code"] == 1 else "?"
+    return (f"{int(word):#x} = tile {f['tile']} << 16 | stage {f['stage']} << 12 | barrier "
+            f"{f['barrier']} ({bar}) << 8 | code {f['code']} ({code})")
+
+
+def words_in(text: str) -> list[int]:
+    """The error words an outcome's text quotes (``word 0x…``, as :func:`decode_word` writes them),
+    in order: a recorded outcome keeps only its text."""
+    return [int(w, 16) for w in re.findall(r"\bword (0x[0-9a-f]+)", text)]
 
 
 def decode_errors(words) -> dict:

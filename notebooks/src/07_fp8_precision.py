@@ -113,6 +113,16 @@ notebook.verdict(*fp8.cublaslt_note(res, goal=fp8.GOAL))
 _ = notebook.verdict(*fp8.fp16_ratio_note(res, band=(1.5, 2.0)))
 
 # %% [markdown]
+# The seed also says the right shared-memory swizzle is worth 10–20 %. Deep dive
+# [07c](07c_swizzle_and_row_boxes.ipynb) measures that on chapter 06's FP16 kernel and finds where
+# the loss comes from; its headline:
+
+# %% output varies
+srec = records.load("swizzle")
+print(srec.label())
+_ = notebook.verdict(*fp8.swizzle_gain_note(srec.results, band=(0.10, 0.20)))
+
+# %% [markdown]
 # ## 5. The accumulator: swamping, and promotion
 #
 # Hopper's FP8 wgmma does not add in full fp32 (DeepSeek-AI: it "retains around 14 bits"). Our model
@@ -123,14 +133,19 @@ _ = notebook.verdict(*fp8.fp16_ratio_note(res, band=(1.5, 2.0)))
 # * [Swamping](../docs/glossary.md#swamping): a product 2^(f+1) times smaller than the sum vanishes.
 # * **Promotion**, the fix (DeepSeek-V3 §3.3.2): every P k-tiles (`promote=P`; a k-tile is 128 FP8
 #   elements of K) the consumer adds its wgmma accumulators into fp32 registers of its own and
-#   restarts them. It needs a 128×128 tile and a wait for its own wgmmas (cost: deep dive 07b).
+#   restarts them. That second set of registers is why it needs a 128×128 tile: 2 × 64 fp32 values
+#   per thread fit, while the top rung's 128×256 tile would need 2 × 128, more than the 232
+#   registers a consumer thread gets (chapter 06). It also waits for its own wgmmas (cost: deep
+#   dive 07b).
 #
 # **13 or 14 bits?** f counts the *fraction* bits kept below the leading bit; DeepSeek's "around
 # 14 bits" also counts the leading bit (13 + 1). Deep dive 07b fits f = 13 bit for bit.
 #
-# **The experiment.** Each element of C sums one product of 1024 (32 · 32), then K − 1 small ones
-# (below 2^-4), all lost against 2^10 with f = 13. Lines: the model, written before the first GPU
-# run (`fp8.ACC_PREDICTION`); markers: the GPU.
+# **The experiment.** Left panel: each element of C sums one product of 1024 (32 · 32), then K − 1
+# small ones (below 2^-4), all lost against 2^10 with f = 13. Lines: the model, written before the
+# first GPU run (`fp8.ACC_PREDICTION`); markers: the GPU. Right panel: ordinary standard-normal
+# FP8 inputs. Each element's error is divided by Σ|a·b|, the sum of its K products' magnitudes, so
+# the curve reads as the accumulator's precision; the worst element is plotted.
 
 # %% output varies
 assert fp8.prediction_table(fp8.predict_swamp()) == fp8.ACC_PREDICTION     # the model, as written then
@@ -139,37 +154,13 @@ plt.show()
 notebook.verdict(*fp8.prediction_note(res, tolerance=0.05))
 ok, text, numbers = fp8.promotion_note(res)          # the error at the largest K
 notebook.claim(ok, text, **numbers)
+ok, text, numbers = fp8.random_inputs_note(res)      # the right panel at the largest K
+notebook.claim(ok, text, **numbers)
 ok, text, numbers = fp8.promotion_cost_note(res)     # the throughput promotion costs
 _ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
-# ## 6. Swizzle: the seed's "10–20 %"
-#
-# The seed article says the right shared-memory swizzle is worth 10–20 %. The `swizzle` suite
-# built chapter 06's rung 5 (fp16) with 128-, 64-, 32-byte and no swizzle, checked and timed each.
-#
-# The bank model finds every layout free of bank conflicts, for wgmma's reads and TMA's writes
-# alike (unswizzled, each core matrix is 128 contiguous bytes: [chapter 04](04_wgmma.ipynb) §3). It
-# is a model: how wgmma reads shared memory is not documented. But a narrow layout makes TMA write
-# more, shorter rows. So the suite also ran wgmma alone on stages loaded once
-# (`WSConfig.tma_once`, a diagnostic, not a GEMM): full rate there means the loss is TMA's.
-
-# %% output varies
-srec = records.load("swizzle")
-print(srec.label())
-notebook.verdict(*fp8.swizzle_gain_note(srec.results, band=(0.10, 0.20)))
-ok, text, numbers = fp8.swizzle_modes_note(srec.results)
-_ = notebook.claim(ok, text, **numbers)
-
-# %% [markdown]
-# This lesson can say where the loss sits, not why: the cell below runs wgmma without TMA in the
-# loop, and deep dive 07c takes TMA's part apart (rows per box, bytes per row).
-
-# %% output varies
-_ = notebook.verdict(*fp8.tma_once_note(srec.results))
-
-# %% [markdown]
-# ## 7. Exercises
+# ## 6. Exercises
 #
 # Wrong answers get a hint that names the mistake.
 #

@@ -3,11 +3,11 @@
 #
 # ← back to the core lesson [07_fp8_precision](07_fp8_precision.ipynb)
 #
-# **Assumes** chapter 07's core lesson, section 6: the `swizzle` suite's four variants of chapter
-# 06's rung 5 (fp16, 128-, 64-, 32-byte swizzle and none), their throughput as a fraction of the
-# 128-byte one, and the verdict that the narrow layouts' loss is TMA's. **What it adds:** Nsight
-# Compute's shared-memory counters (why the bank-conflict counters read 0 and what does count),
-# each prediction frozen before the run beside what was measured; the row-box variants, which take
+# **Assumes** the swizzle modes as bank maps (chapters 03 and 04) and chapter 06's warp-specialized
+# GEMM. **What it adds:** the seed article says the right shared-memory swizzle is worth 10–20 %.
+# Chapter 07 gives the headline number; here is where the loss comes from: Nsight Compute's
+# shared-memory counters (why the bank-conflict counters read 0 and what does count), each
+# prediction frozen before the run beside what was measured; the row-box variants, which take
 # the number of TMA boxes apart from the layout; the wgmma-only variants (`tma_once`), which take
 # TMA out; and the tile, stage and register budget: the other half of the seed's "layout" advice.
 
@@ -28,8 +28,11 @@ notebook.banner("sm_90a")
 # all from one layout model — checks each against float64, reads Nsight Compute's shared-memory
 # counters (one launch per variant, at one size) and times it beside cuBLAS. Its prediction was
 # frozen before the run (`asynctc.swizzle.PREDICTION`): no variant has bank conflicts under wgmma;
-# narrower swizzles cost only through TMA's narrower boxes. The same run also holds the row-box
-# variants of section 2; this section reads the four swizzles.
+# narrower swizzles cost only through TMA's narrower boxes. The bank model finds every layout
+# conflict-free, for wgmma's reads and TMA's writes alike (unswizzled, each core matrix is 128
+# contiguous bytes: [chapter 04](04_wgmma.ipynb) §3); but it is a model, since how wgmma reads
+# shared memory is not documented. The same run also holds the row-box variants of section 2; this
+# section reads the four swizzles.
 
 # %% output varies
 try:

@@ -10,8 +10,7 @@
 #
 # Chapters 03–06 built the protocols; this one breaks them. Without a GPU, a cell that runs a kernel
 # prints the run recorded on an H200. Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant
-# on the GPU, its SASS, ptxas, the in-kernel trace, and *compute-sanitizer* (NVIDIA's checker of
-# memory accesses and races).
+# on the GPU, and *compute-sanitizer* (NVIDIA's checker of memory accesses and races).
 
 # %% output varies
 from IPython.display import Markdown, display
@@ -28,8 +27,7 @@ notebook.banner("sm_90a")
 # A wrong synchronous kernel is usually wrong every time. An asynchronous one can also **hang** (a
 # wait names a phase that never completes), be **wrong sometimes** (a stage read before its bytes
 # land, or overwritten while still read), be **wrong in a fixed pattern** (writer and reader
-# disagree on the layout), or be **slow but right** (ptxas dropped `setmaxnreg`). None of these
-# announces itself.
+# disagree on the layout), or be **slow but right** (ptxas dropped `setmaxnreg`).
 #
 # Every kernel here waits with a **bounded wait** (chapter 03): after a time limit the thread writes
 # an error word and leaves, so each hang below ends in a sentence.
@@ -38,7 +36,7 @@ notebook.banner("sm_90a")
 #
 # One row per class: its key (exercise 1 answers with one), the public reports
 # (repository#number), and where the course reproduces it — a CPU model, and a `BUG=` build of
-# `kernels/pitfalls.cu`. Deep dive 08b §1 lists the reports one by one. Terms the table uses:
+# `kernels/pitfalls.cu` (deep dive 08b §1 lists the reports). Terms the table uses:
 #
 # * [latent](../docs/glossary.md#latent): found by reading the code, never seen failing;
 # * [proxy](../docs/glossary.md#proxy): an access's path to memory — ordinary loads and stores take
@@ -46,25 +44,20 @@ notebook.banner("sm_90a")
 # * [tx-count](../docs/glossary.md#tx-count): the bytes an mbarrier phase still waits for;
 # * [bulk group](../docs/glossary.md#bulk-group): TMA stores one thread commits and waits for together;
 # * *leader*: the one lane (`elect.sync`, or lane 0) that arrives for its warp;
-# * *ring model*: chapter 05's CPU model of the mbarrier ring; the *layout model* and the *ordering
-#   checker* are this chapter's (sections 4b and 4c);
+# * *ring model*: chapter 05's CPU model of the mbarrier ring; *layout model*, *ordering checker*:
+#   sections 4b, 4c;
 # * *C7508*: ptxas's warning that it dropped [setmaxnreg](../docs/glossary.md#setmaxnreg).
 
 # %%
 display(Markdown(zoo.table_markdown(compact=True)))
-print(zoo.symptom_counts())
 
 # %% [markdown]
-# No public expect_tx report turned up, though it is a common first bug — our guess: it hangs at
-# once, so it is fixed before anyone files it.
-#
 # ## 3. The kernel the variants break
 #
 # One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
 # TMA loads (on `full[s]`); warps 0–3, the consumers, copy each box (undoing the 128B swizzle) into
 # a buffer that thread 0 writes back with a TMA store. Every wait gives up after 0.5 s. Below, the
-# consumers' loop; each `#if BUG …` block is one zoo class (08b §2 compiles all eleven). Three lines
-# are left out: they are exercise 2's answer.
+# consumers' loop; each `#if BUG …` block is one zoo class (08b §2 compiles all eleven).
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$", hooks=True,
@@ -86,12 +79,16 @@ d = D.pipeline_diagnosis("wrong_empty_parity")
 print(d.text)
 
 # %% [markdown]
-# The GPU variant (BUG=1) stops at the same barrier; then the starved consumers give up on `full[0]`:
+# The GPU variant (BUG=1) stops at the same barrier; then the starved consumers give up on `full[0]`.
+# Each role's bounded wait leaves an error word; the lines under the outcome take each apart
+# (`F.variants.explain_word`):
 
 # %% output varies
 outcome = D.gpu_outcome(1)
 print("BUG=1:", outcome)
 assert "producer timed out on empty[0] at tile 0" in outcome or outcome.startswith("not recorded")
+for word in F.variants.words_in(outcome):
+    print("  ", F.variants.explain_word(word))
 
 # %% [markdown]
 # ### 4b. Wrong every time: a tile 128 bytes off its swizzle repeat
@@ -106,6 +103,14 @@ m = D.layout_mismatch(tma_swizzle=128, reader_swizzle=128, base_offset=128)
 print(D.layout_diagnosis("misaligned").text)
 assert m["wrong"] == m["total"] and D.layout_mismatch(128, 128, 1024) is None
 ax = figures.plot_misplaced(128, 128, 128)
+off = D.misplaced_offsets(128, 128, 128)["cols"]
+assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).any() and (off[8:] == off[:-8]).all()
+
+# %% [markdown]
+# **Reading the figure.** One square per element, coloured by how many columns away the reader
+# fetched it (0, white, would be right). No element changes row; every offset is a multiple of 8
+# elements, one 16-byte chunk; the pattern repeats every 8 rows. Whole chunks swapped inside
+# 128-byte rows: the fingerprint of a layout bug (section 5's table).
 
 # %% [markdown]
 # ### 4c. Wrong only sometimes: what the ring model cannot see
@@ -113,7 +118,7 @@ ax = figures.plot_misplaced(128, 128, 128)
 # Chapter 05's ring model tracks barriers and bytes, not proxies, bulk groups or lanes. The
 # ordering checker (`asynctc.pitfalls.ordering`) does: it runs a short program of `(op, arg)` steps
 # and names the first broken rule. Four of its five rules' broken programs (the fifth, the TMA
-# store's, is exercise 2):
+# store's, is exercise 2; `init` wants chapter 03's fence and sync after `mbarrier.init`):
 
 # %%
 for rule in ("proxy", "wgmma", "leader", "init"):
@@ -123,8 +128,7 @@ for rule in ("proxy", "wgmma", "leader", "init"):
     assert ordering.check(fixed) == []
 
 # %% [markdown]
-# On the GPU these are races: a variant that passes is latent, not correct (the deep dive shows
-# what the H200 did with each).
+# On the GPU these are races: a variant that passes is latent, not correct (08b: what the H200 did).
 #
 # ## 5. The method
 #
@@ -132,9 +136,9 @@ for rule in ("proxy", "wgmma", "leader", "init"):
 # flight) before any overlap. Wrong at depth 1: the barriers are wrong. Right at depth 1, wrong at
 # depth 3: the parities or the releases are (tilelang#3087 showed up from 3 stages on).
 #
-# **Then the error word, a trace, the models.** The error word says who gave up where; an in-kernel
-# trace survives a timeout; compute-sanitizer finds crashes and races between threads, not a wrong
-# parity, swizzle or proxy race. `F.diagnose(class)` (`python -m asynctc diagnose <class>`) prints
+# **Then the error word, a trace, the models.** The error word says who gave up where (section 4a);
+# an in-kernel trace survives a timeout; compute-sanitizer finds crashes and thread races, not a
+# wrong parity, swizzle or proxy race. `F.diagnose(class)` (`python -m asynctc diagnose <class>`) prints
 # one class on one screen.
 #
 # **The decision table** starts from the symptom. Its ptxas codes: C7508 (above), and *C7511*,
@@ -162,10 +166,10 @@ ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 # %% [markdown]
 # **2. Repair a protocol.** Below is the broken TMA-store epilogue as a program: the consumers
 # write `out`, fence and sync; thread 0 issues the TMA store of `out` and commits it; a sync; then
-# the consumers write `out` again for the next tile. Insert the step(s) that make `ordering.check`
-# find no hazard, keeping the program's own steps in order, then check with answer 0 (the hazards
-# left). The cell prints every op as you write it, with what it stands for; the hint names the
-# first hazard still there.
+# the consumers write `out` again for the next tile. Insert the one step that makes
+# `ordering.check` find no hazard, keeping the program's own steps in order, then check with answer
+# 0 (the hazards left). The cell lists the 15 ops the checker knows, by instruction (what they do:
+# section 2's terms). Which op, with which argument, and where? Two places look right; one is.
 
 # %%
 program = list(ordering.PROGRAMS["store"]["broken"])
@@ -204,8 +208,6 @@ ok = exercises.check("ch08.repair", 0, rule="store", program=fixed, solution=Tru
 #   Passing runs and compute-sanitizer's racecheck can miss them (08b); a model of the rules names them.
 # * **Layout bugs** are deterministic: the first wrong element and its pattern name them.
 # * **Read the ptxas log**: C7508 means your register split is not there.
-#
-# **Deep dive:** [08b — the bugs in compiled code and on the GPU](08b_pitfalls_on_the_gpu.ipynb).
 #
 # **Next:** [chapter 09](09_blackwell.ipynb) takes the same protocols to Blackwell's tcgen05, where the accumulator moves to
 # [TMEM](../docs/glossary.md#tmem) and the MMA's completion arrives on an mbarrier too.

@@ -1,29 +1,27 @@
 # %% [markdown]
 # # 10 — Claims checked: the seed article's numbers beside ours
 #
-# **Learning goal.** Read a performance claim the way this course reads its own: find the number it
-# rests on and the measurement that tests it, say which peak a "% of peak" divides by, and take the
-# verdict from the record, never from memory. You will be able to
+# The **seed article** is the public tutorial on asynchronous Tensor Core programming that this
+# course was asked to check: we restate its claims in our own words (`asynctc.claims.seed`), and
+# neither name nor quote it. Checking such claims is a skill worth a lesson, because "80 % of peak"
+# means little until you know which peak it divides by, and the two usual peaks can give one kernel
+# two verdicts.
 #
-# 1. take each number of the seed article to the chapter and record that test it, and read the
-#    record's verdict;
+# **Learning goal.** Read a performance claim the way this course reads its own. You will be able to
+#
+# 1. take each claim to the chapter and record that test it, and read the verdict;
 # 2. compute a fraction of peak under **both** denominators, the datasheet's 989 TFLOP/s (dense
 #    FP16) and SMs × 4096 FLOP/clk/SM × the SM clock measured during the run, and say why their
 #    verdicts can differ;
 # 3. say what the course has not measured, and what would measure it.
 #
-# The public numbers the course cites (its *anchors*) set beside ours, and every part of every
-# statement, are in deep dive [10b](10b_claims_in_full.ipynb).
-#
-# The seed article is the tutorial this course was asked to check: we state each of its claims in
-# our own words, in its order (`asynctc.claims.seed`), without reproducing its text.
-#
-# This chapter runs no kernel. It reads the records the other chapters wrote (`data/<gpu>/*.json`,
-# each with its GPU, date and versions), so live and replay print the same. Its code is
-# `asynctc.claims`.
+# This chapter runs no kernel: it reads the records the other chapters wrote (`data/<gpu>/*.json`),
+# so live and replay print the same. Deep dive [10b](10b_claims_in_full.ipynb): the public numbers
+# the course cites (its *anchors*) beside ours, and every part of every claim.
 
 # %% output varies
 import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
 
 from asynctc import claims
 from asynctc.claims import seed
@@ -84,24 +82,17 @@ if after and f["clock"] in bench.CLOCK_KINDS[:2]:
                        datasheet=f["datasheet"])
 
 # %% [markdown]
-# ## 2. The summary: every statement, its verdict, our number
+# ## 2. The summary: every claim, what we measured, the verdict
 #
-# One line per statement, in the seed's order: its id, the claim in a few words, the verdict, and
-# our number. Deep dive [10b](10b_claims_in_full.ipynb) lists every part of every statement, with
-# the chapter and record it comes from; read it for the statements marked "partly".
+# One row per claim, in the seed's order; in "partly: 2 of 3 …" the numbers count its parts. A
+# fraction of peak is the datasheet's, then (in brackets) the one at the measured clock. Deep dive
+# [10b](10b_claims_in_full.ipynb) lists every part, with the chapter and record it comes from.
 
 # %% output varies
 cl = claims.evaluate(recs)
 an = claims.evaluate_anchors(recs)
-print(claims.summary_text(cl))
-
-# %% [markdown]
-# This chapter's text was written for the verdicts above. The cell below checks each verdict and
-# part against the ones written down (`claims.WRITTEN_FOR`): a re-measurement that flips one stops
-# here, naming the statement, instead of leaving a sentence the new record contradicts.
-
-# %% output varies
-_ = claims.check_written(cl, an)
+_ = claims.check_written(cl, an)      # stops here if a new record flips a verdict this text relies on
+display(Markdown(claims.summary_markdown(cl)))
 
 # %% [markdown]
 # ## 3. The "% of peak" statements, under both denominators
