@@ -64,7 +64,6 @@ ALLOWED = [
     ("01b", r"who holds what|which lane holds each", "the PTX fragment layout, not a measurement"),
     ("01", r"that a CTA holds in shared memory", "a definition"),
     ("01b", r"holds an A register|lane 4g\+t holds|lanes? .* hold", "the PTX fragment layout"),
-    ("03", r"which bank holds element", "an exercise's question"),
     ("04", r"lane 4g\+t holds|N/2 fp32 values per thread|holds each|holding each",
      "the PTX accumulator layout"),
     ("04b", r"lane 4g\+t holds|holds each", "the PTX accumulator layout"),
@@ -163,9 +162,13 @@ LISTINGS = {
     ("02b", r"^template <int kN>"): (3, r"cp\.async\.wait_group"),
     ("02", r"// Prologue: k-tiles 0"): (10, r"cp_async_wait_group"),
     ("02b", r"smem_copy_async\(const"): (10, r"cp_async"),
-    ("03b", r"^__device__ __forceinline__ u64 mbarrier_arrive_expect_tx"): (4, r"expect_tx"),
-    ("03b", r"^__device__ __forceinline__ void tma_load_2d"): (4, r"cp\.async\.bulk\.tensor"),
-    ("03", r"    record\(0, full"): (6, r"mbarrier_arrive_expect_tx|expect_tx"),
+    # the load path: the tensor map as a parameter, init + fence, expect_tx, the copy, the wait;
+    # with the PTX of each wrapper and the bounded try_wait loop: one listing, 25–45 lines
+    ("03", r'^extern "C" __global__ void tma_load_dump'): (
+        25, r"__grid_constant__ TmaDesc tmap[\s\S]*mbarrier_init[\s\S]*fence_mbarrier_init[\s\S]*"
+            r"mbarrier_arrive_expect_tx[\s\S]*tma_load_rank[\s\S]*mbarrier_wait_parity_bounded[\s\S]*"
+            r"mbarrier\.init\.shared[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*mbarrier\.try_wait\.parity"
+            r"[\s\S]*for \(u32 i = 1; i < max_tries[\s\S]*atomicCAS"),
     ("04b", r"^__device__ __forceinline__ void wgmma_fence\(\)"): (10, r"wgmma\.commit_group"),
     ("04", r"  // fence \(the registers were written above\)"): (10, r"wgmma_mma_async_ss"),
     ("05", r"^  RingState<STAGES> pos"): (30, r"full\.wait\(pos\.stage, pos\.phase[\s\S]*"
@@ -251,7 +254,8 @@ def test_listings_render_and_show_their_lines(src):
         min_lines, must = LISTINGS[key]
         text = notebook.source_excerpt(_resolve_target(call.args[0], earlier), start, end,
                                        hooks=kw.get("hooks", False), omit=kw.get("omit"),
-                                       variant=kw.get("variant", False))   # what the cell shows
+                                       variant=kw.get("variant", False),
+                                       ptx=kw.get("ptx", ()), more=kw.get("more", ()))   # what the cell shows
         n = len(text.splitlines())
         assert n >= min_lines, f"{src.name} cell {i}: listing {start!r} shows only {n} lines"
         assert re.search(must, text), f"{src.name} cell {i}: listing {start!r} lacks {must!r}"
