@@ -263,6 +263,32 @@ def test_listings_render_and_show_their_lines(src):
     assert seen == expected, f"{src.name}: {seen} listings, LISTINGS names {expected}"
 
 
+def test_ptx_instructions_read_each_wrappers_asm_with_its_operands_named():
+    from asynctc.core import notebook
+    rows = dict(l.split(None, 1) for l in notebook.ptx_instructions(
+        "mbarrier_init", "mbarrier_try_wait_parity", "tma_load_2d", "wgmma_wait_group").splitlines()[1:])
+    assert rows["mbarrier_init"] == "mbarrier.init.shared::cta.b64 [bar], count;"
+    assert rows["mbarrier_try_wait_parity"] == "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [bar], parity;"
+    assert rows["tma_load_2d"].endswith("[dst], [tma_desc_addr(d), {c0, c1}], [bar];")
+    assert rows["wgmma_wait_group"] == "wgmma.wait_group.sync.aligned kPending;"
+    with pytest.raises(ValueError, match="no wrapper of that name"):
+        notebook.ptx_instructions("mbarrier_nope")
+    with pytest.raises(ValueError, match="no asm statement of its own"):
+        notebook.ptx_instructions("wgmma_mma_async_ss")          # a macro builds its asm
+
+
+def test_one_listing_may_add_the_ptx_and_more_files():
+    from asynctc.core import notebook
+    text = notebook.source_excerpt("ptx/mma.cuh", start=r"^template <>", end=r"^}", ptx=("mbarrier_init",),
+                                   more=(("ptx/fence.cuh", r"void fence_proxy_async_shared_cta", r"^}"),))
+    lines = text.splitlines()
+    assert lines[0].startswith("template <>")
+    at = lines.index("// ---- the PTX instruction each wrapper issues (kernels/ptx/*.cuh)")
+    assert lines[at + 1].split() == ["//", "mbarrier_init", "mbarrier.init.shared::cta.b64", "[bar],", "count;"]
+    at = lines.index("// ---- kernels/ptx/fence.cuh")
+    assert "fence_proxy_async_shared_cta" in lines[at + 1] and lines[-1] == "}"
+
+
 def test_source_excerpt_includes_start_and_end():
     from asynctc.core import notebook
     text = notebook.source_excerpt("ptx/mma.cuh", start=r"^template <>", end=r"^}")
