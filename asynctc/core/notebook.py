@@ -127,7 +127,7 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     One listing may follow a path through several files: after the excerpt, ``ptx`` (names of
     ``kernels/ptx/*.cuh`` wrappers) adds, as comments, the PTX instruction each issues
     (:func:`ptx_instructions`), and ``more`` (``(file, start, end)`` triples) adds further excerpts,
-    each under a ``// ---- kernels/<file>`` line.
+    each under a ``// ---- kernels/<file>`` line (``// ...`` when it is further down the same file).
 
     Raises ``ValueError`` when no line matches ``start`` or no later line matches ``end`` (or
     ``omit``'s patterns), or for a file name outside ``kernels/`` (absolute, ``..``;
@@ -140,8 +140,11 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     if ptx:
         text += ("\n\n// ---- the PTX instruction each wrapper issues (kernels/ptx/*.cuh)\n"
                  + "\n".join("//   " + ln for ln in ptx_instructions(*ptx).splitlines()[1:]))
+    previous = None if ptx or not isinstance(target, str) else target
     for file, s, e in more:
-        text += f"\n\n// ---- kernels/{file}\n" + _excerpt(file, s, e, hooks, variant)
+        head = "// ..." if file == previous else f"// ---- kernels/{file}"
+        text += f"\n\n{head}\n" + _excerpt(file, s, e, hooks, variant)
+        previous = file
     return text
 
 
