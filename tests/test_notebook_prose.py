@@ -64,7 +64,6 @@ ALLOWED = [
     ("01b", r"who holds what|which lane holds each", "the PTX fragment layout, not a measurement"),
     ("01", r"that a CTA holds in shared memory", "a definition"),
     ("01b", r"holds an A register|lane 4g\+t holds|lanes? .* hold", "the PTX fragment layout"),
-    ("03", r"which bank holds element", "an exercise's question"),
     ("04", r"lane 4g\+t holds|N/2 fp32 values per thread|holds each|holding each",
      "the PTX accumulator layout"),
     ("04b", r"lane 4g\+t holds|holds each", "the PTX accumulator layout"),
@@ -163,11 +162,18 @@ LISTINGS = {
     ("02b", r"^template <int kN>"): (3, r"cp\.async\.wait_group"),
     ("02", r"// Prologue: k-tiles 0"): (10, r"cp_async_wait_group"),
     ("02b", r"smem_copy_async\(const"): (10, r"cp_async"),
-    ("03b", r"^__device__ __forceinline__ u64 mbarrier_arrive_expect_tx"): (4, r"expect_tx"),
-    ("03b", r"^__device__ __forceinline__ void tma_load_2d"): (4, r"cp\.async\.bulk\.tensor"),
-    ("03", r"    record\(0, full"): (6, r"mbarrier_arrive_expect_tx|expect_tx"),
-    ("04b", r"^__device__ __forceinline__ void wgmma_fence\(\)"): (10, r"wgmma\.commit_group"),
-    ("04", r"  // fence \(the registers were written above\)"): (10, r"wgmma_mma_async_ss"),
+    # the load path: the tensor map as a parameter, init + fence, expect_tx, the copy, the wait;
+    # with the PTX of each wrapper and the bounded try_wait loop: one listing, 25–45 lines
+    ("03", r'^extern "C" __global__ void tma_load_dump'): (
+        25, r"__grid_constant__ TmaDesc tmap[\s\S]*mbarrier_init[\s\S]*fence_mbarrier_init[\s\S]*"
+            r"mbarrier_arrive_expect_tx[\s\S]*tma_load_rank[\s\S]*mbarrier_wait_parity_bounded[\s\S]*"
+            r"mbarrier\.init\.shared[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*mbarrier\.try_wait\.parity"
+            r"[\s\S]*for \(u32 i = 1; i < max_tries[\s\S]*atomicCAS"),
+    # the kernel's loop, the PTX of fence/commit/wait, the asm macro and its fp16 SS use
+    ("04", r"  // fence \(the registers were written above\)"): (
+        25, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"
+            r"wgmma\.wait_group\.sync\.aligned kPending[\s\S]*wgmma\.mma_async\.sync\.aligned\.\" SHAPE TYPES"
+            r"[\s\S]*\.f32\.f16\.f16"),
     ("05", r"^  RingState<STAGES> pos"): (30, r"full\.wait\(pos\.stage, pos\.phase[\s\S]*"
                                             r"wgmma_wait_group<kPending>.*[\s\S]*empty\.arrive\("
                                             r"[\s\S]*load_stage[\s\S]*pos\.advance\(\)"),
@@ -251,12 +257,39 @@ def test_listings_render_and_show_their_lines(src):
         min_lines, must = LISTINGS[key]
         text = notebook.source_excerpt(_resolve_target(call.args[0], earlier), start, end,
                                        hooks=kw.get("hooks", False), omit=kw.get("omit"),
-                                       variant=kw.get("variant", False))   # what the cell shows
+                                       variant=kw.get("variant", False),
+                                       ptx=kw.get("ptx", ()), more=kw.get("more", ()))   # what the cell shows
         n = len(text.splitlines())
         assert n >= min_lines, f"{src.name} cell {i}: listing {start!r} shows only {n} lines"
         assert re.search(must, text), f"{src.name} cell {i}: listing {start!r} lacks {must!r}"
     expected = sum(1 for ch, _ in LISTINGS if ch == chapter)
     assert seen == expected, f"{src.name}: {seen} listings, LISTINGS names {expected}"
+
+
+def test_ptx_instructions_read_each_wrappers_asm_with_its_operands_named():
+    from asynctc.core import notebook
+    rows = dict(l.split(None, 1) for l in notebook.ptx_instructions(
+        "mbarrier_init", "mbarrier_try_wait_parity", "tma_load_2d", "wgmma_wait_group").splitlines()[1:])
+    assert rows["mbarrier_init"] == "mbarrier.init.shared::cta.b64 [bar], count;"
+    assert rows["mbarrier_try_wait_parity"] == "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [bar], parity;"
+    assert rows["tma_load_2d"].endswith("[dst], [tma_desc_addr(d), {c0, c1}], [bar];")
+    assert rows["wgmma_wait_group"] == "wgmma.wait_group.sync.aligned kPending;"
+    with pytest.raises(ValueError, match="no wrapper of that name"):
+        notebook.ptx_instructions("mbarrier_nope")
+    with pytest.raises(ValueError, match="no asm statement of its own"):
+        notebook.ptx_instructions("wgmma_mma_async_ss")          # a macro builds its asm
+
+
+def test_one_listing_may_add_the_ptx_and_more_files():
+    from asynctc.core import notebook
+    text = notebook.source_excerpt("ptx/mma.cuh", start=r"^template <>", end=r"^}", ptx=("mbarrier_init",),
+                                   more=(("ptx/fence.cuh", r"void fence_proxy_async_shared_cta", r"^}"),))
+    lines = text.splitlines()
+    assert lines[0].startswith("template <>")
+    at = lines.index("// ---- the PTX instruction each wrapper issues (kernels/ptx/*.cuh)")
+    assert lines[at + 1].split() == ["//", "mbarrier_init", "mbarrier.init.shared::cta.b64", "[bar],", "count;"]
+    at = lines.index("// ---- kernels/ptx/fence.cuh")
+    assert "fence_proxy_async_shared_cta" in lines[at + 1] and lines[-1] == "}"
 
 
 def test_source_excerpt_includes_start_and_end():

@@ -120,3 +120,5 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
     assert [re.search(r"`(ch\d\d\.\w+)`", l).group(1) for l in rows] == list(dict.fromkeys(names))
     row = next(l for l in rows if "`ch05.full_parity`" in l)
     assert "k=13, stages=3" in row and "| `0` |" in row
+    row = next(l for l in rows if "`ch03.swizzle_128b`" in l)       # a code exercise: its function
+    assert "`def swizzle_128b(offset): " in row and "return " in row and "<function" not in text

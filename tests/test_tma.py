@@ -331,6 +331,11 @@ def test_tma_copy_summary_says_the_best_configuration_in_words():
     assert text.splitlines()[-1] == ("best TMA: 32x256 fp32 box (32 KB), 2 stages, 3 CTAs per SM: "
                                      "3800 GB/s = 0.95 of the device copy")
     assert "x3/SM" not in text and "3800 (0.95)" in text
+    one = tma.summarize_tma_copy(rec, row_bytes=128).splitlines()       # the 32-column (128 B) rows only
+    assert [l.split()[0] for l in one[3:-1]] == ["8x32"]
+    assert one[-1].startswith("best TMA (any row width): 32x256")
+    with pytest.raises(ValueError, match="row_bytes=256: the record has rows of \\[128, 1024\\]"):
+        tma.summarize_tma_copy(rec, row_bytes=256)
 
 
 def _equal_pair_rows(box, size, kind, tma_gbps, manual):

@@ -12,7 +12,7 @@ from asynctc.tma import checks
 class _Run:
     def __init__(self):
         self.steps = [{"step": i, "what": w, "barrier": b, "parity0_done": p0, "parity1_done": p1,
-                       "waited_parity": None, "wait_result": r, "stage_xor": 0, "timer_ns_low32": 0,
+                       "waited_parity": None if r is None else int(i in (3, 6)), "wait_result": r, "stage_xor": 0, "timer_ns_low32": 0,
                        "as_expected": True} for i, (w, b, p0, p1, r) in enumerate(tma.LIFECYCLE)]
         self.boxes_ok, self.err, self.tx_bytes, self.passed = True, (0, 0x601), 2048, True
 
@@ -45,6 +45,8 @@ def test_suite_rows_and_lines_with_fake_kernels(monkeypatch):
     assert "all passed: False" in checks.summarize_tma_checks(records.Record("tma_checks", {}, res))
     lc = "\n".join(checks.lifecycle_lines(res))
     assert "0x601" in lc and lc.count("✓") == len(tma.LIFECYCLE)
+    assert "0x601 = mbarrier wait timed out (wait site 6)" in lc and "0x0 = no error" in lc
+    assert "parity 1: timed out" in lc and "parity 0: passed" in lc
     assert all("✓" in l for l in checks.oob_lines(res))
 
 

@@ -100,7 +100,8 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
 
 def source_excerpt(target, start: str | None = None, end: str | None = None, *,
                    hooks: bool = False, variant: bool = False,
-                   omit: tuple[str, str, str] | None = None) -> str:
+                   omit: tuple[str, str, str] | None = None, ptx: tuple[str, ...] = (),
+                   more: tuple[tuple[str, str, str], ...] = ()) -> str:
     """The text :func:`show_source` shows: a kernel's CUDA C++ source (a
     :class:`~asynctc.core.runtime.CompiledKernel` or a file name under ``asynctc/kernels/``), from the
     first line matching ``start`` up to and including the first *later* line matching ``end``
@@ -123,14 +124,31 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     next one matching ``last`` (regular expressions), replaced by one comment line ``// (n lines left
     out: note)`` indented like the line after them: an exercise's answer, shown after the exercise.
 
+    One listing may follow a path through several files: after the excerpt, ``ptx`` (names of
+    ``kernels/ptx/*.cuh`` wrappers) adds, as comments, the PTX instruction each issues
+    (:func:`ptx_instructions`), and ``more`` (``(file, start, end)`` triples) adds further excerpts,
+    each under a ``// ---- kernels/<file>`` line (``// ...`` when it is further down the same file).
+
     Raises ``ValueError`` when no line matches ``start`` or no later line matches ``end`` (or
     ``omit``'s patterns), or for a file name outside ``kernels/`` (absolute, ``..``;
     :func:`~asynctc.core.runtime.kernel_path`), and for ``hooks=True`` with ``variant=True`` (the
     source as written is no one build).
     """
     text = _excerpt(target, start, end, hooks, variant)
-    if omit is None:
-        return text
+    if omit is not None:
+        text = _omit(text, omit)
+    if ptx:
+        text += ("\n\n// ---- the PTX instruction each wrapper issues (kernels/ptx/*.cuh)\n"
+                 + "\n".join("//   " + ln for ln in ptx_instructions(*ptx).splitlines()[1:]))
+    previous = None if ptx or not isinstance(target, str) else target
+    for file, s, e in more:
+        head = "// ..." if file == previous else f"// ---- kernels/{file}"
+        text += f"\n\n{head}\n" + _excerpt(file, s, e, hooks, variant)
+        previous = file
+    return text
+
+
+def _omit(text: str, omit: tuple[str, str, str]) -> str:
     first, last, note = omit
     lines = text.splitlines()
     i = next((k for k, ln in enumerate(lines) if re.search(first, ln)), None)
@@ -202,16 +220,80 @@ def _excerpt(target, start, end, hooks, variant=False) -> str:
 
 
 def show_source(target, start: str | None = None, end: str | None = None, *, hooks: bool = False,
-                variant: bool = False, omit: tuple[str, str, str] | None = None):
+                variant: bool = False, omit: tuple[str, str, str] | None = None,
+                ptx: tuple[str, ...] = (), more: tuple[tuple[str, str, str], ...] = ()):
     """Display :func:`source_excerpt` as highlighted CUDA C++ (an IPython ``Code`` object: make it the
     last expression of the cell, or pass it to ``display``, or it does not render). ``hooks=True``
     shows the experiment hooks (``ABLATE``, ``BUG``, ``BREAK``, ``TRACE``, ...) as written; by
     default the listing shows what the default build compiles, and says what it hid;
     ``variant=True`` shows the one build ``target`` (a compiled kernel) is, its variant switches
-    resolved too. ``omit``: lines left out (:func:`source_excerpt`)."""
+    resolved too. ``omit``: lines left out; ``ptx``, ``more``: the PTX of wrappers and further
+    excerpts in the same listing (:func:`source_excerpt`)."""
     from IPython.display import Code
-    return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant, omit=omit),
-                language="cuda")
+    return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant, omit=omit, ptx=ptx,
+                               more=more), language="cuda")
+
+
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def _asm_text(body: str) -> str | None:
+    """The instruction text of the first ``asm volatile(...)`` in ``body``: its string literals
+    joined (up to the first ``:`` outside a literal, where the operand lists begin), with each
+    operand ``%N`` replaced by the C++ expression bound to it (outputs first, then inputs, as
+    inline asm numbers them)."""
+    m = re.search(r"\basm\s+volatile\s*\(", body)
+    if not m:
+        return None
+    out, i = [], m.end()
+    while i < len(body):
+        if body[i] == '"':
+            lit = _STRING.match(body, i)
+            out.append(lit.group(1))
+            i = lit.end()
+        elif body[i] in ":)":
+            break
+        else:
+            i += 1
+    operands = re.findall(r'"[=+]?\w+"\s*\(((?:[^()]|\([^()]*\))*)\)', body[i:body.find(";", i)])
+    text = "".join(out).encode().decode("unicode_escape")
+    return re.sub(r"%(\d+)", lambda k: operands[int(k.group(1))].strip()
+                  if int(k.group(1)) < len(operands) else k.group(0), text)
+
+
+def ptx_instructions(*wrappers: str) -> str:
+    """A two-column table: each named wrapper of ``kernels/ptx/*.cuh`` and the PTX instruction its
+    inline ``asm`` issues, read from the header as written, each operand shown as the C++
+    expression the wrapper binds to it (``[bar]``: the mbarrier's shared-memory address). Scaffolding
+    inside the asm (``{ }``, ``.reg`` declarations, the ``setp``/``selp`` that turn a predicate into
+    an int) is left out.
+
+    Raises ``ValueError`` for a name no header defines, or one without an ``asm`` statement (a
+    wrapper built by a macro: show its source with :func:`show_source` instead).
+    """
+    headers = sorted((runtime.KERNEL_DIR / "ptx").glob("*.cuh"))
+    rows = []
+    for name in wrappers:
+        found = None
+        for h in headers:
+            text = h.read_text()
+            m = re.search(rf"^(?:template <[^>]*>\s*)?__device__ __forceinline__ [\w:<>]+ {re.escape(name)}\(",
+                          text, re.M)
+            if m:
+                body = text[m.end():text.find("\n}", m.end())]
+                found = (h.name, _asm_text(body))
+                break
+        if found is None:
+            raise ValueError(f"{name!r}: no wrapper of that name in kernels/ptx/*.cuh")
+        if not found[1]:
+            raise ValueError(f"{name!r} ({found[0]}) has no asm statement of its own: show its "
+                             "source instead")
+        keep = [s.strip() for s in re.split(r"[;\n]", found[1])]
+        keep = [s for s in keep if s and not s.startswith(("{", "}", ".reg", "setp", "selp"))]
+        rows.append((name, "; ".join(keep) + ";"))
+    width = max(len("wrapper"), *(len(n) for n, _ in rows))
+    return "\n".join([f"{'wrapper':{width}s}  the PTX instruction it issues"]
+                     + [f"{n:{width}s}  {ptx}" for n, ptx in rows])
 
 
 def sass_table(compiled, classes=None) -> str:

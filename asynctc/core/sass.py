@@ -105,6 +105,14 @@ def class_counts(sass_text: str, classes: dict[str, str] | None = None) -> dict[
     return out
 
 
+def kernel_text(sass_text: str, name: str) -> str:
+    """The disassembly of kernel ``name`` alone (nvdisasm prints every function of a cubin, and a
+    module compiled once may hold several entry points); "" when it is not there."""
+    m = re.search(rf"^\.text\.{re.escape(name)}:\s*$(.*?)(?=^\s*//-+ \.text\.|\Z)", sass_text,
+                  re.S | re.M)
+    return m.group(1) if m else ""
+
+
 def excerpt(sass_text: str, pattern: str, context: int = 2, limit: int = 12) -> str:
     """Lines of the disassembly around the first ``limit`` matches of ``pattern`` (a regex)."""
     lines = [ln.rstrip() for ln in sass_text.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]

@@ -6,7 +6,8 @@ arguments the learner's ``exercises.check`` call passes, and the answer
 ``exercises.expected(name, **arguments)`` returns for them. Where an argument is computed in the
 notebook (from a replayed record, or a program built in a cell above), the sheet gives the worked
 solution's expression from the notebook's solution cell instead — the cell CI executes, so that
-expression is checked against the answer key too.
+expression is checked against the answer key too. A code exercise (the learner writes a function)
+shows the solution cell's function, on one line.
 
 ``python -m asynctc.teaching.answers`` rewrites the sheet (``--check``: exit 1 if it differs);
 tests/test_teaching_plans.py regenerates it and compares.
@@ -90,6 +91,27 @@ def _steps_before(tree: ast.Module, lines: list[str], call: ast.Call) -> list[st
     return steps
 
 
+def _one_line_def(fn: ast.FunctionDef) -> str:
+    """A function definition on one line: ``def f(x): a = x // 2; return a + 1`` (a compound
+    statement in the body keeps its own lines, joined by ``; `` too, for the sheet's table)."""
+    body = "; ".join(ast.unparse(st).replace("\n", "; ") for st in fn.body
+                     if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
+                             and isinstance(st.value.value, str)))          # no docstring
+    return f"def {fn.name}({ast.unparse(fn.args)}): {body}"
+
+
+def _defs_used(tree: ast.Module, lines: list[str], call: ast.Call) -> list[str]:
+    """For a code exercise's solution ``call``: the functions of the solution's cell that its answer
+    names (``f``, or ``(f, g)``), each as one line (:func:`_one_line_def`)."""
+    if len(call.args) < 2:
+        return []
+    names = [n.id for n in ast.walk(call.args[1]) if isinstance(n, ast.Name)]
+    start = max((i + 1 for i, ln in enumerate(lines[:call.lineno - 1]) if ln.startswith("# %%")), default=0)
+    defs = {st.name: st for st in tree.body if isinstance(st, ast.FunctionDef)
+            and start < st.lineno < call.lineno}
+    return [_one_line_def(defs[n]) for n in dict.fromkeys(names) if n in defs]
+
+
 def asked(path: Path) -> list[Asked]:
     """The exercises one core notebook source asks, in the order it asks them."""
     src = path.read_text()
@@ -105,7 +127,9 @@ def asked(path: Path) -> list[Asked]:
                 line = lines[call.end_lineno - 1]
                 why = line.split("  # ", 1)[1].strip() if "  # " in line else ""
                 expr = ast.unparse(call.args[1]) if len(call.args) > 1 else ""
-                solutions[name] = (" ; ".join(_steps_before(tree, lines, call) + [expr]), why)
+                defs = _defs_used(tree, lines, call)
+                steps = defs if defs else _steps_before(tree, lines, call) + [expr]
+                solutions[name] = (" ; ".join(steps), why)
         elif name not in [c[0] for c in learner]:
             learner.append((name, call.lineno, kws))
     out = []
@@ -148,9 +172,12 @@ def render(folder: Path = SOURCES) -> str:
         for path in core_sources(folder):
             for a in asked(path):
                 args = ", ".join(f"{k}={_fmt(v)}" for k, v in a.kwargs.items())
-                if a.computed:
-                    args += ("; " if args else "") + ", ".join(a.computed) + ": computed in the notebook"
-                    answer = f"worked solution: `{_cell(a.solution)}`" if a.solution else "see the notebook"
+                code = exercises._get(a.name).judge is not None
+                if a.computed or code:
+                    if a.computed:
+                        args += ("; " if args else "") + ", ".join(a.computed) + ": computed in the notebook"
+                    what = "code exercise, a worked solution" if code else "worked solution"
+                    answer = f"{what}: `{_cell(a.solution)}`" if a.solution else "see the notebook"
                 else:
                     answer = f"`{_cell(_fmt(exercises.expected(a.name, **a.kwargs)))}`"
                 why = _cell(a.why)
@@ -168,8 +195,8 @@ rewrites it from the notebook sources and the answer key (`exercises.expected`, 
 numbered as each chapter's notebook numbers them. Where the notebook computes an argument (from
 the replayed record, or a program built in a cell above), the answer is the worked solution's
 expression from the notebook's solution cell, which CI runs against the answer key; its value is
-in `notebooks/solutions/NN_*.ipynb`. The question itself: the notebook, or
-`print(exercises.prompt("name"))`.
+in `notebooks/solutions/NN_*.ipynb`. A code exercise's answer is the solution cell's function,
+written on one line. The question itself: the notebook, or `print(exercises.prompt("name"))`.
 
 | ch | ex | exercise | arguments in the notebook | answer | why (the solution's note) |
 |---|---|---|---|---|---|

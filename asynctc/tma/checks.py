@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core import records
 from ..models.layout import SmemTile
-from .launch import load_box, store_box, swizzle_tiles
+from .launch import decode_error, load_box, store_box, swizzle_tiles
 from .lifecycle import lifecycle_table, mbarrier_lifecycle
 
 #: The zero-fill boxes: (tile, start) on a 48×128 tensor; each start hangs past an edge or before it.
@@ -61,9 +61,13 @@ def measure_tma_checks(rng=None) -> dict:
 def lifecycle_lines(results: dict) -> list[str]:
     """The recorded life cycle as a table, then one line: boxes and the bounded wait's error word."""
     lc = results["lifecycle"]
+
+    def word(w: int) -> str:
+        return f"{w:#x} = " + (decode_error(w) or "no error")
     return [lifecycle_table(lc["steps"]),
-            f"boxes read back equal the tensor: {lc['boxes_ok']}; error words {lc['err'][0]:#x} "
-            f"(none) and {lc['err'][1]:#x} (the bounded wait of step 6); all as expected: {lc['passed']}"]
+            f"boxes read back equal the tensor: {lc['boxes_ok']}; error words (code | wait site << 8): "
+            f"{word(lc['err'][0])}; {word(lc['err'][1])}, step 6 as intended; all as expected: "
+            f"{lc['passed']}"]
 
 
 def swizzle_lines(results: dict) -> list[str]:

@@ -5,12 +5,11 @@ TMA-store one (:func:`store_box`), and the tiles the GPU check sweeps (:func:`sw
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import runtime
+from ..core import runtime, sass
 from ..core.memory import DeviceArray
 from ..models.layout import SmemTile, dtype_of
 from ..models.tensor_map import TensorMapSpec
@@ -51,10 +50,7 @@ def compile_tma(name: str, arch: str = "sm_90a", **defines) -> runtime.CompiledK
 
 def kernel_sass(ck: runtime.CompiledKernel) -> str:
     """The disassembly of ``ck``'s own function (nvdisasm prints every kernel of the cubin)."""
-    text = ck.sass()
-    m = re.search(rf"^\.text\.{re.escape(ck.name)}:\s*$(.*?)(?=^\s*//-+ \.text\.|\Z)", text,
-                  re.S | re.M)
-    return m.group(1) if m else ""
+    return sass.kernel_text(ck.sass(), ck.name)
 
 
 def _random_tensor(shape, dtype: np.dtype, rng) -> np.ndarray:

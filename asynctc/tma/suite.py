@@ -192,22 +192,30 @@ def describe_copy(copy: dict) -> str:
             f"{copy['ctas_per_sm']} CTAs per SM")
 
 
-def summarize_tma_copy(rec: records.Record) -> str:
+def summarize_tma_copy(rec: records.Record, row_bytes: int | None = None) -> str:
     """The record as a table: per box (rows x fp32 columns), each variant's GB/s and, in
     parentheses, its fraction of the device-to-device copy of the same run; then the best TMA
-    configuration in words (:func:`describe_copy`)."""
+    configuration in words (:func:`describe_copy`). ``row_bytes``: only the boxes whose rows are
+    that many bytes (128, 256 or 1024; ``ValueError`` for a width the record lacks); the best-TMA
+    line is over the whole record either way."""
     r = rec.results
     ceil = r["device_copy"]["gbps"]
+    rows = by_box(r)
+    if row_bytes is not None:
+        widths = sorted({row["bc"] * 4 for row in rows})
+        if row_bytes not in widths:
+            raise ValueError(f"row_bytes={row_bytes!r}: the record has rows of {widths} bytes")
+        rows = [row for row in rows if row["bc"] * 4 == row_bytes]
     lines = [rec.label(), f"device-to-device copy (same run): {ceil:.0f} GB/s (read + write); "
                           "each cell: GB/s (fraction of it)",
              f"{'box (fp32)':>10} {'bytes':>6} " + " ".join(f"{v:>16}" for v in VARIANTS)]
-    for row in by_box(r):
+    for row in rows:
         cells = " ".join(f"{row.get(v, float('nan')):7.0f} ({row.get(v + '_ratio', float('nan')):.2f})"
                          for v in VARIANTS)
         lines.append(f"{row['br']:>4}x{row['bc']:<5} {row['box_bytes'] >> 10:>4}KB {cells}")
     best = max(r["copies"], key=lambda c: c["gbps"] if c["variant"] == "tma" else -1)
-    lines.append(f"best TMA: {describe_copy(best)}: {best['gbps']:.0f} GB/s = "
-                 f"{best['gbps'] / ceil:.2f} of the device copy")
+    lines.append(f"best TMA{' (any row width)' if row_bytes else ''}: {describe_copy(best)}: "
+                 f"{best['gbps']:.0f} GB/s = {best['gbps'] / ceil:.2f} of the device copy")
     return "\n".join(lines)
 
 

@@ -9,13 +9,11 @@
 # [*mbarrier*](../docs/glossary.md#mbarrier) (a barrier object in shared memory) counts the bytes as they land. You will
 #
 # 1. make tensor maps, validated in Python first;
-# 2. see where each element of a box lands under each [swizzle](../docs/glossary.md#swizzle) mode, as bank maps from a
-#    Python model;
-# 3. follow the mbarrier life cycle, step by step;
+# 2. see where a box's bytes land under each [swizzle](../docs/glossary.md#swizzle) mode, then write the 128-byte one;
+# 3. read the load path in CUDA and PTX, and follow the mbarrier life cycle;
 # 4. measure TMA against vectorized loads and `cp.async`.
 #
-# Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb) (boxes past the tensor's
-# edge, the copies box size by box size, the swizzle model checked on the GPU).
+# Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -38,12 +36,7 @@ notebook.banner("sm_90a")
 good = dict(address=0x7F0000000000, shape=(4096, 4096), dtype="bfloat16", box=(64, 64), swizzle=128)
 spec = tma.validate(**good)
 print(spec.smem_tile().describe(), "| expect_tx:", spec.box_bytes, "bytes")
-# Element strides: every 2nd row of the 64-row box, so 32 rows land and expect_tx halves. An
-# innermost stride is refused: the driver ignores it and would load the whole row.
-strided = tma.validate(**good, element_strides=(2, 1))
-print(strided.smem_tile().describe(), "| expect_tx:", strided.box_bytes, "bytes")
-for bad in (dict(box=(64, 128)), dict(box=(300, 64)), dict(strides=(8200, 2)),
-            dict(address=0x7F0000000008), dict(element_strides=(1, 2))):
+for bad in (dict(box=(64, 128)), dict(box=(300, 64)), dict(strides=(8200, 2))):
     try:
         tma.validate(**{**good, **bad})                 # one field changed at a time
     except tma.TensorMapError as e:
@@ -57,10 +50,14 @@ for bad in (dict(box=(64, 128)), dict(box=(300, 64)), dict(strides=(8200, 2)),
 # Without swizzle, 128-byte rows all start in bank 0. Reading one 16-byte chunk down 8 rows hits the
 # same 4 banks 8 times: an 8-way [bank conflict](../docs/glossary.md#bank-conflict).
 #
-# A swizzle mode XORs each row's 16-byte chunk index with its *line index* (which 128-byte line of
-# shared memory the row is in, mod 8). Then those 8 reads land in 8 different bank groups.
-# `SmemTile` is the model. The map shows, for each 16-byte chunk of each row, which of the 8
-# four-bank groups it lands in.
+# **The 128-byte swizzle:** within a 128-byte row, the 16-byte chunk index is XORed with the row
+# index mod 8; the byte inside a chunk keeps its place. (In bits of the byte offset: bits 4–6 XOR
+# bits 7–9.) Then those 8 reads land in 8 different bank groups. The 64- and 32-byte modes XOR only
+# log2(span/16) = 2 or 1 bits: the low bits of the chunk's index in its 128-byte line with the low
+# bits of the line's index. So their pattern repeats every 512 or 256 bytes.
+#
+# `SmemTile` is the model (checked byte for byte on the GPU in [03b §3](03b_tma_boxes.ipynb)). The
+# map shows, for each 16-byte chunk of each row, which of the 8 four-bank groups it lands in.
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
@@ -78,10 +75,6 @@ for sw in (0, 128):
           f"base alignment {t.required_alignment} B")
 
 # %% [markdown]
-# Is the model right? A GPU check loads every swizzle mode's box and compares the raw shared
-# memory with the model byte for byte: [deep dive 03b §3](03b_tma_boxes.ipynb).
-
-# %% [markdown]
 # ## 3. The mbarrier life cycle
 #
 # An mbarrier counts two things per *phase* (one round of use):
@@ -96,24 +89,33 @@ for sw in (0, 128):
 # *mbarrier*).
 
 # %% [markdown]
-# `mbarrier_lifecycle` runs the whole cycle on one stage. After each step it records whether
-# parity 0 and parity 1 count as completed (`test_wait.parity`, which never blocks).
-#
-# Every wait in the course's kernels is *bounded*: after a number of tries it writes an error word
-# and returns. A wrong byte count or parity then shows up as an error message, not a hung GPU.
-# Step 6 does it on purpose.
-#
-# The listing also has a `fence.proxy.async`. Threads reach shared memory through the **generic
-# [proxy](../docs/glossary.md#proxy)**, TMA and wgmma through the **async proxy**. Only a
-# `fence.proxy.async` orders the two; here it comes before the TMA overwrites bytes a thread has just read.
+# **The load path in code.** `tma_load_dump` (`kernels/tma.cu`) loads one box the way chapters 05
+# and 06 load every stage; under it, the PTX each wrapper issues, and the wait:
 
 # %%
-notebook.show_source("tma.cu", start=r"    record\(0, full", end=r"record\(3, full")
+notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
+                     ptx=("mbarrier_init", "fence_mbarrier_init", "fence_proxy_async_shared_cta",
+                          "mbarrier_arrive_expect_tx", "tma_load_2d", "mbarrier_try_wait_parity"),
+                     more=(("ptx/mbarrier.cuh", r"bool mbarrier_wait_parity_bounded", r"^}"),))
 
 # %% [markdown]
-# The cell below runs the kernel and compares what it recorded after each step with the
-# **expected** sequence (`tma.LIFECYCLE`, written from the PTX ISA); ✓ marks a step that matched.
-# Live it runs now; in replay it shows the `tma_checks` record of the GPU run.
+# The tensor map arrives as a kernel parameter (`const __grid_constant__ TmaDesc tmap`: the
+# host's 128 bytes, passed by value; the copy takes its address). Thread 0 initialises the barrier
+# with an arrival count of 1 (its own `expect_tx`), and `fence.mbarrier_init` makes the new barrier
+# visible to the [async proxy](../docs/glossary.md#proxy), the path by which TMA and wgmma reach
+# shared memory. Threads' own loads and stores take the *generic proxy*; `fence.proxy.async`
+# orders them (here the 0xA5 fill) before TMA's writes. Then thread 0 announces the box's bytes and
+# issues the copy (`tma_load_rank` calls `tma_load_2d` for a 2-D map), and every thread waits on
+# parity 0. Each wrapper is one PTX instruction; the wait loops on `try_wait`, **bounded** in our
+# kernels: after `max_tries` rounds or 2 s it writes an error word and gives up, so a wrong byte
+# count or parity cannot hang the GPU.
+
+# %% [markdown]
+# `mbarrier_lifecycle` runs the whole cycle: two boxes through one barrier, a 64-thread arrival
+# barrier, and (step 6, on purpose) a wait nobody can satisfy. After each step it records
+# `test_wait.parity(0)` and `(1)` (a wait that never blocks; 1: that phase counts as completed).
+# ✓ marks a step that matched the expected sequence, `tma.LIFECYCLE` (from the PTX ISA). In replay
+# this is the GPU run's `tma_checks` record.
 
 # %% output varies
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
@@ -122,45 +124,28 @@ print("\n".join(tma.checks.lifecycle_lines(crec.results)))
 assert crec.results["lifecycle"]["passed"]
 
 # %% [markdown]
-# Read the two parity columns: right after `init`, parity 1 already counts as "completed" — it is
-# the phase *before* phase 0.
-#
-# So a producer waiting for an empty slot can start with parity 1 and pass at once. Getting the
+# Right after `init`, parity 1 already counts as "completed": it is the phase *before* phase 0. So
+# a producer waiting for an empty slot can start with parity 1 and pass at once. Getting the
 # initial parity wrong deadlocks a pipeline ([chapter 05](05_pipelines.ipynb) builds the ring;
-# [chapter 08](08_pitfalls.ipynb) debugs such deadlocks). The PTX wrappers (`mbarrier_arrive_expect_tx`,
-# `tma_load_2d`) and the same cycle in SASS: [03b §3](03b_tma_boxes.ipynb).
+# [chapter 08](08_pitfalls.ipynb) debugs such deadlocks). The same cycle in SASS:
+# [03b §3](03b_tma_boxes.ipynb).
 
 # %% [markdown]
 # ## 4. Measured: TMA vs manual loads vs cp.async, by box size
 #
 # The same tiled copy of a 512 MiB fp32 matrix, global → shared → global, three ways
-# (`kernels/tma.cu`):
-#
-# | variant (column) | threads per CTA | how | stages |
-# |---|---|---|---|
-# | **TMA** (`tma`) | 32 (one issues) | TMA loads into a ring, [TMA stores](../docs/glossary.md#tma-store) out of it | up to 4 |
-# | **vectorized loads** (`ldg_sts`) | 128 | 16-byte `LDG`/`STS`/`LDS`/`STG` | 1 |
-# | **cp.async** (`cp_async`) | 128 | `LDGSTS` ring | up to 4 |
-#
-# Boxes of 1–32 KB (rows × fp32 columns) with 128-byte, 256-byte and 1 KB rows; as many CTAs per SM
-# as shared memory allows (≤ 16). Bandwidth counts bytes read + written, against the
-# device-to-device copy of the same run.
-#
-# Caution: the three differ in **bytes in flight** per SM (stages × box × CTAs per SM), not only in
-# mechanism. Read each difference as "this configuration against that one". A second record,
-# `tma_equal`, gives them equal bytes in flight (two definitions: global loads outstanding, or
-# shared memory held); the last cell of this section states its result ([chapter 10](10_claims.ipynb)
-# weighs it).
+# (`kernels/tma.cu`): **TMA** (`tma`: one thread of 32 issues loads into a ring of up to 4 stages
+# and [TMA stores](../docs/glossary.md#tma-store) out of it), **vectorized loads** (`ldg_sts`: 128
+# threads, 16-byte loads and stores, one stage) and **cp.async** (`cp_async`: 128 threads, a ring of
+# `LDGSTS` copies). Boxes of 1–32 KB with rows of 256 bytes (64 fp32); as many CTAs per SM as
+# shared memory allows. Bandwidth counts bytes read + written, against the device-to-device copy of
+# the same run. The three also differ in **bytes in flight** per SM (stages × box × CTAs per SM), so read a
+# difference as "this configuration against that one". Other row widths and equal bytes in
+# flight: [03b §2](03b_tma_boxes.ipynb).
 
 # %% output varies
 rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)
-print(tma.summarize_tma_copy(rec))
-
-# %% output varies
-eq = records.load("tma_equal")
-print("tma_equal:", eq.label())
-ok, text, numbers = tma.equal_bytes.equal_note(eq.results)
-_ = notebook.claim(ok, text, **numbers)
+print(tma.summarize_tma_copy(rec, row_bytes=256))
 
 # %% [markdown]
 # **What TMA buys besides bandwidth.** One thread issues a whole box; no other thread computes an
@@ -169,9 +154,6 @@ _ = notebook.claim(ok, text, **numbers)
 # registers per thread. The box lands already swizzled, in the layout wgmma reads
 # ([chapter 04](04_wgmma.ipynb)), and the mbarrier counts its bytes, so one wait covers the whole
 # box, where chapter 02's `cp.async` ring needs every thread's own wait and a `__syncthreads`.
-#
-# The three copies side by side at every box size, and the common claim about small boxes:
-# [03b §2](03b_tma_boxes.ipynb).
 
 # %% [markdown]
 # ## Exercises
@@ -186,24 +168,31 @@ answer = ...
 ok = exercises.check("ch03.expect_tx", answer, rows=48, cols=32, dtype="float32")
 
 # %% [markdown]
-# **2.** In a 64×64 fp16 tile loaded with 128-byte swizzle into a 1024-byte aligned buffer, which
-# bank holds element (row 3, column 20)? (Row pitch 128 bytes; the 16-byte chunk index is XORed with
-# row % 8.)
+# **2. Write the 128-byte swizzle.** A box with 128-byte rows lands in a 1024-byte aligned buffer.
+# Write `swizzle_128b(offset)`: the byte offset at which TMA stores byte `offset` of the box, by
+# the rule of section 2. The check runs it on every byte of two 1024-byte patterns against
+# `SmemTile`'s model and names the first byte it puts elsewhere.
 
 # %%
-answer = ...
-ok = exercises.check("ch03.bank_128B", answer, row=3, col=20)
+def swizzle_128b(offset):
+    ...   # your code: return the swizzled byte offset, an int
+
+
+ok = exercises.check("ch03.swizzle_128b", swizzle_128b)
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
 
 # %%
 exercises.check("ch03.expect_tx", 48 * 32 * 4, rows=48, cols=32, dtype="float32", solution=True)
-row, col = 3, 20
-chunk, within = divmod(col * 2, 16)
-offset = row * 128 + ((chunk ^ (row % 8)) * 16) + within
-exercises.check("ch03.bank_128B", (offset // 4) % 32, row=row, col=col, solution=True)
-print("byte offset", offset, "= SmemTile model:", SmemTile(64, 64, "float16", 128).byte_offset(row, col))
+
+
+def swizzle_128b(offset):
+    row, chunk, byte = offset // 128, offset % 128 // 16, offset % 16
+    return row * 128 + (chunk ^ row % 8) * 16 + byte
+
+
+ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bits: offset ^ ((offset >> 7) & 7) << 4
 
 # %% [markdown]
 # **What you learned.** A tensor map and its box, where swizzled bytes land, and the mbarrier's

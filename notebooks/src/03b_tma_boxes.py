@@ -5,10 +5,10 @@
 #
 # **Assumes** chapter 03's core lesson: tensor maps and boxes, swizzle, the mbarrier life cycle, and
 # the `tma_copy` record (TMA, vectorized loads and `cp.async` copying the same matrix). **What it
-# adds:** boxes that hang past the tensor's edge, with two faults the documentation did not warn of;
-# the three copies compared box size by box size, against the claim that TMA does not pay off for
-# small boxes; and, moved from the core lesson, the swizzle model checked on the GPU, the PTX
-# wrappers and the life cycle in SASS.
+# adds:** boxes that hang past the tensor's edge, with two faults the documentation did not warn of,
+# and boxes that skip rows (element strides); the three copies compared box size by box size and at
+# equal bytes in flight, against the claim that TMA does not pay off for small boxes; and, moved from
+# the core lesson, the swizzle model checked on the GPU and the life cycle in SASS.
 
 # %% output varies
 import numpy as np
@@ -66,12 +66,38 @@ except ValueError as e:
     print("load_box ValueError:", e)
 
 # %% [markdown]
+# A box can also skip rows: *element strides* (a tensor-map field) load every s-th element of a
+# dimension, so fewer bytes land and `expect_tx` shrinks with them. The innermost stride must be 1:
+# the driver ignores it and would load the whole row, so `validate` refuses it.
+
+# %%
+good = dict(address=0x7F0000000000, shape=(4096, 4096), dtype="bfloat16", box=(64, 64), swizzle=128)
+strided = tma.validate(**good, element_strides=(2, 1))        # every 2nd of the box's 64 rows
+print(strided.smem_tile().describe(), "| expect_tx:", strided.box_bytes, "bytes")
+try:
+    tma.validate(**good, element_strides=(1, 2))
+except tma.TensorMapError as e:
+    print("TensorMapError:", e)
+
+# %% [markdown]
 # ## 2. By box size
 #
 # Chapter 03, section 4 describes the experiment: the same tiled copy of a 512 MiB fp32 matrix three
 # ways, boxes from 1 KB to 32 KB with 128-byte, 256-byte and 1 KB rows, against the device-to-device
 # copy timed in the same run; the three configurations differ in bytes in flight as well as in
 # mechanism.
+#
+# A second record, `tma_equal`, gives them equal bytes in flight per SM, under two definitions:
+# global loads outstanding, or shared memory held ([chapter 10](10_claims.ipynb) weighs it):
+
+# %% output varies
+eq = records.load("tma_equal")
+print("tma_equal:", eq.label())
+ok, text, numbers = tma.equal_bytes.equal_note(eq.results)
+_ = notebook.claim(ok, text, **numbers)
+
+# %% [markdown]
+# The `tma_copy` record, box size by box size:
 
 # %% output varies
 rows = tma.by_box(rec.results)
@@ -152,9 +178,9 @@ _ = notebook.verdict(
     f"as the claim predicts{caveat}.")
 
 # %% [markdown]
-# ## 3. The swizzle model on the GPU, the PTX wrappers, the life cycle in SASS
+# ## 3. The swizzle model on the GPU, the life cycle in SASS
 #
-# Three checks moved here from the core lesson [03](03_tma_mbarrier.ipynb) (sections 2 and 3):
+# Two checks moved here from the core lesson [03](03_tma_mbarrier.ipynb) (sections 2 and 3):
 
 # %%
 from asynctc.core import sass
@@ -171,17 +197,6 @@ from asynctc.core import sass
 print(crec.label())
 print("\n".join(tma.checks.swizzle_lines(crec.results)))
 assert all(r["passed"] for r in crec.results["swizzle"])
-
-# %% [markdown]
-# The PTX wrappers that section 3 of the core lesson uses — `mbarrier_arrive_expect_tx` and
-# `tma_load_2d`, each a few lines of inline PTX:
-
-# %%
-notebook.show_source("ptx/mbarrier.cuh", start=r"^__device__ __forceinline__ u64 mbarrier_arrive_expect_tx",
-                     end=r"^}")
-
-# %%
-notebook.show_source("ptx/tma.cuh", start=r"^__device__ __forceinline__ void tma_load_2d", end=r"^}")
 
 # %% [markdown]
 # In SASS the core lesson's mbarrier life cycle is `SYNCS.EXCH.64` (init), `SYNCS.ARRIVE.TRANS64` (arrive / expect_tx),

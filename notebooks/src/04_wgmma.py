@@ -5,25 +5,25 @@
 # it correctly, and measure how close it gets to the peak.
 #
 # **The story.** [wgmma](../docs/glossary.md#wgmma) is issued by a [warpgroup](../docs/glossary.md#warpgroup) (four warps, 128 threads) and reads its
-# operands from shared memory (B always, A usually). Each is described by a 64-bit
-# [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). Get one field wrong and wgmma reads the wrong bytes. You will
+# operands from shared memory, each described by a 64-bit [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). Get one
+# field wrong and wgmma reads the wrong bytes. You will
 #
 # 1. see who supplies what to `wgmma.mma_async.m64nNk16`;
-# 2. take the descriptor apart bit by bit: start address, [LBO](../docs/glossary.md#lbo), [SBO](../docs/glossary.md#sbo), base offset, swizzle mode;
-# 3. draw the **canonical layouts** (the tile layouts wgmma can read) for [K-major](../docs/glossary.md#k-major) and
-#    [MN-major](../docs/glossary.md#mn-major) operands, and prove on the CPU that what TMA writes is what wgmma reads;
-# 4. run a one-warpgroup tile for every supported combination against float64;
-# 5. measure `wgmma` throughput by N and by operand source, per SM per clock.
+# 2. take the descriptor apart bit by bit (start address, [LBO](../docs/glossary.md#lbo), [SBO](../docs/glossary.md#sbo), base offset, swizzle
+#    mode), then write its encoder;
+# 3. draw the **canonical layouts** (the tile layouts wgmma can read) of [K-major](../docs/glossary.md#k-major) and
+#    [MN-major](../docs/glossary.md#mn-major) operands, and check that what TMA writes is what wgmma reads;
+# 4. read the kernel with its PTX and SASS, and check it against float64;
+# 5. measure `wgmma` throughput by N, per SM per clock.
 #
-# Deep dive: [04b — wgmma taken apart](04b_wgmma_anatomy.ipynb) (the accumulator fragment drawn,
-# the descriptor broken on purpose, why small N is slow, a literature figure).
+# Deep dive: [04b — wgmma taken apart](04b_wgmma_anatomy.ipynb).
 
 # %% output varies
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc.models import descriptors, layout
-from asynctc.core import exercises, notebook, records
+from asynctc.models import descriptors
+from asynctc.core import exercises, notebook, records, sass
 from asynctc import wgmma, wgmma_peak
 
 notebook.banner("sm_90a")
@@ -39,19 +39,12 @@ notebook.banner("sm_90a")
 # * **B** always comes from shared memory, through a 64-bit *descriptor*.
 # * **A** comes from shared memory (a second descriptor: "SS") or from registers ("RS": four 32-bit
 #   registers per thread, the same fragment as `mma.sync`'s A).
-# * **D** lives in registers: N/2 fp32 values per thread. Warp *w* owns rows 16w…16w+15; within a
-#   warp, lane 4g+t holds rows g and g+8, columns 8j+2t and 8j+2t+1 (g = 0…7, t = 0…3, every
-#   j < N/8).
+# * **D** lives in registers: N/2 fp32 values per thread. In warp *w*, lane 4g+t holds rows 16w+g
+#   and 16w+g+8, columns 8j+2t and 8j+2t+1 for every j < N/8 (drawn in [04b §1](04b_wgmma_anatomy.ipynb)).
 #
-# It is *asynchronous*, like `cp.async` in chapter 02:
-#
-# | PTX | what it does |
-# |---|---|
-# | `wgmma.fence` | orders earlier register writes before the wgmma |
-# | `wgmma.commit_group` | closes a batch of wgmmas |
-# | `wgmma.wait_group N` | waits until at most N batches are in flight |
-#
-# The wrappers, one per PTX instruction, are in `kernels/ptx/wgmma.cuh` ([04b §6](04b_wgmma_anatomy.ipynb)).
+# It is *asynchronous*, like `cp.async` in chapter 02: `wgmma.fence` orders earlier register
+# writes before the wgmma, `wgmma.commit_group` closes a batch of wgmmas, and `wgmma.wait_group N`
+# waits until at most N batches are in flight.
 
 # %% [markdown]
 # ## 2. The descriptor, bit by bit
@@ -71,12 +64,11 @@ notebook.banner("sm_90a")
 #
 # * Eight 128-byte rows make one 1024-byte swizzle pattern, so **SBO = 1024** (from one 8-row group
 #   to the next).
-# * LBO is unused by K-major swizzled layouts: the hardware ignores the field (the ISA "assumes 1"),
-#   so the library writes 1 into it: the table below shows `lbo` as 16 B, encoded 1 (1 × 16 bytes).
+# * LBO is unused by K-major swizzled layouts (the ISA "assumes 1"); the library writes 1 (16 B).
 # * Each further k16 step starts 32 bytes later in the same rows.
 #
-# **Predict before you look** (this is exercise 1; section 3's figures show the answer): what is
-# SBO, in bytes, for a K-major operand tile with **64-byte** swizzle? Replace `...`.
+# **Predict before you look** (exercise 1; section 3's figures show the answer): what is SBO, in
+# bytes, for a K-major tile with **64-byte** swizzle?
 
 # %%
 answer = ...
@@ -95,71 +87,72 @@ assert (d0.sbo, d0.lbo, d0.swizzle, d0.encoded_fields()["sbo"]) == (1024, 16, 12
 assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes to the same fields
 
 # %% [markdown]
-# Bad values never reach the GPU; each error names the field, the value and the rule (examples in
-# [deep dive 04b §6](04b_wgmma_anatomy.ipynb)).
-
-# %% [markdown]
 # ## 3. Canonical layouts, drawn
 #
-# (Deep dive [04b §5](04b_wgmma_anatomy.ipynb) writes the same layouts as the ISA's tables do, in
-# the `shape:stride` notation of CuTe, NVIDIA's layout library.)
+# wgmma reads an operand as a grid of blocks of 8 rows × 16 bytes, each a
+# [core matrix](../docs/glossary.md#core-matrix). The descriptor's two offsets step between them; the PTX ISA
+# (§9.7.15.5.1.2) defines them per layout:
 #
-# The [core matrix](../docs/glossary.md#core-matrix) is 8 rows × 16 bytes.
+# * **Without swizzle** a core matrix is 128 contiguous bytes; LBO steps to the next one along K,
+#   SBO to the next along M or N.
+# * **With a swizzle of S bytes** the unit is 8 rows of S bytes, chunks permuted as TMA wrote them
+#   (chapter 03: the XOR takes log2(S/16) bits of the line index, so 32 and 64 B only swap chunks
+#   within pairs or fours). SBO steps to the next 8 rows; LBO to the next such unit along the rows
+#   (the contiguous dimension).
 #
-# * Without swizzle, a core matrix is 128 contiguous bytes, and LBO/SBO step between them.
-# * With a swizzle of S bytes, rows are S bytes long and the 16-byte chunk index is XORed with the
-#   line index — the same permutation TMA applies when it writes the tile (chapter 03).
-#
-# Each number below is the chunk (a group of four banks) where a 16-byte group of elements lands:
-
-# (The MN-major figure leaves out LBO and SBO of the 64-byte mode: exercise 2 asks for them.)
+# In a K-major tile rows run along M or N, so both rules agree: SBO along M/N, LBO along K (unused
+# with a swizzle: a k-step's 32 bytes lie inside one row). In an MN-major tile rows run along K, so
+# with a swizzle SBO steps 8 K-rows and LBO steps along M/N: the other way round from no swizzle.
+# Below, each number is the chunk (four banks) a 16-byte group lands in; titles give LBO and SBO:
 
 # %% output answers a prediction
 fig = wgmma.plot_layouts("K", "float16")
 plt.show()
-fig = wgmma.plot_layouts("MN", "float16", hide_offsets=(64,))
+fig = wgmma.plot_layouts("MN", "float16")
 plt.show()
 
 # %% [markdown]
-# Note the MN-major quirk the ISA tables state: without swizzle SBO steps along M/N and LBO along K;
-# with a swizzle it is the other way round.
+# (Deep dive [04b §5](04b_wgmma_anatomy.ipynb) writes these layouts as the ISA's tables do, in CuTe
+# notation.)
 #
 # ## 4. What TMA writes is what the descriptor reads
 #
-# Two models, written independently:
-#
-# * `asynctc.models.layout.SmemTile` (chapter 03) says where a TMA box puts each element;
-# * `asynctc.models.descriptors.read_addresses` says which byte a descriptor makes wgmma read.
-#
-# One object, the operand tile, produces both the tensor-map box and the descriptor. Then the two
-# models are compared element by element, for both majors and every swizzle mode:
+# Two models, written independently: `layout.SmemTile` (chapter 03) says where a TMA box puts each
+# element, `descriptors.read_addresses` which byte a descriptor makes wgmma read. One object, the
+# operand tile, makes both the tensor-map box and the descriptor; compared element by element:
 
 # %%
-box = layout.SmemTile(64, 64, "float16", 128)
-print("tensor map box:", box.tensor_map_args())
-print("descriptor    :", descriptors.descriptor_for_smem_tile(box, "K", k_step=1, base_address=0x2000))
 tiles = [descriptors.OperandTile(64, 64, "float16", m, sw) for m in ("K", "MN") for sw in (0, 32, 64, 128)]
 same = all(np.array_equal(t.addresses(0x2000), t.tma_addresses(0x2000)) for t in tiles)
-print(f"{len(tiles)} tiles: every element is read from the byte TMA wrote it to: {same}")
+print(f"{len(tiles)} tiles (both majors, every swizzle): every element is read from the byte TMA wrote it to: {same}")
 assert same
 
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# `kernels/wgmma.cu` copies the tile images (or loads them with TMA, `wgmma_tile_tma_*`), makes
-# them visible to the async proxy, then runs K/16 wgmmas: fence, issue, commit, wait.
-#
-# Recall the [proxies](../docs/glossary.md#proxy) of chapter 03: bytes that threads wrote with `st.shared` become
-# visible to wgmma only after a `fence.proxy.async`. Data that TMA wrote is already in the async
-# proxy; the mbarrier wait makes it visible.
+# `kernels/wgmma.cu` copies the tile images into shared memory and makes them visible to wgmma's
+# [async proxy](../docs/glossary.md#proxy) with `fence.proxy.async` (chapter 03; bytes TMA wrote need only the mbarrier
+# wait), then runs K/16 wgmmas: fence, issue, commit, wait.
 
 # %%
 notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
-                     end=r"^  wgmma_wait_group<0>\(\);$")
+                     end=r"^  wgmma_wait_group<0>\(\);$",
+                     ptx=("wgmma_fence", "wgmma_commit_group", "wgmma_wait_group"),
+                     more=(("ptx/wgmma.cuh", r"^#define WGMMA_ASM", r": __VA_ARGS__\)"),
+                           ("ptx/wgmma.cuh", r"if constexpr \(kDtype == 0\)", r'"n"\(kTransA\), "n"\(kTransB\)\);')))
 
 # %% [markdown]
-# The SASS — `WARPGROUP.ARRIVE`, one `HGMMA` per k-step, `WARPGROUP.DEPBAR`; fp8's `QGMMA` — is in
-# [deep dive 04b §6](04b_wgmma_anatomy.ipynb).
+# `wgmma_mma_async_ss` is one asm statement that the macro `WGMMA_ASM` pastes together: for fp16,
+# `wgmma.mma_async.sync.aligned.m64n` N `k16.f32.f16.f16`, the N/2 accumulator registers, the two
+# descriptors, the predicate `p` (from `scale_d`: add into D or overwrite it) and the immediates
+# scale-a, scale-b (1: no negation), trans-a, trans-b (1: MN-major). In the SASS of the N = 128
+# K-major tile, `WARPGROUP.ARRIVE` is the fence, each k-step one `HGMMA` reading both operands
+# through `gdesc` (the descriptors), and `WARPGROUP.DEPBAR.LE gsb0, 0x0` the wait; the commit has no
+# instruction of its own (the last `HGMMA` carries the `gsb0` the wait names).
+
+# %% output varies
+ck = wgmma.compile_tile(wgmma.TileConfig("float16", 128))             # K-major A and B, 128-byte swizzle
+print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
 
 # %% [markdown]
 # ## 6. Correct for every combination
@@ -179,69 +172,54 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # %% [markdown]
 # ## 7. Throughput by N and by operand source
 #
-# `kernels/wgmma_peak.cu`: each CTA (one warpgroup, two per SM) loads A (64×64) and B (N×64) once.
-# Then it loops over fence → 4 k-steps × chains wgmmas → commit → `wait_group 1`, with no memory
-# traffic.
-#
-# A **chain** is one accumulator and the wgmmas that add into it. Each must wait for the previous
-# one's result, so with c chains (c separate accumulators) c independent wgmmas can be in flight.
-#
-# The SM clock is measured *inside* the kernel: thread 0 of every CTA reads `clock64()` (SM cycles)
-# and `%globaltimer` (ns) around the loop. The table prints two fractions:
-#
-# | column | denominator |
-# |---|---|
-# | `of clk` | the **per-clock peak**: SMs × 4096 FLOP/clk × the in-kernel clock |
-# | `of sheet` | the **datasheet figure**: the same at the 1830 MHz boost clock, 989 TFLOP/s |
-#
-# (`nvidia-smi`, read a moment after the run, shows an idle GPU's clock; the cell compares the two.)
+# `kernels/wgmma_peak.cu`: each CTA (one warpgroup, two per SM) loads A (64×64) and B (N×64) once,
+# then loops over fence → 4 k-steps of wgmma → commit → `wait_group 1`, A from shared memory (SS)
+# or registers (RS). The kernel reads the SM clock around the loop, so a point can be set against
+# the **per-clock peak**, SMs × 4096 FLOP/clk × that clock, as well as the datasheet's 989 TFLOP/s
+# (at the 1830 MHz boost clock). Our goal: ≥ 0.90 of the per-clock peak.
 
 # %% output varies
 fig = wgmma_peak.plot_throughput(rec)
 plt.show()
-print(wgmma_peak.throughput_table(rec.results, all_chains=False))
-_ = notebook.verdict(*wgmma.clock_note(rec.results))    # the in-kernel clock beside nvidia-smi's
-
-# %% [markdown]
-# Why small N is slow: [04b §4](04b_wgmma_anatomy.ipynb). Luo et al.'s figures (the table's last
-# column) set beside ours at the same kind of clock: [04b §6](04b_wgmma_anatomy.ipynb).
-#
-# Our goal for this kernel: ≥ 0.90 of the per-clock peak.
-
-# %% output varies
 print(wgmma.peak_lines(rec.results, "float16", n=256))
 _ = notebook.verdict(*wgmma.goal_note(rec.results, goal=0.90))
 
 # %% [markdown]
+# Why small N is slow: [04b §4](04b_wgmma_anatomy.ipynb); the whole table and the clocks:
+# [04b §6](04b_wgmma_anatomy.ipynb).
+
+# %% [markdown]
 # ## Exercises
 #
-# (Exercise 1, the SBO prediction, is in section 2.) A wrong answer gets a hint: a wrong
-# descriptor is decoded field by field and the wrong fields are named.
+# (Exercise 1, the SBO prediction, is in section 2.)
 #
-# **2.** Encode the full 64-bit descriptor (a Python `int`) for **k-step 2** of a B tile with
-# N = 128, K = 64, bf16, **MN-major** (N contiguous), 64-byte swizzle, stored as TMA boxes starting at shared
-# address 0x4000. Hints: a box is one 64-byte swizzle row wide (32 elements of N) and K = 64 rows
-# deep; LBO steps from one box to the next along N, SBO from 8 K-rows to the next; a k16 step is
-# 16 K-rows. Work it out by hand from this chapter's table and figures;
-# `descriptors.OperandTile(...).descriptor(...).encode()` would print the answer, so use the library
-# only afterwards, to check your reasoning.
+# **2. Write the descriptor encoder.** Write `encode(start_address, lbo, sbo, swizzle)`: the 64-bit
+# descriptor (an `int`) from byte values and the swizzle in bytes (0, 32, 64, 128), packed as
+# section 2's table says, base offset 0. The check tries every k-step of a 64×64 fp16 tile in both
+# majors and every swizzle mode, and names the wrong fields. (Whole descriptors by hand: 04b's
+# exercise.)
 
 # %%
-answer = ...
-ok = exercises.check("ch04.descriptor", answer, mn=128, k=64, dtype="bfloat16", major="MN",
-                     swizzle=64, step=2, base=0x4000)
+def encode(start_address, lbo, sbo, swizzle):
+    ...   # your code: return the descriptor, an int
+
+
+ok = exercises.check("ch04.encode", encode)
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cells below are the worked solutions.</details>
 
 # %%
 exercises.check("ch04.sbo", 8 * 64, swizzle=64, solution=True)
-box_pitch = 64 * 64                      # K rows × 64-byte rows
-lbo, sbo = box_pitch, 8 * 64             # next box along N; next 8 K-rows
-start = 0x4000 + 2 * 16 * 64             # k-step 2 = 32 K-rows down
-desc = (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | 2 << 62   # 64-byte swizzle = mode 2
-ok = exercises.check("ch04.descriptor", desc, mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64,
-                step=2, base=0x4000, solution=True)
+
+
+def encode(start_address, lbo, sbo, swizzle):
+    mode = {0: 0, 128: 1, 64: 2, 32: 3}[swizzle]
+    return ((start_address & 0x3FFFF) >> 4 | ((lbo & 0x3FFFF) >> 4) << 16
+            | ((sbo & 0x3FFFF) >> 4) << 32 | mode << 62)
+
+
+ok = exercises.check("ch04.encode", encode, solution=True)  # each field holds (x & 0x3FFFF) >> 4
 
 # %% [markdown]
 # **What you learned.** What a warpgroup's wgmma reads and where its accumulator lives, the matrix

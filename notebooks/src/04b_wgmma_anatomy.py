@@ -9,14 +9,16 @@
 # every (dtype, major-ness, swizzle, N) checked element by element on the CPU; a descriptor that
 # disagrees with the layout, and the wrong answer predicted exactly; and why small N is slow — a model
 # of shared-memory bytes set beside the record, and where A from registers departs from it; and,
-# moved from the core lesson, the PTX wrappers, refused descriptors, the SASS and Luo et al.'s figure.
+# moved from the core lesson, refused descriptors, the SASS of the other layouts, the whole
+# throughput table with its clocks, and Luo et al.'s figure. An exercise at the end encodes a whole
+# descriptor by hand.
 
 # %% output varies
 import numpy as np
 import matplotlib.pyplot as plt
 
 from asynctc.models import descriptors, layout
-from asynctc.core import bench, notebook, records, sass
+from asynctc.core import bench, exercises, notebook, records, sass
 from asynctc import wgmma, wgmma_peak
 
 notebook.banner("sm_90a")
@@ -153,6 +155,8 @@ print("rows 0, 8, 16, … are read from their own row; the other 7 of every 8 ro
 # So SS at N = 8 should reach 8192·8/72 ≈ 910 FLOP/clk (0.22 of the Tensor Cores), N = 16 ≈ 1638,
 # N = 32 ≈ 2731, and the full rate from N = 64, where the 2 KiB of A is amortised over enough B.
 # `wgmma_peak.smem_model_flop_per_clk_sm` is this model; the next cell sets it beside the record.
+# The record also varies the *chains*: a chain is one accumulator and the wgmmas that add into it,
+# each waiting for the one before, so with c chains c independent wgmmas can be in flight.
 
 # %% output varies
 if rec is not None and rec.results.get("throughput"):
@@ -232,17 +236,10 @@ for major in ("K", "MN"):
         print(f"{major:2s}-major {sw:3d}B: {descriptors.canonical_layout(major, sw)}")
 
 # %% [markdown]
-# ## 6. From the core lesson: the wrappers, refused descriptors, the SASS, a literature figure
+# ## 6. From the core lesson: refused descriptors, more SASS, the throughput table, a literature figure
 #
-# Four pieces moved here from the core lesson [04](04_wgmma.ipynb). The wrappers of section 1, one per
-# PTX instruction, in `kernels/ptx/wgmma.cuh`:
-
-# %%
-notebook.show_source("ptx/wgmma.cuh", start=r"^__device__ __forceinline__ void wgmma_fence\(\)",
-                     end=r"^__device__ __forceinline__ u64 wgmma_desc_advance")
-
-# %% [markdown]
-# Bad values never reach the GPU; each error names the field, the value and the rule:
+# Four pieces moved here from the core lesson [04](04_wgmma.ipynb). Bad values never reach the GPU;
+# each error names the field, the value and the rule:
 
 # %%
 for bad in (dict(start_address=0x2008, lbo=16, sbo=1024, swizzle=128),
@@ -258,13 +255,13 @@ except descriptors.DescriptorError as e:
     print("DescriptorError:", e)
 
 # %% [markdown]
-# The SASS of the core lesson's kernel (section 5): `WARPGROUP.ARRIVE` (`wgmma.fence`), one `HGMMA.64x128x16.F32` per k-step (`.tnspA` /
-# `.tnspB` for MN-major operands; an `R` operand instead of `gdesc` when A is in registers),
-# `WARPGROUP.DEPBAR.LE gsb0, 0x0` (`wait_group 0`); fp8 compiles to `QGMMA.64xNx32`.
+# The core lesson (section 5) showed the SASS of the K-major tile. MN-major operands add `.tnspA` /
+# `.tnspB` to each `HGMMA` (A in registers would give an `R` operand instead of `gdesc`), and fp8
+# compiles to `QGMMA.64xNx32`:
 
 # %% output varies
 ck = wgmma.compile_tile(wgmma.TileConfig("float16", 128, "MN", "MN", 128))
-print(sass.excerpt(ck.sass(), r"wgmma_tile_ss_mm|HGMMA|WARPGROUP", context=0, limit=6))
+print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
 ck8 = wgmma.compile_tile(wgmma.TileConfig("float8_e4m3fn", 128))
 print(sass.excerpt(ck8.sass(), r"QGMMA", context=0, limit=2))
 
@@ -272,6 +269,18 @@ print(sass.excerpt(ck8.sass(), r"QGMMA", context=0, limit=2))
 text = ck.sass()
 assert "tnspA.tnspB" in text and "WARPGROUP.ARRIVE" in text and "QGMMA" in ck8.sass()
 print("HGMMA with transposes, WARPGROUP.ARRIVE/DEPBAR and QGMMA present:", True)
+
+# %% [markdown]
+# The core lesson's throughput figure as a table: every N and operand source with one accumulator
+# (the rows with more accumulators in flight, up to 8 independent wgmmas, are summarised in one
+# line), bf16 and fp8 at N = 256, and Luo et al.'s H800 figures in the last column. `of clk`
+# divides by SMs × FLOP/clk/SM × the in-kernel clock, `of sheet` by the datasheet figure;
+# `nvidia-smi`, read a moment after each run, shows a clock the kernel did not run at:
+
+# %% output varies
+if rec is not None and rec.results.get("throughput"):
+    print(wgmma_peak.throughput_table(rec.results, all_chains=False))
+    _ = notebook.verdict(*wgmma.clock_note(rec.results))    # the in-kernel clock beside nvidia-smi's
 
 # %% [markdown]
 # > **What we measured vs what is often claimed.** *"wgmma reaches ~665 TFLOP/s at N = 256 and only
@@ -298,3 +307,29 @@ if rec is not None and rec.results.get("throughput"):
           f"Luo et al. {luo_max:.2f} of {luo_sms}×4096×{luo_mhz:.0f} MHz (H800 PCIe boost clock, "
           f"assumed); at the in-kernel clock ours is {at_clk:.2f}, and no in-kernel clock is known "
           "for theirs.")
+
+# %% [markdown]
+# ## Exercise: a whole descriptor by hand
+#
+# Optional; core lesson 04's exercise 2 wrote the bit packing, this one asks for the fields too.
+# Encode the 64-bit descriptor (a Python `int`) for **k-step 2** of a B tile with N = 128, K = 64,
+# bf16, **MN-major** (N contiguous), 64-byte swizzle, stored as TMA boxes from shared address
+# 0x4000. A box is one 64-byte swizzle row wide (32 elements of N) and 64 K-rows deep; with a
+# swizzle, LBO steps to the next box along N and SBO over 8 K-rows (chapter 04, section 3); a k16
+# step is 16 K-rows. A wrong answer is decoded field by field and the wrong fields named.
+
+# %%
+answer = ...
+ok = exercises.check("ch04.descriptor", answer, mn=128, k=64, dtype="bfloat16", major="MN",
+                     swizzle=64, step=2, base=0x4000)
+
+# %% [markdown]
+# <details><summary>Solution (run in CI)</summary>The cell below is the worked solution.</details>
+
+# %%
+box_pitch = 64 * 64                      # 64 K-rows × 64-byte rows
+lbo, sbo = box_pitch, 8 * 64             # next box along N; next 8 K-rows
+start = 0x4000 + 2 * 16 * 64             # k-step 2 = 32 K-rows down
+desc = (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | 2 << 62   # 64-byte swizzle = mode 2
+ok = exercises.check("ch04.descriptor", desc, mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64,
+                     step=2, base=0x4000, solution=True)
