@@ -6,7 +6,8 @@ arguments the learner's ``exercises.check`` call passes, and the answer
 ``exercises.expected(name, **arguments)`` returns for them. Where an argument is computed in the
 notebook (from a replayed record, or a program built in a cell above), the sheet gives the worked
 solution's expression from the notebook's solution cell instead — the cell CI executes, so that
-expression is checked against the answer key too.
+expression is checked against the answer key too. A code exercise (its answer is code) gets its
+worked solution too: the functions the solution cell defines, each on one line.
 
 ``python -m asynctc.teaching.answers`` rewrites the sheet (``--check``: exit 1 if it differs);
 tests/test_teaching_plans.py regenerates it and compares.
@@ -74,15 +75,26 @@ def _checks(tree: ast.Module):
     return sorted(calls, key=lambda n: (n.lineno, n.col_offset))
 
 
+def _one_line(stmt: ast.stmt, src: str) -> str:
+    """``stmt`` as code; a function whose body is simple statements (a code exercise's worked
+    solution) on one line, its body as written: ``def f(k, S): return (k // S) % 2``."""
+    if isinstance(stmt, ast.FunctionDef) and not stmt.decorator_list and all(
+            not hasattr(b, "body") for b in stmt.body):
+        body = "; ".join(ast.get_source_segment(src, b) or ast.unparse(b) for b in stmt.body)
+        return f"def {stmt.name}({ast.unparse(stmt.args)}): {body}"
+    return ast.unparse(stmt)
+
+
 def _steps_before(tree: ast.Module, lines: list[str], call: ast.Call) -> list[str]:
     """The statements of the solution's cell between the previous check (or the cell's start) and
     ``call``, each as one line of code: how the worked solution computes its answer."""
     start = max((i + 1 for i, ln in enumerate(lines[:call.lineno - 1]) if ln.startswith("# %%")), default=0)
+    src = "\n".join(lines)
     steps = []
     for stmt in tree.body:
         if stmt.lineno <= start or stmt.lineno >= call.lineno:
             continue
-        code = ast.unparse(stmt)
+        code = _one_line(stmt, src)
         if "exercises.check" in code:
             steps = []
         elif "\n" not in code and not code.startswith("print("):
@@ -151,6 +163,8 @@ def render(folder: Path = SOURCES) -> str:
                 if a.computed:
                     args += ("; " if args else "") + ", ".join(a.computed) + ": computed in the notebook"
                     answer = f"worked solution: `{_cell(a.solution)}`" if a.solution else "see the notebook"
+                elif exercises.is_code(a.name):       # the answer is code: the worked solution's
+                    answer = f"worked solution: `{_cell(a.solution)}`" if a.solution else "see the notebook"
                 else:
                     answer = f"`{_cell(_fmt(exercises.expected(a.name, **a.kwargs)))}`"
                 why = _cell(a.why)
@@ -168,7 +182,8 @@ rewrites it from the notebook sources and the answer key (`exercises.expected`, 
 numbered as each chapter's notebook numbers them. Where the notebook computes an argument (from
 the replayed record, or a program built in a cell above), the answer is the worked solution's
 expression from the notebook's solution cell, which CI runs against the answer key; its value is
-in `notebooks/solutions/NN_*.ipynb`. The question itself: the notebook, or
+in `notebooks/solutions/NN_*.ipynb`. A code exercise's answer is its worked solution's code (each
+function on one line). The question itself: the notebook, or
 `print(exercises.prompt("name"))`.
 
 | ch | ex | exercise | arguments in the notebook | answer | why (the solution's note) |
