@@ -10,7 +10,7 @@
 # [**`ldmatrix`**](../docs/glossary.md#ldmatrix), and multiplies them with **`mma.sync`**, the
 # warp-wide Tensor Core instruction of Ampere (16×8×16 per instruction). You will
 #
-# 1. run a plain tiled GEMM written in Python with numba (a CUDA compiler for Python), no Tensor Cores;
+# 1. run a plain tiled GEMM in Python with numba (a CUDA compiler for Python), no Tensor Cores;
 # 2. compile a tuned `mma.sync` GEMM and find its instructions in the SASS;
 # 3. check it against float64 on fresh random inputs;
 # 4. measure it beside cuBLAS and beside the ceiling of `mma.sync` itself, and explain the gap.
@@ -103,14 +103,12 @@ fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# It is tuned, not a straw man:
+# It is tuned:
 #
 # * 128×128×64 CTA tiles and 64×64 warp tiles (32 `mma.sync` per 8 `ldmatrix` per k16 step);
 # * swizzled shared-memory tiles, so neither the stores nor `ldmatrix` have bank conflicts;
 # * two shared buffers, so one barrier per k-tile suffices;
 # * the next k-tile loaded into registers before the current one is multiplied.
-#
-# Here is the main loop:
 
 # %%
 ck = mma_sync.compile_mma_sync("float16")
@@ -126,8 +124,7 @@ notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$")
 # %% output varies
 text = ck.sass()
 print(notebook.sass_table(ck, {k: sass.CLASSES[k] for k in ("HMMA", "LDSM", "LDG", "STS", "BAR", "STG", "LDL")}))
-print()
-print(sass.excerpt(text, r"HMMA\.16816", context=0, limit=4))
+print("\n" + sass.excerpt(text, r"HMMA\.16816", context=0, limit=4))
 counts = sass.class_counts(text)
 assert counts["HMMA"] > 0 and counts["LDSM"] > 0, counts
 assert ck.resources.spill_stores == 0, "the tuned tile must not spill"
@@ -160,13 +157,11 @@ print(f"and {len(checks) - len(shown)} more checks, of the other tiles: all pass
 # | **cuBLAS** | on Hopper it uses `wgmma` and TMA (chapters 03–06) |
 # | our **mma.sync GEMM** | best of the tiles tried, per size |
 # | the **`mma.sync` ceiling** | a register-only kernel issuing independent `mma.sync` back to back, no memory traffic (`kernels/mma_sync_peak.cu`), at the GEMM's **occupancy** (warps resident per SM: warps per CTA × CTAs per SM) |
-#
-# Each label names its clock's kind ([00b](00b_clock_kinds.ipynb)).
 
 # %% output varies
 p = rec.provenance
 t = mma_sync.DEFAULT_TILE
-ceiling_row = mma_sync.ceiling_row(rec.results, t)      # the register-only kernel at the GEMM's occupancy
+ceiling_row = mma_sync.ceiling_row(rec.results, t)
 ceiling = ceiling_row["tflops"]
 fig = mma_sync.plot_vs_cublas(rec, t)
 plt.show()
@@ -222,10 +217,10 @@ _ = notebook.verdict(frac >= 0.5, f"{head}: goal 0.50 reached.",
 # %% [markdown]
 # ## Exercises
 #
-# A wrong answer gets a hint at what is off.
+# Wrong answers get a hint.
 #
 # **1.** How many bytes of shared memory does *one stage* (an A tile and a B tile, fp16) of a
-# 128×256×32 CTA tile take? Replace `...`.
+# 128×256×32 CTA tile take?
 
 # %%
 answer = ...
@@ -235,7 +230,7 @@ ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 # **2.** Section 2 showed 128 `HMMA` for the default tile (64×64 warp tile, k-tile of 64). Predict
 # how many `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`
 # (64×32 warp tile, k-tile of 32); the solution compares with that kernel's SASS (the loop body is
-# compiled once, so the kernel's `HMMA` count *is* the per-k-tile count).
+# compiled once: its `HMMA` count is the per-k-tile count).
 
 # %%
 t = mma_sync.TILES[3]
@@ -255,5 +250,5 @@ print("prediction matches the SASS HMMA count:", pred == sass.class_counts(ck.sa
 
 # %% [markdown]
 # **What you learned.** The synchronous data path (threads copy, barrier, `ldmatrix`, `mma.sync`),
-# its SASS, how it is checked, and why it stays below cuBLAS.
+# its SASS, and why it stays below cuBLAS.
 # **Next:** [chapter 02](02_cp_async.ipynb) removes the register hop with `cp.async`.
