@@ -261,3 +261,20 @@ def test_too_much_shared_memory_is_refused_before_launch():
     ck = mma_sync.compile_mma_sync("float16")
     with pytest.raises(runtime.LaunchConfigError, match="opt-in shared memory"):
         runtime.check_launch(1, 128, 300 * 1024, ck)
+
+
+def test_chapter_01_figure_from_the_record():
+    """The figure's lines come from the replayed record: cuBLAS and ours per dtype, the peak at
+    the sweep's clock, the datasheet's and the mma.sync ceiling at the default tile's occupancy."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from asynctc.core import records
+    rec = records.load("mma_sync")
+    lines = mma_sync.vs_cublas_lines(rec)
+    assert set(lines["series"]) == {f"{k} {dt}" for k in ("cuBLAS", "mma.sync") for dt in mma_sync.DTYPES}
+    ceil = mma_sync.ceiling_row(rec.results)
+    assert (ceil["warps_per_cta"], ceil["ctas_per_sm"]) == (mma_sync.DEFAULT_TILE.warps,
+                                                            mma_sync.DEFAULT_TILE.min_blocks)
+    assert [v for v, _ in lines["ceilings"]][1] == ceil["tflops"] and lines["peak"] > ceil["tflops"]
+    fig = mma_sync.plot_vs_cublas(rec)
+    assert len(fig.axes[0].lines) == 4 + 1 + 2

@@ -234,26 +234,24 @@ def test_score_counts_only_the_chapters_a_learner_handed_in(tmp_path):
 
 
 def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
-    """Chapter 05 asks groups_pending (§2) before full_parity and empty_parity (its exercises
-    section); chapter 06 asks which_barrier (§1, before its listing), then consumer_regs and
-    producer_wait: the columns say so."""
+    """Chapter 05 asks groups_pending (§2) before ring_parities (its exercises section), and deep
+    dive 05c find_bug after both; chapter 06 asks which_barrier (§1, before its listing), then
+    consumer_regs and producer_wait: the columns say so."""
     from asynctc.teaching import grading
     order = grading.course_order()
-    assert order["ch05.groups_pending"] < order["ch05.full_parity"] < order["ch05.empty_parity"]
-    assert order["ch00.memory_bound"] < order["ch05.groups_pending"] < order["ch05.find_bug"]
+    assert order["ch05.groups_pending"] < order["ch05.ring_parities"] < order["ch05.find_bug"]
+    assert order["ch00.memory_bound"] < order["ch05.groups_pending"]
     bob = grading.Graded("bob", ["05_pipelines.ipynb", "06_warp_specialization.ipynb"],
-                         {"ch06.which_barrier": "correct", "ch05.empty_parity": "wrong",
-                          "ch06.consumer_regs": None, "ch05.full_parity": "correct",
-                          "ch05.groups_pending": "correct", "ch06.producer_wait": None}, {}, [])
-    assert grading.columns([bob]) == ["ch05.groups_pending", "ch05.full_parity", "ch05.empty_parity",
-                                      "ch06.which_barrier", "ch06.consumer_regs", "ch06.producer_wait"]
+                         {"ch06.which_barrier": "correct", "ch05.ring_parities": "wrong",
+                          "ch06.consumer_regs": None, "ch05.groups_pending": "correct",
+                          "ch06.producer_wait": None}, {}, [])
+    assert grading.columns([bob]) == ["ch05.groups_pending", "ch05.ring_parities", "ch06.which_barrier",
+                                      "ch06.consumer_regs", "ch06.producer_wait"]
     # without the sources (an installed package): where the learners' notebooks ask them
-    bob.order = {"ch05.groups_pending": ("05_pipelines.ipynb", 0), "ch05.full_parity": ("05_pipelines.ipynb", 1),
-                 "ch05.empty_parity": ("05_pipelines.ipynb", 2)}
-    assert grading.columns([bob], order={})[:3] == ["ch05.groups_pending", "ch05.full_parity",
-                                                    "ch05.empty_parity"]
+    bob.order = {"ch05.groups_pending": ("05_pipelines.ipynb", 0), "ch05.ring_parities": ("05_pipelines.ipynb", 1)}
+    assert grading.columns([bob], order={})[:2] == ["ch05.groups_pending", "ch05.ring_parities"]
     _, _, md = grading.write_tables([bob], tmp_path)
-    assert md.splitlines()[0].startswith("| learner | ch05.groups_pending | ch05.full_parity |")
+    assert md.splitlines()[0].startswith("| learner | ch05.groups_pending | ch05.ring_parities |")
 
 
 def test_an_exercise_cell_that_ran_without_check_is_unanswered():

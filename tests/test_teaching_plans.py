@@ -118,7 +118,9 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
              for n, _ in timing.estimate_path(p).exercises]
     rows = [l for l in text.splitlines() if l.startswith("| ") and "`ch" in l]
     assert [re.search(r"`(ch\d\d\.\w+)`", l).group(1) for l in rows] == list(dict.fromkeys(names))
-    row = next(l for l in rows if "`ch05.full_parity`" in l)
-    assert "k=13, stages=3" in row and "| `0` |" in row
+    row = next(l for l in rows if "`ch05.groups_pending`" in l)
+    assert "stages=6, consumers=1" in row and "| `1` |" in row
+    row = next(l for l in rows if "`ch05.ring_parities`" in l)      # a code exercise: its worked code
+    assert "`def full_parity(k, S): return k // S % 2 ; def empty_parity(t, S): return (t // S + 1) % 2" in row
     row = next(l for l in rows if "`ch03.swizzle_128b`" in l)       # a code exercise: its function
     assert "`def swizzle_128b(offset): " in row and "return " in row and "<function" not in text

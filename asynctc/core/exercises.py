@@ -123,6 +123,11 @@ def code_exercise(name: str, prompt: str, judge: Callable[..., str | None]):
     return deco
 
 
+def is_code(name: str) -> bool:
+    """Whether exercise ``name`` is a code exercise (:func:`code_exercise`): its answer is code."""
+    return _get(name).judge is not None
+
+
 def diagnosis(name: str):
     """Register ``fn(answer, expected, **kw) -> str | None`` as the hint giver of exercise ``name``
     (registered before). ``answer`` arrives normalized (see the module docstring); return a

@@ -263,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
       // 4. ... and the producer refills its stage with k-tile r + S once every warpgroup released it
       if (producer && r + STAGES < T && !broken) {
         tr.event(EV_EMPTY_BEGIN, rs, r + STAGES);
-        if (empty.wait(rs, rp, wg, r + STAGES)) {                // parity of r's fill (header)
+        if (empty.wait(rs, rp, wg, r + STAGES)) {   // rp = (r/S) mod 2 = (t/S + 1) mod 2, t = r + S
           tr.event(EV_EMPTY_END, rs, r + STAGES);
           load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
           tr.event(EV_TMA_ISSUED, rs, r + STAGES);

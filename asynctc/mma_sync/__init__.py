@@ -21,8 +21,10 @@ mma_sync.launcher``):
   :func:`compile_mma_sync_peak`, :class:`MmaSyncPeak`, :func:`clock_record_mhz`.
 * ``suite.py`` — the record suite ``mma_sync`` (:data:`SUITES`): its sizes and shapes
   (:data:`MMA_SIZES`, :data:`CHECK_SHAPES`, :data:`TIMED_CHECK_SHAPE`, …), :func:`measure_mma_sync`,
-  :func:`measure_mma_sync_anatomy`, :func:`summarize_mma_sync` (never plots). A test that shrinks
-  the suite patches those constants on ``asynctc.mma_sync.suite``.
+  :func:`measure_mma_sync_anatomy`, :func:`summarize_mma_sync`, :func:`ceiling_row`,
+  :func:`vs_cublas_lines` (never plots). A test that shrinks the suite patches those constants on
+  ``asynctc.mma_sync.suite``.
+* ``figures.py`` — :func:`plot_vs_cublas` (never measures).
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
 
 The chapter's checking vocabulary (:mod:`asynctc.core.checks`: :class:`Check`, :func:`compare`,
@@ -40,9 +42,10 @@ from .config import (  # noqa: F401
 from .launch import (  # noqa: F401
     check_tiles, compile_mma_sync, compile_mma_sync_ablation, launcher, mma_sync_gemm, run_gemm,
     verify_mma_sync)
+from .figures import plot_vs_cublas  # noqa: F401
 from .peak import (  # noqa: F401
     PEAK_CHAINS, PEAK_ITERS, MmaSyncPeak, clock_record_mhz, compile_mma_sync_peak)
 from .suite import (  # noqa: F401
     ABLATION_SIZE, CHECK_SHAPES, IN_KERNEL_CLOCK, MMA_SIZES, PEAK_CONFIGS, SIMT_SIZES, SUITES,
-    TIMED_CHECK_SHAPE, best_mma_rows, check_timed_binaries, cublas_rows, measure_mma_sync,
-    measure_mma_sync_anatomy, summarize_anatomy, summarize_mma_sync)
+    TIMED_CHECK_SHAPE, best_mma_rows, ceiling_row, check_timed_binaries, cublas_rows, measure_mma_sync,
+    measure_mma_sync_anatomy, summarize_anatomy, summarize_mma_sync, vs_cublas_lines)

@@ -174,6 +174,35 @@ def cublas_rows(results: dict, dtype: str) -> list[dict]:
                   key=lambda r: r["size"])
 
 
+def ceiling_row(results: dict, tile=DEFAULT_TILE, dtype: str = "float16") -> dict:
+    """The register-only ``mma.sync`` ceiling's row (``results["peak"]``) at ``tile``'s occupancy:
+    its warps per CTA and CTAs per SM. Raises ``StopIteration`` when the record has no such row."""
+    return next(r for r in results["peak"] if r["dtype"] == dtype and r["warps_per_cta"] == tile.warps
+                and r["ctas_per_sm"] == tile.min_blocks)
+
+
+def vs_cublas_lines(rec: records.Record, tile=DEFAULT_TILE) -> dict:
+    """What chapter 01's figure draws (:func:`~asynctc.mma_sync.figures.plot_vs_cublas`), from an
+    ``mma_sync`` record: ``series`` (cuBLAS and the best mma.sync tile per size, TFLOP/s by size,
+    fp16 and bf16), ``peak`` at the fp16 sweep's median SM clock and its ``peak_label`` (the
+    clock's kind), and ``ceilings``: the datasheet's and the register-only ``mma.sync`` ceiling at
+    ``tile``'s occupancy (:func:`ceiling_row`, with its own clock), as (TFLOP/s, label)."""
+    sweep16 = [r for r in rec.results["sweep"] if r["dtype"] == "float16"]
+    mhz, kind = bench.measured_clock_mhz(sweep16), bench.rows_clock_kind(sweep16)
+    series = {}
+    for dt in DTYPES:
+        cb, ours = cublas_rows(rec.results, dt), best_mma_rows(rec.results, dt)
+        series[f"cuBLAS {dt}"] = ([r["size"] for r in cb], [r["tflops"] for r in cb])
+        series[f"mma.sync {dt}"] = ([r["size"] for r in ours], [r["tflops"] for r in ours])
+    ceil = ceiling_row(rec.results, tile)
+    return dict(series=series, peak=peak_tflops(rec.provenance["sm_count"], mhz),
+                peak_label=f"SMs×4096×{mhz:.0f} MHz ({kind})",
+                ceilings=[(bench.DATASHEET["dense_tflops"]["float16"], "datasheet 132×4096×1830 MHz: 989"),
+                          (ceil["tflops"], f"mma.sync ceiling, register-only, {tile.warps} warps × "
+                                           f"{tile.min_blocks} CTAs/SM: {ceil['tflops']:.0f}\n(measured; its "
+                                           f"clock {bench.clock_text(ceil)})")])
+
+
 def summarize_mma_sync(rec: records.Record, anatomy: bool = True) -> str:
     r = rec.results
     p = rec.provenance

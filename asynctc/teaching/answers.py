@@ -6,8 +6,8 @@ arguments the learner's ``exercises.check`` call passes, and the answer
 ``exercises.expected(name, **arguments)`` returns for them. Where an argument is computed in the
 notebook (from a replayed record, or a program built in a cell above), the sheet gives the worked
 solution's expression from the notebook's solution cell instead — the cell CI executes, so that
-expression is checked against the answer key too. A code exercise (the learner writes a function)
-shows the solution cell's function, on one line.
+expression is checked against the answer key too. A code exercise (its answer is code) gets its
+worked solution too: the functions the solution cell defines, each on one line.
 
 ``python -m asynctc.teaching.answers`` rewrites the sheet (``--check``: exit 1 if it differs);
 tests/test_teaching_plans.py regenerates it and compares.
@@ -75,15 +75,26 @@ def _checks(tree: ast.Module):
     return sorted(calls, key=lambda n: (n.lineno, n.col_offset))
 
 
+def _one_line(stmt: ast.stmt, src: str) -> str:
+    """``stmt`` as code; a function whose body is simple statements (a code exercise's worked
+    solution) on one line, its body as written: ``def f(k, S): return (k // S) % 2``."""
+    if isinstance(stmt, ast.FunctionDef) and not stmt.decorator_list and all(
+            not hasattr(b, "body") for b in stmt.body):
+        body = "; ".join(ast.get_source_segment(src, b) or ast.unparse(b) for b in stmt.body)
+        return f"def {stmt.name}({ast.unparse(stmt.args)}): {body}"
+    return ast.unparse(stmt)
+
+
 def _steps_before(tree: ast.Module, lines: list[str], call: ast.Call) -> list[str]:
     """The statements of the solution's cell between the previous check (or the cell's start) and
     ``call``, each as one line of code: how the worked solution computes its answer."""
     start = max((i + 1 for i, ln in enumerate(lines[:call.lineno - 1]) if ln.startswith("# %%")), default=0)
+    src = "\n".join(lines)
     steps = []
     for stmt in tree.body:
         if stmt.lineno <= start or stmt.lineno >= call.lineno:
             continue
-        code = ast.unparse(stmt)
+        code = _one_line(stmt, src)
         if "exercises.check" in code:
             steps = []
         elif "\n" not in code and not code.startswith("print("):
@@ -172,7 +183,7 @@ def render(folder: Path = SOURCES) -> str:
         for path in core_sources(folder):
             for a in asked(path):
                 args = ", ".join(f"{k}={_fmt(v)}" for k, v in a.kwargs.items())
-                code = exercises._get(a.name).judge is not None
+                code = exercises.is_code(a.name)
                 if a.computed or code:
                     if a.computed:
                         args += ("; " if args else "") + ", ".join(a.computed) + ": computed in the notebook"

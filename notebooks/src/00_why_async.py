@@ -23,9 +23,6 @@
 # **The story.** To keep Tensor Cores busy, operands must be copied into shared memory *while* they
 # compute. This chapter measures why; the rest of the course makes that copy run by itself, with
 # asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
-#
-# Every number below is measured now (on a GPU) or replayed from `data/` with the GPU, driver and
-# date it was measured on. Nothing is typed in.
 
 # %% output varies
 from asynctc import why_async
@@ -36,24 +33,15 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Two ceilings, measured
 #
-# The suite `ceilings` times two things (CUDA events, warm-up, L2 flushed, median of 20):
-#
-# | what | sizes | counts |
-# |---|---|---|
-# | device-to-device copy (`cuMemcpyAsync`) | 16 MiB – 4 GiB | bytes read + bytes written |
-# | cuBLAS fp16 and bf16 GEMM on random data | M = N = K = 1024 – 8192 | 2·M·N·K FLOP |
-#
-# `load_or_measure` runs the suite when this machine has the GPU; otherwise it loads the record.
+# The suite `ceilings` times a device-to-device copy (`cuMemcpyAsync`, 16 MiB – 4 GiB, counting
+# bytes read + written) and cuBLAS fp16 and bf16 GEMMs on random data (M = N = K = 1024 – 8192,
+# 2·M·N·K FLOP): CUDA events, warm-up, L2 flushed, median of 20.
 
 # %% output varies
 rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
 copy = rec.results["copy"]
 top = max(copy, key=lambda c: c["gbps_rw"])
-print(rec.label())
-print(f"device-to-device copy: best {top['gbps_rw']:.0f} GB/s (read + write) at {top['bytes'] >> 20} MiB "
-      "(the cuBLAS rows follow in section 2)")
-
-# %% output varies
+print(f"device-to-device copy: best {top['gbps_rw']:.0f} GB/s (read + write) at {top['bytes'] >> 20} MiB")
 fig = plots.throughput_by_size(
     {"device-to-device copy": ([c["bytes"] >> 20 for c in copy], [c["gbps_rw"] for c in copy])},
     record=rec, title="Copy bandwidth (read + write)", ylabel="GB/s", xlabel="bytes copied (MiB)")
@@ -66,18 +54,8 @@ fig = plots.throughput_by_size(
 #
 # The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock. A running GPU picks its own clock,
 # lower under heavy load. So the course prints two fractions: of the datasheet, and of the peak at
-# the clock measured during the run.
-#
-# Each measured clock, here and in every later chapter, names its kind:
-#
-# | kind | how it is read | what it gives |
-# |---|---|---|
-# | **in-kernel** | the kernel reads its own SM clock | the clock while its Tensor Cores work |
-# | **in flight** | a small probe kernel, beside the running GEMM, reads the SM clock | the GEMM's clock (all SMs share one) |
-# | **probed after the sample** | the same probe, right after the GEMM | an upper bound on the clock, so a lower bound on the fraction of peak |
-#
-# The deep dive [00b — three ways to read the clock](00b_clock_kinds.ipynb) explains how and checks
-# one kind against another; the exercises need none of it.
+# the clock measured during the run. Each measured clock names how it was read (by the kernel
+# itself, or by a small probe kernel); deep dive [00b](00b_clock_kinds.ipynb) explains the kinds.
 
 # %% output varies
 gemms = rec.results["cublas"]
@@ -102,7 +80,8 @@ fig = plots.throughput_by_size(series, peak=sheet, peak_label="datasheet (132×4
                                record=rec, title="cuBLAS GEMM throughput")
 
 # %% [markdown]
-# cuBLAS checks out against a float64 reference (it is our yardstick, so we verify it too):
+# cuBLAS checks out against a float64 reference, element by element (the
+# [elementwise bound](../docs/glossary.md#elementwise-bound)); it is our yardstick, so we verify it too:
 
 # %% output varies
 chk = next(g["check"] for g in gemms if "check" in g)
@@ -183,10 +162,6 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
 # | 04 wgmma | TMA (or the threads) fill shared memory; `wgmma` reads its operands from there, asynchronously | the [warpgroup](../docs/glossary.md#warpgroup), at `wgmma.wait_group` |
 # | 05 pipelines | one thread of a computing warpgroup issues TMA loads into a ring of stages, before the math needs them | the consumer, only when the ring runs dry |
 # | 06 warp specialization | a [producer](../docs/glossary.md#producer) warpgroup that only loads; consumer warpgroups only do math | ideally nobody, in steady state (chapter 06 measures how close) |
-#
-# > **Measured vs claimed.** The datasheet says 989 TFLOP/s dense bf16 and 4.8 TB/s. Quote the
-# > measured numbers above, with their date and driver, and the datasheet fraction beside
-# > them.
 
 # %% [markdown]
 # ## Exercises
@@ -209,10 +184,7 @@ answer = ...
 ok = exercises.check("ch00.memory_bound", answer, sizes=sizes, ridge=ridge)
 
 # %% [markdown]
-# <details><summary>Solutions (run in CI)</summary>
-#
-# The cell below is the worked solution; CI executes it, so the exercise checker is tested too.
-# </details>
+# <details><summary>Solutions</summary>The cell below is the worked solution (try the exercises first).</details>
 
 # %% output varies
 exercises.check("ch00.intensity", 2 * 512**3 / (2 * 3 * 512 * 512), n=512, solution=True)

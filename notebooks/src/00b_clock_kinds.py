@@ -23,6 +23,14 @@ rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
 # is one of three kinds, and every printed fraction says which (`bench.peak_text`, from the row's
 # `sm_mhz_source`):
 #
+# | kind | how it is read | what it gives |
+# |---|---|---|
+# | **in-kernel** | the kernel reads its own SM clock | the clock while its Tensor Cores work |
+# | **in flight** | a small probe kernel, beside the running GEMM, reads the SM clock | the GEMM's clock (all SMs share one) |
+# | **probed after the sample** | the same probe, right after the GEMM | an upper bound on the clock, so a lower bound on the fraction of peak |
+#
+# In more detail:
+#
 # * **in-kernel**: the kernel reads `clock64` (SM cycles) against `%globaltimer` (nanoseconds)
 #   itself (the peak kernels of chapters 01 and 04) — the clock while its Tensor Cores work;
 # * **in flight**: for a kernel that cannot clock itself (cuBLAS here, the course's own GEMMs

@@ -10,7 +10,7 @@
 # [**`ldmatrix`**](../docs/glossary.md#ldmatrix), and multiplies them with **`mma.sync`**, the
 # warp-wide Tensor Core instruction of Ampere (16×8×16 per instruction). You will
 #
-# 1. run a plain tiled GEMM written in Python with numba (a CUDA compiler for Python), no Tensor Cores;
+# 1. run a plain tiled GEMM in Python with numba (a CUDA compiler for Python), no Tensor Cores;
 # 2. compile a tuned `mma.sync` GEMM and find its instructions in the SASS;
 # 3. check it against float64 on fresh random inputs;
 # 4. measure it beside cuBLAS and beside the ceiling of `mma.sync` itself, and explain the gap.
@@ -94,8 +94,6 @@ fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A
 # | tile name | `BMxBNxBK/wWMxWN`, e.g. `128x128x64/w64x64/2cta`: CTA tile 128×128×64, warp tile 64×64 (so 4 warps); `/2cta`: registers capped so two CTAs fit on one SM |
 # | **bank conflict** | shared memory has 32 banks of 4 bytes; two lanes of one access that hit different addresses in one bank split it into passes |
 # | **swizzled** tile | 16-byte chunks stored at XOR-permuted places so the lanes of one access spread over different banks (chapter 03) |
-# | **L1/TEX** | the SM's L1 cache unit; on Hopper it shares its storage and its 128-byte-per-clock data path with shared memory |
-# | **epilogue** | the end of the kernel, which writes the accumulators to C |
 # | `LDG.128` / `STS.128` | SASS: a 16-byte load from global memory / store to shared memory, per thread |
 #
 # The kernel is `asynctc/kernels/mma_sync.cu`. Its data path, all done by the threads themselves:
@@ -105,14 +103,12 @@ fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# It is tuned, not a straw man:
+# It is tuned:
 #
 # * 128×128×64 CTA tiles and 64×64 warp tiles (32 `mma.sync` per 8 `ldmatrix` per k16 step);
 # * swizzled shared-memory tiles, so neither the stores nor `ldmatrix` have bank conflicts;
 # * two shared buffers, so one barrier per k-tile suffices;
 # * the next k-tile loaded into registers before the current one is multiplied.
-#
-# Here is the main loop:
 
 # %%
 ck = mma_sync.compile_mma_sync("float16")
@@ -128,24 +124,18 @@ notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$")
 # %% output varies
 text = ck.sass()
 print(notebook.sass_table(ck, {k: sass.CLASSES[k] for k in ("HMMA", "LDSM", "LDG", "STS", "BAR", "STG", "LDL")}))
-print()
-print(sass.excerpt(text, r"HMMA\.16816", context=0, limit=4))
-
-# %%
+print("\n" + sass.excerpt(text, r"HMMA\.16816", context=0, limit=4))
 counts = sass.class_counts(text)
 assert counts["HMMA"] > 0 and counts["LDSM"] > 0, counts
 assert ck.resources.spill_stores == 0, "the tuned tile must not spill"
-print("HMMA and LDSM present, no register spills:", True)
 
 # %% [markdown]
 # ## 3. Correctness first
 #
 # Every check draws fresh standard-normal inputs and poisons the output with NaN bytes, so an
-# element the kernel never writes fails. It compares with `float64`, elementwise, relative to
-# |A|·|B|.
-#
-# Live, the checks run now. In replay you see the checks recorded with the measurements (the suite
-# refuses to time a kernel that fails them).
+# element the kernel never writes fails. It compares every element with `float64` against an
+# [elementwise bound](../docs/glossary.md#elementwise-bound) that scales with |A|·|B|. The suite
+# refuses to time a kernel that fails.
 
 # %% output varies
 rec = records.load_or_measure("mma_sync", mma_sync.measure_mma_sync)
@@ -158,10 +148,6 @@ assert checks and all(c["passed"] for c in checks)
 print(f"and {len(checks) - len(shown)} more checks, of the other tiles: all passed")
 
 # %% [markdown]
-# Which NVRTC compiled what, and a shape the kernel refuses before the GPU sees it:
-# [deep dive 01b §6](01b_synchronous_anatomy.ipynb).
-
-# %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
 # Three numbers, timed in the same run on the same GPU:
@@ -171,44 +157,17 @@ print(f"and {len(checks) - len(shown)} more checks, of the other tiles: all pass
 # | **cuBLAS** | on Hopper it uses `wgmma` and TMA (chapters 03–06) |
 # | our **mma.sync GEMM** | best of the tiles tried, per size |
 # | the **`mma.sync` ceiling** | a register-only kernel issuing independent `mma.sync` back to back, no memory traffic (`kernels/mma_sync_peak.cu`), at the GEMM's **occupancy** (warps resident per SM: warps per CTA × CTAs per SM) |
-#
-# The ceiling kernel reads its own SM clock; the GEMMs' clock is probed beside them. The labels
-# name each clock's kind ([00b](00b_clock_kinds.ipynb)).
 
 # %% output varies
 p = rec.provenance
-sweep16 = [r for r in rec.results["sweep"] if r["dtype"] == "float16"]
-sweep_mhz = bench.measured_clock_mhz(sweep16)           # median clock of the fp16 sweep's samples
-sweep_kind = bench.rows_clock_kind(sweep16)             # how it was measured (chapter 00, section 2)
-peak = bench.peak_tflops(p["sm_count"], sweep_mhz)
-series = {}
-for dt in mma_sync.DTYPES:
-    cb = mma_sync.cublas_rows(rec.results, dt)
-    ours = mma_sync.best_mma_rows(rec.results, dt)
-    series[f"cuBLAS {dt}"] = ([r["size"] for r in cb], [r["tflops"] for r in cb])
-    series[f"mma.sync {dt}"] = ([r["size"] for r in ours], [r["tflops"] for r in ours])
-t = mma_sync.DEFAULT_TILE                 # the ceiling at the kernel's own occupancy: warps × CTAs per SM
-ceiling_row = next(r for r in rec.results["peak"] if r["dtype"] == "float16"
-                   and r["warps_per_cta"] == t.warps and r["ctas_per_sm"] == t.min_blocks)
+t = mma_sync.DEFAULT_TILE
+ceiling_row = mma_sync.ceiling_row(rec.results, t)
 ceiling = ceiling_row["tflops"]
-open_marker = {"mfc": "none", "ms": 9}    # bf16 drawn hollow and larger: fp16 and bf16 nearly coincide
-fig = plots.throughput_by_size(
-    series, peak=peak, peak_label=f"SMs×4096×{sweep_mhz:.0f} MHz ({sweep_kind})",
-    record=rec, title="Synchronous mma.sync GEMM vs cuBLAS",
-    styles={"cuBLAS bfloat16": open_marker, "mma.sync bfloat16": {**open_marker, "color": "tab:olive"}},
-    ceilings=[(bench.DATASHEET["dense_tflops"]["float16"], "datasheet 132×4096×1830 MHz: 989"),
-              (ceiling, f"mma.sync ceiling, register-only, {t.warps} warps × {t.min_blocks} CTAs/SM: "
-                        f"{ceiling:.0f}\n(measured; its clock {bench.clock_text(ceiling_row)})")])
+fig = mma_sync.plot_vs_cublas(rec, t)
 plt.show()
-print(f"clock of the fp16 GEMM sweep (cuBLAS and ours): {sweep_mhz:.0f} MHz median ({sweep_kind}); "
-      f"of the mma.sync ceiling: {bench.clock_text(ceiling_row)}")
+sweep_kind = bench.rows_clock_kind([r for r in rec.results["sweep"] if r["dtype"] == "float16"])
 if bench.clock_caveat(sweep_kind):
     print("GEMM sweep: " + bench.clock_caveat(sweep_kind))
-cb = {r["size"]: r["tflops"] for r in mma_sync.cublas_rows(rec.results, "float16")}
-print("float16, best tile per size: " + ", ".join(
-    f"{r['size']}³ {r['tflops']:.0f} TFLOP/s ({r['tflops'] / cb[r['size']]:.2f} of cuBLAS)"
-    for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] in cb and r["size"] >= 2048))
-print("(bf16, every tile, clock and fraction of peak: deep dive 01b §3)")
 
 # %% [markdown]
 # ## 5. Why the number is what it is
@@ -216,25 +175,25 @@ print("(bf16, every tile, clock and fraction of peak: deep dive 01b §3)")
 # Two effects stack up:
 #
 # 1. **`mma.sync` itself tops out below the Tensor Core peak on Hopper.** Section 4's ceiling
-#    kernel measures how far below (next cell). The full rate needs `wgmma` (chapter 04). (A
-#    literature figure beside ours: [01b §6](01b_synchronous_anatomy.ipynb).)
+#    kernel measures how far below (next cell). The full rate needs `wgmma` (chapter 04).
 # 2. **Every operand byte crosses the SM's L1/shared-memory data path several times**: the global
 #    load into registers, the store into shared memory, the `ldmatrix` out of it: three passes.
 
 # %% output varies
 at_clock = bench.peak_at_clock(ceiling_row, p["sm_count"])["fraction"]
 best4096 = max(r["tflops"] for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] == 4096)
-print(f"mma.sync ceiling: {ceiling:.0f} TFLOP/s — independent mma.sync from registers, no memory "
-      f"traffic, {t.warps} warps × {t.min_blocks} CTAs/SM like the GEMM; record '{rec.suite}', {rec.label()}")
 _ = notebook.claim(at_clock < 0.8 and best4096 < ceiling,
-                   f"That is {bench.peak_text(ceiling_row, p['sm_count'])}; our best 4096³ GEMM, "
-                   f"{best4096:.0f} TFLOP/s, is {best4096 / ceiling:.2f} of the ceiling.",
+                   f"The ceiling, {ceiling:.0f} TFLOP/s, is {bench.peak_text(ceiling_row, p['sm_count'])}; "
+                   f"our best 4096³ GEMM, {best4096:.0f} TFLOP/s, is {best4096 / ceiling:.2f} of it.",
                    ceiling_fraction=at_clock, ours=best4096, ceiling=ceiling)
+abl = {x["variant"]: x["tflops"] for x in rec.results["ablation"]}
+no_copy, skeleton = abl["no global→shared copy"] / abl["full kernel"], abl["mma.sync + __syncthreads only"]
+_ = notebook.claim(no_copy > 1.3 and skeleton < ceiling,
+                   f"Taken apart (deep dive 01b §4): without the threads' copy it runs {no_copy:.2f}× as fast; "
+                   f"with only mma.sync and the barriers left, {skeleton:.0f} TFLOP/s, still below the ceiling. "
+                   "The data path and the barriers set the pace, not the Tensor Cores.", ablation=abl)
 
 # %% [markdown]
-# So the data path and the barriers set the pace, not the Tensor Cores. (The model of that data
-# path, and the variants tried: [01b §6](01b_synchronous_anatomy.ipynb).)
-#
 # What helps is taking the copy away from the threads:
 #
 # | chapter | removes |
@@ -243,7 +202,7 @@ _ = notebook.claim(at_clock < 0.8 and best4096 < ceiling,
 # | 03 | the threads (TMA copies a whole tile) |
 # | 04 | `ldmatrix` (wgmma reads its operands from shared memory) |
 #
-# Our goal for this kernel: half of cuBLAS at 4096³. The cell says whether this record got there.
+# Our goal for this kernel was half of cuBLAS at 4096³:
 
 # %% output varies
 rows4096 = [r for r in rec.results["sweep"] if r["size"] == 4096 and r["dtype"] == "float16"]
@@ -251,15 +210,17 @@ base = next(r for r in rows4096 if r["kernel"] == "cuBLAS")
 ours = next(r for r in rows4096 if r.get("tile") == mma_sync.DEFAULT_TILE.name)
 frac = ours["tflops"] / base["tflops"]
 head = f"4096³ fp16, default tile: {ours['tflops']:.0f} TFLOP/s = {frac:.2f} of cuBLAS ({base['tflops']:.0f})"
-_ = notebook.verdict(frac >= 0.5, f"{head} — goal 0.50 reached", f"{head} — goal 0.50 not reached")
+_ = notebook.verdict(frac >= 0.5, f"{head}: goal 0.50 reached.",
+                     f"{head}: short of the 0.50 goal; deep dive 01b §4 takes the kernel apart to show "
+                     "where the time goes.")
 
 # %% [markdown]
 # ## Exercises
 #
-# A wrong answer gets a hint at what is off. (The deep dive has a third, a prediction.)
+# Wrong answers get a hint.
 #
 # **1.** How many bytes of shared memory does *one stage* (an A tile and a B tile, fp16) of a
-# 128×256×32 CTA tile take? Replace `...`.
+# 128×256×32 CTA tile take?
 
 # %%
 answer = ...
@@ -269,7 +230,7 @@ ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 # **2.** Section 2 showed 128 `HMMA` for the default tile (64×64 warp tile, k-tile of 64). Predict
 # how many `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`
 # (64×32 warp tile, k-tile of 32); the solution compares with that kernel's SASS (the loop body is
-# compiled once, so the kernel's `HMMA` count *is* the per-k-tile count).
+# compiled once: its `HMMA` count is the per-k-tile count).
 
 # %%
 t = mma_sync.TILES[3]
@@ -289,5 +250,5 @@ print("prediction matches the SASS HMMA count:", pred == sass.class_counts(ck.sa
 
 # %% [markdown]
 # **What you learned.** The synchronous data path (threads copy, barrier, `ldmatrix`, `mma.sync`),
-# its SASS, how it is checked, and why it stays below cuBLAS.
+# its SASS, and why it stays below cuBLAS.
 # **Next:** [chapter 02](02_cp_async.ipynb) removes the register hop with `cp.async`.

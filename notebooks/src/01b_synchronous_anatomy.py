@@ -137,8 +137,7 @@ fig = plots.ladder([x["variant"] for x in parts], [x["tflops"] for x in parts], 
 print("\n".join(mma_sync.summarize_anatomy(rec.results, p["sm_count"])))
 
 # %% [markdown]
-# What the H200 measured, and what it means (each comparison below is printed from the record; if a
-# new measurement disagrees, the cell fails rather than print it):
+# What the H200 measured, and what it means:
 #
 # * removing the **copy by the threads** gains more than removing `ldmatrix`, although through the
 #   L1/shared-memory data path the two move about as many bytes (64 KiB per k-tile each, counting the
@@ -151,7 +150,7 @@ print("\n".join(mma_sync.summarize_anatomy(rec.results, p["sm_count"])))
 #   changed nothing; see `docs/NOTES.md`);
 # * with both removed, what is left — `mma.sync` and the barriers — is still short of the
 #   register-only `mma.sync` ceiling measured at the same occupancy in chapter 01, section 4: the barriers and
-#   the epilogue take the rest.
+#   the [epilogue](../docs/glossary.md#epilogue) (the end of the kernel, which writes C) take the rest.
 
 # %% output varies
 speed = {x["variant"]: x["tflops"] for x in abl}
@@ -259,7 +258,8 @@ for t in mma_sync.TILES:
 
 # %% [markdown]
 # The model's bound is not a prediction — bank timing, barrier stalls and the `mma.sync` issue rate
-# all take their share, and Nsight Compute read the L1/TEX unit 76% busy on the default tile (one
+# all take their share, and Nsight Compute read the L1/TEX unit (the SM's L1 cache, whose
+# data path shared memory shares) 76% busy on the default tile (one
 # launch at 4096³, 2026-11-29, the kernel of commit a4e1e33; see `docs/NOTES.md`) — but
 # it names the resource: with the threads moving every byte, the shared-memory data path and the
 # barriers, not the Tensor Cores, set the pace.

@@ -67,7 +67,8 @@ plt.show()
 # 2. issue the k-tile's wgmmas as one group; `wgmma.wait_group<kPending>` leaves at most kPending
 #    groups in flight;
 # 3. release k-tile r = k − kPending: one elected thread per warpgroup arrives on empty;
-# 4. the producer thread waits on that stage's empty barrier, then refills it with k-tile r + S.
+# 4. the producer thread waits on that stage's empty barrier, then refills it with k-tile t = r + S.
+#    It waits with `rp`, r's phase (r / S) mod 2: that is §1's (t / S + 1) mod 2.
 #
 # `pos` is k's stage (k mod S) and phase ((k / S) mod 2); `prev` is k − 1's, for step 3. The
 # ring header `ring.cuh` (second listing; its i is our k) keeps them without a division:
@@ -85,8 +86,10 @@ notebook.show_source("ring.cuh", start=r"^template <int kStages>", end=r"^};")
 # **Exercise 1 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it, so
 # answer first). With S = 6 stages and a **single** consumer warpgroup, should the loop's
 # `wgmma.wait_group<kPending>` leave 0 or 1 group pending to keep the math going while a stage is
-# released and refilled? You may then run `mp.simulate(6, p, 1, 32)` for p = 0 and 1 and compare
-# `math_fraction`. Replace `...`:
+# released and refilled? You may then run `mp.simulate(6, p, 1, 32)` for p = 0 and 1: a CPU model of
+# this loop (`asynctc.models.pipeline`) with S = 6 stages, p groups pending, 1 consumer warpgroup
+# and 32 k-tiles. Compare their `math_fraction`, the share of the loop with a wgmma in flight.
+# Replace `...`:
 
 # %%
 answer = ...
@@ -99,8 +102,9 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% [markdown]
 # ## 3. Correct first
 #
-# Fresh standard-normal inputs, NaN-poisoned output, float64 reference, and an elementwise bound
-# `|C − ref| ≤ k·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|`: one wrong or unwritten element fails.
+# Checked as in chapter 01, against the [elementwise bound](../docs/glossary.md#elementwise-bound)
+# `|C − ref| ≤ K·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|` (the glossary defines each term): one wrong or
+# unwritten element fails.
 #
 # Live, two configurations run now. The record checked every combination of dtype, tile, stages,
 # consumers, B layout and wait_group, on two shapes.
@@ -128,6 +132,14 @@ assert all(c["passed"] for c in res["checks"])
 fig = pl.plot_depth(res, "float16", record=rec)
 plt.show()
 print(pl.depth_table(res, dtypes=("float16",)))      # bf16: pl.depth_table(res)
+r128 = {(r["tile"][-2:], r["stages"]): r for r in res["sweep"] if r["kernel"] == "pipeline"
+        and r["tile"] in ("128x128x64/c1", "128x128x64/c2") and r["dtype"] == "float16" and r["size"] == 4096}
+drops = {c: (r128[c, 3], r128[c, 4]) for c in ("c1", "c2")}
+_ = notebook.claim(all(b["tflops"] < a["tflops"] and a["resident_ctas"] == 2 and b["resident_ctas"] == 1
+                       for a, b in drops.values()),
+                   "Both 128×128 tiles drop at S = 4 (" + ", ".join(
+                       f"{c} {a['tflops']:.0f} → {b['tflops']:.0f}" for c, (a, b) in drops.items())
+                   + " TFLOP/s): at S = 3 two CTAs share an SM, at S = 4 only one fits in shared memory.")
 
 # %% [markdown]
 # **The chapter's goal**: the best variant ≥ 0.80 of cuBLAS at 4096³ and ≥ 0.90 at 8192³, fp16
@@ -145,11 +157,10 @@ for size in (4096, 8192):
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# With one stage every load is exposed: load, wait, compute. Each further stage hides one more load
-# under the math, until the loads arrive as fast as the path into the SM delivers them; past that,
-# depth adds nothing. From the record (128×256, fp16, 4096³, and the timeline recorded inside the
-# *first-wave CTAs*: the first CTAs launched, each on its own SM, which start together before any
-# CTA has finished):
+# With one stage every load is exposed: load, wait, compute. Each further stage issues a load one
+# k-tile earlier, so it has longer to land under the math. From the record (128×256, fp16, 4096³,
+# and the timeline recorded inside the *first-wave CTAs*: the first CTAs launched, one per SM, which
+# start together):
 
 # %% output varies
 meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
@@ -159,55 +170,58 @@ m = {t["stages"]: t["metrics"] for t in res["traces"] if t["tile"] == "128x256x6
 per_k, wait_full = m["mean"]["loop_cycles"] / m["k_tiles"], m["mean"]["wait_full_fraction"]
 kt_peak = pl.ktile_peak_cycles(pl.PipelineConfig(bm=128, bn=256, consumers=2))
 avg = pl.average_ktile_cycles(res, "128x256x64/c2", "float16", 4096, best_s)   # the whole kernel's, at most
-notebook.claim(meas[1] < meas[2] < meas[3] and abs(gain) < 0.05 and wait_full > 0.15,
-               f"S = 1 → 4: {meas[1]:.0f} → {meas[2]:.0f} → {meas[3]:.0f} → {meas[4]:.0f} TFLOP/s. At "
-               f"S = {best_s} the traced consumers still wait on full barriers {wait_full:.0%} of the "
-               f"loop, yet S = 4 adds {gain:+.1%} over S = 3: more stages no longer bring the data sooner.",
-               s3=meas[3], s4=meas[4], wait_full=wait_full)
-_ = notebook.claim(per_k > 1.8 * kt_peak and per_k > avg.cycles,
-                   f"A traced k-tile takes {per_k:.0f} cycles where the Tensor Cores need {kt_peak:.0f}; "
-                   f"the whole kernel's average k-tile takes at most {avg.cycles:.0f}, so the first wave "
-                   "runs slower than the average CTA.", traced=per_k, peak=kt_peak, average=avg.cycles)
+notebook.claim(meas[1] < meas[2] < meas[3] and abs(gain) < 0.05,
+               f"S = 1 → 4: {meas[1]:.0f} → {meas[2]:.0f} → {meas[3]:.0f} → {meas[4]:.0f} TFLOP/s; "
+               f"S = 4 adds {gain:+.1%} over S = 3.", s3=meas[3], s4=meas[4])
+notebook.claim(wait_full > 0.15 and per_k > 1.8 * kt_peak and per_k > avg.cycles,
+               f"At S = {best_s} the traced consumers still wait on full barriers {wait_full:.0%} of the "
+               f"loop, and a traced k-tile takes {per_k:.0f} cycles where the Tensor Cores need "
+               f"{kt_peak:.0f} (the whole kernel's average: at most {avg.cycles:.0f}; the first wave is "
+               "slower than the average CTA).", wait_full=wait_full, traced=per_k, peak=kt_peak,
+               average=avg.cycles)
+_ = notebook.claim(abs(gain) < 0.05 and wait_full > 0.15,
+                   "Bottom line: from S = 3 on, each load is issued stages ahead, yet the data still "
+                   "arrive late; they come only as fast as the path into the SM delivers them, and "
+                   "more stages do not change that rate.", gain=gain, wait_full=wait_full)
 
 # %% [markdown]
-# What sets that pace (the L2 → SM path, or wgmmas slowed by the loads) the trace cannot separate.
-# Deep dive [05b](05b_pipeline_timeline.ipynb) sets a CPU model's prediction, made before the
-# kernel first ran, beside the sweep and fits a cap on the L2 → SM path to it. Why the 128×128
-# curves drop after S = 3: [05c](05c_pipeline_variants.ipynb).
+# **Not known:** which part of that path sets the rate, the L2 → SM bandwidth or wgmmas slowed by
+# the loads. The trace cannot separate them. Deep dive [05b](05b_pipeline_timeline.ipynb) sets a
+# CPU model's prediction, made before the kernel first ran, beside the sweep and fits a cap on the
+# L2 → SM path to it.
 
 # %% [markdown]
 # ## 6. Exercises
 #
 # Exercise 1 is in section 2. Wrong answers get a hint.
 #
-# **2.** With a ring of **S = 3** stages, which parity does a consumer wait on full[13 mod 3] for
-# k-tile **13**?
+# **2. Write the parities.** Complete the two functions from §1's rules (`//` is Python's integer
+# division): `full_parity(k, S)`, the parity a consumer waits on full[k mod S] for k-tile k, and
+# `empty_parity(t, S)`, the parity the producer waits on empty[t mod S] before loading k-tile t.
+# The check runs the CPU model of the ring on four rings (S = 1 to 4) with your parities in place
+# of the kernel's. A wrong pair gets the model's diagnosis: the wait that never ends, or the read
+# that races the copy. Try the full barrier's rule for `empty_parity` first and read the deadlock.
 
 # %%
-answer = ...
-ok = exercises.check("ch05.full_parity", answer, k=13, stages=3)
-
-# %% [markdown]
-# **3.** With S = 3, which parity does the producer wait on empty[t mod 3] before loading k-tile
-# **t = 7**? Then work out, on paper, the parity before k-tile **t = 2** (the first pass); the
-# solutions cell checks both.
-
-# %%
-answer = ...
-ok = exercises.check("ch05.empty_parity", answer, t=7, stages=3)
+def full_parity(k, S):
+    ...
+def empty_parity(t, S):
+    ...
+ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity))
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
-exercises.check("ch05.full_parity", (13 // 3) % 2, k=13, stages=3, solution=True)
-exercises.check("ch05.empty_parity", (7 // 3 + 1) % 2, t=7, stages=3, solution=True)
-exercises.check("ch05.empty_parity", (2 // 3 + 1) % 2, t=2, stages=3, solution=True)
+def full_parity(k, S):
+    return (k // S) % 2          # the (k / S)-th fill of stage k mod S
+def empty_parity(t, S):
+    return (t // S + 1) % 2      # the phase before that fill: a fresh barrier passes at once
+exercises.check("ch05.ring_parities", (full_parity, empty_parity), solution=True)
 runs = {p: mp.simulate(6, p, 1, 32) for p in (0, 1)}
 ok = exercises.check("ch05.groups_pending", max(runs, key=lambda p: runs[p].math_fraction), stages=6,
                      consumers=1, solution=True)
 
-# %% [markdown]
 # **What you learned.** The full/empty ring, the parity every wait uses, a pipelined GEMM checked
 # and measured, and why depth stops paying.
 # **Next:** [chapter 06](06_warp_specialization.ipynb) gives the loads a warpgroup of their own.
