@@ -120,7 +120,10 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
     assert [re.search(r"`(ch\d\d\.\w+)`", l).group(1) for l in rows] == list(dict.fromkeys(names))
     row = next(l for l in rows if "`ch05.groups_pending`" in l)
     assert "stages=6, consumers=1" in row and "| `1` |" in row
-    row = next(l for l in rows if "`ch05.ring_parities`" in l)      # a code exercise: its worked code
-    assert "`def full_parity(k, S): return k // S % 2 ; def empty_parity(t, S): return (t // S + 1) % 2" in row
+    row = next(l for l in rows if "`ch05.ring_parities`" in l)      # a code exercise: its worked code, as written
+    assert "`def full_parity(k, S): return (k // S) % 2 ; def empty_parity(t, S): return (t // S + 1) % 2`" in row
+    assert row.endswith("| the (k / S)-th fill of stage k mod S; the phase before that fill: a fresh barrier passes at once |")
+    row = next(l for l in rows if "`ch04.encode`" in l)             # hex constants and parentheses kept
+    assert "return ((start_address & 0x3FFFF) >> 4 \\| ((lbo & 0x3FFFF) >> 4) << 16" in row and "262143" not in row
     row = next(l for l in rows if "`ch03.swizzle_128b`" in l)       # a code exercise: its function
     assert "`def swizzle_128b(offset): " in row and "return " in row and "<function" not in text

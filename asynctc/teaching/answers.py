@@ -7,7 +7,8 @@ arguments the learner's ``exercises.check`` call passes, and the answer
 notebook (from a replayed record, or a program built in a cell above), the sheet gives the worked
 solution's expression from the notebook's solution cell instead — the cell CI executes, so that
 expression is checked against the answer key too. A code exercise (its answer is code) gets its
-worked solution too: the functions the solution cell defines, each on one line.
+worked solution too: the functions the solution cell defines, each on one line as written, their
+comments as the note.
 
 ``python -m asynctc.teaching.answers`` rewrites the sheet (``--check``: exit 1 if it differs);
 tests/test_teaching_plans.py regenerates it and compares.
@@ -102,25 +103,36 @@ def _steps_before(tree: ast.Module, lines: list[str], call: ast.Call) -> list[st
     return steps
 
 
-def _one_line_def(fn: ast.FunctionDef) -> str:
-    """A function definition on one line: ``def f(x): a = x // 2; return a + 1`` (a compound
-    statement in the body keeps its own lines, joined by ``; `` too, for the sheet's table)."""
-    body = "; ".join(ast.unparse(st).replace("\n", "; ") for st in fn.body
+def _one_line_def(fn: ast.FunctionDef, src: str) -> str:
+    """A function definition on one line, its simple statements as written (``0x3FFFF`` and the
+    parentheses kept): ``def f(k, S): return (k // S) % 2`` (a compound statement in the body
+    keeps its own lines, joined by ``; `` too, for the sheet's table)."""
+    def line(st: ast.stmt) -> str:
+        seg = None if hasattr(st, "body") else ast.get_source_segment(src, st)
+        return re.sub(r"\s*\n\s*", " ", seg) if seg else ast.unparse(st).replace("\n", "; ")
+    body = "; ".join(line(st) for st in fn.body
                      if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
                              and isinstance(st.value.value, str)))          # no docstring
     return f"def {fn.name}({ast.unparse(fn.args)}): {body}"
 
 
-def _defs_used(tree: ast.Module, lines: list[str], call: ast.Call) -> list[str]:
+def _def_comments(fn: ast.FunctionDef, lines: list[str]) -> list[str]:
+    """The end-of-line comments inside ``fn`` (``x = 1  # why``), in order."""
+    return [ln.split("  # ", 1)[1].strip() for ln in lines[fn.lineno - 1:fn.end_lineno] if "  # " in ln]
+
+
+def _defs_used(tree: ast.Module, lines: list[str], call: ast.Call) -> tuple[list[str], list[str]]:
     """For a code exercise's solution ``call``: the functions of the solution's cell that its answer
-    names (``f``, or ``(f, g)``), each as one line (:func:`_one_line_def`)."""
+    names (``f``, or ``(f, g)``), each as one line (:func:`_one_line_def`), and their comments."""
     if len(call.args) < 2:
-        return []
+        return [], []
     names = [n.id for n in ast.walk(call.args[1]) if isinstance(n, ast.Name)]
     start = max((i + 1 for i, ln in enumerate(lines[:call.lineno - 1]) if ln.startswith("# %%")), default=0)
     defs = {st.name: st for st in tree.body if isinstance(st, ast.FunctionDef)
             and start < st.lineno < call.lineno}
-    return [_one_line_def(defs[n]) for n in dict.fromkeys(names) if n in defs]
+    used = [defs[n] for n in dict.fromkeys(names) if n in defs]
+    src = "\n".join(lines)
+    return [_one_line_def(fn, src) for fn in used], [c for fn in used for c in _def_comments(fn, lines)]
 
 
 def asked(path: Path) -> list[Asked]:
@@ -138,9 +150,9 @@ def asked(path: Path) -> list[Asked]:
                 line = lines[call.end_lineno - 1]
                 why = line.split("  # ", 1)[1].strip() if "  # " in line else ""
                 expr = ast.unparse(call.args[1]) if len(call.args) > 1 else ""
-                defs = _defs_used(tree, lines, call)
+                defs, notes = _defs_used(tree, lines, call)
                 steps = defs if defs else _steps_before(tree, lines, call) + [expr]
-                solutions[name] = (" ; ".join(steps), why)
+                solutions[name] = (" ; ".join(steps), why or "; ".join(notes))
         elif name not in [c[0] for c in learner]:
             learner.append((name, call.lineno, kws))
     out = []
