@@ -107,8 +107,9 @@ print("cp.async kernel: LDGSTS + LDGDEPBAR + DEPBAR, no LDG/STS; chapter-01 kern
 # %% [markdown]
 # ## 3. Correctness first
 #
-# As in chapter 01 (fresh inputs, NaN-poisoned output, float64 reference), for every tile and stage
-# count. In replay you see the checks recorded with the measurements.
+# Checked against float64 as in chapter 01 (the
+# [elementwise bound](../docs/glossary.md#elementwise-bound)), for every tile and stage count; in
+# replay, the checks recorded with the measurements.
 
 # %% output varies
 rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)

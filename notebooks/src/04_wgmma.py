@@ -157,9 +157,9 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # %% [markdown]
 # ## 6. Correct for every combination
 #
-# Fresh standard-normal inputs, NaN-poisoned output, float64 reference. Live, a sample runs now.
-# The recorded suite checks all 384 single-tile combinations and 72 TMA-fed ones before it times
-# anything.
+# Checked against float64 as in chapter 01 ([elementwise bound](../docs/glossary.md#elementwise-bound);
+# looser for FP8). Live, a sample runs now; the record checked 384 single-tile and 72 TMA-fed
+# combinations before timing.
 
 # %% output varies
 rec = records.load_or_measure("wgmma", wgmma_peak.measure_wgmma)

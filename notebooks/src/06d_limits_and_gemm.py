@@ -168,8 +168,8 @@ for args, kw in (((a_demo, rng_demo.standard_normal((72, 30)).astype(np.float16)
         print(f"{type(refused).__name__}: {refused}")
 
 # %% [markdown]
-# It is checked like every rung: fresh random inputs, output poisoned, every element against
-# float64 with an elementwise bound — on awkward shapes (every size from 1, 7, 129, 1000, 4095 in
+# It is checked like every rung (the [elementwise bound](../docs/glossary.md#elementwise-bound) of
+# chapter 05) on awkward shapes (every size from 1, 7, 129, 1000, 4095 in
 # every position), both B layouts, both output dtypes, host and device operands, and a shape with
 # more tiles than SMs and partial tiles in every dimension. Live, a few of them run now; the
 # record ran all of them.
@@ -323,7 +323,7 @@ _ = notebook.claim(intensity < ridge / 2 and stream_tbs(cb64) > 0.8 * copy_ceili
 # **The shape sweep.** For small cubes, thin M and decode shapes, every candidate entry of the
 # decision table (`asynctc.gemm.config.DECISIONS`: split-K with its partials summed by a second
 # kernel or by the tile's last split, smaller tiles, fewer stages, a grid that is not persistent,
-# no cluster) was checked against float64 and timed against cuBLAS in one run (record
+# no cluster) was checked against float64 (with chapter 01's tighter bound) and timed against cuBLAS in one run (record
 # `matmul_shapes`). The best per shape, beside today's rule; the table keeps an entry only where
 # it beat the rule on every swept shape of its class (a test holds it to the record):
 

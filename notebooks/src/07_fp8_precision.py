@@ -81,10 +81,11 @@ _ = notebook.claim(zero["per block"] < zero["per tensor"],
 # %% [markdown]
 # ## 3. The FP8 GEMM, checked against float64
 #
-# The kernel is chapter 06's top rung with `DT` = e4m3 or e5m2. Each variant runs on fresh random
-# inputs into a NaN-poisoned output. C is compared element by element with float64 of
-# the *dequantised* inputs (q · s), within a bound from the format and the accumulator
-# (`fp8.accumulation_bound`). On an sm_90 GPU two also run live.
+# The kernel is chapter 06's top rung with `DT` = e4m3 or e5m2. Checked against float64 as in
+# chapter 01, but of the *dequantised* inputs (q · s) and with an
+# [elementwise bound](../docs/glossary.md#elementwise-bound) of its own: the FP8 accumulator's 13
+# fraction bits (section 5) in place of fp32's (`fp8.accumulation_bound`). On an sm_90 GPU two also
+# run live.
 
 # %% output varies
 if runtime.runs_live("sm_90a"):
