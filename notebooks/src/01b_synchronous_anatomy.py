@@ -173,8 +173,8 @@ _ = notebook.claim(skeleton < ceiling,
 # decides the clock; the record does not say why it chose what it did). A reading taken *after* a
 # run shows the idle clock and says nothing about the run; per-clock figures need the clock sampled
 # during it, as here, or measured inside the kernel, as the ceiling kernel and chapter 04 do. The
-# timed rows of the anatomy carry `bench.time_gpu`'s clock instead, of the kind chapter 00,
-# section 2, defines; the cell prints it (with the after-sample probe where the record keeps one)
+# timed rows of the anatomy carry `bench.time_gpu`'s clock instead, of a kind deep dive
+# [00b](00b_clock_kinds.ipynb) §1 defines; the cell prints it (with the after-sample probe where the record keeps one)
 # beside the loops' readings.
 
 # %% output varies
@@ -244,7 +244,7 @@ except ValueError as e:
 # %% output varies
 sweep16 = [r for r in rec.results["sweep"] if r["dtype"] == "float16"]
 sweep_mhz = bench.measured_clock_mhz(sweep16)           # median clock of the fp16 sweep's samples
-sweep_kind = bench.rows_clock_kind(sweep16)             # how it was measured (chapter 00, section 2)
+sweep_kind = bench.rows_clock_kind(sweep16)             # how it was measured (deep dive 00b §1)
 clock = sweep_mhz        # the fp16 sweep's clock (core lesson §4): the model's bound scales with it
 print(f"L1-path bound at {clock:.0f} MHz ({sweep_kind}, the fp16 sweep's clock, core lesson §4)")
 print(f"{'tile':26s} {'bytes/k-tile (LDG+STS+LDSM)':>28s} {'FLOP/byte':>10s} {'L1-path bound':>17s} "

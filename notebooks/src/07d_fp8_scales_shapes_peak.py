@@ -214,7 +214,7 @@ else:
 # top rung's (persistent, TMA-store epilogue, raster groups of 16 tile rows); the tile is chosen by
 # the shape (`fp8.fp8_shape_config`, chapter 06's `shape_tile` rule): 64 rows with one consumer
 # warpgroup for M ≤ 64, else 128 rows with two; N tiles of 256, else 128, else 64 — the widest
-# whose tiles still fill the 132 SMs' rounds (chapter 06 §8); clusters of 2 only where there are tile rows to pair.
+# whose tiles still fill the 132 SMs' rounds (deep dive [06d](06d_limits_and_gemm.ipynb) §3); clusters of 2 only where there are tile rows to pair.
 # The tile column says which one ran:
 
 # %% output varies

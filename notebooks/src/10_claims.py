@@ -57,7 +57,7 @@ assert claims.combine([claims.Part("a", claims.FAILS), claims.Part("b", claims.N
 #
 # * the **datasheet** peak (`bench.DATASHEET`): 989.4 TFLOP/s, 132 SMs at a 1830 MHz boost clock;
 # * the peak **at the measured clock**: SMs × 4096 FLOP/clk/SM × the SM clock read during that
-#   run, printed with the clock's kind (chapter 00, section 2).
+#   run, printed with the clock's kind (deep dive [00b](00b_clock_kinds.ipynb) §1).
 #
 # Under load the H200's clock runs below 1830 MHz, so one TFLOP/s figure is a larger fraction of
 # the second. Every "% of peak" statement below is judged under both.
@@ -91,7 +91,7 @@ if after and f["clock"] in bench.CLOCK_KINDS[:2]:
 # %% output varies
 cl = claims.evaluate(recs)
 an = claims.evaluate_anchors(recs)
-_ = claims.check_written(cl, an)      # stops here if a new record flips a verdict this text relies on
+_ = claims.check_written(cl, an)      # the verdicts the text below assumes
 display(Markdown(claims.summary_markdown(cl)))
 
 # %% [markdown]
@@ -168,7 +168,7 @@ print(claims.not_measured_text(cl, an))
 # no table above shows: chapter 06's rung 3 (two consumer warpgroups and setmaxnreg) at **8192³**.
 # Compute its fraction of peak under both denominators: the datasheet's 989.4 TFLOP/s, and 132 SMs ×
 # 4096 FLOP/clk/SM × its measured clock — the in-flight one, read while the kernel ran, not the
-# second clock the row prints (chapter 00, section 2 defines both). Answer `(datasheet fraction,
+# second clock the row prints (deep dive 00b §1 defines both). Answer `(datasheet fraction,
 # measured-clock fraction)`.
 
 # %% output varies

@@ -17,7 +17,7 @@ notebook.banner("sm_90a")
 recs = claims.load_records()
 cl = claims.evaluate(recs)
 an = claims.evaluate_anchors(recs)
-_ = claims.check_written(cl, an)     # the verdicts this text was written for (chapter 10, section 2)
+_ = claims.check_written(cl, an)     # as in chapter 10, section 2
 
 # %% [markdown]
 # ## 1. The public anchors, beside ours
