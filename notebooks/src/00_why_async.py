@@ -54,8 +54,8 @@ fig = plots.throughput_by_size(
 #
 # The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock. A running GPU picks its own clock,
 # lower under heavy load. So the course prints two fractions: of the datasheet, and of the peak at
-# the clock measured during the run. Each measured clock names how it was read (by the kernel
-# itself, or by a small probe kernel); deep dive [00b](00b_clock_kinds.ipynb) explains the kinds.
+# the clock measured during the run. Each measured clock names how it was read; deep dive
+# [00b](00b_clock_kinds.ipynb) explains the kinds.
 
 # %% output varies
 gemms = rec.results["cublas"]
@@ -102,6 +102,8 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once, so its intensity
 # grows with *n* (exercise 1 asks how). The plot shows cuBLAS's measured bf16 GEMMs, and one computed
 # point (open marker): a *decode-like* 8192×8192×16 GEMM, the skinny shape of LLM token generation.
+# Lines that compare measurements, like the 1024³ one below, are printed from the record; a
+# measurement that contradicts one stops the notebook.
 
 # %% output varies
 bw = max(c["gbps_rw"] for c in copy)
@@ -151,8 +153,7 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
       "*while* the Tensor Cores compute.")
 
 # %% [markdown]
-# The rest of the course makes that copy run by itself. Each chapter defines its own terms; the
-# links go to the glossary.
+# The rest of the course makes that copy run by itself:
 #
 # | chapter | who moves the operands | who waits |
 # |---|---|---|

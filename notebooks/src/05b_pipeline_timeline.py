@@ -272,8 +272,8 @@ ok = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
                l2_trace=l2_trace, l2_fit=l2_fit, trace=per_k[best_s], average=avg_cycles)
 
 # %% [markdown]
-# **Reading it.** Each sentence is generated from the record and the two frozen predictions (the
-# old model's and the corrected model's, section 1):
+# **Reading it**, against the two frozen predictions (the old model's and the corrected model's,
+# section 1):
 
 # %% output varies
 pred_v2 = {r["stages"]: r["tflops"] for r in predicted_v2}

@@ -164,7 +164,7 @@ for tile, b in best.items():
     print(f"best depth of {tile}: S = {b['stages']} ({b['tflops']:.0f} TFLOP/s)")
 
 # %% [markdown]
-# What the table says, each sentence generated from it:
+# What the table says:
 
 # %% output varies
 big = "128x256x64/c2"

@@ -87,8 +87,7 @@ else:
 # %% [markdown]
 # ## 3. What moved, and why
 #
-# Each paragraph below is printed from the record (all four size × dtype ladders); a sentence that
-# the record stopped supporting would stop the notebook.
+# Each paragraph below is printed from the record (all four size × dtype ladders).
 
 # %% output varies
 SIZES, DTYPES = (4096, 8192), ("float16", "bfloat16")
