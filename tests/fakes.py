@@ -48,3 +48,43 @@ class FakeArray:
         b = Buf()
         b._arr = arr
         return b
+
+
+def fake_timing(monkeypatch):
+    """Suites' timing on the CPU: ``bench.time_gpu`` runs its function once and reports 1 ms at
+    1800 MHz, cuBLAS is a float64 matmul into the output, the baseline is called "emulated"."""
+    from asynctc.core import bench
+
+    class Timed:
+        median_ms = 1.0
+
+        def as_dict(self):
+            return {"median_ms": 1.0, "sm_mhz": 1800.0}
+
+    def time_gpu(fn, **kw):
+        fn()
+        return Timed()
+
+    def cublas(da, db, dc):
+        def run():
+            dc.h[...] = (da.h.astype(np.float64) @ db.h.astype(np.float64)).astype(dc.h.dtype)
+        return run
+    monkeypatch.setattr(bench, "time_gpu", time_gpu)
+    monkeypatch.setattr(bench, "cublas_gemm", cublas)
+    monkeypatch.setattr(bench, "baseline_library", lambda: "emulated")
+
+
+def assert_script_exits_2_without_a_gpu(script, *args, cwd=None):
+    """A tools/gpu_*.py script run without a live sm_90a GPU exits 2 saying so (skips where one is)."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from asynctc.core import runtime
+    if runtime.runs_live("sm_90a"):
+        pytest.skip("a live sm_90a GPU is here: the script would run")
+    p = subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True,
+                       timeout=120, cwd=cwd)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stdout.strip().startswith("no live sm_90a GPU")

@@ -3,16 +3,13 @@ tools/gpu_ch06_limit.py (chapter 06's limit under Nsight Compute), proven on the
 stops with exit 2 and one line without a live sm_90a GPU; the suite compiles the configurations it
 will time, attributes ncu's launches to ours / cuBLAS per size, and prints its summary from a
 record."""
-import subprocess
 import sys
 import types
 from pathlib import Path
 
-import pytest
 
 from asynctc import suites
 from asynctc import warp_specialization as W
-from asynctc.core import runtime
 from asynctc.warp_specialization import limit_suite as LS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,12 +44,8 @@ def test_the_suite_is_in_the_package_and_the_script_runs_it():
 
 
 def test_exits_2_without_a_gpu(tmp_path):
-    if runtime.runs_live("sm_90a"):
-        pytest.skip("a live sm_90a GPU is here: the script would run")
-    p = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], capture_output=True,
-                       text=True, timeout=120, cwd=ROOT)
-    assert p.returncode == 2, p.stdout + p.stderr
-    assert p.stdout.strip().startswith("no live sm_90a GPU")
+    from fakes import assert_script_exits_2_without_a_gpu
+    assert_script_exits_2_without_a_gpu(SCRIPT, "--out", tmp_path, cwd=ROOT)
 
 
 def test_configs_are_rung_7_with_the_raster_width():

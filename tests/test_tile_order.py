@@ -8,7 +8,6 @@ computes A·B (the table reaches the kernel as its last argument, the promotion 
 maps). On the GPU: each variant elementwise against float64 at 4096³ and a shape whose item grid
 is no power of two, fp16 and bf16 — the device's table decoding checked against the mirror's
 order (a tile decoded wrongly stays poisoned or lands on another tile's rows)."""
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -24,7 +23,7 @@ from asynctc.warp_specialization import order_suite as OS
 from asynctc.warp_specialization import tile_order as T
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fakes import FakeArray  # noqa: E402
+from fakes import FakeArray, assert_script_exits_2_without_a_gpu, fake_timing  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GRIDS = [(1, 1), (1, 7), (7, 1), (2, 2), (3, 5), (11, 13), (16, 16), (32, 32), (5, 64), (33, 2),
@@ -237,23 +236,7 @@ def test_suite_dry_run_on_the_emulated_launch(monkeypatch):
     from asynctc.warp_specialization import limit_suite as LS
     monkeypatch.setattr(LS, "DeviceArray", FakeArray)     # the rounds are timed by LS.time_rounds
 
-    class Timed:
-        median_ms = 1.0
-
-        def as_dict(self):
-            return {"median_ms": 1.0, "sm_mhz": 1800.0}
-
-    def time_gpu(fn, **kw):
-        fn()
-        return Timed()
-
-    def cublas(da, db, dc):
-        def run():
-            dc.h[...] = (da.h.astype(np.float64) @ db.h.astype(np.float64)).astype(dc.h.dtype)
-        return run
-    monkeypatch.setattr(bench, "time_gpu", time_gpu)
-    monkeypatch.setattr(bench, "cublas_gemm", cublas)
-    monkeypatch.setattr(bench, "baseline_library", lambda: "emulated")
+    fake_timing(monkeypatch)
     said = []
     res = OS.measure_orders(said.append, sizes=(512,), dtypes=("bfloat16",), rounds=2)
     assert len(res["rows"]) == 2 * (1 + len(OS.VARIANTS)) and len(said) == 1
@@ -265,13 +248,8 @@ def test_suite_dry_run_on_the_emulated_launch(monkeypatch):
 
 
 def test_orders_script_exits_2_without_a_gpu(tmp_path):
-    if runtime.runs_live("sm_90a"):
-        pytest.skip("a live sm_90a GPU is here: the script would run")
-    p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_ch06_limit.py"), "--orders",
-                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
-                       cwd=ROOT)
-    assert p.returncode == 2, p.stdout + p.stderr
-    assert p.stdout.strip().startswith("no live sm_90a GPU")
+    assert_script_exits_2_without_a_gpu(ROOT / "tools" / "gpu_ch06_limit.py", "--orders", "--out", tmp_path,
+                                        cwd=ROOT)
 
 
 # ---- GPU ------------------------------------------------------------------------------------------

@@ -6,18 +6,15 @@ verdicts print a true sentence for either outcome; and chapter 06's cell reads t
 there is one and says it is not recorded when there is none."""
 import ast
 import re
-import subprocess
-import sys
 import types
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from asynctc import suites
 from asynctc import warp_specialization as W
-from asynctc.core import notebook, records, runtime
+from asynctc.core import notebook, records
 from asynctc.warp_specialization import launch as WL
 from asynctc.warp_specialization import store_suite as SS
 
@@ -62,12 +59,8 @@ def test_the_new_variants_compile_for_sm90a_without_spills():
 
 
 def test_script_exits_2_without_a_gpu(tmp_path):
-    if runtime.runs_live("sm_90a"):
-        pytest.skip("a live sm_90a GPU is here: the script would run")
-    p = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], capture_output=True,
-                       text=True, timeout=120, cwd=ROOT)
-    assert p.returncode == 2, p.stdout + p.stderr
-    assert p.stdout.strip().startswith("no live sm_90a GPU")
+    from fakes import assert_script_exits_2_without_a_gpu
+    assert_script_exits_2_without_a_gpu(SCRIPT, "--out", tmp_path, cwd=ROOT)
 
 
 # ---- the suite end to end on the emulated launch ------------------------------------------------
@@ -79,7 +72,7 @@ def test_suite_dry_run_on_the_emulated_launch(monkeypatch):
     from asynctc.core import bench
     from asynctc.pipeline import launch as PL
     from asynctc.warp_specialization import limit_suite as LS
-    from fakes import FakeArray
+    from fakes import FakeArray, fake_timing
     from test_tile_order import _emulated
     _emulated(monkeypatch, [])
     for mod in (PL, LS):
@@ -87,23 +80,7 @@ def test_suite_dry_run_on_the_emulated_launch(monkeypatch):
     monkeypatch.setattr(WL, "CHECK_SHAPES", ((512, 768, 256),))     # small: emulated in float64
     monkeypatch.setattr(WL, "PERSISTENT_SHAPE", (1024, 1536, 128))
 
-    class Timed:
-        median_ms = 1.0
-
-        def as_dict(self):
-            return {"median_ms": 1.0, "sm_mhz": 1800.0}
-
-    def time_gpu(fn, **kw):
-        fn()
-        return Timed()
-
-    def cublas(da, db, dc):
-        def run():
-            dc.h[...] = (da.h.astype(np.float64) @ db.h.astype(np.float64)).astype(dc.h.dtype)
-        return run
-    monkeypatch.setattr(bench, "time_gpu", time_gpu)
-    monkeypatch.setattr(bench, "cublas_gemm", cublas)
-    monkeypatch.setattr(bench, "baseline_library", lambda: "emulated")
+    fake_timing(monkeypatch)
     said = []
     res = SS.measure_store(said.append, sizes=(512,), dtypes=("bfloat16",), rounds=2)
     persistent = [n for n in SS.NAMES if SS.variant(n).persistent]
