@@ -40,7 +40,7 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
               label=f"peak {peak_tflops:.0f} TFLOP/s, {bandwidth_gbs / 1000:.2f} TB/s")
     ridge = peak_tflops / bw_tflops
     ax.axvline(ridge, color="grey", ls=":", lw=1)
-    ax.text(ridge * 1.1, peak_tflops * 0.02, f"ridge {ridge:.0f} FLOP/B", fontsize=8, color="grey")
+    ax.text(ridge * 1.1, peak_tflops * 0.04, f"ridge {ridge:.0f} FLOP/B", fontsize=8, color="grey")
     if measured_ceiling:
         ax.axhline(measured_ceiling, color="tab:green", ls="--", lw=1,
                    label=f"best measured GEMM {measured_ceiling:.0f} TFLOP/s")
@@ -49,7 +49,7 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
         ax.plot([x], [y], "o", ms=6, mfc="none" if computed else None, ls="none", label=label)
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
     ax.set_ylabel("TFLOP/s")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=9, loc="lower right")
     _title(ax, title, record)
     return fig
 
@@ -80,7 +80,7 @@ def throughput_by_size(series: dict[str, tuple[Sequence[int], Sequence[float]]],
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    fig.legend(fontsize=7, loc="outside lower center", ncols=2)   # below the axes: never over the data
+    fig.legend(fontsize=9, loc="outside lower center", ncols=2)   # below the axes: never over the data
     _title(ax, title, record)
     return fig
 

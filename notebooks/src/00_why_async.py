@@ -54,16 +54,23 @@ fig = plots.throughput_by_size(
 #
 # The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock. A running GPU picks its own clock,
 # lower under heavy load. So the course prints two fractions: of the datasheet, and of the peak at
-# the clock measured during the run. Each measured clock names how it was read; deep dive
-# [00b](00b_clock_kinds.ipynb) explains the kinds.
+# the clock measured during the run. Every measured clock is printed with its kind:
+#
+# | clock kind | what it measures |
+# |---|---|
+# | **in-kernel** | the kernel reads its own SM clock as it works |
+# | **in flight** | a probe kernel reads the SM clock beside one that cannot (cuBLAS); all SMs share one clock |
+# | **probed after the sample** | the same probe, just after the work: the clock has risen, so an upper bound (the fraction of peak a lower bound) |
+#
+# How each is read and checked: deep dive [00b](00b_clock_kinds.ipynb).
 
 # %% output varies
 gemms = rec.results["cublas"]
-kind = bench.rows_clock_kind(gemms)               # the kind of the cuBLAS rows' clocks (deep dive 00b)
+kind = bench.rows_clock_kind(gemms)               # the clock kind of the cuBLAS rows
 if bench.clock_caveat(kind):
     print(bench.clock_caveat(kind))
 p = rec.provenance
-clock_mhz = bench.measured_clock_mhz(gemms)       # median SM clock of the cuBLAS samples (its kind: `kind`)
+clock_mhz = bench.measured_clock_mhz(gemms)       # median SM clock of the cuBLAS samples
 peak = bench.peak_tflops(p["sm_count"], clock_mhz)
 sheet = bench.DATASHEET["dense_tflops"]["float16"]
 print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock of the cuBLAS "
