@@ -78,15 +78,16 @@ def test_illegal_operations_raise():
 
 def test_model_replays_the_gpu_lifecycle_table():
     """The parities the H200 showed in chapter 03's mbarrier_lifecycle kernel (tma.LIFECYCLE)."""
-    from asynctc.tma import LIFECYCLE
+    from asynctc.tma import LIFECYCLE, LIFECYCLE_OPEN
     full, counter = Mbarrier(1, "full"), Mbarrier(64, "counter")
     steps = [lambda: None, lambda: full.arrive_expect_tx(2048), lambda: full.complete_tx(2048),
              lambda: (full.arrive_expect_tx(2048), full.complete_tx(2048)),
              lambda: [counter.arrive() for _ in range(63)], lambda: counter.arrive(), lambda: None]
-    for (desc, name, p0, p1, _), step in zip(LIFECYCLE, steps, strict=True):
+    for (desc, name, p0, p1, _), k, step in zip(LIFECYCLE, LIFECYCLE_OPEN, steps, strict=True):
         step()
         bar = full if name == "full" else counter
         assert (int(bar.test_wait(0)), int(bar.test_wait(1))) == (p0, p1), desc
+        assert bar.phase == k, desc                     # the table's "open" column
 
 
 # ---- the correct protocol ------------------------------------------------------------------------

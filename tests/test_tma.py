@@ -62,9 +62,11 @@ def test_copy_configs_fit():
 
 
 def test_lifecycle_table_is_consistent():
-    # parity rule: while phase k is open, test_wait.parity(k % 2) is false and the other is true
-    for what, bar, p0, p1, res in tma.LIFECYCLE:
-        assert p0 != p1
+    # parity rule (PTX ISA, mbarrier.test_wait/try_wait): while phase k is open,
+    # test_wait.parity(k % 2) is false and the other is true (it names phase k - 1, complete)
+    assert len(tma.LIFECYCLE_OPEN) == len(tma.LIFECYCLE)
+    for (what, bar, p0, p1, res), k in zip(tma.LIFECYCLE, tma.LIFECYCLE_OPEN):
+        assert (p0, p1) == (int(k % 2 != 0), int(k % 2 != 1)), what
 
 
 @pytest.mark.gpu

@@ -23,8 +23,8 @@ What lives where (every name below is re-exported here: ``from asynctc import tm
 * ``launch.py`` — the kernels for one box: :func:`compile_tma`, :func:`kernel_sass`,
   :func:`load_box`, :func:`load_strided` (element strides, :data:`STRIDE_CASES`), :func:`store_box`,
   :class:`ByteCheck`, :class:`MbarrierTimeout`, :func:`swizzle_tiles`.
-* ``lifecycle.py`` — the mbarrier life cycle: :data:`LIFECYCLE`, :func:`mbarrier_lifecycle`,
-  :func:`lifecycle_table`.
+* ``lifecycle.py`` — the mbarrier life cycle: :data:`LIFECYCLE`, :data:`LIFECYCLE_OPEN`,
+  :func:`mbarrier_lifecycle`, :func:`lifecycle_table`.
 * ``suite.py`` — the record suite ``tma_copy``: :class:`CopyBench`, :func:`copy_config`,
   :func:`measure_tma_copy` and the tables read from its record (never plots).
 * ``equal_bytes.py`` — the record suite ``tma_equal``: TMA beside the manual copies at equal bytes
@@ -43,7 +43,7 @@ from .launch import (  # noqa: F401
     MbarrierTimeout, StridedLoad, check_box_start, compile_tma, decode_error, expected_box,
     kernel_sass, load_box, load_strided, store_box, strided_box, swizzle_tiles)
 from .figures import plot_chunk_maps  # noqa: F401
-from .lifecycle import LIFECYCLE, LifecycleRun, lifecycle_table, mbarrier_lifecycle  # noqa: F401
+from .lifecycle import LIFECYCLE, LIFECYCLE_OPEN, LifecycleRun, lifecycle_table, mbarrier_lifecycle  # noqa: F401
 from .maps import encode, make_tensor_map, tensor_map_for_tile  # noqa: F401
 from .suite import (  # noqa: F401
     BOXES, COPY_COLS, COPY_ROWS, SMEM_BUDGET, SUITES, VARIANTS, CopyBench, CopyConfig, by_box,

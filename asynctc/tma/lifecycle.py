@@ -22,15 +22,21 @@ from .maps import tensor_map_for_tile
 #: What each recorded step of ``mbarrier_lifecycle`` is, and the parities it must show:
 #: (description, barrier, test_wait.parity(0), test_wait.parity(1), wait result or None).
 LIFECYCLE = (
-    ("init(full, count=1): phase 0 in progress", "full", 0, 1, None),
-    ("arrive.expect_tx(full, box bytes): arrival done, bytes pending, phase 0 still open", "full",
-     0, 1, None),
-    ("TMA complete_tx brought the bytes: phase 0 complete, phase 1 open", "full", 1, 0, 1),
-    ("stage reused: expect_tx + second box, phase 1 complete", "full", 0, 1, 1),
-    ("counter barrier (count 64) after 63 arrivals: phase 0 open", "counter", 0, 1, None),
+    ("init(full, count=1)", "full", 0, 1, None),
+    ("arrive.expect_tx(full, box bytes): arrived, bytes pending", "full", 0, 1, None),
+    ("TMA complete_tx brought the bytes: phase 0 complete", "full", 1, 0, 1),
+    ("stage reused: expect_tx + second box: phase 1 complete", "full", 0, 1, 1),
+    ("counter barrier (count 64) after 63 arrivals", "counter", 0, 1, None),
     ("64th arrival: phase 0 complete", "counter", 1, 0, 1),
-    ("a wait on a phase nobody completes: gave up, reported, no hang", "counter", 1, 0, 0),
+    ("a wait on the open phase, which nobody completes: gave up, no hang", "counter", 1, 0, 0),
 )
+
+#: The phase open (in progress) on the step's barrier after each step of :data:`LIFECYCLE`. The
+#: kernel does not record it; it follows from the steps (chapter 05's ring model replays them,
+#: tests/test_pipeline_model.py). With it the parity columns read by the PTX ISA's rule
+#: (*mbarrier.test_wait/try_wait*: the parity names the open phase or the one just before it):
+#: ``test_wait.parity(P)`` is 1 exactly when P is not the open phase's parity.
+LIFECYCLE_OPEN = (0, 0, 1, 2, 0, 1, 1)
 
 
 @dataclasses.dataclass
@@ -96,16 +102,19 @@ def mbarrier_lifecycle(box_rows: int = 16, cols: int = 64, timeout_tries: int = 
 
 
 def lifecycle_table(run_or_steps) -> str:
-    """A fixed-width table of the recorded steps: ``P0 done`` / ``P1 done`` are
-    ``test_wait.parity(0)`` / ``(1)`` after the step (1 = that phase counts as completed); ``waited``
-    is the parity the step's wait was on and what the wait returned; ``step`` is what the step
-    does (:data:`LIFECYCLE`, the expectation the ✓ compares with)."""
+    """A fixed-width table of the recorded steps: ``open`` is the phase in progress after the
+    step (:data:`LIFECYCLE_OPEN`); ``P0 done`` / ``P1 done`` are ``test_wait.parity(0)`` / ``(1)``
+    after the step (1 = the phase of that parity just before the open one has completed; the open
+    phase's own parity reads 0); ``waited`` is the parity the step's wait was on and what the wait
+    returned; ``step`` is what the step does (:data:`LIFECYCLE`, the expectation the ✓ compares
+    with)."""
     steps = run_or_steps.steps if isinstance(run_or_steps, LifecycleRun) else run_or_steps
     result = {1: "passed", 0: "timed out"}
-    lines = [f"{'#':>2} {'bar':8s} {'P0 done':>7} {'P1 done':>7}  {'waited on':19s} ok  step"]
+    lines = [f"{'#':>2} {'bar':8s} {'open':>4} {'P0 done':>7} {'P1 done':>7}  {'waited on':19s} ok  step"]
     for s in steps:
         w = ("-" if s["waited_parity"] is None else
              f"parity {s['waited_parity']}: {result.get(s['wait_result'], s['wait_result'])}")
-        lines.append(f"{s['step']:>2} {s['barrier']:8s} {s['parity0_done']:>7} {s['parity1_done']:>7}  "
+        lines.append(f"{s['step']:>2} {s['barrier']:8s} {LIFECYCLE_OPEN[s['step']]:>4} "
+                     f"{s['parity0_done']:>7} {s['parity1_done']:>7}  "
                      f"{w:19s} {'✓' if s['as_expected'] else '✗'}   {LIFECYCLE[s['step']][0]}")
     return "\n".join(lines)

@@ -52,9 +52,9 @@ for bad in (dict(box=(64, 128)), dict(box=(300, 64)), dict(strides=(8200, 2))):
 #
 # **The 128-byte swizzle:** within a 128-byte row, the 16-byte chunk index is XORed with the row
 # index mod 8; the byte inside a chunk keeps its place. (In bits of the byte offset: bits 4–6 XOR
-# bits 7–9.) Then those 8 reads land in 8 different bank groups. The 64- and 32-byte modes XOR only
-# log2(span/16) = 2 or 1 bits: the low bits of the chunk's index in its 128-byte line with the low
-# bits of the line's index. So their pattern repeats every 512 or 256 bytes.
+# bits 7–9.) Then those 8 reads land in 8 different bank groups. The 64-byte mode does the same on
+# 64-byte spans: a chunk's index in its span (0–3) is XORed with the 128-byte line's index mod 4,
+# so the pattern repeats every 512 bytes. The 32-byte mode: index 0–1, line mod 2, every 256 bytes.
 #
 # `SmemTile` is the model (checked byte for byte on the GPU in [03b §3](03b_tma_boxes.ipynb)). The
 # map shows, for each 16-byte chunk of each row, which of the 8 four-bank groups it lands in.
@@ -84,38 +84,53 @@ for sw in (0, 128):
 # | pending arrivals | `init` | each thread's `arrive` |
 # | pending bytes, the **tx-count** | [`expect_tx`](../docs/glossary.md#expect_tx) | each TMA copy's `complete_tx` |
 #
-# When both reach zero the phase completes and the next one begins. Phases alternate *parity*
-# 0, 1, 0, 1, … `try_wait.parity(P)` asks "has the phase with parity P completed?" (PTX ISA,
-# *mbarrier*).
+# When both reach zero the phase completes and the next one opens. Phases are numbered 0, 1, 2, …;
+# a phase's *parity* is its number mod 2.
+#
+# **The wait's rule** (PTX ISA, *mbarrier.test_wait/try_wait*): `try_wait.parity(P)` names the
+# open phase or the one just before it. It passes when P is *not* the open phase's parity (P then
+# names the completed phase just before) and waits while it is. So parity P counts as completed
+# only until a newer phase of parity P opens.
 
 # %% [markdown]
 # **The load path in code.** `tma_load_dump` (`kernels/tma.cu`) loads one box the way chapters 05
-# and 06 load every stage; under it, the PTX each wrapper issues, and the wait:
+# and 06 load every stage. Under it: the PTX each wrapper issues, the wait, and a
+# [TMA store](../docs/glossary.md#tma-store) (section 4's copy kernel).
 
 # %%
 notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
-                     ptx=("mbarrier_init", "fence_mbarrier_init", "fence_proxy_async_shared_cta",
-                          "mbarrier_arrive_expect_tx", "tma_load_2d", "mbarrier_try_wait_parity"),
-                     more=(("ptx/mbarrier.cuh", r"bool mbarrier_wait_parity_bounded", r"^}"),))
+    ptx=("mbarrier_init", "fence_mbarrier_init", "fence_proxy_async_shared_cta", "mbarrier_arrive_expect_tx",
+         "tma_load_2d", "mbarrier_try_wait_parity", "tma_store_2d", "bulk_commit_group", "bulk_wait_group_read"),
+    more=(("ptx/mbarrier.cuh", r"bool mbarrier_wait_parity_bounded", r"^}"),
+          ("tma.cu", r"^    tma_store_2d\(dst,", r"issue_load\(i \+ CSTAGES - 1\);")))
 
 # %% [markdown]
-# The tensor map arrives as a kernel parameter (`const __grid_constant__ TmaDesc tmap`: the
-# host's 128 bytes, passed by value; the copy takes its address). Thread 0 initialises the barrier
-# with an arrival count of 1 (its own `expect_tx`), and `fence.mbarrier_init` makes the new barrier
-# visible to the [async proxy](../docs/glossary.md#proxy), the path by which TMA and wgmma reach
-# shared memory. Threads' own loads and stores take the *generic proxy*; `fence.proxy.async`
-# orders them (here the 0xA5 fill) before TMA's writes. Then thread 0 announces the box's bytes and
-# issues the copy (`tma_load_rank` calls `tma_load_2d` for a 2-D map), and every thread waits on
-# parity 0. Each wrapper is one PTX instruction; the wait loops on `try_wait`, **bounded** in our
-# kernels: after `max_tries` rounds or 2 s it writes an error word and gives up, so a wrong byte
-# count or parity cannot hang the GPU.
+# Reading the listing:
+#
+# * The tensor map is a kernel parameter (`const __grid_constant__ TmaDesc tmap`: the host's 128
+#   bytes, by value). Thread 0 initialises the barrier with an arrival count of 1 (its own
+#   `expect_tx`).
+# * Threads' loads and stores reach shared memory by the *generic proxy*, TMA and wgmma by the
+#   [*async proxy*](../docs/glossary.md#proxy). Only a fence orders the two: `fence.mbarrier_init`
+#   hands the new barrier to the async proxy, `fence.proxy.async` puts the 0xA5 fill before TMA's
+#   writes.
+# * `shared::cluster` in the copy's PTX: the shared memory of a
+#   [cluster](../docs/glossary.md#cluster) of CTAs (chapter 06). A CTA launched alone is a cluster
+#   of one, so here it is its own.
+# * Every thread waits on parity 0, **bounded**: after `max_tries` rounds of `try_wait` or 2 s it
+#   writes an error word and gives up, so a wrong byte count or parity cannot hang the GPU.
+# * A TMA store reads its shared-memory source *after* the instruction returns. `commit_group`
+#   closes a [bulk group](../docs/glossary.md#bulk-group) of the thread's stores;
+#   `cp.async.bulk.wait_group.read N` waits until at most N of them still *read* shared memory
+#   (without `.read`: until their writes are done). Only then may that buffer be written again.
+#   Here N = 1: the newest store may still read its stage while the stage before it is refilled.
 
 # %% [markdown]
 # `mbarrier_lifecycle` runs the whole cycle: two boxes through one barrier, a 64-thread arrival
 # barrier, and (step 6, on purpose) a wait nobody can satisfy. After each step it records
-# `test_wait.parity(0)` and `(1)` (a wait that never blocks; 1: that phase counts as completed).
-# ✓ marks a step that matched the expected sequence, `tma.LIFECYCLE` (from the PTX ISA). In replay
-# this is the GPU run's `tma_checks` record.
+# `test_wait.parity(0)` and `(1)` (`try_wait` without blocking: 1 = would pass); `open` is the phase
+# in progress; ✓: as `tma.LIFECYCLE` (the PTX ISA) expects. In replay, the GPU run's `tma_checks`
+# record.
 
 # %% output varies
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
@@ -124,10 +139,10 @@ print("\n".join(tma.checks.lifecycle_lines(crec.results)))
 assert crec.results["lifecycle"]["passed"]
 
 # %% [markdown]
-# Right after `init`, parity 1 already counts as "completed": it is the phase *before* phase 0. So
-# a producer waiting for an empty slot can start with parity 1 and pass at once. Getting the
-# initial parity wrong deadlocks a pipeline ([chapter 05](05_pipelines.ipynb) builds the ring;
-# [chapter 08](08_pitfalls.ipynb) debugs such deadlocks). The same cycle in SASS:
+# Step 3 by the rule: phase 2 is open, so parity 0 names phase 2 and reads 0, though phase 0
+# completed at step 2. After `init`, parity 1 names the phase before phase 0 and reads 1: a producer
+# waiting for an empty slot can start on parity 1 and pass at once; a wrong initial parity
+# deadlocks a pipeline (chapters [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)). In SASS:
 # [03b §3](03b_tma_boxes.ipynb).
 
 # %% [markdown]
@@ -135,25 +150,23 @@ assert crec.results["lifecycle"]["passed"]
 #
 # The same tiled copy of a 512 MiB fp32 matrix, global → shared → global, three ways
 # (`kernels/tma.cu`): **TMA** (`tma`: one thread of 32 issues loads into a ring of up to 4 stages
-# and [TMA stores](../docs/glossary.md#tma-store) out of it), **vectorized loads** (`ldg_sts`: 128
-# threads, 16-byte loads and stores, one stage) and **cp.async** (`cp_async`: 128 threads, a ring of
-# `LDGSTS` copies). Boxes of 1–32 KB with rows of 256 bytes (64 fp32); as many CTAs per SM as
-# shared memory allows. Bandwidth counts bytes read + written, against the device-to-device copy of
-# the same run. The three also differ in **bytes in flight** per SM (stages × box × CTAs per SM), so read a
-# difference as "this configuration against that one". Other row widths and equal bytes in
-# flight: [03b §2](03b_tma_boxes.ipynb).
+# and TMA stores out of it), **vectorized loads** (`ldg_sts`: 128 threads, 16-byte loads and
+# stores, one stage) and **cp.async** (`cp_async`: 128 threads, a ring of `LDGSTS` copies). Boxes of
+# 1–32 KB, rows of 256 bytes (64 fp32), as many CTAs per SM as shared memory allows; bytes read +
+# written, against the same run's device-to-device copy. The three also differ in **bytes in
+# flight** per SM (stages × box × CTAs), so read a difference as "this configuration against that
+# one" (equal bytes in flight: [03b §2](03b_tma_boxes.ipynb)).
 
 # %% output varies
 rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)
 print(tma.summarize_tma_copy(rec, row_bytes=256))
 
 # %% [markdown]
-# **What TMA buys besides bandwidth.** One thread issues a whole box; no other thread computes an
-# address, and no data passes through registers as it does with vectorized loads. That is why
-# chapter 06's consumer warpgroups never issue a load and its producer warpgroup gets by on 40
-# registers per thread. The box lands already swizzled, in the layout wgmma reads
-# ([chapter 04](04_wgmma.ipynb)), and the mbarrier counts its bytes, so one wait covers the whole
-# box, where chapter 02's `cp.async` ring needs every thread's own wait and a `__syncthreads`.
+# **What TMA buys besides bandwidth.** One thread issues a whole box: no other thread computes an
+# address, no data passes through registers. So chapter 06's consumer warpgroups never issue a
+# load, and its producer gets by on 40 registers per thread. The box lands swizzled, as wgmma reads
+# it ([chapter 04](04_wgmma.ipynb)), and one wait covers it, where chapter 02's `cp.async` ring
+# needs every thread's own wait and a `__syncthreads`.
 
 # %% [markdown]
 # ## Exercises
