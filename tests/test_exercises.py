@@ -21,6 +21,8 @@ SIZES = [64, 128, 256, 512, 1024, 4096]
 RIDGE = 251.0
 
 #: The arguments each exercise is checked with in its notebook.
+_STORE = list(_ordering.PROGRAMS["store"]["broken"])      # ch08.repair's broken program
+
 KW = {
     "ch00.intensity": dict(n=512),
     "ch00.memory_bound": dict(sizes=SIZES, ridge=RIDGE),
@@ -47,7 +49,7 @@ KW = {
     "ch07.round_trip": dict(value=10.0, amax=37.5),
     "ch07.promote_interval": dict(k=4096, target=1e-2),
     "ch08.name_bug": dict(diagnosis=_pitfalls.mystery_diagnosis()),
-    "ch08.repair": dict(rule="store", program=_ordering.PROGRAMS["store"]["broken"]),
+    "ch08.repair": dict(rule="store"),
     "ch08.first_misplaced": dict(base_offset=128),
     "ch09.tmem_columns": dict(m=128, n=96),
     "ch09.lane_quarter": dict(warp=6),
@@ -135,7 +137,9 @@ MISTAKES = [
     ("ch07.promote_interval", 256, "if you counted fp8 elements"),
     ("ch08.name_bug", "phase_parity", "blocks on empty"),
     ("ch08.name_bug", "proxy_fence", "not a ring-protocol error"),
-    ("ch08.repair", 0, "bulk group 0"),
+    ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 1)] + _STORE[5:], "bulk group 0"),
+    ("ch08.repair", _STORE[:6] + [("bulk_wait_read", 0)] + _STORE[6:], "before that barrier"),
+    ("ch08.repair", _STORE[:5] + [("bulk_wait_read", None)] + _STORE[5:], '("bulk_wait_read", N)'),
     ("ch08.first_misplaced", (1, 0), "absolute address"),
     ("ch09.tmem_columns", 96, "power of two"),
     ("ch09.tmem_columns", 128 * 96, "32-bit cells"),
@@ -452,9 +456,11 @@ def test_descriptor_with_the_raw_address_gets_the_shift_hint(capsys):
     ("ch04.encode", descriptors.encode),
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: (t // S + 1) % 2)),
     ("ch05.ring_parities", [lambda k, S: (k // S) & 1, lambda t, S: 1 - (t // S) % 2]),
+    ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 0)] + _STORE[5:]),
+    ("ch08.repair", tuple(_STORE[:5] + [["bulk_wait_read", 0], ("fence_proxy", None)] + _STORE[5:])),
 ])
 def test_code_exercises_accept_right_code(capsys, name, answer):
-    assert exercises.check(name, answer, solution=True)
+    assert exercises.check(name, answer, solution=True, **KW[name])
     assert capsys.readouterr().out.strip() == f"[{name}] correct"
 
 
@@ -463,11 +469,12 @@ def test_code_exercises_accept_right_code(capsys, name, answer):
     ("ch04.encode", lambda a, lbo, sbo, swizzle: None),
     ("ch05.ring_parities", (lambda k, S: ..., lambda t, S: ...)),
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: None)),
+    ("ch08.repair", list(_STORE)),                         # the broken program, unchanged
 ])
 def test_code_exercises_whose_body_is_still_dots_are_unanswered(capsys, tmp_path, monkeypatch, name, answer):
     from asynctc.core import progress
     monkeypatch.setenv(progress.ENV, str(tmp_path / "p.jsonl"))
-    assert not exercises.check(name, answer)
+    assert not exercises.check(name, answer, **KW[name])
     assert "not answered yet" in capsys.readouterr().out
     assert progress.summary(progress.attempts(tmp_path / "p.jsonl"))[name]["status"] == "unanswered"
 

@@ -301,15 +301,24 @@ def test_exercise_name_bug():
 
 
 def test_exercise_repair(capsys):
+    """A code exercise: the answer is the learner's program, the hint the checker's first hazard."""
+    assert exercises.is_code("ch08.repair")
     broken = O.PROGRAMS["store"]["broken"]
-    assert not exercises.check("ch08.repair", 0, rule="store", program=broken)
-    assert "bulk group" in capsys.readouterr().out
+    assert not exercises.check("ch08.repair", list(broken), rule="store")
+    assert "not answered yet" in capsys.readouterr().out          # the broken program unchanged
     fixed = broken[:5] + [("bulk_wait_read", 0)] + broken[5:]
-    assert exercises.check("ch08.repair", 0, rule="store", program=fixed, solution=True)
-    assert not exercises.check("ch08.repair", 0, rule="store", program=[("sync", None)])
+    assert exercises.check("ch08.repair", fixed, rule="store", solution=True)
+    assert capsys.readouterr().out.strip() == "[ch08.repair] correct"
+    loose = broken[:5] + [("bulk_wait_read", 1)] + broken[5:]    # the one store may still be reading
+    assert not exercises.check("ch08.repair", loose, rule="store")
+    assert O.check(loose)[0].why in capsys.readouterr().out
+    assert not exercises.check("ch08.repair", [("sync", None)], rule="store")
+    assert "keep every step" in capsys.readouterr().out
+    assert not exercises.check("ch08.repair", 0, rule="store")    # the old answer, 0 hazards left
+    assert "pass your program" in capsys.readouterr().out
     for rule, p in O.PROGRAMS.items():
         if rule != "leader":   # the leader repair reorders the arrive: it is not an insertion
-            assert exercises.check("ch08.repair", 0, rule=rule, program=p["correct"], solution=True)
+            assert exercises.check("ch08.repair", p["correct"], rule=rule, solution=True)
 
 
 def test_exercise_first_misplaced():
@@ -507,8 +516,8 @@ def test_the_store_repair_must_wait_before_the_barrier_that_releases_the_writers
     assert O.check(good) == []
     hz = O.check(late)
     assert [h.rule for h in hz] == ["store"] and "before that barrier" in hz[0].why
-    assert exercises.check("ch08.repair", 0, rule="store", program=good) is True
-    assert exercises.check("ch08.repair", 0, rule="store", program=late) is False
+    assert exercises.check("ch08.repair", good, rule="store") is True
+    assert exercises.check("ch08.repair", late, rule="store") is False
     with pytest.raises(ValueError, match=r"bulk_wait_read takes N"):
         O.check(broken[:5] + [("bulk_wait_read", None)] + broken[5:])
     # a missing or misplaced argument is refused with the exact form to write

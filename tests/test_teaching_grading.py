@@ -257,7 +257,7 @@ def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
 def test_an_exercise_cell_that_ran_without_check_is_unanswered():
     from asynctc.teaching import grading
     nb = nbformat.v4.new_notebook()
-    src = 'if program == broken:\n    print("not answered yet")\nelse:\n    exercises.check("ch08.repair", 0, rule="store", program=program)'
+    src = 'if program == broken:\n    print("not answered yet")\nelse:\n    exercises.check("ch08.repair", program, rule="store")'
     ran = nbformat.v4.new_code_cell(src, execution_count=3)
     raised = nbformat.v4.new_code_cell('exercises.check("ch08.name_bug", x)', execution_count=4,
                                        outputs=[nbformat.v4.new_output("error", ename="NameError", evalue="x",

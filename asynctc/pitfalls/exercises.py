@@ -4,8 +4,9 @@ repair, the layout model places the first misplaced element.
 
 * ``ch08.name_bug`` — which zoo class produced this hang? The learner sees :func:`mystery_symptom`
   (who timed out where, the barrier's counters), the check gets the Deadlock.
-* ``ch08.repair`` — insert steps into a broken program until :func:`ordering.check` finds no
-  hazard; answer 0 (the hazards left) and pass your program.
+* ``ch08.repair`` — a code exercise: insert steps into a broken program until
+  :func:`ordering.check` finds no hazard, and pass the program; a wrong one gets the checker's
+  first hazard as its hint.
 * ``ch08.first_misplaced`` — the first (row, col) a reader gets from the wrong place (a tile off
   its swizzle repeat, or a reader that assumes another swizzle mode).
 """
@@ -86,21 +87,38 @@ def _is_insertion(program, broken) -> bool:
     return all(any(s == t for t in it) for s in ordering._steps(broken))
 
 
-def _repair_hint(answer, rule, program):
-    hz = ordering.check(program)
-    return f"step {hz[0].step}: {hz[0].why}" if hz else None
+def _judge_repair(answer, rule: str):
+    """Run the learner's program (``answer``: a list of ``(op, arg)`` steps) through
+    :func:`ordering.check`: None when it finds no hazard, else the first hazard as the hint (its
+    step, op and why). Raises :class:`~asynctc.core.exercises.NotAnswered` for the broken program
+    unchanged."""
+    if rule not in ordering.PROGRAMS:
+        return f"rule={rule!r} is not a rule of the ordering checker: one of {sorted(ordering.PROGRAMS)}"
+    broken = ordering.PROGRAMS[rule]["broken"]
+    if isinstance(answer, (str, bytes, dict)) or not hasattr(answer, "__iter__"):
+        return (f"pass your program, a list of (op, arg) steps (got {type(answer).__name__}): "
+                f"check('ch08.repair', program, rule={rule!r})")
+    try:
+        steps = ordering._steps(list(answer))
+    except ValueError as e:             # a malformed step: the checker's sentence names the form
+        return str(e)
+    if steps == ordering._steps(broken):
+        raise _ex.NotAnswered("the program is still the broken one: insert the missing step "
+                              "(program.insert(index, (op, arg))), then run the cell again")
+    if not _is_insertion(steps, broken):
+        return ("keep every step of the broken program, in order: a repair inserts steps; it does "
+                "not delete or move the work")
+    hz = ordering.check(steps)
+    return f"step {hz[0].step} {hz[0].op}: {hz[0].why}" if hz else None
 
 
-@_ex.exercise("ch08.repair", "Insert steps into ordering.PROGRAMS[rule]['broken'] (keep its steps, in "
-              "order) until ordering.check finds no hazard; answer 0, the hazards left, and pass "
-              "program=<your program>.", hint=_repair_hint)
-def _repair(rule: str, program) -> int:
+@_ex.code_exercise("ch08.repair", "Insert steps into ordering.PROGRAMS[rule]['broken'] (keep its steps, "
+                   "in order) until ordering.check finds no hazard, and pass your program: "
+                   "check('ch08.repair', program, rule=...).", judge=_judge_repair)
+def _repair(rule: str) -> list:
     if rule not in ordering.PROGRAMS:
         raise ValueError(f"rule={rule!r}: must be one of {sorted(ordering.PROGRAMS)}")
-    if not _is_insertion(program, ordering.PROGRAMS[rule]["broken"]):
-        raise ValueError("program must keep every step of the broken program, in order "
-                         "(a repair inserts steps; it does not delete the work)")
-    return len(ordering.check(program))
+    return list(ordering.PROGRAMS[rule]["correct"])
 
 
 def _misplaced_hint(answer, base_offset, reader_swizzle=128):

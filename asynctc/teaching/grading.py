@@ -133,8 +133,8 @@ def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int
 
 def ran_without_check(nb, status: dict) -> list[str]:
     """Exercises whose cell ran to its end (an execution count, no error output) but never called
-    ``check()`` (no status): the learner left the exercise as it was, e.g. chapter 08's repair cell
-    skips ``check()`` while its program is unchanged."""
+    ``check()`` (no status): the learner left the exercise as it was, e.g. a cell that skips
+    ``check()`` while its input is unchanged."""
     out = []
     for c in nb.cells:
         if c.get("cell_type") != "code" or c.get("execution_count") is None:

@@ -167,19 +167,17 @@ ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 # **2. Repair a protocol.** Below is the broken TMA-store epilogue as a program: the consumers
 # write `out`, fence and sync; thread 0 issues the TMA store of `out` and commits it; a sync; then
 # the consumers write `out` again for the next tile. Insert the one step that makes
-# `ordering.check` find no hazard, keeping the program's own steps in order, then check with answer
-# 0 (the hazards left). The cell lists the 15 ops the checker knows, by instruction (what they do:
-# section 2's terms). Which op, with which argument, and where? Two places look right; one is.
+# `ordering.check` find no hazard, keeping the program's own steps in order; the check runs your
+# program and names the first hazard left. The cell lists the 15 ops the checker knows. Chapter 03
+# §3 showed the wait a TMA store's buffer needs before it is written again: with which argument,
+# and where? Two places look right; one is.
 
 # %%
 program = list(ordering.PROGRAMS["store"]["broken"])
 print(program)
 print(ordering.describe_ops())
 # program.insert(..., (..., ...))
-if program == list(ordering.PROGRAMS["store"]["broken"]):
-    print("[ch08.repair] not answered yet: insert the missing step, then run this cell again")
-else:
-    ok = exercises.check("ch08.repair", 0, rule="store", program=program)
+ok = exercises.check("ch08.repair", program, rule="store")
 
 # %% [markdown]
 # The three lines section 3's listing left out (run after exercise 2): in the kernel, the step the
@@ -196,7 +194,7 @@ print(notebook.source_excerpt("pitfalls.cu", start=r"^#if BUG != BUG_STORE_BUFFE
 exercises.check("ch08.name_bug", "expect_tx", diagnosis=mystery, solution=True)
 fixed = list(ordering.PROGRAMS["store"]["broken"])
 fixed.insert(5, ("bulk_wait_read", 0))          # after the commit, before the barrier and the rewrite
-ok = exercises.check("ch08.repair", 0, rule="store", program=fixed, solution=True)
+ok = exercises.check("ch08.repair", fixed, rule="store", solution=True)
 
 # %% [markdown]
 # ## 7. What to take away

@@ -204,17 +204,14 @@ r = F.diagnose("arrive_count")
 #
 # **1. Repair another.** The broken program of the missing proxy fence (`rule="proxy"`): insert the
 # step(s) that make `ordering.check` find no hazard (keep its steps, in order; the cell prints the
-# ops as you write them), then check with answer 0.
+# ops as you write them); the check runs your program.
 
 # %%
 program = list(ordering.PROGRAMS["proxy"]["broken"])
 print(program)
 print(ordering.describe_ops())
 # program.insert(..., (..., ...))
-if program == list(ordering.PROGRAMS["proxy"]["broken"]):
-    print("[ch08.repair] not answered yet: insert the missing step, then run this cell again")
-else:
-    ok = exercises.check("ch08.repair", 0, rule="proxy", program=program)
+ok = exercises.check("ch08.repair", program, rule="proxy")
 
 # %% [markdown]
 # **2. Where does it go wrong first?** A 64 × 64 fp16 box lands with the 128B swizzle in a stage
@@ -232,6 +229,6 @@ ok = exercises.check("ch08.first_misplaced", answer, base_offset=0, reader_swizz
 # %%
 fixed = list(ordering.PROGRAMS["proxy"]["broken"])
 fixed.insert(1, ("fence_proxy", None))          # every writer fences before the barrier
-ok = exercises.check("ch08.repair", 0, rule="proxy", program=fixed, solution=True)
+ok = exercises.check("ch08.repair", fixed, rule="proxy", solution=True)
 # 128B XORs chunk bits [0, 3) with row % 8, 64B only bits [0, 2) with row % 4: they part at row 4
 ok = exercises.check("ch08.first_misplaced", [4, 0], base_offset=0, reader_swizzle=64, solution=True)
