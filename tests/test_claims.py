@@ -341,7 +341,7 @@ def test_tables_as_text(recs):
 
 
 def test_the_summary_is_one_plain_row_per_claim(recs):
-    """Chapter 10's core lesson prints a summary a reader of the course alone can read: one row
+    """Deep dive 10b prints a summary a reader of the course alone can read: one row
     per claim — the claim in plain words (at most fifteen), its chapter, what we measured in
     words, the verdict with its count of parts; the full table (every part) stays in table_text."""
     cl = C.evaluate(recs)
@@ -377,9 +377,18 @@ def test_the_two_figures_split_the_panels(recs):
     assert len(f1.axes[0].get_yticks()) == len(figures.fraction_rows(cl, an))
     assert len(f2.axes[0].get_yticks()) == len(figures.ratio_parts(cl, an))
     labels = [t.get_text() for f in (f1, f2) for t in f.axes[0].get_yticklabels()]
-    assert all(len(x) <= 60 for x in labels), max(labels, key=len)
-    plt.close(f1)
-    plt.close(f2)
+    lines = [line for x in labels for line in x.splitlines()]
+    assert all(len(x) <= 60 for x in lines), max(lines, key=len)
+    assert all(x.count("\n") < figures.LABEL_LINES for x in labels)
+    assert not any(x.endswith("…") for x in labels), "a label cut short: the reader asked for whole ones"
+    # the legends say what grey and hatched grey mean (reader, round 3); ✕ only where an anchor is drawn
+    legend = [t.get_text() for t in f2.axes[0].get_legend().get_texts()]
+    assert "the claim's band" in legend and any("open at one end" in x for x in legend)
+    f3 = C.fractions_figure(cl)
+    legend = [t.get_text() for t in f3.axes[0].get_legend().get_texts()]
+    assert "an anchor's number" not in legend and "the claim's band" in legend
+    for f in (f1, f2, f3):
+        plt.close(f)
 
 
 def test_the_figure_draws_both_panels(recs, monkeypatch):

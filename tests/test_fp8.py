@@ -1027,5 +1027,6 @@ def test_accumulation_notes_read_the_fp8_record_and_flip():
 def test_swizzle_notes_read_the_swizzle_record():
     (res,) = _records("swizzle")
     inside, yes, no = fp8.swizzle_gain_note(res)
-    assert not inside and no.startswith("128-byte over 64-byte swizzle: ") and "not 10–20 %" in no
+    assert not inside and no.startswith("The 128-byte swizzle runs ") and "not the seed's 10–20 %" in no
+    assert "× as fast as the 64-byte one" in no and "× as fast as no swizzle" in no
     assert fp8.swizzle_gain_note(res, band=(0.0, 0.5))[0]

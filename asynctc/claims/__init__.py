@@ -1,6 +1,7 @@
-"""Chapter 10 — claims checked: every quantitative statement of the seed article (the tutorial
-this course checks, see README) beside the course's measurement, and the public anchors the course
-cites beside ours.
+"""Chapter 10 — "% of peak" under both denominators, with the seed article's 4096³ table as the
+worked example; deep dive 10b — every quantitative statement of the seed article (the tutorial this
+course checks, see README) beside the course's measurement, and the public anchors the course cites
+beside ours.
 
 Nothing here measures: the chapter reads the records the other chapters wrote (``data/<gpu>/``,
 :func:`load_records`), computes the course's number for each statement, and gives a verdict from
@@ -15,9 +16,10 @@ measured for that row (its kind — in-kernel, in flight — printed beside it).
   its copy statements (TMA against manual copies, the ``tma_copy`` and ``tma_equal`` records);
 * :mod:`.gaps` — what would measure each part not measured yet;
 * :mod:`.anchors` — :data:`ANCHORS` and :func:`evaluate_anchors`;
-* :mod:`.report` — the tables (:func:`summary_markdown`, one row per claim in plain words;
+* :mod:`.report` — the tables (:func:`percent_text` and :func:`percent_worked`, the "% of peak"
+  claims under both denominators; :func:`summary_markdown`, one row per claim in plain words;
   :func:`table_text`, every part), :data:`WRITTEN_FOR` and :func:`check_written` (raises
-  :class:`asynctc.core.notebook.ClaimError` when the records flip a verdict the chapter's text
+  :class:`asynctc.core.notebook.ClaimError` when the records flip a verdict the chapters' text
   was written for);
 * :mod:`.figures` — :func:`fractions_figure`, :func:`ratios_figure` and both in one,
   :func:`claims_figure` (never measures);
@@ -31,8 +33,8 @@ from .anchors import ANCHORS, Anchor
 from .anchors import evaluate as evaluate_anchors
 from .report import (WRITTEN_FOR, WRITTEN_FOR_ANCHORS, anchors_text, check_written, counts,
                      counts_text, mismatches, not_measured, not_measured_text, percent_rows,
-                     percent_text, PLAIN, SHORT, our_number, summary_markdown, table_text,
-                     verdict_words, written_verdict)
+                     percent_text, percent_worked, PLAIN, SHORT, our_number, summary_markdown,
+                     table_text, verdict_words, written_verdict)
 from .seed import SEED_4096, SEED_CLAIMS, evaluate, note
 from .verdicts import (ABOVE, ANCHOR_VERDICTS, BELOW, BLACKWELL, DATASHEET, FAILS, HOLDS, MATCHES,
                        MEASURED_CLOCK, NOT_MEASURED, PARTLY, VERDICTS, Claim, MissingRecord, Part,
@@ -59,8 +61,8 @@ def ratios_figure(claims, anchors=(), title: str = ""):
 
 __all__ = ["ANCHORS", "Anchor", "evaluate_anchors", "WRITTEN_FOR", "WRITTEN_FOR_ANCHORS",
            "anchors_text", "check_written", "counts", "counts_text", "mismatches", "not_measured",
-           "not_measured_text", "percent_rows", "percent_text", "PLAIN", "SHORT", "our_number",
-           "summary_markdown", "verdict_words", "table_text", "written_verdict", "SEED_4096",
+           "not_measured_text", "percent_rows", "percent_text", "percent_worked", "PLAIN", "SHORT",
+           "our_number", "summary_markdown", "verdict_words", "table_text", "written_verdict", "SEED_4096",
            "SEED_CLAIMS", "evaluate", "note", "ABOVE", "ANCHOR_VERDICTS", "BELOW", "BLACKWELL",
            "DATASHEET", "FAILS", "HOLDS", "MATCHES", "MEASURED_CLOCK", "NOT_MEASURED", "PARTLY",
            "VERDICTS", "Claim", "MissingRecord", "Part", "combine", "fractions", "load_records",

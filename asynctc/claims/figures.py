@@ -17,18 +17,51 @@ _COLOR = {HOLDS: "tab:green", MATCHES: "tab:green", FAILS: "tab:red"}
 _BAND = "#d9d9d9"
 
 
-def _label(text: str, chapter: str, width: int = 58) -> str:
-    return f"{textwrap.shorten(text, width, placeholder='…')} (ch {chapter})"
+#: A label's line width (characters) and most lines; a longer label ends in "…".
+LABEL_WIDTH, LABEL_LINES = 48, 3
+
+
+def _label(text: str, chapter: str, width: int = LABEL_WIDTH) -> str:
+    """``text (ch NN)`` wrapped at ``width`` characters, never more than :data:`LABEL_LINES` lines."""
+    return textwrap.fill(f"{text} (ch {chapter})", width, max_lines=LABEL_LINES, placeholder=" …")
+
+
+def _rows_y(labels) -> tuple[list[float], float]:
+    """The y of each row, top row first, and the height of them all: one unit a row, half a unit
+    more per extra label line (so that a three-line label does not run into its neighbours)."""
+    ys, y = [], 0.0
+    for label in reversed(labels):
+        step = 1 + 0.5 * label.count("\n")
+        ys.append(y + step / 2)
+        y += step
+    return ys[::-1], y
+
+
+def _open(low, high) -> bool:
+    return (low is None) != (high is None)
 
 
 def _band(ax, y, low, high, xmax, tol=0.0):
-    """The claim's range as a grey bar (an open end runs to the axis edge, hatched)."""
+    """The claim's range as a grey bar; a range open at one end ("≥ 1.5", "≤ 10") runs to the
+    axis edge and is hatched."""
     if low is None and high is None:
         return
     lo = (low if low is not None else 0.0) - tol
     hi = (high if high is not None else xmax) + tol
     ax.barh(y, hi - lo, left=lo, height=0.6, color=_BAND, edgecolor="none",
-            hatch="//" if high is None or low is None else None, zorder=1)
+            hatch="//" if _open(low, high) else None, zorder=1)
+
+
+def _legend(ax, bands) -> None:
+    """The legend beside ``ax``: its markers, then the grey band — and the hatched one when one of
+    ``bands`` is open at one end."""
+    from matplotlib.patches import Patch
+    handles = ax.get_legend_handles_labels()[0] + [Patch(color=_BAND, label="the claim's band")]
+    if any(_open(*b) for b in bands if b):
+        handles.append(Patch(facecolor=_BAND, edgecolor="none", hatch="//",
+                             label="the claim's band, open at one end\n(≥ or ≤: runs to the edge)"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+              frameon=False)
 
 
 def fraction_rows(claims, anchors=()) -> list[dict]:
@@ -60,7 +93,7 @@ def _fraction_label(r, claims) -> str:
     if r["theirs"] is None and r["key"] in SHORT and sum(x["key"] == r["key"] for x in
                                                          fraction_rows(claims)) == 1:
         return f"{SHORT[r['key']]} (ch {r['chapter']})"
-    return _label(r["what"], r["chapter"], 44)
+    return _label(r["what"], r["chapter"])
 
 
 def draw_fractions(ax, claims, anchors=()) -> None:
@@ -71,8 +104,9 @@ def draw_fractions(ax, claims, anchors=()) -> None:
     fr = fraction_rows(claims, anchors)
     kinds = [r["clock"] for r in fr if r["clock"]]
     usual = max(set(kinds), key=kinds.count) if kinds else None
-    for i, r in enumerate(fr):
-        y = len(fr) - 1 - i
+    labels = [_fraction_label(r, claims) for r in fr]
+    ys, top = _rows_y(labels)
+    for r, y in zip(fr, ys):
         lo, hi = r["band"] or (None, None)
         _band(ax, y, lo, hi, 1.0, 0.005 if lo is not None and lo == hi else 0.0)
         if r["theirs"] is not None:
@@ -88,14 +122,16 @@ def draw_fractions(ax, claims, anchors=()) -> None:
             if r["clock"] and r["clock"] != usual:
                 ax.annotate(r["clock"], (r["measured"], y), xytext=(6, 4),
                             textcoords="offset points", fontsize=7, color="tab:orange")
-    ax.set_yticks(range(len(fr)), [_fraction_label(r, claims) for r in fr][::-1], fontsize=8)
+    ax.set_yticks(ys, labels, fontsize=8)
     ax.set_xlim(0, 1.0)
+    ax.set_ylim(0, max(top, 1))
     ax.set_xlabel("fraction of the Tensor Core peak")
     ax.plot([], [], "o", color="tab:blue", label="ours, datasheet peak")
     ax.plot([], [], "^", color="tab:orange", label=f"ours, at the measured clock ({usual or '—'})")
-    ax.plot([], [], "kx", label="an anchor's number")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    ax.set_title("Fractions of peak (grey: the claim's band)", fontsize=9)
+    if any(r["theirs"] is not None for r in fr):
+        ax.plot([], [], "kx", label="an anchor's number")
+    _legend(ax, [r["band"] for r in fr])
+    ax.set_title("Fractions of peak", fontsize=9)
 
 
 def draw_ratios(ax, claims, anchors=()) -> None:
@@ -104,8 +140,9 @@ def draw_ratios(ax, claims, anchors=()) -> None:
     rr = ratio_parts(list(claims), list(anchors))
     xmax = max([2.6] + [p.value * 1.1 for _, p in rr if p.value is not None]
                + [p.theirs * 1.1 for _, p in rr if p.theirs is not None])
-    for i, (ch, p) in enumerate(rr):
-        y = len(rr) - 1 - i
+    labels = [_label(p.what, ch) for ch, p in rr]
+    ys, top = _rows_y(labels)
+    for (ch, p), y in zip(rr, ys):
         lo, hi = p.band or (None, None)
         if p.theirs is None:
             _band(ax, y, lo, hi, xmax)
@@ -116,23 +153,36 @@ def draw_ratios(ax, claims, anchors=()) -> None:
                     style="italic")
             continue
         ax.plot(p.value, y, "o", color=_COLOR.get(p.verdict, "tab:purple"), ms=7, zorder=4)
-    ax.set_yticks(range(len(rr)), [_label(p.what, ch, 44) for ch, p in rr][::-1], fontsize=8)
+    ax.set_yticks(ys, labels, fontsize=8)
     ax.set_xlim(0, xmax)
+    ax.set_ylim(0, max(top, 1))
     ax.axvline(1.0, color="k", lw=0.6, ls=":")
     ax.set_xlabel("ratio (×)")
     for color, word in (("tab:green", "inside the band / matches"), ("tab:red", "outside the band"),
                         ("tab:purple", "above or below the anchor")):
         ax.plot([], [], "o", color=color, label=word)
-    ax.plot([], [], "kx", label="an anchor's number")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    ax.set_title("Ratios (grey: the claim's band)", fontsize=9)
+    if any(p.theirs is not None for _, p in rr):
+        ax.plot([], [], "kx", label="an anchor's number")
+    _legend(ax, [p.band for _, p in rr if p.theirs is None])
+    ax.set_title("Ratios", fontsize=9)
+
+
+def _row_inches(labels) -> float:
+    """Height of a panel's rows: 0.3 inch a row, 0.15 more per extra line of its label (as
+    :func:`_rows_y` spaces them)."""
+    return sum(0.3 + 0.15 * label.count("\n") for label in labels)
+
+
+def _labels(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_yticklabels()]
 
 
 def _one_panel(draw, rows, claims, anchors, title: str):
     import matplotlib.pyplot as plt
     claims, anchors = list(claims), list(anchors)
-    fig, ax = plt.subplots(figsize=(10, 0.32 * len(rows(claims, anchors)) + 1.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(11, 0.32 * len(rows(claims, anchors)) + 1.6), layout="constrained")
     draw(ax, claims, anchors)
+    fig.set_size_inches(11, _row_inches(_labels(ax)) + 1.6)
     if title:
         fig.suptitle(title, fontsize=9)
     return fig
@@ -159,6 +209,7 @@ def claims_figure(claims, anchors=(), title: str = ""):
                                    gridspec_kw={"height_ratios": [len(fr) + 1, len(rr) + 1]})
     draw_fractions(ax1, claims, anchors)
     draw_ratios(ax2, claims, anchors)
+    fig.set_size_inches(12, _row_inches(_labels(ax1) + _labels(ax2)) + 2.6)
     if title:
         fig.suptitle(title, fontsize=9)
     return fig

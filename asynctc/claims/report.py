@@ -1,5 +1,5 @@
-"""Chapter 10's tables (the summary as markdown, every part as text), the verdicts its prose was
-written for, and the check that stops the notebook when a re-measurement flips one
+"""Chapter 10's and deep dive 10b's tables (the "% of peak" claims under both denominators, the
+summary as markdown, every part as text), the verdicts their prose was written for, and the check that stops the notebook when a re-measurement flips one
 (:func:`check_written`, which raises :class:`asynctc.core.notebook.ClaimError`).
 """
 
@@ -80,7 +80,7 @@ SHORT = {
     "swizzle_modes": "128 B swizzle best; modes 10–20 % apart",
     "accumulators": "big-tile accumulators: 100s of registers",
     "gemm_mma_sync": "4096³ mma.sync at ~50 % of peak",
-    "gemm_ws": "4096³ wgmma, TMA and WS: 75–80 %",
+    "gemm_ws": "4096³ wgmma, TMA, warp specialization: 75–80 %",
     "gemm_tuned": "4096³ tuned at ~85 % of peak",
     "gemm_blackwell": "4096³ on Blackwell above 90 %",
     "wait_group": "wait_group N: at most N pending",
@@ -236,10 +236,17 @@ def percent_rows(claims) -> list[dict]:
     return out
 
 
-def percent_text(claims) -> str:
-    """:func:`percent_rows` as a table: the band, ours under each denominator, each verdict."""
-    lines = [f"{'statement':64s} {'band':>10s}  {'datasheet':>17s}  {'measured clock':>17s}  clock"]
-    for r in percent_rows(claims):
+def percent_text(claims, keys=None) -> str:
+    """:func:`percent_rows` as a table (only the claims in ``keys``, when given): the claim
+    (:data:`SHORT`), its band, ours under each denominator, each verdict, the clock's kind."""
+    rows = [r for r in percent_rows(claims) if keys is None or r["key"] in keys]
+    per_key = {k: sum(x["key"] == k for x in rows) for k in {r["key"] for r in rows}}
+
+    def name(r):
+        return SHORT[r["key"]] if per_key[r["key"]] == 1 and r["key"] in SHORT else r["what"]
+    width = max([len("the claim")] + [len(name(r)) for r in rows])
+    lines = [f"{'the claim':{width}s} {'band':>10s}  {'datasheet':>17s}  {'measured clock':>17s}  clock"]
+    for r in rows:
         lo, hi = r["band"] or (None, None)
         band = (f"{lo:.2f}–{hi:.2f}" if lo is not None and hi is not None and lo != hi else
                 f"{lo:.2f}" if lo is not None and lo == hi else f"≥ {lo:.2f}" if lo is not None else "")
@@ -248,8 +255,20 @@ def percent_text(claims) -> str:
             v = r[side]
             word = {HOLDS: "inside", FAILS: "outside"}.get(r[f"verdict_{side}"], "—")
             return f"{v:.3f} {word:>7s}" if v is not None else f"{'—':>5s} {'n/a':>7s}"
-        lines.append(f"{textwrap.shorten(r['what'], 64):64s} {band:>10s}  {cell('datasheet'):>17s}  "
+        lines.append(f"{name(r):{width}s} {band:>10s}  {cell('datasheet'):>17s}  "
                      f"{cell('measured'):>17s}  {r['clock'] or '—'}")
+    return "\n".join(lines)
+
+
+def percent_worked(claims, keys=None) -> str:
+    """One line per fraction-of-peak row (only the claims in ``keys``, when given): our kernel,
+    its TFLOP/s and both divisions, e.g. ``chapter 01 mma.sync GEMM: 330 TFLOP/s = 0.334 of the
+    datasheet's 989; 0.341 of 132×4096×1790 MHz (in flight) = 968``."""
+    lines = []
+    for r in percent_rows(claims):
+        if (keys is None or r["key"] in keys) and r["datasheet"] is not None and r["measured"] is not None:
+            sheet, clock = r["ours"]             # peak_parts' two texts: datasheet, measured clock
+            lines.append(f"{sheet}; {clock.split(' = ', 1)[1]}")
     return "\n".join(lines)
 
 
@@ -317,5 +336,5 @@ def check_written(claims, anchors=(), written=None, written_anchors=None) -> str
 
 __all__ = ["WRITTEN_FOR", "WRITTEN_FOR_ANCHORS", "written_verdict", "table_text", "SHORT",
            "PLAIN", "our_number", "verdict_words", "summary_markdown", "counts", "counts_text",
-           "percent_rows", "percent_text", "anchors_text", "not_measured", "not_measured_text",
+           "percent_rows", "percent_text", "percent_worked", "anchors_text", "not_measured", "not_measured_text",
            "mismatches", "check_written", "MEASURED_CLOCK"]

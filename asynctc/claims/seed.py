@@ -16,6 +16,7 @@ import re
 import statistics
 
 from ..core import bench
+from ..mma_sync import DEFAULT_TILE, ceiling_row
 from ..models import descriptors
 from .gaps import (BLACKWELL_RUN, FP8_SWIZZLE, LATENCY_GLOBAL, LATENCY_SHARED, NCU_MMA_SYNC)
 from .seed_copies import _tma_vs_manual
@@ -53,11 +54,15 @@ def mma_sync_best(rec, size: int = SIZE, dtype: str = "float16") -> dict:
 
 
 def mma_sync_ceiling(rec, dtype: str = "float16") -> dict:
-    """Chapter 01's register-only mma.sync peak kernel, its fastest row (in-kernel clock)."""
-    rows = [r for r in rec.results.get("peak", []) if r.get("dtype") == dtype]
-    if not rows:
-        raise MissingRecord(f"no {dtype} peak row in the mma_sync record")
-    return max(rows, key=lambda r: r["tflops"])
+    """Chapter 01's register-only mma.sync peak kernel at the tuned GEMM's occupancy (its warps per
+    CTA and CTAs per SM: :func:`asynctc.mma_sync.ceiling_row`), the row chapter 01 calls the
+    ceiling (in-kernel clock), so that the two chapters print one ceiling (another occupancy's row
+    may be a few TFLOP/s faster)."""
+    try:
+        return ceiling_row(rec.results, DEFAULT_TILE, dtype)
+    except (StopIteration, KeyError):
+        raise MissingRecord(f"no {dtype} peak row at {DEFAULT_TILE.warps} warps × "
+                            f"{DEFAULT_TILE.min_blocks} CTAs/SM in the mma_sync record") from None
 
 
 def ladder_row(rec, rung: int | None = None, size: int = SIZE, dtype: str = "float16") -> tuple:

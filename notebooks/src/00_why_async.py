@@ -23,6 +23,11 @@
 # **The story.** To keep Tensor Cores busy, operands must be copied into shared memory *while* they
 # compute. This chapter measures why; the rest of the course makes that copy run by itself, with
 # asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
+#
+# The [seed article](../docs/glossary.md#seed-article) is a public tutorial on this topic that the
+# course was asked to check: it set the chapter outline, and chapters 06, 07 and 10 set its numbers
+# beside our measurements. You never need to read it; each claim is restated in our words where it
+# is checked.
 
 # %% output varies
 from asynctc import why_async

@@ -88,7 +88,7 @@ except tma.TensorMapError as e:
 # mechanism.
 #
 # A second record, `tma_equal`, gives them equal bytes in flight per SM, under two definitions:
-# global loads outstanding, or shared memory held ([chapter 10](10_claims.ipynb) weighs it):
+# global loads outstanding, or shared memory held (deep dive [10b](10b_claims_in_full.ipynb) weighs it):
 
 # %% output varies
 eq = records.load("tma_equal")

@@ -324,7 +324,7 @@ ok = exercises.check("ch04.descriptor", answer, mn=128, k=64, dtype="bfloat16", 
                      swizzle=64, step=2, base=0x4000)
 
 # %% [markdown]
-# <details><summary>Solution (run in CI)</summary>The cell below is the worked solution.</details>
+# <details><summary>Solutions</summary>The cell below is the worked solution.</details>
 
 # %%
 box_pitch = 64 * 64                      # 64 K-rows × 64-byte rows

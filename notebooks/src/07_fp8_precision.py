@@ -104,8 +104,9 @@ print(f"{len(res['checks'])} checks passed (e4m3 and e5m2; with and without prom
 # One GPU run timed cuBLASLt's FP8 GEMM (`torch._scaled_mm`: e4m3, per-tensor scales, bf16 C, with
 # [fast accumulation](../docs/glossary.md#fast-accumulation), section 5), our FP8 top rung, and two
 # FP16 GEMMs (cuBLAS, chapter 06's top rung); medians, every timed output checked on sampled rows.
-# FP8's dense peak is 8192 FLOP/clk/SM, FP16's 4096: 2× is a **ceiling**. The seed article (the
-# tutorial [chapter 10](10_claims.ipynb) checks) says "1.5–2×". Our goal: ≥ 0.90 of cuBLASLt at 8192³.
+# FP8's dense peak is 8192 FLOP/clk/SM, FP16's 4096: 2× is a **ceiling**. The
+# [seed article](../docs/glossary.md#seed-article), the public tutorial this course checks, says
+# "1.5–2×". Our goal: ≥ 0.90 of cuBLASLt at 8192³.
 
 # %% output varies
 print(rec.label())

@@ -8,7 +8,8 @@
 # **What it adds:** FP8 wgmma's operand rules and the ways around them; per-tensor against
 # per-block scales element by element; how the kernel applies per-block scales (from its source
 # and its SASS) and what they cost; the FP8 kernel on non-square and thin-M shapes beside
-# cuBLASLt; and the seed article's 4096³ table beside our rungs, under two peaks.
+# cuBLASLt; and the 4096³ table of the [seed article](../docs/glossary.md#seed-article) (the public
+# tutorial this course checks) beside our rungs, under two peaks.
 
 # %% output varies
 import re

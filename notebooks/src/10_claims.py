@@ -1,27 +1,24 @@
 # %% [markdown]
-# # 10 — Claims checked: the seed article's numbers beside ours
+# # 10 — "% of peak": which peak?
 #
-# The **seed article** is the public tutorial on asynchronous Tensor Core programming that this
-# course was asked to check: we restate its claims in our own words (`asynctc.claims.seed`), and
-# neither name nor quote it. Checking such claims is a skill worth a lesson, because "80 % of peak"
-# means little until you know which peak it divides by, and the two usual peaks can give one kernel
-# two verdicts.
+# Papers and tutorials, the [seed article](../docs/glossary.md#seed-article) (the public tutorial
+# this course checks) among them, often give a kernel's speed as "% of peak" without saying which
+# peak. Chapter 00 §2 showed that there are two. This lesson uses them: one kernel can meet a claim
+# under one peak and miss it under the other, so a "% of peak" needs its denominator.
 #
-# **Learning goal.** Read a performance claim the way this course reads its own. You will be able to
+# **Learning goal.** You will be able to
 #
-# 1. take each claim to the chapter and record that test it, and read the verdict;
-# 2. compute a fraction of peak under **both** denominators, the datasheet's 989 TFLOP/s (dense
-#    FP16) and SMs × 4096 FLOP/clk/SM × the SM clock measured during the run, and say why their
-#    verdicts can differ;
-# 3. say what the course has not measured, and what would measure it.
+# 1. compute a kernel's fraction of peak under both denominators: the datasheet's 989.4 TFLOP/s
+#    (dense FP16) and SMs × 4096 FLOP/clk/SM × the SM clock measured while it ran;
+# 2. say why the two differ on this GPU, and which of a row's clocks goes in the second;
+# 3. judge a claim stated as "% of peak" under both; the worked examples are the seed's 4096³ table.
 #
-# This chapter runs no kernel: it reads the records the other chapters wrote (`data/<gpu>/*.json`),
-# so live and replay print the same. Deep dive [10b](10b_claims_in_full.ipynb): the public numbers
-# the course cites (its *anchors*) beside ours, and every part of every claim.
+# No kernel runs here: the cells read the records the other chapters wrote (`data/<gpu>/*.json`),
+# so live and replay print the same. Deep dive [10b](10b_claims_in_full.ipynb) sets every other
+# number of the seed article beside ours.
 
 # %% output varies
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
 
 from asynctc import claims
 from asynctc.claims import seed
@@ -36,31 +33,22 @@ for label, suites in by_label.items():
     print(f"{label}: {', '.join(suites)}")
 
 # %% [markdown]
-# ## 1. How a verdict is made
+# ## 1. Two peaks
 #
-# Each statement is cut into **parts**. A part tests one number from one record against a
-# **band**: the one the statement gives ("30–50 %", "1.5–2×"), or, for a vague word, the reading
-# printed beside it ("a few cycles" as at most 10, "tens of KB" as 10–99 KiB). Each part gets one of
-# the words below. A statement whose parts are all in their band gets the first word, none in
-# band the third, a mix "partly".
-
-# %%
-print(" / ".join(claims.VERDICTS))
-assert claims.combine([claims.Part("a", claims.HOLDS), claims.Part("b", claims.FAILS)]) == claims.PARTLY
-assert claims.combine([claims.Part("a", claims.FAILS), claims.Part("b", claims.NOT_MEASURED)]) == claims.FAILS
-
-# %% [markdown]
-# A part the course has not measured is marked so, with what would measure it. Parts that need a
-# Blackwell GPU say so: the records here are Hopper's. Nothing is guessed.
+# A fraction of peak is the achieved rate (2·M·N·K FLOP over the measured time) divided by a peak.
+# The peak is SMs × FLOP per clock per SM × the SM clock: for dense FP16 on the H200, 132 × 4096 ×
+# the clock. The two peaks differ only in that clock:
 #
-# **Two denominators.** The seed writes "% of peak" without saying which peak:
+# | peak | clock | H200, dense FP16 |
+# |---|---|---|
+# | **datasheet** | the boost clock, 1830 MHz | 989.4 TFLOP/s |
+# | **at the measured clock** | the SM clock read while the kernel ran | 132 × 4096 × that clock |
 #
-# * the **datasheet** peak (`bench.DATASHEET`): 989.4 TFLOP/s, 132 SMs at a 1830 MHz boost clock;
-# * the peak **at the measured clock**: SMs × 4096 FLOP/clk/SM × the SM clock read during that
-#   run, printed with the clock's kind (deep dive [00b](00b_clock_kinds.ipynb) §1).
-#
-# Under load the H200's clock runs below 1830 MHz, so one TFLOP/s figure is a larger fraction of
-# the second. Every "% of peak" statement below is judged under both.
+# Under a full Tensor Core load the chip runs below its boost clock (power and heat), so one TFLOP/s
+# figure is a larger fraction of the second peak. Neither is wrong: the datasheet says how much of
+# the chip's rated speed you got; the measured clock says how busy the Tensor Cores were while they
+# ran. A row may print a second clock too; deep dive [00b](00b_clock_kinds.ipynb) §1 says which
+# clock is which. Chapter 06's top rung, worked:
 
 # %% output varies
 wrec = recs["warp_specialization"]
@@ -68,9 +56,12 @@ sm, boost = wrec.provenance["sm_count"], bench.DATASHEET["boost_mhz"]
 top = seed.ladder_row(wrec)[1]
 f = claims.fractions(top, sm)
 print(f"chapter 06's top rung at 4096³: {top['tflops']:.0f} TFLOP/s, SM clock {bench.clock_text(top)}")
+print(f"  datasheet:        {top['tflops']:.0f} / {f['datasheet_tflops']:.1f} = {f['datasheet']:.3f}")
+print(f"  measured clock:   {top['tflops']:.0f} / ({sm} × 4096 × {f['sm_mhz']:.0f} MHz = "
+      f"{f['peak_tflops']:.0f}) = {f['measured']:.3f}")
 _ = notebook.claim(f["sm_mhz"] < boost and f["measured"] > f["datasheet"],
                    f"Its clock ({f['clock']}) ran under the datasheet's {boost} MHz, so its fraction at the "
-                   f"measured clock ({f['measured']:.3f}) is the larger of the two (datasheet: {f['datasheet']:.3f}).",
+                   f"measured clock is the larger of the two.",
                    sm_mhz=f["sm_mhz"], measured=f["measured"], datasheet=f["datasheet"])
 after = top.get("sm_mhz_after")                  # the second clock printed
 if after and f["clock"] in bench.CLOCK_KINDS[:2]:
@@ -82,82 +73,55 @@ if after and f["clock"] in bench.CLOCK_KINDS[:2]:
                        datasheet=f["datasheet"])
 
 # %% [markdown]
-# ## 2. The summary: every claim, what we measured, the verdict
+# ## 2. Judging a "% of peak" claim under both
 #
-# One row per claim, in the seed's order; in "partly: 2 of 3 …" the numbers count its parts. A
-# fraction of peak is the datasheet's, then (in brackets) the one at the measured clock. Deep dive
-# [10b](10b_claims_in_full.ipynb) lists every part, with the chapter and record it comes from.
+# A claim such as "75–80 % of peak" gives a **band**, 0.75–0.80, read here with ±0.005. Each
+# denominator gives one **part**: inside the band it holds, outside it does not. The claim's
+# verdict follows from its parts: both hold → "holds", one → "partly", neither → "does not hold".
+
+# %%
+holds, partly, fails = claims.VERDICTS[:3]
+print(" / ".join((holds, partly, fails)))
+assert claims.combine([claims.Part("datasheet", holds), claims.Part("measured clock", fails)]) == partly
+assert claims.combine([claims.Part("datasheet", fails), claims.Part("measured clock", fails)]) == fails
+
+# %% [markdown]
+# **The worked examples.** The seed's 4096³ FP16 table puts mma.sync at ~50 % of peak, wgmma + TMA +
+# warp specialization at 75–80 %, ~85 % after tuning the swizzle and the ring depth, and Blackwell
+# above 90 %; it also says synchronous kernels keep the Tensor Cores 30–50 % busy. Beside each, our
+# kernel under both denominators, then the three 4096³ steps worked (which kernel, both divisions):
 
 # %% output varies
 cl = claims.evaluate(recs)
-an = claims.evaluate_anchors(recs)
-_ = claims.check_written(cl, an)      # the verdicts the text below assumes
-display(Markdown(claims.summary_markdown(cl)))
-
-# %% [markdown]
-# ## 3. The "% of peak" statements, under both denominators
-#
-# The seed's 4096³ FP16 table gives mma.sync ~50 %, wgmma + TMA + warp specialization 75–80 %,
-# ~85 % after swizzle and depth tuning, above 90 % on Blackwell; and "30–50 % busy" for
-# synchronous kernels. Bands are read with ±0.005 (as deep dive 07d reads them). Per statement:
-# our kernel, its fraction of the datasheet, its fraction at its measured clock, and the clock's
-# kind.
-
-# %% output varies
+_ = claims.check_written(cl, claims.evaluate_anchors(recs))   # the verdicts this text assumes
+steps = {"gemm_mma_sync": "mma.sync", "gemm_ws": "warp specialization", "gemm_tuned": "tuned"}
 print(claims.percent_text(cl))
 print()
-print(bench.clock_caveat(" / ".join(sorted({r["clock"] for r in claims.percent_rows(cl) if r["clock"]}))) or
-      "(every measured clock above was read during the work)")
+print(claims.percent_worked(cl, steps))
+kinds = sorted({r["clock"] for r in claims.percent_rows(cl) if r["clock"]})
+if bench.clock_caveat(" / ".join(kinds)):
+    print(bench.clock_caveat(" / ".join(kinds)))
+fig = claims.fractions_figure(cl, title=f"From the records in data/ — {wrec.label()}")
+plt.show()
 
 # %% [markdown]
 # What the denominator changes:
 
 # %% output varies
 rows = {r["key"]: r for r in claims.percent_rows(cl)}
-steps = ("gemm_mma_sync", "gemm_ws", "gemm_tuned")
+by = {c.key: c for c in cl}
 notebook.claim(all(rows[k]["verdict_datasheet"] == claims.FAILS for k in steps),
-               "Datasheet denominator: " + ", ".join(f"{k} {rows[k]['datasheet']:.3f}" for k in steps)
+               "Under the datasheet: " + ", ".join(f"{w} {rows[k]['datasheet']:.3f}" for k, w in steps.items())
                + " — each outside its band.", **{k: rows[k]["datasheet"] for k in steps})
-notebook.claim(rows["gemm_ws"]["verdict_measured"] == claims.HOLDS,
-               f"Measured clock: the warp-specialized rung at {rows['gemm_ws']['measured']:.3f} of "
-               f"the peak at its clock ({rows['gemm_ws']['clock']}), inside 75–80 %.",
+notebook.claim(rows["gemm_ws"]["verdict_measured"] == claims.HOLDS and by["gemm_ws"].verdict == partly
+               and by["gemm_mma_sync"].verdict == by["gemm_tuned"].verdict == fails,
+               f"At the measured clock warp specialization reaches {rows['gemm_ws']['measured']:.3f}, "
+               "inside 75–80 %: that claim gets \"partly\"; the ~50 % and ~85 % ones do not hold.",
                measured=rows["gemm_ws"]["measured"])
 cub = claims.fractions(seed.cublas_row(wrec), wrec.provenance["sm_count"])
 _ = notebook.claim(cub["datasheet"] < 0.85 - 0.005,
                f"cuBLAS in the same run: {cub['datasheet']:.3f} of the datasheet, below the seed's 85 % "
                f"(at its measured clock: {cub['measured']:.3f}).", cublas_datasheet=cub["datasheet"])
-
-# %% [markdown]
-# ## 4. The picture
-#
-# Every claim's band (grey) beside our number, in two figures. First the fractions of peak: ●
-# under the datasheet, ▲ at the measured clock; ✕ marks an anchor's own number.
-
-# %% output varies
-fig = claims.fractions_figure(cl, an, title=f"From the records in data/ — {wrec.label()} (and the "
-                              "other suites' records listed at the top)")
-plt.show()
-
-# %% [markdown]
-# Then the ratios, one row per part: green when ours is inside the statement's band (or matches the
-# anchor within its tolerance), red when outside, purple when above or below the anchor's ✕.
-
-# %% output varies
-fig = claims.ratios_figure(cl, an)
-plt.show()
-
-# %% [markdown]
-# The public numbers the course cites as anchors (Gluon, fast.cu, Luo et al., DeepGEMM) beside ours,
-# and every part of every statement in full: deep dive [10b](10b_claims_in_full.ipynb).
-
-# %% [markdown]
-# ## 5. What could not be measured here
-#
-# Each part below is "not measured here" or needs Blackwell. Each says what would measure it and,
-# where a suite exists, the defines to run it with. Until then the course takes no side.
-
-# %% output varies
-print(claims.not_measured_text(cl, an))
 
 # %% [markdown]
 # ## Exercises
@@ -168,8 +132,7 @@ print(claims.not_measured_text(cl, an))
 # no table above shows: chapter 06's rung 3 (two consumer warpgroups and setmaxnreg) at **8192³**.
 # Compute its fraction of peak under both denominators: the datasheet's 989.4 TFLOP/s, and 132 SMs ×
 # 4096 FLOP/clk/SM × its measured clock — the in-flight one, read while the kernel ran, not the
-# second clock the row prints (deep dive 00b §1 defines both). Answer `(datasheet fraction,
-# measured-clock fraction)`.
+# second clock the row prints. Answer `(datasheet fraction, measured-clock fraction)`.
 
 # %% output varies
 row = seed.ladder_row(wrec, 3, size=8192)[1]
@@ -182,9 +145,9 @@ ok = exercises.check("ch10.fraction_both", answer, tflops=row["tflops"], sm_mhz=
 
 # %% [markdown]
 # **2. The verdict.** Judge this 8192³ row by the seed's band for "wgmma + TMA + warp
-# specialization", 75–80 % of peak, judged within ±0.005 as section 3 judges. From your two
-# fractions of exercise 1, which verdict does this chapter give? Answer with one of the first three
-# verdicts printed in section 1, as a string. (The check recomputes the fractions from the row.)
+# specialization", 75–80 % of peak, within ±0.005 as section 2 judges. From your two fractions of
+# exercise 1, which verdict does this chapter give? Answer with one of the three verdicts printed
+# in section 2, as a string. (The check recomputes the fractions from the row.)
 
 # %%
 answer = ...
@@ -192,9 +155,11 @@ ok = exercises.check("ch10.verdict", answer, tflops=row["tflops"], sm_mhz=row["s
                      low=0.75, high=0.80)
 
 # %% [markdown]
-# **What you learned:** a "% of peak" needs its denominator; a verdict comes from a record and its
-# band. **Next:** deep dive [10b](10b_claims_in_full.ipynb) (the public anchors, every part in
-# full), or section 5's open parts, each with what would measure it.
+# **What you learned:** a "% of peak" needs its denominator; the datasheet's and the measured
+# clock's can give one kernel two verdicts, so judge a claim under both. **Next:** deep dive
+# [10b](10b_claims_in_full.ipynb): the seed's other claims (shared memory per SM, ring depth, FP8's
+# speed-up, swizzle modes …) beside our numbers, the public numbers the course cites, and what is
+# not measured yet.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
@@ -207,4 +172,4 @@ ok = exercises.check("ch10.fraction_both", (d, m), tflops=row["tflops"], sm_mhz=
 inside = [0.75 - 0.005 <= x <= 0.80 + 0.005 for x in (d, m)]
 word = "holds" if all(inside) else "does not hold" if not any(inside) else "partly"
 ok = exercises.check("ch10.verdict", word, tflops=row["tflops"], sm_mhz=row["sm_mhz"], sm_count=sm,
-                     low=0.75, high=0.80, solution=True)    # section 1's rule over the two parts
+                     low=0.75, high=0.80, solution=True)    # section 2's rule over the two parts

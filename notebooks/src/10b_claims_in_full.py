@@ -1,15 +1,19 @@
 # %% [markdown]
-# # 10b — the claims in full: every part, and the public anchors
+# # 10b — the seed article in full: every claim, and the public anchors
 #
 # ← back to the core lesson [10_claims](10_claims.ipynb)
 #
-# **Assumes** chapter 10's core lesson: how a verdict is made from a record and a band, and the two
-# denominators of a "% of peak". **What it adds:** the public numbers the course cites as anchors,
-# set beside ours once made comparable; and the full table, every part of every statement of the
-# seed article with the chapter and record it comes from. Like chapter 10 it runs no kernel: it
-# reads the records in `data/<gpu>/*.json`, so live and replay print the same.
+# **Assumes** chapter 10's core lesson: the two denominators of a "% of peak", and how a claim's
+# verdict follows from its parts and their bands. **What it adds:** every quantitative statement of
+# the [seed article](../docs/glossary.md#seed-article) beside the course's measurement, with its
+# verdict; the public numbers the course cites as anchors, made comparable; every part in full; and
+# what the course has not measured yet. Like chapter 10 it runs no kernel: it reads the records in
+# `data/<gpu>/*.json`, so live and replay print the same.
 
 # %% output varies
+import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
+
 from asynctc import claims
 from asynctc.core import notebook
 
@@ -17,10 +21,23 @@ notebook.banner("sm_90a")
 recs = claims.load_records()
 cl = claims.evaluate(recs)
 an = claims.evaluate_anchors(recs)
-_ = claims.check_written(cl, an)     # as in chapter 10, section 2
+_ = claims.check_written(cl, an)     # the verdicts this text assumes
 
 # %% [markdown]
-# ## 1. The public anchors, beside ours
+# ## 1. Every claim, what we measured, the verdict
+#
+# Each statement is cut into parts, as chapter 10 cut a "% of peak" into its two denominators. A
+# part tests one number from one record against a band: the one the statement gives ("1.5–2×"),
+# or, for a vague word, the reading printed beside it ("a few cycles" as at most 10, "tens of KB"
+# as 10–99 KiB). A part not measured says so, with what would measure it (section 5); nothing is
+# guessed. One row per claim, in the seed's order; in "partly: 2 of 3 …" the numbers count its
+# parts. A fraction of peak is the datasheet's, then (in brackets) the one at the measured clock.
+
+# %% output varies
+display(Markdown(claims.summary_markdown(cl)))
+
+# %% [markdown]
+# ## 2. The public anchors, beside ours
 #
 # The course cites a few public numbers as anchors: Triton's **Gluon** tutorials, the **fast.cu**
 # Hopper GEMM worklog, **Luo et al.**'s Hopper microbenchmark paper, DeepSeek's **DeepGEMM**. None
@@ -53,12 +70,23 @@ _ = notebook.claim(all(p.verdict == claims.ABOVE for p in by["luo_wgmma_n"].part
                + ", ".join(f"{p.value:.0f}/{p.theirs:.0f}" for p in by["luo_wgmma_n"].parts) + ".")
 
 # %% [markdown]
-# ## 2. The full table (every part of every statement)
+# ## 3. The ratios, drawn
 #
-# Chapter 10's summary (its section 2), in full: per statement the chapter that measures it and the
-# verdict, then each part with its verdict and our number (the record and the row it comes from),
-# and the notes that give context without being judged. Long: read the statements you care about,
-# first those marked "partly".
+# One row per part whose number is a ratio, the seed's claims first, then the anchors. Grey is the
+# claim's band (hatched when it is open at one end, such as "≥ 1.5×"); ● is ours: green inside the
+# band (or matching the anchor), red outside, purple above or below the anchor's ✕.
+
+# %% output varies
+fig = claims.ratios_figure(cl, an)
+plt.show()
+
+# %% [markdown]
+# ## 4. The full table (every part of every statement)
+#
+# Section 1's summary, in full: per statement the chapter that measures it and the verdict, then
+# each part with its verdict and our number (the record and the row it comes from), and the notes
+# that give context without being judged. Long: read the statements you care about, first those
+# marked "partly".
 
 # %% output varies
 print(claims.table_text(cl))
@@ -68,6 +96,15 @@ for c in cl:
         print(f"\n{c.key}: {extra}")
 
 # %% [markdown]
-# **What you learned:** an anchor counts only once made comparable (a ratio inside its own run, a
-# rate per SM per clock, one datasheet), and a "partly" is read part by part. **Back to**
-# [chapter 10](10_claims.ipynb), section 5, for what the course has not measured yet.
+# ## 5. What could not be measured here
+#
+# Each part below is "not measured here" or needs Blackwell. Each says what would measure it and,
+# where a suite exists, the defines to run it with. Until then the course takes no side.
+
+# %% output varies
+print(claims.not_measured_text(cl, an))
+
+# %% [markdown]
+# **What you learned:** a claim is judged part by part, each part against a band from one record;
+# an anchor counts only once made comparable (a ratio inside its own run, a rate per SM per clock,
+# one datasheet). **Back to** [chapter 10](10_claims.ipynb).
