@@ -420,9 +420,10 @@ def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, ctas: int)
         need = ctas * (answer * one + CTA_RESERVED_SMEM)
         return (f"{ctas} CTAs × ({answer} stages × {one} B + {CTA_RESERVED_SMEM} B) = {need} B, more "
                 f"than the SM's {SMEM_PER_SM} B.")
-    need = ctas * ((answer + 1) * one + CTA_RESERVED_SMEM)
-    return (f"one stage more still fits: {ctas} CTAs × ({answer + 1} stages × {one} B + "
-            f"{CTA_RESERVED_SMEM} B) = {need} B ≤ {SMEM_PER_SM} B.")
+    need = ctas * (answer * one + CTA_RESERVED_SMEM)
+    return (f"too few: {ctas} CTAs × ({answer} stages × {one} B + {CTA_RESERVED_SMEM} B) = {need} B "
+            f"leaves {SMEM_PER_SM - need} B of the SM's {SMEM_PER_SM} B unused. How many more stages "
+            "fit in that?")
 
 
 @_ex.exercise("ch02.wait_n", "The N of cp.async.wait_group N that the kernel uses before computing on "

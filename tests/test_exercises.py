@@ -143,10 +143,17 @@ MISTAKES = [
     ("ch08.first_misplaced", (1, 0), "absolute address"),
     ("ch09.tmem_columns", 96, "power of two"),
     ("ch09.tmem_columns", 128 * 96, "32-bit cells"),
+    ("ch09.tmem_columns", 3, "N/32, a count of 32-column blocks"),
+    ("ch09.tmem_columns", 1, "at least 32 of them"),
     ("ch09.lane_quarter", (64, 96), "exactly 32"),
     ("ch09.lane_quarter", (0, 31), "warp id mod 4"),
     ("ch09.lane_quarter", (192, 223), "only 128 lanes"),
-    ("ch09.fix_descriptor", "lbo", "SBO steps 8 rows"),
+    ("ch09.fix_descriptor", "lbo", "not quite — LBO 16 is right"),
+    ("ch09.fix_descriptor", "start_address", "not quite — start_address 0x8020 is right"),
+    ("ch09.fix_descriptor", "swizzle", "not quite — swizzle 128B is right"),
+    ("ch09.fix_descriptor", "base_offset", "not quite — base_offset 0 is right"),
+    ("ch09.fix_descriptor", "lbo_mode", "not quite — lbo_mode 0 is right"),
+    ("ch09.fix_descriptor", "version", "not quite — version 1 is right"),
     ("ch09.acc_columns", 192, "two accumulators"),
     ("ch09.acc_columns", 384, "power of two"),
     ("ch09.acc_parity", 0, "completed"),
@@ -159,6 +166,7 @@ MISTAKES = [
     ("ch00.intensity", n, "one matrix"),
     ("ch00.intensity", 2 * n / 3, "elements, not bytes"),
     ("ch00.intensity", n / 6, "a multiply-add is 2 FLOP"),
+    ("ch00.intensity", 2 * n**3 / (3 * 4 * n * n), "not quite — fp16 is 2 bytes per element, not 4"),
     ("ch00.memory_bound", [1024, 4096], "compute-bound sizes"),
     ("ch00.memory_bound", [64, 128], "compared the size n"),
     ("ch00.memory_bound", [64, 128, 256, 512, 1024], "1024 does"),
@@ -181,7 +189,7 @@ MISTAKES = [
     ("ch01.costliest_part", "ldmatrix", "without the copy 524, without ldmatrix 431"),
     ("ch02.ring_smem", 14, "one CTA has the SM to itself"),
     ("ch02.ring_smem", 8, "more than the SM's 233472 B"),
-    ("ch02.ring_smem", 6, "one stage more still fits"),
+    ("ch02.ring_smem", 6, "How many more stages fit"),
     ("ch02.ring_smem", 0, "whole number"),
     ("ch02.wait_n", 3, "the group of k-tile kt itself"),
     ("ch02.wait_n", 4, "waits for nothing"),
@@ -305,6 +313,15 @@ def test_hint_names_the_mistake(capsys, name, answer, words):
     # The same wrong answer in a solution cell fails CI with the hint in the message.
     with pytest.raises(AssertionError, match="is wrong"):
         exercises.check(name, answer, solution=True, **KW[name])
+
+
+def test_one_off_hints_leave_the_count_to_the_learner(capsys):
+    """An answer one short of a small count: the hint shows the learner's own sum, not the next
+    one (ch02.ring_smem answered 6 once printed the sum for 7 stages)."""
+    assert exercises.expected("ch02.ring_smem", **KW["ch02.ring_smem"]) == 7
+    assert not exercises.check("ch02.ring_smem", 6, **KW["ch02.ring_smem"])
+    out = capsys.readouterr().out
+    assert "7" not in out.replace("233472", "") and "6 stages" in out, out
 
 
 def test_a_hint_without_a_known_mistake_says_how_far_off(capsys):

@@ -46,6 +46,11 @@ def test_every_config_compiles_to_sm100a_with_tcgen05_sass(cfg):
     # one TMA load of A and one of Bᵀ per slab
     assert s["UTMALDG"] == 2 * slabs
     assert s["SYNCS"] > 0
+    # split by modifier (chapter 09's table): one mbarrier.init (EXCH) per full/empty stage barrier
+    # and the done barrier; alloc's FIND_AND_SET and dealloc's AND make up UTCATOMSWS
+    syncs, atoms = T.sass_parts(s, "SYNCS"), T.sass_parts(s, "UTCATOMSWS")
+    assert sum(syncs.values()) == s["SYNCS"] and syncs["EXCH"] == 2 * cfg.stages + 1
+    assert set(atoms) == {"FIND_AND_SET", "AND"} and sum(atoms.values()) == s["UTCATOMSWS"]
     # no local memory, no spills; the static shared memory the smem budget assumes
     assert s["LDL"] == 0 and s["STL"] == 0 and s["spill_bytes"] == 0
     assert s["static_smem"] == T.STATIC_SMEM

@@ -492,9 +492,14 @@ def test_exercises(capsys):
     for broken in ("sbo", "swizzle", "start_address"):
         v = T.exercise_descriptor(broken)
         assert exercises.expected("ch09.fix_descriptor", value=v) == broken
+        for wrong in ("start_address", "lbo", "sbo", "swizzle", "base_offset", "lbo_mode", "version"):
+            if wrong != broken:               # each wrong field gets its own reason it is right
+                assert not exercises.check("ch09.fix_descriptor", wrong, value=v)
+                out = capsys.readouterr().out
+                assert f"— {wrong} " in out.lower() and " is right: " in out, out
     v = T.exercise_descriptor("sbo")
     assert not exercises.check("ch09.fix_descriptor", "lbo", value=v)
-    assert "decode the value" in capsys.readouterr().out
+    assert "Tcgen05Descriptor.decode(value)" in capsys.readouterr().out
     assert not exercises.check("ch09.fix_descriptor", "the swizzle thing", value=v)
     with pytest.raises(AssertionError):
         exercises.check("ch09.fix_descriptor", "lbo", value=v, solution=True)

@@ -389,3 +389,28 @@ def test_peak_lines_goal_and_clock_notes():
                              "reading after a run (1935–1980 MHz; 1980 after 4 of 5 runs).")
     res["throughput"][0]["sm_mhz"] = 1990.0                   # a run faster than nvidia-smi's reading
     assert not W.clock_note(res)[0]
+
+
+def test_layout_figure_offsets_come_from_the_model_and_hide_exercise_1():
+    """Chapter 04 §3's arrows: each reaches the core matrix the model's LBO/SBO bytes lead to, LBO
+    is unused exactly where one wgmma reads from one box, and the 64-byte SBO (exercise 1's answer,
+    512 B) is not printed on the figure."""
+    from asynctc.wgmma.figures import offset_steps
+    unused = set()
+    for major in ("K", "MN"):
+        for sw in (0, 32, 64, 128):
+            t = D.OperandTile(64, 64, "float16", major, sw)
+            steps = offset_steps(t)                                # asserts the byte distances
+            assert (steps["lbo"][1], steps["sbo"][1]) == (t.lbo, t.sbo)
+            if steps["lbo"][0] is None:
+                unused.add((major, sw))
+    assert unused == {("K", 32), ("K", 64), ("K", 128), ("MN", 128)}
+    assert offset_steps(D.OperandTile(64, 64, "float16", "MN", 64))["lbo"] == ((32, 0), 4096)
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = W.plot_layouts("float16")
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "SBO: exercise 1" in texts and not any("512" in t for t in texts)
+    assert "LBO 4096 B" in texts and "SBO 1024 B" in texts
+    import matplotlib.pyplot as plt
+    plt.close(fig)

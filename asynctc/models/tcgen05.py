@@ -700,7 +700,13 @@ def _hint_columns(answer, m: int = 128, n: int = 256, cta_group: int = 1) -> str
                 "column spans all the lanes — one lane per row of D.")
     if a == m or a == lay.cta_m:
         return "rows of D go to lanes, not to columns; columns hold N."
-    if a < 32 or a & (a - 1):
+    if a == -(-n // 32):
+        return (f"that is N/32, a count of 32-column blocks; tcgen05.alloc takes its size in columns "
+                "(one per column of D), a power of two from 32 to 512.")
+    if a < 32:
+        return (f"tcgen05.alloc takes columns, at least 32 of them: one per column of D (N = {n}), "
+                "rounded up to a power of two.")
+    if a & (a - 1):
         return "tcgen05.alloc takes a power of two ≥ 32 columns (and at most 512): round up."
     if a > 512:
         return "a CTA has 512 columns of TMEM in all."
@@ -737,9 +743,19 @@ def _ch09_lanes(warp: int = 3) -> tuple:
 
 
 def _hint_fix(answer, value: int) -> str:
-    return ("decode the value (Tcgen05Descriptor.decode) and rebuild the right one from the tile "
-            "(Tcgen05Descriptor.from_operand_tile); for a K-major 128-byte swizzled tile, LBO is "
-            "unused (16), SBO steps 8 rows of 128 bytes, and a k-step moves the start by 32 bytes.")
+    """Why the field answered is right (only one field of ``value`` is wrong), then how to look."""
+    good, t = Tcgen05Descriptor.decode(exercise_descriptor("")), EXERCISE_TILE
+    why = {"start_address": f"start_address {good.start_address:#x} is right: k-step 1 of a K-major "
+                            f"tile starts 32 bytes (16 bf16) after the base {t['base']:#x}",
+           "lbo": "LBO 16 is right: a K-major swizzled tile does not use it (the ISA \"assumes 1\")",
+           "sbo": f"SBO {good.sbo} is right: 8 rows of {t['swizzle']} bytes",
+           "swizzle": f"swizzle {good.swizzle} is right: the tile is stored with {t['swizzle']}-byte swizzle",
+           "base_offset": f"base_offset 0 is right: the base {t['base']:#x} starts a swizzle pattern",
+           "lbo_mode": "lbo_mode 0 is right: LBO is a relative offset here",
+           "version": "version 1 is right: it is 1 in every tcgen05 descriptor (section 3)"}
+    first = why.get(str(answer).strip().lower(), "answer with one field name")
+    return (f"{first}. Print tc.Tcgen05Descriptor.decode(value) and check each field against what "
+            "the tile needs.")
 
 
 @_ex.exercise("ch09.fix_descriptor", "This tcgen05 descriptor should describe k-step 1 of B (256×64 "

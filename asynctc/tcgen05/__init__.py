@@ -35,7 +35,7 @@ Where things live (one role per file; every public name is re-exported here, so
 
 * ``config.py`` — constants, :class:`Tcgen05Error` / :class:`WrongGPUError`, :class:`GemmConfig`,
   the descriptors it is launched with, :func:`kstep_offsets`, :data:`SUITE_CONFIGS`;
-* ``launch.py`` — :func:`compile_gemm`, :data:`SASS_CLASSES`, :func:`sass_summary`,
+* ``launch.py`` — :func:`compile_gemm`, :data:`SASS_CLASSES`, :func:`sass_summary`, :func:`sass_parts`,
   :func:`require_sm100`, :func:`check_operands`, :func:`launcher`, :func:`run_gemm`;
 * ``verify.py`` — :class:`GemmCheck`, :func:`error_bound`, :func:`compare`,
   :func:`random_operands`, :func:`check_shapes`, :func:`verify_gemm`;
@@ -64,7 +64,7 @@ from .config import (ALIGN_SLACK, ARCH, BK_VALUES, DTYPES, ENTRY, MAX_STAGES, SM
                      GemmConfig, Tcgen05Error, WrongGPUError, _fail, _is_int,
                      instruction_descriptor, kstep_offsets, operand_descriptor)
 from .launch import (SASS_CLASSES, _decode_error, _np_dtype, check_operands, compile_gemm, launcher,
-                     require_sm100, run_gemm, sass_summary)
+                     require_sm100, run_gemm, sass_parts, sass_summary)
 from .suite import SUITE_SIZES, SUITES, measure_tcgen05, summarize_tcgen05
 from .verify import GemmCheck, check_shapes, compare, error_bound, random_operands, verify_gemm
 from .persistent import (PERSISTENT_CONFIGS, PERSISTENT_SASS_CLASSES, PersistentConfig,

@@ -65,6 +65,19 @@ def sass_summary(cfg: GemmConfig, arch: str = ARCH) -> dict:
     return out
 
 
+def sass_parts(summary: dict, cls: str) -> dict[str, int]:
+    """The count of class ``cls`` in a :func:`sass_summary` split by its first opcode modifier,
+    ``.2CTA`` skipped: for "SYNCS" ``{"ARRIVE": 1, "EXCH": 9, "PHASECHK": 14}`` (mbarrier arrive,
+    init, wait), for "UTCATOMSWS" ``{"AND": 1, "FIND_AND_SET": 2}`` (dealloc, alloc)."""
+    out: dict[str, int] = {}
+    for op, c in summary["full"].items():
+        parts = op.split(".")
+        if parts[0] == cls:
+            key = next((p for p in parts[1:] if p != "2CTA"), "")
+            out[key] = out.get(key, 0) + c
+    return dict(sorted(out.items()))
+
+
 # --------------------------------------------------------------------------------------------------
 # Run
 # --------------------------------------------------------------------------------------------------

@@ -25,9 +25,9 @@ What lives where (every name below is re-exported here: ``from asynctc import wg
   (:func:`tma_configs`, :func:`run_tile_tma`, :func:`verify_tile_tma`). Tests that fake the device
   patch ``DeviceArray`` and ``_tensor_map`` here, on ``asynctc.wgmma.launch``.
 * ``mismatch.py`` — :class:`MismatchResult`, :func:`mismatch_demo`.
-* ``figures.py`` — :func:`plot_layouts`, :func:`plot_mismatch`, and the lines the lesson prints
-  from a "wgmma" record: :func:`peak_row`, :func:`peak_lines`, :func:`goal_note`,
-  :func:`clock_note` (draw and read; never measure).
+* ``figures.py`` — :func:`plot_layouts` (arrows from :func:`offset_steps`), :func:`plot_mismatch`,
+  and the lines the lesson prints from a "wgmma" record: :func:`peak_row`, :func:`peak_lines`,
+  :func:`goal_note`, :func:`clock_note` (draw and read; never measure).
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import) and
   :func:`descriptor_diagnosis`.
 

@@ -1,5 +1,6 @@
-"""Chapter 04 — the chapter's figures (matplotlib): the canonical layouts wgmma reads, by swizzle mode
-(:func:`plot_layouts`), and what the deliberate mismatch read (:func:`plot_mismatch`); and the lines
+"""Chapter 04 — the chapter's figures (matplotlib): the canonical layouts wgmma reads, by major-ness
+and swizzle mode, with core matrices, TMA boxes and where LBO/SBO step (:func:`plot_layouts`,
+:func:`offset_steps`), and what the deliberate mismatch read (:func:`plot_mismatch`); and the lines
 the lesson prints from a "wgmma" record (:func:`peak_lines`, :func:`goal_note`,
 :func:`clock_note`). Draws and reads; never measures."""
 
@@ -17,33 +18,121 @@ from .mismatch import MismatchResult
 # Figures for the chapter (matplotlib; replayed figures say so in their titles)
 # --------------------------------------------------------------------------------------------------
 
-def plot_layouts(major: str = "K", dtype: str = "float16", rows: int = 16, hide_offsets=()):
-    """One panel per swizzle mode: for the first ``rows`` rows of a 64×64 (K-major A) or 64×64
-    (MN-major) tile, the 16-byte chunk (0..7) of its 128-byte line that each 16-byte group of
-    elements occupies — the canonical layout wgmma reads, drawn. Each panel's title gives the
-    tile's LBO and SBO, except for the swizzle modes (bytes, 0 = none) in ``hide_offsets``, whose
-    title says they are left to an exercise."""
+def offset_steps(tile: dsc.OperandTile) -> dict:
+    """Where the descriptor's two offsets step in ``tile`` (an :class:`OperandTile`), for drawing:
+    ``{"lbo": ((m, k) or None, bytes), "sbo": (...)}``. ``(m, k)`` is the first element of the core
+    matrix the offset reaches from element (0, 0) (None when this tile never takes that step: LBO of
+    a swizzled K-major tile, or of an MN-major tile that is one box wide); ``bytes`` is the model's
+    :attr:`OperandTile.lbo` / :attr:`OperandTile.sbo`. Raises :class:`AssertionError` if the byte
+    distance between the two elements in the model's addresses is not that value."""
+    per = 16 // tile.itemsize                       # elements per 16-byte core-matrix row
+    box = tile.box_cols                             # elements per box row
+    if tile.major == "K":
+        sbo = (8, 0)                                # 8 rows of M down the same box
+        lbo = (0, per) if tile.swizzle == 0 else None
+    elif tile.swizzle:
+        sbo = (0, 8)                                # 8 K-rows down the same box
+        lbo = (box, 0) if box < tile.mn else None   # the next box along M/N
+    else:
+        sbo, lbo = (per, 0), (0, 8)                 # the ISA names them by dimension here
+    addr = tile.addresses()
+    out = {}
+    for name, at, value in (("lbo", lbo, tile.lbo), ("sbo", sbo, tile.sbo)):
+        if at is not None:
+            assert addr[at] - addr[0, 0] == value, (tile.describe(), name, at)
+        out[name] = (at, value)
+    return out
+
+
+def plot_layouts(dtype: str = "float16", majors=None, hide_sbo=(64,)):
+    """The canonical layouts of a 64×64 operand tile (64×128 for fp8; A: M down, K across, in
+    elements), one row of panels per major-ness, one panel per swizzle mode. Drawn: the core
+    matrices (8 rows × 16 bytes, white borders) with their contiguous 16-byte rows as grey strokes
+    (along K in K-major, along M in MN-major); the TMA boxes the tile is stored as (shaded bands,
+    numbered); what one wgmma reads (k-step 0, dashed); and arrows from the first core matrix to
+    where LBO and SBO step (:func:`offset_steps`: the byte values come from the model). The SBO of
+    the swizzle modes in ``hide_sbo`` (bytes) reads "exercise 1" instead of its value."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.6))
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch, Rectangle
+    majors = tuple(majors) if majors else ("K", "MN") if dsc.itemsize(dtype) == 2 else ("K",)
     k = 64 if dsc.itemsize(dtype) == 2 else 128
-    for ax, sw in zip(axes, SWIZZLES):
-        t = dsc.OperandTile(64, k, dtype, major, sw)
-        addr = t.addresses()
-        per = 16 // t.itemsize
-        chunks = (addr % 128) // 16
-        view = chunks[:rows, ::per] if major == "K" else chunks[::per, :rows].T
-        ax.imshow(view, cmap="tab10", vmin=0, vmax=9, aspect="auto")
-        for (i, j), v in np.ndenumerate(view):
-            ax.text(j, i, int(v), ha="center", va="center", fontsize=6)
-        offsets = "LBO, SBO: see the exercises" if sw in hide_offsets else f"LBO {t.lbo} B, SBO {t.sbo} B"
-        ax.set_title(f"{'no' if sw == 0 else f'{sw}B'} swizzle\n{offsets}", fontsize=9)
-        ax.set_xlabel("16-byte group along " + ("K" if major == "K" else "MN"))
-        ax.set_xticks(range(0, view.shape[1], max(1, view.shape[1] // 8)))
-        ax.set_yticks(range(0, view.shape[0], 2))
-        ax.set_ylabel(("row (M)" if major == "K" else "k") if ax is axes[0] else "")
-    fig.suptitle(f"{major}-major {dtype}: 16-byte chunk within its 128-byte line (≈ bank group)",
+    fig, axes = plt.subplots(len(majors), len(SWIZZLES), squeeze=False, layout="constrained",
+                             figsize=(3.2 * len(SWIZZLES), 3.4 * len(majors) + 0.6))
+    shades = ("#cfe3f5", "#fbe0c4")
+    for row, major in zip(axes, majors):
+        for ax, sw in zip(row, SWIZZLES):
+            t = dsc.OperandTile(64, k, dtype, major, sw)
+            per = 16 // t.itemsize
+            for j in range(t.n_boxes):              # the TMA boxes, side by side in memory
+                lo, w = j * t.box_cols, t.box_cols
+                xy, wh = ((lo, 0), (w, t.mn)) if major == "K" else ((0, lo), (k, w))
+                ax.add_patch(Rectangle(xy, *wh, facecolor=shades[j % 2], edgecolor="k", lw=1.6, zorder=1))
+                if t.n_boxes > 1:
+                    cx, cy = (lo + w / 2, -2) if major == "K" else (k + 2.5, lo + w / 2)
+                    ax.text(cx, cy, str(j), ha="center", va="center", fontsize=6.5, color="0.25",
+                            clip_on=False)
+            segs = []                               # each core matrix's 16-byte rows
+            for i0 in range(0, t.mn, 8 if major == "K" else per):
+                for k0 in range(0, k, per if major == "K" else 8):
+                    for r in range(8):
+                        if major == "K":
+                            y = i0 + r + 0.5
+                            segs.append([(k0 + 0.8, y), (k0 + per - 0.8, y)])
+                        else:
+                            x = k0 + r + 0.5
+                            segs.append([(x, i0 + 0.8), (x, i0 + per - 0.8)])
+            ax.add_collection(LineCollection(segs, colors="0.5", linewidths=0.45, zorder=2))
+            grid = [[(x, 0), (x, t.mn)] for x in range(per, k, per)] + \
+                   [[(0, y), (k, y)] for y in range(8, t.mn, 8)]
+            ax.add_collection(LineCollection(grid, colors="white", linewidths=1.0, zorder=2.5))
+            ax.add_patch(Rectangle((0, 0), t.instruction_k, t.mn, fill=False, ls="--", lw=1.3,
+                                   edgecolor="tab:purple", zorder=3))
+            steps = offset_steps(t)
+            notes = []
+            for name, colour in (("sbo", "tab:red"), ("lbo", "tab:blue")):
+                at, value = steps[name]
+                text = (f"{name.upper()}: exercise 1" if name == "sbo" and sw in hide_sbo
+                        else f"{name.upper()} {value} B")
+                if at is None:
+                    notes.append(f"{name.upper()} unused")
+                    continue
+                start = (per / 2, 4) if major == "K" else (4, per / 2)
+                end = (start[0] + at[1], start[1] + at[0])
+                ax.annotate("", xy=end, xytext=start, zorder=5,
+                            arrowprops=dict(arrowstyle="-|>", color=colour, lw=1.8, shrinkA=0, shrinkB=0))
+                down = at[0] > 0                    # label below a down arrow, right of a right one
+                ax.text(end[0] + (-2 if down else 1), end[1] + (1 if down else 0), text, color=colour,
+                        fontsize=7.5, ha="left", va="top" if down else "center", zorder=6,
+                        bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
+            if notes:
+                ax.text(k / 2, t.mn + 1, ", ".join(notes), ha="center", va="top", fontsize=7.5, color="0.2")
+            rows, along = ("m", "k") if major == "K" else ("k", "m")
+            boxes = (f"{t.n_boxes} box{'es' if t.n_boxes > 1 else ''}, each {t.box_rows} {rows}-rows × "
+                     f"{t.row_pitch} B of {along}")
+            ax.set_title(f"{major}-major, {'no' if sw == 0 else f'{sw}-byte'} swizzle\n{boxes}",
+                         fontsize=8.5, pad=10 if major == "K" and t.n_boxes > 1 else 4)
+            ax.set_xlim(0, k)
+            ax.set_ylim(t.mn + 6, 0)
+            ax.set_aspect("equal")
+            ax.set_xticks(range(0, k + 1, 16))
+            ax.set_yticks(range(0, t.mn + 1, 16))
+            ax.tick_params(labelsize=7)
+            ax.set_xlabel("k (element)", fontsize=8)
+            if ax is row[0]:
+                ax.set_ylabel("m (row of A)", fontsize=8)
+            for s in ax.spines.values():
+                s.set_visible(False)
+    handles = [Line2D([], [], color="0.5", lw=0.8, label="grey strokes: the 16-byte rows of each core matrix "
+                                                         "(8 rows, white borders)"),
+               Patch(facecolor=shades[0], edgecolor="k", label="a TMA box (numbered when several)"),
+               Patch(fill=False, ls="--", edgecolor="tab:purple", label="what one wgmma reads (k-step 0)"),
+               Line2D([], [], color="tab:red", marker=">", label="SBO: from the first core matrix"),
+               Line2D([], [], color="tab:blue", marker=">", label="LBO: from the first core matrix")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=7.5, frameon=False)
+    fig.suptitle(f"A 64×{k} {dtype} tile as wgmma reads it: core matrices, TMA boxes, LBO and SBO",
                  fontsize=10)
-    fig.tight_layout()
     return fig
 
 

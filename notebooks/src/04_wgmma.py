@@ -67,7 +67,7 @@ notebook.banner("sm_90a")
 # * LBO is unused by K-major swizzled layouts (the ISA "assumes 1"); the library writes 1 (16 B).
 # * Each further k16 step starts 32 bytes later in the same rows.
 #
-# **Predict before you look** (exercise 1; section 3's figures show the answer): what is SBO, in
+# **Predict before you look** (exercise 1; section 3 draws why): what is SBO, in
 # bytes, for a K-major tile with **64-byte** swizzle?
 
 # %%
@@ -89,26 +89,27 @@ assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes
 # %% [markdown]
 # ## 3. Canonical layouts, drawn
 #
-# wgmma reads an operand as a grid of blocks of 8 rows × 16 bytes, each a
-# [core matrix](../docs/glossary.md#core-matrix). The descriptor's two offsets step between them; the PTX ISA
-# (§9.7.15.5.1.2) defines them per layout:
+# wgmma reads an operand in blocks of 8 rows of 16 contiguous bytes, each a
+# [core matrix](../docs/glossary.md#core-matrix). In a K-major tile each 16-byte row is 8 elements
+# along K; in an MN-major tile, 8 along M (or N). A 64×64 fp16 tile is 8 × 8 core matrices.
 #
-# * **Without swizzle** a core matrix is 128 contiguous bytes; LBO steps to the next one along K,
-#   SBO to the next along M or N.
-# * **With a swizzle of S bytes** the unit is 8 rows of S bytes, chunks permuted as TMA wrote them
-#   (chapter 03: the XOR takes log2(S/16) bits of the line index, so 32 and 64 B only swap chunks
-#   within pairs or fours). SBO steps to the next 8 rows; LBO to the next such unit along the rows
-#   (the contiguous dimension).
+# TMA writes the tile as boxes (chapter 03) whose rows are as wide as the swizzle, S bytes (16 without
+# one). A 128-byte row of the tile takes 128/S boxes side by side: one with 128-byte swizzle, two with
+# 64, four with 32. Core matrices side by side in a box are 16 bytes apart, and wgmma knows that.
+# The descriptor gives the other two steps:
 #
-# In a K-major tile rows run along M or N, so both rules agree: SBO along M/N, LBO along K (unused
-# with a swizzle: a k-step's 32 bytes lie inside one row). In an MN-major tile rows run along K, so
-# with a swizzle SBO steps 8 K-rows and LBO steps along M/N: the other way round from no swizzle.
-# Below, each number is the chunk (four banks) a 16-byte group lands in; titles give LBO and SBO:
+# 1. **SBO**: 8 rows down the same box, 8 × S bytes.
+# 2. **LBO**: to the next box, needed only when one wgmma reads from two. A k-step reads 32 bytes of K:
+#    in a swizzled K-major tile they lie in one box, so LBO is unused. In an MN-major tile each row it
+#    reads spans all 64 elements of M, 128 bytes: with 64-byte swizzle that is two boxes, so LBO is one
+#    box, 64 rows × 64 B = 4096 B.
+#
+# One exception: MN-major without swizzle, where the ISA names the steps by dimension (LBO along K, SBO
+# along M), so LBO = 8 rows = 128 B and SBO = the next box. The swizzle also permutes the 16-byte chunks
+# within each 8-row group (chapter 03); the descriptor's mode field tells wgmma which permutation to undo.
 
-# %% output answers a prediction
-fig = wgmma.plot_layouts("K", "float16")
-plt.show()
-fig = wgmma.plot_layouts("MN", "float16")
+# %%
+fig = wgmma.plot_layouts("float16")
 plt.show()
 
 # %% [markdown]
@@ -130,9 +131,10 @@ assert same
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# `kernels/wgmma.cu` copies the tile images into shared memory and makes them visible to wgmma's
-# [async proxy](../docs/glossary.md#proxy) with `fence.proxy.async` (chapter 03; bytes TMA wrote need only the mbarrier
-# wait), then runs K/16 wgmmas: fence, issue, commit, wait.
+# Python lays each operand's bytes out as section 3 draws them (`OperandTile.image`). The threads of
+# `kernels/wgmma.cu` copy those bytes into shared memory with plain 16-byte stores, make them visible
+# to wgmma's [async proxy](../docs/glossary.md#proxy) with `fence.proxy.async` (chapter 03; bytes TMA
+# wrote need only the mbarrier wait), then run K/16 wgmmas: fence, issue, commit, wait.
 
 # %%
 notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
@@ -176,7 +178,9 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # then loops over fence → 4 k-steps of wgmma → commit → `wait_group 1`, A from shared memory (SS)
 # or registers (RS). The kernel reads the SM clock around the loop, so a point can be set against
 # the **per-clock peak**, SMs × 4096 FLOP/clk × that clock, as well as the datasheet's 989 TFLOP/s
-# (at the 1830 MHz boost clock). Our goal: ≥ 0.90 of the per-clock peak.
+# (at the 1830 MHz boost clock). Our goal: ≥ 0.90 of the per-clock peak. The grey line is Luo et al.'s
+# H800 benchmark (IPDPS 2024) brought to this GPU: their TFLOP/s ÷ (114 SMs × 1755 MHz, a clock we
+# assume) × this GPU's SMs × its in-kernel clock.
 
 # %% output varies
 fig = wgmma_peak.plot_throughput(rec)

@@ -11,9 +11,8 @@
 # 3. allocate TMEM (`tcgen05.alloc`) and learn which warp may read which lanes;
 # 4. read the chapter's kernel, compiled to sm_100a, and map each Hopper instruction to Blackwell's.
 #
-# No sm_100 GPU stands behind this chapter: everything numeric below is a **model**
-# (sections 1–4, pure Python from the PTX ISA) or comes from the kernel compiled to an sm_100a
-# cubin and disassembled (sections 5–6). Nothing is timed.
+# No sm_100 GPU stands behind this chapter: everything numeric below is a **model** (sections 1–4,
+# from the PTX ISA) or the kernel compiled to an sm_100a cubin and disassembled (5–6). Nothing is timed.
 
 # %% output varies
 from asynctc import tcgen05 as kernels
@@ -60,10 +59,10 @@ fig = tmem.plot_tmem(lay, by="warp")          # lane = row of D; each warp reads
 # `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;` — one
 # thread issues it (`enable_input_d` false overwrites D instead of adding to it). The shape and
 # the types are all in the 32-bit `idesc` (PTX ISA §9.7.16.4.2 "Instruction Descriptor"). The
-# model `tc.InstrDescriptor` encodes it and prints every field with its bits (6, 23 and 29 are
-# reserved). `.kind` (the operand family) and `.cta_group` are in the instruction, not the bits,
-# but they decide what the bits may say — M is 64 or 128 for one CTA, 128 or 256 for a CTA pair —
-# so the model carries them too (deep dive 09c §1: the values it refuses).
+# model `tc.InstrDescriptor` encodes it and prints every field with its bits. `.kind` (the operand
+# family) and `.cta_group` are in the instruction, not the bits, but they decide what the bits may
+# say (M is 64 or 128 for one CTA, 128 or 256 for a pair), so the model carries them too (deep dive
+# 09c §1).
 
 # %%
 idesc = tc.InstrDescriptor("bfloat16", "bfloat16", "float32", m=128, n=256)
@@ -116,27 +115,28 @@ alloc.check_all_freed()
 # %% [markdown]
 # ## 5. The kernel: compiled for sm_100a, disassembled here
 #
-# The chapter's GEMM (`kernels/tcgen05.cu`) has a TMA producer warp, one MMA-issuing thread, TMEM
-# allocated by one warp, and four epilogue warps that read their lane quarters with `tcgen05.ld`.
-# It runs only on an sm_100 GPU. The MMA thread's loop — one thread, not a warpgroup: wait until a
-# stage is full, issue its `BK/16` MMAs into TMEM (each covers 16 of the stage's BK in K), and let
-# `tcgen05.commit` arrive on the stage's *empty* barrier once they have read it; a last commit
-# tells the epilogue warps that the accumulator is complete:
+# The chapter's GEMM (`kernels/tcgen05.cu`): a TMA producer warp, one MMA-issuing thread, TMEM
+# allocated by one warp, four epilogue warps reading their lane quarters with `tcgen05.ld`. It runs
+# only on an sm_100 GPU. The MMA thread's loop: wait until a stage is full, issue its `BK/16` MMAs
+# into TMEM (16 of K each), and let `tcgen05.commit` arrive on the stage's *empty* barrier once they
+# have read it; a last commit tells the epilogue warps that the accumulator is complete:
 
 # %%
 notebook.show_source("tcgen05.cu", start=r"else if \(warp == 1\)", end=r"tcgen05_commit_multicast<2>\(smem_u32\(&done_bar\)")
 
 # %% [markdown]
-# Compiled here for one CTA and for a CTA pair, then counted in the SASS (static counts):
+# Compiled for one CTA and for a CTA pair, then counted in the SASS: instructions in the binary,
+# not executions (a loop's body counts once).
 #
-# | SASS | from the PTX |
-# |---|---|
-# | `UTCHMMA` (`.2CTA` for the pair) | `tcgen05.mma` |
-# | `UTCBAR` | `tcgen05.commit` |
-# | `LDTM` | `tcgen05.ld`, in the epilogue |
-# | `UTCATOMSWS` | `tcgen05.alloc` / `tcgen05.dealloc` |
-# | `UTMALDG`, `SYNCS` | TMA loads and mbarriers, as on Hopper |
-# | `UCGABAR` | `barrier.cluster`: only in the CTA pair's build, a cluster of two |
+# | SASS | PTX | count |
+# |---|---|---|
+# | `UTCHMMA` (`.2CTA`: pair) | `tcgen05.mma` | BK/16, unrolled |
+# | `UTCBAR` | `tcgen05.commit` | a stage freed; D complete |
+# | `LDTM` | `tcgen05.ld` | one, in the epilogue's loop |
+# | `UTCATOMSWS` | `tcgen05.alloc` / `dealloc` | `FIND_AND_SET`: alloc, a retry loop; `AND`: dealloc |
+# | `UTMALDG` | TMA load | A and B |
+# | `SYNCS` | mbarrier ([03b §3](03b_tma_boxes.ipynb)) | `EXCH`: init, 2 per stage + done; `ARRIVE`; `PHASECHK`: waits, several per call |
+# | `UCGABAR` | `barrier.cluster` | the pair's build only |
 #
 # The kernels are launched with the descriptors the models above encode:
 
@@ -145,7 +145,10 @@ for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfi
     sm = kernels.sass_summary(cfg)
     print(f"{cfg.label():40s}", ", ".join(f"{k} {sm[k]}" for k in
                                            ("UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMALDG", "SYNCS", "UCGABAR")))
-    assert sm["UTCHMMA"] > 0 and sm["LDTM"] > 0 and sm["spill_bytes"] == 0
+    parts = {cls: kernels.sass_parts(sm, cls) for cls in ("UTCATOMSWS", "SYNCS")}
+    print(" " * 40, "; ".join(f"{c}: " + ", ".join(f"{k} {v}" for k, v in p.items()) for c, p in parts.items()))
+    assert (sm["UTCHMMA"], sm["UTCBAR"], sm["UTMALDG"], sm["LDTM"]) == (cfg.bk // 16, 2, 2, 1)  # table
+    assert parts["SYNCS"]["EXCH"] == 2 * cfg.stages + 1 and sm["spill_bytes"] == 0
     assert cfg.idesc == tc.InstrDescriptor("float16", "float16", "float32", cfg.bm, cfg.bn,
                                            cta_group=cfg.cta_group).encode()
     assert cfg.a_desc == cfg.b_desc == tc.Tcgen05Descriptor(0, 16, 1024, "128B").encode()
@@ -165,7 +168,7 @@ print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 # accumulator before the next `wgmma`; `tcgen05.mma` reads no matrix from registers, so it has no
 # counterpart. `tcgen05.fence::before_thread_sync` / `::after_thread_sync` do a different job: they
 # order a thread's tcgen05 operations around a thread synchronisation (a barrier, an mbarrier
-# wait), so the sync orders them for other threads too (PTX ISA: *wgmma.fence*, *tcgen05.fence*).
+# wait), so the sync orders them for other threads too.
 #
 # ## Exercises
 #
@@ -177,8 +180,9 @@ ok = exercises.check("ch09.tmem_columns", answer, m=128, n=96)
 
 # %% [markdown]
 # **2.** This tcgen05 descriptor should describe k-step 1 of B — 256×64 bf16, K-major, 128-byte
-# swizzle, stored at shared address 0x8000. One field is wrong: which? (Answer a field name of
-# `Tcgen05Descriptor`: start_address, lbo, sbo, swizzle, base_offset, lbo_mode, version.)
+# swizzle, stored at shared address 0x8000. One field is wrong: which?
+# `tc.Tcgen05Descriptor.decode(value)` lists its fields. (Answer a field name of `Tcgen05Descriptor`:
+# start_address, lbo, sbo, swizzle, base_offset, lbo_mode, version.)
 
 # %%
 value = tc.exercise_descriptor()          # one field of it is wrong
