@@ -204,8 +204,7 @@ def _excerpt(target, start, end, hooks, variant=False) -> str:
                        ((n_hidden, "dropped"), (n_changed, "simplified")) if n)
     order = [h for h in hk.HOOK_DEFINES if h in names]
     if not variant:
-        out.append(" " * ind + f"// (experiment hooks hidden: {counts} — {', '.join(order)}; "
-                   "show_source(..., hooks=True) shows them)")
+        out.append(" " * ind + f"// (not shown: debugging hooks {', '.join(order)}, {counts})")
         return "\n".join(out)
     values = {**hk.macro_values(text, path), **{k: int(v) for k, v in (defines or {}).items()
                                                  if isinstance(v, (int, bool))}}
