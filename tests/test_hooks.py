@@ -247,14 +247,32 @@ def test_rung_3_and_rung_7_listings_differ_where_the_builds_do():
 def test_split_k_and_pingpong_listings():
     sk = _ws("ws_setmaxnreg", edges=True, split_k=4, out_dtype="float32")
     text = notebook.source_excerpt(sk, *CONSUMER, variant=True)
-    assert "for (int k = k_lo; k < k_hi; ++k, ++ring) {" in text and "if (k > k_lo && elected) {" in text
+    assert "for (int k = k_lo; k < k_hi; ++k) {" in text and "if (k > k_lo && elected) {" in text
     assert "store_c_clipped(res, static_cast<float*>(c) + (size_t)split * M * ldc, ldc," in text
     assert "for (int k = 0; k < T" not in text and "ring_skip" not in text
     pp = _ws("pingpong")
     text = notebook.source_excerpt(pp, r"^    for \(int item = first_item; item < n_items",
                                    CONSUMER[1], variant=True)
     assert "ring_skip(pos, T);" in text and "mbarrier_arrive(smem_u32(&order_storage[cw ^ 1]));" in text
-    assert "k_lo" not in text
+    assert "k_lo" not in text and "ring +=" not in text     # the trace's counter goes with the trace
+
+
+def test_a_counter_only_counted_up_goes_with_its_increments():
+    """Rule 6, counters: the ring counter only the (hidden) trace read goes from a variant listing,
+    its for-header increment and its `+= T` with it; a counter something else reads stays."""
+    src = "\n".join(["__device__ void f(int T) {", "  unsigned n = 0;  // counted", "  int used = 0;",
+                     "  for (int k = 0; k < T; ++k, ++n, used++) {", "    n += T;", "    g(k);", "  }",
+                     "  h(used);", "  unsigned m = 0;", "  for (int j = 0; j < T; ++j, ++m) {}", "  g(m);", "}"])
+    shown = [ln.text for ln in hooks.hide(src, None, variant=True) if ln.text is not None]
+    assert shown == ["__device__ void f(int T) {", "  int used = 0;",
+                     "  for (int k = 0; k < T; ++k, used++) {", "    g(k);", "  }", "  h(used);",
+                     "  unsigned m = 0;", "  for (int j = 0; j < T; ++j, ++m) {}", "  g(m);", "}"]
+    assert [ln.text for ln in hooks.hide(src, None)] == src.splitlines()    # variant listings only
+    for ck in (_ws("ws_setmaxnreg"), _ws("tma_store")):
+        text = notebook.source_excerpt(ck, *PRODUCER, variant=True) + notebook.source_excerpt(ck, *CONSUMER,
+                                                                                              variant=True)
+        code = "\n".join(ln.split("//")[0] for ln in text.splitlines())
+        assert not re.search(r"\bring\b", code) and "for (int k = 0; k < T; ++k) {" in code
 
 
 def test_variant_errors_and_file_defaults():

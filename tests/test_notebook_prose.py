@@ -179,10 +179,11 @@ LISTINGS = {
                                             r"[\s\S]*load_stage[\s\S]*pos\.advance\(\)"),
     ("05", r"^template <int kStages>"): (8, r"phase \^= 1u"),
     ("05c", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
-    # chapter 06's core lesson: both roles of rung 3's build, its variant switches resolved
-    ("06", r"^  if \(wg == 0\) \{"): (60, r"setmaxnreg_dec[\s\S]*empty\.wait\(pos\.stage, pos\.phase \^ 1u"
+    # chapter 06's core lesson: both roles of rung 3's build, its variant switches resolved, less
+    # the consumers' release lines (exercise 1's answer, printed after it)
+    ("06", r"^  if \(wg == 0\) \{"): (55, r"setmaxnreg_dec[\s\S]*empty\.wait\(pos\.stage, pos\.phase \^ 1u"
                                          r"[\s\S]*load_stage\([\s\S]*full\[[\s\S]*full\.wait\("
-                                         r"[\s\S]*wgmma_wait_group<1>[\s\S]*release\(empty\[prev\]\)"
+                                         r"[\s\S]*wgmma_wait_group<1>[\s\S]*line left out: exercise 1"
                                          r"[\s\S]*store_c\(res"),
     ("06b", r"^__device__ __forceinline__ void load_stage"): (8, r"mbarrier_arrive_expect_tx[\s\S]*"
                                                                   r"tma_load_2d_multicast"),
@@ -220,14 +221,14 @@ def _show_source_calls(src: Path):
 def _resolve_target(node: ast.expr, earlier):
     if isinstance(node, ast.Constant):
         return node.value
-    assert isinstance(node, ast.Name), ast.dump(node)
-    value = None
-    for tree in earlier:
+    assert isinstance(node, (ast.Name, ast.Attribute)), ast.dump(node)
+    value = node if isinstance(node, ast.Attribute) else None      # W.NAME: the package's value
+    for tree in earlier if isinstance(node, ast.Name) else ():
         for stmt in tree.body:
             if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id
                                                     for t in stmt.targets):
                 value = stmt.value
-    assert value is not None, f"{node.id}: not assigned in an earlier cell"
+    assert value is not None, f"{ast.unparse(node)}: not assigned in an earlier cell"
     import asynctc
     ns = {m: __import__(f"asynctc.{m}", fromlist=[m]) for m in _NAMESPACE_MODULES}
     ns["asynctc"] = asynctc
@@ -248,7 +249,8 @@ def test_listings_render_and_show_their_lines(src):
             and call in n.args for n in ast.walk(tree))
         assert renders, (f"{src.name} cell {i}: a show_source call that is not the cell's last "
                          "expression (nor inside display()) never renders")
-        kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+        kw = {k.arg: _resolve_target(k.value, earlier) if isinstance(k.value, (ast.Name, ast.Attribute))
+              else ast.literal_eval(k.value) for k in call.keywords}      # omit=W.WHICH_BARRIER_LINES
         args = [ast.literal_eval(a) for a in call.args[1:]]
         start = kw.get("start", args[0] if args else None)
         end = kw.get("end", args[1] if len(args) > 1 else None)
@@ -290,6 +292,29 @@ def test_one_listing_may_add_the_ptx_and_more_files():
     assert lines[at + 1].split() == ["//", "mbarrier_init", "mbarrier.init.shared::cta.b64", "[bar],", "count;"]
     at = lines.index("// ---- kernels/ptx/fence.cuh")
     assert "fence_proxy_async_shared_cta" in lines[at + 1] and lines[-1] == "}"
+
+
+def test_omit_leaves_out_several_ranges_and_left_out_prints_only_them():
+    """omit: one triple or several, each looked for after the one before; the note sits at the
+    indent of the code it hides, says "1 line" or "n lines"; left_out=True returns just those lines
+    (dedented together, `// ...` between runs) — chapter 06 prints them after its exercise 1."""
+    from asynctc.core import notebook
+    whole = notebook.source_excerpt("ring.cuh", start=r"^template <int kStages>", end=r"^};")
+    one = (r"^    if \(\+\+stage", r"^    \}", "the wrap")
+    two = (r"^  int stage;", r"^  int stage;", "a field")
+    text = notebook.source_excerpt("ring.cuh", start=r"^template <int kStages>", end=r"^};",
+                                   omit=(two, one))
+    assert "  // (1 line left out: a field)" in text.splitlines()
+    assert "    // (4 lines left out: the wrap)" in text.splitlines() and "phase ^= 1u" not in text
+    assert len(text.splitlines()) == len(whole.splitlines()) - 3
+    gone = notebook.source_excerpt("ring.cuh", start=r"^template <int kStages>", end=r"^};",
+                                   omit=(two, one), left_out=True).splitlines()
+    assert gone[0] == "int stage;   // i mod S" and gone[1] == "// ..." and gone[2].startswith("  if (++stage")
+    assert gone[-1] == "  }" and len(gone) == 6
+    with pytest.raises(ValueError, match="no lines of the excerpt match"):
+        notebook.source_excerpt("ring.cuh", start=r"^template <int kStages>", end=r"^};", omit=(one, two))
+    with pytest.raises(ValueError, match="give omit"):
+        notebook.source_excerpt("ring.cuh", left_out=True)
 
 
 def test_source_excerpt_includes_start_and_end():

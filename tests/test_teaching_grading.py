@@ -235,7 +235,7 @@ def test_score_counts_only_the_chapters_a_learner_handed_in(tmp_path):
 
 def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
     """Chapter 05 asks groups_pending (§2) before ring_parities (its exercises section), and deep
-    dive 05c find_bug after both; chapter 06 asks which_barrier (§1, before its listing), then
+    dive 05c find_bug after both; chapter 06 asks which_barrier (§1, under its listing), then
     consumer_regs and producer_wait: the columns say so."""
     from asynctc.teaching import grading
     order = grading.course_order()

@@ -433,10 +433,12 @@ def test_the_core_lessons_ladder_helpers():
     plt.close(fig)
 
 
-def test_the_core_lessons_guarded_sentences_on_rungs_2_and_9():
+def test_the_core_lessons_guarded_sentences_on_rungs_2_3_and_9():
     """The sentence on rung 2 holds only while rung 2 sits 0.05 of cuBLAS below rung 1 and rung 3
-    within 0.03 of rung 1, and prints the record's numbers; the line on rung 9 holds only while
-    rung 9 is slower than rung 8 everywhere, and names the side of its prediction it fell on."""
+    within 0.03 of rung 1, and prints the record's numbers; the one on the split (rung 3) only while
+    rung 3 is within 2 % of rung 1 everywhere and chapter 05's trace shows the consumers waiting on
+    data; the line on rung 9 holds only while rung 9 is slower than rung 8 everywhere, and names the
+    side of its prediction it fell on."""
     def lad(fr):
         return {"ladder": [{"size": s, "dtype": "float16", "rung": n, "name": W.RUNGS[n - 1].name,
                             "tflops": 800 * f, "of_cublas": f} for (s, n), f in fr.items()]}
@@ -444,10 +446,22 @@ def test_the_core_lessons_guarded_sentences_on_rungs_2_and_9():
           (8192, 3): 0.95}
     ok, text, nums = W.rung2_note(lad(fr))
     assert ok and "0.76 vs 0.90 of cuBLAS at 4096³ fp16 (0.83 vs 0.95 at 8192³)" in text
-    assert "1.33× the bytes per flop" in text and text.endswith("back at 0.89.")
+    assert "1.33× the bytes per flop" in text and text.endswith("(deep dive 06c §3).")
     assert nums["rung2"][(4096, "float16")] == 0.76
     assert not W.rung2_note(lad({**fr, (8192, 2): 0.92}))[0]          # no longer clearly slower
     assert not W.rung2_note(lad({**fr, (4096, 3): 0.85}))[0]          # rung 3 not back at rung 1
+
+    def ch05(wait):                   # chapter 05's record: the depth sweep and one traced depth
+        sweep = [{"kernel": "pipeline", "tile": "128x256x64/c2", "dtype": "float16", "size": 4096,
+                  "stages": st, "tflops": t} for st, t in ((3, 670), (4, 685))]
+        return {"sweep": sweep, "traces": [{"tile": "128x256x64/c2", "stages": 4,
+                                            "metrics": {"mean": {"wait_full_fraction": wait}}}]}
+    ok, text, nums = W.split_note(lad(fr), ch05(0.27))
+    assert ok and text.startswith("Rung 3, the split on rung 1's tile, runs at 0.99–1.00× rung 1")
+    assert "(S = 4) the consumers waited 27% of the loop on full barriers" in text
+    assert nums["rung3_over_rung1"][(4096, "float16")] == pytest.approx(0.89 / 0.90)
+    assert not W.split_note(lad({**fr, (8192, 3): 0.92}), ch05(0.27))[0]   # the split moved it
+    assert not W.split_note(lad(fr), ch05(0.05))[0]                         # the data were on time
 
     def pp(r98):
         return {"ladder": [{"size": s, "dtype": "float16", "rung": n, "tflops": t}
@@ -893,3 +907,30 @@ def test_most_stages_takes_the_most_that_fit_and_raises_other_rules():
                               setmaxnreg=False)).stages == 6
     with pytest.raises(W.WarpSpecializationError, match="^cluster=3"):
         W.most_stages(dict(dtype="float16", cluster=3))
+
+
+def test_the_core_lessons_listing_leaves_exercise_1_out_until_it_is_answered():
+    """A fresh reader found §1's listing held back until exercise 1 was answered, and the prose after
+    it quoting lines they could not see. Now the listing comes first without the consumers' release
+    lines (W.WHICH_BARRIER_LINES: patterns that name no barrier), the prose before the exercise quotes
+    only what it shows, and the cell after the exercise — an answer cell, its output not stored in the
+    learner notebook — prints the lines left out."""
+    from pathlib import Path
+    from asynctc.core import notebook
+    src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" / "06_warp_specialization.py").read_text()
+    learner = src[:src.index("<summary>Solutions")]
+    check = learner.index('exercises.check("ch06.which_barrier"')
+    before, after = learner[:check], learner[check:]
+    assert "omit=W.WHICH_BARRIER_LINES)" in before and "variant=True" in before
+    assert not re.search(r"empty\[prev\]|release\(", before.replace("// Release a stage", ""))
+    assert re.search(r"# %% output answers a prediction\nprint\(notebook\.source_excerpt\(ck, variant=True, "
+                     r"omit=W\.WHICH_BARRIER_LINES, left_out=True\)\)", after)
+    assert not any(re.search(r"full|empty", pat) for rng in W.WHICH_BARRIER_LINES for pat in rng[:2])
+    ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
+    shown = notebook.source_excerpt(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(acc\);",
+                                    variant=True, omit=W.WHICH_BARRIER_LINES)
+    assert "empty[prev]" not in shown and "mbarrier_arrive(" not in shown
+    assert shown.count("left out: exercise 1)") == 3 and "empty.wait(pos.stage, pos.phase ^ 1u" in shown
+    answer = notebook.source_excerpt(ck, variant=True, omit=W.WHICH_BARRIER_LINES, left_out=True)
+    assert answer.count("release(empty[prev]);") == 2 and "mbarrier_arrive(bar);" in answer
+    assert answer.startswith("// Release a stage: arrive on its empty barrier")

@@ -140,7 +140,23 @@ def test_verdicts_when_the_store_pays_alone(capsys):
                       "r7": 0.98})
     assert SS.store_verdicts(gains)[1][2].startswith(f"Clusters add {0.98 / 0.95 - 1:.1%} once")
     table = SS.store_table(STORE_ALONE)
-    assert table.count("\n") == 1 + 4 and "+7.9%" in table and "0.960" in table
+    assert table.count("\n") == 1 + 4 + 1 and "+7.9%" in table and "0.960" in table
+    assert table.splitlines()[-1] == SS.LEGEND and all(n.split("+")[0] in SS.LEGEND for n in SS.NAMES)
+
+
+def test_the_frozen_predictions_are_quoted_from_the_notes():
+    """Chapter 06 prints each verdict under the prediction docs/NOTES.md froze before the first run
+    (a learner is not sent into the development log): word for word, in the verdicts' order."""
+    notes = " ".join((ROOT / "docs" / "NOTES.md").read_text().split())
+    head = notes.index("## Chapter 06: does the TMA store need the persistent grid?")
+    frozen = notes[head:notes.index("- What happened", head)]
+    assert f"written before any GPU run ({SS.PREDICTION_DATE})" in frozen
+    for said in SS.PREDICTIONS:
+        assert said in frozen, said
+    for said, (_, yes, _no) in zip(SS.PREDICTIONS, SS.store_verdicts(NEEDS_PERSISTENCE)):
+        assert yes.startswith(said.split('"')[1])       # the verdict it expected, in the same order
+    src = CHAPTER.read_text()
+    assert "docs/NOTES.md" not in src and "W.STORE_PREDICTIONS" in src
 
 
 # ---- chapter 06's cell: without the record, then with a fake one ----------------------------------
@@ -165,4 +181,5 @@ def test_chapter_cell_without_and_with_the_record(tmp_path, monkeypatch, capsys)
         exec(compile(_chapter_cell(), str(CHAPTER), "exec"), dict(ns))    # noqa: S102
         out = capsys.readouterr().out
         assert "replayed: measured on NVIDIA H200" in out and first in out
-        assert "r5+store" in out and "not been recorded" not in out
+        assert "r5+store" in out and "not been recorded" not in out and SS.LEGEND in out
+        assert out.count(f"Predicted on {SS.PREDICTION_DATE}, before the first run: ") == 2

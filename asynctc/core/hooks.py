@@ -38,8 +38,11 @@ built with (its defines, else the file's defaults), by the same rules; sizes tha
 5. a call statement ``f(...);`` of a ``void`` function of the file or its includes whose body
    folds to nothing for this build (chapter 07's ``promote``, ``clear_totals``) goes;
 6. a declaration without a call in its initializer whose name no shown line of its scope and
-   no macro body (``TILE_ORIGIN`` reads ``rank``) uses any more goes; so do the statements after
-   a ``return`` / ``break`` / ``continue`` that an ``if`` folded to, up to the end of its block.
+   no macro body (``TILE_ORIGIN`` reads ``rank``) uses any more goes; so does one that is only
+   counted up any more (``++i``, ``i++``, ``i += n;`` statements and ``for`` increments: the
+   ring counters that only the hidden trace read), with those increments; so do the statements
+   after a ``return`` / ``break`` / ``continue`` that an ``if`` folded to, up to the end of its
+   block.
 A changed line of a variant listing keeps its comment at the column it had.
 """
 
@@ -371,7 +374,9 @@ def hide(text: str, path: Path | None = None, defines: dict | None = None, *,
         noops.update(_noop_functions(ftext.splitlines(), shown))
     _hide_noop_calls(lines, out, noops)
     _hide_unreachable(lines, out)
-    _hide_dead_declarations(out, _macro_bodies(t for _, t in files))          # rule 6
+    macros = _macro_bodies(t for _, t in files)
+    _hide_dead_declarations(out, macros)                                       # rule 6
+    _hide_write_only(out, macros)
     _align_comments(lines, out)
     return out
 
@@ -680,6 +685,52 @@ def _hide_dead_declarations(out, macros: str) -> None:
             changed = True
         if not changed:
             return
+
+
+_FOR = re.compile(r"^(\s*for\s*\([^;]*;[^;]*;)([^;()]*)(\)\s*\{?\s*)$")
+
+
+def _hide_write_only(out, macros: str) -> None:
+    """Rule 6, counters: a declaration (no call in its initializer) whose name every later shown
+    line of its scope uses only to count it up — a statement ``++x;``, ``x++;``, ``x += n;``
+    (``n`` without a call) or an item of a ``for`` header's increments — goes, and so do those
+    increments. Nothing changes when any other use, or a macro body, names it."""
+    for i, ln in enumerate(out):
+        m = _DECL.match(ln.text or "")
+        if not m or m.group(1) in _KEYWORDS or "(" in (m.group(4) or "") + (m.group(5) or ""):
+            continue
+        name, end = m.group(2), _scope_end(out, i)
+        rx = re.compile(r"\b" + re.escape(name) + r"\b")
+        if end is None or rx.search(macros):
+            continue
+        bump = re.compile(r"^(?:\+\+\s*" + re.escape(name) + r"|" + re.escape(name)
+                          + r"\s*(?:\+\+|[-+]=\s*[^;()]*))$")
+        edits, ok = {}, True
+        for k in range(i + 1, end + 1):
+            t = out[k].text
+            if t is None or not rx.search(_code(t)):
+                continue
+            code, comment = _split_comment(t)
+            stmt = _code(t)
+            if stmt.endswith(";") and bump.match(stmt[:-1].strip()):
+                edits[k] = None
+                continue
+            f = _FOR.match(code.rstrip())
+            items = f and [x.strip() for x in f.group(2).split(",")]
+            if not f or rx.search(f.group(1)) or not any(bump.match(x) for x in items):
+                ok = False
+                break
+            rest = [x for x in items if not bump.match(x)]
+            if any(rx.search(x) for x in rest):
+                ok = False
+                break
+            edits[k] = (f.group(1) + (" " + ", ".join(rest) if rest else "") + f.group(3).rstrip()
+                        + ("  " + comment if comment else ""))
+        if not ok or not edits:
+            continue
+        out[i] = Line(None, ln.hooks)
+        for k, new in edits.items():
+            out[k] = Line(new, out[k].hooks)
 
 
 def _hide_unreachable(lines, out) -> None:

@@ -99,9 +99,8 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
 
 
 def source_excerpt(target, start: str | None = None, end: str | None = None, *,
-                   hooks: bool = False, variant: bool = False,
-                   omit: tuple[str, str, str] | None = None, ptx: tuple[str, ...] = (),
-                   more: tuple[tuple[str, str, str], ...] = ()) -> str:
+                   hooks: bool = False, variant: bool = False, omit=None, left_out: bool = False,
+                   ptx: tuple[str, ...] = (), more: tuple[tuple[str, str, str], ...] = ()) -> str:
     """The text :func:`show_source` shows: a kernel's CUDA C++ source (a
     :class:`~asynctc.core.runtime.CompiledKernel` or a file name under ``asynctc/kernels/``), from the
     first line matching ``start`` up to and including the first *later* line matching ``end``
@@ -123,6 +122,10 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     ``omit=(first, last, note)`` leaves out the lines from the first one matching ``first`` to the
     next one matching ``last`` (regular expressions), replaced by one comment line ``// (n lines left
     out: note)`` indented like the line after them: an exercise's answer, shown after the exercise.
+    ``omit`` may also be a sequence of such triples, each looked for after the lines the one before
+    it left out. ``left_out=True`` returns only the lines ``omit`` leaves out, a ``// ...`` line
+    between two runs of them (the cell after the exercise prints them; ``ptx`` and ``more`` are
+    not added).
 
     One listing may follow a path through several files: after the excerpt, ``ptx`` (names of
     ``kernels/ptx/*.cuh`` wrappers) adds, as comments, the PTX instruction each issues
@@ -136,7 +139,11 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     """
     text = _excerpt(target, start, end, hooks, variant)
     if omit is not None:
-        text = _omit(text, omit)
+        text, out = _omit(text, omit)
+        if left_out:
+            return out
+    elif left_out:
+        raise ValueError("left_out=True shows the lines omit leaves out: give omit")
     if ptx:
         text += ("\n\n// ---- the PTX instruction each wrapper issues (kernels/ptx/*.cuh)\n"
                  + "\n".join("//   " + ln for ln in ptx_instructions(*ptx).splitlines()[1:]))
@@ -148,16 +155,25 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     return text
 
 
-def _omit(text: str, omit: tuple[str, str, str]) -> str:
-    first, last, note = omit
-    lines = text.splitlines()
-    i = next((k for k, ln in enumerate(lines) if re.search(first, ln)), None)
-    j = None if i is None else next((k for k in range(i, len(lines)) if re.search(last, lines[k])), None)
-    if j is None:
-        raise ValueError(f"omit={omit!r}: no lines of the excerpt match")
-    after = lines[j + 1] if j + 1 < len(lines) else lines[i]     # indented like the code it sits in
-    ind = len(after) - len(after.lstrip(" "))
-    return "\n".join(lines[:i] + [" " * ind + f"// ({j + 1 - i} lines left out: {note})"] + lines[j + 1:])
+def _omit(text: str, omit) -> tuple[str, str]:
+    """(the excerpt without the ranges of ``omit``, the lines they left out): see source_excerpt."""
+    ranges = [omit] if isinstance(omit[0], str) else list(omit)
+    lines, kept, gone, at = text.splitlines(), [], [], 0
+    for rng in ranges:
+        first, last, note = rng
+        i = next((k for k in range(at, len(lines)) if re.search(first, lines[k])), None)
+        j = None if i is None else next((k for k in range(i, len(lines)) if re.search(last, lines[k])), None)
+        if j is None:
+            raise ValueError(f"omit={rng!r}: no lines of the excerpt match (after line {at})")
+        code = [ln for ln in lines[i:j + 1] if ln.strip() and not ln.lstrip().startswith("#")]
+        like = code[0] if code else lines[j + 1] if j + 1 < len(lines) else lines[i]
+        ind = len(like) - len(like.lstrip(" "))                  # indented like the code it hides
+        kept += lines[at:i] + [" " * ind + f"// ({j + 1 - i} line{'s' * (j > i)} left out: {note})"]
+        gone += (["// ..."] if gone else []) + lines[i:j + 1]
+        at = j + 1
+    body = [ln for ln in gone if ln != "// ..."]
+    cut = min(len(ln) - len(ln.lstrip(" ")) for ln in body if ln.strip())
+    return "\n".join(kept + lines[at:]), "\n".join(ln if ln == "// ..." else ln[cut:] for ln in gone)
 
 
 def _excerpt(target, start, end, hooks, variant=False) -> str:
@@ -219,18 +235,18 @@ def _excerpt(target, start, end, hooks, variant=False) -> str:
 
 
 def show_source(target, start: str | None = None, end: str | None = None, *, hooks: bool = False,
-                variant: bool = False, omit: tuple[str, str, str] | None = None,
+                variant: bool = False, omit=None, left_out: bool = False,
                 ptx: tuple[str, ...] = (), more: tuple[tuple[str, str, str], ...] = ()):
     """Display :func:`source_excerpt` as highlighted CUDA C++ (an IPython ``Code`` object: make it the
     last expression of the cell, or pass it to ``display``, or it does not render). ``hooks=True``
     shows the experiment hooks (``ABLATE``, ``BUG``, ``BREAK``, ``TRACE``, ...) as written; by
     default the listing shows what the default build compiles, and says what it hid;
     ``variant=True`` shows the one build ``target`` (a compiled kernel) is, its variant switches
-    resolved too. ``omit``: lines left out; ``ptx``, ``more``: the PTX of wrappers and further
-    excerpts in the same listing (:func:`source_excerpt`)."""
+    resolved too. ``omit``: lines left out (``left_out=True``: only those); ``ptx``, ``more``: the
+    PTX of wrappers and further excerpts in the same listing (:func:`source_excerpt`)."""
     from IPython.display import Code
-    return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant, omit=omit, ptx=ptx,
-                               more=more), language="cuda")
+    return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant, omit=omit,
+                               left_out=left_out, ptx=ptx, more=more), language="cuda")
 
 
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')

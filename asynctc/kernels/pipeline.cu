@@ -250,8 +250,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
     tr.event(EV_WAIT_DONE, pos.stage, k);
 
     // 3. release k-tile r = k − kPending (its wgmmas are complete) ... One elected thread per
-    //    warpgroup arrives once its own wgmma.wait_group has returned: the convention CUTLASS uses
-    //    (one signalling thread per consumer warpgroup), not a rule the PTX ISA text states.
+    //    warpgroup arrives, once its own wgmma.wait_group has returned.
     const int r = k - kPending;
     const int rs = kPending ? prev.stage : pos.stage;
     const u32 rp = kPending ? prev.phase : pos.phase;

@@ -599,9 +599,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const u64 da0 = wgmma_desc_at(desc_a0, base + (PINGPONG ? 0 : cw) * kAtoms * kAtomBytes);
     const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);   // masked: see smem_desc_addr
     // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers). One
-    // elected thread per warpgroup arrives once its own wgmma.wait_group has returned: the
-    // convention CUTLASS uses (one signalling thread per consumer warpgroup), not a rule the PTX
-    // ISA text states.
+    // elected thread per warpgroup arrives, once its own wgmma.wait_group has returned.
     auto release = [&](u32 bar) {
       mbarrier_arrive(bar);
       if constexpr (CLUSTER == 2) mbarrier_arrive_remote(mapa_shared_cluster(bar, rank ^ 1u));

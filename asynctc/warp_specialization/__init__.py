@@ -59,14 +59,15 @@ W.<name>``):
   never plots;
 * ``figures.py`` — the notebook's helpers: the protocol read from the kernel source and drawn
   (:func:`plot_protocol`), register budgets, :func:`plot_ladder`, the ladder at a glance
-  (:func:`ladder_summary`, :func:`prediction_check`, :func:`rung2_note`, :func:`pingpong_note`),
-  trace windows and tables,
+  (:func:`ladder_summary`, :func:`prediction_check`, :func:`rung2_note`, :func:`split_note`,
+  :func:`pingpong_note`), trace windows and tables,
   :func:`plot_raster`; never times;
-* ``exercises.py`` — chapter 06's auto-checked exercises (registered on import).
+* ``exercises.py`` — chapter 06's auto-checked exercises (registered on import), and the
+  listing lines exercise 1 leaves out until it is answered (:data:`WHICH_BARRIER_LINES`).
 * ``tile_order.py`` — the persistent tile orders (group-M raster mirror, the Hilbert order table);
   ``order_suite.py`` — the ``ws_orders`` record suite (rung 8's L2 / tile-order variants);
 * ``store_suite.py`` — the ``ws_store_ablation`` record suite (rung 7's TMA store without the
-  persistent grid, and without clusters; its table and generated verdicts).
+  persistent grid, and without clusters; its table, generated verdicts and frozen predictions).
 
 PTX ISA references: "setmaxnreg" (register reconfiguration per warpgroup; the count must be known
 at entry: ``__launch_bounds__`` / ``.maxnreg``), "mbarrier" (arrive, expect_tx, try_wait.parity),
@@ -85,11 +86,12 @@ from .config import (  # noqa: F401
     WAVE_FILL, WSConfig, WarpSpecializationError, _fail, _launch_regs, default_bk, is_fp8, itemsize,
     most_stages, shape_tile, wave_fill,
 )
+from .exercises import WHICH_BARRIER_LINES  # noqa: F401
 from .figures import (  # noqa: F401
     PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, ladder_ratio, ladder_summary, plot_ladder,
     pingpong_note, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
-    register_budget, register_budget_table, rung2_note, seed_protocol, span_text, trace_numbers, trace_table,
-    trace_window,
+    register_budget, register_budget_table, rung2_note, seed_protocol, span_text, split_note,
+    trace_numbers, trace_table, trace_window,
 )
 from .ladder import (  # noqa: F401
     PINGPONG_TILE, RASTER_GROUP_M, RUNG_BY_NAME, RUNGS, TILE_SWEEP, TOP_RUNG, TRACED_RUNGS, Rung, _ch05,
@@ -114,7 +116,10 @@ from .suite import (  # noqa: F401
     ladder_predictions, ladder_rows, ladder_table, measure_ladder, measure_nonsquare,
     nonsquare_table, pingpong_table, summarize_ladder,
 )
-from .store_suite import store_findings, store_table, store_verdicts  # noqa: F401
+from .store_suite import (  # noqa: F401
+    PREDICTION_DATE as STORE_PREDICTION_DATE, PREDICTIONS as STORE_PREDICTIONS, store_findings,
+    store_table, store_verdicts,
+)
 from .trace import (  # noqa: F401
     decode_trace, pingpong_overlap, synthetic_trace, trace_metrics, trace_words,
 )

@@ -393,9 +393,30 @@ def rung2_note(results: dict) -> tuple[bool, str, dict]:
             + "".join(f" ({f2[at[s]]:.2f} vs {f1[at[s]]:.2f} at {s}³)" for s in sizes[1:]) + ". "
             f"Its one consumer warpgroup computes a 128×128 tile, half of rung 1's, so a k-tile brings "
             f"{per_flop[128] / per_flop[256]:.2f}× the bytes per flop and no second warpgroup's wgmmas "
-            f"fill its waits (deep dive 06c §3); rung 3, the same split with two consumers on rung 1's "
-            f"tile, is back at {f3[at[sizes[0]]]:.2f}.")
+            f"fill its waits (deep dive 06c §3).")
     return holds, text, {"rung1": f1, "rung2": f2, "rung3": f3}
+
+
+def split_note(results: dict, pipeline_results: dict) -> tuple[bool, str, dict]:
+    """The core lesson's sentence on what splitting the roles bought by itself, from a
+    ``warp_specialization`` record's results and chapter 05's ``pipeline`` record's:
+    ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`. It holds when rung 3 (the
+    split, on rung 1's tile and ring) runs within 2 % of rung 1 in every ladder and chapter 05's
+    traced consumers (128×256, fp16, 4096³, at the depth that measured fastest) waited on full
+    barriers more than 15 % of the loop."""
+    f1, f3 = _fracs(results, 1), _fracs(results, 3)
+    r = {k: f3[k] / f1[k] for k in f3}
+    meas = {x["stages"]: x["tflops"] for x in pipeline_results["sweep"] if x["kernel"] == "pipeline"
+            and x["tile"] == "128x256x64/c2" and x["dtype"] == "float16" and x["size"] == 4096}
+    best = max(meas, key=meas.get)
+    trace = {t["stages"]: t["metrics"] for t in pipeline_results["traces"] if t["tile"] == "128x256x64/c2"}
+    wait = trace[best]["mean"]["wait_full_fraction"]
+    holds = all(abs(v - 1) < 0.02 for v in r.values()) and wait > 0.15
+    text = (f"Rung 3, the split on rung 1's tile, runs at {min(r.values()):.2f}–{max(r.values()):.2f}× "
+            f"rung 1: the split alone bought nothing measurable. In chapter 05's trace (S = {best}) the "
+            f"consumers waited {wait:.0%} of the loop on full barriers, for loads issued stages ahead; "
+            "a producer of their own does not make those land sooner.")
+    return holds, text, {"rung3_over_rung1": r, "ch05_wait_full": wait}
 
 
 def pingpong_note(results: dict, top: int = 8, pingpong: int = 9,

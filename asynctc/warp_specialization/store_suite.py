@@ -23,8 +23,8 @@ then per size of :data:`SIZES` and dtype :data:`ROUNDS` rounds of cuBLAS and eve
 interleaved (:func:`.limit_suite.time_rounds`: clock in flight, each timed output checked on
 sampled rows); medians. :func:`store_summary`, :func:`store_table`, :func:`store_findings` and
 :func:`store_verdicts` read the record back (the notebook's sentences are generated from it).
-Writes records, never plots. The prediction, written before the first run: docs/NOTES.md,
-"Chapter 06: does the TMA store need the persistent grid?".
+Writes records, never plots. The prediction, written before the first run (docs/NOTES.md,
+"Chapter 06: does the TMA store need the persistent grid?"), is :data:`PREDICTIONS`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,17 @@ VARIANTS = (("r3", "ws_setmaxnreg", {}), ("r3+store", "ws_setmaxnreg", {"tma_sto
 NAMES = tuple(n for n, _, _ in VARIANTS)
 #: A difference of ratios this small (1 point) is within a run's noise: the verdicts call it none.
 NOISE = 0.01
+#: The table's column names, said in one line under it.
+LEGEND = ("r3, r5, r6, r7: rung 3 (one tile per CTA), 5 (persistent grid), 6 (+ clusters), "
+          "7 (+ TMA store); +store: that rung with the TMA store")
+#: The verdicts expected before the first GPU run, in :func:`store_verdicts`' order, quoted as
+#: docs/NOTES.md froze them on :data:`PREDICTION_DATE` (a test holds the quotes to that file).
+PREDICTION_DATE = "2026-12-03"
+PREDICTIONS = (
+    '"The TMA store pays mostly on the persistent grid" (geometric mean of the four runs: about '
+    '+3 % with one tile per CTA against +6 to +7 % on the persistent grid)',
+    '"Clusters add nothing measurable once C leaves by TMA store" (rung 7 at 1.00 ± 0.01 of rung '
+    '5 + TMA store)')
 
 
 def variant(name: str, dtype: str = "float16") -> WSConfig:
@@ -115,7 +126,8 @@ def _cells(results: dict) -> dict:
 
 def store_table(results: dict) -> str:
     """Per size and dtype: cuBLAS's TFLOP/s, each variant's fraction of cuBLAS, then what the TMA
-    store adds without and with the persistent grid (r3+store / r3, r5+store / r5)."""
+    store adds without and with the persistent grid (r3+store / r3, r5+store / r5); the
+    :data:`LEGEND` under it."""
     names = results["variants"]
     lines = [f"{'':16s} {'cuBLAS':>7s}  {'fraction of cuBLAS':^53s}  {'TMA store adds':^17s}".rstrip(),
              f"{'size':>5s} {'dtype':9s} {'TFLOP/s':>7s} " + "".join(f" {n:>8s}" for n in names)
@@ -124,7 +136,7 @@ def store_table(results: dict) -> str:
         lines.append(f"{size:5d} {dt:9s} {c['cuBLAS']:7.0f} "
                      + "".join(f" {c[n] / c['cuBLAS']:8.3f}" for n in names)
                      + f" {c['r3+store'] / c['r3'] - 1:+8.1%} {c['r5+store'] / c['r5'] - 1:+8.1%}")
-    return "\n".join(lines)
+    return "\n".join(lines + [LEGEND])
 
 
 def _gmean(xs) -> float:

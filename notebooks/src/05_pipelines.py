@@ -60,15 +60,11 @@ plt.show()
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# `asynctc/kernels/pipeline.cu`, driven by `asynctc.pipeline`. Per k-tile k, the loop's four
-# numbered steps:
-#
-# 1. wait on full[k mod S] with parity (k / S) mod 2;
-# 2. issue the k-tile's wgmmas as one group; `wgmma.wait_group<kPending>` leaves at most kPending
-#    groups in flight;
-# 3. release k-tile r = k − kPending: one elected thread per warpgroup arrives on empty;
-# 4. the producer thread waits on that stage's empty barrier, then refills it with k-tile t = r + S.
-#    It waits with `rp`, r's phase (r / S) mod 2: that is §1's (t / S + 1) mod 2.
+# `asynctc/kernels/pipeline.cu`, driven by `asynctc.pipeline`. Per k-tile k, the loop takes four
+# numbered steps (the listing's comments): wait on full; issue the k-tile's wgmmas as one group and
+# wait until at most `kPending` groups are in flight; release k-tile r = k − kPending (one elected
+# thread per warpgroup arrives on empty); the producer thread refills that stage with k-tile
+# t = r + S. It waits on empty with `rp`, r's phase (r / S) mod 2: that is §1's (t / S + 1) mod 2.
 #
 # `pos` is k's stage (k mod S) and phase ((k / S) mod 2); `prev` is k − 1's, for step 3. The
 # ring header `ring.cuh` (second listing; its i is our k) keeps them without a division:
@@ -79,6 +75,10 @@ display(notebook.show_source("pipeline.cu", start=r"^  RingState<STAGES> pos", e
 notebook.show_source("ring.cuh", start=r"^template <int kStages>", end=r"^};")
 
 # %% [markdown]
+# `fence_accumulators(acc)` stops the compiler moving reads or writes of the accumulator registers
+# across a wgmma, which writes them asynchronously. `full.wait`'s last two arguments, `wg` and `k`,
+# only label the wait: one that times out writes them into the kernel's error word.
+#
 # **Names**, e.g. `float16 128x256x64/c2 s4 B:K`: CTA tile 128×256×64, 2 consumer warpgroups,
 # S = 4 stages, B K-major (`B:MN`: MN-major); `out:float16`: C's dtype; `l2:256B`: TMA fetches L2
 # lines in 256-byte units; `waitN`: after Exercise 1. All parts: [05c](05c_pipeline_variants.ipynb) §1.
@@ -174,11 +174,11 @@ notebook.claim(meas[1] < meas[2] < meas[3] and abs(gain) < 0.05,
                f"S = 1 → 4: {meas[1]:.0f} → {meas[2]:.0f} → {meas[3]:.0f} → {meas[4]:.0f} TFLOP/s; "
                f"S = 4 adds {gain:+.1%} over S = 3.", s3=meas[3], s4=meas[4])
 notebook.claim(wait_full > 0.15 and per_k > 1.8 * kt_peak and per_k > avg.cycles,
-               f"At S = {best_s} the traced consumers still wait on full barriers {wait_full:.0%} of the "
-               f"loop, and a traced k-tile takes {per_k:.0f} cycles where the Tensor Cores need "
-               f"{kt_peak:.0f} (the whole kernel's average: at most {avg.cycles:.0f}; the first wave is "
-               "slower than the average CTA).", wait_full=wait_full, traced=per_k, peak=kt_peak,
-               average=avg.cycles)
+               f"At S = {best_s} the traced consumers still waited on full barriers {wait_full:.0%} of "
+               f"the loop, and a k-tile took them {per_k:.0f} cycles where the Tensor Cores need "
+               f"{kt_peak:.0f}. These first-wave CTAs ran slower than the kernel as a whole, whose "
+               f"k-tiles average at most {avg.cycles:.0f} cycles.", wait_full=wait_full, traced=per_k,
+               peak=kt_peak, average=avg.cycles)
 _ = notebook.claim(abs(gain) < 0.05 and wait_full > 0.15,
                    "Bottom line: from S = 3 on, each load is issued stages ahead, yet the data still "
                    "arrive late; they come only as fast as the path into the SM delivers them, and "

@@ -6,9 +6,10 @@
 # change per rung, each timed beside cuBLAS. You will be able to
 #
 # 1. read the producer's and the consumers' loops — who waits on which barrier, with which phase
-#    parity — and say why the version in the seed article ([chapter 10](10_claims.ipynb) says what it is) deadlocks;
+#    parity — and say why the seed article's version (the tutorial whose claims this course checks)
+#    deadlocks;
 # 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder: what each rung changed, what it bought;
+# 3. read the ladder: what each rung changed, what it bought, and what the split itself bought;
 # 4. call the result, `asynctc.matmul(a, b)`, on any shape.
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) takes the kernel apart; [06c](06c_ladder_investigations.ipynb)
@@ -19,7 +20,6 @@
 import matplotlib.pyplot as plt
 
 from asynctc.core import exercises, notebook, records
-from asynctc import pipeline as pl
 from asynctc import warp_specialization as W
 
 notebook.banner("sm_90a")
@@ -29,64 +29,70 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# In chapter 05 one thread of a computing warpgroup also issued the loads; here they get a
-# warpgroup of their own ([warp specialization](../docs/glossary.md#warp-specialization)). The
-# ring is chapter 05's: S stages, two mbarriers each (PTX ISA, *mbarrier*): full[s] means *stage s
-# contains its k-tile*, empty[s] *stage s may be refilled*.
+# In chapter 05 one thread of a computing warpgroup also issued the loads; while it waited on empty
+# before a refill, its warpgroup's next `wgmma` (all 128 threads issue it together) waited too.
+# Here the loads get a warpgroup of their own
+# ([warp specialization](../docs/glossary.md#warp-specialization)): that wait leaves the math path,
+# and the producer's spare registers can go to the consumers (§2). The ring is chapter 05's
+# (full[s]: *stage s contains its k-tile*; empty[s]: *stage s may be refilled*).
 #
 # Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
-# tiles: stage s = i mod S, fill f = i / S. A consumer waits on full[s] with parity f mod 2; the
-# producer on empty[s] with parity (f + 1) mod 2 — on the first pass, a fresh barrier's
-# "preceding phase", which counts as complete. The seed article swaps the waits: its consumers
-# wait on "empty" before anything was loaded. Both versions (the left read from the kernel's
-# source; one arrow is left open):
+# tiles: stage s = i mod S, fill f = i / S, with chapter 05's parities (a consumer waits on full[s]
+# with f mod 2, the producer on empty[s] with (f + 1) mod 2). The seed article swaps the waits: its
+# consumers wait on "empty" before anything was loaded. Both versions (the left read from the
+# kernel's source; one arrow is left open):
 
 # %% output varies
 fig = W.plot_protocol(hide="consumer arrives")
 plt.show()
 
 # %% [markdown]
-# **Exercise 1. Which barrier.** The figure leaves one arrow open. After `wgmma.wait_group` reports
-# its wgmmas on stage s complete, a consumer warpgroup arrives on one of the stage's barriers:
-# `"full"` or `"empty"`? Reason from what each barrier means. (A wrong answer gets a hint.)
+# The kernel's source (`asynctc/kernels/warp_specialization.cu`) resolved for **rung 3** of the
+# ladder (§3): a producer, two consumers, `setmaxnreg`, none of the later rungs' additions.
+# Warpgroup 0 takes the first branch, the consumers the other. The lines that answer exercise 1
+# (below) are left out:
+
+# %%
+ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
+notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(acc\);", variant=True,
+                     omit=W.WHICH_BARRIER_LINES)
+
+# %% [markdown]
+# `pos` is the ring counter as (stage, phase f mod 2): the producer waits on empty with
+# `pos.phase ^ 1u`, a consumer on full with `pos.phase`. `load_stage` arms full[s] with
+# `arrive.expect_tx` (the stage's bytes) and issues the TMA loads of A and B, which complete on it.
+# `mma_ktile` issues a k-tile's wgmmas as one group; after `wgmma_wait_group<1>()` only that group
+# may still run, so k-tile k − 1's stage has been read. Also named: `kAtoms`, a consumer's 64-row
+# wgmma blocks (1 here), `kAcc` its accumulators per thread per block (§2); `TILE_ORIGIN`, the
+# tile's first row and column; `wgmma_desc_at`, chapter 04's descriptor pointed at an address
+# ("masked": 06b §6).
+#
+# **Exercise 1. Which barrier.** The figure leaves one arrow open. After `wgmma.wait_group`
+# reports its wgmmas on stage s complete, a consumer warpgroup arrives on one of the stage's
+# barriers: `"full"` or `"empty"`? Reason from what each barrier means. (A wrong answer gets a
+# hint.)
 
 # %%
 answer = ...
 ok = exercises.check("ch06.which_barrier", answer, event="consumer arrives")
 
-# %% [markdown]
-# The kernel's source (`asynctc/kernels/warp_specialization.cu`) resolved for
-# **rung 3** of the ladder (section 3): the first rung with the whole protocol — a producer, two
-# consumers, `setmaxnreg` — and none of the later rungs' additions. Warpgroup 0 takes one branch,
-# the consumers the other:
-
 # %% output answers a prediction
-ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
-notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(acc\);", variant=True)
+print(notebook.source_excerpt(ck, variant=True, omit=W.WHICH_BARRIER_LINES, left_out=True))
 
 # %% [markdown]
-# `pos` is the ring counter as (stage, phase). The producer waits on empty with parity
-# (f + 1) mod 2 (`pos.phase ^ 1u`); `load_stage` arms full[s] with `arrive.expect_tx` (the stage's
-# bytes) and issues the TMA loads of A and B, which complete on it. A consumer waits on full with
-# parity f mod 2; `mma_ktile` issues the k-tile's wgmmas as one group; after
-# `wgmma_wait_group<1>()` only that group may still run, so k-tile k − 1's stage is read, and the
-# *elected thread* (one acting for all 128: CUTLASS's convention,
-# not a rule the PTX ISA text states) releases it: `release(empty[prev])`. The two barriers in full:
+# One elected thread per consumer warpgroup (as in chapter 05) releases the stage k-tile k − 1
+# used. So a phase of full[s] takes one arrival, the producer's `arrive.expect_tx(stage bytes)`, and
+# completes when the TMA has delivered those bytes; a phase of empty[s] completes with C arrivals,
+# one per consumer warpgroup.
 #
-# | barrier | arrivals per phase | a phase completes when |
-# |---|---|---|
-# | full[s] | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA has delivered those bytes |
-# | empty[s] | C, one per consumer warpgroup (its elected thread) | all C arrivals have been made |
-#
-# Chapter 05's CPU model runs both protocols: ours finishes; the seed's stops in a diagnosed
-# deadlock at the first k-tile (deep dive 06b, section 1).
+# In chapter 05's CPU model the seed's protocol deadlocks at the first k-tile (deep dive 06b §1).
 #
 # ## 2. The register budget
 #
 # An SM has 65536 32-bit registers. `__launch_bounds__(384, 1)` (3 warpgroups, one CTA per SM)
 # gives each thread 65536 / 384 = 170, rounded down to a multiple of 8: **168 at entry**. Then
 # `setmaxnreg` (PTX ISA; all 128 threads of a warpgroup execute it, with a count that is a multiple
-# of 8) moves them — the listing's `setmaxnreg_dec<PRODUCER_REGS>` and `setmaxnreg_inc<CONSUMER_REGS>`:
+# of 8) moves them (`setmaxnreg_dec` / `setmaxnreg_inc` in the listing):
 #
 # | warpgroup | instruction | registers |
 # |---|---|---:|
@@ -118,33 +124,36 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec)
 plt.show()
 ok, text, numbers = W.rung2_note(res)
 _ = notebook.claim(ok, text, **numbers)
+ok, text, numbers = W.split_note(res, records.load("pipeline").results)
+_ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
 # Each rung's step beside its prediction: [deep dive 06b §7](06b_ws_anatomy.ipynb); every verdict
-# in full: [deep dive 06c](06c_ladder_investigations.ipynb); rung 9, ping-pong consumers:
-# [06c §8](06c_ladder_investigations.ipynb).
+# in full: [deep dive 06c](06c_ladder_investigations.ipynb).
 #
 # ## 4. Why: what moved the number
 #
-# Splitting the roles did not move the number by itself (the line under the figure). Does rung 7's
-# TMA store need the persistent grid, whose producer loads the next tile while the consumers store
-# this one? An ablation, in one run beside cuBLAS: the store added to rung 3 (one tile per CTA,
-# which waits for its stores before exiting) and to rung 5 (persistent, no cluster); prediction in
-# [docs/NOTES.md](../docs/NOTES.md).
+# **What the split is for**, then, by its users' account: separate roles keep each warp's critical
+# path short and leave the interleaving to the warp scheduler, at a cost in synchronization, shared
+# memory and registers (Triton's Gluon tutorial, which calls it critical for peak performance on
+# Blackwell, chapter 09); CUTLASS's ping-pong kernel runs one consumer's epilogue under the other's
+# math (`efficient_gemm.md`; our rung 9, 06c §8).
+#
+# **Does rung 7's TMA store need the persistent grid**, whose producer loads the next tile while
+# the consumers store this one? An ablation adds the store to rung 3 (one tile per CTA) and to
+# rung 5 (persistent, no cluster), in one run beside cuBLAS; each verdict follows its prediction.
 
 # %% output varies
 try:
     srec = records.load("ws_store_ablation")
     print(srec.label(), W.store_table(srec.results), sep="\n")
-    for ok, yes, no in W.store_verdicts(srec.results):
+    for said, (ok, yes, no) in zip(W.STORE_PREDICTIONS, W.store_verdicts(srec.results)):
+        print(f"Predicted on {W.STORE_PREDICTION_DATE}, before the first run: {said}.")
         notebook.verdict(ok, yes, no)
 except records.RecordError:
     print("The ablation has not been recorded yet: tools/gpu_ch06_store.py --record on an H200.")
 
 # %% [markdown]
-# Rung 8 changes only the order in which the persistent CTAs walk the tiles; what that does to
-# DRAM traffic: deep dive 06d.
-#
 # ## 5. Use it: `asynctc.matmul`
 #
 # The top rung, with edge handling, is a function you can call:
@@ -156,17 +165,8 @@ except records.RecordError:
 # ```
 #
 # Any M, N, K ≥ 1 (the TMA zero-fills past the matrix; stores are clipped); fp32 accumulation; C in
-# the input dtype or, with `out_dtype="float32"`, fp32. Checked against float64 on awkward shapes
-# (1, 7, 129, 1000, 4095 in every position), both B layouts, both output dtypes:
-
-# %% output varies
-mrec = records.load("matmul")
-print(mrec.label())
-for line in pl.checks_lines(mrec.results):
-    print(line)
-
-# %% [markdown]
-# How it compares with `torch.matmul` shape by shape, and its goals: [deep dive 06d §3](06d_limits_and_gemm.ipynb).
+# the input dtype or, with `out_dtype="float32"`, fp32. Its float64 checks on awkward shapes, and
+# how it compares with `torch.matmul` shape by shape: [deep dive 06d §3](06d_limits_and_gemm.ipynb).
 #
 # ## 6. Exercises
 #

@@ -172,6 +172,7 @@ assert all(v["spill_bytes"] == 0 and not v["setmaxnreg_dropped"] for v in res["r
 # | FP8 without promotion (chapter 07, `promote=0`) | `KernelTmaWarpSpecialized…FP8FastAccum` (`KernelTmaWarpSpecializedCooperativeFP8FastAccum`, `…PingpongFP8FastAccum`) |
 # | FP8 with promotion every P k-tiles (chapter 07, `promote=P`) | the FP8 mainloop's `mma_promotion_interval` (k32 MMAs between promotions, default 4 — one promotion per 128-element k-tile, i.e. our `promote=1`) with `GmmaFP8Accumulation` (`gemm/collective/fp8_accumulation.hpp`) |
 # | the producer's `setmaxnreg.dec`, the consumers' `.inc` | `cutlass::arch::warpgroup_reg_dealloc<N>` / `warpgroup_reg_alloc<N>` |
+# | one elected thread per consumer warpgroup releases a stage | `consumer_release`, one signalling thread per warpgroup: CUTLASS's convention, not a rule the PTX ISA text states |
 #
 # (Names checked against the CUTLASS source; nothing of its code is used here.)
 
