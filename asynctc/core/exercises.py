@@ -420,6 +420,25 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
     return fail(f"not quite — {hint}", f"is wrong ({hint})", "wrong")
 
 
+def shown(value: Any) -> str:
+    """A short form of an answer for a printed line: floats to 4 significant digits, ints of more
+    than 32 bits in hex, sequences element by element."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return hex(value) if abs(value) >= 1 << 32 else str(value)
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(shown(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{inner}]"
+    if hasattr(value, "__index__"):
+        return shown(int(value.__index__()))
+    if hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0:
+        return shown(value.item())
+    return repr(value)
+
+
 def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     """Compare ``answer`` with exercise ``name``'s expected value (keyword arguments go to it).
 
@@ -458,7 +477,9 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
         return fail(f"answer one of {', '.join(repr(c) for c in ex.choices)} (got {answer!r})",
                     f"is not one of {ex.choices}: {answer!r}")
     if _equal(ex, a, exp):
-        print(f"[{name}] correct")
+        # a worked solution says what it answered: the teacher's answer sheet reads the value of
+        # an answer computed in the notebook from the solution notebook (asynctc.teaching.answers)
+        print(f"[{name}] correct" + (f": {shown(exp)}" if solution else ""))
         progress.record(name, "correct", solution)
         return True
     hint = _hint(ex, a, exp, kw)

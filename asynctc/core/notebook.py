@@ -225,7 +225,10 @@ def _excerpt(target, start, end, hooks, variant=False) -> str:
     values = {**hk.macro_values(text, path), **{k: int(v) for k, v in (defines or {}).items()
                                                  if isinstance(v, (int, bool))}}
     used = sorted(names & (hk.switches(text, path, defines) | set(hk.HOOK_DEFINES)) & set(values))
-    note = f"// (this build: {', '.join(f'{k}={values[k]}' for k in used) or 'no switch'}; {counts})"
+    set_ = [f"{k}={values[k]}" for k in used if values[k]]
+    zero = [k for k in used if not values[k]]
+    note = (f"// (this build: {', '.join(set_) or 'no switch set'}" + (", the other switches 0" if zero else "")
+            + f"; {n_hidden + n_changed} lines of the file differ)")
     while len(note) > 100 and ", " in note[:100]:          # wrap after the last comma that fits
         cut = note.rindex(", ", 0, 100) + 1
         out.append(" " * ind + note[:cut])

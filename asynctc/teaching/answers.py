@@ -181,6 +181,25 @@ def _fmt(v: object) -> str:
     return repr(v)
 
 
+def replay_values(source: Path) -> dict[str, str]:
+    """exercise → the answer its worked solution gave when the solution notebook beside ``source``
+    was built (replay): the ``[name] correct: value`` lines ``exercises.check(..., solution=True)``
+    prints. Empty where that notebook is not there (an installed package)."""
+    import json
+    nb = source.parent.parent / "solutions" / (source.stem + ".ipynb")
+    if not nb.exists():
+        return {}
+    out: dict[str, str] = {}
+    for cell in json.loads(nb.read_text())["cells"]:
+        for o in cell.get("outputs", []):
+            text = o.get("text", "")
+            for line in (text if isinstance(text, str) else "".join(text)).splitlines():
+                m = re.match(r"\[(ch\d\d\.\w+)\] correct: (.+)$", line)
+                if m:
+                    out.setdefault(m.group(1), m.group(2))
+    return out
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -193,6 +212,7 @@ def render(folder: Path = SOURCES) -> str:
     try:
         rows = []
         for path in core_sources(folder):
+            values = replay_values(path)
             for a in asked(path):
                 args = ", ".join(f"{k}={_fmt(v)}" for k, v in a.kwargs.items())
                 code = exercises.is_code(a.name)
@@ -201,6 +221,8 @@ def render(folder: Path = SOURCES) -> str:
                         args += ("; " if args else "") + ", ".join(a.computed) + ": computed in the notebook"
                     what = "code exercise, a worked solution" if code else "worked solution"
                     answer = f"{what}: `{_cell(a.solution)}`" if a.solution else "see the notebook"
+                    if a.computed and not code and a.name in values:
+                        answer = f"`{_cell(values[a.name])}` in replay; {answer}"
                 else:
                     answer = f"`{_cell(_fmt(exercises.expected(a.name, **a.kwargs)))}`"
                 why = _cell(a.why)
@@ -216,9 +238,9 @@ For the teacher; do not hand it out. Generated — do not edit: `python -m async
 rewrites it from the notebook sources and the answer key (`exercises.expected`, with
 `ASYNCTC_ANSWER_KEY=1`), and `tests/test_teaching_plans.py` fails when it is stale. Exercises are
 numbered as each chapter's notebook numbers them. Where the notebook computes an argument (from
-the replayed record, or a program built in a cell above), the answer is the worked solution's
-expression from the notebook's solution cell, which CI runs against the answer key; its value is
-in `notebooks/solutions/NN_*.ipynb`. A code exercise's answer is the solution cell's function,
+the replayed record, or a program built in a cell above), the answer is the value the worked
+solution gave when the solution notebook was built in replay (live, a learner's value follows their
+GPU's record), then the solution cell's expression, which CI runs against the answer key. A code exercise's answer is the solution cell's function,
 written on one line. The question itself: the notebook, or `print(exercises.prompt("name"))`.
 
 | ch | ex | exercise | arguments in the notebook | answer | why (the solution's note) |
