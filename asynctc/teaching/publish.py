@@ -142,7 +142,8 @@ def with_checkpoint(nb, chapter: str, table: dict[str, tuple[str, str]] | None =
         return nb
     question, answer = table[chapter]
     nb.cells.append(nbformat.v4.new_markdown_cell(
-        f"## Checkpoint\n\n{question}\n\n*Three minutes: on paper, or with `exercises.check` as named.*",
+        f"## Checkpoint\n\n{question}\n\n*Three minutes: on paper"
+        + (", or with `exercises.check` as named.*" if "`ch" in question else ".*"),
         metadata={"slideshow": {"slide_type": "slide"}}))
     nb.cells.append(nbformat.v4.new_markdown_cell(answer, metadata={"slideshow": {"slide_type": "notes"}}))
     return nb
