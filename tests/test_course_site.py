@@ -61,6 +61,8 @@ def test_slides_build_the_core_lessons_unless_asked(tmp_path):
     every = [p.name for p in publish._selected(every=True)]
     assert set(core) < set(every) and "03b_tma_boxes.ipynb" in every
     assert [p.name for p in publish._selected(["03", "03b"])] == ["03_tma_mbarrier.ipynb", "03b_tma_boxes.ipynb"]
+    from asynctc.__main__ import main
+    assert main(["slides", "3", "--out", str(tmp_path)]) == 2 and not any(tmp_path.iterdir())
 
 
 def _fake_assets(root: Path) -> Path:

@@ -1,6 +1,6 @@
 """Slides and the course site, from the executed learner notebooks (nbconvert does the work).
 
-* ``python -m asynctc slides [NN …] [--all] [--out build/slides] [--reveal PREFIX] [--offline [DIR]]``:
+* ``python -m asynctc slides [NN …] [--all] [--out build/slides] [--reveal PREFIX] [--offline [--assets DIR]]``:
   one reveal.js deck per notebook (nbconvert's ``SlidesExporter``): every core lesson by default,
   ``03b`` names a deep dive, ``--all`` adds every deep dive. Every ``#``/``##`` heading starts a
   slide, also one in the middle of a markdown cell (the cell is cut there, on a copy: the
@@ -233,8 +233,9 @@ def _selected(chapters=None, every: bool = False) -> list[Path]:
 
 def build_slides(out: Path, chapters=None, reveal: str | None = None, offline: str | None = None,
                  every: bool = False) -> list[Path]:
-    """One deck per notebook of :func:`_selected` into ``out``; ``offline`` (a folder, or "" for
-    the installed packages): every script from :func:`offline_assets`, none from a CDN."""
+    """One deck per notebook of :func:`_selected` into ``out``; ``offline`` (a folder, or "":
+    :data:`OFFLINE_DIR`, else the installed packages): every script from :func:`offline_assets`,
+    none from a CDN."""
     import nbformat
     from nbconvert import SlidesExporter
     out.mkdir(parents=True, exist_ok=True)
@@ -429,6 +430,9 @@ def cmd_slides(args) -> int:
     out = Path(args.out)
     try:
         _, note = reveal_prefix(args.reveal)
+        unknown = [c for c in args.chapters if not _selected([c])]
+        if unknown:
+            raise FileNotFoundError(f"no notebook {', '.join(unknown)} (give 03 for core lesson 03, 03b for its deep dive)")
         offline = (args.assets or "") if args.offline else None
         if offline is not None:
             assets = offline_assets(offline or None)
