@@ -428,12 +428,13 @@ def main(argv=None) -> int:
     rs.add_argument("chapters", nargs="+", metavar="NN", help="two-digit chapter numbers")
     rs.add_argument("--dir", default=None, help="notebooks folder (default: the course's notebooks/)")
     rs.add_argument("--no-backup", action="store_true", help="do not keep the current copy as .bak")
+    from .teaching import class_progress, grading, publish
     g = sub.add_parser("grade", help="execute a folder of learners' notebooks (solutions stripped) "
                                      "and write a learner × exercise table")
     g.add_argument("dir", metavar="DIR", help="one folder per learner, or one notebook per learner")
     g.add_argument("--out", default=None, help="where grades.csv / grades.md go (default: DIR)")
-    g.add_argument("--timeout", type=int, default=600, help="seconds per cell")
-    from .teaching import class_progress, publish
+    g.add_argument("--timeout", type=int, default=grading.TIMEOUT,
+                   help=f"seconds one cell may run before its notebook is stopped (default {grading.TIMEOUT})")
     publish.add_commands(sub)
     class_progress.add_commands(sub)
     dg = sub.add_parser("diagnose", help="a zoo bug class: the CPU model's diagnosis and, on a GPU, "

@@ -143,7 +143,8 @@ def test_grade_two_fake_learners(tmp_path, monkeypatch, capsys):
     assert rows["alice"]["ch00.intensity"] == "correct" and rows["alice"]["ch00.memory_bound"] == "wrong"
     assert rows["alice"]["score"] == "1" and rows["alice"]["out_of"] == "2"
     assert rows["bob"]["ch00.intensity"] == "unanswered" and rows["bob"]["ch00.memory_bound"] == "-"
-    assert rows["bob"]["score"] == "0" and "RuntimeError" in rows["bob"]["problems"]
+    assert rows["bob"]["score"] == "0"
+    assert "bob.ipynb: cell 3 raised RuntimeError: my own bug" in rows["bob"]["problems"]   # counted from 1
     md = (tmp_path / "out" / "grades.md").read_text()
     assert "| alice | ✓ | ✗ | 1/2 |" in md and "| bob | · | - | 0/2 |" in md and md in printed
 
@@ -219,18 +220,72 @@ def test_gitignore_ignores_reset_backups():
     assert "*.ipynb.bak" in lines and "*.ipynb.bak[0-9]*" in lines
 
 
-def test_score_counts_only_the_chapters_a_learner_handed_in(tmp_path):
+def test_score_counts_only_what_the_handed_in_notebooks_ask(tmp_path):
+    """The denominator is what the shipped notebooks a learner handed in ask (00: intensity and
+    memory_bound; 05: groups_pending and ring_parities). A check the learner added (a checkpoint
+    question) is listed apart, scored for nobody, and adds no column that counts against others."""
     from asynctc.teaching import grading
     alice = grading.Graded("alice", ["00_why_async.ipynb", "05_pipelines.ipynb"],
                            {"ch00.intensity": "correct", "ch00.memory_bound": "wrong",
-                            "ch05.full_parity": "correct"}, {}, [])
+                            "ch05.groups_pending": "correct", "ch05.full_parity": "correct",
+                            "ch04.descriptor": "wrong"}, {}, [])
     carol = grading.Graded("carol", ["00_why_async.ipynb"], {"ch00.intensity": None}, {}, [])
+    assert grading.columns([alice, carol]) == ["ch00.intensity", "ch00.memory_bound",
+                                               "ch05.groups_pending", "ch05.ring_parities"]
     csv_path, _, md = grading.write_tables([alice, carol], tmp_path)
-    assert "| alice | ✓ | ✗ | ✓ | 2/3 |" in md
-    assert "| carol | - | - |   | 0/2 |" in md                   # ch05 is blank, not ✗, and not counted
+    assert "| alice | ✓ | ✗ | ✓ | - | 2/4 |" in md
+    assert "| carol | - | - |   |   | 0/2 |" in md                 # ch05 is blank, not ✗, and not counted
+    assert "- alice: ch05.full_parity ✓, ch04.descriptor ✗" in md and "- carol" not in md
     rows = {r["learner"]: r for r in csv.DictReader(csv_path.open())}
-    assert rows["carol"]["ch05.full_parity"] == "" and rows["carol"]["out_of"] == "2"
-    assert rows["carol"]["ch00.memory_bound"] == "-"
+    assert rows["carol"]["ch05.groups_pending"] == "" and rows["carol"]["out_of"] == "2"
+    assert rows["carol"]["ch00.memory_bound"] == "-" and "ch05.full_parity" not in rows["carol"]
+    assert rows["alice"]["not_scored"] == "ch05.full_parity=correct; ch04.descriptor=wrong"
+
+
+def test_a_handed_in_notebook_is_matched_to_the_shipped_one():
+    from asynctc.teaching import grading
+    shipped = grading.shipped_exercises()
+    assert shipped["04_wgmma"] == ["ch04.sbo", "ch04.encode"] and shipped["00b_clock_kinds"] == []
+    assert grading.asked_for("04_wgmma.ipynb", [], shipped) == shipped["04_wgmma"]
+    assert grading.asked_for("04_wgmma (1).ipynb", [], shipped) == shipped["04_wgmma"]      # same number
+    assert grading.asked_for("alice.ipynb", ["ch04.descriptor"], shipped) == shipped["04b_wgmma_anatomy"]
+    assert grading.asked_for("alice.ipynb", ["ch99.none"], shipped) == []
+    order = grading.course_order()
+    assert list(order)[:2] == ["ch00.intensity", "ch00.memory_bound"]
+    assert order["ch04.encode"] < order["ch04.descriptor"] < order["ch05.groups_pending"]
+
+
+def test_a_problem_names_the_cell_from_1_its_exercise_and_section():
+    from asynctc.teaching import grading
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 03\n\n## 2. Swizzle modes"),
+                nbformat.v4.new_code_cell("x = 1"),
+                nbformat.v4.new_code_cell('answer = ...\nexercises.check("ch03.expect_tx", answer)')]
+    assert grading.where(nb, 2) == 'cell 3 (exercise ch03.expect_tx; under "2. Swizzle modes")'
+    assert grading.where(nb, 1, number=7) == 'cell 7 (under "2. Swizzle modes")'
+    assert grading.where(nb, 0) == "cell 1"
+
+
+def test_a_stuck_cell_is_reported_as_a_timeout(tmp_path, monkeypatch):
+    """A learner's endless cell: stopped after --timeout seconds and reported as a timeout (nbclient
+    interrupts it, so the cell shows a KeyboardInterrupt the learner's code never raised)."""
+    pytest.importorskip("nbclient")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    path = tmp_path / "00_why_async.ipynb"
+    nbformat.write(_learner_nb(["from asynctc.core import exercises", "import time\ntime.sleep(60)",
+                                'exercises.check("ch00.intensity", 3.0, n=512)']), path)
+    names, status, _, problem = grading.grade_notebook(path, timeout=2)
+    assert problem.startswith("00_why_async.ipynb: cell 2 timed out: still running after 2 s (--timeout)")
+    assert "KeyboardInterrupt" not in problem and status == {"ch00.intensity": None}
+
+
+def test_grade_timeout_default_is_documented(capsys):
+    from asynctc.__main__ import main
+    with pytest.raises(SystemExit):
+        main(["grade", "--help"])
+    assert f"(default {grading.TIMEOUT})" in capsys.readouterr().out and grading.TIMEOUT == 120
+    readme = (ROOT / "docs" / "teaching" / "README.md").read_text()
+    assert "--timeout" in readme and f"{grading.TIMEOUT} s" in readme
 
 
 def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
@@ -269,19 +324,27 @@ def test_an_exercise_cell_that_ran_without_check_is_unanswered():
 
 
 def test_progress_command_summarises_a_class(tmp_path, capsys):
+    """'Tried' means answered (wrong, invalid or correct): Run All's unanswered checks are not
+    attempts. A second table counts, per exercise, the learners who solved it and who tried it."""
     import datetime as dt
     from asynctc.teaching import class_progress
     (tmp_path / "bob").mkdir()
     t = "2026-12-02T10:00:00+00:00"
     lines = {"alice.jsonl": [("ch00.intensity", "wrong"), ("ch00.intensity", "correct"),
-                             ("ch00.memory_bound", "wrong")],
-             "bob/progress.jsonl": [("ch01.smem_bytes", "unanswered"), ("ch01.smem_bytes", "correct", True)]}
+                             ("ch00.memory_bound", "wrong"), ("ch01.smem_bytes", "unanswered")],
+             "bob/progress.jsonl": [("ch01.smem_bytes", "unanswered"), ("ch01.smem_bytes", "correct", True)],
+             "carol.jsonl": [("ch00.intensity", "unanswered"), ("ch00.memory_bound", "unanswered"),
+                             ("ch00.intensity", "correct")]}
     for name, rows in lines.items():
         (tmp_path / name).write_text("".join(json.dumps({"time": t, "exercise": r[0], "status": r[1],
                                                          "solution": len(r) > 2}) + "\n" for r in rows))
     md = class_progress.summarize(tmp_path, now=dt.datetime(2026, 12, 2, 10, 5, tzinfo=dt.timezone.utc))
     assert "| alice | 1/2 | ch00.memory_bound | ch00.memory_bound | 5 min ago |" in md
-    assert "| bob | 0/1 | ch01.smem_bytes | ch01.smem_bytes | 5 min ago |" in md    # the solution check is left out
+    assert "| bob | 0/0 |  |  |  |" in md                      # unanswered and a solution check: nothing tried
+    assert "| carol | 1/1 |  | ch00.intensity | 5 min ago |" in md
+    assert "| exercise | solved (of 3 learners) | tried, not yet solved |" in md
+    assert "| ch00.intensity | 2 | 0 |" in md and "| ch00.memory_bound | 0 | 1 |" in md
+    assert "ch01.smem_bytes |" not in md.split("| exercise |")[1]        # nobody answered it
     from asynctc.__main__ import main
     assert main(["progress", str(tmp_path)]) == 0 and "| alice |" in capsys.readouterr().out
     assert main(["progress", str(tmp_path / "nope")]) == 2

@@ -4,22 +4,26 @@ Layout of DIR: one folder per learner holding that learner's notebooks (``DIR/al
 or one notebook per learner directly in DIR (``DIR/alice.ipynb``). Each notebook is executed
 without its solution cells (:func:`asynctc.teaching.builds.strip_solutions`; replay mode unless
 ``ASYNCTC_MODE`` says otherwise), with a progress file of its own (:mod:`asynctc.core.progress`),
-so what counts is what the learner's own cells make ``check()`` say. The exercises of a notebook
-are the names its cells pass to ``check(…)``.
+so what counts is what the learner's own cells make ``check()`` say.
+
+What is scored is what the shipped learner notebooks ask (:func:`shipped_exercises`): a handed-in
+notebook is matched to the shipped one of the same name (``04_wgmma.ipynb``; else the same number,
+``04_wgmma (1).ipynb``; else the shipped notebook whose exercises it checks most), and its
+learner's score is out of that notebook's exercises. A ``check()`` the learner added (a
+checkpoint question, their own experiment) is listed apart and scored for nobody.
 
 A cell that raises does not stop the grading: the notebook is executed to its end (nbclient's
 ``allow_errors``), so the cells after it still run and count — a bug in one exercise costs that
-exercise, not the rest. Only a timeout or a dead kernel stops a notebook early. Either way the
-table lists the notebook under "problems" (the first cell that raised, or why it stopped).
+exercise, not the rest. Only a timeout (``--timeout`` seconds for one cell) or a dead kernel stops a
+notebook early. Either way the table lists the notebook under "problems", naming the cell as
+JupyterLab counts it (from 1, markdown cells included), its exercise and its section.
 
 The table (learner × exercise) is printed and written as ``grades.csv`` and ``grades.md``:
-``correct`` (✓), ``wrong`` (✗), ``unanswered`` (the ``...`` left in, ·), ``invalid`` (an answer in
-a form the exercise refuses, ?; also an exercise cell that ran without calling ``check()`` at
-all, as chapter 08's repair cell does while its program is unchanged), ``-`` (never checked: the
-cell raised before ``check()``, did not run because the notebook stopped, or the exercise of a
-chapter the learner handed in is missing from their notebook), blank (a chapter the learner did
-not hand in). ``score`` counts the correct ones, out of the exercises of the chapters the learner
-handed in (a chapter is ``chNN``: the exercises' prefix and the notebooks' ``NN``).
+``correct`` (✓), ``wrong`` (✗), ``unanswered`` (the ``...`` left in, ·; also an exercise cell that
+ran without calling ``check()`` at all, as chapter 08's repair cell does while its program is
+unchanged), ``invalid`` (an answer in a form the exercise refuses, ?), ``-`` (never checked: the
+cell raised before ``check()``, did not run because the notebook stopped, or is missing from the
+learner's notebook), blank (not asked by the notebooks this learner handed in: not in their score).
 """
 
 from __future__ import annotations
@@ -37,6 +41,12 @@ from . import builds, runner
 
 SYMBOL = {"correct": "✓", "wrong": "✗", "unanswered": "·", "invalid": "?", None: "-"}
 
+#: Seconds one cell may run before grading stops that notebook (``--timeout``). The slowest cell
+#: of any learner notebook took 6 s in replay on 2 CPU cores with an empty kernel cache
+#: (2026-12-03), so 120 s stops only a stuck cell (a learner's endless loop), and a class with
+#: one costs 2 minutes instead of 10.
+TIMEOUT = 120
+
 
 @dataclasses.dataclass
 class Graded:
@@ -44,25 +54,34 @@ class Graded:
     notebooks: list[str]
     status: dict[str, str | None]          # exercise → status (None: never checked)
     attempts: dict[str, int]
-    problems: list[str]                    # notebooks that stopped early, and why
+    problems: list[str]                    # notebooks that stopped early or raised, and where
     order: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
     # exercise → (the notebook it was found in, its position there)
+    asked: list[str] | None = None
+    # the exercises the shipped notebooks matching this learner's ask (None: from ``notebooks``)
+
+    def __post_init__(self):
+        if self.asked is None:
+            shipped = shipped_exercises()
+            self.asked = list(dict.fromkeys(n for nb in self.notebooks
+                                            for n in asked_for(nb, list(self.status), shipped)))
 
     @property
     def score(self) -> int:
-        return sum(s == "correct" for s in self.status.values())
+        return sum(self.status.get(n) == "correct" for n in self.asked)
 
     @property
-    def chapters(self) -> set[str]:
-        """The chapters handed in, as ``chNN``: from the exercises checked in the learner's
-        notebooks and from the notebooks' names (``05_pipelines.ipynb`` and ``05c_…`` → ch05)."""
-        out = {n.split(".", 1)[0] for n in self.status}
-        out |= {f"ch{m.group(1)}" for nb in self.notebooks for m in [re.match(r"(\d\d)[a-z]?_", nb)] if m}
-        return out
+    def out_of(self) -> int:
+        return len(self.asked)
+
+    @property
+    def extras(self) -> dict[str, str | None]:
+        """Checks no notebook this learner handed in asks (a checkpoint, their own): not scored."""
+        return {n: s for n, s in self.status.items() if n not in self.asked and s is not None}
 
     def counts(self, column: str) -> bool:
-        """Whether exercise ``column`` is in this learner's denominator (its chapter was handed in)."""
-        return column.split(".", 1)[0] in self.chapters
+        """Whether exercise ``column`` is in this learner's score (a notebook of theirs asks it)."""
+        return column in self.asked
 
 
 def exercises_in(nb) -> list[str]:
@@ -72,6 +91,31 @@ def exercises_in(nb) -> list[str]:
         if c.get("cell_type") == "code":
             names += [n for n in builds.checks_in(c.get("source", "")) if n not in names]
     return names
+
+
+def shipped_exercises(nb_dir: Path | None = None) -> dict[str, list[str]]:
+    """stem → the exercises that shipped learner notebook asks, in order, for every notebook in
+    ``nb_dir`` (default :func:`asynctc.teaching.builds.notebooks_dir`: the checkout's, or the
+    copies installed with the package), in file order (each deep dive after its lesson)."""
+    import nbformat
+    d = Path(nb_dir) if nb_dir is not None else builds.notebooks_dir()
+    return {p.stem: exercises_in(builds.strip_solutions(nbformat.read(p, as_version=4)))
+            for p in sorted(d.glob("[0-9][0-9]*_*.ipynb"))}
+
+
+def asked_for(name: str, checks: list[str], shipped: dict[str, list[str]]) -> list[str]:
+    """The exercises a handed-in notebook called ``name`` is scored on: those of the shipped
+    notebook of the same stem; else of the same number (``04_wgmma (1).ipynb`` → ``04_wgmma``);
+    else of the shipped notebook sharing most of ``checks`` (the names the notebook checks)."""
+    stem = Path(name).stem
+    if stem in shipped:
+        return shipped[stem]
+    m = re.match(r"(\d\d[a-z]?)_", stem)
+    same = [s for s in shipped if m and s.startswith(m.group(1) + "_")]
+    if same:
+        return shipped[same[0]]
+    best = max(shipped, key=lambda s: len(set(shipped[s]) & set(checks)), default=None)
+    return shipped[best] if best is not None and set(shipped[best]) & set(checks) else []
 
 
 def submissions(folder: Path) -> dict[str, list[Path]]:
@@ -94,10 +138,48 @@ def _default_client(nb, timeout: int):
                           resources={"metadata": {"path": str(builds.notebooks_dir())}})
 
 
-def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int = 600):
+class _Watched:
+    """A notebook client that remembers whether its run ended in a cell timeout (nbclient's
+    ``CellTimeoutError`` is a ``TimeoutError``; the interrupted cell then shows a
+    KeyboardInterrupt, which is not what the learner's code did)."""
+
+    def __init__(self, client):
+        self.client, self.timed_out = client, False
+
+    def execute(self, *a, **k):
+        try:
+            return self.client.execute(*a, **k)
+        except TimeoutError:
+            self.timed_out = True
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def where(nb, i: int, number: int | None = None) -> str:
+    """Cell ``i`` (0-based) of ``nb`` as a teacher finds it in JupyterLab: its number counted
+    from 1 with markdown cells (``number``: that number in the handed-in file, when ``nb`` is a
+    copy with cells left out), the exercise it checks, the heading it is under."""
+    names = builds.checks_in(nb.cells[i].get("source", "")) if nb.cells[i].get("cell_type") == "code" else []
+    head = ""
+    for c in reversed(nb.cells[:i]):
+        if c.get("cell_type") == "markdown":
+            lines = [ln for ln in c.get("source", "").splitlines() if re.match(r"#{1,3}\s", ln)]
+            if lines:
+                head = re.sub(r"^#+\s*|[`*]", "", lines[-1]).strip()
+                break
+    parts = ([f"exercise {', '.join(names)}"] if names else []) + ([f'under "{head}"'] if head else [])
+    return f"cell {number or i + 1}" + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int = TIMEOUT):
     """(exercise names, {exercise: status}, {exercise: attempts}, problem or "") of one notebook."""
     import nbformat
-    nb = builds.strip_solutions(nbformat.read(path, as_version=4))
+    path = Path(path)
+    handed_in = nbformat.read(path, as_version=4)
+    nb = builds.strip_solutions(handed_in)
+    numbers = [k + 1 for k, c in enumerate(handed_in.cells) if not builds.is_solution(c)]
     names = exercises_in(nb)
     make = make_client or (lambda n: _default_client(n, timeout))
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,8 +188,14 @@ def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int
         os.environ[progress.ENV] = str(prog)
         os.environ.setdefault("ASYNCTC_MODE", "replay")
         os.environ.pop("ASYNCTC_ANSWER_KEY", None)          # the learner's code gets no answer key
+        watched = None
+
+        def watch(n):
+            nonlocal watched
+            watched = _Watched(make(n))
+            return watched
         try:
-            outcome = runner.run_notebook(nb, make)
+            outcome = runner.run_notebook(nb, watch)
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -115,12 +203,8 @@ def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int
                 else:
                     os.environ[k] = v
         done = progress.summary([d for d in progress.attempts(prog) if not d.get("solution")])
-    err = runner.cell_error(nb)
-    problem = ""
-    if not outcome.passed:
-        problem = f"{path.name}: {outcome.message}"
-    elif err is not None:
-        problem = f"{path.name}: cell {err[0]} raised {err[1].get('ename')}"
+    problem = _problem(nb, numbers, outcome, runner.cell_error(nb),
+                       watched is not None and watched.timed_out, timeout)
     for n in done:
         if n not in names:
             names.append(n)
@@ -128,7 +212,27 @@ def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int
     for n in ran_without_check(nb, status):
         status[n] = "unanswered"
     return (names, status,
-            {n: done.get(n, {}).get("attempts", 0) for n in names}, problem)
+            {n: done.get(n, {}).get("attempts", 0) for n in names},
+            f"{path.name}: {problem}" if problem else "")
+
+
+def _problem(nb, numbers: list[int], outcome, err, timed_out: bool, timeout: int) -> str:
+    """What went wrong in an executed notebook, in a teacher's words ("" if nothing);
+    ``numbers``: each cell's number in the handed-in file."""
+    if timed_out:
+        ran = [i for i, c in enumerate(nb.cells) if c.get("cell_type") == "code"
+               and c.get("execution_count") is not None]
+        i = err[0] if err is not None else (ran[-1] if ran else None)
+        cell = where(nb, i, numbers[i]) if i is not None else "a cell"
+        return (f"{cell} timed out: still running after {timeout} s (--timeout), so it was stopped "
+                "and the cells after it did not run")
+    if err is not None:
+        i, out = err
+        value = str(out.get("evalue", "")).strip().splitlines()
+        return (f"{where(nb, i, numbers[i])} raised {out.get('ename', '?')}"
+                + (f": {value[0][:100]}" if value else "")
+                + ("" if outcome.passed else "; the notebook stopped there"))
+    return "" if outcome.passed else outcome.message
 
 
 def ran_without_check(nb, status: dict) -> list[str]:
@@ -145,46 +249,48 @@ def ran_without_check(nb, status: dict) -> list[str]:
     return out
 
 
-def grade(folder: Path, make_client: Callable | None = None, timeout: int = 600) -> list[Graded]:
+def grade(folder: Path, make_client: Callable | None = None, timeout: int = TIMEOUT) -> list[Graded]:
     """Grade every learner's notebooks in ``folder``."""
+    shipped = shipped_exercises()
     out = []
     for learner, paths in submissions(folder).items():
-        status, tries, problems, order = {}, {}, [], {}
+        status, tries, problems, order, asked = {}, {}, [], {}, []
         for p in paths:
             names, st, at, problem = grade_notebook(p, make_client, timeout)
             status.update(st)
             tries.update(at)
             for i, n in enumerate(names):
                 order.setdefault(n, (p.name, i))
+            asked += [n for n in asked_for(p.name, names, shipped) if n not in asked]
             if problem:
                 problems.append(problem)
-        out.append(Graded(learner, [p.name for p in paths], status, tries, problems, order))
+        for n in asked:
+            status.setdefault(n, None)          # asked, missing from their notebook: never checked
+        out.append(Graded(learner, [p.name for p in paths], status, tries, problems, order, asked))
     return out
 
 
-def course_order(src: Path | None = None) -> dict[str, int]:
-    """Each exercise's position in the course: the order the notebook sources
-    (``notebooks/src/NN*.py``, chapter by chapter, each deep dive after its lesson) ask them.
-    Empty where the sources are not there (an installed package)."""
-    src = Path(src) if src is not None else builds.ROOT / "notebooks" / "src"
+def course_order(nb_dir: Path | None = None) -> dict[str, int]:
+    """Each exercise's position in the course: the order the shipped learner notebooks
+    (:func:`shipped_exercises`: chapter by chapter, each deep dive after its lesson) ask them."""
     out: dict[str, int] = {}
-    for p in sorted(src.glob("[0-9][0-9]*.py")) if src.is_dir() else []:
-        for n in builds.checks_in(p.read_text()):
+    for names in shipped_exercises(nb_dir).values():
+        for n in names:
             out.setdefault(n, len(out))
     return out
 
 
 def columns(graded: list[Graded], order: dict[str, int] | None = None) -> list[str]:
-    """The table's exercise columns in notebook order: by :func:`course_order`, then (for an
-    exercise the sources do not ask) by chapter and where the learners' notebooks ask it."""
+    """The table's exercise columns: every exercise some learner is scored on, in notebook order
+    (:func:`course_order`, then by chapter and where the learners' notebooks ask it)."""
     order = course_order() if order is None else order
     cols: list[str] = []
     for g in graded:
-        cols += [n for n in g.status if n not in cols]
+        cols += [n for n in g.asked if n not in cols]
     seen = {}
     for g in graded:
-        for n, where in g.order.items():
-            seen[n] = min(seen.get(n, where), where)
+        for n, where_ in g.order.items():
+            seen[n] = min(seen.get(n, where_), where_)
     big = len(order) + 1
     return sorted(cols, key=lambda n: (n.split(".", 1)[0], order.get(n, big), seen.get(n, ("~", 0)),
                                        cols.index(n)))
@@ -199,22 +305,29 @@ def write_tables(graded: list[Graded], out_dir: Path) -> tuple[Path, Path, str]:
     csv_path, md_path = out_dir / "grades.csv", out_dir / "grades.md"
     with csv_path.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["learner", *cols, "score", "out_of", "problems"])
+        w.writerow(["learner", *cols, "score", "out_of", "problems", "not_scored"])
         for g in graded:
             w.writerow([g.learner, *[(g.status.get(c) or "-") if g.counts(c) else "" for c in cols],
-                        g.score, sum(map(g.counts, cols)), "; ".join(g.problems)])
+                        g.score, g.out_of, "; ".join(g.problems),
+                        "; ".join(f"{n}={s}" for n, s in g.extras.items())])
     lines = ["| learner | " + " | ".join(cols) + " | score |",
              "|---|" + "---|" * len(cols) + "---|"]
     for g in graded:
         lines.append(f"| {g.learner} | "
                      + " | ".join(SYMBOL.get(g.status.get(c), "-") if g.counts(c) else " " for c in cols)
-                     + f" | {g.score}/{sum(map(g.counts, cols))} |")
+                     + f" | {g.score}/{g.out_of} |")
     lines += ["", "✓ correct · ✗ wrong · `·` unanswered · ? answer in a refused form · - never checked"
-              " · blank: a chapter not handed in (not counted in the score)"]
+              " · blank: not asked by the notebooks this learner handed in (not in their score)"]
+    extras = [(g.learner, g.extras) for g in graded if g.extras]
+    if extras:
+        lines += ["", "Checks the handed-in notebooks do not ask (a checkpoint question, the learner's own; "
+                  "not scored):"] + [f"- {who}: " + ", ".join(f"{n} {SYMBOL.get(s, '-')}" for n, s in ex.items())
+                                     for who, ex in extras]
     problems = [(g.learner, p) for g in graded for p in g.problems]
     if problems:
         lines += ["", "Notebooks with a cell that raised (the cells after it still ran and count) or that "
-                  "stopped early (a timeout, a dead kernel):"] + [f"- {who}: {p}" for who, p in problems]
+                  "stopped early (a timeout, a dead kernel); cells are counted from 1 at the top, "
+                  "markdown cells included:"] + [f"- {who}: {p}" for who, p in problems]
     md = "\n".join(lines) + "\n"
     md_path.write_text(md)
     return csv_path, md_path, md

@@ -1,13 +1,15 @@
 """Slides and the course site, from the executed learner notebooks (nbconvert does the work).
 
-* ``python -m asynctc slides [NN …] [--out build/slides] [--reveal PREFIX]``: one reveal.js deck
-  per chapter (nbconvert's ``SlidesExporter``); every ``#``/``##`` heading starts a slide, also one
-  in the middle of a markdown cell (the cell is cut there, on a copy: the notebooks are never
-  changed), ``###`` a sub-slide; a slide longer than the screen scrolls. reveal.js 4 is loaded
-  from ``PREFIX`` (``ASYNCTC_REVEAL``; a folder or URL holding reveal.js 4's ``dist/`` and
-  ``plugin/``), else from the CDN nbconvert names, with a printed note: offline, the decks need a
-  local copy (no pip wheel ships reveal.js 4's dist files; RISE 5.7 ships reveal.js 3.9, whose
-  layout nbconvert 7's template does not load).
+* ``python -m asynctc slides [NN …] [--all] [--out build/slides] [--reveal PREFIX] [--offline [--assets DIR]]``:
+  one reveal.js deck per notebook (nbconvert's ``SlidesExporter``): every core lesson by default,
+  ``03b`` names a deep dive, ``--all`` adds every deep dive. Every ``#``/``##`` heading starts a
+  slide, also one in the middle of a markdown cell (the cell is cut there, on a copy: the
+  notebooks are never changed), ``###`` a sub-slide; a slide longer than the screen scrolls. A core
+  lesson's deck ends with its checkpoint question from docs/teaching/checkpoints.md, the answer as
+  a speaker note (:func:`checkpoints`). The template loads reveal.js, require.js, jQuery and MathJax
+  from CDNs; ``--offline`` points the decks at local copies instead (:func:`offline_assets`:
+  reveal.js 5 from the ``sphinx-revealjs`` wheel, the other three from the ``nbclassic`` wheel);
+  ``--reveal PREFIX`` (``ASYNCTC_REVEAL``) names another reveal.js 4/5 folder or URL.
 * ``python -m asynctc site [--out build/site]``: every learner notebook as HTML (nbconvert's
   ``HTMLExporter``, figures embedded), the glossary as a page, and an ``index.html``; each page gets
   a navigation bar (index · previous · next · glossary). Links to the glossary and to other
@@ -117,6 +119,36 @@ def slide_notebook(nb):
     return nb
 
 
+def checkpoints(path: Path | None = None) -> dict[str, tuple[str, str]]:
+    """block number (``"03"``) → (question, answer and why) from the table of
+    docs/teaching/checkpoints.md; empty where that page is not there (an installed package)."""
+    path = Path(path) if path is not None else ROOT / "docs" / "teaching" / "checkpoints.md"
+    out = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        cols = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        m = re.match(r"(\d\d)\s", cols[0]) if len(cols) == 4 else None
+        if m:
+            out[m.group(1)] = (cols[1], f"**Answer:** {cols[2]}\n\n{cols[3]}")
+    return out
+
+
+def with_checkpoint(nb, chapter: str, table: dict[str, tuple[str, str]] | None = None):
+    """``nb`` (a slide notebook) with a last slide holding chapter ``chapter``'s checkpoint
+    question and, as a reveal.js speaker note (``<aside class="notes">``, the "S" key), its
+    answer. Unchanged when the chapter has none."""
+    import nbformat
+    table = checkpoints() if table is None else table
+    if chapter not in table:
+        return nb
+    question, answer = table[chapter]
+    nb.cells.append(nbformat.v4.new_markdown_cell(
+        f"## Checkpoint\n\n{question}\n\n*Three minutes: on paper"
+        + (", or with `exercises.check` as named.*" if "`ch" in question else ".*"),
+        metadata={"slideshow": {"slide_type": "slide"}}))
+    nb.cells.append(nbformat.v4.new_markdown_cell(answer, metadata={"slideshow": {"slide_type": "notes"}}))
+    return nb
+
+
 #: Environment variable naming a local reveal.js 4 (a folder or URL with ``dist/`` and ``plugin/``).
 REVEAL_ENV = "ASYNCTC_REVEAL"
 
@@ -127,9 +159,9 @@ def reveal_prefix(given: str | None = None) -> tuple[str | None, str]:
     import os
     where = given or os.environ.get(REVEAL_ENV)
     if not where:
-        return None, ("reveal.js comes from the CDN (unpkg): the decks need the network. Offline, "
-                      f"pass --reveal DIR (or set {REVEAL_ENV}) to a reveal.js 4 copy holding dist/ "
-                      "and plugin/; require.js is loaded from a CDN as well")
+        return None, ("reveal.js comes from the CDN (unpkg), require.js, jQuery and MathJax from "
+                      "cdnjs: the decks need the network. For a room without it: --offline (see "
+                      "docs/teaching/README.md, \"Slides offline\")")
     if re.match(r"\w+://", where):
         return where.rstrip("/"), f"reveal.js from {where}"
     d = Path(where).expanduser().resolve()
@@ -138,17 +170,94 @@ def reveal_prefix(given: str | None = None) -> tuple[str | None, str]:
     return d.as_uri(), f"reveal.js from {d}"
 
 
-def build_slides(out: Path, chapters=None, reveal: str | None = None) -> list[Path]:
+#: What ``--offline`` needs: (name, the pip package that ships it, its path inside that package).
+OFFLINE_FILES = [
+    ("reveal.js", "sphinx-revealjs", "sphinx_revealjs/_static/revealjs"),
+    ("require.js", "nbclassic", "nbclassic/static/components/requirejs/require.js"),
+    ("jQuery", "nbclassic", "nbclassic/static/components/jquery/jquery.min.js"),
+    ("MathJax", "nbclassic", "nbclassic/static/components/MathJax/MathJax.js"),
+]
+#: The install line that brings them, into a folder of their own (nothing is imported from them).
+OFFLINE_INSTALL = "python -m pip install --no-deps --target build/slide-assets sphinx-revealjs nbclassic"
+
+
+#: Where :data:`OFFLINE_INSTALL` puts them; ``--offline`` looks here first.
+OFFLINE_DIR = ROOT / "build" / "slide-assets"
+
+
+def offline_assets(folder: str | None = None) -> dict[str, Path]:
+    """The local files ``--offline`` points the decks at: name → path, looked up under ``folder``
+    (where ``pip install --target`` put the two packages), else under :data:`OFFLINE_DIR`, else
+    in the installed ``sphinx_revealjs`` and ``nbclassic`` packages (found, never imported).
+    Raises FileNotFoundError naming what is missing and :data:`OFFLINE_INSTALL`."""
+    import importlib.util
+    out, missing = {}, []
+    for name, package, rel in OFFLINE_FILES:
+        top = rel.split("/", 1)[0]
+        roots = [Path(folder).expanduser().resolve()] if folder else [OFFLINE_DIR]
+        if not folder:
+            spec = importlib.util.find_spec(top)
+            if spec is not None and spec.submodule_search_locations:
+                roots.append(Path(list(spec.submodule_search_locations)[0]).parent)
+        found = [r / rel for r in roots if (r / rel / "dist" / "reveal.js" if name == "reveal.js"
+                                            else r / rel).is_file()]
+        if found:
+            out[name] = found[0]
+        else:
+            missing.append(f"{name} (pip package {package})")
+    if missing:
+        raise FileNotFoundError(f"--offline: not found under {folder or OFFLINE_DIR} nor installed: "
+                                f"{', '.join(missing)}; once, with the network: {OFFLINE_INSTALL}")
+    return out
+
+
+def _url(target: Path, out: Path) -> str:
+    """``target`` as a link from a page in ``out``: a relative path (the build folder and the assets
+    can move together), else a file:// URL."""
+    import os
+    from urllib.parse import quote
+    try:
+        return quote(Path(os.path.relpath(target, out.resolve())).as_posix())
+    except ValueError:                    # another drive (Windows)
+        return target.as_uri()
+
+
+def _selected(chapters=None, every: bool = False) -> list[Path]:
+    """The notebooks ``slides`` builds: those named (``03`` is core lesson 03, ``03b`` its deep
+    dive), else every core lesson, or with ``every`` every notebook."""
+    nbs = sorted(builds.notebooks_dir().glob("[0-9][0-9]*_*.ipynb"))
+    if chapters:
+        return [p for p in nbs if p.name.split("_", 1)[0] in chapters]
+    return nbs if every else [p for p in nbs if is_core(p)]
+
+
+def build_slides(out: Path, chapters=None, reveal: str | None = None, offline: str | None = None,
+                 every: bool = False) -> list[Path]:
+    """One deck per notebook of :func:`_selected` into ``out``; ``offline`` (a folder, or "":
+    :data:`OFFLINE_DIR`, else the installed packages): every script from :func:`offline_assets`,
+    none from a CDN."""
     import nbformat
     from nbconvert import SlidesExporter
     out.mkdir(parents=True, exist_ok=True)
     prefix, _ = reveal_prefix(reveal)
+    urls = {}
+    if offline is not None:
+        assets = offline_assets(offline or None)
+        urls = {"require_js_url": _url(assets["require.js"], out), "jquery_url": _url(assets["jQuery"], out),
+                "mathjax_url": _url(assets["MathJax"], out) + "?config=TeX-AMS-MML_HTMLorMML-full,Safe",
+                # the course draws no mermaid diagrams: an empty module instead of the CDN's
+                "mermaid_js_url": "data:text/javascript,export default {initialize() {}}"}
+        prefix = prefix or _url(assets["reveal.js"], out)
+    table = checkpoints()
     written = []
-    for p in _notebooks(chapters):
-        exporter = SlidesExporter(reveal_scroll=True)
+    for p in _selected(chapters, every):
+        exporter = SlidesExporter(reveal_scroll=True, **urls)
         if prefix:
             exporter.reveal_url_prefix = prefix
-        body, _ = exporter.from_notebook_node(slide_notebook(nbformat.read(p, as_version=4)))
+        nb = slide_notebook(nbformat.read(p, as_version=4))
+        if is_core(p):
+            nb = with_checkpoint(nb, p.name[:2], table)
+        body, _ = exporter.from_notebook_node(nb)
         target = out / f"{p.stem}.slides.html"
         target.write_text(body)
         written.append(target)
@@ -321,10 +430,21 @@ def cmd_slides(args) -> int:
     out = Path(args.out)
     try:
         _, note = reveal_prefix(args.reveal)
+        unknown = [c for c in args.chapters if not _selected([c])]
+        if unknown:
+            raise FileNotFoundError(f"no notebook {', '.join(unknown)} (give 03 for core lesson 03, 03b for its deep dive)")
+        offline = (args.assets or "") if args.offline else None
+        if offline is not None:
+            assets = offline_assets(offline or None)
+            note = ("offline: every script from local files (reveal.js from "
+                    f"{args.reveal or assets['reveal.js']}; require.js, jQuery, MathJax from "
+                    f"{assets['require.js'].parents[2]}); keep {out} and those files where they are, "
+                    "or move them together")
+        written = build_slides(out, args.chapters, args.reveal, offline, args.all)
     except FileNotFoundError as e:
         print(f"slides: {e}", file=sys.stderr)
         return 2
-    for p in build_slides(out, args.chapters, args.reveal):
+    for p in written:
         print(f"wrote {p}")
     print(f"note: {note}")
     return 0
@@ -342,10 +462,17 @@ COMMANDS = {"slides": cmd_slides, "site": cmd_site}
 
 def add_commands(sub) -> None:
     s = sub.add_parser("slides", help="reveal.js slides of the learner notebooks (nbconvert)")
-    s.add_argument("chapters", nargs="*", help="two-digit chapter numbers (default: all)")
+    s.add_argument("chapters", nargs="*", metavar="NN",
+                   help="notebooks by number: 03 is core lesson 03, 03b its deep dive (default: every core lesson)")
+    s.add_argument("--all", action="store_true", help="every notebook, deep dives included")
     s.add_argument("--out", default=str(ROOT / "build" / "slides"))
     s.add_argument("--reveal", default=None, metavar="PREFIX",
-                   help=f"a local reveal.js 4 (folder or URL with dist/ and plugin/; also ${REVEAL_ENV}); "
-                        "default: the CDN")
+                   help=f"a local reveal.js 4 or 5 (folder or URL with dist/ and plugin/; also ${REVEAL_ENV}); "
+                        "default: the CDN, or with --offline the sphinx-revealjs package's copy")
+    s.add_argument("--offline", action="store_true",
+                   help="load every script from local files, none from a CDN: from --assets, else "
+                        f"build/slide-assets (`{OFFLINE_INSTALL}` fills it), else those packages as installed")
+    s.add_argument("--assets", default=None, metavar="DIR",
+                   help="with --offline: where `pip install --target DIR` put sphinx-revealjs and nbclassic")
     w = sub.add_parser("site", help="the executed learner notebooks as one static site (nbconvert)")
     w.add_argument("--out", default=str(ROOT / "build" / "site"))
