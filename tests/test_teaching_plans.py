@@ -1,10 +1,13 @@
 """The teaching plans (docs/teaching/plan-*.md) against themselves and the learner-time model:
 each table adds up to the total its text states, its clock times follow from its minutes, every
-lesson block has at least the model's minutes for the sections it names plus its checkpoint, the
-6-hour day has every core lesson and names every core exercise, and the teaching README's figures
-are the model's."""
+lesson block has at least the model's minutes for the sections it names plus its checkpoint and the
+teacher's deck and demo minutes, each table states the buffer left, a plan says where a block
+starts or stops inside a notebook cell, the 6-hour day has every core lesson, names every core
+exercise, counts the teacher's minutes, a wrap-up and about 10 % buffer, what-to-skip.md lists what
+it leaves out, and the teaching README's figures are the model's."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -38,7 +41,61 @@ def test_plan_tables_add_up_to_their_stated_totals(plan):
         for r in rows:
             need = r.needed
             assert need is None or r.minutes >= need, \
-                f"{plan}: {r.block} has {r.minutes} min, the model needs {need:.1f} for {r.sections!r} + checkpoint"
+                f"{plan}: {r.block} has {r.minutes} min, the model needs {need:.1f} for {r.sections!r} + checkpoint + deck and demo"
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_plan_states_its_buffer(plan):
+    """Each table's 'Total' paragraph ends on its buffer: minutes and percent of the time outside
+    breaks, as `timing --plan` computes them."""
+    md = (DOCS / plan).read_text()
+    stated = re.findall(r"^Total \d+ min.*?a\s+buffer\s+of\s+(\d+)\s+min\s+\((\d+)\s+%\s+of\s+the\s+(\d+)\s+min\s+"
+                        r"outside\s+breaks\)", md, re.M | re.S)
+    tables = timing.plan_tables(md)
+    assert len(stated) == len(tables), f"{plan}: each Total paragraph states 'a buffer of N min (P % of the T min …)'"
+    for rows, (n, pct, outside) in zip(tables, stated):
+        b = timing.plan_budget(rows)
+        assert (int(n), int(pct), int(outside)) == (round(b.buffer), round(100 * b.buffer / b.teaching),
+                                                    b.teaching), plan
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_plan_says_where_a_block_starts_or_stops_inside_a_cell(plan):
+    """A notebook cell can end one section and open the next; a block that keeps one and not the
+    other tells its learners where to stop or start, in the words `timing --plan` prints."""
+    md = (DOCS / plan).read_text()
+    for rows in timing.plan_tables(md):
+        for r in rows:
+            for s in timing.cell_splits(r.sections, r.chapter) if r.chapter else ():
+                assert s in md, f"{plan}: {r.block} splits a cell; the plan must say {s}"
+
+
+def test_cell_splits_are_found_where_a_heading_is_inside_a_cell():
+    nb = {"cells": [{"cell_type": "markdown", "source": "# T\nintro text"},
+                    {"cell_type": "markdown", "source": "## 1. One\ntext"},
+                    {"cell_type": "code", "source": "x = 1"},
+                    {"cell_type": "markdown", "source": "end of one\n\n## 2. Two\ntext\n## 3. Three\nmore"},
+                    {"cell_type": "markdown", "source": "## Exercises\n**1.**"}]}
+    assert timing.cell_sections(nb) == [[("intro", "intro")], [("§1", "1. One")],
+                                        [("§1", "1. One"), ("§2", "2. Two"), ("§3", "3. Three")],
+                                        [("exercises", "Exercises")]]
+    # chapter 06: §2 and §3 share a cell, and §5 and the exercises
+    assert timing.cell_splits("§1 §2 exercises", "06") == ['06: stop at "3. The ladder"',
+                                                           '06: start at "6. Exercises"']
+    assert not any(s.startswith("06:") for s in timing.cell_splits("06 06b §7", "06"))   # 06 whole
+
+
+def test_plan_tables_read_the_teachers_minutes():
+    md = ("| time | min | block | sections | deck | demo | what |\n|---|---|---|---|---|---|---|\n"
+          "| 09:00 | 5 | setup |  |  |  | x |\n| 09:05 | 30 | 05 pipelines | §1 | 2 | 3 | y |\n"
+          "| 09:35 | 10 | break |  |  |  |  |\n")
+    setup, lesson, brk = timing.plan_tables(md)[0]
+    assert (setup.needed, setup.teacher) == (None, 0)
+    assert (lesson.deck, lesson.demo) == (2, 3)
+    assert lesson.needed == pytest.approx(timing.named_minutes("§1", "05") + timing.CHECKPOINT_MIN + 5)
+    b = timing.plan_budget([setup, lesson, brk])
+    assert (b.total, b.breaks, b.other, b.teaching) == (45, 10, 5, 35)
+    assert b.buffer == pytest.approx(30 - lesson.needed)
 
 
 def test_six_hour_day_has_every_core_lesson_every_exercise_and_an_hour_of_breaks():
@@ -49,10 +106,42 @@ def test_six_hour_day_has_every_core_lesson_every_exercise_and_an_hour_of_breaks
     assert sum(r.minutes for r in rows if r.block in ("break", "lunch")) >= 60
     demo = next(r for r in rows if r.chapter == "09")
     assert "demo" in demo.block and demo.minutes <= 10
+    lessons = [r for r in rows if r.chapter and r is not demo]
+    assert all(r.deck > 0 for r in lessons), "every lesson block of the 6-hour day states its deck minutes"
+    wrap = [r for r in rows if "wrap-up" in r.block]
+    assert len(wrap) == 1 and 5 <= wrap[0].minutes <= 10, "a 5–10 minute wrap-up with the hand-in"
+    b = timing.plan_budget(rows)
+    assert b.teaching <= 300 and b.buffer >= 0.09 * b.teaching, f"buffer {b.buffer:.0f} of {b.teaching} min"
+    ch08 = next(r for r in rows if r.chapter == "08")
+    assert ("08", "§5") in timing.named_sections(ch08.sections, "08"), \
+        "chapter 08's third goal (the method: depth 1 first, the hangs / wrong / slow table) is taught in class"
     for p in timing.notebook_paths():
         if timing.is_core(p):
             for name, _ in timing.estimate_path(p).exercises:
                 assert f"`{name}`" in md, f"plan-6h.md does not name exercise {name}"
+
+
+def test_what_to_skip_lists_what_the_six_hour_day_leaves_out():
+    """what-to-skip.md's row per chapter names, under *in class*, every section plan-6h's block
+    names and, under *homework*, every other section but the opening (the deck stands in for it)."""
+    rows = timing.plan_tables((DOCS / "plan-6h.md").read_text())[0]
+    skip = {}
+    for line in (DOCS / "what-to-skip.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and re.fullmatch(r"\d\d", cells[0]):
+            skip[cells[0]] = [re.sub(r"§(\d+)\s*[–-]\s*§(\d+)", lambda m: " ".join(
+                f"§{i}" for i in range(int(m.group(1)), int(m.group(2)) + 1)), c) for c in cells[1:3]]
+    for r in rows:
+        if not r.chapter:
+            continue
+        in_class, home = skip[r.chapter]
+        named = {k for nb, k in timing.named_sections(r.sections, r.chapter) if nb == r.chapter}
+        nb = json.loads(next(p for p in timing.notebook_paths() if p.name.startswith(r.chapter + "_")).read_text())
+        for e in timing.sections(nb)[1:]:
+            key = timing.section_key(e.name)
+            where, cell = ("in class", in_class) if key in named else ("homework", home)
+            found = re.search(rf"{re.escape(key)}(?!\d)", cell, re.I)
+            assert found, f"what-to-skip.md, chapter {r.chapter}: {key} belongs under {where}"
 
 
 def test_teaching_readme_figures_are_the_models():
@@ -69,7 +158,6 @@ def test_teaching_readme_figures_are_the_models():
 
 
 def test_sections_add_up_to_the_notebook_and_plans_name_real_sections():
-    import json
     p = next(p for p in timing.notebook_paths() if p.name.startswith("06_"))
     nb = json.loads(p.read_text())
     secs = timing.sections(nb)

@@ -82,3 +82,18 @@ def test_core_path_total_is_reported(capsys):
         print(f"\ncore path 00–10 by the learner-time model: {total:.0f} min ({total / 60:.1f} h; "
               f"target ≤ {timing.CORE_PATH_LIMIT_MIN / 60:.0f} h)")
     assert total > 0
+
+
+def test_the_command_never_prints_an_empty_table(tmp_path, capsys):
+    """`--plan=FILE`, or a plan given where the folder goes, prints the plan (it once printed an
+    empty table ending in 'core path 0 (0.0 h)'); a folder without notebooks is an error."""
+    plan = str(timing.ROOT / "docs" / "teaching" / "plan-3h.md")
+    for argv in (["--plan=" + plan], [plan], ["--plan", plan]):
+        assert timing.main(argv) == 0, argv
+        out = capsys.readouterr().out
+        assert "plan-3h.md, table 1: 180 min" in out and "core path" not in out, argv
+    assert timing.main([str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert "core path" not in out and "no chapter notebooks" in err
+    with pytest.raises(FileNotFoundError):
+        timing.table(tmp_path)

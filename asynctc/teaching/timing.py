@@ -40,6 +40,10 @@ that fits its 45 minutes fits a real learner. A fresh reader's times should stil
     python -m asynctc.teaching.timing            # minutes per notebook, core and deep dive
     python -m asynctc.teaching.timing --sections 05 08   # minutes per section of those notebooks
     python -m asynctc.teaching.timing --plan docs/teaching/plan-6h.md   # a plan against the model
+
+A plan's block needs the model's minutes for the sections it names, its checkpoint question
+(``CHECKPOINT_MIN``) and the teacher's minutes the plan states in its *deck* and *demo* columns;
+what the block holds beyond that is its buffer (:func:`plan_report`).
 """
 
 from __future__ import annotations
@@ -241,7 +245,9 @@ def estimate_path(path: Path) -> Estimate:
 
 def table(folder: Path = NOTEBOOKS) -> str:
     """A markdown table: minutes per notebook (and per part), the core path's and the deep dives'
-    totals."""
+    totals. Raises FileNotFoundError for a folder with no chapter notebook (no empty table)."""
+    if not notebook_paths(folder):
+        raise FileNotFoundError(f"no chapter notebooks (NN_name.ipynb) in {folder}")
     rows, core, deep = [], 0.0, 0.0
     head = "| notebook | kind | minutes | prose | code | output | figures | tables | exercises |"
     rows += [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -260,7 +266,8 @@ def table(folder: Path = NOTEBOOKS) -> str:
 #: Minutes a plan gives each block's checkpoint question (docs/teaching/checkpoints.md).
 CHECKPOINT_MIN = 3.0
 
-_REF = re.compile(r"(?:\b(\d\d[a-z]?) )?(§\d+|\bintro\b|\bexercises?\b)", re.I)
+#: Blocks of a plan that are breaks (their minutes are not teaching time).
+BREAK_BLOCKS = ("break", "lunch")
 
 
 def section_key(title: str) -> str:
@@ -274,69 +281,140 @@ def section_key(title: str) -> str:
     return f"§{m.group(1)}" if m else title
 
 
-def named_minutes(text: str, chapter: str) -> float:
-    """The model's minutes for the sections a plan's cell names: ``intro``, ``§N``, ``exercises``
-    refer to notebook ``chapter`` (e.g. ``"05"``) until a notebook key switches them (``05b §2``
-    is a deep dive's section); a key not followed by a section (``05b``, ``00``) is the whole
-    notebook. ``§1–§3`` is a range. Raises KeyError for a
-    section the notebook does not have."""
-    paths = {p.name.split("_")[0]: p for p in notebook_paths()}
-    per: dict[str, dict[str, float]] = {}
+def cell_sections(nb: dict) -> list[list[tuple[str, str]]]:
+    """Per markdown cell, the sections its text belongs to, in order, as ``(key, title)``: one
+    pair for a cell inside one section, several for a cell that ends one section and opens the
+    next (a ``## `` heading in the middle of the cell)."""
+    out: list[list[tuple[str, str]]] = []
+    title = "intro"
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        here: list[tuple[str, str]] = []
+        for piece in _split_at_headings(_src(cell)):
+            t = section_title(piece) if piece.startswith("## ") else None
+            title = t if t is not None else title
+            if piece.strip() and (not here or here[-1][1] != title):
+                here.append((section_key(title), title))
+        out.append(here)
+    return out
 
-    def of(nb_key: str) -> dict[str, float]:
-        if nb_key not in per:
-            nb = json.loads(paths[nb_key].read_text())
-            per[nb_key] = {section_key(e.name): e.minutes for e in sections(nb)}
-        return per[nb_key]
 
+_NB_CACHE: dict[tuple[Path, float], dict] = {}
+
+
+def _notebook(nb_key: str) -> dict:
+    """The executed notebook ``nb_key`` (``"05"``, ``"05b"``), read once per file version."""
+    path = {p.name.split("_")[0]: p for p in notebook_paths()}[nb_key]
+    key = (path, path.stat().st_mtime)
+    if key not in _NB_CACHE:
+        _NB_CACHE[key] = json.loads(path.read_text())
+    return _NB_CACHE[key]
+
+
+def named_sections(text: str, chapter: str) -> list[tuple[str, str]]:
+    """The ``(notebook, section)`` pairs a plan's *sections* cell names, in order: ``intro``,
+    ``§N``, ``exercises`` refer to notebook ``chapter`` (e.g. ``"05"``) until a notebook key
+    switches them (``05b §2`` is a deep dive's section); a key not followed by a section (``05b``,
+    ``00``) is the whole notebook, ``(key, "*")``. ``§1–§3`` is a range."""
     text = re.sub(r"§(\d+)\s*[–-]\s*§(\d+)",
                   lambda m: " ".join(f"§{i}" for i in range(int(m.group(1)), int(m.group(2)) + 1)),
                   text)
-    seen: set[tuple[str, str]] = set()
-    total = 0.0
+    out: list[tuple[str, str]] = []
     nb_key = chapter
     for m in re.finditer(r"\b(\d\d[a-z]?)\b(?: (?=§))?|§\d+|\bintro\b|\bexercises?\b", text, re.I):
         tok = m.group(0)
         if m.group(1):
             nb_key = m.group(1)
-            if not text[m.end():].lstrip().startswith("§"):
-                if (nb_key, "*") not in seen:
-                    seen.add((nb_key, "*"))
-                    total += sum(of(nb_key).values())
+            if not text[m.end():].lstrip().startswith("§") and (nb_key, "*") not in out:
+                out.append((nb_key, "*"))
             continue
         key = "exercises" if tok.lower().startswith("exercise") else tok.lower() if tok.lower() == "intro" else tok
-        if (nb_key, key) in seen:
-            continue
-        seen.add((nb_key, key))
-        total += of(nb_key)[key]
+        if (nb_key, key) not in out:
+            out.append((nb_key, key))
+    return out
+
+
+def named_minutes(text: str, chapter: str) -> float:
+    """The model's minutes for the sections a plan's cell names (:func:`named_sections`). Raises
+    KeyError for a section the notebook does not have."""
+    total = 0.0
+    for nb_key, key in named_sections(text, chapter):
+        per = {section_key(e.name): e.minutes for e in sections(_notebook(nb_key))}
+        total += sum(per.values()) if key == "*" else per[key]
     return total
+
+
+def cell_splits(text: str, chapter: str) -> list[str]:
+    """Where a block's sections begin or end inside a markdown cell — one cell holding the end of
+    a named section and the start of one not named, or the reverse — each as the instruction a
+    plan must give its learners: ``06: stop at "3. The ladder"``, ``06: start at "6. Exercises"``."""
+    named = named_sections(text, chapter)
+    whole = {nb for nb, k in named if k == "*"}
+    out: list[str] = []
+    for nb_key in dict.fromkeys(nb for nb, _ in named):
+        if nb_key in whole:
+            continue
+        keys = {k for nb, k in named if nb == nb_key}
+        for cell in cell_sections(_notebook(nb_key)):
+            for (a, _), (b, title) in zip(cell, cell[1:]):
+                if (a in keys) != (b in keys):
+                    out.append(f'{nb_key}: {"stop" if a in keys else "start"} at "{title}"')
+    return out
+
+
+def _num(cell: str) -> float:
+    """A plan's minute cell: blank or a dash is 0."""
+    cell = cell.strip()
+    return 0.0 if cell in ("", "-", "—", "–") else float(cell)
 
 
 @dataclass
 class PlanRow:
-    """One row of a teaching plan's table (docs/teaching/plan-*.md)."""
+    """One row of a teaching plan's table (docs/teaching/plan-*.md). ``deck`` and ``demo`` are the
+    teacher's minutes in the block (the chapter's slides projected; a live run or a projected
+    section), from the plan's *deck* and *demo* columns where it has them."""
     time: str
     minutes: int
     block: str
     sections: str
     chapter: str | None          # "05" for a lesson block, None for setup, breaks, labs
+    deck: float = 0.0
+    demo: float = 0.0
+
+    @property
+    def teacher(self) -> float:
+        return self.deck + self.demo
+
+    @property
+    def model(self) -> float | None:
+        """The learner-time model's minutes for the sections the row names (None: no lesson)."""
+        return None if self.chapter is None else named_minutes(self.sections, self.chapter)
 
     @property
     def needed(self) -> float | None:
-        """The model's minutes for the sections the row names, plus its checkpoint question."""
+        """The minutes the row must hold: the model's for its sections, its checkpoint question
+        and the teacher's deck and demo minutes (a row with no lesson: its teacher minutes, if any)."""
         if self.chapter is None:
-            return None
-        return named_minutes(self.sections, self.chapter) + CHECKPOINT_MIN
+            return self.teacher or None
+        return self.model + CHECKPOINT_MIN + self.teacher
+
+    @property
+    def buffer(self) -> float | None:
+        need = self.needed
+        return None if need is None else self.minutes - need
 
 
 def plan_tables(md: str) -> list[list[PlanRow]]:
-    """Every table of a plan whose header starts ``| time | min | block | sections |``, as rows."""
+    """Every table of a plan whose header starts ``| time | min | block | sections |``, as rows;
+    a *deck* and a *demo* column, anywhere in the header, give the teacher's minutes."""
     tables: list[list[PlanRow]] = []
     rows: list[PlanRow] | None = None
+    cols: dict[str, int] = {}
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
         if cells and cells[:4] == ["time", "min", "block", "sections"]:
-            rows = []
+            rows, cols = [], {c: i for i, c in enumerate(cells)}
             tables.append(rows)
             continue
         if cells is None:
@@ -345,20 +423,73 @@ def plan_tables(md: str) -> list[list[PlanRow]]:
         if rows is None or set(cells[0]) <= set("-: "):
             continue
         m = re.match(r"(\d\d)\b", cells[2])
-        rows.append(PlanRow(cells[0], int(cells[1]), cells[2], cells[3], m.group(1) if m else None))
+        teach = {k: _num(cells[cols[k]]) if k in cols else 0.0 for k in ("deck", "demo")}
+        rows.append(PlanRow(cells[0], int(cells[1]), cells[2], cells[3], m.group(1) if m else None,
+                            **teach))
     return tables
 
 
+@dataclass
+class PlanBudget:
+    """Where one plan table's minutes go. ``buffer``: the minutes its rows hold beyond what they
+    need (:attr:`PlanRow.needed`), summed over the rows that need something."""
+    total: int = 0
+    breaks: int = 0
+    other: int = 0               # setup, wrap-up, labs: rows with no lesson
+    model: float = 0.0
+    checkpoints: float = 0.0
+    deck: float = 0.0
+    demo: float = 0.0
+    buffer: float = 0.0
+
+    @property
+    def teaching(self) -> int:
+        """The minutes outside breaks."""
+        return self.total - self.breaks
+
+
+def plan_budget(rows: list[PlanRow]) -> PlanBudget:
+    b = PlanBudget()
+    for r in rows:
+        b.total += r.minutes
+        if r.block in BREAK_BLOCKS:
+            b.breaks += r.minutes
+            continue
+        if r.chapter is None:
+            b.other += r.minutes
+        else:
+            b.model += r.model
+            b.checkpoints += CHECKPOINT_MIN
+        b.deck, b.demo = b.deck + r.deck, b.demo + r.demo
+        if r.buffer is not None:
+            b.buffer += r.buffer
+    return b
+
+
 def plan_report(path: Path) -> str:
-    """Each lesson block of a plan beside the model's minutes for what it names (+ checkpoint)."""
+    """Each block of a plan beside what it needs: the model's minutes for the sections it names,
+    the checkpoint, the teacher's deck and demo minutes; the buffer left; where a block begins or
+    ends inside a notebook cell; and each table's budget."""
     out = []
     for i, rows in enumerate(plan_tables(Path(path).read_text()), 1):
-        total = sum(r.minutes for r in rows)
-        out.append(f"table {i}: {total} min")
+        b = plan_budget(rows)
+        out.append(f"{Path(path).name}, table {i}: {b.total} min")
+        out.append(f"  {'time':5s} {'min':>3s}  {'block':40s} {'model':>5s} {'check':>5s} {'deck':>4s} "
+                   f"{'demo':>4s} {'need':>5s} {'buffer':>6s}")
         for r in rows:
-            need = r.needed
-            mark = "" if need is None else f"  model+checkpoint {need:5.1f}" + (" ⚠ over" if need > r.minutes else "")
-            out.append(f"  {r.time} {r.minutes:3d}  {r.block[:48]:48s}{mark}")
+            line = f"  {r.time:5s} {r.minutes:3d}  {r.block[:40]:40s}"
+            if r.needed is not None:
+                model = f"{r.model:5.1f} {CHECKPOINT_MIN:5.0f}" if r.chapter else f"{'':5s} {'':5s}"
+                line += (f" {model} {r.deck:4.0f} {r.demo:4.0f} {r.needed:5.1f} {r.buffer:+6.1f}"
+                         + (" ⚠ over" if r.buffer < 0 else ""))
+            out.append(line.rstrip())
+            for s in cell_splits(r.sections, r.chapter) if r.chapter else ():
+                out.append(f"{'':14s}cell shared with a section left out: {s}")
+        out.append(f"  = {b.breaks} min of breaks, {b.other} of setup, wrap-up and labs, "
+                   f"{b.total - b.breaks - b.other} of lesson blocks: the model's sections {b.model:.0f}, "
+                   f"checkpoints {b.checkpoints:.0f}, teacher {b.deck + b.demo:.0f} (deck {b.deck:.0f}, "
+                   f"demo {b.demo:.0f}), buffer {b.buffer:.0f} ({b.buffer / b.teaching:.0%} of the "
+                   f"{b.teaching} min outside breaks)")
     return "\n".join(out)
 
 
@@ -375,23 +506,40 @@ def section_table(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``[FOLDER]``: the table of every notebook; ``--sections NN [NN …]``: per-section minutes of
-    those notebooks (``05``, ``06b``, …); ``--plan FILE …``: a teaching plan's blocks beside the
-    model's minutes for the sections each names."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "--plan":
-        for path in argv[1:]:
-            print(plan_report(Path(path)) + "\n")
-        return 0
-    if argv and argv[0] == "--sections":
-        paths = {p.name.split("_")[0]: p for p in notebook_paths()}
-        for key in argv[1:] or sorted(k for k in paths if re.fullmatch(r"\d\d", k)):
-            if key not in paths:
-                print(f"no notebook {key!r}; have {', '.join(sorted(paths))}", file=sys.stderr)
+    """``[FOLDER]``: the table of every notebook; ``--sections [NN …]``: per-section minutes of
+    those notebooks (``05``, ``06b``, …; none: every core lesson); ``--plan FILE …`` (or
+    ``--plan=FILE``, or a plan's ``.md`` in FOLDER's place): a teaching plan's blocks beside what
+    each needs. Anything else is an error, never an empty table."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m asynctc.teaching.timing",
+                                 description="The learner-time model: minutes per notebook, per "
+                                             "section, or a teaching plan's blocks beside it.")
+    ap.add_argument("folder", nargs="?", help="a folder of executed notebooks (default: notebooks/)")
+    ap.add_argument("--sections", nargs="*", metavar="NN", help="per-section minutes of these notebooks")
+    ap.add_argument("--plan", nargs="+", metavar="FILE", help="a plan (docs/teaching/plan-*.md) beside the model")
+    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    plans = list(a.plan or [])
+    if a.folder and a.folder.endswith(".md"):
+        plans.insert(0, a.folder)
+        a.folder = None
+    if plans or a.sections is not None:
+        for path in plans:
+            if not Path(path).is_file():
+                print(f"no plan {path!r}", file=sys.stderr)
                 return 2
-            print(section_table(paths[key]) + "\n")
+            print(plan_report(Path(path)) + "\n")
+        if a.sections is not None:
+            paths = {p.name.split("_")[0]: p for p in notebook_paths()}
+            for key in a.sections or sorted(k for k in paths if re.fullmatch(r"\d\d", k)):
+                if key not in paths:
+                    print(f"no notebook {key!r}; have {', '.join(sorted(paths))}", file=sys.stderr)
+                    return 2
+                print(section_table(paths[key]) + "\n")
         return 0
-    folder = Path(argv[0]) if argv else NOTEBOOKS
+    folder = Path(a.folder) if a.folder else NOTEBOOKS
+    if not notebook_paths(folder):
+        print(f"no chapter notebooks (NN_name.ipynb) in {folder}", file=sys.stderr)
+        return 2
     print(table(folder))
     print(f"\nmodel: {PROSE_WPM} words/min of prose, {CODE_LINE_S:.0f} s per code line, "
           f"{CELL_S:.0f} s per code cell, {FIGURE_S:.0f} s per figure, {TABLE_S:.0f} s per table, "
