@@ -29,7 +29,8 @@ an exercise: write code          12 min      a kernel line or a function: edit, 
                                              error, fix
 ===============================  ==========  =====================================================
 
-An exercise's kind: *write code* when its cell defines something (``def``, a triple-quoted source);
+An exercise's kind: *write code* when its cell defines something (``def``, a triple-quoted source)
+or the exercise is registered as a code exercise (``exercises.is_code``: chapter 08's program);
 otherwise *predict / choose* when the markdown that asks it says "predict" or offers choices, or its
 answer is text (a quoted string); otherwise *compute*.
 
@@ -139,11 +140,19 @@ def _tables(md: str) -> int:
     return len(re.findall(r"^\s*\|?\s*:?-{3,}:?\s*\|", md, re.M))
 
 
-def exercise_kind(code: str, asked_in: str) -> str:
-    """``"code"``, ``"predict"`` or ``"compute"`` (the module docstring's rule)."""
+def exercise_kind(code: str, asked_in: str, name: str | None = None) -> str:
+    """``"code"``, ``"predict"`` or ``"compute"`` (the module docstring's rule; an exercise
+    registered as a code exercise — its answer is code, e.g. a program to edit — is "code")."""
     body = "\n".join(l for l in code.splitlines() if not l.lstrip().startswith("#"))
     if re.search(r"^\s*def \w+|'''|\"\"\"", body, re.M):
         return "code"
+    if name is not None:
+        from ..core import exercises
+        try:
+            if exercises.is_code(name):
+                return "code"
+        except KeyError:
+            pass
     m = re.search(r"^\s*answer\s*=\s*(.+)$", body, re.M)
     text_answer = bool(m and re.match(r"""["']""", m.group(1).strip()))
     if re.search(r"\bpredict|\bwhich of\b|\bchoose\b|\bone of\b", asked_in, re.I) or text_answer:
@@ -184,7 +193,7 @@ def estimate(nb: dict, name: str = "") -> Estimate:
                 e.table_s += TABLE_S
             e.output_s += _prose_s(min(words(text), OUTPUT_WORDS_CAP))
         for ex in builds.checks_in(src, unique=False):
-            kind = exercise_kind(src, last_md)
+            kind = exercise_kind(src, last_md, ex)
             e.exercises.append((ex, kind))
             e.exercise_s += 60 * EXERCISE_MIN[kind]
     return e
