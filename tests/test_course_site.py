@@ -316,7 +316,7 @@ def test_site_folds_the_prediction_answers_in_details():
     gives it back from the solution notebook, folded in a <details> the reader opens after answering."""
     import nbformat
     from asynctc.teaching import builds, publish
-    p = builds.notebooks_dir() / "04_wgmma.ipynb"
+    p = builds.notebooks_dir() / "01b_synchronous_anatomy.ipynb"     # its prediction is a figure
     nb = builds.strip_solutions(nbformat.read(p, as_version=4))
     notes = [c for c in nb.cells if "answer-note" in c.metadata.get("tags", [])]
     assert notes and all(c.source == builds.HIDDEN_NOTE for c in notes)
