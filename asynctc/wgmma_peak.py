@@ -503,11 +503,13 @@ SUITES = {"wgmma": (measure_wgmma, summarize_wgmma, "sm_90a")}
 
 def plot_throughput(rec):
     """TFLOP/s by N with one accumulator, A from shared memory (SS) and from registers (RS); the
-    per-clock peak at the median in-kernel clock (SMs × 4096 × that clock) and the datasheet figure
+    per-clock peak at the in-kernel clock of the row the chapter quotes (N = 256, SS:
+    :func:`asynctc.wgmma.peak_row`; the same number its text prints) and the datasheet figure
     (989 at 1830 MHz); Luo et al.'s H800 SS figures per SM·clock (at their assumed boost clock,
-    :data:`LUO_H800_ASSUMED_MHZ`) scaled to this GPU's SMs and median in-kernel clock. Short legend
-    entries: the chapter's text states the conversion, 04b's table the rows with more accumulators."""
+    :data:`LUO_H800_ASSUMED_MHZ`) scaled to this GPU's SMs and that clock. Short legend entries:
+    the chapter's text states the conversion, 04b's table the rows with more accumulators."""
     import matplotlib.pyplot as plt
+    from .wgmma import peak_row
     r = rec.results
     fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
     rows = [x for x in r["throughput"] if x["dtype"] == "float16" and x["ctas_per_sm"] == 2]
@@ -517,9 +519,11 @@ def plot_throughput(rec):
             ax.plot(*zip(*pts), marker="o", ms=7, lw=1.5, ls="-" if src == "smem" else "--",
                     color="tab:blue" if src == "smem" else "tab:red",
                     label="A from shared memory (SS)" if src == "smem" else "A from registers (RS)")
-    mhz = np.median([x["sm_mhz"] for x in rows]) if rows else r["max_sm_mhz"]
-    sheet = datasheet_tflops(r["sm_count"], mhz)
-    ax.axhline(sheet, color="k", lw=1, ls=":", label=f"per-clock peak (median clock): {sheet:.0f}")
+    head = peak_row(r, "float16", 256)
+    mhz = head["sm_mhz"]
+    sheet = head["datasheet_tflops_at_clock"]
+    ax.axhline(sheet, color="k", lw=1, ls=":",
+               label=f"per-clock peak at N = 256's clock ({mhz:.0f} MHz): {sheet:.0f}")
     boost = bench.DATASHEET["dense_tflops"]["float16"]
     ax.axhline(boost, color="tab:green", lw=1, ls="--", label=f"datasheet: {boost:.0f}")
     luo = [(n, luo_per_sm_clock(n) * r["sm_count"] * mhz * 1e6 / 1e12) for n in N_VALUES]

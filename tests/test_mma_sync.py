@@ -90,6 +90,25 @@ def test_fragment_product_uses_only_registers(rng):
     assert fragments.quad_sources(5) == {"a": [4, 5, 6, 7], "b": list(range(8, 16))}
 
 
+def test_wgmma_accumulator_fragment():
+    """m64nNk16's fp32 D: every element held once; each warp's 16 rows repeat the m16n8 C
+    fragment along N (thread 32w + lane, register 4j + r ↔ C register r of n8 block j)."""
+    rows, cols = fragments.wgmma_accumulator(256)
+    assert rows.shape == cols.shape == (128, 128)
+    held = np.zeros((64, 256), int)
+    np.add.at(held, (rows, cols), 1)
+    assert (held == 1).all()
+    lane_c, reg_c = fragments.c_m16n8k16()
+    for w in range(4):
+        for j in range(32):
+            for (r, c), ln in np.ndenumerate(lane_c):
+                i = 4 * j + reg_c[r, c]
+                assert (rows[32 * w + ln, i], cols[32 * w + ln, i]) == (16 * w + r, 8 * j + c)
+    for bad in (0, 12, 264, True):
+        with pytest.raises(ValueError, match="n="):
+            fragments.wgmma_accumulator(bad)
+
+
 def test_compare_catches_unwritten_and_wrong(rng):
     a, b = mma_sync.random_operands(64, 32, 48, "float16", rng.integers(1 << 31))
     ref = mma_sync.reference(a, b)

@@ -299,6 +299,9 @@ def test_ring_figure_draws_the_parities_the_exercises_check():
     assert "wait_group(1)" in labels and "empty of k−1" in labels
     hidden = " ".join(t.get_text() for t in pl.plot_ring(4, 12, hide_pending=True).axes[0].texts)
     assert "wait_group(kPending)" in hidden and "k−kPending" in hidden and "wait_group(1)" not in hidden
+    asked = pl.plot_ring(4, 12, parities=False)              # chapter 05 §1, before exercise 1
+    assert len(asked.axes) == 1 and "S = 4" in asked.axes[0].get_title()
+    assert not any(t.get_text() in ("0", "1") for t in asked.axes[0].texts)
 
 
 # ---- exercises -----------------------------------------------------------------------------------------

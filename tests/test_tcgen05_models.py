@@ -388,6 +388,21 @@ def test_tmem_maps_for_pictures():
         M.tmem_map(lay, "bank")
 
 
+def test_tmem_picture_by_warp_has_a_discrete_key():
+    """By warp: four colours named in the legend, no colour bar (a continuous 0–3 scale once
+    suggested values between the warps); by row: a colour bar."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = M.plot_tmem(M.AccumulatorLayout(64, 32), by="warp")
+    assert len(fig.axes) == 1
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert [x.split(":")[0] for x in labels[:4]] == [f"warp {w} of the warpgroup" for w in range(4)]
+    assert "lanes 96–127" in labels[3] and any("no element" in x for x in labels)
+    assert len(M.plot_tmem(M.AccumulatorLayout(64, 32), by="row").axes) == 2
+    plt.close("all")
+
+
 # ==================================================================================================
 # The emulated GEMM
 # ==================================================================================================

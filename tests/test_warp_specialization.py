@@ -540,6 +540,40 @@ def test_wave_efficiency():
     assert W.wave_efficiency(W.WSConfig(), 4096, 4096, 132) == pytest.approx(512 / (132 * 4))
 
 
+def test_epilogue_stores_from_the_fragment_and_the_sass():
+    """Rung 7's 128×256 tile, 16-bit C of 4096 columns: the register epilogue's warp store is 32
+    words of 4 bytes in 8 rows (8 lines, 8 sectors half full), 64 per warp, 512 per tile; the TMA
+    store writes 8 chunks of 64 whole 128-byte rows after 128 stmatrix.x4. The SASS of rungs 6
+    and 7 has those counts (STG per warp; STSM per warp and UTMASTG per warpgroup)."""
+    six, seven = W.RUNG_BY_NAME["cluster"].make("float16"), W.RUNG_BY_NAME["tma_store"].make("float16")
+    e = W.epilogue_stores(seven)
+    assert e["register"] == {"instructions": 512, "bytes": 128, "lines": 8, "sectors": 8, "fill": 0.5,
+                             "line_requests": 4096}
+    assert e["tma"] == {"instructions": 8, "bytes": 8192, "lines": 64, "sectors": 256, "fill": 1.0,
+                        "line_requests": 512, "stmatrix": 128}
+    assert W.epilogue_stores(six)["register"] == e["register"]       # the same tile and stores
+    k6, k7 = (sass.class_counts(W.compile_ws(c).sass()) for c in (six, seven))
+    assert (8 * k6["STG"], 8 * k7["STSM"], 2 * k7["UTMASTG"]) == (512, 128, 8) and "STG" not in k7
+    f32 = W.epilogue_stores(seven.replace(tma_store=False, out_dtype="float32"))
+    assert "tma" not in f32 and f32["register"]["bytes"] == 256 and f32["register"]["fill"] == 1.0
+    one = W.epilogue_stores(W.RUNGS[1].make("float16"))     # rung 2: one consumer, two m64 atoms
+    assert one["register"]["instructions"] == 4 * 2 * 32 and one["tma"]["instructions"] == 4
+    lines = W.epilogue_store_lines(seven).splitlines()
+    assert len(lines) == 2 and "4096 line requests" in lines[0] and "512 line requests" in lines[1]
+    for bad in (dict(n=128), dict(n=True)):
+        with pytest.raises(W.WarpSpecializationError, match="n="):
+            W.epilogue_stores(seven, **bad)
+
+
+def test_epilogue_note_reads_the_traces():
+    """Chapter 06 §4's sentence: rung 6's and rung 7's traced epilogue per tile, the SASS counts."""
+    from asynctc.core import records
+    ok, text, numbers = W.epilogue_note(records.load("warp_specialization").results)
+    assert ok and numbers["sass_agrees"] and numbers["rung7"] < 0.4 * numbers["rung6"]
+    assert "64 STG per warp" in text and "16 STSM per warp" in text
+    assert f"{numbers['rung6']:.0f} cycles per tile" in text
+
+
 def test_smem_traffic_of_a_ktile():
     """128×256×64 fp16, two consumers: the TMA writes 48 KiB per k-tile, the wgmmas read
     2 × 4 × (2 KiB of A + 8 KiB of B) = 80 KiB, in 1024 Tensor Core clocks: 128 B/clk, the whole

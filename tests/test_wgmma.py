@@ -391,6 +391,21 @@ def test_peak_lines_goal_and_clock_notes():
     assert not W.clock_note(res)[0]
 
 
+def test_throughput_figure_draws_the_peak_the_text_prints():
+    """Chapter 04 §7: the figure's per-clock peak is the one ``peak_lines`` prints (N = 256 SS at
+    its own in-kernel clock, 894 here), not a peak at the median clock of every row (once 896)."""
+    import types
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    res = {**_results(), "max_sm_mhz": 1980.0}
+    fig = WP.plot_throughput(types.SimpleNamespace(results=res, label=lambda: "test"))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "per-clock peak at N = 256's clock (1654 MHz): 894" in labels
+    assert "= 894 TFLOP/s" in W.peak_lines(res)
+    plt.close(fig)
+
+
 def test_layout_figure_offsets_come_from_the_model_and_hide_exercise_1():
     """Chapter 04 §3's arrows: each reaches the core matrix the model's LBO/SBO bytes lead to, LBO
     is unused exactly where one wgmma reads from one box, and the 64-byte SBO (exercise 1's answer,

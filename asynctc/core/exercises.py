@@ -38,7 +38,9 @@ A call without the keyword arguments the exercise needs gets a sentence naming t
 **kw)`` runs the learner's code against the course's model and returns None when it agrees
 everywhere, or the sentence that names the first disagreement (the model's own diagnosis where
 there is one). An exception raised inside the learner's code is reported, never re-raised; a
-function whose body is still ``...`` (it returns None) counts as not answered.
+function whose body is still ``...`` (it returns None) counts as not answered; a function that
+returns the wrong kind of value (a float where an int is asked) is told what it returned, not that
+it raised (the judge raises :class:`WrongReturn`).
 """
 
 from __future__ import annotations
@@ -106,11 +108,19 @@ class NotAnswered(Exception):
     is ``...``): the check reports "not answered yet", not a wrong answer."""
 
 
+class WrongReturn(Exception):
+    """Raised by a code exercise's judge when the learner's function ran but returned a value of
+    the wrong kind (``1.5`` where a byte offset, an int, is asked): the check prints the message as a
+    wrong answer ("your function returned 1.5 for offset 0; return an int"), not as a crash of the
+    learner's code."""
+
+
 def code_exercise(name: str, prompt: str, judge: Callable[..., str | None]):
     """Register a code exercise: ``fn(**kw)`` returns the reference (the answer key: the course's
     own function); ``judge(answer, **kw)`` runs the learner's ``answer`` (a function, or what the
     prompt asks for) and returns None when it is right, else the hint — a sentence naming the first
-    input where it disagrees and why. The judge may raise :class:`NotAnswered`."""
+    input where it disagrees and why. The judge may raise :class:`NotAnswered` or
+    :class:`WrongReturn`."""
     def deco(fn):
         sig = inspect.signature(fn)
         req = tuple(p.name for p in sig.parameters.values() if p.default is inspect.Parameter.empty)
@@ -410,6 +420,8 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
         hint = ex.judge(answer, **kw)
     except NotAnswered as e:
         return fail(f"not answered yet — {e}", "is missing", "unanswered")
+    except WrongReturn as e:
+        return fail(f"not quite — {e}", f"is wrong ({e})", "wrong")
     except Exception as e:  # noqa: BLE001 - the learner's code raised: say so, never crash the cell
         return fail(f"not quite — your code raised {type(e).__name__}: {e}",
                     f"is wrong: it raised {type(e).__name__}: {e}", "wrong")

@@ -5,7 +5,7 @@ of known mistakes."""
 from __future__ import annotations
 
 from ..core import exercises as _ex
-from .config import MmaSyncTile
+from .config import DEFAULT_TILE, MmaSyncTile
 
 
 # ---- chapter 01 -----------------------------------------------------------------------------------
@@ -35,15 +35,17 @@ def _ch01_smem_hint(answer, expected, bm: int, bn: int, bk: int) -> str | None:
 
 
 @_ex.exercise("ch01.hmma_per_ktile", "How many mma.sync.m16n8k16 (HMMA) instructions does one warp issue per "
-              "k-tile, for a wm×wn warp tile and a bk-deep k-tile?")
-def _ch01_hmma(wm: int, wn: int, bk: int) -> int:
+              "k-tile, for a wm×wn warp tile and a bk-deep k-tile? (bm, bn: the CTA tile, optional.)")
+def _ch01_hmma(wm: int, wn: int, bk: int, bm: int | None = None, bn: int | None = None) -> int:
     return (wm // 16) * (wn // 8) * (bk // 16)
 
 
 @_ex.diagnosis("ch01.hmma_per_ktile")
-def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int) -> str | None:
+def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None = None,
+                    bn: int | None = None) -> str | None:
+    d = DEFAULT_TILE
     mt, nt, ks = wm // 16, wn // 8, bk // 16
-    return _ex.known_mistake(answer, expected, [
+    mistakes = [
         (mt * nt, f"that is one k16 step; a k-tile {bk} deep has {bk}/16 of them."),
         (mt * (wn // 16) * ks, "one m16n8k16 covers 8 columns of N, not 16."),
         ((wm // 8) * nt * ks, "one m16n8k16 covers 16 rows of M, not 8."),
@@ -51,8 +53,16 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int) -> str | None:
         (mt * nt * bk, "each mma.sync consumes 16 of K, so a k-tile takes bk/16 steps, not bk."),
         (wm * wn * bk, "that counts multiply-adds; one mma.sync does 16×8×16 of them."),
         (2 * wm * wn * bk, "that counts FLOP; one mma.sync does 2·16·8·16 of them."),
-        (mt * nt * ks * 4, "that is per CTA of 4 warps; the question asks for one warp."),
-    ])
+        (_ch01_hmma(d.wm, d.wn, d.bk), f"that is section 2's count for the default tile ({d.wm}×{d.wn} "
+                                       f"warp tile, k-tile {d.bk}); redo it for a {wm}×{wn} warp tile "
+                                       f"and a k-tile {bk} deep."),
+    ]
+    if bm and bn:
+        warps = (bm // wm) * (bn // wn)
+        mistakes.append((mt * nt * ks * warps,
+                         f"that is per CTA: a {bm}×{bn} tile has ({bm}/{wm})·({bn}/{wn}) = {warps} warps; "
+                         "the question asks for one warp."))
+    return _ex.known_mistake(answer, expected, mistakes)
 
 
 @_ex.exercise("ch01.costliest_part", "Which part of the chapter-01 kernel's data path costs more time: "

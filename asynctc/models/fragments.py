@@ -7,6 +7,9 @@ with floating point type"), with g = lane / 4 and t = lane % 4:
 * B (16×8, K×N): lane holds rows (k) 2t, 2t+1, 2t+8, 2t+9 of column g;
 * C/D (16×8 fp32): lane holds rows g and g+8, columns 2t and 2t+1.
 
+And one for ``wgmma.mma_async`` m64nNk16 (:func:`wgmma_accumulator`): the fp32 accumulator D of a
+warpgroup (128 threads), warp w owning rows 16w..16w+15 in the m16n8 pattern above, repeated along N.
+
 Each function returns an integer array of the matrix's shape whose entries are lane ids, and a
 same-shaped array of register indices (which of the lane's registers holds the element).
 """
@@ -52,6 +55,21 @@ def c_m16n8k16() -> tuple[np.ndarray, np.ndarray]:
             lane[row, col] = ln
             reg[row, col] = r
     return lane, reg
+
+
+def wgmma_accumulator(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) of D for each (thread, register) of an m64nNk16 wgmma's fp32 accumulator: two
+    int arrays of shape (128, n / 2). Thread 32w + 4g + t, register i holds D[16w + g + 8·((i >> 1)
+    & 1)][8·(i >> 2) + 2t + (i & 1)] (PTX ISA §9.7.15.5.1.1, "Register fragments", the D matrix;
+    the same rule as ``kernels/ptx/wgmma.cuh``). Registers 2p and 2p + 1 hold neighbouring columns:
+    the pair a 16-bit epilogue stores as one 4-byte word. Raises :class:`ValueError` unless ``n`` is
+    a multiple of 8 in 8..256."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not (8 <= n <= 256 and n % 8 == 0):
+        raise ValueError(f"n={n!r}: wgmma's N is a multiple of 8 in 8..256")
+    thread, reg = np.meshgrid(np.arange(128), np.arange(n // 2), indexing="ij")
+    w, lane = divmod(thread, 32)
+    g, t = divmod(lane, 4)
+    return 16 * w + g + 8 * ((reg >> 1) & 1), 8 * (reg >> 2) + 2 * t + (reg & 1)
 
 
 def to_registers(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -408,18 +408,22 @@ def tmem_map(layout: AccumulatorLayout, by: str = "warp") -> np.ndarray:
 
 def plot_tmem(layout: AccumulatorLayout, by: str = "warp", ax=None):
     """TMEM lanes (rows of the picture) × allocated columns, coloured by warp / row / column of D;
-    empty cells white, warp quarters marked. Returns the figure."""
+    empty cells white, warp quarters marked. By warp the four colours are named in the legend (a
+    discrete key); by row or column a colour bar gives the value. Returns the figure."""
     import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
     data = tmem_map(layout, by)
     own = ax is None
     if own:
         fig, ax = plt.subplots(figsize=(5.2, 3.6), dpi=80, layout="constrained")
     else:
         fig = ax.figure
-    cmap = plt.get_cmap("tab10" if by == "warp" else "viridis").copy()
-    cmap.set_bad("white")
+    warps = LANES // 32
+    colours = plt.get_cmap("tab10").colors[:warps]
+    cmap = (ListedColormap(colours) if by == "warp" else plt.get_cmap("viridis")).with_extremes(bad="white")
     im = ax.imshow(np.ma.masked_less(data, 0), cmap=cmap, aspect="auto", interpolation="nearest",
-                   vmin=0, vmax=3 if by == "warp" else None)
+                   **({"vmin": -0.5, "vmax": warps - 0.5} if by == "warp" else {}))
     for q in (32, 64, 96):
         ax.axhline(q - 0.5, color="k", lw=0.6)
     ax.set_xlabel(f"TMEM column (of {layout.alloc_columns} allocated)")
@@ -427,15 +431,18 @@ def plot_tmem(layout: AccumulatorLayout, by: str = "warp", ax=None):
     ax.set_title(f"{layout.name}: M={layout.m}, N={layout.n}, cta_group::{layout.cta_group}\n"
                  f"coloured by {'the warp that may read it' if by == 'warp' else 'D ' + by}",
                  fontsize=9)
-    fig.colorbar(im, ax=ax, shrink=0.8,
-                 label="warp (rank in warpgroup) that may read it" if by == "warp"
-                 else f"{by} of D held in the cell (per CTA)")
-    handles = [plt.Line2D([], [], color="k", lw=0.8, label="32-lane quarter (warp w reads w mod 4)")]
+    handles = []
+    if by == "warp":
+        handles += [Patch(fc=colours[w], label=f"warp {w} of the warpgroup: lanes {32 * w}–{32 * w + 31}")
+                    for w in range(warps)]
+    else:
+        fig.colorbar(im, ax=ax, shrink=0.8, label=f"{by} of D held in the cell (per CTA)")
+    handles.append(plt.Line2D([], [], color="k", lw=0.8, label="32-lane quarter (warp w reads w mod 4)"))
     if (data < 0).any():
         handles.append(plt.Rectangle((0, 0), 1, 1, fc="white", ec="0.5", lw=0.6,
                                      label="white: cell holds no element of D"))
-    ax.legend(handles=handles, fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.16),
-              ncol=1, frameon=False)
+    ax.legend(handles=handles, fontsize=7.5, loc="upper center",
+              bbox_to_anchor=(0.5, -0.2 if by == "warp" else -0.16), ncol=1, frameon=False)
     return fig
 
 

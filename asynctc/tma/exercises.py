@@ -65,13 +65,14 @@ def _ch03_bank_128B_hint(answer, expected, row: int, col: int) -> str | None:
 
 
 def _as_offset(value, offset: int) -> int:
-    """The learner's return value for ``offset`` as an int; raises NotAnswered / TypeError."""
+    """The learner's return value for ``offset`` as an int; raises NotAnswered / WrongReturn."""
     import numbers
     if value is None or value is Ellipsis:
         raise _ex.NotAnswered("your function returns None: write its body (return the swizzled byte "
                               "offset, an int) and run the cell again.")
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"for offset {offset} it returned {value!r}; return an int (a byte offset)")
+        raise _ex.WrongReturn(f"your function returned {value!r} for offset {offset}; return an int "
+                              "(a byte offset)")
     return int(value)
 
 

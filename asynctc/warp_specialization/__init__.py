@@ -53,7 +53,8 @@ W.<name>``):
 * ``suite.py`` — the ``warp_specialization`` record suite (:func:`measure_ladder`,
   :func:`measure_nonsquare`) and its tables and summary; never plots;
 * ``limit.py`` — what limits the top rung as models (:func:`smem_traffic`,
-  :func:`descriptor_rows_read`, :func:`wave_efficiency`) and a ``ws_limit`` record read back
+  :func:`descriptor_rows_read`, :func:`wave_efficiency`, how each epilogue writes C:
+  :func:`epilogue_stores`) and a ``ws_limit`` record read back
   (:func:`read_kernel_name`, :func:`limit_rows`);
 * ``limit_suite.py`` — the ``ws_limit`` record suite (:func:`measure_limit`, its summary);
   never plots;
@@ -88,8 +89,8 @@ from .config import (  # noqa: F401
 )
 from .exercises import WHICH_BARRIER_LINES  # noqa: F401
 from .figures import (  # noqa: F401
-    PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, ladder_ratio, ladder_summary, plot_ladder,
-    pingpong_note, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
+    PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio, ladder_summary,
+    plot_ladder, pingpong_note, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
     register_budget, register_budget_table, rung2_note, seed_protocol, span_text, split_note,
     trace_numbers, trace_table, trace_window,
 )
@@ -107,8 +108,8 @@ from .launch import (  # noqa: F401
     verify_ws,
 )
 from .limit import (  # noqa: F401
-    descriptor_rows_read, limit_rows, read_kernel_name, smem_traffic, smem_traffic_table,
-    wave_efficiency,
+    descriptor_rows_read, epilogue_store_lines, epilogue_stores, limit_rows, read_kernel_name,
+    smem_traffic, smem_traffic_table, wave_efficiency,
 )
 from .limit_suite import measure_limit, summarize_limit  # noqa: F401
 from .suite import (  # noqa: F401

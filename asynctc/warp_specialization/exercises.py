@@ -85,7 +85,8 @@ def _barrier_hint(answer, event: str):
     if event == "consumer arrives" and answer == "full":
         return ("full[s] counts ONE arrival, the producer's arrive.expect_tx, and completes when the "
                 "TMA's bytes land; the consumers' arrivals say 'stage s may be refilled' — the seed's "
-                "backwards naming (run mp.simulate(**mp.BUG_HUNT, protocol='swapped_barriers'))")
+                "backwards naming (print(mp.simulate(**mp.BUG_HUNT, protocol='swapped_barriers').summary()) "
+                "shows where it deadlocks)")
     if event == "producer waits" and answer == "full":
         return ("a fresh full barrier lets the producer through, and later only its own loads "
                 "complete it: it would overwrite stages the consumers still read (the seed's naming)")

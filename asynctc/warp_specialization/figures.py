@@ -8,7 +8,7 @@ trace cut and read (:func:`trace_window`, :func:`plot_top_trace`, :func:`trace_n
 :func:`plot_protocol` (both protocols drawn), :func:`ladder_summary` (the ladder at a glance) and
 :func:`prediction_check` (each rung's step beside its frozen prediction, :data:`PREDICTION_BANDS`),
 with :func:`ladder_ratio` and :func:`span_text`; the lesson's record-guarded sentences on rung 2
-(:func:`rung2_note`) and rung 9 (:func:`pingpong_note`). Reads records and
+(:func:`rung2_note`), rung 7's epilogue (:func:`epilogue_note`) and rung 9 (:func:`pingpong_note`). Reads records and
 compiles; never times anything (:mod:`.suite` and :mod:`.limit_suite` measure).
 """
 
@@ -20,7 +20,7 @@ from .. import pipeline as P
 from ..core import runtime
 from .config import REGS_PER_SM, WSConfig
 from .launch import compile_ws, register_split, sass_registers, source
-from .limit import limit_rows
+from .limit import epilogue_stores, limit_rows
 
 #: The protocol's events, in the words the notebook and the exercises use.
 PROTOCOL_EVENTS = ("producer waits", "TMA completes", "consumer waits", "consumer arrives")
@@ -441,3 +441,29 @@ def pingpong_note(results: dict, top: int = 8, pingpong: int = 9,
             f"{band[first][1]:.2f} at {first}³), so the ladder's top stays rung {top} "
             f"(deep dive 06c §8).")
     return hi < 1.0, text, {"rung9_over_rung8": r}
+
+
+def epilogue_note(results: dict, dtype: str = "float16") -> tuple[bool, str, dict]:
+    """The core lesson's sentence on why rung 7's TMA store pays, from a ``warp_specialization``
+    record's traces (rungs 6 and 7, 4096³): ``(holds, text, numbers)`` for
+    :func:`asynctc.core.notebook.claim`. The store instructions of both rungs' SASS (compiled here,
+    per warp: STG, STSM; UTMASTG per warpgroup) are checked against
+    :func:`asynctc.warp_specialization.limit.epilogue_stores`. It holds when they agree and the
+    traced epilogue of rung 7 takes under 0.4 of rung 6's cycles per tile."""
+    from ..core import sass
+    from .ladder import RUNGS
+    six, seven = (next(r for r in RUNGS if r.number == n).make(dtype) for n in (6, 7))
+    k6, k7 = (sass.class_counts(compile_ws(c).sass()) for c in (six, seven))
+    e = epilogue_stores(seven)
+    warps = 4 * seven.consumers
+    agree = (warps * k6.get("STG", 0) == e["register"]["instructions"]
+             and warps * k7.get("STSM", 0) == e["tma"]["stmatrix"]
+             and seven.consumers * k7.get("UTMASTG", 0) == e["tma"]["instructions"])
+    t6, t7 = (trace_numbers(next(t for t in results["traces"] if t["rung"] == n)) for n in (6, 7))
+    k_tiles = next(t for t in results["traces"] if t["rung"] == 6)["cta0"]["k_tiles"]
+    text = (f"Traced at 4096³, the epilogue takes {t6['epilogue_cycles']:.0f} cycles per tile with "
+            f"register stores (rung 6; its SASS: {k6.get('STG', 0)} STG per warp) and "
+            f"{t7['epilogue_cycles']:.0f} with the TMA store (rung 7; {k7.get('STSM', 0)} STSM per warp), "
+            f"of about {k_tiles * t6['ktile_cycles']:.0f} per tile.")
+    return (agree and t7["epilogue_cycles"] < 0.4 * t6["epilogue_cycles"], text,
+            {"rung6": t6["epilogue_cycles"], "rung7": t7["epilogue_cycles"], "sass_agrees": agree})

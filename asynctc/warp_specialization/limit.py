@@ -3,7 +3,8 @@
 The models (no GPU, no timing): :func:`wave_efficiency` (how full the last wave of tiles is),
 :func:`smem_traffic` / :func:`smem_traffic_table` (shared-memory bytes per k-tile against the SM's
 bandwidth), :func:`descriptor_rows_read` (which K-row of B each wgmma element reads through a
-descriptor). The record's reading: :func:`read_kernel_name` (cuBLAS's kernel names as tile,
+descriptor), :func:`epilogue_stores` / :func:`epilogue_store_lines` (how each epilogue writes C to
+global memory: bytes, 128-byte lines and 32-byte sectors per instruction). The record's reading: :func:`read_kernel_name` (cuBLAS's kernel names as tile,
 stages, cluster) and :func:`limit_rows` (a ``ws_limit`` record's rows; the suite that writes it is
 :mod:`.limit_suite`, its figure :func:`asynctc.warp_specialization.figures.plot_raster`).
 """
@@ -110,6 +111,77 @@ def smem_traffic_table(cfgs, k: int | None = None) -> str:
                      f"{epi} {t['clocks']:6.0f} {t['bytes_per_clk']:6.1f} {t['of_wall']:6.2f} "
                      f"{t['bound']:5.2f}")
     return "\n".join(lines)
+
+
+#: Bytes of one L2 cache line and of one sector (the unit a line is written in).
+LINE_BYTES, SECTOR_BYTES = 128, 32
+
+
+def _footprint(starts: np.ndarray, width: int) -> tuple[int, int]:
+    """Distinct 128-byte lines and 32-byte sectors that byte ranges [start, start + width) touch."""
+    b = (np.asarray(starts)[:, None] + np.arange(width)[None, :]).ravel()
+    return len(np.unique(b // LINE_BYTES)), len(np.unique(b // SECTOR_BYTES))
+
+
+def epilogue_stores(cfg: WSConfig, n: int = 4096) -> dict:
+    """How one CTA of ``cfg`` writes its bm × bn tile of C (row pitch ``n`` elements) to global
+    memory, per epilogue (a model from the fragment layout; no GPU, no timing):
+
+    * ``"register"`` — ``store_c`` (``kernels/wgmma_ring.cuh``): each thread stores each pair of
+      neighbouring accumulators straight to C as one word (2 · out itemsize bytes); one warp store
+      instruction is the 32 lanes' words of one register pair, placed by the wgmma accumulator
+      fragment (:func:`asynctc.models.fragments.wgmma_accumulator`).
+    * ``"tma"`` — ``store_c_tma`` (rung 7, 16-bit C): the warps write 64 × 64 chunks into shared
+      memory with stmatrix, then one thread stores each chunk with one TMA store: 64 rows of
+      128 bytes.
+
+    Returns {kind: {"instructions": global stores per tile, "bytes": bytes per instruction,
+    "lines": distinct 128-byte lines per instruction, "sectors": distinct 32-byte sectors per
+    instruction, "fill": bytes / (sectors · 32), "line_requests": lines × instructions}}; ``"tma"``
+    also has ``"stmatrix"`` (stmatrix.x4 instructions per tile, 512 bytes each), and only for a
+    16-bit ``cfg.out_dtype``. Raises :class:`WarpSpecializationError` for a tile whose rows do not
+    split into m64 atoms per consumer or an ``n`` narrower than the tile."""
+    from ..models.fragments import wgmma_accumulator
+    if cfg.bm % (64 * cfg.consumers):
+        _fail("cfg.bm", cfg.bm, f"must split into m64 atoms per consumer ({cfg.consumers} consumers)")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < cfg.bn:
+        _fail("n", n, f"must be an int ≥ bn = {cfg.bn} (C's row pitch in elements)")
+    size = 4 if cfg.out_dtype == "float32" else itemsize(cfg.out_dtype)
+    rows, cols = wgmma_accumulator(cfg.bn)                 # (128 threads, bn / 2 registers)
+    per_instr = []
+    for p in range(0, cfg.bn // 2, 2):                     # warp 0's register pairs
+        starts = (rows[:32, p] * n + cols[:32, p]) * size
+        per_instr.append(_footprint(starts, 2 * size))
+    lines, sectors = max(per_instr)
+    warps = 4 * cfg.consumers
+    count = warps * (cfg.bm // (64 * cfg.consumers)) * len(per_instr)
+    word = 32 * 2 * size
+    out = {"register": {"instructions": count, "bytes": word, "lines": lines, "sectors": sectors,
+                        "fill": word / (sectors * SECTOR_BYTES), "line_requests": lines * count}}
+    if size == 2:
+        box = 64 * ROW_BYTES
+        lines, sectors = _footprint(np.arange(64) * n * size, ROW_BYTES)
+        count = cfg.bm * cfg.bn * size // box
+        out["tma"] = {"instructions": count, "bytes": box, "lines": lines, "sectors": sectors,
+                      "fill": box / (sectors * SECTOR_BYTES), "line_requests": lines * count,
+                      "stmatrix": cfg.bm * cfg.bn * size // 512}
+    return out
+
+
+def epilogue_store_lines(cfg: WSConfig, n: int = 4096) -> str:
+    """:func:`epilogue_stores` as two lines of text, one per epilogue."""
+    e = epilogue_stores(cfg, n)
+    r = e["register"]
+    rows = r["bytes"] // r["lines"]
+    text = [f"register epilogue: {r['instructions']} stores per {cfg.bm}×{cfg.bn} tile, each "
+            f"{r['lines']} rows × {rows} B ({r['lines']} lines, sectors {r['fill']:.0%} full): "
+            f"{r['line_requests']} line requests"]
+    if "tma" in e:
+        t = e["tma"]
+        text.append(f"TMA store: {t['instructions']} stores per tile after {t['stmatrix']} stmatrix, "
+                    f"each {t['lines']} rows × {ROW_BYTES} B (whole lines): {t['line_requests']} "
+                    "line requests")
+    return "\n".join(text)
 
 
 _NVJET = re.compile(r"_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_")

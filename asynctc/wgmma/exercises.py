@@ -98,8 +98,11 @@ def _judge_encode(answer) -> str | None:
                     notes.append(f"{name}: bits {lo}–{lo + w - 1} hold {raw[name]:#x}, not "
                                  f"({value:#x} >> 4) = {enc[name]:#x}")
             elif name == "swizzle_mode":
-                notes.append(f"swizzle {swz}: bits 62–63 hold mode {raw[name]}; the modes are 0 none, "
-                             "1 = 128-byte, 2 = 64-byte, 3 = 32-byte")
+                meant = {v: k for k, v in dsc.LAYOUT_TYPE.items()}[raw[name]]
+                meant = f"{meant}-byte swizzle" if meant else "no swizzle"
+                want_s = f"{swz}-byte swizzle" if swz else "no swizzle"
+                notes.append(f"your bits 62–63 hold {raw[name]}, the mode of {meant}; {want_s} is "
+                             f"mode {enc[name]}")
             else:
                 notes.append(f"base_offset: bits 49–51 hold {raw[name]}; with tiles aligned to their "
                              "swizzle pattern it is 0")

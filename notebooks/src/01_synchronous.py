@@ -235,7 +235,7 @@ ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 # %%
 t = mma_sync.TILES[3]
 answer = ...
-ok = exercises.check("ch01.hmma_per_ktile", answer, wm=t.wm, wn=t.wn, bk=t.bk)
+ok = exercises.check("ch01.hmma_per_ktile", answer, wm=t.wm, wn=t.wn, bk=t.bk, bm=t.bm, bn=t.bn)
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>

@@ -44,18 +44,29 @@ notebook.banner("sm_90a")
 # [*elected thread*](../docs/glossary.md#elected-thread) arrives for them (CUTLASS's convention,
 # not a rule the PTX ISA text states).
 #
-# **Which parity.** k-tile k lives in stage **k mod S** and is that stage's (k / S)-th fill (`/`
-# is integer division):
-#
-# * a consumer waits on full[k mod S] with parity **(k / S) mod 2**;
-# * the producer, before loading k-tile t, waits on empty[t mod S] with parity **(t / S + 1) mod 2**.
-#
-# On the first pass (t < S) that is parity 1 on a fresh barrier: the phase *before* phase 0
-# (chapter 03), so **the first pass over the empty barriers passes at once**.
+# **Which parity.** k-tile k lives in stage **k mod S** and is that stage's fill **k / S** (integer
+# division). Each fill completes one phase of full[s] when its bytes land and one of empty[s] when
+# the consumers release it: phase f of either barrier is fill f's. `try_wait.parity(P)` waits while
+# the open phase has parity P (chapter 03 §3); on a fresh barrier (phase 0 open) parity 1 names the
+# phase before phase 0, which counts as completed.
 
 # %% output varies
-fig = mp.plot_ring(stages=4, k_tiles=12, hide_pending=True)
+fig = mp.plot_ring(stages=4, k_tiles=12, hide_pending=True, parities=False)
 plt.show()
+
+# %% [markdown]
+# **Exercise 1 — write the parities** (`//` is integer division): `full_parity(k, S)`, the parity
+# a consumer waits on full[k mod S] for k-tile k, and `empty_parity(t, S)`, the parity the producer
+# waits on empty[t mod S] before loading k-tile t (it needs the release of the stage's previous
+# fill; the first pass has none). The check runs the ring model (S = 1 to 4) with your pair; a wrong
+# one gets its diagnosis: the wait that never ends, or the read that races the copy.
+
+# %%
+def full_parity(k, S):
+    ...
+def empty_parity(t, S):
+    ...
+ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity))
 
 # %% [markdown]
 # ## 2. The kernel, from its source
@@ -64,7 +75,7 @@ plt.show()
 # numbered steps (the listing's comments): wait on full; issue the k-tile's wgmmas as one group and
 # wait until at most `kPending` groups are in flight; release k-tile r = k − kPending (one elected
 # thread per warpgroup arrives on empty); the producer thread refills that stage with k-tile
-# t = r + S. It waits on empty with `rp`, r's phase (r / S) mod 2: that is §1's (t / S + 1) mod 2.
+# t = r + S. It waits on empty with `rp`, r's phase (r / S) mod 2: exercise 1's `empty_parity(t, S)`.
 #
 # `pos` is k's stage (k mod S) and phase ((k / S) mod 2); `prev` is k − 1's, for step 3. The
 # ring header `ring.cuh` (second listing; its i is our k) keeps them without a division:
@@ -80,16 +91,14 @@ notebook.show_source("ring.cuh", start=r"^template <int kStages>", end=r"^};")
 # only label the wait: one that times out writes them into the kernel's error word.
 #
 # **Names**, e.g. `float16 128x256x64/c2 s4 B:K`: CTA tile 128×256×64, 2 consumer warpgroups,
-# S = 4 stages, B K-major (`B:MN`: MN-major); `out:float16`: C's dtype; `l2:256B`: TMA fetches L2
-# lines in 256-byte units; `waitN`: after Exercise 1. All parts: [05c](05c_pipeline_variants.ipynb) §1.
+# S = 4 stages, B K-major; every part: [05c](05c_pipeline_variants.ipynb) §1.
 #
-# **Exercise 1 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it, so
+# **Exercise 2 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it, so
 # answer first). With S = 6 stages and a **single** consumer warpgroup, should the loop's
 # `wgmma.wait_group<kPending>` leave 0 or 1 group pending to keep the math going while a stage is
-# released and refilled? You may then run `mp.simulate(6, p, 1, 32)` for p = 0 and 1: a CPU model of
-# this loop (`asynctc.models.pipeline`) with S = 6 stages, p groups pending, 1 consumer warpgroup
-# and 32 k-tiles. Compare their `math_fraction`, the share of the loop with a wgmma in flight.
-# Replace `...`:
+# released and refilled? Then try `mp.simulate(6, p, 1, 32)` (the ring model: S = 6, p groups
+# pending, 1 consumer, 32 k-tiles) for p = 0 and 1 and compare their `math_fraction`, the share of
+# the loop with a wgmma in flight:
 
 # %%
 answer = ...
@@ -106,8 +115,8 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # `|C − ref| ≤ K·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|` (the glossary defines each term): one wrong or
 # unwritten element fails.
 #
-# Live, two configurations run now. The record checked every combination of dtype, tile, stages,
-# consumers, B layout and wait_group, on two shapes.
+# Live, two configurations run now; the record checked every combination of dtype, tile, stages,
+# consumers, B layout and wait_group on two shapes.
 
 # %% output varies
 rec = records.load("pipeline")
@@ -168,17 +177,18 @@ meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeli
 best_s, gain = max(meas, key=meas.get), meas[4] / meas[3] - 1
 m = {t["stages"]: t["metrics"] for t in res["traces"] if t["tile"] == "128x256x64/c2"}[best_s]
 per_k, wait_full = m["mean"]["loop_cycles"] / m["k_tiles"], m["mean"]["wait_full_fraction"]
-kt_peak = pl.ktile_peak_cycles(pl.PipelineConfig(bm=128, bn=256, consumers=2))
+kcfg = pl.PipelineConfig(bm=128, bn=256, consumers=2)
+kt_peak = pl.ktile_peak_cycles(kcfg)
 avg = pl.average_ktile_cycles(res, "128x256x64/c2", "float16", 4096, best_s)   # the whole kernel's, at most
 notebook.claim(meas[1] < meas[2] < meas[3] and abs(gain) < 0.05,
                f"S = 1 → 4: {meas[1]:.0f} → {meas[2]:.0f} → {meas[3]:.0f} → {meas[4]:.0f} TFLOP/s; "
                f"S = 4 adds {gain:+.1%} over S = 3.", s3=meas[3], s4=meas[4])
 notebook.claim(wait_full > 0.15 and per_k > 1.8 * kt_peak and per_k > avg.cycles,
-               f"At S = {best_s} the traced consumers still waited on full barriers {wait_full:.0%} of "
-               f"the loop, and a k-tile took them {per_k:.0f} cycles where the Tensor Cores need "
-               f"{kt_peak:.0f}. These first-wave CTAs ran slower than the kernel as a whole, whose "
-               f"k-tiles average at most {avg.cycles:.0f} cycles.", wait_full=wait_full, traced=per_k,
-               peak=kt_peak, average=avg.cycles)
+               f"At S = {best_s} the traced consumers still waited on full barriers {wait_full:.0%} of the "
+               f"loop, and a k-tile took them {per_k:.0f} cycles where the Tensor Cores need {kt_peak:.0f} "
+               f"(2·{kcfg.bm}·{kcfg.bn}·{kcfg.bk} FLOP / {pl.FLOP_PER_CLK_SM} FLOP per clock). These "
+               f"first-wave CTAs ran slower than the kernel as a whole, whose k-tiles average at most "
+               f"{avg.cycles:.0f} cycles.", wait_full=wait_full, traced=per_k, peak=kt_peak, average=avg.cycles)
 _ = notebook.claim(abs(gain) < 0.05 and wait_full > 0.15,
                    "Bottom line: from S = 3 on, each load is issued stages ahead, yet the data still "
                    "arrive late; they come only as fast as the path into the SM delivers them, and "
@@ -193,21 +203,7 @@ _ = notebook.claim(abs(gain) < 0.05 and wait_full > 0.15,
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercise 1 is in section 2. Wrong answers get a hint.
-#
-# **2. Write the parities.** Complete the two functions from §1's rules (`//` is Python's integer
-# division): `full_parity(k, S)`, the parity a consumer waits on full[k mod S] for k-tile k, and
-# `empty_parity(t, S)`, the parity the producer waits on empty[t mod S] before loading k-tile t.
-# The check runs the CPU model of the ring on four rings (S = 1 to 4) with your parities in place
-# of the kernel's. A wrong pair gets the model's diagnosis: the wait that never ends, or the read
-# that races the copy. Try the full barrier's rule for `empty_parity` first and read the deadlock.
-
-# %%
-def full_parity(k, S):
-    ...
-def empty_parity(t, S):
-    ...
-ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity))
+# Exercise 1 is in section 1, exercise 2 in section 2.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

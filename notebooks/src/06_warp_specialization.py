@@ -133,25 +133,32 @@ _ = notebook.claim(ok, text, **numbers)
 #
 # ## 4. Why: what moved the number
 #
-# **What the split is for**, then, by its users' account: separate roles keep each warp's critical
-# path short and leave the interleaving to the warp scheduler, at a cost in synchronization, shared
-# memory and registers (Triton's Gluon tutorial, which calls it critical for peak performance on
-# Blackwell, chapter 09); CUTLASS's ping-pong kernel runs one consumer's epilogue under the other's
-# math (`efficient_gemm.md`; our rung 9, 06c §8).
+# **What the split is for**: the producer needs few registers, so `setmaxnreg` gives them to the
+# consumers (§2), and it loads ahead across tiles (rung 5); rung 9 (06c §8) runs one consumer's
+# epilogue under the other's math.
 #
-# **Does rung 7's TMA store need the persistent grid**, whose producer loads the next tile while
-# the consumers store this one? An ablation adds the store to rung 3 (one tile per CTA) and to
-# rung 5 (persistent, no cluster), in one run beside cuBLAS; each verdict follows its prediction.
+# **Why rung 7's TMA store is the big step.** An ablation adds it to rung 3 (one tile per CTA) and
+# to rung 5 (persistent: the producer loads the next tile during the epilogue). Then both epilogues,
+# counted from the wgmma fragment and timed by the trace (before rung 7 each thread stores its
+# accumulator pairs straight to C: `store_c` in `kernels/wgmma_ring.cuh`):
 
 # %% output varies
 try:
     srec = records.load("ws_store_ablation")
-    print(srec.label(), W.store_table(srec.results), sep="\n")
-    for said, (ok, yes, no) in zip(W.STORE_PREDICTIONS, W.store_verdicts(srec.results)):
-        print(f"Predicted on {W.STORE_PREDICTION_DATE}, before the first run: {said}.")
-        notebook.verdict(ok, yes, no)
+    print(srec.label())
+    ok, yes, no = W.store_verdicts(srec.results)[0]
+    print(f"Predicted on {W.STORE_PREDICTION_DATE}, before the first run: {W.STORE_PREDICTIONS[0]}.")
+    notebook.verdict(ok, yes, no)
 except records.RecordError:
     print("The ablation has not been recorded yet: tools/gpu_ch06_store.py --record on an H200.")
+print(W.epilogue_store_lines(W.RUNGS[6].make("float16")))
+ok, text, numbers = W.epilogue_note(res)
+_ = notebook.claim(ok, text, **numbers)
+
+# %% [markdown]
+# The register epilogue is its stores: a warp's store spans 8 rows of 16 bytes, so each 128-byte
+# line of C takes eight requests, each filling half a sector, while no wgmma runs. The TMA store
+# writes whole lines, one instruction per 8 KiB chunk.
 
 # %% [markdown]
 # ## 5. Use it: `asynctc.matmul`

@@ -55,9 +55,10 @@ display(Markdown(zoo.table_markdown(compact=True)))
 # ## 3. The kernel the variants break
 #
 # One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
-# TMA loads (on `full[s]`); warps 0–3, the consumers, copy each box (undoing the 128B swizzle) into
-# a buffer that thread 0 writes back with a TMA store. Every wait gives up after 0.5 s. Below, the
-# consumers' loop; each `#if BUG …` block is one zoo class (08b §2 compiles all eleven).
+# TMA loads; warps 0–3, the consumers, copy each box (undoing the 128B swizzle) into a buffer that
+# thread 0 writes back with a TMA store. Every wait gives up after 0.5 s. Below, the consumers'
+# loop; each `#if BUG …` block is a zoo class: the first, BUG=2, is `phase_parity` on their side
+# (§4a breaks the producer's, BUG=1).
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$", hooks=True,
@@ -94,9 +95,9 @@ for word in F.variants.words_in(outcome):
 # ### 4b. Wrong every time: a tile 128 bytes off its swizzle repeat
 #
 # TMA's 128B swizzle XORs address bits [4, 7) with bits [7, 10) of the **absolute** shared-memory
-# address. A stage that starts 128 bytes past a 1024 B boundary (say, behind 128 bytes of
-# mbarriers) gets every row's pattern shifted by one row, and a reader that swizzles relative to the
-# stage base reads every element from the wrong 16-byte chunk (tilelang#2379):
+# address. A stage that starts 128 bytes past a 1024 B boundary shifts every row's pattern by one
+# row, and a reader that swizzles relative to the stage base reads every element from the wrong
+# 16-byte chunk (tilelang#2379):
 
 # %%
 m = D.layout_mismatch(tma_swizzle=128, reader_swizzle=128, base_offset=128)

@@ -63,6 +63,9 @@ def _pending_hint(answer, stages: int = 4, consumers: int = 1):
                 "of mp.simulate(stages, 0, consumers, 32) and (stages, 1, …), or draw "
                 "mp.plot_timeline(mp.simulate(6, 0, 1, 32).spans) and look for the gaps between the "
                 "wgmma bars (deep dive 05b §1 draws such timelines)")
+    if answer not in (0, 1):
+        return ("the answer is 0 or 1: does the warpgroup wait until all its wgmma groups are done "
+                "(0), or leave the group it just issued running (1)?")
     return None
 
 
@@ -121,7 +124,7 @@ def _parity_value(fn, what: str, i: int, stages: int) -> int:
         raise _ex.NotAnswered(f"your {what} returns None: write its body (return 0 or 1) and run the "
                               "cell again.")
     if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) not in (0, 1):
-        raise TypeError(f"{what}({i}, {stages}) returned {v!r}; a parity is 0 or 1")
+        raise _ex.WrongReturn(f"your {what}({i}, {stages}) returned {v!r}; a parity is 0 or 1")
     return int(v)
 
 

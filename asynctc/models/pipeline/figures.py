@@ -30,16 +30,18 @@ def ring_parities(stages: int, k_tiles: int) -> dict[str, list[int]]:
 
 
 def plot_ring(stages: int = 4, k_tiles: int = 12, tile: str = "A 128×64\nB 256×64",
-              hide_pending: bool = False):
+              hide_pending: bool = False, parities: bool = True):
     """The ring drawn: ``stages`` shared-memory stages with their full and empty mbarriers, who
     arrives and who waits (left), and the parity each wait names for the first ``k_tiles`` k-tiles
-    (right, from :func:`ring_parities`). ``hide_pending=True`` labels the consumers'
-    ``wait_group`` with ``kPending`` instead of the kernel's 1 (left open for an exercise).
-    Returns the Figure."""
+    (right, from :func:`ring_parities`; ``parities=False`` leaves it out, for the exercise that asks
+    for them). ``hide_pending=True`` labels the consumers' ``wait_group`` with ``kPending``
+    instead of the kernel's 1 (left open for an exercise). Returns the Figure."""
     import matplotlib.pyplot as plt
-    import numpy as np
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.3), dpi=80, layout="constrained",
-                                  gridspec_kw={"width_ratios": [1.35, 1]})
+    if parities:
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.3), dpi=80, layout="constrained",
+                                      gridspec_kw={"width_ratios": [1.35, 1]})
+    else:
+        fig, ax = plt.subplots(figsize=(7, 4.3), dpi=80, layout="constrained")
     for s in range(stages):
         x = 1.2 + 1.6 * s
         ax.add_patch(plt.Rectangle((x, 1.3), 1.2, 1.4, fc="#dde8f5", ec="k"))
@@ -63,6 +65,15 @@ def plot_ring(stages: int = 4, k_tiles: int = 12, tile: str = "A 128×64\nB 256�
     ax.set_ylim(-0.9, 4.8)
     ax.axis("off")
     ax.set_title(f"A ring of S = {stages} stages, two mbarriers each", fontsize=10)
+    if parities:
+        _draw_parities(ax2, stages, k_tiles)
+    return fig
+
+
+def _draw_parities(ax2, stages: int = 4, k_tiles: int = 12) -> None:
+    """Draw on ``ax2`` the parity each wait names for k-tiles 0 … k_tiles − 1 of a ring of
+    ``stages`` stages (:func:`ring_parities`): the consumers' on full, the producer's on empty."""
+    import numpy as np
     par = ring_parities(stages, k_tiles)
     grid = np.array([par["full"], par["empty"]])
     ax2.imshow(grid, cmap="Pastel1", aspect="auto", vmin=0, vmax=8)
@@ -73,7 +84,6 @@ def plot_ring(stages: int = 4, k_tiles: int = 12, tile: str = "A 128×64\nB 256�
                    fontsize=8)
     ax2.set_xlabel("k-tile (and its stage)")
     ax2.set_title(f"The parity each wait names, S = {stages}", fontsize=10)
-    return fig
 
 
 def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
