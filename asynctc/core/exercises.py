@@ -34,13 +34,14 @@ A call without the keyword arguments the exercise needs gets a sentence naming t
 :class:`TypeError`.
 
 **Code exercises** (:func:`code_exercise`) take code, not a value: the learner writes a function
-(or several, passed as keyword arguments) and ``check`` runs it. The exercise's ``judge(answer,
-**kw)`` runs the learner's code against the course's model and returns None when it agrees
-everywhere, or the sentence that names the first disagreement (the model's own diagnosis where
-there is one). An exception raised inside the learner's code is reported, never re-raised; a
-function whose body is still ``...`` (it returns None) counts as not answered; a function that
-returns the wrong kind of value (a float where an int is asked) is told what it returned, not that
-it raised (the judge raises :class:`WrongReturn`).
+(or several, passed as keyword arguments, or CUDA C++ in a string) and ``check`` runs it. The
+exercise's ``judge(answer, **kw)`` runs the learner's code against the course's model and returns
+None when it agrees everywhere (or an :class:`Accepted` note to print after "correct"), or the
+sentence that names the first disagreement (the model's own diagnosis where there is one). An
+exception raised inside the learner's code is reported, never re-raised; a function whose body is
+still ``...`` (it returns None) counts as not answered; a function that returns the wrong kind of
+value (a float where an int is asked) is told what it returned, not that it raised (the judge
+raises :class:`WrongReturn`).
 """
 
 from __future__ import annotations
@@ -101,6 +102,12 @@ def exercise(name: str, prompt: str, choices: tuple[str, ...] = (), *, rtol: flo
                                     rtol, unordered, diagnose)
         return fn
     return deco
+
+
+class Accepted(str):
+    """What a code exercise's judge returns for a right answer it has something to add to: a note
+    (the cost of an equivalent form, what the compiler made of it). ``check`` prints
+    ``[name] correct — note``; an empty note prints ``[name] correct``, as None does."""
 
 
 class NotAnswered(Exception):
@@ -425,8 +432,8 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
     except Exception as e:  # noqa: BLE001 - the learner's code raised: say so, never crash the cell
         return fail(f"not quite — your code raised {type(e).__name__}: {e}",
                     f"is wrong: it raised {type(e).__name__}: {e}", "wrong")
-    if hint is None:
-        print(f"[{ex.name}] correct")
+    if hint is None or isinstance(hint, Accepted):
+        print(f"[{ex.name}] correct" + (f" — {hint}" if hint else ""))
         progress.record(ex.name, "correct", solution)
         return True
     return fail(f"not quite — {hint}", f"is wrong ({hint})", "wrong")

@@ -314,6 +314,7 @@ class CompiledKernel:
     cubin: bytes
     log: str
     resources: Resources
+    code: str | None = None     # the text compiled, where it is not the file's (compile_kernel)
 
     def kernel(self):
         """The loaded :class:`cuda.core.Kernel`. Raises :class:`NoGPUError` without a GPU of ``arch``."""
@@ -328,7 +329,7 @@ class CompiledKernel:
 
     def source_text(self) -> str:
         """The CUDA C++ source this kernel was compiled from."""
-        return kernel_path(self.source).read_text()
+        return self.code if self.code is not None else kernel_path(self.source).read_text()
 
 
 _loaded: dict[tuple[bytes, str], Any] = {}
@@ -376,7 +377,8 @@ def kernel_path(source: str) -> Path:
 
 def compile_kernel(source: str, name: str, arch: str = "sm_90a",
                    defines: dict[str, Any] | None = None,
-                   extra_options: dict[str, Any] | None = None) -> CompiledKernel:
+                   extra_options: dict[str, Any] | None = None,
+                   code: str | None = None) -> CompiledKernel:
     """Compile ``asynctc/kernels/<source>`` to cubin for ``arch`` and return entry ``name``.
 
     Parameters
@@ -386,6 +388,9 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
     arch: ``"sm_90a"`` or ``"sm_100a"`` (or the plain ``sm_90``/``sm_100``); never a virtual arch.
     defines: compile-time parameters, passed as ``-DKEY=VALUE``.
     extra_options: further :class:`cuda.core.ProgramOptions` fields (e.g. ``max_register_count``).
+    code: the text to compile in place of the file's: an edited copy of it (chapter 06's
+        consumer-loop exercise splices a learner's loop body into its kernel). ``source`` still
+        names the program (in NVRTC's messages; its includes resolve as the file's would).
 
     Works without a GPU. The cubin is cached on disk, keyed by source, headers, options, arch and
     NVRTC version (:func:`cuda.core.utils.make_program_cache_key`).
@@ -403,7 +408,8 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
     defines = dict(defines or {})
     memo_key = (source, name, arch, tuple(sorted(defines.items())),
                 tuple(sorted((extra_options or {}).items())))
-    code = path.read_text()
+    edited = code is not None
+    code = code if edited else path.read_text()
     hdr = _header_digest()
     memo_key = memo_key + (hashlib.sha1(code.encode()).digest(), hdr)
     if memo_key in _memo:
@@ -448,7 +454,7 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
         if name.encode() not in cubin:
             raise CompileError(f"{source} compiled for {arch}, but it has no kernel named {name!r}")
     ck = CompiledKernel(source=source, name=name, arch=arch, defines=defines, cubin=cubin,
-                        log=log, resources=res.get(name, Resources()))
+                        log=log, resources=res.get(name, Resources()), code=code if edited else None)
     _memo[memo_key] = ck
     return ck
 
