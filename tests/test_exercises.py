@@ -62,6 +62,7 @@ KW = {
     "ch03.swizzle_128b": dict(),
     "ch04.encode": dict(),
     "ch05.ring_parities": dict(),
+    "ch06.consumer_loop": dict(),
 }
 
 
@@ -243,6 +244,65 @@ MISTAKES = [
     ("ch10.fraction_both", (759.4 / 989.4, 0.5), "the datasheet fraction is right"),
     ("ch10.verdict", "holds", "only one denominator"),
     ("ch10.verdict", "does not hold", "the measured clock one"),
+]
+
+#: ch06.consumer_loop, a code exercise whose answer is CUDA C++ (compiled with NVRTC, no GPU): the
+#: kernel's loop body without `broken`, and each classic mistake made in it. Its right loops and
+#: their notes: tests/test_consumer_loop.py.
+_LOOP = """
+full.wait(pos.stage, pos.phase, wg, k);
+fence_accumulators(acc);
+mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
+          wgmma_desc_advance(db0, pos.stage * kStageBytes));
+wgmma_wait_group<1>();
+fence_accumulators(acc);
+if (k > 0 && elected) release(empty[prev]);
+prev = pos.stage;
+pos.advance();
+"""
+_WAIT, _RELEASE = "full.wait(pos.stage, pos.phase, wg, k);\n", "if (k > 0 && elected) release(empty[prev]);\n"
+MISTAKES += [
+    ("ch06.consumer_loop", _LOOP.replace(_WAIT, ""), "with no wait on full[0] before them"),
+    ("ch06.consumer_loop", _LOOP.replace("full.wait(", "empty.wait("),
+     "wait on empty[0], the barrier the consumers themselves complete"),
+    ("ch06.consumer_loop", _LOOP.replace("full.wait(", "empty.wait("), "a deadlock at k-tile 0"),
+    ("ch06.consumer_loop", _LOOP.replace("pos.phase, wg", "pos.phase ^ 1u, wg"),
+     "the phase before this fill (the producer's parity"),
+    ("ch06.consumer_loop", _LOOP.replace("pos.phase, wg", "pos.phase ^ 1u, wg"),
+     "ring model with your parities: a race at k-tile 0"),
+    ("ch06.consumer_loop", _LOOP.replace("pos.phase, wg", "0, wg"),
+     "ring model with your parities: a deadlock at k-tile 4"),
+    ("ch06.consumer_loop", _LOOP.replace("empty[prev]", "empty[pos.stage]"),
+     "That is this k-tile's own stage: wgmma_wait_group<1>() leaves its group in flight"),
+    ("ch06.consumer_loop", _LOOP.replace("wgmma_wait_group<1>();\nfence_accumulators(acc);\n" + _RELEASE,
+                                         _RELEASE + "wgmma_wait_group<1>();\nfence_accumulators(acc);\n"),
+     "The release comes before wgmma_wait_group"),
+    ("ch06.consumer_loop", _LOOP.replace("pos.advance();", ""), "pos.advance() is missing"),
+    ("ch06.consumer_loop", _LOOP.replace("prev = pos.stage;", ""), "prev is never set"),
+    ("ch06.consumer_loop", _LOOP.replace("k > 0 && elected", "k > 0"),
+     "128 arrivals per warpgroup on empty[s], which counts 2"),
+    ("ch06.consumer_loop", _LOOP.replace("k > 0 && elected", "k > 0"), "complete 64 phases of it"),
+    ("ch06.consumer_loop", _LOOP.replace("pos.advance();", "pos.advance()"),
+     'NVRTC cannot compile your loop — after your last line: expected a ";"'),
+    ("ch06.consumer_loop", _LOOP.replace("fence_accumulators(acc);\nmma", "fence_acumulators(acc);\nmma"),
+     'line 2 (fence_acumulators(acc);): identifier "fence_acumulators" is undefined'),
+    ("ch06.consumer_loop", _LOOP.replace("k > 0 && elected", "elected"), "At k = 0 there is no earlier k-tile"),
+    ("ch06.consumer_loop", _LOOP.replace("empty[prev]", "full[prev]"), "your release arrives on full[0]"),
+    ("ch06.consumer_loop", _LOOP.replace("<1>", "<2>"), "wgmma_wait_group<2>() leaves k-tile k − 1's group"),
+    ("ch06.consumer_loop", _LOOP.replace("wgmma_wait_group<1>();\n", ""), "no wgmma.wait_group retired it"),
+    ("ch06.consumer_loop", _LOOP.replace("prev = pos.stage;\npos.advance();", "pos.advance();\nprev = pos.stage;"),
+     "set prev = pos.stage before pos.advance()"),
+    ("ch06.consumer_loop", _LOOP.replace(_RELEASE, ""), "a deadlock at k-tile 4"),
+    ("ch06.consumer_loop", _LOOP.replace("mma_ktile(", "if (elected) mma_ktile("), "wgmma is .sync.aligned"),
+    ("ch06.consumer_loop", _LOOP.replace("full.wait(", "if (elected) full.wait("), "only the elected thread waits"),
+    ("ch06.consumer_loop", _LOOP.replace("da0, pos.stage", "da0, prev").replace("db0, pos.stage", "db0, prev"),
+     "your wgmmas read stage 0, but the producer put this k-tile in stage 1"),
+    ("ch06.consumer_loop", _LOOP.replace("pos.advance();", "pos.advance(); pos.advance();"),
+     "advance the ring once per k-tile"),
+    ("ch06.consumer_loop", _LOOP.replace("wgmma_wait_group<1>();", "wgmma_wait_group<1>;"),
+     "line 5: wgmma_wait_group<1> names the function without calling it"),
+    ("ch06.consumer_loop", _LOOP + "ring = 0;\n", "ring is the kernel's"),
+    ("ch06.consumer_loop", 5, "pass your loop body as a string"),
 ]
 
 
@@ -493,6 +553,7 @@ def test_code_exercises_accept_right_code(capsys, name, answer):
     ("ch05.ring_parities", (lambda k, S: ..., lambda t, S: ...)),
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: None)),
     ("ch08.repair", list(_STORE)),                         # the broken program, unchanged
+    ("ch06.consumer_loop", "\n    // your code: wait for stage pos.stage to hold k-tile k, ...\n"),
 ])
 def test_code_exercises_whose_body_is_still_dots_are_unanswered(capsys, tmp_path, monkeypatch, name, answer):
     from asynctc.core import progress

@@ -63,8 +63,10 @@ W.<name>``):
   (:func:`ladder_summary`, :func:`prediction_check`, :func:`rung2_note`, :func:`split_note`,
   :func:`pingpong_note`), trace windows and tables,
   :func:`plot_raster`; never times;
-* ``exercises.py`` — chapter 06's auto-checked exercises (registered on import), and the
-  listing lines exercise 1 leaves out until it is answered (:data:`WHICH_BARRIER_LINES`).
+* ``exercises.py`` — chapter 06's auto-checked exercises (registered on import);
+* ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
+  compiled into rung 3 (NVRTC), read (``loop_reader.py``) and judged with chapter 05's ring model
+  and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
 * ``tile_order.py`` — the persistent tile orders (group-M raster mirror, the Hilbert order table);
   ``order_suite.py`` — the ``ws_orders`` record suite (rung 8's L2 / tile-order variants);
 * ``store_suite.py`` — the ``ws_store_ablation`` record suite (rung 7's TMA store without the
@@ -81,13 +83,14 @@ from __future__ import annotations
 from . import config, exercises, figures, ladder, launch, limit, limit_suite, suite, trace  # noqa: F401
 from . import order_suite, tile_order  # noqa: F401  (issue 20: opt-in L2 / tile-order variants)
 from . import store_suite  # noqa: F401  (does the TMA store need the persistent grid?)
+from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,
     WAVE_FILL, WSConfig, WarpSpecializationError, _fail, _launch_regs, default_bk, is_fp8, itemsize,
     most_stages, shape_tile, wave_fill,
 )
-from .exercises import WHICH_BARRIER_LINES  # noqa: F401
+from .consumer_loop import LOOP_LINES  # noqa: F401
 from .figures import (  # noqa: F401
     PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio, ladder_summary,
     plot_ladder, pingpong_note, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,

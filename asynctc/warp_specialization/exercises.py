@@ -97,14 +97,6 @@ def _barrier_hint(answer, event: str):
     return None
 
 
-#: The lines of chapter 06 §1's listing (rung 3's roles) that answer ``ch06.which_barrier`` — the
-#: consumers' release function and its two calls — as ``omit`` ranges of
-#: :func:`asynctc.core.notebook.source_excerpt`: left out of the listing shown before the exercise,
-#: printed alone (``left_out=True``) after it. No pattern names a barrier.
-_CALL = (r"^ +release\(", r"^ +release\(", "exercise 1")
-WHICH_BARRIER_LINES = ((r"// Release a stage", r"^    \};", "exercise 1"), _CALL, _CALL)
-
-
 @_ex.exercise("ch06.which_barrier", "Which mbarrier of stage s, 'full' or 'empty', does this event "
               "use in the warp-specialized kernel: `event` (one of 'producer waits', 'TMA "
               "completes', 'consumer waits', 'consumer arrives')?", choices=("full", "empty"),

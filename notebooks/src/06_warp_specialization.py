@@ -5,9 +5,8 @@
 # TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels, one
 # change per rung, each timed beside cuBLAS. You will be able to
 #
-# 1. read the producer's and the consumers' loops — who waits on which barrier, with which phase
-#    parity — and say why the seed article's version (the tutorial whose claims this course checks)
-#    deadlocks;
+# 1. write the consumers' k-loop — its wait, phase parity and release — and say why the seed
+#    article's version (the tutorial whose claims this course checks) deadlocks;
 # 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
 # 3. read the ladder: what each rung changed, what it bought, and what the split itself bought;
 # 4. call the result, `asynctc.matmul(a, b)`, on any shape.
@@ -30,7 +29,7 @@ res = rec.results
 # ## 1. Two roles, two barriers per stage
 #
 # In chapter 05 one thread of a computing warpgroup also issued the loads; while it waited on empty
-# before a refill, its warpgroup's next `wgmma` (all 128 threads issue it together) waited too.
+# before a refill, its warpgroup's next `wgmma` waited too.
 # Here the loads get a warpgroup of their own
 # ([warp specialization](../docs/glossary.md#warp-specialization)): that wait leaves the math path,
 # and the producer's spare registers can go to the consumers (§2). The ring is chapter 05's
@@ -39,54 +38,47 @@ res = rec.results
 # Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
 # tiles: stage s = i mod S, fill f = i / S, with chapter 05's parities (a consumer waits on full[s]
 # with f mod 2, the producer on empty[s] with (f + 1) mod 2). The seed article swaps the waits: its
-# consumers wait on "empty" before anything was loaded. Both versions (the left read from the
-# kernel's source; one arrow is left open):
+# consumers wait on "empty" before anything was loaded, a deadlock at the first k-tile in chapter
+# 05's model (06b §1). Both versions (the left read from the kernel's source):
 
 # %% output varies
-fig = W.plot_protocol(hide="consumer arrives")
+fig = W.plot_protocol()
 plt.show()
 
 # %% [markdown]
 # The kernel's source (`asynctc/kernels/warp_specialization.cu`) resolved for **rung 3** of the
 # ladder (§3): a producer, two consumers, `setmaxnreg`, none of the later rungs' additions.
-# Warpgroup 0 takes the first branch, the consumers the other. The lines that answer exercise 1
-# (below) are left out:
+# Warpgroup 0 takes the first branch, the consumers the other. The body of the consumers' k-loop is
+# left out: you write it in exercise 1.
 
 # %%
 ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
 notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(acc\);", variant=True,
-                     omit=W.WHICH_BARRIER_LINES)
+                     omit=W.LOOP_LINES)
 
 # %% [markdown]
-# `pos` is the ring counter as (stage, phase f mod 2): the producer waits on empty with
-# `pos.phase ^ 1u`, a consumer on full with `pos.phase`. `load_stage` arms full[s] with
-# `arrive.expect_tx` (the stage's bytes) and issues the TMA loads of A and B, which complete on it.
-# `mma_ktile` issues a k-tile's wgmmas as one group; after `wgmma_wait_group<1>()` only that group
-# may still run, so k-tile k − 1's stage has been read. Also named: `kAtoms`, a consumer's 64-row
-# wgmma blocks (1 here), `kAcc` its accumulators per thread per block (§2); `TILE_ORIGIN`, the
-# tile's first row and column; `wgmma_desc_at`, chapter 04's descriptor pointed at an address
-# ("masked": 06b §6).
+# `pos` is the ring counter as (stage, phase f mod 2); `pos.advance()` moves it on by one. One
+# elected thread per consumer warpgroup calls `release`, so a phase of empty[s] completes with C
+# arrivals. `da0`, `db0` describe this consumer's A rows and B in stage 0.
 #
-# **Exercise 1. Which barrier.** The figure leaves one arrow open. After `wgmma.wait_group`
-# reports its wgmmas on stage s complete, a consumer warpgroup arrives on one of the stage's
-# barriers: `"full"` or `"empty"`? Reason from what each barrier means. (A wrong answer gets a
-# hint.)
+# **Exercise 1. Write the consumers' k-loop**, the body the listing left out, in the string
+# below. Also in scope: `full.wait(stage, parity, wg, k)`, a bounded wait (false if it gave up;
+# `broken` may remember that); `mma_ktile(acc, desc_a, desc_b)`, a k-tile's wgmmas as one group;
+# `wgmma_desc_advance(desc, bytes)`; `wgmma_wait_group<N>()`, after which at most N groups still
+# run. The check compiles your loop into rung 3 with NVRTC (no GPU) and judges the protocol it runs
+# with the course's models.
 
 # %%
-answer = ...
-ok = exercises.check("ch06.which_barrier", answer, event="consumer arrives")
+consumer_loop = """
+    // your code: wait for stage pos.stage to hold k-tile k, issue its wgmmas, let one group stay in
+    // flight, release the stage of k-tile k − 1 (one elected thread), remember this stage, advance the ring
+"""
+ok = exercises.check("ch06.consumer_loop", consumer_loop)
 
 # %% output answers a prediction
-print(notebook.source_excerpt(ck, variant=True, omit=W.WHICH_BARRIER_LINES, left_out=True))
+print(notebook.source_excerpt(ck, variant=True, omit=W.LOOP_LINES, left_out=True))
 
 # %% [markdown]
-# One elected thread per consumer warpgroup (as in chapter 05) releases the stage k-tile k − 1
-# used. So a phase of full[s] takes one arrival, the producer's `arrive.expect_tx(stage bytes)`, and
-# completes when the TMA has delivered those bytes; a phase of empty[s] completes with C arrivals,
-# one per consumer warpgroup.
-#
-# In chapter 05's CPU model the seed's protocol deadlocks at the first k-tile (deep dive 06b §1).
-#
 # ## 2. The register budget
 #
 # An SM has 65536 32-bit registers. `__launch_bounds__(384, 1)` (3 warpgroups, one CTA per SM)
@@ -177,38 +169,38 @@ _ = notebook.claim(ok, text, **numbers)
 #
 # ## 6. Exercises
 #
-# **2. The setmaxnreg budget.** A kernel like this one (one producer and two consumer warpgroups,
-# one CTA per SM) lets the producer keep **56** registers per thread. What is the most registers
-# per thread `setmaxnreg.inc` may give each consumer thread?
+# **2. The setmaxnreg budget.** If this kernel's producer warpgroup kept **56** registers per
+# thread, what is the most `setmaxnreg.inc` could give each consumer thread?
 
 # %%
 answer = ...
 ok = exercises.check("ch06.consumer_regs", answer, producer_regs=56, consumers=2)
 
 # %% [markdown]
-# **3. The producer's wait.** A persistent CTA works on tiles of **5** k-tiles each, with a ring of
-# **S = 4** stages. Its producer is about to load k-tile **2** of its tile number **1** (its second
-# tile). Which stage does it fill, and on which parity does it wait on that stage's empty barrier?
-# Answer `(stage, parity)`.
-
-# %%
-answer = ...
-ok = exercises.check("ch06.producer_wait", answer, tile=1, k=2, k_tiles=5, stages=4)
-
-# %% [markdown]
-# **What you learned.** The producer's and the consumers' loops and their parities (and why the
-# seed's swapped waits deadlock), the register budget `setmaxnreg` moves, a ladder of rungs each
-# timed beside cuBLAS, and `asynctc.matmul`, the top rung for any shape.
+# **What you learned.** The two roles' loops and parities (the consumers' written by you), why the
+# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, the ladder beside cuBLAS,
+# and `asynctc.matmul`, the top rung for any shape.
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
+# %% output varies
+consumer_loop = """
+if (!broken && !full.wait(pos.stage, pos.phase, wg, k)) broken = true;  // this fill: f mod 2
+fence_accumulators(acc);
+mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
+          wgmma_desc_advance(db0, pos.stage * kStageBytes));
+wgmma_wait_group<1>();                   // k-tile k − 1's group is complete
+fence_accumulators(acc);
+if (k > 0 && elected) {                  // one thread per warpgroup; at k = 0 no k-tile before
+  release(empty[prev]);
+}
+prev = pos.stage;
+pos.advance();
+"""
+ok = exercises.check("ch06.consumer_loop", consumer_loop, solution=True)
+
 # %%
-exercises.check("ch06.consumer_regs", (65536 - 128 * 56) // (128 * 2) // 8 * 8, producer_regs=56,
-                consumers=2, solution=True)
-i = 1 * 5 + 2                                        # the ring counter carries across tiles
-exercises.check("ch06.producer_wait", (i % 4, (i // 4 + 1) % 2), tile=1, k=2, k_tiles=5, stages=4,
-                solution=True)
-for event, barrier in W.protocol_from_source().items():
-    exercises.check("ch06.which_barrier", barrier, event=event, solution=True)
+ok = exercises.check("ch06.consumer_regs", (65536 - 128 * 56) // (128 * 2) // 8 * 8,
+                     producer_regs=56, consumers=2, solution=True)
