@@ -8,7 +8,7 @@ notebook (from a replayed record, or a program built in a cell above), the sheet
 solution's expression from the notebook's solution cell instead — the cell CI executes, so that
 expression is checked against the answer key too. A code exercise (its answer is code) gets its
 worked solution too: the functions the solution cell defines, each on one line as written, their
-comments as the note.
+comments as the note (or the source text it assigns, a string of CUDA C++, on one line).
 
 ``python -m asynctc.teaching.answers`` rewrites the sheet (``--check``: exit 1 if it differs);
 tests/test_teaching_plans.py regenerates it and compares.
@@ -135,6 +135,24 @@ def _defs_used(tree: ast.Module, lines: list[str], call: ast.Call) -> tuple[list
     return [_one_line_def(fn, src) for fn in used], [c for fn in used for c in _def_comments(fn, lines)]
 
 
+def _code_used(tree: ast.Module, lines: list[str], call: ast.Call) -> tuple[list[str], list[str]]:
+    """For a code exercise whose answer is source text (a string of CUDA C++ named in the call):
+    the text the solution's cell assigns to that name, on one line without its ``//`` comments,
+    and those comments (the note)."""
+    if len(call.args) < 2 or not isinstance(call.args[1], ast.Name):
+        return [], []
+    start = max((i + 1 for i, ln in enumerate(lines[:call.lineno - 1]) if ln.startswith("# %%")), default=0)
+    texts = [st.value.value for st in tree.body if isinstance(st, ast.Assign)
+             and start < st.lineno < call.lineno and isinstance(st.value, ast.Constant)
+             and isinstance(st.value.value, str)
+             and any(isinstance(t, ast.Name) and t.id == call.args[1].id for t in st.targets)]
+    if not texts:
+        return [], []
+    parts = [ln.split("//", 1) for ln in texts[-1].splitlines()]
+    code = " ".join(p[0].strip() for p in parts if p[0].strip())
+    return [code], [p[1].strip() for p in parts if len(p) == 2 and p[1].strip()]
+
+
 def asked(path: Path) -> list[Asked]:
     """The exercises one core notebook source asks, in the order it asks them."""
     src = path.read_text()
@@ -151,6 +169,8 @@ def asked(path: Path) -> list[Asked]:
                 why = line.split("  # ", 1)[1].strip() if "  # " in line else ""
                 expr = ast.unparse(call.args[1]) if len(call.args) > 1 else ""
                 defs, notes = _defs_used(tree, lines, call)
+                if not defs:
+                    defs, notes = _code_used(tree, lines, call)
                 steps = defs if defs else _steps_before(tree, lines, call) + [expr]
                 solutions[name] = (" ; ".join(steps), why or "; ".join(notes))
         elif name not in [c[0] for c in learner]:
