@@ -290,18 +290,17 @@ def test_grade_timeout_default_is_documented(capsys):
 
 def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
     """Chapter 05 asks ring_parities (§1, exercise 1) before groups_pending (§2), and deep
-    dive 05c find_bug after both; chapter 06 asks which_barrier (§1, under its listing), then
-    consumer_regs and producer_wait: the columns say so."""
+    dive 05c find_bug after both; chapter 06 asks consumer_loop (§1, under its listing), then
+    consumer_regs: the columns say so."""
     from asynctc.teaching import grading
     order = grading.course_order()
     assert order["ch05.ring_parities"] < order["ch05.groups_pending"] < order["ch05.find_bug"]
     assert order["ch00.memory_bound"] < order["ch05.ring_parities"]
     bob = grading.Graded("bob", ["05_pipelines.ipynb", "06_warp_specialization.ipynb"],
-                         {"ch06.which_barrier": "correct", "ch05.ring_parities": "wrong",
-                          "ch06.consumer_regs": None, "ch05.groups_pending": "correct",
-                          "ch06.producer_wait": None}, {}, [])
-    assert grading.columns([bob]) == ["ch05.ring_parities", "ch05.groups_pending", "ch06.which_barrier",
-                                      "ch06.consumer_regs", "ch06.producer_wait"]
+                         {"ch06.consumer_regs": None, "ch05.ring_parities": "wrong",
+                          "ch06.consumer_loop": "correct", "ch05.groups_pending": "correct"}, {}, [])
+    assert grading.columns([bob]) == ["ch05.ring_parities", "ch05.groups_pending", "ch06.consumer_loop",
+                                      "ch06.consumer_regs"]
     # without the sources (an installed package): where the learners' notebooks ask them
     bob.order = {"ch05.ring_parities": ("05_pipelines.ipynb", 0), "ch05.groups_pending": ("05_pipelines.ipynb", 1)}
     assert grading.columns([bob], order={})[:2] == ["ch05.ring_parities", "ch05.groups_pending"]

@@ -38,8 +38,8 @@ res = rec.results
 # Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
 # tiles: stage s = i mod S, fill f = i / S, with chapter 05's parities (a consumer waits on full[s]
 # with f mod 2, the producer on empty[s] with (f + 1) mod 2). The seed article swaps the waits: its
-# consumers wait on "empty" before anything was loaded, a deadlock at the first k-tile in chapter
-# 05's model (06b §1). Both versions (the left read from the kernel's source):
+# consumers wait on "empty" before anything was loaded. Both versions (the left read from the
+# kernel's source; in chapter 05's model the right deadlocks at the first k-tile, 06b §1):
 
 # %% output varies
 fig = W.plot_protocol()
