@@ -98,9 +98,8 @@ for sw in (0, 128):
 
 # %% [markdown]
 # **The load path in code.** `tma_load_dump` (`kernels/tma.cu`) loads one box the way chapters 05
-# and 06 load every stage. Under it: the PTX each wrapper issues, and the wait. Last, the store step
-# of section 4's copy kernel `copy_tma`, which writes a tile back with a
-# [TMA store](../docs/glossary.md#tma-store).
+# and 06 load every stage. Under it: the PTX each wrapper issues, and the wait. Last, the step of
+# section 4's copy kernel `copy_tma` that writes a tile back: a [TMA store](../docs/glossary.md#tma-store).
 
 # %%
 notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
@@ -122,8 +121,9 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 #   (chapter 06).
 # * Every thread waits on parity 0, **bounded**: after `max_tries` rounds of `try_wait` or 2 s it
 #   writes an error word and gives up. A wrong byte count or parity cannot hang the GPU.
-# * The copy kernel: tile `i` sits in stage `s` of a ring of `CSTAGES` (4) buffers. The store
-#   writes it to tensor map `dst` at the tile's column and row; `issue_load(j)` loads tile j.
+# * The copy kernel: its i-th tile (`tile`) sits in stage `s` of a ring of `CSTAGES` (4) buffers.
+#   The store writes it to tensor map `dst` at its element column and row (boxes of `BR` × `BC`,
+#   `tiles_c` per row). `issue_load(j)` loads its j-th tile.
 # * A TMA store reads its shared-memory source *after* the instruction returns. `commit_group`
 #   closes a [bulk group](../docs/glossary.md#bulk-group) of stores. `wait_group.read N` waits
 #   until at most N groups still *read* shared memory; only then may their buffers be written again
@@ -133,7 +133,7 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # `mbarrier_lifecycle` runs the cycle on the GPU: two boxes through one barrier, a 64-thread
 # arrival barrier, and (step 6, on purpose) a wait nobody can satisfy. After each step it records
 # whether a wait on parity 0 and on parity 1 would pass (1: it would). `open` is the phase in
-# progress; ✓: as the PTX ISA expects. In replay, the GPU run's record.
+# progress; ✓: as the PTX ISA expects.
 
 # %% output varies
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
@@ -144,7 +144,7 @@ assert lc["passed"] and lc["boxes_ok"]                # every step as expected, 
 
 # %% [markdown]
 # Step 3 is the example above: phase 2 is open, so parity 0 reads 0. Step 0: on a fresh barrier the
-# open phase 0 has parity 0, so parity 1 reads 1. A producer waiting for an empty stage therefore
+# open phase 0 has parity 0, so parity 1 reads 1. A producer waiting for an empty stage
 # starts on parity 1 and passes at once. A wrong initial parity deadlocks a pipeline (chapters
 # [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)). In SASS: [03b §3](03b_tma_boxes.ipynb).
 
