@@ -305,6 +305,17 @@ def rs_clocks_floor(results: dict, dtype: str = "float16") -> float:
     return float(np.median(clk))
 
 
+def small_n_as_modelled(results: dict, dtype: str = "float16", tolerance: float = 0.05) -> bool:
+    """What chapter 04 §7 says of small N, checked on the record's rows with one accumulator: every
+    SS point within ``tolerance`` of the bytes model; RS above SS at N = 8, 16 and 32 (it reads no
+    A from shared memory); RS below 0.8 of the model at N = 8 and 16 (the fixed cost the model
+    lacks, :func:`rs_clocks_floor`). ``KeyError`` if the record lacks one of those rows."""
+    m = {(r["n"], r["source"]): r for r in smem_model_rows(results, dtype) if r["chains"] == 1}
+    return (all(abs(r["ratio"] - 1) < tolerance for (_, src), r in m.items() if src == "smem")
+            and all(m[n, "registers"]["measured"] > m[n, "smem"]["measured"] for n in (8, 16, 32))
+            and all(m[n, "registers"]["ratio"] < 0.8 for n in (8, 16)))
+
+
 def plot_smem_model(rec, dtype: str = "float16"):
     """Measured FLOP/clk/SM by N (SS and RS, every chain count) over the shared-memory model's
     prediction (:func:`smem_model_flop_per_clk_sm`), as a fraction of the Tensor Core rate; RS also
@@ -507,7 +518,7 @@ def plot_throughput(rec):
     :func:`asynctc.wgmma.peak_row`; the same number its text prints) and the datasheet figure
     (989 at 1830 MHz); Luo et al.'s H800 SS figures per SM·clock (at their assumed boost clock,
     :data:`LUO_H800_ASSUMED_MHZ`) scaled to this GPU's SMs and that clock. Short legend entries:
-    the chapter's text states the conversion, 04b's table the rows with more accumulators."""
+    04b §6 states the conversion, 04b's table the rows with more accumulators."""
     import matplotlib.pyplot as plt
     from .wgmma import peak_row
     r = rec.results

@@ -341,6 +341,25 @@ def test_smem_model_of_wgmma_throughput():
         wp.smem_bytes_per_wgmma(8, "tmem")
 
 
+def test_small_n_as_modelled_reads_the_record():
+    """Chapter 04 §7's three sentences on small N, as the check its plot cell asserts: true on rows
+    that follow the bytes model with RS ahead of SS, false when any one of the three fails."""
+    from asynctc import wgmma_peak as wp
+
+    def rows(ss8=910.0, rs8=1257.0, rs16=2504.0):
+        fpc = {(8, "smem"): ss8, (16, "smem"): 1631.0, (32, "smem"): 2712.0, (64, "smem"): 4063.0,
+               (8, "registers"): rs8, (16, "registers"): rs16, (32, "registers"): 4058.0,
+               (64, "registers"): 4059.0}
+        return {"throughput": [{"dtype": "float16", "ctas_per_sm": 2, "n": n, "source": s, "chains": 1,
+                                "flop_per_clk_sm": v} for (n, s), v in fpc.items()]}
+    assert wp.small_n_as_modelled(rows())
+    assert not wp.small_n_as_modelled(rows(ss8=700.0))        # SS off the bytes model
+    assert not wp.small_n_as_modelled(rows(rs8=800.0))        # RS not ahead of SS at N = 8
+    assert not wp.small_n_as_modelled(rows(rs16=4000.0))      # RS at the model's rate at N = 16
+    from asynctc.core import records
+    assert wp.small_n_as_modelled(records.load("wgmma").results)    # the committed H200 record
+
+
 # ---- the lines notebook 04 prints from a "wgmma" record (CPU, made-up rows) ----------------------
 
 def _tp(n, source, chains, tflops, mhz, ctas=2, dtype="float16", smi=1980.0):

@@ -46,9 +46,10 @@ def offset_steps(tile: dsc.OperandTile) -> dict:
 
 def plot_layouts(dtype: str = "float16", majors=None, hide_sbo=(64,)):
     """The canonical layouts of a 64×64 operand tile (64×128 for fp8; A: M down, K across, in
-    elements), one row of panels per major-ness, one panel per swizzle mode. Drawn: the core
-    matrices (8 rows × 16 bytes, white borders) with their contiguous 16-byte rows as grey strokes
-    (along K in K-major, along M in MN-major); the TMA boxes the tile is stored as (shaded bands,
+    elements), one row of panels per major-ness (``majors``: both for 2-byte types, or the ones
+    named), one panel per swizzle mode. Drawn: the core matrices (8 rows × 16 bytes, white
+    borders) with their contiguous 16-byte rows as grey strokes (along K in K-major, along M in
+    MN-major); the TMA boxes the tile is stored as (shaded bands,
     numbered); what one wgmma reads (k-step 0, dashed); and arrows from the first core matrix to
     where LBO and SBO step (:func:`offset_steps`: the byte values come from the model). The SBO of
     the swizzle modes in ``hide_sbo`` (bytes) reads "exercise 1" instead of its value."""
@@ -58,8 +59,9 @@ def plot_layouts(dtype: str = "float16", majors=None, hide_sbo=(64,)):
     from matplotlib.patches import Patch, Rectangle
     majors = tuple(majors) if majors else ("K", "MN") if dsc.itemsize(dtype) == 2 else ("K",)
     k = 64 if dsc.itemsize(dtype) == 2 else 128
+    tall = 3.4 * len(majors) + (0.6 if len(majors) > 1 else 1.2)    # one row: room for two-line titles
     fig, axes = plt.subplots(len(majors), len(SWIZZLES), squeeze=False, layout="constrained",
-                             figsize=(3.2 * len(SWIZZLES), 3.4 * len(majors) + 0.6))
+                             figsize=(3.2 * len(SWIZZLES), tall))
     shades = ("#cfe3f5", "#fbe0c4")
     for row, major in zip(axes, majors):
         for ax, sw in zip(row, SWIZZLES):
@@ -131,7 +133,8 @@ def plot_layouts(dtype: str = "float16", majors=None, hide_sbo=(64,)):
                Line2D([], [], color="tab:red", marker=">", label="SBO: from the first core matrix"),
                Line2D([], [], color="tab:blue", marker=">", label="LBO: from the first core matrix")]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=7.5, frameon=False)
-    fig.suptitle(f"A 64×{k} {dtype} tile as wgmma reads it: core matrices, TMA boxes, LBO and SBO",
+    which = f"{majors[0]}-major " if len(majors) == 1 else ""
+    fig.suptitle(f"A 64×{k} {dtype} {which}tile as wgmma reads it: core matrices, TMA boxes, LBO and SBO",
                  fontsize=10)
     return fig
 

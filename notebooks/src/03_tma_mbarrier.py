@@ -84,18 +84,22 @@ for sw in (0, 128):
 # | pending arrivals | `init` | each thread's `arrive` |
 # | pending bytes, the **tx-count** | [`expect_tx`](../docs/glossary.md#expect_tx) | each TMA copy's `complete_tx` |
 #
-# When both reach zero the phase completes and the next one opens. Phases are numbered 0, 1, 2, …;
-# a phase's *parity* is its number mod 2.
+# When both reach zero, the phase completes and the next one opens. Phases are numbered 0, 1, 2, …
+# A wait names not a phase but a [*phase parity*](../docs/glossary.md#phase-parity) P: a phase's
+# number mod 2.
 #
-# **The wait's rule** (PTX ISA, *mbarrier.test_wait/try_wait*): `try_wait.parity(P)` names the
-# open phase or the one just before it. It passes when P is *not* the open phase's parity (P then
-# names the completed phase just before) and waits while it is. So parity P counts as completed
-# only until a newer phase of parity P opens.
+# **An example.** A barrier has completed phases 0 and 1; phase 2 is open.
+#
+# * A wait on parity 1 passes: phase 1 is complete.
+# * A wait on parity 0 waits: parity 0 now means the open phase 2, though phase 0 completed long ago.
+#
+# **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*): a wait on parity P passes unless the open
+# phase has parity P.
 
 # %% [markdown]
 # **The load path in code.** `tma_load_dump` (`kernels/tma.cu`) loads one box the way chapters 05
-# and 06 load every stage. Under it: the PTX each wrapper issues, the wait, and a
-# [TMA store](../docs/glossary.md#tma-store) (section 4's copy kernel).
+# and 06 load every stage. Under it: the PTX each wrapper issues, and the wait. Last, the step of
+# section 4's copy kernel `copy_tma` that writes a tile back: a [TMA store](../docs/glossary.md#tma-store).
 
 # %%
 notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
@@ -107,55 +111,54 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # %% [markdown]
 # Reading the listing:
 #
-# * The tensor map is a kernel parameter (`const __grid_constant__ TmaDesc tmap`: the host's 128
-#   bytes, by value). Thread 0 initialises the barrier with an arrival count of 1 (its own
-#   `expect_tx`).
+# * The tensor map is a kernel parameter (`__grid_constant__`: the host's 128 bytes, by value).
+#   Thread 0 initialises the barrier with an arrival count of 1: its own `expect_tx`.
 # * Threads' loads and stores reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy). Only a fence orders the two: `fence.mbarrier_init`
 #   hands the new barrier to the async proxy, `fence.proxy.async` puts the 0xA5 fill before TMA's
 #   writes.
-# * `shared::cluster` in the copy's PTX: the shared memory of a
-#   [cluster](../docs/glossary.md#cluster) of CTAs (chapter 06). A CTA launched alone is a cluster
-#   of one, so here it is its own.
+# * `shared::cluster`: a CTA launched alone is a [cluster](../docs/glossary.md#cluster) of one
+#   (chapter 06).
 # * Every thread waits on parity 0, **bounded**: after `max_tries` rounds of `try_wait` or 2 s it
-#   writes an error word and gives up, so a wrong byte count or parity cannot hang the GPU.
+#   writes an error word and gives up. A wrong byte count or parity cannot hang the GPU.
+# * The copy kernel: its i-th tile (`tile`) sits in stage `s` of a ring of `CSTAGES` (4) buffers.
+#   The store writes it to tensor map `dst` at its element column and row (boxes of `BR` × `BC`,
+#   `tiles_c` per row). `issue_load(j)` loads its j-th tile.
 # * A TMA store reads its shared-memory source *after* the instruction returns. `commit_group`
-#   closes a [bulk group](../docs/glossary.md#bulk-group) of the thread's stores;
-#   `cp.async.bulk.wait_group.read N` waits until at most N of them still *read* shared memory
-#   (without `.read`: until their writes are done). Only then may that buffer be written again.
-#   Here N = 1: the newest store may still read its stage while the stage before it is refilled.
+#   closes a [bulk group](../docs/glossary.md#bulk-group) of stores. `wait_group.read N` waits
+#   until at most N groups still *read* shared memory; only then may their buffers be written again
+#   (the listing's comment says why N = 1 here).
 
 # %% [markdown]
-# `mbarrier_lifecycle` runs the whole cycle: two boxes through one barrier, a 64-thread arrival
-# barrier, and (step 6, on purpose) a wait nobody can satisfy. After each step it records
-# `test_wait.parity(0)` and `(1)` (`try_wait` without blocking: 1 = would pass); `open` is the phase
-# in progress; ✓: as `tma.LIFECYCLE` (the PTX ISA) expects. In replay, the GPU run's `tma_checks`
-# record.
+# `mbarrier_lifecycle` runs the cycle on the GPU: two boxes through one barrier, a 64-thread
+# arrival barrier, and (step 6, on purpose) a wait nobody can satisfy. After each step it records
+# whether a wait on parity 0 and on parity 1 would pass (1: it would). `open` is the phase in
+# progress; ✓: as the PTX ISA expects.
 
 # %% output varies
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
+lc = crec.results["lifecycle"]
 print(crec.label())
-print("\n".join(tma.checks.lifecycle_lines(crec.results)))
-assert crec.results["lifecycle"]["passed"]
+print(tma.lifecycle_table(lc["steps"]))
+assert lc["passed"] and lc["boxes_ok"]                # every step as expected, the boxes read back intact
 
 # %% [markdown]
-# Step 3 by the rule: phase 2 is open, so parity 0 names phase 2 and reads 0, though phase 0
-# completed at step 2. After `init`, parity 1 names the phase before phase 0 and reads 1: a producer
-# waiting for an empty slot can start on parity 1 and pass at once; a wrong initial parity
-# deadlocks a pipeline (chapters [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)). In SASS:
-# [03b §3](03b_tma_boxes.ipynb).
+# Step 3 is the example above: phase 2 is open, so parity 0 reads 0. Step 0: on a fresh barrier the
+# open phase 0 has parity 0, so parity 1 reads 1. A producer waiting for an empty stage
+# starts on parity 1 and passes at once. A wrong initial parity deadlocks a pipeline (chapters
+# [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)). In SASS: [03b §3](03b_tma_boxes.ipynb).
 
 # %% [markdown]
 # ## 4. Measured: TMA vs manual loads vs cp.async, by box size
 #
-# The same tiled copy of a 512 MiB fp32 matrix, global → shared → global, three ways
-# (`kernels/tma.cu`): **TMA** (`tma`: one thread of 32 issues loads into a ring of up to 4 stages
-# and TMA stores out of it), **vectorized loads** (`ldg_sts`: 128 threads, 16-byte loads and
-# stores, one stage) and **cp.async** (`cp_async`: 128 threads, a ring of `LDGSTS` copies). Boxes of
-# 1–32 KB, rows of 256 bytes (64 fp32), as many CTAs per SM as shared memory allows; bytes read +
-# written, against the same run's device-to-device copy. The three also differ in **bytes in
-# flight** per SM (stages × box × CTAs), so read a difference as "this configuration against that
-# one" (equal bytes in flight: [03b §2](03b_tma_boxes.ipynb)).
+# The same tiled copy of a 512 MiB fp32 matrix, global → shared → global, three ways: **TMA**
+# (`tma`: `copy_tma` above, one thread issuing into a ring of up to 4 stages), **vectorized loads**
+# (`ldg_sts`: 128 threads, 16-byte loads and stores, one stage) and **cp.async** (`cp_async`: 128
+# threads, a ring of `LDGSTS` copies). Boxes of 1–32 KB, rows of 256 bytes (64 fp32), as many CTAs
+# per SM as shared memory allows; bytes read + written, against the same run's device-to-device
+# copy. The three also differ in **bytes in flight** per SM (stages × box × CTAs), so read a
+# difference as "this configuration against that one" (equal bytes in flight:
+# [03b §2](03b_tma_boxes.ipynb)).
 
 # %% output varies
 rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)

@@ -9,8 +9,7 @@
 # field wrong and wgmma reads the wrong bytes. You will
 #
 # 1. see who supplies what to `wgmma.mma_async.m64nNk16`;
-# 2. take the descriptor apart bit by bit (start address, [LBO](../docs/glossary.md#lbo), [SBO](../docs/glossary.md#sbo), base offset, swizzle
-#    mode), then write its encoder;
+# 2. take the descriptor apart bit by bit, then write its encoder;
 # 3. draw the **canonical layouts** (the tile layouts wgmma can read) of [K-major](../docs/glossary.md#k-major) and
 #    [MN-major](../docs/glossary.md#mn-major) operands, and check that what TMA writes is what wgmma reads;
 # 4. read the kernel with its PTX and SASS, and check it against float64;
@@ -39,8 +38,7 @@ notebook.banner("sm_90a")
 # * **B** always comes from shared memory, through a 64-bit *descriptor*.
 # * **A** comes from shared memory (a second descriptor: "SS") or from registers ("RS": four 32-bit
 #   registers per thread, the same fragment as `mma.sync`'s A).
-# * **D** lives in registers: N/2 fp32 values per thread. In warp *w*, lane 4g+t holds rows 16w+g
-#   and 16w+g+8, columns 8j+2t and 8j+2t+1 for every j < N/8 (drawn in [04b §1](04b_wgmma_anatomy.ipynb)).
+# * **D** lives in registers: N/2 fp32 values per thread (which lane holds each: [04b §1](04b_wgmma_anatomy.ipynb)).
 #
 # It is *asynchronous*, like `cp.async` in chapter 02: `wgmma.fence` orders earlier register
 # writes before the wgmma, `wgmma.commit_group` closes a batch of wgmmas, and `wgmma.wait_group N`
@@ -49,22 +47,22 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 2. The descriptor, bit by bit
 #
-# PTX ISA §9.7.15.5.1.2.2 *Matrix Descriptor Format*: five fields of one 64-bit register; addresses
-# and offsets are stored as `(x & 0x3FFFF) >> 4`, i.e. in 16-byte units below 256 KiB.
-#
-# | bits | field | meaning |
-# |---|---|---|
-# | 0–13 | start address | shared-memory address of the operand's first element |
-# | 16–29 | LBO | leading dimension byte offset |
-# | 32–45 | SBO | stride dimension byte offset |
-# | 49–51 | base offset | row phase of a swizzle pattern not starting on its boundary |
-# | 62–63 | swizzle | 0 none, 1 128-byte, 2 64-byte, 3 32-byte |
-#
-# The tile every later chapter uses: A, 64×64 fp16, K-major, 128-byte swizzle.
-#
-# * Eight 128-byte rows make one 1024-byte swizzle pattern, so **SBO = 1024** (from one 8-row group
-#   to the next).
-# * LBO is unused by K-major swizzled layouts (the ISA "assumes 1"); the library writes 1 (16 B).
+# PTX ISA §9.7.15.5.1.2.2 *Matrix Descriptor Format*: five fields of one 64-bit register.
+# Addresses and offsets are stored as `(x & 0x3FFFF) >> 4`: in 16-byte units, below 256 KiB. The
+# fields, filled in for the tile every later chapter uses (A, 64×64 fp16, K-major, 128-byte swizzle,
+# at shared-memory address 0x2000):
+
+# %%
+tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
+d0 = tile.descriptor(step=0, base_address=0x2000)
+print(d0.table())
+assert (d0.sbo, d0.lbo, d0.swizzle, d0.encoded_fields()["sbo"]) == (1024, 16, 128, 64)
+assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes to the same fields
+
+# %% [markdown]
+# * Eight 128-byte rows make one 1024-byte swizzle pattern, so **[SBO](../docs/glossary.md#sbo) =
+#   1024**: from one 8-row group to the next.
+# * [LBO](../docs/glossary.md#lbo) is unused by K-major swizzled layouts (the ISA "assumes 1"); the library writes 1 (16 B).
 # * Each further k16 step starts 32 bytes later in the same rows.
 #
 # **Predict before you look** (exercise 1; section 3 draws why): what is SBO, in
@@ -75,52 +73,44 @@ answer = ...
 ok = exercises.check("ch04.sbo", answer, swizzle=64)
 
 # %% [markdown]
-# The default tile's descriptor, field by field:
-
-# %%
-tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
-d0 = tile.descriptor(step=0, base_address=0x2000)
-print(tile.describe())
-print(d0.table())
-print("k-steps:", ", ".join(f"{d.start_address:#x}" for d in tile.descriptors(0x2000)))
-assert (d0.sbo, d0.lbo, d0.swizzle, d0.encoded_fields()["sbo"]) == (1024, 16, 128, 64)
-assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes to the same fields
-
-# %% [markdown]
 # ## 3. Canonical layouts, drawn
 #
-# wgmma reads an operand in blocks of 8 rows of 16 contiguous bytes, each a
-# [core matrix](../docs/glossary.md#core-matrix). In a K-major tile each 16-byte row is 8 elements
-# along K; in an MN-major tile, 8 along M (or N). A 64×64 fp16 tile is 8 × 8 core matrices.
+# wgmma reads an operand in blocks of 8 rows of 16 contiguous bytes. Each block is a
+# [core matrix](../docs/glossary.md#core-matrix). A 64×64 fp16 tile is 8 × 8 core matrices.
 #
-# TMA writes the tile as boxes (chapter 03) whose rows are as wide as the swizzle, S bytes (16 without
-# one). A 128-byte row of the tile takes 128/S boxes side by side: one with 128-byte swizzle, two with
-# 64, four with 32. Core matrices side by side in a box are 16 bytes apart, and wgmma knows that.
-# The descriptor gives the other two steps:
+# TMA writes the tile as boxes (chapter 03). A box's rows are as wide as the swizzle: S bytes, or 16
+# without swizzle. Core matrices side by side in a box are 16 bytes apart, and wgmma knows that. The
+# descriptor gives the two other steps:
 #
-# 1. **SBO**: 8 rows down the same box, 8 × S bytes.
-# 2. **LBO**: to the next box, needed only when one wgmma reads from two. A k-step reads 32 bytes of K:
-#    in a swizzled K-major tile they lie in one box, so LBO is unused. In an MN-major tile each row it
-#    reads spans all 64 elements of M, 128 bytes: with 64-byte swizzle that is two boxes, so LBO is one
-#    box, 64 rows × 64 B = 4096 B.
+# * **SBO**: to the core matrix 8 rows down the same box, 8 × S bytes.
+# * **LBO**: to the next box. wgmma needs it only when one k-step reads from two boxes.
 #
-# One exception: MN-major without swizzle, where the ISA names the steps by dimension (LBO along K, SBO
-# along M), so LBO = 8 rows = 128 B and SBO = the next box. The swizzle also permutes the 16-byte chunks
-# within each 8-row group (chapter 03); the descriptor's mode field tells wgmma which permutation to undo.
+# The mode field names the swizzle, whose chunk permutation (chapter 03) wgmma undoes.
+#
+# **K-major.** A core matrix's 16-byte rows run along K, so a box's rows are m-rows. SBO steps 8
+# m-rows, down M. A k-step reads 32 bytes of each m-row. They fit in one swizzled box, so LBO is
+# unused (without swizzle they span two boxes: LBO is one box, 1024 B).
 
 # %%
-fig = wgmma.plot_layouts("float16")
+fig = wgmma.plot_layouts("float16", majors=("K",))
 plt.show()
 
 # %% [markdown]
-# (Deep dive [04b §5](04b_wgmma_anatomy.ipynb) writes these layouts as the ISA's tables do, in CuTe
-# notation.)
-#
+# **MN-major.** A core matrix's 16-byte rows run along M, so a box's rows are **k-rows**. SBO steps
+# 8 k-rows, along K. A k-step reads 16 k-rows, each 64 m = 128 bytes. With 64-byte swizzle those
+# span two boxes, so LBO is one box: 64 k-rows × 64 B = 4096 B. One exception: without swizzle the
+# two names swap, so LBO steps 8 k-rows (128 B) and SBO steps to the next box.
+
+# %%
+fig = wgmma.plot_layouts("float16", majors=("MN",))
+plt.show()
+
+# %% [markdown]
 # ## 4. What TMA writes is what the descriptor reads
 #
 # Two models, written independently: `layout.SmemTile` (chapter 03) says where a TMA box puts each
-# element, `descriptors.read_addresses` which byte a descriptor makes wgmma read. One object, the
-# operand tile, makes both the tensor-map box and the descriptor; compared element by element:
+# element, `descriptors.read_addresses` which byte wgmma reads. One operand tile makes both the box
+# and the descriptor. Compared element by element:
 
 # %%
 tiles = [descriptors.OperandTile(64, 64, "float16", m, sw) for m in ("K", "MN") for sw in (0, 32, 64, 128)]
@@ -131,10 +121,10 @@ assert same
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# Python lays each operand's bytes out as section 3 draws them (`OperandTile.image`). The threads of
-# `kernels/wgmma.cu` copy those bytes into shared memory with plain 16-byte stores, make them visible
-# to wgmma's [async proxy](../docs/glossary.md#proxy) with `fence.proxy.async` (chapter 03; bytes TMA
-# wrote need only the mbarrier wait), then run K/16 wgmmas: fence, issue, commit, wait.
+# Python lays each operand's bytes out as section 3 draws them. The threads of `kernels/wgmma.cu`
+# copy those bytes into shared memory with 16-byte stores, make them visible to wgmma's
+# [async proxy](../docs/glossary.md#proxy) with `fence.proxy.async` (chapter 03), then run K/16
+# wgmmas: fence, issue, commit, wait.
 
 # %%
 notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
@@ -144,13 +134,11 @@ notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written
                            ("ptx/wgmma.cuh", r"if constexpr \(kDtype == 0\)", r'"n"\(kTransA\), "n"\(kTransB\)\);')))
 
 # %% [markdown]
-# `wgmma_mma_async_ss` is one asm statement that the macro `WGMMA_ASM` pastes together: for fp16,
-# `wgmma.mma_async.sync.aligned.m64n` N `k16.f32.f16.f16`, the N/2 accumulator registers, the two
-# descriptors, the predicate `p` (from `scale_d`: add into D or overwrite it) and the immediates
-# scale-a, scale-b (1: no negation), trans-a, trans-b (1: MN-major). In the SASS of the N = 128
-# K-major tile, `WARPGROUP.ARRIVE` is the fence, each k-step one `HGMMA` reading both operands
-# through `gdesc` (the descriptors), and `WARPGROUP.DEPBAR.LE gsb0, 0x0` the wait; the commit has no
-# instruction of its own (the last `HGMMA` carries the `gsb0` the wait names).
+# `wgmma_mma_async_ss` is one asm statement, pasted together by the macro `WGMMA_ASM`. The predicate
+# `p` (`scale_d`) adds into D or overwrites it; the immediates scale-a, scale-b (1: no negation) and
+# trans-a, trans-b (1: MN-major) close it. In the SASS, `WARPGROUP.ARRIVE` is the fence, each k-step
+# one `HGMMA` reading through `gdesc` (the descriptors), and `WARPGROUP.DEPBAR.LE gsb0` the wait.
+# The commit has no instruction of its own: the last `HGMMA` carries the `gsb0` the wait names.
 
 # %% output varies
 ck = wgmma.compile_tile(wgmma.TileConfig("float16", 128))             # K-major A and B, 128-byte swizzle
@@ -160,8 +148,7 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # ## 6. Correct for every combination
 #
 # Checked against float64 as in chapter 01 ([elementwise bound](../docs/glossary.md#elementwise-bound);
-# looser for FP8). Live, a sample runs now; the record checked 384 single-tile and 72 TMA-fed
-# combinations before timing.
+# looser for FP8). Live, a sample runs now; the record checked 384 single tiles and 72 TMA-fed ones.
 
 # %% output varies
 rec = records.load_or_measure("wgmma", wgmma_peak.measure_wgmma)
@@ -175,33 +162,34 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # ## 7. Throughput by N and by operand source
 #
 # `kernels/wgmma_peak.cu`: each CTA (one warpgroup, two per SM) loads A (64×64) and B (N×64) once,
-# then loops over fence → 4 k-steps of wgmma → commit → `wait_group 1`, A from shared memory (SS)
-# or registers (RS). The kernel reads the SM clock around the loop, so a point can be set against
-# the **per-clock peak**, SMs × 4096 FLOP/clk × that clock, as well as the datasheet's 989 TFLOP/s
-# (at the 1830 MHz boost clock). Our goal: ≥ 0.90 of the per-clock peak. The grey line is Luo et al.'s
-# H800 benchmark (IPDPS 2024) brought to this GPU: their TFLOP/s ÷ (114 SMs × 1755 MHz, a clock we
-# assume) × this GPU's SMs × its in-kernel clock.
+# then loops over fence → 4 k-steps of wgmma → commit → `wait_group 1`. A comes from shared memory
+# (SS) or registers (RS). The kernel reads the SM clock around the loop, so each point is set
+# against the **per-clock peak**, SMs × 4096 FLOP/clk × that clock, and against the datasheet's 989
+# TFLOP/s. Our goal: ≥ 0.90 of the per-clock peak. Grey: Luo et al.'s H800 benchmark,
+# scaled to this GPU ([04b §6](04b_wgmma_anatomy.ipynb)).
+#
+# **Why small N is slow.** One fp16 wgmma is N/2 clocks of Tensor Core work. SS also reads A (2 KiB)
+# and B (32·N bytes) from shared memory, at 128 bytes per clock: 16 + N/4 clocks. Below N = 64 that
+# is more than N/2, so shared memory sets the pace. RS reads only B, so it is faster at N = 8–32. At
+# N ≤ 16 a fixed cost per wgmma, which this model lacks, still holds RS back
+# ([04b §4](04b_wgmma_anatomy.ipynb)).
 
 # %% output varies
 fig = wgmma_peak.plot_throughput(rec)
 plt.show()
 print(wgmma.peak_lines(rec.results, "float16", n=256))
 _ = notebook.verdict(*wgmma.goal_note(rec.results, goal=0.90))
-
-# %% [markdown]
-# Why small N is slow: [04b §4](04b_wgmma_anatomy.ipynb); the whole table and the clocks:
-# [04b §6](04b_wgmma_anatomy.ipynb).
+assert wgmma_peak.small_n_as_modelled(rec.results)   # "why small N is slow", on the record
 
 # %% [markdown]
 # ## Exercises
 #
-# (Exercise 1, the SBO prediction, is in section 2.)
+# (Exercise 1 is in section 2.)
 #
 # **2. Write the descriptor encoder.** Write `encode(start_address, lbo, sbo, swizzle)`: the 64-bit
 # descriptor (an `int`) from byte values and the swizzle in bytes (0, 32, 64, 128), packed as
 # section 2's table says, base offset 0. The check tries every k-step of a 64×64 fp16 tile in both
-# majors and every swizzle mode, and names the wrong fields. (Whole descriptors by hand: 04b's
-# exercise.)
+# majors and every swizzle mode, and names the wrong fields.
 
 # %%
 def encode(start_address, lbo, sbo, swizzle):
