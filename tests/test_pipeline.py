@@ -434,9 +434,11 @@ def test_figures_draw_from_data():
              "stages": s, "tflops": 100.0 * s} for s in (1, 2, 3, 4)]}
     fig = P.plot_depth(res)
     assert len(fig.axes[0].lines) == 2
-    # a /2cta series is drawn distinct from its base (hollow markers), cuBLAS labelled per dtype
+    # /2cta series only when asked for (chapter 05's core leaves them to 05c), then drawn distinct
+    # from their base (hollow markers); cuBLAS labelled per dtype
     res["sweep"] += [dict(r, tile="128x256x64/c2/2cta", tflops=r["tflops"]) for r in res["sweep"][1:3]]
-    fig = P.plot_depth(res)
+    assert len(P.plot_depth(res).axes[0].lines) == 2
+    fig = P.plot_depth(res, two_cta=True)
     lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
     two = next(ln for lab, ln in lines.items() if lab.startswith("128x256x64/c2/2cta"))
     assert two.get_markerfacecolor() == "white" and two.get_linestyle() == "--"
@@ -444,6 +446,22 @@ def test_figures_draw_from_data():
     table = P.depth_table(res | {"sweep": [dict(r, resident_ctas=3) if r.get("stages") == 1 else r
                                            for r in res["sweep"]]})
     assert " 100 (3)" in table and "³" not in table
+
+
+def test_model_beside_record_says_where_model_and_record_part():
+    rows = lambda ts: [{"stages": s, "tflops": t, "fits": s <= 4} for s, t in enumerate(ts, 1)]  # noqa: E731
+    meas = {1: 300.0, 2: 450.0, 3: 670.0, 4: 680.0}
+    ok, text = P.model_beside_record(rows([370, 720, 810, 810, 810, 810]), meas)
+    assert ok and text.startswith("No cap: model and record both flatten from S = 3, but at S = 4")
+    assert "810 TFLOP/s, the record 680 (+19%)" in text and "widest gap is at S = 2, +60%" in text
+    ok, text = P.model_beside_record(rows([290, 470, 690, 690, 690, 690]), meas, 40)
+    assert ok and text.startswith("Cap 40 B/clock/SM:") and "within 4% of the record at every" in text
+    # a capped model may part from the record in shape too: said, and not a failed claim
+    ok, text = P.model_beside_record(rows([80, 90, 90, 90, 90, 90]), meas, 5)
+    assert ok and "the model flattens from S = 2, the record from S = 3" in text
+    # without a cap, a shape that parts from the record is the claim the chapter cannot make
+    ok, _ = P.model_beside_record(rows([300, 400, 500, 700, 810, 810]), meas)
+    assert not ok
 
 
 def test_depth_table_marks_occupancy_without_superscripts():

@@ -270,6 +270,15 @@ def test_params_without_records(tmp_path, monkeypatch):
     assert pl.simulate(3, 1, 2, 8, hw).diagnosis is None
 
 
+def test_l2_cap_is_checked():
+    # chapter 05 §5 lets the learner set the cap: a value the model would silently read as "no cap"
+    # (0, a negative number) or cannot use (a string) is refused, naming the field
+    assert HardwareParams.from_records(l2_bytes_per_clk=40).l2_bytes_per_clk == 40
+    for bad in (0, -5.0, "40", True):
+        with pytest.raises(ValueError, match=r"l2_bytes_per_clk=.*must be None \(no cap\)"):
+            HardwareParams.from_records(l2_bytes_per_clk=bad)
+
+
 def test_wave_dram_fraction():
     t = pl.Tile()
     # 4096²: 16 N tiles per row; 132 CTAs span 9 row blocks and all 16 column blocks

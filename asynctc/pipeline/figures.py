@@ -1,8 +1,11 @@
 """Chapter 05's figures (matplotlib; data in, figure out — never measures): one CTA's trace as
-a Gantt chart (:func:`plot_trace`) and the throughput by ring depth from a ``pipeline`` record
-(:func:`plot_depth`)."""
+a Gantt chart (:func:`plot_trace`), the throughput by ring depth from a ``pipeline`` record
+(:func:`plot_depth`), and the sentence that sets the ring model's depth sweep beside the record's
+(:func:`model_beside_record`)."""
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from .config import STAGE_RANGE
 from .results import cublas_row
@@ -77,11 +80,12 @@ def plot_trace(trace: dict, title: str = "", record=None, k_max: int | None = No
 _TILE_MARKERS = {"128x128x64/c1": "o", "128x128x64/c2": "s", "128x256x64/c2": "D", "256x128x64/c2": "^"}
 
 
-def plot_depth(results: dict, dtype: str = "float16", record=None):
+def plot_depth(results: dict, dtype: str = "float16", record=None, two_cta: bool = False):
     """TFLOP/s against the number of stages: one panel per GEMM size, one line per tile (distinct
-    marker and colour; a ``/2cta`` variant — launch bounds asking for two resident CTAs per SM — in
-    its base tile's colour, hollow markers, dashed), the panel's cuBLAS (``dtype``, that size) as a
-    labelled horizontal line — from a ``pipeline`` record's results. Returns the figure."""
+    marker and colour), the panel's cuBLAS (``dtype``, that size) as a labelled horizontal line —
+    from a ``pipeline`` record's results. ``two_cta=True`` adds the ``/2cta`` variants (launch
+    bounds asking for two resident CTAs per SM), each in its base tile's colour, hollow markers,
+    dashed. Returns the figure."""
     import matplotlib.pyplot as plt
     sizes = sorted({r["size"] for r in results["sweep"]})
     fig, axes = plt.subplots(1, len(sizes), figsize=(5.2 * len(sizes) + 2.2, 4.2), dpi=80,
@@ -90,7 +94,8 @@ def plot_depth(results: dict, dtype: str = "float16", record=None):
     colour = {b: f"C{j}" for j, b in enumerate(bases)}
     for ax, size in zip(axes[0], sizes):
         tiles = sorted({r["tile"] for r in results["sweep"] if r["kernel"] == "pipeline"
-                        and r["size"] == size and r["dtype"] == dtype})
+                        and r["size"] == size and r["dtype"] == dtype
+                        and (two_cta or not r["tile"].endswith("/2cta"))})
         for tile in tiles:
             base = tile.split("/2cta")[0]
             two = tile.endswith("/2cta")
@@ -117,3 +122,39 @@ def plot_depth(results: dict, dtype: str = "float16", record=None):
     fig.suptitle(f"Pipelined TMA + wgmma GEMM, {dtype}: throughput by ring depth" +
                  (f"\n{record.label()}" if record is not None else ""), fontsize=10)
     return fig
+
+
+def _flat_from(tflops: dict) -> int:
+    """The smallest depth S from which no deeper S of ``tflops`` ({stages: TFLOP/s}) adds more
+    than 5 %: where the curve flattens."""
+    depths = sorted(tflops)
+    return next(S for S in depths if all(tflops[d] <= 1.05 * tflops[S] for d in depths if d > S))
+
+
+def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | None = None
+                        ) -> tuple[bool, str]:
+    """Chapter 05 §5's sentence: the ring model's depth sweep (rows of
+    :func:`asynctc.models.pipeline.predict_depth_sweep`) beside the record's ({stages: TFLOP/s}) —
+    where each curve flattens (no deeper stage adds over 5 %), and how far the model's heights lie
+    from the record's at the recorded depths (within 15 % at all of them, or the deepest and the
+    worst depth's gap). ``l2_cap``: the L2 → SM cap in bytes per clock per SM the model ran with
+    (None: no cap), named in the sentence. Returns (condition, sentence) for
+    :func:`asynctc.core.notebook.claim`: the condition is the agreement §5's prose states — the
+    model without a cap flattens at the record's depth — and holds whatever a capped model shows
+    (the sentence says where that one parts from the record)."""
+    mod = {r["stages"]: r["tflops"] for r in model if r["stages"] in measured}
+    meas = {S: measured[S] for S in mod}
+    fm, fr = _flat_from(mod), _flat_from(meas)
+    gap = {S: mod[S] / meas[S] - 1 for S in meas}
+    worst, top = max(gap, key=lambda S: abs(gap[S])), max(meas)
+    head = "No cap" if l2_cap is None else f"Cap {l2_cap:g} B/clock/SM"
+    shape = (f"model and record both flatten from S = {fm}" if fm == fr else
+             f"the model flattens from S = {fm}, the record from S = {fr}")
+    if abs(gap[worst]) <= 0.15:
+        height = (f"and the model lies within {abs(gap[worst]):.0%} of the record at every recorded "
+                  f"depth (S = {min(meas)}–{top})")
+    else:
+        height = (f"but at S = {top} the model gives {mod[top]:.0f} TFLOP/s, the record "
+                  f"{meas[top]:.0f} ({gap[top]:+.0%})"
+                  + (f"; the widest gap is at S = {worst}, {gap[worst]:+.0%}" if worst != top else ""))
+    return l2_cap is not None or fm == fr, f"{head}: {shape}, {height}."

@@ -10,14 +10,11 @@
 # 1. draw the ring of S shared-memory stages with its *full* and *empty* mbarriers, and say who
 #    arrives, who waits and on which [phase parity](../docs/glossary.md#phase-parity) at every k-tile;
 # 2. read the kernel's loop and check it against float64;
-# 3. measure throughput against ring depth, beside cuBLAS, and say why it stops rising.
+# 3. measure throughput against ring depth, beside cuBLAS, and test why it stops rising with the
+#    ring model.
 #
-# Every warpgroup here computes, and one of its threads also issues the loads. (Chapter 06 gives the
-# loads a warpgroup of their own.)
-#
-# Deep dives: [05b](05b_pipeline_timeline.ipynb) (a CPU model's prediction beside the GPU's
-# timelines) and [05c](05c_pipeline_variants.ipynb) (SASS; the names of CUTLASS, NVIDIA's C++ GEMM
-# library; what moved the numbers; the protocol broken on purpose).
+# Deep dives: [05b](05b_pipeline_timeline.ipynb) (the model's prediction beside the GPU's
+# timelines) and [05c](05c_pipeline_variants.ipynb) (SASS, what moved the numbers, broken protocols).
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -31,24 +28,31 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. The ring, drawn
 #
-# The [producer](../docs/glossary.md#producer) is the thread that issues the loads; the
-# [consumers](../docs/glossary.md#consumer) are the warpgroups that compute. Each of the S stages
-# has two mbarriers:
+# The [producer](../docs/glossary.md#producer) is the thread that issues the loads (thread 0 of
+# warpgroup 0); the [consumers](../docs/glossary.md#consumer) are the warpgroups that compute.
+# Each of the S stages has two mbarriers:
 #
 # | barrier | arrivals per phase | completes when | means |
 # |---|---|---|---|
 # | **full[s]** | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA's bytes have landed | "stage s contains its k-tile" |
-# | **empty[s]** | one per consumer warpgroup | each consumer's `wgmma.wait_group` says the wgmmas reading the stage are done | "stage s may be refilled" |
+# | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | "stage s may be refilled" |
 #
 # All 128 threads of a consumer execute `wgmma.wait_group`; then one
-# [*elected thread*](../docs/glossary.md#elected-thread) arrives for them (CUTLASS's convention,
-# not a rule the PTX ISA text states).
+# [*elected thread*](../docs/glossary.md#elected-thread) arrives for them (a convention of
+# CUTLASS, NVIDIA's C++ GEMM library, not a rule the PTX ISA text states).
 #
-# **Which parity.** k-tile k lives in stage **k mod S** and is that stage's fill **k / S** (integer
-# division). Each fill completes one phase of full[s] when its bytes land and one of empty[s] when
-# the consumers release it: phase f of either barrier is fill f's. `try_wait.parity(P)` waits while
-# the open phase has parity P (chapter 03 §3); on a fresh barrier (phase 0 open) parity 1 names the
-# phase before phase 0, which counts as completed.
+# **Which parity.** k-tile k goes into stage **k mod S**. It is that stage's fill number **k / S**
+# (integer division). With S = 2:
+#
+# | k-tile k | 0 | 1 | 2 | 3 | 4 | 5 |
+# |---|---|---|---|---|---|---|
+# | stage k mod 2 | 0 | 1 | 0 | 1 | 0 | 1 |
+# | fill k / 2 | 0 | 0 | 1 | 1 | 2 | 2 |
+#
+# Each fill completes one phase of full[s] (its bytes land) and one phase of empty[s] (the
+# consumers release it). So phase f of either barrier belongs to fill f. `try_wait.parity(P)` waits
+# while the open phase has parity P (chapter 03 §3). A fresh barrier has phase 0 open; parity 1
+# then names the phase before it, which counts as completed.
 
 # %% output varies
 fig = mp.plot_ring(stages=4, k_tiles=12, hide_pending=True, parities=False)
@@ -71,52 +75,46 @@ ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity))
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# `asynctc/kernels/pipeline.cu`, driven by `asynctc.pipeline`. Per k-tile k, the loop takes four
-# numbered steps (the listing's comments): wait on full; issue the k-tile's wgmmas as one group and
-# wait until at most `kPending` groups are in flight; release k-tile r = k − kPending (one elected
-# thread per warpgroup arrives on empty); the producer thread refills that stage with k-tile
-# t = r + S. It waits on empty with `rp`, r's phase (r / S) mod 2: exercise 1's `empty_parity(t, S)`.
+# The kernel is `asynctc/kernels/pipeline.cu`. Its loop takes four numbered steps per k-tile k.
+# In step 3 the consumers release k-tile r = k − kPending. In step 4 the producer refills that
+# stage with k-tile t = r + S. Its wait on empty uses `rp`, r's phase: that is exercise 1's
+# `empty_parity(t, S)`.
 #
-# `pos` is k's stage (k mod S) and phase ((k / S) mod 2); `prev` is k − 1's, for step 3. The
-# ring header `ring.cuh` (second listing; its i is our k) keeps them without a division:
-# `advance()` flips the phase when the stage wraps to 0.
+# `pos` is k's stage and phase, `prev` is k − 1's. Both are a `RingState` (second listing, from
+# `ring.cuh`; its i is our k). `advance()` flips the phase when the stage wraps to 0, so the loop
+# needs no division.
 
 # %%
 display(notebook.show_source("pipeline.cu", start=r"^  RingState<STAGES> pos", end=r"^  \}$"))
 notebook.show_source("ring.cuh", start=r"^template <int kStages>", end=r"^};")
 
 # %% [markdown]
-# `fence_accumulators(acc)` stops the compiler moving reads or writes of the accumulator registers
-# across a wgmma, which writes them asynchronously. `full.wait`'s last two arguments, `wg` and `k`,
-# only label the wait: one that times out writes them into the kernel's error word.
+# `fence_accumulators(acc)` keeps the compiler from moving accumulator reads or writes across a
+# wgmma, which writes them asynchronously. The last two arguments of `full.wait`, `wg` and `k`, only
+# label the wait: a timeout writes them into the kernel's error word.
 #
-# **Names**, e.g. `float16 128x256x64/c2 s4 B:K`: CTA tile 128×256×64, 2 consumer warpgroups,
-# S = 4 stages, B K-major; every part: [05c](05c_pipeline_variants.ipynb) §1.
+# **Names**, e.g. `128x256x64/c2 s4`: CTA tile 128×256×64, 2 consumer warpgroups, S = 4 stages
+# (every part of a name: [05c](05c_pipeline_variants.ipynb) §1).
 #
-# **Exercise 2 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it, so
-# answer first). With S = 6 stages and a **single** consumer warpgroup, should the loop's
+# **Exercise 2 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it).
+# With S = 6 stages and a **single** consumer warpgroup, should the loop's
 # `wgmma.wait_group<kPending>` leave 0 or 1 group pending to keep the math going while a stage is
-# released and refilled? Then try `mp.simulate(6, p, 1, 32)` (the ring model: S = 6, p groups
-# pending, 1 consumer, 32 k-tiles) for p = 0 and 1 and compare their `math_fraction`, the share of
-# the loop with a wgmma in flight:
+# released and refilled? Then try `mp.simulate(6, p, 1, 32).math_fraction` (the ring model: S = 6,
+# p groups pending, 1 consumer, 32 k-tiles) for p = 0 and 1: the share of the loop with a wgmma in
+# flight.
 
 # %%
 answer = ...
 ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 
 # %% [markdown]
-# **The `waitN` part of a name** (now that you have answered): the loop's `wgmma.wait_group(N)`, so
-# `wait1` leaves one wgmma group pending and `wait0` none.
-
-# %% [markdown]
 # ## 3. Correct first
 #
 # Checked as in chapter 01, against the [elementwise bound](../docs/glossary.md#elementwise-bound)
-# `|C − ref| ≤ K·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|` (the glossary defines each term): one wrong or
-# unwritten element fails.
+# `|C − ref| ≤ K·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|`: one wrong or unwritten element fails.
 #
-# Live, two configurations run now; the record checked every combination of dtype, tile, stages,
-# consumers, B layout and wait_group on two shapes.
+# The record checked every combination of dtype, tile, stages, consumers, B layout and wait_group
+# on two shapes; live, two run now.
 
 # %% output varies
 rec = records.load("pipeline")
@@ -134,76 +132,75 @@ assert all(c["passed"] for c in res["checks"])
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
 # The record swept 1–6 stages (as many as fit in shared memory) for three tiles, fp16 and bf16, at
-# 4096³ and 8192³, with cuBLAS timed in the same run. Shown: fp16; a dashed series is a `/2cta`
-# build (two CTAs per SM asked for).
+# 4096³ and 8192³, with cuBLAS timed in the same run. The 128×128 curves peak at S = 3: up to there
+# two CTAs share an SM, from S = 4 only one fits in shared memory
+# ([05c](05c_pipeline_variants.ipynb) §4). Under the figure, the chapter's goal: the best variant
+# at ≥ 0.80 of cuBLAS at 4096³, ≥ 0.90 at 8192³.
 
 # %% output varies
 fig = pl.plot_depth(res, "float16", record=rec)
 plt.show()
-print(pl.depth_table(res, dtypes=("float16",)))      # bf16: pl.depth_table(res)
-r128 = {(r["tile"][-2:], r["stages"]): r for r in res["sweep"] if r["kernel"] == "pipeline"
-        and r["tile"] in ("128x128x64/c1", "128x128x64/c2") and r["dtype"] == "float16" and r["size"] == 4096}
-drops = {c: (r128[c, 3], r128[c, 4]) for c in ("c1", "c2")}
-_ = notebook.claim(all(b["tflops"] < a["tflops"] and a["resident_ctas"] == 2 and b["resident_ctas"] == 1
-                       for a, b in drops.values()),
-                   "Both 128×128 tiles drop at S = 4 (" + ", ".join(
-                       f"{c} {a['tflops']:.0f} → {b['tflops']:.0f}" for c, (a, b) in drops.items())
-                   + " TFLOP/s): at S = 3 two CTAs share an SM, at S = 4 only one fits in shared memory.")
-
-# %% [markdown]
-# **The chapter's goal**: the best variant ≥ 0.80 of cuBLAS at 4096³ and ≥ 0.90 at 8192³, fp16
-# and bf16 (every untraced variant counts):
-
-# %% output varies
-goal = {4096: 0.80, 8192: 0.90}
-for size in (4096, 8192):
-    for dt in ("float16", "bfloat16"):
-        b, cb = pl.best_row(res, dt, size, variants=True), pl.cublas_row(res, dt, size)
-        ratio = b["tflops"] / cb["tflops"]
-        head = f"{size}³ {pl.row_label(b)}: {ratio:.2f} of cuBLAS, goal {goal[size]:.2f}"
-        notebook.verdict(ratio >= goal[size], f"{head} reached.", f"{head} NOT reached.")
+for t in ("128x128x64/c1", "128x128x64/c2"):                  # the text's "peak at S = 3", and why
+    r = {x["stages"]: x["resident_ctas"] for x in res["sweep"] if (x.get("tile"), x["size"]) == (t, 4096)}
+    assert pl.best_row(res, "float16", 4096, tile=t)["stages"] == 3 and (r[3], r[4]) == (2, 1)
+for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best variant, fp16 and bf16
+    got = [pl.best_row(res, dt, size, variants=True)["tflops"] / pl.cublas_row(res, dt, size)["tflops"]
+           for dt in ("float16", "bfloat16")]
+    head = f"{size}³: fp16 {got[0]:.2f}, bf16 {got[1]:.2f} of cuBLAS, goal {goal:.2f}"
+    notebook.verdict(min(got) >= goal, f"{head}: reached.", f"{head}: NOT reached.")
 
 # %% [markdown]
 # ## 5. Why it stops rising
 #
 # With one stage every load is exposed: load, wait, compute. Each further stage issues a load one
-# k-tile earlier, so it has longer to land under the math. From the record (128×256, fp16, 4096³,
-# and the timeline recorded inside the *first-wave CTAs*: the first CTAs launched, one per SM, which
-# start together):
+# k-tile earlier, so it has longer to land under the math. The record for 128×256, fp16, 4096³,
+# and the timeline recorded inside the first CTAs launched ([05b](05b_pipeline_timeline.ipynb) §3
+# draws it):
 
 # %% output varies
 meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
         and r["tile"] == "128x256x64/c2" and r["dtype"] == "float16" and r["size"] == 4096}
-best_s, gain = max(meas, key=meas.get), meas[4] / meas[3] - 1
-m = {t["stages"]: t["metrics"] for t in res["traces"] if t["tile"] == "128x256x64/c2"}[best_s]
-per_k, wait_full = m["mean"]["loop_cycles"] / m["k_tiles"], m["mean"]["wait_full_fraction"]
-kcfg = pl.PipelineConfig(bm=128, bn=256, consumers=2)
-kt_peak = pl.ktile_peak_cycles(kcfg)
-avg = pl.average_ktile_cycles(res, "128x256x64/c2", "float16", 4096, best_s)   # the whole kernel's, at most
-notebook.claim(meas[1] < meas[2] < meas[3] and abs(gain) < 0.05,
-               f"S = 1 → 4: {meas[1]:.0f} → {meas[2]:.0f} → {meas[3]:.0f} → {meas[4]:.0f} TFLOP/s; "
-               f"S = 4 adds {gain:+.1%} over S = 3.", s3=meas[3], s4=meas[4])
-notebook.claim(wait_full > 0.15 and per_k > 1.8 * kt_peak and per_k > avg.cycles,
-               f"At S = {best_s} the traced consumers still waited on full barriers {wait_full:.0%} of the "
-               f"loop, and a k-tile took them {per_k:.0f} cycles where the Tensor Cores need {kt_peak:.0f} "
-               f"(2·{kcfg.bm}·{kcfg.bn}·{kcfg.bk} FLOP / {pl.FLOP_PER_CLK_SM} FLOP per clock). These "
-               f"first-wave CTAs ran slower than the kernel as a whole, whose k-tiles average at most "
-               f"{avg.cycles:.0f} cycles.", wait_full=wait_full, traced=per_k, peak=kt_peak, average=avg.cycles)
-_ = notebook.claim(abs(gain) < 0.05 and wait_full > 0.15,
-                   "Bottom line: from S = 3 on, each load is issued stages ahead, yet the data still "
-                   "arrive late; they come only as fast as the path into the SM delivers them, and "
-                   "more stages do not change that rate.", gain=gain, wait_full=wait_full)
+gain = meas[4] / meas[3] - 1
+wait_full = next(t["metrics"]["mean"]["wait_full_fraction"] for t in res["traces"]
+                 if (t["tile"], t["stages"]) == ("128x256x64/c2", 4))
+_ = notebook.claim(meas[1] < meas[2] < meas[3] and abs(gain) < 0.05 and wait_full > 0.15,
+                   f"S = 1 → 4: {meas[1]:.0f} → {meas[2]:.0f} → {meas[3]:.0f} → {meas[4]:.0f} TFLOP/s "
+                   f"(S = 4 adds {gain:+.1%}). At S = 4 the traced consumers still waited on full "
+                   f"barriers {wait_full:.0%} of the loop: the loads are issued stages ahead, yet the data "
+                   "arrive late.", s3=meas[3], s4=meas[4], wait_full=wait_full)
 
 # %% [markdown]
-# **Not known:** which part of that path sets the rate, the L2 → SM bandwidth or wgmmas slowed by
-# the loads. The trace cannot separate them. Deep dive [05b](05b_pipeline_timeline.ipynb) sets a
-# CPU model's prediction, made before the kernel first ran, beside the sweep and fits a cap on the
-# L2 → SM path to it.
+# The data come only as fast as the path into the SM delivers them. **An open question:** which
+# part of the path sets that rate? The bandwidth from L2 into the SM, or wgmmas slowed by the
+# loads? The trace cannot tell them apart.
+#
+# **Try it.** The ring model (`mp`) runs section 1's protocol on the kernel's schedule, with times
+# from chapter 03's and 04's records (DRAM bandwidth, the Tensor Core rate). No record gives the
+# bytes per clock L2 delivers into one SM; by default the model lets L2 keep up. *Predict:* without
+# a cap, where does the model's curve flatten, and does it land on the record? Run the cell. Then
+# set `L2_CAP` to a value of your choice (e.g. 30 or 45) and run it again: which value puts the
+# curve on the record?
+
+# %% output answers a prediction
+L2_CAP = None                      # bytes per clock per SM from L2 into shared memory; None: no cap
+model = mp.predict_depth_sweep(mp.HardwareParams.from_records(l2_bytes_per_clk=L2_CAP))
+fig = mp.plot_depth_sweep(model, meas, record=rec, title=f"Ring model, L2 cap {L2_CAP}: 128×256, fp16, 4096³")
+plt.show()
+_ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP))
+
+# %% [markdown]
+# **What the runs can and cannot tell.** The model runs the kernel's protocol. Without a cap it
+# flattens where the record does, as its prediction frozen before the first GPU run did (05b §1).
+# That agreement is evidence about the ring: past that depth, depth no longer sets the pace. The
+# height is another matter. No run measured the L2 → SM rate, so a cap that puts the
+# curve on the four recorded depths is a **fit**: those runs identify one number. A fit shows the
+# cap could explain the sweep, not that it does. [05b](05b_pipeline_timeline.ipynb) §4 fits cap and
+# latency together.
 
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercise 1 is in section 1, exercise 2 in section 2.
+# Exercises 1 and 2 are in sections 1 and 2.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
@@ -218,6 +215,7 @@ runs = {p: mp.simulate(6, p, 1, 32) for p in (0, 1)}
 ok = exercises.check("ch05.groups_pending", max(runs, key=lambda p: runs[p].math_fraction), stages=6,
                      consumers=1, solution=True)
 
-# **What you learned.** The full/empty ring, the parity every wait uses, a pipelined GEMM checked
-# and measured, and why depth stops paying.
-# **Next:** [chapter 06](06_warp_specialization.ipynb) gives the loads a warpgroup of their own.
+# %% [markdown]
+# **What you learned.** The ring and its parities, a pipelined GEMM checked and measured, why
+# depth stops paying, what a fit can say. **Next:** [chapter 06](06_warp_specialization.ipynb)
+# gives the loads a warpgroup of their own.

@@ -265,6 +265,13 @@ ok = notebook.claim(all(b < a for *_, a, b in drops),
                f"{max(1 - b / a for *_, a, b in drops):.0%}): the extra stage costs the second CTA per SM, "
                "so this curve measures occupancy as much as depth.",
                drops=[round(1 - b / a, 3) for *_, a, b in drops])
+sweep = {(r["size"], r["dtype"], r["tile"], r["stages"]): r for r in res["sweep"] if r["kernel"] == "pipeline"}
+two = [(r, sweep[k[:2] + (k[2].removesuffix("/2cta"), k[3])]) for k, r in sweep.items() if k[2].endswith("/2cta")]
+gap = max(abs(r["tflops"] / b["tflops"] - 1) for r, b in two)
+ok = notebook.claim(all(r["resident_ctas"] == b["resident_ctas"] and r["stages"] <= last_two for r, b in two)
+                    and two and gap < 0.03,
+                    f"Asking for two CTAs per SM (the {len(two)} /2cta builds, S ≤ {last_two}) changes nothing: "
+                    f"each gets its base build's resident CTAs and runs within {gap:.1%} of it.", gap=gap)
 
 # %% [markdown]
 # ## 5. Breaking the protocol on purpose

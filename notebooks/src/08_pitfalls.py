@@ -35,8 +35,8 @@ notebook.banner("sm_90a")
 # ## 2. The zoo
 #
 # One row per class: its key (exercise 1 answers with one), the public reports
-# (repository#number), and where the course reproduces it — a CPU model, and a `BUG=` build of
-# `kernels/pitfalls.cu` (deep dive 08b §1 lists the reports). Terms the table uses:
+# (repository#number), and where the course reproduces it: a CPU model, and a `BUG=` build of
+# `kernels/pitfalls.cu`. Terms the table uses:
 #
 # * [latent](../docs/glossary.md#latent): found by reading the code, never seen failing;
 # * [proxy](../docs/glossary.md#proxy): an access's path to memory — ordinary loads and stores take
@@ -55,10 +55,11 @@ display(Markdown(zoo.table_markdown(compact=True)))
 # ## 3. The kernel the variants break
 #
 # One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
-# TMA loads; warps 0–3, the consumers, copy each box (undoing the 128B swizzle) into a buffer that
-# thread 0 writes back with a TMA store. Every wait gives up after 0.5 s. Below, the consumers'
-# loop; each `#if BUG …` block is a zoo class: the first, BUG=2, is `phase_parity` on their side
-# (§4a breaks the producer's, BUG=1).
+# TMA loads. Warps 0–3, the consumers, copy each box into a buffer (undoing the 128B swizzle);
+# thread 0 stores the buffer with TMA. Every wait gives up after 0.5 s.
+# `named_barrier_sync(1, CONSUMERS)` is a *named barrier*: a `__syncthreads` for the 128 consumers
+# only (`bar.sync 1, 128`). Below, the consumers' loop. Each `#if BUG …` block is a zoo class; the
+# first, BUG=2, is `phase_parity` on their side (§4a breaks the producer's, BUG=1).
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$", hooks=True,
@@ -117,9 +118,9 @@ assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).an
 # ### 4c. Wrong only sometimes: what the ring model cannot see
 #
 # Chapter 05's ring model tracks barriers and bytes, not proxies, bulk groups or lanes. The
-# ordering checker (`asynctc.pitfalls.ordering`) does: it runs a short program of `(op, arg)` steps
-# and names the first broken rule. Four of its five rules' broken programs (the fifth, the TMA
-# store's, is exercise 2; `init` wants chapter 03's fence and sync after `mbarrier.init`):
+# *ordering checker* (`asynctc.pitfalls.ordering`) does. It runs a short program of `(op, arg)`
+# steps and names the first rule broken. Below, broken programs for four of its five rules; the
+# fifth is exercise 2.
 
 # %%
 for rule in ("proxy", "wgmma", "leader", "init"):
@@ -129,7 +130,8 @@ for rule in ("proxy", "wgmma", "leader", "init"):
     assert ordering.check(fixed) == []
 
 # %% [markdown]
-# On the GPU these are races: a variant that passes is latent, not correct (08b: what the H200 did).
+# On the GPU these bugs are races: a variant that passes is latent, not correct (08b: what the H200
+# did).
 #
 # ## 5. The method
 #

@@ -67,6 +67,12 @@ class HardwareParams:
     epilogue_cycles: float = 2048.0
     sources: dict = dataclasses.field(default_factory=dict, compare=False)
 
+    def __post_init__(self):
+        v = self.l2_bytes_per_clk
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+            raise ValueError(f"l2_bytes_per_clk={v!r}: must be None (no cap) or a number of bytes "
+                             "per clock per SM above 0")
+
     @classmethod
     def from_records(cls, tile: Tile = Tile(), m: int = 4096, n: int = 4096, **overrides):
         """Parameters from ``data/``: the wgmma record (Tensor Core rate for instruction N = tile.bn
