@@ -151,8 +151,8 @@ def _ch00_intensity_hint(answer, expected, n: int) -> str | None:
                                   "so three n×n matrices cross DRAM."),
         (flop / (2 * n * n), "you counted the bytes of one matrix; A, B and C each cross DRAM once."),
         (flop / (3 * n * n), "you divided by elements, not bytes: fp16 is 2 bytes per element."),
-        (n**3 / nbytes, "fp16 is 2 bytes per element, not 4. (If you took 2 bytes: a multiply-add "
-                        "is 2 FLOP, so an n×n×n GEMM does 2·n³ FLOP, not n³.)"),
+        (n**3 / nbytes, "two slips give this number, check both: n³ FLOP instead of 2·n³ (a "
+                        "multiply-add is 2 FLOP), or 4 bytes per element instead of fp16's 2."),
     ], rtol=1e-3)
 
 

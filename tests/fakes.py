@@ -88,3 +88,18 @@ def assert_script_exits_2_without_a_gpu(script, *args, cwd=None):
                        timeout=120, cwd=cwd)
     assert p.returncode == 2, p.stdout + p.stderr
     assert p.stdout.strip().startswith("no live sm_90a GPU")
+
+
+#: A correct body for chapter 06's exercise 1 (the consumers' k-loop), written as a learner would:
+#: tests/test_consumer_loop.py and tests/test_exercises.py derive their mistakes from it.
+CONSUMER_LOOP = """
+full.wait(pos.stage, pos.phase, wg, k);
+fence_accumulators(acc);
+mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
+          wgmma_desc_advance(db0, pos.stage * kStageBytes));
+wgmma_wait_group<1>();
+fence_accumulators(acc);
+if (k > 0 && elected) release(empty[prev]);
+prev = pos.stage;
+pos.advance();
+"""

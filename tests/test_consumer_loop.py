@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from fakes import CONSUMER_LOOP
 
 from asynctc import warp_specialization as W
 from asynctc.core import exercises, notebook, runtime
@@ -17,17 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NAME = "ch06.consumer_loop"
 
 #: The kernel's loop without `broken`: what a learner most likely writes.
-PLAIN = """
-full.wait(pos.stage, pos.phase, wg, k);
-fence_accumulators(acc);
-mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
-          wgmma_desc_advance(db0, pos.stage * kStageBytes));
-wgmma_wait_group<1>();
-fence_accumulators(acc);
-if (k > 0 && elected) release(empty[prev]);
-prev = pos.stage;
-pos.advance();
-"""
+PLAIN = CONSUMER_LOOP
 
 
 def _check(capsys, body) -> tuple[bool, str]:
@@ -178,3 +169,14 @@ def test_the_notebook_hides_the_loop_until_it_is_written_and_its_solution_is_the
     def code(t):
         return re.sub(r"\s+", " ", re.sub(r"//[^\n]*", "", t)).strip()
     assert code(solution) == code(CL.kernel_body())
+
+
+def test_the_prompt_names_everything_in_scope_and_an_undefined_name_gets_the_nearest():
+    """Exercise 1's prompt lists every name the loop needs (CL.IN_SCOPE); a misspelt one is answered
+    with the in-scope names closest to it, and one close to nothing with all of them."""
+    src = (ROOT / "notebooks" / "src" / "06_warp_specialization.py").read_text()
+    prompt = src[src.index("**Exercise 1."):src.index(f'exercises.check("{NAME}"')]
+    for name in CL.IN_SCOPE:
+        assert re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", prompt), name
+    assert CL.nearest_names("STAGE_BYTES") == ["kStageBytes"]
+    assert CL.nearest_names("previous")[0] == "prev" and CL.nearest_names("xyz") == []

@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pytest
+from fakes import CONSUMER_LOOP
 
 from asynctc.models import pipeline as _pipeline  # registers the ch05 exercises
 from asynctc.models import tcgen05 as _tcgen05  # registers the ch09 exercises
@@ -89,6 +90,11 @@ MISTAKES = [
      "your bits 62–63 hold 1, the mode of 128-byte swizzle; 32-byte swizzle is mode 3"),
     ("ch04.encode", lambda a, lbo, sbo, w: a >> 4 | (lbo >> 4) << 16 | (sbo >> 4) << 32 | (3 - _MODE[w] if w else 0) << 62,
      "your bits 62–63 hold 0, the mode of no swizzle; 32-byte swizzle is mode 3"),
+    ("ch04.encode", lambda a, lbo, sbo, w: a >> 4 | (lbo >> 4) << 16 | (sbo >> 4) << 32 | _MODE[w] << 61,
+     "swizzle_mode holds the right value, 3, but in the wrong bits: yours starts at bit 61, the field "
+     "is bits 62–63"),
+    ("ch04.encode", lambda a, lbo, sbo, w: a >> 4 | (lbo >> 4) << 16 | (sbo >> 4) << 30 | _MODE[w] << 62,
+     "sbo holds the right value"),
     ("ch04.encode", lambda a, lbo, sbo, w: a >> 4 | (sbo >> 4) << 16 | (lbo >> 4) << 32 | _MODE[w] << 62,
      "lbo: bits 16–29 hold"),
     ("ch04.encode", lambda a, lbo, sbo, w: 1 << 64, "64 bits"),
@@ -113,6 +119,9 @@ MISTAKES = [
     ("ch06.consumer_regs", 168, "count at entry"),
     ("ch06.consumer_regs", 232, "more than the SM's 65536"),
     ("ch06.consumer_regs", 512 - 56, "divide by 2"),
+    ("ch06.consumer_regs", 216, "3072 stay unused, 12 more per consumer thread. Is there a larger multiple of 8"),
+    ("ch06.consumer_regs", 226, "but setmaxnreg takes a multiple of 8: take the largest one that fits"),
+    ("ch06.consumer_regs", 160, "below the count at entry (168)"),
     ("ch06.producer_wait", (2, 1), "carries across tiles"),
     ("ch06.producer_wait", (3, 1), "consumers wait on full"),
     ("ch06.producer_wait", (1, 0), "ring counter modulo S"),
@@ -120,7 +129,7 @@ MISTAKES = [
     ("ch06.which_barrier", "full", "seed's backwards naming"),
     ("ch06.which_barrier", "full", "protocol='swapped_barriers').summary())"),
     ("ch07.quantize", 300.0, "not on the e4m3 grid"),
-    ("ch07.quantize", 320.0, "e5m2 grid"),
+    ("ch07.quantize", 320.0, "320 is on the e4m3 grid, but it is 300 rounded up: the step there is 32"),
     ("ch07.quantize", 256.0, "only the leading bit"),
     ("ch07.quantize", 304.0, "not on the e4m3 grid: between 256 and 512"),
     ("ch07.quantize", 304.0, "the e4m3 value nearest 300"),
@@ -146,6 +155,8 @@ MISTAKES = [
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 1)] + _STORE[5:], "bulk group 0"),
     ("ch08.repair", _STORE[:6] + [("bulk_wait_read", 0)] + _STORE[6:], "before that barrier"),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", None)] + _STORE[5:], '("bulk_wait_read", N)'),
+    ("ch08.repair", tuple(_STORE[:5] + [["bulk_wait_read", 0], ("fence_proxy", None)] + _STORE[5:]),
+     "no hazard, but you inserted 2 steps and 1 is enough"),
     ("ch08.first_misplaced", (1, 0), "absolute address"),
     ("ch09.tmem_columns", 96, "power of two"),
     ("ch09.tmem_columns", 128 * 96, "32-bit cells"),
@@ -172,7 +183,8 @@ MISTAKES = [
     ("ch00.intensity", n, "one matrix"),
     ("ch00.intensity", 2 * n / 3, "elements, not bytes"),
     ("ch00.intensity", n / 6, "a multiply-add is 2 FLOP"),
-    ("ch00.intensity", 2 * n**3 / (3 * 4 * n * n), "not quite — fp16 is 2 bytes per element, not 4"),
+    ("ch00.intensity", 2 * n**3 / (3 * 4 * n * n), "not quite — two slips give this number, check both"),
+    ("ch00.intensity", n / 6, "or 4 bytes per element instead of fp16's 2"),
     ("ch00.memory_bound", [1024, 4096], "compute-bound sizes"),
     ("ch00.memory_bound", [64, 128], "compared the size n"),
     ("ch00.memory_bound", [64, 128, 256, 512, 1024], "1024 does"),
@@ -249,17 +261,7 @@ MISTAKES = [
 #: ch06.consumer_loop, a code exercise whose answer is CUDA C++ (compiled with NVRTC, no GPU): the
 #: kernel's loop body without `broken`, and each classic mistake made in it. Its right loops and
 #: their notes: tests/test_consumer_loop.py.
-_LOOP = """
-full.wait(pos.stage, pos.phase, wg, k);
-fence_accumulators(acc);
-mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
-          wgmma_desc_advance(db0, pos.stage * kStageBytes));
-wgmma_wait_group<1>();
-fence_accumulators(acc);
-if (k > 0 && elected) release(empty[prev]);
-prev = pos.stage;
-pos.advance();
-"""
+_LOOP = CONSUMER_LOOP
 _WAIT, _RELEASE = "full.wait(pos.stage, pos.phase, wg, k);\n", "if (k > 0 && elected) release(empty[prev]);\n"
 MISTAKES += [
     ("ch06.consumer_loop", _LOOP.replace(_WAIT, ""), "with no wait on full[0] before them"),
@@ -286,6 +288,12 @@ MISTAKES += [
      'NVRTC cannot compile your loop — after your last line: expected a ";"'),
     ("ch06.consumer_loop", _LOOP.replace("fence_accumulators(acc);\nmma", "fence_acumulators(acc);\nmma"),
      'line 2 (fence_acumulators(acc);): identifier "fence_acumulators" is undefined'),
+    ("ch06.consumer_loop", _LOOP.replace("fence_accumulators(acc);\nmma", "fence_acumulators(acc);\nmma"),
+     "(in scope and close: fence_accumulators)"),
+    ("ch06.consumer_loop", _LOOP.replace("* kStageBytes", "* STAGE_BYTES"),
+     'identifier "STAGE_BYTES" is undefined (in scope and close: kStageBytes)'),
+    ("ch06.consumer_loop", _LOOP.replace("prev = pos.stage;", "x = pos.stage;"),
+     'identifier "x" is undefined (the names in scope: full.wait, empty, release, prev'),
     ("ch06.consumer_loop", _LOOP.replace("k > 0 && elected", "elected"), "At k = 0 there is no earlier k-tile"),
     ("ch06.consumer_loop", _LOOP.replace("empty[prev]", "full[prev]"), "your release arrives on full[0]"),
     ("ch06.consumer_loop", _LOOP.replace("<1>", "<2>"), "wgmma_wait_group<2>() leaves k-tile k − 1's group"),
@@ -540,7 +548,6 @@ def test_descriptor_with_the_raw_address_gets_the_shift_hint(capsys):
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: (t // S + 1) % 2)),
     ("ch05.ring_parities", [lambda k, S: (k // S) & 1, lambda t, S: 1 - (t // S) % 2]),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 0)] + _STORE[5:]),
-    ("ch08.repair", tuple(_STORE[:5] + [["bulk_wait_read", 0], ("fence_proxy", None)] + _STORE[5:])),
 ])
 def test_code_exercises_accept_right_code(capsys, name, answer):
     assert exercises.check(name, answer, solution=True, **KW[name])

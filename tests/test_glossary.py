@@ -51,7 +51,8 @@ def test_glossary_lists_the_course_terms():
     for t in ("warpgroup", "wgmma", "TMA", "tensor map", "box", "mbarrier", "expect_tx", "phase parity",
               "swizzle", "LBO", "SBO", "K-major", "MN-major", "stage", "producer", "consumer", "cluster",
               "multicast", "distributed shared memory", "TMEM", "CTA pair", "PTX", "SASS", "cubin",
-              "fragment", "ldmatrix", "elected thread", "in-kernel", "in flight", "probed after the sample"):
+              "fragment", "ldmatrix", "elected thread", "in-kernel", "in flight", "probed after the sample",
+              "stmatrix", "sector", "named barrier"):
         assert t in have, t
 
 

@@ -133,6 +133,20 @@ def test_summary_numbers():
     assert "TFLOP/s per SM" in sc.summary()
 
 
+def test_a_schedule_prints_as_one_short_line():
+    """A cell that ends in simulate(...) shows the inputs, math_fraction and the diagnosis on one
+    line, not every span (reader 4: a 20,000-character dump)."""
+    sc = pl.simulate(6, 1, 1, 32, HW)
+    text = repr(sc)
+    assert "\n" not in text and len(text) < 120
+    assert text.startswith("Schedule(S=6, P=1, consumers=1, k_tiles=32, ")
+    assert f"math_fraction={sc.math_fraction:.2f}, diagnosis=None" in text
+    dead = repr(pl.simulate(4, 1, 2, 8, HW, protocol="swapped_barriers"))
+    assert "diagnosis=Deadlock at k-tile 0 on empty[0]" in dead and "math_fraction" not in dead
+    assert "diagnosis=Race at k-tile 0 on stage 0" in repr(pl.simulate(4, 1, 2, 8, HW,
+                                                                       protocol="full_parity_flipped"))
+
+
 def test_span_summary_of_plain_tuples():
     """What the GPU trace is compared on: two overlapping wgmmas and a gap in a 0..1000 loop."""
     spans = [("wg0", "wait_full", 0, 0, 0, 100), ("wg0", "mma", 0, 0, 100, 400),

@@ -174,8 +174,9 @@ def test_chapter_cell_without_and_with_the_record(tmp_path, monkeypatch, capsys)
     exec(compile(_chapter_cell(), str(CHAPTER), "exec"), dict(ns))        # noqa: S102 - our source
     out = capsys.readouterr().out
     assert "not been recorded" in out and "Clusters" not in out and "Traced at 4096³" in out
-    for results, first in ((NEEDS_PERSISTENCE, "The TMA store pays mostly"),
-                           (STORE_ALONE, "The TMA store does not need the persistent grid")):
+    assert "STSM" not in out                                 # the SASS counts are deep dive 06b's
+    for results, first in ((NEEDS_PERSISTENCE, "Prediction held. The TMA store pays mostly"),
+                           (STORE_ALONE, "Prediction wrong. The TMA store does not need the persistent grid")):
         prov = {k: "test" for k in records.REQUIRED_PROVENANCE}
         prov.update(gpu="NVIDIA H200", date="2026-12-03T00:00:00+00:00")
         records.save(records.Record("ws_store_ablation", prov, results), slug="h200")
@@ -184,3 +185,30 @@ def test_chapter_cell_without_and_with_the_record(tmp_path, monkeypatch, capsys)
         assert "replayed: measured on NVIDIA H200" in out and first in out
         assert "not been recorded" not in out and "Clusters" not in out   # the store's verdict only
         assert out.count(f"Predicted on {SS.PREDICTION_DATE}, before the first run: ") == 1
+
+
+def test_prediction_marks_and_what_warp_specialization_bought():
+    """Under the frozen prediction the chapter prints "Prediction held." or "Prediction wrong."
+    with the sentence the record supports; its conclusion (ws_bought) holds only while the split
+    alone stays level, the persistent grid adds little and the TMA store pays without it."""
+    for results, mark in ((NEEDS_PERSISTENCE, "Prediction held. "), (STORE_ALONE, "Prediction wrong. ")):
+        (ok, yes, no), (ok0, yes0, no0) = SS.prediction_verdicts(results)[0], SS.store_verdicts(results)[0]
+        assert ok == ok0 and yes == "Prediction held. " + yes0 and no == "Prediction wrong. " + no0
+        assert (yes if ok else no).startswith(mark)
+
+    def lad(fr):
+        return {"ladder": [{"size": s, "dtype": "float16", "rung": n, "of_cublas": f}
+                           for s, row in fr.items() for n, f in enumerate(row, 1)]}
+    level = {4096: (0.90, 0.76, 0.89, 0.89, 0.91), 8192: (0.95, 0.83, 0.95, 0.95, 0.95)}
+    ok, text, nums = SS.ws_bought(lad(level), STORE_ALONE)
+    assert ok and text.startswith("What warp specialization bought here: the split alone, nothing measurable "
+                                "(rung 3 at 0.99–1.00× rung 1)")
+    assert "the persistent grid it makes possible, 0.00–0.02 of cuBLAS (rung 5 over rung 4)." in text
+    assert text.endswith("The big step, rung 7's TMA store, does not need that grid: +7.9% with one tile "
+                         "per CTA, +7.7% on the persistent grid.")
+    assert not SS.ws_bought(lad(level), NEEDS_PERSISTENCE)[0]            # the store needed the grid
+    assert not SS.ws_bought(lad({**level, 4096: (0.90, 0.76, 0.95, 0.95, 0.96)}), STORE_ALONE)[0]
+    assert not SS.ws_bought(lad({**level, 4096: (0.90, 0.76, 0.89, 0.89, 0.95)}), STORE_ALONE)[0]
+    ok, text, _ = SS.ws_bought(lad(level))
+    assert ok and text.endswith(". The TMA-store ablation is not recorded here.")
+

@@ -228,7 +228,7 @@ def _excerpt(target, start, end, hooks, variant=False) -> str:
     set_ = [f"{k}={values[k]}" for k in used if values[k]]
     zero = [k for k in used if not values[k]]
     note = (f"// (this build: {', '.join(set_) or 'no switch set'}" + (", the other switches 0" if zero else "")
-            + f"; {n_hidden + n_changed} lines of the file differ)")
+            + f"; {n_hidden + n_changed} source lines left out or simplified for it)")
     while len(note) > 100 and ", " in note[:100]:          # wrap after the last comma that fits
         cut = note.rindex(", ", 0, 100) + 1
         out.append(" " * ind + note[:cut])

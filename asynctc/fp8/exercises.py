@@ -32,13 +32,6 @@ def _quantize_hint(answer, value: float, dtype: str = "float8_e4m3fn"):
     if answer == value:
         return (f"{value} is not on the {fmt.ptx} grid: {fmt.frac_bits} fraction bits, so between "
                 "2^e and 2^(e+1) the step is 2^(e - 3) for e4m3 (2^(e - 2) for e5m2)")
-    other = "float8_e5m2" if fmt.name == "float8_e4m3fn" else "float8_e4m3fn"
-    if answer == float(quantize(np.array([value]), other, scale=1.0)[0][0]):
-        return f"that is the {FORMATS[other].ptx} grid's nearest value; this is {fmt.ptx}"
-    if abs(value) >= fmt.min_normal and abs(answer) == 2.0 ** math.floor(math.log2(abs(value))) \
-            and abs(answer) != abs(value):
-        return (f"that keeps only the leading bit of {value}; {fmt.ptx} keeps {fmt.frac_bits} "
-                "fraction bits below it")
     if abs(value) <= fmt.max:
         lo, hi = _grid_neighbours(abs(value), fmt)
         if abs(value) - lo == hi - abs(value) and abs(answer) in (lo, hi):
@@ -47,10 +40,19 @@ def _quantize_hint(answer, value: float, dtype: str = "float8_e4m3fn"):
         near = lo if abs(abs(value) - lo) <= abs(hi - abs(value)) else hi
         far = hi if near == lo else lo
         if abs(answer) == far:
-            return (f"{far:g} is a neighbour on the grid, but not the nearest: {lo:g} and {hi:g} "
-                    f"are {abs(value) - lo:g} and {hi - abs(value):g} away (round to nearest, "
-                    "ties to even)")
-    elif abs(answer) > fmt.max:
+            # checked before the other format's grid: a far neighbour may be on both (320 for 300)
+            way, side = ("up", "below") if far == hi else ("down", "above")
+            step = f"the step there is {hi - lo:g}; " if abs(value) >= fmt.min_normal else ""
+            return (f"{far:g} is on the {fmt.ptx} grid, but it is {abs(value):g} rounded {way}: "
+                    f"{step}the grid value {side} {abs(value):g} is nearer (round to nearest)")
+    other = "float8_e5m2" if fmt.name == "float8_e4m3fn" else "float8_e4m3fn"
+    if answer == float(quantize(np.array([value]), other, scale=1.0)[0][0]):
+        return f"that is the {FORMATS[other].ptx} grid's nearest value; this is {fmt.ptx}"
+    if abs(value) >= fmt.min_normal and abs(answer) == 2.0 ** math.floor(math.log2(abs(value))) \
+            and abs(answer) != abs(value):
+        return (f"that keeps only the leading bit of {value}; {fmt.ptx} keeps {fmt.frac_bits} "
+                "fraction bits below it")
+    if abs(value) > fmt.max and abs(answer) > fmt.max:
         return f"{fmt.ptx}'s largest finite value is {fmt.max:g}: larger magnitudes saturate"
     if math.isfinite(answer) and abs(answer) <= fmt.max \
             and float(quantize(np.array([float(answer)]), fmt.name, scale=1.0)[0][0]) != answer:

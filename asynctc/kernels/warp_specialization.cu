@@ -561,14 +561,14 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       RingState<STAGES> pos{0, 0u};                          // stage, phase of ring counter i
       u32 ring = 0;                                          // ring counter
       bool ok = true;
-      for (int item = first_item; ok && item < n_items; item += item_step) {
+      for (int item = first_item; ok && item < n_items; item += item_step) {   // this CTA's tiles
         int m0, n0;
 #if SPLIT_K > 1
         const int split = item % SPLIT_K;
         TILE_ORIGIN(item / SPLIT_K, m0, n0);
         for (int k = split * T / SPLIT_K; k < (split + 1) * T / SPLIT_K; ++k, ++ring) {
 #else
-        TILE_ORIGIN(item, m0, n0);
+        TILE_ORIGIN(item, m0, n0);                           // the tile's first row and column of C
         for (int k = 0; k < T; ++k, ++ring) {
 #endif
           tr.event(EV_EMPTY_BEGIN, pos.stage, ring);
@@ -596,18 +596,19 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     const bool elected = (threadIdx.x & 127) == 0;
     const bool releases = !(BREAK == 1 && cw == CONSUMERS - 1);
     const int wrow = PINGPONG ? 0 : cw * kWgRows;          // this consumer's first row of the tile
+    // Descriptors of stage 0: this consumer's rows of A (da0) and B, which follows A (db0).
     const u64 da0 = wgmma_desc_at(desc_a0, base + (PINGPONG ? 0 : cw) * kAtoms * kAtomBytes);
-    const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);   // masked: see smem_desc_addr
+    const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);
     // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers). One
     // elected thread per warpgroup arrives, once its own wgmma.wait_group has returned.
     auto release = [&](u32 bar) {
       mbarrier_arrive(bar);
       if constexpr (CLUSTER == 2) mbarrier_arrive_remote(mapa_shared_cluster(bar, rank ^ 1u));
     };
-    float acc[kAtoms][kAcc];
+    float acc[kAtoms][kAcc];  // kAtoms 64-row wgmma blocks × kAcc fp32 accumulators per thread
     float tot[kAtoms][kAcc];                 // PROMOTE: the fp32 sums (fp8_promote.cuh; else unused)
     RingState<STAGES> pos{0, 0u};                            // stage, phase of ring counter i
-    bool broken = false;
+    bool broken = false;                                     // a wait gave up: skip the later waits
     u32 chunk = 0;                                           // TMA_STORE: chunks stored so far
     u32 ring = 0;                                            // ring counter
     tr.open(trace, wg);
@@ -615,6 +616,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #if PINGPONG
     int local = 0, mine = 0;                                 // the CTA's tiles, this consumer's
 #endif
+    // This CTA's tiles: one; with PERSISTENT, one in every item_step (the grid's size in clusters).
     for (int item = first_item; item < n_items; item += item_step) {
 #if PINGPONG
       if ((local++ & 1) != cw) {                             // the other consumer's tile
@@ -638,7 +640,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       const int k_lo = split * T / SPLIT_K, k_hi = (split + 1) * T / SPLIT_K;
       TILE_ORIGIN(item / SPLIT_K, m0, n0);
 #else
-      TILE_ORIGIN(item, m0, n0);
+      TILE_ORIGIN(item, m0, n0);                             // the tile's first row and column of C
 #endif
 #pragma unroll
       for (int i = 0; i < kAtoms; ++i)

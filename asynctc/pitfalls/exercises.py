@@ -109,11 +109,28 @@ def _judge_repair(answer, rule: str):
         return ("keep every step of the broken program, in order: a repair inserts steps; it does "
                 "not delete or move the work")
     hz = ordering.check(steps)
-    return f"step {hz[0].step} {hz[0].op}: {hz[0].why}" if hz else None
+    if hz:
+        return f"step {hz[0].step} {hz[0].op}: {hz[0].why}"
+    added, fewest = len(steps) - len(broken), _fewest_steps(rule)
+    if fewest is not None and added > fewest:
+        return (f"ordering.check finds no hazard, but you inserted {added} steps and "
+                f"{fewest} {'is' if fewest == 1 else 'are'} enough: keep only the "
+                f"step{'s' * (fewest != 1)} that fix{'es' * (fewest == 1)} the hazard (remove one "
+                "of yours and check again)")
+    return None
 
 
-@_ex.code_exercise("ch08.repair", "Insert steps into ordering.PROGRAMS[rule]['broken'] (keep its steps, "
-                   "in order) until ordering.check finds no hazard, and pass your program: "
+def _fewest_steps(rule: str) -> int | None:
+    """How many steps the rule's correct program inserts into its broken one (None when the correct
+    program is not an insertion: the leader repair moves a step)."""
+    p = ordering.PROGRAMS[rule]
+    correct, broken = ordering._steps(p["correct"]), ordering._steps(p["broken"])
+    return len(correct) - len(broken) if _is_insertion(correct, broken) else None
+
+
+@_ex.code_exercise("ch08.repair", "Insert the fewest steps (one, for rule='store') into "
+                   "ordering.PROGRAMS[rule]['broken'] (keep its steps, in order) so that "
+                   "ordering.check finds no hazard, and pass your program: "
                    "check('ch08.repair', program, rule=...).", judge=_judge_repair)
 def _repair(rule: str) -> list:
     if rule not in ordering.PROGRAMS:

@@ -121,8 +121,8 @@ from .suite import (  # noqa: F401
     nonsquare_table, pingpong_table, summarize_ladder,
 )
 from .store_suite import (  # noqa: F401
-    PREDICTION_DATE as STORE_PREDICTION_DATE, PREDICTIONS as STORE_PREDICTIONS, store_findings,
-    store_table, store_verdicts,
+    PREDICTION_DATE as STORE_PREDICTION_DATE, PREDICTIONS as STORE_PREDICTIONS, prediction_verdicts,
+    store_findings, store_table, store_verdicts, ws_bought,
 )
 from .trace import (  # noqa: F401
     decode_trace, pingpong_overlap, synthetic_trace, trace_metrics, trace_words,

@@ -60,6 +60,12 @@ LOOP_LINES = (r"^        if \(!broken &&", r"^        pos\.advance\(\);", "exerc
 
 _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
+#: The names the loop body needs, all in scope at the loop (the exercise's prompt lists them): an
+#: undefined identifier is answered with the nearest of these (:func:`compile_hint`).
+IN_SCOPE = ("full.wait", "empty", "release", "prev", "elected", "pos.stage", "pos.phase",
+            "pos.advance", "k", "wg", "acc", "da0", "db0", "kStageBytes", "broken", "mma_ktile",
+            "wgmma_desc_advance", "wgmma_wait_group", "fence_accumulators")
+
 
 def config():
     """Rung 3's :class:`~asynctc.warp_specialization.WSConfig` (fp16), the build the loop goes into."""
@@ -109,15 +115,35 @@ def compile_loop(body: str) -> tuple[runtime.CompiledKernel, list[str]]:
     return ck, [str(w.message) for w in caught if issubclass(w.category, runtime.PerformanceWarning)]
 
 
+def nearest_names(name: str, n: int = 3) -> list[str]:
+    """The names of :data:`IN_SCOPE` closest to ``name`` (case and underscores ignored)."""
+    def norm(x):
+        return x.lower().replace("_", "")
+    by_norm = {norm(x): x for x in IN_SCOPE}
+    return [by_norm[m] for m in difflib.get_close_matches(norm(name), list(by_norm), n=n, cutoff=0.6)]
+
+
+def _undefined_note(msg: str) -> str:
+    """For NVRTC's 'identifier "X" is undefined': the in-scope names nearest X (or all of them)."""
+    m = re.fullmatch(r'identifier "(\w+)" is undefined', msg)
+    if not m:
+        return ""
+    near = nearest_names(m.group(1))
+    if near:
+        return f" (in scope and close: {', '.join(near)})"
+    return f" (the names in scope: {', '.join(IN_SCOPE)})"
+
+
 def compile_hint(log: str, body: str, limit: int = 2) -> str:
-    """NVRTC's first errors, each with the line of the learner's text it names."""
+    """NVRTC's first errors, each with the line of the learner's text it names; an undefined
+    identifier also gets the in-scope names nearest it (:func:`nearest_names`)."""
     lines = body.splitlines()
     brace = _source_parts(runtime.kernel_path(SOURCE).read_text())[2]
     out = []
     for m in re.finditer(r"^(.*?)\((\d+)\): (?:catastrophic )?error: (.*)$", log, re.M):
         where, n, msg = m.group(1), int(m.group(2)), m.group(3).strip()
         if where.endswith(FILE_NAME) and 1 <= n <= len(lines):
-            out.append(f"line {n} ({lines[n - 1].strip()}): {msg}")
+            out.append(f"line {n} ({lines[n - 1].strip()}): {msg}{_undefined_note(msg)}")
         elif where.endswith(SOURCE) and n == brace:
             out.append(f"after your last line: {msg} (a missing ';' or '}}'?)")
         else:

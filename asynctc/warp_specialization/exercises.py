@@ -28,11 +28,19 @@ def _consumer_regs_hint(answer, producer_regs: int, consumers: int):
                 "raises the consumers above it with what the producer gave back")
     if answer == REGS_PER_SM // 128 - producer_regs:
         return f"the {consumers} consumer warpgroups share what is left: divide by {consumers}"
+    total = 128 * producer_regs + 128 * consumers * answer
     if answer > exact:
-        total = 128 * producer_regs + 128 * consumers * answer
         return (f"128 × {producer_regs} + {128 * consumers} × {answer} = {total} registers, more "
                 "than the SM's 65536: setmaxnreg.inc would wait forever for them")
-    return None
+    if answer % 8:
+        return (f"{answer:g} fits (128 × {producer_regs} + {128 * consumers} × {answer:g} ≤ 65536), "
+                "but setmaxnreg takes a multiple of 8: take the largest one that fits")
+    if answer < _launch_regs(128 * (1 + consumers)):
+        return (f"{answer} is below the count at entry ({_launch_regs(128 * (1 + consumers))}): "
+                "setmaxnreg.inc raises the consumers' count with what the producer gave back")
+    return (f"128 × {producer_regs} + {128 * consumers} × {answer} = {total} of the 65536: "
+            f"{REGS_PER_SM - total} stay unused, {(REGS_PER_SM - total) // (128 * consumers)} more "
+            "per consumer thread. Is there a larger multiple of 8 that still fits?")
 
 
 @_ex.exercise("ch06.consumer_regs", "The most registers per thread setmaxnreg.inc may give each of "

@@ -443,13 +443,14 @@ def pingpong_note(results: dict, top: int = 8, pingpong: int = 9,
     return hi < 1.0, text, {"rung9_over_rung8": r}
 
 
-def epilogue_note(results: dict, dtype: str = "float16") -> tuple[bool, str, dict]:
-    """The core lesson's sentence on why rung 7's TMA store pays, from a ``warp_specialization``
-    record's traces (rungs 6 and 7, 4096³): ``(holds, text, numbers)`` for
-    :func:`asynctc.core.notebook.claim`. The store instructions of both rungs' SASS (compiled here,
-    per warp: STG, STSM; UTMASTG per warpgroup) are checked against
-    :func:`asynctc.warp_specialization.limit.epilogue_stores`. It holds when they agree and the
-    traced epilogue of rung 7 takes under 0.4 of rung 6's cycles per tile."""
+def epilogue_note(results: dict, dtype: str = "float16", sass_counts: bool = True) -> tuple[bool, str, dict]:
+    """The sentence on why rung 7's TMA store pays, from a ``warp_specialization`` record's traces
+    (rungs 6 and 7, 4096³): ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`.
+    The store instructions of both rungs' SASS (compiled here, per warp: STG, STSM; UTMASTG per
+    warpgroup) are checked against :func:`asynctc.warp_specialization.limit.epilogue_stores`, and
+    named in the text with ``sass_counts`` (deep dive 06b; the core lesson leaves them out). It
+    holds when they agree and the traced epilogue of rung 7 takes under 0.4 of rung 6's cycles per
+    tile."""
     from ..core import sass
     from .ladder import RUNGS
     six, seven = (next(r for r in RUNGS if r.number == n).make(dtype) for n in (6, 7))
@@ -461,9 +462,10 @@ def epilogue_note(results: dict, dtype: str = "float16") -> tuple[bool, str, dic
              and seven.consumers * k7.get("UTMASTG", 0) == e["tma"]["instructions"])
     t6, t7 = (trace_numbers(next(t for t in results["traces"] if t["rung"] == n)) for n in (6, 7))
     k_tiles = next(t for t in results["traces"] if t["rung"] == 6)["cta0"]["k_tiles"]
+    six_sass, seven_sass = ((f"; its SASS: {k6.get('STG', 0)} STG per warp",
+                             f"; {k7.get('STSM', 0)} STSM per warp") if sass_counts else ("", ""))
     text = (f"Traced at 4096³, the epilogue takes {t6['epilogue_cycles']:.0f} cycles per tile with "
-            f"register stores (rung 6; its SASS: {k6.get('STG', 0)} STG per warp) and "
-            f"{t7['epilogue_cycles']:.0f} with the TMA store (rung 7; {k7.get('STSM', 0)} STSM per warp), "
-            f"of about {k_tiles * t6['ktile_cycles']:.0f} per tile.")
+            f"register stores (rung 6{six_sass}) and {t7['epilogue_cycles']:.0f} with the TMA store "
+            f"(rung 7{seven_sass}), of about {k_tiles * t6['ktile_cycles']:.0f} per tile.")
     return (agree and t7["epilogue_cycles"] < 0.4 * t6["epilogue_cycles"], text,
             {"rung6": t6["epilogue_cycles"], "rung7": t7["epilogue_cycles"], "sass_agrees": agree})

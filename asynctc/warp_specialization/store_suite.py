@@ -22,7 +22,9 @@ alone, in one run:
 then per size of :data:`SIZES` and dtype :data:`ROUNDS` rounds of cuBLAS and every variant
 interleaved (:func:`.limit_suite.time_rounds`: clock in flight, each timed output checked on
 sampled rows); medians. :func:`store_summary`, :func:`store_table`, :func:`store_findings` and
-:func:`store_verdicts` read the record back (the notebook's sentences are generated from it).
+:func:`store_verdicts` read the record back (the notebook's sentences are generated from it:
+:func:`prediction_verdicts` under the frozen predictions, :func:`ws_bought` for the chapter's
+conclusion).
 Writes records, never plots. The prediction, written before the first run (docs/NOTES.md,
 "Chapter 06: does the TMA store need the persistent grid?"), is :data:`PREDICTIONS`.
 """
@@ -173,6 +175,41 @@ def store_verdicts(results: dict) -> list[tuple[bool, str, str]]:
              f"{cl:.3f} of rung 5 + TMA store.",
              f"Clusters {'cost' if cl < 1 else 'add'} {abs(cl - 1):.1%} once C leaves by TMA store: "
              f"rung 7 runs at {cl:.3f} of rung 5 + TMA store.")]
+
+
+def prediction_verdicts(results: dict) -> list[tuple[bool, str, str]]:
+    """:func:`store_verdicts` with a plain mark in front: "Prediction held." when the record
+    supports the sentence :data:`PREDICTIONS` froze (the ``True`` one), "Prediction wrong." when
+    it supports the other; for the notebook to print under each prediction."""
+    return [(ok, f"Prediction held. {yes}", f"Prediction wrong. {no}")
+            for ok, yes, no in store_verdicts(results)]
+
+
+def ws_bought(ladder: dict, store: dict | None = None) -> tuple[bool, str, dict]:
+    """What warp specialization bought on the ladder, in one sentence, from a
+    ``warp_specialization`` record's results (``ladder``) and this suite's (``store``, or None when
+    not recorded): ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`. It holds
+    while the split alone (rung 3 over rung 1) stays within 2 % everywhere, the persistent grid
+    (rung 5 over rung 4) adds at most 0.03 of cuBLAS, and the TMA store adds at least 3 % with one
+    tile per CTA, no less (beyond :data:`NOISE`) than on the persistent grid."""
+    def fr(n):
+        return {(r["size"], r["dtype"]): r["of_cublas"] for r in ladder["ladder"] if r["rung"] == n}
+    f1, f3, f4, f5 = fr(1), fr(3), fr(4), fr(5)
+    split = [f3[k] / f1[k] for k in f3]
+    pers = [f5[k] - f4[k] for k in f5]
+    holds = all(abs(x - 1) < 0.02 for x in split) and all(-0.01 <= x <= 0.03 for x in pers)
+    text = (f"What warp specialization bought here: the split alone, nothing measurable (rung 3 at "
+            f"{min(split):.2f}–{max(split):.2f}× rung 1); the persistent grid it makes possible, "
+            f"{max(0.0, min(pers)):.2f}–{max(pers):.2f} of cuBLAS (rung 5 over rung 4).")
+    numbers = {"split": split, "persistent": pers}
+    if store is None:
+        return holds, text + " The TMA-store ablation is not recorded here.", numbers
+    f = store_findings(store)
+    alone, on = f["store_alone"] - 1, f["store_persistent"] - 1
+    holds = holds and alone >= 0.03 and alone >= on - NOISE
+    numbers.update(store_alone=alone, store_persistent=on)
+    return holds, (text + f" The big step, rung 7's TMA store, does not need that grid: {alone:+.1%} "
+                   f"with one tile per CTA, {on:+.1%} on the persistent grid."), numbers
 
 
 def summarize_store(rec) -> str:

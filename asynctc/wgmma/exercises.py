@@ -83,6 +83,9 @@ def _judge_encode(answer) -> str | None:
         if not 0 <= got < 1 << 64:
             return f"{call} returned {got:#x}, which does not fit in 64 bits"
         enc = dsc.WgmmaDescriptor(start, lbo, sbo, swz).encoded_fields()
+        moved = _moved_field(got, want, enc)
+        if moved:
+            return f"{call} is {want:#x}; yours is {got:#x}: {moved}."
         raw = {name: (got >> lo) & ((1 << w) - 1) for name, lo, w in dsc.FIELDS}
         stray = got & dsc.RESERVED_MASK
         notes = []
@@ -109,6 +112,22 @@ def _judge_encode(answer) -> str | None:
         if stray and not notes:
             notes.append(f"bits outside every field are set ({stray:#x})")
         return f"{call} is {want:#x}; yours is {got:#x}: " + "; ".join(dict.fromkeys(notes)) + "."
+    return None
+
+
+def _moved_field(got: int, want: int, enc: dict) -> str | None:
+    """When ``got`` is ``want`` with one field's right value shifted to other bits (say the swizzle
+    mode at bit 61): which field, where it landed and where it belongs. None otherwise."""
+    for name, lo, w in dsc.FIELDS:
+        v = enc[name]
+        if not v:
+            continue
+        rest = want & ~(((1 << w) - 1) << lo)
+        for at in range(64 - v.bit_length() + 1):
+            if at != lo and rest | (v << at) == got and not rest & (v << at):
+                units = " (16-byte units)" if name in ("start_address", "lbo", "sbo") else ""
+                return (f"{name} holds the right value, {v}{units}, but in the wrong bits: yours "
+                        f"starts at bit {at}, the field is bits {lo}–{lo + w - 1}")
     return None
 
 

@@ -5,15 +5,15 @@
 # TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels, one
 # change per rung, each timed beside cuBLAS. You will be able to
 #
-# 1. write the consumers' k-loop — its wait, phase parity and release — and say why the seed
-#    article's version (the tutorial whose claims this course checks) deadlocks;
+# 1. write the consumers' k-loop (its wait, phase parity and release) and say why the
+#    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
 # 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder: what each rung changed, what it bought, and what the split itself bought;
+# 3. read the ladder: what each rung bought, and what the split itself bought;
 # 4. call the result, `asynctc.matmul(a, b)`, on any shape.
 #
-# Deep dives: [06b](06b_ws_anatomy.ipynb) takes the kernel apart; [06c](06c_ladder_investigations.ipynb)
-# investigates the ladder; [06d](06d_limits_and_gemm.ipynb) asks the hardware (Nsight Compute, the
-# [raster](../docs/glossary.md#raster) sweep) and times `matmul` by shape.
+# Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
+# the ladder investigated; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
+# [raster](../docs/glossary.md#raster) sweep, `matmul` by shape.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -22,8 +22,7 @@ from asynctc.core import exercises, notebook, records
 from asynctc import warp_specialization as W
 
 notebook.banner("sm_90a")
-rec = records.load("warp_specialization")
-res = rec.results
+res = records.load("warp_specialization").results
 
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
@@ -57,16 +56,24 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
                      omit=W.LOOP_LINES)
 
 # %% [markdown]
-# `pos` is the ring counter as (stage, phase f mod 2); `pos.advance()` moves it on by one. One
-# elected thread per consumer warpgroup calls `release`, so a phase of empty[s] completes with C
-# arrivals. `da0`, `db0` describe this consumer's A rows and B in stage 0.
+# The comments say what each name is for; the last line lists this build's switches.
 #
 # **Exercise 1. Write the consumers' k-loop**, the body the listing left out, in the string
-# below. Also in scope: `full.wait(stage, parity, wg, k)`, a bounded wait (false if it gave up;
-# `broken` may remember that); `mma_ktile(acc, desc_a, desc_b)`, a k-tile's wgmmas as one group;
-# `wgmma_desc_advance(desc, bytes)`; `wgmma_wait_group<N>()`, after which at most N groups still
-# run. The check compiles your loop into rung 3 with NVRTC (no GPU) and judges the protocol it runs
-# with the course's models.
+# below. In scope:
+#
+# - `full.wait(stage, parity, wg, k)`: a bounded wait, false if it gave up (`broken` may remember that);
+# - `pos.stage`, `pos.phase` (f mod 2), `pos.advance()`: the ring counter;
+# - `mma_ktile(acc, desc_a, desc_b)`: a k-tile's wgmmas, one group. Its descriptors:
+#   `wgmma_desc_advance(da0, bytes)`, `wgmma_desc_advance(db0, bytes)`; stage s starts
+#   s × `kStageBytes` bytes after stage 0;
+# - `wgmma_wait_group<N>()`: after it, at most N groups still run; `fence_accumulators(acc)`: a
+#   compiler barrier for `acc`;
+# - `release(empty[s])`: an arrival on empty[s]. Only the `elected` thread of each warpgroup
+#   calls it, so a phase completes with C arrivals;
+# - `prev`, an `int` to keep the stage of k-tile k − 1 in; `k`, `wg`.
+#
+# The check compiles your loop into rung 3 with NVRTC (no GPU) and judges its protocol with the
+# course's models.
 
 # %%
 consumer_loop = """
@@ -98,74 +105,59 @@ print(notebook.source_excerpt(ck, variant=True, omit=W.LOOP_LINES, left_out=True
 # ## 3. The ladder
 #
 # One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), one change from an
-# earlier rung, predicted before the first timing. Terms:
-#
-# | rung | term | meaning |
-# |---|---|---|
-# | 5 | [persistent](../docs/glossary.md#persistent) grid | one CTA per SM, walking many tiles in turn |
-# | 6 | [cluster](../docs/glossary.md#cluster) + [multicast](../docs/glossary.md#multicast) | 2 CTAs; one TMA load of B lands in both |
-# | 7 | [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store) | C written from shared memory by one TMA copy |
-# | 8 | *group-M* [raster](../docs/glossary.md#raster) | tiles walked column by column within groups of tile rows |
-#
-# Each rung was checked against float64 (06b §5), then timed at 4096³ and 8192³, fp16 and bf16,
-# beside cuBLAS in the same run:
+# earlier rung, predicted before the first timing. Rungs 5–8 add a
+# [persistent](../docs/glossary.md#persistent) grid (one CTA per SM, walking many tiles),
+# [clusters](../docs/glossary.md#cluster) of 2 CTAs with B [multicast](../docs/glossary.md#multicast)
+# (one TMA load lands in both), an [epilogue](../docs/glossary.md#epilogue) by
+# [TMA store](../docs/glossary.md#tma-store), and a wider *group-M* tile
+# [raster](../docs/glossary.md#raster). Each rung was checked
+# against float64 (06b §5), then timed at 4096³ and 8192³, fp16 and bf16, beside cuBLAS in the
+# same run:
 
 # %% output varies
 print(W.ladder_summary(res))
-fig = W.plot_ladder(res, 4096, "float16", record=rec)
-plt.show()
 ok, text, numbers = W.rung2_note(res)
 _ = notebook.claim(ok, text, **numbers)
 ok, text, numbers = W.split_note(res, records.load("pipeline").results)
 _ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
-# Each rung's step beside its prediction: [deep dive 06b §7](06b_ws_anatomy.ipynb); every verdict
-# in full: [deep dive 06c](06c_ladder_investigations.ipynb).
+# Each rung's step beside its prediction: [deep dive 06b §7](06b_ws_anatomy.ipynb); the ladder as
+# bars and every verdict: [deep dive 06c](06c_ladder_investigations.ipynb).
 #
 # ## 4. Why: what moved the number
 #
-# **What the split is for**: the producer needs few registers, so `setmaxnreg` gives them to the
-# consumers (§2), and it loads ahead across tiles (rung 5); rung 9 (06c §8) runs one consumer's
-# epilogue under the other's math.
+# **What the split is for.** Not speed by itself (rung 3): it makes room for later steps.
+# `setmaxnreg` gives the producer's spare registers to the consumers (§2); on a persistent grid
+# the producer loads the next tile during this one's epilogue (rung 5); one consumer's epilogue can
+# run under the other's math (rung 9, 06c §8).
 #
-# **Why rung 7's TMA store is the big step.** An ablation adds it to rung 3 (one tile per CTA) and
-# to rung 5 (persistent: the producer loads the next tile during the epilogue). Then both epilogues,
-# counted from the wgmma fragment and timed by the trace (before rung 7 each thread stores its
-# accumulator pairs straight to C: `store_c` in `kernels/wgmma_ring.cuh`):
+# **Why rung 7 is the big step.** Until rung 7 each consumer thread stores its accumulators
+# straight to C (`store_c`), with no wgmma running. A warp's store covers 8 rows of 16 bytes: each
+# 128-byte line of C takes eight requests, each filling half a [sector](../docs/glossary.md#sector).
+# Rung 7 first copies C to shared memory ([stmatrix](../docs/glossary.md#stmatrix)), then writes
+# whole lines, one TMA store per 8 KiB. Does that pay alone, or only on the persistent grid, where
+# the next tile's loads overlap it? An ablation adds the TMA store to rung 3 (one tile per CTA)
+# and to rung 5 (persistent):
 
 # %% output varies
 try:
     srec = records.load("ws_store_ablation")
     print(srec.label())
-    ok, yes, no = W.store_verdicts(srec.results)[0]
     print(f"Predicted on {W.STORE_PREDICTION_DATE}, before the first run: {W.STORE_PREDICTIONS[0]}.")
-    notebook.verdict(ok, yes, no)
+    notebook.verdict(*W.prediction_verdicts(srec.results)[0])
 except records.RecordError:
+    srec = None
     print("The ablation has not been recorded yet: tools/gpu_ch06_store.py --record on an H200.")
-print(W.epilogue_store_lines(W.RUNGS[6].make("float16")))
-ok, text, numbers = W.epilogue_note(res)
+ok, text, numbers = W.epilogue_note(res, sass_counts=False)
 _ = notebook.claim(ok, text, **numbers)
-
-# %% [markdown]
-# The register epilogue is its stores: a warp's store spans 8 rows of 16 bytes, so each 128-byte
-# line of C takes eight requests, each filling half a sector, while no wgmma runs. The TMA store
-# writes whole lines, one instruction per 8 KiB chunk.
 
 # %% [markdown]
 # ## 5. Use it: `asynctc.matmul`
 #
-# The top rung, with edge handling, is a function you can call:
-#
-# ```python
-# import asynctc
-# c = asynctc.matmul(a, b)                    # a: M×K, b: K×N; float16 or bfloat16 (numpy / ml_dtypes)
-# c = asynctc.matmul(a, bt, b_layout="NxK")   # B given transposed, N×K
-# ```
-#
-# Any M, N, K ≥ 1 (the TMA zero-fills past the matrix; stores are clipped); fp32 accumulation; C in
-# the input dtype or, with `out_dtype="float32"`, fp32. Its float64 checks on awkward shapes, and
-# how it compares with `torch.matmul` shape by shape: [deep dive 06d §3](06d_limits_and_gemm.ipynb).
+# The top rung, with edge handling, is `asynctc.matmul(a, b)`: any M, N, K; float16 or bfloat16
+# in, fp32 accumulation; numpy, torch or CuPy arrays (B given N×K: `b_layout="NxK"`). Its checks on
+# awkward shapes and its speed beside `torch.matmul`: [deep dive 06d §3](06d_limits_and_gemm.ipynb).
 #
 # ## 6. Exercises
 #
@@ -177,9 +169,15 @@ answer = ...
 ok = exercises.check("ch06.consumer_regs", answer, producer_regs=56, consumers=2)
 
 # %% [markdown]
-# **What you learned.** The two roles' loops and parities (the consumers' written by you), why the
-# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, the ladder beside cuBLAS,
-# and `asynctc.matmul`, the top rung for any shape.
+# **What you learned.** The two roles' loops and parities (yours for the consumers), why the
+# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, and `asynctc.matmul`.
+# The split is no speed-up by itself; it makes room for later steps (§4). From the records:
+
+# %% output varies
+ok, text, numbers = W.ws_bought(res, srec.results if srec else None)
+_ = notebook.claim(ok, text, **numbers)
+
+# %% [markdown]
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 
 # %% [markdown]

@@ -10,7 +10,7 @@
 # source; the register budget read from the cubin; this chapter's names beside CUTLASS's; the
 # float64 checks of every rung; a descriptor bug the first cluster run found on the H200,
 # replayed with the descriptor model; and, moved from the core lesson, each rung's step beside its
-# prediction and the top rung's measured timeline.
+# prediction, the top rung's measured timeline and how each epilogue writes C.
 
 # %% output varies
 import textwrap
@@ -297,3 +297,16 @@ notebook.claim(t8["epilogue_cycles"] < 0.5 * t5["epilogue_cycles"],
 _ = notebook.claim(t8["wait_full"] > 0.1,
                    f"Rung 8's consumers still wait on full barriers {t8['wait_full']:.2f} of their loop.",
                    wait_full=t8["wait_full"])
+
+# %% [markdown]
+# ### How each epilogue writes C
+#
+# Rung 7's step, counted: the stores of both epilogues from the wgmma fragment's layout
+# (`W.epilogue_stores`; a [sector](../docs/glossary.md#sector) is 32 bytes), then the traced
+# epilogue with the store instructions of each rung's SASS (STG: a register store to global
+# memory; STSM: [stmatrix](../docs/glossary.md#stmatrix)), checked against those counts.
+
+# %% output varies
+print(W.epilogue_store_lines(W.RUNGS[6].make("float16")))
+ok, text, numbers = W.epilogue_note(res)
+_ = notebook.claim(ok, text, **numbers)

@@ -170,7 +170,7 @@ for r in log:
 # |---|---|---|
 # | memcheck | out-of-bounds and misaligned global/shared accesses, launch errors (the misaligned-address crash of Fuser#3023) | anything that stays in bounds: wrong parity, wrong swizzle, races |
 # | racecheck | shared-memory hazards between threads of a CTA (read-after-write, write-after-read without a barrier) | global memory (it covers shared memory only); races whose other side is TMA or wgmma (the async proxy) are what the record below puts to it — Fuser#3561's missing wgmma wait went unreported by that project's sanitizer runs |
-# | synccheck | barrier misuse: divergent `__syncthreads`, wrong thread counts on named barriers | mbarrier phases: a wait on the wrong parity is legal code |
+# | synccheck | barrier misuse: divergent `__syncthreads`, wrong thread counts on [named barriers](../docs/glossary.md#named-barrier) | mbarrier phases: a wait on the wrong parity is legal code |
 #
 # The sanitizer is for crashes and for shared-memory races between threads; the models are for the
 # protocol. The sanitizer runs of the record (the correct kernel, BUG=1 and BUG=9):

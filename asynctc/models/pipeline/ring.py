@@ -437,6 +437,20 @@ class Schedule:
         """Cycles the consumer warpgroups spent blocked on full barriers, summed over warpgroups."""
         return span_summary(self.spans)["full_wait_cycles"]
 
+    def __repr__(self) -> str:
+        """One line (a notebook cell that ends in ``simulate(...)`` shows this, not every span):
+        the inputs, the math fraction and the diagnosis; :meth:`summary` says more, ``spans``
+        holds the timeline."""
+        d = self.diagnosis
+        if d is None:
+            out = f"math_fraction={self.math_fraction:.2f}, diagnosis=None"
+        elif isinstance(d, Deadlock):
+            out = f"diagnosis=Deadlock at k-tile {d.iteration} on {d.barrier}[{d.stage}]"
+        else:
+            out = f"diagnosis=Race at k-tile {d.iteration} on stage {d.stage}"
+        return (f"Schedule(S={self.stages}, P={self.wait_pending}, consumers={self.consumers}, "
+                f"k_tiles={self.k_tiles}, {out}, {len(self.spans)} spans)")
+
     def summary(self) -> str:
         if self.diagnosis is not None:
             return f"S={self.stages} P={self.wait_pending}: {self.diagnosis!r}"
