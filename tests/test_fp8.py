@@ -1012,7 +1012,8 @@ def test_accumulation_notes_read_the_fp8_record_and_flip():
     ok, text, numbers = fp8.promotion_cost_note(res)
     assert ok and numbers["p1"] < numbers["p4"] < 1.0 and "of the same 128×128 kernel" in text
     ok, text, numbers = fp8.random_inputs_note(res)
-    assert ok and text.startswith("Standard-normal inputs at K = 16384: ") and numbers["p1"] < numbers["p4"]
+    assert ok and text.startswith("Standard-normal inputs, K = 256 → 16384: ") and numbers["p1"] < numbers["p4"]
+    assert numbers["p1"] < numbers["k0_p1"] / 2 and 0.5 <= numbers["p0"] / numbers["k0_p0"] <= 3
     bad = copy.deepcopy(res)
     for r in bad["experiment"]["rows"]:
         if r["promote"] == 4:
@@ -1022,6 +1023,11 @@ def test_accumulation_notes_read_the_fp8_record_and_flip():
         if r["promote"] == 1:
             r["random_max_err_over_absAB"] = 1.0          # promotion every k-tile the least precise
     assert not fp8.random_inputs_note(bad)[0]
+    flat = copy.deepcopy(res)
+    for r in flat["experiment"]["rows"]:
+        if r["promote"] == 4:
+            r["random_max_err_over_absAB"] = 1e-4           # every 4 k-tiles: level, not falling
+    assert not fp8.random_inputs_note(flat)[0]
 
 
 def test_swizzle_notes_read_the_swizzle_record():

@@ -106,5 +106,6 @@ def _verdict_hint(answer, expected, low, high, datasheet=None, measured=None, to
         return "both fractions lie inside the band (with its tolerance)."
     above = [k for k, v in (("datasheet", datasheet), ("measured clock", measured)) if v > high + tol]
     return (f"neither fraction lies inside {low:g}–{high:g}, even with the ±{tol:g} tolerance"
-            + (f" (the {' and '.join(above)} one lies above it: outside is outside)" if above else "")
+            + (f" (the {' and '.join(above)} one lies above it, and a band is not a floor: above "
+               "it is outside too)" if above else "")
             + ".")

@@ -59,15 +59,12 @@ fig = plots.throughput_by_size(
 #
 # The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock. A running GPU picks its own clock,
 # lower under heavy load. So the course prints two fractions: of the datasheet, and of the peak at
-# the clock measured during the run. Every measured clock is printed with its kind:
-#
-# | clock kind | what it measures |
-# |---|---|
-# | **in-kernel** | the kernel reads its own SM clock as it works |
-# | **in flight** | a probe kernel reads the SM clock beside one that cannot (cuBLAS); all SMs share one clock |
-# | **probed after the sample** | the same probe, just after the work: the clock has risen, so an upper bound (the fraction of peak a lower bound) |
-#
-# How each is read and checked: deep dive [00b](00b_clock_kinds.ipynb).
+# the clock measured during the run. Every measured clock is printed with its kind. cuBLAS cannot
+# read its own clock, so its clock is read **in flight**: a probe kernel reads the SM clock while
+# cuBLAS runs (all SMs share one clock). Later chapters print two more kinds,
+# [in-kernel](../docs/glossary.md#in-kernel) and
+# [probed after the sample](../docs/glossary.md#probed-after-the-sample); deep dive
+# [00b](00b_clock_kinds.ipynb) reads and checks all three.
 
 # %% output varies
 gemms = rec.results["cublas"]

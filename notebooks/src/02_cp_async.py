@@ -135,7 +135,7 @@ for kern in ("cuBLAS", "mma.sync", "cp.async"):
         label = {"mma.sync": "chapter 01 (mma.sync, registers)", "cp.async": "cp.async, best stages"}.get(kern, kern)
         series[label] = (sorted(best), [best[s]["tflops"] for s in sorted(best)])
 fig = plots.throughput_by_size(series, record=rec, title="cp.async multistage GEMM, fp16")
-print(cp_async.summarize_cp_async(rec, microbench=False, cross_check=False))
+print(cp_async.best_line(rec.results, "float16", 4096))   # every size and dtype: deep dive 02b §2
 
 # %% output varies
 rows = cp_async.stage_table(rec.results, "float16", 4096)
@@ -150,8 +150,9 @@ plt.show()
 #
 # 1. **BK = 64, one stage** — copy k-tile kt, wait, compute, and only then copy kt+1: no overlap
 #    at all. If chapter 01 were limited by load latency, this rung would fall below it. It beats it:
-#    what held chapter 01 back was the hop through the registers (`LDG` + `STS`: issue slots, 64
-#    staging registers per thread, an extra pass through the L1/shared-memory data path).
+#    what held chapter 01 back was the hop through the registers. Each 16 bytes took an `LDG` and
+#    an `STS` (the SASS in section 2), and the next k-tile sat in registers between them (the
+#    cubin's counts below).
 # 2. **BK = 32, one stage** — the same kernel with k-tiles half as deep waits for a copy twice as
 #    often for the same math; it falls below chapter 01. With a ring in flight it becomes the
 #    fastest rung: overlap pays most where the k-tiles are short.
@@ -168,6 +169,13 @@ best32 = max((r for r in rows if r["bk"] == 32), key=lambda r: r["tflops"])
 notebook.claim(s1 > 1.03 * ch01,
                f"1. BK = 64, one stage: {s1:.0f} TFLOP/s = {s1 / ch01:.2f}× chapter 01 ({ch01:.0f}).",
                one_stage=s1, chapter01=ch01)
+t1 = mma_sync.DEFAULT_TILE                   # the same 128×128×64 CTA tile as rung 1
+held = (t1.bm + t1.bn) * t1.bk * 2 // t1.threads // 4                 # one k-tile, 4-byte registers
+r01 = mma_sync.compile_mma_sync("float16").resources.registers
+r1 = cp_async.compile_cp_async("float16", cp_async.CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2,
+                                                               stages=1)).resources.registers
+notebook.claim(r1 < r01, f"   Registers per thread (the cubins): chapter 01 {r01}, rung 1 {r1}; chapter 01 "
+               f"holds the next k-tile in {held} of them.", chapter01=r01, one_stage=r1)
 notebook.claim(s1_32 < ch01 and best32["stages"] > 1 and best32["tflops"] == max(r["tflops"] for r in rows),
                f"2. BK = 32, one stage: {s1_32:.0f} TFLOP/s = {s1_32 / ch01:.2f}× chapter 01; with "
                f"{best32['stages']} stages {best32['tflops']:.0f}, the best rung.",
@@ -179,10 +187,9 @@ _ = notebook.claim("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * max(st[(64
 
 # %% [markdown]
 # > **Measured vs claimed.** It is often said that *multistage cp.async pipelining is what makes
-# > Ampere-class GEMMs fast*. The summary above gives this GPU's numbers (best cp.async GEMM per
-# > size, the stage sweep); Luo et al.'s microbenchmark is repeated in
-# > [02b](02b_cp_async_microbenchmark.ipynb). Either way, the Tensor Cores are still fed by
-# > `mma.sync`, whose ceiling chapter 01 measured.
+# > Ampere-class GEMMs fast*. The plots above give this GPU's numbers; Luo et al.'s microbenchmark
+# > is repeated in [02b](02b_cp_async_microbenchmark.ipynb). Either way, the Tensor Cores are still
+# > fed by `mma.sync`, whose ceiling chapter 01 measured.
 
 # %% [markdown]
 # ## Exercises

@@ -118,6 +118,13 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
+# Every size and dtype of the core lesson's section 4: the best rung beside chapter 01 and cuBLAS,
+# and its share of the peak under both clocks (chapter 00).
+
+# %% output varies
+print(cp_async.summarize_cp_async(rec, microbench=False, cross_check=False))
+
+# %% [markdown]
 # The stage sweep at 4096³ fp16 (core lesson, section 4), read in full.
 #
 # Overlap then adds what it can: from two stages on, the copy of a later k-tile runs while the

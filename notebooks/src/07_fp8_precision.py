@@ -10,7 +10,7 @@
 # 3. say where Hopper's FP8 Tensor Core loses precision as it sums, and how often to *promote*.
 #
 # FP8 halves the bytes per element again; FP8 wgmma (`m64nNk32`) does double FP16's multiply-adds
-# per instruction. Stages, boxes and descriptors keep chapter 06's byte sizes.
+# per instruction.
 #
 # **Deep dives:** [07b — the accumulator taken apart](07b_fp8_accumulator.ipynb);
 # [07c — swizzle, TMA boxes and wgmma](07c_swizzle_and_row_boxes.ipynb);
@@ -105,8 +105,8 @@ print(f"{len(res['checks'])} checks passed (e4m3 and e5m2; with and without prom
 # [fast accumulation](../docs/glossary.md#fast-accumulation), section 5), our FP8 top rung, and two
 # FP16 GEMMs (cuBLAS, chapter 06's top rung); medians, every timed output checked on sampled rows.
 # FP8's dense peak is 8192 FLOP/clk/SM, FP16's 4096: 2× is a **ceiling**. The
-# [seed article](../docs/glossary.md#seed-article), the public tutorial this course checks, says
-# "1.5–2×". Our goal: ≥ 0.90 of cuBLASLt at 8192³.
+# [seed article](../docs/glossary.md#seed-article) says "1.5–2×". Our goal: ≥ 0.90 of cuBLASLt
+# at 8192³.
 
 # %% output varies
 print(rec.label())
@@ -140,14 +140,16 @@ _ = notebook.verdict(*fp8.swizzle_gain_note(srec.results, band=(0.10, 0.20)))
 #   registers a consumer thread gets (chapter 06). It also waits for its own wgmmas (cost: deep
 #   dive 07b).
 #
-# **13 or 14 bits?** f counts the *fraction* bits kept below the leading bit; DeepSeek's "around
-# 14 bits" also counts the leading bit (13 + 1). Deep dive 07b fits f = 13 bit for bit.
+# **13 or 14 bits?** DeepSeek's "around 14 bits" counts the leading bit too: 13 + 1. Deep dive 07b
+# fits f = 13 bit for bit.
 #
 # **The experiment.** Left panel: each element of C sums one product of 1024 (32 · 32), then K − 1
 # small ones (below 2^-4), all lost against 2^10 with f = 13. Lines: the model, written before the
-# first GPU run (`fp8.ACC_PREDICTION`); markers: the GPU. Right panel: ordinary standard-normal
-# FP8 inputs. Each element's error is divided by Σ|a·b|, the sum of its K products' magnitudes, so
-# the curve reads as the accumulator's precision; the worst element is plotted.
+# first GPU run (`fp8.ACC_PREDICTION`); markers: the GPU. Right panel: standard-normal FP8 inputs,
+# the worst element's error over Σ|a·b|, the sum of its K products' magnitudes. Σ|a·b| grows in
+# step with K. The truncation errors have random signs and partly cancel, so with promotion, which
+# restarts the sum, they grow more slowly: the curve falls. Without promotion each error is cut from
+# the whole running sum, which keeps growing: the curve stays roughly level.
 
 # %% output varies
 assert fp8.prediction_table(fp8.predict_swamp()) == fp8.ACC_PREDICTION     # the model, as written then
@@ -156,7 +158,7 @@ plt.show()
 notebook.verdict(*fp8.prediction_note(res, tolerance=0.05))
 ok, text, numbers = fp8.promotion_note(res)          # the error at the largest K
 notebook.claim(ok, text, **numbers)
-ok, text, numbers = fp8.random_inputs_note(res)      # the right panel at the largest K
+ok, text, numbers = fp8.random_inputs_note(res)      # the right panel, smallest K → largest
 notebook.claim(ok, text, **numbers)
 ok, text, numbers = fp8.promotion_cost_note(res)     # the throughput promotion costs
 _ = notebook.claim(ok, text, **numbers)

@@ -125,30 +125,24 @@ alloc.check_all_freed()
 notebook.show_source("tcgen05.cu", start=r"else if \(warp == 1\)", end=r"tcgen05_commit_multicast<2>\(smem_u32\(&done_bar\)")
 
 # %% [markdown]
-# Compiled for one CTA and for a CTA pair, then counted in the SASS: instructions in the binary,
-# not executions (a loop's body counts once).
+# Names in the listing:
 #
-# | SASS | PTX | count |
-# |---|---|---|
-# | `UTCHMMA` (`.2CTA`: pair) | `tcgen05.mma` | BK/16, unrolled |
-# | `UTCBAR` | `tcgen05.commit` | a stage freed; D complete |
-# | `LDTM` | `tcgen05.ld` | one, in the epilogue's loop |
-# | `UTCATOMSWS` | `tcgen05.alloc` / `dealloc` | `FIND_AND_SET`: alloc, a retry loop; `AND`: dealloc |
-# | `UTMALDG` | TMA load | A and B |
-# | `SYNCS` | mbarrier ([03b §3](03b_tma_boxes.ipynb)) | `EXCH`: init, 2 per stage + done; `ARRIVE`; `PHASECHK`: waits, several per call |
-# | `UCGABAR` | `barrier.cluster` | the pair's build only |
+# * a **slab** is 64 elements of K: one 128-byte swizzle atom of fp16. A stage holds `kSlabs` =
+#   BK/64 slabs of A, then as many of B.
+# * one MMA covers 16 of K, so a slab takes `kStepsPerSlab` = 4 of them, each 32 bytes further in.
+# * in a CTA pair, only the `leader` CTA's thread issues MMAs. Its `tcgen05_commit_multicast<2>`
+#   arrives on the barrier at the same address in both CTAs (mask `0x3`: ranks 0 and 1). A lone
+#   CTA uses `tcgen05_commit<1>`.
 #
-# The kernels are launched with the descriptors the models above encode:
+# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them: the loop is unrolled) and
+# `tcgen05.commit` is `UTCBAR` (a stage freed; D complete). Every class counted: deep dive
+# [09c §5](09c_blackwell_datapath.ipynb). The kernels use the descriptors the models above encode:
 
 # %% output varies
 for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfig("float16", 256, 256, 64, 4, 2)):
     sm = kernels.sass_summary(cfg)
-    print(f"{cfg.label():40s}", ", ".join(f"{k} {sm[k]}" for k in
-                                           ("UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMALDG", "SYNCS", "UCGABAR")))
-    parts = {cls: kernels.sass_parts(sm, cls) for cls in ("UTCATOMSWS", "SYNCS")}
-    print(" " * 40, "; ".join(f"{c}: " + ", ".join(f"{k} {v}" for k, v in p.items()) for c, p in parts.items()))
-    assert (sm["UTCHMMA"], sm["UTCBAR"], sm["UTMALDG"], sm["LDTM"]) == (cfg.bk // 16, 2, 2, 1)  # table
-    assert parts["SYNCS"]["EXCH"] == 2 * cfg.stages + 1 and sm["spill_bytes"] == 0
+    print(f"{cfg.label():40s} UTCHMMA {sm['UTCHMMA']}, UTCBAR {sm['UTCBAR']}")
+    assert (sm["UTCHMMA"], sm["UTCBAR"]) == (cfg.bk // 16, 2) and sm["spill_bytes"] == 0
     assert cfg.idesc == tc.InstrDescriptor("float16", "float16", "float32", cfg.bm, cfg.bn,
                                            cta_group=cfg.cta_group).encode()
     assert cfg.a_desc == cfg.b_desc == tc.Tcgen05Descriptor(0, 16, 1024, "128B").encode()

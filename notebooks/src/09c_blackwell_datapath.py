@@ -8,8 +8,9 @@
 # descriptors' refusals; the PTX ISA's data path layouts — where row i, column j of D lands in TMEM
 # for M = 64, 128, 256, one CTA or a CTA pair; how `tcgen05.ld` hands cells to threads; and a CPU
 # **emulation** of one GEMM tile (TMA swizzle → smem descriptor → MMA → TMEM → `tcgen05.ld` →
-# registers → D) checked against float64, which catches a wrong descriptor; and the kernel's refusal
-# of a GPU it cannot run on. A model of the hardware, not a run on it.
+# registers → D) checked against float64, which catches a wrong descriptor; the kernel's refusal
+# of a GPU it cannot run on, and its SASS counted class by class. A model of the hardware, not a
+# run on it.
 
 # %% output varies
 import dataclasses
@@ -185,6 +186,32 @@ try:
     print("an sm_100 GPU is present: `kernels.verify_gemm(cfg)` runs the kernel against float64")
 except Exception as e:  # noqa: BLE001  (the refusal is the lesson)
     print(type(e).__name__ + ":", e)
+
+# %% [markdown]
+# ## 5. The core lesson's kernel, counted in the SASS
+#
+# Chapter 09's GEMM compiled for one CTA and for a CTA pair, then counted in the SASS: instructions
+# in the binary, not executions (a loop's body counts once).
+#
+# | SASS | PTX | count |
+# |---|---|---|
+# | `UTCHMMA` (`.2CTA`: pair) | `tcgen05.mma` | BK/16, unrolled |
+# | `UTCBAR` | `tcgen05.commit` | a stage freed; D complete |
+# | `LDTM` | `tcgen05.ld` | one, in the epilogue's loop |
+# | `UTCATOMSWS` | `tcgen05.alloc` / `dealloc` | `FIND_AND_SET`: alloc, a retry loop; `AND`: dealloc |
+# | `UTMALDG` | TMA load | A and B |
+# | `SYNCS` | mbarrier ([03b §3](03b_tma_boxes.ipynb)) | `EXCH`: init, 2 per stage + done; `ARRIVE`; `PHASECHK`: waits, several per call |
+# | `UCGABAR` | `barrier.cluster` | the pair's build only |
+
+# %% output varies
+for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfig("float16", 256, 256, 64, 4, 2)):
+    sm = kernels.sass_summary(cfg)
+    print(f"{cfg.label():40s}", ", ".join(f"{k} {sm[k]}" for k in
+                                           ("UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMALDG", "SYNCS", "UCGABAR")))
+    parts = {cls: kernels.sass_parts(sm, cls) for cls in ("UTCATOMSWS", "SYNCS")}
+    print(" " * 40, "; ".join(f"{c}: " + ", ".join(f"{k} {v}" for k, v in p.items()) for c, p in parts.items()))
+    assert (sm["UTCHMMA"], sm["UTCBAR"], sm["UTMALDG"], sm["LDTM"]) == (cfg.bk // 16, 2, 2, 1)  # table
+    assert parts["SYNCS"]["EXCH"] == 2 * cfg.stages + 1 and sm["spill_bytes"] == 0
 
 # %% [markdown]
 # ## Exercise

@@ -1,9 +1,8 @@
 # %% [markdown]
 # # 10 — "% of peak": which peak?
 #
-# Papers and tutorials, the [seed article](../docs/glossary.md#seed-article) (the public tutorial
-# this course checks) among them, often give a kernel's speed as "% of peak" without saying which
-# peak. Chapter 00 §2 showed that there are two. This lesson uses them: one kernel can meet a claim
+# Papers and tutorials, the [seed article](../docs/glossary.md#seed-article) among them, often give
+# a kernel's speed as "% of peak" without saying which peak. Chapter 00 §2 showed that there are two. This lesson uses them: one kernel can meet a claim
 # under one peak and miss it under the other, so a "% of peak" needs its denominator.
 #
 # **Learning goal.** You will be able to
@@ -78,6 +77,8 @@ if after and f["clock"] in bench.CLOCK_KINDS[:2]:
 # A claim such as "75–80 % of peak" gives a **band**, 0.75–0.80, read here with ±0.005. Each
 # denominator gives one **part**: inside the band it holds, outside it does not. The claim's
 # verdict follows from its parts: both hold → "holds", one → "partly", neither → "does not hold".
+# Above the band is outside too. A band is not a floor: "75–80 %" says where the number lies, and
+# a kernel well above it is not the kernel the claim describes.
 
 # %%
 holds, partly, fails = claims.VERDICTS[:3]
@@ -86,10 +87,8 @@ assert claims.combine([claims.Part("datasheet", holds), claims.Part("measured cl
 assert claims.combine([claims.Part("datasheet", fails), claims.Part("measured clock", fails)]) == fails
 
 # %% [markdown]
-# **The worked examples.** The seed's 4096³ FP16 table puts mma.sync at ~50 % of peak, wgmma + TMA +
-# warp specialization at 75–80 %, ~85 % after tuning the swizzle and the ring depth, and Blackwell
-# above 90 %; it also says synchronous kernels keep the Tensor Cores 30–50 % busy. Beside each, our
-# kernel under both denominators, then the three 4096³ steps worked (which kernel, both divisions):
+# **The worked examples.** Each claim of the seed's 4096³ FP16 table beside our kernel under both
+# denominators, then the three 4096³ steps worked (which kernel, both divisions):
 
 # %% output varies
 cl = claims.evaluate(recs)
