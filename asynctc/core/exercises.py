@@ -46,6 +46,8 @@ raises :class:`WrongReturn`).
 
 from __future__ import annotations
 
+import os
+
 import dataclasses
 import inspect
 import math
@@ -435,8 +437,38 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
     if hint is None or isinstance(hint, Accepted):
         print(f"[{ex.name}] correct" + (f" — {hint}" if hint else ""))
         progress.record(ex.name, "correct", solution)
+        _opened.add(ex.name)
         return True
     return fail(f"not quite — {hint}", f"is wrong ({hint})", "wrong")
+
+
+#: Exercises whose answer-showing cells are open in this Python session: answered correctly here,
+#: or opened with :func:`reveal`. Not stored: a fresh kernel starts with every answer held back.
+_opened: set[str] = set()
+
+
+def after(name: str) -> bool:
+    """True once exercise ``name`` was answered correctly in this session (or :func:`reveal` opened
+    it). Otherwise prints one line saying what is held back and how to see it, and returns False.
+
+    A learner-notebook cell that shows an exercise's answer (the kernel's own lines, say) opens with
+    ``if exercises.after("ch06.consumer_loop"):``, so "Run All" never shows it before the learner tried.
+    The notebook build opens every such cell (``ASYNCTC_BUILDING_NOTEBOOKS``): the solution notebook and
+    the course site show the answer; the learner notebook is stored without that cell's output.
+    """
+    _get(name)
+    if name in _opened or os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS") == "1":
+        return True
+    print(f"(held back until exercise {name} passes: this cell shows its answer. "
+          f"To see it now: exercises.reveal({name!r}), then run this cell again.)")
+    return False
+
+
+def reveal(name: str) -> None:
+    """Open the cells that show exercise ``name``'s answer before it passes (see :func:`after`)."""
+    _get(name)
+    _opened.add(name)
+    print(f"[{name}] its answer cells are open: run them.")
 
 
 def shown(value: Any) -> str:
@@ -500,6 +532,7 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
         # an answer computed in the notebook from the solution notebook (asynctc.teaching.answers)
         print(f"[{name}] correct" + (f": {shown(exp)}" if solution else ""))
         progress.record(name, "correct", solution)
+        _opened.add(name)
         return True
     hint = _hint(ex, a, exp, kw)
     return fail(f"not quite — {hint or 'try again.'}",

@@ -79,7 +79,8 @@ ok = exercises.check("ch02.wait_n", answer, stages=4)
 
 # %% output answers a prediction
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
-notebook.show_source(ck, start=r"// Prologue: k-tiles 0", end=r"^  cp_async_wait_all")
+if exercises.after("ch02.wait_n"):
+    display(notebook.show_source(ck, start=r"// Prologue: k-tiles 0", end=r"^  cp_async_wait_all"))
 
 # %% [markdown]
 # ### SASS: the register hop is gone

@@ -83,7 +83,8 @@ consumer_loop = """
 ok = exercises.check("ch06.consumer_loop", consumer_loop)
 
 # %% output answers a prediction
-print(notebook.source_excerpt(ck, variant=True, omit=W.LOOP_LINES, left_out=True))
+if exercises.after("ch06.consumer_loop"):
+    print(notebook.source_excerpt(ck, variant=True, omit=W.LOOP_LINES, left_out=True))
 
 # %% [markdown]
 # ## 2. The register budget

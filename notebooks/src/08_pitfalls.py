@@ -187,8 +187,9 @@ ok = exercises.check("ch08.repair", program, rule="store")
 # store program lacks.
 
 # %% output answers a prediction
-print(notebook.source_excerpt("pitfalls.cu", start=r"^#if BUG != BUG_STORE_BUFFER_REUSED", end=r"^#endif",
-                              hooks=True))
+if exercises.after("ch08.repair"):
+    print(notebook.source_excerpt("pitfalls.cu", start=r"^#if BUG != BUG_STORE_BUFFER_REUSED", end=r"^#endif",
+                                  hooks=True))
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

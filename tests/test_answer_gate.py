@@ -1,0 +1,88 @@
+"""Cells that show an exercise's answer wait for it: "Run All" in a learner notebook never shows
+the kernel's own lines before the learner's check passed (exercises.after / exercises.reveal)."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from asynctc.core import exercises
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "notebooks" / "src"
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    monkeypatch.setattr(exercises, "_opened", set())
+    monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
+    monkeypatch.setenv("ASYNCTC_PROGRESS", "off")
+
+
+def test_held_back_until_the_check_passes(fresh, capsys):
+    assert exercises.after("ch02.wait_n") is False
+    line = capsys.readouterr().out
+    assert "held back until exercise ch02.wait_n passes" in line and "exercises.reveal('ch02.wait_n')" in line
+    assert exercises.check("ch02.wait_n", 3, stages=4) is False           # a wrong answer opens nothing
+    assert exercises.after("ch02.wait_n") is False
+    assert exercises.check("ch02.wait_n", 2, stages=4) is True
+    capsys.readouterr()
+    assert exercises.after("ch02.wait_n") is True
+    assert capsys.readouterr().out == ""                                   # open: the cell shows, quietly
+    assert exercises.after("ch08.repair") is False                         # one exercise opens only its own
+
+
+def test_reveal_opens_and_unknown_names_fail(fresh, capsys):
+    exercises.reveal("ch06.consumer_loop")
+    assert exercises.after("ch06.consumer_loop") is True
+    with pytest.raises(KeyError):
+        exercises.after("ch06.no_such_exercise")
+    with pytest.raises(KeyError):
+        exercises.reveal("ch06.no_such_exercise")
+
+
+def test_the_build_opens_every_answer_cell(fresh, monkeypatch):
+    monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")
+    assert exercises.after("ch06.consumer_loop") is True
+
+
+def _answer_cells(src: Path):
+    parts = re.split(r"^# %%", src.read_text(), flags=re.M)
+    return [p for p in parts if p.startswith(" output answers a prediction")]
+
+
+@pytest.mark.parametrize("src", sorted(SRC.glob("[0-9][0-9]_*.py")), ids=lambda p: p.stem)
+def test_core_listings_that_answer_an_exercise_are_gated(src):
+    """Every answer cell of a core lesson that prints source (the kernel's own lines) waits for the
+    exercise it answers, and names one the notebook asks."""
+    text = src.read_text()
+    asked = set(re.findall(r'exercises\.check\("([\w.]+)"', text))
+    for cell in _answer_cells(src):
+        if not re.search(r"show_source|source_excerpt", cell):
+            continue
+        gate = re.search(r'if exercises\.after\("([\w.]+)"\):', cell)
+        assert gate, f"{src.name}: an answer cell shows source without `if exercises.after(...)`:\n{cell[:300]}"
+        assert gate[1] in asked, f"{src.name}: gated on {gate[1]}, which the notebook does not ask"
+
+
+def test_run_all_in_a_learner_notebook_holds_the_answer_back(tmp_path, monkeypatch):
+    """Chapter 06's learner notebook, executed top to bottom in replay as "Run All" would: the cell
+    after the unanswered code exercise prints the held-back line, not the kernel's loop."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb_path = ROOT / "notebooks" / "06_warp_specialization.ipynb"
+    nb = nbformat.read(nb_path, as_version=4)
+    for k in ("ASYNCTC_BUILDING_NOTEBOOKS",):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("ASYNCTC_MODE", "replay")
+    monkeypatch.setenv("ASYNCTC_PROGRESS", "off")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
+                            resources={"metadata": {"path": str(nb_path.parent)}}).execute()
+    gated = [c for c in nb.cells if c.cell_type == "code" and 'exercises.after("ch06.consumer_loop")' in c.source]
+    assert len(gated) == 1
+    text = "".join(o.get("text", "") for o in gated[0].outputs)
+    assert "held back until exercise ch06.consumer_loop passes" in text
+    assert "full.wait(" not in text
