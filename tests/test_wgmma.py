@@ -448,3 +448,18 @@ def test_layout_figure_offsets_come_from_the_model_and_hide_exercise_1():
     assert "LBO 4096 B" in texts and "SBO 1024 B" in texts
     import matplotlib.pyplot as plt
     plt.close(fig)
+
+
+def test_descriptor_hint_names_the_box_a_k_step_crosses_into():
+    """Checkpoint 04's trap: a K-major tile with 64-byte swizzle holds two k16 steps per box row, so
+    k-step 2 starts in the second box, not 64 bytes after the base; the hint says so."""
+    from asynctc.core import exercises
+    from asynctc.models import descriptors as dsc
+    kw = dict(mn=64, k=64, dtype="float16", major="K", swizzle=64, step=2, base=0x4000)
+    want = exercises.expected("ch04.descriptor", **kw)
+    assert dsc.decode(want).start_address == 0x5000
+    wrong = dsc.encode(0x4040, 16, 512, 64)
+    from asynctc.wgmma import exercises as wex
+    tile = dsc.OperandTile(mn=64, k=64, dtype="float16", major="K", swizzle=64)
+    hint = wex.descriptor_diagnosis(wrong, tile, 2, 0x4000)
+    assert "holds 2 k16 steps, so k-step 2 starts in box 1, at 0x5000" in hint, hint

@@ -157,6 +157,12 @@ def descriptor_diagnosis(answer: int, tile: dsc.OperandTile, step: int, base: in
             notes.append(f"start address {got.start_address:#x}: +32 bytes per k-step holds for "
                          f"K-major tiles; in an MN-major tile one k16 step is {tile.instruction_k} "
                          f"K-rows of {tile.row_pitch} bytes")
+        elif tile.major == "K" and tile.swizzle and got.start_address == base + step * 32:
+            per_row = tile.swizzle // 32
+            notes.append(f"start address {got.start_address:#x}: +32 bytes per k16 step holds only "
+                         f"inside one box; a {tile.swizzle}-byte swizzled row holds {per_row} k16 "
+                         f"step{'s' * (per_row > 1)}, so k-step {step} starts in box {step // per_row}, "
+                         f"at {want.start_address:#x}")
         elif got.start_address == 16 * want.start_address:
             notes.append("start address: the field holds the address >> 4 (16-byte units), not bytes")
         else:
