@@ -26,7 +26,9 @@ def test_check_records_each_attempt(tmp_path, monkeypatch, capsys):
     rows = progress.attempts(f)
     assert [r["status"] for r in rows] == ["unanswered", "wrong", "invalid", "correct"]
     assert all(r["exercise"] == "ch00.intensity" and not r["solution"] and r["time"] for r in rows)
-    assert progress.summary(rows) == {"ch00.intensity": {"status": "correct", "attempts": 4}}
+    assert progress.summary(rows) == {"ch00.intensity": {"status": "correct", "attempts": 4, "message": None}}
+    assert "message" not in rows[-1] and rows[1]["message"].startswith("not quite")
+    assert progress.summary(rows[:3])["ch00.intensity"]["message"].startswith("answer with")   # the latest
 
 
 def test_progress_location_and_off(tmp_path, monkeypatch):
@@ -147,6 +149,10 @@ def test_grade_two_fake_learners(tmp_path, monkeypatch, capsys):
     assert "bob.ipynb: cell 3 raised RuntimeError: my own bug" in rows["bob"]["problems"]   # counted from 1
     md = (tmp_path / "out" / "grades.md").read_text()
     assert "| alice | ✓ | ✗ | 1/2 |" in md and "| bob | · | - | 0/2 |" in md and md in printed
+    # the wrong answer's hint, in the checker's words; the corrected and the unanswered ones are not listed
+    told = md.split("What each answer that is not correct was told", 1)[1]
+    assert "- alice, ch00.memory_bound (1 attempt): not quite" in told
+    assert "ch00.intensity" not in told and "bob" not in told.split("Notebooks with a cell")[0]
 
 
 def test_reset_command_and_bad_chapter(tmp_path, capsys):
@@ -274,7 +280,7 @@ def test_a_stuck_cell_is_reported_as_a_timeout(tmp_path, monkeypatch):
     path = tmp_path / "00_why_async.ipynb"
     nbformat.write(_learner_nb(["from asynctc.core import exercises", "import time\ntime.sleep(60)",
                                 'exercises.check("ch00.intensity", 3.0, n=512)']), path)
-    names, status, _, problem = grading.grade_notebook(path, timeout=2)
+    names, status, _, problem, _ = grading.grade_notebook(path, timeout=2)
     assert problem.startswith("00_why_async.ipynb: cell 2 timed out: still running after 2 s (--timeout)")
     assert "KeyboardInterrupt" not in problem and status == {"ch00.intensity": None}
 

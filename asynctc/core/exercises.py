@@ -503,7 +503,7 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
 
     def fail(msg: str, why: str, status: str = "invalid") -> bool:
         print(f"[{name}] {msg}")
-        progress.record(name, status, solution)
+        progress.record(name, status, solution, msg)
         if solution:
             raise AssertionError(f"solution for {name} {why}")
         return False

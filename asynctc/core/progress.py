@@ -1,6 +1,7 @@
 """Each exercise attempt, one JSON line in a small progress file.
 
-``exercises.check`` appends ``{"time", "exercise", "status", "solution"}`` for every call —
+``exercises.check`` appends ``{"time", "exercise", "status", "solution"}`` for every call (and
+``"message"``, the line it printed, when the answer was not correct) —
 ``status`` is ``correct``, ``wrong``, ``unanswered`` (the ``...`` is still there) or ``invalid``
 (an answer in a form the exercise does not accept, or missing arguments). The file is:
 
@@ -31,13 +32,16 @@ def path() -> Path | None:
     return Path(base) / "asynctc" / "progress.jsonl"
 
 
-def record(exercise: str, status: str, solution: bool = False) -> None:
-    """Append one attempt (see the module docstring); never raises for an unwritable file."""
+def record(exercise: str, status: str, solution: bool = False, message: str | None = None) -> None:
+    """Append one attempt (see the module docstring); never raises for an unwritable file.
+    ``message``: what the check printed for an answer that was not correct (kept to 300 characters)."""
     p = path()
     if p is None:
         return
     line = {"time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "exercise": exercise, "status": status, "solution": bool(solution)}
+    if message and status != "correct":
+        line["message"] = message[:300]
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         with p.open("a") as f:
@@ -64,12 +68,14 @@ def attempts(p: Path | None = None) -> list[dict]:
 
 
 def summary(rows: list[dict]) -> dict[str, dict]:
-    """exercise → {"status": best status reached, "attempts": how many}: ``correct`` once any
-    attempt was correct, else the latest status."""
+    """exercise → {"status": best status reached, "attempts": how many, "message": what the
+    latest attempt was told (None once an attempt was correct)}: ``correct`` once any attempt was
+    correct, else the latest status."""
     out: dict[str, dict] = {}
     for d in rows:
-        s = out.setdefault(d["exercise"], {"status": d.get("status"), "attempts": 0})
+        s = out.setdefault(d["exercise"], {"status": d.get("status"), "attempts": 0, "message": None})
         s["attempts"] += 1
         if s["status"] != "correct":
             s["status"] = d.get("status")
+            s["message"] = None if s["status"] == "correct" else d.get("message")
     return out

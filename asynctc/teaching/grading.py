@@ -24,6 +24,8 @@ ran without calling ``check()`` at all, as chapter 08's repair cell does while i
 unchanged), ``invalid`` (an answer in a form the exercise refuses, ?), ``-`` (never checked: the
 cell raised before ``check()``, did not run because the notebook stopped, or is missing from the
 learner's notebook), blank (not asked by the notebooks this learner handed in: not in their score).
+Under the table, ``grades.md`` lists each wrong or refused answer with what its check told the learner
+(the latest attempt's line), so the teacher sees the mistake without opening the notebook.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Graded:
     # exercise → (the notebook it was found in, its position there)
     asked: list[str] | None = None
     # the exercises the shipped notebooks matching this learner's ask (None: from ``notebooks``)
+    hints: dict[str, str] = dataclasses.field(default_factory=dict)
+    # exercise → what its latest attempt was told, for an answer not (yet) correct
 
     def __post_init__(self):
         if self.asked is None:
@@ -174,7 +178,8 @@ def where(nb, i: int, number: int | None = None) -> str:
 
 
 def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int = TIMEOUT):
-    """(exercise names, {exercise: status}, {exercise: attempts}, problem or "") of one notebook."""
+    """(exercise names, {exercise: status}, {exercise: attempts}, problem or "", {exercise: the
+    hint its latest attempt got, for an answer not correct}) of one notebook."""
     import nbformat
     path = Path(path)
     handed_in = nbformat.read(path, as_version=4)
@@ -213,7 +218,8 @@ def grade_notebook(path: Path, make_client: Callable | None = None, timeout: int
         status[n] = "unanswered"
     return (names, status,
             {n: done.get(n, {}).get("attempts", 0) for n in names},
-            f"{path.name}: {problem}" if problem else "")
+            f"{path.name}: {problem}" if problem else "",
+            {n: done[n]["message"] for n in names if done.get(n, {}).get("message")})
 
 
 def _problem(nb, numbers: list[int], outcome, err, timed_out: bool, timeout: int) -> str:
@@ -254,10 +260,11 @@ def grade(folder: Path, make_client: Callable | None = None, timeout: int = TIME
     shipped = shipped_exercises()
     out = []
     for learner, paths in submissions(folder).items():
-        status, tries, problems, order, asked = {}, {}, [], {}, []
+        status, tries, problems, order, asked, hints = {}, {}, [], {}, [], {}
         for p in paths:
-            names, st, at, problem = grade_notebook(p, make_client, timeout)
+            names, st, at, problem, told = grade_notebook(p, make_client, timeout)
             status.update(st)
+            hints.update(told)
             tries.update(at)
             for i, n in enumerate(names):
                 order.setdefault(n, (p.name, i))
@@ -266,7 +273,7 @@ def grade(folder: Path, make_client: Callable | None = None, timeout: int = TIME
                 problems.append(problem)
         for n in asked:
             status.setdefault(n, None)          # asked, missing from their notebook: never checked
-        out.append(Graded(learner, [p.name for p in paths], status, tries, problems, order, asked))
+        out.append(Graded(learner, [p.name for p in paths], status, tries, problems, order, asked, hints))
     return out
 
 
@@ -323,6 +330,12 @@ def write_tables(graded: list[Graded], out_dir: Path) -> tuple[Path, Path, str]:
         lines += ["", "Checks the handed-in notebooks do not ask (a checkpoint question, the learner's own; "
                   "not scored):"] + [f"- {who}: " + ", ".join(f"{n} {SYMBOL.get(s, '-')}" for n, s in ex.items())
                                      for who, ex in extras]
+    told = [(g.learner, n, g.attempts.get(n, 0), h) for g in graded for n in cols
+            if g.counts(n) and g.status.get(n) in ("wrong", "invalid") and (h := g.hints.get(n))]
+    if told:
+        lines += ["", "What each answer that is not correct was told (its latest attempt; the learner's "
+                  "mistake in the checker's words):"]
+        lines += [f"- {who}, {n} ({k} attempt{'s' * (k != 1)}): {h}" for who, n, k, h in told]
     problems = [(g.learner, p) for g in graded for p in g.problems]
     if problems:
         lines += ["", "Notebooks with a cell that raised (the cells after it still ran and count) or that "
