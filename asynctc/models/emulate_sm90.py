@@ -290,6 +290,19 @@ def _events(schedule) -> list[tuple]:
     return sorted(ev)
 
 
+def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None) -> list[str]:
+    """The order in which the emulation moves data, from chapter 05's ring model: one line per TMA
+    load landing or warpgroup reading a stage ("load k-tile 2 -> stage 0", "wg1 reads k-tile 0
+    from stage 0"). Raises ValueError with the ring's diagnosis when the parities break it."""
+    from . import pipeline as _mp
+    ring = _mp.simulate(stages, 1 if stages > 1 else 0, CONSUMERS, k // BK, tile=_mp.Tile(BM, BN, BK),
+                        parities=parities or COURSE_PARITIES)
+    if ring.diagnosis is not None:
+        raise ValueError(_ring_words(ring.diagnosis))
+    return [f"load k-tile {t} -> stage {s}" if what == "load" else f"{lane} reads k-tile {t} from stage {s}"
+            for _, _, what, t, s, lane in _events(ring)]
+
+
 def _run(a16: np.ndarray, b16: np.ndarray, stages: int, swizzle, encode, parities):
     """One emulation with the pieces given: (c, writes, diagnosis, error)."""
     from . import pipeline as _mp                      # chapter 05's ring model
