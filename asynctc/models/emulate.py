@@ -71,12 +71,18 @@ def gather(image: np.ndarray, base: int, desc: Tcgen05Descriptor, major: str, dt
            mn: int) -> np.ndarray:
     """The ``(mn, K)`` operand one ``tcgen05.mma`` reads through ``desc`` from ``image`` (placed at
     shared address ``base``); bytes outside the image read as 0."""
-    addr = read_addresses(desc, major, dtype, mn) - base
+    return gather_bytes(image, read_addresses(desc, major, dtype, mn) - base, dtype)
+
+
+def gather_bytes(image: np.ndarray, addr: np.ndarray, dtype: str) -> np.ndarray:
+    """The ``dtype`` values whose first bytes are at ``addr`` (an int array of offsets into the
+    uint8 ``image``), in ``addr``'s shape; bytes outside the image read as 0. Chapter 09c's
+    :func:`gather` and the Hopper emulation (:mod:`asynctc.models.emulate_sm90`) both read this way."""
     es = dtype_of(dtype).itemsize
-    idx = addr[..., None] + np.arange(es)
+    idx = np.asarray(addr)[..., None] + np.arange(es)
     ok = (idx >= 0) & (idx < image.size)
     raw = np.where(ok, image[np.clip(idx, 0, image.size - 1)], 0).astype(np.uint8)
-    return raw.reshape(-1).view(dtype_of(dtype)).reshape(addr.shape)
+    return raw.reshape(-1).view(dtype_of(dtype)).reshape(np.shape(addr))
 
 
 @dataclasses.dataclass

@@ -1,0 +1,424 @@
+"""A CPU emulation of one Hopper GEMM tile, built from pieces a learner can write (deep dive 06e).
+
+**It is a model, not a run**: nothing here executes on a GPU, and nothing here is timed. It is the
+Hopper counterpart of chapter 09c's :mod:`asynctc.models.emulate`. One CTA computes a 128 × 128
+tile of C = A·B (fp16 in, fp32 out, K = 256 by default, both operands K-major, 128-byte swizzle),
+with two consumer warpgroups of 64 rows each and a ring of S stages of 64-deep k-tiles:
+
+1. **The ring** — chapter 05's ring model (:func:`asynctc.models.pipeline.simulate`) runs the
+   protocol with the **parity** functions given (``full(k, S)``, ``empty(t, S)``). A deadlock or a
+   race stops the emulation with that diagnosis; otherwise its timeline fixes the order in which
+   the TMA loads land and the wgmmas read.
+2. **TMA** — each load writes one A box and one B box (128 rows × 128 bytes) into its stage of a
+   shared-memory byte image; byte ``o`` of a box goes to ``swizzle(o)``, the **swizzle** function
+   given (chapter 03's ``swizzle_128b``).
+3. **wgmma** — for each k16 step each warpgroup's A and B descriptors are packed by the **encode**
+   function given (chapter 04's ``encode(start_address, lbo, sbo, swizzle)``), decoded by the
+   course's :func:`~asynctc.models.descriptors.decode`, and :func:`~asynctc.models.descriptors.
+   read_addresses` says which bytes the instruction reads. Products are float64 of the fp16 values
+   read; the accumulator is float32 (rounded after every k16 step).
+4. **Epilogue** — each thread's accumulator registers (:func:`asynctc.models.fragments.
+   wgmma_accumulator`) are written into a NaN-poisoned C; every element must be written once.
+
+:func:`emulate` returns an :class:`Sm90Gemm`: C, the check against float64 (the course's
+elementwise bound relative to |A|·|B|, :func:`asynctc.core.checks.compare_elementwise`), which
+pieces were the learner's, and — when elements are wrong — which piece is to blame (the run is
+repeated with each of the learner's pieces swapped for the course's) and where the wrong elements
+are (:func:`where_wrong`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core.checks import ElementCheck, compare_elementwise
+from . import descriptors as _d
+from . import fragments as _f
+from .emulate import gather_bytes, round_to
+from .layout import swizzle_address
+
+#: The tile: BM × BN outputs, 64-deep k-tiles (one 128-byte swizzle row of fp16), two consumers.
+BM, BN, BK, CONSUMERS, WG_M = 128, 128, 64, 2, 64
+DTYPE = "float16"
+SWIZZLE = 128
+#: Bytes of one box (BM or BN rows × 128 bytes) and of one stage (an A box, then a B box).
+BOX_BYTES = BM * BK * 2
+STAGE_BYTES = 2 * BOX_BYTES
+
+PIECES = ("parities", "swizzle", "encode")
+
+
+def course_swizzle_128b(offset: int) -> int:
+    """The course's 128-byte swizzle (chapter 03's model, :func:`asynctc.models.layout.swizzle_address`)."""
+    return int(swizzle_address(int(offset), SWIZZLE))
+
+
+def course_encode(start_address: int, lbo: int, sbo: int, swizzle: int = 0) -> int:
+    """The course's descriptor packing (:func:`asynctc.models.descriptors.encode`)."""
+    return _d.encode(start_address, lbo, sbo, swizzle)
+
+
+def course_full_parity(k: int, stages: int) -> int:
+    """The parity a consumer waits on ``full[k % S]``: the kernel's ``(k // S) % 2``."""
+    return (k // stages) % 2
+
+
+def course_empty_parity(t: int, stages: int) -> int:
+    """The parity the producer waits on ``empty[t % S]``: the kernel's ``(t // S + 1) % 2``."""
+    return (t // stages + 1) % 2
+
+
+COURSE_PARITIES = (course_full_parity, course_empty_parity)
+
+
+class PieceError(ValueError):
+    """A piece returned something the emulation cannot use (not an int, outside the box, a
+    descriptor the decoder rejects); ``piece`` names it."""
+
+    def __init__(self, piece: str, message: str):
+        super().__init__(f"{piece}: {message}")
+        self.piece = piece
+
+
+# --------------------------------------------------------------------------------------------------
+# Where the wrong elements are
+# --------------------------------------------------------------------------------------------------
+
+def _ranges(idx) -> str:
+    idx = sorted(int(i) for i in idx)
+    out, start = [], idx[0]
+    for a, b in zip(idx, idx[1:] + [None]):
+        if b != a + 1:
+            out.append(f"{start}" if start == a else f"{start}–{a}")
+            start = b
+    return ", ".join(out)
+
+
+def _axis(bad_any: np.ndarray, name: str) -> str:
+    """``bad_any``: bool per row (or column). 'every row', 'rows 1–7 of every 8', or the ranges."""
+    n = bad_any.size
+    idx = np.flatnonzero(bad_any)
+    if idx.size == n:
+        return f"every {name}"
+    for p in (8, 16, 32, 64):
+        pat = bad_any[:p]
+        if n % p == 0 and pat.any() and not pat.all() and np.array_equal(np.tile(pat, n // p), bad_any):
+            return f"{name}s {_ranges(np.flatnonzero(pat))} of every {p}"
+    text = _ranges(idx)
+    if len(text) > 60:
+        text = text[:57].rsplit(",", 1)[0] + ", …"
+    return f"{name}s {text}"
+
+
+def where_wrong(bad: np.ndarray) -> str:
+    """Where the ``True`` elements of ``bad`` (M × N) are, in words: "3584 of 16384 elements
+    wrong, rows 1–7 of every 8, every column"."""
+    bad = np.asarray(bad, bool)
+    n = int(bad.sum())
+    if n == 0:
+        return f"0 of {bad.size} elements wrong"
+    text = (f"{n} of {bad.size} elements wrong, {_axis(bad.any(axis=1), 'row')}, "
+            f"{_axis(bad.any(axis=0), 'column')}")
+    if bad.any(axis=1).all() and bad.any(axis=0).all() and bad.shape[0] % 8 == 0 == bad.shape[1] % 8:
+        # rows and columns both everywhere: say which (row % 8, column % 8) pairs are wrong
+        frac = bad.reshape(bad.shape[0] // 8, 8, bad.shape[1] // 8, 8).mean(axis=(0, 2))
+        right = frac < 0.5
+        if right.any() and np.array_equal(right, np.eye(8, dtype=bool)):
+            text += "; right only where row % 8 == column % 8"
+        elif right.any():
+            text += f"; right in {int(right.sum())} of the 64 (row % 8, column % 8) pairs"
+    return text
+
+
+# --------------------------------------------------------------------------------------------------
+# The pieces, checked as they are used
+# --------------------------------------------------------------------------------------------------
+
+def swizzle_map(swizzle: Callable[[int], int]) -> np.ndarray:
+    """Where ``swizzle`` puts every byte of one box: an int array of :data:`BOX_BYTES` offsets.
+    Raises :class:`PieceError` for a value that is not an int inside the box."""
+    out = np.empty(BOX_BYTES, np.int64)
+    for o in range(BOX_BYTES):
+        v = swizzle(o)
+        if v is None or v is Ellipsis:
+            raise PieceError("swizzle", "swizzle_128b returns None: write its body (or leave the "
+                             "course's in place)")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise PieceError("swizzle", f"swizzle_128b({o}) returned {v!r}; return an int byte offset")
+        if not 0 <= int(v) < BOX_BYTES:
+            raise PieceError("swizzle", f"swizzle_128b({o}) = {v}: outside the {BOX_BYTES}-byte box "
+                             f"({BM} rows of 128 bytes)")
+        out[o] = int(v)
+    return out
+
+
+def swizzle_diff(swizzle: Callable[[int], int]) -> str | None:
+    """How ``swizzle`` differs from the course's on one box, in a sentence; None if it does not."""
+    got = swizzle_map(swizzle)
+    want = swizzle_address(np.arange(BOX_BYTES, dtype=np.int64), SWIZZLE)
+    wrong = np.flatnonzero(got != want)
+    if wrong.size == 0:
+        return None
+    o = int(wrong[0])
+    return (f"your swizzle_128b puts {wrong.size} of the box's {BOX_BYTES} bytes elsewhere than "
+            f"the course's model; the first is byte {o} (row {o // 128}, chunk {o % 128 // 16}): "
+            f"yours {int(got[o])}, the model's {int(want[o])}")
+
+
+def descriptor(encode: Callable, start_address: int, lbo: int, sbo: int) -> _d.WgmmaDescriptor:
+    """``encode(start_address, lbo, sbo, 128)`` decoded by the course's decoder. Raises
+    :class:`PieceError` when the value is not an int or the decoder rejects it."""
+    v = encode(start_address, lbo, sbo, SWIZZLE)
+    if v is None or v is Ellipsis:
+        raise PieceError("encode", "encode returns None: write its body (or leave the course's in place)")
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise PieceError("encode", f"encode({start_address:#x}, {lbo}, {sbo}, {SWIZZLE}) returned "
+                         f"{v!r}; return an int")
+    try:
+        return _d.decode(int(v))
+    except _d.DescriptorError as e:
+        raise PieceError("encode", f"encode({start_address:#x}, lbo={lbo}, sbo={sbo}, "
+                         f"swizzle={SWIZZLE}) = {int(v):#x}, which the decoder rejects: {e}") from None
+
+
+def encode_diff(encode: Callable, stages: int) -> str | None:
+    """The first descriptor of the tile that ``encode`` packs differently from the course's, and
+    the fields that differ once decoded; None if every one matches."""
+    for start, lbo, sbo, _ in _descriptor_fields(stages):
+        want = _d.decode(course_encode(start, lbo, sbo, SWIZZLE))
+        got = descriptor(encode, start, lbo, sbo)
+        if got != want:
+            diff = ", ".join(f"{f} {getattr(got, f)} (should be {getattr(want, f)})"
+                             for f in ("start_address", "lbo", "sbo", "swizzle", "base_offset")
+                             if getattr(got, f) != getattr(want, f))
+            return (f"encode({start:#x}, lbo={lbo}, sbo={sbo}, swizzle={SWIZZLE}) decodes to {diff}")
+    return None
+
+
+def _operand(mn: int) -> _d.OperandTile:
+    return _d.OperandTile(mn, BK, DTYPE, "K", SWIZZLE)
+
+
+def _a_base(stage: int, wg: int) -> int:
+    return stage * STAGE_BYTES + wg * WG_M * 128
+
+
+def _b_base(stage: int) -> int:
+    return stage * STAGE_BYTES + BOX_BYTES
+
+
+def _descriptor_fields(stages: int):
+    """(start_address, lbo, sbo, operand) of every descriptor the tile's wgmmas use."""
+    a_tile, b_tile = _operand(WG_M), _operand(BN)
+    for s in range(stages):
+        for j in range(a_tile.k_steps):
+            for w in range(CONSUMERS):
+                d = a_tile.descriptor(j, _a_base(s, w))
+                yield d.start_address, d.lbo, d.sbo, f"A wg{w}"
+            d = b_tile.descriptor(j, _b_base(s))
+            yield d.start_address, d.lbo, d.sbo, "B"
+
+
+# --------------------------------------------------------------------------------------------------
+# The emulation
+# --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Sm90Gemm:
+    """Result of :func:`emulate`. ``c``: the (M, N) float32 output (NaN where never written);
+    ``check``: the elementwise check against float64 (None when the ring stopped it);
+    ``diagnosis``: the ring model's :class:`~asynctc.models.pipeline.Deadlock` or
+    :class:`~asynctc.models.pipeline.Race`, or None; ``error``: a :class:`PieceError` that stopped
+    it, or None; ``used``: piece → "yours" or "the course's"; ``blame``: the learner's pieces whose
+    swap for the course's fixes the result; ``why``: piece → how it differs from the course's."""
+
+    c: np.ndarray
+    check: ElementCheck | None
+    writes: np.ndarray
+    stages: int
+    k: int
+    used: dict
+    diagnosis: Any = None
+    error: PieceError | None = None
+    blame: list = dataclasses.field(default_factory=list)
+    why: dict = dataclasses.field(default_factory=dict)
+    bad: np.ndarray | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.check is not None and bool(self.check.passed) and bool((self.writes == 1).all())
+
+    def summary(self) -> str:
+        """What ran, with whose pieces, and the verdict in one paragraph."""
+        used = ", ".join(f"{p}: {w}" for p, w in self.used.items())
+        head = (f"emulated Hopper tile {BM}×{BN}, K={self.k}, fp16 K-major, {SWIZZLE}-byte swizzle, "
+                f"{self.stages}-stage ring, {CONSUMERS} consumer warpgroups ({used})")
+        if self.diagnosis is not None:
+            return f"{head}\nSTOPPED by the ring model (parities): {_ring_words(self.diagnosis)}"
+        if self.error is not None:
+            return f"{head}\nSTOPPED: {self.error}"
+        if self.passed:
+            return (f"{head}\nPASS: every element written once and within the bound "
+                    f"(worst error / bound = {self.check.worst:.2g})")
+        lines = [f"{head}\nFAIL: {where_wrong(self.bad)}"]
+        for p in self.blame:
+            lines.append(f"  {p} is wrong: {self.why.get(p, 'with the course' + chr(39) + 's ' + p + ' the tile passes')}")
+        if len(self.blame) > 1:
+            lines.append("  no single swap fixes it: each piece above differs from the course's")
+        return "\n".join(lines)
+
+
+def _ring_words(d) -> str:
+    if hasattr(d, "who_waits"):
+        return (f"deadlock at k-tile {d.iteration}: {' and '.join(d.who_waits)} wait on "
+                f"{d.barrier}[{d.stage}] with parity {d.parity}, and {d.why}")
+    return f"race at k-tile {d.iteration}: {d.what}"
+
+
+def _events(schedule) -> list[tuple]:
+    """(time, order, what, k, stage, lane) of the TMA loads landing and the wgmmas reading, in the
+    ring model's order (a load lands at its span's end, a wgmma reads at its start)."""
+    ev = []
+    for sp in schedule.spans:
+        if sp.kind == "tma":
+            ev.append((sp.end, 0, "load", sp.k, sp.stage, sp.lane))
+        elif sp.kind == "mma":
+            ev.append((sp.start, 1, "mma", sp.k, sp.stage, sp.lane))
+    return sorted(ev)
+
+
+def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None) -> list[str]:
+    """The order in which the emulation moves data, from chapter 05's ring model: one line per TMA
+    load landing or warpgroup reading a stage ("load k-tile 2 -> stage 0", "wg1 reads k-tile 0
+    from stage 0"). Raises ValueError with the ring's diagnosis when the parities break it."""
+    from . import pipeline as _mp
+    ring = _mp.simulate(stages, 1 if stages > 1 else 0, CONSUMERS, k // BK, tile=_mp.Tile(BM, BN, BK),
+                        parities=parities or COURSE_PARITIES)
+    if ring.diagnosis is not None:
+        raise ValueError(_ring_words(ring.diagnosis))
+    return [f"load k-tile {t} -> stage {s}" if what == "load" else f"{lane} reads k-tile {t} from stage {s}"
+            for _, _, what, t, s, lane in _events(ring)]
+
+
+def _run(a16: np.ndarray, b16: np.ndarray, stages: int, swizzle, encode, parities):
+    """One emulation with the pieces given: (c, writes, diagnosis, error)."""
+    from . import pipeline as _mp                      # chapter 05's ring model
+    k = a16.shape[1]
+    k_tiles = k // BK
+    c = np.full((BM, BN), np.nan, np.float32)
+    writes = np.zeros((BM, BN), int)
+    ring = _mp.simulate(stages, 1 if stages > 1 else 0, CONSUMERS, k_tiles,
+                        tile=_mp.Tile(BM, BN, BK), parities=parities)
+    if ring.diagnosis is not None:
+        return c, writes, ring.diagnosis, None
+    try:
+        where = swizzle_map(swizzle)
+        a_tile, b_tile = _operand(WG_M), _operand(BN)
+        desc = {}                                       # (operand, stage, wg, step) -> addresses
+        for s in range(stages):
+            for j in range(a_tile.k_steps):
+                for w in range(CONSUMERS):
+                    f = a_tile.descriptor(j, _a_base(s, w))
+                    desc["A", s, w, j] = _d.read_addresses(descriptor(encode, f.start_address, f.lbo,
+                                                                      f.sbo), "K", DTYPE, WG_M)
+                f = b_tile.descriptor(j, _b_base(s))
+                desc["B", s, 0, j] = _d.read_addresses(descriptor(encode, f.start_address, f.lbo,
+                                                                  f.sbo), "K", DTYPE, BN)
+    except PieceError as e:
+        return c, writes, None, e
+    except _d.DescriptorError as e:
+        return c, writes, None, PieceError("encode", str(e))
+    smem = np.zeros(stages * STAGE_BYTES, np.uint8)
+    acc = np.zeros((CONSUMERS, WG_M, BN), np.float32)
+    for _, _, what, t, s, lane in _events(ring):
+        if what == "load":                              # TMA: one A box and one B box, swizzled
+            for base, rows in ((s * STAGE_BYTES, a16[:, t * BK:(t + 1) * BK]),
+                               (s * STAGE_BYTES + BOX_BYTES, b16[t * BK:(t + 1) * BK, :].T)):
+                box = np.ascontiguousarray(rows, np.float16).view(np.uint8).reshape(-1)
+                smem[base + where] = box
+        else:                                           # one warpgroup's four k16 wgmmas
+            w = int(lane[2:])
+            for j in range(a_tile.k_steps):
+                av = gather_bytes(smem, desc["A", s, w, j], DTYPE).astype(np.float64)   # (64, 16)
+                bv = gather_bytes(smem, desc["B", s, 0, j], DTYPE).astype(np.float64)   # (128, 16)
+                acc[w] = (acc[w].astype(np.float64) + av @ bv.T).astype(np.float32)
+    rows, cols = _f.wgmma_accumulator(BN)               # (thread, register) -> (row, col)
+    for w in range(CONSUMERS):
+        regs = acc[w][rows, cols]                       # each thread's registers
+        np.add.at(writes, (w * WG_M + rows, cols), 1)
+        c[w * WG_M + rows, cols] = regs
+    return c, writes, None, None
+
+
+def random_inputs(k: int = 256, rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Fresh standard-normal A (128 × K) and B (K × 128), rounded to fp16."""
+    rng = rng if rng is not None else np.random.default_rng()
+    return (round_to(rng.standard_normal((BM, k)), DTYPE), round_to(rng.standard_normal((k, BN)), DTYPE))
+
+
+def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None = None,
+            parities: tuple | None = None, *, stages: int = 2, k: int = 256,
+            a: np.ndarray | None = None, b: np.ndarray | None = None, rng: Any = None) -> Sm90Gemm:
+    """Emulate one 128 × 128 tile of C = A·B (see the module docstring) with the pieces given;
+    None (the default) takes the course's. ``swizzle(offset) -> offset``: chapter 03's
+    ``swizzle_128b``; ``encode(start_address, lbo, sbo, swizzle) -> int``: chapter 04's;
+    ``parities``: the pair ``(full_parity(k, S), empty_parity(t, S))`` of chapter 05. ``stages``:
+    S ≥ 1 (at most 7: 32 KiB a stage); ``k``: a multiple of 64; ``a`` / ``b``: inputs (default
+    :func:`random_inputs`). When elements are wrong, each of the learner's pieces is swapped for
+    the course's in turn: a swap that makes the tile pass names that piece."""
+    if int(k) != k or k < BK or k % BK:
+        raise ValueError(f"k={k!r}: a positive multiple of {BK} (one k-tile is {BK} deep)")
+    if int(stages) != stages or not 1 <= stages <= 7:
+        raise ValueError(f"stages={stages!r}: 1..7 (each stage holds {STAGE_BYTES // 1024} KiB)")
+    if a is None or b is None:
+        a, b = random_inputs(k, rng)
+    a16, b16 = round_to(a, DTYPE), round_to(b, DTYPE)
+    if a16.shape != (BM, k) or b16.shape != (k, BN):
+        raise ValueError(f"a.shape={a16.shape}, b.shape={b16.shape}: expected ({BM}, {k}) and ({k}, {BN})")
+    given = {"parities": parities, "swizzle": swizzle, "encode": encode}
+    course = {"parities": COURSE_PARITIES, "swizzle": course_swizzle_128b, "encode": course_encode}
+    pieces = {p: given[p] if given[p] is not None else course[p] for p in PIECES}
+    used = {p: "yours" if given[p] is not None else "the course's" for p in PIECES}
+
+    def run(ps):
+        return _run(a16, b16, stages, ps["swizzle"], ps["encode"], ps["parities"])
+
+    c, writes, diag, err = run(pieces)
+    res = Sm90Gemm(c, None, writes, stages, k, used, diag, err)
+    if diag is not None or err is not None:
+        res.blame = ["parities" if diag is not None else err.piece]
+        return res
+    res.check = compare_elementwise(c, a16.astype(np.float64), b16.astype(np.float64), "float32",
+                                    label="emulated sm_90 tile")
+    ratio = np.abs(c.astype(np.float64) - a16.astype(np.float64) @ b16.astype(np.float64))
+    res.bad = ~np.isfinite(c) | (writes != 1)
+    if not res.check.passed:
+        from ..core.checks import element_bound
+        ref = a16.astype(np.float64) @ b16.astype(np.float64)
+        mag = np.abs(a16.astype(np.float64)) @ np.abs(b16.astype(np.float64))
+        res.bad |= ~(ratio <= element_bound(k, mag, ref, "float32"))
+    if res.passed:
+        return res
+    right = run(course)[0]
+    for p in PIECES:
+        if given[p] is None:
+            continue
+        c2, _, d2, e2 = run({**pieces, p: course[p]})
+        if d2 is None and e2 is None and np.array_equal(c2, right, equal_nan=True):
+            res.blame.append(p)
+    diff = {"swizzle": lambda: swizzle_diff(pieces["swizzle"]),
+            "encode": lambda: encode_diff(pieces["encode"], stages)}
+    for p in PIECES:
+        if given[p] is not None and p in diff:
+            try:
+                text = diff[p]()
+            except PieceError as e:
+                text = str(e)
+            if text:
+                res.why[p] = text
+    if not res.blame:                                   # several wrong: name every one that differs
+        res.blame = [p for p in res.why]
+    return res

@@ -1,0 +1,159 @@
+# %% [markdown]
+# # 06e — Deep dive: your pieces make a Hopper GEMM tile, on the CPU
+#
+# ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
+#
+# **Assumes** the exercises of chapters 03 (`swizzle_128b`), 04 (`encode`) and 05 (`full_parity`,
+# `empty_parity`). **What it adds:** those pieces put together into one tile of a Hopper
+# [GEMM](../docs/glossary.md#gemm), run in Python and checked against float64. No GPU is needed:
+# this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
+
+# %% output varies
+import matplotlib.pyplot as plt
+
+from asynctc.core import notebook
+from asynctc.models import descriptors, emulate_sm90
+
+notebook.banner("sm_90a", measured=False)
+
+# %% [markdown]
+# ## 1. The goal
+#
+# One CTA computes a 128 × 128 tile of C = A·B, with K = 256, fp16 in and fp32 out. A and B are
+# [K-major](../docs/glossary.md#k-major), with the 128-byte [swizzle](../docs/glossary.md#swizzle).
+# Two consumer [warpgroups](../docs/glossary.md#warpgroup) own 64 rows each. The ring has 2
+# [stages](../docs/glossary.md#stage); each stage takes one 64-deep [k-tile](../docs/glossary.md#k-tile). Your
+# pieces do these jobs:
+#
+# | step | what happens | whose piece |
+# |---|---|---|
+# | ring | chapter 05's ring model runs the protocol; it sets the order of loads and reads | your parities |
+# | TMA | each load writes an A [box](../docs/glossary.md#box) and a B box into its stage; byte `o` of a box goes to `swizzle_128b(o)` | your swizzle |
+# | wgmma | per k16 step, each warpgroup's descriptors are packed by `encode`, then decoded; the decoded descriptor says which bytes the wgmma reads | your encode |
+# | math | float64 products of the fp16 values read, added to a float32 accumulator | the course's |
+# | epilogue | each thread's registers go into C, which starts as NaN | the course's |
+
+# %% [markdown]
+# ## 2. Bring your pieces
+#
+# Paste your functions from chapters 03, 04 and 05 into the cells below, in place of `None`. A cell
+# left as `None` uses the course's piece. The run in §3 says whose piece it used.
+
+# %%
+swizzle_128b = None     # chapter 03: def swizzle_128b(offset): ... -> the swizzled byte offset
+
+# %%
+encode = None           # chapter 04: def encode(start_address, lbo, sbo, swizzle): ... -> a 64-bit int
+
+# %%
+full_parity = None      # chapter 05: def full_parity(k, S): ...  -> 0 or 1
+empty_parity = None     # chapter 05: def empty_parity(t, S): ... -> 0 or 1
+parities = None if full_parity is None or empty_parity is None else (full_parity, empty_parity)
+
+# %% [markdown]
+# ## 3. Run the tile
+#
+# First, the order the ring model gives with these parities. A load lands in stage `t % 2`, then
+# both warpgroups read it, then the next load may reuse the stage:
+
+# %%
+for line in emulate_sm90.ring_order(parities=parities):
+    print(line)
+
+# %% [markdown]
+# Now the whole tile, on fresh random inputs. The check is the course's
+# [elementwise bound](../docs/glossary.md#elementwise-bound): every element within
+# K · 2⁻²¹ · (|A|·|B|) of the float64 result, and written exactly once.
+
+# %% output varies
+result = emulate_sm90.emulate(swizzle_128b, encode, parities)
+print(result.summary())
+
+# %% output varies
+assert result.passed or any(p is not None for p in (swizzle_128b, encode, parities)), result.summary()
+print(f"worst |C - float64| / bound: {result.check.worst:.2g}" if result.check else "no result")
+
+# %% [markdown]
+# If a piece of yours is wrong, the summary names it and says where the wrong elements are. The
+# next section shows what that looks like.
+
+# %% [markdown]
+# ## 4. Break one piece on purpose
+#
+# **A swizzle that does nothing.** TMA then writes plain rows. The wgmma still reads them as
+# swizzled:
+
+# %% output varies
+broken = emulate_sm90.emulate(swizzle=lambda offset: offset)     # counts vary a little with the inputs
+print(broken.summary())
+assert broken.blame == ["swizzle"] and "right only where row % 8 == column % 8" in broken.summary()
+
+# %% [markdown]
+# Some elements are still right. Row `i` of A is read with its 16-byte chunks permuted by `i % 8`,
+# and column `j` of B by `j % 8`. When `i % 8 == j % 8`, both sides are permuted the same way, so
+# the dot product only changes order. The picture shows it:
+
+# %%
+fig, ax = plt.subplots(figsize=(3.2, 3.2))
+ax.imshow(broken.bad[:32, :32], cmap="Greys", interpolation="nearest")
+ax.set_title("wrong elements (black), C[:32, :32]", fontsize=9)
+ax.set_xlabel("column")
+ax.set_ylabel("row")
+plt.show()
+
+# %% [markdown]
+# **A wrong [SBO](../docs/glossary.md#sbo).** An `encode` that stores half the stride. Each group
+# of 8 rows is then read from the wrong place:
+
+# %% output varies
+def encode_half_sbo(start_address, lbo, sbo, swizzle):
+    return descriptors.encode(start_address, lbo, sbo // 2, swizzle)
+
+
+half_sbo = emulate_sm90.emulate(encode=encode_half_sbo)
+print(half_sbo.summary())
+assert half_sbo.blame == ["encode"]
+
+# %% [markdown]
+# **A wrong [phase parity](../docs/glossary.md#phase-parity).** A consumer that waits on `k % 2`
+# instead of `(k // S) % 2`. The ring model finds the problem before any data moves, so the tile
+# is never computed:
+
+# %%
+print(emulate_sm90.emulate(parities=(lambda k, S: k % 2, lambda t, S: (t // S + 1) % 2)).summary())
+
+# %% [markdown]
+# **Predict before you run.** An `encode` that always stores
+# [LBO](../docs/glossary.md#lbo) = 0. Does the tile pass or fail? Write your answer down, then
+# run the cell.
+
+# %% output answers a prediction
+def encode_no_lbo(start_address, lbo, sbo, swizzle):
+    return descriptors.encode(start_address, 0, sbo, swizzle)
+
+
+no_lbo = emulate_sm90.emulate(encode=encode_no_lbo)
+print(no_lbo.summary())
+assert no_lbo.passed
+
+# %% [markdown]
+# It passes. For a K-major operand with a swizzle, one wgmma's K (32 bytes) sits inside one
+# 128-byte row, so LBO is never used (chapter 04's canonical layouts). The same field would matter for an
+# MN-major tile.
+
+# %% [markdown]
+# ## 5. What this emulation does not model
+#
+# - **Time.** The ring model only fixes the order of events. No clock, no bandwidth, no latency:
+#   chapter 05b models those.
+# - **The real asynchronous engines.** TMA here is a byte copy. There is no L2, no bank conflict,
+#   no [proxy](../docs/glossary.md#proxy) fence, no `wgmma.fence` or `commit_group`.
+# - **The hardware's decoder and adder.** The descriptor decoder and the layout are the course's,
+#   written from the PTX ISA; the course's wgmma kernels use the same descriptors and pass on the GPU
+#   (chapter 04). The Tensor Core's own
+#   addition order is not modelled; the bound allows for it.
+# - **Only one tile.** No grid, no edges, no cluster, no epilogue through shared memory.
+#
+# **What you learned.** Your swizzle, descriptor packing and parities are enough to move the right
+# bytes to the right wgmma. A wrong piece shows up as a pattern of wrong elements, and the pattern
+# points at the piece. Back to [chapter 06](06_warp_specialization.ipynb).
