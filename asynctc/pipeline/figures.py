@@ -208,8 +208,7 @@ def waits_beside_model(trace: dict, schedule, k_max: int = 12) -> tuple[bool, st
     g_per, m_per = (gi[k_max - 1] - gi[S]) / n, (mi[k_max - 1] - mi[S]) / n
     ok = last < S and min(steady) > 50 and g_per > 1.5 * m_per
     first = "k-tile 0 only" if last == 0 else f"k-tiles 0–{last} only"
-    return ok, (f"Model: wg0 waits on full for {first}, while the first loads land; then "
-                f"a k-tile every {m_per:.0f} cycles. GPU: it waits at every k-tile, "
-                f"{min(steady):.0f}–{max(steady):.0f} cycles each from k-tile {S} on, and a k-tile "
-                f"takes {g_per:.0f} cycles ({g_per / m_per:.1f}× the model's): the loads are issued "
-                "stages ahead, yet the data arrive late.")
+    return ok, (f"Model: wg0 waits on full for {first}; then a k-tile every {m_per:.0f} cycles. "
+                f"GPU: it waits at every k-tile ({min(steady):.0f}–{max(steady):.0f} cycles from "
+                f"k-tile {S} on), and a k-tile takes {g_per:.0f} cycles, {g_per / m_per:.1f}× the "
+                "model's: the data arrive late.")

@@ -154,11 +154,10 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best varian
 # ## 5. Why it stops rising
 #
 # With one stage every load is exposed: load, wait, compute. Each further stage issues a load one
-# k-tile earlier, so it has longer to land under the math. Yet section 4's curves stop rising. The
-# figure sets what the 128×256 kernel recorded inside CTA 0 at S = 4 (`trace=True`: a clock at
-# every event) above the ring model (`mp`) running section 1's protocol on the same loop, with
-# times from chapter 03's and 04's records. Look at the red bars, the waits on full: where do
-# they stop?
+# k-tile earlier, so it has longer to land under the math. Yet section 4's curves stop rising.
+# Below: what the 128×256 kernel recorded inside CTA 0 at S = 4 (`trace=True`), above the ring
+# model (`mp`) running section 1's protocol with times from chapter 03's and 04's records. Where
+# do the red bars, the waits on full, stop?
 
 # %% output varies
 trace = next(t for t in res["traces"] if (t["tile"], t["stages"]) == ("128x256x64/c2", 4))
