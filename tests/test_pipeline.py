@@ -464,6 +464,27 @@ def test_model_beside_record_says_where_model_and_record_part():
     assert not ok
 
 
+def test_trace_beside_model_finds_where_the_waits_stop():
+    """A recorded CTA (here the ring model itself under a tight L2 cap, stored as a record's
+    ``cta0`` entry) beside the uncapped model: its lanes come back as the model names them, the
+    figure draws both on one axis, and the sentence holds only when the "GPU" keeps waiting."""
+    from asynctc.models import pipeline as mp
+    fast = mp.simulate(4, 1, 2, 16)
+    slow = mp.simulate(4, 1, 2, 16, mp.HardwareParams.from_records(l2_bytes_per_clk=20))
+    as_row = lambda sc: {"stages": 4, "wait_pending": 1, "tile": "128x256x64/c2", "dtype": "float16",  # noqa: E731
+                         "size": 4096, "cta0": {"spans": [dict(s._asdict(), lane=f"cta0/{s.lane}")
+                                                          for s in sc.spans]}}
+    spans = P.timeline_spans(as_row(slow)["cta0"], k_max=6)
+    assert {s.lane for s in spans} <= {"tma", "producer", "wg0", "wg1"} and max(s.k for s in spans) == 5
+    assert not any(s.kind == "epilogue" for s in spans)
+    fig = P.plot_trace_beside_model(as_row(slow), fast, k_max=10)
+    assert len(fig.axes) == 2 and fig.axes[0].get_shared_x_axes().joined(*fig.axes)
+    ok, text = P.waits_beside_model(as_row(slow), fast, k_max=10)
+    assert ok and text.startswith("Model: wg0 waits on full for k-tile") and "from k-tile 4 on" in text
+    ok, _ = P.waits_beside_model(as_row(fast), fast, k_max=10)     # no late data: the sentence fails
+    assert not ok
+
+
 def test_depth_table_marks_occupancy_without_superscripts():
     res = {"sweep": [{"kernel": "cuBLAS", "dtype": "float16", "size": 4096, "tflops": 700.0}] +
            [{"kernel": "pipeline", "dtype": "float16", "size": 4096, "tile": "128x128x64/c1",

@@ -20,14 +20,16 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   :func:`check_matrix`), the timed configurations (:func:`sweep_configs`) and the operands
   (:func:`random_operands`, :func:`device_problem`);
 * ``trace.py`` — :class:`TraceResult`, :func:`decode_trace`, :func:`trace_metrics`,
-  :func:`ktile_peak_cycles`, :func:`decode_error`, :func:`synthetic_trace`;
+  :func:`ktile_peak_cycles`, :func:`decode_error`, :func:`synthetic_trace`, :func:`timeline_spans`;
 * ``results.py`` — reading a record's rows: :func:`best_row`, :func:`cublas_row`, :func:`row_label`,
   the kernel's average k-tile (:func:`average_ktile_cycles`, :class:`KtileAverage`);
 * ``suite.py`` — the "pipeline" suite: :func:`measure_pipeline`, the tables (:func:`depth_table`,
   :func:`variants_table`, :func:`checks_lines`), :func:`summarize_pipeline`, ``SUITES`` (never
   plots);
-* ``figures.py`` — :func:`plot_trace`, :func:`plot_depth`, :func:`model_beside_record` (the ring
-  model's depth sweep beside the record's, in one sentence; never measures).
+* ``figures.py`` — :func:`plot_trace`, :func:`plot_trace_beside_model` (a recorded CTA above the
+  ring model's schedule; its sentence :func:`waits_beside_model`), :func:`plot_depth`,
+  :func:`model_beside_record` (the ring model's depth sweep beside the record's, in one sentence;
+  never measures).
 
 The generic checks every TMA-fed GEMM shares live in :mod:`asynctc.core.checks` and are
 re-exported here under their chapter-05 names: :func:`np_dtype`, :func:`b_shape`,
@@ -64,7 +66,8 @@ from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT
                      WAIT_TAGS, WAIT_ROLES, ERROR_FIELDS, PipelineConfig, PipelineError, RingTile, _fail, b_shape,
                      check_operands, check_out, check_shapes, device_descriptor, np_dtype,
                      operand_dims, smem_limit_bytes)
-from .figures import SPAN_COLORS, model_beside_record, plot_depth, plot_trace
+from .figures import (SPAN_COLORS, model_beside_record, plot_depth, plot_trace,
+                      plot_trace_beside_model, waits_beside_model)
 from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SIZES, SWEEP_TILES,
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,
@@ -73,4 +76,4 @@ from .results import KtileAverage, average_ktile_cycles, best_row, cublas_row, r
 from .suite import (SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
                     variants_table)
 from .trace import (FLOP_PER_CLK_SM, Span, TraceResult, _clock_mhz, decode_error, error_fields, decode_trace,
-                    ktile_peak_cycles, synthetic_trace, trace_metrics, trace_words)
+                    ktile_peak_cycles, synthetic_trace, timeline_spans, trace_metrics, trace_words)

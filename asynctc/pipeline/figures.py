@@ -1,7 +1,8 @@
 """Chapter 05's figures (matplotlib; data in, figure out — never measures): one CTA's trace as
-a Gantt chart (:func:`plot_trace`), the throughput by ring depth from a ``pipeline`` record
-(:func:`plot_depth`), and the sentence that sets the ring model's depth sweep beside the record's
-(:func:`model_beside_record`)."""
+a Gantt chart (:func:`plot_trace`), the same trace above the ring model's schedule on one time axis
+(:func:`plot_trace_beside_model`, its sentence :func:`waits_beside_model`), the throughput by ring
+depth from a ``pipeline`` record (:func:`plot_depth`), and the sentence that sets the ring model's
+depth sweep beside the record's (:func:`model_beside_record`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Sequence
 
 from .config import STAGE_RANGE
 from .results import cublas_row
-from .trace import Span
+from .trace import Span, timeline_spans
 
 
 #: Colours of the span kinds in :func:`plot_trace`.
@@ -158,3 +159,56 @@ def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | N
                   f"{meas[top]:.0f} ({gap[top]:+.0%})"
                   + (f"; the widest gap is at S = {worst}, {gap[worst]:+.0%}" if worst != top else ""))
     return l2_cap is not None or fm == fr, f"{head}: {shape}, {height}."
+
+
+def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None):
+    """One CTA's recorded loop (top) above the ring model's schedule of the same loop (bottom), on
+    one time axis in SM cycles, both drawn by the model's
+    :func:`~asynctc.models.pipeline.plot_timeline`: waits in the lower half of a row (red: on full),
+    wgmmas in flight in the upper half, a sub-row per stage for the copies. ``trace``: a record's
+    ``traces`` row (its ``cta0`` entry is drawn); ``schedule``: a
+    :class:`~asynctc.models.pipeline.Schedule` (:func:`~asynctc.models.pipeline.simulate`); only
+    k-tiles < ``k_max``. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from ..models.pipeline import plot_timeline
+    fig, (top, low) = plt.subplots(2, 1, figsize=(10, 5.2), dpi=72, sharex=True, layout="constrained")
+    what = f"S = {trace['stages']}, wait_group({trace['wait_pending']}), first {k_max} k-tiles"
+    plot_timeline(timeline_spans(trace["cta0"], k_max), ax=top,
+                  title=f"GPU, CTA 0 as recorded ({trace['tile']}, {trace['dtype']}, {trace['size']}³): {what}")
+    plot_timeline([s for s in schedule.spans if s.k < k_max and s.kind != "epilogue"], ax=low,
+                  title=f"ring model: {what}")
+    top.set_xlabel("")
+    if low.get_legend() is not None:
+        low.get_legend().remove()
+    if record is not None:
+        fig.suptitle(record.label(), fontsize=9)
+    return fig
+
+
+def _ktile_waits(spans, k_max: int) -> tuple[dict, dict]:
+    """wg0's wait on full (cycles) and its wgmma issue time, by k-tile < k_max."""
+    wait = {s.k: s.end - s.start for s in spans if s.lane == "wg0" and s.kind == "wait_full" and s.k < k_max}
+    issue = {s.k: s.start for s in spans if s.lane == "wg0" and s.kind == "mma" and s.k < k_max}
+    return wait, issue
+
+
+def waits_beside_model(trace: dict, schedule, k_max: int = 12) -> tuple[bool, str]:
+    """The sentence under :func:`plot_trace_beside_model`: where warpgroup 0's waits on full stop
+    in the model and that they do not stop on the GPU, and the k-tile period of each (wgmma issue
+    to wgmma issue, from k-tile S on). Returns (condition, sentence) for
+    :func:`asynctc.core.notebook.claim`: the condition is what the sentence states — the model's
+    waits end before k-tile S, the GPU waits over 50 cycles at every k-tile from S on, and its
+    k-tile takes over 1.5× the model's."""
+    S = int(trace["stages"])
+    gw, gi = _ktile_waits(timeline_spans(trace["cta0"], k_max), k_max)
+    mw, mi = _ktile_waits(schedule.spans, k_max)
+    last = max((k for k, w in mw.items() if w >= 1), default=-1)
+    steady = [gw[k] for k in range(S, k_max)]
+    n = k_max - 1 - S
+    g_per, m_per = (gi[k_max - 1] - gi[S]) / n, (mi[k_max - 1] - mi[S]) / n
+    ok = last < S and min(steady) > 50 and g_per > 1.5 * m_per
+    first = "k-tile 0 only" if last == 0 else f"k-tiles 0–{last} only"
+    return ok, (f"Model: wg0 waits on full for {first}; then a k-tile every {m_per:.0f} cycles. "
+                f"GPU: it waits at every k-tile ({min(steady):.0f}–{max(steady):.0f} cycles from "
+                f"k-tile {S} on), and a k-tile takes {g_per:.0f} cycles, {g_per / m_per:.1f}× the "
+                "model's: the data arrive late.")

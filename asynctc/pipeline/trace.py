@@ -1,5 +1,6 @@
 """Chapter 05's trace: the kernel's timestamped events (``cfg.trace``) decoded into spans
-(:func:`decode_trace` → :class:`TraceResult`), reduced to metrics (:func:`trace_metrics`: math in
+(:func:`decode_trace` → :class:`TraceResult`; :func:`timeline_spans` names its lanes as the ring
+model does), reduced to metrics (:func:`trace_metrics`: math in
 flight, waiting on full barriers, Tensor Core use against :func:`ktile_peak_cycles`), the error
 word (:func:`decode_error`), and a synthetic buffer for tests (:func:`synthetic_trace`)."""
 
@@ -44,6 +45,23 @@ def decode_error(word: int) -> str:
 #: "cta0/wg1", "cta0/tma"; a release is a point, start = end): the same record the CPU model's
 #: schedules use, so one plotting function draws both.
 Span = _model.Span
+
+
+def timeline_spans(trace: dict, k_max: int | None = None) -> list[Span]:
+    """One CTA's recorded spans (a record's ``cta0`` entry, or :meth:`TraceResult.as_dict`) with
+    the lanes the ring model names: "tma" (copies in flight), "producer" (its waits on empty),
+    "wg0", "wg1", ...; the epilogue left out, and k-tiles ≥ ``k_max`` when given. The model's
+    :func:`~asynctc.models.pipeline.plot_timeline` then draws the GPU and the model alike."""
+    out = []
+    for x in trace["spans"]:
+        x = x if isinstance(x, dict) else Span(*x)._asdict()
+        if x["kind"] == "epilogue" or (k_max is not None and x["k"] >= k_max):
+            continue
+        lane = x["lane"].split("/")[-1]
+        if lane == "tma" and x["kind"] != "tma":
+            lane = "producer"
+        out.append(Span(lane, x["kind"], x["k"], x["stage"], x["start"], x["end"]))
+    return out
 
 
 @dataclasses.dataclass

@@ -84,9 +84,10 @@ ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity))
 # `ring.cuh`; its i is our k). `advance()` flips the phase when the stage wraps to 0, so the loop
 # needs no division.
 
-# %%
-display(notebook.show_source("pipeline.cu", start=r"^  RingState<STAGES> pos", end=r"^  \}$"))
-notebook.show_source("ring.cuh", start=r"^template <int kStages>", end=r"^};")
+# %% output answers a prediction
+if exercises.after("ch05.ring_parities"):
+    display(notebook.show_source("pipeline.cu", start=r"^  RingState<STAGES> pos", end=r"^  \}$"))
+    display(notebook.show_source("ring.cuh", start=r"^template <int kStages>", end=r"^};"))
 
 # %% [markdown]
 # `fence_accumulators(acc)` keeps the compiler from moving accumulator reads or writes across a
@@ -153,49 +154,41 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best varian
 # ## 5. Why it stops rising
 #
 # With one stage every load is exposed: load, wait, compute. Each further stage issues a load one
-# k-tile earlier, so it has longer to land under the math. The record for 128×256, fp16, 4096³,
-# and the timeline recorded inside the first CTAs launched ([05b](05b_pipeline_timeline.ipynb) §3
-# draws it):
+# k-tile earlier, so it has longer to land under the math. Yet section 4's curves stop rising.
+# Below: what the 128×256 kernel recorded inside CTA 0 at S = 4 (`trace=True`), above the ring
+# model (`mp`) running section 1's protocol with times from chapter 03's and 04's records. Where
+# do the red bars, the waits on full, stop?
 
 # %% output varies
-meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
-        and r["tile"] == "128x256x64/c2" and r["dtype"] == "float16" and r["size"] == 4096}
-gain = meas[4] / meas[3] - 1
-wait_full = next(t["metrics"]["mean"]["wait_full_fraction"] for t in res["traces"]
-                 if (t["tile"], t["stages"]) == ("128x256x64/c2", 4))
-_ = notebook.claim(meas[1] < meas[2] < meas[3] and abs(gain) < 0.05 and wait_full > 0.15,
-                   f"S = 1 → 4: {meas[1]:.0f} → {meas[2]:.0f} → {meas[3]:.0f} → {meas[4]:.0f} TFLOP/s "
-                   f"(S = 4 adds {gain:+.1%}). At S = 4 the traced consumers still waited on full "
-                   f"barriers {wait_full:.0%} of the loop: the loads are issued stages ahead, yet the data "
-                   "arrive late.", s3=meas[3], s4=meas[4], wait_full=wait_full)
+trace = next(t for t in res["traces"] if (t["tile"], t["stages"]) == ("128x256x64/c2", 4))
+ring = mp.simulate(4, 1, 2, 64)    # S = 4, wait_group(1), 2 consumers, 64 k-tiles
+fig = pl.plot_trace_beside_model(trace, ring, record=rec)
+plt.show()
+_ = notebook.claim(*pl.waits_beside_model(trace, ring))
 
 # %% [markdown]
-# The data come only as fast as the path into the SM delivers them. **An open question:** which
-# part of the path sets that rate? The bandwidth from L2 into the SM, or wgmmas slowed by the
-# loads? The trace cannot tell them apart.
+# The data come only as fast as the path into the SM delivers them. Which part sets that rate: L2
+# into the SM, or wgmmas slowed by the loads? The trace cannot tell.
+# [05b](05b_pipeline_timeline.ipynb) §3 draws the timelines at S = 1, 2 and 4.
 #
-# **Try it.** The ring model (`mp`) runs section 1's protocol on the kernel's schedule, with times
-# from chapter 03's and 04's records (DRAM bandwidth, the Tensor Core rate). No record gives the
-# bytes per clock L2 delivers into one SM; by default the model lets L2 keep up. *Predict:* without
-# a cap, where does the model's curve flatten, and does it land on the record? Run the cell. Then
-# set `L2_CAP` to a value of your choice (e.g. 30 or 45) and run it again: which value puts the
+# **Try it.** No record gives the bytes per clock L2 delivers into one SM; the model lets L2 keep
+# up unless capped. *Predict:* without a cap, where does the model's depth sweep flatten, and does
+# it land on the record? Run the cell. Then set `L2_CAP` (e.g. 30 or 45): which value puts the
 # curve on the record?
 
 # %% output answers a prediction
 L2_CAP = None                      # bytes per clock per SM from L2 into shared memory; None: no cap
+meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
+        and r["tile"] == "128x256x64/c2" and r["dtype"] == "float16" and r["size"] == 4096}
 model = mp.predict_depth_sweep(mp.HardwareParams.from_records(l2_bytes_per_clk=L2_CAP))
 fig = mp.plot_depth_sweep(model, meas, record=rec, title=f"Ring model, L2 cap {L2_CAP}: 128×256, fp16, 4096³")
 plt.show()
 _ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP))
 
 # %% [markdown]
-# **What the runs can and cannot tell.** The model runs the kernel's protocol. Without a cap it
-# flattens where the record does, as its prediction frozen before the first GPU run did (05b §1).
-# That agreement is evidence about the ring: past that depth, depth no longer sets the pace. The
-# height is another matter. No run measured the L2 → SM rate, so a cap that puts the
-# curve on the four recorded depths is a **fit**: those runs identify one number. A fit shows the
-# cap could explain the sweep, not that it does. [05b](05b_pipeline_timeline.ipynb) §4 fits cap and
-# latency together.
+# **What this can and cannot tell.** No run measured the L2 → SM rate, so a cap that puts the
+# curve on the record is a **fit**: it shows the cap could explain the sweep, not that it does
+# ([05b](05b_pipeline_timeline.ipynb) §4).
 
 # %% [markdown]
 # ## 6. Exercises

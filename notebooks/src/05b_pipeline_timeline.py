@@ -123,31 +123,19 @@ plt.show()
 # of its arrival); a wgmma bar from issue to the `wait_group` after which it is known complete (with `wait_group(1)` that
 # is the next k-tile's wait, an upper bound: the bars of consecutive k-tiles overlap and the row
 # looks solid). Note the time axes: at S = 4 the GPU's first 10 k-tiles take about twice the
-# model's cycles (the cell asserts it).
+# model's cycles (the cell asserts it; chapter 05 §5 draws S = 4 beside the model on one axis).
 
 # %% output varies
-def gpu_spans(trace: dict, k_max: int):
-    out = []
-    for x in trace["spans"]:
-        if x["k"] >= k_max or x["kind"] == "epilogue":
-            continue
-        lane = x["lane"].split("/")[1]
-        if lane == "tma":
-            lane = "tma" if x["kind"] == "tma" else "producer"
-        out.append(mp.Span(lane, x["kind"], x["k"], x["stage"], x["start"], x["end"]))
-    return out
-
-
 gpu_traces = {t["stages"]: t for t in res["traces"] if t["tile"] == "128x256x64/c2" and "cta0" in t}
 fig, axes = plt.subplots(len(gpu_traces), 1, figsize=(10, 2.5 * len(gpu_traces)), dpi=72,
                          layout="constrained")
 for ax, (S, t) in zip(np.atleast_1d(axes), sorted(gpu_traces.items())):
-    mp.plot_timeline(gpu_spans(t["cta0"], SHOW), ax=ax,
+    mp.plot_timeline(pl.timeline_spans(t["cta0"], SHOW), ax=ax,
                      title=f"GPU (CTA 0, {t['dtype']}, {t['size']}³): S = {S}, wait_group({t['wait_pending']}), "
                            f"first {SHOW} k-tiles")
 fig.suptitle(rec.label(), fontsize=9)
 plt.show()
-gpu_end = max(s.end for s in gpu_spans(gpu_traces[4]["cta0"], SHOW))
+gpu_end = max(s.end for s in pl.timeline_spans(gpu_traces[4]["cta0"], SHOW))
 model_end = max(s.end for s in model_runs[4].spans if s.k < SHOW and s.kind != "epilogue")
 print(f"S = 4, first {SHOW} k-tiles: GPU ({rec.label()}) {gpu_end:.0f} cycles, model {model_end:.0f} ({gpu_end / model_end:.2f}×)")
 assert 1.6 < gpu_end / model_end < 2.6
@@ -166,7 +154,7 @@ best_s = max(meas, key=meas.get)
 metrics = {t["stages"]: t["metrics"] for t in res["traces"] if t["tile"] == "128x256x64/c2"}
 per_k = {S: m["mean"]["loop_cycles"] / m["k_tiles"] for S, m in metrics.items()}
 kt_peak = pl.ktile_peak_cycles(pl.PipelineConfig(bm=128, bn=256, consumers=2))
-gpu_sum = {S: mp.span_summary(gpu_spans(t["cta0"], 10 ** 6)) for S, t in gpu_traces.items()}
+gpu_sum = {S: mp.span_summary(pl.timeline_spans(t["cta0"], 10 ** 6)) for S, t in gpu_traces.items()}
 mod_sum = {S: mp.span_summary(sc.spans) for S, sc in model_runs.items()}
 print(f"predicted: frozen H200_PREDICTION; measured and GPU columns: {rec.label()}")
 print(f"{'S':>2s} {'predicted':>9s} {'measured':>9s} {'GPU cyc/k-tile':>14s} {'GPU wait_full':>13s} "
