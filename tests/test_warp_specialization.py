@@ -659,6 +659,43 @@ def test_trace_window_keeps_the_tile_boundary():
     assert [s["k"] for s in win["spans"] if s["kind"] == "epilogue"] == [4, 4]    # both consumers
 
 
+def test_the_core_ladder_figure_shows_each_rungs_change_and_prediction():
+    """The core lesson's ladder: each bar labelled with what its rung adds, each frozen prediction
+    turned into TFLOP/s (a fraction of cuBLAS times cuBLAS; a step times the measured rung it steps
+    from) and drawn beside its bar; none for rung 1 or where the reference rung is missing."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    res = _fake_record()
+    assert W.predicted_tflops(res, 4096, "float16", 1) is None
+    assert W.predicted_tflops(res, 4096, "float16", 7) is None            # no rung 6 in it
+    res["ladder"].append({**res["ladder"][1], "rung": 6, "name": "cluster", "tflops": 630.0})
+    res["ladder"].append({**res["ladder"][1], "rung": 2, "name": "ws", "tflops": 520.0})
+    assert W.predicted_tflops(res, 4096, "float16", 7) == pytest.approx((630 * 1.01, 630 * 1.03))
+    assert W.predicted_tflops(res, 4096, "float16", 2) == pytest.approx((0.7125 * 700, 0.7875 * 700))
+    fig = W.plot_ladder(res, 4096, "float16", changes=True, predictions=True)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[-1] == "7 tma_store\n" + W.RUNG_CHANGES[7] and labels[0].startswith("1 ch05\n")
+    assert {"predicted before the run", "cuBLAS 700 TFLOP/s"} <= {t.get_text() for t in fig.legends[0].get_texts()}
+    assert len(ax.containers) == 1 + 2          # the bars; rungs 2 and 7 (rung 6 steps from 5: absent)
+    assert 0 < ax.get_xlim()[0] < 520 and "starts at" in ax.get_xlabel()
+    plt.close("all")
+
+
+def test_numbers_table_shows_what_a_sentence_compares():
+    """A note's numbers as text: per-ladder entries as columns of one row per ladder, named and
+    formatted by NUMBER_NAMES; a name met twice shown once; other entries one line each."""
+    fr = {(4096, "float16"): 0.90, (8192, "bfloat16"): 0.95}
+    text = W.numbers_table({"rung1": fr, "rung3_over_rung1": {k: 0.99 for k in fr}},
+                           {"split": {k: 0.5 for k in fr}, "ch05_wait_full": 0.27}, of="of cuBLAS:")
+    lines = text.splitlines()
+    assert lines[0] == "of cuBLAS:" and lines[1].split() == ["rung", "1", "rung", "3", "/", "rung", "1"]
+    assert lines[2].split() == ["4096³", "fp16", "0.90", "0.990"]
+    assert lines[3].split() == ["8192³", "bf16", "0.95", "0.990"]
+    assert lines[4] == "chapter 05's consumers, waiting on full: 27% of the loop" and len(lines) == 5
+
+
 def test_plots_draw_from_a_record():
     import matplotlib
     matplotlib.use("Agg")

@@ -159,7 +159,7 @@ def test_the_frozen_predictions_are_quoted_from_the_notes():
     assert "docs/NOTES.md" not in src and "W.STORE_PREDICTIONS" in src
 
 
-# ---- chapter 06's cell: without the record, then with a fake one ----------------------------------
+# ---- chapter 06's cell: it needs the record (shipped in data/), then with a fake one --------------
 
 def _chapter_cell() -> str:
     cells = re.split(r"(?m)^# %%.*$", CHAPTER.read_text())
@@ -171,10 +171,8 @@ def test_chapter_cell_without_and_with_the_record(tmp_path, monkeypatch, capsys)
     res = records.load("warp_specialization").results       # the cell's epilogue lines read its traces
     monkeypatch.setenv("ASYNCTC_DATA", str(tmp_path))
     ns = {"records": records, "W": W, "notebook": notebook, "res": res}
-    exec(compile(_chapter_cell(), str(CHAPTER), "exec"), dict(ns))        # noqa: S102 - our source
-    out = capsys.readouterr().out
-    assert "not been recorded" in out and "Clusters" not in out and "Traced at 4096³" in out
-    assert "STSM" not in out                                 # the SASS counts are deep dive 06b's
+    with pytest.raises(records.RecordError):   # the record ships in data/: no branch without it
+        exec(compile(_chapter_cell(), str(CHAPTER), "exec"), dict(ns))    # noqa: S102 - our source
     for results, first in ((NEEDS_PERSISTENCE, "Prediction held. The TMA store pays mostly"),
                            (STORE_ALONE, "Prediction wrong. The TMA store does not need the persistent grid")):
         prov = {k: "test" for k in records.REQUIRED_PROVENANCE}
@@ -183,7 +181,9 @@ def test_chapter_cell_without_and_with_the_record(tmp_path, monkeypatch, capsys)
         exec(compile(_chapter_cell(), str(CHAPTER), "exec"), dict(ns))    # noqa: S102
         out = capsys.readouterr().out
         assert "replayed: measured on NVIDIA H200" in out and first in out
-        assert "not been recorded" not in out and "Clusters" not in out   # the store's verdict only
+        assert "Clusters" not in out and "Traced at 4096³" in out   # the store's verdict only
+        assert "STSM" not in out                             # the SASS counts are deep dive 06b's
+        assert "what the TMA store adds:" in out and "TMA store, 1 tile/CTA" in out   # its numbers
         assert out.count(f"Predicted on {SS.PREDICTION_DATE}, before the first run: ") == 1
 
 

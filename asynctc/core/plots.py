@@ -87,27 +87,43 @@ def throughput_by_size(series: dict[str, tuple[Sequence[int], Sequence[float]]],
 
 def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | None = None,
            baseline_label: str = "cuBLAS", record=None, title: str = "Ladder",
-           unit: str = "TFLOP/s"):
-    """Horizontal bars, one per rung, with the ratio to ``baseline`` written on each bar."""
-    fig, ax = _fig(7, 0.5 + 0.45 * len(labels))
+           unit: str = "TFLOP/s", start: float = 0.0,
+           predicted: Sequence[tuple[float, float] | None] | None = None,
+           predicted_label: str = "predicted before the run", width: float = 7.0):
+    """Horizontal bars, one per rung, with the ratio to ``baseline`` written on each bar.
+
+    ``start``: where the value axis begins (0 by default; above 0 it zooms on the bars' ends, and
+    the axis label says so). ``predicted``: per bar, a (low, high) range drawn as a bracket on the
+    bar's upper edge, or None for a bar without a prediction. ``width``: of the figure, in inches."""
+    fig, ax = _fig(width, 0.5 + (0.55 if predicted else 0.45) * len(labels))
     y = np.arange(len(labels))[::-1]
     ax.barh(y, values, color="tab:blue")
-    top = max(list(values) + [baseline or 0])
+    top = max(list(values) + [baseline or 0] + [hi for p in predicted or () if p for _lo, hi in [p]])
+    span = top - start
     for yi, v in zip(y, values):
         txt = f"{v:.0f} {unit}" + (f"  ({v / baseline:.2f}× {baseline_label})" if baseline else "")
-        if v >= 0.55 * top:     # long bars carry their label inside, on the bar's colour, over
+        if v - start >= 0.55 * span:   # long bars carry their label inside, on the bar's colour, over
             ax.text(v, yi, txt + " ", va="center", ha="right", fontsize=8, color="white",  # the
                     zorder=3, bbox=dict(facecolor="tab:blue", edgecolor="none", pad=0.6))  # baseline
         else:
             ax.text(v, yi, " " + txt, va="center", fontsize=8)
+    first = True
+    for yi, p in zip(y, predicted or ()):
+        if p:                          # a bracket on the bar's upper edge, clear of its label
+            lo, hi = p
+            ax.errorbar([(lo + hi) / 2], [yi + 0.3], xerr=[[(hi - lo) / 2]], fmt="none",
+                        ecolor="tab:orange", elinewidth=2.5, capsize=4, capthick=2, zorder=4,
+                        label=predicted_label if first else None)
+            first = False
     if baseline:
         ax.axvline(baseline, color="k", ls="--", lw=1, zorder=2,
                    label=f"{baseline_label} {baseline:.0f} {unit}")
-        fig.legend(fontsize=8, loc="outside lower center")  # below the axes: never over a bar
+    if baseline or any(predicted or ()):
+        fig.legend(fontsize=8, loc="outside lower center", ncols=2)  # below the axes: never over a bar
     ax.set_yticks(y, labels, fontsize=8)
-    ax.set_xlabel(unit)
+    ax.set_xlabel(unit if not start else f"{unit} (the axis starts at {start:.0f})")
     # room to the right only for labels written outside short bars
-    ax.set_xlim(0, top * (1.35 if min(values) < 0.55 * top else 1.06))
+    ax.set_xlim(start, start + span * (1.35 if min(values) - start < 0.55 * span else 1.06))
     _title(ax, title, record)
     return fig
 

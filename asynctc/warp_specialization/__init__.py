@@ -59,9 +59,10 @@ W.<name>``):
 * ``limit_suite.py`` — the ``ws_limit`` record suite (:func:`measure_limit`, its summary);
   never plots;
 * ``figures.py`` — the notebook's helpers: the protocol read from the kernel source and drawn
-  (:func:`plot_protocol`), register budgets, :func:`plot_ladder`, the ladder at a glance
-  (:func:`ladder_summary`, :func:`prediction_check`, :func:`rung2_note`, :func:`split_note`,
-  :func:`pingpong_note`), trace windows and tables,
+  (:func:`plot_protocol`), register budgets, :func:`plot_ladder` (with each rung's change and
+  prediction: :func:`predicted_tflops`), the ladder at a glance (:func:`ladder_summary`,
+  :func:`prediction_check`, :func:`rung2_note`, :func:`split_note`, :func:`pingpong_note`, and
+  the numbers each sentence rests on: :func:`numbers_table`), trace windows and tables,
   :func:`plot_raster`; never times;
 * ``exercises.py`` — chapter 06's auto-checked exercises (registered on import);
 * ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
@@ -92,8 +93,8 @@ from .config import (  # noqa: F401
 )
 from .consumer_loop import LOOP_LINES  # noqa: F401
 from .figures import (  # noqa: F401
-    PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio, ladder_summary,
-    plot_ladder, pingpong_note, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
+    NUMBER_NAMES, PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio,
+    ladder_summary, numbers_table, plot_ladder, pingpong_note, predicted_tflops, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
     register_budget, register_budget_table, rung2_note, seed_protocol, span_text, split_note,
     trace_numbers, trace_table, trace_window,
 )
@@ -122,7 +123,7 @@ from .suite import (  # noqa: F401
 )
 from .store_suite import (  # noqa: F401
     PREDICTION_DATE as STORE_PREDICTION_DATE, PREDICTIONS as STORE_PREDICTIONS, prediction_verdicts,
-    store_findings, store_table, store_verdicts, ws_bought,
+    store_findings, store_steps, store_table, store_verdicts, ws_bought,
 )
 from .trace import (  # noqa: F401
     decode_trace, pingpong_overlap, synthetic_trace, trace_metrics, trace_words,

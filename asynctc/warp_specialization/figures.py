@@ -2,13 +2,15 @@
 
 :func:`protocol_from_source` (which mbarrier each protocol event uses, read from the kernel's own
 source) and :func:`seed_protocol` (the seed article's swapped waits); :func:`register_budget` /
-:func:`register_budget_table` (registers per role, from the cubin); :func:`plot_ladder`; a recorded
+:func:`register_budget_table` (registers per role, from the cubin); :func:`plot_ladder` (with
+each rung's change and frozen prediction, :func:`predicted_tflops`); a recorded
 trace cut and read (:func:`trace_window`, :func:`plot_top_trace`, :func:`trace_numbers`,
 :func:`trace_table`); :func:`plot_raster` (a ``ws_limit`` record's figure); for the core lesson,
 :func:`plot_protocol` (both protocols drawn), :func:`ladder_summary` (the ladder at a glance) and
 :func:`prediction_check` (each rung's step beside its frozen prediction, :data:`PREDICTION_BANDS`),
 with :func:`ladder_ratio` and :func:`span_text`; the lesson's record-guarded sentences on rung 2
-(:func:`rung2_note`), rung 7's epilogue (:func:`epilogue_note`) and rung 9 (:func:`pingpong_note`). Reads records and
+(:func:`rung2_note`), rung 7's epilogue (:func:`epilogue_note`) and rung 9 (:func:`pingpong_note`),
+and :func:`numbers_table` (the record's numbers each sentence rests on). Reads records and
 compiles; never times anything (:mod:`.suite` and :mod:`.limit_suite` measure).
 """
 
@@ -103,10 +105,15 @@ def register_budget_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot_ladder(results: dict, size: int, dtype: str = "float16", record=None):
+def plot_ladder(results: dict, size: int, dtype: str = "float16", record=None,
+                changes: bool = False, predictions: bool = False):
     """The ladder of one (size, dtype) as horizontal bars against the cuBLAS row timed in the same
     run (:func:`asynctc.core.plots.ladder`), from a ``warp_specialization`` record's results.
-    Raises ``KeyError`` naming (size, dtype) when the record has no such ladder."""
+    ``changes``: each bar labelled with what its rung adds (:data:`RUNG_CHANGES`) under its name.
+    ``predictions``: each rung's frozen prediction (:data:`PREDICTION_BANDS`) as a range of TFLOP/s
+    beside its bar — a fraction of cuBLAS times cuBLAS, a step times the measured rung it steps
+    from — and the axis zoomed on the bars' ends. Raises ``KeyError`` naming (size, dtype) when the
+    record has no such ladder."""
     from ..core import plots
     rows = sorted((r for r in results["ladder"] if r["size"] == size and r["dtype"] == dtype),
                   key=lambda r: r["rung"])
@@ -114,9 +121,34 @@ def plot_ladder(results: dict, size: int, dtype: str = "float16", record=None):
         raise KeyError(f"no ladder rows for size={size}, dtype={dtype!r} in this record")
     cb = next((r["tflops"] for r in results["rows"] if r["kernel"] == "cuBLAS"
                and r["size"] == size and r["dtype"] == dtype), None)
-    return plots.ladder([f"{r['rung']} {r['name']}" for r in rows],
-                        [r["tflops"] for r in rows], baseline=cb, record=record,
-                        title=f"The ladder, {dtype} {size}³ (rung 1 at the top)")
+    labels = [f"{r['rung']} {r['name']}" + (f"\n{RUNG_CHANGES[r['rung']]}" if changes
+                                           and r["rung"] in RUNG_CHANGES else "") for r in rows]
+    values = [r["tflops"] for r in rows]
+    band, start = None, 0.0
+    if predictions:
+        band = [predicted_tflops(results, size, dtype, r["rung"]) for r in rows]
+        low = min(values + [lo for b in band if b for lo in b[:1]])
+        start = 100.0 * int(0.9 * low // 100)
+    return plots.ladder(labels, values, baseline=cb, record=record, start=start, predicted=band,
+                        width=8.5 if changes else 7.0, title=f"The ladder, {dtype} {size}³ (rung 1 at the top)")
+
+
+def predicted_tflops(results: dict, size: int, dtype: str, n: int) -> tuple[float, float] | None:
+    """Rung ``n``'s frozen prediction (:data:`PREDICTION_BANDS`) as a (low, high) range of TFLOP/s
+    for one (size, dtype) ladder of a ``warp_specialization`` record: a predicted fraction of cuBLAS
+    times cuBLAS's TFLOP/s; a predicted step times the TFLOP/s measured for the rung it steps from.
+    None for a rung without a prediction (rung 1, chapter 05's kernel) or whose reference rung the
+    record lacks."""
+    if n not in PREDICTION_BANDS:
+        return None
+    kind, ref, lo, hi = PREDICTION_BANDS[n]
+    if kind == "of cuBLAS":
+        base = next(r["tflops"] for r in results["rows"] if r["kernel"] == "cuBLAS"
+                    and r["size"] == size and r["dtype"] == dtype)
+        return lo * base, hi * base
+    base = next((r["tflops"] for r in results["ladder"] if (r["size"], r["dtype"], r["rung"])
+                 == (size, dtype, ref)), None)
+    return None if base is None else ((1 + lo) * base, (1 + hi) * base)
 
 
 def trace_window(trace: dict, k_tiles: int, before: int = 4, after: int = 4) -> dict:
@@ -375,6 +407,53 @@ def ladder_summary(results: dict) -> str:
     return "\n".join(lines)
 
 
+#: How :func:`numbers_table` names and formats each number a note returns: key → (name, format).
+NUMBER_NAMES = {"rung1": ("rung 1", "{:.2f}"), "rung2": ("rung 2", "{:.2f}"),
+                "rung3": ("rung 3", "{:.2f}"),
+                "rung3_over_rung1": ("rung 3 / rung 1", "{:.3f}"),
+                "split": ("rung 3 / rung 1", "{:.3f}"),
+                "persistent": ("rung 5 − rung 4", "{:+.3f}"),
+                "store_alone": ("TMA store, 1 tile/CTA", "{:+.1%}"),
+                "store_persistent": ("TMA store, persistent", "{:+.1%}"),
+                "ch05_wait_full": ("chapter 05's consumers, waiting on full", "{:.0%} of the loop"),
+                "rung6": ("rung 6's epilogue", "{:.0f} cycles per tile"),
+                "rung7": ("rung 7's epilogue", "{:.0f} cycles per tile"),
+                "tile_cycles": ("a tile's k-loop", "{:.0f} cycles"),
+                "sass_agrees": ("the SASS's store counts match the model's", "{}")}
+
+
+def numbers_table(*numbers: dict, of: str = "") -> str:
+    """The numbers a note's sentence rests on (the third value :func:`rung2_note`,
+    :func:`split_note`, :func:`epilogue_note`, :func:`~.store_suite.ws_bought` … return), as text,
+    named by :data:`NUMBER_NAMES`: the entries given per (size, dtype) as one row per ladder,
+    under a line ``of`` (what the columns are, e.g. "fractions of cuBLAS"), when given; every
+    other entry on a line of its own.
+    Several notes' numbers may be given at once; a key met twice is shown once."""
+    merged: dict = {}
+    for d in numbers:
+        for k, v in d.items():
+            if k in merged or any(NUMBER_NAMES.get(k, (k,))[0] == NUMBER_NAMES.get(j, (j,))[0]
+                                  for j in merged):
+                continue
+            merged[k] = v
+    cols = {k: v for k, v in merged.items() if isinstance(v, dict)}
+    short = {"float16": "fp16", "bfloat16": "bf16"}
+    lines = [of] if of and cols else []
+    if cols:
+        names = {k: NUMBER_NAMES.get(k, (k, "{:.3g}")) for k in cols}
+        w = {k: max(8, len(names[k][0]) + 2) for k in cols}
+        keys = sorted({key for v in cols.values() for key in v}, key=lambda k: (k[0], k[1] != "float16"))
+        lines.append(f"{'':10s}" + "".join(f" {names[k][0]:>{w[k]}s}" for k in cols))
+        for key in keys:
+            lines.append(f"{key[0]}³ {short.get(key[1], key[1]):5s}" + "".join(
+                f" {names[k][1].format(cols[k][key]) if key in cols[k] else '-':>{w[k]}s}" for k in cols))
+    for k, v in merged.items():
+        if k not in cols:
+            name, fmt = NUMBER_NAMES.get(k, (k, "{}"))
+            lines.append(f"{name}: {fmt.format(v)}")
+    return "\n".join(lines)
+
+
 def _fracs(results: dict, n: int) -> dict:
     return {(r["size"], r["dtype"]): r["of_cublas"] for r in results["ladder"] if r["rung"] == n}
 
@@ -468,4 +547,5 @@ def epilogue_note(results: dict, dtype: str = "float16", sass_counts: bool = Tru
             f"register stores (rung 6{six_sass}) and {t7['epilogue_cycles']:.0f} with the TMA store "
             f"(rung 7{seven_sass}), of about {k_tiles * t6['ktile_cycles']:.0f} per tile.")
     return (agree and t7["epilogue_cycles"] < 0.4 * t6["epilogue_cycles"], text,
-            {"rung6": t6["epilogue_cycles"], "rung7": t7["epilogue_cycles"], "sass_agrees": agree})
+            {"rung6": t6["epilogue_cycles"], "rung7": t7["epilogue_cycles"],
+             "tile_cycles": k_tiles * t6["ktile_cycles"], "sass_agrees": agree})

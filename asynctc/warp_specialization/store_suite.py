@@ -141,6 +141,15 @@ def store_table(results: dict) -> str:
     return "\n".join(lines + [LEGEND])
 
 
+def store_steps(results: dict) -> dict:
+    """What the TMA store adds per (size, dtype) of the record, the ratios :func:`store_findings`
+    averages: ``{"store_alone": {(size, dtype): r3+store / r3 - 1}, "store_persistent": {...:
+    r5+store / r5 - 1}}`` (for :func:`asynctc.warp_specialization.figures.numbers_table`)."""
+    cells = _cells(results)
+    return {"store_alone": {k: c["r3+store"] / c["r3"] - 1 for k, c in cells.items()},
+            "store_persistent": {k: c["r5+store"] / c["r5"] - 1 for k, c in cells.items()}}
+
+
 def _gmean(xs) -> float:
     xs = list(xs)
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
@@ -188,19 +197,23 @@ def prediction_verdicts(results: dict) -> list[tuple[bool, str, str]]:
 def ws_bought(ladder: dict, store: dict | None = None) -> tuple[bool, str, dict]:
     """What warp specialization bought on the ladder, in one sentence, from a
     ``warp_specialization`` record's results (``ladder``) and this suite's (``store``, or None when
-    not recorded): ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`. It holds
+    not recorded): ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`; ``numbers``
+    holds ``split`` (rung 3 / rung 1) and ``persistent`` (rung 5 − rung 4, of cuBLAS) per
+    (size, dtype), and the store's geometric means when ``store`` is given. It holds
     while the split alone (rung 3 over rung 1) stays within 2 % everywhere, the persistent grid
     (rung 5 over rung 4) adds at most 0.03 of cuBLAS, and the TMA store adds at least 3 % with one
     tile per CTA, no less (beyond :data:`NOISE`) than on the persistent grid."""
     def fr(n):
         return {(r["size"], r["dtype"]): r["of_cublas"] for r in ladder["ladder"] if r["rung"] == n}
     f1, f3, f4, f5 = fr(1), fr(3), fr(4), fr(5)
-    split = [f3[k] / f1[k] for k in f3]
-    pers = [f5[k] - f4[k] for k in f5]
-    holds = all(abs(x - 1) < 0.02 for x in split) and all(-0.01 <= x <= 0.03 for x in pers)
+    split = {k: f3[k] / f1[k] for k in f3}
+    pers = {k: f5[k] - f4[k] for k in f5}
+    holds = (all(abs(x - 1) < 0.02 for x in split.values())
+             and all(-0.01 <= x <= 0.03 for x in pers.values()))
     text = (f"What warp specialization bought here: the split alone, nothing measurable (rung 3 at "
-            f"{min(split):.2f}–{max(split):.2f}× rung 1); the persistent grid it makes possible, "
-            f"{max(0.0, min(pers)):.2f}–{max(pers):.2f} of cuBLAS (rung 5 over rung 4).")
+            f"{min(split.values()):.2f}–{max(split.values()):.2f}× rung 1); the persistent grid it "
+            f"makes possible, {max(0.0, min(pers.values())):.2f}–{max(pers.values()):.2f} of cuBLAS "
+            "(rung 5 over rung 4).")
     numbers = {"split": split, "persistent": pers}
     if store is None:
         return holds, text + " The TMA-store ablation is not recorded here.", numbers

@@ -22,7 +22,8 @@ from asynctc.core import exercises, notebook, records
 from asynctc import warp_specialization as W
 
 notebook.banner("sm_90a")
-res = records.load("warp_specialization").results
+rec = records.load("warp_specialization")
+res = rec.results
 
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
@@ -106,25 +107,25 @@ if exercises.after("ch06.consumer_loop"):
 # ## 3. The ladder
 #
 # One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), one change from an
-# earlier rung, predicted before the first timing. Rungs 5–8 add a
-# [persistent](../docs/glossary.md#persistent) grid (one CTA per SM, walking many tiles),
-# [clusters](../docs/glossary.md#cluster) of 2 CTAs with B [multicast](../docs/glossary.md#multicast)
-# (one TMA load lands in both), an [epilogue](../docs/glossary.md#epilogue) by
-# [TMA store](../docs/glossary.md#tma-store), and a wider *group-M* tile
-# [raster](../docs/glossary.md#raster). Each rung was checked
-# against float64 (06b §5), then timed at 4096³ and 8192³, fp16 and bf16, beside cuBLAS in the
-# same run:
+# earlier rung. Rungs 5–8 add a [persistent](../docs/glossary.md#persistent) grid (one CTA per SM,
+# walking many tiles), [clusters](../docs/glossary.md#cluster) of 2 CTAs with B
+# [multicast](../docs/glossary.md#multicast) (one TMA load lands in both), an
+# [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store), and a
+# wider tile [raster](../docs/glossary.md#raster). Each rung was checked against float64 (06b §5),
+# then timed beside cuBLAS in the same run. Orange: the range predicted for the rung before its
+# first run (06b §7 holds each rung to it).
 
 # %% output varies
-print(W.ladder_summary(res))
+fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
+plt.show()
 ok, text, numbers = W.rung2_note(res)
+ok2, text2, numbers2 = W.split_note(res, records.load("pipeline").results)
+print(W.numbers_table(numbers, numbers2, of="rungs 1–3 in all four ladders, as fractions of cuBLAS:"))
 _ = notebook.claim(ok, text, **numbers)
-ok, text, numbers = W.split_note(res, records.load("pipeline").results)
-_ = notebook.claim(ok, text, **numbers)
+_ = notebook.claim(ok2, text2, **numbers2)
 
 # %% [markdown]
-# Each rung's step beside its prediction: [deep dive 06b §7](06b_ws_anatomy.ipynb); the ladder as
-# bars and every verdict: [deep dive 06c](06c_ladder_investigations.ipynb).
+# Every rung in every ladder, and every verdict: [deep dive 06c](06c_ladder_investigations.ipynb).
 #
 # ## 4. Why: what moved the number
 #
@@ -142,14 +143,11 @@ _ = notebook.claim(ok, text, **numbers)
 # and to rung 5 (persistent):
 
 # %% output varies
-try:
-    srec = records.load("ws_store_ablation")
-    print(srec.label())
-    print(f"Predicted on {W.STORE_PREDICTION_DATE}, before the first run: {W.STORE_PREDICTIONS[0]}.")
-    notebook.verdict(*W.prediction_verdicts(srec.results)[0])
-except records.RecordError:
-    srec = None
-    print("The ablation has not been recorded yet: tools/gpu_ch06_store.py --record on an H200.")
+srec = records.load("ws_store_ablation")
+print(srec.label())
+print(f"Predicted on {W.STORE_PREDICTION_DATE}, before the first run: {W.STORE_PREDICTIONS[0]}.")
+print(W.numbers_table(W.store_steps(srec.results), of="what the TMA store adds:"))
+notebook.verdict(*W.prediction_verdicts(srec.results)[0])
 ok, text, numbers = W.epilogue_note(res, sass_counts=False)
 _ = notebook.claim(ok, text, **numbers)
 
@@ -171,14 +169,9 @@ ok = exercises.check("ch06.consumer_regs", answer, producer_regs=56, consumers=2
 
 # %% [markdown]
 # **What you learned.** The two roles' loops and parities (yours for the consumers), why the
-# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, and `asynctc.matmul`.
-# The split is no speed-up by itself; it makes room for later steps (§4). From the records:
-
-# %% output varies
-ok, text, numbers = W.ws_bought(res, srec.results if srec else None)
-_ = notebook.claim(ok, text, **numbers)
-
-# %% [markdown]
+# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, the ladder's steps, and
+# `asynctc.matmul`.
+#
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 
 # %% [markdown]
