@@ -149,11 +149,13 @@ def main(argv=None) -> int:
     p.add_argument("chapters", nargs="*", help="two-digit chapter numbers, or a deep dive's key "
                    "such as 09b (default: all)")
     p.add_argument("--check", action="store_true", help="only check notebooks match their sources")
+    p.add_argument("--exact", action="store_true", help="\"06\" builds the core lesson only, not its deep dives")
     args = p.parse_args(argv)
     srcs = sorted(SRC.glob("[0-9][0-9]*_*.py"))      # core lessons NN_* and deep dives NNb_*
     if args.chapters:
         # "09" builds chapter 09 and its deep dives (09b_...); "09b" only that deep dive
-        srcs = [s for s in srcs if s.name[:2] in args.chapters or s.name.split("_")[0] in args.chapters]
+        srcs = [s for s in srcs if (s.name[:2] in args.chapters and not args.exact)
+                or s.name.split("_")[0] in args.chapters]
     bad = 0
     for src in srcs:
         target = OUT / (src.stem + ".ipynb")
