@@ -198,8 +198,10 @@ MISTAKES = [
     ("ch01.smem_bytes", 24, "KiB"),
     ("ch01.smem_bytes", 2 * 32 * 256 * 2, "B tile twice"),
     ("ch01.smem_bytes", 8 * (128 * 32 + 32 * 256) * 2, "bits"),
-    ("ch01.hmma_per_ktile", 16, "one k16 step"),          # (also what n16 instead of n8 gives)
-    ("ch01.hmma_per_ktile", 8 * 4 * 2, "16 rows of M"),   # (also what k8 instead of k16 gives)
+    ("ch01.hmma_per_ktile", 16, "one k16 step"),          # also what n16 instead of n8 gives:
+    ("ch01.hmma_per_ktile", 16, "(2) one m16n8k16 covers 8 columns of N, not 16"),   # both named
+    ("ch01.hmma_per_ktile", 8 * 4 * 2, "16 rows of M"),   # also what k8 instead of k16 gives:
+    ("ch01.hmma_per_ktile", 8 * 4 * 2, "16 deep in K"),
     ("ch01.hmma_per_ktile", 4 * 4 * 32, "bk/16 steps"),
     ("ch01.hmma_per_ktile", 64 * 32 * 32, "multiply-adds"),
     ("ch01.hmma_per_ktile", 2 * 64 * 32 * 32, "counts FLOP"),
