@@ -143,7 +143,7 @@ print(tma.lifecycle_table(lc["steps"]))
 assert lc["passed"] and lc["boxes_ok"]                # every step as expected, the boxes read back intact
 
 # %% [markdown]
-# Step 3 is the example above: phase 2 is open, so wait(0) does not pass. Step 0: on a fresh
+# Step 3 is the example above: phase 2 is open, so wait(0) waits. Step 0: on a fresh
 # barrier the open phase 0 has parity 0, so wait(1) passes. A producer waiting for an empty stage
 # starts on parity 1 and passes at once. A wrong initial parity deadlocks a pipeline (chapters
 # [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)). In SASS: [03b §3](03b_tma_boxes.ipynb).

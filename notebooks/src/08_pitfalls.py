@@ -109,10 +109,9 @@ off = D.misplaced_offsets(128, 128, 128)["cols"]
 assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).any() and (off[8:] == off[:-8]).all()
 
 # %% [markdown]
-# **Reading the figure.** One square per element, coloured by how many columns away the reader
-# fetched it: white (0) would be right; every coloured square, even the palest (8 columns), is
-# wrong. No element changes row; every offset is a multiple of 8 elements, one 16-byte chunk; the
-# pattern repeats every 8 rows. Whole chunks swapped inside
+# **Reading the figure.** One square per element, coloured by how many columns off the reader
+# fetched it; only white (0) is right. No element changes row; every offset is a multiple of 8
+# elements (one 16-byte chunk); the pattern repeats every 8 rows. Whole chunks swapped inside
 # 128-byte rows: the fingerprint of a layout bug (section 5's table).
 
 # %% [markdown]
