@@ -406,7 +406,7 @@ CTA_RESERVED_SMEM = 1024          # bytes the driver reserves per CTA (sm_90)
 
 
 @_ex.exercise("ch02.ring_smem", "The largest number of stages whose cp.async ring of bm×bn×bk fp16 "
-              "k-tiles (one A tile bm×bk and one B tile bk×bn per stage) lets `ctas` CTAs share one "
+              "k-tiles (one A tile bm×bk and one B tile bk×bn per stage) still fits `ctas` CTAs on one "
               "SM: 228 KiB = 233472 B of shared memory per SM, 1 KiB reserved per CTA.")
 def _ch02_ring_smem(bm: int, bn: int, bk: int, ctas: int) -> int:
     one = CpAsyncTile(bm, bn, bk, 64, 64, stages=1).smem_bytes
@@ -418,23 +418,29 @@ def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, ctas: int)
     one = (bm * bk + bk * bn) * 2
     if isinstance(answer, bool) or not isinstance(answer, int) or answer < 1:
         return "give a whole number of stages, at least 1."
+    share = SMEM_PER_SM // ctas                        # one CTA's part of the SM, before the reservation
+    other = 2 if ctas == 1 else 1
     hint = _ex.known_mistake(answer, expected, [
-        ((SMEM_PER_SM - CTA_RESERVED_SMEM) // one,
-         f"that many fit when one CTA has the SM to itself (here {ctas} CTAs share it) — or did "
-         "you count elements, not bytes? fp16 is 2 bytes per element."),
-        ((SMEM_PER_SM // ctas) // (bm * bk + bk * bn),
+        (share // one,
+         f"{answer} × {one} B = {answer * one} B fits only if nothing is reserved: add the "
+         f"{CTA_RESERVED_SMEM} B the driver reserves per CTA."),
+        ((SMEM_PER_SM // other - CTA_RESERVED_SMEM) // one,
+         f"that many fit when {other} CTA{'s' if other > 1 else ''} share the SM; here "
+         f"{'one CTA has it to itself' if ctas == 1 else f'{ctas} CTAs share it'}."),
+        ((share - CTA_RESERVED_SMEM) // (one // 2),
+         "you counted elements, not bytes: fp16 is 2 bytes per element."),
+        (share // (one // 2),
          "you counted elements, not bytes: fp16 is 2 bytes per element."),
     ])
     if hint:
         return hint
-    if answer > expected:
-        need = ctas * (answer * one + CTA_RESERVED_SMEM)
-        return (f"{ctas} CTAs × ({answer} stages × {one} B + {CTA_RESERVED_SMEM} B) = {need} B, more "
-                f"than the SM's {SMEM_PER_SM} B.")
     need = ctas * (answer * one + CTA_RESERVED_SMEM)
-    return (f"too few: {ctas} CTAs × ({answer} stages × {one} B + {CTA_RESERVED_SMEM} B) = {need} B "
-            f"leaves {SMEM_PER_SM - need} B of the SM's {SMEM_PER_SM} B unused. How many more stages "
-            "fit in that?")
+    if answer > expected:
+        return (f"{ctas} CTA{'s' if ctas > 1 else ''} × ({answer} stages × {one} B + "
+                f"{CTA_RESERVED_SMEM} B) = {need} B, more than the SM's {SMEM_PER_SM} B.")
+    return (f"too few: {ctas} CTA{'s' if ctas > 1 else ''} × ({answer} stages × {one} B + "
+            f"{CTA_RESERVED_SMEM} B) = {need} B leaves {SMEM_PER_SM - need} B of the SM's "
+            f"{SMEM_PER_SM} B unused. How many more stages fit in that?")
 
 
 @_ex.exercise("ch02.wait_n", "The N of cp.async.wait_group N that the kernel uses before computing on "

@@ -30,7 +30,7 @@ KW = {
     "ch01.smem_bytes": dict(bm=128, bn=256, bk=32),
     "ch01.hmma_per_ktile": dict(wm=64, wn=32, bk=32, bm=128, bn=128),
     "ch01.costliest_part": dict(ablation=ABLATION),
-    "ch02.ring_smem": dict(bm=128, bn=128, bk=32, ctas=2),
+    "ch02.ring_smem": dict(bm=128, bn=64, bk=32, ctas=1),
     "ch02.wait_n": dict(stages=4),
     "ch03.expect_tx": dict(rows=48, cols=32, dtype="float32"),
     "ch03.bank_128B": dict(row=3, col=20),
@@ -198,17 +198,22 @@ MISTAKES = [
     ("ch01.smem_bytes", 24, "KiB"),
     ("ch01.smem_bytes", 2 * 32 * 256 * 2, "B tile twice"),
     ("ch01.smem_bytes", 8 * (128 * 32 + 32 * 256) * 2, "bits"),
-    ("ch01.hmma_per_ktile", 16, "one k16 step"),          # (also what n16 instead of n8 gives)
-    ("ch01.hmma_per_ktile", 8 * 4 * 2, "16 rows of M"),   # (also what k8 instead of k16 gives)
+    ("ch01.hmma_per_ktile", 16, "one k16 step"),          # also what n16 instead of n8 gives:
+    ("ch01.hmma_per_ktile", 16, "(2) one m16n8k16 covers 8 columns of N, not 16"),   # both named
+    ("ch01.hmma_per_ktile", 8 * 4 * 2, "16 rows of M"),   # also what k8 instead of k16 gives:
+    ("ch01.hmma_per_ktile", 8 * 4 * 2, "16 deep in K"),
     ("ch01.hmma_per_ktile", 4 * 4 * 32, "bk/16 steps"),
     ("ch01.hmma_per_ktile", 64 * 32 * 32, "multiply-adds"),
     ("ch01.hmma_per_ktile", 2 * 64 * 32 * 32, "counts FLOP"),
     ("ch01.hmma_per_ktile", 128, "section 2's count for the default tile"),
     ("ch01.hmma_per_ktile", 32 * 8, "(128/64)·(128/32) = 8 warps"),
     ("ch01.costliest_part", "ldmatrix", "without the copy 524, without ldmatrix 431"),
-    ("ch02.ring_smem", 14, "one CTA has the SM to itself"),
-    ("ch02.ring_smem", 8, "more than the SM's 233472 B"),
-    ("ch02.ring_smem", 6, "How many more stages fit"),
+    ("ch02.ring_smem", 19, "the 1024 B the driver reserves per CTA"),   # the reservation ignored
+    ("ch02.ring_smem", 9, "one CTA has it to itself"),
+    ("ch02.ring_smem", 37, "elements, not bytes"),
+    ("ch02.ring_smem", 38, "elements, not bytes"),
+    ("ch02.ring_smem", 20, "more than the SM's 233472 B"),
+    ("ch02.ring_smem", 17, "How many more stages fit"),
     ("ch02.ring_smem", 0, "whole number"),
     ("ch02.wait_n", 3, "the group of k-tile kt itself"),
     ("ch02.wait_n", 4, "waits for nothing"),
@@ -276,6 +281,8 @@ MISTAKES += [
      "ring model with your parities: a deadlock at k-tile 4"),
     ("ch06.consumer_loop", _LOOP.replace("empty[prev]", "empty[pos.stage]"),
      "That is this k-tile's own stage: wgmma_wait_group<1>() leaves its group in flight"),
+    ("ch06.consumer_loop", _LOOP.replace(_RELEASE, "if (elected) release(empty[pos.stage]);\n"),   # fails at k = 0
+     "Release the previous k-tile's stage instead, empty[prev], after wgmma_wait_group<1>()"),
     ("ch06.consumer_loop", _LOOP.replace("wgmma_wait_group<1>();\nfence_accumulators(acc);\n" + _RELEASE,
                                          _RELEASE + "wgmma_wait_group<1>();\nfence_accumulators(acc);\n"),
      "The release comes before wgmma_wait_group"),
@@ -392,10 +399,10 @@ def test_hint_names_the_mistake(capsys, name, answer, words):
 def test_one_off_hints_leave_the_count_to_the_learner(capsys):
     """An answer one short of a small count: the hint shows the learner's own sum, not the next
     one (ch02.ring_smem answered 6 once printed the sum for 7 stages)."""
-    assert exercises.expected("ch02.ring_smem", **KW["ch02.ring_smem"]) == 7
-    assert not exercises.check("ch02.ring_smem", 6, **KW["ch02.ring_smem"])
+    assert exercises.expected("ch02.ring_smem", **KW["ch02.ring_smem"]) == 18
+    assert not exercises.check("ch02.ring_smem", 17, **KW["ch02.ring_smem"])
     out = capsys.readouterr().out
-    assert "7" not in out.replace("233472", "") and "6 stages" in out, out
+    assert "18" not in out and "17 stages" in out, out
 
 
 def test_a_hint_without_a_known_mistake_says_how_far_off(capsys):

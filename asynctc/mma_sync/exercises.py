@@ -46,7 +46,7 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
     d = DEFAULT_TILE
     mt, nt, ks = wm // 16, wn // 8, bk // 16
     mistakes = [
-        (mt * nt, f"that is one k16 step; a k-tile {bk} deep has {bk}/16 of them."),
+        (mt * nt, f"that is one k16 step: a k-tile {bk} deep has {bk}/16 of them."),
         (mt * (wn // 16) * ks, "one m16n8k16 covers 8 columns of N, not 16."),
         ((wm // 8) * nt * ks, "one m16n8k16 covers 16 rows of M, not 8."),
         (mt * nt * (bk // 8), "one mma.sync is 16 deep in K (the k16 of m16n8k16), not 8."),
@@ -62,7 +62,13 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
         mistakes.append((mt * nt * ks * warps,
                          f"that is per CTA: a {bm}×{bn} tile has ({bm}/{wm})·({bn}/{wn}) = {warps} warps; "
                          "the question asks for one warp."))
-    return _ex.known_mistake(answer, expected, mistakes)
+    # Two slips can give the same number (n16 and one k16 step when bk = 32; m8 and k8 always):
+    # such an answer gets every hint that explains it.
+    hints = [h for v, h in mistakes if _ex.known_mistake(answer, expected, [(v, h)])]
+    if len(hints) > 1:
+        return "two slips give this number: " + "; or ".join(f"({i}) {h.rstrip('.')}"
+                                                             for i, h in enumerate(hints, 1)) + "."
+    return hints[0] if hints else None
 
 
 @_ex.exercise("ch01.costliest_part", "Which part of the chapter-01 kernel's data path costs more time: "

@@ -35,6 +35,16 @@ class Report:
     def cite(self) -> str:
         return f"{self.repo}#{self.number}"
 
+    @property
+    def url(self) -> str:
+        """The report on GitHub: ``/issues/N`` for an issue, ``/pull/N`` for a PR."""
+        return f"https://github.com/{self.repo}/{'pull' if self.kind == 'PR' else 'issues'}/{self.number}"
+
+    @property
+    def link(self) -> str:
+        """:attr:`cite` as a markdown link to :attr:`url`."""
+        return f"[{self.cite}]({self.url})"
+
 
 @dataclasses.dataclass(frozen=True)
 class BugClass:
@@ -270,7 +280,7 @@ def table_markdown(compact: bool = False) -> str:
                 "|---|---|---|---|---|"]
         for c in CLASSES:
             seen = ", ".join(dict.fromkeys(r.symptom for r in c.reports)) or "—"
-            cites = ", ".join(r.cite for r in c.reports) or "(none found)"
+            cites = ", ".join(r.link for r in c.reports) or "(none found)"
             family = c.model.split(":", 1)[0]
             where = _MODEL_WORDS[family] + (f" ({c.model.split(':', 1)[1]})" if family == "ptxas" else "")
             gpu = (f"BUG={c.bug}" if c.bug is not None else f"SASS of {c.compiled}" if c.compiled
@@ -284,7 +294,7 @@ def table_markdown(compact: bool = False) -> str:
         if not c.reports:
             rows.append(f"| {c.title} | (none found) | hang | — | `{c.model}` | {variant} |")
         for r in c.reports:
-            rows.append(f"| {c.title} | {r.cite} ({r.kind}) | {r.symptom} | {r.seen} | `{c.model}` | {variant} |")
+            rows.append(f"| {c.title} | {r.link} ({r.kind}) | {r.symptom} | {r.seen} | `{c.model}` | {variant} |")
     return "\n".join(rows)
 
 

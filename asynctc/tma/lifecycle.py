@@ -103,18 +103,22 @@ def mbarrier_lifecycle(box_rows: int = 16, cols: int = 64, timeout_tries: int = 
 
 def lifecycle_table(run_or_steps) -> str:
     """A fixed-width table of the recorded steps: ``open`` is the phase in progress after the
-    step (:data:`LIFECYCLE_OPEN`); ``P0 done`` / ``P1 done`` are ``test_wait.parity(0)`` / ``(1)``
-    after the step (1 = the phase of that parity just before the open one has completed; the open
-    phase's own parity reads 0); ``waited`` is the parity the step's wait was on and what the wait
-    returned; ``step`` is what the step does (:data:`LIFECYCLE`, the expectation the ✓ compares
-    with)."""
+    step (:data:`LIFECYCLE_OPEN`); ``wait(0) passes`` / ``wait(1) passes`` are
+    ``test_wait.parity(0)`` / ``(1)`` after the step, as yes / no (yes: a wait on that parity would
+    pass, since the phase of that parity just before the open one has completed; a wait on the open
+    phase's own parity would not); ``waited on`` is the parity the step's wait was on and what the
+    wait returned; ``step`` is what the step does (:data:`LIFECYCLE`, the expectation the ✓
+    compares with)."""
     steps = run_or_steps.steps if isinstance(run_or_steps, LifecycleRun) else run_or_steps
     result = {1: "passed", 0: "timed out"}
-    lines = [f"{'#':>2} {'bar':8s} {'open':>4} {'P0 done':>7} {'P1 done':>7}  {'waited on':19s} ok  step"]
+    yes = {1: "yes", 0: "no"}
+    lines = [f"{'#':>2} {'bar':8s} {'open':>4} {'wait(0) passes':>14} {'wait(1) passes':>14}  "
+             f"{'waited on':19s} ok  step"]
     for s in steps:
         w = ("-" if s["waited_parity"] is None else
              f"parity {s['waited_parity']}: {result.get(s['wait_result'], s['wait_result'])}")
         lines.append(f"{s['step']:>2} {s['barrier']:8s} {LIFECYCLE_OPEN[s['step']]:>4} "
-                     f"{s['parity0_done']:>7} {s['parity1_done']:>7}  "
+                     f"{yes.get(s['parity0_done'], s['parity0_done']):>14} "
+                     f"{yes.get(s['parity1_done'], s['parity1_done']):>14}  "
                      f"{w:19s} {'✓' if s['as_expected'] else '✗'}   {LIFECYCLE[s['step']][0]}")
     return "\n".join(lines)

@@ -372,16 +372,20 @@ def _release_hint(its: list[_lr.Iteration], body: str, stages: int, stage_bytes:
             return text
         if not waits:
             return text + ". The release comes before wgmma_wait_group: k-tile k − 1's group may still run"
-        if it.k == 0:
+        code = _CODE.sub("", body)
+        at_prev = re.search(r"\bempty\s*\[\s*prev\s*\]", code)   # at k = 0, prev and pos.stage are both 0
+        if it.k == 0 and at_prev:
             return text + ". At k = 0 there is no earlier k-tile in this tile (prev is still 0): release only when k > 0"
         if own and e.stage == own[0].a[1] // stage_bytes:
             text += (". That is this k-tile's own stage: wgmma_wait_group<1>() leaves its group in "
-                     "flight. Release the stage of k-tile k − 1 (prev)")
-            code = _CODE.sub("", body)
+                     "flight. Release the previous k-tile's stage instead, empty[prev], after "
+                     "wgmma_wait_group<1>() (k-tile 0 has no previous one: skip it when k = 0)")
             p, adv = code.find("prev ="), code.find("pos.advance")
             if 0 <= adv < p:
                 text += ", and set prev = pos.stage before pos.advance()"
             return text
+        if it.k == 0:
+            return text + ". At k = 0 there is no earlier k-tile in this tile (prev is still 0): release only when k > 0"
         if waits[-1] > 1:
             return text + f". wgmma_wait_group<{waits[-1]}>() leaves k-tile k − 1's group in flight too"
         return text

@@ -125,3 +125,11 @@ else:
                          f"The cuBLAS clock ({kd}) does not fall steadily with the size ({trend}): this "
                          "record does not show the clock following the workload, though each fraction "
                          "still names its own.")
+
+# %% [markdown]
+# So each size has its own peak (chapter 00 used the median clock). Each bf16 row against its own:
+
+# %% output varies
+for g in (g for g in gemms if g["dtype"] == "bfloat16"):
+    print(f"cuBLAS bf16 {g['m']:5d}³ {g['tflops']:4.0f} TFLOP/s = "
+          f"{bench.peak_text(g, rec.provenance['sm_count'], 'bfloat16')}")

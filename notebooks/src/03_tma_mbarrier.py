@@ -132,8 +132,8 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # %% [markdown]
 # `mbarrier_lifecycle` runs the cycle on the GPU: two boxes through one barrier, a 64-thread
 # arrival barrier, and (step 6, on purpose) a wait nobody can satisfy. After each step it records
-# whether a wait on parity 0 and on parity 1 would pass (1: it would). `open` is the phase in
-# progress; ✓: as the PTX ISA expects.
+# whether a wait on parity 0 and a wait on parity 1 would pass. `open` is the phase in progress;
+# ✓: as the PTX ISA expects.
 
 # %% output varies
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
@@ -143,8 +143,8 @@ print(tma.lifecycle_table(lc["steps"]))
 assert lc["passed"] and lc["boxes_ok"]                # every step as expected, the boxes read back intact
 
 # %% [markdown]
-# Step 3 is the example above: phase 2 is open, so parity 0 reads 0. Step 0: on a fresh barrier the
-# open phase 0 has parity 0, so parity 1 reads 1. A producer waiting for an empty stage
+# Step 3 is the example above: phase 2 is open, so wait(0) waits. Step 0: on a fresh
+# barrier the open phase 0 has parity 0, so wait(1) passes. A producer waiting for an empty stage
 # starts on parity 1 and passes at once. A wrong initial parity deadlocks a pipeline (chapters
 # [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)). In SASS: [03b §3](03b_tma_boxes.ipynb).
 

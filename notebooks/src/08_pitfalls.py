@@ -73,7 +73,7 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 # For tile `t` of a ring of `S` stages, the producer's first pass (`t < S`) waits on `empty[s]`
 # with parity `(t / S + 1) % 2` = 1, "the phase before", which a fresh barrier counts as complete.
 # Compute `(t / S) % 2` instead and it waits for phase 0 of a barrier nobody has arrived on yet
-# (flash-attention#1317: phase 0 looped forever, phase 1 worked). Chapter 05's ring model runs the
+# ([flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317): phase 0 looped forever, phase 1 worked). Chapter 05's ring model runs the
 # broken protocol on the kernel's schedule:
 
 # %%
@@ -98,7 +98,7 @@ for word in F.variants.words_in(outcome):
 # TMA's 128B swizzle XORs address bits [4, 7) with bits [7, 10) of the **absolute** shared-memory
 # address. A stage that starts 128 bytes past a 1024 B boundary shifts every row's pattern by one
 # row, and a reader that swizzles relative to the stage base reads every element from the wrong
-# 16-byte chunk (tilelang#2379):
+# 16-byte chunk ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)):
 
 # %%
 m = D.layout_mismatch(tma_swizzle=128, reader_swizzle=128, base_offset=128)
@@ -109,9 +109,9 @@ off = D.misplaced_offsets(128, 128, 128)["cols"]
 assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).any() and (off[8:] == off[:-8]).all()
 
 # %% [markdown]
-# **Reading the figure.** One square per element, coloured by how many columns away the reader
-# fetched it (0, white, would be right). No element changes row; every offset is a multiple of 8
-# elements, one 16-byte chunk; the pattern repeats every 8 rows. Whole chunks swapped inside
+# **Reading the figure.** One square per element, coloured by how many columns off the reader
+# fetched it; only white (0) is right. No element changes row; every offset is a multiple of 8
+# elements (one 16-byte chunk); the pattern repeats every 8 rows. Whole chunks swapped inside
 # 128-byte rows: the fingerprint of a layout bug (section 5's table).
 
 # %% [markdown]
@@ -137,7 +137,7 @@ for rule in ("proxy", "wgmma", "leader", "init"):
 #
 # **Depth 1 first.** Run the pipeline with one stage (and `wgmma.wait_group 0`, so no wgmma is in
 # flight) before any overlap. Wrong at depth 1: the barriers are wrong. Right at depth 1, wrong at
-# depth 3: the parities or the releases are (tilelang#3087 showed up from 3 stages on).
+# depth 3: the parities or the releases are ([tilelang#3087](https://github.com/tile-ai/tilelang/pull/3087) showed up from 3 stages on).
 #
 # **Then the error word, a trace, the models.** The error word says who gave up where (section 4a);
 # an in-kernel trace survives a timeout; compute-sanitizer finds crashes and thread races, not a
