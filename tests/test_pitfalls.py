@@ -488,7 +488,8 @@ def test_the_core_lesson_does_not_print_its_exercises_answers():
     shown = notebook.source_excerpt("pitfalls.cu", eval(listing.group(1)), eval(listing.group(2)), hooks=True,
                                     omit=eval(listing.group(3)))
     assert "bulk_wait_group_read" not in shown + learner and "lines left out" in shown
-    assert re.search(r"# %% output answers a prediction\nprint\(notebook\.source_excerpt\(\"pitfalls\.cu\", "
+    assert re.search(r"# %% output answers a prediction\nif exercises\.after\(\"ch08\.repair\"\):\n"
+                     r"    print\(notebook\.source_excerpt\(\"pitfalls\.cu\", "
                      r"start=r\"\^#if BUG != BUG_STORE_BUFFER_REUSED\"", learner)
     # every op is printed with its argument as the step is written (a newcomer wrote
     # ("bulk_wait_read", None) from a list of bare names)
