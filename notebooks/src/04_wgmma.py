@@ -63,8 +63,8 @@ assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes
 # * Eight 128-byte rows make one 1024-byte swizzle pattern, so **[SBO](../docs/glossary.md#sbo) =
 #   1024**: from one 8-row group to the next.
 # * [LBO](../docs/glossary.md#lbo) is unused by K-major swizzled layouts (the ISA "assumes 1"); the library writes 1 (16 B).
-# * Each further k16 step starts 32 bytes later in the same rows: a 128-byte row holds all four.
-#   With a narrower swizzle a row holds fewer, and the next step starts in the next box.
+# * Each further k16 step starts 32 bytes on, in the same rows: a 128-byte row has room for all
+#   four. With a narrower swizzle a row has room for fewer, and the next step starts in the next box.
 #
 # **Predict before you look** (exercise 1; section 3 draws why): what is SBO, in
 # bytes, for a K-major tile with **64-byte** swizzle?
