@@ -103,9 +103,13 @@ def cmd_doctor(_args) -> int:
             ok = f"does not compile: {e}"
         live = "runs live" if runtime.runs_live(arch) else f"replay ({runtime.why_not_live(arch)})"
         print(f"{arch:13s} {ok}; {live}")
+    groups: dict[str, list[str]] = {}      # "live (sm_90a)" → the notebooks' keys, in course order
     for nb in chapters():
         arch = chapter_arch(nb)
-        print(f"  {nb.stem:28s} {'live' if runtime.runs_live(arch) else 'replay'} ({arch})")
+        groups.setdefault(f"{'live' if runtime.runs_live(arch) else 'replay'} ({arch})", []).append(
+            nb.stem.split("_")[0])
+    for i, (how, keys) in enumerate(groups.items()):
+        print(f"{'notebooks' if i == 0 else '':13s} {len(keys)} {how}: {' '.join(keys)}")
     course_args = getattr(_args, "in_course", None)
     if course_args is not None:   # run by tools/course.sh, which executes the chapters it was given next
         print(f"next          executing {_course_selection(course_args)} now (python -m asynctc course); "

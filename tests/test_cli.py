@@ -221,3 +221,15 @@ def test_built_notebooks_tag_their_solutions(name):
                 or "solution=True" in "".join(c["source"]) or "<summary>Solutions" in "".join(c["source"])]
     answers = [c for c in learner if "answer" in c.get("metadata", {}).get("tags", [])]
     assert all(not c.get("outputs") for c in answers), "a learner notebook shows a prediction's answer"
+
+
+def test_doctor_groups_the_notebooks_by_mode(capsys):
+    """One line per mode, not one per notebook: every notebook is named once, in course order."""
+    from asynctc.__main__ import chapters
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    first = next(i for i, x in enumerate(out) if x.startswith("notebooks"))
+    rows = [out[first]] + [x for x in out[first + 1:] if x.startswith(" " * 13) and ":" in x]
+    keys = [k for r in rows for k in r.split(":", 1)[1].split()]
+    assert sorted(keys) == sorted(nb.stem.split("_")[0] for nb in chapters())
+    assert len(rows) <= 4 and all(("replay (" in r or "live (" in r) for r in rows), rows
