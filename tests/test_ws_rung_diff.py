@@ -51,3 +51,18 @@ def test_the_limit_cuts_and_says_how_many():
     cut = W.rung_diff("cluster", limit=20).splitlines()
     assert len(full) > 21 and len(cut) == 22
     assert cut[-1] == f"// ... {len(full) - 21} more diff lines left out (limit=None shows all)"
+
+
+def test_what_chapter_06_says_each_rung_changes():
+    """06 §3's sentence: persistent changes one line (the tile loop's stride), cluster adds the
+    multicast load and the remote release, tma_store swaps store_c, raster changes only GROUP_M."""
+    def changed(name):
+        return [ln for ln in W.rung_diff(name, limit=None).splitlines()[1:] if ln[:1] in "+-"]
+    code = [ln for ln in changed("persistent") if "-D" not in ln[:5]]
+    assert len(code) == 2 and all("item_step" in ln for ln in code)
+    assert any("multicast" in ln for ln in changed("cluster"))
+    assert any("mbarrier_arrive_remote" in ln for ln in changed("cluster"))
+    store = changed("tma_store")
+    assert any("store_c(" in ln for ln in store if ln[0] == "-")
+    assert any("store_c_tma(" in ln for ln in store if ln[0] == "+")
+    assert [ln.split()[-2:] for ln in changed("raster")] == [["GROUP_M", "8"], ["GROUP_M", "16"]]
