@@ -336,18 +336,19 @@ def _dedent(s: str, d: int) -> str:
 
 
 def hide(text: str, path: Path | None = None, defines: dict | None = None, *,
-         variant: bool = False) -> list[Line]:
+         variant: bool = False, fold: frozenset = frozenset()) -> list[Line]:
     """What one build shows of every line of ``text`` (a kernel source; ``path`` for its includes;
     ``defines`` the compile-time values a kernel was built with, which override the file's
     defaults). By default the experiment hooks are folded (rules 1-3 of the module docstring);
     with ``variant=True`` the variant switches too (:func:`switches`; rules 4-6). One :class:`Line`
     per line of ``text.splitlines()``; its ``hooks`` are the hooks and switches that hid or
-    changed it."""
+    changed it. ``fold`` (with ``variant=True``): further knobs to fold as switches (a diff of two
+    builds folds the flags in which they differ, e.g. chapter 06's ``PERSISTENT``)."""
     lines = text.splitlines()
     env = macro_values(text, path)
     names = _HOOKS
     if variant:
-        names = _HOOKS | switches(text, path, defines)
+        names = _HOOKS | switches(text, path, defines) | frozenset(fold)
         knobs = _defaults([text] + [t for _, t in included(text, path)])
         env = {k: v for k, v in env.items() if k in names or k not in knobs}   # sizes stay named
     for k, v in (defines or {}).items():

@@ -68,6 +68,8 @@ W.<name>``):
 * ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
   compiled into rung 3 (NVRTC), read (``loop_reader.py``) and judged with chapter 05's ring model
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
+* ``rung_diff.py`` — what a rung adds: :func:`rung_diff` diffs two rungs' builds of the kernel
+  source, switches resolved, with the file's line numbers (no GPU, no compiler);
 * ``tile_order.py`` — the persistent tile orders (group-M raster mirror, the Hilbert order table);
   ``order_suite.py`` — the ``ws_orders`` record suite (rung 8's L2 / tile-order variants);
 * ``store_suite.py`` — the ``ws_store_ablation`` record suite (rung 7's TMA store without the
@@ -92,6 +94,7 @@ from .config import (  # noqa: F401
     most_stages, shape_tile, wave_fill,
 )
 from .consumer_loop import LOOP_LINES  # noqa: F401
+from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F401
 from .figures import (  # noqa: F401
     NUMBER_NAMES, PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio,
     ladder_summary, numbers_table, plot_ladder, pingpong_note, predicted_tflops, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,

@@ -498,7 +498,9 @@ def judge(answer) -> str | None:
 @_ex.code_exercise("ch06.consumer_loop", "Write the body of the consumer warpgroups' k-loop of rung 3 "
                    "as a string of CUDA C++: wait for stage pos.stage to hold k-tile k, issue its "
                    "wgmmas, let one group stay in flight, release the stage of k-tile k − 1 (one "
-                   "elected thread), remember this stage, advance the ring. The check compiles it "
+                   "elected thread), remember this stage, advance the ring. After the loop the "
+                   "kernel itself releases the stage in prev, so a loop that releases its own "
+                   "k-tile's stage (after wgmma_wait_group<0>) is refused. The check compiles it "
                    "into the kernel with NVRTC and judges the protocol it runs.", judge=judge)
 def _consumer_loop() -> str:
     return kernel_body()

@@ -61,7 +61,9 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 # The comments say what each name is for; the last line lists this build's switches.
 #
 # **Exercise 1. Write the consumers' k-loop**, the body the listing left out, in the string
-# below. In scope:
+# below. One constraint comes from the listing: after the loop the kernel itself releases the stage
+# in `prev`, so your loop releases the stage of k-tile k − 1, not its own (a loop that waits with
+# `wgmma_wait_group<0>` and releases its own stage is refused). In scope:
 #
 # - `full.wait(stage, parity, wg, k)`: a bounded wait, false if it gave up (`broken` may remember that);
 # - `pos.stage`, `pos.phase` (f mod 2), `pos.advance()`: the ring counter;
@@ -124,6 +126,18 @@ ok2, text2, numbers2 = W.split_note(res, records.load("pipeline").results)
 print(W.numbers_table(numbers, numbers2, of="rungs 1–3 in all four ladders, as fractions of cuBLAS:"))
 _ = notebook.claim(ok, text, **numbers)
 _ = notebook.claim(ok2, text2, **numbers2)
+
+# %% [markdown]
+# What does a rung add to the code? `W.rung_diff(name)` resolves the kernel's source for that
+# rung's build and for the rung it was made from, and prints only the lines that differ (`-` / `+`:
+# only in the earlier / the later rung; the number: the line in the file; `-D`: a compile-time
+# value). Try rungs 5–8: `persistent` changes one line, the stride `item_step` of the loop over
+# tiles that every build has; `cluster` adds the multicast load and a release on the peer CTA's
+# barrier; `tma_store` swaps `store_c` for `store_c_tma`; `raster` changes only `GROUP_M`.
+
+# %%
+# rungs: ws, ws_setmaxnreg, tile, persistent, cluster, tma_store, raster, pingpong
+print(W.rung_diff("persistent"))
 
 # %% [markdown]
 # Every rung in every ladder, and every verdict: [deep dive 06c](06c_ladder_investigations.ipynb).
