@@ -180,6 +180,7 @@ MISTAKES = [
     ("ch00.intensity", 6 * n * n / (2 * n**3), "turn it over"),
     ("ch00.intensity", n / 2, "not C"),
     ("ch00.intensity", n / 4, "four matrices"),
+    ("ch00.intensity", n / 4, "C counted as fp32"),
     ("ch00.intensity", n, "one matrix"),
     ("ch00.intensity", 2 * n / 3, "elements, not bytes"),
     ("ch00.intensity", n / 6, "a multiply-add is 2 FLOP"),
