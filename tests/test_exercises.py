@@ -151,6 +151,7 @@ MISTAKES = [
     ("ch07.promote_interval", 5, "compute fp8.predict_swamp"),
     ("ch07.promote_interval", 256, "if you counted fp8 elements"),
     ("ch08.name_bug", "phase_parity", "blocks on empty"),
+    ("ch08.name_bug", "phase_parity", "the producer waits parity (t // S) % 2 on empty"),
     ("ch08.name_bug", "proxy_fence", "not a ring-protocol error"),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 1)] + _STORE[5:], "bulk group 0"),
     ("ch08.repair", _STORE[:6] + [("bulk_wait_read", 0)] + _STORE[6:], "before that barrier"),
