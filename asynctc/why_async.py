@@ -133,7 +133,8 @@ def gemm_intensity(m: int, n: int, k: int, elem_bytes: int = 2) -> float:
 
 
 @_ex.exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M=N=K=n fp16 "
-              "GEMM that reads A and B once and writes C once (2 bytes per element).", rtol=1e-3)
+              "GEMM that reads A and B once and writes C once (A, B and C all fp16, 2 bytes per element).",
+              rtol=1e-3)
 def _ch00_intensity(n: int) -> float:
     return 2 * n**3 / (2 * 3 * n * n)
 
@@ -147,8 +148,9 @@ def _ch00_intensity_hint(answer, expected, n: int) -> str | None:
         (nbytes / flop, "that is bytes per FLOP; intensity is FLOP per byte — turn it over."),
         (flop / (2 * 2 * n * n), "you counted A and B but not C: C is written once too, so three "
                                   "n×n matrices cross DRAM."),
-        (flop / (4 * 2 * n * n), "you counted four matrices: C = A·B only writes C (it is not read), "
-                                  "so three n×n matrices cross DRAM."),
+        (flop / (4 * 2 * n * n), "two readings give this number: C counted as fp32 (4 bytes), or four "
+                                  "matrices counted. Here C is fp16 like A and B, and C = A·B only "
+                                  "writes C (it is not read): three n×n fp16 matrices cross DRAM."),
         (flop / (2 * n * n), "you counted the bytes of one matrix; A, B and C each cross DRAM once."),
         (flop / (3 * n * n), "you divided by elements, not bytes: fp16 is 2 bytes per element."),
         (n**3 / nbytes, "two slips give this number, check both: n³ FLOP instead of 2·n³ (a "

@@ -454,14 +454,28 @@ def test_model_beside_record_says_where_model_and_record_part():
     ok, text = P.model_beside_record(rows([370, 720, 810, 810, 810, 810]), meas)
     assert ok and text.startswith("No cap: model and record both flatten from S = 3, but at S = 4")
     assert "810 TFLOP/s, the record 680 (+19%)" in text and "widest gap is at S = 2, +60%" in text
-    ok, text = P.model_beside_record(rows([290, 470, 690, 690, 690, 690]), meas, 40)
+    ok, text = P.model_beside_record(rows([290, 470, 690, 690, 690, 690]), meas, 40, closest=(41, 0.1))
     assert ok and text.startswith("Cap 40 B/clock/SM:") and "within 4% of the record at every" in text
+    assert text.endswith("The best whole cap, 41 B/clock/SM, brings every recorded depth within 10%.")
+    # without a cap, the best cap is not given away (the "Try it" asks for it)
+    assert "best whole cap" not in P.model_beside_record(rows([370, 720, 810, 810, 810, 810]), meas,
+                                                           closest=(41, 0.1))[1]
     # a capped model may part from the record in shape too: said, and not a failed claim
     ok, text = P.model_beside_record(rows([80, 90, 90, 90, 90, 90]), meas, 5)
     assert ok and "the model flattens from S = 2, the record from S = 3" in text
     # without a cap, a shape that parts from the record is the claim the chapter cannot make
     ok, _ = P.model_beside_record(rows([300, 400, 500, 700, 810, 810]), meas)
     assert not ok
+
+
+def test_closest_cap_scans_the_ring_model():
+    """The best cap is the one whose worst recorded depth lies nearest the record; a record made
+    by the model itself at cap 40 is found again, with no gap."""
+    from asynctc.models.pipeline import HardwareParams, predict_depth_sweep
+    made = {r["stages"]: r["tflops"] for r in predict_depth_sweep(HardwareParams.from_records(l2_bytes_per_clk=40),
+                                                                   stages=[1, 2, 3, 4])}
+    cap, gap = P.closest_cap(made, caps=range(30, 51, 5))
+    assert cap == 40 and gap < 1e-9
 
 
 def test_trace_beside_model_finds_where_the_waits_stop():

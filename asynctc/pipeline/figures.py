@@ -2,7 +2,7 @@
 a Gantt chart (:func:`plot_trace`), the same trace above the ring model's schedule on one time axis
 (:func:`plot_trace_beside_model`, its sentence :func:`waits_beside_model`), the throughput by ring
 depth from a ``pipeline`` record (:func:`plot_depth`), and the sentence that sets the ring model's
-depth sweep beside the record's (:func:`model_beside_record`)."""
+depth sweep beside the record's (:func:`model_beside_record`, the best L2 cap :func:`closest_cap`)."""
 
 from __future__ import annotations
 
@@ -132,8 +132,23 @@ def _flat_from(tflops: dict) -> int:
     return next(S for S in depths if all(tflops[d] <= 1.05 * tflops[S] for d in depths if d > S))
 
 
-def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | None = None
-                        ) -> tuple[bool, str]:
+def closest_cap(measured: dict, caps: Sequence[int] = range(10, 81)) -> tuple[int, float]:
+    """The L2 → SM cap (bytes per clock per SM, one of ``caps``) whose ring-model depth sweep lies
+    closest to the record's ({stages: TFLOP/s}) at its worst recorded depth: (cap, that worst
+    |model / record − 1|). Runs :func:`asynctc.models.pipeline.predict_depth_sweep` once per cap,
+    with :meth:`~asynctc.models.pipeline.HardwareParams.from_records` (about 10 ms each)."""
+    from ..models.pipeline import HardwareParams, predict_depth_sweep
+    depths = sorted(measured)
+    worst = {}
+    for cap in caps:
+        rows = predict_depth_sweep(HardwareParams.from_records(l2_bytes_per_clk=cap), stages=depths)
+        worst[cap] = max(abs(r["tflops"] / measured[r["stages"]] - 1) for r in rows)
+    best = min(worst, key=worst.get)
+    return best, worst[best]
+
+
+def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | None = None,
+                        closest: tuple[int, float] | None = None) -> tuple[bool, str]:
     """Chapter 05 §5's sentence: the ring model's depth sweep (rows of
     :func:`asynctc.models.pipeline.predict_depth_sweep`) beside the record's ({stages: TFLOP/s}) —
     where each curve flattens (no deeper stage adds over 5 %), and how far the model's heights lie
@@ -142,7 +157,8 @@ def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | N
     (None: no cap), named in the sentence. Returns (condition, sentence) for
     :func:`asynctc.core.notebook.claim`: the condition is the agreement §5's prose states — the
     model without a cap flattens at the record's depth — and holds whatever a capped model shows
-    (the sentence says where that one parts from the record)."""
+    (the sentence says where that one parts from the record). ``closest``: :func:`closest_cap`'s
+    (cap, worst gap); with a cap set, the sentence ends with how close that best cap gets."""
     mod = {r["stages"]: r["tflops"] for r in model if r["stages"] in measured}
     meas = {S: measured[S] for S in mod}
     fm, fr = _flat_from(mod), _flat_from(meas)
@@ -158,7 +174,11 @@ def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | N
         height = (f"but at S = {top} the model gives {mod[top]:.0f} TFLOP/s, the record "
                   f"{meas[top]:.0f} ({gap[top]:+.0%})"
                   + (f"; the widest gap is at S = {worst}, {gap[worst]:+.0%}" if worst != top else ""))
-    return l2_cap is not None or fm == fr, f"{head}: {shape}, {height}."
+    best = ""
+    if l2_cap is not None and closest is not None:
+        best = (f" The best whole cap, {closest[0]} B/clock/SM, brings every recorded depth within "
+                f"{closest[1]:.0%}.")
+    return l2_cap is not None or fm == fr, f"{head}: {shape}, {height}.{best}"
 
 
 def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None):

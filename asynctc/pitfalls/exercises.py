@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from ..core import exercises as _ex
+from ..models.pipeline import VARIANTS
 from . import diagnosis as _d
 from . import ordering, zoo
 
@@ -65,7 +66,8 @@ def _name_hint(answer, diagnosis):
     got = _d.pipeline_diagnosis(protos[answer]).detail
     mine, theirs = _state(got), _state(diagnosis)
     if got.barrier != diagnosis.barrier:
-        return (f"{answer} blocks on {got.barrier}[{got.stage}] ({', '.join(got.who_waits)} waiting, "
+        return (f"{answer}, as the ring model runs it ({VARIANTS[protos[answer]]}), blocks on "
+                f"{got.barrier}[{got.stage}] ({', '.join(got.who_waits)} waiting, "
                 f"{mine['missing']} arrival(s) missing); this run blocks on "
                 f"{diagnosis.barrier}[{diagnosis.stage}] with {theirs['missing']} missing")
     return ("same barrier, different cause: compare the counters — arrivals still missing, or "

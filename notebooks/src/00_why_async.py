@@ -82,8 +82,8 @@ series = {}
 for dt in ("float16", "bfloat16"):
     rows = [g for g in gemms if g["dtype"] == dt]
     series[f"cuBLAS {dt}"] = ([g["m"] for g in rows], [g["tflops"] for g in rows])
-fig = plots.throughput_by_size(series, peak=peak, peak_label=f"peak: SMs×4096×{clock_mhz:.0f} MHz ({kind}) "
-                               f"{peak:.0f}", record=rec, title="cuBLAS GEMM throughput")
+fig = plots.throughput_by_size(series, peak=peak, peak_label=f"peak: SMs×4096×{clock_mhz:.0f} MHz ({kind}) =",
+                               record=rec, title="cuBLAS GEMM throughput")
 
 # %% [markdown]
 # cuBLAS checks out against a float64 reference, element by element (the
@@ -175,8 +175,8 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
 # %% [markdown]
 # ## Exercises
 #
-# **1.** Compute the arithmetic intensity of an M = N = K = 512 fp16 GEMM (FLOP per byte, reading A
-# and B once and writing C once). Replace `...` with an expression (or a number: answers within
+# **1.** Compute the arithmetic intensity of an M = N = K = 512 GEMM with A, B and C all fp16 (2 bytes
+# per element): FLOP per byte, reading A and B once and writing C once. Replace `...` with an expression (or a number: answers within
 # 0.1 % are accepted). A wrong answer gets a hint at what is off.
 
 # %%

@@ -173,8 +173,9 @@ _ = notebook.claim(*pl.waits_beside_model(trace, ring))
 #
 # **Try it.** No record gives the bytes per clock L2 delivers into one SM; the model lets L2 keep
 # up unless capped. *Predict:* without a cap, where does the model's depth sweep flatten, and does
-# it land on the record? Run the cell. Then set `L2_CAP` (e.g. 30 or 45): which value puts the
-# curve on the record?
+# it land on the record? Run the cell. Then set `L2_CAP` (e.g. 30 or 45): which cap brings every
+# recorded depth within 15 %? Can any bring them within 5 %? With a cap set, the cell's sentence
+# also says how close the best cap gets.
 
 # %% output answers a prediction
 L2_CAP = None                      # bytes per clock per SM from L2 into shared memory; None: no cap
@@ -183,11 +184,12 @@ meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeli
 model = mp.predict_depth_sweep(mp.HardwareParams.from_records(l2_bytes_per_clk=L2_CAP))
 fig = mp.plot_depth_sweep(model, meas, record=rec, title=f"Ring model, L2 cap {L2_CAP}: 128×256, fp16, 4096³")
 plt.show()
-_ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP))
+best = pl.closest_cap(meas) if L2_CAP else None     # the best cap: said only once you set one
+_ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
 
 # %% [markdown]
-# **What this can and cannot tell.** No run measured the L2 → SM rate, so a cap that puts the
-# curve on the record is a **fit**: it shows the cap could explain the sweep, not that it does
+# **What this can and cannot tell.** No run measured the L2 → SM rate, so a cap that brings the
+# curve near the record is a **fit**: it shows the cap could explain the sweep, not that it does
 # ([05b](05b_pipeline_timeline.ipynb) §4).
 
 # %% [markdown]
