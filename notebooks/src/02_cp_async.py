@@ -75,7 +75,8 @@ ok = exercises.check("ch02.wait_n", answer, stages=4)
 # 3. issue the copies of k-tile `kt+STAGES-1` into that slot, and commit;
 # 4. compute.
 #
-# The `wait_group` line answers exercise 1:
+# One stage (§4's `/1` rungs) has nothing to overlap, so the kernel takes its own `#if STAGES == 1`
+# loop: copy, `wait_group<0>`, sync, compute, sync. The `wait_group` line below answers exercise 1:
 
 # %% output answers a prediction
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)

@@ -112,6 +112,9 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # Reading the listing:
 #
 # * The tensor map is a kernel parameter (`__grid_constant__`: the host's 128 bytes, by value).
+#   `tma_load_rank` picks the wrapper for the box's rank: here `tma_load_2d(dst, map, bar, c0, c1)`,
+#   whose PTX is shown. Its coordinates are innermost first (`c0` the column, `c1` the row); Python's
+#   `box=` and `start=` are outermost first (rows, then columns).
 #   Thread 0 initialises the barrier with an arrival count of 1: its own `expect_tx`.
 # * Threads' loads and stores reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy). Only a fence orders the two: `fence.mbarrier_init`
