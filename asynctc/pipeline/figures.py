@@ -135,13 +135,19 @@ def _flat_from(tflops: dict) -> int:
 def closest_cap(measured: dict, caps: Sequence[int] = range(10, 81)) -> tuple[int, float]:
     """The L2 → SM cap (bytes per clock per SM, one of ``caps``) whose ring-model depth sweep lies
     closest to the record's ({stages: TFLOP/s}) at its worst recorded depth: (cap, that worst
-    |model / record − 1|). Runs :func:`asynctc.models.pipeline.predict_depth_sweep` once per cap,
-    with :meth:`~asynctc.models.pipeline.HardwareParams.from_records` (about 10 ms each)."""
+    |model / record − 1|). Runs :func:`asynctc.models.pipeline.predict_depth_sweep` once per cap
+    (about 10 ms each), on :meth:`~asynctc.models.pipeline.HardwareParams.from_records`'s parameters
+    (the records read once) with that cap."""
+    import dataclasses
+
     from ..models.pipeline import HardwareParams, predict_depth_sweep
     depths = sorted(measured)
+    base = HardwareParams.from_records()
+    given = {**base.sources, "l2_bytes_per_clk": "given"}       # as from_records(l2_bytes_per_clk=cap)
     worst = {}
     for cap in caps:
-        rows = predict_depth_sweep(HardwareParams.from_records(l2_bytes_per_clk=cap), stages=depths)
+        hw = dataclasses.replace(base, l2_bytes_per_clk=cap, sources=given)
+        rows = predict_depth_sweep(hw, stages=depths)
         worst[cap] = max(abs(r["tflops"] / measured[r["stages"]] - 1) for r in rows)
     best = min(worst, key=worst.get)
     return best, worst[best]
