@@ -39,6 +39,7 @@ from . import descriptors as _d
 from . import fragments as _f
 from .emulate import gather_bytes, round_to
 from .layout import swizzle_address
+from .pipeline.ring import KERNEL_PARITIES
 
 #: The tile: BM × BN outputs, 64-deep k-tiles (one 128-byte swizzle row of fp16), two consumers.
 BM, BN, BK, CONSUMERS, WG_M = 128, 128, 64, 2, 64
@@ -61,17 +62,8 @@ def course_encode(start_address: int, lbo: int, sbo: int, swizzle: int = 0) -> i
     return _d.encode(start_address, lbo, sbo, swizzle)
 
 
-def course_full_parity(k: int, stages: int) -> int:
-    """The parity a consumer waits on ``full[k % S]``: the kernel's ``(k // S) % 2``."""
-    return (k // stages) % 2
-
-
-def course_empty_parity(t: int, stages: int) -> int:
-    """The parity the producer waits on ``empty[t % S]``: the kernel's ``(t // S + 1) % 2``."""
-    return (t // stages + 1) % 2
-
-
-COURSE_PARITIES = (course_full_parity, course_empty_parity)
+#: The course's parities: the kernel's, as chapter 05's ring model runs them by default.
+course_full_parity, course_empty_parity = COURSE_PARITIES = KERNEL_PARITIES
 
 
 class PieceError(ValueError):

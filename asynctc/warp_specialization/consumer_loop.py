@@ -212,7 +212,7 @@ def _model_parity_hint(waits: dict[int, int], stages: int, consumers: int) -> st
     its diagnosis, or None when it finds none."""
     n = len(waits)
     run = _mp.simulate(stages, 1, consumers, n,
-                       parities=(lambda k, S: waits.get(k, (k // S) % 2), lambda t, S: (t // S + 1) % 2))
+                       parities=(lambda k, S: waits.get(k, _mp.kernel_full_parity(k, S)), _mp.kernel_empty_parity))
     return _deadlock_text(run.diagnosis) if run.diagnosis is not None else None
 
 

@@ -55,5 +55,6 @@ from .hardware import (SMEM_PER_CTA, HardwareParams, Tile, mma_flop_per_clk, tma
 from .prediction import (H200_PREDICTION, H200_PREDICTION_V2, frozen_params, prediction_v2_markdown, predict_depth_sweep,
                          prediction_markdown, sweep_markdown)
 from .schedule import SCHEDULES, RingSchedule, ring_schedule
-from .ring import (MBARRIER_LIMIT, PROTOCOLS, VARIANTS, WARPGROUP, Deadlock, EventLoop, Mbarrier,
-                   MbarrierError, Race, Schedule, Span, _Sim, simulate, span_summary)
+from .ring import (KERNEL_PARITIES, MBARRIER_LIMIT, PROTOCOLS, VARIANTS, WARPGROUP, Deadlock, EventLoop, Mbarrier,
+                   MbarrierError, Race, Schedule, Span, _Sim, kernel_empty_parity, kernel_full_parity, simulate,
+                   span_summary)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from .ring import Span
+from .ring import Span, kernel_empty_parity, kernel_full_parity
 
 
 _STYLE = {  # kind: (colour, legend label)
@@ -25,8 +25,8 @@ def ring_parities(stages: int, k_tiles: int) -> dict[str, list[int]]:
     consumer waits on full[stage] for it, and the parity the producer waits on empty[stage] before
     loading it (parity 1 on the first pass: a fresh barrier's "preceding phase")."""
     ks = range(k_tiles)
-    return {"stage": [k % stages for k in ks], "full": [(k // stages) % 2 for k in ks],
-            "empty": [(k // stages + 1) % 2 for k in ks]}
+    return {"stage": [k % stages for k in ks], "full": [kernel_full_parity(k, stages) for k in ks],
+            "empty": [kernel_empty_parity(k, stages) for k in ks]}
 
 
 def plot_ring(stages: int = 4, k_tiles: int = 12, tile: str = "A 128×64\nB 256×64",

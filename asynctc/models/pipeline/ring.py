@@ -138,6 +138,21 @@ class Race(NamedTuple):
 
 # ---- the protocols ------------------------------------------------------------------------------
 
+def kernel_full_parity(k: int, S: int) -> int:
+    """The parity the kernel's consumers wait on ``full[k % S]`` for k-tile k: ``(k // S) % 2``."""
+    return (k // S) % 2
+
+
+def kernel_empty_parity(t: int, S: int) -> int:
+    """The parity the kernel's producer waits on ``empty[t % S]`` before loading k-tile t:
+    ``(t // S + 1) % 2`` (parity 1 on the first pass: a fresh barrier's preceding phase)."""
+    return (t // S + 1) % 2
+
+
+#: The kernel's pair, as :func:`simulate`'s ``parities`` takes it (what it runs by default).
+KERNEL_PARITIES = (kernel_full_parity, kernel_empty_parity)
+
+
 #: Broken protocols :func:`simulate` runs, and what each gets wrong.
 VARIANTS = {
     "wrong_empty_parity": "the producer waits parity (t // S) % 2 on empty: parity 0 on a fresh barrier",
@@ -307,7 +322,7 @@ class _Sim(EventLoop):
 
     def _produce(self, t):
         S, s = self.S, t % self.S
-        parity = (t // S) % 2 if self.proto == "wrong_empty_parity" else (t // S + 1) % 2
+        parity = (t // S) % 2 if self.proto == "wrong_empty_parity" else kernel_empty_parity(t, S)
         if self.parities is not None:
             parity = self.parities[1](t, S)
         bar = self.full[s] if self.proto == "swapped_barriers" else self.empty[s]
@@ -330,7 +345,7 @@ class _Sim(EventLoop):
             s = k % S
             if w == 0 and plan.top[k] is not None:                      # model_v1, S = 1
                 yield from self._produce(plan.top[k])
-            parity = (k // S + 1) % 2 if self.proto == "full_parity_flipped" else (k // S) % 2
+            parity = (k // S + 1) % 2 if self.proto == "full_parity_flipped" else kernel_full_parity(k, S)
             if self.parities is not None:
                 parity = self.parities[0](k, S)
             bar = self.empty[s] if self.proto == "swapped_barriers" else self.full[s]
