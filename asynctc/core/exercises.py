@@ -41,7 +41,8 @@ sentence that names the first disagreement (the model's own diagnosis where ther
 exception raised inside the learner's code is reported, never re-raised; a function whose body is
 still ``...`` (it returns None) counts as not answered; a function that returns the wrong kind of
 value (a float where an int is asked) is told what it returned, not that it raised (the judge
-raises :class:`WrongReturn`).
+raises :class:`WrongReturn`). A passing code answer is kept (:mod:`asynctc.core.answers`);
+:func:`my_answer` gives it back to a later chapter.
 """
 
 from __future__ import annotations
@@ -437,9 +438,24 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
     if hint is None or isinstance(hint, Accepted):
         print(f"[{ex.name}] correct" + (f" — {hint}" if hint else ""))
         progress.record(ex.name, "correct", solution)
+        if not solution:
+            from . import answers
+            answers.save(ex.name, answer)
         _opened.add(ex.name)
         return True
     return fail(f"not quite — {hint}", f"is wrong ({hint})", "wrong")
+
+
+def my_answer(name: str) -> Any:
+    """Your last passing answer to code exercise ``name``, kept when its check passed
+    (:mod:`asynctc.core.answers`): a function for a function answer (a tuple of them for a pair),
+    the text for CUDA C++; None when none is kept (not passed yet on this machine, recording off,
+    or an answer that cannot be kept, such as a lambda). Solution cells keep nothing. Raises
+    :class:`KeyError` for a name that is no chapter's (``"ch03.swizzle_128b"``)."""
+    if str(name).split(".", 1)[0] not in CHAPTER_MODULES or "." not in str(name):
+        raise KeyError(f"no exercise {name!r}: names are chapter.exercise, e.g. 'ch03.swizzle_128b'")
+    from . import answers
+    return answers.load(name)
 
 
 #: Exercises whose answer-showing cells are open in this Python session: answered correctly here,

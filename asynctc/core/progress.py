@@ -10,6 +10,11 @@
 
 ``python -m asynctc grade`` gives every learner's notebook its own file. Writing it never fails a
 check: an unwritable location is skipped silently.
+
+A passing code exercise (not a solution cell) also keeps the learner's code, for later chapters to
+run (:mod:`asynctc.core.answers`): ``<exercise>.py`` in :func:`answers_dir`, the folder
+``<stem>.answers/`` beside the progress file (``~/.local/share/asynctc/progress.answers/`` by
+default; ``alice.answers/`` beside a shared folder's ``alice.jsonl``). Recording off keeps nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ def path() -> Path | None:
         return None if env.strip().lower() in ("", "off", "0", "none") else Path(env).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "asynctc" / "progress.jsonl"
+
+
+def answers_dir(p: Path | None = None) -> Path | None:
+    """The folder of kept answers beside the progress file ``p`` (default :func:`path`), or None
+    when recording is off (see the module docstring)."""
+    p = path() if p is None else Path(p)
+    return None if p is None else p.with_name(p.stem + ".answers")
 
 
 def record(exercise: str, status: str, solution: bool = False, message: str | None = None) -> None:

@@ -66,6 +66,31 @@ def course_encode(start_address: int, lbo: int, sbo: int, swizzle: int = 0) -> i
 course_full_parity, course_empty_parity = COURSE_PARITIES = KERNEL_PARITIES
 
 
+#: Each piece's exercise, its chapter, and what the learner wrote for it.
+PIECE_EXERCISES = {"swizzle": ("ch03.swizzle_128b", "03", "swizzle_128b"),
+                   "encode": ("ch04.encode", "04", "encode"),
+                   "parities": ("ch05.ring_parities", "05", "full_parity and empty_parity")}
+
+
+def your_pieces() -> tuple[dict, list[str]]:
+    """The learner's passing answers to the three exercises, as kept when their checks passed
+    (:func:`asynctc.core.exercises.my_answer`): piece → the answer, or None where none is kept
+    (the emulation then takes the course's piece); and one line per piece saying which it is."""
+    from ..core import answers, exercises
+    pieces, lines = {}, []
+    for piece, (name, chapter, what) in PIECE_EXERCISES.items():
+        got = exercises.my_answer(name)
+        ok = (callable(got) if piece != "parities" else
+              isinstance(got, tuple) and len(got) == 2 and all(map(callable, got)))
+        pieces[piece] = got if ok else None
+        if ok:
+            lines.append(f"{piece}: your {what} from chapter {chapter}, passed "
+                         f"{(answers.passed_on(name) or '?')[:10]}")
+        else:
+            lines.append(f"{piece}: the course's (no passing answer to {name} is kept on this machine)")
+    return pieces, lines
+
+
 class PieceError(ValueError):
     """A piece returned something the emulation cannot use (not an int, outside the box, a
     descriptor the decoder rejects); ``piece`` names it."""

@@ -4,9 +4,9 @@
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
 # **Assumes** the exercises of chapters 03 (`swizzle_128b`), 04 (`encode`) and 05 (`full_parity`,
-# `empty_parity`). **What it adds:** those pieces put together into one tile of a Hopper
-# [GEMM](../docs/glossary.md#gemm), run in Python and checked against float64. No GPU is needed:
-# this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
+# `empty_parity`); it runs your passing answers. **What it adds:** those pieces put together into
+# one tile of a Hopper [GEMM](../docs/glossary.md#gemm), run in Python and checked against float64.
+# No GPU is needed: this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -34,21 +34,17 @@ notebook.banner("sm_90a", measured=False)
 # | epilogue | each thread's registers go into C, which starts as NaN | the course's |
 
 # %% [markdown]
-# ## 2. Bring your pieces
+# ## 2. Your pieces
 #
-# Paste your functions from chapters 03, 04 and 05 into the cells below, in place of `None`. A cell
-# left as `None` uses the course's piece. The run in §3 says whose piece it used.
+# A passing code exercise keeps your code beside your progress file; `exercises.my_answer(name)`
+# gives it back. A piece you have not passed yet is None: the run uses the course's piece and says
+# so. To try another version, assign it to `swizzle_128b`, `encode` or `parities` (a pair) after
+# this cell.
 
-# %%
-swizzle_128b = None     # chapter 03: def swizzle_128b(offset): ... -> the swizzled byte offset
-
-# %%
-encode = None           # chapter 04: def encode(start_address, lbo, sbo, swizzle): ... -> a 64-bit int
-
-# %%
-full_parity = None      # chapter 05: def full_parity(k, S): ...  -> 0 or 1
-empty_parity = None     # chapter 05: def empty_parity(t, S): ... -> 0 or 1
-parities = None if full_parity is None or empty_parity is None else (full_parity, empty_parity)
+# %% output varies
+pieces, lines = emulate_sm90.your_pieces()     # exercises.my_answer("ch03.swizzle_128b"), …
+print("\n".join(lines))
+swizzle_128b, encode, parities = pieces["swizzle"], pieces["encode"], pieces["parities"]
 
 # %% [markdown]
 # ## 3. Run the tile
@@ -56,7 +52,7 @@ parities = None if full_parity is None or empty_parity is None else (full_parity
 # First, the order the ring model gives with these parities. A load lands in stage `t % 2`, then
 # both warpgroups read it, then the next load may reuse the stage:
 
-# %%
+# %% output varies
 for line in emulate_sm90.ring_order(parities=parities):
     print(line)
 

@@ -1,0 +1,110 @@
+"""Kept answers (asynctc.core.answers): a passing code check keeps the learner's code beside the
+progress file, my_answer gives it back and it runs; a failing check, a solution cell or recording
+off keeps nothing; what cannot be written back as source (a lambda) is not kept; 06e's pieces come
+from the kept answers."""
+
+import numpy as np
+import pytest
+
+import asynctc.tma  # noqa: F401  (registers ch03's exercises)
+from asynctc.core import answers, exercises, progress
+from asynctc.models import emulate_sm90, pipeline as _pipeline  # noqa: F401  (ch05's exercises)
+
+ROWS = 8
+
+
+def swizzle_128b(offset):
+    row, chunk, byte = offset // 128, offset % 128 // 16, offset % 16
+    return int(np.int64(row * 128 + (chunk ^ row % ROWS) * 16 + byte))
+
+
+def _wrong_swizzle(offset):
+    return offset
+
+
+def full_parity(k, S):
+    return _half(k // S)
+
+
+def _half(n):
+    return n % 2
+
+
+def empty_parity(t, S):
+    return (t // S + 1) % 2
+
+
+@pytest.fixture
+def prog(tmp_path, monkeypatch):
+    p = tmp_path / "alice.jsonl"
+    monkeypatch.setenv(progress.ENV, str(p))
+    return p
+
+
+def test_a_passing_check_keeps_the_answer_and_my_answer_runs_it(prog):
+    assert exercises.my_answer("ch03.swizzle_128b") is None
+    assert exercises.check("ch03.swizzle_128b", swizzle_128b)
+    kept = prog.parent / "alice.answers" / "ch03.swizzle_128b.py"
+    assert progress.answers_dir() == kept.parent and kept.is_file()
+    text = kept.read_text()
+    assert text.startswith("# asynctc: your answer to ch03.swizzle_128b, passed ")
+    assert "import numpy as np" in text and "ROWS = 8" in text
+    mine = exercises.my_answer("ch03.swizzle_128b")
+    assert mine is not swizzle_128b and callable(mine)
+    assert all(mine(o) == swizzle_128b(o) for o in range(0, 2048, 7))
+    assert answers.passed_on("ch03.swizzle_128b")[:4].isdigit()
+
+
+def test_a_pair_with_a_helper_is_kept_as_a_pair(prog):
+    assert exercises.check("ch05.ring_parities", (full_parity, empty_parity))
+    f, e = exercises.my_answer("ch05.ring_parities")
+    assert [f(k, 3) for k in range(9)] == [full_parity(k, 3) for k in range(9)]
+    assert [e(t, 2) for t in range(9)] == [empty_parity(t, 2) for t in range(9)]
+
+
+def test_a_failing_check_a_solution_or_recording_off_keeps_nothing(prog, monkeypatch):
+    assert not exercises.check("ch03.swizzle_128b", _wrong_swizzle)
+    assert exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)
+    assert exercises.my_answer("ch03.swizzle_128b") is None
+    assert not (prog.parent / "alice.answers").exists()
+    monkeypatch.setenv(progress.ENV, "off")
+    assert exercises.check("ch03.swizzle_128b", swizzle_128b)
+    assert progress.answers_dir() is None and exercises.my_answer("ch03.swizzle_128b") is None
+
+
+def test_the_last_passing_answer_wins_and_a_later_wrong_one_does_not_replace_it(prog):
+    def swizzle_128b(offset):                    # noqa: F811 - a second, equivalent version
+        return offset ^ ((offset >> 7) & 7) << 4
+    assert exercises.check("ch03.swizzle_128b", swizzle_128b)
+    assert not exercises.check("ch03.swizzle_128b", _wrong_swizzle)
+    assert "offset >> 7" in (prog.parent / "alice.answers" / "ch03.swizzle_128b.py").read_text()
+
+
+def test_what_cannot_be_written_back_is_not_kept(prog):
+    lam = lambda k, S: (k // S) % 2             # noqa: E731
+    assert exercises.check("ch05.ring_parities", (lam, empty_parity))
+    assert exercises.my_answer("ch05.ring_parities") is None
+    assert answers.source(lambda o: o) is None and answers.source(object()) is None
+    assert answers.load_source(answers.source("__global__ void k() {}")) == "__global__ void k() {}"
+    assert answers.load_source(answers.source([("fence", 0), ("sync", None)])) == [("fence", 0), ("sync", None)]
+    with pytest.raises(KeyError, match="chapter.exercise"):
+        exercises.my_answer("swizzle_128b")
+
+
+def test_a_broken_kept_file_reads_as_no_answer(prog):
+    d = progress.answers_dir()
+    d.mkdir(parents=True)
+    (d / "ch04.encode.py").write_text("import no_such_module_here\n__answer__ = 1\n")
+    assert exercises.my_answer("ch04.encode") is None
+
+
+def test_06e_runs_the_kept_pieces_and_says_whose_they_are(prog):
+    pieces, lines = emulate_sm90.your_pieces()
+    assert set(pieces.values()) == {None} and all("the course's" in ln for ln in lines)
+    exercises.check("ch03.swizzle_128b", swizzle_128b)
+    exercises.check("ch05.ring_parities", (full_parity, empty_parity))
+    pieces, lines = emulate_sm90.your_pieces()
+    assert lines[0].startswith("swizzle: your swizzle_128b from chapter 03, passed 20")
+    assert "the course's" in lines[1] and lines[2].startswith("parities: your full_parity")
+    r = emulate_sm90.emulate(pieces["swizzle"], pieces["encode"], pieces["parities"])
+    assert r.passed and r.used == {"parities": "yours", "swizzle": "yours", "encode": "the course's"}
