@@ -81,16 +81,37 @@ def test_tables_render():
         assert symptom in d
         assert all(k in zoo.BY_KEY for k in keys)
     assert {"hang", "wrong", "slow"} <= {w for s, _l, _k in zoo.DECISION_TABLE for w in ("hang", "wrong", "slow") if w in s}
-    # the core lesson's compact form: one row per class, its key, every report cited, where reproduced
+    # the core lesson's compact form: one row per class, its key and short name, its symptoms,
+    # its kernel variant, where the course shows it, every report as a short link to its URL
     c = zoo.table_markdown(compact=True).splitlines()
     assert len(c) == 2 + len(zoo.CLASSES) and len(c) < t.count("\n") + 1
+    assert set(zoo.SHORT_TITLES) == set(zoo.SHOWN_IN) == set(zoo.BY_KEY)
     for cls, row in zip(zoo.CLASSES, c[2:]):
-        assert row.startswith(f"| `{cls.key}` |") and cls.title in row
-        assert all(r.cite in row for r in cls.reports) and all(r.seen not in row for r in cls.reports)
-        assert (f"BUG={cls.bug}" in row) if cls.bug is not None else (cls.compiled in row)
+        cells = [x.strip() for x in row.strip("|").split("|")]
+        assert cells[0] == f"`{cls.key}`: {zoo.SHORT_TITLES[cls.key]}" and len(cells[0]) < 70
+        assert cells[1] and set(cells[1].split(", ")) <= set(zoo.SYMPTOM_WORDS)
+        assert cells[2] == (f"BUG={cls.bug}" if cls.bug is not None else "SASS only")
+        assert all(f"]({r.url})" in cells[4] and f" #{r.number}]" in cells[4] for r in cls.reports)
+        assert all(r.seen not in row and r.repo not in cells[4].split("](")[0] for r in cls.reports)
+    assert zoo.symptoms("setmaxnreg_dropped") == ["slow"]
+    assert zoo.symptoms("misaligned_tile") == ["wrong always", "crash"]
     # every ptxas code the decision table names is said in words where it is named
     for code in re.findall(r"C75\d\d", d):
         assert re.search(code + r": \w", d), code
+
+
+def test_shown_in_names_sections_that_exist():
+    """Each place of zoo.SHOWN_IN ("§4a" in chapter 08, "08b §3" elsewhere) is a section heading
+    of that notebook's source."""
+    src = Path(__file__).resolve().parent.parent / "notebooks" / "src"
+    for key, places in zoo.SHOWN_IN.items():
+        for place in places.split("; "):
+            nb, _, sec = place.rpartition(" ")
+            files = list(src.glob(f"{nb or '08'}_*.py"))
+            assert len(files) == 1 and re.fullmatch(r"§\d+[a-z]?", sec), (key, place)
+            num, sub = re.fullmatch(r"§(\d+)([a-z]?)", sec).groups()
+            head = rf"^# ###? {num}{sub}\. " if sub else rf"^# ## {num}\. "
+            assert re.search(head, files[0].read_text(), re.M), (key, place, files[0].name)
 
 
 # ---- one test per class: model diagnosis + kernel variant ------------------------------------------

@@ -45,6 +45,22 @@ class Report:
         """:attr:`cite` as a markdown link to :attr:`url`."""
         return f"[{self.cite}]({self.url})"
 
+    @property
+    def short_link(self) -> str:
+        """A markdown link to :attr:`url` whose text is the project's short name and the number
+        ("CUTLASS #3406")."""
+        name = SHORT_REPOS.get(self.repo, self.repo.split("/", 1)[1])
+        return f"[{name} #{self.number}]({self.url})"
+
+
+#: Short names of the repositories the reports come from, for link texts.
+SHORT_REPOS = {"NVIDIA/cutlass": "CUTLASS", "NVIDIA/Fuser": "nvFuser", "triton-lang/triton": "Triton",
+               "facebookexperimental/triton": "Triton (Meta)", "tile-ai/tilelang": "TileLang",
+               "Dao-AILab/flash-attention": "FlashAttention", "NVIDIA/cudnn-frontend": "cuDNN frontend",
+               "sgl-project/sglang": "SGLang", "deepseek-ai/DeepEP": "DeepEP",
+               "deepseek-ai/DeepGEMM": "DeepGEMM", "MoonshotAI/FlashKDA": "FlashKDA",
+               "KnowingNothing/MatmulTutorial": "MatmulTutorial"}
+
 
 @dataclasses.dataclass(frozen=True)
 class BugClass:
@@ -260,9 +276,36 @@ def symptom_counts() -> str:
     return f"{len(reports())} reports in {len(CLASSES)} classes; reported as {counts}"
 
 
-#: What reproduces each model family, in the compact table's words.
-_MODEL_WORDS = {"pipeline": "ring model", "ordering": "ordering checker", "layout": "layout model",
-                "ptxas": "ptxas log"}
+#: Each class in a few words, for the core lesson's table (the title says it in full).
+SHORT_TITLES = {
+    "phase_parity": "waits on the wrong phase",
+    "arrive_count": "init count ≠ arrivals",
+    "init_fence": "barrier used before its init is visible",
+    "proxy_fence": "TMA reads generic writes unfenced",
+    "expect_tx": "announced bytes ≠ delivered bytes",
+    "misaligned_tile": "tile off its swizzle repeat",
+    "missing_wgmma_wait": "stage released while wgmma reads it",
+    "store_buffer_reuse": "TMA-store source rewritten too early",
+    "setmaxnreg_dropped": "ptxas ignores setmaxnreg",
+    "swizzle_mismatch": "reader and tensor map disagree on swizzle",
+    "leader_early": "one lane arrives while its warp still reads",
+}
+
+#: Where the course shows each class: "§4a" is a section of chapter 08, "08b §3" of another
+#: notebook (tests/test_pitfalls.py checks that each section exists).
+SHOWN_IN = {
+    "phase_parity": "§4a; 05 §1",
+    "arrive_count": "08b §3",
+    "init_fence": "§4c; 08b §4",
+    "proxy_fence": "§4c; 08b §4",
+    "expect_tx": "08b §3",
+    "misaligned_tile": "§4b; 08b §4",
+    "missing_wgmma_wait": "§4c; 08b §2",
+    "store_buffer_reuse": "03 §3; §6; 08b §4",
+    "setmaxnreg_dropped": "08b §5",
+    "swizzle_mismatch": "04 §4; 06e §4; 08b §4",
+    "leader_early": "§4c; 08b §4",
+}
 
 
 def _variant(c: BugClass) -> str:
@@ -273,19 +316,15 @@ def _variant(c: BugClass) -> str:
 def table_markdown(compact: bool = False) -> str:
     """The zoo as a markdown table. Full (the default): one row per report — class, report,
     symptom, what the reporter saw, CPU model, GPU variant. ``compact=True``: one row per class —
-    its key, what goes wrong (the title), the symptoms its reports saw, the reports cited, and
-    where the course reproduces it (CPU model; kernel variant or compiled SASS)."""
+    its key and :data:`SHORT_TITLES` name, its :func:`symptoms`, its kernel variant, where the
+    course shows it (:data:`SHOWN_IN`), and its reports as short links."""
     if compact:
-        rows = ["| class | what goes wrong | reported as | reports | reproduced in |",
-                "|---|---|---|---|---|"]
+        rows = ["| bug | symptom | kernel | shown in | public reports |", "|---|---|---|---|---|"]
         for c in CLASSES:
-            seen = ", ".join(dict.fromkeys(r.symptom for r in c.reports)) or "—"
-            cites = ", ".join(r.link for r in c.reports) or "(none found)"
-            family = c.model.split(":", 1)[0]
-            where = _MODEL_WORDS[family] + (f" ({c.model.split(':', 1)[1]})" if family == "ptxas" else "")
-            gpu = (f"BUG={c.bug}" if c.bug is not None else f"SASS of {c.compiled}" if c.compiled
-                   else "")
-            rows.append(f"| `{c.key}` | {c.title} | {seen} | {cites} | {where}{'; ' + gpu if gpu else ''} |")
+            cites = ", ".join(r.short_link for r in c.reports) or "none found"
+            gpu = f"BUG={c.bug}" if c.bug is not None else "SASS only" if c.compiled else "—"
+            rows.append(f"| `{c.key}`: {SHORT_TITLES[c.key]} | {', '.join(symptoms(c.key))} | {gpu} | "
+                        f"{SHOWN_IN[c.key]} | {cites} |")
         return "\n".join(rows)
     rows = ["| class | report | symptom | what the reporter saw | model | GPU variant |",
             "|---|---|---|---|---|---|"]
@@ -317,6 +356,16 @@ DECISION_TABLE = (
      "compute-sanitizer's memcheck first; then the shared-memory offsets of every TMA box",
      ("misaligned_tile",)),
 )
+
+
+#: Each row of :data:`DECISION_TABLE` as a symptom of the core lesson's zoo table.
+SYMPTOM_WORDS = ("hang", "wrong always", "wrong sometimes", "slow", "crash")
+
+
+def symptoms(key: str) -> list[str]:
+    """The symptoms of class ``key``, as :data:`DECISION_TABLE` sorts it ("hang", "wrong
+    always", "wrong sometimes", "slow", "crash")."""
+    return [w for w, (_s, _l, keys) in zip(SYMPTOM_WORDS, DECISION_TABLE, strict=True) if key in keys]
 
 
 def decision_markdown(compact: bool = False) -> str:

@@ -26,27 +26,22 @@ notebook.banner("sm_90a")
 #
 # A wrong synchronous kernel is usually wrong every time. An asynchronous one can also **hang** (a
 # wait names a phase that never completes), be **wrong sometimes** (a stage read before its bytes
-# land, or overwritten while still read), be **wrong in a fixed pattern** (writer and reader
-# disagree on the layout), or be **slow but right** (ptxas dropped `setmaxnreg`).
+# land, or overwritten while still read), be **wrong always**, in a fixed pattern (writer and
+# reader disagree on the layout), or be **slow** but right (ptxas dropped `setmaxnreg`).
 #
 # Every kernel here waits with a **bounded wait** (chapter 03): after a time limit the thread writes
 # an error word and leaves, so each hang below ends in a sentence.
 #
 # ## 2. The zoo
 #
-# One row per class: its key (exercise 1 answers with one), the public reports
-# (repository#number), and where the course reproduces it: a CPU model, and a `BUG=` build of
-# `kernels/pitfalls.cu`. Terms the table uses:
-#
-# * [latent](../docs/glossary.md#latent): found by reading the code, never seen failing;
-# * [proxy](../docs/glossary.md#proxy): an access's path to memory — ordinary loads and stores take
-#   the *generic proxy*, TMA and wgmma the *async proxy*; `fence.proxy.async` orders the two;
-# * [tx-count](../docs/glossary.md#tx-count): the bytes an mbarrier phase still waits for;
-# * [bulk group](../docs/glossary.md#bulk-group): TMA stores one thread commits and waits for together;
-# * *leader*: the one lane (`elect.sync`, or lane 0) that arrives for its warp;
-# * *ring model*: chapter 05's CPU model of the mbarrier ring; *layout model*, *ordering checker*:
-#   sections 4b, 4c;
-# * *C7508*: ptxas's warning that it dropped [setmaxnreg](../docs/glossary.md#setmaxnreg).
+# One row per class of bug. **bug**: its key (exercise 1 answers with one) and what goes wrong.
+# **symptom**: §1's words, or a crash. **kernel**: the `BUG=` build of `kernels/pitfalls.cu` that
+# reproduces it (SASS only: a build whose compiled code shows it). **shown in**: "§4a" is a
+# section of this chapter, "08b §3" of another notebook. **public reports**: project and number
+# (08b §1 says what each reporter saw). The *init count* is the number of arrivals per phase that
+# `mbarrier.init` sets. A [proxy](../docs/glossary.md#proxy) is an access's path to memory:
+# ordinary loads and stores take the *generic proxy*, TMA and wgmma the *async proxy*, and
+# `fence.proxy.async` orders the two.
 
 # %%
 display(Markdown(zoo.table_markdown(compact=True)))
@@ -117,9 +112,11 @@ assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).an
 # %% [markdown]
 # ### 4c. Wrong only sometimes: what the ring model cannot see
 #
-# Chapter 05's ring model tracks barriers and bytes, not proxies, bulk groups or lanes. The
-# *ordering checker* (`asynctc.pitfalls.ordering`) does. It runs a short program of `(op, arg)`
-# steps and names the first rule broken. Below, broken programs for four of its five rules; the
+# Chapter 05's ring model tracks barriers and bytes, not proxies,
+# [bulk groups](../docs/glossary.md#bulk-group) (TMA stores committed and waited for together) or
+# lanes (a *leader*: the one lane that arrives for its warp). The *ordering checker*
+# (`asynctc.pitfalls.ordering`) does. It runs a short program of `(op, arg)` steps and names the
+# first rule broken. Below, broken programs for four of its five rules; the
 # fifth is exercise 2.
 
 # %%
@@ -130,8 +127,8 @@ for rule in ("proxy", "wgmma", "leader", "init"):
     assert ordering.check(fixed) == []
 
 # %% [markdown]
-# On the GPU these bugs are races: a variant that passes is latent, not correct (08b: what the H200
-# did).
+# On the GPU these bugs are races: a variant that passes is [latent](../docs/glossary.md#latent)
+# (never seen failing), not correct (08b: what the H200 did).
 #
 # ## 5. The method
 #
@@ -144,8 +141,9 @@ for rule in ("proxy", "wgmma", "leader", "init"):
 # wrong parity, swizzle or proxy race. `F.diagnose(class)` (`python -m asynctc diagnose <class>`) prints
 # one class on one screen.
 #
-# **The decision table** starts from the symptom. Its ptxas codes: C7508 (above), and *C7511*,
-# ptxas's warning that it serialized the wgmmas (each waits for the one before) for lack of registers:
+# **The decision table** starts from the symptom. Its ptxas codes: *C7508*, ptxas's warning that it
+# dropped [setmaxnreg](../docs/glossary.md#setmaxnreg), and *C7511*, its warning that it
+# serialized the wgmmas (each waits for the one before) for lack of registers:
 
 # %%
 display(Markdown(zoo.decision_markdown(compact=True)))
