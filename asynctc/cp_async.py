@@ -320,6 +320,40 @@ def best_line(results: dict, dtype: str = "float16", size: int = 4096) -> str:
             + (f", {row['tflops'] / cb['tflops']:.2f} of cuBLAS ({cb['tflops']:.0f})." if cb else "."))
 
 
+#: Bytes the SM's shared memory serves per clock: 32 banks × 4 bytes (the figure of chapter 01's
+#: L1-path model, :meth:`asynctc.mma_sync.MmaSyncTile.l1_bound_tflops`).
+SMEM_BYTES_PER_CLK_SM = 128
+
+
+def ceiling_gap(results: dict, peak_rows: list[dict], sm_count: int, dtype: str = "float16",
+                size: int = 4096) -> dict:
+    """The best cp.async rung at ``size``³ against chapter 01's register-only mma.sync ceiling at the
+    same occupancy (``peak_rows``: the mma_sync record's ``results["peak"]``), per SM per clock
+    (each row at its own measured clock), and a model of its shared-memory traffic per k-tile:
+    cp.async writes the k-tile once ((bm + bn)·bk·2 bytes), ``ldmatrix`` reads each warp's wm-row
+    slice of A and wn-column slice of B (warps·(wm + wn)·bk·2 bytes; each slice is read by two
+    warps), at :data:`SMEM_BYTES_PER_CLK_SM`. Returns the tile's name, FLOP/clk/SM measured and at
+    the ceiling, the bytes, and clocks per k-tile: ``smem_clk`` (the bytes alone), ``mma_clk`` (the
+    math at the ceiling's pace), ``took_clk`` (measured), ``overlap_clk`` = max and ``serial_clk`` =
+    sum of the first two. Raises :class:`KeyError` when the rows are missing."""
+    best = best_rows(results, dtype, "cp.async")[size]
+    tile = next(t for t in TILES if t.name == best["tile"])
+    ceil = next(r for r in peak_rows if r["dtype"] == dtype and r["warps_per_cta"] == tile.warps
+                and r["ctas_per_sm"] == tile.min_blocks)
+
+    def per_clk(r):
+        return r["tflops"] * 1e12 / (sm_count * r["sm_mhz"] * 1e6)
+    flop = 2 * tile.bm * tile.bn * tile.bk
+    written = (tile.bm + tile.bn) * tile.bk * 2
+    ldsm = tile.warps * (tile.wm + tile.wn) * tile.bk * 2
+    smem_clk = (written + ldsm) / SMEM_BYTES_PER_CLK_SM
+    mma_clk = flop / per_clk(ceil)
+    return dict(tile=tile.name, flop_clk=per_clk(best), ceiling_flop_clk=per_clk(ceil),
+                tflops=best["tflops"], ceiling_tflops=ceil["tflops"], written=written, ldsm=ldsm,
+                smem_clk=smem_clk, mma_clk=mma_clk, took_clk=flop / per_clk(best),
+                overlap_clk=max(smem_clk, mma_clk), serial_clk=smem_clk + mma_clk)
+
+
 def _mma_sync_record_row(dtype: str, size: int, tile: str):
     """The chapter-01 record's row for ``tile`` at ``size``³ (and that record), or (None, None)."""
     try:

@@ -86,3 +86,23 @@ def test_best_line_reads_the_record():
     best = max(r["tflops"] for r in cp_async.stage_table(res, "float16", 4096))
     assert line.startswith("Best cp.async rung at 4096³ float16 (") and f"{best:.0f} TFLOP/s" in line
     assert "× chapter 01 (" in line and "of cuBLAS (" in line
+
+
+def test_ceiling_gap_model_counts_the_best_rungs_shared_memory_bytes():
+    from asynctc.core import records
+    rec, peak = records.load("cp_async"), records.load("mma_sync").results["peak"]
+    gap = cp_async.ceiling_gap(rec.results, peak, rec.provenance["sm_count"])
+    best = cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
+    tile = next(t for t in cp_async.TILES if t.name == best["tile"])
+    assert gap["tile"] == tile.name and gap["tflops"] == best["tflops"]
+    # cp.async writes the k-tile once; four 64×64 warp tiles read each slice of A and B twice
+    assert gap["written"] == (tile.bm + tile.bn) * tile.bk * 2
+    assert gap["ldsm"] == 2 * gap["written"] and tile.warps == 4
+    assert gap["smem_clk"] == (gap["written"] + gap["ldsm"]) / cp_async.SMEM_BYTES_PER_CLK_SM
+    assert gap["overlap_clk"] == max(gap["smem_clk"], gap["mma_clk"])
+    assert gap["serial_clk"] == gap["smem_clk"] + gap["mma_clk"]
+    flop = 2 * tile.bm * tile.bn * tile.bk
+    assert gap["took_clk"] == pytest.approx(flop / gap["flop_clk"])
+    # chapter 02's sentence: below the ceiling, shared memory as busy as the Tensor Cores, between
+    assert gap["flop_clk"] < gap["ceiling_flop_clk"] and gap["smem_clk"] > 0.8 * gap["mma_clk"]
+    assert gap["overlap_clk"] < gap["took_clk"] < gap["serial_clk"]

@@ -61,6 +61,7 @@ KW = {
     "ch09.acc_parity": dict(t=5),
     "ch09.scale_byte": dict(kstep=3),
     "ch03.swizzle_128b": dict(),
+    "ch03.stage_fill": dict(),
     "ch04.encode": dict(),
     "ch05.ring_parities": dict(),
     "ch06.consumer_loop": dict(),
@@ -323,6 +324,28 @@ MISTAKES += [
 ]
 
 
+#: ch03.stage_fill, a code exercise whose answer is CUDA C++ (compiled with NVRTC, no GPU): the
+#: kernel's own lines and each kind of mistake. More cases: tests/test_stage_fill.py.
+_FILL = ("mbarrier_arrive_expect_tx(full_bar, (BM + BN) * BK * 2);\n"
+         "tma_load_2d(stage, ta, full_bar, kt * BK, m0);\n"
+         "tma_load_2d(stage + BM * BK * 2, tb, full_bar, kt * BK, n0);\n")
+_BYTES = "(BM + BN) * BK * 2"
+MISTAKES += [
+    ("ch03.stage_fill", _FILL.replace(_BYTES, "BM * BK * 2"), "completes when only A's 16384 bytes have landed"),
+    ("ch03.stage_fill", _FILL.replace(_BYTES, "(BM + BN) * BK"), "the stage's elements"),
+    ("ch03.stage_fill", _FILL.replace(_BYTES, "(BM + BN) * BK * 4"), "phase 0 never completes"),
+    ("ch03.stage_fill", _FILL.replace("stage + BM * BK * 2", "stage + BM * BK"), "overlap"),
+    ("ch03.stage_fill", _FILL.replace("stage + BM * BK * 2", "stage + 2 * BM * BK * 2"), "outside its 32768 bytes"),
+    ("ch03.stage_fill", _FILL.replace("kt * BK, m0", "m0, kt * BK"), "the coordinates are swapped"),
+    ("ch03.stage_fill", _FILL.replace("kt * BK, n0", "kt, n0"), "not k-tiles"),
+    ("ch03.stage_fill", _FILL.replace("kt * BK, n0", "kt * BK, m0"), "B's rows start at n0"),
+    ("ch03.stage_fill", _FILL.replace("tb,", "ta,"), "2 loads from tensor map ta"),
+    ("ch03.stage_fill", _FILL.replace("mbarrier_arrive_expect_tx", "mbarrier_expect_tx"), "nothing arrives"),
+    ("ch03.stage_fill", _FILL.replace("full_bar, (", "bar, ("), 'identifier "bar" is undefined'),
+    ("ch03.stage_fill", 5, "pass your lines as a string"),
+]
+
+
 def test_unanswered_is_not_an_error(capsys):
     assert exercises.check("ch00.intensity", ..., n=512) is False
     assert "not answered yet" in capsys.readouterr().out
@@ -557,6 +580,10 @@ def test_descriptor_with_the_raw_address_gets_the_shift_hint(capsys):
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: (t // S + 1) % 2)),
     ("ch05.ring_parities", [lambda k, S: (k // S) & 1, lambda t, S: 1 - (t // S) % 2]),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 0)] + _STORE[5:]),
+    ("ch03.stage_fill", _FILL),
+    ("ch03.stage_fill", "const u32 bytes = 2u * 16384u;\nmbarrier_arrive_expect_tx(full_bar, bytes);\n"
+                        "tma_load_2d(stage + 16384, tb, full_bar, BK * kt, n0);\n"
+                        "tma_load_2d(stage, ta, full_bar, BK * kt, m0);\n"),
 ])
 def test_code_exercises_accept_right_code(capsys, name, answer):
     assert exercises.check(name, answer, solution=True, **KW[name])
@@ -570,6 +597,7 @@ def test_code_exercises_accept_right_code(capsys, name, answer):
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: None)),
     ("ch08.repair", list(_STORE)),                         # the broken program, unchanged
     ("ch06.consumer_loop", "\n    // your code: wait for stage pos.stage to hold k-tile k, ...\n"),
+    ("ch03.stage_fill", "\n...   // mbarrier_arrive_expect_tx(full_bar, ?);\n"),
 ])
 def test_code_exercises_whose_body_is_still_dots_are_unanswered(capsys, tmp_path, monkeypatch, name, answer):
     from asynctc.core import progress

@@ -162,6 +162,9 @@ LISTINGS = {
     ("02b", r"^template <int kN>"): (3, r"cp\.async\.wait_group"),
     ("02", r"// Prologue: k-tiles 0"): (10, r"cp_async_wait_group"),
     ("02b", r"smem_copy_async\(const"): (10, r"cp_async"),
+    # the TMA store of the copy kernel (moved from the core lesson): the store, its bulk group, the wait
+    ("03b", r"^    tma_store_2d\(dst,"): (8, r"tma_store_2d[\s\S]*bulk_commit_group[\s\S]*"
+                                              r"bulk_wait_group_read[\s\S]*cp\.async\.bulk\.wait_group\.read"),
     # the load path: the tensor map as a parameter, init + fence, expect_tx, the copy, the wait;
     # with the PTX of each wrapper and the bounded try_wait loop: one listing, 25–45 lines
     ("03", r'^extern "C" __global__ void tma_load_dump'): (

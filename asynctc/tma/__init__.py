@@ -34,10 +34,13 @@ What lives where (every name below is re-exported here: ``from asynctc import tm
 * ``figures.py`` — :func:`plot_chunk_maps`, the bank groups of a box under each swizzle mode
   (draws only; never measures).
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
+* ``stage_fill.py`` — the code exercise ``ch03.stage_fill``: the producer's lines that fill one
+  stage of two boxes, compiled into ``kernels/tma_stage.cu`` and judged by the mbarrier model.
 """
 
 from ..models.tensor_map import TensorMapError, TensorMapSpec, _fail, validate  # noqa: F401
 from . import exercises  # noqa: F401  (registers the chapter's exercises)
+from . import stage_fill  # noqa: F401  (registers ch03.stage_fill)
 from .launch import (  # noqa: F401
     CHECK_DTYPES, ERR_MBARRIER_TIMEOUT, KERNELS, SENTINEL, SOURCE, STRIDE_CASES, TAIL, ByteCheck,
     MbarrierTimeout, StridedLoad, check_box_start, compile_tma, decode_error, expected_box,

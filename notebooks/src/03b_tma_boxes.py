@@ -82,10 +82,32 @@ except tma.TensorMapError as e:
 # %% [markdown]
 # ## 2. By box size
 #
-# Chapter 03, section 4 describes the experiment: the same tiled copy of a 512 MiB fp32 matrix three
-# ways, boxes from 1 KB to 32 KB with 128-byte, 256-byte and 1 KB rows, against the device-to-device
-# copy timed in the same run; the three configurations differ in bytes in flight as well as in
-# mechanism.
+# Moved here from the core lesson [03](03_tma_mbarrier.ipynb). The same tiled copy of a 512 MiB fp32
+# matrix, global → shared → global, three ways: **TMA** (`tma`: `copy_tma`, one thread issuing into
+# a ring of up to 4 stages), **vectorized loads** (`ldg_sts`: 128 threads, 16-byte loads and stores,
+# one stage) and **cp.async** (`cp_async`: 128 threads, a ring of `LDGSTS` copies). Boxes of 1–32
+# KB with 128-byte, 256-byte and 1 KB rows, as many CTAs per SM as shared memory allows; bytes read
+# + written, against the same run's device-to-device copy. The three also differ in **bytes in
+# flight** per SM (stages × box × CTAs), so read a difference as "this configuration against that
+# one". At 256-byte rows:
+
+# %% output varies
+print(tma.summarize_tma_copy(rec, row_bytes=256))
+
+# %% [markdown]
+# `copy_tma` writes each tile back with a [TMA store](../docs/glossary.md#tma-store): its i-th tile
+# (`tile`) sits in stage `s` of a ring of `CSTAGES` (4) buffers, and the store writes it to tensor
+# map `dst` at its element column and row (boxes of `BR` × `BC`, `tiles_c` per row);
+# `issue_load(j)` loads its j-th tile. A TMA store reads its shared-memory source *after* the
+# instruction returns. `commit_group` closes a [bulk group](../docs/glossary.md#bulk-group) of
+# stores; `wait_group.read N` waits until at most N groups still *read* shared memory, and only then
+# may their buffers be written again (the comment says why N = 1 here):
+
+# %%
+notebook.show_source("tma.cu", start=r"^    tma_store_2d\(dst,", end=r"issue_load\(i \+ CSTAGES - 1\);",
+                     ptx=("tma_store_2d", "bulk_commit_group", "bulk_wait_group_read"))
+
+# %% [markdown]
 #
 # A second record, `tma_equal`, gives them equal bytes in flight per SM, under two definitions:
 # global loads outstanding, or shared memory held (deep dive [10b](10b_claims_in_full.ipynb) weighs it):
@@ -180,7 +202,16 @@ _ = notebook.verdict(
 # %% [markdown]
 # ## 3. The swizzle model on the GPU, the life cycle in SASS
 #
-# Two checks moved here from the core lesson [03](03_tma_mbarrier.ipynb) (sections 2 and 3):
+# Three checks moved here from the core lesson [03](03_tma_mbarrier.ipynb) (sections 2 and 3). The
+# swizzle model counts bank conflicts: 8 lanes reading the 16-byte chunk at column 0 of rows 0–7
+# (one `ldmatrix` phase), and 32 lanes reading one 4-byte word down a column:
+
+# %%
+for sw in (0, 128):
+    t = SmemTile(64, 64, "float16", sw)
+    print(f"swizzle {sw:3d}: 16-byte column read {t.conflicts(range(8), [0] * 8, 16)}-way, "
+          f"4-byte column read {t.conflicts(range(32), [0] * 32, 4)}-way, "
+          f"base alignment {t.required_alignment} B")
 
 # %%
 from asynctc.core import sass
