@@ -64,6 +64,7 @@ KW = {
     "ch04.encode": dict(),
     "ch05.ring_parities": dict(),
     "ch06.consumer_loop": dict(),
+    "ch07.promotion": dict(),
 }
 
 
@@ -321,6 +322,43 @@ MISTAKES += [
     ("ch06.consumer_loop", _LOOP + "ring = 0;\n", "ring is the kernel's"),
     ("ch06.consumer_loop", 5, "pass your loop body as a string"),
 ]
+
+
+def _promotion(reset=True, add=True, tail=True, shift=1, times=1, never=False, fp64=False):
+    """A learner's ch07.promotion with one mistake (none with the defaults)."""
+    from asynctc import fp8
+
+    def promoted_sum(products, interval):
+        total, acc = (0.0 if fp64 else np.float32(0.0)), 0.0
+        tiles = len(products) // 128
+        for t in range(tiles):
+            acc = fp8.tc_dot(products[t * 128:(t + 1) * 128], acc=acc)
+            if not never and ((t + shift) % (interval * times) == 0 or (tail and t == tiles - 1)):
+                total = total + (float(acc) if fp64 else np.float32(acc)) if add else np.float32(acc)
+                acc = 0.0 if reset else acc
+        return fp8.tc_dot(products) if never else total
+    return promoted_sum
+
+
+MISTAKES += [
+    ("ch07.promotion", _promotion(never=True), "that is the unpromoted accumulator: its error grows with K"),
+    ("ch07.promotion", _promotion(reset=False), "never restart it at 0"),
+    ("ch07.promotion", _promotion(add=False), "`total = acc` replaces the total"),
+    ("ch07.promotion", _promotion(tail=False), "7 k-tiles is not a multiple of 2: the last 1 are never added"),
+    ("ch07.promotion", _promotion(shift=0), "one k-tile early"),
+    ("ch07.promotion", _promotion(times=2), "that promotes every 2 k-tiles; interval = 1 asks for every 1"),
+    ("ch07.promotion", lambda p, i: float(p.sum()), "within the float64 bound but not the model's sum"),
+    ("ch07.promotion", lambda p, i: p, "return one number, the total"),
+    ("ch07.promotion", 3.0, "pass your function itself"),
+]
+
+
+def test_promotion_accepts_the_loop_and_an_fp64_total(capsys):
+    for f in (_promotion(), _promotion(fp64=True)):
+        assert exercises.check("ch07.promotion", f, solution=True)
+        assert "falls outside it" in capsys.readouterr().out
+    assert not exercises.check("ch07.promotion", lambda p, i: ...)
+    assert "not answered yet" in capsys.readouterr().out
 
 
 def test_unanswered_is_not_an_error(capsys):
