@@ -65,6 +65,7 @@ KW = {
     "ch05.ring_parities": dict(),
     "ch06.consumer_loop": dict(),
     "ch07.promotion": dict(),
+    "ch09.mma_issue": dict(),
 }
 
 
@@ -351,6 +352,47 @@ MISTAKES += [
     ("ch07.promotion", lambda p, i: p, "return one number, the total"),
     ("ch07.promotion", 3.0, "pass your function itself"),
 ]
+
+
+def _issue(elect=True, first=lambda kt, j: kt > 0 or j > 0, bar=lambda t, s: t.empty[s], before=False,
+           commit=True, stage=lambda s: s, steps=None):
+    """A learner's ch09.mma_issue with one mistake (none with the defaults)."""
+    def issue_ktile(t, kt, s):
+        if elect and not t.elected:
+            return
+        if commit and before:
+            t.commit(bar(t, s))
+        for j in range(steps or t.steps):
+            t.mma(stage(s), j, first(kt, j))
+        if commit and not before:
+            t.commit(bar(t, s))
+    return issue_ktile
+
+
+MISTAKES += [
+    ("ch09.mma_issue", _issue(elect=False), "32 threads of warp 1 issue MMAs"),
+    ("ch09.mma_issue", _issue(first=lambda kt, j: True), "tcgen05.alloc does not zero them"),
+    ("ch09.mma_issue", _issue(first=lambda kt, j: j > 0), "accumulate=False at k-tile 1 (stage 1), k-step 0"),
+    ("ch09.mma_issue", _issue(first=lambda kt, j: kt > 0), "k-step 1, throws away the k-steps before it"),
+    ("ch09.mma_issue", _issue(bar=lambda t, s: t.full[s]), "full is the producer's barrier"),
+    ("ch09.mma_issue", _issue(bar=lambda t, s: t.done), "you commit to t.done"),
+    ("ch09.mma_issue", _issue(bar=lambda t, s: t.empty[(s + 1) % 2]), "you commit to empty[1]: this k-tile read stage 0"),
+    ("ch09.mma_issue", _issue(before=True), "your commit comes before an MMA"),
+    ("ch09.mma_issue", _issue(commit=False), "The kernel's model without it: a deadlock at k-tile 2"),
+    ("ch09.mma_issue", _issue(stage=lambda s: 0), "at k-tile 1 (stage 1) an MMA reads stage 0"),
+    ("ch09.mma_issue", _issue(steps=3), "your MMAs cover k-steps [0, 1, 2]"),
+    ("ch09.mma_issue", lambda t, kt, s: 1, "returns nothing"),
+    ("ch09.mma_issue", 3, "pass your function itself"),
+]
+
+
+def test_mma_issue_accepts_the_kernels_k_tile(capsys):
+    assert exercises.check("ch09.mma_issue", _issue(), solution=True)
+
+    def unanswered(t, kt, s):
+        ...
+    assert not exercises.check("ch09.mma_issue", unanswered)
+    assert "not answered yet" in capsys.readouterr().out
 
 
 def test_promotion_accepts_the_loop_and_an_fp64_total(capsys):
