@@ -65,6 +65,8 @@ KW = {
     "ch04.encode": dict(),
     "ch05.ring_parities": dict(),
     "ch06.consumer_loop": dict(),
+    "ch07.promotion": dict(),
+    "ch09.mma_issue": dict(),
 }
 
 
@@ -344,6 +346,84 @@ MISTAKES += [
     ("ch03.stage_fill", _FILL.replace("full_bar, (", "bar, ("), 'identifier "bar" is undefined'),
     ("ch03.stage_fill", 5, "pass your lines as a string"),
 ]
+
+
+def _promotion(reset=True, add=True, tail=True, shift=1, times=1, never=False, fp64=False):
+    """A learner's ch07.promotion with one mistake (none with the defaults)."""
+    from asynctc import fp8
+
+    def promoted_sum(products, interval):
+        total, acc = (0.0 if fp64 else np.float32(0.0)), 0.0
+        tiles = len(products) // 128
+        for t in range(tiles):
+            acc = fp8.tc_dot(products[t * 128:(t + 1) * 128], acc=acc)
+            if not never and ((t + shift) % (interval * times) == 0 or (tail and t == tiles - 1)):
+                total = total + (float(acc) if fp64 else np.float32(acc)) if add else np.float32(acc)
+                acc = 0.0 if reset else acc
+        return fp8.tc_dot(products) if never else total
+    return promoted_sum
+
+
+MISTAKES += [
+    ("ch07.promotion", _promotion(never=True), "that is the unpromoted accumulator: its error grows with K"),
+    ("ch07.promotion", _promotion(reset=False), "never restart it at 0"),
+    ("ch07.promotion", _promotion(add=False), "`total = acc` replaces the total"),
+    ("ch07.promotion", _promotion(tail=False), "7 k-tiles is not a multiple of 2: the last 1 are never added"),
+    ("ch07.promotion", _promotion(shift=0), "one k-tile early"),
+    ("ch07.promotion", _promotion(times=2), "that promotes every 2 k-tiles; interval = 1 asks for every 1"),
+    ("ch07.promotion", lambda p, i: float(p.sum()), "within the float64 bound but not the model's sum"),
+    ("ch07.promotion", lambda p, i: p, "return one number, the total"),
+    ("ch07.promotion", 3.0, "pass your function itself"),
+]
+
+
+def _issue(elect=True, first=lambda kt, j: kt > 0 or j > 0, bar=lambda t, s: t.empty[s], before=False,
+           commit=True, stage=lambda s: s, steps=None):
+    """A learner's ch09.mma_issue with one mistake (none with the defaults)."""
+    def issue_ktile(t, kt, s):
+        if elect and not t.elected:
+            return
+        if commit and before:
+            t.commit(bar(t, s))
+        for j in range(steps or t.steps):
+            t.mma(stage(s), j, first(kt, j))
+        if commit and not before:
+            t.commit(bar(t, s))
+    return issue_ktile
+
+
+MISTAKES += [
+    ("ch09.mma_issue", _issue(elect=False), "32 threads of warp 1 issue MMAs"),
+    ("ch09.mma_issue", _issue(first=lambda kt, j: True), "tcgen05.alloc does not zero them"),
+    ("ch09.mma_issue", _issue(first=lambda kt, j: j > 0), "accumulate=False at k-tile 1 (stage 1), k-step 0"),
+    ("ch09.mma_issue", _issue(first=lambda kt, j: kt > 0), "k-step 1, throws away the k-steps before it"),
+    ("ch09.mma_issue", _issue(bar=lambda t, s: t.full[s]), "full is the producer's barrier"),
+    ("ch09.mma_issue", _issue(bar=lambda t, s: t.done), "you commit to t.done"),
+    ("ch09.mma_issue", _issue(bar=lambda t, s: t.empty[(s + 1) % 2]), "you commit to empty[1]: this k-tile read stage 0"),
+    ("ch09.mma_issue", _issue(before=True), "your commit comes before an MMA"),
+    ("ch09.mma_issue", _issue(commit=False), "The kernel's model without it: a deadlock at k-tile 2"),
+    ("ch09.mma_issue", _issue(stage=lambda s: 0), "at k-tile 1 (stage 1) an MMA reads stage 0"),
+    ("ch09.mma_issue", _issue(steps=3), "your MMAs cover k-steps [0, 1, 2]"),
+    ("ch09.mma_issue", lambda t, kt, s: 1, "returns nothing"),
+    ("ch09.mma_issue", 3, "pass your function itself"),
+]
+
+
+def test_mma_issue_accepts_the_kernels_k_tile(capsys):
+    assert exercises.check("ch09.mma_issue", _issue(), solution=True)
+
+    def unanswered(t, kt, s):
+        ...
+    assert not exercises.check("ch09.mma_issue", unanswered)
+    assert "not answered yet" in capsys.readouterr().out
+
+
+def test_promotion_accepts_the_loop_and_an_fp64_total(capsys):
+    for f in (_promotion(), _promotion(fp64=True)):
+        assert exercises.check("ch07.promotion", f, solution=True)
+        assert "falls outside it" in capsys.readouterr().out
+    assert not exercises.check("ch07.promotion", lambda p, i: ...)
+    assert "not answered yet" in capsys.readouterr().out
 
 
 def test_unanswered_is_not_an_error(capsys):

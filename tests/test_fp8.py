@@ -1036,3 +1036,13 @@ def test_swizzle_notes_read_the_swizzle_record():
     assert not inside and no.startswith("The 128-byte swizzle runs ") and "not the seed's 10–20 %" in no
     assert "× as fast as the 64-byte one" in no and "× as fast as no swizzle" in no
     assert fp8.swizzle_gain_note(res, band=(0.0, 0.5))[0]
+
+
+def test_tc_dot_continues_from_an_accumulator():
+    """tc_dot(…, acc=) carries the accumulator across k-tiles: two k-tiles from acc equal one
+    sum over both (ch07.promotion's loop relies on it)."""
+    from asynctc.models import fp8 as m
+    qa, qb = m.swamp_operands(3, 2, 256, np.random.default_rng(3))
+    p = qa.astype(np.float64)[:, None, :] * qb.astype(np.float64)[None, :, :]
+    first = m.tc_dot(p[..., :128])
+    np.testing.assert_array_equal(m.tc_dot(p[..., 128:], acc=first), m.tc_dot(p))

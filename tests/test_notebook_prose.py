@@ -151,7 +151,7 @@ LISTINGS = {
     # the consumers' loop, less the three lines that are exercise 2's answer (printed after it)
     ("08", r"^  // ---- consumer warpgroup"): (
         45, r"(?s)wait_or_record\(smem_u32\(&full.*lines left out.*named_barrier_sync.*tma_store_2d"),
-    ("09", r"else if \(warp == 1\)"): (20, r"tcgen05_mma_f16"),
+    ("09", r"if \(lane == 0 && leader\) \{"): (20, r"(?s)tcgen05_mma_f16.*tcgen05_commit<1>\(smem_u32\(&empty_bar"),
     ("09b", r"^          const u32 a = t & 1u;$"): (
         25, r"acc_empty\[a\][\s\S]*tcgen05_mma_mxf8f6f4[\s\S]*tcgen05_commit_multicast"),
     ("01", r"for \(int kt = 0; kt < KT"): (8, r"mma_ktile"),

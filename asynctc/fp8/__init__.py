@@ -37,7 +37,7 @@ Where things live:
 * ``seed.py`` — the seed article's 4096³ table beside our rungs, under the datasheet peak and the
   peak at the measured clock (:func:`seed_comparison`); reads records only.
 * ``exercises.py`` — ``ch07.quantize``, ``ch07.block_scale``, ``ch07.round_trip``,
-  ``ch07.promote_interval``.
+  ``ch07.promote_interval``; the code exercise ``ch07.promotion``.
 
 Every public name of these is re-exported here (``from asynctc import fp8; fp8.quantize``). A
 constant a function reads at call time is read in the file that uses it: to shorten a run, set

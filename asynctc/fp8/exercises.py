@@ -3,8 +3,11 @@ value a number becomes), ``ch07.block_scale`` (the dequantisation scale of a 1×
 checkpoints use it), ``ch07.round_trip`` (what an element of a scaled block comes back as after
 quantising and dequantising) and ``ch07.promote_interval`` (the longest promotion interval the
 model allows), each with a hint giver that names a mistake only when the answer is exactly what
-that mistake gives, and otherwise says what to compute. Registered when :mod:`asynctc.fp8` is
-imported."""
+that mistake gives, and otherwise says what to compute; and the code exercise ``ch07.promotion``
+(the learner's promotion loop over :func:`~asynctc.models.fp8.tc_dot`, judged against the model
+and float64 with :func:`~asynctc.models.fp8.accumulation_bound` on fresh inputs; a known mistake —
+no promotion, no restart, no tail, a wrong interval — is named). Registered when
+:mod:`asynctc.fp8` is imported."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ import math
 import numpy as np
 
 from ..core import exercises as _ex
-from ..models.fp8 import FORMATS, KTILE, Fp8Format, amax_scale, fp8_format, predict_swamp, quantize
+from ..models.fp8 import (FORMATS, KTILE, Fp8Format, accumulation_bound, amax_scale, fp8_format,
+                          predict_swamp, quantize, swamp_operands, tc_dot)
 
 
 def _grid_neighbours(value: float, fmt: Fp8Format) -> tuple[float, float]:
@@ -130,7 +134,7 @@ def _round_trip_hint(answer, value: float, amax: float, dtype: str = "float8_e4m
     if hit:
         return hit
     return (f"compute it in three steps: the block's scale s = amax / {fmt.max:g}; x / s, rounded "
-            f"to the nearest {fmt.ptx} value q (exercise 1's rule); then q · s")
+            f"to the nearest {fmt.ptx} value q (round to nearest, ties to even); then q · s")
 
 
 @_ex.exercise("ch07.round_trip", "An element `value` of a 1×128 block of A whose largest magnitude "
@@ -187,3 +191,129 @@ def _ch07_promote(k: int, target: float) -> int:
             break
         best = p
     return best
+
+
+# --------------------------------------------------------------------------------------------------
+# ch07.promotion: the consumer's promotion, written by the learner
+# --------------------------------------------------------------------------------------------------
+
+#: (interval, k-tiles) the promotion exercise tries: K = 128 · k-tiles; K = 4096 is where the
+#: unpromoted sum of the swamping input leaves the bound; the other two leave a tail
+#: (k-tiles not a multiple of the interval).
+PROMOTION_CASES = ((1, 32), (2, 7), (3, 8))
+
+
+def _promoted(p: np.ndarray, points, reset: bool = True, add: bool = True) -> float:
+    """The model's fp32 total of products ``p`` (1-D, K = 128 · k-tiles): each k-tile's four k32
+    steps go into the limited-precision accumulator (:func:`tc_dot` from ``acc``); after each
+    k-tile in ``points`` the accumulator is added into an fp32 total (``add``; else the total is
+    replaced) and restarted at 0 (``reset``)."""
+    total, acc = np.float32(0.0), 0.0
+    for t in range(len(p) // KTILE):
+        acc = tc_dot(p[t * KTILE:(t + 1) * KTILE], acc=acc)
+        if t in points:
+            total = np.float32(total + np.float32(acc)) if add else np.float32(acc)
+            if reset:
+                acc = 0.0
+    return float(total)
+
+
+def _points(tiles: int, every: int, tail: bool = True, shift: int = 1) -> set[int]:
+    """The k-tiles after which a promotion happens: t with (t + shift) % every == 0, and the last
+    k-tile (``tail``)."""
+    return {t for t in range(tiles) if (t + shift) % every == 0} | ({tiles - 1} if tail else set())
+
+
+def promoted_sum(products, interval: int) -> float:
+    """The answer key of ``ch07.promotion``: the fp32 sum the consumer ends with when it promotes
+    every ``interval`` k-tiles (and after the last one), as :func:`model_gemm` with
+    ``promote=interval`` computes it for one element."""
+    p = np.asarray(products, dtype=np.float64)
+    return _promoted(p, _points(len(p) // KTILE, interval))
+
+
+def _promotion_inputs(tiles: int, rng) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Fresh FP8 operand rows of K = 128 · ``tiles``: two swamping elements and two standard-normal
+    ones, each as (what, a row, b row)."""
+    k = tiles * KTILE
+    sa, sb = swamp_operands(2, 1, k, rng)
+    ra = (rng.standard_normal((2, k))).astype(FORMATS["float8_e4m3fn"].dtype)
+    rb = (rng.standard_normal((1, k))).astype(FORMATS["float8_e4m3fn"].dtype)
+    return ([("the swamping input", sa[i], sb[0]) for i in range(2)] +
+            [("standard-normal inputs", ra[i], rb[0]) for i in range(2)])
+
+
+def _as_sum(value, what: str) -> float:
+    if value is None or value is Ellipsis:
+        raise _ex.NotAnswered("your function returns None: write its body (return the fp32 total, a "
+                              "number) and run the cell again.")
+    try:
+        if np.ndim(value) != 0 or isinstance(value, (bool, str)):
+            raise TypeError
+        v = float(value)
+    except (TypeError, ValueError):
+        raise _ex.WrongReturn(f"your function returned {value!r} for {what}; return one number, the "
+                              "total") from None
+    if not math.isfinite(v):
+        raise _ex.WrongReturn(f"your function returned {v} for {what}; return the (finite) total")
+    return v
+
+
+def _judge_promotion(answer) -> str | None:
+    if not callable(answer):
+        return "pass your function itself, e.g. check('ch07.promotion', promoted_sum)"
+    rng = np.random.default_rng()
+    worst = []                       # (error without promotion / bound) on the swamping input
+    for interval, tiles in PROMOTION_CASES:
+        k = tiles * KTILE
+        for what, a, b in _promotion_inputs(tiles, rng):
+            p = a.astype(np.float64) * b.astype(np.float64)
+            got = _as_sum(answer(p.copy(), interval), f"K = {k}, interval = {interval}")
+            want = promoted_sum(p, interval)
+            ref = float(p.sum())
+            bound = float(accumulation_bound(a[None], b[None], promote=interval)[0, 0])
+            tol = 2.0 ** -20 * float(np.abs(p).sum())      # an fp64 total is fine
+            if what.startswith("the swamping"):
+                worst.append(abs(_promoted(p, {tiles - 1}) - ref) / bound)
+            if abs(got - want) <= tol:
+                continue
+            case = (f"on {what} with K = {k} ({tiles} k-tiles), interval = {interval}: your total "
+                    f"{got:.6g}, float64 {ref:.6g}, off by {abs(got - ref):.3g} (the bound with "
+                    f"promotion: {bound:.3g})")
+            mistakes = [
+                (_promoted(p, {tiles - 1}), "that is the unpromoted accumulator: its error grows with "
+                 "K. Every `interval` k-tiles, add acc into the fp32 total and restart acc at 0"),
+                (_promoted(p, _points(tiles, interval), reset=False), "you add acc into the total but "
+                 "never restart it at 0: each promotion adds the earlier k-tiles again"),
+                (_promoted(p, _points(tiles, interval), add=False), "`total = acc` replaces the total: "
+                 "only the last interval is left. Add: total += acc"),
+                (_promoted(p, _points(tiles, interval, tail=False)), f"{tiles} k-tiles is not a "
+                 f"multiple of {interval}: the last {tiles % interval} are never added. Promote once "
+                 "more after the last k-tile"),
+                (_promoted(p, _points(tiles, interval, shift=0)), "your promotions come after k-tiles "
+                 "0, interval, 2·interval, …: one k-tile early. Promote after k-tile t when t + 1 is "
+                 "a multiple of interval"),
+            ] + [(_promoted(p, _points(tiles, j)), f"that promotes every {j} k-tile"
+                  f"{'s' if j > 1 else ''}; interval = {interval} asks for every {interval}")
+                 for j in range(1, tiles + 1) if j != interval]
+            for value, hint in mistakes:
+                if abs(value - want) > tol and abs(got - value) <= tol:
+                    return f"{hint} ({case})."
+            if abs(got - ref) > bound:
+                return (f"{case}. Per k-tile: acc = fp8.tc_dot(products[t*128:(t+1)*128], acc=acc); "
+                        "every `interval` k-tiles and after the last: total += acc, acc = 0.")
+            return (f"within the float64 bound but not the model's sum {want:.6g} ({case}): "
+                    "accumulate each k-tile with fp8.tc_dot(..., acc=acc) and keep the total in fp32.")
+    unpromoted = ("; without promotion the swamping input at K = 4096 falls outside it"
+                  if max(worst) > 1 else "")            # the wording, not the number: nbval compares it
+    return _ex.Accepted(f"the model's sum on {4 * len(PROMOTION_CASES)} fresh elements, within the "
+                        f"float64 bound{unpromoted}")
+
+
+@_ex.code_exercise("ch07.promotion", "Write promoted_sum(products, interval): the fp32 total the "
+                   "consumer ends with when its wgmma accumulator (fp8.tc_dot, 13 fraction bits) "
+                   "sums the K products one k-tile (128) at a time and is added into an fp32 total "
+                   "and restarted every `interval` k-tiles, and after the last one. Pass the "
+                   "function: check('ch07.promotion', promoted_sum).", judge=_judge_promotion)
+def _ch07_promotion():
+    return promoted_sum

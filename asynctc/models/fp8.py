@@ -260,9 +260,9 @@ def _fp32_rz(x: np.ndarray) -> np.ndarray:
     return f.astype(np.float64)
 
 
-def tc_dot(products, frac_bits: int = FRAC_BITS, group: int = GROUP) -> np.ndarray:
+def tc_dot(products, frac_bits: int = FRAC_BITS, group: int = GROUP, acc=0.0) -> np.ndarray:
     """The model's sum of ``products`` (float64, shape (..., K), exact FP8 × FP8 products) along
-    the last axis, starting from 0: per group of ``group`` products, the accumulator and the
+    the last axis, starting from ``acc`` (the accumulator's value so far, fp32): per group of ``group`` products, the accumulator and the
     group's products are aligned to the largest exponent among them and truncated toward zero to
     ``frac_bits`` fraction bits below it, summed exactly, and the sum rounded toward zero to
     float32. ``frac_bits`` ≥ 52 reproduces an exact sum (up to the float32 roundings)."""
@@ -271,7 +271,7 @@ def tc_dot(products, frac_bits: int = FRAC_BITS, group: int = GROUP) -> np.ndarr
         _fail("frac_bits", frac_bits, "an integer in 1..60")
     if not isinstance(group, (int, np.integer)) or group < 1:
         _fail("group", group, "a positive integer")
-    c = np.zeros(p.shape[:-1])
+    c = np.zeros(p.shape[:-1]) + np.asarray(acc, dtype=np.float64)
     for g0 in range(0, p.shape[-1], group):
         terms = np.concatenate([c[..., None], p[..., g0:g0 + group]], axis=-1)
         mx = np.max(np.abs(terms), axis=-1, keepdims=True)

@@ -1,9 +1,15 @@
-"""The deep dive's auto-checked exercises (notebook 09b): ``ch09.acc_columns``, ``ch09.acc_parity``,
-``ch09.scale_byte``. Registered on import (the package imports this module)."""
+"""Chapter 09's auto-checked exercises: the deep dive's (notebook 09b) ``ch09.acc_columns``,
+``ch09.acc_parity``, ``ch09.scale_byte``, and the core lesson's code exercise ``ch09.mma_issue``
+(the MMA thread's work for one k-tile, written in Python against :class:`IssuerThread` and judged
+rule by rule: one elected thread, each k-step's MMA on the k-tile's stage, accumulate off on the
+k-loop's first MMA only, then one commit to the stage's empty barrier; a missing commit is run
+through the kernel's protocol model, :func:`asynctc.models.tcgen05_sched.simulate_persistent`).
+Registered on import (the package imports this module)."""
 
 from __future__ import annotations
 
 from ..core import exercises as _ex
+from ..models.tcgen05_sched import simulate_persistent
 
 
 def _cols_hint(answer, bn: int = 256, stages: int = 4, block_scaled: bool = False):
@@ -60,3 +66,136 @@ def _byte_hint(answer, kstep: int = 2):
               "scale cell) does the MMA of k-step kstep (K = 32 each) use?", hint=_byte_hint)
 def _scale_byte(kstep: int = 2) -> int:
     return kstep % 4
+
+
+# --------------------------------------------------------------------------------------------------
+# ch09.mma_issue (chapter 09): the MMA thread's work for one k-tile, written by the learner
+# --------------------------------------------------------------------------------------------------
+
+#: The ring the judge runs the learner's k-tile on: stages, k-tiles, MMAs (K = 16 each) per stage
+#: (BK = 64), and the threads of warp 1 (lane 0 is the elected one).
+ISSUE_STAGES, ISSUE_K_TILES, ISSUE_STEPS, ISSUE_LANES = 2, 5, 4, 32
+
+
+class _Barrier(str):
+    """An mbarrier of the issuer's view, named like the kernel's (``empty[1]``, ``done``)."""
+
+
+class IssuerThread:
+    """One thread of warp 1 as ``issue_ktile(t, kt, s)`` sees it: ``t.elected`` (the one thread
+    that issues), ``t.steps`` (MMAs per stage), the barriers ``t.full[s]``, ``t.empty[s]``,
+    ``t.done``, and the two instructions: ``t.mma(s, j, accumulate)`` (tcgen05.mma on k-step j of
+    stage s; ``accumulate`` False overwrites D, True adds to it) and ``t.commit(barrier)``
+    (tcgen05.commit: the barrier gets one arrive when every tcgen05.mma this thread issued before
+    it has completed). Each call is recorded in ``events``."""
+
+    def __init__(self, lane: int, stages: int = ISSUE_STAGES, steps: int = ISSUE_STEPS):
+        self.lane, self.elected, self.steps = lane, lane == 0, steps
+        self.full = [_Barrier(f"full[{s}]") for s in range(stages)]
+        self.empty = [_Barrier(f"empty[{s}]") for s in range(stages)]
+        self.done = _Barrier("done")
+        self.events: list[tuple] = []
+
+    def mma(self, s, j, accumulate):
+        self.events.append(("mma", s, j, bool(accumulate)))
+
+    def commit(self, barrier):
+        self.events.append(("commit", str(barrier)))
+
+
+def issue_ktile(t: IssuerThread, kt: int, s: int) -> None:
+    """The answer key of ``ch09.mma_issue``: the kernel's MMA thread on k-tile ``kt`` in stage ``s``
+    (``kernels/tcgen05.cu``, warp 1, after the wait on full[s])."""
+    if t.elected:
+        for j in range(t.steps):
+            t.mma(s, j, accumulate=(kt > 0 or j > 0))    # enable-input-d = 0 on the first MMA only
+        t.commit(t.empty[s])                              # frees stage s once those MMAs completed
+
+
+def _ktile_hint(ev: list, kt: int, s: int) -> str | None:
+    """What is wrong with the elected thread's events ``ev`` of k-tile ``kt`` in stage ``s``."""
+    stages, steps = ISSUE_STAGES, ISSUE_STEPS
+    mmas = [e for e in ev if e[0] == "mma"]
+    commits = [e[1] for e in ev if e[0] == "commit"]
+    where = f"k-tile {kt} (stage {s})"
+    if any(m[1] != s for m in mmas):
+        bad = next(m[1] for m in mmas if m[1] != s)
+        return f"at {where} an MMA reads stage {bad}: this k-tile's boxes are in stage {s}"
+    if [m[2] for m in mmas] != list(range(steps)):
+        return (f"at {where} your MMAs cover k-steps {[m[2] for m in mmas]}: a stage holds k-steps "
+                f"0..{steps - 1} (t.steps), each issued once, in order")
+    for m in mmas:
+        want = kt > 0 or m[2] > 0
+        if m[3] != want:
+            if kt == 0 and m[2] == 0:
+                return ("accumulate=True on the very first MMA adds to whatever the fresh TMEM "
+                        "columns held: tcgen05.alloc does not zero them. Start with accumulate=False")
+            if m[2] == 0:
+                return (f"accumulate=False at {where}, k-step 0, overwrites D: the k-tiles before it "
+                        "are lost. Only the k-loop's first MMA (k-tile 0, k-step 0) starts fresh")
+            return (f"accumulate=False at {where}, k-step {m[2]}, throws away the k-steps before "
+                    "it: only the k-loop's first MMA starts fresh")
+    if not commits:
+        d = simulate_persistent(stages=stages, tiles=1, k_tiles=ISSUE_K_TILES,
+                                protocol="missing_empty_commit").diagnosis
+        return (f"no tcgen05.commit to t.empty[{s}] at {where}: the producer never gets stage {s} "
+                f"back. The kernel's model without it: a {type(d).__name__.lower()} at k-tile "
+                f"{d.iteration}, the producer waiting on empty[0] forever")
+    if len(commits) > 1:
+        return f"{len(commits)} commits at {where}: one per k-tile, to t.empty[{s}]"
+    if ev[-1][0] != "commit":
+        return (f"at {where} your commit comes before an MMA: tcgen05.commit tracks the MMAs issued "
+                f"before it, so empty[{s}] would free the stage while that MMA still reads it. "
+                "Commit after the k-tile's last MMA")
+    got = commits[0]
+    if got == f"empty[{s}]":
+        return None
+    if got.startswith("full"):
+        return (f"you commit to {got}: full is the producer's barrier (its TMA bytes complete it). "
+                f"The MMAs release the stage on t.empty[{s}]")
+    if got == "done":
+        return ("you commit to t.done: that tells the epilogue the whole accumulator is ready, once, "
+                f"after the last k-tile (the kernel does it after the loop). A stage is released on "
+                f"t.empty[{s}]")
+    return f"you commit to {got}: this k-tile read stage {s}, so release t.empty[{s}]"
+
+
+def _judge_mma_issue(answer) -> str | None:
+    if not callable(answer):
+        return "pass your function itself, e.g. check('ch09.mma_issue', issue_ktile)"
+    threads = [IssuerThread(lane) for lane in range(ISSUE_LANES)]
+    per_ktile = []                                   # the elected thread's events per k-tile
+    for kt in range(ISSUE_K_TILES):
+        s = kt % ISSUE_STAGES
+        for t in threads:
+            before = len(t.events)
+            if answer(t, kt, s) is not None:
+                raise _ex.WrongReturn(f"your function returned a value for k-tile {kt}; it issues "
+                                      "instructions (t.mma, t.commit) and returns nothing")
+            if t.elected:
+                per_ktile.append(t.events[before:])
+    others = [t for t in threads[1:] if t.events]
+    if not threads[0].events:
+        if others:
+            return ("only the other lanes issue: the elected thread (t.elected) is the one that "
+                    "issues tcgen05.mma and tcgen05.commit")
+        raise _ex.NotAnswered("your function issues nothing: write its body (t.mma for each k-step, "
+                              "then t.commit) and run the cell again.")
+    if others:
+        return (f"{len(others) + 1} threads of warp 1 issue MMAs: each would be a separate MMA into "
+                "the same accumulator. One thread issues tcgen05.mma (unlike wgmma, which the whole "
+                "warpgroup executes): guard the body with `if t.elected:`")
+    for kt, ev in enumerate(per_ktile):
+        hint = _ktile_hint(ev, kt, kt % ISSUE_STAGES)
+        if hint:
+            return hint + "."
+    return None
+
+
+@_ex.code_exercise("ch09.mma_issue", "Write issue_ktile(t, kt, s): what warp 1's threads do for "
+                   "k-tile kt once stage s is full: the elected thread (t.elected) issues t.steps "
+                   "MMAs, t.mma(s, j, accumulate), then t.commit(barrier) so that the producer may "
+                   "refill the stage. Pass the function: check('ch09.mma_issue', issue_ktile).",
+                   judge=_judge_mma_issue)
+def _ch09_mma_issue():
+    return issue_ktile

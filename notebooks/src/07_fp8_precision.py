@@ -7,7 +7,8 @@
 # 1. quantise a number to [e4m3](../docs/glossary.md#e4m3) by hand and compute a block's scale;
 # 2. check an FP8 GEMM against float64 and read its speed beside FP16 and
 #    [cuBLASLt](../docs/glossary.md#cublaslt);
-# 3. say where Hopper's FP8 Tensor Core loses precision as it sums, and how often to *promote*.
+# 3. say where Hopper's FP8 Tensor Core loses precision as it sums, and write the *promotion* that
+#    buys it back.
 #
 # FP8 halves the bytes per element again; FP8 wgmma (`m64nNk32`) does double FP16's multiply-adds
 # per instruction.
@@ -168,15 +169,7 @@ _ = notebook.claim(ok, text, **numbers)
 #
 # Wrong answers get a hint that names the mistake.
 #
-# **1. Quantise by hand.** What does **300** become in e4m3 (scale 1)? (Between 256 and 512 the
-# e4m3 values are 256 · (1 + j/8).)
-
-# %%
-answer = ...
-ok = exercises.check("ch07.quantize", answer, value=300.0)
-
-# %% [markdown]
-# **2. An element's round trip.** A 1×128 row segment of A has largest magnitude **37.5**; one of
+# **1. An element's round trip.** A 1×128 row segment of A has largest magnitude **37.5**; one of
 # its elements is **10.0**. Quantise it to e4m3 with the segment's scale (section 2), then
 # dequantise (q · s). What value comes back? Four significant figures are enough. (Between 64 and
 # 128 the e4m3 values are 64 · (1 + j/8).)
@@ -186,14 +179,18 @@ answer = ...
 ok = exercises.check("ch07.round_trip", answer, value=10.0, amax=37.5)
 
 # %% [markdown]
-# **3. How often to promote.** Per the model (13 fraction bits), on the swamping input at
-# **K = 4096**, what is the largest number of k-tiles between promotions that keeps the median
-# relative error below **1 %**? (`fp8.predict_swamp(ks=(4096,), promotes=(…))` computes the model's
-# errors.)
+# **2. Write the promotion.** `products` are the K exact products a·b of one element of C, 128
+# per k-tile. The wgmma accumulator sums them a k-tile at a time:
+# `acc = fp8.tc_dot(products[t*128:(t+1)*128], acc=acc)`. Write `promoted_sum(products, interval)`:
+# every `interval` k-tiles, and after the last, add `acc` into an fp32 total and restart it at 0.
+# The check runs it on fresh inputs against the model and float64.
 
 # %%
-answer = ...
-ok = exercises.check("ch07.promote_interval", answer, k=4096, target=1e-2)
+def promoted_sum(products, interval):
+    ...   # your code: loop over the k-tiles; return the fp32 total
+
+
+ok = exercises.check("ch07.promotion", promoted_sum)
 
 # %% [markdown]
 # **What you learned:** FP8 is a format plus a scale; its accumulator keeps 13 fraction bits;
@@ -203,9 +200,18 @@ ok = exercises.check("ch07.promote_interval", answer, k=4096, target=1e-2)
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
-exercises.check("ch07.quantize", 288.0, value=300.0, solution=True)   # 256·(1 + 1/8): 12 away, 320 is 20
 s = 37.5 / 448                                                        # the segment's scale
 exercises.check("ch07.round_trip", 120 * s, value=10.0, amax=37.5, solution=True)   # 10/s ≈ 119.5: 120
-errors = fp8.predict_swamp(ks=(4096,), promotes=tuple(range(1, 33)))
-longest = max(p for p in errors if all(errors[q][4096] < 1e-2 for q in range(1, p + 1)))
-ok = exercises.check("ch07.promote_interval", longest, k=4096, target=1e-2, solution=True)
+
+
+def promoted_sum(products, interval):
+    total, acc = np.float32(0.0), 0.0            # the fp32 registers; the wgmma accumulator
+    tiles = len(products) // 128
+    for t in range(tiles):
+        acc = fp8.tc_dot(products[t * 128:(t + 1) * 128], acc=acc)
+        if (t + 1) % interval == 0 or t == tiles - 1:
+            total, acc = np.float32(total + np.float32(acc)), 0.0
+    return total
+
+
+ok = exercises.check("ch07.promotion", promoted_sum, solution=True)

@@ -9,7 +9,8 @@
 #    [instruction descriptor](../docs/glossary.md#instruction-descriptor) and the 64-bit sm_100
 #    **shared-memory descriptor** — and see where the latter differs from wgmma's;
 # 3. allocate TMEM (`tcgen05.alloc`) and learn which warp may read which lanes;
-# 4. read the chapter's kernel, compiled to sm_100a, and map each Hopper instruction to Blackwell's.
+# 4. write the MMA thread's k-tile, read the kernel compiled to sm_100a, and map each Hopper
+#    instruction to Blackwell's.
 #
 # No sm_100 GPU stands behind this chapter: everything numeric below is a **model** (sections 1–4,
 # from the PTX ISA) or the kernel compiled to an sm_100a cubin and disassembled (5–6). Nothing is timed.
@@ -59,10 +60,8 @@ fig = tmem.plot_tmem(lay, by="warp")          # lane = row of D; each warp reads
 # `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;` — one
 # thread issues it (`enable_input_d` false overwrites D instead of adding to it). The shape and
 # the types are all in the 32-bit `idesc` (PTX ISA §9.7.16.4.2 "Instruction Descriptor"). The
-# model `tc.InstrDescriptor` encodes it and prints every field with its bits. `.kind` (the operand
-# family) and `.cta_group` are in the instruction, not the bits, but they decide what the bits may
-# say (M is 64 or 128 for one CTA, 128 or 256 for a pair), so the model carries them too (deep dive
-# 09c §1).
+# model `tc.InstrDescriptor` encodes it and prints every field with its bits (`.kind` and
+# `.cta_group`, which limit what the bits may say: deep dive 09c §1).
 
 # %%
 idesc = tc.InstrDescriptor("bfloat16", "bfloat16", "float32", m=128, n=256)
@@ -119,24 +118,33 @@ alloc.check_all_freed()
 # allocated by one warp, four epilogue warps reading their lane quarters with `tcgen05.ld`. It runs
 # only on an sm_100 GPU. The MMA thread's loop: wait until a stage is full, issue its `BK/16` MMAs
 # into TMEM (16 of K each), and let `tcgen05.commit` arrive on the stage's *empty* barrier once they
-# have read it; a last commit tells the epilogue warps that the accumulator is complete:
+# have read it; a last commit tells the epilogue warps that the accumulator is complete.
+#
+# **Exercise 2 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
+# warp 1's threads once k-tile kt has landed in stage s. It issues `t.mma(s, j, accumulate)` for k-steps
+# j < `t.steps`, then `t.commit(barrier)` (`t.full[s]`, `t.empty[s]` or `t.done`). `t.elected`
+# marks one thread. The kernel's loop appears once yours passes.
 
 # %%
-notebook.show_source("tcgen05.cu", start=r"else if \(warp == 1\)", end=r"tcgen05_commit_multicast<2>\(smem_u32\(&done_bar\)")
+def issue_ktile(t, kt, s):
+    ...   # your code
+
+
+ok = exercises.check("ch09.mma_issue", issue_ktile)
+
+# %% output answers a prediction
+if exercises.after("ch09.mma_issue"):
+    display(notebook.show_source("tcgen05.cu", start=r"if \(lane == 0 && leader\) \{",
+                                 end=r"tcgen05_commit_multicast<2>\(smem_u32\(&empty_bar"))
 
 # %% [markdown]
-# Names in the listing:
+# Names in the listing: `lane == 0` is the elected thread. A **slab** is 64 elements of K (one
+# 128-byte swizzle atom of fp16), so `kStepsPerSlab` = 4 MMAs, each 32 bytes further in. In a CTA
+# pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers (mask `0x3`).
 #
-# * a **slab** is 64 elements of K: one 128-byte swizzle atom of fp16. A stage holds `kSlabs` =
-#   BK/64 slabs of A, then as many of B.
-# * one MMA covers 16 of K, so a slab takes `kStepsPerSlab` = 4 of them, each 32 bytes further in.
-# * in a CTA pair, only the `leader` CTA's thread issues MMAs. Its `tcgen05_commit_multicast<2>`
-#   arrives on the barrier at the same address in both CTAs (mask `0x3`: ranks 0 and 1). A lone
-#   CTA uses `tcgen05_commit<1>`.
-#
-# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them: the loop is unrolled) and
-# `tcgen05.commit` is `UTCBAR` (a stage freed; D complete). Every class counted: deep dive
-# [09c §5](09c_blackwell_datapath.ipynb). The kernels use the descriptors the models above encode:
+# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them, unrolled) and `tcgen05.commit` is
+# `UTCBAR` (every class counted: [09c §5](09c_blackwell_datapath.ipynb)). The descriptors are the
+# models':
 
 # %% output varies
 for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfig("float16", 256, 256, 64, 4, 2)):
@@ -158,11 +166,10 @@ print("the kernels' descriptors equal the models'")
 print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 
 # %% [markdown]
-# Two rows are easy to misread. `wgmma.fence` orders a warpgroup's register accesses to its
-# accumulator before the next `wgmma`; `tcgen05.mma` reads no matrix from registers, so it has no
-# counterpart. `tcgen05.fence::before_thread_sync` / `::after_thread_sync` do a different job: they
-# order a thread's tcgen05 operations around a thread synchronisation (a barrier, an mbarrier
-# wait), so the sync orders them for other threads too.
+# Two rows are easy to misread. `wgmma.fence` has no counterpart: `tcgen05.mma` reads no matrix
+# from registers. `tcgen05.fence::before_thread_sync` / `::after_thread_sync` do a different job:
+# they order a thread's tcgen05 operations around a barrier or an mbarrier wait, so that the sync
+# orders them for other threads too.
 #
 # ## Exercises
 #
@@ -171,18 +178,6 @@ print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 # %%
 answer = ...
 ok = exercises.check("ch09.tmem_columns", answer, m=128, n=96)
-
-# %% [markdown]
-# **2.** This tcgen05 descriptor should describe k-step 1 of B — 256×64 bf16, K-major, 128-byte
-# swizzle, stored at shared address 0x8000. One field is wrong: which?
-# `tc.Tcgen05Descriptor.decode(value)` lists its fields. (Answer a field name of `Tcgen05Descriptor`:
-# start_address, lbo, sbo, swizzle, base_offset, lbo_mode, version.)
-
-# %%
-value = tc.exercise_descriptor()          # one field of it is wrong
-print(f"{value:#018x}")
-answer = ...
-ok = exercises.check("ch09.fix_descriptor", answer, value=value)
 
 # %% [markdown]
 # **What you learned:** the accumulator lives in TMEM; one thread issues the MMA from two
@@ -200,8 +195,13 @@ ok = exercises.check("ch09.fix_descriptor", answer, value=value)
 
 # %%
 exercises.check("ch09.tmem_columns", 128, m=128, n=96, solution=True)  # lane = row; 96 columns → 2^k ≥ 32
-got = tc.Tcgen05Descriptor.decode(value)
-good = tc.Tcgen05Descriptor.from_operand_tile(descriptors.OperandTile(256, 64, "bfloat16", "K", 128),
-                                              1, 0x8000)
-print(got, good, sep="\n")
-ok = exercises.check("ch09.fix_descriptor", "sbo", value=value, solution=True)  # 128 B; 1024 is right
+
+
+def issue_ktile(t, kt, s):
+    if t.elected:                                      # one thread issues (tcgen05.mma is not .sync.aligned)
+        for j in range(t.steps):
+            t.mma(s, j, accumulate=(kt > 0 or j > 0))  # only the k-loop's first MMA overwrites D
+        t.commit(t.empty[s])                           # after the MMAs: the stage is free once they completed
+
+
+ok = exercises.check("ch09.mma_issue", issue_ktile, solution=True)
