@@ -282,6 +282,35 @@ def test_ptx_instructions_read_each_wrappers_asm_with_its_operands_named():
         notebook.ptx_instructions("wgmma_mma_async_ss")          # a macro builds its asm
 
 
+@pytest.mark.parametrize("dtype, n", [("float16", 64), ("bfloat16", 128)])
+def test_show_ptx_prints_a_complete_wgmma_line_of_the_build(dtype, n):
+    """NVRTC's PTX of the wgmma tile kernel, compiled on the CPU: fence, the k-steps' wgmma lines,
+    commit and wait; the first wgmma whole — the build's shape and types, N/2 accumulators, two
+    descriptors, scale-d and the four immediates — the later ones cut to their first and last
+    register."""
+    from asynctc import wgmma
+    from asynctc.core import notebook
+    ck = wgmma.compile_tile(wgmma.TileConfig(dtype, n))
+    text = notebook.ptx_listing(ck)
+    assert text.splitlines()[0].startswith(f"// {ck.name} (wgmma.cu, sm_90a): the PTX NVRTC")
+    assert notebook.show_ptx(ck).data == text
+    body = text.split("\n", 1)[1]
+    first = body[body.index("wgmma.mma_async"):body.index(";", body.index("wgmma.mma_async")) + 1]
+    t = "bf16" if dtype == "bfloat16" else "f16"
+    assert first.startswith(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{")
+    regs = first[first.index("{") + 1:first.index("}")].split(",")
+    assert len(regs) == n // 2 and all(r.strip().startswith("%f") for r in regs)
+    assert re.search(r"\}, %rd\d+, %rd\d+, p, 1, 1, 0, 0;$", first)
+    assert max(len(ln) for ln in first.splitlines()) <= 96
+    ops = [ln.split()[0] for ln in body.splitlines() if ln.startswith("wgmma.")]
+    assert ops == ["wgmma.fence.sync.aligned;"] + [ops[1]] * 4 + ["wgmma.commit_group.sync.aligned;",
+                                                                  "wgmma.wait_group.sync.aligned"]
+    assert body.count(f"// {n // 2} registers") == 3
+    with pytest.raises(ValueError, match="no entry named"):
+        from asynctc.core import sass
+        sass.ptx_excerpt(ck.ptx(), "no_such_kernel")
+
+
 def test_one_listing_may_add_the_ptx_and_more_files():
     from asynctc.core import notebook
     text = notebook.source_excerpt("ptx/mma.cuh", start=r"^template <>", end=r"^}", ptx=("mbarrier_init",),
@@ -292,6 +321,12 @@ def test_one_listing_may_add_the_ptx_and_more_files():
     assert lines[at + 1].split() == ["//", "mbarrier_init", "mbarrier.init.shared::cta.b64", "[bar],", "count;"]
     at = lines.index("// ---- kernels/ptx/fence.cuh")
     assert "fence_proxy_async_shared_cta" in lines[at + 1] and lines[-1] == "}"
+    last = notebook.source_excerpt("ptx/mma.cuh", start=r"^template <>", end=r"^}", ptx=("mbarrier_init",),
+                                   more=(("ptx/fence.cuh", r"void fence_proxy_async_shared_cta", r"^}"),),
+                                   ptx_last=True).splitlines()
+    assert sorted(last) == sorted(lines)                          # the same lines, the PTX table last
+    assert last.index("// ---- kernels/ptx/fence.cuh") < last.index(
+        "// ---- the PTX instruction each wrapper issues (kernels/ptx/*.cuh)") == len(last) - 2
 
 
 def test_omit_leaves_out_several_ranges_and_left_out_prints_only_them():
