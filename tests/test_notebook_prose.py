@@ -169,11 +169,10 @@ LISTINGS = {
             r"mbarrier_arrive_expect_tx[\s\S]*tma_load_rank[\s\S]*mbarrier_wait_parity_bounded[\s\S]*"
             r"mbarrier\.init\.shared[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*mbarrier\.try_wait\.parity"
             r"[\s\S]*for \(u32 i = 1; i < max_tries[\s\S]*atomicCAS"),
-    # the kernel's loop, the PTX of fence/commit/wait, the asm macro and its fp16 SS use
+    # the kernel's loop and the PTX of fence/commit/wait (the wgmma line itself: show_ptx, after it)
     ("04", r"  // fence \(the registers were written above\)"): (
-        25, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"
-            r"wgmma\.wait_group\.sync\.aligned kPending[\s\S]*wgmma\.mma_async\.sync\.aligned\.\" SHAPE TYPES"
-            r"[\s\S]*\.f32\.f16\.f16"),
+        15, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"
+            r"wgmma\.wait_group\.sync\.aligned kPending"),
     ("05", r"^  RingState<STAGES> pos"): (30, r"full\.wait\(pos\.stage, pos\.phase[\s\S]*"
                                             r"wgmma_wait_group<kPending>.*[\s\S]*empty\.arrive\("
                                             r"[\s\S]*load_stage[\s\S]*pos\.advance\(\)"),
