@@ -173,10 +173,14 @@ LISTINGS = {
     ("04", r"  // fence \(the registers were written above\)"): (
         15, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"
             r"wgmma\.wait_group\.sync\.aligned kPending"),
-    ("05", r"^  RingState<STAGES> pos"): (30, r"full\.wait\(pos\.stage, pos\.phase[\s\S]*"
-                                            r"wgmma_wait_group<kPending>.*[\s\S]*empty\.arrive\("
-                                            r"[\s\S]*load_stage[\s\S]*pos\.advance\(\)"),
-    ("05", r"^template <int kStages>"): (8, r"phase \^= 1u"),
+    # the whole kernel of the default build, then load_stage, RingState, mma_ktile, the wrappers' PTX
+    ("05", r'^extern "C" __global__'): (120, r"gemm_pipeline\([\s\S]*mbarrier_init\(full\[s\], 1\)[\s\S]*"
+                                             r"full\.wait\(pos\.stage, pos\.phase[\s\S]*mma_ktile\([\s\S]*"
+                                             r"wgmma_wait_group<kPending>.*[\s\S]*empty\.arrive\("
+                                             r"[\s\S]*load_stage[\s\S]*pos\.advance\(\)[\s\S]*store_c\("
+                                             r"[\s\S]*void load_stage[\s\S]*phase \^= 1u[\s\S]*"
+                                             r"void mma_ktile[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*"
+                                             r"wgmma\.wait_group\.sync\.aligned kPending;$"),
     ("05c", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
     # chapter 06's core lesson: both roles of rung 3's build, its variant switches resolved, less
     # the consumers' release lines (exercise 1's answer, printed after it)
@@ -259,7 +263,8 @@ def test_listings_render_and_show_their_lines(src):
         text = notebook.source_excerpt(_resolve_target(call.args[0], earlier), start, end,
                                        hooks=kw.get("hooks", False), omit=kw.get("omit"),
                                        variant=kw.get("variant", False),
-                                       ptx=kw.get("ptx", ()), more=kw.get("more", ()))   # what the cell shows
+                                       ptx=kw.get("ptx", ()), more=kw.get("more", ()),
+                                       ptx_last=kw.get("ptx_last", False))   # what the cell shows
         n = len(text.splitlines())
         assert n >= min_lines, f"{src.name} cell {i}: listing {start!r} shows only {n} lines"
         assert re.search(must, text), f"{src.name} cell {i}: listing {start!r} lacks {must!r}"

@@ -126,8 +126,8 @@ assert same
 #
 # The threads of `kernels/wgmma.cu` copy the operands, laid out as section 3 draws them, into
 # shared memory, make them visible to wgmma's [async proxy](../docs/glossary.md#proxy) with
-# `fence.proxy.async` (chapter 03), then run K/16 wgmmas: fence, issue, commit, wait. Below the
-# loop: its PTX for N = 64 (NVRTC, here, only to read; the kernel runs from cubin), then its SASS.
+# `fence.proxy.async` (chapter 03), then run K/16 wgmmas: fence, issue, commit, wait. Below: that
+# loop, its PTX for N = 64 (compiled here to read; kernels run from cubin) and its SASS.
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
