@@ -15,7 +15,8 @@ Everything the chapters need to turn a ``.cu`` file under ``asynctc/kernels/`` i
   cached on disk by :class:`cuda.core.utils.FileStreamProgramCache`. ptxas's resource report is kept;
   its diagnostics that mean lost performance (C7508 "setmaxnreg ignored", wgmma serialization,
   injected wgmma waits, spills — most printed at "info" level) become :class:`PerformanceWarning`,
-  its other warnings :class:`UserWarning`.
+  its other warnings :class:`UserWarning`. :func:`compile_ptx` makes PTX too, only for a notebook
+  to print (a literal ``wgmma.mma_async`` line); nothing runs from it.
 * :func:`launch` launches a compiled kernel, raising the dynamic shared-memory limit first when a
   launch asks for more than 48 KiB (``cuKernelSetAttribute``, CUDA driver API), after checking the
   launch configuration against the device's limits.
