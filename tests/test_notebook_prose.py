@@ -172,15 +172,18 @@ LISTINGS = {
             r"mbarrier_arrive_expect_tx[\s\S]*tma_load_rank[\s\S]*mbarrier_wait_parity_bounded[\s\S]*"
             r"mbarrier\.init\.shared[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*mbarrier\.try_wait\.parity"
             r"[\s\S]*for \(u32 i = 1; i < max_tries[\s\S]*atomicCAS"),
-    # the kernel's loop, the PTX of fence/commit/wait, the asm macro and its fp16 SS use
+    # the kernel's loop and the PTX of fence/commit/wait (the wgmma line itself: show_ptx, after it)
     ("04", r"  // fence \(the registers were written above\)"): (
-        25, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"
-            r"wgmma\.wait_group\.sync\.aligned kPending[\s\S]*wgmma\.mma_async\.sync\.aligned\.\" SHAPE TYPES"
-            r"[\s\S]*\.f32\.f16\.f16"),
-    ("05", r"^  RingState<STAGES> pos"): (30, r"full\.wait\(pos\.stage, pos\.phase[\s\S]*"
-                                            r"wgmma_wait_group<kPending>.*[\s\S]*empty\.arrive\("
-                                            r"[\s\S]*load_stage[\s\S]*pos\.advance\(\)"),
-    ("05", r"^template <int kStages>"): (8, r"phase \^= 1u"),
+        15, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"
+            r"wgmma\.wait_group\.sync\.aligned kPending"),
+    # the whole kernel of the default build, then load_stage, RingState, mma_ktile, the wrappers' PTX
+    ("05", r'^extern "C" __global__'): (120, r"gemm_pipeline\([\s\S]*mbarrier_init\(full\[s\], 1\)[\s\S]*"
+                                             r"full\.wait\(pos\.stage, pos\.phase[\s\S]*mma_ktile\([\s\S]*"
+                                             r"wgmma_wait_group<kPending>.*[\s\S]*empty\.arrive\("
+                                             r"[\s\S]*load_stage[\s\S]*pos\.advance\(\)[\s\S]*store_c\("
+                                             r"[\s\S]*void load_stage[\s\S]*phase \^= 1u[\s\S]*"
+                                             r"void mma_ktile[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*"
+                                             r"wgmma\.wait_group\.sync\.aligned kPending;$"),
     ("05c", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
     # chapter 06's core lesson: both roles of rung 3's build, its variant switches resolved, less
     # the consumers' release lines (exercise 1's answer, printed after it)
@@ -263,7 +266,8 @@ def test_listings_render_and_show_their_lines(src):
         text = notebook.source_excerpt(_resolve_target(call.args[0], earlier), start, end,
                                        hooks=kw.get("hooks", False), omit=kw.get("omit"),
                                        variant=kw.get("variant", False),
-                                       ptx=kw.get("ptx", ()), more=kw.get("more", ()))   # what the cell shows
+                                       ptx=kw.get("ptx", ()), more=kw.get("more", ()),
+                                       ptx_last=kw.get("ptx_last", False))   # what the cell shows
         n = len(text.splitlines())
         assert n >= min_lines, f"{src.name} cell {i}: listing {start!r} shows only {n} lines"
         assert re.search(must, text), f"{src.name} cell {i}: listing {start!r} lacks {must!r}"
@@ -285,6 +289,35 @@ def test_ptx_instructions_read_each_wrappers_asm_with_its_operands_named():
         notebook.ptx_instructions("wgmma_mma_async_ss")          # a macro builds its asm
 
 
+@pytest.mark.parametrize("dtype, n", [("float16", 64), ("bfloat16", 128)])
+def test_show_ptx_prints_a_complete_wgmma_line_of_the_build(dtype, n):
+    """NVRTC's PTX of the wgmma tile kernel, compiled on the CPU: fence, the k-steps' wgmma lines,
+    commit and wait; the first wgmma whole — the build's shape and types, N/2 accumulators, two
+    descriptors, scale-d and the four immediates — the later ones cut to their first and last
+    register."""
+    from asynctc import wgmma
+    from asynctc.core import notebook
+    ck = wgmma.compile_tile(wgmma.TileConfig(dtype, n))
+    text = notebook.ptx_listing(ck)
+    assert text.splitlines()[0].startswith(f"// {ck.name} (wgmma.cu, sm_90a): the PTX NVRTC")
+    assert notebook.show_ptx(ck).data == text
+    body = text.split("\n", 1)[1]
+    first = body[body.index("wgmma.mma_async"):body.index(";", body.index("wgmma.mma_async")) + 1]
+    t = "bf16" if dtype == "bfloat16" else "f16"
+    assert first.startswith(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{")
+    regs = first[first.index("{") + 1:first.index("}")].split(",")
+    assert len(regs) == n // 2 and all(r.strip().startswith("%f") for r in regs)
+    assert re.search(r"\}, %rd\d+, %rd\d+, p, 1, 1, 0, 0;$", first)
+    assert max(len(ln) for ln in first.splitlines()) <= 96
+    ops = [ln.split()[0] for ln in body.splitlines() if ln.startswith("wgmma.")]
+    assert ops == ["wgmma.fence.sync.aligned;"] + [ops[1]] * 4 + ["wgmma.commit_group.sync.aligned;",
+                                                                  "wgmma.wait_group.sync.aligned"]
+    assert body.count(f"// {n // 2} registers") == 3
+    with pytest.raises(ValueError, match="no entry named"):
+        from asynctc.core import sass
+        sass.ptx_excerpt(ck.ptx(), "no_such_kernel")
+
+
 def test_one_listing_may_add_the_ptx_and_more_files():
     from asynctc.core import notebook
     text = notebook.source_excerpt("ptx/mma.cuh", start=r"^template <>", end=r"^}", ptx=("mbarrier_init",),
@@ -295,6 +328,12 @@ def test_one_listing_may_add_the_ptx_and_more_files():
     assert lines[at + 1].split() == ["//", "mbarrier_init", "mbarrier.init.shared::cta.b64", "[bar],", "count;"]
     at = lines.index("// ---- kernels/ptx/fence.cuh")
     assert "fence_proxy_async_shared_cta" in lines[at + 1] and lines[-1] == "}"
+    last = notebook.source_excerpt("ptx/mma.cuh", start=r"^template <>", end=r"^}", ptx=("mbarrier_init",),
+                                   more=(("ptx/fence.cuh", r"void fence_proxy_async_shared_cta", r"^}"),),
+                                   ptx_last=True).splitlines()
+    assert sorted(last) == sorted(lines)                          # the same lines, the PTX table last
+    assert last.index("// ---- kernels/ptx/fence.cuh") < last.index(
+        "// ---- the PTX instruction each wrapper issues (kernels/ptx/*.cuh)") == len(last) - 2
 
 
 def test_omit_leaves_out_several_ranges_and_left_out_prints_only_them():

@@ -478,6 +478,23 @@ def test_closest_cap_scans_the_ring_model():
     assert cap == 40 and gap < 1e-9
 
 
+def test_plateau_in_bytes_is_chapter_00s_arithmetic_beside_the_cap():
+    """128×256×64 fp16: 48 KiB per 4.19 MFLOP = 48 B/clk/SM at 4096 FLOP/clk/SM; a cap of 42
+    allows 0.875 of peak. The sentence holds only while the cap is below the need and the plateau
+    below what the cap allows."""
+    from asynctc.models.pipeline import HardwareParams
+    hw = HardwareParams(clock_mhz=1000.0, sm_count=100)            # peak: 100 × 4096 × 1 GHz = 409.6 TFLOP/s
+    ok, text = P.plateau_in_bytes({3: 300.0, 4: 320.0}, 42, hw=hw)
+    assert ok and text.startswith("A 128×256×64 fp16 k-tile brings 48 KiB for 4.19 MFLOP, so at 4096 "
+                                  "FLOP/clk/SM the ring must deliver 48 B/clk/SM.")
+    assert "cap, 42 B/clk/SM, allows at most 0.88 of peak" in text
+    assert "(S = 4, 320 TFLOP/s) is 0.78 of the peak at the model's 1000 MHz" in text
+    assert not P.plateau_in_bytes({4: 380.0}, 42, hw=hw)[0]      # 0.93 of peak: above what 42 allows
+    assert not P.plateau_in_bytes({4: 300.0}, 48, hw=hw)[0]      # the cap no longer below the need
+    cfg = P.PipelineConfig(bm=128, bn=128, consumers=1, stages=3)  # chapter 00 §4's tile: 64 B/clk/SM
+    assert "deliver 64 B/clk/SM" in P.plateau_in_bytes({3: 300.0}, 42, cfg, hw)[1]
+
+
 def test_trace_beside_model_finds_where_the_waits_stop():
     """A recorded CTA (here the ring model itself under a tight L2 cap, stored as a record's
     ``cta0`` entry) beside the uncapped model: its lanes come back as the model names them, the

@@ -230,3 +230,18 @@ def test_doctor_runs():
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert "sm_90a" in out.stdout and "sm_100a" in out.stdout and "mode" in out.stdout
+
+
+def test_compile_ptx_is_for_reading_cached_and_checks_its_arch(tmp_path, monkeypatch):
+    """PTX without a GPU (NVRTC through cuda.bindings, no driver call), written once to the cache
+    and read back from it; an unknown arch or a file outside kernels/ is refused."""
+    monkeypatch.setenv("ASYNCTC_CACHE", str(tmp_path))
+    text = runtime.compile_ptx("wgmma.cu", "sm_90a", {"DT": 0, "N": 64, "KSTEPS": 4})
+    assert ".target sm_90a" in text and "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in text
+    (cached,) = (tmp_path / "ptx").glob("*.ptx")
+    cached.write_text(text + "// from the cache\n")
+    assert runtime.compile_ptx("wgmma.cu", "sm_90a", {"DT": 0, "N": 64, "KSTEPS": 4}).endswith("// from the cache\n")
+    with pytest.raises(ValueError, match="arch"):
+        runtime.compile_ptx("wgmma.cu", "compute_90")
+    with pytest.raises(ValueError, match="kernels/"):
+        runtime.compile_ptx("../core/runtime.py")

@@ -10,6 +10,9 @@ Conventions the chapters follow (``tests/test_notebook_prose.py`` enforces them)
 * every ``show_source`` listing is the last expression of its cell (or wrapped in ``display``), so it
   renders, and shows the lines it is about;
 * the first code cell calls :func:`banner`, which also makes figures render inline.
+
+:func:`show_ptx` prints a compiled kernel's PTX lines (a literal ``wgmma.mma_async``), compiled by
+NVRTC on the CPU for reading only.
 """
 
 from __future__ import annotations
@@ -100,7 +103,8 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
 
 def source_excerpt(target, start: str | None = None, end: str | None = None, *,
                    hooks: bool = False, variant: bool = False, omit=None, left_out: bool = False,
-                   ptx: tuple[str, ...] = (), more: tuple[tuple[str, str, str], ...] = ()) -> str:
+                   ptx: tuple[str, ...] = (), more: tuple[tuple[str, str, str], ...] = (),
+                   ptx_last: bool = False) -> str:
     """The text :func:`show_source` shows: a kernel's CUDA C++ source (a
     :class:`~asynctc.core.runtime.CompiledKernel` or a file name under ``asynctc/kernels/``), from the
     first line matching ``start`` up to and including the first *later* line matching ``end``
@@ -131,6 +135,8 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     ``kernels/ptx/*.cuh`` wrappers) adds, as comments, the PTX instruction each issues
     (:func:`ptx_instructions`), and ``more`` (``(file, start, end)`` triples) adds further excerpts,
     each under a ``// ---- kernels/<file>`` line (``// ...`` when it is further down the same file).
+    The PTX comes right after the first excerpt, or with ``ptx_last=True`` after the ``more``
+    excerpts (a listing whose wrappers are called in them).
 
     Raises ``ValueError`` when no line matches ``start`` or no later line matches ``end`` (or
     ``omit``'s patterns), or for a file name outside ``kernels/`` (absolute, ``..``;
@@ -144,15 +150,16 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
             return out
     elif left_out:
         raise ValueError("left_out=True shows the lines omit leaves out: give omit")
-    if ptx:
-        text += ("\n\n// ---- the PTX instruction each wrapper issues (kernels/ptx/*.cuh)\n"
-                 + "\n".join("//   " + ln for ln in ptx_instructions(*ptx).splitlines()[1:]))
-    previous = None if ptx or not isinstance(target, str) else target
+    table = ("" if not ptx else "\n\n// ---- the PTX instruction each wrapper issues (kernels/ptx/*.cuh)\n"
+             + "\n".join("//   " + ln for ln in ptx_instructions(*ptx).splitlines()[1:]))
+    if not ptx_last:
+        text += table
+    previous = None if (ptx and not ptx_last) or not isinstance(target, str) else target
     for file, s, e in more:
         head = "// ..." if file == previous else f"// ---- kernels/{file}"
         text += f"\n\n{head}\n" + _excerpt(file, s, e, hooks, variant)
         previous = file
-    return text
+    return text + table if ptx_last else text
 
 
 def _omit(text: str, omit) -> tuple[str, str]:
@@ -239,17 +246,42 @@ def _excerpt(target, start, end, hooks, variant=False) -> str:
 
 def show_source(target, start: str | None = None, end: str | None = None, *, hooks: bool = False,
                 variant: bool = False, omit=None, left_out: bool = False,
-                ptx: tuple[str, ...] = (), more: tuple[tuple[str, str, str], ...] = ()):
+                ptx: tuple[str, ...] = (), more: tuple[tuple[str, str, str], ...] = (),
+                ptx_last: bool = False):
     """Display :func:`source_excerpt` as highlighted CUDA C++ (an IPython ``Code`` object: make it the
     last expression of the cell, or pass it to ``display``, or it does not render). ``hooks=True``
     shows the experiment hooks (``ABLATE``, ``BUG``, ``BREAK``, ``TRACE``, ...) as written; by
     default the listing shows what the default build compiles, and says what it hid;
     ``variant=True`` shows the one build ``target`` (a compiled kernel) is, its variant switches
-    resolved too. ``omit``: lines left out (``left_out=True``: only those); ``ptx``, ``more``: the
-    PTX of wrappers and further excerpts in the same listing (:func:`source_excerpt`)."""
+    resolved too. ``omit``: lines left out (``left_out=True``: only those); ``ptx``, ``more``,
+    ``ptx_last``: the PTX of wrappers and further excerpts in the same listing
+    (:func:`source_excerpt`)."""
     from IPython.display import Code
     return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant, omit=omit,
-                               left_out=left_out, ptx=ptx, more=more), language="cuda")
+                               left_out=left_out, ptx=ptx, more=more, ptx_last=ptx_last),
+                language="cuda")
+
+
+def ptx_listing(target, pattern: str = r"wgmma\.", full: int = 1, width: int = 96) -> str:
+    """The text :func:`show_ptx` shows: a comment line naming the kernel, then the lines of compiled
+    kernel ``target``'s PTX (:meth:`~asynctc.core.runtime.CompiledKernel.ptx`, NVRTC on the CPU)
+    that match ``pattern``, the first ``full`` register lists whole and wrapped at ``width``
+    (:func:`asynctc.core.sass.ptx_excerpt`). Raises ``ValueError`` when no line matches."""
+    from . import sass
+    major, minor = runtime.nvrtc_version()
+    head = (f"// {target.name} ({target.source}, {target.arch}): the PTX NVRTC {major}.{minor} emits, "
+            f"lines matching {pattern}")
+    return head + "\n" + sass.ptx_excerpt(target.ptx(), target.name, pattern, full=full, width=width)
+
+
+def show_ptx(target, pattern: str = r"wgmma\.", full: int = 1, width: int = 96):
+    """Display :func:`ptx_listing` as highlighted PTX (an IPython ``Code`` object: the last
+    expression of the cell, or passed to ``display``): e.g. one complete ``wgmma.mma_async`` line
+    of a kernel's loop, with its accumulator registers, descriptors and immediates. The PTX is
+    compiled for reading only (kernels run from cubin) and its register numbers depend on the
+    NVRTC version: show it in an ``output varies`` cell."""
+    from IPython.display import Code
+    return Code(ptx_listing(target, pattern, full, width), language="ptx")
 
 
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')

@@ -15,7 +15,8 @@ Everything the chapters need to turn a ``.cu`` file under ``asynctc/kernels/`` i
   cached on disk by :class:`cuda.core.utils.FileStreamProgramCache`. ptxas's resource report is kept;
   its diagnostics that mean lost performance (C7508 "setmaxnreg ignored", wgmma serialization,
   injected wgmma waits, spills — most printed at "info" level) become :class:`PerformanceWarning`,
-  its other warnings :class:`UserWarning`.
+  its other warnings :class:`UserWarning`. :func:`compile_ptx` makes PTX too, only for a notebook
+  to print (a literal ``wgmma.mma_async`` line); nothing runs from it.
 * :func:`launch` launches a compiled kernel, raising the dynamic shared-memory limit first when a
   launch asks for more than 48 KiB (``cuKernelSetAttribute``, CUDA driver API), after checking the
   launch configuration against the device's limits.
@@ -331,6 +332,10 @@ class CompiledKernel:
         """The CUDA C++ source this kernel was compiled from."""
         return self.code if self.code is not None else kernel_path(self.source).read_text()
 
+    def ptx(self) -> str:
+        """The PTX NVRTC makes of the same source and defines, for reading (:func:`compile_ptx`)."""
+        return compile_ptx(self.source, self.arch, self.defines, self.code)
+
 
 _loaded: dict[tuple[bytes, str], Any] = {}
 
@@ -457,6 +462,54 @@ def compile_kernel(source: str, name: str, arch: str = "sm_90a",
                         log=log, resources=res.get(name, Resources()), code=code if edited else None)
     _memo[memo_key] = ck
     return ck
+
+
+def compile_ptx(source: str, arch: str = "sm_90a", defines: dict[str, Any] | None = None,
+                code: str | None = None) -> str:
+    """The PTX NVRTC makes of ``kernels/<source>`` for ``arch`` with ``defines`` (``code``: an
+    edited copy, as :func:`compile_kernel`), every entry point of the module: **for reading only**
+    (a notebook prints a kernel's ``wgmma.mma_async`` line); the course runs cubin, never PTX.
+
+    Calls NVRTC through ``cuda.bindings.nvrtc``: cuda.core's ``Program.compile("ptx")`` asks the
+    driver for its version, and a machine without a GPU has none. Works without a GPU; the text is
+    cached on disk beside the cubins (``<cache>/ptx/``), keyed by the source, headers, options and
+    NVRTC version. Raises :class:`ValueError` as :func:`compile_kernel` does (arch, source) and
+    :class:`CompileError` with NVRTC's log."""
+    if arch not in ARCH_CC:
+        raise ValueError(f"arch={arch!r}: must be one of {sorted(ARCH_CC)}")
+    path = kernel_path(source)
+    code = path.read_text() if code is None else code
+    from cuda.bindings import nvrtc
+    from cuda.core import ProgramOptions
+    opts = ProgramOptions(name=source, arch=arch, std="c++17", include_path=list(include_dirs()),
+                          define_macro=[_fmt_define(k, v) for k, v in sorted((defines or {}).items())]
+                          or None).as_bytes("nvrtc")
+    h = hashlib.blake2b(digest_size=16)
+    for part in (code.encode(), _header_digest(), repr(nvrtc_version()).encode(), *opts):
+        h.update(part + b"\0")
+    cached = cache_dir() / "ptx" / f"{h.hexdigest()}.ptx"
+    if cached.is_file():
+        return cached.read_text()
+    err, prog = nvrtc.nvrtcCreateProgram(code.encode(), source.encode(), 0, [], [])
+    try:
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            _, n = nvrtc.nvrtcGetProgramLogSize(prog)
+            log = b" " * n
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            raise CompileError(f"NVRTC failed to compile {source} to PTX (arch {arch}, defines "
+                               f"{defines}):\n{log.decode(errors='replace').rstrip(chr(0))}")
+        _, n = nvrtc.nvrtcGetPTXSize(prog)
+        buf = b" " * n
+        nvrtc.nvrtcGetPTX(prog, buf)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    text = buf.decode().rstrip("\x00")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, cached)
+    return text
 
 
 #: ptxas lines that mean lost performance, whatever their level (most are "info"), as measured

@@ -128,3 +128,59 @@ def excerpt(sass_text: str, pattern: str, context: int = 2, limit: int = 12) -> 
             seen.add(i)
             out.append(re.sub(r"\s+", " ", lines[i]).strip())
     return "\n".join(out[: limit * (2 * context + 1)])
+
+
+# --------------------------------------------------------------------------------------------------
+# PTX, for reading (runtime.compile_ptx): one entry's lines, and a long instruction wrapped
+# --------------------------------------------------------------------------------------------------
+
+def ptx_function(ptx_text: str, name: str) -> str:
+    """The PTX of entry ``name`` alone, from its ``.entry`` line up to the next entry point (inline
+    asm braces sit at column 0 in NVRTC's PTX, so a closing ``}`` does not end a function).
+    Raises ``ValueError`` when the module has no such entry."""
+    m = re.search(rf"^\.(?:visible|weak)?\s*\.entry {re.escape(name)}\(.*?(?=^\s*// \.globl|^\.visible|\Z)",
+                  ptx_text, re.S | re.M)
+    if not m:
+        raise ValueError(f"the PTX has no entry named {name!r}")
+    return m.group(0)
+
+
+def _wrap(line: str, width: int, indent: str = "    ") -> list[str]:
+    """``line`` broken after commas so that no piece is longer than ``width``, later pieces
+    indented; the last register and the operands after its closing brace stay in one piece."""
+    brace = line.rfind("}")
+    head, tail = (line, "") if brace < 0 else (line[:brace], line[brace:])
+    pieces = re.split(r"(?<=, )", head)
+    pieces[-1] += tail                  # the last register travels with the operands after it
+    out, cur = [], ""
+    for piece in pieces:
+        if cur.strip() and len(cur) + len(piece.rstrip()) > width:
+            out.append(cur.rstrip())
+            cur = indent
+        cur += piece
+    return out + [cur.rstrip()]
+
+
+def ptx_excerpt(ptx_text: str, name: str, pattern: str = r"wgmma\.", full: int = 1,
+                width: int = 96) -> str:
+    """The lines of entry ``name``'s PTX that match ``pattern`` (a regex), in program order. The first
+    ``full`` lines with a register list in braces are shown whole, wrapped after commas at
+    ``width`` characters; in later ones the list is cut to its first and last register
+    (``{%f1, …, %f64}``, and a count). Raises ``ValueError`` (no such entry, or no line matches)."""
+    lines = [ln.strip() for ln in ptx_function(ptx_text, name).splitlines() if re.search(pattern, ln)]
+    if not lines:
+        raise ValueError(f"no line of {name}'s PTX matches {pattern!r}")
+    out, shown = [], 0
+    for ln in lines:
+        regs = re.search(r"\{([^{}]*)\}", ln)
+        if regs is None:
+            out.append(ln)
+            continue
+        if shown < full:
+            shown += 1
+            out += _wrap(ln, width)
+            continue
+        r = [x.strip() for x in regs.group(1).split(",")]
+        cut = f"{{{r[0]}, …, {r[-1]}}}" if len(r) > 2 else regs.group(0)
+        out.append(ln[:regs.start()] + cut + ln[regs.end():] + f"   // {len(r)} registers")
+    return "\n".join(out)

@@ -2,7 +2,8 @@
 a Gantt chart (:func:`plot_trace`), the same trace above the ring model's schedule on one time axis
 (:func:`plot_trace_beside_model`, its sentence :func:`waits_beside_model`), the throughput by ring
 depth from a ``pipeline`` record (:func:`plot_depth`), and the sentence that sets the ring model's
-depth sweep beside the record's (:func:`model_beside_record`, the best L2 cap :func:`closest_cap`)."""
+depth sweep beside the record's (:func:`model_beside_record`, the best L2 cap :func:`closest_cap`),
+and the plateau in bytes per clock beside that cap (:func:`plateau_in_bytes`)."""
 
 from __future__ import annotations
 
@@ -185,6 +186,39 @@ def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | N
         best = (f" The best whole cap, {closest[0]} B/clock/SM, brings every recorded depth within "
                 f"{closest[1]:.0%}.")
     return l2_cap is not None or fm == fr, f"{head}: {shape}, {height}.{best}"
+
+
+def plateau_in_bytes(measured: dict, l2_cap: float, cfg=None, hw=None) -> tuple[bool, str]:
+    """Chapter 05 §5's plateau in chapter 00 §4's terms: the bytes per clock per SM the ring must
+    deliver for the Tensor Cores to run at the datasheet rate, beside an L2 → SM cap (e.g.
+    :func:`closest_cap`'s), and the fraction of peak each allows.
+
+    ``measured``: the record's depth sweep for ``cfg``'s tile ({stages: TFLOP/s}); ``cfg``: a
+    :class:`~asynctc.pipeline.config.PipelineConfig` (default: the 128×256×64 fp16 kernel).
+    Bytes per k-tile (bm + bn)·bk·2, FLOP per k-tile 2·bm·bn·bk; the need is bytes × 4096
+    FLOP/clk/SM (:data:`asynctc.core.peak.FLOP_PER_CLK_PER_SM`) ÷ FLOP; the cap allows cap ÷ need
+    of peak. The plateau (the best recorded depth) is set against SMs × 4096 × the clock the ring
+    model counts cycles at (``hw``, default :meth:`HardwareParams.from_records`: the SM clock
+    chapter 04's wgmma record measured), the clock the cap is fitted in.
+    Returns (condition, sentence) for :func:`asynctc.core.notebook.claim`: the condition is what
+    the sentence states — the cap lies below the need, and the plateau below what the cap allows."""
+    from ..core.peak import FLOP_PER_CLK_PER_SM, peak_tflops
+    from ..models.pipeline import HardwareParams
+    from .config import PipelineConfig
+    cfg = cfg or PipelineConfig()
+    hw = hw or HardwareParams.from_records()
+    nbytes, flop = cfg.stage_bytes, 2 * cfg.bm * cfg.bn * cfg.bk
+    need = nbytes * FLOP_PER_CLK_PER_SM[cfg.dtype] / flop
+    allows = min(1.0, l2_cap / need)
+    top = max(measured, key=measured.get)
+    got = measured[top] / peak_tflops(hw.sm_count, hw.clock_mhz, FLOP_PER_CLK_PER_SM[cfg.dtype])
+    short = {"float16": "fp16", "bfloat16": "bf16"}.get(cfg.dtype, cfg.dtype)
+    text = (f"A {cfg.bm}×{cfg.bn}×{cfg.bk} {short} k-tile brings {nbytes / 1024:g} KiB for "
+            f"{flop / 1e6:.2f} MFLOP, so at {FLOP_PER_CLK_PER_SM[cfg.dtype]} FLOP/clk/SM the ring must "
+            f"deliver {need:.0f} B/clk/SM. The fitted cap, {l2_cap:g} B/clk/SM, allows at most "
+            f"{allows:.2f} of peak; the record's plateau (S = {top}, {measured[top]:.0f} TFLOP/s) is "
+            f"{got:.2f} of the peak at the model's {hw.clock_mhz:.0f} MHz.")
+    return l2_cap < need and got < allows, text
 
 
 def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None):

@@ -97,10 +97,12 @@ fig = wgmma.plot_layouts("float16", majors=("K",))
 plt.show()
 
 # %% [markdown]
-# **MN-major.** A core matrix's 16-byte rows run along M, so a box's rows are **k-rows**. SBO steps
-# 8 k-rows, along K. A k-step reads 16 k-rows, each 64 m = 128 bytes. With 64-byte swizzle those
-# span two boxes, so LBO is one box: 64 k-rows × 64 B = 4096 B. One exception: without swizzle the
-# two names swap, so LBO steps 8 k-rows (128 B) and SBO steps to the next box.
+# **MN-major.** A core matrix's 16-byte row is now 8 m values at one k, so a box's rows are
+# **k-rows**. SBO steps 8 k-rows down a box; LBO steps to the next box along M.
+#
+# Example: A is 64 m × 64 k, fp16, 64-byte swizzle. A k-row is 64 × 2 = 128 B; a box row is
+# 64 B. So the tile is two boxes side by side, each 64 k-rows × 64 B. SBO = 8 × 64 B = 512 B;
+# LBO = one box = 4096 B. (Without swizzle the names swap: LBO steps 8 k-rows, SBO a box.)
 
 # %%
 fig = wgmma.plot_layouts("float16", majors=("MN",))
@@ -122,28 +124,25 @@ assert same
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# Python lays each operand's bytes out as section 3 draws them. The threads of `kernels/wgmma.cu`
-# copy those bytes into shared memory with 16-byte stores, make them visible to wgmma's
-# [async proxy](../docs/glossary.md#proxy) with `fence.proxy.async` (chapter 03), then run K/16
-# wgmmas: fence, issue, commit, wait.
-
-# %%
-notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
-                     end=r"^  wgmma_wait_group<0>\(\);$",
-                     ptx=("wgmma_fence", "wgmma_commit_group", "wgmma_wait_group"),
-                     more=(("ptx/wgmma.cuh", r"^#define WGMMA_ASM", r": __VA_ARGS__\)"),
-                           ("ptx/wgmma.cuh", r"if constexpr \(kDtype == 0\)", r'"n"\(kTransA\), "n"\(kTransB\)\);')))
-
-# %% [markdown]
-# `wgmma_mma_async_ss` is one asm statement, pasted together by the macro `WGMMA_ASM`. The predicate
-# `p` (`scale_d`) adds into D or overwrites it; the immediates scale-a, scale-b (1: no negation) and
-# trans-a, trans-b (1: MN-major) close it. In the SASS, `WARPGROUP.ARRIVE` is the fence, each k-step
-# one `HGMMA` reading through `gdesc` (the descriptors), and `WARPGROUP.DEPBAR.LE gsb0` the wait.
-# The commit has no instruction of its own: the last `HGMMA` carries the `gsb0` the wait names.
+# The threads of `kernels/wgmma.cu` copy the operands, laid out as section 3 draws them, into
+# shared memory, make them visible to wgmma's [async proxy](../docs/glossary.md#proxy) with
+# `fence.proxy.async` (chapter 03), then run K/16 wgmmas: fence, issue, commit, wait. Below: that
+# loop, its PTX for N = 64 (compiled here to read; kernels run from cubin) and its SASS.
 
 # %% output varies
-ck = wgmma.compile_tile(wgmma.TileConfig("float16", 128))             # K-major A and B, 128-byte swizzle
+display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
+                             end=r"^  wgmma_wait_group<0>\(\);$",
+                             ptx=("wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
+ck = wgmma.compile_tile(wgmma.TileConfig("float16", 64))             # K-major A and B, 128-byte swizzle
+display(notebook.show_ptx(ck))
 print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
+
+# %% [markdown]
+# The first `wgmma.mma_async`: shape `m64n64k16`; types of D, A, B `.f32.f16.f16`; in braces D,
+# 32 fp32 registers per thread (N/2); the A and B descriptors; `p`, scale-d (0: overwrite D, 1:
+# add); `1, 1` scale-a, scale-b (no negation); `0, 0` trans-a, trans-b (K-major). In the SASS,
+# `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `WARPGROUP.DEPBAR.LE gsb0` the wait; the
+# commit is the `gsb0` the last `HGMMA` carries.
 
 # %% [markdown]
 # ## 6. Correct for every combination

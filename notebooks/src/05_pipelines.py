@@ -9,7 +9,7 @@
 #
 # 1. draw the ring of S shared-memory stages with its *full* and *empty* mbarriers, and say who
 #    arrives, who waits and on which [phase parity](../docs/glossary.md#phase-parity) at every k-tile;
-# 2. read the kernel's loop and check it against float64;
+# 2. read the whole kernel and check it against float64;
 # 3. measure throughput against ring depth, beside cuBLAS, and test why it stops rising with the
 #    ring model.
 #
@@ -73,40 +73,50 @@ def empty_parity(t, S):
 ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity))
 
 # %% [markdown]
-# ## 2. The kernel, from its source
-#
-# The kernel is `asynctc/kernels/pipeline.cu`. Its loop takes four numbered steps per k-tile k.
-# In step 3 the consumers release k-tile r = k − kPending. In step 4 the producer refills that
-# stage with k-tile t = r + S. Its wait on empty uses `rp`, r's phase: that is exercise 1's
-# `empty_parity(t, S)`.
-#
-# `pos` is k's stage and phase, `prev` is k − 1's. Both are a `RingState` (second listing, from
-# `ring.cuh`; its i is our k). `advance()` flips the phase when the stage wraps to 0, so the loop
-# needs no division.
-
-# %% output answers a prediction
-if exercises.after("ch05.ring_parities"):
-    display(notebook.show_source("pipeline.cu", start=r"^  RingState<STAGES> pos", end=r"^  \}$"))
-    display(notebook.show_source("ring.cuh", start=r"^template <int kStages>", end=r"^};"))
-
-# %% [markdown]
-# `fence_accumulators(acc)` keeps the compiler from moving accumulator reads or writes across a
-# wgmma, which writes them asynchronously. The last two arguments of `full.wait`, `wg` and `k`, only
-# label the wait: a timeout writes them into the kernel's error word.
-#
-# **Names**, e.g. `128x256x64/c2 s4`: CTA tile 128×256×64, 2 consumer warpgroups, S = 4 stages
-# (every part of a name: [05c](05c_pipeline_variants.ipynb) §1).
-#
 # **Exercise 2 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it).
-# With S = 6 stages and a **single** consumer warpgroup, should the loop's
-# `wgmma.wait_group<kPending>` leave 0 or 1 group pending to keep the math going while a stage is
-# released and refilled? Then try `mp.simulate(6, p, 1, 32).math_fraction` (the ring model: S = 6,
-# p groups pending, 1 consumer, 32 k-tiles) for p = 0 and 1: the share of the loop with a wgmma in
-# flight.
+# A consumer issues each k-tile's wgmmas as one group (chapter 04), then waits with
+# `wgmma.wait_group`. With S = 6 stages and a **single** consumer warpgroup, should that wait
+# leave 0 or 1 group pending to keep the math going while a stage is released and refilled? Then
+# try `mp.simulate(6, p, 1, 32).math_fraction` (the ring model: S = 6, p groups pending, 1
+# consumer, 32 k-tiles) for p = 0 and 1: the share of the loop with a wgmma in flight.
 
 # %%
 answer = ...
 ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
+
+# %% [markdown]
+# ## 2. The kernel, from its source
+#
+# Below is all of `gemm_pipeline` (`kernels/pipeline.cu`) in its default build, `128x256x64/c2 s4`
+# (CTA tile 128×256×64, 2 consumer warpgroups, S = 4; names: [05c](05c_pipeline_variants.ipynb)
+# §1), hooks hidden, then its helpers and their PTX. Four parts:
+#
+# 1. **Set-up**, to `__syncthreads()`: stage s sits at `base + s · kStageBytes`; thread 0 inits
+#    its full (1 arrival) and empty (one per consumer) barriers.
+# 2. **Prologue**: the producer fills stages 0 … S − 1 with `load_stage`: `arrive.expect_tx` of the
+#    stage's bytes on full[s], then the TMA boxes.
+# 3. **The loop**, per k-tile k: wait on full; `mma_ktile`, then wait until kPending groups remain;
+#    release k-tile r = k − kPending on empty; the producer waits on empty (parity `rp`: exercise
+#    1's `empty_parity(r + S, S)`) and refills the stage with k-tile r + S. `pos` is k's stage and
+#    phase, `prev` k − 1's; `advance()` flips the phase when the stage wraps.
+# 4. **Epilogue**: `wait_group<0>`, then `store_c` writes the accumulators to C.
+#
+# `fence_accumulators` keeps the compiler from moving accumulator accesses across a wgmma.
+
+# %% output answers a prediction
+if exercises.after("ch05.ring_parities"):              # the listing answers exercises 1 and 2
+    if exercises.after("ch05.groups_pending"):
+        display(notebook.show_source(
+            "pipeline.cu", start=r'^extern "C" __global__', end=r"^}", variant=True, ptx_last=True,
+            more=(("pipeline.cu", r"^// ---- the producer's half", r"^}"), ("ring.cuh", r"^template <int", r"^};"),
+                  ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
+            ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
+                 "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
+        display(notebook.show_ptx(pl.compile_pipeline(pl.PipelineConfig())))   # the same default build
+
+# %% [markdown]
+# As in chapter 04: one `m64n256k16` per k-step, each naming the thread's 128 accumulators; then
+# the commit and `wait_group 1`.
 
 # %% [markdown]
 # ## 3. Correct first
@@ -167,15 +177,14 @@ plt.show()
 _ = notebook.claim(*pl.waits_beside_model(trace, ring))
 
 # %% [markdown]
-# The data come only as fast as the path into the SM delivers them. Which part sets that rate: L2
-# into the SM, or wgmmas slowed by the loads? The trace cannot tell.
+# The data come only as fast as the path into the SM delivers them. Is that rate set by L2, or
+# by wgmmas slowed by the loads? The trace cannot tell.
 # [05b](05b_pipeline_timeline.ipynb) §3 draws the timelines at S = 1, 2 and 4.
 #
 # **Try it.** No record gives the bytes per clock L2 delivers into one SM; the model lets L2 keep
 # up unless capped. *Predict:* without a cap, where does the model's depth sweep flatten, and does
 # it land on the record? Run the cell. Then set `L2_CAP` (e.g. 30 or 45): which cap brings every
-# recorded depth within 15 %? Can any bring them within 5 %? With a cap set, the cell's sentence
-# also says how close the best cap gets.
+# recorded depth within 15 %? Can any bring them within 5 %?
 
 # %% output answers a prediction
 L2_CAP = None                      # bytes per clock per SM from L2 into shared memory; None: no cap
@@ -188,6 +197,15 @@ best = pl.closest_cap(meas) if L2_CAP else None     # the best cap: said only on
 _ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
 
 # %% [markdown]
+# **In chapter 00's terms.** [Chapter 00](00_why_async.ipynb) §4 counted the bytes per clock an SM
+# needs at full rate (64 B/clk for a 128×128 tile). Below, this tile's count beside the best cap:
+# a cap under the need keeps the loop below peak; each tile's fill, epilogue and last wave (the
+# model counts them) keep the plateau lower still.
+
+# %% output answers a prediction
+_ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # 128×256×64 fp16
+
+# %% [markdown]
 # **What this can and cannot tell.** No run measured the L2 → SM rate, so a cap that brings the
 # curve near the record is a **fit**: it shows the cap could explain the sweep, not that it does
 # ([05b](05b_pipeline_timeline.ipynb) §4).
@@ -195,7 +213,7 @@ _ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercises 1 and 2 are in sections 1 and 2.
+# Exercises 1 and 2 are in section 1.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
