@@ -51,7 +51,8 @@ def _arrivals_hint(answer, consumers: int, cluster: int):
     if isinstance(answer, bool) or not isinstance(answer, int):
         return "an arrival count is a whole number"
     want = consumers * cluster
-    model = f"The cluster ring model (mp.simulate_cluster({answer})) finds {model_text(answer, consumers, cluster)}"
+    model = (f"The cluster ring model (asynctc.models.pipeline.simulate_cluster({answer})) finds "
+             f"{model_text(answer, consumers, cluster)}")
     if answer < 1:
         return f"mbarrier.init takes a count of 1..2^20−1. {model}"
     if answer in (128 * consumers, 128 * want):

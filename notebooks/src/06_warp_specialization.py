@@ -121,8 +121,8 @@ _ = notebook.claim(*W.rung34_note(res)[:2])
 # %% [markdown]
 # ## 4. Rungs 5–8, one at a time
 #
-# Per rung: what it adds (`W.rung_diff(name)`: `-` / `+` lines only in the earlier / the later
-# build), what it should buy, what it bought.
+# Per rung: what it adds (`W.rung_diff(name)`, `-` / `+`: the earlier / the later build), what it
+# should buy, what it bought.
 #
 # **Rung 5, [persistent](../docs/glossary.md#persistent).** One CTA per SM, each walking the
 # tiles `item_step` apart. The producer loads the next tile's first stages while the consumers
@@ -161,15 +161,23 @@ if exercises.after("ch06.cluster_arrivals"):
 # Until now each consumer thread stored its accumulators straight to C (`store_c`): a warp's store
 # covers 8 rows of 16 bytes, so a 128-byte line of C takes eight requests. Rung 7 writes C into
 # shared memory with [stmatrix](../docs/glossary.md#stmatrix), then stores each 64×64 chunk
-# with one TMA store. Predicted: +1 to +3 %. An ablation also added it to rungs 3 and 5:
+# with one TMA store. Predicted: +1 to +3 %. An ablation also added it to rungs 3 and 5.
+#
+# **Rung 8, a wider [raster](../docs/glossary.md#raster).** One compile-time value changes
+# (`W.rung_diff("raster")`): `GROUP_M` 8 → 16. The 132 CTAs running at once then touch 16 rows of
+# A tiles and about 8 columns of B, not 8 and 16: fewer bytes from DRAM. Predicted: +1 %, from an
+# earlier raster sweep (06d).
 
 # %% output varies
 print(W.rung_diff("tma_store", only="store_c", context=0))
 _ = notebook.claim(*W.rung_note(res, 7)[:2])
-_ = notebook.verdict(*W.store_verdicts(records.load("ws_store_ablation").results)[0])
+srec = records.load("ws_store_ablation")
+print(f"{srec.label()}\nPredicted on {W.STORE_PREDICTION_DATE}: {W.STORE_PREDICTIONS[0].split(' (')[0]}.")
+_ = notebook.verdict(*W.prediction_verdicts(srec.results)[0])
+_ = notebook.claim(*W.rung_note(res, 8)[:2])
 
 # %% [markdown]
-# **Exercise 3. Where stmatrix puts an accumulator.** A consumer's m64n256 wgmma leaves its
+# **Exercise 3. Where rung 7's stmatrix puts an accumulator.** A consumer's m64n256 wgmma leaves its
 # 64×256 block of C in registers: warp w = thread // 32 has rows 16w … 16w + 15; lane 4g + t
 # has, per 8-column block b, accumulators 4b … 4b + 3 = row g, columns 8b + 2t and 8b + 2t + 1,
 # then the same columns of row g + 8. stmatrix keeps rows and columns; staging chunk
@@ -179,15 +187,6 @@ _ = notebook.verdict(*W.store_verdicts(records.load("ws_store_ablation").results
 # %%
 answer = ...
 ok = exercises.check("ch06.store_position", answer, thread=77, index=46)
-
-# %% [markdown]
-# **Rung 8, a wider [raster](../docs/glossary.md#raster).** One compile-time value changes
-# (`W.rung_diff("raster")`): `GROUP_M` 8 → 16. The 132 CTAs running at once then touch 16 rows of
-# A tiles and about 8 columns of B, not 8 and 16: fewer bytes from DRAM. Predicted: +1 %, from an
-# earlier raster sweep (06d).
-
-# %% output varies
-_ = notebook.claim(*W.rung_note(res, 8)[:2])
 
 # %% [markdown]
 # Every rung in every ladder, and every verdict: [deep dive 06c](06c_ladder_investigations.ipynb).
