@@ -45,6 +45,8 @@ KW = {
     "ch06.consumer_regs": dict(producer_regs=56, consumers=2),
     "ch06.producer_wait": dict(tile=1, k=2, k_tiles=5, stages=4),
     "ch06.which_barrier": dict(event="consumer arrives"),
+    "ch06.cluster_arrivals": dict(consumers=2, cluster=2),
+    "ch06.store_position": dict(thread=77, index=46),
     "ch07.quantize": dict(value=300.0),
     "ch07.block_scale": dict(amax=37.5),
     "ch07.round_trip": dict(value=10.0, amax=37.5),
@@ -117,6 +119,18 @@ MISTAKES = [
     ("ch05.groups_pending", 0, "gaps between the wgmma"),
     ("ch05.groups_pending", 2, "the answer is 0 or 1"),
     ("ch05.find_bug", "full_parity_flipped", "ends in a Race"),
+    ("ch06.cluster_arrivals", 2, "rung 5's count"),
+    ("ch06.cluster_arrivals", 2, "race at k-tile 4"),
+    ("ch06.cluster_arrivals", 3, "too few"),
+    ("ch06.cluster_arrivals", 8, "waits forever"),
+    ("ch06.cluster_arrivals", 512, "counts threads"),
+    ("ch06.store_position", (26, 43), "swapped"),
+    ("ch06.store_position", (43, 90), "chunk 1"),
+    ("ch06.store_position", (11, 26), "warp's 16 rows"),
+    ("ch06.store_position", (35, 26), "8-row group"),
+    ("ch06.store_position", (41, 30), "g = lane // 4"),
+    ("ch06.store_position", (43, 24), "2·t"),
+    ("ch06.store_position", (43, 2), "swizzle"),
     ("ch06.consumer_regs", 228, "multiple of 8"),
     ("ch06.consumer_regs", 256, "nothing for the producer"),
     ("ch06.consumer_regs", 168, "count at entry"),
@@ -603,6 +617,11 @@ def test_solutions_in_the_notebooks_still_pass():
     assert ex("ch04.sbo", 8 * 64, swizzle=64, solution=True)
     assert ex("ch06.consumer_regs", (65536 - 128 * 56) // (128 * 2) // 8 * 8, producer_regs=56,
               consumers=2, solution=True)
+    assert ex("ch06.cluster_arrivals", 2 * 2, consumers=2, cluster=2, solution=True)
+    w, lane = divmod(77, 32)
+    assert ex("ch06.store_position", (16 * w + lane // 4 + 8 * ((46 >> 1) & 1),
+                                      8 * (46 >> 2) + 2 * (lane % 4) + (46 & 1) - 64 * (46 // 32)),
+              thread=77, index=46, solution=True)
     i = 1 * 5 + 2
     assert ex("ch06.producer_wait", (i % 4, (i // 4 + 1) % 2), tile=1, k=2, k_tiles=5, stages=4,
               solution=True)

@@ -66,3 +66,14 @@ def test_what_chapter_06_says_each_rung_changes():
     assert any("store_c(" in ln for ln in store if ln[0] == "-")
     assert any("store_c_tma(" in ln for ln in store if ln[0] == "+")
     assert [ln.split()[-2:] for ln in changed("raster")] == [["GROUP_M", "8"], ["GROUP_M", "16"]]
+
+
+def test_only_keeps_the_hunks_a_pattern_names():
+    """06 §4 shows one hunk per rung (``only=``): the cluster's multicast load without the barrier
+    init that answers exercise 2, which the cell after the exercise shows."""
+    load = W.rung_diff("cluster", only="tma_load", context=0)
+    assert "tma_load_2d_multicast" in load and "mbarrier_init" not in load and "remote" not in load
+    answer = W.rung_diff("cluster", only=r"empty\[s\]|remote", context=0)
+    assert "CONSUMERS) * CLUSTER" in answer and "mbarrier_arrive_remote" in answer
+    assert "multicast(" not in answer
+    assert W.rung_diff("raster", only="no such line") == ""

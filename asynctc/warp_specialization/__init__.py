@@ -68,6 +68,9 @@ W.<name>``):
 * ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
   compiled into rung 3 (NVRTC), read (``loop_reader.py``) and judged with chapter 05's ring model
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
+* ``rung_notes.py`` — §4's generated sentences on rungs 3–8 (:func:`rung34_note`, :func:`rung_note`);
+  ``rung_exercises.py`` — §4's exercises on rungs 6 and 7, judged by the cluster ring model and
+  the epilogue's stmatrix layout (:func:`staging_position`);
 * ``rung_diff.py`` — what a rung adds: :func:`rung_diff` diffs two rungs' builds of the kernel
   source, switches resolved, with the file's line numbers (no GPU, no compiler);
 * ``tile_order.py`` — the persistent tile orders (group-M raster mirror, the Hilbert order table);
@@ -87,6 +90,7 @@ from . import config, exercises, figures, ladder, launch, limit, limit_suite, su
 from . import order_suite, tile_order  # noqa: F401  (issue 20: opt-in L2 / tile-order variants)
 from . import store_suite  # noqa: F401  (does the TMA store need the persistent grid?)
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
+from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,
@@ -95,6 +99,8 @@ from .config import (  # noqa: F401
 )
 from .consumer_loop import LOOP_LINES  # noqa: F401
 from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F401
+from .rung_exercises import model_text, staging_position, staging_text  # noqa: F401
+from .rung_notes import rung34_note, rung_note  # noqa: F401
 from .figures import (  # noqa: F401
     NUMBER_NAMES, PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio,
     ladder_summary, numbers_table, plot_ladder, pingpong_note, predicted_tflops, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,

@@ -34,6 +34,8 @@ import difflib
 import functools
 import re
 import warnings
+from collections import Counter
+from typing import NamedTuple
 
 from ..core import exercises as _ex
 from ..core import notebook, runtime, sass
@@ -156,13 +158,13 @@ def compile_hint(log: str, body: str, limit: int = 2) -> str:
     return "NVRTC cannot compile your loop — " + "; ".join(out)
 
 
-_NORM = [(re.compile(r"\bU?R\d+\b"), "R"), (re.compile(r"\bU?P\d\b"), "P")]
+_NORM = [(re.compile(r"\bU?R\d+\b"), "R"), (re.compile(r"\bU?P\d\b"), "P"), (re.compile(r"\.reuse\b"), "")]
 _BRANCH = re.compile(r"^(BRA|BSSY|BSYNC|CALL|JMP|BRX|RET|WARPSYNC|BMOV)\b")
 
 
 def _instructions(cubin: bytes) -> list[str]:
-    """The kernel's instructions, registers and branch targets left out (two builds of one kernel
-    allocate registers and place code differently)."""
+    """The kernel's instructions, registers, operand-reuse hints, branch targets and the NOPs that
+    pad its end left out (two builds of one kernel allocate registers and place code differently)."""
     out = []
     for ln in sass.disassemble(cubin).splitlines():
         m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;", ln)
@@ -172,16 +174,40 @@ def _instructions(cubin: bytes) -> list[str]:
         for rx, to in _NORM:
             text = rx.sub(to, text)
         out.append(text.split()[0] if _BRANCH.match(text) else text)
+    while out and out[-1] == "NOP":
+        out.pop()
     return out
 
 
-def sass_difference(cubin: bytes) -> tuple[int, int]:
-    """(instructions of ``cubin``'s kernel that differ from the kernel's own rung-3 build, by a
-    diff of the two instruction sequences; instructions of the kernel's own)."""
+class SassDifference(NamedTuple):
+    """:func:`sass_difference`: ``changed`` instructions (in one build and not the other, counted
+    with multiplicity), of them ``only_kernel`` / ``only_yours`` (opcode → count), ``reordered``
+    (instructions both builds have, that ptxas placed elsewhere), ``total`` (the kernel's own)."""
+    changed: int
+    total: int
+    only_kernel: dict
+    only_yours: dict
+    reordered: int
+
+
+def sass_difference(cubin: bytes) -> SassDifference:
+    """How ``cubin``'s kernel differs from the kernel's own rung-3 build (:func:`_instructions` of
+    each): instructions only one build has (a multiset difference), and how many of the shared ones
+    a diff of the two sequences finds moved."""
     mine, ref = _instructions(cubin), _instructions(reference().cubin)
+    a, b = Counter(ref), Counter(mine)
+    only_k, only_y = a - b, b - a
     sm = difflib.SequenceMatcher(None, ref, mine, autojunk=False)
-    changed = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal")
-    return changed, len(ref)
+    moved = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal")
+    changed = sum(only_k.values()) + sum(only_y.values())
+
+    def ops(c):
+        out = Counter()
+        for ins, n in c.items():
+            out[re.sub(r"^@!?\w+\s+", "", ins).split()[0]] += n
+        return dict(out.most_common())
+    return SassDifference(changed, len(ref), ops(only_k), ops(only_y),
+                          max(0, moved - max(sum(only_k.values()), sum(only_y.values()))))
 
 
 # ---- judging the protocol -------------------------------------------------------------------------
@@ -432,14 +458,20 @@ def _notes(its: list[_lr.Iteration], cubin: bytes, perf: list[str], stages: int,
                      "kernel keeps it for chapter 07's promote, which reads acc in this loop (the PTX "
                      "wgmma.fence is inside mma_ktile)")
     notes += [f"ptxas: {p.split(': ', 1)[-1]}" for p in perf]
-    changed, total = sass_difference(cubin)
-    if not changed:
-        notes.append("Your loop compiles to the kernel's own SASS, instruction for instruction")
+    d = sass_difference(cubin)
+    if not d.changed:
+        notes.append("Your loop compiles to the kernel's own SASS, instruction for instruction" if not
+                     d.reordered else f"Your loop compiles to the kernel's own instructions, ptxas "
+                     f"ordering {d.reordered} of them differently")
     else:
+        def names(ops):
+            return ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in ops.items()) or "none"
         why = ("" if uses_broken else ": the kernel's loop also sets broken when a bounded wait gives "
                "up, and then skips its later waits")
-        notes.append(f"Your loop's SASS differs from the kernel's own in {changed} of {total} "
-                     f"instructions{why}")
+        notes.append(f"Your loop's SASS differs from the kernel's own in {d.changed} of {d.total} "
+                     f"instructions (only the kernel's: {names(d.only_kernel)}; only yours: "
+                     f"{names(d.only_yours)}){why}"
+                     + (f"; ptxas orders {d.reordered} of the others differently" if d.reordered else ""))
     text = ". ".join(notes) + "."
     return text[0].lower() + text[1:] if text.startswith("Your") else text
 

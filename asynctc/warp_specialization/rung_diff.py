@@ -15,6 +15,7 @@ No GPU and no compiler: the source and the values are exactly what :func:`compil
 from __future__ import annotations
 
 import difflib
+import re
 
 from ..core import hooks, runtime
 from .config import _fail
@@ -82,12 +83,14 @@ class RungDiff(str):
 
 
 def rung_diff(name, against=None, *, dtype: str = "float16", context: int = 2,
-              limit: int | None = 40) -> RungDiff:
+              limit: int | None = 40, only: str | None = None) -> RungDiff:
     """What rung ``name`` (name or number, 2..9) adds to rung ``against`` (default: the rung it was
     made from, :func:`built_from`), as a unified diff of the two builds of the kernel source (:func:`build_lines`): ``-`` lines
     only the earlier build compiles, ``+`` lines only the later one, ``context`` unchanged lines
     around each change; each line starts with its line number in the file (``-D``: a compile-time
-    value; a flag that differs, ``PERSISTENT``, is folded like a switch). At most ``limit`` diff lines (``None``: all), then one line saying how many were left out.
+    value; a flag that differs, ``PERSISTENT``, is folded like a switch). ``only``: a regular
+    expression; only the hunks with a ``-`` or ``+`` line it matches are shown. At most ``limit``
+    diff lines (``None``: all), then one line saying how many were left out.
     Two builds of different files (rung 1 is chapter 05's ``pipeline.cu``) are diffed as two files.
     A rung against itself gives an empty string.
 
@@ -104,7 +107,11 @@ def rung_diff(name, against=None, *, dtype: str = "float16", context: int = 2,
     f_new, b = build_lines(new.number, dtype, flags)
     out = []
     matcher = difflib.SequenceMatcher(None, [t for _, t in a], [t for _, t in b], autojunk=False)
+    pick = re.compile(only) if only else None
     for group in matcher.get_grouped_opcodes(context):
+        if pick and not any(pick.search(t) for tag, i1, i2, j1, j2 in group if tag != "equal"
+                            for t in [x for _, x in a[i1:i2]] + [x for _, x in b[j1:j2]]):
+            continue
         _, i1, _, j1, _ = group[0]
         first = (b[j1] if j1 < len(b) else a[i1])[0]
         where = "the builds' -D values" if first == 0 else f"from line {first}"

@@ -7,8 +7,8 @@
 #
 # 1. write the consumers' k-loop (its wait, phase parity and release) and say why the
 #    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
-# 2. work out the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder: what each rung bought, and what the split itself bought;
+# 2. read the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
+# 3. read the ladder rung by rung: what each adds to the code and what it bought;
 # 4. call the result, `asynctc.matmul(a, b)`, on any shape.
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
@@ -29,12 +29,11 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# In chapter 05 one thread of a computing warpgroup also issued the loads; while it waited on empty
-# before a refill, its warpgroup's next `wgmma` waited too.
-# Here the loads get a warpgroup of their own
-# ([warp specialization](../docs/glossary.md#warp-specialization)): that wait leaves the math path,
-# and the producer's spare registers can go to the consumers (§2). The ring is chapter 05's
-# (full[s]: *stage s contains its k-tile*; empty[s]: *stage s may be refilled*).
+# In chapter 05 one thread of a computing warpgroup also issued the loads: while it waited on
+# empty, its warpgroup's next `wgmma` waited too. Here the loads get a warpgroup of their own
+# ([warp specialization](../docs/glossary.md#warp-specialization)), and the producer's spare
+# registers go to the consumers (§2). The ring is chapter 05's (full[s]: *stage s contains its
+# k-tile*; empty[s]: *stage s may be refilled*).
 #
 # Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
 # tiles: stage s = i mod S, fill f = i / S, with chapter 05's parities (a consumer waits on full[s]
@@ -95,8 +94,7 @@ if exercises.after("ch06.consumer_loop"):
 #
 # An SM has 65536 32-bit registers. `__launch_bounds__(384, 1)` (3 warpgroups, one CTA per SM)
 # gives each thread 65536 / 384 = 170, rounded down to a multiple of 8: **168 at entry**. Then
-# `setmaxnreg` (PTX ISA; all 128 threads of a warpgroup execute it, with a count that is a multiple
-# of 8) moves them (`setmaxnreg_dec` / `setmaxnreg_inc` in the listing):
+# `setmaxnreg` (all 128 threads of a warpgroup, a multiple of 8) moves them:
 #
 # | warpgroup | instruction | registers |
 # |---|---|---:|
@@ -104,88 +102,103 @@ if exercises.after("ch06.consumer_loop"):
 # | 2 consumers (256 threads) | `setmaxnreg.inc 232` | 256 × 232 = 59392 |
 # | CTA | | 64512 ≤ 65536 |
 #
-# Each consumer warpgroup computes 64 rows of the 128×256 tile, so each of its 128 threads carries
-# 64 × 256 / 128 = 128 fp32 accumulators (06b reads these counts from the cubin).
+# Each consumer warpgroup computes 64 rows of the 128×256 tile: 64 × 256 / 128 = 128 fp32
+# accumulators per thread (06b reads these counts from the cubin).
 #
 # ## 3. The ladder
 #
 # One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), one change from an
-# earlier rung. Rungs 5–8 add a [persistent](../docs/glossary.md#persistent) grid (one CTA per SM,
-# walking many tiles), [clusters](../docs/glossary.md#cluster) of 2 CTAs with B
-# [multicast](../docs/glossary.md#multicast) (one TMA load lands in both), an
-# [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store), and a
-# wider tile [raster](../docs/glossary.md#raster). Each rung was checked against float64 (06b §5),
-# then timed beside cuBLAS in the same run. Orange: the range predicted for the rung before its
-# first run (06b §7 holds each rung to it).
+# earlier rung. Each rung was checked against float64 (06b §5), then timed beside cuBLAS in the
+# same run. Orange: the range predicted for the rung before its first run.
 
 # %% output varies
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
 plt.show()
-ok, text, numbers = W.rung2_note(res)
-ok2, text2, numbers2 = W.split_note(res, records.load("pipeline").results)
-print(W.numbers_table(numbers, numbers2, of="rungs 1–3 in all four ladders, as fractions of cuBLAS:"))
-_ = notebook.claim(ok, text, **numbers)
-_ = notebook.claim(ok2, text2, **numbers2)
+_ = notebook.claim(*W.rung2_note(res)[:2])
+_ = notebook.claim(*W.split_note(res, records.load("pipeline").results)[:2])
+_ = notebook.claim(*W.rung34_note(res)[:2])
 
 # %% [markdown]
-# What does a rung add to the code? `W.rung_diff(name)` resolves the kernel's source for that
-# rung's build and for the rung it was made from, and prints only the lines that differ (`-` / `+`:
-# only in the earlier / the later rung; the number: the line in the file; `-D`: a compile-time
-# value). Try rungs 5–8: `persistent` changes one line, the stride `item_step` of the loop over
-# tiles that every build has; `cluster` adds the multicast load and a release on the peer CTA's
-# barrier; `tma_store` swaps `store_c` for `store_c_tma`; `raster` changes only `GROUP_M`.
+# ## 4. Rungs 5–8, one at a time
+#
+# Per rung: what it adds (`W.rung_diff(name)`, `-` / `+`: the earlier / the later build), what it
+# should buy, what it bought.
+#
+# **Rung 5, [persistent](../docs/glossary.md#persistent).** One CTA per SM, each walking the
+# tiles `item_step` apart. The producer loads the next tile's first stages while the consumers
+# store this one: each tile's start-up wait is hidden. Predicted: +3 to +8 %.
+
+# %% output varies
+print(W.rung_diff("persistent", only="item_step", context=1))
+_ = notebook.claim(*W.rung_note(res, 5)[:2])
+
+# %% [markdown]
+# **Rung 6, [clusters](../docs/glossary.md#cluster) of 2 CTAs, B
+# [multicast](../docs/glossary.md#multicast).** The cluster's two tiles lie one above the other
+# and share B. Each producer loads its A box and *half* of B, multicast into stage s of both CTAs:
+# 32 KiB per stage from L2 per SM, not 48. It pays if the consumers wait on L2. Predicted: +0 to +6 %.
+
+# %% output varies
+print(W.rung_diff("cluster", only="tma_load", context=0))
+_ = notebook.claim(*W.rung_note(res, 6)[:2])
+
+# %% [markdown]
+# **Exercise 2. The cluster's empty barrier.** In rung 5, `mbarrier_init(empty[s], CONSUMERS)`:
+# each consumer warpgroup's elected thread arrives once per fill. In rung 6 a multicast also
+# writes the *peer* CTA's stage s. How many arrivals must empty[s] count per phase: one of 1, 2,
+# 4 or 8? The check runs your count through a model of both CTAs' rings.
 
 # %%
-# rungs: ws, ws_setmaxnreg, tile, persistent, cluster, tma_store, raster, pingpong
-print(W.rung_diff("persistent"))
+answer = ...
+ok = exercises.check("ch06.cluster_arrivals", answer, consumers=2, cluster=2)
+
+# %% output answers a prediction
+if exercises.after("ch06.cluster_arrivals"):
+    print(W.rung_diff("cluster", only=r"empty\[s\]|remote", context=0))
+
+# %% [markdown]
+# **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
+# Until now each consumer thread stored its accumulators straight to C (`store_c`): a warp's store
+# covers 8 rows of 16 bytes, so a 128-byte line of C takes eight requests. Rung 7 writes C into
+# shared memory with [stmatrix](../docs/glossary.md#stmatrix), then stores each 64×64 chunk
+# with one TMA store. Predicted: +1 to +3 %. An ablation also added it to rungs 3 and 5.
+#
+# **Rung 8, a wider [raster](../docs/glossary.md#raster).** One compile-time value changes
+# (`W.rung_diff("raster")`): `GROUP_M` 8 → 16. The 132 CTAs running at once then touch 16 rows of
+# A tiles and about 8 columns of B, not 8 and 16: fewer bytes from DRAM. Predicted: +1 %, from an
+# earlier raster sweep (06d).
+
+# %% output varies
+print(W.rung_diff("tma_store", only="store_c", context=0))
+_ = notebook.claim(*W.rung_note(res, 7)[:2])
+srec = records.load("ws_store_ablation")
+print(f"{srec.label()}\nPredicted on {W.STORE_PREDICTION_DATE}: {W.STORE_PREDICTIONS[0].split(' (')[0]}.")
+_ = notebook.verdict(*W.prediction_verdicts(srec.results)[0])
+_ = notebook.claim(*W.rung_note(res, 8)[:2])
+
+# %% [markdown]
+# **Exercise 3. Where rung 7's stmatrix puts an accumulator.** A consumer's m64n256 wgmma leaves its
+# 64×256 block of C in registers: warp w = thread // 32 has rows 16w … 16w + 15; lane 4g + t
+# has, per 8-column block b, accumulators 4b … 4b + 3 = row g, columns 8b + 2t and 8b + 2t + 1,
+# then the same columns of row g + 8. stmatrix keeps rows and columns; staging chunk
+# q = index // 32 takes columns 64q … 64q + 63. Thread 77 has `acc[0][46]`: which (row, col) of
+# its staging chunk?
+
+# %%
+answer = ...
+ok = exercises.check("ch06.store_position", answer, thread=77, index=46)
 
 # %% [markdown]
 # Every rung in every ladder, and every verdict: [deep dive 06c](06c_ladder_investigations.ipynb).
 #
-# ## 4. Why: what moved the number
-#
-# **What the split is for.** Not speed by itself (rung 3): it makes room for later steps.
-# `setmaxnreg` gives the producer's spare registers to the consumers (§2); on a persistent grid
-# the producer loads the next tile during this one's epilogue (rung 5); one consumer's epilogue can
-# run under the other's math (rung 9, 06c §8).
-#
-# **Why rung 7 is the big step.** Until rung 7 each consumer thread stores its accumulators
-# straight to C (`store_c`), with no wgmma running. A warp's store covers 8 rows of 16 bytes: each
-# 128-byte line of C takes eight requests, each filling half a [sector](../docs/glossary.md#sector).
-# Rung 7 first copies C to shared memory ([stmatrix](../docs/glossary.md#stmatrix)), then writes
-# whole lines, one TMA store per 8 KiB. Does that pay alone, or only on the persistent grid, where
-# the next tile's loads overlap it? An ablation adds the TMA store to rung 3 (one tile per CTA)
-# and to rung 5 (persistent):
-
-# %% output varies
-srec = records.load("ws_store_ablation")
-print(srec.label())
-print(f"Predicted on {W.STORE_PREDICTION_DATE}, before the first run: {W.STORE_PREDICTIONS[0]}.")
-print(W.numbers_table(W.store_steps(srec.results), of="what the TMA store adds:"))
-notebook.verdict(*W.prediction_verdicts(srec.results)[0])
-ok, text, numbers = W.epilogue_note(res, sass_counts=False)
-_ = notebook.claim(ok, text, **numbers)
-
-# %% [markdown]
 # ## 5. Use it: `asynctc.matmul`
 #
-# The top rung, with edge handling, is `asynctc.matmul(a, b)`: any M, N, K; float16 or bfloat16
-# in, fp32 accumulation; numpy, torch or CuPy arrays (B given N×K: `b_layout="NxK"`). Its checks on
-# awkward shapes and its speed beside `torch.matmul`: [deep dive 06d §3](06d_limits_and_gemm.ipynb).
+# The top rung, with edge handling, is `asynctc.matmul(a, b)`: any M, N, K, numpy, torch or CuPy
+# arrays ([deep dive 06d §3](06d_limits_and_gemm.ipynb)).
 #
-# ## 6. Exercises
-#
-# **2. The setmaxnreg budget.** If this kernel's producer warpgroup kept **56** registers per
-# thread, what is the most `setmaxnreg.inc` could give each consumer thread?
-
-# %%
-answer = ...
-ok = exercises.check("ch06.consumer_regs", answer, producer_regs=56, consumers=2)
-
-# %% [markdown]
 # **What you learned.** The two roles' loops and parities (yours for the consumers), why the
-# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, the ladder's steps, and
-# `asynctc.matmul`.
+# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, what each rung adds and
+# bought, and `asynctc.matmul`.
 #
 # **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) puts your pieces of
 # chapters 03–05 together into one Hopper tile on the CPU and checks it against float64.
@@ -212,5 +225,10 @@ pos.advance();
 ok = exercises.check("ch06.consumer_loop", consumer_loop, solution=True)
 
 # %%
-ok = exercises.check("ch06.consumer_regs", (65536 - 128 * 56) // (128 * 2) // 8 * 8,
-                     producer_regs=56, consumers=2, solution=True)
+ok = exercises.check("ch06.cluster_arrivals", 2 * 2, consumers=2, cluster=2, solution=True)  # consumers × CTAs
+
+# %%
+w, lane = divmod(77, 32)            # warp 2, lane 13 = 4·3 + 1
+ok = exercises.check("ch06.store_position", (16 * w + lane // 4 + 8 * ((46 >> 1) & 1),
+                                             8 * (46 >> 2) + 2 * (lane % 4) + (46 & 1) - 64 * (46 // 32)),
+                     thread=77, index=46, solution=True)

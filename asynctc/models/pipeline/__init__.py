@@ -42,6 +42,8 @@ Where things live (``from asynctc.models import pipeline as mp`` re-exports ever
   model's :data:`H200_PREDICTION_V2` (:func:`prediction_v2_markdown`);
 * ``figures.py`` — :func:`plot_ring` (the ring and its parities, :func:`ring_parities`),
   :func:`plot_timeline`, :func:`plot_depth_sweep` (never measures);
+* ``cluster.py`` — chapter 06's rung 6 ring: a cluster of CTAs whose producers multicast B,
+  :func:`simulate_cluster` with a given arrival count of ``empty[s]`` (its race or deadlock);
 * ``exercises.py`` — chapter 05's exercises, registered when this package is imported
   (:data:`BUG_HUNT`, :func:`shown_variants`, :func:`mystery_diagnosis`).
 """
@@ -58,3 +60,4 @@ from .schedule import SCHEDULES, RingSchedule, ring_schedule
 from .ring import (KERNEL_PARITIES, MBARRIER_LIMIT, PROTOCOLS, VARIANTS, WARPGROUP, Deadlock, EventLoop, Mbarrier,
                    MbarrierError, Race, Schedule, Span, _Sim, kernel_empty_parity, kernel_full_parity, simulate,
                    span_summary)
+from .cluster import ClusterRun, simulate_cluster

@@ -1,0 +1,114 @@
+"""Chapter 06 §4's sentences on rungs 3–8, generated from the ``warp_specialization`` record.
+
+Each note returns ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: ``text``
+states what the record measured (steps over the rung each rung was made from, beside the frozen
+prediction band of :data:`~.figures.PREDICTION_BANDS`), ``holds`` is the condition under which the
+sentence's conclusion is true, ``numbers`` what it rests on. Never times, never plots.
+"""
+
+from __future__ import annotations
+
+from .figures import PREDICTION_BANDS, _fracs, ladder_ratio, prediction_check, trace_numbers
+
+_SHORT = {"float16": "fp16", "bfloat16": "bf16"}
+
+
+def _steps_text(values: dict) -> str:
+    """Per size, the step's range over its dtypes: ``+2.4 … +2.6 % at 4096³, +0.0 … +0.1 % at 8192³``."""
+    out = []
+    for s in sorted({k[0] for k in values}):
+        v = [values[k] - 1 for k in values if k[0] == s]
+        lo, hi = min(v), max(v)
+        out.append((f"{lo:+.1%}" if round(lo, 3) == round(hi, 3) else f"{lo:+.1%} … {hi:+.1%}")
+                   + f" at {s}³")
+    return ", ".join(out)
+
+
+def _band_text(check: dict) -> str:
+    where = {None: "inside", "above it": "above", "below it": "below",
+             "partly outside it": "partly outside"}[check["outside"]]
+    return f"{where} its prediction, {check['predicted']}"
+
+
+def _trace(results: dict, n: int) -> dict | None:
+    t = next((t for t in results.get("traces", []) if t["rung"] == n), None)
+    return None if t is None else trace_numbers(t)
+
+
+def rung34_note(results: dict) -> tuple[bool, str, dict]:
+    """Rung 3 against its band, and why rung 4 measures what rung 3 does: the sweep's fastest
+    (tile, stages) was rung 3's own build in every ladder (the record's labels are equal), so rung 4
+    *is* rung 3. Holds when the labels are equal in every ladder."""
+    lad = {(r["size"], r["dtype"], r["rung"]): r for r in results["ladder"]}
+    keys = sorted({(s, d) for s, d, n in lad if n == 4})
+    same = all(lad[(s, d, 4)]["label"] == lad[(s, d, 3)]["label"] for s, d in keys)
+    c3 = prediction_check(results, 3)
+    tile = lad[keys[0] + (3,)]["label"].split()[2].split("/")[0]
+    runner = {}                                      # the sweep's best other candidate, per ladder
+    for s, d in keys:
+        rows = [r for r in results["rows"] if r["size"] == s and r["dtype"] == d and r["kernel"] == "ws"
+                and " regs:" in r["label"] and "persistent" not in r["label"]
+                and r["label"] != lad[(s, d, 3)]["label"] and "/c2 " in r["label"]]
+        if rows:
+            best = max(rows, key=lambda r: r["tflops"])
+            runner[(s, d)] = (best["tflops"] / lad[(s, d, 3)]["tflops"], best["label"].split()[2])
+    text = (f"Rung 3: {c3['measured']}, {_band_text(c3)}. Rung 4 is rung 3: its sweep picked rung "
+            f"3's own {tile.replace('x64', '').replace('x', '×')} tile and 4 stages in every ladder")
+    if runner:
+        r = [v for v, _ in runner.values()]
+        text += f" (the next best: {min(r):.2f}–{max(r):.2f}× rung 3)"
+    text += "."
+    return same, text, {"rung3": _fracs(results, 3), "rung4_same_build": same}
+
+
+# Per rung of §4: the sentence's conclusion, as (condition on the record, clause, numbers); each
+# condition is the one the chapter's prose leans on.
+def _rung5(results):
+    t3, t5 = _trace(results, 3), _trace(results, 5)
+    small = min(k[0] for k in ladder_ratio(results, 3, 5))
+    if not (t5 and len(t5["first_wait_cycles"]) > 1):
+        return True, "", {}
+    first, later = t5["first_wait_cycles"][0], t5["first_wait_cycles"][1]
+    text = (f"Traced at {small}³, a CTA's first tile waits {first:.0f} cycles for its first "
+            f"k-tile, later tiles {later:.0f}: their loads ran during the epilogue")
+    return later < 0.5 * first, text, {"first_wait": t5["first_wait_cycles"],
+                                       "rung3_first_wait": t3["first_wait_cycles"] if t3 else None}
+
+
+def _rung6(results):
+    v = ladder_ratio(results, 5, 6)
+    flat = all(abs(x - 1) < 0.015 for x in v.values())
+    t5, t6 = _trace(results, 5), _trace(results, 6)
+    text = "Nothing measurable" if flat else "A measurable step"
+    if t5 and t6:
+        text += (f": the consumers' waits on full went {t5['wait_full']:.0%} → {t6['wait_full']:.0%} "
+                 "of the loop (traced, 4096³)")
+    return flat, text, {"wait_full": (t5 or {}).get("wait_full"), "wait_full_cluster": (t6 or {}).get("wait_full")}
+
+
+def _rung7(results):
+    steps = {n: min(ladder_ratio(results, PREDICTION_BANDS[n][1], n).values()) for n in (4, 5, 6, 7, 8)}
+    biggest = all(steps[7] > steps[n] for n in steps if n != 7)
+    return biggest, "The ladder's biggest step", {"steps": steps}
+
+
+def _rung8(results):
+    c = prediction_check(results, 8)
+    return c["inside"], "", {}
+
+
+_EXTRA = {5: _rung5, 6: _rung6, 7: _rung7, 8: _rung8}
+
+
+def rung_note(results: dict, n: int) -> tuple[bool, str, dict]:
+    """Rung ``n`` (5–8): what it measured over the rung it was made from (per size, over both
+    dtypes), beside its frozen prediction band, and the conclusion §4 draws from it (see
+    :data:`_EXTRA`). Raises KeyError for a rung without a note."""
+    extra = _EXTRA[n]
+    ref = PREDICTION_BANDS[n][1]
+    values = ladder_ratio(results, ref, n)
+    check = prediction_check(results, n)
+    holds, clause, numbers = extra(results)
+    text = (f"Rung {n}: {_steps_text(values)} over rung {ref}, {_band_text(check)}"
+            + (f". {clause}." if clause else "."))
+    return holds, text, {f"rung{n}_over_rung{ref}": values, **{k: v for k, v in numbers.items() if v is not None}}
