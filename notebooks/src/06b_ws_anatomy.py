@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from asynctc.core import notebook, records, runtime
+from asynctc.core import exercises, notebook, records, runtime
 from asynctc import pipeline as pl
 from asynctc import warp_specialization as W
 from asynctc.models import pipeline as mp
@@ -139,6 +139,14 @@ for knobs in (dict(consumer_regs=240), dict(consumer_regs=160), dict(producer_re
         W.WSConfig(**knobs)
     except W.WarpSpecializationError as refused:
         print(f"WSConfig({', '.join(f'{name}={value}' for name, value in knobs.items())}): {refused}")
+
+# %% [markdown]
+# **Exercise. The setmaxnreg budget.** If this kernel's producer warpgroup kept **56** registers per
+# thread, what is the most `setmaxnreg.inc` could give each consumer thread?
+
+# %%
+answer = ...
+ok = exercises.check("ch06.consumer_regs", answer, producer_regs=56, consumers=2)
 
 # %% [markdown]
 # The record made on the GPU kept the same counts for every timed build (ptxas of the GPU
@@ -310,3 +318,10 @@ _ = notebook.claim(t8["wait_full"] > 0.1,
 print(W.epilogue_store_lines(W.RUNGS[6].make("float16")))
 ok, text, numbers = W.epilogue_note(res)
 _ = notebook.claim(ok, text, **numbers)
+
+# %% [markdown]
+# <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
+
+# %%
+ok = exercises.check("ch06.consumer_regs", (65536 - 128 * 56) // (128 * 2) // 8 * 8,
+                     producer_regs=56, consumers=2, solution=True)
