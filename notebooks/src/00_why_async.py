@@ -24,10 +24,8 @@
 # compute. This chapter measures why; the rest of the course makes that copy run by itself, with
 # asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# The [seed article](../docs/glossary.md#seed-article) is a public tutorial on this topic that the
-# course was asked to check: it set the chapter outline, and chapters 06, 07 and 10 set its numbers
-# beside our measurements. You never need to read it; each claim is restated in our words where it
-# is checked.
+# The [seed article](../docs/glossary.md#seed-article) is a public tutorial the course was asked to
+# check; chapters 06, 07 and 10 restate its claims and set them beside our measurements.
 
 # %% output varies
 from asynctc import why_async
@@ -57,14 +55,12 @@ fig = plots.throughput_by_size(
 # Hopper's Tensor Cores do **4096 dense fp16/bf16 FLOP per clock per SM** (fp32 accumulation).
 # So the peak is *SMs × 4096 × SM clock*.
 #
-# The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock. A running GPU picks its own clock,
-# lower under heavy load. This chapter's peak uses the clock measured during the run (chapter 10
-# judges claims under both). Every measured clock is printed with its kind. cuBLAS cannot
-# read its own clock, so its clock is read **in flight**: a probe kernel reads the SM clock while
-# cuBLAS runs (all SMs share one clock). Later chapters print two more kinds,
+# The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock; a running GPU picks its own, lower
+# under heavy load. This chapter's peak uses the clock measured during the run, read **in flight**
+# (a probe kernel reads the SM clock while cuBLAS runs). Later chapters print two more kinds,
 # [in-kernel](../docs/glossary.md#in-kernel) and
 # [probed after the sample](../docs/glossary.md#probed-after-the-sample); deep dive
-# [00b](00b_clock_kinds.ipynb) reads and checks all three, and gives each size its own peak.
+# [00b](00b_clock_kinds.ipynb) checks all three.
 
 # %% output varies
 gemms = rec.results["cublas"]
@@ -108,8 +104,8 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once, so its intensity
 # grows with *n* (exercise 1 asks how). The plot shows cuBLAS's measured bf16 GEMMs, and one computed
 # point (open marker): a *decode-like* 8192×8192×16 GEMM, the skinny shape of LLM token generation.
-# Lines that compare measurements, like the 1024³ one below, are printed from the record; a
-# measurement that contradicts one stops the notebook.
+# Lines that compare measurements are printed from the record; a contradicting measurement stops
+# the notebook.
 
 # %% output varies
 bw = max(c["gbps_rw"] for c in copy)
@@ -165,19 +161,19 @@ print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come fr
 #
 # | chapter | who moves the operands | who waits |
 # |---|---|---|
-# | 01 mma.sync | every thread: global → registers → shared → registers | everyone, at every `__syncthreads` |
-# | 02 cp.async | threads issue copies that complete later | the [consumer](../docs/glossary.md#consumer), only for the [stage](../docs/glossary.md#stage) it needs |
-# | 03 TMA + [mbarrier](../docs/glossary.md#mbarrier) | one thread issues a whole tile; a copy engine moves it | the consumer, on an mbarrier phase |
-# | 04 wgmma | TMA (or the threads) fill shared memory; `wgmma` reads its operands from there, asynchronously | the [warpgroup](../docs/glossary.md#warpgroup), at `wgmma.wait_group` |
-# | 05 pipelines | one thread of a computing warpgroup issues TMA loads into a ring of stages, before the math needs them | the consumer, only when the ring runs dry |
-# | 06 warp specialization | a [producer](../docs/glossary.md#producer) warpgroup that only loads; consumer warpgroups only do math | ideally nobody, in steady state (chapter 06 measures how close) |
+# | 01 mma.sync | every thread, via registers | everyone, at every `__syncthreads` |
+# | 02 cp.async | threads issue copies that complete later | the [consumer](../docs/glossary.md#consumer), for the [stage](../docs/glossary.md#stage) it needs |
+# | 03 TMA + [mbarrier](../docs/glossary.md#mbarrier) | one thread issues a tile; a copy engine moves it | the consumer, on an mbarrier |
+# | 04 wgmma | TMA; `wgmma` reads shared memory itself | the [warpgroup](../docs/glossary.md#warpgroup), at `wgmma.wait_group` |
+# | 05 pipelines | TMA, into a ring of stages, before the math needs them | the consumer, when the ring runs dry |
+# | 06 warp specialization | a [producer](../docs/glossary.md#producer) warpgroup that only loads | ideally nobody |
 
 # %% [markdown]
 # ## Exercises
 #
 # **1.** Compute the arithmetic intensity of an M = N = K = 512 GEMM with A, B and C all fp16 (2 bytes
-# per element): FLOP per byte, reading A and B once and writing C once. Replace `...` with an expression (or a number: answers within
-# 0.1 % are accepted). A wrong answer gets a hint at what is off.
+# per element): FLOP per byte, reading A and B once and writing C once. An expression or a number
+# (within 0.1 %); a wrong answer gets a hint.
 
 # %%
 answer = ...

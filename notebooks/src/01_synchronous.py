@@ -8,12 +8,9 @@
 # `__syncthreads()`. Then each warp loads [*fragments*](../docs/glossary.md#fragment) (its share
 # of a tile, spread over its 32 lanes' registers) with
 # [**`ldmatrix`**](../docs/glossary.md#ldmatrix), and multiplies them with **`mma.sync`**, the
-# warp-wide Tensor Core instruction of Ampere (16×8×16 per instruction). You will
-#
-# 1. run a plain tiled GEMM in Python with numba (a CUDA compiler for Python), no Tensor Cores;
-# 2. compile a tuned `mma.sync` GEMM and find its instructions in the SASS;
-# 3. check it against float64 on fresh random inputs;
-# 4. measure it beside cuBLAS and beside the ceiling of `mma.sync` itself, and explain the gap.
+# warp-wide Tensor Core instruction of Ampere (16×8×16 per instruction). Section 1 is a plain
+# tiled GEMM in Python with numba (a CUDA compiler for Python); sections 2–5 a tuned `mma.sync`
+# GEMM: its SASS, its correctness, its speed beside cuBLAS, and why.
 #
 # Deep dive: [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
 
@@ -31,8 +28,8 @@ notebook.banner("sm_90a")
 # ## 1. A SIMT tiled GEMM, in Python
 #
 # One thread per element of C. A 16×16 block of threads stages a 16×16 tile of A and of B in shared
-# memory. `cuda.syncthreads()` makes sure the tiles are complete before anyone reads them, and that
-# everyone is done before they are overwritten.
+# memory; `cuda.syncthreads()` keeps anyone from reading a tile before it is complete, or
+# overwriting it while it is read.
 #
 # Every multiply-add is one **FFMA** (fused fp32 multiply-add, in SASS) on one **CUDA core** (one of
 # the SM's scalar fp32 lanes, not a Tensor Core).
@@ -42,8 +39,8 @@ import inspect
 print(inspect.getsource(simt._kernel).split("@cuda.jit", 1)[1].split("return simt_gemm_kernel")[0])
 
 # %% [markdown]
-# Run it on a small, odd-sized problem (edges must be handled) and compare with float64. Without a
-# GPU this runs in numba's CUDA simulator, one Python thread per CUDA thread — hence the small size.
+# A small, odd-sized problem (edges must be handled) against float64; without a GPU, numba's CUDA
+# simulator runs it.
 
 # %%
 rng = np.random.default_rng()
@@ -102,16 +99,13 @@ fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# It is tuned: 128×128×64 CTA tiles of 64×64 warp tiles; swizzled shared tiles, so neither the
-# stores nor `ldmatrix` have bank conflicts; two shared buffers (`buf`), so one barrier per k-tile
-# suffices. The loop's three calls:
+# Tuned: 128×128×64 CTA tiles of 64×64 warp tiles, swizzled (no bank conflicts), two shared
+# buffers (`buf`, so one barrier per k-tile). The loop's three calls:
 #
-# * `load_global(kt + 1)`: this thread's `LDG.128`s of the *next* k-tile into registers; this
-#   k-tile's math covers their latency;
-# * `mma_ktile<true>(acc, af, bf, as, bs, t)`: this k-tile's BK/16 k16 steps. Each `ldmatrix`es
-#   fragments `af`, `bf` from the shared tiles at `as`, `bs` and `mma.sync`s them into the fp32
-#   accumulators `acc`; `t`: the thread's addresses (body: [01b](01b_synchronous_anatomy.ipynb));
-# * `store_shared(buf ^ 1)`: those registers into the other buffer, with `STS.128`.
+# * `load_global(kt + 1)`: the *next* k-tile into registers (`LDG.128`), under this k-tile's math;
+# * `mma_ktile<true>(…)`: this k-tile's BK/16 k16 steps, each `ldmatrix` then `mma.sync` into the
+#   fp32 accumulators `acc` (body: [01b](01b_synchronous_anatomy.ipynb));
+# * `store_shared(buf ^ 1)`: those registers into the other buffer (`STS.128`).
 
 # %%
 ck = mma_sync.compile_mma_sync("float16")
@@ -135,10 +129,10 @@ assert ck.resources.spill_stores == 0, "the tuned tile must not spill"
 # %% [markdown]
 # ## 3. Correctness first
 #
-# Every check draws fresh standard-normal inputs and poisons the output with NaN bytes, so an
-# element the kernel never writes fails. It compares every element with `float64` against an
-# [elementwise bound](../docs/glossary.md#elementwise-bound) that scales with |A|·|B|. The suite
-# refuses to time a kernel that fails.
+# Every check draws fresh random inputs, fills the output with NaN (an element never written
+# fails) and compares every element with `float64` against an
+# [elementwise bound](../docs/glossary.md#elementwise-bound) that scales with |A|·|B|. A kernel
+# that fails is not timed.
 
 # %% output varies
 rec = records.load_or_measure("mma_sync", mma_sync.measure_mma_sync)
@@ -153,13 +147,10 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
-# Three numbers, timed in the same run on the same GPU:
-#
-# | series | what it is |
-# |---|---|
-# | **cuBLAS** | on Hopper it uses `wgmma` and TMA (chapters 03–06) |
-# | our **mma.sync GEMM** | best of the tiles tried, per size |
-# | the **`mma.sync` ceiling** | a register-only kernel issuing independent `mma.sync` back to back, no memory traffic (`kernels/mma_sync_peak.cu`), at the GEMM's **occupancy** (warps resident per SM: warps per CTA × CTAs per SM) |
+# Timed in one run: **cuBLAS** (on Hopper it uses `wgmma` and TMA), our **mma.sync GEMM** (best
+# tile per size), and the **`mma.sync` ceiling**: a register-only kernel issuing independent
+# `mma.sync` back to back (`kernels/mma_sync_peak.cu`), at the GEMM's **occupancy** (warps resident
+# per SM).
 
 # %% output varies
 p = rec.provenance
@@ -178,9 +169,8 @@ if bench.clock_caveat(sweep_kind):
 # Two effects stack up:
 #
 # 1. **`mma.sync` itself tops out below the Tensor Core peak on Hopper.** Section 4's ceiling
-#    kernel measures how far below (next cell); the full rate needs `wgmma` (chapter 04). Each
-#    run's peak uses that run's own measured SM clock ([kind](../docs/glossary.md#in-kernel)
-#    printed), so peaks differ between chapters as clocks do.
+#    kernel measures how far below (next cell, at the run's own measured
+#    [clock](../docs/glossary.md#in-kernel)); the full rate needs `wgmma` (chapter 04).
 # 2. **Every operand byte crosses the SM's L1/shared-memory data path several times**: the global
 #    load into registers, the store into shared memory, the `ldmatrix` out of it: three passes.
 
@@ -203,15 +193,9 @@ _ = notebook.claim(no_copy > 1.3 and skeleton < ceiling,
                    "The data path and the barriers set the pace, not the Tensor Cores.", ablation=abl)
 
 # %% [markdown]
-# What helps is taking the copy away from the threads:
-#
-# | chapter | removes |
-# |---|---|
-# | 02 | the register hop (`cp.async` writes shared memory directly) |
-# | 03 | the threads (TMA copies a whole tile) |
-# | 04 | `ldmatrix` (wgmma reads its operands from shared memory) |
-#
-# Our goal for this kernel was half of cuBLAS at 4096³:
+# What helps is taking the copy away from the threads: chapter 02 removes the register hop
+# (`cp.async`), 03 the threads (TMA), 04 `ldmatrix` (wgmma reads shared memory). Our goal for this
+# kernel was half of cuBLAS at 4096³:
 
 # %% output varies
 rows4096 = [r for r in rec.results["sweep"] if r["size"] == 4096 and r["dtype"] == "float16"]

@@ -7,8 +7,6 @@
 # **The story.** [TMA](../docs/glossary.md#tma) is a copy engine. A [*tensor map*](../docs/glossary.md#tensor-map) describes a tensor in global memory and
 # the [*box*](../docs/glossary.md#box) (tile) one copy moves. One thread issues `cp.async.bulk.tensor`, and an
 # [*mbarrier*](../docs/glossary.md#mbarrier) (a barrier object in shared memory) counts the bytes as they land.
-# Sections 1–3: tensor maps, [swizzle](../docs/glossary.md#swizzle), the mbarrier. The exercises:
-# fill a stage, write the swizzle.
 #
 # Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb) (TMA measured against
 # vectorized loads and `cp.async`).
@@ -43,12 +41,12 @@ except tma.TensorMapError as e:
 # Without swizzle, 128-byte rows all start in bank 0. Reading one 16-byte chunk down 8 rows hits the
 # same 4 banks 8 times: an 8-way [bank conflict](../docs/glossary.md#bank-conflict).
 #
-# **The 128-byte swizzle:** within a 128-byte row, the 16-byte chunk index is XORed with the row
+# **The 128-byte [swizzle](../docs/glossary.md#swizzle):** within a 128-byte row, the 16-byte chunk index is XORed with the row
 # index mod 8; the byte inside a chunk keeps its place. Then those 8 reads land in 8 different bank
 # groups. The 64- and 32-byte modes do the same inside 64- and 32-byte spans.
 #
-# `SmemTile` is the model (checked byte for byte on the GPU in [03b §3](03b_tma_boxes.ipynb)). The
-# map shows, for each 16-byte chunk of each row, which of the 8 four-bank groups it lands in.
+# The map (`SmemTile`, checked byte for byte on the GPU in [03b §3](03b_tma_boxes.ipynb)): for
+# each 16-byte chunk of each row, which of the 8 four-bank groups it lands in.
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
@@ -89,8 +87,8 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # Reading the listing:
 #
 # * The tensor map is a kernel parameter (`__grid_constant__`: 128 bytes, by value).
-#   `tma_load_rank` is here `tma_load_2d(dst, map, bar, c0, c1)`. Its coordinates are innermost
-#   first (`c0` the column, `c1` the row), in elements; Python's `box=` and `start=` are outermost first.
+#   `tma_load_rank` is here `tma_load_2d(dst, map, bar, c0, c1)`: coordinates innermost first
+#   (`c0` the column), in elements; Python's `box=` is outermost first.
 #   Thread 0 initialises the barrier with an arrival count of 1: its own `expect_tx`.
 # * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy); only a fence orders the two (`fence.mbarrier_init`
@@ -101,9 +99,9 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 #   byte count or parity cannot hang the GPU.
 
 # %% [markdown]
-# `mbarrier_lifecycle` runs the cycle on the GPU (step 6 waits, on purpose, for what never comes)
-# and records after each step whether a wait on parity 0 and on parity 1 would pass. `open` is the
-# phase in progress; ✓: as the PTX ISA expects.
+# `mbarrier_lifecycle` runs the cycle on the GPU (step 6 waits, on purpose, for what never comes):
+# after each step, would a wait on parity 0 and on parity 1 pass? `open`: the phase in progress;
+# ✓: as the PTX ISA expects.
 
 # %% output varies
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)

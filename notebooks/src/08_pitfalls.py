@@ -8,9 +8,8 @@
 # 2. reproduce a class in a CPU model and read its diagnosis;
 # 3. debug in order: one stage (depth 1) first, then a hangs / wrong / slow table.
 #
-# Chapters 03–06 built the protocols; this one breaks them. Without a GPU, a cell that runs a kernel
-# prints the run recorded on an H200. Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant
-# on the GPU, and *compute-sanitizer* (NVIDIA's checker of memory accesses and races).
+# Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant on the GPU, and *compute-sanitizer*
+# (NVIDIA's checker of memory accesses and races).
 
 # %% output varies
 from IPython.display import Markdown, display
@@ -29,19 +28,15 @@ notebook.banner("sm_90a")
 # land, or overwritten while still read), be **wrong always**, in a fixed pattern (writer and
 # reader disagree on the layout), or be **slow** but right (ptxas dropped `setmaxnreg`).
 #
-# Every kernel here waits with a **bounded wait** (chapter 03): after a time limit the thread writes
-# an error word and leaves, so each hang below ends in a sentence.
+# Every wait here is **bounded** (chapter 03): a thread that gives up writes an error word, so each
+# hang below ends in a sentence.
 #
 # ## 2. The zoo
 #
-# One row per class of bug. **bug**: its key (exercise 1 answers with one) and what goes wrong.
-# **symptom**: §1's words, or a crash. **kernel**: the `BUG=` build of `kernels/pitfalls.cu` that
-# reproduces it (SASS only: a build whose compiled code shows it). **shown in**: "§4a" is a
-# section of this chapter, "08b §3" of another notebook. **public reports**: project and number
-# (08b §1 says what each reporter saw). The *init count* is the number of arrivals per phase that
-# `mbarrier.init` sets. A [proxy](../docs/glossary.md#proxy) is an access's path to memory:
-# ordinary loads and stores take the *generic proxy*, TMA and wgmma the *async proxy*, and
-# `fence.proxy.async` orders the two.
+# One row per class of bug: its key (exercise 1 answers with one), the `BUG=` build of
+# `kernels/pitfalls.cu` that reproduces it, and the public reports (08b §1 says what each reporter
+# saw). The *init count* is the arrivals per phase that `mbarrier.init` sets;
+# [proxies](../docs/glossary.md#proxy) are chapter 03's.
 
 # %%
 display(Markdown(zoo.table_markdown(compact=True)))
@@ -51,10 +46,9 @@ display(Markdown(zoo.table_markdown(compact=True)))
 #
 # One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
 # TMA loads. Warps 0–3, the consumers, copy each box into a buffer (undoing the 128B swizzle);
-# thread 0 stores the buffer with TMA. Every wait gives up after 0.5 s.
-# `named_barrier_sync(1, CONSUMERS)` is a *named barrier*: a `__syncthreads` for the 128 consumers
-# only (`bar.sync 1, 128`). Below, the consumers' loop. Each `#if BUG …` block is a zoo class; the
-# first, BUG=2, is `phase_parity` on their side (§4a breaks the producer's, BUG=1).
+# thread 0 stores the buffer with TMA. `named_barrier_sync(1, CONSUMERS)` is a *named barrier*: a
+# `__syncthreads` for the 128 consumers only. Below, the consumers' loop; each `#if BUG …` block is
+# a zoo class.
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$", hooks=True,
@@ -76,9 +70,8 @@ d = D.pipeline_diagnosis("wrong_empty_parity")
 print(d.text)
 
 # %% [markdown]
-# The GPU variant (BUG=1) stops at the same barrier; then the starved consumers give up on `full[0]`.
-# Each role's bounded wait leaves an error word; the lines under the outcome take each apart
-# (`F.variants.explain_word`):
+# The GPU variant (BUG=1) stops at the same barrier, then the starved consumers give up on
+# `full[0]`; under the outcome, each error word taken apart:
 
 # %% output varies
 outcome = D.gpu_outcome(1)
@@ -115,9 +108,8 @@ assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).an
 # Chapter 05's ring model tracks barriers and bytes, not proxies,
 # [bulk groups](../docs/glossary.md#bulk-group) (TMA stores committed and waited for together) or
 # lanes (a *leader*: the one lane that arrives for its warp). The *ordering checker*
-# (`asynctc.pitfalls.ordering`) does. It runs a short program of `(op, arg)` steps and names the
-# first rule broken. Below, broken programs for four of its five rules; the
-# fifth is exercise 2.
+# (`asynctc.pitfalls.ordering`) does: it runs a program of `(op, arg)` steps and names the first
+# rule broken. Four of its five rules below; the fifth is exercise 2.
 
 # %%
 for rule in ("proxy", "wgmma", "leader", "init"):
@@ -136,14 +128,11 @@ for rule in ("proxy", "wgmma", "leader", "init"):
 # flight) before any overlap. Wrong at depth 1: the barriers are wrong. Right at depth 1, wrong at
 # depth 3: the parities or the releases are ([tilelang#3087](https://github.com/tile-ai/tilelang/pull/3087) showed up from 3 stages on).
 #
-# **Then the error word, a trace, the models.** The error word says who gave up where (section 4a);
-# an in-kernel trace survives a timeout; compute-sanitizer finds crashes and thread races, not a
-# wrong parity, swizzle or proxy race. `F.diagnose(class)` (`python -m asynctc diagnose <class>`) prints
-# one class on one screen.
+# **Then the error word, a trace, the models.** compute-sanitizer finds crashes and thread races,
+# not a wrong parity, swizzle or proxy race. `F.diagnose(class)` prints one class on one screen.
 #
-# **The decision table** starts from the symptom. Its ptxas codes: *C7508*, ptxas's warning that it
-# dropped [setmaxnreg](../docs/glossary.md#setmaxnreg), and *C7511*, its warning that it
-# serialized the wgmmas (each waits for the one before) for lack of registers:
+# **The decision table** starts from the symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg):
+# chapter 06):
 
 # %%
 display(Markdown(zoo.decision_markdown(compact=True)))
@@ -165,13 +154,12 @@ answer = ...
 ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 
 # %% [markdown]
-# **2. Repair a protocol.** Below is the broken TMA-store epilogue as a program: the consumers
-# write `out`, fence and sync; thread 0 issues the TMA store of `out` and commits it; a sync; then
-# the consumers write `out` again for the next tile. Insert the one step that makes
-# `ordering.check` find no hazard, keeping the program's own steps in order; the check runs your
-# program and names the first hazard left. The cell lists the 15 ops the checker knows. Chapter 03
-# §3 showed the wait a TMA store's buffer needs before it is written again: with which argument,
-# and where? Two places look right; one is.
+# **2. Repair a protocol.** Below, the broken TMA-store epilogue as a program: the consumers
+# write `out`, fence and sync; thread 0 stores `out` with TMA and commits; a sync; then the
+# consumers write `out` again. Insert the one step that makes `ordering.check` find no hazard,
+# keeping the program's own steps in order. The cell lists the ops the checker knows. Which wait
+# does a TMA store's buffer need before it is written again, with which argument, and where? Two
+# places look right; one is.
 
 # %%
 program = list(ordering.PROGRAMS["store"]["broken"])
@@ -201,11 +189,9 @@ ok = exercises.check("ch08.repair", fixed, rule="store", solution=True)
 # %% [markdown]
 # ## 7. What to take away
 #
-# * **Hangs** are barrier bookkeeping: count arrivals and bytes per phase, derive parities from one
-#   formula, bound every wait.
-# * **Races** are ordering: `fence.proxy.async` between proxies, `wait_group.read` before reusing a
-#   TMA store's buffer, `wgmma.wait_group` before a release, `__syncwarp` before a leader's arrive.
-#   Passing runs and compute-sanitizer's racecheck can miss them (08b); a model of the rules names them.
+# * **Hangs** are barrier bookkeeping: count arrivals and bytes per phase, one parity formula,
+#   bound every wait.
+# * **Races** are ordering; passing runs and racecheck can miss them, a model of the rules names them.
 # * **Layout bugs** are deterministic: the first wrong element and its pattern name them.
 # * **Read the ptxas log**: C7508 means your register split is not there.
 #

@@ -2,8 +2,8 @@
 # # 10 — "% of peak": which peak?
 #
 # Papers and tutorials, the [seed article](../docs/glossary.md#seed-article) among them, often give
-# a kernel's speed as "% of peak" without saying which peak. Chapter 00 §2 showed that there are two. This lesson uses them: one kernel can meet a claim
-# under one peak and miss it under the other, so a "% of peak" needs its denominator.
+# a kernel's speed as "% of peak" without saying which peak. There are two (chapter 00 §2), and one
+# kernel can meet a claim under one and miss it under the other.
 #
 # **Learning goal.** You will be able to
 #
@@ -12,9 +12,8 @@
 # 2. say why the two differ on this GPU, and which of a row's clocks goes in the second;
 # 3. judge a claim stated as "% of peak" under both; the worked examples are the seed's 4096³ table.
 #
-# No kernel runs here: the cells read the records the other chapters wrote (`data/<gpu>/*.json`),
-# so live and replay print the same. Deep dive [10b](10b_claims_in_full.ipynb) sets every other
-# number of the seed article beside ours.
+# No kernel runs here: the cells read the other chapters' records. Deep dive
+# [10b](10b_claims_in_full.ipynb) sets every other number of the seed article beside ours.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -43,11 +42,10 @@ for label, suites in by_label.items():
 # | **datasheet** | the boost clock, 1830 MHz | 989.4 TFLOP/s |
 # | **at the measured clock** | the SM clock read while the kernel ran | 132 × 4096 × that clock |
 #
-# Under a full Tensor Core load the chip runs below its boost clock (power and heat), so one TFLOP/s
-# figure is a larger fraction of the second peak. Neither is wrong: the datasheet says how much of
-# the chip's rated speed you got; the measured clock says how busy the Tensor Cores were while they
-# ran. A row may print a second clock too; deep dive [00b](00b_clock_kinds.ipynb) §1 says which
-# clock is which. Chapter 06's top rung, worked:
+# Under a full Tensor Core load the chip runs below its boost clock, so one TFLOP/s figure is a
+# larger fraction of the second peak. Neither is wrong: the datasheet says how much of the rated
+# speed you got; the measured clock, how busy the Tensor Cores were. (A row's second clock:
+# [00b](00b_clock_kinds.ipynb) §1.) Chapter 06's top rung, worked:
 
 # %% output varies
 wrec = recs["warp_specialization"]
@@ -77,8 +75,7 @@ if after and f["clock"] in bench.CLOCK_KINDS[:2]:
 # A claim such as "75–80 % of peak" gives a **band**, 0.75–0.80, read here with ±0.005. Each
 # denominator gives one **part**: inside the band it holds, outside it does not. The claim's
 # verdict follows from its parts: both hold → "holds", one → "partly", neither → "does not hold".
-# Above the band is outside too. A band is not a floor: "75–80 %" says where the number lies, and
-# a kernel well above it is not the kernel the claim describes.
+# Above the band is outside too: a band is not a floor.
 
 # %%
 holds, partly, fails = claims.VERDICTS[:3]
@@ -129,9 +126,8 @@ _ = notebook.claim(cub["datasheet"] < 0.85 - 0.005,
 #
 # **1. Both denominators.** The cell below prints one row of the `warp_specialization` record that
 # no table above shows: chapter 06's rung 3 (two consumer warpgroups and setmaxnreg) at **8192³**.
-# Compute its fraction of peak under both denominators: the datasheet's 989.4 TFLOP/s, and 132 SMs ×
-# 4096 FLOP/clk/SM × its measured clock — the in-flight one, read while the kernel ran, not the
-# second clock the row prints. Answer `(datasheet fraction, measured-clock fraction)`.
+# Compute its fraction of peak under both denominators (the measured clock: the in-flight one, not
+# the row's second clock). Answer `(datasheet fraction, measured-clock fraction)`.
 
 # %% output varies
 row = seed.ladder_row(wrec, 3, size=8192)[1]
@@ -156,9 +152,7 @@ ok = exercises.check("ch10.verdict", answer, tflops=row["tflops"], sm_mhz=row["s
 # %% [markdown]
 # **What you learned:** a "% of peak" needs its denominator; the datasheet's and the measured
 # clock's can give one kernel two verdicts, so judge a claim under both. **Next:** deep dive
-# [10b](10b_claims_in_full.ipynb): the seed's other claims (shared memory per SM, ring depth, FP8's
-# speed-up, swizzle modes …) beside our numbers, the public numbers the course cites, and what is
-# not measured yet.
+# [10b](10b_claims_in_full.ipynb): the seed's other claims beside our numbers.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
