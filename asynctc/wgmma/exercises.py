@@ -1,7 +1,9 @@
 """Chapter 04 — the exercises auto-checked in notebooks/04_wgmma (registered on import): the
 descriptor of a k-step, SBO and LBO, each with its diagnosis of known mistakes
 (:func:`descriptor_diagnosis`), and the code exercise ``ch04.encode`` (write the descriptor's bit
-packing; checked against :func:`asynctc.models.descriptors.encode` on every layout's descriptors)."""
+packing; checked against :func:`asynctc.models.descriptors.encode` on every layout's descriptors)
+and the code exercise ``ch04.kstep`` (advance a descriptor from k-step 0 to k-step s; judged by the
+bytes wgmma would read, :func:`_judge_kstep`)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ def _register_exercises():
                    "offset 0). Pass the function: check('ch04.encode', encode).", judge=_judge_encode)
     def _ch04_encode():
         return dsc.encode
+
+    @code_exercise("ch04.kstep", "Write kstep_desc(desc0, s, major): the 64-bit descriptor of k-step s "
+                   "from desc0, k-step 0's, of a 64×64 fp16 operand tile with 128-byte swizzle, "
+                   "major 'K' or 'MN'. Pass the function: check('ch04.kstep', kstep_desc).",
+                   judge=_judge_kstep)
+    def _ch04_kstep():
+        return lambda desc0, s, major: KSTEP_TILES[major].descriptor(
+            s, dsc.decode(desc0).start_address).encode()
 
     @exercise("ch04.descriptor", "The 64-bit wgmma descriptor (an int) for k-step `step` of a tile "
               "mn×k of dtype, major-ness and swizzle, stored as TMA boxes from shared address base.")
@@ -48,6 +58,102 @@ def _register_exercises():
             (16, "16 bytes is LBO, which K-major swizzled layouts do not use (the ISA \"assumes 1\")."),
             (8, "8 is how many rows apart; SBO is the byte distance between them."),
         ])
+
+
+#: The stage the ``ch04.kstep`` check reads: one 64×64 fp16 operand tile per major-ness, 128-byte
+#: swizzle (K-major: 64 rows of 128 B, one box; MN-major: 64 k-rows of 128 B, one box).
+KSTEP_TILES = {m: dsc.OperandTile(64, 64, "float16", m, 128) for m in ("K", "MN")}
+#: Tile bases the check tries: 0x2800 >> 4 has bit 7 set, so OR-ing an MN-major step in is caught.
+KSTEP_BASES = (0x2000, 0x2800, 0x3C000)
+
+
+def _judge_kstep(answer) -> str | None:
+    """Run ``answer(desc0, s, major)`` for every k-step of both tiles of :data:`KSTEP_TILES` at every
+    base of :data:`KSTEP_BASES`; decode each descriptor into the bytes wgmma reads
+    (:func:`asynctc.models.descriptors.read_addresses`) and compare them with the fresh random values
+    TMA wrote there (:meth:`OperandTile.tma_addresses`). None when all agree, else the first wrong
+    k-step and the mistake (:func:`kstep_diagnosis`)."""
+    import numbers
+    import numpy as np
+    from ..core.exercises import NotAnswered, WrongReturn
+    if not callable(answer):
+        return "pass your function itself, e.g. check('ch04.kstep', kstep_desc)"
+    rng = np.random.default_rng()
+    for major, tile in KSTEP_TILES.items():
+        for base in KSTEP_BASES:
+            values = rng.integers(1, 1 << 16, size=(tile.mn, tile.k), dtype=np.uint16)
+            smem = np.zeros(dsc.ADDRESS_LIMIT // 2, dtype=np.uint16)   # 256 KiB, as uint16
+            smem[tile.tma_addresses(base) // 2] = values                # what TMA wrote
+            desc0 = tile.descriptor(0, base).encode()
+            for s in range(tile.k_steps):
+                got = answer(desc0, s, major)
+                if got is None or got is Ellipsis:
+                    raise NotAnswered("your function returns None: write its body (return the 64-bit "
+                                      "descriptor, an int) and run the cell again.")
+                if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+                    raise WrongReturn(f"kstep_desc({desc0:#x}, {s}, {major!r}) returned {got!r}; "
+                                      "return an int")
+                got = int(got)
+                call = f"kstep_desc({desc0:#x}, {s}, {major!r})"
+                if not 0 <= got < 1 << 64:
+                    return f"{call} returned {got:#x}, which does not fit in 64 bits"
+                try:
+                    addr = dsc.read_addresses(got, major, "float16", tile.mn)
+                except dsc.DescriptorError:
+                    return f"{call} = {got:#x}: {kstep_diagnosis(got, tile, s, base)}"
+                kk = tile.instruction_k
+                want = values[:, s * kk:(s + 1) * kk]
+                inside = (addr >= 0) & (addr < dsc.ADDRESS_LIMIT)
+                read = np.where(inside, smem[np.clip(addr, 0, dsc.ADDRESS_LIMIT - 2) // 2], 0)
+                wrong = int((read != want).sum())
+                if wrong:
+                    return (f"{call} = {got:#x}: {wrong} of the {want.size} elements wgmma reads "
+                            "are not the ones TMA wrote there; " + kstep_diagnosis(got, tile, s, base))
+    return None
+
+
+def kstep_diagnosis(got: int, tile: dsc.OperandTile, s: int, base: int) -> str:
+    """Why descriptor ``got`` is not k-step ``s``'s of ``tile`` at ``base`` (k-step 0's plus an
+    advance of the start address): the known mistakes, by the advance they make."""
+    d0 = tile.descriptor(0, base)
+    want = tile.descriptor(s, base)
+    step = want.start_address - base                  # bytes k-step s starts after k-step 0
+    g_raw = got - d0.encode()                          # the learner's advance of the 64-bit value
+    per = step // s if s else 0
+    rule = (f"in a K-major tile K runs along the 128-byte row: k-step {s} starts {s} × 32 = {step} bytes "
+            "on, in the same rows" if tile.major == "K" else
+            f"in an MN-major tile a box row is one k-row of 128 bytes: a k16 step is 16 k-rows, "
+            f"{per} bytes, so k-step {s} starts {step} bytes on")
+    if g_raw == step:
+        return (f"the start-address field holds the address >> 4 (16-byte units): adding {step} bytes "
+                f"unshifted moves the start {16 * step} bytes, 16× too far ({rule})")
+    if g_raw in (step // 2, step // 2 >> 4):
+        return (f"you advanced by elements ({step // 2} fp16 elements), not bytes ({step}): an fp16 "
+                "element is 2 bytes" + (", and the field holds bytes >> 4" if g_raw == step // 2 else ""))
+    if got == d0.encode() | (step >> 4):
+        return ("you OR-ed the advance in; where the start-address field already has a 1 bit, OR loses "
+                "the carry: add it")
+    stray = got & dsc.RESERVED_MASK
+    if stray or (got >> 62) != d0.layout_type:
+        where = "62–63, the swizzle mode" if not stray else "that no field owns"
+        return (f"the advance reached bits {where}: only the start-address field (bits 0–13) "
+                f"moves, by {step} bytes >> 4 = {step >> 4}")
+    g = dsc.decode(got)
+    if (g.lbo, g.sbo, g.base_offset) != (d0.lbo, d0.sbo, d0.base_offset):
+        moved = [n for n, a, b in (("LBO", g.lbo, d0.lbo), ("SBO", g.sbo, d0.sbo),
+                                   ("the base offset", g.base_offset, d0.base_offset)) if a != b]
+        return (f"you changed {' and '.join(moved)}; they stay as k-step 0's: only the start address "
+                f"moves, by {step} bytes >> 4 = {step >> 4} in bits 0–13")
+    adv = g.start_address - base
+    if adv == 0:
+        return f"it is k-step 0's descriptor: k-step {s} starts {step} bytes further on"
+    other = "MN" if tile.major == "K" else "K"
+    other_step = KSTEP_TILES[other].descriptor(s, base).start_address - base
+    if adv == s * tile.box_pitch or adv == s * 1024:
+        return (f"k-step {s} does not cross into the next box or swizzle pattern: {rule}")
+    if adv == other_step:
+        return f"that is the {other}-major advance; {rule}"
+    return f"the start address moved {adv} bytes; {rule}"
 
 
 def encode_cases() -> list[tuple[int, int, int, int]]:

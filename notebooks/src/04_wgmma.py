@@ -5,13 +5,12 @@
 # it correctly, and measure how close it gets to the peak.
 #
 # **The story.** [wgmma](../docs/glossary.md#wgmma) is issued by a [warpgroup](../docs/glossary.md#warpgroup) (four warps, 128 threads) and reads its
-# operands from shared memory, each described by a 64-bit [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). Get one
-# field wrong and wgmma reads the wrong bytes. You will
+# operands from shared memory, each described by a 64-bit [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). You will
 #
 # 1. see who supplies what to `wgmma.mma_async.m64nNk16`;
 # 2. take the descriptor apart bit by bit, then write its encoder;
 # 3. draw the **canonical layouts** (the tile layouts wgmma can read) of [K-major](../docs/glossary.md#k-major) and
-#    [MN-major](../docs/glossary.md#mn-major) operands, and check that what TMA writes is what wgmma reads;
+#    [MN-major](../docs/glossary.md#mn-major) operands, and advance a descriptor from k-step to k-step;
 # 4. read the kernel with its PTX and SASS, and check it against float64;
 # 5. measure `wgmma` throughput by N, per SM per clock.
 #
@@ -65,13 +64,6 @@ assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes
 # * [LBO](../docs/glossary.md#lbo) is unused by K-major swizzled layouts (the ISA "assumes 1"); the library writes 1 (16 B).
 # * Each further k16 step starts 32 bytes on, in the same rows: a 128-byte row has room for all
 #   four. With a narrower swizzle a row has room for fewer, and the next step starts in the next box.
-#
-# **Predict before you look** (exercise 1; section 3 draws why): what is SBO, in
-# bytes, for a K-major tile with **64-byte** swizzle?
-
-# %%
-answer = ...
-ok = exercises.check("ch04.sbo", answer, swizzle=64)
 
 # %% [markdown]
 # ## 3. Canonical layouts, drawn
@@ -109,11 +101,23 @@ fig = wgmma.plot_layouts("float16", majors=("MN",))
 plt.show()
 
 # %% [markdown]
+# **Exercise 1: advance the descriptor.** A 64-wide k-tile is four k16 steps, one descriptor each.
+# Only the start address moves. Write `kstep_desc(desc0, s, major)`: k-step s's descriptor, from
+# k-step 0's, of a 64×64 fp16 tile with 128-byte swizzle, `major` "K" or "MN". The check decodes
+# yours into the bytes wgmma reads and compares them with the values TMA wrote there.
+
+# %%
+def kstep_desc(desc0, s, major):
+    ...   # your code: return k-step s's descriptor, an int
+
+
+ok = exercises.check("ch04.kstep", kstep_desc)
+
+# %% [markdown]
 # ## 4. What TMA writes is what the descriptor reads
 #
-# Two models, written independently: `layout.SmemTile` (chapter 03) says where a TMA box puts each
-# element, `descriptors.read_addresses` which byte wgmma reads. One operand tile makes both the box
-# and the descriptor. Compared element by element:
+# Exercise 1's check, for every swizzle: `layout.SmemTile` (chapter 03) says where TMA puts each
+# element, `descriptors.read_addresses` (a separate model) which byte wgmma reads.
 
 # %%
 tiles = [descriptors.OperandTile(64, 64, "float16", m, sw) for m in ("K", "MN") for sw in (0, 32, 64, 128)]
@@ -184,7 +188,7 @@ assert wgmma_peak.small_n_as_modelled(rec.results)   # "why small N is slow", on
 # %% [markdown]
 # ## Exercises
 #
-# (Exercise 1 is in section 2.)
+# (Exercise 1 is in section 3.)
 #
 # **2. Write the descriptor encoder.** Write `encode(start_address, lbo, sbo, swizzle)`: the 64-bit
 # descriptor (an `int`) from byte values and the swizzle in bytes (0, 32, 64, 128), packed as
@@ -202,7 +206,12 @@ ok = exercises.check("ch04.encode", encode)
 # <details><summary>Solutions (run in CI)</summary>The cells below are the worked solutions.</details>
 
 # %%
-exercises.check("ch04.sbo", 8 * 64, swizzle=64, solution=True)
+def kstep_desc(desc0, s, major):
+    step = 32 if major == "K" else 16 * 128     # bytes per k16 step: along the row, or 16 k-rows
+    return desc0 + (s * step >> 4)              # the field counts 16-byte units
+
+
+ok = exercises.check("ch04.kstep", kstep_desc, solution=True)
 
 
 def encode(start_address, lbo, sbo, swizzle):
