@@ -12,7 +12,8 @@ from fakes import CONSUMER_LOOP
 from asynctc import warp_specialization as W
 from asynctc.core import exercises, notebook, runtime
 from asynctc.models import pipeline as mp
-from asynctc.warp_specialization import consumer_loop as CL, loop_reader as L
+from asynctc.core import loop_reader as L
+from asynctc.warp_specialization import consumer_loop as CL
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "ch06.consumer_loop"

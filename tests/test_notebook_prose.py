@@ -176,11 +176,12 @@ LISTINGS = {
     ("04", r"  // fence \(the registers were written above\)"): (
         15, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"
             r"wgmma\.wait_group\.sync\.aligned kPending"),
-    # the whole kernel of the default build, then load_stage, RingState, mma_ktile, the wrappers' PTX
+    # the whole kernel of the default build (the producer's refill step left out: exercise 2),
+    # then load_stage, RingState, mma_ktile, the wrappers' PTX
     ("05", r'^extern "C" __global__'): (120, r"gemm_pipeline\([\s\S]*mbarrier_init\(full\[s\], 1\)[\s\S]*"
                                              r"full\.wait\(pos\.stage, pos\.phase[\s\S]*mma_ktile\([\s\S]*"
                                              r"wgmma_wait_group<kPending>.*[\s\S]*empty\.arrive\("
-                                             r"[\s\S]*load_stage[\s\S]*pos\.advance\(\)[\s\S]*store_c\("
+                                             r"[\s\S]*exercise 2[\s\S]*pos\.advance\(\)[\s\S]*store_c\("
                                              r"[\s\S]*void load_stage[\s\S]*phase \^= 1u[\s\S]*"
                                              r"void mma_ktile[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*"
                                              r"wgmma\.wait_group\.sync\.aligned kPending;$"),

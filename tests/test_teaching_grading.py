@@ -228,7 +228,7 @@ def test_gitignore_ignores_reset_backups():
 
 def test_score_counts_only_what_the_handed_in_notebooks_ask(tmp_path):
     """The denominator is what the shipped notebooks a learner handed in ask (00: intensity and
-    memory_bound; 05: ring_parities and groups_pending). A check the learner added (a checkpoint
+    memory_bound; 05: groups_pending and producer_step). A check the learner added (a checkpoint
     question) is listed apart, scored for nobody, and adds no column that counts against others."""
     from asynctc.teaching import grading
     alice = grading.Graded("alice", ["00_why_async.ipynb", "05_pipelines.ipynb"],
@@ -237,9 +237,9 @@ def test_score_counts_only_what_the_handed_in_notebooks_ask(tmp_path):
                             "ch04.descriptor": "wrong"}, {}, [])
     carol = grading.Graded("carol", ["00_why_async.ipynb"], {"ch00.intensity": None}, {}, [])
     assert grading.columns([alice, carol]) == ["ch00.intensity", "ch00.memory_bound",
-                                               "ch05.ring_parities", "ch05.groups_pending"]
+                                               "ch05.groups_pending", "ch05.producer_step"]
     csv_path, _, md = grading.write_tables([alice, carol], tmp_path)
-    assert "| alice | ✓ | ✗ | - | ✓ | 2/4 |" in md
+    assert "| alice | ✓ | ✗ | ✓ | - | 2/4 |" in md
     assert "| carol | - | - |   |   | 0/2 |" in md                 # ch05 is blank, not ✗, and not counted
     assert "- alice: ch05.full_parity ✓, ch04.descriptor ✗" in md and "- carol" not in md
     rows = {r["learner"]: r for r in csv.DictReader(csv_path.open())}
@@ -295,23 +295,23 @@ def test_grade_timeout_default_is_documented(capsys):
 
 
 def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
-    """Chapter 05 asks ring_parities (§1, exercise 1) before groups_pending (§2), and deep
+    """Chapter 05 asks groups_pending (§1, exercise 1) before producer_step (§2), and deep
     dive 05c find_bug after both; chapter 06 asks consumer_loop (§1, under its listing), then
     consumer_regs: the columns say so."""
     from asynctc.teaching import grading
     order = grading.course_order()
-    assert order["ch05.ring_parities"] < order["ch05.groups_pending"] < order["ch05.find_bug"]
-    assert order["ch00.memory_bound"] < order["ch05.ring_parities"]
+    assert order["ch05.groups_pending"] < order["ch05.producer_step"] < order["ch05.find_bug"]
+    assert order["ch00.memory_bound"] < order["ch05.groups_pending"]
     bob = grading.Graded("bob", ["05_pipelines.ipynb", "06_warp_specialization.ipynb"],
-                         {"ch06.consumer_regs": None, "ch05.ring_parities": "wrong",
+                         {"ch06.consumer_regs": None, "ch05.producer_step": "wrong",
                           "ch06.consumer_loop": "correct", "ch05.groups_pending": "correct"}, {}, [])
-    assert grading.columns([bob]) == ["ch05.ring_parities", "ch05.groups_pending", "ch06.consumer_loop",
+    assert grading.columns([bob]) == ["ch05.groups_pending", "ch05.producer_step", "ch06.consumer_loop",
                                       "ch06.consumer_regs"]
     # without the sources (an installed package): where the learners' notebooks ask them
-    bob.order = {"ch05.ring_parities": ("05_pipelines.ipynb", 0), "ch05.groups_pending": ("05_pipelines.ipynb", 1)}
-    assert grading.columns([bob], order={})[:2] == ["ch05.ring_parities", "ch05.groups_pending"]
+    bob.order = {"ch05.groups_pending": ("05_pipelines.ipynb", 0), "ch05.producer_step": ("05_pipelines.ipynb", 1)}
+    assert grading.columns([bob], order={})[:2] == ["ch05.groups_pending", "ch05.producer_step"]
     _, _, md = grading.write_tables([bob], tmp_path)
-    assert md.splitlines()[0].startswith("| learner | ch05.ring_parities | ch05.groups_pending |")
+    assert md.splitlines()[0].startswith("| learner | ch05.groups_pending | ch05.producer_step |")
 
 
 def test_an_exercise_cell_that_ran_without_check_is_unanswered():

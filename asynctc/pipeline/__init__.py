@@ -73,6 +73,7 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
+from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
 from .results import KtileAverage, average_ktile_cycles, best_row, cublas_row, row_label
 from .suite import (SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
                     variants_table)

@@ -66,7 +66,7 @@ W.<name>``):
   :func:`plot_raster`; never times;
 * ``exercises.py`` — chapter 06's auto-checked exercises (registered on import);
 * ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
-  compiled into rung 3 (NVRTC), read (``loop_reader.py``) and judged with chapter 05's ring model
+  compiled into rung 3 (NVRTC), read (``asynctc/core/loop_reader.py``) and judged with chapter 05's ring model
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
 * ``rung_notes.py`` — §4's generated sentences on rungs 3–8 (:func:`rung34_note`, :func:`rung_note`);
   ``rung_exercises.py`` — §4's exercises on rungs 6 and 7, judged by the cluster ring model and

@@ -41,7 +41,7 @@ from ..core import exercises as _ex
 from ..core import notebook, runtime, sass
 from ..models import ordering
 from ..models import pipeline as _mp
-from . import loop_reader as _lr
+from ..core import loop_reader as _lr
 from .ladder import RUNG_BY_NAME
 from .launch import ENTRY, SOURCE, compile_ws
 

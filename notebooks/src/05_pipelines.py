@@ -59,21 +59,7 @@ fig = mp.plot_ring(stages=4, k_tiles=12, hide_pending=True, parities=False)
 plt.show()
 
 # %% [markdown]
-# **Exercise 1 — write the parities** (`//` is integer division): `full_parity(k, S)`, the parity
-# a consumer waits on full[k mod S] for k-tile k, and `empty_parity(t, S)`, the parity the producer
-# waits on empty[t mod S] before loading k-tile t (it needs the release of the stage's previous
-# fill; the first pass has none). The check runs the ring model (S = 1 to 4) with your pair; a wrong
-# one gets its diagnosis: the wait that never ends, or the read that races the copy.
-
-# %%
-def full_parity(k, S):
-    ...
-def empty_parity(t, S):
-    ...
-ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity))
-
-# %% [markdown]
-# **Exercise 2 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it).
+# **Exercise 1 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it).
 # A consumer issues each k-tile's wgmmas as one group (chapter 04), then waits with
 # `wgmma.wait_group`. With S = 6 stages and a **single** consumer warpgroup, should that wait
 # leave 0 or 1 group pending to keep the math going while a stage is released and refilled? Then
@@ -95,28 +81,42 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 #    its full (1 arrival) and empty (one per consumer) barriers.
 # 2. **Prologue**: the producer fills stages 0 … S − 1 with `load_stage`: `arrive.expect_tx` of the
 #    stage's bytes on full[s], then the TMA boxes.
-# 3. **The loop**, per k-tile k: wait on full; `mma_ktile`, then wait until kPending groups remain;
-#    release k-tile r = k − kPending on empty; the producer waits on empty (parity `rp`: exercise
-#    1's `empty_parity(r + S, S)`) and refills the stage with k-tile r + S. `pos` is k's stage and
-#    phase, `prev` k − 1's; `advance()` flips the phase when the stage wraps.
+# 3. **The loop**, per k-tile k: wait on full; `mma_ktile`, then wait until kPending = 1 group
+#    remains; release k-tile r = k − 1 on empty; then the producer's refill step (exercise 2, left
+#    out). `pos` is k's stage and phase, `prev` k − 1's (`rs`, `rp`: r's); `advance()` flips the
+#    phase when the stage wraps.
 # 4. **Epilogue**: `wait_group<0>`, then `store_c` writes the accumulators to C.
 #
 # `fence_accumulators` keeps the compiler from moving accumulator accesses across a wgmma.
 
 # %% output answers a prediction
-if exercises.after("ch05.ring_parities"):              # the listing answers exercises 1 and 2
-    if exercises.after("ch05.groups_pending"):
-        display(notebook.show_source(
-            "pipeline.cu", start=r'^extern "C" __global__', end=r"^}", variant=True, ptx_last=True,
-            more=(("pipeline.cu", r"^// ---- the producer's half", r"^}"), ("ring.cuh", r"^template <int", r"^};"),
-                  ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
-            ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
-                 "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
-        display(notebook.show_ptx(pl.compile_pipeline(pl.PipelineConfig())))   # the same default build
+if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
+    display(notebook.show_source(
+        "pipeline.cu", start=r'^extern "C" __global__', end=r"^}", variant=True, ptx_last=True,
+        omit=(r"^      if \(producer && r \+ STAGES < T", r"^      }$", "exercise 2"),   # shown after it
+        more=(("pipeline.cu", r"^// ---- the producer's half", r"^}"), ("ring.cuh", r"^template <int", r"^};"),
+              ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
+        ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
+             "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
+    display(notebook.show_ptx(pl.compile_pipeline(pl.PipelineConfig())))   # the same default build
 
 # %% [markdown]
-# As in chapter 04: one `m64n256k16` per k-step, each naming the thread's 128 accumulators; then
-# the commit and `wait_group 1`.
+# **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it, after the
+# release of k-tile r. Thread 0 (`producer`) waits on empty[rs] for that release, with the right
+# parity, then refills stage rs with k-tile r + S, only while r + STAGES < T. Use
+# `empty.wait(stage, parity, wg, k-tile)` (false: it gave up; then set `broken`) and
+# `load_stage(ta, tb, base + rs * kStageBytes, full[rs], k-tile, m0, n0)`. The check compiles your
+# step into the kernel (NVRTC) and runs its protocol through the ring model.
+
+# %%
+producer_step = """
+// your step
+"""
+ok = exercises.check("ch05.producer_step", producer_step)
+
+# %% output answers a prediction
+if exercises.after("ch05.producer_step"):             # the kernel's own step, once yours is in
+    print(pl.producer_step.kernel_step())
 
 # %% [markdown]
 # ## 3. Correct first
@@ -213,20 +213,17 @@ _ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # 128�
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercises 1 and 2 are in section 1.
+# Exercise 1 is in section 1, exercise 2 in section 2.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
-def full_parity(k, S):
-    return (k // S) % 2          # the (k / S)-th fill of stage k mod S
-def empty_parity(t, S):
-    return (t // S + 1) % 2      # the phase before that fill: a fresh barrier passes at once
-exercises.check("ch05.ring_parities", (full_parity, empty_parity), solution=True)
 runs = {p: mp.simulate(6, p, 1, 32) for p in (0, 1)}
 ok = exercises.check("ch05.groups_pending", max(runs, key=lambda p: runs[p].math_fraction), stages=6,
                      consumers=1, solution=True)
+producer_step = pl.producer_step.kernel_step()   # the kernel's own (tr.event: the trace, off here)
+ok = exercises.check("ch05.producer_step", producer_step, solution=True)
 
 # %% [markdown]
 # **What you learned.** The ring and its parities, a pipelined GEMM checked and measured, why

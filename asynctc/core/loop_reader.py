@@ -1,6 +1,7 @@
-"""Read a consumer k-loop body, written in CUDA C++, as the protocol it runs (chapter 06's code
-exercise ``ch06.consumer_loop``): a small tokenizer, parser and interpreter. Pure Python; NVRTC has
-compiled the text before it gets here (:mod:`.consumer_loop`), so the reader only has to follow
+"""Read a k-loop body or step, written in CUDA C++, as the protocol it runs (chapter 06's code
+exercise ``ch06.consumer_loop``; chapter 05's ``ch05.producer_step`` extends its machine): a small
+tokenizer, parser and interpreter. Pure Python; NVRTC has compiled the text before it gets here
+(:mod:`asynctc.warp_specialization.consumer_loop`, :mod:`asynctc.pipeline.producer_step`), so the reader only has to follow
 valid code, not reject invalid code.
 
 It reads statements ``expr;``, declarations (``const int s = pos.stage;``), ``if``/``else``,

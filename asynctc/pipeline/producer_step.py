@@ -1,0 +1,273 @@
+"""Chapter 05's code exercise ``ch05.producer_step``: the learner writes, as CUDA C++ in a Python
+string, the producer's refill step of ``gemm_pipeline`` (``kernels/pipeline.cu``): after the
+release of k-tile r, wait on empty[r mod S] and refill that stage with k-tile r + S, only while
+r + STAGES < T. No GPU is needed.
+
+1. **compile** — :func:`splice` puts the text in place of the kernel's own step (the
+   ``if (producer && r + STAGES < T && !broken) { … }`` block, under ``#line 1 "your step"``) and
+   compiles the default build (:class:`~asynctc.pipeline.PipelineConfig`) with NVRTC
+   (:func:`asynctc.core.runtime.compile_kernel` ``code=``). The kernel file is never changed.
+2. **read** — :mod:`asynctc.core.loop_reader`'s machine, given the step's names, runs the text for
+   every k-tile of :data:`K_TILES`, as the producer (thread 0) and as another thread: the waits
+   (barrier, stage, parity) and the ``load_stage`` calls (stage, full barrier, k-tile).
+3. **judge** — plain rules (who loads, which k-tile, which stage, past K) and chapter 05's ring
+   model (:func:`asynctc.models.pipeline.simulate`) for a missing wait on empty or a wrong parity:
+   its Race (a stage overwritten while still read) or Deadlock, with the k-tile.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections import Counter
+
+from ..core import exercises as _ex
+from ..core import loop_reader as _lr
+from ..core import runtime, sass
+from ..models import pipeline as _mp
+from .config import ENTRY, SOURCE, PipelineConfig
+
+#: k-tiles the reader runs the step for (T), and what NVRTC calls the learner's text.
+K_TILES, FILE_NAME = 12, "your step"
+#: The kernel's own step in pipeline.cu: its first line (its block ends at the brace below it).
+HEAD = "      if (producer && r + STAGES < T && !broken) {"
+#: The step as an ``omit`` range of §2's listing (first line, last line, note): left out until answered.
+OMIT = (r"^      if \(producer && r \+ STAGES < T", r"^      }$", "exercise 2")
+#: The names the step uses, all in scope where it goes (the exercise's prompt lists them).
+IN_SCOPE = ("producer", "r", "rs", "rp", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
+            "kStageBytes", "full", "m0", "n0", "wg", "broken")
+_CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def config() -> PipelineConfig:
+    """The build the step goes into: the default, ``128x256x64/c2 s4`` fp16 (wait_group 1)."""
+    return PipelineConfig()
+
+
+def _source_parts(text: str) -> tuple[str, str, int]:
+    lines = text.splitlines(keepends=True)
+    head = [n for n, ln in enumerate(lines) if ln.rstrip() == HEAD]
+    if len(head) != 1:
+        raise RuntimeError(f"{SOURCE}: the producer's refill step is not where the exercise expects it")
+    end = next(n for n in range(head[0], len(lines)) if lines[n].rstrip() == "      }")
+    return "".join(lines[:head[0]]), "".join(lines[end + 1:]), end + 2
+
+
+def splice(step: str) -> str:
+    """The kernel's source with ``step`` in place of the producer's refill step."""
+    before, after, line = _source_parts(runtime.kernel_path(SOURCE).read_text())
+    step = step if step.endswith("\n") else step + "\n"
+    return f'{before}#line 1 "{FILE_NAME}"\n{step}#line {line} "{SOURCE}"\n{after}'
+
+
+def kernel_step() -> str:
+    """The kernel's own step, dedented (the worked solution)."""
+    text = runtime.kernel_path(SOURCE).read_text()
+    before, after, _ = _source_parts(text)
+    own = text[len(before):len(text) - len(after)]
+    return "\n".join(ln[6:] for ln in own.rstrip("\n").splitlines()) + "\n"
+
+
+def compile_step(step: str) -> runtime.CompiledKernel:
+    """The default build with ``step`` spliced in. Raises :class:`~asynctc.core.runtime.CompileError`."""
+    cfg = config()
+    cfg.validate()
+    with warnings.catch_warnings():                      # NVRTC's warnings (an unused rp) are no hint
+        warnings.simplefilter("ignore")
+        return runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines=cfg.defines, code=splice(step))
+
+
+def compile_hint(log: str, step: str) -> str:
+    """NVRTC's first errors, each with the line of the learner's text it names."""
+    lines, out = step.splitlines(), []
+    for m in re.finditer(r"^(.*?)\((\d+)\): (?:catastrophic )?error: (.*)$", log, re.M):
+        where, n, msg = m.group(1), int(m.group(2)), m.group(3).strip()
+        if where.endswith(FILE_NAME) and 1 <= n <= len(lines):
+            out.append(f"line {n} ({lines[n - 1].strip()}): {msg}")
+        else:
+            out.append(f"after your step: {msg} (a missing ';' or '}}'?)" if where.endswith(SOURCE)
+                       else f"{where.rsplit('/', 1)[-1]}({n}): {msg}")
+        if len(out) == 2:
+            break
+    if not out:
+        out.append(log.strip().splitlines()[-1] if log.strip() else "NVRTC gave no message")
+    return f"NVRTC cannot compile your step — {'; '.join(out)} (names in scope: {', '.join(IN_SCOPE)})"
+
+
+# ---- reading: the loop reader's machine with the producer's names -----------------------------------
+
+class _Machine(_lr._Machine):
+    def __init__(self, stages, k_tiles, stage_bytes, producer):
+        super().__init__(stages, k_tiles, stage_bytes, 0, producer)
+        self.env.update(producer=int(producer), base=0, ta=_lr._Thing("the tensor map ta"),
+                        tb=_lr._Thing("the tensor map tb"), m0=_lr._Thing("the tile row m0"),
+                        n0=_lr._Thing("the tile column n0"), prev=_lr._Ring(stages))
+        self.env.pop("elected")
+
+    def lookup(self, name, line):
+        if name == "load_stage" and name not in self.locals:
+            return _lr._Fn("load_stage")
+        if name.startswith("EV_") and name not in self.locals:      # tr.event's kinds (ignored)
+            return 0
+        if name in self.locals or name in self.env or name in _lr.HELPERS:
+            return super().lookup(name, line)
+        raise _lr.ReadError(line, f"the check does not know {name!r}: the step may use "
+                                  f"{', '.join(IN_SCOPE)}")
+
+    def call(self, fn, args, line):
+        if isinstance(fn, _lr._Fn) and fn.name == "load_stage":
+            if len(args) != 7 or not isinstance(args[3], _lr._BarrierRef):
+                raise _lr.ReadError(line, "load_stage takes (ta, tb, the stage's address, its full "
+                                          "barrier full[s], the k-tile, m0, n0)")
+            addr = self._int(args[2], line, "the stage's address")
+            size = self.env["kStageBytes"]
+            if addr % size or not 0 <= addr // size < self.ring.stages:
+                raise _lr.ReadError(line, f"the address {addr} bytes after base is no stage's: stage s "
+                                          "starts at base + s * kStageBytes")
+            self.events.append(_lr.Event("load", line, barrier=f"{args[3].name}[{args[3].stage}]",
+                                         stage=addr // size, n=self._int(args[4], line, "the k-tile")))
+            return None
+        return super().call(fn, args, line)
+
+
+def read(step: str, producer: bool = True, stages: int = 4, pending: int = 1,
+         k_tiles: int = K_TILES) -> dict[int, list]:
+    """Run ``step`` as the kernel runs it, after the release of each k-tile r = k − pending:
+    r → the step's events (waits and loads). Raises :class:`~asynctc.core.loop_reader.ReadError`."""
+    program = _lr.parse(step)
+    m = _Machine(stages, k_tiles, config().stage_bytes, producer)
+    pos, prev, out = m.ring, m.env["prev"], {}
+    for k in range(k_tiles):
+        r = k - pending
+        if r >= 0:
+            rs, rp = (prev.stage, prev.phase) if pending else (pos.stage, pos.phase)
+            m.env.update(k=k, r=r, rs=rs, rp=rp)
+            m.locals, m.events = {}, []
+            try:
+                m.execute(program)
+            except _lr._Stop:
+                pass
+            out[r] = m.events
+        prev.stage, prev.phase = pos.stage, pos.phase
+        pos.stage += 1
+        if pos.stage == stages:
+            pos.stage, pos.phase = 0, pos.phase ^ 1
+    return out
+
+
+# ---- judging ----------------------------------------------------------------------------------------
+
+def _model(stages, pending, consumers, k_tiles, **kw) -> str:
+    d = _mp.simulate(stages, pending, consumers, k_tiles, **kw).diagnosis
+    if isinstance(d, _mp.Race):
+        return f"a stage overwritten while still read, at k-tile {d.iteration}: {d.what}"
+    if isinstance(d, _mp.Deadlock):
+        return f"a wait that never ends, at k-tile {d.iteration}: {d.why}"
+    return "no failure in this run, but the wait names another fill's phase"
+
+
+def _refill_hint(r, t, S, T) -> str | None:
+    here = f"after the release of k-tile r = {r}"
+    if t >= T:
+        return (f"{here} your step loads k-tile {t}, past K (T = {T} k-tiles): the guard r + STAGES "
+                "< T is missing, so the TMA reads A and B beyond K and no consumer ever reads the fill")
+    if t == r + S - 1:
+        return (f"{here} your step loads k-tile r + S − 1 = {t}, loaded already (by the prologue "
+                f"or the step before), and k-tile {r + S} never is")
+    if t == r + S + 1:
+        return (f"{here} your step loads k-tile r + S + 1 = {t}, into stage {t % S}: that stage "
+                f"still holds k-tile {t - S}, not yet read (and k-tile {r + S} is never loaded)")
+    if t != r + S:
+        return f"{here} your step loads k-tile {t}; the stage r just left takes k-tile r + S = {r + S}"
+    return None
+
+
+def judge(answer) -> str | None:
+    """Compile, read and judge a learner's producer step (the module docstring): an
+    :class:`~asynctc.core.exercises.Accepted` note for a right step, a hint otherwise."""
+    if not isinstance(answer, str):
+        return f'pass your step as a string of CUDA C++ (got {type(answer).__name__}): producer_step = """ … """'
+    step = answer[1:] if answer.startswith("\n") else answer
+    if not _CODE.sub("", step).strip():
+        raise _ex.NotAnswered("write the step in the string, under the comment, then run the cell again")
+    try:
+        ck = compile_step(step)
+    except runtime.CompileError as e:
+        return compile_hint(str(e), step)
+    cfg = config()
+    S, P, C, T = cfg.stages, cfg.wait_pending, cfg.consumers, K_TILES
+    try:
+        mine, other = read(step, True, S, P, T), read(step, False, S, P, T)
+    except _lr.ReadError as e:
+        return (f"line {e.line}: {e.why}. (The check reads the step with the calls of §2: "
+                "empty.wait(stage, parity, wg, k-tile), load_stage(ta, tb, address, full[s], k-tile, m0, n0))")
+    if any(other.values()):
+        return ("a thread other than the producer waits or loads: every thread of the CTA runs this "
+                "step, and only thread 0 issues the TMA (guard it with producer)")
+    waits = {}
+    for r, events in mine.items():
+        loads = [e for e in events if e.kind == "load"]
+        if len(loads) > 1:
+            return f"after the release of k-tile {r} your step loads {len(loads)} times: one refill per release"
+        if not loads:
+            if r + S < T:
+                return (f"after the release of k-tile {r} your step loads nothing: k-tile {r + S} is never "
+                        f"loaded, and the consumers wait on full[{(r + S) % S}] for it forever")
+            continue
+        e, t = loads[0], loads[0].n
+        hint = _refill_hint(r, t, S, T)
+        if hint:
+            return hint
+        if e.stage != t % S or e.barrier != f"full[{t % S}]":
+            return (f"k-tile {t} goes into stage {t % S} (t mod S), through full[{t % S}]; your step "
+                    f"gives stage {e.stage}'s address and {e.barrier}")
+        before = [w for w in events[:events.index(e)] if w.kind == "wait"]
+        if not before:
+            if any(w.kind == "wait" for w in events):
+                return f"your step waits on empty after load_stage for k-tile {t}: wait first"
+            return ("your step loads with no wait on empty: chapter 05's ring model without it finds "
+                    + _model(S, P, C, T, protocol="missing_empty_wait"))
+        w = before[-1]
+        if w.barrier != "empty":
+            return (f"before k-tile {t} your step waits on {w.barrier}[{w.stage}]; the consumers' "
+                    f"releases complete empty[{t % S}]: wait there")
+        if w.stage != t % S:
+            return f"before refilling stage {t % S} your step waits on empty[{w.stage}]"
+        waits[t] = w.parity
+    want = {t: _mp.kernel_empty_parity(t, S) for t in waits}
+    if waits != want:
+        t = min(x for x in waits if waits[x] != want[x])
+        why = _model(S, P, C, T, parities=(_mp.kernel_full_parity,
+                                           lambda x, s: waits.get(x, _mp.kernel_empty_parity(x, s))))
+        return (f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}. Chapter "
+                f"05's ring model with your parities: {why}")
+    return _ex.Accepted(_sass_note(ck.cubin, step))
+
+
+def _instructions(cubin: bytes) -> list[str]:
+    out = []
+    for ln in sass.disassemble(cubin).splitlines():
+        m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;", ln)
+        if m:
+            out.append(re.sub(r"\bU?[RP]\d+\b", "R", m.group(1)).replace(".reuse", "").split()[0])
+    return out
+
+
+def _sass_note(cubin: bytes, step: str) -> str:
+    from .launch import compile_pipeline
+    a, b = Counter(_instructions(compile_pipeline(config()).cubin)), Counter(_instructions(cubin))
+    changed = sum(((a - b) + (b - a)).values())
+    if not changed:
+        return "your step compiles to the kernel's own instruction mix."
+    why = "" if re.search(r"!\s*broken\b", _CODE.sub("", step)) else (
+        ": the kernel's step also skips its wait once a bounded wait gave up (broken)")
+    return f"your build's opcodes differ from the kernel's own in {changed} of {sum(a.values())}{why}."
+
+
+@_ex.code_exercise("ch05.producer_step", "Write the producer's refill step of gemm_pipeline as a string "
+                   "of CUDA C++: after the release of k-tile r, thread 0 waits on empty[r mod S] for "
+                   "that release and refills the stage with k-tile r + S, while r + STAGES < T. The "
+                   "check compiles it into the kernel with NVRTC and runs its protocol through the "
+                   "ring model.", judge=judge)
+def _producer_step() -> str:
+    return kernel_step()

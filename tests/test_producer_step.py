@@ -1,0 +1,39 @@
+"""Chapter 05's code exercise ch05.producer_step: NVRTC compiles the learner's refill step into
+gemm_pipeline; the loop reader and the ring model judge it (asynctc.pipeline.producer_step)."""
+
+import pytest
+
+from asynctc.core import exercises
+from asynctc.pipeline import producer_step as ps
+
+GOOD = """if (producer && r + STAGES < T && !broken) {
+  if (empty.wait(rs, rp, wg, r + STAGES))
+    load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
+  else broken = true;
+}"""
+
+
+def test_the_kernels_own_step_and_a_plain_one_pass():
+    assert isinstance(ps.judge(ps.kernel_step()), exercises.Accepted)
+    assert "own instruction mix" in ps.judge(ps.kernel_step())
+    assert isinstance(ps.judge(GOOD), exercises.Accepted)
+
+
+def test_the_splice_leaves_the_kernel_file_alone():
+    src = ps.splice(ps.kernel_step())
+    assert src.count('#line 1 "your step"') == 1 and ps.HEAD not in src
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (GOOD.replace("rs, rp,", "rs, rp ^ 1u,"), "a wait that never ends, at k-tile 4"),
+    (GOOD.replace("full[rs], r + STAGES", "full[rs], r + STAGES - 1"), "r + S − 1 = 3"),
+    (GOOD.replace("full[rs], r + STAGES", "full[rs], r + STAGES + 1"), "r + S + 1 = 5"),
+    (GOOD.replace(" && r + STAGES < T", ""), "past K"),
+    ("if (producer && r + STAGES < T) load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);",
+     "a stage overwritten while still read, at k-tile 4"),
+    (GOOD.replace("producer && ", ""), "other than the producer"),
+    (GOOD.replace("m0, n0);", "m0, n0)"), "NVRTC cannot compile"),
+])
+def test_wrong_steps_are_named(wrong, says):
+    hint = ps.judge(wrong)
+    assert not isinstance(hint, exercises.Accepted) and says in hint, hint
