@@ -5,7 +5,8 @@
 #
 # **Assumes** chapter 05's core lesson: the ring of S stages with its full and empty mbarriers and
 # their phase parities, the kernel's loop, the `pipeline` record's checks and its depth sweep beside
-# cuBLAS. **What it adds:** the CPU discrete-event model's prediction of that sweep, frozen before
+# cuBLAS. **What it adds:** an exercise, the two parity functions the model runs (deep dive 06e
+# runs your pair again); the CPU discrete-event model's prediction of that sweep, frozen before
 # the kernel first ran, and a correction of the model's schedule made after; the prediction set
 # beside the measurement; the timeline recorded inside the running kernel, drawn with the same
 # function as the model's; and where the model was right, where it was wrong, and what a fit to the
@@ -18,7 +19,7 @@ import re
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc.core import notebook, records
+from asynctc.core import exercises, notebook, records
 from asynctc import pipeline as pl
 from asynctc.models import pipeline as mp
 
@@ -31,9 +32,33 @@ res = rec.results
 #
 # `asynctc.models.pipeline` runs the protocol of chapter 05, section 1, as a discrete-event
 # simulation: mbarrier arrival counts and tx bytes, TMA latency and bandwidth, the Tensor Core time of a k-tile from
-# chapter 04's record, DRAM bytes per SM from chapter 03's. Its prediction for the 128×256×64 tile
-# with two consumer warpgroups was frozen on 2026-11-30, before the GPU run, as
-# `H200_PREDICTION`:
+# chapter 04's record, DRAM bytes per SM from chapter 03's. Each wait names a phase parity, as
+# chapter 05 §1 worked out for S = 2.
+#
+# **Exercise — write the parities** (`//` is integer division): `full_parity(k, S)`, the parity
+# a consumer waits on full[k mod S] for k-tile k, and `empty_parity(t, S)`, the parity the producer
+# waits on empty[t mod S] before loading k-tile t (it needs the release of the stage's previous
+# fill; the first pass has none). The check runs the ring model (S = 1 to 4) with your pair; a wrong
+# one gets its diagnosis: the wait that never ends, or the read that races the copy.
+
+# %%
+def full_parity(k, S):
+    ...
+def empty_parity(t, S):
+    ...
+ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity))
+
+# %% [markdown]
+# Once your pair passes, chapter 05's ring again, with the parity each wait names:
+
+# %% output answers a prediction
+if exercises.after("ch05.ring_parities"):
+    fig = mp.plot_ring(stages=4, k_tiles=12)
+    plt.show()
+
+# %% [markdown]
+# The model's prediction for the 128×256×64 tile with two consumer warpgroups was frozen on
+# 2026-11-30, before the GPU run, as `H200_PREDICTION`:
 
 # %%
 print(mp.H200_PREDICTION)
@@ -288,6 +313,16 @@ _ = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
                    "clock during the trace either. A trace of CTAs in later waves, with the in-kernel clock, "
                    "would settle both.", trace=per_k[best_s], average=avg_cycles, l2_trace=l2_trace,
                    l2_fit=l2_fit)
+
+# %% [markdown]
+# <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
+
+# %%
+def full_parity(k, S):
+    return (k // S) % 2          # the (k / S)-th fill of stage k mod S
+def empty_parity(t, S):
+    return (t // S + 1) % 2      # the phase before that fill: a fresh barrier passes at once
+ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity), solution=True)
 
 # %% [markdown]
 # Back to [chapter 05](05_pipelines.ipynb); what else moved the numbers — `wait_group` 0 vs 1,
