@@ -67,6 +67,7 @@ KW = {
     "ch04.encode": dict(),
     "ch04.kstep": dict(),
     "ch05.ring_parities": dict(),
+    "ch05.producer_step": dict(),
     "ch06.consumer_loop": dict(),
     "ch07.promotion": dict(),
     "ch09.mma_issue": dict(),
@@ -291,6 +292,19 @@ MISTAKES = [
     ("ch10.fraction_both", (759.4 / 989.4, 0.5), "the datasheet fraction is right"),
     ("ch10.verdict", "holds", "only one denominator"),
     ("ch10.verdict", "does not hold", "the measured clock one"),
+]
+
+#: ch05.producer_step, a code exercise whose answer is CUDA C++ (compiled with NVRTC, no GPU): the
+#: producer's refill step with one mistake each. More cases: tests/test_producer_step.py.
+_STEP = """if (producer && r + STAGES < T && !broken) {
+  if (empty.wait(rs, rp, wg, r + STAGES))
+    load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
+  else broken = true;
+}"""
+MISTAKES += [
+    ("ch05.producer_step", _STEP.replace("rs, rp,", "rs, rp ^ 1u,"), "a wait that never ends"),
+    ("ch05.producer_step", _STEP.replace(" && r + STAGES < T", ""), "past K"),
+    ("ch05.producer_step", _STEP.replace("producer && ", ""), "other than the producer"),
 ]
 
 #: ch06.consumer_loop, a code exercise whose answer is CUDA C++ (compiled with NVRTC, no GPU): the
