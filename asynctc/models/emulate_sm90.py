@@ -13,7 +13,7 @@ with two consumer warpgroups of 64 rows each and a ring of S stages of 64-deep k
    shared-memory byte image; byte ``o`` of a box goes to ``swizzle(o)``, the **swizzle** function
    given (chapter 03's ``swizzle_128b``).
 3. **wgmma** — for each k16 step each warpgroup's A and B descriptors are packed by the **encode**
-   function given (chapter 04's ``encode(start_address, lbo, sbo, swizzle)``), decoded by the
+   function given (deep dive 04b's ``encode(start_address, lbo, sbo, swizzle)``), decoded by the
    course's :func:`~asynctc.models.descriptors.decode`, and :func:`~asynctc.models.descriptors.
    read_addresses` says which bytes the instruction reads. Products are float64 of the fp16 values
    read; the accumulator is float32 (rounded after every k16 step).
@@ -66,10 +66,10 @@ def course_encode(start_address: int, lbo: int, sbo: int, swizzle: int = 0) -> i
 course_full_parity, course_empty_parity = COURSE_PARITIES = KERNEL_PARITIES
 
 
-#: Each piece's exercise, its chapter, and what the learner wrote for it.
-PIECE_EXERCISES = {"swizzle": ("ch03.swizzle_128b", "03", "swizzle_128b"),
-                   "encode": ("ch04.encode", "04", "encode"),
-                   "parities": ("ch05.ring_parities", "05", "full_parity and empty_parity")}
+#: Each piece's exercise, the notebook that asks it, and what the learner wrote for it.
+PIECE_EXERCISES = {"swizzle": ("ch03.swizzle_128b", "chapter 03", "swizzle_128b"),
+                   "encode": ("ch04.encode", "deep dive 04b", "encode"),
+                   "parities": ("ch05.ring_parities", "chapter 05", "full_parity and empty_parity")}
 
 
 def your_pieces() -> tuple[dict, list[str]]:
@@ -78,13 +78,13 @@ def your_pieces() -> tuple[dict, list[str]]:
     (the emulation then takes the course's piece); and one line per piece saying which it is."""
     from ..core import answers, exercises
     pieces, lines = {}, []
-    for piece, (name, chapter, what) in PIECE_EXERCISES.items():
+    for piece, (name, where, what) in PIECE_EXERCISES.items():
         got = exercises.my_answer(name)
         ok = (callable(got) if piece != "parities" else
               isinstance(got, tuple) and len(got) == 2 and all(map(callable, got)))
         pieces[piece] = got if ok else None
         if ok:
-            lines.append(f"{piece}: your {what} from chapter {chapter}, passed "
+            lines.append(f"{piece}: your {what} from {where}, passed "
                          f"{(answers.passed_on(name) or '?')[:10]}")
         else:
             lines.append(f"{piece}: the course's (no passing answer to {name} is kept on this machine)")
@@ -381,7 +381,7 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
             a: np.ndarray | None = None, b: np.ndarray | None = None, rng: Any = None) -> Sm90Gemm:
     """Emulate one 128 × 128 tile of C = A·B (see the module docstring) with the pieces given;
     None (the default) takes the course's. ``swizzle(offset) -> offset``: chapter 03's
-    ``swizzle_128b``; ``encode(start_address, lbo, sbo, swizzle) -> int``: chapter 04's;
+    ``swizzle_128b``; ``encode(start_address, lbo, sbo, swizzle) -> int``: deep dive 04b's;
     ``parities``: the pair ``(full_parity(k, S), empty_parity(t, S))`` of chapter 05. ``stages``:
     S ≥ 1 (at most 7: 32 KiB a stage); ``k``: a multiple of 64; ``a`` / ``b``: inputs (default
     :func:`random_inputs`). When elements are wrong, each of the learner's pieces is swapped for

@@ -3,9 +3,9 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** the exercises of chapters 03 (`swizzle_128b`), 04 (`encode`) and 05 (`full_parity`,
-# `empty_parity`); it runs your passing answers. **What it adds:** those pieces put together into
-# one tile of a Hopper [GEMM](../docs/glossary.md#gemm), run in Python and checked against float64.
+# **Assumes** the exercises of chapters 03 (`swizzle_128b`) and 05 (`full_parity`, `empty_parity`)
+# and of deep dive 04b (`encode`); it runs your passing answers. **What it adds:** those pieces put
+# together into one tile of a Hopper [GEMM](../docs/glossary.md#gemm), run in Python and checked against float64.
 # No GPU is needed: this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
 
 # %% output varies
