@@ -1,5 +1,5 @@
 """A learner's passing code answers, kept so that a later chapter can run them (deep dive 06e runs
-your chapter 03 swizzle, chapter 04 encoder and chapter 05 parities).
+your chapter 03 swizzle, deep dive 04b's encoder and chapter 05 parities).
 
 When a code exercise's check passes (not a solution cell), :func:`save` writes the answer as a
 small Python file, ``<exercise>.py``, in :func:`asynctc.core.progress.answers_dir` (beside the

@@ -13,7 +13,7 @@ with two consumer warpgroups of 64 rows each and a ring of S stages of 64-deep k
    shared-memory byte image; byte ``o`` of a box goes to ``swizzle(o)``, the **swizzle** function
    given (chapter 03's ``swizzle_128b``).
 3. **wgmma** — for each k16 step each warpgroup's A and B descriptors are packed by the **encode**
-   function given (chapter 04's ``encode(start_address, lbo, sbo, swizzle)``), decoded by the
+   function given (deep dive 04b's ``encode(start_address, lbo, sbo, swizzle)``), decoded by the
    course's :func:`~asynctc.models.descriptors.decode`, and :func:`~asynctc.models.descriptors.
    read_addresses` says which bytes the instruction reads. Products are float64 of the fp16 values
    read; the accumulator is float32 (rounded after every k16 step).
@@ -68,7 +68,7 @@ course_full_parity, course_empty_parity = COURSE_PARITIES = KERNEL_PARITIES
 
 #: Each piece's exercise, the notebook that asks it, and what the learner wrote for it.
 PIECE_EXERCISES = {"swizzle": ("ch03.swizzle_128b", "chapter 03", "swizzle_128b"),
-                   "encode": ("ch04.encode", "chapter 04", "encode"),
+                   "encode": ("ch04.encode", "deep dive 04b", "encode"),
                    "parities": ("ch05.ring_parities", "deep dive 05b", "full_parity and empty_parity")}
 
 
@@ -381,7 +381,7 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
             a: np.ndarray | None = None, b: np.ndarray | None = None, rng: Any = None) -> Sm90Gemm:
     """Emulate one 128 × 128 tile of C = A·B (see the module docstring) with the pieces given;
     None (the default) takes the course's. ``swizzle(offset) -> offset``: chapter 03's
-    ``swizzle_128b``; ``encode(start_address, lbo, sbo, swizzle) -> int``: chapter 04's;
+    ``swizzle_128b``; ``encode(start_address, lbo, sbo, swizzle) -> int``: deep dive 04b's;
     ``parities``: the pair ``(full_parity(k, S), empty_parity(t, S))`` of deep dive 05b. ``stages``:
     S ≥ 1 (at most 7: 32 KiB a stage); ``k``: a multiple of 64; ``a`` / ``b``: inputs (default
     :func:`random_inputs`). When elements are wrong, each of the learner's pieces is swapped for

@@ -8,7 +8,7 @@
 # operands from shared memory, each described by a 64-bit [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). You will
 #
 # 1. see who supplies what to `wgmma.mma_async.m64nNk16`;
-# 2. take the descriptor apart bit by bit, then write its encoder;
+# 2. take the descriptor apart bit by bit;
 # 3. draw the **canonical layouts** (the tile layouts wgmma can read) of [K-major](../docs/glossary.md#k-major) and
 #    [MN-major](../docs/glossary.md#mn-major) operands, and advance a descriptor from k-step to k-step;
 # 4. read the kernel with its PTX and SASS, and check it against float64;
@@ -101,7 +101,7 @@ fig = wgmma.plot_layouts("float16", majors=("MN",))
 plt.show()
 
 # %% [markdown]
-# **Exercise 1: advance the descriptor.** A 64-wide k-tile is four k16 steps, one descriptor each.
+# **Exercise: advance the descriptor.** A 64-wide k-tile is four k16 steps, one descriptor each.
 # Only the start address moves. Write `kstep_desc(desc0, s, major)`: k-step s's descriptor, from
 # k-step 0's, of a 64×64 fp16 tile with 128-byte swizzle, `major` "K" or "MN". The check decodes
 # yours into the bytes wgmma reads and compares them with the values TMA wrote there.
@@ -116,7 +116,7 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # %% [markdown]
 # ## 4. What TMA writes is what the descriptor reads
 #
-# Exercise 1's check, for every swizzle: `layout.SmemTile` (chapter 03) says where TMA puts each
+# The exercise's check, for every swizzle: `layout.SmemTile` (chapter 03) says where TMA puts each
 # element, `descriptors.read_addresses` (a separate model) which byte wgmma reads.
 
 # %%
@@ -188,22 +188,10 @@ assert wgmma_peak.small_n_as_modelled(rec.results)   # "why small N is slow", on
 # %% [markdown]
 # ## Exercises
 #
-# (Exercise 1 is in section 3.)
-#
-# **2. Write the descriptor encoder.** Write `encode(start_address, lbo, sbo, swizzle)`: the 64-bit
-# descriptor (an `int`) from byte values and the swizzle in bytes (0, 32, 64, 128), packed as
-# section 2's table says, base offset 0. The check tries every k-step of a 64×64 fp16 tile in both
-# majors and every swizzle mode, and names the wrong fields.
-
-# %%
-def encode(start_address, lbo, sbo, swizzle):
-    ...   # your code: return the descriptor, an int
-
-
-ok = exercises.check("ch04.encode", encode)
+# The exercise is in section 3. Write the descriptor encoder yourself: [deep dive 04b §7](04b_wgmma_anatomy.ipynb).
 
 # %% [markdown]
-# <details><summary>Solutions (run in CI)</summary>The cells below are the worked solutions.</details>
+# <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
 
 # %%
 def kstep_desc(desc0, s, major):
@@ -212,15 +200,6 @@ def kstep_desc(desc0, s, major):
 
 
 ok = exercises.check("ch04.kstep", kstep_desc, solution=True)
-
-
-def encode(start_address, lbo, sbo, swizzle):
-    mode = {0: 0, 128: 1, 64: 2, 32: 3}[swizzle]
-    return ((start_address & 0x3FFFF) >> 4 | ((lbo & 0x3FFFF) >> 4) << 16
-            | ((sbo & 0x3FFFF) >> 4) << 32 | mode << 62)
-
-
-ok = exercises.check("ch04.encode", encode, solution=True)  # each field holds (x & 0x3FFFF) >> 4
 
 # %% [markdown]
 # **What you learned.** What a warpgroup's wgmma reads and where its accumulator lives, the matrix

@@ -10,8 +10,8 @@
 # disagrees with the layout, and the wrong answer predicted exactly; and why small N is slow — a model
 # of shared-memory bytes set beside the record, and where A from registers departs from it; and,
 # moved from the core lesson, refused descriptors, the SASS of the other layouts, the whole
-# throughput table with its clocks, and Luo et al.'s figure. An exercise at the end encodes a whole
-# descriptor by hand.
+# throughput table with its clocks, and Luo et al.'s figure. Two exercises at the end (§7) write the
+# descriptor encoder and encode a whole descriptor by hand.
 
 # %% output varies
 import numpy as np
@@ -309,9 +309,23 @@ if rec is not None and rec.results.get("throughput"):
           "for theirs.")
 
 # %% [markdown]
-# ## Exercise: a whole descriptor by hand
+# ## 7. Exercises: the descriptor by hand
 #
-# Optional; core lesson 04's exercise 2 wrote the bit packing, this one asks for the fields too.
+# **1. Write the descriptor encoder.** Write `encode(start_address, lbo, sbo, swizzle)`: the 64-bit
+# descriptor (an `int`) from byte values and the swizzle in bytes (0, 32, 64, 128), packed as
+# chapter 04's section 2 table says, base offset 0. The check tries every k-step of a 64×64 fp16
+# tile in both majors and every swizzle mode, and names the wrong fields. Deep dive 06e runs your
+# encoder in a whole emulated GEMM tile.
+
+# %%
+def encode(start_address, lbo, sbo, swizzle):
+    ...   # your code: return the descriptor, an int
+
+
+ok = exercises.check("ch04.encode", encode)
+
+# %% [markdown]
+# **2. A whole descriptor.** Exercise 1 wrote the bit packing; this one asks for the fields too.
 # Encode the 64-bit descriptor (a Python `int`) for **k-step 2** of a B tile with N = 128, K = 64,
 # bf16, **MN-major** (N contiguous), 64-byte swizzle, stored as TMA boxes from shared address
 # 0x4000. A box is one 64-byte swizzle row wide (32 elements of N) and 64 K-rows deep; with a
@@ -324,7 +338,16 @@ ok = exercises.check("ch04.descriptor", answer, mn=128, k=64, dtype="bfloat16", 
                      swizzle=64, step=2, base=0x4000)
 
 # %% [markdown]
-# <details><summary>Solutions</summary>The cell below is the worked solution.</details>
+# <details><summary>Solutions</summary>The cells below are the worked solutions.</details>
+
+# %%
+def encode(start_address, lbo, sbo, swizzle):
+    mode = {0: 0, 128: 1, 64: 2, 32: 3}[swizzle]
+    return ((start_address & 0x3FFFF) >> 4 | ((lbo & 0x3FFFF) >> 4) << 16
+            | ((sbo & 0x3FFFF) >> 4) << 32 | mode << 62)
+
+
+ok = exercises.check("ch04.encode", encode, solution=True)  # each field holds (x & 0x3FFFF) >> 4
 
 # %%
 box_pitch = 64 * 64                      # 64 K-rows × 64-byte rows

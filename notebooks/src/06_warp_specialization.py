@@ -14,7 +14,7 @@
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
 # the ladder investigated; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
 # [raster](../docs/glossary.md#raster) sweep, `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
-# swizzle, descriptor encoder and parities from chapters 03–05 run one Hopper tile on the CPU.
+# swizzle (chapter 03), descriptor encoder (04b) and parities (05b) run one Hopper tile on the CPU.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -201,7 +201,7 @@ ok = exercises.check("ch06.store_position", answer, thread=77, index=46)
 # bought, and `asynctc.matmul`.
 #
 # **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) puts your pieces of
-# chapters 03–05 together into one Hopper tile on the CPU and checks it against float64.
+# chapter 03 and deep dives 04b and 05b together into one Hopper tile on the CPU and checks it against float64.
 #
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 

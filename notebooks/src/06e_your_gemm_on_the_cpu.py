@@ -3,7 +3,7 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** the exercises of chapters 03 (`swizzle_128b`) and 04 (`encode`) and of deep dive 05b
+# **Assumes** the exercises of chapter 03 (`swizzle_128b`) and of deep dives 04b (`encode`) and 05b
 # (`full_parity`, `empty_parity`); it runs your passing answers. **What it adds:** those pieces put
 # together into one tile of a Hopper [GEMM](../docs/glossary.md#gemm), run in Python and checked
 # against float64.
