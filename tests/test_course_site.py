@@ -152,7 +152,9 @@ def test_chapter_06_deck_has_one_slide_per_section_and_scrolls(tmp_path, capsys)
     text = (tmp_path / "06_warp_specialization.slides.html").read_text()
     nb = nbformat.read(path, as_version=4)
     sections = _headings(nb, r"##")
-    assert len(sections) >= 6 and text.count("<section><section>") == len(_headings(nb)) + 1   # + the checkpoint
+    shared = [c for c in nb.cells if c.cell_type == "markdown" and len(re.findall(r"^## ", c.source, re.M)) > 1]
+    assert shared, "chapter 06 no longer has a cell with two sections: pick another notebook for this test"
+    assert len(sections) >= 5 and text.count("<section><section>") == len(_headings(nb)) + 1   # + the checkpoint
     assert all(re.sub(r"^#+\s*", "", h).split("`")[0].strip()[:12] in text for h in sections)
     assert re.search(r"scroll['\"]?\s*:\s*true|overflow-y', 'scroll'", text)
     assert path.read_bytes() == before

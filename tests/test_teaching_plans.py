@@ -79,9 +79,11 @@ def test_cell_splits_are_found_where_a_heading_is_inside_a_cell():
     assert timing.cell_sections(nb) == [[("intro", "intro")], [("§1", "1. One")],
                                         [("§1", "1. One"), ("§2", "2. Two"), ("§3", "3. Three")],
                                         [("exercises", "Exercises")]]
-    # chapter 06: §2 and §3 share a cell, and §5 and the exercises
-    assert timing.cell_splits("§1 §2 exercises", "06") == ['06: stop at "3. The ladder"',
-                                                           '06: start at "6. Exercises"']
+    # chapter 06: §2 and §3 share a cell, and §4 and §5
+    assert timing.cell_splits("§1 §2 §4", "06") == ['06: stop at "3. The ladder"',
+                                                    '06: stop at "5. Use it: `asynctc.matmul`"']
+    assert timing.cell_splits("§3 §5", "06") == ['06: start at "3. The ladder"',
+                                                 '06: start at "5. Use it: `asynctc.matmul`"']
     assert not any(s.startswith("06:") for s in timing.cell_splits("06 06b §7", "06"))   # 06 whole
 
 
@@ -211,10 +213,60 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
     assert [re.search(r"`(ch\d\d\.\w+)`", l).group(1) for l in rows] == list(dict.fromkeys(names))
     row = next(l for l in rows if "`ch05.groups_pending`" in l)
     assert "stages=6, consumers=1" in row and "| `1` |" in row
-    row = next(l for l in rows if "`ch05.ring_parities`" in l)      # a code exercise: its worked code, as written
-    assert "`def full_parity(k, S): return (k // S) % 2 ; def empty_parity(t, S): return (t // S + 1) % 2`" in row
-    assert row.endswith("| the (k / S)-th fill of stage k mod S; the phase before that fill: a fresh barrier passes at once |")
-    row = next(l for l in rows if "`ch04.encode`" in l)             # hex constants and parentheses kept
-    assert "return ((start_address & 0x3FFFF) >> 4 \\| ((lbo & 0x3FFFF) >> 4) << 16" in row and "262143" not in row
+    row = next(l for l in rows if "`ch04.kstep`" in l)              # a code exercise: its worked code, as written
+    assert "`def kstep_desc(desc0, s, major): step = 32 if major == \"K\" else 16 * 128; return desc0 + (s * step >> 4)`" in row
+    assert row.endswith("| bytes per k16 step: along the row, or 16 k-rows; the field counts 16-byte units |")
+    row = next(l for l in rows if "`ch03.stage_fill`" in l)         # CUDA C++ text: on one line, its // comments the note
+    assert "`mbarrier_arrive_expect_tx(full_bar, (BM + BN) * BK * 2); tma_load_2d(stage, ta, full_bar, kt * BK, m0);" in row
+    assert row.endswith("| both boxes: 16384 + 16384 bytes; A: column kt*BK, row m0; B: right after A's 16384 bytes |")
     row = next(l for l in rows if "`ch03.swizzle_128b`" in l)       # a code exercise: its function
     assert "`def swizzle_128b(offset): " in row and "return " in row and "<function" not in text
+    row = next(l for l in rows if "`ch09.mma_issue`" in l)          # a loop's body in braces: its nesting kept
+    assert "`def issue_ktile(t, kt, s): if t.elected: { for j in range(t.steps): { t.mma(s, j, " in row
+    assert "}; t.commit(t.empty[s]) }`" in row and ":;" not in text
+    # numbered as the notebook numbers them: chapter 09 asks its exercise 2 (in §5) before exercise 1
+    assert [re.match(r"\| 09 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 09 ")] == \
+        [("2", "ch09.mma_issue"), ("1", "ch09.tmem_columns")]
+
+
+def test_answer_sheet_writes_a_code_exercise_as_written(tmp_path):
+    """The sheet's one-line code keeps hex constants and parentheses, joins two functions of one
+    answer, and numbers an exercise by its prompt's label (by its order where it has none)."""
+    from asynctc.teaching import answers
+    src = tmp_path / "04_x.py"
+    src.write_text('''# %% [markdown]
+# **Exercise: unnumbered.**
+
+# %%
+ok = exercises.check("ch04.encode", encode)
+
+# %% [markdown]
+# **3. Numbered.**
+
+# %%
+ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity))
+
+# %%
+def encode(start_address, lbo, sbo, swizzle):
+    return ((start_address & 0x3FFFF) >> 4 | ((lbo & 0x3FFFF) >> 4) << 16)  # 16-byte units
+
+
+ok = exercises.check("ch04.encode", encode, solution=True)
+
+
+def full_parity(k, S):
+    return (k // S) % 2   # the fill
+
+
+def empty_parity(t, S):
+    return (t // S + 1) % 2
+
+
+ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity), solution=True)
+''')
+    enc, par = answers.asked(src)
+    assert (enc.number, par.number) == (1, 3)
+    assert enc.solution == ("def encode(start_address, lbo, sbo, swizzle): "
+                            "return ((start_address & 0x3FFFF) >> 4 | ((lbo & 0x3FFFF) >> 4) << 16)")
+    assert enc.why == "16-byte units"
+    assert par.solution == "def full_parity(k, S): return (k // S) % 2 ; def empty_parity(t, S): return (t // S + 1) % 2"

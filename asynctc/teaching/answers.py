@@ -106,10 +106,16 @@ def _steps_before(tree: ast.Module, lines: list[str], call: ast.Call) -> list[st
 def _one_line_def(fn: ast.FunctionDef, src: str) -> str:
     """A function definition on one line, its simple statements as written (``0x3FFFF`` and the
     parentheses kept): ``def f(k, S): return (k // S) % 2`` (a compound statement in the body
-    keeps its own lines, joined by ``; `` too, for the sheet's table)."""
+    is its header and its body in braces, ``for j in range(n): { f(j) }``, so the nesting stays
+    readable on one line)."""
     def line(st: ast.stmt) -> str:
-        seg = None if hasattr(st, "body") else ast.get_source_segment(src, st)
-        return re.sub(r"\s*\n\s*", " ", seg) if seg else ast.unparse(st).replace("\n", "; ")
+        if hasattr(st, "body"):            # for/if/while/with: its header, its body in braces
+            head = ast.unparse(st).split("\n", 1)[0]
+            out = f"{head} {{ {'; '.join(line(b) for b in st.body)} }}"
+            orelse = getattr(st, "orelse", [])
+            return out + (f" else: {{ {'; '.join(line(b) for b in orelse)} }}" if orelse else "")
+        seg = ast.get_source_segment(src, st)
+        return re.sub(r"\s*\n\s*", " ", seg) if seg else ast.unparse(st)
     body = "; ".join(line(st) for st in fn.body
                      if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
                              and isinstance(st.value.value, str)))          # no docstring
@@ -153,6 +159,17 @@ def _code_used(tree: ast.Module, lines: list[str], call: ast.Call) -> tuple[list
     return [code], [p[1].strip() for p in parts if len(p) == 2 and p[1].strip()]
 
 
+#: How a notebook numbers an exercise in its prompt: ``**1.**``, ``**2. Write …``, ``**Exercise 1 — …``.
+_LABEL = re.compile(r"^# \*\*(?:Exercise )?(\d+)(?:\.|\s+—)")
+
+
+def _number(lines: list[str], after: int, line: int) -> int | None:
+    """The number the notebook gives the exercise checked at ``line``: the last label between the
+    previous exercise's check (``after``) and it; None where the prompt has no number."""
+    found = [int(m.group(1)) for ln in lines[after:line - 1] if (m := _LABEL.match(ln))]
+    return found[-1] if found else None
+
+
 def asked(path: Path) -> list[Asked]:
     """The exercises one core notebook source asks, in the order it asks them."""
     src = path.read_text()
@@ -177,6 +194,7 @@ def asked(path: Path) -> list[Asked]:
             learner.append((name, call.lineno, kws))
     out = []
     for i, (name, line, kws) in enumerate(learner, 1):
+        i = _number(lines, learner[i - 2][1] if i > 1 else 0, line) or i
         got, computed = {}, []
         for k, v in kws.items():
             ok, val = _resolve(v, line, assigns)
@@ -261,7 +279,7 @@ numbered as each chapter's notebook numbers them. Where the notebook computes an
 the replayed record, or a program built in a cell above), the answer is the value the worked
 solution gave when the solution notebook was built in replay (live, a learner's value follows their
 GPU's record), then the solution cell's expression, which CI runs against the answer key. A code exercise's answer is the solution cell's function,
-written on one line. The question itself: the notebook, or `print(exercises.prompt("name"))`.
+written on one line (a loop's or an `if`'s body in braces). The question itself: the notebook, or `print(exercises.prompt("name"))`.
 
 | ch | ex | exercise | arguments in the notebook | answer | why (the solution's note) |
 |---|---|---|---|---|---|

@@ -357,7 +357,7 @@ def named_minutes(text: str, chapter: str) -> float:
 def cell_splits(text: str, chapter: str) -> list[str]:
     """Where a block's sections begin or end inside a markdown cell — one cell holding the end of
     a named section and the start of one not named, or the reverse — each as the instruction a
-    plan must give its learners: ``06: stop at "3. The ladder"``, ``06: start at "6. Exercises"``."""
+    plan must give its learners: ``06: stop at "3. The ladder"``, ``06: start at "5. Use it: …"``."""
     named = named_sections(text, chapter)
     whole = {nb for nb, k in named if k == "*"}
     out: list[str] = []
