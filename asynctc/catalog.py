@@ -220,9 +220,11 @@ DTYPES: dict[str, tuple[str, ...]] = {
 }
 
 #: Kernel files that are not course kernels: compiled only by tests (ptxas diagnostics), by
-#: ``python -m asynctc doctor`` (the compile probe) or by the timing machinery of
-#: :mod:`asynctc.core.bench` (the delay and clock-probe kernels).
-TEST_ONLY_SOURCES = ("diagnostics.cu", "probe.cu", "bench_clock.cu")
+#: ``python -m asynctc doctor`` (the compile probe), by the timing machinery of
+#: :mod:`asynctc.core.bench` (the delay and clock-probe kernels) or around a learner's answer by an
+#: exercise's check (``tma_stage.cu``: chapter 03's stage fill, :mod:`asynctc.tma.stage_fill`; no
+#: cache can hold a build of code not yet written).
+TEST_ONLY_SOURCES = ("diagnostics.cu", "probe.cu", "bench_clock.cu", "tma_stage.cu")
 
 
 def compile_all() -> dict[str, CourseKernel]:
