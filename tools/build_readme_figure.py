@@ -1,4 +1,4 @@
-"""Draw the README's figure of asynctc.matmul by shape from the committed ``matmul_host`` record.
+"""Draw docs/gemm.md's figure of asynctc.matmul by shape from the committed ``matmul_host`` record.
 
     python tools/build_readme_figure.py        # writes docs/matmul_by_shape.png
 

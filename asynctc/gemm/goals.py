@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple
 
 
 class Goal(NamedTuple):
-    name: str                        #: in the words of the README's table
+    name: str                        #: in the words of docs/gemm.md's table
     rows: Callable[[dict], bool]     #: which rows of the record it covers
     quantity: str                    #: a key of each row
     bound: float                     #: ≥ bound (ratios of torch) or ≤ bound (``host_ratio``)
@@ -67,7 +67,7 @@ def judge(rows: list[dict], goals=GOALS) -> list[dict]:
 
 
 def goals_table(rows: list[dict], compact: bool = False) -> str:
-    """:func:`judge` as a Markdown table (the README's and chapter 06's deep dive 06d);
+    """:func:`judge` as a Markdown table (docs/gemm.md's and chapter 06's deep dive 06d);
     ``compact=True`` leaves out the "at" column (which shape is the worst), for the core lesson."""
     head = ["goal", "bound", "worst measured"] + ([] if compact else ["at"]) + ["met"]
     lines = ["| " + " | ".join(head) + " |",
