@@ -9,11 +9,15 @@ with two consumer warpgroups of 64 rows each and a ring of S stages of 64-deep k
    protocol with the **parity** functions given (``full(k, S)``, ``empty(t, S)``). A deadlock or a
    race stops the emulation with that diagnosis; otherwise its timeline fixes the order in which
    the TMA loads land and the wgmmas read.
-2. **TMA** — each load writes one A box and one B box (128 rows × 128 bytes) into its stage of a
-   shared-memory byte image; byte ``o`` of a box goes to ``swizzle(o)``, the **swizzle** function
-   given (chapter 03's ``swizzle_128b``).
-3. **wgmma** — for each k16 step each warpgroup's A and B descriptors are packed by the **encode**
-   function given (deep dive 04b's ``encode(start_address, lbo, sbo, swizzle)``), decoded by the
+2. **TMA** — the **stage_fill** lines given (chapter 03's CUDA text, read by
+   :func:`asynctc.tma.stage_fill.read` for each load) say where each box (128 rows × 128 bytes) lands
+   in the stage and which rows and columns it holds; chapter 03's mbarrier model completes the full
+   barrier when the announced bytes have landed (too few: the wgmma reads a box that lands later;
+   too many: the wait never passes and the run stops). Byte ``o`` of a box goes to ``swizzle(o)``,
+   the **swizzle** function given (chapter 03's ``swizzle_128b``).
+3. **wgmma** — k-step 0's A and B descriptors of each warpgroup are packed by the **encode**
+   function given (deep dive 04b's ``encode(start_address, lbo, sbo, swizzle)``), moved to k-step
+   j by the **kstep** function given (chapter 04's ``kstep_desc(desc0, j, "K")``), decoded by the
    course's :func:`~asynctc.models.descriptors.decode`, and :func:`~asynctc.models.descriptors.
    read_addresses` says which bytes the instruction reads. Products are float64 of the fp16 values
    read; the accumulator is float32 (rounded after every k16 step).
