@@ -98,13 +98,38 @@ def test_a_broken_kept_file_reads_as_no_answer(prog):
     assert exercises.my_answer("ch04.encode") is None
 
 
+def kstep_desc(desc0, s, major):
+    step = 32 if major == "K" else 16 * 128
+    return desc0 + (s * step >> 4)
+
+
+FILL = """mbarrier_arrive_expect_tx(full_bar, (BM + BN) * BK * 2);
+tma_load_2d(stage, ta, full_bar, kt * BK, m0);
+tma_load_2d(stage + BM * BK * 2, tb, full_bar, kt * BK, n0);
+"""
+
+
 def test_06e_runs_the_kept_pieces_and_says_whose_they_are(prog):
     pieces, lines = emulate_sm90.your_pieces()
     assert set(pieces.values()) == {None} and all("the course's" in ln for ln in lines)
     exercises.check("ch03.swizzle_128b", swizzle_128b)
     exercises.check("ch05.ring_parities", (full_parity, empty_parity))
+    assert exercises.check("ch04.kstep", kstep_desc)
+    answers.save("ch03.stage_fill", FILL)          # as its check keeps it (the check compiles with NVRTC)
     pieces, lines = emulate_sm90.your_pieces()
-    assert lines[0].startswith("swizzle: your swizzle_128b from chapter 03, passed 20")
-    assert "the course's" in lines[1] and lines[2].startswith("parities: your full_parity")
-    r = emulate_sm90.emulate(pieces["swizzle"], pieces["encode"], pieces["parities"])
-    assert r.passed and r.used == {"parities": "yours", "swizzle": "yours", "encode": "the course's"}
+    said = {ln.split(":", 1)[0]: ln for ln in lines}
+    assert said["swizzle"].startswith("swizzle: your swizzle_128b from chapter 03, passed 20")
+    assert said["kstep"].startswith("kstep: your kstep_desc from chapter 04, passed 20")
+    assert said["stage_fill"].startswith("stage_fill: your stage-fill lines from chapter 03")
+    assert "the course's" in said["encode"] and said["parities"].startswith("parities: your full_parity")
+    r = emulate_sm90.emulate(pieces["swizzle"], pieces["encode"], pieces["parities"],
+                             kstep=pieces["kstep"], stage_fill=pieces["stage_fill"])
+    assert r.passed and r.used == {"parities": "yours", "stage_fill": "yours", "swizzle": "yours",
+                                   "encode": "the course's", "kstep": "yours"}
+
+
+def test_06e_names_a_kept_piece_that_is_wrong_for_this_tile(prog):
+    answers.save("ch03.stage_fill", FILL.replace("(BM + BN) * BK * 2", "BM * BK * 2"))
+    pieces, _ = emulate_sm90.your_pieces()
+    r = emulate_sm90.emulate(stage_fill=pieces["stage_fill"])
+    assert not r.passed and r.blame == ["stage_fill"]

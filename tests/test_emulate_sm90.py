@@ -7,6 +7,14 @@ import pytest
 from asynctc.models import descriptors as d
 from asynctc.models import emulate_sm90 as e
 
+#: A learner's stage fill (chapter 03), right, in its own words.
+FILL = """
+const u32 a_bytes = BM * BK * sizeof(half);
+mbarrier_arrive_expect_tx(full_bar, a_bytes + BN * BK * 2);
+tma_load_2d(stage, ta, full_bar, kt * BK, m0);
+tma_load_2d(stage + a_bytes, tb, full_bar, kt * BK, n0);
+"""
+
 
 def test_course_pieces_pass_on_fresh_inputs():
     rng = np.random.default_rng()
@@ -22,13 +30,17 @@ def test_learner_pieces_equal_to_the_course_pass():
     def swizzle_128b(offset):
         row, chunk, byte = offset // 128, offset % 128 // 16, offset % 16
         return row * 128 + (chunk ^ row % 8) * 16 + byte
-    r = e.emulate(swizzle_128b, d.encode, e.COURSE_PARITIES, stages=2)
+    def kstep_desc(desc0, s, major):
+        return desc0 + (s * 32 >> 4)
+    r = e.emulate(swizzle_128b, d.encode, e.COURSE_PARITIES, stages=2, kstep=kstep_desc,
+                  stage_fill=FILL)
     assert r.passed and set(r.used.values()) == {"yours"}
 
 
 def test_output_is_poisoned():
-    c, writes, diag, err = e._run(*e.random_inputs(64), 1, e.course_swizzle_128b, e.course_encode,
-                                  (lambda k, s: 1, e.course_empty_parity))
+    ps = {"swizzle": e.course_swizzle_128b, "encode": e.course_encode, "kstep": e.course_kstep,
+          "stage_fill": FILL, "parities": (lambda k, s: 1, e.course_empty_parity)}
+    c, writes, diag, err = e._run(*e.random_inputs(64), 1, ps)
     assert diag is not None and np.isnan(c).all() and not writes.any()
 
 
@@ -75,3 +87,31 @@ def test_arguments_are_checked():
         e.emulate(k=100)
     with pytest.raises(ValueError, match="stages=9"):
         e.emulate(stages=9)
+
+
+def test_a_wrong_kstep_is_named_with_chapter_04s_diagnosis():
+    r = e.emulate(kstep=lambda desc0, s, major: desc0 + s)               # elements >> 4, not bytes >> 4
+    assert not r.passed and r.blame == ["kstep"] and "kstep is wrong" in r.summary()
+    assert "you advanced by elements" in r.why["kstep"]
+    r = e.emulate(kstep=lambda desc0, s, major: desc0 + s * 32)          # bytes unshifted: rejected
+    assert r.error is not None and r.blame == ["kstep"] and "STOPPED: kstep" in r.summary()
+
+
+def test_a_kstep_that_returns_junk_stops_with_kstep_named():
+    r = e.emulate(kstep=lambda desc0, s, major: None)
+    assert r.error is not None and r.blame == ["kstep"] and "STOPPED: kstep" in r.summary()
+
+
+@pytest.mark.parametrize("bad, why", [
+    (FILL.replace("a_bytes + BN * BK * 2", "a_bytes"), "phase 0 completes when only"),
+    (FILL.replace("stage + a_bytes", "stage"), "overlap"),
+    (FILL.replace("kt * BK, n0", "n0, kt * BK"), "swapped")])
+def test_a_wrong_stage_fill_fails_the_tile_and_is_named(bad, why):
+    r = e.emulate(stage_fill=bad)
+    assert not r.passed and r.blame == ["stage_fill"], r.summary()
+    assert why in r.why["stage_fill"]
+
+
+def test_too_many_bytes_announced_stops_the_tile_wait_never_passes():
+    r = e.emulate(stage_fill=FILL.replace("BN * BK * 2", "BN * BK * 4"))
+    assert r.error is not None and r.blame == ["stage_fill"] and "never passes" in r.summary()

@@ -9,11 +9,15 @@ with two consumer warpgroups of 64 rows each and a ring of S stages of 64-deep k
    protocol with the **parity** functions given (``full(k, S)``, ``empty(t, S)``). A deadlock or a
    race stops the emulation with that diagnosis; otherwise its timeline fixes the order in which
    the TMA loads land and the wgmmas read.
-2. **TMA** — each load writes one A box and one B box (128 rows × 128 bytes) into its stage of a
-   shared-memory byte image; byte ``o`` of a box goes to ``swizzle(o)``, the **swizzle** function
-   given (chapter 03's ``swizzle_128b``).
-3. **wgmma** — for each k16 step each warpgroup's A and B descriptors are packed by the **encode**
-   function given (deep dive 04b's ``encode(start_address, lbo, sbo, swizzle)``), decoded by the
+2. **TMA** — the **stage_fill** lines given (chapter 03's CUDA text, read by
+   :func:`asynctc.tma.stage_fill.read` for each load) say where each box (128 rows × 128 bytes) lands
+   in the stage and which rows and columns it holds; chapter 03's mbarrier model completes the full
+   barrier when the announced bytes have landed (too few: the wgmma reads a box that lands later;
+   too many: the wait never passes and the run stops). Byte ``o`` of a box goes to ``swizzle(o)``,
+   the **swizzle** function given (chapter 03's ``swizzle_128b``).
+3. **wgmma** — k-step 0's A and B descriptors of each warpgroup are packed by the **encode**
+   function given (deep dive 04b's ``encode(start_address, lbo, sbo, swizzle)``), moved to k-step
+   j by the **kstep** function given (chapter 04's ``kstep_desc(desc0, j, "K")``), decoded by the
    course's :func:`~asynctc.models.descriptors.decode`, and :func:`~asynctc.models.descriptors.
    read_addresses` says which bytes the instruction reads. Products are float64 of the fp16 values
    read; the accumulator is float32 (rounded after every k16 step).
@@ -49,7 +53,9 @@ SWIZZLE = 128
 BOX_BYTES = BM * BK * 2
 STAGE_BYTES = 2 * BOX_BYTES
 
-PIECES = ("parities", "swizzle", "encode")
+PIECES = ("stage_fill", "swizzle", "encode", "kstep", "parities")
+#: Where the emulation's full barriers sit (past the stages; 8 bytes each), for the stage-fill reader.
+FULL_BAR_BASE = 7 * STAGE_BYTES
 
 
 def course_swizzle_128b(offset: int) -> int:
@@ -62,26 +68,47 @@ def course_encode(start_address: int, lbo: int, sbo: int, swizzle: int = 0) -> i
     return _d.encode(start_address, lbo, sbo, swizzle)
 
 
+def course_kstep(desc0: int, s: int, major: str) -> int:
+    """The course's k-step advance (chapter 04's ``kstep_desc``): ``desc0`` with its start-address
+    field (bits 0–13, bytes >> 4) moved on by k-step ``s``'s offset in a 128-byte-swizzled fp16 tile."""
+    tile = _d.OperandTile(64, BK, DTYPE, major, SWIZZLE)
+    step = tile.descriptor(s, 0).start_address >> 4
+    return (int(desc0) & ~0x3FFF) | ((int(desc0) + step) & 0x3FFF)
+
+
+def course_stage_fill() -> str:
+    """The course's stage-fill lines (chapter 03's ``ch03.stage_fill`` answer key)."""
+    from ..tma import stage_fill as _sf
+    return _sf.kernel_lines()
+
+
 #: The course's parities: the kernel's, as chapter 05's ring model runs them by default.
 course_full_parity, course_empty_parity = COURSE_PARITIES = KERNEL_PARITIES
 
 
 #: Each piece's exercise, the notebook that asks it, and what the learner wrote for it.
-PIECE_EXERCISES = {"swizzle": ("ch03.swizzle_128b", "chapter 03", "swizzle_128b"),
+PIECE_EXERCISES = {"stage_fill": ("ch03.stage_fill", "chapter 03", "stage-fill lines"),
+                   "swizzle": ("ch03.swizzle_128b", "chapter 03", "swizzle_128b"),
+                   "kstep": ("ch04.kstep", "chapter 04", "kstep_desc"),
                    "encode": ("ch04.encode", "deep dive 04b", "encode"),
                    "parities": ("ch05.ring_parities", "deep dive 05b", "full_parity and empty_parity")}
 
 
+def _usable(piece: str, got: Any) -> bool:
+    if piece == "parities":
+        return isinstance(got, tuple) and len(got) == 2 and all(map(callable, got))
+    return isinstance(got, str) if piece == "stage_fill" else callable(got)
+
+
 def your_pieces() -> tuple[dict, list[str]]:
-    """The learner's passing answers to the three exercises, as kept when their checks passed
+    """The learner's passing answers to the five exercises, as kept when their checks passed
     (:func:`asynctc.core.exercises.my_answer`): piece → the answer, or None where none is kept
     (the emulation then takes the course's piece); and one line per piece saying which it is."""
     from ..core import answers, exercises
     pieces, lines = {}, []
     for piece, (name, where, what) in PIECE_EXERCISES.items():
         got = exercises.my_answer(name)
-        ok = (callable(got) if piece != "parities" else
-              isinstance(got, tuple) and len(got) == 2 and all(map(callable, got)))
+        ok = _usable(piece, got)
         pieces[piece] = got if ok else None
         if ok:
             lines.append(f"{piece}: your {what} from {where}, passed "
@@ -320,48 +347,152 @@ def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None) -> 
             for _, _, what, t, s, lane in _events(ring)]
 
 
-def _run(a16: np.ndarray, b16: np.ndarray, stages: int, swizzle, encode, parities):
-    """One emulation with the pieces given: (c, writes, diagnosis, error)."""
+def stepped_descriptor(encode: Callable, kstep: Callable, f0: _d.WgmmaDescriptor,
+                       j: int) -> _d.WgmmaDescriptor:
+    """k-step ``j``'s descriptor: k-step 0's fields ``f0`` packed by ``encode``, then moved on by
+    ``kstep(desc0, j, "K")`` (chapter 04's ``kstep_desc``), decoded. Raises :class:`PieceError`."""
+    d0 = descriptor(encode, f0.start_address, f0.lbo, f0.sbo)
+    if j == 0:
+        return d0
+    desc0 = d0.encode()
+    v = kstep(desc0, j, "K")
+    call = f"kstep_desc({desc0:#x}, {j}, 'K')"
+    if v is None or v is Ellipsis:
+        raise PieceError("kstep", "kstep_desc returns None: write its body (or leave the course's in place)")
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < 1 << 64:
+        raise PieceError("kstep", f"{call} returned {v!r}; return the 64-bit descriptor, an int")
+    try:
+        return _d.decode(int(v))
+    except _d.DescriptorError as e:
+        raise PieceError("kstep", f"{call} = {int(v):#x}, which the decoder rejects: {e}") from None
+
+
+def kstep_diff(kstep: Callable, stages: int) -> str | None:
+    """The first k-step descriptor of the tile that ``kstep`` advances differently from the
+    course's, with chapter 04's diagnosis; None if every one matches."""
+    from ..wgmma.exercises import kstep_diagnosis
+    tile = _operand(WG_M)
+    for s in range(stages):
+        base = _a_base(s, 0)
+        desc0 = tile.descriptor(0, base).encode()
+        for j in range(1, tile.k_steps):
+            got, want = kstep(desc0, j, "K"), course_kstep(desc0, j, "K")
+            if got != want:
+                why = kstep_diagnosis(int(got), tile, j, base) if isinstance(got, (int, np.integer)) else None
+                shown = f"{int(got):#x}" if isinstance(got, (int, np.integer)) else repr(got)
+                return (f"kstep_desc({desc0:#x}, {j}, 'K') = {shown}, the course's {want:#x}"
+                        + (f": {why}" if why else ""))
+    return None
+
+
+def read_fill(text: str, stage: int, t: int):
+    """The stage-fill lines ``text`` read by chapter 03's reader (:func:`asynctc.tma.stage_fill.read`)
+    for k-tile ``t`` into stage ``stage`` of this tile: the :class:`~asynctc.tma.stage_fill.Fill`.
+    Raises :class:`PieceError` naming stage_fill when the reader cannot follow it."""
+    from ..tma import stage_fill as _sf
+    try:
+        fill = _sf.read(text, stage=stage * STAGE_BYTES, full_bar=FULL_BAR_BASE + 8 * stage, kt=t,
+                        m0=0, n0=0)
+    except _sf.ReadError as e:
+        raise PieceError("stage_fill", str(e)) from None
+    if fill.other_bars:
+        raise PieceError("stage_fill", f"{fill.other_bars[0]!r} names another barrier than full_bar")
+    for ld in fill.loads:
+        if ld.map not in ("ta", "tb"):
+            raise PieceError("stage_fill", f"{ld.line!r} loads from {ld.map!r}; the maps are ta (A) and tb (B)")
+    return fill
+
+
+def stage_fill_diff(text: str, stages: int, k: int) -> str | None:
+    """Chapter 03's hint for the first k-tile at which the stage-fill lines ``text`` go wrong
+    (bytes announced, where the boxes land, their coordinates); None if none is found."""
+    from ..tma import stage_fill as _sf
+    for t in range(k // BK):
+        fill = read_fill(text, t % stages, t)
+        maps = sorted(ld.map for ld in fill.loads)
+        if maps != ["ta", "tb"]:
+            return f"at k-tile {t} your lines load from {maps or 'no map'}: a stage is one box of ta and one of tb"
+        hint = (_sf._bytes_hint(fill) or _sf._where_hint({ld.map: ld for ld in fill.loads})
+                or _sf._coord_hint(fill, dict(kt=t, m0=0, n0=0)))
+        if hint:
+            return f"at k-tile {t}: {hint}"
+    return None
+
+
+def _tma(fill, t: int, s: int, a16: np.ndarray, b16: np.ndarray, where: np.ndarray, stages: int):
+    """The TMA step of k-tile ``t`` into stage ``s`` as the learner's lines do it: one (address
+    array, bytes) per box, in issue order, and how many had landed when the full barrier's phase
+    completed (None: it never does). A box outside the tensor reads zeros, as TMA fills them."""
+    from ..tma.stage_fill import tx_outcome
+    from .pipeline import MbarrierError
+    src = {"ta": a16, "tb": b16.T}
+    boxes = []
+    for ld in fill.loads:
+        m = src[ld.map]
+        box = np.zeros((BM, BK), np.float16)
+        r0, c0 = max(ld.c1, 0), max(ld.c0, 0)
+        part = m[r0:ld.c1 + BM, c0:ld.c0 + BK]
+        box[r0 - ld.c1:r0 - ld.c1 + part.shape[0], c0 - ld.c0:c0 - ld.c0 + part.shape[1]] = part
+        dst = s * STAGE_BYTES + ld.offset
+        if dst < 0 or dst + BOX_BYTES > stages * STAGE_BYTES:
+            raise PieceError("stage_fill", f"{ld.line!r} at k-tile {t}: its box lands at offset "
+                             f"{ld.offset} of stage {s}, outside the ring's shared memory")
+        boxes.append((dst + where, box.view(np.uint8).reshape(-1)))
+    try:
+        done, left = tx_outcome(fill.expects, fill.arrivals, tuple(BOX_BYTES for _ in boxes))
+    except MbarrierError as e:
+        raise PieceError("stage_fill", f"the mbarrier model stops: {e}") from None
+    if done is None:
+        raise PieceError("stage_fill", f"at k-tile {t} you announce {sum(fill.expects)} bytes and "
+                         f"{fill.arrivals} arrival(s) but the {len(boxes)} boxes bring "
+                         f"{len(boxes) * BOX_BYTES}: the full barrier's phase never completes "
+                         "(tx-count left {left}), so the consumers' wait never passes".format(left=left))
+    return boxes, done
+
+
+def _run(a16: np.ndarray, b16: np.ndarray, stages: int, ps: dict):
+    """One emulation with the pieces ``ps``: (c, writes, diagnosis, error)."""
     from . import pipeline as _mp                      # chapter 05's ring model
     k = a16.shape[1]
     k_tiles = k // BK
     c = np.full((BM, BN), np.nan, np.float32)
     writes = np.zeros((BM, BN), int)
     ring = _mp.simulate(stages, 1 if stages > 1 else 0, CONSUMERS, k_tiles,
-                        tile=_mp.Tile(BM, BN, BK), parities=parities)
+                        tile=_mp.Tile(BM, BN, BK), parities=ps["parities"])
     if ring.diagnosis is not None:
         return c, writes, ring.diagnosis, None
+    smem = np.zeros(stages * STAGE_BYTES, np.uint8)
+    acc = np.zeros((CONSUMERS, WG_M, BN), np.float32)
+    late = {}                                           # stage -> boxes that land after the reads
     try:
-        where = swizzle_map(swizzle)
+        where = swizzle_map(ps["swizzle"])
         a_tile, b_tile = _operand(WG_M), _operand(BN)
         desc = {}                                       # (operand, stage, wg, step) -> addresses
         for s in range(stages):
             for j in range(a_tile.k_steps):
                 for w in range(CONSUMERS):
-                    f = a_tile.descriptor(j, _a_base(s, w))
-                    desc["A", s, w, j] = _d.read_addresses(descriptor(encode, f.start_address, f.lbo,
-                                                                      f.sbo), "K", DTYPE, WG_M)
-                f = b_tile.descriptor(j, _b_base(s))
-                desc["B", s, 0, j] = _d.read_addresses(descriptor(encode, f.start_address, f.lbo,
-                                                                  f.sbo), "K", DTYPE, BN)
+                    f = stepped_descriptor(ps["encode"], ps["kstep"], a_tile.descriptor(0, _a_base(s, w)), j)
+                    desc["A", s, w, j] = _d.read_addresses(f, "K", DTYPE, WG_M)
+                f = stepped_descriptor(ps["encode"], ps["kstep"], b_tile.descriptor(0, _b_base(s)), j)
+                desc["B", s, 0, j] = _d.read_addresses(f, "K", DTYPE, BN)
+        for _, _, what, t, s, lane in _events(ring):
+            if what == "load":                          # TMA: the boxes the stage-fill lines ask for
+                for addr, box in late.pop(s, []):
+                    smem[addr] = box
+                boxes, done = _tma(read_fill(ps["stage_fill"], s, t), t, s, a16, b16, where, stages)
+                for addr, box in boxes[:done]:
+                    smem[addr] = box
+                late[s] = boxes[done:]                  # landed after the phase completed
+            else:                                       # one warpgroup's four k16 wgmmas
+                w = int(lane[2:])
+                for j in range(a_tile.k_steps):
+                    av = gather_bytes(smem, desc["A", s, w, j], DTYPE).astype(np.float64)   # (64, 16)
+                    bv = gather_bytes(smem, desc["B", s, 0, j], DTYPE).astype(np.float64)   # (128, 16)
+                    acc[w] = (acc[w].astype(np.float64) + av @ bv.T).astype(np.float32)
     except PieceError as e:
         return c, writes, None, e
     except _d.DescriptorError as e:
         return c, writes, None, PieceError("encode", str(e))
-    smem = np.zeros(stages * STAGE_BYTES, np.uint8)
-    acc = np.zeros((CONSUMERS, WG_M, BN), np.float32)
-    for _, _, what, t, s, lane in _events(ring):
-        if what == "load":                              # TMA: one A box and one B box, swizzled
-            for base, rows in ((s * STAGE_BYTES, a16[:, t * BK:(t + 1) * BK]),
-                               (s * STAGE_BYTES + BOX_BYTES, b16[t * BK:(t + 1) * BK, :].T)):
-                box = np.ascontiguousarray(rows, np.float16).view(np.uint8).reshape(-1)
-                smem[base + where] = box
-        else:                                           # one warpgroup's four k16 wgmmas
-            w = int(lane[2:])
-            for j in range(a_tile.k_steps):
-                av = gather_bytes(smem, desc["A", s, w, j], DTYPE).astype(np.float64)   # (64, 16)
-                bv = gather_bytes(smem, desc["B", s, 0, j], DTYPE).astype(np.float64)   # (128, 16)
-                acc[w] = (acc[w].astype(np.float64) + av @ bv.T).astype(np.float32)
     rows, cols = _f.wgmma_accumulator(BN)               # (thread, register) -> (row, col)
     for w in range(CONSUMERS):
         regs = acc[w][rows, cols]                       # each thread's registers
@@ -377,7 +508,8 @@ def random_inputs(k: int = 256, rng: Any = None) -> tuple[np.ndarray, np.ndarray
 
 
 def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None = None,
-            parities: tuple | None = None, *, stages: int = 2, k: int = 256,
+            parities: tuple | None = None, *, kstep: Callable | None = None,
+            stage_fill: str | None = None, stages: int = 2, k: int = 256,
             a: np.ndarray | None = None, b: np.ndarray | None = None, rng: Any = None) -> Sm90Gemm:
     """Emulate one 128 × 128 tile of C = A·B (see the module docstring) with the pieces given;
     None (the default) takes the course's. ``swizzle(offset) -> offset``: chapter 03's
@@ -395,13 +527,15 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
     a16, b16 = round_to(a, DTYPE), round_to(b, DTYPE)
     if a16.shape != (BM, k) or b16.shape != (k, BN):
         raise ValueError(f"a.shape={a16.shape}, b.shape={b16.shape}: expected ({BM}, {k}) and ({k}, {BN})")
-    given = {"parities": parities, "swizzle": swizzle, "encode": encode}
-    course = {"parities": COURSE_PARITIES, "swizzle": course_swizzle_128b, "encode": course_encode}
+    given = {"parities": parities, "stage_fill": stage_fill, "swizzle": swizzle, "encode": encode,
+             "kstep": kstep}
+    course = {"parities": COURSE_PARITIES, "stage_fill": course_stage_fill(),
+              "swizzle": course_swizzle_128b, "encode": course_encode, "kstep": course_kstep}
     pieces = {p: given[p] if given[p] is not None else course[p] for p in PIECES}
     used = {p: "yours" if given[p] is not None else "the course's" for p in PIECES}
 
     def run(ps):
-        return _run(a16, b16, stages, ps["swizzle"], ps["encode"], ps["parities"])
+        return _run(a16, b16, stages, ps)
 
     c, writes, diag, err = run(pieces)
     res = Sm90Gemm(c, None, writes, stages, k, used, diag, err)
@@ -427,7 +561,9 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
         if d2 is None and e2 is None and np.array_equal(c2, right, equal_nan=True):
             res.blame.append(p)
     diff = {"swizzle": lambda: swizzle_diff(pieces["swizzle"]),
-            "encode": lambda: encode_diff(pieces["encode"], stages)}
+            "encode": lambda: encode_diff(pieces["encode"], stages),
+            "kstep": lambda: kstep_diff(pieces["kstep"], stages),
+            "stage_fill": lambda: stage_fill_diff(pieces["stage_fill"], stages, k)}
     for p in PIECES:
         if given[p] is not None and p in diff:
             try:

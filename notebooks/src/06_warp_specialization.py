@@ -14,7 +14,7 @@
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
 # the ladder investigated; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
 # [raster](../docs/glossary.md#raster) sweep, `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
-# swizzle (chapter 03), descriptor encoder (04b) and parities (05b) run one Hopper tile on the CPU.
+# core exercises (stage fill, swizzle, k-step) run one Hopper tile on the CPU.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -200,8 +200,9 @@ ok = exercises.check("ch06.store_position", answer, thread=77, index=46)
 # seed's swapped waits deadlock, the register budget `setmaxnreg` moves, what each rung adds and
 # bought, and `asynctc.matmul`.
 #
-# **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) puts your pieces of
-# chapter 03 and deep dives 04b and 05b together into one Hopper tile on the CPU and checks it against float64.
+# **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your passing core
+# exercises (chapter 03's stage fill and swizzle, chapter 04's k-step) as one Hopper tile on the CPU and
+# checks it against float64.
 #
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 

@@ -3,10 +3,10 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** the exercises of chapter 03 (`swizzle_128b`) and of deep dives 04b (`encode`) and 05b
-# (`full_parity`, `empty_parity`); it runs your passing answers. **What it adds:** those pieces put
-# together into one tile of a Hopper [GEMM](../docs/glossary.md#gemm), run in Python and checked
-# against float64.
+# **Assumes** the core exercises of chapter 03 (the stage fill, `swizzle_128b`) and chapter 04
+# (`kstep_desc`); it runs your passing answers. Deep dives 04b (`encode`) and 05b (the parities) add
+# two more pieces. **What it adds:** your pieces put together into one tile of a Hopper
+# [GEMM](../docs/glossary.md#gemm), run in Python and checked against float64.
 # No GPU is needed: this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
 
 # %% output varies
@@ -28,9 +28,10 @@ notebook.banner("sm_90a", measured=False)
 #
 # | step | what happens | whose piece |
 # |---|---|---|
-# | ring | chapter 05's ring model runs the protocol; it sets the order of loads and reads | your parities |
-# | TMA | each load writes an A [box](../docs/glossary.md#box) and a B box into its stage; byte `o` of a box goes to `swizzle_128b(o)` | your swizzle |
-# | wgmma | per k16 step, each warpgroup's descriptors are packed by `encode`, then decoded; the decoded descriptor says which bytes the wgmma reads | your encode |
+# | ring | chapter 05's ring model runs the protocol; it sets the order of loads and reads | parities (05b) |
+# | TMA | your stage-fill lines, read line by line, say where the A and B [boxes](../docs/glossary.md#box) land and which rows and columns each brings; the full [mbarrier](../docs/glossary.md#mbarrier) completes when your [expect_tx](../docs/glossary.md#expect_tx) bytes have landed | stage fill (03) |
+# | swizzle | byte `o` of a box goes to `swizzle_128b(o)` | swizzle (03) |
+# | wgmma | k-step 0's descriptors are packed by `encode`; `kstep_desc` moves them to k-steps 1–3; the decoded descriptor says which bytes the wgmma reads | k-step (04), encode (04b) |
 # | math | float64 products of the fp16 values read, added to a float32 accumulator | the course's |
 # | epilogue | each thread's registers go into C, which starts as NaN | the course's |
 
@@ -39,13 +40,12 @@ notebook.banner("sm_90a", measured=False)
 #
 # A passing code exercise keeps your code beside your progress file; `exercises.my_answer(name)`
 # gives it back. A piece you have not passed yet is None: the run uses the course's piece and says
-# so. To try another version, assign it to `swizzle_128b`, `encode` or `parities` (a pair) after
-# this cell.
+# so. To try another version, assign it to `pieces["kstep"]` (or `"stage_fill"`, `"swizzle"`,
+# `"encode"`, `"parities"`) after this cell.
 
 # %% output varies
-pieces, lines = emulate_sm90.your_pieces()     # exercises.my_answer("ch03.swizzle_128b"), …
+pieces, lines = emulate_sm90.your_pieces()     # exercises.my_answer("ch04.kstep"), …
 print("\n".join(lines))
-swizzle_128b, encode, parities = pieces["swizzle"], pieces["encode"], pieces["parities"]
 
 # %% [markdown]
 # ## 3. Run the tile
@@ -54,7 +54,7 @@ swizzle_128b, encode, parities = pieces["swizzle"], pieces["encode"], pieces["pa
 # both warpgroups read it, then the next load may reuse the stage:
 
 # %% output varies
-for line in emulate_sm90.ring_order(parities=parities):
+for line in emulate_sm90.ring_order(parities=pieces["parities"]):
     print(line)
 
 # %% [markdown]
@@ -63,11 +63,11 @@ for line in emulate_sm90.ring_order(parities=parities):
 # K · 2⁻²¹ · (|A|·|B|) of the float64 result, and written exactly once.
 
 # %% output varies
-result = emulate_sm90.emulate(swizzle_128b, encode, parities)
+result = emulate_sm90.emulate(**pieces)
 print(result.summary())
 
 # %% output varies
-assert result.passed or any(p is not None for p in (swizzle_128b, encode, parities)), result.summary()
+assert result.passed or any(p is not None for p in pieces.values()), result.summary()
 print(f"worst |C - float64| / bound: {result.check.worst:.2g}" if result.check else "no result")
 
 # %% [markdown]
@@ -99,17 +99,17 @@ ax.set_ylabel("row")
 plt.show()
 
 # %% [markdown]
-# **A wrong [SBO](../docs/glossary.md#sbo).** An `encode` that stores half the stride. Each group
-# of 8 rows is then read from the wrong place:
+# **A k-step counted in elements.** A `kstep_desc` that moves the start by 16 fp16 elements, not
+# 32 bytes. The summary quotes chapter 04's diagnosis:
 
 # %% output varies
-def encode_half_sbo(start_address, lbo, sbo, swizzle):
-    return descriptors.encode(start_address, lbo, sbo // 2, swizzle)
+def kstep_in_elements(desc0, s, major):
+    return desc0 + (s * 16 >> 4)
 
 
-half_sbo = emulate_sm90.emulate(encode=encode_half_sbo)
-print(half_sbo.summary())
-assert half_sbo.blame == ["encode"]
+elements = emulate_sm90.emulate(kstep=kstep_in_elements)
+print(elements.summary())
+assert elements.blame == ["kstep"]
 
 # %% [markdown]
 # **A wrong [phase parity](../docs/glossary.md#phase-parity).** A consumer that waits on `k % 2`
@@ -151,6 +151,6 @@ assert no_lbo.passed
 #   addition order is not modelled; the bound allows for it.
 # - **Only one tile.** No grid, no edges, no cluster, no epilogue through shared memory.
 #
-# **What you learned.** Your swizzle, descriptor packing and parities are enough to move the right
-# bytes to the right wgmma. A wrong piece shows up as a pattern of wrong elements, and the pattern
+# **What you learned.** Your stage fill, swizzle and k-step (with the course's other pieces) are
+# enough to move the right bytes to the right wgmma. A wrong piece shows up as a pattern of wrong elements, and the pattern
 # points at the piece. Back to [chapter 06](06_warp_specialization.ipynb).
