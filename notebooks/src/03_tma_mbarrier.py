@@ -87,8 +87,9 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # Reading the listing:
 #
 # * The tensor map is a kernel parameter (`__grid_constant__`: 128 bytes, by value).
-#   `tma_load_rank` is here `tma_load_2d(dst, map, bar, c0, c1)`: coordinates innermost first
-#   (`c0` the column), in elements; Python's `box=` is outermost first.
+#   `tma_load_rank` is the same load for a map of any rank; for a 2-D map it is
+#   `tma_load_2d(dst, map, bar, c0, c1)`: coordinates innermost first (`c0` the column), in
+#   elements; Python's `box=` is outermost first.
 #   Thread 0 initialises the barrier with an arrival count of 1: its own `expect_tx`.
 # * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy); only a fence orders the two (`fence.mbarrier_init`
@@ -121,8 +122,9 @@ assert lc["passed"] and lc["boxes_ok"]                # every step as expected, 
 # **1. Fill one stage.** A stage of a GEMM's ring (chapter 05) contains k-tile `kt` of A, a
 # `BM`×`BK` box of tensor map `ta` (rows from `m0`), then right after it a `BN`×`BK` box of `tb`
 # (B stored N×K, rows from `n0`); fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`,
-# covers both. Write the producer's lines of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)`
-# (`kernels/tma_stage.cu`):
+# covers both. `stage` and `full_bar` are `u32` shared-memory byte addresses. Write the producer's
+# lines of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` (`kernels/tma_stage.cu`), with
+# `tma_load_2d(dst, map, bar, c0, c1)`, `c0` innermost:
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""
