@@ -56,9 +56,8 @@ fig = plots.throughput_by_size(
 # So the peak is *SMs × 4096 × SM clock*.
 #
 # The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock; a running GPU picks its own, lower
-# under heavy load. So each chapter computes its peak from its own run's clock, and the peaks
-# differ a little between chapters; 989 stays the fixed reference. Here the clock is read **in
-# flight** (a probe kernel reads the SM clock while cuBLAS runs). Later chapters also print
+# under heavy load. So each chapter's peak uses its own run's clock and differs a little; 989
+# stays fixed. Here the clock is read **in flight** (a probe kernel reads the SM clock while cuBLAS runs). Later chapters also print
 # [in-kernel](../docs/glossary.md#in-kernel) and
 # [probed after the sample](../docs/glossary.md#probed-after-the-sample) clocks; deep dive
 # [00b](00b_clock_kinds.ipynb) checks all three.
