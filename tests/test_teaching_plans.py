@@ -224,9 +224,9 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
     row = next(l for l in rows if "`ch09.mma_issue`" in l)          # a loop's body in braces: its nesting kept
     assert "`def issue_ktile(t, kt, s): if t.elected: { for j in range(t.steps): { t.mma(s, j, " in row
     assert "}; t.commit(t.empty[s]) }`" in row and ":;" not in text
-    # numbered as the notebook numbers them: chapter 09 asks its exercise 2 (in §5) before exercise 1
+    # numbered as the notebook numbers them: chapter 09 asks exercise 1 (in §5), then exercise 2
     assert [re.match(r"\| 09 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 09 ")] == \
-        [("2", "ch09.mma_issue"), ("1", "ch09.tmem_columns")]
+        [("1", "ch09.mma_issue"), ("2", "ch09.tmem_columns")]
 
 
 def test_answer_sheet_writes_a_code_exercise_as_written(tmp_path):

@@ -338,7 +338,8 @@ def judge(answer) -> str | None:
 
 @_ex.code_exercise("ch03.stage_fill", "Write the producer's lines that fill one stage (fill_stage in "
                    "kernels/tma_stage.cu): mbarrier_arrive_expect_tx(full_bar, <bytes>), then "
-                   "tma_load_2d(dst, map, full_bar, c0, c1) for A's BM×BK box (ta) and B's BN×BK box "
-                   "(tb, B stored N×K). Pass the text: check('ch03.stage_fill', lines).", judge=judge)
+                   "tma_load_2d(dst, map, full_bar, c0, c1), c0 innermost (the column), for A's BM×BK box "
+                   "(ta) and B's BN×BK box (tb, B stored N×K); stage and full_bar are u32 shared-memory "
+                   "byte addresses. Pass the text: check('ch03.stage_fill', lines).", judge=judge)
 def _ch03_stage_fill() -> str:
     return kernel_lines()

@@ -44,15 +44,14 @@ def offset_steps(tile: dsc.OperandTile) -> dict:
     return out
 
 
-def plot_layouts(dtype: str = "float16", majors=None, hide_sbo=(64,)):
+def plot_layouts(dtype: str = "float16", majors=None):
     """The canonical layouts of a 64×64 operand tile (64×128 for fp8; A: M down, K across, in
     elements), one row of panels per major-ness (``majors``: both for 2-byte types, or the ones
     named), one panel per swizzle mode. Drawn: the core matrices (8 rows × 16 bytes, white
     borders) with their contiguous 16-byte rows as grey strokes (along K in K-major, along M in
     MN-major); the TMA boxes the tile is stored as (shaded bands,
     numbered); what one wgmma reads (k-step 0, dashed); and arrows from the first core matrix to
-    where LBO and SBO step (:func:`offset_steps`: the byte values come from the model). The SBO of
-    the swizzle modes in ``hide_sbo`` (bytes) reads "exercise 1" instead of its value."""
+    where LBO and SBO step (:func:`offset_steps`: the byte values come from the model)."""
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
@@ -95,8 +94,7 @@ def plot_layouts(dtype: str = "float16", majors=None, hide_sbo=(64,)):
             notes = []
             for name, colour in (("sbo", "tab:red"), ("lbo", "tab:blue")):
                 at, value = steps[name]
-                text = (f"{name.upper()}: exercise 1" if name == "sbo" and sw in hide_sbo
-                        else f"{name.upper()} {value} B")
+                text = f"{name.upper()} {value} B"
                 if at is None:
                     notes.append(f"{name.upper()} unused")
                     continue

@@ -56,10 +56,10 @@ fig = plots.throughput_by_size(
 # So the peak is *SMs × 4096 × SM clock*.
 #
 # The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock; a running GPU picks its own, lower
-# under heavy load. This chapter's peak uses the clock measured during the run, read **in flight**
-# (a probe kernel reads the SM clock while cuBLAS runs). Later chapters print two more kinds,
+# under heavy load. So each chapter's peak uses its own run's clock and differs a little; 989
+# stays fixed. Here the clock is read **in flight** (a probe kernel reads the SM clock while cuBLAS runs). Later chapters also print
 # [in-kernel](../docs/glossary.md#in-kernel) and
-# [probed after the sample](../docs/glossary.md#probed-after-the-sample); deep dive
+# [probed after the sample](../docs/glossary.md#probed-after-the-sample) clocks; deep dive
 # [00b](00b_clock_kinds.ipynb) checks all three.
 
 # %% output varies

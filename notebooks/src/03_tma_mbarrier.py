@@ -38,8 +38,8 @@ except tma.TensorMapError as e:
 #
 # Shared memory has 32 banks of 4 bytes, so a 128-byte line covers each bank once.
 #
-# Without swizzle, 128-byte rows all start in bank 0. Reading one 16-byte chunk down 8 rows hits the
-# same 4 banks 8 times: an 8-way [bank conflict](../docs/glossary.md#bank-conflict).
+# Without swizzle, reading one 16-byte chunk down 8 rows of 128 bytes hits the same 4 banks 8
+# times: an 8-way [bank conflict](../docs/glossary.md#bank-conflict).
 #
 # **The 128-byte [swizzle](../docs/glossary.md#swizzle):** within a 128-byte row, the 16-byte chunk index is XORed with the row
 # index mod 8; the byte inside a chunk keeps its place. Then those 8 reads land in 8 different bank
@@ -68,7 +68,7 @@ fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 # **An example.** A barrier has completed phases 0 and 1; phase 2 is open.
 #
 # * A wait on parity 1 passes: phase 1 is complete.
-# * A wait on parity 0 waits: parity 0 now means the open phase 2, though phase 0 completed long ago.
+# * A wait on parity 0 waits: parity 0 now means the open phase 2.
 #
 # **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*): a wait on parity P passes unless the open
 # phase has parity P.
@@ -87,8 +87,8 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # Reading the listing:
 #
 # * The tensor map is a kernel parameter (`__grid_constant__`: 128 bytes, by value).
-#   `tma_load_rank` is here `tma_load_2d(dst, map, bar, c0, c1)`: coordinates innermost first
-#   (`c0` the column), in elements; Python's `box=` is outermost first.
+#   `tma_load_rank` is the same load for a map of any rank (2-D: `tma_load_2d`). Coordinates go
+#   innermost first (`c0` the column), in elements; Python's `box=` is outermost first.
 #   Thread 0 initialises the barrier with an arrival count of 1: its own `expect_tx`.
 # * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy); only a fence orders the two (`fence.mbarrier_init`
@@ -121,8 +121,9 @@ assert lc["passed"] and lc["boxes_ok"]                # every step as expected, 
 # **1. Fill one stage.** A stage of a GEMM's ring (chapter 05) contains k-tile `kt` of A, a
 # `BM`×`BK` box of tensor map `ta` (rows from `m0`), then right after it a `BN`×`BK` box of `tb`
 # (B stored N×K, rows from `n0`); fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`,
-# covers both. Write the producer's lines of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)`
-# (`kernels/tma_stage.cu`):
+# covers both; `stage` and `full_bar` are `u32` shared-memory addresses. Write the lines of
+# `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` (`kernels/tma_stage.cu`) with
+# `tma_load_2d(dst, map, bar, c0, c1)`:
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""

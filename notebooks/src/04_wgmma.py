@@ -94,7 +94,8 @@ plt.show()
 #
 # Example: A is 64 m × 64 k, fp16, 64-byte swizzle. A k-row is 64 × 2 = 128 B; a box row is
 # 64 B. So the tile is two boxes side by side, each 64 k-rows × 64 B. SBO = 8 × 64 B = 512 B;
-# LBO = one box = 4096 B. (Without swizzle the names swap: LBO steps 8 k-rows, SBO a box.)
+# LBO = one box = 4096 B. Without swizzle the two swap roles: LBO steps 8 k-rows, SBO steps to
+# the next box.
 
 # %%
 fig = wgmma.plot_layouts("float16", majors=("MN",))

@@ -120,7 +120,7 @@ alloc.check_all_freed()
 # into TMEM (16 of K each), and let `tcgen05.commit` arrive on the stage's *empty* barrier once they
 # have read it; a last commit tells the epilogue warps that the accumulator is complete.
 #
-# **Exercise 2 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
+# **Exercise 1 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
 # warp 1's threads once k-tile kt has landed in stage s. It issues `t.mma(s, j, accumulate)` for k-steps
 # j < `t.steps`, then `t.commit(barrier)` (`t.full[s]`, `t.empty[s]` or `t.done`). `t.elected`
 # marks one thread. The kernel's loop appears once yours passes.
@@ -173,7 +173,7 @@ print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 #
 # ## Exercises
 #
-# **1.** How many TMEM columns must `tcgen05.alloc` request for a 128×96 fp32 accumulator (one CTA)?
+# **2.** How many TMEM columns must `tcgen05.alloc` request for a 128×96 fp32 accumulator (one CTA)?
 
 # %%
 answer = ...
