@@ -354,6 +354,27 @@ def ceiling_gap(results: dict, peak_rows: list[dict], sm_count: int, dtype: str 
                 overlap_clk=max(smem_clk, mma_clk), serial_clk=smem_clk + mma_clk)
 
 
+def ceiling_gap_note(gap: dict) -> tuple[bool, str, dict]:
+    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim` on :func:`ceiling_gap`'s
+    ``gap``: a five-row table of clocks per k-tile (the math at the ceiling's pace, shared memory,
+    full overlap, no overlap, measured) and one verdict, the share of the shared-memory time hidden
+    behind the math. It holds when the rung is below the ceiling, its shared memory needs over 0.8
+    of the math's clocks, and the measured k-tile lies strictly between full overlap and none."""
+    holds = (gap["flop_clk"] < gap["ceiling_flop_clk"] and gap["smem_clk"] > 0.8 * gap["mma_clk"]
+             and gap["overlap_clk"] < gap["took_clk"] < gap["serial_clk"])
+    rows = (("the math at the ceiling's pace", gap["mma_clk"]),
+            (f"shared memory ({(gap['written'] + gap['ldsm']) // 1024} KiB)", gap["smem_clk"]),
+            ("full overlap (the larger)", gap["overlap_clk"]),
+            ("no overlap (the sum)", gap["serial_clk"]),
+            (f"measured ({gap['flop_clk'] / gap['ceiling_flop_clk']:.2f} of the ceiling)", gap["took_clk"]))
+    hidden = (gap["serial_clk"] - gap["took_clk"]) / (gap["serial_clk"] - gap["overlap_clk"])
+    text = "\n".join([f"best rung {gap['tile']}: clocks per k-tile"]
+                     + [f"  {name:<36}{clk:6.0f}" for name, clk in rows]
+                     + [f"Between the two: {hidden:.0%} of the shared-memory time is hidden behind "
+                        "the math; the ceiling needs all of it."])
+    return holds, text, {k: v for k, v in gap.items() if k != "tile"}
+
+
 def _mma_sync_record_row(dtype: str, size: int, tile: str):
     """The chapter-01 record's row for ``tile`` at ``size``³ (and that record), or (None, None)."""
     try:

@@ -106,3 +106,8 @@ def test_ceiling_gap_model_counts_the_best_rungs_shared_memory_bytes():
     # chapter 02's sentence: below the ceiling, shared memory as busy as the Tensor Cores, between
     assert gap["flop_clk"] < gap["ceiling_flop_clk"] and gap["smem_clk"] > 0.8 * gap["mma_clk"]
     assert gap["overlap_clk"] < gap["took_clk"] < gap["serial_clk"]
+    ok, text, numbers = cp_async.ceiling_gap_note(gap)   # its table: five rows, then one verdict
+    assert ok and numbers["took_clk"] == gap["took_clk"] and len(text.splitlines()) == 7
+    assert text.splitlines()[-1].startswith("Between the two: ")
+    assert not cp_async.ceiling_gap_note({**gap, "took_clk": gap["serial_clk"] + 1})[0]
+    assert not cp_async.ceiling_gap_note({**gap, "smem_clk": 0.5 * gap["mma_clk"]})[0]

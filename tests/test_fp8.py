@@ -1028,6 +1028,10 @@ def test_accumulation_notes_read_the_fp8_record_and_flip():
         if r["promote"] == 4:
             r["random_max_err_over_absAB"] = 1e-4           # every 4 k-tiles: level, not falling
     assert not fp8.random_inputs_note(flat)[0]
+    ok, text, numbers = fp8.accumulator_table(res)       # the three notes as one table, same guards
+    assert ok and len(text.splitlines()) == 5 and text.splitlines()[-1].startswith("Promotion every 4 ")
+    assert numbers["swamp_p0"] > 10 * numbers["swamp_p4"] and numbers["kept_p1"] < numbers["kept_p4"]
+    assert not fp8.accumulator_table(bad)[0] and not fp8.accumulator_table(flat)[0]
 
 
 def test_swizzle_notes_read_the_swizzle_record():

@@ -176,6 +176,9 @@ LISTINGS = {
     ("04", r"  // fence \(the registers were written above\)"): (
         15, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"
             r"wgmma\.wait_group\.sync\.aligned kPending"),
+    # its k-loop first: set-up, prologue and epilogue folded to a line each, the refill step left out
+    ("05", r'^extern "C" __global__ void'): (25, r"(?s)set-up: .*prologue: .*for \(int k = 0; k < T.*"
+                                                 r"full\.wait.*mma_ktile.*empty\.arrive.*exercise 2.*epilogue: "),
     # the whole kernel of the default build (the producer's refill step left out: exercise 2),
     # then load_stage, RingState, mma_ktile, the wrappers' PTX
     ("05", r'^extern "C" __global__'): (120, r"gemm_pipeline\([\s\S]*mbarrier_init\(full\[s\], 1\)[\s\S]*"

@@ -485,14 +485,16 @@ def test_plateau_in_bytes_is_chapter_00s_arithmetic_beside_the_cap():
     from asynctc.models.pipeline import HardwareParams
     hw = HardwareParams(clock_mhz=1000.0, sm_count=100)            # peak: 100 × 4096 × 1 GHz = 409.6 TFLOP/s
     ok, text = P.plateau_in_bytes({3: 300.0, 4: 320.0}, 42, hw=hw)
-    assert ok and text.startswith("A 128×256×64 fp16 k-tile brings 48 KiB for 4.19 MFLOP, so at 4096 "
-                                  "FLOP/clk/SM the ring must deliver 48 B/clk/SM.")
-    assert "cap, 42 B/clk/SM, allows at most 0.88 of peak" in text
-    assert "(S = 4, 320 TFLOP/s) is 0.78 of the peak at the model's 1000 MHz" in text
+    lines = text.splitlines()
+    assert ok and lines[0] == "A 128×256×64 fp16 k-tile: 48 KiB for 4.19 MFLOP (peak at the model's 1000 MHz)"
+    assert lines[1].split()[-2:] == ["48", "B/clk/SM"] and lines[2].split()[-2:] == ["42", "B/clk/SM"]
+    assert lines[3].endswith(" 0.88") and lines[4].endswith(" 0.78") and "(S = 4, 320 TFLOP/s)" in lines[4]
+    assert lines[5] == ("The cap lies 6 B/clk/SM under the need; the plateau 0.09 of peak under what "
+                        "the cap allows.")
     assert not P.plateau_in_bytes({4: 380.0}, 42, hw=hw)[0]      # 0.93 of peak: above what 42 allows
     assert not P.plateau_in_bytes({4: 300.0}, 48, hw=hw)[0]      # the cap no longer below the need
     cfg = P.PipelineConfig(bm=128, bn=128, consumers=1, stages=3)  # chapter 00 §4's tile: 64 B/clk/SM
-    assert "deliver 64 B/clk/SM" in P.plateau_in_bytes({3: 300.0}, 42, cfg, hw)[1]
+    assert P.plateau_in_bytes({3: 300.0}, 42, cfg, hw)[1].splitlines()[1].split()[-2] == "64"
 
 
 def test_trace_beside_model_finds_where_the_waits_stop():
@@ -514,6 +516,12 @@ def test_trace_beside_model_finds_where_the_waits_stop():
     assert ok and text.startswith("Model: wg0 waits on full for k-tile") and "from k-tile 4 on" in text
     ok, _ = P.waits_beside_model(as_row(fast), fast, k_max=10)     # no late data: the sentence fails
     assert not ok
+    # wait_group 1 on the GPU: the wait for k-tile k sits inside k − 1's group; a starved model's does not
+    spans = [dict(lane="cta0/wg0", kind=kind, k=k, stage=k % 4, start=t0 + 100 * k, end=t1 + 100 * k)
+             for k in range(6) for kind, t0, t1 in (("wait_full", 10, 20), ("mma", 30, 125))]
+    ok, text = P.waits_under_wgmma({"cta0": {"spans": spans}})
+    assert ok and "(5 of its 5 waits lie inside it)" in text
+    assert not P.waits_under_wgmma(as_row(slow), k_max=10)[0]
 
 
 def test_depth_table_marks_occupancy_without_superscripts():

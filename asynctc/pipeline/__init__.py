@@ -27,7 +27,8 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   :func:`variants_table`, :func:`checks_lines`), :func:`summarize_pipeline`, ``SUITES`` (never
   plots);
 * ``figures.py`` — :func:`plot_trace`, :func:`plot_trace_beside_model` (a recorded CTA above the
-  ring model's schedule; its sentence :func:`waits_beside_model`), :func:`plot_depth`,
+  ring model's schedule; its sentences :func:`waits_beside_model`, :func:`waits_under_wgmma`),
+  :func:`plot_depth`,
   :func:`model_beside_record` (the ring model's depth sweep beside the record's, in one sentence;
   the L2 cap that brings it closest, :func:`closest_cap`; the plateau in bytes per clock beside
   it, :func:`plateau_in_bytes`; never measures).
@@ -68,7 +69,8 @@ from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT
                      check_operands, check_out, check_shapes, device_descriptor, np_dtype,
                      operand_dims, smem_limit_bytes)
 from .figures import (SPAN_COLORS, closest_cap, model_beside_record, plateau_in_bytes, plot_depth,
-                      plot_trace, plot_trace_beside_model, waits_beside_model)
+                      plot_trace, plot_trace_beside_model, waits_beside_model,
+                      waits_under_wgmma)
 from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SIZES, SWEEP_TILES,
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,

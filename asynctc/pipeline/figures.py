@@ -200,8 +200,9 @@ def plateau_in_bytes(measured: dict, l2_cap: float, cfg=None, hw=None) -> tuple[
     of peak. The plateau (the best recorded depth) is set against SMs × 4096 × the clock the ring
     model counts cycles at (``hw``, default :meth:`HardwareParams.from_records`: the SM clock
     chapter 04's wgmma record measured), the clock the cap is fitted in.
-    Returns (condition, sentence) for :func:`asynctc.core.notebook.claim`: the condition is what
-    the sentence states — the cap lies below the need, and the plateau below what the cap allows."""
+    Returns (condition, text) for :func:`asynctc.core.notebook.claim`, the text a four-row table
+    (need, cap, what the cap allows, plateau) and one verdict: the condition is what the verdict
+    states — the cap lies below the need, and the plateau below what the cap allows."""
     from ..core.peak import FLOP_PER_CLK_PER_SM, peak_tflops
     from ..models.pipeline import HardwareParams
     from .config import PipelineConfig
@@ -213,11 +214,15 @@ def plateau_in_bytes(measured: dict, l2_cap: float, cfg=None, hw=None) -> tuple[
     top = max(measured, key=measured.get)
     got = measured[top] / peak_tflops(hw.sm_count, hw.clock_mhz, FLOP_PER_CLK_PER_SM[cfg.dtype])
     short = {"float16": "fp16", "bfloat16": "bf16"}.get(cfg.dtype, cfg.dtype)
-    text = (f"A {cfg.bm}×{cfg.bn}×{cfg.bk} {short} k-tile brings {nbytes / 1024:g} KiB for "
-            f"{flop / 1e6:.2f} MFLOP, so at {FLOP_PER_CLK_PER_SM[cfg.dtype]} FLOP/clk/SM the ring must "
-            f"deliver {need:.0f} B/clk/SM. The fitted cap, {l2_cap:g} B/clk/SM, allows at most "
-            f"{allows:.2f} of peak; the record's plateau (S = {top}, {measured[top]:.0f} TFLOP/s) is "
-            f"{got:.2f} of the peak at the model's {hw.clock_mhz:.0f} MHz.")
+    rows = ((f"needed at peak ({FLOP_PER_CLK_PER_SM[cfg.dtype]} FLOP/clk/SM)", f"{need:.0f} B/clk/SM"),
+            ("the fitted L2 cap", f"{l2_cap:g} B/clk/SM"),
+            ("the fraction of peak the cap allows", f"{allows:.2f}"),
+            (f"the record's plateau (S = {top}, {measured[top]:.0f} TFLOP/s)", f"{got:.2f}"))
+    text = "\n".join([f"A {cfg.bm}×{cfg.bn}×{cfg.bk} {short} k-tile: {nbytes / 1024:g} KiB for "
+                      f"{flop / 1e6:.2f} MFLOP (peak at the model's {hw.clock_mhz:.0f} MHz)"]
+                     + [f"  {name:<44}{v:>12}" for name, v in rows]
+                     + [f"The cap lies {need - l2_cap:g} B/clk/SM under the need; the plateau "
+                        f"{allows - got:.2f} of peak under what the cap allows."])
     return l2_cap < need and got < allows, text
 
 
@@ -250,6 +255,21 @@ def _ktile_waits(spans, k_max: int) -> tuple[dict, dict]:
     wait = {s.k: s.end - s.start for s in spans if s.lane == "wg0" and s.kind == "wait_full" and s.k < k_max}
     issue = {s.k: s.start for s in spans if s.lane == "wg0" and s.kind == "mma" and s.k < k_max}
     return wait, issue
+
+
+def waits_under_wgmma(trace: dict, k_max: int = 12) -> tuple[bool, str]:
+    """Why the trace's "wgmma in flight" bar runs on over the red waits: with wait_group 1, warpgroup
+    0 waits on full for k-tile k while k − 1's wgmma group is still running. Counts wg0's waits on
+    full for k-tiles 1 … k_max − 1 that lie wholly inside k − 1's wgmma span. Returns (condition,
+    sentence) for :func:`asynctc.core.notebook.claim`: the condition is that every one does."""
+    spans = [s for s in timeline_spans(trace["cta0"], k_max) if s.lane == "wg0"]
+    mma = {s.k: s for s in spans if s.kind == "mma"}
+    waits = [s for s in spans if s.kind == "wait_full" and s.k >= 1 and s.k - 1 in mma]
+    inside = sum(mma[w.k - 1].start <= w.start and w.end <= mma[w.k - 1].end for w in waits)
+    return (bool(waits) and inside == len(waits),
+            f"Why the wgmma bar runs on over the red waits: with wait_group 1, k-tile k − 1's wgmma group keeps running while "
+            f"wg0 waits for k-tile k's data ({inside} of its {len(waits)} waits lie inside it). That "
+            "is the overlap the ring buys.")
 
 
 def waits_beside_model(trace: dict, schedule, k_max: int = 12) -> tuple[bool, str]:

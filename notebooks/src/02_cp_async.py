@@ -196,16 +196,8 @@ _ = notebook.claim("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * max(st[(64
 
 # %% output varies
 gap = cp_async.ceiling_gap(rec.results, records.load("mma_sync").results["peak"], rec.provenance["sm_count"])
-_ = notebook.claim(
-    gap["flop_clk"] < gap["ceiling_flop_clk"] and gap["smem_clk"] > 0.8 * gap["mma_clk"]
-    and gap["overlap_clk"] < gap["took_clk"] < gap["serial_clk"],
-    f"Best rung {gap['tile']}: {gap['flop_clk']:.0f} FLOP/clk/SM, {gap['flop_clk'] / gap['ceiling_flop_clk']:.2f} "
-    f"of the ceiling ({gap['ceiling_flop_clk']:.0f}). Its shared memory needs {gap['smem_clk']:.0f} clocks per "
-    f"k-tile ({(gap['written'] + gap['ldsm']) // 1024} KiB), {gap['smem_clk'] / gap['mma_clk']:.2f} of the "
-    f"{gap['mma_clk']:.0f} its mma.sync need at the ceiling; the k-tile took {gap['took_clk']:.0f}, between "
-    f"full overlap ({gap['overlap_clk']:.0f}) and none ({gap['serial_clk']:.0f}): "
-    f"{(gap['serial_clk'] - gap['took_clk']) / (gap['serial_clk'] - gap['overlap_clk']):.0%} of the shared-memory "
-    "time is hidden behind the math; the ceiling needs all of it hidden.", **gap)
+ok, text, numbers = cp_async.ceiling_gap_note(gap)
+_ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
 # The records keep times, not stall reasons: how the rest of the gap splits between imperfect

@@ -73,21 +73,25 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# Below is all of `gemm_pipeline` (`kernels/pipeline.cu`) in its default build, `128x256x64/c2 s4`
-# (CTA tile 128×256×64, 2 consumer warpgroups, S = 4; names: [05c](05c_pipeline_variants.ipynb)
-# §1), hooks hidden, then its helpers and their PTX. Four parts:
-#
-# 1. **Set-up**, to `__syncthreads()`: stage s sits at `base + s · kStageBytes`; thread 0 inits
-#    its full (1 arrival) and empty (one per consumer) barriers.
-# 2. **Prologue**: the producer fills stages 0 … S − 1 with `load_stage`: `arrive.expect_tx` of the
-#    stage's bytes on full[s], then the TMA boxes.
-# 3. **The loop**, per k-tile k: wait on full; `mma_ktile`, then wait until kPending = 1 group
-#    remains; release k-tile r = k − 1 on empty; then the producer's refill step (exercise 2, left
-#    out). `pos` is k's stage and phase, `prev` k − 1's (`rs`, `rp`: r's); `advance()` flips the
-#    phase when the stage wraps.
-# 4. **Epilogue**: `wait_group<0>`, then `store_c` writes the accumulators to C.
-#
-# `fence_accumulators` keeps the compiler from moving accumulator accesses across a wgmma.
+# `gemm_pipeline` (`kernels/pipeline.cu`), default build `128x256x64/c2 s4` (CTA tile 128×256×64,
+# 2 consumer warpgroups, S = 4; names: [05c](05c_pipeline_variants.ipynb) §1), hooks hidden. First
+# its k-loop. Per k-tile k, four steps: **wait** on full; **issue** `mma_ktile`, then wait until
+# kPending = 1 group remains; **release** k-tile r = k − 1 on empty; **refill** (exercise 2, left
+# out). `pos` is k's stage and phase, `prev` k − 1's; `advance()` flips the phase when the stage
+# wraps. `fence_accumulators` keeps the compiler from moving accumulator accesses across a wgmma.
+
+# %% output answers a prediction
+SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at base + s · kStageBytes; "
+             "full[s], empty[s] initialised"),
+            (r"^  // Prologue", r"^  const u64 db0", "prologue: load_stage fills stages 0 … S − 1; acc = 0"),
+            (r"^      if \(producer && r \+ STAGES < T", r"^      }$", "exercise 2"),
+            (r"^  wgmma_wait_group<0>", r"^  store_c", "epilogue: wait_group<0>, then store_c writes C"))
+if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
+    display(notebook.show_source("pipeline.cu", start=r'^extern "C" __global__ void', end=r"^}",
+                                 variant=True, omit=SKELETON))
+
+# %% [markdown]
+# The whole kernel, for reference, with its helpers and the PTX each issues.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -98,7 +102,6 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
               ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
         ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
              "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
-    display(notebook.show_ptx(pl.compile_pipeline(pl.PipelineConfig())))   # the same default build
 
 # %% [markdown]
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it, after the
@@ -163,8 +166,8 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best varian
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# With one stage every load is exposed: load, wait, compute. Each further stage issues a load one
-# k-tile earlier, so it has longer to land under the math. Yet section 4's curves stop rising.
+# With one stage every load is exposed. Each further stage issues a load one k-tile earlier, so it
+# has longer to land under the math. Yet section 4's curves stop rising.
 # Below: what the 128×256 kernel recorded inside CTA 0 at S = 4 (`trace=True`), above the ring
 # model (`mp`) running section 1's protocol with times from chapter 03's and 04's records. Where
 # do the red bars, the waits on full, stop?
@@ -174,7 +177,8 @@ trace = next(t for t in res["traces"] if (t["tile"], t["stages"]) == ("128x256x6
 ring = mp.simulate(4, 1, 2, 64)    # S = 4, wait_group(1), 2 consumers, 64 k-tiles
 fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
-_ = notebook.claim(*pl.waits_beside_model(trace, ring))
+notebook.claim(*pl.waits_beside_model(trace, ring))
+_ = notebook.claim(*pl.waits_under_wgmma(trace))
 
 # %% [markdown]
 # The data come only as fast as the path into the SM delivers them. Is that rate set by L2, or
@@ -197,18 +201,16 @@ best = pl.closest_cap(meas) if L2_CAP else None     # the best cap: said only on
 _ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
 
 # %% [markdown]
-# **In chapter 00's terms.** [Chapter 00](00_why_async.ipynb) §4 counted the bytes per clock an SM
-# needs at full rate (64 B/clk for a 128×128 tile). Below, this tile's count beside the best cap:
-# a cap under the need keeps the loop below peak; each tile's fill, epilogue and last wave (the
-# model counts them) keep the plateau lower still.
+# **In chapter 00's terms** ([§4](00_why_async.ipynb): the bytes per clock an SM needs at full
+# rate), this tile beside the best cap. A cap under the need keeps the loop below peak; each tile's
+# fill, epilogue and last wave keep the plateau lower still.
 
 # %% output answers a prediction
 _ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # 128×256×64 fp16
 
 # %% [markdown]
-# **What this can and cannot tell.** No run measured the L2 → SM rate, so a cap that brings the
-# curve near the record is a **fit**: it shows the cap could explain the sweep, not that it does
-# ([05b](05b_pipeline_timeline.ipynb) §4).
+# **A fit, not a measurement.** No run measured the L2 → SM rate: a cap near the record shows it
+# could explain the sweep, not that it does ([05b](05b_pipeline_timeline.ipynb) §4).
 
 # %% [markdown]
 # ## 6. Exercises

@@ -157,11 +157,7 @@ assert fp8.prediction_table(fp8.predict_swamp()) == fp8.ACC_PREDICTION     # the
 fig = fp8.plot_accumulation(res, record=rec)
 plt.show()
 notebook.verdict(*fp8.prediction_note(res, tolerance=0.05))
-ok, text, numbers = fp8.promotion_note(res)          # the error at the largest K
-notebook.claim(ok, text, **numbers)
-ok, text, numbers = fp8.random_inputs_note(res)      # the right panel, smallest K → largest
-notebook.claim(ok, text, **numbers)
-ok, text, numbers = fp8.promotion_cost_note(res)     # the throughput promotion costs
+ok, text, numbers = fp8.accumulator_table(res)       # both panels, and what promotion costs
 _ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
