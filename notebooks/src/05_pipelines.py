@@ -209,13 +209,26 @@ _ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
 _ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # 128×256×64 fp16
 
 # %% [markdown]
-# **A fit, not a measurement.** No run measured the L2 → SM rate: a cap near the record shows it
-# could explain the sweep, not that it does ([05b](05b_pipeline_timeline.ipynb) §4).
+# **What this can and cannot tell.** No run measured the L2 → SM rate, so the cap is a **fit**
+# to the four 128×256 runs above: it could explain the sweep, not that it does
+# ([05b](05b_pipeline_timeline.ipynb) §4). Every other recorded design is a test of the model.
+#
+# **Design it** (open, no grade). Set the knobs: stages `S`, the wait_group depth `P` (0 or 1),
+# consumer warpgroups `C` (1 or 2), tile width `BN` (128 or 256). The model runs the kernel's
+# protocol with the fitted cap; the record's run of the same design, if any, sits beside it.
+# Find the design the model says is fastest. Is it the recorded fastest? Where does the model
+# disagree with the record, and which effect does it leave out? A knob the kernel cannot take
+# stops with an error that names it.
+
+# %% output varies
+S, P, C, BN = 4, 1, 2, 256
+print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, record=rec))
 
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercise 1 is in section 1, exercise 2 in section 2.
+# Exercise 1 is in section 1, exercise 2 in section 2; §5's "Design it" has no grade (the
+# solution notebook gives the course's answer).
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
@@ -226,6 +239,9 @@ ok = exercises.check("ch05.groups_pending", max(runs, key=lambda p: runs[p].math
                      consumers=1, solution=True)
 producer_step = pl.producer_step.kernel_step()   # the kernel's own (tr.event: the trace, off here)
 ok = exercises.check("ch05.producer_step", producer_step, solution=True)
+
+# %% output varies tags=["solution"]
+print(pl.design_survey(record=rec))                # §5's "Design it": every design, model beside record
 
 # %% [markdown]
 # **What you learned.** The ring and its parities, a pipelined GEMM checked and measured, why
