@@ -103,6 +103,18 @@ def kstep_desc(desc0, s, major):
     return desc0 + (s * step >> 4)
 
 
+STEP = """if (producer && r + STAGES < T) {
+  if (empty.wait(rs, rp, wg, r + STAGES))
+    load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
+}
+"""
+LOOP = """full.wait(pos.stage, pos.phase, wg, k);
+mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes), wgmma_desc_advance(db0, pos.stage * kStageBytes));
+wgmma_wait_group<1>();
+if (k > 0 && elected) release(empty[prev]);
+prev = pos.stage;
+pos.advance();
+"""
 FILL = """mbarrier_arrive_expect_tx(full_bar, (BM + BN) * BK * 2);
 tma_load_2d(stage, ta, full_bar, kt * BK, m0);
 tma_load_2d(stage + BM * BK * 2, tb, full_bar, kt * BK, n0);
@@ -116,16 +128,21 @@ def test_06e_runs_the_kept_pieces_and_says_whose_they_are(prog):
     exercises.check("ch05.ring_parities", (full_parity, empty_parity))
     assert exercises.check("ch04.kstep", kstep_desc)
     answers.save("ch03.stage_fill", FILL)          # as its check keeps it (the check compiles with NVRTC)
+    answers.save("ch05.producer_step", STEP)
+    answers.save("ch06.consumer_loop", LOOP)
     pieces, lines = emulate_sm90.your_pieces()
     said = {ln.split(":", 1)[0]: ln for ln in lines}
     assert said["swizzle"].startswith("swizzle: your swizzle_128b from chapter 03, passed 20")
     assert said["kstep"].startswith("kstep: your kstep_desc from chapter 04, passed 20")
     assert said["stage_fill"].startswith("stage_fill: your stage-fill lines from chapter 03")
     assert "the course's" in said["encode"] and said["parities"].startswith("parities: your full_parity")
-    r = emulate_sm90.emulate(pieces["swizzle"], pieces["encode"], pieces["parities"],
-                             kstep=pieces["kstep"], stage_fill=pieces["stage_fill"])
+    assert said["producer_step"].startswith("producer_step: your producer step from chapter 05, passed 20")
+    assert said["consumer_loop"].startswith("consumer_loop: your consumer loop from chapter 06, passed 20")
+    r = emulate_sm90.emulate(**pieces)
     assert r.passed and r.used == {"parities": "yours", "stage_fill": "yours", "swizzle": "yours",
-                                   "encode": "the course's", "kstep": "yours"}
+                                   "encode": "the course's", "kstep": "yours", "producer_step": "yours",
+                                   "consumer_loop": "yours"}
+    assert "producer_step: yours" in r.summary() and "consumer_loop: yours" in r.summary()
 
 
 def test_06e_names_a_kept_piece_that_is_wrong_for_this_tile(prog):
@@ -133,3 +150,15 @@ def test_06e_names_a_kept_piece_that_is_wrong_for_this_tile(prog):
     pieces, _ = emulate_sm90.your_pieces()
     r = emulate_sm90.emulate(stage_fill=pieces["stage_fill"])
     assert not r.passed and r.blame == ["stage_fill"]
+
+
+@pytest.mark.parametrize("name, text, piece", [
+    ("ch05.producer_step", STEP.replace("rs, rp,", "rs, rp ^ 1u,"), "producer_step"),
+    ("ch06.consumer_loop", LOOP.replace("pos.phase, wg", "pos.phase ^ 1u, wg"), "consumer_loop")])
+def test_06e_names_a_kept_producer_step_or_consumer_loop_that_breaks_the_ring(prog, name, text, piece):
+    answers.save(name, text)                       # kept as if its check had passed
+    pieces, lines = emulate_sm90.your_pieces()
+    assert any(ln.startswith(f"{piece}: your ") for ln in lines)
+    r = emulate_sm90.emulate(**pieces)
+    assert r.diagnosis is not None and r.blame == [piece] and r.used[piece] == "yours"
+    assert f"STOPPED by the ring model ({piece})" in r.summary()

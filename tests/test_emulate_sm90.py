@@ -33,7 +33,7 @@ def test_learner_pieces_equal_to_the_course_pass():
     def kstep_desc(desc0, s, major):
         return desc0 + (s * 32 >> 4)
     r = e.emulate(swizzle_128b, d.encode, e.COURSE_PARITIES, stages=2, kstep=kstep_desc,
-                  stage_fill=FILL)
+                  stage_fill=FILL, producer_step=STEP, consumer_loop=LOOP)
     assert r.passed and set(r.used.values()) == {"yours"}
 
 
@@ -115,3 +115,53 @@ def test_a_wrong_stage_fill_fails_the_tile_and_is_named(bad, why):
 def test_too_many_bytes_announced_stops_the_tile_wait_never_passes():
     r = e.emulate(stage_fill=FILL.replace("BN * BK * 2", "BN * BK * 4"))
     assert r.error is not None and r.blame == ["stage_fill"] and "never passes" in r.summary()
+
+
+#: Chapter 05's producer step and chapter 06's consumer loop, right, as a learner may write them.
+STEP = """
+if (producer && r + STAGES < T) {
+  if (empty.wait(rs, rp, wg, r + STAGES))
+    load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
+}
+"""
+LOOP = """
+full.wait(pos.stage, pos.phase, wg, k);
+mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
+          wgmma_desc_advance(db0, pos.stage * kStageBytes));
+wgmma_wait_group<1>();
+if (k > 0 && elected) release(empty[prev]);
+prev = pos.stage;
+pos.advance();
+"""
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_a_right_producer_step_and_consumer_loop_drive_the_ring_and_pass(stages):
+    r = e.emulate(producer_step=STEP, consumer_loop=LOOP, stages=stages)
+    assert r.passed, r.summary()
+    assert r.used["producer_step"] == r.used["consumer_loop"] == "yours"
+    assert "producer_step: yours" in r.summary() and "consumer_loop: yours" in r.summary()
+    order = e.ring_order(stages, producer_step=STEP, consumer_loop=LOOP)
+    assert sum(ln.startswith("load") for ln in order) == 4 and sum("reads" in ln for ln in order) == 8
+
+
+@pytest.mark.parametrize("kw, piece, words", [
+    (dict(consumer_loop=LOOP.replace("pos.phase, wg", "pos.phase ^ 1u, wg")), "consumer_loop", "race"),
+    (dict(consumer_loop=LOOP.replace("if (k > 0 && elected) release(empty[prev]);", "")),
+     "consumer_loop", "deadlock"),
+    (dict(producer_step=STEP.replace("rs, rp,", "rs, rp ^ 1u,")), "producer_step", "deadlock"),
+    (dict(producer_step=STEP.replace("if (empty.wait(rs, rp, wg, r + STAGES))", "")), "producer_step",
+     "race"),
+    (dict(producer_step=STEP, consumer_loop=LOOP.replace("pos.phase, wg", "pos.phase ^ 1u, wg")),
+     "consumer_loop", "race")])
+def test_a_wrong_producer_step_or_consumer_loop_stops_the_ring_and_is_named(kw, piece, words):
+    r = e.emulate(**kw)
+    assert r.diagnosis is not None and r.check is None and r.blame == [piece], r.summary()
+    assert f"STOPPED by the ring model ({piece})" in r.summary() and words in r.summary()
+    with pytest.raises(ValueError, match=words):
+        e.ring_order(**kw)
+
+
+def test_a_loop_the_reader_cannot_follow_stops_with_its_piece_named():
+    r = e.emulate(consumer_loop=LOOP.replace("pos.advance();", "frobnicate();"))
+    assert r.error is not None and r.blame == ["consumer_loop"] and "STOPPED: consumer_loop" in r.summary()

@@ -595,3 +595,68 @@ def run(program: list, *, stages: int, k_tiles: int, tiles: int, stage_bytes: in
             tail.append(Event("arrive", 0, barrier="empty", stage=prev))
         out.append(Iteration(i - 1, tile, k_tiles - 1, (m.ring.stage, m.ring.phase), tail, tail=True))
     return out
+
+
+# ---- the producer's refill step (chapter 05's ``ch05.producer_step``) ----------------------------
+
+class _ProducerMachine(_Machine):
+    """The machine with the names of chapter 05's producer step (``producer``, ``r``, ``rs``,
+    ``rp``, ``base``, ``ta``/``tb``, ``m0``/``n0``, ``load_stage``)."""
+
+    def __init__(self, stages, k_tiles, stage_bytes, producer, in_scope):
+        super().__init__(stages, k_tiles, stage_bytes, 0, producer)
+        self.in_scope = in_scope
+        self.env.update(producer=int(producer), base=0, ta=_Thing("the tensor map ta"),
+                        tb=_Thing("the tensor map tb"), m0=_Thing("the tile row m0"),
+                        n0=_Thing("the tile column n0"), prev=_Ring(stages))
+        self.env.pop("elected")
+
+    def lookup(self, name, line):
+        if name == "load_stage" and name not in self.locals:
+            return _Fn("load_stage")
+        if name.startswith("EV_") and name not in self.locals:      # tr.event's kinds (ignored)
+            return 0
+        if name in self.locals or name in self.env or name in HELPERS:
+            return super().lookup(name, line)
+        raise ReadError(line, f"the check does not know {name!r}: the step may use "
+                              f"{', '.join(self.in_scope)}")
+
+    def call(self, fn, args, line):
+        if isinstance(fn, _Fn) and fn.name == "load_stage":
+            if len(args) != 7 or not isinstance(args[3], _BarrierRef):
+                raise ReadError(line, "load_stage takes (ta, tb, the stage's address, its full "
+                                      "barrier full[s], the k-tile, m0, n0)")
+            addr = self._int(args[2], line, "the stage's address")
+            size = self.env["kStageBytes"]
+            if addr % size or not 0 <= addr // size < self.ring.stages:
+                raise ReadError(line, f"the address {addr} bytes after base is no stage's: stage s "
+                                      "starts at base + s * kStageBytes")
+            self.events.append(Event("load", line, barrier=f"{args[3].name}[{args[3].stage}]",
+                                     stage=addr // size, n=self._int(args[4], line, "the k-tile")))
+            return None
+        return super().call(fn, args, line)
+
+
+def read_producer_step(program: list, *, producer: bool, stages: int, pending: int, k_tiles: int,
+                       stage_bytes: int, in_scope: tuple = ()) -> dict[int, list]:
+    """Run ``program`` (:func:`parse` of chapter 05's refill step) as the kernel runs it, after
+    the release of each k-tile r = k − ``pending``, as the producer thread or another: r → the
+    step's events (waits; loads, ``Event("load", barrier="full[s]", stage, n=k-tile)``)."""
+    m = _ProducerMachine(stages, k_tiles, stage_bytes, producer, in_scope)
+    pos, prev, out = m.ring, m.env["prev"], {}
+    for k in range(k_tiles):
+        r = k - pending
+        if r >= 0:
+            rs, rp = (prev.stage, prev.phase) if pending else (pos.stage, pos.phase)
+            m.env.update(k=k, r=r, rs=rs, rp=rp)
+            m.locals, m.events = {}, []
+            try:
+                m.execute(program)
+            except _Stop:
+                pass
+            out[r] = m.events
+        prev.stage, prev.phase = pos.stage, pos.phase
+        pos.stage += 1
+        if pos.stage == stages:
+            pos.stage, pos.phase = 0, pos.phase ^ 1
+    return out

@@ -6,9 +6,12 @@ tile of C = A·B (fp16 in, fp32 out, K = 256 by default, both operands K-major, 
 with two consumer warpgroups of 64 rows each and a ring of S stages of 64-deep k-tiles:
 
 1. **The ring** — chapter 05's ring model (:func:`asynctc.models.pipeline.simulate`) runs the
-   protocol with the **parity** functions given (``full(k, S)``, ``empty(t, S)``). A deadlock or a
-   race stops the emulation with that diagnosis; otherwise its timeline fixes the order in which
-   the TMA loads land and the wgmmas read.
+   protocol with the **parity** functions given (``full(k, S)``, ``empty(t, S)``); where a
+   **producer_step** (chapter 05's refill step, CUDA text) or a **consumer_loop** (chapter 06's
+   k-loop body) is given, the protocol those texts read to (their waits, parities, releases and
+   refills: :mod:`asynctc.models.pipeline.protocol`) replaces the kernel's. A deadlock or a race
+   stops the emulation with that diagnosis; otherwise its timeline fixes the order in which the
+   TMA loads land and the wgmmas read.
 2. **TMA** — the **stage_fill** lines given (chapter 03's CUDA text, read by
    :func:`asynctc.tma.stage_fill.read` for each load) say where each box (128 rows × 128 bytes) lands
    in the stage and which rows and columns it holds; chapter 03's mbarrier model completes the full
@@ -53,7 +56,9 @@ SWIZZLE = 128
 BOX_BYTES = BM * BK * 2
 STAGE_BYTES = 2 * BOX_BYTES
 
-PIECES = ("stage_fill", "swizzle", "encode", "kstep", "parities")
+PIECES = ("stage_fill", "swizzle", "encode", "kstep", "parities", "producer_step", "consumer_loop")
+#: The pieces that drive the ring model (a deadlock or race names one of them).
+RING_PIECES = ("parities", "producer_step", "consumer_loop")
 #: Where the emulation's full barriers sit (past the stages; 8 bytes each), for the stage-fill reader.
 FULL_BAR_BASE = 7 * STAGE_BYTES
 
@@ -91,17 +96,19 @@ PIECE_EXERCISES = {"stage_fill": ("ch03.stage_fill", "chapter 03", "stage-fill l
                    "swizzle": ("ch03.swizzle_128b", "chapter 03", "swizzle_128b"),
                    "kstep": ("ch04.kstep", "chapter 04", "kstep_desc"),
                    "encode": ("ch04.encode", "deep dive 04b", "encode"),
-                   "parities": ("ch05.ring_parities", "deep dive 05b", "full_parity and empty_parity")}
+                   "parities": ("ch05.ring_parities", "deep dive 05b", "full_parity and empty_parity"),
+                   "producer_step": ("ch05.producer_step", "chapter 05", "producer step"),
+                   "consumer_loop": ("ch06.consumer_loop", "chapter 06", "consumer loop")}
 
 
 def _usable(piece: str, got: Any) -> bool:
     if piece == "parities":
         return isinstance(got, tuple) and len(got) == 2 and all(map(callable, got))
-    return isinstance(got, str) if piece == "stage_fill" else callable(got)
+    return isinstance(got, str) if piece in ("stage_fill", "producer_step", "consumer_loop") else callable(got)
 
 
 def your_pieces() -> tuple[dict, list[str]]:
-    """The learner's passing answers to the five exercises, as kept when their checks passed
+    """The learner's passing answers to the seven exercises, as kept when their checks passed
     (:func:`asynctc.core.exercises.my_answer`): piece → the answer, or None where none is kept
     (the emulation then takes the course's piece); and one line per piece saying which it is."""
     from ..core import answers, exercises
@@ -301,7 +308,8 @@ class Sm90Gemm:
         head = (f"emulated Hopper tile {BM}×{BN}, K={self.k}, fp16 K-major, {SWIZZLE}-byte swizzle, "
                 f"{self.stages}-stage ring, {CONSUMERS} consumer warpgroups ({used})")
         if self.diagnosis is not None:
-            return f"{head}\nSTOPPED by the ring model (parities): {_ring_words(self.diagnosis)}"
+            return (f"{head}\nSTOPPED by the ring model ({', '.join(self.blame) or 'parities'}): "
+                    f"{_ring_words(self.diagnosis)}")
         if self.error is not None:
             return f"{head}\nSTOPPED: {self.error}"
         if self.passed:
@@ -334,13 +342,36 @@ def _events(schedule) -> list[tuple]:
     return sorted(ev)
 
 
-def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None) -> list[str]:
+def run_ring(stages: int, k_tiles: int, parities: tuple | None = None, producer_step: str | None = None,
+             consumer_loop: str | None = None):
+    """Chapter 05's ring model for this tile: the kernel's protocol with ``parities``, or, where a
+    producer step or consumer loop (CUDA text) is given, the protocol the texts read to
+    (:func:`asynctc.models.pipeline.protocol.read_protocol`). Returns the
+    :class:`~asynctc.models.pipeline.Schedule`; raises :class:`PieceError` for a text the reader
+    cannot follow."""
+    from . import pipeline as _mp
+    from .pipeline import protocol as _pr
+    tile, parities = _mp.Tile(BM, BN, BK), parities or COURSE_PARITIES
+    if producer_step is None and consumer_loop is None:
+        return _mp.simulate(stages, 1 if stages > 1 else 0, CONSUMERS, k_tiles, tile=tile, parities=parities)
+    try:
+        proto = _pr.read_protocol(stages, k_tiles, CONSUMERS, STAGE_BYTES, parities, producer_step,
+                                  consumer_loop)
+    except _pr.ReadError as e:
+        raise PieceError(e.piece, f"the loop reader cannot follow it: {e}") from None
+    return _pr.simulate_protocol(proto, stages, CONSUMERS, k_tiles, tile, STAGE_BYTES)
+
+
+def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None,
+               producer_step: str | None = None, consumer_loop: str | None = None) -> list[str]:
     """The order in which the emulation moves data, from chapter 05's ring model: one line per TMA
     load landing or warpgroup reading a stage ("load k-tile 2 -> stage 0", "wg1 reads k-tile 0
-    from stage 0"). Raises ValueError with the ring's diagnosis when the parities break it."""
-    from . import pipeline as _mp
-    ring = _mp.simulate(stages, 1 if stages > 1 else 0, CONSUMERS, k // BK, tile=_mp.Tile(BM, BN, BK),
-                        parities=parities or COURSE_PARITIES)
+    from stage 0"). Raises ValueError with the ring's diagnosis when the parities, producer step or
+    consumer loop break it."""
+    try:
+        ring = run_ring(stages, k // BK, parities, producer_step, consumer_loop)
+    except PieceError as e:
+        raise ValueError(str(e)) from None
     if ring.diagnosis is not None:
         raise ValueError(_ring_words(ring.diagnosis))
     return [f"load k-tile {t} -> stage {s}" if what == "load" else f"{lane} reads k-tile {t} from stage {s}"
@@ -452,13 +483,14 @@ def _tma(fill, t: int, s: int, a16: np.ndarray, b16: np.ndarray, where: np.ndarr
 
 def _run(a16: np.ndarray, b16: np.ndarray, stages: int, ps: dict):
     """One emulation with the pieces ``ps``: (c, writes, diagnosis, error)."""
-    from . import pipeline as _mp                      # chapter 05's ring model
     k = a16.shape[1]
     k_tiles = k // BK
     c = np.full((BM, BN), np.nan, np.float32)
     writes = np.zeros((BM, BN), int)
-    ring = _mp.simulate(stages, 1 if stages > 1 else 0, CONSUMERS, k_tiles,
-                        tile=_mp.Tile(BM, BN, BK), parities=ps["parities"])
+    try:                                                # chapter 05's ring model
+        ring = run_ring(stages, k_tiles, ps["parities"], ps.get("producer_step"), ps.get("consumer_loop"))
+    except PieceError as e:
+        return c, writes, None, e
     if ring.diagnosis is not None:
         return c, writes, ring.diagnosis, None
     smem = np.zeros(stages * STAGE_BYTES, np.uint8)
@@ -509,12 +541,15 @@ def random_inputs(k: int = 256, rng: Any = None) -> tuple[np.ndarray, np.ndarray
 
 def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None = None,
             parities: tuple | None = None, *, kstep: Callable | None = None,
-            stage_fill: str | None = None, stages: int = 2, k: int = 256,
+            stage_fill: str | None = None, producer_step: str | None = None,
+            consumer_loop: str | None = None, stages: int = 2, k: int = 256,
             a: np.ndarray | None = None, b: np.ndarray | None = None, rng: Any = None) -> Sm90Gemm:
     """Emulate one 128 × 128 tile of C = A·B (see the module docstring) with the pieces given;
     None (the default) takes the course's. ``swizzle(offset) -> offset``: chapter 03's
     ``swizzle_128b``; ``encode(start_address, lbo, sbo, swizzle) -> int``: deep dive 04b's;
-    ``parities``: the pair ``(full_parity(k, S), empty_parity(t, S))`` of deep dive 05b. ``stages``:
+    ``parities``: the pair ``(full_parity(k, S), empty_parity(t, S))`` of deep dive 05b;
+    ``producer_step`` / ``consumer_loop``: chapter 05's refill step and chapter 06's k-loop body
+    (CUDA text), read into the ring model's protocol. ``stages``:
     S ≥ 1 (at most 7: 32 KiB a stage); ``k``: a multiple of 64; ``a`` / ``b``: inputs (default
     :func:`random_inputs`). When elements are wrong, each of the learner's pieces is swapped for
     the course's in turn: a swap that makes the tile pass names that piece."""
@@ -528,9 +563,10 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
     if a16.shape != (BM, k) or b16.shape != (k, BN):
         raise ValueError(f"a.shape={a16.shape}, b.shape={b16.shape}: expected ({BM}, {k}) and ({k}, {BN})")
     given = {"parities": parities, "stage_fill": stage_fill, "swizzle": swizzle, "encode": encode,
-             "kstep": kstep}
+             "kstep": kstep, "producer_step": producer_step, "consumer_loop": consumer_loop}
     course = {"parities": COURSE_PARITIES, "stage_fill": course_stage_fill(),
-              "swizzle": course_swizzle_128b, "encode": course_encode, "kstep": course_kstep}
+              "swizzle": course_swizzle_128b, "encode": course_encode, "kstep": course_kstep,
+              "producer_step": None, "consumer_loop": None}
     pieces = {p: given[p] if given[p] is not None else course[p] for p in PIECES}
     used = {p: "yours" if given[p] is not None else "the course's" for p in PIECES}
 
@@ -539,8 +575,12 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
 
     c, writes, diag, err = run(pieces)
     res = Sm90Gemm(c, None, writes, stages, k, used, diag, err)
-    if diag is not None or err is not None:
-        res.blame = ["parities" if diag is not None else err.piece]
+    if err is not None:
+        res.blame = [err.piece]
+        return res
+    if diag is not None:                                # the ring stopped: whose swap clears it
+        mine = [p for p in RING_PIECES if given[p] is not None]
+        res.blame = [p for p in mine if run({**pieces, p: course[p]})[2] is None] or mine
         return res
     res.check = compare_elementwise(c, a16.astype(np.float64), b16.astype(np.float64), "float32",
                                     label="emulated sm_90 tile")

@@ -96,63 +96,13 @@ def compile_hint(log: str, step: str) -> str:
 
 # ---- reading: the loop reader's machine with the producer's names -----------------------------------
 
-class _Machine(_lr._Machine):
-    def __init__(self, stages, k_tiles, stage_bytes, producer):
-        super().__init__(stages, k_tiles, stage_bytes, 0, producer)
-        self.env.update(producer=int(producer), base=0, ta=_lr._Thing("the tensor map ta"),
-                        tb=_lr._Thing("the tensor map tb"), m0=_lr._Thing("the tile row m0"),
-                        n0=_lr._Thing("the tile column n0"), prev=_lr._Ring(stages))
-        self.env.pop("elected")
-
-    def lookup(self, name, line):
-        if name == "load_stage" and name not in self.locals:
-            return _lr._Fn("load_stage")
-        if name.startswith("EV_") and name not in self.locals:      # tr.event's kinds (ignored)
-            return 0
-        if name in self.locals or name in self.env or name in _lr.HELPERS:
-            return super().lookup(name, line)
-        raise _lr.ReadError(line, f"the check does not know {name!r}: the step may use "
-                                  f"{', '.join(IN_SCOPE)}")
-
-    def call(self, fn, args, line):
-        if isinstance(fn, _lr._Fn) and fn.name == "load_stage":
-            if len(args) != 7 or not isinstance(args[3], _lr._BarrierRef):
-                raise _lr.ReadError(line, "load_stage takes (ta, tb, the stage's address, its full "
-                                          "barrier full[s], the k-tile, m0, n0)")
-            addr = self._int(args[2], line, "the stage's address")
-            size = self.env["kStageBytes"]
-            if addr % size or not 0 <= addr // size < self.ring.stages:
-                raise _lr.ReadError(line, f"the address {addr} bytes after base is no stage's: stage s "
-                                          "starts at base + s * kStageBytes")
-            self.events.append(_lr.Event("load", line, barrier=f"{args[3].name}[{args[3].stage}]",
-                                         stage=addr // size, n=self._int(args[4], line, "the k-tile")))
-            return None
-        return super().call(fn, args, line)
-
-
 def read(step: str, producer: bool = True, stages: int = 4, pending: int = 1,
          k_tiles: int = K_TILES) -> dict[int, list]:
     """Run ``step`` as the kernel runs it, after the release of each k-tile r = k − pending:
-    r → the step's events (waits and loads). Raises :class:`~asynctc.core.loop_reader.ReadError`."""
-    program = _lr.parse(step)
-    m = _Machine(stages, k_tiles, config().stage_bytes, producer)
-    pos, prev, out = m.ring, m.env["prev"], {}
-    for k in range(k_tiles):
-        r = k - pending
-        if r >= 0:
-            rs, rp = (prev.stage, prev.phase) if pending else (pos.stage, pos.phase)
-            m.env.update(k=k, r=r, rs=rs, rp=rp)
-            m.locals, m.events = {}, []
-            try:
-                m.execute(program)
-            except _lr._Stop:
-                pass
-            out[r] = m.events
-        prev.stage, prev.phase = pos.stage, pos.phase
-        pos.stage += 1
-        if pos.stage == stages:
-            pos.stage, pos.phase = 0, pos.phase ^ 1
-    return out
+    r → the step's events (waits and loads). Raises :class:`~asynctc.core.loop_reader.ReadError`
+    (:func:`asynctc.core.loop_reader.read_producer_step`)."""
+    return _lr.read_producer_step(_lr.parse(step), producer=producer, stages=stages, pending=pending,
+                                  k_tiles=k_tiles, stage_bytes=config().stage_bytes, in_scope=IN_SCOPE)
 
 
 # ---- judging ----------------------------------------------------------------------------------------

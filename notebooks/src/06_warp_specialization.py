@@ -201,8 +201,8 @@ ok = exercises.check("ch06.store_position", answer, thread=77, index=46)
 # bought, and `asynctc.matmul`.
 #
 # **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your passing core
-# exercises (chapter 03's stage fill and swizzle, chapter 04's k-step) as one Hopper tile on the CPU and
-# checks it against float64.
+# exercises (chapter 03's stage fill and swizzle, chapter 04's k-step, chapter 05's producer step and
+# this chapter's consumer loop) as one Hopper tile on the CPU and checks it against float64.
 #
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 

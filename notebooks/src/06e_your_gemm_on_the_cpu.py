@@ -3,9 +3,9 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** the core exercises of chapter 03 (the stage fill, `swizzle_128b`) and chapter 04
-# (`kstep_desc`); it runs your passing answers. Deep dives 04b (`encode`) and 05b (the parities) add
-# two more pieces. **What it adds:** your pieces put together into one tile of a Hopper
+# **Assumes** the core exercises of chapters 03 (the stage fill, `swizzle_128b`), 04 (`kstep_desc`),
+# 05 (the producer step) and 06 (the consumer loop); it runs your passing answers. Deep dives 04b
+# (`encode`) and 05b (the parities) add two more pieces. **What it adds:** your pieces put together into one tile of a Hopper
 # [GEMM](../docs/glossary.md#gemm), run in Python and checked against float64.
 # No GPU is needed: this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
 
@@ -28,7 +28,7 @@ notebook.banner("sm_90a", measured=False)
 #
 # | step | what happens | whose piece |
 # |---|---|---|
-# | ring | chapter 05's ring model runs the protocol; it sets the order of loads and reads | parities (05b) |
+# | ring | chapter 05's ring model runs the waits, parities, releases and refills your code reads to; it sets the order of loads and reads | producer step (05), consumer loop (06), parities (05b) |
 # | TMA | your stage-fill lines, read line by line, say where the A and B [boxes](../docs/glossary.md#box) land and which rows and columns each brings; the full [mbarrier](../docs/glossary.md#mbarrier) completes when your [expect_tx](../docs/glossary.md#expect_tx) bytes have landed | stage fill (03) |
 # | swizzle | byte `o` of a box goes to `swizzle_128b(o)` | swizzle (03) |
 # | wgmma | k-step 0's descriptors are packed by `encode`; `kstep_desc` moves them to k-steps 1–3; the decoded descriptor says which bytes the wgmma reads | k-step (04), encode (04b) |
@@ -41,7 +41,7 @@ notebook.banner("sm_90a", measured=False)
 # A passing code exercise keeps your code beside your progress file; `exercises.my_answer(name)`
 # gives it back. A piece you have not passed yet is None: the run uses the course's piece and says
 # so. To try another version, assign it to `pieces["kstep"]` (or `"stage_fill"`, `"swizzle"`,
-# `"encode"`, `"parities"`) after this cell.
+# `"encode"`, `"parities"`, `"producer_step"`, `"consumer_loop"`) after this cell.
 
 # %% output varies
 pieces, lines = emulate_sm90.your_pieces()     # exercises.my_answer("ch04.kstep"), …
@@ -50,11 +50,12 @@ print("\n".join(lines))
 # %% [markdown]
 # ## 3. Run the tile
 #
-# First, the order the ring model gives with these parities. A load lands in stage `t % 2`, then
+# First, the order the ring model gives with this protocol. A load lands in stage `t % 2`, then
 # both warpgroups read it, then the next load may reuse the stage:
 
 # %% output varies
-for line in emulate_sm90.ring_order(parities=pieces["parities"]):
+for line in emulate_sm90.ring_order(parities=pieces["parities"], producer_step=pieces["producer_step"],
+                                    consumer_loop=pieces["consumer_loop"]):
     print(line)
 
 # %% [markdown]
