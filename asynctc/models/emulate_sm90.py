@@ -13,11 +13,11 @@ with two consumer warpgroups of 64 rows each and a ring of S stages of 64-deep k
    stops the emulation with that diagnosis; otherwise its timeline fixes the order in which the
    TMA loads land and the wgmmas read.
 2. **TMA** — the **stage_fill** lines given (chapter 03's CUDA text, read by
-   :func:`asynctc.tma.stage_fill.read` for each load) say where each box (128 rows × 128 bytes) lands
-   in the stage and which rows and columns it holds; chapter 03's mbarrier model completes the full
-   barrier when the announced bytes have landed (too few: the wgmma reads a box that lands later;
-   too many: the wait never passes and the run stops). Byte ``o`` of a box goes to ``swizzle(o)``,
-   the **swizzle** function given (chapter 03's ``swizzle_128b``).
+   :func:`asynctc.models.stage_fill_reader.read` for each load) say where each box (128 rows × 128
+   bytes) lands in the stage and which rows and columns it holds; chapter 03's mbarrier model
+   completes the full barrier when the announced bytes have landed (too few: the wgmma reads a box
+   that lands later; too many: the wait never passes and the run stops). Byte ``o`` of a box goes
+   to ``swizzle(o)``, the **swizzle** function given (chapter 03's ``swizzle_128b``).
 3. **wgmma** — k-step 0's A and B descriptors of each warpgroup are packed by the **encode**
    function given (deep dive 04b's ``encode(start_address, lbo, sbo, swizzle)``), moved to k-step
    j by the **kstep** function given (chapter 04's ``kstep_desc(desc0, j, "K")``), decoded by the
@@ -46,6 +46,7 @@ from . import descriptors as _d
 from . import fragments as _f
 from .emulate import gather_bytes, round_to
 from .layout import swizzle_address
+from . import stage_fill_reader as _sf
 from .pipeline.ring import KERNEL_PARITIES
 
 #: The tile: BM × BN outputs, 64-deep k-tiles (one 128-byte swizzle row of fp16), two consumers.
@@ -83,7 +84,6 @@ def course_kstep(desc0: int, s: int, major: str) -> int:
 
 def course_stage_fill() -> str:
     """The course's stage-fill lines (chapter 03's ``ch03.stage_fill`` answer key)."""
-    from ..tma import stage_fill as _sf
     return _sf.kernel_lines()
 
 
@@ -401,7 +401,6 @@ def stepped_descriptor(encode: Callable, kstep: Callable, f0: _d.WgmmaDescriptor
 def kstep_diff(kstep: Callable, stages: int) -> str | None:
     """The first k-step descriptor of the tile that ``kstep`` advances differently from the
     course's, with chapter 04's diagnosis; None if every one matches."""
-    from ..wgmma.exercises import kstep_diagnosis
     tile = _operand(WG_M)
     for s in range(stages):
         base = _a_base(s, 0)
@@ -409,7 +408,8 @@ def kstep_diff(kstep: Callable, stages: int) -> str | None:
         for j in range(1, tile.k_steps):
             got, want = kstep(desc0, j, "K"), course_kstep(desc0, j, "K")
             if got != want:
-                why = kstep_diagnosis(int(got), tile, j, base) if isinstance(got, (int, np.integer)) else None
+                why = (_d.kstep_diagnosis(int(got), tile, j, base) if isinstance(got, (int, np.integer))
+                       else None)
                 shown = f"{int(got):#x}" if isinstance(got, (int, np.integer)) else repr(got)
                 return (f"kstep_desc({desc0:#x}, {j}, 'K') = {shown}, the course's {want:#x}"
                         + (f": {why}" if why else ""))
@@ -417,10 +417,10 @@ def kstep_diff(kstep: Callable, stages: int) -> str | None:
 
 
 def read_fill(text: str, stage: int, t: int):
-    """The stage-fill lines ``text`` read by chapter 03's reader (:func:`asynctc.tma.stage_fill.read`)
-    for k-tile ``t`` into stage ``stage`` of this tile: the :class:`~asynctc.tma.stage_fill.Fill`.
+    """The stage-fill lines ``text`` read by chapter 03's reader
+    (:func:`asynctc.models.stage_fill_reader.read`) for k-tile ``t`` into stage ``stage`` of this
+    tile: the :class:`~asynctc.models.stage_fill_reader.Fill`.
     Raises :class:`PieceError` naming stage_fill when the reader cannot follow it."""
-    from ..tma import stage_fill as _sf
     try:
         fill = _sf.read(text, stage=stage * STAGE_BYTES, full_bar=FULL_BAR_BASE + 8 * stage, kt=t,
                         m0=0, n0=0)
@@ -437,14 +437,13 @@ def read_fill(text: str, stage: int, t: int):
 def stage_fill_diff(text: str, stages: int, k: int) -> str | None:
     """Chapter 03's hint for the first k-tile at which the stage-fill lines ``text`` go wrong
     (bytes announced, where the boxes land, their coordinates); None if none is found."""
-    from ..tma import stage_fill as _sf
     for t in range(k // BK):
         fill = read_fill(text, t % stages, t)
         maps = sorted(ld.map for ld in fill.loads)
         if maps != ["ta", "tb"]:
             return f"at k-tile {t} your lines load from {maps or 'no map'}: a stage is one box of ta and one of tb"
-        hint = (_sf._bytes_hint(fill) or _sf._where_hint({ld.map: ld for ld in fill.loads})
-                or _sf._coord_hint(fill, dict(kt=t, m0=0, n0=0)))
+        hint = (_sf.bytes_hint(fill) or _sf.where_hint({ld.map: ld for ld in fill.loads})
+                or _sf.coord_hint(fill, dict(kt=t, m0=0, n0=0)))
         if hint:
             return f"at k-tile {t}: {hint}"
     return None
@@ -454,7 +453,6 @@ def _tma(fill, t: int, s: int, a16: np.ndarray, b16: np.ndarray, where: np.ndarr
     """The TMA step of k-tile ``t`` into stage ``s`` as the learner's lines do it: one (address
     array, bytes) per box, in issue order, and how many had landed when the full barrier's phase
     completed (None: it never does). A box outside the tensor reads zeros, as TMA fills them."""
-    from ..tma.stage_fill import tx_outcome
     from .pipeline import MbarrierError
     src = {"ta": a16, "tb": b16.T}
     boxes = []
@@ -470,7 +468,7 @@ def _tma(fill, t: int, s: int, a16: np.ndarray, b16: np.ndarray, where: np.ndarr
                              f"{ld.offset} of stage {s}, outside the ring's shared memory")
         boxes.append((dst + where, box.view(np.uint8).reshape(-1)))
     try:
-        done, left = tx_outcome(fill.expects, fill.arrivals, tuple(BOX_BYTES for _ in boxes))
+        done, left = _sf.tx_outcome(fill.expects, fill.arrivals, tuple(BOX_BYTES for _ in boxes))
     except MbarrierError as e:
         raise PieceError("stage_fill", f"the mbarrier model stops: {e}") from None
     if done is None:

@@ -8,6 +8,7 @@ bytes wgmma would read, :func:`_judge_kstep`)."""
 from __future__ import annotations
 
 from ..models import descriptors as dsc
+from ..models.descriptors import kstep_diagnosis
 
 
 # --------------------------------------------------------------------------------------------------
@@ -110,53 +111,6 @@ def _judge_kstep(answer) -> str | None:
                     return (f"{call} = {got:#x}: {wrong} of the {want.size} elements wgmma reads "
                             "are not the ones TMA wrote there; " + kstep_diagnosis(got, tile, s, base))
     return None
-
-
-def kstep_diagnosis(got: int, tile: dsc.OperandTile, s: int, base: int) -> str:
-    """Why descriptor ``got`` is not k-step ``s``'s of ``tile`` at ``base`` (k-step 0's plus an
-    advance of the start address): the known mistakes, by the advance they make. It names the field
-    and how far off the advance is, and points at where the notebook gives the step; it does not
-    state the step in bytes."""
-    d0 = tile.descriptor(0, base)
-    want = tile.descriptor(s, base)
-    step = want.start_address - base                  # bytes k-step s starts after k-step 0
-    g_raw = got - d0.encode()                          # the learner's advance of the 64-bit value
-    where = ("a k16 step is 16 fp16 along the 128-byte row (section 2)" if tile.major == "K" else
-             "a k16 step is 16 k-rows: the dashed k-step 0 in section 3's MN-major figure, 128-byte "
-             "panel; how many bytes is one k-row there?")
-    if g_raw == step:
-        return ("the start-address field holds the address >> 4 (16-byte units): you added bytes "
-                "unshifted, so the start moved 16× too far")
-    if g_raw in (step // 2, step // 2 >> 4):
-        return ("you advanced by elements, not bytes: an fp16 element is 2 bytes, so the start moved "
-                "half as far" + (", and the field holds bytes >> 4" if g_raw == step // 2 else ""))
-    if got == d0.encode() | (step >> 4):
-        return ("you OR-ed the advance in; where the start-address field already has a 1 bit, OR loses "
-                "the carry: add it")
-    stray = got & dsc.RESERVED_MASK
-    if stray or (got >> 62) != d0.layout_type:
-        bits = "62–63, the swizzle mode" if not stray else "that no field owns"
-        return (f"the advance reached bits {bits}: only the start-address field (bits 0–13, in "
-                "16-byte units) moves")
-    g = {n: (got >> lo) & ((1 << w) - 1) for n, lo, w in dsc.FIELDS}   # raw: a start inside a
-    g0 = {n: (d0.encode() >> lo) & ((1 << w) - 1) for n, lo, w in dsc.FIELDS}  # pattern won't decode
-    if any(g[n] != g0[n] for n in ("lbo", "sbo", "base_offset")):
-        moved = [t for n, t in (("lbo", "LBO"), ("sbo", "SBO"), ("base_offset", "the base offset"))
-                 if g[n] != g0[n]]
-        return (f"you changed {' and '.join(moved)}; they stay as k-step 0's: only the start address "
-                "(bits 0–13, in 16-byte units) moves")
-    adv = (g["start_address"] << 4) - base
-    if adv == 0:
-        return f"it is k-step 0's descriptor: the start address must move for k-step {s}; {where}"
-    off = (f"{adv / step:.3g}× too far" if adv > step else f"{step / adv:.3g}× too near"
-           if adv > 0 else "backwards")
-    other = "MN" if tile.major == "K" else "K"
-    other_step = KSTEP_TILES[other].descriptor(s, base).start_address - base
-    if adv == s * tile.box_pitch or adv == s * 1024:
-        return f"k-step {s} does not cross into the next box or swizzle pattern: the start moved {off}; {where}"
-    if adv == other_step:
-        return f"that is the {other}-major advance, {off}; {where}"
-    return f"the start address moved {off}; {where}"
 
 
 def encode_cases() -> list[tuple[int, int, int, int]]:
