@@ -233,6 +233,8 @@ MISTAKES = [
     ("ch01.hmma_per_ktile", 16, "(2) one m16n8k16 covers 8 columns of N, not 16"),   # both named
     ("ch01.hmma_per_ktile", 8 * 4 * 2, "16 rows of M"),   # also what k8 instead of k16 gives:
     ("ch01.hmma_per_ktile", 8 * 4 * 2, "16 deep in K"),
+    ("ch01.hmma_per_ktile", 4 * 4 * 4, "(1) you used a k-tile of 64 (the default tile's): this kernel's "
+                                       "k-tile is bk = 32 (the third number of 128x128x32)"),
     ("ch01.hmma_per_ktile", 4 * 4 * 32, "bk/16 steps"),
     ("ch01.hmma_per_ktile", 64 * 32 * 32, "multiply-adds"),
     ("ch01.hmma_per_ktile", 2 * 64 * 32 * 32, "counts FLOP"),

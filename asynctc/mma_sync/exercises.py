@@ -45,7 +45,10 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
                     bn: int | None = None) -> str | None:
     d = DEFAULT_TILE
     mt, nt, ks = wm // 16, wn // 8, bk // 16
+    where = f"the third number of {bm}x{bn}x{bk}" if bm and bn else "as the question states"
     mistakes = [
+        (mt * nt * (d.bk // 16), f"you used a k-tile of {d.bk} (the default tile's): this kernel's k-tile "
+                                 f"is bk = {bk} ({where})."),
         (mt * nt, f"that is one k16 step: a k-tile {bk} deep has {bk}/16 of them."),
         (mt * (wn // 16) * ks, "one m16n8k16 covers 8 columns of N, not 16."),
         ((wm // 8) * nt * ks, "one m16n8k16 covers 16 rows of M, not 8."),
@@ -62,11 +65,13 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
         mistakes.append((mt * nt * ks * warps,
                          f"that is per CTA: a {bm}×{bn} tile has ({bm}/{wm})·({bn}/{wn}) = {warps} warps; "
                          "the question asks for one warp."))
-    # Two slips can give the same number (n16 and one k16 step when bk = 32; m8 and k8 always):
-    # such an answer gets every hint that explains it.
+    # Several slips can give the same number (n16 and one k16 step when bk = 32; m8 and k8 always;
+    # the default tile's k-tile of 64 when bk = 32): such an answer gets every hint that explains it,
+    # the likeliest first.
     hints = [h for v, h in mistakes if _ex.known_mistake(answer, expected, [(v, h)])]
     if len(hints) > 1:
-        return "two slips give this number: " + "; or ".join(f"({i}) {h.rstrip('.')}"
+        n = {2: "two", 3: "three"}.get(len(hints), str(len(hints)))
+        return f"{n} slips give this number: " + "; or ".join(f"({i}) {h.rstrip('.')}"
                                                              for i, h in enumerate(hints, 1)) + "."
     return hints[0] if hints else None
 
