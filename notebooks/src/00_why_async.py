@@ -1,8 +1,9 @@
 # %% [markdown]
 # # 00 — Why asynchronous Tensor Core programming?
 #
-# **Learning goal.** Measure how fast this GPU moves bytes and multiplies matrices, place a GEMM on
-# a roofline, and see why threads that move their own operands cannot keep the Tensor Cores busy.
+# **Learning goal.** Find how fast a Hopper GPU moves bytes and multiplies (live on one, replayed
+# from the H200's record elsewhere), place a GEMM on a roofline, and see why threads that move
+# their own operands starve the Tensor Cores.
 #
 # **Words you need first:**
 #
@@ -25,7 +26,7 @@
 # asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # The [seed article](../docs/glossary.md#seed-article) is a public tutorial the course was asked to
-# check; chapters 06, 07 and 10 restate its claims and set them beside our measurements.
+# check; chapters 06, 07 and 10 set its claims beside our measurements.
 
 # %% output varies
 from asynctc import why_async
@@ -59,7 +60,7 @@ fig = plots.throughput_by_size(
 # under heavy load. So each chapter's peak uses its own run's clock and differs a little; 989
 # stays fixed. Here the clock is read **in flight** (a probe kernel reads the SM clock while cuBLAS runs). Later chapters also print
 # [in-kernel](../docs/glossary.md#in-kernel) and
-# [probed after the sample](../docs/glossary.md#probed-after-the-sample) clocks; deep dive
+# [probed after the sample](../docs/glossary.md#probed-after-the-sample) clocks;
 # [00b](00b_clock_kinds.ipynb) checks all three.
 
 # %% output varies
@@ -141,8 +142,8 @@ _ = notebook.claim(i1k > ridge and tiles < p["sm_count"] and g1k["tflops"] < til
 # 2 × 128 × 128 FLOP:
 # **1/64 byte per FLOP**, so **64 bytes every clock** into shared memory, per SM, without pause.
 #
-# The threads that would move those bytes are the same threads that must issue the math. The next
-# cell puts this GPU's numbers on it.
+# The threads that would move those bytes must also issue the math. The next cell puts numbers on
+# it.
 
 # %% output varies
 clock_hz = clock_mhz * 1e6                         # the clock of the cuBLAS samples (section 2)
@@ -197,6 +198,6 @@ ok = exercises.check("ch00.memory_bound", [s for s in sizes if s / 3 < ridge], s
                      ridge=ridge, solution=True)
 
 # %% [markdown]
-# **What you learned.** The two ceilings of this GPU, measured; where a GEMM sits on the roofline;
+# **What you learned.** The GPU's two ceilings; where a GEMM sits on the roofline;
 # and why a large GEMM is limited inside the SM, by who moves the operands.
 # **Next:** [chapter 01](01_synchronous.ipynb) measures the synchronous way to feed the Tensor Cores.
