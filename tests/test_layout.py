@@ -70,6 +70,17 @@ def test_narrow_modes_xor_with_the_128_byte_line_index(sw, rng):
         assert t.byte_offset(r, c) == want
 
 
+def test_chapter_03_reading_of_the_narrow_panels():
+    """03 §2's words on the 32- and 64-byte panels of tma.plot_chunk_maps (8 rows, fp16)."""
+    m32 = SmemTile(8, 16, "float16", 32).chunk_map()
+    m64 = SmemTile(8, 32, "float16", 64).chunk_map()
+    # 4 or 2 rows share a 128-byte line: row 1 sits in the next bank groups, with no XOR.
+    assert m32[1].tolist() == [2, 3] and m64[1].tolist() == [4, 5, 6, 7]
+    # 64 B: rows 2-3 (line 1) swap neighbouring chunks; 32 B: rows 4-7 (line 1) swap their two.
+    assert (m64[2:4] == m64[0:2] ^ 1).all()
+    assert (m32[4:8] == m32[0:4] ^ 1).all()
+
+
 def test_swizzle_is_an_involution(rng):
     a = rng.integers(0, 1 << 16, size=1000)
     for sw in (0, 32, 64, 128):

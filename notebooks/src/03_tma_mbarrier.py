@@ -8,8 +8,7 @@
 # the [*box*](../docs/glossary.md#box) (tile) one copy moves. One thread issues `cp.async.bulk.tensor`, and an
 # [*mbarrier*](../docs/glossary.md#mbarrier) (a barrier object in shared memory) counts the bytes as they land.
 #
-# Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb) (TMA measured against
-# vectorized loads and `cp.async`).
+# Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
 
 # %% output varies
 from asynctc.core import exercises, notebook, records
@@ -36,17 +35,19 @@ except tma.TensorMapError as e:
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
 #
-# Shared memory has 32 banks of 4 bytes, so a 128-byte line covers each bank once.
+# Shared memory has 32 banks of 4 bytes, so a 128-byte line covers each bank once. Without
+# swizzle, reading one 16-byte chunk down 8 rows of 128 bytes hits the same 4 banks 8 times: an
+# 8-way [bank conflict](../docs/glossary.md#bank-conflict).
 #
-# Without swizzle, reading one 16-byte chunk down 8 rows of 128 bytes hits the same 4 banks 8
-# times: an 8-way [bank conflict](../docs/glossary.md#bank-conflict).
+# **The 128-byte [swizzle](../docs/glossary.md#swizzle):** the 16-byte chunk index within a row
+# is XORed with the row index mod 8; the byte inside a chunk keeps its place. Those 8 reads then
+# land in 8 different bank groups.
 #
-# **The 128-byte [swizzle](../docs/glossary.md#swizzle):** within a 128-byte row, the 16-byte chunk index is XORed with the row
-# index mod 8; the byte inside a chunk keeps its place. Then those 8 reads land in 8 different bank
-# groups. The 64- and 32-byte modes do the same inside 64- and 32-byte spans.
-#
-# The map (`SmemTile`, checked byte for byte on the GPU in [03b §3](03b_tma_boxes.ipynb)): for
-# each 16-byte chunk of each row, which of the 8 four-bank groups it lands in.
+# The map (`SmemTile`, checked on the GPU in [03b §3](03b_tma_boxes.ipynb)) gives each 16-byte
+# chunk's group of four banks. In the 32- and 64-byte panels, 4 or 2 rows share a 128-byte line,
+# so row 1 lands in the next groups by position alone. The XOR takes the line's index, not the
+# row's: rows 2–3 of the 64-byte panel swap neighbouring chunks, rows 4–7 of the 32-byte panel
+# swap their two.
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
