@@ -15,8 +15,24 @@ GOOD = """if (producer && r + STAGES < T && !broken) {
 
 def test_the_kernels_own_step_and_a_plain_one_pass():
     assert isinstance(ps.judge(ps.kernel_step()), exercises.Accepted)
-    assert "own instruction mix" in ps.judge(ps.kernel_step())
+    assert "compiles to the kernel's own instructions" in ps.judge(ps.kernel_step())
     assert isinstance(ps.judge(GOOD), exercises.Accepted)
+
+
+def test_a_step_without_broken_passes_and_says_it_is_harmless():
+    note = ps.judge(GOOD.replace("  else broken = true;\n", ""))
+    assert isinstance(note, exercises.Accepted) and "harmless for correctness" in note
+    assert "BRA" not in note and "opcode" not in note
+
+
+def test_a_load_after_a_timed_out_wait_is_rejected():
+    hint = ps.judge(GOOD.replace("if (empty.wait(rs, rp, wg, r + STAGES))", "empty.wait(rs, rp, wg, r + STAGES);")
+                    .replace("  else broken = true;\n", ""))
+    assert not isinstance(hint, exercises.Accepted) and "timed out (returned false)" in hint, hint
+    hint = ps.judge(GOOD.replace("if (empty.wait(rs, rp, wg, r + STAGES))",
+                                 "if (!empty.wait(rs, rp, wg, r + STAGES)) broken = true;")
+                    .replace("  else broken = true;\n", ""))
+    assert not isinstance(hint, exercises.Accepted) and "load only if the wait returned true" in hint, hint
 
 
 def test_the_splice_leaves_the_kernel_file_alone():

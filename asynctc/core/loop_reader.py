@@ -603,9 +603,9 @@ class _ProducerMachine(_Machine):
     """The machine with the names of chapter 05's producer step (``producer``, ``r``, ``rs``,
     ``rp``, ``base``, ``ta``/``tb``, ``m0``/``n0``, ``load_stage``)."""
 
-    def __init__(self, stages, k_tiles, stage_bytes, producer, in_scope):
+    def __init__(self, stages, k_tiles, stage_bytes, producer, in_scope, waits_pass=True):
         super().__init__(stages, k_tiles, stage_bytes, 0, producer)
-        self.in_scope = in_scope
+        self.in_scope, self.waits_pass = in_scope, waits_pass
         self.env.update(producer=int(producer), base=0, ta=_Thing("the tensor map ta"),
                         tb=_Thing("the tensor map tb"), m0=_Thing("the tile row m0"),
                         n0=_Thing("the tile column n0"), prev=_Ring(stages))
@@ -634,15 +634,17 @@ class _ProducerMachine(_Machine):
             self.events.append(Event("load", line, barrier=f"{args[3].name}[{args[3].stage}]",
                                      stage=addr // size, n=self._int(args[4], line, "the k-tile")))
             return None
-        return super().call(fn, args, line)
+        got = super().call(fn, args, line)
+        return got if self.waits_pass or fn.name != "wait" else 0     # a bounded wait that gave up
 
 
 def read_producer_step(program: list, *, producer: bool, stages: int, pending: int, k_tiles: int,
-                       stage_bytes: int, in_scope: tuple = ()) -> dict[int, list]:
+                       stage_bytes: int, in_scope: tuple = (), waits_pass: bool = True) -> dict[int, list]:
     """Run ``program`` (:func:`parse` of chapter 05's refill step) as the kernel runs it, after
     the release of each k-tile r = k − ``pending``, as the producer thread or another: r → the
-    step's events (waits; loads, ``Event("load", barrier="full[s]", stage, n=k-tile)``)."""
-    m = _ProducerMachine(stages, k_tiles, stage_bytes, producer, in_scope)
+    step's events (waits; loads, ``Event("load", barrier="full[s]", stage, n=k-tile)``).
+    ``waits_pass=False``: every wait returns false, as the kernel's bounded wait does once it gave up."""
+    m = _ProducerMachine(stages, k_tiles, stage_bytes, producer, in_scope, waits_pass)
     pos, prev, out = m.ring, m.env["prev"], {}
     for k in range(k_tiles):
         r = k - pending

@@ -464,14 +464,10 @@ def _notes(its: list[_lr.Iteration], cubin: bytes, perf: list[str], stages: int,
                      d.reordered else f"Your loop compiles to the kernel's own instructions, ptxas "
                      f"ordering {d.reordered} of them differently")
     else:
-        def names(ops):
-            return ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in ops.items()) or "none"
-        why = ("" if uses_broken else ": the kernel's loop also sets broken when a bounded wait gives "
-               "up, and then skips its later waits")
-        notes.append(f"Your loop's SASS differs from the kernel's own in {d.changed} of {d.total} "
-                     f"instructions (only the kernel's: {names(d.only_kernel)}; only yours: "
-                     f"{names(d.only_yours)}){why}"
-                     + (f"; ptxas orders {d.reordered} of the others differently" if d.reordered else ""))
+        why = ("register and branch layout, not the protocol" if uses_broken else
+               "the kernel's loop also sets broken when a bounded wait gives up")
+        notes.append(f"Your loop differs from the kernel's in {d.changed} of {d.total} SASS "
+                     f"instructions — {why}")
     text = ". ".join(notes) + "."
     return text[0].lower() + text[1:] if text.startswith("Your") else text
 

@@ -77,8 +77,7 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # 2 consumer warpgroups, S = 4; names: [05c](05c_pipeline_variants.ipynb) §1), hooks hidden. First
 # its k-loop. Per k-tile k, four steps: **wait** on full; **issue** `mma_ktile`, then wait until
 # kPending = 1 group remains; **release** k-tile r = k − 1 on empty; **refill** (exercise 2, left
-# out). `pos` is k's stage and phase, `prev` k − 1's; `advance()` flips the phase when the stage
-# wraps. `fence_accumulators` keeps the compiler from moving accumulator accesses across a wgmma.
+# out). `pos` is k's stage and phase, `prev` k − 1's; `advance()` flips the phase on a wrap. `fence_accumulators` keeps the compiler from moving accumulator accesses across a wgmma.
 
 # %% output answers a prediction
 SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at base + s · kStageBytes; "
@@ -91,17 +90,19 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
                                  variant=True, omit=SKELETON))
 
 # %% [markdown]
-# The whole kernel, for reference, with its helpers and the PTX each issues.
+# What the skeleton folded, then its helpers (`load_stage`, `RingState`, `mma_ktile`) and the PTX
+# each wrapper issues.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
-    display(notebook.show_source(
-        "pipeline.cu", start=r'^extern "C" __global__', end=r"^}", variant=True, ptx_last=True,
-        omit=(r"^      if \(producer && r \+ STAGES < T", r"^      }$", "exercise 2"),   # shown after it
-        more=(("pipeline.cu", r"^// ---- the producer's half", r"^}"), ("ring.cuh", r"^template <int", r"^};"),
-              ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
+    folded = notebook.source_excerpt("pipeline.cu", start=r'^extern "C" __global__ void', end=r"^}",
+                                     variant=True, omit=SKELETON[:2] + SKELETON[3:], left_out=True)
+    helpers = notebook.source_excerpt(
+        "pipeline.cu", start=r"^// ---- the producer's half", end=r"^}", variant=True, ptx_last=True,
+        more=(("ring.cuh", r"^template <int", r"^};"), ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
         ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
-             "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
+             "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group"))
+    print(folded, helpers, sep="\n\n")
 
 # %% [markdown]
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it, after the
@@ -186,11 +187,11 @@ _ = notebook.claim(*pl.waits_under_wgmma(trace))
 # [05b](05b_pipeline_timeline.ipynb) §3 draws the timelines at S = 1, 2 and 4.
 #
 # **Try it.** No record gives the bytes per clock L2 delivers into one SM; the model lets L2 keep
-# up unless capped. *Predict:* without a cap, where does the model's depth sweep flatten, and does
-# it land on the record? Run the cell. Then set `L2_CAP` (e.g. 30 or 45): which cap brings every
-# recorded depth within 15 %? Can any bring them within 5 %?
+# up unless capped. Below, without a cap: where does the model's sweep flatten, and does it land on
+# the record? Then set `L2_CAP` (e.g. 30 or 45): which cap brings every recorded depth within 15 %?
+# Can any bring them within 5 %?
 
-# %% output answers a prediction
+# %% output varies
 L2_CAP = None                      # bytes per clock per SM from L2 into shared memory; None: no cap
 meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
         and r["tile"] == "128x256x64/c2" and r["dtype"] == "float16" and r["size"] == 4096}
@@ -202,11 +203,14 @@ _ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
 
 # %% [markdown]
 # **In chapter 00's terms** ([§4](00_why_async.ipynb): the bytes per clock an SM needs at full
-# rate), this tile beside the best cap. A cap under the need keeps the loop below peak; each tile's
-# fill, epilogue and last wave keep the plateau lower still.
+# rate), this tile beside the best cap, once you have set one. A cap under the need keeps the loop
+# below peak; each tile's fill, epilogue and last wave keep the plateau lower still.
 
-# %% output answers a prediction
-_ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # 128×256×64 fp16
+# %% output varies
+if best:                                   # it names the best cap: shown once you set L2_CAP above
+    _ = notebook.claim(*pl.plateau_in_bytes(meas, best[0]))   # 128×256×64 fp16
+else:
+    print("(set L2_CAP in the cell above and run both cells: this table uses the best cap)")
 
 # %% [markdown]
 # **What this can and cannot tell.** No run measured the L2 → SM rate, so the cap is a **fit**
@@ -241,6 +245,7 @@ producer_step = pl.producer_step.kernel_step()   # the kernel's own (tr.event: t
 ok = exercises.check("ch05.producer_step", producer_step, solution=True)
 
 # %% output varies tags=["solution"]
+_ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # §5's "Try it": the best cap
 print(pl.design_survey(record=rec))                # §5's "Design it": every design, model beside record
 
 # %% [markdown]
