@@ -222,7 +222,7 @@ ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 # %% [markdown]
 # **2.** Section 2 showed 128 `HMMA` for the default tile (64×64 warp tile, k-tile of 64). Predict
 # how many `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`
-# (64×32 warp tile, k-tile of 32). The check says right or wrong; the worked solution then counts
+# (64×32 warp tile, k-tile of 32). The check says right or wrong; the solution notebook then counts
 # `HMMA` in that kernel's SASS (the loop body is compiled once, so that is the per-k-tile count).
 
 # %%
