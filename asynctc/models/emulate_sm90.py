@@ -119,7 +119,7 @@ def your_pieces() -> tuple[dict, list[str]]:
         pieces[piece] = got if ok else None
         if ok:
             lines.append(f"{piece}: your {what} from {where}, passed "
-                         f"{(answers.passed_on(name) or '?')[:10]}")
+                         f"{(answers.passed_on(name) or '?')[:16].replace('T', ' ')} UTC")
         else:
             lines.append(f"{piece}: the course's (no passing answer to {name} is kept on this machine)")
     return pieces, lines

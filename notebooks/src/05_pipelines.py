@@ -108,7 +108,8 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it, after the
 # release of k-tile r. Thread 0 (`producer`) waits on empty[rs] for that release, with the right
 # parity, then refills stage rs with k-tile r + S, only while r + STAGES < T. Use
-# `empty.wait(stage, parity, wg, k-tile)` (false: it gave up; then set `broken`) and
+# `empty.wait(stage, parity, wg, k-tile)` (false: it gave up; then set `broken`; the k-tile is the
+# one the refill is for, and only labels the error word a timeout writes) and
 # `load_stage(ta, tb, base + rs * kStageBytes, full[rs], k-tile, m0, n0)`. The check compiles your
 # step into the kernel (NVRTC) and runs its protocol through the ring model.
 
@@ -120,7 +121,8 @@ ok = exercises.check("ch05.producer_step", producer_step)
 
 # %% output answers a prediction
 if exercises.after("ch05.producer_step"):             # the kernel's own step, once yours is in
-    print(pl.producer_step.kernel_step())
+    print(notebook.source_excerpt("pipeline.cu", start=r"^      if \(producer && r \+ STAGES < T",
+                                  end=r"^      \}$"))
 
 # %% [markdown]
 # ## 3. Correct first
@@ -221,8 +223,9 @@ else:
 # consumer warpgroups `C` (1 or 2), tile width `BN` (128 or 256). The model runs the kernel's
 # protocol with the fitted cap; the record's run of the same design, if any, sits beside it.
 # Find the design the model says is fastest. Is it the recorded fastest? Where does the model
-# disagree with the record, and which effect does it leave out? A knob the kernel cannot take
-# stops with an error that names it.
+# disagree with the record, and which effect does it leave out? (A hint: where the fitted cap sets
+# the pace, the model gives P = 0 and P = 1 the same time; exercise 1's record does not.) A knob the
+# kernel cannot take stops with an error that names it.
 
 # %% output varies
 S, P, C, BN = 4, 1, 2, 256
