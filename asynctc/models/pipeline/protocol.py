@@ -155,14 +155,9 @@ class _ProtocolSim(_Sim):
 
     def _fill(self, t, s, bar):
         old = self.stage_k[s]
-        if old is not None:
-            safe = self.acquired[s] | ({0} if self.mma_end.get((0, old), float("inf")) <= self.now else set())
-            late = [w for w in range(self.C) if w not in safe]
-            if late:
-                self.diagnosis = Race(t, s, f"TMA of k-tile {t} overwrites stage {s} while nothing orders "
-                                            f"wg{late[0]}'s read of k-tile {old} before it (no completed "
-                                            f"phase of empty[{s}] covers its release)")
-                return
+        if old is not None and self._overwrites(t, s, old, self.acquired[s],
+                                                self.mma_end.get((0, old), float("inf"))):
+            return
         self.gone[s], self.acquired[s] = set(), set()
         bar.arrive_expect_tx(self.tile.stage_bytes)
         self._changed(bar)

@@ -272,18 +272,25 @@ class _Sim(EventLoop):
                                         f"{self.tile.stage_bytes} bytes landed")
 
     # -- the hardware: TMA and the Tensor Cores
+
+    def _overwrites(self, t: int, s: int, old: int, acquired: set, own_mma_end: float) -> bool:
+        """Whether the TMA of k-tile ``t`` into stage ``s`` overwrites k-tile ``old`` while some
+        warpgroup's read of it is not ordered before the load — neither released and acquired
+        through empty[s] (``acquired``) nor, for wg0 (the producer's own), finished by its
+        wgmma.wait_group (``own_mma_end``); if so, the diagnosis is that race."""
+        safe = acquired | ({0} if own_mma_end <= self.now else set())
+        late = [w for w in range(self.C) if w not in safe]
+        if late:
+            self.diagnosis = Race(t, s, f"TMA of k-tile {t} overwrites stage {s} while nothing orders "
+                                        f"wg{late[0]}'s read of k-tile {old} before it (no completed "
+                                        f"phase of empty[{s}] covers its release)")
+        return bool(late)
     def _tma(self, t, s):
         hw, issue, old = self.hw, self.now, t - self.S
         # who is known to have finished reading k-tile t − S: released and acquired through empty,
         # or the producer's own warpgroup through its wgmma.wait_group
-        if old >= 0:
-            safe = self.cleared.get(t, set()) | ({0} if self.mma_ends[0][old] <= self.now else set())
-            late = [w for w in range(self.C) if w not in safe]
-            if late:
-                self.diagnosis = Race(t, s, f"TMA of k-tile {t} overwrites stage {s} while nothing orders "
-                                            f"wg{late[0]}'s read of k-tile {old} before it (no completed "
-                                            f"phase of empty[{s}] covers its release)")
-                return
+        if old >= 0 and self._overwrites(t, s, old, self.cleared.get(t, set()), self.mma_ends[0][old]):
+            return
         self.stage_k[s], self.landed[s] = t, 0
         for nbytes in (self.tile.a_bytes, self.tile.b_bytes):      # two boxes, landing in order
             dur = nbytes * hw.dram_fraction / (hw.tma_bytes_per_clk / hw.ctas_per_sm)
