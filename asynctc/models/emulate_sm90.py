@@ -613,3 +613,13 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
     if not res.blame:                                   # several wrong: name every one that differs
         res.blame = [p for p in res.why]
     return res
+
+def why(result: "Sm90Gemm") -> str:
+    """06e's "predict before you run" explanation for an ``encode`` that stores LBO = 0: why the
+    tile ``result`` passed (or, had it failed, that LBO mattered), printed after the run so the
+    notebook's source does not give the answer away."""
+    if result.passed:
+        return ("It passes: for a K-major operand with a swizzle, one wgmma's K (32 bytes) sits inside "
+                "one 128-byte row,\nso LBO is never used (chapter 04's canonical layouts). It would "
+                "matter for an MN-major tile.")
+    return "It fails: this tile's layout reads LBO, so the encoder's LBO field matters here."

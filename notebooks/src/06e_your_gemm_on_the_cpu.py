@@ -133,11 +133,7 @@ def encode_no_lbo(start_address, lbo, sbo, swizzle):
 no_lbo = emulate_sm90.emulate(encode=encode_no_lbo)
 print(no_lbo.summary())
 assert no_lbo.passed
-
-# %% [markdown]
-# It passes. For a K-major operand with a swizzle, one wgmma's K (32 bytes) sits inside one
-# 128-byte row, so LBO is never used (chapter 04's canonical layouts). The same field would matter for an
-# MN-major tile.
+print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out of sight until you run)
 
 # %% [markdown]
 # ## 5. What this emulation does not model
