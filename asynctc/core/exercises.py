@@ -125,6 +125,37 @@ class WrongReturn(Exception):
     learner's code."""
 
 
+def spliced_source(before: str, body: str, after: str, name: str, source: str, resume: int) -> str:
+    """A kernel's source with a learner's ``body`` (CUDA C++) between ``before`` and ``after``, for a
+    CUDA code exercise: NVRTC counts the body's lines from 1 in a file it calls ``name`` and the
+    kernel's own lines, from ``resume`` on, as ``source`` (``#line``), so its errors name either."""
+    body = body if body.endswith("\n") else body + "\n"
+    return f'{before}#line 1 "{name}"\n{body}#line {resume} "{source}"\n{after}'
+
+
+_NVRTC_ERROR = re.compile(r"^(.*?)\((\d+)\): (?:catastrophic )?error: (.*)$", re.M)
+
+
+def nvrtc_errors(log: str, body: str, name: str, elsewhere: Callable[[str, int, str, str], str], *,
+                 limit: int = 2, note: Callable[[str], str] = lambda msg: "") -> str:
+    """NVRTC's first ``limit`` errors in ``log``, joined by "; ": one in the learner's ``body``
+    (spliced as ``name``: :func:`spliced_source`) as ``line n (that line): message`` plus
+    ``note(message)``; any other as ``elsewhere(file, line, message, the log after it)``. When the log
+    holds no error line: its last line, or "NVRTC gave no message"."""
+    lines, out = body.splitlines(), []
+    for m in _NVRTC_ERROR.finditer(log):
+        where, n, msg = m.group(1), int(m.group(2)), m.group(3).strip()
+        if where.endswith(name) and 1 <= n <= len(lines):
+            out.append(f"line {n} ({lines[n - 1].strip()}): {msg}{note(msg)}")
+        else:
+            out.append(elsewhere(where, n, msg, log[m.end():]))
+        if len(out) == limit:
+            break
+    if not out:
+        out.append(log.strip().splitlines()[-1] if log.strip() else "NVRTC gave no message")
+    return "; ".join(out)
+
+
 def code_exercise(name: str, prompt: str, judge: Callable[..., str | None]):
     """Register a code exercise: ``fn(**kw)`` returns the reference (the answer key: the course's
     own function); ``judge(answer, **kw)`` runs the learner's ``answer`` (a function, or what the

@@ -56,8 +56,7 @@ def _source_parts(text: str) -> tuple[str, str, int]:
 def splice(step: str) -> str:
     """The kernel's source with ``step`` in place of the producer's refill step."""
     before, after, line = _source_parts(runtime.kernel_path(SOURCE).read_text())
-    step = step if step.endswith("\n") else step + "\n"
-    return f'{before}#line 1 "{FILE_NAME}"\n{step}#line {line} "{SOURCE}"\n{after}'
+    return _ex.spliced_source(before, step, after, FILE_NAME, SOURCE, line)
 
 
 def kernel_step() -> str:
@@ -79,19 +78,11 @@ def compile_step(step: str) -> runtime.CompiledKernel:
 
 def compile_hint(log: str, step: str) -> str:
     """NVRTC's first errors, each with the line of the learner's text it names."""
-    lines, out = step.splitlines(), []
-    for m in re.finditer(r"^(.*?)\((\d+)\): (?:catastrophic )?error: (.*)$", log, re.M):
-        where, n, msg = m.group(1), int(m.group(2)), m.group(3).strip()
-        if where.endswith(FILE_NAME) and 1 <= n <= len(lines):
-            out.append(f"line {n} ({lines[n - 1].strip()}): {msg}")
-        else:
-            out.append(f"after your step: {msg} (a missing ';' or '}}'?)" if where.endswith(SOURCE)
-                       else f"{where.rsplit('/', 1)[-1]}({n}): {msg}")
-        if len(out) == 2:
-            break
-    if not out:
-        out.append(log.strip().splitlines()[-1] if log.strip() else "NVRTC gave no message")
-    return f"NVRTC cannot compile your step — {'; '.join(out)} (names in scope: {', '.join(IN_SCOPE)})"
+    def elsewhere(where, n, msg, _rest):
+        return (f"after your step: {msg} (a missing ';' or '}}'?)" if where.endswith(SOURCE)
+                else f"{where.rsplit('/', 1)[-1]}({n}): {msg}")
+    errors = _ex.nvrtc_errors(log, step, FILE_NAME, elsewhere)
+    return f"NVRTC cannot compile your step — {errors} (names in scope: {', '.join(IN_SCOPE)})"
 
 
 # ---- reading: the loop reader's machine with the producer's names -----------------------------------

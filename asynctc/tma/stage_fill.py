@@ -55,8 +55,7 @@ def splice(body: str) -> str:
     """The kernel's source with ``body`` in place of ``fill_stage``'s lines; NVRTC counts the body's
     lines from 1 in a file it calls :data:`FILE_NAME`."""
     before, after, end = _parts()
-    body = body if body.endswith("\n") else body + "\n"
-    return f'{before}#line 1 "{FILE_NAME}"\n{body}#line {end} "{SOURCE}"\n{after}'
+    return _ex.spliced_source(before, body, after, FILE_NAME, SOURCE, end)
 
 
 def compile_fill(body: str) -> runtime.CompiledKernel:
@@ -67,19 +66,10 @@ def compile_fill(body: str) -> runtime.CompiledKernel:
 
 def compile_hint(log: str, body: str, limit: int = 2) -> str:
     """NVRTC's first errors, each with the line of the learner's text it names."""
-    lines, out = body.splitlines(), []
-    for m in re.finditer(r"^(.*?)\((\d+)\): (?:catastrophic )?error: (.*)$", log, re.M):
-        where, n, msg = m.group(1), int(m.group(2)), m.group(3).strip()
-        if where.endswith(FILE_NAME) and 1 <= n <= len(lines):
-            out.append(f"line {n} ({lines[n - 1].strip()}): {msg}")
-        else:
-            out.append(f"{where.rsplit('/', 1)[-1]}({n}): {msg} (a missing ';' or ')'?)")
-        if len(out) == limit:
-            break
-    if not out:
-        out.append(log.strip().splitlines()[-1] if log.strip() else "NVRTC gave no message")
+    errors = _ex.nvrtc_errors(log, body, FILE_NAME, limit=limit, elsewhere=lambda where, n, msg, _rest:
+                              f"{where.rsplit('/', 1)[-1]}({n}): {msg} (a missing ';' or ')'?)")
     return ("NVRTC cannot compile your lines (in scope: ta, tb, stage, full_bar, kt, m0, n0, BM, BN, "
-            "BK) — " + "; ".join(out))
+            "BK) — " + errors)
 
 
 # ---- judging ----------------------------------------------------------------------------------------

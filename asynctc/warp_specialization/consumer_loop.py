@@ -102,8 +102,7 @@ def splice(body: str) -> str:
     """The kernel's source with ``body`` in place of the consumer k-loop's body; NVRTC counts the
     body's lines from 1 in a file it calls :data:`FILE_NAME`, and the kernel's own lines as before."""
     before, after, brace = _source_parts(runtime.kernel_path(SOURCE).read_text())
-    body = body if body.endswith("\n") else body + "\n"
-    return f'{before}#line 1 "{FILE_NAME}"\n{body}#line {brace} "{SOURCE}"\n{after}'
+    return _ex.spliced_source(before, body, after, FILE_NAME, SOURCE, brace)
 
 
 def compile_loop(body: str) -> tuple[runtime.CompiledKernel, list[str]]:
@@ -139,23 +138,15 @@ def _undefined_note(msg: str) -> str:
 def compile_hint(log: str, body: str, limit: int = 2) -> str:
     """NVRTC's first errors, each with the line of the learner's text it names; an undefined
     identifier also gets the in-scope names nearest it (:func:`nearest_names`)."""
-    lines = body.splitlines()
     brace = _source_parts(runtime.kernel_path(SOURCE).read_text())[2]
-    out = []
-    for m in re.finditer(r"^(.*?)\((\d+)\): (?:catastrophic )?error: (.*)$", log, re.M):
-        where, n, msg = m.group(1), int(m.group(2)), m.group(3).strip()
-        if where.endswith(FILE_NAME) and 1 <= n <= len(lines):
-            out.append(f"line {n} ({lines[n - 1].strip()}): {msg}{_undefined_note(msg)}")
-        elif where.endswith(SOURCE) and n == brace:
-            out.append(f"after your last line: {msg} (a missing ';' or '}}'?)")
-        else:
-            at = re.search(rf'line (\d+) of "{re.escape(FILE_NAME)}"', log[m.end():m.end() + 600])
-            out.append(f"line {at.group(1)}: {msg}" if at else f"{where.rsplit('/', 1)[-1]}({n}): {msg}")
-        if len(out) == limit:
-            break
-    if not out:
-        out.append(log.strip().splitlines()[-1] if log.strip() else "NVRTC gave no message")
-    return "NVRTC cannot compile your loop — " + "; ".join(out)
+
+    def elsewhere(where, n, msg, rest):
+        if where.endswith(SOURCE) and n == brace:
+            return f"after your last line: {msg} (a missing ';' or '}}'?)"
+        at = re.search(rf'line (\d+) of "{re.escape(FILE_NAME)}"', rest[:600])
+        return f"line {at.group(1)}: {msg}" if at else f"{where.rsplit('/', 1)[-1]}({n}): {msg}"
+    errors = _ex.nvrtc_errors(log, body, FILE_NAME, elsewhere, limit=limit, note=_undefined_note)
+    return "NVRTC cannot compile your loop — " + errors
 
 
 _NORM = [(re.compile(r"\bU?R\d+\b"), "R"), (re.compile(r"\bU?P\d\b"), "P"), (re.compile(r"\.reuse\b"), "")]
