@@ -184,3 +184,10 @@ def test_the_prompt_names_everything_in_scope_and_an_undefined_name_gets_the_nea
         assert re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", prompt), name
     assert CL.nearest_names("STAGE_BYTES") == ["kStageBytes"]
     assert CL.nearest_names("previous")[0] == "prev" and CL.nearest_names("xyz") == []
+
+
+def test_an_unclosed_brace_is_named_not_a_nul_byte():
+    """NVRTC reports an unclosed brace 'At end of source' (no file and line) and ends its log with a
+    NUL byte: the hint quotes the error line, never the NUL (core.exercises.nvrtc_errors)."""
+    hint = CL.judge("if (k) {\n")
+    assert "\x00" not in hint and 'expected a "}"' in hint, hint

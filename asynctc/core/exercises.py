@@ -140,8 +140,11 @@ def nvrtc_errors(log: str, body: str, name: str, elsewhere: Callable[[str, int, 
                  limit: int = 2, note: Callable[[str], str] = lambda msg: "") -> str:
     """NVRTC's first ``limit`` errors in ``log``, joined by "; ": one in the learner's ``body``
     (spliced as ``name``: :func:`spliced_source`) as ``line n (that line): message`` plus
-    ``note(message)``; any other as ``elsewhere(file, line, message, the log after it)``. When the log
-    holds no error line: its last line, or "NVRTC gave no message"."""
+    ``note(message)``; any other as ``elsewhere(file, line, message, the log after it)``. When no
+    error names a file and line (e.g. ``At end of source: error: expected a "}"``): the log's first
+    line that says ``error:``, else its last line, or "NVRTC gave no message". (NVRTC's log ends
+    with a NUL byte, which is dropped.)"""
+    log = log.replace("\x00", "")
     lines, out = body.splitlines(), []
     for m in _NVRTC_ERROR.finditer(log):
         where, n, msg = m.group(1), int(m.group(2)), m.group(3).strip()
@@ -152,7 +155,8 @@ def nvrtc_errors(log: str, body: str, name: str, elsewhere: Callable[[str, int, 
         if len(out) == limit:
             break
     if not out:
-        out.append(log.strip().splitlines()[-1] if log.strip() else "NVRTC gave no message")
+        said = [ln.strip() for ln in log.strip().splitlines() if ln.strip()]
+        out.append(next((ln for ln in said if "error:" in ln), said[-1] if said else "NVRTC gave no message"))
     return "; ".join(out)
 
 
