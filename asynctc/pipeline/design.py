@@ -7,7 +7,7 @@ The model is :func:`asynctc.models.pipeline.simulate`: the kernel's own schedule
 (prologue of S k-tiles, refill of k-tile r + S after the release of r = k − P), on
 :meth:`~asynctc.models.pipeline.HardwareParams.from_records`'s parameters (chapter 04's wgmma
 record: Tensor Core rate and SM clock; chapter 03's tma_copy record: DRAM bytes per clock). One
-number is fitted, not measured: the L2 → SM cap, :func:`~.figures.closest_cap` on the record's
+number is fitted, not measured: the L2 → SM cap, :func:`closest_cap` on the record's
 128×256×64/c2 fp16 4096³ depth sweep (wait_group 1, S = 1–4). Those four runs *identified* the
 cap; every other recorded design only agrees with the model or not (a test of it).
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import Sequence
 
 from .config import PipelineConfig, _fail
 
@@ -30,16 +31,36 @@ def _fit_rows(results: dict) -> dict:
             and r["tile"] == tile and r["dtype"] == dtype and r["size"] == size}
 
 
-@functools.lru_cache(maxsize=4)
-def _fitted_cap(fit: tuple) -> tuple[int, float]:
-    from .figures import closest_cap
-    return closest_cap(dict(fit))
+def closest_cap(measured: dict, caps: Sequence[int] = range(10, 81)) -> tuple[int, float]:
+    """The L2 → SM cap (bytes per clock per SM, one of ``caps``) whose ring-model depth sweep lies
+    closest to the record's ({stages: TFLOP/s}) at its worst recorded depth: (cap, that worst
+    |model / record − 1|). Runs :func:`asynctc.models.pipeline.predict_depth_sweep` once per cap
+    (about 10 ms each), on :meth:`~asynctc.models.pipeline.HardwareParams.from_records`'s parameters
+    (the records read once) with that cap; cached per (sweep, caps), so chapter 05's "Try it", its
+    solution and "Design it" (:func:`fitted_cap`) fit once."""
+    return _closest_cap(tuple(sorted(measured.items())), tuple(caps))
+
+
+@functools.lru_cache(maxsize=8)
+def _closest_cap(measured: tuple, caps: tuple) -> tuple[int, float]:
+    from ..models.pipeline import HardwareParams, predict_depth_sweep
+    measured = dict(measured)
+    depths = sorted(measured)
+    base = HardwareParams.from_records()
+    given = {**base.sources, "l2_bytes_per_clk": "given"}       # as from_records(l2_bytes_per_clk=cap)
+    worst = {}
+    for cap in caps:
+        hw = dataclasses.replace(base, l2_bytes_per_clk=cap, sources=given)
+        rows = predict_depth_sweep(hw, stages=depths)
+        worst[cap] = max(abs(r["tflops"] / measured[r["stages"]] - 1) for r in rows)
+    best = min(worst, key=worst.get)
+    return best, worst[best]
 
 
 def fitted_cap(results: dict) -> tuple[int, float]:
     """(cap in bytes per clock per SM, worst |model / record − 1| over the fitted depths): the
-    L2 → SM cap :func:`~.figures.closest_cap` fits to the record's :data:`FIT_ON` sweep (cached)."""
-    return _fitted_cap(tuple(sorted(_fit_rows(results).items())))
+    L2 → SM cap :func:`closest_cap` fits to the record's :data:`FIT_ON` sweep."""
+    return closest_cap(_fit_rows(results))
 
 
 def measured_row(results: dict, cfg: PipelineConfig, size: int) -> dict | None:

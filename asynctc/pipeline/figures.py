@@ -2,7 +2,7 @@
 a Gantt chart (:func:`plot_trace`), the same trace above the ring model's schedule on one time axis
 (:func:`plot_trace_beside_model`, its sentence :func:`waits_beside_model`), the throughput by ring
 depth from a ``pipeline`` record (:func:`plot_depth`), and the sentence that sets the ring model's
-depth sweep beside the record's (:func:`model_beside_record`, the best L2 cap :func:`closest_cap`),
+depth sweep beside the record's (:func:`model_beside_record`, the best L2 cap: :func:`~.design.closest_cap`),
 and the plateau in bytes per clock beside that cap (:func:`plateau_in_bytes`)."""
 
 from __future__ import annotations
@@ -133,27 +133,6 @@ def _flat_from(tflops: dict) -> int:
     return next(S for S in depths if all(tflops[d] <= 1.05 * tflops[S] for d in depths if d > S))
 
 
-def closest_cap(measured: dict, caps: Sequence[int] = range(10, 81)) -> tuple[int, float]:
-    """The L2 → SM cap (bytes per clock per SM, one of ``caps``) whose ring-model depth sweep lies
-    closest to the record's ({stages: TFLOP/s}) at its worst recorded depth: (cap, that worst
-    |model / record − 1|). Runs :func:`asynctc.models.pipeline.predict_depth_sweep` once per cap
-    (about 10 ms each), on :meth:`~asynctc.models.pipeline.HardwareParams.from_records`'s parameters
-    (the records read once) with that cap."""
-    import dataclasses
-
-    from ..models.pipeline import HardwareParams, predict_depth_sweep
-    depths = sorted(measured)
-    base = HardwareParams.from_records()
-    given = {**base.sources, "l2_bytes_per_clk": "given"}       # as from_records(l2_bytes_per_clk=cap)
-    worst = {}
-    for cap in caps:
-        hw = dataclasses.replace(base, l2_bytes_per_clk=cap, sources=given)
-        rows = predict_depth_sweep(hw, stages=depths)
-        worst[cap] = max(abs(r["tflops"] / measured[r["stages"]] - 1) for r in rows)
-    best = min(worst, key=worst.get)
-    return best, worst[best]
-
-
 def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | None = None,
                         closest: tuple[int, float] | None = None) -> tuple[bool, str]:
     """Chapter 05 §5's sentence: the ring model's depth sweep (rows of
@@ -164,7 +143,7 @@ def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | N
     (None: no cap), named in the sentence. Returns (condition, sentence) for
     :func:`asynctc.core.notebook.claim`: the condition is the agreement §5's prose states — the
     model without a cap flattens at the record's depth — and holds whatever a capped model shows
-    (the sentence says where that one parts from the record). ``closest``: :func:`closest_cap`'s
+    (the sentence says where that one parts from the record). ``closest``: :func:`~.design.closest_cap`'s
     (cap, worst gap); with a cap set, the sentence ends with how close that best cap gets."""
     mod = {r["stages"]: r["tflops"] for r in model if r["stages"] in measured}
     meas = {S: measured[S] for S in mod}
@@ -191,7 +170,7 @@ def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | N
 def plateau_in_bytes(measured: dict, l2_cap: float, cfg=None, hw=None) -> tuple[bool, str]:
     """Chapter 05 §5's plateau in chapter 00 §4's terms: the bytes per clock per SM the ring must
     deliver for the Tensor Cores to run at the datasheet rate, beside an L2 → SM cap (e.g.
-    :func:`closest_cap`'s), and the fraction of peak each allows.
+    :func:`~.design.closest_cap`'s), and the fraction of peak each allows.
 
     ``measured``: the record's depth sweep for ``cfg``'s tile ({stages: TFLOP/s}); ``cfg``: a
     :class:`~asynctc.pipeline.config.PipelineConfig` (default: the 128×256×64 fp16 kernel).
