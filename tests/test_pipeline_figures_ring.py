@@ -82,3 +82,15 @@ def test_figure_draws_every_moment_and_a_broken_ring_its_diagnosis():
     broken = fr.plot_ring_steps(protocol="wrong_empty_parity", cols=2)
     words = " ".join(t.get_text() for ax in broken.axes for t in ax.texts)
     assert "producer waits,\nparity 0: BLOCKED" in words and "Deadlock" in words
+
+
+def test_exercise_2_with_the_parity_flipped_goes_wrong_at_the_first_refill():
+    moments, diagnosis = fr.ring_moments(2, 4, parities=fr.flipped_refill_parities())
+    assert [fr._words(m) for m in moments[:4]] == [w for _, w in EXPECTED[:4]]   # the prologue is the kernel's
+    last = moments[-1]
+    assert len(moments) == 5 and last.waits == (("producer", "empty[0]", 1, False),)
+    assert last.phases["empty[0]"] % 2 == 1                  # it names the open phase: blocked for good
+    assert (diagnosis.iteration, diagnosis.barrier, diagnosis.stage, diagnosis.parity) == (2, "empty", 0, 1)
+    fig = fr.plot_ring_steps(parities=fr.flipped_refill_parities(), broken="flipped")
+    assert "BROKEN: flipped" in fig._suptitle.get_text()
+    assert any("6. Deadlock" in t.get_text() for ax in fig.axes for t in ax.texts)

@@ -96,12 +96,12 @@ class _LoggedRing(_Sim):
 
 
 def ring_events(stages: int = 2, k_tiles: int = 4, consumers: int = 1, wait_pending: int = 0,
-                protocol: str = "correct", params: HardwareParams | None = None):
+                protocol: str = "correct", params: HardwareParams | None = None, parities=None):
     """Run the ring model (the arguments of :func:`asynctc.models.pipeline.simulate`) and return
     (its events as :class:`RingEvent`, its diagnosis: None, a Deadlock or a Race)."""
     tile = Tile()
     sim = _LoggedRing(stages, wait_pending, consumers, k_tiles, params or HardwareParams.from_records(tile),
-                      protocol, tile)
+                      protocol, tile, "kernel", parities)
     sim.run()
     return sim.log, sim.diagnosis
 
@@ -112,11 +112,11 @@ def _is_load(group) -> bool:
 
 
 def ring_moments(stages: int = 2, k_tiles: int = 4, consumers: int = 1, wait_pending: int = 0,
-                 protocol: str = "correct", params: HardwareParams | None = None):
+                 protocol: str = "correct", params: HardwareParams | None = None, parities=None):
     """The ring model's run cut into :class:`Moment` s: the events of one instant form a moment
     (loads the producer issues back to back, as in the prologue, form one). Returns (moments,
     diagnosis)."""
-    events, diagnosis = ring_events(stages, k_tiles, consumers, wait_pending, protocol, params)
+    events, diagnosis = ring_events(stages, k_tiles, consumers, wait_pending, protocol, params, parities)
     groups = []
     for e in events:
         if groups and (e.time == groups[-1][-1].time or _is_load(groups[-1]) and _is_load(groups[-1] + [e])):
@@ -218,14 +218,25 @@ def _draw(ax, m: Moment, S: int, title: str) -> None:
                 fontweight="normal" if passed else "bold")
 
 
+def flipped_refill_parities():
+    """Exercise 2 with the parity flipped: the (full, empty) parity pair :func:`plot_ring_steps`
+    takes, the kernel's but for the producer's refills (k-tile t ≥ S), which wait on empty with
+    ``(t // S) % 2`` instead of ``(t // S + 1) % 2`` — as that exercise's check runs a learner's step."""
+    from ..models.pipeline.ring import kernel_empty_parity, kernel_full_parity
+    return kernel_full_parity, lambda t, S: kernel_empty_parity(t, S) if t < S else (t // S) % 2
+
+
 def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, protocol: str = "correct",
-                    cols: int = 4, params: HardwareParams | None = None):
+                    cols: int = 4, params: HardwareParams | None = None, parities=None,
+                    broken: str | None = None):
     """The ring step by step: one panel per :class:`Moment` of the ring model's run (the loop's
     ``wgmma.wait_group(0)``, so a stage is released once its own wgmmas are done), ``cols`` panels a
-    row. A broken ``protocol`` (a name of :data:`asynctc.models.pipeline.VARIANTS`) ends with a
+    row. A broken ``protocol`` (a name of :data:`asynctc.models.pipeline.VARIANTS`) or ``parities``
+    (a (full, empty) pair as :func:`asynctc.models.pipeline.simulate` takes it, e.g.
+    :func:`flipped_refill_parities`; ``broken`` says what is wrong, for the title) ends with a
     panel naming its diagnosis. Returns the Figure."""
     import matplotlib.pyplot as plt
-    moments, diagnosis = ring_moments(stages, k_tiles, consumers, 0, protocol, params)
+    moments, diagnosis = ring_moments(stages, k_tiles, consumers, 0, protocol, params, parities)
     n = len(moments) + (diagnosis is not None)
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 3.5 * rows), dpi=80, squeeze=False,
@@ -238,14 +249,16 @@ def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, proto
             ax.axis("off")
             kind = "Deadlock" if isinstance(diagnosis, Deadlock) else "Race"
             why = diagnosis.why if isinstance(diagnosis, Deadlock) else diagnosis.what
-            ax.text(0, 9.5, textwrap.fill(f"{kind}: {why}", 46), fontsize=7.5, va="top", color="tab:red")
+            ax.text(0, 9.5, textwrap.fill(f"{i + 1}. {kind}, the model's diagnosis: {why}", 40),
+                    fontsize=8.5, va="top", color="tab:red")
             ax.set_xlim(0, 10)
             ax.set_ylim(0, 10)
         else:
             ax.axis("off")
     who = "one consumer warpgroup" if consumers == 1 else f"{consumers} consumer warpgroups"
+    what = broken or ("" if protocol == "correct" else f"protocol {protocol}")
     fig.suptitle(f"The ring step by step (the ring model's run): S = {stages} stages, {k_tiles} k-tiles, {who}"
-                 + ("" if protocol == "correct" else f", protocol {protocol}") +
+                 + (f"\nBROKEN: {what}" if what else "") +
                  "\nThe producer waits on empty (top), the consumer on full (bottom). A wait on parity p blocks while\n"
                  "the barrier's open phase has parity p, and passes once that phase completes. Yellow: the barrier "
                  "completed a phase in this step.", fontsize=10)

@@ -237,6 +237,12 @@ producer_step = pl.producer_step.kernel_step()   # the kernel's own (tr.event: t
 ok = exercises.check("ch05.producer_step", producer_step, solution=True)
 
 # %% output varies tags=["solution"]
+# exercise 2 with the refill's parity flipped: panel 5's wait names the open phase, and never passes
+fig = pl.plot_ring_steps(stages=2, k_tiles=4, parities=pl.flipped_refill_parities(),
+                         broken="the refill waits on empty with parity (t / S) mod 2")
+plt.show()
+
+# %% output varies tags=["solution"]
 _ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # §5's "Try it": the best cap
 print(pl.design_survey(record=rec))                # §5's "Design it": every design, model beside record
 
