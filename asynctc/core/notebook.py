@@ -262,6 +262,29 @@ def show_source(target, start: str | None = None, end: str | None = None, *, hoo
                 language="cuda")
 
 
+def build_diff(file: str, defines: dict, context: int = 2) -> str:
+    """The lines one build of kernel source ``file`` (under ``asynctc/kernels/``) changes against the
+    file's default build, as a unified diff: ``-`` the default build's lines, ``+`` the build with
+    ``defines`` (hooks such as ``BUG``: :func:`asynctc.core.hooks.hide` resolves the preprocessor for
+    both, so a listing with ``#if BUG == ...`` blocks reads as the right lines and the broken ones).
+    ``context`` unchanged lines around each change; a hunk opens with a bare ``@@`` (the
+    line numbers of a build are not the file's). Raises ``ValueError`` when the builds show the
+    same lines."""
+    import difflib
+    from . import hooks as hk
+    path = runtime.kernel_path(file)
+    text = path.read_text()
+
+    def build(d):
+        return [ln.text for ln in hk.hide(text, path, d) if ln.text is not None]
+    name = ", ".join(f"{k}={v}" for k, v in defines.items())
+    diff = list(difflib.unified_diff(build(None), build(defines), f"{file} (default build)",
+                                     f"{file} ({name})", n=context, lineterm=""))
+    if not diff:
+        raise ValueError(f"{file}: the build with {name} shows the same lines as the default build")
+    return "\n".join("@@" if ln.startswith("@@") else ln for ln in diff)
+
+
 def ptx_listing(target, pattern: str = r"wgmma\.", full: int = 1, width: int = 96) -> str:
     """The text :func:`show_ptx` shows: a comment line naming the kernel, then the lines of compiled
     kernel ``target``'s PTX (:meth:`~asynctc.core.runtime.CompiledKernel.ptx`, NVRTC on the CPU)
