@@ -45,7 +45,8 @@ notebook.banner("sm_90a")
 rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
 copy = rec.results["copy"]
 top = max(copy, key=lambda c: c["gbps_rw"])
-print(f"device-to-device copy: best {top['gbps_rw']:.0f} GB/s (read + write) at {top['bytes'] >> 20} MiB")
+gbps = 2 * top["bytes"] / (top["median_ms"] * 1e-3) / 1e9      # bytes read + written, per second
+print(f"device-to-device copy, best: 2 × {top['bytes'] >> 20} MiB / {top['median_ms']:.3f} ms = {gbps:.0f} GB/s")
 fig = plots.throughput_by_size(
     {"device-to-device copy": ([c["bytes"] >> 20 for c in copy], [c["gbps_rw"] for c in copy])},
     record=rec, title="Copy bandwidth (read + write)", ylabel="GB/s", xlabel="bytes copied (MiB)")
@@ -70,11 +71,15 @@ if bench.clock_caveat(kind):
     print(bench.clock_caveat(kind))
 p = rec.provenance
 clock_mhz = bench.measured_clock_mhz(gemms)       # median SM clock of the cuBLAS samples
-peak = bench.peak_tflops(p["sm_count"], clock_mhz)
+peak = p["sm_count"] * 4096 * clock_mhz * 1e6 / 1e12             # SMs × FLOP/clk/SM × clock
 sheet = bench.DATASHEET["dense_tflops"]["float16"]
-print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock of the cuBLAS "
+print(f"peak = {p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock of the cuBLAS "
       f"samples, {kind}) = {peak:.0f} TFLOP/s; datasheet: {sheet:.0f} at "
       f"{bench.DATASHEET['boost_mhz']} MHz")
+g = max(gemms, key=lambda g: g["tflops"])                        # cuBLAS's fastest GEMM
+tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12  # 2·M·N·K FLOP / seconds
+print(f"cuBLAS, best: 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms = {tf:.0f} TFLOP/s "
+      f"= {tf / peak:.2f} of the peak")
 series = {}
 for dt in ("float16", "bfloat16"):
     rows = [g for g in gemms if g["dtype"] == dt]
