@@ -155,6 +155,11 @@ LISTINGS = {
     ("09", r"if \(lane == 0 && leader\) \{"): (20, r"(?s)tcgen05_mma_f16.*tcgen05_commit<1>\(smem_u32\(&empty_bar"),
     ("09b", r"^          const u32 a = t & 1u;$"): (
         25, r"acc_empty\[a\][\s\S]*tcgen05_mma_mxf8f6f4[\s\S]*tcgen05_commit_multicast"),
+    # the FP8 consumer's k-tile (PROMOTE = 1) and the promotion it calls
+    ("07", r"float bs\[kAtoms\]\[2\];"): (10, r"(?s)mma_ktile.*wgmma_wait_group<1>.*promote\(acc, tot"),
+    # after exercise 2: promote in that build (fp8_promote.cuh with PROMOTE = 1 resolved)
+    ("07", r"promote\(acc, tot"): (15, r"(?s)void promote.*wgmma_wait_group<0>.*tot\[i\]\[j\] \+= "
+                                       r"acc\[i\]\[j\];.*this build: PROMOTE=1"),
     ("01", r"for \(int kt = 0; kt < KT"): (30, r"(?s)mma_ktile.*ldmatrix_x4\(.*mma_sync_m16n8k16<DT>\("
                                                   r".*mma\.sync\.aligned\.m16n8k16"),
     ("01b", r"^__device__ __forceinline__ void load_fragments"): (8, r"ldmatrix"),
@@ -203,7 +208,7 @@ LISTINGS = {
                                                                  r"[\s\S]*store_c_tma\(res"),
 }
 
-_NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt")
+_NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt", "fp8")
 
 
 def test_05s_second_listing_shows_only_what_the_skeleton_folded():
