@@ -100,12 +100,9 @@ fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A
 # ```
 #
 # Tuned: 128×128×64 CTA tiles of 64×64 warp tiles, swizzled (no bank conflicts), two shared
-# buffers (`buf`, so one barrier per k-tile). The loop's three calls:
-#
-# * `load_global(kt + 1)`: the *next* k-tile into registers (`LDG.128`), under this k-tile's math;
-# * `mma_ktile<true>(…)`: this k-tile's BK/16 k16 steps, each `ldmatrix` then `mma.sync` into the
-#   fp32 accumulators `acc` (shown under the loop, with the `ldmatrix` calls of `load_fragments`);
-# * `store_shared(buf ^ 1)`: those registers into the other buffer (`STS.128`).
+# buffers (`buf`, so one barrier per k-tile). The loop loads the *next* k-tile into registers
+# (`load_global`), runs this k-tile's math (`mma_ktile`, below it: per k16 step, `ldmatrix`
+# then `mma.sync`), then stores those registers into the other buffer (`store_shared`).
 
 # %%
 ck = mma_sync.compile_mma_sync("float16")
@@ -181,13 +178,12 @@ if bench.clock_caveat(sweep_kind):
 mhz = ceiling_row["sm_mhz"]                                 # the ceiling kernel's own measured clock
 peak_at = p["sm_count"] * 4096 * mhz * 1e6 / 1e12          # SMs × FLOP/clk/SM × clock, in TFLOP/s
 at_clock = ceiling / peak_at
-print(f"ceiling / peak = {ceiling:.0f} / ({p['sm_count']} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}) "
-      f"= {at_clock:.2f}")
 best4096 = max(r["tflops"] for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] == 4096)
 occ = sorted((r["warps_per_cta"] * r["ctas_per_sm"], r["tflops"])   # (warps per SM, TFLOP/s)
              for r in rec.results["peak"] if r["dtype"] == "float16")
 _ = notebook.claim(at_clock < 0.8 and best4096 < ceiling and occ[-1][1] < 1.1 * occ[0][1],
-                   f"The ceiling is {at_clock:.2f} of the Tensor Core peak at its clock; "
+                   f"The ceiling, {ceiling:.0f} / ({p['sm_count']} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}), is "
+                   f"{at_clock:.2f} of the Tensor Core peak at its clock; "
                    f"our best 4096³ GEMM, {best4096:.0f} TFLOP/s, is {best4096 / ceiling:.2f} of it. "
                    f"More warps barely move it ({occ[0][0]} → {occ[-1][0]} per SM: {occ[0][1]:.0f} → "
                    f"{occ[-1][1]:.0f}): this is the rate Hopper runs mma.sync at.",

@@ -152,10 +152,8 @@ plt.show()
 #
 # 1. **BK = 64, one stage** — copy k-tile kt, wait, compute, and only then copy kt+1: no overlap
 #    inside a CTA. Only the SM's second CTA (`/2cta`) computes while this one waits, as in
-#    chapter 01, which also runs two. With the same cover, it beats chapter 01: what held
-#    chapter 01 back was the hop through the registers. Each 16 bytes took an `LDG` and
-#    an `STS` (the SASS in section 2), and the next k-tile sat in registers between them (the
-#    cubin's counts below).
+#    chapter 01. With the same cover, it beats chapter 01: what held chapter 01 back was the hop
+#    through the registers (an `LDG` and an `STS` per 16 bytes, the next k-tile held in registers).
 # 2. **BK = 32, one stage** — the same kernel with k-tiles half as deep waits for a copy twice as
 #    often for the same math; it falls below chapter 01. With a ring in flight it becomes the
 #    fastest rung: overlap pays most where the k-tiles are short.
@@ -191,8 +189,7 @@ _ = notebook.claim("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * max(st[(64
 # %% [markdown]
 # **Why not chapter 01's ceiling?** That ceiling is `mma.sync` with no memory traffic. Here every
 # operand byte also crosses the SM's shared memory, which serves 128 bytes per clock: `cp.async`
-# writes each k-tile once, and `ldmatrix` reads it twice (each warp loads its own 64-row slice of A
-# and of B, so each slice is read by two warps). Clocks per k-tile for the best rung:
+# writes each k-tile once, and `ldmatrix` reads it twice. Clocks per k-tile for the best rung:
 
 # %% output varies
 tile, best, ceil = cp_async.ceiling_rows(rec.results, records.load("mma_sync").results["peak"])
