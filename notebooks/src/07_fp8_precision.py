@@ -157,9 +157,9 @@ ok, text, numbers = fp8.accumulator_table(res)       # both panels, and what pro
 _ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
-# **In the kernel.** One k-tile of the consumer, built with `PROMOTE = 1`: `mma_ktile` issues the
-# k32 wgmmas (their PTX first); then `promote` waits for them (its cost: deep dive 07b), adds the
-# accumulators into fp32 totals and restarts them. Its body is exercise 2's answer, shown after it.
+# **In the kernel.** One k-tile of the consumer (`PROMOTE = 1`): `mma_ktile` issues the k32 wgmmas
+# (PTX first); `promote` waits for them (cost: 07b), adds the accumulators into fp32 totals and
+# restarts them. Its body answers exercise 2, so it comes after it.
 
 # %% output varies
 ck = W.compile_ws(fp8.fp8_config(promote=1))

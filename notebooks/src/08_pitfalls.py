@@ -62,8 +62,8 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 # For tile `t` of a ring of `S` stages, the producer's first pass (`t < S`) waits on `empty[s]`
 # with parity `(t / S + 1) % 2` = 1, "the phase before", which a fresh barrier counts as complete.
 # Compute `(t / S) % 2` instead and it waits for phase 0 of a barrier nobody has arrived on yet
-# ([flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317): phase 0 looped forever, phase 1 worked). Chapter 05's ring model runs the
-# broken protocol on the kernel's schedule. First the one line BUG=1 changes in the producer:
+# ([flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317)). Chapter 05's ring model runs the
+# broken protocol on the kernel's schedule, after the one line BUG=1 changes:
 
 # %%
 print(notebook.build_diff("pitfalls.cu", {"BUG": 1}, context=1))
@@ -87,9 +87,10 @@ for word in F.variants.words_in(outcome):
 # TMA's 128B swizzle XORs address bits [4, 7) with bits [7, 10) of the **absolute** shared-memory
 # address. A stage that starts 128 bytes past a 1024 B boundary shifts every row's pattern by one
 # row, and a reader that swizzles relative to the stage base reads every element from the wrong
-# 16-byte chunk ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)):
+# 16-byte chunk ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)). BUG=7 adds one line:
 
 # %%
+print(notebook.build_diff("pitfalls.cu", {"BUG": 7}, context=0))
 m = D.layout_mismatch(tma_swizzle=128, reader_swizzle=128, base_offset=128)
 print(D.layout_diagnosis("misaligned").text)
 assert m["wrong"] == m["total"] and D.layout_mismatch(128, 128, 1024) is None
