@@ -107,6 +107,35 @@ def whole_summary(results: dict) -> dict:
     return s
 
 
+def whole_verdicts(results: dict, tolerance: float = 0.02) -> list[tuple[bool, str, str]]:
+    """The chapter's sentences on a record, each (condition, if true, if false) for
+    :func:`asynctc.core.notebook.verdict`: the checks, then per size the whole kernel beside rung 3
+    (the same speed within ``tolerance``, or which is faster by how much) and cuBLAS."""
+    s = whole_summary(results)
+    worst = s["worst_ratio"]
+    out = [(s["checks_passed"],
+            f"Checked at {s['n_checks']} shapes (fp16 and bf16, fresh random inputs, C poisoned): "
+            f"every element within its bound, the worst at {worst:.2f} of it.",
+            f"A check failed ({s['failed'][0] if s['failed'] else 'no checks'}): the kernel is "
+            "wrong, and its speed was not recorded.")]
+    for size, d in sorted(s["sizes"].items()):
+        of = d["of_cublas"]
+        if "whole" not in of or "rung 3" not in of:
+            continue
+        x, y = of["whole"], of["rung 3"]
+        head = f"{size}³ fp16: the whole kernel runs at {x:.2f} of cuBLAS, rung 3 at {y:.2f}"
+        out.append((abs(x / y - 1) <= tolerance, f"{head}: the same speed within {tolerance:.0%}.",
+                    f"{head}: the whole kernel is {'faster' if x > y else 'slower'} by "
+                    f"{abs(x / y - 1):.0%}."))
+    return out
+
+
+def rung3_of_cublas(ladder_results: dict) -> dict:
+    """{size: rung 3's fp16 TFLOP/s over cuBLAS's} from the ``warp_specialization`` record."""
+    return {r["size"]: r["of_cublas"] for r in ladder_results["ladder"]
+            if r.get("rung") == 3 and r["dtype"] == "float16"}
+
+
 def summarize_whole(rec: records.Record) -> str:
     s = whole_summary(rec.results)
     lines = [f"{rec.label()}", f"checks: {s['n_checks']}, "
