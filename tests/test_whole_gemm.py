@@ -199,3 +199,23 @@ def test_chapter_cell_without_and_with_the_record(tmp_path, monkeypatch, capsys)
         assert "replayed: measured on NVIDIA H200" in out and "Not run" not in out
         for s in said:
             assert s in out, (s, out)
+
+
+def test_a_failed_timed_run_is_recorded_and_the_others_still_run(monkeypatch):
+    """A timed run whose error word is set (a wait that timed out) is a row with ``error``; rung 3
+    and cuBLAS are still timed, the summary leaves the failed kernel out, the script would exit 1."""
+    _emulate_whole(monkeypatch)
+    monkeypatch.setattr(WS, "CHECKS", ((128, 256, 64, "float16"),))
+    real = whole.launcher
+
+    def launcher(a, b, c, stream=None):
+        run, err = real(a, b, c, stream)
+        if c.shape == (512, 512):              # the timed runs, not the checks
+            err.h[0] = 1 | (0x00022 << 8)      # the empty barrier of stage 2, the producer
+        return run, err
+    monkeypatch.setattr(whole, "launcher", launcher)
+    res = WS.measure_whole(lambda s: None, sizes=(512,), rounds=1)
+    bad = [r for r in res["rows"] if "error" in r]
+    assert [r["kernel"] for r in bad] == ["whole"] and "empty barrier of stage 2" in bad[0]["error"]
+    assert {r["kernel"] for r in res["rows"] if "tflops" in r} == {"cuBLAS", "rung 3"}
+    assert "whole" not in WS.whole_summary(res)["sizes"][512]["tflops"]

@@ -52,23 +52,31 @@ def measure_whole(progress=None, sizes=SIZES, dtype: str = "float16", reps: int 
         out["timings_skipped"] = "a check failed: a wrong kernel's speed is not recorded"
         return out
     for size in sizes:
-        a, b, da, db, dbt = P.device_problem(size, dtype, rng)
-        sampled = checks.timed_output_reference(a, b, dtype, rng)
-        dc = DeviceArray.poisoned((size, size), checks.np_dtype(dtype))
-        run_whole, err = whole.launcher(da, dbt, dc)
-        g3 = make_gemm(_ws2(dtype), da, dbt, dc)
-        fns = {"whole": run_whole, "rung 3": g3.launcher()}
-        if out["baseline_library"]:
-            fns["cuBLAS"] = bench.cublas_gemm(da, db, dc)
+        try:
+            a, b, da, db, dbt = P.device_problem(size, dtype, rng)
+            sampled = checks.timed_output_reference(a, b, dtype, rng)
+            dc = DeviceArray.poisoned((size, size), checks.np_dtype(dtype))
+            run_whole, err = whole.launcher(da, dbt, dc)
+            g3 = make_gemm(_ws2(dtype), da, dbt, dc)
+            fns = {"whole": run_whole, "rung 3": g3.launcher()}
+            if out["baseline_library"]:
+                fns["cuBLAS"] = bench.cublas_gemm(da, db, dc)
+        except Exception as e:  # noqa: BLE001 - recorded; the record is still written
+            out["rows"].append({"kernel": "setup", "size": size, "dtype": dtype,
+                                "error": f"{type(e).__name__}: {e}"})
+            say(f"{size}³ setup FAILED: {out['rows'][-1]['error']}")
+            continue
         for r in range(rounds):
             for name in (KERNELS if r % 2 == 0 else KERNELS[::-1]):
                 if name not in fns:
                     continue
-                dc.poison()
                 row = {"kernel": name, "size": size, "dtype": dtype, "round": r}
                 try:
+                    dc.poison()
                     t = bench.time_gpu(fns[name], warmup=3, reps=reps, clock=True)
                     word = int(err.to_host()[0]) if name == "whole" else 0
+                    if word:
+                        raise RuntimeError(f"hopper_gemm {size}³: {P.decode_error(word)}")
                     if name == "rung 3":
                         g3.check_error()
                     row.update(**t.as_dict(), tflops=bench.tflops(bench.gemm_flop(size, size, size),
@@ -84,7 +92,7 @@ def measure_whole(progress=None, sizes=SIZES, dtype: str = "float16", reps: int 
                     row["error"] = f"{type(e).__name__}: {e}"
                     say(f"{size}³ {name} round {r}: FAILED {row['error']}")
                 out["rows"].append(row)
-        del g3, da, db, dbt, dc
+        del g3, fns, run_whole, da, db, dbt, dc
     out["clocks_after"] = records.nvidia_smi_clocks()
     return out
 
