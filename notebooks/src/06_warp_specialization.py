@@ -131,10 +131,12 @@ _ = notebook.claim(*W.rung34_note(res)[:2])
 # The listing of §1 is one build of a file full of switches. `asynctc/kernels/hopper_gemm.cu` is
 # rung 3 written out whole, with no switches, to read top to bottom. It includes only the
 # one-instruction wrappers of `asynctc/kernels/ptx/` that chapters 03–05 showed. Each part names
-# the chapter that taught it and, where you wrote it, the exercise.
+# the chapter that taught it and, where you wrote it, the exercise. It contains the k-loop
+# exercise's answer, so it stays closed until that exercise passes.
 
-# %%
-notebook.show_source("hopper_gemm.cu", hooks=True)
+# %% output answers a prediction
+if exercises.after("ch06.consumer_loop"):
+    display(notebook.show_source("hopper_gemm.cu", hooks=True))
 
 # %% [markdown]
 # The host side, `asynctc/warp_specialization/whole.py`: compile, check the shapes, make the two
