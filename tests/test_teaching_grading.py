@@ -298,12 +298,13 @@ def test_grade_timeout_default_is_documented(capsys):
 def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
     """Chapter 05 asks groups_pending (§1, exercise 1) before producer_step (§2), and deep
     dive 05c find_bug after both; chapter 06 asks consumer_loop (§1, under its listing), then
-    cluster_arrivals and store_position (§4): the columns say so."""
+    cluster_arrivals and store_position (deep dive 06c §9): the columns say so."""
     from asynctc.teaching import grading
     order = grading.course_order()
     assert order["ch05.groups_pending"] < order["ch05.producer_step"] < order["ch05.find_bug"]
     assert order["ch00.memory_bound"] < order["ch05.groups_pending"]
-    bob = grading.Graded("bob", ["05_pipelines.ipynb", "06_warp_specialization.ipynb"],
+    bob = grading.Graded("bob", ["05_pipelines.ipynb", "06_warp_specialization.ipynb",
+                                 "06c_ladder_investigations.ipynb"],
                          {"ch06.store_position": None, "ch05.producer_step": "wrong",
                           "ch06.consumer_loop": "correct", "ch05.groups_pending": "correct"}, {}, [])
     assert grading.columns([bob]) == ["ch05.groups_pending", "ch05.producer_step", "ch06.consumer_loop",

@@ -154,3 +154,68 @@ def test_suite_is_registered_and_the_script_is_thin():
 def test_whole_kernel_on_the_gpu(m, n, k, dtype):
     c = whole.verify_whole(m, n, k, dtype)
     assert c.passed, c.as_dict()
+
+
+# ---- chapter 06's cell: "not run on a GPU yet" without the record, the verdicts with one ---------
+
+def _chapter_cell() -> str:
+    cells = re.split(r"(?m)^# %%.*$", (ROOT / "notebooks" / "src" / "06_warp_specialization.py").read_text())
+    (cell,) = [c for c in cells if 'records.load("whole_gemm")' in c]
+    return cell
+
+
+def _results(whole_tf: float, checks_pass: bool = True) -> dict:
+    chk = [{"shape": [512, 768, 1024], "config": "hopper_gemm float16", "passed": checks_pass,
+            "worst_ratio": 0.12}]
+    if not checks_pass:
+        return {"checks": chk, "rows": [], "timings_skipped": "a check failed"}
+    rows = [{"kernel": k, "size": s, "dtype": "float16", "round": r, "tflops": tf}
+            for s in (4096, 8192) for r in (0, 1)
+            for k, tf in (("cuBLAS", 800.0), ("rung 3", 720.0), ("whole", whole_tf))]
+    return {"checks": chk, "rows": rows}
+
+
+def test_chapter_cell_without_and_with_the_record(tmp_path, monkeypatch, capsys):
+    from asynctc import warp_specialization as W
+    from asynctc.core import notebook, records
+    monkeypatch.setattr(runtime, "runs_live", lambda arch="sm_90a": False)
+    res = records.load("warp_specialization").results
+    monkeypatch.setenv("ASYNCTC_DATA", str(tmp_path))
+    ns = {"records": records, "W": W, "notebook": notebook, "res": res}
+    exec(compile(_chapter_cell(), "06", "exec"), dict(ns))    # noqa: S102 - our source
+    out = capsys.readouterr().out
+    assert out.startswith("Not run on a GPU yet: there is no record whole_gemm. Rung 3, the same "
+                          "design, ran at 0.89 of cuBLAS at 4096³ and 0.95 of cuBLAS at 8192³")
+    prov = {k: "test" for k in records.REQUIRED_PROVENANCE}
+    prov.update(gpu="NVIDIA H200", date="2026-12-03T00:00:00+00:00")
+    for results, said in ((_results(720.0), ["every element within its bound, the worst at 0.12",
+                                             "4096³ fp16: the whole kernel runs at 0.90 of cuBLAS, "
+                                             "rung 3 at 0.90: the same speed within 2%."]),
+                          (_results(680.0), ["the whole kernel is slower by 6%."]),
+                          (_results(0.0, checks_pass=False), ["A check failed", "not recorded"])):
+        records.save(records.Record("whole_gemm", prov, results), slug="h200")
+        exec(compile(_chapter_cell(), "06", "exec"), dict(ns))    # noqa: S102
+        out = capsys.readouterr().out
+        assert "replayed: measured on NVIDIA H200" in out and "Not run" not in out
+        for s in said:
+            assert s in out, (s, out)
+
+
+def test_a_failed_timed_run_is_recorded_and_the_others_still_run(monkeypatch):
+    """A timed run whose error word is set (a wait that timed out) is a row with ``error``; rung 3
+    and cuBLAS are still timed, the summary leaves the failed kernel out, the script would exit 1."""
+    _emulate_whole(monkeypatch)
+    monkeypatch.setattr(WS, "CHECKS", ((128, 256, 64, "float16"),))
+    real = whole.launcher
+
+    def launcher(a, b, c, stream=None):
+        run, err = real(a, b, c, stream)
+        if c.shape == (512, 512):              # the timed runs, not the checks
+            err.h[0] = 1 | (0x00022 << 8)      # the empty barrier of stage 2, the producer
+        return run, err
+    monkeypatch.setattr(whole, "launcher", launcher)
+    res = WS.measure_whole(lambda s: None, sizes=(512,), rounds=1)
+    bad = [r for r in res["rows"] if "error" in r]
+    assert [r["kernel"] for r in bad] == ["whole"] and "empty barrier of stage 2" in bad[0]["error"]
+    assert {r["kernel"] for r in res["rows"] if "tflops" in r} == {"cuBLAS", "rung 3"}
+    assert "whole" not in WS.whole_summary(res)["sizes"][512]["tflops"]

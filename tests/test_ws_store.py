@@ -20,7 +20,7 @@ from asynctc.warp_specialization import store_suite as SS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "gpu_ch06_store.py"
-CHAPTER = ROOT / "notebooks" / "src" / "06_warp_specialization.py"
+CHAPTER = ROOT / "notebooks" / "src" / "06c_ladder_investigations.py"   # §9 (rungs 5–8)
 
 
 def test_suite_is_registered_never_plots_and_the_script_is_thin():

@@ -71,8 +71,8 @@ W.<name>``):
 * ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
   compiled into rung 3 (NVRTC), read (``asynctc/core/loop_reader.py``) and judged with chapter 05's ring model
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
-* ``rung_notes.py`` — §4's generated sentences on rungs 3–8 (:func:`rung34_note`, :func:`rung_note`);
-  ``rung_exercises.py`` — §4's exercises on rungs 6 and 7, judged by the cluster ring model and
+* ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung34_note`, :func:`rung_note`);
+  ``rung_exercises.py`` — 06c §9's exercises on rungs 6 and 7, judged by the cluster ring model and
   the epilogue's stmatrix layout (:func:`staging_position`);
 * ``rung_diff.py`` — what a rung adds: :func:`rung_diff` diffs two rungs' builds of the kernel
   source, switches resolved, with the file's line numbers (no GPU, no compiler);
@@ -80,6 +80,11 @@ W.<name>``):
   ``order_suite.py`` — the ``ws_orders`` record suite (rung 8's L2 / tile-order variants);
 * ``store_suite.py`` — the ``ws_store_ablation`` record suite (rung 7's TMA store without the
   persistent grid, and without clusters; its table, generated verdicts and frozen predictions).
+* ``whole.py`` — the host side of ``kernels/hopper_gemm.cu`` (rung 3 in one switch-free file,
+  chapter 06 §4): :func:`~.whole.compile_whole`, :func:`~.whole.check_shapes`,
+  :func:`~.whole.launcher`, :func:`~.whole.verify_whole`; written to be read whole;
+  ``whole_suite.py`` — its ``whole_gemm`` record suite (checks, then timed beside rung 3 and
+  cuBLAS) and the sentences read from it (:func:`~.whole_suite.whole_verdicts`); never plots.
 
 PTX ISA references: "setmaxnreg" (register reconfiguration per warpgroup; the count must be known
 at entry: ``__launch_bounds__`` / ``.maxnreg``), "mbarrier" (arrive, expect_tx, try_wait.parity),

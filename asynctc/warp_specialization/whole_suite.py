@@ -52,23 +52,31 @@ def measure_whole(progress=None, sizes=SIZES, dtype: str = "float16", reps: int 
         out["timings_skipped"] = "a check failed: a wrong kernel's speed is not recorded"
         return out
     for size in sizes:
-        a, b, da, db, dbt = P.device_problem(size, dtype, rng)
-        sampled = checks.timed_output_reference(a, b, dtype, rng)
-        dc = DeviceArray.poisoned((size, size), checks.np_dtype(dtype))
-        run_whole, err = whole.launcher(da, dbt, dc)
-        g3 = make_gemm(_ws2(dtype), da, dbt, dc)
-        fns = {"whole": run_whole, "rung 3": g3.launcher()}
-        if out["baseline_library"]:
-            fns["cuBLAS"] = bench.cublas_gemm(da, db, dc)
+        try:
+            a, b, da, db, dbt = P.device_problem(size, dtype, rng)
+            sampled = checks.timed_output_reference(a, b, dtype, rng)
+            dc = DeviceArray.poisoned((size, size), checks.np_dtype(dtype))
+            run_whole, err = whole.launcher(da, dbt, dc)
+            g3 = make_gemm(_ws2(dtype), da, dbt, dc)
+            fns = {"whole": run_whole, "rung 3": g3.launcher()}
+            if out["baseline_library"]:
+                fns["cuBLAS"] = bench.cublas_gemm(da, db, dc)
+        except Exception as e:  # noqa: BLE001 - recorded; the record is still written
+            out["rows"].append({"kernel": "setup", "size": size, "dtype": dtype,
+                                "error": f"{type(e).__name__}: {e}"})
+            say(f"{size}³ setup FAILED: {out['rows'][-1]['error']}")
+            continue
         for r in range(rounds):
             for name in (KERNELS if r % 2 == 0 else KERNELS[::-1]):
                 if name not in fns:
                     continue
-                dc.poison()
                 row = {"kernel": name, "size": size, "dtype": dtype, "round": r}
                 try:
+                    dc.poison()
                     t = bench.time_gpu(fns[name], warmup=3, reps=reps, clock=True)
                     word = int(err.to_host()[0]) if name == "whole" else 0
+                    if word:
+                        raise RuntimeError(f"hopper_gemm {size}³: {P.decode_error(word)}")
                     if name == "rung 3":
                         g3.check_error()
                     row.update(**t.as_dict(), tflops=bench.tflops(bench.gemm_flop(size, size, size),
@@ -84,7 +92,7 @@ def measure_whole(progress=None, sizes=SIZES, dtype: str = "float16", reps: int 
                     row["error"] = f"{type(e).__name__}: {e}"
                     say(f"{size}³ {name} round {r}: FAILED {row['error']}")
                 out["rows"].append(row)
-        del g3, da, db, dbt, dc
+        del g3, fns, run_whole, da, db, dbt, dc
     out["clocks_after"] = records.nvidia_smi_clocks()
     return out
 
@@ -105,6 +113,35 @@ def whole_summary(results: dict) -> dict:
         s["sizes"][size] = {"tflops": tf, "of_cublas": {k: v / tf["cuBLAS"] for k, v in tf.items()}
                             if "cuBLAS" in tf else {}}
     return s
+
+
+def whole_verdicts(results: dict, tolerance: float = 0.02) -> list[tuple[bool, str, str]]:
+    """The chapter's sentences on a record, each (condition, if true, if false) for
+    :func:`asynctc.core.notebook.verdict`: the checks, then per size the whole kernel beside rung 3
+    (the same speed within ``tolerance``, or which is faster by how much) and cuBLAS."""
+    s = whole_summary(results)
+    worst = s["worst_ratio"]
+    out = [(s["checks_passed"],
+            f"Checked at {s['n_checks']} shapes (fp16 and bf16, fresh random inputs, C poisoned): "
+            f"every element within its bound, the worst at {worst:.2f} of it.",
+            f"A check failed ({s['failed'][0] if s['failed'] else 'no checks'}): the kernel is "
+            "wrong, and its speed was not recorded.")]
+    for size, d in sorted(s["sizes"].items()):
+        of = d["of_cublas"]
+        if "whole" not in of or "rung 3" not in of:
+            continue
+        x, y = of["whole"], of["rung 3"]
+        head = f"{size}³ fp16: the whole kernel runs at {x:.2f} of cuBLAS, rung 3 at {y:.2f}"
+        out.append((abs(x / y - 1) <= tolerance, f"{head}: the same speed within {tolerance:.0%}.",
+                    f"{head}: the whole kernel is {'faster' if x > y else 'slower'} by "
+                    f"{abs(x / y - 1):.0%}."))
+    return out
+
+
+def rung3_of_cublas(ladder_results: dict) -> dict:
+    """{size: rung 3's fp16 TFLOP/s over cuBLAS's} from the ``warp_specialization`` record."""
+    return {r["size"]: r["of_cublas"] for r in ladder_results["ladder"]
+            if r.get("rung") == 3 and r["dtype"] == "float16"}
 
 
 def summarize_whole(rec: records.Record) -> str:

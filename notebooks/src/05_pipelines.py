@@ -247,14 +247,14 @@ _ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # §5'
 print(pl.design_survey(record=rec))                # §5's "Design it": every design, model beside record
 
 # %% [markdown]
-# **What you learned.** The ring and its parities, a pipelined GEMM checked and measured, why
-# depth stops paying, what a fit can say. **Next:** [chapter 06](06_warp_specialization.ipynb)
-# gives the loads a warpgroup of their own.
-
-# %% [markdown]
 # **Your GEMM so far.** Chapter 05 added the producer step, which refills the ring.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far
 
 so_far("05")
+
+# %% [markdown]
+# **What you learned.** The ring and its parities, a pipelined GEMM checked and measured, why
+# depth stops paying, what a fit can say. **Next:** [chapter 06](06_warp_specialization.ipynb)
+# gives the loads a warpgroup of their own.

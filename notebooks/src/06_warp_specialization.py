@@ -8,11 +8,12 @@
 # 1. write the consumers' k-loop (its wait, phase parity and release) and say why the
 #    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
 # 2. read the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder rung by rung: what each adds to the code and what it bought;
-# 4. call the result, `asynctc.matmul(a, b)`, on any shape.
+# 3. read the ladder: what each rung bought beside cuBLAS;
+# 4. read a whole Hopper GEMM, kernel and host side, top to bottom in one file;
+# 5. call the top rung, `asynctc.matmul(a, b)`, on any shape.
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
-# the ladder investigated; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
+# the ladder investigated, rungs 5–8 one at a time; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
 # [raster](../docs/glossary.md#raster) sweep, `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
 # core exercises (stage fill, swizzle, k-step) run one Hopper tile on the CPU.
 
@@ -119,86 +120,83 @@ _ = notebook.claim(*W.split_note(res, records.load("pipeline").results)[:2])
 _ = notebook.claim(*W.rung34_note(res)[:2])
 
 # %% [markdown]
-# ## 4. Rungs 5–8, one at a time
+# Rungs 5–8 one at a time (a [persistent](../docs/glossary.md#persistent) grid,
+# [clusters](../docs/glossary.md#cluster) with B [multicast](../docs/glossary.md#multicast), a
+# [TMA store](../docs/glossary.md#tma-store), a wider raster), with what each adds to the code and
+# two exercises: [deep dive 06c §9](06c_ladder_investigations.ipynb). Every ladder and every
+# verdict: the rest of 06c.
 #
-# Per rung: what it adds (`W.rung_diff(name)`, `-` / `+`: the earlier / the later build), what it
-# should buy, what it bought.
+# ## 4. The whole kernel, one file
 #
-# **Rung 5, [persistent](../docs/glossary.md#persistent).** One CTA per SM, each walking the
-# tiles `item_step` apart. The producer loads the next tile's first stages while the consumers
-# store this one: each tile's start-up wait is hidden. Predicted: +3 to +8 %.
-
-# %% output varies
-print(W.rung_diff("persistent", only="item_step", context=1))
-_ = notebook.claim(*W.rung_note(res, 5)[:2])
-
-# %% [markdown]
-# **Rung 6, [clusters](../docs/glossary.md#cluster) of 2 CTAs, B
-# [multicast](../docs/glossary.md#multicast).** The cluster's two tiles lie one above the other
-# and share B. Each producer loads its A box and *half* of B, multicast into stage s of both CTAs:
-# 32 KiB per stage from L2 per SM, not 48. It pays if the consumers wait on L2. Predicted: +0 to +6 %.
-
-# %% output varies
-print(W.rung_diff("cluster", only="tma_load", context=0))
-_ = notebook.claim(*W.rung_note(res, 6)[:2])
-
-# %% [markdown]
-# **Exercise 2. The cluster's empty barrier.** In rung 5, `mbarrier_init(empty[s], CONSUMERS)`:
-# each consumer warpgroup's elected thread arrives once per fill. In rung 6 a multicast also
-# writes the *peer* CTA's stage s. How many arrivals must empty[s] count per phase: one of 1, 2,
-# 4 or 8? The check runs your count through a model of both CTAs' rings.
+# The listing of §1 is one build of a file full of switches. `asynctc/kernels/hopper_gemm.cu` is
+# rung 3 written out whole, with no switches, to read top to bottom. It includes only the
+# one-instruction wrappers of `asynctc/kernels/ptx/` that chapters 03–05 showed. Each part names
+# the chapter that taught it and, where you wrote it, the exercise. Only the consumers' k-loop is
+# left out: it is exercise 1's answer, printed below the listing once your loop passes.
 
 # %%
-answer = ...
-ok = exercises.check("ch06.cluster_arrivals", answer, consumers=2, cluster=2)
+WHOLE_LOOP = (r"^  int stage = 0, prev = 0;", r"^  if \(elected\) mbarrier_arrive",
+              "the consumers' k-loop: exercise 1, printed below once your loop passes")
+notebook.show_source("hopper_gemm.cu", hooks=True, omit=WHOLE_LOOP)
 
 # %% output answers a prediction
-if exercises.after("ch06.cluster_arrivals"):
-    print(W.rung_diff("cluster", only=r"empty\[s\]|remote", context=0))
+if exercises.after("ch06.consumer_loop"):
+    print(notebook.source_excerpt("hopper_gemm.cu", hooks=True, omit=WHOLE_LOOP, left_out=True))
 
 # %% [markdown]
-# **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
-# Until now each consumer thread stored its accumulators straight to C (`store_c`): a warp's store
-# covers 8 rows of 16 bytes, so a 128-byte line of C takes eight requests. Rung 7 writes C into
-# shared memory with [stmatrix](../docs/glossary.md#stmatrix), then stores each 64×64 chunk
-# with one TMA store. Predicted: +1 to +3 %. An ablation also added it to rungs 3 and 5.
-#
-# **Rung 8, a wider [raster](../docs/glossary.md#raster).** One compile-time value changes
-# (`W.rung_diff("raster")`): `GROUP_M` 8 → 16. The 132 CTAs running at once then touch 16 rows of
-# A tiles and about 8 columns of B, not 8 and 16: fewer bytes from DRAM. Predicted: +1 %, from an
-# earlier raster sweep (06d).
-
-# %% output varies
-print(W.rung_diff("tma_store", only="store_c", context=0))
-_ = notebook.claim(*W.rung_note(res, 7)[:2])
-srec = records.load("ws_store_ablation")
-print(f"{srec.label()}\nPredicted on {W.STORE_PREDICTION_DATE}: {W.STORE_PREDICTIONS[0].split(' (')[0]}.")
-_ = notebook.verdict(*W.prediction_verdicts(srec.results)[0])
-_ = notebook.claim(*W.rung_note(res, 8)[:2])
-
-# %% [markdown]
-# **Exercise 3. Where rung 7's stmatrix puts an accumulator.** A consumer's m64n256 wgmma leaves its
-# 64×256 block of C in registers: warp w = thread // 32 has rows 16w … 16w + 15; lane 4g + t
-# has, per 8-column block b, accumulators 4b … 4b + 3 = row g, columns 8b + 2t and 8b + 2t + 1,
-# then the same columns of row g + 8. stmatrix keeps rows and columns; staging chunk
-# q = index // 32 takes columns 64q … 64q + 63. Thread 77 has `acc[0][46]`: which (row, col) of
-# its staging chunk?
+# The host side, `asynctc/warp_specialization/whole.py`: compile, check the shapes, make the two
+# [tensor maps](../docs/glossary.md#tensor-map), launch one CTA per tile with 384 threads and
+# 193 KiB of dynamic shared memory, read the error word, check every element against float64.
 
 # %%
-answer = ...
-ok = exercises.check("ch06.store_position", answer, thread=77, index=46)
+import inspect
+
+from IPython.display import Code
+
+Code(inspect.getsource(W.whole), language="python")
 
 # %% [markdown]
-# Every rung in every ladder, and every verdict: [deep dive 06c](06c_ladder_investigations.ipynb).
-#
+# What the GPU said (`tools/gpu_whole_gemm.py`): the checks, then the time beside rung 3 and cuBLAS
+# in the same run. On a GPU this cell also runs a check now.
+
+# %% output varies
+from asynctc.core import runtime
+
+if runtime.runs_live("sm_90a"):
+    c = W.whole.verify_whole(512, 768, 1024)
+    _ = notebook.claim(c.passed, f"Checked now at 512×768×1024: every element within its bound "
+                                 f"(the worst at {c.worst:.2f} of it).", worst=c.worst)
+try:
+    wrec = records.load("whole_gemm")
+except records.RecordError:
+    wrec = None
+if wrec is None:
+    r3 = W.whole_suite.rung3_of_cublas(res)
+    print("Not run on a GPU yet: there is no record whole_gemm. Rung 3, the same design, ran at "
+          + " and ".join(f"{v:.2f} of cuBLAS at {n}³" for n, v in sorted(r3.items())) + " (fp16).")
+else:
+    print(wrec.label())
+    for v in W.whole_suite.whole_verdicts(wrec.results):
+        _ = notebook.verdict(*v)
+
+# %% [markdown]
+# **Your GEMM so far.** The consumer loop completes it; deep dive [06e](06e_your_gemm_on_the_cpu.ipynb)
+# breaks pieces on purpose.
+
+# %% output varies
+from asynctc.models.gemm_so_far import so_far
+
+so_far("06")
+
+# %% [markdown]
 # ## 5. Use it: `asynctc.matmul`
 #
 # The top rung, with edge handling, is `asynctc.matmul(a, b)`: any M, N, K, numpy, torch or CuPy
 # arrays ([deep dive 06d §3](06d_limits_and_gemm.ipynb)).
 #
 # **What you learned.** The two roles' loops and parities (yours for the consumers), why the
-# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, what each rung adds and
-# bought, and `asynctc.matmul`.
+# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, what the ladder bought,
+# the whole kernel and its host side in one file, and `asynctc.matmul`.
 #
 # **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your passing core
 # exercises (chapter 03's stage fill and swizzle, chapter 04's k-step, chapter 05's producer step and
@@ -224,21 +222,3 @@ prev = pos.stage;
 pos.advance();
 """
 ok = exercises.check("ch06.consumer_loop", consumer_loop, solution=True)
-
-# %%
-ok = exercises.check("ch06.cluster_arrivals", 2 * 2, consumers=2, cluster=2, solution=True)  # consumers × CTAs
-
-# %%
-w, lane = divmod(77, 32)            # warp 2, lane 13 = 4·3 + 1
-ok = exercises.check("ch06.store_position", (16 * w + lane // 4 + 8 * ((46 >> 1) & 1),
-                                             8 * (46 >> 2) + 2 * (lane % 4) + (46 & 1) - 64 * (46 // 32)),
-                     thread=77, index=46, solution=True)
-
-# %% [markdown]
-# **Your GEMM so far.** The consumer loop completes it; deep dive [06e](06e_your_gemm_on_the_cpu.ipynb)
-# breaks pieces on purpose.
-
-# %% output varies
-from asynctc.models.gemm_so_far import so_far
-
-so_far("06")

@@ -12,6 +12,7 @@
 # | 5 | shared-memory bytes per k-tile against the rate per clock measured in flight |
 # | 6–7 | the rungs on shapes that are not cubes; a published worklog's ladder beside ours |
 # | 8 | rung 9, ping-pong consumers |
+# | 9 | rungs 5–8 one at a time: what each adds to the code, what it bought; two exercises (the cluster's empty barrier, where rung 7's stmatrix puts an accumulator) |
 
 # %% output varies
 import re
@@ -19,7 +20,7 @@ import textwrap
 
 import matplotlib.pyplot as plt
 
-from asynctc.core import bench, notebook, records, runtime
+from asynctc.core import bench, exercises, notebook, records, runtime
 from asynctc import pipeline as pl
 from asynctc import warp_specialization as W
 
@@ -522,3 +523,85 @@ _ = notebook.claim(o9["epilogue_covered"] > o8["epilogue_covered"] and slowed < 
 # The loss is measured; its cause is not pinned down here. Ping-pong is expected to pay where the
 # epilogue is long against the k-loop (a fused activation, a wide C) — an expectation, not measured
 # in this course.
+
+# %% [markdown]
+# ## 9. Rungs 5–8, one at a time
+#
+# Moved here from the core lesson (chapter 06 §3 shows the ladder whole). Per rung: what it adds (`W.rung_diff(name)`, `-` / `+`: the earlier / the later build), what it
+# should buy, what it bought.
+#
+# **Rung 5, [persistent](../docs/glossary.md#persistent).** One CTA per SM, each walking the
+# tiles `item_step` apart. The producer loads the next tile's first stages while the consumers
+# store this one: each tile's start-up wait is hidden. Predicted: +3 to +8 %.
+
+# %% output varies
+print(W.rung_diff("persistent", only="item_step", context=1))
+_ = notebook.claim(*W.rung_note(res, 5)[:2])
+
+# %% [markdown]
+# **Rung 6, [clusters](../docs/glossary.md#cluster) of 2 CTAs, B
+# [multicast](../docs/glossary.md#multicast).** The cluster's two tiles lie one above the other
+# and share B. Each producer loads its A box and *half* of B, multicast into stage s of both CTAs:
+# 32 KiB per stage from L2 per SM, not 48. It pays if the consumers wait on L2. Predicted: +0 to +6 %.
+
+# %% output varies
+print(W.rung_diff("cluster", only="tma_load", context=0))
+_ = notebook.claim(*W.rung_note(res, 6)[:2])
+
+# %% [markdown]
+# **Exercise 2. The cluster's empty barrier.** In rung 5, `mbarrier_init(empty[s], CONSUMERS)`:
+# each consumer warpgroup's elected thread arrives once per fill. In rung 6 a multicast also
+# writes the *peer* CTA's stage s. How many arrivals must empty[s] count per phase: one of 1, 2,
+# 4 or 8? The check runs your count through a model of both CTAs' rings.
+
+# %%
+answer = ...
+ok = exercises.check("ch06.cluster_arrivals", answer, consumers=2, cluster=2)
+
+# %% output answers a prediction
+if exercises.after("ch06.cluster_arrivals"):
+    print(W.rung_diff("cluster", only=r"empty\[s\]|remote", context=0))
+
+# %% [markdown]
+# **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
+# Until now each consumer thread stored its accumulators straight to C (`store_c`): a warp's store
+# covers 8 rows of 16 bytes, so a 128-byte line of C takes eight requests. Rung 7 writes C into
+# shared memory with [stmatrix](../docs/glossary.md#stmatrix), then stores each 64×64 chunk
+# with one TMA store. Predicted: +1 to +3 %. An ablation also added it to rungs 3 and 5.
+#
+# **Rung 8, a wider [raster](../docs/glossary.md#raster).** One compile-time value changes
+# (`W.rung_diff("raster")`): `GROUP_M` 8 → 16. The 132 CTAs running at once then touch 16 rows of
+# A tiles and about 8 columns of B, not 8 and 16: fewer bytes from DRAM. Predicted: +1 %, from an
+# earlier raster sweep (06d).
+
+# %% output varies
+print(W.rung_diff("tma_store", only="store_c", context=0))
+_ = notebook.claim(*W.rung_note(res, 7)[:2])
+srec = records.load("ws_store_ablation")
+print(f"{srec.label()}\nPredicted on {W.STORE_PREDICTION_DATE}: {W.STORE_PREDICTIONS[0].split(' (')[0]}.")
+_ = notebook.verdict(*W.prediction_verdicts(srec.results)[0])
+_ = notebook.claim(*W.rung_note(res, 8)[:2])
+
+# %% [markdown]
+# **Exercise 3. Where rung 7's stmatrix puts an accumulator.** A consumer's m64n256 wgmma leaves its
+# 64×256 block of C in registers: warp w = thread // 32 has rows 16w … 16w + 15; lane 4g + t
+# has, per 8-column block b, accumulators 4b … 4b + 3 = row g, columns 8b + 2t and 8b + 2t + 1,
+# then the same columns of row g + 8. stmatrix keeps rows and columns; staging chunk
+# q = index // 32 takes columns 64q … 64q + 63. Thread 77 has `acc[0][46]`: which (row, col) of
+# its staging chunk?
+
+# %%
+answer = ...
+ok = exercises.check("ch06.store_position", answer, thread=77, index=46)
+
+# %% [markdown]
+# <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
+
+# %%
+ok = exercises.check("ch06.cluster_arrivals", 2 * 2, consumers=2, cluster=2, solution=True)  # consumers × CTAs
+
+# %%
+w, lane = divmod(77, 32)            # warp 2, lane 13 = 4·3 + 1
+ok = exercises.check("ch06.store_position", (16 * w + lane // 4 + 8 * ((46 >> 1) & 1),
+                                             8 * (46 >> 2) + 2 * (lane % 4) + (46 & 1) - 64 * (46 // 32)),
+                     thread=77, index=46, solution=True)
