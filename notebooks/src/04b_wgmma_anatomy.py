@@ -5,8 +5,8 @@
 #
 # **Assumes** chapter 04's core lesson: the operands of one `wgmma`, the shared-memory matrix
 # descriptor (start address, LBO, SBO, swizzle), the canonical layouts, the one-warpgroup kernel and
-# the `wgmma` record (checks and throughput by N). **What it adds:** the accumulator fragment drawn;
-# every (dtype, major-ness, swizzle, N) checked element by element on the CPU; a descriptor that
+# the `wgmma` record (checks and throughput by N). **What it adds:** the accumulator fragment, lane
+# by lane; every (dtype, major-ness, swizzle, N) checked element by element on the CPU; a descriptor that
 # disagrees with the layout, and the wrong answer predicted exactly; and why small N is slow — a model
 # of shared-memory bytes set beside the record, and where A from registers departs from it; and,
 # moved from the core lesson, refused descriptors, the SASS of the other layouts, the whole
@@ -17,7 +17,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc.models import descriptors, layout
+from asynctc.models import descriptors, fragments, layout
 from asynctc.core import bench, exercises, notebook, records, sass
 from asynctc import wgmma, wgmma_peak
 
@@ -31,19 +31,15 @@ except records.RecordError as e:
 # %% [markdown]
 # ## 1. The accumulator fragment
 #
-# Chapter 04, section 1: D lives in registers, N/2 fp32 values per thread; warp *w* owns rows
+# Chapter 04, section 6: D lives in registers, N/2 fp32 values per thread; warp *w* owns rows
 # 16w…16w+15; within a warp, lane 4g+t holds rows g and g+8, columns 8j+2t and 8j+2t+1.
 #
-# The accumulator fragment, drawn for N = 16: which warp (left) and which lane of that warp (right)
+# The accumulator fragment, drawn for N = 16 from the same model
+# (`fragments.wgmma_accumulator_owner`): which warp (left) and which lane of that warp (right)
 # holds each element; thread = 32 × warp + lane.
 
 # %% output varies
-owner = np.zeros((64, 16), int)
-for w in range(4):
-    for lane in range(32):
-        g, t = divmod(lane, 4)
-        for i in range(8):
-            owner[16 * w + g + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * t + (i & 1)] = 32 * w + lane
+owner, _ = fragments.wgmma_accumulator_owner(16)         # (64, 16): the thread holding each element
 fig, axes = plt.subplots(1, 2, figsize=(9, 5.5), layout="constrained",
                          gridspec_kw={"width_ratios": [1, 1.6]})
 im = axes[0].imshow(owner // 32, cmap=plt.get_cmap("tab10", 4), vmin=-0.5, vmax=3.5, aspect="auto",
