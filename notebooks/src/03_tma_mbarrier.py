@@ -133,7 +133,7 @@ assert tma.equal_bytes.issue_counts("128x64")["cp_async"] == copies
 # %% [markdown]
 # More bandwidth too? The record `tma_equal` ([03b §2](03b_tma_boxes.ipynb)) copied a 256 MiB
 # matrix box by box both ways, with equal loads in flight per SM. Live too, the cell reads the
-# record (measuring takes minutes); its label says when.
+# record rather than rerun its many timed copies; the label says when.
 
 # %% output varies
 from IPython.display import Markdown
