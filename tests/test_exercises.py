@@ -67,6 +67,7 @@ KW = {
     "ch04.encode": dict(),
     "ch04.kstep": dict(),
     "ch04.acc_owner": dict(r=27, c=12),
+    "ch04.acc_owner_fn": dict(),
     "ch05.ring_parities": dict(),
     "ch05.producer_step": dict(),
     "ch06.consumer_loop": dict(),
@@ -77,6 +78,11 @@ KW = {
 
 def _desc(start, lbo, sbo, mode):
     return (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | mode << 62
+
+
+def _owner(r, c):
+    """ch04.acc_owner_fn's answer: (thread, register) holding D[r][c] of a wgmma accumulator."""
+    return 32 * (r // 16) + 4 * (r % 8) + (c % 8) // 2, 4 * (c // 8) + 2 * (r % 16 // 8) + c % 2
 
 
 n = 512
@@ -130,6 +136,16 @@ MISTAKES = [
     ("ch04.acc_owner", (46, 30), "the thread is right, the register is not"),
     ("ch04.acc_owner", (47, 6), "the register is right, the thread is not"),
     ("ch04.acc_owner", (200, 1), "0..127"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], _owner(r, c)[1] ^ 2), "rows g and g + 8 are swapped"),
+    ("ch04.acc_owner_fn", lambda r, c: (32 * (r // 16) + 4 * (c % 8 // 2) + r % 8, _owner(r, c)[1]),
+     "g and t are swapped"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0] % 32, _owner(r, c)[1]), "leaves out the warp"),
+    ("ch04.acc_owner_fn", lambda r, c: (32 * (r // 16) + 4 * (r % 8) + c % 4, _owner(r, c)[1]),
+     "t counts pairs, not columns"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], _owner(r, c)[1] ^ 1), "the two columns of a pair"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], _owner(r, c)[1] % 4), "leaves out the 8-column block"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], 1.0), "return two ints"),
+    ("ch04.acc_owner_fn", 5, "pass your function"),
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: (t // S) % 2),
      "deadlocks at k-tile 0: producer waits on empty[0] with parity 0"),
     ("ch05.ring_parities", (lambda k, S: (k // S + 1) % 2, lambda t, S: (t // S + 1) % 2),
@@ -722,6 +738,8 @@ def test_descriptor_with_the_raw_address_gets_the_shift_hint(capsys):
      | {0: 0, 128: 1, 64: 2, 32: 3}[swizzle] << 62),
     ("ch04.encode", descriptors.encode),
     ("ch04.kstep", lambda desc0, s, major: desc0 + (s * (32 if major == "K" else 16 * 128) >> 4)),
+    ("ch04.acc_owner_fn", _owner),
+    ("ch04.acc_owner_fn", lambda r, c: [np.int64(_owner(r, c)[0]), _owner(r, c)[1]]),
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: (t // S + 1) % 2)),
     ("ch05.ring_parities", [lambda k, S: (k // S) & 1, lambda t, S: 1 - (t // S) % 2]),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 0)] + _STORE[5:]),
@@ -739,6 +757,7 @@ def test_code_exercises_accept_right_code(capsys, name, answer):
     ("ch03.swizzle_128b", lambda offset: ...),
     ("ch04.encode", lambda a, lbo, sbo, swizzle: None),
     ("ch04.kstep", lambda desc0, s, major: ...),
+    ("ch04.acc_owner_fn", lambda r, c: ...),
     ("ch05.ring_parities", (lambda k, S: ..., lambda t, S: ...)),
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: None)),
     ("ch08.repair", list(_STORE)),                         # the broken program, unchanged

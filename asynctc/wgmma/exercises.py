@@ -5,7 +5,8 @@ packing; checked against :func:`asynctc.models.descriptors.encode` on every layo
 and the code exercise ``ch04.kstep`` (advance a descriptor from k-step 0 to k-step s; judged by the
 bytes wgmma would read, :func:`_judge_kstep`), and ``ch04.acc_owner`` (which thread and register hold
 D[r][c] of the accumulator; the key is :func:`asynctc.models.fragments.wgmma_accumulator_owner`,
-the hints :func:`acc_owner_hint`)."""
+the hints :func:`acc_owner_hint`) with its code form ``ch04.acc_owner_fn`` (deep dive 04b: write
+``owner(r, c)``, judged on every element, :func:`_judge_acc_owner`)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,14 @@ def _register_exercises():
             raise ValueError(f"(r, c) = ({r!r}, {c!r}): D is 64 rows × up to {ACC_N} columns")
         thread, reg = _acc_model()
         return int(thread[r, c]), int(reg[r, c])
+
+    @code_exercise("ch04.acc_owner_fn", "Write owner(r, c): (thread, reg), the warpgroup's thread "
+                   "(0..127) and the index of its accumulator register that hold D[r][c] of an "
+                   "m64nNk16 wgmma's fp32 result, for any element. Pass the function: "
+                   "check('ch04.acc_owner_fn', owner).", judge=_judge_acc_owner)
+    def _ch04_acc_owner_fn():
+        thread, reg = _acc_model()
+        return lambda r, c: (int(thread[r, c]), int(reg[r, c]))
 
     @exercise("ch04.descriptor", "The 64-bit wgmma descriptor (an int) for k-step `step` of a tile "
               "mn×k of dtype, major-ness and swizzle, stored as TMA boxes from shared address base.")
@@ -177,6 +186,39 @@ def acc_owner_hint(answer, expected, r: int, c: int) -> str | None:
         return ("the register is right, the thread is not: thread = 32w + 4g + t (w the warp, g the "
                 "row within 8, t the column pair within 8).")
     return None
+
+
+def _judge_acc_owner(answer) -> str | None:
+    """Run ``answer(r, c)`` on every element of a 64×:data:`ACC_N` accumulator and compare with the
+    model. None when all agree; else the first wrong element, and the slip of :func:`_acc_slips` that
+    every wrong element of it follows, or which half (thread, register) is wrong."""
+    import numbers
+    from ..core.exercises import NotAnswered, WrongReturn
+    if not callable(answer):
+        return "pass your function itself, e.g. check('ch04.acc_owner_fn', owner)"
+    want_t, want_i = _acc_model()
+    wrong = []
+    for r in range(64):
+        for c in range(ACC_N):
+            v = answer(r, c)
+            if v is None or v is Ellipsis:
+                raise NotAnswered("your function returns None: write its body (return thread, reg) "
+                                  "and run the cell again.")
+            if (not isinstance(v, (tuple, list)) or len(v) != 2
+                    or any(isinstance(x, bool) or not isinstance(x, numbers.Integral) for x in v)):
+                raise WrongReturn(f"owner({r}, {c}) returned {v!r}; return two ints: (thread, reg)")
+            got = (int(v[0]), int(v[1]))
+            if got != (int(want_t[r, c]), int(want_i[r, c])):
+                wrong.append((r, c, got))
+    if not wrong:
+        return None
+    r, c, got = wrong[0]
+    first = f"{len(wrong)} of {64 * ACC_N} elements are wrong, the first D[{r}][{c}], where you return {got}"
+    for k, (_, hint) in enumerate(_acc_slips(r, c)):
+        if all(g == _acc_slips(rr, cc)[k][0] for rr, cc, g in wrong):
+            return f"{first}: {hint}."
+    want = (int(want_t[r, c]), int(want_i[r, c]))
+    return f"{first}: " + (acc_owner_hint(got, want, r, c) or "the thread and the register are both wrong.")
 
 
 def encode_cases() -> list[tuple[int, int, int, int]]:

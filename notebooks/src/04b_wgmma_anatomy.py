@@ -10,8 +10,8 @@
 # disagrees with the layout, and the wrong answer predicted exactly; and why small N is slow — a model
 # of shared-memory bytes set beside the record, and where A from registers departs from it; and,
 # moved from the core lesson, refused descriptors, the SASS of the other layouts, the whole
-# throughput table with its clocks, and Luo et al.'s figure. Two exercises at the end (§7) write the
-# descriptor encoder and encode a whole descriptor by hand.
+# throughput table with its clocks, and Luo et al.'s figure. Exercises: the whole accumulator map
+# (§1); at the end (§7), the descriptor encoder and a whole descriptor by hand.
 
 # %% output varies
 import numpy as np
@@ -63,6 +63,18 @@ plt.show()
 # %%
 assert len(np.unique(owner)) == 128 and np.bincount(owner.ravel()).tolist() == [8] * 128
 print("every one of the 128 threads holds exactly N/2 = 8 accumulators:", True)
+
+# %% [markdown]
+# **Exercise: the whole map.** Chapter 04 asked about one element. Write `owner(row, col)`: the
+# thread and register index holding D[row][col], for any element. The check asks all 64×256
+# elements of an m64n256 accumulator and names the first wrong one.
+
+# %%
+def owner(row, col):
+    ...   # your code: return thread, reg
+
+
+ok = exercises.check("ch04.acc_owner_fn", owner)
 
 # %% [markdown]
 # ## 2. Every combination, element by element
@@ -352,3 +364,12 @@ start = 0x4000 + 2 * 16 * 64             # k-step 2 = 32 K-rows down
 desc = (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | 2 << 62   # 64-byte swizzle = mode 2
 ok = exercises.check("ch04.descriptor", desc, mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64,
                      step=2, base=0x4000, solution=True)
+
+
+def owner(row, col):                               # §1's exercise
+    warp, g, half = row // 16, row % 8, row % 16 // 8   # warp, row in the 8-row half, which half
+    blk, pair, odd = col // 8, col % 8 // 2, col % 2    # 8-column block, column pair t, which of it
+    return 32 * warp + 4 * g + pair, 4 * blk + 2 * half + odd
+
+
+ok = exercises.check("ch04.acc_owner_fn", owner, solution=True)
