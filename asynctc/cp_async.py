@@ -325,54 +325,18 @@ def best_line(results: dict, dtype: str = "float16", size: int = 4096) -> str:
 SMEM_BYTES_PER_CLK_SM = 128
 
 
-def ceiling_gap(results: dict, peak_rows: list[dict], sm_count: int, dtype: str = "float16",
-                size: int = 4096) -> dict:
-    """The best cp.async rung at ``size``³ against chapter 01's register-only mma.sync ceiling at the
-    same occupancy (``peak_rows``: the mma_sync record's ``results["peak"]``), per SM per clock
-    (each row at its own measured clock), and a model of its shared-memory traffic per k-tile:
-    cp.async writes the k-tile once ((bm + bn)·bk·2 bytes), ``ldmatrix`` reads each warp's wm-row
-    slice of A and wn-column slice of B (warps·(wm + wn)·bk·2 bytes; each slice is read by two
-    warps), at :data:`SMEM_BYTES_PER_CLK_SM`. Returns the tile's name, FLOP/clk/SM measured and at
-    the ceiling, the bytes, and clocks per k-tile: ``smem_clk`` (the bytes alone), ``mma_clk`` (the
-    math at the ceiling's pace), ``took_clk`` (measured), ``overlap_clk`` = max and ``serial_clk`` =
-    sum of the first two. Raises :class:`KeyError` when the rows are missing."""
+def ceiling_rows(results: dict, peak_rows: list[dict], dtype: str = "float16", size: int = 4096):
+    """``(tile, best, ceiling)``: the best cp.async rung at ``size``³ (its :class:`CpAsyncTile` and
+    record row) and chapter 01's register-only mma.sync ceiling row at the same occupancy
+    (``peak_rows``: the mma_sync record's ``results["peak"]``; same warps per CTA and CTAs per SM).
+    Each row carries ``tflops`` and its own measured ``sm_mhz``; chapter 02 turns them into clocks
+    per k-tile in view, with :data:`SMEM_BYTES_PER_CLK_SM`. Raises :class:`KeyError` when the
+    rung's row is missing, :class:`StopIteration` when no ceiling row matches its occupancy."""
     best = best_rows(results, dtype, "cp.async")[size]
     tile = next(t for t in TILES if t.name == best["tile"])
     ceil = next(r for r in peak_rows if r["dtype"] == dtype and r["warps_per_cta"] == tile.warps
                 and r["ctas_per_sm"] == tile.min_blocks)
-
-    def per_clk(r):
-        return r["tflops"] * 1e12 / (sm_count * r["sm_mhz"] * 1e6)
-    flop = 2 * tile.bm * tile.bn * tile.bk
-    written = (tile.bm + tile.bn) * tile.bk * 2
-    ldsm = tile.warps * (tile.wm + tile.wn) * tile.bk * 2
-    smem_clk = (written + ldsm) / SMEM_BYTES_PER_CLK_SM
-    mma_clk = flop / per_clk(ceil)
-    return dict(tile=tile.name, flop_clk=per_clk(best), ceiling_flop_clk=per_clk(ceil),
-                tflops=best["tflops"], ceiling_tflops=ceil["tflops"], written=written, ldsm=ldsm,
-                smem_clk=smem_clk, mma_clk=mma_clk, took_clk=flop / per_clk(best),
-                overlap_clk=max(smem_clk, mma_clk), serial_clk=smem_clk + mma_clk)
-
-
-def ceiling_gap_note(gap: dict) -> tuple[bool, str, dict]:
-    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim` on :func:`ceiling_gap`'s
-    ``gap``: a five-row table of clocks per k-tile (the math at the ceiling's pace, shared memory,
-    full overlap, no overlap, measured) and one verdict, the share of the shared-memory time hidden
-    behind the math. It holds when the rung is below the ceiling, its shared memory needs over 0.8
-    of the math's clocks, and the measured k-tile lies strictly between full overlap and none."""
-    holds = (gap["flop_clk"] < gap["ceiling_flop_clk"] and gap["smem_clk"] > 0.8 * gap["mma_clk"]
-             and gap["overlap_clk"] < gap["took_clk"] < gap["serial_clk"])
-    rows = (("the math at the ceiling's pace", gap["mma_clk"]),
-            (f"shared memory ({(gap['written'] + gap['ldsm']) // 1024} KiB)", gap["smem_clk"]),
-            ("full overlap (the larger)", gap["overlap_clk"]),
-            ("no overlap (the sum)", gap["serial_clk"]),
-            (f"measured ({gap['flop_clk'] / gap['ceiling_flop_clk']:.2f} of the ceiling)", gap["took_clk"]))
-    hidden = (gap["serial_clk"] - gap["took_clk"]) / (gap["serial_clk"] - gap["overlap_clk"])
-    text = "\n".join([f"best rung {gap['tile']}: clocks per k-tile"]
-                     + [f"  {name:<36}{clk:6.0f}" for name, clk in rows]
-                     + [f"Between the two: {hidden:.0%} of the shared-memory time is hidden behind "
-                        "the math; the ceiling needs all of it."])
-    return holds, text, {k: v for k, v in gap.items() if k != "tile"}
+    return tile, best, ceil
 
 
 def _mma_sync_record_row(dtype: str, size: int, tile: str):

@@ -88,26 +88,22 @@ def test_best_line_reads_the_record():
     assert "× chapter 01 (" in line and "of cuBLAS (" in line
 
 
-def test_ceiling_gap_model_counts_the_best_rungs_shared_memory_bytes():
+def test_ceiling_rows_pair_the_best_rung_with_the_ceiling_at_its_occupancy():
+    """Chapter 02 computes its clocks per k-tile in view from these rows; check the pairing and the
+    numbers its sentence rests on (below the ceiling, shared memory as busy as the Tensor Cores,
+    the measured k-tile between full overlap and none)."""
     from asynctc.core import records
     rec, peak = records.load("cp_async"), records.load("mma_sync").results["peak"]
-    gap = cp_async.ceiling_gap(rec.results, peak, rec.provenance["sm_count"])
-    best = cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
-    tile = next(t for t in cp_async.TILES if t.name == best["tile"])
-    assert gap["tile"] == tile.name and gap["tflops"] == best["tflops"]
-    # cp.async writes the k-tile once; four 64×64 warp tiles read each slice of A and B twice
-    assert gap["written"] == (tile.bm + tile.bn) * tile.bk * 2
-    assert gap["ldsm"] == 2 * gap["written"] and tile.warps == 4
-    assert gap["smem_clk"] == (gap["written"] + gap["ldsm"]) / cp_async.SMEM_BYTES_PER_CLK_SM
-    assert gap["overlap_clk"] == max(gap["smem_clk"], gap["mma_clk"])
-    assert gap["serial_clk"] == gap["smem_clk"] + gap["mma_clk"]
+    tile, best, ceil = cp_async.ceiling_rows(rec.results, peak)
+    assert best == cp_async.best_rows(rec.results, "float16", "cp.async")[4096] and tile.name == best["tile"]
+    assert (ceil["warps_per_cta"], ceil["ctas_per_sm"], ceil["dtype"]) == (tile.warps, tile.min_blocks, "float16")
+    sm = rec.provenance["sm_count"]
+
+    def per_clk(r):
+        return r["tflops"] * 1e12 / (sm * r["sm_mhz"] * 1e6)
     flop = 2 * tile.bm * tile.bn * tile.bk
-    assert gap["took_clk"] == pytest.approx(flop / gap["flop_clk"])
-    # chapter 02's sentence: below the ceiling, shared memory as busy as the Tensor Cores, between
-    assert gap["flop_clk"] < gap["ceiling_flop_clk"] and gap["smem_clk"] > 0.8 * gap["mma_clk"]
-    assert gap["overlap_clk"] < gap["took_clk"] < gap["serial_clk"]
-    ok, text, numbers = cp_async.ceiling_gap_note(gap)   # its table: five rows, then one verdict
-    assert ok and numbers["took_clk"] == gap["took_clk"] and len(text.splitlines()) == 7
-    assert text.splitlines()[-1].startswith("Between the two: ")
-    assert not cp_async.ceiling_gap_note({**gap, "took_clk": gap["serial_clk"] + 1})[0]
-    assert not cp_async.ceiling_gap_note({**gap, "smem_clk": 0.5 * gap["mma_clk"]})[0]
+    written = (tile.bm + tile.bn) * tile.bk * 2
+    read = tile.warps * (tile.wm + tile.wn) * tile.bk * 2
+    assert read == 2 * written and tile.warps == 4     # four 64×64 warp tiles read each slice twice
+    math, smem, took = flop / per_clk(ceil), (written + read) / cp_async.SMEM_BYTES_PER_CLK_SM, flop / per_clk(best)
+    assert best["tflops"] < ceil["tflops"] and smem > 0.8 * math and max(math, smem) < took < math + smem

@@ -148,13 +148,20 @@ def test_claim_prints_or_raises_with_the_numbers(capsys):
 #: Every show_source call in the chapters: (chapter, start pattern) → (fewest lines, what it must
 #: contain). A new listing must be added here, with what it is about.
 LISTINGS = {
-    # the consumers' loop, less the three lines that are exercise 2's answer (printed after it)
+    # the consumers' loop as the correct build compiles it, less the line that is exercise 2's
+    # answer (printed after it, as the diff of BUG=8)
     ("08", r"^  // ---- consumer warpgroup"): (
-        45, r"(?s)wait_or_record\(smem_u32\(&full.*lines left out.*named_barrier_sync.*tma_store_2d"),
+        30, r"(?s)wait_or_record\(smem_u32\(&full.*line left out.*named_barrier_sync.*tma_store_2d"),
     ("09", r"if \(lane == 0 && leader\) \{"): (20, r"(?s)tcgen05_mma_f16.*tcgen05_commit<1>\(smem_u32\(&empty_bar"),
     ("09b", r"^          const u32 a = t & 1u;$"): (
         25, r"acc_empty\[a\][\s\S]*tcgen05_mma_mxf8f6f4[\s\S]*tcgen05_commit_multicast"),
-    ("01", r"for \(int kt = 0; kt < KT"): (8, r"mma_ktile"),
+    # the FP8 consumer's k-tile (PROMOTE = 1) and the promotion it calls
+    ("07", r"float bs\[kAtoms\]\[2\];"): (10, r"(?s)mma_ktile.*wgmma_wait_group<1>.*promote\(acc, tot"),
+    # after exercise 2: promote in that build (fp8_promote.cuh with PROMOTE = 1 resolved)
+    ("07", r"promote\(acc, tot"): (15, r"(?s)void promote.*wgmma_wait_group<0>.*tot\[i\]\[j\] \+= "
+                                       r"acc\[i\]\[j\];.*this build: PROMOTE=1"),
+    ("01", r"for \(int kt = 0; kt < KT"): (30, r"(?s)mma_ktile.*ldmatrix_x4\(.*mma_sync_m16n8k16<DT>\("
+                                                  r".*mma\.sync\.aligned\.m16n8k16"),
     ("01b", r"^__device__ __forceinline__ void load_fragments"): (8, r"ldmatrix"),
     ("01b", r"^template <bool kLoad = true>"): (8, r"mma_sync_m16n8k16"),
     ("01b", r"^template <>"): (5, r"mma\.sync\.aligned\.m16n8k16"),
@@ -201,7 +208,7 @@ LISTINGS = {
                                                                  r"[\s\S]*store_c_tma\(res"),
 }
 
-_NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt")
+_NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt", "fp8")
 
 
 def test_05s_second_listing_shows_only_what_the_skeleton_folded():

@@ -504,14 +504,20 @@ def test_the_core_lesson_does_not_print_its_exercises_answers():
     # §3's listing leaves out the kernel's form of exercise 2's answer; the cell after the exercise
     # prints it, and the learner build keeps that cell without its output
     from asynctc.core import notebook
-    listing = re.search(r'notebook\.show_source\("pitfalls\.cu", start=(r".*?"), end=(r".*?"), hooks=True,\s*'
-                        r'omit=(\(.*?\))\)', learner, re.S)
-    shown = notebook.source_excerpt("pitfalls.cu", eval(listing.group(1)), eval(listing.group(2)), hooks=True,
+    listing = re.search(r'notebook\.show_source\("pitfalls\.cu", start=(r".*?"), end=(r".*?"),\s*'
+                        r'omit=(\(.*?\))\)\n', learner, re.S)
+    shown = notebook.source_excerpt("pitfalls.cu", eval(listing.group(1)), eval(listing.group(2)),
                                     omit=eval(listing.group(3)))
-    assert "bulk_wait_group_read" not in shown + learner and "lines left out" in shown
+    assert "bulk_wait_group_read" not in shown + learner and "line left out" in shown
+    assert "#if BUG" not in shown                   # the correct build, its hooks resolved
     assert re.search(r"# %% output answers a prediction\nif exercises\.after\(\"ch08\.repair\"\):\n"
-                     r"    print\(notebook\.source_excerpt\(\"pitfalls\.cu\", "
-                     r"start=r\"\^#if BUG != BUG_STORE_BUFFER_REUSED\"", learner)
+                     r"    print\(notebook\.build_diff\(\"pitfalls\.cu\", \{\"BUG\": 8\}", learner)
+    diff = notebook.build_diff("pitfalls.cu", {"BUG": 8}).splitlines()
+    assert diff[:2] == ["--- pitfalls.cu (default build)", "+++ pitfalls.cu (BUG=8)"] and "@@" in diff
+    assert [ln for ln in diff[2:] if ln[:1] in "+-"] == ["-    if (tid == 0) bulk_wait_group_read<0>();   "
+                                                        "// the previous TMA store has read out_buf"]
+    with pytest.raises(ValueError, match="same lines"):
+        notebook.build_diff("pitfalls.cu", {"BUG": 0})
     # every op is printed with its argument as the step is written (a newcomer wrote
     # ("bulk_wait_read", None) from a list of bare names)
     from asynctc.pitfalls import ordering as O

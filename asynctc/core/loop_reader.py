@@ -618,8 +618,9 @@ class _ProducerMachine(_Machine):
             return 0
         if name in self.locals or name in self.env or name in HELPERS:
             return super().lookup(name, line)
+        names = self.in_scope or ("load_stage", *sorted(n for n in self.env if not n.startswith("_")))
         raise ReadError(line, f"the check does not know {name!r}: the step may use "
-                              f"{', '.join(self.in_scope)}")
+                              f"{', '.join(names)}")
 
     def call(self, fn, args, line):
         if isinstance(fn, _Fn) and fn.name == "load_stage":

@@ -134,7 +134,8 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     One listing may follow a path through several files: after the excerpt, ``ptx`` (names of
     ``kernels/ptx/*.cuh`` wrappers) adds, as comments, the PTX instruction each issues
     (:func:`ptx_instructions`), and ``more`` (``(file, start, end)`` triples) adds further excerpts,
-    each under a ``// ---- kernels/<file>`` line (``// ...`` when it is further down the same file).
+    each under a ``// ---- kernels/<file>`` line (``// ...`` when it is further down the same file);
+    with a compiled kernel ``target`` and ``variant=True`` they show the build it was compiled as.
     The PTX comes right after the first excerpt, or with ``ptx_last=True`` after the ``more``
     excerpts (a listing whose wrappers are called in them).
 
@@ -155,9 +156,10 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     if not ptx_last:
         text += table
     previous = None if (ptx and not ptx_last) or not isinstance(target, str) else target
+    defines = getattr(target, "defines", None) if variant else None     # the build target was compiled as
     for file, s, e in more:
         head = "// ..." if file == previous else f"// ---- kernels/{file}"
-        text += f"\n\n{head}\n" + _excerpt(file, s, e, hooks, variant)
+        text += f"\n\n{head}\n" + _excerpt(file, s, e, hooks, variant, defines)
         previous = file
     return text + table if ptx_last else text
 
@@ -183,7 +185,7 @@ def _omit(text: str, omit) -> tuple[str, str]:
     return "\n".join(kept + lines[at:]), "\n".join(ln if ln == "// ..." else ln[cut:] for ln in gone)
 
 
-def _excerpt(target, start, end, hooks, variant=False) -> str:
+def _excerpt(target, start, end, hooks, variant=False, file_defines=None) -> str:
     if hooks and variant:
         raise ValueError("hooks=True shows the source as written; variant=True one build of it: "
                          "ask for one")
@@ -191,7 +193,7 @@ def _excerpt(target, start, end, hooks, variant=False) -> str:
         text, name = target.source_text(), getattr(target, "source", None)
         defines = getattr(target, "defines", None)
     else:
-        text, name, defines = runtime.kernel_path(target).read_text(), target, None
+        text, name, defines = runtime.kernel_path(target).read_text(), target, file_defines
     lines = text.splitlines()
     i, j = 0, len(lines)
     if start:
@@ -260,6 +262,29 @@ def show_source(target, start: str | None = None, end: str | None = None, *, hoo
     return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant, omit=omit,
                                left_out=left_out, ptx=ptx, more=more, ptx_last=ptx_last),
                 language="cuda")
+
+
+def build_diff(file: str, defines: dict, context: int = 2) -> str:
+    """The lines one build of kernel source ``file`` (under ``asynctc/kernels/``) changes against the
+    file's default build, as a unified diff: ``-`` the default build's lines, ``+`` the build with
+    ``defines`` (hooks such as ``BUG``: :func:`asynctc.core.hooks.hide` resolves the preprocessor for
+    both, so a listing with ``#if BUG == ...`` blocks reads as the right lines and the broken ones).
+    ``context`` unchanged lines around each change; a hunk opens with a bare ``@@`` (the
+    line numbers of a build are not the file's). Raises ``ValueError`` when the builds show the
+    same lines."""
+    import difflib
+    from . import hooks as hk
+    path = runtime.kernel_path(file)
+    text = path.read_text()
+
+    def build(d):
+        return [ln.text for ln in hk.hide(text, path, d) if ln.text is not None]
+    name = ", ".join(f"{k}={v}" for k, v in defines.items())
+    diff = list(difflib.unified_diff(build(None), build(defines), f"{file} (default build)",
+                                     f"{file} ({name})", n=context, lineterm=""))
+    if not diff:
+        raise ValueError(f"{file}: the build with {name} shows the same lines as the default build")
+    return "\n".join("@@" if ln.startswith("@@") else ln for ln in diff)
 
 
 def ptx_listing(target, pattern: str = r"wgmma\.", full: int = 1, width: int = 96) -> str:

@@ -1,9 +1,9 @@
 """Chapter 07, notebook 07's figures and the lines it prints, read from records (never timed here):
 the FP8 value grids (:func:`plot_formats`); the accumulation plot of an "fp8" record
 (:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table and
-the verdicts and claims of the lesson (:func:`speed_table`, :func:`cublaslt_note`,
-:func:`fp16_ratio_note`, :func:`prediction_note`, :func:`promotion_note`,
-:func:`random_inputs_note`, :func:`promotion_cost_note`), and the one on a "swizzle" record
+the verdicts and claims of the lesson (:func:`speed_table`, :func:`fp16_ratio_note`,
+:func:`prediction_note`, :func:`promotion_note`, :func:`random_inputs_note`,
+:func:`promotion_cost_note`), and the one on a "swizzle" record
 (:func:`swizzle_gain_note`; the rest of that record is deep dive 07c's). A ``*_note`` returns what
 :func:`asynctc.core.notebook.verdict` (``(condition, if_true, if_false)``) or
 :func:`asynctc.core.notebook.claim` (``(holds, text, numbers)``) takes. The seed article's 4096³
@@ -16,7 +16,6 @@ import numpy as np
 from .. import warp_specialization as W
 from ..models.fp8 import FORMATS, FRAC_BITS, identified_bits, predict_swamp
 from .config import fp8_config
-from .suite import GOAL
 
 
 def plot_accumulation(results: dict, record=None, frac_bits: int = FRAC_BITS):
@@ -105,15 +104,6 @@ def speed_table(results: dict) -> str:
         lines.append(f"  {name:32s}" + "".join(f"{table_row(results, s, kernel)['tflops']:6.0f}"
                                                for s in sizes))
     return "\n".join(lines)
-
-
-def cublaslt_note(results: dict, goal: float = GOAL) -> tuple[bool, str, str]:
-    """``(met, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: our FP8 top rung's
-    fraction of cuBLASLt FP8 (fast accumulation) at the largest size, against ``goal``."""
-    big = max(r["size"] for r in results["table"])
-    f = table_row(results, big, fp8_config().label())["of_cublaslt_fast"]
-    said = f"At {big}³ ours is {f:.2f} of cuBLASLt (fast): goal ≥ {goal:.2f}"
-    return f >= goal, f"{said} met.", f"{said} NOT met."
 
 
 def fp16_ratio_note(results: dict, band=(1.5, 2.0)) -> tuple[bool, str, str]:

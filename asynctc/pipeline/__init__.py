@@ -32,6 +32,9 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   :func:`model_beside_record` (the ring model's depth sweep beside the record's, in one sentence;
   the plateau in bytes per clock beside the fitted L2 cap, :func:`plateau_in_bytes`; never
   measures);
+* ``figures_ring.py`` — §1's ring step by step: the ring model's run logged event by event
+  (:func:`ring_moments`) and drawn one panel per moment (:func:`plot_ring_steps`), also with
+  exercise 2's parity flipped (:func:`flipped_refill_parities`);
 * ``design.py`` — the L2 cap that brings the ring model closest to the depth sweep
   (:func:`closest_cap`, fitted once and cached); §5's open experiment: one design (stages,
   wait_group, consumers, BN) through the ring model beside the record's run of it (:func:`design` → :class:`Design`), the course's answer
@@ -76,6 +79,7 @@ from .design import Design, all_designs, closest_cap, design, design_survey, fit
 from .figures import (SPAN_COLORS, model_beside_record, plateau_in_bytes, plot_depth,
                       plot_trace, plot_trace_beside_model, waits_beside_model,
                       waits_under_wgmma)
+from .figures_ring import flipped_refill_parities, plot_ring_steps, ring_moments
 from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SIZES, SWEEP_TILES,
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,

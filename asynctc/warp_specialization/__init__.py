@@ -24,6 +24,9 @@ written before the run:
 9. ``pingpong`` — ping-pong consumers: each warpgroup a whole 128×128 tile, the k-loops ordered
    by an mbarrier pair so one's epilogue runs under the other's wgmmas (:data:`PINGPONG_TILE`).
 
+``kernels/hopper_gemm.cu`` is rung 3 written out whole, without the switches: one file a learner
+reads top to bottom (:mod:`.whole` its host side, :mod:`.whole_suite` its record ``whole_gemm``).
+
 The verbs, as in every kernel family: :func:`compile_ws` (NVRTC → cubin for sm_90a, no GPU),
 :func:`run_ws` (validate in Python, then launch), :func:`verify_ws` (fresh random inputs,
 poisoned output, float64, elementwise bound — :func:`asynctc.pipeline.compare_elementwise`).
@@ -89,6 +92,7 @@ from __future__ import annotations
 from . import config, exercises, figures, ladder, launch, limit, limit_suite, suite, trace  # noqa: F401
 from . import order_suite, tile_order  # noqa: F401  (issue 20: opt-in L2 / tile-order variants)
 from . import store_suite  # noqa: F401  (does the TMA store need the persistent grid?)
+from . import whole, whole_suite  # noqa: F401  (the whole kernel in one file: kernels/hopper_gemm.cu)
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
 from .config import (  # noqa: F401
@@ -139,4 +143,5 @@ from .trace import (  # noqa: F401
 )
 
 #: The package's record suites (:mod:`asynctc.suites`): the ladder, and what limits its top rung.
-SUITES = {**suite.SUITES, **limit_suite.SUITES, **order_suite.SUITES, **store_suite.SUITES}
+SUITES = {**suite.SUITES, **limit_suite.SUITES, **order_suite.SUITES, **store_suite.SUITES,
+          **whole_suite.SUITES}

@@ -37,15 +37,16 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Two ceilings, measured
 #
-# The suite `ceilings` times a device-to-device copy (`cuMemcpyAsync`, 16 MiB – 4 GiB, counting
-# bytes read + written) and cuBLAS fp16 and bf16 GEMMs on random data (M = N = K = 1024 – 8192,
-# 2·M·N·K FLOP): CUDA events, warm-up, L2 flushed, median of 20.
+# The suite `ceilings` times a device-to-device copy (`cuMemcpyAsync`, 16 MiB – 4 GiB) and cuBLAS
+# fp16 and bf16 GEMMs on random data (M = N = K = 1024 – 8192): CUDA events, warm-up, L2 flushed,
+# median of 20.
 
 # %% output varies
 rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
 copy = rec.results["copy"]
 top = max(copy, key=lambda c: c["gbps_rw"])
-print(f"device-to-device copy: best {top['gbps_rw']:.0f} GB/s (read + write) at {top['bytes'] >> 20} MiB")
+gbps = 2 * top["bytes"] / (top["median_ms"] * 1e-3) / 1e9      # bytes read + written, per second
+print(f"device-to-device copy, best: 2 × {top['bytes'] >> 20} MiB / {top['median_ms']:.3f} ms = {gbps:.0f} GB/s")
 fig = plots.throughput_by_size(
     {"device-to-device copy": ([c["bytes"] >> 20 for c in copy], [c["gbps_rw"] for c in copy])},
     record=rec, title="Copy bandwidth (read + write)", ylabel="GB/s", xlabel="bytes copied (MiB)")
@@ -54,11 +55,9 @@ fig = plots.throughput_by_size(
 # ## 2. The datasheet peak, computed — and what cuBLAS reaches
 #
 # Hopper's Tensor Cores do **4096 dense fp16/bf16 FLOP per clock per SM** (fp32 accumulation).
-# So the peak is *SMs × 4096 × SM clock*.
 #
 # The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock; a running GPU picks its own, lower
-# under heavy load. So each chapter's peak uses its own run's clock and differs a little; 989
-# stays fixed. Here the clock is read **in flight** (a probe kernel reads the SM clock while cuBLAS runs). Later chapters also print
+# under heavy load, so each chapter's peak uses its own run's clock. Here the clock is read **in flight** (a probe kernel reads the SM clock while cuBLAS runs). Later chapters also print
 # [in-kernel](../docs/glossary.md#in-kernel) and
 # [probed after the sample](../docs/glossary.md#probed-after-the-sample) clocks;
 # [00b](00b_clock_kinds.ipynb) checks all three.
@@ -70,11 +69,15 @@ if bench.clock_caveat(kind):
     print(bench.clock_caveat(kind))
 p = rec.provenance
 clock_mhz = bench.measured_clock_mhz(gemms)       # median SM clock of the cuBLAS samples
-peak = bench.peak_tflops(p["sm_count"], clock_mhz)
+peak = p["sm_count"] * 4096 * clock_mhz * 1e6 / 1e12             # SMs × FLOP/clk/SM × clock
 sheet = bench.DATASHEET["dense_tflops"]["float16"]
-print(f"{p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock of the cuBLAS "
+print(f"peak = {p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock of the cuBLAS "
       f"samples, {kind}) = {peak:.0f} TFLOP/s; datasheet: {sheet:.0f} at "
       f"{bench.DATASHEET['boost_mhz']} MHz")
+g = max(gemms, key=lambda g: g["tflops"])                        # cuBLAS's fastest GEMM
+tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12  # 2·M·N·K FLOP / seconds
+print(f"cuBLAS, best: 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms = {tf:.0f} TFLOP/s "
+      f"= {tf / peak:.2f} of the peak")
 series = {}
 for dt in ("float16", "bfloat16"):
     rows = [g for g in gemms if g["dtype"] == dt]
@@ -105,8 +108,6 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once, so its intensity
 # grows with *n* (exercise 1 asks how). The plot shows cuBLAS's measured bf16 GEMMs, and one computed
 # point (open marker): a *decode-like* 8192×8192×16 GEMM, the skinny shape of LLM token generation.
-# Lines that compare measurements are printed from the record; a contradicting measurement stops
-# the notebook.
 
 # %% output varies
 bw = max(c["gbps_rw"] for c in copy)

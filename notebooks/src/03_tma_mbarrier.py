@@ -191,3 +191,12 @@ ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bit
 # %% [markdown]
 # **What you learned.** Tensor maps, swizzle, and an mbarrier's arrivals, bytes and parity.
 # **Next:** [chapter 04](04_wgmma.ipynb) feeds those shared-memory tiles to `wgmma`.
+
+# %% [markdown]
+# **Your GEMM so far.** Chapter 03 gave your own Hopper GEMM its stage fill and swizzle. The cell
+# runs one tile with your passing pieces on the CPU and checks it against float64.
+
+# %% output varies
+from asynctc.models.gemm_so_far import so_far
+
+so_far("03")

@@ -7,8 +7,8 @@
 # **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel. The loads
 # of the next k-tiles run under the math of this one. You will
 #
-# 1. draw the ring of S shared-memory stages with its *full* and *empty* mbarriers, and say who
-#    arrives, who waits and on which [phase parity](../docs/glossary.md#phase-parity) at every k-tile;
+# 1. step through the ring of S shared-memory stages and its *full* and *empty* mbarriers: who
+#    arrives, who waits, on which [phase parity](../docs/glossary.md#phase-parity);
 # 2. read the whole kernel and check it against float64;
 # 3. measure throughput against ring depth, beside cuBLAS, and test why it stops rising with the
 #    ring model.
@@ -40,22 +40,23 @@ notebook.banner("sm_90a")
 # All 128 threads of a consumer execute `wgmma.wait_group`; then one
 # [*elected thread*](../docs/glossary.md#elected-thread) arrives for them (a convention of
 # CUTLASS, NVIDIA's C++ GEMM library, not a rule the PTX ISA text states).
-#
-# **Which parity.** k-tile k goes into stage **k mod S**. It is that stage's fill number **k / S**
-# (integer division). With S = 2:
-#
-# | k-tile k | 0 | 1 | 2 | 3 | 4 | 5 |
-# |---|---|---|---|---|---|---|
-# | stage k mod 2 | 0 | 1 | 0 | 1 | 0 | 1 |
-# | fill k / 2 | 0 | 0 | 1 | 1 | 2 | 2 |
-#
-# Each fill completes one phase of full[s] (its bytes land) and one phase of empty[s] (the
-# consumers release it). So phase f of either barrier belongs to fill f. `try_wait.parity(P)` waits
-# while the open phase has parity P (chapter 03 §3). A fresh barrier has phase 0 open; parity 1
-# then names the phase before it, which counts as completed.
 
 # %% output varies
 fig = mp.plot_ring(stages=4, k_tiles=12, hide_pending=True, parities=False)
+plt.show()
+
+# %% [markdown]
+# **Which parity.** k-tile k goes into stage **k mod S** as that stage's fill **k / S** (integer
+# division). Fill f completes phase f of full[s] (its bytes land) and phase f of empty[s] (the
+# consumers release it). `try_wait.parity(P)` waits while the open phase has parity P (chapter 03
+# §3). A fresh barrier has phase 0 open; parity 1 then names the phase before it, which counts as
+# completed.
+#
+# Below, the ring model's run, one panel per moment. Follow stage 0 through fill 0 (k-tile 0) and
+# fill 1 (k-tile 2): which parity does each wait name, and why does it pass or block?
+
+# %% output varies
+fig = pl.plot_ring_steps(stages=2, k_tiles=4)
 plt.show()
 
 # %% [markdown]
@@ -171,9 +172,9 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best varian
 #
 # With one stage every load is exposed. Each further stage issues a load one k-tile earlier, so it
 # has longer to land under the math. Yet section 4's curves stop rising.
-# Below: what the 128×256 kernel recorded inside CTA 0 at S = 4 (`trace=True`), above the ring
-# model (`mp`) running section 1's protocol with times from chapter 03's and 04's records. Where
-# do the red bars, the waits on full, stop?
+# Below: CTA 0 of the 128×256 kernel at S = 4, traced (`trace=True`), above the ring model running
+# section 1's protocol on chapter 03's and 04's records. Where do the red bars, the waits on full,
+# stop?
 
 # %% output varies
 trace = next(t for t in res["traces"] if (t["tile"], t["stages"]) == ("128x256x64/c2", 4))
@@ -184,9 +185,8 @@ notebook.claim(*pl.waits_beside_model(trace, ring))
 _ = notebook.claim(*pl.waits_under_wgmma(trace))
 
 # %% [markdown]
-# The data come only as fast as the path into the SM delivers them. Is that rate set by L2, or
-# by wgmmas slowed by the loads? The trace cannot tell.
-# [05b](05b_pipeline_timeline.ipynb) §3 draws the timelines at S = 1, 2 and 4.
+# Is the rate at which data reach the SM set by L2, or by wgmmas slowed by the loads? The trace
+# cannot tell ([05b](05b_pipeline_timeline.ipynb) §3 draws the timelines at S = 1, 2 and 4).
 #
 # **Try it.** No record gives the bytes per clock L2 delivers into one SM; the model lets L2 keep
 # up unless capped. Below, without a cap: where does the model's sweep flatten, and does it land on
@@ -204,28 +204,17 @@ best = pl.closest_cap(meas) if L2_CAP else None     # the best cap: said only on
 _ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
 
 # %% [markdown]
-# **In chapter 00's terms** ([§4](00_why_async.ipynb): the bytes per clock an SM needs at full
-# rate), this tile beside the best cap, once you have set one. A cap under the need keeps the loop
-# below peak; each tile's fill, epilogue and last wave keep the plateau lower still.
-
-# %% output varies
-if best:                                   # it names the best cap: shown once you set L2_CAP above
-    _ = notebook.claim(*pl.plateau_in_bytes(meas, best[0]))   # 128×256×64 fp16
-else:
-    print("(set L2_CAP in the cell above and run both cells: this table uses the best cap)")
-
-# %% [markdown]
 # **What this can and cannot tell.** No run measured the L2 → SM rate, so the cap is a **fit**
 # to the four 128×256 runs above: it could explain the sweep, not that it does
-# ([05b](05b_pipeline_timeline.ipynb) §4). Every other recorded design is a test of the model.
+# ([05b](05b_pipeline_timeline.ipynb) §4; the solution sets it beside chapter 00's need). Every
+# other recorded design is a test of the model.
 #
 # **Design it** (open, no grade). Set the knobs: stages `S`, the wait_group depth `P` (0 or 1),
 # consumer warpgroups `C` (1 or 2), tile width `BN` (128 or 256). The model runs the kernel's
 # protocol with the fitted cap; the record's run of the same design, if any, sits beside it.
 # Find the design the model says is fastest. Is it the recorded fastest? Where does the model
 # disagree with the record, and which effect does it leave out? (A hint: where the fitted cap sets
-# the pace, the model gives P = 0 and P = 1 the same time; exercise 1's record does not.) A knob the
-# kernel cannot take stops with an error that names it.
+# the pace, the model gives P = 0 and P = 1 the same time; exercise 1's record does not.)
 
 # %% output varies
 S, P, C, BN = 4, 1, 2, 256
@@ -248,6 +237,12 @@ producer_step = pl.producer_step.kernel_step()   # the kernel's own (tr.event: t
 ok = exercises.check("ch05.producer_step", producer_step, solution=True)
 
 # %% output varies tags=["solution"]
+# exercise 2 with the refill's parity flipped: panel 5's wait names the open phase, and never passes
+fig = pl.plot_ring_steps(stages=2, k_tiles=4, parities=pl.flipped_refill_parities(),
+                         broken="the refill waits on empty with parity (t / S) mod 2")
+plt.show()
+
+# %% output varies tags=["solution"]
 _ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # §5's "Try it": the best cap
 print(pl.design_survey(record=rec))                # §5's "Design it": every design, model beside record
 
@@ -255,3 +250,11 @@ print(pl.design_survey(record=rec))                # §5's "Design it": every de
 # **What you learned.** The ring and its parities, a pipelined GEMM checked and measured, why
 # depth stops paying, what a fit can say. **Next:** [chapter 06](06_warp_specialization.ipynb)
 # gives the loads a warpgroup of their own.
+
+# %% [markdown]
+# **Your GEMM so far.** Chapter 05 added the producer step, which refills the ring.
+
+# %% output varies
+from asynctc.models.gemm_so_far import so_far
+
+so_far("05")

@@ -233,3 +233,12 @@ w, lane = divmod(77, 32)            # warp 2, lane 13 = 4·3 + 1
 ok = exercises.check("ch06.store_position", (16 * w + lane // 4 + 8 * ((46 >> 1) & 1),
                                              8 * (46 >> 2) + 2 * (lane % 4) + (46 & 1) - 64 * (46 // 32)),
                      thread=77, index=46, solution=True)
+
+# %% [markdown]
+# **Your GEMM so far.** The consumer loop completes it; deep dive [06e](06e_your_gemm_on_the_cpu.ipynb)
+# breaks pieces on purpose.
+
+# %% output varies
+from asynctc.models.gemm_so_far import so_far
+
+so_far("06")

@@ -5,8 +5,9 @@
 #
 # **Assumes** the core exercises of chapters 03 (the stage fill, `swizzle_128b`), 04 (`kstep_desc`),
 # 05 (the producer step) and 06 (the consumer loop); it runs your passing answers. Deep dives 04b
-# (`encode`) and 05b (the parities) add two more pieces. **What it adds:** your pieces put together into one tile of a Hopper
-# [GEMM](../docs/glossary.md#gemm), run in Python and checked against float64.
+# (`encode`) and 05b (the parities) add two more pieces. **What it adds:** chapters 03–06 end with
+# this run of one tile of a Hopper [GEMM](../docs/glossary.md#gemm) ("your GEMM so far"); here it
+# takes every piece, shows its steps, and breaks pieces on purpose.
 # No GPU is needed: this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
 
 # %% output varies

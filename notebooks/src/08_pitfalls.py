@@ -47,12 +47,12 @@ display(Markdown(zoo.table_markdown(compact=True)))
 # One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
 # TMA loads. Warps 0–3, the consumers, copy each box into a buffer (undoing the 128B swizzle);
 # thread 0 stores the buffer with TMA. `named_barrier_sync(1, CONSUMERS)` is a *named barrier*: a
-# `__syncthreads` for the 128 consumers only. Below, the consumers' loop; each `#if BUG …` block is
-# a zoo class.
+# `__syncthreads` for the 128 consumers only. Below, the consumers' loop as the correct build
+# compiles it; each bug below is shown as a diff against it (`-` right, `+` broken).
 
 # %%
-notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$", hooks=True,
-                     omit=(r"^#if BUG != BUG_STORE_BUFFER_REUSED", r"^#endif", "exercise 2 asks for them"))
+notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$",
+                     omit=(r"^    if \(tid == 0\) b\w+<0>", r"<0>", "exercise 2 asks for it"))
 
 # %% [markdown]
 # ## 4. Three bugs, in the model and on the GPU
@@ -62,10 +62,11 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 # For tile `t` of a ring of `S` stages, the producer's first pass (`t < S`) waits on `empty[s]`
 # with parity `(t / S + 1) % 2` = 1, "the phase before", which a fresh barrier counts as complete.
 # Compute `(t / S) % 2` instead and it waits for phase 0 of a barrier nobody has arrived on yet
-# ([flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317): phase 0 looped forever, phase 1 worked). Chapter 05's ring model runs the
-# broken protocol on the kernel's schedule:
+# ([flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317)). Chapter 05's ring model runs the
+# broken protocol on the kernel's schedule, after the one line BUG=1 changes:
 
 # %%
+print(notebook.build_diff("pitfalls.cu", {"BUG": 1}, context=1))
 d = D.pipeline_diagnosis("wrong_empty_parity")
 print(d.text)
 
@@ -86,9 +87,10 @@ for word in F.variants.words_in(outcome):
 # TMA's 128B swizzle XORs address bits [4, 7) with bits [7, 10) of the **absolute** shared-memory
 # address. A stage that starts 128 bytes past a 1024 B boundary shifts every row's pattern by one
 # row, and a reader that swizzles relative to the stage base reads every element from the wrong
-# 16-byte chunk ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)):
+# 16-byte chunk ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)). BUG=7 adds one line:
 
 # %%
+print(notebook.build_diff("pitfalls.cu", {"BUG": 7}, context=0))
 m = D.layout_mismatch(tma_swizzle=128, reader_swizzle=128, base_offset=128)
 print(D.layout_diagnosis("misaligned").text)
 assert m["wrong"] == m["total"] and D.layout_mismatch(128, 128, 1024) is None
@@ -169,13 +171,12 @@ print(ordering.describe_ops())
 ok = exercises.check("ch08.repair", program, rule="store")
 
 # %% [markdown]
-# The three lines section 3's listing left out (run after exercise 2): in the kernel, the step the
-# store program lacks.
+# The line section 3's listing left out (run after exercise 2): the step the store program lacks,
+# as the diff of BUG=8, the build without it.
 
 # %% output answers a prediction
 if exercises.after("ch08.repair"):
-    print(notebook.source_excerpt("pitfalls.cu", start=r"^#if BUG != BUG_STORE_BUFFER_REUSED", end=r"^#endif",
-                                  hooks=True))
+    print(notebook.build_diff("pitfalls.cu", {"BUG": 8}, context=1))
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

@@ -33,36 +33,37 @@ for label, suites in by_label.items():
 # %% [markdown]
 # ## 1. Two peaks
 #
-# A fraction of peak is the achieved rate (2·M·N·K FLOP over the measured time) divided by a peak.
-# The peak is SMs × FLOP per clock per SM × the SM clock: for dense FP16 on the H200, 132 × 4096 ×
-# the clock. The two peaks differ only in that clock:
+# A fraction of peak is the achieved rate over SMs × FLOP/clk/SM × an SM clock (the cell below
+# computes both). The two peaks differ only in that clock:
 #
 # | peak | clock | H200, dense FP16 |
 # |---|---|---|
 # | **datasheet** | the boost clock, 1830 MHz | 989.4 TFLOP/s |
 # | **at the measured clock** | the SM clock read while the kernel ran | 132 × 4096 × that clock |
 #
-# Under a full Tensor Core load the chip runs below its boost clock, so one TFLOP/s figure is a
-# larger fraction of the second peak. Neither is wrong: the datasheet says how much of the rated
-# speed you got; the measured clock, how busy the Tensor Cores were. (A row's second clock:
+# Neither is wrong: the datasheet says how much of the rated speed you got; the measured clock,
+# how busy the Tensor Cores were. (A row's second clock:
 # [00b](00b_clock_kinds.ipynb) §1.) Chapter 06's top rung, worked:
 
 # %% output varies
 wrec = recs["warp_specialization"]
 sm, boost = wrec.provenance["sm_count"], bench.DATASHEET["boost_mhz"]
 top = seed.ladder_row(wrec)[1]
-f = claims.fractions(top, sm)
-print(f"chapter 06's top rung at 4096³: {top['tflops']:.0f} TFLOP/s, SM clock {bench.clock_text(top)}")
-print(f"  datasheet:        {top['tflops']:.0f} / {f['datasheet_tflops']:.1f} = {f['datasheet']:.3f}")
-print(f"  measured clock:   {top['tflops']:.0f} / ({sm} × 4096 × {f['sm_mhz']:.0f} MHz = "
-      f"{f['peak_tflops']:.0f}) = {f['measured']:.3f}")
-_ = notebook.claim(f["sm_mhz"] < boost and f["measured"] > f["datasheet"],
-                   f"Its clock ({f['clock']}) ran under the datasheet's {boost} MHz, so its fraction at the "
-                   f"measured clock is the larger of the two.",
-                   sm_mhz=f["sm_mhz"], measured=f["measured"], datasheet=f["datasheet"])
+n, mhz, kind = top["size"], top["sm_mhz"], bench.clock_kind(top)
+tf = 2 * n**3 / (top["median_ms"] * 1e-3) / 1e12               # 2·M·N·K FLOP / seconds
+sheet = bench.DATASHEET["dense_tflops"]["float16"]             # 132 × 4096 × 1830 MHz
+peak_at = sm * 4096 * mhz * 1e6 / 1e12                         # the same at the measured clock
+f = {"datasheet": tf / sheet, "measured": tf / peak_at}
+print(f"chapter 06's top rung at {n}³: 2·{n}³ / {top['median_ms']:.4f} ms = {tf:.0f} TFLOP/s, "
+      f"SM clock {bench.clock_text(top)}")
+print(f"  datasheet:        {tf:.0f} / {sheet:.1f} = {f['datasheet']:.3f}")
+print(f"  measured clock:   {tf:.0f} / ({sm} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}) = {f['measured']:.3f}")
+_ = notebook.claim(mhz < boost and f["measured"] > f["datasheet"],
+                   f"Its clock ({kind}) ran under the datasheet's {boost} MHz, so its fraction at the "
+                   f"measured clock is the larger of the two.", sm_mhz=mhz, **f)
 after = top.get("sm_mhz_after")                  # the second clock printed
-if after and f["clock"] in bench.CLOCK_KINDS[:2]:
-    fa = top["tflops"] / bench.peak_tflops(sm, after)
+if after and kind in bench.CLOCK_KINDS[:2]:
+    fa = tf / (sm * 4096 * after * 1e6 / 1e12)
     _ = notebook.claim(boost < after and fa < f["datasheet"],
                        f"The second clock ({bench.CLOCK_KINDS[2]}) read {after:.0f} MHz, above the boost clock: "
                        f"at that clock the fraction would be {fa:.3f}, the smallest of the three. The first is "

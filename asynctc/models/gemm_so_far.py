@@ -1,0 +1,130 @@
+"""Your Hopper GEMM so far: the end of core chapters 03–06 runs the learner's pieces in one tile.
+
+Each of chapters 03–06 has the learner write one or two pieces of a Hopper GEMM (the stage fill and
+the swizzle in 03, the k-step in 04, the producer step in 05, the consumer loop in 06; deep dives
+04b and 05b add the descriptor encoder and the parities). :func:`so_far` runs deep dive 06e's CPU
+emulation of one 128 × 128 tile (:func:`asynctc.models.emulate_sm90.emulate`) with the learner's
+passing answers up to a chapter and the course's pieces for the rest, and says in one clause
+whether the tile is right or which of the learner's pieces breaks it.
+
+Answers are read afresh on every call (:func:`asynctc.core.exercises.my_answer`); nothing is
+cached. It is a model, not a run: no GPU, nothing timed. About 0.1–1 s on a laptop core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from . import emulate_sm90 as _e
+
+#: The pieces in the order the course teaches them: (piece, its name in the report, the chapter
+#: whose exercises ask it (two digits), the notebook that asks it).
+ORDER = (("stage_fill", "stage fill", 3, "chapter 03"),
+         ("swizzle", "swizzle", 3, "chapter 03"),
+         ("kstep", "k-step", 4, "chapter 04"),
+         ("encode", "encode", 4, "deep dive 04b"),
+         ("producer_step", "producer step", 5, "chapter 05"),
+         ("parities", "parities", 5, "deep dive 05b"),
+         ("consumer_loop", "consumer loop", 6, "chapter 06"))
+
+
+@dataclasses.dataclass
+class SoFar:
+    """What :func:`so_far` found. ``chapter``: the chapter it was called for (3–10); ``rows``: per
+    piece shown, (piece, "yours" / "the course's" / "later", the row's text); ``result``: the
+    :class:`~asynctc.models.emulate_sm90.Sm90Gemm` (None when a piece raised); ``verdict``: the
+    closing clause; ``blame``: the learner's pieces that break the tile (empty when it is right)."""
+
+    chapter: int
+    rows: list
+    result: Any
+    verdict: str
+    blame: list
+
+    @property
+    def passed(self) -> bool:
+        return self.result is not None and self.result.passed
+
+    def text(self) -> str:
+        head = f"Your Hopper GEMM after chapter {self.chapter:02d}:"
+        return "\n".join([head, *(f"  {t}" for _, _, t in self.rows), self.verdict])
+
+    __str__ = text
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def _chapter(chapter) -> int:
+    try:
+        n = int(str(chapter).strip())
+    except ValueError:
+        n = -1
+    if not 3 <= n <= 10:
+        raise ValueError(f"chapter={chapter!r}: a core chapter from '03' to '10' "
+                         "(the first piece is written in chapter 03)")
+    return n
+
+
+def _when(name: str) -> str:
+    from ..core import answers
+    t = answers.passed_on(name)
+    return f"passed {t[:16].replace('T', ' ')} UTC" if t else "passed"
+
+
+def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
+    """The report for the end of chapter ``chapter`` ("03" … "06"; later chapters take every
+    piece): one row per piece — yours ✓ (when it passed), the course's (not passed yet), or the
+    chapter it comes in; the optional deep dives' pieces (04b's encode, 05b's parities) only once
+    they are yours — then the tile run with your pieces up to that chapter and the course's
+    for the rest, checked elementwise against float64. ``rng``: the inputs' generator (default:
+    fresh). Raises :class:`ValueError` for a chapter outside 03–10. Never raises for a learner's
+    piece: one that raises is named in the verdict."""
+    n = _chapter(chapter)
+    kept, _ = _e.your_pieces()                    # read afresh: my_answer for each exercise
+    mine, rows = {}, []
+    for piece, label, ch, where in ORDER:
+        name = _e.PIECE_EXERCISES[piece][0]
+        deep = where.startswith("deep")
+        head = f"{label} ({where.split()[-1]})"
+        if kept[piece] is not None and ch <= n:
+            mine[piece] = kept[piece]
+            rows.append((piece, "yours", f"{head:<20}yours ✓ {_when(name)}"))
+        elif deep:                                # an optional deep dive's piece: a row once it is yours
+            continue
+        elif ch > n:
+            rows.append((piece, "later", f"{head:<20}comes in {where}"))
+        else:
+            rows.append((piece, "the course's", f"{head:<20}the course's (not passed yet)"))
+    result, blame, verdict = _run(mine, rng)
+    return SoFar(n, rows, result, verdict, blame)
+
+
+def _names(pieces) -> str:
+    labels = {p: lab for p, lab, _, _ in ORDER}
+    return " and ".join(f"your {labels[p]}" for p in pieces)
+
+
+def _run(mine: dict, rng: Any):
+    """(result, blame, verdict clause) of the tile with the learner's pieces ``mine``."""
+    try:
+        r = _e.emulate(**mine, rng=rng)
+    except Exception as exc:  # noqa: BLE001 - a learner's piece raised: find which
+        for p in mine:
+            try:
+                _e.emulate(**{q: v for q, v in mine.items() if q != p}, rng=rng)
+            except Exception:  # noqa: BLE001
+                continue
+            return None, [p], f"The tile stops: {_names([p])} raises {type(exc).__name__}: {exc}"
+        return None, list(mine), f"The tile stops: your pieces raise {type(exc).__name__}: {exc}"
+    if r.passed:
+        return r, [], f"The tile, run on the CPU, is right: worst error / bound {r.check.worst:.2g}."
+    blame = list(r.blame)
+    if r.error is not None:
+        return r, blame, f"The tile stops: {_names(blame)}: {str(r.error).split(': ', 1)[-1]}"
+    if r.diagnosis is not None:
+        return r, blame, f"The tile stops: {_names(blame)} — {_e._ring_words(r.diagnosis)}"
+    why = "; ".join(r.why[p] for p in blame if p in r.why)
+    return r, blame, (f"The tile, run on the CPU, is wrong ({_e.where_wrong(r.bad)}): "
+                      f"{_names(blame) or 'no piece of yours'} breaks it" + (f" — {why}" if why else "") + ". Deep dive 06e shows how to read this.")

@@ -1,0 +1,116 @@
+"""Your Hopper GEMM so far (asynctc.models.gemm_so_far): with no kept answers every piece is the
+course's and the tile is right; a kept right answer is "yours" and the tile stays right; a kept
+broken answer is named; a piece of a later chapter "comes in" it. Kept answers live in a temporary
+progress folder, never the user's."""
+
+import numpy as np
+import pytest
+
+import asynctc.tma  # noqa: F401  (registers ch03's exercises)
+from asynctc.core import answers, exercises, progress
+from asynctc.models import gemm_so_far as g
+
+
+def swizzle_128b(offset):
+    row, chunk, byte = offset // 128, offset % 128 // 16, offset % 16
+    return row * 128 + (chunk ^ row % 8) * 16 + byte
+
+
+def kstep_desc(desc0, s, major):
+    return desc0 + (s * 32 >> 4)
+
+
+def kstep_in_elements(desc0, s, major):
+    return desc0 + (s * 16 >> 4)
+
+
+def full_parity(k, S):
+    return (k // S) % 2
+
+
+def empty_parity(t, S):
+    return (t // S + 1) % 2
+
+
+def swizzle_that_raises(offset):
+    return [offset][1]
+
+
+@pytest.fixture
+def prog(tmp_path, monkeypatch):
+    p = tmp_path / "alice.jsonl"
+    monkeypatch.setenv(progress.ENV, str(p))
+    return p
+
+
+def _status(rep):
+    return {piece: status for piece, status, _ in rep.rows}
+
+
+def test_no_kept_answers_all_course_pieces_and_the_tile_is_right(prog):
+    rep = g.so_far("06", rng=np.random.default_rng(1))
+    assert set(_status(rep).values()) == {"the course's"} and rep.passed and not rep.blame
+    assert "is right: worst error / bound" in rep.verdict and "(not passed yet)" in rep.text()
+    core = ["stage_fill", "swizzle", "kstep", "producer_step", "consumer_loop"]
+    assert [p for p, *_ in rep.rows] == core          # the optional deep dives' pieces: once yours
+
+
+def test_recording_off_is_the_same_as_nothing_kept(monkeypatch):
+    monkeypatch.setenv(progress.ENV, "off")
+    rep = g.so_far("03")
+    assert rep.passed and _status(rep)["swizzle"] == "the course's"
+
+
+def test_a_kept_right_answer_is_yours_and_the_tile_stays_right(prog):
+    assert exercises.check("ch03.swizzle_128b", swizzle_128b)
+    answers.save("ch04.kstep", kstep_desc)
+    rep = g.so_far("04")
+    st = _status(rep)
+    assert st["swizzle"] == st["kstep"] == "yours" and st["stage_fill"] == "the course's"
+    assert rep.passed and "is right" in rep.verdict
+    row = next(t for p, _, t in rep.rows if p == "swizzle")
+    assert row.startswith("swizzle (03)") and "yours ✓ passed 20" in row and row.endswith(" UTC")
+
+
+def test_a_kept_broken_kstep_is_named(prog):
+    answers.save("ch03.swizzle_128b", swizzle_128b)
+    answers.save("ch04.kstep", kstep_in_elements)
+    rep = g.so_far("04")
+    assert not rep.passed and rep.blame == ["kstep"]
+    assert "your k-step breaks it" in rep.verdict and "wrong" in rep.verdict
+
+
+def test_a_piece_that_raises_is_named_not_raised(prog):
+    answers.save("ch03.swizzle_128b", swizzle_that_raises)
+    rep = g.so_far("03")
+    assert rep.result is None and rep.blame == ["swizzle"] and "IndexError" in rep.verdict
+
+
+def test_a_later_chapters_piece_comes_in_that_chapter_and_is_not_used(prog):
+    answers.save("ch04.kstep", kstep_in_elements)          # broken, but chapter 04 is not reached yet
+    rep = g.so_far("03")
+    assert _status(rep)["kstep"] == "later" and rep.passed
+    assert "k-step (04)" in rep.text() and "comes in chapter 04" in rep.text()
+    assert _status(g.so_far(4))["kstep"] == "yours"
+    rep5 = g.so_far("04")
+    assert _status(rep5)["producer_step"] == "later" and "comes in chapter 05" in rep5.text()
+
+
+def test_a_deep_dive_piece_shows_once_it_is_yours_and_only_from_its_chapter(prog):
+    answers.save("ch05.ring_parities", (full_parity, empty_parity))
+    assert "parities" not in _status(g.so_far("04"))
+    rep = g.so_far("05")
+    assert _status(rep)["parities"] == "yours" and rep.result.used["parities"] == "yours" and rep.passed
+
+
+def test_answers_are_read_afresh_on_every_call(prog):
+    answers.save("ch04.kstep", kstep_in_elements)
+    assert not g.so_far("04").passed
+    answers.save("ch04.kstep", kstep_desc)
+    assert g.so_far("04").passed
+
+
+@pytest.mark.parametrize("bad", ["02", "11", "x", 0])
+def test_chapter_is_checked(bad):
+    with pytest.raises(ValueError, match="chapter="):
+        g.so_far(bad)
