@@ -306,7 +306,7 @@ def rs_clocks_floor(results: dict, dtype: str = "float16") -> float:
 
 
 def small_n_as_modelled(results: dict, dtype: str = "float16", tolerance: float = 0.05) -> bool:
-    """What chapter 04 §7 says of small N, checked on the record's rows with one accumulator: every
+    """What chapter 04 §8 says of small N, checked on the record's rows with one accumulator: every
     SS point within ``tolerance`` of the bytes model; RS above SS at N = 8, 16 and 32 (it reads no
     A from shared memory); RS below 0.8 of the model at N = 8 and 16 (the fixed cost the model
     lacks, :func:`rs_clocks_floor`). ``KeyError`` if the record lacks one of those rows."""

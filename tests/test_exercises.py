@@ -66,6 +66,8 @@ KW = {
     "ch03.stage_fill": dict(),
     "ch04.encode": dict(),
     "ch04.kstep": dict(),
+    "ch04.acc_owner": dict(r=27, c=12),
+    "ch04.acc_owner_fn": dict(),
     "ch05.ring_parities": dict(),
     "ch05.producer_step": dict(),
     "ch06.consumer_loop": dict(),
@@ -76,6 +78,11 @@ KW = {
 
 def _desc(start, lbo, sbo, mode):
     return (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | mode << 62
+
+
+def _owner(r, c):
+    """ch04.acc_owner_fn's answer: (thread, register) holding D[r][c] of a wgmma accumulator."""
+    return 32 * (r // 16) + 4 * (r % 8) + (c % 8) // 2, 4 * (c // 8) + 2 * (r % 16 // 8) + c % 2
 
 
 n = 512
@@ -116,6 +123,29 @@ MISTAKES = [
     ("ch04.kstep", lambda d, s, m: d + (2048 * s >> 4), "MN-major advance"),
     ("ch04.kstep", lambda d, s, m: d, "k-step 0's descriptor"),
     ("ch04.kstep", lambda d, s, m: d + 2.0 * s, "return an int"),
+    # D[27][12]: warp 1, g = 3, row g + 8; block j = 1, t = 2, even column -> (46, 6)
+    ("ch04.acc_owner", (46, 4), "rows g and g + 8 are swapped"),
+    ("ch04.acc_owner", (43, 6), "g and t are swapped"),
+    ("ch04.acc_owner", (14, 6), "leaves out the warp"),
+    ("ch04.acc_owner", (48, 6), "t counts pairs, not columns"),
+    ("ch04.acc_owner", (44, 6), "t counts pairs, not columns"),
+    ("ch04.acc_owner", (78, 6), "rows g and g + 8 of the warp's block share a lane"),
+    ("ch04.acc_owner", (46, 7), "the two columns of a pair are swapped"),
+    ("ch04.acc_owner", (46, 2), "leaves out the 8-column block"),
+    ("ch04.acc_owner", (46, 5), "you swapped them"),
+    ("ch04.acc_owner", (46, 30), "the thread is right, the register is not"),
+    ("ch04.acc_owner", (47, 6), "the register is right, the thread is not"),
+    ("ch04.acc_owner", (200, 1), "0..127"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], _owner(r, c)[1] ^ 2), "rows g and g + 8 are swapped"),
+    ("ch04.acc_owner_fn", lambda r, c: (32 * (r // 16) + 4 * (c % 8 // 2) + r % 8, _owner(r, c)[1]),
+     "g and t are swapped"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0] % 32, _owner(r, c)[1]), "leaves out the warp"),
+    ("ch04.acc_owner_fn", lambda r, c: (32 * (r // 16) + 4 * (r % 8) + c % 4, _owner(r, c)[1]),
+     "t counts pairs, not columns"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], _owner(r, c)[1] ^ 1), "the two columns of a pair"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], _owner(r, c)[1] % 4), "leaves out the 8-column block"),
+    ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], 1.0), "return two ints"),
+    ("ch04.acc_owner_fn", 5, "pass your function"),
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: (t // S) % 2),
      "deadlocks at k-tile 0: producer waits on empty[0] with parity 0"),
     ("ch05.ring_parities", (lambda k, S: (k // S + 1) % 2, lambda t, S: (t // S + 1) % 2),
@@ -642,6 +672,10 @@ def test_solutions_in_the_notebooks_still_pass():
     offset = row * 128 + ((chunk ^ (row % 8)) * 16) + within
     assert ex("ch03.bank_128B", (offset // 4) % 32, row=row, col=col, solution=True)
     assert ex("ch04.sbo", 8 * 64, swizzle=64, solution=True)
+    r, c = 27, 12
+    assert ex("ch04.acc_owner", (32 * (r // 16) + 4 * (r % 8) + c % 8 // 2, 4 * (c // 8) + 2 * (r % 16 // 8) + c % 2),
+              r=r, c=c, solution=True)
+    assert ex("ch04.acc_owner", (37, 7), r=25, c=11)                # thread 37's last register (chapter 04's figure)
     assert ex("ch06.consumer_regs", (65536 - 128 * 56) // (128 * 2) // 8 * 8, producer_regs=56,
               consumers=2, solution=True)
     assert ex("ch06.cluster_arrivals", 2 * 2, consumers=2, cluster=2, solution=True)
@@ -704,6 +738,8 @@ def test_descriptor_with_the_raw_address_gets_the_shift_hint(capsys):
      | {0: 0, 128: 1, 64: 2, 32: 3}[swizzle] << 62),
     ("ch04.encode", descriptors.encode),
     ("ch04.kstep", lambda desc0, s, major: desc0 + (s * (32 if major == "K" else 16 * 128) >> 4)),
+    ("ch04.acc_owner_fn", _owner),
+    ("ch04.acc_owner_fn", lambda r, c: [np.int64(_owner(r, c)[0]), _owner(r, c)[1]]),
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: (t // S + 1) % 2)),
     ("ch05.ring_parities", [lambda k, S: (k // S) & 1, lambda t, S: 1 - (t // S) % 2]),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 0)] + _STORE[5:]),
@@ -721,6 +757,7 @@ def test_code_exercises_accept_right_code(capsys, name, answer):
     ("ch03.swizzle_128b", lambda offset: ...),
     ("ch04.encode", lambda a, lbo, sbo, swizzle: None),
     ("ch04.kstep", lambda desc0, s, major: ...),
+    ("ch04.acc_owner_fn", lambda r, c: ...),
     ("ch05.ring_parities", (lambda k, S: ..., lambda t, S: ...)),
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: None)),
     ("ch08.repair", list(_STORE)),                         # the broken program, unchanged

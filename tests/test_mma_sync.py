@@ -109,6 +109,19 @@ def test_wgmma_accumulator_fragment():
             fragments.wgmma_accumulator(bad)
 
 
+def test_wgmma_accumulator_owner_inverts_the_fragment():
+    """Chapter 04 §6's model (figure and ch04.acc_owner): (thread, register) of D[r][c], the
+    inverse of wgmma_accumulator, and the closed form the chapter's solution writes."""
+    for n in (8, 16, 64, 256):
+        thread, reg = fragments.wgmma_accumulator_owner(n)
+        rows, cols = fragments.wgmma_accumulator(n)
+        t, i = np.meshgrid(np.arange(128), np.arange(n // 2), indexing="ij")
+        assert (thread[rows, cols] == t).all() and (reg[rows, cols] == i).all()
+        r, c = np.meshgrid(np.arange(64), np.arange(n), indexing="ij")
+        assert (thread == 32 * (r // 16) + 4 * (r % 8) + c % 8 // 2).all()
+        assert (reg == 4 * (c // 8) + 2 * (r % 16 // 8) + c % 2).all()
+
+
 def test_compare_catches_unwritten_and_wrong(rng):
     a, b = mma_sync.random_operands(64, 32, 48, "float16", rng.integers(1 << 31))
     ref = mma_sync.reference(a, b)

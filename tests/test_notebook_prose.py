@@ -64,7 +64,7 @@ ALLOWED = [
     ("01b", r"who holds what|which lane holds each", "the PTX fragment layout, not a measurement"),
     ("01", r"that a CTA holds in shared memory", "a definition"),
     ("01b", r"holds an A register|lane 4g\+t holds|lanes? .* hold", "the PTX fragment layout"),
-    ("04", r"lane 4g\+t holds|N/2 fp32 values per thread|holds each|holding each",
+    ("04", r"lane 4g ?\+ ?t holds|warp w holds rows|who holds D\[|N/2 fp32 values per thread|holds each|holding each",
      "the PTX accumulator layout"),
     ("04b", r"lane 4g\+t holds|holds each", "the PTX accumulator layout"),
     ("04b", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),

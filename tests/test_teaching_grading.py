@@ -251,8 +251,8 @@ def test_score_counts_only_what_the_handed_in_notebooks_ask(tmp_path):
 def test_a_handed_in_notebook_is_matched_to_the_shipped_one():
     from asynctc.teaching import grading
     shipped = grading.shipped_exercises()
-    assert shipped["04_wgmma"] == ["ch04.kstep"] and shipped["00b_clock_kinds"] == []
-    assert shipped["04b_wgmma_anatomy"] == ["ch04.encode", "ch04.descriptor"]
+    assert shipped["04_wgmma"] == ["ch04.kstep", "ch04.acc_owner"] and shipped["00b_clock_kinds"] == []
+    assert shipped["04b_wgmma_anatomy"] == ["ch04.acc_owner_fn", "ch04.encode", "ch04.descriptor"]
     assert grading.asked_for("04_wgmma.ipynb", [], shipped) == shipped["04_wgmma"]
     assert grading.asked_for("04_wgmma (1).ipynb", [], shipped) == shipped["04_wgmma"]      # same number
     assert grading.asked_for("alice.ipynb", ["ch04.descriptor"], shipped) == shipped["04b_wgmma_anatomy"]

@@ -189,6 +189,26 @@ def test_compare_by_box_size_and_bytes_in_flight():
     assert c["in_flight"] == {"tma": [65536], "ldg_sts": [16384], "cp_async": [65536]}
 
 
+def test_same_tiles_table_reads_the_equal_loads_rows():
+    """Chapter 03 §4: TMA beside cp.async at equal loads in flight, with the instructions each
+    issues per box derived from the box (1 by one thread; one 16-byte cp.async per 16 bytes)."""
+    from asynctc.tma import equal_bytes as E
+    assert E.issue_counts("128x64") == {"box_bytes": 16384, "tma": 1, "cp_async": 1024,
+                                        "cp_async_threads": 128, "cp_async_per_thread": 8}
+    assert E.issue_counts("16x16")["cp_async_threads"] == 32
+    row = lambda v, gbps: {"variant": v, "fp16_box": "128x64", "box_bytes": 16384, "kinds": ["loads"],
+                           "in_flight_loads": 98304, "gbps": gbps}
+    results = {"copies": [row("tma", 3600.0), row("cp_async", 3500.0), row("ldg_sts", 3000.0)]}
+    (r,) = E.same_tiles(results, boxes=("128x64",))
+    assert (r["tma_gbps"], r["cp_async_gbps"]) == (3600.0, 3500.0) and r["ratio"] == pytest.approx(3600 / 3500)
+    assert "| 128×64 | 16384 | 1 (1 thread) | 1024 (128 threads × 8) | 3600 | 3500 | 1.03 |" in E.same_tiles_table([r])
+    ok, same, differ = E.same_tiles_verdict([r])
+    assert ok and "within 5%" in same and "1.03× cp.async" in differ
+    assert not E.same_tiles_verdict([{**r, "ratio": 1.2}])[0]
+    with pytest.raises(ValueError, match="64x64"):
+        E.same_tiles(results, boxes=("64x64",))
+
+
 def test_equal_bytes_plan_keeps_bytes_in_flight_equal_and_every_cta_resident():
     """The tma_equal suite's rows (compiled here, no GPU): within each box and definition the TMA,
     cp.async and ld+st rows hold the same bytes in flight per SM, and ptxas's registers and the

@@ -463,3 +463,20 @@ def test_descriptor_hint_names_the_box_a_k_step_crosses_into():
     tile = dsc.OperandTile(mn=64, k=64, dtype="float16", major="K", swizzle=64)
     hint = wex.descriptor_diagnosis(wrong, tile, 2, 0x4000)
     assert "holds 2 k16 steps, so k-step 2 starts in box 1, at 0x5000" in hint, hint
+
+
+def test_plot_accumulator_boxes_one_threads_registers():
+    """Chapter 04 §6's figure: thread 37 (warp 1, lane 5) boxed at its N/2 elements, each labelled
+    with its register index, read from the model fragments.wgmma_accumulator_owner."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = W.plot_accumulator(n=16, thread=37)
+    ax = fig.axes[0]
+    labels = sorted(int(t.get_text()) for t in ax.texts)
+    assert labels == list(range(8)) and len(ax.patches) == 8
+    cells = {(round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in ax.patches}
+    assert cells == {(r, c) for r in (17, 25) for c in (2, 3, 10, 11)}
+    plt.close(fig)
+    with pytest.raises(ValueError, match="thread"):
+        W.plot_accumulator(thread=128)

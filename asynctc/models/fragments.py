@@ -7,8 +7,9 @@ with floating point type"), with g = lane / 4 and t = lane % 4:
 * B (16×8, K×N): lane holds rows (k) 2t, 2t+1, 2t+8, 2t+9 of column g;
 * C/D (16×8 fp32): lane holds rows g and g+8, columns 2t and 2t+1.
 
-And one for ``wgmma.mma_async`` m64nNk16 (:func:`wgmma_accumulator`): the fp32 accumulator D of a
-warpgroup (128 threads), warp w owning rows 16w..16w+15 in the m16n8 pattern above, repeated along N.
+And one for ``wgmma.mma_async`` m64nNk16 (:func:`wgmma_accumulator`, and its inverse
+:func:`wgmma_accumulator_owner`): the fp32 accumulator D of a warpgroup (128 threads), warp w owning
+rows 16w..16w+15 in the m16n8 pattern above, repeated along N.
 
 Each function returns an integer array of the matrix's shape whose entries are lane ids, and a
 same-shaped array of register indices (which of the lane's registers holds the element).
@@ -70,6 +71,20 @@ def wgmma_accumulator(n: int) -> tuple[np.ndarray, np.ndarray]:
     w, lane = divmod(thread, 32)
     g, t = divmod(lane, 4)
     return 16 * w + g + 8 * ((reg >> 1) & 1), 8 * (reg >> 2) + 2 * t + (reg & 1)
+
+
+def wgmma_accumulator_owner(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of :func:`wgmma_accumulator`: (thread, register) holding each element of an
+    m64nNk16 wgmma's fp32 accumulator D, two int arrays of shape (64, n). D[r][c] is held by thread
+    32·(r // 16) + 4·(r % 8) + (c % 8) // 2, register 4·(c // 8) + 2·((r % 16) // 8) + c % 2.
+    Raises :class:`ValueError` as :func:`wgmma_accumulator` does."""
+    rows, cols = wgmma_accumulator(n)
+    thread = np.empty((64, n), int)
+    reg = np.empty((64, n), int)
+    t, i = np.meshgrid(np.arange(128), np.arange(n // 2), indexing="ij")
+    thread[rows, cols] = t
+    reg[rows, cols] = i
+    return thread, reg
 
 
 def to_registers(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -220,3 +220,60 @@ def summarize_equal_bytes(rec: records.Record) -> str:
 
 
 SUITES = {"tma_equal": (measure_equal_bytes, summarize_equal_bytes, "sm_90a")}
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 03's table: TMA against cp.async moving the same tiles
+# --------------------------------------------------------------------------------------------------
+
+#: The fp16 boxes chapter 03 tabulates: a small one, and chapter 05's stage boxes (B, then A).
+SAME_TILE_BOXES = ("16x16", "64x64", "128x64")
+CP_ASYNC_BYTES, CP_ASYNC_THREADS = 16, 128      # copy_cp_async: 16-byte copies by 128 threads
+
+
+def issue_counts(fp16_box: str) -> dict:
+    """Copy instructions that start one fp16 box ("RxC") in ``kernels/tma.cu``: TMA, one
+    ``cp.async.bulk.tensor`` by one thread; cp.async (``copy_cp_async``), one 16-byte ``cp.async`` per
+    16 bytes of the box, dealt out to up to 128 threads."""
+    r, c = (int(x) for x in fp16_box.split("x"))
+    copies = r * c * 2 // CP_ASYNC_BYTES
+    threads = min(copies, CP_ASYNC_THREADS)
+    return {"box_bytes": r * c * 2, "tma": 1, "cp_async": copies, "cp_async_threads": threads,
+            "cp_async_per_thread": copies // threads}
+
+
+def same_tiles(results: dict, boxes=SAME_TILE_BOXES) -> list[dict]:
+    """Rows of chapter 03's table from a ``tma_equal`` record's results: per fp16 box, the bytes,
+    the instructions each copy issues (:func:`issue_counts`) and the GB/s of TMA and cp.async with
+    equal global loads outstanding per SM (:func:`pairs`, kind "loads"); ``ratio`` = TMA / cp.async."""
+    by = {p["fp16_box"]: p for p in pairs(results) if p["kind"] == "loads"}
+    missing = [b for b in boxes if b not in by or "cp_async" not in by[b]]
+    if missing:
+        raise ValueError(f"tma_equal record: no 'loads' rows with cp.async for boxes {missing}")
+    return [{"fp16_box": b, **issue_counts(b), "tma_gbps": by[b]["tma"],
+             "cp_async_gbps": by[b]["cp_async"], "ratio": by[b]["tma"] / by[b]["cp_async"]}
+            for b in boxes]
+
+
+def same_tiles_table(rows: list[dict]) -> str:
+    """:func:`same_tiles` as a markdown table."""
+    out = ["| fp16 box | bytes | TMA instructions | cp.async instructions | TMA GB/s "
+           "| cp.async GB/s | TMA / cp.async |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['fp16_box'].replace('x', '×')} | {r['box_bytes']} | {r['tma']} (1 thread) | "
+                   f"{r['cp_async']} ({r['cp_async_threads']} threads × {r['cp_async_per_thread']}) | "
+                   f"{r['tma_gbps']:.0f} | "
+                   f"{r['cp_async_gbps']:.0f} | {r['ratio']:.2f} |")
+    return "\n".join(out)
+
+
+def same_tiles_verdict(rows: list[dict], box: str = "128x64", within: float = 0.05):
+    """``(condition, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: at ``box`` (chapter
+    05's A box), are TMA and cp.async within ``within`` of each other?"""
+    r = next(x for x in rows if x["fp16_box"] == box)
+    head = (f"At the {box.replace('x', '×')} box ({r['box_bytes'] // 1024} KiB) TMA moves "
+            f"{r['tma_gbps']:.0f} GB/s, cp.async {r['cp_async_gbps']:.0f} GB/s")
+    return (abs(r["ratio"] - 1) < within,
+            f"{head}: the same within {within:.0%}. TMA gains instructions there (1 instead of "
+            f"{r['cp_async']}), not bandwidth.",
+            f"{head}: TMA is {r['ratio']:.2f}× cp.async, from 1 instruction instead of {r['cp_async']}.")

@@ -26,6 +26,7 @@ What lives where (every name below is re-exported here: ``from asynctc import wg
   patch ``DeviceArray`` and ``_tensor_map`` here, on ``asynctc.wgmma.launch``.
 * ``mismatch.py`` — :class:`MismatchResult`, :func:`mismatch_demo`.
 * ``figures.py`` — :func:`plot_layouts` (arrows from :func:`offset_steps`), :func:`plot_mismatch`,
+  :func:`plot_accumulator` (who holds each accumulator element),
   and the lines the lesson prints from a "wgmma" record: :func:`peak_row`, :func:`peak_lines`,
   :func:`goal_note`, :func:`clock_note` (draw and read; never measure).
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import) and
@@ -40,7 +41,8 @@ from . import exercises  # noqa: F401  (registers the chapter's exercises)
 from .config import (  # noqa: F401
     DTYPES, N_VALUES, SOURCES, SWIZZLES, TILE_TOLERANCE, TileConfig, np_dtype, supported_configs)
 from .exercises import descriptor_diagnosis  # noqa: F401
-from .figures import clock_note, goal_note, peak_lines, peak_row, plot_layouts, plot_mismatch  # noqa: F401
+from .figures import (  # noqa: F401
+    clock_note, goal_note, peak_lines, peak_row, plot_accumulator, plot_layouts, plot_mismatch)
 from .launch import (  # noqa: F401
     FP8_ACC_U, compare_tile, compile_tile, random_tile_operands, run_tile, run_tile_tma, tile_images,
     tile_modules, tile_reference, tile_scale, tile_tolerance, tma_configs, tma_entry, tma_geometry,

@@ -3,7 +3,10 @@ descriptor of a k-step, SBO and LBO, each with its diagnosis of known mistakes
 (:func:`descriptor_diagnosis`), and the code exercise ``ch04.encode`` (write the descriptor's bit
 packing; checked against :func:`asynctc.models.descriptors.encode` on every layout's descriptors)
 and the code exercise ``ch04.kstep`` (advance a descriptor from k-step 0 to k-step s; judged by the
-bytes wgmma would read, :func:`_judge_kstep`)."""
+bytes wgmma would read, :func:`_judge_kstep`), and ``ch04.acc_owner`` (which thread and register hold
+D[r][c] of the accumulator; the key is :func:`asynctc.models.fragments.wgmma_accumulator_owner`,
+the hints :func:`acc_owner_hint`) with its code form ``ch04.acc_owner_fn`` (deep dive 04b: write
+``owner(r, c)``, judged on every element, :func:`_judge_acc_owner`)."""
 
 from __future__ import annotations
 
@@ -31,6 +34,23 @@ def _register_exercises():
     def _ch04_kstep():
         return lambda desc0, s, major: KSTEP_TILES[major].descriptor(
             s, dsc.decode(desc0).start_address).encode()
+
+    @exercise("ch04.acc_owner", "Element D[r][c] of an m64nNk16 wgmma's fp32 accumulator: which "
+              "thread of the warpgroup (0..127) holds it, and in which of its registers (the index "
+              "i of its N/2 accumulators)? Answer (thread, reg).", diagnose=acc_owner_hint)
+    def _ch04_acc_owner(r: int, c: int) -> tuple[int, int]:
+        if not (isinstance(r, int) and 0 <= r < 64 and isinstance(c, int) and 0 <= c < ACC_N):
+            raise ValueError(f"(r, c) = ({r!r}, {c!r}): D is 64 rows × up to {ACC_N} columns")
+        thread, reg = _acc_model()
+        return int(thread[r, c]), int(reg[r, c])
+
+    @code_exercise("ch04.acc_owner_fn", "Write owner(r, c): (thread, reg), the warpgroup's thread "
+                   "(0..127) and the index of its accumulator register that hold D[r][c] of an "
+                   "m64nNk16 wgmma's fp32 result, for any element. Pass the function: "
+                   "check('ch04.acc_owner_fn', owner).", judge=_judge_acc_owner)
+    def _ch04_acc_owner_fn():
+        thread, reg = _acc_model()
+        return lambda r, c: (int(thread[r, c]), int(reg[r, c]))
 
     @exercise("ch04.descriptor", "The 64-bit wgmma descriptor (an int) for k-step `step` of a tile "
               "mn×k of dtype, major-ness and swizzle, stored as TMA boxes from shared address base.")
@@ -111,6 +131,94 @@ def _judge_kstep(answer) -> str | None:
                     return (f"{call} = {got:#x}: {wrong} of the {want.size} elements wgmma reads "
                             "are not the ones TMA wrote there; " + kstep_diagnosis(got, tile, s, base))
     return None
+
+
+#: The widest accumulator ``ch04.acc_owner`` asks about: 64 × ACC_N (m64n256).
+ACC_N = 256
+
+
+def _acc_model():
+    from ..models.fragments import wgmma_accumulator_owner
+    return wgmma_accumulator_owner(ACC_N)
+
+
+def _acc_slips(r: int, c: int) -> list[tuple[tuple[int, int], str]]:
+    """(thread, reg) answers of the usual slips for element D[r][c], each with its hint."""
+    w, g, h = r // 16, r % 8, r % 16 // 8
+    j, t, e = c // 8, c % 8 // 2, c % 2
+    thread, reg = 32 * w + 4 * g + t, 4 * j + 2 * h + e
+    pair = "lane 4g + t holds a pair of neighbouring columns, 2t and 2t + 1: t counts pairs, not columns"
+    return [
+        ((thread, 4 * j + 2 * (1 - h) + e), "rows g and g + 8 are swapped: registers 4j and 4j + 1 "
+                                            "hold row g, 4j + 2 and 4j + 3 row g + 8"),
+        ((32 * w + 4 * t + g, reg), "g and t are swapped: the lane is 4g + t, where g = r mod 8 picks "
+                                    "the row and t the column pair"),
+        ((4 * g + t, reg), "the thread leaves out the warp: warp w holds rows 16w…16w+15, and its "
+                           "threads are 32w…32w+31"),
+        ((32 * w + 4 * g + c % 8, reg), pair),
+        ((32 * w + 4 * g + c % 4, reg), pair),
+        ((32 * w + 4 * (r % 16) + t, reg), "g is the row within an 8-row half (r mod 8): rows g and "
+                                           "g + 8 of the warp's block share a lane"),
+        ((thread, 4 * j + 2 * h + 1 - e), "the two columns of a pair are swapped: the even register "
+                                          "holds the even column 2t, the odd one 2t + 1"),
+        ((thread, 2 * h + e), "the register leaves out the 8-column block: each 8 columns further "
+                              "along take four registers more"),
+        ((thread, 4 * j + 2 * e + h), "bit 1 of the register index picks the row (g or g + 8), bit 0 "
+                                      "the column of the pair; you swapped them"),
+    ]
+
+
+def acc_owner_hint(answer, expected, r: int, c: int) -> str | None:
+    """Why ``answer`` is not (thread, reg) of D[r][c]: the slip it matches, else which half is
+    wrong and the rule, never the right numbers."""
+    if not isinstance(answer, (list, tuple)) or len(answer) != 2:
+        return "answer (thread, reg): two numbers"
+    got = tuple(answer)
+    for value, hint in _acc_slips(r, c):
+        if value != tuple(expected) and got == value:
+            return hint + "."
+    if not (0 <= got[0] < 128):
+        return "a warpgroup's threads are 0..127."
+    if got[0] == expected[0]:
+        return ("the thread is right, the register is not: i // 4 counts 8-column blocks, bit 1 "
+                "picks row g or g + 8, bit 0 the column of the pair.")
+    if got[1] == expected[1]:
+        return ("the register is right, the thread is not: thread = 32w + 4g + t (w the warp, g the "
+                "row within 8, t the column pair within 8).")
+    return None
+
+
+def _judge_acc_owner(answer) -> str | None:
+    """Run ``answer(r, c)`` on every element of a 64×:data:`ACC_N` accumulator and compare with the
+    model. None when all agree; else the first wrong element, and the slip of :func:`_acc_slips` that
+    every wrong element of it follows, or which half (thread, register) is wrong."""
+    import numbers
+    from ..core.exercises import NotAnswered, WrongReturn
+    if not callable(answer):
+        return "pass your function itself, e.g. check('ch04.acc_owner_fn', owner)"
+    want_t, want_i = _acc_model()
+    wrong = []
+    for r in range(64):
+        for c in range(ACC_N):
+            v = answer(r, c)
+            if v is None or v is Ellipsis:
+                raise NotAnswered("your function returns None: write its body (return thread, reg) "
+                                  "and run the cell again.")
+            if (not isinstance(v, (tuple, list)) or len(v) != 2
+                    or any(isinstance(x, bool) or not isinstance(x, numbers.Integral) for x in v)):
+                raise WrongReturn(f"owner({r}, {c}) returned {v!r}; return two ints: (thread, reg)")
+            got = (int(v[0]), int(v[1]))
+            if got != (int(want_t[r, c]), int(want_i[r, c])):
+                wrong.append((r, c, got))
+    if not wrong:
+        return None
+    r, c, got = wrong[0]
+    first = f"{len(wrong)} of {64 * ACC_N} elements are wrong, the first D[{r}][{c}], where you return {got}"
+    for k, (_, hint) in enumerate(_acc_slips(r, c)):
+        if all(g == _acc_slips(rr, cc)[k][0] for rr, cc, g in wrong):
+            return f"{first}: {hint}."
+    want = (int(want_t[r, c]), int(want_i[r, c]))
+    return f"{first}: " + (acc_owner_hint(got, want, r, c) or "the thread and the register are both wrong.")
 
 
 def encode_cases() -> list[tuple[int, int, int, int]]:

@@ -222,3 +222,34 @@ def clock_note(results: dict) -> tuple[bool, str, str]:
     clocks = f"In-kernel SM clock under load: {lo:.0f}–{hi:.0f} MHz"
     return (hi < min(smi), f"{clocks}, below every nvidia-smi reading after a run ({smi_text}).",
             f"{clocks}; nvidia-smi read {smi_text} after the runs.")
+
+
+def plot_accumulator(n: int = 16, thread: int = 37):
+    """The fp32 accumulator D (64×``n``) of one wgmma, coloured by the warp holding each element,
+    with ``thread``'s elements marked by their register index (the model
+    :func:`asynctc.models.fragments.wgmma_accumulator_owner`, the rule ``acc_pair_origin`` in
+    ``kernels/wgmma_ring.cuh`` implements). Returns the figure."""
+    import matplotlib.pyplot as plt
+    from ..models.fragments import wgmma_accumulator_owner
+    if not 0 <= thread < 128:
+        raise ValueError(f"thread={thread!r}: a warpgroup's threads are 0..127")
+    owner, reg = wgmma_accumulator_owner(n)
+    fig, ax = plt.subplots(figsize=(2.2 + n * 0.3, 7), layout="constrained")
+    im = ax.imshow(owner // 32, cmap=plt.get_cmap("tab10", 4), vmin=-0.5, vmax=3.5, aspect="auto",
+                   interpolation="nearest", alpha=0.55)
+    fig.colorbar(im, ax=ax, label="warp", ticks=range(4))
+    for r, c in zip(*np.nonzero(owner == thread)):
+        ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fc="white", lw=1.2, ec="k"))
+        ax.text(c, r, reg[r, c], ha="center", va="center", fontsize=8, weight="bold")
+    for x in range(8, n, 8):
+        ax.axvline(x - 0.5, color="k", lw=0.5, alpha=0.4)
+    for y in range(8, 64, 8):
+        ax.axhline(y - 0.5, color="k", lw=0.5 if y % 16 else 1.0, alpha=0.4)
+    w, lane = divmod(thread, 32)
+    ax.set_yticks(range(0, 64, 8))
+    ax.set_xticks(range(0, n, 2))
+    ax.set_xlabel("column c of D")
+    ax.set_ylabel("row r of D")
+    ax.set_title(f"m64n{n}: the warp holding each element; boxed: thread {thread} (warp {w}, lane "
+                 f"{lane}),\nthe number is the register index", fontsize=9)
+    return fig

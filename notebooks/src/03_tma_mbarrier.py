@@ -112,9 +112,36 @@ print(tma.lifecycle_table(lc["steps"]))
 assert lc["passed"] and lc["boxes_ok"]                # every step as expected, the boxes read back intact
 
 # %% [markdown]
-# Step 3 is the example above. Step 0: on a fresh barrier wait(1) passes, which is why a producer
-# waiting for an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb),
+# Step 3 is the example above. Step 0: on a fresh barrier wait(1) passes, so a producer waiting for
+# an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb),
 # [08](08_pitfalls.ipynb)).
+
+# %% [markdown]
+# ## 4. TMA against cp.async, the same tiles
+#
+# In chapter 02, 128 threads fill a stage with 16-byte `cp.async` copies; TMA needs one instruction
+# from one thread. Count both for chapter 05's A box, 128×64 fp16:
+
+# %%
+BM, BK = 128, 64
+box_bytes = BM * BK * 2                               # fp16: 2 bytes
+copies = box_bytes // 16                              # cp.async moves 16 bytes
+print(f"TMA: 1 instruction, 1 thread | cp.async: {box_bytes} / 16 = {copies} instructions, "
+      f"{copies // 128} per thread of 128")
+assert tma.equal_bytes.issue_counts("128x64")["cp_async"] == copies
+
+# %% [markdown]
+# More bandwidth too? The record `tma_equal` ([03b §2](03b_tma_boxes.ipynb)) copied a 256 MiB
+# matrix box by box both ways, with equal loads in flight per SM. Live too, the cell reads the
+# record rather than rerun its many timed copies; the label says when.
+
+# %% output varies
+from IPython.display import Markdown
+eq = records.load("tma_equal")
+rows = tma.equal_bytes.same_tiles(eq.results)
+print(eq.label())
+display(Markdown(tma.equal_bytes.same_tiles_table(rows)))
+_ = notebook.verdict(*tma.equal_bytes.same_tiles_verdict(rows))
 
 # %% [markdown]
 # ## Exercises

@@ -12,7 +12,8 @@
 # 3. draw the **canonical layouts** (the tile layouts wgmma can read) of [K-major](../docs/glossary.md#k-major) and
 #    [MN-major](../docs/glossary.md#mn-major) operands, and advance a descriptor from k-step to k-step;
 # 4. read the kernel with its PTX and SASS, and check it against float64;
-# 5. measure `wgmma` throughput by N, per SM per clock.
+# 5. find which thread holds each element of the result;
+# 6. measure `wgmma` throughput by N, per SM per clock.
 #
 # Deep dive: [04b — wgmma taken apart](04b_wgmma_anatomy.ipynb).
 
@@ -37,7 +38,7 @@ notebook.banner("sm_90a")
 # * **B** always comes from shared memory, through a 64-bit *descriptor*.
 # * **A** comes from shared memory (a second descriptor: "SS") or from registers ("RS": four 32-bit
 #   registers per thread, the same fragment as `mma.sync`'s A).
-# * **D** lives in registers: N/2 fp32 values per thread (which lane holds each: [04b §1](04b_wgmma_anatomy.ipynb)).
+# * **D** lives in registers: N/2 fp32 values per thread (which thread holds each: section 6).
 #
 # It is *asynchronous*, like `cp.async` in chapter 02: `wgmma.fence` orders earlier register
 # writes before the wgmma, `wgmma.commit_group` closes a batch of wgmmas, and `wgmma.wait_group N`
@@ -150,7 +151,35 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # commit is the `gsb0` the last `HGMMA` carries.
 
 # %% [markdown]
-# ## 6. Correct for every combination
+# ## 6. Where the accumulator lives
+#
+# D's 64×N fp32 values are spread over the 128 threads, N/2 registers each (PTX ISA §9.7.15.5.1.1,
+# the D fragment). Write w = thread // 32 (the warp), lane = thread % 32, g = lane // 4, t = lane % 4:
+#
+# * warp w holds rows 16w…16w+15;
+# * lane 4g + t holds rows g and g + 8 of that block, columns 2t and 2t + 1, and the same again
+#   every 8 columns;
+# * in register i, i // 4 counts the 8-column blocks, bit 1 picks row g or g + 8, bit 0 the column
+#   2t or 2t + 1.
+#
+# A register pair is two neighbouring columns, which the epilogue stores as one word (chapter 05:
+# `acc_pair_origin` in `kernels/wgmma_ring.cuh`). Below, N = 16; thread 37's elements are boxed,
+# with their register index:
+
+# %%
+fig = wgmma.plot_accumulator(n=16, thread=37)
+plt.show()
+
+# %% [markdown]
+# **Exercise: who holds D[27][12]?** Which thread (0–127), and which of its registers? Answer
+# `(thread, reg)`.
+
+# %%
+answer = ...
+ok = exercises.check("ch04.acc_owner", answer, r=27, c=12)
+
+# %% [markdown]
+# ## 7. Correct for every combination
 #
 # Checked against float64 as in chapter 01 ([elementwise bound](../docs/glossary.md#elementwise-bound);
 # looser for FP8). Live, a sample runs now; the record checked 384 single tiles and 72 TMA-fed ones.
@@ -164,7 +193,7 @@ checks = rec.results["checks"]
 print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded checks passed")
 
 # %% [markdown]
-# ## 7. Throughput by N and by operand source
+# ## 8. Throughput by N and by operand source
 #
 # `kernels/wgmma_peak.cu`: each CTA (one warpgroup, two per SM) loads A (64×64) and B (N×64) once,
 # then loops over fence → 4 k-steps of wgmma → commit → `wait_group 1`. A comes from shared memory
@@ -189,7 +218,7 @@ assert wgmma_peak.small_n_as_modelled(rec.results)   # "why small N is slow", on
 # %% [markdown]
 # ## Exercises
 #
-# The exercise is in section 3. Write the descriptor encoder yourself: [deep dive 04b §7](04b_wgmma_anatomy.ipynb).
+# The exercises are in sections 3 and 6. Write the descriptor encoder yourself: [deep dive 04b §7](04b_wgmma_anatomy.ipynb).
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
@@ -201,6 +230,12 @@ def kstep_desc(desc0, s, major):
 
 
 ok = exercises.check("ch04.kstep", kstep_desc, solution=True)
+
+r, c = 27, 12
+w, g, half = r // 16, r % 8, r % 16 // 8       # warp 1, row g = 3, row g + 8 (half 1)
+j, t, odd = c // 8, c % 8 // 2, c % 2          # 8-column block 1, column pair t = 2, even column
+ok = exercises.check("ch04.acc_owner", (32 * w + 4 * g + t, 4 * j + 2 * half + odd), r=r, c=c,
+                     solution=True)
 
 # %% [markdown]
 # **Your GEMM so far.** Chapter 04 added the k-step: your descriptors walk each wgmma along K.

@@ -5,19 +5,19 @@
 #
 # **Assumes** chapter 04's core lesson: the operands of one `wgmma`, the shared-memory matrix
 # descriptor (start address, LBO, SBO, swizzle), the canonical layouts, the one-warpgroup kernel and
-# the `wgmma` record (checks and throughput by N). **What it adds:** the accumulator fragment drawn;
-# every (dtype, major-ness, swizzle, N) checked element by element on the CPU; a descriptor that
+# the `wgmma` record (checks and throughput by N). **What it adds:** the accumulator fragment, lane
+# by lane; every (dtype, major-ness, swizzle, N) checked element by element on the CPU; a descriptor that
 # disagrees with the layout, and the wrong answer predicted exactly; and why small N is slow — a model
 # of shared-memory bytes set beside the record, and where A from registers departs from it; and,
 # moved from the core lesson, refused descriptors, the SASS of the other layouts, the whole
-# throughput table with its clocks, and Luo et al.'s figure. Two exercises at the end (§7) write the
-# descriptor encoder and encode a whole descriptor by hand.
+# throughput table with its clocks, and Luo et al.'s figure. Exercises: the whole accumulator map
+# (§1); at the end (§7), the descriptor encoder and a whole descriptor by hand.
 
 # %% output varies
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc.models import descriptors, layout
+from asynctc.models import descriptors, fragments, layout
 from asynctc.core import bench, exercises, notebook, records, sass
 from asynctc import wgmma, wgmma_peak
 
@@ -31,19 +31,15 @@ except records.RecordError as e:
 # %% [markdown]
 # ## 1. The accumulator fragment
 #
-# Chapter 04, section 1: D lives in registers, N/2 fp32 values per thread; warp *w* owns rows
+# Chapter 04, section 6: D lives in registers, N/2 fp32 values per thread; warp *w* owns rows
 # 16w…16w+15; within a warp, lane 4g+t holds rows g and g+8, columns 8j+2t and 8j+2t+1.
 #
-# The accumulator fragment, drawn for N = 16: which warp (left) and which lane of that warp (right)
+# The accumulator fragment, drawn for N = 16 from the same model
+# (`fragments.wgmma_accumulator_owner`): which warp (left) and which lane of that warp (right)
 # holds each element; thread = 32 × warp + lane.
 
 # %% output varies
-owner = np.zeros((64, 16), int)
-for w in range(4):
-    for lane in range(32):
-        g, t = divmod(lane, 4)
-        for i in range(8):
-            owner[16 * w + g + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * t + (i & 1)] = 32 * w + lane
+owner, _ = fragments.wgmma_accumulator_owner(16)         # (64, 16): the thread holding each element
 fig, axes = plt.subplots(1, 2, figsize=(9, 5.5), layout="constrained",
                          gridspec_kw={"width_ratios": [1, 1.6]})
 im = axes[0].imshow(owner // 32, cmap=plt.get_cmap("tab10", 4), vmin=-0.5, vmax=3.5, aspect="auto",
@@ -67,6 +63,18 @@ plt.show()
 # %%
 assert len(np.unique(owner)) == 128 and np.bincount(owner.ravel()).tolist() == [8] * 128
 print("every one of the 128 threads holds exactly N/2 = 8 accumulators:", True)
+
+# %% [markdown]
+# **Exercise: the whole map.** Chapter 04 asked about one element. Write `owner(row, col)`: the
+# thread and register index holding D[row][col], for any element. The check asks all 64×256
+# elements of an m64n256 accumulator and names the first wrong one.
+
+# %%
+def owner(row, col):
+    ...   # your code: return thread, reg
+
+
+ok = exercises.check("ch04.acc_owner_fn", owner)
 
 # %% [markdown]
 # ## 2. Every combination, element by element
@@ -356,3 +364,12 @@ start = 0x4000 + 2 * 16 * 64             # k-step 2 = 32 K-rows down
 desc = (start >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | 2 << 62   # 64-byte swizzle = mode 2
 ok = exercises.check("ch04.descriptor", desc, mn=128, k=64, dtype="bfloat16", major="MN", swizzle=64,
                      step=2, base=0x4000, solution=True)
+
+
+def owner(row, col):                               # §1's exercise
+    warp, g, half = row // 16, row % 8, row % 16 // 8   # warp, row in the 8-row half, which half
+    blk, pair, odd = col // 8, col % 8 // 2, col % 2    # 8-column block, column pair t, which of it
+    return 32 * warp + 4 * g + pair, 4 * blk + 2 * half + odd
+
+
+ok = exercises.check("ch04.acc_owner_fn", owner, solution=True)
