@@ -79,11 +79,11 @@ def test_cell_splits_are_found_where_a_heading_is_inside_a_cell():
     assert timing.cell_sections(nb) == [[("intro", "intro")], [("§1", "1. One")],
                                         [("§1", "1. One"), ("§2", "2. Two"), ("§3", "3. Three")],
                                         [("exercises", "Exercises")]]
-    # chapter 06: §2 and §3 share a cell, and §4 and §5
+    # chapter 06: §2 and §3 share a cell, and §3 and §4 (§3 ends on its pointer to 06c in §4's first cell)
     assert timing.cell_splits("§1 §2 §4", "06") == ['06: stop at "3. The ladder"',
-                                                    '06: stop at "5. Use it: `asynctc.matmul`"']
+                                                    '06: start at "4. The whole kernel, one file"']
     assert timing.cell_splits("§3 §5", "06") == ['06: start at "3. The ladder"',
-                                                 '06: start at "5. Use it: `asynctc.matmul`"']
+                                                 '06: stop at "4. The whole kernel, one file"']
     assert not any(s.startswith("06:") for s in timing.cell_splits("06 06b §7", "06"))   # 06 whole
 
 
@@ -224,6 +224,14 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
     row = next(l for l in rows if "`ch09.mma_issue`" in l)          # a loop's body in braces: its nesting kept
     assert "`def issue_ktile(t, kt, s): if t.elected: { for j in range(t.steps): { t.mma(s, j, " in row
     assert "}; t.commit(t.empty[s]) }`" in row and ":;" not in text
+    # chapter 04 asks the k-step (§3), then who holds an accumulator element (§6, unnumbered: 2nd);
+    # chapter 06 asks only the consumer loop (rungs 5–8 and their exercises are deep dive 06c §9)
+    assert [re.match(r"\| 04 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 04 ")] == \
+        [("1", "ch04.kstep"), ("2", "ch04.acc_owner")]
+    row = next(l for l in rows if "`ch04.acc_owner`" in l)
+    assert "r=27, c=12" in row and "| `(46, 6)` |" in row
+    assert [re.match(r"\| 06 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 06 ")] == \
+        [("1", "ch06.consumer_loop")]
     # numbered as the notebook numbers them: chapter 09 asks exercise 1 (in §5), then exercise 2
     assert [re.match(r"\| 09 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 09 ")] == \
         [("1", "ch09.mma_issue"), ("2", "ch09.tmem_columns")]
