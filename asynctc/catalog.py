@@ -140,6 +140,12 @@ def _warp_specialization(dtype: str = "float16") -> CourseKernel:
     return _wrap(ws.compile_ws(cfg), cfg.shmem_bytes, cfg.label())
 
 
+def _hopper_gemm(dtype: str = "float16") -> CourseKernel:
+    from .warp_specialization import whole
+    return _wrap(whole.compile_whole(dtype), whole.SMEM_BYTES,
+                 f"{dtype}, 128×256×64, 4 stages (chapter 06 §4's whole kernel in one file)")
+
+
 def _gemm_splitk(dtype: str = "float16") -> CourseKernel:
     from . import warp_specialization as ws
     from .gemm import splitk
@@ -200,6 +206,7 @@ COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
     "wgmma_peak": _wgmma_peak,
     "pipeline": _pipeline,
     "warp_specialization": _warp_specialization,
+    "hopper_gemm": _hopper_gemm,
     "gemm_splitk": _gemm_splitk,
     "pitfalls": _pitfalls,
     "tcgen05": _tcgen05,
@@ -214,7 +221,7 @@ COURSE_KERNELS: dict[str, Callable[..., CourseKernel]] = {
 DTYPES: dict[str, tuple[str, ...]] = {
     "mma_sync": _GEMM_DTYPES, "mma_sync_peak": _GEMM_DTYPES, "cp_async": _GEMM_DTYPES,
     "wgmma": _WGMMA_DTYPES, "wgmma_peak": _WGMMA_DTYPES, "pipeline": _GEMM_DTYPES,
-    "warp_specialization": _GEMM_DTYPES, "gemm_splitk": _GEMM_DTYPES,
+    "warp_specialization": _GEMM_DTYPES, "hopper_gemm": _GEMM_DTYPES, "gemm_splitk": _GEMM_DTYPES,
     "tcgen05": _GEMM_DTYPES, "tcgen05_pair": _GEMM_DTYPES,
     "tcgen05_persistent": _GEMM_DTYPES, "tcgen05_persistent_pair": _GEMM_DTYPES,
 }

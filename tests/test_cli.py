@@ -28,6 +28,7 @@ SIGNATURE = {
     "wgmma_peak": ("HGMMA", "HMMA"),
     "pipeline": ("HGMMA", "HMMA"),
     "warp_specialization": ("HGMMA", "HMMA"),
+    "hopper_gemm": ("HGMMA", "HMMA"),
     "gemm_splitk": ("STG", "HGMMA"),
     "pitfalls": ("UTMALDG", "HGMMA"),
     "tcgen05": ("UTCHMMA", "HGMMA"),
