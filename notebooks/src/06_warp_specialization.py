@@ -126,8 +126,8 @@ for n in (2, 3, 4):
     _ = notebook.claim(*W.rung_clause(res, n)[:2])
 
 # %% [markdown]
-# Rung 2 computes half of rung 1's tile, so each k-tile brings more bytes per flop. Rung 3 adds
-# nothing by itself: in chapter 05 the loads were already issued stages ahead, and a producer of
+# Rung 2 computes half of rung 1's tile with one consumer warpgroup: each k-tile brings more bytes
+# per flop, and no second warpgroup's wgmmas fill its waits. Rung 3 adds nothing by itself: in chapter 05 the loads were already issued stages ahead, and a producer of
 # their own does not make them land sooner.
 #
 # ### From rung 4 to rung 8: what each rung adds
@@ -136,7 +136,8 @@ for n in (2, 3, 4):
 # its tiles `item_step` apart: at 4096³ that is 512 tiles of 128×256, about 4 per CTA. Without it
 # every CTA starts cold: its consumers wait for the first k-tile, then store C while nothing loads.
 # Here the producer has no epilogue of its own, so it loads the next tile's first stages while the
-# consumers store this one.
+# consumers store this one. That start-up is a larger share of a tile at 4096³ (64 k-tiles) than at
+# 8192³ (128). The tail stays: 512 = 3 × 132 + 116, so 16 SMs idle in the last round either way.
 #
 # **Rung 6, [clusters](../docs/glossary.md#cluster) of 2 with B [multicast](../docs/glossary.md#multicast).**
 # Two CTAs one above the other need the same B box. Each loads half of it and multicasts it into
