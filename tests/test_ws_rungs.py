@@ -155,3 +155,10 @@ def test_rung_clauses_hold_on_the_record_and_fail_when_it_moves(ladder, monkeypa
     orig = store_suite.store_findings
     monkeypatch.setattr(store_suite, "store_findings", lambda s: {**orig(s), "store_alone": 1.01})
     assert not W.rung_clause(ladder, 7, store)[0]                    # no gain with one tile per CTA
+
+
+def test_rung_5s_clause_without_a_trace_gives_the_band_only(ladder, monkeypatch):
+    from asynctc.warp_specialization import rung_notes
+    monkeypatch.setattr(rung_notes, "_trace", lambda res, n: None)
+    ok, text, _ = W.rung_clause(ladder, 5)
+    assert ok and text.startswith("Rung 5: ") and "cycles" not in text

@@ -167,6 +167,8 @@ def rung_clause(results: dict, n: int, store: dict | None = None) -> tuple[bool,
     if n == 5:
         holds, _t, nums = _rung5(results)
         t5 = _trace(results, 5)
+        if not (t5 and len(t5["first_wait_cycles"]) > 1):        # not traced: the band only
+            return holds, f"Rung 5: {band}.", nums
         first, later = t5["first_wait_cycles"][0], t5["first_wait_cycles"][1]
         return holds, (f"Rung 5, {band}: a CTA's later tiles wait {later:.0f} cycles for their first "
                        f"k-tile, its first {first:.0f} (traced, 4096³)."), nums

@@ -8,7 +8,7 @@
 # 1. write the consumers' k-loop (its wait, phase parity and release) and say why the
 #    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
 # 2. read the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder: what each rung bought beside cuBLAS;
+# 3. read the ladder: what each rung bought beside cuBLAS, and why rungs 5–8 close the gap;
 # 4. read a whole Hopper GEMM, kernel and host side, top to bottom in one file;
 # 5. call the top rung, `asynctc.matmul(a, b)`, on any shape.
 #
@@ -234,7 +234,7 @@ so_far("06")
 # arrays ([deep dive 06d §3](06d_limits_and_gemm.ipynb)).
 #
 # **What you learned.** The two roles' loops and parities (yours for the consumers), why the
-# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, what the ladder bought,
+# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, what each rung bought and how,
 # the whole kernel and its host side in one file, and `asynctc.matmul`.
 #
 # **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your passing core
