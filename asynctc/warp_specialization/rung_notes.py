@@ -112,3 +112,75 @@ def rung_note(results: dict, n: int) -> tuple[bool, str, dict]:
     text = (f"Rung {n}: {_steps_text(values)} over rung {ref}, {_band_text(check)}"
             + (f". {clause}." if clause else "."))
     return holds, text, {f"rung{n}_over_rung{ref}": values, **{k: v for k, v in numbers.items() if v is not None}}
+
+
+# ------------------------------------------------------------------------------------------------
+# Chapter 06 §3's ladder as a small table, and one short clause per rung (data in view)
+# ------------------------------------------------------------------------------------------------
+
+#: What each rung adds, in a table's few words (the whole text: :data:`~.ladder.RUNGS`' ``what``).
+ADDS = {1: "chapter 05's kernel", 2: "producer + 1 consumer, 128×128", 3: "2 consumers, 128×256, setmaxnreg",
+        4: "best (tile, stages) of a sweep", 5: "persistent grid", 6: "clusters of 2, B multicast",
+        7: "TMA-store epilogue", 8: "raster: group-M 8 → 16"}
+#: The rung each step is measured over: rungs 2 and 3 over rung 1 (the split), the rest as
+#: :data:`~.figures.PREDICTION_BANDS` compares them.
+BASE = {2: 1, 3: 1, **{n: PREDICTION_BANDS[n][1] for n in (4, 5, 6, 7, 8)}}
+
+
+def rung_table(results: dict, rungs, dtype: str = "float16") -> str:
+    """Rungs ``rungs`` of a ``warp_specialization`` record's ladders as a text table, one row per
+    rung: what it adds (:data:`ADDS`), the rung its step is over (:data:`BASE`), and per size the
+    step (TFLOP/s over that rung's, minus 1) and the fraction of cuBLAS timed in the same run."""
+    lad = {(r["size"], r["rung"]): r for r in results["ladder"] if r["dtype"] == dtype}
+    sizes = sorted({s for s, _ in lad})
+    head = f"{'rung':>4}  {'what it adds':<33}{'over':>5}" + "".join(f"{f'{s}³: step':>14}{'cuBLAS':>8}"
+                                                                    for s in sizes)
+    lines = [f"{_SHORT.get(dtype, dtype)}; step: TFLOP/s over the rung in 'over', minus 1; cuBLAS: "
+             "the fraction of cuBLAS in the same run", head]
+    for n in rungs:
+        row = f"{n:>4}  {ADDS[n]:<33}{BASE.get(n, '–'):>5}"
+        for s in sizes:
+            step = (f"{lad[(s, n)]['tflops'] / lad[(s, BASE[n])]['tflops'] - 1:+.1%}" if n in BASE else "–")
+            row += f"{step:>14}{lad[(s, n)]['of_cublas']:>8.2f}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def rung_clause(results: dict, n: int, store: dict | None = None) -> tuple[bool, str, dict]:
+    """One short clause on rung ``n`` (2–8) for :func:`asynctc.core.notebook.claim`, the numbers in
+    :func:`rung_table` beside it: ``(holds, text, numbers)``. Rung 7's clause needs the
+    ``ws_store_ablation`` record's results (``store``); it holds when the TMA store gains at least
+    3 % with one tile per CTA."""
+    if n in (2, 3):
+        r = ladder_ratio(results, 1, n)
+        if n == 2:
+            holds = all(v < 0.97 for v in r.values())
+            return holds, f"Rung 2: {min(r.values()):.2f}–{max(r.values()):.2f}× rung 1, half the tile.", {"r": r}
+        holds = all(abs(v - 1) < 0.02 for v in r.values())
+        return holds, (f"Rung 3: {min(r.values()):.2f}–{max(r.values()):.2f}× rung 1, the split alone "
+                       "bought nothing measurable."), {"r": r}
+    if n == 4:
+        ok, _t, nums = rung34_note(results)
+        return ok, "Rung 4 is rung 3: the sweep picked rung 3's own tile and stages in every ladder.", nums
+    check = prediction_check(results, n)
+    band = f"{_band_text(check).split(',')[0]} ({check['predicted']})"
+    if n == 5:
+        holds, _t, nums = _rung5(results)
+        t5 = _trace(results, 5)
+        if not (t5 and len(t5["first_wait_cycles"]) > 1):        # not traced: the band only
+            return holds, f"Rung 5: {band}.", nums
+        first, later = t5["first_wait_cycles"][0], t5["first_wait_cycles"][1]
+        return holds, (f"Rung 5, {band}: a CTA's later tiles wait {later:.0f} cycles for their first "
+                       f"k-tile, its first {first:.0f} (traced, 4096³)."), nums
+    if n == 6:
+        holds, _t, nums = _rung6(results)
+        return holds, f"Rung 6: nothing measurable (within 1.5 %), {band}.", nums
+    if n == 7:
+        from .store_suite import store_findings
+        f = store_findings(store)
+        alone, on = f["store_alone"] - 1, f["store_persistent"] - 1
+        holds = _rung7(results)[0] and alone >= 0.03
+        return holds, (f"Rung 7, {band}: the ladder's biggest step. Added to one tile per CTA it gains "
+                       f"{alone:+.1%} ({on:+.1%} on the persistent grid)."), {"alone": alone, "persistent": on}
+    holds = prediction_check(results, 8)["inside"]
+    return holds, f"Rung 8: {band}.", {}

@@ -8,7 +8,7 @@
 # 1. write the consumers' k-loop (its wait, phase parity and release) and say why the
 #    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
 # 2. read the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder: what each rung bought beside cuBLAS;
+# 3. read the ladder: what each rung bought beside cuBLAS, and why rungs 5–8 close the gap;
 # 4. read a whole Hopper GEMM, kernel and host side, top to bottom in one file;
 # 5. call the top rung, `asynctc.matmul(a, b)`, on any shape.
 #
@@ -58,7 +58,13 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
                      omit=W.LOOP_LINES)
 
 # %% [markdown]
-# The comments say what each name is for; the last line lists this build's switches.
+# Three names are there for later rungs. `item_step` is how far apart a CTA's tiles lie: here it
+# equals the number of tiles, so each CTA takes one (rung 5's
+# [persistent](../docs/glossary.md#persistent) grid walks several). `TILE_ORIGIN` turns a tile
+# number into the tile's first row and column of C, in the [raster](../docs/glossary.md#raster)
+# order of rung 8. The last line lists this build's switches: `CLUSTER=1` is no
+# [cluster](../docs/glossary.md#cluster) (rung 6 has two CTAs), `SPLIT_K=1` keeps the whole K loop
+# in one CTA (06d).
 #
 # **Exercise 1. Write the consumers' k-loop**, the body the listing left out, in the string
 # below. One constraint comes from the listing: after the loop the kernel itself releases the stage
@@ -115,17 +121,50 @@ if exercises.after("ch06.consumer_loop"):
 # %% output varies
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
 plt.show()
-_ = notebook.claim(*W.rung2_note(res)[:2])
-_ = notebook.claim(*W.split_note(res, records.load("pipeline").results)[:2])
-_ = notebook.claim(*W.rung34_note(res)[:2])
+print(W.rung_table(res, range(1, 5)))
+for n in (2, 3, 4):
+    _ = notebook.claim(*W.rung_clause(res, n)[:2])
 
 # %% [markdown]
-# Rungs 5–8 one at a time (a [persistent](../docs/glossary.md#persistent) grid,
-# [clusters](../docs/glossary.md#cluster) with B [multicast](../docs/glossary.md#multicast), a
-# [TMA store](../docs/glossary.md#tma-store), a wider raster), with what each adds to the code and
-# two exercises: [deep dive 06c §9](06c_ladder_investigations.ipynb). Every ladder and every
-# verdict: the rest of 06c.
+# Rung 2 computes half of rung 1's tile with one consumer warpgroup: each k-tile brings more bytes
+# per flop, and no second warpgroup's wgmmas fill its waits. Rung 3 adds nothing by itself: in chapter 05 the loads were already issued stages ahead, and a producer of
+# their own does not make them land sooner.
 #
+# ### From rung 4 to rung 8: what each rung adds
+#
+# **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM (132), each walking
+# its tiles `item_step` apart: at 4096³ that is 512 tiles of 128×256, about 4 per CTA. Without it
+# every CTA starts cold: its consumers wait for the first k-tile, then store C while nothing loads.
+# Here the producer has no epilogue of its own, so it loads the next tile's first stages while the
+# consumers store this one. That start-up is a larger share of a tile at 4096³ (64 k-tiles) than at
+# 8192³ (128). The tail stays: 512 = 3 × 132 + 116, so 16 SMs idle in the last round either way.
+#
+# **Rung 6, [clusters](../docs/glossary.md#cluster) of 2 with B [multicast](../docs/glossary.md#multicast).**
+# Two CTAs one above the other need the same B box. Each loads half of it and multicasts it into
+# both: 32 KiB per stage travel from L2 to each SM, not 48. It pays only if the consumers wait on L2.
+#
+# **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
+# Until now each consumer thread stored its accumulators to C itself: a warp's store covers 8 rows
+# of 16 bytes, so a 128-byte line of C takes eight requests. Rung 7 writes the tile into shared
+# memory ([stmatrix](../docs/glossary.md#stmatrix)), then each 64×64 chunk leaves with one TMA
+# store. An ablation (record `ws_store_ablation`) added it to one tile per CTA too: it saves
+# the store's own time, it does not need the next tile to hide behind.
+#
+# **Rung 8, a wider [raster](../docs/glossary.md#raster).** The order the CTAs walk the tiles:
+# groups of 16 tile rows instead of 8. The 132 tiles in flight then share 16 rows of A and about 8
+# columns of B, not 8 and 16, so more of them hit in L2.
+#
+# So warp specialization is the frame, not the gain: the producer that runs a tile ahead (rung 5)
+# exists because of the split. Each rung's source diff and two exercises: [deep dive 06c
+# §9](06c_ladder_investigations.ipynb).
+
+# %% output varies
+print(W.rung_table(res, range(5, 9)))
+srec = records.load("ws_store_ablation")
+for n in (5, 6, 7, 8):
+    _ = notebook.claim(*W.rung_clause(res, n, srec.results)[:2])
+
+# %% [markdown]
 # ## 4. The whole kernel, one file
 #
 # The listing of §1 is one build of a file full of switches. `asynctc/kernels/hopper_gemm.cu` is
@@ -195,7 +234,7 @@ so_far("06")
 # arrays ([deep dive 06d §3](06d_limits_and_gemm.ipynb)).
 #
 # **What you learned.** The two roles' loops and parities (yours for the consumers), why the
-# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, what the ladder bought,
+# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, what each rung bought and how,
 # the whole kernel and its host side in one file, and `asynctc.matmul`.
 #
 # **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your passing core

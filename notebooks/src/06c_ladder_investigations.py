@@ -527,8 +527,8 @@ _ = notebook.claim(o9["epilogue_covered"] > o8["epilogue_covered"] and slowed < 
 # %% [markdown]
 # ## 9. Rungs 5–8, one at a time
 #
-# Moved here from the core lesson (chapter 06 §3 shows the ladder whole). Per rung: what it adds (`W.rung_diff(name)`, `-` / `+`: the earlier / the later build), what it
-# should buy, what it bought.
+# Chapter 06 §3 gives each rung's mechanism and step. Here, per rung: what it adds to the source
+# (`W.rung_diff(name)`, `-` / `+`: the earlier / the later build), what it should buy, what it bought.
 #
 # **Rung 5, [persistent](../docs/glossary.md#persistent).** One CTA per SM, each walking the
 # tiles `item_step` apart. The producer loads the next tile's first stages while the consumers
