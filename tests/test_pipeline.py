@@ -468,6 +468,15 @@ def test_model_beside_record_says_where_model_and_record_part():
     assert not ok
 
 
+def test_cap_evidence_separates_the_fit_from_the_tests():
+    """§5's last line: the runs the cap was fitted on are counted apart from the designs that only
+    agree with it, and the sentence says what no run measured."""
+    ok, text = P.cap_evidence()
+    assert ok and text.startswith("Known: the cap fits its 4 runs within ") and "not known" in text
+    ok, _ = P.cap_evidence(within=0.01)         # a bar no fit clears: the claim fails
+    assert not ok
+
+
 def test_closest_cap_scans_the_ring_model():
     """The best cap is the one whose worst recorded depth lies nearest the record; a record made
     by the model itself at cap 40 is found again, with no gap."""
@@ -513,14 +522,16 @@ def test_trace_beside_model_finds_where_the_waits_stop():
     fig = P.plot_trace_beside_model(as_row(slow), fast, k_max=10)
     assert len(fig.axes) == 2 and fig.axes[0].get_shared_x_axes().joined(*fig.axes)
     ok, text = P.waits_beside_model(as_row(slow), fast, k_max=10)
-    assert ok and text.startswith("Model: wg0 waits on full for k-tile") and "from k-tile 4 on" in text
+    lines = text.splitlines()
+    assert ok and lines[0].split() == ["model", "GPU", "(traced)"] and "every k-tile" in lines[1]
+    assert lines[2].startswith("cycles per k-tile (k-tiles 4–9)") and lines[3].startswith("The data arrive late")
     ok, _ = P.waits_beside_model(as_row(fast), fast, k_max=10)     # no late data: the sentence fails
     assert not ok
     # wait_group 1 on the GPU: the wait for k-tile k sits inside k − 1's group; a starved model's does not
     spans = [dict(lane="cta0/wg0", kind=kind, k=k, stage=k % 4, start=t0 + 100 * k, end=t1 + 100 * k)
              for k in range(6) for kind, t0, t1 in (("wait_full", 10, 20), ("mma", 30, 125))]
     ok, text = P.waits_under_wgmma({"cta0": {"spans": spans}})
-    assert ok and "(5 of its 5 waits lie inside it)" in text
+    assert ok and text.endswith("wgmma group: 5 of 5.")
     assert not P.waits_under_wgmma(as_row(slow), k_max=10)[0]
 
 

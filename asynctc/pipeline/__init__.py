@@ -27,7 +27,7 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   :func:`variants_table`, :func:`checks_lines`), :func:`summarize_pipeline`, ``SUITES`` (never
   plots);
 * ``figures.py`` — :func:`plot_trace`, :func:`plot_trace_beside_model` (a recorded CTA above the
-  ring model's schedule; its sentences :func:`waits_beside_model`, :func:`waits_under_wgmma`),
+  ring model's schedule; its table and lines :func:`waits_beside_model`, :func:`waits_under_wgmma`),
   :func:`plot_depth`,
   :func:`model_beside_record` (the ring model's depth sweep beside the record's, in one sentence;
   the plateau in bytes per clock beside the fitted L2 cap, :func:`plateau_in_bytes`; never
@@ -38,7 +38,8 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
 * ``design.py`` — the L2 cap that brings the ring model closest to the depth sweep
   (:func:`closest_cap`, fitted once and cached); §5's open experiment: one design (stages,
   wait_group, consumers, BN) through the ring model beside the record's run of it (:func:`design` → :class:`Design`), the course's answer
-  (:func:`design_survey`).
+  (:func:`design_survey`); what the fitted cap explains and what only agrees with it
+  (:func:`cap_evidence`).
 
 The generic checks every TMA-fed GEMM shares live in :mod:`asynctc.core.checks` and are
 re-exported here under their chapter-05 names: :func:`np_dtype`, :func:`b_shape`,
@@ -75,7 +76,8 @@ from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT
                      WAIT_TAGS, WAIT_ROLES, ERROR_FIELDS, PipelineConfig, PipelineError, RingTile, _fail, b_shape,
                      check_operands, check_out, check_shapes, device_descriptor, np_dtype,
                      operand_dims, smem_limit_bytes)
-from .design import Design, all_designs, closest_cap, design, design_survey, fitted_cap, measured_row
+from .design import (Design, all_designs, cap_evidence, closest_cap, design, design_survey, fitted_cap,
+                     measured_row)
 from .figures import (SPAN_COLORS, model_beside_record, plateau_in_bytes, plot_depth,
                       plot_trace, plot_trace_beside_model, waits_beside_model,
                       waits_under_wgmma)

@@ -214,3 +214,20 @@ def design_survey(size: int = 4096, record=None) -> str:
                      + (f"; the record {twin.measured_tflops:.0f}" if twin.measured_tflops else "")
                      + ": its wgmma drain is an assumed 128 cycles, hidden under the L2 cap.")
     return "\n".join(lines)
+
+
+def cap_evidence(size: int = 4096, record=None, within: float = 0.15) -> tuple[bool, str]:
+    """What chapter 05 §5 knows about the fitted L2 cap, in one sentence: how close the model with
+    it lies to the runs it was fitted on (:data:`FIT_ON`), and how many of the other recorded
+    designs (each a test, not a fit) it lands within ``within`` of; what is not known is said too.
+    Returns (condition, sentence) for :func:`asynctc.core.notebook.claim`: the condition is that
+    the fit holds within ``within`` and at least half the other designs agree."""
+    ds = [d for d in all_designs(size, record) if d.measured_tflops is not None]
+    fit = [d for d in ds if d.fitted]
+    tests = [d for d in ds if not d.fitted]
+    agree = sum(abs(d.error) <= within for d in tests)
+    worst_fit = max(abs(d.error) for d in fit) if fit else float("inf")
+    return (bool(fit) and worst_fit <= within and 2 * agree >= len(tests),
+            f"Known: the cap fits its {len(fit)} runs within {worst_fit:.0%}, and {agree} of "
+            f"{len(tests)} other designs merely agree within {within:.0%}; not known: whether L2 sets "
+            "the pace (no run measured it).")

@@ -147,44 +147,39 @@ fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], basel
 plt.show()
 
 # %% [markdown]
-# **What moved, and why.** Three rungs of the table tell the story (each line below is printed
-# from the record):
+# **What moved, and why.** Three rungs of the table tell the story:
 #
-# 1. **BK = 64, one stage** — copy k-tile kt, wait, compute, and only then copy kt+1: no overlap
-#    inside a CTA. Only the SM's second CTA (`/2cta`) computes while this one waits, as in
-#    chapter 01. With the same cover, it beats chapter 01: what held chapter 01 back was the hop
-#    through the registers (an `LDG` and an `STS` per 16 bytes, the next k-tile held in registers).
-# 2. **BK = 32, one stage** — the same kernel with k-tiles half as deep waits for a copy twice as
-#    often for the same math; it falls below chapter 01. With a ring in flight it becomes the
-#    fastest rung: overlap pays most where the k-tiles are short.
-# 3. **BK = 64, four stages** — its ring (4 × 32 KiB) leaves room for one CTA per SM (no `/2cta` in
-#    its name), so no second CTA's math covers its waits: it falls back.
+# 1. **BK = 64, one stage**: copy, wait, compute, then copy the next k-tile. Only the SM's second
+#    CTA (`/2cta`) computes while this one waits, as in chapter 01. Yet it beats chapter 01: what
+#    held chapter 01 back was the hop through the registers (an `LDG` and an `STS` per 16 bytes).
+# 2. **BK = 32, one stage** waits for a copy twice as often for the same math: below chapter 01.
+#    With a ring in flight it becomes the fastest rung: overlap pays most where k-tiles are short.
+# 3. **BK = 64, four stages**: its ring (4 × 32 KiB) leaves room for one CTA per SM, so no
+#    second CTA covers its waits.
 #
-# The sweep read in full: [02b §2](02b_cp_async_microbenchmark.ipynb).
+# The sweep in full: [02b §2](02b_cp_async_microbenchmark.ipynb).
 
 # %% output varies
 st = {(r["bk"], r["stages"]): r for r in rows}
 ch01 = base
+rung = {(64, 1): "1", (32, 1): "2", (64, 4): "3"}
+print("rung  BK  stages  CTAs/SM  TFLOP/s  × ch. 01")
+for r in sorted(rows, key=lambda r: (-r["bk"], r["stages"])):
+    print(f"{rung.get((r['bk'], r['stages']), ''):>4} {r['bk']:3d} {r['stages']:7d} {2 if '/2cta' in r['tile'] else 1:8d}"
+          f" {r['tflops']:8.0f} {r['vs_mma_sync']:9.2f}")
 s1, s1_32, s4 = st[(64, 1)]["tflops"], st[(32, 1)]["tflops"], st[(64, 4)]["tflops"]
 best32 = max((r for r in rows if r["bk"] == 32), key=lambda r: r["tflops"])
-notebook.claim(s1 > 1.03 * ch01 and "/2cta" in st[(64, 1)]["tile"] and mma_sync.DEFAULT_TILE.min_blocks == 2,
-               f"1. BK = 64, one stage, two CTAs per SM: {s1:.0f} TFLOP/s = {s1 / ch01:.2f}× chapter 01 ({ch01:.0f}).",
-               one_stage=s1, chapter01=ch01)
-t1 = mma_sync.DEFAULT_TILE                   # the same 128×128×64 CTA tile as rung 1
-held = (t1.bm + t1.bn) * t1.bk * 2 // t1.threads // 4                 # one k-tile, 4-byte registers
+two3 = max(st[(64, 2)]["tflops"], st[(64, 3)]["tflops"])
 r01 = mma_sync.compile_mma_sync("float16").resources.registers
 r1 = cp_async.compile_cp_async("float16", cp_async.CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2,
                                                                stages=1)).resources.registers
-notebook.claim(r1 < r01, f"   Registers per thread (the cubins): chapter 01 {r01}, rung 1 {r1}; chapter 01 "
-               f"holds the next k-tile in {held} of them.", chapter01=r01, one_stage=r1)
+notebook.claim(s1 > 1.03 * ch01 and r1 < r01 and "/2cta" in st[(64, 1)]["tile"] and mma_sync.DEFAULT_TILE.min_blocks == 2,
+               f"1. {s1 / ch01:.2f}× chapter 01, {r1} registers per thread to its {r01}.", one_stage=s1, chapter01=ch01)
 notebook.claim(s1_32 < ch01 and best32["stages"] > 1 and best32["tflops"] == max(r["tflops"] for r in rows),
-               f"2. BK = 32, one stage: {s1_32:.0f} TFLOP/s = {s1_32 / ch01:.2f}× chapter 01; with "
-               f"{best32['stages']} stages {best32['tflops']:.0f}, the best rung.",
+               f"2. {s1_32 / ch01:.2f}× chapter 01; {best32['tflops'] / ch01:.2f}× with {best32['stages']} stages, the best.",
                one_stage_bk32=s1_32, best_bk32=best32["tflops"])
-_ = notebook.claim("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * max(st[(64, 2)]["tflops"], st[(64, 3)]["tflops"]),
-                   f"3. BK = 64, four stages, one CTA per SM: {s4:.0f} TFLOP/s, "
-                   f"{s4 / max(st[(64, 2)]['tflops'], st[(64, 3)]['tflops']) - 1:+.0%} against two or three stages "
-                   "at two CTAs per SM.", four_stages=s4)
+_ = notebook.claim("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * two3,
+                   f"3. {s4 / two3 - 1:+.0%} against the best of two or three stages.", four_stages=s4)
 
 # %% [markdown]
 # **Why not chapter 01's ceiling?** That ceiling is `mma.sync` with no memory traffic. Here every
@@ -204,9 +199,9 @@ print(f"  shared memory                  {smem_bytes} B / 128 B/clk = {smem:.0f}
 print(f"  measured                       {flop} FLOP / {per_clk(best):.0f} FLOP/clk = {took:.0f} clk")
 hidden = (math + smem - took) / min(math, smem)                      # 100 %: full overlap
 _ = notebook.claim(took > max(math, smem) and took < math + smem and smem > 0.8 * math,
-                   f"Between full overlap ({max(math, smem):.0f} clk) and none ({math + smem:.0f}): "
-                   f"{hidden:.0%} of the shared-memory time is hidden behind the math; the ceiling "
-                   "needs all of it.", math=math, smem=smem, took=took)
+                   f"{hidden:.0%} of the shared-memory time hidden behind the math (full overlap "
+                   f"{max(math, smem):.0f} clk, none {math + smem:.0f}); the ceiling needs 100 %.",
+                   math=math, smem=smem, took=took)
 
 # %% [markdown]
 # The records keep times, not stall reasons: how the rest of the gap splits between imperfect

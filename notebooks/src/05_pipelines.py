@@ -4,8 +4,7 @@
 # **Learning goal.** Build one GEMM whose copies and math run *at the same time*, and say why its
 # speed stops rising with ring depth.
 #
-# **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel. The loads
-# of the next k-tiles run under the math of this one. You will
+# **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel. You will
 #
 # 1. step through the ring of S shared-memory stages and its *full* and *empty* mbarriers: who
 #    arrives, who waits, on which [phase parity](../docs/glossary.md#phase-parity);
@@ -13,8 +12,8 @@
 # 3. measure throughput against ring depth, beside cuBLAS, and test why it stops rising with the
 #    ring model.
 #
-# Deep dives: [05b](05b_pipeline_timeline.ipynb) (the model's prediction beside the GPU's
-# timelines) and [05c](05c_pipeline_variants.ipynb) (SASS, what moved the numbers, broken protocols).
+# Deep dives: [05b](05b_pipeline_timeline.ipynb) (timelines, model beside GPU),
+# [05c](05c_pipeline_variants.ipynb) (SASS, variants, broken protocols).
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -38,8 +37,8 @@ notebook.banner("sm_90a")
 # | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | "stage s may be refilled" |
 #
 # All 128 threads of a consumer execute `wgmma.wait_group`; then one
-# [*elected thread*](../docs/glossary.md#elected-thread) arrives for them (a convention of
-# CUTLASS, NVIDIA's C++ GEMM library, not a rule the PTX ISA text states).
+# [*elected thread*](../docs/glossary.md#elected-thread) arrives for them (a CUTLASS convention,
+# not a rule the PTX ISA text states).
 
 # %% output varies
 fig = mp.plot_ring(stages=4, k_tiles=12, hide_pending=True, parities=False)
@@ -60,7 +59,7 @@ fig = pl.plot_ring_steps(stages=2, k_tiles=4)
 plt.show()
 
 # %% [markdown]
-# **Exercise 1 — predict before you look** ([05c](05c_pipeline_variants.ipynb) measures it).
+# **Exercise 1 — predict before you look.**
 # A consumer issues each k-tile's wgmmas as one group (chapter 04), then waits with
 # `wgmma.wait_group`. With S = 6 stages and a **single** consumer warpgroup, should that wait
 # leave 0 or 1 group pending to keep the math going while a stage is released and refilled? Then
@@ -75,7 +74,7 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # ## 2. The kernel, from its source
 #
 # `gemm_pipeline` (`kernels/pipeline.cu`), default build `128x256x64/c2 s4` (CTA tile 128×256×64,
-# 2 consumer warpgroups, S = 4; names: [05c](05c_pipeline_variants.ipynb) §1), hooks hidden. First
+# 2 consumer warpgroups, S = 4), hooks hidden. First
 # its k-loop. Per k-tile k, four steps: **wait** on full; **issue** `mma_ktile`, then wait until
 # kPending = 1 group remains; **release** k-tile r = k − 1 on empty; **refill** (exercise 2, left
 # out). `pos` is k's stage and phase, `prev` k − 1's; `advance()` flips the phase on a wrap. `fence_accumulators` keeps the compiler from moving accumulator accesses across a wgmma.
@@ -91,7 +90,7 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
                                  variant=True, omit=SKELETON))
 
 # %% [markdown]
-# What the skeleton folded, then its helpers (`load_stage`, `RingState`, `mma_ktile`) and the PTX
+# What the skeleton folded, its helpers (`load_stage`, `RingState`, `mma_ktile`) and the PTX
 # each wrapper issues.
 
 # %% output answers a prediction
@@ -149,8 +148,8 @@ assert all(c["passed"] for c in res["checks"])
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
-# The record swept 1–6 stages (as many as fit in shared memory) for three tiles, fp16 and bf16, at
-# 4096³ and 8192³, with cuBLAS timed in the same run. The 128×128 curves peak at S = 3: up to there
+# The record swept 1–6 stages (as many as fit) for three tiles, fp16 and bf16, 4096³ and 8192³,
+# cuBLAS timed in the same run. The 128×128 curves peak at S = 3: up to there
 # two CTAs share an SM, from S = 4 only one fits in shared memory
 # ([05c](05c_pipeline_variants.ipynb) §4). Under the figure, the chapter's goal: the best variant
 # at ≥ 0.80 of cuBLAS at 4096³, ≥ 0.90 at 8192³.
@@ -170,11 +169,9 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best varian
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# With one stage every load is exposed. Each further stage issues a load one k-tile earlier, so it
-# has longer to land under the math. Yet section 4's curves stop rising.
-# Below: CTA 0 of the 128×256 kernel at S = 4, traced (`trace=True`), above the ring model running
-# section 1's protocol on chapter 03's and 04's records. Where do the red bars, the waits on full,
-# stop?
+# Each further stage issues a load one k-tile earlier, yet section 4's curves stop rising. Below:
+# CTA 0 of the 128×256 kernel at S = 4, traced (`trace=True`), above the ring model (section 1's
+# protocol, chapter 03's and 04's records). Where do the red bars, the waits on full, stop?
 
 # %% output varies
 trace = next(t for t in res["traces"] if (t["tile"], t["stages"]) == ("128x256x64/c2", 4))
@@ -185,13 +182,26 @@ notebook.claim(*pl.waits_beside_model(trace, ring))
 _ = notebook.claim(*pl.waits_under_wgmma(trace))
 
 # %% [markdown]
-# Is the rate at which data reach the SM set by L2, or by wgmmas slowed by the loads? The trace
-# cannot tell ([05b](05b_pipeline_timeline.ipynb) §3 draws the timelines at S = 1, 2 and 4).
+# **The trace has a cost**: each event reads the clock and stores it. Is the traced CTA slower
+# than the untraced kernel? Its k-tile, from the timed TFLOP/s:
+
+# %% output varies
+timed = next(r for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]   # S = 4, untraced
+             and (r["tile"], r["stages"], r["dtype"], r["size"]) == ("128x256x64/c2", 4, "float16", 4096))
+mhz = res["clocks_after"]["sm_mhz"]                     # SM clock; FLOP of one CTA's k-tile ÷ FLOP/clk/SM:
+untraced = 2 * 128 * 256 * 64 / (timed["tflops"] * 1e12 / (res["sm_count"] * mhz * 1e6))
+traced, ring_kt = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / 64, ring.total_cycles / 64
+print(f"cycles per k-tile, whole loop: model {ring_kt:.0f}, kernel {untraced:.0f}, traced CTA {traced:.0f}")
+_ = notebook.claim(traced > 1.2 * untraced > 1.2 * ring_kt, f"The trace costs {traced / untraced - 1:.0%}; "
+                   f"untraced, the kernel is still {untraced / ring_kt:.1f}× the model.")
+
+# %% [markdown]
+# So read the trace for the order of events, not their lengths. Does L2 set the rate at which
+# data arrive? The trace cannot tell ([05b](05b_pipeline_timeline.ipynb) §3).
 #
-# **Try it.** No record gives the bytes per clock L2 delivers into one SM; the model lets L2 keep
-# up unless capped. Below, without a cap: where does the model's sweep flatten, and does it land on
-# the record? Then set `L2_CAP` (e.g. 30 or 45): which cap brings every recorded depth within 15 %?
-# Can any bring them within 5 %?
+# **Try it.** No run measured the bytes per clock L2 delivers into one SM; the model lets L2 keep
+# up unless capped. Run the cell: where does the model flatten? Then set `L2_CAP` (e.g. 30 or 45)
+# again: which cap brings every recorded depth within 15 %? Within 5 %?
 
 # %% output varies
 L2_CAP = None                      # bytes per clock per SM from L2 into shared memory; None: no cap
@@ -204,27 +214,19 @@ best = pl.closest_cap(meas) if L2_CAP else None     # the best cap: said only on
 _ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
 
 # %% [markdown]
-# **What this can and cannot tell.** No run measured the L2 → SM rate, so the cap is a **fit**
-# to the four 128×256 runs above: it could explain the sweep, not that it does
-# ([05b](05b_pipeline_timeline.ipynb) §4; the solution sets it beside chapter 00's need). Every
-# other recorded design is a test of the model.
-#
-# **Design it** (open, no grade). Set the knobs: stages `S`, the wait_group depth `P` (0 or 1),
-# consumer warpgroups `C` (1 or 2), tile width `BN` (128 or 256). The model runs the kernel's
-# protocol with the fitted cap; the record's run of the same design, if any, sits beside it.
-# Find the design the model says is fastest. Is it the recorded fastest? Where does the model
-# disagree with the record, and which effect does it leave out? (A hint: where the fitted cap sets
-# the pace, the model gives P = 0 and P = 1 the same time; exercise 1's record does not.)
+# **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C`
+# (1 or 2), tile width `BN` (128 or 256): the model, with the fitted cap, beside the record's run.
+# Which design does the model call fastest? The recorded fastest?
 
-# %% output varies
+# %% output answers a prediction
 S, P, C, BN = 4, 1, 2, 256
 print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, record=rec))
+_ = notebook.claim(*pl.cap_evidence(record=rec))
 
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercise 1 is in section 1, exercise 2 in section 2; §5's "Design it" has no grade (the
-# solution notebook gives the course's answer).
+# Exercises 1 and 2 are in sections 1 and 2; the solution notebook answers §5's "Design it".
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

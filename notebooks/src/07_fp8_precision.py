@@ -119,13 +119,6 @@ notebook.verdict(ours / lt >= fp8.GOAL, f"{said} met.", f"{said} NOT met.")
 _ = notebook.verdict(*fp8.fp16_ratio_note(res, band=(1.5, 2.0)))
 
 # %% [markdown]
-# The seed also says the right swizzle is worth 10–20 %; deep dive
-# [07c](07c_swizzle_and_row_boxes.ipynb) measures it and finds where the loss comes from:
-
-# %% output varies
-_ = notebook.verdict(*fp8.swizzle_gain_note(records.load("swizzle").results, band=(0.10, 0.20)))
-
-# %% [markdown]
 # ## 5. The accumulator: swamping, and promotion
 #
 # Hopper's FP8 wgmma does not add in full fp32 (DeepSeek-AI: it "retains around 14 bits"). Our model
