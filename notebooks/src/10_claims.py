@@ -56,8 +56,9 @@ print(f"chapter 06's top rung at {n}³: 2·{n}³ / {top['median_ms']:.4f} ms = {
 print(f"  datasheet:        {tf:.0f} / {sheet:.1f} = {f['datasheet']:.3f}")
 print(f"  measured clock:   {tf:.0f} / ({sm} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}) = {f['measured']:.3f}")
 cb = seed.cublas_row(wrec)                                     # cuBLAS, timed in the same run
-print(f"  L2 flushed: once per sample of {top['launches_per_sample']} launches; median of {top['reps']} "
-      f"samples, p10–p90 spread {bench.row_spread(top):.1%}")
+flushed = {"sample": "once per sample", "launch": "before each launch"}.get(top["flush"], "no")
+print(f"  L2 flushed: {flushed} ({top['launches_per_sample']} launches a sample); median of "
+      f"{top['reps']} samples, p10–p90 spread {bench.row_spread(top):.1%}")
 fc = claims.fractions(cb, sm)
 print(f"  equal work: cuBLAS at {n}³ {top['dtype']}, same run: {cb['tflops']:.0f} TFLOP/s = "
       f"{fc['datasheet']:.3f} of the datasheet, {fc['measured']:.3f} at its clock")
