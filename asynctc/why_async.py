@@ -126,6 +126,11 @@ SUITES = {"ceilings": (measure_ceilings, summarize_ceilings, "sm_90a")}
 
 # ---- chapter 00 -----------------------------------------------------------------------------------
 
+#: Bytes an SM's shared memory serves per clock on Hopper: 32 banks × 4 bytes (the figure chapter
+#: 01's L1-path model and chapters 02 and 04 use).
+SMEM_BYTES_PER_CLK_SM = 32 * 4
+
+
 def gemm_intensity(m: int, n: int, k: int, elem_bytes: int = 2) -> float:
     """FLOP per byte of DRAM traffic of an M×N×K GEMM that reads A (M×K) and B (K×N) once and
     writes C (M×N) once, ``elem_bytes`` per element: 2·M·N·K / (bytes of A + B + C)."""

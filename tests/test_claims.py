@@ -533,3 +533,20 @@ def test_the_exercises_row_is_not_in_view_and_its_fractions_are_the_learners():
         shown = json.dumps([c.get("outputs", []) for c in cells[:first]])
         for number in (f"{f['datasheet']:.3f}", f"{f['measured']:.3f}", f"{row['tflops']:.1f}"):
             assert number not in shown, number
+
+
+def test_a_near_miss_says_how_near():
+    """A fraction outside its band by less than a round tolerance reads "holds to ±0.02, not to the
+    stated ±0.005"; a far one "misses by …"; the verdict word itself is unchanged."""
+    assert C.near_text(0.853, 0.85, 0.85, 0.005) == C.HOLDS
+    assert C.near_text(0.836, 0.85, 0.85, 0.005) == "holds to ±0.02, not to the stated ±0.005"
+    assert C.near_text(0.843, 0.85, 0.85, 0.005) == "holds to ±0.01, not to the stated ±0.005"
+    assert C.near_text(0.73, 0.85, 0.85, 0.005) == "misses by 0.12"
+    assert C.near_text(0.90, 0.75, 0.80, 0.005) == "misses by 0.10"     # above the band is outside too
+    assert C.distance(0.77, 0.75, 0.80) == 0 and C.distance(0.95, 0.90, None) == 0
+    recs = C.load_records()
+    rows = {r["key"]: r for r in C.percent_rows(C.evaluate(recs))}
+    for r in rows.values():
+        for side in ("datasheet", "measured"):
+            if r[side] is not None:
+                assert (r[f"near_{side}"] == C.HOLDS) == (r[f"verdict_{side}"] == C.HOLDS), r["key"]

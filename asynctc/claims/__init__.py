@@ -38,7 +38,7 @@ from .report import (WRITTEN_FOR, WRITTEN_FOR_ANCHORS, anchors_text, check_writt
 from .seed import SEED_4096, SEED_CLAIMS, evaluate, note
 from .verdicts import (ABOVE, ANCHOR_VERDICTS, BELOW, BLACKWELL, DATASHEET, FAILS, HOLDS, MATCHES,
                        MEASURED_CLOCK, NOT_MEASURED, PARTLY, VERDICTS, Claim, MissingRecord, Part,
-                       combine, fractions, load_records)
+                       combine, distance, fractions, load_records, near_text)
 
 
 def claims_figure(claims, anchors=(), title: str = ""):
@@ -65,5 +65,5 @@ __all__ = ["ANCHORS", "Anchor", "evaluate_anchors", "WRITTEN_FOR", "WRITTEN_FOR_
            "our_number", "summary_markdown", "verdict_words", "table_text", "written_verdict", "SEED_4096",
            "SEED_CLAIMS", "evaluate", "note", "ABOVE", "ANCHOR_VERDICTS", "BELOW", "BLACKWELL",
            "DATASHEET", "FAILS", "HOLDS", "MATCHES", "MEASURED_CLOCK", "NOT_MEASURED", "PARTLY",
-           "VERDICTS", "Claim", "MissingRecord", "Part", "combine", "fractions", "load_records",
+           "VERDICTS", "Claim", "MissingRecord", "Part", "combine", "distance", "fractions", "load_records", "near_text",
            "claims_figure", "fractions_figure", "ratios_figure"]

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import textwrap
 
-from ..core import notebook
+from ..core import bench, notebook
 from .verdicts import (BLACKWELL, DATASHEET, FAILS, HOLDS, MATCHES, MEASURED_CLOCK, NOT_MEASURED,
-                       PARTLY, VERDICTS, Part, combine)
+                       PARTLY, VERDICTS, Part, combine, distance, near_text)
 
 _H, _F, _N = HOLDS, FAILS, NOT_MEASURED
 
@@ -213,7 +213,9 @@ def counts_text(claims) -> str:
 def percent_rows(claims) -> list[dict]:
     """Every fraction-of-peak part, one row per statement: ``key``, ``what`` (the statement without
     its denominator), ``datasheet`` / ``measured`` (the two fractions, None when not measured),
-    their verdicts, ``band``, ``clock`` (the row's clock kind), ``ours`` (both texts)."""
+    their verdicts, ``near_datasheet`` / ``near_measured`` (how near, :func:`~asynctc.claims.
+    verdicts.near_text`), ``band`` and ``tol``, ``clock`` (the row's clock kind), ``ours`` (both
+    texts)."""
     out = []
     for c in claims:
         if not c.percent_of_peak:
@@ -223,13 +225,15 @@ def percent_rows(claims) -> list[dict]:
             if p.unit != "fraction of peak":
                 continue
             what = p.what.replace(" (datasheet peak)", "").replace(" (peak at the measured clock)", "")
-            r = by_what.setdefault(what, {"key": c.key, "what": what, "band": p.band,
+            r = by_what.setdefault(what, {"key": c.key, "what": what, "band": p.band, "tol": p.tol,
                                           "datasheet": None, "measured": None, "clock": None,
                                           "verdict_datasheet": NOT_MEASURED,
                                           "verdict_measured": NOT_MEASURED, "ours": []})
             side = "datasheet" if p.denominator == DATASHEET else "measured"
             r[side] = p.value
             r[f"verdict_{side}"] = p.verdict
+            if p.value is not None and p.band:
+                r[f"near_{side}"] = near_text(p.value, *p.band, p.tol)
             r["clock"] = r["clock"] or p.clock
             r["ours"].append(p.ours or p.measure_with or "")
         out += list(by_what.values())
@@ -238,7 +242,9 @@ def percent_rows(claims) -> list[dict]:
 
 def percent_text(claims, keys=None) -> str:
     """:func:`percent_rows` as a table (only the claims in ``keys``, when given): the claim
-    (:data:`SHORT`), its band, ours under each denominator, each verdict, the clock's kind."""
+    (:data:`SHORT`), its band, ours under each denominator with how far outside the band it lies
+    ("in" inside), the clock's kind; then the caveat a clock kind needs
+    (:func:`asynctc.core.bench.clock_caveat`), if any."""
     rows = [r for r in percent_rows(claims) if keys is None or r["key"] in keys]
     per_key = {k: sum(x["key"] == k for x in rows) for k in {r["key"] for r in rows}}
 
@@ -253,22 +259,26 @@ def percent_text(claims, keys=None) -> str:
 
         def cell(side):
             v = r[side]
-            word = {HOLDS: "inside", FAILS: "outside"}.get(r[f"verdict_{side}"], "—")
-            return f"{v:.3f} {word:>7s}" if v is not None else f"{'—':>5s} {'n/a':>7s}"
+            lo, hi = r["band"] or (None, None)
+            off = distance(v, lo, hi) if v is not None else 0.0
+            word = ("in" if r[f"verdict_{side}"] == HOLDS else f"{off:.3f} off" if
+                    r[f"verdict_{side}"] == FAILS else "—")
+            return f"{v:.3f} {word:>9s}" if v is not None else f"{'—':>5s} {'n/a':>9s}"
         lines.append(f"{name(r):{width}s} {band:>10s}  {cell('datasheet'):>17s}  "
                      f"{cell('measured'):>17s}  {r['clock'] or '—'}")
-    return "\n".join(lines)
+    caveat = bench.clock_caveat(" / ".join(sorted({r["clock"] for r in rows if r["clock"]})))
+    return "\n".join(lines + ([caveat] if caveat else []))
 
 
 def percent_worked(claims, keys=None) -> str:
     """One line per fraction-of-peak row (only the claims in ``keys``, when given): our kernel,
-    its TFLOP/s and both divisions, e.g. ``chapter 01 mma.sync GEMM: 330 TFLOP/s = 0.334 of the
-    datasheet's 989; 0.341 of 132×4096×1790 MHz (in flight) = 968``."""
+    its TFLOP/s and its peak at the measured clock, e.g. ``chapter 01 mma.sync GEMM: 330 TFLOP/s;
+    peak 132×4096×1790 MHz (in flight) = 968``."""
     lines = []
     for r in percent_rows(claims):
         if (keys is None or r["key"] in keys) and r["datasheet"] is not None and r["measured"] is not None:
             sheet, clock = r["ours"]             # peak_parts' two texts: datasheet, measured clock
-            lines.append(f"{sheet}; {clock.split(' = ', 1)[1]}")
+            lines.append(f"{sheet.split(' = ', 1)[0]}; peak {clock.rsplit(' of ', 1)[1]}")
     return "\n".join(lines)
 
 

@@ -79,6 +79,7 @@ class Part:
     suite: str | None = None
     measure_with: str | None = None
     theirs: float | None = None
+    tol: float = 0.0
 
     @property
     def measured(self) -> bool:
@@ -171,6 +172,31 @@ def in_band(value: float, low: float | None, high: float | None, tol: float = 0.
     return (low is None or value >= low - tol) and (high is None or value <= high + tol)
 
 
+#: The rounder tolerances a near miss is restated at (:func:`near_text`).
+NEAR_TOLS = (0.01, 0.02, 0.05)
+
+
+def distance(value: float, low: float | None, high: float | None) -> float:
+    """How far ``value`` lies outside ``[low, high]`` (0 inside; an open end is None)."""
+    if low is not None and value < low:
+        return low - value
+    if high is not None and value > high:
+        return value - high
+    return 0.0
+
+
+def near_text(value: float, low: float | None, high: float | None, tol: float) -> str:
+    """A verdict that says how far: ``"holds"`` within ±``tol`` of the band; ``"holds to ±0.02,
+    not to the stated ±0.005"`` when one of :data:`NEAR_TOLS` covers the miss; else ``"misses by
+    0.11"``. The verdict word (:data:`HOLDS` / :data:`FAILS`) is unchanged: this only says how
+    near a miss is."""
+    d = distance(value, low, high)
+    if d <= tol:
+        return HOLDS
+    t = next((t for t in NEAR_TOLS if tol < t and d <= t), None)
+    return f"holds to ±{t:g}, not to the stated ±{tol:g}" if t else f"misses by {d:.2f}"
+
+
 def band_text(low: float | None, high: float | None, unit: str = "") -> str:
     """``"0.75–0.80"``, ``"≥ 1.5"``, ``"≤ 10"`` (with ``unit`` after it)."""
     u = f" {unit}" if unit and unit not in ("fraction of peak", "×") else ("×" if unit == "×" else "")
@@ -183,7 +209,7 @@ def judged(what: str, value: float, low: float | None, high: float | None, ours:
            unit: str = "", tol: float = 0.0, **kw) -> Part:
     """A :class:`Part` that holds when ``value`` lies in the band (±``tol``)."""
     ok = in_band(value, low, high, tol)
-    return Part(what, HOLDS if ok else FAILS, float(value), (low, high), unit, ours, **kw)
+    return Part(what, HOLDS if ok else FAILS, float(value), (low, high), unit, ours, tol=tol, **kw)
 
 
 def compared(what: str, ours_value: float, theirs: float, tol: float, ours: str, unit: str = "",

@@ -1,32 +1,30 @@
 # %% [markdown]
 # # 00 — Why asynchronous Tensor Core programming?
 #
-# **Learning goal.** Find how fast a Hopper GPU moves bytes and multiplies (live on one, replayed
-# from the H200's record elsewhere), place a GEMM on a roofline, and see why threads that move
-# their own operands starve the Tensor Cores.
+# **Learning goal.** Find how fast a Hopper GPU moves bytes and multiplies, place a GEMM on a
+# roofline, and see why threads that move their own operands starve the Tensor Cores.
 #
 # **Words you need first:**
 #
 # * A **GEMM** is a general matrix multiply, C = A·B (M×K times K×N).
-# * A **Tensor Core** is a matrix-multiply unit inside an SM: one instruction multiplies whole small
-#   tiles of fp16/bf16 matrices, not one number at a time.
+# * A **Tensor Core** is a matrix-multiply unit inside an SM: one instruction multiplies small tiles
+#   of fp16/bf16 matrices.
 # * An **SM** (streaming multiprocessor) is one of the GPU's identical cores. The H200 has 132, each
-#   with its own registers, shared memory and four Tensor Cores.
-# * A **warp** is 32 threads that an SM issues as one: one instruction, 32 lanes.
-# * [**PTX**](../docs/glossary.md#ptx) is NVIDIA's virtual instruction set, the assembly-like
-#   language CUDA C++ compiles to. The course writes its Tensor Core instructions in PTX; **NVRTC**
-#   (NVIDIA's runtime compiler, called from Python) turns it into
-#   [**SASS**](../docs/glossary.md#sass), the GPU's own machine code.
+#   with registers, shared memory and four Tensor Cores.
+# * A **warp** is 32 threads that run one instruction together.
+# * [**PTX**](../docs/glossary.md#ptx) is NVIDIA's virtual instruction set, which CUDA C++ compiles
+#   to; **NVRTC** (NVIDIA's compiler, called from Python) turns it into
+#   [**SASS**](../docs/glossary.md#sass), the GPU's machine code.
 # * **cuBLAS** is NVIDIA's GEMM library: the yardstick every chapter measures against.
 # * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity) with two ceilings: DRAM
-#   bandwidth and peak math.
+#   bandwidth and [peak](../docs/glossary.md#peak) math.
 #
 # **The story.** To keep Tensor Cores busy, operands must be copied into shared memory *while* they
 # compute. This chapter measures why; the rest of the course makes that copy run by itself, with
 # asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# The [seed article](../docs/glossary.md#seed-article) is a public tutorial the course was asked to
-# check; chapters 06, 07 and 10 set its claims beside our measurements.
+# The [seed article](../docs/glossary.md#seed-article), a public tutorial, set this course's
+# outline; chapter 10 checks its claims.
 
 # %% output varies
 from asynctc import why_async
@@ -55,12 +53,17 @@ fig = plots.throughput_by_size(
 # ## 2. The datasheet peak, computed — and what cuBLAS reaches
 #
 # Hopper's Tensor Cores do **4096 dense fp16/bf16 FLOP per clock per SM** (fp32 accumulation).
+# **The peak this course uses** everywhere:
 #
-# The datasheet's 989 TFLOP/s uses the 1830 MHz boost clock; a running GPU picks its own, lower
-# under heavy load, so each chapter's peak uses its own run's clock. Here the clock is read **in flight** (a probe kernel reads the SM clock while cuBLAS runs). Later chapters also print
-# [in-kernel](../docs/glossary.md#in-kernel) and
-# [probed after the sample](../docs/glossary.md#probed-after-the-sample) clocks;
-# [00b](00b_clock_kinds.ipynb) checks all three.
+# | peak | computed as | H200, fp16/bf16 |
+# |---|---|---|
+# | the course's (every fraction) | SMs × 4096 FLOP/clk × SM clock measured in the run | per record |
+# | datasheet (printed beside it) | SMs × 4096 FLOP/clk × 1830 MHz (boost) | 989.4 TFLOP/s |
+#
+# The GPU picks its clock, so each record has its own peak. Here it is read **in flight**, while
+# cuBLAS runs; chapters also print [in-kernel](../docs/glossary.md#in-kernel) and
+# [probed after the sample](../docs/glossary.md#probed-after-the-sample) clocks
+# ([00b](00b_clock_kinds.ipynb) checks all three).
 
 # %% output varies
 gemms = rec.results["cublas"]
@@ -71,12 +74,11 @@ p = rec.provenance
 clock_mhz = bench.measured_clock_mhz(gemms)       # median SM clock of the cuBLAS samples
 peak = p["sm_count"] * 4096 * clock_mhz * 1e6 / 1e12             # SMs × FLOP/clk/SM × clock
 sheet = bench.DATASHEET["dense_tflops"]["float16"]
-print(f"peak = {p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz (median clock of the cuBLAS "
-      f"samples, {kind}) = {peak:.0f} TFLOP/s; datasheet: {sheet:.0f} at "
-      f"{bench.DATASHEET['boost_mhz']} MHz")
+print(f"peak = {p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz ({kind}, cuBLAS's median) "
+      f"= {peak:.0f} TFLOP/s; datasheet: {sheet:.0f} at {bench.DATASHEET['boost_mhz']} MHz")
 g = max(gemms, key=lambda g: g["tflops"])                        # cuBLAS's fastest GEMM
 tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12  # 2·M·N·K FLOP / seconds
-print(f"cuBLAS, best: 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms = {tf:.0f} TFLOP/s "
+print(f"cuBLAS, best ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms = {tf:.0f} TFLOP/s "
       f"= {tf / peak:.2f} of the peak")
 series = {}
 for dt in ("float16", "bfloat16"):
@@ -86,8 +88,8 @@ fig = plots.throughput_by_size(series, peak=peak, peak_label=f"peak: SMs×4096×
                                record=rec, title="cuBLAS GEMM throughput")
 
 # %% [markdown]
-# cuBLAS checks out against a float64 reference, element by element (the
-# [elementwise bound](../docs/glossary.md#elementwise-bound)); it is our yardstick, so we verify it too:
+# Our yardstick is checked too: cuBLAS against float64, element by element (the
+# [elementwise bound](../docs/glossary.md#elementwise-bound)):
 
 # %% output varies
 chk = next(g["check"] for g in gemms if "check" in g)
@@ -106,7 +108,7 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # kernel can feed them.
 #
 # A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once, so its intensity
-# grows with *n* (exercise 1 asks how). The plot shows cuBLAS's measured bf16 GEMMs, and one computed
+# grows with *n*. The plot shows cuBLAS's measured bf16 GEMMs, and one computed
 # point (open marker): a *decode-like* 8192×8192×16 GEMM, the skinny shape of LLM token generation.
 
 # %% output varies
@@ -127,8 +129,8 @@ i1k = why_async.gemm_intensity(1024, 1024, 1024)
 tiles = (1024 // 128) ** 2                        # 128×128 output tiles, one per SM at a time
 _ = notebook.claim(i1k > ridge and tiles < p["sm_count"] and g1k["tflops"] < tiles / p["sm_count"] * peak,
                    f"1024³ sits right of the ridge, under the {peak:.0f} TFLOP/s roof, yet reaches "
-                   f"{g1k['tflops']:.0f}. In 128×128 output tiles it has {tiles} for {p['sm_count']} SMs: "
-                   f"{p['sm_count'] - tiles} SMs idle, at most {tiles}/{p['sm_count']} × {peak:.0f} = "
+                   f"{g1k['tflops']:.0f}: its {tiles} tiles of 128×128 leave {p['sm_count'] - tiles} of "
+                   f"{p['sm_count']} SMs idle, at most {tiles}/{p['sm_count']} × {peak:.0f} = "
                    f"{tiles / p['sm_count'] * peak:.0f} TFLOP/s (cuBLAS may pick other tiles).",
                    intensity=i1k, ridge=ridge, tflops=g1k["tflops"], peak=peak)
 
@@ -142,9 +144,7 @@ _ = notebook.claim(i1k > ridge and tiles < p["sm_count"] and g1k["tflops"] < til
 # tile of C. Each step one element along K brings (128 + 128) × 2 bytes of operands for
 # 2 × 128 × 128 FLOP:
 # **1/64 byte per FLOP**, so **64 bytes every clock** into shared memory, per SM, without pause.
-#
-# The threads that would move those bytes must also issue the math. The next cell puts numbers on
-# it.
+# The threads that would move those bytes must also issue the math.
 
 # %% output varies
 clock_hz = clock_mhz * 1e6                         # the clock of the cuBLAS samples (section 2)
@@ -152,22 +152,22 @@ tile_bytes_per_flop = (128 + 128) * 2 / (2 * 128 * 128)
 need = 4096 * tile_bytes_per_flop
 dram_per_sm_clk = bw * 1e9 / p["sm_count"] / clock_hz
 print(f"operand bytes per clock per SM to feed the Tensor Cores (128×128 tile): {need:.0f} B/clk")
-print(f"DRAM bandwidth per SM per clock on this GPU (at {clock_mhz:.0f} MHz, {kind}): "
-      f"{dram_per_sm_clk:.1f} B/clk")
-print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} of those bytes can come from DRAM: the rest must be "
-      "L2 hits (tiles shared by neighbouring CTAs),\n  and the copy into shared memory must run "
-      "*while* the Tensor Cores compute.")
+smem = why_async.SMEM_BYTES_PER_CLK_SM             # 32 banks × 4 bytes
+print(f"shared memory: {smem} B/clk per SM; writing and reading {need:.0f} B once each takes {2 * need / smem:.0%}")
+print(f"DRAM per SM per clock (at {clock_mhz:.0f} MHz, {kind}): {dram_per_sm_clk:.1f} B/clk")
+print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} can come from DRAM (the rest: L2 hits), and the "
+      "copy must run *while* the Tensor Cores compute.")
 
 # %% [markdown]
 # The rest of the course makes that copy run by itself:
 #
 # | chapter | who moves the operands | who waits |
 # |---|---|---|
-# | 01 mma.sync | every thread, via registers | everyone, at every `__syncthreads` |
-# | 02 cp.async | threads issue copies that complete later | the [consumer](../docs/glossary.md#consumer), for the [stage](../docs/glossary.md#stage) it needs |
+# | 01 mma.sync | every thread, via registers | everyone, at `__syncthreads` |
+# | 02 cp.async | threads issue copies that land later | the [consumer](../docs/glossary.md#consumer), for its [stage](../docs/glossary.md#stage) |
 # | 03 TMA + [mbarrier](../docs/glossary.md#mbarrier) | one thread issues a tile; a copy engine moves it | the consumer, on an mbarrier |
-# | 04 wgmma | TMA; `wgmma` reads shared memory itself | the [warpgroup](../docs/glossary.md#warpgroup), at `wgmma.wait_group` |
-# | 05 pipelines | TMA, into a ring of stages, before the math needs them | the consumer, when the ring runs dry |
+# | 04 wgmma | TMA; `wgmma` reads shared memory itself | the [warpgroup](../docs/glossary.md#warpgroup) |
+# | 05 pipelines | TMA, into a ring of stages, in advance | the consumer, when the ring runs dry |
 # | 06 warp specialization | a [producer](../docs/glossary.md#producer) warpgroup that only loads | ideally nobody |
 
 # %% [markdown]

@@ -117,13 +117,13 @@ alloc.check_all_freed()
 # The chapter's GEMM (`kernels/tcgen05.cu`): a TMA producer warp, one MMA-issuing thread, TMEM
 # allocated by one warp, four epilogue warps reading their lane quarters with `tcgen05.ld`. It runs
 # only on an sm_100 GPU. The MMA thread's loop: wait until a stage is full, issue its `BK/16` MMAs
-# into TMEM (16 of K each), and let `tcgen05.commit` arrive on the stage's *empty* barrier once they
-# have read it; a last commit tells the epilogue warps that the accumulator is complete.
+# into TMEM (16 of K each), then `tcgen05.commit`: one arrive on a barrier once those MMAs complete.
 #
 # **Exercise 1 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
 # warp 1's threads once k-tile kt has landed in stage s. It issues `t.mma(s, j, accumulate)` for k-steps
-# j < `t.steps`, then `t.commit(barrier)` (`t.full[s]`, `t.empty[s]` or `t.done`). `t.elected`
-# marks one thread. The kernel's loop appears once yours passes.
+# j < `t.steps`, then `t.commit(barrier)`. Barriers: `t.full[s]` is the producer's (TMA completes
+# it); `t.empty[s]` hands stage s back; `t.done` tells the epilogue, once, after the last k-tile:
+# not in your function. `t.elected` marks one thread. The kernel's loop appears once yours passes.
 
 # %%
 def issue_ktile(t, kt, s):
@@ -142,9 +142,8 @@ if exercises.after("ch09.mma_issue"):
 # 128-byte swizzle atom of fp16), so `kStepsPerSlab` = 4 MMAs, each 32 bytes further in. In a CTA
 # pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers (mask `0x3`).
 #
-# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them, unrolled) and `tcgen05.commit` is
-# `UTCBAR` (every class counted: [09c §5](09c_blackwell_datapath.ipynb)). The descriptors are the
-# models':
+# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16, unrolled) and `tcgen05.commit` is `UTCBAR`
+# (all classes: [09c §5](09c_blackwell_datapath.ipynb)). The descriptors are the models':
 
 # %% output varies
 for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfig("float16", 256, 256, 64, 4, 2)):
