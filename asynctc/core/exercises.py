@@ -484,7 +484,7 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
 def my_answer(name: str) -> Any:
     """Your last passing answer to code exercise ``name``, kept when its check passed
     (:mod:`asynctc.core.answers`): a function for a function answer (a tuple of them for a pair),
-    the text for CUDA C++; None when none is kept (not passed yet on this machine, recording off,
+    the text for CUDA C++; None when none is kept (not passed yet in this checkout, recording off,
     or an answer that cannot be kept, such as a lambda). Solution cells keep nothing. Raises
     :class:`KeyError` for a name that is no chapter's (``"ch03.swizzle_128b"``)."""
     if str(name).split(".", 1)[0] not in CHAPTER_MODULES or "." not in str(name):
@@ -541,6 +541,18 @@ def shown(value: Any) -> str:
     return repr(value)
 
 
+_told_where: list[bool] = []
+
+
+def _say_where(progress) -> None:
+    """The first check of a session says where attempts are kept (one line; nothing when off)."""
+    if not _told_where:
+        _told_where.append(True)
+        line = progress.where()
+        if line:
+            print(line)
+
+
 def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     """Compare ``answer`` with exercise ``name``'s expected value (keyword arguments go to it).
 
@@ -551,6 +563,7 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     """
     ex = _get(name)
     from . import progress
+    _say_where(progress)
 
     def fail(msg: str, why: str, status: str = "invalid") -> bool:
         print(f"[{name}] {msg}")
