@@ -110,7 +110,15 @@ def exercise(name: str, prompt: str, choices: tuple[str, ...] = (), *, rtol: flo
 class Accepted(str):
     """What a code exercise's judge returns for a right answer it has something to add to: a note
     (the cost of an equivalent form, what the compiler made of it). ``check`` prints
-    ``[name] correct — note``; an empty note prints ``[name] correct``, as None does."""
+    ``[name] correct — note``; an empty note prints ``[name] correct``, as None does. ``meta``: a
+    function returning a small JSON-able dict kept with the learner's answer
+    (:func:`asynctc.core.answers.save`), called only when the answer is kept (never for a solution
+    cell); e.g. whether the learner's build compiles to the course kernel's SASS."""
+
+    def __new__(cls, text: str = "", meta: Callable[[], dict] | None = None):
+        obj = super().__new__(cls, text)
+        obj.meta = meta
+        return obj
 
 
 class NotAnswered(Exception):
@@ -475,7 +483,12 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
         progress.record(ex.name, "correct", solution)
         if not solution:
             from . import answers
-            answers.save(ex.name, answer)
+            meta = getattr(hint, "meta", None)
+            try:
+                extra = meta() if meta is not None else None
+            except Exception:  # noqa: BLE001 - metadata is a bonus: never fail a passing check
+                extra = None
+            answers.save(ex.name, answer, meta=extra)
         _opened.add(ex.name)
         return True
     return fail(f"not quite — {hint}", f"is wrong ({hint})", "wrong")
