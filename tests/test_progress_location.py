@@ -1,6 +1,6 @@
 """Where progress is kept (asynctc.core.progress): per checkout when the package runs from a clone,
-per user for an installed wheel, ASYNCTC_PROGRESS first; the first check says where; `reset NN
---progress` forgets one chapter. Temp folders only: the real user's folders are never touched."""
+per user for an installed wheel, ASYNCTC_PROGRESS first; the first banner of a session says where,
+never a check (nbval compares checks' outputs); `reset NN --progress` forgets one chapter. Temp folders only: the real user's folders are never touched."""
 
 import json
 
@@ -46,13 +46,21 @@ def test_the_variable_still_wins(clone, tmp_path, monkeypatch):
     assert progress.path() is None and progress.where() is None
 
 
-def test_the_first_check_of_a_session_says_where(clone, monkeypatch, capsys):
+def test_the_first_banner_of_a_session_says_where_and_checks_never(clone, monkeypatch, capsys):
+    from asynctc.core import notebook
     monkeypatch.setattr(exercises, "_told_where", [])
+    monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
     exercises.check("ch00.intensity", RIGHT, n=512)
-    exercises.check("ch00.intensity", RIGHT, n=512)
+    assert "(progress:" not in capsys.readouterr().out          # a check's output stays the same
+    notebook.banner("sm_90a")
+    notebook.banner("sm_90a")
     out = capsys.readouterr().out
-    assert out.count("(progress:") == 1 and out.index("(progress:") < out.index("[ch00.intensity]")
-    assert len(progress.attempts()) == 2 and (clone / ".asynctc" / "progress.jsonl").is_file()
+    assert out.count("(progress: this checkout's attempts") == 1
+    assert len(progress.attempts()) == 1 and (clone / ".asynctc" / "progress.jsonl").is_file()
+    monkeypatch.setattr(exercises, "_told_where", [])
+    monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")
+    notebook.banner("sm_90a")
+    assert "(progress:" not in capsys.readouterr().out          # stored outputs name no folder
 
 
 def test_clear_forgets_one_chapter(clone):

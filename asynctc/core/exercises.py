@@ -557,13 +557,15 @@ def shown(value: Any) -> str:
 _told_where: list[bool] = []
 
 
-def _say_where(progress) -> None:
-    """The first check of a session says where attempts are kept (one line; nothing when off)."""
-    if not _told_where:
-        _told_where.append(True)
-        line = progress.where()
-        if line:
-            print(line)
+def where_once() -> str | None:
+    """Where attempts and kept answers go (:func:`asynctc.core.progress.where`), the first time in
+    this session it is asked; None after that, when recording is off, or in a notebook build.
+    Chapter banners print it (:func:`asynctc.core.notebook.banner`: a cell whose output varies)."""
+    if _told_where or os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS") == "1":
+        return None
+    _told_where.append(True)
+    from . import progress
+    return progress.where()
 
 
 def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
@@ -576,7 +578,6 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     """
     ex = _get(name)
     from . import progress
-    _say_where(progress)
 
     def fail(msg: str, why: str, status: str = "invalid") -> bool:
         print(f"[{name}] {msg}")

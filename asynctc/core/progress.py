@@ -12,6 +12,7 @@
 * else (an installed wheel, a hub image) ``$XDG_DATA_HOME/asynctc/progress.jsonl``
   (``~/.local/share/asynctc/progress.jsonl``).
 
+A chapter's banner says where, once a session (:func:`where`).
 ``python -m asynctc grade`` gives every learner's notebook its own file. Writing it never fails a
 check: an unwritable location is skipped silently.
 
