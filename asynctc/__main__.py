@@ -273,7 +273,25 @@ def cmd_reset(args) -> int:
             continue
         print(f"{r.path.name}: restored from {r.where}"
               + (f" (your copy is kept as {r.backup.name})" if r.backup is not None else ""))
+        _reset_progress(ch, args.progress)
     return code
+
+
+def _reset_progress(ch: str, clear: bool) -> None:
+    """After a reset: clear chapter ``ch``'s attempts and kept answers (``--progress``), or say
+    that they are kept and how to clear them."""
+    from .core import progress
+    p = progress.path()
+    if p is None:
+        return
+    if clear:
+        n, k = progress.clear(ch, p)
+        print(f"  chapter {ch}: {n} attempts and {k} kept answers cleared from {p.parent}")
+        return
+    n, k = progress.held(ch, p)
+    if n or k:
+        print(f"  chapter {ch}: your {n} attempts and {k} kept answers stay in {p.parent}; "
+              f"`python -m asynctc reset {ch} --progress` clears them too")
 
 
 def cmd_grade(args) -> int:
@@ -432,6 +450,8 @@ def main(argv=None) -> int:
     rs.add_argument("chapters", nargs="+", metavar="NN", help="two-digit chapter numbers")
     rs.add_argument("--dir", default=None, help="notebooks folder (default: the course's notebooks/)")
     rs.add_argument("--no-backup", action="store_true", help="do not keep the current copy as .bak")
+    rs.add_argument("--progress", action="store_true",
+                    help="also clear the chapter's recorded attempts and kept answers")
     from .teaching import class_progress, grading, publish
     g = sub.add_parser("grade", help="execute a folder of learners' notebooks (solutions stripped) "
                                      "and write a learner × exercise table")

@@ -165,3 +165,15 @@ def test_a_wrong_producer_step_or_consumer_loop_stops_the_ring_and_is_named(kw, 
 def test_a_loop_the_reader_cannot_follow_stops_with_its_piece_named():
     r = e.emulate(consumer_loop=LOOP.replace("pos.advance();", "frobnicate();"))
     assert r.error is not None and r.blame == ["consumer_loop"] and "STOPPED: consumer_loop" in r.summary()
+
+
+def test_a_piece_broken_on_purpose_is_not_called_yours():
+    """06e breaks pieces on purpose: the summary labels them so, never "yours"."""
+    r = e.emulate(swizzle=lambda o: o, on_purpose="swizzle", k=64)
+    assert r.used["swizzle"] == "broken on purpose" and "swizzle: broken on purpose" in r.summary()
+    assert "swizzle: yours" not in r.summary() and r.blame == ["swizzle"]
+    r = e.emulate(encode=e.course_encode, on_purpose={"encode": "LBO = 0 on purpose"}, k=64)
+    assert "encode: LBO = 0 on purpose" in r.summary() and r.passed
+    assert e.emulate(swizzle=e.course_swizzle_128b, k=64).used["swizzle"] == "yours"
+    with pytest.raises(ValueError, match="pieces are"):
+        e.emulate(on_purpose="swizle")

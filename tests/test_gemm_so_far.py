@@ -114,3 +114,70 @@ def test_answers_are_read_afresh_on_every_call(prog):
 def test_chapter_is_checked(bad):
     with pytest.raises(ValueError, match="chapter="):
         g.so_far(bad)
+
+
+# --- your kernel, timed: the SASS identity kept with chapter 05's and 06's code answers ----------
+
+def test_no_kept_answer_no_timed_line(prog):
+    assert g.timed_line(5) is None and g.timed_line(6) is None and g.timed_line(4) is None
+    assert g.so_far("05", rng=np.random.default_rng(1)).timed is None
+
+
+def test_the_course_step_kept_is_timed_from_the_record_and_a_differing_one_is_not(prog):
+    from asynctc.core import records
+    from asynctc.pipeline import producer_step as ps
+    step = ps.kernel_step()
+    assert exercises.check("ch05.producer_step", step)
+    kept = answers.meta("ch05.producer_step")["sass"]
+    assert kept["same"] and kept["changed"] == 0 and kept["config"] == ps.timed_config().label()
+    line = g.so_far("05", rng=np.random.default_rng(1)).timed
+    rec = records.load("pipeline")
+    row = next(r for r in rec.results["sweep"] if r["kernel"] == "pipeline" and r["size"] == 4096
+               and r["dtype"] == "float16" and r["bn"] == 256 and r["stages"] == 4
+               and r["out_dtype"] == "float16")
+    cublas = next(r["tflops"] for r in rec.results["sweep"] if r["kernel"] == "cuBLAS"
+                  and r["size"] == 4096 and r["dtype"] == "float16")
+    assert line == (f"Your producer step compiles to the course kernel's SASS, instruction for "
+                    f"instruction, so the H200's recorded run is your kernel's: {row['tflops']:.0f} "
+                    f"TFLOP/s at 4096³ fp16, {row['tflops'] / cublas:.2f} of cuBLAS (record pipeline, "
+                    f"depth sweep, {rec.provenance['date'][:10]}).")
+    assert g.timed_line(4) is None and "Your producer step" in g.so_far("05").text()
+    # a right step that leaves broken unset: another build, so no recorded run is it
+    other = step.replace("broken = true;", "")
+    assert other != step and exercises.check("ch05.producer_step", other)
+    line = g.timed_line(5)
+    assert "differs from the course's in" in line and "no recorded run is yours" in line
+    assert "TFLOP/s" not in line
+
+
+def test_a_kept_answer_without_the_fact_or_with_anothers_says_nothing(prog):
+    d = progress.answers_dir()
+    d.mkdir(parents=True)
+    text = "__answer__ = 'x'\n"
+    (d / "ch06.consumer_loop.py").write_text(answers.HEADER.format(name="ch06.consumer_loop", time="t") + text)
+    assert answers.meta("ch06.consumer_loop") is None and g.timed_line(6) is None
+    # facts of an earlier answer (another hash) are not this answer's
+    (d / "ch06.consumer_loop.json").write_text('{"answer": "0", "sass": {"same": true}}')
+    assert answers.meta("ch06.consumer_loop") is None and g.timed_line(6) is None
+
+
+def test_the_consumer_loop_line_reads_rung_3(prog, monkeypatch):
+    from asynctc.core import records
+    from asynctc.warp_specialization import consumer_loop as cl
+    d = progress.answers_dir()
+    d.mkdir(parents=True)
+    text = "__answer__ = 'loop'\n"
+    (d / "ch06.consumer_loop.py").write_text(answers.HEADER.format(name="ch06.consumer_loop", time="t") + text)
+    facts = {"answer": answers._digest(text), "sass": {"same": True, "changed": 0, "total": 900,
+                                                       "config": cl.config().label()}}
+    (d / "ch06.consumer_loop.json").write_text(__import__("json").dumps(facts))
+    monkeypatch.setattr(g._e, "_usable", lambda piece, got: got is not None)
+    rung = next(r for r in records.load("warp_specialization").results["ladder"]
+                if r["rung"] == 3 and r["size"] == 4096 and r["dtype"] == "float16")
+    line = g.timed_line(6)
+    assert f"{rung['tflops']:.0f} TFLOP/s at 4096³ fp16, {rung['of_cublas']:.2f} of cuBLAS" in line
+    assert "record warp_specialization, rung 3" in line
+    facts["sass"] = {"same": False, "changed": 7, "total": 900, "config": cl.config().label()}
+    (d / "ch06.consumer_loop.json").write_text(__import__("json").dumps(facts))
+    assert g.timed_line(6) == ("Your consumer loop: your build differs from the course's in 7 of 900 "
+                               "SASS instructions: no recorded run is yours.")

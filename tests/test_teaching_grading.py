@@ -34,6 +34,7 @@ def test_check_records_each_attempt(tmp_path, monkeypatch, capsys):
 def test_progress_location_and_off(tmp_path, monkeypatch):
     monkeypatch.delenv(progress.ENV, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.setattr(progress, "_PACKAGE_PARENT", tmp_path / "site-packages")   # an installed wheel
     assert progress.path() == tmp_path / "asynctc" / "progress.jsonl"
     monkeypatch.setenv(progress.ENV, "off")
     assert progress.path() is None

@@ -18,13 +18,20 @@ What is kept:
 An answer that cannot be written back as source — a lambda, a function using a global that is none
 of the above, a closure — is not kept: :func:`source` returns None and the later chapter falls back
 to the course's piece. Saving and loading never raise.
+
+An exercise may keep a small dict of facts about the answer beside it, ``<exercise>.json``
+(:func:`meta`): chapter 05's producer step and chapter 06's consumer loop keep whether the learner's
+build compiles to the course kernel's SASS. It names the answer it belongs to (a hash of its text),
+so a later answer without facts never inherits an earlier one's.
 """
 
 from __future__ import annotations
 
 import ast
 import datetime as _dt
+import hashlib
 import inspect
+import json
 import textwrap
 import types
 from pathlib import Path
@@ -141,9 +148,14 @@ def _path(name: str) -> Path | None:
     return None if d is None else d / f"{name}.py"
 
 
-def save(name: str, answer: Any) -> Path | None:
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def save(name: str, answer: Any, meta: dict | None = None) -> Path | None:
     """Keep ``answer`` as exercise ``name``'s passing answer; the file written, or None (the answer
-    cannot be written back as source, recording is off, or the location is not writable)."""
+    cannot be written back as source, recording is off, or the location is not writable).
+    ``meta``: facts about this answer kept beside it (:func:`meta`); None removes earlier ones."""
     p, text = _path(name), source(answer)
     if p is None or text is None:
         return None
@@ -151,9 +163,28 @@ def save(name: str, answer: Any) -> Path | None:
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(HEADER.format(name=name, time=now) + text)
-    except OSError:
+        j = p.with_suffix(".json")
+        if meta:
+            j.write_text(json.dumps({"answer": _digest(text), **meta}, sort_keys=True))
+        elif j.exists():
+            j.unlink()
+    except (OSError, TypeError, ValueError):
         return None
     return p
+
+
+def meta(name: str) -> dict | None:
+    """The facts kept with exercise ``name``'s answer (see :func:`save`), or None when none are
+    kept or they belong to another answer."""
+    p = _path(name)
+    try:
+        if p is None or not p.is_file() or not p.with_suffix(".json").is_file():
+            return None
+        d = json.loads(p.with_suffix(".json").read_text())
+        text = p.read_text().split("\n", 1)[1]
+    except (OSError, ValueError, IndexError):
+        return None
+    return d if isinstance(d, dict) and d.get("answer") == _digest(text) else None
 
 
 def passed_on(name: str) -> str | None:

@@ -110,7 +110,15 @@ def exercise(name: str, prompt: str, choices: tuple[str, ...] = (), *, rtol: flo
 class Accepted(str):
     """What a code exercise's judge returns for a right answer it has something to add to: a note
     (the cost of an equivalent form, what the compiler made of it). ``check`` prints
-    ``[name] correct — note``; an empty note prints ``[name] correct``, as None does."""
+    ``[name] correct — note``; an empty note prints ``[name] correct``, as None does. ``meta``: a
+    function returning a small JSON-able dict kept with the learner's answer
+    (:func:`asynctc.core.answers.save`), called only when the answer is kept (never for a solution
+    cell); e.g. whether the learner's build compiles to the course kernel's SASS."""
+
+    def __new__(cls, text: str = "", meta: Callable[[], dict] | None = None):
+        obj = super().__new__(cls, text)
+        obj.meta = meta
+        return obj
 
 
 class NotAnswered(Exception):
@@ -475,7 +483,12 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
         progress.record(ex.name, "correct", solution)
         if not solution:
             from . import answers
-            answers.save(ex.name, answer)
+            meta = getattr(hint, "meta", None)
+            try:
+                extra = meta() if meta is not None else None
+            except Exception:  # noqa: BLE001 - metadata is a bonus: never fail a passing check
+                extra = None
+            answers.save(ex.name, answer, meta=extra)
         _opened.add(ex.name)
         return True
     return fail(f"not quite — {hint}", f"is wrong ({hint})", "wrong")
@@ -484,7 +497,7 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
 def my_answer(name: str) -> Any:
     """Your last passing answer to code exercise ``name``, kept when its check passed
     (:mod:`asynctc.core.answers`): a function for a function answer (a tuple of them for a pair),
-    the text for CUDA C++; None when none is kept (not passed yet on this machine, recording off,
+    the text for CUDA C++; None when none is kept (not passed yet in this checkout, recording off,
     or an answer that cannot be kept, such as a lambda). Solution cells keep nothing. Raises
     :class:`KeyError` for a name that is no chapter's (``"ch03.swizzle_128b"``)."""
     if str(name).split(".", 1)[0] not in CHAPTER_MODULES or "." not in str(name):
@@ -539,6 +552,20 @@ def shown(value: Any) -> str:
     if hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0:
         return shown(value.item())
     return repr(value)
+
+
+_told_where: list[bool] = []
+
+
+def where_once() -> str | None:
+    """Where attempts and kept answers go (:func:`asynctc.core.progress.where`), the first time in
+    this session it is asked; None after that, when recording is off, or in a notebook build.
+    Chapter banners print it (:func:`asynctc.core.notebook.banner`: a cell whose output varies)."""
+    if _told_where or os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS") == "1":
+        return None
+    _told_where.append(True)
+    from . import progress
+    return progress.where()
 
 
 def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:

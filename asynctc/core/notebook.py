@@ -81,6 +81,8 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
     ``measured=False`` for a chapter without a record in data/ (its numbers come from models and
     compiled code): the line then promises no measured figures.
     Also switches matplotlib to inline rendering in a notebook kernel (see :func:`_inline_figures`).
+    A second line, once per session and not in a notebook build, says where exercise attempts are
+    kept (:func:`asynctc.core.exercises.where_once`).
     """
     _inline_figures()
     if os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS"):
@@ -98,7 +100,9 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
                 + ("measured figures come from data/ and say where and when they were measured."
                    if measured else "this chapter has no measured record: its numbers come from "
                    "CPU models."))
-    print(line)
+    from . import exercises
+    where = exercises.where_once()
+    print(line + (f"\n{where}" if where else ""))
 
 
 def source_excerpt(target, start: str | None = None, end: str | None = None, *,

@@ -121,7 +121,7 @@ def your_pieces() -> tuple[dict, list[str]]:
             lines.append(f"{piece}: your {what} from {where}, passed "
                          f"{(answers.passed_on(name) or '?')[:16].replace('T', ' ')} UTC")
         else:
-            lines.append(f"{piece}: the course's (no passing answer to {name} is kept on this machine)")
+            lines.append(f"{piece}: the course's (no passing answer to {name} is kept here)")
     return pieces, lines
 
 
@@ -214,9 +214,9 @@ def swizzle_diff(swizzle: Callable[[int], int]) -> str | None:
     if wrong.size == 0:
         return None
     o = int(wrong[0])
-    return (f"your swizzle_128b puts {wrong.size} of the box's {BOX_BYTES} bytes elsewhere than "
+    return (f"this swizzle_128b puts {wrong.size} of the box's {BOX_BYTES} bytes elsewhere than "
             f"the course's model; the first is byte {o} (row {o // 128}, chunk {o % 128 // 16}): "
-            f"yours {int(got[o])}, the model's {int(want[o])}")
+            f"it gives {int(got[o])}, the model {int(want[o])}")
 
 
 def descriptor(encode: Callable, start_address: int, lbo: int, sbo: int) -> _d.WgmmaDescriptor:
@@ -283,8 +283,9 @@ class Sm90Gemm:
     ``check``: the elementwise check against float64 (None when the ring stopped it);
     ``diagnosis``: the ring model's :class:`~asynctc.models.pipeline.Deadlock` or
     :class:`~asynctc.models.pipeline.Race`, or None; ``error``: a :class:`PieceError` that stopped
-    it, or None; ``used``: piece → "yours" or "the course's"; ``blame``: the learner's pieces whose
-    swap for the course's fixes the result; ``why``: piece → how it differs from the course's."""
+    it, or None; ``used``: piece → "yours", "the course's" or the ``on_purpose`` label;
+    ``blame``: the learner's pieces whose swap for the course's fixes the result; ``why``: piece →
+    how it differs from the course's."""
 
     c: np.ndarray
     check: ElementCheck | None
@@ -541,7 +542,8 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
             parities: tuple | None = None, *, kstep: Callable | None = None,
             stage_fill: str | None = None, producer_step: str | None = None,
             consumer_loop: str | None = None, stages: int = 2, k: int = 256,
-            a: np.ndarray | None = None, b: np.ndarray | None = None, rng: Any = None) -> Sm90Gemm:
+            a: np.ndarray | None = None, b: np.ndarray | None = None, rng: Any = None,
+            on_purpose: Any = ()) -> Sm90Gemm:
     """Emulate one 128 × 128 tile of C = A·B (see the module docstring) with the pieces given;
     None (the default) takes the course's. ``swizzle(offset) -> offset``: chapter 03's
     ``swizzle_128b``; ``encode(start_address, lbo, sbo, swizzle) -> int``: deep dive 04b's;
@@ -550,7 +552,9 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
     (CUDA text), read into the ring model's protocol. ``stages``:
     S ≥ 1 (at most 7: 32 KiB a stage); ``k``: a multiple of 64; ``a`` / ``b``: inputs (default
     :func:`random_inputs`). When elements are wrong, each of the learner's pieces is swapped for
-    the course's in turn: a swap that makes the tile pass names that piece."""
+    the course's in turn: a swap that makes the tile pass names that piece. ``on_purpose``: the
+    pieces given that are no learner's but changed on purpose (names: labelled "broken on purpose";
+    or piece → label), so the summary does not call them "yours"."""
     if int(k) != k or k < BK or k % BK:
         raise ValueError(f"k={k!r}: a positive multiple of {BK} (one k-tile is {BK} deep)")
     if int(stages) != stages or not 1 <= stages <= 7:
@@ -566,7 +570,11 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
               "swizzle": course_swizzle_128b, "encode": course_encode, "kstep": course_kstep,
               "producer_step": None, "consumer_loop": None}
     pieces = {p: given[p] if given[p] is not None else course[p] for p in PIECES}
-    used = {p: "yours" if given[p] is not None else "the course's" for p in PIECES}
+    labels = dict(on_purpose) if isinstance(on_purpose, dict) else \
+        {p: "broken on purpose" for p in ([on_purpose] if isinstance(on_purpose, str) else on_purpose)}
+    if set(labels) - set(PIECES):
+        raise ValueError(f"on_purpose={on_purpose!r}: pieces are {', '.join(PIECES)}")
+    used = {p: labels.get(p, "yours") if given[p] is not None else "the course's" for p in PIECES}
 
     def run(ps):
         return _run(a16, b16, stages, ps)

@@ -9,6 +9,11 @@ whether the tile is right or which of the learner's pieces breaks it.
 
 Answers are read afresh on every call (:func:`asynctc.core.exercises.my_answer`); nothing is
 cached. It is a model, not a run: no GPU, nothing timed. About 0.1–1 s on a laptop core.
+
+One line more after chapters 05 and 06 (:func:`timed_line`): when the kept producer step (05) or
+consumer loop (06) compiled to the course kernel's SASS instruction for instruction (the check kept
+that fact with the answer), the H200's recorded run of that build is the learner's kernel, and the
+line gives its number from the record; when the build differs, it says so and gives none.
 """
 
 from __future__ import annotations
@@ -17,6 +22,12 @@ import dataclasses
 from typing import Any
 
 from . import emulate_sm90 as _e
+
+#: Chapter → (piece, exercise, its name in the line, record suite, which run of it).
+TIMED = {5: ("producer_step", "ch05.producer_step", "your producer step", "pipeline", "depth sweep"),
+         6: ("consumer_loop", "ch06.consumer_loop", "your consumer loop", "warp_specialization",
+             "rung 3")}
+SIZE, DTYPE = 4096, "float16"
 
 #: The pieces in the order the course teaches them: (piece, its name in the report, the chapter
 #: whose exercises ask it (two digits), the notebook that asks it).
@@ -41,6 +52,7 @@ class SoFar:
     result: Any
     verdict: str
     blame: list
+    timed: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -48,7 +60,8 @@ class SoFar:
 
     def text(self) -> str:
         head = f"Your Hopper GEMM after chapter {self.chapter:02d}:"
-        return "\n".join([head, *(f"  {t}" for _, _, t in self.rows), self.verdict])
+        return "\n".join([head, *(f"  {t}" for _, _, t in self.rows), self.verdict]
+                         + ([self.timed] if self.timed else []))
 
     __str__ = text
 
@@ -98,7 +111,59 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
         else:
             rows.append((piece, "the course's", f"{head:<20}the course's (not passed yet)"))
     result, blame, verdict = _run(mine, rng)
-    return SoFar(n, rows, result, verdict, blame)
+    return SoFar(n, rows, result, verdict, blame, timed_line(n))
+
+
+def _recorded(suite: str, sass: dict):
+    """(row, cuBLAS's TFLOP/s or None, record) of the recorded run of the build ``sass`` names at
+    :data:`SIZE`³ :data:`DTYPE`, or (None, None, None) when no record holds it."""
+    from ..core import records
+    try:
+        rec = records.load(suite)
+    except Exception:  # noqa: BLE001 - no record: no number
+        return None, None, None
+    res = rec.results if isinstance(rec.results, dict) else {}
+    if suite == "pipeline":
+        rows = [r for r in res.get("sweep", []) if r.get("size") == SIZE and r.get("dtype") == DTYPE]
+        fields = sass.get("fields") or {}
+        keys = ("dtype", "bm", "bn", "bk", "stages", "consumers", "wait_pending", "out_dtype")
+        mine = [r for r in rows if r.get("kernel") == "pipeline" and fields
+                and all(k in r and r[k] == fields.get(k) for k in keys)
+                and all(r[k] == v for k, v in fields.items() if k in r)]
+        cublas = [r["tflops"] for r in rows if r.get("kernel") == "cuBLAS"]
+        return (mine[0], cublas[0] if cublas else None, rec) if mine else (None, None, None)
+    rows = [r for r in res.get("ladder", []) if r.get("rung") == 3 and r.get("size") == SIZE
+            and r.get("dtype") == DTYPE and r.get("label") == sass.get("config")]
+    if not rows:
+        return None, None, None
+    of = rows[0].get("of_cublas")
+    return rows[0], (rows[0]["tflops"] / of if of else None), rec
+
+
+def timed_line(chapter: int) -> str | None:
+    """After chapter 05 (the producer step) or 06 and later (the consumer loop): one line saying
+    whether the learner's kept answer compiled to the course kernel's SASS — then the recorded run
+    of that build, with its number — or how many instructions differ (no number). None when no
+    answer is kept, or it was kept without that fact (see the module docstring)."""
+    if chapter < 5:
+        return None
+    piece, name, what, suite, which = TIMED[min(chapter, 6)]
+    from ..core import answers
+    kept = answers.meta(name)
+    sass = kept.get("sass") if kept else None
+    if not isinstance(sass, dict) or _e.your_pieces()[0][piece] is None:
+        return None
+    if not sass.get("same"):
+        return (f"{what.capitalize()}: your build differs from the course's in {sass.get('changed', '?')} "
+                f"of {sass.get('total', '?')} SASS instructions: no recorded run is yours.")
+    row, cublas, rec = _recorded(suite, sass)
+    same = f"{what.capitalize()} compiles to the course kernel's SASS, instruction for instruction"
+    if row is None:
+        return f"{same}; no record of that build is here, so no number."
+    gpu = str(rec.provenance.get("gpu", "GPU")).replace("NVIDIA ", "")
+    of = f", {row['tflops'] / cublas:.2f} of cuBLAS" if cublas else ""
+    return (f"{same}, so the {gpu}'s recorded run is your kernel's: {row['tflops']:.0f} TFLOP/s at "
+            f"{SIZE}³ fp16{of} (record {suite}, {which}, {str(rec.provenance.get('date', '?'))[:10]}).")
 
 
 def _names(pieces) -> str:

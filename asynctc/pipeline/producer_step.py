@@ -13,12 +13,19 @@ r + STAGES < T. No GPU is needed.
 3. **judge** — plain rules (who loads, which k-tile, which stage, past K) and chapter 05's ring
    model (:func:`asynctc.models.pipeline.simulate`) for a missing wait on empty or a wrong parity:
    its Race (a stage overwritten while still read) or Deadlock, with the k-tile.
+
+A passing step (not a solution cell) keeps :func:`sass_identity` with the answer: whether the step,
+spliced into the build chapter 05's record times (:func:`timed_config`), compiles to the course's
+SASS instruction for instruction — then the recorded run is the learner's kernel
+(:mod:`asynctc.models.gemm_so_far` says so).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
+from collections import Counter
 
 from ..core import exercises as _ex
 from ..core import loop_reader as _lr
@@ -73,6 +80,46 @@ def compile_step(step: str) -> runtime.CompiledKernel:
     with warnings.catch_warnings():                      # NVRTC's warnings (an unused rp) are no hint
         warnings.simplefilter("ignore")
         return runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines=cfg.defines, code=splice(step))
+
+
+def timed_config() -> PipelineConfig:
+    """The build chapter 05's depth sweep times (record ``pipeline``): :func:`config` with output
+    in the input dtype."""
+    return dataclasses.replace(config(), out_dtype=config().dtype)
+
+
+_NORM = [(re.compile(r"\bU?R\d+\b"), "R"), (re.compile(r"\bU?P\d\b"), "P"), (re.compile(r"\.reuse\b"), "")]
+_BRANCH = re.compile(r"^(BRA|BSSY|BSYNC|CALL|JMP|BRX|RET|WARPSYNC|BMOV)\b")
+
+
+def _instructions(cubin: bytes) -> list[str]:
+    """The kernel's instructions in order, registers and reuse hints left out, trailing NOPs dropped."""
+    out = []
+    for ln in sass.disassemble(cubin).splitlines():
+        m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;", ln)
+        if m:
+            text = m.group(1)
+            for rx, to in _NORM:
+                text = rx.sub(to, text)
+            out.append(text.split()[0] if _BRANCH.match(text) else text)    # targets move
+    while out and out[-1] == "NOP":
+        out.pop()
+    return out
+
+
+def sass_identity(step: str) -> dict:
+    """``step`` compiled into :func:`timed_config` beside the course's build of it: ``same`` (the
+    same instructions in the same order), ``changed`` (instructions only one build has),
+    ``total`` (the course's), ``config`` (its label) and ``fields`` (its settings)."""
+    from .launch import compile_pipeline
+    cfg = timed_config()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines=cfg.defines, code=splice(step))
+    mine, ref = _instructions(ck.cubin), _instructions(compile_pipeline(cfg).cubin)
+    changed = sum(((Counter(ref) - Counter(mine)) + (Counter(mine) - Counter(ref))).values())
+    return {"same": mine == ref, "changed": changed or (0 if mine == ref else 1), "total": len(ref),
+            "config": cfg.label(), "fields": dataclasses.asdict(cfg)}
 
 
 def compile_hint(log: str, step: str) -> str:
@@ -190,7 +237,7 @@ def judge(answer) -> str | None:
             return ("your step loads even when empty.wait timed out (returned false): the stage may "
                     "still be read — load only if the wait returned true")
     sets_broken = bool(re.search(r"\bbroken\s*=", _CODE.sub("", step)))
-    return _ex.Accepted(_sass_note(ck.cubin, sets_broken))
+    return _ex.Accepted(_sass_note(ck.cubin, sets_broken), meta=lambda: {"sass": sass_identity(step)})
 
 
 def _sass_note(cubin: bytes, sets_broken: bool) -> str:

@@ -3,7 +3,8 @@
 DIR holds one progress file per learner (the file ``exercises.check`` appends to,
 :mod:`asynctc.core.progress`): ``DIR/alice.jsonl``, or ``DIR/alice/progress.jsonl`` (any
 ``*.jsonl`` under a learner's folder). On a JupyterHub each learner's file is
-``~/.local/share/asynctc/progress.jsonl`` of their home; on laptops a learner sets
+``~/.local/share/asynctc/progress.jsonl`` of their home (an installed wheel) or
+``.asynctc/progress.jsonl`` in their checkout; on laptops a learner sets
 ``ASYNCTC_PROGRESS`` to a shared folder's ``<name>.jsonl`` before starting Jupyter.
 
 An exercise counts as *tried* once the learner gave an answer: a ``wrong``, ``invalid`` or

@@ -511,7 +511,16 @@ def judge(answer) -> str | None:
         if hint:
             return hint
     uses_broken = bool(re.search(r"\bbroken\b", _CODE.sub("", body)))
-    return _ex.Accepted(_notes(runs[1, True], ck.cubin, perf, stages, consumers, uses_broken))
+    return _ex.Accepted(_notes(runs[1, True], ck.cubin, perf, stages, consumers, uses_broken),
+                        meta=lambda: {"sass": _identity(ck.cubin)})
+
+
+def _identity(cubin: bytes) -> dict:
+    """What a passing loop keeps with the answer (asynctc.models.gemm_so_far reads it): whether its
+    rung-3 build is the course's, instruction for instruction, and the build's label."""
+    d = sass_difference(cubin)
+    return {"same": not d.changed and not d.reordered, "changed": d.changed or d.reordered,
+            "total": d.total, "config": config().label()}
 
 
 @_ex.code_exercise("ch06.consumer_loop", "Write the body of the consumer warpgroups' k-loop of rung 3 "

@@ -83,7 +83,8 @@ print(f"worst |C - float64| / bound: {result.check.worst:.2g}" if result.check e
 # swizzled:
 
 # %% output varies
-broken = emulate_sm90.emulate(swizzle=lambda offset: offset)     # counts vary a little with the inputs
+broken = emulate_sm90.emulate(swizzle=lambda offset: offset,     # counts vary a little with the inputs
+                              on_purpose="swizzle")
 print(broken.summary())
 assert broken.blame == ["swizzle"] and "right only where row % 8 == column % 8" in broken.summary()
 
@@ -109,7 +110,7 @@ def kstep_in_elements(desc0, s, major):
     return desc0 + (s * 16 >> 4)
 
 
-elements = emulate_sm90.emulate(kstep=kstep_in_elements)
+elements = emulate_sm90.emulate(kstep=kstep_in_elements, on_purpose="kstep")
 print(elements.summary())
 assert elements.blame == ["kstep"]
 
@@ -119,7 +120,8 @@ assert elements.blame == ["kstep"]
 # is never computed:
 
 # %%
-print(emulate_sm90.emulate(parities=(lambda k, S: k % 2, lambda t, S: (t // S + 1) % 2)).summary())
+print(emulate_sm90.emulate(parities=(lambda k, S: k % 2, lambda t, S: (t // S + 1) % 2),
+                          on_purpose="parities").summary())
 
 # %% [markdown]
 # **Predict before you run.** An `encode` that always stores
@@ -131,7 +133,7 @@ def encode_no_lbo(start_address, lbo, sbo, swizzle):
     return descriptors.encode(start_address, 0, sbo, swizzle)
 
 
-no_lbo = emulate_sm90.emulate(encode=encode_no_lbo)
+no_lbo = emulate_sm90.emulate(encode=encode_no_lbo, on_purpose={"encode": "LBO = 0 on purpose"})
 print(no_lbo.summary())
 assert no_lbo.passed
 print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out of sight until you run)
