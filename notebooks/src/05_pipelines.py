@@ -249,7 +249,8 @@ _ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # §5'
 print(pl.design_survey(record=rec))                # §5's "Design it": every design, model beside record
 
 # %% [markdown]
-# **Your GEMM so far.** Chapter 05 added the producer step, which refills the ring.
+# **Your GEMM so far.** Chapter 05 added the producer step, which refills the ring. If your step
+# compiles to the course kernel's SASS, the H200's recorded run is your kernel's, and the cell says its speed.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far

@@ -219,8 +219,9 @@ else:
         _ = notebook.verdict(*v)
 
 # %% [markdown]
-# **Your GEMM so far.** The consumer loop completes it; deep dive [06e](06e_your_gemm_on_the_cpu.ipynb)
-# breaks pieces on purpose.
+# **Your GEMM so far.** The consumer loop completes it. If your loop compiles to rung 3's SASS, the
+# recorded rung-3 run is your kernel's, and the cell says its speed. Deep dive
+# [06e](06e_your_gemm_on_the_cpu.ipynb) breaks pieces on purpose.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far
