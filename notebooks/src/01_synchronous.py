@@ -9,7 +9,7 @@
 # of a tile, in its 32 lanes' registers) with [**`ldmatrix`**](../docs/glossary.md#ldmatrix) and
 # multiplies them with **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. Section 1 is a
 # plain tiled GEMM in Python (numba, a CUDA compiler for Python); sections 2–5 a tuned `mma.sync`
-# GEMM: SASS, correctness, speed, and why.
+# GEMM.
 #
 # Deep dive: [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
 
@@ -102,7 +102,7 @@ print("lane 0:", ", ".join(f"a{r} = A[{i[0]}, {j[0]}:{j[-1] + 1}]" for r, (i, j)
 #
 # Tuned: 128×128×64 CTA tiles of 64×64 warp tiles, swizzled, two shared buffers (`buf`: one
 # barrier per k-tile). The loop loads the *next* k-tile into registers (`load_global`), runs this
-# k-tile's math (`mma_ktile`: per k16 step, `ldmatrix` then `mma.sync`), then stores the registers
+# k-tile's math (`mma_ktile`: per k16 step, `ldmatrix` then `mma.sync`), then stores them
 # into the other buffer (`store_shared`).
 
 # %%
@@ -150,8 +150,8 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 #
 # Timed in one run: **cuBLAS** (on Hopper it uses `wgmma` and TMA), our **mma.sync GEMM** (best
 # tile per size), and the **`mma.sync` ceiling**: a register-only kernel issuing independent
-# `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). Below the figure,
-# section 1's SIMT GEMM for scale.
+# `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). Below it, the
+# SIMT GEMM for scale.
 
 # %% output varies
 p = rec.provenance
@@ -203,9 +203,9 @@ _ = notebook.claim(no_copy > 1.3 and skeleton < ceiling,
                    "The data path and the barriers set the pace, not the Tensor Cores.", ablation=abl)
 
 # %% [markdown]
-# What helps is taking the copy away from the threads: chapter 02 removes the register hop
-# (`cp.async`), 03 the threads (TMA), 04 `ldmatrix` (wgmma reads shared memory). Our goal for this
-# kernel was half of cuBLAS at 4096³:
+# What helps: taking the copy away from the threads. Chapter 02 removes the register hop
+# (`cp.async`), 03 the threads (TMA), 04 `ldmatrix` (wgmma reads shared memory). The goal for this
+# kernel: half of cuBLAS at 4096³:
 
 # %% output varies
 tf = {r.get("tile") or r["kernel"]: r["tflops"]
