@@ -574,3 +574,15 @@ def test_the_name_bug_exercise_shows_the_symptom_not_the_cause():
     mystery = F.exercises.mystery_diagnosis()
     right = [k for k in zoo.BY_KEY if exercises.check("ch08.name_bug", k, diagnosis=mystery)]
     assert right == ["expect_tx"]
+
+
+def test_ordering_printers_show_programs_and_fixes():
+    """Chapter 08 §4c prints each rule's program (numbered steps) and its fix."""
+    from asynctc.pitfalls import ordering
+    assert ordering.program_text([("st", "out"), ("sync", None)]) == "0 st out · 1 sync"
+    progs = ordering.PROGRAMS
+    assert ordering.fix_text(progs["proxy"]["broken"], progs["proxy"]["correct"]) == "+ fence_proxy before 1"
+    assert ordering.fix_text(progs["init"]["broken"], progs["init"]["correct"]) == "+ fence_init, sync before 1"
+    assert ordering.fix_text(progs["leader"]["broken"], progs["leader"]["correct"]) == \
+        ordering.program_text(progs["leader"]["correct"])
+    assert ordering.fix_text([("st", "out")], [("st", "out"), ("sync", None)]) == "+ sync at the end"

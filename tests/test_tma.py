@@ -396,3 +396,28 @@ def test_plot_chunk_maps_draws_the_model():
         assert np.array_equal(shown, SmemTile(8, 64, "float16", 128).chunk_map())
     finally:
         plt.close(fig)
+
+
+def test_driver_args_are_the_encoders_arguments():
+    """driver_args states what cuTensorMapEncodeTiled gets (innermost first), and encode's cuda.core
+    keywords are built from it: every swizzle, fill and L2 promotion maps to cuda.core's enum."""
+    from asynctc import tma
+    spec = tma.validate(address=0x7F0000000000, shape=(4096, 2048), dtype="float16", box=(128, 64),
+                        swizzle=128)
+    a = tma.driver_args(spec)
+    assert a["globalDim"] == (2048, 4096) and a["globalStrides"] == (4096,) and a["boxDim"] == (64, 128)
+    assert a["swizzle"] == "CU_TENSOR_MAP_SWIZZLE_128B" and a["tensorRank"] == 2
+    assert list(a) == ["tensorDataType", "tensorRank", "globalAddress", "globalDim", "globalStrides",
+                       "boxDim", "elementStrides", "interleave", "swizzle", "l2Promotion", "oobFill"]
+    tm = pytest.importorskip("cuda.core._tensor_map")
+    for sw in (0, 32, 64, 128):
+        for oob in ("zero", "nan"):
+            for l2 in (0, 64, 128, 256):
+                s = tma.validate(address=0x7F0000000000, shape=(40, 4096), dtype="bfloat16", box=(8, 16),
+                                 swizzle=sw, oob_fill=oob, l2_promotion=l2)
+                k = tma.maps._core_kwargs(s, tm)
+                assert k["swizzle"].name == ("NONE" if not sw else f"SWIZZLE_{sw}B")
+                assert k["l2_promotion"].name == ("NONE" if not l2 else f"L2_{l2}B")
+                assert k["oob_fill"].name == ("NONE" if oob == "zero" else "NAN_REQUEST_ZERO_FMA")
+                assert k["data_type"].name == "BFLOAT16" and k["interleave"].name == "NONE"
+                assert k["box_dim"] == (8, 16)

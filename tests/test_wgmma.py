@@ -480,3 +480,18 @@ def test_plot_accumulator_boxes_one_threads_registers():
     plt.close(fig)
     with pytest.raises(ValueError, match="thread"):
         W.plot_accumulator(thread=128)
+
+
+def test_offsets_table_states_the_rule_of_04_section_3():
+    """04 §3's table: swizzled, SBO steps 8 rows down a box and LBO to the next box; without
+    swizzle LBO steps along K and SBO along M in both major-nesses; an MN-major 128-byte k16 step
+    is 16 k-rows of 128 bytes."""
+    from asynctc import wgmma as W
+    rows = {ln[:15].strip(): ln for ln in W.offsets_table("float16").splitlines()[1:]}
+    assert len(rows) == 8
+    assert "K + 8: 1024 B" in rows["MN-major, 128B"] and rows["MN-major, 128B"].endswith("0, 2048, 4096, 6144")
+    assert rows["K-major, 128B"].endswith("0, 32, 64, 96")
+    for major in ("K", "MN"):
+        r = rows[f"{major}-major, none"]
+        assert r.index("M + 8") < r.index("K + 8")          # SBO along M, LBO along K
+    assert "M + 32: 4096 B" in rows["MN-major, 64B"]        # LBO: the next box along M

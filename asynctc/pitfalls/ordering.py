@@ -1,6 +1,36 @@
 """Chapter 08's ordering checker. It lives in :mod:`asynctc.models.ordering`, beside chapter 05's
 ring model, because chapter 06's consumer-loop exercise uses it too; this module is its name in
-chapter 08 (``from asynctc.pitfalls import ordering``)."""
+chapter 08 (``from asynctc.pitfalls import ordering``), with two printers for the chapter:
+:func:`program_text` and :func:`fix_text`."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Sequence
 
 from ..models.ordering import (_INT_ARG, _EXAMPLE, OP_FORMS, OPS, PROGRAMS, Hazard, _steps,  # noqa: F401
                                check, describe_ops, form)
+
+
+def _step(op: str, arg) -> str:
+    return op if arg is None else f"{op} {arg}"
+
+
+def program_text(program: Sequence) -> str:
+    """A program on one line, its steps numbered: ``0 st out · 1 sync · 2 tma_store out``."""
+    return " · ".join(f"{i} {_step(*s)}" for i, s in enumerate(_steps(program)))
+
+
+def fix_text(broken: Sequence, fixed: Sequence) -> str:
+    """What ``fixed`` changes in ``broken``: its insertions by ``broken``'s step numbers
+    (``+ fence_proxy before 1``), or, when it also moves or drops steps, the whole fixed program."""
+    a, b = _steps(broken), _steps(fixed)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if tag != "insert":
+            return program_text(fixed)
+        where = f"before {i1}" if i1 < len(a) else "at the end"
+        out.append(f"+ {', '.join(_step(*s) for s in b[j1:j2])} {where}")
+    return "; ".join(out)

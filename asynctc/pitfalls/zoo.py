@@ -301,7 +301,7 @@ SHOWN_IN = {
     "expect_tx": "08b §3",
     "misaligned_tile": "§4b; 08b §4",
     "missing_wgmma_wait": "§4c; 08b §2",
-    "store_buffer_reuse": "03 §3; §6; 08b §4",
+    "store_buffer_reuse": "03b §2; §6; 08b §4",
     "setmaxnreg_dropped": "08b §5",
     "swizzle_mismatch": "04 §4; 06e §4; 08b §4",
     "leader_early": "§4c; 08b §4",

@@ -30,26 +30,65 @@ class _View:
             "data": (spec.address, False), "version": 3, "strides": spec.strides}
 
 
+#: Prefixes of the driver's enumerator names (cuda.h) that cuda.core's enum members drop (its
+#: swizzle and interleave members keep one word: SWIZZLE_128B, but NONE).
+_PREFIX = {"tensorDataType": "CU_TENSOR_MAP_DATA_TYPE_", "interleave": "CU_TENSOR_MAP_INTERLEAVE_",
+           "swizzle": "CU_TENSOR_MAP_SWIZZLE_", "l2Promotion": "CU_TENSOR_MAP_L2_PROMOTION_",
+           "oobFill": "CU_TENSOR_MAP_FLOAT_OOB_FILL_"}
+
+
+def driver_args(spec: TensorMapSpec) -> dict[str, Any]:
+    """The arguments ``cuTensorMapEncodeTiled`` receives for ``spec``, by the driver's parameter
+    names and in its order (arrays **innermost first**, as cuda.h states them; cuda.core reverses
+    the row-major ones). ``globalStrides`` has one byte stride per dimension but the innermost.
+    :func:`encode` passes exactly these (through cuda.core). No GPU needed."""
+    return {
+        "tensorDataType": "CU_TENSOR_MAP_DATA_TYPE_" + spec.data_type,
+        "tensorRank": spec.rank,
+        "globalAddress": hex(spec.address),
+        "globalDim": spec.shape[::-1],
+        "globalStrides": spec.strides[-2::-1],
+        "boxDim": spec.box[::-1],
+        "elementStrides": spec.element_strides[::-1],
+        "interleave": "CU_TENSOR_MAP_INTERLEAVE_NONE",
+        "swizzle": "CU_TENSOR_MAP_SWIZZLE_" + (f"{spec.swizzle}B" if spec.swizzle else "NONE"),
+        "l2Promotion": "CU_TENSOR_MAP_L2_PROMOTION_" + (f"L2_{spec.l2_promotion}B" if spec.l2_promotion
+                                                        else "NONE"),
+        "oobFill": "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + ("NONE" if spec.oob_fill == "zero"
+                                                      else "NAN_REQUEST_ZERO_FMA"),
+    }
+
+
+def driver_args_table(spec: TensorMapSpec) -> str:
+    """:func:`driver_args` as a two-column text table (name, value)."""
+    return "\n".join(f"{k:15s} {v}" for k, v in driver_args(spec).items())
+
+
+def _core_kwargs(spec: TensorMapSpec, tm) -> dict[str, Any]:
+    """The keyword arguments of cuda.core's ``as_tensor_map`` for ``spec``: the enums of
+    :func:`driver_args` (``tm``: ``cuda.core._tensor_map``); shape and strides travel in the view."""
+    a = driver_args(spec)
+    enum = {"tensorDataType": ("data_type", tm.TensorMapDataType),
+            "interleave": ("interleave", tm.TensorMapInterleave),
+            "swizzle": ("swizzle", tm.TensorMapSwizzle),
+            "l2Promotion": ("l2_promotion", tm.TensorMapL2Promotion),
+            "oobFill": ("oob_fill", tm.TensorMapOOBFill)}
+    out = {}
+    for name, (kw, cls) in enum.items():
+        rest = a[name].removeprefix(_PREFIX[name])
+        out[kw] = getattr(cls, rest) if hasattr(cls, rest) else getattr(cls, f"{name.upper()}_{rest}")
+    return {"box_dim": spec.box, "element_strides": spec.element_strides, **out}
+
+
 def encode(spec: TensorMapSpec, owner: Any = None):
-    """Encode a validated :class:`TensorMapSpec` with cuda.core; returns a
-    :class:`cuda.core.TensorMapDescriptor` (pass it straight to :func:`asynctc.core.runtime.launch`).
-    Needs a GPU (the driver encodes the map)."""
+    """Encode a validated :class:`TensorMapSpec` with cuda.core (the arguments of
+    :func:`driver_args`); returns a :class:`cuda.core.TensorMapDescriptor` (pass it straight to
+    :func:`asynctc.core.runtime.launch`). Needs a GPU (the driver encodes the map)."""
     from cuda.core import _tensor_map as tm
     from cuda.core.utils import StridedMemoryView
     runtime.device()
     view = StridedMemoryView.from_any_interface(_View(spec, owner), stream_ptr=-1)
-    swz = {0: tm.TensorMapSwizzle.NONE, 32: tm.TensorMapSwizzle.SWIZZLE_32B,
-           64: tm.TensorMapSwizzle.SWIZZLE_64B, 128: tm.TensorMapSwizzle.SWIZZLE_128B}[spec.swizzle]
-    fill = (tm.TensorMapOOBFill.NONE if spec.oob_fill == "zero"
-            else tm.TensorMapOOBFill.NAN_REQUEST_ZERO_FMA)
-    extra = {}
-    if spec.l2_promotion:     # only when asked: the default call stays the one of chapter 03
-        extra["l2_promotion"] = {64: tm.TensorMapL2Promotion.L2_64B,
-                                 128: tm.TensorMapL2Promotion.L2_128B,
-                                 256: tm.TensorMapL2Promotion.L2_256B}[spec.l2_promotion]
-    return view.as_tensor_map(box_dim=spec.box, element_strides=spec.element_strides,
-                              data_type=getattr(tm.TensorMapDataType, spec.data_type),
-                              swizzle=swz, oob_fill=fill, **extra)
+    return view.as_tensor_map(**_core_kwargs(spec, tm))
 
 
 def make_tensor_map(arr, box: Sequence[int], *, swizzle: Any = 0,

@@ -25,7 +25,8 @@ What lives where (every name below is re-exported here: ``from asynctc import wg
   (:func:`tma_configs`, :func:`run_tile_tma`, :func:`verify_tile_tma`). Tests that fake the device
   patch ``DeviceArray`` and ``_tensor_map`` here, on ``asynctc.wgmma.launch``.
 * ``mismatch.py`` — :class:`MismatchResult`, :func:`mismatch_demo`.
-* ``figures.py`` — :func:`plot_layouts` (arrows from :func:`offset_steps`), :func:`plot_mismatch`,
+* ``figures.py`` — :func:`plot_layouts` (arrows from :func:`offset_steps`),
+  :func:`offsets_table`, :func:`plot_mismatch`,
   :func:`plot_accumulator` (who holds each accumulator element),
   and the lines the lesson prints from a "wgmma" record: :func:`peak_row`, :func:`peak_lines`,
   :func:`goal_note`, :func:`clock_note` (draw and read; never measure).
@@ -42,7 +43,7 @@ from .config import (  # noqa: F401
     DTYPES, N_VALUES, SOURCES, SWIZZLES, TILE_TOLERANCE, TileConfig, np_dtype, supported_configs)
 from .exercises import descriptor_diagnosis  # noqa: F401
 from .figures import (  # noqa: F401
-    clock_note, goal_note, peak_lines, peak_row, plot_accumulator, plot_layouts, plot_mismatch)
+    clock_note, goal_note, offsets_table, peak_lines, peak_row, plot_accumulator, plot_layouts, plot_mismatch)
 from .launch import (  # noqa: F401
     FP8_ACC_U, compare_tile, compile_tile, random_tile_operands, run_tile, run_tile_tma, tile_images,
     tile_modules, tile_reference, tile_scale, tile_tolerance, tma_configs, tma_entry, tma_geometry,

@@ -1,8 +1,8 @@
 """Chapter 04 — the chapter's figures (matplotlib): the canonical layouts wgmma reads, by major-ness
 and swizzle mode, with core matrices, TMA boxes and where LBO/SBO step (:func:`plot_layouts`,
-:func:`offset_steps`), and what the deliberate mismatch read (:func:`plot_mismatch`); and the lines
-the lesson prints from a "wgmma" record (:func:`peak_lines`, :func:`goal_note`,
-:func:`clock_note`). Draws and reads; never measures."""
+:func:`offset_steps`; as text, :func:`offsets_table`), and what the deliberate mismatch read
+(:func:`plot_mismatch`); and the lines the lesson prints from a "wgmma" record
+(:func:`peak_lines`, :func:`goal_note`, :func:`clock_note`). Draws and reads; never measures."""
 
 from __future__ import annotations
 
@@ -42,6 +42,30 @@ def offset_steps(tile: dsc.OperandTile) -> dict:
             assert addr[at] - addr[0, 0] == value, (tile.describe(), name, at)
         out[name] = (at, value)
     return out
+
+
+def offsets_table(dtype: str = "float16", swizzles=SWIZZLES) -> str:
+    """Text table: for the 64×64 tile (64×128 for fp8) of each major-ness and swizzle mode, where
+    SBO and LBO step (:func:`offset_steps`: ``M + 8`` = the core matrix 8 rows of M further on)
+    with their bytes, and the start address of each k16 step (relative to k-step 0), in the
+    figure's order (:func:`plot_layouts`), from
+    :class:`~asynctc.models.descriptors.OperandTile`."""
+    k = 64 if dsc.itemsize(dtype) == 2 else 128
+    majors = ("K", "MN") if dsc.itemsize(dtype) == 2 else ("K",)
+    lines = [f"{'layout':15s} {'SBO steps to':20s} {'LBO steps to':20s} k-steps start at (B)"]
+    for major in majors:
+        for sw in swizzles:
+            t = dsc.OperandTile(64, k, dtype, major, sw)
+            cells = []
+            for name in ("sbo", "lbo"):
+                at, value = offset_steps(t)[name]
+                cells.append("unused" if at is None else
+                             f"{'M' if at[0] else 'K'} + {max(at)}: {value} B")
+            steps = k * t.itemsize // 32            # k16 steps (32 bytes of K each) in the tile
+            starts = ", ".join(str(t.descriptor(s, 0).start_address) for s in range(steps))
+            lines.append(f"{major + '-major, ' + (f'{sw}B' if sw else 'none'):15s} {cells[0]:20s} "
+                         f"{cells[1]:20s} {starts}")
+    return "\n".join(lines)
 
 
 def plot_layouts(dtype: str = "float16", majors=None):

@@ -1,16 +1,15 @@
 # %% [markdown]
 # # 01 — The synchronous model: SIMT tiles, then `ldmatrix` + `mma.sync`
 #
-# **Learning goal.** Measure the *synchronous* way to use Tensor Cores, which every later chapter
-# improves on, and say what limits it.
+# **Learning goal.** Measure the *synchronous* way to use Tensor Cores, which later chapters
+# improve on, and say what limits it.
 #
 # **The story.** Threads copy tiles global → registers → shared memory and wait at
 # `__syncthreads()`. Then each warp loads [*fragments*](../docs/glossary.md#fragment) (its share
-# of a tile, spread over its 32 lanes' registers) with
-# [**`ldmatrix`**](../docs/glossary.md#ldmatrix), and multiplies them with **`mma.sync`**, the
-# warp-wide Tensor Core instruction of Ampere (16×8×16 per instruction). Section 1 is a plain
-# tiled GEMM in Python with numba (a CUDA compiler for Python); sections 2–5 a tuned `mma.sync`
-# GEMM: its SASS, its correctness, its speed beside cuBLAS, and why.
+# of a tile, in its 32 lanes' registers) with [**`ldmatrix`**](../docs/glossary.md#ldmatrix) and
+# multiplies them with **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. Section 1 is a
+# plain tiled GEMM in Python (numba, a CUDA compiler for Python); sections 2–5 a tuned `mma.sync`
+# GEMM.
 #
 # Deep dive: [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
 
@@ -39,7 +38,7 @@ import inspect
 print(inspect.getsource(simt._kernel).split("@cuda.jit", 1)[1].split("return simt_gemm_kernel")[0])
 
 # %% [markdown]
-# A small, odd-sized problem (edges must be handled) against float64; without a GPU, numba's CUDA
+# A small, odd-sized problem (edges must be handled) against float64; without a GPU, numba's
 # simulator runs it.
 
 # %%
@@ -68,14 +67,16 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # | B | 16×8 fp16 | 4 | 2 |
 # | C (accumulator) | 16×8 fp32 | 4 | 4 |
 #
-# `ldmatrix` loads fragments out of shared memory in exactly that pattern. The picture
-# (`asynctc.models.fragments`) shows which lane has each element of A (B and C:
+# `ldmatrix` loads fragments from shared memory in exactly that pattern. The picture shows which
+# lane has each element of A; below it, lane 0's registers (B and C:
 # [01b §1](01b_synchronous_anatomy.ipynb)).
 
 # %% output varies
 lane_a, reg_a = fragments.a_m16n8k16()
 fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A (16×16)",
                      row_label="row (M)", col_label="column (K)", value_label="lane")
+at = [np.nonzero((lane_a == 0) & (reg_a == r)) for r in range(4)]
+print("lane 0:", ", ".join(f"a{r} = A[{i[0]}, {j[0]}:{j[-1] + 1}]" for r, (i, j) in enumerate(at)))
 
 # %% [markdown]
 # ### The kernel
@@ -84,25 +85,25 @@ fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A
 #
 # | word | meaning |
 # |---|---|
-# | **CTA** | cooperative thread array = a thread block; each computes one BM×BN tile of C |
+# | **CTA** | cooperative thread array (a thread block); computes one BM×BN tile of C |
 # | **k-tile** | the BK-deep slice of A (BM×BK) and B (BK×BN) that a CTA holds in shared memory at a time; the loop walks K/BK of them |
 # | **k16 step** | 16 deep along K: one `mma.sync` |
 # | tile name | `BMxBNxBK/wWMxWN`: CTA tile, warp tile; `/2cta`: registers capped so that two CTAs fit on an SM |
-# | **bank conflict** | shared memory has 32 banks of 4 bytes; two lanes of one access that hit different addresses in one bank split it into passes |
-# | **swizzled** tile | 16-byte chunks stored at XOR-permuted places so the lanes of one access spread over different banks (chapter 03) |
-# | `LDG.128` / `STS.128` | SASS: a 16-byte load from global memory / store to shared memory, per thread |
+# | **bank conflict** | shared memory has 32 banks of 4 bytes; lanes of one access hitting different addresses in one bank split it into passes |
+# | **swizzled** tile | 16-byte chunks stored at XOR-permuted places so the lanes of one access spread over different banks |
+# | `LDG.128` / `STS.128` | SASS: a thread's 16-byte load from global / store to shared memory |
 #
-# The kernel is `asynctc/kernels/mma_sync.cu`. Its data path, all done by the threads themselves:
+# The kernel (`asynctc/kernels/mma_sync.cu`) and its data path, all done by the threads:
 #
 # ```
 # global ──LDG.128──▶ registers ──STS.128──▶ shared (swizzled) ──LDSM──▶ fragments ──HMMA──▶ fp32 acc
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# Tuned: 128×128×64 CTA tiles of 64×64 warp tiles, swizzled (no bank conflicts), two shared
-# buffers (`buf`, so one barrier per k-tile). The loop loads the *next* k-tile into registers
-# (`load_global`), runs this k-tile's math (`mma_ktile`, below it: per k16 step, `ldmatrix`
-# then `mma.sync`), then stores those registers into the other buffer (`store_shared`).
+# Tuned: 128×128×64 CTA tiles of 64×64 warp tiles, swizzled, two shared buffers (`buf`: one
+# barrier per k-tile). The loop loads the *next* k-tile into registers (`load_global`), runs this
+# k-tile's math (`mma_ktile`: per k16 step, `ldmatrix` then `mma.sync`), then stores them
+# into the other buffer (`store_shared`).
 
 # %%
 ck = mma_sync.compile_mma_sync("float16")
@@ -129,7 +130,7 @@ assert ck.resources.spill_stores == 0, "the tuned tile must not spill"
 # %% [markdown]
 # ## 3. Correctness first
 #
-# Every check draws fresh random inputs, fills the output with NaN (an element never written
+# Every check draws fresh random inputs, fills the output with NaN (so an unwritten element
 # fails) and compares every element with `float64` against an
 # [elementwise bound](../docs/glossary.md#elementwise-bound) that scales with |A|·|B|. A kernel
 # that fails is not timed.
@@ -149,8 +150,8 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 #
 # Timed in one run: **cuBLAS** (on Hopper it uses `wgmma` and TMA), our **mma.sync GEMM** (best
 # tile per size), and the **`mma.sync` ceiling**: a register-only kernel issuing independent
-# `mma.sync` back to back (`kernels/mma_sync_peak.cu`), at the GEMM's **occupancy** (warps resident
-# per SM).
+# `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). Below it, the
+# SIMT GEMM for scale.
 
 # %% output varies
 p = rec.provenance
@@ -162,6 +163,11 @@ plt.show()
 sweep_kind = bench.rows_clock_kind([r for r in rec.results["sweep"] if r["dtype"] == "float16"])
 if bench.clock_caveat(sweep_kind):
     print("GEMM sweep: " + bench.clock_caveat(sweep_kind))
+simt_ms = next(r["median_ms"] for r in rec.results["simt"] if r["size"] == 1024)
+sync1024 = max(r["tflops"] for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] == 1024)
+simt_tf = 2 * 1024**3 / (simt_ms * 1e-3) / 1e12            # 2·M·N·K FLOP / seconds / 10¹²
+print(f"1024³: SIMT GEMM (section 1, fp32 FFMA) 2·1024³ / {simt_ms:.3f} ms = {simt_tf:.1f} TFLOP/s; "
+      f"mma.sync GEMM {sync1024:.0f} ({sync1024 / simt_tf:.0f}×)")
 
 # %% [markdown]
 # ## 5. Why the number is what it is
@@ -169,10 +175,12 @@ if bench.clock_caveat(sweep_kind):
 # Two effects stack up:
 #
 # 1. **`mma.sync` itself tops out below the Tensor Core peak on Hopper.** Section 4's ceiling
-#    kernel measures how far below (next cell, at the run's own measured
-#    [clock](../docs/glossary.md#in-kernel)); the full rate needs `wgmma` (chapter 04).
-# 2. **Every operand byte crosses the SM's L1/shared-memory data path several times**: the global
-#    load into registers, the store into shared memory, the `ldmatrix` out of it: three passes.
+#    kernel measures how far below (next cell, at its own measured
+#    [clock](../docs/glossary.md#in-kernel)). Its loop touches no memory and more warps barely
+#    raise it: this is the rate Hopper issues `mma.sync` at. NVIDIA does not publish why; the
+#    full rate needs `wgmma` (chapter 04).
+# 2. **Every operand byte crosses the SM's L1/shared-memory data path three times**: load into
+#    registers, store into shared memory, `ldmatrix` out of it.
 
 # %% output varies
 mhz = ceiling_row["sm_mhz"]                                 # the ceiling kernel's own measured clock
@@ -185,8 +193,7 @@ _ = notebook.claim(at_clock < 0.8 and best4096 < ceiling and occ[-1][1] < 1.1 * 
                    f"The ceiling, {ceiling:.0f} / ({p['sm_count']} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}), is "
                    f"{at_clock:.2f} of the Tensor Core peak at its clock; "
                    f"our best 4096³ GEMM, {best4096:.0f} TFLOP/s, is {best4096 / ceiling:.2f} of it. "
-                   f"More warps barely move it ({occ[0][0]} → {occ[-1][0]} per SM: {occ[0][1]:.0f} → "
-                   f"{occ[-1][1]:.0f}): this is the rate Hopper runs mma.sync at.",
+                   f"Warps per SM {occ[0][0]} → {occ[-1][0]}: {occ[0][1]:.0f} → {occ[-1][1]:.0f} TFLOP/s.",
                    ceiling_fraction=at_clock, ours=best4096, ceiling=ceiling, occupancy=occ)
 abl = {x["variant"]: x["tflops"] for x in rec.results["ablation"]}
 no_copy, skeleton = abl["no global→shared copy"] / abl["full kernel"], abl["mma.sync + __syncthreads only"]
@@ -196,21 +203,16 @@ _ = notebook.claim(no_copy > 1.3 and skeleton < ceiling,
                    "The data path and the barriers set the pace, not the Tensor Cores.", ablation=abl)
 
 # %% [markdown]
-# What helps is taking the copy away from the threads: chapter 02 removes the register hop
-# (`cp.async`), 03 the threads (TMA), 04 `ldmatrix` (wgmma reads shared memory). Our goal for this
-# kernel was half of cuBLAS at 4096³:
+# What helps: taking the copy away from the threads. Chapter 02 removes the register hop
+# (`cp.async`), 03 the threads (TMA), 04 `ldmatrix` (wgmma reads shared memory). The goal for this
+# kernel: half of cuBLAS at 4096³:
 
 # %% output varies
-rows4096 = [r for r in rec.results["sweep"] if r["size"] == 4096 and r["dtype"] == "float16"]
-base = next(r for r in rows4096 if r["kernel"] == "cuBLAS")
-ours = next(r for r in rows4096 if r.get("tile") == mma_sync.DEFAULT_TILE.name)
-flop = 2 * 4096**3                                          # 2·M·N·K
-tf = {}
-for name, r in (("ours", ours), ("cuBLAS", base)):
-    tf[name] = flop / (r["median_ms"] * 1e-3) / 1e12        # FLOP / seconds / 10¹²
-    print(f"{name:6s}: 2·4096³ FLOP / {r['median_ms']:.3f} ms = {tf[name]:.0f} TFLOP/s")
-frac = tf["ours"] / tf["cuBLAS"]
-head = f"4096³ fp16, default tile: {tf['ours']:.0f} / {tf['cuBLAS']:.0f} = {frac:.2f} of cuBLAS"
+tf = {r.get("tile") or r["kernel"]: r["tflops"]
+      for r in rec.results["sweep"] if r["size"] == 4096 and r["dtype"] == "float16"}
+ours, cublas = tf[mma_sync.DEFAULT_TILE.name], tf["cuBLAS"]
+frac = ours / cublas
+head = f"4096³ fp16, default tile: {ours:.0f} / {cublas:.0f} TFLOP/s = {frac:.2f} of cuBLAS"
 _ = notebook.verdict(frac >= 0.5, f"{head}: goal 0.50 reached.",
                      f"{head}: short of the 0.50 goal; deep dive 01b §4 takes the kernel apart to show "
                      "where the time goes.")
@@ -230,8 +232,8 @@ ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 # %% [markdown]
 # **2.** Section 2 showed 128 `HMMA` for the default tile (64×64 warp tile, k-tile of 64). Predict
 # how many `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`
-# (64×32 warp tile, k-tile of 32). The check says right or wrong; the solution notebook then counts
-# `HMMA` in that kernel's SASS (the loop body is compiled once, so that is the per-k-tile count).
+# (64×32 warp tile, k-tile of 32). The solution counts `HMMA` in that kernel's SASS (one loop
+# body: one k-tile).
 
 # %%
 t = mma_sync.TILES[3]

@@ -21,33 +21,39 @@ notebook.banner("sm_90a")
 #
 # `asynctc.tma.make_tensor_map(array, box, swizzle=…)` ends in the driver's
 # `cuTensorMapEncodeTiled`, which answers a bad argument with a bare `CUDA_ERROR_INVALID_VALUE`.
-# So every rule is checked in Python first, naming field, value and rule:
+# So every rule is checked in Python first. Below: chapter 05's A map, the driver's arguments for
+# it (`cuda.h`'s names), then one field broken.
+#
+# Arrays go innermost first: `globalDim` is (columns, rows), `globalStrides` the bytes per row
+# (none for the contiguous innermost one). `boxDim`'s 64 columns × 2 bytes fill one 128-byte
+# swizzle span; `elementStrides` 1 takes every element; `OOB_FILL_NONE` fills out-of-bound elements
+# with zeros ([03b §1](03b_tma_boxes.ipynb)).
 
 # %%
-good = dict(address=0x7F0000000000, shape=(4096, 4096), dtype="bfloat16", box=(64, 64), swizzle=128)
+good = dict(address=0x7F0000000000, shape=(4096, 4096), dtype="float16", box=(128, 64), swizzle=128)
 spec = tma.validate(**good)
-print(spec.smem_tile().describe(), "| expect_tx:", spec.box_bytes, "bytes")
+print(spec.smem_tile().describe(), "| expect_tx:", spec.box_bytes, "bytes\n")
+print(tma.driver_args_table(spec))
 try:
-    tma.validate(**{**good, "box": (64, 128)})          # one field changed
+    tma.validate(**{**good, "box": (128, 128)})         # one field changed
 except tma.TensorMapError as e:
-    print("TensorMapError:", e)
+    print("\nTensorMapError:", e)
 
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
 #
-# Shared memory has 32 banks of 4 bytes, so a 128-byte line covers each bank once. Without
-# swizzle, reading one 16-byte chunk down 8 rows of 128 bytes hits the same 4 banks 8 times: an
-# 8-way [bank conflict](../docs/glossary.md#bank-conflict).
+# A 128-byte line covers each of shared memory's 32 4-byte banks once. Without swizzle, reading
+# one 16-byte chunk down 8 rows of 128 bytes hits the same 4 banks 8 times: an 8-way
+# [bank conflict](../docs/glossary.md#bank-conflict).
 #
 # **The 128-byte [swizzle](../docs/glossary.md#swizzle):** the 16-byte chunk index within a row
-# is XORed with the row index mod 8; the byte inside a chunk keeps its place. Those 8 reads then
-# land in 8 different bank groups.
+# is XORed with the row index mod 8; the byte inside a chunk keeps its place. The 8 reads then
+# hit 8 different bank groups.
 #
-# The map (`SmemTile`, checked on the GPU in [03b §3](03b_tma_boxes.ipynb)) gives each 16-byte
-# chunk's group of four banks. In the 32- and 64-byte panels, 4 or 2 rows share a 128-byte line,
-# so row 1 lands in the next groups by position alone. The XOR takes the line's index, not the
-# row's: rows 2–3 of the 64-byte panel swap neighbouring chunks, rows 4–7 of the 32-byte panel
-# swap their two.
+# The map (checked on the GPU in [03b §3](03b_tma_boxes.ipynb)) gives each 16-byte chunk's bank
+# group. In the 32- and 64-byte panels 4 or 2 rows share a 128-byte line, and the XOR takes
+# the line's index, not the row's: rows 2–3 of the 64-byte panel swap neighbouring chunks, rows
+# 4–7 of the 32-byte panel swap their two.
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
@@ -76,7 +82,7 @@ fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 
 # %% [markdown]
 # **The load path in code.** `tma_load_dump` (`kernels/tma.cu`) loads one box as chapters 05 and 06
-# load each stage; under it, each wrapper's PTX.
+# load each stage; under it, the wrappers' PTX.
 
 # %%
 notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
@@ -89,18 +95,18 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 #
 # * The tensor map is a kernel parameter (`__grid_constant__`: 128 bytes, by value).
 #   `tma_load_rank` is the same load for a map of any rank (2-D: `tma_load_2d`). Coordinates go
-#   innermost first (`c0` the column), in elements; Python's `box=` is outermost first.
-#   Thread 0 initialises the barrier with an arrival count of 1: its own `expect_tx`.
+#   innermost first (`c0` the column), in elements.
+#   Thread 0 initialises the barrier with 1 arrival: its own `expect_tx`.
 # * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy); only a fence orders the two (`fence.mbarrier_init`
 #   for the new barrier, `fence.proxy.async` for the 0xA5 fill).
-# * `shared::cluster`: a CTA launched alone is a [cluster](../docs/glossary.md#cluster) of one
+# * `shared::cluster`: a lone CTA is a [cluster](../docs/glossary.md#cluster) of one
 #   (chapter 06).
-# * The wait on parity 0 is **bounded**: it gives up after `max_tries` rounds or 2 s, so a wrong
-#   byte count or parity cannot hang the GPU.
+# * The wait on parity 0 is **bounded** (`max_tries` rounds or 2 s), so a wrong byte count or
+#   parity cannot hang the GPU.
 
 # %% [markdown]
-# `mbarrier_lifecycle` runs the cycle on the GPU (step 6 waits, on purpose, for what never comes):
+# `mbarrier_lifecycle` runs the cycle on the GPU (step 6 waits in vain, on purpose):
 # after each step, would a wait on parity 0 and on parity 1 pass? `open`: the phase in progress;
 # ✓: as the PTX ISA expects.
 
@@ -120,20 +126,17 @@ assert lc["passed"] and lc["boxes_ok"]                # every step as expected, 
 # ## 4. TMA against cp.async, the same tiles
 #
 # In chapter 02, 128 threads fill a stage with 16-byte `cp.async` copies; TMA needs one instruction
-# from one thread. Count both for chapter 05's A box, 128×64 fp16:
+# from one thread. Count both for section 1's box:
 
 # %%
-BM, BK = 128, 64
-box_bytes = BM * BK * 2                               # fp16: 2 bytes
-copies = box_bytes // 16                              # cp.async moves 16 bytes
-print(f"TMA: 1 instruction, 1 thread | cp.async: {box_bytes} / 16 = {copies} instructions, "
+copies = spec.box_bytes // 16
+print(f"TMA: 1 instruction, 1 thread | cp.async: {spec.box_bytes} / 16 = {copies} instructions, "
       f"{copies // 128} per thread of 128")
 assert tma.equal_bytes.issue_counts("128x64")["cp_async"] == copies
 
 # %% [markdown]
 # More bandwidth too? The record `tma_equal` ([03b §2](03b_tma_boxes.ipynb)) copied a 256 MiB
-# matrix box by box both ways, with equal loads in flight per SM. Live too, the cell reads the
-# record rather than rerun its many timed copies; the label says when.
+# matrix box by box both ways, with equal loads in flight per SM.
 
 # %% output varies
 from IPython.display import Markdown
@@ -150,7 +153,7 @@ _ = notebook.verdict(*tma.equal_bytes.same_tiles_verdict(rows))
 # `BM`×`BK` box of tensor map `ta` (rows from `m0`), then right after it a `BN`×`BK` box of `tb`
 # (B stored N×K, rows from `n0`); fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`,
 # covers both; `stage` and `full_bar` are `u32` shared-memory addresses. Write the lines of
-# `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` (`kernels/tma_stage.cu`) with
+# `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with
 # `tma_load_2d(dst, map, bar, c0, c1)`:
 
 # %%
@@ -160,7 +163,7 @@ ok = exercises.check("ch03.stage_fill", lines)
 # %% [markdown]
 # **2. Write the 128-byte swizzle.** A box with 128-byte rows lands in a 1024-byte aligned buffer.
 # Write `swizzle_128b(offset)`: the byte offset at which TMA puts byte `offset` of the box, by
-# the rule of section 2. The check names the first byte it puts elsewhere.
+# the rule of section 2.
 
 # %%
 def swizzle_128b(offset):

@@ -73,33 +73,26 @@ assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes
 # [core matrix](../docs/glossary.md#core-matrix). A 64×64 fp16 tile is 8 × 8 core matrices.
 #
 # TMA writes the tile as boxes (chapter 03). A box's rows are as wide as the swizzle: S bytes, or 16
-# without swizzle. Core matrices side by side in a box are 16 bytes apart, and wgmma knows that. The
-# descriptor gives the two other steps:
+# without swizzle. Core matrices side by side in a box row are 16 bytes apart, and wgmma knows that.
+# The descriptor gives the two other steps between core matrices, SBO and LBO; its mode field names
+# the swizzle, whose chunk permutation (chapter 03) wgmma undoes.
 #
-# * **SBO**: to the core matrix 8 rows down the same box, 8 × S bytes.
-# * **LBO**: to the next box. wgmma needs it only when one k-step reads from two boxes.
+# * **K-major**: a core matrix's 16-byte rows run along K, so a box's rows are m-rows. SBO steps
+#   along M, 8 m-rows down the box (8 × S bytes); LBO along K, to the next box. A k16 step reads 32
+#   bytes of each m-row: with 128-byte swizzle all four k16 steps fit in one box row, so LBO is
+#   unused.
+# * **MN-major**: the 16-byte rows run along M (8 m values at one k), so a box's rows are
+#   **k-rows**. With swizzle, SBO again steps 8 rows down the box, now along K (8 × S bytes), and
+#   LBO to the next box, now along M. At 128-byte swizzle the 64 m values (128 B) fill one box row:
+#   one box, LBO unused, and a k16 step is 16 k-rows on, 16 × 128 B = **2048 B**.
+# * **Without swizzle** the PTX ISA ties the offsets to dimensions instead: LBO along K, SBO along
+#   M, whatever the major-ness. K-major is unchanged; in MN-major the two trade places.
 #
-# The mode field names the swizzle, whose chunk permutation (chapter 03) wgmma undoes.
-#
-# **K-major.** A core matrix's 16-byte rows run along K, so a box's rows are m-rows. SBO steps 8
-# m-rows, down M. A k-step reads 32 bytes of each m-row. They fit in one swizzled box, so LBO is
-# unused (without swizzle they span two boxes: LBO is one box, 1024 B).
+# Every mode, from the model (`M + 8`: to the core matrix 8 elements on along M), then drawn:
 
 # %%
-fig = wgmma.plot_layouts("float16", majors=("K",))
-plt.show()
-
-# %% [markdown]
-# **MN-major.** A core matrix's 16-byte row is now 8 m values at one k, so a box's rows are
-# **k-rows**. SBO steps 8 k-rows down a box; LBO steps to the next box along M.
-#
-# Example: A is 64 m × 64 k, fp16, 64-byte swizzle. A k-row is 64 × 2 = 128 B; a box row is
-# 64 B. So the tile is two boxes side by side, each 64 k-rows × 64 B. SBO = 8 × 64 B = 512 B;
-# LBO = one box = 4096 B. Without swizzle the two swap roles: LBO steps 8 k-rows, SBO steps to
-# the next box.
-
-# %%
-fig = wgmma.plot_layouts("float16", majors=("MN",))
+print(wgmma.offsets_table("float16"))
+fig = wgmma.plot_layouts("float16")
 plt.show()
 
 # %% [markdown]

@@ -2,11 +2,8 @@
 # # 08 — Pitfalls and debugging: a zoo of real bugs
 #
 # **Learning goal.** Turn "it hangs" or "it is sometimes wrong" into a named bug, barrier, stage and
-# k-tile. You will be able to
-#
-# 1. place a public bug report in one of eleven classes and say its fix;
-# 2. reproduce a class in a CPU model and read its diagnosis;
-# 3. debug in order: one stage (depth 1) first, then a hangs / wrong / slow table.
+# k-tile: place a bug report in one of eleven classes, reproduce it in a CPU model, and debug in
+# order (one stage first, then a hangs / wrong / slow table).
 #
 # Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant on the GPU, and *compute-sanitizer*
 # (NVIDIA's checker of memory accesses and races).
@@ -34,8 +31,7 @@ notebook.banner("sm_90a")
 # ## 2. The zoo
 #
 # One row per class of bug: its key (exercise 1 answers with one), the `BUG=` build of
-# `kernels/pitfalls.cu` that reproduces it, and the public reports (08b §1 says what each reporter
-# saw). The *init count* is the arrivals per phase that `mbarrier.init` sets;
+# `kernels/pitfalls.cu` that reproduces it, its public reports (08b §1). The *init count* is the arrivals per phase that `mbarrier.init` sets;
 # [proxies](../docs/glossary.md#proxy) are chapter 03's.
 
 # %%
@@ -47,7 +43,7 @@ display(Markdown(zoo.table_markdown(compact=True)))
 # One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
 # TMA loads. Warps 0–3, the consumers, copy each box into a buffer (undoing the 128B swizzle);
 # thread 0 stores the buffer with TMA. `named_barrier_sync(1, CONSUMERS)` is a *named barrier*: a
-# `__syncthreads` for the 128 consumers only. Below, the consumers' loop as the correct build
+# `__syncthreads` for the 128 consumers. Below, the consumers' loop as the correct build
 # compiles it; each bug below is shown as a diff against it (`-` right, `+` broken).
 
 # %%
@@ -63,7 +59,7 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 # with parity `(t / S + 1) % 2` = 1, "the phase before", which a fresh barrier counts as complete.
 # Compute `(t / S) % 2` instead and it waits for phase 0 of a barrier nobody has arrived on yet
 # ([flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317)). Chapter 05's ring model runs the
-# broken protocol on the kernel's schedule, after the one line BUG=1 changes:
+# protocol with the one line BUG=1 changes:
 
 # %%
 print(notebook.build_diff("pitfalls.cu", {"BUG": 1}, context=1))
@@ -72,7 +68,7 @@ print(d.text)
 
 # %% [markdown]
 # The GPU variant (BUG=1) stops at the same barrier, then the starved consumers give up on
-# `full[0]`; under the outcome, each error word taken apart:
+# `full[0]`. Below, each error word taken apart:
 
 # %% output varies
 outcome = D.gpu_outcome(1)
@@ -99,10 +95,10 @@ off = D.misplaced_offsets(128, 128, 128)["cols"]
 assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).any() and (off[8:] == off[:-8]).all()
 
 # %% [markdown]
-# **Reading the figure.** One square per element, coloured by how many columns off the reader
-# fetched it; only white (0) is right. No element changes row; every offset is a multiple of 8
-# elements (one 16-byte chunk); the pattern repeats every 8 rows. Whole chunks swapped inside
-# 128-byte rows: the fingerprint of a layout bug (section 5's table).
+# **Reading the figure.** Each element is coloured by how many columns off the reader fetched it;
+# only white (0) is right. No element changes row, every offset is a multiple of 8 elements (one
+# 16-byte chunk), the pattern repeats every 8 rows: whole chunks swapped inside 128-byte rows, a
+# layout bug's fingerprint.
 
 # %% [markdown]
 # ### 4c. Wrong only sometimes: what the ring model cannot see
@@ -110,14 +106,15 @@ assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).an
 # Chapter 05's ring model tracks barriers and bytes, not proxies,
 # [bulk groups](../docs/glossary.md#bulk-group) (TMA stores committed and waited for together) or
 # lanes (a *leader*: the one lane that arrives for its warp). The *ordering checker*
-# (`asynctc.pitfalls.ordering`) does: it runs a program of `(op, arg)` steps and names the first
-# rule broken. Four of its five rules below; the fifth is exercise 2.
+# (`asynctc.pitfalls.ordering`) does: it runs a program of `(op, arg)` steps (exercise 2 lists the
+# ops) and names the first rule broken. Four of its five rules below; the fifth is exercise 2.
 
 # %%
 for rule in ("proxy", "wgmma", "leader", "init"):
     broken, fixed = ordering.PROGRAMS[rule]["broken"], ordering.PROGRAMS[rule]["correct"]
     h = ordering.check(broken)[0]
-    print(f"{rule:6s} broken: step {h.step} {h.op}: {h.why}")
+    fix = ordering.fix_text(broken, fixed)
+    print(f"{rule:6s} {ordering.program_text(broken)}\n       step {h.step}: {h.why}\n       fix: {fix}")
     assert ordering.check(fixed) == []
 
 # %% [markdown]
@@ -126,12 +123,12 @@ for rule in ("proxy", "wgmma", "leader", "init"):
 #
 # ## 5. The method
 #
-# **Depth 1 first.** Run the pipeline with one stage (and `wgmma.wait_group 0`, so no wgmma is in
+# **Depth 1 first.** Run the pipeline with one stage (and `wgmma.wait_group 0`: no wgmma in
 # flight) before any overlap. Wrong at depth 1: the barriers are wrong. Right at depth 1, wrong at
 # depth 3: the parities or the releases are ([tilelang#3087](https://github.com/tile-ai/tilelang/pull/3087) showed up from 3 stages on).
 #
 # **Then the error word, a trace, the models.** compute-sanitizer finds crashes and thread races,
-# not a wrong parity, swizzle or proxy race. `F.diagnose(class)` prints one class on one screen.
+# not a wrong parity, swizzle or proxy race. `F.diagnose(class)` prints one class.
 #
 # **The decision table** starts from the symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg):
 # chapter 06):
@@ -144,8 +141,8 @@ display(Markdown(zoo.decision_markdown(compact=True)))
 #
 # Wrong answers get a hint.
 #
-# **1. Name the bug.** A run hung. Below: what its bounded wait reported, and the stuck barrier's
-# counters when it gave up. The cause is one of the three ring-protocol classes — `phase_parity`,
+# **1. Name the bug.** A run hung. Below: its bounded wait's report and the stuck barrier's
+# counters. The cause is one of the three ring-protocol classes — `phase_parity`,
 # `arrive_count` or `expect_tx`. Which? Reason from what an mbarrier phase needs before it
 # completes (chapter 03).
 
@@ -156,12 +153,13 @@ answer = ...
 ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 
 # %% [markdown]
-# **2. Repair a protocol.** Below, the broken TMA-store epilogue as a program: the consumers
-# write `out`, fence and sync; thread 0 stores `out` with TMA and commits; a sync; then the
-# consumers write `out` again. Insert the one step that makes `ordering.check` find no hazard,
-# keeping the program's own steps in order. The cell lists the ops the checker knows. Which wait
-# does a TMA store's buffer need before it is written again, with which argument, and where? Two
-# places look right; one is.
+# **2. Repair a protocol.** A [TMA store](../docs/glossary.md#tma-store) reads its shared-memory
+# source *after* the instruction returns. `cp.async.bulk.commit_group` closes a **bulk group** of
+# the thread's stores; `cp.async.bulk.wait_group.read N` waits until at most N of its groups still
+# read their source ([03b §2](03b_tma_boxes.ipynb)). Below, the broken epilogue (write `out`, fence,
+# sync, store `out`, commit, sync, write `out` again). Insert the one step that makes
+# `ordering.check` find no hazard, keeping its steps in order. Which argument, and where? Two places
+# look right; one is.
 
 # %%
 program = list(ordering.PROGRAMS["store"]["broken"])
@@ -171,15 +169,14 @@ print(ordering.describe_ops())
 ok = exercises.check("ch08.repair", program, rule="store")
 
 # %% [markdown]
-# The line section 3's listing left out (run after exercise 2): the step the store program lacks,
-# as the diff of BUG=8, the build without it.
+# Section 3's listing left this line out (run after exercise 2): BUG=8 is the build without it.
 
 # %% output answers a prediction
 if exercises.after("ch08.repair"):
     print(notebook.build_diff("pitfalls.cu", {"BUG": 8}, context=1))
 
 # %% [markdown]
-# <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
+# <details><summary>Solutions</summary>The cells below are the worked solutions.</details>
 
 # %%
 exercises.check("ch08.name_bug", "expect_tx", diagnosis=mystery, solution=True)
@@ -196,5 +193,5 @@ ok = exercises.check("ch08.repair", fixed, rule="store", solution=True)
 # * **Layout bugs** are deterministic: the first wrong element and its pattern name them.
 # * **Read the ptxas log**: C7508 means your register split is not there.
 #
-# **Next:** [chapter 09](09_blackwell.ipynb) takes the same protocols to Blackwell's tcgen05, where the accumulator moves to
-# [TMEM](../docs/glossary.md#tmem) and the MMA's completion arrives on an mbarrier too.
+# **Next:** [chapter 09](09_blackwell.ipynb): the same protocols on Blackwell's tcgen05, with the accumulator in
+# [TMEM](../docs/glossary.md#tmem) and the MMA's completion on an mbarrier too.
