@@ -174,7 +174,7 @@ print(f"1024³: SIMT GEMM (section 1, fp32 FFMA) 2·1024³ / {simt_ms:.3f} ms = 
 #
 # Two effects stack up:
 #
-# 1. **`mma.sync` itself tops out below the Tensor Core peak on Hopper.** Section 4's ceiling
+# 1. **`mma.sync` itself tops out below the Tensor Core [peak](../docs/glossary.md#peak) on Hopper.** Section 4's ceiling
 #    kernel measures how far below (next cell, at its own measured
 #    [clock](../docs/glossary.md#in-kernel)). Its loop touches no memory and more warps barely
 #    raise it: this is the rate Hopper issues `mma.sync` at. NVIDIA does not publish why; the

@@ -2,7 +2,7 @@
 # # 04 — `wgmma` and the shared-memory matrix descriptor
 #
 # **Learning goal.** Issue Hopper's asynchronous Tensor Core instruction, describe its operands to
-# it correctly, and measure how close it gets to the peak.
+# it correctly, and measure how close it gets to the [peak](../docs/glossary.md#peak).
 #
 # **The story.** [wgmma](../docs/glossary.md#wgmma) is issued by a [warpgroup](../docs/glossary.md#warpgroup) (four warps, 128 threads) and reads its
 # operands from shared memory, each described by a 64-bit [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). You will
