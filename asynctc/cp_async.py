@@ -320,9 +320,8 @@ def best_line(results: dict, dtype: str = "float16", size: int = 4096) -> str:
             + (f", {row['tflops'] / cb['tflops']:.2f} of cuBLAS ({cb['tflops']:.0f})." if cb else "."))
 
 
-#: Bytes the SM's shared memory serves per clock: 32 banks × 4 bytes (the figure of chapter 01's
-#: L1-path model, :meth:`asynctc.mma_sync.MmaSyncTile.l1_bound_tflops`).
-SMEM_BYTES_PER_CLK_SM = 128
+# Shared-memory bytes the SM serves per clock (32 banks × 4 bytes): chapter 00's figure.
+from .why_async import SMEM_BYTES_PER_CLK_SM  # noqa: E402
 
 
 def ceiling_rows(results: dict, peak_rows: list[dict], dtype: str = "float16", size: int = 4096):

@@ -241,9 +241,8 @@ def luo_per_sm_clock(n: int) -> float:
     return LUO_H800_TFLOPS[n] * 1e12 / (LUO_H800_SMS * LUO_H800_ASSUMED_MHZ * 1e6)
 
 
-#: Shared-memory bytes the SM delivers per clock: 32 banks × 4 bytes (chapter 01's L1/shared-memory
-#: data-path model, :meth:`asynctc.mma_sync.MmaSyncTile.l1_bound_tflops`).
-SMEM_BYTES_PER_CLK_SM = 128
+# Shared-memory bytes the SM serves per clock (32 banks × 4 bytes): chapter 00's figure.
+from .why_async import SMEM_BYTES_PER_CLK_SM  # noqa: E402
 
 
 def smem_bytes_per_wgmma(n: int, source: str, dtype: str = "float16") -> int:
