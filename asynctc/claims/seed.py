@@ -509,7 +509,7 @@ SEED_CLAIMS = (
               ("mma_sync",), _gemm_step(0), _GEMM_MISSING, percent_of_peak=True),
     ClaimSpec("gemm_ws", "... at 75–80 % with wgmma + TMA + warp specialization", "06",
               ("warp_specialization",), _gemm_step(1), _GEMM_MISSING, percent_of_peak=True),
-    ClaimSpec("gemm_tuned", "... at ~85 % after swizzle and depth tuning", "06",
+    ClaimSpec("gemm_tuned", "... at 85 % after swizzle and depth tuning", "06",
               ("warp_specialization",), _gemm_step(2), _GEMM_MISSING, percent_of_peak=True),
     ClaimSpec("gemm_blackwell", "... and above 90 % on Blackwell", "09", ("tcgen05",), _blackwell,
               percent_of_peak=True),

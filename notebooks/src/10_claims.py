@@ -76,16 +76,17 @@ if after and kind in bench.CLOCK_KINDS[:2]:
 # %% [markdown]
 # ## 2. Judging a claim: inside its band, or how near
 #
-# A claim such as "75–80 % of peak" gives a **band**, 0.75–0.80, read with ±0.005 ("~85 %": 0.85
-# ± 0.005). Each denominator gives one **part**, which holds inside the band; outside, the chapter
+# A claim such as "75–80 % of peak" gives a **band**, 0.75–0.80, read with ±0.005, as the article
+# writes its figures to the percent ("85 %": 0.85 ± 0.005); an "about" keeps the digits it gives
+# ("~50 %": 45–55 %). Each denominator gives one **part**, which holds inside the band; outside, the chapter
 # says how near it came. The claim's verdict follows from its parts: both hold → "holds", one →
 # "partly", neither → "does not hold". A band is not a floor: above it is outside too.
 
 # %%
 holds, partly, fails = claims.VERDICTS[:3]
 print(" / ".join((holds, partly, fails)))
-for x in (0.838, 0.73):                          # against "~85 %"
-    print(f"{x} against ~85 %: {claims.near_text(x, 0.85, 0.85, 0.005)}")
+for x in (0.838, 0.73):                          # against "85 %"
+    print(f"{x} against 85 %: {claims.near_text(x, 0.85, 0.85, 0.005)}")
 assert claims.combine([claims.Part("datasheet", holds), claims.Part("measured clock", fails)]) == partly
 assert claims.combine([claims.Part("datasheet", fails), claims.Part("measured clock", fails)]) == fails
 
@@ -107,10 +108,10 @@ plt.show()
 # %% output varies
 rows = {r["key"]: r for r in claims.percent_rows(cl)}
 by = {c.key: c for c in cl}
-notebook.claim(all(rows[k]["verdict_datasheet"] == claims.FAILS for k in steps),
+_ = notebook.claim(all(rows[k]["verdict_datasheet"] == claims.FAILS for k in steps),
                "Under the datasheet: " + ", ".join(f"{w} {rows[k]['datasheet']:.3f}" for k, w in steps.items())
                + " — each outside its band.", **{k: rows[k]["datasheet"] for k in steps})
-notebook.claim(rows["gemm_ws"]["verdict_measured"] == claims.HOLDS and by["gemm_ws"].verdict == partly
+_ = notebook.claim(rows["gemm_ws"]["verdict_measured"] == claims.HOLDS and by["gemm_ws"].verdict == partly
                and by["gemm_mma_sync"].verdict == by["gemm_tuned"].verdict == fails,
                f"At the measured clock warp specialization reaches {rows['gemm_ws']['measured']:.3f}, "
                f"inside 75–80 %: \"partly\". Tuned's {rows['gemm_tuned']['measured']:.3f} "
