@@ -137,17 +137,25 @@ def test_the_course_step_kept_is_timed_from_the_record_and_a_differing_one_is_no
                and r["out_dtype"] == "float16")
     cublas = next(r["tflops"] for r in rec.results["sweep"] if r["kernel"] == "cuBLAS"
                   and r["size"] == 4096 and r["dtype"] == "float16")
+    number = (f"{row['tflops']:.0f} TFLOP/s at 4096³ fp16, {row['tflops'] / cublas:.2f} of cuBLAS "
+              f"(record pipeline, depth sweep, {rec.provenance['date'][:10]})")
     assert line == (f"Your producer step compiles to the course kernel's SASS, instruction for "
-                    f"instruction, so the H200's recorded run is your kernel's: {row['tflops']:.0f} "
-                    f"TFLOP/s at 4096³ fp16, {row['tflops'] / cublas:.2f} of cuBLAS (record pipeline, "
-                    f"depth sweep, {rec.provenance['date'][:10]}).")
+                    f"instruction, in the timed build ({ps.timed_config().label()}), so the H200's "
+                    f"recorded run is your kernel's: {number}.")
     assert g.timed_line(4) is None and "Your producer step" in g.so_far("05").text()
-    # a right step that leaves broken unset: another build, so no recorded run is it
+    # a right step that leaves broken unset: another build. The check's note and this line give
+    # the same count, both labelled the timed build's; the number is the course kernel's, not theirs
     other = step.replace("broken = true;", "")
     assert other != step and exercises.check("ch05.producer_step", other)
+    kept = answers.meta("ch05.producer_step")["sass"]
+    away = f"in the timed build ({ps.timed_config().label()})"
+    assert f"{away} it is {kept['changed']} of {kept['total']} SASS" in ps.judge(other)
     line = g.timed_line(5)
-    assert "differs from the course's in" in line and "no recorded run is yours" in line
-    assert "TFLOP/s" not in line
+    assert line.startswith(f"Your producer step: {away} your kernel is {kept['changed']} of "
+                           f"{kept['total']} SASS instructions away from the course's (")
+    assert line.endswith(f"No recorded run is exactly yours; the course kernel's, {kept['changed']} "
+                         f"instructions away, ran at {number}.")
+    assert "your kernel's:" not in line
 
 
 def test_a_kept_answer_without_the_fact_or_with_anothers_says_nothing(prog):
@@ -177,7 +185,34 @@ def test_the_consumer_loop_line_reads_rung_3(prog, monkeypatch):
     line = g.timed_line(6)
     assert f"{rung['tflops']:.0f} TFLOP/s at 4096³ fp16, {rung['of_cublas']:.2f} of cuBLAS" in line
     assert "record warp_specialization, rung 3" in line
-    facts["sass"] = {"same": False, "changed": 7, "total": 900, "config": cl.config().label()}
+    assert line.startswith("Your consumer loop compiles to the course kernel's SASS, instruction for "
+                           f"instruction, in the timed build ({cl.config().label()}), so the H200's "
+                           "recorded run is your kernel's: ")
+    # one instruction away (a redundant __syncwarp): the course's number, labelled the course's
+    facts["sass"] = {"same": False, "changed": 1, "total": 900, "extra": {"NOP": 1}, "fewer": {},
+                     "reordered": 0, "config": cl.config().label()}
     (d / "ch06.consumer_loop.json").write_text(__import__("json").dumps(facts))
-    assert g.timed_line(6) == ("Your consumer loop: your build differs from the course's in 7 of 900 "
-                               "SASS instructions: no recorded run is yours.")
+    number = line.split("your kernel's: ", 1)[1]
+    assert g.timed_line(6) == (f"Your consumer loop: in the timed build ({cl.config().label()}) your "
+                               "kernel is 1 of 900 SASS instructions away from the course's (1 extra "
+                               "NOP (does nothing; one issue slot)). No recorded run is exactly yours; "
+                               f"the course kernel's, 1 instruction away, ran at {number}")
+    # an older kept fact (no kinds) and a build no record holds: the count, no number
+    facts["sass"] = {"same": False, "changed": 7, "total": 900, "config": "another build"}
+    (d / "ch06.consumer_loop.json").write_text(__import__("json").dumps(facts))
+    assert g.timed_line(6) == ("Your consumer loop: in the timed build (another build) your kernel is "
+                               "7 of 900 SASS instructions away from the course's; no recorded run is yours.")
+
+
+def test_the_difference_in_words():
+    from asynctc.core import sass
+    assert sass.difference_words({}, {"WARPSYNC": 1}) == "1 extra WARPSYNC"
+    assert sass.difference_words({"ISETP": 2, "IMAD": 1}, {"BRA": 1, "IMAD": 1}) == \
+        "2 fewer ISETP, 1 extra BRA, 1 with another operand or predicate"
+    assert sass.difference_words({}, {}, reordered=3) == "3 in another order"
+    assert sass.difference_words({"A": 4, "B": 3, "C": 2, "D": 1}, {}) == "4 fewer A, 3 fewer B, 2 fewer C, …"
+    text = "/*0000*/ IMAD R1, R2, R3 ;\n/*0010*/ @P0 BRA `(.L_x_1) ;\n/*0020*/ NOP ;\n"
+    same = text.replace("R1, R2", "R4, R5").replace(".L_x_1", ".L_x_9")
+    assert sass.difference(text, same).same and sass.normalised(text) == ["IMAD R, R, R", "@P BRA"]
+    d = sass.difference(text, text.replace("/*0010*/", "/*0008*/ WARPSYNC 0xffffffff ;\n/*0010*/"))
+    assert (d.changed, d.away, d.total, d.only_yours, d.same) == (1, 1, 2, {"WARPSYNC": 1}, False)

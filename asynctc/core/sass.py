@@ -4,7 +4,9 @@
 :func:`cuda.pathfinder.find_nvidia_binary_utility`) on a cubin; :func:`opcode_counts` and
 :func:`class_counts` count instructions so that notebooks can show, and tests can assert, that a
 kernel contains e.g. ``HMMA.16816`` and ``LDSM`` (chapter 01), ``LDGSTS`` (02), ``UTMALDG`` and
-``SYNCS.*`` (03), ``HGMMA`` (04), ``UTCHMMA`` (09).
+``SYNCS.*`` (03), ``HGMMA`` (04), ``UTCHMMA`` (09). :func:`difference` compares two builds of one
+kernel instruction by instruction (chapters 05 and 06's code exercises) and :func:`difference_words`
+says how they differ in a few words.
 """
 
 from __future__ import annotations
@@ -103,6 +105,87 @@ def class_counts(sass_text: str, classes: dict[str, str] | None = None) -> dict[
         if n:
             out[name] = n
     return out
+
+
+_NORM = [(re.compile(r"\bU?R\d+\b"), "R"), (re.compile(r"\bU?P\d\b"), "P"), (re.compile(r"\.reuse\b"), "")]
+_BRANCH = re.compile(r"^((?:@!?\w+\s+)?(?:BRA|BSSY|BSYNC|CALL|JMP|BRX|RET|WARPSYNC|BMOV)\S*)")
+_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+
+
+def normalised(sass_text: str) -> list[str]:
+    """The instructions in order with register numbers, operand-reuse hints and branch targets left
+    out, and the NOPs that pad the end dropped: two builds of one kernel allocate registers and
+    place code differently, and nothing runs past the end."""
+    out = []
+    for m in _LINE.finditer(sass_text):
+        text = m.group(1)
+        for rx, to in _NORM:
+            text = rx.sub(to, text)
+        b = _BRANCH.match(text)
+        out.append(b.group(1) if b else text)
+    while out and out[-1] == "NOP":
+        out.pop()
+    return out
+
+
+class Difference(collections.namedtuple("Difference", "changed total only_kernel only_yours reordered")):
+    """:func:`difference`: ``changed`` instructions in one build and not the other (counted with
+    multiplicity); of them ``only_kernel`` / ``only_yours`` (opcode class → count, e.g. ``ISETP``);
+    ``reordered``: instructions both builds have that ptxas placed elsewhere; ``total``: the
+    course's build's. ``same``: the same instructions in the same order. ``away``: how many
+    instructions the builds are apart (``changed``, or ``reordered`` when only the order differs)."""
+    __slots__ = ()
+
+    @property
+    def same(self) -> bool:
+        return not self.changed and not self.reordered
+
+    @property
+    def away(self) -> int:
+        return self.changed or self.reordered
+
+
+def _op(ins: str) -> str:
+    return re.sub(r"^@!?\w+\s+", "", ins).split()[0].split(".")[0]
+
+
+def difference(kernel_sass: str, your_sass: str) -> Difference:
+    """How ``your_sass`` differs from ``kernel_sass`` (:func:`normalised` of each)."""
+    import difflib
+    ref, mine = normalised(kernel_sass), normalised(your_sass)
+    a, b = collections.Counter(ref), collections.Counter(mine)
+    only_k, only_y = a - b, b - a
+    sm = difflib.SequenceMatcher(None, ref, mine, autojunk=False)
+    moved = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal")
+    changed = sum(only_k.values()) + sum(only_y.values())
+
+    def ops(c):
+        out = collections.Counter()
+        for ins, n in c.items():
+            out[_op(ins)] += n
+        return dict(out.most_common())
+    reordered = max(0, moved - max(sum(only_k.values()), sum(only_y.values())))
+    if not changed and ref != mine:
+        reordered = max(reordered, 1)
+    return Difference(changed, len(ref), ops(only_k), ops(only_y), reordered)
+
+
+def difference_words(only_kernel: dict, only_yours: dict, reordered: int = 0, limit: int = 3) -> str:
+    """A few words for a :class:`Difference`: per opcode class, "1 extra WARPSYNC", "2 fewer ISETP";
+    classes both builds have as many of ("the same kinds, other operands or predicates") when
+    only operands differ; "N in another order" when only the order does."""
+    net = collections.Counter(only_yours)
+    net.subtract(only_kernel)
+    gloss = {"NOP": " (does nothing; one issue slot)"}
+    parts = [(f"{n} extra {op}" if n > 0 else f"{-n} fewer {op}") + gloss.get(op, "")
+             for op, n in sorted(net.items(), key=lambda kv: (-abs(kv[1]), kv[0])) if n]
+    same_kind = sum(min(only_kernel.get(op, 0), only_yours.get(op, 0)) for op in only_yours)
+    if same_kind:
+        parts.append(f"{same_kind} with other operands or predicates" if same_kind > 1
+                     else "1 with another operand or predicate")
+    if not parts and reordered:
+        parts.append(f"{reordered} in another order")
+    return ", ".join(parts[:limit]) + (", …" if len(parts) > limit else "")
 
 
 def kernel_text(sass_text: str, name: str) -> str:

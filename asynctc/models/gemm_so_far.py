@@ -13,7 +13,9 @@ cached. It is a model, not a run: no GPU, nothing timed. About 0.1–1 s on a la
 One line more after chapters 05 and 06 (:func:`timed_line`): when the kept producer step (05) or
 consumer loop (06) compiled to the course kernel's SASS instruction for instruction (the check kept
 that fact with the answer), the H200's recorded run of that build is the learner's kernel, and the
-line gives its number from the record; when the build differs, it says so and gives none.
+line gives its number from the record; when the build differs, it says how many instructions
+away, of which kinds, and gives the course kernel's recorded number as the course's, never as
+the learner's. Both counts are in the timed build, as the check's note gives them.
 """
 
 from __future__ import annotations
@@ -143,7 +145,8 @@ def _recorded(suite: str, sass: dict):
 def timed_line(chapter: int) -> str | None:
     """After chapter 05 (the producer step) or 06 and later (the consumer loop): one line saying
     whether the learner's kept answer compiled to the course kernel's SASS — then the recorded run
-    of that build, with its number — or how many instructions differ (no number). None when no
+    of that build, with its number, is theirs — or how many instructions away it is (then the
+    number is labelled the course kernel's). None when no
     answer is kept, or it was kept without that fact (see the module docstring)."""
     if chapter < 5:
         return None
@@ -153,17 +156,29 @@ def timed_line(chapter: int) -> str | None:
     sass = kept.get("sass") if kept else None
     if not isinstance(sass, dict) or _e.your_pieces()[0][piece] is None:
         return None
-    if not sass.get("same"):
-        return (f"{what.capitalize()}: your build differs from the course's in {sass.get('changed', '?')} "
-                f"of {sass.get('total', '?')} SASS instructions: no recorded run is yours.")
     row, cublas, rec = _recorded(suite, sass)
-    same = f"{what.capitalize()} compiles to the course kernel's SASS, instruction for instruction"
+    build = f"in the timed build ({sass['config']})" if sass.get("config") else "in the timed build"
+    if not sass.get("same"):
+        from ..core.sass import difference_words
+        away = sass.get("changed", "?")
+        how = difference_words(sass.get("fewer") or {}, sass.get("extra") or {}, sass.get("reordered") or 0)
+        head = (f"{what.capitalize()}: {build} your kernel is {away} of {sass.get('total', '?')} SASS "
+                f"instructions away from the course's" + (f" ({how})" if how else ""))
+        if row is None:
+            return f"{head}; no recorded run is yours."
+        return (f"{head}. No recorded run is exactly yours; the course kernel's, {away} "
+                f"instruction{'s' if away != 1 else ''} away, ran at {_number(row, cublas, rec, suite, which)}.")
+    same = f"{what.capitalize()} compiles to the course kernel's SASS, instruction for instruction, {build}"
     if row is None:
         return f"{same}; no record of that build is here, so no number."
     gpu = str(rec.provenance.get("gpu", "GPU")).replace("NVIDIA ", "")
+    return f"{same}, so the {gpu}'s recorded run is your kernel's: {_number(row, cublas, rec, suite, which)}."
+
+
+def _number(row: dict, cublas, rec, suite: str, which: str) -> str:
     of = f", {row['tflops'] / cublas:.2f} of cuBLAS" if cublas else ""
-    return (f"{same}, so the {gpu}'s recorded run is your kernel's: {row['tflops']:.0f} TFLOP/s at "
-            f"{SIZE}³ fp16{of} (record {suite}, {which}, {str(rec.provenance.get('date', '?'))[:10]}).")
+    return (f"{row['tflops']:.0f} TFLOP/s at {SIZE}³ fp16{of} (record {suite}, {which}, "
+            f"{str(rec.provenance.get('date', '?'))[:10]})")
 
 
 def _names(pieces) -> str:

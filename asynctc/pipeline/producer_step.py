@@ -17,7 +17,8 @@ r + STAGES < T. No GPU is needed.
 A passing step (not a solution cell) keeps :func:`sass_identity` with the answer: whether the step,
 spliced into the build chapter 05's record times (:func:`timed_config`), compiles to the course's
 SASS instruction for instruction — then the recorded run is the learner's kernel
-(:mod:`asynctc.models.gemm_so_far` says so).
+(:mod:`asynctc.models.gemm_so_far` says so) — or how many instructions away it is, and of which
+kinds. The check's note gives the same count, in the same build.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import warnings
-from collections import Counter
 
 from ..core import exercises as _ex
 from ..core import loop_reader as _lr
@@ -88,38 +88,21 @@ def timed_config() -> PipelineConfig:
     return dataclasses.replace(config(), out_dtype=config().dtype)
 
 
-_NORM = [(re.compile(r"\bU?R\d+\b"), "R"), (re.compile(r"\bU?P\d\b"), "P"), (re.compile(r"\.reuse\b"), "")]
-_BRANCH = re.compile(r"^(BRA|BSSY|BSYNC|CALL|JMP|BRX|RET|WARPSYNC|BMOV)\b")
-
-
-def _instructions(cubin: bytes) -> list[str]:
-    """The kernel's instructions in order, registers and reuse hints left out, trailing NOPs dropped."""
-    out = []
-    for ln in sass.disassemble(cubin).splitlines():
-        m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;", ln)
-        if m:
-            text = m.group(1)
-            for rx, to in _NORM:
-                text = rx.sub(to, text)
-            out.append(text.split()[0] if _BRANCH.match(text) else text)    # targets move
-    while out and out[-1] == "NOP":
-        out.pop()
-    return out
-
-
 def sass_identity(step: str) -> dict:
-    """``step`` compiled into :func:`timed_config` beside the course's build of it: ``same`` (the
-    same instructions in the same order), ``changed`` (instructions only one build has),
-    ``total`` (the course's), ``config`` (its label) and ``fields`` (its settings)."""
+    """``step`` compiled into :func:`timed_config` beside the course's build of it
+    (:func:`asynctc.core.sass.difference`): ``same`` (the same instructions in the same order),
+    ``changed`` (how many instructions apart), ``total`` (the course's), ``extra`` / ``fewer``
+    (opcode class → count), ``reordered``, ``config`` (the build's label) and ``fields`` (its
+    settings)."""
     from .launch import compile_pipeline
     cfg = timed_config()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines=cfg.defines, code=splice(step))
-    mine, ref = _instructions(ck.cubin), _instructions(compile_pipeline(cfg).cubin)
-    changed = sum(((Counter(ref) - Counter(mine)) + (Counter(mine) - Counter(ref))).values())
-    return {"same": mine == ref, "changed": changed or (0 if mine == ref else 1), "total": len(ref),
-            "config": cfg.label(), "fields": dataclasses.asdict(cfg)}
+    d = sass.difference(sass.disassemble(compile_pipeline(cfg).cubin), sass.disassemble(ck.cubin))
+    return {"same": d.same, "changed": d.away, "total": d.total, "extra": d.only_yours,
+            "fewer": d.only_kernel, "reordered": d.reordered, "config": cfg.label(),
+            "fields": dataclasses.asdict(cfg)}
 
 
 def compile_hint(log: str, step: str) -> str:
@@ -237,23 +220,22 @@ def judge(answer) -> str | None:
             return ("your step loads even when empty.wait timed out (returned false): the stage may "
                     "still be read — load only if the wait returned true")
     sets_broken = bool(re.search(r"\bbroken\s*=", _CODE.sub("", step)))
-    return _ex.Accepted(_sass_note(ck.cubin, sets_broken), meta=lambda: {"sass": sass_identity(step)})
+    ident = sass_identity(step)
+    return _ex.Accepted(_sass_note(ident, sets_broken), meta=lambda: {"sass": ident})
 
 
-def _sass_note(cubin: bytes, sets_broken: bool) -> str:
-    from .launch import compile_pipeline
-    a = sass.opcode_counts(sass.disassemble(compile_pipeline(config()).cubin))
-    b = sass.opcode_counts(sass.disassemble(cubin))
-    changed = sum(((a - b) + (b - a)).values())
-    if not sets_broken:
-        return (f"your step leaves broken unset when the wait gives up: harmless for correctness (the "
-                "wait already recorded the error, so every later wait gives up at once)"
-                + (f"; it differs from the kernel's in {changed} of {sum(a.values())} SASS instructions."
-                   if changed else "."))
-    if not changed:
+def _sass_note(ident: dict, sets_broken: bool) -> str:
+    """The check's note on the step's SASS, counted in the build chapter 05's record times (the
+    same count the end-of-chapter line gives)."""
+    if ident["same"]:                      # (chapter 05's solution notebook compares this text)
         return "your step compiles to the kernel's own instructions."
-    return (f"your build differs from the kernel's in {changed} of {sum(a.values())} SASS instructions "
-            "— register and branch layout, not the protocol.")
+    how = sass.difference_words(ident["fewer"], ident["extra"], ident["reordered"])
+    diff = (f"in the timed build ({ident['config']}) it is {ident['changed']} of "
+            f"{ident['total']} SASS instructions away from the kernel's ({how})")
+    if not sets_broken:
+        return ("your step leaves broken unset when the wait gives up: harmless for correctness (the "
+                f"wait already recorded the error, so every later wait gives up at once); {diff}.")
+    return f"{diff[0].upper()}{diff[1:]}: how ptxas laid out the code, not the protocol."
 
 
 @_ex.code_exercise("ch05.producer_step", "Write the producer's refill step of gemm_pipeline as a string "

@@ -34,7 +34,6 @@ import difflib
 import functools
 import re
 import warnings
-from collections import Counter
 from typing import NamedTuple
 
 from ..core import exercises as _ex
@@ -149,56 +148,14 @@ def compile_hint(log: str, body: str, limit: int = 2) -> str:
     return "NVRTC cannot compile your loop — " + errors
 
 
-_NORM = [(re.compile(r"\bU?R\d+\b"), "R"), (re.compile(r"\bU?P\d\b"), "P"), (re.compile(r"\.reuse\b"), "")]
-_BRANCH = re.compile(r"^(BRA|BSSY|BSYNC|CALL|JMP|BRX|RET|WARPSYNC|BMOV)\b")
-
-
-def _instructions(cubin: bytes) -> list[str]:
-    """The kernel's instructions, registers, operand-reuse hints, branch targets and the NOPs that
-    pad its end left out (two builds of one kernel allocate registers and place code differently)."""
-    out = []
-    for ln in sass.disassemble(cubin).splitlines():
-        m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;", ln)
-        if not m:
-            continue
-        text = m.group(1)
-        for rx, to in _NORM:
-            text = rx.sub(to, text)
-        out.append(text.split()[0] if _BRANCH.match(text) else text)
-    while out and out[-1] == "NOP":
-        out.pop()
-    return out
-
-
-class SassDifference(NamedTuple):
-    """:func:`sass_difference`: ``changed`` instructions (in one build and not the other, counted
-    with multiplicity), of them ``only_kernel`` / ``only_yours`` (opcode → count), ``reordered``
-    (instructions both builds have, that ptxas placed elsewhere), ``total`` (the kernel's own)."""
-    changed: int
-    total: int
-    only_kernel: dict
-    only_yours: dict
-    reordered: int
+#: How a build differs from the kernel's own (:func:`asynctc.core.sass.difference`).
+SassDifference = sass.Difference
 
 
 def sass_difference(cubin: bytes) -> SassDifference:
-    """How ``cubin``'s kernel differs from the kernel's own rung-3 build (:func:`_instructions` of
-    each): instructions only one build has (a multiset difference), and how many of the shared ones
-    a diff of the two sequences finds moved."""
-    mine, ref = _instructions(cubin), _instructions(reference().cubin)
-    a, b = Counter(ref), Counter(mine)
-    only_k, only_y = a - b, b - a
-    sm = difflib.SequenceMatcher(None, ref, mine, autojunk=False)
-    moved = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal")
-    changed = sum(only_k.values()) + sum(only_y.values())
-
-    def ops(c):
-        out = Counter()
-        for ins, n in c.items():
-            out[re.sub(r"^@!?\w+\s+", "", ins).split()[0]] += n
-        return dict(out.most_common())
-    return SassDifference(changed, len(ref), ops(only_k), ops(only_y),
-                          max(0, moved - max(sum(only_k.values()), sum(only_y.values()))))
+    """How ``cubin``'s kernel differs from the kernel's own rung-3 build (the build the ladder
+    times): instructions only one build has, and how many of the shared ones ptxas placed elsewhere."""
+    return sass.difference(sass.disassemble(reference().cubin), sass.disassemble(cubin))
 
 
 # ---- judging the protocol -------------------------------------------------------------------------
@@ -450,17 +407,17 @@ def _notes(its: list[_lr.Iteration], cubin: bytes, perf: list[str], stages: int,
                      "wgmma.fence is inside mma_ktile)")
     notes += [f"ptxas: {p.split(': ', 1)[-1]}" for p in perf]
     d = sass_difference(cubin)
-    if not d.changed:
-        notes.append("Your loop compiles to the kernel's own SASS, instruction for instruction" if not
-                     d.reordered else f"Your loop compiles to the kernel's own instructions, ptxas "
-                     f"ordering {d.reordered} of them differently")
+    if d.same:
+        notes.append("Your loop compiles to the kernel's own SASS, instruction for instruction, in "
+                     "rung 3's build (the one the ladder times)")
     else:
-        why = ("register and branch layout, not the protocol" if uses_broken else
+        why = ("how ptxas laid out the code, not the protocol" if uses_broken or not d.changed else
                "the kernel's loop also sets broken when a bounded wait gives up")
-        notes.append(f"Your loop differs from the kernel's in {d.changed} of {d.total} SASS "
-                     f"instructions — {why}")
+        notes.append(f"In rung 3's build (the one the ladder times) your loop is {d.away} of {d.total} "
+                     f"SASS instructions away from the kernel's "
+                     f"({sass.difference_words(d.only_kernel, d.only_yours, d.reordered)}) — {why}")
     text = ". ".join(notes) + "."
-    return text[0].lower() + text[1:] if text.startswith("Your") else text
+    return text[0].lower() + text[1:] if text.startswith(("Your", "In rung")) else text
 
 
 def judge(answer) -> str | None:
@@ -519,8 +476,8 @@ def _identity(cubin: bytes) -> dict:
     """What a passing loop keeps with the answer (asynctc.models.gemm_so_far reads it): whether its
     rung-3 build is the course's, instruction for instruction, and the build's label."""
     d = sass_difference(cubin)
-    return {"same": not d.changed and not d.reordered, "changed": d.changed or d.reordered,
-            "total": d.total, "config": config().label()}
+    return {"same": d.same, "changed": d.away, "total": d.total, "extra": d.only_yours,
+            "fewer": d.only_kernel, "reordered": d.reordered, "config": config().label()}
 
 
 @_ex.code_exercise("ch06.consumer_loop", "Write the body of the consumer warpgroups' k-loop of rung 3 "

@@ -151,6 +151,6 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 #   addition order is not modelled; the bound allows for it.
 # - **Only one tile.** No grid, no edges, no cluster, no epilogue through shared memory.
 #
-# **What you learned.** Your stage fill, swizzle and k-step (with the course's other pieces) are
-# enough to move the right bytes to the right wgmma. A wrong piece shows up as a pattern of wrong elements, and the pattern
+# **What you learned.** Your five pieces (stage fill, swizzle, k-step, producer step, consumer loop;
+# the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order. A wrong piece shows up as a pattern of wrong elements, and the pattern
 # points at the piece. Back to [chapter 06](06_warp_specialization.ipynb).
