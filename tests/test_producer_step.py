@@ -57,3 +57,13 @@ def test_the_splice_leaves_the_kernel_file_alone():
 def test_wrong_steps_are_named(wrong, says):
     hint = ps.judge(wrong)
     assert not isinstance(hint, exercises.Accepted) and says in hint, hint
+
+
+def test_the_prompt_names_everything_in_scope():
+    """Exercise 2's prompt lists every name the step needs (IN_SCOPE), each with a few words."""
+    import re
+    from pathlib import Path
+    src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" / "05_pipelines.py").read_text()
+    prompt = src[src.index("**Exercise 2"):src.index('exercises.check("ch05.producer_step"')]
+    for name in ps.IN_SCOPE:
+        assert re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", prompt), name

@@ -39,7 +39,8 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   (:func:`closest_cap`, fitted once and cached); §5's open experiment: one design (stages,
   wait_group, consumers, BN) through the ring model beside the record's run of it (:func:`design` → :class:`Design`), the course's answer
   (:func:`design_survey`); what the fitted cap explains and what only agrees with it
-  (:func:`cap_evidence`).
+  (:func:`cap_evidence`); the section's conclusion, what is established and what is a hypothesis
+  (:func:`conclusion`).
 
 The generic checks every TMA-fed GEMM shares live in :mod:`asynctc.core.checks` and are
 re-exported here under their chapter-05 names: :func:`np_dtype`, :func:`b_shape`,
@@ -76,8 +77,8 @@ from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT
                      WAIT_TAGS, WAIT_ROLES, ERROR_FIELDS, PipelineConfig, PipelineError, RingTile, _fail, b_shape,
                      check_operands, check_out, check_shapes, device_descriptor, np_dtype,
                      operand_dims, smem_limit_bytes)
-from .design import (Design, all_designs, cap_evidence, closest_cap, design, design_survey, fitted_cap,
-                     measured_row)
+from .design import (Design, all_designs, cap_evidence, closest_cap, conclusion, design, design_survey,
+                     fitted_cap, measured_row)
 from .figures import (SPAN_COLORS, model_beside_record, plateau_in_bytes, plot_depth,
                       plot_trace, plot_trace_beside_model, waits_beside_model,
                       waits_under_wgmma)

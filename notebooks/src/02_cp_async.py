@@ -147,11 +147,11 @@ fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], basel
 plt.show()
 
 # %% [markdown]
-# **What moved, and why.** Three rungs of the table tell the story:
+# **What moved, and why.** Three rungs tell the story:
 #
-# 1. **BK = 64, one stage**: copy, wait, compute, then copy the next k-tile. Only the SM's second
-#    CTA (`/2cta`) computes while this one waits, as in chapter 01. Yet it beats chapter 01: what
-#    held chapter 01 back was the hop through the registers (an `LDG` and an `STS` per 16 bytes).
+# 1. **BK = 64, one stage**: copy, wait, compute. Only the SM's second
+#    CTA (`/2cta`) computes while this one waits. Yet it beats chapter 01: what held chapter 01
+#    back was the hop through the registers (an `LDG` and an `STS` per 16 bytes).
 # 2. **BK = 32, one stage** waits for a copy twice as often for the same math: below chapter 01.
 #    With a ring in flight it becomes the fastest rung: overlap pays most where k-tiles are short.
 # 3. **BK = 64, four stages**: its ring (4 × 32 KiB) leaves room for one CTA per SM, so no
@@ -200,13 +200,14 @@ print(f"  measured                       {flop} FLOP / {per_clk(best):.0f} FLOP/
 hidden = (math + smem - took) / min(math, smem)                      # 100 %: full overlap
 _ = notebook.claim(took > max(math, smem) and took < math + smem and smem > 0.8 * math,
                    f"{hidden:.0%} of the shared-memory time hidden behind the math (full overlap "
-                   f"{max(math, smem):.0f} clk, none {math + smem:.0f}); the ceiling needs 100 %.",
+                   f"{max(math, smem):.0f} clk, none {math + smem:.0f}); the ceiling needs 100 %. "
+                   f"Neither alone explains the {took:.0f} clk: both count, overlapped in part.",
                    math=math, smem=smem, took=took)
 
 # %% [markdown]
-# The records keep times, not stall reasons: how the rest of the gap splits between imperfect
-# overlap and the barriers is not identified. Chapter 04's `wgmma` reads its operands from
-# shared memory once per warpgroup, with no `ldmatrix`.
+# A hypothesis, unconfirmed (the records keep times, not stall reasons): each k-tile's
+# `__syncthreads` keeps the overlap partial. Chapter 04's `wgmma` reads shared memory once per
+# warpgroup, with no `ldmatrix`.
 
 # %% [markdown]
 # ## Exercises

@@ -74,10 +74,10 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # ## 2. The kernel, from its source
 #
 # `gemm_pipeline` (`kernels/pipeline.cu`), default build `128x256x64/c2 s4` (CTA tile 128×256×64,
-# 2 consumer warpgroups, S = 4), hooks hidden. First
-# its k-loop. Per k-tile k, four steps: **wait** on full; **issue** `mma_ktile`, then wait until
-# kPending = 1 group remains; **release** k-tile r = k − 1 on empty; **refill** (exercise 2, left
-# out). `pos` is k's stage and phase, `prev` k − 1's; `advance()` flips the phase on a wrap. `fence_accumulators` keeps the compiler from moving accumulator accesses across a wgmma.
+# 2 consumer warpgroups, S = 4). First its k-loop. Per k-tile k, four steps: **wait** on full;
+# **issue** `mma_ktile`, then wait until kPending = 1 group remains; **release** k-tile r = k − 1
+# on empty; **refill** (exercise 2). `pos` is k's stage and phase, `prev` k − 1's; `advance()`
+# flips the phase on a wrap. `fence_accumulators`: a compiler barrier for `acc`.
 
 # %% output answers a prediction
 SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at base + s · kStageBytes; "
@@ -90,8 +90,7 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
                                  variant=True, omit=SKELETON))
 
 # %% [markdown]
-# What the skeleton folded, its helpers (`load_stage`, `RingState`, `mma_ktile`) and the PTX
-# each wrapper issues.
+# What the skeleton folded, the helpers (`load_stage`, `RingState`, `mma_ktile`), their PTX.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -105,13 +104,15 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
     print(folded, helpers, sep="\n\n")
 
 # %% [markdown]
-# **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it, after the
-# release of k-tile r. Thread 0 (`producer`) waits on empty[rs] for that release, with the right
-# parity, then refills stage rs with k-tile r + S, only while r + STAGES < T. Use
-# `empty.wait(stage, parity, wg, k-tile)` (false: it gave up; then set `broken`; the k-tile is the
-# one the refill is for, and only labels the error word a timeout writes) and
-# `load_stage(ta, tb, base + rs * kStageBytes, full[rs], k-tile, m0, n0)`. The check compiles your
-# step into the kernel (NVRTC) and runs its protocol through the ring model.
+# **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after the
+# release of k-tile r: thread 0 waits on empty[rs] with the right parity, then refills stage rs
+# with k-tile r + S while r + STAGES < T. In scope:
+#
+# - `producer` (thread 0), `r` (the released k-tile), `rs`, `rp` (its stage and phase f
+#   mod 2), `STAGES`, `T` (k-tiles in K), `wg` (this warpgroup), `broken` (set when a wait gave up);
+# - `empty.wait(stage, parity, wg, k-tile)`: false if it gave up (the k-tile labels the error);
+# - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], k-tile, m0, n0)`: tensor maps `ta`,
+#   `tb`; stage 0 at `base`, `kStageBytes` apart; `full` barriers; `m0`, `n0` the CTA's C origin.
 
 # %%
 producer_step = """
@@ -170,8 +171,8 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best varian
 # ## 5. Why it stops rising
 #
 # Each further stage issues a load one k-tile earlier, yet section 4's curves stop rising. Below:
-# CTA 0 of the 128×256 kernel at S = 4, traced (`trace=True`), above the ring model (section 1's
-# protocol, chapter 03's and 04's records). Where do the red bars, the waits on full, stop?
+# CTA 0 of the 128×256 kernel at S = 4, traced, above the ring model. Where do the red bars, the
+# waits on full, stop?
 
 # %% output varies
 trace = next(t for t in res["traces"] if (t["tile"], t["stages"]) == ("128x256x64/c2", 4))
@@ -182,8 +183,8 @@ notebook.claim(*pl.waits_beside_model(trace, ring))
 _ = notebook.claim(*pl.waits_under_wgmma(trace))
 
 # %% [markdown]
-# **The trace has a cost**: each event reads the clock and stores it. Is the traced CTA slower
-# than the untraced kernel? Its k-tile, from the timed TFLOP/s:
+# **The trace has a cost**: each event reads and stores the clock. A k-tile traced, untraced
+# (from the timed TFLOP/s) and in the model:
 
 # %% output varies
 timed = next(r for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]   # S = 4, untraced
@@ -196,12 +197,12 @@ _ = notebook.claim(traced > 1.2 * untraced > 1.2 * ring_kt, f"The trace costs {t
                    f"untraced, the kernel is still {untraced / ring_kt:.1f}× the model.")
 
 # %% [markdown]
-# So read the trace for the order of events, not their lengths. Does L2 set the rate at which
-# data arrive? The trace cannot tell ([05b](05b_pipeline_timeline.ipynb) §3).
+# So read the trace for the order of events, not their lengths. Whether L2 sets the data's rate,
+# it cannot tell ([05b](05b_pipeline_timeline.ipynb) §3).
 #
-# **Try it.** No run measured the bytes per clock L2 delivers into one SM; the model lets L2 keep
-# up unless capped. Run the cell: where does the model flatten? Then set `L2_CAP` (e.g. 30 or 45)
-# again: which cap brings every recorded depth within 15 %? Within 5 %?
+# **Try it** (no grade). No run measured the bytes per clock L2 delivers into one SM; the model
+# lets L2 keep up unless capped. Where does the model flatten? Set `L2_CAP` (e.g. 30 or 45): which
+# cap brings every recorded depth within 15 %? Within 5 %?
 
 # %% output varies
 L2_CAP = None                      # bytes per clock per SM from L2 into shared memory; None: no cap
@@ -215,13 +216,13 @@ _ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
 
 # %% [markdown]
 # **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C`
-# (1 or 2), tile width `BN` (128 or 256): the model, with the fitted cap, beside the record's run.
+# (1 or 2), tile width `BN` (128 or 256): the model, with your `L2_CAP`, beside the record's run.
 # Which design does the model call fastest? The recorded fastest?
 
-# %% output answers a prediction
+# %% output varies
 S, P, C, BN = 4, 1, 2, 256
-print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, record=rec))
-_ = notebook.claim(*pl.cap_evidence(record=rec))
+print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, l2_cap=L2_CAP, record=rec))
+_ = notebook.claim(*pl.conclusion(meas, record=rec))
 
 # %% [markdown]
 # ## 6. Exercises
@@ -247,6 +248,7 @@ plt.show()
 # %% output varies tags=["solution"]
 _ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # §5's "Try it": the best cap
 print(pl.design_survey(record=rec))                # §5's "Design it": every design, model beside record
+_ = notebook.claim(*pl.cap_evidence(record=rec))    # what the best cap explains, what only agrees
 
 # %% [markdown]
 # **Your GEMM so far.** Chapter 05 added the producer step, which refills the ring. If your step
