@@ -442,12 +442,17 @@ def test_layout_figure_offsets_come_from_the_model_and_hide_exercise_1():
     assert offset_steps(D.OperandTile(64, 64, "float16", "MN", 64))["lbo"] == ((32, 0), 4096)
     import matplotlib
     matplotlib.use("Agg")
-    fig = W.plot_layouts("float16")
-    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert not any("exercise" in t for t in texts)                # every step shows its value
-    assert "LBO 4096 B" in texts and "SBO 1024 B" in texts and "SBO 512 B" in texts
     import matplotlib.pyplot as plt
-    plt.close(fig)
+    texts = {}
+    for major in ("K", "MN"):                                       # one figure per major-ness
+        fig = W.plot_layouts("float16", major)
+        texts[major] = [t.get_text() for ax in fig.axes for t in ax.texts]
+        assert fig.get_size_inches()[0] <= 8.5                      # legible at notebook width
+        plt.close(fig)
+    assert not any("exercise" in t for ts in texts.values() for t in ts)   # every step shows its value
+    assert "LBO 4096 B" in texts["MN"] and "SBO 512 B" in texts["MN"] and "SBO 1024 B" in texts["K"]
+    with pytest.raises(ValueError, match="major"):
+        W.plot_layouts("float8_e4m3fn", "MN")
 
 
 def test_descriptor_hint_names_the_box_a_k_step_crosses_into():
@@ -485,12 +490,13 @@ def test_plot_accumulator_boxes_one_threads_registers():
 def test_offsets_table_states_the_rule_of_04_section_3():
     """04 §3's table: swizzled, SBO steps 8 rows down a box and LBO to the next box; without
     swizzle LBO steps along K and SBO along M in both major-nesses; an MN-major 128-byte k16 step
-    is 16 k-rows of 128 bytes."""
+    is one box (LBO unused); the table prints no k-step starts (the exercise's answers)."""
     from asynctc import wgmma as W
     rows = {ln[:15].strip(): ln for ln in W.offsets_table("float16").splitlines()[1:]}
     assert len(rows) == 8
-    assert "K + 8: 1024 B" in rows["MN-major, 128B"] and rows["MN-major, 128B"].endswith("0, 2048, 4096, 6144")
-    assert rows["K-major, 128B"].endswith("0, 32, 64, 96")
+    assert "K + 8: 1024 B" in rows["MN-major, 128B"] and rows["MN-major, 128B"].endswith("unused")
+    assert "k-step" not in W.offsets_table("float16")     # the starts answer ch04.kstep and the checkpoint
+    assert not any(ln.endswith(("96", "6144", "4128")) for ln in rows.values())
     for major in ("K", "MN"):
         r = rows[f"{major}-major, none"]
         assert r.index("M + 8") < r.index("K + 8")          # SBO along M, LBO along K

@@ -46,13 +46,13 @@ def offset_steps(tile: dsc.OperandTile) -> dict:
 
 def offsets_table(dtype: str = "float16", swizzles=SWIZZLES) -> str:
     """Text table: for the 64×64 tile (64×128 for fp8) of each major-ness and swizzle mode, where
-    SBO and LBO step (:func:`offset_steps`: ``M + 8`` = the core matrix 8 rows of M further on)
-    with their bytes, and the start address of each k16 step (relative to k-step 0), in the
-    figure's order (:func:`plot_layouts`), from
-    :class:`~asynctc.models.descriptors.OperandTile`."""
+    SBO and LBO step from the first core matrix (:func:`offset_steps`: ``M + 8`` = the core matrix
+    8 elements further along M) and their bytes, in the figures' order (:func:`plot_layouts`), from
+    :class:`~asynctc.models.descriptors.OperandTile`. No k-step starts: those are the answers of
+    ``ch04.kstep`` and of chapter 04's checkpoint (``ch04.descriptor``)."""
     k = 64 if dsc.itemsize(dtype) == 2 else 128
     majors = ("K", "MN") if dsc.itemsize(dtype) == 2 else ("K",)
-    lines = [f"{'layout':15s} {'SBO steps to':20s} {'LBO steps to':20s} k-steps start at (B)"]
+    lines = [f"{'layout':15s} {'SBO steps to':20s} LBO steps to"]
     for major in majors:
         for sw in swizzles:
             t = dsc.OperandTile(64, k, dtype, major, sw)
@@ -61,103 +61,102 @@ def offsets_table(dtype: str = "float16", swizzles=SWIZZLES) -> str:
                 at, value = offset_steps(t)[name]
                 cells.append("unused" if at is None else
                              f"{'M' if at[0] else 'K'} + {max(at)}: {value} B")
-            steps = k * t.itemsize // 32            # k16 steps (32 bytes of K each) in the tile
-            starts = ", ".join(str(t.descriptor(s, 0).start_address) for s in range(steps))
             lines.append(f"{major + '-major, ' + (f'{sw}B' if sw else 'none'):15s} {cells[0]:20s} "
-                         f"{cells[1]:20s} {starts}")
+                         f"{cells[1]}")
     return "\n".join(lines)
 
 
-def plot_layouts(dtype: str = "float16", majors=None):
+def plot_layouts(dtype: str = "float16", major: str = "K"):
     """The canonical layouts of a 64×64 operand tile (64×128 for fp8; A: M down, K across, in
-    elements), one row of panels per major-ness (``majors``: both for 2-byte types, or the ones
-    named), one panel per swizzle mode. Drawn: the core matrices (8 rows × 16 bytes, white
-    borders) with their contiguous 16-byte rows as grey strokes (along K in K-major, along M in
-    MN-major); the TMA boxes the tile is stored as (shaded bands,
-    numbered); what one wgmma reads (k-step 0, dashed); and arrows from the first core matrix to
-    where LBO and SBO step (:func:`offset_steps`: the byte values come from the model)."""
+    elements) of one major-ness (``major``: "K" or "MN"; MN-major for 2-byte types only), one panel
+    per swizzle mode, 2 × 2, sized to be read at notebook width. Drawn: the core matrices (8 rows ×
+    16 bytes, white borders) with their contiguous 16-byte rows as grey strokes (along K in
+    K-major, along M in MN-major); the TMA boxes the tile is stored as (shaded bands, numbered);
+    what one wgmma reads (k-step 0, dashed); and arrows from the first core matrix to where LBO and
+    SBO step (:func:`offset_steps`: the byte values come from the model)."""
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
-    majors = tuple(majors) if majors else ("K", "MN") if dsc.itemsize(dtype) == 2 else ("K",)
+    if major not in ("K", "MN") or (major == "MN" and dsc.itemsize(dtype) != 2):
+        raise ValueError(f"major={major!r}: 'K', or 'MN' for a 2-byte type")
     k = 64 if dsc.itemsize(dtype) == 2 else 128
-    tall = 3.4 * len(majors) + (0.6 if len(majors) > 1 else 1.2)    # one row: room for two-line titles
-    fig, axes = plt.subplots(len(majors), len(SWIZZLES), squeeze=False, layout="constrained",
-                             figsize=(3.2 * len(SWIZZLES), tall))
+    cols = 2
+    rows_ = -(-len(SWIZZLES) // cols)
+    panel = 3.9 if k == 64 else 2.2                 # panel height (in); width follows k
+    fig, axes = plt.subplots(rows_, cols, squeeze=False, layout="constrained",
+                             figsize=(8.4, rows_ * (panel + 1.2) + 0.9))
     shades = ("#cfe3f5", "#fbe0c4")
-    for row, major in zip(axes, majors):
-        for ax, sw in zip(row, SWIZZLES):
-            t = dsc.OperandTile(64, k, dtype, major, sw)
-            per = 16 // t.itemsize
-            for j in range(t.n_boxes):              # the TMA boxes, side by side in memory
-                lo, w = j * t.box_cols, t.box_cols
-                xy, wh = ((lo, 0), (w, t.mn)) if major == "K" else ((0, lo), (k, w))
-                ax.add_patch(Rectangle(xy, *wh, facecolor=shades[j % 2], edgecolor="k", lw=1.6, zorder=1))
-                if t.n_boxes > 1:
-                    cx, cy = (lo + w / 2, -2) if major == "K" else (k + 2.5, lo + w / 2)
-                    ax.text(cx, cy, str(j), ha="center", va="center", fontsize=6.5, color="0.25",
-                            clip_on=False)
-            segs = []                               # each core matrix's 16-byte rows
-            for i0 in range(0, t.mn, 8 if major == "K" else per):
-                for k0 in range(0, k, per if major == "K" else 8):
-                    for r in range(8):
-                        if major == "K":
-                            y = i0 + r + 0.5
-                            segs.append([(k0 + 0.8, y), (k0 + per - 0.8, y)])
-                        else:
-                            x = k0 + r + 0.5
-                            segs.append([(x, i0 + 0.8), (x, i0 + per - 0.8)])
-            ax.add_collection(LineCollection(segs, colors="0.5", linewidths=0.45, zorder=2))
-            grid = [[(x, 0), (x, t.mn)] for x in range(per, k, per)] + \
-                   [[(0, y), (k, y)] for y in range(8, t.mn, 8)]
-            ax.add_collection(LineCollection(grid, colors="white", linewidths=1.0, zorder=2.5))
-            ax.add_patch(Rectangle((0, 0), t.instruction_k, t.mn, fill=False, ls="--", lw=1.3,
-                                   edgecolor="tab:purple", zorder=3))
-            steps = offset_steps(t)
-            notes = []
-            for name, colour in (("sbo", "tab:red"), ("lbo", "tab:blue")):
-                at, value = steps[name]
-                text = f"{name.upper()} {value} B"
-                if at is None:
-                    notes.append(f"{name.upper()} unused")
-                    continue
-                start = (per / 2, 4) if major == "K" else (4, per / 2)
-                end = (start[0] + at[1], start[1] + at[0])
-                ax.annotate("", xy=end, xytext=start, zorder=5,
-                            arrowprops=dict(arrowstyle="-|>", color=colour, lw=1.8, shrinkA=0, shrinkB=0))
-                down = at[0] > 0                    # label below a down arrow, right of a right one
-                ax.text(end[0] + (-2 if down else 1), end[1] + (1 if down else 0), text, color=colour,
-                        fontsize=7.5, ha="left", va="top" if down else "center", zorder=6,
-                        bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
-            if notes:
-                ax.text(k / 2, t.mn + 1, ", ".join(notes), ha="center", va="top", fontsize=7.5, color="0.2")
-            rows, along = ("m", "k") if major == "K" else ("k", "m")
-            boxes = (f"{t.n_boxes} box{'es' if t.n_boxes > 1 else ''}, each {t.box_rows} {rows}-rows × "
-                     f"{t.row_pitch} B of {along}")
-            ax.set_title(f"{major}-major, {'no' if sw == 0 else f'{sw}-byte'} swizzle\n{boxes}",
-                         fontsize=8.5, pad=10 if major == "K" and t.n_boxes > 1 else 4)
-            ax.set_xlim(0, k)
-            ax.set_ylim(t.mn + 6, 0)
-            ax.set_aspect("equal")
-            ax.set_xticks(range(0, k + 1, 16))
-            ax.set_yticks(range(0, t.mn + 1, 16))
-            ax.tick_params(labelsize=7)
-            ax.set_xlabel("k (element)", fontsize=8)
-            if ax is row[0]:
-                ax.set_ylabel("m (row of A)", fontsize=8)
-            for s in ax.spines.values():
-                s.set_visible(False)
-    handles = [Line2D([], [], color="0.5", lw=0.8, label="grey strokes: the 16-byte rows of each core matrix "
-                                                         "(8 rows, white borders)"),
+    for ax, sw in zip(axes.flat, SWIZZLES):
+        t = dsc.OperandTile(64, k, dtype, major, sw)
+        per = 16 // t.itemsize
+        for j in range(t.n_boxes):                  # the TMA boxes, side by side in memory
+            lo, w = j * t.box_cols, t.box_cols
+            xy, wh = ((lo, 0), (w, t.mn)) if major == "K" else ((0, lo), (k, w))
+            ax.add_patch(Rectangle(xy, *wh, facecolor=shades[j % 2], edgecolor="k", lw=1.6, zorder=1))
+            if t.n_boxes > 1:
+                cx, cy = (lo + w / 2, t.mn - 3) if major == "K" else (k - 3, lo + w / 2)
+                ax.text(cx, cy, str(j), ha="center", va="center", fontsize=9, color="0.25", zorder=6,
+                        clip_on=False, bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none"))
+        segs = []                                   # each core matrix's 16-byte rows
+        for i0 in range(0, t.mn, 8 if major == "K" else per):
+            for k0 in range(0, k, per if major == "K" else 8):
+                for r in range(8):
+                    if major == "K":
+                        y = i0 + r + 0.5
+                        segs.append([(k0 + 0.8, y), (k0 + per - 0.8, y)])
+                    else:
+                        x = k0 + r + 0.5
+                        segs.append([(x, i0 + 0.8), (x, i0 + per - 0.8)])
+        ax.add_collection(LineCollection(segs, colors="0.5", linewidths=0.45, zorder=2))
+        grid = [[(x, 0), (x, t.mn)] for x in range(per, k, per)] + \
+               [[(0, y), (k, y)] for y in range(8, t.mn, 8)]
+        ax.add_collection(LineCollection(grid, colors="white", linewidths=1.0, zorder=2.5))
+        ax.add_patch(Rectangle((0, 0), t.instruction_k, t.mn, fill=False, ls="--", lw=1.6,
+                               edgecolor="tab:purple", zorder=3))
+        steps = offset_steps(t)
+        notes = []
+        for name, colour in (("sbo", "tab:red"), ("lbo", "tab:blue")):
+            at, value = steps[name]
+            text = f"{name.upper()} {value} B"
+            if at is None:
+                notes.append(f"{name.upper()} unused")
+                continue
+            start = (per / 2, 4) if major == "K" else (4, per / 2)
+            end = (start[0] + at[1], start[1] + at[0])
+            ax.annotate("", xy=end, xytext=start, zorder=5,
+                        arrowprops=dict(arrowstyle="-|>", color=colour, lw=2, shrinkA=0, shrinkB=0))
+            down = at[0] > 0                        # label below a down arrow, right of a right one
+            ax.text(end[0] + (-2 if down else 1), end[1] + (1 if down else 0), text, color=colour,
+                    fontsize=10, weight="bold", ha="left", va="top" if down else "center", zorder=6,
+                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
+        if notes:
+            ax.text(k / 2, t.mn + 1, ", ".join(notes), ha="center", va="top", fontsize=9.5, color="0.2")
+        rows, along = ("m", "k") if major == "K" else ("k", "m")
+        boxes = (f"{t.n_boxes} box{'es' if t.n_boxes > 1 else ''} of {t.box_rows} {rows}-rows × "
+                 f"{t.row_pitch} B of {along}")
+        ax.set_title(f"{'no' if sw == 0 else f'{sw}-byte'} swizzle\n{boxes}", fontsize=10.5, pad=4)
+        ax.set_xlim(0, k)
+        ax.set_ylim(t.mn + 6, 0)
+        ax.set_aspect("equal")
+        ax.set_xticks(range(0, k + 1, 16))
+        ax.set_yticks(range(0, t.mn + 1, 16))
+        ax.tick_params(labelsize=9)
+        ax.set_xlabel("k (element)", fontsize=9.5)
+        if ax in axes[:, 0]:
+            ax.set_ylabel("m (row of A)", fontsize=9.5)
+        for s in ax.spines.values():
+            s.set_visible(False)
+    for ax in axes.flat[len(SWIZZLES):]:
+        ax.set_visible(False)
+    handles = [Line2D([], [], color="0.5", lw=0.8, label="grey strokes: the 16-byte rows of each core "
+                                                         "matrix (8 rows, white borders)"),
                Patch(facecolor=shades[0], edgecolor="k", label="a TMA box (numbered when several)"),
                Patch(fill=False, ls="--", edgecolor="tab:purple", label="what one wgmma reads (k-step 0)"),
-               Line2D([], [], color="tab:red", marker=">", label="SBO: from the first core matrix"),
-               Line2D([], [], color="tab:blue", marker=">", label="LBO: from the first core matrix")]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=7.5, frameon=False)
-    which = f"{majors[0]}-major " if len(majors) == 1 else ""
-    fig.suptitle(f"A 64×{k} {dtype} {which}tile as wgmma reads it: core matrices, TMA boxes, LBO and SBO",
-                 fontsize=10)
+               Line2D([], [], color="tab:red", marker=">", label="SBO, from the first core matrix"),
+               Line2D([], [], color="tab:blue", marker=">", label="LBO, from the first core matrix")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=9.5, frameon=False)
+    fig.suptitle(f"{major}-major: a 64×{k} {dtype} tile as wgmma reads it", fontsize=12)
     return fig
 
 

@@ -69,37 +69,30 @@ assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes
 # %% [markdown]
 # ## 3. Canonical layouts, drawn
 #
-# wgmma reads an operand in blocks of 8 rows of 16 contiguous bytes. Each block is a
-# [core matrix](../docs/glossary.md#core-matrix). A 64×64 fp16 tile is 8 × 8 core matrices.
+# wgmma reads an operand in blocks of 8 rows of 16 contiguous bytes, each a
+# [core matrix](../docs/glossary.md#core-matrix) (a 64×64 fp16 tile is 8 × 8). TMA writes the tile as boxes (chapter 03)
+# whose rows are as wide as the swizzle, S bytes (16 without). Core matrices side by side in a box
+# row are 16 bytes apart; the descriptor gives the two other steps, SBO and LBO, and the swizzle,
+# which wgmma undoes.
 #
-# TMA writes the tile as boxes (chapter 03). A box's rows are as wide as the swizzle: S bytes, or 16
-# without swizzle. Core matrices side by side in a box row are 16 bytes apart, and wgmma knows that.
-# The descriptor gives the two other steps between core matrices, SBO and LBO; its mode field names
-# the swizzle, whose chunk permutation (chapter 03) wgmma undoes.
+# * **Swizzled**: SBO steps 8 rows down the box (8 × S bytes), LBO to the next box. A K-major
+#   box's rows are m-rows; a k16 step reads 32 bytes of each, inside one box: LBO unused. An
+#   MN-major box's rows are **k-rows**: SBO steps along K, LBO along M (unused at 128-byte
+#   swizzle: one box). There a k16 step is 16 k-rows on.
+# * **Without swizzle**: LBO steps along K, SBO along M, in both majors.
 #
-# * **K-major**: a core matrix's 16-byte rows run along K, so a box's rows are m-rows. SBO steps
-#   along M, 8 m-rows down the box (8 × S bytes); LBO along K, to the next box. A k16 step reads 32
-#   bytes of each m-row: with 128-byte swizzle all four k16 steps fit in one box row, so LBO is
-#   unused.
-# * **MN-major**: the 16-byte rows run along M (8 m values at one k), so a box's rows are
-#   **k-rows**. With swizzle, SBO again steps 8 rows down the box, now along K (8 × S bytes), and
-#   LBO to the next box, now along M. At 128-byte swizzle the 64 m values (128 B) fill one box row:
-#   one box, LBO unused, and a k16 step is 16 k-rows on, 16 × 128 B = **2048 B**.
-# * **Without swizzle** the PTX ISA ties the offsets to dimensions instead: LBO along K, SBO along
-#   M, whatever the major-ness. K-major is unchanged; in MN-major the two trade places.
-#
-# Every mode, from the model (`M + 8`: to the core matrix 8 elements on along M), then drawn:
+# A table row: the core matrix each offset reaches from the first (`M + 8`: 8 elements on along
+# M), and its bytes. Both majors, drawn:
 
 # %%
 print(wgmma.offsets_table("float16"))
-fig = wgmma.plot_layouts("float16")
-plt.show()
+figs = [wgmma.plot_layouts("float16", major) for major in ("K", "MN")]
 
 # %% [markdown]
 # **Exercise: advance the descriptor.** A 64-wide k-tile is four k16 steps, one descriptor each.
 # Only the start address moves. Write `kstep_desc(desc0, s, major)`: k-step s's descriptor, from
-# k-step 0's, of a 64×64 fp16 tile with 128-byte swizzle, `major` "K" or "MN". The check decodes
-# yours into the bytes wgmma reads and compares them with the values TMA wrote there.
+# k-step 0's, of a 64×64 fp16 tile with 128-byte swizzle, `major` "K" or "MN". The check compares
+# the bytes your descriptors read with those TMA wrote.
 
 # %%
 def kstep_desc(desc0, s, major):
@@ -123,10 +116,11 @@ assert same
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# The threads of `kernels/wgmma.cu` copy the operands, laid out as section 3 draws them, into
+# The threads of `kernels/wgmma.cu` copy the operands, in section 3's layout, into
 # shared memory, make them visible to wgmma's [async proxy](../docs/glossary.md#proxy) with
-# `fence.proxy.async` (chapter 03), then run K/16 wgmmas: fence, issue, commit, wait. Below: that
-# loop, its PTX for N = 64 (compiled here to read; kernels run from cubin) and its SASS.
+# `fence.proxy.async` (chapter 03), then run K/16 wgmmas: fence, issue, commit, wait
+# (`wgmma_fence_operand(d)`, no instruction, stops the compiler moving uses of `d` across them).
+# Below: the loop, its PTX and SASS for N = 64.
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
@@ -137,7 +131,7 @@ display(notebook.show_ptx(ck))
 print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
 
 # %% [markdown]
-# The first `wgmma.mma_async`: shape `m64n64k16`; types of D, A, B `.f32.f16.f16`; in braces D,
+# The first `wgmma.mma_async`: shape `m64n64k16`; D, A, B types `.f32.f16.f16`; in braces D,
 # 32 fp32 registers per thread (N/2); the A and B descriptors; `p`, scale-d (0: overwrite D, 1:
 # add); `1, 1` scale-a, scale-b (no negation); `0, 0` trans-a, trans-b (K-major). In the SASS,
 # `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `WARPGROUP.DEPBAR.LE gsb0` the wait; the
