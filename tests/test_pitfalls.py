@@ -321,6 +321,16 @@ def test_exercise_name_bug():
     assert not exercises.check("ch08.name_bug", "proxy_fence", diagnosis=mystery)
 
 
+def test_name_bug_hints_read_the_symptoms_barrier():
+    """Readers 12-13: a wrong class's hint spoke of empty barriers while the symptom is on full. The
+    hints now argue from full[0] itself: its parity is the kernel's, its arrivals all came."""
+    mystery = F.exercises.mystery_diagnosis()
+    for wrong in ("phase_parity", "arrive_count"):
+        hint = F.exercises._name_hint(wrong, mystery)
+        assert "full[0]" in hint and "empty" not in hint, hint
+    assert "parity 0 is what the kernel's formula gives" in F.exercises._name_hint("phase_parity", mystery)
+
+
 def test_exercise_repair(capsys):
     """A code exercise: the answer is the learner's program, the hint the checker's first hazard."""
     assert exercises.is_code("ch08.repair")
@@ -559,12 +569,15 @@ def test_the_store_repair_must_wait_before_the_barrier_that_releases_the_writers
 
 def test_the_name_bug_exercise_shows_the_symptom_not_the_cause():
     """Issue 22: exercise 1 printed the ring model's Deadlock, whose why ("tx-count … bytes that no TMA
-    in flight will deliver") named the answer. The learner now sees what a bounded wait and the
-    barrier's counters show; the check still gets the Deadlock and accepts exactly expect_tx."""
+    in flight will deliver") named the answer; then its counters ("tx-count 1024 bytes") did (readers
+    12-13). The learner now sees what a kernel's trace would: who timed out, the arrivals and the
+    loads that reached the barrier, no counter; the check still gets the Deadlock and accepts
+    exactly expect_tx."""
     shown = F.exercises.mystery_symptom()
-    for giveaway in ("expect_tx", "never", "deliver", "TMA", "why"):
+    for giveaway in ("expect_tx", "tx-count", "missing", "never", "deliver", "TMA", "why"):
         assert giveaway not in shown, giveaway
-    assert "full[0]" in shown and "arrivals still missing 0" in shown and "tx-count 1024 bytes" in shown
+    assert "full[0]" in shown and "1 arrival, from the producer" in shown and "init count 1" in shown
+    assert "all 49152 bytes landed" in shown
     src = (ROOT / "notebooks" / "src" / "08_pitfalls.py").read_text()
     learner = src[:src.index("<summary>Solutions")]
     assert "print(F.exercises.mystery_symptom())" in learner and "print(mystery)" not in learner

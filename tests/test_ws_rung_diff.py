@@ -38,6 +38,16 @@ def test_only_the_changed_lines_with_file_line_numbers():
             assert text[n - 1].split() == code.split(), ln   # (folded blocks are dedented)
 
 
+def test_the_worklog_view_has_the_same_lines_without_headers():
+    """06 §3 prints rung 7's diff without its title and @@ lines: the same +/- rows, hunks parted
+    by "...", short enough to sit beside its paragraph (at most 25 lines)."""
+    full = W.rung_diff("tma_store", context=0, limit=None).splitlines()
+    bare = W.rung_diff("tma_store", context=0, limit=None, headers=False).splitlines()
+    assert [ln for ln in bare if ln.strip() != "..."] == [ln for ln in full[1:] if not ln.startswith("@@")]
+    assert bare.count("   ...") == sum(ln.startswith("@@") for ln in full) - 1 and len(bare) <= 25
+    assert not any(ln.startswith(("@@", "//")) for ln in bare)
+
+
 def test_a_rung_against_itself_is_empty_and_bad_names_are_refused():
     assert W.rung_diff("cluster", "cluster") == ""
     with pytest.raises(W.WarpSpecializationError, match="rung 1 has no rung before it"):

@@ -3,7 +3,7 @@ expected answer comes from the models: the ring model names the bug, the orderin
 repair, the layout model places the first misplaced element.
 
 * ``ch08.name_bug`` — which zoo class produced this hang? The learner sees :func:`mystery_symptom`
-  (who timed out where, the barrier's counters), the check gets the Deadlock.
+  (who timed out where, what reached the barrier before), the check gets the Deadlock.
 * ``ch08.repair`` — a code exercise: insert steps into a broken program until
   :func:`ordering.check` finds no hazard, and pass the program; a wrong one gets the checker's
   first hazard as its hint.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from ..core import exercises as _ex
-from ..models.pipeline import VARIANTS
+from ..models import pipeline as M
 from . import diagnosis as _d
 from . import ordering, zoo
 
@@ -42,15 +42,34 @@ def _state(deadlock) -> dict:
             "phase": int(phase.group(1)) if phase else None}
 
 
+def _run(deadlock):
+    """The ring-model run behind one of the pipeline classes' Deadlocks (None for another one)."""
+    for proto in _pipeline_classes().values():
+        run = M.simulate(**_d.SCHEDULE, protocol=proto)
+        if run.diagnosis == deadlock:
+            return run
+    return None
+
+
 def symptom(deadlock) -> str:
-    """A Deadlock as a debugger would see it (who timed out where, and the barrier's counters), with
-    none of the model's explanation."""
-    st = _state(deadlock)
+    """A Deadlock on a full barrier as a kernel's own trace would show it: who timed out where, what
+    reached the barrier before (the arrivals, the loads into its stage), and none of the model's
+    explanation or the barrier's internal counters (they would name the cause)."""
     bar = f"{deadlock.barrier}[{deadlock.stage}]"
     who = ", ".join(w if w == "producer" else f"{w} (consumer)" for w in deadlock.who_waits)
-    return (f"timed out: {who} on {bar} at k-tile {deadlock.iteration}, waiting on parity {deadlock.parity}\n"
-            f"{bar} then: phase {st['phase']}, arrivals still missing {st['missing']}, "
-            f"tx-count {st['bytes']} bytes")
+    lines = [f"timed out: {who} on {bar} at k-tile {deadlock.iteration}, waiting on parity {deadlock.parity}"]
+    run = _run(deadlock)
+    if deadlock.barrier != "full" or run is None:
+        st = _state(deadlock)
+        return "\n".join(lines + [f"{bar} then: phase {st['phase']}, arrivals still missing {st['missing']}"])
+    loads = [sp for sp in run.spans if sp.kind == "tma" and sp.stage == deadlock.stage]
+    arrived = 1 - _state(deadlock)["missing"]
+    phase = _state(deadlock)["phase"]
+    lines.append(f"{bar}: init count 1, {phase} phases completed. Before the timeout:")
+    lines.append(f"  {arrived} arrival{'s' * (arrived != 1)}, from the producer")
+    lines += [f"  k-tile {sp.k}'s load into stage {sp.stage}: all {run.tile.stage_bytes} bytes landed"
+              for sp in loads]
+    return "\n".join(lines)
 
 
 def mystery_symptom() -> str:
@@ -59,19 +78,23 @@ def mystery_symptom() -> str:
 
 
 def _name_hint(answer, diagnosis):
+    """A wrong class's hint, read off this run's symptom (never another barrier's run)."""
     protos = _pipeline_classes()
     if answer not in protos:
         return ("that class is not a ring-protocol error: the ring model diagnoses only "
                 f"{', '.join(sorted(protos))}")
-    got = _d.pipeline_diagnosis(protos[answer]).detail
-    mine, theirs = _state(got), _state(diagnosis)
-    if got.barrier != diagnosis.barrier:
-        return (f"{answer}, as the ring model runs it ({VARIANTS[protos[answer]]}), blocks on "
-                f"{got.barrier}[{got.stage}] ({', '.join(got.who_waits)} waiting, "
-                f"{mine['missing']} arrival(s) missing); this run blocks on "
-                f"{diagnosis.barrier}[{diagnosis.stage}] with {theirs['missing']} missing")
-    return ("same barrier, different cause: compare the counters — arrivals still missing, or "
-            "bytes the barrier still waits for?")
+    bar = f"{diagnosis.barrier}[{diagnosis.stage}]"
+    k = diagnosis.iteration
+    right = (M.kernel_full_parity(k, _d.SCHEDULE["stages"]) if diagnosis.barrier == "full"
+             else M.kernel_empty_parity(k, _d.SCHEDULE["stages"]))
+    if answer == "phase_parity" and diagnosis.parity == right:
+        return (f"parity {diagnosis.parity} is what the kernel's formula gives for k-tile {k} on "
+                f"{bar}: the wait names the right phase, and that phase never completed. What else "
+                "must a phase get before it completes?")
+    if answer == "arrive_count" and _state(diagnosis)["missing"] == 0:
+        return (f"every arrival {bar}'s init count asks for came. What else must a phase get "
+                "before it completes?")
+    return "compare the symptom with what each class would leave behind on this barrier"
 
 
 @_ex.exercise("ch08.name_bug", "Which zoo class (a key of asynctc.pitfalls.zoo.BY_KEY) ends in this "

@@ -275,10 +275,10 @@ def plot_raster(results: dict, record=None):
 #: The protocol figure's rows: (who acts, which event's barrier, the arrow's label).
 _PROTOCOL_STEPS = (("producer", "producer waits", "wait on {b}[s]\nparity (f+1) mod 2"),
                    ("producer", "TMA completes", "arrive.expect_tx\non {b}[s]"),
-                   ("TMA", "TMA completes", "complete_tx: the\nbytes land on {b}[s]"),
+                   ("TMA", "TMA completes", "bytes land:\ncomplete_tx on {b}[s]"),
                    ("consumers", "consumer waits", "wait on {b}[s]\nparity f mod 2"),
                    ("consumers", "consumer arrives", "arrive on {b}[s]\n(after wait_group)"))
-_PROTOCOL_COLUMN = {"producer": 0.0, "TMA": 0.0, "full": 2.2, "empty": 3.6, "consumers": 5.8}
+_PROTOCOL_COLUMN = {"producer": 0.0, "TMA": 0.0, "full": 2.6, "empty": 4.2, "consumers": 6.6}
 
 
 def _draw_protocol(ax, proto: dict, title: str, stuck_at: int | None = None,
@@ -287,7 +287,7 @@ def _draw_protocol(ax, proto: dict, title: str, stuck_at: int | None = None,
         x = _PROTOCOL_COLUMN[name]
         ax.plot([x, x], [0.75, 5.6], color="0.75", lw=1, zorder=0)
         ax.text(x, 5.9, name if name in ("producer", "consumers") else f"{name}[s]", ha="center",
-                fontsize=9, weight="bold")
+                fontsize=12, weight="bold")
     for row, (who, event, text) in enumerate(_PROTOCOL_STEPS):
         y = 5.0 - row
         bar = proto[event]
@@ -297,36 +297,37 @@ def _draw_protocol(ax, proto: dict, title: str, stuck_at: int | None = None,
         colour = "tab:red" if blocked else ("tab:purple" if wait else "tab:blue")
         if event == hide:            # left open for an exercise: the arrow stops short of both barriers
             bar, x1, colour = "?", _PROTOCOL_COLUMN["empty"] + 0.9, "0.45"
-            ax.text(x1 - 0.15, y, "?", ha="right", va="center", fontsize=12, weight="bold", color=colour)
+            ax.text(x1 - 0.15, y, "?", ha="right", va="center", fontsize=14, weight="bold", color=colour)
         ax.annotate("", xy=(x1, y), xytext=(x0, y),
-                    arrowprops=dict(arrowstyle="->", color=colour, ls="--" if wait else "-", lw=1.5))
-        ax.text((x0 + x1) / 2, y + 0.12, text.format(b=bar), ha="center", va="bottom", fontsize=7,
-                color=colour)
+                    arrowprops=dict(arrowstyle="->", color=colour, ls="--" if wait else "-", lw=2))
+        ax.text((x0 + x1) / 2, y + 0.1, text.format(b=bar), ha="center", va="bottom", fontsize=11,
+                color=colour, linespacing=1.1, bbox=dict(fc="white", ec="none", pad=0.5))
         if who == "TMA":
-            ax.text(x0 - 0.15, y, "(TMA)", ha="right", va="center", fontsize=7)
+            ax.text(x0 - 0.15, y, "(TMA)", ha="right", va="center", fontsize=11)
         if stuck_at == row:
-            ax.text(x1, 0.55, f"blocks at the wait on {bar}[s]: nobody arrives on {bar} before it",
-                    ha="center", va="top", fontsize=7, color="tab:red")
-    ax.set_xlim(-1.0, 7.0)
-    ax.set_ylim(0.1, 6.2)
+            ax.text(x1, 0.55, f"blocks here: nobody arrives on {bar}[s] before this wait",
+                    ha="center", va="top", fontsize=11, color="tab:red")
+    ax.set_xlim(-1.2, 7.6)
+    ax.set_ylim(0.0 if stuck_at is not None else 0.5, 6.2)
     ax.axis("off")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=13, loc="left")
 
 
 def plot_protocol(hide: str | None = None):
-    """The producer/consumer protocol drawn twice from the same tables: this kernel's, read from
-    its source (:func:`protocol_from_source`), and the seed article's with the waits swapped
-    (:func:`seed_protocol`), marked where it blocks (the consumers' first wait). ``hide``, one of
-    :data:`PROTOCOL_EVENTS`, leaves that event's barrier open ("?") in both panels, for an
-    exercise that asks it; anything else raises ``ValueError``."""
+    """The producer/consumer protocol drawn twice from the same tables, one above the other: this
+    kernel's, read from its source (:func:`protocol_from_source`), and the seed article's with the
+    waits swapped (:func:`seed_protocol`), marked where it blocks (the consumers' first wait).
+    ``hide``, one of :data:`PROTOCOL_EVENTS`, leaves that event's barrier open ("?") in both panels,
+    for an exercise that asks it; anything else raises ``ValueError``."""
     import matplotlib.pyplot as plt
     if hide is not None and hide not in PROTOCOL_EVENTS:
         raise ValueError(f"hide={hide!r}: one of {PROTOCOL_EVENTS} or None")
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.6), dpi=80, layout="constrained")
-    _draw_protocol(ax, protocol_from_source(), "this kernel (and the PTX meaning of the names)", hide=hide)
-    _draw_protocol(ax2, seed_protocol(), "the seed's version: the waits swapped", stuck_at=3, hide=hide)
-    fig.text(0.5, 0.01, "dashed: a wait (try_wait.parity); solid: an arrival or a TMA's complete_tx; "
-             "time runs down, one k-tile i in stage s = i mod S, fill f = i / S", ha="center", fontsize=8)
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 9.2), dpi=100, layout="constrained")
+    _draw_protocol(ax, protocol_from_source(), "this kernel (read from its source)", hide=hide)
+    _draw_protocol(ax2, seed_protocol(), "the seed's version: the waits swapped",
+                   stuck_at=3, hide=hide)
+    fig.supxlabel("dashed: a wait (try_wait.parity); solid: an arrival or complete_tx.\n"
+                  "Time runs down; k-tile i sits in stage s = i mod S, fill f = i / S.", fontsize=11)
     return fig
 
 

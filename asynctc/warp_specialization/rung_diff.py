@@ -83,14 +83,15 @@ class RungDiff(str):
 
 
 def rung_diff(name, against=None, *, dtype: str = "float16", context: int = 2,
-              limit: int | None = 40, only: str | None = None) -> RungDiff:
+              limit: int | None = 40, only: str | None = None, headers: bool = True) -> RungDiff:
     """What rung ``name`` (name or number, 2..9) adds to rung ``against`` (default: the rung it was
     made from, :func:`built_from`), as a unified diff of the two builds of the kernel source (:func:`build_lines`): ``-`` lines
     only the earlier build compiles, ``+`` lines only the later one, ``context`` unchanged lines
     around each change; each line starts with its line number in the file (``-D``: a compile-time
     value; a flag that differs, ``PERSISTENT``, is folded like a switch). ``only``: a regular
     expression; only the hunks with a ``-`` or ``+`` line it matches are shown. At most ``limit``
-    diff lines (``None``: all), then one line saying how many were left out.
+    diff lines (``None``: all), then one line saying how many were left out. ``headers=False``: no
+    title line and no ``@@`` line per hunk (hunks parted by ``...``), for a short worklog view.
     Two builds of different files (rung 1 is chapter 05's ``pipeline.cu``) are diffed as two files.
     A rung against itself gives an empty string.
 
@@ -115,8 +116,11 @@ def rung_diff(name, against=None, *, dtype: str = "float16", context: int = 2,
         _, i1, _, j1, _ = group[0]
         first = (b[j1] if j1 < len(b) else a[i1])[0]
         where = "the builds' -D values" if first == 0 else f"from line {first}"
-        out.append(f"@@ kernels/{f_new}: {where} @@" if f_old == f_new else
-                   f"@@ kernels/{f_old} → kernels/{f_new}: {where} @@")
+        if headers:
+            out.append(f"@@ kernels/{f_new}: {where} @@" if f_old == f_new else
+                       f"@@ kernels/{f_old} → kernels/{f_new}: {where} @@")
+        elif out:
+            out.append("   ...")
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
                 out += [_row(" ", *b[j]) for j in range(j1, j2)]
@@ -130,4 +134,4 @@ def rung_diff(name, against=None, *, dtype: str = "float16", context: int = 2,
     if limit is not None and len(out) > limit:
         more = len(out) - limit
         out = out[:limit] + [f"// ... {more} more diff lines left out (limit=None shows all)"]
-    return RungDiff("\n".join([title] + out))
+    return RungDiff("\n".join([title] * headers + out))

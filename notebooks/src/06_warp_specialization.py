@@ -39,8 +39,8 @@ res = rec.results
 # Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
 # tiles: stage s = i mod S, fill f = i / S, with chapter 05's parities (a consumer waits on full[s]
 # with f mod 2, the producer on empty[s] with (f + 1) mod 2). The seed article swaps the waits: its
-# consumers wait on "empty" before anything was loaded. Both versions (the left read from the
-# kernel's source; in chapter 05's model the right deadlocks at the first k-tile, 06b §1):
+# consumers wait on "empty" before anything was loaded. Both versions (top: read from the kernel's
+# source; bottom: deadlocks at the first k-tile in chapter 05's model, 06b §1):
 
 # %% output varies
 fig = W.plot_protocol()
@@ -115,8 +115,8 @@ if exercises.after("ch06.consumer_loop"):
 # ## 3. The ladder
 #
 # One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), one change from an
-# earlier rung. Each rung was checked against float64 (06b §5), then timed beside cuBLAS in the
-# same run. Orange: the range predicted for the rung before its first run.
+# earlier rung, checked against float64 (06b §5) and timed beside cuBLAS. Orange: the range
+# predicted for the rung before its first run.
 
 # %% output varies
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
@@ -126,37 +126,36 @@ for n in (2, 3, 4):
     _ = notebook.claim(*W.rung_clause(res, n)[:2])
 
 # %% [markdown]
-# Rung 2 computes half of rung 1's tile with one consumer warpgroup: each k-tile brings more bytes
-# per flop, and no second warpgroup's wgmmas fill its waits. Rung 3 adds nothing by itself: in chapter 05 the loads were already issued stages ahead, and a producer of
-# their own does not make them land sooner.
+# Rung 2, half the tile with one consumer: more bytes per flop, and no second warpgroup's wgmmas
+# fill its waits. Rung 3 adds nothing: chapter 05 already issued each load stages early; a producer
+# of its own does not make it land sooner.
 #
 # ### From rung 4 to rung 8: what each rung adds
 #
 # **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM (132), each walking
-# its tiles `item_step` apart: at 4096³ that is 512 tiles of 128×256, about 4 per CTA. Without it
-# every CTA starts cold: its consumers wait for the first k-tile, then store C while nothing loads.
-# Here the producer has no epilogue of its own, so it loads the next tile's first stages while the
-# consumers store this one. That start-up is a larger share of a tile at 4096³ (64 k-tiles) than at
-# 8192³ (128). The tail stays: 512 = 3 × 132 + 116, so 16 SMs idle in the last round either way.
+# its tiles `item_step` apart: 512 tiles of 128×256 at 4096³, about 4 per CTA. Its producer loads
+# the next tile's first stages while the consumers store this one: only a CTA's first tile starts
+# cold. The tail stays: 512 = 3 × 132 + 116.
 #
 # **Rung 6, [clusters](../docs/glossary.md#cluster) of 2 with B [multicast](../docs/glossary.md#multicast).**
-# Two CTAs one above the other need the same B box. Each loads half of it and multicasts it into
-# both: 32 KiB per stage travel from L2 to each SM, not 48. It pays only if the consumers wait on L2.
+# Two CTAs one above the other need the same B box: each loads half and multicasts it into both,
+# so 32 KiB per stage travel from L2 to each SM, not 48. It pays only if the consumers wait on L2.
 #
 # **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
-# Until now each consumer thread stored its accumulators to C itself: a warp's store covers 8 rows
-# of 16 bytes, so a 128-byte line of C takes eight requests. Rung 7 writes the tile into shared
-# memory ([stmatrix](../docs/glossary.md#stmatrix)), then each 64×64 chunk leaves with one TMA
-# store. An ablation (record `ws_store_ablation`) added it to one tile per CTA too: it saves
-# the store's own time, it does not need the next tile to hide behind.
-#
-# **Rung 8, a wider [raster](../docs/glossary.md#raster).** The order the CTAs walk the tiles:
-# groups of 16 tile rows instead of 8. The 132 tiles in flight then share 16 rows of A and about 8
-# columns of B, not 8 and 16, so more of them hit in L2.
+# Before, each consumer thread stored its accumulators to C itself: eight requests per 128-byte
+# line. Rung 7 writes the tile into shared memory
+# ([stmatrix](../docs/glossary.md#stmatrix)), then each 64×64 chunk leaves with one TMA store.
+# Its diff (`-` rung 6, `+` rung 7; file line numbers):
+
+# %%
+print(W.rung_diff("tma_store", context=0, limit=None, headers=False))
+
+# %% [markdown]
+# **Rung 8, a wider [raster](../docs/glossary.md#raster).** Groups of 16 tile rows, not 8: the 132
+# tiles in flight share 16 rows of A and about 8 columns of B (not 8 and 16), so more loads hit in L2.
 #
 # So warp specialization is the frame, not the gain: the producer that runs a tile ahead (rung 5)
-# exists because of the split. Each rung's source diff and two exercises: [deep dive 06c
-# §9](06c_ladder_investigations.ipynb).
+# exists because of the split. Every rung's diff: [deep dive 06c §9](06c_ladder_investigations.ipynb).
 
 # %% output varies
 print(W.rung_table(res, range(5, 9)))

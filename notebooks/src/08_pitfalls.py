@@ -141,14 +141,13 @@ display(Markdown(zoo.decision_markdown(compact=True)))
 #
 # Wrong answers get a hint.
 #
-# **1. Name the bug.** A run hung. Below: its bounded wait's report and the stuck barrier's
-# counters. The cause is one of the three ring-protocol classes — `phase_parity`,
-# `arrive_count` or `expect_tx`. Which? Reason from what an mbarrier phase needs before it
-# completes (chapter 03).
+# **1. Name the bug.** A run hung. Below: its bounded wait's report. The cause is one of
+# `phase_parity`, `arrive_count` or `expect_tx`. Which?
+# Reason from what completes an mbarrier phase (chapter 03).
 
 # %%
 print(F.exercises.mystery_symptom())
-mystery = F.exercises.mystery_diagnosis()      # what the check compares with (the model's Deadlock)
+mystery = F.exercises.mystery_diagnosis()      # the model's Deadlock, for the check
 answer = ...
 ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 
