@@ -252,7 +252,8 @@ _ = notebook.claim(*pl.cap_evidence(record=rec))    # what the best cap explains
 
 # %% [markdown]
 # **Your GEMM so far.** Chapter 05 added the producer step, which refills the ring. If your step
-# compiles to the course kernel's SASS, the H200's recorded run is your kernel's, and the cell says its speed.
+# compiles to the course kernel's SASS, the H200's recorded run is your kernel's, and the cell says its speed;
+# otherwise it says how many instructions away yours is, and the course kernel's speed.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far

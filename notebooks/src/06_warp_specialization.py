@@ -219,7 +219,7 @@ else:
 
 # %% [markdown]
 # **Your GEMM so far.** The consumer loop completes it. If your loop compiles to rung 3's SASS, the
-# recorded rung-3 run is your kernel's, and the cell says its speed. Deep dive
+# recorded rung-3 run is your kernel's, and the cell says its speed; otherwise, how far yours is. Deep dive
 # [06e](06e_your_gemm_on_the_cpu.ipynb) breaks pieces on purpose.
 
 # %% output varies
