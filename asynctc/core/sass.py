@@ -144,6 +144,13 @@ class Difference(collections.namedtuple("Difference", "changed total only_kernel
     def away(self) -> int:
         return self.changed or self.reordered
 
+    def kept(self, config: str) -> dict:
+        """What a passing exercise keeps with its answer about its build (labelled ``config``):
+        ``same``, ``changed`` (= :attr:`away`), ``total``, ``extra`` / ``fewer`` (opcode class →
+        count), ``reordered``, ``config`` — read back by :mod:`asynctc.models.gemm_so_far`."""
+        return {"same": self.same, "changed": self.away, "total": self.total, "extra": self.only_yours,
+                "fewer": self.only_kernel, "reordered": self.reordered, "config": config}
+
 
 def _op(ins: str) -> str:
     return re.sub(r"^@!?\w+\s+", "", ins).split()[0].split(".")[0]

@@ -113,7 +113,7 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
         else:
             rows.append((piece, "the course's", f"{head:<20}the course's (not passed yet)"))
     result, blame, verdict = _run(mine, rng)
-    return SoFar(n, rows, result, verdict, blame, timed_line(n))
+    return SoFar(n, rows, result, verdict, blame, timed_line(n, kept))
 
 
 def _recorded(suite: str, sass: dict):
@@ -142,19 +142,21 @@ def _recorded(suite: str, sass: dict):
     return rows[0], (rows[0]["tflops"] / of if of else None), rec
 
 
-def timed_line(chapter: int) -> str | None:
+def timed_line(chapter: int, kept: dict | None = None) -> str | None:
     """After chapter 05 (the producer step) or 06 and later (the consumer loop): one line saying
     whether the learner's kept answer compiled to the course kernel's SASS — then the recorded run
     of that build, with its number, is theirs — or how many instructions away it is (then the
     number is labelled the course kernel's). None when no
-    answer is kept, or it was kept without that fact (see the module docstring)."""
+    answer is kept, or it was kept without that fact (see the module docstring). ``kept``: the
+    learner's pieces as :func:`asynctc.models.emulate_sm90.your_pieces` reads them (read here when
+    not given)."""
     if chapter < 5:
         return None
     piece, name, what, suite, which = TIMED[min(chapter, 6)]
     from ..core import answers
-    kept = answers.meta(name)
-    sass = kept.get("sass") if kept else None
-    if not isinstance(sass, dict) or _e.your_pieces()[0][piece] is None:
+    meta = answers.meta(name)
+    sass = meta.get("sass") if meta else None
+    if not isinstance(sass, dict) or (kept if kept is not None else _e.your_pieces()[0])[piece] is None:
         return None
     row, cublas, rec = _recorded(suite, sass)
     build = f"in the timed build ({sass['config']})" if sass.get("config") else "in the timed build"

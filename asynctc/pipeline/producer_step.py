@@ -100,9 +100,7 @@ def sass_identity(step: str) -> dict:
         warnings.simplefilter("ignore")
         ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines=cfg.defines, code=splice(step))
     d = sass.difference(sass.disassemble(compile_pipeline(cfg).cubin), sass.disassemble(ck.cubin))
-    return {"same": d.same, "changed": d.away, "total": d.total, "extra": d.only_yours,
-            "fewer": d.only_kernel, "reordered": d.reordered, "config": cfg.label(),
-            "fields": dataclasses.asdict(cfg)}
+    return {**d.kept(cfg.label()), "fields": dataclasses.asdict(cfg)}
 
 
 def compile_hint(log: str, step: str) -> str:

@@ -475,9 +475,7 @@ def judge(answer) -> str | None:
 def _identity(cubin: bytes) -> dict:
     """What a passing loop keeps with the answer (asynctc.models.gemm_so_far reads it): whether its
     rung-3 build is the course's, instruction for instruction, and the build's label."""
-    d = sass_difference(cubin)
-    return {"same": d.same, "changed": d.away, "total": d.total, "extra": d.only_yours,
-            "fewer": d.only_kernel, "reordered": d.reordered, "config": config().label()}
+    return sass_difference(cubin).kept(config().label())
 
 
 @_ex.code_exercise("ch06.consumer_loop", "Write the body of the consumer warpgroups' k-loop of rung 3 "
