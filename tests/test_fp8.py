@@ -1033,14 +1033,6 @@ def test_accumulation_notes_read_the_fp8_record_and_flip():
     assert not fp8.accumulator_table(bad)[0] and not fp8.accumulator_table(flat)[0]
 
 
-def test_swizzle_notes_read_the_swizzle_record():
-    (res,) = _records("swizzle")
-    inside, yes, no = fp8.swizzle_gain_note(res)
-    assert not inside and no.startswith("The 128-byte swizzle runs ") and "not the seed's 10–20 %" in no
-    assert "× as fast as the 64-byte one" in no and "× as fast as no swizzle" in no
-    assert fp8.swizzle_gain_note(res, band=(0.0, 0.5))[0]
-
-
 def test_tc_dot_continues_from_an_accumulator():
     """tc_dot(…, acc=) carries the accumulator across k-tiles: two k-tiles from acc equal one
     sum over both (ch07.promotion's loop relies on it)."""

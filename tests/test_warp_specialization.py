@@ -433,36 +433,9 @@ def test_the_core_lessons_ladder_helpers():
     plt.close(fig)
 
 
-def test_the_core_lessons_guarded_sentences_on_rungs_2_3_and_9():
-    """The sentence on rung 2 holds only while rung 2 sits 0.05 of cuBLAS below rung 1 and rung 3
-    within 0.03 of rung 1, and prints the record's numbers; the one on the split (rung 3) only while
-    rung 3 is within 2 % of rung 1 everywhere and chapter 05's trace shows the consumers waiting on
-    data; the line on rung 9 holds only while rung 9 is slower than rung 8 everywhere, and names the
-    side of its prediction it fell on."""
-    def lad(fr):
-        return {"ladder": [{"size": s, "dtype": "float16", "rung": n, "name": W.RUNGS[n - 1].name,
-                            "tflops": 800 * f, "of_cublas": f} for (s, n), f in fr.items()]}
-    fr = {(4096, 1): 0.90, (4096, 2): 0.76, (4096, 3): 0.89, (8192, 1): 0.95, (8192, 2): 0.83,
-          (8192, 3): 0.95}
-    ok, text, nums = W.rung2_note(lad(fr))
-    assert ok and "0.76 vs 0.90 of cuBLAS at 4096³ fp16 (0.83 vs 0.95 at 8192³)" in text
-    assert "1.33× the bytes per flop" in text and text.endswith("(deep dive 06c §3).")
-    assert nums["rung2"][(4096, "float16")] == 0.76
-    assert not W.rung2_note(lad({**fr, (8192, 2): 0.92}))[0]          # no longer clearly slower
-    assert not W.rung2_note(lad({**fr, (4096, 3): 0.85}))[0]          # rung 3 not back at rung 1
-
-    def ch05(wait):                   # chapter 05's record: the depth sweep and one traced depth
-        sweep = [{"kernel": "pipeline", "tile": "128x256x64/c2", "dtype": "float16", "size": 4096,
-                  "stages": st, "tflops": t} for st, t in ((3, 670), (4, 685))]
-        return {"sweep": sweep, "traces": [{"tile": "128x256x64/c2", "stages": 4,
-                                            "metrics": {"mean": {"wait_full_fraction": wait}}}]}
-    ok, text, nums = W.split_note(lad(fr), ch05(0.27))
-    assert ok and text.startswith("Rung 3, the split on rung 1's tile, runs at 0.99–1.00× rung 1")
-    assert "(S = 4) the consumers waited 27% of the loop on full barriers" in text
-    assert nums["rung3_over_rung1"][(4096, "float16")] == pytest.approx(0.89 / 0.90)
-    assert not W.split_note(lad({**fr, (8192, 3): 0.92}), ch05(0.27))[0]   # the split moved it
-    assert not W.split_note(lad(fr), ch05(0.05))[0]                         # the data were on time
-
+def test_the_core_lessons_guarded_line_on_rung_9():
+    """The line on rung 9 holds only while rung 9 is slower than rung 8 everywhere, and names the
+    side of its prediction it fell on. (Rungs 2 and 3: tests/test_ws_rungs.py, rung_clause.)"""
     def pp(r98):
         return {"ladder": [{"size": s, "dtype": "float16", "rung": n, "tflops": t}
                            for s, v in r98.items() for n, t in ((8, 700), (9, 700 * v))]}

@@ -3,8 +3,7 @@ the FP8 value grids (:func:`plot_formats`); the accumulation plot of an "fp8" re
 (:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table and
 the verdicts and claims of the lesson (:func:`speed_table`, :func:`fp16_ratio_note`,
 :func:`prediction_note`, :func:`promotion_note`, :func:`random_inputs_note`,
-:func:`promotion_cost_note`), and the one on a "swizzle" record
-(:func:`swizzle_gain_note`; the rest of that record is deep dive 07c's). A ``*_note`` returns what
+:func:`promotion_cost_note`; the "swizzle" record is deep dive 07c's). A ``*_note`` returns what
 :func:`asynctc.core.notebook.verdict` (``(condition, if_true, if_false)``) or
 :func:`asynctc.core.notebook.claim` (``(holds, text, numbers)``) takes. The seed article's 4096³
 table beside our rungs is in :mod:`asynctc.fp8.seed`."""
@@ -199,29 +198,3 @@ def accumulator_table(results: dict) -> tuple[bool, str, dict]:
     numbers = {**{f"swamp_{n}": v for n, v in sw.items()}, **{f"normal_{n}": v for n, v in rn.items()},
                **{f"kept_{n}": v for n, v in kept.items()}}
     return h1 and h2 and h3, "\n".join(lines), numbers
-
-
-def swizzle_gain_note(results: dict, band=(0.10, 0.20)) -> tuple[bool, str, str]:
-    """``(inside, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict` on a "swizzle"
-    record's results: how many times as fast the 128-byte swizzle runs as the 64-byte one (the
-    smallest over the sizes), its gain against the seed's 10–20 %; the same against 32-byte and no
-    swizzle beside it."""
-    of = _of_128(results)
-    gain = 1 / of[64] - 1
-    lo, hi = band
-    seed = f"the seed's {lo * 100:.0f}–{hi * 100:.0f} %"
-    head = (f"The 128-byte swizzle runs {1 / of[64]:.2f}× as fast as the 64-byte one (a "
-            f"{gain * 100:.0f} % gain")
-    return (lo <= gain <= hi, f"{head}, inside {seed}).",
-            f"{head}, not {seed}), {1 / of[32]:.2f}× as fast as the 32-byte one and {1 / of[0]:.2f}× "
-            "as fast as no swizzle.")
-
-
-def _one_box_rows(results: dict) -> list[dict]:
-    from ..swizzle import suite as SW
-    return [r for r in SW.swizzle_table(results) if r["row_boxes"] == 1]
-
-
-def _of_128(results: dict) -> dict:
-    rows = _one_box_rows(results)
-    return {sw: max(r["of_128"] for r in rows if r["swizzle"] == sw) for sw in (64, 32, 0)}

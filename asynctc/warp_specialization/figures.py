@@ -8,8 +8,9 @@ trace cut and read (:func:`trace_window`, :func:`plot_top_trace`, :func:`trace_n
 :func:`trace_table`); :func:`plot_raster` (a ``ws_limit`` record's figure); for the core lesson,
 :func:`plot_protocol` (both protocols drawn), :func:`ladder_summary` (the ladder at a glance) and
 :func:`prediction_check` (each rung's step beside its frozen prediction, :data:`PREDICTION_BANDS`),
-with :func:`ladder_ratio` and :func:`span_text`; the lesson's record-guarded sentences on rung 2
-(:func:`rung2_note`), rung 7's epilogue (:func:`epilogue_note`) and rung 9 (:func:`pingpong_note`),
+with :func:`ladder_ratio` and :func:`span_text`; the record-guarded sentences on rung 7's
+epilogue (:func:`epilogue_note`) and rung 9 (:func:`pingpong_note`; rungs 2–8's clauses:
+:mod:`.rung_notes`),
 and :func:`numbers_table` (the record's numbers each sentence rests on). Reads records and
 compiles; never times anything (:mod:`.suite` and :mod:`.limit_suite` measure).
 """
@@ -424,8 +425,8 @@ NUMBER_NAMES = {"rung1": ("rung 1", "{:.2f}"), "rung2": ("rung 2", "{:.2f}"),
 
 
 def numbers_table(*numbers: dict, of: str = "") -> str:
-    """The numbers a note's sentence rests on (the third value :func:`rung2_note`,
-    :func:`split_note`, :func:`epilogue_note`, :func:`~.store_suite.ws_bought` … return), as text,
+    """The numbers a note's sentence rests on (the third value :func:`~.rung_notes.rung_clause`,
+    :func:`epilogue_note`, :func:`~.store_suite.ws_bought` … return), as text,
     named by :data:`NUMBER_NAMES`: the entries given per (size, dtype) as one row per ladder,
     under a line ``of`` (what the columns are, e.g. "fractions of cuBLAS"), when given; every
     other entry on a line of its own.
@@ -457,46 +458,6 @@ def numbers_table(*numbers: dict, of: str = "") -> str:
 
 def _fracs(results: dict, n: int) -> dict:
     return {(r["size"], r["dtype"]): r["of_cublas"] for r in results["ladder"] if r["rung"] == n}
-
-
-def rung2_note(results: dict) -> tuple[bool, str, dict]:
-    """The core lesson's sentence on rung 2, from a ``warp_specialization`` record's results:
-    ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`. It holds when rung 2 is at
-    least 0.05 of cuBLAS below rung 1 and rung 3 within 0.03 of rung 1 in every ladder."""
-    f1, f2, f3 = (_fracs(results, n) for n in (1, 2, 3))
-    holds = all(f2[k] < f1[k] - 0.05 and abs(f3[k] - f1[k]) < 0.03 for k in f2)
-    at = {s: (s, "float16") for s, _d in f2}
-    per_flop = {bn: P.PipelineConfig(bm=128, bn=bn, consumers=2).stage_bytes / bn for bn in (128, 256)}
-    sizes = sorted(at)
-    text = (f"Rung 2 is slower than rung 1: {f2[at[sizes[0]]]:.2f} vs {f1[at[sizes[0]]]:.2f} of "
-            f"cuBLAS at {sizes[0]}³ fp16"
-            + "".join(f" ({f2[at[s]]:.2f} vs {f1[at[s]]:.2f} at {s}³)" for s in sizes[1:]) + ". "
-            f"Its one consumer warpgroup computes a 128×128 tile, half of rung 1's, so a k-tile brings "
-            f"{per_flop[128] / per_flop[256]:.2f}× the bytes per flop and no second warpgroup's wgmmas "
-            f"fill its waits (deep dive 06c §3).")
-    return holds, text, {"rung1": f1, "rung2": f2, "rung3": f3}
-
-
-def split_note(results: dict, pipeline_results: dict) -> tuple[bool, str, dict]:
-    """The core lesson's sentence on what splitting the roles bought by itself, from a
-    ``warp_specialization`` record's results and chapter 05's ``pipeline`` record's:
-    ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`. It holds when rung 3 (the
-    split, on rung 1's tile and ring) runs within 2 % of rung 1 in every ladder and chapter 05's
-    traced consumers (128×256, fp16, 4096³, at the depth that measured fastest) waited on full
-    barriers more than 15 % of the loop."""
-    f1, f3 = _fracs(results, 1), _fracs(results, 3)
-    r = {k: f3[k] / f1[k] for k in f3}
-    meas = {x["stages"]: x["tflops"] for x in pipeline_results["sweep"] if x["kernel"] == "pipeline"
-            and x["tile"] == "128x256x64/c2" and x["dtype"] == "float16" and x["size"] == 4096}
-    best = max(meas, key=meas.get)
-    trace = {t["stages"]: t["metrics"] for t in pipeline_results["traces"] if t["tile"] == "128x256x64/c2"}
-    wait = trace[best]["mean"]["wait_full_fraction"]
-    holds = all(abs(v - 1) < 0.02 for v in r.values()) and wait > 0.15
-    text = (f"Rung 3, the split on rung 1's tile, runs at {min(r.values()):.2f}–{max(r.values()):.2f}× "
-            f"rung 1: the split alone bought nothing measurable. In chapter 05's trace (S = {best}) the "
-            f"consumers waited {wait:.0%} of the loop on full barriers, for loads issued stages ahead; "
-            "a producer of their own does not make those land sooner.")
-    return holds, text, {"rung3_over_rung1": r, "ch05_wait_full": wait}
 
 
 def pingpong_note(results: dict, top: int = 8, pingpong: int = 9,
