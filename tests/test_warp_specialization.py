@@ -656,19 +656,6 @@ def test_the_core_ladder_figure_shows_each_rungs_change_and_prediction():
     plt.close("all")
 
 
-def test_numbers_table_shows_what_a_sentence_compares():
-    """A note's numbers as text: per-ladder entries as columns of one row per ladder, named and
-    formatted by NUMBER_NAMES; a name met twice shown once; other entries one line each."""
-    fr = {(4096, "float16"): 0.90, (8192, "bfloat16"): 0.95}
-    text = W.numbers_table({"rung1": fr, "rung3_over_rung1": {k: 0.99 for k in fr}},
-                           {"split": {k: 0.5 for k in fr}, "ch05_wait_full": 0.27}, of="of cuBLAS:")
-    lines = text.splitlines()
-    assert lines[0] == "of cuBLAS:" and lines[1].split() == ["rung", "1", "rung", "3", "/", "rung", "1"]
-    assert lines[2].split() == ["4096³", "fp16", "0.90", "0.990"]
-    assert lines[3].split() == ["8192³", "bf16", "0.95", "0.990"]
-    assert lines[4] == "chapter 05's consumers, waiting on full: 27% of the loop" and len(lines) == 5
-
-
 def test_plots_draw_from_a_record():
     import matplotlib
     matplotlib.use("Agg")

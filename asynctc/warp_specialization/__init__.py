@@ -64,8 +64,7 @@ W.<name>``):
 * ``figures.py`` — the notebook's helpers: the protocol read from the kernel source and drawn
   (:func:`plot_protocol`), register budgets, :func:`plot_ladder` (with each rung's change and
   prediction: :func:`predicted_tflops`), the ladder at a glance (:func:`ladder_summary`,
-  :func:`prediction_check`, :func:`pingpong_note`, and
-  the numbers each sentence rests on: :func:`numbers_table`), trace windows and tables,
+  :func:`prediction_check`, :func:`pingpong_note`), trace windows and tables,
   :func:`plot_raster`; never times;
 * ``exercises.py`` — chapter 06's auto-checked exercises (registered on import);
 * ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
@@ -112,8 +111,8 @@ from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F40
 from .rung_exercises import model_text, staging_position, staging_text  # noqa: F401
 from .rung_notes import rung34_note, rung_clause, rung_note, rung_table  # noqa: F401
 from .figures import (  # noqa: F401
-    NUMBER_NAMES, PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio,
-    ladder_summary, numbers_table, plot_ladder, pingpong_note, predicted_tflops, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
+    PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio,
+    ladder_summary, plot_ladder, pingpong_note, predicted_tflops, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,
     register_budget, register_budget_table, seed_protocol, span_text,
     trace_numbers, trace_table, trace_window,
 )

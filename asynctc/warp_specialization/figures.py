@@ -10,9 +10,8 @@ trace cut and read (:func:`trace_window`, :func:`plot_top_trace`, :func:`trace_n
 :func:`prediction_check` (each rung's step beside its frozen prediction, :data:`PREDICTION_BANDS`),
 with :func:`ladder_ratio` and :func:`span_text`; the record-guarded sentences on rung 7's
 epilogue (:func:`epilogue_note`) and rung 9 (:func:`pingpong_note`; rungs 2–8's clauses:
-:mod:`.rung_notes`),
-and :func:`numbers_table` (the record's numbers each sentence rests on). Reads records and
-compiles; never times anything (:mod:`.suite` and :mod:`.limit_suite` measure).
+:mod:`.rung_notes`).
+Reads records and compiles; never times anything (:mod:`.suite` and :mod:`.limit_suite` measure).
 """
 
 from __future__ import annotations
@@ -406,53 +405,6 @@ def ladder_summary(results: dict) -> str:
         name = next(r["name"] for r in results["ladder"] if r["rung"] == n)
         lines.append(f"{f'{n} {name}':15s} {RUNG_CHANGES.get(n, ''):48s} "
                      + " ".join(f"{frac[(s, d, n)]:10.2f}" for s, d in keys))
-    return "\n".join(lines)
-
-
-#: How :func:`numbers_table` names and formats each number a note returns: key → (name, format).
-NUMBER_NAMES = {"rung1": ("rung 1", "{:.2f}"), "rung2": ("rung 2", "{:.2f}"),
-                "rung3": ("rung 3", "{:.2f}"),
-                "rung3_over_rung1": ("rung 3 / rung 1", "{:.3f}"),
-                "split": ("rung 3 / rung 1", "{:.3f}"),
-                "persistent": ("rung 5 − rung 4", "{:+.3f}"),
-                "store_alone": ("TMA store, 1 tile/CTA", "{:+.1%}"),
-                "store_persistent": ("TMA store, persistent", "{:+.1%}"),
-                "ch05_wait_full": ("chapter 05's consumers, waiting on full", "{:.0%} of the loop"),
-                "rung6": ("rung 6's epilogue", "{:.0f} cycles per tile"),
-                "rung7": ("rung 7's epilogue", "{:.0f} cycles per tile"),
-                "tile_cycles": ("a tile's k-loop", "{:.0f} cycles"),
-                "sass_agrees": ("the SASS's store counts match the model's", "{}")}
-
-
-def numbers_table(*numbers: dict, of: str = "") -> str:
-    """The numbers a note's sentence rests on (the third value :func:`~.rung_notes.rung_clause`,
-    :func:`epilogue_note`, :func:`~.store_suite.ws_bought` … return), as text,
-    named by :data:`NUMBER_NAMES`: the entries given per (size, dtype) as one row per ladder,
-    under a line ``of`` (what the columns are, e.g. "fractions of cuBLAS"), when given; every
-    other entry on a line of its own.
-    Several notes' numbers may be given at once; a key met twice is shown once."""
-    merged: dict = {}
-    for d in numbers:
-        for k, v in d.items():
-            if k in merged or any(NUMBER_NAMES.get(k, (k,))[0] == NUMBER_NAMES.get(j, (j,))[0]
-                                  for j in merged):
-                continue
-            merged[k] = v
-    cols = {k: v for k, v in merged.items() if isinstance(v, dict)}
-    short = {"float16": "fp16", "bfloat16": "bf16"}
-    lines = [of] if of and cols else []
-    if cols:
-        names = {k: NUMBER_NAMES.get(k, (k, "{:.3g}")) for k in cols}
-        w = {k: max(8, len(names[k][0]) + 2) for k in cols}
-        keys = sorted({key for v in cols.values() for key in v}, key=lambda k: (k[0], k[1] != "float16"))
-        lines.append(f"{'':10s}" + "".join(f" {names[k][0]:>{w[k]}s}" for k in cols))
-        for key in keys:
-            lines.append(f"{key[0]}³ {short.get(key[1], key[1]):5s}" + "".join(
-                f" {names[k][1].format(cols[k][key]) if key in cols[k] else '-':>{w[k]}s}" for k in cols))
-    for k, v in merged.items():
-        if k not in cols:
-            name, fmt = NUMBER_NAMES.get(k, (k, "{}"))
-            lines.append(f"{name}: {fmt.format(v)}")
     return "\n".join(lines)
 
 

@@ -144,7 +144,7 @@ def store_table(results: dict) -> str:
 def store_steps(results: dict) -> dict:
     """What the TMA store adds per (size, dtype) of the record, the ratios :func:`store_findings`
     averages: ``{"store_alone": {(size, dtype): r3+store / r3 - 1}, "store_persistent": {...:
-    r5+store / r5 - 1}}`` (for :func:`asynctc.warp_specialization.figures.numbers_table`)."""
+    r5+store / r5 - 1}}``."""
     cells = _cells(results)
     return {"store_alone": {k: c["r3+store"] / c["r3"] - 1 for k, c in cells.items()},
             "store_persistent": {k: c["r5+store"] / c["r5"] - 1 for k, c in cells.items()}}
