@@ -222,6 +222,22 @@ def evaluate_condition(cond: str, env: dict[str, int], names):
     return (bool(v.value), frozenset(seen)) if isinstance(v, _Const) else None
 
 
+def value(expr: str, env: dict[str, int]) -> int:
+    """The integer value of a whole C expression over ``env`` (every name must be in ``env``;
+    C's truncating ``/`` and ``%``). Raises :class:`Unevaluable` naming the first unknown name or
+    the part that does not evaluate (a call, a cast, a division by zero)."""
+    toks = _tokens(expr)
+    if not toks or toks[-1].end < len(expr.rstrip()):
+        raise Unevaluable(expr.strip())
+    for t in toks:
+        if t.kind == "id" and t.text not in env and t.text not in ("true", "false"):
+            raise Unevaluable(f"name {t.text}")
+    v = _evaluate(toks, expr, env, set(env), set(), strict=True)
+    if not isinstance(v, _Const):
+        raise Unevaluable(expr.strip())
+    return v.value
+
+
 # --------------------------------------------------------------------------------------------------
 # Where a switch can be folded in a line
 # --------------------------------------------------------------------------------------------------

@@ -16,11 +16,10 @@ whole tile (:mod:`asynctc.models.emulate_sm90`) both use it.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 
-from ..core import runtime
+from ..core import cexpr, runtime
 from .pipeline import Mbarrier, MbarrierError
 
 SOURCE = "tma_stage.cu"
@@ -70,44 +69,26 @@ class Fill:
     other_bars: tuple[str, ...]
 
 
-_BIN = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-        ast.Div: lambda a, b: int(a / b) if b else _zero(), ast.FloorDiv: lambda a, b: a // b,
-        ast.Mod: lambda a, b: a % b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
-        ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
 _SIZEOF = {"half": 2, "__half": 2, "__nv_bfloat16": 2, "u16": 2, "short": 2, "float": 4, "u32": 4,
            "int": 4, "uint32_t": 4, "u64": 8, "double": 8, "char": 1, "u8": 1}
 
 
-def _zero():
-    raise ReadError("a division by zero")
-
-
 def evaluate(expr: str, env: dict[str, int]) -> int:
     """The value of a C integer expression over ``env`` (+ − × / % << >> & | ^ ~, casts, sizeof of
-    a 2-, 4- or 8-byte type, u/l suffixes). Raises :class:`ReadError` for anything else."""
+    a 2-, 4- or 8-byte type, u/l suffixes), by :func:`asynctc.core.cexpr.value` once the casts
+    and ``sizeof``s are read. Raises :class:`ReadError` for anything else."""
     e = re.sub(r"\bsizeof\s*\(\s*(\w+)\s*\)", lambda m: str(_SIZEOF.get(m.group(1), f"sizeof_{m.group(1)}")), expr)
     e = re.sub(r"\(\s*(?:const\s+)?(?:unsigned\s+)?(?:u32|u64|int|uint32_t|int32_t|unsigned|long|size_t)\s*\)",
                "", e)
-    e = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", e)
     try:
-        tree = ast.parse(e.strip(), mode="eval")
-    except SyntaxError:
+        return cexpr.value(e, env)
+    except cexpr.Unevaluable as err:
+        name = str(err)[5:] if str(err).startswith("name ") else None
+        if name:
+            raise ReadError(f"{name!r} in {expr.strip()!r} has no value the reader knows") from None
+        if str(err) in ("/", "%"):
+            raise ReadError("a division by zero") from None
         raise ReadError(f"the reader cannot evaluate {expr.strip()!r}") from None
-
-    def ev(n):
-        if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
-            return n.value
-        if isinstance(n, ast.Name):
-            if n.id not in env:
-                raise ReadError(f"{n.id!r} in {expr.strip()!r} has no value the reader knows")
-            return env[n.id]
-        if isinstance(n, ast.BinOp) and type(n.op) in _BIN:
-            return _BIN[type(n.op)](ev(n.left), ev(n.right))
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd, ast.Invert)):
-            v = ev(n.operand)
-            return -v if isinstance(n.op, ast.USub) else (~v if isinstance(n.op, ast.Invert) else v)
-        raise ReadError(f"the reader cannot evaluate {expr.strip()!r}")
-    return ev(tree.body)
 
 
 def _split_args(text: str) -> list[str]:
