@@ -102,40 +102,36 @@ def _main(all_steps, chapter: str) -> Step:
     return [s for s in all_steps if s.chapter == chapter and s.main][-1]
 
 
-_fmt = lambda s: f"{s.label}: {s.tflops:.0f} TFLOP/s, {s.of_cublas:.2f} of cuBLAS"  # noqa: E731
+def _fmt(s: Step) -> str:
+    return f"{s.label}: {s.tflops:.0f} TFLOP/s, {s.of_cublas:.2f} of cuBLAS"
+
+
+def _were(s: Step) -> str:
+    return f"{s.chapter} {s.label}, {s.of_cublas:.2f} of cuBLAS"
 
 
 #: Each entry's prose (written, not measured): what we suspected, what we changed and where the
 #: learner wrote it, what comes next.
 TEXT = {
-    "01": ("CUDA cores do one multiply-add per thread per clock; one warp's mma.sync does a 16×8×16 "
-           "tile of them on a Tensor Core.",
-           "§2: tiles staged in shared memory, ldmatrix into fragments, mma.sync (exercise 2 counts its "
-           "HMMA per k-tile).",
-           "02 suspects the copy: each operand byte goes global → registers → shared memory."),
-    "02": ("the register hop: the threads load each byte into a register, store it to shared memory, "
-           "and the math waits for it.",
-           "§1–2: cp.async copies global → shared directly, into a ring of stages that loads the next "
-           "k-tiles during the math (exercise 1: the wait depth).",
-           "03 suspects the instructions: 128 threads still issue one cp.async per 16 bytes."),
-    "03": ("a copy engine could move a whole box for one instruction from one thread.",
-           "TMA and the mbarrier that counts its bytes (exercise 1: a stage's fill; exercise 2: the "
-           "128-byte swizzle).",
-           "no GEMM step here: mma.sync still reads through ldmatrix; 04's wgmma reads the swizzled "
-           "tiles straight from shared memory."),
-    "04": ("mma.sync itself: small per-warp MMAs fed by ldmatrix; Hopper's full Tensor Core rate needs "
-           "wgmma (01 §5).",
-           "wgmma, operands read from shared memory by descriptor (§3 exercise: the k-step). Timed as "
-           "chapter 05's kernel with one stage: 04's pieces, no pipeline inside a CTA.",
-           "05 suspects the wait: with one stage each k-tile's load lands before its wgmma starts."),
+    "01": ("the Tensor Cores: one mma.sync is a warp's 16×8×16 tile of multiply-adds.",
+           "§2: ldmatrix and mma.sync (exercise 2: its HMMA per k-tile).",
+           "02 suspects the copy: global → registers → shared memory."),
+    "02": ("the register hop: each byte goes to a register, then to shared memory, while the math waits.",
+           "§1–2: cp.async copies global → shared, into a ring of stages (exercise 1: the wait depth).",
+           "03 suspects the instructions: one cp.async per 16 bytes."),
+    "03": ("a copy engine could move a whole box for one instruction.",
+           "TMA and its mbarrier (exercises: a stage's fill, the 128-byte swizzle).",
+           "no GEMM step here: mma.sync still needs ldmatrix; 04's wgmma reads shared memory itself."),
+    "04": ("mma.sync itself: the full Tensor Core rate needs wgmma (01 §5).",
+           "wgmma reads shared memory by descriptor (§3 exercise: the k-step); timed as chapter 05's "
+           "kernel with one stage: no pipeline inside a CTA.",
+           "05 suspects the wait: each k-tile's load lands before its wgmma starts."),
     "05": ("one stage serialises load and math.",
-           "a ring of S stages with full and empty mbarriers (§2 exercise: the producer step), the depth "
-           "sweep, then a 128×256 tile with 2 consumer warpgroups.",
-           "06 suspects the loads: a consumer's thread issues them, so its warpgroup waits with it."),
-    "06": ("the loads on a consumer's path, then what lies outside the k-loop: launch waves, the "
-           "epilogue's stores, the tile order.",
-           "a producer warpgroup (§1 exercise: the consumers' loop; with it your kernel is rung 3, 06 "
-           "§4's whole kernel), then rungs 5–8.",
+           "a ring of stages (§2 exercise: the producer step), then a 128×256 tile, 2 consumers.",
+           "06 suspects the loads: a consumer's thread issues them."),
+    "06": ("the loads on a consumer's path, then launch waves, stores and tile order.",
+           "a producer warpgroup (§1 exercise: the consumers' loop; then yours is rung 3, §4's "
+           "whole kernel), then rungs 5–8.",
            "07 feeds the same pipeline FP8."),
 }
 
@@ -164,19 +160,16 @@ def entry(chapter: str) -> str:
     if chapter not in TEXT:
         raise ValueError(f"chapter={chapter!r}: the worklog has entries for {', '.join(CHAPTERS)}")
     all_steps, (suspect, change, nxt) = steps(), TEXT[chapter]
-    head = textwrap.fill(f"Worklog {chapter}: 4096³ fp16. Each fraction is of the cuBLAS timed in the same "
-                         "run (the records' clocks differ; the fraction compares across them).", 100)
+    head = f"Worklog {chapter}"
     if chapter == "01":
         simt, now = min(_results("mma_sync")["simt"], key=lambda r: r["size"]), _main(all_steps, "01")
         sync = _one(_results("mma_sync")["sweep"], "mma_sync", size=simt["size"], kernel="mma.sync",
                     tile=CH01_TILE)["tflops"]
         _check(sync > simt["tflops"], "mma.sync gains on the SIMT GEMM", simt=simt["tflops"], sync=sync)
-        were = (f"§1's SIMT GEMM, {simt['tflops']:.1f} TFLOP/s at {simt['size']}³ fp32 (not in the "
-                "figure: another size and type)")
-        measured = (f"{_fmt(now)} at 4096³; at {simt['size']}³, {sync:.0f} TFLOP/s, "
-                    f"{sync / simt['tflops']:.0f}× the SIMT GEMM")
+        were = f"§1's SIMT GEMM, {simt['tflops']:.1f} TFLOP/s at {simt['size']}³ fp32"
+        measured = f"{_fmt(now)}; at {simt['size']}³ {sync:.0f} TFLOP/s, {sync / simt['tflops']:.0f}× the SIMT"
     elif chapter == "03":
-        t, were = tma_box(), f"02 {_fmt(_main(all_steps, '02'))}"
+        t, were = tma_box(), _were(_main(all_steps, "02"))
         same = abs(t["ratio"] - 1) < 0.05
         measured = (f"at a {t['box_bytes'] // 1024} KiB box, TMA {t['tma_gbps']:.0f} GB/s, cp.async "
                     f"{t['cp_async_gbps']:.0f} GB/s ({t['ratio']:.2f}×): "
@@ -187,10 +180,7 @@ def entry(chapter: str) -> str:
         prev, now = _main(all_steps, order[order.index(chapter) - 1]), _main(all_steps, chapter)
         gain = now.of_cublas / prev.of_cublas
         _check(gain > 1, f"chapter {chapter}'s change gained", were=prev.of_cublas, now=now.of_cublas)
-        were = f"{prev.chapter} {_fmt(prev)}"
-        measured = f"{_fmt(now)}: {gain:.2f}× the fraction of {prev.chapter}"
-        side = [f"{s.label} {s.of_cublas:.2f}" for s in all_steps if s.chapter == chapter and not s.main]
-        measured += f" (on the way: {', '.join(side)})" if side and chapter != "06" else ""
+        were, measured = _were(prev), f"{_fmt(now)}, {gain:.2f}× {prev.chapter}'s fraction"
     parts = [("we were at", were), ("we suspected", suspect), ("we changed", change),
              ("we measured", measured), ("next", nxt)]
     lines = [textwrap.fill(t, 100, initial_indent=f"  {k:<14}", subsequent_indent=" " * 16) for k, t in parts]
@@ -238,7 +228,8 @@ def plot(upto: str = "06"):
     for t, (c, _) in zip(ax.get_xticklabels(), slots):
         t.set_color("k" if c <= upto else "0.6")
     ax.set(xlim=(-0.5, len(slots) - 0.5), ylim=(0, 1.15), ylabel="fraction of cuBLAS (same run)")
-    ax.set_title(f"The course's GEMM through chapter {upto}: 4096³ fp16, from the records", fontsize=10)
+    ax.set_title(f"The course's GEMM through chapter {upto}, 4096³ fp16, from the records\nruns differ in "
+                 "clock: the fraction of the cuBLAS timed in the same run compares across them", fontsize=9)
     fig.tight_layout()
     return fig
 
