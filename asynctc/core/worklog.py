@@ -76,7 +76,7 @@ def steps() -> list[Step]:
     for n in (1, 2, 3):                            # 128×128, one consumer: 1 stage is 04, 2 and 3 on the way
         r = _one(ps, "pipeline", kernel="pipeline", bm=128, bn=128, consumers=1, stages=n, ctas_per_sm=1)
         out.append(take("04", "TMA + wgmma, 1 stage", r, cub, "pipeline", keys) if n == 1 else
-                   take("05", f"{n} stages", r, cub, "pipeline", keys, main=False))
+                   take("05", f"128×128, {n} stages", r, cub, "pipeline", keys, main=False))
     b = _best(ps, "pipeline")
     out.append(take("05", f"ring, {b['bm']}×{b['bn']}, {b['stages']} stages", b, cub, "pipeline", keys))
     ws = _results("warp_specialization")
@@ -222,6 +222,9 @@ def plot(upto: str = "06"):
                        alpha=0.15 if c == upto else 0.06, lw=0)
         ax.text(x0 + (n - 1) / 2, 1.08, c, ha="center", fontsize=9, weight="bold" if c == upto else None)
         x0 += n
+    ax.plot([], [], "o", color="C0", label="the chapter's step")
+    ax.plot([], [], "s", color="C0", ms=5, label="on the way")
+    ax.legend(loc="lower right", fontsize=8)
     ax.set_xticks(range(len(slots)))
     ax.set_xticklabels([s.label if s else "TMA (no GEMM)" for _, s in slots], rotation=35,
                        ha="right", fontsize=8)
