@@ -241,6 +241,13 @@ exercises.check("ch02.ring_smem", (233472 - 1024) // stage_bytes, bm=128, bn=64,
 print((233472 // 2 - 1024) // 32768, [t.name for t in cp_async.TILES if t.stages == 4])
 
 # %% [markdown]
-# **What you learned.** `cp.async` groups and waits, the ring's bookkeeping, and what removing the
-# register hop alone buys.
-# **Next:** [chapter 03](03_tma_mbarrier.ipynb) hands the whole copy to a copy engine, TMA.
+# ## Worklog
+
+# %% output varies
+from asynctc.core import worklog
+
+worklog.show("02")
+
+# %% [markdown]
+# **What you learned.** `cp.async` groups and waits, and the ring's bookkeeping.
+# **Next:** [chapter 03](03_tma_mbarrier.ipynb).

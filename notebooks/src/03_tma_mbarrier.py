@@ -192,8 +192,15 @@ def swizzle_128b(offset):
 ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bits: offset ^ ((offset >> 7) & 7) << 4
 
 # %% [markdown]
-# **Your GEMM so far.** Chapter 03 gave your own Hopper GEMM its stage fill and swizzle. The cell
-# runs one tile with your passing pieces on the CPU and checks it against float64.
+# ## Worklog
+
+# %% output varies
+from asynctc.core import worklog
+
+worklog.show("03")
+
+# %% [markdown]
+# **Your GEMM so far**, with your stage fill and swizzle: one tile on the CPU, checked against float64.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far
@@ -201,5 +208,5 @@ from asynctc.models.gemm_so_far import so_far
 so_far("03")
 
 # %% [markdown]
-# **What you learned.** Tensor maps, swizzle, and an mbarrier's arrivals, bytes and parity.
-# **Next:** [chapter 04](04_wgmma.ipynb) feeds those shared-memory tiles to `wgmma`.
+# **What you learned.** Tensor maps, swizzle, an mbarrier's bytes and parity.
+# **Next:** [chapter 04](04_wgmma.ipynb).

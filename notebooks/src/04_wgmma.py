@@ -225,6 +225,14 @@ ok = exercises.check("ch04.acc_owner", (32 * w + 4 * g + t, 4 * j + 2 * half + o
                      solution=True)
 
 # %% [markdown]
+# ## Worklog
+
+# %% output varies
+from asynctc.core import worklog
+
+worklog.show("04")
+
+# %% [markdown]
 # **Your GEMM so far.** Chapter 04 added the k-step: your descriptors walk each wgmma along K.
 
 # %% output varies
@@ -233,6 +241,5 @@ from asynctc.models.gemm_so_far import so_far
 so_far("04")
 
 # %% [markdown]
-# **What you learned.** What a warpgroup's wgmma reads and where its accumulator lives, the matrix
-# descriptor field by field, and how close one wgmma stream gets to the peak.
-# **Next:** [chapter 05](05_pipelines.ipynb) puts TMA, mbarriers and wgmma in one pipelined GEMM.
+# **What you learned.** What a wgmma reads, where its accumulator lives, its descriptor field by field.
+# **Next:** [chapter 05](05_pipelines.ipynb).

@@ -251,9 +251,16 @@ print(pl.design_survey(record=rec))                # §5's "Design it": every de
 _ = notebook.claim(*pl.cap_evidence(record=rec))    # what the best cap explains, what only agrees
 
 # %% [markdown]
-# **Your GEMM so far.** Chapter 05 added the producer step, which refills the ring. If your step
-# compiles to the course kernel's SASS, the H200's recorded run is your kernel's, and the cell says its speed;
-# otherwise it says how many instructions away yours is, and the course kernel's speed.
+# ## Worklog
+
+# %% output varies
+from asynctc.core import worklog
+
+worklog.show("05")
+
+# %% [markdown]
+# **Your GEMM so far**, with your producer step: if it compiles to the course kernel's SASS, the
+# recorded run is yours; otherwise the cell says how far yours is.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far
@@ -261,6 +268,5 @@ from asynctc.models.gemm_so_far import so_far
 so_far("05")
 
 # %% [markdown]
-# **What you learned.** The ring and its parities, a pipelined GEMM checked and measured, why
-# depth stops paying, what a fit can say. **Next:** [chapter 06](06_warp_specialization.ipynb)
-# gives the loads a warpgroup of their own.
+# **What you learned.** The ring and its parities, a pipelined GEMM measured, why depth stops
+# paying. **Next:** [chapter 06](06_warp_specialization.ipynb).

@@ -218,9 +218,16 @@ else:
         _ = notebook.verdict(*v)
 
 # %% [markdown]
-# **Your GEMM so far.** The consumer loop completes it. If your loop compiles to rung 3's SASS, the
-# recorded rung-3 run is your kernel's, and the cell says its speed; otherwise, how far yours is. Deep dive
-# [06e](06e_your_gemm_on_the_cpu.ipynb) breaks pieces on purpose.
+# ## Worklog
+
+# %% output varies
+from asynctc.core import worklog
+
+worklog.show("06")
+
+# %% [markdown]
+# **Your GEMM so far.** The consumer loop completes it: if it compiles to rung 3's SASS, the
+# recorded rung-3 run is yours; otherwise the cell says how far yours is.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far
@@ -233,13 +240,11 @@ so_far("06")
 # The top rung, with edge handling, is `asynctc.matmul(a, b)`: any M, N, K, numpy, torch or CuPy
 # arrays ([deep dive 06d §3](06d_limits_and_gemm.ipynb)).
 #
-# **What you learned.** The two roles' loops and parities (yours for the consumers), why the
-# seed's swapped waits deadlock, the register budget `setmaxnreg` moves, what each rung bought and how,
-# the whole kernel and its host side in one file, and `asynctc.matmul`.
+# **What you learned.** The two roles' loops and parities, the register budget, what each rung
+# bought, the whole kernel in one file, and `asynctc.matmul`.
 #
-# **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your passing core
-# exercises (chapter 03's stage fill and swizzle, chapter 04's k-step, chapter 05's producer step and
-# this chapter's consumer loop) as one Hopper tile on the CPU and checks it against float64.
+# **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your five passing
+# core exercises as one Hopper tile on the CPU, checked against float64.
 #
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 

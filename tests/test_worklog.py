@@ -1,0 +1,140 @@
+"""The worklog thread (core.worklog): its steps are the records' rows, its fractions are of the same
+run's cuBLAS, its figure colours the chapters reached, and its entries fail on a flipped record."""
+from __future__ import annotations
+
+import copy
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import same_color  # noqa: E402
+
+from asynctc.core import records, worklog  # noqa: E402
+from asynctc.core.notebook import ClaimError  # noqa: E402
+
+RUNS = {"mma_sync": "sweep", "cp_async": "sweep", "pipeline": "sweep", "warp_specialization": "rows"}
+
+
+def _res(suite):
+    return records.load(suite).results
+
+
+def _row(rows, **match):
+    hits = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    assert len(hits) == 1, match
+    return hits[0]
+
+
+def test_steps_are_the_records_rows():
+    st = worklog.steps()
+    one = _row(_res("mma_sync")["sweep"], kernel="mma.sync", size=4096, dtype="float16",
+               tile=worklog.CH01_TILE)
+    assert st[0].chapter == "01" and st[0].tflops == one["tflops"]
+    ch04 = [s for s in st if s.chapter == "04"]
+    assert len(ch04) == 1 and ch04[0].config["stages"] == 1 and ch04[0].config["consumers"] == 1
+    best05 = max((r for r in _res("pipeline")["sweep"] if (r["kernel"], r["size"], r["dtype"])
+                  == ("pipeline", 4096, "float16")), key=lambda r: r["tflops"])
+    assert [s for s in st if s.chapter == "05" and s.main][-1].tflops == best05["tflops"]
+    rung8 = _row(_res("warp_specialization")["ladder"], rung=8, size=4096, dtype="float16")
+    last = st[-1]
+    assert last.label.startswith("rung 8") and last.tflops == rung8["tflops"]
+    assert last.of_cublas == pytest.approx(rung8["of_cublas"], rel=1e-9)
+
+
+def test_chapter01_tile_is_the_chapters_default():
+    from asynctc import mma_sync
+    assert worklog.CH01_TILE == mma_sync.DEFAULT_TILE.name
+
+
+@pytest.mark.parametrize("step", worklog.steps(), ids=lambda s: s.label)
+def test_fraction_is_of_the_same_runs_cublas(step):
+    rows = _res(step.record)[RUNS[step.record]]
+    cub = _row(rows, kernel="cuBLAS", size=4096, dtype="float16")
+    assert step.cublas == cub["tflops"]
+    assert step.of_cublas == step.tflops / cub["tflops"]
+
+
+def test_order():
+    st = worklog.steps()
+    chapters = [s.chapter for s in st]
+    assert chapters == sorted(chapters) and "03" not in chapters
+    assert {s.chapter for s in st if s.main} == set(worklog.CHAPTERS) - {"03"}
+    rungs = [s.config["rung"] for s in st if s.chapter == "06"]
+    assert rungs == list(range(2, 9))
+
+
+@pytest.mark.parametrize("chapter", worklog.CHAPTERS)
+def test_entry_has_the_four_parts(chapter):
+    text = worklog.entry(chapter)
+    for part in ("we were at", "we suspected", "we changed", "we measured", "next"):
+        assert f"  {part} " in text, part
+    assert text.startswith(f"Worklog {chapter}")
+
+
+def test_entry_06_walks_the_ladder_to_rung_8():
+    text = worklog.entry("06")
+    rung8 = _row(_res("warp_specialization")["ladder"], rung=8, size=4096, dtype="float16")
+    assert f"{rung8['of_cublas']:.2f}" in text.splitlines()[-2]
+    assert all(f"rung {n} " in text for n in range(1, 9))
+
+
+def _flipped(monkeypatch, suite, kernel, factor):
+    """Make worklog read ``suite`` with ``kernel``'s 4096³ rows scaled by ``factor``."""
+    real = worklog._results
+
+    def fake(name):
+        res = real(name)
+        if name != suite:
+            return res
+        res = copy.deepcopy(res)
+        for r in res["sweep"]:
+            if r["kernel"] == kernel:
+                r["tflops"] *= factor
+        return res
+    monkeypatch.setattr(worklog, "_results", fake)
+
+
+@pytest.mark.parametrize("chapter,suite,kernel", [("02", "cp_async", "cp.async"),
+                                                  ("04", "pipeline", "pipeline")])
+def test_guard_fails_on_a_flipped_record(monkeypatch, chapter, suite, kernel):
+    worklog.entry(chapter)                                   # the real record supports it
+    _flipped(monkeypatch, suite, kernel, 0.5)
+    with pytest.raises(ClaimError, match="gained"):
+        worklog.entry(chapter)
+
+
+def test_tma_sentence_follows_the_record(monkeypatch):
+    flat = lambda: " ".join(worklog.entry("03").split())  # noqa: E731
+    assert "the same bandwidth within 5 %" in flat()
+    real = worklog._results
+
+    def fake(name):
+        res = copy.deepcopy(real(name))
+        if name == "tma_equal":
+            for c in res["copies"]:
+                if c["variant"] == "tma":
+                    c["gbps"] *= 1.5
+        return res
+    monkeypatch.setattr(worklog, "_results", fake)
+    assert "not the same bandwidth" in flat()
+
+
+@pytest.mark.parametrize("upto", worklog.CHAPTERS)
+def test_plot_colours_the_steps_reached(upto):
+    fig = worklog.plot(upto)
+    try:
+        coloured = sum(len(line.get_xdata()) for line in fig.axes[0].lines
+                       if same_color(line.get_color(), "C0"))
+        assert coloured == sum(1 for s in worklog.steps() if s.chapter <= upto)
+        assert "same run" in fig.axes[0].get_title()        # why fractions compare across runs
+    finally:
+        plt.close(fig)
+
+
+def test_bad_chapter():
+    with pytest.raises(ValueError, match="07"):
+        worklog.plot("07")
+    with pytest.raises(ValueError, match="entries for"):
+        worklog.entry("07")
