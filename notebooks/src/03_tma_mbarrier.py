@@ -48,7 +48,7 @@ except tma.TensorMapError as e:
 # hit 8 different bank groups.
 #
 # The map (checked on the GPU in [03b §3](03b_tma_boxes.ipynb)) gives each 16-byte chunk's bank
-# group; with 32- or 64-byte spans the XOR takes the 128-byte line's index, not the row's.
+# group; with 32- or 64-byte spans the XOR takes the 128-byte line's index.
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
@@ -97,15 +97,15 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # %% [markdown]
 # Reading the listing:
 #
-# * The tensor map is a kernel parameter (`__grid_constant__`: 128 bytes, by value).
-#   `tma_load_rank` is `tma_load_2d` for a map of any rank. Coordinates go innermost first (`c0`
-#   the column), in elements. Thread 0 initialises the barrier with 1 arrival: its own `expect_tx`.
+# * The tensor map is a kernel parameter (`__grid_constant__`, by value). `tma_load_rank` is
+#   `tma_load_2d` for a map of any rank. Coordinates go innermost first (`c0` the column), in
+#   elements. Thread 0 initialises the barrier with 1 arrival: its own `expect_tx`.
 # * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy); only a fence orders the two (`fence.mbarrier_init`
 #   for the new barrier, `fence.proxy.async` for the 0xA5 fill).
 # * `shared::cluster`: a lone CTA is a [cluster](../docs/glossary.md#cluster) of one.
-# * The wait on parity 0 is **bounded** (`max_tries` rounds or 2 s), so a wrong byte count or
-#   parity cannot hang the GPU.
+# * The wait is **bounded** (`max_tries` rounds or 2 s): a wrong byte count or parity cannot
+#   hang the GPU.
 
 # %% [markdown]
 # `mbarrier_lifecycle` runs the cycle on the GPU (step 6 waits in vain, on purpose):
