@@ -320,6 +320,28 @@ def best_line(results: dict, dtype: str = "float16", size: int = 4096) -> str:
             + (f", {row['tflops'] / cb['tflops']:.2f} of cuBLAS ({cb['tflops']:.0f})." if cb else "."))
 
 
+def tile_traffic(bm: int, bn: int, tflops: float | None = None, copy_gbps: float | None = None) -> str:
+    """Chapter 02's tile lever, a model: per k-tile a ``bm`` × ``bn`` CTA tile copies (bm + bn) · BK
+    fp16 elements (2 bytes each) for 2 · bm · bn · BK FLOP, whatever BK; so to run at ``tflops``
+    all CTAs together copy global → shared at ``tflops`` / (FLOP per byte). ``tflops`` defaults to
+    the best cp.async rung at 4096³ fp16 in the "cp_async" record, ``copy_gbps`` to chapter 00's
+    best device copy (GB/s, read + write: what DRAM moved) in the "ceilings" record. Reads records,
+    never times. Raises :class:`ValueError` for a tile side below 1."""
+    if min(bm, bn) < 1:
+        raise ValueError(f"tile {bm}×{bn}: both sides must be ≥ 1")
+    if tflops is None:
+        tflops = best_rows(records.load("cp_async").results, "float16", "cp.async")[4096]["tflops"]
+    if copy_gbps is None:
+        copy_gbps = max(r["gbps_rw"] for r in records.load("ceilings").results["copy"])
+    per_byte = bm * bn / (bm + bn)                    # 2·bm·bn·BK FLOP / ((bm + bn)·BK·2 B)
+    need = tflops / per_byte                          # TFLOP/s / (FLOP/B) = TB/s
+    dram = copy_gbps / 1e3
+    return (f"CTA tile {bm}×{bn}: {per_byte:.0f} FLOP per byte copied into shared memory\n"
+            f"to run at {tflops:.0f} TFLOP/s (the best cp.async rung) the CTAs copy {need:.1f} TB/s global → shared\n"
+            f"DRAM moved {dram:.1f} TB/s in chapter 00's best copy: "
+            + ("L2 must serve the rest" if need > dram else "DRAM alone could feed it"))
+
+
 # Shared-memory bytes the SM serves per clock (32 banks × 4 bytes): chapter 00's figure.
 from .why_async import SMEM_BYTES_PER_CLK_SM  # noqa: E402
 

@@ -84,7 +84,7 @@ from .config import (FP8_SWIZZLES, MIXED_FP8_DEFINES, MIXED_PAIRS, PROMOTES, THI
                      timed_configs)
 from .figures import (accumulator_table, fp16_ratio_note, plot_accumulation, plot_formats,
                       positive_values, prediction_note, promotion_cost_note, promotion_note,
-                      random_inputs_note, speed_table, table_row)
+                      random_inputs_note, speed_table, table_row, block_error_table)
 from .seed import SEED_4096, seed_comparison, seed_table_text
 from .launch import (CHECK_SHAPES, PERSISTENT_SHAPE, THIN_CHECK_SHAPES, check_all, scaled_mm,
                      scaled_mm_blockwise, shapes_for, verify_block_scaled, verify_fp8)

@@ -198,3 +198,27 @@ def accumulator_table(results: dict) -> tuple[bool, str, dict]:
     numbers = {**{f"swamp_{n}": v for n, v in sw.items()}, **{f"normal_{n}": v for n, v in rn.items()},
                **{f"kept_{n}": v for n, v in kept.items()}}
     return h1 and h2 and h3, "\n".join(lines), numbers
+
+
+def block_error_table(x, block: int, dtype: str = "float8_e4m3fn") -> str:
+    """Chapter 07's scale lever: ``x`` (2-D) quantised with one scale for the tensor and with one per
+    1 × ``block`` row segment (``block`` divides the row), dequantised, compared with ``x``: the
+    elements flushed to 0 and the median and worst relative error |q·s − x| / |x| (x ≠ 0), as a
+    small table. Raises :class:`asynctc.models.fp8.FP8Error` for a block that does not fit."""
+    from ..models.fp8 import dequantize, quantize
+    x = np.asarray(x, dtype=np.float64)
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1 \
+            or x.shape[1] % block:
+        from ..models.fp8 import FP8Error
+        raise FP8Error(f"block={block!r}: must be a positive integer dividing the row of {x.shape[1]}")
+    qt, st = quantize(x, dtype)
+    qb, sb = quantize(x, dtype, block=(1, block))
+    cols = {"one per tensor": dequantize(qt, st), f"one per 1×{block}": dequantize(qb, sb, (1, block))}
+    nz = x != 0
+    rel = {k: np.abs(d - x)[nz] / np.abs(x)[nz] for k, d in cols.items()}
+    rows = [("", list(cols)),
+            ("scales", [1, x.size // block]),
+            ("elements flushed to 0", [np.count_nonzero(d == 0) for d in cols.values()]),
+            ("median |error| / |x|", [f"{np.median(r):.3f}" for r in rel.values()]),
+            ("worst |error| / |x|", [f"{r.max():.3f}" for r in rel.values()])]
+    return "\n".join(f"{name:24s}" + "".join(f"{v:>18}" for v in vals) for name, vals in rows)

@@ -100,3 +100,25 @@ def tma_write_conflicts(tile: SmemTile) -> dict:
         worst = max(worst, w / i)
     return {"blocks": -(-tile.rows // rows_per), "wavefronts": total, "ideal": ideal,
             "factor": total / ideal, "worst": worst}
+
+
+def chunk_columns(swizzle: int, row_bytes: int, dtype: str = "float16") -> str:
+    """Chapter 03's swizzle lever: a box of 8 rows × ``row_bytes`` under TMA swizzle ``swizzle``
+    (0, 32, 64, 128), read one 16-byte chunk column at a time (chunk c of rows 0–7, as ``ldmatrix``
+    reads a core matrix). Three lines: the box, the bank group (16-byte slot of a 128-byte line, 4
+    banks) chunk 0 of each row lands in, and the :func:`wavefronts` each chunk column's read needs
+    (1: conflict-free, 8: 8-way). A box the swizzle cannot take is answered with the
+    :class:`LayoutError`'s rule."""
+    from .layout import LayoutError
+    try:
+        tile = SmemTile(8, row_bytes // np.dtype(dtype).itemsize, dtype, swizzle)
+    except LayoutError as e:
+        return f"refused: {e}"
+    off, per = tile.offsets(), 16 // tile.itemsize
+    waves = [wavefronts(off[:, c * per:(c + 1) * per], tile.itemsize) for c in range(row_bytes // 16)]
+    worst = max(waves)
+    return "\n".join([
+        f"swizzle {swizzle}, rows of {row_bytes} bytes: {len(waves)} chunks of 16 bytes per row",
+        "bank groups of chunk 0 in rows 0–7: " + " ".join(str(int(o) % WAVEFRONT_BYTES // 16) for o in off[:, 0]),
+        "wavefronts per chunk column: " + " ".join(map(str, waves))
+        + (" (conflict-free)" if worst == 1 else f" ({worst}-way conflict)")])

@@ -152,3 +152,25 @@ def mma_from_fragments(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     c_regs = np.array([lane_c_fragment(ln, a_regs, b_regs) for ln in range(32)])   # (32, 4)
     lc, rc = c_m16n8k16()
     return c_regs[lc, rc]
+
+
+def _span(name: str, rows: np.ndarray, cols: np.ndarray) -> str:
+    """``A[1, 2:4]`` / ``B[2:4, 1]`` / ``C[1, 2]``: the elements at (rows, cols), one row or column."""
+    def part(v):
+        lo, hi = int(v.min()), int(v.max())
+        return f"{lo}" if lo == hi else f"{lo}:{hi + 1}"
+    return f"{name}[{part(rows)}, {part(cols)}]"
+
+
+def lane_table(lane: int) -> str:
+    """What lane ``lane`` (0..31) of the warp holds of A, B and C for one m16n8k16, read off the
+    models above: one line per operand, each register with the elements it holds (``a0 = A[g,
+    2t:2t+2]`` …, g = lane / 4, t = lane % 4). Raises :class:`ValueError` for a lane outside 0..31."""
+    if isinstance(lane, bool) or not isinstance(lane, (int, np.integer)) or not 0 <= lane < 32:
+        raise ValueError(f"lane={lane!r}: a warp's lanes are 0..31")
+    lines = [f"lane {lane}: g = lane // 4 = {lane // 4}, t = lane % 4 = {lane % 4}"]
+    for name, (ln, reg) in (("A", a_m16n8k16()), ("B", b_m16n8k16()), ("C", c_m16n8k16())):
+        cells = [f"{name.lower()}{r} = " + _span(name, *np.nonzero((ln == lane) & (reg == r)))
+                 for r in range(int(reg.max()) + 1)]
+        lines.append(f"{name}: " + ", ".join(cells))
+    return "\n".join(lines)

@@ -34,3 +34,21 @@ def fix_text(broken: Sequence, fixed: Sequence) -> str:
         where = f"before {i1}" if i1 < len(a) else "at the end"
         out.append(f"+ {', '.join(_step(*s) for s in b[j1:j2])} {where}")
     return "; ".join(out)
+
+
+
+def drop_report(program: Sequence, drop: int | None) -> str:
+    """Chapter 08's lever: ``program`` numbered (:func:`program_text`), then the checker's verdict on
+    it with step ``drop`` deleted (None: on the whole program), each hazard named by its rule and
+    the step it stops at, in ``program``'s numbering. Raises :class:`IndexError` for a step
+    ``program`` does not have."""
+    steps = _steps(program)
+    if drop is not None and not 0 <= drop < len(steps):
+        raise IndexError(f"drop={drop!r}: the program has steps 0–{len(steps) - 1}")
+    keep = [i for i in range(len(steps)) if i != drop]
+    hz = check([steps[i] for i in keep])
+    head = "all steps" if drop is None else f"without step {drop} ({_step(*steps[drop])})"
+    return "\n".join([program_text(program)]
+                     + [f"{head}: step {keep[h.step]} ({_step(*steps[keep[h.step]])}) breaks the "
+                        f"{h.rule} rule: {h.why}" for h in hz]
+                     + ([] if hz else [f"{head}: no hazard, every rule holds"]))

@@ -59,24 +59,23 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # A whole warp issues it together. It multiplies a 16×16 fp16/bf16 tile of A by a 16×8 tile of B
 # and adds the product into a 16×8 fp32 tile of C: 16·8·16 multiply-adds, 4096 FLOP. No lane has
 # a whole tile. Each of the 32 lanes keeps a **fragment**: a fixed few elements of each operand, in
-# its own registers, in a pattern the PTX ISA fixes (*Matrix Fragments for mma.m16n8k16*):
-#
-# | operand | tile | elements per lane | registers per lane |
-# |---|---|---|---|
-# | A | 16×16 fp16 | 8 | 4 (two fp16 each) |
-# | B | 16×8 fp16 | 4 | 2 |
-# | C (accumulator) | 16×8 fp32 | 4 | 4 |
-#
+# its own registers, in a pattern the PTX ISA fixes (*Matrix Fragments for mma.m16n8k16*).
 # `ldmatrix` loads fragments from shared memory in exactly that pattern. The picture shows which
-# lane has each element of A; below it, lane 0's registers (B and C:
-# [01b §1](01b_synchronous_anatomy.ipynb)).
+# lane has each element of A (B and C: [01b §1](01b_synchronous_anatomy.ipynb)).
 
 # %% output varies
 lane_a, reg_a = fragments.a_m16n8k16()
 fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A (16×16)",
                      row_label="row (M)", col_label="column (K)", value_label="lane")
-at = [np.nonzero((lane_a == 0) & (reg_a == r)) for r in range(4)]
-print("lane 0:", ", ".join(f"a{r} = A[{i[0]}, {j[0]}:{j[-1] + 1}]" for r, (i, j) in enumerate(at)))
+
+# %% [markdown]
+# **Try it: change `LANE` and re-run.** Lane 0 has 8 elements of A in 4 registers (two fp16
+# each), 4 of B in 2, and 4 fp32 of C in 4. Set `LANE = 4`, then 13: the rows move with
+# g = LANE // 4, the columns with t = LANE % 4.
+
+# %%
+LANE = 0                                  # a lane of the warp, 0..31
+print(fragments.lane_table(LANE))
 
 # %% [markdown]
 # ### The kernel

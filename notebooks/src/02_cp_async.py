@@ -6,12 +6,7 @@
 #
 # **The story.** With **`cp.async`** (Ampere's asynchronous copy, `LDGSTS` in SASS) each thread
 # *issues* 16-byte copies from global straight into shared memory and goes on working. A ring of
-# [stages](../docs/glossary.md#stage) (shared-memory buffers, one k-tile each) keeps several copies in flight. You will
-#
-# 1. read the kernel's loop and the wrapper behind the copy;
-# 2. find the new instructions in the SASS, and no `LDG`/`STS` pair any more;
-# 3. check it against float64 for 1–4 stages;
-# 4. measure stages 1–4 beside chapter 01 and cuBLAS, and explain what moved.
+# [stages](../docs/glossary.md#stage) (shared-memory buffers, one k-tile each) keeps several copies in flight.
 #
 # Deep dive: [02b — the Luo et al. microbenchmark](02b_cp_async_microbenchmark.ipynb) (shared
 # memory per ring, overlap by k-tile depth, a published microbenchmark repeated).
@@ -94,17 +89,20 @@ keys = ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS", "LDSM", "HMMA", "BAR")
 print(notebook.sass_table(mma_sync.compile_mma_sync("float16"), {k: sass.CLASSES[k] for k in keys}))
 print(notebook.sass_table(ck, {k: sass.CLASSES[k] for k in keys}))
 print(sass.excerpt(ck.sass(), r"LDGSTS|LDGDEPBAR|DEPBAR", context=0, limit=6))
-
-# %%
-c1 = sass.class_counts(mma_sync.compile_mma_sync("float16").sass())
-c2 = sass.class_counts(ck.sass())
+c1, c2 = sass.class_counts(mma_sync.compile_mma_sync("float16").sass()), sass.class_counts(ck.sass())
 assert c2["LDGSTS"] > 0 and c2["LDGDEPBAR"] > 0 and "LDG" not in c2 and "STS" not in c2
 assert c1["LDG"] > 0 and c1["STS"] > 0 and "LDGSTS" not in c1
-print("cp.async kernel: LDGSTS + LDGDEPBAR + DEPBAR, no LDG/STS; chapter-01 kernel: LDG + STS")
 
 # %% [markdown]
 # How much shared memory each ring takes, and a tile refused before launch:
 # [deep dive 02b §2](02b_cp_async_microbenchmark.ipynb).
+#
+# **Try it: change `TILE` and re-run.** A model: each byte a CTA copies feeds BM·BN/(BM+BN) FLOP.
+# Set `TILE = (64, 64)`, then `(256, 256)`: how much copying does the same speed need?
+
+# %% output varies
+TILE = (128, 128)                         # the CTA tile, BM × BN
+print(cp_async.tile_traffic(*TILE))
 
 # %% [markdown]
 # ## 3. Correctness first
@@ -119,10 +117,7 @@ checks = rec.results["checks"]
 for c in checks[:: max(1, len(checks) // 8)]:
     print(f"{c['dtype']:8s} M,N,K={str(tuple(c['shape'])):18s} {c['tile']:28s} max |C−ref|/(|A|·|B|) "
           f"{c['max_err']:.1e} (tol {c['tol']:.1e})  {'passed' if c['passed'] else 'FAILED'}")
-
-# %%
 assert checks and all(c["passed"] for c in checks)
-print("all correctness checks passed:", True)
 
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS

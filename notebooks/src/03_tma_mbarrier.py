@@ -13,6 +13,7 @@
 # %% output varies
 from asynctc.core import exercises, notebook, records
 from asynctc import tma
+from asynctc.models import banks
 
 notebook.banner("sm_90a")
 
@@ -22,12 +23,8 @@ notebook.banner("sm_90a")
 # `asynctc.tma.make_tensor_map(array, box, swizzle=…)` ends in the driver's
 # `cuTensorMapEncodeTiled`, which answers a bad argument with a bare `CUDA_ERROR_INVALID_VALUE`.
 # So every rule is checked in Python first. Below: chapter 05's A map, the driver's arguments for
-# it (`cuda.h`'s names), then one field broken.
-#
-# Arrays go innermost first: `globalDim` is (columns, rows), `globalStrides` the bytes per row
-# (none for the contiguous innermost one). `boxDim`'s 64 columns × 2 bytes fill one 128-byte
-# swizzle span; `elementStrides` 1 takes every element; `OOB_FILL_NONE` fills out-of-bound elements
-# with zeros ([03b §1](03b_tma_boxes.ipynb)).
+# it (`cuda.h`'s names; arrays innermost first, so `globalDim` is (columns, rows)), then one field
+# broken. `boxDim`'s 64 columns × 2 bytes fill one 128-byte swizzle span.
 
 # %%
 good = dict(address=0x7F0000000000, shape=(4096, 4096), dtype="float16", box=(128, 64), swizzle=128)
@@ -51,12 +48,19 @@ except tma.TensorMapError as e:
 # hit 8 different bank groups.
 #
 # The map (checked on the GPU in [03b §3](03b_tma_boxes.ipynb)) gives each 16-byte chunk's bank
-# group. In the 32- and 64-byte panels 4 or 2 rows share a 128-byte line, and the XOR takes
-# the line's index, not the row's: rows 2–3 of the 64-byte panel swap neighbouring chunks, rows
-# 4–7 of the 32-byte panel swap their two.
+# group; with 32- or 64-byte spans the XOR takes the 128-byte line's index.
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
+
+# %% [markdown]
+# **Try it: change `SWIZZLE` and `ROW_BYTES` and re-run.** `SWIZZLE = 0` brings back the 8-way
+# conflict; then try `ROW_BYTES = 64`.
+
+# %%
+SWIZZLE = 128                             # 0, 32, 64 or 128
+ROW_BYTES = 128                           # 16 … 128
+print(banks.chunk_columns(SWIZZLE, ROW_BYTES))
 
 # %% [markdown]
 # ## 3. The mbarrier life cycle
@@ -93,17 +97,15 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # %% [markdown]
 # Reading the listing:
 #
-# * The tensor map is a kernel parameter (`__grid_constant__`: 128 bytes, by value).
-#   `tma_load_rank` is the same load for a map of any rank (2-D: `tma_load_2d`). Coordinates go
-#   innermost first (`c0` the column), in elements.
-#   Thread 0 initialises the barrier with 1 arrival: its own `expect_tx`.
+# * The tensor map is a kernel parameter (`__grid_constant__`, by value). `tma_load_rank` is
+#   `tma_load_2d` for a map of any rank. Coordinates go innermost first (`c0` the column), in
+#   elements. Thread 0 initialises the barrier with 1 arrival: its own `expect_tx`.
 # * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy); only a fence orders the two (`fence.mbarrier_init`
 #   for the new barrier, `fence.proxy.async` for the 0xA5 fill).
-# * `shared::cluster`: a lone CTA is a [cluster](../docs/glossary.md#cluster) of one
-#   (chapter 06).
-# * The wait on parity 0 is **bounded** (`max_tries` rounds or 2 s), so a wrong byte count or
-#   parity cannot hang the GPU.
+# * `shared::cluster`: a lone CTA is a [cluster](../docs/glossary.md#cluster) of one.
+# * The wait is **bounded** (`max_tries` rounds or 2 s): a wrong byte count or parity cannot
+#   hang the GPU.
 
 # %% [markdown]
 # `mbarrier_lifecycle` runs the cycle on the GPU (step 6 waits in vain, on purpose):

@@ -95,10 +95,9 @@ off = D.misplaced_offsets(128, 128, 128)["cols"]
 assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).any() and (off[8:] == off[:-8]).all()
 
 # %% [markdown]
-# **Reading the figure.** Each element is coloured by how many columns off the reader fetched it;
-# only white (0) is right. No element changes row, every offset is a multiple of 8 elements (one
-# 16-byte chunk), the pattern repeats every 8 rows: whole chunks swapped inside 128-byte rows, a
-# layout bug's fingerprint.
+# **Reading the figure.** The colour: how many columns off the reader fetched each element (white
+# is right). Whole 16-byte chunks swapped inside rows, repeating every 8 rows: a layout bug's
+# fingerprint.
 
 # %% [markdown]
 # ### 4c. Wrong only sometimes: what the ring model cannot see
@@ -107,15 +106,25 @@ assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).an
 # [bulk groups](../docs/glossary.md#bulk-group) (TMA stores committed and waited for together) or
 # lanes (a *leader*: the one lane that arrives for its warp). The *ordering checker*
 # (`asynctc.pitfalls.ordering`) does: it runs a program of `(op, arg)` steps (exercise 2 lists the
-# ops) and names the first rule broken. Four of its five rules below; the fifth is exercise 2.
+# ops) and names the first rule broken. Two of its five rules below, the proxy and init rules in
+# the *Try it* cell, the fifth in exercise 2.
 
 # %%
-for rule in ("proxy", "wgmma", "leader", "init"):
+for rule in ("wgmma", "leader"):
     broken, fixed = ordering.PROGRAMS[rule]["broken"], ordering.PROGRAMS[rule]["correct"]
     h = ordering.check(broken)[0]
     fix = ordering.fix_text(broken, fixed)
     print(f"{rule:6s} {ordering.program_text(broken)}\n       step {h.step}: {h.why}\n       fix: {fix}")
     assert ordering.check(fixed) == []
+
+# %% [markdown]
+# **Try it: change `DROP` and re-run.** The correct init and proxy programs back to back, checked
+# without step 5. Set `DROP` to 6, then 1 or 2, then 3 or 8: which steps do the rules need?
+
+# %%
+DROP = 5                                  # the number of a step to delete, 0–8; None keeps all
+program = ordering.PROGRAMS["init"]["correct"] + ordering.PROGRAMS["proxy"]["correct"]
+print(ordering.drop_report(program, DROP))
 
 # %% [markdown]
 # On the GPU these bugs are races: a variant that passes is [latent](../docs/glossary.md#latent)
