@@ -36,7 +36,7 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   (:func:`ring_moments`) and drawn one panel per moment (:func:`plot_ring_steps`), also with
   exercise 2's parity flipped (:func:`flipped_refill_parities`);
 * ``design.py`` — the L2 cap that brings the ring model closest to the depth sweep
-  (:func:`closest_cap`, fitted once and cached); §5's open experiment: one design (stages,
+  (:func:`closest_cap`, fitted once and cached; deep dive 05b §5); chapter 05 §5's open experiment: one design (stages,
   wait_group, consumers, BN) through the ring model beside the record's run of it (:func:`design` → :class:`Design`), the course's answer
   (:func:`design_survey`); what the fitted cap explains and what only agrees with it
   (:func:`cap_evidence`); the section's conclusion, what is established and what is a hypothesis
