@@ -9,7 +9,7 @@
 #    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
 # 2. read the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
 # 3. read the ladder: what each rung bought beside cuBLAS, and why rungs 5–8 close the gap;
-# 4. read a whole Hopper GEMM, kernel and host side, top to bottom in one file;
+# 4. read a whole Hopper GEMM kernel top to bottom in one file;
 # 5. call the top rung, `asynctc.matmul(a, b)`, on any shape.
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
@@ -58,13 +58,8 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
                      omit=W.LOOP_LINES)
 
 # %% [markdown]
-# Three names are there for later rungs. `item_step` is how far apart a CTA's tiles lie: here it
-# equals the number of tiles, so each CTA takes one (rung 5's
-# [persistent](../docs/glossary.md#persistent) grid walks several). `TILE_ORIGIN` turns a tile
-# number into the tile's first row and column of C, in the [raster](../docs/glossary.md#raster)
-# order of rung 8. The last line lists this build's switches: `CLUSTER=1` is no
-# [cluster](../docs/glossary.md#cluster) (rung 6 has two CTAs), `SPLIT_K=1` keeps the whole K loop
-# in one CTA (06d).
+# `item_step` (tiles between a CTA's tiles), `TILE_ORIGIN` (a tile's first row and column of C)
+# and the switches in the last line serve later rungs (§3).
 #
 # **Exercise 1. Write the consumers' k-loop**, the body the listing left out, in the string
 # below. One constraint comes from the listing: after the loop the kernel itself releases the stage
@@ -121,46 +116,38 @@ if exercises.after("ch06.consumer_loop"):
 # %% output varies
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
 plt.show()
-print(W.rung_table(res, range(1, 5)))
-for n in (2, 3, 4):
-    _ = notebook.claim(*W.rung_clause(res, n)[:2])
+print(W.rung_table(res, range(1, 9)))
 
 # %% [markdown]
-# Rung 2, half the tile with one consumer: more bytes per flop, and no second warpgroup's wgmmas
-# fill its waits. Rung 3 adds nothing: chapter 05 already issued each load stages early; a producer
-# of its own does not make it land sooner.
-#
-# ### From rung 4 to rung 8: what each rung adds
-#
-# **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM (132), each walking
-# its tiles `item_step` apart: 512 tiles of 128×256 at 4096³, about 4 per CTA. Its producer loads
-# the next tile's first stages while the consumers store this one: only a CTA's first tile starts
-# cold. The tail stays: 512 = 3 × 132 + 116.
-#
-# **Rung 6, [clusters](../docs/glossary.md#cluster) of 2 with B [multicast](../docs/glossary.md#multicast).**
-# Two CTAs one above the other need the same B box: each loads half and multicasts it into both,
-# so 32 KiB per stage travel from L2 to each SM, not 48. It pays only if the consumers wait on L2.
-#
-# **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
-# Before, each consumer thread stored its accumulators to C itself: eight requests per 128-byte
-# line. Rung 7 writes the tile into shared memory
-# ([stmatrix](../docs/glossary.md#stmatrix)), then each 64×64 chunk leaves with one TMA store.
-# Its diff (`-` rung 6, `+` rung 7; file line numbers):
-
-# %%
-print(W.rung_diff("tma_store", context=0, limit=None, headers=False))
-
-# %% [markdown]
-# **Rung 8, a wider [raster](../docs/glossary.md#raster).** Groups of 16 tile rows, not 8: the 132
-# tiles in flight share 16 rows of A and about 8 columns of B (not 8 and 16), so more loads hit in L2.
-#
-# So warp specialization is the frame, not the gain: the producer that runs a tile ahead (rung 5)
-# exists because of the split. Every rung's diff: [deep dive 06c §9](06c_ladder_investigations.ipynb).
+# Rung 2 halves the tile: more bytes per flop, and no second warpgroup's wgmmas fill its waits.
+# Rung 3 splits the roles, yet chapter 05 already issued each load stages early.
+# Rung 4 sweeps (tile, stages); rung 6 makes [clusters](../docs/glossary.md#cluster) of 2 CTAs
+# that share B by [multicast](../docs/glossary.md#multicast).
 
 # %% output varies
-print(W.rung_table(res, range(5, 9)))
+for n in (2, 3):
+    _ = notebook.claim(*W.rung_clause(res, n)[:2])
+null = [W.rung_clause(res, n) for n in (4, 6)]        # rung 4: a (tile, stages) sweep; 6: B multicast
+_ = notebook.claim(all(c[0] for c in null), "Rungs 4 and 6 changed nothing measurable "
+                   "(what they tried: 06c §9).", rung4=null[0][2], rung6=null[1][2])
+
+# %% [markdown]
+# **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM (132) walks its
+# tiles `item_step` apart, and its producer loads the next tile while the consumers store this one.
+#
+# **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
+# The tile goes to shared memory ([stmatrix](../docs/glossary.md#stmatrix)), then out in 64×64
+# chunks, one TMA store each, not eight requests per 128-byte line of C.
+#
+# **Rung 8, a wider [raster](../docs/glossary.md#raster).** Groups of 16 tile rows, not 8: the 132
+# tiles in flight share more of A and B, so more loads hit in L2.
+#
+# So warp specialization is the frame, not the gain: rung 5's early loads exist because of the
+# split. Every rung's diff: [06c §9](06c_ladder_investigations.ipynb).
+
+# %% output varies
 srec = records.load("ws_store_ablation")
-for n in (5, 6, 7, 8):
+for n in (5, 7, 8):
     _ = notebook.claim(*W.rung_clause(res, n, srec.results)[:2])
 
 # %% [markdown]
@@ -182,18 +169,10 @@ if exercises.after("ch06.consumer_loop"):
     print(notebook.source_excerpt("hopper_gemm.cu", hooks=True, omit=WHOLE_LOOP, left_out=True))
 
 # %% [markdown]
-# The host side, `asynctc/warp_specialization/whole.py`: compile, check the shapes, make the two
-# [tensor maps](../docs/glossary.md#tensor-map), launch one CTA per tile with 384 threads and
-# 193 KiB of dynamic shared memory, read the error word, check every element against float64.
-
-# %%
-import inspect
-
-from IPython.display import Code
-
-Code(inspect.getsource(W.whole), language="python")
-
-# %% [markdown]
+# The host side, [`whole.py`](../asynctc/warp_specialization/whole.py) (73 lines), compiles,
+# checks the shapes, makes two [tensor maps](../docs/glossary.md#tensor-map), launches one CTA per
+# tile (384 threads, 193 KiB of shared memory) and checks every element against float64.
+#
 # What the GPU said (`tools/gpu_whole_gemm.py`): the checks, then the time beside rung 3 and cuBLAS
 # in the same run. On a GPU this cell also runs a check now.
 
