@@ -99,11 +99,11 @@ print(f"A[{ROW}][{K}] at {address:#x}")
 assert address == tile.tma_addresses(0x2000)[ROW, K] == tile.addresses(0x2000)[ROW, K]
 
 # %% [markdown]
-# **Try it** (no grade): change `ROW` and `K`, then run the four cells again. Which rows keep their
-# chunks in place? Which K of row 27 lands at the start of its 128-byte row?
+# **Try it** (no grade): change `ROW` and `K` and run the four cells again. Which rows keep their
+# chunks in place? Which K of row 27 starts its 128-byte row?
 #
 # An [MN-major](../docs/glossary.md#mn-major) tile stores B as K×N: each 128-byte box row is one
-# **k-row** (64 elements of N), so a k16 step is 16 k-rows on. Both majors at every swizzle, drawn:
+# **k-row** (64 elements of N), so a k16 step is 16 k-rows on. Every layout, drawn:
 # [04b](04b_wgmma_anatomy.ipynb) §5.
 
 # %% [markdown]
@@ -165,9 +165,7 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # * in register i, i // 4 counts the 8-column blocks, bit 1 picks row g or g + 8, bit 0 the column
 #   2t or 2t + 1.
 #
-# A register pair is two neighbouring columns, which the epilogue stores as one word (chapter 05:
-# `acc_pair_origin` in `kernels/wgmma_ring.cuh`). Below, N = 16; thread 37's elements are boxed,
-# with their register index:
+# Below, N = 16; thread 37's elements are boxed, with their register index:
 
 # %%
 fig = wgmma.plot_accumulator(n=16, thread=37)

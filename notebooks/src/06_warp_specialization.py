@@ -13,9 +13,9 @@
 # 5. call the top rung, `asynctc.matmul(a, b)`, on any shape.
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
-# the ladder investigated, rungs 5–8 one at a time; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
+# rungs 5–8 one at a time; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
 # [raster](../docs/glossary.md#raster) sweep, `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
-# core exercises (stage fill, swizzle, k-step) run one Hopper tile on the CPU.
+# core exercises as one Hopper tile on the CPU.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -33,8 +33,7 @@ res = rec.results
 # In chapter 05 one thread of a computing warpgroup also issued the loads: while it waited on
 # empty, its warpgroup's next `wgmma` waited too. Here the loads get a warpgroup of their own
 # ([warp specialization](../docs/glossary.md#warp-specialization)), and the producer's spare
-# registers go to the consumers (§2). The ring is chapter 05's (full[s]: *stage s contains its
-# k-tile*; empty[s]: *stage s may be refilled*).
+# registers go to the consumers (§2). The ring is chapter 05's.
 #
 # Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
 # tiles: stage s = i mod S, fill f = i / S, with chapter 05's parities (a consumer waits on full[s]
@@ -104,14 +103,13 @@ if exercises.after("ch06.consumer_loop"):
 # | 2 consumers (256 threads) | `setmaxnreg.inc 232` | 256 × 232 = 59392 |
 # | CTA | | 64512 ≤ 65536 |
 #
-# Each consumer warpgroup computes 64 rows of the 128×256 tile: 64 × 256 / 128 = 128 fp32
-# accumulators per thread (06b reads these counts from the cubin).
+# Each consumer computes 64 rows of the 128×256 tile: 64 × 256 / 128 = 128 fp32 accumulators
+# per thread.
 #
 # ## 3. The ladder
 #
 # One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), one change from an
-# earlier rung, checked against float64 (06b §5) and timed beside cuBLAS. Orange: the range
-# predicted for the rung before its first run.
+# earlier rung, timed beside cuBLAS. Orange: the range predicted before the rung first ran.
 
 # %% output varies
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
@@ -119,10 +117,9 @@ plt.show()
 print(W.rung_table(res, range(1, 9)))
 
 # %% [markdown]
-# Rung 2 halves the tile: more bytes per flop, and no second warpgroup's wgmmas fill its waits.
-# Rung 3 splits the roles, yet chapter 05 already issued each load stages early.
-# Rung 4 sweeps (tile, stages); rung 6 makes [clusters](../docs/glossary.md#cluster) of 2 CTAs
-# that share B by [multicast](../docs/glossary.md#multicast).
+# Rung 2 halves the tile: more bytes per flop. Rung 3 splits the roles, but chapter 05 already
+# loaded stages early. Rung 4 sweeps (tile, stages); rung 6 makes [clusters](../docs/glossary.md#cluster)
+# of 2 CTAs that share B by [multicast](../docs/glossary.md#multicast).
 
 # %% output varies
 for n in (2, 3):
@@ -132,8 +129,8 @@ _ = notebook.claim(all(c[0] for c in null), "Rungs 4 and 6 changed nothing measu
                    "(what they tried: 06c §9).", rung4=null[0][2], rung6=null[1][2])
 
 # %% [markdown]
-# **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM (132) walks its
-# tiles `item_step` apart, and its producer loads the next tile while the consumers store this one.
+# **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM walks its tiles;
+# its producer loads the next tile while the consumers store this one.
 #
 # **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
 # The tile goes to shared memory ([stmatrix](../docs/glossary.md#stmatrix)), then out in 64×64
@@ -142,8 +139,8 @@ _ = notebook.claim(all(c[0] for c in null), "Rungs 4 and 6 changed nothing measu
 # **Rung 8, a wider [raster](../docs/glossary.md#raster).** Groups of 16 tile rows, not 8: the 132
 # tiles in flight share more of A and B, so more loads hit in L2.
 #
-# So warp specialization is the frame, not the gain: rung 5's early loads exist because of the
-# split. Every rung's diff: [06c §9](06c_ladder_investigations.ipynb).
+# Warp specialization is the frame, not the gain: rung 5's early loads need the split. Every
+# rung's diff: [06c §9](06c_ladder_investigations.ipynb).
 
 # %% output varies
 srec = records.load("ws_store_ablation")
@@ -153,11 +150,10 @@ for n in (5, 7, 8):
 # %% [markdown]
 # ## 4. The whole kernel, one file
 #
-# The listing of §1 is one build of a file full of switches. `asynctc/kernels/hopper_gemm.cu` is
-# rung 3 written out whole, with no switches, to read top to bottom. It includes only the
-# one-instruction wrappers of `asynctc/kernels/ptx/` that chapters 03–05 showed. Each part names
-# the chapter that taught it and, where you wrote it, the exercise. Only the consumers' k-loop is
-# left out: it is exercise 1's answer, printed below the listing once your loop passes.
+# `asynctc/kernels/hopper_gemm.cu` is rung 3 written out whole, with no switches, to read top to
+# bottom. It includes only the one-instruction wrappers of `asynctc/kernels/ptx/` that chapters
+# 03–05 showed; each part names the chapter that taught it. The consumers' k-loop is exercise 1's
+# answer, printed below once your loop passes.
 
 # %%
 WHOLE_LOOP = (r"^  int stage = 0, prev = 0;", r"^  \}$",
@@ -173,8 +169,8 @@ if exercises.after("ch06.consumer_loop"):
 # checks the shapes, makes two [tensor maps](../docs/glossary.md#tensor-map), launches one CTA per
 # tile (384 threads, 193 KiB of shared memory) and checks every element against float64.
 #
-# What the GPU said (`tools/gpu_whole_gemm.py`): the checks, then the time beside rung 3 and cuBLAS
-# in the same run. On a GPU this cell also runs a check now.
+# What the GPU said (`tools/gpu_whole_gemm.py`): the checks, then the time beside rung 3 and
+# cuBLAS. On a GPU the cell also checks now.
 
 # %% output varies
 from asynctc.core import runtime
