@@ -84,7 +84,7 @@ from .figures import (SPAN_COLORS, model_beside_record, plateau_in_bytes, plot_d
                       waits_under_wgmma)
 from .figures_ring import flipped_refill_parities, plot_ring_steps, ring_moments
 from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SIZES, SWEEP_TILES,
-                     SWEEP_TWO_CTAS, PipelineGemm, check_matrix, compile_job, compile_pipeline,
+                     SWEEP_TWO_CTAS, PipelineGemm, check_matrix, check_now, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
