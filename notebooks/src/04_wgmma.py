@@ -59,7 +59,7 @@ assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes
 #   1024**: from one 8-row group to the next.
 # * [LBO](../docs/glossary.md#lbo) is unused by K-major swizzled layouts (the ISA "assumes 1"); the library writes 1 (16 B).
 # * Each further k16 step starts 32 bytes on, in the same rows: a 128-byte row has room for all
-#   four. With a narrower swizzle a row has room for fewer, and the next step starts in the next box.
+#   four (narrower swizzles: [04b](04b_wgmma_anatomy.ipynb) §5).
 
 # %% [markdown]
 # ## 3. One element, from the tile to the byte wgmma reads
