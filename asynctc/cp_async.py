@@ -295,6 +295,20 @@ def best_rows(results: dict, dtype: str, kernel: str) -> dict[int, dict]:
     return best
 
 
+def size_series(results: dict, dtype: str = "float16") -> dict[str, tuple[list[int], list[float]]]:
+    """Chapter 02 §4's figure data: for cuBLAS, chapter 01's kernel and the best cp.async rung, the
+    sizes and the fastest TFLOP/s at each ({label: (sizes, tflops)}, for
+    :func:`asynctc.core.plots.throughput_by_size`); a kernel the record lacks is left out."""
+    labels = {"cuBLAS": "cuBLAS", "mma.sync": "chapter 01 (mma.sync, registers)",
+              "cp.async": "cp.async, best stages"}
+    series = {}
+    for kern, label in labels.items():
+        best = best_rows(results, dtype, kern)
+        if best:
+            series[label] = (sorted(best), [best[s]["tflops"] for s in sorted(best)])
+    return series
+
+
 def stage_table(results: dict, dtype: str = "float16", size: int = 4096) -> list[dict]:
     """cp.async rows at one size: stages, bk, TFLOP/s, ratio to the chapter-01 kernel and cuBLAS."""
     base = best_rows(results, dtype, "mma.sync").get(size)

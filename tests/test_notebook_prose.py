@@ -186,7 +186,6 @@ LISTINGS = {
     # its k-loop first: set-up, prologue and epilogue folded to a line each, the refill step left out
     ("05", r'^extern "C" __global__ void'): (25, r"(?s)set-up: .*prologue: .*for \(int k = 0; k < T.*"
                                                  r"full\.wait.*mma_ktile.*empty\.arrive.*exercise 2.*epilogue: "),
-    ("05c", r"^// ---- the producer's half"): (8, r"mbarrier_arrive_expect_tx[\s\S]*tma_load_2d"),
     # chapter 06's core lesson: both roles of rung 3's build, its variant switches resolved, less
     # the consumers' release lines (exercise 1's answer, printed after it)
     ("06", r"^  if \(wg == 0\) \{"): (45, r"setmaxnreg_dec[\s\S]*empty\.wait\(pos\.stage, pos\.phase \^ 1u"
@@ -216,11 +215,11 @@ LISTINGS = {
 _NAMESPACE_MODULES = ("mma_sync", "cp_async", "tma", "wgmma", "wgmma_peak", "simt", "fp8")
 
 
-def test_05s_second_listing_shows_only_what_the_skeleton_folded():
-    """05 §2's second cell prints the lines the skeleton folded (set-up, prologue, epilogue), then
+def test_05c_listing_shows_only_what_05s_skeleton_folded():
+    """05c §2 prints the lines 05 §2's skeleton folded (set-up, prologue, epilogue), then
     load_stage, RingState, mma_ktile and the wrappers' PTX: not the k-loop again."""
     import nbformat
-    nb = nbformat.read(ROOT / "notebooks" / "solutions" / "05_pipelines.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "notebooks" / "solutions" / "05c_pipeline_variants.ipynb", as_version=4)
     cell = next(c for c in nb.cells if c.cell_type == "code" and "left_out=True" in c.source)
     text = "".join(o.get("text", "") for o in cell.outputs)
     assert re.search(r"mbarrier_init\(full\[s\], 1\)[\s\S]*load_stage\(ta, tb, base \+ kt[\s\S]*store_c\("
@@ -259,6 +258,7 @@ def _resolve_target(node: ast.expr, earlier):
     ns = {m: __import__(f"asynctc.{m}", fromlist=[m]) for m in _NAMESPACE_MODULES}
     ns["asynctc"] = asynctc
     ns["W"] = __import__("asynctc.warp_specialization", fromlist=["W"])   # chapter 06's alias
+    ns["pl"] = __import__("asynctc.pipeline", fromlist=["pl"])            # chapter 05's alias
     return eval(compile(ast.Expression(value), "<notebook>", "eval"), ns)   # noqa: S307 - our own source
 
 

@@ -371,6 +371,12 @@ def test_pipeline_matches_float64(cfg, rng):
 
 
 @pytest.mark.gpu
+def test_chapter05s_live_sample_passes():
+    lines = P.check_now()
+    assert len(lines) == 2 and all(l.startswith("live: ") for l in lines)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("stages,pending", [(1, 0), (2, 1), (4, 0), (4, 1)])
 def test_trace_on_the_gpu(stages, pending, rng):
     cfg = P.PipelineConfig(bm=128, bn=256, consumers=2, stages=stages, wait_pending=pending,

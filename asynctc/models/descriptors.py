@@ -745,8 +745,8 @@ def kstep_diagnosis(got: int, tile: OperandTile, s: int, base: int) -> str:
     step = want.start_address - base                  # bytes k-step s starts after k-step 0
     g_raw = got - d0.encode()                          # the learner's advance of the 64-bit value
     where = ("a k16 step is 16 fp16 along the 128-byte row (section 2)" if tile.major == "K" else
-             "a k16 step is 16 k-rows: the dashed k-step 0 in section 3's MN-major figure, 128-byte "
-             "panel; how many bytes is one k-row there?")
+             "a k16 step is 16 k-rows (section 3; drawn in 04b §5's MN-major figure, 128-byte panel): "
+             "how many bytes is one k-row there?")
     if g_raw == step:
         return ("the start-address field holds the address >> 4 (16-byte units): you added bytes "
                 "unshifted, so the start moved 16× too far")

@@ -36,7 +36,7 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   (:func:`ring_moments`) and drawn one panel per moment (:func:`plot_ring_steps`), also with
   exercise 2's parity flipped (:func:`flipped_refill_parities`);
 * ``design.py`` — the L2 cap that brings the ring model closest to the depth sweep
-  (:func:`closest_cap`, fitted once and cached); §5's open experiment: one design (stages,
+  (:func:`closest_cap`, fitted once and cached; deep dive 05b §5); chapter 05 §5's open experiment: one design (stages,
   wait_group, consumers, BN) through the ring model beside the record's run of it (:func:`design` → :class:`Design`), the course's answer
   (:func:`design_survey`); what the fitted cap explains and what only agrees with it
   (:func:`cap_evidence`); the section's conclusion, what is established and what is a hypothesis
@@ -84,7 +84,7 @@ from .figures import (SPAN_COLORS, model_beside_record, plateau_in_bytes, plot_d
                       waits_under_wgmma)
 from .figures_ring import flipped_refill_parities, plot_ring_steps, ring_moments
 from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SIZES, SWEEP_TILES,
-                     SWEEP_TWO_CTAS, PipelineGemm, check_matrix, compile_job, compile_pipeline,
+                     SWEEP_TWO_CTAS, PipelineGemm, check_matrix, check_now, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)

@@ -36,7 +36,7 @@ def closest_cap(measured: dict, caps: Sequence[int] = range(10, 81)) -> tuple[in
     closest to the record's ({stages: TFLOP/s}) at its worst recorded depth: (cap, that worst
     |model / record − 1|). Runs :func:`asynctc.models.pipeline.predict_depth_sweep` once per cap
     (about 10 ms each), on :meth:`~asynctc.models.pipeline.HardwareParams.from_records`'s parameters
-    (the records read once) with that cap; cached per (sweep, caps), so chapter 05's "Try it", its
+    (the records read once) with that cap; cached per (sweep, caps), so deep dive 05b §5's "Try it", its
     solution and "Design it" (:func:`fitted_cap`) fit once."""
     return _closest_cap(tuple(sorted(measured.items())), tuple(caps))
 
@@ -216,7 +216,7 @@ def design_survey(size: int = 4096, record=None) -> str:
 
 
 def cap_evidence(size: int = 4096, record=None, within: float = 0.15) -> tuple[bool, str]:
-    """What chapter 05 §5 knows about the fitted L2 cap, in one sentence: how close the model with
+    """What deep dive 05b §5 knows about the fitted L2 cap, in one sentence: how close the model with
     it lies to the runs it was fitted on (:data:`FIT_ON`), and how many of the other recorded
     designs (each a test, not a fit) it lands within ``within`` of; what is not known is said too.
     Returns (condition, sentence) for :func:`asynctc.core.notebook.claim`: the condition is that
@@ -237,7 +237,7 @@ def conclusion(measured: dict, record=None, within: float = 0.15) -> tuple[bool,
     the measurements establish (the record flattens where the model with no L2 cap does, below it:
     the ring's depth is not the limit) and what stays a hypothesis (an L2 → SM supply under the
     math's need: the best cap fits the depth sweep and agrees with other designs, but no run
-    measured that supply). The cap itself is not named: §5's "Try it" asks for it.
+    measured that supply). The cap itself is not named: deep dive 05b §5 asks for it.
     ``measured``: the record's :data:`FIT_ON` depth sweep ({stages: TFLOP/s}). Returns (condition,
     sentence) for :func:`asynctc.core.notebook.claim`: the condition is what the sentence states."""
     from ..core.peak import FLOP_PER_CLK_PER_SM
@@ -257,5 +257,5 @@ def conclusion(measured: dict, record=None, within: float = 0.15) -> tuple[bool,
             f"Established: from S = {flat} more stages stop paying; the model with unlimited L2 "
             f"bandwidth flattens there too, {over:.0%} above the record at S = {top}: depth is not "
             f"the limit. A hypothesis: L2 feeds each SM less than the {need:.0f} B/clk its math "
-            f"needs; the best cap (Try it) fits {agree} of {len(ds)} other designs within "
+            f"needs; the best cap (05b §5) fits {agree} of {len(ds)} other designs within "
             f"{within:.0%}, but no run measured that supply.")

@@ -135,7 +135,7 @@ def _flat_from(tflops: dict) -> int:
 
 def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | None = None,
                         closest: tuple[int, float] | None = None) -> tuple[bool, str]:
-    """Chapter 05 §5's sentence: the ring model's depth sweep (rows of
+    """Deep dive 05b §5's sentence (the cap left to the learner): the ring model's depth sweep (rows of
     :func:`asynctc.models.pipeline.predict_depth_sweep`) beside the record's ({stages: TFLOP/s}) —
     where each curve flattens (no deeper stage adds over 5 %), and how far the model's heights lie
     from the record's at the recorded depths (within 15 % at all of them, or the deepest and the
@@ -168,7 +168,7 @@ def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | N
 
 
 def plateau_in_bytes(measured: dict, l2_cap: float, cfg=None, hw=None) -> tuple[bool, str]:
-    """Chapter 05 §5's plateau in chapter 00 §4's terms: the bytes per clock per SM the ring must
+    """Deep dive 05b §5's plateau in chapter 00 §4's terms: the bytes per clock per SM the ring must
     deliver for the Tensor Cores to run at the datasheet rate, beside an L2 → SM cap (e.g.
     :func:`~.design.closest_cap`'s), and the fraction of peak each allows.
 

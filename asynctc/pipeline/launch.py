@@ -178,6 +178,19 @@ def verify_pipeline(cfg: PipelineConfig, m: int, n: int, k: int, rng=None) -> El
     return compare_elementwise(out, a, b, cfg.out_dtype, cfg.label())
 
 
+def check_now(m: int = 512, n: int = 768, k: int = 1024) -> list[str]:
+    """Chapter 05 §3's live sample (an sm_90a GPU): the default build and a bf16 128×128 build with
+    one consumer, S = 3, B MN-major, each checked now by :func:`verify_pipeline`; a line each.
+    Raises ``AssertionError`` naming the build when one fails."""
+    lines = []
+    for cfg in (PipelineConfig(bm=128, bn=256, consumers=2, stages=4),
+                PipelineConfig(dtype="bfloat16", bm=128, bn=128, consumers=1, stages=3, b_major="MN")):
+        chk = verify_pipeline(cfg, m, n, k)
+        lines.append(f"live: {cfg.label()}: worst |C−ref|/bound {chk.worst:.3f}, wrong {chk.wrong}")
+        assert chk.passed, lines[-1]
+    return lines
+
+
 #: Shapes of the correctness matrix: several CTA rows and columns and 16 k-tiles (512 = 2 rows of
 #: 256 or 4 of 128; 768 = 3 columns of 256 or 6 of 128), and a short K (3 k-tiles: fewer k-tiles
 #: than stages for stages ≥ 4, the prologue alone fills the ring).

@@ -39,6 +39,14 @@ K_TILES, FILE_NAME = 12, "your step"
 HEAD = "      if (producer && r + STAGES < T && !broken) {"
 #: The step as an ``omit`` range of §2's listing (first line, last line, note): left out until answered.
 OMIT = (r"^      if \(producer && r \+ STAGES < T", r"^      }$", "exercise 2")
+#: The ranges chapter 05 §2's listing of ``gemm_pipeline`` folds to one line each (``omit`` of
+#: :func:`asynctc.core.notebook.show_source`): set-up, prologue, this exercise's step, epilogue.
+#: Deep dive 05c §2 prints the folded lines (all but the step) with the helpers they call.
+SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at base + s · kStageBytes; "
+             "full[s], empty[s] initialised"),
+            (r"^  // Prologue", r"^  const u64 db0", "prologue: load_stage fills stages 0 … S − 1; acc = 0"),
+            OMIT,
+            (r"^  wgmma_wait_group<0>", r"^  store_c", "epilogue: wait_group<0>, then store_c writes C"))
 #: The names the step uses, all in scope where it goes (the exercise's prompt lists them).
 IN_SCOPE = ("producer", "r", "rs", "rp", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
             "kStageBytes", "full", "m0", "n0", "wg", "broken")

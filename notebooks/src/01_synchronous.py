@@ -129,10 +129,10 @@ assert ck.resources.spill_stores == 0, "the tuned tile must not spill"
 # %% [markdown]
 # ## 3. Correctness first
 #
-# Every check draws fresh random inputs, fills the output with NaN (so an unwritten element
-# fails) and compares every element with `float64` against an
-# [elementwise bound](../docs/glossary.md#elementwise-bound) that scales with |A|·|B|. A kernel
-# that fails is not timed.
+# Each check draws fresh random inputs, fills the output with NaN (an unwritten element fails) and
+# compares every element with `float64` against an
+# [elementwise bound](../docs/glossary.md#elementwise-bound) that scales with |A|·|B|. A failing
+# kernel is not timed.
 
 # %% output varies
 rec = records.load_or_measure("mma_sync", mma_sync.measure_mma_sync)
@@ -147,13 +147,11 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
-# Timed in one run: **cuBLAS** (on Hopper it uses `wgmma` and TMA), our **mma.sync GEMM** (best
-# tile per size), and the **`mma.sync` ceiling**: a register-only kernel issuing independent
-# `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). Below it, the
-# SIMT GEMM for scale.
+# Timed in one run: **cuBLAS** (`wgmma` and TMA on Hopper), our **mma.sync GEMM** (best tile per
+# size), and the **`mma.sync` ceiling**: a register-only kernel issuing `mma.sync` back to back at
+# the GEMM's **occupancy** (warps resident per SM). Below, the SIMT GEMM for scale.
 
 # %% output varies
-p = rec.provenance
 t = mma_sync.DEFAULT_TILE
 ceiling_row = mma_sync.ceiling_row(rec.results, t)
 ceiling = ceiling_row["tflops"]
@@ -165,46 +163,48 @@ if bench.clock_caveat(sweep_kind):
 simt_ms = next(r["median_ms"] for r in rec.results["simt"] if r["size"] == 1024)
 sync1024 = max(r["tflops"] for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] == 1024)
 simt_tf = 2 * 1024**3 / (simt_ms * 1e-3) / 1e12            # 2·M·N·K FLOP / seconds / 10¹²
-print(f"1024³: SIMT GEMM (section 1, fp32 FFMA) 2·1024³ / {simt_ms:.3f} ms = {simt_tf:.1f} TFLOP/s; "
+print(f"1024³: SIMT GEMM (fp32 FFMA) 2·1024³ / {simt_ms:.3f} ms = {simt_tf:.1f} TFLOP/s; "
       f"mma.sync GEMM {sync1024:.0f} ({sync1024 / simt_tf:.0f}×)")
 
 # %% [markdown]
 # ## 5. Why the number is what it is
 #
-# Two effects stack up:
-#
-# 1. **`mma.sync` itself tops out below the Tensor Core [peak](../docs/glossary.md#peak) on Hopper.** Section 4's ceiling
-#    kernel measures how far below (next cell, at its own measured
-#    [clock](../docs/glossary.md#in-kernel)). Its loop touches no memory and more warps barely
-#    raise it: this is the rate Hopper issues `mma.sync` at. NVIDIA does not publish why; the
-#    full rate needs `wgmma` (chapter 04).
-# 2. **Every operand byte crosses the SM's L1/shared-memory data path three times**: load into
-#    registers, store into shared memory, `ldmatrix` out of it.
+# Two effects. First, **`mma.sync` itself tops out below the Tensor Core
+# [peak](../docs/glossary.md#peak) on Hopper.** The ceiling kernel (no memory) against the peak at
+# its measured [clock](../docs/glossary.md#in-kernel), then with more warps:
 
 # %% output varies
-mhz = ceiling_row["sm_mhz"]                                 # the ceiling kernel's own measured clock
-peak_at = p["sm_count"] * 4096 * mhz * 1e6 / 1e12          # SMs × FLOP/clk/SM × clock, in TFLOP/s
-at_clock = ceiling / peak_at
-best4096 = max(r["tflops"] for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] == 4096)
-occ = sorted((r["warps_per_cta"] * r["ctas_per_sm"], r["tflops"])   # (warps per SM, TFLOP/s)
+mhz, sms = ceiling_row["sm_mhz"], rec.provenance["sm_count"]
+peak_at = sms * 4096 * mhz * 1e6 / 1e12          # SMs × FLOP/clk/SM × clock
+print(f"ceiling {ceiling:.0f} / ({sms} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}) = {ceiling / peak_at:.2f} of peak")
+occ = sorted((r["warps_per_cta"] * r["ctas_per_sm"], r["tflops"])
              for r in rec.results["peak"] if r["dtype"] == "float16")
-_ = notebook.claim(at_clock < 0.8 and best4096 < ceiling and occ[-1][1] < 1.1 * occ[0][1],
-                   f"The ceiling, {ceiling:.0f} / ({p['sm_count']} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}), is "
-                   f"{at_clock:.2f} of the Tensor Core peak at its clock; "
-                   f"our best 4096³ GEMM, {best4096:.0f} TFLOP/s, is {best4096 / ceiling:.2f} of it. "
-                   f"Warps per SM {occ[0][0]} → {occ[-1][0]}: {occ[0][1]:.0f} → {occ[-1][1]:.0f} TFLOP/s.",
-                   ceiling_fraction=at_clock, ours=best4096, ceiling=ceiling, occupancy=occ)
-abl = {x["variant"]: x["tflops"] for x in rec.results["ablation"]}
-no_copy, skeleton = abl["no global→shared copy"] / abl["full kernel"], abl["mma.sync + __syncthreads only"]
-_ = notebook.claim(no_copy > 1.3 and skeleton < ceiling,
-                   f"Taken apart (deep dive 01b §4): without the threads' copy it runs {no_copy:.2f}× as fast; "
-                   f"with only mma.sync and the barriers left, {skeleton:.0f} TFLOP/s, still below the ceiling. "
-                   "The data path and the barriers set the pace, not the Tensor Cores.", ablation=abl)
+print(f"warps per SM {occ[0][0]} → {occ[-1][0]}: {occ[0][1]:.0f} → {occ[-1][1]:.0f} TFLOP/s")
 
 # %% [markdown]
-# What helps: taking the copy away from the threads. Chapter 02 removes the register hop
-# (`cp.async`), 03 the threads (TMA), 04 `ldmatrix` (wgmma reads shared memory). The goal for this
-# kernel: half of cuBLAS at 4096³:
+# NVIDIA does not say why; the full rate needs `wgmma` (chapter 04). Second, **every operand byte
+# crosses the SM's L1/shared-memory data path three times**: into registers, into shared memory,
+# `ldmatrix` out. Without the threads' copy, and with only `mma.sync` and barriers (01b §4):
+
+# %% output varies
+abl = {x["variant"]: x["tflops"] for x in rec.results["ablation"]}
+no_copy, skeleton = abl["no global→shared copy"] / abl["full kernel"], abl["mma.sync + __syncthreads only"]
+print(f"no copy: {no_copy:.2f}× as fast; mma.sync + barriers only: {skeleton:.0f} TFLOP/s")
+
+# %% [markdown]
+# Our best 4096³ GEMM, then the verdict:
+
+# %% output varies
+best4096 = max(r["tflops"] for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] == 4096)
+print(f"best 4096³ GEMM: {best4096:.0f} TFLOP/s = {best4096 / ceiling:.2f} of the ceiling")
+_ = notebook.claim(ceiling / peak_at < 0.8 and occ[-1][1] < 1.1 * occ[0][1] and best4096 < ceiling
+                   and no_copy > 1.3 and skeleton < ceiling,
+                   "So the data path and the barriers set the pace, not the Tensor Cores.",
+                   ceiling_fraction=ceiling / peak_at, ours=best4096, occupancy=occ, ablation=abl)
+
+# %% [markdown]
+# What helps: taking the copy from the threads. Chapter 02 removes the register hop (`cp.async`),
+# 03 the threads (TMA), 04 `ldmatrix`. The goal for this kernel: half of cuBLAS at 4096³:
 
 # %% output varies
 tf = {r.get("tile") or r["kernel"]: r["tflops"]

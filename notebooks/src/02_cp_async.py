@@ -108,8 +108,8 @@ print(cp_async.tile_traffic(*TILE))
 # ## 3. Correctness first
 #
 # Checked against float64 as in chapter 01 (the
-# [elementwise bound](../docs/glossary.md#elementwise-bound)), for every tile and stage count; in
-# replay, the checks recorded with the measurements.
+# [elementwise bound](../docs/glossary.md#elementwise-bound)), every tile and stage count; in
+# replay, the recorded checks.
 
 # %% output varies
 rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)
@@ -122,19 +122,13 @@ assert checks and all(c["passed"] for c in checks)
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
 #
-# All timed in the same run on the same inputs (median of 20, L2 flushed before each).
+# Timed in one run, same inputs (median of 20, L2 flushed before each).
 
 # %% output varies
-series = {}
-for kern in ("cuBLAS", "mma.sync", "cp.async"):
-    best = cp_async.best_rows(rec.results, "float16", kern)
-    if best:
-        label = {"mma.sync": "chapter 01 (mma.sync, registers)", "cp.async": "cp.async, best stages"}.get(kern, kern)
-        series[label] = (sorted(best), [best[s]["tflops"] for s in sorted(best)])
-fig = plots.throughput_by_size(series, record=rec, title="cp.async multistage GEMM, fp16")
+fig = plots.throughput_by_size(cp_async.size_series(rec.results), record=rec,
+                               title="cp.async multistage GEMM, fp16")
+plt.show()
 print(cp_async.best_line(rec.results, "float16", 4096))   # every size and dtype: deep dive 02b §2
-
-# %% output varies
 rows = cp_async.stage_table(rec.results, "float16", 4096)
 base = cp_async.best_rows(rec.results, "float16", "mma.sync")[4096]["tflops"]
 fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], baseline=base,
@@ -142,17 +136,7 @@ fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], basel
 plt.show()
 
 # %% [markdown]
-# **What moved, and why.** Three rungs tell the story:
-#
-# 1. **BK = 64, one stage**: copy, wait, compute. Only the SM's second
-#    CTA (`/2cta`) computes while this one waits. Yet it beats chapter 01: what held chapter 01
-#    back was the hop through the registers (an `LDG` and an `STS` per 16 bytes).
-# 2. **BK = 32, one stage** waits for a copy twice as often for the same math: below chapter 01.
-#    With a ring in flight it becomes the fastest rung: overlap pays most where k-tiles are short.
-# 3. **BK = 64, four stages**: its ring (4 × 32 KiB) leaves room for one CTA per SM, so no
-#    second CTA covers its waits.
-#
-# The sweep in full: [02b §2](02b_cp_async_microbenchmark.ipynb).
+# **What moved, and why.** Three rungs tell the story; first the numbers:
 
 # %% output varies
 st = {(r["bk"], r["stages"]): r for r in rows}
@@ -162,6 +146,15 @@ print("rung  BK  stages  CTAs/SM  TFLOP/s  × ch. 01")
 for r in sorted(rows, key=lambda r: (-r["bk"], r["stages"])):
     print(f"{rung.get((r['bk'], r['stages']), ''):>4} {r['bk']:3d} {r['stages']:7d} {2 if '/2cta' in r['tile'] else 1:8d}"
           f" {r['tflops']:8.0f} {r['vs_mma_sync']:9.2f}")
+
+# %% [markdown]
+# 1. **BK = 64, one stage**: copy, wait, compute; only the SM's second CTA (`/2cta`) computes
+#    meanwhile. Chapter 01 also paid a hop through the registers (`LDG`, `STS`).
+# 2. **BK = 32, one stage** waits twice as often for the same math; a ring in flight helps it most.
+# 3. **BK = 64, four stages**: its ring (4 × 32 KiB) leaves room for one CTA per SM: no second
+#    CTA covers its waits. The sweep in full: [02b §2](02b_cp_async_microbenchmark.ipynb).
+
+# %% output varies
 s1, s1_32, s4 = st[(64, 1)]["tflops"], st[(32, 1)]["tflops"], st[(64, 4)]["tflops"]
 best32 = max((r for r in rows if r["bk"] == 32), key=lambda r: r["tflops"])
 two3 = max(st[(64, 2)]["tflops"], st[(64, 3)]["tflops"])
@@ -177,30 +170,42 @@ _ = notebook.claim("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * two3,
                    f"3. {s4 / two3 - 1:+.0%} against the best of two or three stages.", four_stages=s4)
 
 # %% [markdown]
-# **Why not chapter 01's ceiling?** That ceiling is `mma.sync` with no memory traffic. Here every
-# operand byte also crosses the SM's shared memory, which serves 128 bytes per clock: `cp.async`
-# writes each k-tile once, and `ldmatrix` reads it twice. Clocks per k-tile for the best rung:
+# **Why not chapter 01's ceiling?** That ceiling is `mma.sync` with no memory traffic. Clocks per
+# k-tile of the best rung. The math, at the ceiling's pace:
 
 # %% output varies
 tile, best, ceil = cp_async.ceiling_rows(rec.results, records.load("mma_sync").results["peak"])
 sm = rec.provenance["sm_count"]
 per_clk = lambda r: r["tflops"] * 1e12 / (sm * r["sm_mhz"] * 1e6)    # FLOP per clock per SM
 flop = 2 * tile.bm * tile.bn * tile.bk                               # one k-tile's math
+math = flop / per_clk(ceil)
+print(f"{tile.name}: {flop} FLOP / {per_clk(ceil):.0f} FLOP/clk = {math:.0f} clk")
+
+# %% [markdown]
+# Shared memory serves 128 bytes per clock; `cp.async` writes each k-tile once, `ldmatrix` reads it
+# twice:
+
+# %% output varies
 written = (tile.bm + tile.bn) * tile.bk * 2                          # cp.async: the A and B tiles, once
 smem_bytes = written + tile.warps * (tile.wm + tile.wn) * tile.bk * 2  # + ldmatrix: each warp its slices
-math, smem, took = flop / per_clk(ceil), smem_bytes / 128, flop / per_clk(best)
-print(f"{tile.name}: math at the ceiling's pace  {flop} FLOP / {per_clk(ceil):.0f} FLOP/clk = {math:.0f} clk")
-print(f"  shared memory                  {smem_bytes} B / 128 B/clk = {smem:.0f} clk")
-print(f"  measured                       {flop} FLOP / {per_clk(best):.0f} FLOP/clk = {took:.0f} clk")
+smem = smem_bytes / 128
+assert smem_bytes == 3 * written
+print(f"shared memory: {smem_bytes} B / 128 B/clk = {smem:.0f} clk")
+
+# %% [markdown]
+# Measured:
+
+# %% output varies
+took = flop / per_clk(best)
+print(f"measured: {flop} FLOP / {per_clk(best):.0f} FLOP/clk = {took:.0f} clk")
 hidden = (math + smem - took) / min(math, smem)                      # 100 %: full overlap
 _ = notebook.claim(took > max(math, smem) and took < math + smem and smem > 0.8 * math,
                    f"{hidden:.0%} of the shared-memory time hidden behind the math (full overlap "
-                   f"{max(math, smem):.0f} clk, none {math + smem:.0f}); the ceiling needs 100 %. "
-                   f"Neither alone explains the {took:.0f} clk: both count, overlapped in part.",
+                   f"{max(math, smem):.0f} clk, none {math + smem:.0f}); the ceiling needs 100 %.",
                    math=math, smem=smem, took=took)
 
 # %% [markdown]
-# A hypothesis, unconfirmed (the records keep times, not stall reasons): each k-tile's
+# A hypothesis (the records keep times, not stall reasons): each k-tile's
 # `__syncthreads` keeps the overlap partial. Chapter 04's `wgmma` reads shared memory once per
 # warpgroup, with no `ldmatrix`.
 

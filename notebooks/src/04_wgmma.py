@@ -6,14 +6,9 @@
 #
 # **The story.** [wgmma](../docs/glossary.md#wgmma) is issued by a [warpgroup](../docs/glossary.md#warpgroup) (four warps, 128 threads) and reads its
 # operands from shared memory, each described by a 64-bit [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). You will
-#
-# 1. see who supplies what to `wgmma.mma_async.m64nNk16`;
-# 2. take the descriptor apart bit by bit;
-# 3. draw the **canonical layouts** (the tile layouts wgmma can read) of [K-major](../docs/glossary.md#k-major) and
-#    [MN-major](../docs/glossary.md#mn-major) operands, and advance a descriptor from k-step to k-step;
-# 4. read the kernel with its PTX and SASS, and check it against float64;
-# 5. find which thread holds each element of the result;
-# 6. measure `wgmma` throughput by N, per SM per clock.
+# take the descriptor apart, follow one element of a [K-major](../docs/glossary.md#k-major) tile to
+# the byte wgmma reads, advance a descriptor from k-step to k-step, read the kernel, find which
+# thread holds each element of the result, and measure throughput by N.
 #
 # Deep dive: [04b — wgmma taken apart](04b_wgmma_anatomy.ipynb).
 
@@ -21,7 +16,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc.models import descriptors
+from asynctc.models import descriptors, layout
 from asynctc.core import exercises, notebook, records, sass
 from asynctc import wgmma, wgmma_peak
 
@@ -41,8 +36,8 @@ notebook.banner("sm_90a")
 # * **D** lives in registers: N/2 fp32 values per thread (which thread holds each: section 6).
 #
 # It is *asynchronous*, like `cp.async` in chapter 02: `wgmma.fence` orders earlier register
-# writes before the wgmma, `wgmma.commit_group` closes a batch of wgmmas, and `wgmma.wait_group N`
-# waits until at most N batches are in flight.
+# writes before it, `wgmma.commit_group` closes a batch, `wgmma.wait_group N` waits until at most N
+# batches are in flight.
 
 # %% [markdown]
 # ## 2. The descriptor, bit by bit
@@ -64,29 +59,52 @@ assert descriptors.decode(d0.encode()) == d0          # the 64-bit value decodes
 #   1024**: from one 8-row group to the next.
 # * [LBO](../docs/glossary.md#lbo) is unused by K-major swizzled layouts (the ISA "assumes 1"); the library writes 1 (16 B).
 # * Each further k16 step starts 32 bytes on, in the same rows: a 128-byte row has room for all
-#   four. With a narrower swizzle a row has room for fewer, and the next step starts in the next box.
+#   four (narrower swizzles: [04b](04b_wgmma_anatomy.ipynb) §5).
 
 # %% [markdown]
-# ## 3. Canonical layouts, drawn
+# ## 3. One element, from the tile to the byte wgmma reads
 #
-# wgmma reads an operand in blocks of 8 rows of 16 contiguous bytes, each a
-# [core matrix](../docs/glossary.md#core-matrix) (a 64×64 fp16 tile is 8 × 8). TMA writes the tile as boxes (chapter 03)
-# whose rows are as wide as the swizzle, S bytes (16 without). Core matrices side by side in a box
-# row are 16 bytes apart; the descriptor gives the two other steps, SBO and LBO, and the swizzle,
-# which wgmma undoes.
-#
-# * **Swizzled**: SBO steps 8 rows down the box (8 × S bytes), LBO to the next box. A K-major
-#   box's rows are m-rows; a k16 step reads 32 bytes of each, inside one box: LBO unused. An
-#   MN-major box's rows are **k-rows**: SBO steps along K, LBO along M (unused at 128-byte
-#   swizzle: one box). There a k16 step is 16 k-rows on.
-# * **Without swizzle**: LBO steps along K, SBO along M, in both majors.
-#
-# A table row: the core matrix each offset reaches from the first (`M + 8`: 8 elements on along
-# M), and its bytes. Both majors, drawn:
+# wgmma reads an operand in blocks, each a [core matrix](../docs/glossary.md#core-matrix): 8 rows
+# of 16 contiguous bytes. Follow A[ROW][K] of §2's tile. First its core matrix: which group of 8 rows,
+# which row of the 8, which 16-byte chunk of its 128-byte row.
 
 # %%
-print(wgmma.offsets_table("float16"))
-figs = [wgmma.plot_layouts("float16", major) for major in ("K", "MN")]
+ROW, K = 27, 21                        # any row 0..63, any k 0..63
+group, r8 = divmod(ROW, 8)
+chunk = K * 2 // 16                    # fp16: 2 bytes, 8 elements per chunk
+print(f"A[{ROW}][{K}]: row group {group}, row {r8} of its core matrix, chunk {chunk} of 8")
+
+# %% [markdown]
+# Its byte offset before the swizzle: SBO (1024 bytes) per group, 128 per row, 2 per element.
+
+# %%
+plain = group * d0.sbo + r8 * 128 + K * 2
+print(f"unswizzled: {group}·{d0.sbo} + {r8}·128 + {K}·2 = {plain}")
+
+# %% [markdown]
+# The 128-byte swizzle XORs the chunk (address bits 4–6) with the row of the 8 (bits 7–9):
+
+# %%
+swizzled = plain ^ (r8 << 4)
+print(f"chunk {chunk} XOR row {r8} = chunk {chunk ^ r8}: offset {swizzled}")
+assert swizzled == layout.swizzle_address(plain, 128)
+
+# %% [markdown]
+# Plus the base: the byte TMA wrote A[ROW][K] to, and the byte the descriptor of its k-step makes
+# wgmma read (§4 checks every element).
+
+# %%
+address = 0x2000 + swizzled
+print(f"A[{ROW}][{K}] at {address:#x}")
+assert address == tile.tma_addresses(0x2000)[ROW, K] == tile.addresses(0x2000)[ROW, K]
+
+# %% [markdown]
+# **Try it** (no grade): change `ROW` and `K` and run the four cells again. Which rows keep their
+# chunks in place? Which K of row 27 starts its 128-byte row?
+#
+# An [MN-major](../docs/glossary.md#mn-major) tile stores B as K×N: each 128-byte box row is one
+# **k-row** (64 elements of N), so a k16 step is 16 k-rows on. Every layout, drawn:
+# [04b](04b_wgmma_anatomy.ipynb) §5.
 
 # %% [markdown]
 # **Exercise: advance the descriptor.** A 64-wide k-tile is four k16 steps, one descriptor each.
@@ -104,8 +122,8 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # %% [markdown]
 # ## 4. What TMA writes is what the descriptor reads
 #
-# The exercise's check, for every swizzle: `layout.SmemTile` (chapter 03) says where TMA puts each
-# element, `descriptors.read_addresses` (a separate model) which byte wgmma reads.
+# §3's last step for every element of every swizzle: `layout.SmemTile` (chapter 03) says where TMA
+# puts it, `descriptors.read_addresses` (a separate model) which byte wgmma reads.
 
 # %%
 tiles = [descriptors.OperandTile(64, 64, "float16", m, sw) for m in ("K", "MN") for sw in (0, 32, 64, 128)]
@@ -116,11 +134,10 @@ assert same
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# The threads of `kernels/wgmma.cu` copy the operands, in section 3's layout, into
-# shared memory, make them visible to wgmma's [async proxy](../docs/glossary.md#proxy) with
-# `fence.proxy.async` (chapter 03), then run K/16 wgmmas: fence, issue, commit, wait
-# (`wgmma_fence_operand(d)`, no instruction, stops the compiler moving uses of `d` across them).
-# Below: the loop, its PTX and SASS for N = 64.
+# The threads of `kernels/wgmma.cu` copy the operands into shared memory in section 3's layout,
+# make them visible to wgmma's [async proxy](../docs/glossary.md#proxy) (`fence.proxy.async`,
+# chapter 03), then run K/16 wgmmas: fence, issue, commit, wait. (`wgmma_fence_operand(d)` emits
+# nothing; it keeps the compiler from moving uses of `d` across them.) The loop, PTX and SASS, N = 64:
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
@@ -131,11 +148,10 @@ display(notebook.show_ptx(ck))
 print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
 
 # %% [markdown]
-# The first `wgmma.mma_async`: shape `m64n64k16`; D, A, B types `.f32.f16.f16`; in braces D,
-# 32 fp32 registers per thread (N/2); the A and B descriptors; `p`, scale-d (0: overwrite D, 1:
-# add); `1, 1` scale-a, scale-b (no negation); `0, 0` trans-a, trans-b (K-major). In the SASS,
-# `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `WARPGROUP.DEPBAR.LE gsb0` the wait; the
-# commit is the `gsb0` the last `HGMMA` carries.
+# The first `wgmma.mma_async`: in braces D, 32 fp32 registers per thread (N/2); the A and B
+# descriptors; `p`, scale-d (0: overwrite D, 1: add); `1, 1` no negation; `0, 0` K-major. In the
+# SASS, `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `WARPGROUP.DEPBAR.LE gsb0` the wait; the
+# last `HGMMA`'s `gsb0` is the commit.
 
 # %% [markdown]
 # ## 6. Where the accumulator lives
@@ -149,9 +165,7 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # * in register i, i // 4 counts the 8-column blocks, bit 1 picks row g or g + 8, bit 0 the column
 #   2t or 2t + 1.
 #
-# A register pair is two neighbouring columns, which the epilogue stores as one word (chapter 05:
-# `acc_pair_origin` in `kernels/wgmma_ring.cuh`). Below, N = 16; thread 37's elements are boxed,
-# with their register index:
+# Below, N = 16; thread 37's elements are boxed, with their register index:
 
 # %%
 fig = wgmma.plot_accumulator(n=16, thread=37)
@@ -183,17 +197,14 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # ## 8. Throughput by N and by operand source
 #
 # `kernels/wgmma_peak.cu`: each CTA (one warpgroup, two per SM) loads A (64×64) and B (N×64) once,
-# then loops over fence → 4 k-steps of wgmma → commit → `wait_group 1`. A comes from shared memory
-# (SS) or registers (RS). The kernel reads the SM clock around the loop, so each point is set
-# against the **per-clock peak**, SMs × 4096 FLOP/clk × that clock, and against the datasheet's 989
-# TFLOP/s. Our goal: ≥ 0.90 of the per-clock peak. Grey: Luo et al.'s H800 benchmark,
-# scaled to this GPU ([04b §6](04b_wgmma_anatomy.ipynb)).
+# then loops over fence → 4 k-steps → commit → `wait_group 1`, with A from shared memory (SS) or
+# registers (RS). Each point is set against the **per-clock peak** (SMs × 4096 FLOP/clk × the SM
+# clock the kernel read) and the datasheet's 989 TFLOP/s. Our goal: ≥ 0.90 of the per-clock peak.
+# Grey: Luo et al.'s H800 benchmark, scaled ([04b §6](04b_wgmma_anatomy.ipynb)).
 #
-# **Why small N is slow.** One fp16 wgmma is N/2 clocks of Tensor Core work. SS also reads A (2 KiB)
-# and B (32·N bytes) from shared memory, at 128 bytes per clock: 16 + N/4 clocks. Below N = 64 that
-# is more than N/2, so shared memory sets the pace. RS reads only B, so it is faster at N = 8–32. At
-# N ≤ 16 a fixed cost per wgmma, which this model lacks, still holds RS back
-# ([04b §4](04b_wgmma_anatomy.ipynb)).
+# **Why small N is slow.** A wgmma is N/2 clocks of math, but SS also reads 2 KiB of A and 32·N
+# bytes of B at 128 bytes per clock: below N = 64 shared memory sets the pace; RS, reading only B,
+# is faster there ([04b §4](04b_wgmma_anatomy.ipynb)).
 
 # %% output varies
 fig = wgmma_peak.plot_throughput(rec)

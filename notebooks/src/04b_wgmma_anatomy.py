@@ -229,8 +229,27 @@ if rec is not None and rec.results.get("throughput"):
 # uses the largest N its registers allow (N = 128–256), where none of this matters.
 
 # %% [markdown]
-# ## 5. The canonical layouts in CuTe notation
+# ## 5. The canonical layouts, drawn and in CuTe notation
 #
+# Chapter 04 §3 followed one element of a K-major tile at 128-byte swizzle. In general: TMA writes
+# the tile as boxes (chapter 03) whose rows are as wide as the swizzle, S bytes (16 without). Core
+# matrices side by side in a box row are 16 bytes apart; the descriptor gives the two other steps,
+# SBO and LBO, and the swizzle, which wgmma undoes.
+#
+# * **Swizzled**: SBO steps 8 rows down the box (8 × S bytes), LBO to the next box. A K-major
+#   box's rows are m-rows; a k16 step reads 32 bytes of each, inside one box: LBO unused. An
+#   MN-major box's rows are **k-rows**: SBO steps along K, LBO along M (unused at 128-byte
+#   swizzle: one box). There a k16 step is 16 k-rows on.
+# * **Without swizzle**: LBO steps along K, SBO along M, in both majors.
+#
+# A table row: the core matrix each offset reaches from the first (`M + 8`: 8 elements on along
+# M), and its bytes. Both majors, every swizzle, drawn (dashed: k-step 0):
+
+# %%
+print(wgmma.offsets_table("float16"))
+figs = [wgmma.plot_layouts("float16", major) for major in ("K", "MN")]
+
+# %% [markdown]
 # With `T` = elements per 16 bytes, the ISA's canonical layouts (§9.7.15.5.1.2.1) in CuTe notation.
 # In that notation a layout `shape:stride` maps a coordinate to the sum of each coordinate times its
 # stride (nested parentheses group modes, so `(8,m):(T,SBO)` is 8 rows T apart, then m groups SBO

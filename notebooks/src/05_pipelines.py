@@ -5,12 +5,9 @@
 # speed stops rising with ring depth.
 #
 # **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel. You will
-#
-# 1. step through the ring of S shared-memory stages and its *full* and *empty* mbarriers: who
-#    arrives, who waits, on which [phase parity](../docs/glossary.md#phase-parity);
-# 2. read the whole kernel and check it against float64;
-# 3. measure throughput against ring depth, beside cuBLAS, and test why it stops rising with the
-#    ring model.
+# step through its ring of S stages (who arrives, who waits, on which
+# [phase parity](../docs/glossary.md#phase-parity)), write the producer's step, check the kernel
+# against float64, and measure it by ring depth beside cuBLAS and the ring model.
 #
 # Deep dives: [05b](05b_pipeline_timeline.ipynb) (timelines, model beside GPU),
 # [05c](05c_pipeline_variants.ipynb) (SASS, variants, broken protocols).
@@ -31,20 +28,15 @@ notebook.banner("sm_90a")
 # warpgroup 0); the [consumers](../docs/glossary.md#consumer) are the warpgroups that compute.
 # Each of the S stages has two mbarriers:
 #
-# | barrier | arrivals per phase | completes when | means |
-# |---|---|---|---|
-# | **full[s]** | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA's bytes have landed | "stage s contains its k-tile" |
-# | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | "stage s may be refilled" |
+# | barrier | arrivals per phase | completes when | means | who waits |
+# |---|---|---|---|---|
+# | **full[s]** | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA's bytes have landed | "stage s contains its k-tile" | the consumers |
+# | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | "stage s may be refilled" | the producer |
 #
 # All 128 threads of a consumer execute `wgmma.wait_group`; then one
 # [*elected thread*](../docs/glossary.md#elected-thread) arrives for them (a CUTLASS convention,
 # not a rule the PTX ISA text states).
-
-# %% output varies
-fig = mp.plot_ring(stages=4, k_tiles=12, hide_pending=True, parities=False)
-plt.show()
-
-# %% [markdown]
+#
 # **Which parity.** k-tile k goes into stage **k mod S** as that stage's fill **k / S** (integer
 # division). Fill f completes phase f of full[s] (its bytes land) and phase f of empty[s] (the
 # consumers release it). `try_wait.parity(P)` waits while the open phase has parity P (chapter 03
@@ -77,31 +69,13 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # 2 consumer warpgroups, S = 4). First its k-loop. Per k-tile k, four steps: **wait** on full;
 # **issue** `mma_ktile`, then wait until kPending = 1 group remains; **release** k-tile r = k − 1
 # on empty; **refill** (exercise 2). `pos` is k's stage and phase, `prev` k − 1's; `advance()`
-# flips the phase on a wrap. `fence_accumulators`: a compiler barrier for `acc`.
+# flips the phase on a wrap. `fence_accumulators`: a compiler barrier for `acc`. The folded lines
+# and the helpers, with their PTX: [05c](05c_pipeline_variants.ipynb) §2.
 
 # %% output answers a prediction
-SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at base + s · kStageBytes; "
-             "full[s], empty[s] initialised"),
-            (r"^  // Prologue", r"^  const u64 db0", "prologue: load_stage fills stages 0 … S − 1; acc = 0"),
-            (r"^      if \(producer && r \+ STAGES < T", r"^      }$", "exercise 2"),
-            (r"^  wgmma_wait_group<0>", r"^  store_c", "epilogue: wait_group<0>, then store_c writes C"))
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
     display(notebook.show_source("pipeline.cu", start=r'^extern "C" __global__ void', end=r"^}",
-                                 variant=True, omit=SKELETON))
-
-# %% [markdown]
-# What the skeleton folded, the helpers (`load_stage`, `RingState`, `mma_ktile`), their PTX.
-
-# %% output answers a prediction
-if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
-    folded = notebook.source_excerpt("pipeline.cu", start=r'^extern "C" __global__ void', end=r"^}",
-                                     variant=True, omit=SKELETON[:2] + SKELETON[3:], left_out=True)
-    helpers = notebook.source_excerpt(
-        "pipeline.cu", start=r"^// ---- the producer's half", end=r"^}", variant=True, ptx_last=True,
-        more=(("ring.cuh", r"^template <int", r"^};"), ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
-        ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
-             "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group"))
-    print(folded, helpers, sep="\n\n")
+                                 variant=True, omit=pl.producer_step.SKELETON))
 
 # %% [markdown]
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after the
@@ -137,12 +111,8 @@ if exercises.after("ch05.producer_step"):             # the kernel's own step, o
 # %% output varies
 rec = records.load("pipeline")
 res = rec.results
-if runtime.runs_live("sm_90a"):                      # two configurations, checked now
-    for cfg in (pl.PipelineConfig(bm=128, bn=256, consumers=2, stages=4),
-                pl.PipelineConfig(dtype="bfloat16", bm=128, bn=128, consumers=1, stages=3, b_major="MN")):
-        chk = pl.verify_pipeline(cfg, 512, 768, 1024)
-        print(f"live: {cfg.label()}: worst |C−ref|/bound {chk.worst:.3f}, wrong {chk.wrong}")
-        assert chk.passed
+if runtime.runs_live("sm_90a"):                      # two builds, checked now
+    print(*pl.check_now(), sep="\n")
 print(f"{rec.label()}:", *pl.checks_lines(res))
 assert all(c["passed"] for c in res["checks"])
 
@@ -150,17 +120,13 @@ assert all(c["passed"] for c in res["checks"])
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
 # The record swept 1–6 stages (as many as fit) for three tiles, fp16 and bf16, 4096³ and 8192³,
-# cuBLAS timed in the same run. The 128×128 curves peak at S = 3: up to there
-# two CTAs share an SM, from S = 4 only one fits in shared memory
-# ([05c](05c_pipeline_variants.ipynb) §4). Under the figure, the chapter's goal: the best variant
-# at ≥ 0.80 of cuBLAS at 4096³, ≥ 0.90 at 8192³.
+# cuBLAS timed in the same run (why the 128×128 curves peak early: [05c](05c_pipeline_variants.ipynb)
+# §4). Under the figure, the chapter's goal: the best variant at ≥ 0.80 of cuBLAS at 4096³, ≥ 0.90
+# at 8192³.
 
 # %% output varies
 fig = pl.plot_depth(res, "float16", record=rec)
 plt.show()
-for t in ("128x128x64/c1", "128x128x64/c2"):                  # the text's "peak at S = 3", and why
-    r = {x["stages"]: x["resident_ctas"] for x in res["sweep"] if (x.get("tile"), x["size"]) == (t, 4096)}
-    assert pl.best_row(res, "float16", 4096, tile=t)["stages"] == 3 and (r[3], r[4]) == (2, 1)
 for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best variant, fp16 and bf16
     got = [pl.best_row(res, dt, size, variants=True)["tflops"] / pl.cublas_row(res, dt, size)["tflops"]
            for dt in ("float16", "bfloat16")]
@@ -183,45 +149,49 @@ notebook.claim(*pl.waits_beside_model(trace, ring))
 _ = notebook.claim(*pl.waits_under_wgmma(trace))
 
 # %% [markdown]
-# **The trace has a cost**: each event reads and stores the clock. A k-tile traced, untraced
-# (from the timed TFLOP/s) and in the model:
+# **The trace has a cost**: each event reads and stores the clock. Cycles per k-tile, one number a
+# cell. The ring model:
+
+# %% output varies
+ring_kt = ring.total_cycles / 64
+print(f"model: {ring_kt:.0f} cycles per k-tile")
+
+# %% [markdown]
+# The kernel untraced, from its timed TFLOP/s:
 
 # %% output varies
 timed = next(r for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]   # S = 4, untraced
              and (r["tile"], r["stages"], r["dtype"], r["size"]) == ("128x256x64/c2", 4, "float16", 4096))
-mhz = res["clocks_after"]["sm_mhz"]                     # SM clock; FLOP of one CTA's k-tile ÷ FLOP/clk/SM:
-untraced = 2 * 128 * 256 * 64 / (timed["tflops"] * 1e12 / (res["sm_count"] * mhz * 1e6))
-traced, ring_kt = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / 64, ring.total_cycles / 64
-print(f"cycles per k-tile, whole loop: model {ring_kt:.0f}, kernel {untraced:.0f}, traced CTA {traced:.0f}")
+mhz = res["clocks_after"]["sm_mhz"]
+untraced = 2 * 128 * 256 * 64 / (timed["tflops"] * 1e12 / (res["sm_count"] * mhz * 1e6))   # k-tile FLOP ÷ FLOP/clk/SM
+print(f"kernel, untraced: {untraced:.0f} cycles per k-tile")
+
+# %% [markdown]
+# Traced CTA 0 (its loop ÷ 64 k-tiles), then what the three say:
+
+# %% output varies
+traced = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / 64
+print(f"traced CTA 0: {traced:.0f} cycles per k-tile")
 _ = notebook.claim(traced > 1.2 * untraced > 1.2 * ring_kt, f"The trace costs {traced / untraced - 1:.0%}; "
                    f"untraced, the kernel is still {untraced / ring_kt:.1f}× the model.")
 
 # %% [markdown]
-# So read the trace for the order of events, not their lengths. Whether L2 sets the data's rate,
-# it cannot tell ([05b](05b_pipeline_timeline.ipynb) §3).
+# So read the trace for the order of events, not their lengths.
 #
-# **Try it** (no grade). No run measured the bytes per clock L2 delivers into one SM; the model
-# lets L2 keep up unless capped. Where does the model flatten? Set `L2_CAP` (e.g. 30 or 45): which
-# cap brings every recorded depth within 15 %? Within 5 %?
+# **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C` (1 or 2),
+# tile width `BN` (128 or 256) and `L2_CAP`, L2's bytes per clock per SM (None: no limit;
+# [05b](05b_pipeline_timeline.ipynb) §5 fits one). Which design does the model call fastest? The record?
 
 # %% output varies
-L2_CAP = None                      # bytes per clock per SM from L2 into shared memory; None: no cap
-meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
-        and r["tile"] == "128x256x64/c2" and r["dtype"] == "float16" and r["size"] == 4096}
-model = mp.predict_depth_sweep(mp.HardwareParams.from_records(l2_bytes_per_clk=L2_CAP))
-fig = mp.plot_depth_sweep(model, meas, record=rec, title=f"Ring model, L2 cap {L2_CAP}: 128×256, fp16, 4096³")
-plt.show()
-best = pl.closest_cap(meas) if L2_CAP else None     # the best cap: said only once you set one
-_ = notebook.claim(*pl.model_beside_record(model, meas, L2_CAP, best))
+S, P, C, BN, L2_CAP = 4, 1, 2, 256, None
+print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, l2_cap=L2_CAP, record=rec))
 
 # %% [markdown]
-# **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C`
-# (1 or 2), tile width `BN` (128 or 256): the model, with your `L2_CAP`, beside the record's run.
-# Which design does the model call fastest? The recorded fastest?
+# What the depth sweep establishes, and what stays a guess:
 
 # %% output varies
-S, P, C, BN = 4, 1, 2, 256
-print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, l2_cap=L2_CAP, record=rec))
+meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
+        and r["tile"] == "128x256x64/c2" and r["dtype"] == "float16" and r["size"] == 4096}
 _ = notebook.claim(*pl.conclusion(meas, record=rec))
 
 # %% [markdown]
@@ -246,9 +216,7 @@ fig = pl.plot_ring_steps(stages=2, k_tiles=4, parities=pl.flipped_refill_paritie
 plt.show()
 
 # %% output varies tags=["solution"]
-_ = notebook.claim(*pl.plateau_in_bytes(meas, pl.closest_cap(meas)[0]))   # §5's "Try it": the best cap
 print(pl.design_survey(record=rec))                # §5's "Design it": every design, model beside record
-_ = notebook.claim(*pl.cap_evidence(record=rec))    # what the best cap explains, what only agrees
 
 # %% [markdown]
 # ## Worklog

@@ -9,8 +9,8 @@
 # runs your pair again); the CPU discrete-event model's prediction of that sweep, frozen before
 # the kernel first ran, and a correction of the model's schedule made after; the prediction set
 # beside the measurement; the timeline recorded inside the running kernel, drawn with the same
-# function as the model's; and where the model was right, where it was wrong, and what a fit to the
-# measurement can and cannot say.
+# function as the model's; where the model was right, where it was wrong, and what a fit to the
+# measurement can and cannot say; and an L2 cap of your own to try in the model (§5).
 
 # %% output varies
 import dataclasses
@@ -315,6 +315,22 @@ _ = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
                    l2_fit=l2_fit)
 
 # %% [markdown]
+# ## 5. Try it: your own L2 cap
+#
+# Chapter 05 §5's "Design it" runs the ring model with `L2_CAP = None`: L2 keeps up with whatever
+# the math asks. Here you choose the cap (no grade). Set `L2_CAP` (e.g. 30 or 45, bytes per clock
+# per SM): which cap brings every recorded depth within 15 %? Within 5 %? Then put your cap into
+# chapter 05's "Design it".
+
+# %% output varies
+L2_CAP = None                      # bytes per clock per SM from L2 into shared memory; None: no cap
+model = mp.predict_depth_sweep(mp.HardwareParams.from_records(l2_bytes_per_clk=L2_CAP))
+fig = mp.plot_depth_sweep(model, measured, record=rec, title=f"Ring model, L2 cap {L2_CAP}: 128×256, fp16, 4096³")
+plt.show()
+best = pl.closest_cap(measured) if L2_CAP else None     # the best cap: said only once you set one
+_ = notebook.claim(*pl.model_beside_record(model, measured, L2_CAP, best))
+
+# %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
@@ -323,6 +339,10 @@ def full_parity(k, S):
 def empty_parity(t, S):
     return (t // S + 1) % 2      # the phase before that fill: a fresh barrier passes at once
 ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity), solution=True)
+
+# %% output varies tags=["solution"]
+_ = notebook.claim(*pl.plateau_in_bytes(measured, pl.closest_cap(measured)[0]))   # §5: the best cap
+_ = notebook.claim(*pl.cap_evidence(record=rec))    # what the best cap explains, what only agrees
 
 # %% [markdown]
 # Back to [chapter 05](05_pipelines.ipynb); what else moved the numbers — `wait_group` 0 vs 1,

@@ -46,13 +46,21 @@ K_TILES = 64                                 # k-tiles of a 4096³ GEMM's CTA ti
 # %% [markdown]
 # ## 2. The producer's half, and the SASS
 #
-# The producer's half of a refill (chapter 05, section 2 showed the loop that calls it): one
-# `arrive.expect_tx` with the stage's bytes, then the TMA boxes that complete them (a B stored K×N
-# needs BN/64 boxes):
+# Chapter 05 §2's listing folded the set-up, the prologue and the epilogue; here they are, then
+# the helpers they call: the producer's half of a refill (one `arrive.expect_tx` with the stage's
+# bytes, then the TMA boxes that complete them; a B stored K×N needs BN/64 boxes), `RingState`,
+# the consumers' `mma_ktile`, and the PTX each wrapper issues.
 
 # %%
-notebook.show_source("pipeline.cu", start=r"^// ---- the producer's half",
-                     end=r"^}$")
+SKELETON = pl.producer_step.SKELETON
+folded = notebook.source_excerpt("pipeline.cu", start=r'^extern "C" __global__ void', end=r"^}",
+                                 variant=True, omit=SKELETON[:2] + SKELETON[3:], left_out=True)
+helpers = notebook.source_excerpt(
+    "pipeline.cu", start=r"^// ---- the producer's half", end=r"^}", variant=True, ptx_last=True,
+    more=(("ring.cuh", r"^template <int", r"^};"), ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
+    ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
+         "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group"))
+print(folded, helpers, sep="\n\n")
 
 # %% [markdown]
 # In SASS: `UTMALDG` (TMA loads), `SYNCS.*` (mbarrier init / arrive / try_wait), `HGMMA` (wgmma;

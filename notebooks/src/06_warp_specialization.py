@@ -9,13 +9,13 @@
 #    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
 # 2. read the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
 # 3. read the ladder: what each rung bought beside cuBLAS, and why rungs 5–8 close the gap;
-# 4. read a whole Hopper GEMM, kernel and host side, top to bottom in one file;
+# 4. read a whole Hopper GEMM kernel top to bottom in one file;
 # 5. call the top rung, `asynctc.matmul(a, b)`, on any shape.
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
-# the ladder investigated, rungs 5–8 one at a time; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
+# rungs 5–8 one at a time; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
 # [raster](../docs/glossary.md#raster) sweep, `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
-# core exercises (stage fill, swizzle, k-step) run one Hopper tile on the CPU.
+# core exercises as one Hopper tile on the CPU.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -33,8 +33,7 @@ res = rec.results
 # In chapter 05 one thread of a computing warpgroup also issued the loads: while it waited on
 # empty, its warpgroup's next `wgmma` waited too. Here the loads get a warpgroup of their own
 # ([warp specialization](../docs/glossary.md#warp-specialization)), and the producer's spare
-# registers go to the consumers (§2). The ring is chapter 05's (full[s]: *stage s contains its
-# k-tile*; empty[s]: *stage s may be refilled*).
+# registers go to the consumers (§2). The ring is chapter 05's.
 #
 # Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
 # tiles: stage s = i mod S, fill f = i / S, with chapter 05's parities (a consumer waits on full[s]
@@ -58,13 +57,8 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
                      omit=W.LOOP_LINES)
 
 # %% [markdown]
-# Three names are there for later rungs. `item_step` is how far apart a CTA's tiles lie: here it
-# equals the number of tiles, so each CTA takes one (rung 5's
-# [persistent](../docs/glossary.md#persistent) grid walks several). `TILE_ORIGIN` turns a tile
-# number into the tile's first row and column of C, in the [raster](../docs/glossary.md#raster)
-# order of rung 8. The last line lists this build's switches: `CLUSTER=1` is no
-# [cluster](../docs/glossary.md#cluster) (rung 6 has two CTAs), `SPLIT_K=1` keeps the whole K loop
-# in one CTA (06d).
+# `item_step` (tiles between a CTA's tiles), `TILE_ORIGIN` (a tile's first row and column of C)
+# and the switches in the last line serve later rungs (§3).
 #
 # **Exercise 1. Write the consumers' k-loop**, the body the listing left out, in the string
 # below. One constraint comes from the listing: after the loop the kernel itself releases the stage
@@ -109,68 +103,57 @@ if exercises.after("ch06.consumer_loop"):
 # | 2 consumers (256 threads) | `setmaxnreg.inc 232` | 256 × 232 = 59392 |
 # | CTA | | 64512 ≤ 65536 |
 #
-# Each consumer warpgroup computes 64 rows of the 128×256 tile: 64 × 256 / 128 = 128 fp32
-# accumulators per thread (06b reads these counts from the cubin).
+# Each consumer computes 64 rows of the 128×256 tile: 64 × 256 / 128 = 128 fp32 accumulators
+# per thread.
 #
 # ## 3. The ladder
 #
 # One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), one change from an
-# earlier rung, checked against float64 (06b §5) and timed beside cuBLAS. Orange: the range
-# predicted for the rung before its first run.
+# earlier rung, timed beside cuBLAS. Orange: the range predicted before the rung first ran.
 
 # %% output varies
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
 plt.show()
-print(W.rung_table(res, range(1, 5)))
-for n in (2, 3, 4):
-    _ = notebook.claim(*W.rung_clause(res, n)[:2])
+print(W.rung_table(res, range(1, 9)))
 
 # %% [markdown]
-# Rung 2, half the tile with one consumer: more bytes per flop, and no second warpgroup's wgmmas
-# fill its waits. Rung 3 adds nothing: chapter 05 already issued each load stages early; a producer
-# of its own does not make it land sooner.
-#
-# ### From rung 4 to rung 8: what each rung adds
-#
-# **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM (132), each walking
-# its tiles `item_step` apart: 512 tiles of 128×256 at 4096³, about 4 per CTA. Its producer loads
-# the next tile's first stages while the consumers store this one: only a CTA's first tile starts
-# cold. The tail stays: 512 = 3 × 132 + 116.
-#
-# **Rung 6, [clusters](../docs/glossary.md#cluster) of 2 with B [multicast](../docs/glossary.md#multicast).**
-# Two CTAs one above the other need the same B box: each loads half and multicasts it into both,
-# so 32 KiB per stage travel from L2 to each SM, not 48. It pays only if the consumers wait on L2.
-#
-# **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
-# Before, each consumer thread stored its accumulators to C itself: eight requests per 128-byte
-# line. Rung 7 writes the tile into shared memory
-# ([stmatrix](../docs/glossary.md#stmatrix)), then each 64×64 chunk leaves with one TMA store.
-# Its diff (`-` rung 6, `+` rung 7; file line numbers):
-
-# %%
-print(W.rung_diff("tma_store", context=0, limit=None, headers=False))
-
-# %% [markdown]
-# **Rung 8, a wider [raster](../docs/glossary.md#raster).** Groups of 16 tile rows, not 8: the 132
-# tiles in flight share 16 rows of A and about 8 columns of B (not 8 and 16), so more loads hit in L2.
-#
-# So warp specialization is the frame, not the gain: the producer that runs a tile ahead (rung 5)
-# exists because of the split. Every rung's diff: [deep dive 06c §9](06c_ladder_investigations.ipynb).
+# Rung 2 halves the tile: more bytes per flop. Rung 3 splits the roles, but chapter 05 already
+# loaded stages early. Rung 4 sweeps (tile, stages); rung 6 makes [clusters](../docs/glossary.md#cluster)
+# of 2 CTAs that share B by [multicast](../docs/glossary.md#multicast).
 
 # %% output varies
-print(W.rung_table(res, range(5, 9)))
+for n in (2, 3):
+    _ = notebook.claim(*W.rung_clause(res, n)[:2])
+null = [W.rung_clause(res, n) for n in (4, 6)]        # rung 4: a (tile, stages) sweep; 6: B multicast
+_ = notebook.claim(all(c[0] for c in null), "Rungs 4 and 6 changed nothing measurable "
+                   "(what they tried: 06c §9).", rung4=null[0][2], rung6=null[1][2])
+
+# %% [markdown]
+# **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM walks its tiles;
+# its producer loads the next tile while the consumers store this one.
+#
+# **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
+# The tile goes to shared memory ([stmatrix](../docs/glossary.md#stmatrix)), then out in 64×64
+# chunks, one TMA store each, not eight requests per 128-byte line of C.
+#
+# **Rung 8, a wider [raster](../docs/glossary.md#raster).** Groups of 16 tile rows, not 8: the 132
+# tiles in flight share more of A and B, so more loads hit in L2.
+#
+# Warp specialization is the frame, not the gain: rung 5's early loads need the split. Every
+# rung's diff: [06c §9](06c_ladder_investigations.ipynb).
+
+# %% output varies
 srec = records.load("ws_store_ablation")
-for n in (5, 6, 7, 8):
+for n in (5, 7, 8):
     _ = notebook.claim(*W.rung_clause(res, n, srec.results)[:2])
 
 # %% [markdown]
 # ## 4. The whole kernel, one file
 #
-# The listing of §1 is one build of a file full of switches. `asynctc/kernels/hopper_gemm.cu` is
-# rung 3 written out whole, with no switches, to read top to bottom. It includes only the
-# one-instruction wrappers of `asynctc/kernels/ptx/` that chapters 03–05 showed. Each part names
-# the chapter that taught it and, where you wrote it, the exercise. Only the consumers' k-loop is
-# left out: it is exercise 1's answer, printed below the listing once your loop passes.
+# `asynctc/kernels/hopper_gemm.cu` is rung 3 written out whole, with no switches, to read top to
+# bottom. It includes only the one-instruction wrappers of `asynctc/kernels/ptx/` that chapters
+# 03–05 showed; each part names the chapter that taught it. The consumers' k-loop is exercise 1's
+# answer, printed below once your loop passes.
 
 # %%
 WHOLE_LOOP = (r"^  int stage = 0, prev = 0;", r"^  \}$",
@@ -182,20 +165,12 @@ if exercises.after("ch06.consumer_loop"):
     print(notebook.source_excerpt("hopper_gemm.cu", hooks=True, omit=WHOLE_LOOP, left_out=True))
 
 # %% [markdown]
-# The host side, `asynctc/warp_specialization/whole.py`: compile, check the shapes, make the two
-# [tensor maps](../docs/glossary.md#tensor-map), launch one CTA per tile with 384 threads and
-# 193 KiB of dynamic shared memory, read the error word, check every element against float64.
-
-# %%
-import inspect
-
-from IPython.display import Code
-
-Code(inspect.getsource(W.whole), language="python")
-
-# %% [markdown]
-# What the GPU said (`tools/gpu_whole_gemm.py`): the checks, then the time beside rung 3 and cuBLAS
-# in the same run. On a GPU this cell also runs a check now.
+# The host side, [`whole.py`](../asynctc/warp_specialization/whole.py) (73 lines), compiles,
+# checks the shapes, makes two [tensor maps](../docs/glossary.md#tensor-map), launches one CTA per
+# tile (384 threads, 193 KiB of shared memory) and checks every element against float64.
+#
+# What the GPU said (`tools/gpu_whole_gemm.py`): the checks, then the time beside rung 3 and
+# cuBLAS. On a GPU the cell also checks now.
 
 # %% output varies
 from asynctc.core import runtime
