@@ -62,7 +62,7 @@ from .cexpr import Unevaluable  # noqa: F401 (re-exported)
 #: and diagnostics.cu's ``DIAG`` (it selects which diagnostic kernel the file is); a variant
 #: listing resolves those too (:func:`switches`).
 HOOK_DEFINES = ("ABLATE", "BUG", "BREAK", "TRACE", "TRACE_CTAS", "TRACE_EVENTS", "MISMATCH_LAYOUT",
-                "TX_PROBE", "TMA_ONCE")
+                "TX_PROBE", "TMA_ONCE", "LOADS_ONLY")
 
 _HOOKS = frozenset(HOOK_DEFINES)
 _DIRECTIVE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")

@@ -65,7 +65,9 @@
 // GROUP_M (CTA rows per raster group), MIN_BLOCKS (__launch_bounds__ minimum of resident CTAs,
 // 1 or 2), A_KSTEP_BYTES / B_KSTEP_BYTES / B_BOX_BYTES (the layout model's byte offsets, from
 // asynctc.pipeline; checked against this file's own by static_assert), BREAK (0; 1 and 2 break
-// the protocol on purpose to show the bounded waits, see above).
+// the protocol on purpose to show the bounded waits, see above), LOADS_ONLY (0; 1: the consumers
+// issue no wgmma and store no C — the same ring moves the same tiles and nothing reads them: the
+// rate at which L2 and TMA feed one SM in this access pattern, asynctc.pipeline.supply).
 // Arguments: ta, tb (tensor maps of A and B), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of
 // stage 0, k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null).
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes.
@@ -85,6 +87,9 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
+#endif
+#ifndef LOADS_ONLY
+#define LOADS_ONLY 0
 #endif
 // BREAK: deliberate protocol errors (asynctc.pipeline.run_broken only): 1 expect_tx 16 bytes more
 // than the boxes deliver; 2 warpgroup 1 never releases a stage.
@@ -243,8 +248,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
     // 2. issue its wgmmas as one group; wait until at most kPending groups are in flight
     tr.event(EV_MMA_ISSUE, pos.stage, k);
     fence_accumulators(acc);
-    mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
-              wgmma_desc_advance(db0, pos.stage * kStageBytes));
+    if constexpr (!LOADS_ONLY)
+      mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
+                wgmma_desc_advance(db0, pos.stage * kStageBytes));
     wgmma_wait_group<kPending>();
     fence_accumulators(acc);
     tr.event(EV_WAIT_DONE, pos.stage, k);
@@ -279,7 +285,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
   fence_accumulators(acc);
   tr.event(EV_LOOP_END, pos.stage, T);
 
-  store_c(acc, c, N, m0 + wg * kWgRows, n0);
+  if constexpr (!LOADS_ONLY) store_c(acc, c, N, m0 + wg * kWgRows, n0);
   tr.event(EV_STORE_END, 0, T);
   if constexpr (TRACE) {
     if (tr.slot) tr.slot[3] = tr.n;
