@@ -476,9 +476,9 @@ def test_model_beside_record_says_where_model_and_record_part():
 
 def test_cap_evidence_separates_the_fit_from_the_tests():
     """§5's last line: the runs the cap was fitted on are counted apart from the designs that only
-    agree with it, and the sentence says what no run measured."""
+    agree with it, and the sentence says what the fit cannot say (the supply, measured elsewhere)."""
     ok, text = P.cap_evidence()
-    assert ok and text.startswith("Known: the cap fits its 4 runs within ") and "not known" in text
+    assert ok and text.startswith("Known: the cap fits its 4 runs within ") and "the fit cannot say" in text
     ok, _ = P.cap_evidence(within=0.01)         # a bar no fit clears: the claim fails
     assert not ok
 

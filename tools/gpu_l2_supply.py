@@ -1,5 +1,5 @@
 """Chapter 05 §5's open question measured: the bytes per clock L2 and TMA feed one SM in the GEMM's
-own access pattern, with the wgmmas removed (asynctc.pipeline.supply).
+own access pattern, with the wgmmas removed (asynctc.pipeline.supply_suite).
 
 Run from the repository root on an sm_90 machine (about a minute on an H200):
 
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts 
 
 from gpu_common import parser, record_suite, start  # noqa: E402
 from asynctc.core import runtime  # noqa: E402
-from asynctc.pipeline import supply  # noqa: E402
+from asynctc.pipeline import supply_suite as supply  # noqa: E402
 from asynctc.pipeline.config import ENTRY, SOURCE  # noqa: E402
 
 

@@ -67,7 +67,7 @@
 // asynctc.pipeline; checked against this file's own by static_assert), BREAK (0; 1 and 2 break
 // the protocol on purpose to show the bounded waits, see above), LOADS_ONLY (0; 1: the consumers
 // issue no wgmma and store no C — the same ring moves the same tiles and nothing reads them: the
-// rate at which L2 and TMA feed one SM in this access pattern, asynctc.pipeline.supply).
+// rate at which L2 and TMA feed one SM in this access pattern, asynctc.pipeline.supply_suite).
 // Arguments: ta, tb (tensor maps of A and B), c (M×N), M, N, K, desc_a0, desc_b0 (descriptors of
 // stage 0, k-step 0 at shared address 0), err (one u32, 0 = ok), trace (u64 buffer or null).
 // Dynamic shared memory: 1024 (alignment slack) + STAGES · (BM + BN) · 128 bytes.

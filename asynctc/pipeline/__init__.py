@@ -77,6 +77,7 @@ from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT
                      WAIT_TAGS, WAIT_ROLES, ERROR_FIELDS, PipelineConfig, PipelineError, RingTile, _fail, b_shape,
                      check_operands, check_out, check_shapes, device_descriptor, np_dtype,
                      operand_dims, smem_limit_bytes)
+from . import supply_suite as supply
 from .design import (Design, all_designs, cap_evidence, closest_cap, conclusion, design, design_survey,
                      fitted_cap, measured_row)
 from .figures import (SPAN_COLORS, model_beside_record, plateau_in_bytes, plot_depth,
@@ -89,7 +90,9 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
 from .results import KtileAverage, average_ktile_cycles, best_row, cublas_row, row_label
-from .suite import (SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
+from .suite import (SUITES as _PIPELINE_SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
                     variants_table)
 from .trace import (FLOP_PER_CLK_SM, Span, TraceResult, _clock_mhz, decode_error, error_fields, decode_trace,
                     ktile_peak_cycles, synthetic_trace, timeline_spans, trace_metrics, trace_words)
+
+SUITES = {**_PIPELINE_SUITES, **supply.SUITES}

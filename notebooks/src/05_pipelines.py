@@ -187,12 +187,27 @@ S, P, C, BN, L2_CAP = 4, 1, 2, 256, None
 print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, l2_cap=L2_CAP, record=rec))
 
 # %% [markdown]
-# What the depth sweep establishes, and what stays a guess:
+# What the depth sweep establishes:
 
 # %% output varies
 meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
         and r["tile"] == "128x256x64/c2" and r["dtype"] == "float16" and r["size"] == 4096}
 _ = notebook.claim(*pl.conclusion(meas, record=rec))
+
+# %% [markdown]
+# **Is it L2, then?** Measure it. The same kernel built with `LOADS_ONLY=1` keeps the grid, the
+# tile order, the ring and its mbarriers, but issues no wgmma and stores no C: the tiles arrive and
+# nothing reads them. Both builds, timed in one run, in bytes per clock per SM. What the math needs
+# is chapter 00's arithmetic: a k-tile's bytes over the clocks its wgmmas take at peak
+# (48 KiB / 1024 clocks for 128×256).
+
+# %% output varies
+sup = records.load("l2_supply")
+print(sup.label())
+print(pl.supply.supply_table(sup.results))
+
+# %% output varies
+_ = notebook.claim(*pl.supply.conclusion(sup.results))
 
 # %% [markdown]
 # ## 6. Exercises

@@ -331,6 +331,11 @@ best = pl.closest_cap(measured) if L2_CAP else None     # the best cap: said onl
 _ = notebook.claim(*pl.model_beside_record(model, measured, L2_CAP, best))
 
 # %% [markdown]
+# A cap that fits is a fitted number. Chapter 05 §5 measured the supply itself (the `LOADS_ONLY`
+# build: the ring with no wgmma). Does the cap that fits the sweep equal what the ring alone brings
+# the 128×256 tile?
+
+# %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
@@ -343,6 +348,7 @@ ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity), solution
 # %% output varies tags=["solution"]
 _ = notebook.claim(*pl.plateau_in_bytes(measured, pl.closest_cap(measured)[0]))   # §5: the best cap
 _ = notebook.claim(*pl.cap_evidence(record=rec))    # what the best cap explains, what only agrees
+_ = notebook.claim(*pl.supply.conclusion(records.load("l2_supply").results, pl.closest_cap(measured)[0]))
 
 # %% [markdown]
 # Back to [chapter 05](05_pipelines.ipynb); what else moved the numbers — `wait_group` 0 vs 1,

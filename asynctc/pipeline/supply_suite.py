@@ -124,3 +124,28 @@ def supply_table(results: dict) -> str:
 
 def summarize_supply(rec) -> str:
     return f"{rec.label()}\n{supply_table(rec.results)}"
+
+
+def conclusion(results: dict, fitted_cap: float | None = None) -> tuple[bool, str]:
+    """Chapter 05 §5's answer, generated from the record: whether the ring alone feeds each tile
+    what its math needs. Returns (condition, sentence) for :func:`asynctc.core.notebook.claim`;
+    the condition is what the sentence states (the 128×128 tile starved at its best depth, the
+    128×256 tile fed above its need while its GEMM moves less than the ring can bring), so a
+    re-measurement that flips either fails. ``fitted_cap``: 05b's fitted L2 cap, set beside it."""
+    rows = supply_rows(results)
+    small = max((r for r in rows if (r["bm"], r["bn"]) == (128, 128)), key=lambda r: r["loads_only"])
+    big = next(r for r in rows if (r["bm"], r["bn"], r["stages"]) == (128, 256, 4))
+    ok = small["loads_only"] < small["need"] and big["gemm"] < big["need"] < big["loads_only"]
+    text = (f"128×128: the ring alone brings at most {small['loads_only']:.0f} B/clk/SM "
+            f"(S = {small['stages']}), under the {small['need']:.0f} its math needs — L2 and TMA set "
+            f"its pace. 128×256: the ring alone brings {big['loads_only']:.0f}, above its need of "
+            f"{big['need']:.0f}, yet the GEMM moves {big['gemm']:.0f} — the limit is what the "
+            f"loads-only build leaves out: the wgmmas, their waits and the store of C (chapter 06).")
+    if fitted_cap is not None:
+        ok = ok and abs(fitted_cap - big["loads_only"]) > 0.1 * big["loads_only"]
+        text += (f" 05b's fitted cap, {fitted_cap:.0f} B/clk/SM, fits the depth sweep but is not "
+                 f"the measured supply: a fitted number that agrees is not a measurement.")
+    return ok, text
+
+
+SUITES = {SUITE: (measure_supply, summarize_supply, "sm_90a")}
