@@ -195,3 +195,17 @@ def test_an_unclosed_brace_is_named_not_a_nul_byte():
     NUL byte: the hint quotes the error line, never the NUL (core.exercises.nvrtc_errors)."""
     hint = CL.judge("if (k) {\n")
     assert "\x00" not in hint and 'expected a "}"' in hint, hint
+
+
+@pytest.mark.parametrize("body, symptom, fix", [
+    (PLAIN.replace("empty[prev]", "empty[pos.stage]"),
+     "the producer may refill stage 1 while those wgmmas still read it", "empty[prev], after wgmma_wait_group<1>()"),
+    (PLAIN.replace("k > 0 && elected", "elected"), "At k = 0 prev is still 0", "release only when k > 0"),
+    (PLAIN.replace("prev = pos.stage;", ""), "prev is never set", "Remember this k-tile's stage in prev"),
+])
+def test_a_release_hint_is_a_ladder_the_symptom_first_the_fix_on_a_repeat(monkeypatch, body, symptom, fix):
+    """The first failure names what the model saw; the same failure again adds the fix."""
+    monkeypatch.setattr(CL, "_TOLD", {})
+    first, second = CL.judge(body), CL.judge(body)
+    assert symptom in first and fix not in first and "fail here again" in first, first
+    assert second.startswith(first.split(" (fail here again")[0]) and fix in second, second

@@ -81,6 +81,15 @@ def test_08_dropping_a_step_names_its_rule():
     assert drop(5).startswith("without step 5 (fence_proxy): step 7 (tma_store out) breaks the proxy rule")
     assert "proxy rule" in drop(6) and "init rule" in drop(1) and "init rule" in drop(2)
     assert "no hazard" in drop(3) and "no hazard" in drop(8)
+    # a step no rule needs still teaches: one line says what it is for and why no rule asks for it
+    report = lambda d: ordering.drop_report(program, d).splitlines()[1:]   # noqa: E731
+    assert len(report(5)) == 1 and len(report(None)) == 1
+    for d in (3, 4, 7, 8):
+        verdict, why = report(d)
+        assert "no hazard" in verdict and why.startswith(f"  step {d} "), why
+    assert "order, not values" in report(4)[1] and "never leaves shared memory" in report(7)[1]
+    assert "does not model" in report(8)[1]
+    assert set(ordering.WITHOUT) == set(ordering.OPS)
     with pytest.raises(IndexError):
         ordering.drop_report(program, 9)
     # the lever's program is not exercise 2's: no bulk_wait_read anywhere in it

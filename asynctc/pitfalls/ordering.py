@@ -35,12 +35,40 @@ def fix_text(broken: Sequence, fixed: Sequence) -> str:
         out.append(f"+ {', '.join(_step(*s) for s in b[j1:j2])} {where}")
     return "; ".join(out)
 
+#: What each step is for, and why the checker may see no hazard without it: the line
+#: :func:`drop_report` prints when a dropped step breaks no rule.
+WITHOUT = {
+    "init": "creates the barrier; the init rule guards only its uses, and none is left",
+    "fence_init": "makes the init visible to the async proxy; the init rule guards only uses, and none follows",
+    "sync": "lets other threads on once this one's work is visible; no later step here needs that",
+    "use": "is what the init steps are for (a TMA's complete_tx, another thread's wait). The init "
+           "rule guards uses: with none left it has nothing to check, and the barrier is never used",
+    "st": "writes the tile the TMA store copies out. The checker models order, not values: "
+          "without the write the store copies stale data, and no rule can tell",
+    "fence_proxy": "orders the generic writes before the async proxy's reads; no TMA store "
+                   "follows a write here, so the proxy rule has nothing to guard",
+    "tma_store": "copies the tile to global memory. No rule asks that the work get done: the "
+                 "program is race-free, and its result never leaves shared memory",
+    "bulk_commit": "closes the store's bulk group, the unit bulk_wait_read counts. Nothing "
+                   "rewrites the buffer after it, so the store rule asks for no wait here; a "
+                   "later rewrite could not wait for an uncommitted store (the checker does not model that)",
+    "bulk_wait_read": "waits until committed TMA stores have read their buffers; the store rule "
+                      "needs it only before a rewrite, and none follows",
+    "wgmma": "is the math; without it no group reads the stage, so its release is safe at once",
+    "wgmma_commit": "closes a wgmma group so wgmma_wait can count it; no release of its stages follows",
+    "wgmma_wait": "retires wgmma groups; the wgmma rule needs it only before a release of their stages",
+    "ld": "is the warp's read of the stage; with no read, the release waits for nothing",
+    "syncwarp": "joins the warp's lanes after their reads; no release of a read stage follows",
+    "arrive": "releases the stage to the producer. No ordering rule asks for a release: without "
+              "it the producer waits on empty[s] forever, a hang chapter 05's ring model finds",
+}
 
 
 def drop_report(program: Sequence, drop: int | None) -> str:
     """Chapter 08's lever: ``program`` numbered (:func:`program_text`), then the checker's verdict on
     it with step ``drop`` deleted (None: on the whole program), each hazard named by its rule and
-    the step it stops at, in ``program``'s numbering. Raises :class:`IndexError` for a step
+    the step it stops at, in ``program``'s numbering; when no rule breaks, what the dropped step
+    is for and why no rule needs it (:data:`WITHOUT`). Raises :class:`IndexError` for a step
     ``program`` does not have."""
     steps = _steps(program)
     if drop is not None and not 0 <= drop < len(steps):
@@ -51,4 +79,5 @@ def drop_report(program: Sequence, drop: int | None) -> str:
     return "\n".join([program_text(program)]
                      + [f"{head}: step {keep[h.step]} ({_step(*steps[keep[h.step]])}) breaks the "
                         f"{h.rule} rule: {h.why}" for h in hz]
-                     + ([] if hz else [f"{head}: no hazard, every rule holds"]))
+                     + ([] if hz else [f"{head}: no hazard, every rule holds"]
+                        + ([f"  step {drop} {WITHOUT[steps[drop][0]]}"] if drop is not None else [])))

@@ -300,6 +300,19 @@ def _program(its: list[_lr.Iteration], stage_bytes: int):
     return steps, where
 
 
+#: How often each ladder hint (:func:`_ladder`) was given in this session, by its key.
+_TOLD: dict[str, int] = {}
+
+
+def _ladder(key: str, symptom: str, fix: str) -> str:
+    """A hint in two rungs: the first time ``key`` comes up, ``symptom`` (what the model saw) and a
+    note that a repeat names the fix; from the second time on, ``symptom`` and then ``fix``."""
+    _TOLD[key] = _TOLD.get(key, 0) + 1
+    if _TOLD[key] == 1:
+        return symptom + " (fail here again and the hint names the fix)"
+    return f"{symptom}. {fix}"
+
+
 def _release_hint(its: list[_lr.Iteration], body: str, stages: int, stage_bytes: int, who: str) -> str | None:
     """Releases against the ordering checker's wgmma rule and against the fills: each read fill
     released once, before the producer needs its stage again."""
@@ -333,7 +346,8 @@ def _release_hint(its: list[_lr.Iteration], body: str, stages: int, stage_bytes:
                         + ". A second release completes the stage's next phase before its next "
                           "fill is read (a race), and some other stage is never released")
                 if not re.search(r"\bprev\s*=[^=]", _CODE.sub("", body)):
-                    text += ": prev is never set (it stays 0); remember this k-tile's stage in it"
+                    return _ladder("prev unset", text + ": prev is never set (it stays 0)",
+                                   "Remember this k-tile's stage in prev")
                 return text
             released[unreleased[a].pop(0)] = n
     if hz:
@@ -348,18 +362,24 @@ def _release_hint(its: list[_lr.Iteration], body: str, stages: int, stage_bytes:
             return text + ". The release comes before wgmma_wait_group: k-tile k − 1's group may still run"
         code = _CODE.sub("", body)
         at_prev = re.search(r"\bempty\s*\[\s*prev\s*\]", code)   # at k = 0, prev and pos.stage are both 0
+        k0 = (f". At k = 0 the release lands on stage {e.stage} while a wgmma group still reads it: "
+              f"the producer may refill it under them")
         if it.k == 0 and at_prev:
-            return text + ". At k = 0 there is no earlier k-tile in this tile (prev is still 0): release only when k > 0"
+            return _ladder("k = 0", text + k0.replace("the release", "prev is still 0, so the release"), "There is no earlier k-tile in this tile at k = 0: "
+                                               "release only when k > 0")
         if own and e.stage == own[0].a[1] // stage_bytes:
-            text += (". That is this k-tile's own stage: wgmma_wait_group<1>() leaves its group in "
-                     "flight. Release the previous k-tile's stage instead, empty[prev], after "
-                     "wgmma_wait_group<1>() (k-tile 0 has no previous one: skip it when k = 0)")
+            fix = ("Release the previous k-tile's stage instead, empty[prev], after "
+                   "wgmma_wait_group<1>() (k-tile 0 has no previous one: skip it when k = 0)")
+            text += (f". That is this k-tile's own stage: wgmma_wait_group<1>() leaves its group in "
+                     f"flight, so the producer may refill stage {e.stage} while those wgmmas still read it")
             p, adv = code.find("prev ="), code.find("pos.advance")
             if 0 <= adv < p:
-                text += ", and set prev = pos.stage before pos.advance()"
-            return text
+                text += " (your prev is set after pos.advance(): it holds the next k-tile's stage)"
+                fix += ", and set prev = pos.stage before pos.advance()"
+            return _ladder("own stage", text, fix)
         if it.k == 0:
-            return text + ". At k = 0 there is no earlier k-tile in this tile (prev is still 0): release only when k > 0"
+            return _ladder("k = 0", text + k0, "There is no earlier k-tile in this tile at k = 0: "
+                                               "release only when k > 0")
         if waits[-1] > 1:
             return text + f". wgmma_wait_group<{waits[-1]}>() leaves k-tile k − 1's group in flight too"
         return text

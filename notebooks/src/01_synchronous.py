@@ -184,15 +184,16 @@ print(f"warps per SM {occ[0][0]} → {occ[-1][0]}: {occ[0][1]:.0f} → {occ[-1][
 # %% [markdown]
 # NVIDIA does not say why; the full rate needs `wgmma` (chapter 04). Second, **every operand byte
 # crosses the SM's L1/shared-memory data path three times**: into registers, into shared memory,
-# `ldmatrix` out. Without the threads' copy, and with only `mma.sync` and barriers (01b §4):
+# `ldmatrix` out. Two variants, only timed
+# ([01b §4](01b_synchronous_anatomy.ipynb#4.-Take-the-kernel-apart:-where-the-time-goes) lists all):
+#
+# * **no copy**: shared memory is never refilled;
+# * **mma.sync + barriers only**: no copy, no `ldmatrix`.
 
 # %% output varies
 abl = {x["variant"]: x["tflops"] for x in rec.results["ablation"]}
 no_copy, skeleton = abl["no global→shared copy"] / abl["full kernel"], abl["mma.sync + __syncthreads only"]
 print(f"no copy: {no_copy:.2f}× as fast; mma.sync + barriers only: {skeleton:.0f} TFLOP/s")
-
-# %% [markdown]
-# Our best 4096³ GEMM, then the verdict:
 
 # %% output varies
 best4096 = max(r["tflops"] for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] == 4096)
@@ -204,7 +205,7 @@ _ = notebook.claim(ceiling / peak_at < 0.8 and occ[-1][1] < 1.1 * occ[0][1] and 
 
 # %% [markdown]
 # What helps: taking the copy from the threads. Chapter 02 removes the register hop (`cp.async`),
-# 03 the threads (TMA), 04 `ldmatrix`. The goal for this kernel: half of cuBLAS at 4096³:
+# 03 the threads (TMA), 04 `ldmatrix`. The goal: half of cuBLAS at 4096³:
 
 # %% output varies
 tf = {r.get("tile") or r["kernel"]: r["tflops"]

@@ -122,7 +122,7 @@ assert checks and all(c["passed"] for c in checks)
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
 #
-# Timed in one run, same inputs (median of 20, L2 flushed before each).
+# One run, same inputs (median of 20, L2 flushed before each).
 
 # %% output varies
 fig = plots.throughput_by_size(cp_async.size_series(rec.results), record=rec,
@@ -136,20 +136,20 @@ fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], basel
 plt.show()
 
 # %% [markdown]
-# **What moved, and why.** Three rungs tell the story; first the numbers:
+# **What moved, and why.** Every row is a rung; the notes below explain rows 1–3:
 
 # %% output varies
 st = {(r["bk"], r["stages"]): r for r in rows}
 ch01 = base
-rung = {(64, 1): "1", (32, 1): "2", (64, 4): "3"}
-print("rung  BK  stages  CTAs/SM  TFLOP/s  × ch. 01")
+note = {(64, 1): "1", (32, 1): "2", (64, 4): "3"}
+print("note  BK  stages  CTAs/SM  TFLOP/s  × ch. 01")
 for r in sorted(rows, key=lambda r: (-r["bk"], r["stages"])):
-    print(f"{rung.get((r['bk'], r['stages']), ''):>4} {r['bk']:3d} {r['stages']:7d} {2 if '/2cta' in r['tile'] else 1:8d}"
+    print(f"{note.get((r['bk'], r['stages']), '–'):>4} {r['bk']:3d} {r['stages']:7d} {2 if '/2cta' in r['tile'] else 1:8d}"
           f" {r['tflops']:8.0f} {r['vs_mma_sync']:9.2f}")
 
 # %% [markdown]
 # 1. **BK = 64, one stage**: copy, wait, compute; only the SM's second CTA (`/2cta`) computes
-#    meanwhile. Chapter 01 also paid a hop through the registers (`LDG`, `STS`).
+#    meanwhile. Chapter 01 also paid a register hop (`LDG`, `STS`).
 # 2. **BK = 32, one stage** waits twice as often for the same math; a ring in flight helps it most.
 # 3. **BK = 64, four stages**: its ring (4 × 32 KiB) leaves room for one CTA per SM: no second
 #    CTA covers its waits. The sweep in full: [02b §2](02b_cp_async_microbenchmark.ipynb).
