@@ -185,7 +185,7 @@ print(f"warps per SM {occ[0][0]} → {occ[-1][0]}: {occ[0][1]:.0f} → {occ[-1][
 # NVIDIA does not say why; the full rate needs `wgmma` (chapter 04). Second, **every operand byte
 # crosses the SM's L1/shared-memory data path three times**: into registers, into shared memory,
 # `ldmatrix` out. Two variants, only timed
-# ([01b §4](01b_synchronous_anatomy.ipynb#4.-Take-the-kernel-apart:-where-the-time-goes) lists all):
+# ([01b §4](01b_synchronous_anatomy.ipynb) lists all):
 #
 # * **no copy**: shared memory is never refilled;
 # * **mma.sync + barriers only**: no copy, no `ldmatrix`.
