@@ -43,8 +43,10 @@ notebook.banner("sm_90a")
 # §3). A fresh barrier has phase 0 open; parity 1 then names the phase before it, which counts as
 # completed.
 #
-# Below, the ring model's run, one panel per moment. Follow stage 0 through fill 0 (k-tile 0) and
-# fill 1 (k-tile 2): which parity does each wait name, and why does it pass or block?
+# Below, the ring model's run, one panel per moment (its producer waits on empty even for the
+# first fills, parity 1, which pass at once; the kernel's prologue skips those waits: the same
+# effect). Follow stage 0 through fill 0 (k-tile 0) and fill 1 (k-tile 2): which parity does each
+# wait name, and why does it pass or block?
 
 # %% output varies
 fig = pl.plot_ring_steps(stages=2, k_tiles=4)
