@@ -476,8 +476,8 @@ def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, ctas: int)
     other = 2 if ctas == 1 else 1
     hint = _ex.known_mistake(answer, expected, [
         (share // one,
-         f"{answer} × {one} B = {answer * one} B fits only if nothing is reserved: add the "
-         f"{CTA_RESERVED_SMEM} B the driver reserves per CTA."),
+         f"{answer} × {one} B = {answer * one} B fits only if nothing is reserved: first take "
+         f"off the {CTA_RESERVED_SMEM} B the driver reserves per CTA, then divide."),
         ((SMEM_PER_SM // other - CTA_RESERVED_SMEM) // one,
          f"that many fit when {other} CTA{'s' if other > 1 else ''} share the SM; here "
          f"{'one CTA has it to itself' if ctas == 1 else f'{ctas} CTAs share it'}."),
