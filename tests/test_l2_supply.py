@@ -9,8 +9,8 @@ import pytest
 
 from asynctc import suites
 from asynctc.core import records, runtime, sass
+from asynctc.pipeline.launch import compile_pipeline
 from asynctc.pipeline import supply_suite as S
-from asynctc.pipeline.config import ENTRY, SOURCE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +22,7 @@ def rec():
 
 def _ops(loads_only: int) -> dict:
     cfg = S.config(**S.CONFIGS[-1])
-    ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines={**cfg.defines, "LOADS_ONLY": loads_only})
+    ck = compile_pipeline(cfg, hooks={"LOADS_ONLY": loads_only})
     return sass.opcode_counts(sass.disassemble(ck.cubin))
 
 

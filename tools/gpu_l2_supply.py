@@ -16,9 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_common; it puts the root first
 
 from gpu_common import parser, record_suite, start  # noqa: E402
-from asynctc.core import runtime  # noqa: E402
 from asynctc.pipeline import supply_suite as supply  # noqa: E402
-from asynctc.pipeline.config import ENTRY, SOURCE  # noqa: E402
+from asynctc.pipeline.launch import compile_pipeline  # noqa: E402
 
 
 def main() -> int:
@@ -31,7 +30,7 @@ def main() -> int:
     for kw in supply.CONFIGS:
         cfg = supply.config(**kw)
         for lo in (0, 1):
-            ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines={**cfg.defines, "LOADS_ONLY": lo})
+            ck = compile_pipeline(cfg, hooks={"LOADS_ONLY": lo})
             say(f"compiled {cfg.tile_name} s{cfg.stages} LOADS_ONLY={lo}: {ck.resources.registers} registers")
     if args.quick:
         res = supply.measure_supply(progress=say, rounds=1, reps=1)

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from .config import STAGE_RANGE
 from .results import cublas_row
-from .trace import Span, timeline_spans
+from .trace import Span, need_bytes_per_clk, timeline_spans
 
 
 #: Colours of the span kinds in :func:`plot_trace`.
@@ -188,7 +188,7 @@ def plateau_in_bytes(measured: dict, l2_cap: float, cfg=None, hw=None) -> tuple[
     cfg = cfg or PipelineConfig()
     hw = hw or HardwareParams.from_records()
     nbytes, flop = cfg.stage_bytes, 2 * cfg.bm * cfg.bn * cfg.bk
-    need = nbytes * FLOP_PER_CLK_PER_SM[cfg.dtype] / flop
+    need = need_bytes_per_clk(cfg)
     allows = min(1.0, l2_cap / need)
     top = max(measured, key=measured.get)
     got = measured[top] / peak_tflops(hw.sm_count, hw.clock_mhz, FLOP_PER_CLK_PER_SM[cfg.dtype])

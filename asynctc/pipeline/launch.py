@@ -22,11 +22,13 @@ def source() -> str:
     return (runtime.KERNEL_DIR / SOURCE).read_text()
 
 
-def compile_pipeline(cfg: PipelineConfig, arch: str = "sm_90a") -> runtime.CompiledKernel:
-    """Compile ``kernels/pipeline.cu`` for ``cfg`` (no GPU needed). Raises
-    :class:`~asynctc.core.runtime.CompileError` with NVRTC's log."""
+def compile_pipeline(cfg: PipelineConfig, arch: str = "sm_90a",
+                     hooks: dict | None = None) -> runtime.CompiledKernel:
+    """Compile ``kernels/pipeline.cu`` for ``cfg`` (no GPU needed); ``hooks``: experiment switches
+    set on top of ``cfg``'s defines (``BREAK`` for :func:`run_broken`, ``LOADS_ONLY`` for the
+    supply suite). Raises :class:`~asynctc.core.runtime.CompileError` with NVRTC's log."""
     cfg.validate()
-    return runtime.compile_kernel(SOURCE, ENTRY, arch, defines=cfg.defines)
+    return runtime.compile_kernel(SOURCE, ENTRY, arch, defines={**cfg.defines, **(hooks or {})})
 
 
 def compile_job(cfg: PipelineConfig) -> tuple[str, str, dict]:
@@ -38,15 +40,16 @@ def compile_job(cfg: PipelineConfig) -> tuple[str, str, dict]:
 class PipelineGemm:
     """One problem set up for launching: ``cfg``, device operands ``a`` (M×K) and ``b`` (stored per
     ``cfg.b_major``), output ``out`` (M×N, ``cfg.out_dtype``), tensor maps, error word and (with
-    ``cfg.trace``) trace buffer. :meth:`launcher` returns a zero-argument callable for timing
-    loops; :meth:`check_error` raises :class:`RuntimeError` when a wait timed out."""
+    ``cfg.trace``) trace buffer; ``hooks``: experiment switches for :func:`compile_pipeline`.
+    :meth:`launcher` returns a zero-argument callable for timing loops; :meth:`check_error` raises
+    :class:`RuntimeError` when a wait timed out."""
 
     def __init__(self, cfg: PipelineConfig, a: DeviceArray, b: DeviceArray,
-                 out: DeviceArray | None = None, stream=None):
+                 out: DeviceArray | None = None, stream=None, hooks: dict | None = None):
         from .. import tma
         self.cfg, self.a, self.b, self.stream = cfg, a, b, stream
         self.m, self.n, self.k = check_operands(a, b, cfg, out)
-        self.ck = compile_pipeline(cfg)
+        self.ck = compile_pipeline(cfg, hooks=hooks)
         self.out = out if out is not None else DeviceArray.poisoned((self.m, self.n),
                                                                     np_dtype(cfg.out_dtype), stream)
         self.ta = tma.tensor_map_for_tile(a, cfg.a_box, l2_promotion=cfg.l2_promotion)[0]
@@ -122,9 +125,7 @@ def run_broken(kind: int, cfg: PipelineConfig | None = None, rng=None) -> str:
     cfg = cfg or PipelineConfig(bm=128, bn=128, consumers=2, stages=2)
     m, n, k = 2 * cfg.bm, cfg.bn, 8 * cfg.bk
     a, b, bs = random_operands(m, n, k, cfg, rng)
-    ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines={**cfg.defines, "BREAK": kind})
-    g = PipelineGemm(cfg, DeviceArray.from_host(a), DeviceArray.from_host(bs))
-    g.ck = ck
+    g = PipelineGemm(cfg, DeviceArray.from_host(a), DeviceArray.from_host(bs), hooks={"BREAK": kind})
     g.launcher()()
     try:
         g.check_error()

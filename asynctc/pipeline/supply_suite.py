@@ -8,7 +8,7 @@ no C). Both builds are timed in the same run, alternating, with the SM clock mea
 
 ``supply`` (bytes per clock per SM) = every CTA's k-tiles × stage bytes / (time × SM clock × SMs).
 ``need`` = the bytes one k-tile brings / the clocks its wgmmas take at the Tensor Core peak
-(4096 FLOP/clk/SM for fp16). The GEMM build is checked on sampled rows against float64; the
+(:func:`asynctc.pipeline.trace.need_bytes_per_clk`). The GEMM build is checked on sampled rows against float64; the
 loads-only build's error word must stay 0 (every wait completed: the ring ran to its end).
 
 :func:`measure_supply` measures (GPU), :func:`supply_rows` and :func:`supply_table` read the record.
@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import runtime
-from ..core.peak import FLOP_PER_CLK_PER_SM
-from .config import ENTRY, SOURCE, PipelineConfig
+from .config import PipelineConfig
+from .trace import need_bytes_per_clk
 
 SUITE = "l2_supply"
 SIZE, DTYPE = 4096, "float16"
@@ -34,12 +34,6 @@ def config(bm: int, bn: int, consumers: int, stages: int) -> PipelineConfig:
     """The sweep's build of a tile (C in the input dtype, one CTA per SM, B K-major)."""
     return PipelineConfig(dtype=DTYPE, bm=bm, bn=bn, consumers=consumers, stages=stages,
                           out_dtype=DTYPE, wait_pending=1 if stages > 1 else 0, ctas_per_sm=1)
-
-
-def need_bytes_per_clk(cfg: PipelineConfig) -> float:
-    """Bytes per clock per SM the math needs: one k-tile's bytes over its wgmmas' clocks at peak."""
-    clocks = 2 * cfg.bm * cfg.bn * cfg.bk / FLOP_PER_CLK_PER_SM[cfg.dtype]
-    return cfg.stage_bytes / clocks
 
 
 def bytes_moved(cfg: PipelineConfig, size: int = SIZE) -> int:
@@ -70,10 +64,7 @@ def measure_supply(progress=None, rounds: int = 2, reps: int = 10) -> dict:
         for kw in (CONFIGS if r % 2 == 0 else CONFIGS[::-1]):
             cfg = config(**kw)
             for loads_only in ((False, True) if r % 2 == 0 else (True, False)):
-                g = PipelineGemm(cfg, da, dbt, dc)
-                if loads_only:
-                    g.ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a",
-                                                  defines={**cfg.defines, "LOADS_ONLY": 1})
+                g = PipelineGemm(cfg, da, dbt, dc, hooks={"LOADS_ONLY": 1} if loads_only else None)
                 dc.poison()
                 t = bench.time_gpu(g.launcher(), warmup=3, reps=reps, clock=True)
                 g.check_error()                       # a timed-out wait raises here

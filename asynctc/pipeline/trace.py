@@ -199,6 +199,12 @@ def ktile_peak_cycles(cfg: PipelineConfig) -> float:
     return 2 * cfg.bm * cfg.bn * cfg.bk / FLOP_PER_CLK_SM
 
 
+def need_bytes_per_clk(cfg: PipelineConfig) -> float:
+    """Bytes per clock per SM the ring must bring for the Tensor Cores to run at the datasheet rate:
+    one k-tile's bytes ((bm + bn)·bk·2) over :func:`ktile_peak_cycles` (chapter 00 §4's arithmetic)."""
+    return cfg.stage_bytes / ktile_peak_cycles(cfg)
+
+
 def trace_metrics(tr: TraceResult, ktile_cycles: float | None = None) -> dict:
     """What the trace says about the main loop, per lane, per CTA and averaged.
 
