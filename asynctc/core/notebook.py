@@ -37,14 +37,20 @@ def claim(condition: bool, text: str, **numbers) -> str:
     condition is false: a live re-measurement that flips a conclusion stops the notebook (and nbval)
     instead of printing a false sentence.
     """
+    require(condition, text, **numbers)
+    print(text)
+    return text
+
+
+def require(condition: bool, text: str, **numbers) -> None:
+    """:func:`claim`'s guard without the printing, for prose a helper assembles before it is shown:
+    raise :class:`ClaimError` naming ``text`` and ``numbers`` when ``condition`` is false."""
     if not condition:
         shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}"
                           for k, v in numbers.items())
         raise ClaimError(f"this record does not support the sentence {text!r}"
                          + (f" (record: {shown})" if shown else "")
                          + "; the chapter's text needs revisiting for this measurement")
-    print(text)
-    return text
 
 
 def verdict(condition: bool, if_true: str, if_false: str) -> str:

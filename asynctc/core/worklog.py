@@ -17,7 +17,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from . import records
-from .notebook import ClaimError
+from .notebook import require
 
 SIZE, DTYPE = 4096, "float16"
 CHAPTERS = ("01", "02", "03", "04", "05", "06")
@@ -136,12 +136,6 @@ TEXT = {
 }
 
 
-def _check(cond: bool, text: str, **numbers) -> None:
-    if not cond:
-        shown = ", ".join(f"{k}={v:.4g}" for k, v in numbers.items())
-        raise ClaimError(f"worklog: the record no longer supports {text!r} ({shown})")
-
-
 def _rungs(all_steps) -> str:
     """Chapter 06's ladder from rung 1 (chapter 05's kernel in the ladder's run): step = fraction over
     the rung before's."""
@@ -165,7 +159,7 @@ def entry(chapter: str) -> str:
         simt, now = min(_results("mma_sync")["simt"], key=lambda r: r["size"]), _main(all_steps, "01")
         sync = _one(_results("mma_sync")["sweep"], "mma_sync", size=simt["size"], kernel="mma.sync",
                     tile=CH01_TILE)["tflops"]
-        _check(sync > simt["tflops"], "mma.sync gains on the SIMT GEMM", simt=simt["tflops"], sync=sync)
+        require(sync > simt["tflops"], "mma.sync gains on the SIMT GEMM", simt=simt["tflops"], sync=sync)
         were = f"§1's SIMT GEMM, {simt['tflops']:.1f} TFLOP/s at {simt['size']}³ fp32"
         measured = f"{_fmt(now)}; at {simt['size']}³ {sync:.0f} TFLOP/s, {sync / simt['tflops']:.0f}× the SIMT"
     elif chapter == "03":
@@ -179,7 +173,7 @@ def entry(chapter: str) -> str:
         order = [c for c in CHAPTERS if c != "03"]
         prev, now = _main(all_steps, order[order.index(chapter) - 1]), _main(all_steps, chapter)
         gain = now.of_cublas / prev.of_cublas
-        _check(gain > 1, f"chapter {chapter}'s change gained", were=prev.of_cublas, now=now.of_cublas)
+        require(gain > 1, f"chapter {chapter}'s change gained", were=prev.of_cublas, now=now.of_cublas)
         were, measured = _were(prev), f"{_fmt(now)}, {gain:.2f}× {prev.chapter}'s fraction"
     parts = [("we were at", were), ("we suspected", suspect), ("we changed", change),
              ("we measured", measured), ("next", nxt)]
