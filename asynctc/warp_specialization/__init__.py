@@ -83,6 +83,7 @@ W.<name>``):
 * ``whole.py`` — the host side of ``kernels/hopper_gemm.cu`` (rung 3 in one switch-free file,
   chapter 06 §4): :func:`~.whole.compile_whole`, :func:`~.whole.check_shapes`,
   :func:`~.whole.launcher`, :func:`~.whole.verify_whole`; written to be read whole;
+  ``steps_suite.py`` — record ``ws_rung3_steps``: rung 2 → rung 3 one change at a time, beside cuBLAS;
   ``whole_suite.py`` — its ``whole_gemm`` record suite (checks, then timed beside rung 3 and
   cuBLAS) and the sentences read from it (:func:`~.whole_suite.whole_verdicts`); never plots.
 
@@ -98,6 +99,7 @@ from . import config, exercises, figures, ladder, launch, limit, limit_suite, su
 from . import order_suite, tile_order  # noqa: F401  (issue 20: opt-in L2 / tile-order variants)
 from . import store_suite  # noqa: F401  (does the TMA store need the persistent grid?)
 from . import whole, whole_suite  # noqa: F401  (the whole kernel in one file: kernels/hopper_gemm.cu)
+from . import steps_suite  # noqa: F401  (rung 2 → rung 3 one change at a time)
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
 from .config import (  # noqa: F401
@@ -149,4 +151,5 @@ from .trace import (  # noqa: F401
 
 #: The package's record suites (:mod:`asynctc.suites`): the ladder, and what limits its top rung.
 SUITES = {**suite.SUITES, **limit_suite.SUITES, **order_suite.SUITES, **store_suite.SUITES,
+          **steps_suite.SUITES,
           **whole_suite.SUITES}
