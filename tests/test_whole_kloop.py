@@ -121,6 +121,11 @@ def test_the_reader_follows_for_loops_only_when_asked():
     m.execute(L.parse(text, loops=True))
     assert [(e.kind, e.stage) for e in m.events] == [("arrive", 0), ("arrive", 1), ("arrive", 0)]
     assert "k" not in m.locals                      # the loop's variable ends with it
+    m = W._Machine(1, 2, 3, 1)
+    m.execute(L.parse("int j = 0;\nwhile (j < 2) { empty.arrive(j); ++j; }", loops=True))
+    assert [e.stage for e in m.events] == [0, 1]
+    with pytest.raises(L.ReadError, match="line 1: the check follows if/else, for and while; it does not follow 'do'"):
+        L.parse("do { } while (0);", loops=True)
 
 
 def test_the_ring_model_runs_the_producer_as_its_own_actor():

@@ -165,6 +165,14 @@ class _Parser:
             step = self.expr() if self.peek()[1] != ")" else ("num", line, 0)
             self.take(")")
             return ("for", line, init, cond, step, self.statement())
+        if val == "while" and self.loops:
+            self.take()
+            self.take("(")
+            cond = self.expr()
+            self.take(")")
+            return ("for", line, ("block", line, []), cond, ("num", line, 0), self.statement())
+        if val in ("do", "switch", "goto", "return") and self.loops:
+            raise ReadError(line, f"the check follows if/else, for and while; it does not follow {val!r}")
         if val in ("for", "while", "do", "switch", "goto", "return"):
             raise ReadError(line, f"the check reads the loop body as straight-line code with if/else; "
                                   f"it does not follow {val!r}")

@@ -288,9 +288,9 @@ def emulate_tiles(schedule: _mp.Schedule, k_tiles: int, tiles: int, rng=None) ->
 # ---- the rules ------------------------------------------------------------------------------------
 
 def _restart(j: int, T: int) -> str:
-    return (f" This is the first k-tile of tile {j // T}: the ring does not restart with a tile. The "
-            f"producer's fill {j} goes to stage {j} mod STAGES, so the stage and the phase carry from one "
-            "tile to the next: keep them in variables set once, before the tile loop.")
+    return (f" This is the first k-tile of tile {j // T}: the ring does not restart with a tile. Stage and "
+            f"phase follow the count of k-tiles over all tiles (fill {j} = tile · T + k goes to stage {j} mod "
+            "STAGES), not k: keep them in variables set once, before the tile loop.")
 
 
 def _wrong_barrier(role: str, bar: str, s: int) -> str:
@@ -320,7 +320,7 @@ def _producer_hint(ev: list, S: int, T: int, tiles: int) -> str | None:
             return (f"{here} your tma_load fills stage {e.stage}; fill {j} goes to stage {j} mod "
                     f"STAGES = {s}." + (_restart(j, T) if tile_start else ""))
         waits = [x for x in seg if x.kind == "wait"]
-        if not waits or waits[0].barrier == "empty" and ev.index(waits[0]) > at:
+        if not waits:
             return (f"{here} your producer loads stage {s} without waiting on empty[{s}]: nothing says the "
                     "consumers are done reading the fill it overwrites")
         w = waits[-1]
@@ -395,8 +395,8 @@ def _consumer_hint(ev: list, S: int, T: int, tiles: int, who: str) -> str | None
             if e.stage in inflight:
                 return (f"{here} your consumers release empty[{e.stage}] while the wgmma group that reads it "
                         "may still run (release before the last read): the producer may refill the stage "
-                        "under the Tensor Cores. wgmma_wait_group<0>() first (or <1> and release the stage "
-                        "before)")
+                        "under the Tensor Cores. wgmma_wait_group<0>() first (or <1>, then release the stage of "
+                        "the k-tile before)")
             held.remove(e.stage)
         elif e.kind == "store":
             if e.n != stores or j != (stores + 1) * T:
