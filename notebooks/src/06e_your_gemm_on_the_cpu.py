@@ -144,7 +144,8 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 #
 # Chapters 05 and 06 asked for one step inside a loop that was already written. Now write both
 # loops. The CTA is [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a
-# row, `T` k-tiles each, with one ring of `STAGES` stages. The ring does not restart with a tile.
+# row, `T` k-tiles each, with one ring of `STAGES` stages. One question decides it: with 3 k-tiles
+# a tile on 2 stages, which stage and parity does tile 1's first k-tile use?
 #
 # Your text runs once per role, as the [elected thread](../docs/glossary.md#elected-thread) of
 # each warpgroup (one arrival each on `empty`). In scope:
@@ -156,10 +157,10 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
 # - `store_tile(acc, tile)`: writes the tile's C and zeroes `acc`.
 #
-# Declare what you need; C++ ints, `if`, `for` and `while` work. Nothing is compiled: the check reads your
-# text as each role, runs chapter 05's ring model over every tile, and moves the bytes in the
-# emulator, each tile checked against float64. It uses two rings: 3 tiles of 3 k-tiles on 2
-# stages, then 2 tiles of 4 on 3.
+# Declare what you need; C++ ints, `if`, `for` and `while` work. Nothing is compiled: the check
+# reads your text as each role, runs chapter 05's ring model over every tile, and moves the bytes
+# in the emulator, each tile checked against float64. It uses two rings: 3 tiles of 3 k-tiles on
+# 2 stages, then 2 tiles of 4 on 3.
 
 # %%
 whole_kloop = """
