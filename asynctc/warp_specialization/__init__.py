@@ -70,6 +70,8 @@ W.<name>``):
 * ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
   compiled into rung 3 (NVRTC), read (``asynctc/core/loop_reader.py``) and judged with chapter 05's ring model
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
+* ``whole_kloop.py`` — deep dive 06e's capstone, the code exercise ``ch06.whole_kloop``: both roles'
+  loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the emulator.
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung34_note`, :func:`rung_note`),
   and 06 §3's ladder table with a short clause per rung (:func:`rung_table`, :func:`rung_clause`);
   ``rung_exercises.py`` — 06c §9's exercises on rungs 6 and 7, judged by the cluster ring model and
@@ -102,6 +104,7 @@ from . import whole, whole_suite  # noqa: F401  (the whole kernel in one file: k
 from . import steps_suite  # noqa: F401  (rung 2 → rung 3 one change at a time)
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
+from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, deep dive 06e's capstone)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,
