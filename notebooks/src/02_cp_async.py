@@ -193,8 +193,8 @@ print(f"{tile.name}: {flop} FLOP / {per_clk(ceil):.0f} FLOP/clk = {math:.0f} clk
 
 # %% [markdown]
 # Shared memory serves 128 bytes per clock; `cp.async` writes each k-tile once, `ldmatrix` reads it
-# twice. (Chapter 00 §4: a 128×128 tile needs 100 % of those 128 B/clk, a 128×256 tile 75 %, the
-# move chapter 05 makes.)
+# twice. (Chapter 00 §4: writing and reading a 128×128 tile's operands once already takes 100 % of
+# those 128 B/clk, a 128×256 tile's 75 %: the move chapter 05 makes.)
 
 # %% output varies
 written = (tile.bm + tile.bn) * tile.bk * 2                          # cp.async: the A and B tiles, once
