@@ -114,7 +114,8 @@ class Design:
         if self.measured is None:
             out.append("record: not measured (the kernel stops at 4 stages)")
         else:
-            why = "one of the two runs the model was fitted on" if self.fitted else "a test: not used in the fit"
+            why = ("one of the two runs the model was fitted on" if self.fitted else
+                   f"a test; W was fitted on BK = {FIT_W[0]}, S = {FIT_W[1]}, L on BK = {FIT_L[0]}, S = {FIT_L[1]}")
             out.append(f"record: {self.measured:.0f} TFLOP/s; model {_pct(self.error)} ({why})")
         return "\n".join(out)
 

@@ -37,7 +37,7 @@ def test_cp_async_design_pairs_with_its_run(cp):
     d = cp_async.design(32, 2, record=cp)
     row = _cp_row(cp, "128x128x32/w64x64/s2/2cta")
     assert d.measured == row["tflops"] and d.sm_mhz == row["sm_mhz"] and d.ctas == 2
-    assert not d.fitted and "a test" in d.text()
+    assert not d.fitted and "a test; W was fitted on BK = 64, S = 3, L on BK = 32, S = 1" in d.text()
     s4 = cp_async.design(64, 4, record=cp)
     assert s4.measured == _cp_row(cp, "128x128x64/w64x64/s4")["tflops"] and s4.ctas == 1
     assert cp_async.design(64, 6, record=cp).measured is None

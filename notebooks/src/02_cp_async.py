@@ -170,8 +170,8 @@ _ = notebook.claim("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * two3,
                    f"3. {s4 / two3 - 1:+.0%} against the best of two or three stages.", four_stages=s4)
 
 # %% [markdown]
-# **Design it** (no grade). A model with two numbers: a k-tile costs the SM `W` clocks of work, and
-# its copies land `L` clocks after they are issued. With S stages they have S − 1 k-tiles' time to
+# **Design it** (no grade). A model with two numbers: a BK = 64 k-tile costs the SM `W` clocks of
+# work (BK = 32: half), and its copies land `L` clocks after they are issued. With S stages they have S − 1 k-tiles' time to
 # land; with one, copy, wait, compute. Set `BK` (32 or 64) and `S` (1–6): which binds, and does the
 # record agree?
 
