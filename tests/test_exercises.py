@@ -449,11 +449,18 @@ MISTAKES += [
 
 
 def _issue(elect=True, first=lambda kt, j: kt > 0 or j > 0, bar=lambda t, s: t.empty[s], before=False,
-           commit=True, stage=lambda s: s, steps=None):
+           commit=True, stage=lambda s: s, steps=None, wait=lambda t, s: t.full[s],
+           parity=lambda kt, n: (kt // n) & 1, fence="after"):
     """A learner's ch09.mma_issue with one mistake (none with the defaults)."""
     def issue_ktile(t, kt, s):
         if elect and not t.elected:
             return
+        if fence == "before":
+            t.fence_after()
+        if wait:
+            t.wait(wait(t, s), parity(kt, t.stages))
+        if fence == "after":
+            t.fence_after()
         if commit and before:
             t.commit(bar(t, s))
         for j in range(steps or t.steps):
@@ -475,6 +482,12 @@ MISTAKES += [
     ("ch09.mma_issue", _issue(commit=False), "The kernel's model without it: a deadlock at k-tile 2"),
     ("ch09.mma_issue", _issue(stage=lambda s: 0), "at k-tile 1 (stage 1) an MMA reads stage 0"),
     ("ch09.mma_issue", _issue(steps=3), "your MMAs cover k-steps [0, 1, 2]"),
+    ("ch09.mma_issue", _issue(wait=None), "your MMAs read stage 0 without waiting"),
+    ("ch09.mma_issue", _issue(wait=lambda t, s: t.empty[s]), "empty is the barrier your commit arrives on"),
+    ("ch09.mma_issue", _issue(parity=lambda kt, n: 0), "at k-tile 2 (stage 0) you wait on parity 0"),
+    ("ch09.mma_issue", _issue(parity=lambda kt, n: ((kt // n) & 1) ^ 1), "at k-tile 0 (stage 0) you wait on parity 1"),
+    ("ch09.mma_issue", _issue(fence=None), "no tcgen05.fence::after_thread_sync at k-tile 0"),
+    ("ch09.mma_issue", _issue(fence="before"), "your fence comes before the wait"),
     ("ch09.mma_issue", lambda t, kt, s: 1, "returns nothing"),
     ("ch09.mma_issue", 3, "pass your function itself"),
 ]
