@@ -522,7 +522,7 @@ def test_exercises(capsys):
 
 def test_mma_thread_ordering_rules():
     """ordering.check_mma_thread: the MMA thread's wait (barrier and parity) and fence before each
-    round's MMAs; the kernel's order passes, each slip is one tcgen05 hazard at the MMA or the wait."""
+    fill's MMAs; the kernel's order passes, each slip is one tcgen05 hazard at the MMA or the wait."""
     from asynctc.models import ordering as O
 
     def prog(stages=2, k_tiles=5, parity=lambda r: r & 1, fence="after", wait=True):
@@ -540,7 +540,7 @@ def test_mma_thread_ordering_rules():
 
     assert O.check_mma_thread(prog()) == []
     hz = O.check_mma_thread(prog(parity=lambda r: 0))
-    assert hz[0].rule == "tcgen05" and hz[0].op == "wait" and "round 1 of stage 0" in hz[0].why
+    assert hz[0].rule == "tcgen05" and hz[0].op == "wait" and "fill 1 of stage 0" in hz[0].why
     assert "no tcgen05.fence::after_thread_sync" in O.check_mma_thread(prog(fence=None))[0].why
     assert "no tcgen05.fence::after_thread_sync" in O.check_mma_thread(prog(fence="before"))[0].why
     assert "with no wait on full[0]" in O.check_mma_thread(prog(wait=False))[0].why

@@ -246,12 +246,12 @@ TC_OP_FORMS = {
 
 def check_mma_thread(program: Sequence) -> list[Hazard]:
     """The hazards of one MMA-issuing thread's ``program`` (steps of :data:`TC_OP_FORMS`, in issue
-    order, over the whole k-loop), rule ``tcgen05``. Stage s is in round r once r commits to
-    ``empty[s]`` were issued; the producer's TMA completes phase r of ``full[s]`` in round r, so:
+    order, over the whole k-loop), rule ``tcgen05``. Stage s is at fill r once r commits to
+    ``empty[s]`` were issued; the producer's TMA completes phase r of ``full[s]`` with fill r, so:
 
-    * a ``tcgen05.mma`` reading stage s needs, in this round, a wait on ``full[s]`` with parity
+    * a ``tcgen05.mma`` reading stage s needs, in this fill, a wait on ``full[s]`` with parity
       ``r & 1`` (mbarrier.try_wait.parity returns once the phase of that parity completed: the other
-      parity names the round before, which has completed, or after, which needs this stage back);
+      parity names the fill before, which has completed, or after, which needs this stage back);
     * and a ``tcgen05.fence::after_thread_sync`` after that wait, before the MMA (PTX ISA
       "tcgen05 memory consistency model": the wait orders this thread's ordinary operations, not
       its asynchronous tcgen05 ones);
@@ -259,8 +259,8 @@ def check_mma_thread(program: Sequence) -> list[Hazard]:
       judge; here: an MMA after its stage's commit reads a stage already handed back).
     """
     hz: list[Hazard] = []
-    rounds: dict = {}                # stage -> commits to empty[s] so far
-    waited: dict = {}                # stage -> "waited" | "fenced" (this round)
+    rounds: dict = {}                # stage -> commits to empty[s] so far: the fill it is at
+    waited: dict = {}                # stage -> "waited" | "fenced" (this fill)
     for i, st in enumerate(program):
         if not isinstance(st, (tuple, list)) or len(st) != 2 or st[0] not in TC_OP_FORMS:
             raise ValueError(f"program[{i}]={st!r}: must be (op, arg) with op one of {tuple(TC_OP_FORMS)}")
@@ -271,8 +271,8 @@ def check_mma_thread(program: Sequence) -> list[Hazard]:
                 s = int(str(bar)[5:-1])
                 r = rounds.get(s, 0)
                 if parity != r & 1:
-                    hz.append(Hazard(i, op, "tcgen05", f"the wait on full[{s}] names parity {parity}: in "
-                                     f"round {r} of stage {s} the TMA completes a phase of parity {r & 1}"))
+                    hz.append(Hazard(i, op, "tcgen05", f"the wait on full[{s}] names parity {parity}: at "
+                                     f"fill {r} of stage {s} the TMA completes a phase of parity {r & 1}"))
                 else:
                     waited[s] = "waited"
         elif op == "fence_after":
@@ -282,7 +282,7 @@ def check_mma_thread(program: Sequence) -> list[Hazard]:
             w = waited.get(a)
             if w is None:
                 hz.append(Hazard(i, op, "tcgen05", f"tcgen05.mma reads stage {a} with no wait on "
-                                 f"full[{a}] (of the right parity) in this round: TMA may not have filled it"))
+                                 f"full[{a}] (of the right parity) for this fill: TMA may not have filled it"))
             elif w == "waited":
                 hz.append(Hazard(i, op, "tcgen05", f"tcgen05.mma reads stage {a} with no "
                                  f"tcgen05.fence::after_thread_sync after the wait on full[{a}]"))

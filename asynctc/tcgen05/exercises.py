@@ -1,7 +1,7 @@
 """Chapter 09's auto-checked exercises: the deep dive's (notebook 09b) ``ch09.acc_columns``,
 ``ch09.acc_parity``, ``ch09.scale_byte``, and the core lesson's code exercise ``ch09.mma_issue``
 (the MMA thread's work for one k-tile, written in Python against :class:`IssuerThread` and judged
-rule by rule: one elected thread waits on the stage's full barrier with the round's parity, fences
+rule by rule: one elected thread waits on the stage's full barrier with the fill's parity, fences
 (tcgen05.fence::after_thread_sync), issues each k-step's MMA on the k-tile's stage, accumulate off on
 the k-loop's first MMA only, then one commit to the stage's empty barrier; the wait, parity and fence
 by the ordering checker :func:`asynctc.models.ordering.check_mma_thread`; a missing commit is run
@@ -118,7 +118,7 @@ def issue_ktile(t: IssuerThread, kt: int, s: int) -> None:
     """The answer key of ``ch09.mma_issue``: the kernel's MMA thread on k-tile ``kt`` in stage ``s``
     (``kernels/tcgen05.cu``, warp 1)."""
     if t.elected:
-        t.wait(t.full[s], (kt // t.stages) & 1)          # round kt // stages of stage s: its parity
+        t.wait(t.full[s], (kt // t.stages) & 1)          # fill kt // stages of stage s: its parity
         t.fence_after()                                   # orders the MMAs after the wait
         for j in range(t.steps):
             t.mma(s, j, accumulate=(kt > 0 or j > 0))    # enable-input-d = 0 on the first MMA only
@@ -175,7 +175,7 @@ def _ktile_hint(ev: list, kt: int, s: int) -> str | None:
 
 def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | None:
     """What is wrong with the wait and the fence in the elected thread's events of k-tile ``kt``."""
-    where, r = f"k-tile {kt} (stage {s})", kt // stages
+    where, r = f"k-tile {kt} (stage {s})", kt // stages          # r: the stage's fill
     kinds = [e[0] for e in ev]
     first_mma = kinds.index("mma") if "mma" in kinds else len(ev)
     waits = [i for i, k in enumerate(kinds) if k == "wait"]
@@ -193,11 +193,11 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
     if waits[0] > first_mma:
         return f"at {where} your wait comes after an MMA: that MMA reads stage {s} before it is full"
     if isinstance(parity, bool) or parity not in (0, 1):
-        return f"parity {parity!r}: a phase parity is 0 or 1, the low bit of the round"
+        return f"parity {parity!r}: a phase parity is 0 or 1, the low bit of the fill"
     if parity != r & 1:
-        return (f"at {where} you wait on parity {parity}: this is round {r} of stage {s} "
+        return (f"at {where} you wait on parity {parity}: this is fill {r} of stage {s} "
                 f"(kt // t.stages), and TMA completes phase {r} of full[{s}], parity {r & 1}. Parity "
-                f"{parity} names the round before (completed: the wait returns at once and the MMAs read "
+                f"{parity} names the fill before (completed: the wait returns at once and the MMAs read "
                 f"a stage TMA is still filling) or after (it needs this stage back: a hang)")
     fences = [i for i, k in enumerate(kinds) if k == "fence_after"]
     if not fences:

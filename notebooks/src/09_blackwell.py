@@ -122,9 +122,9 @@ alloc.check_all_freed()
 # warp 1's threads for k-tile kt in stage s (of `t.stages`). Only `t.elected` issues, in order:
 #
 # 1. `t.wait(barrier, parity)` until stage s is full. Barriers: `t.full[s]` (TMA completes it),
-#    `t.empty[s]` (hands stage s back), `t.done` (the epilogue's). Each completes a phase per
-#    round (kt // `t.stages`), named by its [phase parity](../docs/glossary.md#phase-parity): the
-#    round's low bit.
+#    `t.empty[s]` (hands stage s back), `t.done` (the epilogue's). k-tile kt is stage s's fill
+#    kt // `t.stages` (chapter 05); each fill completes one phase, named by its
+#    [phase parity](../docs/glossary.md#phase-parity): the fill's low bit.
 # 2. `t.fence_after()`: `tcgen05.fence::after_thread_sync`. The wait orders ordinary loads and
 #    stores; the asynchronous `tcgen05` operations need this fence.
 # 3. `t.mma(s, j, accumulate)` for k-steps j < `t.steps`; 4. `t.commit(barrier)`.
@@ -202,7 +202,7 @@ exercises.check("ch09.tmem_columns", 128, m=128, n=96, solution=True)  # lane = 
 
 def issue_ktile(t, kt, s):
     if t.elected:                                      # one thread issues (tcgen05.mma is not .sync.aligned)
-        t.wait(t.full[s], (kt // t.stages) & 1)        # round kt // stages: its phase's parity
+        t.wait(t.full[s], (kt // t.stages) & 1)        # fill kt // stages: its phase's parity
         t.fence_after()                                # tcgen05 ops after the wait, not before it
         for j in range(t.steps):
             t.mma(s, j, accumulate=(kt > 0 or j > 0))  # only the k-loop's first MMA overwrites D
