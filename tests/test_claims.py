@@ -443,19 +443,22 @@ def test_exercise_solutions_and_mistakes(capsys):
     assert "pass datasheet= and measured=" in capsys.readouterr().out
 
 
-def test_the_built_notebook_tags_its_solutions_and_checks_the_records():
-    path = ROOT / "notebooks" / "solutions" / "10_claims.ipynb"     # the build with the solutions
+@pytest.mark.parametrize("name,names", [
+    ("10_claims", ("ch10.bound", "ch10.bound_verdict")),
+    ("10b_claims_in_full", ("check_written(", "ch10.fraction_both", "ch10.verdict"))])
+def test_the_built_notebook_tags_its_solutions_and_checks_the_records(name, names):
+    path = ROOT / "notebooks" / "solutions" / f"{name}.ipynb"     # the build with the solutions
     if not path.exists():
-        pytest.skip("notebooks/solutions/10_claims.ipynb not built")
+        pytest.skip(f"notebooks/solutions/{name}.ipynb not built")
     cells = json.loads(path.read_text())["cells"]
-    learner = json.loads((ROOT / "notebooks" / "10_claims.ipynb").read_text())["cells"]
+    learner = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())["cells"]
     assert not any("solution" in c.get("metadata", {}).get("tags", []) for c in learner)
     sol = [c for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
     assert any(c["cell_type"] == "markdown" and "<summary>Solutions" in "".join(c["source"]) for c in sol)
     assert all("solution" in c.get("metadata", {}).get("tags", [])
                for c in cells if c["cell_type"] == "code" and "solution=True" in "".join(c["source"]))
     code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-    assert "check_written(" in code and "ch10.fraction_both" in code and "ch10.verdict" in code
+    assert all(n in code for n in names)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -517,19 +520,20 @@ def test_tma_equal_pairs_refuse_rows_that_disagree_on_bytes_in_flight():
 def test_the_exercises_row_is_not_in_view_and_its_fractions_are_the_learners():
     """Issue 22: exercise 1's row was printed in §3 and exercise 2's cell computed claims.fractions
     itself. The row is now one no table prints (rung 3 at 8192³), and no learner cell computes its
-    fractions: ch10.verdict is graded from the row."""
-    src = (ROOT / "notebooks" / "src" / "10_claims.py").read_text()
-    start, end = src.index("## Exercises"), src.index("<summary>Solutions")
+    fractions: ch10.verdict is graded from the row. (Both exercises are deep dive 10b's since the
+    core lesson became "reproduce and bound a claim".)"""
+    src = (ROOT / "notebooks" / "src" / "10b_claims_in_full.py").read_text()
+    start, end = src.index("**Exercise 1. Both denominators"), src.index("<summary>Solutions")
     learner = src[start:end]
     assert "size=8192" in learner and "fractions(" not in learner
     assert re.search(r'check\("ch10\.verdict", answer, tflops=row\["tflops"\]', learner)
     recs = C.load_records()
     row = S.ladder_row(recs["warp_specialization"], 3, size=8192)[1]
     f = C.fractions(row, recs["warp_specialization"].provenance["sm_count"])
-    path = ROOT / "notebooks" / "10_claims.ipynb"
+    path = ROOT / "notebooks" / "10b_claims_in_full.ipynb"
     if path.exists():
         cells = json.loads(path.read_text())["cells"]
-        first = next(i for i, c in enumerate(cells) if "## Exercises" in "".join(c["source"]))
+        first = next(i for i, c in enumerate(cells) if "**Exercise 1. Both denominators" in "".join(c["source"]))
         shown = json.dumps([c.get("outputs", []) for c in cells[:first]])
         for number in (f"{f['datasheet']:.3f}", f"{f['measured']:.3f}", f"{row['tflops']:.1f}"):
             assert number not in shown, number
@@ -550,3 +554,26 @@ def test_a_near_miss_says_how_near():
         for side in ("datasheet", "measured"):
             if r[side] is not None:
                 assert (r[f"near_{side}"] == C.HOLDS) == (r[f"verdict_{side}"] == C.HOLDS), r["key"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Chapter 10's core task: bound a claim from same-run pairs (asynctc.claims.bounds)
+# --------------------------------------------------------------------------------------------------
+
+def test_bounds_pairs_are_same_run_and_the_verdicts_follow_the_two_rules():
+    from asynctc.claims import bounds as B
+    recs = C.load_records()
+    pairs = B.same_run_pairs(recs, 4096, "float16")
+    assert [p["suite"] for p in pairs] == ["warp_specialization"] + ["ws_limit"] * 3 + ["ws_orders"] * 3
+    assert all(p["ratio"] == pytest.approx(p["cublas_ms"] / p["ours_ms"]) for p in pairs)
+    med, lo, hi = B.bound(p["ratio"] for p in pairs)
+    assert lo <= med <= hi and B.verdict(lo, hi, value=0.99, digits=2) == C.HOLDS
+    assert B.verdict(lo, hi, value=1.0, digits=2) == C.FAILS and B.verdict(lo, hi, above=1.0) == C.FAILS
+    assert B.verdict(0.99, 1.01, above=1.0) == B.NOT_SETTLED and B.verdict(1.001, 1.01, above=1.0) == C.HOLDS
+    assert B.verdict(0.98, 0.989, value=0.99, digits=2) == C.HOLDS      # 0.99 reads 0.985–0.995
+    assert B.verdict(0.98, 0.984, value=0.99, digits=2) == C.FAILS
+    x_lo, x_hi = B.cross_run_extremes(pairs)
+    assert x_lo <= lo and x_hi >= hi
+    a, b = B.rep_interval(pairs[0])
+    assert a <= pairs[0]["ratio"] <= b
+    assert "ws_orders, 2026-12-02" in B.table(pairs)

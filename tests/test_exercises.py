@@ -22,6 +22,11 @@ ABLATION = [{"variant": "full kernel", "tflops": 333.0},
 SIZES = [64, 128, 256, 512, 1024, 4096]
 RIDGE = 251.0
 
+#: ch10.bound's pairs (ours ms, cuBLAS ms): the top rung at 8192³ bf16 as three runs recorded it.
+_PAIRS = [(1.36502, 1.37786), (1.40021, 1.39946), (1.39072, 1.40333), (1.39035, 1.40226),
+          (1.38698, 1.39189), (1.38864, 1.39779), (1.39099, 1.39600)]
+_R = [c / o for o, c in _PAIRS]
+
 #: The arguments each exercise is checked with in its notebook.
 _STORE = list(_ordering.PROGRAMS["store"]["broken"])      # ch08.repair's broken program
 
@@ -60,6 +65,8 @@ KW = {
     "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
     "ch10.fraction_both": dict(tflops=759.4, sm_mhz=1679.0, sm_count=132, sm_mhz_after=1972.0),
     "ch10.verdict": dict(datasheet=0.687, measured=0.757, low=0.75, high=0.80),
+    "ch10.bound": dict(pairs=_PAIRS),
+    "ch10.bound_verdict": dict(pairs=_PAIRS, above=1.0),
     "ch09.acc_columns": dict(bn=192),
     "ch09.acc_parity": dict(t=5),
     "ch09.scale_byte": dict(kstep=3),
@@ -312,6 +319,15 @@ MISTAKES = [
     ("ch04.descriptor", 0x4800 | 4096 << 16 | 512 << 32 | 2 << 62, "byte values >> 4"),
     ("ch04.descriptor", _desc(0x4800, 4096 * 16, 512, 2), "LBO: the field holds the byte offset >> 4"),
     ("ch04.descriptor", 1 << 47 | _desc(0x4800, 4096, 512, 2), "does not decode"),
+    ("ch10.bound", (max(_R), min(_R)), "lowest first"),
+    ("ch10.bound", (100 * min(_R), 100 * max(_R)), "not percent"),
+    ("ch10.bound", (1 / max(_R), 1 / min(_R)), "ours over cuBLAS's time"),
+    ("ch10.bound", (min(c for _, c in _PAIRS) / max(o for o, _ in _PAIRS),
+                    max(c for _, c in _PAIRS) / min(o for o, _ in _PAIRS)), "times from different rows"),
+    ("ch10.bound", (1.004, 1.004), "an interval: the lowest and the highest of the 7 ratios"),
+    ("ch10.bound", (min(_R), 1.02), "the lowest is right"),
+    ("ch10.bound_verdict", "holds", "6 of 7 pairs lie above 1, 1 not"),
+    ("ch10.bound_verdict", "does not hold", "the interval straddles 1"),
     ("ch10.fraction_both", (759.4 / (132 * 4096 * 1679e-6), 759.4 / 989.4), "swapped"),
     ("ch10.fraction_both", (100 * 759.4 / 989.4, 100 * 759.4 / (132 * 4096 * 1679e-6)), "not percent"),
     ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1980e-6)), "1980 MHz is the clock attribute"),
@@ -466,11 +482,18 @@ MISTAKES += [
 
 
 def _issue(elect=True, first=lambda kt, j: kt > 0 or j > 0, bar=lambda t, s: t.empty[s], before=False,
-           commit=True, stage=lambda s: s, steps=None):
+           commit=True, stage=lambda s: s, steps=None, wait=lambda t, s: t.full[s],
+           parity=lambda kt, n: (kt // n) & 1, fence="after"):
     """A learner's ch09.mma_issue with one mistake (none with the defaults)."""
     def issue_ktile(t, kt, s):
         if elect and not t.elected:
             return
+        if fence == "before":
+            t.fence_after()
+        if wait:
+            t.wait(wait(t, s), parity(kt, t.stages))
+        if fence == "after":
+            t.fence_after()
         if commit and before:
             t.commit(bar(t, s))
         for j in range(steps or t.steps):
@@ -492,6 +515,12 @@ MISTAKES += [
     ("ch09.mma_issue", _issue(commit=False), "The kernel's model without it: a deadlock at k-tile 2"),
     ("ch09.mma_issue", _issue(stage=lambda s: 0), "at k-tile 1 (stage 1) an MMA reads stage 0"),
     ("ch09.mma_issue", _issue(steps=3), "your MMAs cover k-steps [0, 1, 2]"),
+    ("ch09.mma_issue", _issue(wait=None), "your MMAs read stage 0 without waiting"),
+    ("ch09.mma_issue", _issue(wait=lambda t, s: t.empty[s]), "empty is the barrier your commit arrives on"),
+    ("ch09.mma_issue", _issue(parity=lambda kt, n: 0), "at k-tile 2 (stage 0) you wait on parity 0"),
+    ("ch09.mma_issue", _issue(parity=lambda kt, n: ((kt // n) & 1) ^ 1), "at k-tile 0 (stage 0) you wait on parity 1"),
+    ("ch09.mma_issue", _issue(fence=None), "no tcgen05.fence::after_thread_sync at k-tile 0"),
+    ("ch09.mma_issue", _issue(fence="before"), "your fence comes before the wait"),
     ("ch09.mma_issue", lambda t, kt, s: 1, "returns nothing"),
     ("ch09.mma_issue", 3, "pass your function itself"),
 ]

@@ -72,6 +72,12 @@ ALLOWED = [
     ("09", r"everything numeric below is a \*\*model\*\*", "says that nothing is measured"),
     ("09", r"no thread holds any of it", "where the accumulator lives, not a measurement"),
     ("09c", r"each CTA holds M/2 rows", "the PTX CTA-pair layout, not a measurement"),
+    ("10", r'"Our kernel reaches 0\.99 of cuBLAS"', "quotes the kind of claim the chapter judges"),
+    ("10", r"top rung reaches 0\.99 of cuBLAS at 4096³", "states the claim under test (§3 judges it, generated)"),
+    ("10", r"answers the first three", "counts the questions, compares nothing"),
+    ("10", r"Which two-digit values hold", "the lever's question; its cell prints the verdict"),
+    ("10", r"top rung beats cuBLAS at 8192³ in bf16", "states the exercise's claim; the learner judges it"),
+    ("10", r"Which verdict does your interval give", "the exercise's question, naming the verdict words"),
 ]
 
 

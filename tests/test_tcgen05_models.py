@@ -518,3 +518,31 @@ def test_exercises(capsys):
     assert not exercises.check("ch09.fix_descriptor", "the swizzle thing", value=v)
     with pytest.raises(AssertionError):
         exercises.check("ch09.fix_descriptor", "lbo", value=v, solution=True)
+
+
+def test_mma_thread_ordering_rules():
+    """ordering.check_mma_thread: the MMA thread's wait (barrier and parity) and fence before each
+    fill's MMAs; the kernel's order passes, each slip is one tcgen05 hazard at the MMA or the wait."""
+    from asynctc.models import ordering as O
+
+    def prog(stages=2, k_tiles=5, parity=lambda r: r & 1, fence="after", wait=True):
+        p = []
+        for kt in range(k_tiles):
+            s, r = kt % stages, kt // stages
+            if fence == "before":
+                p.append(("fence_after", None))
+            if wait:
+                p.append(("wait", (f"full[{s}]", parity(r))))
+            if fence == "after":
+                p.append(("fence_after", None))
+            p += [("mma", s), ("mma", s), ("commit", f"empty[{s}]")]
+        return p
+
+    assert O.check_mma_thread(prog()) == []
+    hz = O.check_mma_thread(prog(parity=lambda r: 0))
+    assert hz[0].rule == "tcgen05" and hz[0].op == "wait" and "fill 1 of stage 0" in hz[0].why
+    assert "no tcgen05.fence::after_thread_sync" in O.check_mma_thread(prog(fence=None))[0].why
+    assert "no tcgen05.fence::after_thread_sync" in O.check_mma_thread(prog(fence="before"))[0].why
+    assert "with no wait on full[0]" in O.check_mma_thread(prog(wait=False))[0].why
+    with pytest.raises(ValueError, match="must be"):
+        O.check_mma_thread([("arrive", 0)])

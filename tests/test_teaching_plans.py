@@ -220,7 +220,7 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
     row = next(l for l in rows if "`ch03.swizzle_128b`" in l)       # a code exercise: its function
     assert "`def swizzle_128b(offset): " in row and "return " in row and "<function" not in text
     row = next(l for l in rows if "`ch09.mma_issue`" in l)          # a loop's body in braces: its nesting kept
-    assert "`def issue_ktile(t, kt, s): if t.elected: { for j in range(t.steps): { t.mma(s, j, " in row
+    assert "`def issue_ktile(t, kt, s): if t.elected: { t.wait(t.full[s], (kt // t.stages) & 1); t.fence_after(); for j in range(t.steps): { t.mma(s, j, " in row
     assert "}; t.commit(t.empty[s]) }`" in row and ":;" not in text
     # chapter 04 asks the k-step (§3), then who holds an accumulator element (§6, unnumbered: 2nd);
     # chapter 06 asks only the consumer loop (rungs 5–8 and their exercises are deep dive 06c §9)

@@ -1,7 +1,8 @@
-"""Chapter 10 — "% of peak" under both denominators, with the seed article's 4096³ table as the
-worked example; deep dive 10b — every quantitative statement of the seed article (the tutorial this
-course checks, see README) beside the course's measurement, and the public anchors the course cites
-beside ours.
+"""Chapter 10 — reproduce and bound a claim (:mod:`.bounds`: every same-run pair of chapter 06's top
+rung and cuBLAS in the records, the interval, a verdict); deep dive 10b — "% of peak" under both
+denominators, with the seed article's 4096³ table as the worked example, and every quantitative
+statement of the seed article (the tutorial this course checks, see README) beside the course's
+measurement, and the public anchors the course cites beside ours.
 
 Nothing here measures: the chapter reads the records the other chapters wrote (``data/<gpu>/``,
 :func:`load_records`), computes the course's number for each statement, and gives a verdict from
@@ -23,11 +24,14 @@ measured for that row (its kind — in-kernel, in flight — printed beside it).
   was written for);
 * :mod:`.figures` — :func:`fractions_figure`, :func:`ratios_figure` and both in one,
   :func:`claims_figure` (never measures);
-* :mod:`.exercises` — ``ch10.fraction_both`` and ``ch10.verdict``.
+* :mod:`.bounds` — :func:`same_run_pairs`, :func:`bound`, the two verdict rules (:func:`verdict`);
+* :mod:`.exercises` — ``ch10.bound`` and ``ch10.bound_verdict`` (chapter 10), ``ch10.fraction_both``
+  and ``ch10.verdict`` (10b).
 
 Chapter 10 registers no ``record`` suite: it has nothing to measure.
 """
 
+from . import bounds  # noqa: F401  (chapter 10's core task)
 from . import exercises as _exercises  # noqa: F401  (registers the ch10 exercises)
 from .anchors import ANCHORS, Anchor
 from .anchors import evaluate as evaluate_anchors

@@ -1,5 +1,7 @@
-"""Chapter 10's auto-checked exercises (notebooks/10_claims): a fraction of peak under both
-denominators from a record row, and a verdict from two fractions and a claim's band. The expected
+"""Chapter 10's auto-checked exercises: the core lesson's (notebooks/10_claims) bound of a claim
+from same-run pairs and its verdict (``ch10.bound``, ``ch10.bound_verdict``, from
+:mod:`asynctc.claims.bounds`); deep dive 10b's fraction of peak under both denominators from a
+record row, and a verdict from two fractions and a claim's band. The expected
 answers come from the chapter's own functions (:func:`asynctc.claims.verdicts.fractions`,
 :func:`~asynctc.claims.verdicts.judged`, :func:`~asynctc.claims.verdicts.combine`)."""
 
@@ -7,6 +9,7 @@ from __future__ import annotations
 
 from ..core import bench
 from ..core.exercises import diagnosis, exercise
+from .bounds import BOUND_VERDICTS, NOT_SETTLED, verdict
 from .verdicts import FAILS, HOLDS, PARTLY, combine, fractions, judged
 
 
@@ -109,3 +112,73 @@ def _verdict_hint(answer, expected, low, high, datasheet=None, measured=None, to
             + (f" (the {' and '.join(above)} one lies above it, and a band is not a floor: above "
                "it is outside too)" if above else "")
             + ".")
+
+
+# --------------------------------------------------------------------------------------------------
+# ch10.bound and ch10.bound_verdict (the core lesson): bound a claim from same-run pairs
+# --------------------------------------------------------------------------------------------------
+
+def _ratios(pairs) -> list[float]:
+    return [c / o for o, c in pairs]
+
+
+@exercise("ch10.bound",
+          "`pairs` lists (ours ms, cuBLAS ms), each pair timed in one run and round. Bound the "
+          "claim's number, the ratio cuBLAS ms / ours ms: answer (lowest, highest) over the pairs, "
+          "as ratios (0.99, not 99).", rtol=0.002)
+def _bound(pairs):
+    r = _ratios(pairs)
+    return (round(min(r), 6), round(max(r), 6))
+
+
+@diagnosis("ch10.bound")
+def _bound_hint(answer, expected, pairs):
+    if not isinstance(answer, list) or len(answer) != 2:
+        return "two numbers: (lowest, highest)."
+    a, b = answer
+    lo, hi = expected
+    r = _ratios(pairs)
+    if _near(a, hi, 0.002) and _near(b, lo, 0.002):
+        return "lowest first, then highest."
+    if _near(a, 100 * lo, 0.002) or _near(b, 100 * hi, 0.002):
+        return "answer ratios (0.99), not percent (99)."
+    med = sorted(r)[len(r) // 2]
+    if _near(a, b, 0.0005):
+        return (f"an interval: the lowest and the highest of the {len(r)} ratios, not one reading "
+                f"(their median is {med:.3f}).")
+    if _near(a, 1 / hi, 0.002) and _near(b, 1 / lo, 0.002):
+        return ("that is ours over cuBLAS's time: the claim's number is cuBLAS's time over ours, "
+                "a speed ratio (above 1: ours is faster).")
+    cross = (min(c for _, c in pairs) / max(o for o, _ in pairs), max(c for _, c in pairs) / min(o for o, _ in pairs))
+    if _near(a, cross[0], 0.002) and _near(b, cross[1], 0.002):
+        return ("you paired times from different rows: each ratio divides the two times of one row "
+                "(one run and round); a cuBLAS time of another run moved with that run's clock.")
+    if _near(a, lo, 0.002):
+        return "the lowest is right; the highest is the largest of the ratios."
+    if _near(b, hi, 0.002):
+        return "the highest is right; the lowest is the smallest of the ratios."
+    return None
+
+
+@exercise("ch10.bound_verdict",
+          "An order claim says the ratio lies above `above` (\"beats cuBLAS\": above 1.0). From the "
+          "interval of ch10.bound over `pairs`, which verdict: 'holds' (the whole interval above), "
+          "'does not hold' (the whole at or below) or 'not settled' (it straddles)?",
+          BOUND_VERDICTS,
+          aliases={"hold": HOLDS, "yes": HOLDS, "fails": FAILS, "no": FAILS, "doesn't hold": FAILS,
+                   "unsettled": NOT_SETTLED, "undecided": NOT_SETTLED, "partly": NOT_SETTLED})
+def _bound_verdict(pairs, above: float = 1.0):
+    lo, hi = _bound(pairs)
+    return verdict(lo, hi, above=above)
+
+
+@diagnosis("ch10.bound_verdict")
+def _bound_verdict_hint(answer, expected, pairs, above=1.0):
+    r = _ratios(pairs)
+    n_above = sum(x > above for x in r)
+    if expected == NOT_SETTLED:
+        return (f"{n_above} of {len(r)} pairs lie above {above:g}, {len(r) - n_above} not: the "
+                f"interval straddles {above:g}, so the runs disagree.")
+    if expected == HOLDS:
+        return f"every pair lies above {above:g}: the lowest is {min(r):.3f}."
+    return f"no pair lies above {above:g}: the highest is {max(r):.3f}."

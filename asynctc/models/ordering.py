@@ -1,7 +1,8 @@
 """The ordering rules chapter 05's ring model does not cover: proxies, bulk groups, wgmma groups,
 warp leaders and mbarrier initialisation, as a checker over a short program (pure Python, no GPU).
 Chapter 08 teaches it (``asynctc.pitfalls.ordering`` is this module); chapter 06's consumer-loop
-exercise runs its wgmma rule on the program read out of the learner's loop.
+exercise runs its wgmma rule on the program read out of the learner's loop; chapter 09's MMA-thread
+exercise runs :func:`check_mma_thread` (the full-barrier wait, its parity, the tcgen05 fence).
 
 A *program* is a list of steps ``(op, arg)`` in the order they happen (across threads, once the
 synchronisation before them holds). :func:`check` walks it and returns a :class:`Hazard` for every
@@ -228,3 +229,65 @@ PROGRAMS = {
         "broken": [("arrive", 0), ("ld", 0)],
     },
 }
+
+
+# --------------------------------------------------------------------------------------------------
+# The MMA thread's rules on Blackwell (chapter 09's exercise): its own small program of tcgen05 steps
+# --------------------------------------------------------------------------------------------------
+
+#: The MMA-issuing thread's ops (``check_mma_thread``): the step as written, and what it stands for.
+TC_OP_FORMS = {
+    "wait": ('("full[s]", parity)', "mbarrier.try_wait.parity: returns once the phase of that parity completed"),
+    "fence_after": (None, "tcgen05.fence::after_thread_sync"),
+    "mma": ("s", "tcgen05.mma reading stage s"),
+    "commit": ('"b"', "tcgen05.commit: one arrive on barrier b once this thread's earlier MMAs completed"),
+}
+
+
+def check_mma_thread(program: Sequence) -> list[Hazard]:
+    """The hazards of one MMA-issuing thread's ``program`` (steps of :data:`TC_OP_FORMS`, in issue
+    order, over the whole k-loop), rule ``tcgen05``. Stage s is at fill r once r commits to
+    ``empty[s]`` were issued; the producer's TMA completes phase r of ``full[s]`` with fill r, so:
+
+    * a ``tcgen05.mma`` reading stage s needs, in this fill, a wait on ``full[s]`` with parity
+      ``r & 1`` (mbarrier.try_wait.parity returns once the phase of that parity completed: the other
+      parity names the fill before, which has completed, or after, which needs this stage back);
+    * and a ``tcgen05.fence::after_thread_sync`` after that wait, before the MMA (PTX ISA
+      "tcgen05 memory consistency model": the wait orders this thread's ordinary operations, not
+      its asynchronous tcgen05 ones);
+    * a commit goes to ``empty[s]`` of the stage its MMAs read, after them (rule of the exercise's
+      judge; here: an MMA after its stage's commit reads a stage already handed back).
+    """
+    hz: list[Hazard] = []
+    rounds: dict = {}                # stage -> commits to empty[s] so far: the fill it is at
+    waited: dict = {}                # stage -> "waited" | "fenced" (this fill)
+    for i, st in enumerate(program):
+        if not isinstance(st, (tuple, list)) or len(st) != 2 or st[0] not in TC_OP_FORMS:
+            raise ValueError(f"program[{i}]={st!r}: must be (op, arg) with op one of {tuple(TC_OP_FORMS)}")
+        op, a = st
+        if op == "wait":
+            bar, parity = a
+            if str(bar).startswith("full["):
+                s = int(str(bar)[5:-1])
+                r = rounds.get(s, 0)
+                if parity != r & 1:
+                    hz.append(Hazard(i, op, "tcgen05", f"the wait on full[{s}] names parity {parity}: at "
+                                     f"fill {r} of stage {s} the TMA completes a phase of parity {r & 1}"))
+                else:
+                    waited[s] = "waited"
+        elif op == "fence_after":
+            for s in waited:
+                waited[s] = "fenced"
+        elif op == "mma":
+            w = waited.get(a)
+            if w is None:
+                hz.append(Hazard(i, op, "tcgen05", f"tcgen05.mma reads stage {a} with no wait on "
+                                 f"full[{a}] (of the right parity) for this fill: TMA may not have filled it"))
+            elif w == "waited":
+                hz.append(Hazard(i, op, "tcgen05", f"tcgen05.mma reads stage {a} with no "
+                                 f"tcgen05.fence::after_thread_sync after the wait on full[{a}]"))
+        elif op == "commit" and str(a).startswith("empty["):
+            s = int(str(a)[6:-1])
+            rounds[s] = rounds.get(s, 0) + 1
+            waited.pop(s, None)
+    return hz

@@ -1,14 +1,17 @@
 """Chapter 09's auto-checked exercises: the deep dive's (notebook 09b) ``ch09.acc_columns``,
 ``ch09.acc_parity``, ``ch09.scale_byte``, and the core lesson's code exercise ``ch09.mma_issue``
 (the MMA thread's work for one k-tile, written in Python against :class:`IssuerThread` and judged
-rule by rule: one elected thread, each k-step's MMA on the k-tile's stage, accumulate off on the
-k-loop's first MMA only, then one commit to the stage's empty barrier; a missing commit is run
+rule by rule: one elected thread waits on the stage's full barrier with the fill's parity, fences
+(tcgen05.fence::after_thread_sync), issues each k-step's MMA on the k-tile's stage, accumulate off on
+the k-loop's first MMA only, then one commit to the stage's empty barrier; the wait, parity and fence
+by the ordering checker :func:`asynctc.models.ordering.check_mma_thread`; a missing commit is run
 through the kernel's protocol model, :func:`asynctc.models.tcgen05_sched.simulate_persistent`).
 Registered on import (the package imports this module)."""
 
 from __future__ import annotations
 
 from ..core import exercises as _ex
+from ..models.ordering import check_mma_thread
 from ..models.tcgen05_sched import simulate_persistent
 
 
@@ -83,18 +86,26 @@ class _Barrier(str):
 
 class IssuerThread:
     """One thread of warp 1 as ``issue_ktile(t, kt, s)`` sees it: ``t.elected`` (the one thread
-    that issues), ``t.steps`` (MMAs per stage), the barriers ``t.full[s]``, ``t.empty[s]``,
-    ``t.done``, and the two instructions: ``t.mma(s, j, accumulate)`` (tcgen05.mma on k-step j of
-    stage s; ``accumulate`` False overwrites D, True adds to it) and ``t.commit(barrier)``
-    (tcgen05.commit: the barrier gets one arrive when every tcgen05.mma this thread issued before
-    it has completed). Each call is recorded in ``events``."""
+    that issues), ``t.stages`` (stages in the ring), ``t.steps`` (MMAs per stage), the barriers
+    ``t.full[s]``, ``t.empty[s]``, ``t.done``, and four instructions: ``t.wait(barrier, parity)``
+    (mbarrier.try_wait.parity: returns once the barrier's phase of that parity completed),
+    ``t.fence_after()`` (tcgen05.fence::after_thread_sync), ``t.mma(s, j, accumulate)``
+    (tcgen05.mma on k-step j of stage s; ``accumulate`` False overwrites D, True adds to it) and
+    ``t.commit(barrier)`` (tcgen05.commit: the barrier gets one arrive when every tcgen05.mma this
+    thread issued before it has completed). Each call is recorded in ``events``."""
 
     def __init__(self, lane: int, stages: int = ISSUE_STAGES, steps: int = ISSUE_STEPS):
-        self.lane, self.elected, self.steps = lane, lane == 0, steps
+        self.lane, self.elected, self.stages, self.steps = lane, lane == 0, stages, steps
         self.full = [_Barrier(f"full[{s}]") for s in range(stages)]
         self.empty = [_Barrier(f"empty[{s}]") for s in range(stages)]
         self.done = _Barrier("done")
         self.events: list[tuple] = []
+
+    def wait(self, barrier, parity):
+        self.events.append(("wait", str(barrier), parity))
+
+    def fence_after(self):
+        self.events.append(("fence_after",))
 
     def mma(self, s, j, accumulate):
         self.events.append(("mma", s, j, bool(accumulate)))
@@ -105,8 +116,10 @@ class IssuerThread:
 
 def issue_ktile(t: IssuerThread, kt: int, s: int) -> None:
     """The answer key of ``ch09.mma_issue``: the kernel's MMA thread on k-tile ``kt`` in stage ``s``
-    (``kernels/tcgen05.cu``, warp 1, after the wait on full[s])."""
+    (``kernels/tcgen05.cu``, warp 1)."""
     if t.elected:
+        t.wait(t.full[s], (kt // t.stages) & 1)          # fill kt // stages of stage s: its parity
+        t.fence_after()                                   # orders the MMAs after the wait
         for j in range(t.steps):
             t.mma(s, j, accumulate=(kt > 0 or j > 0))    # enable-input-d = 0 on the first MMA only
         t.commit(t.empty[s])                              # frees stage s once those MMAs completed
@@ -160,6 +173,60 @@ def _ktile_hint(ev: list, kt: int, s: int) -> str | None:
     return f"you commit to {got}: this k-tile read stage {s}, so release t.empty[{s}]"
 
 
+def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | None:
+    """What is wrong with the wait and the fence in the elected thread's events of k-tile ``kt``."""
+    where, r = f"k-tile {kt} (stage {s})", kt // stages          # r: the stage's fill
+    kinds = [e[0] for e in ev]
+    first_mma = kinds.index("mma") if "mma" in kinds else len(ev)
+    waits = [i for i, k in enumerate(kinds) if k == "wait"]
+    if not waits:
+        return (f"at {where} your MMAs read stage {s} without waiting: TMA may still be writing it. "
+                f"Wait on t.full[{s}] first (t.wait(barrier, parity)): the producer's TMA completes it")
+    if len(waits) > 1:
+        return f"{len(waits)} waits at {where}: one wait per k-tile, on t.full[{s}]"
+    _, bar, parity = ev[waits[0]]
+    if bar.startswith("empty"):
+        return (f"you wait on {bar}: empty is the barrier your commit arrives on (the producer waits "
+                f"on it). The MMAs wait on t.full[{s}], which TMA completes once the stage has landed")
+    if bar != f"full[{s}]":
+        return f"you wait on {bar}: this k-tile's boxes land in stage {s}, so wait on t.full[{s}]"
+    if waits[0] > first_mma:
+        return f"at {where} your wait comes after an MMA: that MMA reads stage {s} before it is full"
+    if isinstance(parity, bool) or parity not in (0, 1):
+        return f"parity {parity!r}: a phase parity is 0 or 1, the low bit of the fill"
+    if parity != r & 1:
+        return (f"at {where} you wait on parity {parity}: this is fill {r} of stage {s} "
+                f"(kt // t.stages), and TMA completes phase {r} of full[{s}], parity {r & 1}. Parity "
+                f"{parity} names the fill before (completed: the wait returns at once and the MMAs read "
+                f"a stage TMA is still filling) or after (it needs this stage back: a hang)")
+    fences = [i for i, k in enumerate(kinds) if k == "fence_after"]
+    if not fences:
+        return (f"no tcgen05.fence::after_thread_sync at {where}: the wait orders this thread's "
+                "ordinary loads and stores, not its tcgen05 operations, which run asynchronously. "
+                "Call t.fence_after() after the wait, before the first MMA")
+    if fences[0] < waits[0] and not any(waits[0] < i < first_mma for i in fences):
+        return (f"at {where} your fence comes before the wait: fence::after_thread_sync orders the "
+                "tcgen05 operations after it behind the synchronisation before it, and before it "
+                "there is none. Fence after the wait, before the first MMA")
+    if not any(waits[0] < i < first_mma for i in fences):
+        return (f"at {where} your fence comes after an MMA: that MMA is not ordered after the wait. "
+                "Fence after the wait, before the first MMA")
+    return None
+
+
+def _program(per_ktile: list) -> tuple[list, list]:
+    """The elected thread's events as an ordering program (``ordering.check_mma_thread``), and the
+    k-tile of each step."""
+    prog, at = [], []
+    for kt, ev in enumerate(per_ktile):
+        for e in ev:
+            step = {"wait": lambda: ("wait", (e[1], e[2])), "fence_after": lambda: ("fence_after", None),
+                    "mma": lambda: ("mma", e[1]), "commit": lambda: ("commit", e[1])}[e[0]]()
+            prog.append(step)
+            at.append(kt)
+    return prog, at
+
+
 def _judge_mma_issue(answer) -> str | None:
     if not callable(answer):
         return "pass your function itself, e.g. check('ch09.mma_issue', issue_ktile)"
@@ -171,16 +238,17 @@ def _judge_mma_issue(answer) -> str | None:
             before = len(t.events)
             if answer(t, kt, s) is not None:
                 raise _ex.WrongReturn(f"your function returned a value for k-tile {kt}; it issues "
-                                      "instructions (t.mma, t.commit) and returns nothing")
+                                      "instructions (t.wait, t.mma, t.commit ...) and returns nothing")
             if t.elected:
                 per_ktile.append(t.events[before:])
-    others = [t for t in threads[1:] if t.events]
-    if not threads[0].events:
+    issues = lambda t: [e for e in t.events if e[0] in ("mma", "commit")]   # waiting lanes are harmless
+    others = [t for t in threads[1:] if issues(t)]
+    if not issues(threads[0]):
         if others:
             return ("only the other lanes issue: the elected thread (t.elected) is the one that "
                     "issues tcgen05.mma and tcgen05.commit")
-        raise _ex.NotAnswered("your function issues nothing: write its body (t.mma for each k-step, "
-                              "then t.commit) and run the cell again.")
+        raise _ex.NotAnswered("your function issues nothing: write its body (wait, fence, t.mma for "
+                              "each k-step, then t.commit) and run the cell again.")
     if others:
         return (f"{len(others) + 1} threads of warp 1 issue MMAs: each would be a separate MMA into "
                 "the same accumulator. One thread issues tcgen05.mma (unlike wgmma, which the whole "
@@ -189,13 +257,19 @@ def _judge_mma_issue(answer) -> str | None:
         hint = _ktile_hint(ev, kt, kt % ISSUE_STAGES)
         if hint:
             return hint + "."
+    prog, at = _program(per_ktile)                   # the wait, its parity and the fence: the checker's
+    hz = check_mma_thread(prog)
+    if hz:
+        kt = at[hz[0].step]
+        return (_sync_hint(per_ktile[kt], kt, kt % ISSUE_STAGES) or f"at k-tile {kt}: {hz[0].why}") + "."
     return None
 
 
 @_ex.code_exercise("ch09.mma_issue", "Write issue_ktile(t, kt, s): what warp 1's threads do for "
-                   "k-tile kt once stage s is full: the elected thread (t.elected) issues t.steps "
-                   "MMAs, t.mma(s, j, accumulate), then t.commit(barrier) so that the producer may "
-                   "refill the stage. Pass the function: check('ch09.mma_issue', issue_ktile).",
+                   "k-tile kt in stage s: the elected thread (t.elected) waits until the stage is "
+                   "full (t.wait(barrier, parity)), fences (t.fence_after()), issues t.steps MMAs, "
+                   "t.mma(s, j, accumulate), then t.commit(barrier) so that the producer may refill "
+                   "the stage. Pass the function: check('ch09.mma_issue', issue_ktile).",
                    judge=_judge_mma_issue)
 def _ch09_mma_issue():
     return issue_ktile

@@ -9,8 +9,8 @@
 #    [instruction descriptor](../docs/glossary.md#instruction-descriptor) and the 64-bit sm_100
 #    **shared-memory descriptor** — and see where the latter differs from wgmma's;
 # 3. allocate TMEM (`tcgen05.alloc`) and learn which warp may read which lanes;
-# 4. write the MMA thread's k-tile, read the kernel compiled to sm_100a, and map each Hopper
-#    instruction to Blackwell's.
+# 4. write the MMA thread's k-tile (wait, fence, MMAs, commit), read the kernel compiled to
+#    sm_100a, and map each Hopper instruction to Blackwell's.
 #
 # No sm_100 GPU stands behind this chapter: everything numeric below is a **model** (sections 1–4,
 # from the PTX ISA) or the kernel compiled to an sm_100a cubin and disassembled (5–6). Nothing is timed.
@@ -116,14 +116,20 @@ alloc.check_all_freed()
 #
 # The chapter's GEMM (`kernels/tcgen05.cu`): a TMA producer warp, one MMA-issuing thread, TMEM
 # allocated by one warp, four epilogue warps reading their lane quarters with `tcgen05.ld`. It runs
-# only on an sm_100 GPU. The MMA thread's loop: wait until a stage is full, issue its `BK/16` MMAs
-# into TMEM (16 of K each), then `tcgen05.commit`: one arrive on a barrier once those MMAs complete.
+# only on an sm_100 GPU. `tcgen05.commit` makes one arrive on a barrier once the thread's MMAs complete.
 #
 # **Exercise 1 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
-# warp 1's threads once k-tile kt has landed in stage s. It issues `t.mma(s, j, accumulate)` for k-steps
-# j < `t.steps`, then `t.commit(barrier)`. Barriers: `t.full[s]` is the producer's (TMA completes
-# it); `t.empty[s]` hands stage s back; `t.done` tells the epilogue, once, after the last k-tile:
-# not in your function. `t.elected` marks one thread. The kernel's loop appears once yours passes.
+# warp 1's threads for k-tile kt in stage s (of `t.stages`). Only `t.elected` issues, in order:
+#
+# 1. `t.wait(barrier, parity)` until stage s is full. Barriers: `t.full[s]` (TMA completes it),
+#    `t.empty[s]` (hands stage s back), `t.done` (the epilogue's). k-tile kt is stage s's fill
+#    kt // `t.stages` (chapter 05); each fill completes one phase, named by its
+#    [phase parity](../docs/glossary.md#phase-parity): the fill's low bit.
+# 2. `t.fence_after()`: `tcgen05.fence::after_thread_sync`. The wait orders ordinary loads and
+#    stores; the asynchronous `tcgen05` operations need this fence.
+# 3. `t.mma(s, j, accumulate)` for k-steps j < `t.steps`; 4. `t.commit(barrier)`.
+#
+# The ordering checker judges your order; the kernel's loop appears once it passes.
 
 # %%
 def issue_ktile(t, kt, s):
@@ -165,10 +171,8 @@ print("the kernels' descriptors equal the models'")
 print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 
 # %% [markdown]
-# Two rows are easy to misread. `wgmma.fence` has no counterpart: `tcgen05.mma` reads no matrix
-# from registers. `tcgen05.fence::before_thread_sync` / `::after_thread_sync` do a different job:
-# they order a thread's tcgen05 operations around a barrier or an mbarrier wait, so that the sync
-# orders them for other threads too.
+# `wgmma.fence` has no counterpart: `tcgen05.mma` reads no matrix from registers. The
+# `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence, around a sync.
 #
 # ## Exercises
 #
@@ -198,6 +202,8 @@ exercises.check("ch09.tmem_columns", 128, m=128, n=96, solution=True)  # lane = 
 
 def issue_ktile(t, kt, s):
     if t.elected:                                      # one thread issues (tcgen05.mma is not .sync.aligned)
+        t.wait(t.full[s], (kt // t.stages) & 1)        # fill kt // stages: its phase's parity
+        t.fence_after()                                # tcgen05 ops after the wait, not before it
         for j in range(t.steps):
             t.mma(s, j, accumulate=(kt > 0 or j > 0))  # only the k-loop's first MMA overwrites D
         t.commit(t.empty[s])                           # after the MMAs: the stage is free once they completed

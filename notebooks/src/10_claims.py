@@ -1,164 +1,153 @@
 # %% [markdown]
-# # 10 — How to read a performance claim
+# # 10 — Reproduce and bound a claim
 #
-# A speed claim ("80 % of [peak](../docs/glossary.md#peak)", "750 TFLOP/s") means little until you
-# know how it was measured. Ask four questions:
+# "Our kernel reaches 0.99 of cuBLAS", "750 TFLOP/s on an H100": a speed claim is one number from
+# one run. This chapter takes a claim the course itself made and does what a careful reader does
+# with anyone's: reproduce it, bound it, and state a verdict with what would flip it.
 #
-# | ask | why | this course |
-# |---|---|---|
-# | which clock? | a peak moves with the SM clock | both peaks, the clock's kind |
-# | L2 flushed? | else a rerun reads L2, not DRAM | once per sample |
-# | median, spread? | one run hides the noise | median, p10–p90 |
-# | equal work? | the baseline needs the same shape, dtype, day | cuBLAS, same run |
-#
-# Here they are asked of the [seed article](../docs/glossary.md#seed-article): a public tutorial on
-# asynchronous Tensor Core programming with a "% of peak" per step of its 4096³ GEMM. It stays
-# unnamed: the course judges its claims, restated in our words, only by our records; the method is
-# the lesson.
-#
-# **Learning goal.** Ask those questions of a claim from a record; compute a fraction under both
-# peaks; judge a "% of peak" claim under both, and say how near a miss is. No kernel runs here.
-# Deep dive [10b](10b_claims_in_full.ipynb) sets every other number of the seed article beside ours.
+# **Learning goal.** (1) Say what a claim must fix to be reproduced; (2) bound it from repeated
+# runs, each timed beside its baseline; (3) state the verdict as a clause and a number, and what
+# would flip it. No kernel runs here: the runs are the records in `data/`.
+# Deep dive [10b](10b_claims_in_full.ipynb): "% of peak" under two denominators, judged against
+# bands, and every number of the [seed article](../docs/glossary.md#seed-article) beside ours.
 
 # %% output varies
-import matplotlib.pyplot as plt
-
 from asynctc import claims
-from asynctc.claims import seed
+from asynctc.claims import bounds, seed
 from asynctc.core import bench, exercises, notebook
 
 notebook.banner("sm_90a")
 recs = claims.load_records()
-labels = {s: rec.label() if rec else "no record here" for s, rec in recs.items()}
-for label in dict.fromkeys(labels.values()):     # grouped by GPU, driver and date
-    print(f"{label}: {', '.join(s for s, lab in labels.items() if lab == label)}")
-
-# %% [markdown]
-# ## 1. The four questions, asked of our top rung
-#
-# A fraction of peak divides by a [peak](../docs/glossary.md#peak): SMs × 4096 FLOP/clk/SM × a
-# clock. The datasheet's uses the 1830 MHz boost clock (989.4 TFLOP/s); the course's, the SM clock
-# measured while the kernel ran (chapter 00 §2). Neither is wrong: the first says how much of the
-# rated speed you got, the second how busy the Tensor Cores were. (A row's second clock:
-# [00b](00b_clock_kinds.ipynb) §1.) Chapter 06's top rung, worked:
-
-# %% output varies
 wrec = recs["warp_specialization"]
-sm, boost = wrec.provenance["sm_count"], bench.DATASHEET["boost_mhz"]
-top = seed.ladder_row(wrec)[1]
-n, mhz, kind = top["size"], top["sm_mhz"], bench.clock_kind(top)
-tf = 2 * n**3 / (top["median_ms"] * 1e-3) / 1e12               # 2·M·N·K FLOP / seconds
-sheet = bench.DATASHEET["dense_tflops"]["float16"]             # 132 × 4096 × 1830 MHz
-peak_at = sm * 4096 * mhz * 1e6 / 1e12                         # the same at the measured clock
-f = {"datasheet": tf / sheet, "measured": tf / peak_at}
-print(f"chapter 06's top rung at {n}³: 2·{n}³ / {top['median_ms']:.4f} ms = {tf:.0f} TFLOP/s, "
-      f"SM clock {bench.clock_text(top)}")
-print(f"  datasheet:        {tf:.0f} / {sheet:.1f} = {f['datasheet']:.3f}")
-print(f"  measured clock:   {tf:.0f} / ({sm} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}) = {f['measured']:.3f}")
-cb = seed.cublas_row(wrec)                                     # cuBLAS, timed in the same run
-flushed = {"sample": "once per sample", "launch": "before each launch"}.get(top["flush"], "no")
-print(f"  L2 flushed: {flushed} ({top['launches_per_sample']} launches a sample); median of "
-      f"{top['reps']} samples, p10–p90 spread {bench.row_spread(top):.1%}")
-fc = claims.fractions(cb, sm)
-print(f"  equal work: cuBLAS at {n}³ {top['dtype']}, same run: {cb['tflops']:.0f} TFLOP/s = "
-      f"{fc['datasheet']:.3f} of the datasheet, {fc['measured']:.3f} at its clock")
-_ = notebook.claim(mhz < boost and f["measured"] > f["datasheet"],
-                   f"Its clock ({kind}) ran under the datasheet's {boost} MHz, so its fraction at the "
-                   f"measured clock is the larger of the two.", sm_mhz=mhz, **f)
-after = top.get("sm_mhz_after")                  # the second clock printed
-if after and kind in bench.CLOCK_KINDS[:2]:
-    fa = tf / (sm * 4096 * after * 1e6 / 1e12)
-    _ = notebook.claim(boost < after and fa < f["datasheet"],
-                       f"At the second clock ({bench.CLOCK_KINDS[2]}, {after:.0f} MHz, above the boost) it "
-                       f"would be {fa:.3f}: not the clock the chip ran at.", after=after, at_after=fa,
-                       datasheet=f["datasheet"])
+print(wrec.label())
 
 # %% [markdown]
-# ## 2. Judging a claim: inside its band, or how near
+# ## 1. What must be reproduced
 #
-# A claim such as "75–80 % of peak" gives a **band**, 0.75–0.80, read with ±0.005, as the article
-# writes its figures to the percent ("85 %": 0.85 ± 0.005); an "about" keeps the digits it gives
-# ("~50 %": 45–55 %). Each denominator gives one **part**, which holds inside the band; outside, the chapter
-# says how near it came. The claim's verdict follows from its parts: both hold → "holds", one →
-# "partly", neither → "does not hold". A band is not a floor: above it is outside too.
-
-# %%
-holds, partly, fails = claims.VERDICTS[:3]
-print(" / ".join((holds, partly, fails)))
-for x in (0.838, 0.73):                          # against "85 %"
-    print(f"{x} against 85 %: {claims.near_text(x, 0.85, 0.85, 0.005)}")
-assert claims.combine([claims.Part("datasheet", holds), claims.Part("measured clock", fails)]) == partly
-assert claims.combine([claims.Part("datasheet", fails), claims.Part("measured clock", fails)]) == fails
-
-# %% [markdown]
-# **The worked examples.** The seed's 4096³ FP16 table beside our kernels (which ones: below the
-# table), under both denominators:
+# The claim: *chapter 06's top rung reaches 0.99 of cuBLAS at 4096³ (fp16).* A rerun must fix
+# what moves the number. Four questions:
+#
+# | ask | why |
+# |---|---|
+# | same size, dtype, what is timed? | kernel time only, L2 flushed, or a rerun reads L2 |
+# | which clock? | times move with the SM clock; a [peak](../docs/glossary.md#peak) too |
+# | baseline in the same run? | cuBLAS's own time moves between runs |
+# | median, spread, how many runs? | one run hides the noise |
+#
+# The record behind the claim answers the first three:
 
 # %% output varies
-cl = claims.evaluate(recs)
-_ = claims.check_written(cl, claims.evaluate_anchors(recs))   # the verdicts this text assumes
-steps = {"gemm_mma_sync": "mma.sync", "gemm_ws": "warp specialization", "gemm_tuned": "tuned"}
-print(claims.percent_text(cl) + "\n\n" + claims.percent_worked(cl, steps))
-fig = claims.fractions_figure(cl, title=f"From the records in data/ — {wrec.label()}")
-plt.show()
+top, cb = seed.ladder_row(wrec)[1], seed.cublas_row(wrec)
+n = top["size"]
+flushed = {"sample": "once per sample", "launch": "before each launch"}.get(top["flush"], "no")
+print(f"size, dtype: {n}³ {top['dtype']}; timed: {top['launches_per_sample']} launches a sample, "
+      f"L2 flushed {flushed}, median of {top['reps']} samples")
+print(f"clock: {bench.clock_text(top)}")
+print(f"baseline: cuBLAS at {n}³, same run: {cb['median_ms']:.5f} ms against ours {top['median_ms']:.5f} ms")
+print(f"  ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'] / top['median_ms']:.3f}")
+tf = 2 * n**3 / (top["median_ms"] * 1e-3) / 1e12               # 2·M·N·K FLOP / seconds
+peak_at = wrec.provenance["sm_count"] * 4096 * top["sm_mhz"] * 1e6 / 1e12   # SMs × FLOP/clk/SM × clock
+sheet = bench.DATASHEET["dense_tflops"]["float16"]             # 132 × 4096 × 1830 MHz
+print(f"as a % of peak: {tf:.0f} TFLOP/s / {sheet:.1f} (datasheet) = {tf / sheet:.3f}; "
+      f"/ {peak_at:.0f} (at its clock) = {tf / peak_at:.3f}")
 
 # %% [markdown]
-# What the denominator changes:
+# The two "% of peak" differ by the clock alone: the datasheet's 1830 MHz, or the one the kernel
+# ran at (10b judges claims under both). The ratio to cuBLAS has no peak in it: both times come
+# from one run.
+#
+# ## 2. Bound it: every run that timed both
+#
+# Three records timed the top rung and cuBLAS in the same run; two of them in three interleaved
+# rounds. Each row gives one ratio, cuBLAS's median time over ours (above 1: ours is faster). The
+# bound is the interval from the lowest ratio to the highest.
 
 # %% output varies
-rows = {r["key"]: r for r in claims.percent_rows(cl)}
-by = {c.key: c for c in cl}
-_ = notebook.claim(all(rows[k]["verdict_datasheet"] == claims.FAILS for k in steps),
-               "Under the datasheet: " + ", ".join(f"{w} {rows[k]['datasheet']:.3f}" for k, w in steps.items())
-               + " — each outside its band.", **{k: rows[k]["datasheet"] for k in steps})
-_ = notebook.claim(rows["gemm_ws"]["verdict_measured"] == claims.HOLDS and by["gemm_ws"].verdict == partly
-               and by["gemm_mma_sync"].verdict == by["gemm_tuned"].verdict == fails,
-               f"At the measured clock warp specialization reaches {rows['gemm_ws']['measured']:.3f}, "
-               f"inside 75–80 %: \"partly\". Tuned's {rows['gemm_tuned']['measured']:.3f} "
-               f"{rows['gemm_tuned']['near_measured']}; mma.sync {rows['gemm_mma_sync']['near_measured']}.",
-               measured=rows["gemm_ws"]["measured"])
+pairs = bounds.same_run_pairs(recs, 4096, "float16")
+print(bounds.table(pairs))
+ratios = [p["cublas_ms"] / p["ours_ms"] for p in pairs]
+med, lo, hi = bounds.bound(ratios)
+runs = len({p["suite"] for p in pairs})
+print(f"\nratio: median {med:.3f}, interval [{lo:.3f}, {hi:.3f}] over {len(pairs)} pairs in {runs} runs")
+rep = max(b - a for a, b in map(bounds.rep_interval, pairs))     # one pair: the reps' p10–p90
+rep_med = max((b - a) / p["reps"] ** 0.5 for (a, b), p in zip(map(bounds.rep_interval, pairs), pairs))
+tfl, tfh = min(p["tflops"] for p in pairs), max(p["tflops"] for p in pairs)
+mhz = [p["sm_mhz"] for p in pairs]
+_ = notebook.claim(tfh / tfl > 2 * (hi / lo - 1) + 1,
+                   f"Between runs our TFLOP/s moved {tfh / tfl - 1:.1%} ({tfl:.0f}–{tfh:.0f}, clock "
+                   f"{min(mhz):.0f}–{max(mhz):.0f} MHz), the ratio {hi / lo - 1:.1%}: a same-run ratio "
+                   f"travels, a TFLOP/s does not.", tf_move=tfh / tfl - 1, ratio_move=hi / lo - 1)
+_ = notebook.claim(rep_med < hi - lo,
+                   f"Inside one pair the samples scatter by up to {rep:.3f} of the ratio (p10–p90), but "
+                   f"a median of 10–20 samples moves about that / √samples, ≤ {rep_med:.3f}: the runs, "
+                   f"not the reps, set the bound.", rep=rep, rep_med=rep_med)
+
+# %% [markdown]
+# ## 3. The verdict, and what would flip it
+#
+# * A **value** claim ("0.99") holds when the value, to the digits it is written with
+#   (0.985–0.995), meets the interval.
+# * An **order** claim ("beats cuBLAS": above 1) holds when the whole interval lies above,
+#   does not when the whole lies at or below, and is **not settled** when it straddles.
+
+# %% output varies
+v = bounds.verdict(lo, hi, value=0.99, digits=2)
+_ = notebook.claim(v == claims.HOLDS,
+                   f"\"0.99 of cuBLAS\" {v}: {med:.3f} [{lo:.3f}, {hi:.3f}] of cuBLAS, {len(pairs)} pairs "
+                   f"in {runs} runs, at {min(mhz):.0f}–{max(mhz):.0f} MHz in flight.", lo=lo, hi=hi)
+_ = notebook.claim(bounds.verdict(lo, hi, above=1.0) == claims.FAILS,
+                   f"\"Beats cuBLAS at 4096³\" does not hold: the highest pair reads {hi:.3f}.", hi=hi)
+x_lo, x_hi = bounds.cross_run_extremes(pairs)
+_ = notebook.claim(x_hi > 1.0 and x_lo < lo - 0.01,
+                   f"What would flip it: a baseline from another run. The same times paired across "
+                   f"runs read {x_lo:.3f} to {x_hi:.3f}: \"0.97\" or \"beats cuBLAS\", as you choose.",
+                   x_lo=x_lo, x_hi=x_hi)
+
+# %% [markdown]
+# **Try it: change `VALUE` and `DIGITS` and re-run.** Which two-digit values hold? Which
+# three-digit ones (`DIGITS = 3`)? A claim written with more digits says more, and risks more.
+
+# %% output varies
+VALUE, DIGITS = 0.99, 2                  # the claim's number, and the decimals it is written with
+h = 0.5 * 10 ** -DIGITS                  # half a unit of its last digit
+print(f"{VALUE:.{DIGITS}f} reads {VALUE - h:.{DIGITS + 1}f}–{VALUE + h:.{DIGITS + 1}f}; the bound is "
+      f"[{lo:.3f}, {hi:.3f}]: {bounds.verdict(lo, hi, value=VALUE, digits=DIGITS)}")
 
 # %% [markdown]
 # ## Exercises
 #
-# **1. Both denominators.** The cell below prints chapter 06's rung 3 (two consumer warpgroups,
-# setmaxnreg) at **8192³**, a row no table above shows. Compute its fraction of peak under both
-# denominators (at the in-flight clock, not the row's second one). Answer
-# `(datasheet fraction, measured-clock fraction)`.
+# **1. Bound a second claim:** *"the top rung beats cuBLAS at 8192³ in bf16."* The cell below
+# prints every same-run pair at that size and dtype. Answer `(lowest, highest)` of the ratio
+# cuBLAS ms / ours ms over the pairs.
 
 # %% output varies
-row = seed.ladder_row(wrec, 3, size=8192)[1]
-print(f"{row['label']} at 8192³: {row['tflops']:.1f} TFLOP/s, SM clock {bench.clock_text(row)}, {sm} SMs")
+pairs2 = bounds.same_run_pairs(recs, 8192, "bfloat16")
+times = [(p["ours_ms"], p["cublas_ms"]) for p in pairs2]           # (ours ms, cuBLAS ms)
+for p in pairs2:
+    print(f"{p['suite']:20s} round {p['round']}: ours {p['ours_ms']:.5f} ms, cuBLAS {p['cublas_ms']:.5f} ms")
 
 # %%
 answer = ...
-ok = exercises.check("ch10.fraction_both", answer, tflops=row["tflops"], sm_mhz=row["sm_mhz"],
-                     sm_count=sm, sm_mhz_after=row.get("sm_mhz_after"))
+ok = exercises.check("ch10.bound", answer, pairs=times)
 
 # %% [markdown]
-# **2. The verdict.** By the seed's 75–80 % band (±0.005) for "wgmma + TMA + warp
-# specialization", which verdict do your two fractions give this row? One of section 2's three
-# verdicts, as a string.
+# **2. The verdict.** Which verdict does your interval give the claim: `"holds"`,
+# `"does not hold"` or `"not settled"`?
 
 # %%
 answer = ...
-ok = exercises.check("ch10.verdict", answer, tflops=row["tflops"], sm_mhz=row["sm_mhz"], sm_count=sm,
-                     low=0.75, high=0.80)
+ok = exercises.check("ch10.bound_verdict", answer, pairs=times, above=1.0)
 
 # %% [markdown]
-# **What you learned:** four questions to ask of a speed claim; a "% of peak" needs its clock,
-# and a miss its distance. **Next:** deep dive
-# [10b](10b_claims_in_full.ipynb): the seed's other claims beside our numbers.
+# **What you learned:** a claim is reproduced at its size, dtype, clock and baseline; bounded by the
+# spread of runs, not of reps; and judged as a value or an order, with a number. **Next:** deep
+# dive [10b](10b_claims_in_full.ipynb): "% of peak" claims and the seed article's numbers.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
-d = row["tflops"] / 989.4                                  # the datasheet's dense FP16 peak
-m = row["tflops"] / (sm * 4096 * row["sm_mhz"] * 1e-6)     # SMs × FLOP/clk/SM × clock, in TFLOP/s
-ok = exercises.check("ch10.fraction_both", (d, m), tflops=row["tflops"], sm_mhz=row["sm_mhz"],
-                     sm_count=sm, sm_mhz_after=row.get("sm_mhz_after"), solution=True)
-inside = [0.75 - 0.005 <= x <= 0.80 + 0.005 for x in (d, m)]
-word = "holds" if all(inside) else "does not hold" if not any(inside) else "partly"
-ok = exercises.check("ch10.verdict", word, tflops=row["tflops"], sm_mhz=row["sm_mhz"], sm_count=sm,
-                     low=0.75, high=0.80, solution=True)    # section 2's rule over the two parts
+r = [c / o for o, c in times]                              # each pair's ratio, inside its run
+ok = exercises.check("ch10.bound", (min(r), max(r)), pairs=times, solution=True)
+word = "holds" if min(r) > 1 else "does not hold" if max(r) <= 1 else "not settled"
+ok = exercises.check("ch10.bound_verdict", word, pairs=times, above=1.0, solution=True)
