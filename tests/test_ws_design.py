@@ -1,0 +1,88 @@
+"""Chapter 06 §3: rung 2 → rung 3 in single changes (rung3_split.py) and the "Design it" model
+(design.py), on the committed records. CPU only: the one compile is NVRTC to a cubin."""
+
+import copy
+
+import pytest
+
+from asynctc import warp_specialization as W
+from asynctc.core import records
+from asynctc.warp_specialization.design import all_designs
+
+
+@pytest.fixture(scope="module")
+def ladder():
+    return records.load("warp_specialization").results
+
+
+def test_rung3_steps_are_single_changes_read_from_the_record(ladder):
+    steps = {d["step"]: d for d in W.rung3_steps(ladder, 4096, compile_untimed=False)}
+    assert list(steps) == ["2", "a", "b", "3"]
+    two, split, plain, three = (steps[k] for k in ("2", "a", "b", "3"))
+    # each step changes one knob of the config before it
+    assert (two["config"].consumers, split["config"].consumers) == (1, 2)
+    assert split["config"].bn == 128 and three["config"].bn == 256
+    assert plain["config"].replace(setmaxnreg=True) == three["config"]
+    assert three["config"] == W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
+    assert two["config"] == W.RUNG_BY_NAME["ws"].make("float16")
+    # timed rows: per clock = TFLOP/s over SMs × in-flight MHz; b never timed
+    assert plain["tflops"] is None and plain["regs"] is None
+    for d in (two, split, three):
+        assert d["per_clk"] == pytest.approx(d["tflops"] * 1e12 / (132 * d["mhz"] * 1e6))
+        assert 0 < d["per_clk"] < 4096 and d["spill_bytes"] == 0
+    # chapter 00 §4: 128×128 needs all of shared memory's 128 B/clk, 128×256 three quarters
+    assert (split["smem_share"], three["smem_share"]) == (1.0, 0.75)
+    assert split["per_clk"] / two["per_clk"] - 1 < 0.05 < three["per_clk"] / split["per_clk"] - 1
+
+
+def test_the_untimed_step_compiles_without_spills_under_the_entry_count(ladder):
+    plain = next(d for d in W.rung3_steps(ladder, 4096) if d["step"] == "b")
+    assert plain["entry"] == 168 and plain["spill_bytes"] == 0 and plain["regs"] <= plain["entry"]
+    text = W.rung3_table(W.rung3_steps(ladder, 4096))
+    assert "not timed" in text and "+15.0%" in text and "100%" in text and "75%" in text
+
+
+def test_rung3_table_for_a_record_without_the_middle_step(ladder):
+    res = copy.deepcopy(ladder)
+    res["rows"] = [r for r in res["rows"] if "128x128x64/c2" not in (r.get("label") or "")]
+    steps = W.rung3_steps(res, 4096, compile_untimed=False)
+    assert steps[1]["tflops"] is None
+    assert W.rung3_table(steps).count("not timed") == 2
+
+
+def test_design_rung3_within_ten_percent_per_clock():
+    d = W.design(bn=256, stages=4)
+    assert d.config == W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
+    assert d.tiles_per_sm == 4 and len(d.measured) >= 2 and abs(d.error) < 0.10
+    assert "model / record" in d.text() and "FLOP/clk/SM" in str(d)
+
+
+def test_design_knobs_move_the_model_the_way_the_kernel_does():
+    base = W.design(256, 4)
+    pers = W.design(256, 4, persistent=True)
+    store = W.design(256, 4, tma_store=True)
+    assert pers.tile_cycles == base.tile_cycles and pers.model > base.model      # prologue hidden
+    assert store.epilogue < base.epilogue and store.model > base.model           # traced epilogues
+    assert W.design(128, 4).tiles_per_sm == 8
+
+
+def test_design_refuses_what_it_cannot_predict():
+    with pytest.raises(W.WarpSpecializationError, match="bn"):
+        W.design(bn=64)
+    with pytest.raises(W.WarpSpecializationError, match="size"):
+        W.design(size=1000)
+    with pytest.raises(W.WarpSpecializationError, match="stages"):
+        W.design(bn=256, stages=6)                  # 6 stages of 48 KiB do not fit
+
+
+def test_never_timed_design_says_so():
+    d = W.design(256, 2)
+    assert d.record is None and d.error is None and "never timed" in d.text()
+
+
+def test_survey_generates_its_conclusions_from_the_numbers():
+    text = W.design_survey()
+    assert "128×256: the model lies within" in text
+    assert "fitted on 128×256" in text                # the 128×128 misses, explained by the fit
+    rows = [d for d in all_designs() if d.record is not None]
+    assert len(rows) == 8 and all(d.config.consumers == 2 for d in rows)
