@@ -54,8 +54,11 @@ def test_rung3_table_for_a_record_without_the_middle_step(ladder):
 def test_design_rung3_within_ten_percent_per_clock():
     d = W.design(bn=256, stages=4)
     assert d.config == W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
-    assert d.tiles_per_sm == 4 and len(d.measured) >= 2 and abs(d.error) < 0.10
-    assert "model / record" in d.text() and "FLOP/clk/SM" in str(d)
+    assert d.tiles_per_sm == 4 and len(d.runs) >= 2 and abs(d.error) < 0.10
+    assert d.model_us == pytest.approx(d.busy / d.mhz) and d.busy == 4 * d.tile_cycles
+    assert "model / record" in d.text() and "µs at" in str(d)
+    # per clock and per time agree when the clock is the same
+    assert d.ratio == pytest.approx(d.record / d.model, rel=0.02)
 
 
 def test_design_knobs_move_the_model_the_way_the_kernel_does():
@@ -78,12 +81,12 @@ def test_design_refuses_what_it_cannot_predict():
 
 def test_never_timed_design_says_so():
     d = W.design(256, 2)
-    assert d.record is None and d.error is None and "never timed" in d.text()
+    assert d.record is None and d.error is None and d.model_us is None and "never timed" in d.text()
 
 
 def test_survey_generates_its_conclusions_from_the_numbers():
     text = W.design_survey()
-    assert "128×256: the model lies within" in text
+    assert "128×256: the model's time lies within" in text
     assert "fitted on 128×256" in text                # the 128×128 misses, explained by the fit
-    rows = [d for d in all_designs() if d.record is not None]
+    rows = [d for d in all_designs() if d.runs]
     assert len(rows) >= 5 and all(d.config.consumers == 2 for d in rows)

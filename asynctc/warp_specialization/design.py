@@ -44,28 +44,54 @@ PEAK_FLOP_PER_CLK = 4096
 class WSDesign:
     """One design through the model. ``config``: its :class:`WSConfig`; ``size``: M = N = K;
     ``tile_cycles``, ``prologue``, ``epilogue``: the model's cycles per tile, before the first
-    wgmma, storing C (traced); ``tiles_per_sm``; ``model``: FLOP per clock per SM;
-    ``measured``: the record's runs of this build, FLOP per clock per SM (empty: never timed);
-    ``l2_cap``: the fitted cap, B/clk/SM."""
+    wgmma, storing C (traced); ``tiles_per_sm``; ``busy``: the busiest SM's cycles for the whole
+    GEMM; ``runs``: the record's runs of this build as (milliseconds, in-flight MHz, FLOP per clock
+    per SM) (empty: never timed); ``l2_cap``: the fitted cap, B/clk/SM; ``sm_count``."""
     config: WSConfig
     size: int
     tile_cycles: float
     prologue: float
     epilogue: float
     tiles_per_sm: int
-    model: float
-    measured: tuple
+    busy: float
+    runs: tuple
     l2_cap: float
+    sm_count: int = 132
+
+    @property
+    def model(self) -> float:
+        """The model's FLOP per clock per SM."""
+        return 2 * self.size ** 3 / self.sm_count / self.busy
 
     @property
     def record(self) -> float | None:
-        """The median of the recorded runs (FLOP/clk/SM), or None."""
-        return statistics.median(self.measured) if self.measured else None
+        """The recorded runs' median FLOP per clock per SM, or None when never timed."""
+        return statistics.median(r[2] for r in self.runs) if self.runs else None
+
+    @property
+    def record_us(self) -> float | None:
+        """The recorded runs' median time (µs), or None."""
+        return statistics.median(r[0] for r in self.runs) * 1e3 if self.runs else None
+
+    @property
+    def mhz(self) -> float | None:
+        """The recorded runs' median in-flight clock (MHz), or None."""
+        return statistics.median(r[1] for r in self.runs) if self.runs else None
+
+    @property
+    def model_us(self) -> float | None:
+        """The model's time at the record's clock (µs), or None when never timed."""
+        return None if self.mhz is None else self.busy / self.mhz
+
+    @property
+    def ratio(self) -> float | None:
+        """model time / record time, or None when never timed."""
+        return None if self.runs == () else self.model_us / self.record_us
 
     @property
     def error(self) -> float | None:
-        """model / record − 1, or None when never timed."""
-        return None if self.record is None else self.model / self.record - 1
+        """model time / record time − 1 (positive: the model is slower), or None."""
+        return None if self.ratio is None else self.ratio - 1
 
     def name(self) -> str:
         c = self.config
@@ -75,14 +101,15 @@ class WSDesign:
     def text(self) -> str:
         per = "" if not self.config.persistent else f" − {self.tiles_per_sm - 1} × {self.prologue:.0f}"
         out = [f"{self.name()}, {self.size}³ fp16",
-               f"model: {self.tiles_per_sm} tiles per SM × {self.tile_cycles:.0f} cycles (prologue "
-               f"{self.prologue:.0f}, epilogue {self.epilogue:.0f}){per} → {self.model:.0f} FLOP/clk/SM, "
-               f"{self.model / PEAK_FLOP_PER_CLK:.0%} of {PEAK_FLOP_PER_CLK}"]
-        if self.record is None:
+               f"model:  {self.tiles_per_sm} tiles per SM × {self.tile_cycles:.0f} cycles (prologue "
+               f"{self.prologue:.0f}, epilogue {self.epilogue:.0f}){per} = {self.busy:.0f} cycles"]
+        if not self.runs:
             out.append("record: never timed")
         else:
-            out.append(f"record: {self.record:.0f} FLOP/clk/SM (median of {len(self.measured)} "
-                       f"run{'s' if len(self.measured) > 1 else ''}); model / record = {self.model / self.record:.2f}")
+            n = len(self.runs)
+            out[-1] += f" = {self.model_us:.0f} µs at {self.mhz:.0f} MHz"
+            out.append(f"record: {self.record_us:.0f} µs at {self.mhz:.0f} MHz (median of {n} "
+                       f"run{'s' if n > 1 else ''}); model / record = {self.ratio:.2f}")
         return "\n".join(out)
 
     def __str__(self) -> str:
@@ -93,16 +120,17 @@ def _per_clk(row: dict, sm_count: int) -> float:
     return row["tflops"] * 1e12 / (sm_count * row["sm_mhz"] * 1e6)
 
 
-def measured(cfg: WSConfig, size: int, records_: tuple) -> tuple:
-    """FLOP per clock per SM of every timed row of ``cfg``'s build at ``size``³ in the given
-    records' results (rows without an in-flight clock are left out)."""
+def timed_rows(cfg: WSConfig, size: int, records_: tuple) -> list[dict]:
+    """Every timed row of ``cfg``'s build at ``size``³ in the given records' results, each with
+    ``per_clk`` (FLOP per clock per SM at its in-flight clock) added; rows without an in-flight
+    clock are left out."""
     label = cfg.label()
     out = []
     for res in records_:
         sms = res.get("sm_count", 132)
-        out += [_per_clk(r, sms) for r in res["rows"] if r.get("label") == label and r["size"] == size
-                and r.get("sm_mhz") and not r.get("trace")]
-    return tuple(out)
+        out += [{**r, "per_clk": _per_clk(r, sms)} for r in res["rows"] if r.get("label") == label
+                and r["size"] == size and r.get("sm_mhz") and not r.get("trace")]
+    return out
 
 
 def traced_epilogues(results: dict) -> dict:
@@ -139,9 +167,9 @@ def design(bn: int = 256, stages: int = 4, persistent: bool = False, tma_store: 
     prologue = min(s.start for s in sc.spans if s.kind == "mma")
     per_sm = math.ceil((size // 128) * (size // bn) / hw.sm_count)
     busy = per_sm * sc.total_cycles - (per_sm - 1) * prologue * cfg.persistent
-    model = 2 * size ** 3 / hw.sm_count / busy
-    return WSDesign(cfg, size, sc.total_cycles, prologue, epilogue, per_sm, model,
-                    measured(cfg, size, (res, store)), cap)
+    rows = timed_rows(cfg, size, (res, store))
+    return WSDesign(cfg, size, sc.total_cycles, prologue, epilogue, per_sm, busy,
+                    tuple((r["median_ms"], r["sm_mhz"], r["per_clk"]) for r in rows), cap, hw.sm_count)
 
 
 def all_designs(size: int = 4096, **records_) -> list[WSDesign]:
@@ -161,33 +189,33 @@ def all_designs(size: int = 4096, **records_) -> list[WSDesign]:
 
 def design_survey(size: int = 4096, within: float = 0.10, **records_) -> str:
     """The course's answer to §3's "Design it", generated from the model and the records: every
-    recorded design, model beside record, then where the model holds (within ``within``) and where
-    it misses, each conclusion chosen by the numbers."""
-    ds = [d for d in all_designs(size, **records_) if d.record is not None]
-    lines = [f"{'design':<36}{'model':>7}{'record':>8}{'model/record':>14}"]
-    lines += [f"{d.name():<36}{d.model:>7.0f}{d.record:>8.0f}{d.model / d.record:>14.2f}" for d in ds]
-    lines.append(f"FLOP per clock per SM at {size}³ (of {PEAK_FLOP_PER_CLK}); record: median of its runs")
+    recorded design, the model's time beside the record's (at the record's clock), then where the
+    model holds (within ``within``) and where it misses, each conclusion chosen by the numbers."""
+    ds = [d for d in all_designs(size, **records_) if d.runs]
+    lines = [f"{'design':<36}{'MHz':>6}{'model µs':>10}{'record µs':>11}{'model/record':>14}"]
+    lines += [f"{d.name():<36}{d.mhz:>6.0f}{d.model_us:>10.0f}{d.record_us:>11.0f}{d.ratio:>14.2f}" for d in ds]
+    lines.append(f"{size}³ fp16; record: median of its runs; the model's cycles at the record's clock")
     wide = [d for d in ds if d.config.bn == 256]
     narrow = [d for d in ds if d.config.bn == 128]
     worst = max(wide, key=lambda d: abs(d.error))
-    lines.append(f"128×256: the model lies within {abs(worst.error):.0%} of the record on all {len(wide)} "
-                 f"designs (worst: {worst.name()})" if abs(worst.error) <= within else
-                 f"128×256: the model misses by up to {abs(worst.error):.0%} ({worst.name()})")
+    lines.append(f"128×256: the model's time lies within {abs(worst.error):.0%} of the record's on all "
+                 f"{len(wide)} designs (worst: {worst.name()})." if abs(worst.error) <= within else
+                 f"128×256: the model misses by up to {abs(worst.error):.0%} ({worst.name()}).")
     if narrow:
-        lo = min(d.error for d in narrow)
-        hi = max(d.error for d in narrow)
+        lo = min(d.ratio for d in narrow)
+        hi = max(d.ratio for d in narrow)
         # operand bytes per clock per SM the record's runs moved: (bm + bn)·bk·2 bytes per 2·bm·bn·bk FLOP
         moved = [d.record * (128 + 128) * 2 / (2 * 128 * 128) for d in narrow]
         over = all(b > narrow[0].l2_cap for b in moved)
-        lines.append(f"128×128: the model is {lo:+.0%} … {hi:+.0%} off"
+        lines.append(f"128×128: the model takes {lo:.2f}–{hi:.2f}× the record's time"
                      + (f": the L2 cap ({narrow[0].l2_cap:g} B/clk/SM) was fitted on 128×256, and the "
                         f"128×128 runs moved {min(moved):.1f}–{max(moved):.1f} B/clk/SM, more than it "
-                        "allows: a fit does not transfer to a tile it never saw." if hi < -within and over
+                        "allows: a fit does not transfer to a tile it never saw." if lo > 1 + within and over
                         else "."))
     tma = [d for d in wide if d.config.tma_store]
     if tma:
         e = statistics.mean(d.error for d in tma)
-        lines.append(f"With the TMA store the model is {e:+.0%} off on average"
+        lines.append(f"With the TMA store the model is {e:+.0%} slow on average"
                      + (": the record gains more from the TMA store than the cycles the trace saw it save."
-                        if e < -0.03 else "."))
+                        if e > 0.03 else "."))
     return "\n".join(lines)
