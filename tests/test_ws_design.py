@@ -3,11 +3,12 @@
 
 import copy
 import re
+from pathlib import Path
 
 import pytest
 
 from asynctc import warp_specialization as W
-from asynctc.core import records
+from asynctc.core import notebook, records
 from asynctc.warp_specialization.design import all_designs
 
 
@@ -90,3 +91,51 @@ def test_survey_generates_its_conclusions_from_the_numbers():
     assert "fitted on 128×256" in text                # the 128×128 misses, explained by the fit
     rows = [d for d in all_designs() if d.runs]
     assert len(rows) >= 5 and all(d.config.consumers == 2 for d in rows)
+
+
+# ---- 06 §3's cells: their sentences hold on the record and refuse a record that moved ------------
+
+def _cell(marker: str) -> str:
+    src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" / "06_warp_specialization.py").read_text()
+    (cell,) = [c for c in re.split(r"(?m)^# %%.*$", src) if marker in c]
+    return cell
+
+
+def _run(marker: str, res: dict) -> None:
+    exec(compile(_cell(marker), "06", "exec"), {"W": W, "notebook": notebook, "records": records,  # noqa: S102
+                                                 "res": res})
+
+
+def _scaled(ladder: dict, rung: int, f: float) -> dict:
+    res = copy.deepcopy(ladder)
+    for r in res["ladder"]:
+        if r["rung"] == rung:
+            r["tflops"] *= f
+    return res
+
+
+def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
+    _run("W.rung3_steps(res, 4096)", ladder)
+    _run("r2, r3, r5, r7, r8 =", ladder)
+    _run("W.epilogue_note(res", ladder)
+    out = capsys.readouterr().out
+    assert "setmaxnreg is not what lets the tile widen" in out and "the ladder's biggest step" in out
+    assert "The TMA store saves (" in out
+
+
+@pytest.mark.parametrize("rung,f", [(3, 1.05),      # the split alone bought 5 %
+                                    (2, 1.15),      # half the tile, as fast as chapter 05's
+                                    (6, 1.03),      # clusters moved something
+                                    (7, 0.95)])     # the TMA store no longer the biggest step
+def test_the_ladder_cell_refuses_a_record_that_moved(ladder, rung, f):
+    with pytest.raises(notebook.ClaimError):
+        _run("r2, r3, r5, r7, r8 =", _scaled(ladder, rung, f))
+
+
+def test_the_split_cell_refuses_a_wider_tile_that_bought_nothing(ladder):
+    res = copy.deepcopy(ladder)
+    for r in res["rows"]:
+        if r.get("label") == W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16").label() and r["size"] == 4096:
+            r["tflops"] *= 0.88                                       # 128×256 no faster than 128×128
+    with pytest.raises(notebook.ClaimError):
+        _run("W.rung3_steps(res, 4096)", res)

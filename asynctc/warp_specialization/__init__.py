@@ -71,7 +71,7 @@ W.<name>``):
   compiled into rung 3 (NVRTC), read (``asynctc/core/loop_reader.py``) and judged with chapter 05's ring model
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung34_note`, :func:`rung_note`),
-  and 06 §3's ladder table with a short clause per rung (:func:`rung_table`, :func:`rung_clause`);
+  and 06 §3's ladder table (:func:`rung_table`);
 * ``rung3_split.py`` — rung 2 → rung 3 in single changes, from the record and a compile (:func:`rung3_steps`);
 * ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`);
   ``rung_exercises.py`` — 06c §9's exercises on rungs 6 and 7, judged by the cluster ring model and
@@ -111,7 +111,7 @@ from .config import (  # noqa: F401
 from .consumer_loop import LOOP_LINES  # noqa: F401
 from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F401
 from .rung_exercises import model_text, staging_position, staging_text  # noqa: F401
-from .rung_notes import rung34_note, rung_clause, rung_note, rung_table  # noqa: F401
+from .rung_notes import rung34_note, rung_note, rung_table  # noqa: F401
 from .rung3_split import rung3_steps, rung3_table  # noqa: F401
 from .design import WSDesign, design, design_survey  # noqa: F401
 from .figures import (  # noqa: F401
