@@ -490,10 +490,10 @@ def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, ctas: int)
         return hint
     need = ctas * (answer * one + CTA_RESERVED_SMEM)
     if answer > expected:
-        return (f"{ctas} CTA{'s' if ctas > 1 else ''} × ({answer} stages × {one} B + "
-                f"{CTA_RESERVED_SMEM} B) = {need} B, more than the SM's {SMEM_PER_SM} B.")
-    return (f"too few: {ctas} CTA{'s' if ctas > 1 else ''} × ({answer} stages × {one} B + "
-            f"{CTA_RESERVED_SMEM} B) = {need} B leaves {SMEM_PER_SM - need} B of the SM's "
+        return (f"{ctas} CTA{'s' if ctas > 1 else ''} × ({answer} stages × {one} B, plus the "
+                f"{CTA_RESERVED_SMEM} B reserved per CTA) = {need} B, more than the SM's {SMEM_PER_SM} B.")
+    return (f"too few: {ctas} CTA{'s' if ctas > 1 else ''} × ({answer} stages × {one} B, plus the "
+            f"{CTA_RESERVED_SMEM} B reserved per CTA) = {need} B leaves {SMEM_PER_SM - need} B of the SM's "
             f"{SMEM_PER_SM} B unused. How many more stages fit in that?")
 
 
@@ -519,3 +519,6 @@ def _ch02_wait_n_hint(answer, expected, stages: int) -> str | None:
     return ("safe, but too strict: the wait also waits for copies of later k-tiles that could "
             "stay in flight while kt is computed on — what is the largest N that still guarantees "
             "k-tile kt has landed?")
+
+
+from .cp_async_design import design, design_survey  # noqa: E402,F401  (chapter 02's "Design it")

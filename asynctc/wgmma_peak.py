@@ -241,67 +241,9 @@ def luo_per_sm_clock(n: int) -> float:
     return LUO_H800_TFLOPS[n] * 1e12 / (LUO_H800_SMS * LUO_H800_ASSUMED_MHZ * 1e6)
 
 
-# Shared-memory bytes the SM serves per clock (32 banks × 4 bytes): chapter 00's figure.
-from .why_async import SMEM_BYTES_PER_CLK_SM  # noqa: E402
-
-
-def smem_bytes_per_wgmma(n: int, source: str, dtype: str = "float16") -> int:
-    """Shared-memory bytes one ``wgmma.mma_async.m64nNk{16,32}`` reads: B (N × 32 bytes of K) always,
-    A (64 × 32 bytes of K = 2048) only when A is in shared memory (``source="smem"``, SS); with A in
-    registers (RS) only B. K always spans 32 bytes (16 fp16/bf16, 32 fp8), PTX ISA §9.7.15.5.
-    Raises ``ValueError`` for an unknown ``source``."""
-    if source not in SOURCES:
-        raise ValueError(f"source={source!r}: must be one of {SOURCES}")
-    k_bytes = dsc.instruction_k(dtype) * dsc.itemsize(dtype)          # 32
-    return (64 * k_bytes if source == "smem" else 0) + n * k_bytes
-
-
-def smem_model_flop_per_clk_sm(n: int, source: str, dtype: str = "float16",
-                               smem_bytes_per_clk: float = SMEM_BYTES_PER_CLK_SM) -> float:
-    """Predicted FLOP per clock per SM of back-to-back wgmma when only two resources count: the
-    Tensor Cores (:data:`DATASHEET_FLOP_PER_CLK_SM`) and the shared-memory bandwidth
-    (``smem_bytes_per_clk`` per SM).
-
-    One instruction does 2·64·N·K FLOP and needs ``FLOP / tensor rate`` clocks of Tensor Core time and
-    ``smem_bytes_per_wgmma / smem_bytes_per_clk`` clocks of shared-memory time; the slower sets the
-    pace. For fp16 SS: FLOP = 2048·N, Tensor Core time N/2 clk, shared-memory time
-    (2048 + 32·N)/128 = 16 + N/4 clk → 8192·N/(64 + N) FLOP/clk for N < 64, 4096 from N = 64.
-    For RS the shared-memory time N/4 never exceeds N/2: the model predicts the full rate at every N.
-    """
-    flop = 2 * 64 * n * dsc.instruction_k(dtype)
-    tc_clk = flop / DATASHEET_FLOP_PER_CLK_SM[dtype]
-    smem_clk = smem_bytes_per_wgmma(n, source, dtype) / smem_bytes_per_clk
-    return flop / max(tc_clk, smem_clk)
-
-
-def clocks_per_wgmma(row: dict) -> float:
-    """SM clocks per wgmma implied by a throughput row (``flop_per_clk_sm`` at the in-kernel clock)."""
-    return 2 * 64 * row["n"] * dsc.instruction_k(row["dtype"]) / row["flop_per_clk_sm"]
-
-
-def smem_model_rows(results: dict, dtype: str = "float16") -> list[dict]:
-    """The record's ``dtype`` throughput rows at two CTAs per SM beside the model: for each (N, source,
-    chains), measured and predicted FLOP/clk/SM, their ratio and the clocks per wgmma."""
-    out = []
-    for r in results["throughput"]:
-        if r["dtype"] != dtype or r["ctas_per_sm"] != 2:
-            continue
-        pred = smem_model_flop_per_clk_sm(r["n"], r["source"], dtype)
-        out.append({"n": r["n"], "source": r["source"], "chains": r["chains"],
-                    "measured": r["flop_per_clk_sm"], "predicted": pred,
-                    "ratio": r["flop_per_clk_sm"] / pred, "clk_per_wgmma": clocks_per_wgmma(r)})
-    return out
-
-
-def rs_clocks_floor(results: dict, dtype: str = "float16") -> float:
-    """The fixed cost per RS wgmma the bytes model does not contain: the median SM clocks per
-    instruction of the record's RS rows with N ≤ 16 (where the model predicts the full rate and the
-    measurement is far below it). A number fitted to the record, not derived."""
-    clk = [r["clk_per_wgmma"] for r in smem_model_rows(results, dtype)
-           if r["source"] == "registers" and r["n"] <= 16]
-    if not clk:
-        raise ValueError("the record has no RS rows with N <= 16")
-    return float(np.median(clk))
+# The bytes model of small N lives with chapter 04's "Design it" (re-exported here for 04b and tests).
+from .wgmma.design import (SMEM_BYTES_PER_CLK_SM, clocks_per_wgmma, rs_clocks_floor,  # noqa: E402,F401
+                           smem_bytes_per_wgmma, smem_model_flop_per_clk_sm, smem_model_rows)
 
 
 def small_n_as_modelled(results: dict, dtype: str = "float16", tolerance: float = 0.05) -> bool:

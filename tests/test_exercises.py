@@ -13,6 +13,7 @@ import asynctc.claims  # noqa: F401  (chapter 10 has no suite: registers its exe
 from asynctc.core import exercises
 from asynctc.models import descriptors
 from asynctc.pitfalls import exercises as _pitfalls, ordering as _ordering  # the ch08 exercises
+from asynctc.warp_specialization import whole_kloop as _whole_kloop  # deep dive 06e's capstone
 
 ABLATION = [{"variant": "full kernel", "tflops": 333.0},
             {"variant": "no global→shared copy", "tflops": 524.0},
@@ -71,6 +72,7 @@ KW = {
     "ch05.ring_parities": dict(),
     "ch05.producer_step": dict(),
     "ch06.consumer_loop": dict(),
+    "ch06.whole_kloop": dict(),
     "ch07.promotion": dict(),
     "ch09.mma_issue": dict(),
 }
@@ -394,6 +396,21 @@ MISTAKES += [
      "line 5: wgmma_wait_group<1> names the function without calling it"),
     ("ch06.consumer_loop", _LOOP + "ring = 0;\n", "ring is the kernel's"),
     ("ch06.consumer_loop", 5, "pass your loop body as a string"),
+]
+
+#: ch06.whole_kloop, deep dive 06e's capstone (both roles' loops over several tiles): its four slips
+#: and their hints; more cases: tests/test_whole_kloop.py.
+_WK = _whole_kloop.SOLUTION
+MISTAKES += [
+    ("ch06.whole_kloop", _WK.replace("int stage = 0, phase = 0; ", "").replace(
+        "for (int tile = 0; tile < TILES; ++tile) {\n", "for (int tile = 0; tile < TILES; ++tile) {\n    int stage = 0, phase = 0;\n"),
+     "the ring does not restart with a tile"),
+    ("ch06.whole_kloop", _WK.replace("wgmma_wait_group<0>();             // the wgmmas are done reading the stage\n", ""),
+     "release before the last read"),
+    ("ch06.whole_kloop", _WK.replace("(stage, kStageBytes)", "(stage, kStageBytes / 2)"), "you announce 16384 bytes on full[0]"),
+    ("ch06.whole_kloop", _WK.replace("full.wait(stage, phase);", "empty.wait(stage, phase);"),
+     "your consumers wait on empty[0]"),
+    ("ch06.whole_kloop", 5, "pass your loops as a string"),
 ]
 
 
@@ -762,6 +779,7 @@ def test_code_exercises_accept_right_code(capsys, name, answer):
     ("ch05.ring_parities", (lambda k, S: (k // S) % 2, lambda t, S: None)),
     ("ch08.repair", list(_STORE)),                         # the broken program, unchanged
     ("ch06.consumer_loop", "\n    // your code: wait for stage pos.stage to hold k-tile k, ...\n"),
+    ("ch06.whole_kloop", _whole_kloop.TEMPLATE),
     ("ch03.stage_fill", "\n...   // mbarrier_arrive_expect_tx(full_bar, ?);\n"),
 ])
 def test_code_exercises_whose_body_is_still_dots_are_unanswered(capsys, tmp_path, monkeypatch, name, answer):

@@ -104,8 +104,8 @@ _ASSIGN = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 
 
 class _Parser:
-    def __init__(self, text: str):
-        self.toks, self.at = _tokens(text), 0
+    def __init__(self, text: str, loops: bool = False):
+        self.toks, self.at, self.loops = _tokens(text), 0, loops
 
     def peek(self, ahead: int = 0):
         return self.toks[min(self.at + ahead, len(self.toks) - 1)]
@@ -152,6 +152,27 @@ class _Parser:
             self.take()
             self.take(";")
             return (val, line)
+        if val == "for" and self.loops:
+            self.take()
+            self.take("(")
+            init = self.statement() if self.peek()[1] != ";" else ("block", line, [])
+            if init[0] == "block" and init[2]:
+                raise ReadError(line, "a for loop's first part is a declaration or an expression")
+            if init[0] == "block":
+                self.take(";")
+            cond = self.expr() if self.peek()[1] != ";" else ("num", line, 1)
+            self.take(";")
+            step = self.expr() if self.peek()[1] != ")" else ("num", line, 0)
+            self.take(")")
+            return ("for", line, init, cond, step, self.statement())
+        if val == "while" and self.loops:
+            self.take()
+            self.take("(")
+            cond = self.expr()
+            self.take(")")
+            return ("for", line, ("block", line, []), cond, ("num", line, 0), self.statement())
+        if val in ("do", "switch", "goto", "return") and self.loops:
+            raise ReadError(line, f"the check follows if/else, for and while; it does not follow {val!r}")
         if val in ("for", "while", "do", "switch", "goto", "return"):
             raise ReadError(line, f"the check reads the loop body as straight-line code with if/else; "
                                   f"it does not follow {val!r}")
@@ -293,9 +314,10 @@ class _Parser:
         raise ReadError(line, f"cannot read {val or 'the end of the text'!r} here")
 
 
-def parse(text: str) -> list:
-    """The program of a loop body (a list of statements). Raises :class:`ReadError`."""
-    return _Parser(text).program()
+def parse(text: str, loops: bool = False) -> list:
+    """The program of a loop body (a list of statements); ``loops``: also read ``for`` loops
+    (deep dive 06e's whole k-loop). Raises :class:`ReadError`."""
+    return _Parser(text, loops).program()
 
 
 # ---- interpreter -------------------------------------------------------------------------------
@@ -404,6 +426,31 @@ class _Machine:
                 raise ReadError(line, f"{what} names the function without calling it: write {what}()")
         elif kind in ("break", "continue"):
             raise _Stop(kind)
+        elif kind == "for":
+            self._for(st)
+
+    #: Iterations of all ``for`` loops one run may take (a loop that never ends is an error).
+    LOOP_LIMIT = 4096
+
+    def _for(self, st) -> None:
+        _, line, init, cond, step, body = st
+        outer = set(self.locals)
+        try:
+            if init[0] != "block":
+                self.statement(init)
+            while self.truth(self.eval(cond), line):
+                self.loop_steps = getattr(self, "loop_steps", 0) + 1
+                if self.loop_steps > self.LOOP_LIMIT:
+                    raise ReadError(line, f"this loop runs more than {self.LOOP_LIMIT} times: "
+                                          "does its condition ever become false?")
+                try:
+                    self.statement(body)
+                except _Stop as s:
+                    if s.what == "break":
+                        break
+                self.eval(step)
+        finally:                                         # the loop's own variable ends with it
+            self.locals = {n: v for n, v in self.locals.items() if n in outer}
 
     def truth(self, v, line: int) -> bool:
         if isinstance(v, (_BarrierRef, _Desc)):

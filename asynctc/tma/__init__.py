@@ -32,6 +32,8 @@ What lives where (every name below is re-exported here: ``from asynctc import tm
   in flight per SM, small and large boxes (:func:`measure_equal_bytes`, :func:`equal_bytes.pairs`).
 * ``checks.py`` — the record suite ``tma_checks``: the life cycle, the swizzle model and the
   zero fill run once on the GPU, so that replay prints what the GPU showed.
+* ``design.py`` — chapter 03's "Design it": :func:`design` (a TMA copy's box, stages and CTAs per
+  SM through Little's law, beside the records' runs), :func:`design_survey`.
 * ``figures.py`` — :func:`plot_chunk_maps`, the bank groups of a box under each swizzle mode
   (draws only; never measures).
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
@@ -46,6 +48,7 @@ from .launch import (  # noqa: F401
     CHECK_DTYPES, ERR_MBARRIER_TIMEOUT, KERNELS, SENTINEL, SOURCE, STRIDE_CASES, TAIL, ByteCheck,
     MbarrierTimeout, StridedLoad, check_box_start, compile_tma, decode_error, expected_box,
     kernel_sass, load_box, load_strided, store_box, strided_box, swizzle_tiles)
+from .design import CopyDesign, design, design_survey  # noqa: F401  (chapter 03's "Design it")
 from .figures import plot_chunk_maps  # noqa: F401
 from .lifecycle import LIFECYCLE, LIFECYCLE_OPEN, LifecycleRun, lifecycle_table, mbarrier_lifecycle  # noqa: F401
 from .maps import driver_args, driver_args_table, encode, make_tensor_map, tensor_map_for_tile  # noqa: F401

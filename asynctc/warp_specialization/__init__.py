@@ -70,6 +70,8 @@ W.<name>``):
 * ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
   compiled into rung 3 (NVRTC), read (``asynctc/core/loop_reader.py``) and judged with chapter 05's ring model
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
+* ``whole_kloop.py`` — deep dive 06e's capstone, the code exercise ``ch06.whole_kloop``: both roles'
+  loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the emulator.
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung34_note`, :func:`rung_note`),
   and 06 §3's ladder table (:func:`rung_table`);
 * ``rung3_split.py`` — rung 2 → rung 3 in single changes, from the record and a compile (:func:`rung3_steps`);
@@ -85,6 +87,7 @@ W.<name>``):
 * ``whole.py`` — the host side of ``kernels/hopper_gemm.cu`` (rung 3 in one switch-free file,
   chapter 06 §4): :func:`~.whole.compile_whole`, :func:`~.whole.check_shapes`,
   :func:`~.whole.launcher`, :func:`~.whole.verify_whole`; written to be read whole;
+  ``steps_suite.py`` — record ``ws_rung3_steps``: rung 2 → rung 3 one change at a time, beside cuBLAS;
   ``whole_suite.py`` — its ``whole_gemm`` record suite (checks, then timed beside rung 3 and
   cuBLAS) and the sentences read from it (:func:`~.whole_suite.whole_verdicts`); never plots.
 
@@ -100,8 +103,10 @@ from . import config, exercises, figures, ladder, launch, limit, limit_suite, su
 from . import order_suite, tile_order  # noqa: F401  (issue 20: opt-in L2 / tile-order variants)
 from . import store_suite  # noqa: F401  (does the TMA store need the persistent grid?)
 from . import whole, whole_suite  # noqa: F401  (the whole kernel in one file: kernels/hopper_gemm.cu)
+from . import steps_suite  # noqa: F401  (rung 2 → rung 3 one change at a time)
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
+from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, deep dive 06e's capstone)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,
@@ -153,4 +158,5 @@ from .trace import (  # noqa: F401
 
 #: The package's record suites (:mod:`asynctc.suites`): the ladder, and what limits its top rung.
 SUITES = {**suite.SUITES, **limit_suite.SUITES, **order_suite.SUITES, **store_suite.SUITES,
+          **steps_suite.SUITES,
           **whole_suite.SUITES}

@@ -24,6 +24,8 @@ What lives where (every name below is re-exported here: ``from asynctc import wg
   and its tolerance (:data:`FP8_ACC_U`, :func:`tile_tolerance`); the TMA-fed tile
   (:func:`tma_configs`, :func:`run_tile_tma`, :func:`verify_tile_tma`). Tests that fake the device
   patch ``DeviceArray`` and ``_tensor_map`` here, on ``asynctc.wgmma.launch``.
+* ``design.py`` — chapter 04's "Design it": :func:`design` (one N and operand source through the
+  bytes model of §8, beside the record), :func:`design_survey`, and the model itself.
 * ``mismatch.py`` — :class:`MismatchResult`, :func:`mismatch_demo`.
 * ``figures.py`` — :func:`plot_layouts` (arrows from :func:`offset_steps`),
   :func:`offsets_table`, :func:`plot_mismatch`,
@@ -41,6 +43,7 @@ from ..core import runtime  # noqa: F401  (notebooks/04 asks W.runtime.runs_live
 from . import exercises  # noqa: F401  (registers the chapter's exercises)
 from .config import (  # noqa: F401
     DTYPES, N_VALUES, SOURCES, SWIZZLES, TILE_TOLERANCE, TileConfig, np_dtype, supported_configs)
+from .design import WgmmaDesign, design, design_survey  # noqa: F401  (chapter 04's "Design it")
 from .exercises import descriptor_diagnosis  # noqa: F401
 from .figures import (  # noqa: F401
     clock_note, goal_note, offsets_table, peak_lines, peak_row, plot_accumulator, plot_layouts, plot_mismatch)

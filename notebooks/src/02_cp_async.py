@@ -170,6 +170,16 @@ _ = notebook.claim("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * two3,
                    f"3. {s4 / two3 - 1:+.0%} against the best of two or three stages.", four_stages=s4)
 
 # %% [markdown]
+# **Design it** (no grade). A model with two numbers: a BK = 64 k-tile costs the SM `W` clocks of
+# work (BK = 32: half), and its copies land `L` clocks after they are issued. With S stages they have S − 1 k-tiles' time to
+# land; with one, copy, wait, compute. Set `BK` (32 or 64) and `S` (1–6): which binds, and does the
+# record agree?
+
+# %% output varies
+BK, S = 64, 2
+print(cp_async.design(bk=BK, stages=S, record=rec))
+
+# %% [markdown]
 # **Why not chapter 01's ceiling?** That ceiling is `mma.sync` with no memory traffic. Clocks per
 # k-tile of the best rung. The math, at the ceiling's pace:
 
@@ -183,7 +193,8 @@ print(f"{tile.name}: {flop} FLOP / {per_clk(ceil):.0f} FLOP/clk = {math:.0f} clk
 
 # %% [markdown]
 # Shared memory serves 128 bytes per clock; `cp.async` writes each k-tile once, `ldmatrix` reads it
-# twice:
+# twice. (Chapter 00 §4: writing and reading a 128×128 tile's operands once already takes 100 % of
+# those 128 B/clk, a 128×256 tile's 75 %: the move chapter 05 makes.)
 
 # %% output varies
 written = (tile.bm + tile.bn) * tile.bk * 2                          # cp.async: the A and B tiles, once
@@ -239,6 +250,9 @@ exercises.check("ch02.ring_smem", (233472 - 1024) // stage_bytes, bm=128, bn=64,
 # and 128×128×64 k-tiles (32 KiB a stage) the same sum gives 3: so section 4's 4-stage BK = 64
 # tile runs one CTA per SM (no /2cta in its name)
 print((233472 // 2 - 1024) // 32768, [t.name for t in cp_async.TILES if t.stages == 4])
+
+# %% output varies tags=["solution"]
+print(cp_async.design_survey(record=rec))          # "Design it": every recorded design, model beside record
 
 # %% [markdown]
 # ## Worklog

@@ -47,8 +47,7 @@ except tma.TensorMapError as e:
 # is XORed with the row index mod 8; the byte inside a chunk keeps its place. The 8 reads then
 # hit 8 different bank groups.
 #
-# The map (checked on the GPU in [03b §3](03b_tma_boxes.ipynb)) gives each 16-byte chunk's bank
-# group; with 32- or 64-byte spans the XOR takes the 128-byte line's index.
+# Each 16-byte chunk's bank group (checked on the GPU in [03b §3](03b_tma_boxes.ipynb)):
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
@@ -98,8 +97,7 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # Reading the listing:
 #
 # * The tensor map is a kernel parameter (`__grid_constant__`, by value). `tma_load_rank` is
-#   `tma_load_2d` for a map of any rank. Coordinates go innermost first (`c0` the column), in
-#   elements. Thread 0 initialises the barrier with 1 arrival: its own `expect_tx`.
+#   `tma_load_2d` for a map of any rank. Thread 0 initialises the barrier with 1 arrival: its own `expect_tx`.
 # * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy); only a fence orders the two (`fence.mbarrier_init`
 #   for the new barrier, `fence.proxy.async` for the 0xA5 fill).
@@ -128,25 +126,28 @@ assert lc["passed"] and lc["boxes_ok"]                # every step as expected, 
 # ## 4. TMA against cp.async, the same tiles
 #
 # In chapter 02, 128 threads fill a stage with 16-byte `cp.async` copies; TMA needs one instruction
-# from one thread. Count both for section 1's box:
+# from one thread. Count both for section 1's box. Bandwidth: the record `tma_equal`
+# ([03b §2](03b_tma_boxes.ipynb)) copied 256 MiB box by box both ways, equal loads in flight per SM.
 
-# %%
+# %% output varies
 copies = spec.box_bytes // 16
 print(f"TMA: 1 instruction, 1 thread | cp.async: {spec.box_bytes} / 16 = {copies} instructions, "
       f"{copies // 128} per thread of 128")
 assert tma.equal_bytes.issue_counts("128x64")["cp_async"] == copies
-
-# %% [markdown]
-# More bandwidth too? The record `tma_equal` ([03b §2](03b_tma_boxes.ipynb)) copied a 256 MiB
-# matrix box by box both ways, with equal loads in flight per SM.
-
-# %% output varies
 from IPython.display import Markdown
 eq = records.load("tma_equal")
 rows = tma.equal_bytes.same_tiles(eq.results)
 print(eq.label())
 display(Markdown(tma.equal_bytes.same_tiles_table(rows)))
 _ = notebook.verdict(*tma.equal_bytes.same_tiles_verdict(rows))
+
+# %% [markdown]
+# **Design it** (no grade). Little's law: bandwidth = bytes in flight ÷ the time they take. How
+# many KiB in flight per SM reach 90 % of the device copy?
+
+# %% output varies
+BOX, S, CTAS = (128, 64), 2, 3           # fp16 box, stages, CTAs per SM
+print(tma.design(box=BOX, stages=S, ctas=CTAS, equal=eq))
 
 # %% [markdown]
 # ## Exercises
@@ -192,6 +193,9 @@ def swizzle_128b(offset):
 
 
 ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bits: offset ^ ((offset >> 7) & 7) << 4
+
+# %% output varies tags=["solution"]
+print(tma.design_survey(equal=eq))                 # §4's "Design it": every recorded TMA design, model beside record
 
 # %% [markdown]
 # ## Worklog

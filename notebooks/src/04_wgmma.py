@@ -214,6 +214,15 @@ _ = notebook.verdict(*wgmma.goal_note(rec.results, goal=0.90))
 assert wgmma_peak.small_n_as_modelled(rec.results)   # "why small N is slow", on the record
 
 # %% [markdown]
+# **Design it** (no grade). That model, arithmetic in view: set `N` (a multiple of 8, 8–256) and
+# `SRC` (`"smem"`: SS, `"registers"`: RS). Where does shared memory stop setting the pace? Where
+# does the model miss the record?
+
+# %% output varies
+N, SRC = 32, "smem"
+print(wgmma.design(n=N, source=SRC, record=rec))
+
+# %% [markdown]
 # ## Exercises
 #
 # The exercises are in sections 3 and 6. Write the descriptor encoder yourself: [deep dive 04b §7](04b_wgmma_anatomy.ipynb).
@@ -234,6 +243,9 @@ w, g, half = r // 16, r % 8, r % 16 // 8       # warp 1, row g = 3, row g + 8 (h
 j, t, odd = c // 8, c % 8 // 2, c % 2          # 8-column block 1, column pair t = 2, even column
 ok = exercises.check("ch04.acc_owner", (32 * w + 4 * g + t, 4 * j + 2 * half + odd), r=r, c=c,
                      solution=True)
+
+# %% output varies tags=["solution"]
+print(wgmma.design_survey(record=rec))             # §8's "Design it": every recorded shape, model beside record
 
 # %% [markdown]
 # ## Worklog

@@ -7,13 +7,14 @@
 # 05 (the producer step) and 06 (the consumer loop); it runs your passing answers. Deep dives 04b
 # (`encode`) and 05b (the parities) add two more pieces. **What it adds:** chapters 03–06 end with
 # this run of one tile of a Hopper [GEMM](../docs/glossary.md#gemm) ("your GEMM so far"); here it
-# takes every piece, shows its steps, and breaks pieces on purpose.
+# takes every piece, shows its steps, and breaks pieces on purpose. §5, the capstone, asks you to
+# write both roles' whole k-loops from a blank page.
 # No GPU is needed: this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
 
 # %% output varies
 import matplotlib.pyplot as plt
 
-from asynctc.core import notebook
+from asynctc.core import exercises, notebook
 from asynctc.models import descriptors, emulate_sm90
 
 notebook.banner("sm_90a", measured=False)
@@ -139,7 +140,49 @@ assert no_lbo.passed
 print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out of sight until you run)
 
 # %% [markdown]
-# ## 5. What this emulation does not model
+# ## 5. Capstone: the whole k-loop, both roles
+#
+# Chapters 05 and 06 asked for one step inside a loop that was already written. Now write both
+# loops. The CTA is [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a
+# row, `T` k-tiles each, with one ring of `STAGES` stages. One question decides it: with 3 k-tiles
+# a tile on 2 stages, which stage and parity does tile 1's first k-tile use?
+#
+# Your text runs once per role, as the [elected thread](../docs/glossary.md#elected-thread) of
+# each warpgroup (one arrival each on `empty`). In scope:
+#
+# - `wg` (0 is the producer, 1 and 2 the consumers), `TILES`, `T`, `STAGES`, `kStageBytes`;
+# - `full.wait(stage, parity)`, `empty.wait(stage, parity)`, `empty.arrive(stage)`, and
+#   `full.arrive_expect_tx(stage, bytes)`: the producer's arrive, with the bytes the TMA brings;
+# - `tma_load(stage, tile, k)`: A's box and B's box of k-tile `k` of `tile`, landing on `full[stage]`;
+# - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
+# - `store_tile(acc, tile)`: writes the tile's C and zeroes `acc`.
+#
+# Declare what you need; C++ ints, `if`, `for` and `while` work. Nothing is compiled: the check
+# reads your text as each role, runs chapter 05's ring model over every tile, and moves the bytes
+# in the emulator, each tile checked against float64. It uses two rings: 3 tiles of 3 k-tiles on
+# 2 stages, then 2 tiles of 4 on 3.
+
+# %%
+whole_kloop = """
+if (wg == 0) {                 // the producer warpgroup
+  for (int tile = 0; tile < TILES; ++tile) {
+    for (int k = 0; k < T; ++k) {
+      // your producer's k-tile
+    }
+  }
+} else {                       // consumer warpgroups 1 and 2
+  for (int tile = 0; tile < TILES; ++tile) {
+    for (int k = 0; k < T; ++k) {
+      // your consumers' k-tile
+    }
+    // the tile's C
+  }
+}
+"""
+ok = exercises.check("ch06.whole_kloop", whole_kloop)
+
+# %% [markdown]
+# ## 6. What this emulation does not model
 #
 # - **Time.** The ring model only fixes the order of events. No clock, no bandwidth, no latency:
 #   chapter 05b models those.
@@ -149,8 +192,19 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 #   written from the PTX ISA; the course's wgmma kernels use the same descriptors and pass on the GPU
 #   (chapter 04). The Tensor Core's own
 #   addition order is not modelled; the bound allows for it.
-# - **Only one tile.** No grid, no edges, no cluster, no epilogue through shared memory.
+# - **One CTA.** §5 runs several tiles in a row; there is no grid, no edges, no cluster, no epilogue
+#   through shared memory.
 #
 # **What you learned.** Your five pieces (stage fill, swizzle, k-step, producer step, consumer loop;
 # the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order. A wrong piece shows up as a pattern of wrong elements, and the pattern
-# points at the piece. Back to [chapter 06](06_warp_specialization.ipynb).
+# points at the piece. Both roles' loops carry the ring's stage and phase from tile to tile. Back to
+# [chapter 06](06_warp_specialization.ipynb).
+
+# %% [markdown]
+# <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
+
+# %% output varies
+from asynctc.warp_specialization import whole_kloop as wk
+
+print(wk.SOLUTION)
+ok = exercises.check("ch06.whole_kloop", wk.SOLUTION, solution=True)

@@ -1,0 +1,144 @@
+"""Deep dive 06e's capstone, ch06.whole_kloop: both roles' loops of a persistent CTA over several
+tiles with one ring, read by the loop reader (with for loops), judged by rules, run in chapter 05's
+ring model with the producer as its own actor, and every tile's data through the emulator. The
+course's answer passes; the four slips the capstone is about each fail with their hint; the
+template alone is not an answer."""
+from pathlib import Path
+
+import pytest
+
+from asynctc.core import exercises
+from asynctc.core import loop_reader as L
+from asynctc.warp_specialization import whole_kloop as W
+
+NAME = "ch06.whole_kloop"
+ROOT = Path(__file__).resolve().parent.parent
+S = W.SOLUTION
+_RING = "int stage = 0, phase = 0;                // the ring position: set once, before the tile loop\n"
+_TILE = "  for (int tile = 0; tile < TILES; ++tile) {\n"
+_READ = ("      mma_ktile(acc, stage);\n"
+         "      wgmma_wait_group<0>();             // the wgmmas are done reading the stage\n"
+         "      empty.arrive(stage);\n")
+
+#: The four slips (name → the course's answer with that slip).
+SLIPS = {
+    # the stage and phase declared inside each role's tile loop: the ring restarts at tile 1
+    "parity_restarts_per_tile": S.replace(_RING, "").replace(_TILE, _TILE + "    int stage = 0, phase = 0;\n"),
+    # the stage released before the wgmma group that reads it has retired
+    "release_before_last_read": S.replace(_READ, "      mma_ktile(acc, stage);\n      empty.arrive(stage);\n"
+                                                 "      wgmma_wait_group<0>();\n"),
+    # expect_tx announces one box's bytes, not the stage's
+    "expect_tx_bytes_wrong": S.replace("arrive_expect_tx(stage, kStageBytes)", "arrive_expect_tx(stage, kStageBytes / 2)"),
+    # the consumers wait on empty (the seed article's naming, backwards)
+    "wait_on_wrong_barrier": S.replace("full.wait(stage, phase);", "empty.wait(stage, phase);"),
+}
+#: Words each slip's hint must hold: the rule's, then the ring model's diagnosis of the same loops.
+HINTS = {
+    "parity_restarts_per_tile": ["fill 3 (tile 1, k-tile 0): your tma_load fills stage 0", "the ring does not "
+                                 "restart with a tile", "before the tile loop", "Chapter 05's ring model with your "
+                                 "loops: race at k-tile 4"],
+    "release_before_last_read": ["release empty[0] while the wgmma group that reads it may still run",
+                                 "release before the last read", "race at k-tile 0: wg0 releases empty[0]"],
+    "expect_tx_bytes_wrong": ["you announce 16384 bytes on full[0]", "kStageBytes = 32768",
+                              "stage 0 holds k-tile 0 with 16384 of 32768 bytes landed"],
+    "wait_on_wrong_barrier": ["your consumers wait on empty[0]", "wait on full", "deadlock at k-tile 0"],
+}
+
+
+def _check(capsys, text):
+    ok = exercises.check(NAME, text)
+    return ok, capsys.readouterr().out.strip()
+
+
+def test_the_courses_answer_passes_on_every_ring_with_the_data(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ASYNCTC_PROGRESS", str(tmp_path / "p.jsonl"))
+    ok, out = _check(capsys, S)
+    assert ok, out
+    assert out.startswith(f"[{NAME}] correct — 3 tiles × 3 k-tiles on 2 stages: tile 1 starts at stage 1, "
+                          "phase 1; every tile within the bound of float64")
+    assert out.endswith("2 × 4 on 3 stages: no race, no deadlock")
+    assert exercises.check(NAME, S, solution=True)
+
+
+def test_one_group_in_flight_and_the_stage_before_released_also_passes(capsys):
+    """wgmma_wait_group<1> with the previous stage released, the last one after the k-loop: right."""
+    text = (S.replace(_READ, "      mma_ktile(acc, stage);\n      wgmma_wait_group<1>();\n"
+                             "      if (prev >= 0) empty.arrive(prev);\n      prev = stage;\n")
+             .replace("    store_tile(acc, tile);\n", "    wgmma_wait_group<0>();\n    empty.arrive(prev);\n"
+                                                     "    prev = -1;\n    store_tile(acc, tile);\n")
+             .replace("int stage = 0, phase = 0;", "int stage = 0, phase = 0, prev = -1;"))
+    ok, out = _check(capsys, text)
+    assert ok, out
+
+
+@pytest.mark.parametrize("slip", sorted(SLIPS))
+def test_each_slip_fails_with_its_hint(capsys, slip):
+    assert SLIPS[slip] != S
+    ok, out = _check(capsys, SLIPS[slip])
+    assert not ok and out.startswith(f"[{NAME}] not quite — (STAGES = 2, T = 3, TILES = 3) ")
+    for words in HINTS[slip]:
+        assert words in out, (slip, words, out)
+    with pytest.raises(AssertionError, match="is wrong"):
+        exercises.check(NAME, SLIPS[slip], solution=True)
+
+
+@pytest.mark.parametrize("text, words", [
+    (S.replace("empty.wait(stage, phase ^ 1);", "full.wait(stage, phase ^ 1);"),
+     "your producer waits on full[0], the barrier its own TMA completes"),
+    (S.replace("empty.wait(stage, phase ^ 1);", "empty.wait(stage, phase);"),
+     "fill 0 of a stage waits on parity 1"),
+    (S.replace("full.wait(stage, phase);", "full.wait(stage, phase ^ 1);"),
+     "your consumers wait on full[0] with parity 1"),
+    (S.replace("arrive_expect_tx(stage, kStageBytes)", "arrive_expect_tx(stage, 2 * kStageBytes)"),
+     "the phase never completes"),
+    (S.replace("      wgmma_wait_group<0>();             // the wgmmas are done reading the stage\n", ""),
+     "release before the last read"),
+    (S.replace("    store_tile(acc, tile);\n", ""), "stores 0 tiles of 3"),
+    (S.replace("STAGES) {", "2) {"), "(STAGES = 3, T = 4, TILES = 2) producer, fill 2"),   # a ring of 2 hard-wired
+    (S.replace("tma_load(stage, tile, k)", "tma_laod(stage, tile, k)"), "line 7: the check does not know 'tma_laod'"),
+    (S.replace("for (int k = 0; k < T; ++k) {\n      full", "for (int k = 0; k < T; --k) {\n      full"),
+     "runs more than 4096 times"),
+])
+def test_other_slips_are_named(capsys, text, words):
+    ok, out = _check(capsys, text)
+    assert not ok and words in out, out
+
+
+def test_the_template_alone_is_not_an_answer(capsys, tmp_path, monkeypatch):
+    from asynctc.core import progress
+    monkeypatch.setenv(progress.ENV, str(tmp_path / "p.jsonl"))
+    ok, out = _check(capsys, W.TEMPLATE)
+    assert not ok and "not answered yet" in out
+    with pytest.raises(AssertionError, match="missing"):
+        exercises.check(NAME, W.TEMPLATE, solution=True)
+
+
+def test_the_reader_follows_for_loops_only_when_asked():
+    text = "for (int k = 0; k < 3; ++k) { empty.arrive(k % 2); }"
+    with pytest.raises(L.ReadError, match="does not follow 'for'"):
+        L.parse(text)
+    m = W._Machine(1, 2, 3, 1)
+    m.execute(L.parse(text, loops=True))
+    assert [(e.kind, e.stage) for e in m.events] == [("arrive", 0), ("arrive", 1), ("arrive", 0)]
+    assert "k" not in m.locals                      # the loop's variable ends with it
+    m = W._Machine(1, 2, 3, 1)
+    m.execute(L.parse("int j = 0;\nwhile (j < 2) { empty.arrive(j); ++j; }", loops=True))
+    assert [e.stage for e in m.events] == [0, 1]
+    with pytest.raises(L.ReadError, match="line 1: the check follows if/else, for and while; it does not follow 'do'"):
+        L.parse("do { } while (0);", loops=True)
+
+
+def test_the_ring_model_runs_the_producer_as_its_own_actor():
+    roles = [W.read(S, wg, 2, 3, 3) for wg in range(3)]
+    sched = W.ring(roles[0], roles[1:], 2, 9)
+    assert sched.diagnosis is None
+    assert {sp.lane for sp in sched.spans} >= {"producer", "tma", "wg0", "wg1"}
+    assert sorted(sp.k for sp in sched.spans if sp.kind == "tma") == list(range(9))
+    checks = W.emulate_tiles(sched, 3, 3)
+    assert len(checks) == 3 and all(c.passed for c in checks)
+
+
+def test_06e_asks_it_with_the_template_and_answers_it_in_the_solutions():
+    src = (ROOT / "notebooks" / "src" / "06e_your_gemm_on_the_cpu.py").read_text()
+    assert f'whole_kloop = """{W.TEMPLATE}"""\nok = exercises.check("{NAME}", whole_kloop)' in src
+    assert "print(wk.SOLUTION)" in src and 'exercises.check("ch06.whole_kloop", wk.SOLUTION, solution=True)' in src
