@@ -17,39 +17,30 @@ def ladder():
     return records.load("warp_specialization").results
 
 
-def test_rung3_steps_are_single_changes_read_from_the_record(ladder):
-    steps = {d["step"]: d for d in W.rung3_steps(ladder, 4096, compile_untimed=False)}
-    assert list(steps) == ["2", "a", "b", "3"]
-    two, split, plain, three = (steps[k] for k in ("2", "a", "b", "3"))
-    # each step changes one knob of the config before it
-    assert (two["config"].consumers, split["config"].consumers) == (1, 2)
-    assert split["config"].bn == 128 and three["config"].bn == 256
-    assert plain["config"].replace(setmaxnreg=True) == three["config"]
-    assert three["config"] == W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
-    assert two["config"] == W.RUNG_BY_NAME["ws"].make("float16")
-    # timed rows: per clock = TFLOP/s over SMs × in-flight MHz; b never timed
-    assert plain["tflops"] is None and plain["regs"] is None
-    for d in (two, split, three):
-        assert d["per_clk"] == pytest.approx(d["tflops"] * 1e12 / (132 * d["mhz"] * 1e6))
-        assert 0 < d["per_clk"] < 4096 and d["spill_bytes"] == 0
+@pytest.fixture(scope="module")
+def steps_rec():
+    return records.load("ws_rung3_steps")
+
+
+def test_rung3_steps_read_the_steps_record_and_add_what_explains_them(steps_rec):
+    steps = {d["step"]: d for d in W.rung3_steps(steps_rec.results, spills=False)}
+    assert list(steps) == [s[0] for s in W.steps_suite.STEPS]            # cuBLAS left out
+    assert steps["rung 2"]["config"] == W.RUNG_BY_NAME["ws"].make("float16")
+    assert steps["setmaxnreg (rung 3)"]["config"] == W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
+    assert all(d["entry"] == (248 if d["config"].consumers == 1 else 168) for d in steps.values())
     # chapter 00 §4: 128×128 needs all of shared memory's 128 B/clk, 128×256 three quarters
-    assert (split["smem_share"], three["smem_share"]) == (1.0, 0.75)
-    assert split["per_clk"] / two["per_clk"] - 1 < 0.05 < three["per_clk"] / split["per_clk"] - 1
+    assert {d["smem_share"] for d in steps.values()} == {1.0, 0.75}
+    assert steps["128x256"]["smem_share"] == 0.75 and steps["128x256"]["spill_bytes"] is None
+    assert steps["two consumers"]["gain"] == pytest.approx(
+        steps["two consumers"]["tflops"] / steps["rung 2"]["tflops"] - 1)
 
 
-def test_the_untimed_step_compiles_without_spills_under_the_entry_count(ladder):
-    plain = next(d for d in W.rung3_steps(ladder, 4096) if d["step"] == "b")
-    assert plain["entry"] == 168 and plain["spill_bytes"] == 0 and plain["regs"] <= plain["entry"]
-    text = W.rung3_table(W.rung3_steps(ladder, 4096))
-    assert "not timed" in text and re.search(r"\+\d+\.\d%", text) and "100%" in text and "75%" in text
-
-
-def test_rung3_table_for_a_record_without_the_middle_step(ladder):
-    res = copy.deepcopy(ladder)
-    res["rows"] = [r for r in res["rows"] if "128x128x64/c2" not in (r.get("label") or "")]
-    steps = W.rung3_steps(res, 4096, compile_untimed=False)
-    assert steps[1]["tflops"] is None
-    assert W.rung3_table(steps).count("not timed") == 2
+def test_the_wide_build_without_setmaxnreg_compiles_without_spills(steps_rec):
+    wide = next(d for d in W.rung3_steps(steps_rec.results) if d["step"] == "128x256")
+    assert wide["spill_bytes"] == 0 and wide["regs"] <= wide["entry"] and not wide["config"].setmaxnreg
+    text = W.rung3_table(W.rung3_steps(steps_rec.results))
+    assert "0 B spilled" in text and re.search(r"\+\d+\.\d% over two consumers", text)
+    assert "100%" in text and "75%" in text
 
 
 def test_design_rung3_within_ten_percent_per_clock():
@@ -115,11 +106,11 @@ def _scaled(ladder: dict, rung: int, f: float) -> dict:
 
 
 def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
-    _run("W.rung3_steps(res, 4096)", ladder)
+    _run("W.rung3_steps(", ladder)
     _run("r2, r3, r5, r7, r8 =", ladder)
     _run("W.epilogue_note(res", ladder)
     out = capsys.readouterr().out
-    assert "setmaxnreg is not what lets the tile widen" in out and "the ladder's biggest step" in out
+    assert "Rung 3's gain is the tile" in out and "the ladder's biggest step" in out
     assert "The TMA store saves (" in out
 
 
@@ -132,10 +123,26 @@ def test_the_ladder_cell_refuses_a_record_that_moved(ladder, rung, f):
         _run("r2, r3, r5, r7, r8 =", _scaled(ladder, rung, f))
 
 
-def test_the_split_cell_refuses_a_wider_tile_that_bought_nothing(ladder):
-    res = copy.deepcopy(ladder)
-    for r in res["rows"]:
-        if r.get("label") == W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16").label() and r["size"] == 4096:
-            r["tflops"] *= 0.88                                       # 128×256 no faster than 128×128
+class _Records:
+    """records with ``ws_rung3_steps`` replaced by a copy whose ``step`` runs at ``f`` × its TFLOP/s."""
+    def __init__(self, step: str, f: float):
+        self.step, self.f = step, f
+
+    def load(self, suite):
+        rec = records.load(suite)
+        if suite == "ws_rung3_steps":
+            rec = copy.deepcopy(rec)
+            for r in rec.results["rows"]:
+                if r["kernel"] == self.step:
+                    r["tflops"] *= self.f
+        return rec
+
+
+@pytest.mark.parametrize("step,f", [("128x256", 0.88),                 # the wide tile bought nothing
+                                    ("two consumers", 1.05),            # a second consumer alone pays
+                                    ("setmaxnreg (rung 3)", 1.05)])     # setmaxnreg pays
+def test_the_split_cell_refuses_a_record_that_moved(ladder, step, f):
+    cell = _cell("W.rung3_steps(")
     with pytest.raises(notebook.ClaimError):
-        _run("W.rung3_steps(res, 4096)", res)
+        exec(compile(cell, "06", "exec"), {"W": W, "notebook": notebook, "records": _Records(step, f),  # noqa: S102
+                                           "res": ladder})

@@ -74,7 +74,7 @@ W.<name>``):
   loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the emulator.
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung34_note`, :func:`rung_note`),
   and 06 §3's ladder table (:func:`rung_table`);
-* ``rung3_split.py`` — rung 2 → rung 3 in single changes, from the record and a compile (:func:`rung3_steps`);
+* ``rung3_split.py`` — rung 2 → rung 3 in single changes: the ``ws_rung3_steps`` record, registers, spills and shared-memory need (:func:`rung3_steps`);
 * ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`);
   ``rung_exercises.py`` — 06c §9's exercises on rungs 6 and 7, judged by the cluster ring model and
   the epilogue's stmatrix layout (:func:`staging_position`);
