@@ -110,7 +110,7 @@ def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
     _run("r2, r3, r5, r7, r8 =", ladder)
     _run("W.epilogue_note(res", ladder)
     out = capsys.readouterr().out
-    assert "Rung 3's gain is the tile" in out and "the ladder's biggest step" in out
+    assert "Rung 3's gain is the tile" in out and "the biggest step after rung 3" in out
     assert "The TMA store saves (" in out
 
 
