@@ -135,9 +135,9 @@ _ = notebook.claim(abs(consumers) < 0.02 and abs(regs) < 0.02 and wider > 0.10 a
                    f"fits in {wide['regs']} of the {wide['entry']} registers at entry, no spills.")
 
 # %% [markdown]
-# The other steps, each over the rung it was made from (`W.ladder_ratio(res, a, b)`: rung b's
-# TFLOP/s over rung a's, per size and dtype). Rung 6 makes [clusters](../docs/glossary.md#cluster)
-# of 2 CTAs that share B by [multicast](../docs/glossary.md#multicast).
+# The other steps (`W.ladder_ratio(res, a, b)`: rung b's TFLOP/s over rung a's, per size and
+# dtype). Rung 6 makes [clusters](../docs/glossary.md#cluster) of 2 CTAs that share B by
+# [multicast](../docs/glossary.md#multicast).
 #
 # **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM walks its tiles.
 #
