@@ -435,7 +435,7 @@ def test_the_core_lessons_ladder_helpers():
 
 def test_the_core_lessons_guarded_line_on_rung_9():
     """The line on rung 9 holds only while rung 9 is slower than rung 8 everywhere, and names the
-    side of its prediction it fell on. (Rungs 2 and 3: tests/test_ws_rungs.py, rung_clause.)"""
+    side of its prediction it fell on. (Rungs 2–8: tests/test_ws_design.py runs 06 §3's cells.)"""
     def pp(r98):
         return {"ladder": [{"size": s, "dtype": "float16", "rung": n, "tflops": t}
                            for s, v in r98.items() for n, t in ((8, 700), (9, 700 * v))]}

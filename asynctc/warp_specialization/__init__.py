@@ -73,7 +73,9 @@ W.<name>``):
 * ``whole_kloop.py`` — deep dive 06e's capstone, the code exercise ``ch06.whole_kloop``: both roles'
   loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the emulator.
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung34_note`, :func:`rung_note`),
-  and 06 §3's ladder table with a short clause per rung (:func:`rung_table`, :func:`rung_clause`);
+  and 06 §3's ladder table (:func:`rung_table`);
+* ``rung3_split.py`` — rung 2 → rung 3 in single changes: the ``ws_rung3_steps`` record, registers, spills and shared-memory need (:func:`rung3_steps`);
+* ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`);
   ``rung_exercises.py`` — 06c §9's exercises on rungs 6 and 7, judged by the cluster ring model and
   the epilogue's stmatrix layout (:func:`staging_position`);
 * ``rung_diff.py`` — what a rung adds: :func:`rung_diff` diffs two rungs' builds of the kernel
@@ -114,7 +116,9 @@ from .config import (  # noqa: F401
 from .consumer_loop import LOOP_LINES  # noqa: F401
 from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F401
 from .rung_exercises import model_text, staging_position, staging_text  # noqa: F401
-from .rung_notes import rung34_note, rung_clause, rung_note, rung_table  # noqa: F401
+from .rung_notes import rung34_note, rung_note, rung_table  # noqa: F401
+from .rung3_split import rung3_steps, rung3_table  # noqa: F401
+from .design import WSDesign, design, design_survey  # noqa: F401
 from .figures import (  # noqa: F401
     PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio,
     ladder_summary, plot_ladder, pingpong_note, predicted_tflops, plot_protocol, plot_raster, plot_top_trace, prediction_check, protocol_from_source,

@@ -115,7 +115,7 @@ def rung_note(results: dict, n: int) -> tuple[bool, str, dict]:
 
 
 # ------------------------------------------------------------------------------------------------
-# Chapter 06 §3's ladder as a small table, and one short clause per rung (data in view)
+# Chapter 06 §3's ladder as a small table (its sentences: the notebook's own arithmetic)
 # ------------------------------------------------------------------------------------------------
 
 #: What each rung adds, in a table's few words (the whole text: :data:`~.ladder.RUNGS`' ``what``).
@@ -144,43 +144,3 @@ def rung_table(results: dict, rungs, dtype: str = "float16") -> str:
             row += f"{step:>14}{lad[(s, n)]['of_cublas']:>8.2f}"
         lines.append(row)
     return "\n".join(lines)
-
-
-def rung_clause(results: dict, n: int, store: dict | None = None) -> tuple[bool, str, dict]:
-    """One short clause on rung ``n`` (2–8) for :func:`asynctc.core.notebook.claim`, the numbers in
-    :func:`rung_table` beside it: ``(holds, text, numbers)``. Rung 7's clause needs the
-    ``ws_store_ablation`` record's results (``store``); it holds when the TMA store gains at least
-    3 % with one tile per CTA."""
-    if n in (2, 3):
-        r = ladder_ratio(results, 1, n)
-        if n == 2:
-            holds = all(v < 0.97 for v in r.values())
-            return holds, f"Rung 2: {min(r.values()):.2f}–{max(r.values()):.2f}× rung 1, half the tile.", {"r": r}
-        holds = all(abs(v - 1) < 0.02 for v in r.values())
-        return holds, (f"Rung 3: {min(r.values()):.2f}–{max(r.values()):.2f}× rung 1, the split alone "
-                       "bought nothing measurable."), {"r": r}
-    if n == 4:
-        ok, _t, nums = rung34_note(results)
-        return ok, "Rung 4 is rung 3: the sweep picked rung 3's own tile and stages in every ladder.", nums
-    check = prediction_check(results, n)
-    band = f"{_band_text(check).split(',')[0]} ({check['predicted']})"
-    if n == 5:
-        holds, _t, nums = _rung5(results)
-        t5 = _trace(results, 5)
-        if not (t5 and len(t5["first_wait_cycles"]) > 1):        # not traced: the band only
-            return holds, f"Rung 5: {band}.", nums
-        first, later = t5["first_wait_cycles"][0], t5["first_wait_cycles"][1]
-        return holds, (f"Rung 5, {band}: a CTA's later tiles wait {later:.0f} cycles for their first "
-                       f"k-tile, its first {first:.0f} (traced, 4096³)."), nums
-    if n == 6:
-        holds, _t, nums = _rung6(results)
-        return holds, f"Rung 6: nothing measurable (within 1.5 %), {band}.", nums
-    if n == 7:
-        from .store_suite import store_findings
-        f = store_findings(store)
-        alone, on = f["store_alone"] - 1, f["store_persistent"] - 1
-        holds = _rung7(results)[0] and alone >= 0.03
-        return holds, (f"Rung 7, {band}: the ladder's biggest step. Added to one tile per CTA it gains "
-                       f"{alone:+.1%} ({on:+.1%} on the persistent grid)."), {"alone": alone, "persistent": on}
-    holds = prediction_check(results, 8)["inside"]
-    return holds, f"Rung 8: {band}.", {}

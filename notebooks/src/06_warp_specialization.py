@@ -2,8 +2,8 @@
 # # 06 — Warp specialization: a producer warpgroup, consumer warpgroups, and the ladder to cuBLAS
 #
 # **Learning goal.** Split chapter 05's GEMM into roles — a *producer* warpgroup that only issues
-# TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels, one
-# change per rung, each timed beside cuBLAS. You will be able to
+# TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels, each
+# timed beside cuBLAS. You will be able to
 #
 # 1. write the consumers' k-loop (its wait, phase parity and release) and say why the
 #    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
@@ -108,8 +108,8 @@ if exercises.after("ch06.consumer_loop"):
 #
 # ## 3. The ladder
 #
-# One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), one change from an
-# earlier rung, timed beside cuBLAS. Orange: the range predicted before the rung first ran.
+# One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), timed beside cuBLAS.
+# Orange: the range predicted before the rung first ran.
 
 # %% output varies
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
@@ -117,20 +117,29 @@ plt.show()
 print(W.rung_table(res, range(1, 9)))
 
 # %% [markdown]
-# Rung 2 halves the tile: more bytes per flop. Rung 3 splits the roles, but chapter 05 already
-# loaded stages early. Rung 4 sweeps (tile, stages); rung 6 makes [clusters](../docs/glossary.md#cluster)
-# of 2 CTAs that share B by [multicast](../docs/glossary.md#multicast).
+# **Rung 2 → rung 3, one change at a time.** Rung 3 changes three things: a second consumer, the
+# 128×256 tile, `setmaxnreg`. One run (record `ws_rung3_steps`) timed each step beside cuBLAS:
 
 # %% output varies
-for n in (2, 3):
-    _ = notebook.claim(*W.rung_clause(res, n)[:2])
-null = [W.rung_clause(res, n) for n in (4, 6)]        # rung 4: a (tile, stages) sweep; 6: B multicast
-_ = notebook.claim(all(c[0] for c in null), "Rungs 4 and 6 changed nothing measurable "
-                   "(what they tried: 06c §9).", rung4=null[0][2], rung6=null[1][2])
+steps_rec = records.load("ws_rung3_steps")
+print(steps_rec.label())
+steps = {d["step"]: d for d in W.rung3_steps(steps_rec.results)}
+print(W.rung3_table(list(steps.values())))
+consumers, wider, regs = (steps[s]["gain"] for s in ("two consumers", "128x256", "setmaxnreg (rung 3)"))
+wide = steps["128x256"]                              # 128×256, two consumers, no setmaxnreg
+fits = wide["spill_bytes"] == 0 and wide["regs"] <= wide["entry"]
+_ = notebook.claim(abs(consumers) < 0.02 and abs(regs) < 0.02 and wider > 0.10 and fits,
+                   f"Rung 3's gain is the tile, {wider:+.1%}: its operands need {wide['smem_share']:.0%} of "
+                   f"shared memory's bandwidth, not {steps['rung 2']['smem_share']:.0%}. A second consumer "
+                   f"alone: {consumers:+.1%}. setmaxnreg: {regs:+.1%}, because without it the wide tile "
+                   f"fits in {wide['regs']} of the {wide['entry']} registers at entry, no spills.")
 
 # %% [markdown]
-# **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM walks its tiles;
-# its producer loads the next tile while the consumers store this one.
+# The other steps (`W.ladder_ratio(res, a, b)`: rung b's TFLOP/s over rung a's, per size and
+# dtype). Rung 6 makes [clusters](../docs/glossary.md#cluster) of 2 CTAs that share B by
+# [multicast](../docs/glossary.md#multicast).
+#
+# **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM walks its tiles.
 #
 # **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
 # The tile goes to shared memory ([stmatrix](../docs/glossary.md#stmatrix)), then out in 64×64
@@ -138,26 +147,45 @@ _ = notebook.claim(all(c[0] for c in null), "Rungs 4 and 6 changed nothing measu
 #
 # **Rung 8, a wider [raster](../docs/glossary.md#raster).** Groups of 16 tile rows, not 8: the 132
 # tiles in flight share more of A and B, so more loads hit in L2.
-#
-# Warp specialization is the frame, not the gain: rung 5's early loads need the split. Every
-# rung's diff: [06c §9](06c_ladder_investigations.ipynb).
 
 # %% output varies
-srec = records.load("ws_store_ablation")
-clauses = {n: W.rung_clause(res, n, srec.results) for n in (5, 7, 8)}
-_ = [notebook.claim(*c[:2]) for c in clauses.values()]
+r2, r3, r5, r7, r8 = (W.ladder_ratio(res, a, b) for a, b in ((1, 2), (1, 3), (3, 5), (6, 7), (7, 8)))
+flat = [*W.ladder_ratio(res, 3, 4).values(), *W.ladder_ratio(res, 5, 6).values()]
+t5 = W.trace_numbers(next(t for t in res["traces"] if t["rung"] == 5))     # traced at 4096³
+first, later = t5["first_wait_cycles"][:2]      # cycles a CTA's 1st and 2nd tile wait for k-tile 0
+span = {n: f"{min(r.values()) - 1:+.1%} … {max(r.values()) - 1:+.1%}" for n, r in ((5, r5), (7, r7), (8, r8))}
+_ = notebook.claim(max(r2.values()) < 0.97 and all(abs(v - 1) < 0.02 for v in r3.values()),
+                   f"Rung 2, half of chapter 05's tile, runs at {min(r2.values()):.2f}–{max(r2.values()):.2f}× "
+                   f"rung 1; rung 3, its tile back, at {min(r3.values()):.2f}–{max(r3.values()):.2f}×: "
+                   "splitting the roles alone bought nothing measurable.")
+_ = notebook.claim(max(abs(v - 1) for v in flat) < 0.015, f"Rungs 4 and 6 moved at most "
+                   f"{max(abs(v - 1) for v in flat):.1%} (what they tried: 06c §9).")
+_ = notebook.claim(later < 0.5 * first, f"Rung 5: {span[5]} over rung 3. A CTA's first tile waits {first:.0f} "
+                   f"cycles for its first k-tile, its later tiles {later:.0f}: their loads ran during the epilogue.")
+_ = notebook.claim(min(r7.values()) > max(max(r5.values()), max(r8.values())),
+                   f"Rung 7: {span[7]} over rung 6, the biggest step after rung 3; rung 8: {span[8]} over rung 7.")
 
 # %% [markdown]
-# Why does rung 7 gain so much? Trace the epilogue: cycles per tile spent storing C.
+# Why does rung 7 gain so much? Trace the epilogue (cycles per tile storing C), and time the TMA
+# store alone on rung 3 (record `ws_store_ablation`).
 
 # %% output varies
-ok, text, ep = W.epilogue_note(res, sass_counts=False)
-_ = notebook.claim(ok, text)
-saved = (ep["rung6"] - ep["rung7"]) / ep["tile_cycles"]
-gain = clauses[7][2]["alone"]                 # rung 7's measured step, from the cell above
-print(f"saved: ({ep['rung6']:.0f} − {ep['rung7']:.0f}) / {ep['tile_cycles']:.0f} = {saved:.1%} of a tile")
-_ = notebook.claim(0.5 * gain < saved < 1.5 * gain, f"The cycles the TMA store saves, {saved:.1%} "
-                   f"of a tile, account for rung 7's measured {gain:+.1%}.")
+sass_agree, _text, ep = W.epilogue_note(res, sass_counts=False)  # traced at 4096³; SASS store counts checked
+reg_store, tma_store, tile = ep["rung6"], ep["rung7"], ep["tile_cycles"]
+saved = (reg_store - tma_store) / tile
+gain = W.store_findings(records.load("ws_store_ablation").results)["store_alone"] - 1
+_ = notebook.claim(sass_agree and 0.5 * gain < saved < 1.5 * gain, f"The TMA store saves ({reg_store:.0f} − "
+                   f"{tma_store:.0f}) / {tile:.0f} = {saved:.1%} of a tile, near the {gain:+.1%} it measured "
+                   "alone on rung 3.")
+
+# %% [markdown]
+# **Design it** (no grade). Set the tile width `BN` (128 or 256), stages `S`, `PERSISTENT`,
+# `TMA_STORE`. The model: chapter 05's ring per tile, the traced epilogue, ⌈tiles / SMs⌉ tiles per
+# SM; its one fitted number is chapter 05's L2 cap. Which knob pays most? Does the record agree?
+
+# %% output varies
+BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
+print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 
 # %% [markdown]
 # ## 4. The whole kernel, one file
@@ -253,3 +281,6 @@ prev = pos.stage;
 pos.advance();
 """
 ok = exercises.check("ch06.consumer_loop", consumer_loop, solution=True)
+
+# %% output varies tags=["solution"]
+print(W.design_survey())        # §3's "Design it": every recorded design, model beside record

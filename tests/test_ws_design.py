@@ -1,0 +1,148 @@
+"""Chapter 06 §3: rung 2 → rung 3 in single changes (rung3_split.py) and the "Design it" model
+(design.py), on the committed records. CPU only: the one compile is NVRTC to a cubin."""
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+
+from asynctc import warp_specialization as W
+from asynctc.core import notebook, records
+from asynctc.warp_specialization.design import all_designs
+
+
+@pytest.fixture(scope="module")
+def ladder():
+    return records.load("warp_specialization").results
+
+
+@pytest.fixture(scope="module")
+def steps_rec():
+    return records.load("ws_rung3_steps")
+
+
+def test_rung3_steps_read_the_steps_record_and_add_what_explains_them(steps_rec):
+    steps = {d["step"]: d for d in W.rung3_steps(steps_rec.results, spills=False)}
+    assert list(steps) == [s[0] for s in W.steps_suite.STEPS]            # cuBLAS left out
+    assert steps["rung 2"]["config"] == W.RUNG_BY_NAME["ws"].make("float16")
+    assert steps["setmaxnreg (rung 3)"]["config"] == W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
+    assert all(d["entry"] == (248 if d["config"].consumers == 1 else 168) for d in steps.values())
+    # chapter 00 §4: 128×128 needs all of shared memory's 128 B/clk, 128×256 three quarters
+    assert {d["smem_share"] for d in steps.values()} == {1.0, 0.75}
+    assert steps["128x256"]["smem_share"] == 0.75 and steps["128x256"]["spill_bytes"] is None
+    assert steps["two consumers"]["gain"] == pytest.approx(
+        steps["two consumers"]["tflops"] / steps["rung 2"]["tflops"] - 1)
+
+
+def test_the_wide_build_without_setmaxnreg_compiles_without_spills(steps_rec):
+    wide = next(d for d in W.rung3_steps(steps_rec.results) if d["step"] == "128x256")
+    assert wide["spill_bytes"] == 0 and wide["regs"] <= wide["entry"] and not wide["config"].setmaxnreg
+    text = W.rung3_table(W.rung3_steps(steps_rec.results))
+    assert "0 B spilled" in text and re.search(r"\+\d+\.\d% over two consumers", text)
+    assert "100%" in text and "75%" in text
+
+
+def test_design_rung3_within_ten_percent_per_clock():
+    d = W.design(bn=256, stages=4)
+    assert d.config == W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16")
+    assert d.tiles_per_sm == 4 and len(d.runs) >= 2 and abs(d.error) < 0.10
+    assert d.model_us == pytest.approx(d.busy / d.mhz) and d.busy == 4 * d.tile_cycles
+    assert "model / record" in d.text() and "µs at" in str(d)
+    # per clock and per time agree when the clock is the same
+    assert d.ratio == pytest.approx(d.record / d.model, rel=0.02)
+
+
+def test_design_knobs_move_the_model_the_way_the_kernel_does():
+    base = W.design(256, 4)
+    pers = W.design(256, 4, persistent=True)
+    store = W.design(256, 4, tma_store=True)
+    assert pers.tile_cycles == base.tile_cycles and pers.model > base.model      # prologue hidden
+    assert store.epilogue < base.epilogue and store.model > base.model           # traced epilogues
+    assert W.design(128, 4).tiles_per_sm == 8
+
+
+def test_design_refuses_what_it_cannot_predict():
+    with pytest.raises(W.WarpSpecializationError, match="bn"):
+        W.design(bn=64)
+    with pytest.raises(W.WarpSpecializationError, match="size"):
+        W.design(size=1000)
+    with pytest.raises(W.WarpSpecializationError, match="stages"):
+        W.design(bn=256, stages=6)                  # 6 stages of 48 KiB do not fit
+
+
+def test_never_timed_design_says_so():
+    d = W.design(256, 2)
+    assert d.record is None and d.error is None and d.model_us is None and "never timed" in d.text()
+
+
+def test_survey_generates_its_conclusions_from_the_numbers():
+    text = W.design_survey()
+    assert "128×256: the model's time lies within" in text
+    assert "fitted on 128×256" in text                # the 128×128 misses, explained by the fit
+    rows = [d for d in all_designs() if d.runs]
+    assert len(rows) >= 5 and all(d.config.consumers == 2 for d in rows)
+
+
+# ---- 06 §3's cells: their sentences hold on the record and refuse a record that moved ------------
+
+def _cell(marker: str) -> str:
+    src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" / "06_warp_specialization.py").read_text()
+    (cell,) = [c for c in re.split(r"(?m)^# %%.*$", src) if marker in c]
+    return cell
+
+
+def _run(marker: str, res: dict) -> None:
+    exec(compile(_cell(marker), "06", "exec"), {"W": W, "notebook": notebook, "records": records,  # noqa: S102
+                                                 "res": res})
+
+
+def _scaled(ladder: dict, rung: int, f: float) -> dict:
+    res = copy.deepcopy(ladder)
+    for r in res["ladder"]:
+        if r["rung"] == rung:
+            r["tflops"] *= f
+    return res
+
+
+def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
+    _run("W.rung3_steps(", ladder)
+    _run("r2, r3, r5, r7, r8 =", ladder)
+    _run("W.epilogue_note(res", ladder)
+    out = capsys.readouterr().out
+    assert "Rung 3's gain is the tile" in out and "the biggest step after rung 3" in out
+    assert "The TMA store saves (" in out
+
+
+@pytest.mark.parametrize("rung,f", [(3, 1.05),      # the split alone bought 5 %
+                                    (2, 1.15),      # half the tile, as fast as chapter 05's
+                                    (6, 1.03),      # clusters moved something
+                                    (7, 0.95)])     # the TMA store no longer the biggest step
+def test_the_ladder_cell_refuses_a_record_that_moved(ladder, rung, f):
+    with pytest.raises(notebook.ClaimError):
+        _run("r2, r3, r5, r7, r8 =", _scaled(ladder, rung, f))
+
+
+class _Records:
+    """records with ``ws_rung3_steps`` replaced by a copy whose ``step`` runs at ``f`` × its TFLOP/s."""
+    def __init__(self, step: str, f: float):
+        self.step, self.f = step, f
+
+    def load(self, suite):
+        rec = records.load(suite)
+        if suite == "ws_rung3_steps":
+            rec = copy.deepcopy(rec)
+            for r in rec.results["rows"]:
+                if r["kernel"] == self.step:
+                    r["tflops"] *= self.f
+        return rec
+
+
+@pytest.mark.parametrize("step,f", [("128x256", 0.88),                 # the wide tile bought nothing
+                                    ("two consumers", 1.05),            # a second consumer alone pays
+                                    ("setmaxnreg (rung 3)", 1.05)])     # setmaxnreg pays
+def test_the_split_cell_refuses_a_record_that_moved(ladder, step, f):
+    cell = _cell("W.rung3_steps(")
+    with pytest.raises(notebook.ClaimError):
+        exec(compile(cell, "06", "exec"), {"W": W, "notebook": notebook, "records": _Records(step, f),  # noqa: S102
+                                           "res": ladder})
