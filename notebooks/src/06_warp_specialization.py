@@ -104,7 +104,8 @@ if exercises.after("ch06.consumer_loop"):
 # | CTA | | 64512 ≤ 65536 |
 #
 # Each consumer computes 64 rows of the 128×256 tile: 64 × 256 / 128 = 128 fp32 accumulators
-# per thread.
+# per thread. With the others a thread needs, that still fits under 168 without `setmaxnreg`:
+# §3 measures what it buys.
 #
 # ## 3. The ladder
 #
@@ -193,7 +194,9 @@ print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 # `asynctc/kernels/hopper_gemm.cu` is rung 3 written out whole, with no switches, to read top to
 # bottom. It includes only the one-instruction wrappers of `asynctc/kernels/ptx/` that chapters
 # 03–05 showed; each part names the chapter that taught it. The consumers' k-loop is exercise 1's
-# answer, printed below once your loop passes.
+# answer, printed below once your loop passes. To write both roles' loops from a blank page (a
+# persistent CTA, three tiles, one ring: stage and phase carry across tiles), do the capstone in
+# deep dive [06e](06e_your_gemm_on_the_cpu.ipynb) §5.
 
 # %%
 WHOLE_LOOP = (r"^  int stage = 0, prev = 0;", r"^  \}$",
