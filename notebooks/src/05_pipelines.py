@@ -131,12 +131,12 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best varian
            for dt in ("float16", "bfloat16")]
     head = f"{size}³: fp16 {got[0]:.2f}, bf16 {got[1]:.2f} of cuBLAS, goal {goal:.2f}"
     notebook.verdict(min(got) >= goal, f"{head}: reached.", f"{head}: NOT reached.")
-cub = pl.cublas_row(res, "float16", 4096)["tflops"]
-use = {bn: 2 * (128 + bn) * 64 * 2 / (2 * 128 * bn * 64 / 4096) / 128 for bn in (128, 256)}  # 2 × k-tile bytes ÷ clocks ÷ 128 B/clk
-best = {bn: max(r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"] and r["dtype"]
-                == "float16" and r["size"] == 4096 and r["tile"].startswith(f"128x{bn}x")) / cub for bn in (128, 256)}
-_ = notebook.claim(best[256] > best[128], f"128×128 uses {use[128]:.0%} of shared memory's bandwidth and reaches "
-                   f"{best[128]:.2f} of cuBLAS; 128×256 uses {use[256]:.0%} and reaches {best[256]:.2f}: the headroom pays.")
+smem, cub = 128, pl.cublas_row(res, "float16", 4096)["tflops"]     # shared memory: 128 B/clk per SM
+use = {bn: 2 * (128 + bn) * 64 * 2 / (2 * 128 * bn * 64 / 4096) / smem for bn in (128, 256)}  # k-tile B ÷ clocks
+fp16 = [r for r in res["sweep"] if r["kernel"] == "pipeline" and (r["dtype"], r["size"]) == ("float16", 4096)]
+best = {bn: max(r["tflops"] for r in fp16 if r["tile"].startswith(f"128x{bn}x")) / cub for bn in (128, 256)}
+_ = notebook.claim(best[256] > best[128], f"128×128 uses {use[128]:.0%} of shared memory's bandwidth, reaching "
+                   f"{best[128]:.2f} of cuBLAS; 128×256 {use[256]:.0%}, reaching {best[256]:.2f}: the headroom pays.")
 
 # %% [markdown]
 # ## 5. Why it stops rising
@@ -158,8 +158,7 @@ ring_kt = (ring_issue[11] - ring_issue[4]) / 7
 late = [gpu_wait[k] for k in range(4, 12)]
 _ = notebook.claim(min(late) > 50 and not any(ring_wait.get(k) for k in range(4, 12)) and gpu_kt > 1.5 * ring_kt,
                    f"From k-tile 4 on the model never waits on full; the GPU waits {min(late):.0f}–{max(late):.0f} "
-                   f"cycles every k-tile, "
-                   f"which takes {gpu_kt:.0f} cycles to the model's {ring_kt:.0f}: the data arrive late.")
+                   f"cycles each k-tile; a k-tile takes {gpu_kt:.0f} to the model's {ring_kt:.0f}: data arrive late.")
 
 # %% [markdown]
 # **The trace has a cost**: each event reads and stores the clock. Per k-tile, whole loop: traced,

@@ -58,9 +58,9 @@ print("fp8.quantize, e5m2", fp8.quantize(x, "e5m2", scale=1.0)[0].astype(np.floa
 #
 # A tensor's [dequantisation scale](../docs/glossary.md#dequantisation-scale) s (x ≈ q · s) maps its
 # largest magnitude, its *amax*, onto the format's largest value: s = amax / 448 for e4m3
-# (`fp8.amax_scale`). Large models keep one per **1×128** row segment of A and one per **128×128** block of B (DeepSeek-V3 §3.3), so an
-# outlier coarsens only its own block. The test: a 256×512 A, rows differing in magnitude by up to
-# e^±4, one outlier of 9000.
+# (`fp8.amax_scale`). Large models keep one per **1×128** row segment of A and one per **128×128**
+# block of B (DeepSeek-V3 §3.3), so an outlier coarsens only its own block. The test: a 256×512
+# A, rows differing in magnitude by up to e^±4, one outlier of 9000.
 #
 # **Try it: change `BLOCK` and re-run.** The table quantises A with one scale, and with one per
 # 1×`BLOCK` segment. Set `BLOCK = 512` (one per row), then 32: the larger the outlier's block, the
