@@ -96,7 +96,7 @@ ok = exercises.check("ch05.producer_step", producer_step)
 
 # %% output answers a prediction
 if exercises.after("ch05.producer_step"):             # the kernel's own step, once yours is in
-    # rp is the refill's (f + 1) mod 2: the released k-tile r's own f mod 2
+    print(pl.producer_step.PARITY_NOTE)
     print(notebook.source_excerpt("pipeline.cu", start=r"^      if \(producer && r \+ STAGES < T",
                                   end=r"^      \}$"))
 
@@ -141,9 +141,9 @@ _ = notebook.claim(best[256] > best[128], f"128×128 uses {use[128]:.0%} of shar
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# Each further stage issues a load one k-tile earlier, yet section 4's curves stop rising. Below:
+# Each further stage issues a load one k-tile earlier, yet §4's curves stop rising. Below:
 # CTA 0 of the 128×256 kernel at S = 4, traced, above the ring model. Where do the red bars, the
-# waits on full, stop? Under it, both from k-tile 4 on: warpgroup 0's waits, and wgmma issue to
+# waits on full, stop? Under it, from k-tile 4 on: warpgroup 0's waits, and wgmma issue to
 # issue.
 
 # %% output varies
