@@ -49,6 +49,8 @@ def test_the_splice_leaves_the_kernel_file_alone():
     (GOOD.replace("full[rs], r + STAGES", "full[rs], r + STAGES - 1"), "r + S − 1 = 3"),
     (GOOD.replace("full[rs], r + STAGES", "full[rs], r + STAGES + 1"), "r + S + 1 = 5"),
     (GOOD.replace(" && r + STAGES < T", ""), "past K"),
+    (GOOD.replace("wg, r + STAGES))", "wg, r))"), "labelled k-tile 0 — r, the k-tile just released,"),
+    (GOOD.replace("wg, r + STAGES))", "wg, r + STAGES - 1))"), "labelled k-tile 3; the label"),
     ("if (producer && r + STAGES < T) load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);",
      "a stage overwritten while still read, at k-tile 4"),
     (GOOD.replace("producer && ", ""), "other than the producer"),

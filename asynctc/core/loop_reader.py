@@ -683,6 +683,8 @@ class _ProducerMachine(_Machine):
                                      stage=addr // size, n=self._int(args[4], line, "the k-tile")))
             return None
         got = super().call(fn, args, line)
+        if isinstance(fn, _Fn) and fn.name == "wait" and len(args) > 3:     # the k-tile that labels the wait
+            self.events[-1] = dataclasses.replace(self.events[-1], n=self._int(args[3], line, "the wait's k-tile"))
         return got if self.waits_pass or fn.name != "wait" else 0     # a bounded wait that gave up
 
 
@@ -690,7 +692,8 @@ def read_producer_step(program: list, *, producer: bool, stages: int, pending: i
                        stage_bytes: int, in_scope: tuple = (), waits_pass: bool = True) -> dict[int, list]:
     """Run ``program`` (:func:`parse` of chapter 05's refill step) as the kernel runs it, after
     the release of each k-tile r = k − ``pending``, as the producer thread or another: r → the
-    step's events (waits; loads, ``Event("load", barrier="full[s]", stage, n=k-tile)``).
+    step's events (waits, ``n`` the k-tile that labels the wait; loads, ``Event("load",
+    barrier="full[s]", stage, n=k-tile)``).
     ``waits_pass=False``: every wait returns false, as the kernel's bounded wait does once it gave up."""
     m = _ProducerMachine(stages, k_tiles, stage_bytes, producer, in_scope, waits_pass)
     pos, prev, out = m.ring, m.env["prev"], {}

@@ -179,11 +179,12 @@ def promotion_cost_note(results: dict) -> tuple[bool, str, dict]:
     return kept[1] < kept[4] < 1.0, text, {f"p{p}": v for p, v in kept.items()}
 
 
-def accumulator_table(results: dict) -> tuple[bool, str, dict]:
+def accumulator_table(results: dict, verdict: bool = True) -> tuple[bool, str, dict]:
     """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: section 5's three notes
     (:func:`promotion_note`, :func:`random_inputs_note`, :func:`promotion_cost_note`) as one table,
-    a row per promotion interval (none, every 4 k-tiles, every k-tile), and one verdict. It holds
-    when all three notes hold: the guards are theirs, unchanged."""
+    a row per promotion interval (none, every 4 k-tiles, every k-tile), and one verdict (left out
+    with ``verdict=False``: chapter 07 computes its own in view). It holds when all three notes
+    hold: the guards are theirs, unchanged."""
     rows = results["experiment"]["rows"]
     k0, k = min(r["k"] for r in rows), max(r["k"] for r in rows)
     big = max(r["size"] for r in results["table"])
@@ -193,8 +194,9 @@ def accumulator_table(results: dict) -> tuple[bool, str, dict]:
     lines = [head] + [f"{name:<17}{sw[f'p{p}']:>20.2%}{rn[f'k0_p{p}']:>19.1e} → {rn[f'p{p}']:.1e}"
                       f"{kept.get(f'p{p}', 1.0):>16.2f}"
                       for name, p in (("none", 0), ("every 4 k-tiles", 4), ("every k-tile", 1))]
-    lines.append(f"Promotion every 4 k-tiles cuts the swamping error {sw['p0'] / sw['p4']:.0f}× for "
-                 f"{kept['p4']:.2f} of the throughput; f = {FRAC_BITS} fits every run bit for bit.")
+    if verdict:
+        lines.append(f"Promotion every 4 k-tiles cuts the swamping error {sw['p0'] / sw['p4']:.0f}× for "
+                     f"{kept['p4']:.2f} of the throughput; f = {FRAC_BITS} fits every run bit for bit.")
     numbers = {**{f"swamp_{n}": v for n, v in sw.items()}, **{f"normal_{n}": v for n, v in rn.items()},
                **{f"kept_{n}": v for n, v in kept.items()}}
     return h1 and h2 and h3, "\n".join(lines), numbers

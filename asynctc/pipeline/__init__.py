@@ -27,7 +27,9 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   :func:`variants_table`, :func:`checks_lines`), :func:`summarize_pipeline`, ``SUITES`` (never
   plots);
 * ``figures.py`` — :func:`plot_trace`, :func:`plot_trace_beside_model` (a recorded CTA above the
-  ring model's schedule; its table and lines :func:`waits_beside_model`, :func:`waits_under_wgmma`),
+  ring model's schedule; its table and lines :func:`waits_beside_model`, :func:`waits_under_wgmma`;
+  the numbers chapter 05 §5 reads off both, :func:`ktile_waits`), :func:`flat_from` (where a depth
+  sweep flattens),
   :func:`plot_depth`,
   :func:`model_beside_record` (the ring model's depth sweep beside the record's, in one sentence;
   the plateau in bytes per clock beside the fitted L2 cap, :func:`plateau_in_bytes`; never
@@ -80,7 +82,7 @@ from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT
 from . import supply_suite as supply
 from .design import (Design, all_designs, cap_evidence, closest_cap, conclusion, design, design_survey,
                      fitted_cap, measured_row)
-from .figures import (SPAN_COLORS, model_beside_record, plateau_in_bytes, plot_depth,
+from .figures import (SPAN_COLORS, flat_from, ktile_waits, model_beside_record, plateau_in_bytes, plot_depth,
                       plot_trace, plot_trace_beside_model, waits_beside_model,
                       waits_under_wgmma)
 from .figures_ring import flipped_refill_parities, plot_ring_steps, ring_moments

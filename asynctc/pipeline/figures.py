@@ -126,11 +126,14 @@ def plot_depth(results: dict, dtype: str = "float16", record=None, two_cta: bool
     return fig
 
 
-def _flat_from(tflops: dict) -> int:
+def flat_from(tflops: dict) -> int:
     """The smallest depth S from which no deeper S of ``tflops`` ({stages: TFLOP/s}) adds more
     than 5 %: where the curve flattens."""
     depths = sorted(tflops)
     return next(S for S in depths if all(tflops[d] <= 1.05 * tflops[S] for d in depths if d > S))
+
+
+_flat_from = flat_from
 
 
 def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | None = None,
@@ -227,6 +230,15 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None)
     if record is not None:
         fig.suptitle(record.label(), fontsize=9)
     return fig
+
+
+def ktile_waits(run, k_max: int = 12) -> tuple[dict, dict]:
+    """Warpgroup 0's wait on full (cycles) and the cycle it issues its wgmmas, each by k-tile
+    < ``k_max``, of ``run``: a record's ``traces`` row (its CTA 0) or the ring model's
+    :class:`~asynctc.models.pipeline.Schedule`. Returns ``(wait, issue)``, two {k-tile: cycles}
+    dicts (a k-tile with no wait is absent from ``wait``)."""
+    spans = run.spans if hasattr(run, "spans") else timeline_spans(run["cta0"], k_max)
+    return _ktile_waits(spans, k_max)
 
 
 def _ktile_waits(spans, k_max: int) -> tuple[dict, dict]:

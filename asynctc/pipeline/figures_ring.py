@@ -220,8 +220,8 @@ def _draw(ax, m: Moment, S: int, title: str) -> None:
 
 def flipped_refill_parities():
     """Exercise 2 with the parity flipped: the (full, empty) parity pair :func:`plot_ring_steps`
-    takes, the kernel's but for the producer's refills (k-tile t ≥ S), which wait on empty with
-    ``(t // S) % 2`` instead of ``(t // S + 1) % 2`` — as that exercise's check runs a learner's step."""
+    takes, the kernel's but for the producer's refills (k-tile t ≥ S, fill f = t // S), which wait on
+    empty with f mod 2 instead of (f + 1) mod 2 — as that exercise's check runs a learner's step."""
     from ..models.pipeline.ring import kernel_empty_parity, kernel_full_parity
     return kernel_full_parity, lambda t, S: kernel_empty_parity(t, S) if t < S else (t // S) % 2
 

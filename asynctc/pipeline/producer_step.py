@@ -9,7 +9,8 @@ r + STAGES < T. No GPU is needed.
    (:func:`asynctc.core.runtime.compile_kernel` ``code=``). The kernel file is never changed.
 2. **read** — :mod:`asynctc.core.loop_reader`'s machine, given the step's names, runs the text for
    every k-tile of :data:`K_TILES`, as the producer (thread 0) and as another thread: the waits
-   (barrier, stage, parity) and the ``load_stage`` calls (stage, full barrier, k-tile).
+   (barrier, stage, parity, the k-tile that labels it) and the ``load_stage`` calls (stage, full
+   barrier, k-tile).
 3. **judge** — plain rules (who loads, which k-tile, which stage, past K) and chapter 05's ring
    model (:func:`asynctc.models.pipeline.simulate`) for a missing wait on empty or a wrong parity:
    its Race (a stage overwritten while still read) or Deadlock, with the k-tile.
@@ -47,6 +48,9 @@ SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at bas
             (r"^  // Prologue", r"^  const u64 db0", "prologue: load_stage fills stages 0 … S − 1; acc = 0"),
             OMIT,
             (r"^  wgmma_wait_group<0>", r"^  store_c", "epilogue: wait_group<0>, then store_c writes C"))
+#: What chapter 05 prints above the kernel's own step (after exercise 2 passes): how the kernel
+#: writes the refill's parity, in the chapter's notation (fill f = t / S).
+PARITY_NOTE = "The kernel writes the refill's (f + 1) mod 2 as rp: the released k-tile r's own f mod 2."
 #: The names the step uses, all in scope where it goes (the exercise's prompt lists them).
 IN_SCOPE = ("producer", "r", "rs", "rp", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
             "kStageBytes", "full", "m0", "n0", "wg", "broken")
@@ -182,7 +186,7 @@ def judge(answer) -> str | None:
     if any(other.values()):
         return ("a thread other than the producer waits or loads: every thread of the CTA runs this "
                 "step, and only thread 0 issues the TMA (guard it with producer)")
-    waits = {}
+    waits, labels = {}, {}
     for r, events in mine.items():
         loads = [e for e in events if e.kind == "load"]
         if len(loads) > 1:
@@ -211,14 +215,22 @@ def judge(answer) -> str | None:
                     f"releases complete empty[{t % S}]: wait there")
         if w.stage != t % S:
             return f"before refilling stage {t % S} your step waits on empty[{w.stage}]"
-        waits[t] = w.parity
+        waits[t], labels[t] = w.parity, w.n
     want = {t: _mp.kernel_empty_parity(t, S) for t in waits}
     if waits != want:
         t = min(x for x in waits if waits[x] != want[x])
         why = _model(S, P, C, T, parities=(_mp.kernel_full_parity,
                                            lambda x, s: waits.get(x, _mp.kernel_empty_parity(x, s))))
-        return (f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}. Chapter "
+        own = (f", f mod 2 of its own fill f = t / S = {t // S}: a phase no release has completed"
+               if waits[t] == (t // S) % 2 else "")
+        return (f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}{own}. Chapter "
                 f"05's ring model with your parities: {why}")
+    t = next((x for x in sorted(labels) if labels[x] != x), None)
+    if t is not None:
+        slip = " — r, the k-tile just released," if labels[t] == t - S else ""
+        return (f"before k-tile {t} your wait on empty is labelled k-tile {labels[t]}{slip}; the label "
+                f"names the k-tile the wait is for, the one the refill loads (r + STAGES = {t}): a wait "
+                "that gives up reports that k-tile in the kernel's error word")
     gave_up = read(step, True, S, P, T, waits_pass=False)     # every bounded wait times out
     for r, events in gave_up.items():
         kinds = [e.kind for e in events]

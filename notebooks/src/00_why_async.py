@@ -154,9 +154,9 @@ dram_per_sm_clk = bw * 1e9 / p["sm_count"] / clock_hz
 print(f"operand bytes per clock per SM to feed the Tensor Cores (128×128 tile): {need:.0f} B/clk")
 smem = why_async.SMEM_BYTES_PER_CLK_SM             # 32 banks × 4 bytes
 print(f"shared memory serves {smem} B/clk per SM: writing those {need:.0f} B (the copy) and reading them "
-      f"(the math) takes {2 * need:.0f} of its {smem} B/clk, {2 * need / smem:.0%} of its bandwidth")
+      f"(the math) takes {2 * need:.0f} of its {smem} B/clk, {2 * need / smem:.0%}: no headroom")
 wide = 4096 * (128 + 256) * 2 / (2 * 128 * 256)      # a wider tile reuses each byte more
-print(f"a 128×256 tile needs {wide:.0f} B/clk: {2 * wide:.0f} of {smem}, {2 * wide / smem:.0%} (chapter 05 uses it)")
+print(f"a 128×256 tile needs {wide:.0f} B/clk, {2 * wide / smem:.0%}: chapter 05 §4 takes it for that headroom")
 print(f"DRAM per SM per clock (at {clock_mhz:.0f} MHz, {kind}): {dram_per_sm_clk:.1f} B/clk")
 print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} can come from DRAM (the rest: L2 hits), and the "
       "copy must run *while* the Tensor Cores compute.")

@@ -4,10 +4,9 @@
 # **Learning goal.** Build one GEMM whose copies and math run *at the same time*, and say why its
 # speed stops rising with ring depth.
 #
-# **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel. You will
-# step through its ring of S stages (who arrives, who waits, on which
-# [phase parity](../docs/glossary.md#phase-parity)), write the producer's step, check the kernel
-# against float64, and measure it by ring depth beside cuBLAS and the ring model.
+# **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel. You step
+# through its ring of S stages (who waits on which [phase parity](../docs/glossary.md#phase-parity)),
+# write the producer's step, and measure the kernel by ring depth beside cuBLAS and the ring model.
 #
 # Deep dives: [05b](05b_pipeline_timeline.ipynb) (timelines, model beside GPU),
 # [05c](05c_pipeline_variants.ipynb) (SASS, variants, broken protocols).
@@ -28,25 +27,24 @@ notebook.banner("sm_90a")
 # warpgroup 0); the [consumers](../docs/glossary.md#consumer) are the warpgroups that compute.
 # Each of the S stages has two mbarriers:
 #
-# | barrier | arrivals per phase | completes when | means | who waits |
-# |---|---|---|---|---|
-# | **full[s]** | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA's bytes have landed | "stage s contains its k-tile" | the consumers |
-# | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | "stage s may be refilled" | the producer |
+# | barrier | arrivals per phase | completes when | who waits |
+# |---|---|---|---|
+# | **full[s]** | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA's bytes have landed | the consumers |
+# | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | the producer |
 #
 # All 128 threads of a consumer execute `wgmma.wait_group`; then one
 # [*elected thread*](../docs/glossary.md#elected-thread) arrives for them (a CUTLASS convention,
 # not a rule the PTX ISA text states).
 #
-# **Which parity.** k-tile k goes into stage **k mod S** as that stage's fill **k / S** (integer
-# division). Fill f completes phase f of full[s] (its bytes land) and phase f of empty[s] (the
-# consumers release it). `try_wait.parity(P)` waits while the open phase has parity P (chapter 03
-# §3). A fresh barrier has phase 0 open; parity 1 then names the phase before it, which counts as
-# completed.
+# **Which parity.** k-tile k goes into stage **k mod S** as that stage's fill **f = k / S**
+# (integer division). Fill f completes phase f of full[s] (its bytes land) and phase f of empty[s]
+# (the consumers release it). `try_wait.parity(P)` waits while the open phase has parity P (chapter
+# 03 §3). So a wait for fill f's own phase names parity **f mod 2**, a wait for the phase before
+# it **(f + 1) mod 2**: on a fresh barrier (phase 0 open) parity 1, which counts as completed.
 #
-# Below, the ring model's run, one panel per moment (its producer waits on empty even for the
-# first fills, parity 1, which pass at once; the kernel's prologue skips those waits: the same
-# effect). Follow stage 0 through fill 0 (k-tile 0) and fill 1 (k-tile 2): which parity does each
-# wait name, and why does it pass or block?
+# Below, the ring model's run, one panel per moment (the kernel's prologue skips the producer's
+# first waits, which pass at once). Follow stage 0 through fills 0 and 1 (k-tiles 0 and 2): which
+# parity does each wait name, and why does it pass or block?
 
 # %% output varies
 fig = pl.plot_ring_steps(stages=2, k_tiles=4)
@@ -57,8 +55,8 @@ plt.show()
 # A consumer issues each k-tile's wgmmas as one group (chapter 04), then waits with
 # `wgmma.wait_group`. With S = 6 stages and a **single** consumer warpgroup, should that wait
 # leave 0 or 1 group pending to keep the math going while a stage is released and refilled? Then
-# try `mp.simulate(6, p, 1, 32).math_fraction` (the ring model: S = 6, p groups pending, 1
-# consumer, 32 k-tiles) for p = 0 and 1: the share of the loop with a wgmma in flight.
+# try `mp.simulate(6, p, 1, 32).math_fraction` (the ring model: S, p pending, consumers,
+# k-tiles) for p = 0 and 1: the share of the loop with a wgmma in flight.
 
 # %%
 answer = ...
@@ -68,11 +66,11 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # ## 2. The kernel, from its source
 #
 # `gemm_pipeline` (`kernels/pipeline.cu`), default build `128x256x64/c2 s4` (CTA tile 128×256×64,
-# 2 consumer warpgroups, S = 4). First its k-loop. Per k-tile k, four steps: **wait** on full;
+# 2 consumer warpgroups, S = 4): its k-loop. Per k-tile k, four steps: **wait** on full;
 # **issue** `mma_ktile`, then wait until kPending = 1 group remains; **release** k-tile r = k − 1
-# on empty; **refill** (exercise 2). `pos` is k's stage and phase, `prev` k − 1's; `advance()`
-# flips the phase on a wrap. `fence_accumulators`: a compiler barrier for `acc`. The folded lines
-# and the helpers, with their PTX: [05c](05c_pipeline_variants.ipynb) §2.
+# on empty; **refill** (exercise 2). `pos` is k's stage and parity f mod 2, `prev` k − 1's;
+# `advance()` flips the parity on a wrap. `fence_accumulators`: a compiler barrier for `acc`. The
+# folded lines and the helpers, with their PTX: [05c](05c_pipeline_variants.ipynb) §2.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -84,9 +82,9 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # release of k-tile r: thread 0 waits on empty[rs] with the right parity, then refills stage rs
 # with k-tile r + S while r + STAGES < T. In scope:
 #
-# - `producer` (thread 0), `r` (the released k-tile), `rs`, `rp` (its stage and phase f
-#   mod 2), `STAGES`, `T` (k-tiles in K), `wg` (this warpgroup), `broken` (set when a wait gave up);
-# - `empty.wait(stage, parity, wg, k-tile)`: false if it gave up (the k-tile labels the error);
+# - `producer` (thread 0), `r` (the released k-tile), `rs`, `rp` (r's stage and parity f mod 2),
+#   `STAGES`, `T` (k-tiles in K), `wg` (this warpgroup), `broken` (set when a wait gave up);
+# - `empty.wait(stage, parity, wg, k-tile)`: false if it gave up (the k-tile waited for labels the error);
 # - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], k-tile, m0, n0)`: tensor maps `ta`,
 #   `tb`; stage 0 at `base`, `kStageBytes` apart; `full` barriers; `m0`, `n0` the CTA's C origin.
 
@@ -98,6 +96,7 @@ ok = exercises.check("ch05.producer_step", producer_step)
 
 # %% output answers a prediction
 if exercises.after("ch05.producer_step"):             # the kernel's own step, once yours is in
+    print(pl.producer_step.PARITY_NOTE)
     print(notebook.source_excerpt("pipeline.cu", start=r"^      if \(producer && r \+ STAGES < T",
                                   end=r"^      \}$"))
 
@@ -105,10 +104,8 @@ if exercises.after("ch05.producer_step"):             # the kernel's own step, o
 # ## 3. Correct first
 #
 # Checked as in chapter 01, against the [elementwise bound](../docs/glossary.md#elementwise-bound)
-# `|C − ref| ≤ K·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|`: one wrong or unwritten element fails.
-#
-# The record checked every combination of dtype, tile, stages, consumers, B layout and wait_group
-# on two shapes; live, two run now.
+# `|C − ref| ≤ K·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|`. The record checked every combination of the
+# build's settings on two shapes; live, two run now.
 
 # %% output varies
 rec = records.load("pipeline")
@@ -121,10 +118,10 @@ assert all(c["passed"] for c in res["checks"])
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
-# The record swept 1–6 stages (as many as fit) for three tiles, fp16 and bf16, 4096³ and 8192³,
-# cuBLAS timed in the same run (why the 128×128 curves peak early: [05c](05c_pipeline_variants.ipynb)
-# §4). Under the figure, the chapter's goal: the best variant at ≥ 0.80 of cuBLAS at 4096³, ≥ 0.90
-# at 8192³.
+# 1–6 stages (as many as fit), three tiles, fp16 and bf16, 4096³ and 8192³, cuBLAS timed in the
+# same run. Under the figure, the chapter's goal (≥ 0.80 of cuBLAS at 4096³, ≥ 0.90 at 8192³), then
+# why the tile is 128×256: chapter 00 §4's bytes per clock, twice in shared memory (the copy writes,
+# the math reads).
 
 # %% output varies
 fig = pl.plot_depth(res, "float16", record=rec)
@@ -134,48 +131,48 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best varian
            for dt in ("float16", "bfloat16")]
     head = f"{size}³: fp16 {got[0]:.2f}, bf16 {got[1]:.2f} of cuBLAS, goal {goal:.2f}"
     notebook.verdict(min(got) >= goal, f"{head}: reached.", f"{head}: NOT reached.")
+smem, cub = 128, pl.cublas_row(res, "float16", 4096)["tflops"]     # shared memory: 128 B/clk per SM
+use = {bn: 2 * (128 + bn) * 64 * 2 / (2 * 128 * bn * 64 / 4096) / smem for bn in (128, 256)}  # k-tile B ÷ clocks
+fp16 = [r for r in res["sweep"] if r["kernel"] == "pipeline" and (r["dtype"], r["size"]) == ("float16", 4096)]
+best = {bn: max(r["tflops"] for r in fp16 if r["tile"].startswith(f"128x{bn}x")) / cub for bn in (128, 256)}
+_ = notebook.claim(best[256] > best[128], f"128×128 uses {use[128]:.0%} of shared memory's bandwidth, reaching "
+                   f"{best[128]:.2f} of cuBLAS; 128×256 {use[256]:.0%}, reaching {best[256]:.2f}: the headroom pays.")
 
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# Each further stage issues a load one k-tile earlier, yet section 4's curves stop rising. Below:
+# Each further stage issues a load one k-tile earlier, yet §4's curves stop rising. Below:
 # CTA 0 of the 128×256 kernel at S = 4, traced, above the ring model. Where do the red bars, the
-# waits on full, stop?
+# waits on full, stop? Under it, from k-tile 4 on: warpgroup 0's waits, and wgmma issue to
+# issue.
 
 # %% output varies
 trace = next(t for t in res["traces"] if (t["tile"], t["stages"]) == ("128x256x64/c2", 4))
 ring = mp.simulate(4, 1, 2, 64)    # S = 4, wait_group(1), 2 consumers, 64 k-tiles
 fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
-notebook.claim(*pl.waits_beside_model(trace, ring))
-_ = notebook.claim(*pl.waits_under_wgmma(trace))
+gpu_wait, gpu_issue = pl.ktile_waits(trace)      # {k-tile: cycles}, k-tiles 0–11
+ring_wait, ring_issue = pl.ktile_waits(ring)
+gpu_kt = (gpu_issue[11] - gpu_issue[4]) / 7      # cycles per k-tile, k-tiles 4–11
+ring_kt = (ring_issue[11] - ring_issue[4]) / 7
+late = [gpu_wait[k] for k in range(4, 12)]
+_ = notebook.claim(min(late) > 50 and not any(ring_wait.get(k) for k in range(4, 12)) and gpu_kt > 1.5 * ring_kt,
+                   f"From k-tile 4 on the model never waits on full; the GPU waits {min(late):.0f}–{max(late):.0f} "
+                   f"cycles each k-tile; a k-tile takes {gpu_kt:.0f} to the model's {ring_kt:.0f}: data arrive late.")
 
 # %% [markdown]
-# **The trace has a cost**: each event reads and stores the clock. Cycles per k-tile, one number a
-# cell. The ring model:
-
-# %% output varies
-ring_kt = ring.total_cycles / 64
-print(f"model: {ring_kt:.0f} cycles per k-tile")
-
-# %% [markdown]
-# The kernel untraced, from its timed TFLOP/s:
+# **The trace has a cost**: each event reads and stores the clock. Per k-tile, whole loop: traced,
+# untraced (timed TFLOP/s at the model's clock), the model.
 
 # %% output varies
 timed = next(r for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]   # S = 4, untraced
              and (r["tile"], r["stages"], r["dtype"], r["size"]) == ("128x256x64/c2", 4, "float16", 4096))
-mhz = mp.HardwareParams.from_records().clock_mhz     # the model's clock: read inside the wgmma kernel
+mhz = mp.HardwareParams.from_records().clock_mhz     # read inside the wgmma kernel
 untraced = 2 * 128 * 256 * 64 / (timed["tflops"] * 1e12 / (res["sm_count"] * mhz * 1e6))   # k-tile FLOP ÷ FLOP/clk/SM
-print(f"kernel, untraced: {untraced:.0f} cycles per k-tile at the model's {mhz:.0f} MHz")
-
-# %% [markdown]
-# Traced CTA 0 (its loop ÷ 64 k-tiles), then what the three say:
-
-# %% output varies
-traced = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / 64
-print(f"traced CTA 0: {traced:.0f} cycles per k-tile")
-_ = notebook.claim(traced > 1.2 * untraced and untraced > ring_kt, f"The trace costs {traced / untraced - 1:.0%}; "
-                   f"untraced, the kernel is still {untraced / ring_kt:.1f}× the model.")
+traced, model = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / 64, ring.total_cycles / 64
+_ = notebook.claim(traced > 1.2 * untraced and untraced > model,
+                   f"{traced:.0f}, {untraced:.0f} and {model:.0f} cycles: the trace costs "
+                   f"{traced / untraced - 1:.0%}; untraced, the kernel is still {untraced / model:.1f}× the model.")
 
 # %% [markdown]
 # So read the trace for the order of events, not their lengths.
@@ -189,32 +186,37 @@ S, P, C, BN, L2_CAP = 4, 1, 2, 256, None
 print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, l2_cap=L2_CAP, record=rec))
 
 # %% [markdown]
-# What the depth sweep establishes:
+# What the depth sweep establishes: the record beside the model with unlimited L2 bandwidth.
 
 # %% output varies
-meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline"
+meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]
         and r["tile"] == "128x256x64/c2" and r["dtype"] == "float16" and r["size"] == 4096}
-_ = notebook.claim(*pl.conclusion(meas, record=rec))
+free = {r["stages"]: r["tflops"] for r in mp.predict_depth_sweep(stages=sorted(meas))}
+top = max(meas)
+_ = notebook.claim(pl.flat_from(free) == pl.flat_from(meas) and free[top] > 1.05 * meas[top],
+                   f"TFLOP/s, record / model: {', '.join(f'{meas[S]:.0f} / {free[S]:.0f}' for S in meas)} at S = "
+                   f"{min(meas)}–{top}. Both flatten from S = {pl.flat_from(meas)}: depth is not the limit.")
 
 # %% [markdown]
-# **Is it L2, then?** Measure it. The same kernel built with `LOADS_ONLY=1` keeps the grid, the
-# tile order, the ring and its mbarriers, but issues no wgmma and stores no C: the tiles arrive and
-# nothing reads them. Both builds, timed in one run, in bytes per clock per SM. What the math needs
-# is chapter 00's arithmetic: a k-tile's bytes over the clocks its wgmmas take at peak
-# (48 KiB / 1024 clocks for 128×256).
+# **Is it L2, then?** The same kernel built with `LOADS_ONLY=1` keeps the grid, the tile order and
+# the ring, but issues no wgmma and stores no C. Timed in one run, bytes per clock per SM:
 
 # %% output varies
 sup = records.load("l2_supply")
 print(sup.label())
 print(pl.supply.supply_table(sup.results))
-
-# %% output varies
-_ = notebook.claim(*pl.supply.conclusion(sup.results))
+rows = pl.supply.supply_rows(sup.results)                    # the table's rows
+small = max((r for r in rows if r["bn"] == 128), key=lambda r: r["loads_only"])   # 128×128, its best depth
+big = next(r for r in rows if (r["bn"], r["stages"]) == (256, 4))
+_ = notebook.claim(small["loads_only"] < small["need"] and big["gemm"] < big["need"] < big["loads_only"],
+                   f"128×128: the ring alone brings {small['loads_only']:.0f}, under its need of {small['need']:.0f}: "
+                   f"L2 and TMA set its pace. 128×256: {big['loads_only']:.0f}, over its {big['need']:.0f}, yet the "
+                   f"GEMM moves {big['gemm']:.0f}: the limit is the wgmmas, their waits, the store of C (chapter 06).")
 
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercises 1 and 2 are in sections 1 and 2; the solution notebook answers §5's "Design it".
+# Exercises 1 and 2 are above; the solution notebook answers §5's "Design it".
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
@@ -229,7 +231,7 @@ ok = exercises.check("ch05.producer_step", producer_step, solution=True)
 # %% output varies tags=["solution"]
 # exercise 2 with the refill's parity flipped: panel 5's wait names the open phase, and never passes
 fig = pl.plot_ring_steps(stages=2, k_tiles=4, parities=pl.flipped_refill_parities(),
-                         broken="the refill waits on empty with parity (t / S) mod 2")
+                         broken="the refill of fill f waits on empty with parity f mod 2")
 plt.show()
 
 # %% output varies tags=["solution"]

@@ -340,9 +340,9 @@ _ = notebook.claim(*pl.model_beside_record(model, measured, L2_CAP, best))
 
 # %%
 def full_parity(k, S):
-    return (k // S) % 2          # the (k / S)-th fill of stage k mod S
+    return (k // S) % 2          # f mod 2, f = k // S: this fill's own phase
 def empty_parity(t, S):
-    return (t // S + 1) % 2      # the phase before that fill: a fresh barrier passes at once
+    return (t // S + 1) % 2      # (f + 1) mod 2, f = t // S: the phase before (fresh: passes at once)
 ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity), solution=True)
 
 # %% output varies tags=["solution"]
