@@ -527,18 +527,10 @@ def test_trace_beside_model_finds_where_the_waits_stop():
     assert not any(s.kind == "epilogue" for s in spans)
     fig = P.plot_trace_beside_model(as_row(slow), fast, k_max=10)
     assert len(fig.axes) == 2 and fig.axes[0].get_shared_x_axes().joined(*fig.axes)
-    ok, text = P.waits_beside_model(as_row(slow), fast, k_max=10)
-    lines = text.splitlines()
-    assert ok and lines[0].split() == ["model", "GPU", "(traced)"] and "every k-tile" in lines[1]
-    assert lines[2].startswith("cycles per k-tile (k-tiles 4–9)") and lines[3].startswith("The data arrive late")
-    ok, _ = P.waits_beside_model(as_row(fast), fast, k_max=10)     # no late data: the sentence fails
-    assert not ok
-    # wait_group 1 on the GPU: the wait for k-tile k sits inside k − 1's group; a starved model's does not
-    spans = [dict(lane="cta0/wg0", kind=kind, k=k, stage=k % 4, start=t0 + 100 * k, end=t1 + 100 * k)
-             for k in range(6) for kind, t0, t1 in (("wait_full", 10, 20), ("mma", 30, 125))]
-    ok, text = P.waits_under_wgmma({"cta0": {"spans": spans}})
-    assert ok and text.endswith("wgmma group: 5 of 5.")
-    assert not P.waits_under_wgmma(as_row(slow), k_max=10)[0]
+    # 05 §5's numbers off both: the starved "GPU" waits at every k-tile from S on, the model does not
+    gw, _ = P.ktile_waits(as_row(slow), k_max=10)
+    mw, _ = P.ktile_waits(fast, k_max=10)
+    assert min(gw[k] for k in range(4, 10)) > 50 and max(mw[k] for k in range(4, 10)) < 1
 
 
 def test_depth_table_marks_occupancy_without_superscripts():

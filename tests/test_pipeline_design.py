@@ -67,16 +67,3 @@ def test_survey_names_the_fastest_of_model_and_record(rec):
     assert lines[0].startswith("Model's fastest: ") and lines[1].startswith("Record's fastest: ")
     assert f"{best['tflops']:.0f} TFLOP/s" in lines[1]
     assert "Widest misses:" in text
-
-
-def test_conclusion_says_what_is_established_and_keeps_try_its_cap_back(rec):
-    """§5's first conclusion: established (the ring's depth is not the limit), and the best cap
-    itself left for 05b's "Try it" to find; a sweep that keeps rising past the model fails it."""
-    from asynctc.pipeline.design import _fit_rows
-    meas = _fit_rows(rec.results)
-    ok, text = pl.conclusion(meas, record=rec)
-    cap = pl.closest_cap(meas)[0]
-    assert ok and text.startswith("Established: ") and "depth is not the limit" in text
-    assert f"{cap} B/clk" not in text
-    ok, _ = pl.conclusion({**meas, max(meas): 2 * max(meas.values())}, record=rec)
-    assert not ok

@@ -197,14 +197,6 @@ def near_text(value: float, low: float | None, high: float | None, tol: float) -
     return f"holds to ±{t:g}, not to the stated ±{tol:g}" if t else f"misses by {d:.2f}"
 
 
-def band_text(low: float | None, high: float | None, unit: str = "") -> str:
-    """``"0.75–0.80"``, ``"≥ 1.5"``, ``"≤ 10"`` (with ``unit`` after it)."""
-    u = f" {unit}" if unit and unit not in ("fraction of peak", "×") else ("×" if unit == "×" else "")
-    if low is not None and high is not None:
-        return f"{low:g}–{high:g}{u}" if low != high else f"{low:g}{u}"
-    return f"≥ {low:g}{u}" if low is not None else f"≤ {high:g}{u}"
-
-
 def judged(what: str, value: float, low: float | None, high: float | None, ours: str,
            unit: str = "", tol: float = 0.0, **kw) -> Part:
     """A :class:`Part` that holds when ``value`` lies in the band (±``tol``)."""

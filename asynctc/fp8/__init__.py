@@ -82,7 +82,7 @@ from .config import (FP8_SWIZZLES, MIXED_FP8_DEFINES, MIXED_PAIRS, PROMOTES, THI
                      operand_dtypes, swizzle_config, swizzle_configs,
                      correctness_configs, fp8_config, fp8_shape_config, shape_configs,
                      timed_configs)
-from .figures import (accumulator_table, fp16_ratio_note, plot_accumulation, plot_formats,
+from .figures import (accumulator_table, plot_accumulation, plot_formats,
                       positive_values, prediction_note, promotion_cost_note, promotion_note,
                       random_inputs_note, speed_table, table_row, block_error_table)
 from .seed import SEED_4096, seed_comparison, seed_table_text

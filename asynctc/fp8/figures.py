@@ -1,7 +1,7 @@
 """Chapter 07, notebook 07's figures and the lines it prints, read from records (never timed here):
 the FP8 value grids (:func:`plot_formats`); the accumulation plot of an "fp8" record
 (:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table and
-the verdicts and claims of the lesson (:func:`speed_table`, :func:`fp16_ratio_note`,
+the verdicts and claims of the lesson (:func:`speed_table`,
 :func:`prediction_note`, :func:`promotion_note`, :func:`random_inputs_note`,
 :func:`promotion_cost_note`; the "swizzle" record is deep dive 07c's). A ``*_note`` returns what
 :func:`asynctc.core.notebook.verdict` (``(condition, if_true, if_false)``) or
@@ -103,20 +103,6 @@ def speed_table(results: dict) -> str:
         lines.append(f"  {name:32s}" + "".join(f"{table_row(results, s, kernel)['tflops']:6.0f}"
                                                for s in sizes))
     return "\n".join(lines)
-
-
-def fp16_ratio_note(results: dict, band=(1.5, 2.0)) -> tuple[bool, str, str]:
-    """``(inside, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: FP8 over FP16
-    TFLOP/s, ours and cuBLAS's, at every size, against the seed article's ``band`` (1.5–2×)."""
-    sizes = sorted({r["size"] for r in results["table"]})
-    r = {(w, s): table_row(results, s, f"FP8/FP16 {w}")["ratio"] for w in ("ours", "cuBLAS")
-         for s in sizes}
-    said = "; ".join(f"{w} " + ", ".join(f"{r[(w, s)]:.2f}× at {s}³" for s in sizes)
-                     for w in ("ours", "cuBLAS"))
-    lo, hi = band
-    return (all(lo <= v <= hi for v in r.values()),
-            f"FP8 over FP16: {said} — inside the seed's {lo:g}–{hi:g}×.",
-            f"FP8 over FP16: {said} — not all inside the seed's {lo:g}–{hi:g}×.")
 
 
 def prediction_note(results: dict, tolerance: float = 0.05) -> tuple[bool, str, str]:

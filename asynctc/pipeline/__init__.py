@@ -27,8 +27,7 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   :func:`variants_table`, :func:`checks_lines`), :func:`summarize_pipeline`, ``SUITES`` (never
   plots);
 * ``figures.py`` — :func:`plot_trace`, :func:`plot_trace_beside_model` (a recorded CTA above the
-  ring model's schedule; its table and lines :func:`waits_beside_model`, :func:`waits_under_wgmma`;
-  the numbers chapter 05 §5 reads off both, :func:`ktile_waits`), :func:`flat_from` (where a depth
+  ring model's schedule; the numbers chapter 05 §5 reads off both, :func:`ktile_waits`), :func:`flat_from` (where a depth
   sweep flattens),
   :func:`plot_depth`,
   :func:`model_beside_record` (the ring model's depth sweep beside the record's, in one sentence;
@@ -41,8 +40,7 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   (:func:`closest_cap`, fitted once and cached; deep dive 05b §5); chapter 05 §5's open experiment: one design (stages,
   wait_group, consumers, BN) through the ring model beside the record's run of it (:func:`design` → :class:`Design`), the course's answer
   (:func:`design_survey`); what the fitted cap explains and what only agrees with it
-  (:func:`cap_evidence`); the section's conclusion, what is established and what is a hypothesis
-  (:func:`conclusion`).
+  (:func:`cap_evidence`).
 
 The generic checks every TMA-fed GEMM shares live in :mod:`asynctc.core.checks` and are
 re-exported here under their chapter-05 names: :func:`np_dtype`, :func:`b_shape`,
@@ -80,11 +78,10 @@ from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT
                      check_operands, check_out, check_shapes, device_descriptor, np_dtype,
                      operand_dims, smem_limit_bytes)
 from . import supply_suite as supply
-from .design import (Design, all_designs, cap_evidence, closest_cap, conclusion, design, design_survey,
+from .design import (Design, all_designs, cap_evidence, closest_cap, design, design_survey,
                      fitted_cap, measured_row)
 from .figures import (SPAN_COLORS, flat_from, ktile_waits, model_beside_record, plateau_in_bytes, plot_depth,
-                      plot_trace, plot_trace_beside_model, waits_beside_model,
-                      waits_under_wgmma)
+                      plot_trace, plot_trace_beside_model)
 from .figures_ring import flipped_refill_parities, plot_ring_steps, ring_moments
 from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SIZES, SWEEP_TILES,
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, check_now, compile_job, compile_pipeline,

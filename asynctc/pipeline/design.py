@@ -231,20 +231,3 @@ def cap_evidence(size: int = 4096, record=None, within: float = 0.15) -> tuple[b
             f"{len(tests)} other designs merely agree within {within:.0%}; the fit cannot say whether L2 "
             "sets the pace (the l2_supply record measures the supply: chapter 05 §5).")
 
-
-def conclusion(measured: dict, record=None) -> tuple[bool, str]:
-    """Chapter 05 §5's first conclusion, generated from the ring model and the record: the record
-    flattens where the model with no L2 cap does, below it, so the ring's depth is not the limit.
-    (What is, the ``l2_supply`` record measures: :func:`asynctc.pipeline.supply_suite.conclusion`.)
-    ``measured``: the record's :data:`FIT_ON` depth sweep ({stages: TFLOP/s}). Returns (condition,
-    sentence) for :func:`asynctc.core.notebook.claim`: the condition is what the sentence states."""
-    from ..models.pipeline import HardwareParams, predict_depth_sweep
-    from .figures import _flat_from
-    free = {r["stages"]: r["tflops"] for r in predict_depth_sweep(HardwareParams.from_records(),
-                                                                  stages=sorted(measured))}
-    top, flat = max(measured), _flat_from(measured)
-    over = free[top] / measured[top] - 1
-    return (_flat_from(free) == flat and over > 0.05,
-            f"Established: from S = {flat} more stages stop paying; the model with unlimited L2 "
-            f"bandwidth flattens there too, {over:.0%} above the record at S = {top}: depth is not "
-            f"the limit.")

@@ -1,6 +1,6 @@
 """Chapter 05's figures (matplotlib; data in, figure out — never measures): one CTA's trace as
 a Gantt chart (:func:`plot_trace`), the same trace above the ring model's schedule on one time axis
-(:func:`plot_trace_beside_model`, its sentence :func:`waits_beside_model`), the throughput by ring
+(:func:`plot_trace_beside_model`), the throughput by ring
 depth from a ``pipeline`` record (:func:`plot_depth`), and the sentence that sets the ring model's
 depth sweep beside the record's (:func:`model_beside_record`, the best L2 cap: :func:`~.design.closest_cap`),
 and the plateau in bytes per clock beside that cap (:func:`plateau_in_bytes`)."""
@@ -247,39 +247,3 @@ def _ktile_waits(spans, k_max: int) -> tuple[dict, dict]:
     issue = {s.k: s.start for s in spans if s.lane == "wg0" and s.kind == "mma" and s.k < k_max}
     return wait, issue
 
-
-def waits_under_wgmma(trace: dict, k_max: int = 12) -> tuple[bool, str]:
-    """Why the trace's "wgmma in flight" bar runs on over the red waits: with wait_group 1, warpgroup
-    0 waits on full for k-tile k while k − 1's wgmma group is still running. Counts wg0's waits on
-    full for k-tiles 1 … k_max − 1 that lie wholly inside k − 1's wgmma span. Returns (condition,
-    line) for :func:`asynctc.core.notebook.claim`: the condition is that every one does."""
-    spans = [s for s in timeline_spans(trace["cta0"], k_max) if s.lane == "wg0"]
-    mma = {s.k: s for s in spans if s.kind == "mma"}
-    waits = [s for s in spans if s.kind == "wait_full" and s.k >= 1 and s.k - 1 in mma]
-    inside = sum(mma[w.k - 1].start <= w.start and w.end <= mma[w.k - 1].end for w in waits)
-    return (bool(waits) and inside == len(waits),
-            f"wg0's waits inside k-tile k − 1's wgmma group: {inside} of {len(waits)}.")
-
-
-def waits_beside_model(trace: dict, schedule, k_max: int = 12) -> tuple[bool, str]:
-    """The table under :func:`plot_trace_beside_model`: where warpgroup 0's waits on full stop in
-    the model and that they do not stop on the GPU, and the k-tile period of each (wgmma issue to
-    wgmma issue, from k-tile S on), then one verdict clause. Returns (condition, text) for
-    :func:`asynctc.core.notebook.claim`: the condition is what the text states — the model's waits
-    end before k-tile S, the GPU waits over 50 cycles at every k-tile from S on, and its k-tile
-    takes over 1.5× the model's."""
-    S = int(trace["stages"])
-    gw, gi = _ktile_waits(timeline_spans(trace["cta0"], k_max), k_max)
-    mw, mi = _ktile_waits(schedule.spans, k_max)
-    last = max((k for k, w in mw.items() if w >= 1), default=-1)
-    steady = [gw[k] for k in range(S, k_max)]
-    n = k_max - 1 - S
-    g_per, m_per = (gi[k_max - 1] - gi[S]) / n, (mi[k_max - 1] - mi[S]) / n
-    ok = last < S and min(steady) > 50 and g_per > 1.5 * m_per
-    first = "k-tile 0 only" if last == 0 else f"k-tiles 0–{last} only"
-    rows = (("wg0 waits on full", first, f"every k-tile, {min(steady):.0f}–{max(steady):.0f} cycles"),
-            (f"cycles per k-tile (k-tiles {S}–{k_max - 1})", f"{m_per:.0f}", f"{g_per:.0f}"))
-    text = "\n".join([f"{'':<34}{'model':<18}GPU (traced)"]
-                     + [f"{a:<34}{b:<18}{c}" for a, b, c in rows]
-                     + [f"The data arrive late: the traced k-tile takes {g_per / m_per:.1f}× the model's."])
-    return ok, text

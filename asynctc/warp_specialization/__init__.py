@@ -72,7 +72,7 @@ W.<name>``):
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
 * ``whole_kloop.py`` — deep dive 06e's capstone, the code exercise ``ch06.whole_kloop``: both roles'
   loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the emulator.
-* ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung34_note`, :func:`rung_note`),
+* ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung_note`),
   and 06 §3's ladder table (:func:`rung_table`);
 * ``rung3_split.py`` — rung 2 → rung 3 in single changes: the ``ws_rung3_steps`` record, registers, spills and shared-memory need (:func:`rung3_steps`);
 * ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`);
@@ -116,7 +116,7 @@ from .config import (  # noqa: F401
 from .consumer_loop import LOOP_LINES  # noqa: F401
 from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F401
 from .rung_exercises import model_text, staging_position, staging_text  # noqa: F401
-from .rung_notes import rung34_note, rung_note, rung_table  # noqa: F401
+from .rung_notes import rung_note, rung_table  # noqa: F401
 from .rung3_split import rung3_steps, rung3_table  # noqa: F401
 from .design import WSDesign, design, design_survey  # noqa: F401
 from .figures import (  # noqa: F401

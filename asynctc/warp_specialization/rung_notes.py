@@ -35,32 +35,6 @@ def _trace(results: dict, n: int) -> dict | None:
     return None if t is None else trace_numbers(t)
 
 
-def rung34_note(results: dict) -> tuple[bool, str, dict]:
-    """Rung 3 against its band, and why rung 4 measures what rung 3 does: the sweep's fastest
-    (tile, stages) was rung 3's own build in every ladder (the record's labels are equal), so rung 4
-    *is* rung 3. Holds when the labels are equal in every ladder."""
-    lad = {(r["size"], r["dtype"], r["rung"]): r for r in results["ladder"]}
-    keys = sorted({(s, d) for s, d, n in lad if n == 4})
-    same = all(lad[(s, d, 4)]["label"] == lad[(s, d, 3)]["label"] for s, d in keys)
-    c3 = prediction_check(results, 3)
-    tile = lad[keys[0] + (3,)]["label"].split()[2].split("/")[0]
-    runner = {}                                      # the sweep's best other candidate, per ladder
-    for s, d in keys:
-        rows = [r for r in results["rows"] if r["size"] == s and r["dtype"] == d and r["kernel"] == "ws"
-                and " regs:" in r["label"] and "persistent" not in r["label"]
-                and r["label"] != lad[(s, d, 3)]["label"] and "/c2 " in r["label"]]
-        if rows:
-            best = max(rows, key=lambda r: r["tflops"])
-            runner[(s, d)] = (best["tflops"] / lad[(s, d, 3)]["tflops"], best["label"].split()[2])
-    text = (f"Rung 3: {c3['measured']}, {_band_text(c3)}. Rung 4 is rung 3: its sweep picked rung "
-            f"3's own {tile.replace('x64', '').replace('x', '×')} tile and 4 stages in every ladder")
-    if runner:
-        r = [v for v, _ in runner.values()]
-        text += f" (the next best: {min(r):.2f}–{max(r):.2f}× rung 3)"
-    text += "."
-    return same, text, {"rung3": _fracs(results, 3), "rung4_same_build": same}
-
-
 # Per rung of §4: the sentence's conclusion, as (condition on the record, clause, numbers); each
 # condition is the one the chapter's prose leans on.
 def _rung5(results):
