@@ -180,8 +180,8 @@ CHECKPOINTS = [
     ("ch06.producer_wait", {"tile": 2, "k": 3, "k_tiles": 5, "stages": 4}, (1, 0), "(1, 0)"),
     ("ch07.block_scale", {"amax": 896}, 2.0, "2.0"),
     ("ch09.tmem_columns", {"m": 128, "n": 160}, 256, "| 256 |"),
-    ("ch10.verdict", {"tflops": 720, "sm_mhz": 1700, "sm_count": 132, "low": 0.75, "high": 0.80},
-     "partly", '"partly"'),
+    ("ch10.bound_verdict", {"pairs": ((0.5, 0.49), (0.51, 0.505), (0.505, 0.5)), "above": 1.0},
+     "does not hold", '"does not hold"'),
 ]
 
 
