@@ -1,5 +1,5 @@
 """Where progress is kept (asynctc.core.progress): per checkout when the package runs from a clone,
-per user for an installed wheel, ASYNCTC_PROGRESS first; the first banner of a session says where,
+per user for an installed wheel, ASYNCTC_PROGRESS first; the first banner of a session says where (until an attempt is kept, or always when moved),
 never a check (nbval compares checks' outputs); `reset NN --progress` forgets one chapter. Temp folders only: the real user's folders are never touched."""
 
 import json
@@ -52,11 +52,21 @@ def test_the_first_banner_of_a_session_says_where_and_checks_never(clone, monkey
     monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
     exercises.check("ch00.intensity", RIGHT, n=512)
     assert "(progress:" not in capsys.readouterr().out          # a check's output stays the same
+    assert len(progress.attempts()) == 1 and (clone / ".asynctc" / "progress.jsonl").is_file()
+    notebook.banner("sm_90a")
+    assert "(progress:" not in capsys.readouterr().out          # the default file, in use: not repeated
+    (clone / ".asynctc" / "progress.jsonl").unlink()
+    monkeypatch.setattr(exercises, "_told_where", [])
     notebook.banner("sm_90a")
     notebook.banner("sm_90a")
     out = capsys.readouterr().out
-    assert out.count("(progress: this checkout's attempts") == 1
-    assert len(progress.attempts()) == 1 and (clone / ".asynctc" / "progress.jsonl").is_file()
+    assert out.count("(progress: this checkout's attempts") == 1   # no attempt yet: said once
+    monkeypatch.setattr(exercises, "_told_where", [])
+    monkeypatch.setenv(progress.ENV, str(clone / "alice.jsonl"))
+    progress.record("ch00.intensity", "correct")
+    notebook.banner("sm_90a")
+    assert "(progress: your attempts" in capsys.readouterr().out   # a file of its own: always said
+    monkeypatch.delenv(progress.ENV)
     monkeypatch.setattr(exercises, "_told_where", [])
     monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")
     notebook.banner("sm_90a")

@@ -20,7 +20,7 @@ else
     rm -rf .venv
   fi
   if [ ! -x .venv/bin/python ]; then
-    echo "setting up .venv (the first run downloads the CUDA, numba and Jupyter wheels: about three minutes)"
+    echo "setting up .venv (under a minute when pip has the wheels cached; the first download of the CUDA, numba and Jupyter wheels takes up to three minutes)"
     "$base" -m venv .venv
   fi
   PY="$root/.venv/bin/python"

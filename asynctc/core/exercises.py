@@ -559,12 +559,17 @@ _told_where: list[bool] = []
 
 def where_once() -> str | None:
     """Where attempts and kept answers go (:func:`asynctc.core.progress.where`), the first time in
-    this session it is asked; None after that, when recording is off, or in a notebook build.
-    Chapter banners print it (:func:`asynctc.core.notebook.banner`: a cell whose output varies)."""
+    this session it is asked, and only while the learner needs telling: before the progress file
+    exists (no attempt kept yet), or when ``ASYNCTC_PROGRESS`` names a file of its own. None
+    otherwise, when recording is off, or in a notebook build. Chapter banners print it
+    (:func:`asynctc.core.notebook.banner`: a cell whose output varies)."""
     if _told_where or os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS") == "1":
         return None
     _told_where.append(True)
     from . import progress
+    p = progress.path()
+    if p is not None and p.is_file() and os.environ.get(progress.ENV) is None:
+        return None                 # the default file, already in use: said before, not repeated
     return progress.where()
 
 

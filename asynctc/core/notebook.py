@@ -87,8 +87,9 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
     ``measured=False`` for a chapter without a record in data/ (its numbers come from models and
     compiled code): the line then promises no measured figures.
     Also switches matplotlib to inline rendering in a notebook kernel (see :func:`_inline_figures`).
-    A second line, once per session and not in a notebook build, says where exercise attempts are
-    kept (:func:`asynctc.core.exercises.where_once`).
+    A second line, once per session, not in a notebook build, and only before the first attempt is
+    kept or when ``ASYNCTC_PROGRESS`` moves it, says where exercise attempts are kept
+    (:func:`asynctc.core.exercises.where_once`).
     """
     _inline_figures()
     if os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS"):

@@ -12,7 +12,8 @@
 * else (an installed wheel, a hub image) ``$XDG_DATA_HOME/asynctc/progress.jsonl``
   (``~/.local/share/asynctc/progress.jsonl``).
 
-A chapter's banner says where, once a session (:func:`where`).
+A chapter's banner says where (:func:`where`), once a session, until the first attempt is kept
+(always, when ``$ASYNCTC_PROGRESS`` moves it).
 ``python -m asynctc grade`` gives every learner's notebook its own file. Writing it never fails a
 check: an unwritable location is skipped silently.
 
