@@ -323,6 +323,43 @@ def stage_table(results: dict, dtype: str = "float16", size: int = 4096) -> list
     return rows
 
 
+def stage_table_text(results: dict, dtype: str = "float16", size: int = 4096) -> str:
+    """Chapter 02 §4's table of rungs at ``size``³ (:func:`stage_table`), BK = 64 first: BK, stages,
+    CTAs per SM, TFLOP/s and the ratio to chapter 01's kernel; the rows notes 1–3 explain are
+    numbered (BK = 64 with one stage, BK = 32 with one, BK = 64 with four)."""
+    note = {(64, 1): "1", (32, 1): "2", (64, 4): "3"}
+    lines = ["note  BK  stages  CTAs/SM  TFLOP/s  × ch. 01"]
+    for r in sorted(stage_table(results, dtype, size), key=lambda r: (-r["bk"], r["stages"])):
+        lines.append(f"{note.get((r['bk'], r['stages']), '–'):>4} {r['bk']:3d} {r['stages']:7d} "
+                     f"{2 if '/2cta' in r['tile'] else 1:8d} {r['tflops']:8.0f} {r['vs_mma_sync']:9.2f}")
+    return "\n".join(lines)
+
+
+def stage_notes(results: dict, dtype: str = "float16", size: int = 4096) -> list[tuple[bool, str, dict]]:
+    """Chapter 02 §4's notes 1–3 as ``(holds, sentence, numbers)`` for :func:`asynctc.core.notebook.claim`:
+    (1) one 64-deep stage against chapter 01, and their registers per thread (both compiled here);
+    (2) one 32-deep stage against chapter 01, and its best stage count (the best rung of all);
+    (3) four 64-deep stages, one CTA per SM, against the best of two or three stages."""
+    rows = stage_table(results, dtype, size)
+    st = {(r["bk"], r["stages"]): r for r in rows}
+    ch01 = best_rows(results, dtype, "mma.sync")[size]["tflops"]
+    s1, s1_32, s4 = st[(64, 1)]["tflops"], st[(32, 1)]["tflops"], st[(64, 4)]["tflops"]
+    best32 = max((r for r in rows if r["bk"] == 32), key=lambda r: r["tflops"])
+    two3 = max(st[(64, 2)]["tflops"], st[(64, 3)]["tflops"])
+    r01 = mma_sync.compile_mma_sync(dtype).resources.registers
+    r1 = compile_cp_async(dtype, CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2, stages=1)).resources.registers
+    return [
+        (s1 > 1.03 * ch01 and r1 < r01 and "/2cta" in st[(64, 1)]["tile"] and mma_sync.DEFAULT_TILE.min_blocks == 2,
+         f"1. {s1 / ch01:.2f}× chapter 01, {r1} registers per thread to its {r01}.",
+         dict(one_stage=s1, chapter01=ch01)),
+        (s1_32 < ch01 and best32["stages"] > 1 and best32["tflops"] == max(r["tflops"] for r in rows),
+         f"2. {s1_32 / ch01:.2f}× chapter 01; {best32['tflops'] / ch01:.2f}× with {best32['stages']} stages, the best.",
+         dict(one_stage_bk32=s1_32, best_bk32=best32["tflops"])),
+        ("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * two3,
+         f"3. {s4 / two3 - 1:+.0%} against the best of two or three stages.", dict(four_stages=s4)),
+    ]
+
+
 def best_line(results: dict, dtype: str = "float16", size: int = 4096) -> str:
     """One line: the fastest cp.async rung at ``size``³ and its ratios to chapter 01's kernel and
     cuBLAS timed in the same run (the core lesson's short form of :func:`summarize_cp_async`)."""

@@ -164,7 +164,7 @@ def design_survey(record=None) -> str:
     lines.append(f"Widest miss: BK = {worst.bk}, S = {worst.stages}, {_pct(worst.error)}; "
                  f"every other test within {rest:.0%}.")
     lines.append("It is the one design with one CTA per SM. W was fitted with two, where one CTA's "
-                 "__syncthreads can hide under the other's math; alone, nothing hides it (§4's hypothesis)."
+                 "__syncthreads can hide under the other's math; alone, nothing hides it (a hypothesis: 02b §2)."
                  if worst.ctas == 1 and worst.error > 0 else
                  "Occupancy does not explain it: the model misses a cost it does not name.")
     return "\n".join(lines)

@@ -107,3 +107,16 @@ def test_ceiling_rows_pair_the_best_rung_with_the_ceiling_at_its_occupancy():
     assert read == 2 * written and tile.warps == 4     # four 64×64 warp tiles read each slice twice
     math, smem, took = flop / per_clk(ceil), (written + read) / cp_async.SMEM_BYTES_PER_CLK_SM, flop / per_clk(best)
     assert best["tflops"] < ceil["tflops"] and smem > 0.8 * math and max(math, smem) < took < math + smem
+
+
+def test_stage_table_text_and_notes_read_the_record():
+    """Chapter 02 §4 shows these in two one-line cells: the table numbers the rows notes 1–3
+    explain, and each note holds on the stored record (notebook.claim would raise otherwise)."""
+    from asynctc.core import records
+    res = records.load("cp_async").results
+    table = cp_async.stage_table_text(res, "float16", 4096).splitlines()
+    assert table[0].startswith("note  BK  stages") and len(table) == 1 + len(cp_async.stage_table(res))
+    assert sorted(ln.split()[0] for ln in table[1:] if ln.split()[0] != "–") == ["1", "2", "3"]
+    notes = cp_async.stage_notes(res, "float16", 4096)
+    assert [s[:2] for _, s, _ in notes] == ["1.", "2.", "3."]
+    assert all(holds for holds, _, _ in notes), notes

@@ -550,10 +550,9 @@ CLOCK_WORDS_MARKDOWN = re.compile(
 
 
 def _is_clock_definition(chapter: str, cell) -> bool:
-    """Chapter 00 §2 (defines the kind it prints, links the others) or deep dive 00b's table."""
+    """Chapter 00 §2 (defines the kind it prints, links 00b for the others) or deep dive 00b's table."""
     return chapter == "00" and cell.cell_type == "markdown" and "**in flight**" in cell.source \
-        and ("**probed after the sample**" in cell.source
-             or "glossary.md#probed-after-the-sample" in cell.source)
+        and ("**probed after the sample**" in cell.source or "(00b_clock_kinds.ipynb)" in cell.source)
 
 
 def _hard_coded_clock_words(src: Path) -> list[str]:
@@ -586,7 +585,7 @@ def test_no_hard_coded_clock_kind_in_notebook_sources():
 
 def test_chapter_00_defines_every_kind_of_clock():
     """Chapter 00 §2, where a measured clock is first printed, defines the kind it prints (in flight)
-    and links the glossary for the other two, with no table (the second fresh reader met "in
+    and leaves the other two to deep dive 00b (reader 18), with no table (the second fresh reader met "in
     flight" printed in every chapter, defined only in a deep dive; the fourth found a table of all
     three kinds in §2 before any was needed). Deep dive 00b defines them in full in one markdown
     cell (a table, then each in detail) followed by the asserted check of the in-flight probe."""
@@ -604,9 +603,8 @@ def test_chapter_00_defines_every_kind_of_clock():
     assert [c for c in core if _is_clock_definition("00", c)] == [section2], "00's kinds: in §2 only"
     assert "**in flight**" in section2.source, "§2 defines the kind its cuBLAS rows print"
     for kind in bench.CLOCK_KINDS[:3]:
-        if kind != "in flight":
-            anchor = re.sub(r"[^\w\- ]", "", kind.lower()).replace(" ", "-")
-            assert f"glossary.md#{anchor}" in section2.source, f"§2 links the glossary for {kind!r}"
+        if kind != "in flight":           # one sentence, linking 00b: reader 18 met three kinds too soon
+            assert kind not in section2.source, f"§2 leaves {kind!r} to 00b and the glossary"
     assert not any(line.startswith("| **") for line in section2.source.splitlines()), \
         "no table of the kinds in the core lesson (00b has it)"
 

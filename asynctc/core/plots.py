@@ -25,13 +25,16 @@ def _title(ax, title: str, record=None) -> None:
 
 
 def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[str, float, float]] = (),
-             measured_ceiling: float | None = None, record=None, title: str = "Roofline"):
+             measured_ceiling: float | None = None, record=None, title: str = "Roofline",
+             marks: Sequence[tuple[str, float]] = ()):
     """Roofline: attainable TFLOP/s = min(peak, intensity × bandwidth), log-log.
 
     ``points``: (label, arithmetic intensity in FLOP/byte, achieved or attainable TFLOP/s), with an
     optional fourth element ``"computed"`` for a point that is a model, not a measurement (drawn
     as an open marker).
     ``measured_ceiling``: a horizontal line for the best measured GEMM (TFLOP/s).
+    ``marks``: (label, arithmetic intensity) pairs marked as grey ticks on the roof, labelled on a
+    top axis (an exercise's sizes: where they sit, not which side is the answer).
     """
     fig, ax = _fig()
     ai = np.logspace(-1, 4, 200)
@@ -47,6 +50,12 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
     for label, x, y, *kind in points:      # named in the legend: labels beside close points collide
         computed = bool(kind) and kind[0] == "computed"
         ax.plot([x], [y], "o", ms=6, mfc="none" if computed else None, ls="none", label=label)
+    if marks:                              # ticks on the roof, labelled on a top axis: no overlap
+        xs = [x for _, x in marks]
+        ax.plot(xs, [min(peak_tflops, x * bw_tflops) for x in xs], "|", ms=14, mew=1.5, color="tab:grey")
+        top = ax.secondary_xaxis("top")
+        top.set_xticks(xs, [label for label, _ in marks], fontsize=7, rotation=90, color="tab:grey")
+        top.minorticks_off()
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
     ax.set_ylabel("TFLOP/s")
     ax.legend(fontsize=9, loc="lower right")

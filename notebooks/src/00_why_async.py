@@ -20,7 +20,7 @@
 #   bandwidth and [peak](../docs/glossary.md#peak) math.
 #
 # **The story.** To keep Tensor Cores busy, operands must be copied into shared memory *while* they
-# compute. This chapter measures why; the rest of the course makes that copy run by itself, with
+# compute. This chapter measures why. The rest of the course makes that copy run by itself, with
 # asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # The [seed article](../docs/glossary.md#seed-article), a public tutorial, set this course's
@@ -60,10 +60,8 @@ fig = plots.throughput_by_size(
 # | the course's (every fraction) | SMs × 4096 FLOP/clk × SM clock measured in the run | per record |
 # | datasheet (printed beside it) | SMs × 4096 FLOP/clk × 1830 MHz (boost) | 989.4 TFLOP/s |
 #
-# The GPU picks its clock, so each record has its own peak. Here it is read **in flight**, while
-# cuBLAS runs; chapters also print [in-kernel](../docs/glossary.md#in-kernel) and
-# [probed after the sample](../docs/glossary.md#probed-after-the-sample) clocks
-# ([00b](00b_clock_kinds.ipynb) checks all three).
+# The GPU picks its clock, so each record has its own peak. This record reads the clock
+# **in flight**, while cuBLAS runs ([00b](00b_clock_kinds.ipynb) covers the other ways to read it).
 
 # %% output varies
 gemms = rec.results["cublas"]
@@ -108,8 +106,9 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # kernel can feed them.
 #
 # A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once, so its intensity
-# grows with *n*. The plot shows cuBLAS's measured bf16 GEMMs, and one computed
-# point (open marker): a *decode-like* 8192×8192×16 GEMM, the skinny shape of LLM token generation.
+# grows with *n*. The plot shows cuBLAS's measured bf16 GEMMs and, as an open marker, a computed
+# *decode-like* 8192×8192×16 GEMM (the skinny shape of LLM token generation). Grey ticks on the
+# roof mark exercise 2's sizes, labelled above the plot.
 
 # %% output varies
 bw = max(c["gbps_rw"] for c in copy)
@@ -120,7 +119,8 @@ pts.append(("8192×8192×16 (decode-like, computed bound)",
             why_async.gemm_intensity(8192, 8192, 16),
             min(peak, bw * 1e9 / 1e12 * why_async.gemm_intensity(8192, 8192, 16)),
             "computed"))
-fig = plots.roofline(peak, bw, pts, measured_ceiling=best_gemm, record=rec,
+asked = [(f"n = {n}", why_async.gemm_intensity(n, n, n)) for n in (64, 128, 256, 512, 1024, 4096)]
+fig = plots.roofline(peak, bw, pts, measured_ceiling=best_gemm, record=rec, marks=asked,   # exercise 2's sizes
                     title=f"Roofline (peak: SMs×4096×{clock_mhz:.0f} MHz, {kind})")
 ridge = peak / (bw / 1000)
 print(f"ridge point: {ridge:.0f} FLOP/byte")
@@ -128,10 +128,9 @@ g1k = next(g for g in gemms if g["dtype"] == "bfloat16" and g["m"] == 1024)
 i1k = why_async.gemm_intensity(1024, 1024, 1024)
 tiles = (1024 // 128) ** 2                        # 128×128 output tiles, one per SM at a time
 _ = notebook.claim(i1k > ridge and tiles < p["sm_count"] and g1k["tflops"] < tiles / p["sm_count"] * peak,
-                   f"1024³ sits right of the ridge, under the {peak:.0f} TFLOP/s roof, yet reaches "
-                   f"{g1k['tflops']:.0f}: its {tiles} tiles of 128×128 leave {p['sm_count'] - tiles} of "
-                   f"{p['sm_count']} SMs idle, at most {tiles}/{p['sm_count']} × {peak:.0f} = "
-                   f"{tiles / p['sm_count'] * peak:.0f} TFLOP/s (cuBLAS may pick other tiles).",
+                   f"1024³ sits right of the ridge yet reaches {g1k['tflops']:.0f} TFLOP/s. Its {tiles} "
+                   f"tiles of 128×128 keep {tiles} of {p['sm_count']} SMs busy, so it gets at most "
+                   f"{tiles / p['sm_count'] * peak:.0f} (cuBLAS may pick other tiles).",
                    intensity=i1k, ridge=ridge, tflops=g1k["tflops"], peak=peak)
 
 # %% [markdown]
@@ -141,22 +140,20 @@ _ = notebook.claim(i1k > ridge and tiles < p["sm_count"] and g1k["tflops"] < til
 # SM, which must consume 4096 FLOP every clock.
 #
 # Say each **CTA** (cooperative thread array: CUDA's thread block, on one SM) computes a 128×128
-# tile of C. Each step one element along K brings (128 + 128) × 2 bytes of operands for
-# 2 × 128 × 128 FLOP:
-# **1/64 byte per FLOP**, so **64 bytes every clock** into shared memory, per SM, without pause.
-# The threads that would move those bytes must also issue the math.
+# tile of C. Each step along K brings (128 + 128) × 2 bytes of operands for 2 × 128 × 128 FLOP.
+# That is **1/64 byte per FLOP**, or **64 bytes every clock** into shared memory, per SM. The
+# threads that move those bytes must also issue the math.
 
 # %% output varies
-clock_hz = clock_mhz * 1e6                         # the clock of the cuBLAS samples (section 2)
 tile_bytes_per_flop = (128 + 128) * 2 / (2 * 128 * 128)
 need = 4096 * tile_bytes_per_flop
-dram_per_sm_clk = bw * 1e9 / p["sm_count"] / clock_hz
+dram_per_sm_clk = bw * 1e9 / p["sm_count"] / (clock_mhz * 1e6)     # at §2's clock
 print(f"operand bytes per clock per SM to feed the Tensor Cores (128×128 tile): {need:.0f} B/clk")
 smem = why_async.SMEM_BYTES_PER_CLK_SM             # 32 banks × 4 bytes
-print(f"shared memory serves {smem} B/clk per SM: writing those {need:.0f} B (the copy) and reading them "
-      f"(the math) takes {2 * need:.0f} of its {smem} B/clk, {2 * need / smem:.0%}: no headroom")
+print(f"shared memory: writing them (the copy) and reading them (the math) takes {2 * need:.0f} of its "
+      f"{smem} B/clk per SM, {2 * need / smem:.0%}")
 wide = 4096 * (128 + 256) * 2 / (2 * 128 * 256)      # a wider tile reuses each byte more
-print(f"a 128×256 tile needs {wide:.0f} B/clk, {2 * wide / smem:.0%}: chapter 05 §4 takes it for that headroom")
+print(f"a 128×256 tile needs {wide:.0f} B/clk, {2 * wide / smem:.0%} of shared memory (chapter 05 §4 uses it)")
 print(f"DRAM per SM per clock (at {clock_mhz:.0f} MHz, {kind}): {dram_per_sm_clk:.1f} B/clk")
 print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} can come from DRAM (the rest: L2 hits), and the "
       "copy must run *while* the Tensor Cores compute.")
@@ -185,8 +182,8 @@ answer = ...
 ok = exercises.check("ch00.intensity", answer, n=512)
 
 # %% [markdown]
-# **2.** Using the measured bandwidth and peak above, which of these sizes are memory-bound on this
-# GPU? Give a list, in any order.
+# **2.** Which of these sizes are memory-bound on this GPU? The roofline in §3 marks each one on
+# the roof. Give a list, in any order.
 
 # %% output varies
 sizes = [64, 128, 256, 512, 1024, 4096]

@@ -80,18 +80,6 @@ print(fragments.lane_table(LANE))
 # %% [markdown]
 # ### The kernel
 #
-# Words used from here on:
-#
-# | word | meaning |
-# |---|---|
-# | **CTA** | cooperative thread array (a thread block); computes one BM×BN tile of C |
-# | **k-tile** | the BK-deep slice of A (BM×BK) and B (BK×BN) that a CTA holds in shared memory at a time; the loop walks K/BK of them |
-# | **k16 step** | 16 deep along K: one `mma.sync` |
-# | tile name | `BMxBNxBK/wWMxWN`: CTA tile, warp tile; `/2cta`: registers capped so that two CTAs fit on an SM |
-# | **bank conflict** | shared memory has 32 banks of 4 bytes; lanes of one access hitting different addresses in one bank split it into passes |
-# | **swizzled** tile | 16-byte chunks stored at XOR-permuted places so the lanes of one access spread over different banks |
-# | `LDG.128` / `STS.128` | SASS: a thread's 16-byte load from global / store to shared memory |
-#
 # The kernel (`asynctc/kernels/mma_sync.cu`) and its data path, all done by the threads:
 #
 # ```
@@ -99,10 +87,17 @@ print(fragments.lane_table(LANE))
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# Tuned: 128×128×64 CTA tiles of 64×64 warp tiles, swizzled, two shared buffers (`buf`: one
-# barrier per k-tile). The loop loads the *next* k-tile into registers (`load_global`), runs this
-# k-tile's math (`mma_ktile`: per k16 step, `ldmatrix` then `mma.sync`), then stores them
-# into the other buffer (`store_shared`).
+# Each CTA computes a 128×128 tile of C; each of its warps, a 64×64 warp tile. The loop walks K in
+# [**k-tiles**](../docs/glossary.md#k-tile): 64-deep slices of A and B that a CTA holds in
+# shared memory at a time. `LDG.128` and `STS.128` are a thread's 16-byte load from global memory
+# and store to shared memory. The shared tiles are [**swizzled**](../docs/glossary.md#swizzle):
+# 16-byte chunks sit at XOR-permuted places, so the lanes of one `ldmatrix` spread over the 32
+# banks instead of queueing on one ([bank conflict](../docs/glossary.md#bank-conflict)).
+#
+# Two shared buffers (`buf`) mean one barrier per k-tile. The loop loads the *next* k-tile into
+# registers (`load_global`). It runs this k-tile's math (`mma_ktile`). Each **k16 step** of it,
+# 16 deep along K, is an `ldmatrix` then one `mma.sync`. Then the loop stores the registers into
+# the other buffer (`store_shared`).
 
 # %%
 ck = mma_sync.compile_mma_sync("float16")
@@ -129,7 +124,8 @@ assert ck.resources.spill_stores == 0, "the tuned tile must not spill"
 # %% [markdown]
 # ## 3. Correctness first
 #
-# Each check draws fresh random inputs, fills the output with NaN (an unwritten element fails) and
+# Tiles are named `BMxBNxBK/wWMxWN`: the CTA tile, then the warp tile. `/2cta` caps the registers
+# so that two CTAs fit on an SM. Each check draws fresh random inputs, fills the output with NaN (an unwritten element fails) and
 # compares every element with `float64` against an
 # [elementwise bound](../docs/glossary.md#elementwise-bound) that scales with |A|·|B|. A failing
 # kernel is not timed.

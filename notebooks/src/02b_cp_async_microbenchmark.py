@@ -177,3 +177,13 @@ top = max(r["tflops"] for r in rows)
 _ = notebook.claim(top < ceiling,
                    f"The best rung, {top:.0f} TFLOP/s, stays below chapter 01's mma.sync ceiling ({ceiling:.0f}).",
                        best=top, ceiling=ceiling)
+
+# %% [markdown]
+# **Why does the overlap stay partial?** Core lesson 02 ends on a partial overlap. The best rung's
+# k-tile time lies between full overlap (the longer of its math and its shared-memory traffic) and
+# none (the two in series). A hypothesis, since the records keep times, not stall reasons: each
+# k-tile's `__syncthreads` stops every warp, so the next k-tile's `ldmatrix` reads wait for the
+# slowest warp's math. The "Design
+# it" survey points the same way. Its widest miss is the one design with one CTA per SM, where no
+# second CTA computes while the first waits at its barrier. Chapter 04's `wgmma` removes the
+# `ldmatrix` reads: it reads shared memory once per warpgroup.
