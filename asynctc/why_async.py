@@ -131,6 +131,16 @@ SUITES = {"ceilings": (measure_ceilings, summarize_ceilings, "sm_90a")}
 SMEM_BYTES_PER_CLK_SM = 32 * 4
 
 
+def cublas_series(gemms: list[dict]) -> dict[str, tuple[list[int], list[float]]]:
+    """The "ceilings" record's cuBLAS rows as plot series, one per dtype: ``{"cuBLAS float16":
+    (sizes, TFLOP/s), "cuBLAS bfloat16": …}`` for :func:`asynctc.core.plots.throughput_by_size`."""
+    series = {}
+    for dt in ("float16", "bfloat16"):
+        rows = [g for g in gemms if g["dtype"] == dt]
+        series[f"cuBLAS {dt}"] = ([g["m"] for g in rows], [g["tflops"] for g in rows])
+    return series
+
+
 def gemm_intensity(m: int, n: int, k: int, elem_bytes: int = 2) -> float:
     """FLOP per byte of DRAM traffic of an M×N×K GEMM that reads A (M×K) and B (K×N) once and
     writes C (M×N) once, ``elem_bytes`` per element: 2·M·N·K / (bytes of A + B + C)."""

@@ -36,8 +36,8 @@ notebook.banner("sm_90a")
 # ## 1. Two ceilings, measured
 #
 # The suite `ceilings` times a device-to-device copy (`cuMemcpyAsync`, 16 MiB – 4 GiB) and cuBLAS
-# fp16 and bf16 GEMMs on random data (M = N = K = 1024 – 8192): CUDA events, warm-up, L2 flushed,
-# median of 20.
+# fp16 and bf16 GEMMs on random data (M = N = K = 1024 – 8192). Each time is the median of 20
+# samples, taken with CUDA events after a warm-up, with L2 flushed.
 
 # %% output varies
 rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
@@ -78,11 +78,7 @@ g = max(gemms, key=lambda g: g["tflops"])                        # cuBLAS's fast
 tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12  # 2·M·N·K FLOP / seconds
 print(f"cuBLAS, best ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms = {tf:.0f} TFLOP/s "
       f"= {tf / peak:.2f} of the peak")
-series = {}
-for dt in ("float16", "bfloat16"):
-    rows = [g for g in gemms if g["dtype"] == dt]
-    series[f"cuBLAS {dt}"] = ([g["m"] for g in rows], [g["tflops"] for g in rows])
-fig = plots.throughput_by_size(series, peak=peak, peak_label=f"peak: SMs×4096×{clock_mhz:.0f} MHz ({kind}) =",
+fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak, peak_label=f"peak: SMs×4096×{clock_mhz:.0f} MHz ({kind}) =",
                                record=rec, title="cuBLAS GEMM throughput")
 
 # %% [markdown]
@@ -102,8 +98,8 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # intensity** *F / B*.
 #
 # Below the **ridge point** (peak ÷ bandwidth) a kernel cannot be faster than
-# bandwidth × intensity: it is *memory-bound*. Above it, the Tensor Cores are the limit — *if* the
-# kernel can feed them.
+# bandwidth × intensity. Such a kernel is *memory-bound*. Above it, the Tensor Cores are the
+# limit, *if* the kernel can feed them.
 #
 # A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once, so its intensity
 # grows with *n*. The plot shows cuBLAS's measured bf16 GEMMs and, as an open marker, a computed
@@ -136,8 +132,8 @@ _ = notebook.claim(i1k > ridge and tiles < p["sm_count"] and g1k["tflops"] < til
 # %% [markdown]
 # ## 4. Why Tensor Cores starve
 #
-# Large GEMMs sit far right of the ridge: DRAM is not their problem. Their problem is *inside* the
-# SM, which must consume 4096 FLOP every clock.
+# Large GEMMs sit far right of the ridge, so DRAM is not their problem. Their problem is *inside*
+# the SM, which must consume 4096 FLOP every clock.
 #
 # Say each **CTA** (cooperative thread array: CUDA's thread block, on one SM) computes a 128×128
 # tile of C. Each step along K brings (128 + 128) × 2 bytes of operands for 2 × 128 × 128 FLOP.

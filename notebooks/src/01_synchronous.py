@@ -57,9 +57,9 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # ### What one `mma.sync.m16n8k16` does
 #
 # A whole warp issues it together. It multiplies a 16×16 fp16/bf16 tile of A by a 16×8 tile of B
-# and adds the product into a 16×8 fp32 tile of C: 16·8·16 multiply-adds, 4096 FLOP. No lane has
-# a whole tile. Each of the 32 lanes keeps a **fragment**: a fixed few elements of each operand, in
-# its own registers, in a pattern the PTX ISA fixes (*Matrix Fragments for mma.m16n8k16*).
+# and adds the product into a 16×8 fp32 tile of C (4096 FLOP). No lane has a whole tile. Each of
+# the 32 lanes keeps a **fragment**, a fixed few elements of each operand in its own registers.
+# The PTX ISA fixes the pattern (*Matrix Fragments for mma.m16n8k16*).
 # `ldmatrix` loads fragments from shared memory in exactly that pattern. The picture shows which
 # lane has each element of A (B and C: [01b §1](01b_synchronous_anatomy.ipynb)).
 
@@ -143,9 +143,10 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
-# Timed in one run: **cuBLAS** (`wgmma` and TMA on Hopper), our **mma.sync GEMM** (best tile per
-# size), and the **`mma.sync` ceiling**: a register-only kernel issuing `mma.sync` back to back at
-# the GEMM's **occupancy** (warps resident per SM). Below, the SIMT GEMM for scale.
+# One run timed three kernels: **cuBLAS** (`wgmma` and TMA on Hopper), our **mma.sync GEMM** (best
+# tile per size), and the **`mma.sync` ceiling**. The ceiling is a register-only kernel that issues
+# `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). The SIMT GEMM is
+# printed below for scale.
 
 # %% output varies
 t = mma_sync.DEFAULT_TILE
@@ -165,9 +166,9 @@ print(f"1024³: SIMT GEMM (fp32 FFMA) 2·1024³ / {simt_ms:.3f} ms = {simt_tf:.1
 # %% [markdown]
 # ## 5. Why the number is what it is
 #
-# Two effects. First, **`mma.sync` itself tops out below the Tensor Core
-# [peak](../docs/glossary.md#peak) on Hopper.** The ceiling kernel (no memory) against the peak at
-# its measured [clock](../docs/glossary.md#in-kernel), then with more warps:
+# Two effects set it. First, **`mma.sync` itself tops out below the Tensor Core
+# [peak](../docs/glossary.md#peak) on Hopper.** Below, the ceiling kernel (no memory traffic) is set
+# against the peak at its measured [clock](../docs/glossary.md#in-kernel), then run with more warps:
 
 # %% output varies
 mhz, sms = ceiling_row["sm_mhz"], rec.provenance["sm_count"]
@@ -178,10 +179,10 @@ occ = sorted((r["warps_per_cta"] * r["ctas_per_sm"], r["tflops"])
 print(f"warps per SM {occ[0][0]} → {occ[-1][0]}: {occ[0][1]:.0f} → {occ[-1][1]:.0f} TFLOP/s")
 
 # %% [markdown]
-# NVIDIA does not say why; the full rate needs `wgmma` (chapter 04). Second, **every operand byte
+# NVIDIA does not say why. The full rate needs `wgmma` (chapter 04). Second, **every operand byte
 # crosses the SM's L1/shared-memory data path three times**: into registers, into shared memory,
-# `ldmatrix` out. Two variants, only timed
-# ([01b §4](01b_synchronous_anatomy.ipynb) lists all):
+# and out through `ldmatrix`. Two variants of the kernel test this. Their results are wrong, so
+# they are only timed ([01b §4](01b_synchronous_anatomy.ipynb) lists all variants):
 #
 # * **no copy**: shared memory is never refilled;
 # * **mma.sync + barriers only**: no copy, no `ldmatrix`.
@@ -200,8 +201,8 @@ _ = notebook.claim(ceiling / peak_at < 0.8 and occ[-1][1] < 1.1 * occ[0][1] and 
                    ceiling_fraction=ceiling / peak_at, ours=best4096, occupancy=occ, ablation=abl)
 
 # %% [markdown]
-# What helps: taking the copy from the threads. Chapter 02 removes the register hop (`cp.async`),
-# 03 the threads (TMA), 04 `ldmatrix`. The goal: half of cuBLAS at 4096³:
+# What helps is taking the copy away from the threads. Chapter 02 removes the register hop
+# (`cp.async`), 03 the threads (TMA), 04 `ldmatrix`. This chapter's goal is half of cuBLAS at 4096³:
 
 # %% output varies
 tf = {r.get("tile") or r["kernel"]: r["tflops"]

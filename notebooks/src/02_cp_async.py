@@ -70,8 +70,9 @@ ok = exercises.check("ch02.wait_n", answer, stages=4)
 # 3. issue the copies of k-tile `kt+STAGES-1` into that slot, and commit;
 # 4. compute.
 #
-# One stage (§4's `/1` rungs) has nothing to overlap, so the kernel takes its own `#if STAGES == 1`
-# loop: copy, `wait_group<0>`, sync, compute, sync. The `wait_group` line below answers exercise 1:
+# With one stage (§4's `/s1` rungs) there is nothing to overlap. The kernel then takes its own
+# `#if STAGES == 1` loop: copy, `wait_group<0>`, sync, compute, sync. The `wait_group` line below
+# answers exercise 1.
 
 # %% output answers a prediction
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
@@ -82,7 +83,7 @@ if exercises.after("ch02.wait_n"):
 # ### SASS: the register hop is gone
 #
 # Chapter 01 loads with `LDG` and stores with `STS`. The cp.async kernel has neither for its
-# operands: `LDGSTS` does both in one instruction, `LDGDEPBAR` is the commit and `DEPBAR` the wait.
+# operands. `LDGSTS` does both in one instruction. `LDGDEPBAR` is the commit, and `DEPBAR` the wait.
 
 # %% output varies
 keys = ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS", "LDSM", "HMMA", "BAR")
@@ -107,9 +108,9 @@ print(cp_async.tile_traffic(*TILE))
 # %% [markdown]
 # ## 3. Correctness first
 #
-# Checked against float64 as in chapter 01 (the
-# [elementwise bound](../docs/glossary.md#elementwise-bound)), every tile and stage count; in
-# replay, the recorded checks.
+# Every tile and stage count is checked against float64, as in chapter 01 (the
+# [elementwise bound](../docs/glossary.md#elementwise-bound)). In replay these are the recorded
+# checks.
 
 # %% output varies
 rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)
@@ -136,7 +137,7 @@ fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], basel
 plt.show()
 
 # %% [markdown]
-# **What moved, and why.** Every row is a rung; the notes below explain rows 1–3:
+# **What moved, and why.** Each row is a rung. The notes below explain the rows numbered 1–3.
 
 # %% output varies
 print(cp_async.stage_table_text(rec.results, "float16", 4096))
