@@ -76,8 +76,7 @@ class CopyDesign:
             out.append("record: not measured")
         for name, gbps in self.measured:
             why = ("L was fitted on it" if self.fitted and name == FIT_ON[0] else
-                   f"a test: L was fitted on box {FIT_ON[1][0]}×{FIT_ON[1][1]}, S = {FIT_ON[2]}, "
-                   f"{FIT_ON[3]} CTAs/SM")
+                   "a test: L was fitted on another run")
             out.append(f"record ({name}): {gbps:.0f} GB/s; model {_pct(self.gbps / gbps - 1)} ({why})")
         return "\n".join(out)
 

@@ -79,7 +79,7 @@ print(banks.chunk_columns(SWIZZLE, ROW_BYTES))
 # * A wait on parity 1 passes, because phase 1 is complete.
 # * A wait on parity 0 waits, because parity 0 now means the open phase 2.
 #
-# **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*): a wait on parity P passes unless the open
+# **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*). A wait on parity P passes unless the open
 # phase has parity P.
 
 # %% [markdown]
@@ -89,7 +89,8 @@ print(banks.chunk_columns(SWIZZLE, ROW_BYTES))
 # %%
 notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
     ptx=("mbarrier_init", "mbarrier_arrive_expect_tx",
-         "tma_load_2d", "mbarrier_try_wait_parity"))
+         "tma_load_2d", "mbarrier_try_wait_parity"),
+    more=(("ptx/mbarrier.cuh", r"bool mbarrier_wait_parity_bounded", r"^}"),))
 
 # %% [markdown]
 # Reading the listing:
@@ -98,12 +99,12 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 #   1 arrival, its own `expect_tx`.
 # * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
 #   [*async proxy*](../docs/glossary.md#proxy). Only a fence orders the two.
-# * The wait is **bounded** (`MAX_TRIES` rounds or 2 s), so a wrong byte count or parity cannot
+# * The wait is **bounded** (`max_tries` rounds or 2 s), so a wrong byte count or parity cannot
 #   hang the GPU.
 
 # %% [markdown]
-# `mbarrier_lifecycle` runs the cycle on the GPU. After each step it asks whether a wait on
-# parity 0 and on parity 1 would pass. Step 6 waits in vain, on purpose. ✓ marks the PTX ISA's answer.
+# `mbarrier_lifecycle` runs the cycle on the GPU. After each step, would a wait on parity 0 and on
+# parity 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
 
 # %% output varies
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
@@ -141,7 +142,7 @@ print(tma.design(box=BOX, stages=S, ctas=CTAS, equal=eq))
 # %% [markdown]
 # ## Exercises
 #
-# **1. Fill one stage.** A stage of chapter 05's ring holds k-tile `kt` of A, then of B. A is a
+# **1. Fill one stage.** A stage of chapter 05's ring contains k-tile `kt` of A and of B. A is a
 # `BM`×`BK` box of tensor map `ta`, rows from `m0`. B's `BN`×`BK` box of `tb` (B stored N×K)
 # follows right after, rows from `n0`. All fp16, `BM` = `BN` = 128, `BK` = 64. One barrier,
 # `full_bar`, covers both. `stage` and `full_bar` are `u32` shared-memory addresses.
