@@ -158,9 +158,8 @@ plt.show()
 
 # %% [markdown]
 # **First, the trace's own cost.** Each traced event reads and stores the clock, which slows the
-# loop. Below, cycles per k-tile: traced, untraced (from the timed TFLOP/s) and in the model.
-# The trace's order of events is still right. So where does the untraced gap come from?
-# Warpgroup 0's waits on full, from k-tile 4 on.
+# loop. Below are the cycles per k-tile traced, untraced (from the timed TFLOP/s) and in the model.
+# Then what the trace still shows right, the order of events: warpgroup 0's waits on full.
 
 # %% output varies
 timed = pl.depth_sweep(res, "128x256x64/c2")[4]               # TFLOP/s at S = 4, untraced
@@ -180,7 +179,7 @@ _ = notebook.claim(min(late) > 50 and not any(ring_wait.get(k) for k in range(4,
 
 # %% [markdown]
 # **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C` (1 or 2),
-# tile width `BN` (128 or 256) and `L2_CAP`, L2's bytes per clock per SM (None: no limit;
+# tile width `BN` (128 or 256) and `L2_CAP`, L2's bytes per clock per SM (None for no limit;
 # [05b](05b_pipeline_timeline.ipynb) §5 fits one). Which design does the model call fastest? The record?
 
 # %% output varies
