@@ -85,6 +85,17 @@ def test_tma_design_more_in_flight_more_bandwidth_never_past_the_peak(eq, tc):
     assert "tests within" in tma.design_survey(equal=eq, copy=tc)
 
 
+def test_tma_design_text_names_its_terms_and_adds_up(eq, tc):
+    """The round trip in words (latency L, transfer at the device copy's rate), and its sum."""
+    d = tma.design((128, 64), 2, 3, equal=eq, copy=tc)
+    total = d.sm_count * d.in_flight
+    trip = d.latency + total / d.peak
+    text = d.text()
+    assert f"latency L {d.latency:.0f} ns + {total / d.peak:.0f} ns to transfer them" in text
+    assert f"= {trip:.0f} ns" in text and "MB/peak" not in text
+    assert d.gbps == pytest.approx(total / trip)
+
+
 @pytest.mark.parametrize("kw, field", [(dict(box=(300, 64)), "box"), (dict(box=(64, 63)), "box"),
                                        (dict(box=64), "box"), (dict(stages=1), "stages"),
                                        (dict(ctas=40), "ctas"),

@@ -67,3 +67,19 @@ def test_survey_names_the_fastest_of_model_and_record(rec):
     assert lines[0].startswith("Model's fastest: ") and lines[1].startswith("Record's fastest: ")
     assert f"{best['tflops']:.0f} TFLOP/s" in lines[1]
     assert "Widest misses:" in text
+
+
+def test_chapter05_readers_pick_the_rows_the_notebook_names(rec):
+    """05 §4–§5's one-line readers: the depth sweep by stage, best variant ÷ cuBLAS, best by width,
+    the traced run."""
+    res = rec.results
+    sweep = pl.depth_sweep(res, "128x256x64/c2")
+    assert sweep[4] == _row(rec, "128x256x64/c2", 4, 1)["tflops"] and sorted(sweep) == list(range(1, len(sweep) + 1))
+    got = pl.of_cublas(res, 4096)
+    assert set(got) == {"float16", "bfloat16"}
+    assert got["float16"] == pytest.approx(pl.best_row(res, "float16", 4096, variants=True)["tflops"]
+                                           / pl.cublas_row(res, "float16", 4096)["tflops"])
+    best = pl.best_by_width(res)
+    assert best[256] == pytest.approx(max(sweep.values()) / pl.cublas_row(res, "float16", 4096)["tflops"])
+    t = pl.trace_of(res, "128x256x64/c2", 4)
+    assert (t["tile"], t["stages"]) == ("128x256x64/c2", 4)

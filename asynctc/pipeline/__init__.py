@@ -88,7 +88,8 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
                      correctness_configs, device_problem, fits, random_operands, run_broken,
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
-from .results import KtileAverage, average_ktile_cycles, best_row, cublas_row, row_label
+from .results import (KtileAverage, average_ktile_cycles, best_by_width, best_row, cublas_row, depth_sweep,
+                      of_cublas, row_label, trace_of)
 from .suite import (SUITES as _PIPELINE_SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
                     variants_table)
 from .trace import (FLOP_PER_CLK_SM, Span, TraceResult, _clock_mhz, decode_error, error_fields, decode_trace,

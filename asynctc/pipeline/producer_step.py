@@ -229,8 +229,8 @@ def judge(answer) -> str | None:
     if t is not None:
         slip = " — r, the k-tile just released," if labels[t] == t - S else ""
         return (f"before k-tile {t} your wait on empty is labelled k-tile {labels[t]}{slip}; the label "
-                f"names the k-tile the wait is for, the one the refill loads (r + STAGES = {t}): a wait "
-                "that gives up reports that k-tile in the kernel's error word")
+                f"(the 4th argument) names the k-tile the refill loads, r + STAGES = {t}. A wait that "
+                "gives up reports that k-tile in the kernel's error word")
     gave_up = read(step, True, S, P, T, waits_pass=False)     # every bounded wait times out
     for r, events in gave_up.items():
         kinds = [e.kind for e in events]

@@ -1,6 +1,8 @@
 """Reading a ``pipeline`` record's results (no GPU, no timing, no plotting): the fastest row
 (:func:`best_row`), cuBLAS's row (:func:`cublas_row`), a row's configuration label
-(:func:`row_label`), the kernel's average cycles per k-tile (:func:`average_ktile_cycles`) — shared
+(:func:`row_label`), the kernel's average cycles per k-tile (:func:`average_ktile_cycles`), and the
+few numbers chapter 05 reads (:func:`depth_sweep`, :func:`of_cublas`, :func:`best_by_width`,
+:func:`trace_of`) — shared
 by the suite's tables, the figures and the notebooks (05 §5, 05b §4)."""
 
 from __future__ import annotations
@@ -31,6 +33,31 @@ def row_label(r: dict) -> str:
 def cublas_row(results: dict, dtype: str, size: int) -> dict | None:
     return next((r for r in results["sweep"] if r["kernel"] == "cuBLAS" and r["dtype"] == dtype
                  and r["size"] == size), None)
+
+
+def depth_sweep(results: dict, tile: str = "128x256x64/c2", dtype: str = "float16",
+                size: int = 4096) -> dict:
+    """{stages: TFLOP/s} of the depth sweep's untraced ``tile`` rows for ``dtype`` at ``size``³."""
+    return {r["stages"]: r["tflops"] for r in results["sweep"] if r["kernel"] == "pipeline"
+            and not r["trace"] and (r["tile"], r["dtype"], r["size"]) == (tile, dtype, size)}
+
+
+def of_cublas(results: dict, size: int, dtypes=("float16", "bfloat16")) -> dict:
+    """{dtype: the fastest variant's TFLOP/s ÷ cuBLAS's} at ``size``³ (chapter 05 §4's goal)."""
+    return {dt: best_row(results, dt, size, variants=True)["tflops"] / cublas_row(results, dt, size)["tflops"]
+            for dt in dtypes}
+
+
+def best_by_width(results: dict, dtype: str = "float16", size: int = 4096, widths=(128, 256)) -> dict:
+    """{BN: the depth sweep's best 128×BN row ÷ cuBLAS} for ``dtype`` at ``size``³."""
+    cub = cublas_row(results, dtype, size)["tflops"]
+    rows = [r for r in results["sweep"] if r["kernel"] == "pipeline" and (r["dtype"], r["size"]) == (dtype, size)]
+    return {bn: max(r["tflops"] for r in rows if r["tile"].startswith(f"128x{bn}x")) / cub for bn in widths}
+
+
+def trace_of(results: dict, tile: str = "128x256x64/c2", stages: int = 4) -> dict:
+    """The record's traced run of ``tile`` at ``stages`` (its ``traces`` row)."""
+    return next(t for t in results["traces"] if (t["tile"], t["stages"]) == (tile, stages))
 
 
 @dataclasses.dataclass(frozen=True)

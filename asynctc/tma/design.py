@@ -67,14 +67,16 @@ class CopyDesign:
         total = self.sm_count * self.in_flight
         out = [f"box {r}×{c} fp16, S = {self.stages}, {self.ctas} CTAs/SM: (S − 1) × {kib:g} KiB × "
                f"{self.ctas} = {self.in_flight / 1024:g} KiB in flight per SM",
-               f"{self.sm_count} SMs × that = {total / 1e6:.2f} MB ÷ (L + MB/peak = {self.latency:.0f} + "
-               f"{total / self.peak:.0f} ns) = model {self.gbps:.0f} GB/s, {self.gbps / self.peak:.0%} "
-               "of the device copy"]
+               f"{self.sm_count} SMs × that = {total / 1e6:.2f} MB in flight",
+               f"round trip: latency L {self.latency:.0f} ns + {total / self.peak:.0f} ns to transfer them "
+               f"at the device copy's {self.peak:.0f} GB/s = {self.latency + total / self.peak:.0f} ns",
+               f"model: {total / 1e6:.2f} MB per {self.latency + total / self.peak:.0f} ns = "
+               f"{self.gbps:.0f} GB/s, {self.gbps / self.peak:.0%} of the device copy"]
         if not self.measured:
             out.append("record: not measured")
         for name, gbps in self.measured:
             why = ("L was fitted on it" if self.fitted and name == FIT_ON[0] else
-                   f"a test; L fitted on {FIT_ON[1][0]}×{FIT_ON[1][1]} S{FIT_ON[2]} ×{FIT_ON[3]}")
+                   "a test: L was fitted on another run")
             out.append(f"record ({name}): {gbps:.0f} GB/s; model {_pct(self.gbps / gbps - 1)} ({why})")
         return "\n".join(out)
 

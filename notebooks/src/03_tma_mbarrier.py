@@ -11,6 +11,8 @@
 # Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
 
 # %% output varies
+from IPython.display import Markdown
+
 from asynctc.core import exercises, notebook, records
 from asynctc import tma
 from asynctc.models import banks
@@ -20,11 +22,10 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps, validated before the driver sees them
 #
-# `asynctc.tma.make_tensor_map(array, box, swizzle=…)` ends in the driver's
-# `cuTensorMapEncodeTiled`, which answers a bad argument with a bare `CUDA_ERROR_INVALID_VALUE`.
-# So every rule is checked in Python first. Below: chapter 05's A map, the driver's arguments for
-# it (`cuda.h`'s names; arrays innermost first, so `globalDim` is (columns, rows)), then one field
-# broken. `boxDim`'s 64 columns × 2 bytes fill one 128-byte swizzle span.
+# The driver's `cuTensorMapEncodeTiled` answers any bad argument with a bare
+# `CUDA_ERROR_INVALID_VALUE`, so `asynctc.tma` checks every rule in Python first. Below: chapter
+# 05's A map, the driver's arguments for it, then one field broken. The driver lists dimensions
+# innermost (contiguous) first, so `globalDim` is (columns, rows).
 
 # %%
 good = dict(address=0x7F0000000000, shape=(4096, 4096), dtype="float16", box=(128, 64), swizzle=128)
@@ -39,15 +40,13 @@ except tma.TensorMapError as e:
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
 #
-# A 128-byte line covers each of shared memory's 32 4-byte banks once. Without swizzle, reading
-# one 16-byte chunk down 8 rows of 128 bytes hits the same 4 banks 8 times: an 8-way
+# Shared memory has 32 banks of 4 bytes, so a 128-byte row covers each bank once. Read one
+# 16-byte chunk down 8 such rows and you hit the same 4 banks 8 times. That is an 8-way
 # [bank conflict](../docs/glossary.md#bank-conflict).
 #
-# **The 128-byte [swizzle](../docs/glossary.md#swizzle):** the 16-byte chunk index within a row
-# is XORed with the row index mod 8; the byte inside a chunk keeps its place. The 8 reads then
-# hit 8 different bank groups.
-#
-# Each 16-byte chunk's bank group (checked on the GPU in [03b §3](03b_tma_boxes.ipynb)):
+# The 128-byte [swizzle](../docs/glossary.md#swizzle) XORs a chunk's index in its row with the
+# row index mod 8. Bytes keep their place inside a chunk. The 8 reads now hit 8 different bank
+# groups (checked on the GPU in [03b §3](03b_tma_boxes.ipynb)).
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
@@ -72,15 +71,15 @@ print(banks.chunk_columns(SWIZZLE, ROW_BYTES))
 # | pending bytes, the **tx-count** | [`expect_tx`](../docs/glossary.md#expect_tx) | each TMA copy's `complete_tx` |
 #
 # When both reach zero, the phase completes and the next one opens. Phases are numbered 0, 1, 2, …
-# A wait names not a phase but a [*phase parity*](../docs/glossary.md#phase-parity) P: a phase's
-# number mod 2.
+# A wait does not name a phase. It names a [*phase parity*](../docs/glossary.md#phase-parity) P,
+# a phase's number mod 2.
 #
-# **An example.** A barrier has completed phases 0 and 1; phase 2 is open.
+# **An example.** A barrier has completed phases 0 and 1. Phase 2 is open.
 #
-# * A wait on parity 1 passes: phase 1 is complete.
-# * A wait on parity 0 waits: parity 0 now means the open phase 2.
+# * A wait on parity 1 passes, because phase 1 is complete.
+# * A wait on parity 0 waits, because parity 0 now means the open phase 2.
 #
-# **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*): a wait on parity P passes unless the open
+# **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*). A wait on parity P passes unless the open
 # phase has parity P.
 
 # %% [markdown]
@@ -96,19 +95,16 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 # %% [markdown]
 # Reading the listing:
 #
-# * The tensor map is a kernel parameter (`__grid_constant__`, by value). `tma_load_rank` is
-#   `tma_load_2d` for a map of any rank. Thread 0 initialises the barrier with 1 arrival: its own `expect_tx`.
+# * The tensor map is passed by value (`__grid_constant__`). Thread 0 initialises the barrier with
+#   1 arrival, its own `expect_tx`.
 # * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
-#   [*async proxy*](../docs/glossary.md#proxy); only a fence orders the two (`fence.mbarrier_init`
-#   for the new barrier, `fence.proxy.async` for the 0xA5 fill).
-# * `shared::cluster`: a lone CTA is a [cluster](../docs/glossary.md#cluster) of one.
-# * The wait is **bounded** (`max_tries` rounds or 2 s): a wrong byte count or parity cannot
+#   [*async proxy*](../docs/glossary.md#proxy). Only a fence orders the two.
+# * The wait is **bounded** (`max_tries` rounds or 2 s), so a wrong byte count or parity cannot
 #   hang the GPU.
 
 # %% [markdown]
-# `mbarrier_lifecycle` runs the cycle on the GPU (step 6 waits in vain, on purpose):
-# after each step, would a wait on parity 0 and on parity 1 pass? `open`: the phase in progress;
-# ✓: as the PTX ISA expects.
+# `mbarrier_lifecycle` runs the cycle on the GPU. After each step, would a wait on parity 0 and on
+# parity 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
 
 # %% output varies
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
@@ -118,32 +114,26 @@ print(tma.lifecycle_table(lc["steps"]))
 assert lc["passed"] and lc["boxes_ok"]                # every step as expected, the boxes read back intact
 
 # %% [markdown]
-# Step 3 is the example above. Step 0: on a fresh barrier wait(1) passes, so a producer waiting for
-# an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb),
-# [08](08_pitfalls.ipynb)).
+# Step 3 is the example above. At step 0, on a fresh barrier, wait(1) passes. So a producer that
+# waits for an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)).
 
 # %% [markdown]
 # ## 4. TMA against cp.async, the same tiles
 #
-# In chapter 02, 128 threads fill a stage with 16-byte `cp.async` copies; TMA needs one instruction
-# from one thread. Count both for section 1's box. Bandwidth: the record `tma_equal`
-# ([03b §2](03b_tma_boxes.ipynb)) copied 256 MiB box by box both ways, equal loads in flight per SM.
+# In chapter 02, 128 threads fill a stage with 16-byte `cp.async` copies. TMA needs one instruction
+# from one thread. The table counts both for each box, then compares bandwidth. The record
+# `tma_equal` ([03b §2](03b_tma_boxes.ipynb)) copied 256 MiB box by box both ways.
 
 # %% output varies
-copies = spec.box_bytes // 16
-print(f"TMA: 1 instruction, 1 thread | cp.async: {spec.box_bytes} / 16 = {copies} instructions, "
-      f"{copies // 128} per thread of 128")
-assert tma.equal_bytes.issue_counts("128x64")["cp_async"] == copies
-from IPython.display import Markdown
 eq = records.load("tma_equal")
-rows = tma.equal_bytes.same_tiles(eq.results)
+rows = tma.equal_bytes.same_tiles(eq.results)     # per box: instructions and GB/s, both ways
 print(eq.label())
 display(Markdown(tma.equal_bytes.same_tiles_table(rows)))
 _ = notebook.verdict(*tma.equal_bytes.same_tiles_verdict(rows))
 
 # %% [markdown]
-# **Design it** (no grade). Little's law: bandwidth = bytes in flight ÷ the time they take. How
-# many KiB in flight per SM reach 90 % of the device copy?
+# **Design it** (no grade). Little's law: bandwidth = bytes in flight ÷ their round trip time.
+# How many KiB in flight per SM reach 90 % of the device copy?
 
 # %% output varies
 BOX, S, CTAS = (128, 64), 2, 3           # fp16 box, stages, CTAs per SM
@@ -152,12 +142,14 @@ print(tma.design(box=BOX, stages=S, ctas=CTAS, equal=eq))
 # %% [markdown]
 # ## Exercises
 #
-# **1. Fill one stage.** A stage of a GEMM's ring (chapter 05) contains k-tile `kt` of A, a
-# `BM`×`BK` box of tensor map `ta` (rows from `m0`), then right after it a `BN`×`BK` box of `tb`
-# (B stored N×K, rows from `n0`); fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`,
-# covers both; `stage` and `full_bar` are `u32` shared-memory addresses. Write the lines of
-# `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with
-# `tma_load_2d(dst, map, bar, c0, c1)`:
+# **1. Fill one stage.** A stage of chapter 05's ring contains k-tile `kt` of A and of B. A is a
+# `BM`×`BK` box of tensor map `ta`, rows from `m0`. B's `BN`×`BK` box of `tb` (B stored N×K)
+# follows right after, rows from `n0`. All fp16, `BM` = `BN` = 128, `BK` = 64. One barrier,
+# `full_bar`, covers both. `stage` and `full_bar` are `u32` shared-memory addresses.
+#
+# Write the lines of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with
+# `tma_load_2d(dst, map, bar, c0, c1)`. As in section 1, **c0 is the innermost (contiguous)
+# coordinate**, here the column along K. c1 is the row.
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""

@@ -5,10 +5,9 @@
 # it correctly, and measure how close it gets to the [peak](../docs/glossary.md#peak).
 #
 # **The story.** [wgmma](../docs/glossary.md#wgmma) is issued by a [warpgroup](../docs/glossary.md#warpgroup) (four warps, 128 threads) and reads its
-# operands from shared memory, each described by a 64-bit [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). You will
-# take the descriptor apart, follow one element of a [K-major](../docs/glossary.md#k-major) tile to
-# the byte wgmma reads, advance a descriptor from k-step to k-step, read the kernel, find which
-# thread holds each element of the result, and measure throughput by N.
+# operands from shared memory, each described by a 64-bit [*matrix descriptor*](../docs/glossary.md#matrix-descriptor). You
+# take the descriptor apart and follow one element of a [K-major](../docs/glossary.md#k-major)
+# tile to the byte wgmma reads. Then you read the kernel and measure it by N.
 #
 # Deep dive: [04b — wgmma taken apart](04b_wgmma_anatomy.ipynb).
 
@@ -35,17 +34,17 @@ notebook.banner("sm_90a")
 #   registers per thread, the same fragment as `mma.sync`'s A).
 # * **D** lives in registers: N/2 fp32 values per thread (which thread holds each: section 6).
 #
-# It is *asynchronous*, like `cp.async` in chapter 02: `wgmma.fence` orders earlier register
-# writes before it, `wgmma.commit_group` closes a batch, `wgmma.wait_group N` waits until at most N
+# It is *asynchronous*, like `cp.async` in chapter 02. `wgmma.fence` orders earlier register
+# writes before it. `wgmma.commit_group` closes a batch. `wgmma.wait_group N` waits until at most N
 # batches are in flight.
 
 # %% [markdown]
 # ## 2. The descriptor, bit by bit
 #
 # PTX ISA §9.7.15.5.1.2.2 *Matrix Descriptor Format*: five fields of one 64-bit register.
-# Addresses and offsets are stored as `(x & 0x3FFFF) >> 4`: in 16-byte units, below 256 KiB. The
-# fields, filled in for the tile every later chapter uses (A, 64×64 fp16, K-major, 128-byte swizzle,
-# at shared-memory address 0x2000):
+# Addresses and offsets are stored as `(x & 0x3FFFF) >> 4`, in 16-byte units. Below, the fields
+# for the tile every later chapter uses: A, 64×64 fp16, K-major, 128-byte swizzle, at
+# shared-memory address 0x2000.
 
 # %%
 tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
@@ -102,9 +101,9 @@ assert address == tile.tma_addresses(0x2000)[ROW, K] == tile.addresses(0x2000)[R
 # **Try it** (no grade): change `ROW` and `K` and run the four cells again. Which rows keep their
 # chunks in place? Which K of row 27 starts its 128-byte row?
 #
-# An [MN-major](../docs/glossary.md#mn-major) tile stores B as K×N: each 128-byte box row is one
-# **k-row** (64 elements of N), so a k16 step is 16 k-rows on. Every layout, drawn:
-# [04b](04b_wgmma_anatomy.ipynb) §5.
+# An [MN-major](../docs/glossary.md#mn-major) tile stores B as K×N. Each 128-byte box row is one
+# **k-row**, 64 elements of N. Before the swizzle B[k][n] sits at byte k·128 + n·2, so k16 step s
+# starts at k-row 16s. Every layout, drawn: [04b](04b_wgmma_anatomy.ipynb) §5.
 
 # %% [markdown]
 # **Exercise: advance the descriptor.** A 64-wide k-tile is four k16 steps, one descriptor each.
@@ -183,7 +182,7 @@ ok = exercises.check("ch04.acc_owner", answer, r=27, c=12)
 # ## 7. Correct for every combination
 #
 # Checked against float64 as in chapter 01 ([elementwise bound](../docs/glossary.md#elementwise-bound);
-# looser for FP8). Live, a sample runs now; the record checked 384 single tiles and 72 TMA-fed ones.
+# looser for FP8). Live, a sample runs now. The record checked 384 single tiles, 72 TMA-fed ones.
 
 # %% output varies
 rec = records.load_or_measure("wgmma", wgmma_peak.measure_wgmma)
@@ -196,15 +195,14 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # %% [markdown]
 # ## 8. Throughput by N and by operand source
 #
-# `kernels/wgmma_peak.cu`: each CTA (one warpgroup, two per SM) loads A (64×64) and B (N×64) once,
-# then loops over fence → 4 k-steps → commit → `wait_group 1`, with A from shared memory (SS) or
-# registers (RS). Each point is set against the **per-clock peak** (SMs × 4096 FLOP/clk × the SM
-# clock the kernel read) and the datasheet's 989 TFLOP/s. Our goal: ≥ 0.90 of the per-clock peak.
-# Grey: Luo et al.'s H800 benchmark, scaled ([04b §6](04b_wgmma_anatomy.ipynb)).
+# In `kernels/wgmma_peak.cu` each CTA is one warpgroup, two per SM. It loads A (64×64) and B
+# (N×64) once, then loops: fence, 4 k-steps, commit, `wait_group 1`. A comes from shared memory
+# (SS) or registers (RS). Each point is set against the **per-clock peak**: SMs × 4096 FLOP/clk ×
+# the SM clock the kernel read. Our goal is 0.90 of it.
 #
-# **Why small N is slow.** A wgmma is N/2 clocks of math, but SS also reads 2 KiB of A and 32·N
-# bytes of B at 128 bytes per clock: below N = 64 shared memory sets the pace; RS, reading only B,
-# is faster there ([04b §4](04b_wgmma_anatomy.ipynb)).
+# **Why small N is slow.** A wgmma is N/2 clocks of math. SS also reads 2 KiB of A and 32·N
+# bytes of B, at 128 bytes per clock. Below N = 64 that read sets the pace. RS reads only B, so
+# it is faster there ([04b §4](04b_wgmma_anatomy.ipynb)).
 
 # %% output varies
 fig = wgmma_peak.plot_throughput(rec)
@@ -214,9 +212,10 @@ _ = notebook.verdict(*wgmma.goal_note(rec.results, goal=0.90))
 assert wgmma_peak.small_n_as_modelled(rec.results)   # "why small N is slow", on the record
 
 # %% [markdown]
-# **Design it** (no grade). That model, arithmetic in view: set `N` (a multiple of 8, 8–256) and
-# `SRC` (`"smem"`: SS, `"registers"`: RS). Where does shared memory stop setting the pace? Where
-# does the model miss the record?
+# **Design it** (no grade). Set `N` (a multiple of 8, 8–256) and
+# `SRC` (`"smem"` for SS, `"registers"` for RS). Where does shared memory stop setting the pace?
+# Then try RS at N = 8 and 16, where the model says the Tensor Cores set it. Does the record
+# agree? What fixed cost per wgmma would close the gap?
 
 # %% output varies
 N, SRC = 32, "smem"

@@ -5,8 +5,8 @@
 # speed stops rising with ring depth.
 #
 # **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel. You step
-# through its ring of S stages (who waits on which [phase parity](../docs/glossary.md#phase-parity)),
-# write the producer's step, and measure the kernel by ring depth beside cuBLAS and the ring model.
+# through its ring of S stages and the [phase parity](../docs/glossary.md#phase-parity) each wait
+# names, write the producer's step, and measure the kernel by ring depth beside cuBLAS.
 #
 # Deep dives: [05b](05b_pipeline_timeline.ipynb) (timelines, model beside GPU),
 # [05c](05c_pipeline_variants.ipynb) (SASS, variants, broken protocols).
@@ -24,7 +24,7 @@ notebook.banner("sm_90a")
 # ## 1. The ring, drawn
 #
 # The [producer](../docs/glossary.md#producer) is the thread that issues the loads (thread 0 of
-# warpgroup 0); the [consumers](../docs/glossary.md#consumer) are the warpgroups that compute.
+# warpgroup 0). The [consumers](../docs/glossary.md#consumer) are the warpgroups that compute.
 # Each of the S stages has two mbarriers:
 #
 # | barrier | arrivals per phase | completes when | who waits |
@@ -32,15 +32,15 @@ notebook.banner("sm_90a")
 # | **full[s]** | 1 (the producer's `arrive.expect_tx(stage bytes)`) | the TMA's bytes have landed | the consumers |
 # | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | the producer |
 #
-# All 128 threads of a consumer execute `wgmma.wait_group`; then one
+# All 128 threads of a consumer execute `wgmma.wait_group`. Then one
 # [*elected thread*](../docs/glossary.md#elected-thread) arrives for them (a CUTLASS convention,
 # not a rule the PTX ISA text states).
 #
 # **Which parity.** k-tile k goes into stage **k mod S** as that stage's fill **f = k / S**
 # (integer division). Fill f completes phase f of full[s] (its bytes land) and phase f of empty[s]
 # (the consumers release it). `try_wait.parity(P)` waits while the open phase has parity P (chapter
-# 03 §3). So a wait for fill f's own phase names parity **f mod 2**, a wait for the phase before
-# it **(f + 1) mod 2**: on a fresh barrier (phase 0 open) parity 1, which counts as completed.
+# 03 §3). So a wait for fill f's own phase names parity **f mod 2**. A wait for the phase before
+# it names **(f + 1) mod 2**. On a fresh barrier phase 0 is open, so parity 1 passes at once.
 #
 # Below, the ring model's run, one panel per moment (the kernel's prologue skips the producer's
 # first waits, which pass at once). Follow stage 0 through fills 0 and 1 (k-tiles 0 and 2): which
@@ -55,8 +55,8 @@ plt.show()
 # A consumer issues each k-tile's wgmmas as one group (chapter 04), then waits with
 # `wgmma.wait_group`. With S = 6 stages and a **single** consumer warpgroup, should that wait
 # leave 0 or 1 group pending to keep the math going while a stage is released and refilled? Then
-# try `mp.simulate(6, p, 1, 32).math_fraction` (the ring model: S, p pending, consumers,
-# k-tiles) for p = 0 and 1: the share of the loop with a wgmma in flight.
+# try `mp.simulate(6, p, 1, 32).math_fraction` (S, p, consumers, k-tiles) for p = 0 and 1. It is
+# the share of the loop with a wgmma in flight.
 
 # %%
 answer = ...
@@ -65,12 +65,13 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# `gemm_pipeline` (`kernels/pipeline.cu`), default build `128x256x64/c2 s4` (CTA tile 128×256×64,
-# 2 consumer warpgroups, S = 4): its k-loop. Per k-tile k, four steps: **wait** on full;
-# **issue** `mma_ktile`, then wait until kPending = 1 group remains; **release** k-tile r = k − 1
-# on empty; **refill** (exercise 2). `pos` is k's stage and parity f mod 2, `prev` k − 1's;
-# `advance()` flips the parity on a wrap. `fence_accumulators`: a compiler barrier for `acc`. The
-# folded lines and the helpers, with their PTX: [05c](05c_pipeline_variants.ipynb) §2.
+# Below, the k-loop of `gemm_pipeline` (`kernels/pipeline.cu`), build `128x256x64/c2 s4`: a
+# 128×256 tile, 2 consumer warpgroups, S = 4. Each k-tile k takes four steps. **Wait** on full.
+# **Issue** `mma_ktile`, then wait until kPending = 1 group remains. **Release** k-tile r = k − 1
+# on empty. **Refill** its stage (exercise 2).
+#
+# `pos` is k's stage and parity, `prev` k − 1's. `advance()` flips the parity when the
+# stage wraps. `fence_accumulators` is a compiler barrier. Folded lines: [05c](05c_pipeline_variants.ipynb) §2.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -79,14 +80,15 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 
 # %% [markdown]
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after the
-# release of k-tile r: thread 0 waits on empty[rs] with the right parity, then refills stage rs
-# with k-tile r + S while r + STAGES < T. In scope:
+# release of k-tile r. Thread 0 waits on empty[rs] with the right parity. Then it refills stage rs
+# with k-tile r + S, while r + STAGES < T. In scope:
 #
-# - `producer` (thread 0), `r` (the released k-tile), `rs`, `rp` (r's stage and parity f mod 2),
+# - `producer` (thread 0), `r` (the released k-tile), `rs`, `rp` (r's stage and parity),
 #   `STAGES`, `T` (k-tiles in K), `wg` (this warpgroup), `broken` (set when a wait gave up);
-# - `empty.wait(stage, parity, wg, k-tile)`: false if it gave up (the k-tile waited for labels the error);
-# - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], k-tile, m0, n0)`: tensor maps `ta`,
-#   `tb`; stage 0 at `base`, `kStageBytes` apart; `full` barriers; `m0`, `n0` the CTA's C origin.
+# - `empty.wait(stage, parity, wg, kt)`: false if it gave up. `kt` only labels a timeout: pass
+#   the k-tile the refill loads, r + STAGES;
+# - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: tensor maps `ta`, `tb`,
+#   stages `kStageBytes` apart from `base`, `m0`, `n0` the CTA's C origin.
 
 # %%
 producer_step = """
@@ -103,9 +105,9 @@ if exercises.after("ch05.producer_step"):             # the kernel's own step, o
 # %% [markdown]
 # ## 3. Correct first
 #
-# Checked as in chapter 01, against the [elementwise bound](../docs/glossary.md#elementwise-bound)
-# `|C − ref| ≤ K·2⁻²¹·(|A|·|B|) + 2·u_out·|ref|`. The record checked every combination of the
-# build's settings on two shapes; live, two run now.
+# Checked as in chapter 01, against the [elementwise bound](../docs/glossary.md#elementwise-bound).
+# The record checked every combination of the build's settings on two shapes. Live, two builds
+# run now.
 
 # %% output varies
 rec = records.load("pipeline")
@@ -118,67 +120,66 @@ assert all(c["passed"] for c in res["checks"])
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
-# 1–6 stages (as many as fit), three tiles, fp16 and bf16, 4096³ and 8192³, cuBLAS timed in the
-# same run. Under the figure, the chapter's goal (≥ 0.80 of cuBLAS at 4096³, ≥ 0.90 at 8192³), then
-# why the tile is 128×256: chapter 00 §4's bytes per clock, twice in shared memory (the copy writes,
-# the math reads).
+# The record swept 1–6 stages for three tiles, fp16 and bf16, 4096³ and 8192³,
+# with cuBLAS timed in the same run. Under the figure: the chapter's goal, then why the tile is
+# 128×256. Each k-tile's bytes pass through shared memory twice (TMA writes them, wgmma reads them).
 
 # %% output varies
 fig = pl.plot_depth(res, "float16", record=rec)
 plt.show()
-for size, goal in ((4096, 0.80), (8192, 0.90)):                # the best variant, fp16 and bf16
-    got = [pl.best_row(res, dt, size, variants=True)["tflops"] / pl.cublas_row(res, dt, size)["tflops"]
-           for dt in ("float16", "bfloat16")]
-    head = f"{size}³: fp16 {got[0]:.2f}, bf16 {got[1]:.2f} of cuBLAS, goal {goal:.2f}"
-    notebook.verdict(min(got) >= goal, f"{head}: reached.", f"{head}: NOT reached.")
-smem, cub = 128, pl.cublas_row(res, "float16", 4096)["tflops"]     # shared memory: 128 B/clk per SM
-use = {bn: 2 * (128 + bn) * 64 * 2 / (2 * 128 * bn * 64 / 4096) / smem for bn in (128, 256)}  # k-tile B ÷ clocks
-fp16 = [r for r in res["sweep"] if r["kernel"] == "pipeline" and (r["dtype"], r["size"]) == ("float16", 4096)]
-best = {bn: max(r["tflops"] for r in fp16 if r["tile"].startswith(f"128x{bn}x")) / cub for bn in (128, 256)}
-_ = notebook.claim(best[256] > best[128], f"128×128 uses {use[128]:.0%} of shared memory's bandwidth, reaching "
-                   f"{best[128]:.2f} of cuBLAS; 128×256 {use[256]:.0%}, reaching {best[256]:.2f}: the headroom pays.")
+for size, goal in ((4096, 0.80), (8192, 0.90)):
+    got = pl.of_cublas(res, size)                    # {dtype: best variant ÷ cuBLAS}
+    head = f"{size}³: fp16 {got['float16']:.2f}, bf16 {got['bfloat16']:.2f} of cuBLAS, goal {goal:.2f}"
+    notebook.verdict(min(got.values()) >= goal, f"{head}: reached.", f"{head}: NOT reached.")
+
+
+def smem_share(bn, smem=128):                        # shared memory: 128 B/clk per SM
+    moved = 2 * (128 + bn) * 64 * 2                  # A and B of one k-tile, written and read
+    clocks = 2 * 128 * bn * 64 / 4096                # its math at 4096 FLOP/clk
+    return moved / clocks / smem
+
+best = pl.best_by_width(res)                         # {BN: best 128×BN ÷ cuBLAS}, fp16 4096³
+_ = notebook.claim(best[256] > best[128], f"128×128 needs {smem_share(128):.0%} of shared memory's bandwidth "
+                   f"and reaches {best[128]:.2f} of cuBLAS. 128×256 needs {smem_share(256):.0%} and reaches "
+                   f"{best[256]:.2f}. The headroom pays.")
 
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# Each further stage issues a load one k-tile earlier, yet §4's curves stop rising. Below:
-# CTA 0 of the 128×256 kernel at S = 4, traced, above the ring model. Where do the red bars, the
-# waits on full, stop? Under it, from k-tile 4 on: warpgroup 0's waits, and wgmma issue to
-# issue.
+# Each further stage issues a load one k-tile earlier, yet §4's curves stop rising. Below,
+# CTA 0 of the 128×256 kernel at S = 4 is traced, above the ring model. Where do the red bars,
+# the waits on full, stop?
 
 # %% output varies
-trace = next(t for t in res["traces"] if (t["tile"], t["stages"]) == ("128x256x64/c2", 4))
+trace = pl.trace_of(res, "128x256x64/c2", stages=4)
 ring = mp.simulate(4, 1, 2, 64)    # S = 4, wait_group(1), 2 consumers, 64 k-tiles
 fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
-gpu_wait, gpu_issue = pl.ktile_waits(trace)      # {k-tile: cycles}, k-tiles 0–11
-ring_wait, ring_issue = pl.ktile_waits(ring)
-gpu_kt = (gpu_issue[11] - gpu_issue[4]) / 7      # cycles per k-tile, k-tiles 4–11
-ring_kt = (ring_issue[11] - ring_issue[4]) / 7
-late = [gpu_wait[k] for k in range(4, 12)]
-_ = notebook.claim(min(late) > 50 and not any(ring_wait.get(k) for k in range(4, 12)) and gpu_kt > 1.5 * ring_kt,
-                   f"From k-tile 4 on the model never waits on full; the GPU waits {min(late):.0f}–{max(late):.0f} "
-                   f"cycles each k-tile; a k-tile takes {gpu_kt:.0f} to the model's {ring_kt:.0f}: data arrive late.")
 
 # %% [markdown]
-# **The trace has a cost**: each event reads and stores the clock. Per k-tile, whole loop: traced,
-# untraced (timed TFLOP/s at the model's clock), the model.
+# **First, the trace's own cost.** Each traced event reads and stores the clock, which slows the
+# loop. Below are the cycles per k-tile traced, untraced (from the timed TFLOP/s) and in the model.
+# Then what the trace still shows right, the order of events: warpgroup 0's waits on full.
 
 # %% output varies
-timed = next(r for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]   # S = 4, untraced
-             and (r["tile"], r["stages"], r["dtype"], r["size"]) == ("128x256x64/c2", 4, "float16", 4096))
-mhz = mp.HardwareParams.from_records().clock_mhz     # read inside the wgmma kernel
-untraced = 2 * 128 * 256 * 64 / (timed["tflops"] * 1e12 / (res["sm_count"] * mhz * 1e6))   # k-tile FLOP ÷ FLOP/clk/SM
+timed = pl.depth_sweep(res, "128x256x64/c2")[4]               # TFLOP/s at S = 4, untraced
+mhz = mp.HardwareParams.from_records().clock_mhz
+flop_per_clk = timed * 1e12 / (res["sm_count"] * mhz * 1e6)  # per SM
+untraced = 2 * 128 * 256 * 64 / flop_per_clk                   # a k-tile's FLOP ÷ FLOP per clock
 traced, model = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / 64, ring.total_cycles / 64
 _ = notebook.claim(traced > 1.2 * untraced and untraced > model,
-                   f"{traced:.0f}, {untraced:.0f} and {model:.0f} cycles: the trace costs "
-                   f"{traced / untraced - 1:.0%}; untraced, the kernel is still {untraced / model:.1f}× the model.")
+                   f"A k-tile takes {traced:.0f} cycles traced and {untraced:.0f} untraced: the trace costs "
+                   f"{traced / untraced - 1:.0%}. Untraced, it still takes {untraced / model:.1f}× the model's {model:.0f}.")
+gpu_wait, _ = pl.ktile_waits(trace)                # {k-tile: cycles waited}, k-tiles 0–11
+ring_wait, _ = pl.ktile_waits(ring)
+late = [gpu_wait.get(k, 0) for k in range(4, 12)]
+_ = notebook.claim(min(late) > 50 and not any(ring_wait.get(k) for k in range(4, 12)),
+                   f"From k-tile 4 on, the model never waits on full. The GPU waits at every k-tile "
+                   f"({min(late):.0f}–{max(late):.0f} cycles): the data arrive late.")
 
 # %% [markdown]
-# So read the trace for the order of events, not their lengths.
-#
 # **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C` (1 or 2),
-# tile width `BN` (128 or 256) and `L2_CAP`, L2's bytes per clock per SM (None: no limit;
+# tile width `BN` (128 or 256) and `L2_CAP`, L2's bytes per clock per SM (None for no limit;
 # [05b](05b_pipeline_timeline.ipynb) §5 fits one). Which design does the model call fastest? The record?
 
 # %% output varies
@@ -189,13 +190,12 @@ print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, l2_cap=L2_CAP, rec
 # What the depth sweep establishes: the record beside the model with unlimited L2 bandwidth.
 
 # %% output varies
-meas = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]
-        and r["tile"] == "128x256x64/c2" and r["dtype"] == "float16" and r["size"] == 4096}
+meas = pl.depth_sweep(res, "128x256x64/c2")        # {S: TFLOP/s}, fp16 4096³
 free = {r["stages"]: r["tflops"] for r in mp.predict_depth_sweep(stages=sorted(meas))}
 top = max(meas)
 _ = notebook.claim(pl.flat_from(free) == pl.flat_from(meas) and free[top] > 1.05 * meas[top],
-                   f"TFLOP/s, record / model: {', '.join(f'{meas[S]:.0f} / {free[S]:.0f}' for S in meas)} at S = "
-                   f"{min(meas)}–{top}. Both flatten from S = {pl.flat_from(meas)}: depth is not the limit.")
+                   f"Both flatten from S = {pl.flat_from(meas)}, so depth is not the limit. TFLOP/s, record / "
+                   f"model: {', '.join(f'{meas[S]:.0f} / {free[S]:.0f}' for S in meas)} at S = {min(meas)}–{top}.")
 
 # %% [markdown]
 # **Is it L2, then?** The same kernel built with `LOADS_ONLY=1` keeps the grid, the tile order and
@@ -205,13 +205,14 @@ _ = notebook.claim(pl.flat_from(free) == pl.flat_from(meas) and free[top] > 1.05
 sup = records.load("l2_supply")
 print(sup.label())
 print(pl.supply.supply_table(sup.results))
-rows = pl.supply.supply_rows(sup.results)                    # the table's rows
+rows = pl.supply.supply_rows(sup.results)
 small = max((r for r in rows if r["bn"] == 128), key=lambda r: r["loads_only"])   # 128×128, its best depth
 big = next(r for r in rows if (r["bn"], r["stages"]) == (256, 4))
 _ = notebook.claim(small["loads_only"] < small["need"] and big["gemm"] < big["need"] < big["loads_only"],
-                   f"128×128: the ring alone brings {small['loads_only']:.0f}, under its need of {small['need']:.0f}: "
-                   f"L2 and TMA set its pace. 128×256: {big['loads_only']:.0f}, over its {big['need']:.0f}, yet the "
-                   f"GEMM moves {big['gemm']:.0f}: the limit is the wgmmas, their waits, the store of C (chapter 06).")
+                   f"For 128×128 the ring alone brings {small['loads_only']:.0f}, less than the {small['need']:.0f} "
+                   f"it needs, so L2 and TMA set its pace. For 128×256 it brings {big['loads_only']:.0f}, more "
+                   f"than the {big['need']:.0f} it needs, yet the GEMM moves {big['gemm']:.0f}. There the limit is "
+                   f"the wgmmas, their waits and the store of C (chapter 06).")
 
 # %% [markdown]
 # ## 6. Exercises
