@@ -577,3 +577,13 @@ def test_bounds_pairs_are_same_run_and_the_verdicts_follow_the_two_rules():
     a, b = B.rep_interval(pairs[0])
     assert a <= pairs[0]["ratio"] <= b
     assert "ws_orders, 2026-12-02" in B.table(pairs)
+
+
+def test_values_that_hold_widen_as_digits_fall():
+    """Reader 18: 0.98, 0.99 and 0.990 all hold on [0.98458, 0.98965]; fewer digits claim less."""
+    from asynctc.claims import bounds as B
+    lo, hi = 0.98458, 0.98965
+    assert B.values_that_hold(lo, hi, 1) == ["1.0"]
+    assert B.values_that_hold(lo, hi, 2) == ["0.98", "0.99"]
+    assert B.values_that_hold(lo, hi, 3) == [f"0.{i}" for i in range(985, 991)]
+    assert B.values_that_hold(0.5, 0.5, 2) == ["0.50"]     # a point: the value that rounds to it

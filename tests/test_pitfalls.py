@@ -577,7 +577,10 @@ def test_the_name_bug_exercise_shows_the_symptom_not_the_cause():
     for giveaway in ("expect_tx", "tx-count", "missing", "never", "deliver", "TMA", "why"):
         assert giveaway not in shown, giveaway
     assert "full[0]" in shown and "1 arrival, from the producer" in shown and "init count 1" in shown
-    assert "all 49152 bytes landed" in shown
+    # reader 18: "all 49152 bytes landed" left expect_tx by elimination; the learner now adds up the
+    # boxes' bytes (never printed) and compares them with what the producer announced
+    assert "announcing 50176 bytes" in shown and "A box 128×64 and a B box 256×64, fp16" in shown
+    assert "49152" not in shown and "landed" not in shown
     src = (ROOT / "notebooks" / "src" / "08_pitfalls.py").read_text()
     learner = src[:src.index("<summary>Solutions")]
     assert "print(F.exercises.mystery_symptom())" in learner and "print(mystery)" not in learner

@@ -73,6 +73,16 @@ def verdict(lo: float, hi: float, value: float | None = None, digits: int | None
     return HOLDS if lo > above else FAILS if hi <= above else NOT_SETTLED
 
 
+def values_that_hold(lo: float, hi: float, digits: int) -> list[str]:
+    """Every value written with ``digits`` decimals whose value claim holds on [lo, hi] (as written,
+    e.g. ``["0.98", "0.99"]``): the fewer the digits, the wider each value's reading, so the more
+    values hold and the less each one says."""
+    step = 10.0 ** -digits
+    first, last = round((lo - step / 2) / step), round((hi + step / 2) / step)
+    return [f"{i * step:.{digits}f}" for i in range(first, last + 1)
+            if verdict(lo, hi, value=i * step, digits=digits) == HOLDS]
+
+
 def table(pairs: list[dict]) -> str:
     """The pairs as a fixed-width table, one line each: run, round, both medians, the ratio."""
     lines = [f"{'run (record, day)':34s} {'round':>5s} {'ours ms':>9s} {'cuBLAS ms':>9s} "

@@ -53,8 +53,9 @@ def _run(deadlock):
 
 def symptom(deadlock) -> str:
     """A Deadlock on a full barrier as a kernel's own trace would show it: who timed out where, what
-    reached the barrier before (the arrivals, the loads into its stage), and none of the model's
-    explanation or the barrier's internal counters (they would name the cause)."""
+    reached the barrier before (the producer's arrival with the bytes it announced, the boxes loaded
+    into its stage), and none of the model's explanation or the barrier's internal counters. The
+    learner must check the parity (f = k / S, f mod 2) and add up the boxes' bytes to find the cause."""
     bar = f"{deadlock.barrier}[{deadlock.stage}]"
     who = ", ".join(w if w == "producer" else f"{w} (consumer)" for w in deadlock.who_waits)
     lines = [f"timed out: {who} on {bar} at k-tile {deadlock.iteration}, waiting on parity {deadlock.parity}"]
@@ -62,13 +63,17 @@ def symptom(deadlock) -> str:
     if deadlock.barrier != "full" or run is None:
         st = _state(deadlock)
         return "\n".join(lines + [f"{bar} then: phase {st['phase']}, arrivals still missing {st['missing']}"])
-    loads = [sp for sp in run.spans if sp.kind == "tma" and sp.stage == deadlock.stage]
-    arrived = 1 - _state(deadlock)["missing"]
-    phase = _state(deadlock)["phase"]
-    lines.append(f"{bar}: init count 1, {phase} phases completed. Before the timeout:")
-    lines.append(f"  {arrived} arrival{'s' * (arrived != 1)}, from the producer")
-    lines += [f"  k-tile {sp.k}'s load into stage {sp.stage}: all {run.tile.stage_bytes} bytes landed"
-              for sp in loads]
+    st = _state(deadlock)
+    arrived = 1 - st["missing"]
+    t = run.tile
+    announced = t.stage_bytes + st["bytes"]
+    lines.append(f"{bar}: init count 1, {st['phase']} phases completed. Before the timeout:")
+    if arrived:
+        lines.append(f"  {arrived} arrival, from the producer, announcing {announced} bytes")
+    dt = {1: "fp8", 2: "fp16", 4: "fp32"}.get(t.elem_bytes, f"{t.elem_bytes}-byte")
+    lines += [f"  k-tile {sp.k}'s loads into stage {sp.stage}: an A box {t.bm}×{t.bk} and a B box "
+              f"{t.bn}×{t.bk}, {dt}, both complete"
+              for sp in run.spans if sp.kind == "tma" and sp.stage == deadlock.stage]
     return "\n".join(lines)
 
 
@@ -88,13 +93,15 @@ def _name_hint(answer, diagnosis):
     right = (M.kernel_full_parity(k, _d.SCHEDULE["stages"]) if diagnosis.barrier == "full"
              else M.kernel_empty_parity(k, _d.SCHEDULE["stages"]))
     if answer == "phase_parity" and diagnosis.parity == right:
+        f = k // _d.SCHEDULE["stages"]
         return (f"parity {diagnosis.parity} is what the kernel's formula gives for k-tile {k} on "
-                f"{bar}: the wait names the right phase, and that phase never completed. What else "
+                f"{bar} (fill f = {k} / {_d.SCHEDULE['stages']} = {f}, f mod 2 = {f % 2}): the wait names the right phase, and that phase never completed. What else "
                 "must a phase get before it completes?")
     if answer == "arrive_count" and _state(diagnosis)["missing"] == 0:
         return (f"every arrival {bar}'s init count asks for came. What else must a phase get "
                 "before it completes?")
-    return "compare the symptom with what each class would leave behind on this barrier"
+    return ("a full barrier's phase completes when its arrivals came and its tx-count reached 0: add up "
+            "the bytes the two boxes deliver and compare them with what the producer announced")
 
 
 @_ex.exercise("ch08.name_bug", "Which zoo class (a key of asynctc.pitfalls.zoo.BY_KEY) ends in this "

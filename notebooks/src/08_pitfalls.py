@@ -25,13 +25,12 @@ notebook.banner("sm_90a")
 # land, or overwritten while still read), be **wrong always**, in a fixed pattern (writer and
 # reader disagree on the layout), or be **slow** but right (ptxas dropped `setmaxnreg`).
 #
-# Every wait here is **bounded** (chapter 03): a thread that gives up writes an error word, so each
-# hang below ends in a sentence.
+# Every wait here is **bounded** (chapter 03), so each hang below ends in an error word.
 #
 # ## 2. The zoo
 #
-# One row per class of bug: its key (exercise 1 answers with one), the `BUG=` build of
-# `kernels/pitfalls.cu` that reproduces it, its public reports (08b §1). The *init count* is the arrivals per phase that `mbarrier.init` sets;
+# One row per class of bug, with its key (exercise 1 answers with one), the `BUG=` build of
+# `kernels/pitfalls.cu` that reproduces it and its public reports (08b §1). The *init count* is the arrivals per phase that `mbarrier.init` sets;
 # [proxies](../docs/glossary.md#proxy) are chapter 03's.
 
 # %%
@@ -55,11 +54,12 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 #
 # ### 4a. A hang: the producer waits on the wrong parity
 #
-# For tile `t` of a ring of `S` stages, the producer's first pass (`t < S`) waits on `empty[s]`
-# with parity `(t / S + 1) % 2` = 1, "the phase before", which a fresh barrier counts as complete.
-# Compute `(t / S) % 2` instead and it waits for phase 0 of a barrier nobody has arrived on yet
-# ([flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317)). Chapter 05's ring model runs the
-# protocol with the one line BUG=1 changes:
+# In a ring of S stages, k-tile k is its stage's fill f = k / S (the course's
+# [phase parity](../docs/glossary.md#phase-parity) notation; this kernel names them `t` and `pass`).
+# The producer waits on `empty[s]` with parity (f + 1) mod 2, the phase before, which a fresh
+# barrier counts as complete. BUG=1 waits on f mod 2, phase 0 of a barrier nobody has arrived on yet
+# ([flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317)). The ring model
+# runs it with BUG=1's one line:
 
 # %%
 print(notebook.build_diff("pitfalls.cu", {"BUG": 1}, context=1))
@@ -102,12 +102,11 @@ assert not D.misplaced_offsets(128, 128, 128)["rows"].any() and not (off % 8).an
 # %% [markdown]
 # ### 4c. Wrong only sometimes: what the ring model cannot see
 #
-# Chapter 05's ring model tracks barriers and bytes, not proxies,
+# Chapter 05's ring model tracks barriers and bytes. It does not track proxies,
 # [bulk groups](../docs/glossary.md#bulk-group) (TMA stores committed and waited for together) or
-# lanes (a *leader*: the one lane that arrives for its warp). The *ordering checker*
-# (`asynctc.pitfalls.ordering`) does: it runs a program of `(op, arg)` steps (exercise 2 lists the
-# ops) and names the first rule broken. Two of its five rules below, the proxy and init rules in
-# the *Try it* cell, the fifth in exercise 2.
+# lanes (a *leader* is the one lane that arrives for its warp). The *ordering checker*
+# (`asynctc.pitfalls.ordering`) does. It runs a program of `(op, arg)` steps and names the first
+# rule broken. Two of its five rules are below, two in the *Try it* cell, the fifth in exercise 2.
 
 # %%
 for rule in ("wgmma", "leader"):
@@ -148,11 +147,9 @@ display(Markdown(zoo.decision_markdown(compact=True)))
 # %% [markdown]
 # ## 6. Exercises
 #
-# Wrong answers get a hint.
-#
 # **1. Name the bug.** A run hung. Below: its bounded wait's report. The cause is one of
-# `phase_parity`, `arrive_count` or `expect_tx`. Which?
-# Reason from what completes an mbarrier phase (chapter 03).
+# `phase_parity`, `arrive_count` or `expect_tx`. Which? Check what a phase needs (chapter 03):
+# the right parity, the arrivals, the bytes.
 
 # %%
 print(F.exercises.mystery_symptom())
@@ -164,8 +161,7 @@ ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 # **2. Repair a protocol.** A [TMA store](../docs/glossary.md#tma-store) reads its shared-memory
 # source *after* the instruction returns. `cp.async.bulk.commit_group` closes a **bulk group** of
 # the thread's stores; `cp.async.bulk.wait_group.read N` waits until at most N of its groups still
-# read their source ([03b §2](03b_tma_boxes.ipynb)). Below, the broken epilogue (write `out`, fence,
-# sync, store `out`, commit, sync, write `out` again). Insert the one step that makes
+# read their source ([03b §2](03b_tma_boxes.ipynb)). Below, the broken epilogue. Insert the one step that makes
 # `ordering.check` find no hazard, keeping its steps in order. Which argument, and where? Two places
 # look right; one is.
 
@@ -187,6 +183,8 @@ if exercises.after("ch08.repair"):
 # <details><summary>Solutions</summary>The cells below are the worked solutions.</details>
 
 # %%
+# parity 0 is right (f = 0 / 2 = 0); the one arrival came; the boxes deliver (128 + 256) × 64 × 2 = 49152
+# bytes, 1024 fewer than announced, so the tx-count never reaches 0
 exercises.check("ch08.name_bug", "expect_tx", diagnosis=mystery, solution=True)
 fixed = list(ordering.PROGRAMS["store"]["broken"])
 fixed.insert(5, ("bulk_wait_read", 0))          # after the commit, before the barrier and the rewrite

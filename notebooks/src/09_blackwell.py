@@ -1,19 +1,19 @@
 # %% [markdown]
 # # 09 — Blackwell: `tcgen05` and Tensor Memory
 #
-# **Learning goal.** Carry a Hopper GEMM's mental model over to Blackwell (sm_100a), whose Tensor
-# Core instructions are the `tcgen05.*` family: `tcgen05.mma` takes wgmma's place. You will
+# **Learning goal.** Carry a Hopper GEMM's mental model over to Blackwell (sm_100a), where the
+# `tcgen05.*` family's `tcgen05.mma` takes wgmma's place. You will
 #
 # 1. see why the accumulator left the register file for **Tensor Memory** ([TMEM](../docs/glossary.md#tmem));
 # 2. take apart both descriptors of `tcgen05.mma` — the 32-bit
 #    [instruction descriptor](../docs/glossary.md#instruction-descriptor) and the 64-bit sm_100
 #    **shared-memory descriptor** — and see where the latter differs from wgmma's;
 # 3. allocate TMEM (`tcgen05.alloc`) and learn which warp may read which lanes;
-# 4. write the MMA thread's k-tile (wait, fence, MMAs, commit), read the kernel compiled to
-#    sm_100a, and map each Hopper instruction to Blackwell's.
+# 4. write the MMA thread's k-tile, read the kernel compiled to sm_100a, and map each Hopper
+#    instruction to Blackwell's.
 #
-# No sm_100 GPU stands behind this chapter: everything numeric below is a **model** (sections 1–4,
-# from the PTX ISA) or the kernel compiled to an sm_100a cubin and disassembled (5–6). Nothing is timed.
+# No sm_100 GPU stands behind this chapter. Sections 1–4 are **models** of the PTX ISA; 5–6
+# compile the kernel to an sm_100a cubin and disassemble it. Nothing is timed.
 
 # %% output varies
 from asynctc import tcgen05 as kernels
@@ -34,14 +34,14 @@ notebook.banner("sm_100a", measured=False)
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
 # On Hopper, `wgmma.m64nNk16` keeps its 64×N fp32 accumulator in the registers of the warpgroup's
-# 128 threads: N/2 registers per thread. A 128×256 CTA tile takes half the SM's register file
-# (65536 32-bit registers); a 256×256 tile (65536 values) takes **all of it**, however it is split:
-# the file is too small, not the 255 registers one thread may have.
+# 128 threads, N/2 per thread. A 128×256 CTA tile takes half the SM's 65536 32-bit registers. A
+# 256×256 tile (65536 values) takes **all of them**, however it is split: the register file is the
+# limit, not the 255 registers one thread may have.
 #
-# On Blackwell the 128×256 tile lives in TMEM: 128 lanes (one per row of D) × 256 of its 512
+# On Blackwell the 128×256 tile lives in TMEM, in 128 lanes (one per row of D) × 256 of its 512
 # columns of 32-bit cells. TMEM is **per SM** (128 × 512 × 4 bytes = 256 KiB),
-# shared by the CTAs resident on it; each allocates its own columns (section 4).
-# While the MMAs run, no thread holds any of it.
+# shared by the CTAs resident on it. Each allocates its own columns (section 4). While the MMAs
+# run, no thread holds any of it.
 
 # %%
 M_TILE, N_TILE = 128, 256
@@ -60,8 +60,8 @@ fig = tmem.plot_tmem(lay, by="warp")          # lane = row of D; each warp reads
 # `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;` — one
 # thread issues it (`enable_input_d` false overwrites D instead of adding to it). The shape and
 # the types are all in the 32-bit `idesc` (PTX ISA §9.7.16.4.2 "Instruction Descriptor"). The
-# model `tc.InstrDescriptor` encodes it and prints every field with its bits (`.kind` and
-# `.cta_group`, which limit what the bits may say: deep dive 09c §1).
+# model `tc.InstrDescriptor` encodes it and prints every field with its bits (what `.kind` and
+# `.cta_group` allow: deep dive 09c §1).
 
 # %%
 idesc = tc.InstrDescriptor("bfloat16", "bfloat16", "float32", m=128, n=256)
@@ -71,7 +71,7 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
-# PTX ISA §9.7.16.4.1 "Shared Memory Descriptor" — 64 bits, printed first from the model's field
+# PTX ISA §9.7.16.4.1 "Shared Memory Descriptor" — 64 bits, printed from the model's field
 # list (`tc.SDESC_FIELDS`). The canonical layouts are chapter 04's, so one operand tile gets the
 # same start, LBO and SBO, and the same swizzle bits (sm_100's codes 2/4/6 are sm_90's 1/2/3 read
 # one bit lower). Then one tile's two descriptors: they differ in bit 46 alone, the version field.
@@ -92,8 +92,8 @@ assert t.encode() ^ w.encode() == 1 << 46
 # TMEM is **per SM**; a CTA uses the columns it allocated, addressed `lane << 16 | column`.
 #
 # * `tcgen05.alloc` (one warp) takes whole columns (all 128 lanes) in powers of two from 32 to
-#   512, writes the address to shared memory, and **blocks** while they are taken (by this CTA or
-#   another resident one); `tcgen05.dealloc` (the same warp) gives them back.
+#   512, writes the address to shared memory, and **blocks** while they are taken;
+#   `tcgen05.dealloc` (the same warp) gives them back.
 # * Warp *w* may only touch lanes 32·(w mod 4) … +31, so the epilogue needs four warps to read D.
 #
 # `tmem.TmemAllocator` models one SM's 512 columns:
@@ -119,17 +119,21 @@ alloc.check_all_freed()
 # only on an sm_100 GPU. `tcgen05.commit` makes one arrive on a barrier once the thread's MMAs complete.
 #
 # **Exercise 1 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
-# warp 1's threads for k-tile kt in stage s (of `t.stages`). Only `t.elected` issues, in order:
+# warp 1's threads for k-tile kt in stage s (of `t.stages`). Only `t.elected` issues. What each
+# call guarantees:
 #
-# 1. `t.wait(barrier, parity)` until stage s is full. Barriers: `t.full[s]` (TMA completes it),
-#    `t.empty[s]` (hands stage s back), `t.done` (the epilogue's). k-tile kt is stage s's fill
-#    kt // `t.stages` (chapter 05); each fill completes one phase, named by its
-#    [phase parity](../docs/glossary.md#phase-parity): the fill's low bit.
-# 2. `t.fence_after()`: `tcgen05.fence::after_thread_sync`. The wait orders ordinary loads and
-#    stores; the asynchronous `tcgen05` operations need this fence.
-# 3. `t.mma(s, j, accumulate)` for k-steps j < `t.steps`; 4. `t.commit(barrier)`.
+# * `t.wait(barrier, parity)` returns once that phase has completed. `t.full[s]` completes when
+#   stage s's bytes have landed, `t.empty[s]` hands stage s back to the producer, `t.done` tells
+#   the epilogue D is final. K-tile kt is stage s's fill f = kt // `t.stages`; its
+#   [phase parity](../docs/glossary.md#phase-parity) is f mod 2.
+# * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
+#   behind the waits before it. A wait alone orders only ordinary loads and stores.
+# * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s (`accumulate` is §2's
+#   `enable_input_d`).
+# * `t.commit(barrier)` arrives once on the barrier when every MMA the thread issued has completed.
 #
-# The ordering checker judges your order; the kernel's loop appears once it passes.
+# Choose the calls, their barriers and their order. The kernel's loop appears once the checker
+# passes them.
 
 # %%
 def issue_ktile(t, kt, s):
@@ -164,8 +168,8 @@ print("the kernels' descriptors equal the models'")
 # %% [markdown]
 # ## 6. Hopper → Blackwell
 #
-# The same GEMM, instruction by instruction: per concept, Hopper's PTX, then Blackwell's, each with
-# the SASS of the cubins this course compiles (the persistent GEMM's rows are deep dive 09b's).
+# The same GEMM, concept by concept: Hopper's PTX, then Blackwell's, each with the SASS of this
+# course's cubins (the persistent GEMM's rows: deep dive 09b).
 
 # %%
 print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
