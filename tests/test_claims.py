@@ -587,3 +587,25 @@ def test_values_that_hold_widen_as_digits_fall():
     assert B.values_that_hold(lo, hi, 2) == ["0.98", "0.99"]
     assert B.values_that_hold(lo, hi, 3) == [f"0.{i}" for i in range(985, 991)]
     assert B.values_that_hold(0.5, 0.5, 2) == ["0.50"]     # a point: the value that rounds to it
+
+
+def test_bound_figure_draws_every_pair_the_bound_and_the_claims():
+    """Chapter 10 §3's figure: one row per same-run pair plus the cross-run row, the bound shaded
+    from the lowest to the highest ratio, the value claim's reading and the order claim's line."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from asynctc import claims
+    from asynctc.claims import bounds
+    from asynctc.claims.figures import bound_figure
+    pairs = bounds.same_run_pairs(claims.load_records(), 4096, "float16")
+    fig = bound_figure(pairs, value=0.99, digits=2)
+    ax = fig.axes[0]
+    assert len(ax.get_yticks()) == len(pairs) + 1
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    _, lo, hi = bounds.bound(p["cublas_ms"] / p["ours_ms"] for p in pairs)
+    assert labels[0] == f"the bound [{lo:.4f}, {hi:.4f}]"
+    assert labels[1] == '"0.99" reads 0.985–0.995' and labels[2].startswith('"beats cuBLAS"')
+    x_lo, x_hi = bounds.cross_run_extremes(pairs)
+    assert labels[3] == f"paired across runs: {x_lo:.3f}–{x_hi:.3f}"
+    plt.close(fig)

@@ -213,3 +213,41 @@ def claims_figure(claims, anchors=(), title: str = ""):
     if title:
         fig.suptitle(title, fontsize=9)
     return fig
+
+
+def bound_figure(pairs: list[dict], value: float | None = None, digits: int | None = None,
+                 above: float | None = 1.0, title: str = ""):
+    """Chapter 10 §2's bound drawn: one row per same-run pair (:func:`asynctc.claims.bounds.same_run_pairs`),
+    its ratio (cuBLAS time over ours) as a dot with the reps' p10–p90 spread as a bar, the interval
+    from the lowest to the highest ratio shaded, a value claim's reading (``value`` written with
+    ``digits`` decimals: ± half its last digit) as a hatched band, an order claim's threshold
+    (``above``) as a line, and the cross-run extremes (a baseline from another run) as open marks."""
+    import matplotlib.pyplot as plt
+
+    from .bounds import bound, cross_run_extremes, rep_interval
+    ratios = [p["cublas_ms"] / p["ours_ms"] for p in pairs]
+    _med, lo, hi = bound(ratios)
+    fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(pairs) + 1.6))
+    ys = list(range(len(pairs)))[::-1]
+    ax.axvspan(lo, hi, color=_BAND, label=f"the bound [{lo:.4f}, {hi:.4f}]")
+    if value is not None:
+        h = 0.5 * 10.0 ** -digits
+        ax.axvspan(value - h, value + h, fill=False, hatch="//", edgecolor="tab:green",
+                   label=f'"{value:.{digits}f}" reads {value - h:.{digits + 1}f}–{value + h:.{digits + 1}f}')
+    if above is not None:
+        ax.axvline(above, color="tab:red", lw=1, label=f'"beats cuBLAS": above {above:g}')
+    for y, p, r in zip(ys, pairs, ratios):
+        a, b = rep_interval(p)
+        ax.plot([a, b], [y, y], color="0.4", lw=1)
+        ax.plot([r], [y], "o", color="black", ms=4)
+    x_lo, x_hi = cross_run_extremes(pairs)
+    ax.plot([x_lo, x_hi], [-1, -1], "o", mfc="none", color="tab:purple",
+            label=f"paired across runs: {x_lo:.3f}–{x_hi:.3f}")
+    ax.set_yticks(ys + [-1])
+    ax.set_yticklabels([f"{p['suite']}, round {p['round']}" for p in pairs] + ["another run's baseline"],
+                       fontsize=8)
+    ax.set_xlabel("cuBLAS time / ours (above 1: ours is faster); bars: the reps' p10–p90")
+    ax.set_title(title or "The claim against its bound", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    return fig

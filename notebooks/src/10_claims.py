@@ -13,6 +13,7 @@
 # %% output varies
 from asynctc import claims
 from asynctc.claims import bounds, seed
+from asynctc.claims.figures import bound_figure
 from asynctc.core import bench, exercises, notebook
 
 notebook.banner("sm_90a")
@@ -102,6 +103,16 @@ _ = notebook.claim(x_hi > 1.0 and x_lo < lo - 0.01,
                    f"Paired across runs, the same times read {x_lo:.3f} to {x_hi:.3f}: a baseline from another "
                    f"run can flip either verdict.",
                    x_lo=x_lo, x_hi=x_hi)
+
+# %% [markdown]
+# The same, drawn: each pair's ratio with its samples' spread as a bar, the bound shaded, the
+# reading of "0.99" hatched, a red line at 1, and the two ends a baseline from another run gives.
+
+# %% output varies
+import matplotlib.pyplot as plt
+
+fig = bound_figure(pairs, value=0.99, digits=2, title="\"0.99 of cuBLAS\" at 4096³ fp16, against its bound")
+plt.show()
 
 # %% [markdown]
 # **Try it: change `VALUE` and `DIGITS` and re-run.** The cell judges `VALUE`, then lists every
