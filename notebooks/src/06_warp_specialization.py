@@ -136,13 +136,6 @@ _ = notebook.claim(abs(n["consumers"]) < 0.02 and abs(n["regs"]) < 0.02 and n["w
                    f"{wide['regs']} of the {wide['entry']} registers at entry.")
 
 # %% [markdown]
-# **When does warp specialization pay?** Not by itself, here. Chapter 05's kernel already
-# overlapped loads with math through the ring, so a producer warpgroup of its own had nothing left
-# to hide. The split pays through what it makes possible. A producer that only loads can run
-# ahead across tiles: on a persistent grid it loads tile t + 1 while the consumers store tile t
-# (rung 5). A producer that needs few registers can give them away (`setmaxnreg`). Consumers that
-# hand their stores to TMA start the next k-loop sooner (rung 7).
-#
 # The other steps (`W.ladder_ratio(res, a, b)` is rung b's TFLOP/s over rung a's). Rung 6 makes
 # [clusters](../docs/glossary.md#cluster) of 2 CTAs that share B by
 # [multicast](../docs/glossary.md#multicast).
@@ -162,16 +155,23 @@ r2, r3, r5, r7, r8, flat, span = (L[k] for k in ("r2", "r3", "r5", "r7", "r8", "
 first, later = L["first"], L["later"]  # cycles a CTA's 1st and 2nd tile wait for k-tile 0
 _ = notebook.claim(max(r2.values()) < 0.97 and all(abs(v - 1) < 0.02 for v in r3.values()),
                    f"Rung 2, half of chapter 05's tile, runs at {min(r2.values()):.2f}–{max(r2.values()):.2f}× "
-                   f"rung 1; rung 3, its tile back, at {min(r3.values()):.2f}–{max(r3.values()):.2f}×: "
-                   "splitting the roles alone bought nothing measurable.")
+                   f"rung 1; rung 3, its tile back, at {min(r3.values()):.2f}–{max(r3.values()):.2f}×. "
+                   "Splitting the roles alone bought nothing measurable.")
 _ = notebook.claim(max(abs(v - 1) for v in flat) < 0.015, f"Rungs 4 and 6 moved at most "
                    f"{max(abs(v - 1) for v in flat):.1%} (what they tried: 06c §9).")
 _ = notebook.claim(later < 0.5 * first, f"Rung 5: {span[5]} over rung 3. A CTA's first tile waits {first:.0f} "
-                   f"cycles for its first k-tile, its later tiles {later:.0f}: their loads ran during the epilogue.")
+                   f"cycles for its first k-tile, its later tiles {later:.0f}. Their loads ran during the epilogue.")
 _ = notebook.claim(min(r7.values()) > max(max(r5.values()), max(r8.values())),
                    f"Rung 7: {span[7]} over rung 6, the biggest step after rung 3; rung 8: {span[8]} over rung 7.")
 
 # %% [markdown]
+# **When does warp specialization pay?** Not by itself, here. Chapter 05's kernel already
+# overlapped loads with math through the ring, so a producer warpgroup of its own had nothing left
+# to hide. The split pays through what it makes possible. A producer that only loads keeps
+# loading across tiles: on a persistent grid it loads tile t + 1 while the consumers store tile t
+# (rung 5). A producer that needs few registers can give them away (`setmaxnreg`). Consumers that
+# hand their stores to TMA start the next k-loop sooner (rung 7).
+#
 # Why does rung 7 gain so much? Trace the epilogue (cycles per tile storing C), and time the TMA
 # store alone on rung 3 (record `ws_store_ablation`).
 
@@ -186,8 +186,9 @@ _ = notebook.claim(sass_agree and 0.5 * gain < saved < 1.5 * gain, f"The TMA sto
 
 # %% [markdown]
 # **Design it** (no grade). Set the tile width `BN` (128 or 256), stages `S`, `PERSISTENT`,
-# `TMA_STORE`. The model: chapter 05's ring per tile, the traced epilogue, ⌈tiles / SMs⌉ tiles per
-# SM; its one fitted number is chapter 05's L2 cap. Which knob pays most? Does the record agree?
+# `TMA_STORE`. The model runs chapter 05's ring per tile, adds the traced epilogue, and gives each
+# SM ⌈tiles / SMs⌉ tiles. Its one fitted number is chapter 05's L2 cap. Which knob pays most? Does
+# the record agree?
 
 # %% output varies
 BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
@@ -227,14 +228,9 @@ if runtime.runs_live("sm_90a"):
     c = W.whole.verify_whole(512, 768, 1024)
     _ = notebook.claim(c.passed, f"Checked now at 512×768×1024: every element within its bound "
                                  f"(the worst at {c.worst:.2f} of it).", worst=c.worst)
-try:
-    wrec = records.load("whole_gemm")
-except records.RecordError:
-    wrec = None
+wrec = W.whole_suite.load_or_none()        # the record "whole_gemm", None before its first GPU run
 if wrec is None:
-    r3 = W.whole_suite.rung3_of_cublas(res)
-    print("Not run on a GPU yet: there is no record whole_gemm. Rung 3, the same design, ran at "
-          + " and ".join(f"{v:.2f} of cuBLAS at {n}³" for n, v in sorted(r3.items())) + " (fp16).")
+    print(W.whole_suite.not_run_yet(res))
 else:
     print(wrec.label())
     for v in W.whole_suite.whole_verdicts(wrec.results):

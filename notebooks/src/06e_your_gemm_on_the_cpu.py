@@ -31,19 +31,18 @@ notebook.banner("sm_90a", measured=False)
 #
 # | step | what happens | whose piece |
 # |---|---|---|
-# | ring | chapter 05's ring model runs the waits, parities, releases and refills your code reads to; it sets the order of loads and reads | producer step (05), consumer loop (06), parities (05b) |
-# | TMA | your stage-fill lines, read line by line, say where the A and B [boxes](../docs/glossary.md#box) land and which rows and columns each brings; the full [mbarrier](../docs/glossary.md#mbarrier) completes when your [expect_tx](../docs/glossary.md#expect_tx) bytes have landed | stage fill (03) |
+# | ring | chapter 05's ring model orders the loads and reads | producer step (05), consumer loop (§2), parities (05b) |
+# | TMA | where the A and B [boxes](../docs/glossary.md#box) land; full completes when the [expect_tx](../docs/glossary.md#expect_tx) bytes have landed | stage fill (03) |
 # | swizzle | byte `o` of a box goes to `swizzle_128b(o)` | swizzle (03) |
-# | wgmma | k-step 0's descriptors are packed by `encode`; `kstep_desc` moves them to k-steps 1–3; the decoded descriptor says which bytes the wgmma reads | k-step (04), encode (04b) |
-# | math | float64 products of the fp16 values read, added to a float32 accumulator | the course's |
-# | epilogue | each thread's registers go into C, which starts as NaN | the course's |
+# | wgmma | the [mbarrier](../docs/glossary.md#mbarrier)-ordered reads, through descriptors packed by `encode` and moved by `kstep_desc` | k-step (04), encode (04b) |
+# | math, epilogue | float64 products added to a float32 accumulator; registers into C, which starts as NaN | the course's |
 
 # %% [markdown]
 # ## 2. Rung 3's consumer loop, in the kernel's own words
 #
-# Chapter 06's capstone wrote both roles' loops with simple names. Rung 3 writes its consumers'
-# k-loop with a ring position `pos`, a bounded wait, and one wgmma group left in flight. Here is
-# rung 3's source (`asynctc/kernels/warp_specialization.cu`) with that loop's body left out:
+# Chapter 06's capstone used simple names. Rung 3's source (`asynctc/kernels/warp_specialization.cu`)
+# keeps a ring position `pos`, waits with a bound, and leaves one wgmma group in flight. Here it is
+# with the consumers' loop body left out:
 
 # %%
 ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
@@ -189,10 +188,8 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 #   chapter 05b models those.
 # - **The real asynchronous engines.** TMA here is a byte copy. There is no L2, no bank conflict,
 #   no [proxy](../docs/glossary.md#proxy) fence, no `wgmma.fence` or `commit_group`.
-# - **The hardware's decoder and adder.** The descriptor decoder and the layout are the course's,
-#   written from the PTX ISA; the course's wgmma kernels use the same descriptors and pass on the GPU
-#   (chapter 04). The Tensor Core's own
-#   addition order is not modelled; the bound allows for it.
+# - **The hardware's decoder and adder.** The descriptor decoder is the course's, written from the
+#   PTX ISA (chapter 04's kernels use it and pass on the GPU). The bound allows for any addition order.
 # - **One CTA.** There is no grid, no edges, no cluster, no epilogue through shared memory.
 #
 # **What you learned.** Your five pieces (stage fill, swizzle, k-step, producer step, consumer loop;
