@@ -272,13 +272,34 @@ so_far("06")
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %% output varies
-from asynctc.warp_specialization import whole_kloop as wk
-
-print(wk.SOLUTION)
-ok = exercises.check("ch06.whole_kloop", wk.SOLUTION, solution=True)
+whole_kloop = """
+int stage = 0, phase = 0;                // the ring position: set once, before the tile loop
+if (wg == 0) {                           // the producer warpgroup
+  for (int tile = 0; tile < TILES; ++tile) {
+    for (int k = 0; k < T; ++k) {
+      empty.wait(stage, phase ^ 1);      // (f + 1) mod 2: the stage's last fill was released
+      full.arrive_expect_tx(stage, kStageBytes);
+      tma_load(stage, tile, k);          // A's box and B's box; they land on full[stage]
+      if (++stage == STAGES) { stage = 0; phase ^= 1; }
+    }
+  }
+} else {                                 // consumer warpgroups 1 and 2
+  for (int tile = 0; tile < TILES; ++tile) {
+    for (int k = 0; k < T; ++k) {
+      full.wait(stage, phase);           // f mod 2: the TMA's bytes have landed
+      mma_ktile(acc, stage);
+      wgmma_wait_group<0>();             // the wgmmas are done reading the stage
+      empty.arrive(stage);
+      if (++stage == STAGES) { stage = 0; phase ^= 1; }
+    }
+    store_tile(acc, tile);
+  }
+}
+"""
+ok = exercises.check("ch06.whole_kloop", whole_kloop, solution=True)
 
 # %% output varies tags=["solution"]
-fig = wk.show_loops(wk.SOLUTION, ok)      # exercise 1's picture, drawn from the solution
+fig = W.whole_kloop.show_loops(whole_kloop, ok)      # exercise 1's picture, drawn from the solution
 plt.show()
 
 # %% output varies tags=["solution"]
