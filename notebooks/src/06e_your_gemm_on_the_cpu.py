@@ -51,8 +51,8 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 
 # %% [markdown]
 # **Exercise. Write the consumers' k-loop body.** After the loop the kernel itself releases the
-# stage in `prev`. So your loop releases the stage of k-tile k − 1, not its own (a loop that waits
-# with `wgmma_wait_group<0>` and releases its own stage is refused). In scope:
+# stage in `prev`. So your loop releases the stage of k-tile k − 1, not its own. (The capstone's
+# loop waited with `wgmma_wait_group<0>` and released its own stage; here that is refused.) In scope:
 #
 # - `full.wait(stage, parity, wg, k)`: a bounded wait, false if it gave up (`broken` may remember that);
 # - `pos.stage`, `pos.phase` (f mod 2 for fill f), `pos.advance()`: the ring counter;
