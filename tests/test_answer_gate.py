@@ -81,9 +81,9 @@ def test_run_all_in_a_learner_notebook_holds_the_answer_back(tmp_path, monkeypat
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": str(nb_path.parent)}}).execute()
-    gated = [c for c in nb.cells if c.cell_type == "code" and 'exercises.after("ch06.consumer_loop")' in c.source]
-    assert len(gated) == 2          # §1's answer, §4's whole kernel (which holds the answer too)
+    gated = [c for c in nb.cells if c.cell_type == "code" and 'exercises.after("ch06.whole_kloop")' in c.source]
+    assert len(gated) == 1          # §4's whole kernel, whose consumers' k-loop answers the capstone
     for cell in gated:
         text = "".join(o.get("text", "") for o in cell.outputs)
-        assert "held back until exercise ch06.consumer_loop passes" in text
+        assert "held back until exercise ch06.whole_kloop passes" in text
         assert "full.wait(" not in text and "wait_bounded(" not in text

@@ -137,7 +137,7 @@ def test_06e_runs_the_kept_pieces_and_says_whose_they_are(prog):
     assert said["stage_fill"].startswith("stage_fill: your stage-fill lines from chapter 03")
     assert "the course's" in said["encode"] and said["parities"].startswith("parities: your full_parity")
     assert said["producer_step"].startswith("producer_step: your producer step from chapter 05, passed 20")
-    assert said["consumer_loop"].startswith("consumer_loop: your consumer loop from chapter 06, passed 20")
+    assert said["consumer_loop"].startswith("consumer_loop: your consumer loop from deep dive 06e, passed 20")
     r = emulate_sm90.emulate(**pieces)
     assert r.passed and r.used == {"parities": "yours", "stage_fill": "yours", "swizzle": "yours",
                                    "encode": "the course's", "kstep": "yours", "producer_step": "yours",

@@ -158,7 +158,7 @@ def test_the_notebook_hides_the_loop_until_it_is_written_and_its_solution_is_the
     """§1's listing leaves the consumer loop's body out (W.LOOP_LINES, patterns that name no
     barrier); the prose before the exercise quotes none of its lines; the cell after the check — an
     answer cell, empty in the learner notebook — prints them; the worked solution is that body."""
-    src = (ROOT / "notebooks" / "src" / "06_warp_specialization.py").read_text()
+    src = (ROOT / "notebooks" / "src" / "06e_your_gemm_on_the_cpu.py").read_text()
     learner = src[:src.index("<summary>Solutions")]
     at = learner.index(f'exercises.check("{NAME}"')
     before, after = learner[:at], learner[at:]
@@ -171,7 +171,7 @@ def test_the_notebook_hides_the_loop_until_it_is_written_and_its_solution_is_the
     assert not any(re.search(r"full|empty", pat) for pat in W.LOOP_LINES[:2])
     ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
     shown = notebook.source_excerpt(ck, *CL.LISTING, variant=True, omit=W.LOOP_LINES)
-    assert "// (11 lines left out: exercise 1)" in shown and "full.wait" not in shown
+    assert "// (11 lines left out: the exercise)" in shown and "full.wait" not in shown
     assert "empty.wait(pos.stage, pos.phase ^ 1u" in shown and "wgmma_wait_group<0>();" in shown
     solution = re.findall(r'consumer_loop = """\n(.*?)"""\n', src[src.index("<summary>Solutions"):], re.S)[0]
     def code(t):
@@ -180,10 +180,10 @@ def test_the_notebook_hides_the_loop_until_it_is_written_and_its_solution_is_the
 
 
 def test_the_prompt_names_everything_in_scope_and_an_undefined_name_gets_the_nearest():
-    """Exercise 1's prompt lists every name the loop needs (CL.IN_SCOPE); a misspelt one is answered
+    """06e §2's exercise prompt lists every name the loop needs (CL.IN_SCOPE); a misspelt one is answered
     with the in-scope names closest to it, and one close to nothing with all of them."""
-    src = (ROOT / "notebooks" / "src" / "06_warp_specialization.py").read_text()
-    prompt = src[src.index("**Exercise 1."):src.index(f'exercises.check("{NAME}"')]
+    src = (ROOT / "notebooks" / "src" / "06e_your_gemm_on_the_cpu.py").read_text()
+    prompt = src[src.index("**Exercise. Write the consumers"):src.index(f'exercises.check("{NAME}"')]
     for name in CL.IN_SCOPE:
         assert re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", prompt), name
     assert CL.nearest_names("STAGE_BYTES") == ["kStageBytes"]

@@ -13,7 +13,7 @@ import asynctc.claims  # noqa: F401  (chapter 10 has no suite: registers its exe
 from asynctc.core import exercises
 from asynctc.models import descriptors
 from asynctc.pitfalls import exercises as _pitfalls, ordering as _ordering  # the ch08 exercises
-from asynctc.warp_specialization import whole_kloop as _whole_kloop  # deep dive 06e's capstone
+from asynctc.warp_specialization import whole_kloop as _whole_kloop  # chapter 06's capstone
 
 ABLATION = [{"variant": "full kernel", "tflops": 333.0},
             {"variant": "no global→shared copy", "tflops": 524.0},
@@ -414,7 +414,7 @@ MISTAKES += [
     ("ch06.consumer_loop", 5, "pass your loop body as a string"),
 ]
 
-#: ch06.whole_kloop, deep dive 06e's capstone (both roles' loops over several tiles): its four slips
+#: ch06.whole_kloop, chapter 06's capstone (both roles' loops over several tiles): its four slips
 #: and their hints; more cases: tests/test_whole_kloop.py.
 _WK = _whole_kloop.SOLUTION
 MISTAKES += [

@@ -193,14 +193,14 @@ LISTINGS = {
     # its k-loop first: set-up, prologue and epilogue folded to a line each, the refill step left out
     ("05", r'^extern "C" __global__ void'): (25, r"(?s)set-up: .*prologue: .*for \(int k = 0; k < T.*"
                                                  r"full\.wait.*mma_ktile.*empty\.arrive.*exercise 2.*epilogue: "),
-    # chapter 06's core lesson: both roles of rung 3's build, its variant switches resolved, less
-    # the consumers' release lines (exercise 1's answer, printed after it)
-    ("06", r"^  if \(wg == 0\) \{"): (45, r"setmaxnreg_dec[\s\S]*empty\.wait\(pos\.stage, pos\.phase \^ 1u"
+    # deep dive 06e §2: both roles of rung 3's build, its variant switches resolved, less the
+    # consumers' release lines (the exercise's answer, printed after it)
+    ("06e", r"^  if \(wg == 0\) \{"): (45, r"setmaxnreg_dec[\s\S]*empty\.wait\(pos\.stage, pos\.phase \^ 1u"
                                          r"[\s\S]*load_stage\([\s\S]*full\[[\s\S]*release = [\s\S]*"
-                                         r"lines left out: exercise 1[\s\S]*wgmma_wait_group<0>"
+                                         r"lines left out: the exercise[\s\S]*wgmma_wait_group<0>"
                                          r"[\s\S]*store_c\(res"),
     # the whole kernel in one file (06 §4), from its first line to its last (the epilogue's store),
-    # less the consumers' k-loop (exercise 1's answer, printed after it)
+    # less the consumers' k-loop (it answers exercise 1, the capstone; printed after it)
     ("06", None): (130, r"(?s)wait_bounded.*setmaxnreg_dec<40>.*tma_load_2d.*setmaxnreg_inc<232>"
                         r".*lines left out: the consumers' k-loop.*mbarrier_arrive\(empty0 \+ 8 \* prev\)"
                         r".*cvt_rn_x2_f32<DT>\(acc\[j\], acc\[j \+ 1\]\);\n  \}\n\}$"),

@@ -160,7 +160,7 @@ def test_whole_kernel_on_the_gpu(m, n, k, dtype):
 
 def _chapter_cell() -> str:
     cells = re.split(r"(?m)^# %%.*$", (ROOT / "notebooks" / "src" / "06_warp_specialization.py").read_text())
-    (cell,) = [c for c in cells if 'records.load("whole_gemm")' in c]
+    (cell,) = [c for c in cells if "W.whole_suite.load_or_none()" in c]
     return cell
 
 

@@ -1,4 +1,4 @@
-"""Deep dive 06e's capstone, ch06.whole_kloop: both roles' loops of a persistent CTA over several
+"""Chapter 06's capstone (exercise 1), ch06.whole_kloop: both roles' loops of a persistent CTA over several
 tiles with one ring, read by the loop reader (with for loops), judged by rules, run in chapter 05's
 ring model with the producer as its own actor, and every tile's data through the emulator. The
 course's answer passes; the four slips the capstone is about each fail with their hint; the
@@ -138,7 +138,24 @@ def test_the_ring_model_runs_the_producer_as_its_own_actor():
     assert len(checks) == 3 and all(c.passed for c in checks)
 
 
-def test_06e_asks_it_with_the_template_and_answers_it_in_the_solutions():
-    src = (ROOT / "notebooks" / "src" / "06e_your_gemm_on_the_cpu.py").read_text()
+def test_06_asks_it_with_the_template_and_answers_it_in_the_solutions():
+    src = (ROOT / "notebooks" / "src" / "06_warp_specialization.py").read_text()
     assert f'whole_kloop = """{W.TEMPLATE}"""\nok = exercises.check("{NAME}", whole_kloop)' in src
-    assert "print(wk.SOLUTION)" in src and 'exercises.check("ch06.whole_kloop", wk.SOLUTION, solution=True)' in src
+    solutions = src[src.index("<summary>Solutions"):]
+    assert f'whole_kloop = """\n{W.SOLUTION}"""\nok = exercises.check("{NAME}", whole_kloop, solution=True)' in solutions
+
+
+def test_the_picture_draws_the_learners_loops_and_promises_before_they_pass(capsys):
+    """06 §1's picture: before the loops pass it only says what it will draw (no stage, no parity);
+    after, chapter 05's timeline of the loops with one dashed line at each tile's first wgmma."""
+    assert W.show_loops(W.TEMPLATE, False) is None
+    said = capsys.readouterr().out
+    assert "Once your loops pass" in said and "phase" not in said and "^" not in said
+    sched = W.timeline(W.SOLUTION)
+    assert sched.diagnosis is None and {"producer", "tma", "wg0", "wg1"} <= {s.lane for s in sched.spans}
+    fig = W.show_loops(W.SOLUTION, True)
+    ax = fig.axes[0]
+    starts = sorted(min(s.start for s in sched.spans if s.kind == "mma" and s.k == t * 3) for t in range(3))
+    dashed = sorted(line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--")
+    assert dashed == starts and [t.get_text().strip() for t in ax.texts] == ["tile 0", "tile 1", "tile 2"]
+    __import__("matplotlib.pyplot").pyplot.close(fig)

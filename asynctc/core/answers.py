@@ -20,7 +20,7 @@ of the above, a closure — is not kept: :func:`source` returns None and the lat
 to the course's piece. Saving and loading never raise.
 
 An exercise may keep a small dict of facts about the answer beside it, ``<exercise>.json``
-(:func:`meta`): chapter 05's producer step and chapter 06's consumer loop keep whether the learner's
+(:func:`meta`): chapter 05's producer step and deep dive 06e's consumer loop keep whether the learner's
 build compiles to the course kernel's SASS. It names the answer it belongs to (a hash of its text),
 so a later answer without facts never inherits an earlier one's.
 """

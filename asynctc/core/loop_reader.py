@@ -1,4 +1,4 @@
-"""Read a k-loop body or step, written in CUDA C++, as the protocol it runs (chapter 06's code
+"""Read a k-loop body or step, written in CUDA C++, as the protocol it runs (deep dive 06e's code
 exercise ``ch06.consumer_loop``; chapter 05's ``ch05.producer_step`` extends its machine): a small
 tokenizer, parser and interpreter. Pure Python; NVRTC has compiled the text before it gets here
 (:mod:`asynctc.warp_specialization.consumer_loop`, :mod:`asynctc.pipeline.producer_step`), so the reader only has to follow

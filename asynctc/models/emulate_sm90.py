@@ -98,7 +98,7 @@ PIECE_EXERCISES = {"stage_fill": ("ch03.stage_fill", "chapter 03", "stage-fill l
                    "encode": ("ch04.encode", "deep dive 04b", "encode"),
                    "parities": ("ch05.ring_parities", "deep dive 05b", "full_parity and empty_parity"),
                    "producer_step": ("ch05.producer_step", "chapter 05", "producer step"),
-                   "consumer_loop": ("ch06.consumer_loop", "chapter 06", "consumer loop")}
+                   "consumer_loop": ("ch06.consumer_loop", "deep dive 06e", "consumer loop")}
 
 
 def _usable(piece: str, got: Any) -> bool:

@@ -39,7 +39,9 @@ ORDER = (("stage_fill", "stage fill", 3, "chapter 03"),
          ("encode", "encode", 4, "deep dive 04b"),
          ("producer_step", "producer step", 5, "chapter 05"),
          ("parities", "parities", 5, "deep dive 05b"),
-         ("consumer_loop", "consumer loop", 6, "chapter 06"))
+         ("consumer_loop", "consumer loop", 6, "deep dive 06e"))
+#: Deep dives' pieces shown even before they are yours: the consumer loop (06e §2) completes the tile.
+ALWAYS_SHOWN = {"consumer_loop"}
 
 
 @dataclasses.dataclass
@@ -101,7 +103,7 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
     mine, rows = {}, []
     for piece, label, ch, where in ORDER:
         name = _e.PIECE_EXERCISES[piece][0]
-        deep = where.startswith("deep")
+        deep = where.startswith("deep") and piece not in ALWAYS_SHOWN
         head = f"{label} ({where.split()[-1]})"
         if kept[piece] is not None and ch <= n:
             mine[piece] = kept[piece]

@@ -67,14 +67,15 @@ W.<name>``):
   :func:`prediction_check`, :func:`pingpong_note`), trace windows and tables,
   :func:`plot_raster`; never times;
 * ``exercises.py`` — chapter 06's auto-checked exercises (registered on import);
-* ``consumer_loop.py`` — the code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
+* ``consumer_loop.py`` — deep dive 06e's code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
   compiled into rung 3 (NVRTC), read (``asynctc/core/loop_reader.py``) and judged with chapter 05's ring model
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
-* ``whole_kloop.py`` — deep dive 06e's capstone, the code exercise ``ch06.whole_kloop``: both roles'
-  loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the emulator.
+* ``whole_kloop.py`` — chapter 06's exercise 1, the capstone ``ch06.whole_kloop``: both roles'
+  loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the
+  emulator, and drawn as the ring model's timeline (:func:`~.whole_kloop.plot_loops`).
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung_note`),
   and 06 §3's ladder table (:func:`rung_table`);
-* ``rung3_split.py`` — rung 2 → rung 3 in single changes: the ``ws_rung3_steps`` record, registers, spills and shared-memory need (:func:`rung3_steps`);
+* ``rung3_split.py`` — rung 2 → rung 3 in single changes: the ``ws_rung3_steps`` record, registers, spills and shared-memory need (:func:`rung3_steps`, :func:`rung3_numbers`);
 * ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`);
   ``rung_exercises.py`` — 06c §9's exercises on rungs 6 and 7, judged by the cluster ring model and
   the epilogue's stmatrix layout (:func:`staging_position`);
@@ -106,7 +107,7 @@ from . import whole, whole_suite  # noqa: F401  (the whole kernel in one file: k
 from . import steps_suite  # noqa: F401  (rung 2 → rung 3 one change at a time)
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
-from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, deep dive 06e's capstone)
+from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, chapter 06's capstone)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,
@@ -116,8 +117,8 @@ from .config import (  # noqa: F401
 from .consumer_loop import LOOP_LINES  # noqa: F401
 from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F401
 from .rung_exercises import model_text, staging_position, staging_text  # noqa: F401
-from .rung_notes import rung_note, rung_table  # noqa: F401
-from .rung3_split import rung3_steps, rung3_table  # noqa: F401
+from .rung_notes import ladder_steps, rung_note, rung_table  # noqa: F401
+from .rung3_split import rung3_numbers, rung3_steps, rung3_table  # noqa: F401
 from .design import WSDesign, design, design_survey  # noqa: F401
 from .figures import (  # noqa: F401
     PREDICTION_BANDS, PROTOCOL_EVENTS, RUNG_CHANGES, epilogue_note, ladder_ratio,

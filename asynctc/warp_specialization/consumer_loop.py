@@ -1,4 +1,4 @@
-"""Chapter 06's code exercise ``ch06.consumer_loop``: the learner writes, as CUDA C++ in a Python
+"""Deep dive 06e's code exercise ``ch06.consumer_loop``: the learner writes, as CUDA C++ in a Python
 string, the body of the consumer warpgroups' k-loop of rung 3 (``kernels/warp_specialization.cu``,
 the loop ``for (int k = 0; k < T; ++k, ++ring) { … }`` of the consumer branch). No GPU is needed.
 
@@ -57,7 +57,7 @@ FILE_NAME = "your loop"
 LISTING = (r"^  if \(wg == 0\) \{", r"^        finish\(acc\);")
 #: The consumer loop's body in that listing, as an ``omit`` range (first line, last line, note):
 #: left out of the listing until the exercise is answered. No pattern names a barrier.
-LOOP_LINES = (r"^        if \(!broken &&", r"^        pos\.advance\(\);", "exercise 1")
+LOOP_LINES = (r"^        if \(!broken &&", r"^        pos\.advance\(\);", "the exercise")
 
 _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
@@ -253,10 +253,10 @@ def _iteration_hint(it: _lr.Iteration, prev_it, stages: int, stage_bytes: int, c
         why = _model_parity_hint(waits, stages, consumers) or "the phase of another fill"
         if flipped:
             return (f"{here} your wait names parity {w.parity}, the phase before this fill (the "
-                    f"producer's parity, pos.phase ^ 1u, on empty): on full it passes before the "
+                    f"producer's parity on empty, (f + 1) mod 2): on full it passes before the "
                     f"bytes land. Chapter 05's ring model with your parities: {why}")
-        return (f"{here} your wait names parity {w.parity}; this is fill {i // stages} of stage "
-                f"{stage}. Chapter 05's ring model with your parities: {why}")
+        return (f"{here} your wait names parity {w.parity}; this is fill f = {i // stages} of stage "
+                f"{stage}, parity f mod 2 = {expect_parity}. Chapter 05's ring model with your parities: {why}")
     return None
 
 

@@ -56,3 +56,16 @@ def rung3_table(steps: list[dict]) -> str:
                      f"{d['sm_mhz']:>6.0f}{d['of_cublas']:>8.3f}  {gain}{spill}")
     lines.append("regs: ptxas's / at entry; smem: of its 128 B/clk (00 §4); medians of the run's rounds")
     return "\n".join(lines)
+
+
+def rung3_numbers(results: dict) -> dict:
+    """06 §3's numbers on rung 2 → rung 3 from a ``ws_rung3_steps`` record: ``table``
+    (:func:`rung3_table`), each step's ``gain`` (``consumers``: a second consumer; ``wider``: the
+    128×256 tile; ``regs``: setmaxnreg), ``wide`` (the 128×256 step's row, no setmaxnreg), ``share2``
+    (rung 2's shared-memory share) and ``fits`` (the wide tile fits in its registers at entry, no spills)."""
+    steps = {d["step"]: d for d in rung3_steps(results)}
+    wide = steps["128x256"]
+    return {"table": rung3_table(list(steps.values())), "wide": wide, "share2": steps["rung 2"]["smem_share"],
+            "consumers": steps["two consumers"]["gain"], "wider": wide["gain"],
+            "regs": steps["setmaxnreg (rung 3)"]["gain"],
+            "fits": wide["spill_bytes"] == 0 and wide["regs"] <= wide["entry"]}

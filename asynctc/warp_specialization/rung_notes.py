@@ -118,3 +118,17 @@ def rung_table(results: dict, rungs, dtype: str = "float16") -> str:
             row += f"{step:>14}{lad[(s, n)]['of_cublas']:>8.2f}"
         lines.append(row)
     return "\n".join(lines)
+
+
+def ladder_steps(results: dict) -> dict:
+    """06 §3's numbers on the other rungs: ``r2``, ``r3``, ``r5``, ``r7``, ``r8`` (rung 2 and 3 over
+    rung 1, 5 over 3, 7 over 6, 8 over 7: :func:`ladder_ratio`, per size and dtype), ``flat`` (rungs
+    4 and 6's ratios over the rung before), ``first`` and ``later`` (cycles a rung-5 CTA's first and
+    second tile wait for their first k-tile, traced at 4096³) and ``span`` ({5, 7, 8: "low … high" gain})."""
+    r = {f"r{b}": ladder_ratio(results, a, b) for a, b in ((1, 2), (1, 3), (3, 5), (6, 7), (7, 8))}
+    r["flat"] = [*ladder_ratio(results, 3, 4).values(), *ladder_ratio(results, 5, 6).values()]
+    t5 = trace_numbers(next(t for t in results["traces"] if t["rung"] == 5))
+    r["first"], r["later"] = t5["first_wait_cycles"][:2]
+    r["span"] = {n: f"{min(v.values()) - 1:+.1%} … {max(v.values()) - 1:+.1%}"
+                 for n, v in ((5, r["r5"]), (7, r["r7"]), (8, r["r8"]))}
+    return r

@@ -1,4 +1,4 @@
-"""Deep dive 06e's capstone, the code exercise ``ch06.whole_kloop``: the learner writes, from a
+"""Chapter 06's exercise 1, the capstone ``ch06.whole_kloop``: the learner writes, from a
 blank template, both roles' loops of a warp-specialized, persistent CTA that computes several tiles
 in a row with one ring of stages. The producer warpgroup (``wg == 0``) waits on ``empty[s]``,
 announces the stage's bytes on ``full[s]`` and loads the k-tile; the consumer warpgroups wait on
@@ -53,7 +53,7 @@ IN_SCOPE = ("wg", "TILES", "T", "STAGES", "kStageBytes", "full.wait", "full.arri
             "store_tile")
 _CALLS = ("tma_load", "mma_ktile", "wgmma_wait_group", "store_tile")
 
-#: The learner's blank page (06e §5's cell): the roles and the loop bounds, nothing of the answer.
+#: The learner's blank page (06 §1's cell): the roles and the loop bounds, nothing of the answer.
 TEMPLATE = """
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
@@ -77,7 +77,7 @@ int stage = 0, phase = 0;                // the ring position: set once, before 
 if (wg == 0) {                           // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
-      empty.wait(stage, phase ^ 1);      // the consumers released this stage's last fill
+      empty.wait(stage, phase ^ 1);      // (f + 1) mod 2: the stage's last fill was released
       full.arrive_expect_tx(stage, kStageBytes);
       tma_load(stage, tile, k);          // A's box and B's box; they land on full[stage]
       if (++stage == STAGES) { stage = 0; phase ^= 1; }
@@ -86,7 +86,7 @@ if (wg == 0) {                           // the producer warpgroup
 } else {                                 // consumer warpgroups 1 and 2
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
-      full.wait(stage, phase);           // the TMA's bytes have landed
+      full.wait(stage, phase);           // f mod 2: the TMA's bytes have landed
       mma_ktile(acc, stage);
       wgmma_wait_group<0>();             // the wgmmas are done reading the stage
       empty.arrive(stage);
@@ -333,8 +333,8 @@ def _producer_hint(ev: list, S: int, T: int, tiles: int) -> str | None:
             why = (f"fill 0 of a stage waits on parity 1, the phase before a fresh barrier's phase 0: it "
                    "passes at once" if f == 0 else
                    f"fill {f} of stage {s} waits for the phase the consumers' release of fill {f - 1} completes")
-            return (f"{here} your producer waits on empty[{s}] with parity {w.parity}, not (j / S + 1) mod 2 "
-                    f"= {parity}: {why}." + (_restart(j, T) if tile_start else ""))
+            return (f"{here} your producer waits on empty[{s}] with parity {w.parity}; this is fill f = {j // S} "
+                    f"of stage {s}, parity (f + 1) mod 2 = {parity}: {why}." + (_restart(j, T) if tile_start else ""))
         expects = [x for x in seg if x.kind == "expect"]
         if not expects or expects[-1].barrier != "full" or expects[-1].stage != s:
             got = (f"you announce bytes on {expects[-1].barrier}[{expects[-1].stage}]" if expects else
@@ -378,7 +378,7 @@ def _consumer_hint(ev: list, S: int, T: int, tiles: int, who: str) -> str | None
                 return f"{here} your consumers wait on full[{wait.stage}] but read stage {s}"
             if wait.parity != parity:
                 return (f"{here} your consumers wait on full[{s}] with parity {wait.parity}; this is fill "
-                        f"{j // S} of stage {s}: parity (j / S) mod 2 = {parity}."
+                        f"f = {j // S} of stage {s}: parity f mod 2 = {parity}."
                         + (_restart(j, T) if tile_start else ""))
             inflight.append(s)
             held.append(s)
@@ -454,6 +454,45 @@ def judge(answer) -> str | None:
         else:
             note.append(f"{tiles} × {T} on {S} stages: no race, no deadlock")
     return _ex.Accepted("; ".join(note))
+
+
+# ---- the picture: the learner's loops in the ring model's timeline ------------------------------
+
+#: What :func:`show_loops` draws, said before the loops pass (it gives nothing of the answer away).
+PROMISE = ("Once your loops pass, this cell draws them: chapter 05's ring model runs your producer and "
+           "consumer loops over 3 tiles of 3 k-tiles on 2 stages. One lane per role, waits in red and "
+           "purple, the tile boundaries as dashed lines.")
+
+
+def timeline(text: str, stages: int = 2, k_tiles: int = 3, tiles: int = 3) -> _mp.Schedule:
+    """The ring model's schedule of ``text`` (the capstone's loops) run as each role over ``tiles``
+    tiles of ``k_tiles`` k-tiles on ``stages`` stages (its spans count k-tiles over all tiles)."""
+    roles = [read(text, wg, stages, k_tiles, tiles) for wg in range(CONSUMERS + 1)]
+    return ring(roles[0], roles[1:], stages, k_tiles * tiles)
+
+
+def plot_loops(text: str, stages: int = 2, k_tiles: int = 3, tiles: int = 3):
+    """Chapter 05's timeline plot of :func:`timeline`: one lane per role and the TMA, waits in red
+    (full) and purple (empty), a dashed line where each tile's first wgmma starts. Returns the Figure."""
+    from ..models.pipeline.figures import plot_timeline
+    sched = timeline(text, stages, k_tiles, tiles)
+    fig = plot_timeline(sched.spans, title=f"Your loops: {tiles} tiles × {k_tiles} k-tiles on {stages} stages "
+                        "(the ring model)")
+    ax = fig.axes[0]
+    for t in range(tiles):
+        x = min(s.start for s in sched.spans if s.kind == "mma" and s.k == t * k_tiles)
+        ax.axvline(x, color="black", ls="--", lw=0.8)
+        ax.text(x, ax.get_ylim()[0], f" tile {t}", fontsize=8, va="bottom")
+    return fig
+
+
+def show_loops(text: str, passed: bool):
+    """06 §1's picture cell: :func:`plot_loops` of the learner's loops once ``passed``, else
+    :data:`PROMISE`. Returns the Figure or None."""
+    if not passed:
+        print(PROMISE)
+        return None
+    return plot_loops(text)
 
 
 @_ex.code_exercise("ch06.whole_kloop", "Write both roles' loops of a warp-specialized, persistent CTA "

@@ -144,6 +144,21 @@ def rung3_of_cublas(ladder_results: dict) -> dict:
             if r.get("rung") == 3 and r["dtype"] == "float16"}
 
 
+def load_or_none():
+    """The ``whole_gemm`` record, or None where none was made yet (06 §4's cell)."""
+    try:
+        return records.load(SUITE)
+    except records.RecordError:
+        return None
+
+
+def not_run_yet(ladder_results: dict) -> str:
+    """06 §4's line without a ``whole_gemm`` record: rung 3, the same design, beside cuBLAS."""
+    return ("Not run on a GPU yet: there is no record whole_gemm. Rung 3, the same design, ran at "
+            + " and ".join(f"{v:.2f} of cuBLAS at {n}³" for n, v in sorted(rung3_of_cublas(ladder_results).items()))
+            + " (fp16).")
+
+
 def summarize_whole(rec: records.Record) -> str:
     s = whole_summary(rec.results)
     lines = [f"{rec.label()}", f"checks: {s['n_checks']}, "

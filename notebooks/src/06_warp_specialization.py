@@ -5,17 +5,17 @@
 # TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels, each
 # timed beside cuBLAS. You will be able to
 #
-# 1. write the consumers' k-loop (its wait, phase parity and release) and say why the
-#    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
+# 1. write both roles' k-loops over several tiles (waits, phase parities, releases) and say why
+#    the [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
 # 2. read the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder: what each rung bought beside cuBLAS, and why rungs 5–8 close the gap;
+# 3. read the ladder: what each rung bought beside cuBLAS, and when warp specialization pays;
 # 4. read a whole Hopper GEMM kernel top to bottom in one file;
 # 5. call the top rung, `asynctc.matmul(a, b)`, on any shape.
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
 # rungs 5–8 one at a time; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
 # [raster](../docs/glossary.md#raster) sweep, `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
-# core exercises as one Hopper tile on the CPU.
+# pieces as one Hopper tile on the CPU, and rung 3's consumer loop in the kernel's own words.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -30,65 +30,67 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# In chapter 05 one thread of a computing warpgroup also issued the loads: while it waited on
+# In chapter 05 one thread of a computing warpgroup also issued the loads. While it waited on
 # empty, its warpgroup's next `wgmma` waited too. Here the loads get a warpgroup of their own
 # ([warp specialization](../docs/glossary.md#warp-specialization)), and the producer's spare
 # registers go to the consumers (§2). The ring is chapter 05's.
 #
-# Both roles walk the same (tile, k-tile) pairs with one **ring counter** i that carries across
-# tiles: stage s = i mod S, fill f = i / S, with chapter 05's parities (a consumer waits on full[s]
-# with f mod 2, the producer on empty[s] with (f + 1) mod 2). The seed article swaps the waits: its
-# consumers wait on "empty" before anything was loaded. Both versions (top: read from the kernel's
-# source; bottom: deadlocks at the first k-tile in chapter 05's model, 06b §1):
+# Both roles walk the same k-tiles with one ring counter that carries across tiles. Fill f of a
+# stage is the counter divided by S. Consumers wait on full with parity f mod 2, the producer on
+# empty with (f + 1) mod 2; kernels write it as `phase ^ 1`. The seed article swaps the waits: its
+# consumers wait on "empty" before anything was loaded. Top, the kernel's version; bottom, the
+# seed's, which deadlocks at the first k-tile (06b §1):
 
 # %% output varies
 fig = W.plot_protocol()
 plt.show()
 
 # %% [markdown]
-# The kernel's source (`asynctc/kernels/warp_specialization.cu`) resolved for **rung 3** of the
-# ladder (§3): a producer, two consumers, `setmaxnreg`, none of the later rungs' additions.
-# Warpgroup 0 takes the first branch, the consumers the other. The body of the consumers' k-loop is
-# left out: you write it in exercise 1.
+# **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
+# [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a row, `T` k-tiles
+# each, with one ring of `STAGES` stages. One question decides it: with 3 k-tiles a tile on 2
+# stages, which stage and parity does tile 1's first k-tile use?
+#
+# Your text runs once per role, as the [elected thread](../docs/glossary.md#elected-thread) of
+# each warpgroup (one arrival each on `empty`). In scope:
+#
+# - `wg` (0 is the producer, 1 and 2 the consumers), `TILES`, `T`, `STAGES`, `kStageBytes`;
+# - `full.wait(stage, parity)`, `empty.wait(stage, parity)`, `empty.arrive(stage)`, and
+#   `full.arrive_expect_tx(stage, bytes)`, the producer's arrive with the bytes the TMA brings;
+# - `tma_load(stage, tile, k)`: A's box and B's box of k-tile `k` of `tile`, landing on `full[stage]`;
+# - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
+# - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`.
+#
+# Declare what you need; C++ ints, `if`, `for` and `while` work. The check reads your text as each
+# role and runs chapter 05's ring model over every tile. Then the emulator of deep dive 06e moves
+# the bytes, and each tile is checked against float64. It tries 3 tiles of 3 k-tiles on 2 stages,
+# then 2 tiles of 4 on 3.
 
 # %%
-ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
-notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(acc\);", variant=True,
-                     omit=W.LOOP_LINES)
+whole_kloop = """
+if (wg == 0) {                 // the producer warpgroup
+  for (int tile = 0; tile < TILES; ++tile) {
+    for (int k = 0; k < T; ++k) {
+      // your producer's k-tile
+    }
+  }
+} else {                       // consumer warpgroups 1 and 2
+  for (int tile = 0; tile < TILES; ++tile) {
+    for (int k = 0; k < T; ++k) {
+      // your consumers' k-tile
+    }
+    // the tile's C
+  }
+}
+"""
+ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
-# `item_step` (tiles between a CTA's tiles), `TILE_ORIGIN` (a tile's first row and column of C)
-# and the switches in the last line serve later rungs (§3).
-#
-# **Exercise 1. Write the consumers' k-loop**, the body the listing left out, in the string
-# below. One constraint comes from the listing: after the loop the kernel itself releases the stage
-# in `prev`, so your loop releases the stage of k-tile k − 1, not its own (a loop that waits with
-# `wgmma_wait_group<0>` and releases its own stage is refused). In scope:
-#
-# - `full.wait(stage, parity, wg, k)`: a bounded wait, false if it gave up (`broken` may remember that);
-# - `pos.stage`, `pos.phase` (f mod 2), `pos.advance()`: the ring counter;
-# - `mma_ktile(acc, desc_a, desc_b)`: a k-tile's wgmmas, one group. Its descriptors:
-#   `wgmma_desc_advance(da0, bytes)`, `wgmma_desc_advance(db0, bytes)`; stage s starts
-#   s × `kStageBytes` bytes after stage 0;
-# - `wgmma_wait_group<N>()`: after it, at most N groups still run; `fence_accumulators(acc)`: a
-#   compiler barrier for `acc`;
-# - `release(empty[s])`: an arrival on empty[s]. Only the `elected` thread of each warpgroup
-#   calls it, so a phase completes with C arrivals;
-# - `prev`, an `int` to keep the stage of k-tile k − 1 in; `k`, `wg`.
-#
-# The check compiles your loop into rung 3 with NVRTC (no GPU) and judges its protocol with the
-# course's models.
+# Your loops in chapter 05's ring model, drawn as its timeline:
 
-# %%
-consumer_loop = """
-    // your code: wait for stage pos.stage to hold k-tile k, issue its wgmmas, let one group stay in
-    // flight, release the stage of k-tile k − 1 (one elected thread), remember this stage, advance the ring
-"""
-ok = exercises.check("ch06.consumer_loop", consumer_loop)
-
-# %% output answers a prediction
-if exercises.after("ch06.consumer_loop"):
-    print(notebook.source_excerpt(ck, variant=True, omit=W.LOOP_LINES, left_out=True))
+# %% output varies
+fig = W.whole_kloop.show_loops(whole_kloop, ok)
+plt.show()
 
 # %% [markdown]
 # ## 2. The register budget
@@ -104,8 +106,8 @@ if exercises.after("ch06.consumer_loop"):
 # | CTA | | 64512 ≤ 65536 |
 #
 # Each consumer computes 64 rows of the 128×256 tile: 64 × 256 / 128 = 128 fp32 accumulators
-# per thread. With the others a thread needs, that still fits under 168 without `setmaxnreg`:
-# §3 measures what it buys.
+# per thread. With the others a thread needs, that still fits under 168 without `setmaxnreg`.
+# §3 measures what the move buys.
 #
 # ## 3. The ladder
 #
@@ -124,20 +126,18 @@ print(W.rung_table(res, range(1, 9)))
 # %% output varies
 steps_rec = records.load("ws_rung3_steps")
 print(steps_rec.label())
-steps = {d["step"]: d for d in W.rung3_steps(steps_rec.results)}
-print(W.rung3_table(list(steps.values())))
-consumers, wider, regs = (steps[s]["gain"] for s in ("two consumers", "128x256", "setmaxnreg (rung 3)"))
-wide = steps["128x256"]                              # 128×256, two consumers, no setmaxnreg
-fits = wide["spill_bytes"] == 0 and wide["regs"] <= wide["entry"]
-_ = notebook.claim(abs(consumers) < 0.02 and abs(regs) < 0.02 and wider > 0.10 and fits,
-                   f"Rung 3's gain is the tile, {wider:+.1%}: its operands need {wide['smem_share']:.0%} of "
-                   f"shared memory's bandwidth, not {steps['rung 2']['smem_share']:.0%}. A second consumer "
-                   f"alone: {consumers:+.1%}. setmaxnreg: {regs:+.1%}, because without it the wide tile "
-                   f"fits in {wide['regs']} of the {wide['entry']} registers at entry, no spills.")
+n = W.rung3_numbers(steps_rec.results)         # each step's gain over the one before; the wide tile's row
+print(n["table"])
+wide = n["wide"]                               # 128×256, two consumers, no setmaxnreg
+_ = notebook.claim(abs(n["consumers"]) < 0.02 and abs(n["regs"]) < 0.02 and n["wider"] > 0.10 and n["fits"],
+                   f"Rung 3's gain is the tile, {n['wider']:+.1%}. Its operands need {wide['smem_share']:.0%} of "
+                   f"shared memory's bandwidth, not {n['share2']:.0%}. A second consumer alone: "
+                   f"{n['consumers']:+.1%}. setmaxnreg: {n['regs']:+.1%}, since the wide tile already fits in "
+                   f"{wide['regs']} of the {wide['entry']} registers at entry.")
 
 # %% [markdown]
-# The other steps (`W.ladder_ratio(res, a, b)`: rung b's TFLOP/s over rung a's, per size and
-# dtype). Rung 6 makes [clusters](../docs/glossary.md#cluster) of 2 CTAs that share B by
+# The other steps (`W.ladder_ratio(res, a, b)` is rung b's TFLOP/s over rung a's). Rung 6 makes
+# [clusters](../docs/glossary.md#cluster) of 2 CTAs that share B by
 # [multicast](../docs/glossary.md#multicast).
 #
 # **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM walks its tiles.
@@ -150,23 +150,28 @@ _ = notebook.claim(abs(consumers) < 0.02 and abs(regs) < 0.02 and wider > 0.10 a
 # tiles in flight share more of A and B, so more loads hit in L2.
 
 # %% output varies
-r2, r3, r5, r7, r8 = (W.ladder_ratio(res, a, b) for a, b in ((1, 2), (1, 3), (3, 5), (6, 7), (7, 8)))
-flat = [*W.ladder_ratio(res, 3, 4).values(), *W.ladder_ratio(res, 5, 6).values()]
-t5 = W.trace_numbers(next(t for t in res["traces"] if t["rung"] == 5))     # traced at 4096³
-first, later = t5["first_wait_cycles"][:2]      # cycles a CTA's 1st and 2nd tile wait for k-tile 0
-span = {n: f"{min(r.values()) - 1:+.1%} … {max(r.values()) - 1:+.1%}" for n, r in ((5, r5), (7, r7), (8, r8))}
+L = W.ladder_steps(res)                # ladder ratios; a rung-5 CTA's first-k-tile waits (traced at 4096³)
+r2, r3, r5, r7, r8, flat, span = (L[k] for k in ("r2", "r3", "r5", "r7", "r8", "flat", "span"))
+first, later = L["first"], L["later"]  # cycles a CTA's 1st and 2nd tile wait for k-tile 0
 _ = notebook.claim(max(r2.values()) < 0.97 and all(abs(v - 1) < 0.02 for v in r3.values()),
                    f"Rung 2, half of chapter 05's tile, runs at {min(r2.values()):.2f}–{max(r2.values()):.2f}× "
-                   f"rung 1; rung 3, its tile back, at {min(r3.values()):.2f}–{max(r3.values()):.2f}×: "
-                   "splitting the roles alone bought nothing measurable.")
+                   f"rung 1; rung 3, its tile back, at {min(r3.values()):.2f}–{max(r3.values()):.2f}×. "
+                   "Splitting the roles alone bought nothing measurable.")
 _ = notebook.claim(max(abs(v - 1) for v in flat) < 0.015, f"Rungs 4 and 6 moved at most "
                    f"{max(abs(v - 1) for v in flat):.1%} (what they tried: 06c §9).")
 _ = notebook.claim(later < 0.5 * first, f"Rung 5: {span[5]} over rung 3. A CTA's first tile waits {first:.0f} "
-                   f"cycles for its first k-tile, its later tiles {later:.0f}: their loads ran during the epilogue.")
+                   f"cycles for its first k-tile, its later tiles {later:.0f}. Their loads ran during the epilogue.")
 _ = notebook.claim(min(r7.values()) > max(max(r5.values()), max(r8.values())),
                    f"Rung 7: {span[7]} over rung 6, the biggest step after rung 3; rung 8: {span[8]} over rung 7.")
 
 # %% [markdown]
+# **When does warp specialization pay?** Not by itself, here. Chapter 05's kernel already
+# overlapped loads with math through the ring, so a producer warpgroup of its own had nothing left
+# to hide. The split pays through what it makes possible. A producer that only loads keeps
+# loading across tiles: on a persistent grid it loads tile t + 1 while the consumers store tile t
+# (rung 5). A producer that needs few registers can give them away (`setmaxnreg`). Consumers that
+# hand their stores to TMA start the next k-loop sooner (rung 7).
+#
 # Why does rung 7 gain so much? Trace the epilogue (cycles per tile storing C), and time the TMA
 # store alone on rung 3 (record `ws_store_ablation`).
 
@@ -181,8 +186,9 @@ _ = notebook.claim(sass_agree and 0.5 * gain < saved < 1.5 * gain, f"The TMA sto
 
 # %% [markdown]
 # **Design it** (no grade). Set the tile width `BN` (128 or 256), stages `S`, `PERSISTENT`,
-# `TMA_STORE`. The model: chapter 05's ring per tile, the traced epilogue, ⌈tiles / SMs⌉ tiles per
-# SM; its one fitted number is chapter 05's L2 cap. Which knob pays most? Does the record agree?
+# `TMA_STORE`. The model runs chapter 05's ring per tile, adds the traced epilogue, and gives each
+# SM ⌈tiles / SMs⌉ tiles. Its one fitted number is chapter 05's L2 cap. Which knob pays most? Does
+# the record agree?
 
 # %% output varies
 BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
@@ -191,20 +197,20 @@ print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 # %% [markdown]
 # ## 4. The whole kernel, one file
 #
-# `asynctc/kernels/hopper_gemm.cu` is rung 3 written out whole, with no switches, to read top to
-# bottom. It includes only the one-instruction wrappers of `asynctc/kernels/ptx/` that chapters
-# 03–05 showed; each part names the chapter that taught it. The consumers' k-loop is exercise 1's
-# answer, printed below once your loop passes. To write both roles' loops from a blank page (a
-# persistent CTA, three tiles, one ring: stage and phase carry across tiles), do the capstone in
-# deep dive [06e](06e_your_gemm_on_the_cpu.ipynb) §5.
+# `asynctc/kernels/hopper_gemm.cu` is rung 3 of the ladder written out whole, with no switches, to
+# read top to bottom. Its loops are yours for one tile, with a bounded wait and one wgmma group
+# left in flight. It includes only the one-instruction wrappers of `asynctc/kernels/ptx/` that
+# chapters 03–05 showed; each part names the chapter that taught it. Its consumers' k-loop is
+# printed below once your loops pass. Deep dive [06e](06e_your_gemm_on_the_cpu.ipynb) §2 asks you
+# to write that loop's body in the kernel's own words, compiled into rung 3.
 
 # %%
 WHOLE_LOOP = (r"^  int stage = 0, prev = 0;", r"^  \}$",
-              "the consumers' k-loop: exercise 1, printed below once your loop passes")
+              "the consumers' k-loop: printed below once exercise 1 passes")
 notebook.show_source("hopper_gemm.cu", hooks=True, omit=WHOLE_LOOP)
 
 # %% output answers a prediction
-if exercises.after("ch06.consumer_loop"):
+if exercises.after("ch06.whole_kloop"):
     print(notebook.source_excerpt("hopper_gemm.cu", hooks=True, omit=WHOLE_LOOP, left_out=True))
 
 # %% [markdown]
@@ -222,14 +228,9 @@ if runtime.runs_live("sm_90a"):
     c = W.whole.verify_whole(512, 768, 1024)
     _ = notebook.claim(c.passed, f"Checked now at 512×768×1024: every element within its bound "
                                  f"(the worst at {c.worst:.2f} of it).", worst=c.worst)
-try:
-    wrec = records.load("whole_gemm")
-except records.RecordError:
-    wrec = None
+wrec = W.whole_suite.load_or_none()        # the record "whole_gemm", None before its first GPU run
 if wrec is None:
-    r3 = W.whole_suite.rung3_of_cublas(res)
-    print("Not run on a GPU yet: there is no record whole_gemm. Rung 3, the same design, ran at "
-          + " and ".join(f"{v:.2f} of cuBLAS at {n}³" for n, v in sorted(r3.items())) + " (fp16).")
+    print(W.whole_suite.not_run_yet(res))
 else:
     print(wrec.label())
     for v in W.whole_suite.whole_verdicts(wrec.results):
@@ -244,8 +245,8 @@ from asynctc.core import worklog
 worklog.show("06")
 
 # %% [markdown]
-# **Your GEMM so far.** The consumer loop completes it: if it compiles to rung 3's SASS, the
-# recorded rung-3 run is yours; otherwise the cell says how far yours is.
+# **Your GEMM so far.** The consumer loop of deep dive 06e §2 completes it. Until you write it
+# there, the course's stands in; once it compiles to rung 3's SASS, the recorded rung-3 run is yours.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far
@@ -258,11 +259,12 @@ so_far("06")
 # The top rung, with edge handling, is `asynctc.matmul(a, b)`: any M, N, K, numpy, torch or CuPy
 # arrays ([deep dive 06d §3](06d_limits_and_gemm.ipynb)).
 #
-# **What you learned.** The two roles' loops and parities, the register budget, what each rung
-# bought, the whole kernel in one file, and `asynctc.matmul`.
+# **What you learned.** Both roles' loops and their parities across tiles, the register budget,
+# what each rung bought and why the split pays only through them, the whole kernel in one file.
 #
-# **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your five passing
-# core exercises as one Hopper tile on the CPU, checked against float64.
+# **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your passing
+# core exercises as one Hopper tile on the CPU, checked against float64, and asks for rung 3's
+# consumer loop, compiled and compared by SASS.
 #
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 
@@ -270,20 +272,35 @@ so_far("06")
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %% output varies
-consumer_loop = """
-if (!broken && !full.wait(pos.stage, pos.phase, wg, k)) broken = true;  // this fill: f mod 2
-fence_accumulators(acc);
-mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
-          wgmma_desc_advance(db0, pos.stage * kStageBytes));
-wgmma_wait_group<1>();                   // k-tile k − 1's group is complete
-fence_accumulators(acc);
-if (k > 0 && elected) {                  // one thread per warpgroup; at k = 0 no k-tile before
-  release(empty[prev]);
+whole_kloop = """
+int stage = 0, phase = 0;                // the ring position: set once, before the tile loop
+if (wg == 0) {                           // the producer warpgroup
+  for (int tile = 0; tile < TILES; ++tile) {
+    for (int k = 0; k < T; ++k) {
+      empty.wait(stage, phase ^ 1);      // (f + 1) mod 2: the stage's last fill was released
+      full.arrive_expect_tx(stage, kStageBytes);
+      tma_load(stage, tile, k);          // A's box and B's box; they land on full[stage]
+      if (++stage == STAGES) { stage = 0; phase ^= 1; }
+    }
+  }
+} else {                                 // consumer warpgroups 1 and 2
+  for (int tile = 0; tile < TILES; ++tile) {
+    for (int k = 0; k < T; ++k) {
+      full.wait(stage, phase);           // f mod 2: the TMA's bytes have landed
+      mma_ktile(acc, stage);
+      wgmma_wait_group<0>();             // the wgmmas are done reading the stage
+      empty.arrive(stage);
+      if (++stage == STAGES) { stage = 0; phase ^= 1; }
+    }
+    store_tile(acc, tile);
+  }
 }
-prev = pos.stage;
-pos.advance();
 """
-ok = exercises.check("ch06.consumer_loop", consumer_loop, solution=True)
+ok = exercises.check("ch06.whole_kloop", whole_kloop, solution=True)
+
+# %% output varies tags=["solution"]
+fig = W.whole_kloop.show_loops(whole_kloop, ok)      # exercise 1's picture, drawn from the solution
+plt.show()
 
 # %% output varies tags=["solution"]
 print(W.design_survey())        # §3's "Design it": every recorded design, model beside record

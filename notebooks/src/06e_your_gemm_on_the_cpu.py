@@ -4,11 +4,11 @@
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
 # **Assumes** the core exercises of chapters 03 (the stage fill, `swizzle_128b`), 04 (`kstep_desc`),
-# 05 (the producer step) and 06 (the consumer loop); it runs your passing answers. Deep dives 04b
-# (`encode`) and 05b (the parities) add two more pieces. **What it adds:** chapters 03–06 end with
-# this run of one tile of a Hopper [GEMM](../docs/glossary.md#gemm) ("your GEMM so far"); here it
-# takes every piece, shows its steps, and breaks pieces on purpose. §5, the capstone, asks you to
-# write both roles' whole k-loops from a blank page.
+# 05 (the producer step) and 06 (both roles' loops); it runs your passing answers. Deep dives 04b
+# (`encode`) and 05b (the parities) add two more pieces, and §2 here the last one, rung 3's
+# consumer loop. **What it adds:** chapters 03–06 end with this run of one tile of a Hopper
+# [GEMM](../docs/glossary.md#gemm) ("your GEMM so far"); here it takes every piece, shows its
+# steps, and breaks pieces on purpose.
 # No GPU is needed: this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
 
 # %% output varies
@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 
 from asynctc.core import exercises, notebook
 from asynctc.models import descriptors, emulate_sm90
+from asynctc import warp_specialization as W
 
 notebook.banner("sm_90a", measured=False)
 
@@ -30,15 +31,56 @@ notebook.banner("sm_90a", measured=False)
 #
 # | step | what happens | whose piece |
 # |---|---|---|
-# | ring | chapter 05's ring model runs the waits, parities, releases and refills your code reads to; it sets the order of loads and reads | producer step (05), consumer loop (06), parities (05b) |
-# | TMA | your stage-fill lines, read line by line, say where the A and B [boxes](../docs/glossary.md#box) land and which rows and columns each brings; the full [mbarrier](../docs/glossary.md#mbarrier) completes when your [expect_tx](../docs/glossary.md#expect_tx) bytes have landed | stage fill (03) |
+# | ring | chapter 05's ring model orders the loads and reads | producer step (05), consumer loop (§2), parities (05b) |
+# | TMA | where the A and B [boxes](../docs/glossary.md#box) land; full completes when the [expect_tx](../docs/glossary.md#expect_tx) bytes have landed | stage fill (03) |
 # | swizzle | byte `o` of a box goes to `swizzle_128b(o)` | swizzle (03) |
-# | wgmma | k-step 0's descriptors are packed by `encode`; `kstep_desc` moves them to k-steps 1–3; the decoded descriptor says which bytes the wgmma reads | k-step (04), encode (04b) |
-# | math | float64 products of the fp16 values read, added to a float32 accumulator | the course's |
-# | epilogue | each thread's registers go into C, which starts as NaN | the course's |
+# | wgmma | the [mbarrier](../docs/glossary.md#mbarrier)-ordered reads, through descriptors packed by `encode` and moved by `kstep_desc` | k-step (04), encode (04b) |
+# | math, epilogue | float64 products added to a float32 accumulator; registers into C, which starts as NaN | the course's |
 
 # %% [markdown]
-# ## 2. Your pieces
+# ## 2. Rung 3's consumer loop, in the kernel's own words
+#
+# Chapter 06's capstone used simple names. Rung 3's source (`asynctc/kernels/warp_specialization.cu`)
+# keeps a ring position `pos`, waits with a bound, and leaves one wgmma group in flight. Here it is
+# with the consumers' loop body left out:
+
+# %%
+ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
+notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(acc\);", variant=True,
+                     omit=W.LOOP_LINES)
+
+# %% [markdown]
+# **Exercise. Write the consumers' k-loop body.** After the loop the kernel itself releases the
+# stage in `prev`. So your loop releases the stage of k-tile k − 1, not its own. (The capstone's
+# loop waited with `wgmma_wait_group<0>` and released its own stage; here that is refused.) In scope:
+#
+# - `full.wait(stage, parity, wg, k)`: a bounded wait, false if it gave up (`broken` may remember that);
+# - `pos.stage`, `pos.phase` (f mod 2 for fill f), `pos.advance()`: the ring counter;
+# - `mma_ktile(acc, desc_a, desc_b)`: a k-tile's wgmmas, one group. Its descriptors are
+#   `wgmma_desc_advance(da0, bytes)` and `wgmma_desc_advance(db0, bytes)`; stage s starts
+#   s × `kStageBytes` bytes after stage 0;
+# - `wgmma_wait_group<N>()` leaves at most N groups running; `fence_accumulators(acc)` is a
+#   compiler barrier for `acc`;
+# - `release(empty[s])`: an arrival on empty[s]. Only the `elected` thread of each warpgroup
+#   calls it, so a phase completes with C arrivals;
+# - `prev`, an `int` to keep the stage of k-tile k − 1 in; `k`, `wg`.
+#
+# The check compiles your loop into rung 3 with NVRTC (no GPU), compares its SASS with the
+# course's, and judges its protocol with the course's models.
+
+# %%
+consumer_loop = """
+    // your code: wait for stage pos.stage to hold k-tile k, issue its wgmmas, let one group stay in
+    // flight, release the stage of k-tile k − 1 (one elected thread), remember this stage, advance the ring
+"""
+ok = exercises.check("ch06.consumer_loop", consumer_loop)
+
+# %% output answers a prediction
+if exercises.after("ch06.consumer_loop"):
+    print(notebook.source_excerpt(ck, variant=True, omit=W.LOOP_LINES, left_out=True))
+
+# %% [markdown]
+# ## 3. Your pieces
 #
 # A passing code exercise keeps your code beside your progress file; `exercises.my_answer(name)`
 # gives it back. A piece you have not passed yet is None: the run uses the course's piece and says
@@ -50,7 +92,7 @@ pieces, lines = emulate_sm90.your_pieces()     # exercises.my_answer("ch04.kstep
 print("\n".join(lines))
 
 # %% [markdown]
-# ## 3. Run the tile
+# ## 4. Run the tile
 #
 # First, the order the ring model gives with this protocol. A load lands in stage `t % 2`, then
 # both warpgroups read it, then the next load may reuse the stage:
@@ -78,7 +120,7 @@ print(f"worst |C - float64| / bound: {result.check.worst:.2g}" if result.check e
 # next section shows what that looks like.
 
 # %% [markdown]
-# ## 4. Break one piece on purpose
+# ## 5. Break one piece on purpose
 #
 # **A swizzle that does nothing.** TMA then writes plain rows. The wgmma still reads them as
 # swizzled:
@@ -116,9 +158,9 @@ print(elements.summary())
 assert elements.blame == ["kstep"]
 
 # %% [markdown]
-# **A wrong [phase parity](../docs/glossary.md#phase-parity).** A consumer that waits on `k % 2`
-# instead of `(k // S) % 2`. The ring model finds the problem before any data moves, so the tile
-# is never computed:
+# **A wrong [phase parity](../docs/glossary.md#phase-parity).** Fill f of a stage is k / S. A
+# consumer that waits on full with parity k mod 2, not f mod 2. The ring model finds the problem
+# before any data moves, so the tile is never computed:
 
 # %%
 print(emulate_sm90.emulate(parities=(lambda k, S: k % 2, lambda t, S: (t // S + 1) % 2),
@@ -140,71 +182,36 @@ assert no_lbo.passed
 print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out of sight until you run)
 
 # %% [markdown]
-# ## 5. Capstone: the whole k-loop, both roles
-#
-# Chapters 05 and 06 asked for one step inside a loop that was already written. Now write both
-# loops. The CTA is [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a
-# row, `T` k-tiles each, with one ring of `STAGES` stages. One question decides it: with 3 k-tiles
-# a tile on 2 stages, which stage and parity does tile 1's first k-tile use?
-#
-# Your text runs once per role, as the [elected thread](../docs/glossary.md#elected-thread) of
-# each warpgroup (one arrival each on `empty`). In scope:
-#
-# - `wg` (0 is the producer, 1 and 2 the consumers), `TILES`, `T`, `STAGES`, `kStageBytes`;
-# - `full.wait(stage, parity)`, `empty.wait(stage, parity)`, `empty.arrive(stage)`, and
-#   `full.arrive_expect_tx(stage, bytes)`: the producer's arrive, with the bytes the TMA brings;
-# - `tma_load(stage, tile, k)`: A's box and B's box of k-tile `k` of `tile`, landing on `full[stage]`;
-# - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
-# - `store_tile(acc, tile)`: writes the tile's C and zeroes `acc`.
-#
-# Declare what you need; C++ ints, `if`, `for` and `while` work. Nothing is compiled: the check
-# reads your text as each role, runs chapter 05's ring model over every tile, and moves the bytes
-# in the emulator, each tile checked against float64. It uses two rings: 3 tiles of 3 k-tiles on
-# 2 stages, then 2 tiles of 4 on 3.
-
-# %%
-whole_kloop = """
-if (wg == 0) {                 // the producer warpgroup
-  for (int tile = 0; tile < TILES; ++tile) {
-    for (int k = 0; k < T; ++k) {
-      // your producer's k-tile
-    }
-  }
-} else {                       // consumer warpgroups 1 and 2
-  for (int tile = 0; tile < TILES; ++tile) {
-    for (int k = 0; k < T; ++k) {
-      // your consumers' k-tile
-    }
-    // the tile's C
-  }
-}
-"""
-ok = exercises.check("ch06.whole_kloop", whole_kloop)
-
-# %% [markdown]
 # ## 6. What this emulation does not model
 #
 # - **Time.** The ring model only fixes the order of events. No clock, no bandwidth, no latency:
 #   chapter 05b models those.
 # - **The real asynchronous engines.** TMA here is a byte copy. There is no L2, no bank conflict,
 #   no [proxy](../docs/glossary.md#proxy) fence, no `wgmma.fence` or `commit_group`.
-# - **The hardware's decoder and adder.** The descriptor decoder and the layout are the course's,
-#   written from the PTX ISA; the course's wgmma kernels use the same descriptors and pass on the GPU
-#   (chapter 04). The Tensor Core's own
-#   addition order is not modelled; the bound allows for it.
-# - **One CTA.** §5 runs several tiles in a row; there is no grid, no edges, no cluster, no epilogue
-#   through shared memory.
+# - **The hardware's decoder and adder.** The descriptor decoder is the course's, written from the
+#   PTX ISA (chapter 04's kernels use it and pass on the GPU). The bound allows for any addition order.
+# - **One CTA.** There is no grid, no edges, no cluster, no epilogue through shared memory.
 #
 # **What you learned.** Your five pieces (stage fill, swizzle, k-step, producer step, consumer loop;
-# the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order. A wrong piece shows up as a pattern of wrong elements, and the pattern
-# points at the piece. Both roles' loops carry the ring's stage and phase from tile to tile. Back to
+# the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order.
+# A wrong piece shows up as a pattern of wrong elements, and the pattern points at the piece. Back to
 # [chapter 06](06_warp_specialization.ipynb).
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %% output varies
-from asynctc.warp_specialization import whole_kloop as wk
-
-print(wk.SOLUTION)
-ok = exercises.check("ch06.whole_kloop", wk.SOLUTION, solution=True)
+consumer_loop = """
+if (!broken && !full.wait(pos.stage, pos.phase, wg, k)) broken = true;  // this fill: f mod 2
+fence_accumulators(acc);
+mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
+          wgmma_desc_advance(db0, pos.stage * kStageBytes));
+wgmma_wait_group<1>();                   // k-tile k − 1's group is complete
+fence_accumulators(acc);
+if (k > 0 && elected) {                  // one thread per warpgroup; at k = 0 no k-tile before
+  release(empty[prev]);
+}
+prev = pos.stage;
+pos.advance();
+"""
+ok = exercises.check("ch06.consumer_loop", consumer_loop, solution=True)
