@@ -53,9 +53,10 @@ print(f"as a % of peak: {tf:.0f} TFLOP/s / {sheet:.1f} (datasheet) = {tf / sheet
 
 # %% [markdown]
 # The two "% of peak" differ by the clock alone: the datasheet's 1830 MHz, or the one the kernel
-# ran at (10b judges claims under both). The probe after the sample reads the clock once the work
-# has stopped, so it reads above the in-flight clock; the datasheet's boost is no cap on it. The
-# ratio to cuBLAS has no peak in it: both times come from one run.
+# ran at (10b judges claims under both). The second clock in that line is read once the work has
+# stopped ([chapter 00](00_why_async.ipynb) §2), so it reads above the in-flight one. The
+# datasheet's boost is no cap on either. The ratio to cuBLAS has no peak in it: both times come
+# from one run.
 #
 # ## 2. Bound it: every run that timed both
 #
