@@ -33,7 +33,7 @@ def test_one_readable_file_without_switches():
     assert not re.search(r"^\s*#\s*(if|ifdef|elif|else)\b", text, re.M)
     includes = re.findall(r'^#include "([^"]+)"', text, re.M)
     assert includes and all(i.startswith("ptx/") for i in includes), includes
-    for ex in ("ch03.stage_fill", "ch04.kstep", "ch05.producer_step", "ch06.consumer_loop"):
+    for ex in ("ch03.stage_fill", "ch04.kstep", "ch05.producer_step", "ch06.whole_kloop"):
         assert ex in text, ex
     for ch in ("03", "04", "05", "06"):
         assert f"── chapter {ch}:" in text, ch

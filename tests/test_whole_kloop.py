@@ -56,7 +56,8 @@ def test_the_courses_answer_passes_on_every_ring_with_the_data(capsys, tmp_path,
     assert ok, out
     assert out.startswith(f"[{NAME}] correct — 3 tiles × 3 k-tiles on 2 stages: tile 1 starts at stage 1, "
                           "phase 1; every tile within the bound of float64")
-    assert out.endswith("2 × 4 on 3 stages: no race, no deadlock")
+    assert "2 × 4 on 3 stages: no race, no deadlock. Not the fastest form: wgmma_wait_group<0>()" in out
+    assert "with <0>" in out and "one group in flight" in out and out.endswith(".")
     assert exercises.check(NAME, S, solution=True)
 
 
@@ -69,6 +70,7 @@ def test_one_group_in_flight_and_the_stage_before_released_also_passes(capsys):
              .replace("int stage = 0, phase = 0;", "int stage = 0, phase = 0, prev = -1;"))
     ok, out = _check(capsys, text)
     assert ok, out
+    assert out.endswith("2 × 4 on 3 stages: no race, no deadlock") and "Not the fastest" not in out
 
 
 @pytest.mark.parametrize("slip", sorted(SLIPS))

@@ -130,7 +130,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)   // ptxas needs it to
 #pragma unroll
   for (int j = 0; j < kAcc; ++j) acc[j] = 0.f;
 
-  // ── chapter 06: the consumers' loop (you wrote it in ch06.consumer_loop) ───────────────────
+  // ── chapter 06: the consumers' loop (you wrote it in ch06.whole_kloop, exercise 1) ─────────
   int stage = 0, prev = 0;
   u32 phase = 0;
   bool ok = true;                                 // false once a wait gave up: skip later waits

@@ -428,7 +428,7 @@ def plot_tmem(layout: AccumulatorLayout, by: str = "warp", ax=None):
         ax.axhline(q - 0.5, color="k", lw=0.6)
     ax.set_xlabel(f"TMEM column (of {layout.alloc_columns} allocated)")
     ax.set_ylabel("TMEM lane")
-    ax.set_title(f"{layout.name}: M={layout.m}, N={layout.n}, cta_group::{layout.cta_group}\n"
+    ax.set_title(f"M={layout.m}, N={layout.n}, cta_group::{layout.cta_group} (the PTX ISA's {layout.name})\n"
                  f"coloured by {'the warp that may read it' if by == 'warp' else 'D ' + by}",
                  fontsize=9)
     handles = []

@@ -453,7 +453,22 @@ def judge(answer) -> str | None:
                         f"bound {worst:.2g})")
         else:
             note.append(f"{tiles} × {T} on {S} stages: no race, no deadlock")
-    return _ex.Accepted("; ".join(note))
+    waits = [e.n for e in read(answer, 1, *RINGS[0]) if e.kind == "wait_group"]
+    return _ex.Accepted("; ".join(note) + (slow_note() if waits and not any(waits) else ""))
+
+
+def slow_note(stages: int = 4, k_tiles: int = 32) -> str:
+    """What a right answer that only ever waits with ``wgmma_wait_group<0>`` is told: correct, but
+    each consumer's Tensor Core work stops at every release (chapter 05's exercise 1), with chapter
+    05's ring model's share of the loop with a wgmma in flight, one consumer and two."""
+    f = {(c, p): _mp.simulate(stages, p, c, k_tiles).math_fraction for c in (1, 2) for p in (0, 1)}
+    two = (f"with two, the other consumer fills the gap ({f[2, 0]:.0%} either way), so here <0> costs little"
+           if abs(f[2, 1] - f[2, 0]) < 0.01 else f"with two, {f[2, 0]:.0%} and {f[2, 1]:.0%}")
+    return (". Not the fastest form: wgmma_wait_group<0>() retires the k-tile's wgmmas before the "
+            "release, so this warpgroup's Tensor Core work stops at every k-tile (chapter 05, exercise 1). "
+            "<1>, then releasing the previous k-tile's stage, keeps one group in flight. Chapter 05's ring "
+            f"model (S = {stages}): math in flight {f[1, 0]:.0%} of the loop with <0>, {f[1, 1]:.0%} with "
+            f"<1>, one consumer; " + two + ".")
 
 
 # ---- the picture: the learner's loops in the ring model's timeline ------------------------------

@@ -199,6 +199,7 @@ worklog.show("03")
 
 # %% [markdown]
 # **Your GEMM so far**, with your stage fill and swizzle: one tile on the CPU, checked against float64.
+# Deep dive [06e](06e_your_gemm_on_the_cpu.ipynb) runs this tile, and shows how to read it.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far

@@ -256,6 +256,7 @@ worklog.show("04")
 
 # %% [markdown]
 # **Your GEMM so far.** Chapter 04 added the k-step: your descriptors walk each wgmma along K.
+# The tile runs on the CPU as in deep dive [06e](06e_your_gemm_on_the_cpu.ipynb).
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far

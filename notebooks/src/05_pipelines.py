@@ -248,7 +248,7 @@ worklog.show("05")
 
 # %% [markdown]
 # **Your GEMM so far**, with your producer step: if it compiles to the course kernel's SASS, the
-# recorded run is yours; otherwise the cell says how far yours is.
+# recorded run is yours; otherwise the cell says how far yours is. The CPU tile: deep dive [06e](06e_your_gemm_on_the_cpu.ipynb).
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far

@@ -115,10 +115,11 @@ _ = notebook.verdict(all(1.5 <= x <= 2 for x in (ours / ours16, lt / cub16)), f"
 # %% [markdown]
 # ## 5. The accumulator: swamping, and promotion
 #
-# Hopper's FP8 wgmma does not add in full fp32; DeepSeek-AI found it "retains around 14 bits". Our
-# model, `fp8.tc_dot` (after Fasi et al.), aligns the running sum and the 32 products of each k32
-# wgmma to their largest exponent and **truncates** them to f fraction bits below it. Deep dive 07b
-# fits f = 13 (DeepSeek's 14 counts the leading bit).
+# Hopper's FP8 wgmma does not add in full fp32. DeepSeek-AI found it "retains around 14 bits". Our
+# model, `fp8.tc_dot` (after Fasi et al.), works one k32 wgmma at a time. It lines up the running
+# sum and the 32 products on the largest exponent among them. Then it **truncates** each one to f
+# fraction bits: it keeps f bits below that exponent's leading 1 and drops the rest. Deep dive 07b
+# fits f = 13. DeepSeek's 14 is the same width with the leading 1 counted.
 #
 # * [Swamping](../docs/glossary.md#swamping): a product 2^(f+1) times smaller than the sum vanishes.
 # * **Promotion** is the fix (DeepSeek-V3 §3.3.2). Every P k-tiles (`promote=P`; a k-tile is 128

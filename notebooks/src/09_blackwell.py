@@ -123,8 +123,9 @@ alloc.check_all_freed()
 # call guarantees:
 #
 # * `t.wait(barrier, parity)` returns once that phase has completed. `t.full[s]` completes when
-#   stage s's bytes have landed, `t.empty[s]` hands stage s back to the producer, `t.done` tells
-#   the epilogue D is final. K-tile kt is stage s's fill f = kt // `t.stages`; its
+#   stage s's bytes have landed, `t.empty[s]` hands stage s back to the producer. `t.done` tells
+#   the epilogue D is final; the kernel commits to it once, after the loop, so a k-tile does not
+#   use it. K-tile kt is stage s's fill f = kt // `t.stages`; its
 #   [phase parity](../docs/glossary.md#phase-parity) is f mod 2.
 # * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
 #   behind the waits before it. A wait alone orders only ordinary loads and stores.

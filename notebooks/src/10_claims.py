@@ -53,7 +53,9 @@ print(f"as a % of peak: {tf:.0f} TFLOP/s / {sheet:.1f} (datasheet) = {tf / sheet
 
 # %% [markdown]
 # The two "% of peak" differ by the clock alone: the datasheet's 1830 MHz, or the one the kernel
-# ran at (10b judges claims under both). The ratio to cuBLAS has no peak in it: both times come
+# ran at (10b judges claims under both). The second clock in that line is read once the work has
+# stopped ([chapter 00](00_why_async.ipynb) §2), so it reads above the in-flight one. The
+# datasheet's boost is no cap on either. The ratio to cuBLAS has no peak in it: both times come
 # from one run.
 #
 # ## 2. Bound it: every run that timed both
@@ -77,7 +79,7 @@ _ = notebook.claim(tfh / tfl > 2 * (hi / lo - 1) + 1,
                    f"A same-run ratio travels; a TFLOP/s does not.", tf_move=tfh / tfl - 1, ratio_move=hi / lo - 1)
 _ = notebook.claim(rep_med < hi - lo,
                    f"Inside one pair the samples scatter by up to {rep:.3f} of the ratio (p10–p90). A median of "
-                   f"10–20 samples moves about that / √samples, at most {rep_med:.3f}. So the runs, not the reps, "
+                   f"n samples spreads about 1/√n as much: at most {rep_med:.3f} here (n = 10–20). So the runs, not the reps, "
                    f"set the bound.", rep=rep, rep_med=rep_med)
 
 # %% [markdown]
