@@ -40,6 +40,8 @@ def test_cp_async_design_pairs_with_its_run(cp):
     assert not d.fitted and "a test; W was fitted on BK = 64, S = 3, L on BK = 32, S = 1" in d.text()
     s4 = cp_async.design(64, 4, record=cp)
     assert s4.measured == _cp_row(cp, "128x128x64/w64x64/s4")["tflops"] and s4.ctas == 1
+    assert s4.error > 0.05 and "no second CTA's math hides its __syncthreads" in s4.text()   # why, in place
+    assert "no second CTA" not in d.text()
     assert cp_async.design(64, 6, record=cp).measured is None
 
 
