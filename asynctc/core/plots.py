@@ -138,16 +138,20 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
 
 
 def bank_map(banks: np.ndarray, title: str = "Shared-memory banks", row_label: str = "row",
-             col_label: str = "16-byte chunk", annotate: bool = True, value_label: str = "bank"):
+             col_label: str = "16-byte chunk", annotate: bool = True, value_label: str = "bank",
+             regs: np.ndarray | None = None, reg_prefix: str = "a"):
     """A grid coloured by bank (0..31) or bank group; ``banks`` is (rows, cols) of ints;
-    ``value_label`` names what the colour (and the colour bar) shows."""
-    fig, ax = _fig(min(10, 1 + 0.5 * banks.shape[1]), min(8, 1 + 0.35 * banks.shape[0]))
+    ``value_label`` names what the colour (and the colour bar) shows. ``regs`` (same shape, ints):
+    a second label under each value, ``reg_prefix`` + the int (e.g. a fragment's register a0..a3)."""
+    tall = 0.55 if regs is not None else 0.35
+    fig, ax = _fig(min(10, 1 + 0.5 * banks.shape[1]), min(9, 1 + tall * banks.shape[0]))
     im = ax.imshow(banks, cmap="tab20" if banks.max() < 20 else "nipy_spectral", aspect="auto")
     if annotate and banks.size <= 512:
         for (r, c), v in np.ndenumerate(banks):
             rgba = im.cmap(im.norm(v))
             light = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] > 0.5
-            ax.text(c, r, str(int(v)), ha="center", va="center", fontsize=7,
+            text = str(int(v)) if regs is None else f"{int(v)}\n{reg_prefix}{int(regs[r, c])}"
+            ax.text(c, r, text, ha="center", va="center", fontsize=7 if regs is None else 6,
                     color="black" if light else "white")
     ax.set_xlabel(col_label)
     ax.set_ylabel(row_label)
