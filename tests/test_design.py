@@ -40,6 +40,8 @@ def test_cp_async_design_pairs_with_its_run(cp):
     assert not d.fitted and "a test; W was fitted on BK = 64, S = 3, L on BK = 32, S = 1" in d.text()
     s4 = cp_async.design(64, 4, record=cp)
     assert s4.measured == _cp_row(cp, "128x128x64/w64x64/s4")["tflops"] and s4.ctas == 1
+    assert s4.error > 0.05 and "no second CTA's math hides its __syncthreads" in s4.text()   # why, in place
+    assert "no second CTA" not in d.text()
     assert cp_async.design(64, 6, record=cp).measured is None
 
 
@@ -126,3 +128,12 @@ def test_wgmma_design_pairs_with_its_run_and_moves_as_the_text_says(wg):
 def test_wgmma_design_bad_input_names_the_field(wg, kw, field):
     with pytest.raises(ValueError, match=rf"^{field}="):
         wgmma.design(**kw, record=wg)
+
+
+def test_wgmma_design_says_why_rs_small_n_misses_in_place(wg):
+    from asynctc.wgmma.design import rs_clocks_floor
+    floor = rs_clocks_floor(wg.results)                                   # 04b §4's fixed cost per RS wgmma
+    for n in (8, 16):
+        last = wgmma.design(n, "registers", record=wg).text().splitlines()[-1]
+        assert f"it took {floor:.0f} clk per wgmma" in last and "fixed cost" in last and "04b §4" in last
+    assert "fixed cost" not in wgmma.design(8, "smem", record=wg).text()

@@ -310,3 +310,18 @@ def test_chapter_01_figure_from_the_record():
     assert [v for v, _ in lines["ceilings"]][1] == ceil["tflops"] and lines["peak"] > ceil["tflops"]
     fig = mma_sync.plot_vs_cublas(rec)
     assert len(fig.axes[0].lines) == 4 + 1 + 2
+
+
+def test_a_lane_map_labels_each_element_with_its_register():
+    """Chapter 01 §2's A map: each cell shows the lane and, under it, the register a0–a3."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from asynctc.core import plots
+    from asynctc.models import fragments
+    lane, reg = fragments.a_m16n8k16()
+    fig = plots.bank_map(lane, value_label="lane", regs=reg)
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    plt.close(fig)
+    assert f"{lane[0, 0]}\na{reg[0, 0]}" in texts and f"{lane[15, 15]}\na{reg[15, 15]}" in texts
+    assert {t.split("\n")[1] for t in texts} == {"a0", "a1", "a2", "a3"}

@@ -83,3 +83,16 @@ def test_chapter05_readers_pick_the_rows_the_notebook_names(rec):
     assert best[256] == pytest.approx(max(sweep.values()) / pl.cublas_row(res, "float16", 4096)["tflops"])
     t = pl.trace_of(res, "128x256x64/c2", 4)
     assert (t["tile"], t["stages"]) == ("128x256x64/c2", 4)
+
+
+def test_show_design_refuses_in_one_line(rec, capsys):
+    assert pl.show_design(4, 1, 1, 256, record=rec) is None     # one consumer, 128×256: too many accumulators
+    out = capsys.readouterr().out.strip()
+    assert "\n" not in out and out.startswith("refused") and "bn=256" in out and "accumulators" in out
+    d = pl.show_design(4, 1, 2, 256, record=rec)
+    assert d is not None and capsys.readouterr().out.strip() == d.text()
+
+
+def test_128x128_drop_after_three_stages_is_the_residency_the_record_holds(rec):
+    occ, tf = pl.resident_by_depth(rec.results, "128x128x64/c2"), pl.depth_sweep(rec.results, "128x128x64/c2")
+    assert set(occ) == set(tf) and occ[3] == 2 and occ[4] == 1 and tf[4] < tf[3]   # chapter 05 §4's sentence

@@ -37,13 +37,15 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
     top axis (an exercise's sizes: where they sit, not which side is the answer).
     """
     fig, ax = _fig()
-    ai = np.logspace(-1, 4, 200)
     bw_tflops = bandwidth_gbs * 1e9 / 1e12
+    xs_all = [p[1] for p in points] + [x for _, x in marks] + [peak_tflops / bw_tflops]
+    ai = np.logspace(np.log10(min(xs_all) / 3), np.log10(max(xs_all) * 3), 200)   # only where the points are
     ax.loglog(ai, np.minimum(peak_tflops, ai * bw_tflops), color="k", lw=2,
               label=f"peak {peak_tflops:.0f} TFLOP/s, {bandwidth_gbs / 1000:.2f} TB/s")
     ridge = peak_tflops / bw_tflops
     ax.axvline(ridge, color="grey", ls=":", lw=1)
-    ax.text(ridge * 1.1, peak_tflops * 0.04, f"ridge {ridge:.0f} FLOP/B", fontsize=8, color="grey")
+    ax.text(ridge / 1.25, peak_tflops * 0.12, f"ridge {ridge:.0f} FLOP/B", fontsize=8, color="grey",
+            ha="right")                    # left of the line, clear of the legend and the ticks
     if measured_ceiling:
         ax.axhline(measured_ceiling, color="tab:green", ls="--", lw=1,
                    label=f"best measured GEMM {measured_ceiling:.0f} TFLOP/s")
@@ -58,7 +60,8 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
         top.minorticks_off()
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
     ax.set_ylabel("TFLOP/s")
-    ax.legend(fontsize=9, loc="lower right")
+    ax.set_xlim(ai[0], ai[-1])
+    ax.legend(fontsize=8, loc="lower right")    # below the points on the flat roof: that corner is empty
     _title(ax, title, record)
     return fig
 
@@ -138,16 +141,20 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
 
 
 def bank_map(banks: np.ndarray, title: str = "Shared-memory banks", row_label: str = "row",
-             col_label: str = "16-byte chunk", annotate: bool = True, value_label: str = "bank"):
+             col_label: str = "16-byte chunk", annotate: bool = True, value_label: str = "bank",
+             regs: np.ndarray | None = None, reg_prefix: str = "a"):
     """A grid coloured by bank (0..31) or bank group; ``banks`` is (rows, cols) of ints;
-    ``value_label`` names what the colour (and the colour bar) shows."""
-    fig, ax = _fig(min(10, 1 + 0.5 * banks.shape[1]), min(8, 1 + 0.35 * banks.shape[0]))
+    ``value_label`` names what the colour (and the colour bar) shows. ``regs`` (same shape, ints):
+    a second label under each value, ``reg_prefix`` + the int (e.g. a fragment's register a0..a3)."""
+    tall = 0.55 if regs is not None else 0.35
+    fig, ax = _fig(min(10, 1 + 0.5 * banks.shape[1]), min(9, 1 + tall * banks.shape[0]))
     im = ax.imshow(banks, cmap="tab20" if banks.max() < 20 else "nipy_spectral", aspect="auto")
     if annotate and banks.size <= 512:
         for (r, c), v in np.ndenumerate(banks):
             rgba = im.cmap(im.norm(v))
             light = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] > 0.5
-            ax.text(c, r, str(int(v)), ha="center", va="center", fontsize=7,
+            text = str(int(v)) if regs is None else f"{int(v)}\n{reg_prefix}{int(regs[r, c])}"
+            ax.text(c, r, text, ha="center", va="center", fontsize=7 if regs is None else 6,
                     color="black" if light else "white")
     ax.set_xlabel(col_label)
     ax.set_ylabel(row_label)

@@ -78,7 +78,7 @@ from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT
                      check_operands, check_out, check_shapes, device_descriptor, np_dtype,
                      operand_dims, smem_limit_bytes)
 from . import supply_suite as supply
-from .design import (Design, all_designs, cap_evidence, closest_cap, design, design_survey,
+from .design import (Design, all_designs, cap_evidence, closest_cap, design, design_survey, show_design,
                      fitted_cap, measured_row)
 from .figures import (SPAN_COLORS, flat_from, ktile_waits, model_beside_record, plateau_in_bytes, plot_depth,
                       plot_trace, plot_trace_beside_model)
@@ -89,7 +89,7 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
 from .results import (KtileAverage, average_ktile_cycles, best_by_width, best_row, cublas_row, depth_sweep,
-                      of_cublas, row_label, trace_of)
+                      of_cublas, resident_by_depth, row_label, trace_of)
 from .suite import (SUITES as _PIPELINE_SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
                     variants_table)
 from .trace import (FLOP_PER_CLK_SM, Span, TraceResult, _clock_mhz, decode_error, error_fields, decode_trace,

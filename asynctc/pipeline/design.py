@@ -155,6 +155,21 @@ def design(stages: int = 4, wait_pending: int = 1, consumers: int = 2, bn: int =
                   None if row is None else row.get("resident_ctas"), fitted)
 
 
+def show_design(stages: int = 4, wait_pending: int = 1, consumers: int = 2, bn: int = 256,
+                size: int = 4096, l2_cap: float | str | None = "fitted", record=None) -> Design | None:
+    """Print :func:`design`'s text and return the :class:`Design`; a design the kernel cannot run
+    (e.g. one consumer with BN = 256: too many accumulators per thread) prints one line naming the
+    knob and the rule instead of a traceback, and returns None."""
+    from .config import PipelineError
+    try:
+        d = design(stages, wait_pending, consumers, bn, size, l2_cap, record)
+    except PipelineError as e:
+        print(f"refused, the kernel cannot run this design: {e}")
+        return None
+    print(d.text())
+    return d
+
+
 def all_designs(size: int = 4096, record=None) -> list[Design]:
     """Every design :func:`design` accepts at ``size`` (fitted cap): bn 128/256 × consumers 1/2 ×
     S 1..6 × wait_group 0/1, those that fit."""

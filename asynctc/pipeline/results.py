@@ -42,6 +42,14 @@ def depth_sweep(results: dict, tile: str = "128x256x64/c2", dtype: str = "float1
             and not r["trace"] and (r["tile"], r["dtype"], r["size"]) == (tile, dtype, size)}
 
 
+def resident_by_depth(results: dict, tile: str = "128x256x64/c2", dtype: str = "float16",
+                      size: int = 4096) -> dict:
+    """{stages: CTAs resident per SM} in the same untraced rows as :func:`depth_sweep` (the
+    ring's shared memory decides how many CTAs fit on one SM)."""
+    return {r["stages"]: r["resident_ctas"] for r in results["sweep"] if r["kernel"] == "pipeline"
+            and not r["trace"] and (r["tile"], r["dtype"], r["size"]) == (tile, dtype, size)}
+
+
 def of_cublas(results: dict, size: int, dtypes=("float16", "bfloat16")) -> dict:
     """{dtype: the fastest variant's TFLOP/s ÷ cuBLAS's} at ``size``³ (chapter 05 §4's goal)."""
     return {dt: best_row(results, dt, size, variants=True)["tflops"] / cublas_row(results, dt, size)["tflops"]

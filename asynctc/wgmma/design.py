@@ -138,8 +138,12 @@ class WgmmaDesign:
         if self.measured is None:
             out.append("record: not measured")
         else:
-            out.append(f"record: {self.measured:.0f} TFLOP/s; model {_pct(self.error)}"
-                       + (" (a cost the model lacks: deep dive 04b §4)" if abs(self.error) > 0.1 else ""))
+            took = flop / (self.measured * 1e6 / (self.sm_count * self.sm_mhz))     # clk per wgmma, measured
+            why = ("" if abs(self.error) <= 0.1 else
+                   f" (it took {took:.0f} clk per wgmma: RS pays a fixed cost per instruction, whatever N,"
+                   " that the model lacks; deep dive 04b §4)" if self.source == "registers" else
+                   " (a cost the model lacks: deep dive 04b §4)")
+            out.append(f"record: {self.measured:.0f} TFLOP/s; model {_pct(self.error)}{why}")
         return "\n".join(out)
 
     __str__ = text

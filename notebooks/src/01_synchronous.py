@@ -61,12 +61,12 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # the 32 lanes keeps a **fragment**, a fixed few elements of each operand in its own registers.
 # The PTX ISA fixes the pattern (*Matrix Fragments for mma.m16n8k16*).
 # `ldmatrix` loads fragments from shared memory in exactly that pattern. The picture shows which
-# lane has each element of A (B and C: [01b §1](01b_synchronous_anatomy.ipynb)).
+# lane, and which of its registers a0–a3, has each element of A (B and C: [01b §1](01b_synchronous_anatomy.ipynb)).
 
 # %% output varies
 lane_a, reg_a = fragments.a_m16n8k16()
-fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane holding each element of A (16×16)",
-                     row_label="row (M)", col_label="column (K)", value_label="lane")
+fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane and register holding each element of A (16×16)",
+                     row_label="row (M)", col_label="column (K)", value_label="lane", regs=reg_a)
 
 # %% [markdown]
 # **Try it: change `LANE` and re-run.** Lane 0 has 8 elements of A in 4 registers (two fp16
@@ -176,10 +176,12 @@ peak_at = sms * 4096 * mhz * 1e6 / 1e12          # SMs × FLOP/clk/SM × clock
 print(f"ceiling {ceiling:.0f} / ({sms} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}) = {ceiling / peak_at:.2f} of peak")
 occ = sorted((r["warps_per_cta"] * r["ctas_per_sm"], r["tflops"])
              for r in rec.results["peak"] if r["dtype"] == "float16")
-print(f"warps per SM {occ[0][0]} → {occ[-1][0]}: {occ[0][1]:.0f} → {occ[-1][1]:.0f} TFLOP/s")
+_ = notebook.claim(occ[-1][1] < 1.1 * occ[0][1] and occ[-1][0] >= 4 * occ[0][0],
+                   f"warps per SM {occ[0][0]} → {occ[-1][0]}: {occ[0][1]:.0f} → {occ[-1][1]:.0f} TFLOP/s. More "
+                   "warps barely help, so the cap is mma.sync's own rate, not a latency more warps could hide.")
 
 # %% [markdown]
-# NVIDIA does not say why. The full rate needs `wgmma` (chapter 04). Second, **every operand byte
+# NVIDIA does not say where that cap comes from. The full rate needs `wgmma` (chapter 04). Second, **every operand byte
 # crosses the SM's L1/shared-memory data path three times**: into registers, into shared memory,
 # and out through `ldmatrix`. Two variants of the kernel test this. Their results are wrong, so
 # they are only timed ([01b §4](01b_synchronous_anatomy.ipynb) lists all variants):

@@ -121,7 +121,7 @@ assert lc["passed"] and lc["boxes_ok"]                # every step as expected, 
 # ## 4. TMA against cp.async, the same tiles
 #
 # In chapter 02, 128 threads fill a stage with 16-byte `cp.async` copies. TMA needs one instruction
-# from one thread. The table counts both for each box, then compares bandwidth. The record
+# from one thread. The table counts both per box and compares bandwidth. The record
 # `tma_equal` ([03b §2](03b_tma_boxes.ipynb)) copied 256 MiB box by box both ways.
 
 # %% output varies
@@ -136,7 +136,7 @@ _ = notebook.verdict(*tma.equal_bytes.same_tiles_verdict(rows))
 # How many KiB in flight per SM reach 90 % of the device copy?
 
 # %% output varies
-BOX, S, CTAS = (128, 64), 2, 3           # fp16 box, stages, CTAs per SM
+BOX, S, CTAS = (128, 64), 2, 6           # fp16 box, stages, CTAs/SM (§4's run)
 print(tma.design(box=BOX, stages=S, ctas=CTAS, equal=eq))
 
 # %% [markdown]

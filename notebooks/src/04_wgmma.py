@@ -202,7 +202,8 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 #
 # **Why small N is slow.** A wgmma is N/2 clocks of math. SS also reads 2 KiB of A and 32·N
 # bytes of B, at 128 bytes per clock. Below N = 64 that read sets the pace. RS reads only B, so
-# it is faster there ([04b §4](04b_wgmma_anatomy.ipynb)).
+# it is faster there ([04b §4](04b_wgmma_anatomy.ipynb)). The grey crosses are Luo et al.'s
+# published H800 wgmma microbenchmark, scaled to this clock.
 
 # %% output varies
 fig = wgmma_peak.plot_throughput(rec)
@@ -215,7 +216,7 @@ assert wgmma_peak.small_n_as_modelled(rec.results)   # "why small N is slow", on
 # **Design it** (no grade). Set `N` (a multiple of 8, 8–256) and
 # `SRC` (`"smem"` for SS, `"registers"` for RS). Where does shared memory stop setting the pace?
 # Then try RS at N = 8 and 16, where the model says the Tensor Cores set it. Does the record
-# agree? What fixed cost per wgmma would close the gap?
+# agree?
 
 # %% output varies
 N, SRC = 32, "smem"

@@ -42,9 +42,8 @@ notebook.banner("sm_90a")
 # 03 §3). So a wait for fill f's own phase names parity **f mod 2**. A wait for the phase before
 # it names **(f + 1) mod 2**. On a fresh barrier phase 0 is open, so parity 1 passes at once.
 #
-# Below, the ring model's run, one panel per moment (the kernel's prologue skips the producer's
-# first waits, which pass at once). Follow stage 0 through fills 0 and 1 (k-tiles 0 and 2): which
-# parity does each wait name, and why does it pass or block?
+# Below, the ring model's run, one panel per moment. Follow stage 0 through fills 0 and 1
+# (k-tiles 0 and 2): which parity does each wait name, and why does it pass or block?
 
 # %% output varies
 fig = pl.plot_ring_steps(stages=2, k_tiles=4)
@@ -121,8 +120,8 @@ assert all(c["passed"] for c in res["checks"])
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
 # The record swept 1–6 stages for three tiles, fp16 and bf16, 4096³ and 8192³,
-# with cuBLAS timed in the same run. Under the figure: the chapter's goal, then why the tile is
-# 128×256. Each k-tile's bytes pass through shared memory twice (TMA writes them, wgmma reads them).
+# with cuBLAS timed in the same run. Under the figure: the goal, and why the tile is 128×256.
+# Each k-tile's bytes pass through shared memory twice (TMA writes them, wgmma reads them).
 
 # %% output varies
 fig = pl.plot_depth(res, "float16", record=rec)
@@ -141,7 +140,11 @@ def smem_share(bn, smem=128):                        # shared memory: 128 B/clk 
 best = pl.best_by_width(res)                         # {BN: best 128×BN ÷ cuBLAS}, fp16 4096³
 _ = notebook.claim(best[256] > best[128], f"128×128 needs {smem_share(128):.0%} of shared memory's bandwidth "
                    f"and reaches {best[128]:.2f} of cuBLAS. 128×256 needs {smem_share(256):.0%} and reaches "
-                   f"{best[256]:.2f}. The headroom pays.")
+                   f"{best[256]:.2f}.")
+d128, occ = pl.depth_sweep(res, "128x128x64/c2"), pl.resident_by_depth(res, "128x128x64/c2")
+_ = notebook.claim(d128[4] < d128[3] and occ[3] > occ[4] == 1,
+                   f"128×128 drops after S = 3: at S = 4 only {occ[4]} CTA "
+                   f"fits per SM, not {occ[3]}, so none hides another's prologue and epilogue.")
 
 # %% [markdown]
 # ## 5. Why it stops rising
@@ -157,9 +160,8 @@ fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
 
 # %% [markdown]
-# **First, the trace's own cost.** Each traced event reads and stores the clock, which slows the
-# loop. Below are the cycles per k-tile traced, untraced (from the timed TFLOP/s) and in the model.
-# Then what the trace still shows right, the order of events: warpgroup 0's waits on full.
+# **First, the trace's own cost.** Each traced event reads and stores the clock, slowing the
+# loop. Below: cycles per k-tile traced, untraced and in the model; then warpgroup 0's waits.
 
 # %% output varies
 timed = pl.depth_sweep(res, "128x256x64/c2")[4]               # TFLOP/s at S = 4, untraced
@@ -179,23 +181,25 @@ _ = notebook.claim(min(late) > 50 and not any(ring_wait.get(k) for k in range(4,
 
 # %% [markdown]
 # **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C` (1 or 2),
-# tile width `BN` (128 or 256) and `L2_CAP`, L2's bytes per clock per SM (None for no limit;
-# [05b](05b_pipeline_timeline.ipynb) §5 fits one). Which design does the model call fastest? The record?
+# tile width `BN` (128 or 256) and `L2_CAP`, L2's bytes per clock per SM (None: no limit; below,
+# a fitted one). Which design does the model call fastest? The record?
 
 # %% output varies
 S, P, C, BN, L2_CAP = 4, 1, 2, 256, None
-print(pl.design(stages=S, wait_pending=P, consumers=C, bn=BN, l2_cap=L2_CAP, record=rec))
+d = pl.show_design(stages=S, wait_pending=P, consumers=C, bn=BN, l2_cap=L2_CAP, record=rec)
 
 # %% [markdown]
-# What the depth sweep establishes: the record beside the model with unlimited L2 bandwidth.
+# The depth sweep, beside the model with unlimited L2 bandwidth:
 
 # %% output varies
 meas = pl.depth_sweep(res, "128x256x64/c2")        # {S: TFLOP/s}, fp16 4096³
 free = {r["stages"]: r["tflops"] for r in mp.predict_depth_sweep(stages=sorted(meas))}
-top = max(meas)
-_ = notebook.claim(pl.flat_from(free) == pl.flat_from(meas) and free[top] > 1.05 * meas[top],
+top, (cap, worst) = max(meas), pl.fitted_cap(res)  # 05b §5's L2 cap
+_ = notebook.claim(pl.flat_from(free) == pl.flat_from(meas) and free[top] > 1.05 * meas[top] and worst < 0.15,
                    f"Both flatten from S = {pl.flat_from(meas)}, so depth is not the limit. TFLOP/s, record / "
-                   f"model: {', '.join(f'{meas[S]:.0f} / {free[S]:.0f}' for S in meas)} at S = {min(meas)}–{top}.")
+                   f"model: {', '.join(f'{meas[S]:.0f} / {free[S]:.0f}' for S in meas)} at S = {min(meas)}–{top}. "
+                   f"S = 2 misses most ({free[2] / meas[2] - 1:+.0%}): the model lets L2 feed each SM as fast "
+                   f"as the math asks; capped at {cap} B/clk/SM it is within {worst:.0%} everywhere.")
 
 # %% [markdown]
 # **Is it L2, then?** The same kernel built with `LOADS_ONLY=1` keeps the grid, the tile order and
@@ -256,5 +260,5 @@ from asynctc.models.gemm_so_far import so_far
 so_far("05")
 
 # %% [markdown]
-# **What you learned.** The ring and its parities, a pipelined GEMM measured, why depth stops
+# **What you learned.** The ring's parities, a pipelined GEMM measured, why depth stops
 # paying. **Next:** [chapter 06](06_warp_specialization.ipynb).
