@@ -35,19 +35,23 @@ def cublas_row(results: dict, dtype: str, size: int) -> dict | None:
                  and r["size"] == size), None)
 
 
+def _sweep_rows(results: dict, tile: str, dtype: str, size: int) -> list[dict]:
+    """The depth sweep's untraced ``tile`` rows for ``dtype`` at ``size``³."""
+    return [r for r in results["sweep"] if r["kernel"] == "pipeline" and not r["trace"]
+            and (r["tile"], r["dtype"], r["size"]) == (tile, dtype, size)]
+
+
 def depth_sweep(results: dict, tile: str = "128x256x64/c2", dtype: str = "float16",
                 size: int = 4096) -> dict:
     """{stages: TFLOP/s} of the depth sweep's untraced ``tile`` rows for ``dtype`` at ``size``³."""
-    return {r["stages"]: r["tflops"] for r in results["sweep"] if r["kernel"] == "pipeline"
-            and not r["trace"] and (r["tile"], r["dtype"], r["size"]) == (tile, dtype, size)}
+    return {r["stages"]: r["tflops"] for r in _sweep_rows(results, tile, dtype, size)}
 
 
 def resident_by_depth(results: dict, tile: str = "128x256x64/c2", dtype: str = "float16",
                       size: int = 4096) -> dict:
-    """{stages: CTAs resident per SM} in the same untraced rows as :func:`depth_sweep` (the
-    ring's shared memory decides how many CTAs fit on one SM)."""
-    return {r["stages"]: r["resident_ctas"] for r in results["sweep"] if r["kernel"] == "pipeline"
-            and not r["trace"] and (r["tile"], r["dtype"], r["size"]) == (tile, dtype, size)}
+    """{stages: CTAs resident per SM} in the rows :func:`depth_sweep` reads (the ring's shared
+    memory decides how many CTAs fit on one SM)."""
+    return {r["stages"]: r["resident_ctas"] for r in _sweep_rows(results, tile, dtype, size)}
 
 
 def of_cublas(results: dict, size: int, dtypes=("float16", "bfloat16")) -> dict:
