@@ -38,7 +38,7 @@ HINTS = {
                                  "restart with a tile", "before the tile loop", "Chapter 05's ring model with your "
                                  "loops: race at k-tile 4"],
     "release_before_last_read": ["release empty[0] while the wgmma group that reads it may still run",
-                                 "release before the last read", "race at k-tile 0: wg0 releases empty[0]"],
+                                 "release before the last read", "race at k-tile 0: consumer wg 1 releases empty[0]"],
     "expect_tx_bytes_wrong": ["you announce 16384 bytes on full[0]", "kStageBytes = 32768",
                               "stage 0 holds k-tile 0 with 16384 of 32768 bytes landed"],
     "wait_on_wrong_barrier": ["your consumers wait on empty[0]", "wait on full", "deadlock at k-tile 0"],

@@ -221,7 +221,8 @@ def judge(answer) -> str | None:
         t = min(x for x in waits if waits[x] != want[x])
         why = _model(S, P, C, T, parities=(_mp.kernel_full_parity,
                                            lambda x, s: waits.get(x, _mp.kernel_empty_parity(x, s))))
-        own = (f", f mod 2 of its own fill f = t / S = {t // S}: a phase no release has completed"
+        own = (f", f mod 2 of its own fill (k-tile r + STAGES = {t}, f = {t} / S = {t // S}): a phase no "
+               "release has completed"
                if waits[t] == (t // S) % 2 else "")
         return (f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}{own}. Chapter "
                 f"05's ring model with your parities: {why}")

@@ -28,6 +28,8 @@ The check, in order:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..core import exercises as _ex
@@ -238,8 +240,13 @@ def ring(producer: list, consumers: list, stages: int, k_tiles_all: int) -> _mp.
                         len(consumers), k_tiles_all, sim.tile, sim.hw)
 
 
+#: The ring model names consumer warpgroups wg0, wg1 (chapter 05's kernel, where every warpgroup
+#: computes); here the producer is warpgroup 0 and the consumers 1 and 2: how the learner sees them.
+LANE_NAMES = {"producer": "wg 0 (producer)", "wg0": "wg 1 (consumer)", "wg1": "wg 2 (consumer)"}
+
+
 def _words(d) -> str:
-    return _em._ring_words(d)
+    return re.sub(r"\bwg([01])\b", lambda m: f"consumer wg {int(m.group(1)) + 1}", _em._ring_words(d))
 
 
 # ---- the data: every tile through the emulator ----------------------------------------------------
@@ -494,6 +501,7 @@ def plot_loops(text: str, stages: int = 2, k_tiles: int = 3, tiles: int = 3):
     fig = plot_timeline(sched.spans, title=f"Your loops: {tiles} tiles × {k_tiles} k-tiles on {stages} stages "
                         "(the ring model)")
     ax = fig.axes[0]
+    ax.set_yticks(ax.get_yticks(), [LANE_NAMES.get(t.get_text(), t.get_text()) for t in ax.get_yticklabels()])
     for t in range(tiles):
         x = min(s.start for s in sched.spans if s.kind == "mma" and s.k == t * k_tiles)
         ax.axvline(x, color="black", ls="--", lw=0.8)
