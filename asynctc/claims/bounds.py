@@ -63,13 +63,20 @@ def bound(values) -> tuple[float, float, float]:
     return statistics.median(v), min(v), max(v)
 
 
+def reading(value: float, digits: int) -> tuple[float, float]:
+    """What a value written with ``digits`` decimals claims: ``value`` ± half its last digit."""
+    h = 0.5 * 10.0 ** -digits
+    return value - h, value + h
+
+
 def verdict(lo: float, hi: float, value: float | None = None, digits: int | None = None,
             above: float | None = None) -> str:
     """The verdict of a claim on the interval [lo, hi]: a value claim (``value`` written with
-    ``digits`` decimals) or an order claim (``above``: the threshold it claims to beat)."""
+    ``digits`` decimals: it holds when its :func:`reading` meets the interval) or an order claim
+    (``above``: the threshold it claims to beat)."""
     if value is not None:
-        h = 0.5 * 10.0 ** -digits
-        return HOLDS if lo <= value + h and hi >= value - h else FAILS
+        low, high = reading(value, digits)
+        return HOLDS if lo <= high and hi >= low else FAILS
     return HOLDS if lo > above else FAILS if hi <= above else NOT_SETTLED
 
 

@@ -224,16 +224,16 @@ def bound_figure(pairs: list[dict], value: float | None = None, digits: int | No
     (``above``) as a line, and the cross-run extremes (a baseline from another run) as open marks."""
     import matplotlib.pyplot as plt
 
-    from .bounds import bound, cross_run_extremes, rep_interval
-    ratios = [p["cublas_ms"] / p["ours_ms"] for p in pairs]
+    from .bounds import bound, cross_run_extremes, reading, rep_interval
+    ratios = [p["ratio"] for p in pairs]
     _med, lo, hi = bound(ratios)
     fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(pairs) + 1.6))
     ys = list(range(len(pairs)))[::-1]
     ax.axvspan(lo, hi, color=_BAND, label=f"the bound [{lo:.4f}, {hi:.4f}]")
     if value is not None:
-        h = 0.5 * 10.0 ** -digits
-        ax.axvspan(value - h, value + h, fill=False, hatch="//", edgecolor="tab:green",
-                   label=f'"{value:.{digits}f}" reads {value - h:.{digits + 1}f}–{value + h:.{digits + 1}f}')
+        low, high = reading(value, digits)
+        ax.axvspan(low, high, fill=False, hatch="//", edgecolor="tab:green",
+                   label=f'"{value:.{digits}f}" reads {low:.{digits + 1}f}–{high:.{digits + 1}f}')
     if above is not None:
         ax.axvline(above, color="tab:red", lw=1, label=f'"beats cuBLAS": above {above:g}')
     for y, p, r in zip(ys, pairs, ratios):
