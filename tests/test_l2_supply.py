@@ -2,15 +2,15 @@
 ring and drops the math, the arithmetic of the bytes per clock, the table and the conclusion read
 from the record, and the conclusion fails when a re-measurement flips it."""
 import copy
-import sys
 from pathlib import Path
 
 import pytest
 
 from asynctc import suites
-from asynctc.core import records, runtime, sass
+from asynctc.core import records, sass
 from asynctc.pipeline.launch import compile_pipeline
 from asynctc.pipeline import supply_suite as S
+from fakes import assert_script_exits_2_without_a_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,9 +73,5 @@ def test_conclusion_holds_on_the_record_and_fails_when_flipped(rec):
 def test_suite_is_registered_and_its_script_exits_2_without_a_gpu():
     suites._collect()
     assert suites.SUITES["l2_supply"] == (S.measure_supply, S.summarize_supply, "sm_90a")
-    if runtime.runs_live("sm_90a"):
-        pytest.skip("a live GPU: the script would measure")
-    import subprocess
-    p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_l2_supply.py"), "--out",
-                        "/tmp/asynctc_l2_supply_test"], capture_output=True, text=True, cwd=ROOT)
-    assert p.returncode == 2 and "no live sm_90a GPU" in p.stdout
+    assert_script_exits_2_without_a_gpu(ROOT / "tools" / "gpu_l2_supply.py", "--out", "/tmp/asynctc_l2_supply_test",
+                                        cwd=ROOT)
