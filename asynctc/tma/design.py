@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .suite import SMEM_BUDGET
+from .equal_bytes import in_flight
+from .suite import SMEM_BUDGET, CopyConfig
 
 #: The run L is fitted on: record, (fp16 box rows, fp16 box columns), stages, CTAs per SM.
 FIT_ON = ("tma_equal", (16, 16), 2, 8)
@@ -37,11 +38,17 @@ def _rows(results: dict, box: tuple, stages: int, ctas: int) -> list[dict]:
             and r["bc"] == bc and r["stages"] == stages and r["ctas_per_sm"] == ctas]
 
 
+def loads_in_flight(box: tuple, stages: int, ctas: int) -> int:
+    """Bytes of loads in flight per SM for an fp16 ``box`` (rows, columns): (stages − 1) boxes per
+    CTA (:func:`asynctc.tma.equal_bytes.in_flight`, "loads", of the TMA copy kernel's config)."""
+    return in_flight(CopyConfig("tma", box[0], box[1] // 2, stages, ctas, 32), "loads")
+
+
 def latency_ns(equal: dict, sm_count: int) -> float:
     """L in ns, from the :data:`FIT_ON` run of ``tma_equal``'s results: F / B − F / peak."""
     _, box, s, c = FIT_ON
     row = _rows(equal, box, s, c)[0]
-    f = sm_count * (s - 1) * box[0] * box[1] * 2 * c
+    f = sm_count * loads_in_flight(box, s, c)
     return f / row["gbps"] - f / equal["device_copy"]["gbps"]
 
 
@@ -110,7 +117,7 @@ def design(box: tuple = (64, 64), stages: int = 2, ctas: int = 4, equal=None, co
     sm = equal.provenance["sm_count"]
     lat = latency_ns(equal.results, sm)
     peak = equal.results["device_copy"]["gbps"]
-    f = (stages - 1) * box_bytes * ctas
+    f = loads_in_flight(box, stages, ctas)
     gbps = sm * f / (lat + sm * f / peak)
     measured = tuple((name, r["gbps"]) for name, rec in (("tma_equal", equal), ("tma_copy", copy))
                      for r in _rows(rec.results, box, stages, ctas))
