@@ -28,9 +28,11 @@ from . import mma_sync
 from .core.checks import U_ACC, check_gemm, gamma
 from .mma_sync import Check, compare, MmaSyncTile, random_operands
 from .core.memory import DeviceArray
+# sm_90's shared memory per SM (228 KiB; 227 per block), the 1 KiB the driver reserves per CTA, and
+# the stage sweep's rule for two CTAs per SM: one definition, in chapter 02's Design it.
+from .cp_async_design import CTA_RESERVED as CTA_RESERVED_SMEM, SM_SMEM as SMEM_PER_SM, ctas_per_sm
 
 DTYPES = mma_sync.DTYPES
-SMEM_PER_SM = 228 * 1024          # sm_90: 228 KiB of shared memory per SM (227 KiB per block)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,8 +78,7 @@ def stage_sweep_tiles() -> tuple[CpAsyncTile, ...]:
     out = []
     for bk in (64, 32):
         for s in (1, 2, 3, 4):
-            mb = 2 if 2 * (s * (128 * bk + bk * 128) * 2 + 1024) <= SMEM_PER_SM else 1
-            out.append(CpAsyncTile(128, 128, bk, 64, 64, min_blocks=mb, stages=s))
+            out.append(CpAsyncTile(128, 128, bk, 64, 64, min_blocks=ctas_per_sm(bk, s), stages=s))
     return tuple(out)
 
 
@@ -492,9 +493,6 @@ SUITES = {"cp_async": (measure_cp_async, summarize_cp_async, "sm_90a")}
 # --------------------------------------------------------------------------------------------------
 
 from .core import exercises as _ex  # noqa: E402
-
-
-CTA_RESERVED_SMEM = 1024          # bytes the driver reserves per CTA (sm_90)
 
 
 @_ex.exercise("ch02.ring_smem", "The largest number of stages whose cp.async ring of bm×bn×bk fp16 "

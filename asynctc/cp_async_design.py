@@ -24,7 +24,7 @@ import dataclasses
 import math
 
 SIZE = 4096                                   # M = N = K of the recorded stage sweep
-SM_SMEM, CTA_RESERVED = 233472, 1024          # shared memory per SM; the driver's per CTA
+SM_SMEM, CTA_RESERVED = 228 * 1024, 1024      # shared memory per SM (sm_90); the driver's per CTA
 BM = BN = 128
 #: The runs that identify the two constants: (bk, stages).
 FIT_W, FIT_L = (64, 3), (32, 1)
@@ -45,7 +45,8 @@ def stage_bytes(bk: int) -> int:
 
 
 def ctas_per_sm(bk: int, stages: int) -> int:
-    """The kernel's choice (``cp_async.stage_sweep_tiles``): two CTAs per SM where both rings fit."""
+    """CTAs per SM of the stage sweep (``cp_async.stage_sweep_tiles`` builds its tiles with it):
+    two where both rings fit, else one."""
     return 2 if 2 * (stages * stage_bytes(bk) + CTA_RESERVED) <= SM_SMEM else 1
 
 
