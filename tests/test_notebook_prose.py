@@ -95,10 +95,33 @@ def _sentences(markdown: str) -> list[str]:
     return out
 
 
+def _calls_a_guarding_helper(source: str) -> bool:
+    """The cell calls ``module.helper(...)`` of ``asynctc`` (``asynctc.module`` or
+    ``asynctc.core.module``) marked with :func:`asynctc.core.notebook.guards`."""
+    import importlib
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)):
+            continue
+        for mod in (f"asynctc.{node.func.value.id}", f"asynctc.core.{node.func.value.id}"):
+            try:
+                fn = getattr(importlib.import_module(mod), node.func.attr, None)
+            except ImportError:
+                continue
+            if getattr(fn, "guards_prose", False):
+                return True
+    return False
+
+
 def _guard(cell) -> bool:
     return cell is not None and cell.cell_type == "code" and (
         re.search(r"^\s*assert\b", cell.source, re.MULTILINE) is not None
-        or "notebook.claim(" in cell.source or "notebook.verdict(" in cell.source)
+        or "notebook.claim(" in cell.source or "notebook.verdict(" in cell.source
+        or _calls_a_guarding_helper(cell.source))
 
 
 def _comparison_findings(src: Path):

@@ -53,6 +53,17 @@ def require(condition: bool, text: str, **numbers) -> None:
                          + "; the chapter's text needs revisiting for this measurement")
 
 
+def guards(fn):
+    """Mark ``fn`` as a chapter helper that guards prose: it raises (through :func:`require` or
+    ``assert``) when the record stops supporting the markdown sentences its docstring names.
+
+    A notebook cell that calls such a helper guards the markdown cell before it as an ``assert`` or a
+    :func:`claim` would (``tests/test_notebook_prose.py``), so the argument can stay in the markdown
+    and the plumbing in the chapter's module. Returns ``fn`` with ``guards_prose = True``."""
+    fn.guards_prose = True
+    return fn
+
+
 def verdict(condition: bool, if_true: str, if_false: str) -> str:
     """Print whichever of two generated sentences the record supports, and return it.
 
