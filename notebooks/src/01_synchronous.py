@@ -91,23 +91,21 @@ print(fragments.lane_table(LANE))
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# Each CTA computes a 128×128 tile of C; each of its warps, a 64×64 warp tile (the picture). The
-# loop walks K in [**k-tiles**](../docs/glossary.md#k-tile): 64-deep slices of A and B that a CTA
-# holds in shared memory at a time.
-
-# %%
-fig = mma_sync.plot_tile_hierarchy(mma_sync.DEFAULT_TILE)
-
-# %% [markdown]
-# `LDG.128` and `STS.128` are a thread's 16-byte load from global memory
-# and store to shared memory. The shared tiles are [**swizzled**](../docs/glossary.md#swizzle):
+# Each CTA computes a 128×128 tile of C; each of its warps, a 64×64 warp tile (the picture below).
+# The loop walks K in [**k-tiles**](../docs/glossary.md#k-tile): 64-deep slices of A and B that a
+# CTA holds in shared memory at a time. `LDG.128` and `STS.128` are a thread's 16-byte load from
+# global memory and store to shared memory. The shared tiles are [**swizzled**](../docs/glossary.md#swizzle):
 # 16-byte chunks sit at XOR-permuted places, so the lanes of one `ldmatrix` spread over the 32
 # banks instead of queueing on one ([bank conflict](../docs/glossary.md#bank-conflict)).
 #
 # Two shared buffers (`buf`) mean one barrier per k-tile. The loop loads the *next* k-tile into
 # registers (`load_global`). It runs this k-tile's math (`mma_ktile`). Each **k16 step** of it,
-# 16 deep along K, is an `ldmatrix` then one `mma.sync`. Then the loop stores the registers into
-# the other buffer (`store_shared`).
+# 16 deep along K, loads fragments with `ldmatrix`, then issues one `mma.sync` per 16×8 tile of
+# the warp's C (the right panel). Then the loop stores the registers into the other buffer
+# (`store_shared`).
+
+# %%
+fig = mma_sync.plot_tile_hierarchy(mma_sync.DEFAULT_TILE)
 
 # %%
 ck = mma_sync.compile_mma_sync("float16")
