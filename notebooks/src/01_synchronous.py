@@ -156,6 +156,10 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). The SIMT GEMM is
 # printed for scale. The chapter's goal is half of cuBLAS at 4096³.
 #
+# The figure's peak line is chapter 00's formula at *this* sweep's SM clock, measured while its
+# GEMMs ran. Its number is not chapter 00's, because each run gets its own clock (the legend
+# prints it).
+#
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
 # fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?
 
