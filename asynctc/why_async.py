@@ -7,9 +7,11 @@ is drawn from this record (:func:`asynctc.core.plots.roofline`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from .core import bench, checks, records, runtime
+from .core import bench, checks, notebook, records, runtime
 from .core import exercises as _ex
 from .core.bench import peak_tflops  # noqa: F401 (chapter 00's notebook)
 from .core.memory import DeviceArray
@@ -145,6 +147,94 @@ def gemm_intensity(m: int, n: int, k: int, elem_bytes: int = 2) -> float:
     """FLOP per byte of DRAM traffic of an M×N×K GEMM that reads A (M×K) and B (K×N) once and
     writes C (M×N) once, ``elem_bytes`` per element: 2·M·N·K / (bytes of A + B + C)."""
     return 2 * m * n * k / (elem_bytes * (m * k + k * n + m * n))
+
+
+class Peak(NamedTuple):
+    """The course's one peak for a set of rows (glossary ``peak``): ``tflops`` = ``sm_count`` × 4096
+    FLOP/clk × ``mhz``, the SM clock measured while they ran, of kind ``kind``."""
+    tflops: float
+    mhz: float
+    kind: str
+    sm_count: int
+
+    @property
+    def label(self) -> str:
+        """How the peak was computed, for a plot's title: ``SMs×4096×1688 MHz, in flight``."""
+        return f"SMs×4096×{self.mhz:.0f} MHz, {self.kind}"
+
+
+def show_peak(rec) -> Peak:
+    """Chapter 00 §2: print the peak at the SM clock measured while cuBLAS ran (with the caveat of
+    its clock kind, if any) beside the datasheet's, then cuBLAS's best GEMM as a fraction of it.
+    ``rec``: a ``ceilings`` record. Returns the :class:`Peak` (every later number of the chapter
+    that calls itself peak is this one)."""
+    gemms = rec.results["cublas"]
+    kind = bench.rows_clock_kind(gemms)
+    if bench.clock_caveat(kind):
+        print(bench.clock_caveat(kind))
+    sms, mhz = rec.provenance["sm_count"], bench.measured_clock_mhz(gemms)
+    pk = Peak(sms * 4096 * mhz * 1e6 / 1e12, mhz, kind, sms)
+    sheet = bench.DATASHEET["dense_tflops"]["float16"]
+    print(f"peak      = {sms} SMs × 4096 FLOP/clk × {mhz:.0f} MHz ({kind}, cuBLAS's median) "
+          f"= {pk.tflops:.0f} TFLOP/s")
+    print(f"datasheet = {sms} SMs × 4096 FLOP/clk × {bench.DATASHEET['boost_mhz']} MHz (boost) "
+          f"= {sheet:.0f} TFLOP/s")
+    g = max(gemms, key=lambda g: g["tflops"])
+    tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12
+    print(f"cuBLAS, best ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms "
+          f"= {tf:.0f} TFLOP/s = {tf / pk.tflops:.2f} of the peak, {tf / sheet:.2f} of the datasheet's")
+    return pk
+
+
+def roofline_points(gemms: list[dict], peak: Peak, gbps: float) -> list[tuple]:
+    """The points of chapter 00's roofline (:func:`asynctc.core.plots.roofline`): cuBLAS's measured
+    bf16 GEMMs and the computed bound of a decode-like 8192×8192×16 GEMM (hollow)."""
+    pts = [(f"{g['m']}³", gemm_intensity(g["m"], g["n"], g["k"]), g["tflops"])
+           for g in gemms if g["dtype"] == "bfloat16"]
+    i = gemm_intensity(8192, 8192, 16)
+    pts.append(("8192×8192×16 (decode-like, computed bound)", i,
+                min(peak.tflops, gbps * 1e9 / 1e12 * i), "computed"))
+    return pts
+
+
+@notebook.guards
+def show_1024_below_roof(gemms: list[dict], peak: Peak, gbps: float) -> float:
+    """Chapter 00 §3's answer: print the ridge point and where cuBLAS's 1024³ bf16 GEMM sits; returns
+    the ridge (FLOP/byte).
+
+    Guards §3's question (1024³ right of the ridge? at the roof?) and prints its answer, generated:
+    right of the ridge, yet below the roof, because its 64 tiles of 128×128 keep fewer SMs busy
+    than the GPU has. Raises
+    :class:`~asynctc.core.notebook.ClaimError` if the record stops showing it (intensity > ridge,
+    64 tiles < SMs, TFLOP/s < 64/SMs × peak)."""
+    ridge = peak.tflops / (gbps / 1000)
+    g = next(g for g in gemms if g["dtype"] == "bfloat16" and g["m"] == 1024)
+    i = gemm_intensity(1024, 1024, 1024)
+    tiles = (1024 // 128) ** 2
+    cap = tiles / peak.sm_count * peak.tflops
+    print(f"ridge point = {peak.tflops:.0f} TFLOP/s / {gbps / 1000:.2f} TB/s = {ridge:.0f} FLOP/byte")
+    print(f"1024³: intensity {i:.0f} FLOP/byte, {g['tflops']:.0f} TFLOP/s; "
+          f"{tiles} tiles on {peak.sm_count} SMs allow at most {cap:.0f}")
+    text = (f"→ right of the ridge, yet below the roof: its {tiles} tiles of 128×128 keep {tiles} of "
+            f"{peak.sm_count} SMs busy (cuBLAS may pick other tiles)")
+    notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap, text,
+                     intensity=i, ridge=ridge, tflops=g["tflops"], cap=cap)
+    print(text)
+    return ridge
+
+
+def show_operand_feed(gbps: float, peak: Peak) -> None:
+    """Chapter 00 §4: bytes per clock per SM the Tensor Cores need (128×128 and 128×256 tiles)
+    against shared memory's 128 B/clk and DRAM's share per SM (at ``peak``'s clock), as a table."""
+    smem = SMEM_BYTES_PER_CLK_SM
+    print(f"{'CTA tile':9s} {'operands B/clk':>15s} {'copy + read, of smem':>21s}")
+    for bm, bn in ((128, 128), (128, 256)):
+        need = 4096 * (bm + bn) * 2 / (2 * bm * bn)
+        print(f"{bm}×{bn:<5d} {need:15.0f} {2 * need / smem:21.0%}")
+    dram = gbps * 1e9 / peak.sm_count / (peak.mhz * 1e6)
+    need = 4096 * (128 + 128) * 2 / (2 * 128 * 128)
+    print(f"DRAM per SM per clock at {peak.mhz:.0f} MHz ({peak.kind}): {dram:.1f} B/clk, "
+          f"1 in {need / dram:.0f} of the 128×128 tile's bytes")
 
 
 @_ex.exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M=N=K=n fp16 "

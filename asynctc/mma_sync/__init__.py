@@ -24,7 +24,9 @@ mma_sync.launcher``):
   :func:`measure_mma_sync_anatomy`, :func:`summarize_mma_sync`, :func:`ceiling_row`,
   :func:`vs_cublas_lines` (never plots). A test that shrinks the suite patches those constants on
   ``asynctc.mma_sync.suite``.
-* ``figures.py`` — :func:`plot_vs_cublas` (never measures).
+* ``figures.py`` — :func:`plot_vs_cublas`, :func:`plot_tile_hierarchy` (never measure).
+* ``lesson.py`` — the notebook's tables and the guards of its prose: :func:`show_vs_cublas`,
+  :func:`show_why` (:func:`~asynctc.core.notebook.guards`), :func:`why_rows`.
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
 
 The chapter's checking vocabulary (:mod:`asynctc.core.checks`: :class:`Check`, :func:`compare`,
@@ -42,7 +44,8 @@ from .config import (  # noqa: F401
 from .launch import (  # noqa: F401
     check_tiles, compile_mma_sync, compile_mma_sync_ablation, launcher, mma_sync_gemm, run_gemm,
     verify_mma_sync)
-from .figures import plot_vs_cublas  # noqa: F401
+from .figures import plot_tile_hierarchy, plot_vs_cublas  # noqa: F401
+from .lesson import show_vs_cublas, show_why, why_rows  # noqa: F401
 from .peak import (  # noqa: F401
     PEAK_CHAINS, PEAK_ITERS, MmaSyncPeak, clock_record_mhz, compile_mma_sync_peak)
 from .suite import (  # noqa: F401

@@ -1,6 +1,10 @@
 # %% [markdown]
 # # 00 — Why asynchronous Tensor Core programming?
 #
+# **The question you bring.** Your GEMM runs on Tensor Cores, yet it reaches a fraction of the
+# GPU's peak. Where did the rest go? This chapter answers it in three steps. It measures the two
+# ceilings of the GPU, places GEMMs between them, and then looks inside one SM.
+#
 # **Learning goal.** Find how fast a Hopper GPU moves bytes and multiplies, place a GEMM on a
 # roofline, and see why threads that move their own operands starve the Tensor Cores.
 #
@@ -19,8 +23,8 @@
 # * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity) with two ceilings: DRAM
 #   bandwidth and [peak](../docs/glossary.md#peak) math.
 #
-# **The story.** To keep Tensor Cores busy, operands must be copied into shared memory *while* they
-# compute. This chapter measures why. The rest of the course makes that copy run by itself, with
+# **Where this leads.** To keep Tensor Cores busy, operands must be copied into shared memory
+# *while* they compute. The rest of the course makes that copy run by itself, with
 # asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # The [seed article](../docs/glossary.md#seed-article), a public tutorial, set this course's
@@ -38,13 +42,17 @@ notebook.banner("sm_90a")
 # The suite `ceilings` times a device-to-device copy (`cuMemcpyAsync`, 16 MiB – 4 GiB) and cuBLAS
 # fp16 and bf16 GEMMs on random data (M = N = K = 1024 – 8192). Each time is the median of 20
 # samples, taken with CUDA events after a warm-up, with L2 flushed.
+#
+# **Predict before you run the cell.** The H200's datasheet rates its memory at 4.8 TB/s. A copy
+# reads and writes each byte. How close does the best copy come to the rating?
 
-# %% output varies
+# %% output answers a prediction
 rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
 copy = rec.results["copy"]
 top = max(copy, key=lambda c: c["gbps_rw"])
 gbps = 2 * top["bytes"] / (top["median_ms"] * 1e-3) / 1e9      # bytes read + written, per second
-print(f"device-to-device copy, best: 2 × {top['bytes'] >> 20} MiB / {top['median_ms']:.3f} ms = {gbps:.0f} GB/s")
+print(f"device-to-device copy, best: 2 × {top['bytes'] >> 20} MiB / {top['median_ms']:.3f} ms = {gbps:.0f} GB/s, "
+      f"{gbps / 4800:.2f} of the datasheet's 4.8 TB/s")
 fig = plots.throughput_by_size(
     {"device-to-device copy": ([c["bytes"] >> 20 for c in copy], [c["gbps_rw"] for c in copy])},
     record=rec, title="Copy bandwidth (read + write)", ylabel="GB/s", xlabel="bytes copied (MiB)")
@@ -53,33 +61,31 @@ fig = plots.throughput_by_size(
 # ## 2. The datasheet peak, computed — and what cuBLAS reaches
 #
 # Hopper's Tensor Cores do **4096 dense fp16/bf16 FLOP per clock per SM** (fp32 accumulation).
-# **The peak this course uses** everywhere:
+# A peak is that times the SMs times a clock, and the clock is the catch. The datasheet uses the
+# 1830 MHz boost clock. A busy GPU picks its own clock, lower under heavy Tensor Core load.
+#
+# **The course's one [peak](../docs/glossary.md#peak)** uses the SM clock measured while the
+# kernel ran. Every fraction of peak divides by it. Every peak the course prints says its clock.
+# When a later chapter prints another peak, its clock is the only thing that changed:
 #
 # | peak | computed as | H200, fp16/bf16 |
 # |---|---|---|
 # | the course's (every fraction) | SMs × 4096 FLOP/clk × SM clock measured in the run | per record |
 # | datasheet (printed beside it) | SMs × 4096 FLOP/clk × 1830 MHz (boost) | 989.4 TFLOP/s |
 #
-# The GPU picks its clock, so each record has its own peak. This record reads the clock
-# **in flight**, while cuBLAS runs ([00b](00b_clock_kinds.ipynb) covers the other ways to read it).
+# The first says how busy the Tensor Cores were. The second says how much of the rated speed you
+# got. This record reads the clock **in flight**, while cuBLAS runs
+# ([00b](00b_clock_kinds.ipynb) covers the other ways to read it).
+#
+# **Predict before you run the cell.** cuBLAS is NVIDIA's own tuned GEMM. What fraction of the
+# peak does its best GEMM reach: about a half, three quarters, or nearly all?
 
-# %% output varies
+# %% output answers a prediction
+peak = why_async.show_peak(rec)                   # peak.tflops = SMs × 4096 × peak.mhz
 gemms = rec.results["cublas"]
-kind = bench.rows_clock_kind(gemms)               # the clock kind of the cuBLAS rows
-if bench.clock_caveat(kind):
-    print(bench.clock_caveat(kind))
-p = rec.provenance
-clock_mhz = bench.measured_clock_mhz(gemms)       # median SM clock of the cuBLAS samples
-peak = p["sm_count"] * 4096 * clock_mhz * 1e6 / 1e12             # SMs × FLOP/clk/SM × clock
-sheet = bench.DATASHEET["dense_tflops"]["float16"]
-print(f"peak = {p['sm_count']} SMs × 4096 FLOP/clk × {clock_mhz:.0f} MHz ({kind}, cuBLAS's median) "
-      f"= {peak:.0f} TFLOP/s; datasheet: {sheet:.0f} at {bench.DATASHEET['boost_mhz']} MHz")
-g = max(gemms, key=lambda g: g["tflops"])                        # cuBLAS's fastest GEMM
-tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12  # 2·M·N·K FLOP / seconds
-print(f"cuBLAS, best ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms = {tf:.0f} TFLOP/s "
-      f"= {tf / peak:.2f} of the peak")
-fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak, peak_label=f"peak: SMs×4096×{clock_mhz:.0f} MHz ({kind}) =",
-                               record=rec, title="cuBLAS GEMM throughput")
+fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
+                               peak_label=f"peak: {peak.label} =", record=rec,
+                               title="cuBLAS GEMM throughput")
 
 # %% [markdown]
 # Our yardstick is checked too: cuBLAS against float64, element by element (the
@@ -101,33 +107,22 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # bandwidth × intensity. Such a kernel is *memory-bound*. Above it, the Tensor Cores are the
 # limit, *if* the kernel can feed them.
 #
-# A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once, so its intensity
-# grows with *n*. The plot shows cuBLAS's measured bf16 GEMMs and, as an open marker, a computed
-# *decode-like* 8192×8192×16 GEMM (the skinny shape of LLM token generation). Grey ticks on the
-# roof mark exercise 2's sizes, labelled above the plot.
+# A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once (6n² bytes). Its
+# intensity is n/3, so it grows with *n*. The plot shows cuBLAS's measured bf16 GEMMs. An open
+# marker shows the computed bound of a *decode-like* 8192×8192×16 GEMM (the skinny shape of LLM
+# token generation). Grey ticks on the roof mark exercise 2's sizes.
+#
+# **Predict before you run the cell.** The 1024³ GEMM has intensity 1024/3 ≈ 341 FLOP/byte. Is
+# that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its 128×128
+# output tiles, and the SMs.
 
-# %% output varies
-bw = max(c["gbps_rw"] for c in copy)
-best_gemm = max(g["tflops"] for g in gemms)
-pts = [(f"{g['m']}³", why_async.gemm_intensity(g["m"], g["n"], g["k"]), g["tflops"])
-       for g in gemms if g["dtype"] == "bfloat16"]
-pts.append(("8192×8192×16 (decode-like, computed bound)",
-            why_async.gemm_intensity(8192, 8192, 16),
-            min(peak, bw * 1e9 / 1e12 * why_async.gemm_intensity(8192, 8192, 16)),
-            "computed"))
-asked = [(f"n = {n}", why_async.gemm_intensity(n, n, n)) for n in (64, 128, 256, 512, 1024, 4096)]
-fig = plots.roofline(peak, bw, pts, measured_ceiling=best_gemm, record=rec, marks=asked,   # exercise 2's sizes
-                    title=f"Roofline (peak: SMs×4096×{clock_mhz:.0f} MHz, {kind})")
-ridge = peak / (bw / 1000)
-print(f"ridge point: {ridge:.0f} FLOP/byte")
-g1k = next(g for g in gemms if g["dtype"] == "bfloat16" and g["m"] == 1024)
-i1k = why_async.gemm_intensity(1024, 1024, 1024)
-tiles = (1024 // 128) ** 2                        # 128×128 output tiles, one per SM at a time
-_ = notebook.claim(i1k > ridge and tiles < p["sm_count"] and g1k["tflops"] < tiles / p["sm_count"] * peak,
-                   f"1024³ sits right of the ridge yet reaches {g1k['tflops']:.0f} TFLOP/s. Its {tiles} "
-                   f"tiles of 128×128 keep {tiles} of {p['sm_count']} SMs busy, so it gets at most "
-                   f"{tiles / p['sm_count'] * peak:.0f} (cuBLAS may pick other tiles).",
-                   intensity=i1k, ridge=ridge, tflops=g1k["tflops"], peak=peak)
+# %% output answers a prediction
+bw = max(c["gbps_rw"] for c in copy)               # §1's copy bandwidth, GB/s
+fig = plots.roofline(peak.tflops, bw, why_async.roofline_points(gemms, peak, bw),
+                     measured_ceiling=max(g["tflops"] for g in gemms), record=rec,
+                     marks=[(f"n = {n}", why_async.gemm_intensity(n, n, n)) for n in (64, 128, 256, 512, 1024, 4096)],
+                     title=f"Roofline (peak: {peak.label})")
+ridge = why_async.show_1024_below_roof(gemms, peak, bw)
 
 # %% [markdown]
 # ## 4. Why Tensor Cores starve
@@ -141,19 +136,13 @@ _ = notebook.claim(i1k > ridge and tiles < p["sm_count"] and g1k["tflops"] < til
 # threads that move those bytes must also issue the math.
 
 # %% output varies
-tile_bytes_per_flop = (128 + 128) * 2 / (2 * 128 * 128)
-need = 4096 * tile_bytes_per_flop
-dram_per_sm_clk = bw * 1e9 / p["sm_count"] / (clock_mhz * 1e6)     # at §2's clock
-print(f"operand bytes per clock per SM to feed the Tensor Cores (128×128 tile): {need:.0f} B/clk")
-smem = why_async.SMEM_BYTES_PER_CLK_SM             # 32 banks × 4 bytes
-print(f"shared memory: writing them (the copy) and reading them (the math) takes {2 * need:.0f} of its "
-      f"{smem} B/clk per SM, {2 * need / smem:.0%}")
-wide = 4096 * (128 + 256) * 2 / (2 * 128 * 256)      # a wider tile reuses each byte more
-print(f"a 128×256 tile needs {wide:.0f} B/clk, {2 * wide / smem:.0%} of shared memory (chapter 05 §4 uses it)")
-print(f"DRAM per SM per clock (at {clock_mhz:.0f} MHz, {kind}): {dram_per_sm_clk:.1f} B/clk")
-print(f"→ at most 1 in {need / dram_per_sm_clk:.0f} can come from DRAM (the rest: L2 hits), and the "
-      "copy must run *while* the Tensor Cores compute.")
+why_async.show_operand_feed(bw, peak)             # at §2's clock
 
+# %% [markdown]
+# The 128×128 tile needs all of shared memory's bandwidth. DRAM supplies only a fraction of its
+# bytes (the last line), so the rest must be L2 hits. And the copy must run *while* the Tensor
+# Cores compute.
+#
 # %% [markdown]
 # The rest of the course makes that copy run by itself:
 #

@@ -1,10 +1,14 @@
 # %% [markdown]
 # # 01 — The synchronous model: SIMT tiles, then `ldmatrix` + `mma.sync`
 #
+# **Where we are.** Chapter 00 ended on a suspicion. Threads that move their own operands cannot
+# keep the Tensor Cores fed. This chapter builds the best GEMM that works that way and measures
+# where its time goes.
+#
 # **Learning goal.** Measure the *synchronous* way to use Tensor Cores, which later chapters
 # improve on, and say what limits it.
 #
-# **The story.** Threads copy tiles global → registers → shared memory and wait at
+# **The synchronous model.** Threads copy tiles global → registers → shared memory and wait at
 # `__syncthreads()`. Then each warp loads [*fragments*](../docs/glossary.md#fragment) (its share
 # of a tile, in its 32 lanes' registers) with [**`ldmatrix`**](../docs/glossary.md#ldmatrix) and
 # multiplies them with **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. Section 1 is a
@@ -87,17 +91,21 @@ print(fragments.lane_table(LANE))
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# Each CTA computes a 128×128 tile of C; each of its warps, a 64×64 warp tile. The loop walks K in
-# [**k-tiles**](../docs/glossary.md#k-tile): 64-deep slices of A and B that a CTA holds in
-# shared memory at a time. `LDG.128` and `STS.128` are a thread's 16-byte load from global memory
-# and store to shared memory. The shared tiles are [**swizzled**](../docs/glossary.md#swizzle):
+# Each CTA computes a 128×128 tile of C; each of its warps, a 64×64 warp tile (the picture below).
+# The loop walks K in [**k-tiles**](../docs/glossary.md#k-tile): 64-deep slices of A and B that a
+# CTA holds in shared memory at a time. `LDG.128` and `STS.128` are a thread's 16-byte load from
+# global memory and store to shared memory. The shared tiles are [**swizzled**](../docs/glossary.md#swizzle):
 # 16-byte chunks sit at XOR-permuted places, so the lanes of one `ldmatrix` spread over the 32
 # banks instead of queueing on one ([bank conflict](../docs/glossary.md#bank-conflict)).
 #
 # Two shared buffers (`buf`) mean one barrier per k-tile. The loop loads the *next* k-tile into
 # registers (`load_global`). It runs this k-tile's math (`mma_ktile`). Each **k16 step** of it,
-# 16 deep along K, is an `ldmatrix` then one `mma.sync`. Then the loop stores the registers into
-# the other buffer (`store_shared`).
+# 16 deep along K, loads fragments with `ldmatrix`, then issues one `mma.sync` per 16×8 tile of
+# the warp's C (the right panel). Then the loop stores the registers into the other buffer
+# (`store_shared`).
+
+# %%
+fig = mma_sync.plot_tile_hierarchy(mma_sync.DEFAULT_TILE)
 
 # %%
 ck = mma_sync.compile_mma_sync("float16")
@@ -146,75 +154,47 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # One run timed three kernels: **cuBLAS** (`wgmma` and TMA on Hopper), our **mma.sync GEMM** (best
 # tile per size), and the **`mma.sync` ceiling**. The ceiling is a register-only kernel that issues
 # `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). The SIMT GEMM is
-# printed below for scale.
+# printed for scale. The chapter's goal is half of cuBLAS at 4096³.
+#
+# The figure's peak line is chapter 00's formula at *this* sweep's SM clock, measured while its
+# GEMMs ran. Its number is not chapter 00's, because each run gets its own clock (the legend
+# prints it).
+#
+# **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
+# fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?
 
-# %% output varies
-t = mma_sync.DEFAULT_TILE
-ceiling_row = mma_sync.ceiling_row(rec.results, t)
-ceiling = ceiling_row["tflops"]
-fig = mma_sync.plot_vs_cublas(rec, t)
+# %% output answers a prediction
+fig = mma_sync.plot_vs_cublas(rec, mma_sync.DEFAULT_TILE)
 plt.show()
-sweep_kind = bench.rows_clock_kind([r for r in rec.results["sweep"] if r["dtype"] == "float16"])
-if bench.clock_caveat(sweep_kind):
-    print("GEMM sweep: " + bench.clock_caveat(sweep_kind))
-simt_ms = next(r["median_ms"] for r in rec.results["simt"] if r["size"] == 1024)
-sync1024 = max(r["tflops"] for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] == 1024)
-simt_tf = 2 * 1024**3 / (simt_ms * 1e-3) / 1e12            # 2·M·N·K FLOP / seconds / 10¹²
-print(f"1024³: SIMT GEMM (fp32 FFMA) 2·1024³ / {simt_ms:.3f} ms = {simt_tf:.1f} TFLOP/s; "
-      f"mma.sync GEMM {sync1024:.0f} ({sync1024 / simt_tf:.0f}×)")
+frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)
 
 # %% [markdown]
 # ## 5. Why the number is what it is
 #
-# Two effects set it. First, **`mma.sync` itself tops out below the Tensor Core
-# [peak](../docs/glossary.md#peak) on Hopper.** Below, the ceiling kernel (no memory traffic) is set
-# against the peak at its measured [clock](../docs/glossary.md#in-kernel), then run with more warps:
-
-# %% output varies
-mhz, sms = ceiling_row["sm_mhz"], rec.provenance["sm_count"]
-peak_at = sms * 4096 * mhz * 1e6 / 1e12          # SMs × FLOP/clk/SM × clock
-print(f"ceiling {ceiling:.0f} / ({sms} × 4096 × {mhz:.0f} MHz = {peak_at:.0f}) = {ceiling / peak_at:.2f} of peak")
-occ = sorted((r["warps_per_cta"] * r["ctas_per_sm"], r["tflops"])
-             for r in rec.results["peak"] if r["dtype"] == "float16")
-_ = notebook.claim(occ[-1][1] < 1.1 * occ[0][1] and occ[-1][0] >= 4 * occ[0][0],
-                   f"warps per SM {occ[0][0]} → {occ[-1][0]}: {occ[0][1]:.0f} → {occ[-1][1]:.0f} TFLOP/s. More "
-                   "warps barely help, so the cap is mma.sync's own rate, not a latency more warps could hide.")
-
-# %% [markdown]
-# NVIDIA does not say where that cap comes from. The full rate needs `wgmma` (chapter 04). Second, **every operand byte
-# crosses the SM's L1/shared-memory data path three times**: into registers, into shared memory,
-# and out through `ldmatrix`. Two variants of the kernel test this. Their results are wrong, so
-# they are only timed ([01b §4](01b_synchronous_anatomy.ipynb) lists all variants):
+# The table below takes the kernel apart at 4096³. Each row removes work, so its results are wrong
+# and it is only timed ([01b §4](01b_synchronous_anatomy.ipynb) has every variant). Read it top
+# down, and two limits show.
 #
-# * **no copy**: shared memory is never refilled;
-# * **mma.sync + barriers only**: no copy, no `ldmatrix`.
+# * **The warps stall on their own copy.** Of the two single removals, the global → shared copy
+#   gains the most: without it the kernel is over 1.3× as fast. Every operand byte crosses the SM's L1/shared-memory data path three times
+#   (into registers, into shared memory, out through `ldmatrix`). The warps that issue those
+#   copies wait for them, at `__syncthreads`, before they can issue math.
+# * **`mma.sync` has its own cap.** With no memory traffic at all, it stays below 0.8 of the
+#   [peak](../docs/glossary.md#peak), and more warps per SM barely help. NVIDIA does not say
+#   where the cap comes from. The full rate needs `wgmma` (chapter 04).
+#
+# The peak here is computed at the ceiling kernel's own SM clock, read
+# [in the kernel](../docs/glossary.md#in-kernel). Chapter 00's peak used cuBLAS's clock, in
+# another run. The formula is the same, so the two peaks differ by their clocks alone.
 
 # %% output varies
-abl = {x["variant"]: x["tflops"] for x in rec.results["ablation"]}
-no_copy, skeleton = abl["no global→shared copy"] / abl["full kernel"], abl["mma.sync + __syncthreads only"]
-print(f"no copy: {no_copy:.2f}× as fast; mma.sync + barriers only: {skeleton:.0f} TFLOP/s")
-
-# %% output varies
-best4096 = max(r["tflops"] for r in mma_sync.best_mma_rows(rec.results, "float16") if r["size"] == 4096)
-print(f"best 4096³ GEMM: {best4096:.0f} TFLOP/s = {best4096 / ceiling:.2f} of the ceiling")
-_ = notebook.claim(ceiling / peak_at < 0.8 and occ[-1][1] < 1.1 * occ[0][1] and best4096 < ceiling
-                   and no_copy > 1.3 and skeleton < ceiling,
-                   "So the data path and the barriers set the pace, not the Tensor Cores.",
-                   ceiling_fraction=ceiling / peak_at, ours=best4096, occupancy=occ, ablation=abl)
+mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)
 
 # %% [markdown]
-# What helps is taking the copy away from the threads. Chapter 02 removes the register hop
-# (`cp.async`), 03 the threads (TMA), 04 `ldmatrix`. This chapter's goal is half of cuBLAS at 4096³:
-
-# %% output varies
-tf = {r.get("tile") or r["kernel"]: r["tflops"]
-      for r in rec.results["sweep"] if r["size"] == 4096 and r["dtype"] == "float16"}
-ours, cublas = tf[mma_sync.DEFAULT_TILE.name], tf["cuBLAS"]
-frac = ours / cublas
-head = f"4096³ fp16, default tile: {ours:.0f} / {cublas:.0f} TFLOP/s = {frac:.2f} of cuBLAS"
-_ = notebook.verdict(frac >= 0.5, f"{head}: goal 0.50 reached.",
-                     f"{head}: short of the 0.50 goal; deep dive 01b §4 takes the kernel apart to show "
-                     "where the time goes.")
+# **What if the copy ran while the warps compute?** The table's first rows are the price of
+# waiting, since the warps idle through every load. Chapter 02 lets the copy run by itself (`cp.async`, no register hop), so the warps can compute
+# while the next k-tile lands. Chapter 03 takes the copy from the threads (TMA), and 04 removes
+# `ldmatrix`.
 
 # %% [markdown]
 # ## Exercises

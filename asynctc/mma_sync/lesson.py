@@ -1,0 +1,94 @@
+"""Chapter 01's notebook helpers: small tables from an ``mma_sync`` record, and the guards of the
+sentences the chapter's markdown states (never measures, never plots).
+
+Each ``show_*`` prints what a cell of the chapter shows; one marked
+:func:`~asynctc.core.notebook.guards` raises :class:`~asynctc.core.notebook.ClaimError` when the
+record stops supporting the markdown before it (its docstring names the sentences), so a live
+re-measurement that flips a conclusion stops the notebook instead of leaving false prose.
+"""
+
+from __future__ import annotations
+
+from ..core import bench, notebook, records
+from .config import DEFAULT_TILE
+from .suite import best_mma_rows, ceiling_row
+
+
+def _at(results: dict, size: int, dtype: str = "float16") -> dict:
+    """TFLOP/s by kernel at ``size``³ (the sweep's cuBLAS and every mma.sync tile)."""
+    return {r.get("tile") or r["kernel"]: r["tflops"]
+            for r in results["sweep"] if r["size"] == size and r["dtype"] == dtype}
+
+
+def show_vs_cublas(rec: records.Record, tile=DEFAULT_TILE) -> float:
+    """Chapter 01 §4's answer: the SIMT GEMM and the mma.sync GEMM at 1024³, then ``tile`` at 4096³
+    fp16 as a fraction of cuBLAS, with a generated verdict on the chapter's goal (0.50 of cuBLAS).
+    Prints the clock caveat of the sweep's rows, if any. Returns the fraction."""
+    r = rec.results
+    kind = bench.rows_clock_kind([x for x in r["sweep"] if x["dtype"] == "float16"])
+    if bench.clock_caveat(kind):
+        print("GEMM sweep: " + bench.clock_caveat(kind))
+    simt_ms = next(x["median_ms"] for x in r["simt"] if x["size"] == 1024)
+    simt_tf = 2 * 1024**3 / (simt_ms * 1e-3) / 1e12
+    sync1024 = max(x["tflops"] for x in best_mma_rows(r, "float16") if x["size"] == 1024)
+    print(f"1024³: SIMT GEMM (fp32 FFMA) 2·1024³ / {simt_ms:.3f} ms = {simt_tf:.1f} TFLOP/s; "
+          f"mma.sync GEMM {sync1024:.0f} ({sync1024 / simt_tf:.0f}×)")
+    tf = _at(r, 4096)
+    ours, cublas = tf[tile.name], tf["cuBLAS"]
+    frac = ours / cublas
+    head = f"4096³ fp16, default tile: {ours:.0f} / {cublas:.0f} TFLOP/s = {frac:.2f} of cuBLAS"
+    notebook.verdict(frac >= 0.5, f"{head}: the goal, 0.50, reached.",
+                     f"{head}: short of the goal, 0.50.")
+    return frac
+
+
+def why_rows(rec: records.Record, tile=DEFAULT_TILE) -> list[tuple[str, float]]:
+    """Chapter 01 §5's table, slowest first: the ablation run at 4096³ fp16 (the full kernel, then
+    the same kernel with work taken out: results wrong, only timed), the register-only ``mma.sync``
+    ceiling at ``tile``'s occupancy, and cuBLAS from the ablation run, as (what, TFLOP/s)."""
+    r = rec.results
+    abl = {x["variant"]: x["tflops"] for x in r["ablation"]}
+    return [("our GEMM, 4096³", abl["full kernel"]),
+            ("  minus ldmatrix", abl["no ldmatrix"]),
+            ("  minus the global→shared copy", abl["no global→shared copy"]),
+            ("  mma.sync + __syncthreads only", abl["mma.sync + __syncthreads only"]),
+            (f"mma.sync ceiling, {tile.warps} warps × {tile.min_blocks} CTAs/SM, no memory",
+             ceiling_row(r, tile)["tflops"]),
+            ("cuBLAS, 4096³", abl["cuBLAS"])]
+
+
+@notebook.guards
+def show_why(rec: records.Record, tile=DEFAULT_TILE) -> None:
+    """Chapter 01 §5: :func:`why_rows` as a table, then the ceiling against the peak at its own
+    clock (in-kernel) and the ceiling by warps per SM.
+
+    Guards the markdown of §5, which states: (1) ``mma.sync`` with no memory traffic stays below
+    0.8 of the peak, and 4× or more warps per SM gain under 10 %, so the cap is its own rate;
+    (2) the copy costs the most: the kernel without it is over 1.3× as fast, more than without
+    ``ldmatrix``; (3) even
+    ``mma.sync`` + barriers alone is slower than the ceiling, and our GEMM is slower than both.
+    Raises :class:`~asynctc.core.notebook.ClaimError` when the record stops showing any of it."""
+    r = rec.results
+    rows = why_rows(rec, tile)
+    print(f"{'kernel':50s} {'TFLOP/s':>8s} {'× ours':>7s}")
+    for what, tf in rows:
+        print(f"{what:50s} {tf:8.0f} {tf / rows[0][1]:7.2f}")
+    ceil = ceiling_row(r, tile)
+    sms = rec.provenance["sm_count"]
+    peak_at = sms * 4096 * ceil["sm_mhz"] * 1e6 / 1e12
+    print(f"\nceiling / peak at its own clock = {ceil['tflops']:.0f} / ({sms} × 4096 × "
+          f"{ceil['sm_mhz']:.0f} MHz, {bench.clock_kind(ceil)}) = {ceil['tflops'] / peak_at:.2f}")
+    occ = sorted((x["warps_per_cta"] * x["ctas_per_sm"], x["tflops"])
+                 for x in r["peak"] if x["dtype"] == "float16")
+    print("ceiling by warps per SM: " + ", ".join(f"{w} → {tf:.0f}" for w, tf in occ))
+    full, no_ldsm, no_copy, skeleton, ceiling, _ = (tf for _, tf in rows)
+    notebook.require(ceiling / peak_at < 0.8 and occ[-1][1] < 1.1 * occ[0][1]
+                     and occ[-1][0] >= 4 * occ[0][0],
+                     "mma.sync alone stays below 0.8 of the peak, and more warps barely help",
+                     ceiling_fraction=ceiling / peak_at, occupancy=occ)
+    notebook.require(no_copy > 1.3 * full and no_copy > no_ldsm,
+                     "without the copy the kernel is over 1.3× as fast, the largest single gain",
+                     full=full, no_copy=no_copy, no_ldmatrix=no_ldsm)
+    notebook.require(skeleton < ceiling and full < skeleton,
+                     "mma.sync + barriers is below the ceiling, our GEMM below both",
+                     skeleton=skeleton, ceiling=ceiling, ours=full)
