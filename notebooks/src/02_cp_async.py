@@ -111,8 +111,9 @@ if exercises.after("ch02.wait_n"):
     plt.show()
 
 # %% [markdown]
-# With N = 2 the compute runs back to back once the ring is full. With N = 0 every k-tile waits
-# a full copy latency. With N = 3 the first read comes too early.
+# With N = 2 the compute runs back to back once the ring is full. With N = 0 the consumer also
+# waits for the copies it issued one k-tile earlier, so a hatched wait returns every k-tile. With
+# N = 3 the first read comes too early.
 
 # %% [markdown]
 # ### SASS: the register hop is gone
