@@ -39,7 +39,7 @@ notebook.show_source("ptx/cp_async.cuh", start=r"^// 16 bytes global -> shared, 
 # copies and computes without waiting. Each read is then multiplied into a small GEMM.
 
 # %%
-print(cp_async_ring.show(stages=4, wait=None))
+print(cp_async_ring.show(stages=4, wait=None, latency=1300, work=600))   # clocks
 
 # %% [markdown]
 # The first three k-tiles were read before anything had landed in their slots. The product is
