@@ -23,7 +23,8 @@ SHARED = ("core", "models")
 #: its own place. ``gemm`` is the library between chapters 06 and 07: it builds on chapters ≤ 06
 #: (never fp8/swizzle), and chapters ≥ 07 may use it. ``catalog``, ``suites`` and ``__main__``
 #: list the whole course and may import every chapter.
-CHAPTER_ORDER = {"why_async": 0, "simt": 1, "mma_sync": 1, "cp_async": 2, "cp_async_design": 2, "tma": 3, "wgmma": 4,
+CHAPTER_ORDER = {"why_async": 0, "simt": 1, "mma_sync": 1, "cp_async": 2, "cp_async_design": 2,
+                 "cp_async_ring": 2, "cp_async_figures": 2, "cp_async_show": 2, "tma": 3, "wgmma": 4,
                  "wgmma_peak": 4, "pipeline": 5, "warp_specialization": 6, "gemm": 6.5, "fp8": 7,
                  "swizzle": 7, "pitfalls": 8, "tcgen05": 9, "claims": 10}
 EVERY_CHAPTER = ("catalog", "suites", "__main__", "teaching")   # teaching: course-wide tools (runner, builds, grading, site)

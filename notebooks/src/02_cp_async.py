@@ -1,12 +1,15 @@
 # %% [markdown]
 # # 02 — `cp.async`: copies that run while the warps compute
 #
-# **Learning goal.** Remove chapter 01's register hop with `cp.async`, keep several k-tiles in
-# flight, and measure what that alone buys.
+# **Learning goal.** Keep several k-tiles' copies in flight while the warps compute, know when each
+# one has landed, and measure what that buys.
 #
-# **The story.** With **`cp.async`** (Ampere's asynchronous copy, `LDGSTS` in SASS) each thread
-# *issues* 16-byte copies from global straight into shared memory and goes on working. A ring of
-# [stages](../docs/glossary.md#stage) (shared-memory buffers, one k-tile each) keeps several copies in flight.
+# **The story.** In chapter 01 each warp loads a k-tile into registers, stores it to shared memory,
+# and only then computes. While its loads travel, the warp waits on its own data. With
+# **`cp.async`** (Ampere's asynchronous copy, `LDGSTS` in SASS) a thread *issues* a 16-byte copy
+# from global straight into shared memory and goes on working. A ring of
+# [stages](../docs/glossary.md#stage) (shared-memory buffers, one k-tile each) keeps the copies in
+# flight. That raises a new question: *when is the data there?*
 #
 # Deep dive: [02b — the Luo et al. microbenchmark](02b_cp_async_microbenchmark.ipynb) (shared
 # memory per ring, overlap by k-tile depth, a published microbenchmark repeated).
@@ -15,25 +18,45 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc import cp_async, mma_sync
-from asynctc.core import exercises, notebook, plots, records, sass
+from asynctc import cp_async, cp_async_figures, cp_async_ring, cp_async_show
+from asynctc.core import exercises, notebook, plots, records
 
 notebook.banner("sm_90a")
 
 # %% [markdown]
-# ## 1. The instructions
+# ## 1. The instructions, and when the data is there
 #
-# | PTX | what it does |
-# |---|---|
-# | `cp.async.cg.shared.global [dst], [src], 16` | starts a 16-byte copy; bypasses L1, never touches a register |
-# | `cp.async.commit_group` | closes a **group**: the copies this thread issued since its last commit |
-# | `cp.async.wait_group N` | waits until at most the N newest groups of this thread are pending |
-#
-# A wait covers only the calling thread's copies. The CTA still needs a `__syncthreads()` before
-# reading what other threads copied. (PTX ISA, *cp.async*.)
+# `cp.async.cg.shared.global [dst], [src], 16` starts a 16-byte copy. It bypasses L1 and never
+# touches a register. The course wraps it in one line of inline PTX:
 
 # %%
 notebook.show_source("ptx/cp_async.cuh", start=r"^// 16 bytes global -> shared, L2 only", end=r"^}")
+
+# %% [markdown]
+# The instruction returns at once. That is the point, and the problem. Below is a CPU model of
+# one thread's ring of 4 stages ([`asynctc/cp_async_ring.py`](../asynctc/cp_async_ring.py)). Each
+# copy lands 1300 clocks after it is issued. A k-tile's math takes 600. This consumer issues its
+# copies and computes without waiting. Each read is then multiplied into a small GEMM.
+
+# %%
+print(cp_async_ring.show(stages=4, wait=None, latency=1300, work=600))   # clocks
+
+# %% [markdown]
+# The first three k-tiles were read before anything had landed in their slots. The product is
+# wrong, and nothing said so: no fault, no error, just garbage in C. On a GPU the same race
+# depends on timing, so it can pass a test and fail the next run.
+#
+# Two more instructions tell a thread when its copies are there:
+#
+# | PTX | what it does |
+# |---|---|
+# | `cp.async.commit_group` | closes a **commit group**: the copies this thread issued since its last commit |
+# | `cp.async.wait_group N` | waits until at most the N newest groups of this thread are pending |
+#
+# `wait_group 0` is always safe, since it waits for every copy. But it also waits for copies of
+# later k-tiles, which should stay in flight. A wait covers only the calling thread's copies. The
+# CTA still needs a `__syncthreads()` before reading what other threads copied. (PTX ISA,
+# *cp.async*.)
 
 # %% [markdown]
 # ## 2. The multistage GEMM
@@ -72,12 +95,25 @@ ok = exercises.check("ch02.wait_n", answer, stages=4)
 #
 # With one stage (§4's `/s1` rungs) there is nothing to overlap. The kernel then takes its own
 # `#if STAGES == 1` loop: copy, `wait_group<0>`, sync, compute, sync. The `wait_group` line below
-# answers exercise 1.
+# answers exercise 1. So does the timeline after it, drawn from the model above. Each panel is one
+# choice of N with 4 stages. The black tick is when a k-tile lands, the line its compute may not
+# start before.
 
 # %% output answers a prediction
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
 if exercises.after("ch02.wait_n"):
     display(notebook.show_source(ck, start=r"// Prologue: k-tiles 0", end=r"^  cp_async_wait_all"))
+    runs = {f"wait_group {n}: {why}": cp_async_ring.run(4, n) for n, why in
+            ((0, "right, but the copies of later k-tiles are waited for too"),
+             (2, "right, and two groups stay in flight under the math"),
+             (3, "k-tile 0 is read before it lands"))}
+    fig = cp_async_figures.plot_group_timeline(runs, stages=4)
+    plt.show()
+
+# %% [markdown]
+# With N = 2 the compute runs back to back once the ring is full. With N = 0 the consumer also
+# waits for the copies it issued one k-tile earlier, so a hatched wait returns every k-tile. With
+# N = 3 the first read comes too early.
 
 # %% [markdown]
 # ### SASS: the register hop is gone
@@ -86,13 +122,7 @@ if exercises.after("ch02.wait_n"):
 # operands. `LDGSTS` does both in one instruction. `LDGDEPBAR` is the commit, and `DEPBAR` the wait.
 
 # %% output varies
-keys = ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS", "LDSM", "HMMA", "BAR")
-print(notebook.sass_table(mma_sync.compile_mma_sync("float16"), {k: sass.CLASSES[k] for k in keys}))
-print(notebook.sass_table(ck, {k: sass.CLASSES[k] for k in keys}))
-print(sass.excerpt(ck.sass(), r"LDGSTS|LDGDEPBAR|DEPBAR", context=0, limit=6))
-c1, c2 = sass.class_counts(mma_sync.compile_mma_sync("float16").sass()), sass.class_counts(ck.sass())
-assert c2["LDGSTS"] > 0 and c2["LDGDEPBAR"] > 0 and "LDG" not in c2 and "STS" not in c2
-assert c1["LDG"] > 0 and c1["STS"] > 0 and "LDGSTS" not in c1
+cp_async_show.sass_tables(ck)        # chapter 01's kernel, then this one; asserts the sentence above
 
 # %% [markdown]
 # How much shared memory each ring takes, and a tile refused before launch:
@@ -114,89 +144,63 @@ print(cp_async.tile_traffic(*TILE))
 
 # %% output varies
 rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)
-checks = rec.results["checks"]
-for c in checks[:: max(1, len(checks) // 8)]:
-    print(f"{c['dtype']:8s} M,N,K={str(tuple(c['shape'])):18s} {c['tile']:28s} max |C−ref|/(|A|·|B|) "
-          f"{c['max_err']:.1e} (tol {c['tol']:.1e})  {'passed' if c['passed'] else 'FAILED'}")
-assert checks and all(c["passed"] for c in checks)
+cp_async_show.checks(rec)            # a sample of the checks; raises if any failed
 
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
 #
-# One run, same inputs (median of 20, L2 flushed before each).
+# One run, same inputs (median of 20, L2 flushed before each). The k-tile depth BK is 64 or 32,
+# with 1 to 4 stages. **Predict before you look:** with BK = 64, does each added stage help? And
+# which BK gains more from a ring?
 
-# %% output varies
-fig = plots.throughput_by_size(cp_async.size_series(rec.results), record=rec,
-                               title="cp.async multistage GEMM, fp16")
-plt.show()
-print(cp_async.best_line(rec.results, "float16", 4096))   # every size and dtype: deep dive 02b §2
+# %% output answers a prediction
 rows = cp_async.stage_table(rec.results, "float16", 4096)   # one row per rung: BK, stages, TFLOP/s
 base = cp_async.best_rows(rec.results, "float16", "mma.sync")[4096]["tflops"]
 fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], baseline=base,
                    baseline_label="chapter 01", record=rec, title="Stages at 4096³ fp16")
 plt.show()
+print(cp_async.best_line(rec.results, "float16", 4096))   # every size and dtype: deep dive 02b §2
 
 # %% [markdown]
-# **What moved, and why.** Each row is a rung. The notes below explain the rows numbered 1–3.
-
-# %% output varies
-print(cp_async.stage_table_text(rec.results, "float16", 4096))
-
-# %% [markdown]
+# **What moved, and why.** Each row below is a rung. The table numbers three rows, and the note
+# under it states each one, generated from the record and checked against it.
+#
 # 1. **BK = 64, one stage.** Each CTA copies, waits, then computes. Only the SM's second CTA
 #    (`/2cta`) computes in the meantime. Chapter 01 also paid a register hop (`LDG`, `STS`).
-# 2. **BK = 32, one stage.** It waits twice as often for the same math. A ring in flight helps it most.
+# 2. **BK = 32, one stage.** It waits once per 32-deep k-tile, so as often again for the same
+#    math. A ring in flight helps it most.
 # 3. **BK = 64, four stages.** The ring takes 4 × 32 KiB, so only one CTA fits on an SM. No second
 #    CTA covers its waits. [02b §2](02b_cp_async_microbenchmark.ipynb) reads the sweep in full.
 
 # %% output varies
-for holds, sentence, numbers in cp_async.stage_notes(rec.results, "float16", 4096):
-    notebook.claim(holds, sentence, **numbers)        # each note, checked against the record
+cp_async_show.stages(rec)            # the table, then notes 1–3, each checked against the record
 
 # %% [markdown]
 # **Design it** (no grade). A model with two numbers. A BK = 64 k-tile costs the SM `W` clocks of
 # work (a BK = 32 one costs half). Its copies land `L` clocks after they are issued. With S stages
 # they have S − 1 k-tiles' time to land; with one stage the CTA copies, waits, then computes.
-# Set `BK` (32 or 64) and `S` (1–6). Which one binds, and does the record agree?
+#
+# Two runs of the table *identify* the numbers. BK = 64 with 3 stages gives `W`, since there the
+# copies never bind. BK = 32 with 1 stage then gives `L`. Every other run is held out: the model
+# predicts it, and the miss shows how far to trust it. Set `BK` (32 or 64) and `S` (1–6). Which one
+# binds, and does the record agree?
 
 # %% output varies
-BK, S = 64, 2
+BK, S = 32, 2
 print(cp_async.design(bk=BK, stages=S, record=rec))
 
 # %% [markdown]
 # **Why not chapter 01's ceiling?** That ceiling is `mma.sync` alone, with no memory traffic.
-# Count the clocks one k-tile of the best rung needs. First the math, at the ceiling's pace:
-
-# %% output varies
-tile, best, ceil = cp_async.ceiling_rows(rec.results, records.load("mma_sync").results["peak"])
-sm = rec.provenance["sm_count"]
-per_clk = lambda r: r["tflops"] * 1e12 / (sm * r["sm_mhz"] * 1e6)    # FLOP per clock per SM
-flop = 2 * tile.bm * tile.bn * tile.bk                               # one k-tile's math
-math = flop / per_clk(ceil)
-print(f"{tile.name}: {flop} FLOP / {per_clk(ceil):.0f} FLOP/clk = {math:.0f} clk")
-
-# %% [markdown]
-# Then shared memory. It serves 128 bytes per clock. `cp.async` writes each k-tile once, and
-# `ldmatrix` reads it twice.
-
-# %% output varies
-written = (tile.bm + tile.bn) * tile.bk * 2                          # cp.async: the A and B tiles, once
-smem_bytes = written + tile.warps * (tile.wm + tile.wn) * tile.bk * 2  # + ldmatrix: each warp its slices
-smem = smem_bytes / 128
-assert smem_bytes == 3 * written
-print(f"shared memory: {smem_bytes} B / 128 B/clk = {smem:.0f} clk")
-
-# %% [markdown]
+# Count the clocks one k-tile of the best rung needs. The math runs at the ceiling's pace.
+# Shared memory serves 128 bytes per clock. `cp.async` writes each k-tile once, and `ldmatrix`
+# reads it two more times. Each rate is per SM per clock, at its own run's measured SM clock, so a
+# [peak](../docs/glossary.md#peak) from another clock never enters.
+#
 # If the math and shared memory overlapped fully, a k-tile would take the longer of the two.
-# With no overlap it would take their sum. Measured:
+# With no overlap it would take their sum. The last line is the measurement.
 
 # %% output varies
-took = flop / per_clk(best)
-print(f"measured: {flop} FLOP / {per_clk(best):.0f} FLOP/clk = {took:.0f} clk")
-full, none = max(math, smem), math + smem                            # full overlap, no overlap
-_ = notebook.claim(full < took < none and smem > 0.8 * math,
-                   f"Verdict: the copies and the math overlap only in part; a k-tile takes "
-                   f"{took / full:.2f}× the time of full overlap.", math=math, smem=smem, took=took)
+cp_async_show.overlap(rec, records.load("mma_sync").results["peak"])
 
 # %% [markdown]
 # ## Exercises

@@ -14,7 +14,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from asynctc import cp_async
-from asynctc.core import notebook, records
+from asynctc.core import notebook, plots, records
 
 notebook.banner("sm_90a")
 rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)
@@ -118,10 +118,13 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
-# Every size and dtype of the core lesson's section 4: the best rung beside chapter 01 and cuBLAS,
-# and its share of the peak under both clocks (chapter 00).
+# Every size and dtype: the best rung beside chapter 01 and cuBLAS (the figure moved here from the
+# core lesson's section 4), and its share of the peak under both clocks (chapter 00).
 
 # %% output varies
+fig = plots.throughput_by_size(cp_async.size_series(rec.results), record=rec,
+                               title="cp.async multistage GEMM, fp16")
+plt.show()
 print(cp_async.summarize_cp_async(rec, microbench=False, cross_check=False))
 
 # %% [markdown]
