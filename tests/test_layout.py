@@ -166,3 +166,19 @@ def test_index_errors():
         t.byte_offset(4, 0)
     with pytest.raises(IndexError, match="col=8"):
         t.byte_offset(0, 8)
+
+
+def test_chapter_03_column_reads_per_swizzle_mode():
+    """03 §2's words: unswizzled, a chunk column of 8 rows repeats bank groups (8-way at 128-byte
+    rows, 4-way at 64, 2-way at 32); each swizzle mode, at its own row width, spreads every column
+    over the 8 groups, and 128B's column 0 is groups 0 to 7."""
+    for row_bytes, ways in ((128, 8), (64, 4), (32, 2)):
+        m = SmemTile(8, row_bytes // 2, "float16", 0).chunk_map() if row_bytes == 128 else None
+        lin = np.arange(8)[:, None] * row_bytes + np.arange(row_bytes // 16)[None, :] * 16
+        groups = (lin % 128) // 16                        # no swizzle: the byte offset is the address
+        assert all(8 // len(set(groups[:, c])) == ways for c in range(groups.shape[1]))
+        if m is not None:
+            assert (m == groups).all()
+        sw = SmemTile(8, row_bytes // 2, "float16", row_bytes).chunk_map()
+        assert all(sorted(sw[:, c]) == list(range(8)) for c in range(sw.shape[1]))
+    assert SmemTile(8, 64, "float16", 128).chunk_map()[:, 0].tolist() == list(range(8))

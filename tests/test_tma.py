@@ -421,3 +421,35 @@ def test_driver_args_are_the_encoders_arguments():
                 assert k["oob_fill"].name == ("NONE" if oob == "zero" else "NAN_REQUEST_ZERO_FMA")
                 assert k["data_type"].name == "BFLOAT16" and k["interleave"].name == "NONE"
                 assert k["box_dim"] == (8, 16)
+
+
+def test_plot_box_over_tensor_draws_the_map():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16", box=(128, 64),
+                        swizzle=128)
+    fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))
+    try:
+        axes = fig.get_axes() + [c for a in fig.get_axes() for c in a.child_axes]
+        titles = [a.get_title() for a in axes]
+        assert "global tensor 4096×4096 float16, row-major" in titles
+        assert titles.count("box 1 in shared memory: 16384 B") == 1
+        assert any("rows 4032–4159" in t for t in titles)          # the zoom on the edge box
+        texts = [t.get_text() for a in axes for t in a.texts]
+        assert "64 rows past the edge:\nfilled with zeros" in texts
+    finally:
+        plt.close(fig)
+
+
+def test_show_same_tiles_prints_table_and_verdict(capsys):
+    from asynctc.core import records
+    from asynctc.tma import equal_bytes as E
+    rows = []
+    for box, n in (("16x16", 512), ("64x64", 8192), ("128x64", 16384)):
+        for v, g in (("tma", 3600.0), ("cp_async", 3500.0)):
+            rows.append({"variant": v, "fp16_box": box, "box_bytes": n, "kinds": ["loads"],
+                         "in_flight_loads": 98304, "gbps": g})
+    E.show_same_tiles(records.Record("tma_equal", {}, {"copies": rows}))
+    out = capsys.readouterr().out
+    assert "the same within 5%" in out

@@ -60,3 +60,12 @@ def test_committed_record_holds_every_check():
     assert len(res["swizzle"]) == 2 * len(tma.swizzle_tiles())
     assert all(r["passed"] for r in res["swizzle"] + res["oob"])
     assert "H200" in rec.label() or rec.provenance.get("gpu")
+
+
+def test_show_lifecycle_raises_when_the_record_flips(capsys):
+    rec = records.load("tma_checks")
+    checks.show_lifecycle(rec)
+    assert "✓" in capsys.readouterr().out
+    bad = {**rec.results, "lifecycle": {**rec.results["lifecycle"], "boxes_ok": False}}
+    with pytest.raises(AssertionError, match="PTX ISA"):
+        checks.show_lifecycle(records.Record("tma_checks", rec.provenance, bad))

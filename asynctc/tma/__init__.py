@@ -49,7 +49,7 @@ from .launch import (  # noqa: F401
     MbarrierTimeout, StridedLoad, check_box_start, compile_tma, decode_error, expected_box,
     kernel_sass, load_box, load_strided, store_box, strided_box, swizzle_tiles)
 from .design import CopyDesign, design, design_survey  # noqa: F401  (chapter 03's "Design it")
-from .figures import plot_chunk_maps  # noqa: F401
+from .figures import plot_box_over_tensor, plot_chunk_maps  # noqa: F401
 from .lifecycle import LIFECYCLE, LIFECYCLE_OPEN, LifecycleRun, lifecycle_table, mbarrier_lifecycle  # noqa: F401
 from .maps import driver_args, driver_args_table, encode, make_tensor_map, tensor_map_for_tile  # noqa: F401
 from .suite import (  # noqa: F401

@@ -91,6 +91,17 @@ def oob_lines(results: dict) -> list[str]:
             for r in results["oob"]]
 
 
+def show_lifecycle(rec: records.Record) -> None:
+    """Chapter 03 §3's cell: the record's label and its life-cycle table. Raises AssertionError
+    unless every recorded step matched the PTX ISA's answer and both boxes read back intact: the
+    markdown after the cell states both as fixed sentences ("✓ marks the PTX ISA's answer",
+    "step 6 waits in vain, on purpose"), so a re-measurement that flips either stops the notebook."""
+    lc = rec.results["lifecycle"]
+    print(rec.label())
+    print(lifecycle_table(lc["steps"]))
+    assert lc["passed"] and lc["boxes_ok"], "the recorded life cycle differs from the PTX ISA's rule"
+
+
 def summarize_tma_checks(rec: records.Record) -> str:
     res = rec.results
     ok = res["lifecycle"]["passed"] and all(r["passed"] for r in res["swizzle"] + res["oob"])

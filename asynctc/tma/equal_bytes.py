@@ -277,3 +277,15 @@ def same_tiles_verdict(rows: list[dict], box: str = "128x64", within: float = 0.
             f"{head}: the same within {within:.0%}. TMA gains instructions there (1 instead of "
             f"{r['cp_async']}), not bandwidth.",
             f"{head}: TMA is {r['ratio']:.2f}× cp.async, from 1 instruction instead of {r['cp_async']}.")
+
+
+def show_same_tiles(eq) -> None:
+    """Chapter 03 §4's cell: the ``tma_equal`` record ``eq``'s label, :func:`same_tiles_table` and
+    the verdict sentence at chapter 05's 128×64 box, generated from the record
+    (:func:`same_tiles_verdict` through :func:`asynctc.core.notebook.verdict`)."""
+    from IPython.display import Markdown, display
+    from ..core import notebook
+    rows = same_tiles(eq.results)
+    print(eq.label())
+    display(Markdown(same_tiles_table(rows)))
+    notebook.verdict(*same_tiles_verdict(rows))

@@ -30,3 +30,72 @@ def plot_chunk_maps(swizzles=(0, 32, 64, 128), rows: int = 8, dtype: str = "floa
     fig.suptitle("Bank group (16-byte chunk of the 128-byte line) of each chunk, from "
                  "asynctc.models.layout")
     return fig
+
+
+def plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032)):
+    """Where one TMA load reads and writes, for a 2-D map ``spec`` (a validated
+    :class:`~asynctc.models.tensor_map.TensorMapSpec`, e.g. from :func:`asynctc.tma.validate`).
+    Left: the global tensor (``spec.shape`` rows × columns, row pitch ``spec.strides[0]`` bytes)
+    with two boxes, one at ``at`` and one at ``edge`` (coordinates (c0, c1) = (column, row), the
+    innermost first as ``tma_load_2d`` takes them). Right: each box as it lands in shared memory,
+    ``spec.box`` rows × (box columns × element size) bytes; the part of a box past the tensor's
+    edge is filled (zeros, ``CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE``; PTX ISA "Tensor copy
+    restrictions", out-of-bound access) and still counts in the box's bytes. Draws only; returns
+    the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import ConnectionPatch, Rectangle
+    rows, cols = spec.shape
+    br, bc = spec.box
+    item = spec.dtype.itemsize
+    fig = plt.figure(figsize=(13, 4.4), layout="constrained")
+    gs = fig.add_gridspec(1, 3, width_ratios=(1.6, 1, 1))
+    g = fig.add_subplot(gs[0])
+    g.add_patch(Rectangle((0, 0), cols, rows, fc="0.93", ec="k"))
+    for x in range(0, cols + 1, bc * 8):
+        g.axvline(x, color="0.8", lw=0.4)
+    for y in range(0, rows + 1, br * 4):
+        g.axhline(y, color="0.8", lw=0.4)
+    g.set_xlim(-cols * 0.03, cols * 1.03)
+    g.set_ylim(rows * 1.1, -rows * 0.03)
+    g.set_xlabel(f"column (c0), {cols} of them, contiguous: {item} B apart")
+    g.set_ylabel(f"row (c1): {spec.strides[0]} B apart (globalStrides)")
+    g.set_title(f"global tensor {rows}×{cols} {spec.dtype.name}, row-major", fontsize=10)
+    panels = []
+    for k, ((c0, c1), colour) in enumerate(zip((at, edge), ("tab:blue", "tab:orange"))):
+        inside = max(0, min(br, rows - c1))
+        g.add_patch(Rectangle((c0, c1), bc, br, fc=colour, ec=colour, lw=1.5, alpha=0.8))
+        if inside < br:
+            g.add_patch(Rectangle((c0, c1 + inside), bc, br - inside, fc="white", ec=colour,
+                                  hatch="///", lw=1.5))
+        g.annotate(f"box at (c0={c0}, c1={c1})", (c0 + bc, c1), xytext=(c0 + bc + cols * 0.04,
+                   c1 - rows * 0.06 * k), fontsize=9, color=colour, va="center")
+        if inside < br:                     # a zoom on the edge: the box's rows past the last row
+            z = g.inset_axes([0.5, 0.35, 0.45, 0.4])
+            z.add_patch(Rectangle((0, 0), cols, rows, fc="0.93", ec="k"))
+            z.add_patch(Rectangle((c0, c1), bc, inside, fc=colour, alpha=0.8))
+            z.add_patch(Rectangle((c0, c1 + inside), bc, br - inside, fc="white", ec=colour,
+                                  hatch="///"))
+            z.set_xlim(c0 - 2 * bc, c0 + 3 * bc)
+            z.set_ylim(rows + br, c1 - br)
+            z.set_title(f"zoom: rows {c1}–{c1 + br - 1}, the tensor ends at {rows}", fontsize=8)
+            z.tick_params(labelsize=7)
+            g.indicate_inset_zoom(z, edgecolor=colour)
+        s = fig.add_subplot(gs[k + 1])
+        s.add_patch(Rectangle((0, 0), bc * item, inside, fc=colour, alpha=0.8))
+        if inside < br:
+            s.add_patch(Rectangle((0, inside), bc * item, br - inside, fc="white", ec=colour,
+                                  hatch="///"))
+            s.text(bc * item / 2, (inside + br) / 2, f"{br - inside} rows past the edge:\nfilled with zeros",
+                   ha="center", va="center", fontsize=9, bbox=dict(fc="white", ec="none"))
+        s.set_xlim(0, bc * item)
+        s.set_ylim(br, 0)
+        s.set_xlabel(f"byte in the row (box: {bc} × {item} B = {bc * item} B)")
+        s.set_ylabel(f"row of the box ({br})")
+        s.set_title(f"box {k + 1} in shared memory: {spec.box_bytes} B", fontsize=10)
+        panels.append(s)
+        fig.add_artist(ConnectionPatch((c0 + bc, c1 + br / 2), (0, br / 2), "data", "data", axesA=g,
+                                       axesB=s, arrowstyle="->", color=colour, lw=1.5))
+    fig.suptitle("A TMA load copies one box of the tensor into shared memory; expect_tx counts "
+                 "every byte of the box, zeros included (unswizzled view: §2 adds the swizzle)",
+                 fontsize=11)
+    return fig

@@ -1,86 +1,76 @@
 # %% [markdown]
 # # 03 — TMA and mbarrier: one thread moves a whole tile
 #
-# **Learning goal.** Describe a tile copy to the Tensor Memory Accelerator, know where its bytes land
-# in shared memory, and wait for them with an mbarrier.
+# **Learning goal.** Describe a tile copy to the Tensor Memory Accelerator, see where its bytes
+# land, and wait for them with an mbarrier.
 #
-# **The story.** [TMA](../docs/glossary.md#tma) is a copy engine. A [*tensor map*](../docs/glossary.md#tensor-map) describes a tensor in global memory and
-# the [*box*](../docs/glossary.md#box) (tile) one copy moves. One thread issues `cp.async.bulk.tensor`, and an
-# [*mbarrier*](../docs/glossary.md#mbarrier) (a barrier object in shared memory) counts the bytes as they land.
+# **The story.** Chapter 02 filled a stage with 128 threads' 16-byte copies.
+# [TMA](../docs/glossary.md#tma) needs one instruction. A [*tensor map*](../docs/glossary.md#tensor-map)
+# describes a tensor in global memory, and a [*box*](../docs/glossary.md#box) is the tile one copy
+# moves. No thread carries the bytes, so an [*mbarrier*](../docs/glossary.md#mbarrier) (a barrier
+# object in shared memory) counts them.
 #
 # Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
 
 # %% output varies
-from IPython.display import Markdown
-
 from asynctc.core import exercises, notebook, records
 from asynctc import tma
-from asynctc.models import banks
+from asynctc.models import ordering
 
 notebook.banner("sm_90a")
 
 # %% [markdown]
 # ## 1. Tensor maps, validated before the driver sees them
 #
-# The driver's `cuTensorMapEncodeTiled` answers any bad argument with a bare
-# `CUDA_ERROR_INVALID_VALUE`, so `asynctc.tma` checks every rule in Python first. Below: chapter
-# 05's A map, the driver's arguments for it, then one field broken. The driver lists dimensions
-# innermost (contiguous) first, so `globalDim` is (columns, rows).
+# The driver answers any bad argument with a bare `CUDA_ERROR_INVALID_VALUE`, so `tma.validate`
+# checks every rule first and names the field it refuses ([03b §1](03b_tma_boxes.ipynb) breaks
+# some). Below, chapter 05's A map, drawn. TMA names the contiguous dimension first, so (c0, c1)
+# is (column, row). Box 2 hangs 64 rows past the edge. TMA fills them with zeros and still counts
+# their bytes.
 
-# %%
-good = dict(address=0x7F0000000000, shape=(4096, 4096), dtype="float16", box=(128, 64), swizzle=128)
-spec = tma.validate(**good)
-print(spec.smem_tile().describe(), "| expect_tx:", spec.box_bytes, "bytes\n")
-print(tma.driver_args_table(spec))
-try:
-    tma.validate(**{**good, "box": (128, 128)})         # one field changed
-except tma.TensorMapError as e:
-    print("\nTensorMapError:", e)
+# %% output varies
+spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16", box=(128, 64), swizzle=128)
+fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, c1) of each box
 
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
 #
-# Shared memory has 32 banks of 4 bytes, so a 128-byte row covers each bank once. Read one
-# 16-byte chunk down 8 such rows and you hit the same 4 banks 8 times. That is an 8-way
-# [bank conflict](../docs/glossary.md#bank-conflict).
+# Shared memory has 32 banks of 4 bytes. Two lanes reading different words of one bank wait for
+# each other, a [bank conflict](../docs/glossary.md#bank-conflict). A 16-byte chunk spans 4 banks,
+# a *bank group*, and a 128-byte line has 8 groups.
 #
-# The 128-byte [swizzle](../docs/glossary.md#swizzle) XORs a chunk's index in its row with the
-# row index mod 8. Bytes keep their place inside a chunk. The 8 reads now hit 8 different bank
-# groups (checked on the GPU in [03b §3](03b_tma_boxes.ipynb)).
+# `ldmatrix` (chapter 01) reads one chunk from each of 8 rows. Each panel shows 8 rows of a box,
+# each as wide as the swizzle span. A cell's number and colour give its bank group. A column of
+# one colour is an 8-way conflict; 8 colours are conflict-free.
+#
+# * **No swizzle.** Every 128-byte row starts at bank 0, so a column is one colour.
+# * **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row index mod 8.
+#   Bytes keep their place in the chunk. Column 0 covers groups 0 to 7, all 32 banks.
+# * **32B and 64B swizzle** serve narrow boxes, 4 or 2 rows per line. Unswizzled, a column would
+#   repeat groups (2- or 4-way). Flipping chunk bits in the later rows spreads it over 8 groups.
+#
+# The GPU agrees byte for byte ([03b §3](03b_tma_boxes.ipynb), where you can also try each mode).
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 
 # %% [markdown]
-# **Try it: change `SWIZZLE` and `ROW_BYTES` and re-run.** `SWIZZLE = 0` brings back the 8-way
-# conflict; then try `ROW_BYTES = 64`.
-
-# %%
-SWIZZLE = 128                             # 0, 32, 64 or 128
-ROW_BYTES = 128                           # 16 … 128
-print(banks.chunk_columns(SWIZZLE, ROW_BYTES))
-
-# %% [markdown]
 # ## 3. The mbarrier life cycle
 #
-# An mbarrier counts two things per *phase* (one round of use):
+# **Why a new barrier.** The thread that issues `cp.async.bulk.tensor` moves on at once.
+# `__syncthreads` waits for threads, and no thread carries these bytes. An mbarrier is told how many
+# bytes to expect, and the copy engine counts them off. In chapter 05's ring one barrier guards
+# every fill of its stage. A plain "ready" flag would still say "ready" from the last fill, so an
+# mbarrier numbers its rounds, its *phases*.
 #
-# | counter | set by | lowered by |
-# |---|---|---|
-# | pending arrivals | `init` | each thread's `arrive` |
-# | pending bytes, the **tx-count** | [`expect_tx`](../docs/glossary.md#expect_tx) | each TMA copy's `complete_tx` |
-#
-# When both reach zero, the phase completes and the next one opens. Phases are numbered 0, 1, 2, …
-# A wait does not name a phase. It names a [*phase parity*](../docs/glossary.md#phase-parity) P,
-# a phase's number mod 2.
-#
-# **An example.** A barrier has completed phases 0 and 1. Phase 2 is open.
-#
-# * A wait on parity 1 passes, because phase 1 is complete.
-# * A wait on parity 0 waits, because parity 0 now means the open phase 2.
+# A phase counts pending arrivals (set by `init`, lowered by each `arrive`) and pending bytes, the
+# **tx-count** (set by [`expect_tx`](../docs/glossary.md#expect_tx), lowered by each copy's
+# `complete_tx`). When both reach zero, the phase completes and the next opens. A wait names a
+# [*phase parity*](../docs/glossary.md#phase-parity) P, the phase's number mod 2.
 #
 # **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*). A wait on parity P passes unless the open
-# phase has parity P.
+# phase has parity P. With phases 0 and 1 complete and 2 open, a wait on 1 passes and a wait on 0
+# waits.
 
 # %% [markdown]
 # **The load path in code.** `tma_load_dump` (`kernels/tma.cu`) loads one box as chapters 05 and 06
@@ -93,51 +83,48 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
     more=(("ptx/mbarrier.cuh", r"bool mbarrier_wait_parity_bounded", r"^}"),))
 
 # %% [markdown]
-# Reading the listing:
+# The map is passed by value (`__grid_constant__`). Thread 0's `expect_tx` is the barrier's one
+# arrival. The wait is **bounded** (`max_tries` rounds or 2 s), so a wrong byte count or parity
+# cannot hang the GPU.
 #
-# * The tensor map is passed by value (`__grid_constant__`). Thread 0 initialises the barrier with
-#   1 arrival, its own `expect_tx`.
-# * Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
-#   [*async proxy*](../docs/glossary.md#proxy). Only a fence orders the two.
-# * The wait is **bounded** (`max_tries` rounds or 2 s), so a wrong byte count or parity cannot
-#   hang the GPU.
+# **Why a proxy fence.** Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
+# [*async proxy*](../docs/glossary.md#proxy). `__syncthreads` orders threads, not proxies. Without
+# the listing's `fence_proxy_async_shared_cta`, the sentinel bytes could land after TMA's. A TMA
+# store of a tile that threads just wrote has the same hazard. The ordering model (chapter 08's
+# checker) finds it, then checks the fix:
+
+# %%
+broken = [("st", "tile"), ("sync", None), ("tma_store", "tile")]
+fixed = [("st", "tile"), ("fence_proxy", None), ("sync", None), ("tma_store", "tile")]
+for program in (broken, fixed):
+    print([op for op, _ in program], "→", [h.why for h in ordering.check(program)] or "no hazard")
 
 # %% [markdown]
+# Such a bug often passes by luck. An sglang report (PR 39124) saw it fail 86 runs in 100 on a B300.
+#
 # `mbarrier_lifecycle` runs the cycle on the GPU. After each step, would a wait on parity 0 and on
 # parity 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
 
 # %% output varies
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
-lc = crec.results["lifecycle"]
-print(crec.label())
-print(tma.lifecycle_table(lc["steps"]))
-assert lc["passed"] and lc["boxes_ok"]                # every step as expected, the boxes read back intact
+tma.checks.show_lifecycle(crec)          # raises if a step or a box read back differs from the PTX ISA
 
 # %% [markdown]
-# Step 3 is the example above. At step 0, on a fresh barrier, wait(1) passes. So a producer that
+# Step 3 is the rule's example. At step 0, on a fresh barrier, wait(1) passes. So a producer that
 # waits for an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)).
 
 # %% [markdown]
 # ## 4. TMA against cp.async, the same tiles
 #
-# In chapter 02, 128 threads fill a stage with 16-byte `cp.async` copies. TMA needs one instruction
-# from one thread. The table counts both per box and compares bandwidth. The record
-# `tma_equal` ([03b §2](03b_tma_boxes.ipynb)) copied 256 MiB box by box both ways.
+# The record `tma_equal` ([03b §2](03b_tma_boxes.ipynb)) copied 256 MiB box by box both ways, with
+# equal bytes in flight per SM.
+#
+# **Predict first.** At chapter 05's 128×64 box, cp.async needs 1024 instructions and TMA one.
+# Does TMA move more GB/s, or about the same? At a tiny 16×16 box? Decide, then run.
 
-# %% output varies
+# %% output answers a prediction
 eq = records.load("tma_equal")
-rows = tma.equal_bytes.same_tiles(eq.results)     # per box: instructions and GB/s, both ways
-print(eq.label())
-display(Markdown(tma.equal_bytes.same_tiles_table(rows)))
-_ = notebook.verdict(*tma.equal_bytes.same_tiles_verdict(rows))
-
-# %% [markdown]
-# **Design it** (no grade). Little's law: bandwidth = bytes in flight ÷ their round trip time.
-# How many KiB in flight per SM reach 90 % of the device copy?
-
-# %% output varies
-BOX, S, CTAS = (128, 64), 2, 6           # fp16 box, stages, CTAs/SM (§4's run)
-print(tma.design(box=BOX, stages=S, ctas=CTAS, equal=eq))
+tma.equal_bytes.show_same_tiles(eq)      # per box: instructions and GB/s both ways, and the verdict
 
 # %% [markdown]
 # ## Exercises
@@ -148,8 +135,8 @@ print(tma.design(box=BOX, stages=S, ctas=CTAS, equal=eq))
 # `full_bar`, covers both. `stage` and `full_bar` are `u32` shared-memory addresses.
 #
 # Write the lines of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with
-# `tma_load_2d(dst, map, bar, c0, c1)`. As in section 1, **c0 is the innermost (contiguous)
-# coordinate**, here the column along K. c1 is the row.
+# `tma_load_2d(dst, map, bar, c0, c1)`. As in section 1's figure, **c0 is the column** (along K)
+# and c1 the row.
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""
@@ -186,9 +173,6 @@ def swizzle_128b(offset):
 
 ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bits: offset ^ ((offset >> 7) & 7) << 4
 
-# %% output varies tags=["solution"]
-print(tma.design_survey(equal=eq))                 # §4's "Design it": every recorded TMA design, model beside record
-
 # %% [markdown]
 # ## Worklog
 
@@ -198,8 +182,8 @@ from asynctc.core import worklog
 worklog.show("03")
 
 # %% [markdown]
-# **Your GEMM so far**, with your stage fill and swizzle: one tile on the CPU, checked against float64.
-# Deep dive [06e](06e_your_gemm_on_the_cpu.ipynb) runs this tile, and shows how to read it.
+# **Your GEMM so far**, with your stage fill and swizzle: one tile on the CPU, checked against
+# float64 (read it in deep dive [06e](06e_your_gemm_on_the_cpu.ipynb)).
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far

@@ -8,7 +8,8 @@
 # adds:** boxes that hang past the tensor's edge, with two faults the documentation did not warn of,
 # and boxes that skip rows (element strides); the three copies compared box size by box size and at
 # equal bytes in flight, against the claim that TMA does not pay off for small boxes; and, moved from
-# the core lesson, the swizzle model checked on the GPU and the life cycle in SASS.
+# the core lesson, refused tensor maps, the bytes-in-flight "Design it", the swizzle model checked
+# on the GPU (with a try-it) and the life cycle in SASS.
 
 # %% output varies
 import numpy as np
@@ -16,6 +17,7 @@ import matplotlib.pyplot as plt
 
 from asynctc.core import notebook, records, runtime
 from asynctc import tma
+from asynctc.models import banks
 from asynctc.models.layout import SmemTile
 
 notebook.banner("sm_90a")
@@ -68,7 +70,10 @@ except ValueError as e:
 # %% [markdown]
 # A box can also skip rows: *element strides* (a tensor-map field) load every s-th element of a
 # dimension, so fewer bytes land and `expect_tx` shrinks with them. The innermost stride must be 1:
-# the driver ignores it and would load the whole row, so `validate` refuses it.
+# the driver ignores it and would load the whole row, so `validate` refuses it. Moved here from the
+# core lesson's §1: the driver's `cuTensorMapEncodeTiled` answers a bad field with a bare
+# `CUDA_ERROR_INVALID_VALUE`, `validate` with the field, the value and the rule. Last, the core's
+# A map with a box too wide for its swizzle.
 
 # %%
 good = dict(address=0x7F0000000000, shape=(4096, 4096), dtype="bfloat16", box=(64, 64), swizzle=128)
@@ -78,6 +83,12 @@ try:
     tma.validate(**good, element_strides=(1, 2))
 except tma.TensorMapError as e:
     print("TensorMapError:", e)
+a_map = dict(address=0x7F0000000000, shape=(4096, 4096), dtype="float16", box=(128, 64), swizzle=128)
+print("\n" + tma.driver_args_table(tma.validate(**a_map)))      # the driver's arguments, innermost first
+try:
+    tma.validate(**{**a_map, "box": (128, 128)})                 # one field changed
+except tma.TensorMapError as e:
+    print("\nTensorMapError:", e)
 
 # %% [markdown]
 # ## 2. By box size
@@ -200,6 +211,19 @@ _ = notebook.verdict(
     f"as the claim predicts{caveat}.")
 
 # %% [markdown]
+# **Design it** (moved here from the core lesson's §4, no grade). Little's law: bandwidth = bytes in
+# flight ÷ their round trip time. How many KiB in flight per SM reach 90 % of the device copy? The
+# latency L is fitted on one run only, the 16×16 box with 8 CTAs per SM. The run below was not
+# used to fit it, so its last line is a held-out test of the model.
+
+# %% output varies
+BOX, S, CTAS = (128, 64), 2, 6           # fp16 box, stages, CTAs/SM (the core lesson's §4 run)
+print(tma.design(box=BOX, stages=S, ctas=CTAS, equal=eq))
+
+# %% output varies tags=["solution"]
+print(tma.design_survey(equal=eq))                 # "Design it": every recorded TMA design, model beside record
+
+# %% [markdown]
 # ## 3. The swizzle model on the GPU, the life cycle in SASS
 #
 # Three checks moved here from the core lesson [03](03_tma_mbarrier.ipynb) (sections 2 and 3). The
@@ -212,6 +236,15 @@ for sw in (0, 128):
     print(f"swizzle {sw:3d}: 16-byte column read {t.conflicts(range(8), [0] * 8, 16)}-way, "
           f"4-byte column read {t.conflicts(range(32), [0] * 32, 4)}-way, "
           f"base alignment {t.required_alignment} B")
+
+# %% [markdown]
+# **Try it: change `SWIZZLE` and `ROW_BYTES` and re-run** (moved here from the core lesson's §2).
+# `SWIZZLE = 0` brings back the 8-way conflict; then try `ROW_BYTES = 64`, with swizzle 0 and 64.
+
+# %%
+SWIZZLE = 128                             # 0, 32, 64 or 128
+ROW_BYTES = 128                           # 16 … 128
+print(banks.chunk_columns(SWIZZLE, ROW_BYTES))
 
 # %%
 from asynctc.core import sass
