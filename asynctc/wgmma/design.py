@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from ..core import bench
+from ..core import bench, notebook
 from ..models import descriptors as dsc
 from ..why_async import SMEM_BYTES_PER_CLK_SM
 from .config import SOURCES
@@ -199,6 +199,7 @@ def design_survey(record=None, within: float = 0.05) -> str:
     return "\n".join(lines)
 
 
+@notebook.guards
 def small_n_table(results: dict, dtype: str = "float16", fit_n: int = 8, held_out=(16, 32),
                   within: float = 0.05) -> str:
     """Chapter 04 §8's RS/SS argument as a table, from a "wgmma" record: for each recorded N (one
@@ -208,9 +209,11 @@ def small_n_table(results: dict, dtype: str = "float16", fit_n: int = 8, held_ou
     to predict the RS runs at ``held_out`` (clocks = the larger of that floor, the Tensor Cores' N/2
     and shared memory's N/4), with each prediction's miss.
 
-    Raises :class:`AssertionError` unless the record still supports what §8 states: every SS point
-    within ``within`` of the model; RS faster than SS at N = 8, 16 and 32; RS below 0.8 of the model
-    at N = 8 and 16; each held-out RS prediction within ``within`` of its run."""
+    Guards §8's markdown before its cell (:func:`asynctc.core.notebook.guards`): raises
+    :class:`AssertionError` unless the record still supports what it states — "SS follows the model
+    at every N, within 5 %" (every SS point within ``within``); "RS beats SS up to N = 32" (at N = 8,
+    16 and 32); "at N = 8 and 16 RS falls far short of the model" (below 0.8 of it); and the
+    held-out predictions it prints each within ``within`` of their run."""
     m = {(r["n"], r["source"]): r for r in smem_model_rows(results, dtype) if r["chains"] == 1}
     ns = sorted({n for n, _ in m})
     lines = [f"{'N':>4s} {'SS run':>7s} {'model':>6s} {'RS run':>7s} {'model':>6s}   (FLOP/clk/SM)"]

@@ -36,7 +36,7 @@ notebook.banner("sm_90a")
 # it, `wgmma.commit_group` closes a batch, `wgmma.wait_group N` leaves at most N in flight.
 
 # %% [markdown]
-# ## 2. Why a descriptor, and what it holds
+# ## 2. Why a descriptor, and its fields
 #
 # In chapter 01 each thread loaded its own fragment with `ldmatrix`, so the code knew the layout.
 # wgmma has no such step: the Tensor Cores fetch A and B from shared memory themselves. Only a
@@ -55,8 +55,8 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts what the text sa
 # ([04b](04b_wgmma_anatomy.ipynb) §3 runs it).
 #
 # So the descriptor states the layout: five fields of one 64-bit register (PTX ISA
-# §9.7.15.5.1.2.2), offsets in 16-byte units. They step between
-# [core matrices](../docs/glossary.md#core-matrix), blocks of 8 rows × 16 bytes. Below, the right
+# §9.7.15.5.1.2.2), offsets in 16-byte units. They step between blocks of 8 rows × 16 bytes, each
+# a [core matrix](../docs/glossary.md#core-matrix). Below, the right
 # descriptor at address 0x2000, and the tile drawn without and with swizzle (dashed: one k16 step).
 #
 # * Without swizzle, TMA stores 16-byte-wide boxes. [SBO](../docs/glossary.md#sbo) steps 8 rows
