@@ -145,14 +145,14 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # %% [markdown]
 # The first `wgmma.mma_async`: in braces D, 32 fp32 registers per thread (N/2); the A and B
 # descriptors; `p`, scale-d (0: overwrite D, 1: add); `1, 1` no negation; `0, 0` K-major. In the
-# SASS, `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `WARPGROUP.DEPBAR.LE gsb0` the wait; the
-# last `HGMMA`'s `gsb0` is the commit.
+# SASS, `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `WARPGROUP.DEPBAR.LE gsb0` the wait;
+# the commit is the `gsb0` on the last `HGMMA`.
 
 # %% [markdown]
 # ## 6. Where the accumulator lives
 #
-# D's 64×N fp32 values are spread over the 128 threads, N/2 registers each (PTX ISA §9.7.15.5.1.1,
-# the D fragment). Write w = thread // 32 (the warp), lane = thread % 32, g = lane // 4, t = lane % 4:
+# D's 64×N fp32 values are spread over the 128 threads, N/2 registers each (PTX ISA §9.7.15.5.1.1).
+# Write w = thread // 32 (the warp), lane = thread % 32, g = lane // 4, t = lane % 4:
 #
 # * warp w holds rows 16w…16w+15;
 # * lane 4g + t holds rows g and g + 8 of that block, columns 2t and 2t + 1, and the same again
