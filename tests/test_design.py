@@ -137,3 +137,24 @@ def test_wgmma_design_says_why_rs_small_n_misses_in_place(wg):
         last = wgmma.design(n, "registers", record=wg).text().splitlines()[-1]
         assert f"it took {floor:.0f} clk per wgmma" in last and "fixed cost" in last and "04b §4" in last
     assert "fixed cost" not in wgmma.design(8, "smem", record=wg).text()
+
+
+# -- chapter 04 §2 and §8: the helpers that assert what the lesson's markdown states --------------
+
+def test_wrong_reads_shows_the_misread_rows():
+    text = wgmma.wrong_reads(rows=(0, 1, 8))
+    assert text.splitlines()[2].split()[:3] == ["A[1][0]", "A[1][0]", "A[0][32]"]   # half a 128-byte row on
+    assert text.splitlines()[3].split()[-1] == "A[4][0]"                          # SBO 512: row 8 reads row 4
+    assert "0 of 1024" in text and "896 of 1024" in text
+
+
+def test_small_n_table_fits_on_n8_and_fails_loudly_when_the_record_flips(wg):
+    import copy
+    text = wgmma.small_n_table(wg.results)
+    assert "fitted on N = 8 alone" in text and "RS N = 16: predicted" in text
+    flipped = copy.deepcopy(wg.results)
+    for r in flipped["throughput"]:             # RS as slow as SS at N = 16: §8's "RS beats SS" fails
+        if (r["dtype"], r["n"], r["source"]) == ("float16", 16, "registers"):
+            r["flop_per_clk_sm"] = 1500.0
+    with pytest.raises(AssertionError):
+        wgmma.small_n_table(flipped)

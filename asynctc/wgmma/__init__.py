@@ -25,8 +25,10 @@ What lives where (every name below is re-exported here: ``from asynctc import wg
   (:func:`tma_configs`, :func:`run_tile_tma`, :func:`verify_tile_tma`). Tests that fake the device
   patch ``DeviceArray`` and ``_tensor_map`` here, on ``asynctc.wgmma.launch``.
 * ``design.py`` — chapter 04's "Design it": :func:`design` (one N and operand source through the
-  bytes model of §8, beside the record), :func:`design_survey`, and the model itself.
-* ``mismatch.py`` — :class:`MismatchResult`, :func:`mismatch_demo`.
+  bytes model of §8, beside the record), :func:`design_survey`, the model itself, and
+  :func:`small_n_table` (§8's SS/RS table and the held-out test of the fitted RS floor).
+* ``mismatch.py`` — :class:`MismatchResult`, :func:`mismatch_demo`; :func:`wrong_reads` (chapter
+  04 §2's table: what a wrong swizzle field or SBO makes wgmma read).
 * ``figures.py`` — :func:`plot_layouts` (arrows from :func:`offset_steps`),
   :func:`offsets_table`, :func:`plot_mismatch`,
   :func:`plot_accumulator` (who holds each accumulator element),
@@ -43,7 +45,7 @@ from ..core import runtime  # noqa: F401  (notebooks/04 asks W.runtime.runs_live
 from . import exercises  # noqa: F401  (registers the chapter's exercises)
 from .config import (  # noqa: F401
     DTYPES, N_VALUES, SOURCES, SWIZZLES, TILE_TOLERANCE, TileConfig, np_dtype, supported_configs)
-from .design import WgmmaDesign, design, design_survey  # noqa: F401  (chapter 04's "Design it")
+from .design import WgmmaDesign, design, design_survey, small_n_table  # noqa: F401  (chapter 04 §8)
 from .exercises import descriptor_diagnosis  # noqa: F401
 from .figures import (  # noqa: F401
     clock_note, goal_note, offsets_table, peak_lines, peak_row, plot_accumulator, plot_layouts, plot_mismatch)
@@ -51,4 +53,4 @@ from .launch import (  # noqa: F401
     FP8_ACC_U, compare_tile, compile_tile, random_tile_operands, run_tile, run_tile_tma, tile_images,
     tile_modules, tile_reference, tile_scale, tile_tolerance, tma_configs, tma_entry, tma_geometry,
     tma_globals, verify_tile, verify_tile_tma)
-from .mismatch import MismatchResult, mismatch_demo  # noqa: F401
+from .mismatch import MismatchResult, mismatch_demo, wrong_reads  # noqa: F401

@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from ..core import bench
+from ..core import bench, notebook
 from ..models import descriptors as dsc
 from ..why_async import SMEM_BYTES_PER_CLK_SM
 from .config import SOURCES
@@ -196,4 +196,44 @@ def design_survey(record=None, within: float = 0.05) -> str:
                         f"the record says each wgmma costs {rs_clocks_floor(rec.results):.1f} clk "
                         "whatever its work, a fixed cost the model lacks (04b §4 fits it)."
                         if rs else "Not only RS at small N: the model lacks more than a fixed cost."))
+    return "\n".join(lines)
+
+
+@notebook.guards
+def small_n_table(results: dict, dtype: str = "float16", fit_n: int = 8, held_out=(16, 32),
+                  within: float = 0.05) -> str:
+    """Chapter 04 §8's RS/SS argument as a table, from a "wgmma" record: for each recorded N (one
+    accumulator, two CTAs per SM), SS and RS measured FLOP/clk/SM beside the bytes model
+    (:func:`smem_model_flop_per_clk_sm`, two hardware rates, nothing fitted). Then the one number
+    the model lacks, RS's fixed clocks per wgmma, fitted on the RS run at ``fit_n`` only, and used
+    to predict the RS runs at ``held_out`` (clocks = the larger of that floor, the Tensor Cores' N/2
+    and shared memory's N/4), with each prediction's miss.
+
+    Guards §8's markdown before its cell (:func:`asynctc.core.notebook.guards`): raises
+    :class:`AssertionError` unless the record still supports what it states — "SS follows the model
+    at every N, within 5 %" (every SS point within ``within``); "RS beats SS up to N = 32" (at N = 8,
+    16 and 32); "at N = 8 and 16 RS falls far short of the model" (below 0.8 of it); and the
+    held-out predictions it prints each within ``within`` of their run."""
+    m = {(r["n"], r["source"]): r for r in smem_model_rows(results, dtype) if r["chains"] == 1}
+    ns = sorted({n for n, _ in m})
+    lines = [f"{'N':>4s} {'SS run':>7s} {'model':>6s} {'RS run':>7s} {'model':>6s}   (FLOP/clk/SM)"]
+    for n in ns:
+        ss, rs = m[n, "smem"], m[n, "registers"]
+        lines.append(f"{n:4d} {ss['measured']:7.0f} {ss['predicted']:6.0f} {rs['measured']:7.0f} "
+                     f"{rs['predicted']:6.0f}")
+    k = dsc.instruction_k(dtype)
+    floor = m[fit_n, "registers"]["clk_per_wgmma"]
+    lines.append(f"RS floor fitted on N = {fit_n} alone: {floor:.1f} clk per wgmma. Held out:")
+    misses = []
+    for n in held_out:
+        clk = max(floor, 2 * 64 * n * k / FLOP_PER_CLK_SM[dtype],
+                  smem_bytes_per_wgmma(n, "registers", dtype) / SMEM_BYTES_PER_CLK_SM)
+        pred, run = 2 * 64 * n * k / clk, m[n, "registers"]["measured"]
+        misses.append(pred / run - 1)
+        lines.append(f"  RS N = {n}: predicted {pred:.0f}, run {run:.0f}, miss {pred / run - 1:+.1%}")
+    assert all(abs(m[n, "smem"]["ratio"] - 1) < within for n in ns), "SS left the bytes model"
+    assert all(m[n, "registers"]["measured"] > m[n, "smem"]["measured"] for n in (8, 16, 32)), \
+        "RS no longer beats SS at small N"
+    assert all(m[n, "registers"]["ratio"] < 0.8 for n in (8, 16)), "RS reached the model at N <= 16"
+    assert all(abs(x) < within for x in misses), f"held-out RS miss {misses}"
     return "\n".join(lines)

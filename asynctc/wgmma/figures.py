@@ -66,10 +66,11 @@ def offsets_table(dtype: str = "float16", swizzles=SWIZZLES) -> str:
     return "\n".join(lines)
 
 
-def plot_layouts(dtype: str = "float16", major: str = "K"):
+def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES):
     """The canonical layouts of a 64×64 operand tile (64×128 for fp8; A: M down, K across, in
     elements) of one major-ness (``major``: "K" or "MN"; MN-major for 2-byte types only), one panel
-    per swizzle mode, 2 × 2, sized to be read at notebook width. Drawn: the core matrices (8 rows ×
+    per swizzle mode of ``swizzles`` (default: all four, 2 × 2; chapter 04 draws none and 128), sized
+    to be read at notebook width. Drawn: the core matrices (8 rows ×
     16 bytes, white borders) with their contiguous 16-byte rows as grey strokes (along K in
     K-major, along M in MN-major); the TMA boxes the tile is stored as (shaded bands, numbered);
     what one wgmma reads (k-step 0, dashed); and arrows from the first core matrix to where LBO and
@@ -82,12 +83,12 @@ def plot_layouts(dtype: str = "float16", major: str = "K"):
         raise ValueError(f"major={major!r}: 'K', or 'MN' for a 2-byte type")
     k = 64 if dsc.itemsize(dtype) == 2 else 128
     cols = 2
-    rows_ = -(-len(SWIZZLES) // cols)
+    rows_ = -(-len(swizzles) // cols)
     panel = 3.9 if k == 64 else 2.2                 # panel height (in); width follows k
     fig, axes = plt.subplots(rows_, cols, squeeze=False, layout="constrained",
                              figsize=(8.4, rows_ * (panel + 1.2) + 0.9))
     shades = ("#cfe3f5", "#fbe0c4")
-    for ax, sw in zip(axes.flat, SWIZZLES):
+    for ax, sw in zip(axes.flat, swizzles):
         t = dsc.OperandTile(64, k, dtype, major, sw)
         per = 16 // t.itemsize
         for j in range(t.n_boxes):                  # the TMA boxes, side by side in memory
@@ -147,7 +148,7 @@ def plot_layouts(dtype: str = "float16", major: str = "K"):
             ax.set_ylabel("m (row of A)", fontsize=9.5)
         for s in ax.spines.values():
             s.set_visible(False)
-    for ax in axes.flat[len(SWIZZLES):]:
+    for ax in axes.flat[len(swizzles):]:
         ax.set_visible(False)
     handles = [Line2D([], [], color="0.5", lw=0.8, label="grey strokes: the 16-byte rows of each core "
                                                          "matrix (8 rows, white borders)"),

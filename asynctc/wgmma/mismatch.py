@@ -129,3 +129,39 @@ def mismatch_demo(n: int = 64, dtype: str = "float16", layout_swizzle: int = 128
         measured = run_tile(a, b, cfg, _mismatch_layout=dsc.LAYOUT_TYPE[descriptor_swizzle])
     return MismatchResult(cfg, layout_swizzle, descriptor_swizzle, tile_reference(a, b),
                           predicted, measured, src_a, src_b)
+
+
+def wrong_reads(rows=range(10), base: int = 0x2000) -> str:
+    """Chapter 04 §2's story, as a small table: A (64×64 fp16, K-major) laid out with 128-byte
+    swizzle, as TMA writes it, read through three descriptors of k-step 0 — the right one, one whose
+    swizzle field says 64 bytes, one whose SBO says 512 instead of 1024. For each row m in ``rows``
+    (0…63): the element each descriptor makes wgmma read where it wants A[m][0] (``A[m'][k']``, or
+    ``—`` where no element of A is stored); last line, how many of the 64×16 elements of the k-step
+    each descriptor reads from the wrong place (the layout model, :func:`read_addresses`; no GPU).
+
+    Raises :class:`AssertionError` unless what chapter 04 §2 states holds: the right descriptor
+    reads every element from its own place; with the 64-byte swizzle field, row 1 reads A[0][32]
+    (a row taken as 64 bytes long) and only rows 0, 8, 16, … read their own A[m][0]; with SBO 512,
+    rows 0–7 are right and rows 8–15 read rows 4–7."""
+    tile = dsc.OperandTile(64, 64, "float16", "K", 128)
+    right = tile.descriptor(0, base)
+    named = {"right": right,
+             "swizzle 64B": dsc.WgmmaDescriptor(right.start_address, right.lbo, right.sbo, 64, 0),
+             "SBO 512 B": dsc.WgmmaDescriptor(right.start_address, right.lbo, 512, 128, 0)}
+    where = {int(x): divmod(i, tile.k) for i, x in enumerate(tile.tma_addresses(base).ravel())}
+    kk = tile.instruction_k
+    want = [(m, k) for m in range(tile.mn) for k in range(kk)]
+    got = {name: [where.get(int(x)) for x in dsc.read_addresses(d, "K", "float16", tile.mn).ravel()]
+           for name, d in named.items()}
+    wrong = {name: sum(g != w for g, w in zip(v, want)) for name, v in got.items()}
+    cell = lambda e: "—" if e is None else f"A[{e[0]}][{e[1]}]"  # noqa: E731
+    lines = [f"{'wants':9s}" + "".join(f"{name:>14s}" for name in named)]
+    for m in rows:
+        lines.append(f"A[{m}][0]  " + "".join(f"{cell(got[name][m * kk]):>14s}" for name in named))
+    lines.append(f"{'wrong':9s}" + "".join(f"{f'{wrong[n]} of {len(want)}':>14s}" for n in named))
+    sw, sbo = got["swizzle 64B"], got["SBO 512 B"]
+    assert wrong["right"] == 0
+    assert sw[kk] == (0, 32) and all((sw[m * kk] == (m, 0)) == (m % 8 == 0) for m in range(tile.mn))
+    assert all(sbo[m * kk] == (m, 0) for m in range(8))
+    assert all(sbo[m * kk][0] == m - 4 for m in range(8, 16))
+    return "\n".join(lines)

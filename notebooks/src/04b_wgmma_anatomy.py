@@ -144,7 +144,7 @@ print("rows 0, 8, 16, … are read from their own row; the other 7 of every 8 ro
 
 # %% [markdown]
 # The fix is the matching descriptor — exactly what `OperandTile.descriptor` builds from the tile
-# that made the tensor map; chapter 04's section 6 checks are that fix, run for every mode.
+# that made the tensor map; chapter 04's §4 and §7 checks are that fix, run for every mode.
 
 # %% [markdown]
 # ## 4. Why small N is slow: a model of shared-memory bytes
@@ -226,7 +226,19 @@ if rec is not None and rec.results.get("throughput"):
 # measured: moving the 2 KiB A fragment from the four warps' registers into the Tensor Cores, or the
 # issue of the instruction itself, are candidates; until a kernel separates them, the floor is a
 # number fitted to the record, not a derived one. Above N = 32 both are Tensor Core bound. A GEMM
-# uses the largest N its registers allow (N = 128–256), where none of this matters.
+# uses the largest N its registers allow (N = 128–256), where none of this matters. (Chapter 04 §8
+# fits that floor on the N = 8 run alone and predicts N = 16 and 32 with it.)
+
+# %% [markdown]
+# **Design it** (no grade; moved here from chapter 04 §8). Set `N` (a multiple of 8, 8–256) and
+# `SRC` (`"smem"` for SS, `"registers"` for RS). Where does shared memory stop setting the pace?
+# Then try RS at N = 8 and 16, where the model says the Tensor Cores set it. Does the record
+# agree?
+
+# %% output varies
+if rec is not None:
+    N, SRC = 32, "smem"
+    print(wgmma.design(n=N, source=SRC, record=rec))
 
 # %% [markdown]
 # ## 5. The canonical layouts, drawn and in CuTe notation
@@ -392,3 +404,7 @@ def owner(row, col):                               # §1's exercise
 
 
 ok = exercises.check("ch04.acc_owner_fn", owner, solution=True)
+
+# %% output varies tags=["solution"]
+if rec is not None:                                # §4's "Design it": every recorded shape, model beside record
+    print(wgmma.design_survey(record=rec))
