@@ -62,7 +62,8 @@ def test_helpers_hold_on_the_record(rec, capsys):
     assert t["traced"] > t["untraced"] > t["model"]
     c = P.show_model_check(res, rec)
     assert sum(r["fitted"] for r in c["rows"]) == 4 and c["worst_held"] < 0.15
-    P.show_supply(records.load("l2_supply").results)
+    P.show_supply(records.load("l2_supply"))
+    P.show_checks(rec)
     out = capsys.readouterr().out
     assert "held out  8192³ wait_group(0)" in out
 
@@ -77,14 +78,14 @@ def test_widths_guard_fails_when_the_record_flips(rec):
 
 
 def test_supply_guard_fails_when_the_record_flips(monkeypatch):
-    res = records.load("l2_supply").results
-    rows = copy.deepcopy(P.supply.supply_rows(res))
+    sup = records.load("l2_supply")
+    rows = copy.deepcopy(P.supply.supply_rows(sup.results))
     for r in rows:
         if r["bn"] == 128:
             r["loads_only"] = 2 * r["need"]                      # the ring alone now feeds 128×128
     monkeypatch.setattr(P.supply, "supply_rows", lambda _res: rows)
     with pytest.raises(AssertionError, match="no longer supports"):
-        P.show_supply(res)
+        P.show_supply(sup)
 
 
 def test_smem_share():

@@ -87,7 +87,7 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, check_now, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
-from .lesson import (model_check, parity_story, show_goals, show_model_check, show_parity_story, show_supply,
+from .lesson import (model_check, parity_story, show_checks, show_goals, show_model_check, show_parity_story, show_supply,
                      show_trace_waits, show_widths, smem_share)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
 from .results import (KtileAverage, average_ktile_cycles, best_by_width, best_row, cublas_row, depth_sweep,

@@ -67,6 +67,21 @@ def show_parity_story(stages: int = 2, k_tiles: int = 4, consumers: int = 1, wai
     return st
 
 
+# ---- §3: correct first -------------------------------------------------------------------------
+
+def show_checks(record) -> None:
+    """Print the record's float64 checks (and, on a live sm_90a GPU, two builds checked now).
+    Guards §3's "every combination of the build's settings passed": raises if a check failed."""
+    from ..core import runtime
+    from .launch import check_now
+    from .suite import checks_lines
+    if runtime.runs_live("sm_90a"):
+        print(*check_now(), sep="\n")
+    print(f"{record.label()}:", *checks_lines(record.results))
+    _require(all(c["passed"] for c in record.results["checks"]), "every combination passed",
+             str([c for c in record.results["checks"] if not c["passed"]][:3]))
+
+
 # ---- §4: the depth sweep ----------------------------------------------------------------------
 
 def smem_share(bn: int, bm: int = 128, bk: int = 64, smem_bytes_per_clk: int = 128,
@@ -193,13 +208,15 @@ def show_model_check(results: dict, record=None, within: float = 0.15) -> dict:
     return {"cap": cap, "worst_fit": worst_fit, "worst_held": worst_held, "rows": rows}
 
 
-def show_supply(supply_results: dict) -> dict:
-    """Print the l2_supply record's table (bytes per clock per SM: the ring alone, the GEMM, what
+def show_supply(supply_record) -> dict:
+    """Print the l2_supply record's label and table (bytes per clock per SM: the ring alone, the GEMM, what
     the math needs).
 
     Guards §5's sentences: "for 128×128 the ring alone brings less than the kernel needs"; "for
     128×256 at S = 4 it brings more than needed, yet the GEMM moves less than it needs"."""
     from . import supply_suite as supply
+    supply_results = supply_record.results
+    print(supply_record.label())
     print(supply.supply_table(supply_results))
     rows = supply.supply_rows(supply_results)
     small = max((r for r in rows if r["bn"] == 128), key=lambda r: r["loads_only"])

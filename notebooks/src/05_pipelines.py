@@ -4,10 +4,9 @@
 # **Learning goal.** Build one GEMM whose copies and math run *at the same time*, and say why its
 # speed stops rising with ring depth.
 #
-# **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel. A ring
-# of S stages lets the next loads fly while the math runs. First you watch a ring without
-# [phase parity](../docs/glossary.md#phase-parity) go wrong, then fix it with parity. You write the
-# producer's step and measure the kernel by ring depth beside cuBLAS.
+# **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel, with a
+# ring of S stages. You watch a ring without [phase parity](../docs/glossary.md#phase-parity) go
+# wrong, fix it, write the producer's step and measure the kernel by ring depth.
 #
 # Deep dives: [05b](05b_pipeline_timeline.ipynb) (timelines, model beside GPU),
 # [05c](05c_pipeline_variants.ipynb) (SASS, variants, broken protocols).
@@ -15,7 +14,7 @@
 # %% output varies
 import matplotlib.pyplot as plt
 
-from asynctc.core import exercises, notebook, records, runtime
+from asynctc.core import exercises, notebook, records
 from asynctc import pipeline as pl
 from asynctc.models import pipeline as mp
 
@@ -34,7 +33,7 @@ notebook.banner("sm_90a")
 # | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | the producer |
 #
 # One [*elected thread*](../docs/glossary.md#elected-thread) of a consumer arrives on empty for
-# its 128 threads (a CUTLASS convention, not a PTX ISA rule).
+# its 128 threads (a CUTLASS convention, not a rule the PTX ISA text states).
 #
 # k-tile k goes into stage **k mod S** as that stage's fill **f = k / S** (integer division).
 #
@@ -51,8 +50,9 @@ story = pl.show_parity_story(stages=2, k_tiles=4)     # cycles; the model stops 
 # *which* fill completed. In longer rings the model's timing hides this race: a test passes by luck.
 #
 # **Parity is the fix.** Fill f completes phase f of full[s] and of empty[s].
-# `try_wait.parity(P)` waits while the open phase has parity P (chapter 03 §3). A barrier never runs
-# two phases ahead of a waiter (the next fill needs its release), so the low bit of f is enough. The wait for fill f names **f mod 2**; the
+# `try_wait.parity(P)` waits while the open phase has parity P (chapter 03 §3). A waiter's phase is
+# always the open one or the one just completed (the next fill needs its release). So the low bit
+# of f is enough. The wait for fill f names **f mod 2**; the
 # wait for the phase before names **(f + 1) mod 2**. A fresh barrier's phase 0 is open, so parity 1
 # passes at once. The kernel keeps the parity in `rp` and flips it with `phase ^= 1`.
 #
@@ -125,10 +125,7 @@ if exercises.after("ch05.producer_step"):             # the kernel's own step, o
 # %% output varies
 rec = records.load("pipeline")
 res = rec.results
-if runtime.runs_live("sm_90a"):                      # two builds, checked now
-    print(*pl.check_now(), sep="\n")
-print(f"{rec.label()}:", *pl.checks_lines(res))
-assert all(c["passed"] for c in res["checks"])
+pl.show_checks(rec)                                  # live: two builds checked now, too
 
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
@@ -145,8 +142,8 @@ plt.show()
 goals = pl.show_goals(res)                           # best variant ÷ cuBLAS, against the goal
 
 # %% [markdown]
-# The 128×256 curve rises until S = 3 and is flat after. Why the wide tile? Each k-tile's bytes
-# pass through shared memory twice: TMA writes them, wgmma reads them. A wider tile does more math
+# The 128×256 curve rises until S = 3 and is flat after. Why the wide tile? TMA writes each
+# k-tile's bytes into shared memory and wgmma reads them back. A wider tile does more math
 # per byte, so it needs a smaller share of shared memory's 128 B/clk. 128×128 also drops after
 # S = 3. At S = 4 only one of its CTAs fits per SM, so none hides another's prologue and epilogue.
 
@@ -165,40 +162,35 @@ trace = pl.trace_of(res, "128x256x64/c2", stages=4)
 ring = mp.simulate(4, 1, 2, 64)    # S = 4, wait_group(1), 2 consumers, 64 k-tiles
 fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
-
-# %% [markdown]
-# Each traced event reads and stores the clock, so the trace slows the loop by more than 20 %.
-# Untraced, a k-tile still takes longer than in the model. From k-tile 4 on, the model never waits
-# on full. The GPU waits at every k-tile: its data arrive late. Depth cannot fix that. A deeper
-# ring only starts the same slow supply earlier.
-
-# %% output varies
 waits = pl.show_trace_waits(res, trace, ring)       # cycles per k-tile; waits on full, k-tiles 4–11
 
 # %% [markdown]
-# **One fitted number, tested.** Without a limit on L2, the model flattens at the same S as the
-# record but sits above it. So add one number, an L2 → SM cap in bytes per clock per SM. Four runs
-# identified it: 128×256, fp16, 4096³, S = 1–4. Ten recorded runs were not used: `wait_group(0)` and
-# 8192³. The table shows the capped model's miss on both sets.
+# Reading the clock at each event slows the traced loop by more than 20 %. Untraced, a k-tile
+# still takes longer than in the model. From k-tile 4 on, the model never waits on full, but the
+# GPU waits at every k-tile: its data arrive late. A deeper ring only starts the same slow supply
+# earlier.
+#
+# **One fitted number, tested.** Without a limit on L2, the model flattens where the record does
+# but sits above it. So add an L2 → SM cap in bytes per clock per SM. Four runs fit it (4096³,
+# S = 1–4). Ten runs it never saw test it. Does it miss those by more?
 
 # %% output varies
 check = pl.show_model_check(res, rec)              # asserts: misses under 15 %, fitted and held out
 
 # %% [markdown]
-# **Is it L2, then?** The same kernel built with `LOADS_ONLY=1` keeps the grid, the tile order and
-# the ring, but issues no wgmma and stores no C. Timed in one run, bytes per clock per SM:
+# On the held-out runs it misses by under 15 % too, as on the fitted ones. But a number that
+# predicts is not yet a cause. **Is it L2, then?** The same kernel built with `LOADS_ONLY=1` keeps
+# the grid, the tile order and the ring, but issues no wgmma and stores no C. Timed in one run,
+# bytes per clock per SM:
 
 # %% output varies
-sup = records.load("l2_supply")
-print(sup.label())
-supply = pl.show_supply(sup.results)              # asserts the two sentences below
+supply = pl.show_supply(records.load("l2_supply"))   # asserts the two sentences below
 
 # %% [markdown]
-# For 128×128 the ring alone brings less than the math needs, so L2 and TMA set its pace. For
-# 128×256 at S = 4 it brings more than needed, yet the GEMM moves less. So the cap fits but is not
-# the whole cause. There the limit is the wgmmas, their waits and the store of C (chapter 06).
-
-# %% [markdown]
+# For 128×128 the ring alone brings less than the math needs: L2 and TMA set its pace. For
+# 128×256 it brings more, yet the GEMM moves less. So the cap fits but is not the whole cause.
+# There the wgmmas, their waits and the store of C set the pace (chapter 06).
+#
 # **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C` (1 or 2),
 # tile width `BN` (128 or 256) and `L2_CAP`, L2's bytes per clock per SM (None: no limit;
 # "fitted": the cap above). Which design does the model call fastest? The record?
