@@ -116,7 +116,8 @@ def show_widths(results: dict) -> dict:
     for bn in (128, 256):
         print(f"128×{bn} | {smem_share(bn):19.0%} | {best[bn]:.2f}")
     d128, occ = depth_sweep(results, "128x128x64/c2"), resident_by_depth(results, "128x128x64/c2")
-    print("128×128, S:  " + "  ".join(f"{S}: {d128[S]:.0f} TFLOP/s ({occ[S]} CTA/SM)" for S in sorted(d128)))
+    print(f"128×128 by S = {min(d128)}–{max(d128)}: " + " ".join(f"{d128[S]:.0f}" for S in sorted(d128))
+          + " TFLOP/s; CTAs per SM " + " ".join(str(occ[S]) for S in sorted(d128)))
     _require(best[256] > best[128], "the wider tile is faster", str(best))
     wide = depth_sweep(results, "128x256x64/c2")
     _require(flat_from(wide) == 3, "the 128×256 curve rises until S = 3 and is flat after", str(wide))

@@ -241,5 +241,5 @@ from asynctc.models.gemm_so_far import so_far
 so_far("05")
 
 # %% [markdown]
-# **What you learned.** The ring's parities, a pipelined GEMM measured, why depth stops
-# paying. **Next:** [chapter 06](06_warp_specialization.ipynb).
+# **What you learned.** Why a ring needs phase parity (a plain flag reads a stage too early), a
+# pipelined GEMM measured, why depth stops paying, one fitted number tested on runs it never saw. **Next:** [chapter 06](06_warp_specialization.ipynb).

@@ -286,7 +286,8 @@ class _Sim(EventLoop):
             self.cleared[k] = set(self.released.get(k - self.S, ()))
         if kind == "wait_full" and (self.stage_k[s] != k or self.landed[s] < self.tile.stage_bytes):
             holds = (f"k-tile {self.stage_k[s]}" if self.stage_k[s] is not None else "nothing yet")
-            self.diagnosis = Race(k, s, f"{lane} passed {bar.name} (parity {parity}) to read k-tile {k}, "
+            how = "its flag set" if self.proto == "ready_flag" else f"parity {parity}"
+            self.diagnosis = Race(k, s, f"{lane} passed {bar.name} ({how}) to read k-tile {k}, "
                                         f"but stage {s} holds {holds} with {self.landed[s]} of "
                                         f"{self.tile.stage_bytes} bytes landed")
 
