@@ -30,7 +30,7 @@ records and says where each one came from.
 Where things live (``from asynctc.models import pipeline as mp`` re-exports every name below):
 
 * ``ring.py`` — the :class:`Mbarrier`, :class:`Span`, :class:`Deadlock`, :class:`Race`, the
-  protocols (:data:`VARIANTS`, :data:`PROTOCOLS`), the event loop (:class:`EventLoop`, shared
+  protocols (:data:`VARIANTS`, :data:`NO_PARITY`, :data:`PROTOCOLS`), the event loop (:class:`EventLoop`, shared
   with :mod:`asynctc.models.tcgen05_sched`), :func:`simulate` →
   :class:`Schedule`, :func:`span_summary`;
 * ``schedule.py`` — :func:`ring_schedule` → :class:`RingSchedule`, :data:`SCHEDULES`: which k-tile
@@ -57,7 +57,7 @@ from .hardware import (SMEM_PER_CTA, HardwareParams, Tile, mma_flop_per_clk, tma
 from .prediction import (H200_PREDICTION, H200_PREDICTION_V2, frozen_params, prediction_v2_markdown, predict_depth_sweep,
                          prediction_markdown, sweep_markdown)
 from .schedule import SCHEDULES, RingSchedule, ring_schedule
-from .ring import (KERNEL_PARITIES, MBARRIER_LIMIT, PROTOCOLS, VARIANTS, WARPGROUP, Deadlock, EventLoop, Mbarrier,
+from .ring import (KERNEL_PARITIES, MBARRIER_LIMIT, NO_PARITY, PROTOCOLS, VARIANTS, WARPGROUP, Deadlock, EventLoop, Mbarrier,
                    MbarrierError, Race, Schedule, Span, _Sim, kernel_empty_parity, kernel_full_parity, simulate,
                    span_summary)
 from .cluster import ClusterRun, simulate_cluster

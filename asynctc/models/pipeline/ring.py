@@ -164,7 +164,13 @@ VARIANTS = {
     "missing_empty_wait": "the producer skips the wait on empty and trusts its own wgmma.wait_group",
     "swapped_barriers": "the producer waits on full and the consumers on empty (full/empty named backwards, as some write-ups do)",
 }
-PROTOCOLS = ("correct",) + tuple(VARIANTS)
+#: Protocols without phase parity (chapter 05 §1's story of why parity exists), kept apart from
+#: :data:`VARIANTS` (the find-the-bug exercise's choices): {name: what the waits ask instead}.
+NO_PARITY = {
+    "ready_flag": "each wait asks only \"has this barrier completed?\": full[s] passes once any fill of "
+                  "stage s has landed, empty[s] passes always (the stage starts free and is never marked busy)",
+}
+PROTOCOLS = ("correct",) + tuple(VARIANTS) + tuple(NO_PARITY)
 
 
 class EventLoop:
@@ -262,12 +268,26 @@ class _Sim(EventLoop):
     def _actors(self):
         return {f"wg{w}": self._consumer(w) for w in range(self.C)}
 
+    def _try_pass(self, name) -> bool:
+        if self.proto != "ready_flag":
+            return super()._try_pass(name)
+        # no parity: "has this barrier completed?" — full[s] after its first phase, empty[s] always
+        lane, kind, bar, parity, k, s, start = self.waiting[name]
+        if kind == "wait_full" and bar.phase == 0:
+            return False
+        del self.waiting[name]
+        self.spans.append(Span(lane, kind, k, s, start, self.now))
+        self._on_pass(name, lane, kind, bar, parity, k, s)
+        self._at(self.now, lambda: self._step(name))
+        return True
+
     def _on_pass(self, name, lane, kind, bar, parity, k, s):
         if kind == "wait_empty":                 # acquire: the releases of this phase happened before
             self.cleared[k] = set(self.released.get(k - self.S, ()))
         if kind == "wait_full" and (self.stage_k[s] != k or self.landed[s] < self.tile.stage_bytes):
             holds = (f"k-tile {self.stage_k[s]}" if self.stage_k[s] is not None else "nothing yet")
-            self.diagnosis = Race(k, s, f"{lane} passed {bar.name} (parity {parity}) to read k-tile {k}, "
+            how = "its flag set" if self.proto == "ready_flag" else f"parity {parity}"
+            self.diagnosis = Race(k, s, f"{lane} passed {bar.name} ({how}) to read k-tile {k}, "
                                         f"but stage {s} holds {holds} with {self.landed[s]} of "
                                         f"{self.tile.stage_bytes} bytes landed")
 
@@ -487,7 +507,8 @@ def simulate(stages: int, wait_pending: int, consumers: int, k_tiles: int,
              tile: Tile = Tile(), schedule: str = "kernel", parities=None) -> Schedule:
     """Run the ring for one CTA tile: ``stages`` (S ≥ 1), ``wait_pending`` (P of wgmma.wait_group:
     0 or 1; P = 1 needs S ≥ 2), ``consumers`` (warpgroups, each computing bm / consumers rows),
-    ``k_tiles`` (≥ 1), ``protocol`` "correct" or a name of :data:`VARIANTS`, ``schedule`` which
+    ``k_tiles`` (≥ 1), ``protocol`` "correct" or a name of :data:`VARIANTS` or :data:`NO_PARITY`
+    ("ready_flag": waits that ignore parity, chapter 05 §1), ``schedule`` which
     k-tile the producer loads when (:data:`~.schedule.SCHEDULES`: "kernel", the kernel's — the
     default — or "model_v1", this model's own until 2026-12-01, with which
     :data:`H200_PREDICTION` was made; :func:`~.schedule.ring_schedule`), ``parities`` (a pair of

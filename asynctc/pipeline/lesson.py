@@ -1,0 +1,229 @@
+"""Chapter 05's core lesson, one call per cell: each ``show_*`` prints a small table from the ring
+model or the record and **asserts the sentence the notebook's markdown states about it**, so that a
+re-measurement that flips a sentence fails the notebook loudly instead of leaving it wrong. Each
+docstring quotes the sentence it guards. No GPU, no timing, no plotting (figures: :mod:`.figures`,
+:mod:`.figures_ring`).
+"""
+
+from __future__ import annotations
+
+from ..models import pipeline as mp
+from .design import FIT_ON, design, fitted_cap
+from .figures import flat_from, ktile_waits   # data helpers of the figures module (they do not plot)
+from .results import best_by_width, depth_sweep, of_cublas, resident_by_depth
+
+
+def _require(ok: bool, sentence: str, numbers: str) -> None:
+    if not ok:
+        raise AssertionError(f"the record no longer supports chapter 05's sentence {sentence!r}: {numbers}")
+
+
+# ---- §1: why phase parity --------------------------------------------------------------------
+
+def parity_story(stages: int = 2, k_tiles: int = 4, consumers: int = 1, wait_pending: int = 1) -> dict:
+    """The ring model run twice on one ring: with the kernel's parity waits, and with waits that ask
+    only "has this barrier completed?" (protocol ``ready_flag``, :data:`asynctc.models.pipeline.NO_PARITY`).
+    Returns ``rows`` (per k-tile: stage, fill, when its bytes landed, when the parity wait on full
+    passed, when the flag wait passed, or None after the flag run stopped), the flag run's
+    ``race`` (:class:`~asynctc.models.pipeline.Race` or None) and the ``correct`` run's diagnosis."""
+    ok = mp.simulate(stages, wait_pending, consumers, k_tiles)
+    bad = mp.simulate(stages, wait_pending, consumers, k_tiles, protocol="ready_flag")
+
+    def passes(run):
+        out = {}
+        for s in run.spans:
+            if s.kind == "wait_full" and s.lane == "wg0":
+                out.setdefault(s.k, s.end)
+        return out
+    landed = {s.k: s.end for s in ok.spans if s.kind == "tma"}
+    good, flag = passes(ok), passes(bad)
+    rows = [{"k": k, "stage": k % stages, "fill": k // stages, "landed": landed[k], "parity": good[k],
+             "flag": flag.get(k)} for k in range(k_tiles)]
+    return {"rows": rows, "race": bad.diagnosis, "correct": ok.diagnosis}
+
+
+def show_parity_story(stages: int = 2, k_tiles: int = 4, consumers: int = 1, wait_pending: int = 1) -> dict:
+    """Print :func:`parity_story`'s table (cycles) and the model's diagnosis of the flag run.
+
+    Guards §1's sentences: "with parity every wait passes after its own k-tile's bytes land"; "the
+    flag run breaks at the first refill: k-tile S in stage 0, fill 1, whose wait passes on fill 0's
+    completion before its bytes land"; "the model's timing hides the race in longer rings"."""
+    st = parity_story(stages, k_tiles, consumers, wait_pending)
+    print("k-tile | stage | fill | bytes land | parity wait passes | flag wait passes")
+    for r in st["rows"]:
+        flag = "—" if r["flag"] is None else f"{r['flag']:.0f}"
+        mark = "  ← before its bytes" if r["flag"] is not None and r["flag"] < r["landed"] else ""
+        print(f"{r['k']:6} | {r['stage']:5} | {r['fill']:4} | {r['landed']:10.0f} | {r['parity']:18.0f} | "
+              f"{flag:>16}{mark}")
+    race = st["race"]
+    print("flag run, the model's diagnosis:", race.what if race else "none")
+    _require(st["correct"] is None and all(r["parity"] >= r["landed"] for r in st["rows"]),
+             "with parity every wait passes after its own k-tile's bytes land", str(st["rows"]))
+    _require(isinstance(race, mp.Race) and race.iteration == stages and race.stage == 0,
+             "the flag run breaks at k-tile S, stage 0, fill 1", str(race))
+    longer = mp.simulate(4, 1, 2, 64, protocol="ready_flag").diagnosis
+    _require(longer is None, "the model's timing hides the race in longer rings (S = 4, two consumers, "
+             "64 k-tiles)", str(longer))
+    return st
+
+
+# ---- §3: correct first -------------------------------------------------------------------------
+
+def show_checks(record) -> None:
+    """Print the record's float64 checks (and, on a live sm_90a GPU, two builds checked now).
+    Guards §3's "every combination of the build's settings passed": raises if a check failed."""
+    from ..core import runtime
+    from .launch import check_now
+    from .suite import checks_lines
+    if runtime.runs_live("sm_90a"):
+        print(*check_now(), sep="\n")
+    print(f"{record.label()}:", *checks_lines(record.results))
+    _require(all(c["passed"] for c in record.results["checks"]), "every combination passed",
+             str([c for c in record.results["checks"] if not c["passed"]][:3]))
+
+
+# ---- §4: the depth sweep ----------------------------------------------------------------------
+
+def smem_share(bn: int, bm: int = 128, bk: int = 64, smem_bytes_per_clk: int = 128,
+               flop_per_clk: int = 4096) -> float:
+    """Share of shared memory's bandwidth (128 B/clk per SM) a bm×bn×bk fp16 k-tile needs while
+    its math runs at 4096 FLOP/clk per SM: A and B are written (TMA) and read (wgmma) once each."""
+    moved = 2 * (bm + bn) * bk * 2
+    clocks = 2 * bm * bn * bk / flop_per_clk
+    return moved / clocks / smem_bytes_per_clk
+
+
+def show_goals(results: dict, goals=((4096, 0.80), (8192, 0.90))) -> dict:
+    """Print the best variant ÷ cuBLAS per size and dtype against the chapter's goal; the verdict
+    sentence is generated from the record (no fixed claim to guard). Returns {size: {dtype: ratio}}."""
+    from ..core import notebook
+    out = {}
+    for size, goal in goals:
+        got = out[size] = of_cublas(results, size)
+        head = f"{size}³: fp16 {got['float16']:.2f}, bf16 {got['bfloat16']:.2f} of cuBLAS, goal {goal:.2f}"
+        notebook.verdict(min(got.values()) >= goal, f"{head}: reached.", f"{head}: NOT reached.")
+    return out
+
+
+def show_widths(results: dict) -> dict:
+    """Print, per tile width, the shared-memory share a k-tile needs and the best fp16 4096³ ratio
+    to cuBLAS; then 128×128's depth sweep with its CTAs per SM.
+
+    Guards §4's sentences: "the 128×256 curve rises until S = 3 and is flat after"; "the wider tile needs less of shared memory's bandwidth and is faster";
+    "128×128 drops after S = 3, where only one CTA fits per SM"."""
+    best = best_by_width(results)
+    print("tile    | shared-memory share | best ÷ cuBLAS")
+    for bn in (128, 256):
+        print(f"128×{bn} | {smem_share(bn):19.0%} | {best[bn]:.2f}")
+    d128, occ = depth_sweep(results, "128x128x64/c2"), resident_by_depth(results, "128x128x64/c2")
+    print(f"128×128 by S = {min(d128)}–{max(d128)}: " + " ".join(f"{d128[S]:.0f}" for S in sorted(d128))
+          + " TFLOP/s; CTAs per SM " + " ".join(str(occ[S]) for S in sorted(d128)))
+    _require(best[256] > best[128], "the wider tile is faster", str(best))
+    wide = depth_sweep(results, "128x256x64/c2")
+    _require(flat_from(wide) == 3, "the 128×256 curve rises until S = 3 and is flat after", str(wide))
+    _require(d128[4] < d128[3] and occ[3] > occ[4] == 1, "128×128 drops after S = 3, one CTA per SM",
+             f"{d128}, {occ}")
+    return {"best": best, "d128": d128, "occupancy": occ}
+
+
+# ---- §5: why it stops rising ------------------------------------------------------------------
+
+def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dict:
+    """Print cycles per k-tile (traced, untraced from the timed run, the model without an L2 cap)
+    and the waits on full of k-tiles 4–11 on the GPU and in the model.
+
+    Guards §5's sentences: "the trace slows the loop by more than 20 %"; "untraced, a k-tile still
+    takes longer than in the model"; "from k-tile 4 on the model never waits on full, the GPU waits
+    at every k-tile"."""
+    timed = depth_sweep(results, "128x256x64/c2")[4]              # TFLOP/s at S = 4, untraced
+    mhz = mp.HardwareParams.from_records().clock_mhz
+    flop_per_clk = timed * 1e12 / (results["sm_count"] * mhz * 1e6)
+    untraced = 2 * 128 * 256 * 64 / flop_per_clk
+    traced = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / k_tiles
+    model = ring.total_cycles / k_tiles
+    print(f"cycles per k-tile: traced {traced:.0f}, untraced {untraced:.0f}, model {model:.0f}")
+    gpu, sim = ktile_waits(trace)[0], ktile_waits(ring)[0]
+    late = [gpu.get(k, 0) for k in range(4, 12)]
+    print("waits on full, k-tiles 4–11: GPU " + " ".join(f"{w:.0f}" for w in late)
+          + " | model " + " ".join(f"{sim.get(k, 0):.0f}" for k in range(4, 12)))
+    _require(traced > 1.2 * untraced, "the trace slows the loop by more than 20 %", f"{traced} vs {untraced}")
+    _require(untraced > model, "untraced, a k-tile takes longer than in the model", f"{untraced} vs {model}")
+    _require(min(late) > 50 and not any(sim.get(k) for k in range(4, 12)),
+             "from k-tile 4 on the model never waits, the GPU waits at every k-tile", f"{late}")
+    return {"traced": traced, "untraced": untraced, "model": model, "gpu_waits": late}
+
+
+def model_check(results: dict, record=None) -> list[dict]:
+    """The L2 cap's fit and its test. Rows (128×256/c2, fp16): ``size``, ``stages``, ``pending``,
+    ``record`` and ``free`` (model, no L2 cap) and ``capped`` (model, fitted cap) TFLOP/s, ``miss``
+    (capped / record − 1) and ``fitted`` (True for the :data:`~.design.FIT_ON` runs that identified
+    the cap: 4096³, wait_group(1), S = 1–4; every other row is held out)."""
+    free = {(4096, r["stages"]): r["tflops"] for r in mp.predict_depth_sweep(stages=[1, 2, 3, 4])}
+    rows = []
+    for size in (4096, 8192):
+        for pending in (1, 0):
+            for S in (1, 2, 3, 4):
+                if pending == 1 and S == 1:
+                    continue
+                d = design(S, pending, 2, 256, size, record=record)
+                if d.measured_tflops is None:
+                    continue
+                rows.append({"size": size, "stages": S, "pending": pending, "record": d.measured_tflops,
+                             "free": free.get((size, S)) if pending == 1 or S == 1 else None,
+                             "capped": d.model_tflops, "miss": d.error, "fitted": d.fitted})
+    return rows
+
+
+def show_model_check(results: dict, record=None, within: float = 0.15) -> dict:
+    """Print :func:`model_check`'s table: the runs the L2 cap was fitted on, then the held-out runs
+    with the capped model's miss on each.
+
+    Guards §5's sentences: "without a cap the model flattens at the same depth as the record, but
+    above it"; "the cap is fitted on four runs and misses them by under 15 %"; "on the held-out runs
+    it misses by under 15 % too"; "four runs identified it, ten were not used"."""
+    cap, worst_fit = fitted_cap(results)
+    rows = model_check(results, record)
+    meas = depth_sweep(results, "128x256x64/c2")
+    free = {r["stages"]: r["tflops"] for r in mp.predict_depth_sweep(stages=sorted(meas))}
+    print(f"no cap, S = {min(meas)}–{max(meas)}: model " + " ".join(f"{free[S]:.0f}" for S in sorted(meas))
+          + " | record " + " ".join(f"{meas[S]:.0f}" for S in sorted(meas)) + " TFLOP/s")
+    print(f"L2 cap {cap} B/clk/SM: the model's miss (model ÷ record − 1)")
+    print(f"{'  S =':31}" + "".join(f"{S:>6}" for S in (1, 2, 3, 4)))
+    for fitted in (True, False):
+        for size in (4096, 8192):
+            for pending in (1, 0):
+                got = {r["stages"]: r["miss"] for r in rows
+                       if (r["size"], r["pending"], r["fitted"]) == (size, pending, fitted)}
+                if got:
+                    cells = "".join(f"{got[S]:>+6.0%}" if S in got else " " * 6 for S in (1, 2, 3, 4)).rstrip()
+                    print(f"  {'fitted on' if fitted else 'held out '} {size}³ wait_group({pending})" + cells)
+    held = [r for r in rows if not r["fitted"]]
+    worst_held = max(abs(r["miss"]) for r in held)
+    top = max(meas)
+    _require(flat_from(free) == flat_from(meas) and free[top] > 1.05 * meas[top],
+             "without a cap the model flattens where the record does, but above it", f"{free} vs {meas}")
+    _require(worst_fit < within, "the cap misses its four runs by under 15 %", f"{worst_fit:.1%}")
+    _require(sum(r["fitted"] for r in rows) == 4 and len(held) == 10,
+             "four runs identified the cap, ten were not used", f"{len(rows) - len(held)} and {len(held)}")
+    _require(worst_held < within, "on the held-out runs it misses by under 15 % too", f"{worst_held:.1%}")
+    return {"cap": cap, "worst_fit": worst_fit, "worst_held": worst_held, "rows": rows}
+
+
+def show_supply(supply_record) -> dict:
+    """Print the l2_supply record's label and table (bytes per clock per SM: the ring alone, the GEMM, what
+    the math needs).
+
+    Guards §5's sentences: "for 128×128 the ring alone brings less than the kernel needs"; "for
+    128×256 at S = 4 it brings more than needed, yet the GEMM moves less than it needs"."""
+    from . import supply_suite as supply
+    supply_results = supply_record.results
+    print(supply_record.label())
+    print(supply.supply_table(supply_results))
+    rows = supply.supply_rows(supply_results)
+    small = max((r for r in rows if r["bn"] == 128), key=lambda r: r["loads_only"])
+    big = next(r for r in rows if (r["bn"], r["stages"]) == (256, 4))
+    _require(small["loads_only"] < small["need"], "for 128×128 the ring alone brings less than needed",
+             str(small))
+    _require(big["gemm"] < big["need"] < big["loads_only"],
+             "for 128×256 the ring brings more than needed, the GEMM moves less", str(big))
+    return {"small": small, "big": big}

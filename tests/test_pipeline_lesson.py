@@ -1,0 +1,92 @@
+"""Chapter 05's no-parity story (the ring model's ``ready_flag`` protocol) and the core lesson's
+``show_*`` helpers (:mod:`asynctc.pipeline.lesson`): each prints its table and holds on the record,
+and each guard fails loudly when the record stops supporting its sentence (CPU only)."""
+import copy
+import dataclasses
+
+import pytest
+
+from asynctc import pipeline as P
+from asynctc.core import records
+from asynctc.models import pipeline as mp
+
+
+def test_ready_flag_is_not_a_find_the_bug_choice():
+    assert "ready_flag" in mp.PROTOCOLS and "ready_flag" in mp.NO_PARITY
+    assert "ready_flag" not in mp.VARIANTS
+
+
+def test_ready_flag_reads_fill_one_before_it_lands():
+    r = mp.simulate(2, 1, 1, 4, protocol="ready_flag")
+    assert isinstance(r.diagnosis, mp.Race)
+    assert (r.diagnosis.iteration, r.diagnosis.stage) == (2, 0)
+    assert "holds k-tile 2 with 0 of" in r.diagnosis.what
+    assert mp.simulate(2, 1, 1, 4).diagnosis is None             # parity: the same ring is safe
+
+
+def test_ready_flag_race_shows_when_the_data_arrive_late():
+    hw = mp.HardwareParams.from_records()
+    late = dataclasses.replace(hw, tma_latency=5000.0)
+    assert mp.simulate(4, 1, 2, 64, protocol="ready_flag").diagnosis is None   # hidden by timing
+    r = mp.simulate(4, 1, 2, 64, params=late, protocol="ready_flag")
+    assert isinstance(r.diagnosis, mp.Race) and r.diagnosis.iteration == 4
+    assert mp.simulate(4, 1, 2, 64, params=late).diagnosis is None
+
+
+def test_parity_story_rows():
+    st = P.parity_story()
+    rows = st["rows"]
+    assert [r["stage"] for r in rows] == [0, 1, 0, 1] and [r["fill"] for r in rows] == [0, 0, 1, 1]
+    assert all(r["parity"] >= r["landed"] for r in rows)
+    assert rows[2]["flag"] < rows[2]["landed"] and rows[3]["flag"] is None
+
+
+def test_show_parity_story_prints_the_break(capsys):
+    P.show_parity_story()
+    out = capsys.readouterr().out
+    assert "← before its bytes" in out and "wg0 passed full[0]" in out
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return records.load("pipeline")
+
+
+def test_helpers_hold_on_the_record(rec, capsys):
+    res = rec.results
+    P.show_goals(res)
+    w = P.show_widths(res)
+    assert w["best"][256] > w["best"][128]
+    ring = mp.simulate(4, 1, 2, 64)
+    t = P.show_trace_waits(res, P.trace_of(res, "128x256x64/c2", stages=4), ring)
+    assert t["traced"] > t["untraced"] > t["model"]
+    c = P.show_model_check(res, rec)
+    assert sum(r["fitted"] for r in c["rows"]) == 4 and c["worst_held"] < 0.15
+    P.show_supply(records.load("l2_supply"))
+    P.show_checks(rec)
+    out = capsys.readouterr().out
+    assert "held out  8192³ wait_group(0)" in out
+
+
+def test_widths_guard_fails_when_the_record_flips(rec):
+    res = copy.deepcopy(rec.results)
+    for r in res["sweep"]:
+        if r.get("tile") == "128x128x64/c2" and r["kernel"] == "pipeline":
+            r["tflops"] *= 3                                     # 128×128 now beats 128×256
+    with pytest.raises(AssertionError, match="no longer supports"):
+        P.show_widths(res)
+
+
+def test_supply_guard_fails_when_the_record_flips(monkeypatch):
+    sup = records.load("l2_supply")
+    rows = copy.deepcopy(P.supply.supply_rows(sup.results))
+    for r in rows:
+        if r["bn"] == 128:
+            r["loads_only"] = 2 * r["need"]                      # the ring alone now feeds 128×128
+    monkeypatch.setattr(P.supply, "supply_rows", lambda _res: rows)
+    with pytest.raises(AssertionError, match="no longer supports"):
+        P.show_supply(sup)
+
+
+def test_smem_share():
+    assert P.smem_share(128) == pytest.approx(1.0) and P.smem_share(256) == pytest.approx(0.75)
