@@ -14,8 +14,8 @@
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
 # rungs 5–8 one at a time; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
-# [raster](../docs/glossary.md#raster) sweep, `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
-# pieces as one Hopper tile on the CPU, and rung 3's consumer loop in the kernel's own words.
+# [raster](../docs/glossary.md#raster) sweep, `matmul` by shape, the whole kernel on the GPU;
+# [06e](06e_your_gemm_on_the_cpu.ipynb) your pieces as one Hopper tile on the CPU.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -111,9 +111,9 @@ plt.show()
 #
 # ## 3. The ladder
 #
-# One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), timed beside cuBLAS
-# in the same run. This chapter compares with cuBLAS, not with a [peak](../docs/glossary.md#peak).
-# Both ran at the SM clock of that run, so the clock cancels out of the ratio.
+# One kernel source; each rung is a set of compile-time switches (`W.RUNGS`). Each is timed beside
+# cuBLAS in the same run, not against a [peak](../docs/glossary.md#peak): both ran at that run's
+# SM clock, so the clock cancels out of the ratio.
 #
 # **Predict before you look.** Rung 2 splits the roles; each later rung adds one change. Which
 # change buys the most over the rung it was built from? Does the split alone buy anything? In the
@@ -131,12 +131,11 @@ plt.show()
 #   rung 1.
 # - **Rung 3, the tile back.** Two consumers on 128×256, and `setmaxnreg`. The biggest step, yet
 #   it only returns to rung 1, within 2 %. The split alone bought nothing measurable.
-# - **Rung 4, a sweep** of tiles and stages. It found no tile that gains 1.5 % on rung 3's.
 # - **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM walks its
 #   tiles; the producer loads tile t + 1 while the consumers store tile t. Up to 4 %: a CTA's
 #   later tiles wait under half as long for their first k-tile.
-# - **Rung 6, [clusters](../docs/glossary.md#cluster)** of 2 CTAs that share B by
-#   [multicast](../docs/glossary.md#multicast), so less comes from L2. It moved under 1.5 % (06c §9).
+# - **Rungs 4 and 6**, a sweep of tiles and stages, and [clusters](../docs/glossary.md#cluster) of 2
+#   CTAs that share B by [multicast](../docs/glossary.md#multicast). Each moved under 1.5 % (06c §9).
 # - **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
 #   The tile goes to shared memory ([stmatrix](../docs/glossary.md#stmatrix)), then out in 64×64
 #   chunks by TMA, so the consumers start the next tile sooner. It gains 4–9 %, the biggest step
@@ -158,10 +157,9 @@ W.show_ladder_steps(res)
 W.show_rung3_steps(records.load("ws_rung3_steps").results)
 
 # %% [markdown]
-# **When does warp specialization pay?** Not by itself, here. Chapter 05's ring already overlapped
-# loads with math, so a producer of its own had nothing left to hide. The split pays through what
-# it makes possible: loads that run on across tiles (rung 5), and consumers that hand their stores
-# to TMA and start the next k-loop sooner (rung 7).
+# **When does warp specialization pay?** Not by itself, here: chapter 05's ring already overlapped
+# loads with math. It pays through what it makes possible: loads that run on across tiles (rung 5),
+# and consumers that hand their stores to TMA (rung 7).
 #
 # Why does rung 7 gain so much? The trace counts the cycles per tile spent storing C (rungs 6 and
 # 7), and record `ws_store_ablation` times the TMA store alone, on rung 3. The TMA store cuts the
@@ -190,8 +188,8 @@ print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 #
 # **The tensor maps and the launch** (chapter 03; host side,
 # [`whole.py`](../asynctc/warp_specialization/whole.py)). Two [tensor maps](../docs/glossary.md#tensor-map)
-# describe A and B; each TMA copy is a box of 64 columns of K. The grid has one CTA per 128×256
-# tile, 384 threads each, with 193 KiB of shared memory.
+# describe A and B; each TMA copy is a box of 64 columns of K. One CTA per 128×256 tile, 384
+# threads, 193 KiB of shared memory.
 
 # %%
 W.show_kernel_part("launch")
@@ -215,9 +213,9 @@ W.show_kernel_part("producer")
 
 # %% [markdown]
 # **The consumers' loop** (chapters 06 and 04). Warpgroups 1 and 2 take the registers; wg 1
-# computes rows 0–63 of the tile, wg 2 rows 64–127. Per k-tile each waits on full with parity
-# `phase` and issues the k-tile's wgmmas as one commit group. `wgmma_wait_group<1>` leaves that
-# group in flight, so each consumer releases the *previous* stage on empty.
+# computes rows 0–63 of the tile, wg 2 rows 64–127 (`cw = wg − 1`). Per k-tile each waits on full with parity
+# `phase` and issues the k-tile's wgmmas as one commit group. `wgmma_wait_group<1>` leaves it in
+# flight, so the consumer releases the *previous* stage on empty.
 
 # %% output answers a prediction
 W.show_kernel_part("consumers", reveal=exercises.after("ch06.whole_kloop"))
@@ -226,8 +224,7 @@ W.show_kernel_part("consumers", reveal=exercises.after("ch06.whole_kloop"))
 # **The epilogue** (chapter 04). Each thread writes its accumulators straight to C, two halves at
 # a time, where chapter 04's fragment layout puts them. Rung 7 replaces this with the TMA store.
 #
-# Deep dive [06e](06e_your_gemm_on_the_cpu.ipynb) §2 asks you to write the consumers' loop body in
-# the kernel's own words. Deep dive [06d](06d_limits_and_gemm.ipynb) §4 shows what the GPU said.
+# What the GPU said of this file: deep dive [06d](06d_limits_and_gemm.ipynb) §4.
 
 # %%
 W.show_kernel_part("epilogue")
