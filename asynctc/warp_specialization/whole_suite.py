@@ -145,7 +145,7 @@ def rung3_of_cublas(ladder_results: dict) -> dict:
 
 
 def load_or_none():
-    """The ``whole_gemm`` record, or None where none was made yet (06 §4's cell)."""
+    """The ``whole_gemm`` record, or None where none was made yet (06d §4's cell)."""
     try:
         return records.load(SUITE)
     except records.RecordError:
@@ -177,7 +177,7 @@ SUITES = {SUITE: (measure_whole, summarize_whole, "sm_90a")}
 
 
 def show_status(ladder_results: dict) -> None:
-    """06 §4's last cell in one call: on a GPU, check the whole kernel now at 512×768×1024 (raises
+    """Deep dive 06d §4's cell in one call: on a GPU, check the whole kernel now at 512×768×1024 (raises
     :class:`asynctc.core.notebook.ClaimError` if an element misses its bound); then the ``whole_gemm``
     record's generated verdicts (the checks, the time beside rung 3 and cuBLAS), or, before its first
     GPU run, rung 3's fractions of cuBLAS (:func:`not_run_yet`)."""
