@@ -5,7 +5,8 @@ instructions as rung 3's build of kernels/warp_specialization.cu (only the integ
 bookkeeping of rung 3's switches differs); its in-kernel descriptor is the course's descriptor
 model's; the host side refuses bad shapes naming field, value and rule; the record suite and its
 script run end to end on an emulated launch; 06 §4's walk through it (``show_kernel_part``) covers
-the kernel's parts, each showing its lines, the consumers' k-loop held back until asked. On a GPU: checked against float64 at several shapes."""
+the kernel's parts, each showing its lines, the consumers' k-loop held back until asked. On a
+GPU: checked against float64 at several shapes."""
 import re
 import types
 from pathlib import Path
