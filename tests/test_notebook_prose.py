@@ -225,11 +225,7 @@ LISTINGS = {
                                          r"[\s\S]*load_stage\([\s\S]*full\[[\s\S]*release = [\s\S]*"
                                          r"lines left out: the exercise[\s\S]*wgmma_wait_group<0>"
                                          r"[\s\S]*store_c\(res"),
-    # the whole kernel in one file (06 §4), from its first line to its last (the epilogue's store),
-    # less the consumers' k-loop (it answers exercise 1, the capstone; printed after it)
-    ("06", None): (130, r"(?s)wait_bounded.*setmaxnreg_dec<40>.*tma_load_2d.*setmaxnreg_inc<232>"
-                        r".*lines left out: the consumers' k-loop.*mbarrier_arrive\(empty0 \+ 8 \* prev\)"
-                        r".*cvt_rn_x2_f32<DT>\(acc\[j\], acc\[j \+ 1\]\);\n  \}\n\}$"),
+    # (06 §4 walks the whole kernel part by part through whole.show_part: tests/test_whole_gemm.py)
     ("06b", r"^__device__ __forceinline__ void load_stage"): (8, r"mbarrier_arrive_expect_tx[\s\S]*"
                                                                   r"tma_load_2d_multicast"),
     ("06b", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"

@@ -4,7 +4,9 @@ for fp16 and bf16 with setmaxnreg honoured; its SASS issues the same Tensor Core
 instructions as rung 3's build of kernels/warp_specialization.cu (only the integer and branch
 bookkeeping of rung 3's switches differs); its in-kernel descriptor is the course's descriptor
 model's; the host side refuses bad shapes naming field, value and rule; the record suite and its
-script run end to end on an emulated launch. On a GPU: checked against float64 at several shapes."""
+script run end to end on an emulated launch; 06 §4's walk through it (``show_kernel_part``) covers
+the kernel's parts, each showing its lines, the consumers' k-loop held back until asked. On a
+GPU: checked against float64 at several shapes."""
 import re
 import types
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from asynctc import suites
 from asynctc.core import checks, runtime, sass
 from asynctc.warp_specialization import WarpSpecializationError, _ws2, compile_ws, sass_registers
+from asynctc import warp_specialization as W
 from asynctc.warp_specialization import whole
 from asynctc.warp_specialization import whole_suite as WS
 
@@ -159,8 +162,8 @@ def test_whole_kernel_on_the_gpu(m, n, k, dtype):
 # ---- chapter 06's cell: "not run on a GPU yet" without the record, the verdicts with one ---------
 
 def _chapter_cell() -> str:
-    cells = re.split(r"(?m)^# %%.*$", (ROOT / "notebooks" / "src" / "06_warp_specialization.py").read_text())
-    (cell,) = [c for c in cells if "W.whole_suite.load_or_none()" in c]
+    cells = re.split(r"(?m)^# %%.*$", (ROOT / "notebooks" / "src" / "06d_limits_and_gemm.py").read_text())
+    (cell,) = [c for c in cells if "W.whole_suite.show_status(res)" in c]
     return cell
 
 
@@ -219,3 +222,30 @@ def test_a_failed_timed_run_is_recorded_and_the_others_still_run(monkeypatch):
     assert [r["kernel"] for r in bad] == ["whole"] and "empty barrier of stage 2" in bad[0]["error"]
     assert {r["kernel"] for r in res["rows"] if "tflops" in r} == {"cuBLAS", "rung 3"}
     assert "whole" not in WS.whole_summary(res)["sizes"][512]["tflops"]
+
+
+#: 06 §4's parts of hopper_gemm.cu: what each must show (the lines its markdown talks about).
+PART_SHOWS = {
+    "launch": r"(?s)tensor_map_for_tile\(a,.*tensor_map_for_tile\(b_nk,.*runtime\.launch\(ck, grid, THREADS",
+    "barriers": r"(?s)mbarrier_init\(full0 \+ 8 \* s, 1\).*CONSUMERS\).*fence_mbarrier_init\(\).*const int wg",
+    "producer": r"(?s)setmaxnreg_dec<40>.*empty0 \+ 8 \* stage, phase \^ 1u.*mbarrier_arrive_expect_tx"
+                r".*tma_load_2d\(dst \+ kATileBytes.*phase \^= 1u;.*return;\n  \}$",
+    "consumers": r"(?s)setmaxnreg_inc<232>.*wgmma_wait_group<0>\(\);.*mbarrier_arrive\(empty0 \+ 8 \* prev\)"
+                 r".*__syncwarp\(\);$",
+    "epilogue": r"(?s)the epilogue.*cvt_rn_x2_f32<DT>\(acc\[j\], acc\[j \+ 1\]\);\n  \}\n\}$",
+}
+
+
+@pytest.mark.parametrize("name", sorted(W.lesson.PARTS))
+def test_the_walk_shows_each_part(name):
+    text = W.show_kernel_part(name).data
+    assert re.search(PART_SHOWS[name], text), name
+    assert not any(l.lstrip().startswith("//") and "──" not in l for l in text.splitlines())
+
+
+def test_the_walk_holds_back_the_consumers_k_loop():
+    held, shown = W.show_kernel_part("consumers", reveal=False).data, W.show_kernel_part("consumers").data
+    assert "lines left out: the consumers' k-loop" in held and "wgmma_wait_group<1>" not in held
+    assert "wgmma_wait_group<1>" in shown and "wait_bounded(full0 + 8 * stage, phase" in shown
+    every = sum(len(W.show_kernel_part(n, comments=True).data.splitlines()) for n in W.lesson.PARTS)
+    assert every < len(KERNEL.read_text().splitlines())      # parts, not the whole file again

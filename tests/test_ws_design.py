@@ -106,12 +106,12 @@ def _scaled(ladder: dict, rung: int, f: float) -> dict:
 
 
 def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
-    _run("W.rung3_numbers(", ladder)
-    _run("W.ladder_steps(res)", ladder)
-    _run("W.epilogue_note(res", ladder)
+    _run("W.show_rung3_steps(", ladder)
+    _run("W.show_ladder_steps(res)", ladder)
+    _run("W.show_epilogue(res", ladder)
     out = capsys.readouterr().out
-    assert "Rung 3's gain is the tile" in out and "the biggest step after rung 3" in out
-    assert "The TMA store saves (" in out
+    assert "setmaxnreg (rung 3)" in out and "TMA-store epilogue" in out
+    assert "of a tile; the TMA store alone on rung 3" in out
 
 
 @pytest.mark.parametrize("rung,f", [(3, 1.05),      # the split alone bought 5 %
@@ -120,7 +120,7 @@ def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
                                     (7, 0.95)])     # the TMA store no longer the biggest step
 def test_the_ladder_cell_refuses_a_record_that_moved(ladder, rung, f):
     with pytest.raises(notebook.ClaimError):
-        _run("W.ladder_steps(res)", _scaled(ladder, rung, f))
+        _run("W.show_ladder_steps(res)", _scaled(ladder, rung, f))
 
 
 class _Records:
@@ -142,7 +142,7 @@ class _Records:
                                     ("two consumers", 1.05),            # a second consumer alone pays
                                     ("setmaxnreg (rung 3)", 1.05)])     # setmaxnreg pays
 def test_the_split_cell_refuses_a_record_that_moved(ladder, step, f):
-    cell = _cell("W.rung3_numbers(")
+    cell = _cell("W.show_rung3_steps(")
     with pytest.raises(notebook.ClaimError):
         exec(compile(cell, "06", "exec"), {"W": W, "notebook": notebook, "records": _Records(step, f),  # noqa: S102
                                            "res": ladder})

@@ -145,7 +145,7 @@ def rung3_of_cublas(ladder_results: dict) -> dict:
 
 
 def load_or_none():
-    """The ``whole_gemm`` record, or None where none was made yet (06 §4's cell)."""
+    """The ``whole_gemm`` record, or None where none was made yet (06d §4's cell)."""
     try:
         return records.load(SUITE)
     except records.RecordError:
@@ -174,3 +174,22 @@ def summarize_whole(rec: records.Record) -> str:
 
 
 SUITES = {SUITE: (measure_whole, summarize_whole, "sm_90a")}
+
+
+def show_status(ladder_results: dict) -> None:
+    """Deep dive 06d §4's cell in one call: on a GPU, check the whole kernel now at 512×768×1024 (raises
+    :class:`asynctc.core.notebook.ClaimError` if an element misses its bound); then the ``whole_gemm``
+    record's generated verdicts (the checks, the time beside rung 3 and cuBLAS), or, before its first
+    GPU run, rung 3's fractions of cuBLAS (:func:`not_run_yet`)."""
+    from ..core import notebook, runtime
+    if runtime.runs_live("sm_90a"):
+        c = whole.verify_whole(512, 768, 1024)
+        notebook.claim(c.passed, f"Checked now at 512×768×1024: every element within its bound "
+                                 f"(the worst at {c.worst:.2f} of it).", worst=c.worst)
+    rec = load_or_none()
+    if rec is None:
+        print(not_run_yet(ladder_results))
+        return
+    print(rec.label())
+    for v in whole_verdicts(rec.results):
+        notebook.verdict(*v)

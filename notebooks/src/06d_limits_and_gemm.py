@@ -366,3 +366,13 @@ print(hrec.label())
 gfig.plot_matmul_ratios(hrec.results["rows"])
 plt.show()
 print(goals.goals_table(hrec.results["rows"]))
+
+# %% [markdown]
+# ## 4. The whole kernel on the GPU
+#
+# The core lesson's §4 reads `hopper_gemm.cu`, rung 3 in one switch-free file. What the GPU said
+# (`tools/gpu_whole_gemm.py`): the checks, then the time beside rung 3 and cuBLAS. On a GPU the
+# cell also checks now.
+
+# %% output varies
+W.whole_suite.show_status(res)

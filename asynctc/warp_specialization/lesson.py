@@ -1,0 +1,173 @@
+"""Chapter 06's one-line cells: §3's each print a small table and guard the sentences the core
+lesson's markdown states about it (the markdown cell just before the cell that calls it); §4's
+:func:`show_kernel_part` shows one part of ``kernels/hopper_gemm.cu`` at a time.
+
+The lesson's prose states fixed sentences about the ladder ("rung 7 gains most after the wide tile",
+"rung 3 is within 2 % of rung 1", ...). Each helper here prints the table those sentences read from
+and raises :class:`asynctc.core.notebook.ClaimError` (via :func:`asynctc.core.notebook.require`) when
+the record stops supporting one of them, so a re-measurement that flips a sentence stops the notebook
+(and nbval) instead of leaving false prose under a true table. Each docstring lists exactly the
+sentences its helper guards; each is marked with :func:`asynctc.core.notebook.guards`, so
+``tests/test_notebook_prose.py`` counts a cell that calls it as the guard of the markdown before it.
+Never times, never plots.
+"""
+
+from __future__ import annotations
+
+from ..core.notebook import guards, require
+from .rung_notes import ADDS, ladder_steps
+
+#: The rung each rung of §3's table is compared with: the one it was built from (rung 3 from rung 2,
+#: not from chapter 05's rung 1; rung 5 from rung 3, since rung 4 is a sweep).
+OVER = {2: 1, 3: 2, 4: 3, 5: 3, 6: 5, 7: 6, 8: 7}
+
+
+def ladder_table(results: dict, dtype: str = "float16") -> str:
+    """Rungs 1–8 of a ``warp_specialization`` record as text: rung, change, the rung it is built
+    from, × that rung's TFLOP/s and × cuBLAS (timed in the same run), per size."""
+    lad = {(r["size"], r["rung"]): r for r in results["ladder"] if r["dtype"] == dtype}
+    sizes = sorted({s for s, _ in lad})
+    head = f"{'rung':>4}  {'change':<33}{'over':>5}" + "".join(f"{f'× ({s}³)':>11}" for s in sizes) \
+        + "".join(f"{f'cuBLAS ({s}³)':>16}" for s in sizes)
+    lines = [head]
+    for n in range(1, 9):
+        row = f"{n:>4}  {ADDS[n]:<33}{OVER.get(n, '–'):>5}"
+        row += "".join(f"{lad[(s, n)]['tflops'] / lad[(s, OVER[n])]['tflops']:>11.2f}" if n in OVER
+                       else f"{'–':>11}" for s in sizes)
+        row += "".join(f"{lad[(s, n)]['of_cublas']:>16.2f}" for s in sizes)
+        lines.append(row)
+    lines.append(f"{dtype}; ×: TFLOP/s over the rung in 'over'; cuBLAS: its fraction, same run")
+    return "\n".join(lines)
+
+
+@guards
+def show_ladder_steps(results: dict) -> None:
+    """06 §3: print :func:`ladder_table` (fp16), then guard the sentences the markdown after it states,
+    over every size and dtype of the record:
+
+    - the wide tile (rung 3 over rung 2) is the biggest step, and rung 7 the next biggest;
+    - rung 2 runs about 15 % below rung 1 (0.80–0.90 of it);
+    - rung 3 runs within 2 % of rung 1: splitting the roles alone bought nothing measurable;
+    - rungs 4 and 6 moved less than 1.5 %;
+    - rung 5 gains at most 4 %, and a CTA's later tiles wait under half as long as its first for
+      k-tile 0;
+    - rung 7 gains 4–9 %;
+    - rung 8 gains about 1 % (0–3 %) and reaches cuBLAS (0.98 of it or more).
+    """
+    from .figures import ladder_ratio
+    print(ladder_table(results))
+    L = ladder_steps(results)
+    print(f"rung 5, cycles a CTA waits for k-tile 0 (traced at 4096³): first tile {L['first']:.0f}, "
+          f"later tiles {L['later']:.0f}")
+    r = {b: ladder_ratio(results, a, b) for b, a in OVER.items()}
+    best = {b: max(v.values()) for b, v in r.items()}
+    low = {b: min(v.values()) for b, v in r.items()}
+    top = [x["of_cublas"] for x in results["ladder"] if x["rung"] == 8]
+    require(min(r[3].values()) > max(max(v.values()) for b, v in r.items() if b != 3)
+            and low[7] > max(best[b] for b in (4, 5, 6, 8)),
+            "The wide tile is the biggest step; the TMA store the next.", **{f"r{b}": best[b] for b in r})
+    require(all(0.80 < v < 0.90 for v in L["r2"].values()), "Rung 2 runs about 15 % below rung 1.",
+            low=min(L["r2"].values()), high=max(L["r2"].values()))
+    require(all(abs(v - 1) < 0.02 for v in L["r3"].values()), "Rung 3 runs within 2 % of rung 1.",
+            low=min(L["r3"].values()), high=max(L["r3"].values()))
+    require(max(abs(v - 1) for v in L["flat"]) < 0.015, "Rungs 4 and 6 moved less than 1.5 %.",
+            worst=max(abs(v - 1) for v in L["flat"]))
+    require(0.99 < low[5] and best[5] < 1.04 and L["later"] < 0.5 * L["first"],
+            "Rung 5 gains at most 4 %; later tiles wait under half as long as the first.",
+            low=low[5], high=best[5], first=L["first"], later=L["later"])
+    require(1.035 < low[7] and best[7] < 1.095, "Rung 7 gains 4–9 %.", low=low[7], high=best[7])
+    require(1.0 < low[8] and best[8] < 1.03 and min(top) >= 0.98,
+            "Rung 8 gains 0–3 % and ends at 0.98 of cuBLAS or more.", low=low[8], high=best[8], top=min(top))
+
+
+@guards
+def show_rung3_steps(results: dict) -> None:
+    """06 §3: print the ``ws_rung3_steps`` record's table (:func:`.rung3_split.rung3_table`), then
+    guard the markdown's sentences on it:
+
+    - a second consumer alone moves less than 2 %;
+    - the 128×256 tile gains 12–22 % ("about +17 %"), and its operands need a smaller share of
+      shared memory's bandwidth than rung 2's;
+    - setmaxnreg then moves less than 2 %, because the wide tile already fits in the registers a
+      thread has at entry, with no spills.
+    """
+    from .rung3_split import rung3_numbers
+    n = rung3_numbers(results)
+    print(n["table"])
+    wide = n["wide"]
+    require(abs(n["consumers"]) < 0.02, "A second consumer alone moves less than 2 %.", gain=n["consumers"])
+    require(0.12 < n["wider"] < 0.22 and wide["smem_share"] < n["share2"],
+            "The wide tile gains about 17 % and needs less of shared memory's bandwidth.",
+            gain=n["wider"], share=wide["smem_share"], share2=n["share2"])
+    require(abs(n["regs"]) < 0.02 and n["fits"], "setmaxnreg moves less than 2 %; the wide tile fits at entry.",
+            gain=n["regs"], regs=wide["regs"], entry=wide["entry"])
+
+
+@guards
+def show_epilogue(results: dict, store_results: dict) -> None:
+    """06 §3: the TMA store's saving, traced (rungs 6 and 7 at 4096³) and timed alone on rung 3
+    (record ``ws_store_ablation``), printed as one line of arithmetic; guards the markdown's
+    sentences:
+
+    - the TMA store cuts the traced epilogue to about a quarter of the register stores' cycles
+      (0.15–0.35 of them; and both rungs' SASS store counts agree with the model of the stores);
+    - the cycles saved are about 6 % of a tile (4–8 %), close to (within half to one and a half
+      times) the 7 % (5–9 %) the TMA store bought alone on rung 3.
+    """
+    from .figures import epilogue_note
+    from .store_suite import store_findings
+    holds, _text, ep = epilogue_note(results, sass_counts=False)
+    reg, tma, tile = ep["rung6"], ep["rung7"], ep["tile_cycles"]
+    saved = (reg - tma) / tile
+    gain = store_findings(store_results)["store_alone"] - 1
+    print(f"cycles per tile at 4096³: register stores {reg:.0f}, TMA store {tma:.0f}, the whole tile {tile:.0f}\n"
+          f"saved: ({reg:.0f} − {tma:.0f}) / {tile:.0f} = {saved:.1%} of a tile; "
+          f"the TMA store alone on rung 3: {gain:+.1%}")
+    require(holds and 0.15 < tma / reg < 0.35, "The TMA store cuts the epilogue to about a quarter of its cycles.",
+            rung6=reg, rung7=tma)
+    require(0.04 < saved < 0.08 and 0.05 < gain < 0.09 and 0.5 * gain < saved < 1.5 * gain,
+            "The cycles saved are about 6 % of a tile, close to the 7 % the store bought alone.",
+            saved=saved, gain=gain)
+
+
+#: 06 §4's walk through ``hopper_gemm.cu``: part → (first line, last line) as regular expressions on
+#: the kernel's own section comments, so an edit of the kernel moves the excerpt with it.
+PARTS = {
+    "launch": (r"# TMA copies a box", r"shmem_bytes=SMEM_BYTES"),   # whole.py's launcher, not the kernel
+    "barriers": (r"── chapter 03: barriers initialised", r"const int wg = threadIdx.x / 128"),
+    "producer": (r"^  if \(wg == 0\) \{", r"^  \}$"),
+    "consumers": (r"── chapter 06: a consumer warpgroup takes", r"^  __syncwarp\(\);"),
+    "epilogue": (r"── chapter 04: the epilogue", r"^\}$"),
+}
+#: The consumers' k-loop inside the "consumers" part: exercise 1's answer, held back until it passes.
+KLOOP = (r"^  int stage = 0, prev = 0;", r"^  \}$", "the consumers' k-loop: exercise 1's answer")
+
+
+def _code_only(text: str) -> str:
+    """``text`` without its whole-line ``//`` comments, except the section headers (``// ── ...``):
+    the lesson's markdown tells what the comments tell."""
+    return "\n".join(l for l in text.splitlines()
+                     if not l.lstrip().startswith("//") or "──" in l or "lines left out" in l)
+
+
+def show_kernel_part(name: str, reveal: bool = True, comments: bool = False):
+    """Display one part of ``hopper_gemm.cu`` (:data:`PARTS`) as written, as highlighted CUDA C++
+    (:func:`asynctc.core.notebook.source_excerpt`); "launch" is :mod:`.whole`'s launcher (tensor maps, grid,
+    launch), as Python. The "consumers" part leaves out its k-loop (:data:`KLOOP`) unless
+    ``reveal``. Whole-line comments other than the section headers are left out unless
+    ``comments`` (the file keeps them all). Raises KeyError for a name not in :data:`PARTS`."""
+    import re
+    from ..core import notebook
+    start, end = PARTS[name]
+    if name == "launch":
+        from IPython.display import Code
+        from . import whole
+        lines = open(whole.__file__, encoding="utf-8").read().splitlines()
+        i = next(n for n, x in enumerate(lines) if re.search(start, x))
+        j = next(n for n, x in enumerate(lines) if n > i and re.search(end, x))
+        return Code("\n".join(x[4:] for x in lines[i:j + 1] if comments or not x.lstrip().startswith("#")),
+                    language="python")
+    from IPython.display import Code
+    omit = KLOOP if name == "consumers" and not reveal else None
+    text = notebook.source_excerpt("hopper_gemm.cu", start, end, hooks=True, omit=omit)
+    return Code(text if comments else _code_only(text), language="cuda")

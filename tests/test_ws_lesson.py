@@ -1,0 +1,66 @@
+"""Chapter 06 §3's one-line cells (asynctc.warp_specialization.lesson): each helper prints its table
+and holds on the recorded data, and raises ClaimError as soon as the record stops supporting a
+sentence its docstring names (so the markdown before the cell cannot go false quietly)."""
+import copy
+
+import pytest
+
+from asynctc import warp_specialization as W
+from asynctc.core import notebook, records
+from asynctc.core.notebook import ClaimError
+from asynctc.warp_specialization import lesson, rung3_split, store_suite
+
+
+@pytest.fixture(scope="module")
+def res():
+    return records.load("warp_specialization").results
+
+
+def test_each_helper_is_a_marked_guard():
+    for fn in (W.show_ladder_steps, W.show_rung3_steps, W.show_epilogue):
+        assert fn.__name__ in notebook.GUARDS
+
+
+def test_the_ladder_table_holds_on_the_record(res, capsys):
+    W.show_ladder_steps(res)
+    out = capsys.readouterr().out
+    assert all(f"\n{n:>4}  {lesson.ADDS[n]}" in out for n in range(1, 9))
+    assert "first tile" in out and "later tiles" in out
+
+
+def _scale(res, rung, factor):
+    flipped = copy.deepcopy(res)
+    for r in flipped["ladder"]:
+        if r["rung"] == rung:
+            r["tflops"] *= factor
+            r["of_cublas"] *= factor
+    return flipped
+
+
+@pytest.mark.parametrize("rung,factor", [(7, 1 / 1.06),   # the TMA store gains next to nothing
+                                         (2, 1.10),       # the split costs nothing
+                                         (5, 1.06),       # the persistent grid gains 6-9 %
+                                         (8, 0.97)])      # rung 8 falls back
+def test_the_ladder_sentences_fail_when_a_rung_moves(res, rung, factor):
+    with pytest.raises(ClaimError, match="this record does not support the sentence"):
+        W.show_ladder_steps(_scale(res, rung, factor))
+
+
+def test_the_rung3_steps_hold_and_fail_when_setmaxnreg_pays(monkeypatch, capsys):
+    steps = records.load("ws_rung3_steps").results
+    W.show_rung3_steps(steps)
+    assert "128x256" in capsys.readouterr().out
+    real = rung3_split.rung3_numbers
+    monkeypatch.setattr(rung3_split, "rung3_numbers", lambda r: {**real(r), "regs": 0.05})
+    with pytest.raises(ClaimError, match="setmaxnreg moves less than 2"):
+        W.show_rung3_steps(steps)
+
+
+def test_the_epilogue_arithmetic_holds_and_fails_when_the_store_gains_more(res, monkeypatch, capsys):
+    store = records.load("ws_store_ablation").results
+    W.show_epilogue(res, store)
+    assert "of a tile" in capsys.readouterr().out
+    real = store_suite.store_findings
+    monkeypatch.setattr(store_suite, "store_findings", lambda r: {**real(r), "store_alone": 1.20})
+    with pytest.raises(ClaimError, match="about 6 % of a tile"):
+        W.show_epilogue(res, store)
