@@ -7,6 +7,8 @@ Conventions the chapters follow (``tests/test_notebook_prose.py`` enforces them)
   record by :func:`claim` (raises when the record does not support it) or :func:`verdict` (picks the
   wording the record supports), or its markdown cell is followed by a code cell that asserts it, so
   a re-measurement that flips the conclusion fails loudly instead of leaving a false sentence;
+  a chapter helper that does the asserting for a cell (its docstring names the sentences it
+  guards) is marked with :func:`guards`, and a cell that calls it counts as that guard;
 * every ``show_source`` listing is the last expression of its cell (or wrapped in ``display``), so it
   renders, and shows the lines it is about;
 * the first code cell calls :func:`banner`, which also makes figures render inline.
@@ -25,6 +27,19 @@ from . import runtime
 
 class ClaimError(AssertionError):
     """A notebook sentence comparing measured numbers does not hold for the record in hand."""
+
+
+#: The names of the chapter helpers marked with :func:`guards` (filled as their modules import).
+GUARDS: set[str] = set()
+
+
+def guards(fn):
+    """Mark a chapter helper as the guard of the markdown before the cell that calls it: it raises
+    :class:`ClaimError` (:func:`claim`, :func:`require`) when the record stops supporting a sentence
+    its docstring names. Records ``fn.__name__`` in :data:`GUARDS` (what
+    ``tests/test_notebook_prose.py`` accepts as a guard) and returns ``fn`` unchanged."""
+    GUARDS.add(fn.__name__)
+    return fn
 
 
 def claim(condition: bool, text: str, **numbers) -> str:
