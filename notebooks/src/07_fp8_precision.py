@@ -132,9 +132,9 @@ plt.show()
 # %% [markdown]
 # **The fix: promotion** (DeepSeek-V3 §3.3.2). Every P k-tiles (`promote=P`; a k-tile is 128
 # elements of K), the consumer adds its wgmma accumulators into fp32 registers of its own and
-# restarts them at 0. No Tensor Core sum then spans more than P k-tiles. The price is registers. Two accumulator sets fit a 128×128 tile (2 × 64
-# registers per thread). They do not fit the top rung's 128×256 (2 × 128, over a consumer thread's
-# 232), so promotion also costs the bigger tile.
+# restarts them at 0. No Tensor Core sum then spans more than P k-tiles. The price is registers.
+# Two accumulator sets fit a 128×128 tile (2 × 64 registers per thread). They do not fit the top
+# rung's 128×256 (2 × 128, over a consumer thread's 232), so promotion also costs the bigger tile.
 #
 # **The test on the GPU.** The model's width, 13, came from DeepSeek's report, not from this run.
 # The lines below were computed with it and frozen before the first GPU run. The markers are the
