@@ -185,7 +185,9 @@ def show_accumulator(results: dict) -> None:
     * "it keeps about 0.9 of the same 128×128 build's throughput": the promoted build's TFLOP/s
       over the unpromoted 128×128 build's, at the largest size, lies in [0.85, 0.95];
     * "and roughly 0.8 of the top rung's": over the 128×256 top rung's, in [0.75, 0.88], and the
-      promoted and plain builds share the 128-wide tile the top rung does not have."""
+      promoted and plain builds share the 128-wide tile the top rung does not have;
+    * "with promotion the right-hand curves fall; without, the curve stays level": the guard of
+      :func:`random_inputs_note`, inside :func:`accumulator_table`."""
     from ..core import notebook
     from ..models.fp8 import ACC_PREDICTION, prediction_table
     if prediction_table(predict_swamp()) != ACC_PREDICTION:

@@ -89,9 +89,10 @@ fp8.show_checks(res, record=rec)
 # One GPU run timed cuBLASLt's FP8 GEMM (`torch._scaled_mm`, e4m3,
 # [fast accumulation](../docs/glossary.md#fast-accumulation), section 5), cuBLAS FP16 and our top
 # rung in both. FP8's dense [peak](../docs/glossary.md#peak) is 8192 FLOP/clk/SM, twice FP16's 4096.
-# At the datasheet's boost clock that is 1979 TFLOP/s against FP16's 989. Earlier chapters divided
-# by the FP16 peak at the SM clock measured in flight, a little lower. A ratio of two GEMMs timed in
-# one run needs no clock: twice the work per clock makes 2× a **ceiling**. The
+# At the datasheet's boost clock that is 1979 TFLOP/s against FP16's 989. Chapters 00, 01 and 04
+# divided by the FP16 peak at the SM clock measured while the kernel ran, usually a little lower.
+# A ratio of two GEMMs timed in one run needs no clock: twice the work per clock makes 2× a
+# **ceiling**. The
 # [seed article](../docs/glossary.md#seed-article) says "1.5–2×".
 #
 # **Predict before you run.** Will our FP8 rung reach 2× our FP16 rung at 8192³, or stop near the
@@ -102,14 +103,14 @@ print(rec.label())
 fp8.show_speed(res)
 
 # %% [markdown]
-# Both FP8 GEMMs come within 5 % of the ceiling. Doubling the work per instruction did not leave
+# At the largest size both FP8 GEMMs come within 5 % of the ceiling. Doubling the work per instruction did not leave
 # them waiting for bytes, because FP8 also halves the bytes per element.
 #
 # ## 5. The accumulator: a sum that stops growing
 #
 # **The failure first.** Add 4096 products of 1/16 to one product of 1024. The exact sum is
-# 1024 + 256 = 1280. fp32 gets it right. Our model of the FP8 Tensor Core, `fp8.tc_dot`, says
-# the GPU returns 1024: the sum never moves.
+# 1024 + 256 = 1280. fp32 gets it right. Our model of the FP8 Tensor Core, `fp8.tc_dot` (after
+# Fasi et al.), says the GPU returns 1024: the sum never moves.
 
 # %%
 products = np.concatenate([[1024.0], np.full(4096, 2.0**-4)])   # one big product, then small ones
@@ -118,7 +119,8 @@ print("fp32, in order", products.astype(np.float32).cumsum(dtype=np.float32)[-1]
 print("FP8 wgmma     ", fp8.tc_dot(products))
 
 # %% [markdown]
-# **Why.** An adder lines its terms up on the largest exponent among them, here the sum's 2^10.
+# **Why.** Per k32 wgmma, the adder lines up the running sum and 32 products on the largest
+# exponent among them, here the sum's 2^10.
 # fp32 keeps 23 binary places below that leading 1, so 2^-4 fits. Hopper's FP8 wgmma keeps fewer.
 # DeepSeek-AI found it "retains around 14 bits": 13 **fraction bits** plus the leading 1. Every
 # place below 2^-3 is **truncated**, so each 1/16 becomes 0. This is
@@ -140,7 +142,8 @@ plt.show()
 # The lines below were computed with it and frozen before the first GPU run. The markers are the
 # GPU on inputs the model never saw. Left: each element sums one product of 1024, then K − 1
 # small ones (below 2^-4). Right: standard-normal inputs, the worst error over Σ|a·b|. Deep dive
-# 07b then fits f on probe inputs of its own and finds 13 again.
+# 07b then fits f on probe inputs of its own and finds 13 again. With promotion the right-hand
+# curves fall, since each truncation comes from a short sum; without, the curve stays level.
 #
 # Promoting every 4 k-tiles cuts the swamping error about 30×. It keeps about 0.9 of the same
 # 128×128 build's throughput, and roughly 0.8 of the top rung's. The cell checks both against
