@@ -86,8 +86,8 @@ print(D.pipeline_diagnosis("correct").text)
 # The hang took five steps. They work for every bug here.
 #
 # 1. **Name the symptom**: hangs, wrong always, wrong sometimes, slow (section 1).
-# 2. **Find the first thing that went wrong**: the first wait that stuck (its error word, or
-#    the in-kernel trace of 08b §6), or the first wrong element.
+# 2. **Find the first thing that went wrong**: the first wait that stuck (its error word or
+#    08b §6's trace), or the first wrong element.
 # 3. **Form a hypothesis from a checklist.** A phase needs its parity, arrivals and bytes. An
 #    order needs its fence or wait. A layout needs writer and reader to agree.
 # 4. **Reproduce it in a model** that names the cause: the ring model, the ordering checker
@@ -155,7 +155,7 @@ print(ordering.drop_report(program, DROP))
 # ## 6. The zoo, for reference
 #
 # The eleven classes, the ones above included, one row each: its key (exercise 1 answers with one), the
-# `BUG=` build that reproduces it, where the course shows it and its public reports (08b §1). The
+# `BUG=` build that reproduces it, where the course shows it and its public reports. The
 # *init count* is the arrivals per phase that `mbarrier.init` sets;
 # [proxies](../docs/glossary.md#proxy) are chapter 03's. `F.diagnose(key)` prints one class on
 # one screen, from symptom to fix.
@@ -212,6 +212,8 @@ ok = exercises.check("ch08.repair", fixed, rule="store", solution=True)
 # %% [markdown]
 # ## 8. What to take away
 #
+# * **Debug in order**: the symptom, the first thing wrong, a hypothesis from a checklist, a
+#   model that reproduces it, a one-line fix.
 # * **Hangs** are barrier bookkeeping: count arrivals and bytes per phase, one parity formula,
 #   bound every wait.
 # * **Races** are ordering; passing runs and racecheck can miss them, a model of the rules names them.
