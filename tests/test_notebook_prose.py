@@ -225,7 +225,7 @@ LISTINGS = {
                                          r"[\s\S]*load_stage\([\s\S]*full\[[\s\S]*release = [\s\S]*"
                                          r"lines left out: the exercise[\s\S]*wgmma_wait_group<0>"
                                          r"[\s\S]*store_c\(res"),
-    # (06 §4 walks the whole kernel part by part through whole.show_part: tests/test_whole_gemm.py)
+    # (06 §4 walks the whole kernel part by part through show_kernel_part: tests/test_whole_gemm.py)
     ("06b", r"^__device__ __forceinline__ void load_stage"): (8, r"mbarrier_arrive_expect_tx[\s\S]*"
                                                                   r"tma_load_2d_multicast"),
     ("06b", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"

@@ -15,7 +15,8 @@ Where things live:
   (:func:`fp8_config`), the tile chosen by the shape (:func:`fp8_shape_config`), the
   per-block-scale variants (:func:`block_configs`), and the lists checked and timed
   (:func:`correctness_configs`, :func:`timed_configs`).
-* ``launch.py`` — running and checking it: :func:`verify_fp8` (and :func:`verify_block_scaled`),
+* ``launch.py`` — running and checking it: :func:`verify_fp8` (and :func:`verify_block_scaled`;
+  :func:`show_checks`, chapter 07 §3 in one call),
   the shapes each config is checked on (:func:`shapes_for`, :data:`CHECK_SHAPES`),
   :func:`check_all`; the baseline cuBLASLt FP8 GEMM (:func:`scaled_mm`,
   :func:`scaled_mm_blockwise`, through ``torch._scaled_mm``).
@@ -82,12 +83,13 @@ from .config import (FP8_SWIZZLES, MIXED_FP8_DEFINES, MIXED_PAIRS, PROMOTES, THI
                      operand_dtypes, swizzle_config, swizzle_configs,
                      correctness_configs, fp8_config, fp8_shape_config, shape_configs,
                      timed_configs)
-from .figures import (accumulator_table, plot_accumulation, plot_formats,
+from .figures import (accumulator_table, plot_accumulation, plot_bits_kept, plot_formats,
+                      show_accumulator, show_speed,
                       positive_values, prediction_note, promotion_cost_note, promotion_note,
                       random_inputs_note, speed_table, table_row, block_error_table)
 from .seed import SEED_4096, seed_comparison, seed_table_text
 from .launch import (CHECK_SHAPES, PERSISTENT_SHAPE, THIN_CHECK_SHAPES, check_all, scaled_mm,
-                     scaled_mm_blockwise, shapes_for, verify_block_scaled, verify_fp8)
+                     scaled_mm_blockwise, shapes_for, show_checks, verify_block_scaled, verify_fp8)
 from .identify import (COST_SIZE, ID_COLS, ID_ROWS, INTERVAL_PREDICTION, INTERVAL_SIZES,
                        INTERVALS, PROMOTION_PREDICTION, fit_configs, identification_experiment,
                        interval_table, measure_fp8_fit, promotion_cost, promotion_intervals,

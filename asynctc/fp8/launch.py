@@ -202,3 +202,24 @@ def timing_problem(size: int, rng) -> tuple:
     dc = DeviceArray.poisoned((size, size), dtype_of("bfloat16"))
     return qa, qb, sa, sb, da, db, dsc, rows_idx, dc
 
+
+
+def show_checks(results: dict, record=None) -> None:
+    """Chapter 07 §3 in one call. Live on an sm_90a GPU, first check two GEMMs now (:func:`verify_fp8`
+    on the e4m3 top rung and :func:`verify_block_scaled` on the block-scaled build, 512×768×1024)
+    and print each one's worst |C − ref| / bound. Then print the record's label and its checks:
+    how many, and the worst ratio. Raises :class:`AssertionError` when a live check or a recorded
+    one did not pass."""
+    from ..core import runtime
+    from .config import block_timed_config, fp8_config
+    if runtime.runs_live("sm_90a"):
+        for chk in (verify_fp8(fp8_config(), 512, 768, 1024),
+                    verify_block_scaled(block_timed_config(), 512, 768, 1024)):
+            print(f"live: {chk.dtype}: worst |C−ref|/bound {chk.max_err:.3f}, passed {chk.passed}")
+            assert chk.passed, f"live FP8 check failed: {chk}"
+    if record is not None:
+        print(record.label())
+    checks = results["checks"]
+    assert all(c["passed"] for c in checks), "a recorded FP8 check did not pass"
+    print(f"{len(checks)} checks passed (e4m3 and e5m2; with and without promotion and block "
+          f"scales), worst |C−ref|/bound {max(c['max_err'] for c in checks):.3f}")

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..models import pipeline as M
+from ..core.notebook import guards as _guards
 from . import ordering, variants, zoo
 
 #: The schedule the pipeline-model diagnoses run on (the kernel's own shape: 2 stages, 1 consumer
@@ -176,6 +177,47 @@ def gpu_outcome(bug: int, live: bool | None = None) -> str:
     if runtime.runs_live("sm_90a") if live is None else live:
         return variants.run_variant(bug).words + "  [measured now]"
     return recorded_outcome(bug)
+
+
+@_guards
+def show_outcome(bug: int, expect: str, live: bool | None = None) -> str:
+    """Chapter 08 §3's symptom in one call: print variant ``bug``'s GPU outcome (:func:`gpu_outcome`)
+    and each error word it quotes taken apart field by field (:func:`variants.explain_word`).
+
+    The chapter's markdown reads the words as fixed text, so this raises
+    :class:`asynctc.core.notebook.ClaimError` unless the outcome contains ``expect`` (for BUG=1,
+    "producer timed out on empty[0] at tile 0") or says the variant is not recorded yet. Returns
+    the outcome."""
+    from ..core import notebook
+    outcome = gpu_outcome(bug, live)
+    print(f"BUG={bug}:", outcome)
+    notebook.require(expect in outcome or outcome.startswith("not recorded"),
+                     f"BUG={bug}'s outcome contains {expect!r}", outcome=outcome)
+    for word in variants.words_in(outcome):
+        print("  ", variants.explain_word(word))
+    return outcome
+
+
+@_guards
+def show_misplaced(tma_swizzle: int = 128, reader_swizzle: int = 128, base_offset: int = 128) -> dict:
+    """Chapter 08 §5a's layout bug in one call: print the layout model's diagnosis of a box whose
+    tile starts ``base_offset`` bytes past a 1024-byte boundary (:func:`layout_mismatch`).
+
+    It guards the sentences §5a states as fixed text (raising :class:`AssertionError`): every
+    element of the box is misplaced; the same reader finds every element at a 1024-byte aligned
+    base; each element stays in its row and moves by whole 16-byte chunks (multiples of 8 fp16
+    columns); the pattern repeats every 8 rows. Returns the :func:`layout_mismatch` dict."""
+    m = layout_mismatch(tma_swizzle, reader_swizzle, base_offset)
+    assert m is not None and m["wrong"] == m["total"], "not every element is misplaced"
+    assert layout_mismatch(tma_swizzle, reader_swizzle, 1024) is None, "misplaced at an aligned base"
+    off = misplaced_offsets(tma_swizzle, reader_swizzle, base_offset)
+    cols = off["cols"]
+    assert not off["rows"].any() and not (cols % 8).any() and (cols[8:] == cols[:-8]).all(), \
+        "the offsets are not whole chunks inside rows, repeating every 8 rows"
+    print(f"element ({m['row']}, {m['col']}) is read from where TMA put ({m['found_row']}, "
+          f"{m['found_col']}); {m['wrong']} of {m['total']} elements misplaced (tensor map swizzle "
+          f"{tma_swizzle} B, reader {reader_swizzle} B, tile base {base_offset} B past 1024)")
+    return m
 
 
 def diagnose(key: str, gpu: bool | None = None, bug: int | None = None, out=print) -> dict:

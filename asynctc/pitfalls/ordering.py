@@ -1,7 +1,7 @@
 """Chapter 08's ordering checker. It lives in :mod:`asynctc.models.ordering`, beside chapter 05's
 ring model, because chapter 06's consumer-loop exercise uses it too; this module is its name in
-chapter 08 (``from asynctc.pitfalls import ordering``), with two printers for the chapter:
-:func:`program_text` and :func:`fix_text`."""
+chapter 08 (``from asynctc.pitfalls import ordering``), with printers for the chapter:
+:func:`program_text`, :func:`fix_text`, :func:`show_rule` and :func:`drop_report`."""
 
 from __future__ import annotations
 
@@ -34,6 +34,17 @@ def fix_text(broken: Sequence, fixed: Sequence) -> str:
         where = f"before {i1}" if i1 < len(a) else "at the end"
         out.append(f"+ {', '.join(_step(*s) for s in b[j1:j2])} {where}")
     return "; ".join(out)
+
+def show_rule(rule: str) -> None:
+    """Chapter 08 §5b, one rule of :data:`PROGRAMS`: print its broken program, the first hazard the
+    checker finds in it (step and why) and the fix (:func:`fix_text`). Raises
+    :class:`AssertionError` when the broken program breaks no rule or the correct one breaks one."""
+    broken, fixed = PROGRAMS[rule]["broken"], PROGRAMS[rule]["correct"]
+    hz = check(broken)
+    assert hz and check(fixed) == [], f"rule {rule!r}: its broken/correct programs no longer differ"
+    print(f"{rule:6s} {program_text(broken)}\n       step {hz[0].step}: {hz[0].why}\n"
+          f"       fix: {fix_text(broken, fixed)}")
+
 
 #: What each step is for, and why the checker may see no hazard without it: the line
 #: :func:`drop_report` prints when a dropped step breaks no rule.

@@ -291,20 +291,20 @@ SHORT_TITLES = {
     "leader_early": "one lane arrives while its warp still reads",
 }
 
-#: Where the course shows each class: "§4a" is a section of chapter 08, "08b §3" of another
+#: Where the course shows each class: "§5a" is a section of chapter 08, "08b §3" of another
 #: notebook (tests/test_pitfalls.py checks that each section exists).
 SHOWN_IN = {
-    "phase_parity": "§4a; 05 §1",
+    "phase_parity": "§3; 05 §1",
     "arrive_count": "08b §3",
-    "init_fence": "§4c; 08b §4",
-    "proxy_fence": "§4c; 08b §4",
+    "init_fence": "§5b; 08b §4",
+    "proxy_fence": "§5b; 08b §4",
     "expect_tx": "08b §3",
-    "misaligned_tile": "§4b; 08b §4",
-    "missing_wgmma_wait": "§4c; 08b §2",
-    "store_buffer_reuse": "03b §2; §6; 08b §4",
+    "misaligned_tile": "§5a; 08b §4",
+    "missing_wgmma_wait": "§5b; 08b §2",
+    "store_buffer_reuse": "03b §2; §7; 08b §4",
     "setmaxnreg_dropped": "08b §5",
     "swizzle_mismatch": "04 §4; 06e §4; 08b §4",
-    "leader_early": "§4c; 08b §4",
+    "leader_early": "§5b; 08b §4",
 }
 
 
