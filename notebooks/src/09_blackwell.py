@@ -31,13 +31,12 @@ notebook.banner("sm_100a", measured=False)
 # 32-bit registers. Three [warpgroups](../docs/glossary.md#warpgroup) start at 168 each, then
 # [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives the producer 40 and each consumer 232.
 # The 128×256 tile's fp32 accumulator is one register per value, 128 per consumer thread. The
-# loop needs about 26 more (addresses, descriptors, counters).
+# loop needs about 26 more (addresses, counters).
 #
 # Chapter 06 §3 traced rung 3's gain to that wide tile. The next steps would be a second
 # accumulator or a taller tile. With a second accumulator, the [epilogue](../docs/glossary.md#epilogue) of one tile
 # could run while the MMAs fill the next. A 256×256 tile would halve the bytes of B loaded per
-# FLOP. Both need 65536 accumulator registers, the whole register file. The table adds the rest
-# (the producer's 40 a thread, the consumers' 26 a thread).
+# FLOP. Both need 65536 accumulator registers, the whole register file.
 
 # %%
 bill = lesson.register_bill()          # chapter 06's split: producer 40, two consumer warpgroups
@@ -55,9 +54,8 @@ print(lesson.bill_table(bill))
 # SMs keeps 128 rows in 256 columns. The MMA writes TMEM directly, and no thread holds any of it
 # until the epilogue reads it.
 #
-# The picture: the register bills on the left, one SM's TMEM with two accumulators on the right.
-# A warp may read only its quarter of the lanes: warp w reads lanes 32·(w mod 4) … +31. So the
-# epilogue needs four warps to read all of D.
+# On the right, one SM's TMEM with two accumulators. Warp w may read only lanes 32·(w mod 4) … +31,
+# so the epilogue needs four warps to read all of D.
 
 # %%
 fig = figures.accumulator_homes(bill)
