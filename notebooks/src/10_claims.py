@@ -45,8 +45,8 @@ print(f"ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'
 # The ratio has no peak in it: both times come from one run. A "% of peak" has one, and a peak
 # has a clock. The course's [peak](../docs/glossary.md#peak) is 132 SMs × 4096 FLOP per clock ×
 # the SM clock measured while the kernel ran. The datasheet's is the same product at the 1830 MHz
-# boost clock, so it is one number for every run. The course's moves with each run's clock. That is
-# why chapter 06's peaks differ from this one: its rows ran at their own clocks.
+# boost clock, one number for every run. The course's moves with each run's clock, so chapter
+# 06's peaks differ from this one: its rows ran at their own clocks.
 #
 # This run's SM clock stayed below the boost clock, so its own peak is lower than the datasheet's
 # and the fraction of it is higher. The second clock on the line above was read once the work had
@@ -62,7 +62,7 @@ assert lesson.show_peaks(wrec)
 # row gives one ratio. The bound runs from the lowest ratio to the highest.
 #
 # **Predict before you look.** The runs were on different days, at different clocks. Which moves
-# more between them: our TFLOP/s, or the ratio to cuBLAS timed beside it? Guess both moves as a %.
+# more between them: our TFLOP/s, or the ratio to cuBLAS timed beside it? Guess both in %.
 
 # %% output answers a prediction
 pairs = bounds.same_run_pairs(recs, 4096, "float16")
