@@ -43,14 +43,15 @@ print(f"ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'
 
 # %% [markdown]
 # The ratio has no peak in it: both times come from one run. A "% of peak" has one, and a peak
-# has a clock. The course's [peak](../docs/glossary.md#peak) is 132 SMs × 4096 FLOP per clock ×
-# the SM clock measured while the kernel ran. The datasheet's is the same product at the 1830 MHz
+# has a clock. The course's [peak](../docs/glossary.md#peak) is 132 SMs × 4096 FLOP per SM per
+# clock × the SM clock measured while the kernel ran. The datasheet's is the same product at the 1830 MHz
 # boost clock, one number for every run. The course's moves with each run's clock, so chapter
 # 06's peaks differ from this one: its rows ran at their own clocks.
 #
 # This run's SM clock stayed below the boost clock, so its own peak is lower than the datasheet's
-# and the fraction of it is higher. The second clock on the line above was read once the work had
-# stopped ([chapter 00](00_why_async.ipynb) §2), so it reads high. No peak uses it.
+# and the fraction of it is higher. The second clock on the `clock:` line above was read once the
+# work had stopped ([chapter 00](00_why_async.ipynb) §2): not the kernel's clock, so no peak
+# uses it.
 
 # %% output varies
 assert lesson.show_peaks(wrec)
@@ -61,7 +62,7 @@ assert lesson.show_peaks(wrec)
 # Three records timed the top rung and cuBLAS in the same run, two of them in three rounds. Each
 # row gives one ratio. The bound runs from the lowest ratio to the highest.
 #
-# **Predict before you look.** The runs were on different days, at different clocks. Which moves
+# **Predict before you look.** The runs were hours or days apart, at different clocks. Which moves
 # more between them: our TFLOP/s, or the ratio to cuBLAS timed beside it? Guess both in %.
 
 # %% output answers a prediction
@@ -70,7 +71,7 @@ med, lo, hi = lesson.show_bound(pairs)
 
 # %% [markdown]
 # Between runs our TFLOP/s moved more than twice as far as the same-run ratio. The MHz column says
-# why: a slower clock slows cuBLAS as much as ours, and the ratio cancels it. A same-run ratio
+# why: a slower clock slows cuBLAS too, and the ratio cancels most of it. A same-run ratio
 # travels; a TFLOP/s does not.
 #
 # Inside one pair the samples scatter too. But a median of n samples moves about 1/√n as far as one
