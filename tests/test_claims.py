@@ -609,3 +609,36 @@ def test_bound_figure_draws_every_pair_the_bound_and_the_claims():
     x_lo, x_hi = bounds.cross_run_extremes(pairs)
     assert labels[3] == f"paired across runs: {x_lo:.3f}–{x_hi:.3f}"
     plt.close(fig)
+
+
+# --------------------------------------------------------------------------------------------------
+# chapter 10's cell helpers (asynctc.claims.lesson): each raises when the record flips its sentence
+# --------------------------------------------------------------------------------------------------
+
+def test_lesson_helpers_hold_on_the_records_and_print_the_bound(capsys):
+    from asynctc.claims import bounds, lesson
+    recs = C.load_records()
+    pairs = bounds.same_run_pairs(recs, 4096, "float16")
+    assert "baseline: cuBLAS" in lesson.record_answers(recs["warp_specialization"])
+    assert lesson.show_peaks(recs["warp_specialization"])
+    med, lo, hi = lesson.show_bound(pairs)
+    assert lo <= med <= hi and lesson.runs_set_the_bound(pairs) and lesson.show_verdicts(pairs)
+    out = capsys.readouterr().out
+    assert "datasheet" in out and "interval [" in out and "does not hold" in out
+
+
+def test_lesson_helpers_raise_when_a_rerun_flips_their_sentence():
+    from asynctc.claims import bounds, lesson
+    recs = C.load_records()
+    pairs = bounds.same_run_pairs(recs, 4096, "float16")
+    flat = [dict(p, tflops=pairs[0]["tflops"]) for p in pairs]         # TFLOP/s no longer moves
+    with pytest.raises(AssertionError, match="more than twice as far"):
+        lesson.runs_set_the_bound(flat)
+    faster = [dict(p, ratio=p["ratio"] + 0.05) for p in pairs]        # every pair above 1
+    with pytest.raises(AssertionError, match="holds"):
+        lesson.show_verdicts(faster, value=0.99, digits=2)
+    fast_clock = copy.deepcopy(recs["warp_specialization"])
+    top = S.ladder_row(fast_clock)[1]
+    top["sm_mhz"] = bench.DATASHEET["boost_mhz"] + 100                # a run above the boost clock
+    with pytest.raises(AssertionError, match="below the boost clock"):
+        lesson.show_peaks(fast_clock)

@@ -254,3 +254,19 @@ def test_mma_reads_what_tma_wrote(cfg):
             d = D.WgmmaDescriptor(tc.start_address, tc.lbo, tc.sbo, int(tc.swizzle.rstrip("B")))
             read = D.read_addresses(d, "K", cfg.dtype, rows)
             assert np.array_equal(read, where[:, 16 * s:16 * s + 16]), (operand, s)
+
+
+def test_register_bill_motivates_tmem_and_its_figure_draws():
+    """Chapter 09 §1: one 128×256 accumulator fits chapter 06's register split, two (or a 256×256
+    tile) do not whatever the split — 65536 values need the whole file — while TMEM takes 256 / 512
+    columns. The figure draws without measuring."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from asynctc.tcgen05 import figures, lesson
+    bill = lesson.register_bill()
+    assert [r["fits"] for r in bill] == [True, False, False]
+    assert [r["tmem_cols"] for r in bill] == [256, 512, 256]
+    assert all(r["acc"] >= 65536 for r in bill[1:])
+    assert "NO" in lesson.bill_table(bill)
+    fig = figures.accumulator_homes(bill)
+    assert len(fig.axes) == 2

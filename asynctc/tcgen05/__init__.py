@@ -45,6 +45,9 @@ Where things live (one role per file; every public name is re-exported here, so
   block-scaled ``kind::mxf8f6f4``: :class:`PersistentConfig`, :func:`compile_persistent`,
   :func:`persistent_sass_summary`, :func:`run_persistent` (refuses off compute capability 10.0),
   :data:`PERSISTENT_CONFIGS`;
+* ``lesson.py`` — chapter 09 §1's register bill (:func:`.lesson.register_bill`: one accumulator or two
+  in Hopper's registers beside TMEM's columns) and §5's SASS and descriptor checks (:func:`.lesson.show_sass`);
+* ``figures.py`` — :func:`.figures.accumulator_homes` (the bill beside one SM's TMEM; never measures);
 * ``prediction.py`` — a model throughput for a B200 (labelled a prediction), beside the public
   anchors' published numbers;
 * ``exercises.py`` — the deep dive's auto-checked exercises (``ch09.acc_*``, ``ch09.clc_*``,

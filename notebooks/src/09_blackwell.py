@@ -20,45 +20,54 @@ from asynctc import tcgen05 as kernels
 from asynctc.core import exercises, notebook
 from asynctc.models import descriptors, tmem
 from asynctc.models import tcgen05 as tc
+from asynctc.tcgen05 import figures, lesson
 
 notebook.banner("sm_100a", measured=False)
 
 # %% [markdown]
-# **Terms.**
-#
-# * `cta_group::1`: a `tcgen05` instruction of one CTA, writing that CTA's TMEM.
-# * `cta_group::2`: a [CTA pair](../docs/glossary.md#cta-pair) — two CTAs of one cluster (ranks 2k
-#   and 2k + 1) share one MMA, issued by one thread of the pair; each CTA keeps its own rows of A
-#   and D and a part of B.
-#
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
-# On Hopper, `wgmma.m64nNk16` keeps its 64×N fp32 accumulator in the registers of the warpgroup's
-# 128 threads, N/2 per thread. A 128×256 CTA tile takes half the SM's 65536 32-bit registers. A
-# 256×256 tile (65536 values) takes **all of them**, however it is split: the register file is the
-# limit, not the 255 registers one thread may have.
+# In [chapter 06](06_warp_specialization.ipynb) §2 you paid Hopper's register bill. An SM has 65536
+# 32-bit registers. Three [warpgroups](../docs/glossary.md#warpgroup) start at 168 each, then
+# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives the producer 40 and each consumer 232.
+# The 128×256 tile's fp32 accumulator is one register per value, 128 per consumer thread. The
+# loop needs about 26 more (addresses, counters).
 #
-# On Blackwell the 128×256 tile lives in TMEM, in 128 lanes (one per row of D) × 256 of its 512
-# columns of 32-bit cells. TMEM is **per SM** (128 × 512 × 4 bytes = 256 KiB),
-# shared by the CTAs resident on it. Each allocates its own columns (section 4). While the MMAs
-# run, no thread holds any of it.
+# Chapter 06 §3 traced rung 3's gain to that wide tile. The next steps would be a second
+# accumulator or a taller tile. With a second accumulator, the [epilogue](../docs/glossary.md#epilogue) of one tile
+# could run while the MMAs fill the next. A 256×256 tile would halve the bytes of B loaded per
+# FLOP. Both need 65536 accumulator registers, the whole register file.
 
 # %%
-M_TILE, N_TILE = 128, 256
-warpgroups, regs = M_TILE // 64, N_TILE // 2    # wgmma m64nNk16: N/2 fp32 registers per thread
-lay = tmem.AccumulatorLayout(M_TILE, N_TILE)
-print(f"{M_TILE}×{N_TILE} fp32 accumulator")
-print(f"  Hopper   : {warpgroups} warpgroups × 128 threads × {regs} registers = "
-      f"{warpgroups * 128 * regs * 4 // 1024} KiB of registers, held for the whole main loop")
-print(f"  Blackwell: {tmem.LANES} lanes × {lay.alloc_columns} of {tmem.COLUMNS} TMEM columns = "
-      f"{lay.alloc_columns * tmem.LANES * 4 // 1024} KiB of TMEM, 0 registers until the epilogue")
-fig = tmem.plot_tmem(lay, by="warp")          # lane = row of D; each warp reads its 32-lane quarter
+bill = lesson.register_bill()          # chapter 06's split: producer 40, two consumer warpgroups
+print(lesson.bill_table(bill))
+
+# %% [markdown]
+# Neither step fits. More consumer warpgroups would not help: 65536 values need 65536 registers
+# however they are split among threads. On Hopper the register file is the accumulator's limit.
+#
+# Blackwell moves the accumulator out of the registers into **Tensor Memory**
+# ([TMEM](../docs/glossary.md#tmem)). TMEM is **per SM**: 128 lanes × 512 columns of 32-bit cells
+# (256 KiB), shared by the CTAs resident on it. Lane i is row i of the accumulator D. A column
+# keeps one fp32 of every row. So a 128×256 accumulator takes 256 columns, and two of them take
+# all 512. A 256×256 tile is a [CTA pair](../docs/glossary.md#cta-pair)'s (§2): each of its two
+# SMs keeps 128 rows in 256 columns. The MMA writes TMEM directly, and no thread holds any of it
+# until the epilogue reads it.
+#
+# On the right, one SM's TMEM with two accumulators. Warp w may read only lanes 32·(w mod 4) … +31,
+# so the epilogue needs four warps to read all of D.
+
+# %%
+fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
 # ## 2. The instruction descriptor, bit by bit
 #
 # `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;` — one
-# thread issues it (`enable_input_d` false overwrites D instead of adding to it). The shape and
+# thread issues it (`enable_input_d` false overwrites D instead of adding to it).
+# `cta_group::1` is an MMA of one CTA, writing that CTA's TMEM. `cta_group::2` is an MMA of a
+# [CTA pair](../docs/glossary.md#cta-pair): two CTAs of one cluster (ranks 2k and 2k + 1) share one
+# MMA, issued by one thread of the pair. Each CTA keeps its own rows of A and D and a part of B. The shape and
 # the types are all in the 32-bit `idesc` (PTX ISA §9.7.16.4.2 "Instruction Descriptor"). The
 # model `tc.InstrDescriptor` encodes it and prints every field with its bits (what `.kind` and
 # `.cta_group` allow: deep dive 09c §1).
@@ -94,7 +103,7 @@ assert t.encode() ^ w.encode() == 1 << 46
 # * `tcgen05.alloc` (one warp) takes whole columns (all 128 lanes) in powers of two from 32 to
 #   512, writes the address to shared memory, and **blocks** while they are taken;
 #   `tcgen05.dealloc` (the same warp) gives them back.
-# * Warp *w* may only touch lanes 32·(w mod 4) … +31, so the epilogue needs four warps to read D.
+# * Warp *w* reads only lanes 32·(w mod 4) … +31 (§1's picture).
 #
 # `tmem.TmemAllocator` models one SM's 512 columns:
 
@@ -154,17 +163,12 @@ if exercises.after("ch09.mma_issue"):
 # pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers (mask `0x3`).
 #
 # In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16, unrolled) and `tcgen05.commit` is `UTCBAR`
-# (all classes: [09c §5](09c_blackwell_datapath.ipynb)). The descriptors are the models':
+# (all classes: [09c §5](09c_blackwell_datapath.ipynb)). The cell also checks that the kernels'
+# descriptors are the models':
 
 # %% output varies
-for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfig("float16", 256, 256, 64, 4, 2)):
-    sm = kernels.sass_summary(cfg)
-    print(f"{cfg.label():40s} UTCHMMA {sm['UTCHMMA']}, UTCBAR {sm['UTCBAR']}")
-    assert (sm["UTCHMMA"], sm["UTCBAR"]) == (cfg.bk // 16, 2) and sm["spill_bytes"] == 0
-    assert cfg.idesc == tc.InstrDescriptor("float16", "float16", "float32", cfg.bm, cfg.bn,
-                                           cta_group=cfg.cta_group).encode()
-    assert cfg.a_desc == cfg.b_desc == tc.Tcgen05Descriptor(0, 16, 1024, "128B").encode()
-print("the kernels' descriptors equal the models'")
+assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
+                         kernels.GemmConfig("float16", 256, 256, 64, 4, 2)])
 
 # %% [markdown]
 # ## 6. Hopper → Blackwell

@@ -12,9 +12,9 @@
 
 # %% output varies
 from asynctc import claims
-from asynctc.claims import bounds, seed
+from asynctc.claims import bounds, lesson, seed
 from asynctc.claims.figures import bound_figure
-from asynctc.core import bench, exercises, notebook
+from asynctc.core import exercises, notebook
 
 notebook.banner("sm_90a")
 recs = claims.load_records()
@@ -34,77 +34,74 @@ print(wrec.label())
 # | baseline in the same run? | cuBLAS's own time moves between runs |
 # | median, spread, how many runs? | one run hides the noise |
 #
-# The record behind the claim answers the first three:
+# The record behind the claim answers the first three. The ratio is cuBLAS's time over ours.
 
 # %% output varies
+print(lesson.record_answers(wrec))
 top, cb = seed.ladder_row(wrec)[1], seed.cublas_row(wrec)
-n = top["size"]
-flushed = {"sample": "once per sample", "launch": "before each launch"}.get(top["flush"], "no")
-print(f"size, dtype: {n}³ {top['dtype']}; timed: {top['launches_per_sample']} launches a sample, "
-      f"L2 flushed {flushed}, median of {top['reps']} samples")
-print(f"clock: {bench.clock_text(top)}")
-print(f"baseline: cuBLAS at {n}³, same run: {cb['median_ms']:.5f} ms against ours {top['median_ms']:.5f} ms")
-print(f"  ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'] / top['median_ms']:.3f}")
-tf = 2 * n**3 / (top["median_ms"] * 1e-3) / 1e12               # 2·M·N·K FLOP / seconds
-peak_at = wrec.provenance["sm_count"] * 4096 * top["sm_mhz"] * 1e6 / 1e12   # SMs × FLOP/clk/SM × clock
-sheet = bench.DATASHEET["dense_tflops"]["float16"]             # 132 × 4096 × 1830 MHz
-print(f"as a % of peak: {tf:.0f} TFLOP/s / {sheet:.1f} (datasheet) = {tf / sheet:.3f}; "
-      f"/ {peak_at:.0f} (at its clock) = {tf / peak_at:.3f}")
+print(f"ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'] / top['median_ms']:.3f}")
 
 # %% [markdown]
-# The two "% of peak" differ by the clock alone: the datasheet's 1830 MHz, or the one the kernel
-# ran at (10b judges claims under both). The second clock in that line is read once the work has
-# stopped ([chapter 00](00_why_async.ipynb) §2), so it reads above the in-flight one. The
-# datasheet's boost is no cap on either. The ratio to cuBLAS has no peak in it: both times come
-# from one run.
+# The ratio has no peak in it: both times come from one run. A "% of peak" has one, and a peak
+# has a clock. The course's [peak](../docs/glossary.md#peak) is 132 SMs × 4096 FLOP per SM per
+# clock × the SM clock measured while the kernel ran. The datasheet's is the same product at the 1830 MHz
+# boost clock, one number for every run. The course's moves with each run's clock, so chapter
+# 06's peaks differ from this one: its rows ran at their own clocks.
 #
+# This run's SM clock stayed below the boost clock, so its own peak is lower than the datasheet's
+# and the fraction of it is higher. The second clock on the `clock:` line above was read once the
+# work had stopped ([chapter 00](00_why_async.ipynb) §2): not the kernel's clock, so no peak
+# uses it.
+
+# %% output varies
+assert lesson.show_peaks(wrec)
+
+# %% [markdown]
 # ## 2. Bound it: every run that timed both
 #
 # Three records timed the top rung and cuBLAS in the same run, two of them in three rounds. Each
-# row gives one ratio, cuBLAS's median time over ours (above 1, ours is faster). The bound runs
-# from the lowest ratio to the highest.
+# row gives one ratio. The bound runs from the lowest ratio to the highest.
+#
+# **Predict before you look.** The runs were hours or days apart, at different clocks. Which moves
+# more between them: our TFLOP/s, or the ratio to cuBLAS timed beside it? Guess both in %.
 
-# %% output varies
+# %% output answers a prediction
 pairs = bounds.same_run_pairs(recs, 4096, "float16")
-print(bounds.table(pairs))
-ratios = [p["cublas_ms"] / p["ours_ms"] for p in pairs]
-med, lo, hi = bounds.bound(ratios)
-runs = len({p["suite"] for p in pairs})
-print(f"\nratio: median {med:.3f}, interval [{lo:.4f}, {hi:.4f}] over {len(pairs)} pairs in {runs} runs")
-rep = max(b - a for a, b in map(bounds.rep_interval, pairs))     # one pair: the reps' p10–p90
-rep_med = max((b - a) / p["reps"] ** 0.5 for (a, b), p in zip(map(bounds.rep_interval, pairs), pairs))
-tfl, tfh = min(p["tflops"] for p in pairs), max(p["tflops"] for p in pairs)
-_ = notebook.claim(tfh / tfl > 2 * (hi / lo - 1) + 1,
-                   f"Between runs our TFLOP/s moved {tfh / tfl - 1:.1%}, the same-run ratio only {hi / lo - 1:.1%}. "
-                   f"A same-run ratio travels; a TFLOP/s does not.", tf_move=tfh / tfl - 1, ratio_move=hi / lo - 1)
-_ = notebook.claim(rep_med < hi - lo,
-                   f"Inside one pair the samples scatter by up to {rep:.3f} of the ratio (p10–p90). A median of "
-                   f"n samples spreads about 1/√n as much: at most {rep_med:.3f} here (n = 10–20). So the runs, not the reps, "
-                   f"set the bound.", rep=rep, rep_med=rep_med)
+med, lo, hi = lesson.show_bound(pairs)
+
+# %% [markdown]
+# Between runs our TFLOP/s moved more than twice as far as the same-run ratio. The MHz column says
+# why: a slower clock slows cuBLAS too, and the ratio cancels most of it. A same-run ratio
+# travels; a TFLOP/s does not.
+#
+# Inside one pair the samples scatter too. But a median of n samples moves about 1/√n as far as one
+# sample. A median of a pair's samples moves less than the pairs spread, so the runs, not the
+# reps, set the bound.
+
+# %%
+assert lesson.runs_set_the_bound(pairs)
 
 # %% [markdown]
 # ## 3. The verdict, and what would flip it
 #
-# * A **value** claim ("0.99") holds when the value, to the digits it is written with
-#   (0.985–0.995), meets the interval.
-# * An **order** claim ("beats cuBLAS", i.e. above 1) holds when the whole interval lies above,
-#   does not when the whole lies at or below, and is **not settled** when it straddles.
+# Two kinds of claim, two rules.
 #
-# The value rule is lenient. A number written with fewer digits reads as a wider range, so it holds
-# more easily and claims less.
+# * A **value** claim ("0.99") holds when the value, to the digits it is written with, meets the
+#   interval. Written "0.99", it reads 0.985–0.995.
+# * An **order** claim ("beats cuBLAS", i.e. above 1) holds when the whole interval lies above.
+#   It does not hold when the whole lies at or below. It is **not settled** when it straddles.
+#
+# Why the value rule reads a range: a writer who rounds 0.986 writes "0.99". A reader cannot tell
+# which value inside the last digit's half-step was meant, so any of them counts. That makes the
+# rule lenient. A number written with fewer digits reads as a wider range, so it holds more easily
+# and claims less. The honest habit is the reverse: write as many digits as the bound supports.
+#
+# Here: "0.99 of cuBLAS" holds. "Beats cuBLAS at 4096³" does not hold. Paired across runs, the
+# same times read both above 1 and well below the bound's low end. So a baseline from another run
+# can flip either verdict.
 
 # %% output varies
-v = bounds.verdict(lo, hi, value=0.99, digits=2)
-_ = notebook.claim(v == claims.HOLDS,
-                   f"\"0.99 of cuBLAS\" {v}: {med:.3f} [{lo:.4f}, {hi:.4f}] of cuBLAS over {len(pairs)} pairs.",
-                   lo=lo, hi=hi)
-_ = notebook.claim(bounds.verdict(lo, hi, above=1.0) == claims.FAILS,
-                   f"\"Beats cuBLAS at 4096³\" does not hold: the highest pair reads {hi:.3f}.", hi=hi)
-x_lo, x_hi = bounds.cross_run_extremes(pairs)
-_ = notebook.claim(x_hi > 1.0 and x_lo < lo - 0.01,
-                   f"Paired across runs, the same times read {x_lo:.3f} to {x_hi:.3f}: a baseline from another "
-                   f"run can flip either verdict.",
-                   x_lo=x_lo, x_hi=x_hi)
+assert lesson.show_verdicts(pairs, value=0.99, digits=2)
 
 # %% [markdown]
 # The same, drawn: each pair's ratio with its samples' spread as a bar, the bound shaded, the

@@ -1,0 +1,126 @@
+"""Chapter 10's core cells, one call each: they print what the lesson reads and raise when a record
+stops supporting a sentence the chapter's markdown states as fixed text (issue 22 §2: the markdown
+carries the argument, the guards live here). Nothing here measures or plots.
+
+Each ``show_*`` function names, in its docstring, the sentences it asserts. It returns ``True`` once
+they hold, so a cell reads ``assert lesson.show_…(…)``; a re-measurement that flips one raises
+:class:`AssertionError` with the numbers.
+"""
+
+from __future__ import annotations
+
+from ..core import bench
+from . import bounds
+from .seed import cublas_row, ladder_row
+from .verdicts import FAILS, HOLDS
+
+
+def _check(ok: bool, sentence: str, **numbers) -> None:
+    if not ok:
+        got = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in numbers.items())
+        raise AssertionError(f"the record no longer supports the chapter's sentence {sentence!r} ({got})")
+
+
+def record_answers(wrec) -> str:
+    """The claim's record answering §1's first three questions, as three lines: size, dtype and what
+    is timed; the SM clock and its kind (:func:`asynctc.core.bench.clock_text`); the baseline timed in
+    the same run. ``wrec``: the ``warp_specialization`` record. Asserts nothing."""
+    top, cb = ladder_row(wrec)[1], cublas_row(wrec)
+    flushed = {"sample": "once per sample", "launch": "before each launch"}.get(top["flush"], "no")
+    return "\n".join([
+        f"size, dtype: {top['size']}³ {top['dtype']}; timed: {top['launches_per_sample']} launches a "
+        f"sample, L2 flushed {flushed}, median of {top['reps']} samples",
+        f"clock: {bench.clock_text(top)}",
+        f"baseline: cuBLAS at {top['size']}³ in the same run, {cb['median_ms']:.5f} ms; "
+        f"ours {top['median_ms']:.5f} ms"])
+
+
+def show_peaks(wrec) -> bool:
+    """Print the claim's TFLOP/s against its two peaks, one clock each: the course's
+    [peak](docs/glossary.md#peak) (132 SMs × 4096 × the SM clock measured while the kernel ran)
+    and the datasheet's (the same product at the 1830 MHz boost clock).
+
+    Asserts chapter 10 §1's sentence *"This run's SM clock stayed below the boost clock, so its own
+    peak is lower than the datasheet's and the fraction of it is higher."*"""
+    top = ladder_row(wrec)[1]
+    p = bench.peak_at_clock(top, wrec.provenance["sm_count"], top["dtype"])
+    boost = bench.DATASHEET["boost_mhz"]
+    clock, sheet_clock = f"{p['sm_mhz']:.0f} MHz ({bench.clock_kind(top)})", f"{boost} MHz (boost)"
+    print(f"ours: {top['tflops']:.0f} TFLOP/s")
+    print(f"{'peak':12s} {'SM clock':>22s} {'TFLOP/s':>8s} {'ours / peak':>11s}")
+    print(f"{'course':12s} {clock:>22s} {p['peak_tflops']:8.0f} "
+          f"{p['fraction']:11.3f}")
+    print(f"{'datasheet':12s} {sheet_clock:>22s} {p['datasheet_tflops']:8.1f} "
+          f"{p['fraction_of_datasheet']:11.3f}")
+    _check(p["sm_mhz"] < boost and p["peak_tflops"] < p["datasheet_tflops"]
+           and p["fraction"] > p["fraction_of_datasheet"],
+           "This run's SM clock stayed below the boost clock, so its own peak is lower than the "
+           "datasheet's and the fraction of it is higher.", sm_mhz=p["sm_mhz"], boost=boost)
+    return True
+
+
+def spread(pairs: list[dict]) -> dict:
+    """How far each thing moved over the same-run ``pairs`` (:func:`bounds.same_run_pairs`):
+    ``tf_move`` (our TFLOP/s, highest / lowest − 1), ``ratio_move`` (the ratio, likewise), ``rep``
+    (the widest p10–p90 of the ratio inside one pair, :func:`bounds.rep_interval`) and ``rep_med``
+    (that width / √reps: about how far a median of the pair's samples moves)."""
+    ratios = [p["ratio"] for p in pairs]
+    tfs = [p["tflops"] for p in pairs]
+    widths = [(b - a, p["reps"]) for (a, b), p in zip(map(bounds.rep_interval, pairs), pairs)]
+    return {"tf_move": max(tfs) / min(tfs) - 1, "ratio_move": max(ratios) / min(ratios) - 1,
+            "rep": max(w for w, _ in widths), "rep_med": max(w / n ** 0.5 for w, n in widths)}
+
+
+def show_bound(pairs: list[dict]) -> tuple[float, float, float]:
+    """Print every same-run pair (:func:`bounds.table`), the bound over them, and how far our
+    TFLOP/s and the ratio moved between runs. Returns ``(median, lowest, highest)`` of the ratio.
+    Asserts nothing: :func:`runs_set_the_bound` asserts what §2 concludes from it."""
+    print(bounds.table(pairs))
+    med, lo, hi = bounds.bound(p["ratio"] for p in pairs)
+    s = spread(pairs)
+    runs = len({p["suite"] for p in pairs})
+    print(f"\nratio: median {med:.3f}, interval [{lo:.4f}, {hi:.4f}] over {len(pairs)} pairs in {runs} runs")
+    print(f"between runs: our TFLOP/s moved {s['tf_move']:.1%}, the same-run ratio {s['ratio_move']:.1%}")
+    print(f"inside one pair: the ratio's p10–p90 spans up to {s['rep']:.3f}; "
+          f"a median of its samples, about {s['rep_med']:.3f}")
+    return med, lo, hi
+
+
+def runs_set_the_bound(pairs: list[dict]) -> bool:
+    """Assert chapter 10 §2's two sentences: *"Between runs our TFLOP/s moved more than twice as far
+    as the same-run ratio."* (tf_move > 2 × ratio_move) and *"A median of a pair's samples moves less
+    than the pairs spread, so the runs, not the reps, set the bound."* (rep_med < highest − lowest).
+    Prints nothing; returns ``True``."""
+    s = spread(pairs)
+    _, lo, hi = bounds.bound(p["ratio"] for p in pairs)
+    _check(s["tf_move"] > 2 * s["ratio_move"],
+           "Between runs our TFLOP/s moved more than twice as far as the same-run ratio.", **s)
+    _check(s["rep_med"] < hi - lo,
+           "A median of a pair's samples moves less than the pairs spread, so the runs, not the "
+           "reps, set the bound.", rep_med=s["rep_med"], width=hi - lo)
+    return True
+
+
+def show_verdicts(pairs: list[dict], value: float = 0.99, digits: int = 2) -> bool:
+    """Print the verdict of the value claim (``value`` with ``digits`` decimals), of the order claim
+    "beats cuBLAS" (above 1) on the same-run bound, and the range the same times read when ours and
+    cuBLAS are paired across runs (:func:`bounds.cross_run_extremes`).
+
+    Asserts chapter 10 §3's sentences *"'0.99 of cuBLAS' holds. 'Beats cuBLAS at 4096³' does not
+    hold. Paired across runs, the same times read both above 1 and well below the bound's low end,
+    so a baseline from another run can flip either verdict."* (above 1, and more than 0.01 below)."""
+    med, lo, hi = bounds.bound(p["ratio"] for p in pairs)
+    low, high = bounds.reading(value, digits)
+    v_value = bounds.verdict(lo, hi, value=value, digits=digits)
+    v_order = bounds.verdict(lo, hi, above=1.0)
+    x_lo, x_hi = bounds.cross_run_extremes(pairs)
+    print(f"bound (same run): median {med:.3f}, [{lo:.4f}, {hi:.4f}]")
+    print(f"\"{value:.{digits}f} of cuBLAS\" reads {low:.{digits + 1}f}–{high:.{digits + 1}f}: {v_value}")
+    print(f"\"beats cuBLAS\" needs the interval above 1.000: {v_order}")
+    print(f"paired across runs: {x_lo:.3f} to {x_hi:.3f}")
+    _check(v_value == HOLDS, f"'{value:.{digits}f} of cuBLAS' holds.", lo=lo, hi=hi)
+    _check(v_order == FAILS, "'Beats cuBLAS at 4096³' does not hold.", hi=hi)
+    _check(x_hi > 1.0 and x_lo < lo - 0.01,
+           "Paired across runs, the same times read both above 1 and well below the bound's low end.",
+           x_lo=x_lo, x_hi=x_hi, lo=lo)
+    return True
