@@ -229,9 +229,13 @@ class EventLoop:
             self._on_wait(name, kind, bar)
             self._try_pass(name)
 
+    def _passes(self, kind, bar, parity) -> bool:
+        """Whether a wait of this kind on ``bar`` with ``parity`` passes now (the PTX rule)."""
+        return bar.test_wait(parity)
+
     def _try_pass(self, name) -> bool:
         lane, kind, bar, parity, k, s, start = self.waiting[name]
-        if not bar.test_wait(parity):
+        if not self._passes(kind, bar, parity):
             return False
         del self.waiting[name]
         self.spans.append(Span(lane, kind, k, s, start, self.now))
@@ -268,18 +272,11 @@ class _Sim(EventLoop):
     def _actors(self):
         return {f"wg{w}": self._consumer(w) for w in range(self.C)}
 
-    def _try_pass(self, name) -> bool:
+    def _passes(self, kind, bar, parity) -> bool:
         if self.proto != "ready_flag":
-            return super()._try_pass(name)
+            return super()._passes(kind, bar, parity)
         # no parity: "has this barrier completed?" — full[s] after its first phase, empty[s] always
-        lane, kind, bar, parity, k, s, start = self.waiting[name]
-        if kind == "wait_full" and bar.phase == 0:
-            return False
-        del self.waiting[name]
-        self.spans.append(Span(lane, kind, k, s, start, self.now))
-        self._on_pass(name, lane, kind, bar, parity, k, s)
-        self._at(self.now, lambda: self._step(name))
-        return True
+        return not (kind == "wait_full" and bar.phase == 0)
 
     def _on_pass(self, name, lane, kind, bar, parity, k, s):
         if kind == "wait_empty":                 # acquire: the releases of this phase happened before
