@@ -194,22 +194,18 @@ _ = notebook.claim(top < ceiling,
 # %% [markdown]
 # ## 3. Design it: a two-number model of the stage sweep
 #
-# Moved here from the core lesson [02](02_cp_async.ipynb) §4 (no grade). A model with two numbers. A
-# BK = 64 k-tile costs the SM `W` clocks of work (a BK = 32 one costs half). Its copies land `L`
-# clocks after they are issued. With S stages they have S − 1 k-tiles' time to land; with one stage
-# the CTA copies, waits, then computes.
-#
-# Two runs of the stage table (core lesson §4) *identify* the numbers. BK = 64 with 3 stages gives
-# `W`, since there the copies never bind. BK = 32 with 1 stage then gives `L`. Every other run is
-# held out: the model predicts it, and the miss shows how far to trust it. Set `BK` (32 or 64) and
-# `S` (1–6). Which one binds, and does the record agree?
+# No grade. A BK = 64 k-tile costs the SM `W` clocks of work (BK = 32: half). Its copies land `L`
+# clocks after issue. With S stages they have S − 1 k-tiles' time to land; with one stage the CTA
+# copies, waits, then computes. BK = 64 with 3 stages gives `W` (the copies never bind there);
+# BK = 32 with 1 stage then gives `L`. Every other run of the stage table is held out. Set `BK`
+# (32 or 64) and `S` (1–6): which one binds, and does the record agree?
 
 # %% output varies
 BK, S = 32, 2
 print(cp_async.design(bk=BK, stages=S, record=rec))
 
 # %% [markdown]
-# <details><summary>Solutions</summary>The cell below runs every recorded design, model beside record.</details>
+# <details><summary>Solutions</summary>Every recorded design, model beside record.</details>
 
 # %% output varies tags=["solution"]
 print(cp_async.design_survey(record=rec))          # "Design it": every recorded design, model beside record
