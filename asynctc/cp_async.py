@@ -557,4 +557,4 @@ def _ch02_wait_n_hint(answer, expected, stages: int) -> str | None:
             "k-tile kt has landed?")
 
 
-from .cp_async_design import design, design_survey  # noqa: E402,F401  (chapter 02's "Design it")
+from .cp_async_design import design, design_survey  # noqa: E402,F401  (chapter 02's "Design it", in 02b §3)

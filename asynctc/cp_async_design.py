@@ -1,4 +1,4 @@
-"""Chapter 02's "Design it": one design of the cp.async GEMM (BK, stages) through a two-number
+"""Chapter 02's "Design it" (deep dive 02b §3): one design of the cp.async GEMM (BK, stages) through a two-number
 model, beside the record's run of the same design (:func:`design`), and the survey of every
 design (:func:`design_survey`). No GPU, no timing, no plotting.
 

@@ -72,6 +72,8 @@ def overlap(rec, peak_rows: list[dict], dtype: str = "float16", size: int = 4096
           f"  shared memory  {smem_bytes} B / {cp_async.SMEM_BYTES_PER_CLK_SM} B/clk = {smem:.0f} clk\n"
           f"  measured       {flop} FLOP / {per_clk(best):.0f} FLOP/clk = {took:.0f} clk")
     full, none = max(math, smem), math + smem
+    print(f"  full overlap   max({math:.0f}, {smem:.0f}) = {full:.0f} clk;  none: {math:.0f} + {smem:.0f} = "
+          f"{none:.0f} clk;  measured / full = {took:.0f} / {full:.0f} = {took / full:.2f}")
     notebook.claim(full < took < none and smem > 0.8 * math,
                    f"Verdict: the copies and the math overlap only in part; a k-tile takes "
                    f"{took / full:.2f}× the time of full overlap.", math=math, smem=smem, took=took)

@@ -223,18 +223,28 @@ def show_1024_below_roof(gemms: list[dict], peak: Peak, gbps: float) -> float:
     return ridge
 
 
+@notebook.guards
 def show_operand_feed(gbps: float, peak: Peak) -> None:
     """Chapter 00 §4: bytes per clock per SM the Tensor Cores need (128×128 and 128×256 tiles)
-    against shared memory's 128 B/clk and DRAM's share per SM (at ``peak``'s clock), as a table."""
+    against shared memory's 128 B/clk and DRAM's share per SM (at ``peak``'s clock), as a table with
+    the one line of arithmetic behind each number.
+
+    Guards §4's sentences: the 128×128 tile needs all of shared memory's bandwidth (written once,
+    read once: 2 × 64 B/clk of 128), and DRAM supplies about a third of its bytes (64 B/clk over
+    DRAM's share per SM between 2.5 and 4.5). Raises :class:`~asynctc.core.notebook.ClaimError`
+    when the record stops showing the second."""
     smem = SMEM_BYTES_PER_CLK_SM
-    print(f"{'CTA tile':9s} {'operands B/clk':>15s} {'copy + read, of smem':>21s}")
+    print(f"{'CTA tile':9s} {'operands, B/clk per SM':26s} copy + read, of shared memory's {smem} B/clk")
     for bm, bn in ((128, 128), (128, 256)):
         need = 4096 * (bm + bn) * 2 / (2 * bm * bn)
-        print(f"{bm}×{bn:<5d} {need:15.0f} {2 * need / smem:21.0%}")
+        print(f"{bm}×{bn:<5d} {f'4096 × {(bm + bn) * 2} / {2 * bm * bn} = {need:.0f}':26s} "
+              f"2 × {need:.0f} / {smem} = {2 * need / smem:.0%}")
     dram = gbps * 1e9 / peak.sm_count / (peak.mhz * 1e6)
     need = 4096 * (128 + 128) * 2 / (2 * 128 * 128)
-    print(f"DRAM per SM per clock at {peak.mhz:.0f} MHz ({peak.kind}): {dram:.1f} B/clk, "
-          f"1 in {need / dram:.0f} of the 128×128 tile's bytes")
+    print(f"DRAM per SM: {gbps:.0f} GB/s / ({peak.sm_count} SMs × {peak.mhz:.0f} MHz, {peak.kind}) = "
+          f"{dram:.1f} B/clk; 128×128 needs {need:.0f} / {dram:.1f} = {need / dram:.1f}× that")
+    notebook.require(2.5 <= need / dram <= 4.5, "DRAM supplies about a third of the 128×128 tile's bytes",
+                     need=need, dram=dram)
 
 
 @_ex.exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M=N=K=n fp16 "

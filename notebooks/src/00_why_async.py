@@ -2,8 +2,11 @@
 # # 00 — Why asynchronous Tensor Core programming?
 #
 # **The question you bring.** Your GEMM runs on Tensor Cores, yet it reaches a fraction of the
-# GPU's peak. Where did the rest go? This chapter answers it in three steps. It measures the two
-# ceilings of the GPU, places GEMMs between them, and then looks inside one SM.
+# GPU's peak. Where did the rest go?
+#
+# **In plain words.** A GPU has two speed limits: how fast it moves bytes, and how fast it
+# multiplies. A big matrix multiply does far more math per byte, so it should hit the math limit.
+# It falls short when the threads that fetch the operands must also issue the math.
 #
 # **Learning goal.** Find how fast a Hopper GPU moves bytes and multiplies, place a GEMM on a
 # roofline, and see why threads that move their own operands starve the Tensor Cores.
@@ -23,9 +26,8 @@
 # * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity) with two ceilings: DRAM
 #   bandwidth and [peak](../docs/glossary.md#peak) math.
 #
-# **Where this leads.** To keep Tensor Cores busy, operands must be copied into shared memory
-# *while* they compute. The rest of the course makes that copy run by itself, with
-# asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
+# **Where this leads.** The rest of the course makes the operand copy run by itself, *while* the
+# Tensor Cores compute: asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # The [seed article](../docs/glossary.md#seed-article), a public tutorial, set this course's
 # outline; chapter 10 checks its claims.
@@ -134,12 +136,15 @@ ridge = why_async.show_1024_below_roof(gemms, peak, bw)
 # tile of C. Each step along K brings (128 + 128) × 2 bytes of operands for 2 × 128 × 128 FLOP.
 # That is **1/64 byte per FLOP**, or **64 bytes every clock** into shared memory, per SM. The
 # threads that move those bytes must also issue the math.
+#
+# Shared memory serves **128 bytes per clock per SM** (CUDA C++ Programming Guide, *Compute
+# Capabilities*: 32 banks, each 32 bits per clock). Each operand byte is written once, read once.
 
 # %% output varies
 why_async.show_operand_feed(bw, peak)             # at §2's clock
 
 # %% [markdown]
-# The 128×128 tile needs all of shared memory's bandwidth. DRAM supplies only a fraction of its
+# The 128×128 tile needs all of shared memory's bandwidth. DRAM supplies about a third of its
 # bytes (the last line), so the rest must be L2 hits. And the copy must run *while* the Tensor
 # Cores compute.
 #

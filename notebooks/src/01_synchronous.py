@@ -1,6 +1,11 @@
 # %% [markdown]
 # # 01 — The synchronous model: SIMT tiles, then `ldmatrix` + `mma.sync`
 #
+# **In plain words.** Here the threads do everything themselves. They copy a slice of A and B into
+# shared memory, wait until everyone is done, then multiply it on the Tensor Cores. While they copy,
+# the Tensor Cores idle; while they multiply, nobody copies. This chapter measures how much that
+# turn-taking costs.
+#
 # **Where we are.** Chapter 00 ended on a suspicion. Threads that move their own operands cannot
 # keep the Tensor Cores fed. This chapter builds the best GEMM that works that way and measures
 # where its time goes.
@@ -176,11 +181,11 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)
 # down, and two limits show.
 #
 # * **The warps stall on their own copy.** Of the two single removals, the global → shared copy
-#   gains the most: without it the kernel is over 1.3× as fast. Every operand byte crosses the SM's L1/shared-memory data path three times
-#   (into registers, into shared memory, out through `ldmatrix`). The warps that issue those
-#   copies wait for them, at `__syncthreads`, before they can issue math.
-# * **`mma.sync` has its own cap.** With no memory traffic at all, it stays below 0.8 of the
-#   [peak](../docs/glossary.md#peak), and more warps per SM barely help. NVIDIA does not say
+#   gains the most: without it the kernel is about 1.6× as fast. Every operand byte crosses the
+#   SM's L1/shared-memory data path three times (into registers, into shared memory, out through
+#   `ldmatrix`). The warps wait for those copies at `__syncthreads` before they can issue math.
+# * **`mma.sync` has its own cap.** With no memory traffic at all, it reaches about 0.65 of the
+#   [peak](../docs/glossary.md#peak), and 8× the warps per SM gain about 5 %. NVIDIA does not say
 #   where the cap comes from. The full rate needs `wgmma` (chapter 04).
 #
 # The peak here is computed at the ceiling kernel's own SM clock, read

@@ -1,6 +1,11 @@
 # %% [markdown]
 # # 02 — `cp.async`: copies that run while the warps compute
 #
+# **In plain words.** A thread can now start a copy into shared memory and walk away while it
+# travels. So the next slices of A and B can be on their way while the warps multiply this one.
+# The catch: nothing stops a thread from reading a slot before its copy has landed, so the
+# chapter's real subject is knowing when the data is there.
+#
 # **Learning goal.** Keep several k-tiles' copies in flight while the warps compute, know when each
 # one has landed, and measure what that buys.
 #
@@ -176,28 +181,18 @@ print(cp_async.best_line(rec.results, "float16", 4096))   # every size and dtype
 cp_async_show.stages(rec)            # the table, then notes 1–3, each checked against the record
 
 # %% [markdown]
-# **Design it** (no grade). A model with two numbers. A BK = 64 k-tile costs the SM `W` clocks of
-# work (a BK = 32 one costs half). Its copies land `L` clocks after they are issued. With S stages
-# they have S − 1 k-tiles' time to land; with one stage the CTA copies, waits, then computes.
-#
-# Two runs of the table *identify* the numbers. BK = 64 with 3 stages gives `W`, since there the
-# copies never bind. BK = 32 with 1 stage then gives `L`. Every other run is held out: the model
-# predicts it, and the miss shows how far to trust it. Set `BK` (32 or 64) and `S` (1–6). Which one
-# binds, and does the record agree?
-
-# %% output varies
-BK, S = 32, 2
-print(cp_async.design(bk=BK, stages=S, record=rec))
+# A model of this table with two numbers (work per k-tile, copy latency), and the rung it
+# misses: **Design it**, in [02b §3](02b_cp_async_microbenchmark.ipynb).
 
 # %% [markdown]
 # **Why not chapter 01's ceiling?** That ceiling is `mma.sync` alone, with no memory traffic.
 # Count the clocks one k-tile of the best rung needs. The math runs at the ceiling's pace.
-# Shared memory serves 128 bytes per clock. `cp.async` writes each k-tile once, and `ldmatrix`
+# Shared memory serves 128 bytes per clock (chapter 00 §4). `cp.async` writes each k-tile once, and `ldmatrix`
 # reads it two more times. Each rate is per SM per clock, at its own run's measured SM clock, so a
 # [peak](../docs/glossary.md#peak) from another clock never enters.
 #
 # If the math and shared memory overlapped fully, a k-tile would take the longer of the two.
-# With no overlap it would take their sum. The last line is the measurement.
+# With no overlap it would take their sum. The `measured` line sits between the two.
 
 # %% output varies
 cp_async_show.overlap(rec, records.load("mma_sync").results["peak"])
@@ -232,9 +227,6 @@ exercises.check("ch02.ring_smem", (233472 - 1024) // stage_bytes, bm=128, bn=64,
 # and 128×128×64 k-tiles (32 KiB a stage) the same sum gives 3: so section 4's 4-stage BK = 64
 # tile runs one CTA per SM (no /2cta in its name)
 print((233472 // 2 - 1024) // 32768, [t.name for t in cp_async.TILES if t.stages == 4])
-
-# %% output varies tags=["solution"]
-print(cp_async.design_survey(record=rec))          # "Design it": every recorded design, model beside record
 
 # %% [markdown]
 # ## Worklog

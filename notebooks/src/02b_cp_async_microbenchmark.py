@@ -6,8 +6,8 @@
 # **Assumes** chapter 02's core lesson: `cp.async`, commit and wait groups, the ring of stages, and the
 # `cp_async` record. **What it adds:** a pipelined against a synchronous shared-memory copy, the
 # microbenchmark of Luo et al. (IPDPS 2024), repeated on this course's GPU and set beside theirs;
-# and, moved from the core lesson, `wait_group`'s source, the ring's footprint and the stage sweep
-# read in full.
+# and, moved from the core lesson, `wait_group`'s source, the ring's footprint, the stage sweep
+# read in full and a two-number model of it (Design it).
 
 # %% output varies
 import numpy as np
@@ -187,6 +187,25 @@ _ = notebook.claim(top < ceiling,
 # none (the two in series). A hypothesis, since the records keep times, not stall reasons: each
 # k-tile's `__syncthreads` stops every warp, so the next k-tile's `ldmatrix` reads wait for the
 # slowest warp's math. The "Design
-# it" survey points the same way. Its widest miss is the one design with one CTA per SM, where no
+# it" survey (§3) points the same way. Its widest miss is the one design with one CTA per SM, where no
 # second CTA computes while the first waits at its barrier. Chapter 04's `wgmma` removes the
 # `ldmatrix` reads: it reads shared memory once per warpgroup.
+
+# %% [markdown]
+# ## 3. Design it: a two-number model of the stage sweep
+#
+# No grade. A BK = 64 k-tile costs the SM `W` clocks of work (BK = 32: half). Its copies land `L`
+# clocks after issue. With S stages they have S − 1 k-tiles' time to land; with one stage the CTA
+# copies, waits, then computes. BK = 64 with 3 stages gives `W` (the copies never bind there);
+# BK = 32 with 1 stage then gives `L`. Every other run of the stage table is held out. Set `BK`
+# (32 or 64) and `S` (1–6): which one binds, and does the record agree?
+
+# %% output varies
+BK, S = 32, 2
+print(cp_async.design(bk=BK, stages=S, record=rec))
+
+# %% [markdown]
+# <details><summary>Solutions</summary>Every recorded design, model beside record.</details>
+
+# %% output varies tags=["solution"]
+print(cp_async.design_survey(record=rec))          # "Design it": every recorded design, model beside record
