@@ -246,7 +246,7 @@ LANE_NAMES = {"producer": "wg 0 (producer)", "wg0": "wg 1 (consumer)", "wg1": "w
 
 
 def _words(d) -> str:
-    return re.sub(r"\bwg([01])\b", lambda m: f"consumer wg {int(m.group(1)) + 1}", _em._ring_words(d))
+    return _em._ring_words(d)            # the model's wg0, wg1 named consumer wg 1, wg 2 there
 
 
 # ---- the data: every tile through the emulator ----------------------------------------------------
