@@ -28,8 +28,6 @@ The check, in order:
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ..core import exercises as _ex

@@ -131,40 +131,35 @@ plt.show()
 # %% [markdown]
 # Three rungs carry the story (the table below; ratios are fp16 at 4096³ and 8192³):
 #
-# - **Rung 2, the split.** A producer warpgroup and one consumer. The producer no longer stalls
-#   the math, but the consumer's 128×128 tile is half of chapter 05's. It runs at 0.85 and 0.87
-#   of rung 1.
+# - **Rung 2, the split.** A producer warpgroup and one consumer on a 128×128 tile, half of
+#   chapter 05's. It runs at 0.85 and 0.87 of rung 1.
 # - **Rung 3, the tile back.** Two consumers on 128×256, and `setmaxnreg`. The biggest step,
 #   × 1.16 and × 1.14, yet it only returns to rung 1: 0.99 and 1.00 of it. The split alone
 #   bought nothing measurable.
 # - **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
-#   The tile goes to shared memory, then out by TMA, so the consumers start the next tile sooner.
-#   It gains 8 % and 4 %, the biggest step after rung 3.
+#   C goes out through shared memory by TMA, so the consumers start the next tile sooner: +8 %
+#   and +4 %, the biggest step after rung 3.
 #
-# The other rungs moved little. Rung 5, a [persistent](../docs/glossary.md#persistent) grid, gains
-# 2 % at 4096³ and nothing at 8192³: a CTA's later tiles wait a tenth as long for their first
-# k-tile. Rungs 4 and 6 (a sweep of tiles and stages; [clusters](../docs/glossary.md#cluster) that
-# share B by [multicast](../docs/glossary.md#multicast)) moved under 1.5 %. Rung 8, a wider
-# [raster](../docs/glossary.md#raster), gains 1 % and ends at 0.99 and 1.01 of cuBLAS. Deep dive
-# [06c §9](06c_ladder_investigations.ipynb) takes rungs 5–8 one at a time.
+# The rest moved little ([06c §9](06c_ladder_investigations.ipynb) takes them one at a time).
+# Rung 5, a [persistent](../docs/glossary.md#persistent) grid: +2 % and +0 %; later tiles wait a
+# tenth as long for their first k-tile. Rungs 4 (a sweep) and 6 ([clusters](../docs/glossary.md#cluster),
+# B by [multicast](../docs/glossary.md#multicast)): under 1.5 %. Rung 8, a wider
+# [raster](../docs/glossary.md#raster): +1 %, ending at 0.99 and 1.01 of cuBLAS.
 
 # %% output varies
 W.show_ladder_steps(res)
 
 # %% [markdown]
-# **Rung 2 → rung 3, one change at a time.** Rung 3 changes three things; one run (record
-# `ws_rung3_steps`) timed each beside cuBLAS. A second consumer alone changed −0.6 %. The
-# 128×256 tile bought +17 %: its operands need 75 % of shared memory's bandwidth, where rung 2's
-# needed all of it. `setmaxnreg` then added +0.3 %: the wide tile already fits in the 168
-# registers a thread has at entry.
+# **Rung 2 → rung 3, one change at a time** (record `ws_rung3_steps`). A second consumer alone:
+# −0.6 %. The 128×256 tile: +17 %; its operands need 75 % of shared memory's bandwidth, not all
+# of it. `setmaxnreg`: +0.3 %; the wide tile already fits in the 168 registers at entry.
 
 # %% output varies
 W.show_rung3_steps(records.load("ws_rung3_steps").results)
 
 # %% [markdown]
-# **When does warp specialization pay?** Not by itself, here: chapter 05's ring already overlapped
-# loads with math. It pays through what it makes possible: loads that run on across tiles (rung 5),
-# and consumers that hand their stores to TMA (rung 7).
+# **When does warp specialization pay?** Not by itself: chapter 05's ring already overlapped loads
+# with math. It pays through rungs 5 and 7.
 #
 # Why does rung 7 gain so much? The trace counts the cycles per tile spent storing C (rungs 6 and
 # 7), and record `ws_store_ablation` times the TMA store alone, on rung 3. The TMA store cuts the
