@@ -34,7 +34,7 @@ SLIPS = {
 }
 #: Words each slip's hint must hold: the rule's, then the ring model's diagnosis of the same loops.
 HINTS = {
-    "parity_restarts_per_tile": ["fill 3 (tile 1, k-tile 0): your tma_load fills stage 0", "the ring does not "
+    "parity_restarts_per_tile": ["ring counter 3 (tile 1, k-tile 0): your tma_load fills stage 0", "the ring does not "
                                  "restart with a tile", "before the tile loop", "Chapter 05's ring model with your "
                                  "loops: race at k-tile 4"],
     "release_before_last_read": ["release empty[0] while the wgmma group that reads it may still run",
@@ -96,7 +96,7 @@ def test_each_slip_fails_with_its_hint(capsys, slip):
     (S.replace("      wgmma_wait_group<0>();             // the wgmmas are done reading the stage\n", ""),
      "release before the last read"),
     (S.replace("    store_tile(acc, tile);\n", ""), "stores 0 tiles of 3"),
-    (S.replace("STAGES) {", "2) {"), "(STAGES = 3, T = 4, TILES = 2) producer, fill 2"),   # a ring of 2 hard-wired
+    (S.replace("STAGES) {", "2) {"), "(STAGES = 3, T = 4, TILES = 2) producer, ring counter 2"),   # a ring of 2 hard-wired
     (S.replace("tma_load(stage, tile, k)", "tma_laod(stage, tile, k)"), "line 7: the check does not know 'tma_laod'"),
     (S.replace("for (int k = 0; k < T; ++k) {\n      full", "for (int k = 0; k < T; --k) {\n      full"),
      "runs more than 4096 times"),

@@ -37,6 +37,7 @@ are (:func:`where_wrong`).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -268,7 +269,7 @@ def _descriptor_fields(stages: int):
         for j in range(a_tile.k_steps):
             for w in range(CONSUMERS):
                 d = a_tile.descriptor(j, _a_base(s, w))
-                yield d.start_address, d.lbo, d.sbo, f"A wg{w}"
+                yield d.start_address, d.lbo, d.sbo, f"A {wg_name(f'wg{w}')}"
             d = b_tile.descriptor(j, _b_base(s))
             yield d.start_address, d.lbo, d.sbo, "B"
 
@@ -325,10 +326,14 @@ class Sm90Gemm:
 
 
 def _ring_words(d) -> str:
+    """The ring model's diagnosis ``d`` in words, its warpgroups named as chapter 06 names them
+    (:func:`wg_name`: the model's wg0 is consumer wg 1)."""
     if hasattr(d, "who_waits"):
-        return (f"deadlock at k-tile {d.iteration}: {' and '.join(d.who_waits)} wait on "
+        text = (f"deadlock at k-tile {d.iteration}: {' and '.join(d.who_waits)} wait on "
                 f"{d.barrier}[{d.stage}] with parity {d.parity}, and {d.why}")
-    return f"race at k-tile {d.iteration}: {d.what}"
+    else:
+        text = f"race at k-tile {d.iteration}: {d.what}"
+    return re.sub(r"(?:consumer )?\bwg(\d)\b", lambda m: wg_name(f"wg{m.group(1)}"), text)
 
 
 def _events(schedule) -> list[tuple]:
@@ -366,8 +371,8 @@ def run_ring(stages: int, k_tiles: int, parities: tuple | None = None, producer_
 def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None,
                producer_step: str | None = None, consumer_loop: str | None = None) -> list[str]:
     """The order in which the emulation moves data, from chapter 05's ring model: one line per TMA
-    load landing or warpgroup reading a stage ("load k-tile 2 -> stage 0", "wg1 reads k-tile 0
-    from stage 0"). Raises ValueError with the ring's diagnosis when the parities, producer step or
+    load landing or warpgroup reading a stage ("load k-tile 2 -> stage 0", "consumer wg 1 reads
+    k-tile 0 from stage 0": chapter 06's numbering, :func:`wg_name`). Raises ValueError with the ring's diagnosis when the parities, producer step or
     consumer loop break it."""
     try:
         ring = run_ring(stages, k // BK, parities, producer_step, consumer_loop)
@@ -375,8 +380,15 @@ def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None,
         raise ValueError(str(e)) from None
     if ring.diagnosis is not None:
         raise ValueError(_ring_words(ring.diagnosis))
-    return [f"load k-tile {t} -> stage {s}" if what == "load" else f"{lane} reads k-tile {t} from stage {s}"
+    return [f"load k-tile {t} -> stage {s}" if what == "load" else f"{wg_name(lane)} reads k-tile {t} from stage {s}"
             for _, _, what, t, s, lane in _events(ring)]
+
+
+def wg_name(lane: str) -> str:
+    """Chapter 06's name of a ring-model lane: the model numbers the consumer warpgroups wg0, wg1
+    (chapter 05's kernel has no producer warpgroup); chapter 06's kernel numbers its producer wg 0,
+    so they are consumer wg 1 and consumer wg 2. Other lanes are returned as they are."""
+    return f"consumer wg {int(lane[2:]) + 1}" if lane.startswith("wg") and lane[2:].isdigit() else lane
 
 
 def stepped_descriptor(encode: Callable, kstep: Callable, f0: _d.WgmmaDescriptor,

@@ -13,8 +13,8 @@ The check, in order:
    :data:`RINGS` (S stages, T k-tiles a tile, tiles): each role's events in order (waits with their
    barrier, stage and parity; ``expect`` with its bytes; ``load`` with its tile and k-tile; ``mma``
    on a stage; ``wait_group``; arrives; ``store`` of a tile).
-2. **rules** — fill j (tile j // T, k-tile j % T) goes to stage j mod S after a wait on empty with
-   parity (j // S + 1) mod 2 and an expect_tx of :data:`STAGE_BYTES` on full; read j waits on full
+2. **rules** — ring counter j (tile j // T, k-tile j % T) goes to stage j mod S, its fill j // S,
+   after a wait on empty with parity (j // S + 1) mod 2 and an expect_tx of :data:`STAGE_BYTES` on full; read j waits on full
    with parity (j // S) mod 2; a stage is released once per read, after the wgmma group reading it
    has retired; each tile's C is stored after its T reads with no wgmma in flight. The first rule
    broken is the hint, with chapter 05's ring model's diagnosis of the same loops where it has one.
@@ -27,8 +27,6 @@ The check, in order:
 """
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 
@@ -246,7 +244,7 @@ LANE_NAMES = {"producer": "wg 0 (producer)", "wg0": "wg 1 (consumer)", "wg1": "w
 
 
 def _words(d) -> str:
-    return re.sub(r"\bwg([01])\b", lambda m: f"consumer wg {int(m.group(1)) + 1}", _em._ring_words(d))
+    return _em._ring_words(d)            # the model's wg0, wg1 named consumer wg 1, wg 2 there
 
 
 # ---- the data: every tile through the emulator ----------------------------------------------------
@@ -296,8 +294,8 @@ def emulate_tiles(schedule: _mp.Schedule, k_tiles: int, tiles: int, rng=None) ->
 
 def _restart(j: int, T: int) -> str:
     return (f" This is the first k-tile of tile {j // T}: the ring does not restart with a tile. Stage and "
-            f"phase follow the count of k-tiles over all tiles (fill {j} = tile · T + k goes to stage {j} mod "
-            "STAGES), not k: keep them in variables set once, before the tile loop.")
+            "phase follow the ring counter, tile · T + k over all tiles, not k: keep them in variables set "
+            "once, before the tile loop.")
 
 
 def _wrong_barrier(role: str, bar: str, s: int) -> str:
@@ -316,7 +314,7 @@ def _producer_hint(ev: list, S: int, T: int, tiles: int) -> str | None:
         return "your producer (wg == 0) loads nothing: tma_load(stage, tile, k) once per k-tile of every tile"
     for j, at in enumerate(loads):
         seg, start, e = ev[start:at + 1], at + 1, ev[at]
-        here = f"producer, fill {j} (tile {j // T}, k-tile {j % T}):"
+        here = f"producer, ring counter {j} (tile {j // T}, k-tile {j % T}):"
         if j >= n:
             return f"your producer loads {len(loads)} k-tiles; {tiles} tiles of T = {T} k-tiles are {n}"
         if e.a != (j // T, j % T):
@@ -324,8 +322,8 @@ def _producer_hint(ev: list, S: int, T: int, tiles: int) -> str | None:
                     "by tile, k-tile by k-tile")
         s, parity, tile_start = j % S, (j // S + 1) % 2, j % T == 0 and j > 0
         if e.stage != s:
-            return (f"{here} your tma_load fills stage {e.stage}; fill {j} goes to stage {j} mod "
-                    f"STAGES = {s}." + (_restart(j, T) if tile_start else ""))
+            return (f"{here} your tma_load fills stage {e.stage}; counter {j} goes to stage {j} mod "
+                    f"STAGES = {s}, its fill {j} // STAGES = {j // S}." + (_restart(j, T) if tile_start else ""))
         waits = [x for x in seg if x.kind == "wait"]
         if not waits:
             return (f"{here} your producer loads stage {s} without waiting on empty[{s}]: nothing says the "
@@ -363,8 +361,8 @@ def _consumer_hint(ev: list, S: int, T: int, tiles: int, who: str) -> str | None
     n, j, stores = tiles * T, 0, 0
     inflight, held, wait = [], [], None          # stages of wgmma groups not retired; reads not released
     for e in ev:
-        here = (f"{who}, read {j} (tile {j // T}, k-tile {j % T}):" if e.kind != "arrive" else
-                f"{who}, after read {j - 1}:")
+        here = (f"{who}, ring counter {j} (tile {j // T}, k-tile {j % T}):" if e.kind != "arrive" else
+                f"{who}, after ring counter {j - 1}:")
         if e.kind in ("load", "expect"):
             return f"{here} a consumer issues {'tma_load' if e.kind == 'load' else 'arrive_expect_tx'}: that is the producer's"
         if e.kind == "wait":
@@ -374,7 +372,7 @@ def _consumer_hint(ev: list, S: int, T: int, tiles: int, who: str) -> str | None
             if j >= n:
                 return f"{who} reads more than the {n} k-tiles of {tiles} tiles of T = {T} k-tiles"
             if e.stage != s:
-                return (f"{here} your wgmmas read stage {e.stage}; the producer put this k-tile in stage "
+                return (f"{here} your wgmmas read stage {e.stage}; the producer put this k-tile (counter {j}) in stage "
                         f"{j} mod STAGES = {s}." + (_restart(j, T) if tile_start else ""))
             if wait is None:
                 return (f"{here} your wgmmas read stage {s} with no wait on full[{s}] before them: "
@@ -440,7 +438,8 @@ def judge(answer) -> str | None:
         if not any(roles):
             raise _ex.NotAnswered("write each role's k-tile step in the template's loops, then run the cell again")
         sched = ring(roles[0], roles[1:], S, T * tiles)
-        said = f" Chapter 05's ring model with your loops: {_words(sched.diagnosis)}." if sched.diagnosis else ""
+        said = (f" Chapter 05's ring model with your loops: {_words(sched.diagnosis)}. (It counts k-tiles over "
+                "all tiles: its k-tile j is ring counter j.)" if sched.diagnosis else "")
         hint = _producer_hint(roles[0], S, T, tiles)
         for w in range(1, CONSUMERS + 1):
             hint = hint or _consumer_hint(roles[w], S, T, tiles, f"consumer warpgroup {w}")

@@ -12,6 +12,11 @@
 # 4. read a whole Hopper GEMM kernel top to bottom in one file;
 # 5. call the top rung, `asynctc.matmul(a, b)`, on any shape.
 #
+# **In plain words.** Loading and computing are two different jobs. Here one warpgroup only
+# loads and the others only compute; two barriers per stage say "full" and "empty" between them.
+# The split frees the loader's registers for the math and lets loads run on from one tile into
+# the next. It pays through what it makes possible, not by itself.
+#
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
 # rungs 5–8 one at a time; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
 # [raster](../docs/glossary.md#raster) sweep, `matmul` by shape, the whole kernel on the GPU;
@@ -124,47 +129,42 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=
 plt.show()
 
 # %% [markdown]
-# Each rung: what it changes, why it should help, what it bought (the table below).
+# Three rungs carry the story (the table below; ratios are fp16 at 4096³ and 8192³):
 #
-# - **Rung 2, the split.** A producer warpgroup and one consumer. The producer no longer stalls
-#   the math, but the consumer's 128×128 tile is half of chapter 05's. It runs about 15 % below
-#   rung 1.
-# - **Rung 3, the tile back.** Two consumers on 128×256, and `setmaxnreg`. The biggest step, yet
-#   it only returns to rung 1, within 2 %. The split alone bought nothing measurable.
-# - **Rung 5, a [persistent](../docs/glossary.md#persistent) grid.** One CTA per SM walks its
-#   tiles; the producer loads tile t + 1 while the consumers store tile t. Up to 4 %: a CTA's
-#   later tiles wait under half as long for their first k-tile.
-# - **Rungs 4 and 6**, a sweep of tiles and stages, and [clusters](../docs/glossary.md#cluster) of 2
-#   CTAs that share B by [multicast](../docs/glossary.md#multicast). Each moved under 1.5 % (06c §9).
+# - **Rung 2, the split.** A producer warpgroup and one consumer on a 128×128 tile, half of
+#   chapter 05's. It runs at 0.85 and 0.87 of rung 1.
+# - **Rung 3, the tile back.** Two consumers on 128×256, and `setmaxnreg`. The biggest step,
+#   × 1.16 and × 1.14, yet it only returns to rung 1: 0.99 and 1.00 of it. The split alone
+#   bought nothing measurable.
 # - **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
-#   The tile goes to shared memory ([stmatrix](../docs/glossary.md#stmatrix)), then out in 64×64
-#   chunks by TMA, so the consumers start the next tile sooner. It gains 4–9 %, the biggest step
-#   after rung 3.
-# - **Rung 8, a wider [raster](../docs/glossary.md#raster).** Groups of 16 tile rows, not 8, so
-#   the 132 tiles in flight share more of A and B in L2. About +1 %, and the ladder reaches cuBLAS.
+#   C goes out through shared memory by TMA, so the consumers start the next tile sooner: +8 %
+#   and +4 %, the biggest step after rung 3.
+#
+# The rest moved little ([06c §9](06c_ladder_investigations.ipynb) takes them one at a time).
+# Rung 5, a [persistent](../docs/glossary.md#persistent) grid: +2 % and +0 %; later tiles wait a
+# tenth as long for their first k-tile. Rungs 4 (a sweep) and 6 ([clusters](../docs/glossary.md#cluster),
+# B by [multicast](../docs/glossary.md#multicast)): under 1.5 %. Rung 8, a wider
+# [raster](../docs/glossary.md#raster): +1 %, ending at 0.99 and 1.01 of cuBLAS.
 
 # %% output varies
 W.show_ladder_steps(res)
 
 # %% [markdown]
-# **Rung 2 → rung 3, one change at a time.** Rung 3 changes three things; one run (record
-# `ws_rung3_steps`) timed each beside cuBLAS. A second consumer alone changed under 2 %. The
-# 128×256 tile bought about 17 %. Its operands need 75 % of shared memory's bandwidth, where
-# rung 2's needed all of it. `setmaxnreg` then added under 2 %: the wide tile already fits in the
-# 168 registers a thread has at entry.
+# **Rung 2 → rung 3, one change at a time** (record `ws_rung3_steps`). A second consumer alone:
+# −0.6 %. The 128×256 tile: +17 %; its operands need 75 % of shared memory's bandwidth, not all
+# of it. `setmaxnreg`: +0.3 %; the wide tile already fits in the 168 registers at entry.
 
 # %% output varies
 W.show_rung3_steps(records.load("ws_rung3_steps").results)
 
 # %% [markdown]
-# **When does warp specialization pay?** Not by itself, here: chapter 05's ring already overlapped
-# loads with math. It pays through what it makes possible: loads that run on across tiles (rung 5),
-# and consumers that hand their stores to TMA (rung 7).
+# **When does warp specialization pay?** Not by itself: chapter 05's ring already overlapped loads
+# with math. It pays through rungs 5 and 7.
 #
 # Why does rung 7 gain so much? The trace counts the cycles per tile spent storing C (rungs 6 and
 # 7), and record `ws_store_ablation` times the TMA store alone, on rung 3. The TMA store cuts the
-# epilogue to about a quarter of its cycles. The cycles saved are about 6 % of a tile, close to the
-# 7 % the store bought alone on rung 3. So the saved epilogue time accounts for the gain:
+# epilogue to 0.26 of its cycles. The cycles saved are 6 % of a tile, close to the 7 % the store
+# bought alone on rung 3. So the saved epilogue time accounts for the gain:
 
 # %% output varies
 W.show_epilogue(res, records.load("ws_store_ablation").results)
