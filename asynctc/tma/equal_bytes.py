@@ -269,12 +269,13 @@ def same_tiles_table(rows: list[dict]) -> str:
 
 def same_tiles_verdict(rows: list[dict], box: str = "128x64", within: float = 0.05):
     """``(condition, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: at ``box`` (chapter
-    05's A box), are TMA and cp.async within ``within`` of each other?"""
+    05's A box), are TMA and cp.async within ``within`` of each other? Either sentence shows its
+    division (TMA GB/s / cp.async GB/s = ratio)."""
     r = next(x for x in rows if x["fp16_box"] == box)
-    head = (f"At the {box.replace('x', '×')} box ({r['box_bytes'] // 1024} KiB) TMA moves "
-            f"{r['tma_gbps']:.0f} GB/s, cp.async {r['cp_async_gbps']:.0f} GB/s")
+    head = (f"At the {box.replace('x', '×')} box ({r['box_bytes'] // 1024} KiB): TMA / cp.async = "
+            f"{r['tma_gbps']:.0f} / {r['cp_async_gbps']:.0f} GB/s = {r['ratio']:.2f}×")
     return (abs(r["ratio"] - 1) < within,
-            f"{head}: the same within {within:.0%}. TMA gains instructions there (1 instead of "
+            f"{head}, the same within {within:.0%}. TMA gains instructions there (1 instead of "
             f"{r['cp_async']}), not bandwidth.",
             f"{head}: TMA is {r['ratio']:.2f}× cp.async, from 1 instruction instead of {r['cp_async']}.")
 

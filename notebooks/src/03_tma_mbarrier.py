@@ -4,18 +4,21 @@
 # **Learning goal.** Describe a tile copy to the Tensor Memory Accelerator, see where its bytes
 # land, and wait for them with an mbarrier.
 #
-# **The story.** Chapter 02 filled a stage with 128 threads' 16-byte copies.
-# [TMA](../docs/glossary.md#tma) needs one instruction. A [*tensor map*](../docs/glossary.md#tensor-map)
-# describes a tensor in global memory, and a [*box*](../docs/glossary.md#box) is the tile one copy
-# moves. No thread carries the bytes, so an [*mbarrier*](../docs/glossary.md#mbarrier) (a barrier
-# object in shared memory) counts them.
+# **In plain words.** The [Tensor Memory Accelerator (TMA)](../docs/glossary.md#tma) is a copy
+# engine beside each SM. You describe a global tensor to it once, in a
+# [*tensor map*](../docs/glossary.md#tensor-map); then one thread asks it for a tile, a
+# [*box*](../docs/glossary.md#box), and it writes the box into shared memory in a bank-friendly
+# order. No thread carries those bytes, so an [*mbarrier*](../docs/glossary.md#mbarrier), a
+# barrier object in shared memory, counts them in, and the threads wait on it.
+#
+# **The story.** Chapter 02 filled a stage with 128 threads' 16-byte copies. TMA needs one
+# instruction.
 #
 # Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
 
 # %% output varies
 from asynctc.core import exercises, notebook, records
 from asynctc import tma
-from asynctc.models import ordering
 
 notebook.banner("sm_90a")
 
@@ -24,13 +27,19 @@ notebook.banner("sm_90a")
 #
 # The driver answers any bad argument with a bare `CUDA_ERROR_INVALID_VALUE`, so `tma.validate`
 # checks every rule first and names the field it refuses ([03b §1](03b_tma_boxes.ipynb) breaks
-# some). Below, chapter 05's A map, drawn. TMA names the contiguous dimension first, so (c0, c1)
-# is (column, row). Box 2 hangs 64 rows past the edge. TMA fills them with zeros and still counts
-# their bytes.
+# some). Below, chapter 05's A map, drawn.
+#
+# **Which order?** `tma.validate` takes `shape` and `box` as numpy does, rows first:
+# `box=(128, 64)` is 128 rows × 64 columns. The driver's `cuTensorMapEncodeTiled` (cuda.h lists
+# every array innermost first) and the copy's coordinates name the contiguous dimension first. So
+# `validate` hands the driver `boxDim` = (64, 128), and a box's start (c0, c1) is (column, row).
+# Box 2 starts at row 4032 and hangs 64 rows past the edge. TMA fills them with zeros and still
+# counts their bytes.
 
 # %% output varies
-spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16", box=(128, 64), swizzle=128)
-fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, c1) of each box
+spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
+                    box=(128, 64), swizzle=128)               # box: (rows, columns), numpy's order
+fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, c1) = (column, row)
 
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
@@ -39,15 +48,15 @@ fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, 
 # each other, a [bank conflict](../docs/glossary.md#bank-conflict). A 16-byte chunk spans 4 banks,
 # a *bank group*, and a 128-byte line has 8 groups.
 #
-# `ldmatrix` (chapter 01) reads one chunk from each of 8 rows. Each panel shows 8 rows of a box,
-# each as wide as the swizzle span. A cell's number and colour give its bank group. A column of
-# one colour is an 8-way conflict; 8 colours are conflict-free.
+# `ldmatrix` (chapter 01) reads one chunk from each of 8 rows. Each panel shows 8 rows of a box;
+# a cell's number and colour give its bank group. A column of one colour is an 8-way conflict;
+# 8 colours are conflict-free.
 #
 # * **No swizzle.** Every 128-byte row starts at bank 0, so a column is one colour.
 # * **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row index mod 8.
 #   Bytes keep their place in the chunk. Column 0 covers groups 0 to 7, all 32 banks.
-# * **32B and 64B swizzle** serve narrow boxes, 4 or 2 rows per line. Unswizzled, a column would
-#   repeat groups (2- or 4-way). Flipping chunk bits in the later rows spreads it over 8 groups.
+# * **32B and 64B swizzle** serve narrow boxes (4 or 2 rows per line) and spread a column the
+#   same way.
 #
 # The GPU agrees byte for byte ([03b §3](03b_tma_boxes.ipynb), where you can also try each mode).
 
@@ -57,11 +66,10 @@ fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 # %% [markdown]
 # ## 3. The mbarrier life cycle
 #
-# **Why a new barrier.** The thread that issues `cp.async.bulk.tensor` moves on at once.
-# `__syncthreads` waits for threads, and no thread carries these bytes. An mbarrier is told how many
-# bytes to expect, and the copy engine counts them off. In chapter 05's ring one barrier guards
-# every fill of its stage. A plain "ready" flag would still say "ready" from the last fill, so an
-# mbarrier numbers its rounds, its *phases*.
+# **Why a new barrier.** `__syncthreads` waits for threads, and no thread carries these bytes.
+# An mbarrier is told how many bytes to expect, and the copy engine counts them off. One barrier
+# guards every fill of a stage (chapter 05's ring). A plain "ready" flag would still say "ready"
+# from the last fill, so an mbarrier numbers its rounds, its *phases*.
 #
 # A phase counts pending arrivals (set by `init`, lowered by each `arrive`) and pending bytes, the
 # **tx-count** (set by [`expect_tx`](../docs/glossary.md#expect_tx), lowered by each copy's
@@ -89,18 +97,8 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
 #
 # **Why a proxy fence.** Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
 # [*async proxy*](../docs/glossary.md#proxy). `__syncthreads` orders threads, not proxies. Without
-# the listing's `fence_proxy_async_shared_cta`, the sentinel bytes could land after TMA's. A TMA
-# store of a tile that threads just wrote has the same hazard. The ordering model (chapter 08's
-# checker) finds it, then checks the fix:
-
-# %%
-broken = [("st", "tile"), ("sync", None), ("tma_store", "tile")]
-fixed = [("st", "tile"), ("fence_proxy", None), ("sync", None), ("tma_store", "tile")]
-for program in (broken, fixed):
-    print([op for op, _ in program], "→", [h.why for h in ordering.check(program)] or "no hazard")
-
-# %% [markdown]
-# Such a bug often passes by luck. An sglang report (PR 39124) saw it fail 86 runs in 100 on a B300.
+# the listing's `fence_proxy_async_shared_cta`, the sentinel bytes could land after TMA's. Such a
+# bug often passes by luck; [03b §4](03b_tma_boxes.ipynb) catches one in the ordering model.
 #
 # `mbarrier_lifecycle` runs the cycle on the GPU. After each step, would a wait on parity 0 and on
 # parity 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
@@ -114,25 +112,12 @@ tma.checks.show_lifecycle(crec)          # raises if a step or a box read back d
 # waits for an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)).
 
 # %% [markdown]
-# ## 4. TMA against cp.async, the same tiles
-#
-# The record `tma_equal` ([03b §2](03b_tma_boxes.ipynb)) copied 256 MiB box by box both ways, with
-# equal bytes in flight per SM.
-#
-# **Predict first.** At chapter 05's 128×64 box, cp.async needs 1024 instructions and TMA one.
-# Does TMA move more GB/s, or about the same? At a tiny 16×16 box? Decide, then run.
-
-# %% output answers a prediction
-eq = records.load("tma_equal")
-tma.equal_bytes.show_same_tiles(eq)      # per box: instructions and GB/s both ways, and the verdict
-
-# %% [markdown]
 # ## Exercises
 #
-# **1. Fill one stage.** A stage of chapter 05's ring contains k-tile `kt` of A and of B. A is a
-# `BM`×`BK` box of tensor map `ta`, rows from `m0`. B's `BN`×`BK` box of `tb` (B stored N×K)
-# follows right after, rows from `n0`. All fp16, `BM` = `BN` = 128, `BK` = 64. One barrier,
-# `full_bar`, covers both. `stage` and `full_bar` are `u32` shared-memory addresses.
+# **1. Fill one stage.** A stage of chapter 05's ring contains k-tile `kt` of A and of B: A's
+# `BM`×`BK` box of tensor map `ta` (rows from `m0`), then right after it B's `BN`×`BK` box of `tb`
+# (B stored N×K, rows from `n0`). All fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`,
+# covers both; `stage` and `full_bar` are `u32` shared-memory addresses.
 #
 # Write the lines of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with
 # `tma_load_2d(dst, map, bar, c0, c1)`. As in section 1's figure, **c0 is the column** (along K)
@@ -175,8 +160,12 @@ ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bit
 
 # %% [markdown]
 # ## Worklog
+#
+# **Predict first.** At chapter 05's 128×64 box cp.async needs 1024 instructions, TMA one. More
+# GB/s for TMA, or about the same? The worklog's *we measured* line answers from the record
+# `tma_equal`; [03b §2](03b_tma_boxes.ipynb) runs every box size.
 
-# %% output varies
+# %% output answers a prediction
 from asynctc.core import worklog
 
 worklog.show("03")

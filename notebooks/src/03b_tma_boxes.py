@@ -9,7 +9,7 @@
 # and boxes that skip rows (element strides); the three copies compared box size by box size and at
 # equal bytes in flight, against the claim that TMA does not pay off for small boxes; and, moved from
 # the core lesson, refused tensor maps, the bytes-in-flight "Design it", the swizzle model checked
-# on the GPU (with a try-it) and the life cycle in SASS.
+# on the GPU (with a try-it), the life cycle in SASS and the proxy fence in the ordering model.
 
 # %% output varies
 import numpy as np
@@ -128,6 +128,13 @@ eq = records.load("tma_equal")
 print("tma_equal:", eq.label())
 ok, text, numbers = tma.equal_bytes.equal_note(eq.results)
 _ = notebook.claim(ok, text, **numbers)
+
+# %% [markdown]
+# Chapter 05's 128×64 box and two smaller ones, with equal global loads outstanding (moved here
+# from the core lesson's §4). The core lesson's worklog quotes the 128×64 row:
+
+# %% output varies
+tma.equal_bytes.show_same_tiles(eq)      # per box: instructions and GB/s both ways, and the verdict
 
 # %% [markdown]
 # The `tma_copy` record, box size by box size:
@@ -275,3 +282,22 @@ print({k: v for k, v in sorted(ops.items()) if k.startswith(("SYNCS", "UTMA", "F
 for op in ("SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "UTMALDG.2D"):
     assert op in ops, op
 print("mbarrier and TMA instructions present")
+
+# %% [markdown]
+# ## 4. The proxy fence, in the ordering model
+#
+# Moved here from the core lesson's §3. Threads write shared memory through the generic proxy, TMA
+# reads it through the async proxy, and `__syncthreads` orders threads, not proxies. A TMA store of
+# a tile that threads just wrote needs `fence.proxy.async` between the writes and the store. The
+# ordering model (chapter 08's checker) finds the missing fence, then checks the fix:
+
+# %%
+from asynctc.models import ordering
+
+no_fence = [("st", "tile"), ("sync", None), ("tma_store", "tile")]
+with_fence = [("st", "tile"), ("fence_proxy", None), ("sync", None), ("tma_store", "tile")]
+for ops in (no_fence, with_fence):
+    print([step[0] for step in ops], "→", [h.why for h in ordering.check(ops)] or "no hazard")
+
+# %% [markdown]
+# Such a bug often passes by luck. An sglang report (PR 39124) saw it fail 86 runs in 100 on a B300.

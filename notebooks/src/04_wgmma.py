@@ -4,11 +4,12 @@
 # **Learning goal.** Issue Hopper's asynchronous Tensor Core instruction, describe its operands to
 # it correctly, and measure how close it gets to the [peak](../docs/glossary.md#peak).
 #
-# **The story.** [wgmma](../docs/glossary.md#wgmma) is issued by a [warpgroup](../docs/glossary.md#warpgroup) (four warps, 128 threads).
-# It reads its operands straight from shared memory, so it must be told their layout. You see
-# what it reads when told wrong, then take the [*matrix descriptor*](../docs/glossary.md#matrix-descriptor)
-# apart, follow one element of a [K-major](../docs/glossary.md#k-major) tile to the byte wgmma
-# reads, and measure the kernel by N.
+# **In plain words.** A [warpgroup](../docs/glossary.md#warpgroup) (four warps) issues one
+# [wgmma](../docs/glossary.md#wgmma) together and moves on; the Tensor Cores fetch its operands
+# from shared memory themselves. No thread loads them, so a
+# [*matrix descriptor*](../docs/glossary.md#matrix-descriptor) must tell the hardware the layout
+# TMA wrote. Told wrong, it reads the wrong bytes, with no error. The product collects in the
+# threads' registers, spread over the warpgroup in a fixed pattern.
 #
 # Deep dive: [04b — wgmma taken apart](04b_wgmma_anatomy.ipynb).
 
@@ -39,11 +40,8 @@ notebook.banner("sm_90a")
 # ## 2. Why a descriptor, and its fields
 #
 # In chapter 01 each thread loaded its own fragment with `ldmatrix`, so the code knew the layout.
-# wgmma has no such step: the Tensor Cores fetch A and B from shared memory themselves. Only a
-# descriptor tells them the layout TMA wrote (chapter 03).
-#
-# Told wrong, wgmma reads the wrong bytes, with no error. Below, A (64×64 fp16, K-major) was
-# written with 128-byte swizzle. Three descriptors read it. One is right, one's swizzle field says
+# wgmma has no such step: only the descriptor tells the Tensor Cores the layout TMA wrote
+# (chapter 03). Below, A (64×64 fp16, [K-major](../docs/glossary.md#k-major)) was written with 128-byte swizzle. Three descriptors read it. One is right, one's swizzle field says
 # 64 bytes, one's stride says 512 bytes instead of 1024. Where wgmma wants A[m][0], what does it get?
 
 # %%
@@ -97,7 +95,8 @@ assert 0x2000 + swizzled == tile.tma_addresses(0x2000)[ROW, K] == tile.addresses
 
 # %% [markdown]
 # **Try it** (no grade): change `ROW` and `K` and run the two cells again. Which rows keep their
-# chunks in place? Which K of row 27 starts its 128-byte row?
+# chunks in place? After the swizzle, which K of row 27 sits at the first byte of that row's 128
+# bytes in shared memory?
 #
 # An [MN-major](../docs/glossary.md#mn-major) tile stores B as K×N. Each 128-byte box row is one
 # **k-row**, 64 elements of N. Before the swizzle B[k][n] sits at byte k·128 + n·2, so k16 step s
@@ -210,17 +209,19 @@ print(wgmma.peak_lines(rec.results, "float16", n=256))
 _ = notebook.verdict(*wgmma.goal_note(rec.results, goal=0.90))
 
 # %% [markdown]
-# The two peaks printed differ only in their clock. The per-clock one uses the clock this kernel
-# measured, the datasheet's the 1830 MHz boost clock.
+# The two peaks differ only in their clock: this kernel's measured one, or the datasheet's 1830
+# MHz boost. The grey dotted line is a published benchmark
+# of the same instruction: Luo et al. (IPDPS 2024) ran wgmma SS on an H800 PCIe; the line scales
+# their TFLOP/s to this GPU's SMs and clock ([04b](04b_wgmma_anatomy.ipynb) §6 converts it).
 #
-# **SS against RS**, in FLOP per clock per SM (4096 is the full rate). SS follows the model at
-# every N, within 5 %. RS beats SS up to N = 32, since it reads no A. But at N = 8 and 16 RS falls
-# far short of the model. Each RS wgmma costs a fixed number of clocks, which the model lacks. We
-# fit it on the N = 8 run alone, then predict the N = 16 and 32 runs. ("Design it" in
-# [04b](04b_wgmma_anatomy.ipynb) §4 runs any N.)
+# **SS against RS**, in FLOP per clock per SM (4096 is the full rate). SS follows the model
+# within 2 % at every N. RS beats SS up to N = 32 (1.4–1.5×), since it reads no A. But at N = 8
+# and 16 RS reaches only 0.31 and 0.61 of the model: each RS wgmma costs a fixed 13 clocks, which
+# the model lacks. The lines under the table show each division. Deep dive
+# [04b](04b_wgmma_anatomy.ipynb) §4 fits that cost on N = 8 and predicts N = 16 and 32 with it.
 
 # %% output varies
-print(wgmma.small_n_table(rec.results))     # asserts each sentence above on the record
+print(wgmma.small_n_table(rec.results))     # one division per sentence above, each asserted
 
 # %% [markdown]
 # ## Exercises
