@@ -88,8 +88,8 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # **Issue** `mma_ktile`, then wait until kPending = 1 group remains. **Release** k-tile r = k − 1
 # on empty. **Refill** its stage (exercise 2).
 #
-# Four names in the listing (shown once exercise 1 passes): `pos` holds k's stage and parity,
-# `prev` holds k − 1's (the k-tile to release). `pos.advance()` steps to the next stage, wrapping
+# Four names in the listing (shown once exercise 1 passes): `pos` is k's stage and parity,
+# `prev` is k − 1's (the k-tile to release). `pos.advance()` steps to the next stage, wrapping
 # to 0 with the parity flipped. `fence_accumulators(acc)` stops the compiler from moving accumulator
 # reads or writes across a wgmma or its wait. Folded lines: [05c](05c_pipeline_variants.ipynb) §2.
 

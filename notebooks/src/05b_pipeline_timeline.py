@@ -348,8 +348,8 @@ _ = notebook.claim(*pl.model_beside_record(model, measured, L2_CAP, best))
 # %% [markdown]
 # ## 6. One fitted number, tested on runs it never saw
 #
-# Chapter 05 §5 concluded that the supply, not the ring depth, limits the 128×256 kernel. Here is
-# the test behind it. Without a limit on L2, the model flattens where the record does but sits
+# Chapter 05 §5 concluded that the supply, not the ring depth, limits the 128×256 kernel. This
+# section tests it. Without a limit on L2, the model flattens where the record does but sits
 # above it. So the model gets one number, an L2 → SM cap in bytes per clock per SM. Four runs fit
 # it (4096³, S = 1–4). It is the cap "Design it" below calls "fitted". Ten runs it never saw
 # test it. Does it miss those by more? Each miss is model ÷ record − 1; the last line prints the
