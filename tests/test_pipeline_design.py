@@ -1,4 +1,4 @@
-"""Chapter 05 §5's "Design it": one design through the ring model beside the record (CPU only)."""
+"""Chapter 05's "Design it" (deep dive 05b §6): one design through the ring model beside the record (CPU only)."""
 import pytest
 
 from asynctc import pipeline as pl

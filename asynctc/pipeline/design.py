@@ -1,5 +1,5 @@
-"""Chapter 05 §5's open experiment: one pipeline design run through the ring model, beside the
-record's measurement of the same design when there is one (:func:`design`, :class:`Design`), and
+"""Chapter 05's open experiment (deep dive 05b §6's "Design it"): one pipeline design run through
+the ring model, beside the record's measurement of the same design when there is one (:func:`design`, :class:`Design`), and
 the course's answer to "which design does the model call fastest, and where does it disagree with
 the record?" (:func:`design_survey`). No GPU, no timing, no plotting.
 

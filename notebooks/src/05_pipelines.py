@@ -1,12 +1,17 @@
 # %% [markdown]
 # # 05 — Asynchronous pipelines: TMA, mbarriers and wgmma, overlapped
 #
+# **In plain words.** Shared memory becomes a ring of slots. One thread copies the next slices of
+# A and B into free slots while the Tensor Cores multiply the ones already there. Two barriers per
+# slot say "data landed" and "math done", and must tell one lap of the ring from the next. Past a
+# few slots, how fast the data arrive sets the speed, not how many slots there are.
+#
 # **Learning goal.** Build one GEMM whose copies and math run *at the same time*, and say why its
 # speed stops rising with ring depth.
 #
 # **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel, with a
 # ring of S stages. You watch a ring without [phase parity](../docs/glossary.md#phase-parity) go
-# wrong, fix it, write the producer's step and measure the kernel by ring depth.
+# wrong, fix it, write the producer's step and measure the kernel by depth.
 #
 # Deep dives: [05b](05b_pipeline_timeline.ipynb) (timelines, model beside GPU),
 # [05c](05c_pipeline_variants.ipynb) (SASS, variants, broken protocols).
@@ -83,8 +88,10 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # **Issue** `mma_ktile`, then wait until kPending = 1 group remains. **Release** k-tile r = k − 1
 # on empty. **Refill** its stage (exercise 2).
 #
-# `pos` is k's stage and parity, `prev` k − 1's. `advance()` flips the parity when the
-# stage wraps. `fence_accumulators` is a compiler barrier. Folded lines: [05c](05c_pipeline_variants.ipynb) §2.
+# Four names in the listing (shown once exercise 1 passes): `pos` is k's stage and parity,
+# `prev` is k − 1's (the k-tile to release). `pos.advance()` steps to the next stage, wrapping
+# to 0 with the parity flipped. `fence_accumulators(acc)` stops the compiler from moving accumulator
+# reads or writes across a wgmma or its wait. Folded lines: [05c](05c_pipeline_variants.ipynb) §2.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -155,7 +162,8 @@ widths = pl.show_widths(res)                         # asserts the two sentences
 #
 # Each further stage issues a load one k-tile earlier, yet §4's curves stop rising. Below,
 # CTA 0 of the 128×256 kernel at S = 4 is traced, above the ring model. Where do the red bars,
-# the waits on full, stop?
+# the waits on full, stop? Rows wg0 and wg1 are the two consumers; this kernel has no producer
+# warpgroup (thread 0 of wg0 issues the loads). Chapter 06 adds one as wg 0, consumers wg 1 and 2.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -165,44 +173,30 @@ plt.show()
 waits = pl.show_trace_waits(res, trace, ring)       # cycles per k-tile; waits on full, k-tiles 4–11
 
 # %% [markdown]
-# Reading the clock at each event slows the traced loop by more than 20 %. Untraced, a k-tile
-# still takes longer than in the model. From k-tile 4 on, the model never waits on full, but the
-# GPU waits at every k-tile: its data arrive late. A deeper ring only starts the same slow supply
-# earlier.
+# Reading the clock at each event slows the traced loop about 1.5× (traced ÷ untraced, above).
+# Untraced, a k-tile still takes about 1.2× as long as in the model. From k-tile 4 on, the model
+# never waits on full, but the GPU waits at every k-tile: its data arrive late. So the supply, not
+# the ring depth, is what limits. A deeper ring only starts the same slow supply earlier. (Deep
+# dive [05b §6](05b_pipeline_timeline.ipynb) fits one number to this, a cap on L2's bytes per clock
+# per SM, and tests it on ten runs it never saw.)
 #
-# **One fitted number, tested.** Without a limit on L2, the model flattens where the record does
-# but sits above it. So add an L2 → SM cap in bytes per clock per SM. Four runs fit it (4096³,
-# S = 1–4). Ten runs it never saw test it. Does it miss those by more?
-
-# %% output varies
-check = pl.show_model_check(res, rec)              # asserts: misses under 15 %, fitted and held out
-
-# %% [markdown]
-# On the held-out runs it misses by under 15 % too, as on the fitted ones. But a number that
-# predicts is not yet a cause. **Is it L2, then?** The same kernel built with `LOADS_ONLY=1` keeps
-# the grid, the tile order and the ring, but issues no wgmma and stores no C. Timed in one run,
-# bytes per clock per SM:
+# **Is it L2, then?** A number that fits is not yet a cause. The same kernel built with
+# `LOADS_ONLY=1` keeps the grid, the tile order and the ring, but issues no wgmma and stores no C.
+# Timed in one run, bytes per clock per SM:
 
 # %% output varies
 supply = pl.show_supply(records.load("l2_supply"))   # asserts the two sentences below
 
 # %% [markdown]
 # For 128×128 the ring alone brings less than the math needs: L2 and TMA set its pace. For
-# 128×256 it brings more, yet the GEMM moves less. So the cap fits but is not the whole cause.
-# There the wgmmas, their waits and the store of C set the pace (chapter 06).
-#
-# **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C` (1 or 2),
-# tile width `BN` (128 or 256) and `L2_CAP`, L2's bytes per clock per SM (None: no limit;
-# "fitted": the cap above). Which design does the model call fastest? The record?
-
-# %% output varies
-S, P, C, BN, L2_CAP = 4, 1, 2, 256, None
-d = pl.show_design(stages=S, wait_pending=P, consumers=C, bn=BN, l2_cap=L2_CAP, record=rec)
+# 128×256 it brings more, yet the GEMM moves less. So an L2 cap fits (05b §6) but is not the
+# whole cause. There the wgmmas, their waits and the store of C set the pace (chapter 06).
 
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercises 1 and 2 are above; the solution notebook answers §5's "Design it".
+# Exercises 1 and 2 are above. The ring model's "Design it" (no grade) is in deep dive
+# [05b §6](05b_pipeline_timeline.ipynb), beside the fitted L2 cap it uses.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
@@ -219,9 +213,6 @@ ok = exercises.check("ch05.producer_step", producer_step, solution=True)
 fig = pl.plot_ring_steps(stages=2, k_tiles=4, parities=pl.flipped_refill_parities(),
                          broken="the refill of fill f waits on empty with parity f mod 2")
 plt.show()
-
-# %% output varies tags=["solution"]
-print(pl.design_survey(record=rec))                # §5's "Design it": every design, model beside record
 
 # %% [markdown]
 # ## Worklog
@@ -242,4 +233,5 @@ so_far("05")
 
 # %% [markdown]
 # **What you learned.** Why a ring needs phase parity (a plain flag reads a stage too early), a
-# pipelined GEMM measured, why depth stops paying, one fitted number tested on runs it never saw. **Next:** [chapter 06](06_warp_specialization.ipynb).
+# pipelined GEMM measured, why depth stops paying (the supply, not the depth, sets the pace), what
+# the ring alone brings. **Next:** [chapter 06](06_warp_specialization.ipynb).
