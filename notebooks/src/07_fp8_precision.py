@@ -10,8 +10,8 @@
 # per instruction.
 #
 # **In plain words.** An 8-bit float keeps few bits, so each tensor carries a scale that maps its
-# values onto the format's range. The Tensor Core does twice the work per instruction on them,
-# but its adder keeps too few bits: small products added to a large sum vanish. The fix hands
+# values onto the format's range. The Tensor Core multiplies them at double rate, but its adder
+# keeps too few bits: small products added to a large sum vanish. The fix hands
 # the sum to fp32 registers every few steps.
 #
 # **Deep dives:** [07b — the accumulator](07b_fp8_accumulator.ipynb);

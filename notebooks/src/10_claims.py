@@ -10,8 +10,8 @@
 #
 # **In plain words.** A measured speed is one sample of a moving target: clocks, runs and
 # baselines all shift it. To trust a claim, rerun it the same way, time its baseline beside it,
-# and see how far repeated runs spread. Then say whether the claim holds, fails or is not settled,
-# and what would change that.
+# and see how far repeated runs spread. Then give the verdict with a number, and say what would
+# change it.
 #
 # Deep dive [10b](10b_claims_in_full.ipynb): "% of peak" under two denominators, judged against
 # bands, and every number of the [seed article](../docs/glossary.md#seed-article) beside ours.
