@@ -824,3 +824,16 @@ def test_the_ring_model_runs_the_kernels_parities_when_given_them():
     a = _pipeline.simulate(4, 1, 2, 13)
     b = _pipeline.simulate(4, 1, 2, 13, parities=(lambda k, S: (k // S) % 2, lambda t, S: (t // S + 1) % 2))
     assert a.diagnosis is None and b.diagnosis is None and a.spans == b.spans
+
+
+def test_mma_issue_hint_counts_the_other_mistakes(capsys):
+    """Two mistakes: the hint names the first and says one more remains; one mistake: no count."""
+    assert not exercises.check("ch09.mma_issue", _issue(steps=3, bar=lambda t, s: t.done))
+    out = capsys.readouterr().out
+    assert "your MMAs cover k-steps [0, 1, 2]" in out and "(And 1 more mistake: fix this one first.)" in out
+    assert not exercises.check("ch09.mma_issue", _issue(elect=False, fence=None, parity=lambda kt, n: 0))
+    out = capsys.readouterr().out
+    assert "32 threads of warp 1 issue MMAs" in out and "(And 2 more mistakes: fix this one first.)" in out
+    for _key, answer, _hint in [m for m in MISTAKES if m[0] == "ch09.mma_issue"]:
+        exercises.check("ch09.mma_issue", answer)
+        assert "more mistake" not in capsys.readouterr().out

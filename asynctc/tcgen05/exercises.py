@@ -10,6 +10,8 @@ Registered on import (the package imports this module)."""
 
 from __future__ import annotations
 
+import re
+
 from ..core import exercises as _ex
 from ..models.ordering import check_mma_thread
 from ..models.tcgen05_sched import simulate_persistent
@@ -214,6 +216,46 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
     return None
 
 
+def _kind(hint: str) -> str:
+    """A hint with its numbers left out: one mistake repeated at several k-tiles is one kind."""
+    return re.sub(r"\d+", "#", hint)
+
+
+def _views(ev: list, kt: int, s: int):
+    """The elected thread's events of one k-tile with all but one group of them made right, one
+    view per group: its MMAs; its MMAs on the right stage (their k-steps and accumulate flags);
+    its commits, placed before or after the right MMAs as the learner placed them."""
+    right = [("mma", s, j, kt > 0 or j > 0) for j in range(ISSUE_STEPS)]
+    mine = [e for e in ev if e[0] == "mma"]
+    commits = [e for e in ev if e[0] == "commit"]
+    yield mine + [("commit", f"empty[{s}]")]
+    yield [("mma", s) + tuple(m[2:]) for m in mine] + [("commit", f"empty[{s}]")]
+    last = not commits or ev[-1][0] == "commit"
+    yield right + commits if last else right[:-1] + commits + right[-1:]
+
+
+def _other_mistakes(per_ktile: list, first: str, hazard: bool) -> int:
+    """How many kinds of mistake the elected thread's events show besides the one ``first`` names:
+    :func:`_ktile_hint` on each of :func:`_views`, and, when the ordering checker found a hazard,
+    :func:`_sync_hint`, at every k-tile. Counted by :func:`_kind` (a mistake repeated at several
+    k-tiles is one), so it under-counts rather than over-counts."""
+    kinds = set()
+    for kt, ev in enumerate(per_ktile):
+        s = kt % ISSUE_STAGES
+        hints = [_ktile_hint(view, kt, s) for view in _views(ev, kt, s)]
+        hints.append(_sync_hint(ev, kt, s) if hazard else None)
+        kinds.update(_kind(h + ".") for h in hints if h)
+    kinds.discard(_kind(first))
+    return len(kinds)
+
+
+def _with_count(hint: str, more: int) -> str:
+    """``hint``, and when ``more`` > 0 how many other mistakes remain."""
+    if not more:
+        return hint
+    return hint + f" (And {more} more mistake{'s' if more > 1 else ''}: fix this one first.)"
+
+
 def _program(per_ktile: list) -> tuple[list, list]:
     """The elected thread's events as an ordering program (``ordering.check_mma_thread``), and the
     k-tile of each step."""
@@ -249,20 +291,22 @@ def _judge_mma_issue(answer) -> str | None:
                     "issues tcgen05.mma and tcgen05.commit")
         raise _ex.NotAnswered("your function issues nothing: write its body (wait, fence, t.mma for "
                               "each k-step, then t.commit) and run the cell again.")
-    if others:
-        return (f"{len(others) + 1} threads of warp 1 issue MMAs: each would be a separate MMA into "
-                "the same accumulator. One thread issues tcgen05.mma (unlike wgmma, which the whole "
-                "warpgroup executes): guard the body with `if t.elected:`")
-    for kt, ev in enumerate(per_ktile):
-        hint = _ktile_hint(ev, kt, kt % ISSUE_STAGES)
-        if hint:
-            return hint + "."
     prog, at = _program(per_ktile)                   # the wait, its parity and the fence: the checker's
     hz = check_mma_thread(prog)
-    if hz:
+    hint = None
+    if others:
+        hint = (f"{len(others) + 1} threads of warp 1 issue MMAs: each would be a separate MMA into "
+                "the same accumulator. One thread issues tcgen05.mma (unlike wgmma, which the whole "
+                "warpgroup executes): guard the body with `if t.elected:`")
+    for kt, ev in enumerate(per_ktile if not hint else []):
+        hint = _ktile_hint(ev, kt, kt % ISSUE_STAGES)
+        if hint:
+            hint += "."
+            break
+    if not hint and hz:
         kt = at[hz[0].step]
-        return (_sync_hint(per_ktile[kt], kt, kt % ISSUE_STAGES) or f"at k-tile {kt}: {hz[0].why}") + "."
-    return None
+        hint = (_sync_hint(per_ktile[kt], kt, kt % ISSUE_STAGES) or f"at k-tile {kt}: {hz[0].why}") + "."
+    return hint and _with_count(hint, _other_mistakes(per_ktile, hint, bool(hz)))
 
 
 @_ex.code_exercise("ch09.mma_issue", "Write issue_ktile(t, kt, s): what warp 1's threads do for "

@@ -44,12 +44,19 @@ def register_bill() -> list[dict]:
 
 
 def bill_table(rows: list[dict]) -> str:
-    """:func:`register_bill` as a fixed-width table, one line per case."""
+    """:func:`register_bill` as a fixed-width table, one line per case, then the sum behind each
+    case's registers: the producer warpgroup's, plus the consumer threads' accumulator values per
+    thread and the loop's other registers."""
     lines = [f"{'accumulator':34s} {'fp32 values':>11s} {'regs of 65536':>13s} {'fits?':>5s}   "
              f"{'TMEM cols of ' + str(tmem.COLUMNS):>16s}"]
     for r in rows:
         lines.append(f"{r['name']:34s} {r['acc']:11d} {r['total']:13d} "
                      f"{'yes' if r['fits'] else 'NO':>5s}   {r['tmem_cols']:16d}")
+    lines.append("registers = producer (threads × regs) + consumers (threads × (accumulator + other regs)):")
+    for r in rows:
+        threads = r["acc_regs"] // (r["per_thread"] - REG_OVERHEAD)
+        lines.append(f"  {r['name']:32s} 128 × {r['producer'] // 128} + {threads} × "
+                     f"({r['per_thread'] - REG_OVERHEAD} + {REG_OVERHEAD}) = {r['total']}")
     return "\n".join(lines)
 
 
@@ -67,7 +74,8 @@ def show_sass(cfgs) -> bool:
     from .launch import sass_summary
     for cfg in cfgs:
         sm = sass_summary(cfg)
-        print(f"{cfg.label():40s} UTCHMMA {sm['UTCHMMA']}, UTCBAR {sm['UTCBAR']}, spills {sm['spill_bytes']} B")
+        print(f"{cfg.label():40s} UTCHMMA {sm['UTCHMMA']} (= BK {cfg.bk} / 16), UTCBAR {sm['UTCBAR']} "
+              f"(a stage's release + D's hand-off), spills {sm['spill_bytes']} B")
         assert (sm["UTCHMMA"], sm["UTCBAR"]) == (cfg.bk // 16, 2) and sm["spill_bytes"] == 0, (cfg.label(), sm)
         assert cfg.idesc == tc.InstrDescriptor(cfg.dtype, cfg.dtype, "float32", cfg.bm, cfg.bn,
                                                cta_group=cfg.cta_group).encode(), cfg.label()

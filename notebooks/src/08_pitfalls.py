@@ -5,6 +5,11 @@
 # k-tile. Follow one real bug from its symptom to a one-line fix, turn those steps into a method,
 # then use the zoo of eleven classes as a reference.
 #
+# **In plain words.** An asynchronous kernel is a set of agents that hand stages to each other
+# through barriers; each bug is one broken promise between them. It shows up as a hang, a wrong
+# answer every time, or one only some of the time. A CPU model of the same protocol names the
+# line to fix.
+#
 # Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant on the GPU, and *compute-sanitizer*
 # (NVIDIA's checker of memory accesses and races).
 

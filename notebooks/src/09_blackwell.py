@@ -12,6 +12,10 @@
 # 4. write the MMA thread's k-tile, read the kernel compiled to sm_100a, and map each Hopper
 #    instruction to Blackwell's.
 #
+# **In plain words.** On Hopper a big tile's accumulator fills the register file, so the tile
+# cannot grow. Blackwell gives each SM a separate memory for it, Tensor Memory. One thread issues
+# the MMA, which writes there; a barrier says when it is done, and only the epilogue reads it out.
+#
 # No sm_100 GPU stands behind this chapter. Sections 1–4 are **models** of the PTX ISA; 5–6
 # compile the kernel to an sm_100a cubin and disassemble it. Nothing is timed.
 
@@ -28,15 +32,13 @@ notebook.banner("sm_100a", measured=False)
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
 # In [chapter 06](06_warp_specialization.ipynb) §2 you paid Hopper's register bill. An SM has 65536
-# 32-bit registers. Three [warpgroups](../docs/glossary.md#warpgroup) start at 168 each, then
-# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives the producer 40 and each consumer 232.
-# The 128×256 tile's fp32 accumulator is one register per value, 128 per consumer thread. The
-# loop needs about 26 more (addresses, counters).
+# 32-bit registers. Of its three [warpgroups](../docs/glossary.md#warpgroup),
+# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives the producer 40 per thread and each
+# consumer 232. The 128×256 fp32 accumulator takes 128 per consumer thread; the loop needs 26 more.
 #
-# Chapter 06 §3 traced rung 3's gain to that wide tile. The next steps would be a second
-# accumulator or a taller tile. With a second accumulator, the [epilogue](../docs/glossary.md#epilogue) of one tile
-# could run while the MMAs fill the next. A 256×256 tile would halve the bytes of B loaded per
-# FLOP. Both need 65536 accumulator registers, the whole register file.
+# The next step would be a second accumulator, so that the [epilogue](../docs/glossary.md#epilogue)
+# of one tile runs while the MMAs fill the next. Or a 256×256 tile, which halves the bytes of B
+# loaded per FLOP. Both need 65536 accumulator registers, the whole register file.
 
 # %%
 bill = lesson.register_bill()          # chapter 06's split: producer 40, two consumer warpgroups
@@ -51,8 +53,7 @@ print(lesson.bill_table(bill))
 # (256 KiB), shared by the CTAs resident on it. Lane i is row i of the accumulator D. A column
 # keeps one fp32 of every row. So a 128×256 accumulator takes 256 columns, and two of them take
 # all 512. A 256×256 tile is a [CTA pair](../docs/glossary.md#cta-pair)'s (§2): each of its two
-# SMs keeps 128 rows in 256 columns. The MMA writes TMEM directly, and no thread holds any of it
-# until the epilogue reads it.
+# SMs keeps 128 rows in 256 columns.
 #
 # On the right, one SM's TMEM with two accumulators. Warp w may read only lanes 32·(w mod 4) … +31,
 # so the epilogue needs four warps to read all of D.

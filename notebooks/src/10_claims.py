@@ -7,6 +7,12 @@
 # **Learning goal.** (1) Say what a claim must fix to be reproduced; (2) bound it from repeated
 # runs, each timed beside its baseline; (3) state the verdict as a clause and a number, and what
 # would flip it. No kernel runs here; the runs are the records in `data/`.
+#
+# **In plain words.** A measured speed is one sample of a moving target: clocks, runs and
+# baselines all shift it. To trust a claim, rerun it the same way, time its baseline beside it,
+# and see how far repeated runs spread. Then give the verdict with a number, and say what would
+# change it.
+#
 # Deep dive [10b](10b_claims_in_full.ipynb): "% of peak" under two denominators, judged against
 # bands, and every number of the [seed article](../docs/glossary.md#seed-article) beside ours.
 
@@ -70,8 +76,8 @@ pairs = bounds.same_run_pairs(recs, 4096, "float16")
 med, lo, hi = lesson.show_bound(pairs)
 
 # %% [markdown]
-# Between runs our TFLOP/s moved more than twice as far as the same-run ratio. The MHz column says
-# why: a slower clock slows cuBLAS too, and the ratio cancels most of it. A same-run ratio
+# Between runs our TFLOP/s moved 2.0 %, about four times as far as the same-run ratio's 0.5 %.
+# The MHz column says why: a slower clock slows cuBLAS too, and the ratio cancels most of it. A same-run ratio
 # travels; a TFLOP/s does not.
 #
 # Inside one pair the samples scatter too. But a median of n samples moves about 1/√n as far as one
@@ -91,14 +97,13 @@ assert lesson.runs_set_the_bound(pairs)
 # * An **order** claim ("beats cuBLAS", i.e. above 1) holds when the whole interval lies above.
 #   It does not hold when the whole lies at or below. It is **not settled** when it straddles.
 #
-# Why the value rule reads a range: a writer who rounds 0.986 writes "0.99". A reader cannot tell
-# which value inside the last digit's half-step was meant, so any of them counts. That makes the
-# rule lenient. A number written with fewer digits reads as a wider range, so it holds more easily
-# and claims less. The honest habit is the reverse: write as many digits as the bound supports.
+# Why a range: a writer who rounds 0.986 writes "0.99", so any value inside the last digit's
+# half-step counts. Fewer digits read as a wider range: the claim holds more easily and says less.
+# So write as many digits as the bound supports.
 #
 # Here: "0.99 of cuBLAS" holds. "Beats cuBLAS at 4096³" does not hold. Paired across runs, the
-# same times read both above 1 and well below the bound's low end. So a baseline from another run
-# can flip either verdict.
+# same times read from 0.970, well below the bound's low end, to 1.005, above 1. So a baseline
+# from another run can flip either verdict.
 
 # %% output varies
 assert lesson.show_verdicts(pairs, value=0.99, digits=2)
