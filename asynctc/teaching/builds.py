@@ -72,8 +72,8 @@ def learner_copy(nb):
 
 #: The note a learner notebook (and the site, the slides) shows under a cell whose output was left
 #: out because it answers a prediction exercise.
-HIDDEN_NOTE = ("*The output of the cell above is not stored in this notebook: it answers a "
-               "\"predict before you look\" exercise. Write your answer first, then run the cell.*")
+HIDDEN_NOTE = ("*Predict first: the cell above answers a \"predict before you look\" exercise, so this "
+               "notebook ships without its output. Write your answer, then run the cell.*")
 
 
 def _hidden_note(after):
