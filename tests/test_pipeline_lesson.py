@@ -73,7 +73,7 @@ def test_widths_guard_fails_when_the_record_flips(rec):
     for r in res["sweep"]:
         if r.get("tile") == "128x128x64/c2" and r["kernel"] == "pipeline":
             r["tflops"] *= 3                                     # 128×128 now beats 128×256
-    with pytest.raises(AssertionError, match="no longer supports"):
+    with pytest.raises(AssertionError, match="does not support the sentence"):
         P.show_widths(res)
 
 
@@ -84,7 +84,7 @@ def test_supply_guard_fails_when_the_record_flips(monkeypatch):
         if r["bn"] == 128:
             r["loads_only"] = 2 * r["need"]                      # the ring alone now feeds 128×128
     monkeypatch.setattr(P.supply, "supply_rows", lambda _res: rows)
-    with pytest.raises(AssertionError, match="no longer supports"):
+    with pytest.raises(AssertionError, match="does not support the sentence"):
         P.show_supply(sup)
 
 

@@ -4,21 +4,17 @@ carries the argument, the guards live here). Nothing here measures or plots.
 
 Each ``show_*`` function names, in its docstring, the sentences it asserts. It returns ``True`` once
 they hold, so a cell reads ``assert lesson.show_…(…)``; a re-measurement that flips one raises
-:class:`AssertionError` with the numbers.
+:class:`~asynctc.core.notebook.ClaimError` (an AssertionError) with the numbers
+(:func:`~asynctc.core.notebook.require`).
 """
 
 from __future__ import annotations
 
 from ..core import bench
+from ..core.notebook import require
 from . import bounds
 from .seed import cublas_row, ladder_row
 from .verdicts import FAILS, HOLDS
-
-
-def _check(ok: bool, sentence: str, **numbers) -> None:
-    if not ok:
-        got = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in numbers.items())
-        raise AssertionError(f"the record no longer supports the chapter's sentence {sentence!r} ({got})")
 
 
 def record_answers(wrec) -> str:
@@ -51,10 +47,10 @@ def show_peaks(wrec) -> bool:
                                   ("datasheet", boost, "boost", p["datasheet_tflops"])):
         print(f"  {name:9s} {sms} × {per_clk} × {mhz:.0f} MHz ({kind}) = {peak:.0f} TFLOP/s; "
               f"{top['tflops']:.0f} / {peak:.0f} = {top['tflops'] / peak:.3f}")
-    _check(p["sm_mhz"] < boost and p["peak_tflops"] < p["datasheet_tflops"]
-           and p["fraction"] > p["fraction_of_datasheet"],
-           "This run's SM clock stayed below the boost clock, so its own peak is lower than the "
-           "datasheet's and the fraction of it is higher.", sm_mhz=p["sm_mhz"], boost=boost)
+    require(p["sm_mhz"] < boost and p["peak_tflops"] < p["datasheet_tflops"]
+            and p["fraction"] > p["fraction_of_datasheet"],
+            "This run's SM clock stayed below the boost clock, so its own peak is lower than the "
+            "datasheet's and the fraction of it is higher.", sm_mhz=p["sm_mhz"], boost=boost)
     return True
 
 
@@ -99,13 +95,13 @@ def runs_set_the_bound(pairs: list[dict]) -> bool:
     Prints nothing; returns ``True``."""
     s = spread(pairs)
     _, lo, hi = bounds.bound(p["ratio"] for p in pairs)
-    _check(0.015 <= s["tf_move"] <= 0.025 and 0.003 <= s["ratio_move"] <= 0.007
-           and 3 <= s["tf_move"] / s["ratio_move"] <= 5,
-           "Between runs our TFLOP/s moved 2.0 %, about four times as far as the same-run ratio's "
-           "0.5 %.", **s)
-    _check(s["rep_med"] < hi - lo,
-           "A median of a pair's samples moves less than the pairs spread, so the runs, not the "
-           "reps, set the bound.", rep_med=s["rep_med"], width=hi - lo)
+    require(0.015 <= s["tf_move"] <= 0.025 and 0.003 <= s["ratio_move"] <= 0.007
+            and 3 <= s["tf_move"] / s["ratio_move"] <= 5,
+            "Between runs our TFLOP/s moved 2.0 %, about four times as far as the same-run ratio's "
+            "0.5 %.", **s)
+    require(s["rep_med"] < hi - lo,
+            "A median of a pair's samples moves less than the pairs spread, so the runs, not the "
+            "reps, set the bound.", rep_med=s["rep_med"], width=hi - lo)
     return True
 
 
@@ -127,10 +123,10 @@ def show_verdicts(pairs: list[dict], value: float = 0.99, digits: int = 2) -> bo
     print(f"\"{value:.{digits}f} of cuBLAS\" reads {low:.{digits + 1}f}–{high:.{digits + 1}f}: {v_value}")
     print(f"\"beats cuBLAS\" needs the interval above 1.000: {v_order}")
     print(f"paired across runs: {x_lo:.3f} to {x_hi:.3f}")
-    _check(v_value == HOLDS, f"'{value:.{digits}f} of cuBLAS' holds.", lo=lo, hi=hi)
-    _check(v_order == FAILS, "'Beats cuBLAS at 4096³' does not hold.", hi=hi)
-    _check(1.0 < x_hi <= 1.015 and 0.96 <= x_lo <= 0.98 and x_lo < lo - 0.01,
-           "Paired across runs, the same times read from 0.970, well below the bound's low end, to "
-           "1.005, above 1.",
-           x_lo=x_lo, x_hi=x_hi, lo=lo)
+    require(v_value == HOLDS, f"'{value:.{digits}f} of cuBLAS' holds.", lo=lo, hi=hi)
+    require(v_order == FAILS, "'Beats cuBLAS at 4096³' does not hold.", hi=hi)
+    require(1.0 < x_hi <= 1.015 and 0.96 <= x_lo <= 0.98 and x_lo < lo - 0.01,
+            "Paired across runs, the same times read from 0.970, well below the bound's low end, to "
+            "1.005, above 1.",
+            x_lo=x_lo, x_hi=x_hi, lo=lo)
     return True

@@ -7,15 +7,11 @@ docstring quotes the sentence it guards. No GPU, no timing, no plotting (figures
 
 from __future__ import annotations
 
+from ..core.notebook import require
 from ..models import pipeline as mp
 from .design import FIT_ON, design, fitted_cap
 from .figures import flat_from, ktile_waits   # data helpers of the figures module (they do not plot)
 from .results import best_by_width, depth_sweep, of_cublas, resident_by_depth
-
-
-def _require(ok: bool, sentence: str, numbers: str) -> None:
-    if not ok:
-        raise AssertionError(f"the record no longer supports chapter 05's sentence {sentence!r}: {numbers}")
 
 
 # ---- §1: why phase parity --------------------------------------------------------------------
@@ -57,13 +53,13 @@ def show_parity_story(stages: int = 2, k_tiles: int = 4, consumers: int = 1, wai
               f"{flag:>16}{mark}")
     race = st["race"]
     print("flag run, the model's diagnosis:", race.what if race else "none")
-    _require(st["correct"] is None and all(r["parity"] >= r["landed"] for r in st["rows"]),
-             "with parity every wait passes after its own k-tile's bytes land", str(st["rows"]))
-    _require(isinstance(race, mp.Race) and race.iteration == stages and race.stage == 0,
-             "the flag run breaks at k-tile S, stage 0, fill 1", str(race))
+    require(st["correct"] is None and all(r["parity"] >= r["landed"] for r in st["rows"]),
+            "with parity every wait passes after its own k-tile's bytes land", record=str(st["rows"]))
+    require(isinstance(race, mp.Race) and race.iteration == stages and race.stage == 0,
+            "the flag run breaks at k-tile S, stage 0, fill 1", record=str(race))
     longer = mp.simulate(4, 1, 2, 64, protocol="ready_flag").diagnosis
-    _require(longer is None, "the model's timing hides the race in longer rings (S = 4, two consumers, "
-             "64 k-tiles)", str(longer))
+    require(longer is None, "the model's timing hides the race in longer rings (S = 4, two consumers, "
+            "64 k-tiles)", record=str(longer))
     return st
 
 
@@ -78,8 +74,8 @@ def show_checks(record) -> None:
     if runtime.runs_live("sm_90a"):
         print(*check_now(), sep="\n")
     print(f"{record.label()}:", *checks_lines(record.results))
-    _require(all(c["passed"] for c in record.results["checks"]), "every combination passed",
-             str([c for c in record.results["checks"] if not c["passed"]][:3]))
+    require(all(c["passed"] for c in record.results["checks"]), "every combination passed",
+            record=str([c for c in record.results["checks"] if not c["passed"]][:3]))
 
 
 # ---- §4: the depth sweep ----------------------------------------------------------------------
@@ -121,11 +117,11 @@ def show_widths(results: dict) -> dict:
     d128, occ = depth_sweep(results, "128x128x64/c2"), resident_by_depth(results, "128x128x64/c2")
     print(f"128×128 by S = {min(d128)}–{max(d128)}: " + " ".join(f"{d128[S]:.0f}" for S in sorted(d128))
           + " TFLOP/s; CTAs per SM " + " ".join(str(occ[S]) for S in sorted(d128)))
-    _require(best[256] > best[128], "the wider tile is faster", str(best))
+    require(best[256] > best[128], "the wider tile is faster", record=str(best))
     wide = depth_sweep(results, "128x256x64/c2")
-    _require(flat_from(wide) == 3, "the 128×256 curve rises until S = 3 and is flat after", str(wide))
-    _require(d128[4] < d128[3] and occ[3] > occ[4] == 1, "128×128 drops after S = 3, one CTA per SM",
-             f"{d128}, {occ}")
+    require(flat_from(wide) == 3, "the 128×256 curve rises until S = 3 and is flat after", record=str(wide))
+    require(d128[4] < d128[3] and occ[3] > occ[4] == 1, "128×128 drops after S = 3, one CTA per SM",
+            record=f"{d128}, {occ}")
     return {"best": best, "d128": d128, "occupancy": occ}
 
 
@@ -152,12 +148,12 @@ def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dic
     late = [gpu.get(k, 0) for k in range(4, 12)]
     print("waits on full, k-tiles 4–11: GPU " + " ".join(f"{w:.0f}" for w in late)
           + " | model " + " ".join(f"{sim.get(k, 0):.0f}" for k in range(4, 12)))
-    _require(1.40 < traced / untraced < 1.65, "reading the clock at each event slows the traced loop about 1.5×",
-             f"{traced:.0f} / {untraced:.0f} = {traced / untraced:.2f}")
-    _require(1.10 < untraced / model < 1.35, "untraced, a k-tile still takes about 1.2× as long as in the model",
-             f"{untraced:.0f} / {model:.0f} = {untraced / model:.2f}")
-    _require(min(late) > 50 and not any(sim.get(k) for k in range(4, 12)),
-             "from k-tile 4 on the model never waits, the GPU waits at every k-tile", f"{late}")
+    require(1.40 < traced / untraced < 1.65, "reading the clock at each event slows the traced loop about 1.5×",
+            record=f"{traced:.0f} / {untraced:.0f} = {traced / untraced:.2f}")
+    require(1.10 < untraced / model < 1.35, "untraced, a k-tile still takes about 1.2× as long as in the model",
+            record=f"{untraced:.0f} / {model:.0f} = {untraced / model:.2f}")
+    require(min(late) > 50 and not any(sim.get(k) for k in range(4, 12)),
+            "from k-tile 4 on the model never waits, the GPU waits at every k-tile", record=f"{late}")
     return {"traced": traced, "untraced": untraced, "model": model, "gpu_waits": late}
 
 
@@ -213,12 +209,12 @@ def show_model_check(results: dict, record=None, within: float = 0.15) -> dict:
     print(f"no cap, S = {top}: {free[top]:.0f} / {meas[top]:.0f} = {free[top] / meas[top]:.2f}× the record; "
           f"worst held-out miss ({w['size']}³ wait_group({w['pending']}), S = {w['stages']}): "
           f"{w['capped']:.0f} / {w['record']:.0f} − 1 = {w['miss']:+.0%}")
-    _require(flat_from(free) == flat_from(meas) and free[top] > 1.05 * meas[top],
-             "without a cap the model flattens where the record does, but above it", f"{free} vs {meas}")
-    _require(worst_fit < within, "the cap misses its four runs by under 15 %", f"{worst_fit:.1%}")
-    _require(sum(r["fitted"] for r in rows) == 4 and len(held) == 10,
-             "four runs identified the cap, ten were not used", f"{len(rows) - len(held)} and {len(held)}")
-    _require(worst_held < within, "on the held-out runs it misses by under 15 % too", f"{worst_held:.1%}")
+    require(flat_from(free) == flat_from(meas) and free[top] > 1.05 * meas[top],
+            "without a cap the model flattens where the record does, but above it", record=f"{free} vs {meas}")
+    require(worst_fit < within, "the cap misses its four runs by under 15 %", record=f"{worst_fit:.1%}")
+    require(sum(r["fitted"] for r in rows) == 4 and len(held) == 10,
+            "four runs identified the cap, ten were not used", record=f"{len(rows) - len(held)} and {len(held)}")
+    require(worst_held < within, "on the held-out runs it misses by under 15 % too", record=f"{worst_held:.1%}")
     return {"cap": cap, "worst_fit": worst_fit, "worst_held": worst_held, "rows": rows}
 
 
@@ -240,8 +236,8 @@ def show_supply(supply_record) -> dict:
                       for bn in (128, 256)))
     print(f"128×128, best S = {small['stages']}: loads alone {small['loads_only']:.1f} < {small['need']:.1f} needed; "
           f"128×256, S = 4: GEMM {big['gemm']:.1f} < {big['need']:.1f} needed < {big['loads_only']:.1f} loads alone")
-    _require(small["loads_only"] < small["need"], "for 128×128 the ring alone brings less than needed",
-             str(small))
-    _require(big["gemm"] < big["need"] < big["loads_only"],
-             "for 128×256 the ring brings more than needed, the GEMM moves less", str(big))
+    require(small["loads_only"] < small["need"], "for 128×128 the ring alone brings less than needed",
+            record=str(small))
+    require(big["gemm"] < big["need"] < big["loads_only"],
+            "for 128×256 the ring brings more than needed, the GEMM moves less", record=str(big))
     return {"small": small, "big": big}
