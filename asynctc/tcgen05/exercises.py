@@ -298,11 +298,9 @@ def _judge_mma_issue(answer) -> str | None:
         hint = (f"{len(others) + 1} threads of warp 1 issue MMAs: each would be a separate MMA into "
                 "the same accumulator. One thread issues tcgen05.mma (unlike wgmma, which the whole "
                 "warpgroup executes): guard the body with `if t.elected:`")
-    for kt, ev in enumerate(per_ktile if not hint else []):
-        hint = _ktile_hint(ev, kt, kt % ISSUE_STAGES)
-        if hint:
-            hint += "."
-            break
+    if not hint:
+        hint = next((h + "." for kt, ev in enumerate(per_ktile)
+                     if (h := _ktile_hint(ev, kt, kt % ISSUE_STAGES))), None)
     if not hint and hz:
         kt = at[hz[0].step]
         hint = (_sync_hint(per_ktile[kt], kt, kt % ISSUE_STAGES) or f"at k-tile {kt}: {hz[0].why}") + "."

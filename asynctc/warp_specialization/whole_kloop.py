@@ -243,10 +243,6 @@ def ring(producer: list, consumers: list, stages: int, k_tiles_all: int) -> _mp.
 LANE_NAMES = {"producer": "wg 0 (producer)", "wg0": "wg 1 (consumer)", "wg1": "wg 2 (consumer)"}
 
 
-def _words(d) -> str:
-    return _em._ring_words(d)            # the model's wg0, wg1 named consumer wg 1, wg 2 there
-
-
 # ---- the data: every tile through the emulator ----------------------------------------------------
 
 def emulate_tiles(schedule: _mp.Schedule, k_tiles: int, tiles: int, rng=None) -> list:
@@ -438,7 +434,7 @@ def judge(answer) -> str | None:
         if not any(roles):
             raise _ex.NotAnswered("write each role's k-tile step in the template's loops, then run the cell again")
         sched = ring(roles[0], roles[1:], S, T * tiles)
-        said = (f" Chapter 05's ring model with your loops: {_words(sched.diagnosis)}. (It counts k-tiles over "
+        said = (f" Chapter 05's ring model with your loops: {_em._ring_words(sched.diagnosis)}. (It counts k-tiles over "
                 "all tiles: its k-tile j is ring counter j.)" if sched.diagnosis else "")
         hint = _producer_hint(roles[0], S, T, tiles)
         for w in range(1, CONSUMERS + 1):
