@@ -111,7 +111,8 @@ def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
     _run("W.show_epilogue(res", ladder)
     out = capsys.readouterr().out
     assert "setmaxnreg (rung 3)" in out and "TMA-store epilogue" in out
-    assert "of a tile; the TMA store alone on rung 3" in out
+    assert "% of a tile\n" in out
+    assert "the TMA store alone (ws_store_ablation): rung 3 + TMA store / rung 3 = " in out
 
 
 @pytest.mark.parametrize("rung,f", [(3, 1.05),      # the split alone bought 5 %
