@@ -34,7 +34,7 @@
 
 # %% output varies
 from asynctc import why_async
-from asynctc.core import bench, exercises, notebook, plots, records
+from asynctc.core import bench, exercises, notebook, peak_card, plots, records
 
 notebook.banner("sm_90a")
 
@@ -66,19 +66,17 @@ fig = plots.throughput_by_size(
 # A peak is that times the SMs times a clock, and the clock is the catch. The datasheet uses the
 # 1830 MHz boost clock. A busy GPU picks its own clock, lower under heavy Tensor Core load.
 #
-# **The course's one [peak](../docs/glossary.md#peak)** uses the SM clock measured while the
-# kernel ran. Every fraction of peak divides by it. Every peak the course prints says its clock.
-# When a later chapter prints another peak, its clock is the only thing that changed:
-#
-# | peak | computed as | H200, fp16/bf16 |
-# |---|---|---|
-# | the course's (every fraction) | SMs × 4096 FLOP/clk × SM clock measured in the run | per record |
-# | datasheet (printed beside it) | SMs × 4096 FLOP/clk × 1830 MHz (boost) | 989.4 TFLOP/s |
-#
-# The first says how busy the Tensor Cores were. The second says how much of the rated speed you
-# got. This record reads the clock **in flight**, while cuBLAS runs
-# ([00b](00b_clock_kinds.ipynb) covers the other ways to read it).
-#
+# **The course's one [peak](../docs/glossary.md#peak)** is SMs × 4096 FLOP/clk × the SM clock
+# measured while the kernel ran; every fraction of peak divides by it and says its clock. The
+# datasheet's (the same product at 1830 MHz) is printed beside it. The first says how busy the
+# Tensor Cores were; the second, how much of the rated speed you got. This record reads the clock
+# **in flight**, while cuBLAS runs ([00b](00b_clock_kinds.ipynb) covers the other ways). Every peak
+# you will meet, one row per record:
+
+# %% output varies
+card = peak_card.show_card()
+
+# %% [markdown]
 # **Predict before you run the cell.** cuBLAS is NVIDIA's own tuned GEMM. What fraction of the
 # peak does its best GEMM reach: about a half, three quarters, or nearly all?
 
@@ -116,7 +114,7 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 #
 # **Predict before you run the cell.** The 1024³ GEMM has intensity 1024/3 ≈ 341 FLOP/byte. Is
 # that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its 128×128
-# output tiles, and the SMs.
+# output tiles (one per thread block), and the SMs.
 
 # %% output answers a prediction
 bw = max(c["gbps_rw"] for c in copy)               # §1's copy bandwidth, GB/s
