@@ -67,14 +67,21 @@ def show_why(rec: records.Record, tile=DEFAULT_TILE) -> None:
     0.65 of the peak (0.58–0.72), and 8× the warps per SM gain about 5 % (1–9 %); (2) the copy
     costs the most: the kernel without it is about 1.6× as fast (1.45–1.75), more than without
     ``ldmatrix``; (3) even ``mma.sync`` + barriers alone is slower than the ceiling, and our GEMM is
-    slower than both. Raises :class:`~asynctc.core.notebook.ClaimError` when the record stops
-    showing any of it."""
+    slower than both; (4) §4's sweep and this ablation time our kernel and cuBLAS within 2 % of
+    each other (separate timed runs of the same kernels). Raises
+    :class:`~asynctc.core.notebook.ClaimError` when the record stops showing any of it."""
     r = rec.results
     rows = why_rows(rec, tile)
     print(f"{'kernel':50s} {'TFLOP/s':>8s} {'× ours':>7s}")
     for what, tf in rows:
         print(f"{what:50s} {tf:8.0f} {tf / rows[0][1]:7.2f}")
     full, no_ldsm, no_copy, skeleton, ceiling, _ = (tf for _, tf in rows)
+    sweep, cb = _at(r, 4096)[tile.name], _at(r, 4096)["cuBLAS"]
+    print(f"\n§4's sweep and this ablation run time the same kernels separately: ours {sweep:.0f} vs "
+          f"{full:.0f} ({abs(full / sweep - 1):.1%} apart), cuBLAS {cb:.0f} vs {rows[-1][1]:.0f}")
+    notebook.require(abs(full / sweep - 1) <= 0.02 and abs(rows[-1][1] / cb - 1) <= 0.02,
+                     "§4's sweep and §5's ablation time the same kernels within 2 %",
+                     sweep=sweep, ablation=full, cublas_sweep=cb, cublas_ablation=rows[-1][1])
     print(f"\nwithout the copy: {no_copy:.0f} / {full:.0f} = {no_copy / full:.2f}× as fast "
           f"(without ldmatrix: {no_ldsm:.0f} / {full:.0f} = {no_ldsm / full:.2f}×)")
     ceil = ceiling_row(r, tile)

@@ -161,9 +161,8 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). The SIMT GEMM is
 # printed for scale. The chapter's goal is half of cuBLAS at 4096³.
 #
-# The figure's peak line is chapter 00's formula at *this* sweep's SM clock, measured while its
-# GEMMs ran. Its number is not chapter 00's, because each run gets its own clock (the legend
-# prints it).
+# The figure's peak line is chapter 00's formula at *this* sweep's measured SM clock (chapter 00's
+# peak card lists every record's).
 #
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
 # fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?
@@ -181,25 +180,30 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)
 # down, and two limits show.
 #
 # * **The warps stall on their own copy.** Of the two single removals, the global → shared copy
-#   gains the most: without it the kernel is about 1.6× as fast. Every operand byte crosses the
-#   SM's L1/shared-memory data path three times (into registers, into shared memory, out through
-#   `ldmatrix`). The warps wait for those copies at `__syncthreads` before they can issue math.
+#   gains the most. Every operand byte crosses the SM's L1/shared-memory data path three times
+#   (into registers, into shared memory, out through `ldmatrix`), and the warps wait for those
+#   copies at `__syncthreads` before they can issue math.
 # * **`mma.sync` has its own cap.** With no memory traffic at all, it reaches about 0.65 of the
 #   [peak](../docs/glossary.md#peak), and 8× the warps per SM gain about 5 %. NVIDIA does not say
 #   where the cap comes from. The full rate needs `wgmma` (chapter 04).
 #
-# The peak here is computed at the ceiling kernel's own SM clock, read
-# [in the kernel](../docs/glossary.md#in-kernel). Chapter 00's peak used cuBLAS's clock, in
-# another run. The formula is the same, so the two peaks differ by their clocks alone.
+# The peak here is at the ceiling kernel's own SM clock, read [in the kernel](../docs/glossary.md#in-kernel).
 
 # %% output varies
 mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)
 
 # %% [markdown]
-# **What if the copy ran while the warps compute?** The table's first rows are the price of
-# waiting, since the warps idle through every load. Chapter 02 lets the copy run by itself (`cp.async`, no register hop), so the warps can compute
-# while the next k-tile lands. Chapter 03 takes the copy from the threads (TMA), and 04 removes
-# `ldmatrix`.
+# **Derive it.** The copy's gain, from the record's `ablation` rows (`variant`, `tflops`, 4096³ fp16):
+
+# %% output varies
+abl = {r["variant"]: r["tflops"] for r in rec.results["ablation"]}
+print(f'{abl["no global→shared copy"]:.0f} / {abl["full kernel"]:.0f} = '
+      f'{abl["no global→shared copy"] / abl["full kernel"]:.2f}')
+
+# %% [markdown]
+# **So:** the warps idle through every load, and that wait is the table's first rows. Chapter 02
+# lets the copy run by itself (`cp.async`, no register hop) while the warps compute; 03 takes it
+# from the threads (TMA); 04 removes `ldmatrix`.
 
 # %% [markdown]
 # ## Exercises
