@@ -72,8 +72,8 @@ def learner_copy(nb):
 
 #: The note a learner notebook (and the slides) shows just above a cell whose output was left out
 #: because it answers a prediction exercise: the learner reads it before running the cell.
-HIDDEN_NOTE = ("*Predict first: the next cell answers a \"predict before you look\" question, so this "
-               "notebook ships without its output. Write your answer down, then run it.*")
+HIDDEN_NOTE = ("*Predict first: the next cell's output answers the question above, so it is left "
+               "out. Write your answer, then run the cell.*")
 
 
 def _hidden_note(before):
