@@ -37,11 +37,12 @@ def test_the_kernels_own_loop_is_right_instruction_for_instruction(capsys):
 
 
 @pytest.mark.parametrize("body, words", [
-    (PLAIN, ["in rung 3's build (the one the ladder times) your loop is 7 of", "SASS instructions away from "
-             "the kernel's (", ") — the kernel's loop also sets broken when a bounded wait gives up"]),
+    (PLAIN, ["in rung 3's build (the one the ladder times) 7 of your loop's", "SASS instructions (the "
+             "machine code ptxas emits) differ from the kernel's (", ") — the kernel's loop also sets "
+             "broken when a bounded wait gives up"]),
     # a redundant __syncwarp (chapter 05's habit): one NOP in the loop, named as such
     (CL.kernel_body().replace("prev = pos.stage;", "__syncwarp();\nprev = pos.stage;"),
-     ["your loop is 1 of", "away from the kernel's (1 extra NOP (does nothing; one issue slot))"]),
+     ["1 of your loop's", "differ from the kernel's (1 extra NOP (does nothing; one issue slot))"]),
     (PLAIN.replace("k > 0 && elected", "elected && k > 0"), ["correct"]),
     (PLAIN.replace("release(empty[prev])", "empty.arrive(prev)"), ["correct"]),
     (PLAIN.replace("pos.advance();", "if (++pos.stage == STAGES) { pos.stage = 0; pos.phase ^= 1u; }"),

@@ -322,5 +322,12 @@ def test_site_folds_the_prediction_answers_in_details():
     nb = builds.strip_solutions(nbformat.read(p, as_version=4))
     notes = [c for c in nb.cells if "answer-note" in c.metadata.get("tags", [])]
     assert notes and all(c.source == builds.HIDDEN_NOTE for c in notes)
+    at = lambda c: next(i for i, x in enumerate(nb.cells) if x is c)
+    before = [at(c) for c in notes]
+    assert all(nb.cells[i + 1].cell_type == "code" for i in before)     # the note precedes its cell
     publish._reveal_answers(nb, p.stem)
-    assert all(c.source.startswith("<details><summary>") and "<img" in c.source for c in notes)
+    for c in notes:                                    # the note stays above, the output comes under
+        i = at(c)
+        assert nb.cells[i + 1].cell_type == "code" and "folded under the next cell" in c.source
+        fold = nb.cells[i + 2]
+        assert fold.source.startswith("<details><summary>") and "<img" in fold.source

@@ -149,12 +149,12 @@ def test_the_course_step_kept_is_timed_from_the_record_and_a_differing_one_is_no
     assert other != step and exercises.check("ch05.producer_step", other)
     kept = answers.meta("ch05.producer_step")["sass"]
     away = f"in the timed build ({ps.timed_config().label()})"
-    assert f"{away} it is {kept['changed']} of {kept['total']} SASS" in ps.judge(other)
+    assert f"{away} {kept['changed']} of its {kept['total']} SASS" in ps.judge(other)
     line = g.timed_line(5)
-    assert line.startswith(f"Your producer step: {away} your kernel is {kept['changed']} of "
-                           f"{kept['total']} SASS instructions away from the course's (")
+    assert line.startswith(f"Your producer step: {away} {kept['changed']} of your kernel's "
+                           f"{kept['total']} SASS instructions differ from the course's (")
     assert line.endswith(f"No recorded run is exactly yours; the course kernel's, {kept['changed']} "
-                         f"instructions away, ran at {number}.")
+                         f"instructions different, ran at {number}.")
     assert "your kernel's:" not in line
 
 
@@ -193,15 +193,15 @@ def test_the_consumer_loop_line_reads_rung_3(prog, monkeypatch):
                      "reordered": 0, "config": cl.config().label()}
     (d / "ch06.consumer_loop.json").write_text(__import__("json").dumps(facts))
     number = line.split("your kernel's: ", 1)[1]
-    assert g.timed_line(6) == (f"Your consumer loop: in the timed build ({cl.config().label()}) your "
-                               "kernel is 1 of 900 SASS instructions away from the course's (1 extra "
+    assert g.timed_line(6) == (f"Your consumer loop: in the timed build ({cl.config().label()}) 1 of "
+                               "your kernel's 900 SASS instructions differ from the course's (1 extra "
                                "NOP (does nothing; one issue slot)). No recorded run is exactly yours; "
-                               f"the course kernel's, 1 instruction away, ran at {number}")
+                               f"the course kernel's, 1 instruction different, ran at {number}")
     # an older kept fact (no kinds) and a build no record holds: the count, no number
     facts["sass"] = {"same": False, "changed": 7, "total": 900, "config": "another build"}
     (d / "ch06.consumer_loop.json").write_text(__import__("json").dumps(facts))
-    assert g.timed_line(6) == ("Your consumer loop: in the timed build (another build) your kernel is "
-                               "7 of 900 SASS instructions away from the course's; no recorded run is yours.")
+    assert g.timed_line(6) == ("Your consumer loop: in the timed build (another build) 7 of your "
+                               "kernel's 900 SASS instructions differ from the course's; no recorded run is yours.")
 
 
 def test_the_difference_in_words():

@@ -25,8 +25,8 @@ def test_a_step_without_broken_passes_and_says_it_is_harmless():
     # the count is the timed build's, labelled, with the kinds of instruction that differ
     d = ps.sass_identity(GOOD.replace("  else broken = true;\n", ""))
     assert not d["same"] and (d["extra"] or d["fewer"])
-    assert (f"in the timed build ({ps.timed_config().label()}) it is {d['changed']} of {d['total']} SASS "
-            "instructions away from the kernel's (") in note
+    assert (f"in the timed build ({ps.timed_config().label()}) {d['changed']} of its {d['total']} SASS "
+            "instructions (the machine code ptxas emits) differ from the kernel's (") in note
 
 
 def test_a_load_after_a_timed_out_wait_is_rejected():

@@ -104,9 +104,9 @@ def test_learner_copy_drops_solutions_and_answers():
                 nbformat.v4.new_markdown_cell("<details><summary>Solutions", metadata={"tags": ["solution"]}),
                 nbformat.v4.new_code_cell("check('x', 1, solution=True)")]
     ln = builds.learner_copy(nb)
-    assert [c.source for c in ln.cells] == ["answer = ...", "fig()", builds.HIDDEN_NOTE]
-    assert ln.cells[0].outputs and not ln.cells[1].outputs
-    assert ln.cells[2].cell_type == "markdown"          # the learner is told the output was left out
+    assert [c.source for c in ln.cells] == ["answer = ...", builds.HIDDEN_NOTE, "fig()"]
+    assert ln.cells[0].outputs and not ln.cells[2].outputs
+    assert ln.cells[1].cell_type == "markdown"          # told before running it that the output was left out
     assert len(nb.cells) == 4 and nb.cells[1].outputs
 
 

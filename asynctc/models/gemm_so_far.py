@@ -166,12 +166,12 @@ def timed_line(chapter: int, kept: dict | None = None) -> str | None:
         from ..core.sass import difference_words
         away = sass.get("changed", "?")
         how = difference_words(sass.get("fewer") or {}, sass.get("extra") or {}, sass.get("reordered") or 0)
-        head = (f"{what.capitalize()}: {build} your kernel is {away} of {sass.get('total', '?')} SASS "
-                f"instructions away from the course's" + (f" ({how})" if how else ""))
+        head = (f"{what.capitalize()}: {build} {away} of your kernel's {sass.get('total', '?')} SASS "
+                f"instructions differ from the course's" + (f" ({how})" if how else ""))
         if row is None:
             return f"{head}; no recorded run is yours."
         return (f"{head}. No recorded run is exactly yours; the course kernel's, {away} "
-                f"instruction{'s' if away != 1 else ''} away, ran at {_number(row, cublas, rec, suite, which)}.")
+                f"instruction{'s' if away != 1 else ''} different, ran at {_number(row, cublas, rec, suite, which)}.")
     same = f"{what.capitalize()} compiles to the course kernel's SASS, instruction for instruction, {build}"
     if row is None:
         return f"{same}; no record of that build is here, so no number."

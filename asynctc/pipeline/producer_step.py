@@ -249,8 +249,8 @@ def _sass_note(ident: dict, sets_broken: bool) -> str:
     if ident["same"]:                      # (chapter 05's solution notebook compares this text)
         return "your step compiles to the kernel's own instructions."
     how = sass.difference_words(ident["fewer"], ident["extra"], ident["reordered"])
-    diff = (f"in the timed build ({ident['config']}) it is {ident['changed']} of "
-            f"{ident['total']} SASS instructions away from the kernel's ({how})")
+    diff = (f"in the timed build ({ident['config']}) {ident['changed']} of its {ident['total']} SASS "
+            f"instructions (the machine code ptxas emits) differ from the kernel's ({how})")
     if not sets_broken:
         return ("your step leaves broken unset when the wait gives up: harmless for correctness (the "
                 f"wait already recorded the error, so every later wait gives up at once); {diff}.")

@@ -62,25 +62,25 @@ def learner_copy(nb):
     for c in nb.cells:
         if is_solution(c):
             continue
-        cells.append(c)
         if c.get("cell_type") == "code" and ANSWER_TAG in c.get("metadata", {}).get("tags", []):
             c["outputs"] = []
-            cells.append(_hidden_note(c))
+            cells.append(_hidden_note(c))       # before the cell: read before it runs
+        cells.append(c)
     nb.cells = cells
     return nb
 
 
-#: The note a learner notebook (and the site, the slides) shows under a cell whose output was left
-#: out because it answers a prediction exercise.
-HIDDEN_NOTE = ("*Predict first: the cell above answers a \"predict before you look\" exercise, so this "
-               "notebook ships without its output. Write your answer, then run the cell.*")
+#: The note a learner notebook (and the slides) shows just above a cell whose output was left out
+#: because it answers a prediction exercise: the learner reads it before running the cell.
+HIDDEN_NOTE = ("*Predict first: the next cell's output answers the question above, so it is left "
+               "out. Write your answer, then run the cell.*")
 
 
-def _hidden_note(after):
+def _hidden_note(before):
     import nbformat
     cell = nbformat.v4.new_markdown_cell(HIDDEN_NOTE, metadata={"tags": ["answer-note"]})
-    if after.get("id"):
-        cell["id"] = (str(after["id"])[:56] + "-note")           # deterministic: rebuilds match
+    if before.get("id"):
+        cell["id"] = (str(before["id"])[:56] + "-note")           # deterministic: rebuilds match
     else:
         cell.pop("id", None)
     return cell
