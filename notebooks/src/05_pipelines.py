@@ -134,8 +134,8 @@ pl.show_checks(rec)                                  # live: two builds checked 
 #
 # The record swept 1–6 stages for three tiles, two dtypes, two sizes, with cuBLAS in the same run.
 #
-# **Predict before you look.** For the 128×256 tile, at which S will the curve stop rising?
-# Will it reach cuBLAS?
+# **Predict before you look.** Each added stage lets a load start one k-tile earlier. For the
+# 128×256 tile, at which S do you expect the curve to stop rising? Will it reach cuBLAS?
 
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
