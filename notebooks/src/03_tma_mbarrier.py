@@ -110,7 +110,7 @@ tma.checks.show_lifecycle(crec)          # raises if a step or a box read back d
 # %% [markdown]
 # ## Exercises
 #
-# **1. Fill one stage.** A stage of chapter 05's ring holds k-tile `kt` of A, A's `BM`×`BK` box of
+# **1. Fill one stage.** A stage of chapter 05's ring contains k-tile `kt` of A, A's `BM`×`BK` box of
 # tensor map `ta` (rows from `m0`), then right after it B's `BN`×`BK` box of `tb` (B stored N×K,
 # rows from `n0`). fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`, covers both;
 # `stage` and `full_bar` are `u32` shared-memory addresses. Write the lines of

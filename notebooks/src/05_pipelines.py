@@ -35,7 +35,7 @@ notebook.banner("sm_90a")
 # | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | the producer |
 #
 # One [*elected thread*](../docs/glossary.md#elected-thread) of a consumer arrives on empty for
-# its 128 threads (a CUTLASS convention).
+# its 128 threads (a CUTLASS convention, not a rule the PTX ISA text states).
 #
 # k-tile k goes into stage **k mod S** as that stage's fill **f = k / S** (integer division).
 #
@@ -152,9 +152,9 @@ wide = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeli
 print({S: round(t) for S, t in sorted(wide.items())}, f"TFLOP/s; S = 4 ÷ S = 3 = {wide[4] / wide[3]:.3f}")
 
 # %% [markdown]
-# The curve rises until S = 3; S = 4 adds about 1.6 %. It ends at S = 4 because a stage holds
+# The curve rises until S = 3; S = 4 adds about 1.6 %. It ends at S = 4 because a stage is
 # (128 + 256)·64·2 bytes = 48 KiB, and five would pass the 227 KiB a CTA may opt in to
-# (`PipelineConfig` refuses them). Why is the wide tile faster? A wider tile does more math per
+# (`PipelineConfig` refuses them). Why the wide tile? A wider tile does more math per
 # byte, so it needs a smaller share of shared memory's 128 B/clk. 128×128 drops after S = 3:
 # at S = 4 only one of its CTAs fits per SM, so none hides another's prologue and epilogue.
 
