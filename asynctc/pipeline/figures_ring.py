@@ -227,7 +227,7 @@ def flipped_refill_parities():
 
 
 def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, protocol: str = "correct",
-                    cols: int = 4, params: HardwareParams | None = None, parities=None,
+                    cols: int = 3, params: HardwareParams | None = None, parities=None,
                     broken: str | None = None):
     """The ring step by step: one panel per :class:`Moment` of the ring model's run (the loop's
     ``wgmma.wait_group(0)``, so a stage is released once its own wgmmas are done), ``cols`` panels a
@@ -239,7 +239,7 @@ def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, proto
     moments, diagnosis = ring_moments(stages, k_tiles, consumers, 0, protocol, params, parities)
     n = len(moments) + (diagnosis is not None)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 3.5 * rows), dpi=80, squeeze=False,
+    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 3.5 * rows), dpi=100, squeeze=False,
                              layout="constrained")
     for i, ax in enumerate(axes.flat):
         if i < len(moments):

@@ -215,7 +215,8 @@ def small_n_table(results: dict, dtype: str = "float16") -> str:
     unless the record still supports it — "SS follows the model within 2 % at every N" (every SS
     point within 2.5 %); "RS beats SS up to N = 32 (1.4–1.5×)" (RS / SS in 1.25–1.70 at N = 8, 16
     and 32); "at N = 8 and 16 RS reaches only 0.31 and 0.61 of the model" (0.26–0.36, 0.53–0.69);
-    "a fixed 13 clocks per wgmma" (the N = 8 RS run's clocks per wgmma, 12–14)."""
+    "a fixed 13 clocks per wgmma" (the N = 8 RS run's clocks per wgmma, 12–14); "from N = 64 on,
+    both run at the full rate (within 2 %)" (every SS and RS point at N ≥ 64 above 0.975 of it)."""
     m = _small_n_rows(results, dtype)
     ns = sorted({n for n, _ in m})
     lines = [f"{'N':>4s} {'SS run':>7s} {'model':>6s} {'RS run':>7s} {'model':>6s}   (FLOP/clk/SM)"]
@@ -243,6 +244,8 @@ def small_n_table(results: dict, dtype: str = "float16") -> str:
     assert all(1.25 < b < 1.70 for b in beats.values()), f"RS / SS at N <= 32 moved: {beats}"
     assert 0.26 < short[8] < 0.36 and 0.53 < short[16] < 0.69, f"RS / model at N = 8, 16 moved: {short}"
     assert 12 < floor < 14, f"RS clocks per wgmma at N = 8 moved: {floor:.1f}"
+    full = {(n, s): m[n, s]["measured"] / FLOP_PER_CLK_SM[dtype] for n in ns if n >= 64 for s in ("smem", "registers")}
+    assert min(full.values()) > 0.975, f"SS or RS at N >= 64 left the full rate: {full}"
     return "\n".join(lines)
 
 

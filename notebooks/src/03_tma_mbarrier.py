@@ -11,10 +11,8 @@
 # order. No thread carries those bytes, so an [*mbarrier*](../docs/glossary.md#mbarrier), a
 # barrier object in shared memory, counts them in, and the threads wait on it.
 #
-# **The story.** Chapter 02 filled a stage with 128 threads' 16-byte copies. TMA needs one
-# instruction.
-#
-# Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
+# **The story.** Chapter 02 filled a stage with 128 threads' 16-byte copies; TMA needs one
+# instruction. Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
 
 # %% output varies
 from asynctc.core import exercises, notebook, records
@@ -26,14 +24,13 @@ notebook.banner("sm_90a")
 # ## 1. Tensor maps, validated before the driver sees them
 #
 # The driver answers any bad argument with a bare `CUDA_ERROR_INVALID_VALUE`, so `tma.validate`
-# checks every rule first and names the field it refuses ([03b §1](03b_tma_boxes.ipynb) breaks
-# some). Below, chapter 05's A map, drawn.
+# checks every rule first and names the field it refuses ([03b §1](03b_tma_boxes.ipynb)). Below,
+# chapter 05's A map.
 #
-# **Which order?** `tma.validate` takes `shape` and `box` as numpy does, rows first:
-# `box=(128, 64)` is 128 rows × 64 columns. The driver's `cuTensorMapEncodeTiled` (cuda.h lists
-# every array innermost first) and the copy's coordinates name the contiguous dimension first. So
-# `validate` hands the driver `boxDim` = (64, 128), and a box's start (c0, c1) is (column, row).
-# Box 2 starts at row 4032 and hangs 64 rows past the edge. TMA fills them with zeros and still
+# **Which order?** `tma.validate` takes `shape` and `box` rows first, as numpy does:
+# `box=(128, 64)` is 128 rows × 64 columns. The driver (`cuTensorMapEncodeTiled`) and the copy's
+# coordinates name the contiguous dimension first: `boxDim` = (64, 128), and a box starts at
+# (c0, c1) = (column, row). Box 2 hangs 64 rows past the edge; TMA fills them with zeros and still
 # counts their bytes.
 
 # %% output varies
@@ -48,17 +45,15 @@ fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, 
 # each other, a [bank conflict](../docs/glossary.md#bank-conflict). A 16-byte chunk spans 4 banks,
 # a *bank group*, and a 128-byte line has 8 groups.
 #
-# `ldmatrix` (chapter 01) reads one chunk from each of 8 rows. Each panel shows 8 rows of a box;
-# a cell's number and colour give its bank group. A column of one colour is an 8-way conflict;
-# 8 colours are conflict-free.
+# `ldmatrix` (chapter 01) reads one chunk from each of 8 rows. Each panel shows 8 rows of a box,
+# coloured by bank group: a column of one colour is an 8-way conflict, 8 colours none.
 #
 # * **No swizzle.** Every 128-byte row starts at bank 0, so a column is one colour.
 # * **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row index mod 8.
 #   Bytes keep their place in the chunk. Column 0 covers groups 0 to 7, all 32 banks.
-# * **32B and 64B swizzle** serve narrow boxes (4 or 2 rows per line) and spread a column the
-#   same way.
+# * **32B and 64B swizzle** serve narrow boxes the same way.
 #
-# The GPU agrees byte for byte ([03b §3](03b_tma_boxes.ipynb), where you can also try each mode).
+# The GPU agrees byte for byte ([03b §3](03b_tma_boxes.ipynb)).
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
@@ -68,8 +63,8 @@ fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 #
 # **Why a new barrier.** `__syncthreads` waits for threads, and no thread carries these bytes.
 # An mbarrier is told how many bytes to expect, and the copy engine counts them off. One barrier
-# guards every fill of a stage (chapter 05's ring). A plain "ready" flag would still say "ready"
-# from the last fill, so an mbarrier numbers its rounds, its *phases*.
+# guards every fill of a stage, so it numbers its rounds, its *phases*: a plain "ready" flag
+# would still say "ready" from the last fill.
 #
 # A phase counts pending arrivals (set by `init`, lowered by each `arrive`) and pending bytes, the
 # **tx-count** (set by [`expect_tx`](../docs/glossary.md#expect_tx), lowered by each copy's
@@ -81,8 +76,10 @@ fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 # waits.
 
 # %% [markdown]
-# **The load path in code.** `tma_load_dump` (`kernels/tma.cu`) loads one box as chapters 05 and 06
-# load each stage; under it, the wrappers' PTX.
+# **The load path in code.** `tma_load_dump` (`kernels/tma.cu`) loads one box as chapter 05 loads
+# a stage; under it, the wrappers' PTX. Its `.shared::cluster` names a
+# [cluster](../docs/glossary.md#cluster), a group of CTAs that can address each other's shared
+# memory (chapter 06); a CTA on its own is a cluster of one, so here it is the CTA's own.
 
 # %%
 notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
@@ -91,14 +88,13 @@ notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump
     more=(("ptx/mbarrier.cuh", r"bool mbarrier_wait_parity_bounded", r"^}"),))
 
 # %% [markdown]
-# The map is passed by value (`__grid_constant__`). Thread 0's `expect_tx` is the barrier's one
-# arrival. The wait is **bounded** (`max_tries` rounds or 2 s), so a wrong byte count or parity
-# cannot hang the GPU.
+# Thread 0's `expect_tx` is the barrier's one arrival. The wait is **bounded** (`max_tries`
+# rounds or 2 s), so a wrong byte count or parity cannot hang the GPU.
 #
 # **Why a proxy fence.** Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
-# [*async proxy*](../docs/glossary.md#proxy). `__syncthreads` orders threads, not proxies. Without
-# the listing's `fence_proxy_async_shared_cta`, the sentinel bytes could land after TMA's. Such a
-# bug often passes by luck; [03b §4](03b_tma_boxes.ipynb) catches one in the ordering model.
+# [*async proxy*](../docs/glossary.md#proxy); `__syncthreads` orders threads, not proxies. Without
+# `fence_proxy_async_shared_cta` the sentinel bytes could land after TMA's
+# ([03b §4](03b_tma_boxes.ipynb)).
 #
 # `mbarrier_lifecycle` runs the cycle on the GPU. After each step, would a wait on parity 0 and on
 # parity 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
@@ -108,29 +104,26 @@ crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
 tma.checks.show_lifecycle(crec)          # raises if a step or a box read back differs from the PTX ISA
 
 # %% [markdown]
-# Step 3 is the rule's example. At step 0, on a fresh barrier, wait(1) passes. So a producer that
-# waits for an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)).
+# Step 3 is the rule's example. On a fresh barrier (step 0) wait(1) passes, so a producer waiting
+# for an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)).
 
 # %% [markdown]
 # ## Exercises
 #
-# **1. Fill one stage.** A stage of chapter 05's ring contains k-tile `kt` of A and of B: A's
-# `BM`×`BK` box of tensor map `ta` (rows from `m0`), then right after it B's `BN`×`BK` box of `tb`
-# (B stored N×K, rows from `n0`). All fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`,
-# covers both; `stage` and `full_bar` are `u32` shared-memory addresses.
-#
-# Write the lines of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with
-# `tma_load_2d(dst, map, bar, c0, c1)`. As in section 1's figure, **c0 is the column** (along K)
-# and c1 the row.
+# **1. Fill one stage.** A stage of chapter 05's ring contains k-tile `kt` of A, A's `BM`×`BK` box of
+# tensor map `ta` (rows from `m0`), then right after it B's `BN`×`BK` box of `tb` (B stored N×K,
+# rows from `n0`). fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`, covers both;
+# `stage` and `full_bar` are `u32` shared-memory addresses. Write the lines of
+# `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with `tma_load_2d(dst, map, bar, c0, c1)`:
+# **c0 is the column** (along K), c1 the row.
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""
 ok = exercises.check("ch03.stage_fill", lines)
 
 # %% [markdown]
-# **2. Write the 128-byte swizzle.** A box with 128-byte rows lands in a 1024-byte aligned buffer.
-# Write `swizzle_128b(offset)`: the byte offset at which TMA puts byte `offset` of the box, by
-# the rule of section 2.
+# **2. Write the 128-byte swizzle** `swizzle_128b(offset)`: where TMA puts byte `offset` of a box
+# with 128-byte rows in a 1024-byte aligned buffer (section 2's rule).
 
 # %%
 def swizzle_128b(offset):

@@ -6,10 +6,9 @@
 #
 # **In plain words.** A [warpgroup](../docs/glossary.md#warpgroup) (four warps) issues one
 # [wgmma](../docs/glossary.md#wgmma) together and moves on; the Tensor Cores fetch its operands
-# from shared memory themselves. No thread loads them, so a
-# [*matrix descriptor*](../docs/glossary.md#matrix-descriptor) must tell the hardware the layout
-# TMA wrote. Told wrong, it reads the wrong bytes, with no error. The product collects in the
-# threads' registers, spread over the warpgroup in a fixed pattern.
+# from shared memory themselves, so a [*matrix descriptor*](../docs/glossary.md#matrix-descriptor)
+# must tell them the layout TMA wrote. Told wrong, they read the wrong bytes, with no error. The
+# product collects in the threads' registers.
 #
 # Deep dive: [04b — wgmma taken apart](04b_wgmma_anatomy.ipynb).
 
@@ -26,22 +25,21 @@ notebook.banner("sm_90a")
 # ## 1. The operands of one `wgmma`
 #
 # `wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16` (PTX ISA §9.7.15.5.2) is issued by **all
-# four warps of a warpgroup** together. It computes D(64×N) = A(64×16)·B(16×N), plus D when the
-# predicate `scale-d` is true. N is any multiple of 8 up to 256. K is always 32 bytes.
+# four warps of a warpgroup** together: D(64×N) = A(64×16)·B(16×N), plus D when the predicate
+# `scale-d` is true. N is a multiple of 8 up to 256; K is always 32 bytes.
 #
 # * **B** always comes from shared memory, through a 64-bit *descriptor*.
 # * **A** comes from shared memory too ("SS") or from registers ("RS").
 # * **D** lives in registers: N/2 fp32 values per thread (§6).
 #
-# It is *asynchronous*, like `cp.async` in chapter 02. `wgmma.fence` orders register writes before
-# it, `wgmma.commit_group` closes a batch, `wgmma.wait_group N` leaves at most N in flight.
+# Like `cp.async` (chapter 02) it is asynchronous: `wgmma.fence` orders register writes before it,
+# `wgmma.commit_group` closes a batch, `wgmma.wait_group N` leaves at most N in flight.
 
 # %% [markdown]
 # ## 2. Why a descriptor, and its fields
 #
-# In chapter 01 each thread loaded its own fragment with `ldmatrix`, so the code knew the layout.
-# wgmma has no such step: only the descriptor tells the Tensor Cores the layout TMA wrote
-# (chapter 03). Below, A (64×64 fp16, [K-major](../docs/glossary.md#k-major)) was written with 128-byte swizzle. Three descriptors read it. One is right, one's swizzle field says
+# In chapter 01 each thread loaded its own fragment with `ldmatrix`. wgmma has no such step: only
+# the descriptor tells the Tensor Cores the layout. Below, A (64×64 fp16, [K-major](../docs/glossary.md#k-major)) was written with 128-byte swizzle. Three descriptors read it. One is right, one's swizzle field says
 # 64 bytes, one's stride says 512 bytes instead of 1024. Where wgmma wants A[m][0], what does it get?
 
 # %%
@@ -49,13 +47,12 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts what the text sa
 
 # %% [markdown]
 # The 64-byte field makes wgmma think a row is 64 bytes long, so row 1 lands half-way along row 0.
-# With the short stride, row 8 reads row 4. D comes out wrong and nothing faults
-# ([04b](04b_wgmma_anatomy.ipynb) §3 runs it).
+# With the short stride, row 8 reads row 4. Nothing faults ([04b](04b_wgmma_anatomy.ipynb) §3).
 #
-# So the descriptor states the layout: five fields of one 64-bit register (PTX ISA
-# §9.7.15.5.1.2.2), offsets in 16-byte units. They step between blocks of 8 rows × 16 bytes, each
-# a [core matrix](../docs/glossary.md#core-matrix). Below, the right
-# descriptor at address 0x2000, and the tile drawn without and with swizzle (dashed: one k16 step).
+# The descriptor is five fields of one 64-bit register (PTX ISA §9.7.15.5.1.2.2), offsets in
+# 16-byte units, stepping between blocks of 8 rows × 16 bytes, each a
+# [core matrix](../docs/glossary.md#core-matrix). Below, the right descriptor at 0x2000, and the
+# tile without and with swizzle (dashed: one k16 step).
 #
 # * Without swizzle, TMA stores 16-byte-wide boxes. [SBO](../docs/glossary.md#sbo) steps 8 rows
 #   down a box, [LBO](../docs/glossary.md#lbo) to the next box along K.
@@ -94,9 +91,8 @@ print(f"chunk {chunk} XOR row {r8} = chunk {chunk ^ r8}: A[{ROW}][{K}] at {0x200
 assert 0x2000 + swizzled == tile.tma_addresses(0x2000)[ROW, K] == tile.addresses(0x2000)[ROW, K]
 
 # %% [markdown]
-# **Try it** (no grade): change `ROW` and `K` and run the two cells again. Which rows keep their
-# chunks in place? After the swizzle, which K of row 27 sits at the first byte of that row's 128
-# bytes in shared memory?
+# **Try it** (no grade): change `ROW` and `K` and rerun the two cells. Which rows keep their chunks
+# in place?
 #
 # An [MN-major](../docs/glossary.md#mn-major) tile stores B as K×N. Each 128-byte box row is one
 # **k-row**, 64 elements of N. Before the swizzle B[k][n] sits at byte k·128 + n·2, so k16 step s
@@ -128,10 +124,9 @@ assert same
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# The threads of `kernels/wgmma.cu` copy the operands into shared memory in section 3's layout,
-# make them visible to wgmma's [async proxy](../docs/glossary.md#proxy) (`fence.proxy.async`,
-# chapter 03), then run K/16 wgmmas: fence, issue, commit, wait. (`wgmma_fence_operand(d)` only
-# stops the compiler moving uses of `d`.) The loop, PTX and SASS, N = 64:
+# `kernels/wgmma.cu` copies the operands into shared memory in section 3's layout, makes them
+# visible to wgmma's [async proxy](../docs/glossary.md#proxy) (`fence.proxy.async`), then runs
+# K/16 wgmmas: fence, issue, commit, wait. The loop, PTX and SASS, N = 64:
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
@@ -150,8 +145,8 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # %% [markdown]
 # ## 6. Where the accumulator lives
 #
-# D's 64×N fp32 values are spread over the 128 threads, N/2 registers each (PTX ISA §9.7.15.5.1.1).
-# Write w = thread // 32 (the warp), lane = thread % 32, g = lane // 4, t = lane % 4:
+# D's 64×N fp32 values are spread over the 128 threads, N/2 registers each (PTX ISA
+# §9.7.15.5.1.1). With w = thread // 32, lane = thread % 32, g = lane // 4, t = lane % 4:
 #
 # * warp w holds rows 16w…16w+15;
 # * lane 4g + t holds rows g and g + 8 of that block, columns 2t and 2t + 1, and the same again
@@ -190,14 +185,13 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # %% [markdown]
 # ## 8. Throughput by N and by operand source
 #
-# In `kernels/wgmma_peak.cu` each CTA is one warpgroup, two per SM. It loads A (64×64) and B
-# (N×64) once, then loops: fence, 4 k-steps, commit, `wait_group 1`. Each point is set against the
-# [peak](../docs/glossary.md#peak): SMs × 4096 FLOP/clk × the SM clock the kernel measured in
-# flight. Our goal is 0.90 of it.
+# In `kernels/wgmma_peak.cu` each CTA, one warpgroup (two per SM), loads A and B once, then
+# loops: fence, 4 k-steps, commit, `wait_group 1`. The [peak](../docs/glossary.md#peak) is SMs ×
+# 4096 FLOP/clk × the SM clock the kernel measured in flight. Our goal is 0.90 of it.
 #
 # **A model first.** A wgmma is N/2 clocks of Tensor Core math. SS also reads 2 KiB of A and 32·N
-# bytes of B from shared memory, at 128 bytes per clock: 16 + N/4 clocks. Below N = 64 that read
-# sets the pace. RS reads only B, so the model gives it the full rate at every N.
+# bytes of B from shared memory at 128 B/clk: 16 + N/4 clocks, which sets the pace below N = 64.
+# RS reads only B, so the model gives it the full rate at every N.
 #
 # **Predict** before you run the next cell. At N = 8, what fraction of the peak does SS reach? Does
 # RS reach the full rate there?
@@ -209,16 +203,22 @@ print(wgmma.peak_lines(rec.results, "float16", n=256))
 _ = notebook.verdict(*wgmma.goal_note(rec.results, goal=0.90))
 
 # %% [markdown]
-# The two peaks differ only in their clock: this kernel's measured one, or the datasheet's 1830
-# MHz boost. The grey dotted line is a published benchmark
-# of the same instruction: Luo et al. (IPDPS 2024) ran wgmma SS on an H800 PCIe; the line scales
-# their TFLOP/s to this GPU's SMs and clock ([04b](04b_wgmma_anatomy.ipynb) §6 converts it).
-#
-# **SS against RS**, in FLOP per clock per SM (4096 is the full rate). SS follows the model
-# within 2 % at every N. RS beats SS up to N = 32 (1.4–1.5×), since it reads no A. But at N = 8
-# and 16 RS reaches only 0.31 and 0.61 of the model: each RS wgmma costs a fixed 13 clocks, which
-# the model lacks. The lines under the table show each division. Deep dive
-# [04b](04b_wgmma_anatomy.ipynb) §4 fits that cost on N = 8 and predicts N = 16 and 32 with it.
+# The two peaks differ only in their clock. Grey dotted: Luo et al.'s (IPDPS 2024) H800 figure,
+# scaled ([04b](04b_wgmma_anatomy.ipynb) §6). **Derive it** from the record: the `throughput` row
+# (fields `tflops`, `sm_mhz`) for fp16, N = 256, SS, and `sm_count`:
+
+# %% output varies
+row = next(x for x in rec.results["throughput"] if (x["n"], x["source"], x["chains"]) == (256, "smem", 1)
+           and (x["dtype"], x["ctas_per_sm"]) == ("float16", 2))
+peak = rec.results["sm_count"] * 4096 * row["sm_mhz"] / 1e6          # TFLOP/s at the kernel's clock
+print(f"{row['tflops']:.0f} / {peak:.0f} = {row['tflops'] / peak:.2f} of the per-clock peak")
+
+# %% [markdown]
+# **SS against RS**, in FLOP/clk/SM (4096 is the full rate). SS follows the model within 2 % at
+# every N. RS beats SS up to N = 32, since it reads no A, but at N = 8 it reaches only 0.31 of the
+# model: each RS wgmma costs a fixed 13 clocks the model lacks ([04b](04b_wgmma_anatomy.ipynb) §4
+# fits it). **So:** from N = 64 on, both run at the full rate (within 2 %); below it, shared
+# memory limits SS and a fixed issue cost limits RS.
 
 # %% output varies
 print(wgmma.small_n_table(rec.results))     # one division per sentence above, each asserted

@@ -3,15 +3,13 @@
 #
 # **In plain words.** Shared memory becomes a ring of slots. One thread copies the next slices of
 # A and B into free slots while the Tensor Cores multiply the ones already there. Two barriers per
-# slot say "data landed" and "math done", and must tell one lap of the ring from the next. Past a
-# few slots, how fast the data arrive sets the speed, not how many slots there are.
+# slot say "data landed" and "math done", and must tell one lap of the ring from the next.
 #
-# **Learning goal.** Build one GEMM whose copies and math run *at the same time*, and say why its
-# speed stops rising with ring depth.
+# **Learning goal.** Build a GEMM whose copies and math overlap; say why depth stops paying.
 #
-# **The story.** Chapter 03's TMA + mbarrier and chapter 04's `wgmma` go into one kernel, with a
-# ring of S stages. You watch a ring without [phase parity](../docs/glossary.md#phase-parity) go
-# wrong, fix it, write the producer's step and measure the kernel by depth.
+# **The story.** Chapters 03 and 04 in one kernel: you watch a ring without
+# [phase parity](../docs/glossary.md#phase-parity) go wrong, fix it, write the producer's step and
+# measure by depth.
 #
 # Deep dives: [05b](05b_pipeline_timeline.ipynb) (timelines, model beside GPU),
 # [05c](05c_pipeline_variants.ipynb) (SASS, variants, broken protocols).
@@ -28,9 +26,8 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. The ring, drawn
 #
-# The [producer](../docs/glossary.md#producer) is the thread that issues the loads (thread 0 of
-# warpgroup 0). The [consumers](../docs/glossary.md#consumer) are the warpgroups that compute.
-# Each of the S stages has two mbarriers:
+# The [producer](../docs/glossary.md#producer) issues the loads (thread 0 of warpgroup 0); the
+# [consumers](../docs/glossary.md#consumer), warpgroups, compute. Each stage has two mbarriers:
 #
 # | barrier | arrivals per phase | completes when | who waits |
 # |---|---|---|---|
@@ -43,26 +40,24 @@ notebook.banner("sm_90a")
 # k-tile k goes into stage **k mod S** as that stage's fill **f = k / S** (integer division).
 #
 # **A ring without parity goes wrong.** Suppose each wait asks only "has this barrier
-# completed?", a plain ready flag. Below, the ring model runs S = 2, `wgmma.wait_group(1)`, one
-# consumer: once with parity waits, once with flag waits. Where does the flag run read too early?
+# completed?", a plain flag. The ring model runs S = 2, one consumer, with parity waits and with
+# flag waits. Where does the flag run read too early?
 
 # %% output varies
 story = pl.show_parity_story(stages=2, k_tiles=4)     # cycles; the model stops at the first race
 
 # %% [markdown]
-# k-tile 2 is stage 0's fill 1. Its flag wait passes at once, because fill 0 completed full[0].
-# The consumer reads stage 0 while k-tile 2's bytes are still landing. The flag cannot say
-# *which* fill completed. In longer rings the model's timing hides this race: a test passes by luck.
+# k-tile 2 is stage 0's fill 1. Its flag wait passes at once, because fill 0 completed full[0]:
+# the consumer reads bytes still landing. In longer rings the timing hides this race.
 #
 # **Parity is the fix.** Fill f completes phase f of full[s] and of empty[s].
 # `try_wait.parity(P)` waits while the open phase has parity P (chapter 03 §3). A waiter's phase is
-# always the open one or the one just completed (the next fill needs its release). So the low bit
-# of f is enough. The wait for fill f names **f mod 2**; the
-# wait for the phase before names **(f + 1) mod 2**. A fresh barrier's phase 0 is open, so parity 1
-# passes at once. The kernel keeps the parity in `rp` and flips it with `phase ^= 1`.
+# the open one or the one just completed, so the low bit of f is enough: the wait for fill f names
+# **f mod 2**, the wait for the phase before **(f + 1) mod 2**. On a fresh barrier parity 1 passes
+# at once. The kernel keeps the parity in `rp` and flips it with `phase ^= 1`.
 #
-# Below, the parity run, one panel per moment. Follow stage 0 through fills 0 and 1: which parity
-# does each wait name, and why does it pass or block?
+# The parity run, one panel per moment. Follow stage 0 through fills 0 and 1: which parity does
+# each wait name?
 
 # %% output varies
 fig = pl.plot_ring_steps(stages=2, k_tiles=4)
@@ -72,9 +67,11 @@ plt.show()
 # **Exercise 1 — predict before you look.**
 # A consumer issues each k-tile's wgmmas as one group (chapter 04), then waits with
 # `wgmma.wait_group`. With S = 6 stages and a **single** consumer warpgroup, should that wait
-# leave 0 or 1 group pending to keep the math going while a stage is released and refilled? Then
-# try `mp.simulate(6, p, 1, 32).math_fraction` (S, p, consumers, k-tiles) for p = 0 and 1. It is
-# the share of the loop with a wgmma in flight.
+# leave 0 or 1 group pending to keep the math going while a stage is released and refilled?
+#
+# **Try it** with the ring model: in a new cell print `mp.simulate(6, 0, 1, 32).math_fraction`
+# (S, pending groups, consumers, k-tiles), the share of the loop with a wgmma in flight; change
+# the 0 to 1 and rerun: you will see which answer keeps the Tensor Cores busier.
 
 # %%
 answer = ...
@@ -83,15 +80,15 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# Below, the k-loop of `gemm_pipeline` (`kernels/pipeline.cu`), build `128x256x64/c2 s4`: a
-# 128×256 tile, 2 consumer warpgroups, S = 4. Each k-tile k takes four steps. **Wait** on full.
+# The k-loop of `gemm_pipeline` (`kernels/pipeline.cu`), build `128x256x64/c2 s4`: a 128×256
+# tile, 2 consumer warpgroups, S = 4. Each k-tile k takes four steps. **Wait** on full.
 # **Issue** `mma_ktile`, then wait until kPending = 1 group remains. **Release** k-tile r = k − 1
 # on empty. **Refill** its stage (exercise 2).
 #
-# Four names in the listing (shown once exercise 1 passes): `pos` is k's stage and parity,
-# `prev` is k − 1's (the k-tile to release). `pos.advance()` steps to the next stage, wrapping
-# to 0 with the parity flipped. `fence_accumulators(acc)` stops the compiler from moving accumulator
-# reads or writes across a wgmma or its wait. Folded lines: [05c](05c_pipeline_variants.ipynb) §2.
+# In the listing (shown once exercise 1 passes) `pos` is k's stage and parity, `prev` k − 1's;
+# `pos.advance()` steps to the next stage, flipping the parity on wrap. `fence_accumulators(acc)`
+# keeps the compiler from moving accumulator accesses across a wgmma. Folded lines:
+# [05c](05c_pipeline_variants.ipynb) §2.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -105,8 +102,7 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 #
 # - `producer` (thread 0), `r` (the released k-tile), `rs`, `rp` (r's stage and parity),
 #   `STAGES`, `T` (k-tiles in K), `wg` (this warpgroup), `broken` (set when a wait gave up);
-# - `empty.wait(stage, parity, wg, kt)`: false if it gave up. `kt` only labels a timeout: pass
-#   the k-tile the refill loads, r + STAGES;
+# - `empty.wait(stage, parity, wg, kt)`: false if it gave up; `kt` (r + STAGES) labels a timeout;
 # - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: tensor maps `ta`, `tb`,
 #   stages `kStageBytes` apart from `base`, `m0`, `n0` the CTA's C origin.
 
@@ -125,9 +121,8 @@ if exercises.after("ch05.producer_step"):             # the kernel's own step, o
 # %% [markdown]
 # ## 3. Correct first
 #
-# Checked as in chapter 01, against the [elementwise bound](../docs/glossary.md#elementwise-bound).
-# The record checked every combination of the build's settings on two shapes. Live, two builds
-# run now.
+# Against the [elementwise bound](../docs/glossary.md#elementwise-bound), every combination of the
+# build's settings on two shapes (live, two builds run now).
 
 # %% output varies
 rec = records.load("pipeline")
@@ -137,8 +132,7 @@ pl.show_checks(rec)                                  # live: two builds checked 
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
-# The record swept 1–6 stages for three tiles, fp16 and bf16, 4096³ and 8192³. cuBLAS was timed
-# in the same run.
+# The record swept 1–6 stages for three tiles, two dtypes, two sizes, with cuBLAS in the same run.
 #
 # **Predict before you look.** Each added stage lets a load start one k-tile earlier. For the
 # 128×256 tile, at which S do you expect the curve to stop rising? Will it reach cuBLAS?
@@ -149,10 +143,20 @@ plt.show()
 goals = pl.show_goals(res)                           # best variant ÷ cuBLAS, against the goal
 
 # %% [markdown]
-# The 128×256 curve rises until S = 3 and is flat after. Why the wide tile? TMA writes each
-# k-tile's bytes into shared memory and wgmma reads them back. A wider tile does more math
-# per byte, so it needs a smaller share of shared memory's 128 B/clk. 128×128 also drops after
-# S = 3. At S = 4 only one of its CTAs fits per SM, so none hides another's prologue and epilogue.
+# **Derive it** from the record's `sweep` rows (fields `kernel`, `trace`, `tile`, `dtype`, `size`,
+# `stages`, `tflops`): the 128×256 fp16 4096³ curve.
+
+# %% output varies
+wide = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]
+        and (r["tile"], r["dtype"], r["size"]) == ("128x256x64/c2", "float16", 4096)}
+print({S: round(t) for S, t in sorted(wide.items())}, f"TFLOP/s; S = 4 ÷ S = 3 = {wide[4] / wide[3]:.3f}")
+
+# %% [markdown]
+# The curve rises until S = 3; S = 4 adds about 1.6 %. It ends at S = 4 because a stage is
+# (128 + 256)·64·2 bytes = 48 KiB, and five would pass the 227 KiB a CTA may opt in to
+# (`PipelineConfig` refuses them). Why the wide tile? A wider tile does more math per
+# byte, so it needs a smaller share of shared memory's 128 B/clk. 128×128 drops after S = 3:
+# at S = 4 only one of its CTAs fits per SM, so none hides another's prologue and epilogue.
 
 # %% output varies
 widths = pl.show_widths(res)                         # asserts the two sentences above
@@ -160,10 +164,9 @@ widths = pl.show_widths(res)                         # asserts the two sentences
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# Each further stage issues a load one k-tile earlier, yet §4's curves stop rising. Below,
-# CTA 0 of the 128×256 kernel at S = 4 is traced, above the ring model. Where do the red bars,
-# the waits on full, stop? Rows wg0 and wg1 are the two consumers; this kernel has no producer
-# warpgroup (thread 0 of wg0 issues the loads). Chapter 06 adds one as wg 0, consumers wg 1 and 2.
+# A deeper ring starts each load earlier, so why no gain? Below, CTA 0 of the 128×256 kernel at
+# S = 4, traced, above the ring model (rows wg0 and wg1: the two consumers; thread 0 of wg0
+# issues the loads). Where do the red bars, the waits on full, stop?
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -173,30 +176,18 @@ plt.show()
 waits = pl.show_trace_waits(res, trace, ring)       # cycles per k-tile; waits on full, k-tiles 4–11
 
 # %% [markdown]
-# Reading the clock at each event slows the traced loop about 1.5× (traced ÷ untraced, above).
-# Untraced, a k-tile still takes about 1.2× as long as in the model. From k-tile 4 on, the model
-# never waits on full, but the GPU waits at every k-tile: its data arrive late. So the supply, not
-# the ring depth, is what limits. A deeper ring only starts the same slow supply earlier. (Deep
-# dive [05b §6](05b_pipeline_timeline.ipynb) fits one number to this, a cap on L2's bytes per clock
-# per SM, and tests it on ten runs it never saw.)
+# **The model** never waits on full from k-tile 4 on. **The trace** waits at every k-tile: the
+# data arrive late. Untraced, a k-tile still takes about 1.2× as long as in the model (tracing
+# itself costs about 1.5×, above).
 #
-# **Is it L2, then?** A number that fits is not yet a cause. The same kernel built with
-# `LOADS_ONLY=1` keeps the grid, the tile order and the ring, but issues no wgmma and stores no C.
-# Timed in one run, bytes per clock per SM:
-
-# %% output varies
-supply = pl.show_supply(records.load("l2_supply"))   # asserts the two sentences below
-
-# %% [markdown]
-# For 128×128 the ring alone brings less than the math needs: L2 and TMA set its pace. For
-# 128×256 it brings more, yet the GEMM moves less. So an L2 cap fits (05b §6) but is not the
-# whole cause. There the wgmmas, their waits and the store of C set the pace (chapter 06).
+# **So:** past S = 3 the supply of data, not the ring depth, sets the speed; a deeper ring only
+# starts the same supply earlier. Is the supply L2? Deep dive [05b §5–6](05b_pipeline_timeline.ipynb)
+# fits an L2 cap and measures what the ring alone brings.
 
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercises 1 and 2 are above. The ring model's "Design it" (no grade) is in deep dive
-# [05b §6](05b_pipeline_timeline.ipynb), beside the fitted L2 cap it uses.
+# Exercises 1 and 2 are above; "Design it" is in [05b §6](05b_pipeline_timeline.ipynb).
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
@@ -233,5 +224,4 @@ so_far("05")
 
 # %% [markdown]
 # **What you learned.** Why a ring needs phase parity (a plain flag reads a stage too early), a
-# pipelined GEMM measured, why depth stops paying (the supply, not the depth, sets the pace), what
-# the ring alone brings. **Next:** [chapter 06](06_warp_specialization.ipynb).
+# pipelined GEMM measured, why depth stops paying (the supply, not the depth, sets the pace). **Next:** [chapter 06](06_warp_specialization.ipynb).

@@ -341,8 +341,17 @@ best = pl.closest_cap(measured) if L2_CAP else None     # the best cap: said onl
 _ = notebook.claim(*pl.model_beside_record(model, measured, L2_CAP, best))
 
 # %% [markdown]
-# A cap that fits is a fitted number. Chapter 05 §5 measured the supply itself (the `LOADS_ONLY`
-# build: the ring with no wgmma). Does the cap that fits the sweep equal what the ring alone brings
+# A cap that fits is a fitted number, not yet a cause. So measure the supply itself: the same
+# kernel built with `LOADS_ONLY=1` keeps the grid, the tile order and the ring, but issues no wgmma
+# and stores no C. Timed in one run, bytes per clock per SM:
+
+# %% output varies
+supply = pl.show_supply(records.load("l2_supply"))   # asserts the two sentences below
+
+# %% [markdown]
+# For 128×128 the ring alone brings less than the math needs: L2 and TMA set its pace. For
+# 128×256 it brings more, yet the GEMM moves less: there the wgmmas, their waits and the store of
+# C set the pace (chapter 06). Does the cap that fits the sweep equal what the ring alone brings
 # the 128×256 tile?
 
 # %% [markdown]
@@ -362,7 +371,7 @@ check = pl.show_model_check(res, rec)              # asserts: misses under 15 %,
 # %% [markdown]
 # On the held-out runs it misses by under 15 % too, as on the fitted ones. So one number, fitted
 # once, predicts sizes and wait_group depths it was not fitted on. That makes the cap a good model
-# of the supply. It does not make L2 the cause: chapter 05 §5's `LOADS_ONLY` table shows what the
+# of the supply. It does not make L2 the cause: §5's `LOADS_ONLY` table shows what the
 # ring alone brings the 128×256 tile, with no math at all.
 #
 # **Design it** (no grade). Set stages `S`, wait_group depth `P` (0 or 1), consumers `C` (1 or 2),
