@@ -10,7 +10,7 @@
 # names the line to fix.
 #
 # Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant on the GPU, and *compute-sanitizer*
-# (NVIDIA's checker of memory accesses and races).
+# (NVIDIA's race and memory checker).
 
 # %% output varies
 from IPython.display import Markdown, display
@@ -94,7 +94,7 @@ print(D.pipeline_diagnosis("correct").text)
 # ([tilelang#3087](https://github.com/tile-ai/tilelang/pull/3087)). compute-sanitizer finds
 # crashes and thread races, not a wrong parity, swizzle or proxy race (08b §7).
 #
-# For step 3, a symptom and where to look ([setmaxnreg](../docs/glossary.md#setmaxnreg): chapter 06):
+# Step 3's checklist by symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg): chapter 06):
 
 # %%
 display(Markdown(zoo.decision_markdown(compact=True)))
@@ -123,17 +123,17 @@ ax = figures.plot_misplaced(128, 128, 128)
 #
 # The ring model tracks barriers and bytes, not proxies,
 # [bulk groups](../docs/glossary.md#bulk-group) (TMA stores committed and waited for together) or
-# lanes (a *leader* is the one lane that arrives for its warp). The *ordering checker*
-# (`asynctc.pitfalls.ordering`) runs a program of `(op, arg)` steps and names the first rule
-# broken. Two of its five rules below, two in *Try it*, the fifth in exercise 2.
+# lanes (a *leader* is the one lane that arrives for its warp). The *ordering checker* runs a
+# program of `(op, arg)` steps and names the first rule broken: two of its five rules below, two
+# in *Try it*, the fifth in exercise 2.
 
 # %%
 for rule in ("wgmma", "leader"):
     ordering.show_rule(rule)
 
 # %% [markdown]
-# **Try it: change `DROP` and re-run.** The correct init and proxy programs back to back, checked
-# without step 5. Set `DROP` to 6, then 1 or 2, then 3 or 8: which steps do the rules need?
+# **Try it: change `DROP` and re-run.** The correct init and proxy programs, checked without
+# step 5. Set `DROP` to 6, then 1 or 2, then 3 or 8: which steps do the rules need?
 
 # %%
 DROP = 5                                  # the number of a step to delete, 0–8; None keeps all
