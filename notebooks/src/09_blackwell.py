@@ -11,7 +11,7 @@
 # it a separate memory per SM. One thread issues the MMA, which writes there; a barrier says when
 # it is done; the epilogue reads it out.
 #
-# No sm_100 GPU behind this chapter: §1–4 are **models** of the PTX ISA, §5–6 compile and
+# No sm_100 GPU stands behind this chapter: §1–4 are **models** of the PTX ISA, §5–6 compile and
 # disassemble the kernel.
 
 # %% output varies
@@ -87,7 +87,7 @@ assert t.encode() ^ w.encode() == 1 << 46
 # %% [markdown]
 # ## 4. Tensor Memory: allocation and who may read what
 #
-# A CTA uses the TMEM columns it allocated, addressed `lane << 16 | column`:
+# TMEM is **per SM**; a CTA uses the columns it allocated, addressed `lane << 16 | column`:
 #
 # * `tcgen05.alloc` (one warp) takes whole columns in powers of two from 32 to 512, writes the
 #   address to shared memory, and **blocks** while they are taken; `tcgen05.dealloc` (the same
@@ -170,7 +170,7 @@ print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 
 # %% [markdown]
 # `wgmma.fence` has no counterpart (`tcgen05.mma` reads no registers); the
-# `tcgen05.fence::*_thread_sync` pair is exercise 1's fence, around a sync.
+# `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence, around a sync.
 #
 # ## Exercises
 #
