@@ -91,11 +91,12 @@ def values_that_hold(lo: float, hi: float, digits: int) -> list[str]:
 
 
 def table(pairs: list[dict]) -> str:
-    """The pairs as a fixed-width table, one line each: run, round, both medians, the ratio."""
-    lines = [f"{'run (record, day)':34s} {'round':>5s} {'ours ms':>9s} {'cuBLAS ms':>9s} "
+    """The pairs as a fixed-width table, one line each: run, round, samples behind each median, both
+    medians, the ratio, our clock and TFLOP/s."""
+    lines = [f"{'run (record, day)':34s} {'round':>5s} {'samples':>7s} {'ours ms':>9s} {'cuBLAS ms':>9s} "
              f"{'ratio':>6s} {'MHz':>5s} {'TFLOP/s':>7s}"]
     for p in pairs:
-        lines.append(f"{p['suite'] + ', ' + p['date']:34s} {p['round']:5d} {p['ours_ms']:9.5f} "
+        lines.append(f"{p['suite'] + ', ' + p['date']:34s} {p['round']:5d} {p['reps']:7d} {p['ours_ms']:9.5f} "
                      f"{p['cublas_ms']:9.5f} {p['ratio']:6.3f} {p['sm_mhz']:5.0f} {p['tflops']:7.1f}")
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ columns of 32 bits per SM (PTX ISA, "Tensor Memory", :mod:`asynctc.models.tmem`)
 
 from __future__ import annotations
 
+from ..core.notebook import require
 from ..models import tmem
 from ..pipeline.config import REG_OVERHEAD, REGS_PER_SM
 from ..warp_specialization.config import WSConfig
@@ -46,7 +47,8 @@ def register_bill() -> list[dict]:
 def bill_table(rows: list[dict]) -> str:
     """:func:`register_bill` as a fixed-width table, one line per case, then the sum behind each
     case's registers: the producer warpgroup's, plus the consumer threads' accumulator values per
-    thread and the loop's other registers."""
+    thread and the loop's other registers. Asserts chapter 09 §1's *"a consumer needs 154
+    of the 232 `setmaxnreg` grants it"* (exactly those numbers, and the two-accumulator cases above 232)."""
     lines = [f"{'accumulator':34s} {'fp32 values':>11s} {'regs of 65536':>13s} {'fits?':>5s}   "
              f"{'TMEM cols of ' + str(tmem.COLUMNS):>16s}"]
     for r in rows:
@@ -57,6 +59,10 @@ def bill_table(rows: list[dict]) -> str:
         threads = r["acc_regs"] // (r["per_thread"] - REG_OVERHEAD)
         lines.append(f"  {r['name']:32s} 128 × {r['producer'] // 128} + {threads} × "
                      f"({r['per_thread'] - REG_OVERHEAD} + {REG_OVERHEAD}) = {r['total']}")
+    budget, need = WSConfig().consumer_regs, rows[0]["per_thread"]
+    require((need, budget) == (154, 232) and budget < min(r["per_thread"] for r in rows[1:]),
+            "A consumer thread of chapter 06 needs 154 of the 232 registers setmaxnreg grants it; "
+            "a second accumulator would not fit in 232.", need=need, budget=budget)
     return "\n".join(lines)
 
 

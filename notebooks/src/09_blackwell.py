@@ -1,23 +1,18 @@
 # %% [markdown]
 # # 09 — Blackwell: `tcgen05` and Tensor Memory
 #
-# **Learning goal.** Carry a Hopper GEMM's mental model over to Blackwell (sm_100a), where the
-# `tcgen05.*` family's `tcgen05.mma` takes wgmma's place. You will
+# **Learning goal.** Carry a Hopper GEMM's mental model to Blackwell (sm_100a), where
+# `tcgen05.mma` takes wgmma's place: why the accumulator left the register file for **Tensor
+# Memory** ([TMEM](../docs/glossary.md#tmem)); `tcgen05.mma`'s two descriptors, the 32-bit
+# [instruction descriptor](../docs/glossary.md#instruction-descriptor) and the 64-bit
+# **shared-memory descriptor**; allocating TMEM; writing the MMA thread's k-tile.
 #
-# 1. see why the accumulator left the register file for **Tensor Memory** ([TMEM](../docs/glossary.md#tmem));
-# 2. take apart both descriptors of `tcgen05.mma` — the 32-bit
-#    [instruction descriptor](../docs/glossary.md#instruction-descriptor) and the 64-bit sm_100
-#    **shared-memory descriptor** — and see where the latter differs from wgmma's;
-# 3. allocate TMEM (`tcgen05.alloc`) and learn which warp may read which lanes;
-# 4. write the MMA thread's k-tile, read the kernel compiled to sm_100a, and map each Hopper
-#    instruction to Blackwell's.
+# **In plain words.** On Hopper a big tile's accumulator fills the register file. Blackwell gives
+# it a separate memory per SM. One thread issues the MMA, which writes there; a barrier says when
+# it is done; the epilogue reads it out.
 #
-# **In plain words.** On Hopper a big tile's accumulator fills the register file, so the tile
-# cannot grow. Blackwell gives each SM a separate memory for it, Tensor Memory. One thread issues
-# the MMA, which writes there; a barrier says when it is done, and only the epilogue reads it out.
-#
-# No sm_100 GPU stands behind this chapter. Sections 1–4 are **models** of the PTX ISA; 5–6
-# compile the kernel to an sm_100a cubin and disassemble it. Nothing is timed.
+# No sm_100 GPU stands behind this chapter: §1–4 are **models** of the PTX ISA, §5–6 compile and
+# disassemble the kernel.
 
 # %% output varies
 from asynctc import tcgen05 as kernels
@@ -31,47 +26,42 @@ notebook.banner("sm_100a", measured=False)
 # %% [markdown]
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
-# In [chapter 06](06_warp_specialization.ipynb) §2 you paid Hopper's register bill. An SM has 65536
-# 32-bit registers. Of its three [warpgroups](../docs/glossary.md#warpgroup),
+# [Chapter 06](06_warp_specialization.ipynb) §2 paid Hopper's register bill: an SM has 65536
+# 32-bit registers; of its three [warpgroups](../docs/glossary.md#warpgroup),
 # [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives the producer 40 per thread and each
-# consumer 232. The 128×256 fp32 accumulator takes 128 per consumer thread; the loop needs 26 more.
+# consumer 232. The 128×256 fp32 accumulator over the consumers' 256 threads is 128 registers per
+# thread; addresses, descriptors and loop state take 26 more (ptxas's count). So a consumer needs
+# 154 of its 232: 232 is a budget, and the bill below charges the need.
 #
-# The next step would be a second accumulator, so that the [epilogue](../docs/glossary.md#epilogue)
-# of one tile runs while the MMAs fill the next. Or a 256×256 tile, which halves the bytes of B
-# loaded per FLOP. Both need 65536 accumulator registers, the whole register file.
+# The next step: a second accumulator, so one tile's [epilogue](../docs/glossary.md#epilogue) runs
+# while the MMAs fill the next, or a 256×256 tile, halving B's bytes per FLOP. Both need 65536
+# accumulator registers, the whole register file.
 
 # %%
-bill = lesson.register_bill()          # chapter 06's split: producer 40, two consumer warpgroups
+bill = lesson.register_bill()          # chapter 06's split
 print(lesson.bill_table(bill))
+fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
-# Neither step fits. More consumer warpgroups would not help: 65536 values need 65536 registers
-# however they are split among threads. On Hopper the register file is the accumulator's limit.
+# Neither step fits, however the 65536 values are split among threads: on Hopper the register
+# file is the accumulator's limit.
 #
-# Blackwell moves the accumulator out of the registers into **Tensor Memory**
-# ([TMEM](../docs/glossary.md#tmem)). TMEM is **per SM**: 128 lanes × 512 columns of 32-bit cells
-# (256 KiB), shared by the CTAs resident on it. Lane i is row i of the accumulator D. A column
-# keeps one fp32 of every row. So a 128×256 accumulator takes 256 columns, and two of them take
-# all 512. A 256×256 tile is a [CTA pair](../docs/glossary.md#cta-pair)'s (§2): each of its two
-# SMs keeps 128 rows in 256 columns.
-#
-# On the right, one SM's TMEM with two accumulators. Warp w may read only lanes 32·(w mod 4) … +31,
-# so the epilogue needs four warps to read all of D.
-
-# %%
-fig = figures.accumulator_homes(bill)
+# Blackwell moves the accumulator into **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)),
+# **per SM**: 128 lanes × 512 columns of 32-bit cells (256 KiB), shared by the CTAs resident on
+# it. Lane i is row i of D; a column keeps one fp32 of every row. So a 128×256 accumulator takes
+# 256 columns, two take all 512. A 256×256 tile is a [CTA pair](../docs/glossary.md#cta-pair)'s
+# (§2): each SM keeps 128 rows in 256 columns. The figure's right panel: one SM's TMEM with two
+# accumulators.
 
 # %% [markdown]
 # ## 2. The instruction descriptor, bit by bit
 #
 # `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;` — one
-# thread issues it (`enable_input_d` false overwrites D instead of adding to it).
-# `cta_group::1` is an MMA of one CTA, writing that CTA's TMEM. `cta_group::2` is an MMA of a
-# [CTA pair](../docs/glossary.md#cta-pair): two CTAs of one cluster (ranks 2k and 2k + 1) share one
-# MMA, issued by one thread of the pair. Each CTA keeps its own rows of A and D and a part of B. The shape and
-# the types are all in the 32-bit `idesc` (PTX ISA §9.7.16.4.2 "Instruction Descriptor"). The
-# model `tc.InstrDescriptor` encodes it and prints every field with its bits (what `.kind` and
-# `.cta_group` allow: deep dive 09c §1).
+# thread issues it (`enable_input_d` false overwrites D). `cta_group::1`
+# is one CTA's MMA; `cta_group::2` is a [CTA pair](../docs/glossary.md#cta-pair)'s: two CTAs of a
+# cluster (ranks 2k, 2k + 1) share one MMA, each keeping its own rows of A and D and part of B.
+# Shape and types are in the 32-bit `idesc` (PTX ISA §9.7.16.4.2), printed field by field by the
+# model `tc.InstrDescriptor`.
 
 # %%
 idesc = tc.InstrDescriptor("bfloat16", "bfloat16", "float32", m=128, n=256)
@@ -81,32 +71,30 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
-# PTX ISA §9.7.16.4.1 "Shared Memory Descriptor" — 64 bits, printed from the model's field
-# list (`tc.SDESC_FIELDS`). The canonical layouts are chapter 04's, so one operand tile gets the
-# same start, LBO and SBO, and the same swizzle bits (sm_100's codes 2/4/6 are sm_90's 1/2/3 read
-# one bit lower). Then one tile's two descriptors: they differ in bit 46 alone, the version field.
+# PTX ISA §9.7.16.4.1, 64 bits, from the model's field list. The canonical layouts are chapter
+# 04's, so one operand tile gets the same start, LBO, SBO and swizzle bits (sm_100's codes 2/4/6
+# are sm_90's 1/2/3 one bit lower). One tile's two descriptors differ in bit 46 alone, the version.
 
 # %%
 print(tc.sdesc_layout(), end="\n\n")
 tile = descriptors.OperandTile(128, 64, "float16", "K", 128)
 w = tile.descriptor(step=1, base_address=0x2000)
 t = tc.Tcgen05Descriptor.from_operand_tile(tile, step=1, base_address=0x2000)
-print(t.table())
-print(f"\nwgmma   descriptor = {w.encode():#018x}")
+print(f"wgmma   descriptor = {w.encode():#018x}")
 print(f"tcgen05 descriptor = {t.encode():#018x}   (xor = {w.encode() ^ t.encode():#x} = bit 46)")
 assert t.encode() ^ w.encode() == 1 << 46
 
 # %% [markdown]
 # ## 4. Tensor Memory: allocation and who may read what
 #
-# TMEM is **per SM**; a CTA uses the columns it allocated, addressed `lane << 16 | column`.
+# TMEM is **per SM**; a CTA uses the columns it allocated, addressed `lane << 16 | column`:
 #
-# * `tcgen05.alloc` (one warp) takes whole columns (all 128 lanes) in powers of two from 32 to
-#   512, writes the address to shared memory, and **blocks** while they are taken;
-#   `tcgen05.dealloc` (the same warp) gives them back.
-# * Warp *w* reads only lanes 32·(w mod 4) … +31 (§1's picture).
+# * `tcgen05.alloc` (one warp) takes whole columns in powers of two from 32 to 512, writes the
+#   address to shared memory, and **blocks** while they are taken; `tcgen05.dealloc` (the same
+#   warp) gives them back.
+# * Warp *w* reads only lanes 32·(w mod 4) … +31, so the epilogue needs four warps.
 #
-# `tmem.TmemAllocator` models one SM's 512 columns:
+# `tmem.TmemAllocator` models them:
 
 # %%
 alloc = tmem.TmemAllocator()
@@ -122,29 +110,31 @@ alloc.dealloc(acc, 256, warp=1)
 alloc.check_all_freed()
 
 # %% [markdown]
+# **Try it:** change the first `alloc(256, …)` to `alloc(512, …)` and rerun: §1's two accumulators
+# as one request take every column, so the `alloc(128, …)` after it raises `TmemError` (0 free).
+
+# %% [markdown]
 # ## 5. The kernel: compiled for sm_100a, disassembled here
 #
-# The chapter's GEMM (`kernels/tcgen05.cu`): a TMA producer warp, one MMA-issuing thread, TMEM
-# allocated by one warp, four epilogue warps reading their lane quarters with `tcgen05.ld`. It runs
-# only on an sm_100 GPU. `tcgen05.commit` makes one arrive on a barrier once the thread's MMAs complete.
+# The chapter's GEMM (`kernels/tcgen05.cu`, sm_100 only): a TMA producer warp, one MMA-issuing
+# thread, TMEM allocated by one warp, four epilogue warps reading it with `tcgen05.ld`.
 #
 # **Exercise 1 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
 # warp 1's threads for k-tile kt in stage s (of `t.stages`). Only `t.elected` issues. What each
 # call guarantees:
 #
 # * `t.wait(barrier, parity)` returns once that phase has completed. `t.full[s]` completes when
-#   stage s's bytes have landed, `t.empty[s]` hands stage s back to the producer. `t.done` tells
-#   the epilogue D is final; the kernel commits to it once, after the loop, so a k-tile does not
-#   use it. K-tile kt is stage s's fill f = kt // `t.stages`; its
+#   stage s's bytes have landed, `t.empty[s]` hands stage s back to the producer (`t.done` is
+#   committed once, after the loop). K-tile kt is stage s's fill f = kt // `t.stages`; its
 #   [phase parity](../docs/glossary.md#phase-parity) is f mod 2.
 # * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
 #   behind the waits before it. A wait alone orders only ordinary loads and stores.
 # * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s (`accumulate` is §2's
 #   `enable_input_d`).
-# * `t.commit(barrier)` arrives once on the barrier when every MMA the thread issued has completed.
+# * `t.commit(barrier)` (`tcgen05.commit`) arrives once on the barrier when every MMA the thread
+#   issued has completed.
 #
-# Choose the calls, their barriers and their order. The kernel's loop appears once the checker
-# passes them.
+# Choose the calls, their barriers and their order; the kernel's loop appears once they pass.
 
 # %%
 def issue_ktile(t, kt, s):
@@ -160,12 +150,11 @@ if exercises.after("ch09.mma_issue"):
 
 # %% [markdown]
 # Names in the listing: `lane == 0` is the elected thread. A **slab** is 64 elements of K (one
-# 128-byte swizzle atom of fp16), so `kStepsPerSlab` = 4 MMAs, each 32 bytes further in. In a CTA
-# pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers (mask `0x3`).
+# 128-byte swizzle atom of fp16): `kStepsPerSlab` = 4 MMAs, 32 bytes apart. In a CTA pair
+# `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers (mask `0x3`).
 #
-# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16, unrolled) and `tcgen05.commit` is `UTCBAR`
-# (all classes: [09c §5](09c_blackwell_datapath.ipynb)). The cell also checks that the kernels'
-# descriptors are the models':
+# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16, unrolled), `tcgen05.commit` is `UTCBAR`
+# ([09c §5](09c_blackwell_datapath.ipynb)). The cell also checks the kernels' descriptors:
 
 # %% output varies
 assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
@@ -174,14 +163,13 @@ assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
 # %% [markdown]
 # ## 6. Hopper → Blackwell
 #
-# The same GEMM, concept by concept: Hopper's PTX, then Blackwell's, each with the SASS of this
-# course's cubins (the persistent GEMM's rows: deep dive 09b).
+# The same GEMM, concept by concept: Hopper's PTX, then Blackwell's, each with its SASS.
 
 # %%
 print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 
 # %% [markdown]
-# `wgmma.fence` has no counterpart: `tcgen05.mma` reads no matrix from registers. The
+# `wgmma.fence` has no counterpart (`tcgen05.mma` reads no registers); the
 # `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence, around a sync.
 #
 # ## Exercises
@@ -193,13 +181,11 @@ answer = ...
 ok = exercises.check("ch09.tmem_columns", answer, m=128, n=96)
 
 # %% [markdown]
-# **What you learned:** the accumulator lives in TMEM; one thread issues the MMA from two
-# descriptors; an mbarrier says when it is done.
+# **What you learned:** the accumulator lives in TMEM; one thread issues the MMA; an mbarrier says
+# when it is done.
 #
-# **Deep dives:** [09c — where the accumulator lands, one tile emulated](09c_blackwell_datapath.ipynb)
-# (data-path layouts, `tcgen05.ld`, a float64-checked emulation); [09b — a persistent Blackwell
-# GEMM](09b_blackwell_persistent.ipynb) (two TMEM accumulators, a cluster-launch-control
-# scheduler, CTA pairs with multicast, block-scaled `kind::mxf8f6f4`).
+# **Deep dives:** [09c — where the accumulator lands, one tile emulated](09c_blackwell_datapath.ipynb);
+# [09b — a persistent Blackwell GEMM](09b_blackwell_persistent.ipynb).
 #
 # **Next:** [chapter 10](10_claims.ipynb), the seed article's claims.
 

@@ -76,13 +76,23 @@ pairs = bounds.same_run_pairs(recs, 4096, "float16")
 med, lo, hi = lesson.show_bound(pairs)
 
 # %% [markdown]
-# Between runs our TFLOP/s moved 2.0 %, about four times as far as the same-run ratio's 0.5 %.
-# The MHz column says why: a slower clock slows cuBLAS too, and the ratio cancels most of it. A same-run ratio
-# travels; a TFLOP/s does not.
+# **Derive it.** Our TFLOP/s moves exactly as our time does. The cell reads each pair's two medians,
+# `ours_ms` and `cublas_ms` (each record's `median_ms` for our row and cuBLAS's row in that run).
+
+# %% output varies
+ours = [p["ours_ms"] for p in pairs]
+r = [p["cublas_ms"] / p["ours_ms"] for p in pairs]
+print(f"between runs: our time moved {max(ours) / min(ours) - 1:.1%}, the same-run ratio {max(r) / min(r) - 1:.1%}")
+
+# %% [markdown]
+# Our TFLOP/s moved 2.0 %, about four times as far as the ratio's 0.5 %. The MHz column says why:
+# a slower clock slows cuBLAS too, and the ratio cancels most of it. A same-run ratio travels; a
+# TFLOP/s does not.
 #
-# Inside one pair the samples scatter too. But a median of n samples moves about 1/√n as far as one
-# sample. A median of a pair's samples moves less than the pairs spread, so the runs, not the
-# reps, set the bound.
+# Inside one pair the samples scatter too, but a median of n samples moves about 1/√n as far as
+# one sample. The table's last line takes the pair where that is widest, with its own sample count
+# (the `samples` column: §1's record took 10, the later two 20). It stays under the pairs' spread,
+# so the runs, not the reps, set the bound.
 
 # %%
 assert lesson.runs_set_the_bound(pairs)
