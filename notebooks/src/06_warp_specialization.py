@@ -150,8 +150,7 @@ print(f"rung 7 / rung 6 = {t[7]:.0f} / {t[6]:.0f} = {t[7] / t[6]:.2f}")
 # %% [markdown]
 # So: the split alone bought nothing; the wide tile (rung 3) and the TMA store (rung 7) took the
 # ladder to cuBLAS's speed.
-
-# %% [markdown]
+#
 # **Rung 2 → rung 3, one change at a time** (record `ws_rung3_steps`). The 128×256 tile gives
 # +17 %: its operands need less of shared memory's bandwidth. A second consumer alone and
 # `setmaxnreg` each move under 2 %; the wide tile already fits in the 168 registers at entry.
