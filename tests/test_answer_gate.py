@@ -81,7 +81,7 @@ def test_run_all_in_a_learner_notebook_holds_the_answer_back(tmp_path, monkeypat
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": str(nb_path.parent)}}).execute()
-    gated = [c for c in nb.cells if c.cell_type == "code" and 'exercises.after("ch06.whole_kloop")' in c.source]
+    gated = [c for c in nb.cells if c.cell_type == "code" and 'exercises.after("ch06.whole_kloop"' in c.source]
     assert len(gated) == 1          # §4's whole kernel, whose consumers' k-loop answers the capstone
     for cell in gated:
         text = "".join(o.get("text", "") for o in cell.outputs)

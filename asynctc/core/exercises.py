@@ -511,9 +511,10 @@ def my_answer(name: str) -> Any:
 _opened: set[str] = set()
 
 
-def after(name: str) -> bool:
+def after(name: str, held: str = "this cell shows its answer") -> bool:
     """True once exercise ``name`` was answered correctly in this session (or :func:`reveal` opened
-    it). Otherwise prints one line saying what is held back and how to see it, and returns False.
+    it). Otherwise prints one line saying what is held back (``held``, where the cell shows the rest
+    of what it prints) and how to see it, and returns False.
 
     A learner-notebook cell that shows an exercise's answer (the kernel's own lines, say) opens with
     ``if exercises.after("ch06.consumer_loop"):``, so "Run All" never shows it before the learner tried.
@@ -523,7 +524,7 @@ def after(name: str) -> bool:
     _get(name)
     if name in _opened or os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS") == "1":
         return True
-    print(f"(held back until exercise {name} passes: this cell shows its answer. "
+    print(f"(held back until exercise {name} passes: {held}. "
           f"To see it now: exercises.reveal({name!r}), then run this cell again.)")
     return False
 

@@ -2,25 +2,22 @@
 # # 06 — Warp specialization: a producer warpgroup, consumer warpgroups, and the ladder to cuBLAS
 #
 # **Learning goal.** Split chapter 05's GEMM into roles — a *producer* warpgroup that only issues
-# TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels, each
-# timed beside cuBLAS. You will be able to
+# TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels timed
+# beside cuBLAS. You will
 #
-# 1. write both roles' k-loops over several tiles (waits, phase parities, releases) and say why
-#    the [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
-# 2. read the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves from the producer to the consumers;
-# 3. read the ladder: what each rung bought beside cuBLAS, and when warp specialization pays;
-# 4. read a whole Hopper GEMM kernel top to bottom in one file;
-# 5. call the top rung, `asynctc.matmul(a, b)`, on any shape.
+# 1. write both roles' k-loops over several tiles and say why the
+#    [seed article](../docs/glossary.md#seed-article)'s version deadlocks;
+# 2. read the register budget that [`setmaxnreg`](../docs/glossary.md#setmaxnreg) moves to the consumers;
+# 3. read what each rung of the ladder bought;
+# 4. read a whole Hopper GEMM kernel in one file, and call the top rung, `asynctc.matmul(a, b)`.
 #
 # **In plain words.** Loading and computing are two different jobs. Here one warpgroup only
 # loads and the others only compute; two barriers per stage say "full" and "empty" between them.
-# The split frees the loader's registers for the math and lets loads run on from one tile into
-# the next. It pays through what it makes possible, not by itself.
+# The split frees the loader's registers for the math and lets loads run on into the next tile.
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
-# rungs 5–8 one at a time; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
-# [raster](../docs/glossary.md#raster) sweep, `matmul` by shape, the whole kernel on the GPU;
-# [06e](06e_your_gemm_on_the_cpu.ipynb) your pieces as one Hopper tile on the CPU.
+# rungs 5–8; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the [raster](../docs/glossary.md#raster)
+# sweep, `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your pieces as one tile on the CPU.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -35,10 +32,9 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# In chapter 05 one thread of a computing warpgroup also issued the loads. While it waited on
+# In chapter 05 one thread of a computing warpgroup also issued the loads; while it waited on
 # empty, its warpgroup's next `wgmma` waited too. Here the loads get a warpgroup of their own
-# ([warp specialization](../docs/glossary.md#warp-specialization)), and the producer's spare
-# registers go to the consumers (§2). The ring is chapter 05's.
+# ([warp specialization](../docs/glossary.md#warp-specialization)) on chapter 05's ring.
 #
 # Both roles walk the same k-tiles with one ring counter that carries across tiles. Fill f of a
 # stage is the counter divided by S. Consumers wait on full with parity f mod 2, the producer on
@@ -66,10 +62,9 @@ plt.show()
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
 # - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`.
 #
-# Declare what you need; C++ ints, `if`, `for` and `while` work. The check reads your text as each
-# role and runs chapter 05's ring model over every tile. Then the emulator of deep dive 06e moves
-# the bytes, and each tile is checked against float64. It tries 3 tiles of 3 k-tiles on 2 stages,
-# then 2 tiles of 4 on 3.
+# Declare what you need (C++ ints, `if`, `for`, `while`). The check runs your text as each role in
+# chapter 05's ring model over every tile, then moves the bytes with deep dive 06e's emulator and
+# checks each tile against float64: 3 tiles of 3 k-tiles on 2 stages, then 2 tiles of 4 on 3.
 
 # %%
 whole_kloop = """
@@ -111,14 +106,12 @@ plt.show()
 # | CTA | | 64512 ≤ 65536 |
 #
 # Each consumer computes 64 rows of the 128×256 tile: 64 × 256 / 128 = 128 fp32 accumulators
-# per thread. With the others a thread needs, that still fits under 168 without `setmaxnreg`.
-# §3 measures what the move buys.
+# per thread, which still fit under 168 without `setmaxnreg`. §3 measures what the move buys.
 #
 # ## 3. The ladder
 #
-# One kernel source; each rung is a set of compile-time switches (`W.RUNGS`). Each is timed beside
-# cuBLAS in the same run, not against a [peak](../docs/glossary.md#peak): both ran at that run's
-# SM clock, so the clock cancels out of the ratio.
+# One kernel source; each rung is a set of compile-time switches (`W.RUNGS`), timed beside cuBLAS
+# in the same run, not against a [peak](../docs/glossary.md#peak), so the SM clock cancels out.
 #
 # **Predict before you look.** Rung 2 splits the roles; each later rung adds one change. Which
 # change buys the most over the rung it was built from? Does the split alone buy anything? In the
@@ -129,42 +122,46 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=
 plt.show()
 
 # %% [markdown]
-# Three rungs carry the story (the table below; ratios are fp16 at 4096³ and 8192³):
+# Two steps carry the ladder (fp16, 4096³):
 #
-# - **Rung 2, the split.** A producer warpgroup and one consumer on a 128×128 tile, half of
-#   chapter 05's. It runs at 0.85 and 0.87 of rung 1.
-# - **Rung 3, the tile back.** Two consumers on 128×256, and `setmaxnreg`. The biggest step,
-#   × 1.16 and × 1.14, yet it only returns to rung 1: 0.99 and 1.00 of it. The split alone
-#   bought nothing measurable.
-# - **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
-#   C goes out through shared memory by TMA, so the consumers start the next tile sooner: +8 %
-#   and +4 %, the biggest step after rung 3.
+# - **Rung 3, the tile back: × 1.16.** Rung 2's split had halved the tile to 128×128 and ran at
+#   0.85 of rung 1. Two consumers on 128×256 and `setmaxnreg` bring it back to rung 1, no further.
+# - **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store): +8 %.**
+#   C leaves through shared memory by TMA, so the consumers start the next tile sooner.
 #
-# The rest moved little ([06c §9](06c_ladder_investigations.ipynb) takes them one at a time).
-# Rung 5, a [persistent](../docs/glossary.md#persistent) grid: +2 % and +0 %; later tiles wait a
-# tenth as long for their first k-tile. Rungs 4 (a sweep) and 6 ([clusters](../docs/glossary.md#cluster),
-# B by [multicast](../docs/glossary.md#multicast)): under 1.5 %. Rung 8, a wider
-# [raster](../docs/glossary.md#raster): +1 %, ending at 0.99 and 1.01 of cuBLAS.
+# The other four each moved less than rung 7 ([06c §9](06c_ladder_investigations.ipynb) takes them
+# one at a time): 4, a sweep; 5, a [persistent](../docs/glossary.md#persistent) grid; 6,
+# [clusters](../docs/glossary.md#cluster) with B by [multicast](../docs/glossary.md#multicast);
+# 8, a wider [raster](../docs/glossary.md#raster): its [group-M](../docs/glossary.md#group-m)
+# G, 8 → 16. Tiles are visited in groups of G rows of tiles, so the B tiles those rows share stay in L2.
 
 # %% output varies
 W.show_ladder_steps(res)
 
 # %% [markdown]
-# **Rung 2 → rung 3, one change at a time** (record `ws_rung3_steps`). A second consumer alone:
-# −0.6 %. The 128×256 tile: +17 %; its operands need 75 % of shared memory's bandwidth, not all
-# of it. `setmaxnreg`: +0.3 %; the wide tile already fits in the 168 registers at entry.
+# **Derive it.** Rung 3's and rung 7's steps from the record, reading each ladder row's `rung`,
+# `size`, `dtype` and `tflops` (the table above has every rung and both sizes):
+
+# %% output varies
+t = {r["rung"]: r["tflops"] for r in res["ladder"] if (r["size"], r["dtype"]) == (4096, "float16")}
+print(f"rung 3 / rung 2 = {t[3]:.0f} / {t[2]:.0f} = {t[3] / t[2]:.2f}")
+print(f"rung 7 / rung 6 = {t[7]:.0f} / {t[6]:.0f} = {t[7] / t[6]:.2f}")
+
+# %% [markdown]
+# So: the split alone bought nothing; the wide tile (rung 3) and the TMA store (rung 7) took the
+# ladder to cuBLAS's speed.
+#
+# **Rung 2 → rung 3, one change at a time** (record `ws_rung3_steps`). The 128×256 tile gives
+# +17 %: its operands need less of shared memory's bandwidth. A second consumer alone and
+# `setmaxnreg` each move under 2 %; the wide tile already fits in the 168 registers at entry.
 
 # %% output varies
 W.show_rung3_steps(records.load("ws_rung3_steps").results)
 
 # %% [markdown]
-# **When does warp specialization pay?** Not by itself: chapter 05's ring already overlapped loads
-# with math. It pays through rungs 5 and 7.
-#
-# Why does rung 7 gain so much? The trace counts the cycles per tile spent storing C (rungs 6 and
-# 7), and record `ws_store_ablation` times the TMA store alone, on rung 3. The TMA store cuts the
-# epilogue to 0.26 of its cycles. The cycles saved are 6 % of a tile, close to the 7 % the store
-# bought alone on rung 3. So the saved epilogue time accounts for the gain:
+# **Why does rung 7 gain so much?** The trace counts the cycles per tile spent storing C (rungs 6
+# and 7); record `ws_store_ablation` times the TMA store alone, on rung 3. The cycles saved are 6 %
+# of a tile, close to the 7 % the store bought alone: the saved epilogue time accounts for the gain.
 
 # %% output varies
 W.show_epilogue(res, records.load("ws_store_ablation").results)
@@ -183,27 +180,12 @@ print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 # ## 4. The whole kernel, one file
 #
 # `asynctc/kernels/hopper_gemm.cu` is rung 3 written out whole, with no switches, to read top to
-# bottom, using only the wrappers of `asynctc/kernels/ptx/` that chapters 03–05 showed. At its top
-# sit the constants, chapter 03's bounded wait and chapter 04's descriptor. Five parts follow.
+# bottom, using only the wrappers of `asynctc/kernels/ptx/` that chapters 03–05 showed. The host
+# side, [`whole.py`](../asynctc/warp_specialization/whole.py), builds A's and B's
+# [tensor maps](../docs/glossary.md#tensor-map) and launches one CTA of 384 threads per tile. In
+# the kernel, after chapter 03's barrier set-up (full expects the producer's one arrival, empty one
+# per consumer warpgroup), come three parts.
 #
-# **The tensor maps and the launch** (chapter 03; host side,
-# [`whole.py`](../asynctc/warp_specialization/whole.py)). Two [tensor maps](../docs/glossary.md#tensor-map)
-# describe A and B; each TMA copy is a box of 64 columns of K. One CTA per 128×256 tile, 384
-# threads, 193 KiB of shared memory.
-
-# %%
-W.show_kernel_part("launch")
-
-# %% [markdown]
-# **The barriers** (chapter 03). One thread initialises both barriers of every stage. Full expects
-# one arrival, the producer's `arrive.expect_tx`; empty expects one per consumer warpgroup. The
-# fence makes them visible to the TMA unit before any copy uses them. Then each thread learns its
-# warpgroup: wg 0 the producer, wg 1 and wg 2 the consumers.
-
-# %%
-W.show_kernel_part("barriers")
-
-# %% [markdown]
 # **The producer's loop** (chapters 05 and 03). Warpgroup 0 gives its registers back, and one
 # thread stays. Per k-tile it waits on empty with parity `phase ^ 1`, announces the stage's bytes,
 # and issues two TMA loads that complete on full. It is your producer's k-tile, for one tile.
@@ -212,13 +194,14 @@ W.show_kernel_part("barriers")
 W.show_kernel_part("producer")
 
 # %% [markdown]
-# **The consumers' loop** (chapters 06 and 04). Warpgroups 1 and 2 take the registers; wg 1
-# computes rows 0–63 of the tile, wg 2 rows 64–127 (`cw = wg − 1`). Per k-tile each waits on full with parity
-# `phase` and issues the k-tile's wgmmas as one commit group. `wgmma_wait_group<1>` leaves it in
-# flight, so the consumer releases the *previous* stage on empty.
+# **The consumers' loop** (chapters 06 and 04). Warpgroups 1 and 2 take the registers and compute
+# rows 0–63 and 64–127 (`cw = wg − 1`). Per k-tile each waits on full with parity `phase` and
+# issues the k-tile's wgmmas as one commit group; `wgmma_wait_group<1>` leaves it in flight, so
+# the consumer releases the *previous* stage on empty.
 
 # %% output answers a prediction
-W.show_kernel_part("consumers", reveal=exercises.after("ch06.whole_kloop"))
+held = "the consumers' k-loop, marked below; the rest of this part is shown"
+W.show_kernel_part("consumers", reveal=exercises.after("ch06.whole_kloop", held=held))
 
 # %% [markdown]
 # **The epilogue** (chapter 04). Each thread writes its accumulators straight to C, two halves at
@@ -252,12 +235,11 @@ so_far("06")
 # The top rung, with edge handling, is `asynctc.matmul(a, b)`: any M, N, K, numpy, torch or CuPy
 # arrays ([deep dive 06d §3](06d_limits_and_gemm.ipynb)).
 #
-# **What you learned.** Both roles' loops and their parities across tiles, the register budget,
-# what each rung bought and why the split pays only through them, the whole kernel in one file.
+# **What you learned.** Both roles' loops across tiles, the register budget, what each rung
+# bought, the whole kernel in one file.
 #
 # **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb) runs your passing
-# core exercises as one Hopper tile on the CPU, checked against float64, and asks for rung 3's
-# consumer loop, compiled and compared by SASS.
+# core exercises as one Hopper tile on the CPU and asks for rung 3's consumer loop, compared by SASS.
 #
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 
