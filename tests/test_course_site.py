@@ -314,20 +314,22 @@ def test_course_site_in_a_headless_browser(tmp_path):
 
 
 def test_site_folds_the_prediction_answers_in_details():
-    """The learner notebook leaves out an output that answers a prediction and says so; the site
-    gives it back from the solution notebook, folded in a <details> the reader opens after answering."""
+    """The learner notebook leaves out an output that answers a prediction (or shows an exercise's
+    answer); the site gives it back from the solution notebook, folded in a <details> under the
+    cell, and the note above a prediction's cell says so."""
     import nbformat
     from asynctc.teaching import builds, publish
-    p = builds.notebooks_dir() / "01b_synchronous_anatomy.ipynb"     # its prediction is a figure
+    p = builds.notebooks_dir() / "04_wgmma.ipynb"     # §8 asks a prediction; its answer is a figure
     nb = builds.strip_solutions(nbformat.read(p, as_version=4))
     notes = [c for c in nb.cells if "answer-note" in c.metadata.get("tags", [])]
     assert notes and all(c.source == builds.HIDDEN_NOTE for c in notes)
     at = lambda c: next(i for i, x in enumerate(nb.cells) if x is c)
-    before = [at(c) for c in notes]
-    assert all(nb.cells[i + 1].cell_type == "code" for i in before)     # the note precedes its cell
+    answers = [c for c in nb.cells if c.cell_type == "code" and builds.ANSWER_TAG in c.metadata.get("tags", [])]
+    assert all(nb.cells[at(n) + 1].cell_type == "code" for n in notes)     # the note precedes its cell
     publish._reveal_answers(nb, p.stem)
     for c in notes:                                    # the note stays above, the output comes under
-        i = at(c)
-        assert nb.cells[i + 1].cell_type == "code" and "folded under the next cell" in c.source
-        fold = nb.cells[i + 2]
-        assert fold.source.startswith("<details><summary>") and "<img" in fold.source
+        assert "folded under it" in c.source
+    for c in answers:
+        fold = nb.cells[at(c) + 1]
+        assert fold.source.startswith("<details><summary>") and ("<img" in fold.source or "<pre>" in fold.source)
+    assert any("<img" in nb.cells[at(c) + 1].source for c in answers)

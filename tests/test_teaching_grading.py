@@ -100,14 +100,26 @@ def test_learner_copy_drops_solutions_and_answers():
     nb = nbformat.v4.new_notebook()
     out = [nbformat.v4.new_output("stream", name="stdout", text="SBO = 512\n")]
     nb.cells = [nbformat.v4.new_code_cell("answer = ...", outputs=list(out)),
+                nbformat.v4.new_markdown_cell("**Predict before you run the cell.** How far apart?"),
                 nbformat.v4.new_code_cell("fig()", outputs=list(out), metadata={"tags": ["answer"]}),
+                nbformat.v4.new_markdown_cell("The kernel's own lines (after exercise 1):"),
+                nbformat.v4.new_code_cell("show()", outputs=list(out), metadata={"tags": ["answer"]}),
                 nbformat.v4.new_markdown_cell("<details><summary>Solutions", metadata={"tags": ["solution"]}),
                 nbformat.v4.new_code_cell("check('x', 1, solution=True)")]
     ln = builds.learner_copy(nb)
-    assert [c.source for c in ln.cells] == ["answer = ...", builds.HIDDEN_NOTE, "fig()"]
-    assert ln.cells[0].outputs and not ln.cells[2].outputs
-    assert ln.cells[1].cell_type == "markdown"          # told before running it that the output was left out
-    assert len(nb.cells) == 4 and nb.cells[1].outputs
+    # a question above: the note between it and the cell; an answer listing: no note (after() says it)
+    assert [c.source for c in ln.cells] == ["answer = ...", nb.cells[1].source, builds.HIDDEN_NOTE, "fig()",
+                                            nb.cells[3].source, "show()"]
+    assert ln.cells[0].outputs and not ln.cells[3].outputs and not ln.cells[5].outputs
+    assert ln.cells[2].cell_type == "markdown"          # told before running it that the output was left out
+    assert len(nb.cells) == 7 and nb.cells[2].outputs
+
+
+def test_a_question_is_predict_or_a_question_mark_outside_code():
+    md = nbformat.v4.new_markdown_cell
+    assert builds.asks_a_question(md("**Predict** the count."))
+    assert builds.asks_a_question(md("Which BK gains more?"))
+    assert not builds.asks_a_question(md("The listing (`x ? a : b`, [link](a.md?q=1)):"))
 
 
 def _learner_nb(cells):

@@ -56,7 +56,9 @@ def is_solution(cell) -> bool:
 def learner_copy(nb):
     """A copy of notebook ``nb`` without its solution cells and with the outputs of the
     :data:`ANSWER_TAG` cells cleared (their execution counts stay, so the notebook still reads as
-    executed). ``nb`` is not changed."""
+    executed). ``nb`` is not changed. Where the markdown just above such a cell asks a question
+    (:func:`asks_a_question`), a one-line note goes between them (:data:`HIDDEN_NOTE`); a cell that
+    shows an exercise's answer says what it holds back itself when run (``exercises.after``)."""
     nb = copy.deepcopy(nb)
     cells = []
     for c in nb.cells:
@@ -64,16 +66,28 @@ def learner_copy(nb):
             continue
         if c.get("cell_type") == "code" and ANSWER_TAG in c.get("metadata", {}).get("tags", []):
             c["outputs"] = []
-            cells.append(_hidden_note(c))       # before the cell: read before it runs
+            if cells and cells[-1].get("cell_type") == "markdown" and asks_a_question(cells[-1]):
+                cells.append(_hidden_note(c))       # before the cell: read before it runs
         cells.append(c)
     nb.cells = cells
     return nb
 
 
-#: The note a learner notebook (and the slides) shows just above a cell whose output was left out
-#: because it answers a prediction exercise: the learner reads it before running the cell.
-HIDDEN_NOTE = ("*Predict first: the next cell's output answers the question above, so it is left "
-               "out. Write your answer, then run the cell.*")
+_QUESTION = re.compile(r"\bpredict\b|\?", re.I)
+
+
+def asks_a_question(cell) -> bool:
+    """True when a markdown cell asks the learner something: it says "predict" or has a "?"
+    outside links and code spans."""
+    src = cell.get("source", "")
+    src = "".join(src) if isinstance(src, list) else src
+    src = re.sub(r"`[^`]*`|\]\([^)]*\)", " ", src)
+    return bool(_QUESTION.search(src))
+
+
+#: The note a learner notebook (and the slides) shows between a question and the cell whose output,
+#: left out, answers it: the learner reads it before running the cell.
+HIDDEN_NOTE = "*The next cell's output is left out: answer the question above first, then run it.*"
 
 
 def _hidden_note(before):

@@ -40,26 +40,21 @@ def _notebooks(chapters=None) -> list[Path]:
 
 
 def _reveal_answers(nb, stem: str):
-    """For the site: each note a learner notebook puts above a cell whose output answers a
-    prediction (``builds.HIDDEN_NOTE``) stays above it, and that output comes back from the solution
-    notebook in a ``<details>`` placed under the cell, which the reader opens after answering.
-    Returns ``nb`` (changed in place)."""
+    """For the site: the output of each cell a learner notebook ships without (``builds.ANSWER_TAG``:
+    it answers a prediction or shows an exercise's answer) comes back from the solution notebook in
+    a ``<details>`` under that cell, which the reader opens after answering; the note above a
+    prediction's cell (``builds.HIDDEN_NOTE``) says so. Returns ``nb`` (changed in place)."""
     import nbformat
     sol_path = builds.notebooks_dir() / "solutions" / f"{stem}.ipynb"
     if not sol_path.is_file():
         return nb
     by_id = {c.get("id"): c for c in nbformat.read(sol_path, as_version=4).cells}
     cells = []
-    pending = None                       # the folded output, due under the next cell
-    for i, c in enumerate(nb.cells):
+    for c in nb.cells:
         cells.append(c)
-        if pending is not None:
-            cells.append(pending)
-            pending = None
-        if (c.cell_type != "markdown" or "answer-note" not in c.metadata.get("tags", [])
-                or i + 1 == len(nb.cells)):
+        if c.cell_type != "code" or builds.ANSWER_TAG not in c.metadata.get("tags", []):
             continue
-        src = by_id.get(nb.cells[i + 1].get("id"))
+        src = by_id.get(c.get("id"))
         parts = []
         for o in (src.outputs if src is not None else []):
             data = o.get("data", {})
@@ -68,14 +63,17 @@ def _reveal_answers(nb, stem: str):
             elif o.get("output_type") == "stream" or "text/plain" in data:
                 text = o.get("text") if o.get("output_type") == "stream" else data["text/plain"]
                 parts.append(f"<pre>{html.escape(text)}</pre>")
-        if parts:
-            c.source = "*Predict first: write your answer, then open the output folded under the next cell.*"
-            pending = nbformat.v4.new_markdown_cell(
-                "<details><summary>Answered the question? Show the output of the cell above"
-                "</summary>\n\n" + "\n".join(parts) + "\n\n</details>",
-                metadata={"tags": ["answer-reveal"]})
-            if c.get("id"):
-                pending["id"] = str(c["id"])[:52] + "-reveal"
+        if not parts:
+            continue
+        note = cells[-2] if len(cells) > 1 else None
+        if note is not None and "answer-note" in note.metadata.get("tags", []):
+            note.source = "*The next cell's output is folded under it: answer the question above first, then open it.*"
+        fold = nbformat.v4.new_markdown_cell(
+            "<details><summary>Answered? Show the output of the cell above</summary>\n\n"
+            + "\n".join(parts) + "\n\n</details>", metadata={"tags": ["answer-reveal"]})
+        if c.get("id"):
+            fold["id"] = str(c["id"])[:52] + "-reveal"
+        cells.append(fold)
     nb.cells = cells
     return nb
 
