@@ -254,7 +254,8 @@ def _sass_note(ident: dict, sets_broken: bool) -> str:
     if not sets_broken:
         return ("your step leaves broken unset when the wait gives up: harmless for correctness (the "
                 f"wait already recorded the error, so every later wait gives up at once); {diff}.")
-    return f"{diff[0].upper()}{diff[1:]}: how ptxas laid out the code, not the protocol."
+    return (f"the protocol is right; only the compiled code differs a little: {diff} — how ptxas laid "
+            "out the code, not the protocol.")
 
 
 @_ex.code_exercise("ch05.producer_step", "Write the producer's refill step of gemm_pipeline as a string "

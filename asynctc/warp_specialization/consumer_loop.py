@@ -433,11 +433,12 @@ def _notes(its: list[_lr.Iteration], cubin: bytes, perf: list[str], stages: int,
     else:
         why = ("how ptxas laid out the code, not the protocol" if uses_broken or not d.changed else
                "the kernel's loop also sets broken when a bounded wait gives up")
-        notes.append(f"In rung 3's build (the one the ladder times) {d.away} of your loop's {d.total} "
+        notes.append(f"The loop is right; only its compiled code differs a little: in rung 3's build (the "
+                     f"one the ladder times) {d.away} of your loop's {d.total} "
                      f"SASS instructions (the machine code ptxas emits) differ from the kernel's "
                      f"({sass.difference_words(d.only_kernel, d.only_yours, d.reordered)}) — {why}")
     text = ". ".join(notes) + "."
-    return text[0].lower() + text[1:] if text.startswith(("Your", "In rung")) else text
+    return text[0].lower() + text[1:] if text.startswith(("Your", "In rung", "The loop")) else text
 
 
 def judge(answer) -> str | None:
