@@ -88,6 +88,10 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
                                title="cuBLAS GEMM throughput")
 
 # %% [markdown]
+# Each `show_*` helper prints the arithmetic behind what it states and asserts it, so a
+# re-measurement that flips a claim stops the cell. To read one whole, run
+# `notebook.how(why_async.show_peak)` in a new cell (any chapter's helper works the same way).
+#
 # Our yardstick is checked too: cuBLAS against float64, element by element (the
 # [elementwise bound](../docs/glossary.md#elementwise-bound)):
 
