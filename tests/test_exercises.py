@@ -675,6 +675,9 @@ def test_ldmatrix_aliases_and_tolerance_stated():
 
 @pytest.mark.parametrize("name,answer,form", [
     ("ch00.intensity", "a lot", "a number"),
+    ("ch00.intensity", "512/3", "a number (got the text '512/3', a string: drop the quotes"),
+    ("ch00.intensity", " 2 * 512**3 / (6 * 512 * 512)", "a number (got the text ' 2 * 512**3 / (6 * 512 * 512)', "
+     "a string: drop the quotes, and Python computes 2 * 512**3 / (6 * 512 * 512) for you)"),
     ("ch00.intensity", [170.67], "a single number"),
     ("ch00.memory_bound", 64, "a list of values"),
     ("ch01.smem_bytes", True, "a number, not True/False"),
