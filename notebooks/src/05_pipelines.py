@@ -182,9 +182,9 @@ waits = pl.show_trace_waits(res, trace, ring)       # cycles per k-tile; waits o
 # itself costs about 1.5×, above).
 #
 # **So:** past S = 3 the ring depth no longer sets the speed: the consumers wait for data that the
-# model has ready. Late loads, or wgmmas slower than the model's, which free each stage late? The
-# trace cannot say. Deep dive [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 cap and measures
-# what the ring alone brings.
+# model has ready. Late loads, or slowed wgmmas that free each stage late? The trace cannot say.
+# Deep dive [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 cap and measures what the ring
+# alone brings.
 
 # %% [markdown]
 # ## 6. Exercises
