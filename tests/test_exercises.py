@@ -473,9 +473,13 @@ MISTAKES += [
     ("ch07.promotion", _promotion(reset=False), "never restart it at 0"),
     ("ch07.promotion", _promotion(add=False), "`total = acc` replaces the total"),
     ("ch07.promotion", _promotion(tail=False), "7 k-tiles is not a multiple of 2: the last 1 are never added"),
+    ("ch07.promotion", _promotion(tail=False), "the last 1 are never added. Promote once more after the last "
+     "k-tile (on the swamping input with K = 896 (7 k-tiles), interval = 2: your total "),
+    ("ch07.promotion", _promotion(tail=False), "yours is inside the bound, but the bound only limits how far"),
     ("ch07.promotion", _promotion(shift=0), "one k-tile early"),
     ("ch07.promotion", _promotion(times=2), "that promotes every 2 k-tiles; interval = 1 asks for every 1"),
-    ("ch07.promotion", lambda p, i: float(p.sum()), "within the float64 bound but not the model's sum"),
+    ("ch07.promotion", lambda p, i: float(p.sum()), "yours is inside the bound, but the bound only limits how far "
+     "the correct sum may stray from float64; the check asks for the correct sum itself"),
     ("ch07.promotion", lambda p, i: p, "return one number, the total"),
     ("ch07.promotion", 3.0, "pass your function itself"),
 ]
@@ -671,6 +675,9 @@ def test_ldmatrix_aliases_and_tolerance_stated():
 
 @pytest.mark.parametrize("name,answer,form", [
     ("ch00.intensity", "a lot", "a number"),
+    ("ch00.intensity", "512/3", "a number (got the text '512/3', a string: drop the quotes"),
+    ("ch00.intensity", " 2 * 512**3 / (6 * 512 * 512)", "a number (got the text ' 2 * 512**3 / (6 * 512 * 512)', "
+     "a string: drop the quotes, and Python computes 2 * 512**3 / (6 * 512 * 512) for you)"),
     ("ch00.intensity", [170.67], "a single number"),
     ("ch00.memory_bound", 64, "a list of values"),
     ("ch01.smem_bytes", True, "a number, not True/False"),

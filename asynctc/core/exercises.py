@@ -298,6 +298,9 @@ def _number(a: Any, want_int: bool) -> int | float:
             try:
                 a = float(s)
             except ValueError:
+                if re.fullmatch(r"[\d\s.eE+\-*/()]+", s) and re.search(r"\d\s*[-+*/]", s):
+                    raise _NotAForm(f"a number (got the text {a!r}, a string: drop the quotes, and "
+                                    f"Python computes {s.strip()} for you)") from None
                 raise _NotAForm(f"a number (got the text {a!r})") from None
     if isinstance(a, complex) or (hasattr(a, "dtype") and getattr(a, "ndim", 0) == 0
                                   and a.dtype.kind == "c"):

@@ -143,7 +143,9 @@ def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dic
     Guards §5's sentences: "reading the clock at each event slows the traced loop about 1.5×"
     (recorded 1.52×; the guard accepts 1.40–1.65); "untraced, a k-tile still takes about 1.2× as long
     as in the model" (recorded 1.22×; 1.10–1.35); "from k-tile 4 on the model never waits on full,
-    the GPU waits at every k-tile". Prints the one division behind each ratio."""
+    the GPU waits at every k-tile" (§5's "the consumers wait for data that the model has ready"; it
+    does not say whether late loads or slowed wgmmas make them wait). Prints the one division behind
+    each ratio."""
     timed = depth_sweep(results, "128x256x64/c2")[4]              # TFLOP/s at S = 4, untraced
     mhz = mp.HardwareParams.from_records().clock_mhz
     flop_per_clk = timed * 1e12 / (results["sm_count"] * mhz * 1e6)
@@ -162,7 +164,8 @@ def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dic
     require(1.10 < untraced / model < 1.35, "untraced, a k-tile still takes about 1.2× as long as in the model",
             record=f"{untraced:.0f} / {model:.0f} = {untraced / model:.2f}")
     require(min(late) > 50 and not any(sim.get(k) for k in range(4, 12)),
-            "from k-tile 4 on the model never waits, the GPU waits at every k-tile", record=f"{late}")
+            "from k-tile 4 on the model never waits on full, the GPU waits at every k-tile: the consumers "
+            "wait for data that the model has ready", record=f"{late}")
     return {"traced": traced, "untraced": untraced, "model": model, "gpu_waits": late}
 
 

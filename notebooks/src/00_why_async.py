@@ -43,7 +43,9 @@ notebook.banner("sm_90a")
 #
 # The suite `ceilings` times a device-to-device copy (`cuMemcpyAsync`, 16 MiB – 4 GiB) and cuBLAS
 # fp16 and bf16 GEMMs on random data (M = N = K = 1024 – 8192). Each time is the median of 20
-# samples, taken with CUDA events after a warm-up, with L2 flushed.
+# samples, taken with CUDA events after a warm-up, with L2 flushed: before each sample a buffer of
+# two L2 sizes (the H200's L2 cache is 60 MiB) is overwritten, so the sample reads from DRAM, not
+# from data the last sample left in L2.
 #
 # **Predict before you run the cell.** The H200's datasheet rates its memory at 4.8 TB/s. A copy
 # reads and writes each byte. How close does the best copy come to the rating?

@@ -35,7 +35,8 @@ notebook.banner("sm_90a")
 # | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | the producer |
 #
 # One [*elected thread*](../docs/glossary.md#elected-thread) of a consumer arrives on empty for
-# its 128 threads (a CUTLASS convention, not a rule the PTX ISA text states).
+# its 128 threads (a convention of [CUTLASS](../docs/glossary.md#cutlass), NVIDIA's C++ template
+# library for GEMMs, not a rule the PTX ISA text states).
 #
 # k-tile k goes into stage **k mod S** as that stage's fill **f = k / S** (integer division).
 #
@@ -180,9 +181,10 @@ waits = pl.show_trace_waits(res, trace, ring)       # cycles per k-tile; waits o
 # data arrive late. Untraced, a k-tile still takes about 1.2× as long as in the model (tracing
 # itself costs about 1.5×, above).
 #
-# **So:** past S = 3 the supply of data, not the ring depth, sets the speed; a deeper ring only
-# starts the same supply earlier. Is the supply L2? Deep dive [05b §5–6](05b_pipeline_timeline.ipynb)
-# fits an L2 cap and measures what the ring alone brings.
+# **So:** past S = 3 the ring depth no longer sets the speed: the consumers wait for data that the
+# model has ready. Late loads, or slowed wgmmas that free each stage late? The trace cannot say.
+# Deep dive [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 cap and measures what the ring
+# alone brings.
 
 # %% [markdown]
 # ## 6. Exercises
@@ -224,4 +226,4 @@ so_far("05")
 
 # %% [markdown]
 # **What you learned.** Why a ring needs phase parity (a plain flag reads a stage too early), a
-# pipelined GEMM measured, why depth stops paying (the supply, not the depth, sets the pace). **Next:** [chapter 06](06_warp_specialization.ipynb).
+# pipelined GEMM measured, why depth stops paying (past S = 3 the consumers wait for data the model has ready). **Next:** [chapter 06](06_warp_specialization.ipynb).

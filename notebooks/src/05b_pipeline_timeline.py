@@ -357,8 +357,8 @@ supply = pl.show_supply(records.load("l2_supply"))   # asserts the two sentences
 # %% [markdown]
 # ## 6. One fitted number, tested on runs it never saw
 #
-# Chapter 05 §5 concluded that the supply, not the ring depth, limits the 128×256 kernel. This
-# section tests it. Without a limit on L2, the model flattens where the record does but sits
+# Chapter 05 §5 found that past S = 3 the ring depth no longer limits the 128×256 kernel. This
+# section tests the load side of it. Without a limit on L2, the model flattens where the record does but sits
 # above it. So the model gets one number, an L2 → SM cap in bytes per clock per SM. Four runs fit
 # it (4096³, S = 1–4). It is the cap "Design it" below calls "fitted". Ten runs it never saw
 # test it. Does it miss those by more? Each miss is model ÷ record − 1; the last line prints the

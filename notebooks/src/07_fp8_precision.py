@@ -120,7 +120,8 @@ fig = fp8.plot_bits_kept()
 plt.show()
 
 # %% [markdown]
-# **Why.** Per k32 wgmma, the adder lines up the running sum and 32 products on the largest
+# **Why.** FP8 wgmma takes K = 32 per instruction (still 32 bytes of K, chapter 04). Per k32
+# wgmma, the adder lines up the running sum and 32 products on the largest
 # exponent among them, here the sum's 2^10. fp32 keeps 23 binary places below it, so 2^-4 fits.
 # Hopper's FP8 wgmma "retains around 14 bits" (DeepSeek-AI): 13 **fraction bits** plus the leading
 # 1; every place below 2^-3 is **truncated**, so each 1/16 becomes 0. This is
