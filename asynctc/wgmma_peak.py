@@ -457,7 +457,7 @@ def plot_throughput(rec):
     """TFLOP/s by N with one accumulator, A from shared memory (SS) and from registers (RS); the
     per-clock peak at the in-kernel clock of the row the chapter quotes (N = 256, SS:
     :func:`asynctc.wgmma.peak_row`; the same number its text prints) and the datasheet figure
-    (989 at 1830 MHz); Luo et al.'s H800 SS figures per SM·clock (at their assumed boost clock,
+    (989 at 1830 MHz) — each point at its own in-kernel clock, whose range the legend gives; Luo et al.'s H800 SS figures per SM·clock (at their assumed boost clock,
     :data:`LUO_H800_ASSUMED_MHZ`) scaled to this GPU's SMs and that clock. Short legend entries:
     04b §6 states the conversion, 04b's table the rows with more accumulators."""
     import matplotlib.pyplot as plt
@@ -474,8 +474,10 @@ def plot_throughput(rec):
     head = peak_row(r, "float16", 256)
     mhz = head["sm_mhz"]
     sheet = head["datasheet_tflops_at_clock"]
+    clocks = [x["sm_mhz"] for x in rows if x["chains"] == 1]
     ax.axhline(sheet, color="k", lw=1, ls=":",
-               label=f"per-clock peak at N = 256's clock ({mhz:.0f} MHz): {sheet:.0f}")
+               label=f"per-clock peak at N = 256's clock ({mhz:.0f} MHz): {sheet:.0f}\n"
+                     f"(each point ran at its own clock, {min(clocks):.0f}–{max(clocks):.0f} MHz)")
     boost = bench.DATASHEET["dense_tflops"]["float16"]
     ax.axhline(boost, color="tab:green", lw=1, ls="--", label=f"datasheet: {boost:.0f}")
     luo = [(n, luo_per_sm_clock(n) * r["sm_count"] * mhz * 1e6 / 1e12) for n in N_VALUES]

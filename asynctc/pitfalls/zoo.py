@@ -303,7 +303,7 @@ SHOWN_IN = {
     "missing_wgmma_wait": "§5b; 08b §2",
     "store_buffer_reuse": "03b §2; §7; 08b §4",
     "setmaxnreg_dropped": "08b §5",
-    "swizzle_mismatch": "04 §4; 06e §4; 08b §4",
+    "swizzle_mismatch": "04 §2; 06e §5; 08b §4",
     "leader_early": "§5b; 08b §4",
 }
 

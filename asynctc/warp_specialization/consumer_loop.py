@@ -504,7 +504,7 @@ def _identity(cubin: bytes) -> dict:
                    "wgmmas, let one group stay in flight, release the stage of k-tile k − 1 (one "
                    "elected thread), remember this stage, advance the ring. After the loop the "
                    "kernel itself releases the stage in prev, so a loop that releases its own "
-                   "k-tile's stage (after wgmma_wait_group<0>) is refused. The check compiles it "
+                   "k-tile's stage is refused, whatever N in wgmma_wait_group<N>. The check compiles it "
                    "into the kernel with NVRTC and judges the protocol it runs.", judge=judge)
 def _consumer_loop() -> str:
     return kernel_body()

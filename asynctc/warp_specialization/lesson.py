@@ -61,6 +61,7 @@ def show_ladder_steps(results: dict) -> None:
     - rung 5 gains 2 % at 4096³ (1–4 %) and nothing at 8192³ (within 1.5 %), and a CTA's later
       tiles wait about a tenth as long as its first for k-tile 0 (0.05–0.2 of it);
     - rungs 4 and 6 moved less than 1.5 %;
+    - rung 4's sweep is won by rung 3's own config at every size and dtype (the same build);
     - rung 8 gains about 1 % (0–3 %) and ends at 0.99 and 1.01 of cuBLAS (0.98 or more).
     """
     from .figures import ladder_ratio
@@ -92,6 +93,10 @@ def show_ladder_steps(results: dict) -> None:
             at4096=at[5][4096], at8192=at[5][8192], first=L["first"], later=L["later"])
     require(max(abs(v - 1) for v in L["flat"]) < 0.015, "Rungs 4 and 6 moved less than 1.5 %.",
             worst=max(abs(v - 1) for v in L["flat"]))
+    lab = {(x["size"], x["dtype"], x["rung"]): x["label"] for x in results["ladder"]}
+    require(all(v == lab[z, d, 3] for (z, d, g), v in lab.items() if g == 4),
+            "Rung 4's sweep: no other tile beat rung 3's, so its row is rung 3's own build.",
+            rung4={k[:2]: v for k, v in lab.items() if k[2] == 4})
     require(1.0 < low[8] and best[8] < 1.03 and min(top.values()) >= 0.98,
             "Rung 8 gains about 1 % and ends at 0.99 and 1.01 of cuBLAS.", low=low[8], high=best[8],
             top=min(top.values()))

@@ -471,7 +471,8 @@ def slow_note(stages: int = 4, k_tiles: int = 32) -> str:
             "<1>, then releasing the previous k-tile's stage, keeps one group in flight. Chapter 05's ring "
             f"model (S = {stages}): math in flight {f[1, 0]:.0%} of the loop with <0>, {f[1, 1]:.0%} with "
             f"<1>, one consumer; " + two + ". Deep dive 06e's consumer loop asks for the <1> form: "
-            "it is compared by SASS with rung 3's, which keeps that group in flight.")
+            "it is compared by SASS with rung 3's, which keeps that group in flight. <0> passes there too, "
+            "if it releases the previous k-tile's stage: the kernel releases the last one after the loop.")
 
 
 # ---- the picture: the learner's loops in the ring model's timeline ------------------------------

@@ -130,7 +130,8 @@ plt.show()
 #   C leaves through shared memory by TMA, so the consumers start the next tile sooner.
 #
 # The other four each moved less than rung 7 ([06c §9](06c_ladder_investigations.ipynb) takes them
-# one at a time): 4, a sweep; 5, a [persistent](../docs/glossary.md#persistent) grid; 6,
+# one at a time): 4, a sweep of tiles and stages, which asks whether another tile beats rung 3's:
+# none did, so its row is rung 3's own build; 5, a [persistent](../docs/glossary.md#persistent) grid; 6,
 # [clusters](../docs/glossary.md#cluster) with B by [multicast](../docs/glossary.md#multicast);
 # 8, a wider [raster](../docs/glossary.md#raster): its [group-M](../docs/glossary.md#group-m)
 # G, 8 → 16. Tiles are visited in groups of G rows of tiles, so the B tiles those rows share stay in L2.

@@ -52,7 +52,9 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 # %% [markdown]
 # **Exercise. Write the consumers' k-loop body.** After the loop the kernel itself releases the
 # stage in `prev`. So your loop releases the stage of k-tile k − 1, not its own. (The capstone's
-# loop waited with `wgmma_wait_group<0>` and released its own stage; here that is refused.) In scope:
+# solution waited with `wgmma_wait_group<0>` and released its own stage. Here a loop that releases
+# its own stage is refused, with `<0>` or `<1>`: after the loop the kernel releases `prev`, so the
+# last stage would get a second release. `<0>` that releases `prev` passes, and waits longer.) In scope:
 #
 # - `full.wait(stage, parity, wg, k)`: a bounded wait, false if it gave up (`broken` may remember that);
 # - `pos.stage`, `pos.phase` (f mod 2 for fill f), `pos.advance()`: the ring counter;
