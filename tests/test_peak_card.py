@@ -17,4 +17,5 @@ def test_card_lists_each_record_and_computes_peak(capsys):
         assert (r["chapter"], r["record"]) == (ch, name)
         assert abs(r["peak_tflops"] - want) < 1e-6 * want
         assert any(l.startswith(ch) and name in l and f"{want:.0f}" in l for l in out), (name, out)
-    assert "989.4" in out[-2] and "1830 MHz" in out[-2]
+    assert "989.4" in out[-3] and "1830 MHz" in out[-3]
+    assert out[-1].startswith("kind: in flight, ") and "in-kernel, the kernel read its own clock" in out[-1]

@@ -61,4 +61,8 @@ def show_card(card=CARD) -> list[dict]:
     print(f"{'—':3s} {'datasheet (H100/H200 SXM)':45s} {sheet['boost_mhz']:5d} MHz  {'boost':10s} "
           f"{sheet['dense_tflops']['float16']:12.1f}")
     print(f"peak = {sheet['sm_count']} SMs × 4096 FLOP/clk × SM clock: only the clock differs.")
+    kinds = dict.fromkeys(r["kind"] for r in rows)
+    say = {"in flight": "a probe kernel read the clock while the timed kernels ran",
+           "in-kernel": "the kernel read its own clock while its Tensor Cores worked"}
+    print("kind: " + "; ".join(f"{k}, {say[k]}" for k in kinds if k in say) + " (deep dive 00b)")
     return rows

@@ -106,6 +106,20 @@ tma.checks.show_lifecycle(crec)          # raises if a step or a box read back d
 # %% [markdown]
 # Step 3 is the rule's example. On a fresh barrier (step 0) wait(1) passes, so a producer waiting
 # for an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)).
+#
+# **One ring stage, fill by fill.** From chapter 05 on, a stage has two barriers: *full* (its
+# bytes landed) and *empty* (its readers are done). Fill f of the stage completes phase f of each.
+# This table is the whole parity rule of every later chapter:
+#
+# | fill f | the consumer waits on full with | the producer, before fill f, waits on empty with | why |
+# |---:|---:|---:|---|
+# | 0 | 0 | 1 | empty is fresh: parity 1 passes at once |
+# | 1 | 1 | 0 | empty's phase 0 completed when fill 0 was released |
+# | 2 | 0 | 1 | the parities repeat every two fills |
+# | f | f mod 2 | (f + 1) mod 2 | the phase before fill f is f − 1 |
+#
+# The kernels name the producer's column differently: 05's `rp`, 06's `phase ^ 1`, 08's
+# (f + 1) mod 2. They are one column of this table.
 
 # %% [markdown]
 # ## Exercises

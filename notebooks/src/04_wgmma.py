@@ -92,7 +92,8 @@ assert 0x2000 + swizzled == tile.tma_addresses(0x2000)[ROW, K] == tile.addresses
 
 # %% [markdown]
 # **Try it** (no grade): change `ROW` and `K` and rerun the two cells. Which rows keep their chunks
-# in place?
+# in place? <details><summary>Answer</summary>Rows 0, 8, 16, …: their row mod 8 is 0, and chunk XOR 0
+# is the chunk itself.</details>
 #
 # An [MN-major](../docs/glossary.md#mn-major) tile stores B as K×N. Each 128-byte box row is one
 # **k-row**, 64 elements of N. Before the swizzle B[k][n] sits at byte k·128 + n·2, so k16 step s

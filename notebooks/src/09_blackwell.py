@@ -30,8 +30,9 @@ notebook.banner("sm_100a", measured=False)
 # 32-bit registers; of its three [warpgroups](../docs/glossary.md#warpgroup),
 # [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives the producer 40 per thread and each
 # consumer 232. The 128×256 fp32 accumulator over the consumers' 256 threads is 128 registers per
-# thread; addresses, descriptors and loop state take 26 more (ptxas's count). So a consumer needs
-# 154 of its 232: 232 is a budget, and the bill below charges the need.
+# thread; addresses, descriptors and loop state take 26 more (ptxas's count for chapter 05's
+# kernel; 06's own build, in its rung-3 table, asks 156). So a consumer needs about 154 of its 232:
+# 232 is a budget, and the bill below charges the need.
 #
 # The next step: a second accumulator, so one tile's [epilogue](../docs/glossary.md#epilogue) runs
 # while the MMAs fill the next, or a 256×256 tile, halving B's bytes per FLOP. Both need 65536
@@ -72,8 +73,9 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
 # PTX ISA §9.7.16.4.1, 64 bits, from the model's field list. The canonical layouts are chapter
-# 04's, so one operand tile gets the same start, LBO, SBO and swizzle bits (sm_100's codes 2/4/6
-# are sm_90's 1/2/3 one bit lower). One tile's two descriptors differ in bit 46 alone, the version.
+# 04's, so one operand tile gets the same start, LBO, SBO and swizzle bits. The swizzle field
+# starts one bit lower on sm_100 (bit 61, not 62), so the same bits read as codes 2/4/6 there and
+# 1/2/3 on sm_90. One tile's two descriptors differ in bit 46 alone, the version.
 
 # %%
 print(tc.sdesc_layout(), end="\n\n")
