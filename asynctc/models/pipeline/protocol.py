@@ -134,9 +134,14 @@ class _ProtocolSim(_Sim):
 
     def _check_read(self, lane, k, s, what):
         if self.diagnosis is None and (self.stage_k[s] != k or self.landed[s] < self.tile.stage_bytes):
-            holds = f"k-tile {self.stage_k[s]}" if self.stage_k[s] is not None else "nothing yet"
-            self.diagnosis = Race(k, s, f"{lane} {what} k-tile {k}, but stage {s} holds {holds} with "
-                                        f"{self.landed[s]} of {self.tile.stage_bytes} bytes landed")
+            if self.stage_k[s] == k:               # the right k-tile, still landing
+                holds = (f"k-tile {k} with {self.landed[s]} of {self.tile.stage_bytes} bytes landed")
+            elif self.stage_k[s] is None:
+                holds = "nothing yet"
+            else:                                  # another k-tile's data: the wrong stage or fill
+                holds = (f"k-tile {self.stage_k[s]}, not k-tile {k} ({self.landed[s]} of "
+                         f"{self.tile.stage_bytes} bytes of k-tile {self.stage_k[s]} landed)")
+            self.diagnosis = Race(k, s, f"{lane} {what} k-tile {k}, but stage {s} holds {holds}")
 
     def _bar(self, e):
         return getattr(self, e.barrier.split("[")[0])[e.stage]
