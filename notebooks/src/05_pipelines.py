@@ -55,7 +55,9 @@ story = pl.show_parity_story(stages=2, k_tiles=4)     # cycles; the model stops 
 # `try_wait.parity(P)` waits while the open phase has parity P (chapter 03 §3). A waiter's phase is
 # the open one or the one just completed, so the low bit of f is enough: the wait for fill f names
 # **f mod 2**, the wait for the phase before **(f + 1) mod 2**. On a fresh barrier parity 1 passes
-# at once. The kernel keeps the parity in `rp` and flips it with `phase ^= 1`.
+# at once. In the kernel, the consumer's parity is `pos.phase` (f mod 2), which `pos.advance()`
+# flips when the ring wraps; the producer's refill waits with `rp`, the parity of the k-tile it just
+# released, which is (f + 1) mod 2 for the fill it starts (chapter 03's table).
 #
 # The parity run, one panel per moment. Follow stage 0 through fills 0 and 1: which parity does
 # each wait name?
