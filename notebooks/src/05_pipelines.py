@@ -85,7 +85,7 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 #
 # The k-loop of `gemm_pipeline` (`kernels/pipeline.cu`), build `128x256x64/c2 s4`: a 128×256
 # tile, 2 consumer warpgroups, S = 4. Each k-tile k takes four steps. **Wait** on full.
-# **Issue** `mma_ktile`, then wait until kPending = 1 group remains. **Release** k-tile r = k − 1
+# **Issue** `mma_ktile`, then wait until `kPending` groups remain (exercise 1). **Release** k-tile r = k − 1
 # on empty. **Refill** its stage (exercise 2).
 #
 # In the listing (shown once exercise 1 passes) `pos` is k's stage and parity, `prev` k − 1's;

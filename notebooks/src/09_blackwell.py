@@ -31,7 +31,8 @@ notebook.banner("sm_100a", measured=False)
 # [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives the producer 40 per thread and each
 # consumer 232. The 128×256 fp32 accumulator over the consumers' 256 threads is 128 registers per
 # thread; addresses, descriptors and loop state take 26 more (ptxas's count for chapter 05's
-# kernel; 06's own build, in its rung-3 table, asks 156). So a consumer needs about 154 of its 232:
+# kernel). 06's rung-3 table shows ptxas's counts for its builds: 156 for the 128×256 tile alone,
+# 168, the per-thread cap, once `setmaxnreg` is in. So a consumer needs about 154 of its 232:
 # 232 is a budget, and the bill below charges the need.
 #
 # The next step: a second accumulator, so one tile's [epilogue](../docs/glossary.md#epilogue) runs
