@@ -364,7 +364,8 @@ def stage_notes(results: dict, dtype: str = "float16", size: int = 4096) -> list
 
 def best_line(results: dict, dtype: str = "float16", size: int = 4096) -> str:
     """One line: the fastest cp.async rung at ``size``³ and its ratios to chapter 01's kernel and
-    cuBLAS timed in the same run (the "cp_async" record's own rows, not the "mma_sync" record's) (the core lesson's short form of :func:`summarize_cp_async`)."""
+    cuBLAS timed in the same run: the "cp_async" record's own rows, not the "mma_sync" record's
+    (the core lesson's short form of :func:`summarize_cp_async`)."""
     row = best_rows(results, dtype, "cp.async")[size]
     b0 = best_rows(results, dtype, "mma.sync")[size]["tflops"]
     cb = best_rows(results, dtype, "cuBLAS").get(size)

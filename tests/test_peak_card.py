@@ -19,3 +19,14 @@ def test_card_lists_each_record_and_computes_peak(capsys):
         assert any(l.startswith(ch) and name in l and f"{want:.0f}" in l for l in out), (name, out)
     assert "989.4" in out[-3] and "1830 MHz" in out[-3]
     assert out[-1].startswith("kind: in flight, ") and "in-kernel, the kernel read its own clock" in out[-1]
+
+
+def test_card_picks_the_rows_its_chapters_quote():
+    """The card's pickers are twins of the chapters' own (core may not import a chapter): chapter
+    04's peak row (wgmma.figures.peak_row) and chapter 10's top rung (claims.seed.ladder_row)."""
+    from asynctc.claims import seed
+    from asynctc.wgmma.figures import peak_row
+    pick = {ch: p for ch, _name, _what, p in peak_card.CARD}
+    assert pick["04"](records.load("wgmma").results) == [peak_row(records.load("wgmma").results)]
+    ws = records.load("warp_specialization")
+    assert pick["10"](ws.results) == [seed.ladder_row(ws)[1]]
