@@ -270,3 +270,15 @@ def test_register_bill_motivates_tmem_and_its_figure_draws():
     assert "NO" in lesson.bill_table(bill)
     fig = figures.accumulator_homes(bill)
     assert len(fig.axes) == 2
+
+
+def test_bill_table_refuses_a_rung3_record_whose_registers_moved(monkeypatch):
+    """09 §1 quotes 06's rung-3 table (156, then 168 with setmaxnreg): a record that says otherwise
+    stops the cell."""
+    from asynctc.core import notebook
+    from asynctc.tcgen05 import lesson as L
+    real = L.rung3_steps
+    moved = lambda res: [dict(d, regs=d["regs"] + 2) if d["step"] == "128x256" else d for d in real(res)]
+    monkeypatch.setattr(L, "rung3_steps", moved)
+    with pytest.raises(notebook.ClaimError, match="156 registers"):
+        L.bill_table(L.register_bill())

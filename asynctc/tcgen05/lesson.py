@@ -11,10 +11,12 @@ columns of 32 bits per SM (PTX ISA, "Tensor Memory", :mod:`asynctc.models.tmem`)
 
 from __future__ import annotations
 
+from ..core import records
 from ..core.notebook import require
 from ..models import tmem
 from ..pipeline.config import REG_OVERHEAD, REGS_PER_SM
 from ..warp_specialization.config import WSConfig
+from ..warp_specialization.rung3_split import rung3_steps
 
 #: The cases the chapter compares: (name, fp32 accumulator values per SM on Hopper, TMEM columns per
 #: SM on Blackwell). The 256×256 tile is a CTA pair's on Blackwell: each SM keeps its 128 rows.
@@ -48,7 +50,9 @@ def bill_table(rows: list[dict]) -> str:
     """:func:`register_bill` as a fixed-width table, one line per case, then the sum behind each
     case's registers: the producer warpgroup's, plus the consumer threads' accumulator values per
     thread and the loop's other registers. Asserts chapter 09 §1's *"a consumer needs 154
-    of the 232 `setmaxnreg` grants it"* (exactly those numbers, and the two-accumulator cases above 232)."""
+    of the 232 `setmaxnreg` grants it"* (exactly those numbers, and the two-accumulator cases above 232)
+    and *"06's rung-3 table: 156 for the 128×256 tile alone, 168 once setmaxnreg is in"* (the
+    ``ws_rung3_steps`` record, read as chapter 06 reads it)."""
     lines = [f"{'accumulator':34s} {'fp32 values':>11s} {'regs of 65536':>13s} {'fits?':>5s}   "
              f"{'TMEM cols of ' + str(tmem.COLUMNS):>16s}"]
     for r in rows:
@@ -63,6 +67,10 @@ def bill_table(rows: list[dict]) -> str:
     require((need, budget) == (154, 232) and budget < min(r["per_thread"] for r in rows[1:]),
             "A consumer thread of chapter 06 needs 154 of the 232 registers setmaxnreg grants it; "
             "a second accumulator would not fit in 232.", need=need, budget=budget)
+    steps = {d["step"]: d for d in rung3_steps(records.load("ws_rung3_steps").results)}
+    ptxas = (steps["128x256"]["regs"], steps["setmaxnreg (rung 3)"]["regs"])
+    require(ptxas == (156, 168), "06's rung-3 table: ptxas gives the 128×256 tile alone 156 registers, "
+            "168 once setmaxnreg is in.", ptxas=ptxas)
     return "\n".join(lines)
 
 
