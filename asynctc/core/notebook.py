@@ -70,6 +70,17 @@ def require(condition: bool, text: str, **numbers) -> None:
                          + "; the chapter's text needs revisiting for this measurement")
 
 
+def ratio(num: float, den: float, unit: str = "", digits: int = 2) -> str:
+    """The arithmetic behind a printed ratio, for a helper to show beside its conclusion:
+    ``ratio(330.2, 759.1, "TFLOP/s")`` gives ``"330.2 / 759.1 TFLOP/s = 0.43"``. The operands keep
+    one decimal (more where they are below 10); the quotient has ``digits`` decimals."""
+    def fmt(v):
+        return f"{v:.1f}" if abs(v) >= 10 else f"{v:.3g}"
+    if den == 0:
+        raise ValueError(f"ratio: den is 0 (num={num!r}); a ratio needs a non-zero denominator")
+    return f"{fmt(num)} / {fmt(den)}{' ' + unit if unit else ''} = {num / den:.{digits}f}"
+
+
 def verdict(condition: bool, if_true: str, if_false: str) -> str:
     """Print whichever of two generated sentences the record supports, and return it.
 
