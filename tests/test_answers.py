@@ -80,10 +80,11 @@ def test_the_last_passing_answer_wins_and_a_later_wrong_one_does_not_replace_it(
     assert "offset >> 7" in (prog.parent / "alice.answers" / "ch03.swizzle_128b.py").read_text()
 
 
-def test_what_cannot_be_written_back_is_not_kept(prog):
+def test_what_cannot_be_written_back_is_not_kept(prog, capsys):
     lam = lambda k, S: (k // S) % 2             # noqa: E731
     assert exercises.check("ch05.ring_parities", (lam, empty_parity))
     assert exercises.my_answer("ch05.ring_parities") is None
+    assert "not kept as code" in capsys.readouterr().out
     assert answers.source(lambda o: o) is None and answers.source(object()) is None
     assert answers.load_source(answers.source("__global__ void k() {}")) == "__global__ void k() {}"
     assert answers.load_source(answers.source([("fence", 0), ("sync", None)])) == [("fence", 0), ("sync", None)]
@@ -162,3 +163,17 @@ def test_06e_names_a_kept_producer_step_or_consumer_loop_that_breaks_the_ring(pr
     r = emulate_sm90.emulate(**pieces)
     assert r.diagnosis is not None and r.blame == [piece] and r.used[piece] == "yours"
     assert f"STOPPED by the ring model ({piece})" in r.summary()
+
+
+def test_a_function_from_python_c_passes_and_says_why_it_is_not_kept(prog):
+    """A reader checked a function answer with `python -c`: it passed but so_far did not use it, and
+    nothing said why. The check now says so, and how to have it kept."""
+    import os, subprocess, sys
+    code = ("import asynctc.tma\nfrom asynctc.core import exercises\n"
+            "def swizzle_128b(o):\n    return o ^ ((o >> 7) & 7) << 4\n"
+            "exercises.check('ch03.swizzle_128b', swizzle_128b)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, progress.ENV: str(prog)}, timeout=120)
+    assert "[ch03.swizzle_128b] correct" in out.stdout, out.stdout + out.stderr
+    assert "not kept as code" in out.stdout and "python -c" in out.stdout
+    assert not (prog.parent / "alice.answers" / "ch03.swizzle_128b.py").exists()

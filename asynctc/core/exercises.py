@@ -470,6 +470,28 @@ def _args_problem(ex: Exercise, kw: dict) -> str | None:
     return None
 
 
+#: Why a passing function answer was not kept, and what to do (printed by :func:`_check_code`).
+UNKEPT = ("Python cannot read back the source of a function made in `python -c`, at an interactive "
+          "prompt, or as a lambda or closure, so later chapters (`so_far`, 06e) use the course's "
+          "piece; define it with `def` in a notebook cell or a .py file and check it again")
+
+
+def _unkeepable(answer: Any) -> bool:
+    """Whether ``answer`` is a function answer (or a tuple/list/dict of them) that
+    :func:`asynctc.core.answers.source` cannot write back, while recording is on."""
+    import types
+    from . import answers, progress
+    fns = (answer.values() if isinstance(answer, dict) else answer
+           if isinstance(answer, (tuple, list)) else [answer])
+    try:
+        fns = list(fns)
+    except TypeError:
+        return False
+    if not fns or not all(isinstance(f, types.FunctionType) for f in fns):
+        return False
+    return progress.answers_dir() is not None and answers.source(answer) is None
+
+
 def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bool:
     from . import progress
     try:
@@ -491,7 +513,8 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
                 extra = meta() if meta is not None else None
             except Exception:  # noqa: BLE001 - metadata is a bonus: never fail a passing check
                 extra = None
-            answers.save(ex.name, answer, meta=extra)
+            if answers.save(ex.name, answer, meta=extra) is None and _unkeepable(answer):
+                print(f"[{ex.name}] (not kept as code: {UNKEPT})")
         _opened.add(ex.name)
         return True
     return fail(f"not quite — {hint}", f"is wrong ({hint})", "wrong")
