@@ -88,6 +88,8 @@ def asks_a_question(cell) -> bool:
 #: The note a learner notebook (and the slides) shows between a question and the cell whose output,
 #: left out, answers it: the learner reads it before running the cell.
 HIDDEN_NOTE = "*The next cell's output is left out: answer the question above first, then run it.*"
+#: The same note on the course site, where the output is folded under its cell (publish).
+FOLDED_NOTE = "*The next cell's output is folded under it: answer the question above first, then open it.*"
 
 
 def _hidden_note(before):

@@ -67,7 +67,7 @@ def _reveal_answers(nb, stem: str):
             continue
         note = cells[-2] if len(cells) > 1 else None
         if note is not None and "answer-note" in note.metadata.get("tags", []):
-            note.source = "*The next cell's output is folded under it: answer the question above first, then open it.*"
+            note.source = builds.FOLDED_NOTE
         fold = nbformat.v4.new_markdown_cell(
             "<details><summary>Answered? Show the output of the cell above</summary>\n\n"
             + "\n".join(parts) + "\n\n</details>", metadata={"tags": ["answer-reveal"]})
