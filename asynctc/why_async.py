@@ -182,7 +182,9 @@ def show_peak(rec) -> Peak:
     g = max(gemms, key=lambda g: g["tflops"])
     tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12
     print(f"cuBLAS, best ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms "
-          f"= {tf:.0f} TFLOP/s = {tf / pk.tflops:.2f} of the peak, {tf / sheet:.2f} of the datasheet's")
+          f"= {tf:.0f} TFLOP/s")
+    print(f"  of the peak: {notebook.ratio(tf, pk.tflops, 'TFLOP/s')}; "
+          f"of the datasheet's: {notebook.ratio(tf, sheet, 'TFLOP/s')}")
     return pk
 
 
