@@ -371,9 +371,9 @@ def best_line(results: dict, dtype: str = "float16", size: int = 4096) -> str:
     row = best_rows(results, dtype, "cp.async")[size]
     b0 = best_rows(results, dtype, "mma.sync")[size]["tflops"]
     cb = best_rows(results, dtype, "cuBLAS").get(size)
-    return (f"Best cp.async rung at {size}³ {dtype} ({row['tile']}): {row['tflops']:.0f} TFLOP/s = "
-            f"{row['tflops'] / b0:.2f}× chapter 01 ({b0:.0f}: its kernel re-timed in this run)"
-            + (f", {row['tflops'] / cb['tflops']:.2f} of cuBLAS ({cb['tflops']:.0f})." if cb else "."))
+    return (f"Best cp.async rung at {size}³ {dtype} ({row['tile']}): "
+            f"{notebook.ratio(row['tflops'], b0, 'TFLOP/s')}× chapter 01 (its kernel re-timed in this run)"
+            + (f", {notebook.ratio(row['tflops'], cb['tflops'])} of cuBLAS (same run)." if cb else "."))
 
 
 def tile_traffic(bm: int, bn: int, tflops: float | None = None, copy_gbps: float | None = None) -> str:

@@ -216,7 +216,8 @@ def show_1024_below_roof(gemms: list[dict], peak: Peak, gbps: float) -> float:
     cap = tiles / peak.sm_count * peak.tflops
     print(f"ridge point = {peak.tflops:.0f} TFLOP/s / {gbps / 1000:.2f} TB/s = {ridge:.0f} FLOP/byte")
     print(f"1024³: intensity {i:.0f} FLOP/byte, {g['tflops']:.0f} TFLOP/s; "
-          f"{tiles} tiles on {peak.sm_count} SMs allow at most {cap:.0f}")
+          f"{tiles} tiles on {peak.sm_count} SMs allow at most {tiles} / {peak.sm_count} × "
+          f"{peak.tflops:.0f} = {cap:.0f}")
     text = (f"→ right of the ridge, yet below the roof: its {tiles} tiles of 128×128 keep {tiles} of "
             f"{peak.sm_count} SMs busy (cuBLAS may pick other tiles)")
     notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap, text,
