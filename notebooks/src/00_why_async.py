@@ -134,9 +134,9 @@ fig = plots.roofline(peak.tflops, bw, why_async.roofline_points(gemms, peak, bw)
 ridge = why_async.show_1024_below_roof(gemms, peak, bw)
 
 # %% [markdown]
-# **Try it: predict, then change the shape.** The decode-like marker is 8192×8192×16. Predict: with
-# 64 rows instead of 16, is it still left of the ridge? Then run
-# `why_async.gemm_intensity(8192, 8192, 64)` in a new cell and compare it with `ridge`.
+# **Try it: predict, then change the shape.** The decode-like marker's skinny side is 16.
+# Predict: at 64, is it still left of the ridge? Then run `why_async.gemm_intensity(8192, 8192, 64)`
+# in a new cell and compare it with `ridge`.
 
 # %% [markdown]
 # ## 4. Why Tensor Cores starve

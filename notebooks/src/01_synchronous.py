@@ -6,9 +6,8 @@
 # the Tensor Cores idle; while they multiply, nobody copies. This chapter measures how much that
 # turn-taking costs.
 #
-# **Where we are.** Chapter 00 ended on a suspicion. Threads that move their own operands cannot
-# keep the Tensor Cores fed. This chapter builds the best GEMM that works that way and measures
-# where its time goes.
+# **Where we are.** Chapter 00 suspected that threads which move their own operands cannot keep
+# the Tensor Cores fed. This chapter builds the best GEMM that works that way.
 #
 # **Learning goal.** Measure the *synchronous* way to use Tensor Cores, which later chapters
 # improve on, and say what limits it.
@@ -188,10 +187,9 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)
 # and it is only timed ([01b §4](01b_synchronous_anatomy.ipynb) has every variant). Read it top
 # down, and two limits show.
 #
-# * **The warps stall on their own copy.** Of the two single removals, the global → shared copy
-#   gains the most. Every operand byte crosses the SM's L1/shared-memory data path three times
-#   (into registers, into shared memory, out through `ldmatrix`), and the warps wait for those
-#   copies at `__syncthreads` before they can issue math.
+# * **The warps stall on their own copy.** Removing the global → shared copy gains the most. Each
+#   operand byte crosses the SM's shared-memory data path three times: into registers, into shared
+#   memory, out through `ldmatrix`. The warps wait for it at `__syncthreads`.
 # * **`mma.sync` has its own cap.** With no memory traffic at all, it reaches about 0.65 of the
 #   [peak](../docs/glossary.md#peak). More warps barely help: four times the ceiling row's warps
 #   per SM gain a few percent at most (the last line). NVIDIA does not say where the cap comes
@@ -230,9 +228,9 @@ answer = ...
 ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 
 # %% [markdown]
-# **2.** Section 2's SASS showed 128 `HMMA` for the default tile (64×64 warp tile). Predict how
-# many `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`: a
-# 64×32 warp tile, k-tile 32 deep. The solution counts `HMMA` in that kernel's SASS.
+# **2.** Section 2's SASS showed 128 `HMMA` per k-tile for the default tile. Predict how many
+# `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta` (§3 reads
+# the name). The solution counts `HMMA` in that kernel's SASS.
 
 # %%
 t = mma_sync.TILES[3]
