@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from .core import bench, records, runtime
+from .core import bench, notebook, records, runtime
 from . import mma_sync
 from .core.checks import U_ACC, check_gemm, gamma
 from .mma_sync import Check, compare, MmaSyncTile, random_operands
@@ -352,13 +352,15 @@ def stage_notes(results: dict, dtype: str = "float16", size: int = 4096) -> list
     r1 = compile_cp_async(dtype, CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2, stages=1)).resources.registers
     return [
         (s1 > 1.03 * ch01 and r1 < r01 and "/2cta" in st[(64, 1)]["tile"] and mma_sync.DEFAULT_TILE.min_blocks == 2,
-         f"1. {s1 / ch01:.2f}× chapter 01, {r1} registers per thread to its {r01}.",
+         f"1. {notebook.ratio(s1, ch01, 'TFLOP/s')}× chapter 01, {r1} registers per thread to its {r01}.",
          dict(one_stage=s1, chapter01=ch01)),
         (s1_32 < ch01 and best32["stages"] > 1 and best32["tflops"] == max(r["tflops"] for r in rows),
-         f"2. {s1_32 / ch01:.2f}× chapter 01; {best32['tflops'] / ch01:.2f}× with {best32['stages']} stages, the best.",
+         f"2. {notebook.ratio(s1_32, ch01, 'TFLOP/s')}× chapter 01; "
+         f"{notebook.ratio(best32['tflops'], ch01)}× with {best32['stages']} stages, the best.",
          dict(one_stage_bk32=s1_32, best_bk32=best32["tflops"])),
         ("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * two3,
-         f"3. {s4 / two3 - 1:+.0%} against the best of two or three stages.", dict(four_stages=s4)),
+         f"3. {notebook.ratio(s4, two3, 'TFLOP/s')}× the best of two or three stages "
+         f"({s4 / two3 - 1:+.0%}).", dict(four_stages=s4)),
     ]
 
 
@@ -369,9 +371,9 @@ def best_line(results: dict, dtype: str = "float16", size: int = 4096) -> str:
     row = best_rows(results, dtype, "cp.async")[size]
     b0 = best_rows(results, dtype, "mma.sync")[size]["tflops"]
     cb = best_rows(results, dtype, "cuBLAS").get(size)
-    return (f"Best cp.async rung at {size}³ {dtype} ({row['tile']}): {row['tflops']:.0f} TFLOP/s = "
-            f"{row['tflops'] / b0:.2f}× chapter 01 ({b0:.0f}: its kernel re-timed in this run)"
-            + (f", {row['tflops'] / cb['tflops']:.2f} of cuBLAS ({cb['tflops']:.0f})." if cb else "."))
+    return (f"Best cp.async rung at {size}³ {dtype} ({row['tile']}): "
+            f"{notebook.ratio(row['tflops'], b0, 'TFLOP/s')}× chapter 01 (its kernel re-timed in this run)"
+            + (f", {notebook.ratio(row['tflops'], cb['tflops'])} of cuBLAS (same run)." if cb else "."))
 
 
 def tile_traffic(bm: int, bn: int, tflops: float | None = None, copy_gbps: float | None = None) -> str:

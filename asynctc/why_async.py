@@ -182,7 +182,9 @@ def show_peak(rec) -> Peak:
     g = max(gemms, key=lambda g: g["tflops"])
     tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12
     print(f"cuBLAS, best ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms "
-          f"= {tf:.0f} TFLOP/s = {tf / pk.tflops:.2f} of the peak, {tf / sheet:.2f} of the datasheet's")
+          f"= {tf:.0f} TFLOP/s")
+    print(f"  of the peak: {notebook.ratio(tf, pk.tflops, 'TFLOP/s')}; "
+          f"of the datasheet's: {notebook.ratio(tf, sheet, 'TFLOP/s')}")
     return pk
 
 
@@ -214,7 +216,8 @@ def show_1024_below_roof(gemms: list[dict], peak: Peak, gbps: float) -> float:
     cap = tiles / peak.sm_count * peak.tflops
     print(f"ridge point = {peak.tflops:.0f} TFLOP/s / {gbps / 1000:.2f} TB/s = {ridge:.0f} FLOP/byte")
     print(f"1024³: intensity {i:.0f} FLOP/byte, {g['tflops']:.0f} TFLOP/s; "
-          f"{tiles} tiles on {peak.sm_count} SMs allow at most {cap:.0f}")
+          f"{tiles} tiles on {peak.sm_count} SMs allow at most {tiles} / {peak.sm_count} × "
+          f"{peak.tflops:.0f} = {cap:.0f}")
     text = (f"→ right of the ridge, yet below the roof: its {tiles} tiles of 128×128 keep {tiles} of "
             f"{peak.sm_count} SMs busy (cuBLAS may pick other tiles)")
     notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap, text,

@@ -84,7 +84,7 @@ def test_best_line_reads_the_record():
     res = records.load("cp_async").results
     line = cp_async.best_line(res, "float16", 4096)
     best = max(r["tflops"] for r in cp_async.stage_table(res, "float16", 4096))
-    assert line.startswith("Best cp.async rung at 4096³ float16 (") and f"{best:.0f} TFLOP/s" in line
+    assert line.startswith("Best cp.async rung at 4096³ float16 (") and f"): {best:.1f} / " in line
     assert "× chapter 01 (" in line and "of cuBLAS (" in line
 
 

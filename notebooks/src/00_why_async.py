@@ -41,11 +41,12 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Two ceilings, measured
 #
-# The suite `ceilings` times a device-to-device copy (`cuMemcpyAsync`, 16 MiB – 4 GiB) and cuBLAS
-# fp16 and bf16 GEMMs on random data (M = N = K = 1024 – 8192). Each time is the median of 20
-# samples, taken with CUDA events after a warm-up, with L2 flushed: before each sample a buffer of
-# two L2 sizes (the H200's L2 cache is 60 MiB) is overwritten, so the sample reads from DRAM, not
-# from data the last sample left in L2.
+# The suite `ceilings` times two things: a device-to-device copy (`cuMemcpyAsync`) of growing
+# size, and cuBLAS fp16 and bf16 GEMMs on random data of growing size.
+#
+# Each time is the median of 20 samples, taken with CUDA events after a warm-up. Before each
+# sample a buffer of two L2 sizes is overwritten, so the sample reads from DRAM, not from data
+# the last sample left in L2.
 #
 # **Predict before you run the cell.** The H200's datasheet rates its memory at 4.8 TB/s. A copy
 # reads and writes each byte. How close does the best copy come to the rating?
@@ -113,14 +114,16 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # bandwidth × intensity. Such a kernel is *memory-bound*. Above it, the Tensor Cores are the
 # limit, *if* the kernel can feed them.
 #
-# A square fp16 GEMM of size *n* does 2n³ FLOP and moves A, B and C at least once (6n² bytes). Its
-# intensity is n/3, so it grows with *n*. The plot shows cuBLAS's measured bf16 GEMMs. An open
-# marker shows the computed bound of a *decode-like* 8192×8192×16 GEMM (the skinny shape of LLM
-# token generation). Grey ticks on the roof mark exercise 2's sizes.
+# A square fp16 GEMM of size *n* does 2n³ FLOP. It moves A, B and C at least once: 6n² bytes.
+# So its intensity is n/3, and it grows with *n*.
+#
+# The plot shows cuBLAS's measured bf16 GEMMs. An open marker shows the computed bound of a
+# *decode-like* GEMM: skinny, as in LLM token generation. Grey ticks on the roof mark exercise 2's
+# sizes.
 #
 # **Predict before you run the cell.** The 1024³ GEMM has intensity 1024/3 ≈ 341 FLOP/byte. Is
-# that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its 128×128
-# output tiles (one per thread block), and the SMs.
+# that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its output tiles
+# (128×128, one per thread block) and the SMs.
 
 # %% output answers a prediction
 bw = max(c["gbps_rw"] for c in copy)               # §1's copy bandwidth, GB/s
@@ -131,25 +134,36 @@ fig = plots.roofline(peak.tflops, bw, why_async.roofline_points(gemms, peak, bw)
 ridge = why_async.show_1024_below_roof(gemms, peak, bw)
 
 # %% [markdown]
+# **Try it: predict, then change the shape.** The decode-like marker's skinny side is 16.
+# Predict: at 64, is it still left of the ridge? Then run `why_async.gemm_intensity(8192, 8192, 64)`
+# in a new cell and compare it with `ridge`.
+
+# %% [markdown]
 # ## 4. Why Tensor Cores starve
 #
 # Large GEMMs sit far right of the ridge, so DRAM is not their problem. Their problem is *inside*
 # the SM, which must consume 4096 FLOP every clock.
 #
 # Say each **CTA** (cooperative thread array: CUDA's thread block, on one SM) computes a 128×128
-# tile of C. Each step along K brings (128 + 128) × 2 bytes of operands for 2 × 128 × 128 FLOP.
-# That is **1/64 byte per FLOP**, or **64 bytes every clock** into shared memory, per SM. The
-# threads that move those bytes must also issue the math.
+# tile of C. Count the bytes it must bring in:
 #
-# Shared memory serves **128 bytes per clock per SM** (CUDA C++ Programming Guide, *Compute
-# Capabilities*: 32 banks, each 32 bits per clock). Each operand byte is written once, read once.
+# 1. One step along K brings a column of A's tile and a row of B's: 256 fp16 values.
+#
+# 2. They feed one multiply-add per output element: 2 × 128 × 128 FLOP.
+#
+# 3. So one byte feeds 64 FLOP. At 4096 FLOP per clock, that is **64 bytes every clock**, per SM.
+#
+# The threads that move those bytes must also issue the math.
+#
+# Shared memory serves **128 bytes per clock per SM**: 32 banks, 4 bytes each (CUDA C++
+# Programming Guide, *Compute Capabilities*). Each operand byte is written once and read once.
 
 # %% output varies
 why_async.show_operand_feed(bw, peak)             # at §2's clock
 
 # %% [markdown]
-# The 128×128 tile needs all of shared memory's bandwidth. DRAM supplies about a third of its
-# bytes (the last line), so the rest must be L2 hits. And the copy must run *while* the Tensor
+# **So:** the 128×128 tile needs all of shared memory's bandwidth. DRAM supplies about a third of
+# its bytes (the last line); the rest must be L2 hits. And the copy must run *while* the Tensor
 # Cores compute.
 #
 # %% [markdown]

@@ -6,9 +6,8 @@
 # the Tensor Cores idle; while they multiply, nobody copies. This chapter measures how much that
 # turn-taking costs.
 #
-# **Where we are.** Chapter 00 ended on a suspicion. Threads that move their own operands cannot
-# keep the Tensor Cores fed. This chapter builds the best GEMM that works that way and measures
-# where its time goes.
+# **Where we are.** Chapter 00 suspected that threads which move their own operands cannot keep
+# the Tensor Cores fed. This chapter builds the best GEMM that works that way.
 #
 # **Learning goal.** Measure the *synchronous* way to use Tensor Cores, which later chapters
 # improve on, and say what limits it.
@@ -65,12 +64,15 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 #
 # ### What one `mma.sync.m16n8k16` does
 #
-# A whole warp issues it together. It multiplies a 16×16 fp16/bf16 tile of A by a 16×8 tile of B
-# and adds the product into a 16×8 fp32 tile of C (4096 FLOP). No lane has a whole tile. Each of
-# the 32 lanes keeps a **fragment**, a fixed few elements of each operand in its own registers.
-# The PTX ISA fixes the pattern (*Matrix Fragments for mma.m16n8k16*).
-# `ldmatrix` loads fragments from shared memory in exactly that pattern. The picture shows which
-# lane, and which of its registers a0–a3, has each element of A (B and C: [01b §1](01b_synchronous_anatomy.ipynb)).
+# A whole warp issues it together. It multiplies a 16×16 tile of A (fp16 or bf16) by a 16×8 tile
+# of B, and adds the product into a 16×8 fp32 tile of C.
+#
+# No lane has a whole tile. Each lane keeps a **fragment**: a fixed few elements of each operand,
+# in its own registers. The PTX ISA fixes the pattern (*Matrix Fragments for mma.m16n8k16*), and
+# `ldmatrix` loads from shared memory in exactly that pattern.
+#
+# The picture shows which lane, and which of its registers a0–a3, has each element of A (B and
+# C: [01b §1](01b_synchronous_anatomy.ipynb)).
 
 # %% output varies
 lane_a, reg_a = fragments.a_m16n8k16()
@@ -78,9 +80,9 @@ fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane and register holding each
                      row_label="row (M)", col_label="column (K)", value_label="lane", regs=reg_a)
 
 # %% [markdown]
-# **Try it: change `LANE` and re-run.** Lane 0 has 8 elements of A in 4 registers (two fp16
-# each), 4 of B in 2, and 4 fp32 of C in 4. Set `LANE = 4`, then 13: the rows move with
-# g = LANE // 4, the columns with t = LANE % 4.
+# **Try it: predict, then change `LANE` and rerun.** A lane's rows follow g = LANE // 4, its
+# columns t = LANE % 4. Lane 0 has rows 0 and 8 of A. Predict which rows of A lane 13 has,
+# then set `LANE = 13` and rerun.
 
 # %%
 LANE = 0                                  # a lane of the warp, 0..31
@@ -96,18 +98,24 @@ print(fragments.lane_table(LANE))
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# Each CTA computes a 128×128 tile of C; each of its warps, a 64×64 warp tile (the picture below).
-# The loop walks K in [**k-tiles**](../docs/glossary.md#k-tile): 64-deep slices of A and B that a
-# CTA holds in shared memory at a time. `LDG.128` and `STS.128` are a thread's 16-byte load from
-# global memory and store to shared memory. The shared tiles are [**swizzled**](../docs/glossary.md#swizzle):
-# 16-byte chunks sit at XOR-permuted places, so the lanes of one `ldmatrix` spread over the 32
-# banks instead of queueing on one ([bank conflict](../docs/glossary.md#bank-conflict)).
+# Each CTA computes a 128×128 tile of C; each of its warps, a 64×64 **warp tile** (the picture
+# below).
 #
-# Two shared buffers (`buf`) mean one barrier per k-tile. The loop loads the *next* k-tile into
-# registers (`load_global`). It runs this k-tile's math (`mma_ktile`). Each **k16 step** of it,
-# 16 deep along K, loads fragments with `ldmatrix`, then issues one `mma.sync` per 16×8 tile of
-# the warp's C (the right panel). Then the loop stores the registers into the other buffer
-# (`store_shared`).
+# The loop walks K in [**k-tiles**](../docs/glossary.md#k-tile): 64-deep slices of A and B that a
+# CTA holds in shared memory at a time. `LDG.128` and `STS.128` are a thread's 16-byte load from global
+# memory and its store to shared memory.
+#
+# The shared tiles are [**swizzled**](../docs/glossary.md#swizzle): chunks sit at XOR-permuted
+# places, so the lanes of one `ldmatrix` spread over the banks instead of queueing on one
+# ([bank conflict](../docs/glossary.md#bank-conflict)).
+#
+# Two shared buffers (`buf`) mean one barrier per k-tile. One loop step:
+#
+# 1. Load the *next* k-tile into registers (`load_global`).
+# 2. Run this k-tile's math (`mma_ktile`), one **k16 step** (16 deep along K) at a time: load
+#    fragments with `ldmatrix`, then issue one `mma.sync` per 16×8 tile of the warp's C (the right
+#    panel).
+# 3. Store the registers into the other buffer (`store_shared`).
 
 # %%
 fig = mma_sync.plot_tile_hierarchy(mma_sync.DEFAULT_TILE)
@@ -179,15 +187,17 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)
 # and it is only timed ([01b §4](01b_synchronous_anatomy.ipynb) has every variant). Read it top
 # down, and two limits show.
 #
-# * **The warps stall on their own copy.** Of the two single removals, the global → shared copy
-#   gains the most. Every operand byte crosses the SM's L1/shared-memory data path three times
-#   (into registers, into shared memory, out through `ldmatrix`), and the warps wait for those
-#   copies at `__syncthreads` before they can issue math.
+# * **The warps stall on their own copy.** Removing the global → shared copy gains the most. Each
+#   operand byte crosses the SM's shared-memory data path three times: into registers, into shared
+#   memory, out through `ldmatrix`. The warps wait for it at `__syncthreads`.
 # * **`mma.sync` has its own cap.** With no memory traffic at all, it reaches about 0.65 of the
-#   [peak](../docs/glossary.md#peak), and 8× the warps per SM gain about 5 %. NVIDIA does not say
-#   where the cap comes from. The full rate needs `wgmma` (chapter 04).
+#   [peak](../docs/glossary.md#peak). More warps barely help: four times the ceiling row's warps
+#   per SM gain a few percent at most (the last line). NVIDIA does not say where the cap comes
+#   from. The full rate needs `wgmma` (chapter 04).
 #
 # The peak here is at the ceiling kernel's own SM clock, read [in the kernel](../docs/glossary.md#in-kernel).
+# `show_why` divides each row's TFLOP/s by the full kernel's, from `rec.results["ablation"]`; the
+# ceiling rows come from `rec.results["peak"]`.
 
 # %% output varies
 mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)
@@ -218,10 +228,9 @@ answer = ...
 ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 
 # %% [markdown]
-# **2.** Section 2 showed 128 `HMMA` for the default tile (64×64 warp tile, k-tile of 64). Predict
-# how many `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`
-# (64×32 warp tile, k-tile of 32). The solution counts `HMMA` in that kernel's SASS (one loop
-# body: one k-tile).
+# **2.** Section 2's SASS showed 128 `HMMA` per k-tile for the default tile. Predict how many
+# `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta` (§3 reads
+# the name). The solution counts `HMMA` in that kernel's SASS.
 
 # %%
 t = mma_sync.TILES[3]

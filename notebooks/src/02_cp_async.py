@@ -133,8 +133,9 @@ cp_async_show.sass_tables(ck)        # chapter 01's kernel, then this one; asser
 # How much shared memory each ring takes, and a tile refused before launch:
 # [deep dive 02b §2](02b_cp_async_microbenchmark.ipynb).
 #
-# **Try it: change `TILE` and re-run.** In a model, each byte a CTA copies feeds BM·BN/(BM+BN) FLOP.
-# Set `TILE = (64, 64)`, then `(256, 256)`: how much copying does the same speed need?
+# **Try it: predict, then change `TILE` and rerun.** In a model, each byte a CTA copies feeds
+# BM·BN/(BM+BN) FLOP. Predict: does `TILE = (64, 64)` need more or less copying for the same speed?
+# Then set it, and `(256, 256)`, and rerun.
 
 # %% output varies
 TILE = (128, 128)                         # the CTA tile, BM × BN
@@ -154,9 +155,11 @@ cp_async_show.checks(rec)            # a sample of the checks; raises if any fai
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
 #
-# One run, same inputs (median of 20, L2 flushed before each). The k-tile depth BK is 64 or 32,
-# with 1 to 4 stages. **Predict before you look:** with BK = 64, does each added stage help? And
-# which BK gains more from a ring?
+# One run, same inputs, L2 flushed before each sample. The k-tile depth BK is 64 or 32, with one
+# to four stages.
+#
+# **Predict before you look:** with BK = 64, does each added stage help? And which BK gains more
+# from a ring?
 
 # %% output answers a prediction
 rows = cp_async.stage_table(rec.results, "float16", 4096)   # one row per rung: BK, stages, TFLOP/s
@@ -182,10 +185,19 @@ print(f"{best:.0f} / {ch01:.0f} = {best / ch01:.2f}")
 #
 # 1. **BK = 64, one stage.** Each CTA copies, waits, then computes. Only the SM's second CTA
 #    (`/2cta`) computes in the meantime. Chapter 01 also paid a register hop (`LDG`, `STS`).
-# 2. **BK = 32, one stage.** It waits once per 32-deep k-tile, so as often again for the same
-#    math. A ring in flight helps it most.
-# 3. **BK = 64, four stages.** The ring takes 4 × 32 KiB, so only one CTA fits on an SM. No second
-#    CTA covers its waits. [02b §2](02b_cp_async_microbenchmark.ipynb) reads the sweep in full.
+#
+# 2. **BK = 32, one stage.** Its k-tiles are half as deep, so it waits as often again for the
+#    same math. A ring in flight helps it most.
+#
+# 3. **BK = 64, four stages.** The ring is so large that only one CTA fits on an SM. No second
+#    CTA covers its waits.
+#
+# Each note prints its two operands from the table's TFLOP/s column (`rec.results["sweep"]`).
+# [02b §2](02b_cp_async_microbenchmark.ipynb) reads the sweep in full.
+#
+# **Try it: predict, then count.** A BK = 64 stage is 32 KiB. Predict how many such stages fit
+# when two CTAs share an SM's 228 KiB (1 KiB reserved per CTA). The solution cell's last line
+# computes it; compare it with the table's `CTAs/SM` column.
 
 # %% output varies
 cp_async_show.stages(rec)            # the table, then notes 1–3, each checked against the record
@@ -213,10 +225,11 @@ cp_async_show.overlap(rec, records.load("mma_sync").results["peak"])
 #
 # (Exercise 1, the prediction, is in section 2.) A wrong answer gets a hint at what is off.
 #
-# **2.** A ring of stages has to fit in shared memory. An SM has 228 KiB (233472 B), and the
-# driver reserves 1 KiB of it per CTA. For 128×64×32 fp16 k-tiles, what is the largest number of
-# stages whose ring fits one CTA on an SM? (The kernel itself stops at 4; the question is what
-# shared memory allows.)
+# **2.** A ring of stages has to fit in shared memory. An SM has 228 KiB (233472 B); the driver
+# reserves 1 KiB of it per CTA.
+#
+# For 128×64×32 fp16 k-tiles, what is the largest number of stages whose ring fits one CTA on an
+# SM? The kernel itself stops at 4; the question is what shared memory allows.
 
 # %%
 answer = ...
