@@ -8,7 +8,8 @@
 # [*tensor map*](../docs/glossary.md#tensor-map). Then one thread asks it for a tile, a
 # [*box*](../docs/glossary.md#box), and it writes the box into shared memory. An
 # [*mbarrier*](../docs/glossary.md#mbarrier), a barrier object in shared memory, counts the bytes
-# in. Chapter 02 needed many threads' copies per stage; TMA needs one instruction. Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
+# in. Chapter 02 needed many threads' copies per stage; TMA needs one instruction. Deep dive:
+# [03b, TMA at the edges](03b_tma_boxes.ipynb).
 
 # %% output varies
 from asynctc.core import exercises, notebook, records
@@ -20,18 +21,18 @@ notebook.banner("sm_90a")
 # ## 1. Tensor maps, validated before the driver sees them
 #
 # The driver answers a bad argument with a bare `CUDA_ERROR_INVALID_VALUE`; `tma.validate` names
-# the field ([03b §1](03b_tma_boxes.ipynb)). Below, chapter 05's A map. **Which order?**
+# the field ([03b §1](03b_tma_boxes.ipynb)). **Which order?**
 #
-# 1. `tma.validate` takes `shape` and `box` rows first, as numpy does: `box=(128, 64)` is 128 rows
+# 1. `tma.validate` takes `shape` and `box` rows first, like numpy: `box=(128, 64)` is 128 rows
 #    × 64 columns.
 # 2. The copy instruction names the contiguous dimension first: a box starts at (c0, c1) =
 #    (column, row).
 #
-# Rows past the tensor's edge (orange) arrive as zeros, and their bytes still count.
+# Rows past the edge (orange) arrive as zeros; their bytes still count.
 
 # %% output varies
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
-                    box=(128, 64), swizzle=128)               # box: (rows, columns), numpy's order
+                    box=(128, 64), swizzle=128)               # box: (rows, columns)
 fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, c1) = (column, row)
 
 # %% [markdown]
@@ -45,16 +46,15 @@ fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, 
 # * **No swizzle.** Every row starts at bank 0: each column is one colour.
 # * **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row index mod 8:
 #   column 0 meets every bank group. 32B and 64B swizzle do the same for narrower boxes.
-#
 # The GPU agrees ([03b §3](03b_tma_boxes.ipynb)).
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 
 # %% [markdown]
-# **Predict, then change it.** Set `swizzles=(64,)` and rerun: how many colours will column 0 have,
-# and so how many ways will `ldmatrix` conflict? Then try `(0,)`. <details><summary>Answer</summary>
-# 64B: 8 colours, no conflict. None: one colour, an 8-way conflict.</details>
+# **Predict, then change it.** Set `swizzles=(64,)` and rerun: how many colours in column 0, so
+# how many ways does `ldmatrix` conflict? Then try `(0,)`. <details><summary>Answer</summary>
+# 64B: 8 colours, none. No swizzle: 1 colour, 8-way.</details>
 
 # %% [markdown]
 # ## 3. The mbarrier life cycle
@@ -63,30 +63,30 @@ fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 # One barrier, one fill:
 #
 # 1. `init`: the barrier expects one arrival.
-# 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): it sets the pending
-#    bytes, the **tx-count**, to the box's size.
-# 3. It starts the TMA copy. Landing bytes lower the tx-count.
+# 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx), setting the pending
+#    bytes, the **tx-count**.
+# 3. It starts the copy. Landing bytes lower the tx-count.
 # 4. At zero arrivals and zero bytes, the barrier's *phase* completes; the next opens.
 # 5. Consumers wait on its [*phase parity*](../docs/glossary.md#phase-parity) (number mod 2), then
 #    read.
 #
-# One barrier guards every fill of a stage, so phases are numbered: a plain "ready" flag would
-# still be set from the last fill.
+# Phases are numbered because one barrier serves every fill: a "ready" flag would still be set from
+# the last one.
 #
 # **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*). A wait on parity P passes unless the open
 # phase has parity P.
 
 # %% [markdown]
 # **The code.** `tma_load_dump` (`kernels/tma.cu`) runs steps 1–5 for one box; under it, the
-# wrappers' PTX. `.shared::cluster` names a [cluster](../docs/glossary.md#cluster) (chapter 06); a
-# lone CTA is a cluster of one. Then `mbarrier_lifecycle` on the GPU: after each step, would a wait
+# wrappers' PTX and the bounded wait's loop. Then `mbarrier_lifecycle` on the GPU: after each step, would a wait
 # on parity 0 or 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
-    ptx=("mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d", "mbarrier_try_wait_parity")))
+    ptx=("mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d", "mbarrier_try_wait_parity"),
+    more=(("ptx/mbarrier.cuh", r"for \(u32 i = 1; i < max_tries", r"atomicCAS"),)))
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
-tma.checks.show_lifecycle(crec)          # raises if a step or a box read back differs from the PTX ISA
+tma.checks.show_lifecycle(crec)          # raises if the record differs from the PTX ISA
 
 # %% [markdown]
 # * The wait is **bounded** (`max_tries` rounds or 2 s): a wrong byte count cannot hang the GPU.
@@ -124,7 +124,7 @@ ok = exercises.check("ch03.stage_fill", lines)
 
 # %% [markdown]
 # **2. Write the 128-byte swizzle** `swizzle_128b(offset)`: where TMA puts byte `offset` of a box
-# with 128-byte rows in a 1024-byte aligned buffer (section 2's rule).
+# with 128-byte rows in a 1024-byte aligned buffer (§2's rule).
 
 # %%
 def swizzle_128b(offset):
@@ -157,7 +157,7 @@ ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bit
 #
 # **Predict first.** For chapter 05's box, cp.async needs a thousand instructions, TMA one. More
 # GB/s for TMA, or about the same? The *we measured* line answers from the record `tma_equal`
-# ([03b §2](03b_tma_boxes.ipynb): every box size).
+# ([03b §2](03b_tma_boxes.ipynb)).
 
 # %% output answers a prediction
 from asynctc.core import worklog
