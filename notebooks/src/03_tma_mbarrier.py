@@ -40,8 +40,10 @@ fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, 
 #
 # Shared memory has 32 banks of 4 bytes. Two lanes reading different words of one bank wait for
 # each other: a [bank conflict](../docs/glossary.md#bank-conflict). A 16-byte chunk covers 4 banks,
-# a *bank group*. `ldmatrix` (chapter 01) reads one chunk from each of 8 rows. Below, 8 rows of a
-# box coloured by bank group: a column of one colour is an 8-way conflict, of 8 colours none.
+# a *bank group*.
+#
+# `ldmatrix` (chapter 01) reads one chunk from each of 8 rows. Below, 8 rows of a box coloured by
+# bank group: a column of one colour is an 8-way conflict, of 8 colours none.
 #
 # * **No swizzle.** Every row starts at bank 0: each column is one colour.
 # * **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row index mod 8:
