@@ -398,8 +398,8 @@ def test_peak_lines_goal_and_clock_notes():
         W.peak_row(res, n=64)
     lines = W.peak_lines(res).splitlines()
     assert lines[0].startswith("N = 256 float16 SS: 879 TFLOP/s = ") and "1654 MHz (in-kernel)" in lines[0]
-    assert lines[1].strip() == "of the per-clock peak, 132 × 4096 × 1654 MHz = 894 TFLOP/s: 0.98"
-    assert lines[2].strip() == "of the datasheet figure, 989 TFLOP/s at 1830 MHz: 0.89"
+    assert lines[1].strip() == "of the per-clock peak, 132 × 4096 × 1654 MHz: 879.0 / 894.3 TFLOP/s = 0.98"
+    assert lines[2].strip() == "of the datasheet figure, at 1830 MHz: 879.0 / 989.4 TFLOP/s = 0.89"
     ok, yes, no = W.goal_note(res, goal=0.90)
     assert ok and yes == "N = 256: 0.98 of the per-clock peak — goal 0.90 reached."
     assert not W.goal_note(res, goal=0.99)[0] and no.endswith("not reached.")
@@ -424,7 +424,7 @@ def test_throughput_figure_draws_the_peak_the_text_prints():
               and x["ctas_per_sm"] == 2 and x["chains"] == 1]
     assert (f"per-clock peak at N = 256's clock (1654 MHz): 894\n(each point ran at its own clock, "
             f"{min(clocks):.0f}–{max(clocks):.0f} MHz)") in labels     # the points are not all at 1654
-    assert "= 894 TFLOP/s" in W.peak_lines(res)
+    assert "/ 894.3 TFLOP/s" in W.peak_lines(res)
     plt.close(fig)
 
 

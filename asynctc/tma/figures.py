@@ -75,9 +75,11 @@ def plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032)):
             z.add_patch(Rectangle((c0, c1), bc, inside, fc=colour, alpha=0.8))
             z.add_patch(Rectangle((c0, c1 + inside), bc, br - inside, fc="white", ec=colour,
                                   hatch="///"))
-            z.set_xlim(c0 - 2 * bc, c0 + 3 * bc)
-            z.set_ylim(rows + br, c1 - br)
-            z.set_title(f"zoom: rows {c1}–{c1 + br - 1}, the tensor ends at {rows}", fontsize=8)
+            z.set_xlim(c0 - bc, c0 + 2 * bc)
+            z.set_ylim(c1 + br, c1)         # exactly the box's rows, so the ticks match the title
+            z.set_xticks([c0, c0 + bc])
+            z.set_yticks([c1, rows, c1 + br])
+            z.set_title(f"zoom: rows {c1} to {c1 + br}, the tensor ends at {rows}", fontsize=8)
             z.tick_params(labelsize=7)
             g.indicate_inset_zoom(z, edgecolor=colour)
         s = fig.add_subplot(gs[k + 1])

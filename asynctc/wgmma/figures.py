@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.notebook import ratio
 from ..core.peak import DATASHEET, FLOP_PER_CLK_PER_SM, clock_text
 from ..models import descriptors as dsc
 from .config import SWIZZLES
@@ -215,10 +216,10 @@ def peak_lines(results: dict, dtype: str = "float16", n: int = 256) -> str:
     return "\n".join([
         f"N = {n} {dtype} SS: {b['tflops']:.0f} TFLOP/s = {b['flop_per_clk_sm']:.0f} FLOP/clk/SM at "
         f"{clock_text(b)}",
-        f"  of the per-clock peak, {sms} × {per_clk} × {b['sm_mhz']:.0f} MHz = "
-        f"{b['datasheet_tflops_at_clock']:.0f} TFLOP/s: {b['fraction_of_datasheet']:.2f}",
-        f"  of the datasheet figure, {sheet:.0f} TFLOP/s at {DATASHEET['boost_mhz']} MHz: "
-        f"{b['tflops'] / sheet:.2f}"])
+        f"  of the per-clock peak, {sms} × {per_clk} × {b['sm_mhz']:.0f} MHz: "
+        f"{ratio(b['tflops'], b['datasheet_tflops_at_clock'], 'TFLOP/s')}",
+        f"  of the datasheet figure, at {DATASHEET['boost_mhz']} MHz: "
+        f"{ratio(b['tflops'], sheet, 'TFLOP/s')}"])
 
 
 def goal_note(results: dict, goal: float = 0.90, dtype: str = "float16",

@@ -1,18 +1,15 @@
 # %% [markdown]
 # # 03 — TMA and mbarrier: one thread moves a whole tile
 #
-# **Learning goal.** Describe a tile copy to the Tensor Memory Accelerator, see where its bytes
-# land, and wait for them with an mbarrier.
+# **Learning goal.** Copy a tile with the Tensor Memory Accelerator; wait for it with an mbarrier.
 #
 # **In plain words.** The [Tensor Memory Accelerator (TMA)](../docs/glossary.md#tma) is a copy
 # engine beside each SM. You describe a global tensor to it once, in a
-# [*tensor map*](../docs/glossary.md#tensor-map); then one thread asks it for a tile, a
-# [*box*](../docs/glossary.md#box), and it writes the box into shared memory in a bank-friendly
-# order. No thread carries those bytes, so an [*mbarrier*](../docs/glossary.md#mbarrier), a
-# barrier object in shared memory, counts them in, and the threads wait on it.
-#
-# **The story.** Chapter 02 filled a stage with 128 threads' 16-byte copies; TMA needs one
-# instruction. Deep dive: [03b — TMA at the edges and by box size](03b_tma_boxes.ipynb).
+# [*tensor map*](../docs/glossary.md#tensor-map). Then one thread asks it for a tile, a
+# [*box*](../docs/glossary.md#box), and it writes the box into shared memory. An
+# [*mbarrier*](../docs/glossary.md#mbarrier), a barrier object in shared memory, counts the bytes
+# in. Chapter 02 needed many threads' copies per stage; TMA needs one instruction. Deep dive:
+# [03b, TMA at the edges](03b_tma_boxes.ipynb).
 
 # %% output varies
 from asynctc.core import exercises, notebook, records
@@ -23,111 +20,103 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps, validated before the driver sees them
 #
-# The driver answers any bad argument with a bare `CUDA_ERROR_INVALID_VALUE`, so `tma.validate`
-# checks every rule first and names the field it refuses ([03b §1](03b_tma_boxes.ipynb)). Below,
-# chapter 05's A map.
+# The driver answers a bad argument with a bare `CUDA_ERROR_INVALID_VALUE`; `tma.validate` names
+# the field ([03b §1](03b_tma_boxes.ipynb)). **Which order?**
 #
-# **Which order?** `tma.validate` takes `shape` and `box` rows first, as numpy does:
-# `box=(128, 64)` is 128 rows × 64 columns. The driver (`cuTensorMapEncodeTiled`) and the copy's
-# coordinates name the contiguous dimension first: `boxDim` = (64, 128), and a box starts at
-# (c0, c1) = (column, row). Box 2 hangs 64 rows past the edge; TMA fills them with zeros and still
-# counts their bytes.
+# 1. `tma.validate` takes `shape` and `box` rows first, like numpy: `box=(128, 64)` is 128 rows
+#    × 64 columns.
+# 2. The copy instruction names the contiguous dimension first: a box starts at (c0, c1) =
+#    (column, row).
+#
+# Rows past the edge (orange) arrive as zeros; their bytes still count.
 
 # %% output varies
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
-                    box=(128, 64), swizzle=128)               # box: (rows, columns), numpy's order
+                    box=(128, 64), swizzle=128)               # box: (rows, columns)
 fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, c1) = (column, row)
 
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
 #
 # Shared memory has 32 banks of 4 bytes. Two lanes reading different words of one bank wait for
-# each other, a [bank conflict](../docs/glossary.md#bank-conflict). A 16-byte chunk spans 4 banks,
-# a *bank group*, and a 128-byte line has 8 groups.
+# each other: a [bank conflict](../docs/glossary.md#bank-conflict). A 16-byte chunk covers 4 banks,
+# a *bank group*.
 #
-# `ldmatrix` (chapter 01) reads one chunk from each of 8 rows. Each panel shows 8 rows of a box,
-# coloured by bank group: a column of one colour is an 8-way conflict, 8 colours none.
+# `ldmatrix` (chapter 01) reads one chunk from each of 8 rows. Below, 8 rows of a box coloured by
+# bank group: a column of one colour is an 8-way conflict, of 8 colours none.
 #
-# * **No swizzle.** Every 128-byte row starts at bank 0, so a column is one colour.
-# * **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row index mod 8.
-#   Bytes keep their place in the chunk. Column 0 covers groups 0 to 7, all 32 banks.
-# * **32B and 64B swizzle** serve narrow boxes the same way.
-#
-# The GPU agrees byte for byte ([03b §3](03b_tma_boxes.ipynb)).
+# * **No swizzle.** Every row starts at bank 0: each column is one colour.
+# * **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row index mod 8:
+#   column 0 meets every bank group. 32B and 64B swizzle do the same for narrower boxes.
+# The GPU agrees ([03b §3](03b_tma_boxes.ipynb)).
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 
 # %% [markdown]
+# **Predict, then change it.** Set `swizzles=(64,)` and rerun: how many colours in column 0, so
+# how many ways does `ldmatrix` conflict? Then try `(0,)`. <details><summary>Answer</summary>
+# 64B: 8 colours, none. No swizzle: 1 colour, 8-way.</details>
+
+# %% [markdown]
 # ## 3. The mbarrier life cycle
 #
-# **Why a new barrier.** `__syncthreads` waits for threads, and no thread carries these bytes.
-# An mbarrier is told how many bytes to expect, and the copy engine counts them off. One barrier
-# guards every fill of a stage, so it numbers its rounds, its *phases*: a plain "ready" flag
-# would still say "ready" from the last fill.
+# No thread carries these bytes, so `__syncthreads` cannot wait for them. An mbarrier counts them.
+# One barrier, one fill:
 #
-# A phase counts pending arrivals (set by `init`, lowered by each `arrive`) and pending bytes, the
-# **tx-count** (set by [`expect_tx`](../docs/glossary.md#expect_tx), lowered by each copy's
-# `complete_tx`). When both reach zero, the phase completes and the next opens. A wait names a
-# [*phase parity*](../docs/glossary.md#phase-parity) P, the phase's number mod 2.
+# 1. `init`: the barrier expects one arrival.
+# 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx), setting the pending
+#    bytes, the **tx-count**.
+# 3. It starts the copy. Landing bytes lower the tx-count.
+# 4. At zero arrivals and zero bytes, the barrier's *phase* completes; the next opens.
+# 5. Consumers wait on its [*phase parity*](../docs/glossary.md#phase-parity) (number mod 2), then
+#    read.
+#
+# Phases are numbered because one barrier serves every fill: a "ready" flag would still be set from
+# the last one.
 #
 # **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*). A wait on parity P passes unless the open
-# phase has parity P. With phases 0 and 1 complete and 2 open, a wait on 1 passes and a wait on 0
-# waits.
+# phase has parity P.
 
 # %% [markdown]
-# **The load path in code.** `tma_load_dump` (`kernels/tma.cu`) loads one box as chapter 05 loads
-# a stage; under it, the wrappers' PTX. Its `.shared::cluster` names a
-# [cluster](../docs/glossary.md#cluster), a group of CTAs that can address each other's shared
-# memory (chapter 06); a CTA on its own is a cluster of one, so here it is the CTA's own.
-
-# %%
-notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
-    ptx=("mbarrier_init", "mbarrier_arrive_expect_tx",
-         "tma_load_2d", "mbarrier_try_wait_parity"),
-    more=(("ptx/mbarrier.cuh", r"bool mbarrier_wait_parity_bounded", r"^}"),))
-
-# %% [markdown]
-# Thread 0's `expect_tx` is the barrier's one arrival. The wait is **bounded** (`max_tries`
-# rounds or 2 s), so a wrong byte count or parity cannot hang the GPU.
-#
-# **Why a proxy fence.** Threads reach shared memory by the *generic proxy*, TMA and wgmma by the
-# [*async proxy*](../docs/glossary.md#proxy); `__syncthreads` orders threads, not proxies. Without
-# `fence_proxy_async_shared_cta` the sentinel bytes could land after TMA's
-# ([03b §4](03b_tma_boxes.ipynb)).
-#
-# `mbarrier_lifecycle` runs the cycle on the GPU. After each step, would a wait on parity 0 and on
-# parity 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
+# **The code.** `tma_load_dump` (`kernels/tma.cu`) runs steps 1–5 for one box; under it, the
+# wrappers' PTX and the bounded wait's loop. Then `mbarrier_lifecycle` on the GPU: after each step, would a wait
+# on parity 0 or 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
 
 # %% output varies
+display(notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
+    ptx=("mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d", "mbarrier_try_wait_parity"),
+    more=(("ptx/mbarrier.cuh", r"for \(u32 i = 1; i < max_tries", r"atomicCAS"),)))
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
-tma.checks.show_lifecycle(crec)          # raises if a step or a box read back differs from the PTX ISA
+tma.checks.show_lifecycle(crec)          # raises if the record differs from the PTX ISA
 
 # %% [markdown]
-# Step 3 is the rule's example. On a fresh barrier (step 0) wait(1) passes, so a producer waiting
-# for an empty stage starts on parity 1 (chapters [05](05_pipelines.ipynb), [08](08_pitfalls.ipynb)).
+# * The wait is **bounded** (`max_tries` rounds or 2 s): a wrong byte count cannot hang the GPU.
+# * **A proxy fence.** Threads write shared memory through the *generic proxy*, TMA through the
+#   [*async proxy*](../docs/glossary.md#proxy); `fence_proxy_async_shared_cta` orders the two
+#   ([03b §4](03b_tma_boxes.ipynb)).
 #
-# **One ring stage, fill by fill.** From chapter 05 on, a stage has two barriers: *full* (its
-# bytes landed) and *empty* (its readers are done). Fill f of the stage completes phase f of each.
-# This table is the whole parity rule of every later chapter:
+# Step 3 is the rule's example. Step 0: on a fresh barrier wait(1) passes at once.
 #
-# | fill f | the consumer waits on full with | the producer, before fill f, waits on empty with | why |
+# **One ring stage, fill by fill.** From chapter 05 on, a stage has two barriers: *full* (bytes
+# landed) and *empty* (readers done). Fill f completes phase f of each. The parity rule of every
+# later chapter:
+#
+# | fill f | consumer waits on full with | producer, before fill f, waits on empty with | why |
 # |---:|---:|---:|---|
-# | 0 | 0 | 1 | empty is fresh: parity 1 passes at once |
-# | 1 | 1 | 0 | empty's phase 0 completed when fill 0 was released |
-# | 2 | 0 | 1 | the parities repeat every two fills |
-# | f | f mod 2 | (f + 1) mod 2 | the phase before fill f is f − 1 |
+# | 0 | 0 | 1 | empty is fresh: 1 passes |
+# | 1 | 1 | 0 | fill 0's release completed phase 0 |
+# | 2 | 0 | 1 | repeats every two fills |
+# | f | f mod 2 | (f + 1) mod 2 | waits for phase f − 1 |
 #
-# The kernels name the producer's column differently: 05's `rp`, 06's `phase ^ 1`, 08's
-# (f + 1) mod 2. They are one column of this table.
+# **So:** 05's `rp`, 06's `phase ^ 1` and 08's (f + 1) mod 2 are all this producer column.
 
 # %% [markdown]
 # ## Exercises
 #
-# **1. Fill one stage.** A stage of chapter 05's ring contains k-tile `kt` of A, A's `BM`×`BK` box of
-# tensor map `ta` (rows from `m0`), then right after it B's `BN`×`BK` box of `tb` (B stored N×K,
-# rows from `n0`). fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`, covers both;
-# `stage` and `full_bar` are `u32` shared-memory addresses. Write the lines of
+# **1. Fill one stage.** Stage k-tile `kt`: A's `BM`×`BK` box of map `ta` (rows from `m0`), then
+# right after it B's `BN`×`BK` box of `tb` (B stored N×K, rows from `n0`). fp16, `BM` = `BN` = 128,
+# `BK` = 64. One barrier, `full_bar`, covers both. Write the lines of
 # `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with `tma_load_2d(dst, map, bar, c0, c1)`:
 # **c0 is the column** (along K), c1 the row.
 
@@ -137,7 +126,7 @@ ok = exercises.check("ch03.stage_fill", lines)
 
 # %% [markdown]
 # **2. Write the 128-byte swizzle** `swizzle_128b(offset)`: where TMA puts byte `offset` of a box
-# with 128-byte rows in a 1024-byte aligned buffer (section 2's rule).
+# with 128-byte rows in a 1024-byte aligned buffer (§2's rule).
 
 # %%
 def swizzle_128b(offset):
@@ -168,9 +157,9 @@ ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bit
 # %% [markdown]
 # ## Worklog
 #
-# **Predict first.** At chapter 05's 128×64 box cp.async needs 1024 instructions, TMA one. More
-# GB/s for TMA, or about the same? The worklog's *we measured* line answers from the record
-# `tma_equal`; [03b §2](03b_tma_boxes.ipynb) runs every box size.
+# **Predict first.** For chapter 05's box, cp.async needs a thousand instructions, TMA one. More
+# GB/s for TMA, or about the same? The *we measured* line answers from the record `tma_equal`
+# ([03b §2](03b_tma_boxes.ipynb)).
 
 # %% output answers a prediction
 from asynctc.core import worklog
