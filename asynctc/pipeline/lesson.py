@@ -46,12 +46,12 @@ def show_parity_story(stages: int = 2, k_tiles: int = 4, consumers: int = 1, wai
     flag run breaks at the first refill: k-tile S in stage 0, fill 1, whose wait passes on fill 0's
     completion before its bytes land"; "the model's timing hides the race in longer rings"."""
     st = parity_story(stages, k_tiles, consumers, wait_pending)
-    print("k-tile | stage | fill | bytes land | parity wait passes | flag wait passes")
+    print("k-tile | stage | fill | bytes land | parity wait ends | flag wait ends")
     for r in st["rows"]:
         flag = "—" if r["flag"] is None else f"{r['flag']:.0f}"
         mark = "  ← before its bytes" if r["flag"] is not None and r["flag"] < r["landed"] else ""
-        print(f"{r['k']:6} | {r['stage']:5} | {r['fill']:4} | {r['landed']:10.0f} | {r['parity']:18.0f} | "
-              f"{flag:>16}{mark}")
+        print(f"{r['k']:6} | {r['stage']:5} | {r['fill']:4} | {r['landed']:10.0f} | {r['parity']:16.0f} | "
+              f"{flag:>14}{mark}")
     race = st["race"]
     print("flag run, the model's diagnosis:", race.what if race else "none")
     require(st["correct"] is None and all(r["parity"] >= r["landed"] for r in st["rows"]),
@@ -91,29 +91,37 @@ def smem_share(bn: int, bm: int = 128, bk: int = 64, smem_bytes_per_clk: int = 1
 
 
 def show_goals(results: dict, goals=((4096, 0.80), (8192, 0.90))) -> dict:
-    """Print the best variant ÷ cuBLAS per size and dtype against the chapter's goal; the verdict
-    sentence is generated from the record (no fixed claim to guard). Returns {size: {dtype: ratio}}."""
+    """Print the best variant ÷ cuBLAS per size and dtype against the chapter's goal, each ratio with
+    its operands (the record's ``sweep`` and ``variants`` rows, TFLOP/s); the verdict sentence is
+    generated from the record (no fixed claim to guard). Returns {size: {dtype: ratio}}."""
     from ..core import notebook
+    from .results import best_row, cublas_row
     out = {}
     for size, goal in goals:
         got = out[size] = of_cublas(results, size)
-        head = f"{size}³: fp16 {got['float16']:.2f}, bf16 {got['bfloat16']:.2f} of cuBLAS, goal {goal:.2f}"
+        head = f"{size}³, best ÷ cuBLAS (TFLOP/s): " + ", ".join(
+            f"{name} " + notebook.ratio(best_row(results, dt, size, variants=True)["tflops"],
+                                        cublas_row(results, dt, size)["tflops"])
+            for dt, name in (("float16", "fp16"), ("bfloat16", "bf16"))) + f"; goal {goal:.2f}"
         notebook.verdict(min(got.values()) >= goal, f"{head}: reached.", f"{head}: NOT reached.")
     return out
 
 
 def show_widths(results: dict) -> dict:
     """Print, per tile width, the shared-memory share a k-tile needs and the best fp16 4096³ ratio
-    to cuBLAS; then 128×128's depth sweep with its CTAs per SM.
+    to cuBLAS (with its operands), the 128×256 S = 4 ÷ S = 3 step; then 128×128's depth sweep with its CTAs per SM.
 
-    Guards §4's sentences: "the 128×256 curve rises until S = 3; S = 4 adds about 1.6 %" (recorded
-    1.57 %; the guard accepts 0.5–3 %); "it stops at S = 4: a 48 KiB stage, five past the 227 KiB opt-in"
+    Guards §4's sentences: "the 128×256 curve flattens after S = 3; S = 4 adds only a few percent"
+    (recorded 1.57 %, printed with its operands; the guard accepts 0.5–3 %); "it stops at S = 4: a 48 KiB stage, five past the 227 KiB opt-in"
     (``PipelineConfig``'s own arithmetic, against the record's limit); "the wider tile needs less of
     shared memory's bandwidth and is faster"; "128×128 drops after S = 3, where only one CTA fits per SM"."""
+    from ..core.notebook import ratio
+    from .results import cublas_row
     best = best_by_width(results)
-    print("tile    | shared-memory share | best ÷ cuBLAS")
+    cub = cublas_row(results, "float16", 4096)["tflops"]
+    print("tile    | shared-memory share | best ÷ cuBLAS (fp16 4096³)")
     for bn in (128, 256):
-        print(f"128×{bn} | {smem_share(bn):19.0%} | {best[bn]:.2f}")
+        print(f"128×{bn} | {smem_share(bn):19.0%} | {ratio(best[bn] * cub, cub, 'TFLOP/s')}")
     moved, clocks = 2 * (128 + 256) * 64 * 2, 2 * 128 * 256 * 64 / 4096
     print(f"share = bytes written and read ÷ math clocks ÷ 128 B/clk; 128×256: {moved} / {clocks:.0f} / 128 "
           f"= {smem_share(256):.0%}")
@@ -122,11 +130,10 @@ def show_widths(results: dict) -> dict:
           + " TFLOP/s; CTAs per SM " + " ".join(str(occ[S]) for S in sorted(d128)))
     require(best[256] > best[128], "the wider tile is faster", record=str(best))
     wide = depth_sweep(results, "128x256x64/c2")
+    print(f"128×256, S = 4 ÷ S = 3: {ratio(wide[4], wide[3], 'TFLOP/s', 3)}")
     require(flat_from(wide) == 3 and 0.005 < wide[4] / wide[3] - 1 < 0.03,
-            "the 128×256 curve rises until S = 3; S = 4 adds about 1.6 %", record=str(wide))
+            "the 128×256 curve flattens after S = 3; S = 4 adds only a few percent", record=str(wide))
     cfg, limit = PipelineConfig(bm=128, bn=256, stages=1), results["smem_limit"]
-    print(f"128×256: a stage is (128 + 256)·64·2 = {cfg.stage_bytes} bytes; a CTA may opt in to {limit} "
-          f"({limit // 1024} KiB): at most {cfg.max_stages(limit)} stages")
     require(cfg.stage_bytes == 48 * 1024 and limit == 227 * 1024 and cfg.max_stages(limit) == 4,
             "a 48 KiB stage: four fit in 227 KiB, five do not", record=f"{cfg.stage_bytes}, {limit}")
     require(d128[4] < d128[3] and occ[3] > occ[4] == 1, "128×128 drops after S = 3, one CTA per SM",

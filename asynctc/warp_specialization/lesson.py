@@ -40,14 +40,10 @@ def ladder_table(results: dict, dtype: str = "float16") -> str:
     return "\n".join(lines)
 
 
-def _pair(d: dict, sizes=(4096, 8192), dtype: str = "float16") -> str:
-    """``d[(size, dtype)]`` for each size, as ``"0.85, 0.87"``."""
-    return ", ".join(f"{d[(s, dtype)]:.2f}" for s in sizes)
-
-
 @guards
 def show_ladder_steps(results: dict) -> None:
-    """06 §3: print :func:`ladder_table` (fp16), then the arithmetic of the markdown's two
+    """06 §3: print :func:`ladder_table` (fp16), each fp16 4096³ step with its operands
+    (:func:`asynctc.core.notebook.ratio`), then the arithmetic of the markdown's two
     conclusions (rung 3 only returns to rung 1; rung 8 reaches cuBLAS; fp16, 4096³ and 8192³; the
     "Derive it" cell before it computes rung 3's and rung 7's steps), and guard over every size and
     dtype of the record what 06 §3 says, with each small step's size behind "the other four moved
@@ -65,15 +61,18 @@ def show_ladder_steps(results: dict) -> None:
     - rung 8 gains about 1 % (0–3 %) and ends at 0.99 and 1.01 of cuBLAS (0.98 or more).
     """
     from .figures import ladder_ratio
+    from ..core.notebook import ratio
     print(ladder_table(results))
+    t = {x["rung"]: x["tflops"] for x in results["ladder"] if (x["size"], x["dtype"]) == (4096, "float16")}
+    print("fp16 4096³, each rung over the one in 'over' (TFLOP/s):\n" + "\n".join(
+        f"  rung {b}: {ratio(t[b], t[a])}" for b, a in OVER.items()))
     L = ladder_steps(results)
     r = {b: ladder_ratio(results, a, b) for b, a in OVER.items()}
     top = {(x["size"], x["dtype"]): x["of_cublas"] for x in results["ladder"] if x["rung"] == 8}
     print("fp16, 4096³ and 8192³:\n"
           f"  rung 3 / rung 1 = (rung 3 / rung 2) × (rung 2 / rung 1) = "
           + ", ".join(f"{r[3][(s, 'float16')]:.2f} × {L['r2'][(s, 'float16')]:.2f} = {L['r3'][(s, 'float16')]:.2f}"
-                      for s in (4096, 8192)) + "\n"
-          f"  rung 8 / cuBLAS = {_pair(top)}")
+                      for s in (4096, 8192)))
     best = {b: max(v.values()) for b, v in r.items()}
     low = {b: min(v.values()) for b, v in r.items()}
     at = {b: {s: [v for (z, _), v in r[b].items() if z == s] for s in (4096, 8192)} for b in r}
@@ -104,8 +103,8 @@ def show_ladder_steps(results: dict) -> None:
 
 @guards
 def show_rung3_steps(results: dict) -> None:
-    """06 §3: print the ``ws_rung3_steps`` record's table (:func:`.rung3_split.rung3_table`), then
-    guard the markdown's sentences on it:
+    """06 §3: print the ``ws_rung3_steps`` record's table (:func:`.rung3_split.rung3_table`) and
+    each step's TFLOP/s ratio with its operands, then guard the markdown's sentences on it:
 
     - a second consumer alone moves −0.6 % (−2 % to +1 %);
     - the 128×256 tile gains +17 % (14–20 %), and its operands need a smaller share of
@@ -113,9 +112,13 @@ def show_rung3_steps(results: dict) -> None:
     - setmaxnreg then moves +0.3 % (within 1.5 %), because the wide tile already fits in the registers a
       thread has at entry, with no spills.
     """
-    from .rung3_split import rung3_numbers
+    from .rung3_split import rung3_numbers, rung3_steps
+    from ..core.notebook import ratio
     n = rung3_numbers(results)
     print(n["table"])
+    rows = {d["step"]: d["tflops"] for d in rung3_steps(results)}
+    print("gains, TFLOP/s: " + "; ".join(f"{b} {ratio(rows[b], rows[a], '', 3)}" for b, a in
+          (("two consumers", "rung 2"), ("128x256", "two consumers"), ("setmaxnreg (rung 3)", "128x256"))))
     wide = n["wide"]
     require(-0.02 < n["consumers"] < 0.01, "A second consumer alone moves −0.6 %.", gain=n["consumers"])
     require(0.14 < n["wider"] < 0.20 and wide["smem_share"] < n["share2"],
