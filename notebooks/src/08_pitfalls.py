@@ -23,13 +23,10 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Why these bugs are hard
 #
-# A wrong synchronous kernel is wrong every time. An asynchronous one fails in four ways:
-#
-# 1. it **hangs**: a wait names a phase that never completes;
-# 2. it is **wrong sometimes**: a stage is read before its bytes land, or overwritten while read;
-# 3. it is **wrong always**, in a fixed pattern: writer and reader disagree on the layout;
-# 4. it is right but **slow**: ptxas dropped `setmaxnreg` and says so only as performance
-#    warning **C7508** in its log (the kernel lacks `__launch_bounds__(threads, 1)`).
+# A wrong synchronous kernel is wrong every time. An asynchronous one can also **hang** (a wait
+# names a phase that never completes), be **wrong sometimes** (a stage read before it lands, or
+# overwritten while read), be **wrong always** in a fixed pattern (a layout disagreement), or be
+# right but **slow**. §4's table says what to look at for each.
 #
 # Every wait here is **bounded** (chapter 03): a hang ends in an error word.
 #
@@ -46,7 +43,8 @@ notebook.banner("sm_90a")
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$",
-                     omit=(r"^    if \(tid == 0\) b\w+<0>", r"<0>", "exercise 2 asks for it"))
+                     omit=((r"^    if \(tid == 0\) b\w+<0>", r"<0>", "exercise 2 asks for it"),
+                           (r"^      uint4 v;", r"^    \}", "copy chunk phys of the stage to chunk q of out_buf")))
 
 # %% [markdown]
 # ## 3. One hang, from symptom to fix
@@ -96,8 +94,8 @@ print(D.pipeline_diagnosis("correct").text)
 # **Depth 1 first.** Run one stage with `wgmma.wait_group 0`. Wrong there: the barriers. Wrong only
 # with more stages: the parities or releases ([tilelang#3087](https://github.com/tile-ai/tilelang/pull/3087)).
 #
-# Steps 2 and 3 by symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg): chapter 06; §6 gives each
-# class its symptom):
+# Steps 2 and 3 by symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg): chapter 06; ptxas's
+# C7508 usually means the kernel lacks `__launch_bounds__(threads, 1)`):
 
 # %%
 display(Markdown(zoo.decision_markdown(classes=False)))
