@@ -2,8 +2,7 @@
 # # 08 — Pitfalls and debugging: one hang taken apart, then the zoo
 #
 # **Learning goal.** Turn "it hangs" or "it is sometimes wrong" into a named bug, barrier, stage and
-# k-tile: one real bug from symptom to one-line fix, those steps as a method, then a zoo of eleven
-# bug classes for reference.
+# k-tile: one bug from symptom to one-line fix, the method, then eleven bug classes.
 #
 # **In plain words.** Agents hand stages to each other through barriers; each bug is one broken
 # promise between them. A CPU model of the same protocol names the line to fix.
@@ -32,19 +31,15 @@ notebook.banner("sm_90a")
 #
 # ## 2. The kernel the variants break
 #
-# One CTA streams 64 × 64 fp16 boxes through a ring of two stages:
-#
-# * the **producer** (warp 4, lane 0) issues the TMA loads;
-# * the **consumers** (warps 0–3) copy each box into a buffer, undoing the 128B swizzle;
-#   `named_barrier_sync(1, CONSUMERS)` is a `__syncthreads` for them alone;
-# * thread 0 stores the buffer with TMA.
-#
-# Below, the consumers' loop. Each `BUG=` build of `kernels/pitfalls.cu` breaks one line.
+# One CTA streams 64 × 64 fp16 boxes through two stages. The **producer** (warp 4, lane 0) issues
+# the TMA loads. The **consumers** (warps 0–3) copy each box to a buffer, undoing the swizzle;
+# `named_barrier_sync(1, CONSUMERS)` syncs just them. Thread 0 stores the buffer with TMA.
+# Below, their loop; each `BUG=` build of `kernels/pitfalls.cu` breaks one line.
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$",
                      omit=((r"^    if \(tid == 0\) b\w+<0>", r"<0>", "exercise 2 asks for it"),
-                           (r"^      uint4 v;", r"^    \}", "copy chunk phys of the stage to chunk q of out_buf")))
+                           (r"^      asm volatile", r"^    \}", "copy chunk phys of the stage to chunk q of out_buf")))
 
 # %% [markdown]
 # ## 3. One hang, from symptom to fix
@@ -57,17 +52,16 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 outcome = D.show_outcome(1, expect="producer timed out on empty[0] at tile 0")
 
 # %% [markdown]
-# **The first wait that stuck.** Both words name tile 0, stage 0. The producer loads only once its
-# wait on `empty[0]` passes, and nothing was loaded: its wait stuck first.
+# **The first wait that stuck.** Both words name tile 0, stage 0. Nothing was loaded, and the
+# producer loads only after its wait on `empty[0]`: that wait stuck first.
 #
-# **The hypothesis.** A phase completes when the waiter names the right parity, every arrival
-# comes and every byte lands (chapter 03). A fresh barrier counts parity 1 as complete, so the
-# producer's first wait should name parity 1 and pass at once. Hypothesis: it names parity 0.
+# **The hypothesis.** A phase completes when the waiter names the right parity, all arrivals come
+# and all bytes land. A fresh barrier counts parity 1 as complete, so the producer's
+# first wait should name parity 1. Hypothesis: it names parity 0.
 #
-# **Pin it in a model.** The right producer waits on
-# [parity](../docs/glossary.md#phase-parity) (f + 1) mod 2, where f = k / S is k-tile k's fill of
-# its stage (S stages). Chapter 05's ring model runs the protocol with f mod 2 instead. Does it
-# stop where the GPU stopped?
+# **Pin it in a model.** The right producer waits on [parity](../docs/glossary.md#phase-parity)
+# (f + 1) mod 2, f = k / S being k-tile k's fill of its stage. Chapter 05's ring model runs the
+# protocol with f mod 2. Does it stop where the GPU stopped?
 
 # %% output answers a prediction
 print(D.pipeline_diagnosis("wrong_empty_parity").text, end="\n\n")
@@ -84,18 +78,15 @@ print(D.pipeline_diagnosis("correct").text)
 #
 # Five steps, for every bug here:
 #
-# 1. **Name the symptom** (section 1).
+# 1. **Name the symptom.**
 # 2. **Find the first thing wrong**: the first wait that stuck, or the first wrong element.
 # 3. **Hypothesize from a checklist**: a phase needs parity, arrivals and bytes; an order, its
 #    fence or wait; a layout, writer and reader agreeing.
 # 4. **Reproduce it in a model**: the ring model, the ordering checker (5b), the layout model (5a).
 # 5. **Fix one line**; rerun the model and the kernel.
 #
-# **Depth 1 first.** Run one stage with `wgmma.wait_group 0`. Wrong there: the barriers. Wrong only
-# with more stages: the parities or releases ([tilelang#3087](https://github.com/tile-ai/tilelang/pull/3087)).
-#
-# Steps 2 and 3 by symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg): chapter 06; ptxas's
-# C7508 usually means the kernel lacks `__launch_bounds__(threads, 1)`):
+# Steps 2 and 3 by symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg): chapter 06; C7508's
+# usual cause: no `__launch_bounds__(threads, 1)`):
 
 # %%
 display(Markdown(zoo.decision_markdown(classes=False)))
@@ -107,13 +98,13 @@ display(Markdown(zoo.decision_markdown(classes=False)))
 #
 # Step 2 finds a wrong element, the same every run: a layout bug. The chain:
 #
-# 1. TMA's 128B swizzle XORs the 16-byte chunk index with the row bits of the **absolute**
-#    shared-memory address, which repeat every 1024 bytes.
-# 2. A stage that starts 128 bytes past such a boundary starts one row into the pattern.
-# 3. A reader that swizzles relative to the stage base is then one row off: it reads the wrong
+# 1. TMA's 128B swizzle takes its row bits from the **absolute** shared-memory address; they
+#    repeat every 1024 bytes.
+# 2. A stage 128 bytes past such a boundary starts one row into the pattern.
+# 3. A reader that swizzles relative to the stage base is one row off and reads the wrong 16-byte
 #    chunk ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)).
 #
-# BUG=7 adds the one line that shifts the stage:
+# BUG=7's one line shifts the stage:
 
 # %%
 print(notebook.build_diff("pitfalls.cu", {"BUG": 7}, context=0))
@@ -121,39 +112,35 @@ m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128, base_offset=128)
 ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
-# **The figure**: how many columns off each element was read (white: right). Whole 16-byte chunks
-# swap, repeating every 8 rows: a layout bug's fingerprint.
+# **The figure**: how far off each element was read (white: right). Whole 16-byte chunks swap,
+# repeating every 8 rows: a layout bug's fingerprint.
 #
 # ### 5b. Wrong only sometimes: what the ring model cannot see
 #
-# The ring model tracks barriers and bytes, not [proxies](../docs/glossary.md#proxy),
-# [bulk groups](../docs/glossary.md#bulk-group) (TMA stores committed and waited for together) or
+# The ring model sees barriers and bytes, not [proxies](../docs/glossary.md#proxy),
+# [bulk groups](../docs/glossary.md#bulk-group) or
 # lanes (a *leader* is the one lane that arrives for its warp). The *ordering checker* runs a
-# program of `(op, arg)` steps and names the first rule broken. Two rules:
+# program of `(op, arg)` steps and names the first rule broken. The cell breaks two rules, then
+# deletes step `DROP` from the correct init and proxy programs.
+#
+# **Predict, then change `DROP` and rerun:** which rule breaks (or none) with `DROP` = 6, then 1,
+# then 3?
 
 # %%
 for rule in ("wgmma", "leader"):
     ordering.show_rule(rule)
-
-# %% [markdown]
-# **Predict, then change `DROP` and rerun.** The correct init and proxy programs, with one step
-# deleted. Before each run, write down which rule you expect to break (or none): `DROP` = 6,
-# then 1, then 3. Which steps do the rules need?
-
-# %%
 DROP = 5                                  # the number of a step to delete, 0–8; None keeps all
 program = ordering.PROGRAMS["init"]["correct"] + ordering.PROGRAMS["proxy"]["correct"]
 print(ordering.drop_report(program, DROP))
 
 # %% [markdown]
 # On the GPU these are races: a variant that passes is [latent](../docs/glossary.md#latent), not
-# correct (08b).
+# correct.
 #
 # ## 6. The zoo, for reference
 #
-# One row per bug class: its key, its `BUG=` build, where the course shows it. The *init count*
-# is the arrivals per phase that `mbarrier.init` sets. Public reports: 08b §1, or
-# `F.diagnose(key)`, which prints one class from symptom to fix.
+# One row per bug class. The *init count* is the arrivals per phase that `mbarrier.init` sets.
+# Public reports: 08b §1, or `F.diagnose(key)`, one class from symptom to fix.
 
 # %%
 display(Markdown(zoo.table_markdown(compact=True, reports=False)))

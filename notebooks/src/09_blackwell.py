@@ -45,14 +45,15 @@ print(lesson.bill_table(bill))
 fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
-# Neither step fits, however the values are split among threads: on Hopper the register file
+# Neither step fits, however the 65536 values are split among threads: on Hopper the register file
 # is the accumulator's limit.
 #
-# Blackwell moves the accumulator into **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)), one
-# per SM, shared by the CTAs on it. It is a grid of 32-bit cells: 128 lanes by 512 columns.
+# Blackwell moves the accumulator into **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)),
+# **per SM**, shared by the CTAs resident on it. It is a grid of 32-bit cells: 128 lanes by 512
+# columns.
 #
-# Lane i holds row i of D. A column holds one fp32 of every row. So a 128×256 accumulator takes
-# 256 columns, and two of them take all 512 (the figure's right panel).
+# Lane i is row i of D; a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
+# columns, and two of them take all 512 (the figure's right panel).
 #
 # A 256×256 tile belongs to a [CTA pair](../docs/glossary.md#cta-pair) (§2): each SM keeps its
 # 128 rows.
