@@ -131,7 +131,7 @@ fig = bound_figure(pairs, value=0.99, digits=2, title="\"0.99 of cuBLAS\" at 409
 plt.show()
 
 # %% [markdown]
-# **Predict, then change `VALUE` to 0.98 and rerun:** holds, does not hold, or not settled? Then
+# **Predict, then change `VALUE` to 0.98 and rerun:** which verdict does the cell print? Then
 # set `VALUE, DIGITS = 0.986, 3`, then `DIGITS = 1`. The cell also lists every value written with
 # `DIGITS` decimals that holds: how much does each one say?
 
