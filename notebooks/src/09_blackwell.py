@@ -165,12 +165,13 @@ if exercises.after("ch09.mma_issue"):
                                  end=r"tcgen05_commit_multicast<2>\(smem_u32\(&empty_bar"))
 
 # %% [markdown]
-# Names in the listing: `lane == 0` is the elected thread. A **slab** is 64 elements of K (one
-# 128-byte swizzle atom of fp16): `kStepsPerSlab` = 4 MMAs, 32 bytes apart. In a CTA pair
-# `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers (mask `0x3`).
+# Names in the listing: `lane == 0` is the elected thread. A **slab** is 64 elements of K, one
+# 128-byte swizzle atom of fp16; `kStepsPerSlab` MMAs cover it. In a CTA pair
+# `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
 #
-# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16, unrolled), `tcgen05.commit` is `UTCBAR`
-# ([09c §5](09c_blackwell_datapath.ipynb)). The cell also checks the kernels' descriptors:
+# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them, unrolled) and `tcgen05.commit` is
+# `UTCBAR` ([09c §5](09c_blackwell_datapath.ipynb)). The cell counts both and checks the kernels'
+# descriptors against §2–3's models:
 
 # %% output varies
 assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
