@@ -91,7 +91,8 @@ fp8.show_checks(res, record=rec)
 # [seed article](../docs/glossary.md#seed-article) says "1.5–2×".
 #
 # **Predict before you run.** Will our FP8 rung reach 2× our FP16 rung at 8192³, or stop near the
-# seed's 1.5×? Will it beat cuBLASLt?
+# seed's 1.5×? Will it beat cuBLASLt? (`show_speed` prints each division it makes, from the
+# `tflops` of `rec.results["table"]` at the largest size.)
 
 # %% output answers a prediction
 print(rec.label())

@@ -37,7 +37,8 @@ notebook.banner("sm_100a", measured=False)
 #
 # The next step is a second accumulator (one tile's [epilogue](../docs/glossary.md#epilogue)
 # runs while the MMAs fill the next) or a 256×256 tile (half of B's bytes per FLOP). Either needs
-# 65536 accumulator registers: the whole register file. The last lines print each sum.
+# 65536 accumulator registers: the whole register file. The last lines print each sum; the cell
+# also asserts ptxas's counts from chapter 06's `ws_rung3_steps` record.
 
 # %%
 bill = lesson.register_bill()          # chapter 06's split
