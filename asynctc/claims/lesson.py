@@ -75,7 +75,8 @@ def show_bound(pairs: list[dict]) -> tuple[float, float, float]:
     print(bounds.table(pairs))
     med, lo, hi = bounds.bound(p["ratio"] for p in pairs)
     runs = len({p["suite"] for p in pairs})
-    print(f"\nratio: median {med:.3f}, interval [{lo:.4f}, {hi:.4f}] over {len(pairs)} pairs in {runs} runs")
+    print(f"\nratio (each row's cuBLAS ms / ours ms): median {med:.3f}, interval [{lo:.4f}, {hi:.4f}] "
+          f"over {len(pairs)} pairs in {runs} runs")
     w, p = max((((b - a), p) for (a, b), p in zip(map(bounds.rep_interval, pairs), pairs)),
                key=lambda wp: wp[0] / wp[1]["reps"] ** 0.5)
     print(f"inside one pair ({p['suite']} round {p['round']}, {p['reps']} samples): the ratio's p10–p90 "
@@ -119,7 +120,10 @@ def show_verdicts(pairs: list[dict], value: float = 0.99, digits: int = 2) -> bo
     print(f"bound (same run): median {med:.3f}, [{lo:.4f}, {hi:.4f}]")
     print(f"\"{value:.{digits}f} of cuBLAS\" reads {low:.{digits + 1}f}–{high:.{digits + 1}f}: {v_value}")
     print(f"\"beats cuBLAS\" needs the interval above 1.000: {v_order}")
-    print(f"paired across runs: {x_lo:.3f} to {x_hi:.3f}")
+    slow, fast = max(p["ours_ms"] for p in pairs), min(p["ours_ms"] for p in pairs)
+    cb_fast, cb_slow = min(p["cublas_ms"] for p in pairs), max(p["cublas_ms"] for p in pairs)
+    print(f"paired across runs: {x_lo:.3f} to {x_hi:.3f} (cuBLAS's fastest / our slowest = "
+          f"{cb_fast:.5f} / {slow:.5f} ms; its slowest / our fastest = {cb_slow:.5f} / {fast:.5f} ms)")
     require(v_value == HOLDS, f"'{value:.{digits}f} of cuBLAS' holds.", lo=lo, hi=hi)
     require(v_order == FAILS, "'Beats cuBLAS at 4096³' does not hold.", hi=hi)
     require(1.0 < x_hi <= 1.015 and 0.96 <= x_lo <= 0.98 and x_lo < lo - 0.01,

@@ -313,18 +313,20 @@ def _variant(c: BugClass) -> str:
             else "model only")
 
 
-def table_markdown(compact: bool = False) -> str:
+def table_markdown(compact: bool = False, reports: bool = True) -> str:
     """The zoo as a markdown table. Full (the default): one row per report — class, report,
     symptom, what the reporter saw, CPU model, GPU variant. ``compact=True``: one row per class —
     its key and :data:`SHORT_TITLES` name, its :func:`symptoms`, its kernel variant, where the
-    course shows it (:data:`SHOWN_IN`), and its reports as short links."""
+    course shows it (:data:`SHOWN_IN`), and (unless ``reports=False``: the core lesson's form, which
+    leaves them to 08b and :func:`diagnose`) its reports as short links."""
     if compact:
-        rows = ["| bug | symptom | kernel | shown in | public reports |", "|---|---|---|---|---|"]
+        head = "| bug | symptom | kernel | shown in |" + (" public reports |" if reports else "")
+        rows = [head, "|---" * head.count(" |") + "|"]
         for c in CLASSES:
             cites = ", ".join(r.short_link for r in c.reports) or "none found"
             gpu = f"BUG={c.bug}" if c.bug is not None else "SASS only" if c.compiled else "—"
             rows.append(f"| `{c.key}`: {SHORT_TITLES[c.key]} | {', '.join(symptoms(c.key))} | {gpu} | "
-                        f"{SHOWN_IN[c.key]} | {cites} |")
+                        f"{SHOWN_IN[c.key]} |" + (f" {cites} |" if reports else ""))
         return "\n".join(rows)
     rows = ["| class | report | symptom | what the reporter saw | model | GPU variant |",
             "|---|---|---|---|---|---|"]
@@ -368,9 +370,13 @@ def symptoms(key: str) -> list[str]:
     return [w for w, (_s, _l, keys) in zip(SYMPTOM_WORDS, DECISION_TABLE, strict=True) if key in keys]
 
 
-def decision_markdown(compact: bool = False) -> str:
+def decision_markdown(compact: bool = False, classes: bool = True) -> str:
     """:data:`DECISION_TABLE` as a markdown table; the zoo classes by title, or by key
-    (``compact=True``, for a reader who has the zoo table's keys in front of them)."""
+    (``compact=True``, for a reader who has the zoo table's keys in front of them), or not at all
+    (``classes=False``: the core lesson, whose zoo table gives each class its symptom)."""
+    if not classes:
+        return "\n".join(["| my kernel … | look at |", "|---|---|"]
+                         + [f"| {symptom} | {look} |" for symptom, look, _keys in DECISION_TABLE])
     rows = ["| my kernel … | look at | zoo classes |", "|---|---|---|"]
     for symptom, look, keys in DECISION_TABLE:
         names = (f"`{k}`" for k in keys) if compact else (BY_KEY[k].title for k in keys)

@@ -54,12 +54,16 @@ print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
 #
 # A tensor's [dequantisation scale](../docs/glossary.md#dequantisation-scale) s (x ≈ q · s) maps its
 # largest magnitude, its *amax*, onto the format's largest value: for e4m3, s = amax / 448
-# (`fp8.amax_scale`). Large models keep one per **1×128** row segment of A and one per **128×128**
-# block of B (DeepSeek-V3 §3.3), so an outlier coarsens only its own block. Below, an A with rows of
-# very different magnitudes and one outlier, with one scale and with one per 1×`BLOCK` segment.
+# (`fp8.amax_scale`).
 #
-# **Try it:** set `BLOCK` to 512 (one scale per row) and rerun: the outlier's neighbours flush to 0
-# (worst error 1). At 32 the worst error falls fivefold.
+# Large models keep one scale per **1×128** row segment of A and one per **128×128** block of B
+# (DeepSeek-V3 §3.3), so an outlier coarsens only its own block. Below, an A with rows of very
+# different magnitudes and one outlier, with one scale and with one per 1×`BLOCK` segment.
+#
+# **Predict, then change `BLOCK` to 512 (one scale per row) and rerun:** what happens to the
+# outlier's neighbours? Then try 32.
+# <details><summary>Answer</summary>At 512 they flush to 0 (worst error 1). At 32 the worst error
+# falls fivefold.</details>
 
 # %%
 BLOCK = 128                               # elements of a row per scale: divides 512
@@ -87,7 +91,8 @@ fp8.show_checks(res, record=rec)
 # [seed article](../docs/glossary.md#seed-article) says "1.5–2×".
 #
 # **Predict before you run.** Will our FP8 rung reach 2× our FP16 rung at 8192³, or stop near the
-# seed's 1.5×? Will it beat cuBLASLt?
+# seed's 1.5×? Will it beat cuBLASLt? (`show_speed` prints each division it makes, from the
+# `tflops` of `rec.results["table"]` at the largest size.)
 
 # %% output answers a prediction
 print(rec.label())
@@ -110,9 +115,13 @@ print(f"{tf[ours8]:.0f} / {tf[ours16]:.0f} = {tf[ours8] / tf[ours16]:.2f}×")
 #
 # **The failure first.** Add 4096 products of 1/16 to one of 1024: exactly 1280, as fp32 gets.
 # Our model of the FP8 Tensor Core, `fp8.tc_dot` (after Fasi et al.), says the GPU returns 1024.
+#
+# **Predict, then change `SMALL` to `2.0**-3` and rerun:** does FP8 wgmma still lose them? (The
+# answer is in the step list below the cell.)
 
 # %%
-products = np.concatenate([[1024.0], np.full(4096, 2.0**-4)])   # one big product, then small ones
+SMALL = 2.0**-4                           # the small products' value
+products = np.concatenate([[1024.0], np.full(4096, SMALL)])     # one big product, then small ones
 print("exact         ", products.sum())
 print("fp32, in order", products.astype(np.float32).cumsum(dtype=np.float32)[-1])
 print("FP8 wgmma     ", fp8.tc_dot(products))
@@ -120,23 +129,30 @@ fig = fp8.plot_bits_kept()
 plt.show()
 
 # %% [markdown]
-# **Why.** FP8 wgmma takes K = 32 per instruction (still 32 bytes of K, chapter 04). Per k32
-# wgmma, the adder lines up the running sum and 32 products on the largest
-# exponent among them, here the sum's 2^10. fp32 keeps 23 binary places below it, so 2^-4 fits.
-# Hopper's FP8 wgmma "retains around 14 bits" (DeepSeek-AI): 13 **fraction bits** plus the leading
-# 1; every place below 2^-3 is **truncated**, so each 1/16 becomes 0. This is
-# [swamping](../docs/glossary.md#swamping): a product 2^(f+1) times smaller than the sum vanishes.
+# **Why.** FP8 wgmma takes K = 32 per instruction. For each such k32 wgmma:
+#
+# 1. The adder lines up the running sum and the 32 products on the largest exponent among them:
+#    here the sum's 2^10.
+# 2. It keeps 13 **fraction bits** below the leading 1 (Hopper "retains around 14 bits",
+#    DeepSeek-AI), so its last place is 2^-3.
+# 3. Every place below is **truncated**: each 1/16 becomes 0. (A product of 2^-3 survives.)
+#
+# fp32 keeps 23 places, so 1/16 fits there. This is [swamping](../docs/glossary.md#swamping): a
+# product 2^(f+1) times smaller than the sum vanishes, f being the fraction bits kept.
+#
+# **So:** the FP8 accumulator loses any product about 2^14 times smaller than the running sum.
 #
 # **The fix: promotion** (DeepSeek-V3 §3.3.2). Every P k-tiles of 128 elements (`promote=P`), the
 # consumer adds its wgmma accumulators into fp32 registers of its own and restarts them at 0. Two
 # accumulator sets fit a 128×128 tile, not the top rung's 128×256.
 #
 # **The test on the GPU.** Lines: the model (13 bits, from DeepSeek's report), frozen before the
-# first GPU run. Markers: the GPU. Left, one product of 1024, then K − 1 small ones; right,
-# standard-normal inputs, where promotion makes the worst error over Σ|a·b| fall.
+# first GPU run. Markers: the GPU. Left, one product of 1024 then K − 1 small ones. Right,
+# standard-normal inputs: promotion makes the worst error over Σ|a·b| fall.
 #
 # Promoting every 4 k-tiles cuts the swamping error 28× and keeps 0.90 of the same 128×128 build's
-# throughput (less beside the wider top rung). The cell prints each division.
+# throughput. `show_accumulator` prints each division from `rec.results["experiment"]` (errors)
+# and `rec.results["table"]` (TFLOP/s).
 
 # %% output varies
 fig = fp8.plot_accumulation(res, record=rec)
@@ -155,9 +171,11 @@ notebook.show_source(ck, start=r"float bs\[kAtoms\]\[2\];", end=r"promote\(acc, 
 # ## 6. Exercises
 #
 # **1. An element's round trip.** A 1×128 row segment of A has largest magnitude **37.5**; one of
-# its elements is **10.0**. Quantise it to e4m3 with the segment's scale (section 2), then
-# dequantise (q · s). What value comes back, to four significant figures? (Between 64 and 128 the
-# e4m3 values are 64 · (1 + j/8).)
+# its elements is **10.0**.
+#
+# Quantise it to e4m3 with the segment's scale (section 2), then dequantise (q · s). What value
+# comes back, to four significant figures? (Between 64 and 128 the e4m3 values are
+# 64 · (1 + j/8).)
 
 # %%
 answer = ...

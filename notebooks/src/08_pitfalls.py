@@ -2,12 +2,10 @@
 # # 08 — Pitfalls and debugging: one hang taken apart, then the zoo
 #
 # **Learning goal.** Turn "it hangs" or "it is sometimes wrong" into a named bug, barrier, stage and
-# k-tile: one real bug from symptom to one-line fix, those steps as a method, then a zoo of eleven
-# classes for reference.
+# k-tile: one bug from symptom to one-line fix, the method, then eleven bug classes.
 #
-# **In plain words.** An asynchronous kernel is a set of agents that hand stages to each other
-# through barriers; each bug is one broken promise between them. A CPU model of the same protocol
-# names the line to fix.
+# **In plain words.** Agents hand stages to each other through barriers; each bug is one broken
+# promise between them. A CPU model of the same protocol names the line to fix.
 #
 # Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant on the GPU, and *compute-sanitizer*
 # (NVIDIA's race and memory checker).
@@ -25,47 +23,45 @@ notebook.banner("sm_90a")
 # ## 1. Why these bugs are hard
 #
 # A wrong synchronous kernel is wrong every time. An asynchronous one can also **hang** (a wait
-# names a phase that never completes), be **wrong sometimes** (a stage read before its bytes land,
-# or overwritten while still read), **wrong always** in a fixed pattern (writer and reader disagree
-# on the layout), or **slow** but right: ptxas dropped `setmaxnreg` (the kernel
-# lacks `__launch_bounds__(threads, 1)`) and says so only in its log, as performance warning
-# **C7508**, not as an error.
+# names a phase that never completes), be **wrong sometimes** (a stage read before it lands, or
+# overwritten while read), be **wrong always** in a fixed pattern (a layout disagreement), or be
+# right but **slow**. §4's table says what to look at for each.
 #
 # Every wait here is **bounded** (chapter 03): a hang ends in an error word.
 #
 # ## 2. The kernel the variants break
 #
-# One CTA streams 64 × 64 fp16 boxes through 2 stages. Warp 4's lane 0, the producer, issues the
-# TMA loads. Warps 0–3, the consumers, copy each box into a buffer (undoing the 128B swizzle);
-# thread 0 stores it with TMA. `named_barrier_sync(1, CONSUMERS)` is a `__syncthreads` for the 128
-# consumers. Below, the consumers' loop; each `BUG=` build of `kernels/pitfalls.cu` breaks one line.
+# One CTA streams 64 × 64 fp16 boxes through two stages. The **producer** (warp 4, lane 0) issues
+# the TMA loads. The **consumers** (warps 0–3) copy each box to a buffer, undoing the swizzle;
+# `named_barrier_sync(1, CONSUMERS)` syncs just them. Thread 0 stores the buffer with TMA.
+# Below, their loop; each `BUG=` build of `kernels/pitfalls.cu` breaks one line.
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$",
-                     omit=(r"^    if \(tid == 0\) b\w+<0>", r"<0>", "exercise 2 asks for it"))
+                     omit=((r"^    if \(tid == 0\) b\w+<0>", r"<0>", "exercise 2 asks for it"),
+                           (r"^      asm volatile", r"^    \}", "copy chunk phys of the stage to chunk q of out_buf")))
 
 # %% [markdown]
 # ## 3. One hang, from symptom to fix
 #
-# **The symptom.** [flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317)
-# reported a hang: a wait on phase 0 looped forever while phase 1 worked. Our BUG=1 build makes
-# the same mistake; its bounded waits give up and leave error words.
+# **The symptom.** [flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317):
+# a wait on phase 0 looped forever while phase 1 worked. Our BUG=1 build makes the same mistake;
+# its bounded waits give up with error words.
 
 # %% output varies
 outcome = D.show_outcome(1, expect="producer timed out on empty[0] at tile 0")
 
 # %% [markdown]
-# **The first wait that stuck.** Both words name tile 0, stage 0. Nothing was loaded because the
-# producer loads only once its wait on `empty[0]` passes: its wait stuck first.
+# **The first wait that stuck.** Both words name tile 0, stage 0. Nothing was loaded, and the
+# producer loads only after its wait on `empty[0]`: that wait stuck first.
 #
-# **The hypothesis.** A phase completes when the waiter names the right parity, every arrival
-# comes and every byte lands (chapter 03). At tile 0 nothing has been released; a fresh barrier
-# counts parity 1 as complete, so the producer's first wait should name parity 1 and pass at once.
-# Hypothesis: it names parity 0.
+# **The hypothesis.** A phase completes when the waiter names the right parity, all arrivals come
+# and all bytes land. A fresh barrier counts parity 1 as complete, so the producer's
+# first wait should name parity 1. Hypothesis: it names parity 0.
 #
-# **Pin it in a model.** K-tile k is its stage's fill f = k / S in a ring of S stages; the right
-# producer waits on [parity](../docs/glossary.md#phase-parity) (f + 1) mod 2. Chapter 05's ring
-# model runs the protocol with the producer on f mod 2. Does it stop where the GPU stopped?
+# **Pin it in a model.** The right producer waits on [parity](../docs/glossary.md#phase-parity)
+# (f + 1) mod 2, f = k / S being k-tile k's fill of its stage. Chapter 05's ring model runs the
+# protocol with f mod 2. Does it stop where the GPU stopped?
 
 # %% output answers a prediction
 print(D.pipeline_diagnosis("wrong_empty_parity").text, end="\n\n")
@@ -73,42 +69,42 @@ print(notebook.build_diff("pitfalls.cu", {"BUG": 1}, context=1))
 print(D.pipeline_diagnosis("correct").text)
 
 # %% [markdown]
-# Same barrier, same k-tile, and the reason: parity 0 waits for the consumers' first release,
-# which needs the load the producer never issues. **The fix** is one line: the diff (`-` right,
-# `+` broken). With it, the model runs every k-tile.
+# Same barrier, same k-tile. The reason: parity 0 waits for the consumers' first release, which
+# needs the load the producer never issues. **The fix** is the diff's one line (`-` right, `+`
+# broken).
 
 # %% [markdown]
 # ## 4. The method
 #
 # Five steps, for every bug here:
 #
-# 1. **Name the symptom** (section 1).
+# 1. **Name the symptom.**
 # 2. **Find the first thing wrong**: the first wait that stuck, or the first wrong element.
-# 3. **Hypothesize from a checklist.** A phase needs its parity, arrivals and bytes; an order its
+# 3. **Hypothesize from a checklist**: a phase needs parity, arrivals and bytes; an order, its
 #    fence or wait; a layout, writer and reader agreeing.
 # 4. **Reproduce it in a model**: the ring model, the ordering checker (5b), the layout model (5a).
 # 5. **Fix one line**; rerun the model and the kernel.
 #
-# **Depth 1 first.** Run one stage with `wgmma.wait_group 0`. Wrong there: the barriers. Wrong
-# only at depth 3: the parities or the releases
-# ([tilelang#3087](https://github.com/tile-ai/tilelang/pull/3087)). compute-sanitizer finds
-# crashes and thread races, not a wrong parity, swizzle or proxy race (08b §7).
-#
-# Step 3's checklist by symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg): chapter 06):
+# Steps 2 and 3 by symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg): chapter 06; C7508's
+# usual cause: no `__launch_bounds__(threads, 1)`):
 
 # %%
-display(Markdown(zoo.decision_markdown(compact=True)))
+display(Markdown(zoo.decision_markdown(classes=False)))
 
 # %% [markdown]
 # ## 5. Two more kinds of bug
 #
 # ### 5a. Wrong every time: a tile 128 bytes off its swizzle repeat
 #
-# Step 2 finds a wrong element, the same every run: a layout bug. TMA's 128B swizzle XORs address
-# bits [4, 7) with bits [7, 10) of the **absolute** shared-memory address. A stage 128 bytes past a
-# 1024 B boundary shifts every row's pattern by one row, so a reader that swizzles relative to the
-# stage base reads the wrong 16-byte chunk
-# ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)). BUG=7 adds one line:
+# Step 2 finds a wrong element, the same every run: a layout bug. The chain:
+#
+# 1. TMA's 128B swizzle takes its row bits from the **absolute** shared-memory address; they
+#    repeat every 1024 bytes.
+# 2. A stage 128 bytes past such a boundary starts one row into the pattern.
+# 3. A reader that swizzles relative to the stage base is one row off and reads the wrong 16-byte
+#    chunk ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)).
+#
+# BUG=7's one line shifts the stage:
 
 # %%
 print(notebook.build_diff("pitfalls.cu", {"BUG": 7}, context=0))
@@ -116,43 +112,38 @@ m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128, base_offset=128)
 ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
-# **The figure**: how many columns off each element was read (white: right). Whole 16-byte chunks
-# swapped, repeating every 8 rows: a layout bug's fingerprint.
+# **The figure**: how far off each element was read (white: right). Whole 16-byte chunks swap,
+# repeating every 8 rows: a layout bug's fingerprint.
 #
 # ### 5b. Wrong only sometimes: what the ring model cannot see
 #
-# The ring model tracks barriers and bytes, not proxies,
-# [bulk groups](../docs/glossary.md#bulk-group) (TMA stores committed and waited for together) or
+# The ring model sees barriers and bytes, not [proxies](../docs/glossary.md#proxy),
+# [bulk groups](../docs/glossary.md#bulk-group) or
 # lanes (a *leader* is the one lane that arrives for its warp). The *ordering checker* runs a
-# program of `(op, arg)` steps and names the first rule broken: two of its five rules below, two
-# in *Try it*, the fifth in exercise 2.
+# program of `(op, arg)` steps and names the first rule broken. The cell breaks two rules, then
+# deletes step `DROP` from the correct init and proxy programs.
+#
+# **Predict, then change `DROP` and rerun:** which rule breaks (or none) with `DROP` = 6, then 1,
+# then 3?
 
 # %%
 for rule in ("wgmma", "leader"):
     ordering.show_rule(rule)
-
-# %% [markdown]
-# **Try it: change `DROP` and re-run.** The correct init and proxy programs, checked without
-# step 5. Set `DROP` to 6, then 1 or 2, then 3 or 8: which steps do the rules need?
-
-# %%
 DROP = 5                                  # the number of a step to delete, 0–8; None keeps all
 program = ordering.PROGRAMS["init"]["correct"] + ordering.PROGRAMS["proxy"]["correct"]
 print(ordering.drop_report(program, DROP))
 
 # %% [markdown]
 # On the GPU these are races: a variant that passes is [latent](../docs/glossary.md#latent), not
-# correct (08b: what the H200 did).
+# correct.
 #
 # ## 6. The zoo, for reference
 #
-# One row per class: its key (exercise 1 answers with one), its `BUG=` build, where the course
-# shows it, its public reports. The *init count* is the arrivals
-# per phase that `mbarrier.init` sets; [proxies](../docs/glossary.md#proxy) are chapter 03's.
-# `F.diagnose(key)` prints one class, from symptom to fix.
+# One row per bug class. The *init count* is the arrivals per phase that `mbarrier.init` sets.
+# Public reports: 08b §1, or `F.diagnose(key)`, one class from symptom to fix.
 
 # %%
-display(Markdown(zoo.table_markdown(compact=True)))
+display(Markdown(zoo.table_markdown(compact=True, reports=False)))
 
 # %% [markdown]
 # ## 7. Exercises
@@ -168,10 +159,10 @@ ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 
 # %% [markdown]
 # **2. Repair a protocol.** A [TMA store](../docs/glossary.md#tma-store) reads its shared-memory
-# source *after* the instruction returns. `cp.async.bulk.commit_group` closes a bulk group; `cp.async.bulk.wait_group.read N` waits until at most N of its groups still
-# read their source ([03b §2](03b_tma_boxes.ipynb)). Below, the broken epilogue. Insert the one
-# step that makes `ordering.check` find no hazard: which argument, and where? Two places look
-# right; one is.
+# source *after* the instruction returns. `cp.async.bulk.commit_group` closes a bulk group;
+# `cp.async.bulk.wait_group.read N` waits until at most N groups still read their source
+# ([03b §2](03b_tma_boxes.ipynb)). Insert the one step that makes `ordering.check` find no hazard
+# in the broken epilogue below: which argument, and where? Two places look right; one is.
 
 # %%
 program = list(ordering.PROGRAMS["store"]["broken"])
@@ -202,10 +193,7 @@ ok = exercises.check("ch08.repair", fixed, rule="store", solution=True)
 # ## 8. What to take away
 #
 # * **Debug in order**: symptom, first thing wrong, hypothesis, model, one-line fix.
-# * **Hangs** are barrier bookkeeping: arrivals and bytes per phase, one parity formula, bounded
-#   waits.
-# * **Races** are ordering: passing runs miss them, a model of the rules names them.
-# * **Layout bugs** are deterministic: the first wrong element and its pattern name them.
+# * **Hangs** are barrier bookkeeping; **races** are ordering; **layout bugs** repeat exactly.
 # * **Read the ptxas log**: C7508 means your register split is not there.
 #
 # **Next:** [chapter 09](09_blackwell.ipynb): the same protocols on Blackwell, the accumulator in

@@ -26,18 +26,19 @@ notebook.banner("sm_100a", measured=False)
 # %% [markdown]
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
-# [Chapter 06](06_warp_specialization.ipynb) §2 paid Hopper's register bill: an SM has 65536
-# 32-bit registers; of its three [warpgroups](../docs/glossary.md#warpgroup),
-# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives the producer 40 per thread and each
-# consumer 232. The 128×256 fp32 accumulator over the consumers' 256 threads is 128 registers per
-# thread; addresses, descriptors and loop state take 26 more (ptxas's count for chapter 05's
-# kernel). 06's rung-3 table shows ptxas's counts for its builds: 156 for the 128×256 tile alone,
-# 168, the per-thread cap, once `setmaxnreg` is in. So a consumer needs about 154 of its 232:
-# 232 is a budget, and the bill below charges the need.
+# [Chapter 06](06_warp_specialization.ipynb) §2 paid Hopper's register bill. In steps:
 #
-# The next step: a second accumulator, so one tile's [epilogue](../docs/glossary.md#epilogue) runs
-# while the MMAs fill the next, or a 256×256 tile, halving B's bytes per FLOP. Both need 65536
-# accumulator registers, the whole register file.
+# 1. An SM has 65536 32-bit registers for its three [warpgroups](../docs/glossary.md#warpgroup).
+# 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives each consumer thread a budget of 232.
+# 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
+# 4. Addresses, descriptors and loop state add 26 (ptxas's count in chapter 05).
+#
+# **So:** a consumer needs 154 of its 232. The table charges that need, not the budget.
+#
+# The next step is a second accumulator (one tile's [epilogue](../docs/glossary.md#epilogue)
+# runs while the MMAs fill the next) or a 256×256 tile (half of B's bytes per FLOP). Either needs
+# 65536 accumulator registers: the whole register file. The last lines print each sum; the cell
+# also asserts ptxas's counts from chapter 06's `ws_rung3_steps` record.
 
 # %%
 bill = lesson.register_bill()          # chapter 06's split
@@ -45,25 +46,31 @@ print(lesson.bill_table(bill))
 fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
-# Neither step fits, however the 65536 values are split among threads: on Hopper the register
-# file is the accumulator's limit.
+# Neither step fits, however the 65536 values are split among threads: on Hopper the register file
+# is the accumulator's limit.
 #
 # Blackwell moves the accumulator into **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)),
-# **per SM**: 128 lanes × 512 columns of 32-bit cells (256 KiB), shared by the CTAs resident on
-# it. Lane i is row i of D; a column keeps one fp32 of every row. So a 128×256 accumulator takes
-# 256 columns, two take all 512. A 256×256 tile is a [CTA pair](../docs/glossary.md#cta-pair)'s
-# (§2): each SM keeps 128 rows in 256 columns. The figure's right panel: one SM's TMEM with two
-# accumulators.
+# **per SM**, shared by the CTAs resident on it. It is a grid of 32-bit cells: 128 lanes by 512
+# columns.
+#
+# Lane i is row i of D; a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
+# columns, and two of them take all 512 (the figure's right panel).
+#
+# A 256×256 tile belongs to a [CTA pair](../docs/glossary.md#cta-pair) (§2): each SM keeps its
+# 128 rows.
 
 # %% [markdown]
 # ## 2. The instruction descriptor, bit by bit
 #
-# `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;` — one
-# thread issues it (`enable_input_d` false overwrites D). `cta_group::1`
-# is one CTA's MMA; `cta_group::2` is a [CTA pair](../docs/glossary.md#cta-pair)'s: two CTAs of a
-# cluster (ranks 2k, 2k + 1) share one MMA, each keeping its own rows of A and D and part of B.
-# Shape and types are in the 32-bit `idesc` (PTX ISA §9.7.16.4.2), printed field by field by the
-# model `tc.InstrDescriptor`.
+# `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;`
+#
+# One thread issues it. `enable_input_d` false overwrites D instead of adding to it.
+#
+# `cta_group::1` is one CTA's MMA. `cta_group::2` is a [CTA pair](../docs/glossary.md#cta-pair)'s:
+# two CTAs of a cluster share one MMA, each keeping its own rows of A and D and part of B.
+#
+# Shape and types sit in the 32-bit `idesc` (PTX ISA §9.7.16.4.2). The model `tc.InstrDescriptor`
+# prints it field by field.
 
 # %%
 idesc = tc.InstrDescriptor("bfloat16", "bfloat16", "float32", m=128, n=256)
@@ -73,10 +80,15 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
-# PTX ISA §9.7.16.4.1, 64 bits, from the model's field list. The canonical layouts are chapter
-# 04's, so one operand tile gets the same start, LBO, SBO and swizzle bits. The swizzle field
-# starts one bit lower on sm_100 (bit 61, not 62), so the same bits read as codes 2/4/6 there and
-# 1/2/3 on sm_90. One tile's two descriptors differ in bit 46 alone, the version.
+# The 64-bit layout (PTX ISA §9.7.16.4.1) is printed below from the model's field list.
+#
+# The canonical layouts are chapter 04's, so an operand tile gets the same start, LBO, SBO and
+# swizzle bits as for wgmma. Two things differ:
+#
+# * the swizzle field starts one bit lower, so the same bits read as different codes;
+# * a version bit (bit 46) is set.
+#
+# **So:** one tile's two descriptors differ in bit 46 alone; the cell checks it.
 
 # %%
 print(tc.sdesc_layout(), end="\n\n")
@@ -113,8 +125,10 @@ alloc.dealloc(acc, 256, warp=1)
 alloc.check_all_freed()
 
 # %% [markdown]
-# **Try it:** change the first `alloc(256, …)` to `alloc(512, …)` and rerun: §1's two accumulators
-# as one request take every column, so the `alloc(128, …)` after it raises `TmemError` (0 free).
+# **Predict, then try:** change the first `alloc(256, …)` to `alloc(512, …)` (§1's two
+# accumulators as one request) and rerun. Does `alloc(128, …)` still succeed?
+# <details><summary>Answer</summary>No: 512 takes every column, so it raises `TmemError`
+# (0 free).</details>
 
 # %% [markdown]
 # ## 5. The kernel: compiled for sm_100a, disassembled here
@@ -152,12 +166,13 @@ if exercises.after("ch09.mma_issue"):
                                  end=r"tcgen05_commit_multicast<2>\(smem_u32\(&empty_bar"))
 
 # %% [markdown]
-# Names in the listing: `lane == 0` is the elected thread. A **slab** is 64 elements of K (one
-# 128-byte swizzle atom of fp16): `kStepsPerSlab` = 4 MMAs, 32 bytes apart. In a CTA pair
-# `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers (mask `0x3`).
+# Names in the listing: `lane == 0` is the elected thread. A **slab** is 64 elements of K, one
+# 128-byte swizzle atom of fp16; `kStepsPerSlab` MMAs cover it. In a CTA pair
+# `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
 #
-# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16, unrolled), `tcgen05.commit` is `UTCBAR`
-# ([09c §5](09c_blackwell_datapath.ipynb)). The cell also checks the kernels' descriptors:
+# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them, unrolled) and `tcgen05.commit` is
+# `UTCBAR` ([09c §5](09c_blackwell_datapath.ipynb)). The cell counts both and checks the kernels'
+# descriptors against §2–3's models:
 
 # %% output varies
 assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
@@ -177,7 +192,8 @@ print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 #
 # ## Exercises
 #
-# **2.** How many TMEM columns must `tcgen05.alloc` request for a 128×96 fp32 accumulator (one CTA)?
+# **2.** Which of 96, 128 or 256 columns must `tcgen05.alloc` request for a 128×96 fp32
+# accumulator (one CTA)? §4's rules decide.
 
 # %%
 answer = ...

@@ -103,18 +103,19 @@ assert lesson.runs_set_the_bound(pairs)
 #
 # Two kinds of claim, two rules.
 #
-# * A **value** claim ("0.99") holds when the value, to the digits it is written with, meets the
-#   interval. Written "0.99", it reads 0.985–0.995.
+# * A **value** claim ("0.99") holds when the value, read to the digits it is written with, meets
+#   the interval. Written "0.99", it reads 0.985–0.995.
 # * An **order** claim ("beats cuBLAS", i.e. above 1) holds when the whole interval lies above.
 #   It does not hold when the whole lies at or below. It is **not settled** when it straddles.
 #
-# Why a range: a writer who rounds 0.986 writes "0.99", so any value inside the last digit's
-# half-step counts. Fewer digits read as a wider range: the claim holds more easily and says less.
-# So write as many digits as the bound supports.
+# Why a range: a writer who rounds 0.986 writes "0.99". Fewer digits read as a wider range: the
+# claim holds more easily and says less. So write as many digits as the bound supports.
 #
-# Here: "0.99 of cuBLAS" holds. "Beats cuBLAS at 4096³" does not hold. Paired across runs, the
-# same times read from 0.970, well below the bound's low end, to 1.005, above 1. So a baseline
-# from another run can flip either verdict.
+# Here: "0.99 of cuBLAS" holds. "Beats cuBLAS at 4096³" does not hold.
+#
+# Paired across runs, the same times read from 0.970, well below the bound's low end, to 1.005,
+# above 1. So a baseline from another run can flip either verdict. The last line prints the two
+# divisions behind that range.
 
 # %% output varies
 assert lesson.show_verdicts(pairs, value=0.99, digits=2)
@@ -130,9 +131,9 @@ fig = bound_figure(pairs, value=0.99, digits=2, title="\"0.99 of cuBLAS\" at 409
 plt.show()
 
 # %% [markdown]
-# **Try it: change `VALUE` and `DIGITS` and re-run.** The cell judges `VALUE`, then lists every
-# value written with `DIGITS` decimals that holds. Try `DIGITS = 3`, then 1. How many values hold
-# each time, and how much does each one say?
+# **Predict, then change `VALUE` to 0.98 and rerun:** which verdict does the cell print? Then
+# set `VALUE, DIGITS = 0.986, 3`, then `DIGITS = 1`. The cell also lists every value written with
+# `DIGITS` decimals that holds: how much does each one say?
 
 # %% output varies
 VALUE, DIGITS = 0.99, 2                  # the claim's number, and the decimals it is written with
