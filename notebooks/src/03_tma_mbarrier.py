@@ -80,7 +80,9 @@ fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 
 # %% [markdown]
 # **The code.** `tma_load_dump` (`kernels/tma.cu`) runs steps 1–5 for one box; under it, the
-# wrappers' PTX and the bounded wait's loop. Then `mbarrier_lifecycle` on the GPU: after each step, would a wait
+# wrappers' PTX and the bounded wait's loop. Its `.shared::cluster` names a
+# [cluster](../docs/glossary.md#cluster) (chapter 06); a CTA alone is a cluster of one, so the
+# address is its own shared memory. Then `mbarrier_lifecycle` on the GPU: after each step, would a wait
 # on parity 0 or 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
 
 # %% output varies
