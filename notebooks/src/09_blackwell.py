@@ -33,7 +33,9 @@ notebook.banner("sm_100a", measured=False)
 # 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
 # 4. Addresses, descriptors and loop state add 26 (ptxas's count in chapter 05).
 #
-# **So:** a consumer needs 154 of its 232. The table charges that need, not the budget.
+# **So:** a consumer needs 154 of its 232. The table charges that need, not the budget. (06's
+# rung-3 table shows ptxas's 156 for the 128×256 build alone, and 168, the cap at entry, once
+# `setmaxnreg` is in.)
 #
 # The next step is a second accumulator (one tile's [epilogue](../docs/glossary.md#epilogue)
 # runs while the MMAs fill the next) or a 256×256 tile (half of B's bytes per FLOP). Either needs
