@@ -188,6 +188,13 @@ def bytes_hint(fill: Fill) -> str | None:
             return (f"you announce {total} bytes{why}: phase 0 completes {when}, so the consumer's wait "
                     f"passes and wgmma would read {order[done][0]}'s half of the stage before it is "
                     f"written. A stage is both boxes: {A_BYTES} + {B_BYTES} bytes.")
+        if done is None and 0 < total < A_BYTES + B_BYTES:
+            return (f"you announce {total} bytes but the two boxes bring {A_BYTES} + {B_BYTES}: too few. "
+                    "The copy engine counts bytes off as they land, so the tx-count may reach zero "
+                    "partway through a box: phase 0 completes while bytes still land and wgmma would "
+                    f"read a half-written stage (a race). Or it steps past zero (to {left} here, boxes "
+                    "counted whole) and phase 0 never completes (a hang; on the GPU the bounded wait "
+                    f"gives up). A stage is both boxes: {A_BYTES} + {B_BYTES} bytes.")
         if done is None:
             return (f"you announce {total} bytes but the two boxes bring {A_BYTES} + {B_BYTES}: the "
                     f"tx-count stays at {left} and phase 0 never completes. The consumer's wait never "
