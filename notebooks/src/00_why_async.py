@@ -23,11 +23,14 @@
 #   to; **NVRTC** (NVIDIA's compiler, called from Python) turns it into
 #   [**SASS**](../docs/glossary.md#sass), the GPU's machine code.
 # * **cuBLAS** is NVIDIA's GEMM library: the yardstick every chapter measures against.
-# * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity) with two ceilings: DRAM
-#   bandwidth and [peak](../docs/glossary.md#peak) math.
+# * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity)
+#   (FLOP done per byte moved from DRAM) with two ceilings: DRAM bandwidth and
+#   [peak](../docs/glossary.md#peak) math, the most FLOP/s the Tensor Cores can do.
 #
-# **Where this leads.** The rest of the course makes the operand copy run by itself, *while* the
-# Tensor Cores compute: asynchronous copies (cp.async, [TMA](../docs/glossary.md#tma)), asynchronous math ([wgmma](../docs/glossary.md#wgmma), tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization).
+# **Where this leads.** The rest of the course makes the operand copy run *while* the Tensor Cores
+# compute: asynchronous copies (cp.async; [TMA](../docs/glossary.md#tma), a tile-copy
+# engine), asynchronous math ([wgmma](../docs/glossary.md#wgmma), Tensor Core math on shared memory;
+# tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization) (copying warps, computing warps).
 #
 # The [seed article](../docs/glossary.md#seed-article), a public tutorial, set this course's
 # outline; chapter 10 checks its claims.
@@ -44,9 +47,8 @@ notebook.banner("sm_90a")
 # The suite `ceilings` times two things: a device-to-device copy (`cuMemcpyAsync`) of growing
 # size, and cuBLAS fp16 and bf16 GEMMs on random data of growing size.
 #
-# Each time is the median of 20 samples, taken with CUDA events after a warm-up. Before each
-# sample a buffer of two L2 sizes is overwritten, so the sample reads from DRAM, not from data
-# the last sample left in L2.
+# Each time is the median of 20 samples; before each, a buffer of two L2 sizes is overwritten,
+# so the sample reads DRAM, not what the last one left in L2.
 #
 # **Predict before you run the cell.** The H200's datasheet rates its memory at 4.8 TB/s. A copy
 # reads and writes each byte. How close does the best copy come to the rating?
@@ -73,8 +75,8 @@ fig = plots.throughput_by_size(
 # measured while the kernel ran; every fraction of peak divides by it and says its clock. The
 # datasheet's (the same product at 1830 MHz) is printed beside it. The first says how busy the
 # Tensor Cores were; the second, how much of the rated speed you got. This record reads the clock
-# **in flight**, while cuBLAS runs ([00b](00b_clock_kinds.ipynb) covers the other ways). Every peak
-# you will meet, one row per record:
+# **in flight**, while cuBLAS runs (going further: [00b](00b_clock_kinds.ipynb) reads it the other
+# ways). Every peak, one row per record:
 
 # %% output varies
 card = peak_card.show_card()
@@ -96,7 +98,8 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 # `notebook.how(why_async.show_peak)` in a new cell (any chapter's helper works the same way).
 #
 # Our yardstick is checked too: cuBLAS against float64, element by element (the
-# [elementwise bound](../docs/glossary.md#elementwise-bound)):
+# [elementwise bound](../docs/glossary.md#elementwise-bound), a tolerance that scales with |A|·|B|):
+
 
 # %% output varies
 chk = next(g["check"] for g in gemms if "check" in g)
@@ -114,12 +117,11 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # bandwidth × intensity. Such a kernel is *memory-bound*. Above it, the Tensor Cores are the
 # limit, *if* the kernel can feed them.
 #
-# A square fp16 GEMM of size *n* does 2n³ FLOP. It moves A, B and C at least once: 6n² bytes.
-# So its intensity is n/3, and it grows with *n*.
+# A square fp16 GEMM of size *n* does 2n³ FLOP and moves at least 6n² bytes (A, B and C once):
+# intensity n/3.
 #
-# The plot shows cuBLAS's measured bf16 GEMMs. An open marker shows the computed bound of a
-# *decode-like* GEMM: skinny, as in LLM token generation. Grey ticks on the roof mark exercise 2's
-# sizes.
+# The plot shows cuBLAS's measured bf16 GEMMs; an open marker, the computed bound of a skinny
+# *decode-like* GEMM (LLM token generation); grey ticks, exercise 2's sizes.
 #
 # **Predict before you run the cell.** The 1024³ GEMM has intensity 1024/3 ≈ 341 FLOP/byte. Is
 # that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its output tiles
@@ -131,18 +133,25 @@ fig = plots.roofline(peak.tflops, bw, why_async.roofline_points(gemms, peak, bw)
                      measured_ceiling=max(g["tflops"] for g in gemms), record=rec,
                      marks=[(f"n = {n}", why_async.gemm_intensity(n, n, n)) for n in (64, 128, 256, 512, 1024, 4096)],
                      title=f"Roofline (peak: {peak.label})")
-ridge = why_async.show_1024_below_roof(gemms, peak, bw)
+ridge = peak.tflops / (bw / 1000)                 # FLOP per byte where the two ceilings meet
+g = next(g for g in gemms if g["dtype"] == "bfloat16" and g["m"] == 1024)
+i, tiles = why_async.gemm_intensity(1024, 1024, 1024), (1024 // 128) ** 2
+cap = tiles / peak.sm_count * peak.tflops          # only `tiles` of the SMs have a tile to compute
+print(f"ridge = {peak.tflops:.0f} TFLOP/s / {bw / 1000:.2f} TB/s = {ridge:.0f} FLOP/byte; 1024³: intensity "
+      f"{i:.0f}, {g['tflops']:.0f} TFLOP/s of at most {tiles} / {peak.sm_count} × {peak.tflops:.0f} = {cap:.0f}")
+notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
+                 "1024³ is right of the ridge, yet below the roof: its 64 tiles keep 64 SMs busy",
+                 intensity=i, ridge=ridge, tflops=g["tflops"], cap=cap)
 
 # %% [markdown]
-# **Try it: predict, then change the shape.** The decode-like marker's skinny side is 16.
-# Predict: at 64, is it still left of the ridge? Then run `why_async.gemm_intensity(8192, 8192, 64)`
-# in a new cell and compare it with `ridge`.
+# **Try it.** The decode-like marker's skinny side is 16. Predict: at 64, is it still left of the
+# ridge? Then compare `why_async.gemm_intensity(8192, 8192, 64)` with `ridge`.
 
 # %% [markdown]
 # ## 4. Why Tensor Cores starve
 #
-# Large GEMMs sit far right of the ridge, so DRAM is not their problem. Their problem is *inside*
-# the SM, which must consume 4096 FLOP every clock.
+# Large GEMMs sit far right of the ridge: their problem is *inside* the SM, which must consume
+# 4096 FLOP every clock.
 #
 # Say each **CTA** (cooperative thread array: CUDA's thread block, on one SM) computes a 128×128
 # tile of C. Count the bytes it must bring in:
@@ -159,15 +168,16 @@ ridge = why_async.show_1024_below_roof(gemms, peak, bw)
 # Programming Guide, *Compute Capabilities*). Each operand byte is written once and read once.
 
 # %% output varies
-why_async.show_operand_feed(bw, peak)             # at §2's clock
+print(f"the 128×128 tile needs 4096 × 512 / 32768 = {4096 * 512 / 32768:.0f} B/clk; DRAM gives "
+      f"{bw:.0f} GB/s / ({peak.sm_count} SMs × {peak.mhz:.0f} MHz) = {bw * 1e9 / peak.sm_count / (peak.mhz * 1e6):.1f}\n")
+why_async.show_operand_feed(bw, peak)             # the table, and the check of the sentence below
 
 # %% [markdown]
 # **So:** the 128×128 tile needs all of shared memory's bandwidth. DRAM supplies about a third of
-# its bytes (the last line); the rest must be L2 hits. And the copy must run *while* the Tensor
-# Cores compute.
+# its bytes (the last line); the rest must be L2 hits.
 #
 # %% [markdown]
-# The rest of the course makes that copy run by itself:
+# Who copies, chapter by chapter:
 #
 # | chapter | who moves the operands | who waits |
 # |---|---|---|
@@ -177,6 +187,15 @@ why_async.show_operand_feed(bw, peak)             # at §2's clock
 # | 04 wgmma | TMA; `wgmma` reads shared memory itself | the [warpgroup](../docs/glossary.md#warpgroup) |
 # | 05 pipelines | TMA, into a ring of stages, in advance | the consumer, when the ring runs dry |
 # | 06 warp specialization | a [producer](../docs/glossary.md#producer) warpgroup that only loads | ideally nobody |
+
+# %% [markdown]
+# **Play** (ungraded, no GPU needed). Type in a new cell:
+#
+# * `why_async.gemm_intensity(4096, 4096, 16)`: raise the 16 until it passes `ridge` (§3's open marker).
+# * `plots.roofline(peak.tflops, bw / 2, why_async.roofline_points(gemms, peak, bw / 2))`: halve the
+#   bandwidth; which measured GEMMs fall left of the ridge?
+# * `64 / (8000e9 / peak.sm_count / (peak.mhz * 1e6))`: §4's last line at 8 TB/s. Does DRAM then
+#   supply the 128×128 tile?
 
 # %% [markdown]
 # ## Exercises

@@ -14,8 +14,8 @@
 #
 # **The synchronous model.** Threads copy tiles global → registers → shared memory and wait at
 # `__syncthreads()`. Then each warp loads [*fragments*](../docs/glossary.md#fragment) (its share
-# of a tile, in its 32 lanes' registers) with [**`ldmatrix`**](../docs/glossary.md#ldmatrix) and
-# multiplies them with **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. Section 1 is a
+# of a tile, in its 32 lanes' registers) with [**`ldmatrix`**](../docs/glossary.md#ldmatrix), a
+# warp-wide load from shared memory, and multiplies them with **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. Section 1 is a
 # plain tiled GEMM in Python (numba, a CUDA compiler for Python); sections 2–5 a tuned `mma.sync`
 # GEMM.
 #
@@ -71,8 +71,8 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # in its own registers. The PTX ISA fixes the pattern (*Matrix Fragments for mma.m16n8k16*), and
 # `ldmatrix` loads from shared memory in exactly that pattern.
 #
-# The picture shows which lane, and which of its registers a0–a3, has each element of A (B and
-# C: [01b §1](01b_synchronous_anatomy.ipynb)).
+# The picture shows which lane, and which of its registers a0–a3, has each element of A. Going
+# further: [01b §1](01b_synchronous_anatomy.ipynb) maps B and C.
 
 # %% output varies
 lane_a, reg_a = fragments.a_m16n8k16()
@@ -178,42 +178,48 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # %% output answers a prediction
 fig = mma_sync.plot_vs_cublas(rec, mma_sync.DEFAULT_TILE)
 plt.show()
+at = {x.get("tile") or x["kernel"]: x["tflops"] for x in rec.results["sweep"]
+      if (x["size"], x["dtype"]) == (4096, "float16")}          # the record's 4096³ fp16 rows
+print("4096³ fp16, TFLOP/s:", ", ".join(f"{k} {v:.0f}" for k, v in at.items()), "\n")
 frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)
 
 # %% [markdown]
 # ## 5. Why the number is what it is
 #
 # The table below takes the kernel apart at 4096³. Each row removes work, so its results are wrong
-# and it is only timed ([01b §4](01b_synchronous_anatomy.ipynb) has every variant). Read it top
-# down, and two limits show.
+# and it is only timed. Read it top down, and two limits show.
 #
 # * **The warps stall on their own copy.** Removing the global → shared copy gains the most. Each
 #   operand byte crosses the SM's shared-memory data path three times: into registers, into shared
 #   memory, out through `ldmatrix`. The warps wait for it at `__syncthreads`.
 # * **`mma.sync` has its own cap.** With no memory traffic at all, it reaches about 0.65 of the
-#   [peak](../docs/glossary.md#peak). More warps barely help: four times the ceiling row's warps
+#   [peak](../docs/glossary.md#peak) (SMs × 4096 FLOP per clock). More warps barely help: four times the ceiling row's warps
 #   per SM gain a few percent at most (the last line). NVIDIA does not say where the cap comes
 #   from. The full rate needs `wgmma` (chapter 04).
 #
-# The peak here is at the ceiling kernel's own SM clock, read [in the kernel](../docs/glossary.md#in-kernel).
-# `show_why` divides each row's TFLOP/s by the full kernel's, from `rec.results["ablation"]`; the
-# ceiling rows come from `rec.results["peak"]`.
+# The peak here is at the ceiling kernel's own SM clock, read [in the kernel](../docs/glossary.md#in-kernel)
+# (by the kernel itself, as it runs). **Derive it:** the cell first divides two of the record's
+# `ablation` rows itself; `show_why` then does the same for every row (ceiling rows:
+# `rec.results["peak"]`).
 
 # %% output varies
+abl = {r["variant"]: r["tflops"] for r in rec.results["ablation"]}     # 4096³ fp16, TFLOP/s
+print("copy's gain:", notebook.ratio(abl["no global→shared copy"], abl["full kernel"], "TFLOP/s"), "\n")
 mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)
-
-# %% [markdown]
-# **Derive it.** The copy's gain, from the record's `ablation` rows (`variant`, `tflops`, 4096³ fp16):
-
-# %% output varies
-abl = {r["variant"]: r["tflops"] for r in rec.results["ablation"]}
-print(f'{abl["no global→shared copy"]:.0f} / {abl["full kernel"]:.0f} = '
-      f'{abl["no global→shared copy"] / abl["full kernel"]:.2f}')
 
 # %% [markdown]
 # **So:** the warps idle through every load, and that wait is the table's first rows. Chapter 02
 # lets the copy run by itself (`cp.async`, no register hop) while the warps compute; 03 takes it
-# from the threads (TMA); 04 removes `ldmatrix`.
+# from the threads (TMA); 04 removes `ldmatrix`. Going further:
+# [01b §4](01b_synchronous_anatomy.ipynb) times every variant.
+
+# %% [markdown]
+# **Play** (ungraded, no GPU needed). Type in a new cell:
+#
+# * `mma_sync.plot_tile_hierarchy(mma_sync.TILES[3])`: a narrower warp tile. How many `mma.sync` per
+#   k16 step now? Find its TFLOP/s in `at`.
+# * `sass.class_counts(mma_sync.compile_mma_sync("bfloat16").sass())`: does bf16 change the mix?
+# * `simt.simt_gemm(a[:7], b)`: other odd shapes; compare with `a[:7] @ b` as §1 does.
 
 # %% [markdown]
 # ## Exercises
@@ -228,7 +234,8 @@ answer = ...
 ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 
 # %% [markdown]
-# **2.** Section 2's SASS showed 128 `HMMA` per k-tile for the default tile. Predict how many
+# **2.** Section 2's SASS showed 128 `HMMA` for the default tile: the whole kernel's count, and one
+# k-tile's too, since the k-tile loop is not unrolled (its body is one k-tile). Predict how many
 # `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta` (§3 reads
 # the name). The solution counts `HMMA` in that kernel's SASS.
 

@@ -130,7 +130,7 @@ if exercises.after("ch02.wait_n"):
 cp_async_show.sass_tables(ck)        # chapter 01's kernel, then this one; asserts the sentence above
 
 # %% [markdown]
-# How much shared memory each ring takes, and a tile refused before launch:
+# Going further: how much shared memory each ring takes, and a tile refused before launch:
 # [deep dive 02b §2](02b_cp_async_microbenchmark.ipynb).
 #
 # **Try it: predict, then change `TILE` and rerun.** In a model, each byte a CTA copies feeds
@@ -145,7 +145,7 @@ print(cp_async.tile_traffic(*TILE))
 # ## 3. Correctness first
 #
 # Every tile and stage count is checked against float64, as in chapter 01 (the
-# [elementwise bound](../docs/glossary.md#elementwise-bound)). In replay these are the recorded
+# [elementwise bound](../docs/glossary.md#elementwise-bound), a tolerance scaled by |A|·|B|). In replay these are the recorded
 # checks.
 
 # %% output varies
@@ -167,17 +167,11 @@ base = cp_async.best_rows(rec.results, "float16", "mma.sync")[4096]["tflops"]
 fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], baseline=base,
                    baseline_label="chapter 01", record=rec, title="Stages at 4096³ fp16")
 plt.show()
-print(cp_async.best_line(rec.results, "float16", 4096))   # every size and dtype: deep dive 02b §2
-
-# %% [markdown]
-# **Derive it.** The headline ratio from the record's `sweep` rows (`kernel`, `size`, `dtype`,
-# `tflops`): the best cp.async rung over chapter 01's kernel, both timed in this run.
-
-# %% output varies
-at = [r for r in rec.results["sweep"] if (r["size"], r["dtype"]) == (4096, "float16")]
-best = max(r["tflops"] for r in at if r["kernel"] == "cp.async")
-ch01 = next(r["tflops"] for r in at if r["kernel"] == "mma.sync")
-print(f"{best:.0f} / {ch01:.0f} = {best / ch01:.2f}")
+at = [r for r in rec.results["sweep"] if (r["size"], r["dtype"]) == (4096, "float16")]   # this run's rows
+best = max((r for r in at if r["kernel"] == "cp.async"), key=lambda r: r["tflops"])
+cb = max(r["tflops"] for r in at if r["kernel"] == "cuBLAS")
+print(f"best rung {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s')}× chapter 01, "
+      f"{notebook.ratio(best['tflops'], cb)} of cuBLAS")
 
 # %% [markdown]
 # **What moved, and why.** The table numbers three rungs; each note under it is generated from
@@ -193,7 +187,6 @@ print(f"{best:.0f} / {ch01:.0f} = {best / ch01:.2f}")
 #    CTA covers its waits.
 #
 # Each note prints its two operands from the table's TFLOP/s column (`rec.results["sweep"]`).
-# [02b §2](02b_cp_async_microbenchmark.ipynb) reads the sweep in full.
 #
 # **Try it: predict, then count.** A BK = 64 stage is 32 KiB. Predict how many such stages fit
 # when two CTAs share an SM's 228 KiB (1 KiB reserved per CTA). The solution cell's last line
@@ -203,22 +196,33 @@ print(f"{best:.0f} / {ch01:.0f} = {best / ch01:.2f}")
 cp_async_show.stages(rec)            # the table, then notes 1–3, each checked against the record
 
 # %% [markdown]
-# A model of this table with two numbers (work per k-tile, copy latency), and the rung it
-# misses: **Design it**, in [02b §3](02b_cp_async_microbenchmark.ipynb).
-
-# %% [markdown]
 # **Why not chapter 01's ceiling?** That ceiling is `mma.sync` alone, with no memory traffic.
 # Count the clocks one k-tile of the best rung needs. The math runs at the ceiling's pace.
 # Shared memory serves 128 bytes per clock (chapter 00 §4). `cp.async` writes each k-tile once, and `ldmatrix`
 # reads it two more times, since the four warps sit in two rows and two columns on the tile: both
-# warps of a row read its A slice, both of a column its B slice. Each rate is per SM per clock, at its own run's measured SM clock,
-# so a [peak](../docs/glossary.md#peak) from another clock never enters.
+# warps of a row read its A slice, both of a column its B slice. Each rate is per SM per clock, at
+# its own run's measured SM clock, so a [peak](../docs/glossary.md#peak) (SMs × 4096 FLOP per
+# clock) from another clock never enters.
 #
 # Full overlap would take the longer of the two; none, their sum. The `measured` line sits
 # between.
 
 # %% output varies
+tile, b, ceil = cp_async.ceiling_rows(rec.results, records.load("mma_sync").results["peak"])
+print("TFLOP/s per GHz of SM clock, best rung / ceiling:",           # the clocks cancel
+      notebook.ratio(b["tflops"] / b["sm_mhz"] * 1e3, ceil["tflops"] / ceil["sm_mhz"] * 1e3), "\n")
 cp_async_show.overlap(rec, records.load("mma_sync").results["peak"])
+
+# %% [markdown]
+# Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) reads the sweep in full; its §3
+# models this table with two numbers (work per k-tile, copy latency), **Design it**.
+#
+# **Play** (ungraded, no GPU needed). Type in a new cell:
+#
+# * `print(cp_async_ring.show(stages=4, wait=2, latency=2600))`: double the copy latency; from which
+#   k-tile does the consumer wait? Try `stages=2`.
+# * `cp_async_ring.run(4, 1)[-1].end - cp_async_ring.run(4, 2)[-1].end`: clocks a too-strict wait
+#   loses. Raise `latency=`; compare §4's one- and four-stage rungs.
 
 # %% [markdown]
 # ## Exercises
