@@ -8,8 +8,9 @@
 # [*tensor map*](../docs/glossary.md#tensor-map). Then one thread asks it for a tile, a
 # [*box*](../docs/glossary.md#box), and it writes the box into shared memory. An
 # [*mbarrier*](../docs/glossary.md#mbarrier), a barrier object in shared memory, counts the bytes
-# in. Chapter 02 needed many threads' copies per stage; TMA needs one instruction. Deep dive:
-# [03b, TMA at the edges](03b_tma_boxes.ipynb).
+# in. Chapter 02 needed many threads' copies per stage; TMA needs one instruction.
+#
+# Going further: [03b, TMA at the edges](03b_tma_boxes.ipynb).
 
 # %% output varies
 from asynctc.core import exercises, notebook, records
@@ -21,14 +22,15 @@ notebook.banner("sm_90a")
 # ## 1. Tensor maps, validated before the driver sees them
 #
 # The driver answers a bad argument with a bare `CUDA_ERROR_INVALID_VALUE`; `tma.validate` names
-# the field ([03b §1](03b_tma_boxes.ipynb)). **Which order?**
+# the field. **Which order?**
 #
 # 1. `tma.validate` takes `shape` and `box` rows first, like numpy: `box=(128, 64)` is 128 rows
 #    × 64 columns.
 # 2. The copy instruction names the contiguous dimension first: a box starts at (c0, c1) =
 #    (column, row).
 #
-# Rows past the edge (orange) arrive as zeros; their bytes still count.
+# Rows past the edge (orange) arrive as zeros; their bytes still count. Going further:
+# [03b §1](03b_tma_boxes.ipynb), boxes past every edge.
 
 # %% output varies
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
@@ -48,7 +50,8 @@ fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, 
 # * **No swizzle.** Every row starts at bank 0: each column is one colour.
 # * **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row index mod 8:
 #   column 0 meets every bank group. 32B and 64B swizzle do the same for narrower boxes.
-# The GPU agrees ([03b §3](03b_tma_boxes.ipynb)).
+#
+# Going further: [03b §3](03b_tma_boxes.ipynb), the same on the GPU.
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
@@ -61,8 +64,8 @@ fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 # %% [markdown]
 # ## 3. The mbarrier life cycle
 #
-# No thread carries these bytes, so `__syncthreads` cannot wait for them. An mbarrier counts them.
-# One barrier, one fill:
+# No thread carries these bytes, so `__syncthreads` cannot wait for them; an mbarrier counts them.
+# One fill:
 #
 # 1. `init`: the barrier expects one arrival.
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx), setting the pending
@@ -73,36 +76,35 @@ fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
 #    read.
 #
 # Phases are numbered because one barrier serves every fill: a "ready" flag would still be set from
-# the last one.
+# the last one. A wait names a parity, not a phase number, because a waiter never lags by two
+# phases: it wants the open phase or the one before, and mod 2 tells them apart.
 #
 # **The rule** (PTX ISA, *mbarrier.test_wait/try_wait*). A wait on parity P passes unless the open
 # phase has parity P.
 
 # %% [markdown]
-# **The code.** `tma_load_dump` (`kernels/tma.cu`) runs steps 1–5 for one box; under it, the
-# wrappers' PTX and the bounded wait's loop. Its `.shared::cluster` names a
-# [cluster](../docs/glossary.md#cluster) (chapter 06); a CTA alone is a cluster of one, so the
-# address is its own shared memory. Then `mbarrier_lifecycle` on the GPU: after each step, would a wait
-# on parity 0 or 1 pass? ✓ marks the PTX ISA's answer. Step 6 waits in vain, on purpose.
+# **The code.** `tma_load_dump` (`kernels/tma.cu`) runs steps 1–5 for one box; below it, its
+# PTX. Its `.shared::cluster` names a [cluster](../docs/glossary.md#cluster),
+# a group of CTAs that read each other's shared memory; a CTA alone is a cluster of one. Then
+# `mbarrier_lifecycle` on the GPU: after each step, would a wait on parity 0 or 1 pass? ✓ marks the
+# PTX ISA's answer. Step 6 waits in vain, on purpose.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
     ptx=("mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d", "mbarrier_try_wait_parity"),
     more=(("ptx/mbarrier.cuh", r"for \(u32 i = 1; i < max_tries", r"atomicCAS"),)))
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
-tma.checks.show_lifecycle(crec)          # raises if the record differs from the PTX ISA
+tma.checks.show_lifecycle(crec)
+notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]
-# * The wait is **bounded** (`max_tries` rounds or 2 s): a wrong byte count cannot hang the GPU.
+# * The wait is **bounded**: a wrong byte count cannot hang the GPU.
 # * **A proxy fence.** Threads write shared memory through the *generic proxy*, TMA through the
-#   [*async proxy*](../docs/glossary.md#proxy); `fence_proxy_async_shared_cta` orders the two
-#   ([03b §4](03b_tma_boxes.ipynb)).
-#
-# Step 3 is the rule's example. Step 0: on a fresh barrier wait(1) passes at once.
+#   [*async proxy*](../docs/glossary.md#proxy), a separate path into memory;
+#   `fence_proxy_async_shared_cta` orders the two.
 #
 # **One ring stage, fill by fill.** From chapter 05 on, a stage has two barriers: *full* (bytes
-# landed) and *empty* (readers done). Fill f completes phase f of each. The parity rule of every
-# later chapter:
+# landed) and *empty* (readers done). Fill f completes phase f of each. Every later chapter's rule:
 #
 # | fill f | consumer waits on full with | producer, before fill f, waits on empty with | why |
 # |---:|---:|---:|---|
@@ -112,15 +114,23 @@ tma.checks.show_lifecycle(crec)          # raises if the record differs from the
 # | f | f mod 2 | (f + 1) mod 2 | waits for phase f − 1 |
 #
 # **So:** 05's `rp`, 06's `phase ^ 1` and 08's (f + 1) mod 2 are all this producer column.
+#
+# Going further: [03b §4](03b_tma_boxes.ipynb), the proxy fence, modelled.
+
+# %% [markdown]
+# **Play** (ungraded): in §1, `at=(4000, 1000)` pushes the box past the right edge: which
+# columns turn orange? Then `print(*tma.checks.swizzle_lines(crec.results), sep="\n")`: the
+# record's verdict on §2's maps.
 
 # %% [markdown]
 # ## Exercises
 #
 # **1. Fill one stage.** Stage k-tile `kt`: A's `BM`×`BK` box of map `ta` (rows from `m0`), then
-# right after it B's `BN`×`BK` box of `tb` (B stored N×K, rows from `n0`). fp16, `BM` = `BN` = 128,
-# `BK` = 64. One barrier, `full_bar`, covers both. Write the lines of
+# B's `BN`×`BK` box of `tb` (B stored N×K, rows from `n0`). fp16, `BM` = `BN` = 128,
+# `BK` = 64. One barrier, `full_bar`, covers both. Write
 # `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with `tma_load_2d(dst, map, bar, c0, c1)`:
-# **c0 is the column** (along K), c1 the row.
+# **c0 is the column** (along K), c1 the row. `stage` and `full_bar` are `u32` shared-memory byte
+# addresses: B's box goes at `stage + BM * BK * 2`, right after A's 16384 bytes.
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""
@@ -128,7 +138,8 @@ ok = exercises.check("ch03.stage_fill", lines)
 
 # %% [markdown]
 # **2. Write the 128-byte swizzle** `swizzle_128b(offset)`: where TMA puts byte `offset` of a box
-# with 128-byte rows in a 1024-byte aligned buffer (§2's rule).
+# with 128-byte rows in a 1024-byte aligned buffer (§2's rule). Write it with `def` (a lambda
+# passes but is not kept for the later chapters that run your pieces).
 
 # %%
 def swizzle_128b(offset):
@@ -160,13 +171,17 @@ ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bit
 # ## Worklog
 #
 # **Predict first.** For chapter 05's box, cp.async needs a thousand instructions, TMA one. More
-# GB/s for TMA, or about the same? The *we measured* line answers from the record `tma_equal`
-# ([03b §2](03b_tma_boxes.ipynb)).
+# GB/s for TMA, or about the same? The *we measured* line answers, from the record `tma_equal`.
+# Going further: [03b §2](03b_tma_boxes.ipynb).
 
 # %% output answers a prediction
 from asynctc.core import worklog
 
 worklog.show("03")
+gb = {c["variant"]: c["gbps"] for c in records.load("tma_equal").results["copies"]
+      if c["fp16_box"] == "128x64" and "loads" in c["kinds"]}      # the 16 KiB box, equal loads in flight
+print(f"TMA / cp.async: {notebook.ratio(gb['tma'], gb['cp_async'], 'GB/s')}")
+notebook.require(abs(gb["tma"] / gb["cp_async"] - 1) < 0.05, "the same bandwidth within 5 %", **gb)
 
 # %% [markdown]
 # **Your GEMM so far**, with your stage fill and swizzle: one tile on the CPU, checked against

@@ -2,18 +2,20 @@
 # # 04 — `wgmma` and the shared-memory matrix descriptor
 #
 # **Learning goal.** Issue Hopper's asynchronous Tensor Core instruction, describe its operands
-# correctly, and measure it against the [peak](../docs/glossary.md#peak).
+# correctly, and measure it against the [peak](../docs/glossary.md#peak), the most FLOP/s the
+# Tensor Cores can do.
 #
 # **In plain words.** A [warpgroup](../docs/glossary.md#warpgroup) (four warps) issues one
-# [wgmma](../docs/glossary.md#wgmma) together and moves on. The Tensor Cores fetch its operands
+# [wgmma](../docs/glossary.md#wgmma), an asynchronous matrix multiply, together and moves on. The Tensor Cores fetch its operands
 # from shared memory, and a [*matrix descriptor*](../docs/glossary.md#matrix-descriptor) tells
 # them the layout TMA wrote. Told wrong, they read wrong bytes, with no error.
 #
-# Deep dive: [04b, wgmma taken apart](04b_wgmma_anatomy.ipynb).
+# Going further: [04b, wgmma taken apart](04b_wgmma_anatomy.ipynb).
 
 # %% output varies
 from asynctc.models import descriptors
 from asynctc.core import exercises, notebook, records, sass
+from asynctc.core.peak import DATASHEET
 from asynctc import wgmma, wgmma_peak
 
 notebook.banner("sm_90a")
@@ -34,7 +36,7 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 2. Why a descriptor, and its fields
 #
-# Below, A (64×64 fp16, [K-major](../docs/glossary.md#k-major)) was written with 128-byte swizzle.
+# Below, A (64×64 fp16, [K-major](../docs/glossary.md#k-major): K contiguous in memory) was written with 128-byte swizzle.
 # Three descriptors read it: the right one, one with too narrow a swizzle, one with half the stride. Where wgmma wants A[m][0], what does it get?
 
 # %%
@@ -42,7 +44,7 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts what the text sa
 
 # %% [markdown]
 # Too narrow a swizzle: row 1 lands half-way along row 0. Half the stride: row 8 reads row 4.
-# Nothing faults ([04b](04b_wgmma_anatomy.ipynb) §3).
+# Nothing faults.
 #
 # The descriptor packs five fields into 64 bits (PTX ISA §9.7.15.5.1.2.2). Its unit is the
 # [core matrix](../docs/glossary.md#core-matrix), 8 rows × 16 bytes. Two strides step between them:
@@ -52,6 +54,8 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts what the text sa
 #
 # With 128-byte swizzle, 8 rows of 128 bytes make one pattern: SBO is 1024 bytes. A k16 step stays
 # inside a row, so LBO is unused. Below, the right descriptor and the tile (dashed: one k16 step).
+#
+# Going further: [04b §3](04b_wgmma_anatomy.ipynb) breaks each field on purpose.
 
 # %%
 tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
@@ -84,13 +88,13 @@ assert 0x2000 + swizzled == tile.tma_addresses(0x2000)[ROW, K] == tile.addresses
 # **Try it:** change `ROW` and `K` and rerun. Which rows keep their chunks in place?
 # <details><summary>Answer</summary>Rows 0, 8, 16, …: chunk XOR 0 is the chunk.</details>
 #
-# An [MN-major](../docs/glossary.md#mn-major) tile stores B as K×N: B[k][n] sits at byte
-# k·128 + n·2 before the swizzle, so k16 step s starts at row 16s ([04b](04b_wgmma_anatomy.ipynb) §5).
+# An [MN-major](../docs/glossary.md#mn-major) tile, M or N contiguous, stores B as K×N: B[k][n]
+# sits at byte k·128 + n·2 before the swizzle, so k16 step s starts at row 16s.
 #
 # **Exercise: advance the descriptor.** A 64-wide k-tile is four k16 steps, one descriptor each;
 # only the start address moves. Write `kstep_desc(desc0, s, major)`: step s's descriptor from step
 # 0's, of a 64×64 fp16 tile with 128-byte swizzle, `major` "K" or "MN". The check reads bytes
-# through your descriptors.
+# through your descriptors. Going further: [04b §5](04b_wgmma_anatomy.ipynb) draws both layouts.
 
 # %%
 def kstep_desc(desc0, s, major):
@@ -114,7 +118,7 @@ assert same
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
 # `kernels/wgmma.cu` copies the operands into shared memory in §3's layout, fences them for the
-# [async proxy](../docs/glossary.md#proxy), then runs K/16 wgmmas. The loop, PTX and SASS, N = 64:
+# [async proxy](../docs/glossary.md#proxy) (the path wgmma reads by), then runs K/16 wgmmas. The loop, PTX and SASS, N = 64:
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
@@ -156,8 +160,9 @@ ok = exercises.check("ch04.acc_owner", answer, r=27, c=12)
 # %% [markdown]
 # ## 7. Correct for every combination
 #
-# Checked against float64 as in chapter 01 ([elementwise bound](../docs/glossary.md#elementwise-bound);
-# looser for FP8), every combination.
+# Checked against float64 as in chapter 01, every combination, each element within its
+# [elementwise bound](../docs/glossary.md#elementwise-bound), the rounding error allowed (looser for
+# FP8).
 
 # %% output varies
 rec = records.load_or_measure("wgmma", wgmma_peak.measure_wgmma)
@@ -178,14 +183,11 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 
 # %% output answers a prediction
 fig = wgmma_peak.plot_throughput(rec)
-print(wgmma.peak_lines(rec.results, "float16", n=256))
-_ = notebook.verdict(*wgmma.goal_note(rec.results, goal=0.90))
 
 # %% [markdown]
-# The two peaks differ only in their clock. Grey dotted: Luo et al.'s H800 figure, scaled
-# ([04b](04b_wgmma_anatomy.ipynb) §6). **Derive it** from the record: the `throughput` row
-# (fields `tflops`, `sm_mhz`) for fp16 SS, and `sm_count`. **Predict, then change `N` to 16 and
-# rerun:** record against model?
+# Grey dotted: Luo et al.'s H800 figure, scaled. **Derive it** from the record: the `throughput`
+# row (fields `tflops`, `sm_mhz`) for fp16 SS, and `sm_count`. The datasheet's peak differs only
+# in its clock. **Predict, then change `N` to 16 and rerun:** record against model?
 
 # %% output varies
 N = 256                                   # 8, 16, 32, 64, 128 or 256
@@ -193,27 +195,41 @@ row = next(x for x in rec.results["throughput"] if (x["n"], x["source"], x["chai
            and (x["dtype"], x["ctas_per_sm"]) == ("float16", 2))
 peak = rec.results["sm_count"] * 4096 * row["sm_mhz"] / 1e6          # TFLOP/s at the kernel's clock
 model = (N / 2) / max(N / 2, 16 + N / 4)                              # §8's model
-print(f"N = {N}: {row['tflops']:.0f} / {peak:.0f} = {row['tflops'] / peak:.2f} of the per-clock peak; model {model:.2f}")
+print(f"N = {N}: {notebook.ratio(row['tflops'], peak, 'TFLOP/s')} of the per-clock peak; model {model:.2f}")
+print(f"datasheet, at {DATASHEET['boost_mhz']} MHz: {notebook.ratio(row['tflops'], DATASHEET['dense_tflops']['float16'], 'TFLOP/s')}")
+_ = notebook.verdict(row["tflops"] / peak >= 0.90, f"N = {N}: goal 0.90 reached.", f"N = {N}: goal 0.90 not reached.")
 
 # %% [markdown]
-# **SS against RS**, in FLOP/clk/SM. `small_n_table`'s last lines show each division of the
-# `throughput` runs:
+# **SS against RS**, in FLOP/clk/SM (the model: 4096 for RS). The cell divides each run by its
+# model and checks each sentence:
 #
 # 1. SS follows the model within 2 % at every N.
-# 2. RS beats SS up to N = 32: it reads no A.
-# 3. At N = 8, RS reaches about a third of the model: a fixed cost per wgmma
-#    ([04b](04b_wgmma_anatomy.ipynb) §4 fits it).
+# 2. RS outruns SS up to N = 32: it reads no A.
+# 3. At N = 8, RS reaches about a third of the model: a fixed cost per wgmma.
 #
 # **So:** from N = 64 on, both run at the full rate. Below it, shared memory limits SS and a fixed
-# cost limits RS.
+# cost limits RS. Going further: [04b §4](04b_wgmma_anatomy.ipynb) fits that cost.
 
 # %% output varies
-print(wgmma.small_n_table(rec.results))     # one division per sentence above, each asserted
+fpc = {(x["n"], x["source"]): x["flop_per_clk_sm"] for x in rec.results["throughput"]
+     if (x["dtype"], x["chains"], x["ctas_per_sm"]) == ("float16", 1, 2)}
+ss_model = {n: 4096 * (n / 2) / max(n / 2, 16 + n / 4) for n, _ in fpc}            # §8's model
+for n in sorted(ss_model): print(f"N = {n:3d}  SS: {notebook.ratio(fpc[n, 'smem'], ss_model[n])}   RS: {notebook.ratio(fpc[n, 'registers'], 4096)}")
+notebook.require(all(abs(fpc[n, "smem"] / ss_model[n] - 1) < 0.025 for n in ss_model), "SS follows the model within 2 %")
+notebook.require(all(fpc[n, "registers"] > 1.25 * fpc[n, "smem"] for n in (8, 16, 32)), "RS outruns SS up to N = 32")
+notebook.require(0.26 < fpc[8, "registers"] / 4096 < 0.36, "at N = 8, RS reaches about a third of the model")
+notebook.require(min(fpc[n, s] for n in ss_model if n >= 64 for s in ("smem", "registers")) > 0.975 * 4096, "from N = 64 on, both run at the full rate")
+
+# %% [markdown]
+# **Play** (ungraded): `print(wgmma.design(8, "registers"))` shows the model's clocks beside
+# the `wgmma` record's run; try N = 64, then `"smem"`. In §2, make `tile` `"MN"` and `step=1`:
+# which fields move? `wgmma.plot_accumulator(n=32, thread=5)`: where are thread 5's registers?
 
 # %% [markdown]
 # ## Exercises
 #
-# The exercises are in sections 3 and 6. Write the descriptor encoder yourself: [deep dive 04b §7](04b_wgmma_anatomy.ipynb).
+# The exercises are in sections 3 and 6. Going further: write the descriptor encoder yourself in
+# [04b §7](04b_wgmma_anatomy.ipynb).
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
