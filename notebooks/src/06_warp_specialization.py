@@ -102,7 +102,7 @@ plt.show()
 # | 2 consumers (256 threads) | `setmaxnreg.inc 232` | 256 × 232 = 59392 |
 # | CTA | | 64512 ≤ 65536 |
 #
-# Each consumer's thread holds 64 × 256 / 128 = 128 fp32 accumulators, under 168 even without
+# Each consumer's thread keeps 64 × 256 / 128 = 128 fp32 accumulators, under 168 even without
 # `setmaxnreg`. **So:** the consumers get most of the registers; §3 measures what that buys.
 #
 # ## 3. The ladder
