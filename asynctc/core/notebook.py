@@ -59,6 +59,7 @@ def claim(condition: bool, text: str, **numbers) -> str:
     return text
 
 
+@guards      # a visible notebook.require(...) in a cell guards the markdown before it
 def require(condition: bool, text: str, **numbers) -> None:
     """:func:`claim`'s guard without the printing, for prose a helper assembles before it is shown:
     raise :class:`ClaimError` naming ``text`` and ``numbers`` when ``condition`` is false."""

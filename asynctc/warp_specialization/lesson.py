@@ -41,7 +41,7 @@ def ladder_table(results: dict, dtype: str = "float16") -> str:
 
 
 @guards
-def show_ladder_steps(results: dict) -> None:
+def show_ladder_steps(results: dict, steps: bool = True) -> None:
     """06 §3: print :func:`ladder_table` (fp16), each fp16 4096³ step with its operands
     (:func:`asynctc.core.notebook.ratio`), then the arithmetic of the markdown's two
     conclusions (rung 3 only returns to rung 1; rung 8 reaches cuBLAS; fp16, 4096³ and 8192³; the
@@ -59,20 +59,25 @@ def show_ladder_steps(results: dict) -> None:
     - rungs 4 and 6 moved less than 1.5 %;
     - rung 4's sweep is won by rung 3's own config at every size and dtype (the same build);
     - rung 8 gains about 1 % (0–3 %) and ends at 0.99 and 1.01 of cuBLAS (0.98 or more).
+
+    With ``steps=False`` only the table is printed (06 §3's own cell prints the fp16 4096³ steps
+    in visible code); the guards run either way.
     """
     from .figures import ladder_ratio
     from ..core.notebook import ratio
     print(ladder_table(results))
     t = {x["rung"]: x["tflops"] for x in results["ladder"] if (x["size"], x["dtype"]) == (4096, "float16")}
-    print("fp16 4096³, each rung over the one in 'over' (TFLOP/s):\n" + "\n".join(
-        f"  rung {b}: {ratio(t[b], t[a])}" for b, a in OVER.items()))
+    if steps:
+        print("fp16 4096³, each rung over the one in 'over' (TFLOP/s):\n" + "\n".join(
+            f"  rung {b}: {ratio(t[b], t[a])}" for b, a in OVER.items()))
     L = ladder_steps(results)
     r = {b: ladder_ratio(results, a, b) for b, a in OVER.items()}
     top = {(x["size"], x["dtype"]): x["of_cublas"] for x in results["ladder"] if x["rung"] == 8}
-    print("fp16, 4096³ and 8192³:\n"
-          f"  rung 3 / rung 1 = (rung 3 / rung 2) × (rung 2 / rung 1) = "
-          + ", ".join(f"{r[3][(s, 'float16')]:.2f} × {L['r2'][(s, 'float16')]:.2f} = {L['r3'][(s, 'float16')]:.2f}"
-                      for s in (4096, 8192)))
+    if steps:
+        print("fp16, 4096³ and 8192³:\n"
+              f"  rung 3 / rung 1 = (rung 3 / rung 2) × (rung 2 / rung 1) = "
+              + ", ".join(f"{r[3][(s, 'float16')]:.2f} × {L['r2'][(s, 'float16')]:.2f} = {L['r3'][(s, 'float16')]:.2f}"
+                          for s in (4096, 8192)))
     best = {b: max(v.values()) for b, v in r.items()}
     low = {b: min(v.values()) for b, v in r.items()}
     at = {b: {s: [v for (z, _), v in r[b].items() if z == s] for s in (4096, 8192)} for b in r}
