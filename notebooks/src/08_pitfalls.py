@@ -153,8 +153,8 @@ display(Markdown(zoo.table_markdown(compact=True, reports=False)))
 # **Play** (ungraded, no GPU). Run `print(D.pipeline_diagnosis(name).text)` with `name` =
 # `"arrive_count_too_big"`, then `"missing_empty_wait"`: the first hangs, the second finishes.
 # Is the second correct? `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the
-# model's. In §5a, try `D.layout_mismatch(128, 64, 0)`: a reader with the wrong swizzle width
-# at an aligned base. How many elements move?
+# model's. In §5b, set `program = ordering.PROGRAMS["wgmma"]["correct"]` and try each `DROP`
+# from 0 to 5: which steps can go?
 #
 # ## 7. Exercises
 #

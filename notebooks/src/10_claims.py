@@ -157,9 +157,9 @@ print(f"every value with {DIGITS} decimals that holds: {', '.join(bounds.values_
 
 # %% [markdown]
 # **Play** (ungraded). Rebind `pairs = [p for p in pairs if p["suite"] != "ws_limit"]`, recompute
-# `lo, hi` with `bounds.bound(p["ratio"] for p in pairs)[1:]` and rerun the lever: does "0.98"
-# still hold? Then take `bounds.same_run_pairs(recs, 8192, "float16")`: does "beats cuBLAS" hold
-# there?
+# `lo, hi` with `bounds.bound(p["ratio"] for p in pairs)[1:]` and rerun the lever: which values
+# are left? Then take `bounds.same_run_pairs(recs, 8192, "float16")`: what does
+# `bounds.verdict(lo, hi, above=1.0)` say there?
 #
 # ## Exercises
 #
