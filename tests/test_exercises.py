@@ -472,8 +472,8 @@ MISTAKES += [
     ("ch07.promotion", _promotion(never=True), "that is the unpromoted accumulator: its error grows with K"),
     ("ch07.promotion", _promotion(reset=False), "never restart it at 0"),
     ("ch07.promotion", _promotion(add=False), "`total = acc` replaces the total"),
-    ("ch07.promotion", _promotion(tail=False), "7 k-tiles is not a multiple of 2: the last 1 are never added"),
-    ("ch07.promotion", _promotion(tail=False), "the last 1 are never added. Promote once more after the last "
+    ("ch07.promotion", _promotion(tail=False), "7 k-tiles is not a multiple of 2: the last k-tile is never added"),
+    ("ch07.promotion", _promotion(tail=False), "the last k-tile is never added. Promote once more after the last "
      "k-tile (on the swamping input with K = 896 (7 k-tiles), interval = 2: your total "),
     ("ch07.promotion", _promotion(tail=False), "yours is inside the bound, but the bound only limits how far"),
     ("ch07.promotion", _promotion(shift=0), "one k-tile early"),

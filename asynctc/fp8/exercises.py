@@ -20,6 +20,11 @@ from ..models.fp8 import (FORMATS, KTILE, Fp8Format, accumulation_bound, amax_sc
                           predict_swamp, quantize, swamp_operands, tc_dot)
 
 
+
+def _k_tiles(n: int) -> str:
+    """``"k-tile is"`` or ``"3 k-tiles are"``: the tail of a sentence about the last ``n`` k-tiles."""
+    return "k-tile is" if n == 1 else f"{n} k-tiles are"
+
 def _grid_neighbours(value: float, fmt: Fp8Format) -> tuple[float, float]:
     """The two values of the format's grid around ``value`` (within range)."""
     v = np.arange(256, dtype=np.uint8).view(fmt.dtype).astype(np.float64)
@@ -295,7 +300,7 @@ def _judge_promotion(answer) -> str | None:
                 (_promoted(p, _points(tiles, interval), add=False), "`total = acc` replaces the total: "
                  "only the last interval is left. Add: total += acc"),
                 (_promoted(p, _points(tiles, interval, tail=False)), f"{tiles} k-tiles is not a "
-                 f"multiple of {interval}: the last {tiles % interval} are never added. Promote once "
+                 f"multiple of {interval}: the last {_k_tiles(tiles % interval)} never added. Promote once "
                  "more after the last k-tile"),
                 (_promoted(p, _points(tiles, interval, shift=0)), "your promotions come after k-tiles "
                  "0, interval, 2·interval, …: one k-tile early. Promote after k-tile t when t + 1 is "

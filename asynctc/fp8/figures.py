@@ -215,6 +215,21 @@ def show_accumulator(results: dict) -> None:
     notebook.claim(holds, text, cut=cut, kept_same=same, kept_top=top, **tf)
 
 
+
+@_guards
+def show_accumulator_table(results: dict) -> None:
+    """Chapter 07 §5's core cell: :func:`show_accumulator` without its three division lines,
+    which the lesson computes in view. It checks the frozen prediction, prints how far the
+    measured medians are from it, and prints :func:`accumulator_table` (raising unless its guards
+    hold)."""
+    from ..core import notebook
+    from ..models.fp8 import ACC_PREDICTION, prediction_table
+    if prediction_table(predict_swamp()) != ACC_PREDICTION:
+        raise AssertionError("the model no longer predicts the table frozen before the first GPU run")
+    notebook.verdict(*prediction_note(results))
+    ok, table, numbers = accumulator_table(results, verdict=False)
+    notebook.claim(ok, table, **numbers)
+
 def prediction_note(results: dict, tolerance: float = 0.05) -> tuple[bool, str, str]:
     """``(close, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: the largest
     relative gap between the swamping experiment's measured median errors and the frozen model's

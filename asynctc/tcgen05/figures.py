@@ -45,8 +45,8 @@ def accumulator_homes(rows: list[dict], allocations=((0, 256, "accumulator 0"), 
                 va="center")
     for (col, ncols, label), hatch in zip(allocations, ("/", "\\")):
         bx.add_patch(Rectangle((col, 0), ncols, tmem.LANES, fill=False, hatch=hatch, ec="tab:red", lw=1.5))
-        bx.text(col + ncols / 2, tmem.LANES / 2, f"{label}\nalloc({ncols}) → column {col}", ha="center",
-                va="center", fontsize=8, color="tab:red", bbox={"fc": "white", "ec": "none"})
+        bx.text(col + ncols / 2, tmem.LANES / 2, f"{label}\nalloc({ncols})\n→ column {col}", ha="center",
+                va="center", fontsize=7.5, color="tab:red", bbox={"fc": "white", "ec": "none"})
     bx.set_xlim(0, tmem.COLUMNS)
     bx.set_ylim(tmem.LANES, 0)
     bx.set_xticks(range(0, tmem.COLUMNS + 1, 128))

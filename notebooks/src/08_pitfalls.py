@@ -59,8 +59,8 @@ outcome = D.show_outcome(1, expect="producer timed out on empty[0] at tile 0")
 # and all bytes land. A fresh barrier counts parity 1 as complete, so the producer's
 # first wait should name parity 1. Hypothesis: it names parity 0.
 #
-# **Pin it in a model.** The right producer waits on [parity](../docs/glossary.md#phase-parity)
-# (f + 1) mod 2, f = k / S being k-tile k's fill of its stage. Chapter 05's ring model runs the
+# **Pin it in a model.** The right producer waits on [parity](../docs/glossary.md#phase-parity),
+# the bit naming which of a barrier's alternating phases a wait expects, (f + 1) mod 2, f = k / S being k-tile k's fill of its stage. Chapter 05's ring model runs the
 # protocol with f mod 2. Does it stop where the GPU stopped?
 
 # %% output answers a prediction
@@ -85,8 +85,10 @@ print(D.pipeline_diagnosis("correct").text)
 # 4. **Reproduce it in a model**: the ring model, the ordering checker (5b), the layout model (5a).
 # 5. **Fix one line**; rerun the model and the kernel.
 #
-# Steps 2 and 3 by symptom ([setmaxnreg](../docs/glossary.md#setmaxnreg): chapter 06; C7508's
-# usual cause: no `__launch_bounds__(threads, 1)`):
+# The table gives steps 2 and 3 for each symptom. One row names
+# [setmaxnreg](../docs/glossary.md#setmaxnreg), the instruction that moves registers between
+# warpgroups (chapter 06): ptxas warning C7508 says it was ignored, usually for want of
+# `__launch_bounds__(threads, 1)`.
 
 # %%
 display(Markdown(zoo.decision_markdown(classes=False)))
@@ -117,8 +119,9 @@ ax = figures.plot_misplaced(128, 128, 128)
 #
 # ### 5b. Wrong only sometimes: what the ring model cannot see
 #
-# The ring model sees barriers and bytes, not [proxies](../docs/glossary.md#proxy),
-# [bulk groups](../docs/glossary.md#bulk-group) or
+# The ring model sees barriers and bytes only. It misses [proxies](../docs/glossary.md#proxy),
+# the generic and async paths into memory, which need a fence between them;
+# [bulk groups](../docs/glossary.md#bulk-group), a thread's TMA copies closed by one commit; and
 # lanes (a *leader* is the one lane that arrives for its warp). The *ordering checker* runs a
 # program of `(op, arg)` steps and names the first rule broken. The cell breaks two rules, then
 # deletes step `DROP` from the correct init and proxy programs.
@@ -134,18 +137,25 @@ program = ordering.PROGRAMS["init"]["correct"] + ordering.PROGRAMS["proxy"]["cor
 print(ordering.drop_report(program, DROP))
 
 # %% [markdown]
-# On the GPU these are races: a variant that passes is [latent](../docs/glossary.md#latent), not
-# correct.
+# On the GPU these are races: a variant that passes is [latent](../docs/glossary.md#latent),
+# wrong but not yet caught, not correct.
 #
 # ## 6. The zoo, for reference
 #
 # One row per bug class. The *init count* is the arrivals per phase that `mbarrier.init` sets.
-# Public reports: 08b §1, or `F.diagnose(key)`, one class from symptom to fix.
+# `F.diagnose(key)` takes one class from symptom to fix. Going further: 08b §1 lists the public
+# reports.
 
 # %%
 display(Markdown(zoo.table_markdown(compact=True, reports=False)))
 
 # %% [markdown]
+# **Play** (ungraded, no GPU). Run `print(D.pipeline_diagnosis(name).text)` with `name` =
+# `"arrive_count_too_big"`, then `"missing_empty_wait"`: the first hangs, the second finishes.
+# Is the second correct? `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the
+# model's. In §5b, set `program = ordering.PROGRAMS["wgmma"]["correct"]` and try each `DROP`
+# from 0 to 5: which steps can go?
+#
 # ## 7. Exercises
 #
 # **1. Name the bug.** A run hung. Below: its bounded wait's report. The cause is one of
@@ -158,10 +168,10 @@ answer = ...
 ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 
 # %% [markdown]
-# **2. Repair a protocol.** A [TMA store](../docs/glossary.md#tma-store) reads its shared-memory
-# source *after* the instruction returns. `cp.async.bulk.commit_group` closes a bulk group;
-# `cp.async.bulk.wait_group.read N` waits until at most N groups still read their source
-# ([03b §2](03b_tma_boxes.ipynb)). Insert the one step that makes `ordering.check` find no hazard
+# **2. Repair a protocol.** A [TMA store](../docs/glossary.md#tma-store), a bulk copy from shared
+# to global memory, reads its shared-memory source *after* the instruction returns.
+# `cp.async.bulk.commit_group` closes a bulk group; `cp.async.bulk.wait_group.read N` waits until
+# at most N groups still read their source (as in 03b §2). Insert the one step that makes `ordering.check` find no hazard
 # in the broken epilogue below: which argument, and where? Two places look right; one is.
 
 # %%

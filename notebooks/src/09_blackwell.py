@@ -4,7 +4,7 @@
 # **Learning goal.** Carry a Hopper GEMM's mental model to Blackwell (sm_100a), where
 # `tcgen05.mma` takes wgmma's place: why the accumulator left the register file for **Tensor
 # Memory** ([TMEM](../docs/glossary.md#tmem)); `tcgen05.mma`'s two descriptors, the 32-bit
-# [instruction descriptor](../docs/glossary.md#instruction-descriptor) and the 64-bit
+# [instruction descriptor](../docs/glossary.md#instruction-descriptor) (shape and types) and the 64-bit
 # **shared-memory descriptor**; allocating TMEM; writing the MMA thread's k-tile.
 #
 # **In plain words.** On Hopper a big tile's accumulator fills the register file. Blackwell gives
@@ -16,10 +16,12 @@
 
 # %% output varies
 from asynctc import tcgen05 as kernels
-from asynctc.core import exercises, notebook
+from asynctc.core import exercises, notebook, records
 from asynctc.models import descriptors, tmem
 from asynctc.models import tcgen05 as tc
+from asynctc.pipeline.config import REG_OVERHEAD
 from asynctc.tcgen05 import figures, lesson
+from asynctc.warp_specialization.rung3_split import rung3_steps
 
 notebook.banner("sm_100a", measured=False)
 
@@ -28,38 +30,41 @@ notebook.banner("sm_100a", measured=False)
 #
 # [Chapter 06](06_warp_specialization.ipynb) §2 paid Hopper's register bill. In steps:
 #
-# 1. An SM has 65536 32-bit registers for its three [warpgroups](../docs/glossary.md#warpgroup).
-# 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) gives each consumer thread a budget of 232.
+# 1. An SM has 65536 32-bit registers for its three [warpgroups](../docs/glossary.md#warpgroup),
+#    groups of four warps that issue one wgmma together.
+# 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which moves registers between warpgroups,
+#    gives each consumer thread a budget of 232.
 # 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
-# 4. Addresses, descriptors and loop state add 26 (ptxas's count in chapter 05).
+# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD` in
+#    `asynctc/pipeline/config.py`: ptxas asked 154 for chapter 05's kernel with 128 accumulators
+#    per thread, NVRTC 13.0).
 #
-# **So:** a consumer needs 154 of its 232. The table charges that need, not the budget. (06's
-# rung-3 table shows ptxas's 156 for the 128×256 build alone, and 168, the cap at entry, once
-# `setmaxnreg` is in.)
-#
-# The next step is a second accumulator (one tile's [epilogue](../docs/glossary.md#epilogue)
-# runs while the MMAs fill the next) or a 256×256 tile (half of B's bytes per FLOP). Either needs
-# 65536 accumulator registers: the whole register file. The last lines print each sum; the cell
-# also asserts ptxas's counts from chapter 06's `ws_rung3_steps` record.
+# **So:** a consumer needs about 154 of its 232. The next step is a second accumulator (one
+# tile's [epilogue](../docs/glossary.md#epilogue), the code that writes C out, runs while the MMAs
+# fill the next) or a 256×256 tile (half of B's bytes per FLOP). Either needs 65536 accumulator
+# registers: the whole register file. The cell derives each number.
 
-# %%
+# %% output varies
+steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
+need = 128 * 256 // 256 + REG_OVERHEAD          # fp32 values per consumer thread + the loop's others
+print(f"need 128·256 / 256 + {REG_OVERHEAD} = {need} of 232; ptxas (06): {steps['128x256']} for the tile "
+      f"alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the cap at entry)")
+notebook.require(need == 154 and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168),
+                 "a consumer needs 154 of its 232; ptxas gives 156, and 168 with setmaxnreg", need=need)
 bill = lesson.register_bill()          # chapter 06's split
 print(lesson.bill_table(bill))
 fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
-# Neither step fits, however the 65536 values are split among threads: on Hopper the register file
-# is the accumulator's limit.
+# Neither fits, however the 65536 values are split: on Hopper the register file is the limit.
 #
 # Blackwell moves the accumulator into **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)),
-# **per SM**, shared by the CTAs resident on it. It is a grid of 32-bit cells: 128 lanes by 512
-# columns.
+# **per SM**, shared by the CTAs resident on it: 32-bit cells, 128 lanes by 512 columns. Lane i
+# is row i of D; a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
+# columns, and two take all 512 (the figure's right panel).
 #
-# Lane i is row i of D; a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
-# columns, and two of them take all 512 (the figure's right panel).
-#
-# A 256×256 tile belongs to a [CTA pair](../docs/glossary.md#cta-pair) (§2): each SM keeps its
-# 128 rows.
+# A 256×256 tile belongs to a [CTA pair](../docs/glossary.md#cta-pair) (§2), two CTAs on two
+# SMs sharing one MMA: each SM keeps its 128 rows.
 
 # %% [markdown]
 # ## 2. The instruction descriptor, bit by bit
@@ -68,7 +73,7 @@ fig = figures.accumulator_homes(bill)
 #
 # One thread issues it. `enable_input_d` false overwrites D instead of adding to it.
 #
-# `cta_group::1` is one CTA's MMA. `cta_group::2` is a [CTA pair](../docs/glossary.md#cta-pair)'s:
+# `cta_group::1` is one CTA's MMA. `cta_group::2` is a CTA pair's:
 # two CTAs of a cluster share one MMA, each keeping its own rows of A and D and part of B.
 #
 # Shape and types sit in the 32-bit `idesc` (PTX ISA §9.7.16.4.2). The model `tc.InstrDescriptor`
@@ -82,7 +87,7 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
-# The 64-bit layout (PTX ISA §9.7.16.4.1) is printed below from the model's field list.
+# The model prints the 64-bit layout (PTX ISA §9.7.16.4.1).
 #
 # The canonical layouts are chapter 04's, so an operand tile gets the same start, LBO, SBO and
 # swizzle bits as for wgmma. Two things differ:
@@ -145,7 +150,8 @@ alloc.check_all_freed()
 # * `t.wait(barrier, parity)` returns once that phase has completed. `t.full[s]` completes when
 #   stage s's bytes have landed, `t.empty[s]` hands stage s back to the producer (`t.done` is
 #   committed once, after the loop). K-tile kt is stage s's fill f = kt // `t.stages`; its
-#   [phase parity](../docs/glossary.md#phase-parity) is f mod 2.
+#   [phase parity](../docs/glossary.md#phase-parity), which of the barrier's alternating phases
+#   to wait on, is f mod 2.
 # * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
 #   behind the waits before it. A wait alone orders only ordinary loads and stores.
 # * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s (`accumulate` is §2's
@@ -173,8 +179,8 @@ if exercises.after("ch09.mma_issue"):
 # `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
 #
 # In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them, unrolled) and `tcgen05.commit` is
-# `UTCBAR` ([09c §5](09c_blackwell_datapath.ipynb)). The cell counts both and checks the kernels'
-# descriptors against §2–3's models:
+# `UTCBAR`. The cell counts both and checks the kernels' descriptors against §2–3's models.
+# Going further: [09c §5](09c_blackwell_datapath.ipynb) reads the SASS around them.
 
 # %% output varies
 assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
@@ -191,6 +197,11 @@ print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 # %% [markdown]
 # `wgmma.fence` has no counterpart (`tcgen05.mma` reads no registers); the
 # `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence, around a sync.
+#
+# **Play** (ungraded, the models). In §4, make sixteen `alloc(32, warp=1)`, dealloc two that
+# are not neighbours, then `alloc(64, warp=1)`: 64 columns are free; does it fit? In §2, set
+# `n=96`, then `n=264`: which field changes? §5 checks the
+# compiled kernels against these models.
 #
 # ## Exercises
 #

@@ -20,7 +20,7 @@
 from asynctc import claims
 from asynctc.claims import bounds, lesson, seed
 from asynctc.claims.figures import bound_figure
-from asynctc.core import exercises, notebook
+from asynctc.core import bench, exercises, notebook
 
 notebook.banner("sm_90a")
 recs = claims.load_records()
@@ -50,10 +50,9 @@ print(f"ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'
 
 # %% [markdown]
 # The ratio has no peak in it: both times come from one run. A "% of peak" has one, and a peak
-# has a clock. The course's [peak](../docs/glossary.md#peak) is 132 SMs × 4096 FLOP per SM per
-# clock × the SM clock measured while the kernel ran. The datasheet's is the same product at the 1830 MHz
-# boost clock, one number for every run. The course's moves with each run's clock, so chapter
-# 06's peaks differ from this one: its rows ran at their own clocks.
+# has a clock. The course's [peak](../docs/glossary.md#peak) is SMs × FLOP per SM per clock × the
+# SM clock measured while the kernel ran; the datasheet's uses the 1830 MHz boost clock, one
+# number for every run.
 #
 # This run's SM clock stayed below the boost clock, so its own peak is lower than the datasheet's
 # and the fraction of it is higher. The second clock on the `clock:` line above was read once the
@@ -61,7 +60,13 @@ print(f"ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'
 # uses it.
 
 # %% output varies
-assert lesson.show_peaks(wrec)
+sms, per_clk, boost = wrec.provenance["sm_count"], bench.FLOP_PER_CLK_PER_SM["float16"], bench.DATASHEET["boost_mhz"]
+for name, mhz in (("course (in flight)", top["sm_mhz"]), ("datasheet (boost)", boost)):
+    peak = sms * per_clk * mhz / 1e6                  # FLOP per clock × MHz = 10^6 FLOP/s; in TFLOP/s
+    print(f"{name:18s} {sms} × {per_clk} × {mhz:.0f} MHz = {peak:.0f} TFLOP/s; ours",
+          notebook.ratio(top["tflops"], peak, digits=3))
+notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the boost clock, so its own peak is "
+                 "lower than the datasheet's and the fraction of it is higher.", sm_mhz=top["sm_mhz"], boost=boost)
 
 # %% [markdown]
 # ## 2. Bound it: every run that timed both
@@ -108,21 +113,29 @@ assert lesson.runs_set_the_bound(pairs)
 # * An **order** claim ("beats cuBLAS", i.e. above 1) holds when the whole interval lies above.
 #   It does not hold when the whole lies at or below. It is **not settled** when it straddles.
 #
-# Why a range: a writer who rounds 0.986 writes "0.99". Fewer digits read as a wider range: the
-# claim holds more easily and says less. So write as many digits as the bound supports.
+# Why a range: a writer who rounds 0.986 writes "0.99". Fewer digits read wider: the claim holds
+# more easily and says less.
 #
-# Here: "0.99 of cuBLAS" holds. "Beats cuBLAS at 4096³" does not hold.
+# Here "0.99 of cuBLAS" holds, and so does "0.98": both readings meet the interval, so two
+# decimals cannot tell them apart (the lever below shows what three can). "Beats cuBLAS at 4096³"
+# does not hold.
 #
 # Paired across runs, the same times read from 0.970, well below the bound's low end, to 1.005,
-# above 1. So a baseline from another run can flip either verdict. The last line prints the two
-# divisions behind that range.
+# above 1. So a baseline from another run can flip either verdict.
 
 # %% output varies
-assert lesson.show_verdicts(pairs, value=0.99, digits=2)
+said = {f"{v:.2f} of cuBLAS": bounds.verdict(lo, hi, value=v, digits=2) for v in (0.98, 0.99)}
+said["beats cuBLAS"] = bounds.verdict(lo, hi, above=1.0)          # needs the whole interval above 1
+print(f"bound [{lo:.4f}, {hi:.4f}]:", "; ".join(f'"{k}" {v}' for k, v in said.items()))
+cb = [p["cublas_ms"] for p in pairs]
+x_lo, x_hi = min(cb) / max(ours), max(cb) / min(ours)       # cuBLAS's fastest / our slowest, and back
+print("paired across runs:", notebook.ratio(min(cb), max(ours), "ms", 3), "to", notebook.ratio(max(cb), min(ours), "ms", 3))
+notebook.require(list(said.values()) == ["holds", "holds", "does not hold"] and x_lo < lo - 0.01 and 1 < x_hi,
+                 '"0.98" and "0.99" hold, "beats cuBLAS" does not; across runs 0.970 to 1.005', x_lo=x_lo, x_hi=x_hi)
 
 # %% [markdown]
-# The same, drawn: each pair's ratio with its samples' spread as a bar, the bound shaded, the
-# reading of "0.99" hatched, a red line at 1, and the two ends a baseline from another run gives.
+# The same, drawn: each pair's ratio with its samples' spread, the bound shaded, the reading of
+# "0.99" hatched, a red line at 1, and the two cross-run ends.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -143,6 +156,11 @@ print(f"{VALUE:.{DIGITS}f} reads {VALUE - h:.{DIGITS + 1}f}–{VALUE + h:.{DIGIT
 print(f"every value with {DIGITS} decimals that holds: {', '.join(bounds.values_that_hold(lo, hi, DIGITS))}")
 
 # %% [markdown]
+# **Play** (ungraded). Rebind `pairs = [p for p in pairs if p["suite"] != "ws_limit"]`, recompute
+# `lo, hi` with `bounds.bound(p["ratio"] for p in pairs)[1:]` and rerun the lever: which values
+# are left? Then take `bounds.same_run_pairs(recs, 8192, "float16")`: what does
+# `bounds.verdict(lo, hi, above=1.0)` say there?
+#
 # ## Exercises
 #
 # **1. Bound a second claim:** *"the top rung beats cuBLAS at 8192³ in bf16."* The cell below
