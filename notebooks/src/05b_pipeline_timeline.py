@@ -65,12 +65,12 @@ if exercises.after("ch05.ring_parities"):
 print(mp.H200_PREDICTION)
 
 # %% [markdown]
-# That table comes from the model's **first schedule**, not the kernel's: a
-# prologue of S − 1 k-tiles and k-tile k + S − 1 loaded at the end of iteration k whatever P,
+# That table comes from the model's **first schedule**, not the kernel's: a prologue of S − 1
+# k-tiles and k-tile k + S − 1 loaded at the end of iteration k whatever P,
 # where the kernel fills S stages and, once k-tile r = k − P is released, loads r + S
 # (`mp.ring_schedule(S, P, T, "model_v1")` against `"kernel"`). With wait_group(1) the two
 # differ only in when k-tile S − 1 is loaded; with wait_group(0) the first schedule gives every
-# load one k-tile less lead than the kernel. The model runs the kernel's schedule. Its table on the
+# load one k-tile less lead than the kernel. Everywhere else the model runs the kernel's schedule. Its table on the
 # same inputs (`mp.H200_PREDICTION_V2`) came after the depth sweep (chapter 05 §4) was measured, so
 # it is a correction, not a prediction: it shows what the schedule alone changes:
 
