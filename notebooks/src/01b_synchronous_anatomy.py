@@ -7,7 +7,7 @@
 # steps, banks and swizzle), its SASS, and the `mma_sync` record with its sweep and `mma.sync`
 # ceiling. **What it adds:** who holds what inside one `mma.sync`; the math of one k-tile; the tile
 # sweep; the kernel taken apart to see where the time goes (with a prediction exercise); the
-# clock during sustained runs; and, moved from the core lesson, the compiler of the record, a
+# clock during sustained runs; and the compiler of the record, a
 # refused shape, the L1-path bound model and Luo et al.'s figure.
 
 # %% output varies
@@ -206,9 +206,9 @@ if bench.clock_caveat(abl_kind):
 # %% [markdown]
 # ## 6. From the core lesson: the compiler, a refused shape, the L1-path model, a literature figure
 #
-# Moved here from the core lesson [01](01_synchronous.ipynb) (sections 3 and 5).
+# These extend the core lesson [01](01_synchronous.ipynb), sections 3 and 5.
 #
-# Variants tried on the synchronous kernel (moved from the core lesson's section 5): larger warp
+# Variants tried on the synchronous kernel: larger warp
 # tiles would need fewer `ldmatrix` bytes per FLOP, but their accumulators do not fit in the
 # registers at two CTAs per SM; loading two k-tiles in advance, spreading the
 # shared-memory stores over the k-tile, or bypassing L1 for the global loads (`ld.global.cg`,

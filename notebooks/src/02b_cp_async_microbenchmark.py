@@ -6,7 +6,7 @@
 # **Assumes** chapter 02's core lesson: `cp.async`, commit and wait groups, the ring of stages, and the
 # `cp_async` record. **What it adds:** a pipelined against a synchronous shared-memory copy, the
 # microbenchmark of Luo et al. (IPDPS 2024), repeated on this course's GPU and set beside theirs;
-# and, moved from the core lesson, `wait_group`'s source, the ring's footprint, the stage sweep
+# and `wait_group`'s source, the ring's footprint, the stage sweep
 # read in full and a two-number model of it (Design it).
 
 # %% output varies
@@ -92,7 +92,7 @@ _ = notebook.verdict(
 # %% [markdown]
 # ## 2. From the core lesson: `wait_group`, the ring's footprint, and the stage sweep read in full
 #
-# Moved here from the core lesson [02](02_cp_async.ipynb) (sections 1–4). The wait for all but the
+# These extend the core lesson [02](02_cp_async.ipynb), sections 1–4. The wait for all but the
 # newest kN groups of copies:
 
 # %%
@@ -118,8 +118,7 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
-# Every size and dtype: the best rung beside chapter 01 and cuBLAS (the figure moved here from the
-# core lesson's section 4), and its share of the peak under both clocks (chapter 00).
+# Every size and dtype: the best rung beside chapter 01 and cuBLAS, and its share of the peak under both clocks (chapter 00).
 
 # %% output varies
 fig = plots.throughput_by_size(cp_async.size_series(rec.results), record=rec,

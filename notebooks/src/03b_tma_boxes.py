@@ -5,10 +5,10 @@
 #
 # **Assumes** chapter 03's core lesson: tensor maps and boxes, swizzle, the mbarrier life cycle, and
 # the `tma_copy` record (TMA, vectorized loads and `cp.async` copying the same matrix). **What it
-# adds:** boxes that hang past the tensor's edge, with two faults the documentation did not warn of,
+# adds:** boxes that hang past the tensor's edge, with two faults the documentation does not warn of,
 # and boxes that skip rows (element strides); the three copies compared box size by box size and at
-# equal bytes in flight, against the claim that TMA does not pay off for small boxes; and, moved from
-# the core lesson, refused tensor maps, the bytes-in-flight "Design it", the swizzle model checked
+# equal bytes in flight, against the claim that TMA does not pay off for small boxes; and refused
+# tensor maps, the bytes-in-flight "Design it", the swizzle model checked
 # on the GPU (with a try-it), the life cycle in SASS and the proxy fence in the ordering model.
 
 # %% output varies
@@ -48,11 +48,11 @@ print("\n".join(tma.checks.oob_lines(crec.results)))
 assert all(r["passed"] for r in crec.results["oob"])
 
 # %% [markdown]
-# Two things the documentation did not prepare us for, found by this course's own GPU checks on the
-# H200 (driver 580.159, 2026-11-29): a TMA **store** whose box *starts* at a negative coordinate, and
+# Two faults the documentation does not warn of, seen in this course's GPU checks on the H200
+# (driver 580.159, 2026-11-29): a TMA **store** whose box *starts* at a negative coordinate, and
 # a load whose innermost start was 120 bytes into a uint8 row (not a multiple of 16 bytes), each
 # ended the kernel with `CUDA_ERROR_ILLEGAL_INSTRUCTION` — and after such a fault every later CUDA
-# call in the process fails too. asynctc now refuses both in Python, before anything reaches the GPU:
+# call in the process fails too. asynctc refuses both in Python, before anything reaches the GPU:
 # `tma.store_box` refuses a negative store start, and `tma.check_box_start` (called by both
 # `load_box` and `store_box`) an innermost start that is not a multiple of 16 bytes. The cell
 # repeats the two cases that faulted — the store, then the load:
@@ -70,8 +70,8 @@ except ValueError as e:
 # %% [markdown]
 # A box can also skip rows: *element strides* (a tensor-map field) load every s-th element of a
 # dimension, so fewer bytes land and `expect_tx` shrinks with them. The innermost stride must be 1:
-# the driver ignores it and would load the whole row, so `validate` refuses it. Moved here from the
-# core lesson's §1: the driver's `cuTensorMapEncodeTiled` answers a bad field with a bare
+# the driver ignores it and would load the whole row, so `validate` refuses it. The driver's
+# `cuTensorMapEncodeTiled` answers a bad field with a bare
 # `CUDA_ERROR_INVALID_VALUE`, `validate` with the field, the value and the rule. Last, the core's
 # A map with a box too wide for its swizzle.
 
@@ -93,7 +93,7 @@ except tma.TensorMapError as e:
 # %% [markdown]
 # ## 2. By box size
 #
-# Moved here from the core lesson [03](03_tma_mbarrier.ipynb). The same tiled copy of a 512 MiB fp32
+# The same tiled copy of a 512 MiB fp32
 # matrix, global → shared → global, three ways: **TMA** (`tma`: `copy_tma`, one thread issuing into
 # a ring of up to 4 stages), **vectorized loads** (`ldg_sts`: 128 threads, 16-byte loads and stores,
 # one stage) and **cp.async** (`cp_async`: 128 threads, a ring of `LDGSTS` copies). Boxes of 1–32
@@ -130,8 +130,8 @@ ok, text, numbers = tma.equal_bytes.equal_note(eq.results)
 _ = notebook.claim(ok, text, **numbers)
 
 # %% [markdown]
-# Chapter 05's 128×64 box and two smaller ones, with equal global loads outstanding (moved here
-# from the core lesson's §4). The core lesson's worklog quotes the 128×64 row:
+# Chapter 05's 128×64 box and two smaller ones, with equal global loads outstanding. The core
+# lesson's worklog quotes the 128×64 row:
 
 # %% output varies
 tma.equal_bytes.show_same_tiles(eq)      # per box: instructions and GB/s both ways, and the verdict
@@ -218,7 +218,7 @@ _ = notebook.verdict(
     f"as the claim predicts{caveat}.")
 
 # %% [markdown]
-# **Design it** (moved here from the core lesson's §4, no grade). Little's law: bandwidth = bytes in
+# **Design it** (no grade). Little's law: bandwidth = bytes in
 # flight ÷ their round trip time. How many KiB in flight per SM reach 90 % of the device copy? The
 # latency L is fitted on one run only, the 16×16 box with 8 CTAs per SM. The run below was not
 # used to fit it, so its last line is a held-out test of the model.
@@ -233,7 +233,7 @@ print(tma.design_survey(equal=eq))                 # "Design it": every recorded
 # %% [markdown]
 # ## 3. The swizzle model on the GPU, the life cycle in SASS
 #
-# Three checks moved here from the core lesson [03](03_tma_mbarrier.ipynb) (sections 2 and 3). The
+# Three checks that extend the core lesson [03](03_tma_mbarrier.ipynb), sections 2 and 3. The
 # swizzle model counts bank conflicts: 8 lanes reading the 16-byte chunk at column 0 of rows 0–7
 # (one `ldmatrix` phase), and 32 lanes reading one 4-byte word down a column:
 
@@ -245,7 +245,7 @@ for sw in (0, 128):
           f"base alignment {t.required_alignment} B")
 
 # %% [markdown]
-# **Try it: change `SWIZZLE` and `ROW_BYTES` and re-run** (moved here from the core lesson's §2).
+# **Try it: change `SWIZZLE` and `ROW_BYTES` and re-run.**
 # `SWIZZLE = 0` brings back the 8-way conflict; then try `ROW_BYTES = 64`, with swizzle 0 and 64.
 
 # %%
@@ -286,7 +286,7 @@ print("mbarrier and TMA instructions present")
 # %% [markdown]
 # ## 4. The proxy fence, in the ordering model
 #
-# Moved here from the core lesson's §3. Threads write shared memory through the generic proxy, TMA
+# Threads write shared memory through the generic proxy, TMA
 # reads it through the async proxy, and `__syncthreads` orders threads, not proxies. A TMA store of
 # a tile that threads just wrote needs `fence.proxy.async` between the writes and the store. The
 # ordering model (chapter 08's checker) finds the missing fence, then checks the fix:

@@ -9,7 +9,7 @@
 # by lane; every (dtype, major-ness, swizzle, N) checked element by element on the CPU; a descriptor that
 # disagrees with the layout, and the wrong answer predicted exactly; and why small N is slow — a model
 # of shared-memory bytes set beside the record, and where A from registers departs from it; and,
-# moved from the core lesson, refused descriptors, the SASS of the other layouts, the whole
+# refused descriptors, the SASS of the other layouts, the whole
 # throughput table with its clocks, and Luo et al.'s figure. Exercises: the whole accumulator map
 # (§1); at the end (§7), the descriptor encoder and a whole descriptor by hand.
 
@@ -229,7 +229,7 @@ if rec is not None and rec.results.get("throughput"):
 # uses the largest N its registers allow (N = 128–256), where none of this matters.
 #
 # **Is the floor a fit or a law?** Fit it on the N = 8 run alone, then predict the N = 16 and 32
-# runs with it, clocks = the larger of the floor, N/2 and N/4 (moved here from chapter 04 §8).
+# runs with it, clocks = the larger of the floor, N/2 and N/4.
 # The cell raises if a prediction misses its run by 5 % or more:
 
 # %% output varies
@@ -237,7 +237,7 @@ if rec is not None:
     print(wgmma.small_n_held_out(rec.results))
 
 # %% [markdown]
-# **Design it** (no grade; moved here from chapter 04 §8). Set `N` (a multiple of 8, 8–256) and
+# **Design it** (no grade). Set `N` (a multiple of 8, 8–256) and
 # `SRC` (`"smem"` for SS, `"registers"` for RS). Where does shared memory stop setting the pace?
 # Then try RS at N = 8 and 16, where the model says the Tensor Cores set it. Does the record
 # agree?
@@ -284,7 +284,7 @@ for major in ("K", "MN"):
 # %% [markdown]
 # ## 6. From the core lesson: refused descriptors, more SASS, the throughput table, a literature figure
 #
-# Four pieces moved here from the core lesson [04](04_wgmma.ipynb). Bad values never reach the GPU;
+# Four pieces that extend the core lesson [04](04_wgmma.ipynb). Bad values never reach the GPU;
 # each error names the field, the value and the rule:
 
 # %%

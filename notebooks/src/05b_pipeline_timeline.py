@@ -6,10 +6,10 @@
 # **Assumes** chapter 05's core lesson: the ring of S stages with its full and empty mbarriers and
 # their phase parities, the kernel's loop, the `pipeline` record's checks and its depth sweep beside
 # cuBLAS. **What it adds:** an exercise, the two parity functions the model runs (deep dive 06e
-# runs your pair again); the CPU discrete-event model's prediction of that sweep, frozen before
-# the kernel first ran, and a correction of the model's schedule made after; the prediction set
+# runs your pair again); the CPU discrete-event model's prediction of that sweep, made before the
+# GPU ran the kernel, and the same model on the kernel's own load schedule; the prediction
 # beside the measurement; the timeline recorded inside the running kernel, drawn with the same
-# function as the model's; where the model was right, where it was wrong, and what a fit to the
+# function as the model's; where the model is right, where it is wrong, and what a fit to the
 # measurement can and cannot say; an L2 cap of your own to try in the model (§5); and one cap
 # fitted on four runs, tested on ten it never saw, then used in a "Design it" (§6).
 
@@ -29,7 +29,7 @@ rec = records.load("pipeline")
 res = rec.results
 
 # %% [markdown]
-# ## 1. The prediction, as written before the kernel first ran
+# ## 1. The prediction, made before the GPU ran
 #
 # `asynctc.models.pipeline` runs the protocol of chapter 05, section 1, as a discrete-event
 # simulation: mbarrier arrival counts and tx bytes, TMA latency and bandwidth, the Tensor Core time of a k-tile from
@@ -58,21 +58,21 @@ if exercises.after("ch05.ring_parities"):
     plt.show()
 
 # %% [markdown]
-# The model's prediction for the 128×256×64 tile with two consumer warpgroups was frozen on
-# 2026-11-30, before the GPU run, as `H200_PREDICTION`:
+# Before the GPU ran the kernel, the model predicted this for the 128×256×64 tile with two
+# consumer warpgroups (`H200_PREDICTION`, 2026-11-30):
 
 # %%
 print(mp.H200_PREDICTION)
 
 # %% [markdown]
-# That table is the **old model's**. Its producer ran a schedule of its own, not the kernel's: a
-# prologue of S − 1 k-tiles and k-tile k + S − 1 loaded at the end of iteration k whatever P,
+# That table comes from the model's **first schedule**, not the kernel's: a prologue of S − 1
+# k-tiles and k-tile k + S − 1 loaded at the end of iteration k whatever P,
 # where the kernel fills S stages and, once k-tile r = k − P is released, loads r + S
 # (`mp.ring_schedule(S, P, T, "model_v1")` against `"kernel"`). With wait_group(1) the two
-# differ only in when k-tile S − 1 is loaded; with wait_group(0) the old model gave every load one
-# k-tile less lead than the kernel. The model now runs the kernel's schedule. Its prediction on the
-# same frozen inputs, written down on 2026-12-01 (`mp.H200_PREDICTION_V2`) — **not blind**: the
-# depth-sweep record (chapter 05, section 4) already existed; what it adds is what the schedule alone changes:
+# differ only in when k-tile S − 1 is loaded; with wait_group(0) the first schedule gives every
+# load one k-tile less lead than the kernel. Everywhere else the model runs the kernel's schedule. Its table on the
+# same inputs (`mp.H200_PREDICTION_V2`) came after the depth sweep (chapter 05 §4) was measured, so
+# it is a correction, not a prediction: it shows what the schedule alone changes:
 
 # %%
 print(mp.H200_PREDICTION_V2)
@@ -80,14 +80,14 @@ assert mp.prediction_v2_markdown() == mp.H200_PREDICTION_V2
 
 # %% [markdown]
 # **Why chapter 05 shows 811 TFLOP/s at S = 4, not 842.** It is the same model on other inputs.
-# Chapter 05 (and §4 below) run it on today's records (`mp.HardwareParams.from_records()`); the
-# tables above keep the inputs frozen on 2026-11-30. The main change is the SM clock the wgmma record
-# read, 1654 MHz today against 1713 then, and the plateau scales with it: 842 × 1654 / 1713 ≈ 813.
+# Chapter 05 (and §4 below) run it on the current records (`mp.HardwareParams.from_records()`);
+# the tables above use the inputs of 2026-11-30. The main difference is the SM clock the wgmma
+# record read, 1654 MHz now against 1713 then, and the plateau scales with it: 842 × 1654 / 1713 ≈ 813.
 # The cell below prints both runs and asserts that the clock accounts for the gap.
 #
-# The (corrected) model's schedule for one CTA tile (64 k-tiles of a 4096³ GEMM), the first 10 k-tiles, at
-# depth 1, 2 and 4, run on the inputs the prediction was frozen with (`mp.frozen_params()`, read
-# back from its parameter list). Each consumer row shows its waits on full barriers (lower half)
+# The model's schedule (the kernel's) for one CTA tile (64 k-tiles of a 4096³ GEMM), the first 10
+# k-tiles, at depth 1, 2 and 4, on the prediction's inputs (`mp.frozen_params()`, read back from
+# its parameter list). Each consumer row shows its waits on full barriers (lower half)
 # and its wgmma groups in flight (upper half); the tma row has one sub-row per stage.
 
 # %% output varies
@@ -126,9 +126,8 @@ print(f"S = 4: {rerun[4]:.0f} × {hw.clock_mhz:.0f} / {hw_frozen.clock_mhz:.0f} 
 # %% [markdown]
 # ## 2. The prediction beside the measurement
 #
-# The prediction and the measurement of the same tile on one plot (the old model's prediction, as
-# frozen above; the corrected model's differs from it by at most 1 TFLOP/s at every depth, the
-# cell asserts it):
+# The prediction and the measurement of the same tile on one plot (§1's first table; the
+# kernel-schedule model differs from it by at most 1 TFLOP/s at every depth, the cell asserts it):
 
 # %% output varies
 def frozen_prediction(text=mp.H200_PREDICTION):
@@ -177,9 +176,9 @@ print(f"S = 4, first {SHOW} k-tiles: GPU ({rec.label()}) {gpu_end:.0f} cycles, m
 assert 1.6 < gpu_end / model_end < 2.6
 
 # %% [markdown]
-# ## 4. Where the model was right, where it was wrong
+# ## 4. Where the model is right, where it is wrong
 #
-# The numbers each side of the comparison, from the frozen prediction, the record and CTA 0's trace
+# The numbers each side of the comparison, from the prediction, the record and CTA 0's trace
 # (cycles are SM cycles; the datasheet rate is 4096 FLOP per clock per SM, so a 128×256×64 k-tile
 # is 1024 cycles of Tensor Core work):
 
@@ -296,8 +295,7 @@ ok = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
                l2_trace=l2_trace, l2_fit=l2_fit, trace=per_k[best_s], average=avg_cycles)
 
 # %% [markdown]
-# **Reading it**, against the two frozen predictions (the old model's and the corrected model's,
-# section 1):
+# **Reading it**, against §1's two tables (first schedule and kernel schedule):
 
 # %% output varies
 pred_v2 = {r["stages"]: r["tflops"] for r in predicted_v2}
@@ -362,8 +360,8 @@ supply = pl.show_supply(records.load("l2_supply"))   # asserts the two sentences
 # above it. So the model gets one number, an L2 → SM cap in bytes per clock per SM. Four runs fit
 # it (4096³, S = 1–4). It is the cap "Design it" below calls "fitted". Ten runs it never saw
 # test it. Does it miss those by more? Each miss is model ÷ record − 1; the last line prints the
-# division for the worst one. (The "no cap" row is today's records, as in chapter 05: 811, not §1's
-# frozen 842.)
+# division for the worst one. (The "no cap" row runs on the current records, as in chapter 05:
+# 811, not §1's 842.)
 
 # %% output varies
 check = pl.show_model_check(res, rec)              # asserts: misses under 15 %, fitted and held out

@@ -9,7 +9,7 @@
 # chapter 05's CPU model until it deadlocks; the producer's and the consumers' loops in the kernel
 # source; the register budget read from the cubin; this chapter's names beside CUTLASS's; the
 # float64 checks of every rung; a descriptor bug the first cluster run found on the H200,
-# replayed with the descriptor model; and, moved from the core lesson, each rung's step beside its
+# replayed with the descriptor model; and each rung's step beside its
 # prediction, the top rung's measured timeline and how each epilogue writes C.
 
 # %% output varies
@@ -260,7 +260,7 @@ assert (W.descriptor_rows_read(bug_cfg, unmasked, b_tile)
 # %% [markdown]
 # ## 7. The ladder's predictions, and inside the top rung
 #
-# Moved here from the core lesson [06](06_warp_specialization.ipynb) (sections 3 and 4).
+# These extend the core lesson [06](06_warp_specialization.ipynb), sections 3 and 4.
 
 # %%
 import matplotlib.pyplot as plt

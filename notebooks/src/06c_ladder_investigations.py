@@ -34,10 +34,9 @@ top = W.TOP_RUNG
 #
 # One kernel source, `asynctc/kernels/warp_specialization.cu`; each rung is a set of compile-time
 # switches (`W.RUNGS`, `W.WSConfig`). Rung 1 is chapter 05's best kernel, run through
-# `asynctc.pipeline`. Every rung's prediction was written into `W.RUNGS` before the first timing;
-# section 3 sets each one beside the measurement. Rung 8 came last: deep dive 06d's raster
-# experiment found it, and its prediction was written from that experiment's record before the ladder was re-run
-# with it.
+# `asynctc.pipeline`. Each rung's prediction in `W.RUNGS` was made before the rung was timed;
+# section 3 sets each one beside the measurement. Rung 8 comes from deep dive 06d's raster sweep;
+# its prediction, from that sweep's record, came before the ladder ran with it.
 
 # %%
 for rung in W.RUNGS:  # every rung defined (section 2 shows those the record timed)
@@ -48,9 +47,9 @@ for rung in W.RUNGS:  # every rung defined (section 2 shows those the record tim
 # ## 2. The ladder in full
 #
 # Every rung at 4096³ and 8192³, fp16 and bf16, B K-major, C in the input dtype; medians, each
-# timed output checked on sampled rows; cuBLAS timed in the same run, through torch. (A record
-# whose provenance lacks `cublas_reduction` used torch's default, a 16-bit [split-K](../docs/glossary.md#split-k) reduction; the
-# ladder's suites now switch it off and record that.) Rung 4's bar is its sweep's fastest (tile,
+# timed output checked on sampled rows; cuBLAS timed in the same run, through torch. (The ladder's
+# suites switch off torch's default 16-bit [split-K](../docs/glossary.md#split-k) reduction and
+# record that as `cublas_reduction`; a record without that field ran with it.) Rung 4's bar is its sweep's fastest (tile,
 # stages). The predictions speak of *waves*: a wave, or round, is one tile on every SM at once
 # (section 4 counts them). The bars of fp16:
 
@@ -488,7 +487,7 @@ for n, theirs in WORKLOG.items():
 # tiles (128×128 each, the same 128 accumulators per thread as rung 8's half tile), and an
 # mbarrier pair orders their k-loops so that one's epilogue runs while the other's wgmmas run. Its
 # prediction was written before it ran (below); it was checked against float64 and timed beside
-# rung 8 and cuBLAS in one run (record `ws_pingpong`; the ladder's record predates it).
+# rung 8 and cuBLAS in one run (record `ws_pingpong`; the ladder's record lacks it).
 
 # %% output varies
 pp = records.load("ws_pingpong")
@@ -564,15 +563,15 @@ if exercises.after("ch06.cluster_arrivals"):
 
 # %% [markdown]
 # **Rung 7, an [epilogue](../docs/glossary.md#epilogue) by [TMA store](../docs/glossary.md#tma-store).**
-# Until now each consumer thread stored its accumulators straight to C (`store_c`): a warp's store
+# Through rung 6 each consumer thread stores its accumulators straight to C (`store_c`): a warp's store
 # covers 8 rows of 16 bytes, so a 128-byte line of C takes eight requests. Rung 7 writes C into
 # shared memory with [stmatrix](../docs/glossary.md#stmatrix), then stores each 64×64 chunk
 # with one TMA store. Predicted: +1 to +3 %. An ablation also added it to rungs 3 and 5.
 #
 # **Rung 8, a wider [raster](../docs/glossary.md#raster).** One compile-time value changes
 # (`W.rung_diff("raster")`): `GROUP_M` 8 → 16. The 132 CTAs running at once then touch 16 rows of
-# A tiles and about 8 columns of B, not 8 and 16: fewer bytes from DRAM. Predicted: +1 %, from an
-# earlier raster sweep (06d).
+# A tiles and about 8 columns of B, not 8 and 16: fewer bytes from DRAM. Predicted: +1 %, from
+# deep dive 06d's raster sweep.
 
 # %% output varies
 print(W.rung_diff("tma_store", only="store_c", context=0))

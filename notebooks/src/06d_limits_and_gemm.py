@@ -34,8 +34,8 @@ dram = {s: (lim_ncu[(s, "ours", 8)]["dram_gb"], lim_ncu[(s, "ours", W.RASTER_GRO
 # The record says *how fast*; it cannot say what cuBLAS does differently. `tools/gpu_ch06_limit.py`
 # asked Nsight Compute (record `ws_limit`): one launch of our kernel and one of cuBLAS per size, at
 # ncu's locked base clock, so both run at the same clock — the kernel cuBLAS picks (its name
-# carries its tile), the elapsed SM cycles, the bytes through L2 and from DRAM. And it timed the
-# one knob of the persistent grid the ladder had never turned: the **raster width**, how many tile
+# carries its tile), the elapsed SM cycles, the bytes through L2 and from DRAM. And it timed one
+# more knob of the persistent grid: the **raster width**, how many tile
 # rows a group walks column by column before moving on (rungs 5–7 use 8). Wider groups keep more
 # A tiles and fewer B tiles in play at once; which mix fits the 60 MiB L2 best depends on the
 # problem.
@@ -199,7 +199,7 @@ assert all(c["passed"] for c in mres["checks"]) and len(combos) == 8
 # here for 132 SMs):
 #
 # * the ladder's top rung — persistent grid, clusters of 2 with B multicast, TMA-store epilogue —
-#   in either B layout (the cluster + K×N bug of deep dive 06b, section 6, is fixed);
+#   in either B layout (with the fix of deep dive 06b §6's cluster + K×N bug);
 # * a tile of 128 rows with two consumers, or 64 rows with one when M ≤ 64 (no half-empty tile);
 #   N per tile 256, else 128, else 64: the widest whose tiles fill the SMs' rounds to at least
 #   3/4 — a thin problem is spread over more CTAs;

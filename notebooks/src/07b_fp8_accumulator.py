@@ -6,7 +6,7 @@
 # **Assumes** chapter 07's core lesson: the e4m3 / e5m2 grids, the align-and-truncate model of the
 # Tensor Core's sum (`fp8.tc_dot`: per group of 32 products, truncated to f fraction bits below the
 # largest exponent), the swamping experiment and promotion (`promote=P`). **What it adds:** the
-# prediction as it was frozen; which GPU runs identify f = 13 and which only tie; inputs built to
+# prediction made before the GPU ran; which GPU runs identify f = 13 and which only tie; inputs built to
 # identify f in every configuration, and the group size; and what promotion costs, with a
 # hypothesis for the gap to cuBLASLt's, and its test.
 
@@ -22,8 +22,8 @@ res = rec.results
 # %% [markdown]
 # ## 1. Which runs identify f
 #
-# The model's prediction for the swamping input, **written down before the first GPU run** and
-# kept as written (`fp8.ACC_PREDICTION`; the assert checks that it is what the model computes):
+# Before the GPU ran the swamping input, the model predicted this (`fp8.ACC_PREDICTION`, unedited
+# since; the assert checks that it is what the model computes):
 
 # %%
 print(fp8.ACC_PREDICTION)
@@ -95,8 +95,8 @@ if runtime.runs_live("sm_90a"):
 # 2^10, with or without promotion, and truncating at 2^(10 − f) changes the sum for every f from
 # 8 to 21. `fp8.group_operands` puts the pair at the start of even k32 groups and the end of odd
 # ones: aligned per 32 products every small product is truncated against 2^10; aligned per 16, 8 or
-# 4, the part of the group without the pair keeps more bits. The predictions, frozen before any GPU
-# run of these inputs (`fp8.FIT_PREDICTION`, also in docs/NOTES.md), and the record of the run
+# 4, the part of the group without the pair keeps more bits. The predictions, made before the GPU
+# ran these inputs (`fp8.FIT_PREDICTION`, also in docs/NOTES.md), and the record of the run
 # (`tools/gpu_ch07.py --fit --record`, the "fp8_fit" suite) where there is one:
 
 # %% output varies

@@ -8,7 +8,7 @@
 # this course checks) says the right shared-memory swizzle is worth 10–20 %.
 # Chapter 07 gives the headline number; here is where the loss comes from: Nsight Compute's
 # shared-memory counters (why the bank-conflict counters read 0 and what does count), each
-# prediction frozen before the run beside what was measured; the row-box variants, which take
+# prediction, made before the run, beside what was measured; the row-box variants, which take
 # the number of TMA boxes apart from the layout; the wgmma-only variants (`tma_once`), which take
 # TMA out; and the tile, stage and register budget: the other half of the seed's "layout" advice.
 
@@ -27,8 +27,8 @@ notebook.banner("sm_90a")
 # The `swizzle` suite (`asynctc.swizzle`, `tools/gpu_swizzle.py`) builds chapter 06's rung 5 (fp16)
 # with 128-, 64- and 32-byte swizzle and none — boxes, tensor maps, descriptors and k-step offsets
 # all from one layout model — checks each against float64, reads Nsight Compute's shared-memory
-# counters (one launch per variant, at one size) and times it beside cuBLAS. Its prediction was
-# frozen before the run (`asynctc.swizzle.PREDICTION`): no variant has bank conflicts under wgmma;
+# counters (one launch per variant, at one size) and times it beside cuBLAS. Before the run, the
+# model predicted (`asynctc.swizzle.PREDICTION`): no variant has bank conflicts under wgmma;
 # narrower swizzles cost only through TMA's narrower boxes. The bank model finds every layout
 # conflict-free, for wgmma's reads and TMA's writes alike (unswizzled, each core matrix is 128
 # contiguous bytes: [chapter 04](04_wgmma.ipynb) §3); but it is a model, since how wgmma reads
@@ -135,7 +135,7 @@ _ = notebook.verdict(best_narrow > 1.0,
 # descriptors and wgmmas are unchanged, and the cubins differ only in the producer's 2R TMA loads.
 # At R = 4 the producer issues as many boxes per stage as the 32-byte variant, at R = 8 as many as
 # no swizzle — with 384 row requests of 128 bytes each instead of 1536 of 32 or 3072 of 16. The
-# prediction, frozen before the run (its table is recomputed here from the model):
+# prediction, made before the run (the cell recomputes its table from the model):
 
 # %%
 print(SW.PREDICTION_ROW_BOXES)
@@ -266,7 +266,7 @@ if ncu_rb:
 # starts). The checks compare each variant's output with that sum (`SW.tma_once_reference`),
 # element by element, every element written. Its TFLOP/s is wgmma throughput on reused stages — not a GEMM anyone can use.
 # Below: what a CTA of a 2048 × 4096 × 384 launch on 132 CTAs computes (T = 6 k-tiles on 4
-# stages), then the prediction, frozen before the run.
+# stages), then the prediction made before the run.
 
 # %%
 once_cfg = SW.tma_once_variants()[2]

@@ -113,8 +113,7 @@ display(Markdown(claims.summary_markdown(cl)))
 # was measured on our GPU, clock, cuBLAS build or shape, so each comparison is made comparable:
 #
 # * a ratio to cuBLAS, each taken inside its own side's run (tolerance 2 %): cuBLAS's own rate
-#   differs between runs (fp16 4096³ read 758–780 TFLOP/s over the first session's runs,
-#   docs/NOTES.md);
+#   differs between runs (fp16 4096³ read 758–780 TFLOP/s across the runs in docs/NOTES.md);
 # * a rate per SM per clock (Luo et al. measured an H800 PCIe with 114 SMs; their clock is the
 #   `wgmma` record's stated assumption);
 # * a fraction of the same datasheet.
