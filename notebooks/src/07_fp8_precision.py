@@ -183,7 +183,8 @@ notebook.show_source(ck, start=r"float bs\[kAtoms\]\[2\];", end=r"promote\(acc, 
 # `fp8.tc_dot(p)` with `p.sum()`. After exercise 2, try `promoted_sum(p, P)` for P = 1, 4, 16:
 # does the fraction lost track the measured table's "none / every 4 / every k-tile" column? In
 # section 2, add a second outlier (`a[3, 40] = -9000.0`) and compare `BLOCK` 128 with 32.
-#
+
+# %% [markdown]
 # ## 6. Exercises
 #
 # **1. An element's round trip.** A 1×128 row segment of A has largest magnitude **37.5**; one of

@@ -155,7 +155,8 @@ display(Markdown(zoo.table_markdown(compact=True, reports=False)))
 # Is the second correct? `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the
 # model's. In §5b, set `program = ordering.PROGRAMS["wgmma"]["correct"]` and try each `DROP`
 # from 0 to 5: which steps can go?
-#
+
+# %% [markdown]
 # ## 7. Exercises
 #
 # **1. Name the bug.** A run hung. Below: its bounded wait's report. The cause is one of

@@ -202,7 +202,8 @@ print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 # are not neighbours, then `alloc(64, warp=1)`: 64 columns are free; does it fit? In §2, set
 # `n=96`, then `n=264`: which field changes? §5 checks the
 # compiled kernels against these models.
-#
+
+# %% [markdown]
 # ## Exercises
 #
 # **2.** Which of 96, 128 or 256 columns must `tcgen05.alloc` request for a 128×96 fp32

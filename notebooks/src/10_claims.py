@@ -160,7 +160,8 @@ print(f"every value with {DIGITS} decimals that holds: {', '.join(bounds.values_
 # `lo, hi` with `bounds.bound(p["ratio"] for p in pairs)[1:]` and rerun the lever: which values
 # are left? Then take `bounds.same_run_pairs(recs, 8192, "float16")`: what does
 # `bounds.verdict(lo, hi, above=1.0)` say there?
-#
+
+# %% [markdown]
 # ## Exercises
 #
 # **1. Bound a second claim:** *"the top rung beats cuBLAS at 8192³ in bf16."* The cell below
