@@ -177,3 +177,20 @@ def test_a_function_from_python_c_passes_and_says_why_it_is_not_kept(prog):
     assert "[ch03.swizzle_128b] correct" in out.stdout, out.stdout + out.stderr
     assert "not kept as code" in out.stdout and "python -c" in out.stdout
     assert not (prog.parent / "alice.answers" / "ch03.swizzle_128b.py").exists()
+
+
+steps = {"not": "source"}            # a module global that an attribute of the same name must not drag in
+
+
+def _uses_an_attribute_named_like_a_global(t):
+    return t.steps + 1
+
+
+def test_an_attribute_named_like_a_global_does_not_stop_keeping(prog):
+    """Reader 33: a correct answer using `t.steps` in a notebook with a global dict `steps` was not
+    kept (co_names holds attribute names too), and the check said 'python -c'."""
+    text = answers.source(_uses_an_attribute_named_like_a_global)
+    assert text is not None and "steps = " not in text
+    class T:
+        steps = 2
+    assert answers.load_source(text)(T()) == 3

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
+import dis
 import hashlib
 import inspect
 import json
@@ -42,8 +43,11 @@ _CONST = (int, float, str, bool, type(None))
 
 
 def _code_names(code: types.CodeType) -> set[str]:
-    """Global names a code object and the code objects inside it (comprehensions) use."""
-    names = set(code.co_names)
+    """Global names a code object and the code objects inside it (comprehensions) read: the
+    LOAD_GLOBAL / LOAD_NAME operands, not ``co_names`` (which also holds attribute names: ``t.steps``
+    must not make a notebook's global ``steps`` part of the answer)."""
+    names = {ins.argval for ins in dis.get_instructions(code)
+             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL")}
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             names |= _code_names(c)
