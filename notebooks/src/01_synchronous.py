@@ -181,7 +181,7 @@ plt.show()
 at = {x.get("tile") or x["kernel"]: x["tflops"] for x in rec.results["sweep"]
       if (x["size"], x["dtype"]) == (4096, "float16")}          # the record's 4096³ fp16 rows
 print("4096³ fp16, TFLOP/s:", ", ".join(f"{k} {v:.0f}" for k, v in at.items()), "\n")
-frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)
+frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_vs_cublas) prints its code
 
 # %% [markdown]
 # ## 5. Why the number is what it is
@@ -205,7 +205,7 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)
 # %% output varies
 abl = {r["variant"]: r["tflops"] for r in rec.results["ablation"]}     # 4096³ fp16, TFLOP/s
 print("copy's gain:", notebook.ratio(abl["no global→shared copy"], abl["full kernel"], "TFLOP/s"), "\n")
-mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)
+mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why) prints its code
 
 # %% [markdown]
 # **So:** the warps idle through every load, and that wait is the table's first rows. Chapter 02

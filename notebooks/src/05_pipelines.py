@@ -125,7 +125,7 @@ res = rec.results
 bad = [c["config"] for c in res["checks"] if not c["passed"]]
 print(f"{len(res['checks'])} checks, worst |C−ref| ÷ bound {max(c['worst_ratio'] for c in res['checks']):.3f}")
 notebook.require(not bad, "every combination of the build's settings passed", failed=str(bad[:3]))
-pl.show_checks(rec)
+pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
@@ -138,11 +138,13 @@ pl.show_checks(rec)
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
 plt.show()
-goals = pl.show_goals(res)
+goals = pl.show_goals(res)   # notebook.how(pl.show_goals) prints its code
 
 # %% [markdown]
 # **Derive it** from the `sweep` rows: the 128×256 fp16 4096³ curve flattens after S = 3; S = 4
-# adds only a few percent. Then the ring model's. **Predict, then change** `stages=[1, 2, 3, 4]`
+# adds only a few percent. Then the ring model's, with today's records and the kernel's schedule
+# (05b §1's prediction, made before the first run with an earlier schedule, sits a few percent
+# higher). **Predict, then change** `stages=[1, 2, 3, 4]`
 # to `[1, 2, 3, 4, 5, 6]`: the model has no shared-memory limit; does it flatten where the record does?
 
 # %% output varies
@@ -158,10 +160,11 @@ print({r["stages"]: round(r["tflops"]) for r in mp.predict_depth_sweep(stages=[1
 #
 # - The curve ends at S = 4: five 48 KiB stages pass the 227 KiB a CTA may opt in to.
 # - The wide tile does more math per byte, so it needs a smaller share of shared memory's bandwidth.
-# - 128×128 drops after S = 3: from S = 4 one CTA fits per SM, and none hides another's epilogue.
+# - 128×128 drops after S = 3: from S = 4 one CTA fits per SM, and none hides another's
+#   [epilogue](../docs/glossary.md#epilogue) (the tile's final write of C).
 
 # %% output varies
-widths = pl.show_widths(res)
+widths = pl.show_widths(res)   # notebook.how(pl.show_widths) prints its code
 
 # %% [markdown]
 # ## 5. Why it stops rising
@@ -174,7 +177,7 @@ trace = pl.trace_of(res, "128x256x64/c2", stages=4)
 ring = mp.simulate(4, 1, 2, 64)    # stages, pending, consumers, k-tiles
 fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
-waits = pl.show_trace_waits(res, trace, ring)
+waits = pl.show_trace_waits(res, trace, ring)   # notebook.how(pl.show_trace_waits) prints its code
 
 # %% [markdown]
 # **The model** never waits on full from k-tile 4 on; **the trace** waits at every k-tile.
@@ -191,8 +194,8 @@ waits = pl.show_trace_waits(res, trace, ring)
 #
 # 1. `mp.simulate(S, 1, 2, 64).math_fraction`, S = 2, 3, 4, 6: where does it stop rising?
 #    Record: flat after S = 3 (§4).
-# 2. `pl.show_parity_story(stages=3, k_tiles=6)`: which k-tile reads too early now?
-# 3. `mp.simulate(4, 0, 2, 64)` beside `(4, 1, 2, 64)`: what does one pending group buy?
+# 2. `story = pl.show_parity_story(stages=3, k_tiles=6)`: which k-tile reads too early now?
+# 3. `mp.simulate(4, 0, 2, 64).math_fraction` beside `(4, 1, 2, 64)`: what does one pending group buy?
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

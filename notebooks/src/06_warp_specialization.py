@@ -172,7 +172,7 @@ notebook.require(abs(g["two consumers"]) < 0.02 and 0.14 < g["128x256"] < 0.20 a
 # to the 7 % the TMA store bought alone on rung 3 (record `ws_store_ablation`).
 
 # %% output varies
-W.show_epilogue(res, records.load("ws_store_ablation").results)
+W.show_epilogue(res, records.load("ws_store_ablation").results)   # notebook.how(W.show_epilogue) prints its code
 
 # %% [markdown]
 # **Design it** (no grade). The model runs chapter 05's ring per tile plus the traced epilogue;

@@ -82,7 +82,7 @@ print(fp8.block_error_table(a, BLOCK))
 # accumulator's 13 fraction bits (section 5), not fp32's.
 
 # %% output varies
-fp8.show_checks(res, record=rec)
+fp8.show_checks(res, record=rec)   # notebook.how(fp8.show_checks) prints its code
 
 # %% [markdown]
 # ## 4. Speed: against cuBLASLt and against FP16
@@ -124,6 +124,8 @@ notebook.require(all(1.96 <= v <= 2.02 for v in x), "ours and cuBLAS both come w
 # [eprints.maths.manchester.ac.uk/id/eprint/2761](https://eprints.maths.manchester.ac.uk/id/eprint/2761).)
 #
 # **Predict, then change `SMALL` to `2.0**-3` and rerun:** does FP8 wgmma still lose them?
+# <details><summary>Answer</summary>No: 2^-3 is the last place the adder keeps beside 2^10, so the
+# model gives the exact 1536.</details>
 
 # %%
 SMALL = 2.0**-4                           # the small products' value
@@ -141,7 +143,7 @@ plt.show()
 #    here the sum's 2^10.
 # 2. It keeps 13 **fraction bits** below the leading 1 (Hopper "retains around 14 bits",
 #    DeepSeek-AI), so its last place is 2^-3.
-# 3. Every place below is **truncated**: each 1/16 becomes 0. (A product of 2^-3 survives.)
+# 3. Every place below is **truncated**: each 1/16 becomes 0.
 #
 # fp32 keeps 23 places, so 1/16 fits there. This is [swamping](../docs/glossary.md#swamping): a
 # product 2^(f+1) times smaller than the sum vanishes, f being the fraction bits kept (here

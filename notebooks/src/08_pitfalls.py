@@ -55,9 +55,9 @@ outcome = D.show_outcome(1, expect="producer timed out on empty[0] at tile 0")
 # **The first wait that stuck.** Both words name tile 0, stage 0. Nothing was loaded, and the
 # producer loads only after its wait on `empty[0]`: that wait stuck first.
 #
-# **The hypothesis.** A phase completes when the waiter names the right parity, all arrivals come
-# and all bytes land. A fresh barrier counts parity 1 as complete, so the producer's
-# first wait should name parity 1. Hypothesis: it names parity 0.
+# **The hypothesis.** A phase completes when all its arrivals come and all its bytes land; a wait
+# passes once the phase it names by parity has completed. A fresh barrier counts parity 1 as
+# complete, so the producer's first wait should name parity 1. Hypothesis: it names parity 0.
 #
 # **Pin it in a model.** The right producer waits on [parity](../docs/glossary.md#phase-parity),
 # the bit naming which of a barrier's alternating phases a wait expects, (f + 1) mod 2, f = k / S being k-tile k's fill of its stage. Chapter 05's ring model runs the

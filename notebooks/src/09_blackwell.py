@@ -37,7 +37,7 @@ notebook.banner("sm_100a", measured=False)
 # 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
 # 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD` in
 #    `asynctc/pipeline/config.py`: ptxas asked 154 for chapter 05's kernel with 128 accumulators
-#    per thread, NVRTC 13.0).
+#    per thread, with the H200's NVRTC 13.0, when the records were made).
 #
 # **So:** a consumer needs about 154 of its 232. The next step is a second accumulator (one
 # tile's [epilogue](../docs/glossary.md#epilogue), the code that writes C out, runs while the MMAs
@@ -113,7 +113,8 @@ assert t.encode() ^ w.encode() == 1 << 46
 #
 # * `tcgen05.alloc` (one warp) takes whole columns in powers of two from 32 to 512, writes the
 #   address to shared memory, and **blocks** while they are taken; `tcgen05.dealloc` (the same
-#   warp) gives them back.
+#   warp) gives them back. Allocated columns are **not zeroed**: they keep what the last user
+#   left.
 # * Warp *w* reads only lanes 32·(w mod 4) … +31, so the epilogue needs four warps.
 #
 # `tmem.TmemAllocator` models them:

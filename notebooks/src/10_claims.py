@@ -41,7 +41,7 @@ print(wrec.label())
 # | median, spread, how many runs? | one run hides the noise |
 #
 # The record behind the claim answers the first three. The ratio is cuBLAS's time over ours. A
-# second clock, read once the Tensor Cores stop, can pass the 1830 MHz rated under load ([00b](00b_clock_kinds.ipynb)).
+# second clock, read once the Tensor Cores stop, can pass 1830 MHz, the boost clock the datasheet peak assumes ([00b](00b_clock_kinds.ipynb)).
 
 # %% output varies
 print(lesson.record_answers(wrec))
@@ -79,7 +79,7 @@ notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the bo
 
 # %% output answers a prediction
 pairs = bounds.same_run_pairs(recs, 4096, "float16")
-med, lo, hi = lesson.show_bound(pairs)
+med, lo, hi = lesson.show_bound(pairs)   # notebook.how(lesson.show_bound) prints its code
 
 # %% [markdown]
 # **Derive it.** Our TFLOP/s moves exactly as our time does. The cell reads each pair's two medians,
