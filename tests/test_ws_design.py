@@ -106,8 +106,8 @@ def _scaled(ladder: dict, rung: int, f: float) -> dict:
 
 
 def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
-    _run("W.show_rung3_steps(", ladder)
-    _run("W.show_ladder_steps(res)", ladder)
+    _run("W.rung3_steps(records.load", ladder)
+    _run("W.show_ladder_steps(res", ladder)
     _run("W.show_epilogue(res", ladder)
     out = capsys.readouterr().out
     assert "setmaxnreg (rung 3)" in out and "TMA-store epilogue" in out
@@ -121,7 +121,7 @@ def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
                                     (7, 0.95)])     # the TMA store no longer the biggest step
 def test_the_ladder_cell_refuses_a_record_that_moved(ladder, rung, f):
     with pytest.raises(notebook.ClaimError):
-        _run("W.show_ladder_steps(res)", _scaled(ladder, rung, f))
+        _run("W.show_ladder_steps(res", _scaled(ladder, rung, f))
 
 
 class _Records:
@@ -143,7 +143,7 @@ class _Records:
                                     ("two consumers", 1.05),            # a second consumer alone pays
                                     ("setmaxnreg (rung 3)", 1.05)])     # setmaxnreg pays
 def test_the_split_cell_refuses_a_record_that_moved(ladder, step, f):
-    cell = _cell("W.show_rung3_steps(")
+    cell = _cell("W.rung3_steps(records.load")
     with pytest.raises(notebook.ClaimError):
         exec(compile(cell, "06", "exec"), {"W": W, "notebook": notebook, "records": _Records(step, f),  # noqa: S102
                                            "res": ladder})
