@@ -120,17 +120,24 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # %% [markdown]
 # **Play** (ungraded): in §1, `at=(4000, 1000)` pushes the box past the right edge: which
 # columns turn orange? Then `print(*tma.checks.swizzle_lines(crec.results), sep="\n")`: the
-# record's verdict on §2's maps.
+# record's verdict on §2's maps. **On a GPU:** `python -m asynctc record tma_checks --no-save`
+# re-measures it; compare its summary's swizzle count with the first of these lines.
 
 # %% [markdown]
 # ## Exercises
 #
+# **Worked first, a smaller box** (not the exercise's): fp16, 64 rows × 32 columns, k-tile 3,
+# rows from 192. `tma_load_2d(dst, map, bar, c0, c1)` names the column first:
+#
+# * c0 = 3 · 32 = 96, the first column (along K); c1 = 192, the first row.
+# * The box is 64 · 32 · 2 = 4096 bytes: that is `expect_tx`'s count, and a second box goes at
+#   `dst + 4096`.
+#
 # **1. Fill one stage.** Stage k-tile `kt`: A's `BM`×`BK` box of map `ta` (rows from `m0`), then
 # B's `BN`×`BK` box of `tb` (B stored N×K, rows from `n0`). fp16, `BM` = `BN` = 128,
 # `BK` = 64. One barrier, `full_bar`, covers both. Write
-# `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` with `tma_load_2d(dst, map, bar, c0, c1)`:
-# **c0 is the column** (along K), c1 the row. `stage` and `full_bar` are `u32` shared-memory byte
-# addresses: B's box goes at `stage + BM * BK * 2`, right after A's 16384 bytes.
+# `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)`. `stage` and `full_bar` are `u32`
+# shared-memory byte addresses; B's box goes right after A's.
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""

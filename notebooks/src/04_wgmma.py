@@ -43,8 +43,7 @@ notebook.banner("sm_90a")
 print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts what the text says
 
 # %% [markdown]
-# Too narrow a swizzle: row 1 lands half-way along row 0. Half the stride: row 8 reads row 4.
-# Nothing faults.
+# Too narrow a swizzle: row 1 lands mid-row 0. Half the stride: row 8 reads row 4.
 #
 # The descriptor packs five fields into 64 bits (PTX ISA §9.7.15.5.1.2.2). Its unit is the
 # [core matrix](../docs/glossary.md#core-matrix), 8 rows × 16 bytes. Two strides step between them:
@@ -88,13 +87,24 @@ assert 0x2000 + swizzled == tile.tma_addresses(0x2000)[ROW, K] == tile.addresses
 # **Try it:** change `ROW` and `K` and rerun. Which rows keep their chunks in place?
 # <details><summary>Answer</summary>Rows 0, 8, 16, …: chunk XOR 0 is the chunk.</details>
 #
+# **Worked: the K-major k-step.** A 64-wide k-tile is four k16 steps, one descriptor each; only
+# the start address moves. In §2's K-major tile, step s starts 16·s elements along each row:
+# 16 · 2 = 32 bytes per step. §2's `start_address` field (bits 0–13) counts 16-byte units: +2
+# per step.
+
+# %%
+for s in range(4):                     # §2's tile
+    moved = tile.descriptor(step=s, base_address=0x2000).start_address - 0x2000
+    print(f"s = {s}: +{moved:2d} bytes, start_address field +{moved // 16}")
+
+# %% [markdown]
 # An [MN-major](../docs/glossary.md#mn-major) tile, M or N contiguous, stores B as K×N: B[k][n]
 # sits at byte k·128 + n·2 before the swizzle, so k16 step s starts at row 16s.
 #
-# **Exercise: advance the descriptor.** A 64-wide k-tile is four k16 steps, one descriptor each;
-# only the start address moves. Write `kstep_desc(desc0, s, major)`: step s's descriptor from step
-# 0's, of a 64×64 fp16 tile with 128-byte swizzle, `major` "K" or "MN". The check reads bytes
-# through your descriptors. Going further: [04b §5](04b_wgmma_anatomy.ipynb) draws both layouts.
+# **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: step s's descriptor
+# (an int) from step 0's, `major` "K" (the lines above) or "MN" (its bytes per step, worked the
+# same way). The check reads bytes through your descriptors. Going further:
+# [04b §5](04b_wgmma_anatomy.ipynb) draws both layouts.
 
 # %%
 def kstep_desc(desc0, s, major):
@@ -106,7 +116,7 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # %% [markdown]
 # ## 4. What TMA writes is what the descriptor reads
 #
-# §3's check, for every element of every swizzle, by two separate models (TMA's, wgmma's).
+# §3's check for every element and swizzle, by two separate models (TMA's, wgmma's).
 
 # %%
 tiles = [descriptors.OperandTile(64, 64, "float16", m, sw) for m in ("K", "MN") for sw in (0, 32, 64, 128)]
@@ -200,8 +210,8 @@ print(f"datasheet, at {DATASHEET['boost_mhz']} MHz: {notebook.ratio(row['tflops'
 _ = notebook.verdict(row["tflops"] / peak >= 0.90, f"N = {N}: goal 0.90 reached.", f"N = {N}: goal 0.90 not reached.")
 
 # %% [markdown]
-# **SS against RS**, in FLOP/clk/SM (the model: 4096 for RS). The cell divides each run by its
-# model and checks each sentence:
+# **SS against RS**, in FLOP/clk/SM, each run over its model (4096 for RS); each sentence is
+# checked:
 #
 # 1. SS follows the model within 2 % at every N.
 # 2. RS outruns SS up to N = 32: it reads no A.
@@ -222,8 +232,10 @@ notebook.require(min(fpc[n, s] for n in ss_model if n >= 64 for s in ("smem", "r
 
 # %% [markdown]
 # **Play** (ungraded): `print(wgmma.design(8, "registers"))` shows the model's clocks beside
-# the `wgmma` record's run; try N = 64, then `"smem"`. In §2, make `tile` `"MN"` and `step=1`:
-# which fields move? `wgmma.plot_accumulator(n=32, thread=5)`: where are thread 5's registers?
+# the `wgmma` record's run; try N = 64, then `"smem"`. `wgmma.plot_accumulator(n=32, thread=5)`:
+# where are thread 5's registers?
+# **On a GPU:** `python -m asynctc record wgmma --no-save` re-measures it: compare its N = 8 RS
+# TFLOP/s with `design`'s "record:".
 
 # %% [markdown]
 # ## Exercises
