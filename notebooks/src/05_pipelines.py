@@ -32,7 +32,7 @@ notebook.banner("sm_90a")
 #
 # One [*elected thread*](../docs/glossary.md#elected-thread), a single thread acting for its group,
 # arrives on empty for its consumer's 128 threads: a [CUTLASS](../docs/glossary.md#cutlass)
-# (NVIDIA's C++ GEMM library) convention, not a PTX ISA rule.
+# (NVIDIA's C++ GEMM library) convention, not a rule the PTX ISA text states.
 # k-tile k goes into stage **k mod S** as that stage's fill **f = k / S** (rounded down).
 #
 # **A ring without parity goes wrong.** Suppose each wait asks only "has this barrier completed?",
@@ -53,7 +53,7 @@ story = pl.show_parity_story(stages=2, k_tiles=4)     # cycles
 # 4. The kernel's consumer waits with `pos.phase` (f mod 2); the producer's refill with `rp`,
 #    (f + 1) mod 2.
 #
-# Below, one panel per moment: which parity does each wait name?
+# One panel per moment: which parity does each wait name?
 
 # %% output varies
 fig = pl.plot_ring_steps(stages=2, k_tiles=4)
@@ -92,7 +92,7 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # %% [markdown]
 # **Worked first: the consumer's side, S = 2.**
 #
-# | k-tile k | stage k mod 2 | fill f = k / 2 | waits on full with f mod 2 (`pos.phase`) |
+# | k-tile k | stage k mod 2 | fill f = k / 2 | full's parity, f mod 2 (`pos.phase`) |
 # |---:|---:|---:|---:|
 # | 0 | 0 | 0 | 0 |
 # | 1 | 1 | 0 | 0 |
