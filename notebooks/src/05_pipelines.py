@@ -31,8 +31,8 @@ notebook.banner("sm_90a")
 # | **empty[s]** | one per consumer warpgroup | each consumer's wgmmas reading the stage are done | the producer |
 #
 # One [*elected thread*](../docs/glossary.md#elected-thread), a single thread acting for its group,
-# arrives on empty for its consumer's 128 threads. That is the convention of
-# [CUTLASS](../docs/glossary.md#cutlass), NVIDIA's C++ GEMM library, not a rule the PTX ISA text states.
+# arrives on empty for its consumer's 128 threads: a [CUTLASS](../docs/glossary.md#cutlass)
+# (NVIDIA's C++ GEMM library) convention, not a rule the PTX ISA text states.
 # k-tile k goes into stage **k mod S** as that stage's fill **f = k / S** (rounded down).
 #
 # **A ring without parity goes wrong.** Suppose each wait asks only "has this barrier completed?",
@@ -53,7 +53,7 @@ story = pl.show_parity_story(stages=2, k_tiles=4)     # cycles
 # 4. The kernel's consumer waits with `pos.phase` (f mod 2); the producer's refill with `rp`,
 #    (f + 1) mod 2.
 #
-# Below, one panel per moment: which parity does each wait name?
+# One panel per moment: which parity does each wait name?
 
 # %% output varies
 fig = pl.plot_ring_steps(stages=2, k_tiles=4)
@@ -90,6 +90,18 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
                                  variant=True, omit=pl.producer_step.SKELETON))
 
 # %% [markdown]
+# **Worked first: the consumer's side, S = 2.**
+#
+# | k-tile k | stage k mod 2 | fill f = k / 2 | full's parity, f mod 2 (`pos.phase`) |
+# |---:|---:|---:|---:|
+# | 0 | 0 | 0 | 0 |
+# | 1 | 1 | 0 | 0 |
+# | 2 | 0 | 1 | 1 |
+# | 3 | 1 | 1 | 1 |
+#
+# k-tile 2 is 03's table's row "fill 1", consumer column. The producer's refill of that
+# stage is its next fill; find its parity in 03's table's producer column.
+#
 # **Exercise 2 — write the producer's refill step** (CUDA C++, run by every thread after k-tile r's
 # release): thread 0 waits on empty[rs] with the right parity, then refills stage rs with k-tile r + S while
 # r + STAGES < T. In scope:
@@ -143,9 +155,9 @@ goals = pl.show_goals(res)   # notebook.how(pl.show_goals) prints its code
 # %% [markdown]
 # **Derive it** from the `sweep` rows: the 128×256 fp16 4096³ curve flattens after S = 3; S = 4
 # adds only a few percent. Then the ring model's, with today's records and the kernel's schedule
-# (05b §1's prediction, made before the first run with an earlier schedule, sits a few percent
-# higher). **Predict, then change** `stages=[1, 2, 3, 4]`
-# to `[1, 2, 3, 4, 5, 6]`: the model has no shared-memory limit; does it flatten where the record does?
+# (05b §1's prediction, made with an earlier schedule, sits a few percent higher). **Predict,
+# then change** `stages=[1, 2, 3, 4]` to `[1, 2, 3, 4, 5, 6]`: the model has no shared-memory
+# limit; does it flatten where the record does?
 
 # %% output varies
 wide = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]
@@ -169,8 +181,8 @@ widths = pl.show_widths(res)   # notebook.how(pl.show_widths) prints its code
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# Why no gain? Below, CTA 0 of the 128×256 kernel at
-# S = 4, traced, above the ring model. Where do the red bars, the waits on full, stop?
+# Below, CTA 0 of the 128×256 kernel at S = 4, traced, above the ring model. Where do the red
+# bars, the waits on full, stop?
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -193,9 +205,11 @@ waits = pl.show_trace_waits(res, trace, ring)   # notebook.how(pl.show_trace_wai
 # **Play** (ungraded, no GPU).
 #
 # 1. `mp.simulate(S, 1, 2, 64).math_fraction`, S = 2, 3, 4, 6: where does it stop rising?
-#    Record: flat after S = 3 (§4).
 # 2. `story = pl.show_parity_story(stages=3, k_tiles=6)`: which k-tile reads too early now?
 # 3. `mp.simulate(4, 0, 2, 64).math_fraction` beside `(4, 1, 2, 64)`: what does one pending group buy?
+#
+# **On a GPU:** `python -m asynctc record pipeline --no-save` re-measures §4's table: put its
+# 4096 float16 128x256x64/c2 row (`tflops` by S) beside item 1.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>

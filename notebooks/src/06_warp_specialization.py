@@ -45,6 +45,14 @@ plt.show()
 # each, with one ring of `STAGES` stages. One question decides it: with 3 k-tiles a tile on 2
 # stages, which stage and parity does tile 1's first k-tile use?
 #
+# **Worked trace** (T = 3, S = 2; stage = counter mod S, fill = counter / S, full's parity
+# fill mod 2, empty's the other bit):
+#
+# - tile 0, k-tile 0: counter 0 → stage 0, fill 0 → full 0, empty 1
+# - tile 0, k-tile 1: counter 1 → stage 1, fill 0 → full 0, empty 1
+# - tile 0, k-tile 2: counter 2 → stage 0, fill 1 → full 1, empty 0
+# - tile 1, k-tile 0: the question above.
+#
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread), the one
 # thread that acts for it. In scope:
 #
@@ -250,6 +258,9 @@ so_far("06")
 # 1. `S` = 2, 3, 4, then 5: where does the model stop gaining? Why does 5 refuse?
 # 2. `BN = 128`: the model's rung 2 tile, beside the ladder's rung 2 row.
 # 3. `PERSISTENT = True`: the model's gain beside rung 5's step.
+#
+# **On a GPU:** `python -m asynctc record warp_specialization --no-save` re-measures the ladder;
+# its 4096 float16 rungs 2, 3 and 5 (`ladder` rows' `tflops`) go beside items 2 and 3.
 #
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 

@@ -145,14 +145,11 @@ alloc.check_all_freed()
 # thread, TMEM allocated by one warp, four epilogue warps reading it with `tcgen05.ld`.
 #
 # **Exercise 1 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
-# warp 1's threads for k-tile kt in stage s (of `t.stages`). Only `t.elected` issues. What each
-# call guarantees:
+# warp 1's threads for k-tile kt in stage s (of `t.stages`). The calls:
 #
 # * `t.wait(barrier, parity)` returns once that phase has completed. `t.full[s]` completes when
 #   stage s's bytes have landed, `t.empty[s]` hands stage s back to the producer (`t.done` is
-#   committed once, after the loop). K-tile kt is stage s's fill f = kt // `t.stages`; its
-#   [phase parity](../docs/glossary.md#phase-parity), which of the barrier's alternating phases
-#   to wait on, is f mod 2.
+#   committed once, after the loop).
 # * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
 #   behind the waits before it. A wait alone orders only ordinary loads and stores.
 # * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s (`accumulate` is §2's
@@ -160,7 +157,17 @@ alloc.check_all_freed()
 # * `t.commit(barrier)` (`tcgen05.commit`) arrives once on the barrier when every MMA the thread
 #   issued has completed.
 #
-# Choose the calls, their barriers and their order; the kernel's loop appears once they pass.
+# **One k-tile, in order.** Answer each question before you write:
+#
+# 1. Who issues: every thread of the warp, or only `t.elected`?
+# 2. Wait: on which barrier, with which parity? K-tile kt is stage s's fill f = kt // `t.stages`;
+#    its [phase parity](../docs/glossary.md#phase-parity) is f mod 2.
+# 3. Fence: what must stand between that wait and the first MMA?
+# 4. MMAs: how many per k-tile? Which `accumulate` does the first k-step of the first k-tile
+#    need, when TMEM is not zeroed (§4)? Which do all the others need?
+# 5. Commit: to which barrier, and why after the MMAs, not before?
+#
+# The kernel's loop appears once yours passes.
 
 # %%
 def issue_ktile(t, kt, s):
@@ -203,6 +210,10 @@ print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
 # are not neighbours, then `alloc(64, warp=1)`: 64 columns are free; does it fit? In §2, set
 # `n=96`, then `n=264`: which field changes? §5 checks the
 # compiled kernels against these models.
+#
+# **On a GPU:** only a Blackwell one (sm_100a, compute capability 10.0) runs
+# `python -m asynctc record tcgen05 --no-save`: it checks every build, then times each beside
+# cuBLAS (`sweep` rows' `tflops`). This course has no such record; an H200 refuses the suite.
 
 # %% [markdown]
 # ## Exercises
