@@ -8,13 +8,13 @@
 # **What it adds:**
 # - §1 the zoo, report by report
 # - §2 what each bug removes from the SASS
-# - §3 two more hangs: one that blocks late, the expect_tx hang
-# - §4 every other variant on the H200 (for races, "ok" means *latent*)
+# - §3 the late-blocking hang, the expect_tx hang
+# - §4 other variants on the H200 (races: "ok" means *latent*)
 # - §5 ptxas dropping `setmaxnreg`
-# - §6 the in-kernel trace as the log
+# - §6 the in-kernel trace
 # - §7 what compute-sanitizer saw
-# - §8 `diagnose`, one screen per bug
-# - Exercises (end): one more repair, one more layout
+# - §8 `diagnose`
+# - Exercises: one more repair, one more layout
 
 # %% output varies
 from IPython.display import Markdown, display
