@@ -196,6 +196,9 @@ why_async.show_operand_feed(bw, peak)             # the table, and the check of 
 #   bandwidth; which measured GEMMs fall left of the ridge?
 # * `64 / (8000e9 / peak.sm_count / (peak.mhz * 1e6))`: §4's last line at 8 TB/s. Does DRAM then
 #   supply the 128×128 tile?
+#
+# On a GPU: `python -m asynctc record ceilings --no-save` (this chapter ran live in about 20 s)
+# prints a fresh "device-to-device copy: best … GB/s" line: compare it with `bw`.
 
 # %% [markdown]
 # ## Exercises

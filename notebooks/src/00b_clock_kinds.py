@@ -3,10 +3,10 @@
 #
 # ← back to the core lesson [00_why_async](00_why_async.ipynb)
 #
-# **Assumes** chapter 00's core lesson: the `ceilings` record (copy bandwidth, cuBLAS GEMMs), the
-# [peak](../docs/glossary.md#peak) as SMs × 4096 × SM clock, and the datasheet's 989 TFLOP/s at 1830 MHz. **What it adds:** the
-# three kinds of measured clock that every fraction of peak in the course names, a check of one kind
-# against another on the H200, and the clock of the cuBLAS samples following the workload.
+# **Assumes** chapter 00: the `ceilings` record, the [peak](../docs/glossary.md#peak) (SMs × 4096 × SM clock), 989 TFLOP/s at 1830 MHz.
+#
+# **What it adds:**
+# - §1 three kinds of measured clock; one checked against another; cuBLAS's clock tracking its workload
 
 # %% output varies
 import asynctc

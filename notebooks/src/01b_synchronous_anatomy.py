@@ -3,12 +3,15 @@
 #
 # ← back to the core lesson [01_synchronous](01_synchronous.ipynb)
 #
-# **Assumes** chapter 01's core lesson: the tuned `mma.sync` GEMM (its tile names, k-tiles and k16
-# steps, banks and swizzle), its SASS, and the `mma_sync` record with its sweep and `mma.sync`
-# ceiling. **What it adds:** who holds what inside one `mma.sync`; the math of one k-tile; the tile
-# sweep; the kernel taken apart to see where the time goes (with a prediction exercise); the
-# clock during sustained runs; and the compiler of the record, a
-# refused shape, the L1-path bound model and Luo et al.'s figure.
+# **Assumes** chapter 01: the tuned `mma.sync` GEMM (tiles, k-tiles, k16 steps, swizzle), its SASS, the `mma_sync` record.
+#
+# **What it adds:**
+# - §1 who holds what inside one `mma.sync`
+# - §2 the math of one k-tile
+# - §3 the tile sweep
+# - §4 the kernel taken apart: where the time goes (a prediction exercise)
+# - §5 the clock during sustained runs
+# - §6 the record's compiler, a refused shape, the L1-path bound model, Luo et al.'s figure
 
 # %% output varies
 import numpy as np

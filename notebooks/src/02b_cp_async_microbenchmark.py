@@ -3,11 +3,12 @@
 #
 # ← back to the core lesson [02_cp_async](02_cp_async.ipynb)
 #
-# **Assumes** chapter 02's core lesson: `cp.async`, commit and wait groups, the ring of stages, and the
-# `cp_async` record. **What it adds:** a pipelined against a synchronous shared-memory copy, the
-# microbenchmark of Luo et al. (IPDPS 2024), repeated on this course's GPU and set beside theirs;
-# and `wait_group`'s source, the ring's footprint, the stage sweep
-# read in full and a two-number model of it (Design it).
+# **Assumes** chapter 02: `cp.async`, commit and wait groups, the ring of stages, the `cp_async` record.
+#
+# **What it adds:**
+# - §1 Luo et al.'s microbenchmark (IPDPS 2024), pipelined vs synchronous copy, rerun beside theirs
+# - §2 `wait_group`'s source, the ring's footprint, the stage sweep read in full
+# - §3 Design it: a two-number model of the stage sweep
 
 # %% output varies
 import numpy as np

@@ -3,13 +3,13 @@
 #
 # ← back to the core lesson [03_tma_mbarrier](03_tma_mbarrier.ipynb)
 #
-# **Assumes** chapter 03's core lesson: tensor maps and boxes, swizzle, the mbarrier life cycle, and
-# the `tma_copy` record (TMA, vectorized loads and `cp.async` copying the same matrix). **What it
-# adds:** boxes that hang past the tensor's edge, with two faults the documentation does not warn of,
-# and boxes that skip rows (element strides); the three copies compared box size by box size and at
-# equal bytes in flight, against the claim that TMA does not pay off for small boxes; and refused
-# tensor maps, the bytes-in-flight "Design it", the swizzle model checked
-# on the GPU (with a try-it), the life cycle in SASS and the proxy fence in the ordering model.
+# **Assumes** chapter 03: tensor maps and boxes, swizzle, the mbarrier life cycle, the `tma_copy` record.
+#
+# **What it adds:**
+# - §1 boxes past the tensor's edge (two undocumented faults, refused in Python); element strides
+# - §2 TMA, vector loads, `cp.async` by box size and equal bytes in flight; a "Design it"
+# - §3 the swizzle model checked on the GPU (a try-it); the life cycle in SASS
+# - §4 the proxy fence, in the ordering model
 
 # %% output varies
 import numpy as np

@@ -3,15 +3,16 @@
 #
 # ← back to the core lesson [04_wgmma](04_wgmma.ipynb)
 #
-# **Assumes** chapter 04's core lesson: the operands of one `wgmma`, the shared-memory matrix
-# descriptor (start address, LBO, SBO, swizzle), the canonical layouts, the one-warpgroup kernel and
-# the `wgmma` record (checks and throughput by N). **What it adds:** the accumulator fragment, lane
-# by lane; every (dtype, major-ness, swizzle, N) checked element by element on the CPU; a descriptor that
-# disagrees with the layout, and the wrong answer predicted exactly; and why small N is slow — a model
-# of shared-memory bytes set beside the record, and where A from registers departs from it; and,
-# refused descriptors, the SASS of the other layouts, the whole
-# throughput table with its clocks, and Luo et al.'s figure. Exercises: the whole accumulator map
-# (§1); at the end (§7), the descriptor encoder and a whole descriptor by hand.
+# **Assumes** chapter 04: `wgmma`'s operands, the descriptor (start, LBO, SBO, swizzle), canonical layouts, the `wgmma` record.
+#
+# **What it adds:**
+# - §1 the accumulator fragment, lane by lane (exercise: the whole map)
+# - §2 every (dtype, major-ness, swizzle, N) checked element by element on the CPU
+# - §3 a descriptor that disagrees with the layout; its wrong answer predicted exactly
+# - §4 why small N is slow: a shared-memory bytes model; where A-from-registers departs
+# - §5 the canonical layouts, drawn and in CuTe notation
+# - §6 refused descriptors, other layouts' SASS, the throughput table with clocks, Luo et al.'s figure
+# - §7 exercises: the descriptor encoder and a whole descriptor by hand
 
 # %% output varies
 import numpy as np

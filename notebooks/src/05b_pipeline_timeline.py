@@ -3,15 +3,15 @@
 #
 # ← back to the core lesson [05_pipelines](05_pipelines.ipynb)
 #
-# **Assumes** chapter 05's core lesson: the ring of S stages with its full and empty mbarriers and
-# their phase parities, the kernel's loop, the `pipeline` record's checks and its depth sweep beside
-# cuBLAS. **What it adds:** an exercise, the two parity functions the model runs (deep dive 06e
-# runs your pair again); the CPU discrete-event model's prediction of that sweep, made before the
-# GPU ran the kernel, and the same model on the kernel's own load schedule; the prediction
-# beside the measurement; the timeline recorded inside the running kernel, drawn with the same
-# function as the model's; where the model is right, where it is wrong, and what a fit to the
-# measurement can and cannot say; an L2 cap of your own to try in the model (§5); and one cap
-# fitted on four runs, tested on ten it never saw, then used in a "Design it" (§6).
+# **Assumes** chapter 05: the ring of S stages, full and empty mbarriers and their parities, the kernel's loop, the `pipeline` record.
+#
+# **What it adds:**
+# - §1 exercise: the model's two parity functions (06e reruns yours); the sweep predicted pre-GPU
+# - §2 the prediction beside the measurement
+# - §3 the timeline recorded inside the running kernel, drawn like the model's
+# - §4 where the model is right, where wrong, and what a fit can say
+# - §5 try it: your own L2 cap, in the model
+# - §6 one cap fitted on four runs, tested on ten unseen, then "Design it"
 
 # %% output varies
 import dataclasses

@@ -3,13 +3,16 @@
 #
 # ← back to the core lesson [05_pipelines](05_pipelines.ipynb)
 #
-# **Assumes** chapter 05's core lesson: the ring and its parities, the kernel's loop, the
-# configuration names, the `pipeline` record's checks and depth sweep. **What it adds:** the
-# producer's half of a refill and the SASS of every measured tile, with its registers and shared
-# memory; the same ring in CUTLASS's names; what moved the numbers besides depth — `wait_group` 0
-# against 1, the cost of tracing, the tile, and occupancy mixed into the depth curves; and the
-# protocol broken on purpose, diagnosed by the CPU model or ended by a bounded wait on the GPU,
-# with exercise 4 (find the bug); and the kernel set beside a published claim.
+# **Assumes** chapter 05: the ring and its parities, the kernel's loop, the `pipeline` record's checks and depth sweep.
+#
+# **What it adds:**
+# - §1 the configuration names, in full
+# - §2 the producer's half of a refill; each measured tile's SASS, registers, shared memory
+# - §3 the same ring in CUTLASS's names
+# - §4 what moved the numbers: `wait_group` 0 vs 1, tracing, the tile, occupancy
+# - §5 the protocol broken on purpose: the CPU model diagnoses, a bounded GPU wait ends it
+# - §6 the kernel set beside a published claim
+# - Exercise 4 (end): find the bug
 
 # %% output varies
 import numpy as np

@@ -3,14 +3,16 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** chapter 06's core lesson: the producer and consumer warpgroups, the full and empty
-# barriers of each stage, the ring counter and its phase parity, the register budget that
-# `setmaxnreg` moves, and the ladder of rungs. **What it adds:** the seed's swapped protocol run in
-# chapter 05's CPU model until it deadlocks; the producer's and the consumers' loops in the kernel
-# source; the register budget read from the cubin; this chapter's names beside CUTLASS's; the
-# float64 checks of every rung; a descriptor bug the first cluster run found on the H200,
-# replayed with the descriptor model; and each rung's step beside its
-# prediction, the top rung's measured timeline and how each epilogue writes C.
+# **Assumes** chapter 06: producer and consumer warpgroups, full/empty barriers, ring counter and parity, `setmaxnreg`, the ladder.
+#
+# **What it adds:**
+# - §1 the seed's swapped protocol, run in chapter 05's CPU model until it deadlocks
+# - §2 the producer's and the consumers' loops, from the kernel source
+# - §3 the register budget, read from the cubin
+# - §4 this chapter's names beside CUTLASS's
+# - §5 correct first: every rung's float64 checks
+# - §6 a descriptor bug the first cluster run found on the H200, replayed in the model
+# - §7 each rung's step beside its prediction; the top rung's timeline; how each epilogue writes C
 
 # %% output varies
 import textwrap

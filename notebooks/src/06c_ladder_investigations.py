@@ -3,16 +3,18 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** chapter 06's core lesson: the producer/consumer protocol and the ladder's rungs.
+# **Assumes** chapter 06: the producer/consumer protocol and the ladder's rungs.
 #
-# | section | what it adds |
-# |---|---|
-# | 1–3 | every rung's verdict, from all four ladders (4096³, 8192³ × fp16, bf16) and the in-kernel trace; rung 4's tile sweep; how far the trace's cycles can be trusted |
-# | 4 | the goal (cuBLAS's speed) and the last round of a [persistent](../docs/glossary.md#persistent) grid, tested on wave-aligned shapes |
-# | 5 | shared-memory bytes per k-tile against the rate per clock measured in flight |
-# | 6–7 | the rungs on shapes that are not cubes; a published worklog's ladder beside ours |
-# | 8 | rung 9, ping-pong consumers |
-# | 9 | rungs 5–8 one at a time: what each adds to the code, what it bought; two exercises (the cluster's empty barrier, where rung 7's stmatrix puts an accumulator) |
+# **What it adds:**
+# - §1 the rungs, named
+# - §2 every rung's verdict, from all four ladders (4096³, 8192³ × fp16, bf16)
+# - §3 what moved: rung 4's tile sweep; how far the trace's cycles can be trusted
+# - §4 the goal (cuBLAS's speed); the last round of a [persistent](../docs/glossary.md#persistent) grid
+# - §5 shared-memory bytes per k-tile against the rate per clock in flight
+# - §6 the rungs on shapes that are not cubes
+# - §7 a published worklog's ladder beside ours
+# - §8 rung 9, ping-pong consumers
+# - §9 rungs 5–8 one at a time; two exercises (cluster's empty barrier, rung 7's stmatrix)
 
 # %% output varies
 import re

@@ -3,12 +3,13 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** chapter 06's core lesson (the ladder, `asynctc.matmul`), the top rung's timeline
-# (deep dive 06b §7) and deep dive 06c's reading of the gap (the last round of a persistent grid, shared-memory bytes per
-# k-tile). **What it adds:** what cuBLAS runs and how many cycles, L2 and DRAM bytes each kernel
-# needs, from Nsight Compute; the raster-width sweep that became rung 8; what could still move the
-# number; and `asynctc.matmul` — how it picks a tile for a shape, its checks, and its timings beside
-# cuBLAS by shape, thin M included.
+# **Assumes** chapter 06 (the ladder, `asynctc.matmul`), 06b §7 (the top rung's timeline), 06c §4–5 (the gap read).
+#
+# **What it adds:**
+# - §1 Nsight Compute: what cuBLAS runs, each kernel's cycles, L2 and DRAM bytes; the raster sweep
+# - §2 what could still move the number
+# - §3 `asynctc.matmul`: the tile for a shape, its checks, timings by shape (thin M too)
+# - §4 the whole kernel (`hopper_gemm.cu`) on the GPU
 
 # %% output varies
 import numpy as np

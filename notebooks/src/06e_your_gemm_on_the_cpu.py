@@ -3,13 +3,18 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** the core exercises of chapters 03 (the stage fill, `swizzle_128b`), 04 (`kstep_desc`),
-# 05 (the producer step); it runs your passing answers. Chapter 06's capstone is not one of the
-# pieces: the consumers' loop here is §2's own exercise, rung 3's consumer loop. Deep dives 04b
-# (`encode`) and 05b (the parities) add two more pieces. **What it adds:** chapters 03–06 end with this run of one tile of a Hopper
-# [GEMM](../docs/glossary.md#gemm) ("your GEMM so far"); here it takes every piece, shows its
-# steps, and breaks pieces on purpose.
+# **Assumes** your passing core exercises: 03 (stage fill, `swizzle_128b`), 04 (`kstep_desc`), 05 (producer step).
+#
+# Chapters 03–06 end with this run of one tile of a Hopper [GEMM](../docs/glossary.md#gemm) ("your GEMM so far").
 # No GPU is needed: this is a model of the hardware, not a run on it. Chapter 09c does the same for Blackwell.
+#
+# **What it adds:**
+# - §1 the goal
+# - §2 your exercise: rung 3's consumer loop (chapter 06's capstone is not a piece)
+# - §3 your pieces, plus 04b's `encode` and 05b's parities
+# - §4 the tile, run step by step
+# - §5 one piece broken on purpose
+# - §6 what this emulation does not model
 
 # %% output varies
 import matplotlib.pyplot as plt

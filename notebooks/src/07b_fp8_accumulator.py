@@ -3,12 +3,12 @@
 #
 # ← back to the core lesson [07_fp8_precision](07_fp8_precision.ipynb)
 #
-# **Assumes** chapter 07's core lesson: the e4m3 / e5m2 grids, the align-and-truncate model of the
-# Tensor Core's sum (`fp8.tc_dot`: per group of 32 products, truncated to f fraction bits below the
-# largest exponent), the swamping experiment and promotion (`promote=P`). **What it adds:** the
-# prediction made before the GPU ran; which GPU runs identify f = 13 and which only tie; inputs built to
-# identify f in every configuration, and the group size; and what promotion costs, with a
-# hypothesis for the gap to cuBLASLt's, and its test.
+# **Assumes** chapter 07: e4m3/e5m2, `fp8.tc_dot` (groups of 32, truncated to f fraction bits), swamping, `promote=P`.
+#
+# **What it adds:**
+# - §1 the prediction made before the GPU ran; which runs identify f = 13
+# - §2 inputs that identify f in every configuration, and the group size
+# - §3 what promotion costs; a hypothesis for the gap to cuBLASLt's, and its test
 
 # %% output varies
 from asynctc.core import notebook, records, runtime

@@ -3,14 +3,16 @@
 #
 # ← back to the core lesson [07_fp8_precision](07_fp8_precision.ipynb)
 #
-# **Assumes** the swizzle modes as bank maps (chapters 03 and 04) and chapter 06's warp-specialized
-# GEMM. **What it adds:** the [seed article](../docs/glossary.md#seed-article) (the public tutorial
-# this course checks) says the right shared-memory swizzle is worth 10–20 %.
-# Chapter 07 gives the headline number; here is where the loss comes from: Nsight Compute's
-# shared-memory counters (why the bank-conflict counters read 0 and what does count), each
-# prediction, made before the run, beside what was measured; the row-box variants, which take
-# the number of TMA boxes apart from the layout; the wgmma-only variants (`tma_once`), which take
-# TMA out; and the tile, stage and register budget: the other half of the seed's "layout" advice.
+# **Assumes** the swizzle modes as bank maps (chapters 03, 04) and chapter 06's warp-specialized GEMM.
+#
+# The [seed article](../docs/glossary.md#seed-article) (the public tutorial this course checks) says the right swizzle is worth 10–20 %.
+# Chapter 07 gives the headline number; here is where the loss comes from.
+#
+# **What it adds:**
+# - §1 four swizzles counted by Nsight Compute (bank-conflict counters read 0: why); predictions beside measurements
+# - §2 row-box variants: the number of TMA boxes, apart from the layout
+# - §3 wgmma-only variants (`tma_once`): TMA taken out
+# - §4 tile, stages, register budget: the other half of the seed's "layout" advice
 
 # %% output varies
 import matplotlib.pyplot as plt

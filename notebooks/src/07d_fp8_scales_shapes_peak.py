@@ -3,13 +3,15 @@
 #
 # ← back to the core lesson [07_fp8_precision](07_fp8_precision.ipynb)
 #
-# **Assumes** chapter 07's core lesson: the formats, a dequantisation scale (x ≈ q · s, s = amax /
-# 448), promotion (`promote=P`), the fp8 record's checks and its timings at 4096³ and 8192³.
-# **What it adds:** FP8 wgmma's operand rules and the ways around them; per-tensor against
-# per-block scales element by element; how the kernel applies per-block scales (from its source
-# and its SASS) and what they cost; the FP8 kernel on non-square and thin-M shapes beside
-# cuBLASLt; and the 4096³ table of the [seed article](../docs/glossary.md#seed-article) (the public
-# tutorial this course checks) beside our rungs, under two peaks.
+# **Assumes** chapter 07: the formats, a scale (x ≈ q · s, s = amax / 448), `promote=P`, the fp8 record.
+#
+# **What it adds:**
+# - §1 FP8 wgmma's operand rules and the ways around them
+# - §2 per-tensor against per-block scales, element by element
+# - §3 how the kernel applies per-block scales, from its source and SASS
+# - §4 what per-block scales cost
+# - §5 the FP8 kernel on non-square and thin-M shapes, beside cuBLASLt
+# - §6 the [seed article](../docs/glossary.md#seed-article)'s 4096³ table beside our rungs, under two peaks
 
 # %% output varies
 import re

@@ -155,6 +155,9 @@ display(Markdown(zoo.table_markdown(compact=True, reports=False)))
 # Is the second correct? `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the
 # model's. In §5b, set `program = ordering.PROGRAMS["wgmma"]["correct"]` and try each `DROP`
 # from 0 to 5: which steps can go?
+#
+# On a GPU: `python -m asynctc record pitfalls --no-save` reruns every variant: compare its
+# `BUG= 3 arrive_count` line with the model's diagnosis.
 
 # %% [markdown]
 # ## 7. Exercises

@@ -3,12 +3,18 @@
 #
 # ← back to the core lesson [08_pitfalls](08_pitfalls.ipynb)
 #
-# **Assumes** chapter 08's core lesson: the zoo, the kernel its variants break, the ring model, the
-# layout model and the ordering checker. **What it adds:** the zoo report by report; what each bug
-# removes from the SASS; the
-# hang that blocks late and the expect_tx hang; every other variant's outcome on the H200 (races
-# included, where "ok" means *latent*); ptxas dropping `setmaxnreg`; the in-kernel trace; what
-# compute-sanitizer saw; `diagnose`; and two exercises: one more repair, one more layout.
+# **Assumes** chapter 08: the zoo, the kernel its variants break, the ring and layout models, the ordering checker.
+#
+# **What it adds:**
+# - §1 the zoo, report by report
+# - §2 what each bug removes from the SASS
+# - §3 the late-blocking hang, the expect_tx hang
+# - §4 other variants on the H200 (races: "ok" means *latent*)
+# - §5 ptxas dropping `setmaxnreg`
+# - §6 the in-kernel trace
+# - §7 what compute-sanitizer saw
+# - §8 `diagnose`
+# - Exercises: one more repair, one more layout
 
 # %% output varies
 from IPython.display import Markdown, display

@@ -3,17 +3,20 @@
 #
 # ← back to the core lesson [09_blackwell](09_blackwell.ipynb)
 #
-# **Learning goal.** Chapter 09's tcgen05 GEMM computes one tile per CTA with one TMEM accumulator,
-# so its epilogue can never overlap the next tile's MMAs. Here the kernel
-# (`kernels/tcgen05_persistent.cu`, `asynctc.tcgen05.persistent`) stays resident and walks many
-# tiles with three roles — a TMA warp, one MMA thread, four epilogue warps — and **two TMEM
-# accumulators**; a **cluster launch control** (CLC) scheduler hands out tiles; **CTA pairs** share
-# one MMA and **multicast** A; **block-scaled** `kind::mxf8f6f4` applies chapter 07's per-block
-# scales inside the Tensor Core.
+# **Assumes** chapter 09's GEMM: one tile per CTA, one TMEM accumulator, so no epilogue overlaps the next MMAs.
 #
-# This course has no sm_100 GPU: the kernels are compiled to sm_100a cubins and disassembled,
-# the protocol is modelled, one block-scaled tile is emulated, and the throughput is a
-# **prediction**. No Blackwell number here is measured.
+# Here the kernel (`kernels/tcgen05_persistent.cu`) stays resident and walks many tiles.
+#
+# **What it adds:**
+# - §1 three roles (a TMA warp, one MMA thread, four epilogue warps), **two TMEM accumulators**
+# - §2 the TMEM map: both accumulators and the scales
+# - §3 a **cluster launch control** (CLC) scheduler handing out tiles
+# - §4 **block-scaled** `kind::mxf8f6f4`: 07's per-block scales in the Tensor Core, emulated
+# - §5 the SASS: **CTA pairs** share one MMA and **multicast** A
+# - §6 a labelled B200 **prediction**
+# - Exercises (end)
+#
+# No sm_100 GPU here: kernels are compiled and disassembled, the protocol modelled; no Blackwell number is measured.
 
 # %% output varies
 import numpy as np

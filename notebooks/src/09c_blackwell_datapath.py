@@ -3,14 +3,17 @@
 #
 # ← back to the core lesson [09_blackwell](09_blackwell.ipynb)
 #
-# **Assumes** chapter 09's core lesson: TMEM (128 lanes × 512 columns per SM, lane quarters per
-# warp), the instruction descriptor and the sm_100 shared-memory descriptor. **What it adds:** the
-# descriptors' refusals; the PTX ISA's data path layouts — where row i, column j of D lands in TMEM
-# for M = 64, 128, 256, one CTA or a CTA pair; how `tcgen05.ld` hands cells to threads; and a CPU
-# **emulation** of one GEMM tile (TMA swizzle → smem descriptor → MMA → TMEM → `tcgen05.ld` →
-# registers → D) checked against float64, which catches a wrong descriptor; the kernel's refusal
-# of a GPU it cannot run on, and its SASS counted class by class. A model of the hardware, not a
-# run on it.
+# **Assumes** chapter 09: TMEM (128 lanes × 512 columns per SM, lane quarters per warp), the instruction and sm_100 descriptors.
+#
+# **What it adds:**
+# - §1 the descriptors' refusals
+# - §2 where D[i, j] lands in TMEM (M = 64, 128, 256; CTA pairs); `tcgen05.ld`'s cells
+# - §3 one tile **emulated**, TMA swizzle → MMA → TMEM → registers, against float64
+# - §4 the kernel refusing a GPU it cannot run on
+# - §5 the core lesson's kernel, its SASS counted class by class
+# - Exercise (end)
+#
+# A model of the hardware, not a run on it.
 
 # %% output varies
 import dataclasses

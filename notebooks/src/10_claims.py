@@ -160,6 +160,9 @@ print(f"every value with {DIGITS} decimals that holds: {', '.join(bounds.values_
 # `lo, hi` with `bounds.bound(p["ratio"] for p in pairs)[1:]` and rerun the lever: which values
 # are left? Then take `bounds.same_run_pairs(recs, 8192, "float16")`: what does
 # `bounds.verdict(lo, hi, above=1.0)` say there?
+#
+# On a GPU: `python -m asynctc record ws_limit --no-save` re-measures the `ws_limit` pairs: compare
+# its "of cuBLAS" lines with those pairs' `p["ratio"]`.
 
 # %% [markdown]
 # ## Exercises

@@ -3,13 +3,17 @@
 #
 # ← back to the core lesson [10_claims](10_claims.ipynb)
 #
-# **Assumes** chapter 10's core lesson: what a claim must fix to be reproduced, and a verdict as a
-# clause and a number. **What it adds:** a "% of peak" claim judged under both denominators
-# against the band it states (§1, with two exercises); every quantitative statement of the
-# [seed article](../docs/glossary.md#seed-article) beside the course's measurement, with its
-# verdict; the public numbers the course cites as anchors, made comparable; every part in full; and
-# what the course has not measured yet. Like chapter 10 it runs no kernel: it reads the records in
-# `data/<gpu>/*.json`, so live and replay print the same.
+# **Assumes** chapter 10: what a claim must fix to be reproduced; a verdict as a clause and a number.
+#
+# **What it adds:**
+# - §1 a "% of peak" claim under both denominators, against its stated band (two exercises)
+# - §2 each [seed article](../docs/glossary.md#seed-article) statement, our measurement, a verdict
+# - §3 the public anchors the course cites, made comparable
+# - §4 the ratios, drawn
+# - §5 every part of every statement, in full
+# - §6 what the course has not measured yet
+#
+# Like chapter 10 it runs no kernel: it reads `data/<gpu>/*.json`, so live and replay print the same.
 
 # %% output varies
 import matplotlib.pyplot as plt
