@@ -45,14 +45,6 @@ plt.show()
 # each, with one ring of `STAGES` stages. One question decides it: with 3 k-tiles a tile on 2
 # stages, which stage and parity does tile 1's first k-tile use?
 #
-# **Worked trace** (T = 3, S = 2; stage = counter mod S, fill = counter / S, full's parity
-# fill mod 2, empty's the other bit):
-#
-# - tile 0, k-tile 0: counter 0 → stage 0, fill 0 → full 0, empty 1
-# - tile 0, k-tile 1: counter 1 → stage 1, fill 0 → full 0, empty 1
-# - tile 0, k-tile 2: counter 2 → stage 0, fill 1 → full 1, empty 0
-# - tile 1, k-tile 0: the question above.
-#
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread), the one
 # thread that acts for it. In scope:
 #
