@@ -165,7 +165,8 @@ notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
 # The threads that move those bytes must also issue the math.
 #
 # Shared memory serves **128 bytes per clock per SM**: 32 banks, 4 bytes each (CUDA C++
-# Programming Guide, *Compute Capabilities*). Each operand byte is written once and read once.
+# Programming Guide, *Compute Capabilities*). Each operand byte is written once and read once, at best (chapter
+# 02 counts what the loads into registers really read).
 
 # %% output varies
 print(f"the 128×128 tile needs 4096 × 512 / 32768 = {4096 * 512 / 32768:.0f} B/clk; DRAM gives "

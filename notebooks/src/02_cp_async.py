@@ -189,8 +189,9 @@ print(f"best rung {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s
 # Each note prints its two operands from the table's TFLOP/s column (`rec.results["sweep"]`).
 #
 # **Try it: predict, then count.** A BK = 64 stage is 32 KiB. Predict how many such stages fit
-# when two CTAs share an SM's 228 KiB (1 KiB reserved per CTA). The solution cell's last line
-# computes it; compare it with the table's `CTAs/SM` column.
+# when two CTAs share an SM's 228 KiB (1 KiB reserved per CTA); compare it with the table's
+# `CTAs/SM` column. <details><summary>Answer</summary>(228 / 2 − 1) // 32 = 3 stages per
+# CTA.</details>
 
 # %% output varies
 cp_async_show.stages(rec)            # the table, then notes 1–3, each checked against the record

@@ -195,7 +195,9 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 fig = wgmma_peak.plot_throughput(rec)
 
 # %% [markdown]
-# Grey dotted: Luo et al.'s H800 figure, scaled. **Derive it** from the record: the `throughput`
+# Grey dotted: Luo et al.'s H800 figure ("Benchmarking and Dissecting the Nvidia Hopper GPU
+# Architecture", IPDPS 2024), converted per SM and clock at an assumed 1755 MHz.
+# **Derive it** from the record: the `throughput`
 # row (fields `tflops`, `sm_mhz`) for fp16 SS, and `sm_count`. The datasheet's peak differs only
 # in its clock. **Predict, then change `N` to 16 and rerun:** record against model?
 

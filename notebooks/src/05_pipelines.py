@@ -106,8 +106,8 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # release): thread 0 waits on empty[rs] with the right parity, then refills stage rs with k-tile r + S while
 # r + STAGES < T. In scope:
 #
-# - `producer` (thread 0), `r`, `rs` (r's stage), `rp` (the parity k-tile r's fill used; the
-#   refill is the stage's *next* fill), `STAGES`, `T` (k-tiles in K),
+# - `producer` (thread 0), `r`, `rs` (r's stage), `rp` (the parity k-tile r's fill used on full:
+#   as §1 step 4 says, already the producer column's value for the refill), `STAGES`, `T` (k-tiles in K),
 #   `wg` (this warpgroup), `broken` (set when a wait gave up);
 # - `empty.wait(stage, parity, wg, kt)`: false if it gave up; `kt` (r + STAGES) labels a timeout;
 # - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: tensor maps `ta`, `tb`,

@@ -176,7 +176,7 @@ W.show_epilogue(res, records.load("ws_store_ablation").results)   # notebook.how
 
 # %% [markdown]
 # **Design it** (no grade). The model runs chapter 05's ring per tile plus the traced epilogue;
-# its one fitted number is chapter 05's L2 cap.
+# its one fitted number is the L2 cap that deep dive 05b §4–5 fits to chapter 05's depth sweep.
 #
 # **Predict, then change** `TMA_STORE` to True and rerun: does the model gain what rung 7 measured?
 

@@ -58,7 +58,8 @@ print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
 # (`fp8.amax_scale`).
 #
 # Large models keep one scale per **1×128** row segment of A and one per **128×128** block of B
-# (DeepSeek-V3 §3.3), so an outlier coarsens only its own block. Below, an A with rows of very
+# (DeepSeek-AI, "DeepSeek-V3 Technical Report",
+# [arXiv:2412.19437](https://arxiv.org/abs/2412.19437), 2024, §3.3), so an outlier coarsens only its own block. Below, an A with rows of very
 # different magnitudes and one outlier, with one scale and with one per 1×`BLOCK` segment.
 #
 # **Predict, then change `BLOCK` to 512 (one scale per row) and rerun:** what happens to the
