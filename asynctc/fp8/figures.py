@@ -215,7 +215,6 @@ def show_accumulator(results: dict) -> None:
     notebook.claim(holds, text, cut=cut, kept_same=same, kept_top=top, **tf)
 
 
-
 @_guards
 def show_accumulator_table(results: dict) -> None:
     """Chapter 07 §5's core cell: :func:`show_accumulator` without its three division lines,
@@ -229,6 +228,7 @@ def show_accumulator_table(results: dict) -> None:
     notebook.verdict(*prediction_note(results))
     ok, table, numbers = accumulator_table(results, verdict=False)
     notebook.claim(ok, table, **numbers)
+
 
 def prediction_note(results: dict, tolerance: float = 0.05) -> tuple[bool, str, str]:
     """``(close, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: the largest
