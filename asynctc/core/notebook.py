@@ -71,9 +71,6 @@ def require(condition: bool, text: str, **numbers) -> None:
                          + "; the chapter's text needs revisiting for this measurement")
 
 
-#: ``notebook.require(...)`` written in a notebook cell is a visible guard of the markdown before it.
-GUARDS.add(require.__name__)
-
 def ratio(num: float, den: float, unit: str = "", digits: int = 2) -> str:
     """The arithmetic behind a printed ratio, for a helper to show beside its conclusion:
     ``ratio(330.2, 759.1, "TFLOP/s")`` gives ``"330.2 / 759.1 TFLOP/s = 0.43"``. The operands keep
