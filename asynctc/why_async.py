@@ -200,33 +200,6 @@ def roofline_points(gemms: list[dict], peak: Peak, gbps: float) -> list[tuple]:
 
 
 @notebook.guards
-def show_1024_below_roof(gemms: list[dict], peak: Peak, gbps: float) -> float:
-    """Chapter 00 §3's answer: print the ridge point and where cuBLAS's 1024³ bf16 GEMM sits; returns
-    the ridge (FLOP/byte).
-
-    Guards §3's question (1024³ right of the ridge? at the roof?) and prints its answer, generated:
-    right of the ridge, yet below the roof, because its 64 tiles of 128×128 keep fewer SMs busy
-    than the GPU has. Raises
-    :class:`~asynctc.core.notebook.ClaimError` if the record stops showing it (intensity > ridge,
-    64 tiles < SMs, TFLOP/s < 64/SMs × peak)."""
-    ridge = peak.tflops / (gbps / 1000)
-    g = next(g for g in gemms if g["dtype"] == "bfloat16" and g["m"] == 1024)
-    i = gemm_intensity(1024, 1024, 1024)
-    tiles = (1024 // 128) ** 2
-    cap = tiles / peak.sm_count * peak.tflops
-    print(f"ridge point = {peak.tflops:.0f} TFLOP/s / {gbps / 1000:.2f} TB/s = {ridge:.0f} FLOP/byte")
-    print(f"1024³: intensity {i:.0f} FLOP/byte, {g['tflops']:.0f} TFLOP/s; "
-          f"{tiles} tiles on {peak.sm_count} SMs allow at most {tiles} / {peak.sm_count} × "
-          f"{peak.tflops:.0f} = {cap:.0f}")
-    text = (f"→ right of the ridge, yet below the roof: its {tiles} tiles of 128×128 keep {tiles} of "
-            f"{peak.sm_count} SMs busy (cuBLAS may pick other tiles)")
-    notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap, text,
-                     intensity=i, ridge=ridge, tflops=g["tflops"], cap=cap)
-    print(text)
-    return ridge
-
-
-@notebook.guards
 def show_operand_feed(gbps: float, peak: Peak) -> None:
     """Chapter 00 §4: bytes per clock per SM the Tensor Cores need (128×128 and 128×256 tiles)
     against shared memory's 128 B/clk and DRAM's share per SM (at ``peak``'s clock), as a table with

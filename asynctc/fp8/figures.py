@@ -2,8 +2,8 @@
 the FP8 value grids (:func:`plot_formats`); the swamping diagram (:func:`plot_bits_kept`); the
 accumulation plot of an "fp8" record
 (:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table and
-the verdicts and claims of the lesson (:func:`show_speed` and :func:`show_accumulator`, the guards of
-§4 and §5 in one call each; :func:`speed_table`,
+the verdicts and claims of the lesson (:func:`show_accumulator_table`, §5's table and its guards;
+:func:`speed_table`,
 :func:`prediction_note`, :func:`promotion_note`, :func:`random_inputs_note`,
 :func:`promotion_cost_note`; the "swizzle" record is deep dive 07c's). A ``*_note`` returns what
 :func:`asynctc.core.notebook.verdict` (``(condition, if_true, if_false)``) or
@@ -145,82 +145,11 @@ def speed_table(results: dict) -> str:
 
 
 @_guards
-def show_speed(results: dict) -> None:
-    """Chapter 07 §4 in one call: print :func:`speed_table`, then two sentences generated from the
-    record at its largest size (:func:`asynctc.core.notebook.verdict`, so they cannot contradict
-    it): our FP8 top rung over cuBLASLt's FP8 GEMM against :data:`asynctc.fp8.suite.GOAL`, and FP8
-    over FP16 for ours and for cuBLAS against the seed article's 1.5–2×. Raises :class:`KeyError`
-    when the record lacks a row the table needs.
-
-    Chapter 07 §4 states as fixed text "ours reaches 1.99× and cuBLAS 1.98×, both within 1 % of
-    the ceiling" (2× FP16): this raises :class:`asynctc.core.notebook.ClaimError` unless both FP8 /
-    FP16 ratios lie in [1.96, 2.02]."""
-    from ..core import notebook
-    from .suite import GOAL
-    print(speed_table(results))
-    big = max(r["size"] for r in results["table"])
-    tf = {name: table_row(results, big, kernel)["tflops"] for name, kernel in _speed_kernels()}
-    ours, lt = tf["our FP8 top rung"], tf["cuBLASLt FP8, fast accumulation"]
-    said = f"{big}³: ours / cuBLASLt = {ours:.0f} / {lt:.0f} = {ours / lt:.2f}; goal ≥ {GOAL:.2f}"
-    notebook.verdict(ours / lt >= GOAL, f"{said} met.", f"{said} NOT met.")
-    x = (ours / tf["our FP16 top rung"], lt / tf["cuBLAS FP16"])
-    said = (f"FP8 / FP16 at {big}³: ours {ours:.0f} / {tf['our FP16 top rung']:.0f} = {x[0]:.2f}×, "
-            f"cuBLAS {lt:.0f} / {tf['cuBLAS FP16']:.0f} = {x[1]:.2f}×")
-    notebook.verdict(all(1.5 <= v <= 2 for v in x), f"{said}, inside the seed's 1.5–2×.",
-                     f"{said}, not both inside the seed's 1.5–2×.")
-    notebook.require(all(1.96 <= v <= 2.02 for v in x),
-                     "ours reaches 1.99× and cuBLAS 1.98×, both within 1 % of the ceiling (2× FP16)",
-                     ours=x[0], cublas=x[1])
-
-
-@_guards
-def show_accumulator(results: dict) -> None:
-    """Chapter 07 §5's measured half in one call, after :func:`plot_accumulation`. It checks that
-    the model's prediction is still the table frozen before the first GPU run
-    (:data:`ACC_PREDICTION`), prints how far the measured medians are from it (a generated
-    verdict), and prints :func:`accumulator_table` (raising unless its three guards hold).
-
-    It also guards the sentences chapter 07 §5 states as fixed text, raising
-    :class:`asynctc.core.notebook.ClaimError` if a re-measurement flips one:
-
-    * "promoting every 4 k-tiles cuts the swamping error 28×": the error at the largest K
-      without promotion over with it lies in [24, 32];
-    * "it keeps 0.90 of the same 128×128 build's throughput": the promoted build's TFLOP/s
-      over the unpromoted 128×128 build's, at the largest size, lies in [0.86, 0.94];
-    * "and 0.83 of the top rung's": over the 128×256 top rung's, in [0.79, 0.87], and the
-      promoted and plain builds share the 128-wide tile the top rung does not have;
-
-    Each of the three is printed with the one division behind it.
-    * "with promotion the right-hand curves fall; without, the curve stays level": the guard of
-      :func:`random_inputs_note`, inside :func:`accumulator_table`."""
-    from ..core import notebook
-    from ..models.fp8 import ACC_PREDICTION, prediction_table
-    if prediction_table(predict_swamp()) != ACC_PREDICTION:
-        raise AssertionError("the model no longer predicts the table frozen before the first GPU run")
-    notebook.verdict(*prediction_note(results))
-    ok, table, numbers = accumulator_table(results, verdict=False)
-    notebook.claim(ok, table, **numbers)
-    big = max(r["size"] for r in results["table"])
-    b = {"promoted": fp8_config(promote=4), "plain": fp8_config(bn=128, stages=6), "top": fp8_config()}
-    tf = {name: table_row(results, big, c.label())["tflops"] for name, c in b.items()}
-    cut = numbers["swamp_p0"] / numbers["swamp_p4"]
-    same, top = tf["promoted"] / tf["plain"], tf["promoted"] / tf["top"]
-    k = max(r["k"] for r in results["experiment"]["rows"])
-    text = (f"Promotion every 4 k-tiles, at K = {k} and {big}³:\n"
-            f"  swamping error {numbers['swamp_p0']:.2%} / {numbers['swamp_p4']:.2%} = {cut:.0f}× smaller\n"
-            f"  TFLOP/s kept vs the same 128×128 build: {tf['promoted']:.0f} / {tf['plain']:.0f} = {same:.2f}\n"
-            f"  TFLOP/s kept vs the 128×256 top rung:   {tf['promoted']:.0f} / {tf['top']:.0f} = {top:.2f}")
-    holds = (b["promoted"].bn == b["plain"].bn == 128 < b["top"].bn and 24 <= cut <= 32
-             and 0.86 <= same <= 0.94 and 0.79 <= top <= 0.87)
-    notebook.claim(holds, text, cut=cut, kept_same=same, kept_top=top, **tf)
-
-
-@_guards
 def show_accumulator_table(results: dict) -> None:
-    """Chapter 07 §5's core cell: :func:`show_accumulator` without its three division lines,
-    which the lesson computes in view. It checks the frozen prediction, prints how far the
-    measured medians are from it, and prints :func:`accumulator_table` (raising unless its guards
-    hold)."""
+    """Chapter 07 §5's core cell (its three divisions, the promotion's error cut and the throughput
+    it keeps, are computed in view in the lesson, with their guards). It checks the frozen
+    prediction, prints how far the measured medians are from it, and prints
+    :func:`accumulator_table` (raising unless its guards hold)."""
     from ..core import notebook
     from ..models.fp8 import ACC_PREDICTION, prediction_table
     if prediction_table(predict_swamp()) != ACC_PREDICTION:
