@@ -278,7 +278,7 @@ def test_bill_table_refuses_a_rung3_record_whose_registers_moved(monkeypatch):
     from asynctc.core import notebook
     from asynctc.tcgen05 import lesson as L
     real = L.rung3_steps
-    moved = lambda res: [dict(d, regs=d["regs"] + 2) if d["step"] == "128x256" else d for d in real(res)]
+    moved = lambda res, **kw: [dict(d, regs=d["regs"] + 2) if d["step"] == "128x256" else d for d in real(res, **kw)]
     monkeypatch.setattr(L, "rung3_steps", moved)
     with pytest.raises(notebook.ClaimError, match="156 registers"):
         L.bill_table(L.register_bill())

@@ -66,8 +66,8 @@ def show_ladder_steps(results: dict, steps: bool = True) -> None:
     from .figures import ladder_ratio
     from ..core.notebook import ratio
     print(ladder_table(results))
-    t = {x["rung"]: x["tflops"] for x in results["ladder"] if (x["size"], x["dtype"]) == (4096, "float16")}
     if steps:
+        t = {x["rung"]: x["tflops"] for x in results["ladder"] if (x["size"], x["dtype"]) == (4096, "float16")}
         print("fp16 4096³, each rung over the one in 'over' (TFLOP/s):\n" + "\n".join(
             f"  rung {b}: {ratio(t[b], t[a])}" for b, a in OVER.items()))
     L = ladder_steps(results)
@@ -121,7 +121,7 @@ def show_rung3_steps(results: dict) -> None:
     from ..core.notebook import ratio
     n = rung3_numbers(results)
     print(n["table"])
-    rows = {d["step"]: d["tflops"] for d in rung3_steps(results)}
+    rows = {d["step"]: d["tflops"] for d in rung3_steps(results, spills=False)}
     print("gains, TFLOP/s: " + "; ".join(f"{b} {ratio(rows[b], rows[a], '', 3)}" for b, a in
           (("two consumers", "rung 2"), ("128x256", "two consumers"), ("setmaxnreg (rung 3)", "128x256"))))
     wide = n["wide"]
