@@ -20,10 +20,10 @@ from ..models.fp8 import (FORMATS, KTILE, Fp8Format, accumulation_bound, amax_sc
                           predict_swamp, quantize, swamp_operands, tc_dot)
 
 
-
 def _k_tiles(n: int) -> str:
     """``"k-tile is"`` or ``"3 k-tiles are"``: the tail of a sentence about the last ``n`` k-tiles."""
     return "k-tile is" if n == 1 else f"{n} k-tiles are"
+
 
 def _grid_neighbours(value: float, fmt: Fp8Format) -> tuple[float, float]:
     """The two values of the format's grid around ``value`` (within range)."""
