@@ -143,6 +143,25 @@ def cublas_series(gemms: list[dict]) -> dict[str, tuple[list[int], list[float]]]
     return series
 
 
+def cublas_4096_runs(rec) -> dict[str, float]:
+    """cuBLAS's 4096³ fp16 TFLOP/s in every record beside ``rec`` (the same GPU's folder under
+    data/) that timed it: ``{suite: TFLOP/s}``, the median where a record timed it in several rounds.
+    Each record timed cuBLAS again in its own run; only the timed lists are read (``cublas``,
+    ``sweep``, ``rows``), not summaries or sustained-load rows."""
+    import json
+    out, found = {}, rec.path or next(iter(records.available(rec.suite)), None)   # live: the newest record's GPU
+    for path in sorted(found.parent.glob("*.json")) if found else []:
+        res = json.loads(path.read_text()).get("results", {})
+        tf = [r["tflops"] for key in ("cublas", "sweep", "rows")
+              for r in (res.get(key) if isinstance(res.get(key), list) else [])
+              if isinstance(r, dict) and (key == "cublas" or r.get("kernel") == "cuBLAS")
+              and r.get("dtype") == "float16" and "tflops" in r
+              and (r.get("size") == 4096 or (r.get("m"), r.get("n"), r.get("k")) == (4096,) * 3)]
+        if tf:
+            out[path.stem] = float(np.median(tf))
+    return out
+
+
 def gemm_intensity(m: int, n: int, k: int, elem_bytes: int = 2) -> float:
     """FLOP per byte of DRAM traffic of an M×N×K GEMM that reads A (M×K) and B (K×N) once and
     writes C (M×N) once, ``elem_bytes`` per element: 2·M·N·K / (bytes of A + B + C)."""

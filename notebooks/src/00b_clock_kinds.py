@@ -7,6 +7,8 @@
 #
 # **What it adds:**
 # - §1 three kinds of measured clock; one checked against another; cuBLAS's clock tracking its workload
+# - §2 every record's peak, one row per record (the peak card)
+# - §3 who moves the operands, chapter by chapter
 
 # %% output varies
 import asynctc
@@ -133,3 +135,28 @@ else:
 for g in (g for g in gemms if g["dtype"] == "bfloat16"):
     print(f"cuBLAS bf16 {g['m']:5d}³ {g['tflops']:4.0f} TFLOP/s = "
           f"{bench.peak_text(g, rec.provenance['sm_count'], 'bfloat16')}")
+
+# %% [markdown]
+# ## 2. Every record's peak
+#
+# Each record measured its own SM clock, so each has its own peak: SMs × 4096 FLOP/clk × that
+# clock. The peak card lists them, one row per record that states a peak:
+
+# %% output varies
+from asynctc.core import peak_card
+
+card = peak_card.show_card()
+
+# %% [markdown]
+# ## 3. Who moves the operands, chapter by chapter
+#
+# Chapter 00 §4 ends on who moves the operands. Each later chapter changes that answer:
+#
+# | chapter | who moves the operands | who waits |
+# |---|---|---|
+# | 01 mma.sync | every thread, via registers | everyone, at `__syncthreads` |
+# | 02 cp.async | threads issue copies that land later | the [consumer](../docs/glossary.md#consumer), for its [stage](../docs/glossary.md#stage) |
+# | 03 TMA + [mbarrier](../docs/glossary.md#mbarrier) | one thread issues a tile; a copy engine moves it | the consumer, on an mbarrier |
+# | 04 wgmma | TMA; `wgmma` reads shared memory itself | the [warpgroup](../docs/glossary.md#warpgroup) |
+# | 05 pipelines | TMA, into a ring of stages, in advance | the consumer, when the ring runs dry |
+# | 06 warp specialization | a [producer](../docs/glossary.md#producer) warpgroup that only loads | ideally nobody |
