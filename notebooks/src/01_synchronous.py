@@ -3,8 +3,7 @@
 #
 # **In plain words.** Here the threads do everything themselves. They copy a slice of A and B into
 # shared memory, wait until everyone is done, then multiply it on the Tensor Cores. While they copy,
-# the Tensor Cores idle; while they multiply, nobody copies. This chapter measures how much that
-# turn-taking costs.
+# the Tensor Cores idle. This chapter measures what that turn-taking costs.
 #
 # **Where we are.** Chapter 00 suspected that threads which move their own operands cannot keep
 # the Tensor Cores fed. This chapter builds the best GEMM that works that way.
@@ -27,7 +26,6 @@ import matplotlib.pyplot as plt
 
 from asynctc import mma_sync, simt
 from asynctc.core import bench, exercises, notebook, plots, records, runtime, sass
-from asynctc.models import fragments
 
 notebook.banner("sm_90a")
 
@@ -71,22 +69,8 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # in its own registers. The PTX ISA fixes the pattern (*Matrix Fragments for mma.m16n8k16*), and
 # `ldmatrix` loads from shared memory in exactly that pattern.
 #
-# The picture shows which lane, and which of its registers a0–a3, has each element of A. Going
-# further: [01b §1](01b_synchronous_anatomy.ipynb) maps B and C.
-
-# %% output varies
-lane_a, reg_a = fragments.a_m16n8k16()
-fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane and register holding each element of A (16×16)",
-                     row_label="row (M)", col_label="column (K)", value_label="lane", regs=reg_a)
-
-# %% [markdown]
-# **Try it: predict, then change `LANE` and rerun.** A lane's rows follow g = LANE // 4, its
-# columns t = LANE % 4. Lane 0 has rows 0 and 8 of A. Predict which rows of A lane 13 has,
-# then set `LANE = 13` and rerun.
-
-# %%
-LANE = 0                                  # a lane of the warp, 0..31
-print(fragments.lane_table(LANE))
+# Going further: [01b §1](01b_synchronous_anatomy.ipynb) pictures which lane holds each element of
+# A, B and C, and lets you pick a lane.
 
 # %% [markdown]
 # ### The kernel
@@ -164,13 +148,14 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
-# One run timed three kernels: **cuBLAS** (`wgmma` and TMA on Hopper), our **mma.sync GEMM** (best
-# tile per size), and the **`mma.sync` ceiling**. The ceiling is a register-only kernel that issues
+# One run timed three kernels: **this run's cuBLAS** (`wgmma` and TMA on Hopper; chapter 00 §2 says
+# why each run times its own), our **mma.sync GEMM** (best tile per size), and the **`mma.sync`
+# ceiling**. The ceiling is a register-only kernel that issues
 # `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). The SIMT GEMM is
 # printed for scale. The chapter's goal is half of cuBLAS at 4096³.
 #
-# The figure's peak line is chapter 00's formula at *this* sweep's measured SM clock (chapter 00's
-# peak card lists every record's).
+# The figure's peak line is chapter 00's formula at *this* sweep's measured SM clock ([00b §2](00b_clock_kinds.ipynb)
+# lists every record's).
 #
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
 # fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?
@@ -186,8 +171,8 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_
 # %% [markdown]
 # ## 5. Why the number is what it is
 #
-# The table below takes the kernel apart at 4096³. Each row removes work, so its results are wrong
-# and it is only timed. Read it top down, and two limits show.
+# The table below takes the kernel apart at 4096³. Each row removes work (so it is only timed, not
+# checked). Two limits show.
 #
 # * **The warps stall on their own copy.** Removing the global → shared copy gains the most. Each
 #   operand byte crosses the SM's shared-memory data path three times: into registers, into shared
@@ -198,9 +183,8 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_
 #   from. The full rate needs `wgmma` (chapter 04).
 #
 # The peak here is at the ceiling kernel's own SM clock, read [in the kernel](../docs/glossary.md#in-kernel)
-# (by the kernel itself, as it runs). **Derive it:** the cell first divides two of the record's
-# `ablation` rows itself; `show_why` then does the same for every row (ceiling rows:
-# `rec.results["peak"]`).
+# (by the kernel itself, as it runs). **Derive it:** the cell divides two `ablation` rows itself;
+# `show_why` does the same for every row.
 
 # %% output varies
 abl = {r["variant"]: r["tflops"] for r in rec.results["ablation"]}     # 4096³ fp16, TFLOP/s
@@ -208,9 +192,8 @@ print("copy's gain:", notebook.ratio(abl["no global→shared copy"], abl["full k
 mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why) prints its code
 
 # %% [markdown]
-# **So:** the warps idle through every load, and that wait is the table's first rows. Chapter 02
-# lets the copy run by itself (`cp.async`, no register hop) while the warps compute; 03 takes it
-# from the threads (TMA); 04 removes `ldmatrix`. Going further:
+# **So:** the warps idle through every load: the table's first rows. Chapter 02 lets the copy run
+# by itself while the warps compute; 03 takes it from the threads; 04 removes `ldmatrix`. Going further:
 # [01b §4](01b_synchronous_anatomy.ipynb) times every variant.
 
 # %% [markdown]

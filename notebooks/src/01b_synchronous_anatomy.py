@@ -6,7 +6,7 @@
 # **Assumes** chapter 01: the tuned `mma.sync` GEMM (tiles, k-tiles, k16 steps, swizzle), its SASS, the `mma_sync` record.
 #
 # **What it adds:**
-# - §1 who holds what inside one `mma.sync`
+# - §1 who holds what inside one `mma.sync` (the picture of A's fragments, a lane of your choice)
 # - §2 the math of one k-tile
 # - §3 the tile sweep
 # - §4 the kernel taken apart: where the time goes (a prediction exercise)
@@ -37,9 +37,24 @@ print(f"mma.sync ceiling at {t.warps} warps × {t.min_blocks} CTAs/SM: {ceiling:
 #
 # A warp multiplies a 16×16 fp16/bf16 tile of A by a 16×8 tile of B into a 16×8 fp32 tile of C. No
 # thread holds a whole row: the 32 lanes each hold a few elements in registers, in a fixed pattern
-# (PTX ISA, *Matrix Fragments for mma.m16n8k16*). `asynctc.models.fragments` models that pattern;
-# the core lesson's section 2 pictured which lane holds each element of A.
-#
+# (PTX ISA, *Matrix Fragments for mma.m16n8k16*). `asynctc.models.fragments` models that pattern.
+# The picture shows which lane, and which of its registers a0–a3, has each element of A.
+
+# %% output varies
+lane_a, reg_a = fragments.a_m16n8k16()
+fig = plots.bank_map(lane_a, title="mma.m16n8k16: lane and register holding each element of A (16×16)",
+                     row_label="row (M)", col_label="column (K)", value_label="lane", regs=reg_a)
+
+# %% [markdown]
+# **Try it: predict, then change `LANE` and rerun.** A lane's rows follow g = LANE // 4, its
+# columns t = LANE % 4. Lane 0 has rows 0 and 8 of A. Predict which rows of A lane 13 has,
+# then set `LANE = 13` and rerun.
+
+# %%
+LANE = 0                                  # a lane of the warp, 0..31
+print(fragments.lane_table(LANE))
+
+# %% [markdown]
 # The four lanes of a quad (lanes 4g … 4g+3) together hold rows g and g+8 of A; the four lanes of
 # quad n hold column n of B. The lane that owns C[row, col] is lane 4·(row mod 8) + col / 2: it is in
 # the quad holding its *row of A*, but its *column of B* lives in quad `col` — usually another quad.
