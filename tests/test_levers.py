@@ -1,4 +1,4 @@
-"""The chapters' "Try it" levers (01, 02, 03, 07, 08): each lever's output for two parameter values
+"""The chapters' "Try it" levers (01b, 02b, 03, 07, 08): each lever's output for two parameter values
 differs the way the sentence before its cell says it does."""
 
 import numpy as np

@@ -130,16 +130,8 @@ if exercises.after("ch02.wait_n"):
 cp_async_show.sass_tables(ck)        # chapter 01's kernel, then this one; asserts the sentence above
 
 # %% [markdown]
-# Going further: how much shared memory each ring takes, and a tile refused before launch:
-# [deep dive 02b §2](02b_cp_async_microbenchmark.ipynb).
-#
-# **Try it: predict, then change `TILE` and rerun.** In a model, each byte a CTA copies feeds
-# BM·BN/(BM+BN) FLOP. Predict: does `TILE = (64, 64)` need more or less copying for the same speed?
-# Then set it, and `(256, 256)`, and rerun.
-
-# %% output varies
-TILE = (128, 128)                         # the CTA tile, BM × BN
-print(cp_async.tile_traffic(*TILE))
+# Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) — how much shared memory each ring
+# takes, a tile refused before launch, and how the CTA tile sets the copy traffic.
 
 # %% [markdown]
 # ## 3. Correctness first
@@ -155,8 +147,8 @@ cp_async_show.checks(rec)            # a sample of the checks; raises if any fai
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
 #
-# One run, same inputs, L2 flushed before each sample. The k-tile depth BK is 64 or 32, with one
-# to four stages.
+# One run, same inputs, L2 flushed before each sample; the cuBLAS figure is this run's cuBLAS. The
+# k-tile depth BK is 64 or 32, with one to four stages.
 #
 # **Predict before you look:** with BK = 64, does each added stage help? And which BK gains more
 # from a ring?
@@ -197,26 +189,9 @@ print(f"best rung {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s
 cp_async_show.stages(rec)            # the table, then notes 1–3, each checked against the record
 
 # %% [markdown]
-# **Why not chapter 01's ceiling?** That ceiling is `mma.sync` alone, with no memory traffic.
-# Count the clocks one k-tile of the best rung needs. The math runs at the ceiling's pace.
-# Shared memory serves 128 bytes per clock (chapter 00 §4). `cp.async` writes each k-tile once, and `ldmatrix`
-# reads it two more times, since the four warps sit in two rows and two columns on the tile: both
-# warps of a row read its A slice, both of a column its B slice. Each rate is per SM per clock, at
-# its own run's measured SM clock, so a [peak](../docs/glossary.md#peak) (SMs × 4096 FLOP per
-# clock) from another clock never enters.
-#
-# Full overlap would take the longer of the two; none, their sum. The `measured` line sits
-# between.
-
-# %% output varies
-tile, b, ceil = cp_async.ceiling_rows(rec.results, records.load("mma_sync").results["peak"])
-print("TFLOP/s per GHz of SM clock, best rung / ceiling:",           # the clocks cancel
-      notebook.ratio(b["tflops"] / b["sm_mhz"] * 1e3, ceil["tflops"] / ceil["sm_mhz"] * 1e3), "\n")
-cp_async_show.overlap(rec, records.load("mma_sync").results["peak"])
-
-# %% [markdown]
-# Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) reads the sweep in full; its §3
-# models this table with two numbers (work per k-tile, copy latency), **Design it**.
+# Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) reads the sweep in full; §3 models
+# this table with two numbers, **Design it**; §4 asks "why not chapter 01's ceiling?" and counts
+# shared memory's bytes per k-tile.
 #
 # **Play** (ungraded, no GPU needed). Type in a new cell:
 #

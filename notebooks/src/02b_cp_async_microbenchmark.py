@@ -7,8 +7,9 @@
 #
 # **What it adds:**
 # - §1 Luo et al.'s microbenchmark (IPDPS 2024), pipelined vs synchronous copy, rerun beside theirs
-# - §2 `wait_group`'s source, the ring's footprint, the stage sweep read in full
+# - §2 `wait_group`'s source, the ring's footprint, the CTA tile's copy traffic (a lever), the stage sweep read in full
 # - §3 Design it: a two-number model of the stage sweep
+# - §4 why the best rung stays under chapter 01's `mma.sync` ceiling: shared memory, counted per k-tile
 
 # %% output varies
 import numpy as np
@@ -119,6 +120,15 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
+# **Try it: predict, then change `TILE` and rerun.** In a model, each byte a CTA copies feeds
+# BM·BN/(BM+BN) FLOP. Predict: does `TILE = (64, 64)` need more or less copying for the same speed?
+# Then set it, and `(256, 256)`, and rerun.
+
+# %% output varies
+TILE = (128, 128)                         # the CTA tile, BM × BN
+print(cp_async.tile_traffic(*TILE))
+
+# %% [markdown]
 # Every size and dtype: the best rung beside chapter 01 and cuBLAS, and its share of the peak under both clocks (chapter 00).
 
 # %% output varies
@@ -209,3 +219,25 @@ print(cp_async.design(bk=BK, stages=S, record=rec))
 
 # %% output varies tags=["solution"]
 print(cp_async.design_survey(record=rec))          # "Design it": every recorded design, model beside record
+
+# %% [markdown]
+# ## 4. Why not chapter 01's ceiling?
+#
+# Chapter 01's ceiling is `mma.sync` alone, with no memory traffic.
+# Count the clocks one k-tile of the best rung needs. The math runs at the ceiling's pace.
+# Shared memory serves 128 bytes per clock (chapter 00 §4). `cp.async` writes each k-tile once, and `ldmatrix`
+# reads it two more times, since the four warps sit in two rows and two columns on the tile: both
+# warps of a row read its A slice, both of a column its B slice. Each rate is per SM per clock, at
+# its own run's measured SM clock, so a [peak](../docs/glossary.md#peak) (SMs × 4096 FLOP per
+# clock) from another clock never enters.
+#
+# Full overlap would take the longer of the two; none, their sum. The `measured` line sits
+# between.
+
+# %% output varies
+from asynctc import cp_async_show
+
+tile, b, ceil = cp_async.ceiling_rows(rec.results, records.load("mma_sync").results["peak"])
+print("TFLOP/s per GHz of SM clock, best rung / ceiling:",           # the clocks cancel
+      notebook.ratio(b["tflops"] / b["sm_mhz"] * 1e3, ceil["tflops"] / ceil["sm_mhz"] * 1e3), "\n")
+cp_async_show.overlap(rec, records.load("mma_sync").results["peak"])
