@@ -66,7 +66,8 @@ fig = plots.throughput_by_size(
 # ## 2. The datasheet peak, computed — and what cuBLAS reaches
 #
 # Hopper's Tensor Cores do **4096 dense fp16/bf16 FLOP per clock per SM** (fp32 accumulation).
-# The datasheet multiplies that by the SMs and the 1830 MHz boost clock. A busy GPU runs slower.
+# The datasheet multiplies that by the SMs and the 1830 MHz boost clock. A busy GPU picks its own,
+# lower clock.
 #
 # **The course's one [peak](../docs/glossary.md#peak)** is SMs × 4096 FLOP/clk × the SM clock
 # measured while the kernel ran; the datasheet's is printed beside it. This record reads the clock

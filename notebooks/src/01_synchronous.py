@@ -69,7 +69,7 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # in its own registers. The PTX ISA fixes the pattern (*Matrix Fragments for mma.m16n8k16*), and
 # `ldmatrix` loads from shared memory in exactly that pattern.
 #
-# Going further: [01b §1](01b_synchronous_anatomy.ipynb) pictures which lane holds each element of
+# Going further: [01b §1](01b_synchronous_anatomy.ipynb) pictures which lane has each element of
 # A, B and C, and lets you pick a lane.
 
 # %% [markdown]
