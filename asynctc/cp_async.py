@@ -364,18 +364,6 @@ def stage_notes(results: dict, dtype: str = "float16", size: int = 4096) -> list
     ]
 
 
-def best_line(results: dict, dtype: str = "float16", size: int = 4096) -> str:
-    """One line: the fastest cp.async rung at ``size``³ and its ratios to chapter 01's kernel and
-    cuBLAS timed in the same run: the "cp_async" record's own rows, not the "mma_sync" record's
-    (the core lesson's short form of :func:`summarize_cp_async`)."""
-    row = best_rows(results, dtype, "cp.async")[size]
-    b0 = best_rows(results, dtype, "mma.sync")[size]["tflops"]
-    cb = best_rows(results, dtype, "cuBLAS").get(size)
-    return (f"Best cp.async rung at {size}³ {dtype} ({row['tile']}): "
-            f"{notebook.ratio(row['tflops'], b0, 'TFLOP/s')}× chapter 01 (its kernel re-timed in this run)"
-            + (f", {notebook.ratio(row['tflops'], cb['tflops'])} of cuBLAS (same run)." if cb else "."))
-
-
 def tile_traffic(bm: int, bn: int, tflops: float | None = None, copy_gbps: float | None = None) -> str:
     """Chapter 02's tile lever, a model: per k-tile a ``bm`` × ``bn`` CTA tile copies (bm + bn) · BK
     fp16 elements (2 bytes each) for 2 · bm · bn · BK FLOP, whatever BK; so to run at ``tflops``

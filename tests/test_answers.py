@@ -92,6 +92,20 @@ def test_what_cannot_be_written_back_is_not_kept(prog, capsys):
         exercises.my_answer("swizzle_128b")
 
 
+def test_keep_says_why_and_a_check_writes_an_answer_back_once(prog, monkeypatch, capsys):
+    assert answers.keep("ch03.swizzle_128b", lambda o: o) == (None, answers.NO_SOURCE)
+    path, why = answers.keep("ch03.swizzle_128b", swizzle_128b)
+    assert why is None and path == prog.parent / "alice.answers" / "ch03.swizzle_128b.py"
+    calls = []
+    real = answers.source
+    monkeypatch.setattr(answers, "source", lambda a: calls.append(a) or real(a))
+    lam = lambda k, S: (k // S) % 2             # noqa: E731
+    assert exercises.check("ch05.ring_parities", (lam, empty_parity))
+    assert len(calls) == 1 and "not kept as code" in capsys.readouterr().out
+    monkeypatch.setenv(progress.ENV, "off")                   # recording off: nothing kept, no source asked
+    assert answers.keep("ch03.swizzle_128b", swizzle_128b) == (None, answers.OFF) and len(calls) == 1
+
+
 def test_a_broken_kept_file_reads_as_no_answer(prog):
     d = progress.answers_dir()
     d.mkdir(parents=True)

@@ -620,11 +620,9 @@ def test_lesson_helpers_hold_on_the_records_and_print_the_bound(capsys):
     recs = C.load_records()
     pairs = bounds.same_run_pairs(recs, 4096, "float16")
     assert "baseline: cuBLAS" in lesson.record_answers(recs["warp_specialization"])
-    assert lesson.show_peaks(recs["warp_specialization"])
     med, lo, hi = lesson.show_bound(pairs)
-    assert lo <= med <= hi and lesson.runs_set_the_bound(pairs) and lesson.show_verdicts(pairs)
-    out = capsys.readouterr().out
-    assert "datasheet" in out and "interval [" in out and "does not hold" in out
+    assert lo <= med <= hi and lesson.runs_set_the_bound(pairs)
+    assert "interval [" in capsys.readouterr().out      # §1's peaks, §3's verdicts: test_guard_cells.py
 
 
 def test_lesson_helpers_raise_when_a_rerun_flips_their_sentence():
@@ -634,11 +632,3 @@ def test_lesson_helpers_raise_when_a_rerun_flips_their_sentence():
     flat = [dict(p, tflops=pairs[0]["tflops"]) for p in pairs]         # TFLOP/s no longer moves
     with pytest.raises(AssertionError, match="four times as far"):
         lesson.runs_set_the_bound(flat)
-    faster = [dict(p, ratio=p["ratio"] + 0.05) for p in pairs]        # every pair above 1
-    with pytest.raises(AssertionError, match="holds"):
-        lesson.show_verdicts(faster, value=0.99, digits=2)
-    fast_clock = copy.deepcopy(recs["warp_specialization"])
-    top = S.ladder_row(fast_clock)[1]
-    top["sm_mhz"] = bench.DATASHEET["boost_mhz"] + 100                # a run above the boost clock
-    with pytest.raises(AssertionError, match="below the boost clock"):
-        lesson.show_peaks(fast_clock)

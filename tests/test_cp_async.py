@@ -79,15 +79,6 @@ def test_smem_pipeline_correct(b):
         assert c.passed, c.as_dict()
 
 
-def test_best_line_reads_the_record():
-    from asynctc.core import records
-    res = records.load("cp_async").results
-    line = cp_async.best_line(res, "float16", 4096)
-    best = max(r["tflops"] for r in cp_async.stage_table(res, "float16", 4096))
-    assert line.startswith("Best cp.async rung at 4096³ float16 (") and f"): {best:.1f} / " in line
-    assert "× chapter 01 (" in line and "of cuBLAS (" in line
-
-
 def test_ceiling_rows_pair_the_best_rung_with_the_ceiling_at_its_occupancy():
     """Chapter 02 computes its clocks per k-tile in view from these rows; check the pairing and the
     numbers its sentence rests on (below the ceiling, shared memory as busy as the Tensor Cores,

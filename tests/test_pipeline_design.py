@@ -81,6 +81,8 @@ def test_chapter05_readers_pick_the_rows_the_notebook_names(rec):
                                            / pl.cublas_row(res, "float16", 4096)["tflops"])
     best = pl.best_by_width(res)
     assert best[256] == pytest.approx(max(sweep.values()) / pl.cublas_row(res, "float16", 4096)["tflops"])
+    tf = pl.best_tflops_by_width(res)                 # what show_widths prints over cuBLAS
+    assert tf[256] == max(sweep.values()) and best[128] == pytest.approx(tf[128] / pl.cublas_row(res, "float16", 4096)["tflops"])
     t = pl.trace_of(res, "128x256x64/c2", 4)
     assert (t["tile"], t["stages"]) == ("128x256x64/c2", 4)
 

@@ -3,13 +3,12 @@
 
 import copy
 import re
-from pathlib import Path
-
 import pytest
 
 from asynctc import warp_specialization as W
 from asynctc.core import notebook, records
 from asynctc.warp_specialization.design import all_designs
+from notebook_cells import run
 
 
 @pytest.fixture(scope="module")
@@ -86,15 +85,8 @@ def test_survey_generates_its_conclusions_from_the_numbers():
 
 # ---- 06 §3's cells: their sentences hold on the record and refuse a record that moved ------------
 
-def _cell(marker: str) -> str:
-    src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" / "06_warp_specialization.py").read_text()
-    (cell,) = [c for c in re.split(r"(?m)^# %%.*$", src) if marker in c]
-    return cell
-
-
 def _run(marker: str, res: dict) -> None:
-    exec(compile(_cell(marker), "06", "exec"), {"W": W, "notebook": notebook, "records": records,  # noqa: S102
-                                                 "res": res})
+    run(marker, {"W": W, "notebook": notebook, "records": records, "res": res})
 
 
 def _scaled(ladder: dict, rung: int, f: float) -> dict:
@@ -125,9 +117,10 @@ def test_the_ladder_cell_refuses_a_record_that_moved(ladder, rung, f):
 
 
 class _Records:
-    """records with ``ws_rung3_steps`` replaced by a copy whose ``step`` runs at ``f`` × its TFLOP/s."""
-    def __init__(self, step: str, f: float):
-        self.step, self.f = step, f
+    """records with ``ws_rung3_steps`` replaced by a copy whose ``step`` runs at ``f`` × its TFLOP/s
+    (and, given ``regs``, takes that many registers per thread)."""
+    def __init__(self, step: str, f: float, regs: int | None = None):
+        self.step, self.f, self.regs = step, f, regs
 
     def load(self, suite):
         rec = records.load(suite)
@@ -136,14 +129,24 @@ class _Records:
             for r in rec.results["rows"]:
                 if r["kernel"] == self.step:
                     r["tflops"] *= self.f
+            if self.regs is not None:
+                rec.results["registers"][self.step] = self.regs
         return rec
 
 
-@pytest.mark.parametrize("step,f", [("128x256", 0.88),                 # the wide tile bought nothing
-                                    ("two consumers", 1.05),            # a second consumer alone pays
-                                    ("setmaxnreg (rung 3)", 1.05)])     # setmaxnreg pays
-def test_the_split_cell_refuses_a_record_that_moved(ladder, step, f):
-    cell = _cell("W.rung3_steps(records.load")
+@pytest.mark.parametrize("step,f,regs", [("128x256", 0.88, None),           # the wide tile bought nothing
+                                         ("128x256", 1.05, None),           # it bought over +20 %
+                                         ("128x256", 1.0, 232),             # it no longer fits at entry (168)
+                                         ("two consumers", 1.05, None),     # a second consumer alone pays
+                                         ("setmaxnreg (rung 3)", 1.05, None)])   # setmaxnreg pays
+def test_the_split_cell_refuses_a_record_that_moved(ladder, step, f, regs):
     with pytest.raises(notebook.ClaimError):
-        exec(compile(cell, "06", "exec"), {"W": W, "notebook": notebook, "records": _Records(step, f),  # noqa: S102
+        run("W.rung3_steps(records.load", {"W": W, "notebook": notebook, "records": _Records(step, f, regs),
                                            "res": ladder})
+
+
+def test_the_split_cell_prints_each_step_on_the_record(ladder, capsys):
+    run("W.rung3_steps(records.load", {"W": W, "notebook": notebook, "records": records, "res": ladder})
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == ["two consumers", "128x256", "setmaxnreg (rung 3)"]
+    assert all("; regs " in line and ", smem " in line for line in out)

@@ -9,7 +9,7 @@ import pytest
 from asynctc import warp_specialization as W
 from asynctc.core import notebook, records
 from asynctc.core.notebook import ClaimError
-from asynctc.warp_specialization import lesson, rung3_split, store_suite
+from asynctc.warp_specialization import lesson, store_suite
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def res():
 
 
 def test_each_helper_is_a_marked_guard():
-    for fn in (W.show_ladder_steps, W.show_rung3_steps, W.show_epilogue):
+    for fn in (W.show_ladder_steps, W.show_epilogue):
         assert fn.__name__ in notebook.GUARDS
 
 
@@ -48,16 +48,6 @@ def _scale(res, rung, factor):
 def test_the_ladder_sentences_fail_when_a_rung_moves(res, rung, factor):
     with pytest.raises(ClaimError, match="this record does not support the sentence"):
         W.show_ladder_steps(_scale(res, rung, factor))
-
-
-def test_the_rung3_steps_hold_and_fail_when_setmaxnreg_pays(monkeypatch, capsys):
-    steps = records.load("ws_rung3_steps").results
-    W.show_rung3_steps(steps)
-    assert "128x256" in capsys.readouterr().out
-    real = rung3_split.rung3_numbers
-    monkeypatch.setattr(rung3_split, "rung3_numbers", lambda r: {**real(r), "regs": 0.05})
-    with pytest.raises(ClaimError, match="setmaxnreg moves \\+0.3 %"):
-        W.show_rung3_steps(steps)
 
 
 def test_the_epilogue_arithmetic_holds_and_fails_when_the_store_gains_more(res, monkeypatch, capsys):

@@ -2,10 +2,11 @@
 stops supporting a sentence the chapter's markdown states as fixed text (issue 22 §2: the markdown
 carries the argument, the guards live here). Nothing here measures or plots.
 
-Each ``show_*`` function names, in its docstring, the sentences it asserts. It returns ``True`` once
-they hold, so a cell reads ``assert lesson.show_…(…)``; a re-measurement that flips one raises
-:class:`~asynctc.core.notebook.ClaimError` (an AssertionError) with the numbers
-(:func:`~asynctc.core.notebook.require`).
+:func:`runs_set_the_bound` names, in its docstring, the sentences it asserts. It returns ``True``
+once they hold, so its cell reads ``assert lesson.runs_set_the_bound(pairs)``; a re-measurement that
+flips one raises :class:`~asynctc.core.notebook.ClaimError` (an AssertionError) with the numbers
+(:func:`~asynctc.core.notebook.require`). §1's peaks and §3's verdicts are visible cells with their
+own ``notebook.require`` (tests/test_guard_cells.py moves their records).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from ..core import bench
 from ..core.notebook import require
 from . import bounds
 from .seed import cublas_row, ladder_row
-from .verdicts import FAILS, HOLDS
 
 
 def record_answers(wrec) -> str:
@@ -29,29 +29,6 @@ def record_answers(wrec) -> str:
         f"clock: {bench.clock_text(top)}",
         f"baseline: cuBLAS at {top['size']}³ in the same run, {cb['median_ms']:.5f} ms; "
         f"ours {top['median_ms']:.5f} ms"])
-
-
-def show_peaks(wrec) -> bool:
-    """Print the claim's TFLOP/s against its two peaks, one clock each: the course's
-    [peak](docs/glossary.md#peak) (132 SMs × 4096 × the SM clock measured while the kernel ran)
-    and the datasheet's (the same product at the 1830 MHz boost clock).
-
-    Asserts chapter 10 §1's sentence *"This run's SM clock stayed below the boost clock, so its own
-    peak is lower than the datasheet's and the fraction of it is higher."*"""
-    top = ladder_row(wrec)[1]
-    p = bench.peak_at_clock(top, wrec.provenance["sm_count"], top["dtype"])
-    boost = bench.DATASHEET["boost_mhz"]
-    sms, per_clk = wrec.provenance["sm_count"], bench.FLOP_PER_CLK_PER_SM[top["dtype"]]
-    print(f"peak = SMs × FLOP/clk/SM × SM clock; ours {top['tflops']:.0f} TFLOP/s over each:")
-    for name, mhz, kind, peak in (("course", p["sm_mhz"], bench.clock_kind(top), p["peak_tflops"]),
-                                  ("datasheet", boost, "boost", p["datasheet_tflops"])):
-        print(f"  {name:9s} {sms} × {per_clk} × {mhz:.0f} MHz ({kind}) = {peak:.0f} TFLOP/s; "
-              f"{top['tflops']:.0f} / {peak:.0f} = {top['tflops'] / peak:.3f}")
-    require(p["sm_mhz"] < boost and p["peak_tflops"] < p["datasheet_tflops"]
-            and p["fraction"] > p["fraction_of_datasheet"],
-            "This run's SM clock stayed below the boost clock, so its own peak is lower than the "
-            "datasheet's and the fraction of it is higher.", sm_mhz=p["sm_mhz"], boost=boost)
-    return True
 
 
 def spread(pairs: list[dict]) -> dict:
@@ -100,34 +77,4 @@ def runs_set_the_bound(pairs: list[dict]) -> bool:
     require(s["rep_med"] < hi - lo,
             "A median of the widest pair's samples stays under the pairs' spread, so the runs, not "
             "the reps, set the bound.", rep_med=s["rep_med"], width=hi - lo)
-    return True
-
-
-def show_verdicts(pairs: list[dict], value: float = 0.99, digits: int = 2) -> bool:
-    """Print the verdict of the value claim (``value`` with ``digits`` decimals), of the order claim
-    "beats cuBLAS" (above 1) on the same-run bound, and the range the same times read when ours and
-    cuBLAS are paired across runs (:func:`bounds.cross_run_extremes`).
-
-    Asserts chapter 10 §3's sentences *"'0.99 of cuBLAS' holds. 'Beats cuBLAS at 4096³' does not
-    hold. Paired across runs, the same times read from 0.970, well below the bound's low end, to
-    1.005, above 1."* (the high end in (1, 1.015], the low end in [0.96, 0.98] and more than 0.01
-    below the bound)."""
-    med, lo, hi = bounds.bound(p["ratio"] for p in pairs)
-    low, high = bounds.reading(value, digits)
-    v_value = bounds.verdict(lo, hi, value=value, digits=digits)
-    v_order = bounds.verdict(lo, hi, above=1.0)
-    x_lo, x_hi = bounds.cross_run_extremes(pairs)
-    print(f"bound (same run): median {med:.3f}, [{lo:.4f}, {hi:.4f}]")
-    print(f"\"{value:.{digits}f} of cuBLAS\" reads {low:.{digits + 1}f}–{high:.{digits + 1}f}: {v_value}")
-    print(f"\"beats cuBLAS\" needs the interval above 1.000: {v_order}")
-    slow, fast = max(p["ours_ms"] for p in pairs), min(p["ours_ms"] for p in pairs)
-    cb_fast, cb_slow = min(p["cublas_ms"] for p in pairs), max(p["cublas_ms"] for p in pairs)
-    print(f"paired across runs: {x_lo:.3f} to {x_hi:.3f} (cuBLAS's fastest / our slowest = "
-          f"{cb_fast:.5f} / {slow:.5f} ms; its slowest / our fastest = {cb_slow:.5f} / {fast:.5f} ms)")
-    require(v_value == HOLDS, f"'{value:.{digits}f} of cuBLAS' holds.", lo=lo, hi=hi)
-    require(v_order == FAILS, "'Beats cuBLAS at 4096³' does not hold.", hi=hi)
-    require(1.0 < x_hi <= 1.015 and 0.96 <= x_lo <= 0.98 and x_lo < lo - 0.01,
-            "Paired across runs, the same times read from 0.970, well below the bound's low end, to "
-            "1.005, above 1.",
-            x_lo=x_lo, x_hi=x_hi, lo=lo)
     return True

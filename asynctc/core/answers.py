@@ -156,13 +156,27 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+#: Why :func:`keep` kept nothing (its second value).
+OFF, NO_SOURCE, UNWRITABLE = "recording is off", "cannot be written back as source", "not writable"
+
+
 def save(name: str, answer: Any, meta: dict | None = None) -> Path | None:
     """Keep ``answer`` as exercise ``name``'s passing answer; the file written, or None (the answer
-    cannot be written back as source, recording is off, or the location is not writable).
-    ``meta``: facts about this answer kept beside it (:func:`meta`); None removes earlier ones."""
-    p, text = _path(name), source(answer)
-    if p is None or text is None:
-        return None
+    cannot be written back as source, recording is off, or the location is not writable; :func:`keep`
+    says which). ``meta``: facts about this answer kept beside it (:func:`meta`); None removes
+    earlier ones."""
+    return keep(name, answer, meta)[0]
+
+
+def keep(name: str, answer: Any, meta: dict | None = None) -> tuple[Path | None, str | None]:
+    """:func:`save`, reporting why nothing was kept: ``(the file written, None)``, or ``(None, why)``
+    with ``why`` one of :data:`OFF`, :data:`NO_SOURCE`, :data:`UNWRITABLE`."""
+    p = _path(name)
+    if p is None:
+        return None, OFF
+    text = source(answer)
+    if text is None:
+        return None, NO_SOURCE
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -173,8 +187,8 @@ def save(name: str, answer: Any, meta: dict | None = None) -> Path | None:
         elif j.exists():
             j.unlink()
     except (OSError, TypeError, ValueError):
-        return None
-    return p
+        return None, UNWRITABLE
+    return p, None
 
 
 def meta(name: str) -> dict | None:

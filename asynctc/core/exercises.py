@@ -476,20 +476,17 @@ UNKEPT = ("Python cannot read back the source of a function made in `python -c`,
           "piece; define it with `def` in a notebook cell or a .py file and check it again")
 
 
-def _unkeepable(answer: Any) -> bool:
-    """Whether ``answer`` is a function answer (or a tuple/list/dict of them) that
-    :func:`asynctc.core.answers.source` cannot write back, while recording is on."""
+def _function_answer(answer: Any) -> bool:
+    """Whether ``answer`` is a function answer (or a tuple/list/dict of them): the answers
+    :data:`UNKEPT` is about when :func:`asynctc.core.answers.keep` could not write them back."""
     import types
-    from . import answers, progress
     fns = (answer.values() if isinstance(answer, dict) else answer
            if isinstance(answer, (tuple, list)) else [answer])
     try:
         fns = list(fns)
     except TypeError:
         return False
-    if not fns or not all(isinstance(f, types.FunctionType) for f in fns):
-        return False
-    return progress.answers_dir() is not None and answers.source(answer) is None
+    return bool(fns) and all(isinstance(f, types.FunctionType) for f in fns)
 
 
 def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bool:
@@ -513,7 +510,8 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
                 extra = meta() if meta is not None else None
             except Exception:  # noqa: BLE001 - metadata is a bonus: never fail a passing check
                 extra = None
-            if answers.save(ex.name, answer, meta=extra) is None and _unkeepable(answer):
+            _, why = answers.keep(ex.name, answer, meta=extra)
+            if why == answers.NO_SOURCE and _function_answer(answer):
                 print(f"[{ex.name}] (not kept as code: {UNKEPT})")
         _opened.add(ex.name)
         return True

@@ -95,8 +95,8 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
 from .lesson import (model_check, parity_story, show_checks, show_goals, show_model_check, show_parity_story, show_supply,
                      show_trace_waits, show_widths, smem_share)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
-from .results import (KtileAverage, average_ktile_cycles, best_by_width, best_row, cublas_row, depth_sweep,
-                      of_cublas, resident_by_depth, row_label, trace_of)
+from .results import (KtileAverage, average_ktile_cycles, best_by_width, best_row, best_tflops_by_width, cublas_row,
+                      depth_sweep, of_cublas, resident_by_depth, row_label, trace_of)
 from .suite import (SUITES as _PIPELINE_SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
                     variants_table)
 from .trace import (FLOP_PER_CLK_SM, Span, TraceResult, _clock_mhz, decode_error, error_fields, decode_trace,

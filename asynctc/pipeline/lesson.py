@@ -11,7 +11,7 @@ from ..core.notebook import require
 from ..models import pipeline as mp
 from .design import FIT_ON, design, fitted_cap
 from .figures import flat_from, ktile_waits   # data helpers of the figures module (they do not plot)
-from .results import best_by_width, depth_sweep, of_cublas, resident_by_depth
+from .results import best_by_width, best_tflops_by_width, depth_sweep, of_cublas, resident_by_depth
 from .config import PipelineConfig
 
 
@@ -117,11 +117,11 @@ def show_widths(results: dict) -> dict:
     shared memory's bandwidth and is faster"; "128×128 drops after S = 3, where only one CTA fits per SM"."""
     from ..core.notebook import ratio
     from .results import cublas_row
-    best = best_by_width(results)
+    best, tf = best_by_width(results), best_tflops_by_width(results)
     cub = cublas_row(results, "float16", 4096)["tflops"]
     print("tile    | shared-memory share | best ÷ cuBLAS (fp16 4096³)")
     for bn in (128, 256):
-        print(f"128×{bn} | {smem_share(bn):19.0%} | {ratio(best[bn] * cub, cub, 'TFLOP/s')}")
+        print(f"128×{bn} | {smem_share(bn):19.0%} | {ratio(tf[bn], cub, 'TFLOP/s')}")
     moved, clocks = 2 * (128 + 256) * 64 * 2, 2 * 128 * 256 * 64 / 4096
     print(f"share = bytes written and read ÷ math clocks ÷ 128 B/clk; 128×256: {moved} / {clocks:.0f} / 128 "
           f"= {smem_share(256):.0%}")

@@ -1,7 +1,7 @@
 """Reading a ``pipeline`` record's results (no GPU, no timing, no plotting): the fastest row
 (:func:`best_row`), cuBLAS's row (:func:`cublas_row`), a row's configuration label
 (:func:`row_label`), the kernel's average cycles per k-tile (:func:`average_ktile_cycles`), and the
-few numbers chapter 05 reads (:func:`depth_sweep`, :func:`of_cublas`, :func:`best_by_width`,
+few numbers chapter 05 reads (:func:`depth_sweep`, :func:`of_cublas`, :func:`best_by_width`, :func:`best_tflops_by_width`,
 :func:`trace_of`) — shared
 by the suite's tables, the figures and the notebooks (05 §5, 05b §4)."""
 
@@ -60,11 +60,17 @@ def of_cublas(results: dict, size: int, dtypes=("float16", "bfloat16")) -> dict:
             for dt in dtypes}
 
 
-def best_by_width(results: dict, dtype: str = "float16", size: int = 4096, widths=(128, 256)) -> dict:
-    """{BN: the depth sweep's best 128×BN row ÷ cuBLAS} for ``dtype`` at ``size``³."""
-    cub = cublas_row(results, dtype, size)["tflops"]
+def best_tflops_by_width(results: dict, dtype: str = "float16", size: int = 4096, widths=(128, 256)) -> dict:
+    """{BN: the depth sweep's best 128×BN row's TFLOP/s} for ``dtype`` at ``size``³."""
     rows = [r for r in results["sweep"] if r["kernel"] == "pipeline" and (r["dtype"], r["size"]) == (dtype, size)]
-    return {bn: max(r["tflops"] for r in rows if r["tile"].startswith(f"128x{bn}x")) / cub for bn in widths}
+    return {bn: max(r["tflops"] for r in rows if r["tile"].startswith(f"128x{bn}x")) for bn in widths}
+
+
+def best_by_width(results: dict, dtype: str = "float16", size: int = 4096, widths=(128, 256)) -> dict:
+    """{BN: the depth sweep's best 128×BN row ÷ cuBLAS} for ``dtype`` at ``size``³
+    (:func:`best_tflops_by_width` over cuBLAS's TFLOP/s)."""
+    cub = cublas_row(results, dtype, size)["tflops"]
+    return {bn: tf / cub for bn, tf in best_tflops_by_width(results, dtype, size, widths).items()}
 
 
 def trace_of(results: dict, tile: str = "128x256x64/c2", stages: int = 4) -> dict:

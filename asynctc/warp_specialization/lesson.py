@@ -107,33 +107,6 @@ def show_ladder_steps(results: dict, steps: bool = True) -> None:
 
 
 @guards
-def show_rung3_steps(results: dict) -> None:
-    """06 §3: print the ``ws_rung3_steps`` record's table (:func:`.rung3_split.rung3_table`) and
-    each step's TFLOP/s ratio with its operands, then guard the markdown's sentences on it:
-
-    - a second consumer alone moves −0.6 % (−2 % to +1 %);
-    - the 128×256 tile gains +17 % (14–20 %), and its operands need a smaller share of
-      shared memory's bandwidth than rung 2's;
-    - setmaxnreg then moves +0.3 % (within 1.5 %), because the wide tile already fits in the registers a
-      thread has at entry, with no spills.
-    """
-    from .rung3_split import rung3_numbers, rung3_steps
-    from ..core.notebook import ratio
-    n = rung3_numbers(results)
-    print(n["table"])
-    rows = {d["step"]: d["tflops"] for d in rung3_steps(results, spills=False)}
-    print("gains, TFLOP/s: " + "; ".join(f"{b} {ratio(rows[b], rows[a], '', 3)}" for b, a in
-          (("two consumers", "rung 2"), ("128x256", "two consumers"), ("setmaxnreg (rung 3)", "128x256"))))
-    wide = n["wide"]
-    require(-0.02 < n["consumers"] < 0.01, "A second consumer alone moves −0.6 %.", gain=n["consumers"])
-    require(0.14 < n["wider"] < 0.20 and wide["smem_share"] < n["share2"],
-            "The wide tile gains +17 % and needs less of shared memory's bandwidth.",
-            gain=n["wider"], share=wide["smem_share"], share2=n["share2"])
-    require(abs(n["regs"]) < 0.015 and n["fits"], "setmaxnreg moves +0.3 %; the wide tile fits at entry.",
-            gain=n["regs"], regs=wide["regs"], entry=wide["entry"])
-
-
-@guards
 def show_epilogue(results: dict, store_results: dict) -> None:
     """06 §3: the TMA store's saving, traced (rungs 6 and 7 at 4096³) and timed alone on rung 3
     (record ``ws_store_ablation``), printed as one line of arithmetic; guards the markdown's

@@ -26,15 +26,14 @@ What lives where (every name below is re-exported here: ``from asynctc import wg
   patch ``DeviceArray`` and ``_tensor_map`` here, on ``asynctc.wgmma.launch``.
 * ``design.py`` — chapter 04's "Design it": :func:`design` (one N and operand source through the
   bytes model of §8, beside the record), :func:`design_survey`, the model itself, and
-  :func:`small_n_table` (§8's SS/RS table, each sentence's arithmetic),
-  :func:`small_n_held_out` (04b §4: the fitted RS floor tested on held-out N).
+  and :func:`small_n_held_out` (04b §4: the fitted RS floor tested on held-out N).
 * ``mismatch.py`` — :class:`MismatchResult`, :func:`mismatch_demo`; :func:`wrong_reads` (chapter
   04 §2's table: what a wrong swizzle field or SBO makes wgmma read).
 * ``figures.py`` — :func:`plot_layouts` (arrows from :func:`offset_steps`),
   :func:`offsets_table`, :func:`plot_mismatch`,
   :func:`plot_accumulator` (who holds each accumulator element),
-  and the lines the lesson prints from a "wgmma" record: :func:`peak_row`, :func:`peak_lines`,
-  :func:`goal_note`, :func:`clock_note` (draw and read; never measure).
+  and what the lessons read from a "wgmma" record: :func:`peak_row`, :func:`clock_note` (draw and
+  read; never measure).
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import) and
   :func:`descriptor_diagnosis`.
 
@@ -46,10 +45,10 @@ from ..core import runtime  # noqa: F401  (notebooks/04 asks W.runtime.runs_live
 from . import exercises  # noqa: F401  (registers the chapter's exercises)
 from .config import (  # noqa: F401
     DTYPES, N_VALUES, SOURCES, SWIZZLES, TILE_TOLERANCE, TileConfig, np_dtype, supported_configs)
-from .design import WgmmaDesign, design, design_survey, small_n_held_out, small_n_table  # noqa: F401  (04 §8, 04b §4)
+from .design import WgmmaDesign, design, design_survey, small_n_held_out  # noqa: F401  (04 §8, 04b §4)
 from .exercises import descriptor_diagnosis  # noqa: F401
 from .figures import (  # noqa: F401
-    clock_note, goal_note, offsets_table, peak_lines, peak_row, plot_accumulator, plot_layouts, plot_mismatch)
+    clock_note, offsets_table, peak_row, plot_accumulator, plot_layouts, plot_mismatch)
 from .launch import (  # noqa: F401
     FP8_ACC_U, compare_tile, compile_tile, random_tile_operands, run_tile, run_tile_tma, tile_images,
     tile_modules, tile_reference, tile_scale, tile_tolerance, tma_configs, tma_entry, tma_geometry,

@@ -205,51 +205,6 @@ def _small_n_rows(results: dict, dtype: str) -> dict:
 
 
 @notebook.guards
-def small_n_table(results: dict, dtype: str = "float16") -> str:
-    """Chapter 04 §8's RS/SS argument as a table, from a "wgmma" record: for each recorded N (one
-    accumulator, two CTAs per SM), SS and RS measured FLOP/clk/SM beside the bytes model
-    (:func:`smem_model_flop_per_clk_sm`, two hardware rates, nothing fitted), then one line of
-    arithmetic per sentence of §8's markdown.
-
-    Guards that markdown (:func:`asynctc.core.notebook.guards`): raises :class:`AssertionError`
-    unless the record still supports it — "SS follows the model within 2 % at every N" (every SS
-    point within 2.5 %); "RS beats SS up to N = 32 (1.4–1.5×)" (RS / SS in 1.25–1.70 at N = 8, 16
-    and 32); "at N = 8 and 16 RS reaches only 0.31 and 0.61 of the model" (0.26–0.36, 0.53–0.69);
-    "a fixed 13 clocks per wgmma" (the N = 8 RS run's clocks per wgmma, 12–14); "from N = 64 on,
-    both run at the full rate (within 2 %)" (every SS and RS point at N ≥ 64 above 0.975 of it)."""
-    m = _small_n_rows(results, dtype)
-    ns = sorted({n for n, _ in m})
-    lines = [f"{'N':>4s} {'SS run':>7s} {'model':>6s} {'RS run':>7s} {'model':>6s}   (FLOP/clk/SM)"]
-    for n in ns:
-        ss, rs = m[n, "smem"], m[n, "registers"]
-        lines.append(f"{n:4d} {ss['measured']:7.0f} {ss['predicted']:6.0f} {rs['measured']:7.0f} "
-                     f"{rs['predicted']:6.0f}")
-    worst = max(ns, key=lambda n: abs(m[n, "smem"]["ratio"] - 1))
-    w = m[worst, "smem"]
-    lines.append(f"SS / model, worst: {w['measured']:.0f} / {w['predicted']:.0f} = {w['ratio']:.3f} "
-                 f"(N = {worst})")
-    beats = {n: m[n, "registers"]["measured"] / m[n, "smem"]["measured"] for n in (8, 16, 32)}
-    lines.append("RS / SS: " + ", ".join(f"N = {n}: {m[n, 'registers']['measured']:.0f} / "
-                                         f"{m[n, 'smem']['measured']:.0f} = {beats[n]:.2f}×"
-                                         for n in beats))
-    short = {n: m[n, "registers"]["ratio"] for n in (8, 16)}
-    lines.append("RS / model: " + ", ".join(f"N = {n}: {m[n, 'registers']['measured']:.0f} / "
-                                            f"{m[n, 'registers']['predicted']:.0f} = {short[n]:.2f}"
-                                            for n in short))
-    floor = m[8, "registers"]["clk_per_wgmma"]
-    k = dsc.instruction_k(dtype)
-    lines.append(f"RS at N = 8: 2·64·8·{k} FLOP / {m[8, 'registers']['measured']:.0f} FLOP/clk "
-                 f"= {floor:.1f} clk per wgmma (the Tensor Cores need {2 * 64 * 8 * k / FLOP_PER_CLK_SM[dtype]:.0f})")
-    assert all(abs(m[n, "smem"]["ratio"] - 1) < 0.025 for n in ns), "SS left the bytes model by over 2 %"
-    assert all(1.25 < b < 1.70 for b in beats.values()), f"RS / SS at N <= 32 moved: {beats}"
-    assert 0.26 < short[8] < 0.36 and 0.53 < short[16] < 0.69, f"RS / model at N = 8, 16 moved: {short}"
-    assert 12 < floor < 14, f"RS clocks per wgmma at N = 8 moved: {floor:.1f}"
-    full = {(n, s): m[n, s]["measured"] / FLOP_PER_CLK_SM[dtype] for n in ns if n >= 64 for s in ("smem", "registers")}
-    assert min(full.values()) > 0.975, f"SS or RS at N >= 64 left the full rate: {full}"
-    return "\n".join(lines)
-
-
-@notebook.guards
 def small_n_held_out(results: dict, dtype: str = "float16", fit_n: int = 8, held_out=(16, 32),
                      within: float = 0.05) -> str:
     """Deep dive 04b §4's held-out test (moved from chapter 04 §8): RS's fixed clocks per wgmma,

@@ -1,15 +1,13 @@
 """Chapter 04 — the chapter's figures (matplotlib): the canonical layouts wgmma reads, by major-ness
 and swizzle mode, with core matrices, TMA boxes and where LBO/SBO step (:func:`plot_layouts`,
 :func:`offset_steps`; as text, :func:`offsets_table`), and what the deliberate mismatch read
-(:func:`plot_mismatch`); and the lines the lesson prints from a "wgmma" record
-(:func:`peak_lines`, :func:`goal_note`, :func:`clock_note`). Draws and reads; never measures."""
+(:func:`plot_mismatch`); and what the lessons read from a "wgmma" record (:func:`peak_row`,
+:func:`clock_note`). Draws and reads; never measures."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.notebook import ratio
-from ..core.peak import DATASHEET, FLOP_PER_CLK_PER_SM, clock_text
 from ..models import descriptors as dsc
 from .config import SWIZZLES
 from .mismatch import MismatchResult
@@ -192,7 +190,7 @@ def plot_mismatch(r: MismatchResult, rows: int = 16):
 
 
 # --------------------------------------------------------------------------------------------------
-# What the lesson prints from a "wgmma" record (reads the record's results; never measures)
+# What the lessons read from a "wgmma" record (reads the record's results; never measures)
 # --------------------------------------------------------------------------------------------------
 
 def peak_row(results: dict, dtype: str = "float16", n: int = 256, source: str = "smem") -> dict:
@@ -203,32 +201,6 @@ def peak_row(results: dict, dtype: str = "float16", n: int = 256, source: str = 
         if (x["dtype"], x["n"], x["source"], x["chains"], x["ctas_per_sm"]) == (dtype, n, source, 1, 2):
             return x
     raise KeyError(f"wgmma record: no throughput row for {dtype} N={n} {source}, 1 chain, 2 CTAs/SM")
-
-
-def peak_lines(results: dict, dtype: str = "float16", n: int = 256) -> str:
-    """Three lines on :func:`peak_row` (SS): TFLOP/s and FLOP/clk/SM at the in-kernel clock, then
-    its fraction of each denominator with the denominator spelled out — the per-clock peak
-    (SMs × FLOP/clk/SM × that clock, the record's ``fraction_of_datasheet`` field) and the
-    datasheet figure (:data:`asynctc.core.peak.DATASHEET`, at its boost clock)."""
-    b = peak_row(results, dtype, n)
-    sms, per_clk = results["sm_count"], FLOP_PER_CLK_PER_SM[dtype]
-    sheet = DATASHEET["dense_tflops"][dtype]
-    return "\n".join([
-        f"N = {n} {dtype} SS: {b['tflops']:.0f} TFLOP/s = {b['flop_per_clk_sm']:.0f} FLOP/clk/SM at "
-        f"{clock_text(b)}",
-        f"  of the per-clock peak, {sms} × {per_clk} × {b['sm_mhz']:.0f} MHz: "
-        f"{ratio(b['tflops'], b['datasheet_tflops_at_clock'], 'TFLOP/s')}",
-        f"  of the datasheet figure, at {DATASHEET['boost_mhz']} MHz: "
-        f"{ratio(b['tflops'], sheet, 'TFLOP/s')}"])
-
-
-def goal_note(results: dict, goal: float = 0.90, dtype: str = "float16",
-              n: int = 256) -> tuple[bool, str, str]:
-    """``(reached, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: is
-    :func:`peak_row`'s fraction of the per-clock peak at least ``goal``?"""
-    f = peak_row(results, dtype, n)["fraction_of_datasheet"]
-    said = f"N = {n}: {f:.2f} of the per-clock peak — goal {goal:.2f}"
-    return f >= goal, f"{said} reached.", f"{said} not reached."
 
 
 def clock_note(results: dict) -> tuple[bool, str, str]:

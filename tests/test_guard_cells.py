@@ -1,0 +1,186 @@
+"""The visible cells that replaced the table helpers (round 26) in chapters 02, 04 and 10: each runs
+on its committed record and prints what the lesson reads, and each guarded sentence's cell raises
+:class:`~asynctc.core.notebook.ClaimError` once a record moves past that sentence's threshold.
+Cells are found by a substring (:mod:`notebook_cells`), wherever they live in notebooks/src."""
+
+import copy
+
+import matplotlib
+import pytest
+
+from asynctc import claims, cp_async, wgmma_peak  # noqa: F401  (wgmma_peak: the cells' module)
+from asynctc.claims import bounds, lesson, seed
+from asynctc.claims.bounds import TOP_RUNS
+from asynctc.core import bench, notebook, plots, records
+from asynctc.core.peak import DATASHEET
+from notebook_cells import run
+
+matplotlib.use("Agg")
+
+
+# ---- chapter 10 §1: the two peaks ------------------------------------------------------------------
+
+RECORD_ANSWERS = "print(lesson.record_answers(wrec))"
+PEAKS = '("course (in flight)", top["sm_mhz"])'
+
+
+def _peaks(wrec) -> dict:
+    ns = run(RECORD_ANSWERS, {"lesson": lesson, "seed": seed, "wrec": wrec})
+    return run(PEAKS, {**ns, "bench": bench, "notebook": notebook})
+
+
+def test_the_peak_cell_holds_on_the_record(capsys):
+    wrec = records.load("warp_specialization")
+    ns = _peaks(wrec)
+    out = capsys.readouterr().out
+    top, sms = ns["top"], wrec.provenance["sm_count"]
+    assert "baseline: cuBLAS" in out
+    assert f"course (in flight) {sms} × 4096 × {top['sm_mhz']:.0f} MHz = " in out
+    assert f"datasheet (boost)  {sms} × 4096 × {DATASHEET['boost_mhz']:.0f} MHz = " in out
+    # the record itself: below the boost clock, so its own peak is lower and the fraction higher
+    p = bench.peak_at_clock(top, sms, top["dtype"])
+    assert p["peak_tflops"] < p["datasheet_tflops"] and p["fraction"] > p["fraction_of_datasheet"]
+
+
+def test_the_peak_cell_refuses_a_run_above_the_boost_clock():
+    fast = copy.deepcopy(records.load("warp_specialization"))
+    seed.ladder_row(fast)[1]["sm_mhz"] = DATASHEET["boost_mhz"] + 100
+    with pytest.raises(notebook.ClaimError, match="below the boost clock"):
+        _peaks(fast)
+
+
+# ---- chapter 10 §3: the verdicts ---------------------------------------------------------------------
+
+BOUND = "pairs = bounds.same_run_pairs(recs"
+DERIVE = 'ours = [p["ours_ms"] for p in pairs]'
+VERDICTS = 'said = {f"{v:.2f} of cuBLAS"'
+
+
+def _verdicts(recs) -> dict:
+    ns = {"bounds": bounds, "lesson": lesson, "notebook": notebook, "recs": recs}
+    for marker in (BOUND, DERIVE, VERDICTS):
+        run(marker, ns)
+    return ns
+
+
+def _moved(scale) -> dict:
+    """The chapter's records, each top run's 4096³ fp16 rows' times multiplied by
+    ``scale(suite, round, row, ours_ms)`` (``ours_ms``: the top rung's median in that round)."""
+    recs = claims.load_records()
+    top = seed.ladder_row(recs["warp_specialization"])[1]["label"]
+    out = dict(recs)
+    for suite in TOP_RUNS:
+        rec = recs[suite] if suite in recs else claims.load_records(suites=(suite,))[suite]
+        if rec is None:
+            continue
+        rec = out[suite] = copy.deepcopy(rec)
+        rows = [r for r in rec.results["rows"] if (r["size"], r["dtype"]) == (4096, "float16")]
+        for rnd in {r.get("round", 0) for r in rows}:
+            here = [r for r in rows if r.get("round", 0) == rnd]
+            ours = next((r["median_ms"] for r in here if r.get("label") == top), None)
+            for r in here:
+                f = scale(suite, rnd, r, ours)
+                for k in ("median_ms", "p10_ms", "p90_ms"):
+                    r[k] *= f
+    return out
+
+
+def test_the_verdict_cell_holds_on_the_records(capsys):
+    ns = _verdicts(claims.load_records())
+    out = capsys.readouterr().out
+    assert '"0.98 of cuBLAS" holds; "0.99 of cuBLAS" holds; "beats cuBLAS" does not hold' in out
+    assert "paired across runs: " in out and " ms = 0.970 to " in out and out.rstrip().endswith(" ms = 1.005")
+    # the record itself: the median of the widest pair's samples stays under the pairs' spread
+    assert ns["lo"] <= ns["med"] <= ns["hi"] and lesson.runs_set_the_bound(ns["pairs"])
+
+
+def _cublas(f):
+    return lambda suite, rnd, r, ours: f if r.get("kernel") == "cuBLAS" else 1.0
+
+
+@pytest.mark.parametrize("scale", [
+    _cublas(1.05),                                  # cuBLAS 5 % slower: "beats cuBLAS" holds
+    _cublas(0.98),                                  # 2 % faster: neither "0.98" nor "0.99" holds
+    lambda suite, rnd, r, ours: 1.0 / ours,         # every run at one speed: across runs = same run
+], ids=["beats", "below-0.98", "one-speed"])
+def test_the_verdict_cell_refuses_records_that_moved(scale):
+    with pytest.raises(notebook.ClaimError, match="hold, \"beats cuBLAS\" does not"):
+        _verdicts(_moved(scale))
+
+
+# ---- chapter 04 §8: the goal and SS against RS -----------------------------------------------------------
+
+GOAL = '_ = notebook.verdict(row["tflops"] / peak >= 0.90'
+SS_RS = 'ss_model = {n: 4096 * (n / 2) / max(n / 2, 16 + n / 4)'
+
+
+@pytest.fixture(scope="module")
+def wg():
+    return records.load("wgmma")
+
+
+def _wgmma(rec, marker) -> dict:
+    return run(marker, {"rec": rec, "notebook": notebook, "DATASHEET": DATASHEET})
+
+
+def _throughput(rec, n, source, f):
+    moved = copy.deepcopy(rec)
+    for x in moved.results["throughput"]:
+        if (x["dtype"], x["n"], x["source"], x["chains"], x["ctas_per_sm"]) == ("float16", n, source, 1, 2):
+            x["tflops"] *= f
+            x["flop_per_clk_sm"] *= f
+    return moved
+
+
+def test_the_goal_cell_prints_both_peaks_and_its_verdict(wg, capsys):
+    ns = _wgmma(wg, GOAL)
+    out = capsys.readouterr().out
+    row = ns["row"]
+    peak = wg.results["sm_count"] * 4096 * row["sm_mhz"] / 1e6
+    assert ns["N"] == 256 and f"N = 256: {row['tflops']:.1f} / {peak:.1f} TFLOP/s = " in out
+    assert f"datasheet, at {DATASHEET['boost_mhz']} MHz: " in out
+    assert out.rstrip().endswith("N = 256: goal 0.90 reached.")
+    # the record itself: its per-clock fraction is the one the cell divides out
+    assert row["fraction_of_datasheet"] == pytest.approx(row["tflops"] / peak, rel=1e-3)
+
+
+def test_the_goal_cell_says_not_reached_on_a_slower_run(wg, capsys):
+    _wgmma(_throughput(wg, 256, "smem", 0.9), GOAL)          # a verdict, generated: it never raises
+    assert capsys.readouterr().out.rstrip().endswith("N = 256: goal 0.90 not reached.")
+
+
+def test_the_ss_rs_cell_holds_on_the_record(wg, capsys):
+    ns = _wgmma(wg, SS_RS)
+    out = capsys.readouterr().out
+    assert [int(line.split()[2]) for line in out.splitlines()] == sorted(ns["ss_model"])
+    assert all("SS: " in line and "RS: " in line for line in out.splitlines())
+    fpc = ns["fpc"]                                          # the record: RS at N = 8 costs 12–14 clk
+    assert 12 < 2 * 64 * 8 * 16 / fpc[8, "registers"] < 14
+
+
+@pytest.mark.parametrize("n,source,f,sentence", [
+    (8, "smem", 1.03, "SS follows the model"),
+    (16, "registers", 0.70, "RS outruns SS up to N = 32"),      # RS as slow as SS at N = 16
+    (8, "registers", 1.20, "about a third of the model"),
+    (64, "registers", 0.97, "both run at the full rate"),
+])
+def test_the_ss_rs_cell_refuses_a_record_that_moved(wg, n, source, f, sentence):
+    with pytest.raises(notebook.ClaimError, match=sentence):
+        _wgmma(_throughput(wg, n, source, f), SS_RS)
+
+
+# ---- chapter 02 §4: the best rung beside chapter 01 and cuBLAS ---------------------------------------------
+
+BEST_RUNG = 'best = max((r for r in at if r["kernel"] == "cp.async")'
+
+
+def test_the_best_rung_cell_reads_the_record(capsys):
+    import matplotlib.pyplot as plt
+    rec = records.load("cp_async")
+    ns = run(BEST_RUNG, {"cp_async": cp_async, "plots": plots, "plt": plt, "notebook": notebook, "rec": rec})
+    plt.close("all")
+    out = capsys.readouterr().out
+    best = max(r["tflops"] for r in cp_async.stage_table(rec.results, "float16", 4096))
+    assert ns["best"] == cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
+    assert out.startswith(f"best rung {ns['best']['tile']}: {best:.1f} / ")
+    assert "× chapter 01, " in out and out.rstrip().endswith(f" = {ns['best']['tflops'] / ns['cb']:.2f} of cuBLAS")
