@@ -74,7 +74,7 @@ fp8.show_checks(res, record=rec)   # notebook.how(fp8.show_checks) prints its co
 # %% [markdown]
 # ## 4. Speed: against cuBLASLt and against FP16
 #
-# One GPU run timed this run's cuBLASLt FP8 GEMM (`torch._scaled_mm` with
+# Timed in one GPU run: this run's cuBLASLt FP8 GEMM (`torch._scaled_mm` with
 # [fast accumulation](../docs/glossary.md#fast-accumulation), which never promotes), cuBLAS FP16
 # and our top rung in both. FP8's dense [peak](../docs/glossary.md#peak), the most FLOP per
 # clock the Tensor Cores can do, is twice FP16's; a ratio of two GEMMs timed in one run needs no
