@@ -180,9 +180,9 @@ print(claims.not_measured_text(cl, an))
 # %% [markdown]
 # ## 7. Chapter 10's bound, drawn
 #
-# Chapter 10 §3's claim "0.99 of cuBLAS" at 4096³ fp16: each same-run pair's ratio with its
-# samples' spread, the bound shaded, the reading of "0.99" hatched, a red line at 1, and the two
-# cross-run ends.
+# Chapter 10 §3's claim at 4096³ fp16, drawn: each same-run pair's ratio with its samples'
+# spread, the bound shaded, the reading of "0.99" hatched, a red line at 1, and the two cross-run
+# ends.
 
 # %% output varies
 from asynctc.claims import bounds
