@@ -60,7 +60,8 @@ print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
 # [arXiv:2412.19437](https://arxiv.org/abs/2412.19437), 2024, §3.3), so an outlier coarsens only
 # its own block. Going further: [07d §2](07d_fp8_scales_shapes_peak.ipynb) — one A with an
 # outlier, quantised with one scale and with one per block.
-#
+
+# %% [markdown]
 # ## 3. The FP8 GEMM, checked against float64
 #
 # Chapter 06's top rung with `DT` = e4m3 or e5m2. The float64 reference takes the *dequantised*
