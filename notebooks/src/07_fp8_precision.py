@@ -6,9 +6,8 @@
 # [cuBLASLt](../docs/glossary.md#cublaslt), NVIDIA's tuned GEMM library,
 # and write the *promotion* that buys back what Hopper's FP8 Tensor Core loses as it sums.
 #
-# **In plain words.** An 8-bit float keeps few bits, so each tensor carries a scale onto the
-# format's range. The Tensor Core multiplies at double FP16's rate, but its adder keeps too few
-# bits: small products added to a large sum vanish, unless fp32 registers take the sum over often.
+# **In plain words.** An 8-bit float needs a scale per tensor. The Tensor Core multiplies at
+# double FP16's rate, but its adder drops small products unless fp32 registers take the sum over.
 #
 # **Deep dives:** [07b](07b_fp8_accumulator.ipynb) the accumulator; [07c](07c_swizzle_and_row_boxes.ipynb)
 # swizzle and TMA boxes; [07d](07d_fp8_scales_shapes_peak.ipynb) block scales, shapes, peak.
@@ -48,8 +47,7 @@ print("fp8.quantize, e4m3", fp8.quantize(x, "e4m3", scale=1.0)[0].astype(np.floa
 print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64))
 
 # %% [markdown]
-# FP8 wgmma reads **both** operands K-major (PTX ISA §9.7.15.5.2), so B is stored N×K (07d works
-# around an MN-major B).
+# FP8 wgmma reads **both** operands K-major (PTX ISA §9.7.15.5.2): B is stored N×K (07d §1).
 #
 # ## 2. Scales
 #
@@ -59,20 +57,9 @@ print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
 #
 # Large models keep one scale per **1×128** row segment of A and one per **128×128** block of B
 # (DeepSeek-AI, "DeepSeek-V3 Technical Report",
-# [arXiv:2412.19437](https://arxiv.org/abs/2412.19437), 2024, §3.3), so an outlier coarsens only its own block. Below, an A with rows of very
-# different magnitudes and one outlier, with one scale and with one per 1×`BLOCK` segment.
-#
-# **Predict, then change `BLOCK` to 512 (one scale per row) and rerun:** what happens to the
-# outlier's neighbours? Then try 32.
-# <details><summary>Answer</summary>At 512 they flush to 0 (worst error 1). At 32 the worst error
-# falls fivefold.</details>
-
-# %%
-BLOCK = 128                               # elements of a row per scale: divides 512
-rng = np.random.default_rng(7)
-a = (rng.standard_normal((256, 512)) * np.exp(rng.uniform(-4, 4, (256, 1)))).astype(np.float32)
-a[3, 200] = 9000.0
-print(fp8.block_error_table(a, BLOCK))
+# [arXiv:2412.19437](https://arxiv.org/abs/2412.19437), 2024, §3.3), so an outlier coarsens only
+# its own block. Going further: [07d §2](07d_fp8_scales_shapes_peak.ipynb) — one A with an
+# outlier, quantised with one scale and with one per block.
 
 # %% [markdown]
 # ## 3. The FP8 GEMM, checked against float64
@@ -88,7 +75,7 @@ fp8.show_checks(res, record=rec)   # notebook.how(fp8.show_checks) prints its co
 # %% [markdown]
 # ## 4. Speed: against cuBLASLt and against FP16
 #
-# One GPU run timed cuBLASLt's FP8 GEMM (`torch._scaled_mm` with
+# Timed in one GPU run: this run's cuBLASLt FP8 GEMM (`torch._scaled_mm` with
 # [fast accumulation](../docs/glossary.md#fast-accumulation), which never promotes), cuBLAS FP16
 # and our top rung in both. FP8's dense [peak](../docs/glossary.md#peak), the most FLOP per
 # clock the Tensor Cores can do, is twice FP16's; a ratio of two GEMMs timed in one run needs no
@@ -101,7 +88,7 @@ fp8.show_checks(res, record=rec)   # notebook.how(fp8.show_checks) prints its co
 # %% output answers a prediction
 print(rec.label())
 print(fp8.speed_table(res), end="\n\n")
-# Derive it: the three divisions at 8192³, from the table rows' size, kernel and tflops
+# the three divisions at 8192³, from the table's rows
 ours8, ours16 = fp8.fp8_config().label(), W.TOP_RUNG.make("float16").label()    # the builds' labels
 lt8, cb16 = "cuBLASLt fp8 fast_accum=True", "cuBLAS fp16"
 tf = {r["kernel"]: r["tflops"] for r in res["table"] if r["size"] == 8192 and "tflops" in r}
@@ -113,8 +100,8 @@ notebook.require(all(1.96 <= v <= 2.02 for v in x), "ours and cuBLAS both come w
                  ours=x[0], cublas=x[1])
 
 # %% [markdown]
-# So: ours and cuBLAS both come within 2 % of the 2× ceiling; FP8 also halves the bytes per
-# element, so the doubled math did not starve for bytes.
+# So: ours and cuBLAS both come within 2 % of the 2× ceiling. FP8 also halves the bytes per
+# element, so the doubled math did not starve.
 #
 # ## 5. The accumulator: a sum that stops growing
 #
@@ -134,28 +121,25 @@ products = np.concatenate([[1024.0], np.full(4096, SMALL)])     # one big produc
 print("exact         ", products.sum())
 print("fp32, in order", products.astype(np.float32).cumsum(dtype=np.float32)[-1])
 print("FP8 wgmma     ", fp8.tc_dot(products))
-fig = fp8.plot_bits_kept()
-plt.show()
 
 # %% [markdown]
-# **Why.** FP8 wgmma takes K = 32 per instruction. For each such k32 wgmma:
+# **Why.** For each k32 wgmma (K = 32 per instruction):
 #
-# 1. The adder lines up the running sum and the 32 products on the largest exponent among them:
-#    here the sum's 2^10.
+# 1. The adder aligns the sum and the 32 products on their largest exponent: here 2^10.
 # 2. It keeps 13 **fraction bits** below the leading 1 (Hopper "retains around 14 bits",
-#    DeepSeek-AI), so its last place is 2^-3.
+#    DeepSeek-AI): its last place is 2^-3.
 # 3. Every place below is **truncated**: each 1/16 becomes 0.
 #
 # fp32 keeps 23 places, so 1/16 fits there. This is [swamping](../docs/glossary.md#swamping): a
 # product 2^(f+1) times smaller than the sum vanishes, f being the fraction bits kept (here
-# 2^14).
+# 2^14). Going further: [07b §4](07b_fp8_accumulator.ipynb) — the places each adder keeps, drawn.
 #
 # **The fix: promotion** (DeepSeek-V3 §3.3.2). Every P k-tiles of 128 elements (`promote=P`), the
-# consumer adds its wgmma accumulators into fp32 registers of its own and restarts them at 0. Two
-# accumulator sets fit a 128×128 tile, not the top rung's 128×256.
+# consumer adds its wgmma accumulators into its own fp32 registers and restarts them at 0. Two
+# accumulator sets fit a 128×128 tile, not 128×256.
 #
-# **On the GPU.** Lines: the model (13 bits), frozen before the first GPU run; markers: the GPU.
-# Left, 1024 then K − 1 small products; right, standard-normal inputs. Promoting every 4 k-tiles
+# **On the GPU.** Lines: the model (13 bits), frozen before the GPU ran; markers: the GPU. Left,
+# 1024 then K − 1 small products; right, standard-normal inputs. Promoting every 4 k-tiles
 # cuts the swamping error 28× and keeps 0.90 of the same 128×128 build's throughput (second cell).
 
 # %% output varies
@@ -173,8 +157,8 @@ notebook.require(err[0] / err[4] > 20 and 0.86 <= tf[every4] / tf[plain] <= 0.94
                  "promotion every 4 k-tiles cuts swamping ~28× and keeps 0.90", cut=err[0] / err[4], kept=tf[every4] / tf[plain])
 
 # %% [markdown]
-# **In the kernel** (`PROMOTE = 1`), one consumer k-tile: `mma_ktile` issues the k32 wgmmas,
-# `promote` folds them into fp32 totals (its body comes after exercise 2).
+# **In the kernel** (`PROMOTE = 1`), one k-tile: `mma_ktile` issues the k32 wgmmas, `promote`
+# folds them into fp32 totals (its body: after exercise 2).
 
 # %% output varies
 ck = W.compile_ws(fp8.fp8_config(promote=1))
@@ -184,8 +168,7 @@ notebook.show_source(ck, start=r"float bs\[kAtoms\]\[2\];", end=r"promote\(acc, 
 # **Play** (ungraded, no GPU). Rebuild the record's swamping input,
 # `p = np.concatenate([[1024.0], rng.uniform(2**-6, 2**-4, 16383)])`, and compare
 # `fp8.tc_dot(p)` with `p.sum()`. After exercise 2, try `promoted_sum(p, P)` for P = 1, 4, 16:
-# does the fraction lost track the measured table's "none / every 4 / every k-tile" column? In
-# section 2, add a second outlier (`a[3, 40] = -9000.0`) and compare `BLOCK` 128 with 32.
+# does the fraction lost track the measured table's "none / every 4 / every k-tile" column?
 #
 # On a GPU: `python -m asynctc record fp8 --no-save` (about 145 s) prints a fresh "swamping input"
 # table: compare its columns (none, promote 1, promote 4) with your `promoted_sum`.

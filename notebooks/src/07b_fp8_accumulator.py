@@ -9,6 +9,7 @@
 # - §1 the prediction made before the GPU ran; which runs identify f = 13
 # - §2 inputs that identify f in every configuration, and the group size
 # - §3 what promotion costs; a hypothesis for the gap to cuBLASLt's, and its test
+# - §4 the swamping of chapter 07 §5, drawn: the places each adder keeps
 
 # %% output varies
 from asynctc.core import notebook, records, runtime
@@ -235,3 +236,16 @@ _ = notebook.verdict(per_prom,
                      + "The builds also ran at SM clocks up to 7 % (4096³) and 10 % (8192³) apart, so the ratios "
                      "mix in clock. "
                      "The hypothesis is wrong as stated; the cause stays open.")
+
+# %% [markdown]
+# ## 4. Swamping, drawn
+#
+# Chapter 07 §5's failure: one product of 1024 (2^10), then products of 1/16 (2^-4). Each row is a
+# binary place; the FP8 wgmma adder keeps 13 fraction places below the sum's leading 1, fp32 keeps
+# 23. The 1/16 falls below the first and inside the second.
+
+# %%
+import matplotlib.pyplot as plt
+
+fig = fp8.plot_bits_kept()
+plt.show()

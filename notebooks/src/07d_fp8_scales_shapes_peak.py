@@ -60,14 +60,27 @@ for a_dt, b_dt in (("e4m3", "e4m3"), ("e4m3", "e5m2")):
 # %% [markdown]
 # ## 2. Scales: per tensor or per block, element by element
 #
-# The core lesson's A (rows that differ in magnitude by e^±4, one outlier of 9000) counted only the
-# elements that became zero. Here: the relative error of every element, and the subnormals — the
-# values below e4m3's smallest normal 2^-6, where the step no longer shrinks with the value.
+# (Moved here from chapter 07 §2.) An A with rows of very different magnitudes (e^±4) and one
+# outlier of 9000, with one scale and with one per 1×`BLOCK` segment.
+#
+# **Predict, then change `BLOCK` to 512 (one scale per row) and rerun:** what happens to the
+# outlier's neighbours? Then try 32, and add a second outlier (`a[3, 40] = -9000.0`).
+# <details><summary>Answer</summary>At 512 they flush to 0 (worst error 1). At 32 the worst error
+# falls fivefold.</details>
 
 # %%
+BLOCK = 128                               # elements of a row per scale: divides 512
 rng = np.random.default_rng(7)
 a = (rng.standard_normal((256, 512)) * np.exp(rng.uniform(-4, 4, (256, 1)))).astype(np.float32)
 a[3, 200] = 9000.0
+print(fp8.block_error_table(a, BLOCK))
+
+# %% [markdown]
+# That table counts only the elements that became zero. Here: the relative error of every
+# element, and the subnormals — the values below e4m3's smallest normal 2^-6, where the step no
+# longer shrinks with the value.
+
+# %%
 q_tensor, s_tensor = fp8.quantize(a)
 q_block, s_block = fp8.quantize_a(a)
 print(f"per tensor: one scale {float(s_tensor):.4g}; per block: {s_block.shape} scales "

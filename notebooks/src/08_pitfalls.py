@@ -1,8 +1,8 @@
 # %% [markdown]
-# # 08 — Pitfalls and debugging: one hang taken apart, then the zoo
+# # 08 — Pitfalls and debugging: one hang taken apart, then the method
 #
 # **Learning goal.** Turn "it hangs" or "it is sometimes wrong" into a named bug, barrier, stage and
-# k-tile: one bug from symptom to one-line fix, the method, then eleven bug classes.
+# k-tile: one bug from symptom to one-line fix, then the method for the rest.
 #
 # **In plain words.** Agents hand stages to each other through barriers; each bug is one broken
 # promise between them. A CPU model of the same protocol names the line to fix.
@@ -15,7 +15,7 @@ from IPython.display import Markdown, display
 
 from asynctc import pitfalls as F
 from asynctc.core import exercises, notebook
-from asynctc.pitfalls import diagnosis as D, figures, ordering, zoo
+from asynctc.pitfalls import diagnosis as D, ordering, zoo
 
 notebook.banner("sm_90a")
 
@@ -23,9 +23,8 @@ notebook.banner("sm_90a")
 # ## 1. Why these bugs are hard
 #
 # A wrong synchronous kernel is wrong every time. An asynchronous one can also **hang** (a wait
-# names a phase that never completes), be **wrong sometimes** (a stage read before it lands, or
-# overwritten while read), be **wrong always** in a fixed pattern (a layout disagreement), or be
-# right but **slow**. §4's table says what to look at for each.
+# names a phase that never completes), be **wrong sometimes** (a stage read before it lands), be
+# **wrong always** (a layout bug), or be right but **slow**.
 #
 # Every wait here is **bounded** (chapter 03): a hang ends in an error word.
 #
@@ -52,8 +51,8 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 outcome = D.show_outcome(1, expect="producer timed out on empty[0] at tile 0")
 
 # %% [markdown]
-# **The first wait that stuck.** Both words name tile 0, stage 0. Nothing was loaded, and the
-# producer loads only after its wait on `empty[0]`: that wait stuck first.
+# **The first wait that stuck.** Both words name tile 0, stage 0. Nothing was loaded, so the
+# producer's wait on `empty[0]` stuck first.
 #
 # **The hypothesis.** A phase completes when all its arrivals come and all its bytes land; a wait
 # passes once the phase it names by parity has completed. A fresh barrier counts parity 1 as
@@ -85,10 +84,9 @@ print(D.pipeline_diagnosis("correct").text)
 # 4. **Reproduce it in a model**: the ring model, the ordering checker (5b), the layout model (5a).
 # 5. **Fix one line**; rerun the model and the kernel.
 #
-# The table gives steps 2 and 3 for each symptom. One row names
+# The table gives steps 2 and 3 per symptom. One row names
 # [setmaxnreg](../docs/glossary.md#setmaxnreg), the instruction that moves registers between
-# warpgroups (chapter 06): ptxas warning C7508 says it was ignored, usually for want of
-# `__launch_bounds__(threads, 1)`.
+# warpgroups (chapter 06): ptxas warning C7508 says it was ignored.
 
 # %%
 display(Markdown(zoo.decision_markdown(classes=False)))
@@ -98,33 +96,29 @@ display(Markdown(zoo.decision_markdown(classes=False)))
 #
 # ### 5a. Wrong every time: a tile 128 bytes off its swizzle repeat
 #
-# Step 2 finds a wrong element, the same every run: a layout bug. The chain:
-#
-# 1. TMA's 128B swizzle takes its row bits from the **absolute** shared-memory address; they
-#    repeat every 1024 bytes.
-# 2. A stage 128 bytes past such a boundary starts one row into the pattern.
-# 3. A reader that swizzles relative to the stage base is one row off and reads the wrong 16-byte
-#    chunk ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)).
-#
-# BUG=7's one line shifts the stage:
+# Step 2 finds a wrong element, the same every run: a layout bug. TMA's 128B swizzle takes its
+# row bits from the **absolute** shared-memory address, repeating every 1024 bytes. A stage 128
+# bytes past such a boundary starts one row into the pattern, so a reader that swizzles from the
+# stage base reads the wrong 16-byte chunk
+# ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)). BUG=7 shifts the stage:
 
 # %%
 print(notebook.build_diff("pitfalls.cu", {"BUG": 7}, context=0))
 m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128, base_offset=128)
-ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
-# **The figure**: how far off each element was read (white: right). Whole 16-byte chunks swap,
-# repeating every 8 rows: a layout bug's fingerprint.
+# Every element is misplaced, and the same way each run: whole 16-byte chunks swap, repeating
+# every 8 rows, a layout bug's fingerprint. Going further: [08b §9](08b_pitfalls_on_the_gpu.ipynb)
+# — that pattern, drawn.
 #
 # ### 5b. Wrong only sometimes: what the ring model cannot see
 #
 # The ring model sees barriers and bytes only. It misses [proxies](../docs/glossary.md#proxy),
 # the generic and async paths into memory, which need a fence between them;
 # [bulk groups](../docs/glossary.md#bulk-group), a thread's TMA copies closed by one commit; and
-# lanes (a *leader* is the one lane that arrives for its warp). The *ordering checker* runs a
-# program of `(op, arg)` steps and names the first rule broken. The cell breaks two rules, then
-# deletes step `DROP` from the correct init and proxy programs.
+# lanes (a *leader* is the one lane that arrives for its warp). The *ordering checker* runs
+# `(op, arg)` steps and names the first rule broken. The cell breaks two rules, then deletes step
+# `DROP`.
 #
 # **Predict, then change `DROP` and rerun:** which rule breaks (or none) with `DROP` = 6, then 1,
 # then 3?
@@ -140,27 +134,20 @@ print(ordering.drop_report(program, DROP))
 # On the GPU these are races: a variant that passes is [latent](../docs/glossary.md#latent),
 # wrong but not yet caught, not correct.
 #
-# ## 6. The zoo, for reference
-#
-# One row per bug class. The *init count* is the arrivals per phase that `mbarrier.init` sets.
-# `F.diagnose(key)` takes one class from symptom to fix. Going further: 08b §1 lists the public
-# reports.
-
-# %%
-display(Markdown(zoo.table_markdown(compact=True, reports=False)))
+# Going further: [08b §1](08b_pitfalls_on_the_gpu.ipynb) — the zoo, one row per bug class, then
+# per public report; `F.diagnose(key)` takes one class from symptom to fix.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU). Run `print(D.pipeline_diagnosis(name).text)` with `name` =
 # `"arrive_count_too_big"`, then `"missing_empty_wait"`: the first hangs, the second finishes.
 # Is the second correct? `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the
-# model's. In §5b, set `program = ordering.PROGRAMS["wgmma"]["correct"]` and try each `DROP`
-# from 0 to 5: which steps can go?
+# model's.
 #
 # On a GPU: `python -m asynctc record pitfalls --no-save` reruns every variant: compare its
 # `BUG= 3 arrive_count` line with the model's diagnosis.
 
 # %% [markdown]
-# ## 7. Exercises
+# ## 6. Exercises
 #
 # **1. Name the bug.** A run hung. Below: its bounded wait's report. The cause is one of
 # `phase_parity`, `arrive_count` or `expect_tx`. Which? Check the three things a phase needs.
@@ -204,7 +191,7 @@ fixed.insert(5, ("bulk_wait_read", 0))          # after the commit, before the b
 ok = exercises.check("ch08.repair", fixed, rule="store", solution=True)
 
 # %% [markdown]
-# ## 8. What to take away
+# ## 7. What to take away
 #
 # * **Debug in order**: symptom, first thing wrong, hypothesis, model, one-line fix.
 # * **Hangs** are barrier bookkeeping; **races** are ordering; **layout bugs** repeat exactly.

@@ -3,10 +3,10 @@
 #
 # ← back to the core lesson [08_pitfalls](08_pitfalls.ipynb)
 #
-# **Assumes** chapter 08: the zoo, the kernel its variants break, the ring and layout models, the ordering checker.
+# **Assumes** chapter 08: the kernel its variants break, the ring and layout models, the ordering checker.
 #
 # **What it adds:**
-# - §1 the zoo, report by report
+# - §1 the zoo, class by class and report by report
 # - §2 what each bug removes from the SASS
 # - §3 the late-blocking hang, the expect_tx hang
 # - §4 other variants on the H200 (races: "ok" means *latent*)
@@ -14,6 +14,7 @@
 # - §6 the in-kernel trace
 # - §7 what compute-sanitizer saw
 # - §8 `diagnose`
+# - §9 the layout bug of chapter 08 §5a, drawn
 # - Exercises: one more repair, one more layout
 
 # %% output varies
@@ -30,10 +31,16 @@ gpu_outcome = D.gpu_outcome          # the variant run now (live), else its reco
 # %% [markdown]
 # ## 1. The zoo, report by report
 #
-# The core lesson's table has one row per class; here is one row per report, with what its reporter
-# saw (in our words), the CPU model that diagnoses it (`family:variant`, a key of
-# `D.MODELS`) and the GPU variant. One more term: the *init count* is the number of arrivals
-# per phase that `mbarrier.init` sets.
+# First, one row per bug class (moved here from the core lesson). The *init count* is the number
+# of arrivals per phase that `mbarrier.init` sets. `F.diagnose(key)` takes one class from symptom
+# to fix.
+
+# %%
+display(Markdown(zoo.table_markdown(compact=True, reports=False)))
+
+# %% [markdown]
+# Then one row per report, with what its reporter saw (in our words), the CPU model that
+# diagnoses it (`family:variant`, a key of `D.MODELS`) and the GPU variant.
 
 # %%
 display(Markdown(zoo.table_markdown()))
@@ -204,6 +211,16 @@ for s in san:
 
 # %% output varies
 r = F.diagnose("arrive_count")
+
+# %% [markdown]
+# ## 9. The layout bug, drawn
+#
+# Chapter 08 §5a's BUG=7: a stage 128 bytes past a 1024-byte boundary, read with the 128B swizzle
+# from the stage base. The figure: how far off each element was read (white: right). Whole
+# 16-byte chunks swap, repeating every 8 rows: a layout bug's fingerprint.
+
+# %%
+ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
 # ## Exercises

@@ -1,15 +1,13 @@
 # %% [markdown]
 # # 09 — Blackwell: `tcgen05` and Tensor Memory
 #
-# **Learning goal.** Carry a Hopper GEMM's mental model to Blackwell (sm_100a), where
-# `tcgen05.mma` takes wgmma's place: why the accumulator left the register file for **Tensor
-# Memory** ([TMEM](../docs/glossary.md#tmem)); `tcgen05.mma`'s two descriptors, the 32-bit
-# [instruction descriptor](../docs/glossary.md#instruction-descriptor) (shape and types) and the 64-bit
-# **shared-memory descriptor**; allocating TMEM; writing the MMA thread's k-tile.
+# **Learning goal.** Carry a Hopper GEMM to Blackwell (sm_100a), where `tcgen05.mma` takes
+# wgmma's place: why the accumulator moved to **Tensor Memory** ([TMEM](../docs/glossary.md#tmem));
+# the 32-bit [instruction descriptor](../docs/glossary.md#instruction-descriptor) (shape and
+# types) and the 64-bit **shared-memory descriptor**; allocating TMEM; the MMA thread's k-tile.
 #
-# **In plain words.** On Hopper a big tile's accumulator fills the register file. Blackwell gives
-# it a separate memory per SM. One thread issues the MMA, which writes there; a barrier says when
-# it is done; the epilogue reads it out.
+# **In plain words.** Blackwell gives the accumulator its own memory per SM. One thread issues
+# the MMA; a barrier says when it is done; the epilogue reads the result out.
 #
 # No sm_100 GPU stands behind this chapter: §1–4 are **models** of the PTX ISA, §5–6 compile and
 # disassemble the kernel.
@@ -20,7 +18,7 @@ from asynctc.core import exercises, notebook, records
 from asynctc.models import descriptors, tmem
 from asynctc.models import tcgen05 as tc
 from asynctc.pipeline.config import REG_OVERHEAD
-from asynctc.tcgen05 import figures, lesson
+from asynctc.tcgen05 import lesson
 from asynctc.warp_specialization.rung3_split import rung3_steps
 
 notebook.banner("sm_100a", measured=False)
@@ -28,43 +26,42 @@ notebook.banner("sm_100a", measured=False)
 # %% [markdown]
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
-# [Chapter 06](06_warp_specialization.ipynb) §2 paid Hopper's register bill. In steps:
+# [Chapter 06](06_warp_specialization.ipynb) §2 paid Hopper's register bill:
 #
 # 1. An SM has 65536 32-bit registers for its three [warpgroups](../docs/glossary.md#warpgroup),
 #    groups of four warps that issue one wgmma together.
 # 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which moves registers between warpgroups,
 #    gives each consumer thread a budget of 232.
 # 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
-# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD` in
-#    `asynctc/pipeline/config.py`: ptxas asked 154 for chapter 05's kernel with 128 accumulators
-#    per thread, with the H200's NVRTC 13.0, when the records were made).
+# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD`: ptxas asked 154 for
+#    chapter 05's kernel, 128 accumulators per thread, NVRTC 13.0).
 #
 # **So:** a consumer needs about 154 of its 232. The next step is a second accumulator (one
 # tile's [epilogue](../docs/glossary.md#epilogue), the code that writes C out, runs while the MMAs
-# fill the next) or a 256×256 tile (half of B's bytes per FLOP). Either needs 65536 accumulator
-# registers: the whole register file. The cell derives each number.
+# fill the next) or a 256×256 tile. Either needs 65536 accumulator registers: the whole register
+# file.
 
 # %% output varies
 steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
-need = 128 * 256 // 256 + REG_OVERHEAD          # fp32 values per consumer thread + the loop's others
+need = 128 * 256 // 256 + REG_OVERHEAD          # accumulators per consumer thread + the rest
 print(f"need 128·256 / 256 + {REG_OVERHEAD} = {need} of 232; ptxas (06): {steps['128x256']} for the tile "
       f"alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the cap at entry)")
 notebook.require(need == 154 and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168),
                  "a consumer needs 154 of its 232; ptxas gives 156, and 168 with setmaxnreg", need=need)
 bill = lesson.register_bill()          # chapter 06's split
 print(lesson.bill_table(bill))
-fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
-# Neither fits, however the 65536 values are split: on Hopper the register file is the limit.
+# Neither fits, however the 65536 values are split: the register file is Hopper's limit.
 #
 # Blackwell moves the accumulator into **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)),
 # **per SM**, shared by the CTAs resident on it: 32-bit cells, 128 lanes by 512 columns. Lane i
 # is row i of D; a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
-# columns, and two take all 512 (the figure's right panel).
+# columns, and two take all 512 (the table's last column). Going further:
+# [09c §6](09c_blackwell_datapath.ipynb) — both homes, drawn.
 #
 # A 256×256 tile belongs to a [CTA pair](../docs/glossary.md#cta-pair) (§2), two CTAs on two
-# SMs sharing one MMA: each SM keeps its 128 rows.
+# SMs sharing one MMA, each keeping its 128 rows.
 
 # %% [markdown]
 # ## 2. The instruction descriptor, bit by bit
@@ -72,9 +69,8 @@ fig = figures.accumulator_homes(bill)
 # `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;`
 #
 # One thread issues it. `enable_input_d` false overwrites D instead of adding to it.
-#
-# `cta_group::1` is one CTA's MMA. `cta_group::2` is a CTA pair's:
-# two CTAs of a cluster share one MMA, each keeping its own rows of A and D and part of B.
+# `cta_group::2` is a CTA pair's MMA: two CTAs of a cluster share it, each keeping its own rows of
+# A and D and part of B.
 #
 # Shape and types sit in the 32-bit `idesc` (PTX ISA §9.7.16.4.2). The model `tc.InstrDescriptor`
 # prints it field by field.
@@ -87,15 +83,13 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
-# The model prints the 64-bit layout (PTX ISA §9.7.16.4.1).
-#
-# The canonical layouts are chapter 04's, so an operand tile gets the same start, LBO, SBO and
-# swizzle bits as for wgmma. Two things differ:
+# The 64-bit layout: PTX ISA §9.7.16.4.1. The canonical layouts are chapter 04's, so a tile gets
+# the same start, LBO, SBO and swizzle bits as for wgmma. Two things differ:
 #
 # * the swizzle field starts one bit lower, so the same bits read as different codes;
 # * a version bit (bit 46) is set.
 #
-# **So:** one tile's two descriptors differ in bit 46 alone; the cell checks it.
+# **So:** one tile's two descriptors differ in bit 46 alone.
 
 # %%
 print(tc.sdesc_layout(), end="\n\n")
@@ -111,10 +105,9 @@ assert t.encode() ^ w.encode() == 1 << 46
 #
 # TMEM is **per SM**; a CTA uses the columns it allocated, addressed `lane << 16 | column`:
 #
-# * `tcgen05.alloc` (one warp) takes whole columns in powers of two from 32 to 512, writes the
-#   address to shared memory, and **blocks** while they are taken; `tcgen05.dealloc` (the same
-#   warp) gives them back. Allocated columns are **not zeroed**: they keep what the last user
-#   left.
+# * `tcgen05.alloc` (one warp) takes columns in powers of two from 32 to 512, writes the address
+#   to shared memory, and **blocks** while they are taken; `tcgen05.dealloc` gives them back.
+#   Allocated columns are **not zeroed**.
 # * Warp *w* reads only lanes 32·(w mod 4) … +31, so the epilogue needs four warps.
 #
 # `tmem.TmemAllocator` models them:
@@ -141,17 +134,16 @@ alloc.check_all_freed()
 # %% [markdown]
 # ## 5. The kernel: compiled for sm_100a, disassembled here
 #
-# The chapter's GEMM (`kernels/tcgen05.cu`, sm_100 only): a TMA producer warp, one MMA-issuing
-# thread, TMEM allocated by one warp, four epilogue warps reading it with `tcgen05.ld`.
+# The chapter's GEMM (`kernels/tcgen05.cu`): a TMA producer warp, one MMA-issuing thread, four
+# epilogue warps reading TMEM with `tcgen05.ld`.
 #
 # **Exercise 1 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
 # warp 1's threads for k-tile kt in stage s (of `t.stages`). The calls:
 #
 # * `t.wait(barrier, parity)` returns once that phase has completed. `t.full[s]` completes when
-#   stage s's bytes have landed, `t.empty[s]` hands stage s back to the producer (`t.done` is
-#   committed once, after the loop).
+#   stage s's bytes have landed; `t.empty[s]` hands stage s back to the producer.
 # * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
-#   behind the waits before it. A wait alone orders only ordinary loads and stores.
+#   behind the waits before it; a wait alone does not.
 # * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s (`accumulate` is §2's
 #   `enable_input_d`).
 # * `t.commit(barrier)` (`tcgen05.commit`) arrives once on the barrier when every MMA the thread
@@ -182,13 +174,12 @@ if exercises.after("ch09.mma_issue"):
                                  end=r"tcgen05_commit_multicast<2>\(smem_u32\(&empty_bar"))
 
 # %% [markdown]
-# Names in the listing: `lane == 0` is the elected thread. A **slab** is 64 elements of K, one
-# 128-byte swizzle atom of fp16; `kStepsPerSlab` MMAs cover it. In a CTA pair
-# `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
+# In the listing: `lane == 0` is the elected thread. A **slab** is 64 elements of K, one 128-byte
+# swizzle atom of fp16. In a CTA pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
 #
-# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them, unrolled) and `tcgen05.commit` is
-# `UTCBAR`. The cell counts both and checks the kernels' descriptors against §2–3's models.
-# Going further: [09c §5](09c_blackwell_datapath.ipynb) reads the SASS around them.
+# In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them) and `tcgen05.commit` is `UTCBAR`. The
+# cell counts both and checks the descriptors against §2–3's models. Going further:
+# [09c §5](09c_blackwell_datapath.ipynb) reads the SASS around them.
 
 # %% output varies
 assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
@@ -197,23 +188,19 @@ assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
 # %% [markdown]
 # ## 6. Hopper → Blackwell
 #
-# The same GEMM, concept by concept: Hopper's PTX, then Blackwell's, each with its SASS.
-
-# %%
-print(tc.migration_text(slice(tc.MIGRATION_CORE_ROWS)))
-
-# %% [markdown]
-# `wgmma.fence` has no counterpart (`tcgen05.mma` reads no registers); the
-# `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence, around a sync.
+# Who issues: a warpgroup → one thread. The accumulator: registers → TMEM. Waiting: wait_group →
+# `tcgen05.commit` and an mbarrier. `wgmma.fence` has no counterpart (`tcgen05.mma` reads no
+# registers); the `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence,
+# around a sync. Going further: [09c §7](09c_blackwell_datapath.ipynb) — the table, concept by
+# concept, with each side's SASS.
 #
-# **Play** (ungraded, the models). In §4, make sixteen `alloc(32, warp=1)`, dealloc two that
+# **Play** (ungraded). In §4, make sixteen `alloc(32, warp=1)`, dealloc two that
 # are not neighbours, then `alloc(64, warp=1)`: 64 columns are free; does it fit? In §2, set
-# `n=96`, then `n=264`: which field changes? §5 checks the
-# compiled kernels against these models.
+# `n=96`, then `n=264`: which field changes?
 #
 # **On a GPU:** only a Blackwell one (sm_100a, compute capability 10.0) runs
 # `python -m asynctc record tcgen05 --no-save`: it checks every build, then times each beside
-# cuBLAS (`sweep` rows' `tflops`). This course has no such record; an H200 refuses the suite.
+# cuBLAS. This course has no such record; an H200 refuses the suite.
 
 # %% [markdown]
 # ## Exercises

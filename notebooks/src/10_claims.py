@@ -19,7 +19,6 @@
 # %% output varies
 from asynctc import claims
 from asynctc.claims import bounds, lesson, seed
-from asynctc.claims.figures import bound_figure
 from asynctc.core import bench, exercises, notebook
 
 notebook.banner("sm_90a")
@@ -29,6 +28,9 @@ print(wrec.label())
 
 # %% [markdown]
 # ## 1. What must be reproduced
+#
+# Runs differ: each record is one run, at its own SM clock, so even cuBLAS's TFLOP/s at one shape
+# differs a little between chapters that quote different runs.
 #
 # The claim: *chapter 06's top rung reaches 0.99 of cuBLAS at 4096³ (fp16).* A rerun must fix
 # what moves the number. Four questions:
@@ -40,8 +42,8 @@ print(wrec.label())
 # | baseline in the same run? | cuBLAS's own time moves between runs |
 # | median, spread, how many runs? | one run hides the noise |
 #
-# The record behind the claim answers the first three. The ratio is cuBLAS's time over ours. A
-# second clock, read once the Tensor Cores stop, can pass 1830 MHz, the boost clock the datasheet peak assumes ([00b](00b_clock_kinds.ipynb)).
+# The record behind the claim answers the first three. The ratio is this run's cuBLAS time over
+# ours. A second clock, read once the Tensor Cores stop, can pass 1830 MHz, the boost clock the datasheet peak assumes ([00b](00b_clock_kinds.ipynb)).
 
 # %% output varies
 print(lesson.record_answers(wrec))
@@ -134,16 +136,9 @@ notebook.require(list(said.values()) == ["holds", "holds", "does not hold"] and 
                  '"0.98" and "0.99" hold, "beats cuBLAS" does not; across runs 0.970 to 1.005', x_lo=x_lo, x_hi=x_hi)
 
 # %% [markdown]
-# The same, drawn: each pair's ratio with its samples' spread, the bound shaded, the reading of
-# "0.99" hatched, a red line at 1, and the two cross-run ends.
-
-# %% output varies
-import matplotlib.pyplot as plt
-
-fig = bound_figure(pairs, value=0.99, digits=2, title="\"0.99 of cuBLAS\" at 4096³ fp16, against its bound")
-plt.show()
-
-# %% [markdown]
+# Going further: [10b §7](10b_claims_in_full.ipynb) — the same, drawn: each pair's ratio, the
+# bound, the reading of "0.99", the line at 1.
+#
 # **Predict, then change `VALUE` to 0.98 and rerun:** which verdict does the cell print? Then
 # set `VALUE, DIGITS = 0.986, 3`, then `DIGITS = 1`. The cell also lists every value written with
 # `DIGITS` decimals that holds: how much does each one say?
