@@ -90,7 +90,7 @@ producer_step = """
 ok = exercises.check("ch05.producer_step", producer_step)
 
 # %% [markdown]
-# Once yours passes: [05c §2](05c_pipeline_variants.ipynb) shows the kernel's own refill step in its loop.
+# Once yours passes, [05c §2](05c_pipeline_variants.ipynb) shows the kernel's own step in its loop.
 
 # %% [markdown]
 # ## 3. Correct first
@@ -108,7 +108,7 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
-# The record swept S = 1–6 for three tiles, with cuBLAS in the same run.
+# The record swept S = 1–6 for three tiles; cuBLAS ran in the same run.
 #
 # **Predict before you look.** Each stage starts a load one k-tile earlier. At which S does the
 # 128×256 curve stop rising? Does it reach cuBLAS?
