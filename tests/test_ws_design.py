@@ -84,10 +84,12 @@ def test_survey_generates_its_conclusions_from_the_numbers():
     assert len(rows) >= 5 and all(d.config.consumers == 2 for d in rows)
 
 
-# ---- 06 §3's cells: their sentences hold on the record and refuse a record that moved ------------
+# ---- 06 §3's and 06c §3's cells: their sentences hold on the record and refuse a record that moved ------------
 
 def _cell(marker: str) -> str:
-    src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" / "06_warp_specialization.py").read_text()
+    # the ladder cells are in 06 §3; rung 2 → 3 and the epilogue ablation moved to deep dive 06c §3
+    src = "\n".join((Path(__file__).resolve().parent.parent / "notebooks" / "src" / n).read_text()
+                    for n in ("06_warp_specialization.py", "06c_ladder_investigations.py"))
     (cell,) = [c for c in re.split(r"(?m)^# %%.*$", src) if marker in c]
     return cell
 
