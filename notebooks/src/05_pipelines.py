@@ -30,9 +30,10 @@ notebook.banner("sm_90a")
 # | **full[s]** | 1 (`arrive.expect_tx(stage bytes)`) | the TMA's bytes landed | consumers |
 # | **empty[s]** | one per consumer warpgroup | its wgmmas on the stage are done | producer |
 #
-# One [*elected thread*](../docs/glossary.md#elected-thread), one thread acting for its group, arrives for its warpgroup: a
-# [CUTLASS](../docs/glossary.md#cutlass) (NVIDIA's GEMM library) convention, not a rule the PTX
-# ISA text states. k-tile k fills stage **k mod S** as its fill **f = k / S** (rounded down).
+# One [*elected thread*](../docs/glossary.md#elected-thread), one thread acting for its group,
+# arrives for its warpgroup: a [CUTLASS](../docs/glossary.md#cutlass) (NVIDIA's GEMM library)
+# convention, not a rule the PTX ISA text states.
+# k-tile k fills stage **k mod S** as its fill **f = k / S** (rounded down).
 #
 # A wait that asks only "is this barrier complete?" passes at once on a stage's second fill
 # ([05c §5](05c_pipeline_variants.ipynb) runs it). **Phase parity** fixes that: fill f completes
@@ -163,7 +164,7 @@ producer_step = pl.producer_step.kernel_step()   # the kernel's own (tr.event: t
 ok = exercises.check("ch05.producer_step", producer_step, solution=True)
 
 # %% output varies tags=["solution"]
-# exercise 2 with the refill's parity flipped: panel 5's wait names the open phase, and never passes
+# exercise 2 with the refill's phase parity flipped: panel 5's wait names the open phase, and never passes
 fig = pl.plot_ring_steps(stages=2, k_tiles=4, parities=pl.flipped_refill_parities(),
                          broken="the refill of fill f waits on empty with parity f mod 2")
 plt.show()

@@ -3,10 +3,10 @@
 #
 # ← back to the core lesson [05_pipelines](05_pipelines.ipynb)
 #
-# **Assumes** chapter 05: the ring of S stages, full and empty mbarriers and their parities, the kernel's loop, the `pipeline` record.
+# **Assumes** chapter 05: the ring of S stages, full and empty mbarriers and their phase parities, the kernel's loop, the `pipeline` record.
 #
 # **What it adds:**
-# - §1 exercise: the model's two parity functions (06e reruns yours); the sweep predicted pre-GPU
+# - §1 exercise: the model's two phase-parity functions (06e reruns yours); the sweep predicted pre-GPU
 # - §2 the prediction beside the measurement; the sweep's rows derived
 # - §3 the timeline recorded inside the running kernel, drawn like the model's
 # - §4 where the model is right, where wrong, and what a fit can say

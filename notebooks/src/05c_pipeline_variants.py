@@ -3,7 +3,7 @@
 #
 # ← back to the core lesson [05_pipelines](05_pipelines.ipynb)
 #
-# **Assumes** chapter 05: the ring and its parities, the kernel's loop, the `pipeline` record's checks and depth sweep.
+# **Assumes** chapter 05: the ring and its phase parities, the kernel's loop, the `pipeline` record's checks and depth sweep.
 #
 # **What it adds:**
 # - §1 the configuration names, in full

@@ -256,13 +256,13 @@ _ = notebook.claim(cost[3] > 0.97 and all(cost[n] < 0.85 for n in PERSISTENT_TRA
 # 3. `setmaxnreg` then moves under 2 %: the wide tile already fits in the registers at entry.
 
 # %% output varies
-s = {d["step"]: d for d in W.rung3_steps(records.load("ws_rung3_steps").results, spills=False)}
+r3 = {d["step"]: d for d in W.rung3_steps(records.load("ws_rung3_steps").results, spills=False)}
 for b, a in (("two consumers", "rung 2"), ("128x256", "two consumers"), ("setmaxnreg (rung 3)", "128x256")):
-    print(f"{b}: {notebook.ratio(s[b]['tflops'], s[a]['tflops'], '', 3)}; regs {s[b]['regs']}/{s[b]['entry']}, smem {s[b]['smem_share']:.0%}")
-g = {b: d["gain"] for b, d in s.items() if d["gain"] is not None}
-notebook.require(abs(g["two consumers"]) < 0.02 and 0.14 < g["128x256"] < 0.20 and abs(g["setmaxnreg (rung 3)"]) < 0.015
-                 and s["128x256"]["smem_share"] < s["rung 2"]["smem_share"] and s["128x256"]["regs"] <= s["128x256"]["entry"],
-                 "two consumers and setmaxnreg move under 2 %; the wide tile +17 %, less smem share, fits at entry", **g)
+    print(f"{b}: {notebook.ratio(r3[b]['tflops'], r3[a]['tflops'], '', 3)}; regs {r3[b]['regs']}/{r3[b]['entry']}, smem {r3[b]['smem_share']:.0%}")
+r3_gain = {b: d["gain"] for b, d in r3.items() if d["gain"] is not None}
+notebook.require(abs(r3_gain["two consumers"]) < 0.02 and 0.14 < r3_gain["128x256"] < 0.20 and abs(r3_gain["setmaxnreg (rung 3)"]) < 0.015
+                 and r3["128x256"]["smem_share"] < r3["rung 2"]["smem_share"] and r3["128x256"]["regs"] <= r3["128x256"]["entry"],
+                 "two consumers and setmaxnreg move under 2 %; the wide tile +17 %, less smem share, fits at entry", **r3_gain)
 
 # %% [markdown]
 # **Why does rung 7 gain so much?** The traced cycles it saves storing C are 6 % of a tile, close
