@@ -83,7 +83,7 @@ def test_survey_generates_its_conclusions_from_the_numbers():
     assert len(rows) >= 5 and all(d.config.consumers == 2 for d in rows)
 
 
-# ---- 06 §3's cells: their sentences hold on the record and refuse a record that moved ------------
+# ---- 06 §3's and 06c §3's cells: their sentences hold on the record and refuse a record that moved ------------
 
 def _run(marker: str, res: dict) -> None:
     run(marker, {"W": W, "notebook": notebook, "records": records, "res": res})

@@ -163,7 +163,8 @@ def test_the_frozen_predictions_are_quoted_from_the_notes():
 
 def _chapter_cell() -> str:
     cells = re.split(r"(?m)^# %%.*$", CHAPTER.read_text())
-    (cell,) = [c for c in cells if 'records.load("ws_store_ablation")' in c]
+    # 06c §3 also loads the record, for W.show_epilogue (moved there from chapter 06 §3): not this cell
+    (cell,) = [c for c in cells if 'records.load("ws_store_ablation")' in c and "W.show_epilogue(" not in c]
     return cell
 
 

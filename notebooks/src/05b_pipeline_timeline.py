@@ -3,11 +3,11 @@
 #
 # ← back to the core lesson [05_pipelines](05_pipelines.ipynb)
 #
-# **Assumes** chapter 05: the ring of S stages, full and empty mbarriers and their parities, the kernel's loop, the `pipeline` record.
+# **Assumes** chapter 05: the ring of S stages, full and empty mbarriers and their phase parities, the kernel's loop, the `pipeline` record.
 #
 # **What it adds:**
-# - §1 exercise: the model's two parity functions (06e reruns yours); the sweep predicted pre-GPU
-# - §2 the prediction beside the measurement
+# - §1 exercise: the model's two phase-parity functions (06e reruns yours); the sweep predicted pre-GPU
+# - §2 the prediction beside the measurement; the sweep's rows derived
 # - §3 the timeline recorded inside the running kernel, drawn like the model's
 # - §4 where the model is right, where wrong, and what a fit can say
 # - §5 try it: your own L2 cap, in the model
@@ -147,6 +147,21 @@ measured = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pi
 fig = mp.plot_depth_sweep(predicted, measured, record=rec,
                           title="128×256×64, 2 consumers, fp16, 4096³: frozen prediction vs GPU")
 plt.show()
+
+# %% [markdown]
+# **Derive it** (moved here from chapter 05 §4) from the `sweep` rows: the 128×256 fp16 4096³ curve
+# flattens after S = 3; S = 4 adds only a few percent. Then the ring model's, with today's records
+# and the kernel's schedule (§1's prediction, made with an earlier schedule, sits a few percent
+# higher). **Predict, then change** `stages=[1, 2, 3, 4]` to `[1, 2, 3, 4, 5, 6]`: the model has
+# no shared-memory limit; does it flatten where the record does?
+
+# %% output varies
+wide = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]
+        and (r["tile"], r["dtype"], r["size"]) == ("128x256x64/c2", "float16", 4096)}
+print({S: round(t) for S, t in sorted(wide.items())}, "TFLOP/s; S = 4 ÷ S = 3:", notebook.ratio(wide[4], wide[3], "", 3))
+notebook.require(max(wide, key=wide.get) >= 3 and 0.005 < wide[4] / wide[3] - 1 < 0.03,
+                 "the 128×256 curve flattens after S = 3; S = 4 adds only a few percent", S4_over_S3=wide[4] / wide[3])
+print({r["stages"]: round(r["tflops"]) for r in mp.predict_depth_sweep(stages=[1, 2, 3, 4])}, "TFLOP/s, model")
 
 # %% [markdown]
 # ## 3. The GPU's own timeline

@@ -3,14 +3,14 @@
 #
 # ← back to the core lesson [05_pipelines](05_pipelines.ipynb)
 #
-# **Assumes** chapter 05: the ring and its parities, the kernel's loop, the `pipeline` record's checks and depth sweep.
+# **Assumes** chapter 05: the ring and its phase parities, the kernel's loop, the `pipeline` record's checks and depth sweep.
 #
 # **What it adds:**
 # - §1 the configuration names, in full
 # - §2 the producer's half of a refill; each measured tile's SASS, registers, shared memory
 # - §3 the same ring in CUTLASS's names
-# - §4 what moved the numbers: `wait_group` 0 vs 1, tracing, the tile, occupancy
-# - §5 the protocol broken on purpose: the CPU model diagnoses, a bounded GPU wait ends it
+# - §4 what moved the numbers: `wait_group` 0 vs 1, tracing, the tile, occupancy; where each curve ends
+# - §5 the protocol broken on purpose: a ring without phase parity; the CPU model diagnoses, a bounded GPU wait ends it
 # - §6 the kernel set beside a published claim
 # - Exercise 4 (end): find the bug
 
@@ -63,7 +63,7 @@ helpers = notebook.source_excerpt(
     more=(("ring.cuh", r"^template <int", r"^};"), ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
     ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
          "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group"))
-print(folded, helpers, sep="\n\n")
+print(pl.producer_step.PARITY_NOTE, folded, helpers, sep="\n\n")
 
 # %% [markdown]
 # In SASS: `UTMALDG` (TMA loads), `SYNCS.*` (mbarrier init / arrive / try_wait), `HGMMA` (wgmma;
@@ -285,7 +285,28 @@ ok = notebook.claim(all(r["resident_ctas"] == b["resident_ctas"] and r["stages"]
                     f"each gets its base build's resident CTAs and runs within {gap:.1%} of it.", gap=gap)
 
 # %% [markdown]
+# **Where each curve ends** (moved here from chapter 05 §4), asserted by `show_widths`:
+#
+# - The 128×256 curve ends at S = 4: five 48 KiB stages pass the 227 KiB a CTA may opt in to.
+# - The wide tile does more math per byte, so it needs a smaller share of shared memory's bandwidth.
+# - 128×128 drops after S = 3: from S = 4 one CTA fits per SM, and none hides another's
+#   [epilogue](../docs/glossary.md#epilogue) (the tile's final write of C).
+
+# %% output varies
+widths = pl.show_widths(res)   # notebook.how(pl.show_widths) prints its code
+
+# %% [markdown]
 # ## 5. Breaking the protocol on purpose
+#
+# **A ring without phase parity** (moved here from chapter 05 §1). Suppose each wait asks only
+# "has this barrier completed?", a plain flag. The ring model runs S = 2 both ways. Where does the
+# flag run read too early?
+
+# %% output varies
+story = pl.show_parity_story(stages=2, k_tiles=4)     # cycles
+
+# %% [markdown]
+# k-tile 2 (stage 0's second fill) passes its flag wait at once and reads bytes still landing.
 #
 # The model runs named broken protocols and ends each with a diagnosis — a `Deadlock` (no actor
 # can progress: which barrier, which k-tile, who waits, why) or a `Race` (a stage read before its

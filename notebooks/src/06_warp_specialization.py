@@ -1,16 +1,17 @@
 # %% [markdown]
 # # 06 — Warp specialization: a producer warpgroup, consumer warpgroups, and the ladder to cuBLAS
 #
-# **Learning goal.** Split chapter 05's GEMM into roles — a *producer* warpgroup that only issues
-# TMA loads, *consumer* warpgroups that only issue `wgmma` — then climb a ladder of kernels timed
-# beside cuBLAS.
+# **Learning goal.** Split chapter 05's GEMM into a *producer* warpgroup that only issues TMA loads
+# and *consumer* warpgroups that only issue `wgmma`; then climb a ladder of kernels timed beside
+# cuBLAS.
 #
 # **In plain words.** Two barriers per stage, "full" and "empty", pass work between the roles.
-# The split frees the loader's registers for the math and lets loads run on into the next tile.
+# The split frees registers for the math and lets loads run on into the next tile.
 #
 # Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
-# rungs 5–8; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the sweep of the
-# [raster](../docs/glossary.md#raster) (the order in which CTAs take the output tiles), `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your pieces as one tile on the CPU.
+# the ladder; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
+# [raster](../docs/glossary.md#raster) (the order CTAs take tiles), `matmul` by shape;
+# [06e](06e_your_gemm_on_the_cpu.ipynb) your pieces as one tile on the CPU.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -25,15 +26,16 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# In chapter 05, while the loading thread waited on empty, its warpgroup's next `wgmma` waited
-# too. Here the loads get a warpgroup of their own
+# In chapter 05, while the loading thread waited on empty, its warpgroup's `wgmma` waited too.
+# Here the loads get a warpgroup of their own
 # ([warp specialization](../docs/glossary.md#warp-specialization): warps given different jobs).
 #
 # Both roles walk the k-tiles with one ring counter that carries across tiles; fill f is the
-# counter divided by S. Consumers wait on full with parity f mod 2, the producer on empty
-# with (f + 1) mod 2 (`phase ^ 1`). The [seed article](../docs/glossary.md#seed-article), the public
-# worklog this course checks, swaps the waits, so its consumers wait on "empty" before anything was
-# loaded. Top, the kernel's version; bottom, the seed's, which deadlocks at the first k-tile:
+# counter divided by S. Consumers wait on full with phase parity f mod 2, the producer on empty
+# with (f + 1) mod 2. In the kernel, `phase` is the phase parity; `phase ^ 1` the one the producer
+# waits on. The [seed article](../docs/glossary.md#seed-article), the public worklog this course
+# checks, swaps the waits: its consumers wait on "empty" before anything was loaded. Top, the
+# kernel's version; bottom, the seed's, which deadlocks at the first k-tile:
 
 # %% output varies
 fig = W.plot_protocol()
@@ -43,7 +45,7 @@ plt.show()
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a row, `T` k-tiles
 # each, with one ring of `STAGES` stages. One question decides it: with 3 k-tiles a tile on 2
-# stages, which stage and parity does tile 1's first k-tile use?
+# stages, which stage and phase parity does tile 1's first k-tile use?
 #
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread), the one
 # thread that acts for it. In scope:
@@ -78,9 +80,8 @@ if (wg == 0) {                 // the producer warpgroup
 ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
-# Your loops in chapter 05's ring model. The producer's row is almost all purple: both stages are
-# soon busy, and it waits on empty for a slot. That is the healthy state: the producer keeps all S
-# stages filled. The consumers' red waits on full: 2 stages hide no latency.
+# Your loops in chapter 05's ring model. The producer's row is almost all purple: it waits on
+# empty for a slot, the healthy state. The consumers' red waits on full: 2 stages hide no latency.
 #
 # Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
 
@@ -91,58 +92,42 @@ plt.show()
 # %% [markdown]
 # ## 2. The register budget
 #
-# 1. An SM has 65536 32-bit registers. `__launch_bounds__(384, 1)` (3 warpgroups, one CTA per SM)
-#    gives each thread 65536 / 384, rounded down to a multiple of 8: **168 at entry**.
-# 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which changes a warpgroup's register limit while
-#    it runs, then moves them, a warpgroup at a time:
-#
-# | warpgroup | instruction | registers |
-# |---|---|---:|
-# | producer (128 threads) | `setmaxnreg.dec 40` | 128 × 40 = 5120 |
-# | 2 consumers (256 threads) | `setmaxnreg.inc 232` | 256 × 232 = 59392 |
-# | CTA | | 64512 ≤ 65536 |
-#
-# Each consumer's thread keeps 64 × 256 / 128 = 128 fp32 accumulators, under 168 even without
-# `setmaxnreg`. **So:** the consumers get most of the registers; §3 measures what that buys.
+# An SM has 65536 32-bit registers. `__launch_bounds__(384, 1)` (3 warpgroups, one CTA per SM)
+# gives each thread **168 at entry**. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which changes
+# a warpgroup's register limit while it runs, then moves them: the producer drops to 40, the two
+# consumers rise to 232 (64512 in all). **So:** the consumers get most of the registers; §3
+# measures what that buys. Going further: [06b §3](06b_ws_anatomy.ipynb) — the budget, read from
+# the cubin.
 #
 # ## 3. The ladder
 #
-# Each rung is a set of compile-time switches of one kernel (`W.RUNGS`), timed beside cuBLAS in
-# the same run.
+# Each rung is a set of compile-time switches of one kernel (`W.RUNGS`), timed beside cuBLAS.
 #
 # **Predict before you look.** Rung 2 splits the roles; each later rung adds one change. Which
-# change buys the most? Does the split alone buy anything? Orange: each rung's predicted range.
+# buys the most? Does the split alone buy anything? Orange: each rung's predicted range.
 
 # %% output answers a prediction
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
 plt.show()
 
 # %% [markdown]
-# Read the ladder as two big steps and four small ones (fp16, 4096³):
+# Two big steps (fp16, 4096³):
 #
-# - **Rung 3, the tile back.** Rung 2's split had halved the tile to 128×128 and lost about 15 %.
-#   Two consumers on 128×256 and `setmaxnreg` win that back, no further.
-# - **Rung 7, an [epilogue](../docs/glossary.md#epilogue) (the code that writes the tile's C) by
-#   [TMA store](../docs/glossary.md#tma-store), one bulk copy from shared memory to C: +8 %.**
-#   The consumers start the next tile sooner.
+# - **Rung 3, the tile back.** Rung 2's split halved the tile to 128×128 and lost about 15 %;
+#   two consumers on 128×256 and `setmaxnreg` win that back.
+# - **Rung 7: +8 %.** The [epilogue](../docs/glossary.md#epilogue) (the code that writes the tile's C)
+#   becomes a [TMA store](../docs/glossary.md#tma-store), one bulk copy from shared memory to C.
 #
-# The four small ones each moved less than rung 7. Each is one switch:
+# Four small ones, one switch each (4: tiles and stages; 5: a
+# [persistent](../docs/glossary.md#persistent) grid; 6: a [cluster](../docs/glossary.md#cluster)
+# of CTAs on nearby SMs, one TMA load sending B to both, a [multicast](../docs/glossary.md#multicast);
+# 8: the raster). [06c §1](06c_ladder_investigations.ipynb) names them in full.
 #
-# - **4** sweeps tiles and stages; none beat rung 3's build.
-# - **5** makes the grid [persistent](../docs/glossary.md#persistent): one CTA per SM walks many tiles.
-# - **6** pairs CTAs in a [cluster](../docs/glossary.md#cluster), CTAs on nearby SMs;
-#   one TMA load sends B to both, a [multicast](../docs/glossary.md#multicast).
-# - **8** changes the [raster](../docs/glossary.md#raster), the order CTAs take tiles: groups of G tile
-#   rows ([group-M](../docs/glossary.md#group-m), 8 → 16), so the B tiles those rows share stay in L2.
-#
-# **Derive it** from the `ladder` rows: each rung over its parent (rung 5's is rung 3); the table
-# adds 8192³.
+# **Derive it** from the `ladder` rows: the table sets each rung over its parent (`over`; rung 5's is rung 3).
 
 # %% output varies
 t = {r["rung"]: r["tflops"] for r in res["ladder"] if (r["size"], r["dtype"]) == (4096, "float16")}
 step = {b: t[b] / t[a] for b, a in W.lesson.OVER.items()}               # fp16, 4096³
-for b, a in W.lesson.OVER.items():
-    print(f"rung {b} over rung {a}: {notebook.ratio(t[b], t[a], 'TFLOP/s')}")
 print(f"rung 3 over rung 1: {notebook.ratio(t[3], t[1], 'TFLOP/s')}")
 notebook.require(sorted(step, key=step.get)[-2:] == [7, 3] and 1.06 < step[7] < 1.10,
                  "rung 3 is the biggest step; rung 7 (+8 %) the next", **{f"rung{b}": v for b, v in step.items()})
@@ -152,27 +137,8 @@ W.show_ladder_steps(res, steps=False)     # the table; it checks these sentences
 # **So:** the split itself bought nothing (rung 3 is back at rung 1); the TMA store took the
 # ladder to cuBLAS's speed.
 #
-# **Rung 2 → rung 3, one change at a time** (record `ws_rung3_steps`):
-#
-# 1. A second consumer alone moves under 2 %.
-# 2. The 128×256 tile gives +17 %: its operands need less of shared memory's bandwidth.
-# 3. `setmaxnreg` then moves under 2 %: the wide tile already fits in the registers at entry.
-
-# %% output varies
-s = {d["step"]: d for d in W.rung3_steps(records.load("ws_rung3_steps").results, spills=False)}
-for b, a in (("two consumers", "rung 2"), ("128x256", "two consumers"), ("setmaxnreg (rung 3)", "128x256")):
-    print(f"{b}: {notebook.ratio(s[b]['tflops'], s[a]['tflops'], '', 3)}; regs {s[b]['regs']}/{s[b]['entry']}, smem {s[b]['smem_share']:.0%}")
-g = {b: d["gain"] for b, d in s.items() if d["gain"] is not None}
-notebook.require(abs(g["two consumers"]) < 0.02 and 0.14 < g["128x256"] < 0.20 and abs(g["setmaxnreg (rung 3)"]) < 0.015
-                 and s["128x256"]["smem_share"] < s["rung 2"]["smem_share"] and s["128x256"]["regs"] <= s["128x256"]["entry"],
-                 "two consumers and setmaxnreg move under 2 %; the wide tile +17 %, less smem share, fits at entry", **g)
-
-# %% [markdown]
-# **Why does rung 7 gain so much?** The traced cycles it saves storing C are 6 % of a tile, close
-# to the 7 % the TMA store bought alone on rung 3 (record `ws_store_ablation`).
-
-# %% output varies
-W.show_epilogue(res, records.load("ws_store_ablation").results)   # notebook.how(W.show_epilogue) prints its code
+# Going further: [06c §3](06c_ladder_investigations.ipynb) — rung 2 → 3 one change at a time, and
+# why rung 7 gains so much.
 
 # %% [markdown]
 # **Design it** (no grade). The model runs chapter 05's ring per tile plus the traced epilogue;
@@ -187,10 +153,10 @@ print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 # %% [markdown]
 # ## 4. The whole kernel, one file
 #
-# `asynctc/kernels/hopper_gemm.cu` is rung 3 written out whole, with no switches. The host side,
+# `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no switches. The host side,
 # [`whole.py`](../asynctc/warp_specialization/whole.py), builds the
 # [tensor maps](../docs/glossary.md#tensor-map) (the descriptors TMA copies read) and launches
-# one CTA of 384 threads per tile. After chapter 03's barrier set-up come three parts.
+# one 384-thread CTA per tile.
 #
 # **The producer's loop.** Warpgroup 0 gives its registers back; one thread stays. Per k-tile it
 # waits on empty with `phase ^ 1`, announces the stage's bytes, and issues two TMA loads.
@@ -208,13 +174,8 @@ held = "the consumers' k-loop, marked below; the rest of this part is shown"
 W.show_kernel_part("consumers", reveal=exercises.after("ch06.whole_kloop", held=held))
 
 # %% [markdown]
-# **The epilogue** (chapter 04). Each thread writes its accumulators straight to C; rung 7 uses
-# the TMA store instead.
-#
-# Going further: what the GPU said of this file is in deep dive [06d](06d_limits_and_gemm.ipynb) §4.
-
-# %%
-W.show_kernel_part("epilogue")
+# Going further: [06d §4](06d_limits_and_gemm.ipynb) — the file's epilogue, and what the GPU said
+# of it.
 
 # %% [markdown]
 # ## Worklog
@@ -241,9 +202,6 @@ so_far("06")
 #
 # **What you learned.** Both roles' loops across tiles, the register budget, what each rung
 # bought.
-#
-# **Try next, without a GPU:** [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb), your exercises as
-# one Hopper tile on the CPU.
 #
 # **Play** (ungraded, no GPU), in §3's "Design it" cell:
 #

@@ -3,7 +3,7 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** chapter 06: producer and consumer warpgroups, full/empty barriers, ring counter and parity, `setmaxnreg`, the ladder.
+# **Assumes** chapter 06: producer and consumer warpgroups, full/empty barriers, ring counter and phase parity, `setmaxnreg`, the ladder.
 #
 # **What it adds:**
 # - §1 the seed's swapped protocol, run in chapter 05's CPU model until it deadlocks

@@ -9,7 +9,7 @@
 # - §1 Nsight Compute: what cuBLAS runs, each kernel's cycles, L2 and DRAM bytes; the raster sweep
 # - §2 what could still move the number
 # - §3 `asynctc.matmul`: the tile for a shape, its checks, timings by shape (thin M too)
-# - §4 the whole kernel (`hopper_gemm.cu`) on the GPU
+# - §4 the whole kernel (`hopper_gemm.cu`): its epilogue, and on the GPU
 
 # %% output varies
 import numpy as np
@@ -371,9 +371,17 @@ print(goals.goals_table(hrec.results["rows"]))
 # %% [markdown]
 # ## 4. The whole kernel on the GPU
 #
-# The core lesson's §4 reads `hopper_gemm.cu`, rung 3 in one switch-free file. What the GPU said
-# (`tools/gpu_whole_gemm.py`): the checks, then the time beside rung 3 and cuBLAS. On a GPU the
-# cell also checks now.
+# The core lesson's §4 reads `hopper_gemm.cu`, rung 3 in one switch-free file.
+#
+# **The epilogue** (chapter 04; moved here from chapter 06 §4). Each thread writes its accumulators
+# straight to C; rung 7 uses the TMA store instead.
+
+# %%
+W.show_kernel_part("epilogue")
+
+# %% [markdown]
+# What the GPU said of the file (`tools/gpu_whole_gemm.py`): the checks, then the time beside
+# rung 3 and cuBLAS. On a GPU the cell also checks now.
 
 # %% output varies
 W.whole_suite.show_status(res)
