@@ -51,7 +51,7 @@ def test_the_peak_cell_refuses_a_run_above_the_boost_clock():
 
 # ---- chapter 10 §3: the verdicts ---------------------------------------------------------------------
 
-BOUND = "pairs = bounds.same_run_pairs(recs"
+BOUND = "med, lo, hi = lesson.show_bound(pairs)"
 DERIVE = 'ours = [p["ours_ms"] for p in pairs]'
 VERDICTS = 'said = {f"{v:.2f} of cuBLAS"'
 
