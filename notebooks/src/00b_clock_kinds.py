@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 00b — Deep dive: three ways to read the clock
+# # 00b — Deep dive: the clock, the peak card, who moves the operands
 #
 # ← back to the core lesson [00_why_async](00_why_async.ipynb)
 #

@@ -19,6 +19,7 @@
 # %% output varies
 from asynctc import claims
 from asynctc.claims import bounds, lesson, seed
+from asynctc.claims.figures import bound_figure
 from asynctc.core import bench, exercises, notebook
 
 notebook.banner("sm_90a")
@@ -136,9 +137,16 @@ notebook.require(list(said.values()) == ["holds", "holds", "does not hold"] and 
                  '"0.98" and "0.99" hold, "beats cuBLAS" does not; across runs 0.970 to 1.005', x_lo=x_lo, x_hi=x_hi)
 
 # %% [markdown]
-# Going further: [10b §7](10b_claims_in_full.ipynb) — the same, drawn: each pair's ratio, the
-# bound, the reading of "0.99", the line at 1.
-#
+# The same, drawn: each pair's ratio with its samples' spread, the bound shaded, the reading of
+# "0.99" hatched, a red line at 1, and the two cross-run ends.
+
+# %% output varies
+import matplotlib.pyplot as plt
+
+fig = bound_figure(pairs, value=0.99, digits=2, title="\"0.99 of cuBLAS\" at 4096³ fp16, against its bound")
+plt.show()
+
+# %% [markdown]
 # **Predict, then change `VALUE` to 0.98 and rerun:** which verdict does the cell print? Then
 # set `VALUE, DIGITS = 0.986, 3`, then `DIGITS = 1`. The cell also lists every value written with
 # `DIGITS` decimals that holds: how much does each one say?

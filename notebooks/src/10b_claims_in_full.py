@@ -12,7 +12,6 @@
 # - §4 the ratios, drawn
 # - §5 every part of every statement, in full
 # - §6 what the course has not measured yet
-# - §7 chapter 10's bound, drawn
 #
 # Like chapter 10 it runs no kernel: it reads `data/<gpu>/*.json`, so live and replay print the same.
 
@@ -176,21 +175,6 @@ for c in cl:
 
 # %% output varies
 print(claims.not_measured_text(cl, an))
-
-# %% [markdown]
-# ## 7. Chapter 10's bound, drawn
-#
-# Chapter 10 §3's claim at 4096³ fp16, drawn: each same-run pair's ratio with its samples'
-# spread, the bound shaded, the reading of "0.99" hatched, a red line at 1, and the two cross-run
-# ends.
-
-# %% output varies
-from asynctc.claims import bounds
-from asynctc.claims.figures import bound_figure
-
-pairs = bounds.same_run_pairs(recs, 4096, "float16")
-fig = bound_figure(pairs, value=0.99, digits=2, title="\"0.99 of cuBLAS\" at 4096³ fp16, against its bound")
-plt.show()
 
 # %% [markdown]
 # **What you learned:** a "% of peak" has two denominators; a claim is judged part by part, each
