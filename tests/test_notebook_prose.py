@@ -211,10 +211,10 @@ LISTINGS = {
             r"mbarrier_arrive_expect_tx[\s\S]*tma_load_rank[\s\S]*mbarrier_wait_parity_bounded[\s\S]*"
             r"mbarrier\.init\.shared[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*mbarrier\.try_wait\.parity"
             r"[\s\S]*for \(u32 i = 1; i < max_tries[\s\S]*atomicCAS"),
-    # 03's excerpt of it: the proxy fence, expect_tx, the copy, the bounded wait, and their PTX
+    # 03's excerpt of it: the proxy fence, expect_tx, the copy, the bounded wait (the PTX: 03b's)
     ("03", r"^  fence_proxy_async_shared_cta\(\);   // the sentinel"): (
-        10, r"fence_proxy_async_shared_cta[\s\S]*mbarrier_arrive_expect_tx[\s\S]*tma_load_rank[\s\S]*"
-            r"mbarrier_wait_parity_bounded[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*mbarrier\.try_wait\.parity"),
+        7, r"fence_proxy_async_shared_cta[\s\S]*mbarrier_arrive_expect_tx[\s\S]*tma_load_rank[\s\S]*"
+            r"mbarrier_wait_parity_bounded"),
     # the kernel's loop and the PTX of fence/commit/wait (the wgmma line itself: show_ptx, after it)
     ("04", r"  // fence \(the registers were written above\)"): (
         15, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"

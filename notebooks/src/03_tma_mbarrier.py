@@ -24,12 +24,16 @@ notebook.banner("sm_90a")
 # A box drawn past the tensor's edges: [03b §1](03b_tma_boxes.ipynb).
 
 # %% [markdown]
-# ## 2. Swizzle
+# ## 2. Swizzle modes as bank maps
 #
 # Two lanes reading different words of one bank wait: a
 # [bank conflict](../docs/glossary.md#bank-conflict). `ldmatrix` reads one 16-byte chunk from each
-# of 8 rows; unswizzled, all 8 share 4 banks: 8-way. **128B [swizzle](../docs/glossary.md#swizzle)**
-# XORs a chunk's index with the row index mod 8: no conflict ([03b §3](03b_tma_boxes.ipynb)).
+# of 8 rows. Below, 8 rows of a box, each chunk coloured by its 4 banks. Unswizzled, a column is one
+# colour: 8-way. **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row
+# index mod 8: 8 colours, no conflict.
+
+# %% output varies
+fig = tma.plot_chunk_maps(swizzles=(0, 128))
 
 # %% [markdown]
 # ## 3. The mbarrier life cycle
@@ -44,12 +48,11 @@ notebook.banner("sm_90a")
 #    mod 2: a wait on parity P passes unless the open phase has parity P
 #    ([03b §5](03b_tma_boxes.ipynb): why).
 #
-# Below, steps 2–4 in `kernels/tma.cu` (whole: [03b §3](03b_tma_boxes.ipynb)), then the GPU: would
+# Below, steps 2–4 in `kernels/tma.cu` (whole, with PTX: [03b §3](03b_tma_boxes.ipynb)), then the GPU: would
 # a wait on parity 0 or 1 pass? ✓: as the PTX ISA says; step 6: the wait is bounded.
 
 # %% output varies
-display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;",
-                             ptx=("tma_load_2d", "mbarrier_try_wait_parity")))
+display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
 tma.checks.show_lifecycle(crec)
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
@@ -70,15 +73,14 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # Later code names the columns: 05's `pos.phase` and `rp`, 06's `phase` and `phase ^ 1`.
 
 # %% [markdown]
-# **Play** (ungraded): `tma.plot_chunk_maps(swizzles=(0, 64))`: colours in column 0?
+# **Play** (ungraded): in §2, `swizzles=(64,)`: colours in column 0?
 # **On a GPU:** `python -m asynctc record tma_checks --no-save` re-measures the life cycle above.
 
 # %% [markdown]
 # ## Exercises
 #
-# **Worked, a smaller box:** fp16, 64 rows × 32 columns, k-tile 3, rows from 192.
-# `tma_load_2d(dst, map, bar, c0, c1)` gets c0 = 3 · 32 = 96, c1 = 192. `expect_tx` gets
-# 64 · 32 · 2 = 4096 bytes; a second box goes at `dst + 4096`.
+# **Worked, a smaller box:** 64 rows × 32 fp16, k-tile 3, rows from 192: `tma_load_2d(dst, map,
+# bar, 96, 192)`, 4096 bytes; a second box goes at `dst + 4096`.
 #
 # **1. Fill one stage** with k-tile `kt`: A's `BM`×`BK` box of map `ta` (rows from `m0`), then
 # B's `BN`×`BK` box of `tb` (B stored N×K, rows from `n0`). fp16, `BM` = `BN` = 128, `BK` = 64.

@@ -8,7 +8,7 @@
 # **What it adds:**
 # - §1 boxes past the tensor's edge (two undocumented faults, refused in Python); element strides
 # - §2 TMA, vector loads, `cp.async` by box size and equal bytes in flight; a "Design it"
-# - §3 bank maps; the swizzle model checked on the GPU (a try-it); the load kernel in full; the life cycle in SASS
+# - §3 every mode's bank map; the swizzle model checked on the GPU (a try-it); the load kernel in full; the life cycle in SASS
 # - §4 the proxy fence, in the ordering model
 # - §5 why a wait names a parity, not a phase number
 
@@ -247,10 +247,8 @@ print(tma.design_survey(equal=eq))                 # "Design it": every recorded
 # Three checks that extend the core lesson [03](03_tma_mbarrier.ipynb), sections 2 and 3. The
 # swizzle model counts bank conflicts: 8 lanes reading the 16-byte chunk at column 0 of rows 0–7
 # (one `ldmatrix` phase), and 32 lanes reading one 4-byte word down a column.
-#
-# First, the bank maps (moved from chapter 03 §2): 8 rows of a box, each 16-byte chunk coloured by
-# its *bank group* (the 4 banks it covers). A column of one colour is an 8-way conflict, of 8
-# colours none. 32B and 64B swizzle do for narrower boxes what 128B does for 128-byte rows.
+# 32B and 64B swizzle do for narrower boxes what 128B does for 128-byte rows; every mode's bank
+# map, in chapter 03 §2's picture:
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
