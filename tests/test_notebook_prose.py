@@ -206,11 +206,15 @@ LISTINGS = {
                                               r"bulk_wait_group_read[\s\S]*cp\.async\.bulk\.wait_group\.read"),
     # the load path: the tensor map as a parameter, init + fence, expect_tx, the copy, the wait;
     # with the PTX of each wrapper and the bounded try_wait loop: one listing, 25–45 lines
-    ("03", r'^extern "C" __global__ void tma_load_dump'): (
+    ("03b", r'^extern "C" __global__ void tma_load_dump'): (
         25, r"__grid_constant__ TmaDesc tmap[\s\S]*mbarrier_init[\s\S]*fence_mbarrier_init[\s\S]*"
             r"mbarrier_arrive_expect_tx[\s\S]*tma_load_rank[\s\S]*mbarrier_wait_parity_bounded[\s\S]*"
             r"mbarrier\.init\.shared[\s\S]*cp\.async\.bulk\.tensor\.2d[\s\S]*mbarrier\.try_wait\.parity"
             r"[\s\S]*for \(u32 i = 1; i < max_tries[\s\S]*atomicCAS"),
+    # 03's excerpt of it: the proxy fence, expect_tx, the copy, the bounded wait (the PTX: 03b's)
+    ("03", r"^  fence_proxy_async_shared_cta\(\);   // the sentinel"): (
+        7, r"fence_proxy_async_shared_cta[\s\S]*mbarrier_arrive_expect_tx[\s\S]*tma_load_rank[\s\S]*"
+            r"mbarrier_wait_parity_bounded"),
     # the kernel's loop and the PTX of fence/commit/wait (the wgmma line itself: show_ptx, after it)
     ("04", r"  // fence \(the registers were written above\)"): (
         15, r"wgmma_mma_async_ss[\s\S]*wgmma\.fence\.sync\.aligned[\s\S]*wgmma\.commit_group[\s\S]*"

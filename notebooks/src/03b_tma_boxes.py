@@ -8,8 +8,9 @@
 # **What it adds:**
 # - §1 boxes past the tensor's edge (two undocumented faults, refused in Python); element strides
 # - §2 TMA, vector loads, `cp.async` by box size and equal bytes in flight; a "Design it"
-# - §3 the swizzle model checked on the GPU (a try-it); the life cycle in SASS
+# - §3 every mode's bank map; the swizzle model checked on the GPU (a try-it); the load kernel in full; the life cycle in SASS
 # - §4 the proxy fence, in the ordering model
+# - §5 why a wait names a parity, not a phase number
 
 # %% output varies
 import numpy as np
@@ -26,6 +27,16 @@ rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)
 # %% [markdown]
 # ## 1. Boxes past the edge
 #
+# **A box over its tensor** (moved from chapter 03 §1). `tma.validate` takes `shape` and `box` rows
+# first; the copy names the column first, (c0, c1). Rows past the edge (orange) arrive as zeros, and
+# their bytes still count. Try `at=(4000, 1000)`: which columns turn orange?
+
+# %% output varies
+spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
+                    box=(128, 64), swizzle=128)               # box: (rows, columns)
+fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, c1) = (column, row)
+
+# %% [markdown]
 # A *load* box may start at negative coordinates or run past the tensor: TMA reads only the in-bound
 # part and fills the rest with zeros (`CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE`) or a NaN
 # (`…_NAN_REQUEST_ZERO_FMA`), and still signals the *full* box bytes to the mbarrier. A *store* box
@@ -235,7 +246,15 @@ print(tma.design_survey(equal=eq))                 # "Design it": every recorded
 #
 # Three checks that extend the core lesson [03](03_tma_mbarrier.ipynb), sections 2 and 3. The
 # swizzle model counts bank conflicts: 8 lanes reading the 16-byte chunk at column 0 of rows 0–7
-# (one `ldmatrix` phase), and 32 lanes reading one 4-byte word down a column:
+# (one `ldmatrix` phase), and 32 lanes reading one 4-byte word down a column.
+# 32B and 64B swizzle do for narrower boxes what 128B does for 128-byte rows; every mode's bank
+# map, in chapter 03 §2's picture:
+
+# %% output varies
+fig = tma.plot_chunk_maps(swizzles=(0, 32, 64, 128))
+
+# %% [markdown]
+# The model's conflict counts:
 
 # %%
 for sw in (0, 128):
@@ -270,6 +289,16 @@ print("\n".join(tma.checks.swizzle_lines(crec.results)))
 assert all(r["passed"] for r in crec.results["swizzle"])
 
 # %% [markdown]
+# The core lesson's kernel in full (moved from chapter 03 §3): the tensor map as a parameter, the
+# barrier's init and its fence, expect_tx, the copy and the bounded wait, with each wrapper's PTX.
+# A wrong byte count makes the wait give up and set `err`, not hang the GPU.
+
+# %% output varies
+display(notebook.show_source("tma.cu", start=r'^extern "C" __global__ void tma_load_dump', end=r"if \(!ok\) return;",
+    ptx=("mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d", "mbarrier_try_wait_parity"),
+    more=(("ptx/mbarrier.cuh", r"for \(u32 i = 1; i < max_tries", r"atomicCAS"),)))
+
+# %% [markdown]
 # In SASS the core lesson's mbarrier life cycle is `SYNCS.EXCH.64` (init), `SYNCS.ARRIVE.TRANS64` (arrive / expect_tx),
 # `SYNCS.PHASECHK.TRANS64` (test/try_wait) and `UTMALDG` (the TMA load):
 
@@ -301,3 +330,11 @@ for ops in (no_fence, with_fence):
 
 # %% [markdown]
 # Such a bug often passes by luck. An sglang report (PR 39124) saw it fail 86 runs in 100 on a B300.
+
+# %% [markdown]
+# ## 5. Why a wait names a parity, not a phase number
+#
+# (Moved from chapter 03 §3.) One barrier serves every fill of its stage, so its phases are
+# numbered: a plain "ready" flag would still be set from the last fill. A wait names only the
+# phase number mod 2 because a waiter never lags by two phases. It wants the open phase or the one
+# before, and mod 2 tells those two apart. Chapter 03's table applies this fill by fill.

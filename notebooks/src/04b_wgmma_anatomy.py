@@ -10,8 +10,8 @@
 # - §2 every (dtype, major-ness, swizzle, N) checked element by element on the CPU
 # - §3 a descriptor that disagrees with the layout; its wrong answer predicted exactly
 # - §4 why small N is slow: a shared-memory bytes model; where A-from-registers departs
-# - §5 the canonical layouts, drawn and in CuTe notation
-# - §6 refused descriptors, other layouts' SASS, the throughput table with clocks, Luo et al.'s figure
+# - §5 one element from the tile to its byte; TMA's writes are wgmma's reads; the canonical layouts, drawn and in CuTe notation
+# - §6 refused descriptors, other layouts' SASS, the peak derived, SS against RS, the throughput table with clocks, Luo et al.'s figure
 # - §7 exercises: the descriptor encoder and a whole descriptor by hand
 
 # %% output varies
@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 
 from asynctc.models import descriptors, fragments, layout
 from asynctc.core import bench, exercises, notebook, records, sass
+from asynctc.core.peak import DATASHEET
 from asynctc import wgmma, wgmma_peak
 
 notebook.banner("sm_90a")
@@ -145,7 +146,7 @@ print("rows 0, 8, 16, … are read from their own row; the other 7 of every 8 ro
 
 # %% [markdown]
 # The fix is the matching descriptor — exactly what `OperandTile.descriptor` builds from the tile
-# that made the tensor map; chapter 04's §4 and §7 checks are that fix, run for every mode.
+# that made the tensor map; §5's check and chapter 04's §7 are that fix, run for every mode.
 
 # %% [markdown]
 # ## 4. Why small N is slow: a model of shared-memory bytes
@@ -251,7 +252,42 @@ if rec is not None:
 # %% [markdown]
 # ## 5. The canonical layouts, drawn and in CuTe notation
 #
-# Chapter 04 §3 followed one element of a K-major tile at 128-byte swizzle. In general: TMA writes
+# **One element, from the tile to the byte wgmma reads** (moved from chapter 04 §3). Follow
+# A[ROW][K] of chapter 04's K-major tile at 128-byte swizzle:
+#
+# 1. Its core matrix: which group of 8 rows, which row of the 8, which 16-byte chunk.
+# 2. Before the swizzle: SBO per row group, 128 bytes per row, 2 per element.
+# 3. The swizzle XORs the chunk index with the row of the 8.
+# 4. Add the base. TMA wrote A[ROW][K] to that byte, and wgmma reads it there.
+
+# %%
+tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
+d0 = tile.descriptor(step=0, base_address=0x2000)
+ROW, K = 27, 21                        # any row 0..63, any k 0..63
+group, r8 = divmod(ROW, 8)
+chunk = K * 2 // 16                    # fp16: 2 bytes, 8 elements per chunk
+print(f"A[{ROW}][{K}]: row group {group}, row {r8} of its core matrix, chunk {chunk} of 8")
+plain = group * d0.sbo + r8 * 128 + K * 2
+swizzled = plain ^ (r8 << 4)
+print(f"unswizzled: {group}·{d0.sbo} + {r8}·128 + {K}·2 = {plain}")
+print(f"chunk {chunk} XOR row {r8} = chunk {chunk ^ r8}: A[{ROW}][{K}] at {0x2000 + swizzled:#x}")
+assert 0x2000 + swizzled == tile.tma_addresses(0x2000)[ROW, K] == tile.addresses(0x2000)[ROW, K]
+
+# %% [markdown]
+# **Try it:** change `ROW` and `K` and rerun. Which rows keep their chunks in place?
+# <details><summary>Answer</summary>Rows 0, 8, 16, …: chunk XOR 0 is the chunk.</details>
+#
+# **What TMA writes is what the descriptor reads** (moved from chapter 04 §4): the same check for
+# every element and swizzle, by two separate models (TMA's, wgmma's).
+
+# %%
+tiles = [descriptors.OperandTile(64, 64, "float16", m, sw) for m in ("K", "MN") for sw in (0, 32, 64, 128)]
+same = all((t.addresses(0x2000) == t.tma_addresses(0x2000)).all() for t in tiles)
+print(f"{len(tiles)} tiles (both majors, every swizzle): every element is read from the byte TMA wrote it to: {same}")
+assert same
+
+# %% [markdown]
+# In general: TMA writes
 # the tile as boxes (chapter 03) whose rows are as wide as the swizzle, S bytes (16 without). Core
 # matrices side by side in a box row are 16 bytes apart; the descriptor gives the two other steps,
 # SBO and LBO, and the swizzle, which wgmma undoes.
@@ -316,6 +352,43 @@ print(sass.excerpt(ck8.sass(), r"QGMMA", context=0, limit=2))
 text = ck.sass()
 assert "tnspA.tnspB" in text and "WARPGROUP.ARRIVE" in text and "QGMMA" in ck8.sass()
 print("HGMMA with transposes, WARPGROUP.ARRIVE/DEPBAR and QGMMA present:", True)
+
+# %% [markdown]
+# **The peak, derived** (moved from chapter 04 §8). In the core lesson's figure, grey dotted is Luo
+# et al.'s H800 figure ("Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", IPDPS
+# 2024), converted per SM and clock at an assumed 1755 MHz. Derive the per-clock peak from the
+# record: the `throughput` row (fields `tflops`, `sm_mhz`) for fp16 SS, and `sm_count`. The
+# datasheet's peak differs only in its clock. **Predict, then change `N` to 16 and rerun:** record
+# against model?
+
+# %% output varies
+if rec is not None and rec.results.get("throughput"):
+    N = 256                                   # 8, 16, 32, 64, 128 or 256
+    row = next(x for x in rec.results["throughput"] if (x["n"], x["source"], x["chains"]) == (N, "smem", 1)
+               and (x["dtype"], x["ctas_per_sm"]) == ("float16", 2))
+    peak = rec.results["sm_count"] * 4096 * row["sm_mhz"] / 1e6          # TFLOP/s at the kernel's clock
+    model = (N / 2) / max(N / 2, 16 + N / 4)                              # chapter 04 §8's model
+    print(f"N = {N}: {notebook.ratio(row['tflops'], peak, 'TFLOP/s')} of the per-clock peak; model {model:.2f}")
+    print(f"datasheet, at {DATASHEET['boost_mhz']} MHz: {notebook.ratio(row['tflops'], DATASHEET['dense_tflops']['float16'], 'TFLOP/s')}")
+    _ = notebook.verdict(row["tflops"] / peak >= 0.90, f"N = {N}: goal 0.90 reached.", f"N = {N}: goal 0.90 not reached.")
+
+# %% [markdown]
+# **SS against RS** (moved from chapter 04 §8), in FLOP/clk/SM, each run over its model (4096 for
+# RS); each sentence is checked:
+#
+# 1. SS follows the model within 2 % at every N.
+# 2. RS outruns SS up to N = 32: it reads no A.
+# 3. At N = 8, RS reaches about a third of the model: a fixed cost per wgmma (§4 fits it).
+
+# %% output varies
+if rec is not None and rec.results.get("throughput"):
+    fpc = {(x["n"], x["source"]): x["flop_per_clk_sm"] for x in rec.results["throughput"]
+           if (x["dtype"], x["chains"], x["ctas_per_sm"]) == ("float16", 1, 2)}
+    ss_model = {n: 4096 * (n / 2) / max(n / 2, 16 + n / 4) for n, _ in fpc}        # chapter 04 §8's model
+    for n in sorted(ss_model): print(f"N = {n:3d}  SS: {notebook.ratio(fpc[n, 'smem'], ss_model[n])}   RS: {notebook.ratio(fpc[n, 'registers'], 4096)}")
+    notebook.require(all(abs(fpc[n, "smem"] / ss_model[n] - 1) < 0.025 for n in ss_model), "SS follows the model within 2 %")
+    notebook.require(all(fpc[n, "registers"] > 1.25 * fpc[n, "smem"] for n in (8, 16, 32)), "RS outruns SS up to N = 32")
+    notebook.require(0.26 < fpc[8, "registers"] / 4096 < 0.36, "at N = 8, RS reaches about a third of the model")
 
 # %% [markdown]
 # The core lesson's throughput figure as a table: every N and operand source with one accumulator
