@@ -15,7 +15,7 @@ from IPython.display import Markdown, display
 
 from asynctc import pitfalls as F
 from asynctc.core import exercises, notebook
-from asynctc.pitfalls import diagnosis as D, ordering, zoo
+from asynctc.pitfalls import diagnosis as D, figures, ordering, zoo
 
 notebook.banner("sm_90a")
 
@@ -105,11 +105,11 @@ display(Markdown(zoo.decision_markdown(classes=False)))
 # %%
 print(notebook.build_diff("pitfalls.cu", {"BUG": 7}, context=0))
 m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128, base_offset=128)
+ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
-# Every element is misplaced, and the same way each run: whole 16-byte chunks swap, repeating
-# every 8 rows, a layout bug's fingerprint. Going further: [08b §9](08b_pitfalls_on_the_gpu.ipynb)
-# — that pattern, drawn.
+# **The figure**: how far off each element was read (white: right). Whole 16-byte chunks swap,
+# repeating every 8 rows, the same way each run: a layout bug's fingerprint.
 #
 # ### 5b. Wrong only sometimes: what the ring model cannot see
 #

@@ -14,7 +14,6 @@
 # - §6 the in-kernel trace
 # - §7 what compute-sanitizer saw
 # - §8 `diagnose`
-# - §9 the layout bug of chapter 08 §5a, drawn
 # - Exercises: one more repair, one more layout
 
 # %% output varies
@@ -211,16 +210,6 @@ for s in san:
 
 # %% output varies
 r = F.diagnose("arrive_count")
-
-# %% [markdown]
-# ## 9. The layout bug, drawn
-#
-# Chapter 08 §5a's BUG=7: a stage 128 bytes past a 1024-byte boundary, read with the 128B swizzle
-# from the stage base. The figure: how far off each element was read (white: right). Whole
-# 16-byte chunks swap, repeating every 8 rows: a layout bug's fingerprint.
-
-# %%
-ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
 # ## Exercises

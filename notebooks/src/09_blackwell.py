@@ -18,7 +18,7 @@ from asynctc.core import exercises, notebook, records
 from asynctc.models import descriptors, tmem
 from asynctc.models import tcgen05 as tc
 from asynctc.pipeline.config import REG_OVERHEAD
-from asynctc.tcgen05 import lesson
+from asynctc.tcgen05 import figures, lesson
 from asynctc.warp_specialization.rung3_split import rung3_steps
 
 notebook.banner("sm_100a", measured=False)
@@ -50,6 +50,7 @@ notebook.require(need == 154 and (steps["128x256"], steps["setmaxnreg (rung 3)"]
                  "a consumer needs 154 of its 232; ptxas gives 156, and 168 with setmaxnreg", need=need)
 bill = lesson.register_bill()          # chapter 06's split
 print(lesson.bill_table(bill))
+fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
 # Neither fits, however the 65536 values are split: the register file is Hopper's limit.
@@ -57,8 +58,7 @@ print(lesson.bill_table(bill))
 # Blackwell moves the accumulator into **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)),
 # **per SM**, shared by the CTAs resident on it: 32-bit cells, 128 lanes by 512 columns. Lane i
 # is row i of D; a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
-# columns, and two take all 512 (the table's last column). Going further:
-# [09c §6](09c_blackwell_datapath.ipynb) — both homes, drawn.
+# columns, and two take all 512 (the figure's right panel).
 #
 # A 256×256 tile belongs to a [CTA pair](../docs/glossary.md#cta-pair) (§2), two CTAs on two
 # SMs sharing one MMA, each keeping its 128 rows.
@@ -191,7 +191,7 @@ assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
 # Who issues: a warpgroup → one thread. The accumulator: registers → TMEM. Waiting: wait_group →
 # `tcgen05.commit` and an mbarrier. `wgmma.fence` has no counterpart (`tcgen05.mma` reads no
 # registers); the `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence,
-# around a sync. Going further: [09c §7](09c_blackwell_datapath.ipynb) — the table, concept by
+# around a sync. Going further: [09c §6](09c_blackwell_datapath.ipynb) — the table, concept by
 # concept, with each side's SASS.
 #
 # **Play** (ungraded). In §4, make sixteen `alloc(32, warp=1)`, dealloc two that

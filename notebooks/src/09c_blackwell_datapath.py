@@ -11,8 +11,7 @@
 # - §3 one tile **emulated**, TMA swizzle → MMA → TMEM → registers, against float64
 # - §4 the kernel refusing a GPU it cannot run on
 # - §5 the core lesson's kernel, its SASS counted class by class
-# - §6 the accumulator's two homes, drawn (chapter 09 §1)
-# - §7 Hopper → Blackwell, concept by concept (chapter 09 §6)
+# - §6 Hopper → Blackwell, concept by concept (chapter 09 §6)
 # - Exercise (end)
 #
 # A model of the hardware, not a run on it.
@@ -219,20 +218,7 @@ for cfg in (kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfi
     assert parts["SYNCS"]["EXCH"] == 2 * cfg.stages + 1 and sm["spill_bytes"] == 0
 
 # %% [markdown]
-# ## 6. The accumulator's two homes, drawn
-#
-# Chapter 09 §1's register bill. Left: the registers each accumulator plan needs, against an SM's
-# 65536. Right: one SM's TMEM, 128 lanes × 512 columns, banded by the warp that may read each
-# lane quarter, holding two 128×256 accumulators of 256 columns each.
-
-# %%
-from asynctc.tcgen05 import figures, lesson
-
-fig = figures.accumulator_homes(lesson.register_bill())
-plt.show()
-
-# %% [markdown]
-# ## 7. Hopper → Blackwell, concept by concept
+# ## 6. Hopper → Blackwell, concept by concept
 #
 # The same GEMM: Hopper's PTX, then Blackwell's, each with its SASS.
 
