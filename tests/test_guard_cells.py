@@ -162,11 +162,35 @@ def test_the_ss_rs_cell_holds_on_the_record(wg, capsys):
     (8, "smem", 1.03, "SS follows the model"),
     (16, "registers", 0.70, "RS outruns SS up to N = 32"),      # RS as slow as SS at N = 16
     (8, "registers", 1.20, "about a third of the model"),
-    (64, "registers", 0.97, "both run at the full rate"),
 ])
 def test_the_ss_rs_cell_refuses_a_record_that_moved(wg, n, source, f, sentence):
     with pytest.raises(notebook.ClaimError, match=sentence):
         _wgmma(_throughput(wg, n, source, f), SS_RS)
+
+
+FIGURE = 'notebook.require(min(fpc) > 0.975 * 4096, "from N = 64 on'
+
+
+def _figure_cell(rec) -> dict:
+    from types import SimpleNamespace
+    from asynctc import wgmma_peak
+    stub = SimpleNamespace(plot_throughput=lambda rec: None,           # the figure itself: not a test's
+                           small_n_as_modelled=wgmma_peak.small_n_as_modelled)
+    return run(FIGURE, {"rec": rec, "notebook": notebook, "wgmma_peak": stub})
+
+
+def test_the_figure_cell_holds_on_the_record(wg):
+    assert min(_figure_cell(wg)["fpc"]) > 0.975 * 4096
+
+
+@pytest.mark.parametrize("n,source,f,sentence", [
+    (64, "registers", 0.97, "both run at the full rate"),
+    (256, "smem", 0.97, "both run at the full rate"),
+    (8, "smem", 1.5, "shared memory limits SS"),
+])
+def test_the_figure_cell_refuses_a_record_that_moved(wg, n, source, f, sentence):
+    with pytest.raises(notebook.ClaimError, match=sentence):
+        _figure_cell(_throughput(wg, n, source, f))
 
 
 # ---- chapter 02 §4: the best rung beside chapter 01 and cuBLAS ---------------------------------------------
