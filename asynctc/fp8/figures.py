@@ -56,8 +56,9 @@ def plot_accumulation(results: dict, record=None, frac_bits: int = FRAC_BITS):
 
 def plot_bits_kept(big_exp: int = 10, small_exp: int = -4, frac_bits: int = FRAC_BITS,
                    fp32_bits: int = 23):
-    """Deep dive 07b §4's diagram of swamping (chapter 07 §5's failure): a row of binary places from 2^(``big_exp`` + 1) down,
-    the running sum's leading 1 at 2^``big_exp``, a product's at 2^``small_exp``, and the places
+    """Deep dive 07b §4's diagram of swamping (chapter 07 §5's failure): a row of binary places
+    from 2^(``big_exp`` + 1) down, the running sum's leading 1 at 2^``big_exp``, a product's at
+    2^``small_exp``, and the places
     each adder keeps below the largest exponent — the FP8 wgmma accumulator's ``frac_bits`` (the
     model's 13, :func:`asynctc.models.fp8.tc_dot`) and fp32's ``fp32_bits`` (23). Draws the
     arithmetic only (no record). Returns the figure."""
@@ -243,8 +244,8 @@ def accumulator_table(results: dict, verdict: bool = True) -> tuple[bool, str, d
 
 
 def block_error_table(x, block: int, dtype: str = "float8_e4m3fn") -> str:
-    """Deep dive 07d §2's scale lever (moved from chapter 07 §2): ``x`` (2-D) quantised with one scale for the tensor and with one per
-    1 × ``block`` row segment (``block`` divides the row), dequantised, compared with ``x``: the
+    """Deep dive 07d §2's scale lever (moved from chapter 07 §2): ``x`` (2-D) quantised with one
+    scale for the tensor and with one per 1 × ``block`` row segment (``block`` divides the row), dequantised, compared with ``x``: the
     elements flushed to 0 and the median and worst relative error |q·s − x| / |x| (x ≠ 0), as a
     small table. Raises :class:`asynctc.models.fp8.FP8Error` for a block that does not fit."""
     from ..models.fp8 import dequantize, quantize

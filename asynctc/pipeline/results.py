@@ -1,8 +1,8 @@
 """Reading a ``pipeline`` record's results (no GPU, no timing, no plotting): the fastest row
 (:func:`best_row`), cuBLAS's row (:func:`cublas_row`), a row's configuration label
 (:func:`row_label`), the kernel's average cycles per k-tile (:func:`average_ktile_cycles`), and the
-few numbers chapter 05 reads (:func:`depth_sweep`, :func:`of_cublas`, :func:`best_by_width`, :func:`best_tflops_by_width`,
-:func:`trace_of`) — shared
+few numbers chapter 05 reads (:func:`depth_sweep`, :func:`of_cublas`, :func:`best_by_width`,
+:func:`best_tflops_by_width`, :func:`trace_of`) — shared
 by the suite's tables, the figures and the notebooks (05 §5, 05b §4)."""
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def of_cublas(results: dict, size: int, dtypes=("float16", "bfloat16")) -> dict:
             for dt in dtypes}
 
 
-def best_tflops_by_width(results: dict, dtype: str = "float16", size: int = 4096, widths=(128, 256)) -> dict:
+def best_tflops_by_width(results: dict, dtype: str = "float16", size: int = 4096,
+                         widths=(128, 256)) -> dict:
     """{BN: the depth sweep's best 128×BN row's TFLOP/s} for ``dtype`` at ``size``³."""
     rows = [r for r in results["sweep"] if r["kernel"] == "pipeline" and (r["dtype"], r["size"]) == (dtype, size)]
     return {bn: max(r["tflops"] for r in rows if r["tile"].startswith(f"128x{bn}x")) for bn in widths}
