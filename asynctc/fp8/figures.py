@@ -58,9 +58,9 @@ def plot_bits_kept(big_exp: int = 10, small_exp: int = -4, frac_bits: int = FRAC
                    fp32_bits: int = 23):
     """Deep dive 07b §4's diagram of swamping (chapter 07 §5's failure): a row of binary places
     from 2^(``big_exp`` + 1) down, the running sum's leading 1 at 2^``big_exp``, a product's at
-    2^``small_exp``, and the places each adder keeps below the largest exponent — the FP8 wgmma accumulator's ``frac_bits`` (the
-    model's 13, :func:`asynctc.models.fp8.tc_dot`) and fp32's ``fp32_bits`` (23). Draws the
-    arithmetic only (no record). Returns the figure."""
+    2^``small_exp``, and the places each adder keeps below the largest exponent — the FP8 wgmma
+    accumulator's ``frac_bits`` (the model's 13, :func:`asynctc.models.fp8.tc_dot`) and fp32's
+    ``fp32_bits`` (23). Draws the arithmetic only (no record). Returns the figure."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     lo = big_exp - fp32_bits - 1
