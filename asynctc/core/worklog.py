@@ -175,7 +175,7 @@ def entry(chapter: str) -> str:
         prev, now = _main(all_steps, order[order.index(chapter) - 1]), _main(all_steps, chapter)
         gain = now.of_cublas / prev.of_cublas
         require(gain > 1, f"chapter {chapter}'s change gained", were=prev.of_cublas, now=now.of_cublas)
-        were, measured = _were(prev), f"{_fmt(now)}, {gain:.2f}× {prev.chapter}'s fraction"
+        were, measured = _were(prev), f"{_fmt(now)}, {gain:.2f}× chapter {prev.chapter}'s share of cuBLAS"
     parts = [("we were at", were), ("we suspected", suspect), ("we changed", change),
              ("we measured", measured), ("next", nxt)]
     lines = [textwrap.fill(t, 100, initial_indent=f"  {k:<14}", subsequent_indent=" " * 16) for k, t in parts]

@@ -19,7 +19,7 @@ def _ch01_smem(bm: int, bn: int, bk: int) -> int:
 @_ex.diagnosis("ch01.smem_bytes")
 def _ch01_smem_hint(answer, expected, bm: int, bn: int, bk: int) -> str | None:
     a, b = bm * bk * 2, bk * bn * 2
-    return _ex.known_mistake(answer, expected, [
+    known = _ex.known_mistake(answer, expected, [
         (a, f"that is the A tile alone (bm×bk = {bm}×{bk}); one stage holds an A tile and a B tile."),
         (b, f"that is the B tile alone (bk×bn = {bk}×{bn}); one stage holds an A tile and a B tile."),
         (bm * bk + bk * bn, "you counted elements, not bytes: fp16 is 2 bytes per element."),
@@ -32,6 +32,13 @@ def _ch01_smem_hint(answer, expected, bm: int, bn: int, bk: int) -> str | None:
         (2 * b, "you counted the B tile twice; A is bm×bk, not bk×bn."),
         ((a + b) * 8, "that is bits; the question asks for bytes."),
     ])
+    if known or not isinstance(answer, (int, float)):
+        return known
+    generic = _ex.generic_hint(answer, expected)
+    if generic not in ("too large.", "too small."):
+        return generic                                    # off by a simple factor: it says which
+    return (f"{generic} Recount the three parts on their own: A's tile is bm×bk = {bm}×{bk} elements, "
+            f"B's bk×bn = {bk}×{bn}, and each fp16 element is 2 bytes; nothing else is in a stage.")
 
 
 @_ex.exercise("ch01.hmma_per_ktile", "How many mma.sync.m16n8k16 (HMMA) instructions does one warp issue per "
@@ -56,9 +63,10 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
         (mt * nt * bk, "each mma.sync consumes 16 of K, so a k-tile takes bk/16 steps, not bk."),
         (wm * wn * bk, "that counts multiply-adds; one mma.sync does 16×8×16 of them."),
         (2 * wm * wn * bk, "that counts FLOP; one mma.sync does 2·16·8·16 of them."),
-        (_ch01_hmma(d.wm, d.wn, d.bk), f"that is section 2's count for the default tile ({d.wm}×{d.wn} "
-                                       f"warp tile, k-tile {d.bk}); redo it for a {wm}×{wn} warp tile "
-                                       f"and a k-tile {bk} deep."),
+        (_ch01_hmma(d.wm, d.wn, d.bk), f"that is also section 2's count for the default tile ({d.wm}×{d.wn} "
+                                       f"warp tile, k-tile {d.bk}); if you reused it, redo it for a "
+                                       f"{wm}×{wn} warp tile and a k-tile {bk} deep; if not, recount "
+                                       f"the three factors: M/16, N/8 and K/16."),
     ]
     if bm and bn:
         warps = (bm // wm) * (bn // wn)

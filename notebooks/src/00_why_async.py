@@ -87,7 +87,8 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 # %% [markdown]
 # Every record times cuBLAS again in its own run, so its 4096³ fp16 figure differs by a few percent
 # between chapters. Every ratio in the course divides by its own run's cuBLAS; chapter 10 §1 says
-# why runs differ.
+# why runs differ. The peak moves the same way: each record's uses the SM clock measured in its
+# own run ([00b §2](00b_clock_kinds.ipynb) lists every record's).
 
 # %% output varies
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}

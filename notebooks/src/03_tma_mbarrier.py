@@ -18,10 +18,19 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps: which order?
 #
+# The driver answers a bad tensor map with a bare `CUDA_ERROR_INVALID_VALUE`; `tma.validate`
+# checks every field first and names the one that is wrong.
+#
 # 1. `tma.validate` takes `shape` and `box` rows first: `box=(128, 64)` is 128 rows × 64 columns.
 # 2. The copy names the column first: (c0, c1) = (column, row).
 #
-# A box drawn past the tensor's edges: [03b §1](03b_tma_boxes.ipynb).
+# Rows past the edge (orange) arrive as zeros; their bytes still count. More edges:
+# [03b §1](03b_tma_boxes.ipynb).
+
+# %% output varies
+spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
+                    box=(128, 64), swizzle=128)               # box: (rows, columns)
+fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, c1) = (column, row)
 
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
@@ -45,11 +54,15 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 #    (the **tx-count**), and starts the copy. Bytes landing lower it.
 # 3. At zero arrivals and zero bytes, the barrier's *phase* completes; the next opens.
 # 4. Readers wait on its [*phase parity*](../docs/glossary.md#phase-parity), the phase number
-#    mod 2: a wait on parity P passes unless the open phase has parity P
-#    ([03b §5](03b_tma_boxes.ipynb): why).
+#    mod 2: a wait on parity P passes unless the open phase has parity P.
+#
+# Why numbered phases: one barrier serves every fill, so a "ready" flag would still be set from the
+# last one. Why mod 2 is enough: a waiter wants the open phase or the one before, never older
+# ([03b §5](03b_tma_boxes.ipynb)).
 #
 # Below, steps 2–4 in `kernels/tma.cu` (whole, with PTX: [03b §3](03b_tma_boxes.ipynb)), then the GPU: would
-# a wait on parity 0 or 1 pass? ✓: as the PTX ISA says; step 6: the wait is bounded.
+# a wait on parity 0 or 1 pass? A ✓ marks what the PTX ISA's rule predicts. Step 6 waits for a
+# phase that never completes, on purpose: the wait gives up after a bound instead of hanging.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))

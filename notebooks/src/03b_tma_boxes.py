@@ -27,7 +27,7 @@ rec = records.load_or_measure("tma_copy", tma.measure_tma_copy)
 # %% [markdown]
 # ## 1. Boxes past the edge
 #
-# **A box over its tensor** (moved from chapter 03 §1). `tma.validate` takes `shape` and `box` rows
+# **A box over its tensor**, chapter 03 §1's, to play with. `tma.validate` takes `shape` and `box` rows
 # first; the copy names the column first, (c0, c1). Rows past the edge (orange) arrive as zeros, and
 # their bytes still count. Try `at=(4000, 1000)`: which columns turn orange?
 

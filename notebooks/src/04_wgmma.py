@@ -87,7 +87,10 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # %% [markdown]
 # ## 4. What TMA writes is what the descriptor reads
 #
-# Checked for every element, major and swizzle in [04b §5](04b_wgmma_anatomy.ipynb).
+# TMA writes a box with chapter 03's swizzle; wgmma reads it through a descriptor with the same
+# swizzle mode and §2's strides. Nothing converts between them, so the two must describe the same
+# bytes: a tile loaded with 128B swizzle needs a descriptor that says 128B. The course's model
+# checks this for every element, both majors and every swizzle ([04b §5](04b_wgmma_anatomy.ipynb)).
 
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
@@ -151,9 +154,11 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # goal is 0.90 of it.
 #
 # **A model first.** A wgmma is N/2 clocks of math. SS also reads A and B from shared memory,
-# 16 + N/4 clocks: the pace below N = 64. RS reads only B: the full rate at every N.
+# 16 + N/4 clocks: the pace below N = 64. RS reads only B, so shared memory never sets its pace;
+# a fixed cost per wgmma, which this model leaves out, may.
 #
-# **Predict:** at N = 8, what fraction of the peak do SS and RS reach?
+# **Predict:** at N = 8, what fraction of the peak do SS and RS reach? (The grey crosses are a
+# published H800 measurement of SS, Luo et al., scaled to an H200 SM and clock.)
 
 # %% output answers a prediction
 fig = wgmma_peak.plot_throughput(rec)

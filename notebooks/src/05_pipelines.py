@@ -38,8 +38,8 @@ notebook.banner("sm_90a")
 # A wait that asks only "is this barrier complete?" passes at once on a stage's second fill
 # ([05c §5](05c_pipeline_variants.ipynb) runs it). **Phase parity** fixes that: fill f completes
 # phase f; a wait for fill f names **f mod 2**, one for the phase before **(f + 1) mod 2**.
-# The consumer waits with `pos.phase`. `rp` is the phase parity the consumer waits on (03 §3);
-# the producer's refill, the next fill, reuses it.
+# Exercise 2's code calls the consumer's phase parity for k-tile r `rp` (the ring model calls
+# it `pos.phase`); the producer's refill, the stage's next fill, starts from it.
 #
 # One panel per moment: which phase parity does each wait name?
 
@@ -140,8 +140,10 @@ waits = pl.show_trace_waits(res, trace, ring)   # notebook.how(pl.show_trace_wai
 # **The model** never waits on full from k-tile 4 on; **the trace** waits at every k-tile.
 # Untraced, a k-tile still takes about 1.2× as long as in the model.
 #
-# **So:** past S = 3 depth no longer sets the speed: all SMs load from one shared L2, which cannot
-# keep up. Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 cap to this gap.
+# **So:** past S = 3 depth no longer sets the speed: the loads arrive later than the model, which
+# gives each load a fixed latency, assumes. The likely cause is supply: every SM loads from one
+# shared L2. Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits a cap on L2's bandwidth to
+# this gap on four runs and tests it on ten it never saw.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU).

@@ -140,8 +140,12 @@ print(ordering.drop_report(program, DROP))
 # %% [markdown]
 # **Play** (ungraded, no GPU). Run `print(D.pipeline_diagnosis(name).text)` with `name` =
 # `"arrive_count_too_big"`, then `"missing_empty_wait"`: the first hangs, the second finishes.
-# Is the second correct? `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the
-# model's.
+# Is the second correct? Add `consumers=2` to the call. <details><summary>Answer</summary>Only
+# for one consumer warpgroup: the producer is in it, so its own `wgmma.wait_group` orders its
+# reads before the refill. With `consumers=2` the model finds a race: nothing orders the second
+# warpgroup's reads before the TMA overwrites the stage.</details>
+# `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the model's (its names are
+# the zoo's: `sorted(F.zoo.BY_KEY)`).
 #
 # On a GPU: `python -m asynctc record pitfalls --no-save` reruns every variant: compare its
 # `BUG= 3 arrive_count` line with the model's diagnosis.

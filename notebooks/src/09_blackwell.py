@@ -33,8 +33,9 @@ notebook.banner("sm_100a", measured=False)
 # 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which moves registers between warpgroups,
 #    gives each consumer thread a budget of 232.
 # 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
-# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD`: ptxas asked 154 for
-#    chapter 05's kernel, 128 accumulators per thread, NVRTC 13.0).
+# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD`, fixed once: ptxas asked
+#    154 for chapter 05's kernel, 128 accumulators per thread, under NVRTC 13.0; the cell below
+#    compiles chapter 06's builds with today's NVRTC).
 #
 # **So:** a consumer needs about 154 of its 232. The next step is a second accumulator (one
 # tile's [epilogue](../docs/glossary.md#epilogue), the code that writes C out, runs while the MMAs
@@ -83,8 +84,9 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
-# The 64-bit layout: PTX ISA §9.7.16.4.1. The canonical layouts are chapter 04's, so a tile gets
-# the same start, LBO, SBO and swizzle bits as for wgmma. Two things differ:
+# The 64-bit layout: PTX ISA §9.7.16.4.1. The tile layouts are chapter 04's (core matrices, LBO,
+# SBO, swizzle), so a tile gets the same start, LBO, SBO and swizzle bits as for wgmma. Two things
+# differ:
 #
 # * the swizzle field starts one bit lower, so the same bits read as different codes;
 # * a version bit (bit 46) is set.

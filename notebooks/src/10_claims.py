@@ -120,7 +120,7 @@ assert lesson.runs_set_the_bound(pairs)
 # more easily and says less.
 #
 # Here "0.99 of cuBLAS" holds, and so does "0.98": both readings meet the interval, so two
-# decimals cannot tell them apart (the lever below shows what three can). "Beats cuBLAS at 4096³"
+# decimals cannot tell them apart (the `VALUE`/`DIGITS` cell below shows what three can). "Beats cuBLAS at 4096³"
 # does not hold.
 #
 # Paired across runs, the same times read from 0.970, well below the bound's low end, to 1.005,
