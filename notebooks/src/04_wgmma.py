@@ -8,7 +8,7 @@
 # [wgmma](../docs/glossary.md#wgmma), an asynchronous matrix multiply, and moves on. The Tensor
 # Cores fetch its operands from shared memory. A
 # [*matrix descriptor*](../docs/glossary.md#matrix-descriptor) tells them the layout TMA wrote. A
-# wrong one reads wrong bytes, with no error. Deep dive: [04b](04b_wgmma_anatomy.ipynb).
+# wrong one reads wrong bytes, silently. Deep dive: [04b](04b_wgmma_anatomy.ipynb).
 
 # %% output varies
 from asynctc.models import descriptors
@@ -27,8 +27,8 @@ notebook.banner("sm_90a")
 # * **A** comes from shared memory ("SS") or registers ("RS").
 # * **D** lives in registers (§6).
 #
-# Three instructions frame it: `wgmma.fence` goes first, `wgmma.commit_group` closes a batch, and
-# `wgmma.wait_group N` waits until at most N are in flight.
+# `wgmma.fence` goes first, `wgmma.commit_group` closes a batch, and `wgmma.wait_group N` waits
+# until at most N are in flight.
 
 # %% [markdown]
 # ## 2. Why a descriptor, and its fields
@@ -50,7 +50,7 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 # * [LBO](../docs/glossary.md#lbo): to the next core matrix along K.
 #
 # With 128-byte swizzle, 8 rows of 128 bytes make one pattern, so SBO is 1024 bytes. A k16 step
-# stays inside a row, so LBO is unused. Drawn and broken field by field:
+# stays inside a row, so LBO is unused. Drawn and broken:
 # [04b §5, §3](04b_wgmma_anatomy.ipynb).
 
 # %%
@@ -88,7 +88,7 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # %% [markdown]
 # ## 4. What TMA writes is what the descriptor reads
 #
-# Nothing converts between TMA and wgmma, so both must describe the same bytes. A tile that TMA
+# Nothing converts between TMA and wgmma, so both must describe the same bytes. A tile TMA
 # loaded with 128B swizzle needs a descriptor that says 128B, with §2's strides. The course's model
 # checks this for every element, both majors and every swizzle ([04b §5](04b_wgmma_anatomy.ipynb)).
 
@@ -103,7 +103,7 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
                              end=r"^  wgmma_wait_group<0>\(\);$",
                              ptx=("wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
-ck = wgmma.compile_tile(wgmma.TileConfig("float16", 64))             # K-major A and B, 128-byte swizzle
+ck = wgmma.compile_tile(wgmma.TileConfig("float16", 64))
 display(notebook.show_ptx(ck))
 print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
 
@@ -125,7 +125,7 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 #
 # 1. warp w holds rows 16w to 16w + 15;
 # 2. of those, lane 4g + t holds rows g and g + 8, columns 2t and 2t + 1 of each 8-column block;
-# 3. in register i, i // 4 is the block, bit 1 picks the row, bit 0 the column.
+# 3. in register i, i // 4 is the block, bit 1 the row, bit 0 the column.
 #
 # Below, N = 16: thread 37's registers, boxed.
 
