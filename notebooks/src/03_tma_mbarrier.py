@@ -5,8 +5,8 @@
 #
 # **In plain words.** The [Tensor Memory Accelerator (TMA)](../docs/glossary.md#tma) is a copy
 # engine beside each SM. A [*tensor map*](../docs/glossary.md#tensor-map) describes a global tensor
-# to it; one thread asks for a tile, a [*box*](../docs/glossary.md#box). An
-# [*mbarrier*](../docs/glossary.md#mbarrier), a barrier in shared memory, counts the bytes in.
+# to it. One thread asks for a tile, a [*box*](../docs/glossary.md#box). An
+# [*mbarrier*](../docs/glossary.md#mbarrier) is a barrier in shared memory that counts the bytes in.
 # Deep dive: [03b](03b_tma_boxes.ipynb).
 
 # %% output varies
@@ -18,28 +18,28 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps: which order?
 #
-# The driver answers a bad tensor map with a bare `CUDA_ERROR_INVALID_VALUE`; `tma.validate`
-# checks every field first and names the one that is wrong.
+# A tensor map and a copy use opposite orders:
 #
 # 1. `tma.validate` takes `shape` and `box` rows first: `box=(128, 64)` is 128 rows × 64 columns.
 # 2. The copy names the column first: (c0, c1) = (column, row).
 #
-# Rows past the edge (orange) arrive as zeros; their bytes still count. More edges:
-# [03b §1](03b_tma_boxes.ipynb).
+# The driver rejects a bad map with a bare `CUDA_ERROR_INVALID_VALUE`; `tma.validate` names the
+# wrong field. Rows past the edge (orange) arrive as zeros; their bytes still count. More
+# edges: [03b §1](03b_tma_boxes.ipynb).
 
 # %% output varies
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
-                    box=(128, 64), swizzle=128)               # box: (rows, columns)
-fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))   # (c0, c1) = (column, row)
+                    box=(128, 64), swizzle=128)
+fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))
 
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
 #
-# Two lanes reading different words of one bank wait: a
-# [bank conflict](../docs/glossary.md#bank-conflict). `ldmatrix` reads one 16-byte chunk from each
-# of 8 rows. Below, 8 rows of a box, each chunk coloured by its 4 banks. Unswizzled, a column is one
+# Swizzle spreads a column over all 32 banks. Lanes reading different words of one bank wait: a
+# [bank conflict](../docs/glossary.md#bank-conflict). `ldmatrix` reads a 16-byte chunk from each
+# of 8 rows. Below, each chunk is coloured by its 4 banks. Unswizzled, a column is one
 # colour: 8-way. **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row
-# index mod 8: 8 colours, no conflict.
+# index mod 8.
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 128))
@@ -47,22 +47,22 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 # %% [markdown]
 # ## 3. The mbarrier life cycle
 #
-# No thread carries TMA's bytes: `__syncthreads` cannot wait for them. One fill:
+# No thread carries TMA's bytes, so `__syncthreads` cannot wait for them; an mbarrier can. One fill:
 #
 # 1. `init`: the barrier expects one arrival.
-# 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx), the bytes to come
-#    (the **tx-count**), and starts the copy. Bytes landing lower it.
-# 3. At zero arrivals and zero bytes, the barrier's *phase* completes; the next opens.
-# 4. Readers wait on its [*phase parity*](../docs/glossary.md#phase-parity), the phase number
-#    mod 2: a wait on parity P passes unless the open phase has parity P.
+# 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the bytes to come, the
+#    **tx-count**. It starts the copy; landing bytes lower it.
+# 3. At zero arrivals and zero bytes, the barrier's *phase* completes and the next opens.
+# 4. Readers wait on the [*phase parity*](../docs/glossary.md#phase-parity), the phase number
+#    mod 2. A wait on parity P passes unless the open phase has parity P.
 #
-# Why numbered phases: one barrier serves every fill, so a "ready" flag would still be set from the
-# last one. Why mod 2 is enough: a waiter wants the open phase or the one before, never older
+# Phases are numbered because one barrier serves every fill: a "ready" flag would still be set
+# from the last. Mod 2 is enough: a waiter wants the open phase or the one before
 # ([03b §5](03b_tma_boxes.ipynb)).
 #
-# Below, steps 2–4 in `kernels/tma.cu` (whole, with PTX: [03b §3](03b_tma_boxes.ipynb)), then the GPU: would
-# a wait on parity 0 or 1 pass? A ✓ marks what the PTX ISA's rule predicts. Step 6 waits for a
-# phase that never completes, on purpose: the wait gives up after a bound instead of hanging.
+# Below, steps 2–4 in `kernels/tma.cu`, then the GPU: would a wait on parity 0 or 1 pass? A ✓ marks
+# what the PTX ISA's rule predicts. Step 6 waits on purpose for a phase that never completes.
+# Whole kernel: [03b §3](03b_tma_boxes.ipynb).
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))
@@ -71,11 +71,11 @@ tma.checks.show_lifecycle(crec)
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]
-# The fence orders threads' writes before TMA's [*async proxy*](../docs/glossary.md#proxy) path
-# ([03b §4](03b_tma_boxes.ipynb)).
+# The fence orders the threads' shared-memory writes before TMA's accesses, which take the
+# [*async proxy*](../docs/glossary.md#proxy) path ([03b §4](03b_tma_boxes.ipynb)).
 #
-# **Parity, fill by fill.** From chapter 05, a stage has barriers *full* (bytes landed) and
-# *empty* (readers done). Fill f completes phase f of each:
+# **Parity, fill by fill.** From chapter 05, a stage has two barriers: *full*, for bytes landed, and
+# *empty*, for readers done. Fill f completes phase f of each:
 #
 # | fill f | consumer waits on full with | producer, before fill f, waits on empty with |
 # |---:|---:|---:|
@@ -83,29 +83,30 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # | 1 | 1 | 0 |
 # | f | f mod 2 | (f + 1) mod 2 |
 #
-# Later code names the columns: 05's `pos.phase` and `rp`, 06's `phase` and `phase ^ 1`.
+# In code: `pos.phase` and `rp` in 05, `phase` and `phase ^ 1` in 06.
 
 # %% [markdown]
-# **Play** (ungraded): in §2, `swizzles=(64,)`: colours in column 0?
+# **Play** (ungraded): in §2, try `swizzles=(64,)`: colours in column 0?
 # **On a GPU:** `python -m asynctc record tma_checks --no-save` re-measures the life cycle above.
 
 # %% [markdown]
 # ## Exercises
 #
-# **Worked, a smaller box:** 64 rows × 32 fp16, k-tile 3, rows from 192: `tma_load_2d(dst, map,
-# bar, 96, 192)`, 4096 bytes; a second box goes at `dst + 4096`.
+# **Worked: a smaller box.** 64 rows × 32 fp16, k-tile 3, rows from 192:
+# `tma_load_2d(dst, map, bar, 96, 192)`, column 3·32 first. 4096 bytes: the next box goes at
+# `dst + 4096`.
 #
-# **1. Fill one stage** with k-tile `kt`: A's `BM`×`BK` box of map `ta` (rows from `m0`), then
-# B's `BN`×`BK` box of `tb` (B stored N×K, rows from `n0`). fp16, `BM` = `BN` = 128, `BK` = 64.
-# Write `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)`; one barrier, `full_bar`, covers both.
-# `stage` and `full_bar` are shared-memory byte addresses; B's box follows A's.
+# **1. Fill one stage.** Write `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` for k-tile `kt`.
+# It loads A's `BM`×`BK` box of map `ta` from row `m0`, then B's `BN`×`BK` box of `tb` from row
+# `n0` (B is stored N×K). fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`, covers
+# both. `stage` and `full_bar` are shared-memory byte addresses; B follows A.
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""
 ok = exercises.check("ch03.stage_fill", lines)
 
 # %% [markdown]
-# **2. Write the 128-byte swizzle** `swizzle_128b(offset)`: where TMA puts byte `offset` of a box
+# **2. Write the 128-byte swizzle.** `swizzle_128b(offset)`: where TMA puts byte `offset` of a box
 # with 128-byte rows in a 1024-byte aligned buffer (§2's rule). Use `def`: later chapters run it.
 
 # %%

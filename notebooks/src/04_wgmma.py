@@ -4,11 +4,11 @@
 # **Learning goal.** Issue Hopper's asynchronous Tensor Core instruction, describe its operands
 # correctly, and measure it against the [peak](../docs/glossary.md#peak).
 #
-# **In plain words.** A [warpgroup](../docs/glossary.md#warpgroup) (four warps) issues one
+# **In plain words.** A [warpgroup](../docs/glossary.md#warpgroup) is four warps. It issues one
 # [wgmma](../docs/glossary.md#wgmma), an asynchronous matrix multiply, and moves on. The Tensor
-# Cores fetch its operands from shared memory; a
-# [*matrix descriptor*](../docs/glossary.md#matrix-descriptor) tells them the layout TMA wrote.
-# Told wrong, they read wrong bytes, with no error. Deep dive: [04b](04b_wgmma_anatomy.ipynb).
+# Cores fetch its operands from shared memory. A
+# [*matrix descriptor*](../docs/glossary.md#matrix-descriptor) tells them the layout TMA wrote. A
+# wrong one reads wrong bytes, silently. Deep dive: [04b](04b_wgmma_anatomy.ipynb).
 
 # %% output varies
 from asynctc.models import descriptors
@@ -20,22 +20,22 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. The operands of one `wgmma`
 #
-# `wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16` (PTX ISA §9.7.15.5.2) computes
-# D(64×N) = A(64×16)·B(16×N) + D, for N a multiple of 8 up to 256.
+# One wgmma computes D(64×N) = A(64×16)·B(16×N) + D, for N a multiple of 8 up to 256. In PTX:
+# `wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16` (PTX ISA §9.7.15.5.2).
 #
 # * **B** always comes from shared memory, through a 64-bit *descriptor*.
 # * **A** comes from shared memory ("SS") or registers ("RS").
 # * **D** lives in registers (§6).
 #
-# Asynchronous: `wgmma.fence` before, `wgmma.commit_group` closes a batch, `wgmma.wait_group N`
-# leaves at most N in flight.
+# `wgmma.fence` goes first, `wgmma.commit_group` closes a batch, and `wgmma.wait_group N` waits
+# until at most N are in flight.
 
 # %% [markdown]
 # ## 2. Why a descriptor, and its fields
 #
-# Below, A (64×64 fp16, [K-major](../docs/glossary.md#k-major): K contiguous in memory) was
-# written with 128-byte swizzle. Three descriptors read it: the right one, one with too narrow a
-# swizzle, one with half the stride. Where wgmma wants A[m][0], what does it get?
+# Below, three descriptors read one A: the right one, one with too narrow a swizzle, one with half
+# the stride. A is 64×64 fp16, [K-major](../docs/glossary.md#k-major) (K contiguous in memory),
+# written with 128-byte swizzle. Where wgmma wants A[m][0], what does it get?
 
 # %%
 print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
@@ -49,19 +49,20 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 # * [SBO](../docs/glossary.md#sbo): to the next 8 rows.
 # * [LBO](../docs/glossary.md#lbo): to the next core matrix along K.
 #
-# With 128-byte swizzle, 8 rows of 128 bytes make one pattern: SBO is 1024 bytes. A k16 step stays
-# inside a row: LBO is unused. Drawn, and broken field by field: [04b §5, §3](04b_wgmma_anatomy.ipynb).
+# With 128-byte swizzle, 8 rows of 128 bytes make one pattern, so SBO is 1024 bytes. A k16 step
+# stays inside a row, so LBO is unused. Drawn and broken:
+# [04b §5, §3](04b_wgmma_anatomy.ipynb).
 
 # %%
 tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
-d0 = tile.descriptor(step=0, base_address=0x2000)     # every later chapter uses this tile
+d0 = tile.descriptor(step=0, base_address=0x2000)     # later chapters use this tile
 print(d0.table())
 
 # %% [markdown]
 # ## 3. The k-step
 #
-# **Worked: the K-major k-step.** A 64-wide k-tile is four k16 steps, one descriptor each; only
-# the start address moves. Step s starts 16·s elements along each row: 32 bytes per step. The
+# **Worked: the K-major k-step.** A 64-wide k-tile is four k16 steps, one descriptor each. Only
+# the start address moves. Step s starts 16·s elements along each row, 32 bytes per step. The
 # `start_address` field counts 16-byte units: +2 per step.
 
 # %%
@@ -70,12 +71,12 @@ for s in range(4):                     # §2's tile
     print(f"s = {s}: +{moved:2d} bytes, start_address field +{moved // 16}")
 
 # %% [markdown]
-# An [MN-major](../docs/glossary.md#mn-major) tile, M or N contiguous, stores B as K×N: B[k][n]
-# sits at byte k·128 + n·2 before the swizzle, so k16 step s starts at row 16s.
+# An [MN-major](../docs/glossary.md#mn-major) tile has M or N contiguous. It stores B as K×N:
+# B[k][n] sits at byte k·128 + n·2 before the swizzle. So k16 step s starts at row 16s.
 #
-# **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: step s's descriptor
-# (an int) from step 0's, `major` "K" (the lines above) or "MN" (its bytes per step, worked the
-# same way). The check reads bytes through your descriptors.
+# **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`. It returns step s's
+# descriptor, an int, from step 0's. `major` is "K", as worked above, or "MN",
+# worked the same way. The check reads bytes through your descriptors.
 
 # %%
 def kstep_desc(desc0, s, major):
@@ -87,30 +88,34 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # %% [markdown]
 # ## 4. What TMA writes is what the descriptor reads
 #
-# TMA writes a box with chapter 03's swizzle; wgmma reads it through a descriptor with the same
-# swizzle mode and §2's strides. Nothing converts between them, so the two must describe the same
-# bytes: a tile loaded with 128B swizzle needs a descriptor that says 128B. The course's model
+# Nothing converts between TMA and wgmma, so both must describe the same bytes. A tile TMA
+# loaded with 128B swizzle needs a descriptor that says 128B, with §2's strides. The course's model
 # checks this for every element, both majors and every swizzle ([04b §5](04b_wgmma_anatomy.ipynb)).
 
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# `kernels/wgmma.cu` stores the operands in §2's layout, fences them for the
-# [async proxy](../docs/glossary.md#proxy), then runs K/16 wgmmas. Loop, PTX and
-# SASS, N = 64:
+# `kernels/wgmma.cu` stores the operands in §2's layout. It fences them for the
+# [async proxy](../docs/glossary.md#proxy), then runs K/16 wgmmas. Below, its loop, PTX and SASS
+# for N = 64.
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
                              end=r"^  wgmma_wait_group<0>\(\);$",
                              ptx=("wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
-ck = wgmma.compile_tile(wgmma.TileConfig("float16", 64))             # K-major A and B, 128-byte swizzle
+ck = wgmma.compile_tile(wgmma.TileConfig("float16", 64))
 display(notebook.show_ptx(ck))
 print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
 
 # %% [markdown]
-# The first `wgmma.mma_async`: in braces D, N/2 = 32 fp32 registers; the A and B
-# descriptors; `p`, scale-d (0: overwrite D, 1: add); `1, 1` no negation; `0, 0` K-major. In the
-# SASS, `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `DEPBAR.LE gsb0` the wait.
+# The first `wgmma.mma_async`'s operands:
+#
+# * in braces, D: N/2 = 32 fp32 registers;
+# * the A and B descriptors;
+# * `p`, scale-d: 0 overwrites D, 1 adds;
+# * `1, 1`: no negation; `0, 0`: K-major.
+#
+# In the SASS, `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `DEPBAR.LE gsb0` the wait.
 
 # %% [markdown]
 # ## 6. Where the accumulator lives
@@ -119,7 +124,7 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # With warp w, g = lane // 4 and t = lane % 4:
 #
 # 1. warp w holds rows 16w to 16w + 15;
-# 2. lane 4g + t holds rows g and g + 8 of them, columns 2t and 2t + 1 of each 8-column block;
+# 2. of those, lane 4g + t holds rows g and g + 8, columns 2t and 2t + 1 of each 8-column block;
 # 3. in register i, i // 4 is the block, bit 1 the row, bit 0 the column.
 #
 # Below, N = 16: thread 37's registers, boxed.
@@ -138,7 +143,7 @@ ok = exercises.check("ch04.acc_owner", answer, r=27, c=12)
 # %% [markdown]
 # ## 7. Correct for every combination
 #
-# Every combination against float64, each element within its
+# Every combination runs against float64. Each element must lie within its
 # [elementwise bound](../docs/glossary.md#elementwise-bound), the rounding error allowed.
 
 # %% output varies
@@ -153,12 +158,12 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # [peak](../docs/glossary.md#peak) is SMs × 4096 FLOP/clk × the SM clock measured in flight. Our
 # goal is 0.90 of it.
 #
-# **A model first.** A wgmma is N/2 clocks of math. SS also reads A and B from shared memory,
-# 16 + N/4 clocks: the pace below N = 64. RS reads only B, so shared memory never sets its pace;
-# a fixed cost per wgmma, which this model leaves out, may.
+# **A model first.** A wgmma is N/2 clocks of math. SS also reads A and B from shared memory in
+# 16 + N/4 clocks, which sets its pace below N = 64. RS reads only B, so shared memory never sets
+# its pace. A fixed cost per wgmma may; this model leaves it out.
 #
-# **Predict:** at N = 8, what fraction of the peak do SS and RS reach? (The grey crosses are a
-# published H800 measurement of SS, Luo et al., scaled to an H200 SM and clock.)
+# **Predict:** at N = 8, what fraction of the peak do SS and RS reach? The grey crosses are a
+# published H800 measurement of SS (Luo et al.), scaled to an H200 SM and clock.
 
 # %% output answers a prediction
 fig = wgmma_peak.plot_throughput(rec)
@@ -167,13 +172,13 @@ notebook.require(min(fpc) > 0.975 * 4096, "from N = 64 on, both run at the full 
 notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared memory limits SS, a fixed cost RS")
 
 # %% [markdown]
-# **So:** from N = 64 on, SS and RS both run at the full rate. Below it, shared
-# memory limits SS and a fixed cost limits RS. More: [04b §6](04b_wgmma_anatomy.ipynb) (the peak
-# derived, SS against RS), [04b §4](04b_wgmma_anatomy.ipynb) (the fixed cost).
+# **So:** from N = 64 on, SS and RS both run at the full rate. Below it, shared memory limits SS
+# and a fixed cost limits RS. More: [04b §6](04b_wgmma_anatomy.ipynb) for the
+# peak and SS against RS, [04b §4](04b_wgmma_anatomy.ipynb) for the fixed cost.
 # %% [markdown]
-# **Play** (ungraded): `print(wgmma.design(8, "registers"))`: the model's clocks beside the
-# record's; try N = 64, then `"smem"`.
-# **On a GPU:** `python -m asynctc record wgmma --no-save` re-measures it: compare its N = 8 RS
+# **Play** (ungraded): `print(wgmma.design(8, "registers"))` prints the model's clocks beside the
+# record's. Try N = 64, then `"smem"`.
+# **On a GPU:** `python -m asynctc record wgmma --no-save` re-measures it. Compare its N = 8 RS
 # TFLOP/s with `design`'s "record:".
 
 # %% [markdown]
