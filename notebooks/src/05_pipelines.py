@@ -51,8 +51,8 @@ plt.show()
 # then waits with `wgmma.wait_group`. With S = 6 and **one** consumer warpgroup, should that wait
 # leave 0 or 1 group pending?
 #
-# **Try it:** print `mp.simulate(6, 0, 1, 32).math_fraction`, then change the 0 to 1. Arguments:
-# stages, pending groups, consumers, k-tiles. It returns the share of time a wgmma is in flight.
+# **Try it:** print `mp.simulate(6, 0, 1, 32).math_fraction`, then change 0 to 1. Arguments:
+# stages, pending, consumers, k-tiles. It returns the share of time a wgmma is in flight.
 
 # %%
 answer = ...
@@ -130,8 +130,8 @@ goals = pl.show_goals(res)   # notebook.how(pl.show_goals) prints its code
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# The trace of CTA 0 (128×256, S = 4) sits above the ring model. Where do its red waits on full
-# stop?
+# The trace of CTA 0 (128×256, S = 4) sits above the ring model. Where do the red bars (waits on
+# full) stop?
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -151,8 +151,7 @@ notebook.require(1.10 < gpu / model < 1.35, "untraced, a k-tile still takes abou
 # Untraced, a k-tile still takes about 1.2× as long as in the model.
 #
 # **So:** past S = 3, depth no longer sets the speed. The loads arrive later than the model's fixed
-# load latency. The likely cause is supply: every SM loads from one
-# shared L2. Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four
+# load latency. The likely cause is supply: every SM loads from one shared L2. Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four
 # runs and tests it on ten others.
 
 # %% [markdown]
