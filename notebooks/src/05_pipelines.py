@@ -1,12 +1,12 @@
 # %% [markdown]
 # # 05 — Asynchronous pipelines: TMA, mbarriers and wgmma, overlapped
 #
-# **In plain words.** Shared memory becomes a ring of slots: one thread fills free slots with A and
-# B while the Tensor Cores multiply those already filled.
+# **In plain words.** Shared memory becomes a ring of slots. One thread fills free slots with A and
+# B while the Tensor Cores multiply the filled ones.
 #
-# **Learning goal.** Build that GEMM; see why its ring needs
-# [phase parity](../docs/glossary.md#phase-parity), the low bit naming which barrier phase a wait means;
-# say why depth stops paying.
+# **Learning goal.** Build that GEMM. See why its ring needs
+# [phase parity](../docs/glossary.md#phase-parity): the low bit naming which barrier phase a wait
+# means. Say why depth stops paying.
 #
 # Deep dives: [05b](05b_pipeline_timeline.ipynb), [05c](05c_pipeline_variants.ipynb).
 
@@ -22,7 +22,7 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. The ring, drawn
 #
-# The [producer](../docs/glossary.md#producer) (thread 0) issues the loads; the
+# The [producer](../docs/glossary.md#producer), thread 0, issues the loads. The
 # [consumers](../docs/glossary.md#consumer), warpgroups, compute. Each stage has two mbarriers:
 #
 # | barrier | arrivals per phase | completes when | who waits |
@@ -30,16 +30,15 @@ notebook.banner("sm_90a")
 # | **full[s]** | 1 (`arrive.expect_tx(stage bytes)`) | the TMA's bytes landed | consumers |
 # | **empty[s]** | one per consumer warpgroup | its wgmmas on the stage are done | producer |
 #
-# One [*elected thread*](../docs/glossary.md#elected-thread), one thread acting for its group,
-# arrives for its warpgroup: a [CUTLASS](../docs/glossary.md#cutlass) (NVIDIA's GEMM library)
-# convention, not a rule the PTX ISA text states.
-# k-tile k fills stage **k mod S** as its fill **f = k / S** (rounded down).
+# On empty, one [*elected thread*](../docs/glossary.md#elected-thread), a thread acting for its
+# group, arrives for each warpgroup. That is a convention of [CUTLASS](../docs/glossary.md#cutlass),
+# NVIDIA's GEMM library, not a rule the PTX ISA text states.
 #
-# A wait that asks only "is this barrier complete?" passes at once on a stage's second fill
-# ([05c §5](05c_pipeline_variants.ipynb) runs it). **Phase parity** fixes that: fill f completes
-# phase f; a wait for fill f names **f mod 2**, one for the phase before **(f + 1) mod 2**.
-# Exercise 2's code calls the consumer's phase parity for k-tile r `rp` (the ring model calls
-# it `pos.phase`); the producer's refill, the stage's next fill, starts from it.
+# **Phase parity** tells a wait which fill it means. k-tile k is fill **f = k / S** (rounded down)
+# of stage **k mod S**, and fill f completes phase f. A wait for fill f names **f mod 2**; a wait
+# for the phase before names **(f + 1) mod 2**. Without parity, a wait that asks only "is this
+# barrier complete?" passes at once on a stage's second fill. [05c §5](05c_pipeline_variants.ipynb)
+# runs that wait.
 #
 # One panel per moment: which phase parity does each wait name?
 
@@ -52,8 +51,8 @@ plt.show()
 # then waits with `wgmma.wait_group`. With S = 6 and **one** consumer warpgroup, should that wait
 # leave 0 or 1 group pending?
 #
-# **Try it:** print `mp.simulate(6, 0, 1, 32).math_fraction` (stages, pending, consumers, k-tiles),
-# the share of time with a wgmma in flight; then the 0 to 1.
+# **Try it:** print `mp.simulate(6, 0, 1, 32).math_fraction`, then change 0 to 1. Arguments:
+# stages, pending, consumers, k-tiles. It returns the share of time a wgmma is in flight.
 
 # %%
 answer = ...
@@ -62,10 +61,15 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# The k-loop of `gemm_pipeline` (`kernels/pipeline.cu`), build `128x256x64/c2 s4`: a 128×256
-# tile, two consumers, S = 4. Per k-tile k: **wait** on full; **issue** `mma_ktile` and wait until
-# `kPending` groups remain (exercise 1); **release** k-tile r = k − 1 on empty; **refill** its
-# stage (exercise 2). `pos` is k's stage and phase parity, `prev` k − 1's.
+# Below is the k-loop of `gemm_pipeline` (`kernels/pipeline.cu`), built for a 128×256 tile, two
+# consumers and S = 4. Per k-tile k:
+#
+# 1. **wait** on full;
+# 2. **issue** `mma_ktile`, then wait until `kPending` groups remain (exercise 1);
+# 3. **release** k-tile r = k − 1 on empty;
+# 4. **refill** that stage (exercise 2).
+#
+# `pos` is k's stage and phase parity; `prev` is k − 1's.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -73,16 +77,16 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
                                  variant=True, omit=pl.producer_step.SKELETON))
 
 # %% [markdown]
-# **Exercise 2 — write the producer's refill step** (CUDA C++, run by every thread after k-tile r's
-# release): thread 0 waits on empty[rs] with the right phase parity (§1's panels; the refill is the
-# stage's next fill), then refills stage rs with k-tile r + S while r + STAGES < T. In scope:
+# **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after k-tile
+# r's release. Thread 0 waits on empty[rs] for the stage's next fill; §1's panels give the parity.
+# It then refills stage rs with k-tile r + S while r + STAGES < T. In scope:
 #
-# - `producer` (thread 0), `r`, `rs` (r's stage), `rp` (the phase parity k-tile r's fill used on
-#   full, §1), `STAGES`, `T` (k-tiles in K),
-#   `wg` (this warpgroup), `broken` (set when a wait gave up);
-# - `empty.wait(stage, parity, wg, kt)`: false if it gave up; `kt` (r + STAGES) labels a timeout;
-# - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: tensor maps `ta`, `tb`,
-#   `m0`, `n0` the CTA's C origin.
+# - `producer`: true on thread 0; `r`; `rs`: r's stage; `rp`: the phase parity of k-tile r's fill
+#   on full; `STAGES`; `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set when a wait gave up;
+# - `empty.wait(stage, parity, wg, kt)` returns false if it gave up; `kt` = r + STAGES labels a
+#   timeout;
+# - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: `ta`, `tb` are the tensor
+#   maps; `m0`, `n0` the CTA's C origin.
 
 # %%
 producer_step = """
@@ -91,13 +95,13 @@ producer_step = """
 ok = exercises.check("ch05.producer_step", producer_step)
 
 # %% [markdown]
-# Once yours passes, [05c §2](05c_pipeline_variants.ipynb) shows the kernel's own step in its loop.
+# Once yours passes, [05c §2](05c_pipeline_variants.ipynb) shows the kernel's own step.
 
 # %% [markdown]
 # ## 3. Correct first
 #
-# Against the [elementwise bound](../docs/glossary.md#elementwise-bound), a limit on each element's
-# error, every combination of the build's settings passed on two shapes.
+# Every combination of the build's settings passed on two shapes. The check is the
+# [elementwise bound](../docs/glossary.md#elementwise-bound): a limit on each element's error.
 
 # %% output varies
 rec = records.load("pipeline")
@@ -111,8 +115,8 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 #
 # The record swept S = 1–6 for three tiles; cuBLAS ran in the same run.
 #
-# **Predict before you look.** Each stage starts a load one k-tile earlier. At which S does the
-# 128×256 curve stop rising? Does it reach cuBLAS?
+# **Predict before you look.** Each extra stage starts a load one k-tile earlier. At which S does
+# the 128×256 curve stop rising? Does it reach cuBLAS?
 
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
@@ -120,30 +124,35 @@ plt.show()
 goals = pl.show_goals(res)   # notebook.how(pl.show_goals) prints its code
 
 # %% [markdown]
-# Going further: [05b §2](05b_pipeline_timeline.ipynb) — the rows derived, beside the model;
-# [05c §4](05c_pipeline_variants.ipynb) — where each curve ends.
+# Going further: [05b §2](05b_pipeline_timeline.ipynb) derives the rows beside the model;
+# [05c §4](05c_pipeline_variants.ipynb) shows where each curve ends.
 
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# CTA 0 of the 128×256 kernel at S = 4, traced, above the ring model. Where do the red bars (waits
-# on full) stop?
+# The trace of CTA 0 (128×256, S = 4) sits above the ring model. Where do the red bars (waits on
+# full) stop?
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
-ring = mp.simulate(4, 1, 2, 64)    # stages, pending, consumers, k-tiles
+ring = mp.simulate(4, 1, 2, 64)
 fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
 waits = pl.show_trace_waits(res, trace, ring)   # notebook.how(pl.show_trace_waits) prints its code
+tf = pl.depth_sweep(res, "128x256x64/c2")[4] * 1e12                  # untraced FLOP/s, S = 4
+hz = res["sm_count"] * mp.HardwareParams.from_records().clock_mhz * 1e6   # SM clocks per second
+gpu, model = 2 * 128 * 256 * 64 * hz / tf, ring.total_cycles / 64
+print("untraced GPU / model:", notebook.ratio(gpu, model, "clocks per k-tile"))
+notebook.require(1.10 < gpu / model < 1.35, "untraced, a k-tile still takes about 1.2× as long as in the model",
+                 gpu=gpu, model=model)
 
 # %% [markdown]
-# **The model** never waits on full from k-tile 4 on; **the trace** waits at every k-tile.
+# **The model** never waits on full from k-tile 4 on. **The trace** waits at every k-tile.
 # Untraced, a k-tile still takes about 1.2× as long as in the model.
 #
-# **So:** past S = 3 depth no longer sets the speed: the loads arrive later than the model, which
-# gives each load a fixed latency, assumes. The likely cause is supply: every SM loads from one
-# shared L2. Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits a cap on L2's bandwidth to
-# this gap on four runs and tests it on ten it never saw.
+# **So:** past S = 3, depth no longer sets the speed. The loads arrive later than the model's fixed
+# load latency. The likely cause is supply: every SM loads from one shared L2. Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four
+# runs and tests it on ten others.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU).
@@ -152,8 +161,8 @@ waits = pl.show_trace_waits(res, trace, ring)   # notebook.how(pl.show_trace_wai
 # 2. `story = pl.show_parity_story(stages=3, k_tiles=6)`: which k-tile reads too early now?
 # 3. `mp.simulate(4, 0, 2, 64).math_fraction` beside `(4, 1, 2, 64)`: what does one pending group buy?
 #
-# **On a GPU:** `python -m asynctc record pipeline --no-save` re-measures §4's table: put its
-# 4096 float16 128x256x64/c2 row (`tflops` by S) beside item 1.
+# **On a GPU:** `python -m asynctc record pipeline --no-save` re-measures §4's table. Put its
+# 4096 float16 128x256x64/c2 `tflops` by S beside item 1.
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
@@ -181,7 +190,7 @@ worklog.show("05")
 
 # %% [markdown]
 # **Your GEMM so far**: if your step compiles to the course kernel's SASS, the recorded run is
-# yours ([06e](06e_your_gemm_on_the_cpu.ipynb): the CPU tile).
+# yours. [06e](06e_your_gemm_on_the_cpu.ipynb) runs the CPU tile.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far

@@ -8,10 +8,10 @@
 # **In plain words.** Two barriers per stage, "full" and "empty", pass work between the roles.
 # The split frees registers for the math and lets loads run on into the next tile.
 #
-# Deep dives: [06b](06b_ws_anatomy.ipynb) the kernel taken apart; [06c](06c_ladder_investigations.ipynb)
-# the ladder; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the
-# [raster](../docs/glossary.md#raster) (the order CTAs take tiles), `matmul` by shape;
-# [06e](06e_your_gemm_on_the_cpu.ipynb) your pieces as one tile on the CPU.
+# Deep dives: [06b](06b_ws_anatomy.ipynb) takes the kernel apart; [06c](06c_ladder_investigations.ipynb)
+# the ladder; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the [raster](../docs/glossary.md#raster)
+# (the order CTAs take tiles) and `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
+# pieces as one tile on the CPU.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -26,16 +26,17 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# In chapter 05, while the loading thread waited on empty, its warpgroup's `wgmma` waited too.
-# Here the loads get a warpgroup of their own
-# ([warp specialization](../docs/glossary.md#warp-specialization): warps given different jobs).
+# Here the loads get a warpgroup of their own. In chapter 05, while the loading thread waited on
+# empty, its warpgroup's `wgmma` waited too. Giving warps different jobs is
+# [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Both roles walk the k-tiles with one ring counter that carries across tiles; fill f is the
-# counter divided by S. Consumers wait on full with phase parity f mod 2, the producer on empty
-# with (f + 1) mod 2. In the kernel, `phase` is the phase parity; `phase ^ 1` the one the producer
-# waits on. The [seed article](../docs/glossary.md#seed-article), the public worklog this course
-# checks, swaps the waits: its consumers wait on "empty" before anything was loaded. Top, the
-# kernel's version; bottom, the seed's, which deadlocks at the first k-tile:
+# Both roles walk the k-tiles with one ring counter that carries across tiles. Fill f is the counter
+# divided by S. Consumers wait on full with phase parity f mod 2; the producer waits on empty with
+# (f + 1) mod 2. In the kernel, `phase` is the phase parity and `phase ^ 1` the producer's.
+#
+# The [seed article](../docs/glossary.md#seed-article) swaps the waits. It is the public worklog this
+# course checks. Its consumers wait on "empty" before anything was loaded. Top, the kernel's
+# version; bottom, the seed's, which deadlocks at the first k-tile:
 
 # %% output varies
 fig = W.plot_protocol()
@@ -44,20 +45,20 @@ plt.show()
 # %% [markdown]
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a row, `T` k-tiles
-# each, with one ring of `STAGES` stages. One question decides it: with 3 k-tiles a tile on 2
+# each, with one ring of `STAGES` stages. One question decides it. With 3 k-tiles a tile on 2
 # stages, which stage and phase parity does tile 1's first k-tile use?
 #
-# Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread), the one
+# Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread): the one
 # thread that acts for it. In scope:
 #
 # - `wg` (0 is the producer, 1 and 2 the consumers), `TILES`, `T`, `STAGES`, `kStageBytes`;
-# - `full.wait(stage, parity)`, `empty.wait(stage, parity)`, `empty.arrive(stage)`,
-#   `full.arrive_expect_tx(stage, bytes)` (the producer's arrive with the TMA's bytes);
+# - `full.wait(stage, parity)`, `empty.wait(stage, parity)`, `empty.arrive(stage)`;
+# - `full.arrive_expect_tx(stage, bytes)`: the producer's arrive, with the TMA's bytes;
 # - `tma_load(stage, tile, k)`: A's and B's boxes of k-tile `k` of `tile`, landing on `full[stage]`;
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
 # - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`.
 #
-# Declare what you need (C++ `int`, `if`, `for`, `while`); the check runs your text in the ring
+# Declare what you need with C++ `int`, `if`, `for`, `while`. The check runs your text in the ring
 # model and checks each tile against float64.
 
 # %%
@@ -80,8 +81,8 @@ if (wg == 0) {                 // the producer warpgroup
 ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
-# Your loops in chapter 05's ring model. The producer's row is almost all purple: it waits on
-# empty for a slot, the healthy state. The consumers' red waits on full: 2 stages hide no latency.
+# Your loops run in chapter 05's ring model. The producer's row is almost all purple: it waits on
+# empty for a slot, the healthy state. The consumers wait on full (red): 2 stages hide no latency.
 #
 # Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
 
@@ -92,11 +93,11 @@ plt.show()
 # %% [markdown]
 # ## 2. The register budget
 #
-# An SM has 65536 32-bit registers. `__launch_bounds__(384, 1)` (3 warpgroups, one CTA per SM)
-# gives each thread **168 at entry**. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which changes
-# a warpgroup's register limit while it runs, then moves them: the producer drops to 40, the two
-# consumers rise to 232 (64512 in all). **So:** the consumers get most of the registers; §3
-# measures what that buys. Going further: [06b §3](06b_ws_anatomy.ipynb) — the budget, read from
+# The consumers get most of the registers. An SM has 65536 32-bit registers.
+# `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM, so each thread gets
+# **168 at entry**. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register
+# limit while it runs. The producer drops to 40; the two consumers rise to 232, 64512 in all.
+# §3 measures what that buys. Going further: [06b §3](06b_ws_anatomy.ipynb) reads the budget from
 # the cubin.
 #
 # ## 3. The ladder
@@ -104,7 +105,7 @@ plt.show()
 # Each rung is a set of compile-time switches of one kernel (`W.RUNGS`), timed beside cuBLAS.
 #
 # **Predict before you look.** Rung 2 splits the roles; each later rung adds one change. Which
-# buys the most? Does the split alone buy anything? Orange: each rung's predicted range.
+# buys the most? Does the split alone buy anything? Orange marks each rung's predicted range.
 
 # %% output answers a prediction
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
@@ -113,17 +114,24 @@ plt.show()
 # %% [markdown]
 # Two big steps (fp16, 4096³):
 #
-# - **Rung 3, the tile back.** Rung 2's split halved the tile to 128×128 and lost about 15 %;
-#   two consumers on 128×256 and `setmaxnreg` win that back.
-# - **Rung 7: +8 %.** The [epilogue](../docs/glossary.md#epilogue) (the code that writes the tile's C)
-#   becomes a [TMA store](../docs/glossary.md#tma-store), one bulk copy from shared memory to C.
+# - **Rung 3, the tile back.** Rung 2's split halved the tile to 128×128 and lost about 15 %.
+#   Two consumers on 128×256 and `setmaxnreg` win that back.
+# - **Rung 7: +8 %.** The [epilogue](../docs/glossary.md#epilogue) is the code that writes the
+#   tile's C. It becomes a [TMA store](../docs/glossary.md#tma-store): one bulk copy from shared
+#   memory to C.
 #
-# Four small ones, one switch each (4: tiles and stages; 5: a
-# [persistent](../docs/glossary.md#persistent) grid; 6: a [cluster](../docs/glossary.md#cluster)
-# of CTAs on nearby SMs, one TMA load sending B to both, a [multicast](../docs/glossary.md#multicast);
-# 8: the raster). [06c §1](06c_ladder_investigations.ipynb) names them in full.
+# Four small steps, one switch each:
 #
-# **Derive it** from the `ladder` rows: the table sets each rung over its parent (`over`; rung 5's is rung 3).
+# - 4: tiles and stages;
+# - 5: a [persistent](../docs/glossary.md#persistent) grid;
+# - 6: a [cluster](../docs/glossary.md#cluster) of CTAs on nearby SMs, where one TMA load sends B to
+#   both: a [multicast](../docs/glossary.md#multicast);
+# - 8: the raster.
+#
+# [06c §1](06c_ladder_investigations.ipynb) names them in full.
+#
+# **Derive it** from the `ladder` rows. The table sets each rung over its parent (`over`); rung 5's
+# parent is rung 3.
 
 # %% output varies
 t = {r["rung"]: r["tflops"] for r in res["ladder"] if (r["size"], r["dtype"]) == (4096, "float16")}
@@ -134,17 +142,17 @@ notebook.require(sorted(step, key=step.get)[-2:] == [7, 3] and 1.06 < step[7] < 
 W.show_ladder_steps(res, steps=False)     # the table; it checks these sentences at every size and dtype
 
 # %% [markdown]
-# **So:** the split itself bought nothing (rung 3 is back at rung 1); the TMA store took the
-# ladder to cuBLAS's speed. Why: with it the consumers write C to shared memory and one thread's
-# TMA store carries it out, so they start the next tile's k-loop sooner; the trace puts the cycles
-# saved at a few percent of a tile.
+# **So:** the split itself bought nothing: rung 3 is back at rung 1. The TMA store took the ladder
+# to cuBLAS's speed. With it, the consumers write C to shared memory and one thread's TMA store
+# carries it out, so they start the next tile's k-loop sooner. The trace puts the cycles saved at
+# a few percent of a tile.
 #
 # Going further: [06c §3](06c_ladder_investigations.ipynb) — rung 2 → 3 one change at a time, and
 # rung 7's saving measured in the trace.
 
 # %% [markdown]
-# **Design it** (no grade). The model runs chapter 05's ring per tile plus the traced epilogue;
-# its one fitted number is the L2 cap that deep dive 05b §4–5 fits to chapter 05's depth sweep.
+# **Design it** (no grade). The model runs chapter 05's ring per tile, plus the traced epilogue.
+# Its one fitted number is the L2 cap fitted to chapter 05's depth sweep in 05b §4–5.
 #
 # **Predict, then change** `TMA_STORE` to True and rerun: does the model gain what rung 7 measured?
 
@@ -155,21 +163,21 @@ print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 # %% [markdown]
 # ## 4. The whole kernel, one file
 #
-# `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no switches. The host side,
-# [`whole.py`](../asynctc/warp_specialization/whole.py), builds the
-# [tensor maps](../docs/glossary.md#tensor-map) (the descriptors TMA copies read) and launches
-# one 384-thread CTA per tile.
+# `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no switches. The host side is
+# [`whole.py`](../asynctc/warp_specialization/whole.py). It builds the
+# [tensor maps](../docs/glossary.md#tensor-map), the descriptors TMA copies read. It launches one
+# 384-thread CTA per tile.
 #
-# **The producer's loop.** Warpgroup 0 gives its registers back; one thread stays. Per k-tile it
-# waits on empty with `phase ^ 1`, announces the stage's bytes, and issues two TMA loads.
+# **The producer's loop.** Warpgroup 0 gives its registers back; one thread stays. Per k-tile, it
+# waits on empty with `phase ^ 1`, announces the stage's bytes and issues two TMA loads.
 
 # %%
 W.show_kernel_part("producer")
 
 # %% [markdown]
 # **The consumers' loop.** Warpgroups 1 and 2 take the registers and compute rows 0–63 and 64–127.
-# Per k-tile each waits on full with `phase` and issues the wgmmas as one group;
-# `wgmma_wait_group<1>` leaves it in flight, so it releases the *previous* stage on empty.
+# Per k-tile, each waits on full with `phase` and issues the wgmmas as one group.
+# `wgmma_wait_group<1>` leaves that group in flight, so each releases the *previous* stage on empty.
 
 # %% output answers a prediction
 held = "the consumers' k-loop, marked below; the rest of this part is shown"
@@ -188,7 +196,7 @@ from asynctc.core import worklog
 worklog.show("06")
 
 # %% [markdown]
-# **Your GEMM so far.** Deep dive 06e §2's consumer loop completes it; until then the course's
+# **Your GEMM so far.** Deep dive 06e §2's consumer loop completes it. Until then, the course's
 # stands in.
 
 # %% output varies
@@ -199,7 +207,7 @@ so_far("06")
 # %% [markdown]
 # ## 5. Use it: `asynctc.matmul`
 #
-# The top rung, with edge handling, is `asynctc.matmul(a, b)`. Going further:
+# `asynctc.matmul(a, b)` is the top rung, with edge handling. Going further:
 # [deep dive 06d §3](06d_limits_and_gemm.ipynb) times it by shape.
 #
 # **What you learned.** Both roles' loops across tiles, the register budget, what each rung
