@@ -100,8 +100,8 @@ notebook.require(hi / lo < 1.06, "cuBLAS's 4096³ fp16 figure differs by a few p
 # %% [markdown]
 # Each `show_*` helper prints and asserts the arithmetic behind what it states.
 # `notebook.how(why_async.show_peak)` prints its code. Our yardstick is checked too: cuBLAS
-# against float64, element by element. The tolerance is the
-# [elementwise bound](../docs/glossary.md#elementwise-bound), which scales with |A|·|B|:
+# against float64, element by element. The tolerance, the
+# [elementwise bound](../docs/glossary.md#elementwise-bound), scales with |A|·|B|:
 
 
 # %% output varies
@@ -123,8 +123,8 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # A square fp16 GEMM of size *n* does 2n³ FLOP and moves at least 6n² bytes (A, B and C once):
 # intensity n/3.
 #
-# The plot shows cuBLAS's measured bf16 GEMMs. An open marker shows the computed bound of a skinny
-# *decode-like* GEMM, as in LLM token generation. Grey ticks mark exercise 2's sizes.
+# The plot shows cuBLAS's measured bf16 GEMMs. An open marker is a skinny *decode-like*
+# GEMM's computed bound, as in LLM token generation. Grey ticks mark exercise 2's sizes.
 #
 # **Predict before you run the cell.** The 1024³ GEMM has intensity 1024/3 ≈ 341 FLOP/byte. Is
 # that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its 128×128 output
@@ -156,7 +156,7 @@ notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
 # Large GEMMs sit far right of the ridge: their problem is *inside* the SM, which must consume
 # 4096 FLOP every clock.
 #
-# A **CTA** (cooperative thread array) is CUDA's thread block, run on one SM. Say each CTA
+# A **CTA** (cooperative thread array) is CUDA's thread block, on one SM. Say each CTA
 # computes a 128×128 tile of C. Count the bytes it must bring in:
 #
 # 1. One step along K brings a column of A's tile and a row of B's: 256 fp16 values.
@@ -178,7 +178,7 @@ why_async.show_operand_feed(bw, peak)             # the table, and the check of 
 
 # %% [markdown]
 # **So:** the 128×128 tile needs all of shared memory's bandwidth. DRAM supplies about a third of
-# its bytes, as the last line shows. The rest must be L2 hits.
+# its bytes (the last line). The rest must be L2 hits.
 #
 # Going further: [00b §3](00b_clock_kinds.ipynb) — who moves the operands, chapter by chapter.
 # %% [markdown]
@@ -191,7 +191,7 @@ why_async.show_operand_feed(bw, peak)             # the table, and the check of 
 #   supply the 128×128 tile?
 #
 # On a GPU, `python -m asynctc record ceilings --no-save` reruns §1 in about 20 s. Compare its
-# "device-to-device copy: best … GB/s" line with `bw`.
+# best copy with `bw`.
 
 # %% [markdown]
 # ## Exercises

@@ -90,8 +90,8 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # memory and its store to shared memory.
 #
 # The shared tiles are [**swizzled**](../docs/glossary.md#swizzle): their chunks sit at
-# XOR-permuted places. So the lanes of one `ldmatrix` spread over the banks. They do not queue on
-# one bank, a [bank conflict](../docs/glossary.md#bank-conflict).
+# XOR-permuted places. So the lanes of one `ldmatrix` spread over the banks instead of queueing
+# on one: a [bank conflict](../docs/glossary.md#bank-conflict).
 #
 # Two shared buffers (`buf`) mean one barrier per k-tile. One loop step:
 #
@@ -131,7 +131,7 @@ assert ck.resources.spill_stores == 0, "the tuned tile must not spill"
 #
 # Tiles are named `BMxBNxBK/wWMxWN`: the CTA tile, then the warp tile. `/2cta` caps the registers
 # so that two CTAs fit on an SM. Each check draws fresh random inputs. It fills the output with
-# NaN first, so an unwritten element fails. It compares every element with `float64`, against an
+# NaN, so an unwritten element fails. It compares every element with `float64`, against an
 # [elementwise bound](../docs/glossary.md#elementwise-bound). A failing kernel is not timed.
 
 # %% output varies
@@ -153,8 +153,7 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # The SIMT GEMM is printed for scale. The chapter's goal is half of cuBLAS at 4096³.
 #
 # The figure's peak line is chapter 00's formula, at *this* sweep's measured SM clock. Chapter 00
-# §2 says why each run times its own cuBLAS; [00b §2](00b_clock_kinds.ipynb) lists every record's
-# peak.
+# §2 says why each run times its own cuBLAS.
 #
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
 # fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?
@@ -191,7 +190,7 @@ print("copy's gain:", notebook.ratio(abl["no global→shared copy"], abl["full k
 mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why) prints its code
 
 # %% [markdown]
-# **So:** the warps idle through every load, as the table's first rows show. Chapter 02 lets the
+# **So:** the warps idle through every load (the table's first rows). Chapter 02 lets the
 # copy run while the warps compute. Chapter 03 takes it from the threads, and 04 removes
 # `ldmatrix`. Going further: [01b §4](01b_synchronous_anatomy.ipynb) times every variant.
 

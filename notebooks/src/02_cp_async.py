@@ -127,8 +127,8 @@ if exercises.after("ch02.wait_n"):
 cp_async_show.sass_tables(ck)        # chapter 01's kernel, then this one; asserts the sentence above
 
 # %% [markdown]
-# Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) shows each ring's shared memory, a
-# tile refused before launch, and how the CTA tile sets the copy traffic.
+# Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) sizes each ring's shared memory and
+# its copy traffic, and shows a tile refused before launch.
 
 # %% [markdown]
 # ## 3. Correctness first
@@ -144,7 +144,7 @@ cp_async_show.checks(rec)            # a sample of the checks; raises if any fai
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
 #
-# Every rung comes from one run, on the same inputs, with L2 flushed before each sample. The
+# One run timed every rung on the same inputs, L2 flushed before each sample. The
 # cuBLAS figure is this run's cuBLAS. The k-tile depth BK is 64 or 32, with one to four stages.
 #
 # **Predict before you look:** with BK = 64, does each added stage help? And which BK gains more
@@ -176,23 +176,22 @@ print(f"best rung {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s
 #    CTA covers its waits.
 #
 # **Try it: predict, then count.** A BK = 64 stage is 32 KiB. Two CTAs share an SM's 228 KiB, and
-# each has 1 KiB reserved. Predict how many such stages fit per CTA, then check the table's
+# each has 1 KiB reserved. Predict how many fit per CTA, then check the table's
 # `CTAs/SM` column. <details><summary>Answer</summary>(228 / 2 − 1) // 32 = 3 stages per
 # CTA.</details>
-#
-# The cell's last lines derive note 2 in view: each BK's best rung over its one-stage rung.
 
 # %% output varies
 cp_async_show.stages(rec)            # the table, then notes 1–3, each checked against the record
+# note 2: best rung / one-stage rung, per BK
 one = {r["bk"]: r["tflops"] for r in rows if r["stages"] == 1}
 ring = {bk: max(r["tflops"] for r in rows if r["bk"] == bk) for bk in one}
-print("best ring / one stage:", "; ".join(f"BK = {k}: {notebook.ratio(ring[k], one[k], 'TFLOP/s')}" for k in one))
+print("; ".join(f"BK = {k}: {notebook.ratio(ring[k], one[k], 'TFLOP/s')}" for k in one))
 notebook.require(ring[32] / one[32] > ring[64] / one[64], "BK = 32 gains the most from a ring",
                  gain32=ring[32] / one[32], gain64=ring[64] / one[64])
 
 # %% [markdown]
-# Going further: [02b §2–§4](02b_cp_async_microbenchmark.ipynb) reads the sweep in full, models
-# this table, and asks why it stays below chapter 01's ceiling.
+# Going further: [02b §2–§4](02b_cp_async_microbenchmark.ipynb) models this table and asks why
+# it stays below chapter 01's ceiling.
 #
 # **Play** (ungraded, no GPU needed). Type in a new cell:
 #
@@ -206,7 +205,7 @@ notebook.require(ring[32] / one[32] > ring[64] / one[64], "BK = 32 gains the mos
 # %% [markdown]
 # ## Exercises
 #
-# Exercise 1, the prediction, is in section 2. A wrong answer gets a hint.
+# Exercise 1 is the prediction in section 2. A wrong answer gets a hint.
 #
 # **2.** A ring of stages has to fit in shared memory. An SM has 228 KiB (233472 B). The driver
 # reserves 1 KiB of it per CTA.
