@@ -19,18 +19,19 @@
 # * An **SM** (streaming multiprocessor) is one of the GPU's identical cores. The H200 has 132, each
 #   with registers, shared memory and four Tensor Cores.
 # * A **warp** is 32 threads that run one instruction together.
-# * [**PTX**](../docs/glossary.md#ptx) is NVIDIA's virtual instruction set, which CUDA C++ compiles
-#   to; **NVRTC** (NVIDIA's compiler, called from Python) turns it into
+# * [**PTX**](../docs/glossary.md#ptx) is NVIDIA's virtual instruction set. CUDA C++ compiles to
+#   it. **NVRTC** is NVIDIA's compiler, called from Python. It turns PTX into
 #   [**SASS**](../docs/glossary.md#sass), the GPU's machine code.
 # * **cuBLAS** is NVIDIA's GEMM library: the yardstick every chapter measures against.
-# * A **roofline** is a plot of FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity)
-#   (FLOP done per byte moved from DRAM) with two ceilings: DRAM bandwidth and
+# * A **roofline** plots FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity):
+#   FLOP done per byte moved from DRAM. It has two ceilings: DRAM bandwidth and
 #   [peak](../docs/glossary.md#peak) math, the most FLOP/s the Tensor Cores can do.
 #
 # **Where this leads.** The rest of the course makes the operand copy run *while* the Tensor Cores
-# compute: asynchronous copies (cp.async; [TMA](../docs/glossary.md#tma), a tile-copy
-# engine), asynchronous math ([wgmma](../docs/glossary.md#wgmma), Tensor Core math on shared memory;
-# tcgen05) and [warp specialization](../docs/glossary.md#warp-specialization) (copying warps, computing warps).
+# compute. Copies become asynchronous: cp.async, then [TMA](../docs/glossary.md#tma), a tile-copy
+# engine. Math becomes asynchronous: [wgmma](../docs/glossary.md#wgmma), Tensor Core math on shared
+# memory, then tcgen05. Last comes [warp specialization](../docs/glossary.md#warp-specialization):
+# some warps copy, others compute.
 #
 # The [seed article](../docs/glossary.md#seed-article), a public tutorial, set this course's
 # outline; chapter 10 checks its claims.
@@ -70,9 +71,8 @@ fig = plots.throughput_by_size(
 # lower clock.
 #
 # **The course's one [peak](../docs/glossary.md#peak)** is SMs × 4096 FLOP/clk × the SM clock
-# measured while the kernel ran; the datasheet's is printed beside it. This record reads the clock
-# **in flight**, while cuBLAS runs ([00b](00b_clock_kinds.ipynb) reads it the other ways; its §2
-# lists every record's peak).
+# measured while the kernel ran. The datasheet's is printed beside it. This record reads the clock
+# **in flight**, while cuBLAS runs. [00b](00b_clock_kinds.ipynb) reads it the other ways.
 #
 # **Predict before you run the cell.** cuBLAS is NVIDIA's own tuned GEMM. What fraction of the
 # peak does its best GEMM reach: about a half, three quarters, or nearly all?
@@ -85,10 +85,10 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
                                title="cuBLAS GEMM throughput")
 
 # %% [markdown]
-# Every record times cuBLAS again in its own run, so its 4096³ fp16 figure differs by a few percent
-# between chapters. Every ratio in the course divides by its own run's cuBLAS; chapter 10 §1 says
-# why runs differ. The peak moves the same way: each record's uses the SM clock measured in its
-# own run ([00b §2](00b_clock_kinds.ipynb) lists every record's).
+# Every record times cuBLAS again in its own run. So its 4096³ fp16 figure differs by a few
+# percent between chapters. Every ratio in the course divides by its own run's cuBLAS. The peak
+# moves the same way: each record's uses the SM clock measured in its own run. Chapter 10 §1 says
+# why runs differ; [00b §2](00b_clock_kinds.ipynb) lists every record's peak.
 
 # %% output varies
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
@@ -98,9 +98,10 @@ print(f"cuBLAS 4096³ fp16 across {len(runs)} records: {lo:.0f} … {hi:.0f} TFL
 notebook.require(hi / lo < 1.06, "cuBLAS's 4096³ fp16 figure differs by a few percent between runs", lo=lo, hi=hi)
 
 # %% [markdown]
-# Each `show_*` helper prints and asserts the arithmetic behind what it states
-# (`notebook.how(why_async.show_peak)` prints its code). Our yardstick is checked too: cuBLAS against float64, element by element (the
-# [elementwise bound](../docs/glossary.md#elementwise-bound), a tolerance that scales with |A|·|B|):
+# Each `show_*` helper prints and asserts the arithmetic behind what it states.
+# `notebook.how(why_async.show_peak)` prints its code. Our yardstick is checked too: cuBLAS
+# against float64, element by element. The tolerance, the
+# [elementwise bound](../docs/glossary.md#elementwise-bound), scales with |A|·|B|:
 
 
 # %% output varies
@@ -122,12 +123,12 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # A square fp16 GEMM of size *n* does 2n³ FLOP and moves at least 6n² bytes (A, B and C once):
 # intensity n/3.
 #
-# The plot: cuBLAS's measured bf16 GEMMs; an open marker for a skinny *decode-like* GEMM (LLM
-# token generation, its computed bound); grey ticks for exercise 2's sizes.
+# The plot shows cuBLAS's measured bf16 GEMMs. An open marker is a skinny *decode-like*
+# GEMM's computed bound, as in LLM token generation. Grey ticks mark exercise 2's sizes.
 #
 # **Predict before you run the cell.** The 1024³ GEMM has intensity 1024/3 ≈ 341 FLOP/byte. Is
-# that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its output tiles
-# (128×128, one per thread block) and the SMs.
+# that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its 128×128 output
+# tiles, one per thread block, and the SMs.
 
 # %% output answers a prediction
 bw = max(c["gbps_rw"] for c in copy)               # §1's copy bandwidth, GB/s
@@ -155,8 +156,8 @@ notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
 # Large GEMMs sit far right of the ridge: their problem is *inside* the SM, which must consume
 # 4096 FLOP every clock.
 #
-# Say each **CTA** (cooperative thread array: CUDA's thread block, on one SM) computes a 128×128
-# tile of C. Count the bytes it must bring in:
+# A **CTA** (cooperative thread array) is CUDA's thread block, on one SM. Say each CTA
+# computes a 128×128 tile of C. Count the bytes it must bring in:
 #
 # 1. One step along K brings a column of A's tile and a row of B's: 256 fp16 values.
 #
@@ -166,9 +167,9 @@ notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
 #
 # The threads that move those bytes must also issue the math.
 #
-# Shared memory serves **128 bytes per clock per SM**: 32 banks, 4 bytes each (CUDA C++
-# Programming Guide, *Compute Capabilities*). Each operand byte is written once and read once, at best (chapter
-# 02 counts what the loads into registers really read).
+# Shared memory serves **128 bytes per clock per SM**: 32 banks, 4 bytes each. At best, each
+# operand byte is written once and read once. Chapter 02 counts what the loads into registers
+# really read. Source: CUDA C++ Programming Guide, *Compute Capabilities*.
 
 # %% output varies
 print(f"the 128×128 tile needs 4096 × 512 / 32768 = {4096 * 512 / 32768:.0f} B/clk; DRAM gives "
@@ -177,7 +178,7 @@ why_async.show_operand_feed(bw, peak)             # the table, and the check of 
 
 # %% [markdown]
 # **So:** the 128×128 tile needs all of shared memory's bandwidth. DRAM supplies about a third of
-# its bytes (the last line); the rest must be L2 hits.
+# its bytes (the last line). The rest must be L2 hits.
 #
 # Going further: [00b §3](00b_clock_kinds.ipynb) — who moves the operands, chapter by chapter.
 # %% [markdown]
@@ -189,15 +190,15 @@ why_async.show_operand_feed(bw, peak)             # the table, and the check of 
 # * `64 / (8000e9 / peak.sm_count / (peak.mhz * 1e6))`: §4's last line at 8 TB/s. Does DRAM then
 #   supply the 128×128 tile?
 #
-# On a GPU: `python -m asynctc record ceilings --no-save` (this chapter ran live in about 20 s)
-# prints a fresh "device-to-device copy: best … GB/s" line: compare it with `bw`.
+# On a GPU, `python -m asynctc record ceilings --no-save` reruns §1 in about 20 s. Compare its
+# best copy with `bw`.
 
 # %% [markdown]
 # ## Exercises
 #
-# **1.** Compute the arithmetic intensity of an M = N = K = 512 GEMM with A, B and C all fp16 (2 bytes
-# per element): FLOP per byte, reading A and B once and writing C once. An expression or a number
-# (within 0.1 %); a wrong answer gets a hint.
+# **1.** Compute the arithmetic intensity of an M = N = K = 512 GEMM, with A, B and C all fp16
+# (2 bytes per element). Count FLOP per byte, reading A and B once and writing C once. Give an
+# expression or a number, within 0.1 %. A wrong answer gets a hint.
 
 # %%
 answer = ...

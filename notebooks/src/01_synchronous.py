@@ -11,12 +11,12 @@
 # **Learning goal.** Measure the *synchronous* way to use Tensor Cores, which later chapters
 # improve on, and say what limits it.
 #
-# **The synchronous model.** Threads copy tiles global → registers → shared memory and wait at
-# `__syncthreads()`. Then each warp loads [*fragments*](../docs/glossary.md#fragment) (its share
-# of a tile, in its 32 lanes' registers) with [**`ldmatrix`**](../docs/glossary.md#ldmatrix), a
-# warp-wide load from shared memory, and multiplies them with **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. Section 1 is a
-# plain tiled GEMM in Python (numba, a CUDA compiler for Python); sections 2–5 a tuned `mma.sync`
-# GEMM.
+# **The synchronous model.** Threads copy tiles global → registers → shared memory, then wait at
+# `__syncthreads()`. Each warp then loads its [*fragments*](../docs/glossary.md#fragment) with
+# [**`ldmatrix`**](../docs/glossary.md#ldmatrix), a warp-wide load from shared memory. A fragment
+# is the warp's share of a tile, in its 32 lanes' registers. The warp multiplies them with
+# **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. Section 1 is a plain tiled GEMM in
+# Python, compiled by numba. Sections 2–5 build a tuned `mma.sync` GEMM.
 #
 # Deep dive: [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
 
@@ -32,19 +32,19 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. A SIMT tiled GEMM, in Python
 #
-# One thread per element of C. A 16×16 block of threads stages a 16×16 tile of A and of B in shared
-# memory; `cuda.syncthreads()` keeps anyone from reading a tile before it is complete, or
-# overwriting it while it is read.
+# Each thread computes one element of C. A 16×16 block of threads stages a 16×16 tile of A and of
+# B in shared memory. `cuda.syncthreads()` keeps any thread from reading a tile before it is
+# complete, or overwriting it while it is read.
 #
-# Every multiply-add is one **FFMA** (fused fp32 multiply-add, in SASS) on one **CUDA core** (one of
-# the SM's scalar fp32 lanes, not a Tensor Core).
+# Every multiply-add is one **FFMA**, SASS's fused fp32 multiply-add. It runs on one **CUDA
+# core**: one of the SM's scalar fp32 lanes, not a Tensor Core.
 
 # %%
 import inspect
 print(inspect.getsource(simt._kernel).split("@cuda.jit", 1)[1].split("return simt_gemm_kernel")[0])
 
 # %% [markdown]
-# A small, odd-sized problem (edges must be handled) against float64; without a GPU, numba's
+# The test is small and odd-sized, so the edges must be handled. Without a GPU, numba's
 # simulator runs it.
 
 # %%
@@ -66,8 +66,8 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # of B, and adds the product into a 16×8 fp32 tile of C.
 #
 # No lane has a whole tile. Each lane keeps a **fragment**: a fixed few elements of each operand,
-# in its own registers. The PTX ISA fixes the pattern (*Matrix Fragments for mma.m16n8k16*), and
-# `ldmatrix` loads from shared memory in exactly that pattern.
+# in its own registers. The PTX ISA fixes the pattern, and `ldmatrix` loads from shared memory in
+# exactly that pattern (PTX ISA, *Matrix Fragments for mma.m16n8k16*).
 #
 # Going further: [01b §1](01b_synchronous_anatomy.ipynb) pictures which lane has each element of
 # A, B and C, and lets you pick a lane.
@@ -82,23 +82,23 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 #                     └─ next k-tile, issued before this k-tile's math ─┘        __syncthreads()
 # ```
 #
-# Each CTA computes a 128×128 tile of C; each of its warps, a 64×64 **warp tile** (the picture
-# below).
+# Each CTA computes a 128×128 tile of C. Each of its warps computes a 64×64 **warp tile**,
+# pictured below.
 #
 # The loop walks K in [**k-tiles**](../docs/glossary.md#k-tile): 64-deep slices of A and B that a
 # CTA holds in shared memory at a time. `LDG.128` and `STS.128` are a thread's 16-byte load from global
 # memory and its store to shared memory.
 #
-# The shared tiles are [**swizzled**](../docs/glossary.md#swizzle): chunks sit at XOR-permuted
-# places, so the lanes of one `ldmatrix` spread over the banks instead of queueing on one
-# ([bank conflict](../docs/glossary.md#bank-conflict)).
+# The shared tiles are [**swizzled**](../docs/glossary.md#swizzle): their chunks sit at
+# XOR-permuted places. So the lanes of one `ldmatrix` spread over the banks instead of queueing
+# on one: a [bank conflict](../docs/glossary.md#bank-conflict).
 #
 # Two shared buffers (`buf`) mean one barrier per k-tile. One loop step:
 #
 # 1. Load the *next* k-tile into registers (`load_global`).
-# 2. Run this k-tile's math (`mma_ktile`), one **k16 step** (16 deep along K) at a time: load
-#    fragments with `ldmatrix`, then issue one `mma.sync` per 16×8 tile of the warp's C (the right
-#    panel).
+# 2. Run this k-tile's math (`mma_ktile`) one **k16 step** at a time, 16 deep along K. Each step
+#    loads fragments with `ldmatrix`, then issues one `mma.sync` per 16×8 tile of the warp's C.
+#    The right panel shows them.
 # 3. Store the registers into the other buffer (`store_shared`).
 
 # %%
@@ -114,9 +114,9 @@ notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$", ptx_l
 # %% [markdown]
 # ### SASS: what the GPU will execute
 #
-# NVRTC compiled the kernel to a [**cubin**](../docs/glossary.md#cubin) (the binary of one GPU
-# architecture, here sm_90a). In the SASS, `mma.sync` is `HMMA.16816.F32` and `ldmatrix` is `LDSM`
-# (plain `.M88` or transposed `.MT88`):
+# NVRTC compiled the kernel to a [**cubin**](../docs/glossary.md#cubin): the binary for one GPU
+# architecture, here sm_90a. In the SASS, `mma.sync` is `HMMA.16816.F32`. `ldmatrix` is `LDSM`,
+# plain `.M88` or transposed `.MT88`:
 
 # %% output varies
 text = ck.sass()
@@ -130,10 +130,9 @@ assert ck.resources.spill_stores == 0, "the tuned tile must not spill"
 # ## 3. Correctness first
 #
 # Tiles are named `BMxBNxBK/wWMxWN`: the CTA tile, then the warp tile. `/2cta` caps the registers
-# so that two CTAs fit on an SM. Each check draws fresh random inputs, fills the output with NaN (an unwritten element fails) and
-# compares every element with `float64` against an
-# [elementwise bound](../docs/glossary.md#elementwise-bound) that scales with |A|·|B|. A failing
-# kernel is not timed.
+# so that two CTAs fit on an SM. Each check draws fresh random inputs. It fills the output with
+# NaN, so an unwritten element fails. It compares every element with `float64`, against an
+# [elementwise bound](../docs/glossary.md#elementwise-bound). A failing kernel is not timed.
 
 # %% output varies
 rec = records.load_or_measure("mma_sync", mma_sync.measure_mma_sync)
@@ -148,14 +147,13 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
-# One run timed three kernels: **this run's cuBLAS** (`wgmma` and TMA on Hopper; chapter 00 §2 says
-# why each run times its own), our **mma.sync GEMM** (best tile per size), and the **`mma.sync`
-# ceiling**. The ceiling is a register-only kernel that issues
-# `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). The SIMT GEMM is
-# printed for scale. The chapter's goal is half of cuBLAS at 4096³.
+# One run timed three kernels. **This run's cuBLAS** uses `wgmma` and TMA on Hopper. Our
+# **mma.sync GEMM** runs its best tile per size. The **`mma.sync` ceiling** is a register-only
+# kernel that issues `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM).
+# The SIMT GEMM is printed for scale. The chapter's goal is half of cuBLAS at 4096³.
 #
-# The figure's peak line is chapter 00's formula at *this* sweep's measured SM clock ([00b §2](00b_clock_kinds.ipynb)
-# lists every record's).
+# The figure's peak line is chapter 00's formula, at *this* sweep's measured SM clock. Chapter 00
+# §2 says why each run times its own cuBLAS.
 #
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
 # fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?
@@ -171,19 +169,19 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_
 # %% [markdown]
 # ## 5. Why the number is what it is
 #
-# The table below takes the kernel apart at 4096³. Each row removes work (so it is only timed, not
-# checked). Two limits show.
+# The table below takes the kernel apart at 4096³. Each row removes work, so it is only timed, not
+# checked. Two limits show.
 #
 # * **The warps stall on their own copy.** Removing the global → shared copy gains the most. Each
 #   operand byte crosses the SM's shared-memory data path three times: into registers, into shared
 #   memory, out through `ldmatrix`. The warps wait for it at `__syncthreads`.
 # * **`mma.sync` has its own cap.** With no memory traffic at all, it reaches about 0.65 of the
-#   [peak](../docs/glossary.md#peak) (SMs × 4096 FLOP per clock). More warps barely help: four times the ceiling row's warps
-#   per SM gain a few percent at most (the last line). NVIDIA does not say where the cap comes
-#   from. The full rate needs `wgmma` (chapter 04).
+#   [peak](../docs/glossary.md#peak), SMs × 4096 FLOP per clock. More warps barely help. Four
+#   times the ceiling row's warps per SM gain a few percent at most: the last line. NVIDIA does
+#   not say where the cap comes from. The full rate needs `wgmma` (chapter 04).
 #
-# The peak here is at the ceiling kernel's own SM clock, read [in the kernel](../docs/glossary.md#in-kernel)
-# (by the kernel itself, as it runs). **Derive it:** the cell divides two `ablation` rows itself;
+# The peak here uses the ceiling kernel's own SM clock, read [in the kernel](../docs/glossary.md#in-kernel):
+# by the kernel itself, as it runs. **Derive it:** the cell divides two `ablation` rows itself.
 # `show_why` does the same for every row.
 
 # %% output varies
@@ -192,9 +190,9 @@ print("copy's gain:", notebook.ratio(abl["no global→shared copy"], abl["full k
 mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why) prints its code
 
 # %% [markdown]
-# **So:** the warps idle through every load: the table's first rows. Chapter 02 lets the copy run
-# by itself while the warps compute; 03 takes it from the threads; 04 removes `ldmatrix`. Going further:
-# [01b §4](01b_synchronous_anatomy.ipynb) times every variant.
+# **So:** the warps idle through every load (the table's first rows). Chapter 02 lets the
+# copy run while the warps compute. Chapter 03 takes it from the threads, and 04 removes
+# `ldmatrix`. Going further: [01b §4](01b_synchronous_anatomy.ipynb) times every variant.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU needed). Type in a new cell:
@@ -204,8 +202,7 @@ mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why
 # * `sass.class_counts(mma_sync.compile_mma_sync("bfloat16").sass())`: does bf16 change the mix?
 # * `simt.simt_gemm(a[:7], b)`: other odd shapes; compare with `a[:7] @ b` as §1 does.
 #
-# On a GPU: `python -m asynctc record mma_sync --no-save` (this chapter ran live in about 52 s)
-# prints each size's best tile and its TFLOP/s: compare the 4096³ float16 line with `at`.
+# On a GPU, `python -m asynctc record mma_sync --no-save` reruns §4's sweep in about 52 s.
 
 # %% [markdown]
 # ## Exercises
@@ -220,10 +217,10 @@ answer = ...
 ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
 
 # %% [markdown]
-# **2.** Section 2's SASS showed 128 `HMMA` for the default tile: the whole kernel's count, and one
-# k-tile's too, since the k-tile loop is not unrolled (its body is one k-tile). Predict how many
-# `mma.sync.m16n8k16` one warp issues per k-tile with the tile `128x128x32/w64x32/2cta` (§3 reads
-# the name). The solution counts `HMMA` in that kernel's SASS.
+# **2.** Section 2's SASS showed 128 `HMMA` for the default tile. That is one k-tile's count too,
+# since the k-tile loop's body is one k-tile, not unrolled. Predict how many `mma.sync.m16n8k16`
+# one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`. §3 reads the name. The
+# solution counts `HMMA` in that kernel's SASS.
 
 # %%
 t = mma_sync.TILES[3]

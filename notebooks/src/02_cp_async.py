@@ -9,15 +9,13 @@
 # **Learning goal.** Keep several k-tiles' copies in flight while the warps compute, know when each
 # one has landed, and measure what that buys.
 #
-# **The story.** In chapter 01 each warp loads a k-tile into registers, stores it to shared memory,
-# and only then computes, waiting on its own data. With
-# **`cp.async`** (Ampere's asynchronous copy, `LDGSTS` in SASS) a thread *issues* a 16-byte copy
-# from global straight into shared memory and goes on working. A ring of
-# [stages](../docs/glossary.md#stage) (shared-memory buffers, one k-tile each) keeps the copies in
-# flight. That raises a new question: *when is the data there?*
+# **The story.** In chapter 01 each warp waits on its own data. It loads a k-tile into registers,
+# stores it to shared memory, and only then computes. **`cp.async`** is Ampere's asynchronous
+# copy (`LDGSTS` in SASS). With it a thread *issues* a 16-byte copy from global straight into
+# shared memory, and goes on working. A ring of [stages](../docs/glossary.md#stage) keeps the copies
+# in flight: shared-memory buffers, one k-tile each.
 #
-# Deep dive: [02b — the Luo et al. microbenchmark](02b_cp_async_microbenchmark.ipynb) (shared
-# memory per ring, overlap by k-tile depth, a published microbenchmark repeated).
+# Deep dive: [02b — the Luo et al. microbenchmark](02b_cp_async_microbenchmark.ipynb).
 
 # %% output varies
 import numpy as np
@@ -38,10 +36,10 @@ notebook.banner("sm_90a")
 notebook.show_source("ptx/cp_async.cuh", start=r"^// 16 bytes global -> shared, L2 only", end=r"^}")
 
 # %% [markdown]
-# The instruction returns at once. That is the point, and the problem. Below is a CPU model of
-# one thread's ring of 4 stages ([`asynctc/cp_async_ring.py`](../asynctc/cp_async_ring.py)). Each
-# copy lands 1300 clocks after it is issued. A k-tile's math takes 600. This consumer issues its
-# copies and computes without waiting. Each read is then multiplied into a small GEMM.
+# The instruction returns at once. That is the point, and the problem. Below is a
+# [CPU model](../asynctc/cp_async_ring.py) of one thread's ring of 4 stages. Each copy lands 1300
+# clocks after it is issued. A k-tile's math takes 600. This consumer issues its copies and
+# computes without waiting. Each read is then multiplied into a small GEMM.
 
 # %%
 print(cp_async_ring.show(stages=4, wait=None, latency=1300, work=600))   # clocks
@@ -59,9 +57,9 @@ print(cp_async_ring.show(stages=4, wait=None, latency=1300, work=600))   # clock
 # | `cp.async.wait_group N` | waits until at most the N newest groups of this thread are pending |
 #
 # `wait_group 0` is always safe, since it waits for every copy. But it also waits for copies of
-# later k-tiles, which should stay in flight. A wait covers only the calling thread's copies. The
-# CTA still needs a `__syncthreads()` before reading what other threads copied. (PTX ISA,
-# *cp.async*.)
+# later k-tiles, which should stay in flight. A wait covers only the calling thread's copies. So
+# the CTA still needs a `__syncthreads()` before it reads what other threads copied. Source: the
+# PTX ISA, *cp.async*.
 
 # %% [markdown]
 # ## 2. The multistage GEMM
@@ -76,15 +74,14 @@ print(cp_async_ring.show(stages=4, wait=None, latency=1300, work=600))   # clock
 #
 # The bookkeeping:
 #
-# * a *prologue* (before the loop) issues the copies of k-tiles 0 … STAGES−2, one group per k-tile;
-# * each iteration commits exactly one more group (k-tile `kt+STAGES-1`, or an empty group near the
-#   end);
-# * before computing on k-tile `kt`, a thread must know that *its* copies of `kt` have landed — but
-#   the copies of later k-tiles should stay in flight, or the ring buys nothing.
+# * A *prologue* runs before the loop. It issues the copies of k-tiles 0 … STAGES−2, one group each.
+# * Each iteration commits one more group: k-tile `kt+STAGES-1`, or an empty group near the end.
+# * Before computing on k-tile `kt`, a thread must know that *its* copies of `kt` have landed. The
+#   copies of later k-tiles should stay in flight, or the ring buys nothing.
 #
-# **Predict before you read the loop** (this is exercise 1): with 4 stages, which N must the kernel
-# pass to `cp.async.wait_group N` before computing on k-tile `kt`? (Count the groups committed before
-# that wait, and how many of them may still be in flight.)
+# **Predict before you read the loop.** This is exercise 1. With 4 stages, which N must the kernel
+# pass to `cp.async.wait_group N` before computing on k-tile `kt`? Count the groups committed before
+# that wait, and how many of them may still be in flight.
 
 # %%
 answer = ...
@@ -93,16 +90,16 @@ ok = exercises.check("ch02.wait_n", answer, stages=4)
 # %% [markdown]
 # The main loop, step by step:
 #
-# 1. wait until this thread's copies of k-tile `kt` have landed;
-# 2. meet at the barrier: everyone's copies are now visible, and last iteration's slot is free;
-# 3. issue the copies of k-tile `kt+STAGES-1` into that slot, and commit;
-# 4. compute.
+# 1. Wait until this thread's copies of k-tile `kt` have landed.
+# 2. Meet at the barrier. Everyone's copies are now visible, and last iteration's slot is free.
+# 3. Issue the copies of k-tile `kt+STAGES-1` into that slot, and commit.
+# 4. Compute.
 #
-# With one stage (§4's `/s1` rungs) there is nothing to overlap. The kernel then takes its own
-# `#if STAGES == 1` loop: copy, `wait_group<0>`, sync, compute, sync. The `wait_group` line below
-# answers exercise 1. So does the timeline after it, drawn from the model above. Each panel is one
-# choice of N with 4 stages. The black tick is when a k-tile lands, the line its compute may not
-# start before.
+# With one stage there is nothing to overlap. The kernel then takes its own `#if STAGES == 1`
+# loop: copy, `wait_group<0>`, sync, compute, sync. These are §4's `/s1` rungs. The `wait_group`
+# line below answers exercise 1. So does the timeline after it, drawn from the model above. Each
+# panel is one choice of N with 4 stages. A black tick marks when a k-tile lands; its compute may
+# not start before it.
 
 # %% output answers a prediction
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
@@ -130,15 +127,15 @@ if exercises.after("ch02.wait_n"):
 cp_async_show.sass_tables(ck)        # chapter 01's kernel, then this one; asserts the sentence above
 
 # %% [markdown]
-# Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) — how much shared memory each ring
-# takes, a tile refused before launch, and how the CTA tile sets the copy traffic.
+# Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) sizes each ring's shared memory and
+# its copy traffic, and shows a tile refused before launch.
 
 # %% [markdown]
 # ## 3. Correctness first
 #
-# Every tile and stage count is checked against float64, as in chapter 01 (the
-# [elementwise bound](../docs/glossary.md#elementwise-bound), a tolerance scaled by |A|·|B|). In replay these are the recorded
-# checks.
+# Every tile and stage count is checked against float64, as in chapter 01. The tolerance is the
+# [elementwise bound](../docs/glossary.md#elementwise-bound), scaled by |A|·|B|. In replay these
+# are the recorded checks.
 
 # %% output varies
 rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)
@@ -147,8 +144,8 @@ cp_async_show.checks(rec)            # a sample of the checks; raises if any fai
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
 #
-# One run, same inputs, L2 flushed before each sample; the cuBLAS figure is this run's cuBLAS. The
-# k-tile depth BK is 64 or 32, with one to four stages.
+# One run timed every rung on the same inputs, L2 flushed before each sample. The
+# cuBLAS figure is this run's cuBLAS. The k-tile depth BK is 64 or 32, with one to four stages.
 #
 # **Predict before you look:** with BK = 64, does each added stage help? And which BK gains more
 # from a ring?
@@ -166,7 +163,7 @@ print(f"best rung {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s
       f"{notebook.ratio(best['tflops'], cb)} of cuBLAS")
 
 # %% [markdown]
-# **What moved, and why.** The table numbers three rungs; each note under it is generated from
+# **What moved, and why.** The table numbers three rungs. Each note under it is generated from
 # the record and checked against it.
 #
 # 1. **BK = 64, one stage.** Each CTA copies, waits, then computes. Only the SM's second CTA
@@ -178,41 +175,43 @@ print(f"best rung {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s
 # 3. **BK = 64, four stages.** The ring is so large that only one CTA fits on an SM. No second
 #    CTA covers its waits.
 #
-# Each note prints its two operands from the table's TFLOP/s column (`rec.results["sweep"]`).
-#
-# **Try it: predict, then count.** A BK = 64 stage is 32 KiB. Predict how many such stages fit
-# when two CTAs share an SM's 228 KiB (1 KiB reserved per CTA); compare it with the table's
+# **Try it: predict, then count.** A BK = 64 stage is 32 KiB. Two CTAs share an SM's 228 KiB, and
+# each has 1 KiB reserved. Predict how many fit per CTA, then check the table's
 # `CTAs/SM` column. <details><summary>Answer</summary>(228 / 2 − 1) // 32 = 3 stages per
 # CTA.</details>
 
 # %% output varies
 cp_async_show.stages(rec)            # the table, then notes 1–3, each checked against the record
+# note 2: best rung / one-stage rung, per BK
+one = {r["bk"]: r["tflops"] for r in rows if r["stages"] == 1}
+ring = {bk: max(r["tflops"] for r in rows if r["bk"] == bk) for bk in one}
+print("; ".join(f"BK = {k}: {notebook.ratio(ring[k], one[k], 'TFLOP/s')}" for k in one))
+notebook.require(ring[32] / one[32] > ring[64] / one[64], "BK = 32 gains the most from a ring",
+                 gain32=ring[32] / one[32], gain64=ring[64] / one[64])
 
 # %% [markdown]
-# Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) reads the sweep in full; §3 models
-# this table with two numbers, **Design it**; §4 asks "why not chapter 01's ceiling?" and counts
-# shared memory's bytes per k-tile.
+# Going further: [02b §2–§4](02b_cp_async_microbenchmark.ipynb) models this table and asks why
+# it stays below chapter 01's ceiling.
 #
 # **Play** (ungraded, no GPU needed). Type in a new cell:
 #
-# * `print(cp_async_ring.show(stages=4, wait=2, latency=2600))`: double the copy latency; from which
-#   k-tile does the consumer wait? Try `stages=2`.
-# * `cp_async_ring.run(4, 1)[-1].end - cp_async_ring.run(4, 2)[-1].end`: clocks a too-strict wait
-#   loses. Raise `latency=`; compare §4's one- and four-stage rungs.
+# * `print(cp_async_ring.show(stages=4, wait=2, latency=2600))` doubles the copy latency. From
+#   which k-tile does the consumer wait? Try `stages=2`.
+# * `cp_async_ring.run(4, 1)[-1].end - cp_async_ring.run(4, 2)[-1].end` gives the clocks a
+#   too-strict wait loses. Raise `latency=`, and compare §4's one- and four-stage rungs.
 #
-# On a GPU: `python -m asynctc record cp_async --no-save` (this chapter ran live in about 43 s)
-# prints the stage sweep: compare its 4096³ `s1`…`s4` lines' TFLOP/s with §4's rungs.
+# On a GPU, `python -m asynctc record cp_async --no-save` reruns §4's stage sweep in about 43 s.
 
 # %% [markdown]
 # ## Exercises
 #
-# (Exercise 1, the prediction, is in section 2.) A wrong answer gets a hint at what is off.
+# Exercise 1 is the prediction in section 2. A wrong answer gets a hint.
 #
-# **2.** A ring of stages has to fit in shared memory. An SM has 228 KiB (233472 B); the driver
+# **2.** A ring of stages has to fit in shared memory. An SM has 228 KiB (233472 B). The driver
 # reserves 1 KiB of it per CTA.
 #
 # For 128×64×32 fp16 k-tiles, what is the largest number of stages whose ring fits one CTA on an
-# SM? The kernel itself stops at 4; the question is what shared memory allows.
+# SM? The kernel itself stops at 4. The question is what shared memory allows.
 
 # %%
 answer = ...
