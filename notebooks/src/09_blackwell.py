@@ -3,7 +3,7 @@
 #
 # **Learning goal.** Carry a Hopper GEMM to Blackwell (sm_100a), where `tcgen05.mma` takes
 # wgmma's place. See why the accumulator moved to **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)).
-# Read the 32-bit [instruction descriptor](../docs/glossary.md#instruction-descriptor), which holds
+# Read the 32-bit [instruction descriptor](../docs/glossary.md#instruction-descriptor), which gives
 # shape and types, and the 64-bit **shared-memory descriptor**. Allocate TMEM; write the MMA
 # thread's k-tile.
 #
@@ -57,8 +57,8 @@ fig = figures.accumulator_homes(bill)
 # %% [markdown]
 # Neither fits, however the 65536 values are split: the register file is Hopper's limit.
 #
-# Blackwell moves the accumulator into **Tensor Memory**. There is one TMEM **per SM**, shared by
-# the CTAs resident on it. It holds 32-bit cells, 128 lanes by 512 columns. Lane i is row i of D;
+# Blackwell moves the accumulator into **Tensor Memory**. There is one TMEM **per SM**,
+# shared by the CTAs resident on it. Its cells are 32-bit, 128 lanes by 512 columns. Lane i is row i of D;
 # a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
 # columns, and two take all 512 (the figure's right panel).
 #
