@@ -92,8 +92,7 @@ notebook.require(worst["max_err"] <= worst["tol"], "every element stays inside i
 
 # %% output answers a prediction
 print(fp8.speed_table(res), end="\n\n")
-# the three divisions at 8192³, from the table's rows
-ours8, ours16 = fp8.fp8_config().label(), W.TOP_RUNG.make("float16").label()    # the builds' labels
+ours8, ours16 = fp8.fp8_config().label(), W.TOP_RUNG.make("float16").label()
 lt8, cb16 = "cuBLASLt fp8 fast_accum=True", "cuBLAS fp16"
 tf = {r["kernel"]: r["tflops"] for r in res["table"] if r["size"] == 8192 and "tflops" in r}
 for name, a, b in (("ours FP8 / FP16", ours8, ours16), ("cuBLAS FP8 / FP16", lt8, cb16),
@@ -110,9 +109,7 @@ notebook.require(all(1.96 <= v <= 2.02 for v in x), "ours and cuBLAS both come w
 # ## 5. The accumulator: a sum that stops growing
 #
 # **The failure first.** Add 4096 products of 1/16 to one of 1024. The exact sum is 1280, and fp32
-# gets it. Our model of the FP8 Tensor Core, `fp8.tc_dot`, says the GPU returns 1024. The model
-# follows Fasi, Higham, Mikaitis and Pranesh, "Numerical Behavior of NVIDIA Tensor Cores"
-# ([MIMS EPrint 2020.10](https://eprints.maths.manchester.ac.uk/id/eprint/2761), 2020).
+# gets it. Our model of the FP8 Tensor Core, `fp8.tc_dot`, says the GPU returns 1024.
 #
 # **Predict, then change `SMALL` to `2.0**-3` and rerun:** does FP8 wgmma still lose them?
 # <details><summary>Answer</summary>No: 2^-3 is the last place the adder keeps beside 2^10, so the

@@ -22,12 +22,12 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Why these bugs are hard
 #
-# A wrong synchronous kernel is wrong every time. An asynchronous one can fail four ways:
+# A wrong synchronous kernel is wrong every time. An asynchronous one can also:
 #
-# * it **hangs**: a wait names a phase that never completes;
-# * it is **wrong sometimes**: a stage is read before it lands;
-# * it is **wrong always**: a layout bug;
-# * it is right but **slow**.
+# * **hang**: a wait names a phase that never completes;
+# * be **wrong sometimes**: a stage is read before it lands;
+# * be **wrong always**: a layout bug;
+# * be right but **slow**.
 #
 # Every wait here is **bounded**, so a hang ends in an error word (chapter 03).
 #
@@ -88,7 +88,7 @@ print(D.pipeline_diagnosis("correct").text)
 # 4. **Reproduce it in a model**: the ring model, the layout model or the ordering checker (section 5).
 # 5. **Fix one line**; rerun the model and the kernel.
 #
-# The table gives steps 2 and 3 for each symptom. One row names
+# The table gives steps 2 and 3 per symptom. One row names
 # [setmaxnreg](../docs/glossary.md#setmaxnreg), the instruction that moves registers between
 # warpgroups. ptxas warning C7508 says it was ignored (chapter 06).
 

@@ -10,8 +10,7 @@
 #
 # **In plain words.** A measured speed is one sample of a moving target: clocks, runs and
 # baselines all shift it. To trust a claim, rerun it the same way, time its baseline beside it,
-# and see how far repeated runs spread. Then give the verdict with a number, and say what would
-# change it.
+# and see how far repeated runs spread.
 #
 # Deep dive [10b](10b_claims_in_full.ipynb): "% of peak" under two denominators, judged against
 # bands, and every number of the [seed article](../docs/glossary.md#seed-article) beside ours.
@@ -44,7 +43,7 @@ print(wrec.label())
 # | median, spread, how many runs? | one run hides the noise |
 #
 # The record behind the claim answers the first three. The ratio is this run's cuBLAS time over
-# ours. The record also keeps a second clock, read once the Tensor Cores stop. It can pass
+# ours. A second clock is read once the Tensor Cores stop. It can pass
 # 1830 MHz, the boost clock the datasheet peak assumes ([00b](00b_clock_kinds.ipynb)).
 
 # %% output varies
