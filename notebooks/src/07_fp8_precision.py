@@ -28,7 +28,7 @@ res = rec.results
 # ## 1. Two formats
 #
 # A float is a sign, *exponent bits* and *fraction bits*. The exponent picks a power of two; the
-# fraction picks a place between two powers. sm_90's wgmma takes two 8-bit formats (PTX ISA §5.2.5;
+# fraction, a place between two powers. sm_90's wgmma takes two 8-bit formats (PTX ISA §5.2.5;
 # the OCP FP8 specification):
 #
 # * **e4m3** (`float8_e4m3fn`): 4 exponent and 3 fraction bits, no infinities; for weights and
@@ -60,7 +60,7 @@ print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
 # of B. An outlier then coarsens only its own block. (DeepSeek-AI, "DeepSeek-V3 Technical Report",
 # [arXiv:2412.19437](https://arxiv.org/abs/2412.19437), 2024, §3.3.)
 #
-# Going further: [07d §2](07d_fp8_scales_shapes_peak.ipynb) — one outlier, one scale against block
+# Going further: [07d §2](07d_fp8_scales_shapes_peak.ipynb) — one outlier, one scale or block
 # scales.
 
 # %% [markdown]

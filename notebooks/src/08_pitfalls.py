@@ -27,7 +27,7 @@ notebook.banner("sm_90a")
 # * **hang**: a wait names a phase that never completes;
 # * be **wrong sometimes**: a stage is read before it lands;
 # * be **wrong always**: a layout bug;
-# * be right but **slow**.
+# * run right but **slow**.
 #
 # Every wait here is **bounded**, so a hang ends in an error word (chapter 03).
 #
@@ -64,7 +64,7 @@ outcome = D.show_outcome(1, expect="producer timed out on empty[0] at tile 0")
 # **Pin it in a model.** A [phase parity](../docs/glossary.md#phase-parity) is the bit naming which
 # of a barrier's alternating phases a wait expects. Let f = k / S be k-tile k's fill of its stage.
 # The right producer waits on parity (f + 1) mod 2. Chapter 05's ring model runs the protocol with
-# f mod 2 instead. Does it stop where the GPU stopped?
+# f mod 2. Does it stop where the GPU stopped?
 
 # %% output answers a prediction
 print(D.pipeline_diagnosis("wrong_empty_parity").text, end="\n\n")
@@ -72,14 +72,14 @@ print(notebook.build_diff("pitfalls.cu", {"BUG": 1}, context=1))
 print(D.pipeline_diagnosis("correct").text)
 
 # %% [markdown]
-# It stops at the same barrier and k-tile. The reason: parity 0 waits for the consumers' first
+# Same barrier, same k-tile. The reason: parity 0 waits for the consumers' first
 # release. That release needs the load the producer never issues. **The fix** is the diff's one
-# line: `-` is right, `+` is broken.
+# line: `-` right, `+` broken.
 
 # %% [markdown]
 # ## 4. The method
 #
-# Five steps, for every bug here:
+# Five steps:
 #
 # 1. **Name the symptom.**
 # 2. **Find the first thing wrong**: the first wait that stuck, or the first wrong element.
@@ -112,7 +112,7 @@ m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128, base_offset=128)
 ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
-# **The figure** shows how far off each element was read; white is right. Whole 16-byte chunks
+# **The figure**: how far off each element was read; white is right. Whole 16-byte chunks
 # swap, repeating every 8 rows, the same way each run. That is a layout bug's fingerprint.
 #
 # ### 5b. Wrong only sometimes: what the ring model cannot see
@@ -151,8 +151,8 @@ print(ordering.drop_report(program, DROP))
 # for one consumer warpgroup: the producer is in it, so its own `wgmma.wait_group` orders its
 # reads before the refill. With `consumers=2` the model finds a race: nothing orders the second
 # warpgroup's reads before the TMA overwrites the stage.</details>
-# `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the model's. Its names are
-# the zoo's: `sorted(F.zoo.BY_KEY)`.
+# `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the model's; its names are
+# `sorted(F.zoo.BY_KEY)`.
 #
 # On a GPU: `python -m asynctc record pitfalls --no-save` reruns every variant: compare its
 # `BUG= 3 arrive_count` line with the model's diagnosis.

@@ -10,8 +10,8 @@
 # **In plain words.** Blackwell gives the accumulator its own memory per SM. One thread issues
 # the MMA; a barrier says when it is done; the epilogue reads the result out.
 #
-# No sm_100 GPU stands behind this chapter. Sections 1–4 are **models** of the PTX ISA; sections
-# 5–6 compile and disassemble the kernel.
+# No sm_100 GPU stands behind this chapter. §1–4 are **models** of the PTX ISA; §5–6 compile and
+# disassemble the kernel.
 
 # %% output varies
 from asynctc import tcgen05 as kernels
@@ -34,8 +34,8 @@ notebook.banner("sm_100a", measured=False)
 # 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which moves registers between warpgroups,
 #    gives each consumer thread a budget of 232.
 # 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
-# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD`). It was fixed once:
-#    under NVRTC 13.0, ptxas asked 154 for chapter 05's kernel, 128 of them accumulators. The cell
+# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD`): under NVRTC 13.0,
+#    ptxas asked 154 for chapter 05's kernel, 128 of them accumulators. The cell
 #    below compiles chapter 06's builds with today's NVRTC.
 #
 # **So:** a consumer needs about 154 of its 232. The next step is a second accumulator or a
@@ -74,8 +74,8 @@ fig = figures.accumulator_homes(bill)
 # `cta_group::2` is a CTA pair's MMA: two CTAs of a cluster share it, each keeping its own rows of
 # A and D and part of B.
 #
-# Shape and types sit in the 32-bit `idesc` (PTX ISA §9.7.16.4.2). The model `tc.InstrDescriptor`
-# prints it field by field.
+# Shape and types sit in the 32-bit `idesc` (PTX ISA §9.7.16.4.2). `tc.InstrDescriptor` prints it
+# field by field.
 
 # %%
 idesc = tc.InstrDescriptor("bfloat16", "bfloat16", "float32", m=128, n=256)
@@ -106,7 +106,7 @@ assert t.encode() ^ w.encode() == 1 << 46
 # %% [markdown]
 # ## 4. Tensor Memory: allocation and who may read what
 #
-# TMEM is **per SM**. A CTA uses the columns it allocated, addressed as `lane << 16 | column`.
+# TMEM is **per SM**. A CTA uses the columns it allocated, addressed `lane << 16 | column`.
 #
 # * One warp runs `tcgen05.alloc`. It takes columns in powers of two from 32 to 512 and writes the
 #   address to shared memory. It **blocks** while they are taken; `tcgen05.dealloc` gives them
@@ -129,8 +129,8 @@ alloc.dealloc(acc, 256, warp=1)
 alloc.check_all_freed()
 
 # %% [markdown]
-# **Predict, then try:** change the first `alloc(256, …)` to `alloc(512, …)` and rerun. That asks
-# for §1's two accumulators at once. Does `alloc(128, …)` still succeed?
+# **Predict, then try:** change the first `alloc(256, …)` to `alloc(512, …)`, §1's two
+# accumulators, and rerun. Does `alloc(128, …)` still succeed?
 # <details><summary>Answer</summary>No: 512 takes every column, so it raises `TmemError`
 # (0 free).</details>
 
@@ -152,7 +152,7 @@ alloc.check_all_freed()
 # * `t.commit(barrier)` (`tcgen05.commit`) arrives once on the barrier when every MMA the thread
 #   issued has completed.
 #
-# **One k-tile, in order.** Answer each question before you write:
+# **One k-tile, in order.** Answer each question first:
 #
 # 1. Who issues: every thread of the warp, or only `t.elected`?
 # 2. Wait: on which barrier, with which parity? K-tile kt is stage s's fill f = kt // `t.stages`;
@@ -193,8 +193,8 @@ assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
 #
 # Who issues: a warpgroup → one thread. The accumulator: registers → TMEM. Waiting: wait_group →
 # `tcgen05.commit` and an mbarrier. `wgmma.fence` has no counterpart, because `tcgen05.mma` reads
-# no registers. The `tcgen05.fence::*_thread_sync` pair does a different job: it is exercise 1's
-# fence, around a sync.
+# no registers. The `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence,
+# around a sync.
 #
 # Going further: [09c §6](09c_blackwell_datapath.ipynb) — the table, concept by
 # concept, with each side's SASS.
@@ -203,7 +203,7 @@ assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
 # are not neighbours, then `alloc(64, warp=1)`. 64 columns are free: does it fit? In §2, set
 # `n=96`, then `n=264`: which field changes?
 #
-# **On a GPU:** only a Blackwell one (sm_100a, compute capability 10.0) runs
+# **On a GPU:** only a Blackwell one (sm_100a) runs
 # `python -m asynctc record tcgen05 --no-save`: it checks every build, then times each beside
 # cuBLAS. This course has no such record; an H200 refuses the suite.
 

@@ -43,7 +43,7 @@ print(wrec.label())
 # | median, spread, how many runs? | one run hides the noise |
 #
 # The record behind the claim answers the first three. The ratio is this run's cuBLAS time over
-# ours. A second clock is read once the Tensor Cores stop. It can pass
+# ours. A second clock, read after the Tensor Cores stop, can pass
 # 1830 MHz, the boost clock the datasheet peak assumes ([00b](00b_clock_kinds.ipynb)).
 
 # %% output varies
@@ -98,10 +98,10 @@ print(f"between runs: our time moved {max(ours) / min(ours) - 1:.1%}, the same-r
 # a slower clock slows cuBLAS too, and the ratio cancels most of it. A same-run ratio travels; a
 # TFLOP/s does not.
 #
-# Inside one pair the samples scatter too. But a median of n samples moves only about 1/√n as far
+# Inside one pair the samples scatter too. But a median of n samples moves about 1/√n as far
 # as one sample. The table's last line takes the pair where that is widest, with its own sample
-# count. The `samples` column gives the counts: §1's record took 10, the later two 20. Even that
-# widest median spread stays under the pairs' spread, so the runs, not the reps, set the bound.
+# count. In the `samples` column, §1's record took 10, the later two 20. Even that widest
+# spread stays under the pairs' spread, so the runs, not the reps, set the bound.
 
 # %%
 assert lesson.runs_set_the_bound(pairs)
@@ -121,7 +121,7 @@ assert lesson.runs_set_the_bound(pairs)
 #
 # Here "0.99 of cuBLAS" holds, and so does "0.98". Both readings meet the interval, so two
 # decimals cannot tell them apart. "Beats cuBLAS at 4096³" does not hold. The `VALUE`/`DIGITS`
-# cell below shows what three decimals can tell.
+# cell below tries three.
 #
 # Paired across runs, the same times read from 0.970, well below the bound's low end, to 1.005,
 # above 1. So a baseline from another run can flip either verdict.
