@@ -23,6 +23,9 @@ res = rec.results
 # %% [markdown]
 # ## 1. Which runs identify f
 #
+# `fp8.tc_dot` follows Fasi, Higham, Mikaitis and Pranesh, "Numerical Behavior of NVIDIA Tensor
+# Cores" ([MIMS EPrint 2020.10](https://eprints.maths.manchester.ac.uk/id/eprint/2761), 2020).
+#
 # Before the GPU ran the swamping input, the model predicted this (`fp8.ACC_PREDICTION`, unedited
 # since; the assert checks that it is what the model computes):
 

@@ -2,13 +2,13 @@
 # # 08 — Pitfalls and debugging: one hang taken apart, then the method
 #
 # **Learning goal.** Turn "it hangs" or "it is sometimes wrong" into a named bug, barrier, stage and
-# k-tile: one bug from symptom to one-line fix, then the method for the rest.
+# k-tile. One bug goes from symptom to one-line fix; then comes the method for the rest.
 #
 # **In plain words.** Agents hand stages to each other through barriers; each bug is one broken
 # promise between them. A CPU model of the same protocol names the line to fix.
 #
-# Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant on the GPU, and *compute-sanitizer*
-# (NVIDIA's race and memory checker).
+# Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant on the GPU, and *compute-sanitizer*,
+# NVIDIA's race and memory checker.
 
 # %% output varies
 from IPython.display import Markdown, display
@@ -22,18 +22,21 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Why these bugs are hard
 #
-# A wrong synchronous kernel is wrong every time. An asynchronous one can also **hang** (a wait
-# names a phase that never completes), be **wrong sometimes** (a stage read before it lands), be
-# **wrong always** (a layout bug), or be right but **slow**.
+# A wrong synchronous kernel is wrong every time. An asynchronous one can also:
 #
-# Every wait here is **bounded** (chapter 03): a hang ends in an error word.
+# * **hang**: a wait names a phase that never completes;
+# * be **wrong sometimes**: a stage is read before it lands;
+# * be **wrong always**: a layout bug;
+# * run right but **slow**.
+#
+# Every wait here is **bounded**, so a hang ends in an error word (chapter 03).
 #
 # ## 2. The kernel the variants break
 #
 # One CTA streams 64 × 64 fp16 boxes through two stages. The **producer** (warp 4, lane 0) issues
 # the TMA loads. The **consumers** (warps 0–3) copy each box to a buffer, undoing the swizzle;
-# `named_barrier_sync(1, CONSUMERS)` syncs just them. Thread 0 stores the buffer with TMA.
-# Below, their loop; each `BUG=` build of `kernels/pitfalls.cu` breaks one line.
+# `named_barrier_sync(1, CONSUMERS)` syncs just the consumers. Thread 0 stores the buffer with TMA.
+# Below is the consumers' loop. Each `BUG=` build of `kernels/pitfalls.cu` breaks one line.
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$",
@@ -43,9 +46,9 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 # %% [markdown]
 # ## 3. One hang, from symptom to fix
 #
-# **The symptom.** [flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317):
-# a wait on phase 0 looped forever while phase 1 worked. Our BUG=1 build makes the same mistake;
-# its bounded waits give up with error words.
+# **The symptom.** A wait on phase 0 looped forever while phase 1 worked
+# ([flash-attention#1317](https://github.com/Dao-AILab/flash-attention/issues/1317)). Our BUG=1
+# build makes the same mistake. Its bounded waits give up with error words.
 
 # %% output varies
 outcome = D.show_outcome(1, expect="producer timed out on empty[0] at tile 0")
@@ -54,13 +57,14 @@ outcome = D.show_outcome(1, expect="producer timed out on empty[0] at tile 0")
 # **The first wait that stuck.** Both words name tile 0, stage 0. Nothing was loaded, so the
 # producer's wait on `empty[0]` stuck first.
 #
-# **The hypothesis.** A phase completes when all its arrivals come and all its bytes land; a wait
+# **The hypothesis.** A phase completes when all its arrivals come and all its bytes land. A wait
 # passes once the phase it names by parity has completed. A fresh barrier counts parity 1 as
 # complete, so the producer's first wait should name parity 1. Hypothesis: it names parity 0.
 #
-# **Pin it in a model.** The right producer waits on [parity](../docs/glossary.md#phase-parity),
-# the bit naming which of a barrier's alternating phases a wait expects, (f + 1) mod 2, f = k / S being k-tile k's fill of its stage. Chapter 05's ring model runs the
-# protocol with f mod 2. Does it stop where the GPU stopped?
+# **Pin it in a model.** A [phase parity](../docs/glossary.md#phase-parity) is the bit naming which
+# of a barrier's alternating phases a wait expects. Let f = k / S be k-tile k's fill of its stage.
+# The right producer waits on parity (f + 1) mod 2. Chapter 05's ring model runs the protocol with
+# f mod 2. Does it stop where the GPU stopped?
 
 # %% output answers a prediction
 print(D.pipeline_diagnosis("wrong_empty_parity").text, end="\n\n")
@@ -68,25 +72,25 @@ print(notebook.build_diff("pitfalls.cu", {"BUG": 1}, context=1))
 print(D.pipeline_diagnosis("correct").text)
 
 # %% [markdown]
-# Same barrier, same k-tile. The reason: parity 0 waits for the consumers' first release, which
-# needs the load the producer never issues. **The fix** is the diff's one line (`-` right, `+`
-# broken).
+# Same barrier, same k-tile. The reason: parity 0 waits for the consumers' first
+# release. That release needs the load the producer never issues. **The fix** is the diff's one
+# line: `-` right, `+` broken.
 
 # %% [markdown]
 # ## 4. The method
 #
-# Five steps, for every bug here:
+# Five steps:
 #
 # 1. **Name the symptom.**
 # 2. **Find the first thing wrong**: the first wait that stuck, or the first wrong element.
 # 3. **Hypothesize from a checklist**: a phase needs parity, arrivals and bytes; an order, its
 #    fence or wait; a layout, writer and reader agreeing.
-# 4. **Reproduce it in a model**: the ring model, the ordering checker (5b), the layout model (5a).
+# 4. **Reproduce it in a model**: the ring model, the layout model or the ordering checker (section 5).
 # 5. **Fix one line**; rerun the model and the kernel.
 #
 # The table gives steps 2 and 3 per symptom. One row names
 # [setmaxnreg](../docs/glossary.md#setmaxnreg), the instruction that moves registers between
-# warpgroups (chapter 06): ptxas warning C7508 says it was ignored.
+# warpgroups. ptxas warning C7508 says it was ignored (chapter 06).
 
 # %%
 display(Markdown(zoo.decision_markdown(classes=False)))
@@ -97,9 +101,9 @@ display(Markdown(zoo.decision_markdown(classes=False)))
 # ### 5a. Wrong every time: a tile 128 bytes off its swizzle repeat
 #
 # Step 2 finds a wrong element, the same every run: a layout bug. TMA's 128B swizzle takes its
-# row bits from the **absolute** shared-memory address, repeating every 1024 bytes. A stage 128
-# bytes past such a boundary starts one row into the pattern, so a reader that swizzles from the
-# stage base reads the wrong 16-byte chunk
+# row bits from the **absolute** shared-memory address, so its pattern repeats every 1024 bytes. A
+# stage 128 bytes past such a boundary starts one row into the pattern. A reader that swizzles from
+# the stage base then reads the wrong 16-byte chunk
 # ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)). BUG=7 shifts the stage:
 
 # %%
@@ -108,19 +112,22 @@ m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128, base_offset=128)
 ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
-# **The figure**: how far off each element was read (white: right). Whole 16-byte chunks swap,
-# repeating every 8 rows, the same way each run: a layout bug's fingerprint.
+# **The figure**: how far off each element was read; white is right. Whole 16-byte chunks
+# swap, repeating every 8 rows, the same way each run. That is a layout bug's fingerprint.
 #
 # ### 5b. Wrong only sometimes: what the ring model cannot see
 #
-# The ring model sees barriers and bytes only. It misses [proxies](../docs/glossary.md#proxy),
-# the generic and async paths into memory, which need a fence between them;
-# [bulk groups](../docs/glossary.md#bulk-group), a thread's TMA copies closed by one commit; and
-# lanes (a *leader* is the one lane that arrives for its warp). The *ordering checker* runs
-# `(op, arg)` steps and names the first rule broken. The cell breaks two rules, then deletes step
-# `DROP`.
+# The ring model sees only barriers and bytes. It misses:
 #
-# **Predict, then change `DROP` and rerun:** which rule breaks (or none) with `DROP` = 6, then 1,
+# * [proxies](../docs/glossary.md#proxy), the generic and async paths into memory, which need a
+#   fence;
+# * [bulk groups](../docs/glossary.md#bulk-group), a thread's TMA copies closed by one commit;
+# * lanes: a *leader* is the one lane that arrives for its warp.
+#
+# The *ordering checker* runs `(op, arg)` steps and names the first rule broken. The cell breaks
+# two rules, then deletes step `DROP`.
+#
+# **Predict, then change `DROP` and rerun:** which rule breaks, if any, with `DROP` = 6, then 1,
 # then 3?
 
 # %%
@@ -131,8 +138,8 @@ program = ordering.PROGRAMS["init"]["correct"] + ordering.PROGRAMS["proxy"]["cor
 print(ordering.drop_report(program, DROP))
 
 # %% [markdown]
-# On the GPU these are races: a variant that passes is [latent](../docs/glossary.md#latent),
-# wrong but not yet caught, not correct.
+# On the GPU these are races. A variant that passes is [latent](../docs/glossary.md#latent): wrong
+# but not yet caught.
 #
 # Going further: [08b §1](08b_pitfalls_on_the_gpu.ipynb) — the zoo, one row per bug class, then
 # per public report; `F.diagnose(key)` takes one class from symptom to fix.
@@ -144,8 +151,8 @@ print(ordering.drop_report(program, DROP))
 # for one consumer warpgroup: the producer is in it, so its own `wgmma.wait_group` orders its
 # reads before the refill. With `consumers=2` the model finds a race: nothing orders the second
 # warpgroup's reads before the TMA overwrites the stage.</details>
-# `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the model's (its names are
-# the zoo's: `sorted(F.zoo.BY_KEY)`).
+# `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the model's; its names are
+# `sorted(F.zoo.BY_KEY)`.
 #
 # On a GPU: `python -m asynctc record pitfalls --no-save` reruns every variant: compare its
 # `BUG= 3 arrive_count` line with the model's diagnosis.
@@ -166,8 +173,9 @@ ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 # **2. Repair a protocol.** A [TMA store](../docs/glossary.md#tma-store), a bulk copy from shared
 # to global memory, reads its shared-memory source *after* the instruction returns.
 # `cp.async.bulk.commit_group` closes a bulk group; `cp.async.bulk.wait_group.read N` waits until
-# at most N groups still read their source (as in 03b §2). Insert the one step that makes `ordering.check` find no hazard
-# in the broken epilogue below: which argument, and where? Two places look right; one is.
+# at most N groups still read their source. Insert the one step that makes `ordering.check` find
+# no hazard in the broken epilogue below: which argument, and where? Two places look right; one
+# is.
 
 # %%
 program = list(ordering.PROGRAMS["store"]["broken"])

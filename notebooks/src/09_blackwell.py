@@ -2,14 +2,15 @@
 # # 09 — Blackwell: `tcgen05` and Tensor Memory
 #
 # **Learning goal.** Carry a Hopper GEMM to Blackwell (sm_100a), where `tcgen05.mma` takes
-# wgmma's place: why the accumulator moved to **Tensor Memory** ([TMEM](../docs/glossary.md#tmem));
-# the 32-bit [instruction descriptor](../docs/glossary.md#instruction-descriptor) (shape and
-# types) and the 64-bit **shared-memory descriptor**; allocating TMEM; the MMA thread's k-tile.
+# wgmma's place. See why the accumulator moved to **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)).
+# Read the 32-bit [instruction descriptor](../docs/glossary.md#instruction-descriptor), which gives
+# shape and types, and the 64-bit **shared-memory descriptor**. Allocate TMEM; write the MMA
+# thread's k-tile.
 #
 # **In plain words.** Blackwell gives the accumulator its own memory per SM. One thread issues
 # the MMA; a barrier says when it is done; the epilogue reads the result out.
 #
-# No sm_100 GPU stands behind this chapter: §1–4 are **models** of the PTX ISA, §5–6 compile and
+# No sm_100 GPU stands behind this chapter. §1–4 are **models** of the PTX ISA; §5–6 compile and
 # disassemble the kernel.
 
 # %% output varies
@@ -33,14 +34,14 @@ notebook.banner("sm_100a", measured=False)
 # 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which moves registers between warpgroups,
 #    gives each consumer thread a budget of 232.
 # 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
-# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD`, fixed once: ptxas asked
-#    154 for chapter 05's kernel, 128 accumulators per thread, under NVRTC 13.0; the cell below
-#    compiles chapter 06's builds with today's NVRTC).
+# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD`): under NVRTC 13.0,
+#    ptxas asked 154 for chapter 05's kernel, 128 of them accumulators. The cell
+#    below compiles chapter 06's builds with today's NVRTC.
 #
-# **So:** a consumer needs about 154 of its 232. The next step is a second accumulator (one
-# tile's [epilogue](../docs/glossary.md#epilogue), the code that writes C out, runs while the MMAs
-# fill the next) or a 256×256 tile. Either needs 65536 accumulator registers: the whole register
-# file.
+# **So:** a consumer needs about 154 of its 232. The next step is a second accumulator or a
+# 256×256 tile. With two, one tile's [epilogue](../docs/glossary.md#epilogue), the code that writes
+# C out, runs while the MMAs fill the next. Either needs 65536 accumulator registers: the whole
+# register file.
 
 # %% output varies
 steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
@@ -56,13 +57,13 @@ fig = figures.accumulator_homes(bill)
 # %% [markdown]
 # Neither fits, however the 65536 values are split: the register file is Hopper's limit.
 #
-# Blackwell moves the accumulator into **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)),
-# **per SM**, shared by the CTAs resident on it: 32-bit cells, 128 lanes by 512 columns. Lane i
-# is row i of D; a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
+# Blackwell moves the accumulator into **Tensor Memory**. There is one TMEM **per SM**,
+# shared by the CTAs resident on it. Its cells are 32-bit, 128 lanes by 512 columns. Lane i is row i of D;
+# a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
 # columns, and two take all 512 (the figure's right panel).
 #
-# A 256×256 tile belongs to a [CTA pair](../docs/glossary.md#cta-pair) (§2), two CTAs on two
-# SMs sharing one MMA, each keeping its 128 rows.
+# A 256×256 tile belongs to a [CTA pair](../docs/glossary.md#cta-pair): two CTAs on two SMs share
+# one MMA, each keeping its 128 rows (§2).
 
 # %% [markdown]
 # ## 2. The instruction descriptor, bit by bit
@@ -73,8 +74,8 @@ fig = figures.accumulator_homes(bill)
 # `cta_group::2` is a CTA pair's MMA: two CTAs of a cluster share it, each keeping its own rows of
 # A and D and part of B.
 #
-# Shape and types sit in the 32-bit `idesc` (PTX ISA §9.7.16.4.2). The model `tc.InstrDescriptor`
-# prints it field by field.
+# Shape and types sit in the 32-bit `idesc` (PTX ISA §9.7.16.4.2). `tc.InstrDescriptor` prints it
+# field by field.
 
 # %%
 idesc = tc.InstrDescriptor("bfloat16", "bfloat16", "float32", m=128, n=256)
@@ -84,9 +85,9 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
-# The 64-bit layout: PTX ISA §9.7.16.4.1. The tile layouts are chapter 04's (core matrices, LBO,
-# SBO, swizzle), so a tile gets the same start, LBO, SBO and swizzle bits as for wgmma. Two things
-# differ:
+# The tile layouts are chapter 04's: core matrices, LBO, SBO, swizzle. So a tile gets the same
+# start, LBO, SBO and swizzle bits as for wgmma. Two things differ in the 64-bit layout (PTX ISA
+# §9.7.16.4.1):
 #
 # * the swizzle field starts one bit lower, so the same bits read as different codes;
 # * a version bit (bit 46) is set.
@@ -105,11 +106,11 @@ assert t.encode() ^ w.encode() == 1 << 46
 # %% [markdown]
 # ## 4. Tensor Memory: allocation and who may read what
 #
-# TMEM is **per SM**; a CTA uses the columns it allocated, addressed `lane << 16 | column`:
+# TMEM is **per SM**. A CTA uses the columns it allocated, addressed `lane << 16 | column`.
 #
-# * `tcgen05.alloc` (one warp) takes columns in powers of two from 32 to 512, writes the address
-#   to shared memory, and **blocks** while they are taken; `tcgen05.dealloc` gives them back.
-#   Allocated columns are **not zeroed**.
+# * One warp runs `tcgen05.alloc`. It takes columns in powers of two from 32 to 512 and writes the
+#   address to shared memory. It **blocks** while they are taken; `tcgen05.dealloc` gives them
+#   back. Allocated columns are **not zeroed**.
 # * Warp *w* reads only lanes 32·(w mod 4) … +31, so the epilogue needs four warps.
 #
 # `tmem.TmemAllocator` models them:
@@ -128,8 +129,8 @@ alloc.dealloc(acc, 256, warp=1)
 alloc.check_all_freed()
 
 # %% [markdown]
-# **Predict, then try:** change the first `alloc(256, …)` to `alloc(512, …)` (§1's two
-# accumulators as one request) and rerun. Does `alloc(128, …)` still succeed?
+# **Predict, then try:** change the first `alloc(256, …)` to `alloc(512, …)`, §1's two
+# accumulators, and rerun. Does `alloc(128, …)` still succeed?
 # <details><summary>Answer</summary>No: 512 takes every column, so it raises `TmemError`
 # (0 free).</details>
 
@@ -146,19 +147,19 @@ alloc.check_all_freed()
 #   stage s's bytes have landed; `t.empty[s]` hands stage s back to the producer.
 # * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
 #   behind the waits before it; a wait alone does not.
-# * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s (`accumulate` is §2's
-#   `enable_input_d`).
+# * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s. `accumulate` is §2's
+#   `enable_input_d`.
 # * `t.commit(barrier)` (`tcgen05.commit`) arrives once on the barrier when every MMA the thread
 #   issued has completed.
 #
-# **One k-tile, in order.** Answer each question before you write:
+# **One k-tile, in order.** Answer each question first:
 #
 # 1. Who issues: every thread of the warp, or only `t.elected`?
 # 2. Wait: on which barrier, with which parity? K-tile kt is stage s's fill f = kt // `t.stages`;
 #    its [phase parity](../docs/glossary.md#phase-parity) is f mod 2.
 # 3. Fence: what must stand between that wait and the first MMA?
-# 4. MMAs: how many per k-tile? Which `accumulate` does the first k-step of the first k-tile
-#    need, when TMEM is not zeroed (§4)? Which do all the others need?
+# 4. MMAs: how many per k-tile? TMEM is not zeroed: which `accumulate` does the first k-step of
+#    the first k-tile need? Which do all the others need?
 # 5. Commit: to which barrier, and why after the MMAs, not before?
 #
 # The kernel's loop appears once yours passes.
@@ -191,16 +192,18 @@ assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
 # ## 6. Hopper → Blackwell
 #
 # Who issues: a warpgroup → one thread. The accumulator: registers → TMEM. Waiting: wait_group →
-# `tcgen05.commit` and an mbarrier. `wgmma.fence` has no counterpart (`tcgen05.mma` reads no
-# registers); the `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence,
-# around a sync. Going further: [09c §6](09c_blackwell_datapath.ipynb) — the table, concept by
+# `tcgen05.commit` and an mbarrier. `wgmma.fence` has no counterpart, because `tcgen05.mma` reads
+# no registers. The `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence,
+# around a sync.
+#
+# Going further: [09c §6](09c_blackwell_datapath.ipynb) — the table, concept by
 # concept, with each side's SASS.
 #
 # **Play** (ungraded). In §4, make sixteen `alloc(32, warp=1)`, dealloc two that
-# are not neighbours, then `alloc(64, warp=1)`: 64 columns are free; does it fit? In §2, set
+# are not neighbours, then `alloc(64, warp=1)`. 64 columns are free: does it fit? In §2, set
 # `n=96`, then `n=264`: which field changes?
 #
-# **On a GPU:** only a Blackwell one (sm_100a, compute capability 10.0) runs
+# **On a GPU:** only a Blackwell one (sm_100a) runs
 # `python -m asynctc record tcgen05 --no-save`: it checks every build, then times each beside
 # cuBLAS. This course has no such record; an H200 refuses the suite.
 

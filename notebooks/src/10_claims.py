@@ -10,8 +10,7 @@
 #
 # **In plain words.** A measured speed is one sample of a moving target: clocks, runs and
 # baselines all shift it. To trust a claim, rerun it the same way, time its baseline beside it,
-# and see how far repeated runs spread. Then give the verdict with a number, and say what would
-# change it.
+# and see how far repeated runs spread.
 #
 # Deep dive [10b](10b_claims_in_full.ipynb): "% of peak" under two denominators, judged against
 # bands, and every number of the [seed article](../docs/glossary.md#seed-article) beside ours.
@@ -30,7 +29,7 @@ print(wrec.label())
 # %% [markdown]
 # ## 1. What must be reproduced
 #
-# Runs differ: each record is one run, at its own SM clock, so even cuBLAS's TFLOP/s at one shape
+# Runs differ. Each record is one run, at its own SM clock. So even cuBLAS's TFLOP/s at one shape
 # differs a little between chapters that quote different runs.
 #
 # The claim: *chapter 06's top rung reaches 0.99 of cuBLAS at 4096³ (fp16).* A rerun must fix
@@ -44,7 +43,8 @@ print(wrec.label())
 # | median, spread, how many runs? | one run hides the noise |
 #
 # The record behind the claim answers the first three. The ratio is this run's cuBLAS time over
-# ours. A second clock, read once the Tensor Cores stop, can pass 1830 MHz, the boost clock the datasheet peak assumes ([00b](00b_clock_kinds.ipynb)).
+# ours. A second clock, read after the Tensor Cores stop, can pass
+# 1830 MHz, the boost clock the datasheet peak assumes ([00b](00b_clock_kinds.ipynb)).
 
 # %% output varies
 print(lesson.record_answers(wrec))
@@ -54,13 +54,13 @@ print(f"ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'
 # %% [markdown]
 # The ratio has no peak in it: both times come from one run. A "% of peak" has one, and a peak
 # has a clock. The course's [peak](../docs/glossary.md#peak) is SMs × FLOP per SM per clock × the
-# SM clock measured while the kernel ran; the datasheet's uses the 1830 MHz boost clock, one
+# SM clock measured while the kernel ran. The datasheet's uses the 1830 MHz boost clock, one
 # number for every run.
 #
 # This run's SM clock stayed below the boost clock, so its own peak is lower than the datasheet's
 # and the fraction of it is higher. The second clock on the `clock:` line above was read once the
-# work had stopped ([chapter 00](00_why_async.ipynb) §2): not the kernel's clock, so no peak
-# uses it.
+# work had stopped. It is not the kernel's clock, so no peak uses it
+# ([chapter 00](00_why_async.ipynb) §2).
 
 # %% output varies
 sms, per_clk, boost = wrec.provenance["sm_count"], bench.FLOP_PER_CLK_PER_SM["float16"], bench.DATASHEET["boost_mhz"]
@@ -86,7 +86,7 @@ med, lo, hi = lesson.show_bound(pairs)   # notebook.how(lesson.show_bound) print
 
 # %% [markdown]
 # **Derive it.** Our TFLOP/s moves exactly as our time does. The cell reads each pair's two medians,
-# `ours_ms` and `cublas_ms` (each record's `median_ms` for our row and cuBLAS's row in that run).
+# `ours_ms` and `cublas_ms`. Each is a record's `median_ms` for that row in that run.
 
 # %% output varies
 ours = [p["ours_ms"] for p in pairs]
@@ -98,10 +98,10 @@ print(f"between runs: our time moved {max(ours) / min(ours) - 1:.1%}, the same-r
 # a slower clock slows cuBLAS too, and the ratio cancels most of it. A same-run ratio travels; a
 # TFLOP/s does not.
 #
-# Inside one pair the samples scatter too, but a median of n samples moves about 1/√n as far as
-# one sample. The table's last line takes the pair where that is widest, with its own sample count
-# (the `samples` column: §1's record took 10, the later two 20). It stays under the pairs' spread,
-# so the runs, not the reps, set the bound.
+# Inside one pair the samples scatter too. But a median of n samples moves about 1/√n as far
+# as one sample. The table's last line takes the pair where that is widest, with its own sample
+# count. In the `samples` column, §1's record took 10, the later two 20. Even that widest
+# spread stays under the pairs' spread, so the runs, not the reps, set the bound.
 
 # %%
 assert lesson.runs_set_the_bound(pairs)
@@ -113,15 +113,15 @@ assert lesson.runs_set_the_bound(pairs)
 #
 # * A **value** claim ("0.99") holds when the value, read to the digits it is written with, meets
 #   the interval. Written "0.99", it reads 0.985–0.995.
-# * An **order** claim ("beats cuBLAS", i.e. above 1) holds when the whole interval lies above.
+# * An **order** claim, such as "beats cuBLAS" (above 1), holds when the whole interval lies above.
 #   It does not hold when the whole lies at or below. It is **not settled** when it straddles.
 #
 # Why a range: a writer who rounds 0.986 writes "0.99". Fewer digits read wider: the claim holds
 # more easily and says less.
 #
-# Here "0.99 of cuBLAS" holds, and so does "0.98": both readings meet the interval, so two
-# decimals cannot tell them apart (the `VALUE`/`DIGITS` cell below shows what three can). "Beats cuBLAS at 4096³"
-# does not hold.
+# Here "0.99 of cuBLAS" holds, and so does "0.98". Both readings meet the interval, so two
+# decimals cannot tell them apart. "Beats cuBLAS at 4096³" does not hold. The `VALUE`/`DIGITS`
+# cell below tries three.
 #
 # Paired across runs, the same times read from 0.970, well below the bound's low end, to 1.005,
 # above 1. So a baseline from another run can flip either verdict.
