@@ -201,6 +201,7 @@ notebook.require(ring[32] / one[32] > ring[64] / one[64], "BK = 32 gains the mos
 #   too-strict wait loses. Raise `latency=`, and compare §4's one- and four-stage rungs.
 #
 # On a GPU, `python -m asynctc record cp_async --no-save` reruns §4's stage sweep in about 43 s.
+# Compare its 4096³ `s1`…`s4` lines with §4's rungs.
 
 # %% [markdown]
 # ## Exercises
