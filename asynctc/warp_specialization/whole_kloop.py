@@ -480,7 +480,7 @@ def slow_note(stages: int = 4, k_tiles: int = 32) -> str:
 #: What :func:`show_loops` draws, said before the loops pass (it gives nothing of the answer away).
 PROMISE = ("Once your loops pass, this cell draws them: chapter 05's ring model runs your producer and "
            "consumer loops over 3 tiles of 3 k-tiles on 2 stages. One lane per role, waits in red and "
-           "purple, the tile boundaries as dashed lines.")
+           "purple, a dashed line where each tile's first wgmma starts.")
 
 
 def timeline(text: str, stages: int = 2, k_tiles: int = 3, tiles: int = 3) -> _mp.Schedule:

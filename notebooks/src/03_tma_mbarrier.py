@@ -51,7 +51,8 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 #
 # 1. `init`: the barrier expects one arrival.
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the bytes to come, the
-#    **tx-count**. It starts the copy; landing bytes lower it.
+#    **tx-count**. It starts the copy; landing bytes lower it. The PTX ISA calls that lowering
+#    *complete_tx*.
 # 3. At zero arrivals and zero bytes, the barrier's *phase* completes and the next opens.
 # 4. Readers wait on the [*phase parity*](../docs/glossary.md#phase-parity), the phase number
 #    mod 2. A wait on parity P passes unless the open phase has parity P.
@@ -60,9 +61,9 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 # from the last. Mod 2 is enough: a waiter wants the open phase or the one before
 # ([03b §5](03b_tma_boxes.ipynb)).
 #
-# Below, steps 2–4 in `kernels/tma.cu`, then the GPU: would a wait on parity 0 or 1 pass? A ✓ marks
-# what the PTX ISA's rule predicts. Step 6 waits on purpose for a phase that never completes.
-# Whole kernel: [03b §3](03b_tma_boxes.ipynb).
+# Below, steps 2–4 in `kernels/tma.cu` ([03b §3](03b_tma_boxes.ipynb): all of it), then the GPU's
+# table: would a wait on parity 0 or 1 pass? ✓: as the PTX ISA says. Rows 4–6 use a *counter
+# barrier* (no bytes, 64 arrivals); row 6 waits for a phase that never completes.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))

@@ -79,8 +79,8 @@ print(mp.H200_PREDICTION_V2)
 assert mp.prediction_v2_markdown() == mp.H200_PREDICTION_V2
 
 # %% [markdown]
-# **Why chapter 05 shows 811 TFLOP/s at S = 4, not 842.** It is the same model on other inputs.
-# Chapter 05 (and §4 below) run it on the current records (`mp.HardwareParams.from_records()`);
+# **Why the model gives 811 TFLOP/s at S = 4 on today's records, not 842.** It is the same model
+# on other inputs. Chapter 05 §5 (as clocks per k-tile) and §4 below run it on the current records (`mp.HardwareParams.from_records()`);
 # the tables above use the inputs of 2026-11-30. The main difference is the SM clock the wgmma
 # record read, 1654 MHz now against 1713 then, and the plateau scales with it: 842 × 1654 / 1713 ≈ 813.
 # The cell below prints both runs and asserts that the clock accounts for the gap.
@@ -375,8 +375,8 @@ supply = pl.show_supply(records.load("l2_supply"))   # asserts the two sentences
 # above it. So the model gets one number, an L2 → SM cap in bytes per clock per SM. Four runs fit
 # it (4096³, S = 1–4). It is the cap "Design it" below calls "fitted". Ten runs it never saw
 # test it. Does it miss those by more? Each miss is model ÷ record − 1; the last line prints the
-# division for the worst one. (The "no cap" row runs on the current records, as in chapter 05:
-# 811, not §1's 842.)
+# division for the worst one. (The "no cap" row runs on the current records, as chapter 05 §5
+# does: 811, not §1's 842.)
 
 # %% output varies
 check = pl.show_model_check(res, rec)              # asserts: misses under 15 %, fitted and held out

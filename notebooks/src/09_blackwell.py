@@ -34,9 +34,8 @@ notebook.banner("sm_100a", measured=False)
 # 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which moves registers between warpgroups,
 #    gives each consumer thread a budget of 232.
 # 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
-# 4. Addresses, descriptors and loop state add about 26 (`REG_OVERHEAD`): under NVRTC 13.0,
-#    ptxas asked 154 for chapter 05's kernel, 128 of them accumulators. The cell
-#    below compiles chapter 06's builds with today's NVRTC.
+# 4. Addresses, descriptors and loop state add about 26 more (`REG_OVERHEAD`, taken once from
+#    ptxas's count for chapter 05's kernel: 154, of which 128 accumulators).
 #
 # **So:** a consumer needs about 154 of its 232. The next step is a second accumulator or a
 # 256×256 tile. With two, one tile's [epilogue](../docs/glossary.md#epilogue), the code that writes

@@ -44,7 +44,8 @@ print(wrec.label())
 #
 # The record behind the claim answers the first three. The ratio is this run's cuBLAS time over
 # ours. A second clock, read after the Tensor Cores stop, can pass
-# 1830 MHz, the boost clock the datasheet peak assumes ([00b](00b_clock_kinds.ipynb)).
+# 1830 MHz, the clock the datasheet peak assumes; the card clocks higher while its Tensor Cores rest
+# ([00b](00b_clock_kinds.ipynb)).
 
 # %% output varies
 print(lesson.record_answers(wrec))
