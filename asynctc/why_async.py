@@ -147,18 +147,22 @@ def cublas_4096_runs(rec) -> dict[str, float]:
     """cuBLAS's 4096³ fp16 TFLOP/s in every record beside ``rec`` (the same GPU's folder under
     data/) that timed it: ``{suite: TFLOP/s}``, the median where a record timed it in several rounds.
     Each record timed cuBLAS again in its own run; only the timed lists are read (``cublas``,
-    ``sweep``, ``rows``), not summaries or sustained-load rows."""
+    ``sweep``, ``rows``), not summaries or sustained-load rows. A record measured now (no file yet)
+    counts with its own run, beside the committed records of the other suites."""
     import json
+
+    def timed(res: dict) -> list[float]:
+        return [r["tflops"] for key in ("cublas", "sweep", "rows")
+                for r in (res.get(key) if isinstance(res.get(key), list) else [])
+                if isinstance(r, dict) and (key == "cublas" or r.get("kernel") == "cuBLAS")
+                and r.get("dtype") == "float16" and "tflops" in r
+                and (r.get("size") == 4096 or (r.get("m"), r.get("n"), r.get("k")) == (4096,) * 3)]
     out, found = {}, rec.path or next(iter(records.available(rec.suite)), None)   # live: the newest record's GPU
     for path in sorted(found.parent.glob("*.json")) if found else []:
-        res = json.loads(path.read_text()).get("results", {})
-        tf = [r["tflops"] for key in ("cublas", "sweep", "rows")
-              for r in (res.get(key) if isinstance(res.get(key), list) else [])
-              if isinstance(r, dict) and (key == "cublas" or r.get("kernel") == "cuBLAS")
-              and r.get("dtype") == "float16" and "tflops" in r
-              and (r.get("size") == 4096 or (r.get("m"), r.get("n"), r.get("k")) == (4096,) * 3)]
-        if tf:
+        if tf := timed(json.loads(path.read_text()).get("results", {})):
             out[path.stem] = float(np.median(tf))
+    if rec.path is None and (tf := timed(rec.results)):          # measured now: its own run, not the file's
+        out[rec.suite] = float(np.median(tf))
     return out
 
 

@@ -52,3 +52,12 @@ def test_the_chapter_cell_refuses_a_spread_past_six_percent(f, monkeypatch, caps
     with pytest.raises(notebook.ClaimError):
         exec(compile(cell("why_async.cublas_4096_runs(rec)"), "00", "exec"),  # noqa: S102
              {"why_async": why_async, "notebook": notebook, "rec": records.load("ceilings")})
+
+
+def test_a_record_measured_now_counts_with_its_own_run(tmp_path, monkeypatch):
+    _write(tmp_path, "ceilings", {"cublas": [{"dtype": "float16", "size": 4096, "tflops": 760.0}]})
+    _write(tmp_path, "pipeline", {"cublas": [{"dtype": "float16", "size": 4096, "tflops": 750.0}]})
+    monkeypatch.setattr(records, "available", lambda suite: [tmp_path / f"{suite}.json"])
+    live = SimpleNamespace(path=None, suite="ceilings",
+                           results={"cublas": [{"dtype": "float16", "size": 4096, "tflops": 771.0}]})
+    assert why_async.cublas_4096_runs(live) == {"ceilings": 771.0, "pipeline": 750.0}
