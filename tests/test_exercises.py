@@ -268,7 +268,7 @@ MISTAKES = [
     ("ch01.smem_bytes", 24, "KiB"),
     ("ch01.smem_bytes", 2 * 32 * 256 * 2, "B tile twice"),
     ("ch01.smem_bytes", 8 * (128 * 32 + 32 * 256) * 2, "bits"),
-    ("ch01.smem_bytes", 99999, "too large. Recount the three parts on their own: A's tile is bm×bk = 128×32"),
+    ("ch01.smem_bytes", 99999, "too large. Recount on its own each of A's tile (bm×bk = 128×32 elements)"),
     ("ch01.smem_bytes", 4 * (128 * 32 + 32 * 256) * 2, "4× too large"),      # a factor: named, not recounted
     ("ch01.hmma_per_ktile", 16, "one k16 step"),          # also what n16 instead of n8 gives:
     ("ch01.hmma_per_ktile", 16, "(2) one m16n8k16 covers 8 columns of N, not 16"),   # both named

@@ -37,8 +37,8 @@ def _ch01_smem_hint(answer, expected, bm: int, bn: int, bk: int) -> str | None:
     generic = _ex.generic_hint(answer, expected)
     if generic not in ("too large.", "too small."):
         return generic                                    # off by a simple factor: it says which
-    return (f"{generic} Recount the three parts on their own: A's tile is bm×bk = {bm}×{bk} elements, "
-            f"B's bk×bn = {bk}×{bn}, and each fp16 element is 2 bytes; nothing else is in a stage.")
+    return (f"{generic} Recount on its own each of A's tile (bm×bk = {bm}×{bk} elements) and B's "
+            f"(bk×bn = {bk}×{bn}), then bytes: 2 per fp16 element. Nothing else is in a stage.")
 
 
 @_ex.exercise("ch01.hmma_per_ktile", "How many mma.sync.m16n8k16 (HMMA) instructions does one warp issue per "

@@ -24,8 +24,8 @@ notebook.banner("sm_90a")
 # 2. The copy names the column first: (c0, c1) = (column, row).
 #
 # The driver rejects a bad map with a bare `CUDA_ERROR_INVALID_VALUE`; `tma.validate` names the
-# wrong field. Rows past the edge (orange) arrive as zeros; their bytes still count. More
-# edges: [03b §1](03b_tma_boxes.ipynb).
+# wrong field. The orange box hangs past the edge: its hatched rows arrive as zeros, bytes
+# counted ([03b §1](03b_tma_boxes.ipynb)).
 
 # %% output varies
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",

@@ -162,7 +162,8 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # 16 + N/4 clocks, which sets its pace below N = 64. RS reads only B, so shared memory never sets
 # its pace. A fixed cost per wgmma may; this model leaves it out.
 #
-# **Predict:** at N = 8, what fraction of the peak do SS and RS reach? The grey crosses are a
+# **Predict:** at N = 8, what fraction of the peak does the model give SS? Is RS nearer SS or
+# the full rate? The grey crosses are a
 # published H800 measurement of SS (Luo et al.), scaled to an H200 SM and clock.
 
 # %% output answers a prediction

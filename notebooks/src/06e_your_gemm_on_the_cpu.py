@@ -56,10 +56,10 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 
 # %% [markdown]
 # **Exercise. Write the consumers' k-loop body.** After the loop the kernel itself releases the
-# stage in `prev`. So your loop releases the stage of k-tile k − 1, not its own. (The capstone's
-# solution waited with `wgmma_wait_group<0>` and released its own stage. Here a loop that releases
-# its own stage is refused, with `<0>` or `<1>`: after the loop the kernel releases `prev`, so the
-# last stage would get a second release. `<0>` that releases `prev` passes, and waits longer.) In scope:
+# stage in `prev`. So your loop releases the stage of k-tile k − 1, not its own. (The capstone
+# accepts a loop that releases its own stage; here one is refused, with `<0>` or `<1>`: after the
+# loop the kernel releases `prev`, so the last stage would get a second release. `<0>` that
+# releases `prev` passes, and waits longer.) In scope:
 #
 # - `full.wait(stage, parity, wg, k)`: a bounded wait, false if it gave up (`broken` may remember that);
 # - `pos.stage`, `pos.phase` (f mod 2 for fill f), `pos.advance()`: the ring counter;
@@ -200,8 +200,8 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 #   PTX ISA (chapter 04's kernels use it and pass on the GPU). The bound allows for any addition order.
 # - **One CTA.** There is no grid, no edges, no cluster, no epilogue through shared memory.
 #
-# **What you learned.** Your five pieces (stage fill, swizzle, k-step, producer step, consumer loop;
-# the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order.
+# **What you learned.** Your pieces (stage fill, swizzle, k-step, producer step, consumer loop,
+# encoder, parities; the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order.
 # A wrong piece shows up as a pattern of wrong elements, and the pattern points at the piece. Back to
 # [chapter 06](06_warp_specialization.ipynb).
 

@@ -34,8 +34,9 @@ notebook.banner("sm_100a", measured=False)
 # 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which moves registers between warpgroups,
 #    gives each consumer thread a budget of 232.
 # 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
-# 4. Addresses, descriptors and loop state add about 26 more (`REG_OVERHEAD`, taken once from
-#    ptxas's count for chapter 05's kernel: 154, of which 128 accumulators).
+# 4. Addresses, descriptors and loop state add about 26 more (`REG_OVERHEAD`, read once off
+#    chapter 05's kernel: ptxas gave it 154 registers for its 128 accumulators). The cell checks
+#    the same sum against chapter 06's 128×256 build, to which ptxas gives 156.
 #
 # **So:** a consumer needs about 154 of its 232. The next step is a second accumulator or a
 # 256×256 tile. With two, one tile's [epilogue](../docs/glossary.md#epilogue), the code that writes
@@ -88,7 +89,8 @@ assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()
 # start, LBO, SBO and swizzle bits as for wgmma. Two things differ in the 64-bit layout (PTX ISA
 # §9.7.16.4.1):
 #
-# * the swizzle field starts one bit lower, so the same bits read as different codes;
+# * the swizzle field starts one bit lower (bit 61), so one mode has two codes: 128B is 1 in
+#   wgmma's field and 2 in tcgen05's, the same bits of the word;
 # * a version bit (bit 46) is set.
 #
 # **So:** one tile's two descriptors differ in bit 46 alone.
