@@ -35,7 +35,7 @@ def test_the_mbarrier_model_on_byte_counts():
 
 @pytest.mark.parametrize("body,words", [
     (RIGHT.replace("(BM + BN) * BK * 2", "16384 + 16384 + 16"), "the tx-count stays at 16"),
-    (RIGHT.replace("(BM + BN) * BK * 2", "BN * BK * 2"), "wgmma would read B's half"),
+    (RIGHT.replace("(BM + BN) * BK * 2", "BN * BK * 2"), "wgmma) would read B's half"),
     (RIGHT.replace("(BM + BN) * BK * 2", "8192"), "partway through a box"),   # reader 30: a race, not only a hang
     (RIGHT.replace("stage + BM * BK * 2", "stage + 100"), "overlap"),
     (RIGHT.replace("tma_load_2d(stage,", "tma_load_2d(stage + 32768,"), "outside its 32768 bytes"),

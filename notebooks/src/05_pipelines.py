@@ -131,7 +131,8 @@ goals = pl.show_goals(res)   # notebook.how(pl.show_goals) prints its code
 # ## 5. Why it stops rising
 #
 # The trace of CTA 0 (128×256, S = 4) sits above the ring model. Where do the red bars (waits on
-# full) stop?
+# full) stop? The kernel's traced build reads the clock at each event, which slows it: the cell
+# prints that *trace's cost* (traced ÷ untraced clocks per k-tile), then the waits in clocks.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -151,8 +152,9 @@ notebook.require(1.10 < gpu / model < 1.35, "untraced, a k-tile still takes abou
 # Untraced, a k-tile still takes about 1.2× as long as in the model.
 #
 # **So:** past S = 3, depth no longer sets the speed. The loads arrive later than the model's fixed
-# load latency. The likely cause is supply: every SM loads from one shared L2. Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four
-# runs and tests it on ten others.
+# load latency. The likely cause is supply: every SM loads from one shared L2.
+# Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four runs and
+# tests it on ten others.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU).
