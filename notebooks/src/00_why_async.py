@@ -184,7 +184,7 @@ why_async.show_operand_feed(bw, peak)             # the table, and the check of 
 # %% [markdown]
 # **Play** (ungraded, no GPU needed). Type in a new cell:
 #
-# * `why_async.gemm_intensity(4096, 4096, 16)`: raise the 16 until it passes `ridge` (§3's open marker).
+# * `why_async.gemm_intensity(8192, 8192, 16)`, §3's open marker: raise the 16 until it passes `ridge`.
 # * `plots.roofline(peak.tflops, bw / 2, why_async.roofline_points(gemms, peak, bw / 2))`: halve the
 #   bandwidth; which measured GEMMs fall left of the ridge?
 # * `64 / (8000e9 / peak.sm_count / (peak.mhz * 1e6))`: §4's last line at 8 TB/s. Does DRAM then

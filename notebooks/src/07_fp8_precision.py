@@ -123,16 +123,17 @@ print("fp32, in order", products.astype(np.float32).cumsum(dtype=np.float32)[-1]
 print("FP8 wgmma     ", fp8.tc_dot(products))
 
 # %% [markdown]
-# **Why.** For each k32 wgmma, with K = 32:
+# **Why.** An FP8 wgmma is k32: it takes 32 of K per instruction (fp16's takes 16). For each one:
 #
 # 1. The adder aligns the sum and the 32 products on their largest exponent: here 2^10.
 # 2. It keeps 13 **fraction bits** below the leading 1, so its last place is 2^-3. (DeepSeek-AI:
-#    Hopper "retains around 14 bits".)
+#    Hopper "retains around 14 bits": 13 plus the leading 1.)
 # 3. Every place below is **truncated**: each 1/16 becomes 0.
 #
 # fp32 keeps 23 places, so 1/16 fits there. This is [swamping](../docs/glossary.md#swamping): a
-# product vanishes once it is 2^(f+1) times smaller than the sum. Here f = 13 fraction bits, so
-# the cut is 2^14.
+# product below the adder's last kept place vanishes. With the sum's leading 1 at 2^e and f = 13
+# fraction bits, that place is 2^(e − 13): beside 1024, 2^-3. A product more than 2^13 times
+# smaller is lost.
 #
 # Going further: [07b §4](07b_fp8_accumulator.ipynb) — the places each adder keeps, drawn.
 #

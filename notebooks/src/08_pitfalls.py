@@ -29,7 +29,7 @@ notebook.banner("sm_90a")
 # * be **wrong always**: a layout bug;
 # * run right but **slow**.
 #
-# Every wait here is **bounded**, so a hang ends in an error word (chapter 03).
+# Every wait here is **bounded** (chapter 03's step 6), so a hang ends in an error word (§3).
 #
 # ## 2. The kernel the variants break
 #

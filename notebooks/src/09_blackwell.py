@@ -47,7 +47,7 @@ notebook.banner("sm_100a", measured=False)
 steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
 need = 128 * 256 // 256 + REG_OVERHEAD          # accumulators per consumer thread + the rest
 print(f"need 128·256 / 256 + {REG_OVERHEAD} = {need} of 232; ptxas (06): {steps['128x256']} for the tile "
-      f"alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the cap at entry)")
+      f"alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the count at entry; setmaxnreg then raises it to 232)")
 notebook.require(need == 154 and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168),
                  "a consumer needs 154 of its 232; ptxas gives 156, and 168 with setmaxnreg", need=need)
 bill = lesson.register_bill()          # chapter 06's split
