@@ -186,8 +186,8 @@ def bytes_hint(fill: Fill) -> str | None:
             why = (f" ({total} is one box's bytes, or the stage's elements: fp16 is 2 bytes each)"
                    if total in (A_BYTES, STAGE_BYTES // ITEMSIZE) else "")
             return (f"you announce {total} bytes{why}: phase 0 completes {when}, so the consumer's wait "
-                    f"passes and the consumer (chapter 04's wgmma) would read {order[done][0]}'s half of the stage before it is "
-                    f"written. A stage is both boxes: {A_BYTES} + {B_BYTES} bytes.")
+                    f"passes and the consumer (chapter 04's wgmma) would read {order[done][0]}'s half of the "
+                    f"stage before it is written. A stage is both boxes: {A_BYTES} + {B_BYTES} bytes.")
         if done is None and 0 < total < A_BYTES + B_BYTES:
             return (f"you announce {total} bytes but the two boxes bring {A_BYTES} + {B_BYTES}: too few. "
                     "The copy engine counts bytes off as they land, so the tx-count may reach zero "
