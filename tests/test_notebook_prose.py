@@ -69,7 +69,7 @@ ALLOWED = [
     ("04b", r"lane 4g\+t holds|holds each", "the PTX accumulator layout"),
     ("04b", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),
     ("04b", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
-    ("05", r"about 1\.2× as long as in the model", "asserted by pl.show_trace_waits (pipeline/lesson.py)"),
+    ("05", r"about 1\.2× as long as in the model", "asserted by 05 §5's visible notebook.require"),
     ("05b", r"ring alone brings less than the math needs", "asserted by pl.show_supply (pipeline/lesson.py)"),
     ("09", r"No sm_100 GPU stands behind this chapter", "says that nothing is measured"),
     ("09", r"operations after it\s+behind the waits", "a PTX ordering rule, not a measurement"),

@@ -148,11 +148,12 @@ def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dic
     the waits on full of k-tiles 4–11 on the GPU and in the model (no L2 cap).
 
     Guards §5's sentences: "reading the clock at each event slows the traced loop about 1.5×"
-    (recorded 1.52×; the guard accepts 1.40–1.65); "untraced, a k-tile still takes about 1.2× as long
-    as in the model" (recorded 1.22×; 1.10–1.35); "from k-tile 4 on the model never waits on full,
+    (recorded 1.52×; the guard accepts 1.40–1.65); "from k-tile 4 on the model never waits on full,
     the GPU waits at every k-tile" (§5's "the consumers wait for data that the model has ready"; it
     does not say whether late loads or slowed wgmmas make them wait). Prints the division behind the
-    trace's cost; 05 §5's next lines derive untraced / model in view."""
+    trace's cost. "Untraced, a k-tile still takes about 1.2× as long as in the model" is derived and
+    guarded in view by 05 §5's next lines (recorded 1.22×; 1.10–1.35); ``untraced`` and ``model``
+    are returned, not checked twice."""
     timed = depth_sweep(results, "128x256x64/c2")[4]              # TFLOP/s at S = 4, untraced
     mhz = mp.HardwareParams.from_records().clock_mhz
     flop_per_clk = timed * 1e12 / (results["sm_count"] * mhz * 1e6)
@@ -166,8 +167,6 @@ def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dic
           + " | model " + " ".join(f"{sim.get(k, 0):.0f}" for k in range(4, 12)))
     require(1.40 < traced / untraced < 1.65, "reading the clock at each event slows the traced loop about 1.5×",
             record=f"{traced:.0f} / {untraced:.0f} = {traced / untraced:.2f}")
-    require(1.10 < untraced / model < 1.35, "untraced, a k-tile still takes about 1.2× as long as in the model",
-            record=f"{untraced:.0f} / {model:.0f} = {untraced / model:.2f}")
     require(min(late) > 50 and not any(sim.get(k) for k in range(4, 12)),
             "from k-tile 4 on the model never waits on full, the GPU waits at every k-tile: the consumers "
             "wait for data that the model has ready", record=f"{late}")
