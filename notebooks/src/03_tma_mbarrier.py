@@ -47,14 +47,14 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 # %% [markdown]
 # ## 3. The mbarrier life cycle
 #
-# No thread carries TMA's bytes, so `__syncthreads` cannot wait for them. An mbarrier counts them
-# in its **tx-count**. One fill:
+# No thread carries TMA's bytes, so `__syncthreads` cannot wait for them. An mbarrier can: its
+# **tx-count** is the bytes still to come. One fill:
 #
 # 1. `init`: one arrival expected.
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the tx-count rises by
 #    the bytes to come. It starts the copies.
 # 3. Landing bytes lower the tx-count: the PTX ISA's *complete_tx*.
-# 4. At zero arrivals and zero bytes, *phase* 0 completes and phase 1 opens.
+# 4. At zero arrivals and zero bytes, *phase* 0, the first round, completes; phase 1 opens.
 #
 # A wait on [*phase parity*](../docs/glossary.md#phase-parity) P, the phase number mod 2, passes
 # unless the open phase has parity P. The table shows the steps on a CPU model, for exercise 1's
@@ -104,8 +104,7 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # In code: `pos.phase` and `rp` in 05, `phase` and `phase ^ 1` in 06.
 
 # %% [markdown]
-# **Play** (ungraded): in §2, try `swizzles=(64,)`: colours in column 0? In §3's
-# model, drop B's `complete_tx`: which wait hangs?
+# **Play** (ungraded): in the model above, drop B's `complete_tx`: which wait hangs?
 
 # %% [markdown]
 # ## Exercises
