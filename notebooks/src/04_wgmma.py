@@ -121,10 +121,10 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # %% [markdown]
 # ## 6. Where the accumulator lives
 #
-# **Each of the 128 threads holds N/2 of D's 64×N fp32 values** (PTX ISA §9.7.15.5.1.1). Thread
+# **Each of the 128 threads keeps N/2 of D's 64×N fp32 values** (PTX ISA §9.7.15.5.1.1). Thread
 # 37, N = 16:
 #
-# 1. Warp w = 1 holds rows 16w to 16w + 15.
+# 1. Warp w = 1 owns rows 16w to 16w + 15.
 # 2. Lane 5 = 4g + t: g = 1, t = 1. Rows 16w + g and 16w + g + 8 (17, 25), columns 2t and
 #    2t + 1 of each 8-column block (2, 3, 10, 11).
 # 3. Register i: i // 4 is the block, bit 1 the row, bit 0 the column. Register 6 is D[25][10].
