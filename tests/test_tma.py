@@ -444,6 +444,38 @@ def test_plot_box_over_tensor_draws_the_map():
         plt.close(fig)
 
 
+def test_plot_box_over_tensor_arrows_cross_no_other_panel():
+    """03 §1's figure: each arrow runs from its box to its own panel's left edge and crosses no other
+    panel, the zoom or an axis label (readers saw them cross the next panel's labels)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.patches import ConnectionPatch
+    spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16", box=(128, 64),
+                        swizzle=128)
+    fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))
+    try:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        g = fig.get_axes()[0]
+        others = fig.get_axes()[1:] + list(g.child_axes)
+        arrows = [a for a in fig.artists if isinstance(a, ConnectionPatch)]
+        assert len(arrows) == 2
+        for arrow in arrows:
+            (x0, y0), (x1, y1) = (arrow.axesA.transData.transform(arrow.xy1),
+                                  arrow.axesB.transData.transform(arrow.xy2))
+            target = arrow.axesB
+            for t in np.linspace(0, 0.98, 200):
+                x, y = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
+                for a in others:
+                    box = a.get_tightbbox(r) if a is not target else a.get_window_extent(r)
+                    assert not box.contains(x, y) or (a is target and t > 0.97), (a.get_title(), t)
+            assert abs(x1 - target.get_window_extent(r).x0) < 1      # lands on its panel's left edge
+    finally:
+        plt.close(fig)
+
+
 def test_show_same_tiles_prints_table_and_verdict(capsys):
     from asynctc.core import records
     from asynctc.tma import equal_bytes as E

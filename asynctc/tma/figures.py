@@ -47,30 +47,35 @@ def plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032)):
     rows, cols = spec.shape
     br, bc = spec.box
     item = spec.dtype.itemsize
-    fig = plt.figure(figsize=(13, 4.4), layout="constrained")
-    gs = fig.add_gridspec(1, 3, width_ratios=(1.6, 1, 1))
-    g = fig.add_subplot(gs[0])
+    fig = plt.figure(figsize=(13, 5.6), layout="constrained")
+    # Left: the tensor over both rows; right: box 1 above box 2, their axis labels on the right, so
+    # that each arrow runs from its box through the gap to its panel's bare left edge.
+    gs = fig.add_gridspec(2, 2, width_ratios=(1.5, 1))
+    g = fig.add_subplot(gs[:, 0])
     g.add_patch(Rectangle((0, 0), cols, rows, fc="0.93", ec="k"))
     for x in range(0, cols + 1, bc * 8):
         g.axvline(x, color="0.8", lw=0.4)
     for y in range(0, rows + 1, br * 4):
         g.axhline(y, color="0.8", lw=0.4)
     g.set_xlim(-cols * 0.03, cols * 1.03)
-    g.set_ylim(rows * 1.1, -rows * 0.03)
+    g.set_ylim(rows * 1.1, -rows * 0.12)
     g.set_xlabel(f"column (c0), {cols} of them, contiguous: {item} B apart")
     g.set_ylabel(f"row (c1): {spec.strides[0]} B apart (globalStrides)")
     g.set_title(f"global tensor {rows}×{cols} {spec.dtype.name}, row-major", fontsize=10)
-    panels = []
     for k, ((c0, c1), colour) in enumerate(zip((at, edge), ("tab:blue", "tab:orange"))):
         inside = max(0, min(br, rows - c1))
         g.add_patch(Rectangle((c0, c1), bc, br, fc=colour, ec=colour, lw=1.5, alpha=0.8))
         if inside < br:
             g.add_patch(Rectangle((c0, c1 + inside), bc, br - inside, fc="white", ec=colour,
                                   hatch="///", lw=1.5))
-        g.annotate(f"box at (c0={c0}, c1={c1})", (c0 + bc, c1), xytext=(c0 + bc + cols * 0.04,
-                   c1 - rows * 0.06 * k), fontsize=9, color=colour, va="center")
+        # the label above a box in the upper half, below one in the lower half: clear of the
+        # arrow and of the zoom's guide lines
+        above = c1 < rows / 2
+        g.annotate(f"box {k + 1} at (c0={c0}, c1={c1})", (c0, c1 if above else c1 + br),
+                   xytext=(0, 6 if above else -6), textcoords="offset points", fontsize=9,
+                   color=colour, va="bottom" if above else "top")
         if inside < br:                     # a zoom on the edge: the box's rows past the last row
-            z = g.inset_axes([0.5, 0.35, 0.45, 0.4])
+            z = g.inset_axes([0.1, 0.3, 0.42, 0.32])
             z.add_patch(Rectangle((0, 0), cols, rows, fc="0.93", ec="k"))
             z.add_patch(Rectangle((c0, c1), bc, inside, fc=colour, alpha=0.8))
             z.add_patch(Rectangle((c0, c1 + inside), bc, br - inside, fc="white", ec=colour,
@@ -82,7 +87,7 @@ def plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032)):
             z.set_title(f"zoom: rows {c1} to {c1 + br}, the tensor ends at {rows}", fontsize=8)
             z.tick_params(labelsize=7)
             g.indicate_inset_zoom(z, edgecolor=colour)
-        s = fig.add_subplot(gs[k + 1])
+        s = fig.add_subplot(gs[k, 1])
         s.add_patch(Rectangle((0, 0), bc * item, inside, fc=colour, alpha=0.8))
         if inside < br:
             s.add_patch(Rectangle((0, inside), bc * item, br - inside, fc="white", ec=colour,
@@ -91,10 +96,11 @@ def plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032)):
                    ha="center", va="center", fontsize=9, bbox=dict(fc="white", ec="none"))
         s.set_xlim(0, bc * item)
         s.set_ylim(br, 0)
+        s.yaxis.tick_right()
+        s.yaxis.set_label_position("right")
         s.set_xlabel(f"byte in the row (box: {bc} × {item} B = {bc * item} B)")
         s.set_ylabel(f"row of the box ({br})")
         s.set_title(f"box {k + 1} in shared memory: {spec.box_bytes} B", fontsize=10)
-        panels.append(s)
         fig.add_artist(ConnectionPatch((c0 + bc, c1 + br / 2), (0, br / 2), "data", "data", axesA=g,
                                        axesB=s, arrowstyle="->", color=colour, lw=1.5))
     fig.suptitle("A TMA load copies one box of the tensor into shared memory; expect_tx counts "

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 03 — TMA and mbarrier: one thread moves a whole tile
 #
-# **Learning goal.** Copy a tile with the Tensor Memory Accelerator; wait for it with an mbarrier.
+# **Learning goal.** Copy a tile with TMA; wait for it with an mbarrier.
 #
 # **In plain words.** The [Tensor Memory Accelerator (TMA)](../docs/glossary.md#tma) is a copy
 # engine beside each SM. A [*tensor map*](../docs/glossary.md#tensor-map) describes a global tensor
@@ -47,23 +47,40 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 # %% [markdown]
 # ## 3. The mbarrier life cycle
 #
-# No thread carries TMA's bytes, so `__syncthreads` cannot wait for them; an mbarrier can. One fill:
+# No thread carries TMA's bytes, so `__syncthreads` cannot wait for them. An mbarrier can: its
+# **tx-count** is the bytes still to come. One fill:
 #
-# 1. `init`: the barrier expects one arrival.
-# 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the bytes to come, the
-#    **tx-count**. It starts the copy; landing bytes lower it. The PTX ISA calls that lowering
-#    *complete_tx*.
-# 3. At zero arrivals and zero bytes, the barrier's *phase* completes and the next opens.
-# 4. Readers wait on the [*phase parity*](../docs/glossary.md#phase-parity), the phase number
-#    mod 2. A wait on parity P passes unless the open phase has parity P.
+# 1. `init`: one arrival expected.
+# 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the tx-count rises by
+#    the bytes to come. It starts the copies.
+# 3. Landing bytes lower the tx-count: the PTX ISA's *complete_tx*.
+# 4. At zero arrivals and zero bytes, *phase* 0, the first round, completes; phase 1 opens.
 #
-# Phases are numbered because one barrier serves every fill: a "ready" flag would still be set
-# from the last. Mod 2 is enough: a waiter wants the open phase or the one before
+# A wait on [*phase parity*](../docs/glossary.md#phase-parity) P, the phase number mod 2, passes
+# unless the open phase has parity P. The table shows the steps on a CPU model, for exercise 1's
+# two 16384-byte boxes:
+
+# %%
+from asynctc.models.pipeline.ring import Mbarrier
+
+
+def show(step):
+    print(f"{step:<24}{bar.phase:>5}{bar.pending:>8}{bar.tx:>7}{bar.test_wait(0)!s:>16}{bar.test_wait(1)!s:>16}")
+
+
+print(f"{'step':<24}{'open':>5}{'pending':>8}{'tx':>7}{'wait(0) passes':>16}{'wait(1) passes':>16}")
+bar = Mbarrier(count=1);              show("init(count=1)")
+bar.arrive_expect_tx(16384 + 16384);  show("arrive_expect_tx(32768)")
+bar.complete_tx(16384);               show("complete_tx(16384): A")
+bar.complete_tx(16384);               show("complete_tx(16384): B")
+
+# %% [markdown]
+# One barrier serves every fill, hence phase numbers: a "ready" flag would still be set from the
+# last. Parity suffices: a waiter wants the open phase or the one before
 # ([03b §5](03b_tma_boxes.ipynb)).
 #
-# Below, steps 2–4 in `kernels/tma.cu` ([03b §3](03b_tma_boxes.ipynb): all of it), then the GPU's
-# table: would a wait on parity 0 or 1 pass? ✓: as the PTX ISA says. Rows 4–6 use a *counter
-# barrier* (no bytes, 64 arrivals); row 6 waits for a phase that never completes.
+# The GPU's table takes the same steps ([03b §3](03b_tma_boxes.ipynb)); ✓ is the PTX ISA's answer.
+# Rows 4–6: a *counter barrier*, 64 arrivals, no bytes. Row 6 waits in vain.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))
@@ -72,13 +89,13 @@ tma.checks.show_lifecycle(crec)
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]
-# The fence orders the threads' shared-memory writes before TMA's accesses, which take the
+# The fence orders the threads' writes before TMA's, which take the
 # [*async proxy*](../docs/glossary.md#proxy) path ([03b §4](03b_tma_boxes.ipynb)).
 #
-# **Parity, fill by fill.** From chapter 05, a stage has two barriers: *full*, for bytes landed, and
-# *empty*, for readers done. Fill f completes phase f of each:
+# **Parity, fill by fill.** In chapter 05, a stage has two barriers: *full* (bytes landed) and
+# *empty* (readers done). Fill f completes phase f of each:
 #
-# | fill f | consumer waits on full with | producer, before fill f, waits on empty with |
+# | fill f | consumer's wait on full | producer's wait on empty, before fill f |
 # |---:|---:|---:|
 # | 0 | 0 | 1 (fresh: passes) |
 # | 1 | 1 | 0 |
@@ -87,8 +104,7 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # In code: `pos.phase` and `rp` in 05, `phase` and `phase ^ 1` in 06.
 
 # %% [markdown]
-# **Play** (ungraded): in §2, try `swizzles=(64,)`: colours in column 0?
-# **On a GPU:** `python -m asynctc record tma_checks --no-save` re-measures the life cycle above.
+# **Play** (ungraded): in the model above, drop B's `complete_tx`: which wait hangs?
 
 # %% [markdown]
 # ## Exercises

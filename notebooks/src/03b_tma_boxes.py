@@ -152,18 +152,19 @@ tma.equal_bytes.show_same_tiles(eq)      # per box: instructions and GB/s both w
 
 # %% output varies
 rows = tma.by_box(rec.results)
+names = {"tma": "TMA box", "ldg_sts": "vectorized loads (ld.global + st.shared)", "cp_async": "cp.async"}
 fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True, layout="constrained")
 for ax, bc in zip(axes, sorted({r["bc"] for r in rows})):
     rr = [r for r in rows if r["bc"] == bc]
     for v in tma.VARIANTS:
-        ax.plot([r["box_bytes"] / 1024 for r in rr], [r[v + "_ratio"] for r in rr], "o-", label=v)
+        ax.plot([r["box_bytes"] / 1024 for r in rr], [r[v + "_ratio"] for r in rr], "o-", label=names[v])
     ax.axhline(1.0, color="k", ls="--", lw=1)
     ax.axhline(0.9, color="gray", ls=":", lw=1)
     ax.set_xscale("log", base=2)
     sizes = sorted({r["box_bytes"] // 1024 for r in rr})
     ax.set_xticks(sizes, [str(k) for k in sizes])
     ax.minorticks_off()
-    ax.set_xlabel("box size, KB")
+    ax.set_xlabel("box size, KiB")
     ax.set_title(f"rows of {bc * 4} bytes", fontsize=9)
 axes[0].set_ylabel("fraction of device-to-device copy")
 fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="outside lower center", ncols=3)

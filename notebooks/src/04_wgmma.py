@@ -121,21 +121,19 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # %% [markdown]
 # ## 6. Where the accumulator lives
 #
-# D's 64×N fp32 values spread over the 128 threads, N/2 registers each (PTX ISA §9.7.15.5.1.1).
-# With warp w, g = lane // 4 and t = lane % 4:
+# **Each of the 128 threads keeps N/2 of D's 64×N fp32 values** (PTX ISA §9.7.15.5.1.1). Thread
+# 37, N = 16:
 #
-# 1. warp w holds rows 16w to 16w + 15;
-# 2. of those, lane 4g + t holds rows g and g + 8, columns 2t and 2t + 1 of each 8-column block;
-# 3. in register i, i // 4 is the block, bit 1 the row, bit 0 the column.
-#
-# Below, N = 16: thread 37's registers, boxed.
+# 1. Warp w = 1 owns rows 16w to 16w + 15.
+# 2. Lane 5 = 4g + t: g = 1, t = 1. Rows 16w + g and 16w + g + 8 (17, 25), columns 2t and
+#    2t + 1 of each 8-column block (2, 3, 10, 11).
+# 3. Register i: i // 4 is the block, bit 1 the row, bit 0 the column. Register 6 is D[25][10].
 
 # %%
 fig = wgmma.plot_accumulator(n=16, thread=37)
 
 # %% [markdown]
-# **Exercise: who holds D[27][12]?** Which thread (0–127), and which of its registers? Answer
-# `(thread, reg)`.
+# **Exercise: who holds D[27][12]?** Which thread, which of its registers? Answer `(thread, reg)`.
 
 # %%
 answer = ...
