@@ -198,16 +198,16 @@ def show_peak(rec) -> Peak:
     sms, mhz = rec.provenance["sm_count"], bench.measured_clock_mhz(gemms)
     pk = Peak(sms * 4096 * mhz * 1e6 / 1e12, mhz, kind, sms)
     sheet = bench.DATASHEET["dense_tflops"]["float16"]
-    print(f"peak      = {sms} SMs × 4096 FLOP/clk × {mhz:.0f} MHz ({kind}, cuBLAS's median) "
+    print(f"peak      = {sms} SMs × 4096 FLOP/clk × {mhz:.0f} MHz ({kind}, this run) "
           f"= {pk.tflops:.0f} TFLOP/s")
     print(f"datasheet = {sms} SMs × 4096 FLOP/clk × {bench.DATASHEET['boost_mhz']} MHz (boost) "
           f"= {sheet:.0f} TFLOP/s")
     g = max(gemms, key=lambda g: g["tflops"])
     tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12
-    print(f"cuBLAS, best ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms "
+    print(f"cuBLAS best, this run ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms "
           f"= {tf:.0f} TFLOP/s")
-    print(f"  of the peak: {notebook.ratio(tf, pk.tflops, 'TFLOP/s')}; "
-          f"of the datasheet's: {notebook.ratio(tf, sheet, 'TFLOP/s')}")
+    print(f"  of peak: {notebook.ratio(tf, pk.tflops, 'TFLOP/s')}; "
+          f"of datasheet: {notebook.ratio(tf, sheet, 'TFLOP/s')}")
     return pk
 
 
