@@ -148,9 +148,8 @@ def cublas_4096_runs(rec) -> dict[str, float]:
     data/) that timed it: ``{suite: TFLOP/s}``, the median where a record timed it in several rounds.
     Each record timed cuBLAS again in its own run; only the timed lists are read (``cublas``,
     ``sweep``, ``rows``), not summaries or sustained-load rows. A record measured now (no file yet)
-    counts with its own run, beside the committed records of the other suites."""
-    import json
-
+    counts with its own run, beside the committed records of the other suites. Each file is read
+    with :func:`records.load` (which validates it: a malformed record raises ``RecordError``)."""
     def timed(res: dict) -> list[float]:
         return [r["tflops"] for key in ("cublas", "sweep", "rows")
                 for r in (res.get(key) if isinstance(res.get(key), list) else [])
@@ -159,7 +158,8 @@ def cublas_4096_runs(rec) -> dict[str, float]:
                 and (r.get("size") == 4096 or (r.get("m"), r.get("n"), r.get("k")) == (4096,) * 3)]
     out, found = {}, rec.path or next(iter(records.available(rec.suite)), None)   # live: the newest record's GPU
     for path in sorted(found.parent.glob("*.json")) if found else []:
-        if tf := timed(json.loads(path.read_text()).get("results", {})):
+        res = records.load(path.stem, found.parent.name).results
+        if tf := timed(res if isinstance(res, dict) else {}):
             out[path.stem] = float(np.median(tf))
     if rec.path is None and (tf := timed(rec.results)):          # measured now: its own run, not the file's
         out[rec.suite] = float(np.median(tf))
@@ -198,16 +198,16 @@ def show_peak(rec) -> Peak:
     sms, mhz = rec.provenance["sm_count"], bench.measured_clock_mhz(gemms)
     pk = Peak(sms * 4096 * mhz * 1e6 / 1e12, mhz, kind, sms)
     sheet = bench.DATASHEET["dense_tflops"]["float16"]
-    print(f"peak      = {sms} SMs × 4096 FLOP/clk × {mhz:.0f} MHz ({kind}, cuBLAS's median) "
+    print(f"peak      = {sms} SMs × 4096 FLOP/clk × {mhz:.0f} MHz ({kind}, this run) "
           f"= {pk.tflops:.0f} TFLOP/s")
     print(f"datasheet = {sms} SMs × 4096 FLOP/clk × {bench.DATASHEET['boost_mhz']} MHz (boost) "
           f"= {sheet:.0f} TFLOP/s")
     g = max(gemms, key=lambda g: g["tflops"])
     tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12
-    print(f"cuBLAS, best ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms "
+    print(f"cuBLAS best, this run ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms "
           f"= {tf:.0f} TFLOP/s")
-    print(f"  of the peak: {notebook.ratio(tf, pk.tflops, 'TFLOP/s')}; "
-          f"of the datasheet's: {notebook.ratio(tf, sheet, 'TFLOP/s')}")
+    print(f"  of peak: {notebook.ratio(tf, pk.tflops, 'TFLOP/s')}; "
+          f"of datasheet: {notebook.ratio(tf, sheet, 'TFLOP/s')}")
     return pk
 
 

@@ -111,7 +111,7 @@ def plot_depth(results: dict, dtype: str = "float16", record=None, two_cta: bool
         if cb:
             ax.axhline(cb["tflops"], color="k", ls=":", lw=1.2,
                        label=f"cuBLAS {dtype}: {cb['tflops']:.0f}")
-            ax.annotate(f"cuBLAS {dtype} {size}³", (1, cb["tflops"]), xytext=(0, 3),
+            ax.annotate(f"cuBLAS {dtype} {size}³, this run", (1, cb["tflops"]), xytext=(0, 3),
                         textcoords="offset points", fontsize=7)
         ax.set_xlabel("stages in the ring")
         ax.set_xticks(list(STAGE_RANGE))

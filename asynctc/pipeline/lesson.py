@@ -99,7 +99,7 @@ def show_goals(results: dict, goals=((4096, 0.80), (8192, 0.90))) -> dict:
     out = {}
     for size, goal in goals:
         got = out[size] = of_cublas(results, size)
-        head = f"{size}³, best ÷ cuBLAS (TFLOP/s): " + ", ".join(
+        head = f"{size}³, best ÷ cuBLAS in this run (TFLOP/s): " + ", ".join(
             f"{name} " + notebook.ratio(best_row(results, dt, size, variants=True)["tflops"],
                                         cublas_row(results, dt, size)["tflops"])
             for dt, name in (("float16", "fp16"), ("bfloat16", "bf16"))) + f"; goal {goal:.2f}"

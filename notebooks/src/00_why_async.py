@@ -94,7 +94,7 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
 lo, hi = min(runs.values()), max(runs.values())
 print(f"cuBLAS 4096³ fp16 across {len(runs)} records: {lo:.0f} … {hi:.0f} TFLOP/s; "
-      f"this record: {runs.get(rec.suite, float('nan')):.0f}")
+      f"this run: {runs.get(rec.suite, float('nan')):.0f}")
 notebook.require(hi / lo < 1.06, "cuBLAS's 4096³ fp16 figure differs by a few percent between runs", lo=lo, hi=hi)
 
 # %% [markdown]

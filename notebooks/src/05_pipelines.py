@@ -124,8 +124,18 @@ plt.show()
 goals = pl.show_goals(res)   # notebook.how(pl.show_goals) prints its code
 
 # %% [markdown]
-# Going further: [05b §2](05b_pipeline_timeline.ipynb) derives the rows beside the model;
-# [05c §4](05c_pipeline_variants.ipynb) shows where each curve ends.
+# **Why 128×128 drops at S = 4.** The extra stage leaves shared memory for one CTA per SM, not two
+# (the record's occupancy query, not a model). Our reading ([05c §4](05c_pipeline_variants.ipynb)):
+# then no other CTA's math hides a CTA's [epilogue](../docs/glossary.md#epilogue), its final write of C.
+
+# %% output varies
+for tile, n in [(t, n) for t in ("128x128x64/c1", "128x128x64/c2") for n in (8192, 4096)]:
+    tf, occ = pl.depth_sweep(res, tile, size=n), pl.resident_by_depth(res, tile, size=n)
+    notebook.require(occ[3] == 2 and occ[4] == 1 and tf[4] < tf[3], "128×128 drops at S = 4: two CTAs per SM become one", tile=tile, size=n)
+print(f"{tile} {n}³, this run, S = 3 → 4: CTAs per SM {occ[3]} → {occ[4]}, TFLOP/s {tf[3]:.0f} → {tf[4]:.0f}")
+
+# %% [markdown]
+# Going further: [05b §2](05b_pipeline_timeline.ipynb) derives the rows beside the model.
 
 # %% [markdown]
 # ## 5. Why it stops rising

@@ -38,6 +38,9 @@ notebook.banner("sm_100a", measured=False)
 #    chapter 05's kernel: ptxas gave it 154 registers for its 128 accumulators). The cell checks
 #    the same sum against chapter 06's 128×256 build, to which ptxas gives 156.
 #
+# Two counts below differ in kind: ptxas reports 168, what each thread holds at entry with
+# `setmaxnreg` in the kernel; 232 is what `setmaxnreg` then raises a consumer to.
+#
 # **So:** a consumer needs about 154 of its 232. The next step is a second accumulator or a
 # 256×256 tile. With two, one tile's [epilogue](../docs/glossary.md#epilogue), the code that writes
 # C out, runs while the MMAs fill the next. Either needs 65536 accumulator registers: the whole
