@@ -120,7 +120,7 @@ from .config import (  # noqa: F401
 from .consumer_loop import LOOP_LINES  # noqa: F401
 from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F401
 from .rung_exercises import model_text, staging_position, staging_text  # noqa: F401
-from .rung_notes import ladder_steps, rung_note, rung_table  # noqa: F401
+from .rung_notes import ladder_steps, protocol_names, protocol_rows, rung_note, rung_table  # noqa: F401
 from .lesson import (  # noqa: F401
     ladder_table, show_epilogue, show_kernel_part, show_ladder_steps,
 )

@@ -4,6 +4,9 @@ Each note returns ``(holds, text, numbers)`` for :func:`asynctc.core.notebook.cl
 states what the record measured (steps over the rung each rung was made from, beside the frozen
 prediction band of :data:`~.figures.PREDICTION_BANDS`), ``holds`` is the condition under which the
 sentence's conclusion is true, ``numbers`` what it rests on. Never times, never plots.
+
+Also chapter 06 §1's table of the ring protocol's names (:func:`protocol_names`): one row per step
+as chapters 05, 06 and 06e spell it, with the PTX read from the kernels' headers.
 """
 
 from __future__ import annotations
@@ -132,3 +135,89 @@ def ladder_steps(results: dict) -> dict:
     r["span"] = {n: f"{min(v.values()) - 1:+.1%} … {max(v.values()) - 1:+.1%}"
                  for n, v in ((5, r["r5"]), (7, r["r7"]), (8, r["r8"]))}
     return r
+
+
+# ---- one ring protocol, three spellings (chapter 06 §1) -------------------------------------------
+
+#: The ring protocol's steps: (step, 05's kernel names, 06 capstone's, 06e's (rung 3's), the helpers
+#: that issue it as (kernel file, the helper's signature, the ptx/*.cuh wrappers its body calls),
+#: a note on the PTX). An empty name tuple: that exercise leaves the step to the learner (06's ring
+#: position, printed "(yours)") or to the kernel (06e's producer, printed "(kernel's)"). Names as each exercise's in-scope list spells them.
+PROTOCOL_STEPS = (
+    ("wait for a fill (full)", ("full.wait",), ("full.wait",), ("full.wait",),
+     (("ring.cuh", "bool ring_wait_bounded(", ("mbarrier_try_wait_parity",)),), "bounded loop"),
+    ("arm + load a stage", ("load_stage",), ("full.arrive_expect_tx", "tma_load"), (),
+     (("pipeline.cu", "void load_stage(", ("mbarrier_arrive_expect_tx", "tma_load_2d")),), ""),
+    ("issue a k-tile's wgmmas", ("mma_ktile",), ("mma_ktile",), ("mma_ktile",),
+     (("wgmma_ring.cuh", "void mma_ktile(", ("wgmma_fence", "wgmma_mma_async_ss",
+                                             "wgmma_commit_group")),), ""),
+    ("wait for wgmmas", ("wgmma_wait_group",), ("wgmma_wait_group<N>",),
+     ("wgmma_wait_group<N>",), ((None, None, ("wgmma_wait_group",)),), ""),
+    ("release a stage (empty)", ("empty.arrive",), ("empty.arrive",), ("release",),
+     (("ring.cuh", "void arrive(", ("mbarrier_arrive",)),
+      ("warp_specialization.cu", "auto release = ", ("mbarrier_arrive",))), ""),
+    ("producer waits on empty", ("empty.wait",), ("empty.wait",), (),
+     (("ring.cuh", "bool ring_wait_bounded(", ("mbarrier_try_wait_parity",)),), "bounded loop"),
+    ("ring position", ("pos", "prev", "rs", "rp"), (), ("pos", "prev"), (),
+     "none"),
+)
+
+
+def _helper_body(path, signature: str) -> str:
+    """The text of the helper in ``path`` whose line contains ``signature``, to its closing brace
+    at the signature line's indentation."""
+    text = path.read_text()
+    at = text.find(signature)
+    if at < 0:
+        raise ValueError(f"{path.name}: no helper {signature!r}")
+    line_start = text.rfind("\n", 0, at) + 1
+    indent = len(text[line_start:at]) - len(text[line_start:at].lstrip())
+    end = text.find("\n" + " " * indent + "}", at)
+    return text[at:end]
+
+
+def _opcodes(wrapper: str) -> str:
+    """The PTX opcodes (with qualifiers, without operands) that ``wrapper``'s asm issues, read
+    from kernels/ptx/*.cuh by :func:`asynctc.core.notebook.ptx_instructions`. The wgmma
+    wrapper built by a macro is read from the macro's string."""
+    from ..core import notebook, runtime
+    if wrapper == "wgmma_mma_async_ss":
+        import re
+        text = (runtime.KERNEL_DIR / "ptx" / "wgmma.cuh").read_text()
+        return re.search(r'"(wgmma\.mma_async[\w.]*?)\.?"\s*SHAPE', text).group(1) + " × n"
+    ptx = notebook.ptx_instructions(wrapper).splitlines()[1].split(None, 1)[1]
+    return "; ".join(i.split()[0] for i in ptx.split(";") if i.strip())
+
+
+def protocol_rows() -> list[tuple[str, str, str, str, str]]:
+    """:data:`PROTOCOL_STEPS` as (step, 05, 06, 06e, PTX) strings. Each helper's body is read to
+    check it still calls the wrappers named (``ValueError`` if not), and each wrapper's PTX is read
+    from its header, so the PTX column follows the kernels."""
+    from ..core import runtime
+    rows = []
+    for step, n05, n06, n06e, helpers, note in PROTOCOL_STEPS:
+        wrappers = []
+        for file, signature, calls in helpers:
+            if file is not None:
+                body = _helper_body(runtime.KERNEL_DIR / file, signature)
+                for w in calls:
+                    if w + "(" not in body and w + "<" not in body:
+                        raise ValueError(f"{file}: {signature!r} no longer calls {w}")
+            wrappers += [w for w in calls if w not in wrappers]
+        ptx = "; ".join(_opcodes(w) for w in wrappers)
+        ptx = ", ".join(p for p in (ptx, note) if p)
+        rows.append((step, ", ".join(n05), ", ".join(n06) or "(yours)", ", ".join(n06e) or "(kernel's)",
+                     ptx))
+    return rows
+
+
+def protocol_names() -> str:
+    """Chapter 06 §1's table: one ring protocol, each step as chapter 05's kernel, 06's capstone and
+    06e's rung 3 name it, and below each row, after "→", the PTX it issues (:func:`protocol_rows`)."""
+    head = ("step", "05 (pipeline.cu)", "06 capstone", "06e (rung 3)")
+    rows = protocol_rows()
+    w = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    lines = ["  ".join(f"{c:{w[i]}s}" for i, c in enumerate(head)).rstrip()]
+    for r in rows:
+        lines += ["  ".join(f"{c:{w[i]}s}" for i, c in enumerate(r[:4])).rstrip(), f"  → {r[4]}"]
+    return "\n".join(lines)

@@ -83,10 +83,12 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 #
 # - `producer`: true on thread 0; `r`; `rs`: r's stage; `rp`: the phase parity of k-tile r's fill
 #   on full; `STAGES`; `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set when a wait gave up;
-# - `empty.wait(stage, parity, wg, kt)` returns false if it gave up; `kt` = r + STAGES labels a
-#   timeout;
-# - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: `ta`, `tb` are the tensor
-#   maps; `m0`, `n0` the CTA's C origin.
+# - `empty.wait(stage, parity, wg, kt)`: a bounded loop on `mbarrier.try_wait.parity`; false if it
+#   gave up; `kt` = r + STAGES labels a timeout;
+# - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
+#   on full, then the TMA copies; `ta`, `tb` are the tensor maps; `m0`, `n0` the CTA's C origin;
+# - around your step, from the listing: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`
+#   (`mbarrier.arrive`), and `pos`, `prev`.
 
 # %%
 producer_step = """

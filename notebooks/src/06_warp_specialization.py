@@ -61,6 +61,12 @@ plt.show()
 # Declare what you need with C++ `int`, `if`, `for`, `while`. The check runs your text in the ring
 # model and checks each tile against float64.
 
+# %% [markdown]
+# One protocol, three spellings: the names in 05, here and 06e, and the PTX each issues.
+
+# %%
+print(W.protocol_names())
+
 # %%
 whole_kloop = """
 if (wg == 0) {                 // the producer warpgroup
@@ -81,8 +87,8 @@ if (wg == 0) {                 // the producer warpgroup
 ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
-# Your loops run in chapter 05's ring model. The producer's row is almost all purple: it waits on
-# empty for a slot, the healthy state. The consumers wait on full (red): 2 stages hide no latency.
+# The producer's row is almost all purple: it waits on empty for a slot, the healthy state. The
+# consumers wait on full (red): 2 stages hide no latency.
 #
 # Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
 

@@ -61,16 +61,20 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 # loop the kernel releases `prev`, so the last stage would get a second release. `<0>` that
 # releases `prev` passes, and waits longer.) In scope:
 #
-# - `full.wait(stage, parity, wg, k)`: a bounded wait, false if it gave up (`broken` may remember that);
+# - `full.wait(stage, parity, wg, k)`: a bounded loop on `mbarrier.try_wait.parity`, false if it
+#   gave up (`broken` may remember that);
 # - `pos.stage`, `pos.phase` (f mod 2 for fill f), `pos.advance()`: the ring counter;
-# - `mma_ktile(acc, desc_a, desc_b)`: a k-tile's wgmmas, one group. Its descriptors are
+# - `mma_ktile(acc, desc_a, desc_b)`: a k-tile's wgmmas, one group (`wgmma.mma_async`s, then
+#   `wgmma.commit_group`). Its descriptors are
 #   `wgmma_desc_advance(da0, bytes)` and `wgmma_desc_advance(db0, bytes)`; stage s starts
 #   s × `kStageBytes` bytes after stage 0;
 # - `wgmma_wait_group<N>()` leaves at most N groups running; `fence_accumulators(acc)` is a
 #   compiler barrier for `acc`;
-# - `release(empty[s])`: an arrival on empty[s]. Only the `elected` thread of each warpgroup
-#   calls it, so a phase completes with C arrivals;
+# - `release(empty[s])`: an arrival on empty[s] (`mbarrier.arrive`). Only the `elected` thread of
+#   each warpgroup calls it, so a phase completes with C arrivals;
 # - `prev`, an `int` to keep the stage of k-tile k − 1 in; `k`, `wg`.
+#
+# The capstone's names for the same steps: [06 §1's table](06_warp_specialization.ipynb).
 #
 # The check compiles your loop into rung 3 with NVRTC (no GPU), compares its SASS with the
 # course's, and judges its protocol with the course's models.
