@@ -11,7 +11,6 @@ from fakes import CONSUMER_LOOP
 
 from asynctc import warp_specialization as W
 from asynctc.core import exercises, notebook, runtime
-from asynctc.models import pipeline as mp
 from asynctc.core import loop_reader as L
 from asynctc.warp_specialization import consumer_loop as CL
 
@@ -37,12 +36,11 @@ def test_the_kernels_own_loop_is_right_instruction_for_instruction(capsys):
 
 
 @pytest.mark.parametrize("body, words", [
-    (PLAIN, ["in rung 3's build (the one the ladder times) 7 of your loop's", "SASS instructions (the "
-             "machine code ptxas emits) differ from the kernel's (", ") — the kernel's loop also sets "
-             "broken when a bounded wait gives up"]),
+    (PLAIN, ["the loop is right. In rung 3's build 7 of its", "SASS instructions differ from the kernel's (",
+             "): the kernel also sets broken when a wait gives up."]),
     # a redundant __syncwarp (chapter 05's habit): one NOP in the loop, named as such
     (CL.kernel_body().replace("prev = pos.stage;", "__syncwarp();\nprev = pos.stage;"),
-     ["1 of your loop's", "differ from the kernel's (1 extra NOP (does nothing; one issue slot))"]),
+     ["1 of its", "differs from the kernel's (1 extra NOP (does nothing; one issue slot))"]),
     (PLAIN.replace("k > 0 && elected", "elected && k > 0"), ["correct"]),
     (PLAIN.replace("release(empty[prev])", "empty.arrive(prev)"), ["correct"]),
     (PLAIN.replace("pos.advance();", "if (++pos.stage == STAGES) { pos.stage = 0; pos.phase ^= 1u; }"),
@@ -50,31 +48,22 @@ def test_the_kernels_own_loop_is_right_instruction_for_instruction(capsys):
     ("const int s = pos.stage;\nif (!full.wait(s, pos.phase, wg, k)) broken = true;\n"
      "mma_ktile(acc, wgmma_desc_advance(da0, s * kStageBytes), wgmma_desc_advance(db0, s * kStageBytes));\n"
      "wgmma_wait_group<1>();\nif (elected && k) release(empty[prev]);\nprev = s;\npos.advance();\n",
-     ["fence_accumulators may go here", "compiler barrier"]),
-    (PLAIN.replace("fence_accumulators(acc);\n", ""), ["fence_accumulators may go here", "promote"]),
-    (PLAIN.replace("<1>", "<0>"), ["wgmma_wait_group<0>() is right and waits longer", "chapter 05's model"]),
+     ["fence_accumulators may go (only chapter 07's promote needs it)"]),
+    (PLAIN.replace("fence_accumulators(acc);\n", ""), ["fence_accumulators may go", "promote"]),
+    (PLAIN.replace("<1>", "<0>"), ["the loop is right; <0> is not the fastest form (06 §1, after the capstone, "
+                                   "says why)"]),
     # wait_group 0 and the k-tile's own stage released in the loop (not the last: the kernel does)
     (PLAIN.replace("<1>", "<0>").replace("if (k > 0 && elected) release(empty[prev]);",
                                         "if (elected && k + 1 < T) release(empty[pos.stage]);"),
-     ["wgmma_wait_group<0>() is right"]),
+     ["<0> is not the fastest form"]),
 ])
 def test_right_loops_are_accepted_with_their_notes(capsys, body, words):
+    """"correct" in two short sentences: the verdict (a clause per note), then the SASS count."""
     ok, out = _check(capsys, body)
     assert ok and out.startswith(f"[{NAME}] correct"), out
     for w in words:
         assert w in out, out
-
-
-def test_the_wait_group_0_note_is_chapter_05s_model():
-    """The numbers of the note are the ring model's math fraction, with the consumers of rung 3
-    and with one."""
-    body = PLAIN.replace("<1>", "<0>")
-    note = CL.judge(body)
-    assert isinstance(note, exercises.Accepted)
-    for c in (1, 2):
-        for p in (0, 1):
-            frac = mp.simulate(4, p, c, CL.MODEL_K_TILES).math_fraction
-            assert f"{frac:.2f}" in note
+    assert len(out) < 300 and out.count(". ") <= 1, out
 
 
 def test_fence_accumulators_changes_no_instruction_here():

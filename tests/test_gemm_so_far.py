@@ -144,12 +144,12 @@ def test_the_course_step_kept_is_timed_from_the_record_and_a_differing_one_is_no
                     f"recorded run is your kernel's: {number}.")
     assert g.timed_line(4) is None and "Your producer step" in g.so_far("05").text()
     # a right step that leaves broken unset: another build. The check's note and this line give
-    # the same count, both labelled the timed build's; the number is the course kernel's, not theirs
+    # the same count, both the timed build's (this line names it); the number is the course kernel's
     other = step.replace("broken = true;", "")
     assert other != step and exercises.check("ch05.producer_step", other)
     kept = answers.meta("ch05.producer_step")["sass"]
     away = f"in the timed build ({ps.timed_config().label()})"
-    assert f"{away} {kept['changed']} of its {kept['total']} SASS" in ps.judge(other)
+    assert f"In the timed build {kept['changed']} of its {kept['total']} SASS" in ps.judge(other)
     line = g.timed_line(5)
     assert line.startswith(f"Your producer step: {away} {kept['changed']} of your kernel's "
                            f"{kept['total']} SASS instructions differ from the course's (")

@@ -244,18 +244,18 @@ def judge(answer) -> str | None:
 
 
 def _sass_note(ident: dict, sets_broken: bool) -> str:
-    """The check's note on the step's SASS, counted in the build chapter 05's record times (the
-    same count the end-of-chapter line gives)."""
+    """The check's note on a right step, two short sentences: the verdict, then the step's SASS
+    beside the kernel's, counted in the build chapter 05's record times (the same count the
+    end-of-chapter line gives), with at most three kinds of instruction named."""
     if ident["same"]:                      # (chapter 05's solution notebook compares this text)
         return "your step compiles to the kernel's own instructions."
     how = sass.difference_words(ident["fewer"], ident["extra"], ident["reordered"])
-    diff = (f"in the timed build ({ident['config']}) {ident['changed']} of its {ident['total']} SASS "
-            f"instructions (the machine code ptxas emits) differ from the kernel's ({how})")
-    if not sets_broken:
-        return ("your step leaves broken unset when the wait gives up: harmless for correctness (the "
-                f"wait already recorded the error, so every later wait gives up at once); {diff}.")
-    return (f"the protocol is right; only the compiled code differs a little: {diff} — how ptxas laid "
-            "out the code, not the protocol.")
+    n = ident["changed"]
+    verdict = ("the protocol is right" if sets_broken else
+               "the protocol is right; leaving broken unset is harmless (every later wait gives up at once)")
+    why = ": ptxas's layout, not the protocol" if sets_broken else ""
+    return (f"{verdict}. In the timed build {n} of its {ident['total']} SASS instructions "
+            f"{'differs' if n == 1 else 'differ'} from the kernel's ({how}){why}.")
 
 
 @_ex.code_exercise("ch05.producer_step", "Write the producer's refill step of gemm_pipeline as a string "

@@ -21,9 +21,10 @@ The check, in order:
    the loop); each fill released exactly once by each warpgroup, in time for the producer's refill;
    every thread but the release doing the same (``.sync.aligned`` instructions, the wait as each
    thread's acquire).
-4. **notes** on a right loop: ``wgmma_wait_group<0>`` is right but waits longer (chapter 05's
-   model, one and two consumer warpgroups); ``fence_accumulators`` left out; and the SASS of the
-   learner's build beside the kernel's own (:func:`sass_difference`).
+4. **notes** on a right loop, two short sentences: the verdict, with a clause for
+   ``wgmma_wait_group<0>`` (right, not the fastest form: chapter 06 §1 says why after its capstone)
+   and for ``fence_accumulators`` left out; then the SASS of the learner's build beside the
+   kernel's own (:func:`sass_difference`).
 
 :func:`kernel_body` is the kernel's own loop body as chapter 06 shows it after the exercise.
 """
@@ -48,8 +49,6 @@ from .launch import ENTRY, SOURCE, compile_ws
 RUNG, DTYPE = "ws_setmaxnreg", "float16"
 #: k-tiles per tile and tiles the reader runs the loop for (two tiles: the ring carries across).
 K_TILES, TILES = 6, 2
-#: The k-tiles of chapter 05's model runs in the notes (a 4096³ GEMM: 4096 / 64).
-MODEL_K_TILES = 64
 #: What NVRTC calls the learner's text in its messages.
 FILE_NAME = "your loop"
 
@@ -406,39 +405,30 @@ def _release_hint(its: list[_lr.Iteration], body: str, stages: int, stage_bytes:
 
 def _notes(its: list[_lr.Iteration], cubin: bytes, perf: list[str], stages: int, consumers: int,
            uses_broken: bool) -> str:
-    notes = []
+    """A right loop's note, two short sentences: the verdict (with one clause each for
+    ``wgmma_wait_group<0>`` and a left-out ``fence_accumulators``) and the SASS beside the kernel's."""
     groups = {e.n for it in its if not it.tail for e in it.events if e.kind == "wait_group"}
-    if groups == {0}:
-        frac = {(c, p): _mp.simulate(stages, p, c, MODEL_K_TILES).math_fraction
-                for c in (1, consumers) for p in (0, 1)}
-        same = round(frac[consumers, 0], 2) == round(frac[consumers, 1], 2)
-        two = (f"{frac[consumers, 0]:.2f} of the main loop whether N is 0 or 1" if same else
-               f"{frac[consumers, 0]:.2f} of the main loop with N = 0 against {frac[consumers, 1]:.2f} with 1")
-        notes.append(f"wgmma_wait_group<0>() is right and waits longer: each k-tile's wgmmas finish "
-                     f"before the next k-tile's are issued. In chapter 05's model ({MODEL_K_TILES} "
-                     f"k-tiles, S = {stages}) with {consumers} consumer warpgroups a wgmma is in flight "
-                     f"{two}{' (the other warpgroup fills the gap)' if same else ''}; with one "
-                     f"warpgroup, {frac[1, 0]:.2f} against {frac[1, 1]:.2f}")
-    if not any(e.kind == "fence" for it in its if not it.tail for e in it.events):
-        notes.append("fence_accumulators may go here: it is no instruction but a compiler barrier "
-                     "(ptx/wgmma.cuh) that keeps ordinary reads and writes of acc from moving across "
-                     "a wgmma or a wait, and nothing in this loop touches acc but the wgmmas. The "
-                     "kernel keeps it for chapter 07's promote, which reads acc in this loop (the PTX "
-                     "wgmma.fence is inside mma_ktile)")
-    notes += [f"ptxas: {p.split(': ', 1)[-1]}" for p in perf]
+    fenced = any(e.kind == "fence" for it in its if not it.tail for e in it.events)
     d = sass_difference(cubin)
+    if d.same and groups != {0} and fenced and not perf:
+        return ("your loop compiles to the kernel's own SASS, instruction for instruction, in rung 3's "
+                "build (the one the ladder times).")
+    verdict = ["the loop is right"]
+    if groups == {0}:
+        verdict.append("<0> is not the fastest form (06 §1, after the capstone, says why)")
+    if not fenced:
+        verdict.append("fence_accumulators may go (only chapter 07's promote needs it)")
+    notes = ["; ".join(verdict)]
+    notes += [f"ptxas: {p.split(': ', 1)[-1]}" for p in perf]
     if d.same:
-        notes.append("Your loop compiles to the kernel's own SASS, instruction for instruction, in "
-                     "rung 3's build (the one the ladder times)")
+        notes.append("It compiles to the kernel's own SASS in rung 3's build")
     else:
-        why = ("how ptxas laid out the code, not the protocol" if uses_broken or not d.changed else
-               "the kernel's loop also sets broken when a bounded wait gives up")
-        notes.append(f"The loop is right; only its compiled code differs a little: in rung 3's build (the "
-                     f"one the ladder times) {d.away} of your loop's {d.total} "
-                     f"SASS instructions (the machine code ptxas emits) differ from the kernel's "
-                     f"({sass.difference_words(d.only_kernel, d.only_yours, d.reordered)}) — {why}")
-    text = ". ".join(notes) + "."
-    return text[0].lower() + text[1:] if text.startswith(("Your", "In rung", "The loop")) else text
+        why = ("ptxas's layout, not the protocol" if uses_broken or not d.changed else
+               "the kernel also sets broken when a wait gives up")
+        notes.append(f"In rung 3's build {d.away} of its {d.total} SASS instructions "
+                     f"{'differs' if d.away == 1 else 'differ'} from the "
+                     f"kernel's ({sass.difference_words(d.only_kernel, d.only_yours, d.reordered)}): {why}")
+    return ". ".join(notes) + "."
 
 
 def judge(answer) -> str | None:

@@ -87,7 +87,20 @@ if (wg == 0) {                 // the producer warpgroup
 ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
-# The producer's row is almost all purple: it waits on empty for a slot, the healthy state. The
+# **So:** `wgmma_wait_group<0>()` is correct but retires the k-tile's wgmmas before the release:
+# the warpgroup's Tensor Cores idle at every k-tile. `<1>` keeps one group in flight and releases
+# the previous k-tile's stage. The ring model (S = 4), share of the loop with a wgmma in flight:
+
+# %%
+from asynctc.models import pipeline as mp
+frac = {(c, n): mp.simulate(4, n, c, 32).math_fraction for c in (1, 2) for n in (0, 1)}  # c consumers, <n>
+print("; ".join(f"{c} consumer(s): <0> {frac[c, 0]:.0%}, <1> {frac[c, 1]:.0%}" for c in (1, 2)))
+notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], "two consumers fill the gap")
+
+# %% [markdown]
+# Two consumers fill each other's gaps: here `<0>` costs little.
+#
+# In your loops' picture, the producer mostly waits on empty (purple), the healthy state; the
 # consumers wait on full (red): 2 stages hide no latency.
 #
 # Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.

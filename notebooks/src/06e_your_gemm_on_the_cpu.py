@@ -55,11 +55,10 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
                      omit=W.LOOP_LINES)
 
 # %% [markdown]
-# **Exercise. Write the consumers' k-loop body.** After the loop the kernel itself releases the
-# stage in `prev`. So your loop releases the stage of k-tile k − 1, not its own. (The capstone
-# accepts a loop that releases its own stage; here one is refused, with `<0>` or `<1>`: after the
-# loop the kernel releases `prev`, so the last stage would get a second release. `<0>` that
-# releases `prev` passes, and waits longer.) In scope:
+# **Exercise. Write the consumers' k-loop body.** After your loop, the kernel waits for every
+# wgmma and releases the stage in `prev`. So your loop releases the stage of k-tile k − 1 and then
+# sets `prev` to this k-tile's stage. A loop that releases its own last stage too would release it
+# a second time, and is refused. In scope:
 #
 # - `full.wait(stage, parity, wg, k)`: a bounded loop on `mbarrier.try_wait.parity`, false if it
 #   gave up (`broken` may remember that);
