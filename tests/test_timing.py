@@ -60,6 +60,14 @@ def test_a_listings_stylesheet_is_not_read():
     assert timing.estimate(nb).output_s == pytest.approx(4 * 60 / timing.PROSE_WPM)
 
 
+def test_a_less_than_sign_in_prose_is_not_a_tag():
+    # "r + STAGES < T ... wgmma_wait_group<kPending>()" once paired "<" with the later ">" and dropped
+    # every word between them from the count
+    text = "while r + STAGES < T it refills; then wgmma_wait_group<kPending>() > done"
+    assert timing.words(text) == len("while r STAGES T it refills then wgmma_wait_group done".split())
+    assert timing.words("<details><summary>Solutions here</summary></details>") == 2
+
+
 def test_every_notebook_is_estimated_and_the_table_reports_the_core_path():
     text = timing.table()
     for p in timing.notebook_paths():

@@ -84,7 +84,7 @@ def words(text: str) -> int:
     (a highlighted listing's ``<style>`` block) and markdown punctuation are not read."""
     text = re.sub(r"<(style|script)\b.*?</\1\s*>", " ", text, flags=re.S | re.I)
     text = re.sub(r"\]\([^)]*\)", "]", text)            # [label](target) → label
-    text = re.sub(r"<[^>]+>", " ", text)
+    text = re.sub(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>", " ", text)   # a tag, not "S < T ... >"
     return len(_WORD.findall(text))
 
 
