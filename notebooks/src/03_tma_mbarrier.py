@@ -64,8 +64,11 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 from asynctc.models.pipeline.ring import Mbarrier
 
 
+yes = {True: "yes", False: "no"}
+
+
 def show(step):
-    print(f"{step:<24}{bar.phase:>5}{bar.pending:>8}{bar.tx:>7}{bar.test_wait(0)!s:>16}{bar.test_wait(1)!s:>16}")
+    print(f"{step:<24}{bar.phase:>5}{bar.pending:>8}{bar.tx:>7}{yes[bar.test_wait(0)]:>16}{yes[bar.test_wait(1)]:>16}")
 
 
 print(f"{'step':<24}{'open':>5}{'pending':>8}{'tx':>7}{'wait(0) passes':>16}{'wait(1) passes':>16}")
