@@ -113,7 +113,7 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # ## Exercises
 #
 # **Worked: a smaller box.** 64 rows × 32 fp16, k-tile 3, rows from 192:
-# `tma_load_2d(dst, map, bar, 96, 192)` (§3's `tma_load_rank` calls it), column 3·32 first. 4096 bytes: the next box goes at
+# `tma_load_2d(dst, map, bar, 96, 192)`, column 3·32 first. 4096 bytes: the next box goes at
 # `dst + 4096`.
 #
 # **1. Fill one stage.** Write `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` for k-tile `kt`.
