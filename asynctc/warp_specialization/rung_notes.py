@@ -159,7 +159,7 @@ PROTOCOL_STEPS = (
     ("producer waits on empty", ("empty.wait",), ("empty.wait",), (),
      (("ring.cuh", "bool ring_wait_bounded(", ("mbarrier_try_wait_parity",)),), "bounded loop"),
     ("ring position", ("pos", "prev", "rs", "rp"), (), ("pos", "prev"), (),
-     "none"),
+     "no PTX: a counter in registers"),
 )
 
 
