@@ -87,3 +87,22 @@ def test_run_all_in_a_learner_notebook_holds_the_answer_back(tmp_path, monkeypat
         text = "".join(o.get("text", "") for o in cell.outputs)
         assert "held back until exercise ch06.whole_kloop passes" in text
         assert "full.wait(" not in text and "wait_bounded(" not in text
+
+
+#: Lines that, together in one stored output, are deep dive 06e's exercise answered (rung 3's
+#: consumer k-loop: the bounded wait, one group left in flight, the previous k-tile's release).
+CONSUMER_LOOP_ANSWER = ("full.wait(pos.stage, pos.phase", "wgmma_wait_group<1>();", "release(empty[prev]);")
+
+
+@pytest.mark.parametrize("nb_path", sorted((ROOT / "notebooks").glob("[0-9][0-9]*.ipynb")), ids=lambda p: p.stem)
+def test_no_learner_notebook_stores_the_consumer_loop(nb_path):
+    """A reader found 07's promote listing printing the whole consumer loop, ungated: 06e's
+    exercise answered two chapters later. No stored output of a learner notebook (core or deep
+    dive) holds all of that loop's lines."""
+    import json
+    nb = json.loads(nb_path.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) + json.dumps(out.get("data", {}))
+            assert not all(s in text for s in CONSUMER_LOOP_ANSWER), \
+                f"{nb_path.name} cell {i} stores the consumer loop (ch06.consumer_loop's answer)"

@@ -141,9 +141,9 @@ CLASSES: tuple[BugClass, ...] = (
                 "a fence between the inits and the cluster arrive/wait, implicit or explicit"))),
     BugClass(
         "proxy_fence", "generic shared-memory writes read by TMA without fence.proxy.async",
-        "st.shared / stmatrix write through the generic proxy, TMA and wgmma read through the "
-        "async proxy; __syncthreads orders threads, not proxies, so the TMA store may read stale "
-        "shared memory",
+        "st.shared / stmatrix (a warp's matrix store to shared memory) write through the generic "
+        "proxy, TMA and wgmma read through the async proxy; __syncthreads orders threads, not "
+        "proxies, so the TMA store may read stale shared memory",
         "ordering:proxy", 6,
         "every writing thread executes fence.proxy.async.shared::cta after its last write and "
         "before the barrier that hands the buffer to the TMA-issuing thread",

@@ -55,6 +55,7 @@ _CALLS = ("tma_load", "mma_ktile", "wgmma_wait_group", "store_tile")
 
 #: The learner's blank page (06 §1's cell): the roles and the loop bounds, nothing of the answer.
 TEMPLATE = """
+// your ring position, if you keep one: declared here, before the roles and their tile loops
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {

@@ -172,7 +172,8 @@ notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
 # really read. Source: CUDA C++ Programming Guide, *Compute Capabilities*.
 
 # %% output varies
-print(f"the 128×128 tile needs 4096 × 512 / 32768 = {4096 * 512 / 32768:.0f} B/clk; DRAM gives "
+print(f"the 128×128 tile needs 4096 FLOP/clk × 512 B per K step / 32768 FLOP per K step = "
+      f"{4096 * 512 / 32768:.0f} B/clk; DRAM gives "
       f"{bw:.0f} GB/s / ({peak.sm_count} SMs × {peak.mhz:.0f} MHz) = {bw * 1e9 / peak.sm_count / (peak.mhz * 1e6):.1f} B/clk\n")
 why_async.show_operand_feed(bw, peak)             # the table, and the check of the sentence below
 

@@ -50,15 +50,15 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 # No thread carries TMA's bytes, so `__syncthreads` cannot wait for them. An mbarrier can: its
 # **tx-count** is the bytes still to come. One fill:
 #
-# 1. `init`: one arrival expected.
+# 1. `init`: one arrival expected; *pending* counts the arrivals still expected.
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the tx-count rises by
 #    the bytes to come. It starts the copies.
 # 3. Landing bytes lower the tx-count: the PTX ISA's *complete_tx*.
-# 4. At zero arrivals and zero bytes, *phase* 0, the first round, completes; phase 1 opens.
+# 4. At zero pending arrivals and zero bytes, *phase* 0, the first round, completes; phase 1 opens.
 #
 # A wait on [*phase parity*](../docs/glossary.md#phase-parity) P, the phase number mod 2, passes
-# unless the open phase has parity P. The table shows the steps on a CPU model, for exercise 1's
-# two 16384-byte boxes:
+# unless the open phase has parity P. The table shows the steps on a CPU model, for two
+# 8192-byte boxes (64 × 64 fp16 each):
 
 # %%
 from asynctc.models.pipeline.ring import Mbarrier
@@ -73,17 +73,18 @@ def show(step):
 
 print(f"{'step':<24}{'open':>5}{'pending':>8}{'tx':>7}{'wait(0) passes':>16}{'wait(1) passes':>16}")
 bar = Mbarrier(count=1);              show("init(count=1)")
-bar.arrive_expect_tx(16384 + 16384);  show("arrive_expect_tx(32768)")
-bar.complete_tx(16384);               show("complete_tx(16384): A")
-bar.complete_tx(16384);               show("complete_tx(16384): B")
+bar.arrive_expect_tx(8192 + 8192);    show("arrive_expect_tx(16384)")
+bar.complete_tx(8192);                show("complete_tx(8192): A")
+bar.complete_tx(8192);                show("complete_tx(8192): B")
 
 # %% [markdown]
 # One barrier serves every fill, hence phase numbers: a "ready" flag would still be set from the
-# last. Parity suffices: a waiter wants the open phase or the one before
-# ([03b §5](03b_tma_boxes.ipynb)).
+# last fill. One bit of the number is enough, because a waiter only ever asks about the open phase
+# or the one just before it ([03b §5](03b_tma_boxes.ipynb)).
 #
 # The GPU's table takes the same steps ([03b §3](03b_tma_boxes.ipynb)); ✓ is the PTX ISA's answer.
-# Rows 4–6: a *counter barrier*, 64 arrivals, no bytes. Row 6 waits in vain.
+# Rows 4–6 use a *counter barrier*: 64 arrivals, no bytes. Row 6 waits on the open phase, which
+# nobody completes; the bounded wait gives up.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))
@@ -112,8 +113,9 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # %% [markdown]
 # ## Exercises
 #
-# **Worked: a smaller box.** 64 rows × 32 fp16, k-tile 3, rows from 192:
-# `tma_load_2d(dst, map, bar, 96, 192)`, column 3·32 first. 4096 bytes: the next box goes at
+# `tma_load_2d(dst, map, bar, c0, c1)` copies `map`'s box at column c0, row c1 to shared address
+# `dst`; its bytes land on `bar`. **Worked: a smaller box.** 64 rows × 32 fp16, k-tile 3, rows
+# from 192: `tma_load_2d(dst, map, bar, 96, 192)`, column 3·32 first. 4096 bytes: the next box goes at
 # `dst + 4096`.
 #
 # **1. Fill one stage.** Write `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` for k-tile `kt`.

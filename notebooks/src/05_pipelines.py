@@ -79,7 +79,7 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # %% [markdown]
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after k-tile
 # r's release. Thread 0 waits on empty[rs] for the stage's next fill; §1's panels give the parity.
-# It then refills stage rs with k-tile r + S while r + STAGES < T. In scope:
+# It then refills stage rs with k-tile r + STAGES while r + STAGES < T. In scope:
 #
 # - `producer`: true on thread 0; `r`; `rs`: r's stage; `rp`: the phase parity of k-tile r's fill
 #   on full; `STAGES`; `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set when a wait gave up;

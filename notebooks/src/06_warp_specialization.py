@@ -69,6 +69,7 @@ print(W.protocol_names())
 
 # %%
 whole_kloop = """
+// your ring position, if you keep one: declared here, before the roles and their tile loops
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
@@ -100,8 +101,8 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # %% [markdown]
 # Two consumers fill each other's gaps: here `<0>` costs little.
 #
-# In your loops' picture, the producer mostly waits on empty (purple), the healthy state; the
-# consumers wait on full (red): 2 stages hide no latency.
+# Once your loops pass, the cell below draws them. The producer mostly waits on empty (purple),
+# the healthy state; the consumers wait on full (red): 2 stages hide no latency.
 #
 # Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
 
@@ -114,7 +115,7 @@ plt.show()
 #
 # The consumers get most of the registers. An SM has 65536 32-bit registers.
 # `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM, so each thread gets
-# **168 at entry**. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register
+# 65536 / 384 = 170.7, rounded down to a multiple of 8: **168 at entry**. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register
 # limit while it runs. The producer drops to 40; the two consumers rise to 232, 64512 in all.
 # §3 measures what that buys. Going further: [06b §3](06b_ws_anatomy.ipynb) reads the budget from
 # the cubin.

@@ -137,7 +137,8 @@ print("FP8 wgmma     ", fp8.tc_dot(products))
 #
 # Going further: [07b §4](07b_fp8_accumulator.ipynb) — the places each adder keeps, drawn.
 #
-# **The fix: promotion.** Every P k-tiles of 128 elements, the consumer adds its wgmma
+# **The fix: promotion.** Every P k-tiles of 128 elements (an FP8 k-tile is 128 deep, twice
+# 01–06's 64: the same 128 bytes per row), the consumer adds its wgmma
 # accumulators into its own fp32 registers. Then it restarts them at 0. The build option is
 # `promote=P` (DeepSeek-V3 §3.3.2). Two accumulator sets fit a 128×128 tile, not 128×256.
 #
@@ -162,11 +163,13 @@ notebook.require(err[0] / err[4] > 20 and 0.86 <= tf[every4] / tf[plain] <= 0.94
 
 # %% [markdown]
 # **In the kernel** (`PROMOTE = 1`), `mma_ktile` issues one k-tile's k32 wgmmas. `promote` folds
-# them into fp32 totals; its body appears after exercise 2.
+# them into fp32 totals; its body appears after exercise 2. The loop around it is 06e's exercise,
+# left out here.
 
 # %% output varies
 ck = W.compile_ws(fp8.fp8_config(promote=1))
-notebook.show_source(ck, start=r"float bs\[kAtoms\]\[2\];", end=r"promote\(acc, tot", variant=True)
+notebook.show_source(ck, start=r"float bs\[kAtoms\]\[2\];", end=r"promote\(acc, tot", variant=True,
+                     omit=(r"^        if \(!broken &&", r"^        \}", "deep dive 06e's exercise: wait, issue, release"))
 
 # %% [markdown]
 # **Play** (ungraded, no GPU). Rebuild the record's swamping input,

@@ -58,7 +58,10 @@ print(lesson.bill_table(bill))
 fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
-# Neither fits, however the 65536 values are split: the register file is Hopper's limit.
+# The table counts what each layout *needs*: the producer's 40 per thread, each consumer's
+# accumulator + 26. Chapter 06's 64512 is the *budget* `setmaxnreg` hands out (128 × 40 +
+# 256 × 232). The last two fit neither, however the 65536 values are split: the register file is
+# Hopper's limit.
 #
 # Blackwell moves the accumulator into **Tensor Memory**. There is one TMEM **per SM**,
 # shared by the CTAs resident on it. Its cells are 32-bit, 128 lanes by 512 columns. Lane i is row i of D;
