@@ -57,8 +57,8 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 # 4. At zero pending arrivals and zero bytes, *phase* 0, the first round, completes; phase 1 opens.
 #
 # A wait on [*phase parity*](../docs/glossary.md#phase-parity) P, the phase number mod 2, passes
-# unless the open phase has parity P. The table shows the steps on a CPU model, for two
-# 8192-byte boxes (64 × 64 fp16 each):
+# unless the open phase has parity P. The table shows the steps on a CPU model: fill 0 brings two
+# 8192-byte boxes (64 × 64 fp16 each), then fill 1 reuses the barrier.
 
 # %%
 from asynctc.models.pipeline.ring import Mbarrier
@@ -76,8 +76,14 @@ bar = Mbarrier(count=1);              show("init(count=1)")
 bar.arrive_expect_tx(8192 + 8192);    show("arrive_expect_tx(16384)")
 bar.complete_tx(8192);                show("complete_tx(8192): A")
 bar.complete_tx(8192);                show("complete_tx(8192): B")
+bar.arrive_expect_tx(16384);          show("fill 1: arrive_expect_tx")
+bar.complete_tx(16384);               show("fill 1: both boxes land")
 
 # %% [markdown]
+# **Read the wait columns.** Fill 0's reader waits on parity 0: "no" until B lands, then "yes".
+# Fill 1's reader waits on parity 1. While phase 1 is open, wait(0) still says "yes", left over
+# from fill 0, and wait(1) says "no" until fill 1 lands. So the reader of fill f waits on f mod 2.
+#
 # One barrier serves every fill, hence phase numbers: a "ready" flag would still be set from the
 # last fill. One bit of the number is enough, because a waiter only ever asks about the open phase
 # or the one just before it ([03b §5](03b_tma_boxes.ipynb)).
