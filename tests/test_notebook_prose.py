@@ -187,8 +187,6 @@ LISTINGS = {
     ("09", r"if \(lane == 0 && leader\) \{"): (20, r"(?s)tcgen05_mma_f16.*tcgen05_commit<1>\(smem_u32\(&empty_bar"),
     ("09b", r"^          const u32 a = t & 1u;$"): (
         25, r"acc_empty\[a\][\s\S]*tcgen05_mma_mxf8f6f4[\s\S]*tcgen05_commit_multicast"),
-    # the FP8 consumer's k-tile (PROMOTE = 1) and the promotion it calls
-    ("07", r"float bs\[kAtoms\]\[2\];"): (10, r"(?s)mma_ktile.*wgmma_wait_group<1>.*promote\(acc, tot"),
     # after exercise 2: promote in that build (fp8_promote.cuh with PROMOTE = 1 resolved)
     ("07", r"promote\(acc, tot"): (15, r"(?s)void promote.*wgmma_wait_group<0>.*tot\[i\]\[j\] \+= "
                                        r"acc\[i\]\[j\];.*this build: PROMOTE=1"),
@@ -237,10 +235,10 @@ LISTINGS = {
     ("07d", r"^// This k-tile's scale products"): (8, r"sb\[[\s\S]*sa\[[\s\S]*\* sbk"),
     ("07d", r"// promotion into fp32 registers"): (10, r"wgmma_wait_group<0>[\s\S]*"
                                                       r"__fmaf_rn\(acc\[i\]\[j\], bs\[i\]"),
-    ("06b", r"^    // ---------------- consumer warpgroups"): (50, r"setmaxnreg_inc[\s\S]*"
-                                                                 r"full\.wait\("
-                                                                 r"[\s\S]*wgmma_wait_group<1>"
-                                                                 r"[\s\S]*release\(empty\["
+    # rung 8's consumers, their k-loop left out: it is deep dive 06e's exercise (ch06.consumer_loop)
+    ("06b", r"^    // ---------------- consumer warpgroups"): (40, r"setmaxnreg_inc[\s\S]*"
+                                                                 r"lines left out: the exercise"
+                                                                 r"[\s\S]*release\(empty\[prev\]\)"
                                                                  r"[\s\S]*store_c_tma\(res"),
 }
 

@@ -82,10 +82,9 @@ notebook.show_source(top, start=r"^__device__ __forceinline__ void load_stage", 
 # per 64×64 chunk), which the consumer does not wait for before the next tile's k-loop.
 # `show_source(..., variant=False)` shows the source with every variant's branches.
 
-# %% output answers a prediction
-shown = exercises.after("ch06.consumer_loop", "its k-loop, deep dive 06e's exercise; the rest is shown")
-display(notebook.show_source(top, start=r"^    // ---------------- consumer warpgroups", end=r"^      tr\.event\(EV_STORE_END",
-                             variant=True, omit=None if shown else W.LOOP_LINES))
+# %%
+notebook.show_source(top, start=r"^    // ---------------- consumer warpgroups", end=r"^      tr\.event\(EV_STORE_END",
+                     variant=True, omit=W.LOOP_LINES)          # its k-loop: deep dive 06e's exercise
 
 # %% [markdown]
 # ## 3. The register budget, from the cubin

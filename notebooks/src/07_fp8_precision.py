@@ -163,13 +163,7 @@ notebook.require(err[0] / err[4] > 20 and 0.86 <= tf[every4] / tf[plain] <= 0.94
 
 # %% [markdown]
 # **In the kernel** (`PROMOTE = 1`), `mma_ktile` issues one k-tile's k32 wgmmas. `promote` folds
-# them into fp32 totals; its body appears after exercise 2. The loop around it is 06e's exercise,
-# left out here.
-
-# %% output varies
-ck = W.compile_ws(fp8.fp8_config(promote=1))
-notebook.show_source(ck, start=r"float bs\[kAtoms\]\[2\];", end=r"promote\(acc, tot", variant=True,
-                     omit=(r"^        if \(!broken &&", r"^        \}", "deep dive 06e's exercise: wait, issue, release"))
+# them into fp32 totals; its call and body appear after exercise 2.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU). Rebuild the record's swamping input,
@@ -209,6 +203,7 @@ ok = exercises.check("ch07.promotion", promoted_sum)
 # The kernel's `promote` (after exercise 2):
 
 # %% output answers a prediction
+ck = W.compile_ws(fp8.fp8_config(promote=1))         # the FP8 build with PROMOTE = 1
 if exercises.after("ch07.promotion"):
     display(notebook.show_source(ck, start=r"promote\(acc, tot", end=r"prev = pos\.stage;", variant=True,
                                  more=(("fp8_promote.cuh", r"^__device__ __forceinline__ void promote", r"^}"),)))
