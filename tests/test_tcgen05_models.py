@@ -310,6 +310,23 @@ def test_lane_quarters():
     assert ok.shape == (32, 4)
 
 
+def test_reader_warp_is_the_one_warp_whose_quarter_holds_the_lane():
+    # 09 §4's worked case: the kernel's epilogue warps 2..5 (kernels/tcgen05.cu) read lane L's row
+    epilogue = range(2, 6)
+    assert [M.reader_warp(lane, epilogue) for lane in (0, 37, 64, 127)] == [4, 5, 2, 3]
+    for lane in range(128):
+        w = M.reader_warp(lane, epilogue)
+        M.check_lane_access(w, [lane])
+        assert w % 4 == lane // 32
+    assert M.reader_warp(100) == 3                       # default: warps 0..3
+    with pytest.raises(TmemError, match="0 readers"):
+        M.reader_warp(0, range(1, 4))                    # three warps leave a quarter unread
+    with pytest.raises(TmemError, match="2 readers"):
+        M.reader_warp(0, range(0, 8))
+    with pytest.raises(TmemError, match="lane=128"):
+        M.reader_warp(128)
+
+
 @pytest.mark.parametrize("shape, num", [(s, n) for s, (_, _, _, top) in M.LD_SHAPES.items()
                                         for n in (1, 2, top)])
 def test_ld_fragments_cover_their_footprint_once(shape, num):

@@ -10,7 +10,7 @@ while another resident CTA holds the columns). This module models, in plain Pyth
   and 512; ``tcgen05.dealloc`` gives them back; ``tcgen05.relinquish_alloc_permit`` promises that
   this CTA will allocate no more (:class:`TmemAllocator`);
 * **who may touch which lanes** — warp *w* of a warpgroup reaches lanes 32·(w mod 4) … +31 only
-  (:func:`lane_window`, :func:`check_lane_access`);
+  (:func:`lane_window`, :func:`reader_warp`, :func:`check_lane_access`);
 * **where the accumulator lands** — the "data path layout" of D for each M and CTA group
   (:class:`AccumulatorLayout`);
 * **which thread gets which cell** — ``tcgen05.ld`` shapes .32x32b, .16x64b, .16x128b, .16x256b
@@ -107,6 +107,17 @@ def lane_window(warp: int) -> tuple[int, int]:
         raise TmemError(f"warp={w}: must be ≥ 0")
     q = w % 4
     return (LANES_PER_WARP * q, LANES_PER_WARP * q + LANES_PER_WARP - 1)
+
+
+def reader_warp(lane: int, warps=range(4)) -> int:
+    """The one warp of ``warps`` (ids in the CTA, four in a row, e.g. an epilogue's 2..5) whose
+    :func:`lane_window` contains TMEM lane ``lane``: the warp that may ``tcgen05.ld`` it."""
+    lane = split_address(address(lane, 0))[0]
+    found = [w for w in warps if lane_window(w)[0] <= lane <= lane_window(w)[1]]
+    if len(found) != 1:
+        raise TmemError(f"lane={lane}: warps {list(warps)} give {len(found)} readers, not one "
+                        f"(warp w reaches lanes 32·(w mod 4) … +31; {SECTION_TMEM})")
+    return found[0]
 
 
 def check_lane_access(warp: int, lanes) -> None:

@@ -142,6 +142,24 @@ alloc.check_all_freed()
 # (0 free).</details>
 
 # %% [markdown]
+# **One case, worked:** three elements D[r][c] of §1's second 128×256 accumulator (column 256,
+# from the model's allocator): its address and the epilogue warp (2..5, §5) that may
+# `tcgen05.ld` each.
+
+# %%
+two, lay = tmem.TmemAllocator(), tmem.AccumulatorLayout(128, 256)
+base = [two.alloc(256, warp=1) for _ in range(2)][1]
+for r, c in [(0, 0), (37, 200), (127, 255)]:
+    lane, col = int(lay.lane(r, c)), tmem.split_address(base)[1] + int(lay.column(r, c))
+    addr, w = tmem.address(lane, col), tmem.reader_warp(lane, warps=range(2, 6))
+    notebook.claim(addr == base + (r << 16) + c and w % 4 == r // 32, f"D[{r}][{c}]: lane {lane}, column {col} → {addr:#010x}, warp {w}")
+
+# %% [markdown]
+# Row r fills the top 16 bits, column base + c the low 16: D[37][200] is 37 << 16 = 0x250000
+# plus 456 = 0x1c8. The reader is the warp whose number mod 4 is the lane's quarter: warp 4 reads
+# rows 0–31. Any four consecutive warps cover the 128 rows.
+
+# %% [markdown]
 # ## 5. The kernel: compiled for sm_100a, disassembled here
 #
 # The chapter's GEMM (`kernels/tcgen05.cu`): a TMA producer warp, one MMA-issuing thread, four
