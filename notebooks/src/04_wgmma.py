@@ -44,20 +44,37 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 # Too narrow a swizzle: row 1 lands mid-row 0. Half the stride: row 8 reads row 4.
 #
 # The descriptor packs five fields into 64 bits (PTX ISA §9.7.15.5.1.2.2). Its unit is the
-# [core matrix](../docs/glossary.md#core-matrix), 8 rows × 16 bytes. Two strides step between them:
+# [core matrix](../docs/glossary.md#core-matrix), 8 rows × 16 bytes. TMA writes a swizzled tile as
+# boxes with rows as wide as the swizzle: 128 bytes here. Two strides:
 #
-# * [SBO](../docs/glossary.md#sbo): to the next 8 rows.
-# * [LBO](../docs/glossary.md#lbo): to the next core matrix along K.
+# * [SBO](../docs/glossary.md#sbo): 8 rows down a box, 8 × 128 = 1024 bytes.
+# * [LBO](../docs/glossary.md#lbo): to the next box along the rows.
 #
-# With 128-byte swizzle, 8 rows of 128 bytes make one pattern, so SBO is 1024 bytes. A k16 step
-# stays inside a row, so the hardware ignores LBO; the encoder writes 1 there, as the ISA assumes.
-# Drawn and broken:
-# [04b §5, §3](04b_wgmma_anatomy.ipynb).
+# This A is one box. Drawn and broken: [04b §5, §3](04b_wgmma_anatomy.ipynb).
 
 # %%
 tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
 d0 = tile.descriptor(step=0, base_address=0x2000)     # later chapters use this tile
 print(d0.table())
+
+# %% [markdown]
+# **Worked: a tile where LBO matters.** B for N = 128, stored
+# [MN-major](../docs/glossary.md#mn-major) (N contiguous). A 128-byte box row is 64 n of one
+# k-row; two boxes lie side by side along N, each 64 k-rows deep.
+
+# %%
+B = descriptors.OperandTile(128, 64, "float16", "MN", 128)
+dB = B.descriptor(step=0, base_address=0x4000)
+at = B.addresses(0x4000) - 0x4000                 # at[n, k]: byte offset of B[k][n]
+print(f"SBO = 8 k-rows × {B.row_pitch} B = {dB.sbo} B (field {dB.sbo >> 4}): B[8][0] at +{at[0, 8]}")
+print(f"LBO = {B.box_rows} k-rows × {B.row_pitch} B = {dB.lbo} B (field {dB.lbo >> 4}): B[0][64] at +{at[64, 0]}")
+notebook.require(dB.sbo == 8 * B.row_pitch == at[0, 8] and dB.lbo == B.box_pitch == at[64, 0], "SBO: 8 k-rows; LBO: one box")
+
+# %% [markdown]
+# Here SBO steps along K, 8 k-rows down a box; LBO steps along N, to the box of n = 64–127, so
+# one m64n128k16 reads both. In the K-major A above, a k16 step reads 32 bytes of each
+# 128-byte row, never the next box: the hardware ignores LBO; the encoder writes 1 (16
+# bytes), as the ISA assumes.
 
 # %% [markdown]
 # ## 3. The k-step
@@ -72,8 +89,7 @@ for s in range(4):                     # §2's tile
     print(f"s = {s}: +{moved:2d} bytes, start_address field +{moved // 16}")
 
 # %% [markdown]
-# An [MN-major](../docs/glossary.md#mn-major) tile has M or N contiguous. It stores B as K×N:
-# B[k][n] sits at byte k·128 + n·2 before the swizzle. So k16 step s starts at row 16s.
+# §2's MN-major B at N = 64 is one box: B[k][n] sits at byte k·128 + n·2 before the swizzle. So k16 step s starts at row 16s.
 #
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`. It returns step s's
 # descriptor, an int, from step 0's. `major` is "K", as worked above, or "MN",
@@ -122,12 +138,13 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # ## 6. Where the accumulator lives
 #
 # **Each of the 128 threads keeps N/2 of D's 64×N fp32 values** (PTX ISA §9.7.15.5.1.1). Thread
-# 37, N = 16:
+# 37 (warp 1, lane 5), N = 16:
 #
-# 1. Warp w = 1 owns rows 16w to 16w + 15.
-# 2. Lane 5 = 4g + t: g = 1, t = 1. Rows 16w + g and 16w + g + 8 (17, 25), columns 2t and
-#    2t + 1 of each 8-column block (2, 3, 10, 11).
-# 3. Register i: i // 4 is the block, bit 1 the row, bit 0 the column. Register 6 is D[25][10].
+# 1. Warp w: rows 16w to 16w + 15.
+# 2. Lane 5 = 4g + t: g = 1, t = 1. Rows 16w + g and 16w + g + 8 (17, 25), columns 2t, 2t + 1
+#    per 8-column block (2, 3, 10, 11).
+# 3. Register i: i // 4 is the block, bit 1 the row, bit 0 the column. Register 6 = 0b110 is
+#    D[25][10].
 
 # %%
 fig = wgmma.plot_accumulator(n=16, thread=37)
