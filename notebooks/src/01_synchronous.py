@@ -120,7 +120,8 @@ notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$", ptx_l
 
 # %% output varies
 text = ck.sass()
-print(notebook.sass_table(ck, {k: sass.CLASSES[k] for k in ("HMMA", "LDSM", "LDG", "STS", "BAR", "STG", "LDL")}))
+classes = {k: sass.CLASSES[k] for k in ("HMMA", "LDSM", "LDG", "STS", "BAR", "STG", "LDL")}
+print(notebook.sass_table(ck, classes))   # notebook.how(notebook.sass_table) prints its code
 print("\n" + sass.excerpt(text, r"HMMA\.16816", context=0, limit=4))
 counts = sass.class_counts(text)
 assert counts["HMMA"] > 0 and counts["LDSM"] > 0, counts

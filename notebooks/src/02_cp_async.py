@@ -124,7 +124,8 @@ if exercises.after("ch02.wait_n"):
 # operands. `LDGSTS` does both in one instruction. `LDGDEPBAR` is the commit, and `DEPBAR` the wait.
 
 # %% output varies
-cp_async_show.sass_tables(ck)        # chapter 01's kernel, then this one; asserts the sentence above
+# chapter 01's kernel, then this one; asserts the sentence above
+cp_async_show.sass_tables(ck)   # notebook.how(cp_async_show.sass_tables) prints its code
 
 # %% [markdown]
 # Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) sizes each ring's shared memory and
@@ -139,7 +140,8 @@ cp_async_show.sass_tables(ck)        # chapter 01's kernel, then this one; asser
 
 # %% output varies
 rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)
-cp_async_show.checks(rec)            # a sample of the checks; raises if any failed
+# a sample of the checks; raises if any failed
+cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
@@ -181,7 +183,8 @@ print(f"best rung {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s
 # CTA.</details>
 
 # %% output varies
-cp_async_show.stages(rec)            # the table, then notes 1–3, each checked against the record
+# the table, then notes 1–3, each checked against the record
+cp_async_show.stages(rec)   # notebook.how(cp_async_show.stages) prints its code
 # note 2: best rung / one-stage rung, per BK
 one = {r["bk"]: r["tflops"] for r in rows if r["stages"] == 1}
 ring = {bk: max(r["tflops"] for r in rows if r["bk"] == bk) for bk in one}

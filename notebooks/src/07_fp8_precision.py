@@ -91,7 +91,7 @@ notebook.require(worst["max_err"] <= worst["tol"], "every element stays inside i
 # seed's 1.5×? Will it beat cuBLASLt?
 
 # %% output answers a prediction
-print(fp8.speed_table(res), end="\n\n")
+print(fp8.speed_table(res), end="\n\n")   # notebook.how(fp8.speed_table) prints its code
 ours8, ours16 = fp8.fp8_config().label(), W.TOP_RUNG.make("float16").label()
 lt8, cb16 = "cuBLASLt fp8 fast_accum=True", "cuBLAS fp16"
 tf = {r["kernel"]: r["tflops"] for r in res["table"] if r["size"] == 8192 and "tflops" in r}
@@ -150,7 +150,7 @@ print("FP8 wgmma     ", fp8.tc_dot(products))
 # %% output varies
 fig = fp8.plot_accumulation(res, record=rec)
 plt.show()
-fp8.show_accumulator_table(res)
+fp8.show_accumulator_table(res)   # notebook.how(fp8.show_accumulator_table) prints its code
 
 # %% output varies
 err = {r["promote"]: r["swamp_median_rel_err"] for r in res["experiment"]["rows"] if r["k"] == 16384}

@@ -51,7 +51,8 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 # build makes the same mistake. Its bounded waits give up with error words.
 
 # %% output varies
-outcome = D.show_outcome(1, expect="producer timed out on empty[0] at tile 0")
+outcome = D.show_outcome(1,   # notebook.how(D.show_outcome) prints its code
+                         expect="producer timed out on empty[0] at tile 0")
 
 # %% [markdown]
 # **The first wait that stuck.** Both words name tile 0, stage 0. Nothing was loaded, so the
@@ -108,7 +109,8 @@ display(Markdown(zoo.decision_markdown(classes=False)))
 
 # %%
 print(notebook.build_diff("pitfalls.cu", {"BUG": 7}, context=0))
-m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128, base_offset=128)
+m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128,   # notebook.how(D.show_misplaced) prints its code
+                    base_offset=128)
 ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
@@ -132,7 +134,7 @@ ax = figures.plot_misplaced(128, 128, 128)
 
 # %%
 for rule in ("wgmma", "leader"):
-    ordering.show_rule(rule)
+    ordering.show_rule(rule)   # notebook.how(ordering.show_rule) prints its code
 DROP = 5                                  # the number of a step to delete, 0–8; None keeps all
 program = ordering.PROGRAMS["init"]["correct"] + ordering.PROGRAMS["proxy"]["correct"]
 print(ordering.drop_report(program, DROP))
