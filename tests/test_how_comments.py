@@ -16,8 +16,7 @@ from asynctc.core import notebook
 SRC = Path(__file__).resolve().parents[1] / "notebooks" / "src"
 COMMENT = re.compile(r"#\s*notebook\.how\(([\w.]+)\) prints its code")
 #: core lessons whose every conclusion-printing helper call invites notebook.how
-INVITED = ("01_synchronous", "02_cp_async", "06_warp_specialization", "07_fp8_precision",
-           "08_pitfalls", "10_claims")
+INVITED = tuple(p.stem for p in sorted(SRC.glob("[0-9][0-9]_*.py")))     # every core lesson
 #: show_* helpers that display a listing or a picture, not a conclusion
 NOT_CONCLUSIONS = {"show_source", "show_kernel_part", "show_ptx", "show_loops"}
 

@@ -78,7 +78,8 @@ fig = plots.throughput_by_size(
 # peak does its best GEMM reach: about a half, three quarters, or nearly all?
 
 # %% output answers a prediction
-peak = why_async.show_peak(rec)                   # peak.tflops = SMs × 4096 × peak.mhz
+# peak.tflops = SMs × 4096 × peak.mhz
+peak = why_async.show_peak(rec)   # notebook.how(why_async.show_peak) prints its code
 gemms = rec.results["cublas"]
 fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
                                peak_label=f"peak: {peak.label} =", record=rec,
@@ -175,7 +176,8 @@ notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
 print(f"the 128×128 tile needs 4096 FLOP/clk × 512 B per K step / 32768 FLOP per K step = "
       f"{4096 * 512 / 32768:.0f} B/clk; DRAM gives "
       f"{bw:.0f} GB/s / ({peak.sm_count} SMs × {peak.mhz:.0f} MHz) = {bw * 1e9 / peak.sm_count / (peak.mhz * 1e6):.1f} B/clk\n")
-why_async.show_operand_feed(bw, peak)             # the table, and the check of the sentence below
+# the table, and the check of the sentence below
+why_async.show_operand_feed(bw, peak)   # notebook.how(why_async.show_operand_feed) prints its code
 
 # %% [markdown]
 # **So:** the 128×128 tile needs all of shared memory's bandwidth. DRAM supplies about a third of

@@ -95,7 +95,7 @@ bar.complete_tx(16384);               show("fill 1: both boxes land")
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))
 crec = records.load_or_measure("tma_checks", tma.measure_tma_checks)
-tma.checks.show_lifecycle(crec)
+tma.checks.show_lifecycle(crec)   # notebook.how(tma.checks.show_lifecycle) prints its code
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]

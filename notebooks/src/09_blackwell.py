@@ -54,7 +54,7 @@ print(f"need 128·256 / 256 + {REG_OVERHEAD} = {need} of 232; ptxas (06): {steps
 notebook.require(need == 154 and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168),
                  "a consumer needs 154 of its 232; ptxas gives 156, and 168 with setmaxnreg", need=need)
 bill = lesson.register_bill()          # chapter 06's split
-print(lesson.bill_table(bill))
+print(lesson.bill_table(bill))   # notebook.how(lesson.bill_table) prints its code
 fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
@@ -210,8 +210,8 @@ if exercises.after("ch09.mma_issue"):
 # [09c §5](09c_blackwell_datapath.ipynb) reads the SASS around them.
 
 # %% output varies
-assert lesson.show_sass([kernels.GemmConfig("float16", 128, 256, 64, 4, 1),
-                         kernels.GemmConfig("float16", 256, 256, 64, 4, 2)])
+configs = [kernels.GemmConfig("float16", 128, 256, 64, 4, 1), kernels.GemmConfig("float16", 256, 256, 64, 4, 2)]
+assert lesson.show_sass(configs)   # notebook.how(lesson.show_sass) prints its code
 
 # %% [markdown]
 # ## 6. Hopper → Blackwell
