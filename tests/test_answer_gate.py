@@ -106,3 +106,22 @@ def test_no_learner_notebook_stores_the_consumer_loop(nb_path):
             text = "".join(out.get("text", "")) + json.dumps(out.get("data", {}))
             assert not all(s in text for s in CONSUMER_LOOP_ANSWER), \
                 f"{nb_path.name} cell {i} stores the consumer loop (ch06.consumer_loop's answer)"
+
+
+def test_a_pass_recorded_before_a_restart_still_opens(monkeypatch, tmp_path, capsys):
+    """A reader restarted the kernel: chapter 06 said "yours ✓ passed" (from the progress file) but
+    held its listing back until the check ran again. A correct attempt on file opens the cell; a
+    solution run's or a wrong one's does not."""
+    import json
+    monkeypatch.setattr(exercises, "_opened", set())
+    monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
+    f = tmp_path / "progress.jsonl"
+    monkeypatch.setenv("ASYNCTC_PROGRESS", str(f))
+    rows = [{"exercise": "ch02.wait_n", "status": "wrong", "solution": False},
+            {"exercise": "ch03.stage_fill", "status": "correct", "solution": True},
+            {"exercise": "ch06.consumer_loop", "status": "correct", "solution": False}]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert exercises.after("ch06.consumer_loop") is True
+    assert exercises.after("ch02.wait_n") is False
+    assert exercises.after("ch03.stage_fill") is False
+    assert "held back until exercise ch03.stage_fill passes" in capsys.readouterr().out

@@ -206,5 +206,5 @@ def test_the_best_rung_cell_reads_the_record(capsys):
     out = capsys.readouterr().out
     best = max(r["tflops"] for r in cp_async.stage_table(rec.results, "float16", 4096))
     assert ns["best"] == cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
-    assert out.startswith(f"best rung {ns['best']['tile']}: {best:.1f} / ")
+    assert out.startswith(f"best configuration {ns['best']['tile']}: {best:.1f} / ")
     assert "× chapter 01, " in out and out.rstrip().endswith(f" = {ns['best']['tflops'] / ns['cb']:.2f} of cuBLAS")

@@ -536,8 +536,9 @@ _opened: set[str] = set()
 
 
 def after(name: str, held: str = "this cell shows its answer") -> bool:
-    """True once exercise ``name`` was answered correctly in this session (or :func:`reveal` opened
-    it). Otherwise prints one line saying what is held back (``held``, where the cell shows the rest
+    """True once exercise ``name`` was answered correctly in this session, or in an earlier one (the
+    progress file holds a correct attempt that was not a solution run: a restarted kernel does not
+    hide again what the learner's own answer opened), or :func:`reveal` opened it. Otherwise prints one line saying what is held back (``held``, where the cell shows the rest
     of what it prints) and how to see it, and returns False.
 
     A learner-notebook cell that shows an exercise's answer (the kernel's own lines, say) opens with
@@ -547,6 +548,11 @@ def after(name: str, held: str = "this cell shows its answer") -> bool:
     """
     _get(name)
     if name in _opened or os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS") == "1":
+        return True
+    from . import progress
+    if any(d.get("exercise") == name and d.get("status") == "correct" and not d.get("solution")
+           for d in progress.attempts()):
+        _opened.add(name)
         return True
     print(f"(held back until exercise {name} passes: {held}. "
           f"To see it now: exercises.reveal({name!r}), then run this cell again.)")

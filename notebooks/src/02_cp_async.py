@@ -96,7 +96,7 @@ ok = exercises.check("ch02.wait_n", answer, stages=4)
 # 4. Compute.
 #
 # With one stage there is nothing to overlap. The kernel then takes its own `#if STAGES == 1`
-# loop: copy, `wait_group<0>`, sync, compute, sync. These are §4's `/s1` rungs. The `wait_group`
+# loop: copy, `wait_group<0>`, sync, compute, sync. These are §4's `/s1` rows. The `wait_group`
 # line below answers exercise 1. So does the timeline after it, drawn from the model above. Each
 # panel is one choice of N with 4 stages. A black tick marks when a k-tile lands; its compute may
 # not start before it.
@@ -146,14 +146,14 @@ cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
 #
-# One run timed every rung on the same inputs, L2 flushed before each sample. The
+# One run timed every configuration on the same inputs, L2 flushed before each sample. The
 # cuBLAS figure is this run's cuBLAS. The k-tile depth BK is 64 or 32, with one to four stages.
 #
 # **Predict before you look:** with BK = 64, does each added stage help? And which BK gains more
 # from a ring?
 
 # %% output answers a prediction
-rows = cp_async.stage_table(rec.results, "float16", 4096)   # one row per rung: BK, stages, TFLOP/s
+rows = cp_async.stage_table(rec.results, "float16", 4096)   # one row per configuration: BK, stages, TFLOP/s
 base = cp_async.best_rows(rec.results, "float16", "mma.sync")[4096]["tflops"]
 fig = plots.ladder([r["tile"] for r in rows], [r["tflops"] for r in rows], baseline=base,
                    baseline_label="chapter 01", record=rec, title="Stages at 4096³ fp16")
@@ -161,11 +161,11 @@ plt.show()
 at = [r for r in rec.results["sweep"] if (r["size"], r["dtype"]) == (4096, "float16")]   # this run's rows
 best = max((r for r in at if r["kernel"] == "cp.async"), key=lambda r: r["tflops"])
 cb = max(r["tflops"] for r in at if r["kernel"] == "cuBLAS")
-print(f"best rung {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s')}× chapter 01, "
+print(f"best configuration {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s')}× chapter 01, "
       f"{notebook.ratio(best['tflops'], cb)} of cuBLAS")
 
 # %% [markdown]
-# **What moved, and why.** The table numbers three rungs. Each note under it is generated from
+# **What moved, and why.** The table numbers three rows. Each note under it is generated from
 # the record and checked against it.
 #
 # 1. **BK = 64, one stage.** Each CTA copies, waits, then computes. Only the SM's second CTA
@@ -185,7 +185,7 @@ print(f"best rung {best['tile']}: {notebook.ratio(best['tflops'], base, 'TFLOP/s
 # %% output varies
 # the table, then notes 1–3, each checked against the record
 cp_async_show.stages(rec)   # notebook.how(cp_async_show.stages) prints its code
-# note 2: best rung / one-stage rung, per BK
+# note 2: best configuration / one-stage one, per BK
 one = {r["bk"]: r["tflops"] for r in rows if r["stages"] == 1}
 ring = {bk: max(r["tflops"] for r in rows if r["bk"] == bk) for bk in one}
 print("; ".join(f"BK = {k}: {notebook.ratio(ring[k], one[k], 'TFLOP/s')}" for k in one))
@@ -201,10 +201,10 @@ notebook.require(ring[32] / one[32] > ring[64] / one[64], "BK = 32 gains the mos
 # * `print(cp_async_ring.show(stages=4, wait=2, latency=2600))` doubles the copy latency. From
 #   which k-tile does the consumer wait? Try `stages=2`.
 # * `cp_async_ring.run(4, 1)[-1].end - cp_async_ring.run(4, 2)[-1].end` gives the clocks a
-#   too-strict wait loses. Raise `latency=`, and compare §4's one- and four-stage rungs.
+#   too-strict wait loses. Raise `latency=`, and compare §4's one- and four-stage rows.
 #
 # On a GPU, `python -m asynctc record cp_async --no-save` reruns §4's stage sweep in about 43 s.
-# Compare its 4096³ `s1`…`s4` lines with §4's rungs.
+# Compare its 4096³ `s1`…`s4` lines with §4's rows.
 
 # %% [markdown]
 # ## Exercises

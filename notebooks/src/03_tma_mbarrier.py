@@ -82,7 +82,9 @@ bar.complete_tx(16384);               show("fill 1: both boxes land")
 # %% [markdown]
 # **Read the wait columns.** Fill 0's reader waits on parity 0: "no" until B lands, then "yes".
 # Fill 1's reader waits on parity 1. While phase 1 is open, wait(0) still says "yes", left over
-# from fill 0, and wait(1) says "no" until fill 1 lands. So the reader of fill f waits on f mod 2.
+# from fill 0, and wait(1) says "no" until fill 1 lands. So the reader of fill f waits on f mod 2. At init,
+# wait(1) already says "yes": the phase before phase 0 counts as complete, so a producer's first
+# wait on an empty stage, with parity 1, passes.
 #
 # One barrier serves every fill, hence phase numbers: a "ready" flag would still be set from the
 # last fill. One bit of the number is enough, because a waiter only ever asks about the open phase

@@ -89,7 +89,7 @@ for s in range(4):                     # §2's tile
     print(f"s = {s}: +{moved:2d} bytes, start_address field +{moved // 16}")
 
 # %% [markdown]
-# §2's MN-major B at N = 64 is one box: B[k][n] sits at byte k·128 + n·2 before the swizzle. So k16 step s starts at row 16s.
+# An MN-major B at N = 64, half §2's worked one, is one box: B[k][n] sits at byte k·128 + n·2 before the swizzle. So k16 step s starts at row 16s.
 #
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`. It returns step s's
 # descriptor, an int, from step 0's. `major` is "K", as worked above, or "MN",

@@ -294,8 +294,8 @@ assert same
 #
 # * **Swizzled**: SBO steps 8 rows down the box (8 × S bytes), LBO to the next box. A K-major
 #   box's rows are m-rows; a k16 step reads 32 bytes of each, inside one box: LBO unused. An
-#   MN-major box's rows are **k-rows**: SBO steps along K, LBO along M (unused at 128-byte
-#   swizzle: one box). There a k16 step is 16 k-rows on.
+#   MN-major box's rows are **k-rows**: SBO steps along K, LBO along M (unused when the tile is
+#   one 128-byte box wide, as here; 04 §2 works a two-box B). There a k16 step is 16 k-rows on.
 # * **Without swizzle**: LBO steps along K, SBO along M, in both majors.
 #
 # A table row: the core matrix each offset reaches from the first (`M + 8`: 8 elements on along

@@ -117,7 +117,8 @@ plt.show()
 # `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM, so each thread gets
 # 65536 / 384 = 170.7, rounded down to a multiple of 8: **168 at entry**. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register
 # limit while it runs. The producer drops to 40; the two consumers rise to 232, 64512 in all.
-# §3 measures what that buys. Going further: [06b §3](06b_ws_anatomy.ipynb) reads the budget from
+# §3's rung 3 adds it together with a second consumer; [06c §3](06c_ladder_investigations.ipynb)
+# measures it alone. Going further: [06b §3](06b_ws_anatomy.ipynb) reads the budget from
 # the cubin.
 #
 # ## 3. The ladder
@@ -228,9 +229,25 @@ so_far("06")
 # %% [markdown]
 # ## 5. Use it: `asynctc.matmul`
 #
-# `asynctc.matmul(a, b)` is the top rung, with edge handling. Going further:
+# `asynctc.matmul(a, b)` is the top rung, with edge handling. It picks a build for the shape;
+# on an sm_90a GPU it runs and is checked against float64 here. Going further:
 # [deep dive 06d §3](06d_limits_and_gemm.ipynb) times it by shape.
-#
+
+# %% output varies
+import numpy as np
+import asynctc
+from asynctc.core import checks, runtime
+from asynctc.gemm import matmul_config
+
+a = np.random.default_rng(5).standard_normal((1000, 4096)).astype(np.float16)   # M × K
+b = np.random.default_rng(6).standard_normal((4096, 700)).astype(np.float16)    # K × N
+print("its build for 1000×700×4096:", matmul_config(1000, 700, 4096, sm_count=132).label())
+if runtime.runs_live("sm_90a"):
+    chk = checks.check_gemm(asynctc.matmul(a, b), a, b, "float16")   # C in float16, fp32 accumulation
+    print(f"live: worst |C − float64| / bound {chk.max_err / chk.tol:.2f}")
+    assert chk.passed, chk
+
+# %% [markdown]
 # **What you learned.** Both roles' loops across tiles, the register budget, what each rung
 # bought.
 #

@@ -29,7 +29,7 @@ notebook.banner("sm_90a")
 # * be **wrong always**: a layout bug;
 # * run right but **slow**.
 #
-# Every wait here is **bounded** (chapter 03's step 6), so a hang ends in an error word (§3).
+# Every wait here is **bounded** (row 6 of chapter 03's life-cycle table), so a hang ends in an error word (§3).
 #
 # ## 2. The kernel the variants break
 #
@@ -91,7 +91,7 @@ print(D.pipeline_diagnosis("correct").text)
 #
 # The table gives steps 2 and 3 per symptom. One row names
 # [setmaxnreg](../docs/glossary.md#setmaxnreg), the instruction that moves registers between
-# warpgroups. ptxas warning C7508 says it was ignored (chapter 06).
+# warpgroups. ptxas warning C7508 says it was ignored ([06b §3](06b_ws_anatomy.ipynb)).
 
 # %%
 display(Markdown(zoo.decision_markdown(classes=False)))

@@ -143,7 +143,7 @@ alloc.check_all_freed()
 
 # %% [markdown]
 # **One case, worked:** three elements D[r][c] of §1's second 128×256 accumulator (column 256,
-# from the model's allocator): its address and the epilogue warp (2..5, §5) that may
+# from the model's allocator): its address and the epilogue warp (the kernel's warps 2..5, `kernels/tcgen05.cu`) that may
 # `tcgen05.ld` each.
 
 # %%
