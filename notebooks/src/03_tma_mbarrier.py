@@ -8,6 +8,10 @@
 # to it. One thread asks for a tile, a [*box*](../docs/glossary.md#box). An
 # [*mbarrier*](../docs/glossary.md#mbarrier) is a barrier in shared memory that counts the bytes in.
 # Deep dive: [03b](03b_tma_boxes.ipynb).
+#
+# **Where we are.** In chapter 02 every thread issued its own 16-byte copies and waited with its
+# own `wait_group`. Here one thread asks for a tile; the mbarrier tells every reader when its
+# bytes have landed.
 
 # %% output varies
 from asynctc.core import exercises, notebook, records, worklog

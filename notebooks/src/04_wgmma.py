@@ -4,6 +4,10 @@
 # **Learning goal.** Issue Hopper's asynchronous Tensor Core instruction, describe its operands
 # correctly, and measure it against the [peak](../docs/glossary.md#peak).
 #
+# **Where we are.** Chapter 03 landed swizzled tiles in shared memory with one thread's TMA copy.
+# Until now, warps loaded their operands from shared memory into registers for `mma.sync`
+# (chapter 01). Here the Tensor Cores read the tiles from shared memory themselves.
+#
 # **In plain words.** A [warpgroup](../docs/glossary.md#warpgroup) is four warps. It issues one
 # [wgmma](../docs/glossary.md#wgmma), an asynchronous matrix multiply, and moves on. The Tensor
 # Cores fetch its operands from shared memory. A
