@@ -450,6 +450,16 @@ def test_layout_figure_offsets_come_from_the_model_and_hide_exercise_1():
     assert "LBO 4096 B" in texts["MN"] and "SBO 512 B" in texts["MN"] and "SBO 1024 B" in texts["K"]
     with pytest.raises(ValueError, match="major"):
         W.plot_layouts("float8_e4m3fn", "MN")
+    # 04 §2's worked B: one panel, 128 n-rows in two boxes, LBO reaching the second box
+    fig = W.plot_layouts("float16", "MN", (128,), mn=128, operand="B")
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    texts = [t.get_text() for t in ax.texts]
+    assert {"SBO 1024 B", "LBO 8192 B", "0", "1"} <= set(texts)
+    assert ax.get_ylabel().startswith("n (column of B)") and "of n" in ax.get_title()
+    assert fig.get_size_inches()[0] <= 8.5
+    plt.close(fig)
+    with pytest.raises(ValueError, match="operand"):
+        W.plot_layouts("float16", "MN", (128,), operand="C")
 
 
 def test_descriptor_hint_names_the_box_a_k_step_crosses_into():

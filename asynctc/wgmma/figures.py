@@ -65,11 +65,13 @@ def offsets_table(dtype: str = "float16", swizzles=SWIZZLES) -> str:
     return "\n".join(lines)
 
 
-def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES):
-    """The canonical layouts of a 64×64 operand tile (64×128 for fp8; A: M down, K across, in
-    elements) of one major-ness (``major``: "K" or "MN"; MN-major for 2-byte types only), one panel
-    per swizzle mode of ``swizzles`` (default: all four, 2 × 2; chapter 04 draws none and 128), sized
-    to be read at notebook width. Drawn: the core matrices (8 rows ×
+def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn: int = 64,
+                 operand: str = "A"):
+    """The canonical layouts of an ``mn``×64 operand tile (×128 for fp8; default 64 rows: A, M down,
+    K across, in elements; ``operand="B"``: the rows are N, labelled n) of one major-ness
+    (``major``: "K" or "MN"; MN-major for 2-byte types only), one panel per swizzle mode of
+    ``swizzles`` (default: all four, 2 × 2; one mode: one panel, as chapter 04 §2 draws its B at
+    N = 128), sized to be read at notebook width. Drawn: the core matrices (8 rows ×
     16 bytes, white borders) with their contiguous 16-byte rows as grey strokes (along K in
     K-major, along M in MN-major); the TMA boxes the tile is stored as (shaded bands, numbered);
     what one wgmma reads (k-step 0, dashed); and arrows from the first core matrix to where LBO and
@@ -80,15 +82,19 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES):
     from matplotlib.patches import Patch, Rectangle
     if major not in ("K", "MN") or (major == "MN" and dsc.itemsize(dtype) != 2):
         raise ValueError(f"major={major!r}: 'K', or 'MN' for a 2-byte type")
+    if operand not in ("A", "B"):
+        raise ValueError(f"operand={operand!r}: 'A' or 'B'")
     k = 64 if dsc.itemsize(dtype) == 2 else 128
-    cols = 2
+    cols = min(2, len(swizzles))
     rows_ = -(-len(swizzles) // cols)
-    panel = 3.9 if k == 64 else 2.2                 # panel height (in); width follows k
+    panel = (3.9 if k == 64 else 2.2) * mn / 64 * (1 if cols == 2 else 0.8)   # height (in)
+    width = 8.4 if cols == 2 else 6.4               # a lone panel: narrower, the legend in one column
     fig, axes = plt.subplots(rows_, cols, squeeze=False, layout="constrained",
-                             figsize=(8.4, rows_ * (panel + 1.2) + 0.9))
+                             figsize=(width, rows_ * (panel + 1.2) + 0.9 + (cols == 1) * 0.5))
+    row_name = "m" if operand == "A" else "n"
     shades = ("#cfe3f5", "#fbe0c4")
     for ax, sw in zip(axes.flat, swizzles):
-        t = dsc.OperandTile(64, k, dtype, major, sw)
+        t = dsc.OperandTile(mn, k, dtype, major, sw)
         per = 16 // t.itemsize
         for j in range(t.n_boxes):                  # the TMA boxes, side by side in memory
             lo, w = j * t.box_cols, t.box_cols
@@ -132,7 +138,7 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES):
                     bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
         if notes:
             ax.text(k / 2, t.mn + 1, ", ".join(notes), ha="center", va="top", fontsize=9.5, color="0.2")
-        rows, along = ("m", "k") if major == "K" else ("k", "m")
+        rows, along = (row_name, "k") if major == "K" else ("k", row_name)
         boxes = (f"{t.n_boxes} box{'es' if t.n_boxes > 1 else ''} of {t.box_rows} {rows}-rows × "
                  f"{t.row_pitch} B of {along}")
         ax.set_title(f"{'no' if sw == 0 else f'{sw}-byte'} swizzle\n{boxes}", fontsize=10.5, pad=4)
@@ -144,7 +150,7 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES):
         ax.tick_params(labelsize=9)
         ax.set_xlabel("k (element)", fontsize=9.5)
         if ax in axes[:, 0]:
-            ax.set_ylabel("m (row of A)", fontsize=9.5)
+            ax.set_ylabel(f"{row_name} ({'row of A' if operand == 'A' else 'column of B'})", fontsize=9.5)
         for s in ax.spines.values():
             s.set_visible(False)
     for ax in axes.flat[len(swizzles):]:
@@ -155,8 +161,9 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES):
                Patch(fill=False, ls="--", edgecolor="tab:purple", label="what one wgmma reads (k-step 0)"),
                Line2D([], [], color="tab:red", marker=">", label="SBO, from the first core matrix"),
                Line2D([], [], color="tab:blue", marker=">", label="LBO, from the first core matrix")]
-    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=9.5, frameon=False)
-    fig.suptitle(f"{major}-major: a 64×{k} {dtype} tile as wgmma reads it", fontsize=12)
+    fig.legend(handles=handles, loc="outside lower center", ncols=cols, fontsize=9.5, frameon=False)
+    fig.suptitle(f"{major}-major: a {mn}×{k} {dtype} {'tile' if operand == 'A' else 'B tile (n × k)'}"
+                 " as wgmma reads it", fontsize=12)
     return fig
 
 

@@ -73,12 +73,13 @@ at = B.addresses(0x4000) - 0x4000                 # at[n, k]: byte offset of B[k
 print(f"SBO = 8 k-rows × {B.row_pitch} B = {dB.sbo} B (field {dB.sbo >> 4}): B[8][0] at +{at[0, 8]}")
 print(f"LBO = {B.box_rows} k-rows × {B.row_pitch} B = {dB.lbo} B (field {dB.lbo >> 4}): B[0][64] at +{at[64, 0]}")
 notebook.require(dB.sbo == 8 * B.row_pitch == at[0, 8] and dB.lbo == B.box_pitch == at[64, 0], "SBO: 8 k-rows; LBO: one box")
+fig = wgmma.plot_layouts(B.dtype, B.major, (B.swizzle,), mn=B.mn, operand="B")
 
 # %% [markdown]
-# Here SBO steps along K, 8 k-rows down a box; LBO steps along N, to the box of n = 64–127, so
-# one m64n128k16 reads both. In the K-major A above, a k16 step reads 32 bytes of each
-# 128-byte row, never the next box: the hardware ignores LBO; the encoder writes 1 (16
-# bytes), as the ISA assumes.
+# Here SBO steps along K, 8 k-rows down a box (red); LBO steps along N, to the box of
+# n = 64–127 (blue), so one m64n128k16 reads both (dashed). In the K-major A above, a k16 step
+# reads 32 bytes of each 128-byte row, never the next box: the hardware ignores LBO; the encoder
+# writes 1 (16 bytes), as the ISA assumes.
 
 # %% [markdown]
 # ## 3. The k-step
