@@ -160,10 +160,11 @@ def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dic
     untraced = 2 * 128 * 256 * 64 / flop_per_clk
     traced = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / k_tiles
     model = ring.total_cycles / k_tiles
-    print(f"the trace's cost: {traced:.0f} / {untraced:.0f} = {traced / untraced:.2f}×")
+    print(f"1. the trace's cost, clocks per k-tile traced / untraced: {traced:.0f} / {untraced:.0f} = "
+          f"{traced / untraced:.2f}×")
     gpu, sim = ktile_waits(trace)[0], ktile_waits(ring)[0]
     late = [gpu.get(k, 0) for k in range(4, 12)]
-    print("waits on full, k-tiles 4–11, clocks: GPU " + " ".join(f"{w:.0f}" for w in late)
+    print("2. waits on full, k-tiles 4–11, clocks: GPU (traced) " + " ".join(f"{w:.0f}" for w in late)
           + " | model " + " ".join(f"{sim.get(k, 0):.0f}" for k in range(4, 12)))
     require(1.40 < traced / untraced < 1.65, "reading the clock at each event slows the traced loop about 1.5×",
             record=f"{traced:.0f} / {untraced:.0f} = {traced / untraced:.2f}")

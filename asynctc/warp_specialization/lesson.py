@@ -134,6 +134,16 @@ def show_epilogue(results: dict, store_results: dict) -> None:
             saved=saved, gain=gain)
 
 
+def tile_cycles(results: dict, rung: int, size: int = 4096, dtype: str = "float16") -> float:
+    """A rung's untraced SM cycles per tile (one CTA's share of a cluster's work items, clusters of
+    two 128×256 tiles): its timed median × the measured SM clock ÷ the tiles each cluster takes.
+    06 §3 divides rung 7's traced epilogue saving by rung 6's; 06c §3 does the same sum inline."""
+    label = next(r["label"] for r in results["ladder"] if (r["rung"], r["size"], r["dtype"]) == (rung, size, dtype))
+    row = next(r for r in results["rows"] if r.get("label") == label and r["size"] == size)
+    items = (size // 128) * (size // 256) // 2
+    return row["median_ms"] * 1e-3 * row["sm_mhz"] * 1e6 / -(-items // row["active_clusters"])
+
+
 #: 06 §4's walk through ``hopper_gemm.cu``: part → (first line, last line) as regular expressions on
 #: the kernel's own section comments, so an edit of the kernel moves the excerpt with it.
 PARTS = {

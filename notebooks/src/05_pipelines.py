@@ -143,8 +143,12 @@ print(f"{tile} {n}³, this run, S = 3 → 4: CTAs per SM {occ[3]} → {occ[4]}, 
 # ## 5. Why it stops rising
 #
 # The trace of CTA 0 (128×256, S = 4) sits above the ring model. Where do the red bars (waits on
-# full) stop? The kernel's traced build reads the clock at each event, which slows it: the cell
-# prints that *trace's cost* (traced ÷ untraced clocks per k-tile), then the waits in clocks.
+# full) stop? Under the figure, three lines in clocks:
+#
+# 1. *the trace's cost*: clocks per k-tile of the traced loop ÷ those of the untraced run (from
+#    §4's TFLOP/s). The traced build stores a clock reading at each event, so its k-tiles take longer;
+# 2. the waits on full at k-tiles 4–11, on the GPU (traced) and in the model;
+# 3. clocks per k-tile untraced ÷ the model's prediction.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -155,13 +159,13 @@ waits = pl.show_trace_waits(res, trace, ring)   # notebook.how(pl.show_trace_wai
 tf = pl.depth_sweep(res, "128x256x64/c2")[4] * 1e12                  # untraced FLOP/s, S = 4
 hz = res["sm_count"] * mp.HardwareParams.from_records().clock_mhz * 1e6   # SM clocks per second
 gpu, model = 2 * 128 * 256 * 64 * hz / tf, ring.total_cycles / 64
-print("untraced GPU / model:", notebook.ratio(gpu, model, "clocks per k-tile"))
+print("3. clocks per k-tile, untraced GPU / model:", notebook.ratio(gpu, model))
 notebook.require(1.10 < gpu / model < 1.35, "untraced, a k-tile still takes about 1.2× as long as in the model",
                  gpu=gpu, model=model)
 
 # %% [markdown]
 # **The model** never waits on full from k-tile 4 on. **The trace** waits at every k-tile.
-# Untraced, a k-tile still takes about 1.2× as long as in the model.
+# Untraced (line 3), a k-tile still takes about 1.2× as long as in the model: the trace's cost is not the gap.
 #
 # **So:** past S = 3, depth no longer sets the speed. The loads arrive later than the model's fixed
 # load latency. The likely cause is supply: every SM loads from one shared L2.
