@@ -265,8 +265,9 @@ notebook.require(abs(r3_gain["two consumers"]) < 0.02 and 0.14 < r3_gain["128x25
                  "two consumers and setmaxnreg move under 2 %; the wide tile +17 %, less smem share, fits at entry", **r3_gain)
 
 # %% [markdown]
-# **Why does rung 7 gain so much?** The traced cycles it saves storing C are 6 % of a tile, close
-# to the 7 % the TMA store bought alone on rung 3 (record `ws_store_ablation`).
+# **Why does rung 7 gain so much?** The traced cycles it saves storing C are 6 % of a traced tile
+# (7.2 % of rung 6's untraced one: 06 §3), close to the 7 % the TMA store bought alone on rung 3
+# (record `ws_store_ablation`).
 
 # %% output varies
 W.show_epilogue(res, records.load("ws_store_ablation").results)   # notebook.how(W.show_epilogue) prints its code
