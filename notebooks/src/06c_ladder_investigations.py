@@ -192,13 +192,7 @@ notebook.claim(all(abs(v - 1) < 0.02 for v in r56.values()) and abs(t6["wait_ful
                "asked of L2 moved neither: each SM still receives the whole 48 KiB stage.",
                gains=r56, wait6=t6["wait_full"],
                wait5=t5["wait_full"])
-cyc_tile = {}
-for size in SIZES:
-    row6 = next(r for r in res["rows"] if r.get("label") == lad[(size, "float16", 6)]["label"]
-                and r["size"] == size)
-    items = (size // 128) * (size // 256) // 2
-    tiles_per_cta = -(-items // row6["active_clusters"])
-    cyc_tile[size] = row6["median_ms"] * 1e-3 * row6["sm_mhz"] * 1e6 / tiles_per_cta
+cyc_tile = {size: W.lesson.tile_cycles(res, 6, size) for size in SIZES}   # rung 6's untraced cycles per tile
 saved = t6["epilogue_cycles"] - t7["epilogue_cycles"]
 expect = {s: saved / cyc_tile[s] for s in SIZES}
 got = {s: r67[(s, "float16")] - 1 for s in SIZES}
