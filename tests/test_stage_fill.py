@@ -56,3 +56,13 @@ def test_each_wrong_kind_is_named(body, words):
 def test_splice_keeps_the_kernels_lines_numbered():
     src = sf.splice("x;\n")
     assert '#line 1 "your lines"\nx;\n#line ' in src and src.count("fill_stage(") == 2
+
+
+def test_two_mistakes_name_the_first_and_count_the_other():
+    """Reader 53 made two (a byte count and swapped coordinates) and was told of one. The hint names
+    the first to fix and says one more remains; a single mistake says nothing more."""
+    swapped = RIGHT.replace("kt * BK, m0", "m0, kt * BK").replace("kt * BK, n0", "n0, kt * BK")
+    two = sf.judge(swapped.replace("(BM + BN) * BK * 2", "BN * BK * 2"))
+    assert "would read B's half" in two and two.endswith("(And 1 more mistake: fix this one first.)"), two
+    one = sf.judge(swapped)
+    assert "coordinates are swapped" in one and "more mistake" not in one, one

@@ -86,6 +86,7 @@ def judge(answer) -> str | None:
         compile_fill(body)
     except runtime.CompileError as e:
         return compile_hint(str(e), body)
+    found: dict[int, str] = {}           # kind of mistake (bytes, where, coordinates) → its first hint
     for s in SAMPLES:
         try:
             fill = read(body, **s)
@@ -101,11 +102,15 @@ def judge(answer) -> str | None:
                         "(ta) and one of B (tb).")
         if len(maps) != 2:
             return f"{len(maps)} tma_load_2d calls: a stage is two boxes, one from ta and one from tb."
-        hint = (bytes_hint(fill) or where_hint({ld.map: ld for ld in fill.loads})
-                or coord_hint(fill, s))
-        if hint:
-            return hint
-    return None
+        for kind, h in enumerate((bytes_hint(fill), where_hint({ld.map: ld for ld in fill.loads}),
+                                  coord_hint(fill, s))):
+            if h:
+                found.setdefault(kind, h)
+    if not found:
+        return None
+    more = len(found) - 1        # the first to fix, and how many others remain (as chapter 09's checks say)
+    return found[min(found)] + (f" (And {more} more mistake{'s' if more > 1 else ''}: fix this one first.)"
+                                if more else "")
 
 
 @_ex.code_exercise("ch03.stage_fill", "Write the producer's lines that fill one stage (fill_stage in "

@@ -38,7 +38,7 @@
 
 # %% output varies
 from asynctc import why_async
-from asynctc.core import bench, exercises, notebook, plots, records
+from asynctc.core import bench, exercises, notebook, peak_card, plots, records
 
 notebook.banner("sm_90a")
 
@@ -89,7 +89,7 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 # Every record times cuBLAS again in its own run. So its 4096³ fp16 figure differs by a few
 # percent between chapters. Every ratio in the course divides by its own run's cuBLAS. The peak
 # moves the same way: each record's uses the SM clock measured in its own run. Chapter 10 §1 says
-# why runs differ; [00b §2](00b_clock_kinds.ipynb) lists every record's peak.
+# why runs differ. The peaks you will meet ([00b §2](00b_clock_kinds.ipynb) reads them):
 
 # %% output varies
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
@@ -97,6 +97,7 @@ lo, hi = min(runs.values()), max(runs.values())
 print(f"cuBLAS 4096³ fp16 across {len(runs)} records: {lo:.0f} … {hi:.0f} TFLOP/s; "
       f"this run: {runs.get(rec.suite, float('nan')):.0f}")
 notebook.require(hi / lo < 1.06, "cuBLAS's 4096³ fp16 figure differs by a few percent between runs", lo=lo, hi=hi)
+card = peak_card.show_card()   # notebook.how(peak_card.show_card) prints its code
 
 # %% [markdown]
 # Each `show_*` helper prints and asserts the arithmetic behind what it states.

@@ -58,7 +58,8 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the tx-count rises by
 #    the bytes to come. It starts the copies.
 # 3. Landing bytes lower the tx-count: the PTX ISA's *complete_tx*.
-# 4. At zero pending arrivals and zero bytes, *phase* 0, the first round, completes; phase 1 opens.
+# 4. At zero pending arrivals and zero bytes, *phase* 0, the first round, completes; phase 1 opens
+#    with *pending* back at the count.
 #
 # A wait on [*phase parity*](../docs/glossary.md#phase-parity) P, the phase number mod 2, passes
 # unless the open phase has parity P. The table shows the steps on a CPU model: fill 0 brings two
@@ -85,8 +86,8 @@ bar.complete_tx(16384);               show("fill 1: both boxes land")
 
 # %% [markdown]
 # **Read the wait columns.** Fill 0's reader waits on parity 0: "no" until B lands, then "yes".
-# Fill 1's reader waits on parity 1. While phase 1 is open, wait(0) still says "yes", left over
-# from fill 0, and wait(1) says "no" until fill 1 lands. So the reader of fill f waits on f mod 2. At init,
+# Fill 1's reader waits on parity 1. While phase 1 is open, wait(0) still says "yes" and wait(1)
+# "no", until fill 1 lands. So the reader of fill f waits on f mod 2. At init,
 # wait(1) already says "yes": the phase before phase 0 counts as complete, so a producer's first
 # wait on an empty stage, with parity 1, passes.
 #

@@ -206,7 +206,8 @@ notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared 
 # %% [markdown]
 # ## Exercises
 #
-# In §3 and §6. The descriptor encoder by hand: [04b §7](04b_wgmma_anatomy.ipynb).
+# This lesson's two exercises sit where they are needed: §3's k-step (`ch04.kstep`) and §6's owner
+# of an element (`ch04.acc_owner`). The descriptor encoder by hand: [04b §7](04b_wgmma_anatomy.ipynb).
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>

@@ -117,7 +117,7 @@ plt.show()
 # `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM, so each thread gets
 # 65536 / 384 = 170.7, rounded down to a multiple of 8: **168 at entry**. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register
 # limit while it runs. The producer drops to 40; the two consumers rise to 232, 64512 in all.
-# §3's rung 3 adds it together with a second consumer; [06c §3](06c_ladder_investigations.ipynb)
+# The ladder in §3 adds it together with a second consumer; [06c §3](06c_ladder_investigations.ipynb)
 # measures it alone. Going further: [06b §3](06b_ws_anatomy.ipynb) reads the budget from
 # the cubin.
 #
@@ -179,7 +179,7 @@ notebook.require(abs(tile6 / (tile6 - saved) / step[7] - 1) < 0.02, "the saving 
 
 # %% [markdown]
 # **Design it** (no grade). The model runs chapter 05's ring per tile, plus the traced epilogue.
-# Its one fitted number is the L2 cap fitted to chapter 05's depth sweep in 05b §4–5.
+# Its one fitted number is the L2 cap fitted to chapter 05's depth sweep in 05b §6.
 #
 # **Predict, then change** `TMA_STORE` to True and rerun: does the model gain what rung 7 measured?
 
@@ -258,7 +258,7 @@ if runtime.runs_live("sm_90a"):
 #
 # **Play** (ungraded, no GPU), in §3's "Design it" cell:
 #
-# 1. `S` = 2, 3, 4, then 5: where does the model stop gaining? Why does 5 refuse?
+# 1. `S` = 2, 3, 4, then 5: where does the model stop gaining? Why does 5 refuse (an error that names the limit)?
 # 2. `BN = 128`: the model's rung 2 tile, beside the ladder's rung 2 row.
 # 3. `PERSISTENT = True`: the model's gain beside rung 5's step.
 #
