@@ -267,7 +267,9 @@ def test_register_bill_motivates_tmem_and_its_figure_draws():
     assert [r["fits"] for r in bill] == [True, False, False]
     assert [r["tmem_cols"] for r in bill] == [256, 512, 256]
     assert all(r["acc"] >= 65536 for r in bill[1:])
-    assert "NO" in lesson.bill_table(bill)
+    table = lesson.bill_table(bill)
+    assert "NO" in table and "128 + 26 = 154 of 232" in table and "256 + 26 = 282 of 232" in table
+    assert [r["total"] for r in bill] == [44544, 77312, 77312]          # 09 §1's story: 77312 > 65536
     fig = figures.accumulator_homes(bill)
     assert len(fig.axes) == 2
 

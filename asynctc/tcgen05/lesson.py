@@ -47,22 +47,22 @@ def register_bill() -> list[dict]:
 
 
 def bill_table(rows: list[dict]) -> str:
-    """:func:`register_bill` as a fixed-width table, one line per case, then the sum behind each
-    case's registers: the producer warpgroup's, plus the consumer threads' accumulator values per
-    thread and the loop's other registers. Asserts chapter 09 §1's *"a consumer needs 154
-    of the 232 `setmaxnreg` grants it"* (exactly those numbers, and the two-accumulator cases above 232)
-    and *"06's rung-3 table: 156 for the 128×256 tile alone, 168 once setmaxnreg is in"* (the
-    ``ws_rung3_steps`` record, read as chapter 06 reads it)."""
-    lines = [f"{'accumulator':34s} {'fp32 values':>11s} {'regs of 65536':>13s} {'fits?':>5s}   "
-             f"{'TMEM cols of ' + str(tmem.COLUMNS):>16s}"]
+    """:func:`register_bill` as a fixed-width table, one line per case: what a consumer thread needs
+    (its accumulator values + the loop's other registers) beside the ``setmaxnreg`` budget it is
+    given, what the SM needs in all (producer threads × their registers + consumer threads × the
+    need) beside its 65536, and Blackwell's TMEM columns. Asserts chapter 09 §1's *"a consumer needs
+    154 of the 232 `setmaxnreg` grants it"* (exactly those numbers, and the two-accumulator cases
+    above 232) and *"06's rung-3 table: 156 for the 128×256 tile alone, 168 once setmaxnreg is in"*
+    (the ``ws_rung3_steps`` record, read as chapter 06 reads it)."""
+    ws = WSConfig()
+    lines = [f"{'accumulator':34s} {'a consumer thread needs':>23s} {'SM needs':>9s}   {'TMEM columns':>12s}"]
     for r in rows:
-        lines.append(f"{r['name']:34s} {r['acc']:11d} {r['total']:13d} "
-                     f"{'yes' if r['fits'] else 'NO':>5s}   {r['tmem_cols']:16d}")
-    lines.append("registers = producer (threads × regs) + consumers (threads × (accumulator + other regs)):")
-    for r in rows:
-        threads = r["acc_regs"] // (r["per_thread"] - REG_OVERHEAD)
-        lines.append(f"  {r['name']:32s} 128 × {r['producer'] // 128} + {threads} × "
-                     f"({r['per_thread'] - REG_OVERHEAD} + {REG_OVERHEAD}) = {r['total']}")
+        acc = r["per_thread"] - REG_OVERHEAD
+        thread = f"{acc} + {REG_OVERHEAD} = {r['per_thread']} of {ws.consumer_regs}"
+        sm = f"{r['total']:9d}" + ("  fits" if r["fits"] else "  NO  ")
+        lines.append(f"{r['name']:34s} {thread:>23s} {sm}   {r['tmem_cols']:5d} of {tmem.COLUMNS}")
+    lines.append(f"SM needs = 128 × {ws.producer_regs} (producer) + {128 * ws.consumers} × (a consumer "
+                 f"thread's need); the SM has {REGS_PER_SM}")
     budget, need = WSConfig().consumer_regs, rows[0]["per_thread"]
     require((need, budget) == (154, 232) and budget < min(r["per_thread"] for r in rows[1:]),
             "A consumer thread of chapter 06 needs 154 of the 232 registers setmaxnreg grants it; "

@@ -18,8 +18,9 @@ from asynctc import tcgen05 as kernels
 from asynctc.core import exercises, notebook, records
 from asynctc.models import descriptors, tmem
 from asynctc.models import tcgen05 as tc
-from asynctc.pipeline.config import REG_OVERHEAD
+from asynctc.pipeline.config import REGS_PER_SM
 from asynctc.tcgen05 import figures, lesson
+from asynctc.warp_specialization.config import WSConfig
 from asynctc.warp_specialization.rung3_split import rung3_steps
 
 notebook.banner("sm_100a", measured=False)
@@ -27,42 +28,41 @@ notebook.banner("sm_100a", measured=False)
 # %% [markdown]
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
-# [Chapter 06](06_warp_specialization.ipynb) §2 paid Hopper's register bill:
+# On Hopper the accumulator lives in registers, and one SM's register file has room for one
+# 128×256 fp32 accumulator, not two. [Chapter 06](06_warp_specialization.ipynb) §2 paid this bill;
+# here it is in three steps for one consumer thread. The cell below prints every number.
 #
-# 1. An SM has 65536 32-bit registers for its three [warpgroups](../docs/glossary.md#warpgroup),
-#    groups of four warps that issue one wgmma together.
-# 2. [`setmaxnreg`](../docs/glossary.md#setmaxnreg), which moves registers between warpgroups,
-#    gives each consumer thread a budget of 232.
-# 3. The 128×256 fp32 accumulator, spread over the consumers' 256 threads, is 128 per thread.
-# 4. Addresses, descriptors and loop state add about 26 more (`REG_OVERHEAD`, read once off
-#    chapter 05's kernel: ptxas gave it 154 registers for its 128 accumulators). The cell checks
-#    the same sum against chapter 06's 128×256 build, to which ptxas gives 156.
+# 1. **What a consumer thread needs.** Chapter 06's kernel has a producer and two consumer
+#    [warpgroups](../docs/glossary.md#warpgroup) (four warps each): 384 threads. The consumers'
+#    256 threads share the accumulator, 128 fp32 values each. Addresses, descriptors and loop
+#    state add 26 (`REG_OVERHEAD`, read off chapter 05's kernel). So a consumer thread needs 154.
+# 2. **What it is given.** An SM has 65536 32-bit registers. Each of the 384 threads starts
+#    with 168. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) then moves registers between
+#    warpgroups: the producer's threads drop to 40, the consumers' rise to 232. The total stays
+#    64512. A need of 154 fits in 232.
+# 3. **What does not fit.** The next step is a second 128×256 accumulator (so one tile's
+#    [epilogue](../docs/glossary.md#epilogue), the code that writes C out, runs while the MMAs
+#    fill the next), or one 256×256 tile. Either is 65536 values: the whole register file. With
+#    the producer's and the other registers, the SM needs 77312. No split between threads fits
+#    that into 65536.
 #
-# Two counts below differ in kind: ptxas reports 168, what each thread holds at entry with
-# `setmaxnreg` in the kernel; 232 is what `setmaxnreg` then raises a consumer to.
-#
-# **So:** a consumer needs about 154 of its 232. The next step is a second accumulator or a
-# 256×256 tile. With two, one tile's [epilogue](../docs/glossary.md#epilogue), the code that writes
-# C out, runs while the MMAs fill the next. Either needs 65536 accumulator registers: the whole
-# register file.
+# The last line cross-checks with ptxas (06's rung-3 record): 156 for the tile alone, near our
+# 154, and 168 with `setmaxnreg`, the count each thread starts with.
 
 # %% output varies
-steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
-need = 128 * 256 // 256 + REG_OVERHEAD          # accumulators per consumer thread + the rest
-print(f"need 128·256 / 256 + {REG_OVERHEAD} = {need} of 232; ptxas (06): {steps['128x256']} for the tile "
-      f"alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the count at entry; setmaxnreg then raises it to 232)")
-notebook.require(need == 154 and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168),
-                 "a consumer needs 154 of its 232; ptxas gives 156, and 168 with setmaxnreg", need=need)
-bill = lesson.register_bill()          # chapter 06's split
+ws = WSConfig()                                  # chapter 06: 128 producer + 256 consumer threads
+entry = REGS_PER_SM // 384 // 8 * 8             # 65536 / 384, rounded down to a multiple of 8
+given = 128 * ws.producer_regs + 256 * ws.consumer_regs
+print(f"given: 384 × {entry} = {384 * entry} at entry; after setmaxnreg 128 × {ws.producer_regs} + 256 × {ws.consumer_regs} = {given}")
+bill = lesson.register_bill()          # needed, for three accumulator layouts
 print(lesson.bill_table(bill))   # notebook.how(lesson.bill_table) prints its code
+steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
+print(f"cross-check, ptxas (06): {steps['128x256']} for the tile alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg")
+notebook.require((entry, given) == (168, 384 * entry) and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168),
+                 "384 × 168 = 64512 = 128 × 40 + 256 × 232; ptxas gives 156, and 168 with setmaxnreg", given=given)
 fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
-# The table counts what each layout *needs*: the producer's 40 per thread, each consumer's
-# accumulator + 26. Chapter 06's 64512 is the *budget* `setmaxnreg` hands out (128 × 40 +
-# 256 × 232). The last two fit neither, however the 65536 values are split: the register file is
-# Hopper's limit.
-#
 # Blackwell moves the accumulator into **Tensor Memory**. There is one TMEM **per SM**,
 # shared by the CTAs resident on it. Its cells are 32-bit, 128 lanes by 512 columns. Lane i is row i of D;
 # a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
