@@ -423,6 +423,25 @@ def test_driver_args_are_the_encoders_arguments():
                 assert k["box_dim"] == (8, 16)
 
 
+def test_map_fields_prints_what_the_map_contains():
+    """map_fields (03 §1) lists the map's fields rows first, each from the spec: the address, the
+    dims, the one stride the driver gets (bytes between rows), the element type, the box with its
+    expect_tx bytes, the swizzle and the fill; a 3-D map and no swizzle print too."""
+    from asynctc import tma
+    spec = tma.validate(address=0x7F0000000000, shape=(4096, 2048), dtype="float16", box=(128, 64),
+                        swizzle=128)
+    lines = tma.map_fields(spec).splitlines()
+    assert [ln.split()[0] for ln in lines] == ["address", "dims", "strides", "dtype", "box", "swizzle"]
+    assert lines[0].endswith("0x7f0000000000") and "4096 rows, 2048 columns" in lines[1]
+    assert f"{tma.driver_args(spec)['globalStrides'][0]} B between rows" in lines[2]
+    assert "float16, 2 B" in lines[3] and lines[4].endswith(f"{spec.box_bytes} B") and "128 rows, 64" in lines[4]
+    assert lines[5] == "swizzle  128B; past the edge: zeros"
+    s3 = tma.validate(address=0x7F0000000000, shape=(4, 64, 32), dtype="float32", box=(2, 8, 32),
+                      oob_fill="nan")
+    out = tma.map_fields(s3)
+    assert "4 × 64 × 32" in out and "swizzle  none; past the edge: NaN" in out
+
+
 def test_plot_box_over_tensor_draws_the_map():
     import matplotlib
     matplotlib.use("Agg")

@@ -19,7 +19,8 @@ raises :class:`MbarrierTimeout` — the GPU never hangs.
 What lives where (every name below is re-exported here: ``from asynctc import tma; tma.load_box``):
 
 * ``maps.py`` — tensor maps through cuda.core: :func:`encode` (the arguments of
-  :func:`driver_args`, :func:`driver_args_table`), :func:`make_tensor_map`,
+  :func:`driver_args`, :func:`driver_args_table`), :func:`map_fields` (what a map contains,
+  rows first), :func:`make_tensor_map`,
   :func:`tensor_map_for_tile` (validation is :mod:`asynctc.models.tensor_map`, re-exported here).
 * ``launch.py`` — the kernels for one box: :func:`compile_tma`, :func:`kernel_sass`,
   :func:`load_box`, :func:`load_strided` (element strides, :data:`STRIDE_CASES`), :func:`store_box`,
@@ -51,7 +52,8 @@ from .launch import (  # noqa: F401
 from .design import CopyDesign, design, design_survey  # noqa: F401  (chapter 03's "Design it")
 from .figures import plot_box_over_tensor, plot_chunk_maps  # noqa: F401
 from .lifecycle import LIFECYCLE, LIFECYCLE_OPEN, LifecycleRun, lifecycle_table, mbarrier_lifecycle  # noqa: F401
-from .maps import driver_args, driver_args_table, encode, make_tensor_map, tensor_map_for_tile  # noqa: F401
+from .maps import (  # noqa: F401
+    driver_args, driver_args_table, encode, make_tensor_map, map_fields, tensor_map_for_tile)  # noqa: F401
 from .suite import (  # noqa: F401
     BOXES, COPY_COLS, COPY_ROWS, SMEM_BUDGET, SUITES, VARIANTS, CopyBench, CopyConfig, by_box,
     bytes_in_flight, compare_by_box_size, copy_config, describe_copy, measure_tma_copy,

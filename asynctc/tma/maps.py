@@ -64,6 +64,30 @@ def driver_args_table(spec: TensorMapSpec) -> str:
     return "\n".join(f"{k:15s} {v}" for k, v in driver_args(spec).items())
 
 
+def map_fields(spec: TensorMapSpec) -> str:
+    """What a tensor map contains, one field a line, in the course's order (rows first, as
+    :func:`validate` takes them; :func:`driver_args` gives the driver's order): the global
+    address, the dims, the byte strides between rows (the driver is given every stride but the
+    innermost, which is one element), the element type, the box and its bytes (the ``expect_tx``
+    count of one copy), the swizzle and the out-of-bounds fill. No GPU needed."""
+    if spec.rank == 2:
+        dims = f"{spec.shape[0]} rows, {spec.shape[1]} columns"
+        strides = f"{spec.strides[0]} B between rows"
+        box = f"{spec.box[0]} rows, {spec.box[1]} columns"
+    else:
+        dims = " × ".join(map(str, spec.shape))
+        strides = " × ".join(map(str, spec.strides[:-1])) + " B (outer dims)"
+        box = " × ".join(map(str, spec.box))
+    fill = "zeros" if spec.oob_fill == "zero" else "NaN"
+    return "\n".join([
+        f"address  {hex(spec.address)}",
+        f"dims     {dims}",
+        f"strides  {strides}",
+        f"dtype    {spec.dtype.name}, {spec.dtype.itemsize} B",
+        f"box      {box}: {spec.box_bytes} B",
+        f"swizzle  {spec.swizzle or 'none'}{'B' if spec.swizzle else ''}; past the edge: {fill}"])
+
+
 def _core_kwargs(spec: TensorMapSpec, tm) -> dict[str, Any]:
     """The keyword arguments of cuda.core's ``as_tensor_map`` for ``spec``: the enums of
     :func:`driver_args` (``tm``: ``cuda.core._tensor_map``); shape and strides travel in the view."""

@@ -22,18 +22,21 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps: which order?
 #
-# A tensor map and a copy use opposite orders:
+# A tensor map tells TMA where a global tensor lies and what box to cut. The host builds it once;
+# each copy names the map and a box's corner. `tma.validate` checks and returns its fields, printed
+# below. Map and copy use opposite orders:
 #
 # 1. `tma.validate` takes `shape` and `box` rows first: `box=(128, 64)` is 128 rows × 64 columns.
 # 2. The copy names the column first: (c0, c1) = (column, row).
 #
-# The driver rejects a bad map with a bare `CUDA_ERROR_INVALID_VALUE`; `tma.validate` names the
-# wrong field. The orange box hangs past the edge: its hatched rows arrive as zeros, bytes
-# counted ([03b §1](03b_tma_boxes.ipynb)).
+# For a bad map the driver says only `CUDA_ERROR_INVALID_VALUE`; `tma.validate` names the field.
+# The orange box's hatched rows, past the edge, arrive as zeros, bytes counted
+# ([03b §1](03b_tma_boxes.ipynb)).
 
 # %% output varies
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
                     box=(128, 64), swizzle=128)
+print(tma.map_fields(spec))
 fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))
 
 # %% [markdown]
