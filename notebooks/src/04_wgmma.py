@@ -47,24 +47,16 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 # %% [markdown]
 # Too narrow a swizzle: row 1 lands mid-row 0. Half the stride: row 8 reads row 4.
 #
-# The descriptor packs five fields into 64 bits (PTX ISA §9.7.15.5.1.2.2). Its unit is the
-# [core matrix](../docs/glossary.md#core-matrix), 8 rows × 16 bytes. TMA writes a swizzled tile as
-# boxes with rows as wide as the swizzle: 128 bytes here. Two strides:
+# **The picture.** TMA lands a swizzled tile as *boxes*. A box's rows are as wide as the swizzle:
+# 128 contiguous bytes here. wgmma reads a box one [core matrix](../docs/glossary.md#core-matrix)
+# at a time: a block of 8 rows, 16 bytes of each row. The swizzle field says where each 16-byte
+# piece sits in its row. Two strides locate the next core matrix:
 #
-# * [SBO](../docs/glossary.md#sbo): 8 rows down a box, 8 × 128 = 1024 bytes.
-# * [LBO](../docs/glossary.md#lbo): to the next box along the rows.
+# * [SBO](../docs/glossary.md#sbo): from one group of 8 rows to the next, down the same box.
+# * [LBO](../docs/glossary.md#lbo): from one box to the next.
 #
-# This A is one box. Drawn and broken: [04b §5, §3](04b_wgmma_anatomy.ipynb).
-
-# %%
-tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
-d0 = tile.descriptor(step=0, base_address=0x2000)     # later chapters use this tile
-print(d0.table())
-
-# %% [markdown]
-# **Worked: a tile where LBO matters.** B for N = 128, stored
-# [MN-major](../docs/glossary.md#mn-major) (N contiguous). A 128-byte box row is 64 n of one
-# k-row; two boxes lie side by side along N, each 64 k-rows deep.
+# **Worked: a tile with two boxes.** B for N = 128, stored [MN-major](../docs/glossary.md#mn-major)
+# (N contiguous). 64 n of one k-row fill a 128-byte row, so 128 n take two boxes.
 
 # %%
 B = descriptors.OperandTile(128, 64, "float16", "MN", 128)
@@ -76,10 +68,22 @@ notebook.require(dB.sbo == 8 * B.row_pitch == at[0, 8] and dB.lbo == B.box_pitch
 fig = wgmma.plot_layouts(B.dtype, B.major, (B.swizzle,), mn=B.mn, operand="B")
 
 # %% [markdown]
-# Here SBO steps along K, 8 k-rows down a box (red); LBO steps along N, to the box of
-# n = 64–127 (blue), so one m64n128k16 reads both (dashed). In the K-major A above, a k16 step
-# reads 32 bytes of each 128-byte row, never the next box: the hardware ignores LBO; the encoder
-# writes 1 (16 bytes), as the ISA assumes.
+# SBO (red) steps along K: 8 k-rows down box 0. LBO (blue) steps along N: to box 1, n = 64–127.
+# One m64n128k16 reads both boxes (dashed), so it needs both strides.
+#
+# **Why A needs no LBO.** Below is A's whole descriptor: five fields in 64 bits (PTX ISA
+# §9.7.15.5.1.2.2). A is K-major: 64 k of one m fill a 128-byte row, so the tile is one box.
+
+# %%
+tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
+d0 = tile.descriptor(step=0, base_address=0x2000)     # later chapters use this tile
+print(d0.table())
+print(f"boxes: {tile.n_boxes}; a k16 step reads {tile.instruction_k * tile.itemsize} B of each {tile.row_pitch} B row")
+
+# %% [markdown]
+# A k16 step stays inside one 128-byte row, never reaching a next box: the hardware ignores LBO.
+# The encoder still writes 1 (16 bytes), the value the ISA assumes. Drawn and broken:
+# [04b §5, §3](04b_wgmma_anatomy.ipynb).
 
 # %% [markdown]
 # ## 3. The k-step
