@@ -46,8 +46,9 @@ notebook.banner("sm_90a")
 # ## 1. Two ceilings, measured
 #
 # The suite `ceilings` times a device-to-device copy (`cuMemcpyAsync`) and cuBLAS fp16 and bf16
-# GEMMs on random data, each of growing size. Each time is the median of 20 samples. Each sample
-# first flushes L2, the cache all SMs share, so it reads DRAM.
+# GEMMs on random data, of growing size. A time is the median of 20 samples, each a few launches
+# after one flush of L2, the cache all SMs share. The copy cycles through enough buffers to miss
+# L2, so it reads DRAM; a GEMM's operands may stay in L2.
 #
 # **Predict before you run the cell.** The H200's datasheet rates its memory at 4.8 TB/s. A copy
 # reads and writes each byte. How close does the best copy come to the rating?

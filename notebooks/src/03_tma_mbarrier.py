@@ -23,8 +23,8 @@ notebook.banner("sm_90a")
 # ## 1. Tensor maps: which order?
 #
 # A tensor map tells TMA where a global tensor lies and what box to cut. The host builds it once;
-# each copy names the map and a box's corner. `tma.validate` checks and returns its fields, printed
-# below. Map and copy use opposite orders:
+# each copy names the map and a box's corner. `tma.validate` checks it; its fields print below.
+# Map and copy use opposite orders:
 #
 # 1. `tma.validate` takes `shape` and `box` rows first: `box=(128, 64)` is 128 rows × 64 columns.
 # 2. The copy names the column first: (c0, c1) = (column, row).
@@ -66,7 +66,7 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 #
 # A wait on [*phase parity*](../docs/glossary.md#phase-parity) P, the phase number mod 2, passes
 # unless the open phase has parity P. The table shows the steps on a CPU model: fill 0 brings two
-# 8192-byte boxes (64 × 64 fp16 each), then fill 1 reuses the barrier.
+# 8192-byte boxes, then fill 1 reuses the barrier.
 
 # %%
 from asynctc.models.pipeline.ring import Mbarrier
@@ -134,7 +134,8 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # from 192: `tma_load_2d(dst, map, bar, 96, 192)`, column 3·32 first. 4096 bytes: the next box goes at
 # `dst + 4096`.
 #
-# **1. Fill one stage.** Write `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)` for k-tile `kt`.
+# **1. Fill one stage.** Write the body of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)`, three
+# lines of CUDA in a string.
 # It loads A's `BM`×`BK` box of map `ta` from row `m0`, then B's `BN`×`BK` box of `tb` from row
 # `n0` (B is stored N×K). fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`, covers
 # both. `stage` and `full_bar` are shared-memory byte addresses; B follows A.

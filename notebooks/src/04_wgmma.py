@@ -68,7 +68,7 @@ notebook.require(dB.sbo == 8 * B.row_pitch == at[0, 8] and dB.lbo == B.box_pitch
 fig = wgmma.plot_layouts(B.dtype, B.major, (B.swizzle,), mn=B.mn, operand="B")
 
 # %% [markdown]
-# SBO (red) steps along K: 8 k-rows down box 0. LBO (blue) steps along N: to box 1, n = 64–127.
+# SBO (red) steps along K: 8 k-rows on, to the right in the figure. LBO (blue) steps along N: to box 1, n = 64–127.
 # One m64n128k16 reads both boxes (dashed), so it needs both strides.
 #
 # **Why A needs no LBO.** Below is A's whole descriptor: five fields in 64 bits (PTX ISA
@@ -141,7 +141,8 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # * `p`, scale-d: 0 overwrites D, 1 adds;
 # * `1, 1`: no negation; `0, 0`: K-major.
 #
-# In the SASS, `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `DEPBAR.LE gsb0` the wait.
+# In the SASS, `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `DEPBAR.LE gsb0` the wait (until at most N wgmma groups
+# remain on the warpgroup's scoreboard `gsb0`).
 
 # %% [markdown]
 # ## 6. Where the accumulator lives
@@ -189,7 +190,7 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 #
 # **Predict:** at N = 8, what fraction of the peak does the model give SS? Is RS nearer SS or
 # the full rate? The grey crosses are a
-# published H800 measurement of SS (Luo et al.), scaled to an H200 SM and clock.
+# published H800 measurement of SS (Luo et al., IPDPS 2024), scaled to an H200 SM and clock.
 
 # %% output answers a prediction
 fig = wgmma_peak.plot_throughput(rec)

@@ -115,7 +115,8 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
-# The record swept S = 1–6 for three tiles; cuBLAS ran in the same run.
+# The record swept S = 1–6 for three tiles; cuBLAS ran in the same run. A tile's name is
+# BM×BN×BK, then `/cN` for N consumer warpgroups.
 #
 # **Predict before you look.** Each extra stage starts a load one k-tile earlier. At which S does
 # the 128×256 curve stop rising? Does it reach cuBLAS?

@@ -33,6 +33,7 @@ res = rec.results
 # Both roles walk the k-tiles with one ring counter that carries across tiles. Fill f is the counter
 # divided by S. Consumers wait on full with phase parity f mod 2; the producer waits on empty with
 # (f + 1) mod 2. In the kernel, `phase` is the phase parity and `phase ^ 1` the producer's.
+# Chapter 05's `rp`, the parity of the fill being replaced, is the same bit.
 #
 # The [seed article](../docs/glossary.md#seed-article) swaps the waits. It is the public worklog this
 # course checks. Its consumers wait on "empty" before anything was loaded. Top, the kernel's
@@ -45,8 +46,9 @@ plt.show()
 # %% [markdown]
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a row, `T` k-tiles
-# each, with one ring of `STAGES` stages. One question decides it. With 3 k-tiles a tile on 2
-# stages, which stage and phase parity does tile 1's first k-tile use?
+# each, with one ring of `STAGES` stages. One question decides it; answer it for yourself first
+# (the check's message says it): with 3 k-tiles a tile on 2 stages, which stage and phase parity
+# does tile 1's first k-tile use?
 #
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread): the one
 # thread that acts for it. In scope:
@@ -147,7 +149,8 @@ plt.show()
 # - 5: a [persistent](../docs/glossary.md#persistent) grid;
 # - 6: a [cluster](../docs/glossary.md#cluster) of CTAs on nearby SMs, where one TMA load sends B to
 #   both: a [multicast](../docs/glossary.md#multicast);
-# - 8: the raster.
+# - 8: the raster, the order tiles are taken in: **group-M** is how many tile rows it walks down
+#   before it moves one column on.
 #
 # [06c §1](06c_ladder_investigations.ipynb) names them in full.
 #
