@@ -31,22 +31,15 @@ def _dotted(node):
     return None
 
 
-def _cells(src: Path):
-    """(first line number in the file, code) of each code cell; markdown cells are skipped."""
-    out, start, kind, lines = [], 0, "code", []
-    for i, line in enumerate(src.read_text().splitlines() + ["# %%"], 1):
-        if line.startswith("# %%"):
-            if kind == "code" and lines:
-                out.append((start, "\n".join(lines)))
-            kind, start, lines = ("markdown" if "[markdown]" in line else "code"), i + 1, []
-        else:
-            lines.append(line)
-    return out
+def _cells(src: Path) -> list[str]:
+    """The source of each code cell, read as the notebook build reads it (jupytext, percent format)."""
+    jupytext = pytest.importorskip("jupytext")
+    return [c.source for c in jupytext.read(src, fmt="py:percent").cells if c.cell_type == "code"]
 
 
 def _namespace(cells):
     ns = {}
-    for _, code in cells:
+    for code in cells:
         try:
             tree = ast.parse(code)
         except SyntaxError:            # a template cell with blanks to fill
@@ -84,10 +77,10 @@ def _concludes(call):
 @pytest.mark.parametrize("src", sorted(SRC.glob("*.py")), ids=lambda p: p.stem)
 def test_each_how_comment_names_the_call_and_how_shows_it(src):
     cells = _cells(src)
-    if not any(COMMENT.search(code) for _, code in cells):
+    if not any(COMMENT.search(code) for code in cells):
         return
     ns = _namespace(cells)
-    for _, code in cells:
+    for code in cells:
         lines = code.splitlines()
         for i, line in enumerate(lines, 1):
             m = COMMENT.search(line)
@@ -102,7 +95,7 @@ def test_each_how_comment_names_the_call_and_how_shows_it(src):
 
 @pytest.mark.parametrize("stem", INVITED)
 def test_core_helpers_that_print_a_conclusion_invite_how(stem):
-    for _, code in _cells(SRC / f"{stem}.py"):
+    for code in _cells(SRC / f"{stem}.py"):
         lines = code.splitlines()
         for call in [c for c in _calls(code) if _concludes(c)] + _printed_tables(code):
             name = _dotted(call.func)

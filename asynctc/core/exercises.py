@@ -538,8 +538,9 @@ _opened: set[str] = set()
 def after(name: str, held: str = "this cell shows its answer") -> bool:
     """True once exercise ``name`` was answered correctly in this session, or in an earlier one (the
     progress file holds a correct attempt that was not a solution run: a restarted kernel does not
-    hide again what the learner's own answer opened), or :func:`reveal` opened it. Otherwise prints one line saying what is held back (``held``, where the cell shows the rest
-    of what it prints) and how to see it, and returns False.
+    hide again what the learner's own answer opened), or :func:`reveal` opened it. Otherwise prints
+    one line saying what is held back (``held``, where the cell shows the rest of what it prints)
+    and how to see it, and returns False.
 
     A learner-notebook cell that shows an exercise's answer (the kernel's own lines, say) opens with
     ``if exercises.after("ch06.consumer_loop"):``, so "Run All" never shows it before the learner tried.

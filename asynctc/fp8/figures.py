@@ -244,8 +244,8 @@ def accumulator_table(results: dict, verdict: bool = True) -> tuple[bool, str, d
 
 def block_error_table(x, block: int, dtype: str = "float8_e4m3fn") -> str:
     """Deep dive 07d §2's scale lever (moved from chapter 07 §2): ``x`` (2-D) quantised with one
-    scale for the tensor and with one per 1 × ``block`` row segment (``block`` divides the row), dequantised, compared with ``x``: the
-    elements flushed to 0 and the median and worst relative error |q·s − x| / |x| (x ≠ 0), as a
+    scale for the tensor and with one per 1 × ``block`` row segment (``block`` divides the row),
+    dequantised, compared with ``x``: the elements flushed to 0 and the median and worst relative error |q·s − x| / |x| (x ≠ 0), as a
     small table. Raises :class:`asynctc.models.fp8.FP8Error` for a block that does not fit."""
     from ..models.fp8 import dequantize, quantize
     x = np.asarray(x, dtype=np.float64)

@@ -63,7 +63,7 @@ def bill_table(rows: list[dict]) -> str:
         lines.append(f"{r['name']:34s} {thread:>23s} {sm}   {r['tmem_cols']:5d} of {tmem.COLUMNS}")
     lines.append(f"SM needs = 128 × {ws.producer_regs} (producer) + {128 * ws.consumers} × (a consumer "
                  f"thread's need); the SM has {REGS_PER_SM}")
-    budget, need = WSConfig().consumer_regs, rows[0]["per_thread"]
+    budget, need = ws.consumer_regs, rows[0]["per_thread"]
     require((need, budget) == (154, 232) and budget < min(r["per_thread"] for r in rows[1:]),
             "A consumer thread of chapter 06 needs 154 of the 232 registers setmaxnreg grants it; "
             "a second accumulator would not fit in 232.", need=need, budget=budget)

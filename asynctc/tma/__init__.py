@@ -53,7 +53,7 @@ from .design import CopyDesign, design, design_survey  # noqa: F401  (chapter 03
 from .figures import plot_box_over_tensor, plot_chunk_maps  # noqa: F401
 from .lifecycle import LIFECYCLE, LIFECYCLE_OPEN, LifecycleRun, lifecycle_table, mbarrier_lifecycle  # noqa: F401
 from .maps import (  # noqa: F401
-    driver_args, driver_args_table, encode, make_tensor_map, map_fields, tensor_map_for_tile)  # noqa: F401
+    driver_args, driver_args_table, encode, make_tensor_map, map_fields, tensor_map_for_tile)
 from .suite import (  # noqa: F401
     BOXES, COPY_COLS, COPY_ROWS, SMEM_BUDGET, SUITES, VARIANTS, CopyBench, CopyConfig, by_box,
     bytes_in_flight, compare_by_box_size, copy_config, describe_copy, measure_tma_copy,

@@ -138,7 +138,8 @@ def tile_cycles(results: dict, rung: int, size: int = 4096, dtype: str = "float1
     """A rung's untraced SM cycles per tile (one CTA's share of a cluster's work items, clusters of
     two 128×256 tiles): its timed median × the measured SM clock ÷ the tiles each cluster takes.
     06 §3 and 06c §3 divide rung 7's traced epilogue saving by rung 6's."""
-    label = next(r["label"] for r in results["ladder"] if (r["rung"], r["size"], r["dtype"]) == (rung, size, dtype))
+    label = next(r["label"] for r in results["ladder"]
+                 if (r["rung"], r["size"], r["dtype"]) == (rung, size, dtype))
     row = next(r for r in results["rows"] if r.get("label") == label and r["size"] == size)
     items = (size // 128) * (size // 256) // 2
     return row["median_ms"] * 1e-3 * row["sm_mhz"] * 1e6 / -(-items // row["active_clusters"])

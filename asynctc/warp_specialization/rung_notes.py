@@ -142,7 +142,8 @@ def ladder_steps(results: dict) -> dict:
 #: The ring protocol's steps: (step, 05's kernel names, 06 capstone's, 06e's (rung 3's), the helpers
 #: that issue it as (kernel file, the helper's signature, the ptx/*.cuh wrappers its body calls),
 #: a note on the PTX). An empty name tuple: that exercise leaves the step to the learner (06's ring
-#: position, printed "(yours)") or to the kernel (06e's producer, printed "(kernel's)"). Names as each exercise's in-scope list spells them.
+#: position, printed "(yours)") or to the kernel (06e's producer, printed "(kernel's)"). Names as
+#: each exercise's in-scope list spells them.
 PROTOCOL_STEPS = (
     ("wait for a fill (full)", ("full.wait",), ("full.wait",), ("full.wait",),
      (("ring.cuh", "bool ring_wait_bounded(", ("mbarrier_try_wait_parity",)),), "bounded loop"),
