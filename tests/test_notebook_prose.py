@@ -333,10 +333,26 @@ def test_ptx_instructions_read_each_wrappers_asm_with_its_operands_named():
     assert rows["mbarrier_try_wait_parity"] == "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [bar], parity;"
     assert rows["tma_load_2d"].endswith("[dst], [tma_desc_addr(d), {c0, c1}], [bar];")
     assert rows["wgmma_wait_group"] == "wgmma.wait_group.sync.aligned kPending;"
-    with pytest.raises(ValueError, match="no wrapper of that name"):
+
+
+def test_ptx_instructions_read_a_macro_built_wrappers_instruction():
+    """wgmma_mma_async_ss calls Wgmma<kN>::ss, which WGMMA_DEFINE_N defines and whose asm WGMMA_ASM
+    writes: its row is that macro expanded, the parts that vary between its uses as <PARAM>."""
+    from asynctc.core import notebook
+    rows = dict(l.split(None, 1) for l in notebook.ptx_instructions(
+        "wgmma_mma_async_ss", "wgmma_fence").splitlines()[1:])
+    assert rows["wgmma_mma_async_ss"] == \
+        "wgmma.mma_async.sync.aligned.<SHAPE><TYPES> {<DL>}, <AOP>, <BOP>, p<TAIL>;"
+    assert rows["wgmma_fence"] == "wgmma.fence.sync.aligned;"       # a plain wrapper reads as before
+
+
+def test_ptx_instructions_name_what_they_cannot_read():
+    from asynctc.core import notebook
+    with pytest.raises(ValueError, match=r"'mbarrier_nope': no wrapper of that name in kernels/ptx/\*\.cuh "
+                                         r"\(.*mbarrier\.cuh.*\)"):
         notebook.ptx_instructions("mbarrier_nope")
-    with pytest.raises(ValueError, match="no asm statement of its own"):
-        notebook.ptx_instructions("wgmma_mma_async_ss")          # a macro builds its asm
+    with pytest.raises(ValueError, match=r"'smem_u32' \(common\.cuh\): no asm statement found"):
+        notebook.ptx_instructions("smem_u32")                    # C++ only: no asm anywhere below it
 
 
 @pytest.mark.parametrize("dtype, n", [("float16", 64), ("bfloat16", 128)])

@@ -34,16 +34,16 @@ def test_the_capstones_names_are_those_its_checker_reads():
 
 
 def _opcodes(wrapper):
-    ptx = notebook.ptx_instructions(wrapper).splitlines()[1].split(None, 1)[1]
-    return [i.split()[0] for i in ptx.split(";") if i.strip()]
+    ptx = notebook.ptx_instructions(wrapper.partition(" × ")[0]).splitlines()[1].split(None, 1)[1]
+    return [i.split()[0].split("<")[0].rstrip(".") for i in ptx.split(";") if i.strip()]
 
 
 def test_the_ptx_column_is_what_the_headers_issue_now():
     rows = rung_notes.protocol_rows()
     assert [r[0] for r in rows] == [s[0] for s in rung_notes.PROTOCOL_STEPS]
     for (step, *_, helpers, note), row in zip(rung_notes.PROTOCOL_STEPS, rows):
-        want = [o for _, _, calls in helpers for w in calls if w != "wgmma_mma_async_ss"
-                for o in _opcodes(w)]
+        want = [o + (" × n" if w.endswith(" × n") else "")
+                for _, _, calls in helpers for w in calls for o in _opcodes(w)]
         got = row[4]
         for o in want:
             assert o in got.split("; ") or f"{o}, {note}" in got.split("; "), (step, o, got)
@@ -52,7 +52,8 @@ def test_the_ptx_column_is_what_the_headers_issue_now():
     by_step = {r[0]: r[4] for r in rows}
     assert by_step["wait for a fill (full)"] == \
         "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64, bounded loop"
-    assert "wgmma.mma_async.sync.aligned" in by_step["issue a k-tile's wgmmas"]
+    assert by_step["issue a k-tile's wgmmas"] == ("wgmma.fence.sync.aligned; wgmma.mma_async.sync.aligned"
+                                                 " × n; wgmma.commit_group.sync.aligned")
 
 
 def test_the_table_prints_every_step_and_its_ptx():

@@ -389,6 +389,107 @@ def _asm_text(body: str) -> str | None:
                   if int(k.group(1)) < len(operands) else k.group(0), text)
 
 
+_DEFINE = re.compile(r"^#define (\w+)(?:\(([^)]*)\))?[ \t]*(.*)$", re.M)
+
+
+def _balanced(text: str, i: int, open_: str = "(", close: str = ")") -> int:
+    """The index just past the ``close`` that matches the ``open_`` at ``text[i]`` (string literals
+    skipped)."""
+    depth = 0
+    while i < len(text):
+        if text[i] == '"':
+            i = _STRING.match(text, i).end()
+            continue
+        depth += {open_: 1, close: -1}.get(text[i], 0)
+        i += 1
+        if depth == 0:
+            return i
+    raise ValueError(f"unbalanced {open_}{close} in a header")
+
+
+def _split_args(text: str) -> list[str]:
+    """A macro call's arguments (the text inside its parentheses), split at top-level commas."""
+    args, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        if text[i] == '"':
+            i = _STRING.match(text, i).end()
+            continue
+        if text[i] in "(<[{":
+            depth += text[i] != "<"
+        elif text[i] in ")]}":
+            depth -= 1
+        elif text[i] == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    return args + [text[start:].strip()]
+
+
+def _substitute(body: str, values: dict) -> str:
+    """``body`` with each identifier named in ``values`` replaced, outside string literals."""
+    parts = re.split(r'("(?:[^"\\]|\\.)*")', body)
+    return "".join(part if k % 2 else re.sub(r"\b\w+\b", lambda m: values.get(m.group(0), m.group(0)),
+                                            part) for k, part in enumerate(parts))
+
+
+def _expand_asm_macro(body: str, macros: dict) -> str | None:
+    """The ``asm`` statement of the first function-like macro in ``macros`` that issues one and
+    that ``body`` calls, expanded: a parameter whose argument is the same string literal(s) at
+    every call in ``body`` takes it; any other shows as ``<PARAM>`` (it varies with the template
+    arguments, or is spelled by a macro further out)."""
+    for name, (params, text) in macros.items():
+        if params is None or not re.search(r"\basm\b", text):
+            continue
+        calls = [_split_args(body[m.end():_balanced(body, m.end() - 1) - 1])
+                 for m in re.finditer(rf"\b{name}\s*\(", body)]
+        if not calls:
+            continue
+        values = {}
+        for k, p in enumerate(params):
+            if p == "...":
+                got = {", ".join(c[k:]) for c in calls}
+                p = "__VA_ARGS__"
+            else:
+                got = {c[k] if k < len(c) else "" for c in calls}
+            one = got.pop() if len(got) == 1 else None
+            literal = one is not None and re.fullmatch(r'(\s*"(?:[^"\\]|\\.)*")+\s*', one)
+            values[p] = one if literal else f'"<{p}>"'
+        return _substitute(text, values)
+    return None
+
+
+def _wrapper_body(text: str, name: str) -> str | None:
+    """The body (between its braces) of the ``__forceinline__`` function ``name`` defined in
+    ``text`` (a header with its line continuations joined), or None."""
+    m = re.search(rf"__forceinline__ [\w:<>]+ {re.escape(name)}\(", text)
+    if not m:
+        return None
+    start = text.index("{", _balanced(text, m.end() - 1))
+    return text[start + 1:_balanced(text, start, "{", "}") - 1]
+
+
+def _issued(text: str, body: str, depth: int = 3) -> str | None:
+    """The instruction text of the asm that ``body`` issues: its own ``asm`` statement, else a
+    macro's it calls (expanded), else, up to ``depth`` calls down, those of the functions of the
+    same header it calls, in order (``Wgmma<kN>::template ss<...>(...)`` → ``ss``, defined inside
+    a macro; ``cluster_sync`` → its arrive and wait)."""
+    found = _asm_text(body)
+    if found or depth == 0:
+        return found
+    macros = {m.group(1): (None if m.group(2) is None else [p.strip() for p in m.group(2).split(",")],
+                           m.group(3)) for m in _DEFINE.finditer(text)}
+    expanded = _expand_asm_macro(body, macros)
+    if expanded:
+        return _asm_text(expanded)
+    issued = []
+    for callee in re.findall(r"(\w+)\s*(?:<[^;()<>]*>)?\s*\(", body):
+        inner = _wrapper_body(text, callee) if callee not in macros else None
+        found = None if inner is None or inner == body else _issued(text, inner, depth - 1)
+        if found and found not in issued:
+            issued.append(found)
+    return "\n".join(issued) or None
+
+
 def ptx_instructions(*wrappers: str) -> str:
     """A two-column table: each named wrapper of ``kernels/ptx/*.cuh`` and the PTX instruction its
     inline ``asm`` issues, read from the header as written, each operand shown as the C++
@@ -396,8 +497,14 @@ def ptx_instructions(*wrappers: str) -> str:
     inside the asm (``{ }``, ``.reg`` declarations, the ``setp``/``selp`` that turn a predicate into
     an int) is left out.
 
-    Raises ``ValueError`` for a name no header defines, or one without an ``asm`` statement (a
-    wrapper built by a macro: show its source with :func:`show_source` instead).
+    A wrapper whose asm a preprocessor macro builds (``wgmma_mma_async_ss`` calls
+    ``Wgmma<kN>::ss``, which ``WGMMA_DEFINE_N`` defines and ``WGMMA_ASM`` writes the asm of) is
+    read by following its calls and expanding that macro from the same header's ``#define``s; the
+    parts that differ between the macro's uses show as ``<PARAM>``:
+    ``wgmma.mma_async.sync.aligned.<SHAPE><TYPES> {<DL>}, <AOP>, <BOP>, p<TAIL>;``.
+
+    Raises ``ValueError`` for a name no header defines, or one whose asm cannot be found (neither
+    its own, nor a macro's it calls, nor a called function's).
     """
     headers = sorted((runtime.KERNEL_DIR / "ptx").glob("*.cuh"))
     rows = []
@@ -408,14 +515,16 @@ def ptx_instructions(*wrappers: str) -> str:
             m = re.search(rf"^(?:template <[^>]*>\s*)?__device__ __forceinline__ [\w:<>]+ {re.escape(name)}\(",
                           text, re.M)
             if m:
-                body = text[m.end():text.find("\n}", m.end())]
-                found = (h.name, _asm_text(body))
+                text = re.sub(r'("(?:[^"\\]|\\.)*")|//[^\n]*', lambda k: k.group(1) or "",
+                              text.replace("\\\n", " "))       # one line per #define, no comments
+                found = (h.name, _issued(text, _wrapper_body(text, name)))
                 break
         if found is None:
-            raise ValueError(f"{name!r}: no wrapper of that name in kernels/ptx/*.cuh")
+            raise ValueError(f"{name!r}: no wrapper of that name in kernels/ptx/*.cuh "
+                             f"({', '.join(h.name for h in headers)})")
         if not found[1]:
-            raise ValueError(f"{name!r} ({found[0]}) has no asm statement of its own: show its "
-                             "source instead")
+            raise ValueError(f"{name!r} ({found[0]}): no asm statement found, neither its own nor "
+                             "a macro's or function's it calls: show its source instead")
         keep = [s.strip() for s in re.split(r"[;\n]", found[1])]
         keep = [s for s in keep if s and not s.startswith(("{", "}", ".reg", "setp", "selp"))]
         rows.append((name, "; ".join(keep) + ";"))

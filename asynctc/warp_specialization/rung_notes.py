@@ -140,8 +140,8 @@ def ladder_steps(results: dict) -> dict:
 # ---- one ring protocol, three spellings (chapter 06 §1) -------------------------------------------
 
 #: The ring protocol's steps: (step, 05's kernel names, 06 capstone's, 06e's (rung 3's), the helpers
-#: that issue it as (kernel file, the helper's signature, the ptx/*.cuh wrappers its body calls),
-#: a note on the PTX). An empty name tuple: that exercise leaves the step to the learner (06's ring
+#: that issue it as (kernel file, the helper's signature, the ptx/*.cuh wrappers its body calls,
+#: " × n" after one it calls in a loop), a note on the PTX). An empty name tuple: that exercise leaves the step to the learner (06's ring
 #: position, printed "(yours)") or to the kernel (06e's producer, printed "(kernel's)"). Names as
 #: each exercise's in-scope list spells them.
 PROTOCOL_STEPS = (
@@ -150,7 +150,7 @@ PROTOCOL_STEPS = (
     ("arm + load a stage", ("load_stage",), ("full.arrive_expect_tx", "tma_load"), (),
      (("pipeline.cu", "void load_stage(", ("mbarrier_arrive_expect_tx", "tma_load_2d")),), ""),
     ("issue a k-tile's wgmmas", ("mma_ktile",), ("mma_ktile",), ("mma_ktile",),
-     (("wgmma_ring.cuh", "void mma_ktile(", ("wgmma_fence", "wgmma_mma_async_ss",
+     (("wgmma_ring.cuh", "void mma_ktile(", ("wgmma_fence", "wgmma_mma_async_ss × n",
                                              "wgmma_commit_group")),), ""),
     ("wait for wgmmas", ("wgmma_wait_group",), ("wgmma_wait_group<N>",),
      ("wgmma_wait_group<N>",), ((None, None, ("wgmma_wait_group",)),), ""),
@@ -179,15 +179,15 @@ def _helper_body(path, signature: str) -> str:
 
 def _opcodes(wrapper: str) -> str:
     """The PTX opcodes (with qualifiers, without operands) that ``wrapper``'s asm issues, read
-    from kernels/ptx/*.cuh by :func:`asynctc.core.notebook.ptx_instructions`. The wgmma
-    wrapper built by a macro is read from the macro's string."""
-    from ..core import notebook, runtime
-    if wrapper == "wgmma_mma_async_ss":
-        import re
-        text = (runtime.KERNEL_DIR / "ptx" / "wgmma.cuh").read_text()
-        return re.search(r'"(wgmma\.mma_async[\w.]*?)\.?"\s*SHAPE', text).group(1) + " × n"
+    from kernels/ptx/*.cuh by :func:`asynctc.core.notebook.ptx_instructions`. A qualifier that
+    varies with the template's arguments (``<SHAPE><TYPES>`` of the macro-built wgmma) is left
+    out, with the dot before it. ``wrapper`` may end in a count (``"wgmma_mma_async_ss × n"``),
+    kept after the opcodes."""
+    from ..core import notebook
+    wrapper, _, count = wrapper.partition(" × ")
     ptx = notebook.ptx_instructions(wrapper).splitlines()[1].split(None, 1)[1]
-    return "; ".join(i.split()[0] for i in ptx.split(";") if i.strip())
+    ops = "; ".join(i.split()[0].split("<")[0].rstrip(".") for i in ptx.split(";") if i.strip())
+    return ops + (f" × {count}" if count else "")
 
 
 def protocol_rows() -> list[tuple[str, str, str, str, str]]:
@@ -201,7 +201,7 @@ def protocol_rows() -> list[tuple[str, str, str, str, str]]:
         for file, signature, calls in helpers:
             if file is not None:
                 body = _helper_body(runtime.KERNEL_DIR / file, signature)
-                for w in calls:
+                for w in (c.partition(" × ")[0] for c in calls):
                     if w + "(" not in body and w + "<" not in body:
                         raise ValueError(f"{file}: {signature!r} no longer calls {w}")
             wrappers += [w for w in calls if w not in wrappers]
