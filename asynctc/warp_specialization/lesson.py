@@ -109,7 +109,7 @@ def show_ladder_steps(results: dict, steps: bool = True) -> None:
 @guards
 def show_epilogue(results: dict, store_results: dict) -> None:
     """06 §3: the TMA store's saving, traced (rungs 6 and 7 at 4096³) and timed alone on rung 3
-    (record ``ws_store_ablation``), printed as one line of arithmetic; guards the markdown's
+    (record ``ws_store_ablation``), printed as arithmetic; guards the markdown's
     sentences:
 
     - the TMA store cuts the traced epilogue to 0.26 of the register stores' cycles (0.20–0.32 of
