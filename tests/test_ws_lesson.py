@@ -56,5 +56,5 @@ def test_the_epilogue_arithmetic_holds_and_fails_when_the_store_gains_more(res, 
     assert "of a tile" in capsys.readouterr().out
     real = store_suite.store_findings
     monkeypatch.setattr(store_suite, "store_findings", lambda r: {**real(r), "store_alone": 1.20})
-    with pytest.raises(ClaimError, match="about 6 % of a tile"):
+    with pytest.raises(ClaimError, match="about 6 % of a traced tile"):
         W.show_epilogue(res, store)

@@ -8,6 +8,11 @@
 # [phase parity](../docs/glossary.md#phase-parity): the low bit naming which barrier phase a wait
 # means. Say why depth stops paying.
 #
+# **Where we are.** Chapter 03 moved a tile with one thread's TMA copy and an mbarrier; chapter
+# 04's `wgmma` multiplied tiles straight from shared memory. So far they took turns: a copy, a
+# wait, then the math. This chapter joins them in a ring of stages, so TMA fills one stage while the
+# Tensor Cores read another. At its end you can build that ring and name the parity each wait needs.
+#
 # Deep dives: [05b](05b_pipeline_timeline.ipynb), [05c](05c_pipeline_variants.ipynb).
 
 # %% output varies

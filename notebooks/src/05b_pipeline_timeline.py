@@ -31,10 +31,13 @@ res = rec.results
 # %% [markdown]
 # ## 1. The prediction, made before the GPU ran
 #
-# `asynctc.models.pipeline` runs the protocol of chapter 05, section 1, as a discrete-event
-# simulation: mbarrier arrival counts and tx bytes, TMA latency and bandwidth, the Tensor Core time of a k-tile from
-# chapter 04's record, DRAM bytes per SM from chapter 03's. Each wait names a phase parity, as
-# chapter 05 §1 worked out for S = 2.
+# **Goal.** Predict chapter 05 §4's depth sweep from the ring's protocol alone, before the kernel
+# ran, so that §2 can set the prediction beside the measurement.
+#
+# **The model.** `asynctc.models.pipeline` runs the protocol of chapter 05, section 1, as a
+# discrete-event simulation: mbarrier arrival counts and tx bytes, TMA latency and bandwidth. Its
+# inputs come from records: the Tensor Core time of a k-tile from chapter 04's, DRAM bytes per SM
+# from chapter 03's. Each wait names a phase parity, as chapter 05 §1 worked out for S = 2.
 #
 # **Exercise — write the parities** (`//` is integer division): `full_parity(k, S)`, the parity
 # a consumer waits on full[k mod S] for k-tile k, and `empty_parity(t, S)`, the parity the producer
@@ -58,41 +61,37 @@ if exercises.after("ch05.ring_parities"):
     plt.show()
 
 # %% [markdown]
-# Before the GPU ran the kernel, the model predicted this for the 128×256×64 tile with two
-# consumer warpgroups (`H200_PREDICTION`, 2026-11-30):
+# **The prediction.** On 2026-11-30, before the kernel first ran on the GPU, the model gave this
+# table for the 128×256×64 tile with two consumer warpgroups (`mp.H200_PREDICTION`, kept as it
+# was, its inputs listed under it):
 
 # %%
 print(mp.H200_PREDICTION)
 
 # %% [markdown]
-# That table comes from the model's **first schedule**, not the kernel's: a prologue of S − 1
-# k-tiles and k-tile k + S − 1 loaded at the end of iteration k whatever P,
-# where the kernel fills S stages and, once k-tile r = k − P is released, loads r + S
-# (`mp.ring_schedule(S, P, T, "model_v1")` against `"kernel"`). With wait_group(1) the two
-# differ only in when k-tile S − 1 is loaded; with wait_group(0) the first schedule gives every
-# load one k-tile less lead than the kernel. Everywhere else the model runs the kernel's schedule. Its table on the
-# same inputs (`mp.H200_PREDICTION_V2`) came after the depth sweep (chapter 05 §4) was measured, so
-# it is a correction, not a prediction: it shows what the schedule alone changes:
+# **One correction, made afterwards.** The prediction loaded k-tiles on a schedule of its own,
+# `"model_v1"`: a prologue of S − 1 k-tiles, then k-tile k + S − 1 at the end of iteration k,
+# whatever P. The kernel fills all S stages first and loads k-tile r + S once k-tile r = k − P is
+# released. With wait_group(1) the two differ only in when k-tile S − 1 is loaded; with
+# wait_group(0) the old schedule gives every load one k-tile less lead. `mp.ring_schedule(S, P, T,
+# "model_v1")` and `"kernel"` list both; everywhere else the model runs the kernel's.
+# `mp.H200_PREDICTION_V2` reruns the same inputs on the kernel's schedule. It was made after
+# chapter 05 §4's sweep was measured, so it is a correction, not a prediction: it shows what the
+# schedule alone changes. The cell asserts the table is the one the model computes now.
 
 # %%
 print(mp.H200_PREDICTION_V2)
 assert mp.prediction_v2_markdown() == mp.H200_PREDICTION_V2
 
 # %% [markdown]
-# **Why the model gives 811 TFLOP/s at S = 4 on today's records, not 842.** It is the same model
-# on other inputs. Chapter 05 §5 (as clocks per k-tile) and §4 below run it on the current records (`mp.HardwareParams.from_records()`);
-# the tables above use the inputs of 2026-11-30. The main difference is the SM clock the wgmma
-# record read, 1654 MHz now against 1713 then, and the plateau scales with it: 842 × 1654 / 1713 ≈ 813.
-# The cell below prints both runs and asserts that the clock accounts for the gap.
-#
-# The model's schedule (the kernel's) for one CTA tile (64 k-tiles of a 4096³ GEMM), the first 10
-# k-tiles, at depth 1, 2 and 4, on the prediction's inputs (`mp.frozen_params()`, read back from
-# its parameter list). Each consumer row shows its waits on full barriers (lower half)
-# and its wgmma groups in flight (upper half); the tma row has one sub-row per stage.
+# **The schedule, drawn.** One CTA tile of a 4096³ GEMM (64 k-tiles), its first 10 k-tiles, at
+# depth 1, 2 and 4, on the prediction's inputs (`mp.frozen_params()`, read back from its parameter
+# list). Each consumer row shows its waits on full barriers (lower half) and its wgmma groups in
+# flight (upper half); the tma row has one sub-row per stage. Under the figure, one summary per
+# run; its "on N SMs" leaves out the last wave's tail, which the table counts.
 
 # %% output varies
 hw_frozen = mp.frozen_params()
-hw = mp.HardwareParams.from_records()        # today's records: used for the fits of section 4
 K_TILES, SHOW = 64, 10
 model_runs = {}
 fig, axes = plt.subplots(3, 1, figsize=(10, 7.5), dpi=72, layout="constrained")
@@ -105,23 +104,31 @@ for ax, S in zip(axes, (1, 2, 4)):
 plt.show()
 for S, sc in model_runs.items():
     print(sc.summary())
+
+# %% [markdown]
+# **Frozen inputs, today's inputs.** Chapter 05 §5 (as clocks per k-tile) and §4 below run the
+# same model on today's records (`mp.HardwareParams.from_records()`), so their TFLOP/s differ from
+# the table's. The cell below asserts where the gap comes from. First, on the frozen inputs the old
+# schedule gives the table's S = 2 and S = 4 again. Second, today's S = 4 over the frozen S = 4
+# equals, to 0.01, the ratio of the SM clocks the two wgmma records read. The inputs moved, not the
+# model, so §2 sets the GPU beside the frozen table.
+
+# %% output varies
+hw = mp.HardwareParams.from_records()        # today's records: used for the fits of section 4 too
 frozen = {int(r[0]): float(r[1]) for r in re.findall(r"^\| (\d) \| \d \| \d+ \| \w+ \| \d+ \| (\d+) \|",
                                                    mp.H200_PREDICTION, re.M)}
 rerun = {S: mp.simulate(S, 1, 2, K_TILES, hw_frozen, schedule="model_v1").tflops_gpu(4096, 4096)
          for S in (2, 4)}
 today = {r["stages"]: r["tflops"] for r in mp.predict_depth_sweep(hw, stages=(2, 4))}
 assert all(round(rerun[S]) == frozen[S] for S in (2, 4)), (rerun, frozen)
-clock_ratio = hw.clock_mhz / hw_frozen.clock_mhz                # the gap to chapter 05's 811 is the clock
+clock_ratio = hw.clock_mhz / hw_frozen.clock_mhz                # the gap to chapter 05's S = 4 is the clock
 assert abs(today[4] / rerun[4] - clock_ratio) < 0.01, (today[4], rerun[4], clock_ratio)
-print(f"On its frozen inputs the old model (schedule 'model_v1') reproduces the frozen table: S = 2: "
-      f"{rerun[2]:.0f}, S = 4: "
-      f"{rerun[4]:.0f} TFLOP/s (the table counts the last wave's tail; a summary line's 'on "
-      f"{hw_frozen.sm_count} SMs' does not). On today's re-measured records ({hw.clock_mhz:.0f} MHz instead "
-      f"of {hw_frozen.clock_mhz:.0f}, {hw.tma_bytes_per_clk:.2f} DRAM B/clock/SM instead of "
-      f"{hw_frozen.tma_bytes_per_clk:.2f}) the same model gives {today[2]:.0f} and {today[4]:.0f}: its inputs "
-      "changed, not the model. The comparison with the GPU stays with the frozen table.")
+print(f"frozen inputs ({hw_frozen.clock_mhz:.0f} MHz, {hw_frozen.tma_bytes_per_clk:.2f} DRAM B/clock/SM), "
+      f"schedule 'model_v1': S = 2: {rerun[2]:.0f}, S = 4: {rerun[4]:.0f} TFLOP/s: the frozen table's numbers")
+print(f"today's records ({hw.clock_mhz:.0f} MHz, {hw.tma_bytes_per_clk:.2f} DRAM B/clock/SM), "
+      f"same model: S = 2: {today[2]:.0f}, S = 4: {today[4]:.0f} TFLOP/s")
 print(f"S = 4: {rerun[4]:.0f} × {hw.clock_mhz:.0f} / {hw_frozen.clock_mhz:.0f} = {rerun[4] * clock_ratio:.0f}; "
-      f"today's run: {today[4]:.0f} TFLOP/s")
+      f"the model on today's records: {today[4]:.0f} TFLOP/s")
 
 # %% [markdown]
 # ## 2. The prediction beside the measurement

@@ -5,6 +5,12 @@
 # and *consumer* warpgroups that only issue `wgmma`; then climb a ladder of kernels timed beside
 # cuBLAS.
 #
+# **Where we are.** Chapter 05 built a ring of stages: TMA fills a stage, `wgmma` reads it, and
+# two mbarriers per stage hand it back and forth. The loads came from one thread of a consumer
+# warpgroup, so its math stalled whenever that thread waited. This chapter gives the loads a
+# warpgroup of their own. At its end you can write the consumers' k-loop and read each rung of the
+# ladder.
+#
 # **In plain words.** Two barriers per stage, "full" and "empty", pass work between the roles.
 # The split frees registers for the math and lets loads run on into the next tile.
 #

@@ -259,9 +259,10 @@ notebook.require(abs(r3_gain["two consumers"]) < 0.02 and 0.14 < r3_gain["128x25
                  "two consumers and setmaxnreg move under 2 %; the wide tile +17 %, less smem share, fits at entry", **r3_gain)
 
 # %% [markdown]
-# **Why does rung 7 gain so much?** The traced cycles it saves storing C are 6 % of a traced tile
-# (7.2 % of rung 6's untraced one: 06 §3), close to the 7 % the TMA store bought alone on rung 3
-# (record `ws_store_ablation`).
+# **Why does rung 7 gain so much?** The cell divides the traced cycles it saves storing C by two
+# tiles of rung 6: the untraced one (timed median × clock ÷ tiles), which 06 §3 divides by, and the
+# traced one (traced k-tile × k-tiles), which tracing slows. It sets both beside what the TMA store
+# bought alone on rung 3 (record `ws_store_ablation`) and checks they are close.
 
 # %% output varies
 W.show_epilogue(res, records.load("ws_store_ablation").results)   # notebook.how(W.show_epilogue) prints its code

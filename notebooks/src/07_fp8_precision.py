@@ -6,6 +6,12 @@
 # [cuBLASLt](../docs/glossary.md#cublaslt), NVIDIA's tuned GEMM library. Then write the *promotion*
 # that buys back what Hopper's FP8 Tensor Core loses as it sums.
 #
+# **Where we are.** Chapter 06 built a GEMM from a producer warpgroup and consumer warpgroups and
+# climbed its ladder on fp16 and bf16. This chapter keeps that kernel and changes the number format
+# to 8 bits, which loses precision in two places: when values are rounded, and in the Tensor Core's
+# sums. At its end you can quantise a tensor with a scale and write the promotion that repairs the
+# sum.
+#
 # **In plain words.** An 8-bit float needs a scale per tensor. The Tensor Core multiplies at
 # double FP16's rate, but its adder drops small products unless fp32 registers take the sum over.
 #

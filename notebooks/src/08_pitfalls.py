@@ -4,6 +4,12 @@
 # **Learning goal.** Turn "it hangs" or "it is sometimes wrong" into a named bug, barrier, stage and
 # k-tile. One bug goes from symptom to one-line fix; then comes the method for the rest.
 #
+# **Where we are.** Chapters 03–06 built the parts of every asynchronous kernel here: 03's
+# mbarrier with its bounded waits, 05's ring of stages and its phase parities, 06's producer and
+# consumer roles. Each part is a promise between agents; break one and the kernel hangs or is
+# silently wrong. This chapter adds a method to find which promise broke. At its end you can take a
+# hang to the barrier, stage and k-tile that stuck, and fix it in one line.
+#
 # **In plain words.** Agents hand stages to each other through barriers; each bug is one broken
 # promise between them. A CPU model of the same protocol names the line to fix.
 #
@@ -11,7 +17,7 @@
 # NVIDIA's race and memory checker.
 
 # %% output varies
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from asynctc import pitfalls as F
 from asynctc.core import exercises, notebook
@@ -41,7 +47,8 @@ notebook.banner("sm_90a")
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$",
                      omit=((r"^    if \(tid == 0\) b\w+<0>", r"<0>", "exercise 2 asks for it"),
-                           (r"^      asm volatile", r"^    \}", "copy chunk phys of the stage to chunk q of out_buf")))
+                           (r"^      asm volatile\(\"ld", r"\"memory\"", "ld.shared: v = chunk phys of the stage"),
+                           (r"^      asm volatile\(\"st", r"\"memory\"", "st.shared: chunk q of out_buf = v")))
 
 # %% [markdown]
 # ## 3. One hang, from symptom to fix
@@ -94,7 +101,8 @@ print(D.pipeline_diagnosis("correct").text)
 # warpgroups. ptxas warning C7508 says it was ignored ([06b §3](06b_ws_anatomy.ipynb)).
 
 # %%
-display(Markdown(zoo.decision_markdown(classes=False)))
+table = zoo.decision_markdown(classes=False)
+display({"text/markdown": table, "text/plain": table}, raw=True)   # a table, rendered or as plain text
 
 # %% [markdown]
 # ## 5. Two more kinds of bug

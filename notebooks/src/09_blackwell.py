@@ -7,6 +7,12 @@
 # shape and types, and the 64-bit **shared-memory descriptor**. Allocate TMEM; write the MMA
 # thread's k-tile.
 #
+# **Where we are.** Chapters 04–06 built Hopper's GEMM: 04's `wgmma` reading shared memory, 05's
+# TMA ring, 06's warpgroups with their own jobs, the accumulator in registers throughout. Blackwell
+# keeps TMA and the mbarrier ring; this chapter adds `tcgen05.mma`, which one thread issues and
+# which sums into Tensor Memory. At its end you can read its two descriptors, allocate Tensor
+# Memory and write the MMA thread's k-tile, all checked on the CPU.
+#
 # **In plain words.** Blackwell gives the accumulator its own memory per SM. One thread issues
 # the MMA; a barrier says when it is done; the epilogue reads the result out.
 #

@@ -8,6 +8,11 @@
 # runs, each timed beside its baseline; (3) state the verdict as a clause and a number, and what
 # would flip it. No kernel runs here; the runs are the records in `data/`.
 #
+# **Where we are.** From chapter 00 on, the course timed its kernels beside baselines measured in
+# the same run and kept each run as a record in `data/`. Chapter 06 ended on a claim of its own, its
+# top rung against cuBLAS. This chapter adds no kernel; it adds a way to judge such a claim from
+# repeated runs. At its end you can bound a claim and state its verdict as a clause and a number.
+#
 # **In plain words.** A measured speed is one sample of a moving target: clocks, runs and
 # baselines all shift it. To trust a claim, rerun it the same way, time its baseline beside it,
 # and see how far repeated runs spread.
