@@ -111,8 +111,8 @@ def raised_hint(e: Exception) -> str:
         where = f" in thread (tx={tx}, ty={ty}) of block ({bx}, {by})"
     text = f"your kernel raised {type(e).__name__}{where}: {msg.splitlines()[0] if msg else '(no message)'}"
     if isinstance(e, IndexError):
-        text += (" — an index past an array's edge, which a GPU would read or write without a word: "
-                 "which bounds check lets it through?")
+        return text + (" — an index past an array's edge, which a GPU would read or write without a word: "
+                       "which bounds check lets it through?")
     return text + "."
 
 
@@ -137,7 +137,7 @@ def _diagnose(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> str | None:
     unwritten = ~finite & second
     if unwritten.any():
         r, col = (int(x) for x in np.argwhere(unwritten)[0])
-        return (f"C[{r}, {col}] is still NaN: rows TILE…2·TILE−1 of a block (row {r} is row "
+        return (f"C[{r}, {col}] is still NaN: rows {TILE}…{2 * TILE - 1} of a block (row {r} is row "
                 f"{r % (2 * TILE)} of its block) are never stored — look at row2, the second row's index, "
                 "and its store.")
     if (bad & second).any() and not (bad & ~second).any():
@@ -156,7 +156,7 @@ def _diagnose(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> str | None:
                 "zero-fill of the tiles past M, N and K, and the stores' row < M, col < N.")
     r, col = (int(x) for x in np.argwhere(bad)[0])
     got = "NaN (never stored)" if not finite[r, col] else f"{c[r, col]:.4g}"
-    return (f"C[{r}, {col}] = {got}, float64 says {ref[r, col]:.4g}, and first rows are wrong too: "
+    return (f"C[{r}, {col}] = {got}, float64 says {ref[r, col]:.4g}: the first rows are wrong too — "
             "acc sums sA[ty, kk] · sB[kk, tx] over kk, as in simt.py's kernel above.")
 
 
