@@ -99,6 +99,8 @@ def test_the_pieces():
     e = IndexError("tid=[3, 5, 0] ctaid=[1, 1, 0]: index 60 is out of bounds for axis 0 with size 53")
     assert T.raised_hint(e).startswith("your kernel raised IndexError in thread (tx=3, ty=5) of block "
                                        "(1, 1): index 60 is out of bounds")
+    e = TypeError("Failed in cuda mode pipeline (step: nopython frontend)\nNameError: name 'bias' is not defined")
+    assert T.raised_hint(e) == "your kernel raised TypeError: NameError: name 'bias' is not defined."
     # a store below C, as an unchecked store does on a GPU, shows in the padding rows
     m, n, k = T.SHAPE
     rng = np.random.default_rng(1)

@@ -109,7 +109,10 @@ def raised_hint(e: Exception) -> str:
     if m:
         tx, ty, bx, by, msg = m.groups()
         where = f" in thread (tx={tx}, ty={ty}) of block ({bx}, {by})"
-    text = f"your kernel raised {type(e).__name__}{where}: {msg.splitlines()[0] if msg else '(no message)'}"
+    # numba on a GPU says "Failed in cuda mode pipeline (step: …)" first, the reason below it
+    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", msg).splitlines() if ln.strip()]
+    first = next((ln for ln in lines if not ln.startswith("Failed in")), lines[0] if lines else "(no message)")
+    text = f"your kernel raised {type(e).__name__}{where}: {first}"
     if isinstance(e, IndexError):
         return text + (" — an index past an array's edge, which a GPU would read or write without a word: "
                        "which bounds check lets it through?")
