@@ -36,6 +36,7 @@ KW = {
     "ch01.smem_bytes": dict(bm=128, bn=256, bk=32),
     "ch01.hmma_per_ktile": dict(wm=64, wn=32, bk=32, bm=128, bn=128),
     "ch01.costliest_part": dict(ablation=ABLATION),
+    "ch01.two_rows": dict(),
     "ch02.ring_smem": dict(bm=128, bn=64, bk=32, ctas=1),
     "ch02.wait_n": dict(stages=4),
     "ch03.expect_tx": dict(rows=48, cols=32, dtype="float32"),
@@ -452,6 +453,10 @@ MISTAKES += [
     ("ch03.stage_fill", _FILL.replace("full_bar, (", "bar, ("), 'identifier "bar" is undefined'),
     ("ch03.stage_fill", 5, "pass your lines as a string"),
 ]
+
+#: ch01.two_rows, a numba kernel run in the simulator: its mistakes, each launched (a few seconds
+#: each), are in tests/test_two_rows.py; here only what is judged without a launch.
+MISTAKES += [("ch01.two_rows", 5, "pass your kernel, the function under @cuda.jit")]
 
 
 def _promotion(reset=True, add=True, tail=True, shift=1, times=1, never=False, fp64=False):

@@ -28,6 +28,8 @@ mma_sync.launcher``):
 * ``lesson.py`` — the notebook's tables and the guards of its prose: :func:`show_vs_cublas`,
   :func:`show_why` (:func:`~asynctc.core.notebook.guards`), :func:`why_rows`.
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
+* ``two_rows.py`` — the code exercise ``ch01.two_rows`` (a numba kernel, two rows of C per thread,
+  run in numba's simulator without a GPU) and its judge (registered on import).
 
 The chapter's checking vocabulary (:mod:`asynctc.core.checks`: :class:`Check`, :func:`compare`,
 :func:`random_operands`, …) and :func:`~asynctc.core.bench.peak_tflops` are re-exported too.
@@ -38,7 +40,7 @@ from ..core.checks import (  # noqa: F401  (the chapter's checking vocabulary)
     FULL_CHECK_MAX, U_ACC, Check, SampledReference, abs_reference, check_gemm, check_sampled_rows,
     compare, exact_operands, gamma, np_dtype, random_operands, reference, square_problem,
     timed_output_reference)
-from . import exercises  # noqa: F401  (registers the chapter's exercises)
+from . import exercises, two_rows  # noqa: F401  (register the chapter's exercises)
 from .config import (  # noqa: F401
     ABLATIONS, DEFAULT_TILE, DTYPES, TILES, MmaSyncTile, _defines, check_shapes)
 from .launch import (  # noqa: F401

@@ -1,6 +1,7 @@
 """Chapter 01 — the exercises auto-checked in notebooks/01_synchronous (registered on import):
-``ch01.smem_bytes``, ``ch01.hmma_per_ktile`` and ``ch01.costliest_part``, each with its diagnosis
-of known mistakes."""
+``ch01.smem_bytes`` (the teacher's checkpoint), ``ch01.hmma_per_ktile`` and ``ch01.costliest_part``,
+each with its diagnosis of known mistakes. The code exercise ``ch01.two_rows`` lives in
+``two_rows.py``."""
 
 from __future__ import annotations
 

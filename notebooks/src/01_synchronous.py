@@ -211,12 +211,43 @@ mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why
 #
 # Wrong answers get a hint.
 #
-# **1.** How many bytes of shared memory does *one stage* (an A tile and a B tile, fp16) of a
-# 128×256×32 CTA tile take?
+# **1. Two rows per thread.** Complete `two_rows`, §1's kernel with two elements of C per thread:
+# rows `row` and `row2 = row + TILE` of one column, so a 16×16 block covers 32 rows. Write `row2`
+# and the inner loop: read `sB[kk, tx]` once and add its products with rows `ty` and `ty + TILE` of
+# `sA` into `acc` and `acc2`. The check runs it on odd sizes against float64.
 
 # %%
-answer = ...
-ok = exercises.check("ch01.smem_bytes", answer, bm=128, bn=256, bk=32)
+cuda = simt.numba_cuda()                 # numba.cuda (its simulator where there is no GPU)
+from numba import float32
+TILE = simt.TILE                         # 16
+
+
+@cuda.jit
+def two_rows(A, B, C):
+    sA = cuda.shared.array((2 * TILE, TILE), float32)      # 2·TILE rows of A
+    sB = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * 2 * TILE + ty
+    row2 = ...                # your code
+    col = cuda.blockIdx.x * TILE + tx
+    M, K = A.shape
+    N = B.shape[1]
+    acc, acc2 = float32(0.0), float32(0.0)
+    for k0 in range(0, K, TILE):
+        sA[ty, tx] = A[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)
+        sA[ty + TILE, tx] = A[row2, k0 + tx] if row2 < M and k0 + tx < K else float32(0.0)
+        sB[ty, tx] = B[k0 + ty, col] if k0 + ty < K and col < N else float32(0.0)
+        cuda.syncthreads()
+        for kk in range(TILE):
+            ...                     # your code
+        cuda.syncthreads()
+    if row < M and col < N:
+        C[row, col] = acc
+    if row2 < M and col < N:
+        C[row2, col] = acc2
+
+
+ok = exercises.check("ch01.two_rows", two_rows)
 
 # %% [markdown]
 # **2.** Section 2's SASS showed 128 `HMMA` for the default tile. That is one k-tile's count too,
@@ -233,7 +264,40 @@ ok = exercises.check("ch01.hmma_per_ktile", answer, wm=t.wm, wn=t.wn, bk=t.bk, b
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
 
 # %% output varies
-exercises.check("ch01.smem_bytes", (128 * 32 + 32 * 256) * 2, bm=128, bn=256, bk=32, solution=True)
+cuda = simt.numba_cuda()
+from numba import float32
+TILE = simt.TILE
+
+
+@cuda.jit
+def two_rows(A, B, C):
+    """C = A @ B, fp32. Each thread computes C[row, col] and C[row2, col]."""
+    sA = cuda.shared.array((2 * TILE, TILE), float32)      # 2·TILE rows of A
+    sB = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * 2 * TILE + ty
+    row2 = row + TILE
+    col = cuda.blockIdx.x * TILE + tx
+    M, K = A.shape
+    N = B.shape[1]
+    acc, acc2 = float32(0.0), float32(0.0)
+    for k0 in range(0, K, TILE):
+        sA[ty, tx] = A[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)
+        sA[ty + TILE, tx] = A[row2, k0 + tx] if row2 < M and k0 + tx < K else float32(0.0)
+        sB[ty, tx] = B[k0 + ty, col] if k0 + ty < K and col < N else float32(0.0)
+        cuda.syncthreads()
+        for kk in range(TILE):
+            b = sB[kk, tx]              # one read of sB ...
+            acc += sA[ty, kk] * b       # ... feeds two FFMAs
+            acc2 += sA[ty + TILE, kk] * b
+        cuda.syncthreads()
+    if row < M and col < N:
+        C[row, col] = acc
+    if row2 < M and col < N:
+        C[row2, col] = acc2
+
+
+exercises.check("ch01.two_rows", two_rows, solution=True)
 t = mma_sync.TILES[3]                     # 128x128x32/w64x32/2cta
 ck = mma_sync.compile_mma_sync("float16", t)
 pred = (t.wm // 16) * (t.wn // 8) * (t.bk // 16)

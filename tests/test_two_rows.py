@@ -1,0 +1,113 @@
+"""ch01.two_rows (asynctc/mma_sync/two_rows.py): the learner's numba kernel, two rows of C per thread,
+run in numba's simulator (no GPU here). A right kernel passes; each named mistake gets its hint; the
+template left as it is counts as not answered. Each launch takes a few seconds in the simulator."""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import textwrap
+
+import numpy as np
+import pytest
+
+from asynctc.core import exercises
+from asynctc.mma_sync import two_rows as T
+
+#: The solution's source (the course's reference kernel), to be broken one line at a time.
+SOLUTION = textwrap.dedent(inspect.getsource(T.reference().py_func))
+HEAD = ("from asynctc import simt\n"
+        "cuda = simt.numba_cuda()\n"
+        "from numba import float32\n"
+        "TILE = simt.TILE\n\n\n")
+
+
+def _kernel(tmp_path, src: str, name: str = "learner"):
+    """The ``@cuda.jit`` kernel defined by ``src``, imported from a file (so its source can be read)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD + "@cuda.jit\n" + src.split("@cuda.jit\n", 1)[-1])
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.two_rows
+
+
+def _swap(old: str, new: str) -> str:
+    assert old in SOLUTION, old
+    return SOLUTION.replace(old, new)
+
+
+def test_the_right_kernel_passes(capsys):
+    assert exercises.check("ch01.two_rows", T.reference(), solution=True)
+    out = capsys.readouterr().out
+    assert "correct — FFMA per shared-memory load of B: 1 in simt.py's kernel → 2 in yours" in out, out
+    assert "mma.sync" in out
+
+
+def test_the_template_is_not_answered(tmp_path, capsys):
+    src = _swap("row2 = row + TILE", "row2 = ...")
+    lines = [ln for ln in src.splitlines() if "acc += sA" not in ln and "acc2 += sA" not in ln]
+    src = "\n".join(ln.split("b = sB")[0] + "..." if "b = sB[kk, tx]" in ln else ln for ln in lines)
+    assert not exercises.check("ch01.two_rows", _kernel(tmp_path, src))
+    out = capsys.readouterr().out
+    assert out.startswith("[ch01.two_rows] not answered yet — replace each ... with code, in: "
+                          "`row2 = ...`; `...`"), out
+
+
+def _hint(tmp_path, capsys, src: str) -> str:
+    assert not exercises.check("ch01.two_rows", _kernel(tmp_path, src))
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("[ch01.two_rows] not quite — "), out
+    return out
+
+
+MISTAKES = [
+    # (what the learner wrote, words of the hint)
+    (("row2 = row + TILE", "row2 = row + 1"), "never stored — look at row2"),
+    (("row2 = row + TILE", "row2 = ty + TILE"), "never stored — look at row2"),
+    (("acc2 += sA[ty + TILE, kk] * b", "acc2 += sA[ty, kk] * b"), "the first rows are right, the second are not"),
+    (("acc2 += sA[ty + TILE, kk] * b", "acc += sA[ty + TILE, kk] * b"), "the first rows are wrong too"),
+    (("if row < M and col < N:", "if row < M and col < N - 1:"), "only the partial blocks at C's edges"),
+    (("if row2 < M and col < N:", "if col < N:"), "raised IndexError in thread"),
+    (("b = sB[kk, tx]", "b = sB[kk, tx] + bias"), "raised NameError"),
+]
+
+
+@pytest.mark.parametrize("swap,words", MISTAKES, ids=[m[0][1] for m in MISTAKES])
+def test_each_mistake_gets_its_hint(tmp_path, capsys, swap, words):
+    out = _hint(tmp_path, capsys, _swap(*swap))
+    assert words in out, out
+
+
+def test_reading_sB_twice_passes_with_a_note(tmp_path, capsys):
+    src = _swap("acc2 += sA[ty + TILE, kk] * b", "acc2 += sA[ty + TILE, kk] * sB[kk, tx]")
+    assert exercises.check("ch01.two_rows", _kernel(tmp_path, src))
+    out = capsys.readouterr().out
+    assert "→ 1 in yours" in out and "Read sB[kk, tx] once" in out, out
+
+
+def test_not_a_kernel(capsys):
+    def two_rows(A, B, C):
+        pass
+    assert not exercises.check("ch01.two_rows", two_rows)
+    assert "pass your kernel, the function under @cuda.jit" in capsys.readouterr().out
+
+
+def test_the_pieces():
+    assert T.grid_for(53, 37) == ((3, 2), (16, 16))
+    assert T.holes("x = ...  # ... in a comment\ny = '...'\n") == ["x = ..."]
+    assert T.ffma_per_b_load(SOLUTION) == 2
+    e = IndexError("tid=[3, 5, 0] ctaid=[1, 1, 0]: index 60 is out of bounds for axis 0 with size 53")
+    assert T.raised_hint(e).startswith("your kernel raised IndexError in thread (tx=3, ty=5) of block "
+                                       "(1, 1): index 60 is out of bounds")
+    e = TypeError("Failed in cuda mode pipeline (step: nopython frontend)\nNameError: name 'bias' is not defined")
+    assert T.raised_hint(e) == "your kernel raised TypeError: NameError: name 'bias' is not defined."
+    # a store below C, as an unchecked store does on a GPU, shows in the padding rows
+    m, n, k = T.SHAPE
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    out = np.full((m + 2 * T.TILE, n), np.nan, np.float32)
+    out[:m] = a @ b
+    assert T._diagnose(out, a, b) is None
+    out[m + 3, 0] = 1.0
+    assert "your kernel wrote row" in T._diagnose(out, a, b)
