@@ -15,8 +15,7 @@
 # `__syncthreads()`. Each warp then loads its [*fragments*](../docs/glossary.md#fragment) with
 # [**`ldmatrix`**](../docs/glossary.md#ldmatrix), a warp-wide load from shared memory. A fragment
 # is the warp's share of a tile, in its 32 lanes' registers. The warp multiplies them with
-# **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. Section 1 is a plain tiled GEMM in
-# Python, compiled by numba. Sections 2–5 build a tuned `mma.sync` GEMM.
+# **`mma.sync`**, Ampere's warp-wide Tensor Core instruction.
 #
 # Deep dive: [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
 
@@ -108,8 +107,7 @@ fig = mma_sync.plot_tile_hierarchy(mma_sync.DEFAULT_TILE)
 ck = mma_sync.compile_mma_sync("float16")
 notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$", ptx_last=True,
                      ptx=("ldmatrix_x4", "ldmatrix_x4_trans", "mma_sync_m16n8k16"),
-                     more=(("gemm_tile.cuh", r"^__device__ __forceinline__ void load_fragments", r"^}"),
-                           ("gemm_tile.cuh", r"^template <bool kLoad = true>", r"^}")))
+                     more=(("gemm_tile.cuh", r"^template <bool kLoad = true>", r"^}"),))
 
 # %% [markdown]
 # ### SASS: what the GPU will execute
@@ -153,8 +151,7 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # kernel that issues `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM).
 # The SIMT GEMM is printed for scale. The chapter's goal is half of cuBLAS at 4096³.
 #
-# The figure's peak line is chapter 00's formula, at *this* sweep's measured SM clock. Chapter 00
-# §2 says why each run times its own cuBLAS.
+# The figure's peak line is chapter 00's formula, at *this* sweep's measured SM clock.
 #
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
 # fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?
