@@ -107,7 +107,8 @@ fig = mma_sync.plot_tile_hierarchy(mma_sync.DEFAULT_TILE)
 ck = mma_sync.compile_mma_sync("float16")
 notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$", ptx_last=True,
                      ptx=("ldmatrix_x4", "ldmatrix_x4_trans", "mma_sync_m16n8k16"),
-                     more=(("gemm_tile.cuh", r"^template <bool kLoad = true>", r"^}"),))
+                     more=(("gemm_tile.cuh", r"^__device__ __forceinline__ void load_fragments", r"^}"),
+                           ("gemm_tile.cuh", r"^template <bool kLoad = true>", r"^}")))
 
 # %% [markdown]
 # ### SASS: what the GPU will execute

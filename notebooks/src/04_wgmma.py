@@ -127,7 +127,8 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
-                             end=r"^  wgmma_wait_group<0>\(\);$"))
+                             end=r"^  wgmma_wait_group<0>\(\);$",
+                             ptx=("wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
 ck = wgmma.compile_tile(wgmma.TileConfig("float16", 64))
 display(notebook.show_ptx(ck))
 print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
