@@ -101,9 +101,7 @@ notebook.require(hi / lo < 1.06, "cuBLAS's 4096³ fp16 figure differs by a few p
 card = peak_card.show_card()   # notebook.how(peak_card.show_card) prints its code
 
 # %% [markdown]
-# Each `show_*` helper prints and asserts the arithmetic behind what it states.
-# `notebook.how(why_async.show_peak)` prints its code. Our yardstick is checked too: cuBLAS
-# against float64, element by element. The tolerance, the
+# Our yardstick is checked too: cuBLAS against float64, element by element. The tolerance, the
 # [elementwise bound](../docs/glossary.md#elementwise-bound), scales with |A|·|B|:
 
 

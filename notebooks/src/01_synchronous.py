@@ -15,8 +15,7 @@
 # `__syncthreads()`. Each warp then loads its [*fragments*](../docs/glossary.md#fragment) with
 # [**`ldmatrix`**](../docs/glossary.md#ldmatrix), a warp-wide load from shared memory. A fragment
 # is the warp's share of a tile, in its 32 lanes' registers. The warp multiplies them with
-# **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. Section 1 is a plain tiled GEMM in
-# Python, compiled by numba. Sections 2–5 build a tuned `mma.sync` GEMM.
+# **`mma.sync`**, Ampere's warp-wide Tensor Core instruction.
 #
 # Deep dive: [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
 
@@ -153,8 +152,7 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # kernel that issues `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM).
 # The SIMT GEMM is printed for scale. The chapter's goal is half of cuBLAS at 4096³.
 #
-# The figure's peak line is chapter 00's formula, at *this* sweep's measured SM clock. Chapter 00
-# §2 says why each run times its own cuBLAS.
+# The figure's peak line is chapter 00's formula, at *this* sweep's measured SM clock.
 #
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
 # fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?

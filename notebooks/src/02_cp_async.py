@@ -135,8 +135,7 @@ cp_async_show.sass_tables(ck)   # notebook.how(cp_async_show.sass_tables) prints
 # ## 3. Correctness first
 #
 # Every tile and stage count is checked against float64, as in chapter 01. The tolerance is the
-# [elementwise bound](../docs/glossary.md#elementwise-bound), scaled by |A|·|B|. In replay these
-# are the recorded checks.
+# [elementwise bound](../docs/glossary.md#elementwise-bound), scaled by |A|·|B|.
 
 # %% output varies
 rec = records.load_or_measure("cp_async", cp_async.measure_cp_async)
@@ -165,8 +164,7 @@ print(f"best configuration {best['tile']}: {notebook.ratio(best['tflops'], base,
       f"{notebook.ratio(best['tflops'], cb)} of cuBLAS")
 
 # %% [markdown]
-# **What moved, and why.** The table numbers three rows. Each note under it is generated from
-# the record and checked against it.
+# **What moved, and why.** The table numbers three rows:
 #
 # 1. **BK = 64, one stage.** Each CTA copies, waits, then computes. Only the SM's second CTA
 #    (`/2cta`) computes in the meantime. Chapter 01 also paid a register hop (`LDG`, `STS`).

@@ -200,8 +200,8 @@ notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared 
 
 # %% [markdown]
 # **So:** from N = 64 on, SS and RS both run at the full rate. Below it, shared memory limits SS
-# (the model at N = 8: 4 clocks of math in 16 + 2 of reads, 0.22) and a fixed cost limits RS. More: [04b §6](04b_wgmma_anatomy.ipynb) for the
-# peak and SS against RS, [04b §4](04b_wgmma_anatomy.ipynb) for the fixed cost.
+# (the model at N = 8: 4 clocks of math in 16 + 2 of reads, 0.22) and a fixed cost limits RS. More:
+# [04b §4, §6](04b_wgmma_anatomy.ipynb).
 # %% [markdown]
 # **Play** (ungraded): `print(wgmma.design(8, "registers"))` prints the model's clocks beside the
 # record's. Try N = 64, then `"smem"`.
@@ -211,8 +211,7 @@ notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared 
 # %% [markdown]
 # ## Exercises
 #
-# This lesson's two exercises sit where they are needed: §3's k-step (`ch04.kstep`) and §6's owner
-# of an element (`ch04.acc_owner`). The descriptor encoder by hand: [04b §7](04b_wgmma_anatomy.ipynb).
+# They are in §3 (`ch04.kstep`) and §6 (`ch04.acc_owner`). The encoder by hand: [04b §7](04b_wgmma_anatomy.ipynb).
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>

@@ -143,9 +143,6 @@ for tile, n in [(t, n) for t in ("128x128x64/c1", "128x128x64/c2") for n in (819
 print(f"{tile} {n}³, this run, S = 3 → 4: CTAs per SM {occ[3]} → {occ[4]}, TFLOP/s {tf[3]:.0f} → {tf[4]:.0f}")
 
 # %% [markdown]
-# Going further: [05b §2](05b_pipeline_timeline.ipynb) derives the rows beside the model.
-
-# %% [markdown]
 # ## 5. Why it stops rising
 #
 # The trace of CTA 0 (128×256, S = 4) sits above the ring model. Where do the red bars (waits on

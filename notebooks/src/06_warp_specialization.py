@@ -126,8 +126,7 @@ plt.show()
 # 65536 / 384 = 170.7, rounded down to a multiple of 8: **168 at entry**. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register
 # limit while it runs. The producer drops to 40; the two consumers rise to 232, 64512 in all.
 # The ladder in §3 adds it together with a second consumer; [06c §3](06c_ladder_investigations.ipynb)
-# measures it alone. Going further: [06b §3](06b_ws_anatomy.ipynb) reads the budget from
-# the cubin.
+# measures it alone.
 #
 # ## 3. The ladder
 #
@@ -157,8 +156,6 @@ plt.show()
 #   both: a [multicast](../docs/glossary.md#multicast);
 # - 8: the raster, the order tiles are taken in: **group-M** is how many tile rows it walks down
 #   before it moves one column on.
-#
-# [06c §1](06c_ladder_investigations.ipynb) names them in full.
 #
 # **Derive it** from the `ladder` rows. The table sets each rung over its parent (`over`); rung 5's
 # parent is rung 3.
