@@ -333,3 +333,30 @@ def test_site_folds_the_prediction_answers_in_details():
         fold = nb.cells[at(c) + 1]
         assert fold.source.startswith("<details><summary>") and ("<img" in fold.source or "<pre>" in fold.source)
     assert any("<img" in nb.cells[at(c) + 1].source for c in answers)
+
+
+def test_site_hides_the_code_of_check_cells_and_keeps_their_outputs():
+    """A ``check`` cell (``# %% check``: guards only) shows its outputs on the site, not its code;
+    other cells keep theirs. Chapter 05's pages show none of its check cells' code."""
+    pytest.importorskip("nbconvert")
+    import nbformat
+    from asynctc.teaching import builds, publish
+    nb = nbformat.v4.new_notebook()
+    printed = nbformat.v4.new_code_cell("print('ordinary_cell_code')")
+    printed.outputs = [nbformat.v4.new_output("stream", name="stdout", text="ordinary_output\n")]
+    check = nbformat.v4.new_code_cell("notebook.require(guard_cell_code)")
+    check.metadata.update(tags=[builds.CHECK_TAG], jupyter={"source_hidden": True})
+    check.outputs = [nbformat.v4.new_output("stream", name="stdout", text="check_output\n")]
+    nb.cells = [printed, check]
+    body = publish.page_html(nb)
+    assert "ordinary_cell_code" in body and "ordinary_output" in body and "check_output" in body
+    assert "guard_cell_code" not in body
+    assert check.source == "notebook.require(guard_cell_code)"     # the notebook itself is unchanged
+    p = builds.notebooks_dir() / "05_pipelines.ipynb"
+    ch05 = builds.strip_solutions(nbformat.read(p, as_version=4))
+    checks = [c for c in ch05.cells if builds.CHECK_TAG in c.metadata.get("tags", [])]
+    assert checks, "chapter 05 has no check cell"
+    body = publish.page_html(ch05)
+    for text in ("two CTAs per SM become one", "untraced, a k-tile still takes"):   # the guards' sentences
+        assert any(text in c.source for c in checks), text
+        assert text not in body, f"05's page shows the check cell that says {text!r}"

@@ -3,7 +3,7 @@
 * every markdown sentence that compares measured numbers is guarded: its cell is followed by a code
   cell that ``assert``\\ s it or prints it through ``notebook.claim`` (so a re-measurement that flips
   the conclusion fails), unless the allow-list below says, with a reason, that it compares no
-  measurement;
+  measurement; a guard in a ``# %% check`` cell (collapsed, guards only) counts like any other;
 * every ``notebook.show_source`` listing renders (last expression of its cell, or inside
   ``display``) and shows the lines it is about;
 * the first code cell calls ``notebook.banner`` (which makes figures render inline even with
@@ -69,7 +69,7 @@ ALLOWED = [
     ("04b", r"lane 4g\+t holds|holds each", "the PTX accumulator layout"),
     ("04b", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),
     ("04b", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
-    ("05", r"about 1\.2× as long as in the model", "asserted by 05 §5's visible notebook.require"),
+    ("05", r"about 1\.2× as long as in the model", "asserted by 05 §5's notebook.require, in the check cell before it"),
     ("05b", r"ring alone brings less than the math needs", "asserted by pl.show_supply (pipeline/lesson.py)"),
     ("09", r"No sm_100 GPU stands behind this chapter", "says that nothing is measured"),
     ("09", r"operations after it\s+behind the waits", "a PTX ordering rule, not a measurement"),
@@ -463,10 +463,47 @@ def test_markers_become_nbval_tags(src):
     assert "NBVAL_IGNORE_OUTPUT" not in text, f"{src.name}: use the '# %% output varies' marker"
     cells = _cells(src)
     answers = text.count("# %% output answers a prediction\n")     # also nbval-ignore-output
-    varies = len(re.findall(r"^# %% output varies(?:\n| tags=)", text, re.M))   # jupytext metadata may follow
+    # jupytext metadata may follow a marker
+    varies = len(re.findall(r"^# %% (?:check, )?output varies(?:\n| tags=)", text, re.M))
+    checks = len(re.findall(r"^# %% check(?:, output varies)?(?:\n| tags=)", text, re.M))
     assert sum(_tagged(c) for c in cells) == varies + answers
     assert sum("answer" in c.metadata.get("tags", []) for c in cells) == answers
+    assert sum("check" in c.metadata.get("tags", []) for c in cells) == checks
     assert not any("title" in c.metadata for c in cells)
+
+
+def _build_source(tmp_path, text):
+    src = tmp_path / "99_markers.py"
+    src.write_text(text)
+    return _build_module().to_notebook(src).cells
+
+
+def test_a_check_cell_is_tagged_collapsed_and_guards_like_any_cell(tmp_path):
+    """``# %% check``: tag ``check``, code collapsed in JupyterLab (outputs shown), a guard for the
+    prose test as the same code in an ordinary cell; ``# %% check, output varies`` adds nbval's tag."""
+    cells = _build_source(tmp_path, (
+        '# %%\nx = 2\nprint(x)\n\n'
+        '# %% check\nnotebook.require(x > 1, "two beats one", x=x)\n\n'
+        '# %% check, output varies\nnotebook.claim(x > 1, "two beats one", x=x)\n\n'
+        '# %%\nnotebook.require(x > 1, "two beats one", x=x)\n'))
+    plain, check, check_varies, ordinary = cells
+    assert "check" not in plain.metadata.get("tags", []) and "jupyter" not in plain.metadata
+    assert check.metadata["tags"] == ["check"]
+    assert check.metadata["jupyter"] == {"source_hidden": True}
+    assert check_varies.metadata["tags"] == ["check", "nbval-ignore-output"]
+    assert check_varies.metadata["jupyter"] == {"source_hidden": True}
+    assert _guard(check) and _guard(check_varies) and _guard(ordinary)
+    for bad in ("# %% output varies, check\nx = 1\n", "# %% check, output answers a prediction\nx = 1\n",
+                "# %% [markdown] check\n# text\n"):
+        with pytest.raises(SystemExit, match="unknown cell marker"):
+            _build_source(tmp_path, bad)
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_check_cells_hold_guards(src):
+    """A ``# %% check`` cell is collapsed: it holds guards, not lines a reader needs."""
+    bad = [i for i, c in enumerate(_cells(src)) if "check" in c.metadata.get("tags", []) and not _guard(c)]
+    assert not bad, f"{src.name}: check cells {bad} hold no guard (assert, notebook.require, notebook.claim)"
 
 
 _MPL_RETURNS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "legend", "text", "annotate",

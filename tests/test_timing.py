@@ -38,6 +38,15 @@ def test_the_model_adds_what_its_docstring_says():
     assert e.exercise_s == 60 * timing.EXERCISE_MIN["compute"]
 
 
+def test_a_check_cell_is_run_not_read():
+    """A ``check`` cell's code is collapsed: the model charges the run, not its lines or comments."""
+    guard = "for t in (1, 2):  # every tile\n    notebook.require(t > 0, 'positive', t=t)\n"
+    check = _nb({"cell_type": "code", "source": guard, "metadata": {"tags": ["check"]}, "outputs": []})
+    plain = _nb({"cell_type": "code", "source": guard, "metadata": {}, "outputs": []})
+    assert timing.estimate(check).code_s == timing.CELL_S and timing.estimate(check).prose_s == 0
+    assert timing.estimate(plain).code_s == timing.CELL_S + 2 * timing.CODE_LINE_S
+
+
 def test_long_outputs_are_skimmed_and_exercise_kinds():
     long = _nb({"cell_type": "code", "source": "print(x)", "metadata": {},
                 "outputs": [{"output_type": "stream", "name": "stdout", "text": "w " * 5000}]})

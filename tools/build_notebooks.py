@@ -23,6 +23,17 @@ validation errors) are compared by nbval.
 A cell whose output answers a "predict before you look" exercise (the figure, table or source
 excerpt that shows the answer) opens with ``# %% output answers a prediction``: it gets the tags
 ``answer`` and ``nbval-ignore-output``, and the learner notebook keeps it without its outputs.
+
+A code cell that holds only guards (``assert``, ``notebook.require``, ``notebook.claim`` over the
+numbers a cell above printed) opens with ``# %% check``: it gets the tag ``check`` and
+``metadata.jupyter.source_hidden`` (collapsed in JupyterLab: the reader sees "…" and can open it),
+so the cell that prints keeps only the lines that matter. It still runs, under nbval too, and a
+failing guard raises as anywhere else; the course site shows its outputs without its code. Put it
+right after the cell whose numbers it checks, before the markdown that states the guarded
+sentence; tests/test_notebook_prose.py counts its guards as it counts any cell's. A check cell
+whose output varies (a ``notebook.claim`` printing a record's numbers) opens with
+``# %% check, output varies``: both tags, the one combination of markers.
+
 Solution cells are code cells that check with ``solution=True`` (tag ``solution``) and the
 ``<summary>Solutions`` heading; they stay only in the solution notebook.
 """
@@ -50,6 +61,22 @@ VARIES_TAG = "nbval-ignore-output"
 #: The marker of a cell whose output answers a prediction, and its tag (see the module docstring).
 ANSWER_MARKER = "output answers a prediction"
 ANSWER_TAG = "answer"
+#: The marker of a code cell that holds only guards, and its tag (asynctc.teaching.builds.CHECK_TAG).
+CHECK_MARKER = "check"
+CHECK_TAG = "check"
+#: Every cell marker (a jupytext title) → the tags it gives; ``check, output varies`` combines two
+#: (a check cell answers no prediction, so there is no other combination).
+MARKERS = {VARIES_MARKER: {VARIES_TAG}, ANSWER_MARKER: {VARIES_TAG, ANSWER_TAG}, CHECK_MARKER: {CHECK_TAG},
+           f"{CHECK_MARKER}, {VARIES_MARKER}": {CHECK_TAG, VARIES_TAG}}
+
+
+def marker_tags(title: str, cell_type: str, where: str) -> set[str]:
+    """The tags a cell's marker ``title`` gives it (:data:`MARKERS`); SystemExit naming ``where``
+    for an unknown marker, or a marker on a markdown cell."""
+    if cell_type != "code" or title not in MARKERS:
+        raise SystemExit(f"{where}: unknown cell marker {title!r} (the markers are "
+                         + ", ".join(f"'# %% {m}'" for m in MARKERS) + ", on code cells)")
+    return set(MARKERS[title])
 
 FORBIDDEN = [re.compile(p) for p in (r"/work/", r"/root/", r"/home/", r"/tmp/", r"site-packages")]
 
@@ -66,11 +93,11 @@ def to_notebook(src: Path):
         cell.metadata.pop("lines_to_next_cell", None)
         title = cell.metadata.pop("title", None)
         if title is not None:
-            if cell.cell_type != "code" or title not in (VARIES_MARKER, ANSWER_MARKER):
-                raise SystemExit(f"{src.name}: cell {i}: unknown cell marker {title!r} (the markers "
-                                 f"are '# %% {VARIES_MARKER}' and '# %% {ANSWER_MARKER}', on code cells)")
-            extra = {VARIES_TAG} | ({ANSWER_TAG} if title == ANSWER_MARKER else set())
+            extra = marker_tags(title, cell.cell_type, f"{src.name}: cell {i}")
             cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | extra)
+            if CHECK_TAG in extra:
+                # collapsed in JupyterLab (the reader sees "…"); its outputs stay in view
+                cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
         # stable ids, so a rebuild changes only what really changed
         cell["id"] = f"c{i:02d}-" + hashlib.sha1(cell.source.encode()).hexdigest()[:8]
         if cell.cell_type == "code" and "solution=True" in cell.source:

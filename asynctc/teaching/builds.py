@@ -27,6 +27,10 @@ SOLUTION_TAG = "solution"
 #: Cell tag of a cell whose output answers a prediction exercise (source marker
 #: ``# %% output answers a prediction``); its outputs are cleared in the learner notebook.
 ANSWER_TAG = "answer"
+#: Cell tag of a code cell that holds only guards (``assert``, ``notebook.require`` …) over the
+#: numbers a cell above printed (source marker ``# %% check``): collapsed in JupyterLab, still run
+#: by nbval; the course site shows its outputs without its code.
+CHECK_TAG = "check"
 
 #: An exercise check in a cell's source: ``exercises.check("ch05.full_parity", ...)`` (also the bare
 #: ``check(`` of an ``from asynctc.core.exercises import check``); group 1 is the exercise's name.

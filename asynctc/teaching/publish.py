@@ -11,8 +11,9 @@
   reveal.js 5 from the ``sphinx-revealjs`` wheel, the other three from the ``nbclassic`` wheel);
   ``--reveal PREFIX`` (``ASYNCTC_REVEAL``) names another reveal.js 4/5 folder or URL.
 * ``python -m asynctc site [--out build/site]``: every learner notebook as HTML (nbconvert's
-  ``HTMLExporter``, figures embedded), the glossary as a page, and an ``index.html``; each page gets
-  a navigation bar (index · previous · next · glossary). Links to the glossary and to other
+  ``HTMLExporter``, figures embedded; a ``check`` cell shows its outputs, not its code:
+  :func:`page_html`), the glossary as a page, and an ``index.html``; each page gets a navigation
+  bar (index · previous · next · glossary). Links to the glossary and to other
   notebooks are rewritten to the site's pages, other relative links to the files they name
   (:func:`rewrite_links`).
 * ``python -m asynctc course`` writes its HTML through :class:`CoursePages`: the same rewriting,
@@ -369,10 +370,21 @@ def glossary_page(out: Path, pages=(), nav: str | None = None) -> Path:
     return target
 
 
+def page_html(nb) -> str:
+    """nbconvert's HTML of notebook ``nb`` for the site (the lab template, figures embedded), without
+    the code of the cells tagged ``builds.CHECK_TAG`` (nbconvert's ``TagRemovePreprocessor``,
+    ``remove_input_tags``): their guards keep the text true for the record; their outputs stay."""
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+    exporter = HTMLExporter(template_name="lab")
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={builds.CHECK_TAG}), enabled=True)
+    body, _ = exporter.from_notebook_node(nb)
+    return body
+
+
 def build_site(out: Path) -> list[Path]:
     """Write the site into ``out``: ``index.html``, one page per chapter, ``glossary.html``."""
     import nbformat
-    from nbconvert import HTMLExporter
     out.mkdir(parents=True, exist_ok=True)
     nbs = [(p, _reveal_answers(builds.strip_solutions(nbformat.read(p, as_version=4)), p.stem))
            for p in _notebooks()]
@@ -380,7 +392,7 @@ def build_site(out: Path) -> list[Path]:
     stems = [p.stem for p, _ in nbs]
     written = []
     for i, (p, nb) in enumerate(nbs):
-        body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+        body = page_html(nb)
         target = out / pages[i][0]
         body = rewrite_links(body, pages=stems, source_dir=builds.notebooks_dir(), out_dir=out)
         target.write_text(_with_nav(body, _nav(pages, i)))

@@ -18,6 +18,8 @@ comment)                                     line of the course's Python is 8–
                                              10 words at a third of the prose rate
 a code cell, to run and see      20 s        Shift-Enter, a replayed cell returns in a second or
 its output appear                            two, then a glance at what came out
+a ``check`` cell (guards only)   20 s        run like any cell; its code is collapsed (the
+                                             reader sees "…"), so its lines are not read
 a text output longer than        skimmed     a listing (SASS, a source excerpt) is scanned for the
 250 words                                    lines the prose points at: its words count up to 250
 a figure                         60 s        read the axes, the legend, the one thing it shows
@@ -180,6 +182,8 @@ def estimate(nb: dict, name: str = "") -> Estimate:
             continue
         if cell["cell_type"] != "code":
             continue
+        if builds.CHECK_TAG in tags:              # collapsed: run, not read
+            src = ""
         lines = [l for l in src.splitlines() if l.strip()]
         comments = [l.split("#", 1)[1] for l in lines if "#" in l and not l.lstrip().startswith("%")]
         code_lines = [l for l in lines if not l.lstrip().startswith("#")]

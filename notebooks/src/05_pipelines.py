@@ -137,10 +137,15 @@ goals = pl.show_goals(res)   # notebook.how(pl.show_goals) prints its code
 # then no other CTA's math hides a CTA's [epilogue](../docs/glossary.md#epilogue), its final write of C.
 
 # %% output varies
-for tile, n in [(t, n) for t in ("128x128x64/c1", "128x128x64/c2") for n in (8192, 4096)]:
-    tf, occ = pl.depth_sweep(res, tile, size=n), pl.resident_by_depth(res, tile, size=n)
-    notebook.require(occ[3] == 2 and occ[4] == 1 and tf[4] < tf[3], "128×128 drops at S = 4: two CTAs per SM become one", tile=tile, size=n)
+tile, n = "128x128x64/c2", 4096
+tf, occ = pl.depth_sweep(res, tile, size=n), pl.resident_by_depth(res, tile, size=n)
 print(f"{tile} {n}³, this run, S = 3 → 4: CTAs per SM {occ[3]} → {occ[4]}, TFLOP/s {tf[3]:.0f} → {tf[4]:.0f}")
+
+# %% check
+for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size in (8192, 4096)]:
+    t_tf, t_occ = pl.depth_sweep(res, t, size=size), pl.resident_by_depth(res, t, size=size)
+    notebook.require(t_occ[3] == 2 and t_occ[4] == 1 and t_tf[4] < t_tf[3],
+                     "128×128 drops at S = 4: two CTAs per SM become one", tile=t, size=size)
 
 # %% [markdown]
 # ## 5. Why it stops rising
@@ -163,6 +168,8 @@ tf = pl.depth_sweep(res, "128x256x64/c2")[4] * 1e12                  # untraced 
 hz = res["sm_count"] * mp.HardwareParams.from_records().clock_mhz * 1e6   # SM clocks per second
 gpu, model = 2 * 128 * 256 * 64 * hz / tf, ring.total_cycles / 64
 print("3. clocks per k-tile, untraced GPU / model:", notebook.ratio(gpu, model))
+
+# %% check
 notebook.require(1.10 < gpu / model < 1.35, "untraced, a k-tile still takes about 1.2× as long as in the model",
                  gpu=gpu, model=model)
 
