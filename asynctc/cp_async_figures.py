@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from .cp_async_ring import Step
 
+#: A copy bar's fill: tab:blue at 40 % (opaque, so its outline stays dark).
+COPY = (0.6196, 0.7686, 0.8745)
+
 
 def plot_group_timeline(runs: dict[str, list[Step]], stages: int):
     """One panel per entry of ``runs`` ({title: :func:`asynctc.cp_async_ring.run` output}, all with
     ``stages`` stages), time in clocks across. Upper rows: the copies in flight, one row per slot
-    (stage), a bar from a group's commit to its landing. Bottom row: the consumer, a bar per k-tile's
+    (stage), a bar from a group's commit to its landing, outlined, so that a copy issued the moment
+    the slot's previous copy lands (``wait_group S − 1``) shows as two bars that touch. Bottom row: the consumer, a bar per k-tile's
     compute (green: read after its copies landed; red: read before); hatched: waiting in
     ``wait_group``; a black tick at each k-tile's landing, the line its compute may not start
     before. Returns the figure."""
@@ -22,7 +26,7 @@ def plot_group_timeline(runs: dict[str, list[Step]], stages: int):
     for ax, (title, steps) in zip(axes[:, 0], runs.items()):
         for s in steps:                                     # copies: slot rows, top to bottom
             y = stages - s.slot
-            ax.barh(y, s.landed - s.issued, left=s.issued, height=0.7, color="tab:blue", alpha=0.4)
+            ax.barh(y, s.landed - s.issued, left=s.issued, height=0.7, color=COPY, edgecolor="0.2", lw=0.8)
             ax.text(s.issued + 20, y, f"k{s.kt}", va="center", fontsize=7)
             ax.plot([s.landed, s.landed], [-0.32, 0.32], color="k", lw=1.0)  # the line to wait for
         for s in steps:                                     # the consumer
@@ -38,7 +42,7 @@ def plot_group_timeline(runs: dict[str, list[Step]], stages: int):
         ax.set_title(title, fontsize=9, loc="left")
         ax.set_xlim(0, end * 1.02)
     axes[-1, 0].set_xlabel("time (clocks)")
-    fig.legend(handles=[Patch(color="tab:blue", alpha=0.4, label="a group in flight (commit → land)"),
+    fig.legend(handles=[Patch(facecolor=COPY, edgecolor="0.2", label="a group in flight (commit → land)"),
                         Patch(color="tab:green", label="read after its copies landed"),
                         Patch(color="tab:red", label="read before they landed"),
                         Patch(facecolor="none", edgecolor="0.5", hatch="///", label="waiting in wait_group")],

@@ -453,13 +453,25 @@ def summarize_wgmma(rec) -> str:
 SUITES = {"wgmma": (measure_wgmma, summarize_wgmma, "sm_90a")}
 
 
+def ss_model_fraction(n: int, dtype: str = "float16") -> float:
+    """The bytes model's fraction of the Tensor Core rate for SS at instruction N
+    (:func:`smem_model_flop_per_clk_sm` / :data:`DATASHEET_FLOP_PER_CLK_SM`): at fp16 N = 8,
+    4 clocks of math in 16 + 2 of shared-memory reads, 0.22; 1.0 from N = 64. Chapter 04 §8's
+    "Predict" and the dashes of :func:`plot_throughput`."""
+    return smem_model_flop_per_clk_sm(n, "smem", dtype) / DATASHEET_FLOP_PER_CLK_SM[dtype]
+
+
 def plot_throughput(rec):
     """TFLOP/s by N with one accumulator, A from shared memory (SS) and from registers (RS); the
     per-clock peak at the in-kernel clock of the row the chapter quotes (N = 256, SS:
     :func:`asynctc.wgmma.peak_row`; the same number its text prints) and the datasheet figure
-    (989 at 1830 MHz) — each point at its own in-kernel clock, whose range the legend gives; Luo et al.'s H800 SS figures per SM·clock (at their assumed boost clock,
-    :data:`LUO_H800_ASSUMED_MHZ`) scaled to this GPU's SMs and that clock. Short legend entries:
-    04b §6 states the conversion, 04b's table the rows with more accumulators."""
+    (989 at 1830 MHz) — each point at its own in-kernel clock, whose range and kind the legend
+    give; Luo et al.'s H800 SS figures per SM·clock (at their assumed boost clock,
+    :data:`LUO_H800_ASSUMED_MHZ`) scaled to this GPU's SMs and that clock; the bytes model's SS
+    fraction of the peak (:func:`ss_model_fraction`, the text's "model") as dashes at each N on
+    that peak, its N = 8 value written beside it, and a right axis in fractions of that peak.
+    Short legend entries: 04b §6 states the conversion, 04b's table the rows with more
+    accumulators."""
     import matplotlib.pyplot as plt
     from .wgmma import peak_row
     r = rec.results
@@ -476,8 +488,17 @@ def plot_throughput(rec):
     sheet = head["datasheet_tflops_at_clock"]
     clocks = [x["sm_mhz"] for x in rows if x["chains"] == 1]
     ax.axhline(sheet, color="k", lw=1, ls=":",
-               label=f"per-clock peak at N = 256's clock ({mhz:.0f} MHz): {sheet:.0f}\n"
-                     f"(each point ran at its own clock, {min(clocks):.0f}–{max(clocks):.0f} MHz)")
+               label=f"per-clock peak at N = 256's clock ({mhz:.0f} MHz, {bench.clock_kind(head)}): "
+                     f"{sheet:.0f}\n(each point ran at its own clock, "
+                     f"{min(clocks):.0f}–{max(clocks):.0f} MHz)")
+    model = [(n, ss_model_fraction(n)) for n in N_VALUES]
+    ax.plot([n for n, _ in model], [f * sheet for _, f in model], ls="none", marker="_", ms=22,
+            mew=2.5, color="tab:blue", alpha=0.6, label="model, SS (fraction of the peak, right axis)")
+    n0, f0 = min(model)                                          # the smallest N (8): the "Predict"
+    ax.annotate(f"model: {f0:.2f}", (n0, f0 * sheet), xytext=(14, -4),
+                textcoords="offset points", fontsize=8, color="tab:blue")
+    right = ax.secondary_yaxis("right", functions=(lambda t: t / sheet, lambda f: f * sheet))
+    right.set_ylabel("fraction of the per-clock peak")
     boost = bench.DATASHEET["dense_tflops"]["float16"]
     ax.axhline(boost, color="tab:green", lw=1, ls="--", label=f"datasheet: {boost:.0f}")
     luo = [(n, luo_per_sm_clock(n) * r["sm_count"] * mhz * 1e6 / 1e12) for n in N_VALUES]

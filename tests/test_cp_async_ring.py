@@ -55,6 +55,20 @@ def test_show_states_what_the_reads_did():
     assert "every read fresh" in R.show(4, 2)
 
 
+@pytest.mark.parametrize("stages", [2, 3, 4, 6])
+def test_no_safe_or_early_wait_copies_into_a_slot_still_filling(stages):
+    """Chapter 02 §2's caption: for every N ≤ S − 1 (even the early-reading S − 1) a slot's next copy
+    is issued no earlier than its previous copy landed; with S − 1 exactly then (the bars touch)."""
+    for n in range(stages):
+        steps = R.run(stages, n, ktiles=12)
+        gaps = [b.issued - a.landed for a, b in zip(steps, steps[stages:])]
+        assert min(gaps) >= 0, (n, gaps)
+        if n == stages - 1:
+            assert gaps[0] == 0
+    late = R.run(stages, stages, ktiles=12)                    # N = S: the copy starts too soon
+    assert late[stages].issued < late[0].landed
+
+
 def test_timeline_has_a_panel_per_run():
     import matplotlib
     matplotlib.use("Agg")

@@ -55,6 +55,30 @@ def test_no_kept_answers_all_course_pieces_and_the_tile_is_right(prog):
     assert [p for p, *_ in rep.rows] == core          # the optional deep dives' pieces: once yours
 
 
+def test_from_06_the_course_consumer_loop_says_why_06s_exercise_is_not_it(prog):
+    """Reader 36: "consumer loop (06e) the course's (not passed yet)" after 06's capstone read as if
+    the capstone did not count; a note under the row says what each one is."""
+    assert not g.so_far("05").notes
+    text = g.so_far("06", rng=np.random.default_rng(1)).text()
+    lines = text.splitlines()
+    at = next(i for i, t in enumerate(lines) if t.startswith("  consumer loop (06e)"))
+    note = " ".join(t.strip() for t in lines[at + 1:at + 5])
+    assert note == g.CONSUMER_NOTE and lines[at + 1].startswith(" " * 22 + "(06 §1's exercise")
+    assert "ring model's names" in note and "write it there to run your own GEMM" in note
+
+
+def test_from_07_the_promotion_has_a_row_outside_the_tile(prog):
+    import asynctc.fp8  # noqa: F401  (registers ch07's exercises)
+    from asynctc.fp8.exercises import promoted_sum
+    assert "promotion" not in _status(g.so_far("06"))
+    rep = g.so_far("07")
+    assert _status(rep)["promotion"] == "not yet" and "promotion (07)      not passed yet" in rep.text()
+    assert exercises.check("ch07.promotion", promoted_sum)
+    rep = g.so_far("07")
+    assert _status(rep)["promotion"] == "yours" and "FP8 only, not in this fp16 tile" in rep.text()
+    assert "promotion" not in rep.result.used and rep.passed
+
+
 def test_recording_off_is_the_same_as_nothing_kept(monkeypatch):
     monkeypatch.setenv(progress.ENV, "off")
     rep = g.so_far("03")

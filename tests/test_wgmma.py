@@ -415,8 +415,14 @@ def test_throughput_figure_draws_the_peak_the_text_prints():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     clocks = [x["sm_mhz"] for x in res["throughput"] if x["dtype"] == "float16"
               and x["ctas_per_sm"] == 2 and x["chains"] == 1]
-    assert (f"per-clock peak at N = 256's clock (1654 MHz): 894\n(each point ran at its own clock, "
-            f"{min(clocks):.0f}–{max(clocks):.0f} MHz)") in labels     # the points are not all at 1654
+    assert (f"per-clock peak at N = 256's clock (1654 MHz, in-kernel): 894\n(each point ran at its own "
+            f"clock, {min(clocks):.0f}–{max(clocks):.0f} MHz)") in labels   # the points are not all at 1654
+    # §8's "Predict": the model's SS fraction, drawn on that peak, 0.22 at N = 8 (the text's number)
+    line = next(ln for ln in fig.axes[0].get_lines() if ln.get_label().startswith("model, SS"))
+    assert list(line.get_xdata()) == list(W.N_VALUES)
+    assert line.get_ydata()[0] == pytest.approx(4 / 18 * 894.3, abs=0.1)
+    assert line.get_ydata()[-1] == pytest.approx(894.3, abs=0.1)
+    assert "model: 0.22" in [t.get_text() for t in fig.axes[0].texts]
     b = W.peak_row(res)                             # the goal cell's peak: sm_count × 4096 × its clock
     assert f"{res['sm_count'] * 4096 * b['sm_mhz'] / 1e6:.1f}" == "894.3"
     plt.close(fig)

@@ -65,7 +65,7 @@ def test_order():
     assert rungs == list(range(2, 9))
 
 
-@pytest.mark.parametrize("chapter", worklog.CHAPTERS)
+@pytest.mark.parametrize("chapter", worklog.ENTRIES)
 def test_entry_has_the_four_parts(chapter):
     text = worklog.entry(chapter)
     for part in ("we were at", "we suspected", "we changed", "we measured", "next"):
@@ -136,5 +136,27 @@ def test_plot_colours_the_steps_reached(upto):
 def test_bad_chapter():
     with pytest.raises(ValueError, match="07"):
         worklog.plot("07")
-    with pytest.raises(ValueError, match="entries for"):
+    with pytest.raises(ValueError, match="entries for .*07"):
+        worklog.entry("08")
+
+
+def test_entry_07_is_fp8_against_its_own_run(monkeypatch):
+    """Chapter 07: FP8's top rung beside our FP16 rung and cuBLASLt FP8 of the same run (record fp8);
+    no step on the FP16 figure; the entry refuses a record where FP8 no longer gains."""
+    f = worklog.fp8_step()
+    flat = " ".join(worklog.entry("07").split())
+    assert f"FP8 top rung {f['fp8']:.0f} TFLOP/s, {f['fp8'] / f['fp16']:.2f}× our FP16 rung" in flat
+    assert f"{f['fp8'] / f['cublaslt_fp8']:.2f} of cuBLASLt FP8" in flat and "exercise 2: the promotion" in flat
+    assert "07" not in {s.chapter for s in worklog.steps()}
+    real = worklog._results
+
+    def fake(name):
+        res = copy.deepcopy(real(name))
+        if name == "fp8":
+            for r in res["rows"]:
+                if r.get("dtype") == "float8_e4m3fn" and r["kernel"] == "ours":
+                    r["tflops"] *= 0.4
+        return res
+    monkeypatch.setattr(worklog, "_results", fake)
+    with pytest.raises(ClaimError, match="FP8 gains"):
         worklog.entry("07")

@@ -6,6 +6,8 @@ clocks: TFLOP/s compare only inside one run, the fraction of cuBLAS compares acr
 
 ``steps()`` the steps in course order; ``plot(upto="04")`` the running figure (later chapters faint);
 ``entry("02")`` a chapter's entry (we were at, suspected, changed, measured; next); ``show`` both.
+Chapter 07 has an entry but no step on the figure: its GEMM is FP8, so it compares with the FP16
+rung and cuBLASLt's FP8 GEMM of its own run (record ``fp8``), not with the FP16 cuBLAS.
 
 Comparisons are generated from the numbers; :func:`entry` raises ``ClaimError`` when a
 re-measurement flips the direction an entry's prose rests on (a change that no longer gains).
@@ -21,6 +23,8 @@ from .notebook import require
 
 SIZE, DTYPE = 4096, "float16"
 CHAPTERS = ("01", "02", "03", "04", "05", "06")
+#: The chapters with an entry: the figure's, then 07 (FP8; :func:`fp8_step`).
+ENTRIES = CHAPTERS + ("07",)
 #: Chapter 01's default tile (``mma_sync.DEFAULT_TILE``, tests hold them equal), chapter 02's one-stage
 #: build of it (cp.async alone), the fp16 box chapter 03 §4 compares TMA and cp.async at.
 CH01_TILE, CH02_ONE_STAGE, CH03_BOX = "128x128x64/w64x64/2cta", "128x128x64/w64x64/s1/2cta", "128x64"
@@ -98,6 +102,20 @@ def tma_box() -> dict:
             "ratio": gb["tma"] / gb["cp_async"], "cp_async_instructions": nbytes // 16}
 
 
+def fp8_step() -> dict:
+    """Chapter 07's numbers at 4096³, one run (record ``fp8``): TFLOP/s of our FP8 top rung (chapter
+    06's top rung on e4m3, 128×256, no promotion), the same build promoting every 4 k-tiles (its
+    128×128 tile), our FP16 top rung, and cuBLASLt's FP8 GEMM with fast accumulation (never
+    promotes). Raises ``RecordError`` when a row is missing."""
+    rows = _results("fp8")["rows"]
+    fp8 = "float8_e4m3fn"
+    top = dict(kernel="ours", dtype=fp8, bn=256, cluster=2, tma_store=True, promote=0)
+    return {"fp8": _one(rows, "fp8", **top)["tflops"],
+            "fp8_promote4": _one(rows, "fp8", **{**top, "bn": 128, "promote": 4})["tflops"],
+            "fp16": _one(rows, "fp8", kernel="ours", dtype=DTYPE)["tflops"],
+            "cublaslt_fp8": _one(rows, "fp8", kernel="cuBLASLt", dtype=fp8, fast_accum=True)["tflops"]}
+
+
 def _main(all_steps, chapter: str) -> Step:
     return [s for s in all_steps if s.chapter == chapter and s.main][-1]
 
@@ -133,6 +151,12 @@ TEXT = {
            "a producer warpgroup (§1 exercise: both roles' k-loops; yours is rung 3, §4's "
            "whole kernel), then rungs 5–8.",
            "07 feeds the same pipeline FP8."),
+    "07": ("the number format: fp16 operands get half the Tensor Core rate of FP8 ones and move "
+           "twice the bytes.",
+           "e4m3 operands with a scale (§2) in 06's top rung (a k-tile 128 deep: the same 128 bytes "
+           "a row); promotion into fp32 registers every P k-tiles (exercise 2: the promotion) buys "
+           "back the accumulator's bits.",
+           "08 breaks the pipeline on purpose: real bug reports, reproduced and fixed."),
 }
 
 
@@ -152,7 +176,7 @@ def entry(chapter: str) -> str:
     """Chapter ``chapter``'s worklog entry, numbers from the records. Raises ``ClaimError`` when the
     step no longer gains on the one before it (the entry's prose says it does)."""
     if chapter not in TEXT:
-        raise ValueError(f"chapter={chapter!r}: the worklog has entries for {', '.join(CHAPTERS)}")
+        raise ValueError(f"chapter={chapter!r}: the worklog has entries for {', '.join(ENTRIES)}")
     all_steps, (suspect, change, nxt) = steps(), TEXT[chapter]
     head = f"Worklog {chapter}"
     if chapter == "01":
@@ -170,6 +194,13 @@ def entry(chapter: str) -> str:
                     f"{t['cp_async_gbps']:.0f} GB/s ({t['ratio']:.2f}×): "
                     + ("the same bandwidth within 5 %" if same else "not the same bandwidth")
                     + f", for 1 instruction instead of {t['cp_async_instructions']}")
+    elif chapter == "07":
+        f, were = fp8_step(), _were(_main(all_steps, "06"))
+        require(f["fp8"] > f["fp16"], "FP8 gains on our FP16 rung", fp8=f["fp8"], fp16=f["fp16"])
+        measured = (f"FP8 top rung {f['fp8']:.0f} TFLOP/s, {f['fp8'] / f['fp16']:.2f}× our FP16 rung "
+                    f"({f['fp16']:.0f}) and {f['fp8'] / f['cublaslt_fp8']:.2f} of cuBLASLt FP8 "
+                    f"({f['cublaslt_fp8']:.0f}, fast accumulation), all in one run; promoting every 4 "
+                    f"k-tiles (128×128 tile): {f['fp8_promote4']:.0f} TFLOP/s")
     else:
         order = [c for c in CHAPTERS if c != "03"]
         prev, now = _main(all_steps, order[order.index(chapter) - 1]), _main(all_steps, chapter)
@@ -233,8 +264,10 @@ def plot(upto: str = "06"):
 
 
 def show(chapter: str) -> None:
-    """The figure up to ``chapter``, then its entry: the chapter's worklog cell."""
+    """The figure up to ``chapter``, then its entry: the chapter's worklog cell. Chapter 07's entry
+    comes alone (FP8 has no step on the FP16 figure; module docstring)."""
     import matplotlib.pyplot as plt
-    plot(upto=chapter)
-    plt.show()
+    if chapter in CHAPTERS:
+        plot(upto=chapter)
+        plt.show()
     print(entry(chapter))

@@ -21,6 +21,7 @@ the learner's. Both counts are in the timed build, as the check's note gives the
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from typing import Any
 
 from . import emulate_sm90 as _e
@@ -42,6 +43,14 @@ ORDER = (("stage_fill", "stage fill", 3, "chapter 03"),
          ("consumer_loop", "consumer loop", 6, "deep dive 06e"))
 #: Deep dives' pieces shown even before they are yours: the consumer loop (06e §2) completes the tile.
 ALWAYS_SHOWN = {"consumer_loop"}
+#: Why chapter 06's exercise is not the tile's consumer loop: the line under that row until 06e's is yours.
+CONSUMER_NOTE = ("(06 §1's exercise writes both roles' loops in the ring model's names: a schedule the "
+                 "model checks, no numbers. 06e's consumer loop is the same protocol written against "
+                 "the CPU Hopper tile's calls, which compute the numbers: write it there to run your "
+                 "own GEMM.)")
+#: The FP8 GEMM's pieces (chapter 07 on): (piece, its name in the report, chapter, exercise). Not in
+#: the fp16 tile; their row says only whether the exercise passed.
+FP8_PIECES = (("promotion", "promotion", 7, "ch07.promotion"),)
 
 
 @dataclasses.dataclass
@@ -49,7 +58,9 @@ class SoFar:
     """What :func:`so_far` found. ``chapter``: the chapter it was called for (3–10); ``rows``: per
     piece shown, (piece, "yours" / "the course's" / "later", the row's text); ``result``: the
     :class:`~asynctc.models.emulate_sm90.Sm90Gemm` (None when a piece raised); ``verdict``: the
-    closing clause; ``blame``: the learner's pieces that break the tile (empty when it is right)."""
+    closing clause; ``blame``: the learner's pieces that break the tile (empty when it is right);
+    ``timed``: :func:`timed_line`'s line or None; ``notes``: (piece, text) printed under that piece's
+    row."""
 
     chapter: int
     rows: list
@@ -58,14 +69,19 @@ class SoFar:
     blame: list
     timed: str | None = None
 
+    notes: list = dataclasses.field(default_factory=list)
+
     @property
     def passed(self) -> bool:
         return self.result is not None and self.result.passed
 
     def text(self) -> str:
         head = f"Your Hopper GEMM after chapter {self.chapter:02d}:"
-        return "\n".join([head, *(f"  {t}" for _, _, t in self.rows), self.verdict]
-                         + ([self.timed] if self.timed else []))
+        rows = []
+        for piece, _, t in self.rows:                       # a note goes under its piece's row
+            rows += [f"  {t}"] + [textwrap.fill(note, 96, initial_indent=" " * 22, subsequent_indent=" " * 22)
+                                  for p, note in self.notes if p == piece]
+        return "\n".join([head, *rows, self.verdict] + ([self.timed] if self.timed else []))
 
     __str__ = text
 
@@ -94,7 +110,9 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
     """The report for the end of chapter ``chapter`` ("03" … "06"; later chapters take every
     piece): one row per piece — yours ✓ (when it passed), the course's (not passed yet), or the
     chapter it comes in; the optional deep dives' pieces (04b's encode, 05b's parities) only once
-    they are yours — then the tile run with your pieces up to that chapter and the course's
+    they are yours; from chapter 06, while 06e's consumer loop is not yours, a note under its row
+    (:data:`CONSUMER_NOTE`); from chapter 07, a row per FP8 piece (:data:`FP8_PIECES`) — then the
+    tile run with your pieces up to that chapter and the course's
     for the rest, checked elementwise against float64. ``rng``: the inputs' generator (default:
     fresh). Raises :class:`ValueError` for a chapter outside 03–10. Never raises for a learner's
     piece: one that raises is named in the verdict."""
@@ -114,8 +132,16 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
             rows.append((piece, "later", f"{head:<20}comes in {where}"))
         else:
             rows.append((piece, "the course's", f"{head:<20}the course's (not passed yet)"))
+    notes = [("consumer_loop", CONSUMER_NOTE)] if n >= 6 and "consumer_loop" not in mine else []
+    from ..core import answers
+    for piece, label, ch, name in FP8_PIECES:
+        if ch <= n:
+            done = answers.passed_on(name) is not None
+            status = f"yours ✓ {_when(name)}" if done else "not passed yet"
+            rows.append((piece, "yours" if done else "not yet",
+                         f"{label + f' ({ch:02d})':<20}{status}; FP8 only, not in this fp16 tile"))
     result, blame, verdict = _run(mine, rng)
-    return SoFar(n, rows, result, verdict, blame, timed_line(n, kept))
+    return SoFar(n, rows, result, verdict, blame, timed_line(n, kept), notes)
 
 
 def _recorded(suite: str, sass: dict):

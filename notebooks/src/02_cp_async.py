@@ -115,7 +115,9 @@ if exercises.after("ch02.wait_n"):
 # %% [markdown]
 # With N = 2 the compute runs back to back once the ring is full. With N = 0 the consumer also
 # waits for the copies it issued one k-tile earlier, so a hatched wait returns every k-tile. With
-# N = 3 the first read comes too early.
+# N = 3 the first read comes too early. Its slot 0 bars touch, they do not overlap: k-tile 4's copy
+# starts the moment k-tile 0's lands, because even `wait_group 3` waits for k-tile 0 before the
+# copy into its slot is issued.
 
 # %% [markdown]
 # ### SASS: the register hop is gone

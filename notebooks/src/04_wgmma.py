@@ -181,7 +181,8 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # ## 8. Throughput by N and by operand source
 #
 # `kernels/wgmma_peak.cu` loops on wgmma. The
-# [peak](../docs/glossary.md#peak) is SMs × 4096 FLOP/clk × the SM clock measured in flight. Our
+# [peak](../docs/glossary.md#peak) is SMs × 4096 FLOP/clk × the SM clock the kernel reads itself
+# as it runs ([in-kernel](../docs/glossary.md#in-kernel), as chapter 00's peak card lists it). Our
 # goal is 0.90 of it.
 #
 # **A model first.** A wgmma is N/2 clocks of math. SS also reads A and B from shared memory in
@@ -189,7 +190,8 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # its pace. A fixed cost per wgmma may; this model leaves it out.
 #
 # **Predict:** at N = 8, what fraction of the peak does the model give SS? Is RS nearer SS or
-# the full rate? The grey crosses are a
+# the full rate? Then run the cell: the blue dashes are the model's SS fraction at each N (read it
+# on the right axis). The grey crosses are a
 # published H800 measurement of SS (Luo et al., IPDPS 2024), scaled to an H200 SM and clock.
 
 # %% output answers a prediction

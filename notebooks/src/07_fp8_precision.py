@@ -215,10 +215,6 @@ if exercises.after("ch07.promotion"):
                                  more=(("fp8_promote.cuh", r"^__device__ __forceinline__ void promote", r"^}"),)))
 
 # %% [markdown]
-# **What you learned:** FP8 is a format plus a scale; its accumulator keeps 13 fraction bits;
-# promotion buys precision back for throughput. **Next:** [chapter 08](08_pitfalls.ipynb), asynchronous pitfalls.
-
-# %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
@@ -237,3 +233,27 @@ def promoted_sum(products, interval):
 
 
 ok = exercises.check("ch07.promotion", promoted_sum, solution=True)
+
+# %% [markdown]
+# ## Worklog
+#
+# FP8 has no step on the fp16 figure: the entry compares it with our FP16 rung and cuBLASLt's FP8,
+# timed in its own run.
+
+# %% output varies
+from asynctc.core import worklog
+
+worklog.show("07")
+
+# %% [markdown]
+# **Your GEMM so far**: the fp16 tile on the CPU ([06e](06e_your_gemm_on_the_cpu.ipynb)), and
+# whether your promotion (exercise 2) passed.
+
+# %% output varies
+from asynctc.models.gemm_so_far import so_far
+
+so_far("07")
+
+# %% [markdown]
+# **What you learned:** FP8 is a format plus a scale; its accumulator keeps 13 fraction bits;
+# promotion buys precision back for throughput. **Next:** [chapter 08](08_pitfalls.ipynb), asynchronous pitfalls.
