@@ -246,30 +246,63 @@ def show_operand_feed(gbps: float, peak: Peak) -> None:
                      need=need, dram=dram)
 
 
-@_ex.exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M=N=K=n fp16 "
-              "GEMM that reads A and B once and writes C once (A, B and C all fp16, 2 bytes per element).",
+@_ex.exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M×N×K fp16 "
+              "GEMM (n alone: M = N = K = n) that reads A (M×K) and B (K×N) once and writes C (M×N) once "
+              "(A, B and C all fp16, 2 bytes per element).",
               rtol=1e-3)
-def _ch00_intensity(n: int) -> float:
-    return 2 * n**3 / (2 * 3 * n * n)
+def _ch00_intensity(n: int, m: int | None = None, k: int | None = None) -> float:
+    m, k = (n if m is None else m), (n if k is None else k)
+    return 2 * m * n * k / (2 * (m * k + k * n + m * n))
 
 
 @_ex.diagnosis("ch00.intensity")
-def _ch00_intensity_hint(answer, expected, n: int) -> str | None:
-    flop, nbytes = 2 * n**3, 3 * 2 * n * n
-    return _ex.known_mistake(answer, expected, [
+def _ch00_intensity_hint(answer, expected, n: int, m: int | None = None, k: int | None = None) -> str | None:
+    m, k = (n if m is None else m), (n if k is None else k)
+    square = m == n == k
+    flop, a, b, c = 2 * m * n * k, 2 * m * k, 2 * k * n, 2 * m * n        # FLOP; bytes of A, B, C
+    nbytes = a + b + c
+    shape = "n×n" if square else f"A {m}×{k}, B {k}×{n}, C {m}×{n}"
+    one = ("you counted the bytes of one matrix; A, B and C each cross DRAM once." if square else
+           f"you counted the bytes of one matrix; A, B and C each cross DRAM once ({shape}).")
+    mistakes = [
         (flop, "that is the FLOP count; intensity divides it by the bytes moved."),
         (nbytes, "that is the byte count; intensity is FLOP divided by it."),
         (nbytes / flop, "that is bytes per FLOP; intensity is FLOP per byte — turn it over."),
-        (flop / (2 * 2 * n * n), "you counted A and B but not C: C is written once too, so three "
-                                  "n×n matrices cross DRAM."),
-        (flop / (4 * 2 * n * n), "two readings give this number: C counted as fp32 (4 bytes), or four "
-                                  "matrices counted. Here C is fp16 like A and B, and C = A·B only "
-                                  "writes C (it is not read): three n×n fp16 matrices cross DRAM."),
-        (flop / (2 * n * n), "you counted the bytes of one matrix; A, B and C each cross DRAM once."),
-        (flop / (3 * n * n), "you divided by elements, not bytes: fp16 is 2 bytes per element."),
-        (n**3 / nbytes, "two slips give this number, check both: n³ FLOP instead of 2·n³ (a "
-                        "multiply-add is 2 FLOP), or 4 bytes per element instead of fp16's 2."),
-    ], rtol=1e-3)
+    ]
+    if not square:
+        mistakes += [
+            (n / 3, f"that is §3's n/3 with n = N = {n}: it holds for a square GEMM only. Count this "
+                    "one's FLOP (2·M·N·K) and its bytes (A M×K, B K×N, C M×N) yourself."),
+            (m / 3, f"that is §3's n/3 with n = M = {m}: it holds for a square GEMM only. Count this "
+                    "one's FLOP (2·M·N·K) and its bytes (A M×K, B K×N, C M×N) yourself."),
+            (k / 3, f"two readings give this number: §3's square n/3 with n = K = {k}, or 2·M·N·K FLOP "
+                    f"over a square GEMM's 6n² bytes. Here A and B are thin ({m}×{k} and {k}×{n}); "
+                    "count each of A, B and C."),
+            (2 * max(m, n, k) ** 3 / nbytes, f"that FLOP count is a square GEMM's, 2·{max(m, n, k)}³; "
+                                             "this one does 2·M·N·K."),
+        ]
+    mistakes += [
+        (flop / (a + b), "you counted A and B but not C: C is written once too"
+                         + (", so three n×n matrices cross DRAM." if square else
+                            f" — and here C ({m}×{n}) is the largest of the three.")),
+        (flop / (a + b + 2 * c), "two readings give this number: C counted as fp32 (4 bytes), or C read "
+                                 "as well as written" + (" (four matrices counted)" if square else "")
+                                 + ". Here C is fp16 like A and B, and C = A·B only writes C (it is not "
+                                 "read)" + (": three n×n fp16 matrices cross DRAM." if square else
+                                            ": A and B are read once, C written once.")),
+    ]
+    mistakes += [(flop / x, one if square or x != c else
+                  f"you counted only C's bytes ({m}×{n}); A ({m}×{k}) and B ({k}×{n}) cross DRAM too, "
+                  "thin as they are.") for x in (c, a, b)]
+    mistakes += [
+        (flop / (nbytes / 2), "you divided by elements, not bytes: fp16 is 2 bytes per element."),
+        (flop / 2 / nbytes, "two slips give this number, check both: "
+                            + ("n³ FLOP instead of 2·n³" if square else "M·N·K FLOP instead of 2·M·N·K")
+                            + " (a multiply-add is 2 FLOP), or 4 bytes per element instead of fp16's 2."),
+        (flop / 2 / (2 * nbytes), "two slips at once: M·N·K FLOP instead of 2·M·N·K (a multiply-add is "
+                                  "2 FLOP) and 4 bytes per element instead of fp16's 2."),
+    ]
+    return _ex.known_mistake(answer, expected, mistakes, rtol=1e-3)
 
 
 @_ex.exercise("ch00.memory_bound", "Which of the sizes are memory-bound (intensity below the ridge point)?",

@@ -31,7 +31,7 @@ _R = [c / o for o, c in _PAIRS]
 _STORE = list(_ordering.PROGRAMS["store"]["broken"])      # ch08.repair's broken program
 
 KW = {
-    "ch00.intensity": dict(n=512),
+    "ch00.intensity": dict(m=4096, n=4096, k=64),          # a rank-64 update
     "ch00.memory_bound": dict(sizes=SIZES, ridge=RIDGE),
     "ch01.smem_bytes": dict(bm=128, bn=256, bk=32),
     "ch01.hmma_per_ktile": dict(wm=64, wn=32, bk=32, bm=128, bn=128),
@@ -61,7 +61,7 @@ KW = {
     "ch08.name_bug": dict(diagnosis=_pitfalls.mystery_diagnosis()),
     "ch08.repair": dict(rule="store"),
     "ch08.first_misplaced": dict(base_offset=128),
-    "ch09.tmem_columns": dict(m=128, n=96),
+    "ch09.tmem_columns": dict(m=128, n=96, accumulators=2),
     "ch09.lane_quarter": dict(warp=6),
     "ch09.fix_descriptor": dict(value=_tcgen05.exercise_descriptor("sbo")),
     "ch10.fraction_both": dict(tflops=759.4, sm_mhz=1679.0, sm_count=132, sm_mhz_after=1972.0),
@@ -96,6 +96,7 @@ def _owner(r, c):
 
 
 n = 512
+_FLOP, _BYTES = 2 * 4096 * 4096 * 64, 2 * (4096 * 64 + 64 * 4096 + 4096 * 4096)   # KW's ch00.intensity
 #: (exercise, wrong answer, words the hint must contain): one row per diagnosed mistake.
 _MODE = {0: 0, 128: 1, 64: 2, 32: 3}
 
@@ -232,6 +233,13 @@ MISTAKES = [
     ("ch09.tmem_columns", 128 * 96, "32-bit cells"),
     ("ch09.tmem_columns", 3, "N/32, a count of 32-column blocks"),
     ("ch09.tmem_columns", 1, "at least 32 of them"),
+    ("ch09.tmem_columns", 128, "that holds one accumulator; the kernel keeps 2 (§1"),
+    ("ch09.tmem_columns", 192, "2 × 96 columns is what the accumulators use"),
+    ("ch09.tmem_columns", 48, "not a share of it"),
+    ("ch09.tmem_columns", 64, "not a share of it"),
+    ("ch09.tmem_columns", 2 * 128 * 96, "32-bit cells"),
+    ("ch09.tmem_columns", 6, "a count of 32-column blocks"),
+    ("ch09.tmem_columns", 512, "more than they need"),
     ("ch09.lane_quarter", (64, 96), "exactly 32"),
     ("ch09.lane_quarter", (0, 31), "warp id mod 4"),
     ("ch09.lane_quarter", (192, 223), "only 128 lanes"),
@@ -245,17 +253,20 @@ MISTAKES = [
     ("ch09.acc_columns", 384, "power of two"),
     ("ch09.acc_parity", 0, "completed"),
     ("ch09.scale_byte", 12, "bytes of the 32-bit scale cell"),
-    ("ch00.intensity", 2 * n**3, "FLOP count"),
-    ("ch00.intensity", 6 * n * n, "byte count"),
-    ("ch00.intensity", 6 * n * n / (2 * n**3), "turn it over"),
-    ("ch00.intensity", n / 2, "not C"),
-    ("ch00.intensity", n / 4, "four matrices"),
-    ("ch00.intensity", n / 4, "C counted as fp32"),
-    ("ch00.intensity", n, "one matrix"),
-    ("ch00.intensity", 2 * n / 3, "elements, not bytes"),
-    ("ch00.intensity", n / 6, "a multiply-add is 2 FLOP"),
-    ("ch00.intensity", 2 * n**3 / (3 * 4 * n * n), "not quite — two slips give this number, check both"),
-    ("ch00.intensity", n / 6, "or 4 bytes per element instead of fp16's 2"),
+    # the rank-64 update (M = N = 4096, K = 64): FLOP 2·M·N·K, bytes 2·(M·K + K·N + M·N)
+    ("ch00.intensity", _FLOP, "FLOP count"),
+    ("ch00.intensity", _BYTES, "byte count"),
+    ("ch00.intensity", _BYTES / _FLOP, "turn it over"),
+    ("ch00.intensity", 4096 / 3, "§3's n/3 with n = N = 4096: it holds for a square GEMM only"),
+    ("ch00.intensity", 64 / 3, "§3's square n/3 with n = K = 64, or 2·M·N·K FLOP over a square GEMM's"),
+    ("ch00.intensity", 2 * 4096**3 / _BYTES, "a square GEMM's, 2·4096³"),
+    ("ch00.intensity", _FLOP / (2 * 2 * 4096 * 64), "not C: C is written once too — and here C"),
+    ("ch00.intensity", _FLOP / (_BYTES + 2 * 4096 * 4096), "C counted as fp32 (4 bytes), or C read as well as written"),
+    ("ch00.intensity", _FLOP / (2 * 4096 * 4096), "you counted only C's bytes"),
+    ("ch00.intensity", _FLOP / (2 * 4096 * 64), "one matrix; A, B and C each cross DRAM once (A 4096×64"),
+    ("ch00.intensity", _FLOP / (_BYTES / 2), "elements, not bytes"),
+    ("ch00.intensity", _FLOP / 2 / _BYTES, "M·N·K FLOP instead of 2·M·N·K (a multiply-add is 2 FLOP)"),
+    ("ch00.intensity", _FLOP / 4 / _BYTES, "two slips at once"),
     ("ch00.memory_bound", [1024, 4096], "compute-bound sizes"),
     ("ch00.memory_bound", [64, 128], "compared the size n"),
     ("ch00.memory_bound", [64, 128, 256, 512, 1024], "1024 does"),
@@ -603,6 +614,41 @@ def test_a_fresh_session_finds_a_chapters_exercise():
     assert "[ch05.full_parity] correct" in out.stdout
 
 
+#: ch00.intensity with n alone keeps its square meaning (M = N = K = n; the teacher's checkpoint, n=4096).
+SQUARE_MISTAKES = [
+    (2 * n**3, "FLOP count"),
+    (6 * n * n, "byte count"),
+    (6 * n * n / (2 * n**3), "turn it over"),
+    (n / 2, "not C"),
+    (n / 4, "four matrices"),
+    (n / 4, "C counted as fp32"),
+    (n, "one matrix"),
+    (2 * n / 3, "elements, not bytes"),
+    (n / 6, "a multiply-add is 2 FLOP"),
+    (2 * n**3 / (3 * 4 * n * n), "not quite — two slips give this number, check both"),
+    (n / 6, "or 4 bytes per element instead of fp16's 2"),
+    (n / 12, "two slips at once"),
+]
+
+
+@pytest.mark.parametrize("answer,words", SQUARE_MISTAKES, ids=[w[:30] for _, w in SQUARE_MISTAKES])
+def test_square_intensity_hints(capsys, answer, words):
+    assert exercises.expected("ch00.intensity", n=n) == pytest.approx(n / 3)
+    assert not exercises.check("ch00.intensity", answer, n=n)
+    out = capsys.readouterr().out
+    assert words in out and "square GEMM only" not in out, out
+
+
+def test_one_tmem_accumulator_keeps_its_meaning(capsys):
+    """ch09.tmem_columns without ``accumulators``: one accumulator (the teacher's checkpoint)."""
+    assert exercises.expected("ch09.tmem_columns", m=128, n=96) == 128
+    assert exercises.expected("ch09.tmem_columns", m=128, n=160) == 256
+    assert exercises.check("ch09.tmem_columns", 128, m=128, n=96, solution=True)
+    assert not exercises.check("ch09.tmem_columns", 96, m=128, n=96)
+    out = capsys.readouterr().out
+    assert "power of two" in out and "keeps" not in out, out
+
+
 def test_every_exercise_has_a_diagnosis_and_a_row_here():
     names = exercises.names()
     assert set(KW) == set(names), "add the new exercise to KW and MISTAKES"
@@ -646,10 +692,10 @@ def test_a_hint_without_a_known_mistake_says_how_far_off(capsys):
 
 
 @pytest.mark.parametrize("name,answer", [
-    ("ch00.intensity", 512 / 3),
-    ("ch00.intensity", 170.67),                  # 0.1 % (the tolerance the prompt states)
-    ("ch00.intensity", "170.67"),
-    ("ch00.intensity", np.float32(512 / 3)),
+    ("ch00.intensity", 2**11 / 33),
+    ("ch00.intensity", 62.06),                   # 0.1 % (the tolerance the prompt states)
+    ("ch00.intensity", "62.06"),
+    ("ch00.intensity", np.float32(2**11 / 33)),
     ("ch00.memory_bound", [64, 128, 256, 512]),
     ("ch00.memory_bound", (512, 256, 128, 64)),
     ("ch00.memory_bound", {64, 128, 256, 512}),

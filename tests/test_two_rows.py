@@ -39,8 +39,10 @@ def _swap(old: str, new: str) -> str:
 def test_the_right_kernel_passes(capsys):
     assert exercises.check("ch01.two_rows", T.reference(), solution=True)
     out = capsys.readouterr().out
-    assert "correct — FFMA per shared-memory load of B: 1 in simt.py's kernel → 2 in yours" in out, out
-    assert "mma.sync" in out
+    assert ("correct — your kernel really ran: 6 blocks × 256 threads in numba's CUDA simulator on this "
+            "CPU, and every element of its 53×37 C passed the float64 check.") in out, out
+    assert "FFMA per shared-memory load of B: 1 in simt.py's kernel → 2 in yours" in out, out
+    assert "mma.sync" in out and out.count(". ") == 1, out         # two sentences
 
 
 def test_the_template_is_not_answered(tmp_path, capsys):
@@ -82,7 +84,7 @@ def test_reading_sB_twice_passes_with_a_note(tmp_path, capsys):
     src = _swap("acc2 += sA[ty + TILE, kk] * b", "acc2 += sA[ty + TILE, kk] * sB[kk, tx]")
     assert exercises.check("ch01.two_rows", _kernel(tmp_path, src))
     out = capsys.readouterr().out
-    assert "→ 1 in yours" in out and "Read sB[kk, tx] once" in out, out
+    assert "→ 1 in yours" in out and "read sB[kk, tx] once" in out and "really ran" in out, out
 
 
 def test_not_a_kernel(capsys):

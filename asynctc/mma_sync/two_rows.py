@@ -8,7 +8,8 @@ on a machine without a GPU, on the GPU where there is one — with a grid of ``T
 that each cover 2·TILE rows × TILE columns, on fresh random float32 inputs of odd sizes
 (:data:`SHAPE`: a partial block of rows, of columns and of k), into a NaN-poisoned C with NaN
 padding rows below it, and compares every element with float64 against the bound of
-:func:`asynctc.core.checks.element_bound` (relative to |A|·|B|). The first hint that fits:
+:func:`asynctc.core.checks.element_bound` (relative to |A|·|B|). A right kernel's note says it ran
+(blocks × threads, where) and how many FFMAs each load of sB feeds. The first hint that fits:
 ``...`` left in the source (not answered); a Python exception in the kernel (its message, where);
 writes below C; second rows never written (their store, or ``row2``); second rows wrong, first rows
 right (the second accumulator); wrong only in the partial edge blocks (the bounds checks); else
@@ -186,17 +187,21 @@ def judge(answer, rng=None):
     hint = _diagnose(out, a, b)
     if hint:
         return hint
+    grid, block = grid_for(m, n)
+    where = "in numba's CUDA simulator on this CPU" if simt.simulated() else "on the GPU"
+    ran = (f"your kernel really ran: {grid[0] * grid[1]} blocks × {block[0] * block[1]} threads {where}, "
+           f"and every element of its {m}×{n} C passed the float64 check.")
     ours = ffma_per_b_load(inspect.getsource(simt._kernel))
     yours = ffma_per_b_load(src) if src else None
     if ours and yours:
-        note = (f"FFMA per shared-memory load of B: {ours:g} in simt.py's kernel → {yours:g} in yours "
-                "(each value read from sB feeds one FFMA per row of C the thread computes).")
-        if yours < 2:
-            note += " Read sB[kk, tx] once, into a local, and let both FFMAs use it."
+        note = f"FFMA per shared-memory load of B: {ours:g} in simt.py's kernel → {yours:g} in yours"
+        note += (": read sB[kk, tx] once, into a local, and let both FFMAs use it." if yours < 2 else
+                 " (one per row of C a thread computes); §2's mma.sync takes this much further: one "
+                 "instruction, 16×8×16 multiply-adds from registers.")
     else:
-        note = "each value read from sB now feeds two FFMAs, one per row."
-    return _ex.Accepted(note + " §2's mma.sync takes this much further: one instruction, 16×8×16 "
-                        "multiply-adds from registers.")
+        note = ("each value read from sB now feeds two FFMAs, one per row; §2's mma.sync takes this much "
+                "further: one instruction, 16×8×16 multiply-adds from registers.")
+    return _ex.Accepted(f"{ran} {note}")
 
 
 cuda = None       # numba.cuda, bound by reference() (the simulator swaps this global's name)

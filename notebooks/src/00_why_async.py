@@ -125,7 +125,7 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 # intensity n/3.
 #
 # The plot shows cuBLAS's measured bf16 GEMMs. An open marker is a skinny *decode-like*
-# GEMM's computed bound, as in LLM token generation. Grey ticks mark exercise 2's sizes.
+# GEMM's computed bound, as in LLM token generation.
 #
 # **Predict before you run the cell.** The 1024³ GEMM has intensity 1024/3 ≈ 341 FLOP/byte. Is
 # that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its 128×128 output
@@ -135,7 +135,6 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 bw = max(c["gbps_rw"] for c in copy)               # §1's copy bandwidth, GB/s
 fig = plots.roofline(peak.tflops, bw, why_async.roofline_points(gemms, peak, bw),
                      measured_ceiling=max(g["tflops"] for g in gemms), record=rec,
-                     marks=[(f"n = {n}", why_async.gemm_intensity(n, n, n)) for n in (64, 128, 256, 512, 1024, 4096)],
                      title=f"Roofline (peak: {peak.label})")
 ridge = peak.tflops / (bw / 1000)                 # FLOP per byte where the two ceilings meet
 g = next(g for g in gemms if g["dtype"] == "bfloat16" and g["m"] == 1024)
@@ -199,17 +198,19 @@ why_async.show_operand_feed(bw, peak)   # notebook.how(why_async.show_operand_fe
 # %% [markdown]
 # ## Exercises
 #
-# **1.** Compute the arithmetic intensity of an M = N = K = 512 GEMM, with A, B and C all fp16
-# (2 bytes per element). Count FLOP per byte, reading A and B once and writing C once. Give an
-# expression or a number, within 0.1 %. A wrong answer gets a hint.
+# **1. A large GEMM that is not square.** A *rank-64 update*: C (4096×4096) = A (4096×64) · B
+# (64×4096), all fp16 (2 bytes per element), reading A and B once and writing C once. §3's n/3 is
+# for square GEMMs only, so count this one's FLOP and bytes. Give its arithmetic intensity (FLOP
+# per byte), an expression or a number, within 0.1 %. A wrong answer gets a hint. Then compare it
+# with `ridge` (§3): is this large GEMM compute-bound?
 
 # %%
 answer = ...
-ok = exercises.check("ch00.intensity", answer, n=512)
+ok = exercises.check("ch00.intensity", answer, m=4096, n=4096, k=64)
 
 # %% [markdown]
-# **2.** Which of these sizes are memory-bound on this GPU? The roofline in §3 marks each one on
-# the roof. Give a list, in any order.
+# **2.** Which of these square sizes (M = N = K = n) are memory-bound on this GPU? Compute each
+# size's intensity and compare it with §3's `ridge`. Give a list, in any order.
 
 # %% output varies
 sizes = [64, 128, 256, 512, 1024, 4096]
@@ -220,7 +221,13 @@ ok = exercises.check("ch00.memory_bound", answer, sizes=sizes, ridge=ridge)
 # <details><summary>Solutions</summary>The cell below is the worked solution (try the exercises first).</details>
 
 # %% output varies
-exercises.check("ch00.intensity", 2 * 512**3 / (2 * 3 * 512 * 512), n=512, solution=True)
+i1 = 2 * 4096 * 4096 * 64 / (2 * (4096 * 64 + 64 * 4096 + 4096 * 4096))
+exercises.check("ch00.intensity", i1, m=4096, n=4096, k=64, solution=True)  # 2·M·N·K FLOP / 2 bytes × (M·K + K·N + M·N); C is 97 % of the bytes
+notebook.require(i1 < ridge, "the 4096×4096×64 GEMM is left of the ridge", intensity=i1, ridge=ridge)
+print(f"So: 4096×4096×64 is large, yet its intensity {i1:.0f} FLOP/byte is below the ridge "
+      f"({ridge:.0f}): memory-bound. Size is not intensity.")
+
+# %% output varies
 ok = exercises.check("ch00.memory_bound", [s for s in sizes if s / 3 < ridge], sizes=sizes,
                      ridge=ridge, solution=True)
 

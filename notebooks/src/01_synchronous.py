@@ -196,7 +196,7 @@ mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why
 # %% [markdown]
 # **Play** (ungraded, no GPU needed). Type in a new cell:
 #
-# * `mma_sync.plot_tile_hierarchy(mma_sync.TILES[3])`: a narrower warp tile. How many `mma.sync` per
+# * `mma_sync.plot_tile_hierarchy(mma_sync.TILES[4])`: a narrower warp tile. How many `mma.sync` per
 #   k16 step now? Find its TFLOP/s in `at`.
 # * `sass.class_counts(mma_sync.compile_mma_sync("bfloat16").sass())`: does bf16 change the mix?
 # * `simt.simt_gemm(a[:7], b)`: other odd shapes; compare with `a[:7] @ b` as §1 does.

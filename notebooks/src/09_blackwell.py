@@ -241,12 +241,14 @@ assert lesson.show_sass(configs)   # notebook.how(lesson.show_sass) prints its c
 # %% [markdown]
 # ## Exercises
 #
-# **2.** Which of 96, 128 or 256 columns must `tcgen05.alloc` request for a 128×96 fp32
-# accumulator (one CTA)? §4's rules decide.
+# **2.** A kernel with 128×96 fp32 tiles of D keeps **two** accumulators in TMEM, side by side
+# in one allocation: the MMAs sum the next tile into one while the epilogue reads the other out,
+# the overlap §1 says registers could not afford. How many columns must `tcgen05.alloc` request
+# (one CTA)? §1 and §4 decide.
 
 # %%
 answer = ...
-ok = exercises.check("ch09.tmem_columns", answer, m=128, n=96)
+ok = exercises.check("ch09.tmem_columns", answer, m=128, n=96, accumulators=2)
 
 # %% [markdown]
 # **What you learned:** the accumulator lives in TMEM; one thread issues the MMA; an mbarrier says
@@ -261,7 +263,7 @@ ok = exercises.check("ch09.tmem_columns", answer, m=128, n=96)
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %%
-exercises.check("ch09.tmem_columns", 128, m=128, n=96, solution=True)  # lane = row; 96 columns → 2^k ≥ 32
+exercises.check("ch09.tmem_columns", 256, m=128, n=96, accumulators=2, solution=True)  # lane = row: 96 columns each; 2 × 96 = 192 → 2^k ≥ 32
 
 
 def issue_ktile(t, kt, s):
