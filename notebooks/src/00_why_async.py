@@ -91,6 +91,10 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 # percent between chapters. Every ratio in the course divides by its own run's cuBLAS. The peak
 # moves the same way: each record's uses the SM clock measured in its own run. Chapter 10 §1 says
 # why runs differ. The peaks you will meet ([00b §2](00b_clock_kinds.ipynb) reads them):
+#
+# The `notebook.require(...)` line in the next cell stops the notebook if the record no longer
+# supports the sentence beside it. Longer checks sit in a cell of their own, collapsed: open it
+# to read them.
 
 # %% output varies
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
@@ -142,6 +146,8 @@ i, tiles = why_async.gemm_intensity(1024, 1024, 1024), (1024 // 128) ** 2
 cap = tiles / peak.sm_count * peak.tflops          # only `tiles` of the SMs have a tile to compute
 print(f"ridge = {peak.tflops:.0f} TFLOP/s / {bw / 1000:.2f} TB/s = {ridge:.0f} FLOP/byte; 1024³: intensity "
       f"{i:.0f}, {g['tflops']:.0f} TFLOP/s of at most {tiles} / {peak.sm_count} × {peak.tflops:.0f} = {cap:.0f}")
+
+# %% check
 notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
                  "1024³ is right of the ridge, yet below the roof: its 64 tiles keep 64 SMs busy",
                  intensity=i, ridge=ridge, tflops=g["tflops"], cap=cap)

@@ -74,6 +74,8 @@ for name, mhz in (("course (in flight)", top["sm_mhz"]), ("datasheet (boost)", b
     peak = sms * per_clk * mhz / 1e6                  # FLOP per clock × MHz = 10^6 FLOP/s; in TFLOP/s
     print(f"{name:18s} {sms} × {per_clk} × {mhz:.0f} MHz = {peak:.0f} TFLOP/s; ours",
           notebook.ratio(top["tflops"], peak, digits=3))
+
+# %% check
 notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the boost clock, so its own peak is "
                  "lower than the datasheet's and the fraction of it is higher.", sm_mhz=top["sm_mhz"], boost=boost)
 
@@ -138,6 +140,8 @@ print(f"bound [{lo:.4f}, {hi:.4f}]:", "; ".join(f'"{k}" {v}' for k, v in said.it
 cb = [p["cublas_ms"] for p in pairs]
 x_lo, x_hi = min(cb) / max(ours), max(cb) / min(ours)       # cuBLAS's fastest / our slowest, and back
 print("paired across runs:", notebook.ratio(min(cb), max(ours), "ms", 3), "to", notebook.ratio(max(cb), min(ours), "ms", 3))
+
+# %% check
 notebook.require(list(said.values()) == ["holds", "does not hold"] and x_lo < lo - 0.01 and 1 < x_hi,
                  '"0.99" holds, "beats cuBLAS" does not; across runs 0.970 to 1.005', x_lo=x_lo, x_hi=x_hi)
 
