@@ -215,7 +215,7 @@ def protocol_rows() -> list[tuple[str, str, str, str, str]]:
 def protocol_names() -> str:
     """Chapter 06 §1's table: one ring protocol, each step as chapter 05's kernel, 06's capstone and
     06e's rung 3 name it, and below each row, after "→", the PTX it issues (:func:`protocol_rows`)."""
-    head = ("step", "05 (pipeline.cu)", "06 capstone", "06e (rung 3)")
+    head = ("step", "05 (pipeline.cu)", "06 capstone", "06e")
     rows = protocol_rows()
     w = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     lines = ["  ".join(f"{c:{w[i]}s}" for i, c in enumerate(head)).rstrip()]

@@ -132,6 +132,20 @@ plt.show()
 goals = pl.show_goals(res)   # notebook.how(pl.show_goals) prints its code
 
 # %% [markdown]
+# **Why the 128×256 curve ends at S = 4.** A stage holds one k-tile of A and of B, and all S
+# stages must fit in one CTA's shared memory. The sweep builds only the depths that fit:
+
+# %% output varies
+cfg, limit = pl.PipelineConfig(bm=128, bn=256, stages=1), res["smem_limit"]   # limit: the per-CTA opt-in
+fit = cfg.max_stages(limit)
+print(f"stage = ({cfg.bm} + {cfg.bn}) × {cfg.bk} × 2 bytes = {cfg.stage_bytes} bytes ({cfg.stage_bytes / 1024:.0f} KiB)")
+need = {S: pl.ALIGN_SLACK + S * cfg.stage_bytes + pl.STATIC_SMEM for S in (fit, fit + 1)}
+print(f"S stages take {pl.ALIGN_SLACK} (alignment) + S × {cfg.stage_bytes} + {pl.STATIC_SMEM} (barriers) bytes"
+      f" of the {limit} a CTA may have: S = {fit} takes {need[fit]}, S = {fit + 1} would take {need[fit + 1]}")
+notebook.require(need[fit] <= limit < need[fit + 1] and fit == max(pl.depth_sweep(res, "128x256x64/c2")),
+                 "the curve ends at the last S that fits", fit=fit, swept=sorted(pl.depth_sweep(res, "128x256x64/c2")))
+
+# %% [markdown]
 # **Why 128×128 drops at S = 4.** The extra stage leaves shared memory for one CTA per SM, not two
 # (the record's occupancy query, not a model). Our reading ([05c §4](05c_pipeline_variants.ipynb)):
 # then no other CTA's math hides a CTA's [epilogue](../docs/glossary.md#epilogue), its final write of C.

@@ -10,7 +10,8 @@
 #
 # **What it adds:**
 # - §1 the goal
-# - §2 your exercise: rung 3's consumer loop (chapter 06's capstone is not a piece)
+# - §2 your exercise: rung 3's consumer loop (chapter 06's capstone is not a piece). Rung 3 is the
+#   third kernel of chapter 06 §3's ladder: a producer warpgroup and two consumer warpgroups
 # - §3 your pieces, plus 04b's `encode` and 05b's parities
 # - §4 the tile, run step by step
 # - §5 one piece broken on purpose

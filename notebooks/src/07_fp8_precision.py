@@ -105,6 +105,8 @@ for name, a, b in (("ours FP8 / FP16", ours8, ours16), ("cuBLAS FP8 / FP16", lt8
                    ("FP8 ours / cuBLASLt", ours8, lt8)):
     print(f"{name:20s}", notebook.ratio(tf[a], tf[b], "TFLOP/s"))
 x = (tf[ours8] / tf[ours16], tf[lt8] / tf[cb16])
+
+# %% check
 notebook.require(all(1.96 <= v <= 2.02 for v in x), "ours and cuBLAS both come within 2 % of the 2× ceiling",
                  ours=x[0], cublas=x[1])
 
@@ -164,6 +166,8 @@ every4 = fp8.fp8_config(promote=4).label()
 plain = every4.replace(" promote:4", "")                             # the same 128×128 build, unpromoted
 print("swamping error, K = 16384:", notebook.ratio(100 * err[0], 100 * err[4], "%", digits=0))
 print("TFLOP/s kept at 8192³:    ", notebook.ratio(tf[every4], tf[plain], "TFLOP/s"))
+
+# %% check
 notebook.require(err[0] / err[4] > 20 and 0.86 <= tf[every4] / tf[plain] <= 0.94,
                  "promotion every 4 k-tiles cuts swamping ~28× and keeps 0.90", cut=err[0] / err[4], kept=tf[every4] / tf[plain])
 
