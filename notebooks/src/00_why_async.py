@@ -90,11 +90,12 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 # Every record times cuBLAS again in its own run. So its 4096³ fp16 figure differs by a few
 # percent between chapters. Every ratio in the course divides by its own run's cuBLAS. The peak
 # moves the same way: each record's uses the SM clock measured in its own run. Chapter 10 §1 says
-# why runs differ. The peaks you will meet ([00b §2](00b_clock_kinds.ipynb) reads them):
+# why runs differ.
 #
 # The `notebook.require(...)` line in the next cell stops the notebook if the record no longer
 # supports the sentence beside it. Longer checks sit in a cell of their own, collapsed: open it
-# to read them.
+# to read them. The cell then prints the peaks you will meet ([00b §2](00b_clock_kinds.ipynb)
+# reads them).
 
 # %% output varies
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
@@ -154,7 +155,7 @@ notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
 
 # %% [markdown]
 # **Try it.** The decode-like marker's skinny side is 16. Predict: at 64, is it still left of the
-# ridge? Then compare `why_async.gemm_intensity(8192, 8192, 64)` with `ridge`.
+# ridge? Then try 256: compare `why_async.gemm_intensity(8192, 8192, 256)` with `ridge`.
 
 # %% [markdown]
 # ## 4. Why Tensor Cores starve

@@ -111,13 +111,11 @@ if exercises.after("ch02.wait_n"):
              (3, "k-tile 0 is read before it lands"))}
     fig = cp_async_figures.plot_group_timeline(runs, stages=4)
     plt.show()
-
-# %% [markdown]
-# With N = 2 the compute runs back to back once the ring is full. With N = 0 the consumer also
-# waits for the copies it issued one k-tile earlier, so a hatched wait returns every k-tile. With
-# N = 3 the first read comes too early. Its slot 0 bars touch, they do not overlap: k-tile 4's copy
-# starts the moment k-tile 0's lands, because even `wait_group 3` waits for k-tile 0 before the
-# copy into its slot is issued.
+    print("With N = 2 the compute runs back to back once the ring is full. With N = 0 the consumer also\n"
+          "waits for the copies it issued one k-tile earlier, so a hatched wait returns every k-tile. With\n"
+          "N = 3 the first read comes too early. Its slot 0 bars touch, they do not overlap: k-tile 4's copy\n"
+          "starts the moment k-tile 0's lands, because even `wait_group 3` waits for k-tile 0 before the\n"
+          "copy into its slot is issued.")
 
 # %% [markdown]
 # ### SASS: the register hop is gone

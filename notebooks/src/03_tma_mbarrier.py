@@ -44,7 +44,7 @@ fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))
 #
 # Swizzle spreads a column over all 32 banks. Lanes reading different words of one bank wait: a
 # [bank conflict](../docs/glossary.md#bank-conflict). `ldmatrix` reads a 16-byte chunk from each
-# of 8 rows. Below, each chunk is coloured by its 4 banks. Unswizzled, a column is one
+# of 8 rows. Below, each chunk is coloured by its 4 banks, its *bank group*. Unswizzled, a column is one
 # colour: 8-way. **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row
 # index mod 8.
 

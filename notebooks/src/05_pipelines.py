@@ -71,7 +71,7 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 #
 # 1. **wait** on full;
 # 2. **issue** `mma_ktile`, then wait until `kPending` groups remain (exercise 1);
-# 3. **release** k-tile r = k − 1 on empty (`k − kPending` in the listing; kPending = 1 here);
+# 3. **release** k-tile r = k − 1 on empty (`k − kPending` in the listing);
 # 4. **refill** that stage (exercise 2).
 #
 # `pos` is k's stage and phase parity; `prev` is k − 1's.

@@ -120,7 +120,7 @@ assert lesson.runs_set_the_bound(pairs)
 # Two kinds of claim, two rules.
 #
 # * A **value** claim ("0.99") holds when the value, read to the digits it is written with, meets
-#   the interval. Written "0.99", it reads 0.985–0.995.
+#   the interval (overlaps it, even at one end). Written "0.99", it reads 0.985–0.995.
 # * An **order** claim, such as "beats cuBLAS" (above 1), holds when the whole interval lies above.
 #   It does not hold when the whole lies at or below. It is **not settled** when it straddles.
 #
