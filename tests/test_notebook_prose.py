@@ -471,11 +471,13 @@ def test_markers_become_nbval_tags(src):
     assert "NBVAL_IGNORE_OUTPUT" not in text, f"{src.name}: use the '# %% output varies' marker"
     cells = _cells(src)
     answers = text.count("# %% output answers a prediction\n")     # also nbval-ignore-output
+    answer_texts = len(re.findall(r"^# %% (?:answer \[markdown\]|\[markdown\] answer)$", text, re.M))
     # jupytext metadata may follow a marker
     varies = len(re.findall(r"^# %% (?:check, )?output varies(?:\n| tags=)", text, re.M))
     checks = len(re.findall(r"^# %% check(?:, output varies)?(?:\n| tags=)", text, re.M))
     assert sum(_tagged(c) for c in cells) == varies + answers
-    assert sum("answer" in c.metadata.get("tags", []) for c in cells) == answers
+    assert sum("answer" in c.metadata.get("tags", []) for c in cells if c.cell_type == "code") == answers
+    assert sum("answer" in c.metadata.get("tags", []) for c in cells if c.cell_type == "markdown") == answer_texts
     assert sum("check" in c.metadata.get("tags", []) for c in cells) == checks
     assert not any("title" in c.metadata for c in cells)
 
@@ -505,6 +507,48 @@ def test_a_check_cell_is_tagged_collapsed_and_guards_like_any_cell(tmp_path):
                 "# %% [markdown] check\n# text\n"):
         with pytest.raises(SystemExit, match="unknown cell marker"):
             _build_source(tmp_path, bad)
+
+
+def test_an_answer_markdown_cell_is_folded_in_the_learner_copy(tmp_path):
+    """``# %% answer [markdown]`` (jupytext's spelling; ``# %% [markdown] answer`` reads the same):
+    tag ``answer``; the solution notebook keeps the text as written, the learner copy folds it in a
+    closed <details> whose summary says when to open it, and adds no "output left out" note."""
+    from asynctc.teaching import builds
+    nbformat = pytest.importorskip("nbformat")
+    text = ('# %% [markdown]\n# Predict: is two more than one?\n\n# %% output answers a prediction\nprint(2)\n\n'
+            '# %% answer [markdown]\n# **So:** two is more than one.\n#\n# - by one\n\n'
+            '# %% [markdown] answer\n# A second answer.\n\n# %%\nassert 2 > 1\n\n# %% [markdown]\n# Plain.\n')
+    cells = _build_source(tmp_path, text)
+    ask, shown, so, second, guard, plain = cells
+    assert so.metadata["tags"] == ["answer"] and second.metadata["tags"] == ["answer"]
+    assert "tags" not in plain.metadata and so.source == "**So:** two is more than one.\n\n- by one"
+    assert shown.metadata["tags"] == ["answer", "nbval-ignore-output"]
+    shown.outputs = [nbformat.v4.new_output("stream", name="stdout", text="2\n")]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    learner = builds.learner_copy(nb)
+    assert so.source == "**So:** two is more than one.\n\n- by one"          # the solution copy: unchanged
+    by_id = {c.get("id"): c for c in learner.cells}
+    folded = by_id[so.id].source
+    assert folded == ("<details><summary>Predicted? Open this after running the cell above.</summary>\n\n"
+                      "**So:** two is more than one.\n\n- by one\n\n</details>")
+    assert by_id[second.id].source.endswith("\n\nA second answer.\n\n</details>")
+    assert by_id[plain.id].source == "Plain." and by_id[shown.id].outputs == []
+    notes = [c for c in learner.cells if "answer-note" in c.metadata.get("tags", [])]
+    assert len(notes) == 1 and learner.cells.index(notes[0]) == 1      # only the question's note
+    # a guard after a folded sentence still counts: the prose test reads the solution's cells
+    assert _guard(cells[cells.index(so) + 2])
+
+
+def test_an_answer_markdown_cell_holds_no_heading(tmp_path):
+    """A heading inside a folded answer would end the fold on the slides: the build refuses it
+    (a heading in a code fence is code, not a heading)."""
+    for bad in ("# %% answer [markdown]\n# ## 3. Next\n# text\n", "# %% [markdown] answer\n# text\n#\n# # Title\n"):
+        with pytest.raises(SystemExit, match="a heading in an answer markdown cell"):
+            _build_source(tmp_path, bad)
+    cells = _build_source(tmp_path, "# %% answer [markdown]\n# ```\n# # a comment\n# ```\n# #5 is no heading\n")
+    assert cells[0].metadata["tags"] == ["answer"]
+    with pytest.raises(SystemExit, match="unknown cell marker"):
+        _build_source(tmp_path, "# %% output answers a prediction [markdown]\n# text\n")
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)

@@ -23,6 +23,13 @@ validation errors) are compared by nbval.
 A cell whose output answers a "predict before you look" exercise (the figure, table or source
 excerpt that shows the answer) opens with ``# %% output answers a prediction``: it gets the tags
 ``answer`` and ``nbval-ignore-output``, and the learner notebook keeps it without its outputs.
+A markdown cell that answers one (the **So:** paragraph after it) opens with
+``# %% answer [markdown]`` (jupytext's own spelling of a titled markdown cell, so a jupytext
+round trip keeps it; ``# %% [markdown] answer`` reads the same): it gets the tag ``answer``, and
+the learner notebook folds its text in a closed ``<details>`` block that the reader opens after
+running the cell above (``asynctc.teaching.builds.learner_copy``); the solution notebook shows it
+as written. Such a cell holds no heading (the build refuses one: a heading would end the fold on
+the slides, which start a slide at each): put the section's heading in a cell of its own.
 
 A code cell that holds only guards (``assert``, ``notebook.require``, ``notebook.claim`` over the
 numbers a cell above printed) opens with ``# %% check``: it gets the tag ``check`` and
@@ -68,15 +75,33 @@ CHECK_TAG = "check"
 #: (a check cell answers no prediction, so there is no other combination).
 MARKERS = {VARIES_MARKER: {VARIES_TAG}, ANSWER_MARKER: {VARIES_TAG, ANSWER_TAG}, CHECK_MARKER: {CHECK_TAG},
            f"{CHECK_MARKER}, {VARIES_MARKER}": {CHECK_TAG, VARIES_TAG}}
+#: The marker of a markdown cell that answers a prediction (``# %% answer [markdown]``), and its tags.
+MARKDOWN_ANSWER_MARKER = "answer"
+MARKDOWN_MARKERS = {MARKDOWN_ANSWER_MARKER: {ANSWER_TAG}}
+#: A markdown heading line (a heading inside a folded answer would end the fold on the slides).
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 
 
 def marker_tags(title: str, cell_type: str, where: str) -> set[str]:
-    """The tags a cell's marker ``title`` gives it (:data:`MARKERS`); SystemExit naming ``where``
-    for an unknown marker, or a marker on a markdown cell."""
-    if cell_type != "code" or title not in MARKERS:
+    """The tags a cell's marker ``title`` gives it (:data:`MARKERS` on code cells,
+    :data:`MARKDOWN_MARKERS` on markdown cells); SystemExit naming ``where`` for an unknown marker."""
+    known = MARKERS if cell_type == "code" else MARKDOWN_MARKERS
+    if title not in known:
         raise SystemExit(f"{where}: unknown cell marker {title!r} (the markers are "
-                         + ", ".join(f"'# %% {m}'" for m in MARKERS) + ", on code cells)")
-    return set(MARKERS[title])
+                         + ", ".join(f"'# %% {m}'" for m in MARKERS) + ", on code cells, and "
+                         + ", ".join(f"'# %% {m} [markdown]'" for m in MARKDOWN_MARKERS) + ")")
+    return set(known[title])
+
+
+def heading_in(markdown: str) -> str | None:
+    """The first heading line of ``markdown`` outside a code fence, or None."""
+    fence = False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        elif not fence and _HEADING.match(line):
+            return line
+    return None
 
 FORBIDDEN = [re.compile(p) for p in (r"/work/", r"/root/", r"/home/", r"/tmp/", r"site-packages")]
 
@@ -94,6 +119,9 @@ def to_notebook(src: Path):
         title = cell.metadata.pop("title", None)
         if title is not None:
             extra = marker_tags(title, cell.cell_type, f"{src.name}: cell {i}")
+            if cell.cell_type == "markdown" and heading_in(cell.source) is not None:
+                raise SystemExit(f"{src.name}: cell {i}: a heading in an answer markdown cell "
+                                 f"({heading_in(cell.source)!r}); put it in a markdown cell of its own")
             cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | extra)
             if CHECK_TAG in extra:
                 # collapsed in JupyterLab (the reader sees "…"); its outputs stay in view

@@ -6,7 +6,9 @@ A chapter's source (``notebooks/src/NN_name.py``) builds two notebooks (tools/bu
 * the **learner notebook** ``notebooks/NN_name.ipynb``: the same executed notebook without the
   cells tagged :data:`SOLUTION_TAG`, and with the stored outputs of the cells tagged
   :data:`ANSWER_TAG` cleared — those cells show the answer to a "predict before you look"
-  exercise, so the learner sees it only after running them.
+  exercise, so the learner sees it only after running them — and the text of the markdown cells
+  tagged :data:`ANSWER_TAG` (the paragraph that states such an answer) folded in a closed
+  ``<details>`` block.
 
 ``python -m asynctc reset NN`` writes a chapter's learner notebook back (:func:`reset`).
 """
@@ -25,7 +27,8 @@ from pathlib import Path
 #: "Solutions" heading); absent from learner notebooks, HTML, slides and the course site.
 SOLUTION_TAG = "solution"
 #: Cell tag of a cell whose output answers a prediction exercise (source marker
-#: ``# %% output answers a prediction``); its outputs are cleared in the learner notebook.
+#: ``# %% output answers a prediction``); its outputs are cleared in the learner notebook. On a
+#: markdown cell (source marker ``# %% answer [markdown]``) its text is folded there instead.
 ANSWER_TAG = "answer"
 #: Cell tag of a code cell that holds only guards (``assert``, ``notebook.require`` …) over the
 #: numbers a cell above printed (source marker ``# %% check``): collapsed in JupyterLab, still run
@@ -59,8 +62,9 @@ def is_solution(cell) -> bool:
 
 def learner_copy(nb):
     """A copy of notebook ``nb`` without its solution cells and with the outputs of the
-    :data:`ANSWER_TAG` cells cleared (their execution counts stay, so the notebook still reads as
-    executed). ``nb`` is not changed. Where the markdown just above such a cell asks a question
+    :data:`ANSWER_TAG` code cells cleared (their execution counts stay, so the notebook still reads as
+    executed) and the text of its :data:`ANSWER_TAG` markdown cells folded (:func:`fold_answer`).
+    ``nb`` is not changed. Where the markdown just above such a cell asks a question
     (:func:`asks_a_question`), a one-line note goes between them (:data:`HIDDEN_NOTE`); a cell that
     shows an exercise's answer says what it holds back itself when run (``exercises.after``)."""
     nb = copy.deepcopy(nb)
@@ -68,13 +72,29 @@ def learner_copy(nb):
     for c in nb.cells:
         if is_solution(c):
             continue
+        if c.get("cell_type") == "markdown" and ANSWER_TAG in c.get("metadata", {}).get("tags", []):
+            c["source"] = fold_answer(c.get("source", ""))
         if c.get("cell_type") == "code" and ANSWER_TAG in c.get("metadata", {}).get("tags", []):
             c["outputs"] = []
-            if cells and cells[-1].get("cell_type") == "markdown" and asks_a_question(cells[-1]):
+            above = cells[-1] if cells else {}
+            if (above.get("cell_type") == "markdown" and asks_a_question(above)
+                    and ANSWER_TAG not in above.get("metadata", {}).get("tags", [])):
                 cells.append(_hidden_note(c))       # before the cell: read before it runs
         cells.append(c)
     nb.cells = cells
     return nb
+
+
+#: The summary line of a folded answer (a markdown cell tagged :data:`ANSWER_TAG`, source marker
+#: ``# %% answer [markdown]``) in a learner notebook.
+ANSWER_SUMMARY = "Predicted? Open this after running the cell above."
+
+
+def fold_answer(text) -> str:
+    """Markdown ``text`` (an answer to a prediction) in a closed ``<details>`` block: the blank lines
+    around it let JupyterLab and nbconvert render it as markdown inside the HTML block."""
+    text = "".join(text) if isinstance(text, list) else text
+    return f"<details><summary>{ANSWER_SUMMARY}</summary>\n\n{text.strip()}\n\n</details>"
 
 
 _QUESTION = re.compile(r"\bpredict\b|\?", re.I)

@@ -183,7 +183,7 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_
 # by the kernel itself, as it runs. **Derive it:** the cell divides two `ablation` rows itself.
 # `show_why` does the same for every row.
 
-# %% output varies
+# %% output answers a prediction
 abl = {r["variant"]: r["tflops"] for r in rec.results["ablation"]}     # 4096³ fp16, TFLOP/s
 print("copy's gain:", notebook.ratio(abl["no global→shared copy"], abl["full kernel"], "TFLOP/s"), "\n")
 mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why) prints its code

@@ -164,6 +164,12 @@ print(f"best configuration {best['tile']}: {notebook.ratio(best['tflops'], base,
       f"{notebook.ratio(best['tflops'], cb)} of cuBLAS")
 
 # %% [markdown]
+# **Try it: predict, then count.** A BK = 64 stage is 32 KiB. Two CTAs share an SM's 228 KiB, and
+# each has 1 KiB reserved. Predict how many fit per CTA, then check the table's
+# `CTAs/SM` column. <details><summary>Answer</summary>(228 / 2 − 1) // 32 = 3 stages per
+# CTA.</details>
+
+# %% answer [markdown]
 # **What moved, and why.** The table numbers three rows:
 #
 # 1. **BK = 64, one stage.** Each CTA copies, waits, then computes. Only the SM's second CTA
@@ -174,13 +180,8 @@ print(f"best configuration {best['tile']}: {notebook.ratio(best['tflops'], base,
 #
 # 3. **BK = 64, four stages.** The ring is so large that only one CTA fits on an SM. No second
 #    CTA covers its waits.
-#
-# **Try it: predict, then count.** A BK = 64 stage is 32 KiB. Two CTAs share an SM's 228 KiB, and
-# each has 1 KiB reserved. Predict how many fit per CTA, then check the table's
-# `CTAs/SM` column. <details><summary>Answer</summary>(228 / 2 − 1) // 32 = 3 stages per
-# CTA.</details>
 
-# %% output varies
+# %% output answers a prediction
 # the table, then notes 1–3, each checked against the record
 cp_async_show.stages(rec)   # notebook.how(cp_async_show.stages) prints its code
 # note 2: best configuration / one-stage one, per BK

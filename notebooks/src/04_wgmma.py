@@ -200,7 +200,7 @@ fpc = [x["flop_per_clk_sm"] for x in rec.results["throughput"] if x["n"] >= 64 a
 notebook.require(min(fpc) > 0.975 * 4096, "from N = 64 on, both run at the full rate")
 notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared memory limits SS, a fixed cost RS")
 
-# %% [markdown]
+# %% answer [markdown]
 # **So:** from N = 64 on, SS and RS both run at the full rate. Below it, shared memory limits SS
 # (the model at N = 8: 4 clocks of math in 16 + 2 of reads, 0.22) and a fixed cost limits RS. More:
 # [04b §4, §6](04b_wgmma_anatomy.ipynb).

@@ -140,6 +140,10 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=
 plt.show()
 
 # %% [markdown]
+# **Derive it** from the `ladder` rows. The table sets each rung over its parent (`over`); rung 5's
+# parent is rung 3.
+
+# %% answer [markdown]
 # Two big steps (fp16, 4096³):
 #
 # - **Rung 3, the tile back.** Rung 2's split halved the tile to 128×128 and lost about 15 %.
@@ -156,11 +160,8 @@ plt.show()
 #   both: a [multicast](../docs/glossary.md#multicast);
 # - 8: the raster, the order tiles are taken in: **group-M** is how many tile rows it walks down
 #   before it moves one column on.
-#
-# **Derive it** from the `ladder` rows. The table sets each rung over its parent (`over`); rung 5's
-# parent is rung 3.
 
-# %% output varies
+# %% output answers a prediction
 t = {r["rung"]: r["tflops"] for r in res["ladder"] if (r["size"], r["dtype"]) == (4096, "float16")}
 step = {b: t[b] / t[a] for b, a in W.lesson.OVER.items()}               # fp16, 4096³
 print("; ".join(f"rung {b} over rung {a}: {notebook.ratio(t[b], t[a], 'TFLOP/s')}" for b, a in ((3, 1), (7, 6))))
@@ -176,12 +177,13 @@ notebook.require(sorted(step, key=step.get)[-2:] == [7, 3] and 1.06 < step[7] < 
                  "rung 3 is the biggest step; rung 7 (+8 %) the next", **{f"rung{b}": v for b, v in step.items()})
 notebook.require(abs(tile6 / (tile6 - saved) / step[7] - 1) < 0.02, "the saving predicts rung 7's step", step7=step[7])
 
-# %% [markdown]
+# %% answer [markdown]
 # **So:** the split itself bought nothing: rung 3 is back at rung 1. The TMA store took the ladder
 # to cuBLAS's speed. With it, the consumers write C to shared memory and one thread's TMA store
 # carries it out, so they start the next tile's k-loop sooner: the trace's epilogue saving, taken off
 # rung 6's untraced tile, predicts the +8 % step.
-#
+
+# %% [markdown]
 # Going further: [06c §3](06c_ladder_investigations.ipynb) — rung 2 → 3 one change at a time; rung
 # 7's saving at 8192³ too.
 

@@ -110,10 +110,11 @@ x = (tf[ours8] / tf[ours16], tf[lt8] / tf[cb16])
 notebook.require(all(1.96 <= v <= 2.02 for v in x), "ours and cuBLAS both come within 2 % of the 2× ceiling",
                  ours=x[0], cublas=x[1])
 
-# %% [markdown]
+# %% answer [markdown]
 # So: at 8192³, ours and cuBLAS both come within 2 % of the 2× ceiling. FP8 also halves the bytes per
 # element, so the doubled math did not starve.
-#
+
+# %% [markdown]
 # ## 5. The accumulator: a sum that stops growing
 #
 # **The failure first.** Add 4096 products of 1/16 to one of 1024. The exact sum is 1280, and fp32

@@ -96,12 +96,12 @@ med, lo, hi = lesson.show_bound(pairs)   # notebook.how(lesson.show_bound) print
 # **Derive it.** Our TFLOP/s moves exactly as our time does. The cell reads each pair's two medians,
 # `ours_ms` and `cublas_ms`. Each is a record's `median_ms` for that row in that run.
 
-# %% output varies
+# %% output answers a prediction
 ours = [p["ours_ms"] for p in pairs]
 r = [p["cublas_ms"] / p["ours_ms"] for p in pairs]
 print(f"between runs: our time moved {max(ours) / min(ours) - 1:.1%}, the same-run ratio {max(r) / min(r) - 1:.1%}")
 
-# %% [markdown]
+# %% answer [markdown]
 # Our TFLOP/s moved 2.0 %, about four times as far as the ratio's 0.5 %. The MHz column says why:
 # a slower clock slows cuBLAS too, and the ratio cancels most of it. A same-run ratio travels; a
 # TFLOP/s does not.
@@ -167,7 +167,7 @@ print(f"{VALUE:.{DIGITS}f} reads {VALUE - h:.{DIGITS + 1}f}–{VALUE + h:.{DIGIT
       f"[{lo:.4f}, {hi:.4f}]: {bounds.verdict(lo, hi, value=VALUE, digits=DIGITS)}")
 print(f"every value with {DIGITS} decimals that holds: {', '.join(bounds.values_that_hold(lo, hi, DIGITS))}")
 
-# %% [markdown]
+# %% answer [markdown]
 # **So:** every value the cell lists meets the bound, so a claim written with `DIGITS` decimals
 # cannot tell those values apart. Fewer digits make the list longer and the claim say less.
 
