@@ -2,7 +2,8 @@
 
 Cells move between a core lesson and its deep dive, so a test names a cell by a substring of its
 text (``marker``), never by file or index: :func:`cell` looks in every ``notebooks/src/*.py``
-(jupytext percent format) and fails clearly unless exactly one cell contains the marker."""
+(jupytext percent format) and fails clearly unless exactly one cell contains the marker. A
+``# %% check`` cell counts as part of the cell before it."""
 
 import re
 from pathlib import Path
@@ -10,11 +11,24 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent / "notebooks" / "src"
 
 
+def _cells(text: str) -> list[str]:
+    """The cells of a percent-format source; a ``# %% check`` cell (the collapsed guards of the
+    cell before it) is joined to that cell, so a test runs a printing cell with its guards."""
+    parts = re.split(r"(?m)^(# %%.*)$", text)
+    cells = [parts[0]]
+    for header, body in zip(parts[1::2], parts[2::2]):
+        if re.fullmatch(r"# %% check(, output varies)?\s*", header) and cells:
+            cells[-1] += body
+        else:
+            cells.append(body)
+    return cells
+
+
 def cell(marker: str) -> str:
     """The text of the one cell in ``notebooks/src/*.py`` containing ``marker``. Raises
     :class:`LookupError` naming the marker when no cell or more than one contains it."""
     hits = [(p.name, c) for p in sorted(SRC.glob("*.py"))
-            for c in re.split(r"(?m)^# %%.*$", p.read_text()) if marker in c]
+            for c in _cells(p.read_text()) if marker in c]
     if len(hits) != 1:
         where = ", ".join(name for name, _ in hits) or "no notebook source"
         raise LookupError(f"marker {marker!r}: {len(hits)} cells contain it ({where}); "
