@@ -145,7 +145,8 @@ def show_widths(results: dict) -> dict:
 
 def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dict:
     """Print the trace's cost (traced ÷ untraced cycles per k-tile, untraced from the timed run) and
-    the waits on full of k-tiles 4–11 on the GPU and in the model (no L2 cap).
+    warpgroup 0's waits on full (the figure's wg0 lane: thread 0 of consumer warpgroup 0, CTA 0;
+    :func:`~.figures.ktile_waits`) of k-tiles 4–11 on the GPU and in the model (no L2 cap).
 
     Guards §5's sentences: "reading the clock at each event slows the traced loop about 1.5×"
     (recorded 1.52×; the guard accepts 1.40–1.65); "from k-tile 4 on the model never waits on full,
@@ -164,7 +165,8 @@ def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dic
           f"{traced / untraced:.2f}×")
     gpu, sim = ktile_waits(trace)[0], ktile_waits(ring)[0]
     late = [gpu.get(k, 0) for k in range(4, 12)]
-    print("2. waits on full, k-tiles 4–11, clocks: GPU (traced) " + " ".join(f"{w:.0f}" for w in late)
+    print("2. wg0's waits on full (consumer warpgroup 0, its thread 0), k-tiles 4–11, clocks: GPU (traced) "
+          + " ".join(f"{w:.0f}" for w in late)
           + " | model " + " ".join(f"{sim.get(k, 0):.0f}" for k in range(4, 12)))
     require(1.40 < traced / untraced < 1.65, "reading the clock at each event slows the traced loop about 1.5×",
             record=f"{traced:.0f} / {untraced:.0f} = {traced / untraced:.2f}")

@@ -164,10 +164,10 @@ print(f"best configuration {best['tile']}: {notebook.ratio(best['tflops'], base,
       f"{notebook.ratio(best['tflops'], cb)} of cuBLAS")
 
 # %% [markdown]
-# **Try it: predict, then count.** A BK = 64 stage is 32 KiB. Two CTAs share an SM's 228 KiB, and
-# each has 1 KiB reserved. Predict how many fit per CTA, then check the table's
-# `CTAs/SM` column. <details><summary>Answer</summary>(228 / 2 − 1) // 32 = 3 stages per
-# CTA.</details>
+# **Try it: predict, then count.** K is 4096. With one stage, a CTA waits once per k-tile. How many
+# waits is that with BK = 64, and with BK = 32? Which note does it explain?
+# <details><summary>Answer</summary>4096 / 64 = 64 waits, and 4096 / 32 = 128, each for a k-tile
+# of half the math: note 2.</details>
 
 # %% answer [markdown]
 # **What moved, and why.** The table numbers three rows:
@@ -219,6 +219,12 @@ notebook.require(ring[32] / one[32] > ring[64] / one[64], "BK = 32 gains the mos
 # %%
 answer = ...
 ok = exercises.check("ch02.ring_smem", answer, bm=128, bn=64, bk=32, ctas=1)
+
+# %% [markdown]
+# **Then, try it:** §4's BK = 64 tile is 128×128×64, a 32 KiB stage, and its table rows show
+# `CTAs/SM`. With two CTAs on an SM, how many stages fit each? Does the table agree?
+# <details><summary>Answer</summary>(233472 / 2 − 1024) // 32768 = 3 stages; the four-stage row
+# runs one CTA per SM.</details>
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>

@@ -98,11 +98,22 @@ for s in range(4):                     # §2's tile
     print(f"s = {s}: +{moved:2d} bytes, start_address field +{moved // 16}")
 
 # %% [markdown]
-# An MN-major B at N = 64, half §2's worked one, is one box: B[k][n] sits at byte k·128 + n·2 before the swizzle. So k16 step s starts at row 16s.
-#
+# **Worked: an MN-major k-step, 64-byte swizzle.** Take B at N = 64, MN-major, written with
+# 64-byte swizzle. A box's k-row is 64 bytes (32 n), so the tile is two boxes, LBO apart. In box 0,
+# B[k][n] sits at byte k·64 + n·2 before the swizzle. A k16 step is 16 k-rows on. Only the start
+# address moves: box 1 is read LBO past the start, so it moves along.
+
+# %%
+B64 = descriptors.OperandTile(64, 64, "float16", "MN", 64)    # MN-major, 64-byte swizzle, 2 boxes
+for s in range(4):
+    moved = B64.descriptor(step=s, base_address=0x2000).start_address - 0x2000
+    print(f"s = {s}: +{moved:4d} bytes = {moved // B64.row_pitch} k-rows, start_address field +{moved // 16}")
+
+# %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`. It returns step s's
-# descriptor, an int, from step 0's. `major` is "K", as worked above, or "MN",
-# worked the same way. The check reads bytes through your descriptors.
+# descriptor, an int, from step 0's, for a 64×64 fp16 tile with 128-byte swizzle (not 64). `major` is
+# "K", as worked above, or "MN", whose box rows are now 128 bytes wide. The check reads bytes
+# through your descriptors.
 
 # %%
 def kstep_desc(desc0, s, major):

@@ -169,7 +169,8 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 #
 # 1. *the trace's cost*: clocks per k-tile of the traced loop ÷ those of the untraced run (from
 #    §4's TFLOP/s). The traced build stores a clock reading at each event, so its k-tiles take longer;
-# 2. the waits on full at k-tiles 4–11, on the GPU (traced) and in the model;
+# 2. the waits on full at k-tiles 4–11 of warpgroup 0 (the figure's wg0 lane; wg1's is drawn
+#    below it), on the GPU (traced) and in the model;
 # 3. clocks per k-tile untraced ÷ the model's prediction.
 
 # %% output varies

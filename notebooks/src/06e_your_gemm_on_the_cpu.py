@@ -47,8 +47,10 @@ notebook.banner("sm_90a", measured=False)
 # ## 2. Rung 3's consumer loop, in the kernel's own words
 #
 # Chapter 06's capstone used simple names. Rung 3's source (`asynctc/kernels/warp_specialization.cu`)
-# keeps a ring position `pos`, waits with a bound, and leaves one wgmma group in flight. Here it is
-# with the consumers' loop body left out:
+# keeps a ring position `pos`, waits with a bound, and leaves one wgmma group in flight. It is the
+# ladder's file, where each rung is a setting of compile-time switches; 06 §4's `hopper_gemm.cu` is
+# rung 3's design written out once, without the switches (the same wgmmas, TMA loads and barriers
+# in its SASS). Here is rung 3's build, with the consumers' loop body left out:
 
 # %%
 ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))

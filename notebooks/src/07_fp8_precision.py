@@ -35,7 +35,7 @@ res = rec.results
 #
 # A float is a sign, *exponent bits* and *fraction bits*. The exponent picks a power of two; the
 # fraction, a place between two powers. sm_90's wgmma takes two 8-bit formats (PTX ISA §5.2.5;
-# the OCP FP8 specification):
+# the FP8 specification of OCP, the Open Compute Project, an industry group for hardware standards):
 #
 # * **e4m3** (`float8_e4m3fn`): 4 exponent and 3 fraction bits, no infinities; for weights and
 #   activations.

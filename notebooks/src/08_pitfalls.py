@@ -122,8 +122,10 @@ m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128,   # notebook.how(D.sho
 ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
-# **The figure**: how far off each element was read; white is right. Whole 16-byte chunks
-# swap, repeating every 8 rows, the same way each run. That is a layout bug's fingerprint.
+# **The figure**: how many columns off each element was read, red from its right, blue from its
+# left. White would mean the right element, and no cell is white: every element is misplaced, as
+# the line above prints. Whole 16-byte chunks swap, repeating every 8 rows, the same way each run.
+# That is a layout bug's fingerprint.
 #
 # ### 5b. Wrong only sometimes: what the ring model cannot see
 #
