@@ -750,6 +750,10 @@ def kstep_diagnosis(got: int, tile: OperandTile, s: int, base: int) -> str:
     if g_raw == step:
         return ("the start-address field holds the address >> 4 (16-byte units): you added bytes "
                 "unshifted, so the start moved 16× too far")
+    if g_raw in (step // 2, step // 2 >> 4) and tile.major == "MN" and tile.swizzle == 128:
+        return ("the start moved half as far: that is a 64-byte-swizzle step (a k-row of 64 bytes, as "
+                "worked in section 3), or fp16 elements counted, not bytes; at 128-byte swizzle one k-row "
+                "is 128 bytes" + (", and the field holds bytes >> 4" if g_raw == step // 2 else ""))
     if g_raw in (step // 2, step // 2 >> 4):
         return ("you advanced by elements, not bytes: an fp16 element is 2 bytes, so the start moved "
                 "half as far" + (", and the field holds bytes >> 4" if g_raw == step // 2 else ""))

@@ -95,7 +95,7 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 # The `notebook.require(...)` line in the next cell stops the notebook if the record no longer
 # supports the sentence beside it. Longer checks sit in a cell of their own, collapsed: open it
 # to read them. The cell then prints the peaks you will meet ([00b §2](00b_clock_kinds.ipynb)
-# reads them).
+# reads them); the datasheet's row is for the SXM board, the socketed module form of the GPU.
 
 # %% output varies
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}

@@ -112,8 +112,8 @@ if exercises.after("ch02.wait_n"):
     fig = cp_async_figures.plot_group_timeline(runs, stages=4)
     plt.show()
     print("With N = 2 the compute runs back to back once the ring is full. With N = 0 the consumer also\n"
-          "waits for the copies it issued one k-tile earlier, so a hatched wait returns every k-tile. With\n"
-          "N = 3 the first read comes too early. Its slot 0 bars touch, they do not overlap: k-tile 4's copy\n"
+          "waits for the copies it issued one k-tile earlier, so a hatched wait appears at every k-tile. With\n"
+          "N = 3 the first read comes too early. In slot 0 the bars touch but do not overlap: k-tile 4's copy\n"
           "starts the moment k-tile 0's lands, because even `wait_group 3` waits for k-tile 0 before the\n"
           "copy into its slot is issued.")
 

@@ -98,6 +98,10 @@ bar.complete_tx(16384);               show("fill 1: both boxes land")
 # last fill. One bit of the number is enough, because a waiter only ever asks about the open phase
 # or the one just before it ([03b §5](03b_tma_boxes.ipynb)).
 #
+# **Try it** (ungraded, in a new cell): `b = Mbarrier(count=2)`, then `b.arrive_expect_tx(4096)`
+# and `b.complete_tx(4096)`. Predict `b.test_wait(0)` before you print it. Then `b.arrive()`, the
+# second arrival, and predict again. A phase needs both: every arrival and every byte.
+#
 # The GPU's table takes the same steps ([03b §3](03b_tma_boxes.ipynb)); ✓ is the PTX ISA's answer.
 # Rows 4–6 use a *counter barrier*: 64 arrivals, no bytes. Row 6 waits on the open phase, which
 # nobody completes; the bounded wait gives up.

@@ -110,10 +110,10 @@ for s in range(4):
     print(f"s = {s}: +{moved:4d} bytes = {moved // B64.row_pitch} k-rows, start_address field +{moved // 16}")
 
 # %% [markdown]
-# **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`. It returns step s's
-# descriptor, an int, from step 0's, for a 64×64 fp16 tile with 128-byte swizzle (not 64). `major` is
-# "K", as worked above, or "MN", whose box rows are now 128 bytes wide. The check reads bytes
-# through your descriptors.
+# **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: given step 0's
+# descriptor (an int), return step s's. The tile is 64×64 fp16 with 128-byte swizzle; the worked
+# MN case above used 64-byte. `major` is "K" (worked above) or "MN" (at 128-byte swizzle, one box
+# row is 128 bytes). The check reads bytes through your descriptors.
 
 # %%
 def kstep_desc(desc0, s, major):

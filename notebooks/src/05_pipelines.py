@@ -55,13 +55,14 @@ plt.show()
 # **Exercise 1 — predict before you look.** A consumer issues each k-tile's wgmmas as one group,
 # then waits with `wgmma.wait_group`. With S = 6 and **one** consumer warpgroup, should that wait
 # leave 0 or 1 group pending?
-#
-# **Try it:** print `mp.simulate(6, 0, 1, 32).math_fraction`, then change 0 to 1. Arguments:
-# stages, pending, consumers, k-tiles. It returns the share of time a wgmma is in flight.
 
 # %%
 answer = ...
 ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
+
+# %% [markdown]
+# **Then try it:** print `mp.simulate(6, 0, 1, 32).math_fraction`, then change 0 to 1. Arguments:
+# stages, pending, consumers, k-tiles. It returns the share of time a wgmma is in flight.
 
 # %% [markdown]
 # ## 2. The kernel, from its source
@@ -131,11 +132,11 @@ fig = pl.plot_depth(res, "float16", record=rec)
 plt.show()
 goals = pl.show_goals(res)   # notebook.how(pl.show_goals) prints its code
 
-# %% [markdown]
+# %% answer [markdown]
 # **Why the 128×256 curve ends at S = 4.** A stage holds one k-tile of A and of B, and all S
 # stages must fit in one CTA's shared memory. The sweep builds only the depths that fit:
 
-# %% output varies
+# %% output answers a prediction
 cfg, limit = pl.PipelineConfig(bm=128, bn=256, stages=1), res["smem_limit"]   # limit: the per-CTA opt-in
 fit = cfg.max_stages(limit)
 print(f"stage = ({cfg.bm} + {cfg.bn}) × {cfg.bk} × 2 bytes = {cfg.stage_bytes} bytes ({cfg.stage_bytes / 1024:.0f} KiB)")
@@ -145,12 +146,12 @@ print(f"S stages take {pl.ALIGN_SLACK} (alignment) + S × {cfg.stage_bytes} + {p
 notebook.require(need[fit] <= limit < need[fit + 1] and fit == max(pl.depth_sweep(res, "128x256x64/c2")),
                  "the curve ends at the last S that fits", fit=fit, swept=sorted(pl.depth_sweep(res, "128x256x64/c2")))
 
-# %% [markdown]
+# %% answer [markdown]
 # **Why 128×128 drops at S = 4.** The extra stage leaves shared memory for one CTA per SM, not two
 # (the record's occupancy query, not a model). Our reading ([05c §4](05c_pipeline_variants.ipynb)):
 # then no other CTA's math hides a CTA's [epilogue](../docs/glossary.md#epilogue), its final write of C.
 
-# %% output varies
+# %% output answers a prediction
 tile, n = "128x128x64/c2", 4096
 tf, occ = pl.depth_sweep(res, tile, size=n), pl.resident_by_depth(res, tile, size=n)
 print(f"{tile} {n}³, this run, S = 3 → 4: CTAs per SM {occ[3]} → {occ[4]}, TFLOP/s {tf[3]:.0f} → {tf[4]:.0f}")

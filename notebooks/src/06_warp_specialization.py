@@ -52,8 +52,8 @@ plt.show()
 # %% [markdown]
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a row, `T` k-tiles
-# each, with one ring of `STAGES` stages. One question decides it; answer it for yourself first
-# (the check's message says it): with 3 k-tiles a tile on 2 stages, which stage and phase parity
+# each, with one ring of `STAGES` stages. One question decides it; work it out from the ring-counter rule
+# above first (the check's message says it): with 3 k-tiles a tile on 2 stages, which stage and phase parity
 # does tile 1's first k-tile use?
 #
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread): the one
@@ -95,20 +95,21 @@ if (wg == 0) {                 // the producer warpgroup
 """
 ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
-# %% [markdown]
+# %% answer [markdown]
 # **So:** `wgmma_wait_group<0>()` is correct but retires the k-tile's wgmmas before the release:
 # the warpgroup's Tensor Cores idle at every k-tile. `<1>` keeps one group in flight and releases
 # the previous k-tile's stage. The ring model (S = 4), share of the loop with a wgmma in flight:
 
-# %%
+# %% output answers a prediction
 from asynctc.models import pipeline as mp
 frac = {(c, n): mp.simulate(4, n, c, 32).math_fraction for c in (1, 2) for n in (0, 1)}  # c consumers, <n>
 print("; ".join(f"{c} consumer(s): <0> {frac[c, 0]:.0%}, <1> {frac[c, 1]:.0%}" for c in (1, 2)))
 notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], "two consumers fill the gap")
 
-# %% [markdown]
+# %% answer [markdown]
 # Two consumers fill each other's gaps: here `<0>` costs little.
-#
+
+# %% [markdown]
 # Once your loops pass, the cell below draws them. The producer mostly waits on empty (purple),
 # the healthy state; the consumers wait on full (red): 2 stages hide no latency.
 #
@@ -210,7 +211,7 @@ print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 
 # %% output answers a prediction
 if exercises.after("ch06.whole_kloop", held="the producer's loop (its waits are the capstone's answer)"):
-    W.show_kernel_part("producer")
+    display(W.show_kernel_part("producer"))
 
 # %% [markdown]
 # **The consumers' loop.** Warpgroups 1 and 2 take the registers and compute rows 0–63 and 64–127.

@@ -209,8 +209,8 @@ if exercises.after("ch09.mma_issue"):
 
 # %% [markdown]
 # In the listing: `lane == 0` is the elected thread, lane 0 of warp 1. `leader` is true in the CTA of
-# cluster rank 0 (always, without a pair): only its thread issues, because one `tcgen05.mma` does
-# the whole pair's tile, reading the peer's shared memory and writing the peer's TMEM. A **slab** is 64 elements of K, one 128-byte
+# cluster rank 0, the first CTA of its cluster (always, without a pair): only its thread issues,
+# because one `tcgen05.mma` does the whole pair's tile, reading the peer's shared memory and writing the peer's TMEM. A **slab** is 64 elements of K, one 128-byte
 # swizzle atom of fp16. In a CTA pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
 #
 # In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them) and `tcgen05.commit` is `UTCBAR`. The

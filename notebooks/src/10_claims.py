@@ -157,18 +157,18 @@ plt.show()
 
 # %% [markdown]
 # **Predict, then change `VALUE` to 0.98 and run the cell:** "0.98" reads 0.975–0.985. Which
-# verdict does the cell print? Then set `VALUE, DIGITS = 0.986, 3`, then `DIGITS = 1`. The cell
-# also lists every value written with `DIGITS` decimals that holds: how much does each one say?
+# verdict does the cell print? Then set `VALUE, DIGITS = 0.986, 3`, then `DIGITS = 1`. Last, print
+# `bounds.values_that_hold(lo, hi, DIGITS)`: every value written with `DIGITS` decimals that the
+# bound supports. How much does each one say?
 
 # %% output answers a prediction
 VALUE, DIGITS = 0.99, 2                  # the claim's number, and the decimals it is written with
 h = 0.5 * 10 ** -DIGITS                  # half a unit of its last digit
 print(f"{VALUE:.{DIGITS}f} reads {VALUE - h:.{DIGITS + 1}f}–{VALUE + h:.{DIGITS + 1}f} against the bound "
       f"[{lo:.4f}, {hi:.4f}]: {bounds.verdict(lo, hi, value=VALUE, digits=DIGITS)}")
-print(f"every value with {DIGITS} decimals that holds: {', '.join(bounds.values_that_hold(lo, hi, DIGITS))}")
 
 # %% answer [markdown]
-# **So:** every value the cell lists meets the bound, so a claim written with `DIGITS` decimals
+# **So:** every value `values_that_hold` lists meets the bound, so a claim written with `DIGITS` decimals
 # cannot tell those values apart. Fewer digits make the list longer and the claim say less.
 
 # %% [markdown]
