@@ -528,7 +528,7 @@ def test_an_answer_markdown_cell_is_folded_in_the_learner_copy(tmp_path):
     assert so.source == "**So:** two is more than one.\n\n- by one"          # the solution copy: unchanged
     by_id = {c.get("id"): c for c in learner.cells}
     folded = by_id[so.id].source
-    assert folded == ("<details><summary>Predicted? Open this after running the cell above.</summary>\n\n"
+    assert folded == ("<details><summary>Tried it? Open this after running the cell above.</summary>\n\n"
                       "**So:** two is more than one.\n\n- by one\n\n</details>")
     assert by_id[second.id].source.endswith("\n\nA second answer.\n\n</details>")
     assert by_id[plain.id].source == "Plain." and by_id[shown.id].outputs == []

@@ -87,7 +87,7 @@ def learner_copy(nb):
 
 #: The summary line of a folded answer (a markdown cell tagged :data:`ANSWER_TAG`, source marker
 #: ``# %% answer [markdown]``) in a learner notebook.
-ANSWER_SUMMARY = "Predicted? Open this after running the cell above."
+ANSWER_SUMMARY = "Tried it? Open this after running the cell above."
 
 
 def fold_answer(text) -> str:

@@ -76,7 +76,8 @@ fig = plots.throughput_by_size(
 # **in flight**, while cuBLAS runs. [00b](00b_clock_kinds.ipynb) reads it the other ways.
 #
 # **Predict before you run the cell.** cuBLAS is NVIDIA's own tuned GEMM. What fraction of the
-# peak does its best GEMM reach: about a half, three quarters, or nearly all?
+# peak does its best GEMM reach: under 0.6, 0.6 to 0.8, or 0.8 to 1? The cell prints it as
+# "of peak".
 
 # %% output answers a prediction
 # peak.tflops = SMs × 4096 × peak.mhz

@@ -180,7 +180,8 @@ frac = mma_sync.show_vs_cublas(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_
 #   not say where the cap comes from. The full rate needs `wgmma` (chapter 04).
 #
 # The peak here uses the ceiling kernel's own SM clock, read [in the kernel](../docs/glossary.md#in-kernel):
-# by the kernel itself, as it runs. **Derive it:** the cell divides two `ablation` rows itself.
+# by the kernel itself, as it runs. **Derive it:** the cell divides two `ablation` rows itself (an
+# ablation: the kernel run with one piece of its work removed).
 # `show_why` does the same for every row.
 
 # %% output answers a prediction

@@ -165,9 +165,9 @@ print(f"best configuration {best['tile']}: {notebook.ratio(best['tflops'], base,
 
 # %% [markdown]
 # **Try it: predict, then count.** K is 4096. With one stage, a CTA waits once per k-tile. How many
-# waits is that with BK = 64, and with BK = 32? Which note does it explain?
+# waits is that with BK = 64, and with BK = 32? Which BK should gain more from a ring?
 # <details><summary>Answer</summary>4096 / 64 = 64 waits, and 4096 / 32 = 128, each for a k-tile
-# of half the math: note 2.</details>
+# of half the math: BK = 32 (note 2 below).</details>
 
 # %% answer [markdown]
 # **What moved, and why.** The table numbers three rows:

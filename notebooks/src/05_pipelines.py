@@ -53,7 +53,7 @@ plt.show()
 
 # %% [markdown]
 # **Exercise 1 — predict before you look.** A consumer issues each k-tile's wgmmas as one group,
-# then waits with `wgmma.wait_group`. With S = 6 and **one** consumer warpgroup, should that wait
+# then waits with `wgmma.wait_group`. With S = 6 and one consumer warpgroup, should that wait
 # leave 0 or 1 group pending?
 
 # %%

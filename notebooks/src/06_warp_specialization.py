@@ -95,6 +95,16 @@ if (wg == 0) {                 // the producer warpgroup
 """
 ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
+# %% [markdown]
+# Once your loops pass, the cell below draws them. The producer mostly waits on empty (purple),
+# the healthy state; the consumers wait on full (red): 2 stages hide no latency.
+#
+# Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
+
+# %% output varies
+fig = W.whole_kloop.show_loops(whole_kloop, ok)
+plt.show()
+
 # %% answer [markdown]
 # **So:** `wgmma_wait_group<0>()` is correct but retires the k-tile's wgmmas before the release:
 # the warpgroup's Tensor Cores idle at every k-tile. `<1>` keeps one group in flight and releases
@@ -108,16 +118,6 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 
 # %% answer [markdown]
 # Two consumers fill each other's gaps: here `<0>` costs little.
-
-# %% [markdown]
-# Once your loops pass, the cell below draws them. The producer mostly waits on empty (purple),
-# the healthy state; the consumers wait on full (red): 2 stages hide no latency.
-#
-# Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
-
-# %% output varies
-fig = W.whole_kloop.show_loops(whole_kloop, ok)
-plt.show()
 
 # %% [markdown]
 # ## 2. The register budget

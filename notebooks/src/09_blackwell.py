@@ -83,7 +83,7 @@ fig = figures.accumulator_homes(bill)
 # `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;`
 #
 # One thread issues it. `enable_input_d` false overwrites D instead of adding to it.
-# `cta_group::2` is a CTA pair's MMA: two CTAs of a cluster share it, each keeping its own rows of
+# `cta_group::2` is a CTA pair's MMA: two CTAs of a [cluster](../docs/glossary.md#cluster) share it, each keeping its own rows of
 # A and D and part of B.
 #
 # Shape and types sit in the 32-bit `idesc` (PTX ISA §9.7.16.4.2). `tc.InstrDescriptor` prints it
