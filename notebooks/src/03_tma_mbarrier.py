@@ -113,7 +113,8 @@ tma.checks.show_lifecycle(crec)   # notebook.how(tma.checks.show_lifecycle) prin
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]
-# The fence orders the threads' writes before TMA's, which take the
+# The listing's *sentinel* is the byte 0xA5 that the threads write over the tile first, so any byte
+# TMA did not write shows. The fence orders those writes before TMA's, which take the
 # [*async proxy*](../docs/glossary.md#proxy) path ([03b §4](03b_tma_boxes.ipynb)).
 #
 # **Parity, fill by fill.** In chapter 05, a stage has two barriers: *full* (bytes landed) and
