@@ -222,9 +222,8 @@ ok = exercises.check("ch02.ring_smem", answer, bm=128, bn=64, bk=32, ctas=1)
 
 # %% [markdown]
 # **Then, try it:** §4's BK = 64 tile is 128×128×64, a 32 KiB stage, and its table rows show
-# `CTAs/SM`. With two CTAs on an SM, how many stages fit each? Does the table agree?
-# <details><summary>Answer</summary>(233472 / 2 − 1024) // 32768 = 3 stages; the four-stage row
-# runs one CTA per SM.</details>
+# `CTAs/SM`. With two CTAs on an SM, how many stages fit each? The table's `CTAs/SM` column
+# checks you: a row with more stages than fit runs one CTA per SM.
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>

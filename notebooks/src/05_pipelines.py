@@ -124,8 +124,9 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 # The record swept S = 1–6 for three tiles; cuBLAS ran in the same run. A tile's name is
 # BM×BN×BK, then `/cN` for N consumer warpgroups.
 #
-# **Predict before you look.** Each extra stage starts a load one k-tile earlier. At which S does
-# the 128×256 curve stop rising? Does it reach cuBLAS?
+# **Predict before you look.** Each extra stage starts a load one k-tile earlier. Where does the
+# 128×256 curve end, and is it still rising at its last S? Does it reach cuBLAS? (Why it ends is
+# folded below; why it flattens is §5.)
 
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
