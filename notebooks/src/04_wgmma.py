@@ -207,6 +207,8 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 
 # %% output answers a prediction
 fig = wgmma_peak.plot_throughput(rec)
+
+# %% check
 fpc = [x["flop_per_clk_sm"] for x in rec.results["throughput"] if x["n"] >= 64 and (x["dtype"], x["chains"], x["ctas_per_sm"]) == ("float16", 1, 2)]
 notebook.require(min(fpc) > 0.975 * 4096, "from N = 64 on, both run at the full rate")
 notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared memory limits SS, a fixed cost RS")
