@@ -62,6 +62,29 @@ _LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<
            ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
 _BOOL_OPS = {"||", "&&", "==", "!=", "<", ">", "<=", ">="}
 _OPEN, _CLOSE = "([{", ")]}"
+#: A C string literal, as a pattern without groups, and compiled with its text between the quotes
+#: as group 1.
+LITERAL = r'"(?:[^"\\]|\\.)*"'
+STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def split_args(text: str) -> list[str]:
+    """The arguments of a call, ``text`` being what stands inside its parentheses, split at
+    top-level commas (string literals skipped; ``()``, ``[]`` and ``{}`` nest), each stripped."""
+    args, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        if text[i] == '"':
+            i = STRING.match(text, i).end()
+            continue
+        if text[i] in _OPEN:
+            depth += 1
+        elif text[i] in _CLOSE:
+            depth -= 1
+        elif text[i] == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    return args + [text[start:].strip()]
 
 
 def _operand_like(t: _Tok | None) -> bool:

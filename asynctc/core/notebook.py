@@ -23,6 +23,7 @@ import os
 import re
 
 from . import runtime
+from .cexpr import LITERAL as _LITERAL, STRING as _STRING, split_args
 
 
 class ClaimError(AssertionError):
@@ -362,9 +363,6 @@ def show_ptx(target, pattern: str = r"wgmma\.", full: int = 1, width: int = 96):
     return Code(ptx_listing(target, pattern, full, width), language="ptx")
 
 
-_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
-
-
 def _asm_text(body: str) -> str | None:
     """The instruction text of the first ``asm volatile(...)`` in ``body``: its string literals
     joined (up to the first ``:`` outside a literal, where the operand lists begin), with each
@@ -407,27 +405,9 @@ def _balanced(text: str, i: int, open_: str = "(", close: str = ")") -> int:
     raise ValueError(f"unbalanced {open_}{close} in a header")
 
 
-def _split_args(text: str) -> list[str]:
-    """A macro call's arguments (the text inside its parentheses), split at top-level commas."""
-    args, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        if text[i] == '"':
-            i = _STRING.match(text, i).end()
-            continue
-        if text[i] in "(<[{":
-            depth += text[i] != "<"
-        elif text[i] in ")]}":
-            depth -= 1
-        elif text[i] == "," and depth == 0:
-            args.append(text[start:i].strip())
-            start = i + 1
-        i += 1
-    return args + [text[start:].strip()]
-
-
 def _substitute(body: str, values: dict) -> str:
     """``body`` with each identifier named in ``values`` replaced, outside string literals."""
-    parts = re.split(r'("(?:[^"\\]|\\.)*")', body)
+    parts = re.split(f"({_LITERAL})", body)
     return "".join(part if k % 2 else re.sub(r"\b\w+\b", lambda m: values.get(m.group(0), m.group(0)),
                                             part) for k, part in enumerate(parts))
 
@@ -440,7 +420,7 @@ def _expand_asm_macro(body: str, macros: dict) -> str | None:
     for name, (params, text) in macros.items():
         if params is None or not re.search(r"\basm\b", text):
             continue
-        calls = [_split_args(body[m.end():_balanced(body, m.end() - 1) - 1])
+        calls = [split_args(body[m.end():_balanced(body, m.end() - 1) - 1])
                  for m in re.finditer(rf"\b{name}\s*\(", body)]
         if not calls:
             continue
@@ -452,7 +432,7 @@ def _expand_asm_macro(body: str, macros: dict) -> str | None:
             else:
                 got = {c[k] if k < len(c) else "" for c in calls}
             one = got.pop() if len(got) == 1 else None
-            literal = one is not None and re.fullmatch(r'(\s*"(?:[^"\\]|\\.)*")+\s*', one)
+            literal = one is not None and re.fullmatch(rf"(\s*{_LITERAL})+\s*", one)
             values[p] = one if literal else f'"<{p}>"'
         return _substitute(text, values)
     return None
@@ -468,23 +448,29 @@ def _wrapper_body(text: str, name: str) -> str | None:
     return text[start + 1:_balanced(text, start, "{", "}") - 1]
 
 
-def _issued(text: str, body: str, depth: int = 3) -> str | None:
+def _macros(text: str) -> dict:
+    """The ``#define``s of a header ``text`` (line continuations joined): name → (parameter names,
+    or None for an object-like macro; the replacement text)."""
+    return {m.group(1): (None if m.group(2) is None else [p.strip() for p in m.group(2).split(",")],
+                         m.group(3)) for m in _DEFINE.finditer(text)}
+
+
+def _issued(text: str, body: str, macros: dict, depth: int = 3) -> str | None:
     """The instruction text of the asm that ``body`` issues: its own ``asm`` statement, else a
-    macro's it calls (expanded), else, up to ``depth`` calls down, those of the functions of the
-    same header it calls, in order (``Wgmma<kN>::template ss<...>(...)`` → ``ss``, defined inside
-    a macro; ``cluster_sync`` → its arrive and wait)."""
+    macro's it calls (expanded; ``macros``: :func:`_macros` of ``text``), else, up to ``depth``
+    calls down, those of the functions of the same header it calls, in order
+    (``Wgmma<kN>::template ss<...>(...)`` → ``ss``, defined inside a macro; ``cluster_sync`` → its
+    arrive and wait)."""
     found = _asm_text(body)
     if found or depth == 0:
         return found
-    macros = {m.group(1): (None if m.group(2) is None else [p.strip() for p in m.group(2).split(",")],
-                           m.group(3)) for m in _DEFINE.finditer(text)}
     expanded = _expand_asm_macro(body, macros)
     if expanded:
         return _asm_text(expanded)
     issued = []
     for callee in re.findall(r"(\w+)\s*(?:<[^;()<>]*>)?\s*\(", body):
         inner = _wrapper_body(text, callee) if callee not in macros else None
-        found = None if inner is None or inner == body else _issued(text, inner, depth - 1)
+        found = None if inner is None or inner == body else _issued(text, inner, macros, depth - 1)
         if found and found not in issued:
             issued.append(found)
     return "\n".join(issued) or None
@@ -515,9 +501,9 @@ def ptx_instructions(*wrappers: str) -> str:
             m = re.search(rf"^(?:template <[^>]*>\s*)?__device__ __forceinline__ [\w:<>]+ {re.escape(name)}\(",
                           text, re.M)
             if m:
-                text = re.sub(r'("(?:[^"\\]|\\.)*")|//[^\n]*', lambda k: k.group(1) or "",
+                text = re.sub(f"({_LITERAL})|//[^\n]*", lambda k: k.group(1) or "",
                               text.replace("\\\n", " "))       # one line per #define, no comments
-                found = (h.name, _issued(text, _wrapper_body(text, name)))
+                found = (h.name, _issued(text, _wrapper_body(text, name), _macros(text)))
                 break
         if found is None:
             raise ValueError(f"{name!r}: no wrapper of that name in kernels/ptx/*.cuh "

@@ -91,19 +91,6 @@ def evaluate(expr: str, env: dict[str, int]) -> int:
         raise ReadError(f"the reader cannot evaluate {expr.strip()!r}") from None
 
 
-def _split_args(text: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-            continue
-        depth += ch == "("
-        depth -= ch == ")"
-        cur += ch
-    return [a.strip() for a in out + [cur]]
-
-
 _DECL = re.compile(r"^(?:(?:const|constexpr|unsigned|u32|u64|int|uint32_t|int32_t|auto|long|size_t)\s+)+"
                    r"(\w+)\s*=\s*(.+)$", re.S)
 _CALL = re.compile(r"^(?:\(void\)\s*)?(\w+)\s*\((.*)\)$", re.S)
@@ -127,7 +114,7 @@ def read(body: str, stage: int, full_bar: int, kt: int, m0: int, n0: int) -> Fil
             continue
         c = _CALL.match(d.group(2).strip() if d else stmt)
         if c:
-            name, args = c.group(1), _split_args(c.group(2))
+            name, args = c.group(1), cexpr.split_args(c.group(2))
         if name not in _CALLS:
             raise ReadError(f"the reader follows mbarrier_arrive_expect_tx, tma_load_2d and declarations; "
                             f"not {stmt.splitlines()[0]!r}")
