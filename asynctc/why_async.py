@@ -271,10 +271,10 @@ def _ch00_intensity_hint(answer, expected, n: int, m: int | None = None, k: int 
     ]
     if not square:
         mistakes += [
-            (n / 3, f"that is §3's n/3 with n = N = {n}: it holds for a square GEMM only. Count this "
-                    "one's FLOP (2·M·N·K) and its bytes (A M×K, B K×N, C M×N) yourself."),
-            (m / 3, f"that is §3's n/3 with n = M = {m}: it holds for a square GEMM only. Count this "
-                    "one's FLOP (2·M·N·K) and its bytes (A M×K, B K×N, C M×N) yourself."),
+            (v / 3, f"that is §3's n/3 with n = {side} = {v}: it holds for a square GEMM only. Count "
+                    "this one's FLOP (2·M·N·K) and its bytes (A M×K, B K×N, C M×N) yourself.")
+            for side, v in (("N", n), ("M", m))]
+        mistakes += [
             (k / 3, f"two readings give this number: §3's square n/3 with n = K = {k}, or 2·M·N·K FLOP "
                     f"over a square GEMM's 6n² bytes. Here A and B are thin ({m}×{k} and {k}×{n}); "
                     "count each of A, B and C."),

@@ -709,9 +709,6 @@ def _hint_columns(answer, m: int = 128, n: int = 256, cta_group: int = 1, accumu
         if a in (cols // accumulators, tmem.columns_for(max(cols // accumulators, 1))):
             return (f"each accumulator needs all of its N = {n} columns (one fp32 per row in every column); "
                     f"{accumulators} of them need {accumulators} times that, not a share of it.")
-        if a == accumulators * m * n or a == accumulators * lay.cta_m * n:
-            return ("that is the number of 32-bit cells. tcgen05.alloc counts columns, and every "
-                    "column spans all the lanes — one lane per row of D.")
         if a == -(-both // 32):
             return ("that is a count of 32-column blocks; tcgen05.alloc takes its size in columns, one "
                     "per column of each accumulator, a power of two from 32 to 512.")
@@ -721,7 +718,7 @@ def _hint_columns(answer, m: int = 128, n: int = 256, cta_group: int = 1, accumu
         if a > tmem.columns_for(both) and not a & (a - 1) and a <= 512:
             return (f"that holds them, but it is more than they need: {accumulators} × {cols} columns "
                     "round up to a smaller power of two.")
-    if a == m * n or a == lay.cta_m * n:
+    if a in {c * rows * n for c in (1, accumulators) for rows in (m, lay.cta_m)}:   # one's or all
         return ("that is the number of 32-bit cells. tcgen05.alloc counts columns, and every "
                 "column spans all the lanes — one lane per row of D.")
     if a == m or a == lay.cta_m:
