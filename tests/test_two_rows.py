@@ -18,7 +18,8 @@ SOLUTION = textwrap.dedent(inspect.getsource(T.reference().py_func))
 HEAD = ("from asynctc import simt\n"
         "cuda = simt.numba_cuda()\n"
         "from numba import float32\n"
-        "TILE = simt.TILE\n\n\n")
+        "TILE = simt.TILE\n"
+        "ROWS = 2 * TILE\n\n\n")
 
 
 def _kernel(tmp_path, src: str, name: str = "learner"):
@@ -40,7 +41,7 @@ def test_the_right_kernel_passes(capsys):
     assert exercises.check("ch01.two_rows", T.reference(), solution=True)
     out = capsys.readouterr().out
     assert ("correct — your kernel really ran: 6 blocks × 256 threads in numba's CUDA simulator on this "
-            "CPU, and every element of its 53×37 C passed the float64 check.") in out, out
+            "CPU (numba also compiles it for sm_90), and every element of its 53×37 C passed the float64 check.") in out, out
     assert "FFMA per shared-memory load of B: 1 in simt.py's kernel → 2 in yours" in out, out
     assert "mma.sync" in out and out.count(". ") == 1, out         # two sentences
 
@@ -113,3 +114,23 @@ def test_the_pieces():
     assert T._diagnose(out, a, b) is None
     out[m + 3, 0] = 1.0
     assert "your kernel wrote row" in T._diagnose(out, a, b)
+
+
+def test_a_shape_the_gpu_refuses_gets_its_hint(tmp_path, capsys):
+    """The simulator runs ``cuda.shared.array((2 * TILE, TILE), …)``; numba's GPU compiler refuses a
+    shape computed in the kernel (the H200 said so at 611c4ea). The check compiles for sm_90 too."""
+    if T.device_compile_error(T.reference()) is None:
+        pytest.skip("numba's CUDA compiler (NVVM) is not installed here")
+    out = _hint(tmp_path, capsys, _swap("cuda.shared.array((ROWS, TILE), float32)",
+                                        "cuda.shared.array((2 * TILE, TILE), float32)"))
+    assert "it runs right in the simulator, but numba cannot compile it for a GPU: TypingError: No " \
+           "implementation of function Function(<function shared.array>) found for signature — numba" in out, out
+    assert "ROWS = 2 * TILE, and write cuda.shared.array((ROWS, TILE), float32)" in out, out
+
+
+def test_a_typing_error_on_the_gpu_gets_the_same_advice():
+    e = Exception("Failed in cuda mode pipeline (step: nopython frontend)\nNo implementation of function "
+                  "Function(<function shared.array at 0x7f>) found for signature:")
+    assert T.raised_hint(e).startswith("your kernel raised Exception: No implementation of function "
+                                       "Function(<function shared.array>) found for signature — numba")
+    assert T.SHAPE_ADVICE in T.raised_hint(e)

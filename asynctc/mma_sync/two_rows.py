@@ -13,7 +13,9 @@ padding rows below it, and compares every element with float64 against the bound
 ``...`` left in the source (not answered); a Python exception in the kernel (its message, where);
 writes below C; second rows never written (their store, or ``row2``); second rows wrong, first rows
 right (the second accumulator); wrong only in the partial edge blocks (the bounds checks); else
-the first wrong element.
+the first wrong element. In the simulator, a kernel that passes is also compiled for sm_90 by
+numba's real CUDA target in a child process (:func:`device_compile_error`), since the simulator runs
+Python that the GPU compiler refuses (a shared array's shape computed in the kernel: the H200 did).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from ..core import checks
 from ..core import exercises as _ex
 
 TILE = simt.TILE
+#: The rows of A a block stages in shared memory. numba on a GPU wants a shared array's shape as
+#: constants (a global or a literal), not an expression such as ``2 * TILE``; its simulator takes both.
+ROWS = 2 * TILE
 #: (M, N, K) of the check: M = 2·TILE + TILE + 5 leaves the last block of rows with 5 second rows,
 #: N and K are not multiples of TILE either.
 SHAPE = (3 * TILE + 5, 2 * TILE + 5, 2 * TILE + 8)
@@ -103,6 +108,14 @@ def run(kernel, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 _WHERE = re.compile(r"^tid=\[(\d+), (\d+), \d+\] ctaid=\[(\d+), (\d+), \d+\]:? ?(.*)$", re.S)
 
 
+def _first_line(msg: str) -> str:
+    """The line of a numba error that says what went wrong: numba says "Failed in cuda mode pipeline
+    (step: …)" first and the reason below it; colour codes and object addresses dropped."""
+    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", msg).splitlines() if ln.strip()]
+    first = next((ln for ln in lines if not ln.startswith("Failed in")), lines[0] if lines else "(no message)")
+    return re.sub(r" at 0x[0-9a-f]+", "", first).rstrip(":")
+
+
 def raised_hint(e: Exception) -> str:
     """A sentence for an exception the learner's kernel raised (the simulator names the thread)."""
     msg, where = str(e), ""
@@ -110,14 +123,60 @@ def raised_hint(e: Exception) -> str:
     if m:
         tx, ty, bx, by, msg = m.groups()
         where = f" in thread (tx={tx}, ty={ty}) of block ({bx}, {by})"
-    # numba on a GPU says "Failed in cuda mode pipeline (step: …)" first, the reason below it
-    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", msg).splitlines() if ln.strip()]
-    first = next((ln for ln in lines if not ln.startswith("Failed in")), lines[0] if lines else "(no message)")
-    text = f"your kernel raised {type(e).__name__}{where}: {first}"
+    text = f"your kernel raised {type(e).__name__}{where}: {_first_line(msg)}"
+    if "shared.array" in msg:
+        return text + SHAPE_ADVICE
     if isinstance(e, IndexError):
         return text + (" — an index past an array's edge, which a GPU would read or write without a word: "
                        "which bounds check lets it through?")
     return text + "."
+
+
+SHAPE_ADVICE = (" — numba on a GPU wants a shared array's shape as constants: name it at the top, as "
+                "ROWS = 2 * TILE, and write cuda.shared.array((ROWS, TILE), float32), not (2 * TILE, TILE).")
+
+#: Compiles the learner's kernel for sm_90 with numba's real CUDA target (in a child process: this
+#: one runs the simulator). The child gets the kernel's source and the numbers it reads from globals.
+_DEVICE_COMPILE = """
+import os, sys
+os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+from numba import cuda, float32
+{consts}
+{source}
+try:
+    cuda.compile_ptx({name}, "void(float32[:, :], float32[:, :], float32[:, :])", cc=(9, 0))
+except Exception as e:
+    print(type(e).__name__ + ": " + str(e))
+    sys.exit(3)
+"""
+
+
+def device_compile_error(kernel) -> str | None:
+    """Where this process runs numba's simulator, compile ``kernel`` for a GPU (sm_90, numba's own
+    NVVM; no GPU needed) in a child process: the simulator runs Python that numba's GPU compiler
+    refuses (a shared array's shape computed in the kernel). Returns the compiler's error; "" when it compiles;
+    None when this process runs on a GPU (the launch compiled it) or no compiler is at hand."""
+    import os
+    import subprocess
+    import sys
+    if not simt.simulated():
+        return None
+    src, fn = _source(kernel), getattr(kernel, "py_func", None)
+    if not src or fn is None:
+        return None
+    g = fn.__globals__
+    consts = "\n".join(f"{k} = {g[k]!r}" for k in fn.__code__.co_names
+                       if isinstance(g.get(k), (int, float)) and not isinstance(g.get(k), bool))
+    body = "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith("@"))
+    code = _DEVICE_COMPILE.format(consts=consts, source=body, name=fn.__name__)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    try:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode == 3:
+        return r.stdout.strip() or "(no message)"
+    return "" if r.returncode == 0 else None
 
 
 # ---- judging ---------------------------------------------------------------------------------------
@@ -187,8 +246,14 @@ def judge(answer, rng=None):
     hint = _diagnose(out, a, b)
     if hint:
         return hint
+    err = device_compile_error(answer)
+    if err:
+        return ("it runs right in the simulator, but numba cannot compile it for a GPU: "
+                + _first_line(err) + (SHAPE_ADVICE if "shared.array" in err else "."))
     grid, block = grid_for(m, n)
-    where = "in numba's CUDA simulator on this CPU" if simt.simulated() else "on the GPU"
+    where = "on the GPU"
+    if simt.simulated():
+        where = "in numba's CUDA simulator on this CPU" + (" (numba also compiles it for sm_90)" if err == "" else "")
     ran = (f"your kernel really ran: {grid[0] * grid[1]} blocks × {block[0] * block[1]} threads {where}, "
            f"and every element of its {m}×{n} C passed the float64 check.")
     ours = ffma_per_b_load(inspect.getsource(simt._kernel))
@@ -218,7 +283,7 @@ def reference():
     @cuda.jit
     def two_rows(A, B, C):
         """C = A @ B, fp32. Each thread computes C[row, col] and C[row2, col], row2 = row + TILE."""
-        sA = cuda.shared.array((2 * TILE, TILE), float32)
+        sA = cuda.shared.array((ROWS, TILE), float32)
         sB = cuda.shared.array((TILE, TILE), float32)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
         row = cuda.blockIdx.y * 2 * TILE + ty

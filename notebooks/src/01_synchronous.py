@@ -219,11 +219,12 @@ mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why
 cuda = simt.numba_cuda()                 # numba.cuda (its simulator where there is no GPU)
 from numba import float32
 TILE = simt.TILE                         # 16
+ROWS = 2 * TILE                          # rows of A a block stages (a GPU wants shapes as constants)
 
 
 @cuda.jit
 def two_rows(A, B, C):
-    sA = cuda.shared.array((2 * TILE, TILE), float32)      # 2·TILE rows of A
+    sA = cuda.shared.array((ROWS, TILE), float32)      # 2·TILE rows of A
     sB = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     row = cuda.blockIdx.y * 2 * TILE + ty
@@ -266,12 +267,13 @@ ok = exercises.check("ch01.hmma_per_ktile", answer, wm=t.wm, wn=t.wn, bk=t.bk, b
 cuda = simt.numba_cuda()
 from numba import float32
 TILE = simt.TILE
+ROWS = 2 * TILE                          # a constant: numba on a GPU wants shapes as constants
 
 
 @cuda.jit
 def two_rows(A, B, C):
     """C = A @ B, fp32. Each thread computes C[row, col] and C[row2, col]."""
-    sA = cuda.shared.array((2 * TILE, TILE), float32)      # 2·TILE rows of A
+    sA = cuda.shared.array((ROWS, TILE), float32)      # 2·TILE rows of A
     sB = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     row = cuda.blockIdx.y * 2 * TILE + ty
