@@ -58,6 +58,8 @@ def test_notebooks_are_executed_and_clean():
                     {k: v for k, v in out.get("data", {}).items() if k.startswith("text/")})
                 assert not re.search(r"/work/|/root/|/home/|site-packages", text), (nb_path.name, text[:200])
                 assert out.get("output_type") != "error", nb_path.name
+                assert "IPython.core.display" not in text, (   # plain text shows the table itself
+                    f"{nb_path.name}: display notebook.Markdown(text), not IPython's Markdown")
         size = nb_path.stat().st_size
         assert size < 1_500_000, f"{nb_path.name} is {size} bytes: keep outputs small"
 

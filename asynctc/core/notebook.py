@@ -26,6 +26,21 @@ from . import runtime
 from .cexpr import LITERAL as _LITERAL, STRING as _STRING, split_args
 
 
+class Markdown:
+    """Markdown text for ``display``: rendered as Markdown in Jupyter, and the same text in plain
+    output (nbconvert to text, nbval's comparison, a reader of the .ipynb), where IPython's own
+    ``Markdown`` shows only ``<IPython.core.display.Markdown object>``."""
+
+    def __init__(self, text: str):
+        self.data = str(text)
+
+    def _repr_markdown_(self) -> str:
+        return self.data
+
+    def __repr__(self) -> str:
+        return self.data
+
+
 class ClaimError(AssertionError):
     """A notebook sentence comparing measured numbers does not hold for the record in hand."""
 

@@ -284,9 +284,9 @@ def show_same_tiles(eq) -> None:
     """Chapter 03 §4's cell: the ``tma_equal`` record ``eq``'s label, :func:`same_tiles_table` and
     the verdict sentence at chapter 05's 128×64 box, generated from the record
     (:func:`same_tiles_verdict` through :func:`asynctc.core.notebook.verdict`)."""
-    from IPython.display import Markdown, display
+    from IPython.display import display
     from ..core import notebook
     rows = same_tiles(eq.results)
     print(eq.label())
-    display(Markdown(same_tiles_table(rows)))
+    display(notebook.Markdown(same_tiles_table(rows)))
     notebook.verdict(*same_tiles_verdict(rows))

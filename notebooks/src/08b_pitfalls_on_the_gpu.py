@@ -17,7 +17,7 @@
 # - Exercises: one more repair, one more layout
 
 # %% output varies
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from asynctc import pitfalls as F
 from asynctc.core import exercises, notebook, records, runtime
@@ -35,14 +35,14 @@ gpu_outcome = D.gpu_outcome          # the variant run now (live), else its reco
 # to fix.
 
 # %%
-display(Markdown(zoo.table_markdown(compact=True, reports=False)))
+display(notebook.Markdown(zoo.table_markdown(compact=True, reports=False)))
 
 # %% [markdown]
 # Then one row per report, with what its reporter saw (in our words), the CPU model that
 # diagnoses it (`family:variant`, a key of `D.MODELS`) and the GPU variant.
 
 # %%
-display(Markdown(zoo.table_markdown()))
+display(notebook.Markdown(zoo.table_markdown()))
 
 # %% [markdown]
 # ## 2. What each bug removes, in the SASS
@@ -60,7 +60,7 @@ for bug, (key, what) in V.BUGS.items():
     diff = {k: ops.get(k, 0) - base.get(k, 0) for k in set(ops) | set(base)
             if ops.get(k, 0) != base.get(k, 0) and k.split(".")[0] in ("BAR", "FENCE", "DEPBAR", "SYNCS", "MEMBAR", "UTMALDG", "UTMASTG")}
     rows.append(f"| {bug} | {key} | {what} | {', '.join(f'{k} {v:+d}' for k, v in sorted(diff.items())) or 'same instructions, other operands'} |")
-display(Markdown("| BUG | class | change | SASS vs the correct kernel |\n|---|---|---|---|\n" + "\n".join(rows)))
+display(notebook.Markdown("| BUG | class | change | SASS vs the correct kernel |\n|---|---|---|---|\n" + "\n".join(rows)))
 
 # %% [markdown]
 # Note the init-fence row: `fence.mbarrier_init.release.cluster` leaves no instruction of its own in

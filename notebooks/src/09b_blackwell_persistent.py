@@ -174,9 +174,8 @@ for cfg in T.PERSISTENT_CONFIGS:
 # last wave is the loss: 512 tiles over 148 SMs is 3.46 tiles per SM, run as 4.
 
 # %%
-from IPython.display import Markdown
-display(Markdown(T.prediction_markdown()))
-display(Markdown(T.anchors_markdown()))
+display(notebook.Markdown(T.prediction_markdown()))
+display(notebook.Markdown(T.anchors_markdown()))
 
 # %%
 # The one published Blackwell GEMM number above that we could read, beside the model's

@@ -17,7 +17,7 @@
 
 # %% output varies
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from asynctc import claims
 from asynctc.claims import seed
@@ -107,7 +107,7 @@ ok = exercises.check("ch10.verdict", answer, tflops=row["tflops"], sm_mhz=row["s
 # parts. A fraction of peak is the datasheet's, then (in brackets) the one at the measured clock.
 
 # %% output varies
-display(Markdown(claims.summary_markdown(cl)))
+display(notebook.Markdown(claims.summary_markdown(cl)))
 
 # %% [markdown]
 # ## 3. The public anchors, beside ours
