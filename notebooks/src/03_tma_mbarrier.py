@@ -52,6 +52,28 @@ fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))
 fig = tma.plot_chunk_maps(swizzles=(0, 128))
 
 # %% [markdown]
+# **Worked: follow one byte, 64-byte swizzle.** Rows are 64 bytes here: 4 chunks of 16. Take byte 3
+# of chunk 2 in row 5, in a 512-byte aligned buffer. The course's model XORs the chunk bits (4–5)
+# of the offset with its bits 7–8. Bit 6 is the row's lowest bit, so bits 7–8 are row // 2: two
+# 64-byte rows share a 128-byte line.
+
+# %%
+from asynctc.models.layout import swizzle_address
+
+row, chunk, byte = 5, 2, 3
+offset = row * 64 + chunk * 16 + byte                  # before the swizzle
+key = offset >> 7 & 0b11                               # bits 7-8 = row // 2, mod 4
+print(f"offset {offset} = 0b{offset:09b} = row {row:03b} | chunk {chunk:02b} | byte {byte:04b}")
+print(f"bits 8-7 of the offset: {key:02b}, row {row:03b}'s bits 2-1 (row {row} // 2 = {row // 2})")
+print(f"chunk {chunk:02b} XOR {key:02b} = {chunk ^ key:02b}: chunk {chunk} → chunk {chunk ^ key}, same row")
+swizzled = row * 64 + (chunk ^ key) * 16 + byte
+print(f"swizzled: {row}·64 + {chunk ^ key}·16 + {byte} = {swizzled} = 0b{swizzled:09b}")
+assert swizzled == swizzle_address(offset, 64)         # the course's model agrees
+
+# %% [markdown]
+# Exercise 2 is the same idea at 128-byte swizzle: 128-byte rows of 8 chunks.
+
+# %% [markdown]
 # ## 3. The mbarrier life cycle
 #
 # No thread carries TMA's bytes, so `__syncthreads` cannot wait for them. An mbarrier can: its

@@ -86,6 +86,21 @@ print(f"boxes: {tile.n_boxes}; a k16 step reads {tile.instruction_k * tile.items
 # [04b §5, §3](04b_wgmma_anatomy.ipynb).
 
 # %% [markdown]
+# **By hand: the 64-bit word.** Each field of `d0` is shifted to its first bit (the positions of
+# `descriptors.FIELDS`): byte values in 16-byte units, the swizzle as its mode code.
+
+# %%
+sa, lbo, sbo = d0.start_address >> 4, d0.lbo >> 4, d0.sbo >> 4   # bytes → 16-byte units
+mode = descriptors.LAYOUT_TYPE[d0.swizzle]                        # 128-byte swizzle → code 1
+print(f"start_address {d0.start_address:#6x} >> 4 = {sa:3d} << 0  = {sa << 0:#018x}")
+print(f"LBO           {d0.lbo:6d} >> 4 = {lbo:3d} << 16 = {lbo << 16:#018x}")
+print(f"SBO           {d0.sbo:6d} >> 4 = {sbo:3d} << 32 = {sbo << 32:#018x}")
+print(f"swizzle {d0.swizzle} B: mode    {mode:3d} << 62 = {mode << 62:#018x}")
+word = sa << 0 | lbo << 16 | sbo << 32 | mode << 62              # base_offset (bits 49-51) is 0
+print(f"OR of the four                        = {word:#018x}")
+assert word == d0.encode()                                        # the encoder's value
+
+# %% [markdown]
 # ## 3. The k-step
 #
 # **Worked: the K-major k-step.** A 64-wide k-tile is four k16 steps, one descriptor each. Only
@@ -96,6 +111,9 @@ print(f"boxes: {tile.n_boxes}; a k16 step reads {tile.instruction_k * tile.items
 for s in range(4):                     # §2's tile
     moved = tile.descriptor(step=s, base_address=0x2000).start_address - 0x2000
     print(f"s = {s}: +{moved:2d} bytes, start_address field +{moved // 16}")
+w0, w1 = (tile.descriptor(step=s, base_address=0x2000).encode() for s in (0, 1))
+print(f"the word's bits 13-0, s = 0: {w0 & 0x3FFF:014b}")
+print(f"the word's bits 13-0, s = 1: {w1 & 0x3FFF:014b}, the word +{w1 - w0}")
 
 # %% [markdown]
 # **Worked: an MN-major k-step, 64-byte swizzle.** Take B at N = 64, MN-major, written with
