@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .core import bench, checks, notebook, records, runtime
+from .core import bench, checks, records, runtime
 from .core import exercises as _ex
 from .core.bench import peak_tflops  # noqa: F401 (chapter 00's notebook)
 from .core.memory import DeviceArray
@@ -174,7 +174,8 @@ def gemm_intensity(m: int, n: int, k: int, elem_bytes: int = 2) -> float:
 
 class Peak(NamedTuple):
     """The course's one peak for a set of rows (glossary ``peak``): ``tflops`` = ``sm_count`` × 4096
-    FLOP/clk × ``mhz``, the SM clock measured while they ran, of kind ``kind``."""
+    FLOP/clk × ``mhz``, the SM clock measured while they ran, of kind ``kind``. Chapter 00 §2's cell
+    computes it in sight; every later number of the chapter that calls itself peak is that one."""
     tflops: float
     mhz: float
     kind: str
@@ -184,31 +185,6 @@ class Peak(NamedTuple):
     def label(self) -> str:
         """How the peak was computed, for a plot's title: ``SMs×4096×1688 MHz, in flight``."""
         return f"SMs×4096×{self.mhz:.0f} MHz, {self.kind}"
-
-
-def show_peak(rec) -> Peak:
-    """Chapter 00 §2: print the peak at the SM clock measured while cuBLAS ran (with the caveat of
-    its clock kind, if any) beside the datasheet's, then cuBLAS's best GEMM as a fraction of it.
-    ``rec``: a ``ceilings`` record. Returns the :class:`Peak` (every later number of the chapter
-    that calls itself peak is this one)."""
-    gemms = rec.results["cublas"]
-    kind = bench.rows_clock_kind(gemms)
-    if bench.clock_caveat(kind):
-        print(bench.clock_caveat(kind))
-    sms, mhz = rec.provenance["sm_count"], bench.measured_clock_mhz(gemms)
-    pk = Peak(sms * 4096 * mhz * 1e6 / 1e12, mhz, kind, sms)
-    sheet = bench.DATASHEET["dense_tflops"]["float16"]
-    print(f"peak      = {sms} SMs × 4096 FLOP/clk × {mhz:.0f} MHz ({kind}, this run) "
-          f"= {pk.tflops:.0f} TFLOP/s")
-    print(f"datasheet = {sms} SMs × 4096 FLOP/clk × {bench.DATASHEET['boost_mhz']} MHz (boost) "
-          f"= {sheet:.0f} TFLOP/s")
-    g = max(gemms, key=lambda g: g["tflops"])
-    tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12
-    print(f"cuBLAS best, this run ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms "
-          f"= {tf:.0f} TFLOP/s")
-    print(f"  of peak: {notebook.ratio(tf, pk.tflops, 'TFLOP/s')}; "
-          f"of datasheet: {notebook.ratio(tf, sheet, 'TFLOP/s')}")
-    return pk
 
 
 def roofline_points(gemms: list[dict], peak: Peak, gbps: float) -> list[tuple]:
@@ -222,16 +198,12 @@ def roofline_points(gemms: list[dict], peak: Peak, gbps: float) -> list[tuple]:
     return pts
 
 
-@notebook.guards
 def show_operand_feed(gbps: float, peak: Peak) -> None:
-    """Chapter 00 §4: bytes per clock per SM the Tensor Cores need (128×128 and 128×256 tiles)
-    against shared memory's 128 B/clk and DRAM's share per SM (at ``peak``'s clock), as a table with
-    the one line of arithmetic behind each number.
-
-    Guards §4's sentences: the 128×128 tile needs all of shared memory's bandwidth (written once,
-    read once: 2 × 64 B/clk of 128), and DRAM supplies about a third of its bytes (64 B/clk over
-    DRAM's share per SM between 2.5 and 4.5). Raises :class:`~asynctc.core.notebook.ClaimError`
-    when the record stops showing the second."""
+    """Chapter 00 §4's table: bytes per clock per SM the Tensor Cores need (128×128 and 128×256
+    tiles) against shared memory's 128 B/clk and DRAM's share per SM (at ``peak``'s clock), with the
+    one line of arithmetic behind each number. Asserts nothing: the chapter's cell computes the
+    128×128 tile's need and DRAM's share itself, and its check cell guards "DRAM supplies about a
+    third of its bytes"."""
     smem = SMEM_BYTES_PER_CLK_SM
     print(f"{'CTA tile':9s} {'operands, B/clk per SM':26s} copy + read, of shared memory's {smem} B/clk")
     for bm, bn in ((128, 128), (128, 256)):
@@ -242,8 +214,6 @@ def show_operand_feed(gbps: float, peak: Peak) -> None:
     need = 4096 * (128 + 128) * 2 / (2 * 128 * 128)
     print(f"DRAM per SM: {gbps:.0f} GB/s / ({peak.sm_count} SMs × {peak.mhz:.0f} MHz, {peak.kind}) = "
           f"{dram:.1f} B/clk; 128×128 needs {need:.0f} / {dram:.1f} = {need / dram:.1f}× that")
-    notebook.require(2.5 <= need / dram <= 4.5, "DRAM supplies about a third of the 128×128 tile's bytes",
-                     need=need, dram=dram)
 
 
 @_ex.exercise("ch00.intensity", "Arithmetic intensity (FLOP per byte of DRAM traffic) of an M×N×K fp16 "

@@ -615,14 +615,16 @@ def test_bound_figure_draws_every_pair_the_bound_and_the_claims():
 # chapter 10's cell helpers (asynctc.claims.lesson): each raises when the record flips its sentence
 # --------------------------------------------------------------------------------------------------
 
-def test_lesson_helpers_hold_on_the_records_and_print_the_bound(capsys):
+def test_lesson_helpers_hold_on_the_records_and_find_the_widest_pair(capsys):
     from asynctc.claims import bounds, lesson
     recs = C.load_records()
     pairs = bounds.same_run_pairs(recs, 4096, "float16")
     assert "baseline: cuBLAS" in lesson.record_answers(recs["warp_specialization"])
-    med, lo, hi = lesson.show_bound(pairs)
-    assert lo <= med <= hi and lesson.runs_set_the_bound(pairs)
-    assert "interval [" in capsys.readouterr().out      # §1's peaks, §3's verdicts: test_guard_cells.py
+    w, wide = lesson.widest_pair(pairs)
+    a, b = bounds.rep_interval(wide)
+    assert wide in pairs and w == b - a
+    assert w / wide["reps"] ** 0.5 == lesson.spread(pairs)["rep_med"] and lesson.runs_set_the_bound(pairs)
+    assert capsys.readouterr().out == ""     # §1's peaks, §2's bound, §3's verdicts: test_guard_cells.py
 
 
 def test_lesson_helpers_raise_when_a_rerun_flips_their_sentence():

@@ -51,7 +51,7 @@ def test_the_peak_cell_refuses_a_run_above_the_boost_clock():
 
 # ---- chapter 10 §3: the verdicts ---------------------------------------------------------------------
 
-BOUND = "med, lo, hi = lesson.show_bound(pairs)"
+BOUND = "med, lo, hi = bounds.bound(r)"
 DERIVE = 'ours = [p["ours_ms"] for p in pairs]'
 VERDICTS = 'said = {"0.99 of cuBLAS": bounds.verdict('
 

@@ -25,9 +25,9 @@ measured for that row (its kind — in-kernel, in flight — printed beside it).
 * :mod:`.figures` — :func:`fractions_figure`, :func:`ratios_figure` and both in one,
   :func:`claims_figure` (never measures);
 * :mod:`.bounds` — :func:`same_run_pairs`, :func:`bound`, the two verdict rules (:func:`verdict`);
-* :mod:`.lesson` — chapter 10's cells in one call each (:func:`~.lesson.record_answers`,
-  :func:`~.lesson.show_bound`, :func:`~.lesson.runs_set_the_bound`); the last asserts the fixed
-  sentences §2's markdown states (§1's peaks and §3's verdicts are visible cells);
+* :mod:`.lesson` — chapter 10's cell helpers (:func:`~.lesson.record_answers`,
+  :func:`~.lesson.widest_pair`, :func:`~.lesson.runs_set_the_bound`); the last asserts the fixed
+  sentences §2's markdown states (§1's peaks, §2's bound and §3's verdicts are visible cells);
 * :mod:`.exercises` — ``ch10.bound`` and ``ch10.bound_verdict`` (chapter 10), ``ch10.fraction_both``
   and ``ch10.verdict`` (10b).
 

@@ -1,12 +1,12 @@
-"""Chapter 10's core cells, one call each: they print what the lesson reads and raise when a record
-stops supporting a sentence the chapter's markdown states as fixed text (issue 22 §2: the markdown
-carries the argument, the guards live here). Nothing here measures or plots.
+"""Chapter 10's cell helpers: what the lesson reads that is not its arithmetic, and the guards that
+raise when a record stops supporting a sentence the chapter's markdown states as fixed text (issue
+22 §2: the markdown carries the argument, the guards live here). Nothing here measures or plots.
 
 :func:`runs_set_the_bound` names, in its docstring, the sentences it asserts. It returns ``True``
 once they hold, so its cell reads ``assert lesson.runs_set_the_bound(pairs)``; a re-measurement that
 flips one raises :class:`~asynctc.core.notebook.ClaimError` (an AssertionError) with the numbers
-(:func:`~asynctc.core.notebook.require`). §1's peaks and §3's verdicts are visible cells with their
-own ``notebook.require`` (tests/test_guard_cells.py moves their records).
+(:func:`~asynctc.core.notebook.require`). §1's peaks, §2's bound and §3's verdicts are visible cells
+(tests/test_guard_cells.py moves their records).
 """
 
 from __future__ import annotations
@@ -43,23 +43,12 @@ def spread(pairs: list[dict]) -> dict:
             "rep": max(w for w, _ in widths), "rep_med": max(w / n ** 0.5 for w, n in widths)}
 
 
-def show_bound(pairs: list[dict]) -> tuple[float, float, float]:
-    """Print every same-run pair (:func:`bounds.table`, with the samples behind each median), the
-    bound over them, and how far a median of one pair's samples moves, named by its record, round
-    and sample count (the pair where that is widest). Returns ``(median, lowest, highest)`` of the
-    ratio. Asserts nothing: :func:`runs_set_the_bound` asserts what §2 concludes from it; how far
-    our TFLOP/s and the ratio moved between runs is the chapter's visible "Derive it" cell."""
-    print(bounds.table(pairs))
-    med, lo, hi = bounds.bound(p["ratio"] for p in pairs)
-    runs = len({p["suite"] for p in pairs})
-    print(f"\nratio (each row's cuBLAS ms / ours ms): median {med:.3f}, interval [{lo:.4f}, {hi:.4f}] "
-          f"over {len(pairs)} pairs in {runs} runs")
-    w, p = max((((b - a), p) for (a, b), p in zip(map(bounds.rep_interval, pairs), pairs)),
+def widest_pair(pairs: list[dict]) -> tuple[float, dict]:
+    """The same-run pair (:func:`bounds.same_run_pairs`) whose median ratio moves most between
+    repeats: the widest p10–p90 of the ratio inside one pair (:func:`bounds.rep_interval`) divided
+    by √samples. Returns ``(width, pair)``: the unscaled p10–p90 width and that pair."""
+    return max((((b - a), p) for (a, b), p in zip(map(bounds.rep_interval, pairs), pairs)),
                key=lambda wp: wp[0] / wp[1]["reps"] ** 0.5)
-    print(f"inside one pair ({p['suite']} round {p['round']}, {p['reps']} samples): the ratio's p10–p90 "
-          f"spans {w:.4f}; a median of its samples moves about {w:.4f} / √{p['reps']} = "
-          f"{w / p['reps'] ** 0.5:.4f}, under the pairs' spread {hi:.4f} − {lo:.4f} = {hi - lo:.4f}")
-    return med, lo, hi
 
 
 def runs_set_the_bound(pairs: list[dict]) -> bool:

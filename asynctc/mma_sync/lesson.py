@@ -11,35 +11,13 @@ from __future__ import annotations
 
 from ..core import bench, notebook, records
 from .config import DEFAULT_TILE
-from .suite import best_mma_rows, ceiling_row
+from .suite import ceiling_row
 
 
 def _at(results: dict, size: int, dtype: str = "float16") -> dict:
     """TFLOP/s by kernel at ``size``³ (the sweep's cuBLAS and every mma.sync tile)."""
     return {r.get("tile") or r["kernel"]: r["tflops"]
             for r in results["sweep"] if r["size"] == size and r["dtype"] == dtype}
-
-
-def show_vs_cublas(rec: records.Record, tile=DEFAULT_TILE) -> float:
-    """Chapter 01 §4's answer: the SIMT GEMM and the mma.sync GEMM at 1024³, then ``tile`` at 4096³
-    fp16 as a fraction of cuBLAS, with a generated verdict on the chapter's goal (0.50 of cuBLAS).
-    Prints the clock caveat of the sweep's rows, if any. Returns the fraction."""
-    r = rec.results
-    kind = bench.rows_clock_kind([x for x in r["sweep"] if x["dtype"] == "float16"])
-    if bench.clock_caveat(kind):
-        print("GEMM sweep: " + bench.clock_caveat(kind))
-    simt_ms = next(x["median_ms"] for x in r["simt"] if x["size"] == 1024)
-    simt_tf = 2 * 1024**3 / (simt_ms * 1e-3) / 1e12
-    sync1024 = max(x["tflops"] for x in best_mma_rows(r, "float16") if x["size"] == 1024)
-    print(f"1024³: SIMT GEMM (fp32 FFMA) 2·1024³ / {simt_ms:.3f} ms = {simt_tf:.1f} TFLOP/s; "
-          f"mma.sync GEMM {sync1024:.0f} ({notebook.ratio(sync1024, simt_tf, digits=0)}×)")
-    tf = _at(r, 4096)
-    ours, cublas = tf[tile.name], tf["cuBLAS"]
-    frac = ours / cublas
-    head = f"4096³ fp16, default tile: {notebook.ratio(ours, cublas, 'TFLOP/s')} of cuBLAS"
-    notebook.verdict(frac >= 0.5, f"{head}: the goal, 0.50, reached.",
-                     f"{head}: short of the goal, 0.50.")
-    return frac
 
 
 def why_rows(rec: records.Record, tile=DEFAULT_TILE) -> list[tuple[str, float]]:

@@ -80,9 +80,18 @@ fig = plots.throughput_by_size(
 # "of peak".
 
 # %% output answers a prediction
-# peak.tflops = SMs × 4096 × peak.mhz
-peak = why_async.show_peak(rec)   # notebook.how(why_async.show_peak) prints its code
 gemms = rec.results["cublas"]
+sms, mhz, kind = rec.provenance["sm_count"], bench.measured_clock_mhz(gemms), bench.rows_clock_kind(gemms)
+if caveat := bench.clock_caveat(kind):            # empty for a clock read while the GEMMs ran
+    print(caveat)
+peak = why_async.Peak(sms * 4096 * mhz / 1e6, mhz, kind, sms)   # FLOP/clk × MHz = 10⁶ FLOP/s; in TFLOP/s
+sheet = sms * 4096 * bench.DATASHEET["boost_mhz"] / 1e6       # the same at the boost clock
+g = max(gemms, key=lambda g: g["tflops"])                     # cuBLAS's best GEMM
+tf = 2 * g["m"] * g["n"] * g["k"] / (g["median_ms"] * 1e-3) / 1e12   # FLOP / seconds, in TFLOP/s
+print(f"peak      = {sms} SMs × 4096 FLOP/clk × {mhz:.0f} MHz ({kind}, this run) = {peak.tflops:.0f} TFLOP/s")
+print(f"datasheet = {sms} SMs × 4096 FLOP/clk × {bench.DATASHEET['boost_mhz']} MHz (boost) = {sheet:.0f} TFLOP/s")
+print(f"cuBLAS best, this run ({g['dtype']}): 2 × {g['m']}·{g['n']}·{g['k']} / {g['median_ms']:.3f} ms = {tf:.0f} TFLOP/s")
+print(f"  of peak: {notebook.ratio(tf, peak.tflops, 'TFLOP/s')}; of datasheet: {notebook.ratio(tf, sheet, 'TFLOP/s')}")
 fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
                                peak_label=f"peak: {peak.label} =", record=rec,
                                title="cuBLAS GEMM throughput")
@@ -180,11 +189,18 @@ notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
 # really read. Source: CUDA C++ Programming Guide, *Compute Capabilities*.
 
 # %% output varies
-print(f"the 128×128 tile needs 4096 FLOP/clk × 512 B per K step / 32768 FLOP per K step = "
-      f"{4096 * 512 / 32768:.0f} B/clk; DRAM gives "
-      f"{bw:.0f} GB/s / ({peak.sm_count} SMs × {peak.mhz:.0f} MHz) = {bw * 1e9 / peak.sm_count / (peak.mhz * 1e6):.1f} B/clk\n")
-# the table, and the check of the sentence below
+step_bytes, step_flop = (128 + 128) * 2, 2 * 128 * 128   # one K step: A's column + B's row (fp16); its FLOP
+need = 4096 * step_bytes / step_flop                     # B/clk per SM the Tensor Cores consume
+dram = bw * 1e9 / peak.sm_count / (peak.mhz * 1e6)       # B/clk per SM: bytes/s ÷ (SMs × clocks/s)
+print(f"the 128×128 tile needs 4096 FLOP/clk × {step_bytes} B per K step / {step_flop} FLOP per K step = "
+      f"{need:.0f} B/clk; DRAM gives "
+      f"{bw:.0f} GB/s / ({peak.sm_count} SMs × {peak.mhz:.0f} MHz) = {dram:.1f} B/clk\n")
+# the table: both tiles against shared memory, and DRAM's share
 why_async.show_operand_feed(bw, peak)   # notebook.how(why_async.show_operand_feed) prints its code
+
+# %% check
+notebook.require(2.5 <= need / dram <= 4.5, "DRAM supplies about a third of the 128×128 tile's bytes",
+                 need=need, dram=dram)
 
 # %% [markdown]
 # **So:** the 128×128 tile needs all of shared memory's bandwidth. DRAM supplies about a third of

@@ -90,7 +90,16 @@ notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the bo
 
 # %% output answers a prediction
 pairs = bounds.same_run_pairs(recs, 4096, "float16")
-med, lo, hi = lesson.show_bound(pairs)   # notebook.how(lesson.show_bound) prints its code
+print(bounds.table(pairs))                            # one row per run and round that timed both
+r = [p["cublas_ms"] / p["ours_ms"] for p in pairs]    # each row's ratio: two medians of one run
+med, lo, hi = bounds.bound(r)                         # median, lowest, highest: the bound is [lo, hi]
+print(f"\nratio (each row's cuBLAS ms / ours ms): median {med:.3f}, interval [{lo:.4f}, {hi:.4f}] "
+      f"over {len(pairs)} pairs in {len({p['suite'] for p in pairs})} runs")
+w, wide = lesson.widest_pair(pairs)                   # p10–p90 of the ratio in the pair where w / √samples is widest
+moves = w / wide["reps"] ** 0.5                       # about how far a median of its samples moves
+print(f"inside one pair ({wide['suite']} round {wide['round']}, {wide['reps']} samples): the ratio's p10–p90 "
+      f"spans {w:.4f}; a median of its samples moves about {w:.4f} / √{wide['reps']} = "
+      f"{moves:.4f}, under the pairs' spread {hi:.4f} − {lo:.4f} = {hi - lo:.4f}")
 
 # %% [markdown]
 # **Derive it.** Our TFLOP/s moves exactly as our time does. The cell reads each pair's two medians,
