@@ -10,10 +10,10 @@
 #
 # **What it adds:**
 # - §1 the goal
-# - §2 your exercise: rung 3's consumer loop (chapter 06's capstone is not a piece). Rung 3 is the
+# - §2 your exercise: rung 3's consumer loop. Rung 3 is the
 #   third kernel of chapter 06 §3's ladder: a producer warpgroup and two consumer warpgroups
 # - §3 your pieces, plus 04b's `encode` and 05b's parities
-# - §4 the tile, run step by step
+# - §4 the tile, run step by step, then in the order of chapter 06's capstone loops (yours once passed)
 # - §5 one piece broken on purpose
 # - §6 what this emulation does not model
 
@@ -37,7 +37,7 @@ notebook.banner("sm_90a", measured=False)
 #
 # | step | what happens | whose piece |
 # |---|---|---|
-# | ring | chapter 05's ring model orders the loads and reads | producer step (05), consumer loop (§2), parities (05b) |
+# | ring | chapter 05's ring model orders the loads and reads | producer step (05), consumer loop (§2), parities (05b); or, in §4's last step, your capstone's loops (06 §1) |
 # | TMA | where the A and B [boxes](../docs/glossary.md#box) land; full completes when the [expect_tx](../docs/glossary.md#expect_tx) bytes have landed | stage fill (03) |
 # | swizzle | byte `o` of a box goes to `swizzle_128b(o)` | swizzle (03) |
 # | wgmma | the [mbarrier](../docs/glossary.md#mbarrier)-ordered reads, through descriptors packed by `encode` and moved by `kstep_desc` | k-step (04), encode (04b) |
@@ -98,7 +98,8 @@ if exercises.after("ch06.consumer_loop"):
 # A passing code exercise keeps your code beside your progress file; `exercises.my_answer(name)`
 # gives it back. A piece you have not passed yet is None: the run uses the course's piece and says
 # so. To try another version, assign it to `pieces["kstep"]` (or `"stage_fill"`, `"swizzle"`,
-# `"encode"`, `"parities"`, `"producer_step"`, `"consumer_loop"`) after this cell.
+# `"encode"`, `"parities"`, `"producer_step"`, `"consumer_loop"`) after this cell. The last line,
+# `whole_kloop`, is chapter 06's capstone: both roles' loops, which order the tile at the end of §4.
 
 # %% output varies
 pieces, lines = emulate_sm90.your_pieces()     # exercises.my_answer("ch04.kstep"), …
@@ -132,6 +133,24 @@ print(f"worst |C - float64| / bound: {result.check.worst:.2g}" if result.check e
 # %% [markdown]
 # If a piece of yours is wrong, the summary names it and says where the wrong elements are. The
 # next section shows what that looks like.
+
+# %% [markdown]
+# ### Your capstone's loops as the ring
+#
+# Chapter 06's capstone (`ch06.whole_kloop`) wrote both roles' loops in simple names. Here the ring
+# model runs them for this tile: 2 stages, 4 k-tiles, one tile. Their order replaces the one the
+# producer step, consumer loop and parities gave above. Your other pieces move the data:
+
+# %% output varies
+loops = exercises.my_answer("ch06.whole_kloop")        # your passing capstone, or None
+if loops is None:
+    print("Chapter 06's capstone is not passed here yet: the course's loops stand in.")
+order = W.whole_kloop.timeline(loops or W.whole_kloop.SOLUTION, stages=2, k_tiles=4, tiles=1)
+if order.diagnosis is None:
+    print("\n".join(emulate_sm90.ring_order(schedule=order)))
+capstone = emulate_sm90.emulate(**pieces, schedule=order,
+                                on_purpose={} if loops else {"whole_kloop": "the course's"})
+print(capstone.summary())
 
 # %% [markdown]
 # ## 5. Break one piece on purpose
@@ -208,6 +227,7 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 #
 # **What you learned.** Your pieces (stage fill, swizzle, k-step, producer step, consumer loop,
 # encoder, parities; the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order.
+# Your capstone's loops from chapter 06 can give that order too.
 # A wrong piece shows up as a pattern of wrong elements, and the pattern points at the piece. Back to
 # [chapter 06](06_warp_specialization.ipynb).
 
