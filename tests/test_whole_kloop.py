@@ -190,13 +190,13 @@ def test_the_courses_loops_order_06es_tile_and_it_passes():
     r = E.emulate(schedule=sched, on_purpose={"whole_kloop": "the course's"})
     assert r.passed and r.check.passed, r.summary()
     assert r.used["whole_kloop"] == "the course's" and "parities" not in r.used
-    assert "order: the course's loops from chapter 06's capstone (whole_kloop)" in r.summary()
+    assert "order: the course's capstone loops (whole_kloop)" in r.summary()
     order = E.ring_order(schedule=sched)
     assert order[:3] == ["load k-tile 0 -> stage 0", "consumer wg 1 reads k-tile 0 from stage 0",
                          "consumer wg 2 reads k-tile 0 from stage 0"] and len(order) == 12
     # the ring pieces are not used for the order: a broken parity given beside the schedule changes nothing
     r = E.emulate(schedule=sched, parities=(lambda k, S: k % 2, lambda t, S: 0))
-    assert r.passed and "order: your loops from chapter 06's capstone" in r.summary()
+    assert r.passed and "order: your capstone loops (whole_kloop)" in r.summary()
     with pytest.raises(ValueError, match="run the capstone's loops for one tile"):
         E.emulate(schedule=sched, stages=3)
 

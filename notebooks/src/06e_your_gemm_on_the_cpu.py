@@ -13,7 +13,7 @@
 # - §2 your exercise: rung 3's consumer loop. Rung 3 is the
 #   third kernel of chapter 06 §3's ladder: a producer warpgroup and two consumer warpgroups
 # - §3 your pieces, plus 04b's `encode` and 05b's parities
-# - §4 the tile, run step by step, then in the order of chapter 06's capstone loops (yours once passed)
+# - §4 the tile, run step by step, then in the order of chapter 06's capstone loops
 # - §5 one piece broken on purpose
 # - §6 what this emulation does not model
 
@@ -98,8 +98,7 @@ if exercises.after("ch06.consumer_loop"):
 # A passing code exercise keeps your code beside your progress file; `exercises.my_answer(name)`
 # gives it back. A piece you have not passed yet is None: the run uses the course's piece and says
 # so. To try another version, assign it to `pieces["kstep"]` (or `"stage_fill"`, `"swizzle"`,
-# `"encode"`, `"parities"`, `"producer_step"`, `"consumer_loop"`) after this cell. The last line,
-# `whole_kloop`, is chapter 06's capstone: both roles' loops, which order the tile at the end of §4.
+# `"encode"`, `"parities"`, `"producer_step"`, `"consumer_loop"`) after this cell.
 
 # %% output varies
 pieces, lines = emulate_sm90.your_pieces()     # exercises.my_answer("ch04.kstep"), …
@@ -137,20 +136,15 @@ print(f"worst |C - float64| / bound: {result.check.worst:.2g}" if result.check e
 # %% [markdown]
 # ### Your capstone's loops as the ring
 #
-# Chapter 06's capstone (`ch06.whole_kloop`) wrote both roles' loops in simple names. Here the ring
-# model runs them for this tile: 2 stages, 4 k-tiles, one tile. Their order replaces the one the
-# producer step, consumer loop and parities gave above. Your other pieces move the data:
+# The ring model runs chapter 06's capstone loops (yours once passed) for the order; your other
+# pieces move the data:
 
 # %% output varies
-loops = exercises.my_answer("ch06.whole_kloop")        # your passing capstone, or None
-if loops is None:
-    print("Chapter 06's capstone is not passed here yet: the course's loops stand in.")
-order = W.whole_kloop.timeline(loops or W.whole_kloop.SOLUTION, stages=2, k_tiles=4, tiles=1)
-if order.diagnosis is None:
-    print("\n".join(emulate_sm90.ring_order(schedule=order)))
-capstone = emulate_sm90.emulate(**pieces, schedule=order,
-                                on_purpose={} if loops else {"whole_kloop": "the course's"})
-print(capstone.summary())
+mine = exercises.my_answer("ch06.whole_kloop")      # None: not passed yet
+order = W.whole_kloop.timeline(mine or W.whole_kloop.SOLUTION, stages=2, k_tiles=4, tiles=1)
+print("\n".join(emulate_sm90.ring_order(schedule=order)) if order.diagnosis is None else "")
+whose = {} if mine else {"whole_kloop": "the course's"}
+print(emulate_sm90.emulate(**pieces, schedule=order, on_purpose=whose).summary())
 
 # %% [markdown]
 # ## 5. Break one piece on purpose
@@ -227,7 +221,7 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 #
 # **What you learned.** Your pieces (stage fill, swizzle, k-step, producer step, consumer loop,
 # encoder, parities; the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order.
-# Your capstone's loops from chapter 06 can give that order too.
+# Your capstone's loops can give that order too.
 # A wrong piece shows up as a pattern of wrong elements, and the pattern points at the piece. Back to
 # [chapter 06](06_warp_specialization.ipynb).
 
