@@ -158,6 +158,11 @@ def test_06e_runs_the_kept_pieces_and_says_whose_they_are(prog):
                                    "encode": "the course's", "kstep": "yours", "producer_step": "yours",
                                    "consumer_loop": "yours"}
     assert "producer_step: yours" in r.summary() and "consumer_loop: yours" in r.summary()
+    assert said["whole_kloop"] == "whole_kloop: the course's (no passing answer to ch06.whole_kloop is kept here)"
+    from asynctc.warp_specialization import whole_kloop
+    answers.save("ch06.whole_kloop", whole_kloop.SOLUTION)        # as its check keeps it
+    said = {ln.split(":", 1)[0]: ln for ln in emulate_sm90.your_pieces()[1]}
+    assert said["whole_kloop"].startswith("whole_kloop: your capstone loops from chapter 06, passed 20")
 
 
 def test_06e_names_a_kept_piece_that_is_wrong_for_this_tile(prog):

@@ -65,6 +65,7 @@ def test_from_06_the_course_consumer_loop_says_why_06s_exercise_is_not_it(prog):
     note = " ".join(t.strip() for t in lines[at + 1:at + 5])
     assert note == g.CONSUMER_NOTE and lines[at + 1].startswith(" " * 22 + "(06 §1's exercise")
     assert "ring model's names" in note and "write it there to run your own GEMM" in note
+    assert "06e §4 runs this CPU tile in their order" in note           # the capstone orders 06e's tile
 
 
 def test_from_07_the_promotion_has_a_row_outside_the_tile(prog):

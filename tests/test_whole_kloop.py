@@ -175,3 +175,57 @@ def test_the_so_paragraph_after_the_check_computes_its_numbers_from_the_ring_mod
     import re
     prose = "".join(c for c in after.split("# %%") if c.startswith(" [markdown]"))
     assert "notebook.require(" in after and not re.search(r"\d\s*%", prose)
+
+
+# ---- deep dive 06e: the capstone's loops order the CPU tile ----------------------------------------
+
+def _tile_schedule(text):
+    """The capstone's loops as 06e's tile runs them: 2 stages, 4 k-tiles, one tile."""
+    return W.timeline(text, stages=2, k_tiles=4, tiles=1)
+
+
+def test_the_courses_loops_order_06es_tile_and_it_passes():
+    from asynctc.models import emulate_sm90 as E
+    sched = _tile_schedule(S)
+    r = E.emulate(schedule=sched, on_purpose={"whole_kloop": "the course's"})
+    assert r.passed and r.check.passed, r.summary()
+    assert r.used["whole_kloop"] == "the course's" and "parities" not in r.used
+    assert "order: the course's capstone loops (whole_kloop)" in r.summary()
+    order = E.ring_order(schedule=sched)
+    assert order[:3] == ["load k-tile 0 -> stage 0", "consumer wg 1 reads k-tile 0 from stage 0",
+                         "consumer wg 2 reads k-tile 0 from stage 0"] and len(order) == 12
+    # the ring pieces are not used for the order: a broken parity given beside the schedule changes nothing
+    r = E.emulate(schedule=sched, parities=(lambda k, S: k % 2, lambda t, S: 0))
+    assert r.passed and "order: your capstone loops (whole_kloop)" in r.summary()
+    with pytest.raises(ValueError, match="run the capstone's loops for one tile"):
+        E.emulate(schedule=sched, stages=3)
+
+
+@pytest.mark.parametrize("text, words", [
+    # the waits swapped: the producer waits on full, the consumers on empty
+    (S.replace("empty.wait(stage, phase ^ 1);", "@").replace("full.wait(stage, phase);", "empty.wait(stage, phase);")
+     .replace("@", "full.wait(stage, phase ^ 1);"), "race at k-tile 0: producer passed full[0]"),
+    (SLIPS["wait_on_wrong_barrier"], "deadlock at k-tile 0"),
+    # released before the wgmma group reading the stage retired
+    (SLIPS["release_before_last_read"], "race at k-tile 0: consumer wg 1 releases empty[0]"),
+    (SLIPS["expect_tx_bytes_wrong"], "16384 of 32768 bytes landed")])
+def test_capstone_loops_that_break_the_ring_stop_06es_tile_and_are_named(text, words):
+    from asynctc.models import emulate_sm90 as E
+    sched = _tile_schedule(text)
+    assert sched.diagnosis is not None
+    r = E.emulate(schedule=sched)
+    assert not r.passed and r.check is None and r.blame == ["whole_kloop"], r.summary()
+    assert "STOPPED by the ring model (whole_kloop)" in r.summary() and words in r.summary()
+    with pytest.raises(ValueError, match=words.split(":")[0]):
+        E.ring_order(schedule=sched)
+
+
+def test_an_order_that_reads_before_the_bytes_land_gives_wrong_data_blamed_on_the_capstone():
+    """A schedule whose k-tile 2 lands after the wgmmas read stage 0 (no diagnosis): wrong elements."""
+    from asynctc.models import emulate_sm90 as E
+    sched = _tile_schedule(S)
+    late = [sp._replace(end=sp.end + 5000) if sp.kind == "tma" and sp.k == 2 else sp for sp in sched.spans]
+    r = E.emulate(schedule=type(sched)(**{**sched.__dict__, "spans": late}))
+    assert not r.passed and r.check is not None and not r.check.passed and r.blame == ["whole_kloop"]
+    assert "whole_kloop is wrong: consumer wg 1 reads k-tile 2 from stage 0, which holds k-tile 0 then" \
+        in r.summary()

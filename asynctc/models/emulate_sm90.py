@@ -11,7 +11,9 @@ with two consumer warpgroups of 64 rows each and a ring of S stages of 64-deep k
    k-loop body) is given, the protocol those texts read to (their waits, parities, releases and
    refills: :mod:`asynctc.models.pipeline.protocol`) replaces the kernel's. A deadlock or a race
    stops the emulation with that diagnosis; otherwise its timeline fixes the order in which the
-   TMA loads land and the wgmmas read.
+   TMA loads land and the wgmmas read. Or a **schedule** already run is given: the ring model's run
+   of chapter 06's capstone loops (``ch06.whole_kloop``, the caller reads them), whose order then
+   replaces the ring pieces'; its diagnosis, if any, stops the tile and names **whole_kloop**.
 2. **TMA** — the **stage_fill** lines given (chapter 03's CUDA text, read by
    :func:`asynctc.models.stage_fill_reader.read` for each load) say where each box (128 rows × 128
    bytes) lands in the stage and which rows and columns it holds; chapter 03's mbarrier model
@@ -61,6 +63,10 @@ STAGE_BYTES = 2 * BOX_BYTES
 PIECES = ("stage_fill", "swizzle", "encode", "kstep", "parities", "producer_step", "consumer_loop")
 #: The pieces that drive the ring model (a deadlock or race names one of them).
 RING_PIECES = ("parities", "producer_step", "consumer_loop")
+#: Chapter 06's capstone (both roles' loops): given as a ring-model schedule, it replaces RING_PIECES.
+CAPSTONE = "whole_kloop"
+#: Its exercise, the notebook that asks it, and what the learner wrote.
+CAPSTONE_EXERCISE = ("ch06.whole_kloop", "chapter 06", "capstone loops")
 #: Where the emulation's full barriers sit (past the stages; 8 bytes each), for the stage-fill reader.
 FULL_BAR_BASE = 7 * STAGE_BYTES
 
@@ -123,6 +129,12 @@ def your_pieces() -> tuple[dict, list[str]]:
                          f"{(answers.passed_on(name) or '?')[:16].replace('T', ' ')} UTC")
         else:
             lines.append(f"{piece}: the course's (no passing answer to {name} is kept here)")
+    name, where, what = CAPSTONE_EXERCISE                 # not a piece of emulate(): its order, see §4
+    if isinstance(exercises.my_answer(name), str):
+        lines.append(f"{CAPSTONE}: your {what} from {where}, passed "
+                     f"{(answers.passed_on(name) or '?')[:16].replace('T', ' ')} UTC (they order the tile in §4)")
+    else:
+        lines.append(f"{CAPSTONE}: the course's (no passing answer to {name} is kept here)")
     return pieces, lines
 
 
@@ -306,7 +318,10 @@ class Sm90Gemm:
 
     def summary(self) -> str:
         """What ran, with whose pieces, and the verdict in one paragraph."""
-        used = ", ".join(f"{p}: {w}" for p, w in self.used.items())
+        order = self.used.get(CAPSTONE)
+        used = ", ".join(f"{p}: {w}" for p, w in self.used.items() if p != CAPSTONE)
+        if order:
+            used += f"; order: {'your' if order == 'yours' else order} capstone loops ({CAPSTONE})"
         head = (f"emulated Hopper tile {BM}×{BN}, K={self.k}, fp16 K-major, {SWIZZLE}-byte swizzle, "
                 f"{self.stages}-stage ring, {CONSUMERS} consumer warpgroups ({used})")
         if self.diagnosis is not None:
@@ -334,6 +349,24 @@ def _ring_words(d) -> str:
     else:
         text = f"race at k-tile {d.iteration}: {d.what}"
     return re.sub(r"(?:consumer )?\bwg(\d)\b", lambda m: wg_name(f"wg{m.group(1)}"), text)
+
+
+def order_diff(schedule, k_tiles: int) -> str | None:
+    """The first wgmma read in ``schedule``'s order that does not find its k-tile's bytes in the
+    stage (not landed yet, or overwritten), or a k-tile not loaded or not read by every consumer;
+    None if none."""
+    held, reads = {}, {}
+    for _, _, what, t, s, lane in _events(schedule):
+        if what == "load":
+            held[s] = t
+        elif held.get(s) != t:
+            now = f"k-tile {held[s]}" if s in held else "nothing yet"
+            return f"{wg_name(lane)} reads k-tile {t} from stage {s}, which holds {now} then"
+        else:
+            reads[t] = reads.get(t, 0) + 1
+    missing = [t for t in range(k_tiles) if reads.get(t) != CONSUMERS]
+    return (f"k-tile {missing[0]} is read {reads.get(missing[0], 0)} times, not once by each of the "
+            f"{CONSUMERS} consumer warpgroups") if missing else None
 
 
 def _events(schedule) -> list[tuple]:
@@ -369,13 +402,16 @@ def run_ring(stages: int, k_tiles: int, parities: tuple | None = None, producer_
 
 
 def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None,
-               producer_step: str | None = None, consumer_loop: str | None = None) -> list[str]:
+               producer_step: str | None = None, consumer_loop: str | None = None,
+               schedule: Any = None) -> list[str]:
     """The order in which the emulation moves data, from chapter 05's ring model: one line per TMA
     load landing or warpgroup reading a stage ("load k-tile 2 -> stage 0", "consumer wg 1 reads
-    k-tile 0 from stage 0": chapter 06's numbering, :func:`wg_name`). Raises ValueError with the ring's diagnosis when the parities, producer step or
-    consumer loop break it."""
+    k-tile 0 from stage 0": chapter 06's numbering, :func:`wg_name`). ``schedule``: a ring-model
+    run already made (the capstone's loops), used instead of the other arguments. Raises ValueError
+    with the ring's diagnosis when the parities, producer step, consumer loop or schedule break it."""
     try:
-        ring = run_ring(stages, k // BK, parities, producer_step, consumer_loop)
+        ring = schedule if schedule is not None else run_ring(stages, k // BK, parities, producer_step,
+                                                               consumer_loop)
     except PieceError as e:
         raise ValueError(str(e)) from None
     if ring.diagnosis is not None:
@@ -498,8 +534,10 @@ def _run(a16: np.ndarray, b16: np.ndarray, stages: int, ps: dict):
     k_tiles = k // BK
     c = np.full((BM, BN), np.nan, np.float32)
     writes = np.zeros((BM, BN), int)
-    try:                                                # chapter 05's ring model
-        ring = run_ring(stages, k_tiles, ps["parities"], ps.get("producer_step"), ps.get("consumer_loop"))
+    ring = ps.get("schedule")                           # the capstone's loops, already run
+    try:                                                # or chapter 05's ring model with the pieces
+        if ring is None:
+            ring = run_ring(stages, k_tiles, ps["parities"], ps.get("producer_step"), ps.get("consumer_loop"))
     except PieceError as e:
         return c, writes, None, e
     if ring.diagnosis is not None:
@@ -555,7 +593,7 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
             stage_fill: str | None = None, producer_step: str | None = None,
             consumer_loop: str | None = None, stages: int = 2, k: int = 256,
             a: np.ndarray | None = None, b: np.ndarray | None = None, rng: Any = None,
-            on_purpose: Any = ()) -> Sm90Gemm:
+            on_purpose: Any = (), schedule: Any = None) -> Sm90Gemm:
     """Emulate one 128 × 128 tile of C = A·B (see the module docstring) with the pieces given;
     None (the default) takes the course's. ``swizzle(offset) -> offset``: chapter 03's
     ``swizzle_128b``; ``encode(start_address, lbo, sbo, swizzle) -> int``: deep dive 04b's;
@@ -566,7 +604,12 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
     :func:`random_inputs`). When elements are wrong, each of the learner's pieces is swapped for
     the course's in turn: a swap that makes the tile pass names that piece. ``on_purpose``: the
     pieces given that are no learner's but changed on purpose (names: labelled "broken on purpose";
-    or piece → label), so the summary does not call them "yours"."""
+    or piece → label), so the summary does not call them "yours". ``schedule``: a ring-model
+    :class:`~asynctc.models.pipeline.Schedule` already run (chapter 06's capstone loops, read by
+    :func:`asynctc.warp_specialization.whole_kloop.timeline` for ``stages`` stages, k / 64 k-tiles,
+    one tile): the data move in its order, not the ring pieces'; it is the piece named
+    :data:`CAPSTONE` (label it with ``on_purpose={"whole_kloop": "the course's"}`` when it is no
+    learner's)."""
     if int(k) != k or k < BK or k % BK:
         raise ValueError(f"k={k!r}: a positive multiple of {BK} (one k-tile is {BK} deep)")
     if int(stages) != stages or not 1 <= stages <= 7:
@@ -576,6 +619,11 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
     a16, b16 = round_to(a, DTYPE), round_to(b, DTYPE)
     if a16.shape != (BM, k) or b16.shape != (k, BN):
         raise ValueError(f"a.shape={a16.shape}, b.shape={b16.shape}: expected ({BM}, {k}) and ({k}, {BN})")
+    shape = (stages, k // BK, CONSUMERS)
+    if schedule is not None and (schedule.stages, schedule.k_tiles, schedule.consumers) != shape:
+        raise ValueError(f"schedule: {schedule.stages} stages, {schedule.k_tiles} k-tiles, "
+                         f"{schedule.consumers} consumers; this tile has {shape[0]}, {shape[1]}, "
+                         f"{shape[2]} (run the capstone's loops for one tile of it)")
     given = {"parities": parities, "stage_fill": stage_fill, "swizzle": swizzle, "encode": encode,
              "kstep": kstep, "producer_step": producer_step, "consumer_loop": consumer_loop}
     course = {"parities": COURSE_PARITIES, "stage_fill": course_stage_fill(),
@@ -584,9 +632,16 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
     pieces = {p: given[p] if given[p] is not None else course[p] for p in PIECES}
     labels = dict(on_purpose) if isinstance(on_purpose, dict) else \
         {p: "broken on purpose" for p in ([on_purpose] if isinstance(on_purpose, str) else on_purpose)}
-    if set(labels) - set(PIECES):
-        raise ValueError(f"on_purpose={on_purpose!r}: pieces are {', '.join(PIECES)}")
+    if set(labels) - set(PIECES) - {CAPSTONE}:
+        raise ValueError(f"on_purpose={on_purpose!r}: pieces are {', '.join(PIECES + (CAPSTONE,))}")
     used = {p: labels.get(p, "yours") if given[p] is not None else "the course's" for p in PIECES}
+    pieces["schedule"] = course["schedule"] = schedule
+    if schedule is not None:                            # the capstone orders the tile, not the ring pieces
+        used[CAPSTONE] = labels.get(CAPSTONE, "yours")
+        course["schedule"] = None
+        for p in RING_PIECES:
+            given[p], pieces[p] = None, course[p]
+            used.pop(p)
 
     def run(ps):
         return _run(a16, b16, stages, ps)
@@ -595,6 +650,9 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
     res = Sm90Gemm(c, None, writes, stages, k, used, diag, err)
     if err is not None:
         res.blame = [err.piece]
+        return res
+    if diag is not None and schedule is not None:      # the capstone's loops stopped the ring
+        res.blame = [CAPSTONE]
         return res
     if diag is not None:                                # the ring stopped: whose swap clears it
         mine = [p for p in RING_PIECES if given[p] is not None]
@@ -618,12 +676,17 @@ def emulate(swizzle: Callable[[int], int] | None = None, encode: Callable | None
         c2, _, d2, e2 = run({**pieces, p: course[p]})
         if d2 is None and e2 is None and np.array_equal(c2, right, equal_nan=True):
             res.blame.append(p)
+    if schedule is not None:                            # the course's order in place of the capstone's
+        c2, _, d2, e2 = run({**pieces, "schedule": None})
+        if d2 is None and e2 is None and np.array_equal(c2, right, equal_nan=True):
+            res.blame.append(CAPSTONE)
     diff = {"swizzle": lambda: swizzle_diff(pieces["swizzle"]),
             "encode": lambda: encode_diff(pieces["encode"], stages),
             "kstep": lambda: kstep_diff(pieces["kstep"], stages),
-            "stage_fill": lambda: stage_fill_diff(pieces["stage_fill"], stages, k)}
-    for p in PIECES:
-        if given[p] is not None and p in diff:
+            "stage_fill": lambda: stage_fill_diff(pieces["stage_fill"], stages, k),
+            CAPSTONE: lambda: order_diff(schedule, k // BK)}
+    for p in PIECES + (CAPSTONE,):
+        if (given.get(p) is not None or p == CAPSTONE and schedule is not None) and p in diff:
             try:
                 text = diff[p]()
             except PieceError as e:

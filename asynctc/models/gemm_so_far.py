@@ -44,10 +44,9 @@ ORDER = (("stage_fill", "stage fill", 3, "chapter 03"),
 #: Deep dives' pieces shown even before they are yours: the consumer loop (06e §2) completes the tile.
 ALWAYS_SHOWN = {"consumer_loop"}
 #: Why chapter 06's exercise is not the tile's consumer loop: the line under that row until 06e's is yours.
-CONSUMER_NOTE = ("(06 §1's exercise writes both roles' loops in the ring model's names: a schedule the "
-                 "model checks, no numbers. 06e's consumer loop is the same protocol written against "
-                 "the CPU Hopper tile's calls, which compute the numbers: write it there to run your "
-                 "own GEMM.)")
+CONSUMER_NOTE = ("(06 §1's exercise writes both roles' loops in the ring model's names; 06e §4 runs "
+                 "this CPU tile in their order. 06e's consumer loop is the same protocol written against "
+                 "the CPU Hopper tile's calls: write it there to run your own GEMM.)")
 #: The FP8 GEMM's pieces (chapter 07 on): (piece, its name in the report, chapter, exercise). Not in
 #: the fp16 tile; their row says only whether the exercise passed.
 FP8_PIECES = (("promotion", "promotion", 7, "ch07.promotion"),)

@@ -17,7 +17,7 @@
 # Deep dives: [06b](06b_ws_anatomy.ipynb) takes the kernel apart; [06c](06c_ladder_investigations.ipynb)
 # the ladder; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the [raster](../docs/glossary.md#raster)
 # (the order CTAs take tiles) and `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
-# pieces as one tile on the CPU.
+# pieces as one tile on the CPU, in the order of your capstone's loops too.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -236,7 +236,7 @@ worklog.show("06")
 
 # %% [markdown]
 # **Your GEMM so far.** Deep dive 06e §2's consumer loop completes it. Until then, the course's
-# stands in.
+# stands in. 06e §4 also runs this tile in the order of your capstone's loops.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far

@@ -10,10 +10,10 @@
 #
 # **What it adds:**
 # - §1 the goal
-# - §2 your exercise: rung 3's consumer loop (chapter 06's capstone is not a piece). Rung 3 is the
+# - §2 your exercise: rung 3's consumer loop. Rung 3 is the
 #   third kernel of chapter 06 §3's ladder: a producer warpgroup and two consumer warpgroups
 # - §3 your pieces, plus 04b's `encode` and 05b's parities
-# - §4 the tile, run step by step
+# - §4 the tile, run step by step, then in the order of chapter 06's capstone loops
 # - §5 one piece broken on purpose
 # - §6 what this emulation does not model
 
@@ -37,7 +37,7 @@ notebook.banner("sm_90a", measured=False)
 #
 # | step | what happens | whose piece |
 # |---|---|---|
-# | ring | chapter 05's ring model orders the loads and reads | producer step (05), consumer loop (§2), parities (05b) |
+# | ring | chapter 05's ring model orders the loads and reads | producer step (05), consumer loop (§2), parities (05b); or, in §4's last step, your capstone's loops (06 §1) |
 # | TMA | where the A and B [boxes](../docs/glossary.md#box) land; full completes when the [expect_tx](../docs/glossary.md#expect_tx) bytes have landed | stage fill (03) |
 # | swizzle | byte `o` of a box goes to `swizzle_128b(o)` | swizzle (03) |
 # | wgmma | the [mbarrier](../docs/glossary.md#mbarrier)-ordered reads, through descriptors packed by `encode` and moved by `kstep_desc` | k-step (04), encode (04b) |
@@ -134,6 +134,19 @@ print(f"worst |C - float64| / bound: {result.check.worst:.2g}" if result.check e
 # next section shows what that looks like.
 
 # %% [markdown]
+# ### Your capstone's loops as the ring
+#
+# The ring model runs chapter 06's capstone loops (yours once passed) for the order; your other
+# pieces move the data:
+
+# %% output varies
+mine = exercises.my_answer("ch06.whole_kloop")      # None: not passed yet
+order = W.whole_kloop.timeline(mine or W.whole_kloop.SOLUTION, stages=2, k_tiles=4, tiles=1)
+print("\n".join(emulate_sm90.ring_order(schedule=order)) if order.diagnosis is None else "")
+whose = {} if mine else {"whole_kloop": "the course's"}
+print(emulate_sm90.emulate(**pieces, schedule=order, on_purpose=whose).summary())
+
+# %% [markdown]
 # ## 5. Break one piece on purpose
 #
 # **A swizzle that does nothing.** TMA then writes plain rows. The wgmma still reads them as
@@ -208,6 +221,7 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 #
 # **What you learned.** Your pieces (stage fill, swizzle, k-step, producer step, consumer loop,
 # encoder, parities; the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order.
+# Your capstone's loops can give that order too.
 # A wrong piece shows up as a pattern of wrong elements, and the pattern points at the piece. Back to
 # [chapter 06](06_warp_specialization.ipynb).
 
