@@ -161,8 +161,10 @@ def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dic
     untraced = 2 * 128 * 256 * 64 / flop_per_clk
     traced = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / k_tiles
     model = ring.total_cycles / k_tiles
-    print(f"1. the trace's cost, clocks per k-tile traced / untraced: {traced:.0f} / {untraced:.0f} = "
-          f"{traced / untraced:.2f}×")
+    m = trace["metrics"]
+    mean = m["mean"]["loop_cycles"] / m["k_tiles"]               # 05b §4's column: every traced CTA
+    print(f"1. the trace's cost, CTA 0's clocks per k-tile traced / untraced: {traced:.0f} / {untraced:.0f} = "
+          f"{traced / untraced:.2f}× (the {len(m['ctas'])} traced CTAs' mean, 05b §4: {mean:.0f})")
     gpu, sim = ktile_waits(trace)[0], ktile_waits(ring)[0]
     late = [gpu.get(k, 0) for k in range(4, 12)]
     print("2. wg0's waits on full (consumer warpgroup 0, its thread 0), k-tiles 4–11, clocks: GPU (traced) "
