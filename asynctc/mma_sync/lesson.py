@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..core import bench, notebook, records
 from .config import DEFAULT_TILE
-from .suite import ceiling_row
+from .suite import ceiling_row, vs_cublas_lines
 
 
 def _at(results: dict, size: int, dtype: str = "float16") -> dict:
@@ -66,8 +66,11 @@ def show_why(rec: records.Record, tile=DEFAULT_TILE) -> None:
     ceil = ceiling_row(r, tile)
     sms = rec.provenance["sm_count"]
     peak_at = sms * 4096 * ceil["sm_mhz"] * 1e6 / 1e12
+    fig = vs_cublas_lines(rec, tile)                        # §4's peak line: the sweep's own clock
+    fig_peak, fig_mhz = fig["peak"], fig["peak"] * 1e12 / (sms * 4096 * 1e6)
     print(f"ceiling / peak: {notebook.ratio(ceil['tflops'], peak_at, 'TFLOP/s')}  (peak: {sms} × 4096 × "
-          f"{ceil['sm_mhz']:.0f} MHz, {bench.clock_kind(ceil)})")
+          f"{ceil['sm_mhz']:.0f} MHz, {bench.clock_kind(ceil)}: the ceiling run's own clock; §4's line, "
+          f"{fig_peak:.0f}, is the sweep's {fig_mhz:.0f} MHz, {abs(peak_at / fig_peak - 1):.1%} apart)")
     occ = sorted((x["warps_per_cta"] * x["ctas_per_sm"], x["tflops"])
                  for x in r["peak"] if x["dtype"] == "float16")
     mine = tile.warps * tile.min_blocks                   # the table's ceiling row
