@@ -169,10 +169,16 @@ KLOOP = (r"^  int stage = 0, prev = 0;", r"^  \}$", "the consumers' k-loop: exer
 
 
 def _code_only(text: str) -> str:
-    """``text`` without its whole-line ``//`` comments, except the section headers (``// ── ...``):
-    the lesson's markdown tells what the comments tell."""
-    return "\n".join(l for l in text.splitlines()
-                     if not l.lstrip().startswith("//") or "──" in l or "lines left out" in l)
+    """``text`` without its whole-line ``//`` comments, except the section headers (``// ── ...``,
+    with the comment lines that continue them): the lesson's markdown tells what the comments tell."""
+    kept, going_on = [], False                   # going_on: the last header line wraps to the next
+    for line in text.splitlines():
+        comment = line.lstrip().startswith("//")
+        header = comment and ("──" in line or "lines left out" in line or going_on)
+        going_on = header and not line.rstrip().endswith(("─", ")", "."))
+        if header or not comment:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def show_kernel_part(name: str, reveal: bool = True, comments: bool = False):

@@ -204,10 +204,11 @@ print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 # `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no switches. The host side is
 # [`whole.py`](../asynctc/warp_specialization/whole.py). It builds the
 # [tensor maps](../docs/glossary.md#tensor-map), the descriptors TMA copies read. It launches one
-# 384-thread CTA per tile.
+# 384-thread CTA per tile, so it is not persistent: each CTA's ring starts at stage 0, phase 0, and
+# nothing carries over. The capstone's CTA, which walks several tiles, must carry its ring.
 #
 # **The producer's loop.** Warpgroup 0 gives its registers back; one thread stays. Per k-tile, it
-# waits on empty with `phase ^ 1`, announces the stage's bytes and issues two TMA loads.
+# waits on empty, announces the stage's bytes and issues two TMA loads.
 
 # %% output answers a prediction
 if exercises.after("ch06.whole_kloop", held="the producer's loop (its waits are the capstone's answer)"):
@@ -215,8 +216,8 @@ if exercises.after("ch06.whole_kloop", held="the producer's loop (its waits are 
 
 # %% [markdown]
 # **The consumers' loop.** Warpgroups 1 and 2 take the registers and compute rows 0–63 and 64–127.
-# Per k-tile, each waits on full with `phase` and issues the wgmmas as one group.
-# `wgmma_wait_group<1>` leaves that group in flight, so each releases the *previous* stage on empty.
+# Per k-tile, each waits on full, issues the wgmmas as one group and releases a stage on empty:
+# which parities and which stage are the capstone's answer, in the listing once it passes.
 
 # %% output answers a prediction
 held = "the consumers' k-loop, marked below; the rest of this part is shown"
