@@ -35,7 +35,7 @@ K_TILES = 64                                 # k-tiles of a 4096³ GEMM's CTA ti
 # * `128x256x64` — the CTA tile BM×BN×BK (BK = 64: one k-tile); `c1` / `c2` — one or two consumer
 #   warpgroups share it, each computing BM / c rows of C.
 # * `/2cta` — the kernel's `__launch_bounds__` ask for **two resident CTAs per SM**
-#   (`ctas_per_sm=2`, so ptxas keeps registers low enough for two): two independent CTAs on one SM,
+#   (`ctas_per_sm=2`, so [ptxas](../docs/glossary.md#ptxas), PTX's assembler, keeps registers low enough for two): two independent CTAs on one SM,
 #   *not* a [CTA pair](../docs/glossary.md#cta-pair) or a [cluster](../docs/glossary.md#cluster) (those share data; these do not).
 # * `s4` — S = 4 stages in the ring. `B:K` / `B:MN` — B stored K-major (N×K) or MN-major (K×N).
 # * `wait1` / `wait0` — the loop's `wgmma.wait_group(1)` or `(0)`: one wgmma group left pending,

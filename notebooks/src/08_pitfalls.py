@@ -98,7 +98,8 @@ print(D.pipeline_diagnosis("correct").text)
 #
 # The table gives steps 2 and 3 per symptom. One row names
 # [setmaxnreg](../docs/glossary.md#setmaxnreg), the instruction that moves registers between
-# warpgroups. ptxas warning C7508 says it was ignored ([06b §3](06b_ws_anatomy.ipynb)).
+# warpgroups. [ptxas](../docs/glossary.md#ptxas), the assembler that turns PTX into SASS, warns
+# C7508 when it ignored it ([06b §3](06b_ws_anatomy.ipynb)).
 
 # %%
 table = zoo.decision_markdown(classes=False)
