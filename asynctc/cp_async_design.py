@@ -23,6 +23,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from .core import notebook
+
 SIZE = 4096                                   # M = N = K of the recorded stage sweep
 SM_SMEM, CTA_RESERVED = 228 * 1024, 1024      # shared memory per SM (sm_90); the driver's per CTA
 BM = BN = 128
@@ -165,7 +167,7 @@ def design_survey(record=None) -> str:
     worst = max(tests, key=lambda d: abs(d.error))
     rest = max(abs(d.error) for d in tests if d is not worst)
     lines.append(f"Widest miss: BK = {worst.bk}, S = {worst.stages}, {_pct(worst.error)}; "
-                 f"every other test within {rest:.0%}.")
+                 f"every other test within {notebook.within(rest)}.")
     lines.append("It is the one design with one CTA per SM. W was fitted with two, where one CTA's "
                  "__syncthreads can hide under the other's math; alone, nothing hides it (a hypothesis: 02b §2)."
                  if worst.ctas == 1 and worst.error > 0 else

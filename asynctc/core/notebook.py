@@ -87,6 +87,13 @@ def require(condition: bool, text: str, **numbers) -> None:
                          + "; the chapter's text needs revisiting for this measurement")
 
 
+def within(miss: float) -> str:
+    """A measured miss (a fraction, either sign) as the whole percent a sentence "within N%" may
+    state: rounded up, so 0.113 reads "12%", never the "11%" that the miss exceeds."""
+    import math
+    return f"{math.ceil(round(abs(miss) * 100, 9)):d}%"
+
+
 def ratio(num: float, den: float, unit: str = "", digits: int = 2) -> str:
     """The arithmetic behind a printed ratio, for a helper to show beside its conclusion:
     ``ratio(330.2, 759.1, "TFLOP/s")`` gives ``"330.2 / 759.1 TFLOP/s = 0.43"``. The operands keep

@@ -19,6 +19,7 @@ import functools
 import math
 from typing import Sequence
 
+from ..core import notebook
 from .config import PipelineConfig, _fail
 
 #: The depth sweep the L2 cap is fitted on: (tile, dtype, size), wait_group 1.
@@ -242,7 +243,7 @@ def cap_evidence(size: int = 4096, record=None, within: float = 0.15) -> tuple[b
     agree = sum(abs(d.error) <= within for d in tests)
     worst_fit = max(abs(d.error) for d in fit) if fit else float("inf")
     return (bool(fit) and worst_fit <= within and 2 * agree >= len(tests),
-            f"Known: the cap fits its {len(fit)} runs within {worst_fit:.0%}, and {agree} of "
+            f"Known: the cap fits its {len(fit)} runs within {notebook.within(worst_fit)}, and {agree} of "
             f"{len(tests)} other designs merely agree within {within:.0%}; the fit cannot say whether L2 "
             "sets the pace (the l2_supply record measures the supply: chapter 05 §5).")
 

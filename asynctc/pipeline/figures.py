@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..core import notebook
 from .config import STAGE_RANGE
 from .results import cublas_row
 from .trace import Span, need_bytes_per_clk, timeline_spans
@@ -157,7 +158,7 @@ def model_beside_record(model: Sequence[dict], measured: dict, l2_cap: float | N
     shape = (f"model and record both flatten from S = {fm}" if fm == fr else
              f"the model flattens from S = {fm}, the record from S = {fr}")
     if abs(gap[worst]) <= 0.15:
-        height = (f"and the model lies within {abs(gap[worst]):.0%} of the record at every recorded "
+        height = (f"and the model lies within {notebook.within(gap[worst])} of the record at every recorded "
                   f"depth (S = {min(meas)}–{top})")
     else:
         height = (f"but at S = {top} the model gives {mod[top]:.0f} TFLOP/s, the record "

@@ -32,6 +32,7 @@ import dataclasses
 import math
 import statistics
 
+from ..core import notebook
 from .config import WSConfig, WarpSpecializationError, _fail
 
 #: Tile widths the design takes (bm = 128, two consumers, bk = 64).
@@ -198,7 +199,7 @@ def design_survey(size: int = 4096, within: float = 0.10, **records_) -> str:
     wide = [d for d in ds if d.config.bn == 256]
     narrow = [d for d in ds if d.config.bn == 128]
     worst = max(wide, key=lambda d: abs(d.error))
-    lines.append(f"128×256: the model's time lies within {abs(worst.error):.0%} of the record's on all "
+    lines.append(f"128×256: the model's time lies within {notebook.within(worst.error)} of the record's on all "
                  f"{len(wide)} designs (worst: {worst.name()})." if abs(worst.error) <= within else
                  f"128×256: the model misses by up to {abs(worst.error):.0%} ({worst.name()}).")
     if narrow:

@@ -289,7 +289,7 @@ for text in fig.axes[0].get_legend().get_texts():
 plt.show()
 worst_fit = max(abs(r["tflops"] / meas[r["stages"]] - 1) for r in fit_rows)
 ok = notebook.claim(worst_fit < 0.15,
-               f"With the L2 → SM path capped, the fitted model is within {worst_fit:.0%} of the GPU at every "
+               f"With the L2 → SM path capped, the fitted model is within {notebook.within(worst_fit)} of the GPU at every "
                "depth from 1 to 4 — a fit, so it shows the cap is a sufficient explanation, not that it is "
                "the cause.", worst=worst_fit)
 
@@ -334,7 +334,7 @@ notebook.claim(moved <= 2 and all(meas[S] < 0.9 * pred_v2[S] for S in (2, best_s
                moved=moved, s2=meas[2] / pred_v2[2], best=meas[best_s] / pred_v2[best_s])
 notebook.claim(worst_fit < 0.15,
                f"A cap on the L2 → SM path, fitted to the sweep ({l2_fit:.0f} B/clock/SM), reproduces every "
-               f"depth from 1 to 4 within {worst_fit:.0%}: a sufficient explanation, not a proof of the cause.",
+               f"depth from 1 to 4 within {notebook.within(worst_fit)}: a sufficient explanation, not a proof of the cause.",
                worst=worst_fit, l2_fit=l2_fit)
 _ = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
                    f"What the record cannot settle: the traced CTAs (first wave only) took {per_k[best_s]:.0f} "
