@@ -572,6 +572,8 @@ def test_bounds_pairs_are_same_run_and_the_verdicts_follow_the_two_rules():
     assert B.verdict(0.99, 1.01, above=1.0) == B.NOT_SETTLED and B.verdict(1.001, 1.01, above=1.0) == C.HOLDS
     assert B.verdict(0.98, 0.989, value=0.99, digits=2) == C.HOLDS      # 0.99 reads 0.985–0.995
     assert B.verdict(0.98, 0.984, value=0.99, digits=2) == C.FAILS
+    assert B.reading(0.986, 1) == pytest.approx((0.95, 1.05))           # written "1.0" (reader 72)
+    assert B.verdict(0.90, 0.945, value=0.986, digits=1) == C.FAILS     # 0.94–1.04 would say HOLDS
     x_lo, x_hi = B.cross_run_extremes(pairs)
     assert x_lo <= lo and x_hi >= hi
     a, b = B.rep_interval(pairs[0])

@@ -64,9 +64,10 @@ def bound(values) -> tuple[float, float, float]:
 
 
 def reading(value: float, digits: int) -> tuple[float, float]:
-    """What a value written with ``digits`` decimals claims: ``value`` ± half its last digit."""
-    h = 0.5 * 10.0 ** -digits
-    return value - h, value + h
+    """What a value written with ``digits`` decimals claims: the value as written (``value`` rounded
+    to ``digits`` decimals: 0.986 at 1 digit is written "1.0") ± half its last digit."""
+    h, written = 0.5 * 10.0 ** -digits, round(value, digits)
+    return written - h, written + h
 
 
 def verdict(lo: float, hi: float, value: float | None = None, digits: int | None = None,
