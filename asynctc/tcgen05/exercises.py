@@ -290,7 +290,7 @@ def _judge_mma_issue(answer) -> str | None:
             return ("only the other lanes issue: the elected thread (t.elected) is the one that "
                     "issues tcgen05.mma and tcgen05.commit")
         raise _ex.NotAnswered("your function issues nothing: replace the `...` in issue_ktile's "
-                              "body (the cell above) with your code and run the cell again.")
+                              "body with your code and run the cell again.")
     prog, at = _program(per_ktile)                   # the wait, its parity and the fence: the checker's
     hz = check_mma_thread(prog)
     hint = None
