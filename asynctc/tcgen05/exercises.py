@@ -289,8 +289,8 @@ def _judge_mma_issue(answer) -> str | None:
         if others:
             return ("only the other lanes issue: the elected thread (t.elected) is the one that "
                     "issues tcgen05.mma and tcgen05.commit")
-        raise _ex.NotAnswered("your function issues nothing: write its body (wait, fence, t.mma for "
-                              "each k-step, then t.commit) and run the cell again.")
+        raise _ex.NotAnswered("your function issues nothing: replace the `...` in issue_ktile's "
+                              "body with your code and run the cell again.")
     prog, at = _program(per_ktile)                   # the wait, its parity and the fence: the checker's
     hz = check_mma_thread(prog)
     hint = None

@@ -164,10 +164,11 @@ print(f"best configuration {best['tile']}: {notebook.ratio(best['tflops'], base,
       f"{notebook.ratio(best['tflops'], cb)} of cuBLAS")
 
 # %% [markdown]
-# **Try it: predict, then count.** K is 4096. With one stage, a CTA waits once per k-tile. How many
-# waits is that with BK = 64, and with BK = 32? Which BK should gain more from a ring?
-# <details><summary>Answer</summary>4096 / 64 = 64 waits, and 4096 / 32 = 128, each for a k-tile
-# of half the math: BK = 32 (note 2 below).</details>
+# **Try it: count.** K is 4096. With one stage, a CTA waits once per k-tile. How many waits is
+# that with BK = 64, and with BK = 32? How many FLOP of its 128×128 tile come after each wait?
+# <details><summary>Answer</summary>4096 / 64 = 64 waits, and 4096 / 32 = 128. A k-tile is
+# 2 × 128 × 128 × BK FLOP: 2.1 M with BK = 64, 1.0 M with BK = 32. BK = 32 waits 128 times for the
+# same math: note 2 below reads what that costs in the table.</details>
 
 # %% answer [markdown]
 # **What moved, and why.** The table numbers three rows:

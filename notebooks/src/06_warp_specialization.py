@@ -198,6 +198,16 @@ notebook.require(abs(tile6 / (tile6 - saved) / step[7] - 1) < 0.02, "the saving 
 BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
 print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 
+# %% answer [markdown]
+# **So:** yes. The model changes only the traced epilogue, rung 5's → rung 7's; the cycles saved
+# per tile give rung 7's step:
+
+# %% output answers a prediction
+d = {t: W.design(bn=256, stages=4, tma_store=t) for t in (False, True)}
+gain = d[False].busy / d[True].busy
+print(f"model: {notebook.ratio(d[False].busy, d[True].busy, 'cycles', 3)}; rung 7 measured {step[7]:.3f} over rung 6")
+notebook.require(abs(gain / step[7] - 1) < 0.01, "the model gains what rung 7 measured", gain=gain, step7=step[7])
+
 # %% [markdown]
 # ## 4. The whole kernel, one file
 #

@@ -234,7 +234,7 @@ assert lesson.show_sass(configs)   # notebook.how(lesson.show_sass) prints its c
 #
 # **Play** (ungraded). In §4, make sixteen `alloc(32, warp=1)`, dealloc two that
 # are not neighbours, then `alloc(64, warp=1)`. 64 columns are free: does it fit? In §2, set
-# `n=96`, then `n=264`: which field changes?
+# `n=96`: which field changes, and to what? Then `n=264`: what does the descriptor say, and why?
 #
 # **On a GPU:** only a Blackwell one (sm_100a) runs
 # `python -m asynctc record tcgen05 --no-save`: it checks every build, then times each beside

@@ -136,13 +136,9 @@ assert lesson.runs_set_the_bound(pairs)
 # Why a range: a writer who rounds 0.986 writes "0.99". Fewer digits read wider: the claim holds
 # more easily and says less.
 #
-# Here "0.99 of cuBLAS" holds and "beats cuBLAS at 4096³" does not. The `VALUE`/`DIGITS` cell
-# further down tries other values.
-#
-# Paired across runs, the same times read from 0.970, well below the bound's low end, to 1.005,
-# above 1. So a baseline from another run can flip either verdict.
+# **Predict first:** against §2's bound, which verdict does each claim get, "0.99 of cuBLAS" and "beats cuBLAS"?
 
-# %% output varies
+# %% output answers a prediction
 said = {"0.99 of cuBLAS": bounds.verdict(lo, hi, value=0.99, digits=2),   # reads 0.985–0.995
         "beats cuBLAS": bounds.verdict(lo, hi, above=1.0)}          # needs the whole interval above 1
 print(f"bound [{lo:.4f}, {hi:.4f}]:", "; ".join(f'"{k}" {v}' for k, v in said.items()))
@@ -153,6 +149,13 @@ print("paired across runs:", notebook.ratio(min(cb), max(ours), "ms", 3), "to", 
 # %% check
 notebook.require(list(said.values()) == ["holds", "does not hold"] and x_lo < lo - 0.01 and 1 < x_hi,
                  '"0.99" holds, "beats cuBLAS" does not; across runs 0.970 to 1.005', x_lo=x_lo, x_hi=x_hi)
+
+# %% answer [markdown]
+# Here "0.99 of cuBLAS" holds and "beats cuBLAS at 4096³" does not. The `VALUE`/`DIGITS` cell
+# further down tries other values.
+#
+# Paired across runs, the same times read from 0.970, well below the bound's low end, to 1.005,
+# above 1. So a baseline from another run can flip either verdict.
 
 # %% [markdown]
 # The same, drawn: each pair's ratio with its samples' spread, the bound shaded, the reading of
