@@ -63,6 +63,6 @@ def test_two_mistakes_name_the_first_and_count_the_other():
     the first to fix and says one more remains; a single mistake says nothing more."""
     swapped = RIGHT.replace("kt * BK, m0", "m0, kt * BK").replace("kt * BK, n0", "n0, kt * BK")
     two = sf.judge(swapped.replace("(BM + BN) * BK * 2", "BN * BK * 2"))
-    assert "would read B's half" in two and two.endswith("(And 1 more mistake: fix this one first.)"), two
+    assert "would read B's half" in two and two.endswith("(And 1 more mistake, in a box's coordinates: fix this one first.)"), two
     one = sf.judge(swapped)
     assert "coordinates are swapped" in one and "more mistake" not in one, one

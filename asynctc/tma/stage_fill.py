@@ -109,8 +109,13 @@ def judge(answer) -> str | None:
     if not found:
         return None
     more = len(found) - 1        # the first to fix, and how many others remain (as chapter 09's checks say)
-    return found[min(found)] + (f" (And {more} more mistake{'s' if more > 1 else ''}: fix this one first.)"
-                                if more else "")
+    where = ", ".join(KINDS[k] for k in sorted(found)[1:])
+    return found[min(found)] + (f" (And {more} more mistake{'s' if more > 1 else ''}, in {where}: fix this "
+                                "one first.)" if more else "")
+
+
+#: The kinds of mistake :func:`judge` tells apart, in the order it reports them.
+KINDS = ("the bytes announced", "where a box lands", "a box's coordinates")
 
 
 @_ex.code_exercise("ch03.stage_fill", "Write the producer's lines that fill one stage (fill_stage in "
