@@ -222,8 +222,8 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None)
     fig, (top, low) = plt.subplots(2, 1, figsize=(9, 6.4), dpi=100, sharex=True, layout="constrained")
     what = f"S = {trace['stages']}, wait_group({trace['wait_pending']}), first {k_max} k-tiles"
     plot_timeline(timeline_spans(trace["cta0"], k_max), ax=top,
-                  title=f"GPU: CTA 0 as traced ({trace['tile']}, {trace['dtype']}, {trace['size']}³): "
-                        "its clock reads slow it, so compare shapes, not lengths")
+                  title=f"GPU: CTA 0 as traced ({trace['tile']}, {trace['dtype']}, {trace['size']}³)\n"
+                        "its clock reads slow it: compare shapes, not lengths")
     plot_timeline([s for s in schedule.spans if s.k < k_max and s.kind != "epilogue"], ax=low,
                   title="ring model")
     top.set_xlabel("")
