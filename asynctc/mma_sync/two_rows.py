@@ -206,8 +206,7 @@ def _diagnose(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> str | None:
     if (bad & second).any() and not (bad & ~second).any():
         r, col = (int(x) for x in np.argwhere(bad & second)[0])
         return (f"the first rows are right, the second are not (C[{r}, {col}] = {c[r, col]:.4g}, "
-                f"float64 says {ref[r, col]:.4g}): look at the second accumulator, acc2 — it sums row "
-                "ty + TILE of sA against the same sB values.")
+                f"float64 says {ref[r, col]:.4g}): look at the second accumulator, acc2, and what it adds.")
     inner_m, inner_n = m // (2 * TILE) * 2 * TILE, n // TILE * TILE
     edge = np.zeros_like(bad)
     edge[inner_m:, :] = True

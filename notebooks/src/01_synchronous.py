@@ -321,7 +321,7 @@ print("prediction matches the SASS HMMA count:", pred == sass.class_counts(ck.sa
 # One GEMM, 4096³ fp16, from here to chapter 06, as a fraction of cuBLAS. Each chapter ends on
 # an entry: where we were, what we suspected, changed and measured.
 
-# %% output varies
+# %% output answers a prediction
 from asynctc.core import worklog
 
 worklog.show("01")

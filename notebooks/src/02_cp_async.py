@@ -246,7 +246,7 @@ print((233472 // 2 - 1024) // 32768, [t.name for t in cp_async.TILES if t.stages
 # %% [markdown]
 # ## Worklog
 
-# %% output varies
+# %% output answers a prediction
 from asynctc.core import worklog
 
 worklog.show("02")

@@ -266,7 +266,7 @@ ok = exercises.check("ch04.acc_owner", (32 * w + 4 * g + t, 4 * j + 2 * half + o
 # %% [markdown]
 # ## Worklog
 
-# %% output varies
+# %% output answers a prediction
 worklog.show("04")
 
 # %% [markdown]

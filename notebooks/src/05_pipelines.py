@@ -228,7 +228,7 @@ plt.show()
 # %% [markdown]
 # ## Worklog
 
-# %% output varies
+# %% output answers a prediction
 from asynctc.core import worklog
 
 worklog.show("05")

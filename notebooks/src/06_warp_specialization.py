@@ -240,7 +240,7 @@ W.show_kernel_part("consumers", reveal=exercises.after("ch06.whole_kloop", held=
 # %% [markdown]
 # ## Worklog
 
-# %% output varies
+# %% output answers a prediction
 from asynctc.core import worklog
 
 worklog.show("06")

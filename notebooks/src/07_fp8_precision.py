@@ -250,7 +250,7 @@ ok = exercises.check("ch07.promotion", promoted_sum, solution=True)
 # FP8 has no step on the fp16 figure: the entry compares it with our FP16 rung and cuBLASLt's FP8,
 # timed in its own run. Like every chapter's entry it is at 4096³; §4's ratios are at 8192³.
 
-# %% output varies
+# %% output answers a prediction
 from asynctc.core import worklog
 
 worklog.show("07")
