@@ -5,13 +5,12 @@
 # B while the Tensor Cores multiply the filled ones.
 #
 # **Learning goal.** Build that GEMM. See why its ring needs
-# [phase parity](../docs/glossary.md#phase-parity): the low bit naming which barrier phase a wait
-# means. Say why depth stops paying.
+# [phase parity](../docs/glossary.md#phase-parity), the low bit that names which barrier phase a
+# wait means. Say why depth, the number of stages S, stops paying.
 #
-# **Where we are.** Chapter 03 moved a tile with one thread's TMA copy and an mbarrier; chapter
-# 04's `wgmma` multiplied tiles straight from shared memory. So far they took turns: a copy, a
-# wait, then the math. This chapter joins them in a ring of stages, so TMA fills one stage while the
-# Tensor Cores read another. At its end you can build that ring and name the parity each wait needs.
+# **Where we are.** In chapter 03, one thread moved a tile with a TMA copy and an mbarrier. In
+# chapter 04, `wgmma` multiplied tiles straight from shared memory. So far they took turns: a copy,
+# a wait, then the math. This chapter joins them in a ring of stages.
 #
 # Deep dives: [05b](05b_pipeline_timeline.ipynb), [05c](05c_pipeline_variants.ipynb).
 
@@ -28,22 +27,22 @@ notebook.banner("sm_90a")
 # ## 1. The ring, drawn
 #
 # The [producer](../docs/glossary.md#producer), thread 0, issues the loads. The
-# [consumers](../docs/glossary.md#consumer), warpgroups, compute. Each stage has two mbarriers:
+# [consumers](../docs/glossary.md#consumer) are warpgroups that compute. Each stage has two mbarriers:
 #
 # | barrier | arrivals per phase | completes when | who waits |
 # |---|---|---|---|
 # | **full[s]** | 1 (`arrive.expect_tx(stage bytes)`) | the TMA's bytes landed | consumers |
 # | **empty[s]** | one per consumer warpgroup | its wgmmas on the stage are done | producer |
 #
-# On empty, one [*elected thread*](../docs/glossary.md#elected-thread), a thread acting for its
-# group, arrives for each warpgroup. That is a convention of [CUTLASS](../docs/glossary.md#cutlass),
-# NVIDIA's GEMM library, not a rule the PTX ISA text states.
+# On empty, each warpgroup arrives once, through one [*elected thread*](../docs/glossary.md#elected-thread):
+# a thread that acts for its group. That is a convention of [CUTLASS](../docs/glossary.md#cutlass),
+# NVIDIA's GEMM library. It is not a rule the PTX ISA text states.
 #
-# **Phase parity** tells a wait which fill it means. k-tile k is fill **f = k / S** (rounded down)
-# of stage **k mod S**, and fill f completes phase f. A wait for fill f names **f mod 2**; a wait
-# for the phase before names **(f + 1) mod 2**. Without parity, a wait that asks only "is this
-# barrier complete?" passes at once on a stage's second fill. [05c §5](05c_pipeline_variants.ipynb)
-# runs that wait.
+# **Phase parity** tells a wait which fill it means. Each load of a stage is one *fill*. K-tile k
+# is fill **f = k / S** (rounded down) of stage **k mod S**. Fill f completes phase f. A wait for
+# fill f names **f mod 2**. A wait for the phase before names **(f + 1) mod 2**.
+# Without parity, a wait can only ask "is this barrier complete?". On a stage's second fill, that
+# wait passes at once. [05c §5](05c_pipeline_variants.ipynb) runs that wait.
 #
 # One panel per moment: which phase parity does each wait name?
 
@@ -67,15 +66,15 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# Below is the k-loop of `gemm_pipeline` (`kernels/pipeline.cu`), built for a 128×256 tile, two
-# consumers and S = 4. Per k-tile k:
+# Below is the k-loop of `gemm_pipeline` in `kernels/pipeline.cu`. This build has a 128×256 tile,
+# two consumers and S = 4. Per k-tile k:
 #
 # 1. **wait** on full;
 # 2. **issue** `mma_ktile`, then wait until `kPending` groups remain (exercise 1);
 # 3. **release** k-tile r = k − 1 on empty (`k − kPending` in the listing);
 # 4. **refill** that stage (exercise 2).
 #
-# `pos` is k's stage and phase parity; `prev` is k − 1's.
+# `pos` is k's stage and phase parity. `prev` is k − 1's.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -84,8 +83,8 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 
 # %% [markdown]
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after k-tile
-# r's release. Thread 0 waits on empty[rs] for the stage's next fill; §1's panels give the parity.
-# It then refills stage rs with k-tile r + STAGES while r + STAGES < T. In scope:
+# r's release. Thread 0 waits on empty[rs] for the stage's next fill. §1's panels give the parity.
+# Then it refills stage rs with k-tile r + STAGES, if r + STAGES < T. In scope:
 #
 # - `producer`: true on thread 0; `r`; `rs`: r's stage; `rp`: the phase parity of k-tile r's fill
 #   on full; `STAGES`; `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set when a wait gave up;
@@ -121,12 +120,12 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
-# The record swept S = 1–6 for three tiles; cuBLAS ran in the same run. A tile's name is
+# The record swept S = 1–6 for three tiles. cuBLAS ran in the same run. A tile's name is
 # BM×BN×BK, then `/cN` for N consumer warpgroups.
 #
 # **Predict before you look.** Each extra stage starts a load one k-tile earlier. Where does the
-# 128×256 curve end, and is it still rising at its last S? Does it reach cuBLAS? (Why it ends is
-# folded below; why it flattens is §5.)
+# 128×256 curve end, and is it still rising at its last S? Does it reach cuBLAS? Why it ends is
+# folded below. §5 says why it flattens.
 
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
@@ -148,9 +147,10 @@ notebook.require(need[fit] <= limit < need[fit + 1] and fit == max(pl.depth_swee
                  "the curve ends at the last S that fits", fit=fit, swept=sorted(pl.depth_sweep(res, "128x256x64/c2")))
 
 # %% answer [markdown]
-# **Why 128×128 drops at S = 4.** The extra stage leaves shared memory for one CTA per SM, not two
-# (the record's occupancy query, not a model). Our reading ([05c §4](05c_pipeline_variants.ipynb)):
-# then no other CTA's math hides a CTA's [epilogue](../docs/glossary.md#epilogue), its final write of C.
+# **Why 128×128 drops at S = 4.** The extra stage leaves shared memory for one CTA per SM, not two.
+# The record's occupancy query says so, not a model. Our reading: with one CTA, no other CTA's math
+# hides its [epilogue](../docs/glossary.md#epilogue), its final write of C.
+# Going further: [05c §4](05c_pipeline_variants.ipynb).
 
 # %% output answers a prediction
 tile, n = "128x128x64/c2", 4096
@@ -166,13 +166,13 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# The trace of CTA 0 (128×256, S = 4) sits above the ring model. Where do the red bars (waits on
-# full) stop? Under the figure, three lines in clocks:
+# The trace of CTA 0 (128×256, S = 4) sits above the ring model. The red bars are waits on full.
+# Where do they stop? Under the figure, three lines in clocks:
 #
-# 1. *the trace's cost*: clocks per k-tile of the traced loop ÷ those of the untraced run (from
-#    §4's TFLOP/s). The traced build stores a clock reading at each event, so its k-tiles take longer;
-# 2. the waits on full at k-tiles 4–11 of warpgroup 0 (the figure's wg0 lane; wg1's is drawn
-#    below it), on the GPU (traced) and in the model;
+# 1. *the trace's cost*: clocks per k-tile, traced ÷ untraced (from §4's TFLOP/s). The traced build
+#    stores a clock reading at each event, so its k-tiles take longer;
+# 2. the waits on full at k-tiles 4–11 of warpgroup 0, on the GPU (traced) and in the model. They
+#    are the wg0 lane, above wg1's;
 # 3. clocks per k-tile untraced ÷ the model's prediction.
 
 # %% output varies
@@ -192,7 +192,7 @@ notebook.require(1.10 < gpu / model < 1.35, "untraced, a k-tile still takes abou
 
 # %% [markdown]
 # **The model** never waits on full from k-tile 4 on. **The trace** waits at every k-tile.
-# Untraced (line 3), a k-tile still takes about 1.2× as long as in the model: the trace's cost is not the gap.
+# Untraced (line 3), a k-tile still takes about 1.2× as long as in the model. So the trace's cost is not the gap.
 #
 # **So:** past S = 3, depth no longer sets the speed. The loads arrive later than the model's fixed
 # load latency. The likely cause is supply: every SM loads from one shared L2.

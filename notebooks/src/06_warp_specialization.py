@@ -1,23 +1,23 @@
 # %% [markdown]
 # # 06 — Warp specialization: a producer warpgroup, consumer warpgroups, and the ladder to cuBLAS
 #
-# **Learning goal.** Split chapter 05's GEMM into a *producer* warpgroup that only issues TMA loads
-# and *consumer* warpgroups that only issue `wgmma`; then climb a ladder of kernels timed beside
-# cuBLAS.
+# **Learning goal.** Split chapter 05's GEMM into two roles. A *producer* warpgroup only issues TMA
+# loads. *Consumer* warpgroups only issue `wgmma`. Then climb a ladder of kernels timed beside cuBLAS.
 #
-# **Where we are.** Chapter 05 built a ring of stages: TMA fills a stage, `wgmma` reads it, and
+# **Where we are.** Chapter 05 built a ring of stages. TMA fills a stage, `wgmma` reads it, and
 # two mbarriers per stage hand it back and forth. The loads came from one thread of a consumer
-# warpgroup, so its math stalled whenever that thread waited. This chapter gives the loads a
-# warpgroup of their own. At its end you can write the consumers' k-loop and read each rung of the
-# ladder.
+# warpgroup. Whenever that thread waited on empty, its warpgroup's math stalled. This chapter gives
+# the loads a warpgroup of their own.
 #
 # **In plain words.** Two barriers per stage, "full" and "empty", pass work between the roles.
 # The split frees registers for the math and lets loads run on into the next tile.
 #
-# Deep dives: [06b](06b_ws_anatomy.ipynb) takes the kernel apart; [06c](06c_ladder_investigations.ipynb)
-# the ladder; [06d](06d_limits_and_gemm.ipynb) Nsight Compute, the [raster](../docs/glossary.md#raster)
-# (the order CTAs take tiles) and `matmul` by shape; [06e](06e_your_gemm_on_the_cpu.ipynb) your
-# pieces as one tile on the CPU, in the order of your capstone's loops too.
+# Deep dives:
+# - [06b](06b_ws_anatomy.ipynb): the kernel, taken apart;
+# - [06c](06c_ladder_investigations.ipynb): the ladder;
+# - [06d](06d_limits_and_gemm.ipynb): Nsight Compute, the [raster](../docs/glossary.md#raster)
+#   (the order CTAs take tiles in), and `matmul` by shape;
+# - [06e](06e_your_gemm_on_the_cpu.ipynb): your pieces as one tile on the CPU, in your capstone's order.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -32,18 +32,17 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# Here the loads get a warpgroup of their own. In chapter 05, while the loading thread waited on
-# empty, its warpgroup's `wgmma` waited too. Giving warps different jobs is
+# Here the loads get a warpgroup of their own. Giving warps different jobs is
 # [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Both roles walk the k-tiles with one ring counter that carries across tiles. Fill f is the counter
-# divided by S. Consumers wait on full with phase parity f mod 2; the producer waits on empty with
-# (f + 1) mod 2. In the kernel, `phase` is the phase parity and `phase ^ 1` the producer's.
+# Both roles count k-tiles with one ring counter. It carries across tiles. Fill f is the counter
+# divided by S. Consumers wait on full with phase parity f mod 2. The producer waits on empty with
+# (f + 1) mod 2. In the kernel, `phase` is the consumers' parity and `phase ^ 1` the producer's.
 # Chapter 05's `rp`, the parity of the fill being replaced, is the same bit.
 #
-# The [seed article](../docs/glossary.md#seed-article) swaps the waits. It is the public worklog this
-# course checks. Its consumers wait on "empty" before anything was loaded. Top, the kernel's
-# version; bottom, the seed's, which deadlocks at the first k-tile:
+# The [seed article](../docs/glossary.md#seed-article) is the public worklog this course checks. It
+# swaps the waits: its consumers wait on "empty" before anything was loaded. The top panel is the
+# kernel's; the bottom is the seed's, which deadlocks at the first k-tile:
 
 # %% output varies
 fig = W.plot_protocol()
@@ -52,9 +51,9 @@ plt.show()
 # %% [markdown]
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a row, `T` k-tiles
-# each, with one ring of `STAGES` stages. One question decides it; work it out from the ring-counter rule
-# above first (the check's message says it): with 3 k-tiles a tile on 2 stages, which stage and phase parity
-# does tile 1's first k-tile use?
+# each, with one ring of `STAGES` stages. One question decides it. Work it out from the ring-counter
+# rule above; the check's message states it once you pass. With 3 k-tiles a tile on 2 stages, which
+# stage and phase parity does tile 1's first k-tile use?
 #
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread): the one
 # thread that acts for it. In scope:
@@ -96,8 +95,8 @@ if (wg == 0) {                 // the producer warpgroup
 ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
-# Once your loops pass, the cell below draws them. The producer mostly waits on empty (purple),
-# the healthy state; the consumers wait on full (red): 2 stages hide no latency.
+# Once your loops pass, the cell below draws them. The producer mostly waits on empty (purple):
+# that is healthy. The consumers wait on full (red), since 2 stages hide no latency.
 #
 # Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
 
@@ -106,9 +105,10 @@ fig = W.whole_kloop.show_loops(whole_kloop, ok)
 plt.show()
 
 # %% answer [markdown]
-# **So:** `wgmma_wait_group<0>()` is correct but retires the k-tile's wgmmas before the release:
-# the warpgroup's Tensor Cores idle at every k-tile. `<1>` keeps one group in flight and releases
-# the previous k-tile's stage. The ring model (S = 4), share of the loop with a wgmma in flight:
+# **So:** `wgmma_wait_group<0>()` is correct, but it waits for all the k-tile's wgmmas before the
+# release. The warpgroup's Tensor Cores idle at every k-tile. `<1>` keeps one group in flight and
+# releases the previous k-tile's stage. The ring model (S = 4) gives the share of the loop with a
+# wgmma in flight:
 
 # %% output answers a prediction
 from asynctc.models import pipeline as mp
@@ -123,11 +123,12 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # ## 2. The register budget
 #
 # The consumers get most of the registers. An SM has 65536 32-bit registers.
-# `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM, so each thread gets
-# 65536 / 384 = 170.7, rounded down to a multiple of 8: **168 at entry**. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register
-# limit while it runs. The producer drops to 40; the two consumers rise to 232, 64512 in all.
-# The ladder in §3 adds it together with a second consumer; [06c §3](06c_ladder_investigations.ipynb)
-# measures it alone.
+# `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM. So each thread gets
+# 65536 / 384 = 170.7, rounded down to a multiple of 8: **168 at entry**.
+# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register limit while it runs.
+# The producer drops to 40. The two consumers rise to 232. All 384 threads then use 64512.
+# The ladder in §3 adds it together with a second consumer.
+# Going further: [06c §3](06c_ladder_investigations.ipynb) measures it alone.
 #
 # ## 3. The ladder
 #
@@ -141,8 +142,8 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=
 plt.show()
 
 # %% [markdown]
-# **Derive it** from the `ladder` rows. The table sets each rung over its parent (`over`); rung 5's
-# parent is rung 3.
+# **Derive it** from the `ladder` rows. The table divides each rung's TFLOP/s by its parent's. The
+# `over` column names the parent; rung 5's is rung 3.
 
 # %% answer [markdown]
 # Two big steps (fp16, 4096³):
@@ -159,8 +160,8 @@ plt.show()
 # - 5: a [persistent](../docs/glossary.md#persistent) grid;
 # - 6: a [cluster](../docs/glossary.md#cluster) of CTAs on nearby SMs, where one TMA load sends B to
 #   both: a [multicast](../docs/glossary.md#multicast);
-# - 8: the raster, the order tiles are taken in: **group-M** is how many tile rows it walks down
-#   before it moves one column on.
+# - 8: the raster, the order tiles are taken in. Its **group-M** is how many tile rows it walks
+#   down before it moves one column on.
 
 # %% output answers a prediction
 t = {r["rung"]: r["tflops"] for r in res["ladder"] if (r["size"], r["dtype"]) == (4096, "float16")}
@@ -180,9 +181,9 @@ notebook.require(abs(tile6 / (tile6 - saved) / step[7] - 1) < 0.02, "the saving 
 
 # %% answer [markdown]
 # **So:** the split itself bought nothing: rung 3 is back at rung 1. The TMA store took the ladder
-# to cuBLAS's speed. With it, the consumers write C to shared memory and one thread's TMA store
-# carries it out, so they start the next tile's k-loop sooner: the trace's epilogue saving, taken off
-# rung 6's untraced tile, predicts the +8 % step.
+# to cuBLAS's speed. With it, the consumers write C to shared memory. One thread's TMA store carries
+# it out, so the consumers start the next tile's k-loop sooner. Take the trace's epilogue saving off
+# rung 6's untraced tile: that predicts the +8 % step.
 
 # %% [markdown]
 # Going further: [06c §3](06c_ladder_investigations.ipynb) — rung 2 → 3 one change at a time; rung
@@ -190,7 +191,7 @@ notebook.require(abs(tile6 / (tile6 - saved) / step[7] - 1) < 0.02, "the saving 
 
 # %% [markdown]
 # **Design it** (no grade). The model runs chapter 05's ring per tile, plus the traced epilogue.
-# Its one fitted number is the L2 cap fitted to chapter 05's depth sweep in 05b §6.
+# Its one fitted number is the L2 cap from chapter 05's depth sweep (05b §6).
 #
 # **Predict, then change** `TMA_STORE` to True and rerun: does the model gain what rung 7 measured?
 
@@ -199,8 +200,8 @@ BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
 print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 
 # %% answer [markdown]
-# **So:** yes. The model changes only the traced epilogue, rung 5's → rung 7's; the cycles saved
-# per tile give rung 7's step:
+# **So:** yes. The model changes only the traced epilogue, from rung 5's to rung 7's. The cycles
+# saved per tile give rung 7's step:
 
 # %% output answers a prediction
 d = {t: W.design(bn=256, stages=4, tma_store=t) for t in (False, True)}
@@ -214,11 +215,11 @@ notebook.require(abs(gain / step[7] - 1) < 0.01, "the model gains what rung 7 me
 # `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no switches. The host side is
 # [`whole.py`](../asynctc/warp_specialization/whole.py). It builds the
 # [tensor maps](../docs/glossary.md#tensor-map), the descriptors TMA copies read. It launches one
-# 384-thread CTA per tile, so it is not persistent: each CTA's ring starts at stage 0, phase 0, and
-# nothing carries over. The capstone's CTA, which walks several tiles, must carry its ring.
+# 384-thread CTA per tile, so it is not persistent. Each CTA's ring starts at stage 0, phase 0, and
+# nothing carries over. The capstone's CTA walks several tiles, so it must carry its ring.
 #
-# **The producer's loop.** Warpgroup 0 gives its registers back; one thread stays. Per k-tile, it
-# waits on empty, announces the stage's bytes and issues two TMA loads.
+# **The producer's loop.** Warpgroup 0 gives registers back. Then all but one of its threads exit.
+# Per k-tile, that thread waits on empty, announces the stage's bytes and issues two TMA loads.
 
 # %% output answers a prediction
 if exercises.after("ch06.whole_kloop", held="the producer's loop (its waits are the capstone's answer)"):
@@ -226,8 +227,8 @@ if exercises.after("ch06.whole_kloop", held="the producer's loop (its waits are 
 
 # %% [markdown]
 # **The consumers' loop.** Warpgroups 1 and 2 take the registers and compute rows 0–63 and 64–127.
-# Per k-tile, each waits on full, issues the wgmmas as one group and releases a stage on empty:
-# which parities and which stage are the capstone's answer, in the listing once it passes.
+# Per k-tile, each waits on full, issues the wgmmas as one group and releases a stage on empty.
+# Which parities and which stage? They are the capstone's answer, shown once it passes.
 
 # %% output answers a prediction
 held = "the consumers' k-loop, marked below; the rest of this part is shown"
@@ -257,9 +258,10 @@ so_far("06")
 # %% [markdown]
 # ## 5. Use it: `asynctc.matmul`
 #
-# `asynctc.matmul(a, b)` is the top rung, with edge handling. It picks a build for the shape;
-# on an sm_90a GPU it runs and is checked against float64 here. Going further:
-# [deep dive 06d §3](06d_limits_and_gemm.ipynb) times it by shape.
+# `asynctc.matmul(a, b)` is the top rung, with edge handling. It picks a build for the
+# shape. On an sm_90a GPU, the cell below runs it and checks it against float64.
+#
+# Going further: [deep dive 06d §3](06d_limits_and_gemm.ipynb) times it by shape.
 
 # %% output varies
 import numpy as np
