@@ -340,6 +340,10 @@ MISTAKES = [
                     max(c for _, c in _PAIRS) / min(o for o, _ in _PAIRS)), "times from different rows"),
     ("ch10.bound", (1.004, 1.004), "an interval: the lowest and the highest of the 7 ratios"),
     ("ch10.bound", (min(_R), 1.02), "the lowest is right"),
+    ("ch10.bound", (min(o for o, _ in _PAIRS) / max(c for _, c in _PAIRS),
+                    max(o for o, _ in _PAIRS) / min(c for _, c in _PAIRS)), "two slips"),   # reader 75
+    ("ch10.bound", (1.0, round(max(_R), 2)), "rounded across 1"),                           # low 0.9995
+    ("ch10.bound", (0.5, 0.6), "work row by row"),
     ("ch10.bound_verdict", "holds", "6 of 7 pairs lie above 1, 1 not"),
     ("ch10.bound_verdict", "does not hold", "the interval straddles 1"),
     ("ch10.fraction_both", (759.4 / (132 * 4096 * 1679e-6), 759.4 / 989.4), "swapped"),

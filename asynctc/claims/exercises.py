@@ -125,7 +125,7 @@ def _ratios(pairs) -> list[float]:
 @exercise("ch10.bound",
           "`pairs` lists (ours ms, cuBLAS ms), each pair timed in one run and round. Bound the "
           "claim's number, the ratio cuBLAS ms / ours ms: answer (lowest, highest) over the pairs, "
-          "as ratios (0.99, not 99).", rtol=0.002)
+          "as ratios (0.99, not 99).", rtol=0.0004)
 def _bound(pairs):
     r = _ratios(pairs)
     return (round(min(r), 6), round(max(r), 6))
@@ -153,11 +153,18 @@ def _bound_hint(answer, expected, pairs):
     if _near(a, cross[0], 0.002) and _near(b, cross[1], 0.002):
         return ("you paired times from different rows: each ratio divides the two times of one row "
                 "(one run and round); a cuBLAS time of another run moved with that run's clock.")
+    if _near(a, 1 / cross[1], 0.002) and _near(b, 1 / cross[0], 0.002):
+        return ("two slips: that is ours over cuBLAS's time, and the times are paired across rows; "
+                "each ratio is cuBLAS's time over ours, within one row (one run and round).")
+    if _near(a, lo, 0.002) and (a >= 1) != (lo >= 1):
+        return (f"your lowest is rounded across 1, and whether the low end lies below 1 is what decides "
+                "an order claim like \"beats cuBLAS\": keep four digits.")
     if _near(a, lo, 0.002):
         return "the lowest is right; the highest is the largest of the ratios."
     if _near(b, hi, 0.002):
         return "the highest is right; the lowest is the smallest of the ratios."
-    return None
+    return ("work row by row: each row's ratio is its cuBLAS time over its own time, then take the "
+            "lowest and the highest of those ratios.")
 
 
 @exercise("ch10.bound_verdict",
