@@ -33,7 +33,7 @@
 # memory, then tcgen05. Last comes [warp specialization](../docs/glossary.md#warp-specialization):
 # some warps copy, others compute.
 #
-# The [seed article](../docs/glossary.md#seed-article), a public tutorial, set this course's
+# The [seed article](../docs/glossary.md#seed-article), a public worklog on this subject, set this course's
 # outline; chapter 10 checks its claims.
 
 # %% output varies
