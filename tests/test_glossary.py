@@ -88,6 +88,34 @@ def test_glossary_links_point_at_terms():
             assert not frag or frag in anchors, (name, i, target)
 
 
+def jupyterlab_id(term: str) -> str:
+    """The id JupyterLab 4 gives a Markdown heading (``createHeaderId`` in @jupyterlab/rendermime:
+    the text with spaces → '-', case kept); its Markdown viewer scrolls a link's #fragment to it."""
+    return term.replace(" ", "-")
+
+
+def test_every_term_is_reachable_under_its_lower_case_anchor_in_jupyterlab():
+    """A notebook's link ../docs/glossary.md#tma opens JupyterLab's Markdown viewer, which looks for
+    the fragment as written; ``## TMA`` there is "TMA", so the heading needs an explicit
+    ``<a id="tma"></a>`` (JupyterLab's sanitizer keeps ``id``, drops ``name``) on the line before
+    it, after a blank line (GitHub and the course site keep their lower-case anchors)."""
+    lines = GLOSSARY.read_text().splitlines()
+    missing = []
+    for i, line in enumerate(lines):
+        if line.startswith("## ") and jupyterlab_id(line[3:]) != anchor(line[3:]):
+            want = f'<a id="{anchor(line[3:])}"></a>'
+            if not (i >= 2 and lines[i - 1] == "" and lines[i - 2] == want):
+                missing.append(want + " before " + line)
+    assert not missing, f"headings JupyterLab cannot reach under their lower-case anchor: {missing}"
+
+
+def test_site_glossary_has_each_anchor_once():
+    """The site adds GitHub's anchor before every term; the file's own (for JupyterLab) gives way."""
+    from asynctc.teaching import publish
+    ids = re.findall(r'<a id="([^"]*)"></a>', publish.glossary_notebook().cells[0].source)
+    assert sorted(ids) == sorted(anchor(t) for t in terms())
+
+
 def test_no_n_major():
     """The ISA's names are K-major and MN-major; "N-major" is not one of them (issue 22)."""
     for name, i, text in markdown_cells():

@@ -346,7 +346,8 @@ def _with_nav(body: str, nav: str) -> str:
 
 def glossary_notebook():
     """docs/glossary.md as a one-cell notebook, with an explicit anchor before every term (the
-    same anchors GitHub gives its headings, which the notebooks link to)."""
+    same anchors GitHub gives its headings, which the notebooks link to); a term's own anchor in
+    the file (there for JupyterLab) gives way to it, so each id appears once."""
     import nbformat
     text = (ROOT / "docs" / "glossary.md").read_text()
 
@@ -355,7 +356,8 @@ def glossary_notebook():
         slug = re.sub(r"[^\w\- ]", "", term.lower()).replace(" ", "-")
         return f'<a id="{slug}"></a>\n\n## {term}'
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell(re.sub(r"^## (.+)$", anchor, text, flags=re.M))]
+    text = re.sub(r'^(?:<a id="[^"]*"></a>\n\n)?## (.+)$', anchor, text, flags=re.M)
+    nb.cells = [nbformat.v4.new_markdown_cell(text)]
     return nb
 
 
