@@ -5,13 +5,12 @@
 #
 # **In plain words.** The [Tensor Memory Accelerator (TMA)](../docs/glossary.md#tma) is a copy
 # engine beside each SM. A [*tensor map*](../docs/glossary.md#tensor-map) describes a global tensor
-# to it. One thread asks for a tile, a [*box*](../docs/glossary.md#box). An
-# [*mbarrier*](../docs/glossary.md#mbarrier) is a barrier in shared memory that counts the bytes in.
+# to it. One thread asks TMA for a tile, called a [*box*](../docs/glossary.md#box). An
+# [*mbarrier*](../docs/glossary.md#mbarrier) is a barrier in shared memory that counts arriving bytes.
 # Deep dive: [03b](03b_tma_boxes.ipynb).
 #
-# **Where we are.** In chapter 02 every thread issued its own 16-byte copies and waited with its
-# own `wait_group`. Here one thread asks for a tile; the mbarrier tells every reader when its
-# bytes have landed.
+# **Where we are.** In chapter 02 every thread issued its own 16-byte copies and its own
+# `wait_group`. Here one thread copies a whole tile, and the mbarrier tells the others when it lands.
 
 # %% output varies
 from asynctc.core import exercises, notebook, records, worklog
@@ -22,16 +21,15 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps: which order?
 #
-# A tensor map tells TMA where a global tensor lies and what box to cut. The host builds it once;
-# each copy names the map and a box's corner. `tma.validate` checks it; its fields print below.
-# Map and copy use opposite orders:
+# A tensor map tells TMA where a global tensor lies and what box to cut. The host builds the map
+# once. Each copy names the map and one box's corner. Map and copy use opposite orders:
 #
-# 1. `tma.validate` takes `shape` and `box` rows first: `box=(128, 64)` is 128 rows × 64 columns.
-# 2. The copy names the column first: (c0, c1) = (column, row).
+# 1. The map lists `shape` and `box` rows first: `box=(128, 64)` is 128 rows × 64 columns.
+# 2. The copy lists the column first: (c0, c1) = (column, row).
 #
-# For a bad map the driver says only `CUDA_ERROR_INVALID_VALUE`; `tma.validate` names the field.
-# The orange box's hatched rows, past the edge, arrive as zeros, bytes counted
-# ([03b §1](03b_tma_boxes.ipynb)).
+# For a bad map, the driver says only `CUDA_ERROR_INVALID_VALUE`. `tma.validate`, run below, names
+# the field. The orange box's hatched rows lie past the edge: they arrive as zeros, and their bytes
+# count ([03b §1](03b_tma_boxes.ipynb)).
 
 # %% output varies
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
@@ -42,20 +40,20 @@ fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))
 # %% [markdown]
 # ## 2. Swizzle modes as bank maps
 #
-# Swizzle spreads a column over all 32 banks. Lanes reading different words of one bank wait: a
+# Lanes that read different words of one bank wait in turn: a
 # [bank conflict](../docs/glossary.md#bank-conflict). `ldmatrix` reads a 16-byte chunk from each
-# of 8 rows. Below, each chunk is coloured by its 4 banks, its *bank group*. Unswizzled, a column is one
-# colour: 8-way. **128B [swizzle](../docs/glossary.md#swizzle)** XORs a chunk's index with the row
-# index mod 8.
+# of 8 rows. A chunk spans 4 banks, its *bank group*, drawn below as one colour. Unswizzled, a
+# column is one colour: 8-way. **128B [swizzle](../docs/glossary.md#swizzle)** XORs a
+# chunk's index with the row index mod 8. Each column then covers all 32 banks.
 
 # %% output varies
 fig = tma.plot_chunk_maps(swizzles=(0, 128))
 
 # %% [markdown]
-# **Worked: follow one byte, 64-byte swizzle.** Rows are 64 bytes here: 4 chunks of 16. Take byte 3
-# of chunk 2 in row 5, in a 512-byte aligned buffer. The course's model XORs the chunk bits (4–5)
-# of the offset with its bits 7–8. Bit 6 is the row's lowest bit, so bits 7–8 are row // 2: two
-# 64-byte rows share a 128-byte line.
+# **Worked: follow one byte, 64-byte swizzle.** Here a row is 64 bytes: 4 chunks of 16. Take byte 3
+# of chunk 2 in row 5, in a 512-byte aligned buffer. The model XORs the offset's chunk bits, 4–5,
+# with its bits 7–8. Bit 6 is the row's lowest bit, so bits 7–8 are row // 2. Two 64-byte rows
+# share one 128-byte line.
 
 # %%
 from asynctc.models.layout import swizzle_address
@@ -76,19 +74,19 @@ assert swizzled == swizzle_address(offset, 64)         # the course's model agre
 # %% [markdown]
 # ## 3. The mbarrier life cycle
 #
-# No thread carries TMA's bytes, so `__syncthreads` cannot wait for them. An mbarrier can: its
+# No thread carries TMA's bytes, so `__syncthreads` cannot wait for them. An mbarrier can. Its
 # **tx-count** is the bytes still to come. One fill:
 #
-# 1. `init`: one arrival expected; *pending* counts the arrivals still expected.
+# 1. `init` expects one arrival. *Pending* counts those still expected.
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the tx-count rises by
-#    the bytes to come. It starts the copies.
-# 3. Landing bytes lower the tx-count: the PTX ISA's *complete_tx*.
-# 4. At zero pending arrivals and zero bytes, *phase* 0, the first round, completes; phase 1 opens
+#    the bytes to come. That thread starts the copies.
+# 3. Each landing byte lowers the tx-count: the PTX ISA's *complete_tx*.
+# 4. When pending and tx-count reach zero, *phase* 0, the first round, completes. Phase 1 opens
 #    with *pending* back at the count.
 #
-# A wait on [*phase parity*](../docs/glossary.md#phase-parity) P, the phase number mod 2, passes
-# unless the open phase has parity P. The table shows the steps on a CPU model: fill 0 brings two
-# 8192-byte boxes, then fill 1 reuses the barrier.
+# A wait names a [*phase parity*](../docs/glossary.md#phase-parity) P, a phase number mod 2. It
+# passes unless the open phase has parity P. The table runs the steps on a CPU model. Fill 0
+# brings two 8192-byte boxes; fill 1 reuses the barrier.
 
 # %%
 from asynctc.models.pipeline.ring import Mbarrier
@@ -110,23 +108,23 @@ bar.arrive_expect_tx(16384);          show("fill 1: arrive_expect_tx")
 bar.complete_tx(16384);               show("fill 1: both boxes land")
 
 # %% [markdown]
-# **Read the wait columns.** Fill 0's reader waits on parity 0: "no" until B lands, then "yes".
-# Fill 1's reader waits on parity 1. While phase 1 is open, wait(0) still says "yes" and wait(1)
-# "no", until fill 1 lands. So the reader of fill f waits on f mod 2. At init,
-# wait(1) already says "yes": the phase before phase 0 counts as complete, so a producer's first
+# **Read the wait columns.** Fill 0's reader waits on parity 0. It reads "no" until B lands, then
+# "yes". Fill 1's reader waits on parity 1. While phase 1 is open, wait(0) still says "yes".
+# wait(1) says "no" until fill 1 lands. So the reader of fill f waits on parity f mod 2. At init,
+# wait(1) already says "yes": the phase before phase 0 counts as complete. So a producer's first
 # wait on an empty stage, with parity 1, passes.
 #
-# One barrier serves every fill, hence phase numbers: a "ready" flag would still be set from the
-# last fill. One bit of the number is enough, because a waiter only ever asks about the open phase
-# or the one just before it ([03b §5](03b_tma_boxes.ipynb)).
+# Why phase numbers? One barrier serves every fill. A "ready" flag would still be set from the
+# last fill. One bit of the number is enough. A waiter only asks about the open phase or the
+# one just before it.
 #
-# **Try it** (ungraded, in a new cell): `b = Mbarrier(count=2)`, then `b.arrive_expect_tx(4096)`
-# and `b.complete_tx(4096)`. Predict `b.test_wait(0)` before you print it. Then `b.arrive()`, the
-# second arrival, and predict again. A phase needs both: every arrival and every byte.
+# **Try it** (ungraded): `b = Mbarrier(count=2)`, then `b.arrive_expect_tx(4096)`
+# and `b.complete_tx(4096)`. Predict `b.test_wait(0)`, then print it. Then `b.arrive()`, the
+# second arrival, and predict again.
 #
-# The GPU's table takes the same steps ([03b §3](03b_tma_boxes.ipynb)); ✓ is the PTX ISA's answer.
-# Rows 4–6 use a *counter barrier*: 64 arrivals, no bytes. Row 6 waits on the open phase, which
-# nobody completes; the bounded wait gives up.
+# The GPU's table below takes the same steps; ✓ marks the PTX ISA's answer. Rows 4–6 use a
+# *counter barrier*: 64 arrivals, no bytes. Row 6 waits on the open phase. Nobody completes it, so
+# the bounded wait gives up.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))
@@ -135,12 +133,12 @@ tma.checks.show_lifecycle(crec)   # notebook.how(tma.checks.show_lifecycle) prin
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]
-# The listing's *sentinel* is the byte 0xA5 that the threads write over the tile first, so any byte
-# TMA did not write shows. The fence orders those writes before TMA's, which take the
-# [*async proxy*](../docs/glossary.md#proxy) path ([03b §4](03b_tma_boxes.ipynb)).
+# In the listing, the threads first fill the tile with a *sentinel* byte, 0xA5. Any byte TMA did
+# not write then shows. TMA writes through the [*async proxy*](../docs/glossary.md#proxy), a
+# separate path. The fence orders the threads' writes before TMA's.
 #
-# **Parity, fill by fill.** In chapter 05, a stage has two barriers: *full* (bytes landed) and
-# *empty* (readers done). Fill f completes phase f of each:
+# **Parity, fill by fill.** In chapter 05, each stage has two barriers. *Full* says its bytes
+# landed; *empty*, that its readers are done. Fill f completes phase f of each:
 #
 # | fill f | consumer's wait on full | producer's wait on empty, before fill f |
 # |---:|---:|---:|
@@ -151,21 +149,23 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # In code: `pos.phase` and `rp` in 05, `phase` and `phase ^ 1` in 06.
 
 # %% [markdown]
-# **Play** (ungraded): in the model above, drop B's `complete_tx`: which wait hangs?
+# **Play** (ungraded): in the model above, drop B's `complete_tx`. Which wait hangs?
+#
+# Going further: [03b §3–§5](03b_tma_boxes.ipynb) — SASS, the proxy fence, parity.
 
 # %% [markdown]
 # ## Exercises
 #
 # `tma_load_2d(dst, map, bar, c0, c1)` copies `map`'s box at column c0, row c1 to shared address
-# `dst`; its bytes land on `bar`. **Worked: a smaller box.** 64 rows × 32 fp16, k-tile 3, rows
-# from 192: `tma_load_2d(dst, map, bar, 96, 192)`, column 3·32 first. 4096 bytes: the next box goes at
-# `dst + 4096`.
+# `dst`. Its bytes land on `bar`. **Worked: a smaller box.** 64 rows × 32 fp16, k-tile 3, rows
+# from 192: `tma_load_2d(dst, map, bar, 96, 192)`. The column, 3·32, comes first. A box is 4096
+# bytes, so the next goes at `dst + 4096`.
 #
-# **1. Fill one stage.** Write the body of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)`, three
-# lines of CUDA in a string.
-# It loads A's `BM`×`BK` box of map `ta` from row `m0`, then B's `BN`×`BK` box of `tb` from row
-# `n0` (B is stored N×K). fp16, `BM` = `BN` = 128, `BK` = 64. One barrier, `full_bar`, covers
-# both. `stage` and `full_bar` are shared-memory byte addresses; B follows A.
+# **1. Fill one stage.** Write the body of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)`: three
+# lines of CUDA in a string. It loads A's `BM`×`BK` box of map `ta` from row `m0`. Then it loads
+# B's `BN`×`BK` box of `tb` from row `n0`; B is stored N×K. fp16, `BM` = `BN` = 128, `BK` = 64.
+# One barrier, `full_bar`, covers both. `stage` and `full_bar` are shared-memory byte addresses;
+# B follows A.
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""
@@ -204,8 +204,8 @@ ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bit
 # %% [markdown]
 # ## Worklog
 #
-# **Predict first.** Per box of chapter 05, cp.async needs 1024 instructions, TMA one. More GB/s
-# for TMA, or the same? *We measured* answers ([03b §2](03b_tma_boxes.ipynb)).
+# **Predict first.** For one box of chapter 05, cp.async needs 1024 instructions; TMA needs one.
+# Does TMA reach more GB/s, or the same? *We measured* answers.
 
 # %% output answers a prediction
 print(worklog.entry("03"))
@@ -221,4 +221,5 @@ so_far("03")
 
 # %% [markdown]
 # **What you learned.** Tensor maps, swizzle, an mbarrier's bytes and parity.
+# Going further: [03b §2](03b_tma_boxes.ipynb), by box size.
 # **Next:** [chapter 04](04_wgmma.ipynb).

@@ -4,15 +4,15 @@
 # **Learning goal.** Issue Hopper's asynchronous Tensor Core instruction, describe its operands
 # correctly, and measure it against the [peak](../docs/glossary.md#peak).
 #
-# **Where we are.** Chapter 03 landed swizzled tiles in shared memory with one thread's TMA copy.
-# Until now, warps loaded their operands from shared memory into registers for `mma.sync`
-# (chapter 01). Here the Tensor Cores read the tiles from shared memory themselves.
+# **Where we are.** Chapter 03 landed swizzled tiles in shared memory with TMA. In chapter 01,
+# warps loaded their operands from shared memory into registers for `mma.sync`. Here the Tensor
+# Cores read the tiles from shared memory themselves.
 #
 # **In plain words.** A [warpgroup](../docs/glossary.md#warpgroup) is four warps. It issues one
 # [wgmma](../docs/glossary.md#wgmma), an asynchronous matrix multiply, and moves on. The Tensor
 # Cores fetch its operands from shared memory. A
 # [*matrix descriptor*](../docs/glossary.md#matrix-descriptor) tells them the layout TMA wrote. A
-# wrong one reads wrong bytes, silently. Deep dive: [04b](04b_wgmma_anatomy.ipynb).
+# wrong one makes them read wrong bytes, silently. Deep dive: [04b](04b_wgmma_anatomy.ipynb).
 
 # %% output varies
 from asynctc.models import descriptors
@@ -29,17 +29,17 @@ notebook.banner("sm_90a")
 #
 # * **B** always comes from shared memory, through a 64-bit *descriptor*.
 # * **A** comes from shared memory ("SS") or registers ("RS").
-# * **D** lives in registers (§6).
+# * **D** lives in registers.
 #
-# `wgmma.fence` goes first, `wgmma.commit_group` closes a batch, and `wgmma.wait_group N` waits
-# until at most N are in flight.
+# `wgmma.fence` goes first. `wgmma.commit_group` closes a batch. `wgmma.wait_group N` waits until
+# at most N batches are in flight.
 
 # %% [markdown]
 # ## 2. Why a descriptor, and its fields
 #
-# Below, three descriptors read one A: the right one, one with too narrow a swizzle, one with half
-# the stride. A is 64×64 fp16, [K-major](../docs/glossary.md#k-major) (K contiguous in memory),
-# written with 128-byte swizzle. Where wgmma wants A[m][0], what does it get?
+# A is 64×64 fp16, written with 128-byte swizzle. It is [K-major](../docs/glossary.md#k-major): K
+# is contiguous in memory. Below, three descriptors read it: the right one, one with too narrow a
+# swizzle, one with half the stride. Where wgmma wants A[m][0], what does it get?
 
 # %%
 print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
@@ -49,14 +49,15 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 #
 # **The picture.** TMA lands a swizzled tile as *boxes*. A box's rows are as wide as the swizzle:
 # 128 contiguous bytes here. wgmma reads a box one [core matrix](../docs/glossary.md#core-matrix)
-# at a time: a block of 8 rows, 16 bytes of each row. The swizzle field says where each 16-byte
-# piece sits in its row. Two strides locate the next core matrix:
+# at a time. A core matrix is 8 rows × 16 bytes. The descriptor's swizzle field says where each
+# 16-byte piece sits in its row. Two strides locate the next core matrix:
 #
 # * [SBO](../docs/glossary.md#sbo): from one group of 8 rows to the next, down the same box.
 # * [LBO](../docs/glossary.md#lbo): from one box to the next.
 #
-# **Worked: a tile with two boxes.** B for N = 128, stored [MN-major](../docs/glossary.md#mn-major)
-# (N contiguous). 64 n of one k-row fill a 128-byte row, so 128 n take two boxes.
+# **Worked: a tile with two boxes.** Take B for N = 128, stored
+# [MN-major](../docs/glossary.md#mn-major): N is contiguous. One k-row's 64 n fill a 128-byte row.
+# So 128 n take two boxes.
 
 # %%
 B = descriptors.OperandTile(128, 64, "float16", "MN", 128)
@@ -68,11 +69,11 @@ notebook.require(dB.sbo == 8 * B.row_pitch == at[0, 8] and dB.lbo == B.box_pitch
 fig = wgmma.plot_layouts(B.dtype, B.major, (B.swizzle,), mn=B.mn, operand="B")
 
 # %% [markdown]
-# SBO (red) steps along K: 8 k-rows on, to the right in the figure. LBO (blue) steps along N: to box 1, n = 64–127.
-# One m64n128k16 reads both boxes (dashed), so it needs both strides.
+# In the figure, SBO (red) steps along K: 8 k-rows on, to the right. LBO (blue) steps along N, to
+# box 1: n = 64–127. One m64n128k16 reads both boxes (dashed), so it needs both strides.
 #
-# **Why A needs no LBO.** Below is A's whole descriptor: five fields in 64 bits (PTX ISA
-# §9.7.15.5.1.2.2). A is K-major: 64 k of one m fill a 128-byte row, so the tile is one box.
+# **Why A needs no LBO.** A is K-major: one m's 64 k fill a 128-byte row. So A's tile is one box.
+# Below is A's whole descriptor: five fields in 64 bits (PTX ISA §9.7.15.5.1.2.2).
 
 # %%
 tile = descriptors.OperandTile(64, 64, "float16", "K", 128)
@@ -81,13 +82,13 @@ print(d0.table())
 print(f"boxes: {tile.n_boxes}; a k16 step reads {tile.instruction_k * tile.itemsize} B of each {tile.row_pitch} B row")
 
 # %% [markdown]
-# A k16 step stays inside one 128-byte row, never reaching a next box: the hardware ignores LBO.
-# The encoder still writes 1 (16 bytes), the value the ISA assumes. Drawn and broken:
-# [04b §5, §3](04b_wgmma_anatomy.ipynb).
+# A k16 step stays inside one 128-byte row. It never reaches a next box, so the hardware ignores
+# LBO. The encoder still writes 1 (16 bytes), the value the ISA assumes.
+# [04b §5, §3](04b_wgmma_anatomy.ipynb) draws and breaks it.
 
 # %% [markdown]
-# **By hand: the 64-bit word.** Each field of `d0` is shifted to its first bit (the positions of
-# `descriptors.FIELDS`): byte values in 16-byte units, the swizzle as its mode code.
+# **By hand: the 64-bit word.** Each field of `d0` is shifted to its first bit, as
+# `descriptors.FIELDS` lists. Byte values go in 16-byte units, the swizzle as its mode code.
 
 # %%
 sa, lbo, sbo = d0.start_address >> 4, d0.lbo >> 4, d0.sbo >> 4   # bytes → 16-byte units
@@ -104,7 +105,7 @@ assert word == d0.encode()                                        # the encoder'
 # ## 3. The k-step
 #
 # **Worked: the K-major k-step.** A 64-wide k-tile is four k16 steps, one descriptor each. Only
-# the start address moves. Step s starts 16·s elements along each row, 32 bytes per step. The
+# the start address moves. Step s starts 16·s elements along each row: 32 bytes per step. The
 # `start_address` field counts 16-byte units: +2 per step.
 
 # %%
@@ -117,9 +118,9 @@ print(f"the word's bits 13-0, s = 1: {w1 & 0x3FFF:014b}, the word +{w1 - w0}")
 
 # %% [markdown]
 # **Worked: an MN-major k-step, 64-byte swizzle.** Take B at N = 64, MN-major, written with
-# 64-byte swizzle. A box's k-row is 64 bytes (32 n), so the tile is two boxes, LBO apart. In box 0,
-# B[k][n] sits at byte k·64 + n·2 before the swizzle. A k16 step is 16 k-rows on. Only the start
-# address moves: box 1 is read LBO past the start, so it moves along.
+# 64-byte swizzle. A box's k-row is 64 bytes: 32 n. So the tile is two boxes, LBO apart. In box 0,
+# B[k][n] sits at byte k·64 + n·2 before the swizzle. A k16 step moves 16 k-rows on. Only the
+# start address moves. Box 1 is read LBO past the start, so it moves too.
 
 # %%
 B64 = descriptors.OperandTile(64, 64, "float16", "MN", 64)    # MN-major, 64-byte swizzle, 2 boxes
@@ -128,10 +129,10 @@ for s in range(4):
     print(f"s = {s}: +{moved:4d} bytes = {moved // B64.row_pitch} k-rows, start_address field +{moved // 16}")
 
 # %% [markdown]
-# **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: given step 0's
-# descriptor (an int), return step s's. The tile is 64×64 fp16 with 128-byte swizzle; the worked
-# MN case above used 64-byte. `major` is "K" (worked above) or "MN" (at 128-byte swizzle, one box
-# row is 128 bytes). The check reads bytes through your descriptors.
+# **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`. It takes step 0's
+# descriptor, an int, and returns step s's. The tile is 64×64 fp16 with 128-byte swizzle. The
+# worked MN case above used 64-byte. `major` is "K", as worked above, or "MN". At 128-byte swizzle,
+# one box row is 128 bytes. The check reads bytes through your descriptors.
 
 # %%
 def kstep_desc(desc0, s, major):
@@ -144,15 +145,15 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # ## 4. What TMA writes is what the descriptor reads
 #
 # Nothing converts between TMA and wgmma, so both must describe the same bytes. A tile TMA
-# loaded with 128B swizzle needs a descriptor that says 128B, with §2's strides. The course's model
+# loaded with 128B swizzle needs a descriptor that says 128B. Its strides are §2's. The course's model
 # checks this for every element, both majors and every swizzle ([04b §5](04b_wgmma_anatomy.ipynb)).
 
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
 # `kernels/wgmma.cu` stores the operands in §2's layout. It fences them for the
-# [async proxy](../docs/glossary.md#proxy), then runs K/16 wgmmas. Below, its loop, PTX and SASS
-# for N = 64.
+# [async proxy](../docs/glossary.md#proxy), then runs K/16 wgmmas. Below are its loop, PTX and
+# SASS for N = 64.
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
@@ -170,19 +171,19 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # * `p`, scale-d: 0 overwrites D, 1 adds;
 # * `1, 1`: no negation; `0, 0`: K-major.
 #
-# In the SASS, `WARPGROUP.ARRIVE` is the fence, `HGMMA` a k-step, `DEPBAR.LE gsb0` the wait (until at most N wgmma groups
-# remain on the warpgroup's scoreboard `gsb0`).
+# In the SASS, `WARPGROUP.ARRIVE` is the fence and `HGMMA` a k-step. `DEPBAR.LE gsb0` waits until
+# at most N wgmma groups remain on `gsb0`, the warpgroup's scoreboard.
 
 # %% [markdown]
 # ## 6. Where the accumulator lives
 #
-# **Each of the 128 threads keeps N/2 of D's 64×N fp32 values** (PTX ISA §9.7.15.5.1.1). Thread
-# 37 (warp 1, lane 5), N = 16:
+# **Each of the 128 threads keeps N/2 of D's 64×N fp32 values** (PTX ISA §9.7.15.5.1.1). Take
+# thread 37, lane 5 of warp 1, at N = 16:
 #
 # 1. Warp w: rows 16w to 16w + 15.
-# 2. Lane 5 = 4g + t: g = 1, t = 1. Rows 16w + g and 16w + g + 8 (17, 25), columns 2t, 2t + 1
-#    per 8-column block (2, 3, 10, 11).
-# 3. Register i: i // 4 is the block, bit 1 the row, bit 0 the column. Register 6 = 0b110 is
+# 2. Lane 5 = 4g + t, so g = 1 and t = 1. Rows: 16w + g and 16w + g + 8, here 17 and 25.
+#    Columns: 2t and 2t + 1 of each 8-column block, here 2, 3, 10, 11.
+# 3. In register i, i // 4 is the block, bit 1 the row, bit 0 the column. Register 6 = 0b110 is
 #    D[25][10].
 
 # %%
@@ -209,19 +210,20 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # %% [markdown]
 # ## 8. Throughput by N and by operand source
 #
-# `kernels/wgmma_peak.cu` loops on wgmma. The
-# [peak](../docs/glossary.md#peak) is SMs × 4096 FLOP/clk × the SM clock the kernel reads itself
-# as it runs ([in-kernel](../docs/glossary.md#in-kernel), as chapter 00's peak card lists it). Our
-# goal is 0.90 of it.
+# `kernels/wgmma_peak.cu` runs wgmma in a loop. The [peak](../docs/glossary.md#peak) is SMs ×
+# 4096 FLOP/clk × the SM clock. The kernel reads that clock itself as it runs: an
+# [in-kernel](../docs/glossary.md#in-kernel) clock, as chapter 00's peak card lists it. Our goal is
+# 0.90 of it.
 #
-# **A model first.** A wgmma is N/2 clocks of math. SS also reads A and B from shared memory in
-# 16 + N/4 clocks, which sets its pace below N = 64. RS reads only B, so shared memory never sets
-# its pace. A fixed cost per wgmma may; this model leaves it out.
+# **A model first.** A wgmma is N/2 clocks of math. SS also reads A and B from shared memory, at
+# chapter 00's 128 bytes per clock: A's 64×16 fp16 is 2048 bytes, 16 clocks; B's 16×N is 32·N
+# bytes, N/4 clocks. So 16 + N/4 clocks. Below N = 64, those reads set SS's pace. RS reads only B, so shared memory
+# never sets its pace. A fixed cost per wgmma may; this model leaves it out.
 #
 # **Predict:** at N = 8, what fraction of the peak does the model give SS? Is RS nearer SS or
-# the full rate? Then run the cell: the blue dashes are the model's SS fraction at each N (read it
-# on the right axis). The grey crosses are a
-# published H800 measurement of SS (Luo et al., IPDPS 2024), scaled to an H200 SM and clock.
+# the full rate? Then run the cell. The blue dashes are the model's SS fraction at each N, read on
+# the right axis. The grey crosses are a published H800 measurement of SS (Luo et al., IPDPS
+# 2024), scaled to an H200 SM and clock.
 
 # %% output answers a prediction
 fig = wgmma_peak.plot_throughput(rec)
@@ -232,9 +234,9 @@ notebook.require(min(fpc) > 0.975 * 4096, "from N = 64 on, both run at the full 
 notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared memory limits SS, a fixed cost RS")
 
 # %% answer [markdown]
-# **So:** from N = 64 on, SS and RS both run at the full rate. Below it, shared memory limits SS
-# (the model at N = 8: 4 clocks of math in 16 + 2 of reads, 0.22) and a fixed cost limits RS. More:
-# [04b §4, §6](04b_wgmma_anatomy.ipynb).
+# **So:** from N = 64 on, SS and RS both run at the full rate. Below it, shared memory limits SS.
+# The model at N = 8 gives 4 clocks of math in 16 + 2 of reads: 0.22. A fixed cost limits RS.
+# More: [04b §4, §6](04b_wgmma_anatomy.ipynb).
 # %% [markdown]
 # **Play** (ungraded): `print(wgmma.design(8, "registers"))` prints the model's clocks beside the
 # record's. Try N = 64, then `"smem"`.
@@ -244,7 +246,8 @@ notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared 
 # %% [markdown]
 # ## Exercises
 #
-# They are in §3 (`ch04.kstep`) and §6 (`ch04.acc_owner`). The encoder by hand: [04b §7](04b_wgmma_anatomy.ipynb).
+# They are in §3 (`ch04.kstep`) and §6 (`ch04.acc_owner`).
+# The encoder by hand: [04b §7](04b_wgmma_anatomy.ipynb).
 
 # %% [markdown]
 # <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
