@@ -51,8 +51,19 @@ def test_no_kept_answers_all_course_pieces_and_the_tile_is_right(prog):
     rep = g.so_far("06", rng=np.random.default_rng(1))
     assert set(_status(rep).values()) == {"the course's"} and rep.passed and not rep.blame
     assert "is right: worst error / bound" in rep.verdict and "(not passed yet)" in rep.text()
-    core = ["stage_fill", "swizzle", "kstep", "producer_step", "consumer_loop"]
+    core = ["stage_fill", "swizzle", "kstep", "producer_step", "consumer_loop", "whole_kloop"]
     assert [p for p, *_ in rep.rows] == core          # the optional deep dives' pieces: once yours
+    assert "capstone loops (06) the course's (not passed yet); they order the tile in 06e §4" in rep.text()
+
+
+def test_a_passed_capstone_is_yours_from_06(prog):
+    """Reader 76: after passing 06's capstone, the report still named only 06e's consumer loop."""
+    from asynctc.core import exercises
+    from asynctc.warp_specialization import whole_kloop
+    assert not any(p == "whole_kloop" for p, *_ in g.so_far("05").rows)
+    assert exercises.check("ch06.whole_kloop", whole_kloop.SOLUTION)
+    row = next(r for r in g.so_far("06", rng=np.random.default_rng(1)).rows if r[0] == "whole_kloop")
+    assert row[1] == "yours" and "capstone loops (06) yours ✓" in row[2], row
 
 
 def test_from_06_the_course_consumer_loop_says_why_06s_exercise_is_not_it(prog):

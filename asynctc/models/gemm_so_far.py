@@ -131,6 +131,14 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
             rows.append((piece, "later", f"{head:<20}comes in {where}"))
         else:
             rows.append((piece, "the course's", f"{head:<20}the course's (not passed yet)"))
+    if n >= 6:                                    # chapter 06's capstone: not a piece of this run's order
+        name, _, _ = _e.CAPSTONE_EXERCISE
+        from ..core import exercises
+        done = isinstance(exercises.my_answer(name), str)
+        rows.append((_e.CAPSTONE, "yours" if done else "the course's",
+                     f"{'capstone loops (06)':<20}" + (f"yours ✓ {_when(name)}" if done else
+                                                       "the course's (not passed yet)")
+                     + "; they order the tile in 06e §4"))
     notes = [("consumer_loop", CONSUMER_NOTE)] if n >= 6 and "consumer_loop" not in mine else []
     from ..core import answers
     for piece, label, ch, name in FP8_PIECES:
