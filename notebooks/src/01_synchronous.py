@@ -115,7 +115,9 @@ notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$", ptx_l
 #
 # NVRTC compiled the kernel to a [**cubin**](../docs/glossary.md#cubin): the binary for one GPU
 # architecture, here sm_90a. In the SASS, `mma.sync` is `HMMA.16816.F32`. `ldmatrix` is `LDSM`,
-# plain `.M88` or transposed `.MT88`:
+# plain `.M88` or transposed `.MT88`. `LDG`/`STG` load and store global memory, `STS` stores to
+# shared memory, `BAR` is `__syncthreads`. `LDL` would load local memory, a spilled register; the
+# table leaves out a class with no instruction, and here there is none:
 
 # %% output varies
 text = ck.sass()

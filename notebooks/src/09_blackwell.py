@@ -53,7 +53,8 @@ notebook.banner("sm_100a", measured=False)
 #    that into 65536.
 #
 # The last line cross-checks with ptxas (06's rung-3 record): 156 for the tile alone, near our
-# 154, and 168 with `setmaxnreg`, the count each thread starts with.
+# 154, and 168 with `setmaxnreg`. That 168 is the count every thread starts with, the most 384
+# threads can share; `setmaxnreg` then moves registers, and the consumers rise to 232.
 
 # %% output varies
 ws = WSConfig()                                  # chapter 06: 128 producer + 256 consumer threads

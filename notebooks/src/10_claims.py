@@ -83,7 +83,8 @@ notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the bo
 # ## 2. Bound it: every run that timed both
 #
 # Three records timed the top rung and cuBLAS in the same run, two of them in three rounds. Each
-# row gives one ratio. The bound runs from the lowest ratio to the highest.
+# row gives one ratio. The bound runs from the lowest ratio to the highest. Inside one row, the
+# samples spread too: their **p10–p90** is the range from the 10th to the 90th percentile.
 #
 # **Predict before you look.** The runs were hours or days apart, at different clocks. Which moves
 # more between them: our TFLOP/s, or the ratio to cuBLAS timed beside it? Guess both in %.
