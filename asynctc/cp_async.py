@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from .core import bench, notebook, records, runtime
+from .core import bench, records, runtime
 from . import mma_sync
 from .core.checks import U_ACC, check_gemm, gamma
 from .mma_sync import Check, compare, MmaSyncTile, random_operands
@@ -327,7 +327,9 @@ def stage_table(results: dict, dtype: str = "float16", size: int = 4096) -> list
 def stage_table_text(results: dict, dtype: str = "float16", size: int = 4096) -> str:
     """Chapter 02 §4's table of rungs at ``size``³ (:func:`stage_table`), BK = 64 first: BK, stages,
     CTAs per SM, TFLOP/s and the ratio to chapter 01's kernel; the rows notes 1–3 explain end in
-    the note's number and label (BK = 64 with one stage, BK = 32 with one, BK = 64 with four)."""
+    the note's number and label (BK = 64 with one stage, BK = 32 with one, BK = 64 with four).
+    Formatting only: the chapter's cell computes the notes' ratios in view and its check cell
+    guards them."""
     note = {(64, 1): "1. copy, wait, compute", (32, 1): "2. BK = 32: twice the waits",
             (64, 4): "3. one CTA per SM"}
     lines = ["BK  stages  CTAs/SM  TFLOP/s  × ch. 01  note"]
@@ -335,33 +337,6 @@ def stage_table_text(results: dict, dtype: str = "float16", size: int = 4096) ->
         lines.append(f"{r['bk']:2d} {r['stages']:7d} {2 if '/2cta' in r['tile'] else 1:8d} "
                      f"{r['tflops']:8.0f} {r['vs_mma_sync']:9.2f}  {note.get((r['bk'], r['stages']), '')}".rstrip())
     return "\n".join(lines)
-
-
-def stage_notes(results: dict, dtype: str = "float16", size: int = 4096) -> list[tuple[bool, str, dict]]:
-    """Chapter 02 §4's notes 1–3 as ``(holds, sentence, numbers)`` for :func:`asynctc.core.notebook.claim`:
-    (1) one 64-deep stage against chapter 01, and their registers per thread (both compiled here);
-    (2) one 32-deep stage against chapter 01, and its best stage count (the best rung of all);
-    (3) four 64-deep stages, one CTA per SM, against the best of two or three stages."""
-    rows = stage_table(results, dtype, size)
-    st = {(r["bk"], r["stages"]): r for r in rows}
-    ch01 = best_rows(results, dtype, "mma.sync")[size]["tflops"]
-    s1, s1_32, s4 = st[(64, 1)]["tflops"], st[(32, 1)]["tflops"], st[(64, 4)]["tflops"]
-    best32 = max((r for r in rows if r["bk"] == 32), key=lambda r: r["tflops"])
-    two3 = max(st[(64, 2)]["tflops"], st[(64, 3)]["tflops"])
-    r01 = mma_sync.compile_mma_sync(dtype).resources.registers
-    r1 = compile_cp_async(dtype, CpAsyncTile(128, 128, 64, 64, 64, min_blocks=2, stages=1)).resources.registers
-    return [
-        (s1 > 1.03 * ch01 and r1 < r01 and "/2cta" in st[(64, 1)]["tile"] and mma_sync.DEFAULT_TILE.min_blocks == 2,
-         f"1. {notebook.ratio(s1, ch01, 'TFLOP/s')}× chapter 01, {r1} registers per thread to its {r01}.",
-         dict(one_stage=s1, chapter01=ch01)),
-        (s1_32 < ch01 and best32["stages"] > 1 and best32["tflops"] == max(r["tflops"] for r in rows),
-         f"2. {notebook.ratio(s1_32, ch01, 'TFLOP/s')}× chapter 01; "
-         f"{notebook.ratio(best32['tflops'], ch01)}× with {best32['stages']} stages, the best.",
-         dict(one_stage_bk32=s1_32, best_bk32=best32["tflops"])),
-        ("/2cta" not in st[(64, 4)]["tile"] and s4 < 0.95 * two3,
-         f"3. {notebook.ratio(s4, two3, 'TFLOP/s')}× the best of two or three stages "
-         f"({s4 / two3 - 1:+.0%}).", dict(four_stages=s4)),
-    ]
 
 
 def tile_traffic(bm: int, bn: int, tflops: float | None = None, copy_gbps: float | None = None) -> str:

@@ -38,16 +38,6 @@ def checks(rec, rows: int = 8) -> None:
     print(f"all {len(cs)} checks passed")
 
 
-def stages(rec, dtype: str = "float16", size: int = 4096) -> None:
-    """§4's stage table (:func:`asynctc.cp_async.stage_table_text`), then notes 1–3, each generated
-    from the record and checked by :func:`asynctc.core.notebook.claim`
-    (:func:`asynctc.cp_async.stage_notes` says what each asserts). Raises
-    :class:`~asynctc.core.notebook.ClaimError` when a note stops holding."""
-    print(cp_async.stage_table_text(rec.results, dtype, size))
-    for holds, sentence, numbers in cp_async.stage_notes(rec.results, dtype, size):
-        notebook.claim(holds, sentence, **numbers)
-
-
 def overlap(rec, peak_rows: list[dict], dtype: str = "float16", size: int = 4096) -> None:
     """§4's "why not chapter 01's ceiling", in clocks per k-tile of the best rung: the math at the
     ceiling's pace (``peak_rows``: the mma_sync record's ``results["peak"]``), shared memory at

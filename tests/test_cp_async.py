@@ -100,14 +100,11 @@ def test_ceiling_rows_pair_the_best_rung_with_the_ceiling_at_its_occupancy():
     assert best["tflops"] < ceil["tflops"] and smem > 0.8 * math and max(math, smem) < took < math + smem
 
 
-def test_stage_table_text_and_notes_read_the_record():
-    """Chapter 02 §4 shows these in two one-line cells: the table numbers the rows notes 1–3
-    explain, and each note holds on the stored record (notebook.claim would raise otherwise)."""
+def test_stage_table_text_reads_the_record():
+    """Chapter 02 §4's table numbers the rows notes 1–3 explain (the notes' ratios are computed in
+    the chapter's cell and guarded by its check cell, which nbval runs)."""
     from asynctc.core import records
     res = records.load("cp_async").results
     table = cp_async.stage_table_text(res, "float16", 4096).splitlines()
     assert table[0].startswith("BK  stages") and len(table) == 1 + len(cp_async.stage_table(res))
     assert sorted(ln.split()[5] for ln in table[1:] if len(ln.split()) > 5) == ["1.", "2.", "3."]   # labelled
-    notes = cp_async.stage_notes(res, "float16", 4096)
-    assert [s[:2] for _, s, _ in notes] == ["1.", "2.", "3."]
-    assert all(holds for holds, _, _ in notes), notes

@@ -996,7 +996,6 @@ def test_speed_table_and_its_verdicts_read_the_fp8_record():
 def test_accumulation_notes_read_the_fp8_record_and_flip():
     import copy
     (res,) = _records("fp8")
-    assert fp8.prediction_note(res)[0] and not fp8.prediction_note(res, tolerance=1e-6)[0]
     ok, text, numbers = fp8.promotion_note(res)
     assert ok and text.startswith("At K = 16384: no promotion loses ") and numbers["p0"] > 10 * numbers["p4"]
     ok, text, numbers = fp8.promotion_cost_note(res)

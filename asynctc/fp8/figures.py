@@ -2,11 +2,10 @@
 the FP8 value grids (:func:`plot_formats`); the swamping diagram (:func:`plot_bits_kept`); the
 accumulation plot of an "fp8" record
 (:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table and
-the verdicts and claims of the lesson (:func:`show_accumulator_table`, §5's table and its guards;
-:func:`speed_table`,
-:func:`prediction_note`, :func:`promotion_note`, :func:`random_inputs_note`,
+the verdicts and claims of the lesson (:func:`accumulator_table`, §5's table and its guards, whose
+prediction verdict and headline ratios chapter 07 computes in view; :func:`speed_table`,
+:func:`promotion_note`, :func:`random_inputs_note`,
 :func:`promotion_cost_note`; the "swizzle" record is deep dive 07c's). A ``*_note`` returns what
-:func:`asynctc.core.notebook.verdict` (``(condition, if_true, if_false)``) or
 :func:`asynctc.core.notebook.claim` (``(holds, text, numbers)``) takes. The seed article's 4096³
 table beside our rungs is in :mod:`asynctc.fp8.seed`."""
 
@@ -17,7 +16,6 @@ import numpy as np
 from .. import warp_specialization as W
 from ..models.fp8 import FORMATS, FRAC_BITS, identified_bits, predict_swamp
 from .config import fp8_config
-from ..core.notebook import guards as _guards
 
 
 def plot_accumulation(results: dict, record=None, frac_bits: int = FRAC_BITS):
@@ -143,32 +141,6 @@ def speed_table(results: dict) -> str:
         lines.append(f"  {name:32s}" + "".join(f"{table_row(results, s, kernel)['tflops']:6.0f}"
                                                for s in sizes))
     return "\n".join(lines)
-
-
-@_guards
-def show_accumulator_table(results: dict) -> None:
-    """Chapter 07 §5's core cell (its three divisions, the promotion's error cut and the throughput
-    it keeps, are computed in view in the lesson, with their guards). It checks the frozen
-    prediction, prints how far the measured medians are from it, and prints
-    :func:`accumulator_table` (raising unless its guards hold)."""
-    from ..core import notebook
-    from ..models.fp8 import ACC_PREDICTION, prediction_table
-    if prediction_table(predict_swamp()) != ACC_PREDICTION:
-        raise AssertionError("the model no longer predicts the table frozen before the first GPU run")
-    notebook.verdict(*prediction_note(results))
-    ok, table, numbers = accumulator_table(results, verdict=False)
-    notebook.claim(ok, table, **numbers)
-
-
-def prediction_note(results: dict, tolerance: float = 0.05) -> tuple[bool, str, str]:
-    """``(close, if_true, if_false)`` for :func:`asynctc.core.notebook.verdict`: the largest
-    relative gap between the swamping experiment's measured median errors and the frozen model's
-    (:func:`predict_swamp` at ``FRAC_BITS``), against ``tolerance``."""
-    rows = results["experiment"]["rows"]
-    pred = predict_swamp(ks=tuple(sorted({r["k"] for r in rows})))
-    worst = max(abs(r["swamp_median_rel_err"] / pred[r["promote"]][r["k"]] - 1) for r in rows)
-    return (worst < tolerance, f"The prediction is within {worst:.1%} of every measured median.",
-            f"The prediction misses a measured median by up to {worst:.0%}: the model needs revisiting.")
 
 
 def promotion_note(results: dict) -> tuple[bool, str, dict]:

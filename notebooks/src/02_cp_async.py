@@ -21,7 +21,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from asynctc import cp_async, cp_async_figures, cp_async_ring, cp_async_show
+from asynctc import cp_async, cp_async_figures, cp_async_ring, cp_async_show, mma_sync
 from asynctc.core import exercises, notebook, plots, records
 
 notebook.banner("sm_90a")
@@ -29,8 +29,8 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. The instructions, and when the data is there
 #
-# `cp.async.cg.shared.global [dst], [src], 16` starts a 16-byte copy. It bypasses L1 and never
-# touches a register. The course wraps it in one line of inline PTX:
+# `cp.async.cg.shared.global [dst], [src], 16` starts a 16-byte copy. It bypasses L1, the SM's own
+# cache, and never touches a register. The course wraps it in one line of inline PTX:
 
 # %%
 notebook.show_source("ptx/cp_async.cuh", start=r"^// 16 bytes global -> shared, L2 only", end=r"^}")
@@ -183,14 +183,31 @@ print(f"best configuration {best['tile']}: {notebook.ratio(best['tflops'], base,
 #    CTA covers its waits.
 
 # %% output answers a prediction
-# the table, then notes 1–3, each checked against the record
-cp_async_show.stages(rec)   # notebook.how(cp_async_show.stages) prints its code
-# note 2: best configuration / one-stage one, per BK
-one = {r["bk"]: r["tflops"] for r in rows if r["stages"] == 1}
-ring = {bk: max(r["tflops"] for r in rows if r["bk"] == bk) for bk in one}
-print("; ".join(f"BK = {k}: {notebook.ratio(ring[k], one[k], 'TFLOP/s')}" for k in one))
-notebook.require(ring[32] / one[32] > ring[64] / one[64], "BK = 32 gains the most from a ring",
-                 gain32=ring[32] / one[32], gain64=ring[64] / one[64])
+print(cp_async.stage_table_text(rec.results, "float16", 4096))   # notebook.how(cp_async.stage_table_text) prints its code
+tf = {(r["bk"], r["stages"]): r["tflops"] for r in rows}        # TFLOP/s by (BK, stages), this run; base: chapter 01's
+best = max(tf, key=tf.get)                                       # (BK, stages) of the fastest configuration
+two3 = max(tf[64, 2], tf[64, 3])                                 # BK = 64: the better of two and three stages
+r01 = mma_sync.compile_mma_sync("float16").resources.registers   # registers per thread: chapter 01's kernel
+r1 = cp_async.compile_cp_async("float16", cp_async.TILES[0]).resources.registers   # and BK = 64, one stage
+print(f"1. {notebook.ratio(tf[64, 1], base, 'TFLOP/s')}× chapter 01, {r1} registers per thread to its {r01}.")
+print(f"2. {notebook.ratio(tf[32, 1], base, 'TFLOP/s')}× chapter 01; "
+      f"{notebook.ratio(tf[best], base)}× with {best[1]} stages, the best.")
+print(f"3. {notebook.ratio(tf[64, 4], two3, 'TFLOP/s')}× the best of two or three stages ({tf[64, 4] / two3 - 1:+.0%}).")
+ring = {bk: max(tf[bk, s] for s in (1, 2, 3, 4)) for bk in (64, 32)}   # each BK's best stage count, TFLOP/s
+print("; ".join(f"BK = {bk}: {notebook.ratio(ring[bk], tf[bk, 1], 'TFLOP/s')}" for bk in ring))   # ring / one stage
+
+# %% check
+tile = {(r["bk"], r["stages"]): r["tile"] for r in rows}   # a name ending /2cta: two CTAs share an SM
+notebook.require(tf[64, 1] > 1.03 * base and r1 < r01 and "/2cta" in tile[64, 1] and mma_sync.DEFAULT_TILE.min_blocks == 2,
+                 "1. one 64-deep stage is ahead of chapter 01, with fewer registers and two CTAs per SM like it",
+                 one_stage=tf[64, 1], chapter01=base)
+notebook.require(tf[32, 1] < base and best[0] == 32 and best[1] > 1,
+                 "2. one 32-deep stage is behind chapter 01; BK = 32 with a ring is the best",
+                 one_stage_bk32=tf[32, 1], best=tf[best])
+notebook.require("/2cta" not in tile[64, 4] and tf[64, 4] < 0.95 * two3,
+                 "3. four 64-deep stages run one CTA per SM and lose to two or three", four_stages=tf[64, 4], two3=two3)
+notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "BK = 32 gains the most from a ring",
+                 gain32=ring[32] / tf[32, 1], gain64=ring[64] / tf[64, 1])
 
 # %% [markdown]
 # Going further: [02b §2–§4](02b_cp_async_microbenchmark.ipynb) models this table and asks why
