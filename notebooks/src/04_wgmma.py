@@ -215,7 +215,7 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # [in-kernel](../docs/glossary.md#in-kernel) clock, as chapter 00's peak card lists it. Our goal is
 # 0.90 of it.
 #
-# **A model first.** A wgmma is N/2 clocks of math. SS also reads A and B from shared memory, at
+# **A model first.** A wgmma is N/2 clocks of math: 64·N·16·2 FLOP at 4096 FLOP per clock. SS also reads A and B from shared memory, at
 # chapter 00's 128 bytes per clock: A's 64×16 fp16 is 2048 bytes, 16 clocks; B's 16×N is 32·N
 # bytes, N/4 clocks. So 16 + N/4 clocks. Below N = 64, those reads set SS's pace. RS reads only B, so shared memory
 # never sets its pace. A fixed cost per wgmma may; this model leaves it out.

@@ -104,20 +104,20 @@ ok = exercises.check("ch06.whole_kloop", whole_kloop)
 fig = W.whole_kloop.show_loops(whole_kloop, ok)
 plt.show()
 
-# %% answer [markdown]
-# **So:** `wgmma_wait_group<0>()` is correct, but it waits for all the k-tile's wgmmas before the
-# release. The warpgroup's Tensor Cores idle at every k-tile. `<1>` keeps one group in flight and
-# releases the previous k-tile's stage. The ring model (S = 4) gives the share of the loop with a
-# wgmma in flight:
-
 # %% output answers a prediction
 from asynctc.models import pipeline as mp
 frac = {(c, n): mp.simulate(4, n, c, 32).math_fraction for c in (1, 2) for n in (0, 1)}  # c consumers, <n>
-print("; ".join(f"{c} consumer(s): <0> {frac[c, 0]:.0%}, <1> {frac[c, 1]:.0%}" for c in (1, 2)))
-notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], "two consumers fill the gap")
+if exercises.after("ch06.whole_kloop", held="what wgmma_wait_group<0> and <1> cost"):
+    display(notebook.Markdown(
+        "**So:** `wgmma_wait_group<0>()` is correct, but it waits for all the k-tile's wgmmas before the "
+        "release. The warpgroup's Tensor Cores idle at every k-tile. `<1>` keeps one group in flight and "
+        "releases the previous k-tile's stage. The ring model (S = 4) gives the share of the loop with a "
+        "wgmma in flight:"))
+    print("; ".join(f"{c} consumer(s): <0> {frac[c, 0]:.0%}, <1> {frac[c, 1]:.0%}" for c in (1, 2)))
+    display(notebook.Markdown("Two consumers fill each other's gaps: here `<0>` costs little."))
 
-# %% answer [markdown]
-# Two consumers fill each other's gaps: here `<0>` costs little.
+# %% check
+notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], "two consumers fill the gap")
 
 # %% [markdown]
 # ## 2. The register budget
