@@ -56,8 +56,8 @@ def test_the_courses_answer_passes_on_every_ring_with_the_data(capsys, tmp_path,
     assert ok, out
     assert out.startswith(f"[{NAME}] correct — tile 1 starts at stage 1, phase 1, and every tile is "
                           "within the bound (worst error / bound ")
-    assert "no race or deadlock on 3 stages either. <0> is right but not the fastest form: the paragraph " \
-           "below the check says why." in out
+    assert "no race or deadlock on 3 stages either. <0> is right; two consumers hide the idle time it " \
+           "costs (the cell under the figure)." in out
     # "correct" in a line: the verdict, the fact that confirms it, the pointer; the reason is in 06 §1
     assert len(out) < 260 and out.count(". ") <= 2, out
     assert exercises.check(NAME, S, solution=True)
@@ -166,12 +166,14 @@ def test_the_picture_draws_the_learners_loops_and_promises_before_they_pass(caps
 
 
 def test_the_so_paragraph_after_the_check_computes_its_numbers_from_the_ring_model():
-    """The correct message points below the check; 06 §1's "So:" paragraph gives the reason, and the
-    cell after it computes <0> against <1> from chapter 05's ring model (no typed percentages)."""
+    """The correct message points under the figure; there 06 §1's "So:" gives the reason, held until
+    the capstone passes (readers 70, 78 read it as a hint), beside <0> against <1> computed from
+    chapter 05's ring model (no typed percentages)."""
     from pathlib import Path
     src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" / "06_warp_specialization.py").read_text()
     after = src[src.index('ok = exercises.check("ch06.whole_kloop", whole_kloop)\n'):src.index("## 2. The register")]
-    assert after.index("**So:** `wgmma_wait_group<0>()`") < after.index("mp.simulate(4, n, c, 32).math_fraction")
+    gate = after.index('if exercises.after("ch06.whole_kloop"')
+    assert after.index("mp.simulate(4, n, c, 32).math_fraction") < gate < after.index("**So:** `wgmma_wait_group<0>()`")
     import re
     prose = "".join(c for c in after.split("# %%") if c.startswith(" [markdown]"))
     assert "notebook.require(" in after and not re.search(r"\d\s*%", prose)

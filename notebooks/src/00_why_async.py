@@ -225,8 +225,8 @@ notebook.require(2.5 <= need / dram <= 4.5, "DRAM supplies about a third of the 
 # **1. A large GEMM that is not square.** A *rank-64 update*: C (4096×4096) = A (4096×64) · B
 # (64×4096), all fp16 (2 bytes per element), reading A and B once and writing C once. §3's n/3 is
 # for square GEMMs only, so count this one's FLOP and bytes. Give its arithmetic intensity (FLOP
-# per byte), an expression or a number, within 0.1 %. A wrong answer gets a hint. Then compare it
-# with `ridge` (§3): is this large GEMM compute-bound?
+# per byte), an expression or a number, within 0.1 %. A wrong answer gets a hint. Then print
+# `answer < ridge` (§3's ridge point): is this large GEMM memory-bound?
 
 # %%
 answer = ...
