@@ -46,7 +46,7 @@ def plot_tile_hierarchy(tile=DEFAULT_TILE):
     ax1.add_patch(Rectangle((0, 0), tile.wn, tile.wm, fill=False, ec="tab:orange", lw=3))
     ax1.text(4, 8, "16×8", ha="center", va="center", color="w", fontsize=7)
     ax1.set(xlim=(0, tile.wn), ylim=(tile.wm, 0), aspect="equal", xlabel="N", ylabel="M",
-            title=f"warp 0's tile: {mr}×{mc} = {mr * mc} mma.sync\nper k16 step (16 of the k-tile's {tile.bk})")
+            title=f"warp 0's tile: {mr}×{mc} = {mr * mc} mma.sync\nper k16 step (16 deep of the k-tile's {tile.bk})")
     for ax in (ax0, ax1):
         ax.tick_params(labelsize=8)
     fig.tight_layout()

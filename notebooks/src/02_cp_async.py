@@ -120,8 +120,9 @@ if exercises.after("ch02.wait_n"):
 # %% [markdown]
 # ### SASS: the register hop is gone
 #
-# Chapter 01 loads with `LDG` and stores with `STS`. The cp.async kernel has neither for its
-# operands. `LDGSTS` does both in one instruction. `LDGDEPBAR` is the commit, and `DEPBAR` the wait.
+# Chapter 01 loads with `LDG` and stores with `STS`. The cp.async kernel (3 stages; §4's other
+# stage counts use other register counts) has neither for its operands. `LDGSTS` does both in one
+# instruction. `LDGDEPBAR` is the commit, and `DEPBAR` the wait.
 
 # %% output varies
 # chapter 01's kernel, then this one; asserts the sentence above

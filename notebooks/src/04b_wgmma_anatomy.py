@@ -151,7 +151,7 @@ print("rows 0, 8, 16, … are read from their own row; the other 7 of every 8 ro
 # %% [markdown]
 # ## 4. Why small N is slow: a model of shared-memory bytes
 #
-# Chapter 01 modelled the SM's
+# Chapter 00 modelled the SM's
 # shared-memory data path as 128 bytes per clock (32 banks × 4 bytes). Apply it to one
 # `wgmma.m64nNk16` (fp16, K = 16 = 32 bytes of K), per SM:
 #

@@ -194,6 +194,7 @@ notebook.require(abs(tile6 / (tile6 - saved) / step[7] - 1) < 0.02, "the saving 
 # Its one fitted number is the L2 cap from chapter 05's depth sweep (05b §6).
 #
 # **Predict, then change** `TMA_STORE` to True and rerun: does the model gain what rung 7 measured?
+# Compare the model's cycles: each design's µs is at its own record's clock.
 
 # %% output varies
 BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
