@@ -51,7 +51,7 @@ def test_no_kept_answers_all_course_pieces_and_the_tile_is_right(prog):
     rep = g.so_far("06", rng=np.random.default_rng(1))
     assert set(_status(rep).values()) == {"the course's"} and rep.passed and not rep.blame
     assert "is right: worst error / bound" in rep.verdict and "(not passed yet)" in rep.text()
-    core = ["stage_fill", "swizzle", "kstep", "producer_step", "consumer_loop", "whole_kloop"]
+    core = ["stage_fill", "swizzle", "kstep", "producer_step", "whole_kloop", "consumer_loop"]
     assert [p for p, *_ in rep.rows] == core          # the optional deep dives' pieces: once yours
     assert "capstone loops (06) the course's (not passed yet); they order the tile in 06e §4" in rep.text()
 
@@ -73,10 +73,10 @@ def test_from_06_the_course_consumer_loop_says_why_06s_exercise_is_not_it(prog):
     text = g.so_far("06", rng=np.random.default_rng(1)).text()
     lines = text.splitlines()
     at = next(i for i, t in enumerate(lines) if t.startswith("  consumer loop (06e)"))
-    note = " ".join(t.strip() for t in lines[at + 1:at + 5])
-    assert note == g.CONSUMER_NOTE and lines[at + 1].startswith(" " * 22 + "(06 §1's exercise")
-    assert "ring model's names" in note and "write it there to run your own GEMM" in note
-    assert "06e §4 runs this CPU tile in their order" in note           # the capstone orders 06e's tile
+    note = " ".join(t.strip() for t in lines[at + 1:at + 4])
+    assert note == g.CONSUMER_NOTE and lines[at + 1].startswith(" " * 22 + "(optional: deep dive 06e §2")
+    assert lines[at - 1].startswith("  capstone loops (06)")           # reader 81: the capstone's row first
+    assert "until you write it there, the course's runs here" in note
 
 
 def test_from_07_the_promotion_has_a_row_outside_the_tile(prog):

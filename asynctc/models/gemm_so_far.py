@@ -44,9 +44,8 @@ ORDER = (("stage_fill", "stage fill", 3, "chapter 03"),
 #: Deep dives' pieces shown even before they are yours: the consumer loop (06e §2) completes the tile.
 ALWAYS_SHOWN = {"consumer_loop"}
 #: Why chapter 06's exercise is not the tile's consumer loop: the line under that row until 06e's is yours.
-CONSUMER_NOTE = ("(06 §1's exercise writes both roles' loops in the ring model's names; 06e §4 runs "
-                 "this CPU tile in their order. 06e's consumer loop is the same protocol written against "
-                 "the CPU Hopper tile's calls: write it there to run your own GEMM.)")
+CONSUMER_NOTE = ("(optional: deep dive 06e §2 asks the consumers' loop again, in the kernel's own calls, "
+                 "compiled into rung 3; until you write it there, the course's runs here.)")
 #: The FP8 GEMM's pieces (chapter 07 on): (piece, its name in the report, chapter, exercise). Not in
 #: the fp16 tile; their row says only whether the exercise passed.
 FP8_PIECES = (("promotion", "promotion", 7, "ch07.promotion"),)
@@ -135,10 +134,11 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
         name, _, _ = _e.CAPSTONE_EXERCISE
         from ..core import exercises
         done = isinstance(exercises.my_answer(name), str)
-        rows.append((_e.CAPSTONE, "yours" if done else "the course's",
-                     f"{'capstone loops (06)':<20}" + (f"yours ✓ {_when(name)}" if done else
-                                                       "the course's (not passed yet)")
-                     + "; they order the tile in 06e §4"))
+        at = next((i for i, r in enumerate(rows) if r[0] == "consumer_loop"), len(rows))
+        rows.insert(at, (_e.CAPSTONE, "yours" if done else "the course's",
+                         f"{'capstone loops (06)':<20}" + (f"yours ✓ {_when(name)}" if done else
+                                                           "the course's (not passed yet)")
+                         + "; they order the tile in 06e §4"))
     notes = [("consumer_loop", CONSUMER_NOTE)] if n >= 6 and "consumer_loop" not in mine else []
     from ..core import answers
     for piece, label, ch, name in FP8_PIECES:
