@@ -55,7 +55,7 @@ _CALLS = ("tma_load", "mma_ktile", "wgmma_wait_group", "store_tile")
 
 #: The learner's blank page (06 §1's cell): the roles and the loop bounds, nothing of the answer.
 TEMPLATE = """
-// your ring position, if you keep one: declared here, before the roles and their tile loops
+// any declarations you need
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
@@ -290,9 +290,8 @@ def emulate_tiles(schedule: _mp.Schedule, k_tiles: int, tiles: int, rng=None) ->
 # ---- the rules ------------------------------------------------------------------------------------
 
 def _restart(j: int, T: int) -> str:
-    return (f" This is the first k-tile of tile {j // T}: the ring does not restart with a tile. Stage and "
-            "phase follow the ring counter, tile · T + k over all tiles, not k: keep them in variables set "
-            "once, before the tile loop.")
+    return (f" This is the first k-tile of tile {j // T}, and the ring does not restart with a tile: which "
+            f"stage and phase does ring counter {j} give?")
 
 
 def _wrong_barrier(role: str, bar: str, s: int) -> str:

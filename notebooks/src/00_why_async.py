@@ -76,7 +76,7 @@ fig = plots.throughput_by_size(
 # **in flight**, while cuBLAS runs. [00b](00b_clock_kinds.ipynb) reads it the other ways.
 #
 # **Predict before you run the cell.** cuBLAS is NVIDIA's own tuned GEMM. What fraction of the
-# peak does its best GEMM reach: under 0.6, 0.6 to 0.8, or 0.8 to 1? The cell prints it as
+# peak does its best GEMM reach: under 0.5, 0.5 to 0.75, or above 0.75? The cell prints it as
 # "of peak".
 
 # %% output answers a prediction

@@ -74,7 +74,8 @@ print("SIMT GEMM 40×50×36 (fp32) matches float64 to < 1e-5:", err < 1e-5)
 # %% [markdown]
 # ### The kernel
 #
-# The kernel (`asynctc/kernels/mma_sync.cu`) and its data path, all done by the threads:
+# The kernel (`asynctc/kernels/mma_sync.cu`) and its data path, all by the threads (`LDSM`
+# is `ldmatrix`, `HMMA` is `mma.sync`):
 #
 # ```
 # global ──LDG.128──▶ registers ──STS.128──▶ shared (swizzled) ──LDSM──▶ fragments ──HMMA──▶ fp32 acc
@@ -114,8 +115,8 @@ notebook.show_source(ck, start=r"for \(int kt = 0; kt < KT", end=r"^  }$", ptx_l
 # ### SASS: what the GPU will execute
 #
 # NVRTC compiled the kernel to a [**cubin**](../docs/glossary.md#cubin): the binary for one GPU
-# architecture, here sm_90a. In the SASS, `mma.sync` is `HMMA.16816.F32`. `ldmatrix` is `LDSM`,
-# plain `.M88` or transposed `.MT88`. `LDG`/`STG` load and store global memory, `STS` stores to
+# architecture, here sm_90a. Its `HMMA` carries the shape, `.16816.F32`; `LDSM` is plain `.M88`
+# or transposed `.MT88`. `LDG`/`STG` load and store global memory, `STS` stores to
 # shared memory, `BAR` is `__syncthreads`. `LDL` would load local memory, a spilled register; the
 # table leaves out a class with no instruction, and here there is none:
 

@@ -52,7 +52,7 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 # at a time. A core matrix is 8 rows × 16 bytes. The descriptor's swizzle field says where each
 # 16-byte piece sits in its row. Two strides locate the next core matrix:
 #
-# * [SBO](../docs/glossary.md#sbo): from one group of 8 rows to the next, down the same box.
+# * [SBO](../docs/glossary.md#sbo): from one group of 8 rows to the next, within the same box.
 # * [LBO](../docs/glossary.md#lbo): from one box to the next.
 #
 # **Worked: a tile with two boxes.** Take B for N = 128, stored

@@ -35,9 +35,8 @@ res = rec.results
 # Here the loads get a warpgroup of their own. Giving warps different jobs is
 # [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Both roles count k-tiles with one ring counter. It carries across tiles. Fill f is the counter
-# divided by S. Consumers wait on full with phase parity f mod 2. The producer waits on empty with
-# (f + 1) mod 2. In the kernel, `phase` is the consumers' parity and `phase ^ 1` the producer's.
+# Both roles count k-tiles with one ring counter. Fill f is the counter divided by S. Consumers
+# wait on full with phase parity f mod 2. The producer waits on empty with (f + 1) mod 2. In the kernel, `phase` is the consumers' parity and `phase ^ 1` the producer's.
 # Chapter 05's `rp`, the parity of the fill being replaced, is the same bit.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the public worklog this course checks. It
@@ -76,7 +75,7 @@ print(W.protocol_names())
 
 # %%
 whole_kloop = """
-// your ring position, if you keep one: declared here, before the roles and their tile loops
+// any declarations you need
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
