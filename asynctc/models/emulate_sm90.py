@@ -321,7 +321,8 @@ class Sm90Gemm:
         order = self.used.get(CAPSTONE)
         used = ", ".join(f"{p}: {w}" for p, w in self.used.items() if p != CAPSTONE)
         if order:
-            used += f"; order: {'your' if order == 'yours' else order} capstone loops ({CAPSTONE})"
+            used += (f"; order: {'your' if order == 'yours' else order} capstone loops ({CAPSTONE}), in place of "
+                     "the parities, producer step and consumer loop")
         head = (f"emulated Hopper tile {BM}×{BN}, K={self.k}, fp16 K-major, {SWIZZLE}-byte swizzle, "
                 f"{self.stages}-stage ring, {CONSUMERS} consumer warpgroups ({used})")
         if self.diagnosis is not None:

@@ -290,8 +290,8 @@ def emulate_tiles(schedule: _mp.Schedule, k_tiles: int, tiles: int, rng=None) ->
 # ---- the rules ------------------------------------------------------------------------------------
 
 def _restart(j: int, T: int) -> str:
-    return (f" This is the first k-tile of tile {j // T}, and the ring does not restart with a tile: which "
-            f"stage and phase does ring counter {j} give?")
+    return (f" This is the first k-tile of tile {j // T}, and the ring does not restart with a tile: work out "
+            f"the stage and phase of ring counter {j}")
 
 
 def _wrong_barrier(role: str, bar: str, s: int) -> str:
