@@ -10,8 +10,9 @@ re-measurement that flips a conclusion stops the notebook instead of leaving fal
 from __future__ import annotations
 
 from ..core import bench, notebook, records
+from ..core.bench import peak_tflops
 from .config import DEFAULT_TILE
-from .suite import ceiling_row, vs_cublas_lines
+from .suite import ceiling_row, sweep_clock
 
 
 def _at(results: dict, size: int, dtype: str = "float16") -> dict:
@@ -65,9 +66,9 @@ def show_why(rec: records.Record, tile=DEFAULT_TILE) -> None:
           f"(without ldmatrix: {no_ldsm:.0f} / {full:.0f} = {no_ldsm / full:.2f}×)")
     ceil = ceiling_row(r, tile)
     sms = rec.provenance["sm_count"]
-    peak_at = sms * 4096 * ceil["sm_mhz"] * 1e6 / 1e12
-    fig = vs_cublas_lines(rec, tile)                        # §4's peak line: the sweep's own clock
-    fig_peak, fig_mhz = fig["peak"], fig["peak"] * 1e12 / (sms * 4096 * 1e6)
+    peak_at = peak_tflops(sms, ceil["sm_mhz"])
+    fig_mhz, _ = sweep_clock(rec)                           # §4's peak line: the sweep's own clock
+    fig_peak = peak_tflops(sms, fig_mhz)
     print(f"ceiling / peak: {notebook.ratio(ceil['tflops'], peak_at, 'TFLOP/s')}  (peak: {sms} × 4096 × "
           f"{ceil['sm_mhz']:.0f} MHz, {bench.clock_kind(ceil)}: the ceiling run's own clock; §4's line, "
           f"{fig_peak:.0f}, is the sweep's {fig_mhz:.0f} MHz, {abs(peak_at / fig_peak - 1):.1%} apart)")

@@ -181,14 +181,20 @@ def ceiling_row(results: dict, tile=DEFAULT_TILE, dtype: str = "float16") -> dic
                 and r["ctas_per_sm"] == tile.min_blocks)
 
 
+def sweep_clock(rec: records.Record) -> tuple[float, str]:
+    """The SM clock of the ``mma_sync`` record's fp16 sweep (the median of its rows' measured clocks,
+    MHz) and its kind: the clock of chapter 01's peak line."""
+    sweep16 = [r for r in rec.results["sweep"] if r["dtype"] == "float16"]
+    return bench.measured_clock_mhz(sweep16), bench.rows_clock_kind(sweep16)
+
+
 def vs_cublas_lines(rec: records.Record, tile=DEFAULT_TILE) -> dict:
     """What chapter 01's figure draws (:func:`~asynctc.mma_sync.figures.plot_vs_cublas`), from an
     ``mma_sync`` record: ``series`` (cuBLAS and the best mma.sync tile per size, TFLOP/s by size,
     fp16 and bf16), ``peak`` at the fp16 sweep's median SM clock and its ``peak_label`` (the
     clock's kind), and ``ceilings``: the datasheet's and the register-only ``mma.sync`` ceiling at
     ``tile``'s occupancy (:func:`ceiling_row`, with its own clock), as (TFLOP/s, label)."""
-    sweep16 = [r for r in rec.results["sweep"] if r["dtype"] == "float16"]
-    mhz, kind = bench.measured_clock_mhz(sweep16), bench.rows_clock_kind(sweep16)
+    mhz, kind = sweep_clock(rec)
     series = {}
     for dt in DTYPES:
         cb, ours = cublas_rows(rec.results, dt), best_mma_rows(rec.results, dt)
