@@ -156,9 +156,6 @@ def device_compile_error(kernel) -> str | None:
     NVVM; no GPU needed) in a child process: the simulator runs Python that numba's GPU compiler
     refuses (a shared array's shape computed in the kernel). Returns the compiler's error; "" when it compiles;
     None when this process runs on a GPU (the launch compiled it) or no compiler is at hand."""
-    import os
-    import subprocess
-    import sys
     if not simt.simulated():
         return None
     src, fn = _source(kernel), getattr(kernel, "py_func", None)
@@ -168,7 +165,16 @@ def device_compile_error(kernel) -> str | None:
     consts = "\n".join(f"{k} = {g[k]!r}" for k in fn.__code__.co_names
                        if isinstance(g.get(k), (int, float)) and not isinstance(g.get(k), bool))
     body = "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith("@"))
-    code = _DEVICE_COMPILE.format(consts=consts, source=body, name=fn.__name__)
+    return _compile_in_child(_DEVICE_COMPILE.format(consts=consts, source=body, name=fn.__name__))
+
+
+@functools.lru_cache(maxsize=32)
+def _compile_in_child(code: str) -> str | None:
+    """:func:`device_compile_error`'s child run of ``code``, once per distinct kernel text (a right
+    answer checked again, or the course's key in each test, does not start Python again)."""
+    import os
+    import subprocess
+    import sys
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     try:
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
