@@ -108,8 +108,9 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
     """The report for the end of chapter ``chapter`` ("03" … "06"; later chapters take every
     piece): one row per piece — yours ✓ (when it passed), the course's (not passed yet), or the
     chapter it comes in; the optional deep dives' pieces (04b's encode, 05b's parities) only once
-    they are yours; from chapter 06, while 06e's consumer loop is not yours, a note under its row
-    (:data:`CONSUMER_NOTE`); from chapter 07, a row per FP8 piece (:data:`FP8_PIECES`) — then the
+    they are yours; from chapter 06, a row for the capstone's loops (``ch06.whole_kloop``: they order
+    deep dive 06e §4's tile, not this run's) before 06e's consumer loop, and while that loop is not
+    yours, a note under its row (:data:`CONSUMER_NOTE`); from chapter 07, a row per FP8 piece (:data:`FP8_PIECES`) — then the
     tile run with your pieces up to that chapter and the course's
     for the rest, checked elementwise against float64. ``rng``: the inputs' generator (default:
     fresh). Raises :class:`ValueError` for a chapter outside 03–10. Never raises for a learner's

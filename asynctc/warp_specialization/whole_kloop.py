@@ -459,8 +459,8 @@ def judge(answer) -> str | None:
 
 
 #: What a right answer that only ever waits with ``wgmma_wait_group<0>`` is told after the verdict:
-#: one sentence, and where the reason is (06 §1's "So:" paragraph right after the check, with its
-#: cell of chapter 05's ring model: the share of the loop with a wgmma in flight, <0> against <1>).
+#: one sentence, and where the reason is (06 §1's cell under the loops' figure, held until the
+#: capstone passes: chapter 05's ring model's share of the loop with a wgmma in flight, <0> against <1>).
 SLOW_NOTE = " <0> is right; two consumers hide the idle time it costs (the cell under the figure)."
 
 
