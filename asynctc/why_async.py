@@ -202,7 +202,7 @@ def show_operand_feed(gbps: float, peak: Peak) -> None:
     """Chapter 00 §4's table: bytes per clock per SM the Tensor Cores need (128×128 and 128×256
     tiles) against shared memory's 128 B/clk and DRAM's share per SM (at ``peak``'s clock), with the
     one line of arithmetic behind each number. Asserts nothing: the chapter's cell computes the
-    128×128 tile's need and DRAM's share itself, and its check cell guards "DRAM supplies about a
+    128×128 tile's need and DRAM's share itself, and its check cell guards "DRAM supplies at most a
     third of its bytes"."""
     smem = SMEM_BYTES_PER_CLK_SM
     print(f"{'CTA tile':9s} {'operands, B/clk per SM':26s} copy + read, of shared memory's {smem} B/clk")

@@ -199,11 +199,11 @@ print(f"the 128×128 tile needs 4096 FLOP/clk × {step_bytes} B per K step / {st
 why_async.show_operand_feed(bw, peak)   # notebook.how(why_async.show_operand_feed) prints its code
 
 # %% check
-notebook.require(2.5 <= need / dram <= 4.5, "DRAM supplies about a third of the 128×128 tile's bytes",
+notebook.require(need / dram >= 3, "DRAM supplies at most a third of the 128×128 tile's bytes",
                  need=need, dram=dram)
 
 # %% [markdown]
-# **So:** the 128×128 tile needs all of shared memory's bandwidth. DRAM supplies about a third of
+# **So:** the 128×128 tile needs all of shared memory's bandwidth. DRAM supplies at most a third of
 # its bytes (the last line). The rest must be L2 hits.
 #
 # Going further: [00b §3](00b_clock_kinds.ipynb) — who moves the operands, chapter by chapter.
