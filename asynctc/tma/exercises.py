@@ -104,7 +104,8 @@ def _judge_swizzle_128b(answer) -> str | None:
         return (f"byte {o} is in row {row} (128-byte rows) but you moved it to row {g // 128}: the "
                 "swizzle only permutes the eight 16-byte chunks inside each row.")
     return (f"first wrong: byte {o} (row {row}, chunk {chunk}, byte {byte} of the chunk) — you put it "
-            f"in chunk {(g % 128) // 16}; the 128B swizzle puts it in chunk {chunk} XOR (row {row} % 8).")
+            f"in chunk {(g % 128) // 16}; the 128B swizzle puts it in chunk {chunk} XOR (row {row} % 8). "
+            "In bits of the offset: the chunk is bits 4–6 and row % 8 is bits 7–9; XOR bits 7–9 into bits 4–6.")
 
 
 @_ex.code_exercise("ch03.swizzle_128b", "Write swizzle_128b(offset): the byte offset at which TMA's 128-byte "

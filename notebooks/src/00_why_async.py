@@ -107,7 +107,7 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 # to read them. The cell then prints the peaks you will meet ([00b §2](00b_clock_kinds.ipynb)
 # reads them); the datasheet's row is for the SXM board, the socketed module form of the GPU.
 
-# %% output varies
+# %% output answers a prediction
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
 lo, hi = min(runs.values()), max(runs.values())
 print(f"cuBLAS 4096³ fp16 across {len(runs)} records: {lo:.0f} … {hi:.0f} TFLOP/s; "
@@ -185,8 +185,8 @@ notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
 # The threads that move those bytes must also issue the math.
 #
 # Shared memory serves **128 bytes per clock per SM**: 32 banks, 4 bytes each. At best, each
-# operand byte is written once and read once. Chapter 02 counts what the loads into registers
-# really read. Source: CUDA C++ Programming Guide, *Compute Capabilities*.
+# operand byte is written once and read once. 01 §5 and [02b §4](02b_cp_async_microbenchmark.ipynb)
+# count what the loads into registers really read. Source: CUDA C++ Programming Guide, *Compute Capabilities*.
 
 # %% output varies
 step_bytes, step_flop = (128 + 128) * 2, 2 * 128 * 128   # one K step: A's column + B's row (fp16); its FLOP

@@ -162,7 +162,7 @@ notebook.require(list(said.values()) == ["holds", "does not hold"] and x_lo < lo
 # The same, drawn: each pair's ratio with its samples' spread, the bound shaded, the reading of
 # "0.99" hatched, a red line at 1, and the two cross-run ends.
 
-# %% output varies
+# %% output answers a prediction
 import matplotlib.pyplot as plt
 
 fig = bound_figure(pairs, value=0.99, digits=2, title="\"0.99 of cuBLAS\" at 4096³ fp16, against its bound")
