@@ -42,7 +42,8 @@ def test_moments_agree_with_the_barriers():
 
 #: S = 2, one consumer, 4 k-tiles: each panel's events (kind, who or k-tile) and its words.
 EXPECTED = [
-    ("wait pass issue wait pass issue", "producer loads k-tiles 0, 1 into stages 0, 1"),
+    ("wait pass issue wait pass issue", "producer loads k-tiles 0, 1 into stages 0, 1 (the prologue: "
+                                        "no wait, the stages start empty)"),
     ("wait", "consumer waits on full[0]: blocked"),
     ("land pass", "k-tile 0 lands: full[0] completes phase 0; consumer's wait passes: wgmma reads k-tile 0"),
     ("land", "k-tile 1 lands: full[1] completes phase 0"),
@@ -62,7 +63,7 @@ EXPECTED = [
 
 def test_panels_of_two_stages_over_four_k_tiles():
     moments, _ = fr.ring_moments(2, 4)
-    assert [(" ".join(e.kind for e in m.events), fr._words(m)) for m in moments] == EXPECTED
+    assert [(" ".join(e.kind for e in m.events), fr._words(m, 2)) for m in moments] == EXPECTED
     waits = [w for m in moments for w in m.waits]
     assert waits[:3] == [("producer", "empty[0]", 1, True), ("producer", "empty[1]", 1, True),
                          ("consumer", "full[0]", 0, False)]
@@ -79,6 +80,9 @@ def test_figure_draws_every_moment_and_a_broken_ring_its_diagnosis():
     assert "S = 2 stages, 4 k-tiles" in fig._suptitle.get_text()
     texts = " ".join(t.get_text() for t in fig.axes[1].texts)
     assert "consumer waits,\nparity 0: BLOCKED" in texts and "full[0]\nphase 0 open\nparity 0" in texts
+    first = " ".join(t.get_text() for t in fig.axes[0].texts)   # the kernel's prologue waits on nothing
+    assert "producer waits" not in first and "stage 0\nk-tile 0" in first
+    assert "producer waits,\nparity 0: passes" in " ".join(t.get_text() for t in fig.axes[4].texts)
     broken = fr.plot_ring_steps(protocol="wrong_empty_parity", cols=2)
     words = " ".join(t.get_text() for ax in broken.axes for t in ax.texts)
     assert "producer waits,\nparity 0: BLOCKED" in words and "Deadlock" in words
@@ -86,7 +90,7 @@ def test_figure_draws_every_moment_and_a_broken_ring_its_diagnosis():
 
 def test_exercise_2_with_the_parity_flipped_goes_wrong_at_the_first_refill():
     moments, diagnosis = fr.ring_moments(2, 4, parities=fr.flipped_refill_parities())
-    assert [fr._words(m) for m in moments[:4]] == [w for _, w in EXPECTED[:4]]   # the prologue is the kernel's
+    assert [fr._words(m, 2) for m in moments[:4]] == [w for _, w in EXPECTED[:4]]   # the prologue is the kernel's
     last = moments[-1]
     assert len(moments) == 5 and last.waits == (("producer", "empty[0]", 1, False),)
     assert last.phases["empty[0]"] % 2 == 1                  # it names the open phase: blocked for good

@@ -66,3 +66,20 @@ def test_two_mistakes_name_the_first_and_count_the_other():
     assert "would read B's half" in two and two.endswith("(And 1 more mistake, in a box's coordinates: fix this one first.)"), two
     one = sf.judge(swapped)
     assert "coordinates are swapped" in one and "more mistake" not in one, one
+
+
+def test_loads_before_expect_tx_are_correct_with_a_note_on_the_convention(capsys):
+    """Loads first, then mbarrier_arrive_expect_tx: legal (a box that lands first drives the tx-count
+    below zero, which the PTX ISA allows), so correct; the note says the convention is to arm first
+    and why. The kernel's own order gets no note."""
+    from asynctc.core import exercises
+    lines = RIGHT.splitlines()
+    loads_first = "\n".join(lines[1:] + lines[:1])
+    assert sf.read(loads_first, **sf.SAMPLES[0]).loads_before_expect == 2
+    assert sf.read(RIGHT, **sf.SAMPLES[0]).loads_before_expect == 0
+    note = sf.judge(loads_first)
+    assert isinstance(note, exercises.Accepted) and note == sf.LOADS_FIRST
+    for words in ("legal", "arm first", "before expect_tx is posted", "below zero", "PTX ISA allows"):
+        assert words in note, words
+    assert exercises.check("ch03.stage_fill", loads_first)
+    assert "correct — legal, but the convention is to arm first" in capsys.readouterr().out

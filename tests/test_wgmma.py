@@ -490,11 +490,13 @@ def test_plot_accumulator_boxes_one_threads_registers():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig = W.plot_accumulator(n=16, thread=37)
-    ax = fig.axes[0]
+    whole, ax = fig.axes[:2]                    # all of D; warp 1's rows 16-31, zoomed and labelled
     labels = sorted(int(t.get_text()) for t in ax.texts)
     assert labels == list(range(8)) and len(ax.patches) == 8
+    assert min(t.get_fontsize() for t in ax.texts) >= 8      # readers could not read them at 8 px
     cells = {(round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in ax.patches}
     assert cells == {(r, c) for r in (17, 25) for c in (2, 3, 10, 11)}
+    assert ax.get_ylim() == (31.5, 15.5) and len(whole.patches) == 8 + 1   # + the zoomed rows' frame
     plt.close(fig)
     with pytest.raises(ValueError, match="thread"):
         W.plot_accumulator(thread=128)

@@ -162,7 +162,7 @@ def promotion_note(results: dict) -> tuple[bool, str, dict]:
 
 def random_inputs_note(results: dict) -> tuple[bool, str, dict]:
     """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: the accumulation plot's
-    right panel from the smallest K to the largest — the worst error over Σ|a·b| on
+    right panel from the smallest K to the largest — the worst |C − ref| / (|A|·|B|) on
     standard-normal FP8 inputs without promotion, promoting every 4 k-tiles and every k-tile. It
     holds when both promoted curves fall by more than half, the unpromoted one stays roughly level
     (within ½× to 3× of where it starts), and at the largest K each shorter interval is more
@@ -170,7 +170,7 @@ def random_inputs_note(results: dict) -> tuple[bool, str, dict]:
     rows = results["experiment"]["rows"]
     err = {(r["k"], r["promote"]): r["random_max_err_over_absAB"] for r in rows}
     k0, k = min(r["k"] for r in rows), max(r["k"] for r in rows)
-    text = (f"Standard-normal inputs, K = {k0} → {k}: the worst error over Σ|a·b| goes "
+    text = (f"Standard-normal inputs, K = {k0} → {k}: the worst |C − ref| / (|A|·|B|) goes "
             f"{err[(k0, 0)]:.1e} → {err[(k, 0)]:.1e} without promotion, {err[(k0, 4)]:.1e} → "
             f"{err[(k, 4)]:.1e} promoting every 4 k-tiles, {err[(k0, 1)]:.1e} → {err[(k, 1)]:.1e} "
             "every k-tile.")
@@ -203,9 +203,10 @@ def accumulator_table(results: dict, verdict: bool = True) -> tuple[bool, str, d
     big = max(r["size"] for r in results["table"])
     (h1, _, sw), (h2, _, rn), (h3, _, kept) = (promotion_note(results), random_inputs_note(results),
                                                promotion_cost_note(results))
-    head = f"{'promotion':<17}{f'swamping, K = {k}':>20}{f'err/Σ|a·b|, K = {k0} → {k}':>30}{f'kept at {big}³':>16}"
-    lines = [head] + [f"{name:<17}{sw[f'p{p}']:>20.2%}{rn[f'k0_p{p}']:>19.1e} → {rn[f'p{p}']:.1e}"
-                      f"{kept.get(f'p{p}', 1.0):>16.2f}"
+    head = (f"{'promotion':<17}{f'swamping, K = {k}':>20}{f'max |C − ref| / (|A|·|B|), K = {k0} → {k}':>46}"
+            f"{f'TFLOP/s ÷ unpromoted, {big}³':>30}")
+    lines = [head] + [f"{name:<17}{sw[f'p{p}']:>20.2%}{rn[f'k0_p{p}']:>35.1e} → {rn[f'p{p}']:.1e}"
+                      f"{kept.get(f'p{p}', 1.0):>30.2f}"
                       for name, p in (("none", 0), ("every 4 k-tiles", 4), ("every k-tile", 1))]
     if verdict:
         lines.append(f"Promotion every 4 k-tiles cuts the swamping error {sw['p0'] / sw['p4']:.0f}× for "

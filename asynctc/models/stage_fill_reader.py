@@ -62,11 +62,13 @@ class Load:
 @dataclasses.dataclass(frozen=True)
 class Fill:
     """What the text does at one sample point: the bytes it announces (in order), its arrivals on
-    ``full_bar``, other barriers it touches, and its loads."""
+    ``full_bar``, other barriers it touches, its loads, and how many loads it issues before its
+    first byte announcement (0: armed first, the convention)."""
     expects: tuple[int, ...]
     arrivals: int
     loads: tuple[Load, ...]
     other_bars: tuple[str, ...]
+    loads_before_expect: int = 0
 
 
 _SIZEOF = {"half": 2, "__half": 2, "__nv_bfloat16": 2, "u16": 2, "short": 2, "float": 4, "u32": 4,
@@ -103,7 +105,7 @@ def read(body: str, stage: int, full_bar: int, kt: int, m0: int, n0: int) -> Fil
         raise ReadError("the reader follows straight-line lines (declarations and calls), not "
                         "blocks, branches or loops — the producer's three calls need none")
     env = dict(stage=stage, full_bar=full_bar, kt=kt, m0=m0, n0=n0, BM=BM, BN=BN, BK=BK)
-    expects, arrivals, loads, other = [], 0, [], []
+    expects, arrivals, loads, other, early = [], 0, [], [], None
     for stmt in (s.strip() for s in text.split(";")):
         if not stmt:
             continue
@@ -129,8 +131,9 @@ def read(body: str, stage: int, full_bar: int, kt: int, m0: int, n0: int) -> Fil
         else:
             if name != "mbarrier_arrive":
                 expects.append(evaluate(args[1], env))
+                early = len(loads) if early is None else early
             arrivals += name != "mbarrier_expect_tx"
-    return Fill(tuple(expects), arrivals, tuple(loads), tuple(other))
+    return Fill(tuple(expects), arrivals, tuple(loads), tuple(other), early or 0)
 
 
 # ---- judging ----------------------------------------------------------------------------------------

@@ -153,8 +153,8 @@ def ring_moments(stages: int = 2, k_tiles: int = 4, consumers: int = 1, wait_pen
     return out, diagnosis
 
 
-def _words(m: Moment) -> str:
-    """What happened in moment ``m``, in words (a panel's title)."""
+def _words(m: Moment, S: int) -> str:
+    """What happened in moment ``m`` of a ring of ``S`` stages, in words (a panel's title)."""
     out, issues = [], [e for e in m.events if e.kind == "issue"]
     passed = {e.who for e in m.events if e.kind == "pass"}
     begun = {e.who for e in m.events if e.kind == "wait"}
@@ -163,7 +163,9 @@ def _words(m: Moment) -> str:
             ks = ", ".join(str(x.k) for x in issues)
             ss = ", ".join(str(x.stage) for x in issues)
             many = len(issues) > 1
-            out.append(f"producer loads k-tile{'s' * many} {ks} into stage{'s' * many} {ss}")
+            first = all(x.k < S for x in issues)
+            out.append(f"producer loads k-tile{'s' * many} {ks} into stage{'s' * many} {ss}"
+                       + (" (the prologue: no wait, the stages start empty)" if first else ""))
         elif e.kind == "land":
             out.append(f"k-tile {e.k} lands: {e.barrier} completes phase {e.phase - 1}")
         elif e.kind == "wait" and e.who not in passed:
@@ -218,6 +220,16 @@ def _draw(ax, m: Moment, S: int, title: str) -> None:
                 fontweight="normal" if passed else "bold")
 
 
+def _without_prologue_waits(m: Moment, S: int) -> Moment:
+    """``m`` without the producer's waits on empty before k-tiles 0 … S − 1 that passed: the
+    model's first pass waits with parity 1 and passes at once, the kernel's prologue
+    (``kernels/pipeline.cu``) loads those k-tiles without a wait. A wait that blocks is kept."""
+    skip = {e.barrier for e in m.events if e.kind == "pass" and e.who == "producer"
+            and e.barrier.startswith("empty") and e.k < S}
+    return dataclasses.replace(m, waits=tuple(w for w in m.waits if not (w[0] == "producer" and w[1] in skip
+                                                                       and w[3])))
+
+
 def flipped_refill_parities():
     """Exercise 2 with the parity flipped: the (full, empty) parity pair :func:`plot_ring_steps`
     takes, the kernel's but for the producer's refills (k-tile t ≥ S, fill f = t // S), which wait on
@@ -243,7 +255,8 @@ def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, proto
                              layout="constrained")
     for i, ax in enumerate(axes.flat):
         if i < len(moments):
-            words = _words(moments[i])
+            moments[i] = _without_prologue_waits(moments[i], stages)
+            words = _words(moments[i], stages)
             _draw(ax, moments[i], stages, textwrap.fill(f"{i + 1}. {words[0].upper()}{words[1:]}", 42))
         elif i == len(moments) and diagnosis is not None:
             ax.axis("off")

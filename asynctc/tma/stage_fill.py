@@ -107,11 +107,21 @@ def judge(answer) -> str | None:
             if h:
                 found.setdefault(kind, h)
     if not found:
-        return None
+        return _ex.Accepted(LOADS_FIRST) if fill.loads_before_expect else None
     more = len(found) - 1        # the first to fix, and how many others remain (as chapter 09's checks say)
     where = ", ".join(KINDS[k] for k in sorted(found)[1:])
     return found[min(found)] + (f" (And {more} more mistake{'s' if more > 1 else ''}, in {where}: fix this "
                                 "one first.)" if more else "")
+
+
+#: The note for a right answer that issues loads before its expect_tx (PTX ISA, "Contents of the
+#: mbarrier object": tx-count −(2^20 − 1) … 2^20 − 1; "Phase completion": pending arrivals and
+#: tx-count both zero).
+LOADS_FIRST = ("legal, but the convention is to arm first: expect_tx, then the loads. With the loads "
+               "first, a fast box can land (complete_tx) before expect_tx is posted. The tx-count then "
+               "goes below zero for a moment; the PTX ISA allows that (its range is −(2^20−1) … "
+               "2^20−1), and the phase completes only when arrivals and tx-count are both zero. "
+               "Arming first keeps the tx-count at or above zero: the bytes are owed before they land.")
 
 
 #: The kinds of mistake :func:`judge` tells apart, in the order it reports them.

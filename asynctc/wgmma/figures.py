@@ -230,30 +230,42 @@ def clock_note(results: dict) -> tuple[bool, str, str]:
 
 def plot_accumulator(n: int = 16, thread: int = 37):
     """The fp32 accumulator D (64×``n``) of one wgmma, coloured by the warp holding each element,
-    with ``thread``'s elements marked by their register index (the model
-    :func:`asynctc.models.fragments.wgmma_accumulator_owner`, the rule ``acc_pair_origin`` in
-    ``kernels/wgmma_ring.cuh`` implements). Returns the figure."""
+    with ``thread``'s elements boxed (the model :func:`asynctc.models.fragments.wgmma_accumulator_owner`,
+    the rule ``acc_pair_origin`` in ``kernels/wgmma_ring.cuh`` implements). Left: all of D; right:
+    the 16 rows of ``thread``'s warp, each boxed element labelled with its register index (every
+    label ≥ 8 pt at the figure's size). Returns the figure. Raises ValueError for a thread outside
+    0..127."""
     import matplotlib.pyplot as plt
     from ..models.fragments import wgmma_accumulator_owner
     if not 0 <= thread < 128:
         raise ValueError(f"thread={thread!r}: a warpgroup's threads are 0..127")
     owner, reg = wgmma_accumulator_owner(n)
-    fig, ax = plt.subplots(figsize=(2.2 + n * 0.3, 7), layout="constrained")
-    im = ax.imshow(owner // 32, cmap=plt.get_cmap("tab10", 4), vmin=-0.5, vmax=3.5, aspect="auto",
-                   interpolation="nearest", alpha=0.55)
-    fig.colorbar(im, ax=ax, label="warp", ticks=range(4))
-    for r, c in zip(*np.nonzero(owner == thread)):
-        ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fc="white", lw=1.2, ec="k"))
-        ax.text(c, r, reg[r, c], ha="center", va="center", fontsize=8, weight="bold")
-    for x in range(8, n, 8):
-        ax.axvline(x - 0.5, color="k", lw=0.5, alpha=0.4)
-    for y in range(8, 64, 8):
-        ax.axhline(y - 0.5, color="k", lw=0.5 if y % 16 else 1.0, alpha=0.4)
     w, lane = divmod(thread, 32)
-    ax.set_yticks(range(0, 64, 8))
-    ax.set_xticks(range(0, n, 2))
-    ax.set_xlabel("column c of D")
-    ax.set_ylabel("row r of D")
-    ax.set_title(f"m64n{n}: the warp holding each element; boxed: thread {thread} (warp {w}, lane "
-                 f"{lane}),\nthe number is the register index", fontsize=9)
+    rows = range(16 * w, 16 * w + 16)
+    fig, (whole, zoom) = plt.subplots(1, 2, figsize=(3.2 + n * 0.4, 6.2), layout="constrained",
+                                      width_ratios=(1, 2))
+    cmap = plt.get_cmap("tab10", 4)
+    for ax, top, bottom in ((whole, 0, 64), (zoom, rows[0], rows[-1] + 1)):
+        im = ax.imshow(owner[top:bottom] // 32, cmap=cmap, vmin=-0.5, vmax=3.5, aspect="auto",
+                       interpolation="nearest", alpha=0.55, extent=(-0.5, n - 0.5, bottom - 0.5, top - 0.5))
+        for x in range(8, n, 8):
+            ax.axvline(x - 0.5, color="k", lw=0.5, alpha=0.4)
+        for y in range(top + 8, bottom, 8):
+            ax.axhline(y - 0.5, color="k", lw=0.5 if y % 16 else 1.0, alpha=0.4)
+        ax.set_xlabel("column c of D")
+    for r, c in zip(*np.nonzero(owner == thread)):
+        whole.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fc="white", lw=0.8, ec="k"))
+        zoom.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fc="white", lw=1.2, ec="k"))
+        zoom.text(c, r, reg[r, c], ha="center", va="center", fontsize=10, weight="bold")
+    whole.add_patch(plt.Rectangle((-0.5, rows[0] - 0.5), n, 16, fc="none", lw=2, ec="k"))
+    whole.set_yticks(range(0, 64, 8))
+    whole.set_xticks(range(0, n, 8))
+    whole.set_ylabel("row r of D")
+    whole.set_title("all of D", fontsize=9)
+    zoom.set_yticks(rows[::2])
+    zoom.set_xticks(range(0, n, 2))
+    zoom.set_title(f"rows {rows[0]}–{rows[-1]} (warp {w}); boxed: thread {thread} (lane {lane}),\n"
+                   "the number is the register index", fontsize=9)
+    fig.colorbar(im, ax=zoom, label="warp", ticks=range(4))
+    fig.suptitle(f"m64n{n}: the warp holding each element of the accumulator", fontsize=10)
     return fig

@@ -21,9 +21,9 @@ rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
 # %% [markdown]
 # ## 1. The three kinds of clock
 #
-# Hopper's peak is *SMs × 4096 × SM clock*, and a running GPU sets its own clock. The measured clock
-# is one of three kinds, and every printed fraction says which (`bench.peak_text`, from the row's
-# `sm_mhz_source`):
+# Hopper's peak is *SMs × 4096 × SM clock*. A running GPU sets its own clock. The course reads that
+# clock in one of three ways, and every printed fraction names its kind (`bench.peak_text`, from
+# the row's `sm_mhz_source`):
 #
 # | kind | how it is read | what it gives |
 # |---|---|---|
@@ -34,25 +34,22 @@ rec = records.load_or_measure("ceilings", why_async.measure_ceilings)
 # In more detail:
 #
 # * **in-kernel**: the kernel reads `clock64` (SM cycles) against `%globaltimer` (nanoseconds)
-#   itself (the peak kernels of chapters 01 and 04) — the clock while its Tensor Cores work;
-# * **in flight**: for a kernel that cannot clock itself (cuBLAS here, the course's own GEMMs
-#   later), `bench.time_gpu` runs a few more, untimed samples of the same launches with a small
-#   probe kernel (one [CTA](../docs/glossary.md#cta)) on a second, high-priority stream beside them. The probe reads `clock64`
-#   against `%globaltimer` *while* the GEMM runs; all SMs share one graphics clock, so that is the
-#   GEMM's clock. A probe counts only if its window lay inside the sample. The method was checked
-#   on the H200 beside chapter 04's wgmma peak kernel, which clocks itself — the next cell prints
-#   that check;
-# * **probed after the sample**: the same probe launched right *after* each timed sample. It reads
-#   the clock once the Tensor Cores have stopped, and the clock recovers within microseconds, so it
-#   is an **upper bound** on the clock during the GEMM, and a fraction of peak at it a **lower
-#   bound** (the datasheet fraction beside it is then the figure to quote). Records made before the
-#   in-flight probe carry only this clock; newer ones keep it beside the in-flight clock as
-#   `sm_mhz_after`.
+#   itself. The peak kernels of chapters 01 and 04 do this.
+# * **in flight**: some kernels cannot clock themselves (cuBLAS here, the course's own GEMMs
+#   later). For them, `bench.time_gpu` runs a few more, untimed samples of the same launches. Beside
+#   them, a small probe kernel (one [CTA](../docs/glossary.md#cta)) runs on a second,
+#   high-priority stream. The probe reads `clock64` against `%globaltimer` *while* the GEMM runs.
+#   All SMs share one graphics clock, so that is the GEMM's clock. A probe counts only if its
+#   window lay inside the sample. The next cell checks the probe against chapter 04's wgmma peak
+#   kernel, which clocks itself.
+# * **probed after the sample**: the same probe, launched right *after* each timed sample. It reads
+#   the clock once the Tensor Cores have stopped, and the clock recovers within microseconds. So it
+#   is an **upper bound** on the clock during the GEMM. A fraction of peak at it is a **lower
+#   bound**; quote the datasheet fraction beside it. Some records carry only this clock; newer ones
+#   keep it beside the in-flight clock as `sm_mhz_after`.
 #
-# This paragraph is the course's one statement of the kinds and of the caveat of the third (with the
-# `asynctc.core.bench` docstring); later chapters refer back here, and `bench.clock_caveat` prints
-# the caveat wherever a record's clock needs it. A clock read with `nvidia-smi` after the run has
-# ended shows an idle GPU, so no fraction divides by one.
+# Later chapters refer back here, and `bench.clock_caveat` prints the caveat wherever a record's
+# clock needs it. `nvidia-smi` read after the run shows an idle GPU, so no fraction divides by it.
 
 # %% output varies
 chk = bench.INFLIGHT_CHECK

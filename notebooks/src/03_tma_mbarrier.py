@@ -79,7 +79,8 @@ assert swizzled == swizzle_address(offset, 64)         # the course's model agre
 #
 # 1. `init` expects one arrival. *Pending* counts those still expected.
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the tx-count rises by
-#    the bytes to come. That thread starts the copies.
+#    the bytes to come. Then it starts the copies: no box can land before its bytes are
+#    announced.
 # 3. Each landing byte lowers the tx-count: the PTX ISA's *complete_tx*.
 # 4. When pending and tx-count reach zero, *phase* 0, the first round, completes. Phase 1 opens
 #    with *pending* back at the count.
@@ -114,17 +115,16 @@ bar.complete_tx(16384);               show("fill 1: both boxes land")
 # wait(1) already says "yes": the phase before phase 0 counts as complete. So a producer's first
 # wait on an empty stage, with parity 1, passes.
 #
-# Why phase numbers? One barrier serves every fill. A "ready" flag would still be set from the
-# last fill. One bit of the number is enough. A waiter only asks about the open phase or the
-# one just before it.
+# Why phase numbers? One barrier serves every fill; a "ready" flag would still be set from the
+# last fill. One bit is enough: a waiter asks only about the open phase or the one before.
 #
 # **Try it** (ungraded): `b = Mbarrier(count=2)`, then `b.arrive_expect_tx(4096)`
 # and `b.complete_tx(4096)`. Predict `b.test_wait(0)`, then print it. Then `b.arrive()`, the
 # second arrival, and predict again.
 #
 # The GPU's table below takes the same steps; ✓ marks the PTX ISA's answer. Rows 4–6 use a
-# *counter barrier*: 64 arrivals, no bytes. Row 6 waits on the open phase. Nobody completes it, so
-# the bounded wait gives up.
+# *counter barrier*: 64 arrivals, no bytes. Row 6 waits on an open phase nobody completes: the
+# bounded wait gives up.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))
@@ -133,7 +133,7 @@ tma.checks.show_lifecycle(crec)   # notebook.how(tma.checks.show_lifecycle) prin
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]
-# In the listing, the threads first fill the tile with a *sentinel* byte, 0xA5. Any byte TMA did
+# The listing first fills the tile with a *sentinel* byte, 0xA5. Any byte TMA did
 # not write then shows. TMA writes through the [*async proxy*](../docs/glossary.md#proxy), a
 # separate path. The fence orders the threads' writes before TMA's.
 #

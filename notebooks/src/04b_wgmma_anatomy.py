@@ -33,12 +33,12 @@ except records.RecordError as e:
 # %% [markdown]
 # ## 1. The accumulator fragment
 #
-# Chapter 04, section 6: D lives in registers, N/2 fp32 values per thread; warp *w* owns rows
-# 16w…16w+15; within a warp, lane 4g+t holds rows g and g+8, columns 8j+2t and 8j+2t+1.
+# Chapter 04, section 6, in short. D lives in registers: N/2 fp32 values per thread. Warp *w* owns
+# rows 16w…16w+15. Within a warp, lane 4g+t holds rows g and g+8, and columns 8j+2t and 8j+2t+1.
 #
-# The accumulator fragment, drawn for N = 16 from the same model
-# (`fragments.wgmma_accumulator_owner`): which warp (left) and which lane of that warp (right)
-# holds each element; thread = 32 × warp + lane.
+# The figure draws the fragment for N = 16 from the same model (`fragments.wgmma_accumulator_owner`).
+# Left: the warp that holds each element. Right: the lane within that warp. The thread is
+# 32 × warp + lane.
 
 # %% output varies
 owner, _ = fragments.wgmma_accumulator_owner(16)         # (64, 16): the thread holding each element

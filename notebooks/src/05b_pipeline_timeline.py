@@ -32,18 +32,18 @@ res = rec.results
 # ## 1. The prediction, made before the GPU ran
 #
 # **Goal.** Predict chapter 05 §4's depth sweep from the ring's protocol alone, before the kernel
-# ran, so that §2 can set the prediction beside the measurement.
+# ran. §2 then sets the prediction beside the measurement.
 #
-# **The model.** `asynctc.models.pipeline` runs the protocol of chapter 05, section 1, as a
-# discrete-event simulation: mbarrier arrival counts and tx bytes, TMA latency and bandwidth. Its
-# inputs come from records: the Tensor Core time of a k-tile from chapter 04's, DRAM bytes per SM
-# from chapter 03's. Each wait names a phase parity, as chapter 05 §1 worked out for S = 2.
+# **The model.** `asynctc.models.pipeline` runs the protocol of chapter 05 §1 as a discrete-event
+# simulation. It counts mbarrier arrivals and tx bytes, and models TMA latency and bandwidth. Its
+# inputs come from records: a k-tile's Tensor Core time from chapter 04's, DRAM bytes per SM from
+# chapter 03's. Each wait names a phase parity, as chapter 05 §1 worked out for S = 2.
 #
-# **Exercise — write the parities** (`//` is integer division): `full_parity(k, S)`, the parity
-# a consumer waits on full[k mod S] for k-tile k, and `empty_parity(t, S)`, the parity the producer
-# waits on empty[t mod S] before loading k-tile t (it needs the release of the stage's previous
-# fill; the first pass has none). The check runs the ring model (S = 1 to 4) with your pair; a wrong
-# one gets its diagnosis: the wait that never ends, or the read that races the copy.
+# **Exercise — write the parities** (`//` is integer division). `full_parity(k, S)` is the parity
+# a consumer waits on full[k mod S] for k-tile k. `empty_parity(t, S)` is the parity the producer
+# waits on empty[t mod S] before it loads k-tile t. That wait needs the release of the stage's
+# previous fill; the first pass has none. The check runs the ring model (S = 1 to 4) with your
+# pair. A wrong pair gets its diagnosis: the wait that never ends, or the read that races the copy.
 
 # %%
 def full_parity(k, S):
@@ -61,34 +61,34 @@ if exercises.after("ch05.ring_parities"):
     plt.show()
 
 # %% [markdown]
-# **The prediction.** On 2026-11-30, before the kernel first ran on the GPU, the model gave this
-# table for the 128×256×64 tile with two consumer warpgroups (`mp.H200_PREDICTION`, kept as it
-# was, its inputs listed under it):
+# **The prediction.** Before the kernel first ran on the GPU, the model gave this table for the
+# 128×256×64 tile with two consumer warpgroups. `mp.H200_PREDICTION` keeps it as it was, its
+# inputs listed under it:
 
 # %%
 print(mp.H200_PREDICTION)
 
 # %% [markdown]
 # **One correction, made afterwards.** The prediction loaded k-tiles on a schedule of its own,
-# `"model_v1"`: a prologue of S − 1 k-tiles, then k-tile k + S − 1 at the end of iteration k,
-# whatever P. The kernel fills all S stages first and loads k-tile r + S once k-tile r = k − P is
-# released. With wait_group(1) the two differ only in when k-tile S − 1 is loaded; with
-# wait_group(0) the old schedule gives every load one k-tile less lead. `mp.ring_schedule(S, P, T,
-# "model_v1")` and `"kernel"` list both; everywhere else the model runs the kernel's.
-# `mp.H200_PREDICTION_V2` reruns the same inputs on the kernel's schedule. It was made after
-# chapter 05 §4's sweep was measured, so it is a correction, not a prediction: it shows what the
-# schedule alone changes. The cell asserts the table is the one the model computes now.
+# `"model_v1"`. Its prologue loads S − 1 k-tiles. Then it loads k-tile k + S − 1 at the end of
+# iteration k, whatever P. The kernel fills all S stages first. Then it loads k-tile r + S once
+# k-tile r = k − P is released. With wait_group(1) the two differ only in when k-tile S − 1 is
+# loaded. With wait_group(0) the old schedule gives every load one k-tile less lead.
+# `mp.ring_schedule(S, P, T, "model_v1")` and `"kernel"` list both; everywhere else the model runs
+# the kernel's. `mp.H200_PREDICTION_V2` reruns the same inputs on the kernel's schedule. It came
+# after chapter 05 §4's sweep was measured, so it is a correction, not a prediction. It shows what
+# the schedule alone changes. The cell asserts that the model still computes this table.
 
 # %%
 print(mp.H200_PREDICTION_V2)
 assert mp.prediction_v2_markdown() == mp.H200_PREDICTION_V2
 
 # %% [markdown]
-# **The schedule, drawn.** One CTA tile of a 4096³ GEMM (64 k-tiles), its first 10 k-tiles, at
-# depth 1, 2 and 4, on the prediction's inputs (`mp.frozen_params()`, read back from its parameter
-# list). Each consumer row shows its waits on full barriers (lower half) and its wgmma groups in
-# flight (upper half); the tma row has one sub-row per stage. Under the figure, one summary per
-# run; its "on N SMs" leaves out the last wave's tail, which the table counts.
+# **The schedule, drawn.** One CTA tile of a 4096³ GEMM has 64 k-tiles. The figure draws the
+# first 10, at depth 1, 2 and 4, on the prediction's inputs (`mp.frozen_params()`, read back from
+# its parameter list). Each consumer row shows its waits on full barriers (lower half) and its
+# wgmma groups in flight (upper half). The tma row has one sub-row per stage. Under the figure is
+# one summary per run. Its "on N SMs" leaves out the last wave's tail, which the table counts.
 
 # %% output varies
 hw_frozen = mp.frozen_params()
@@ -107,11 +107,11 @@ for S, sc in model_runs.items():
 
 # %% [markdown]
 # **Frozen inputs, today's inputs.** Chapter 05 §5 (as clocks per k-tile) and §4 below run the
-# same model on today's records (`mp.HardwareParams.from_records()`), so their TFLOP/s differ from
-# the table's. The cell below asserts where the gap comes from. First, on the frozen inputs the old
-# schedule gives the table's S = 2 and S = 4 again. Second, today's S = 4 over the frozen S = 4
-# equals, to 0.01, the ratio of the SM clocks the two wgmma records read. The inputs moved, not the
-# model, so §2 sets the GPU beside the frozen table.
+# same model on today's records (`mp.HardwareParams.from_records()`). So their TFLOP/s differ from
+# the table's. The cell below asserts where the gap comes from. First, on the frozen inputs, the
+# old schedule gives the table's S = 2 and S = 4 again. Second, today's S = 4 over the frozen S = 4
+# equals the ratio of the two wgmma records' SM clocks, to 0.01. The inputs moved, not the model.
+# So §2 sets the GPU beside the frozen table.
 
 # %% output varies
 hw = mp.HardwareParams.from_records()        # today's records: used for the fits of section 4 too

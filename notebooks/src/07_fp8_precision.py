@@ -86,11 +86,11 @@ notebook.require(worst["max_err"] <= worst["tol"], "every element stays inside i
 # %% [markdown]
 # ## 4. Speed: against cuBLASLt and against FP16
 #
-# One GPU run timed four GEMMs: our top rung in FP8 and in FP16, cuBLAS FP16, and cuBLASLt FP8.
-# cuBLASLt ran through `torch._scaled_mm` with
-# [fast accumulation](../docs/glossary.md#fast-accumulation), which never promotes. A
-# [peak](../docs/glossary.md#peak) is the most FLOP per clock the Tensor Cores can do. FP8's dense
-# peak is twice FP16's. A ratio of two GEMMs timed in one run needs no clock, so 2× is a **ceiling**. The [seed article](../docs/glossary.md#seed-article), the public
+# One GPU run timed four GEMMs: our top rung in FP8 and in FP16, cuBLAS FP16, and cuBLASLt FP8,
+# through `torch._scaled_mm` with [fast accumulation](../docs/glossary.md#fast-accumulation),
+# which never promotes. A [peak](../docs/glossary.md#peak) is the most FLOP per clock the Tensor
+# Cores can do. FP8's dense peak is twice FP16's. A ratio of two GEMMs timed in one run needs no
+# clock, so 2× is a **ceiling**. The [seed article](../docs/glossary.md#seed-article), the public
 # worklog this course checks, says "1.5–2×".
 #
 # **Predict before you run.** Will our FP8 rung reach 2× our FP16 rung at 8192³, or stop near the
@@ -100,11 +100,11 @@ notebook.require(worst["max_err"] <= worst["tol"], "every element stays inside i
 print(fp8.speed_table(res), end="\n\n")   # notebook.how(fp8.speed_table) prints its code
 tf = {r["kernel"]: r["tflops"] for r in res["table"] if r["size"] == 8192 and "tflops" in r}   # TFLOP/s at 8192³, by kernel
 ours8 = tf[fp8.fp8_config().label()]                               # our FP8 top rung
-ours16 = tf[W.TOP_RUNG.make("float16").label()]                    # our FP16 top rung, timed in the same run
+ours16 = tf[W.TOP_RUNG.make("float16").label()]                    # our FP16 top rung, same run
 lt8, cb16 = tf["cuBLASLt fp8 fast_accum=True"], tf["cuBLAS fp16"]  # cuBLASLt FP8 (fast accumulation), cuBLAS FP16
-print("ours FP8 / FP16     ", notebook.ratio(ours8, ours16, "TFLOP/s"))   # against the 2× ceiling
-print("cuBLAS FP8 / FP16   ", notebook.ratio(lt8, cb16, "TFLOP/s"))       # the same ceiling, cuBLAS's pair
-print("FP8 ours / cuBLASLt ", notebook.ratio(ours8, lt8, "TFLOP/s"))
+print("ours FP8 / ours FP16      ", notebook.ratio(ours8, ours16, "TFLOP/s"))   # against the 2× ceiling
+print("cuBLASLt FP8 / cuBLAS FP16", notebook.ratio(lt8, cb16, "TFLOP/s"))       # the same ceiling, cuBLAS's pair
+print("ours FP8 / cuBLASLt FP8   ", notebook.ratio(ours8, lt8, "TFLOP/s"))
 
 # %% check
 notebook.require(1.96 <= ours8 / ours16 <= 2.02 and 1.96 <= lt8 / cb16 <= 2.02,
@@ -142,8 +142,7 @@ print("FP8 wgmma     ", fp8.tc_dot(products))
 #
 # fp32 keeps 23 places, so 1/16 fits there. This is [swamping](../docs/glossary.md#swamping): a
 # product below the adder's last kept place vanishes. With the sum's leading 1 at 2^e and f = 13
-# fraction bits, that place is 2^(e − 13): beside 1024, 2^-3. A product more than 2^13 times
-# smaller is lost.
+# fraction bits, that place is 2^(e − 13). A product more than 2^13 times smaller is lost.
 #
 # Going further: [07b §4](07b_fp8_accumulator.ipynb) — the places each adder keeps, drawn.
 #
@@ -160,7 +159,7 @@ print("FP8 wgmma     ", fp8.tc_dot(products))
 # %% output answers a prediction
 fig = fp8.plot_accumulation(res, record=rec)
 plt.show()
-measured = res["experiment"]["rows"]                                  # measured: one row per K and promotion interval
+measured = res["experiment"]["rows"]                                  # one row per K and promotion interval
 pred = fp8.predict_swamp(ks=tuple(sorted({r["k"] for r in measured})))    # the 13-bit model's median errors, frozen first
 gap = max(abs(r["swamp_median_rel_err"] / pred[r["promote"]][r["k"]] - 1) for r in measured)   # worst measured / model − 1
 _ = notebook.verdict(gap < 0.05, f"The prediction is within {gap:.1%} of every measured median.",
@@ -171,8 +170,8 @@ print(fp8.accumulator_table(res, verdict=False)[1])   # notebook.how(fp8.accumul
 err = {r["promote"]: r["swamp_median_rel_err"] for r in measured if r["k"] == 16384}   # median |C − ref| / |ref|, by interval
 every4 = fp8.fp8_config(promote=4).label()                           # promotion every 4 k-tiles, 128×128
 plain = every4.replace(" promote:4", "")                             # the same 128×128 build, unpromoted
-print("swamping error, K = 16384:", notebook.ratio(100 * err[0], 100 * err[4], "%", digits=0))   # none / every 4
-print("TFLOP/s kept at 8192³:    ", notebook.ratio(tf[every4], tf[plain], "TFLOP/s"))           # promoted / plain
+print("swamping error, K = 16384, none / every 4:", notebook.ratio(100 * err[0], 100 * err[4], "%", digits=0))
+print("TFLOP/s at 8192³, every 4 / unpromoted:  ", notebook.ratio(tf[every4], tf[plain], "TFLOP/s"))
 
 # %% check
 assert fp8.prediction_table(fp8.predict_swamp()) == fp8.ACC_PREDICTION, "the model no longer predicts the frozen table"

@@ -10,6 +10,9 @@ from typing import Iterable, Sequence
 from .ring import Span, kernel_empty_parity, kernel_full_parity
 
 
+#: Opacity of a span kind's bars in :func:`plot_timeline` (its legend swatch has the same).
+_ALPHA = {"tma": 0.8, "wait_full": 0.5, "wait_empty": 0.5, "release": 1.0}
+
 _STYLE = {  # kind: (colour, legend label)
     "tma": ("tab:orange", "TMA in flight"),
     "mma": ("tab:blue", "wgmma in flight (math)"),
@@ -94,7 +97,8 @@ def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
     warpgroup waits on the next stage while its wgmma still runs. ``spans``: :class:`Span`
     or plain 6-tuples (lane, kind, k, stage, start, end) in SM cycles, e.g. from the GPU trace.
     ``clock_mhz``: label the x axis in µs at that clock instead of cycles. ``record``: its label
-    goes into the title. Returns the Figure."""
+    goes into the title. The prologue's loads (k-tiles below the stage count) wait on nothing in
+    the kernel, so a zero-length wait on empty before one of them is not drawn. Returns the Figure."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
     spans = [Span._make(s) for s in spans]
@@ -108,19 +112,21 @@ def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
     for i, lane in enumerate(lanes):
         y = len(lanes) - 1 - i
         for s in (s for s in spans if s.lane == lane):
+            if s.kind == "wait_empty" and s.k < nstage and s.end == s.start:
+                continue                               # the prologue: the kernel loads without a wait
             colour = _STYLE.get(s.kind, ("tab:olive", s.kind))[0]
             x0, w = s.start * scale, (s.end - s.start) * scale
             if s.kind == "release":
                 ax.plot([x0, x0], [y - 0.4, y + 0.4], color=colour, lw=0.8)
             elif s.kind == "tma":
                 h = 0.8 / nstage
-                ax.broken_barh([(x0, w)], (y - 0.4 + max(s.stage, 0) * h, h * 0.9), color=colour, alpha=0.8)
+                ax.broken_barh([(x0, w)], (y - 0.4 + max(s.stage, 0) * h, h * 0.9), color=colour, alpha=_ALPHA["tma"])
             elif s.kind.startswith("wait"):           # waits in the lower half of the row...
-                ax.broken_barh([(x0, w)], (y - 0.4, 0.38), color=colour, alpha=0.5)
+                ax.broken_barh([(x0, w)], (y - 0.4, 0.38), color=colour, alpha=_ALPHA.get(s.kind, 0.5))
             else:                                      # ...work in the upper half (they overlap in time)
-                ax.broken_barh([(x0, w)], (y + 0.02, 0.38), color=colour, alpha=0.9)
+                ax.broken_barh([(x0, w)], (y + 0.02, 0.38), color=colour, alpha=_ALPHA.get(s.kind, 0.9))
     kinds = [k for k in _STYLE if any(s.kind == k for s in spans)]
-    ax.legend(handles=[Patch(color=_STYLE[k][0], label=_STYLE[k][1]) for k in kinds],
+    ax.legend(handles=[Patch(color=_STYLE[k][0], alpha=_ALPHA.get(k, 0.9), label=_STYLE[k][1]) for k in kinds],
               fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_yticks(range(len(lanes)), lanes[::-1], fontsize=8)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
