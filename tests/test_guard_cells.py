@@ -264,3 +264,32 @@ def test_the_why_cell_refuses_a_record_that_moved(ms, part, key, f, sentence):
     with pytest.raises(notebook.ClaimError, match=sentence):
         _why(_scaled(ms, part, key, f))
 
+
+# ---- chapter 05 §4: the goals, best ÷ cuBLAS -----------------------------------------------------------
+
+GOALS = "for size, goal in ((4096, 0.80), (8192, 0.90)):"
+
+
+def _goals(rec) -> dict:
+    from types import SimpleNamespace
+    from asynctc import pipeline as pl
+    stub = SimpleNamespace(plot_depth=lambda *a, **k: None, best_row=pl.best_row, cublas_row=pl.cublas_row)
+    plt = SimpleNamespace(show=lambda: None)                         # the figure itself: not a test's
+    return run(GOALS, {"rec": rec, "res": rec.results, "pl": stub, "plt": plt, "notebook": notebook})
+
+
+def test_the_goal_cells_verdicts_and_operands(capsys):
+    from asynctc import pipeline as pl
+    rec = records.load("pipeline")
+    _goals(rec)
+    out = capsys.readouterr().out.splitlines()
+    best, cub = pl.best_row(rec.results, "bfloat16", 8192, variants=True), pl.cublas_row(rec.results, "bfloat16", 8192)
+    assert out[0].startswith("4096³ best ÷ cuBLAS: float16 ") and out[0].endswith("; goal 0.80: reached.")
+    assert f"bfloat16 {notebook.ratio(best['tflops'], cub['tflops'])}; goal 0.90: reached." in out[1]
+    slow = copy.deepcopy(rec)
+    for r in slow.results["sweep"] + slow.results.get("variants", []):
+        if r["kernel"] == "pipeline" and r["size"] == 4096:
+            r["tflops"] *= 0.85                                      # a verdict, generated: it never raises
+    _goals(slow)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("goal 0.80: NOT reached.") and out[1].endswith("goal 0.90: reached.")
