@@ -209,3 +209,87 @@ def test_the_best_rung_cell_reads_the_record(capsys):
     assert ns["best"] == cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
     assert out.startswith(f"best configuration {ns['best']['tile']}: {best:.1f} / ")
     assert "× chapter 01, " in out and out.rstrip().endswith(f" = {ns['best']['tflops'] / ns['cb']:.2f} of cuBLAS")
+
+
+# ---- chapter 01 §5: why the number is what it is ---------------------------------------------------------
+
+WHY = "print(mma_sync.why_table(rec)"
+
+
+@pytest.fixture(scope="module")
+def ms():
+    return records.load("mma_sync")
+
+
+def _why(rec) -> dict:
+    """01 §5's cell and its check cell, after §4's 4096³ fp16 sweep figures (``ours``, ``cublas``)."""
+    from asynctc import mma_sync
+    at = {x.get("tile") or x["kernel"]: x["tflops"] for x in rec.results["sweep"]
+          if (x["size"], x["dtype"]) == (4096, "float16")}
+    return run(WHY, {"rec": rec, "mma_sync": mma_sync, "notebook": notebook,
+                     "ours": at[mma_sync.DEFAULT_TILE.name], "cublas": at["cuBLAS"]})
+
+
+def _scaled(rec, part: str, key, f: float):
+    """``rec`` with one ``ablation`` variant (``part`` "ablation", ``key`` its name) or one fp16
+    ``peak`` row (``part`` "peak", ``key`` (warps per CTA, CTAs per SM)) ``f`` times as fast."""
+    moved = copy.deepcopy(rec)
+    for x in moved.results[part]:
+        if (part == "ablation" and x["variant"] == key) or (
+                part == "peak" and x["dtype"] == "float16" and (x["warps_per_cta"], x["ctas_per_sm"]) == key):
+            x["tflops"] *= f
+    return moved
+
+
+def test_the_why_cell_holds_on_the_record(ms, capsys):
+    ns = _why(ms)
+    out = capsys.readouterr().out
+    abl = {x["variant"]: x["tflops"] for x in ms.results["ablation"]}
+    assert out.startswith("kernel ") and f"without the copy: {notebook.ratio(abl['no global→shared copy'], abl['full kernel'])}" in out
+    assert f"ceiling / peak at {ns['occ'][8]['sm_mhz']:.0f} MHz: {notebook.ratio(ns['ceil'], ns['peak'])}" in out
+    assert out.rstrip().endswith(f"ceiling, 8 → 32 warps/SM: {notebook.ratio(ns['occ'][32]['tflops'], ns['ceil'])}")
+    # the ceiling row the cell reads is the table's (chapter 01's ceiling_row at the default tile)
+    from asynctc import mma_sync
+    assert ns["ceil"] == mma_sync.ceiling_row(ms.results)["tflops"] and 0.6 < ns["ceil"] / ns["peak"] < 0.7
+
+
+@pytest.mark.parametrize("part,key,f,sentence", [
+    ("ablation", "full kernel", 1.05, "within 2 %"),
+    ("ablation", "no global→shared copy", 0.85, "about 1.6× as fast"),
+    ("peak", (4, 2), 0.85, "about 0.65 of the peak"),
+    ("peak", (8, 4), 1.10, "a few percent at most"),
+    ("ablation", "mma.sync + __syncthreads only", 1.20, "below the ceiling"),
+])
+def test_the_why_cell_refuses_a_record_that_moved(ms, part, key, f, sentence):
+    with pytest.raises(notebook.ClaimError, match=sentence):
+        _why(_scaled(ms, part, key, f))
+
+
+# ---- chapter 05 §4: the goals, best ÷ cuBLAS -----------------------------------------------------------
+
+GOALS = "for size, goal in ((4096, 0.80), (8192, 0.90)):"
+
+
+def _goals(rec) -> dict:
+    from types import SimpleNamespace
+    from asynctc import pipeline as pl
+    stub = SimpleNamespace(plot_depth=lambda *a, **k: None, best_row=pl.best_row, cublas_row=pl.cublas_row)
+    plt = SimpleNamespace(show=lambda: None)                         # the figure itself: not a test's
+    return run(GOALS, {"rec": rec, "res": rec.results, "pl": stub, "plt": plt, "notebook": notebook})
+
+
+def test_the_goal_cells_verdicts_and_operands(capsys):
+    from asynctc import pipeline as pl
+    rec = records.load("pipeline")
+    _goals(rec)
+    out = capsys.readouterr().out.splitlines()
+    best, cub = pl.best_row(rec.results, "bfloat16", 8192, variants=True), pl.cublas_row(rec.results, "bfloat16", 8192)
+    assert out[0].startswith("4096³ best ÷ cuBLAS: float16 ") and out[0].endswith("; goal 0.80: reached.")
+    assert f"bfloat16 {notebook.ratio(best['tflops'], cub['tflops'])}; goal 0.90: reached." in out[1]
+    slow = copy.deepcopy(rec)
+    for r in slow.results["sweep"] + slow.results.get("variants", []):
+        if r["kernel"] == "pipeline" and r["size"] == 4096:
+            r["tflops"] *= 0.85                                      # a verdict, generated: it never raises
+    _goals(slow)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("goal 0.80: NOT reached.") and out[1].endswith("goal 0.90: reached.")

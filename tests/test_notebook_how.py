@@ -6,9 +6,14 @@ from asynctc.mma_sync import lesson
 
 
 def test_how_shows_a_guarded_helper_whole():
-    code = notebook.how(lesson.show_why)           # @notebook.guards wraps it: the source is the helper's
-    assert code.data.startswith("# asynctc.mma_sync.lesson.show_why\n")
-    assert "def show_why(" in code.data and "notebook.require(" in code.data
+    code = notebook.how(notebook.require)          # @notebook.guards marks it: the source is the helper's
+    assert code.data.startswith("# asynctc.core.notebook.require\n")
+    assert "def require(" in code.data and "raise ClaimError(" in code.data
+
+
+def test_how_shows_a_table_helper():
+    code = notebook.how(lesson.why_table)
+    assert code.data.startswith("# asynctc.mma_sync.lesson.why_table\n") and "why_rows(rec, tile)" in code.data
 
 
 def test_how_refuses_what_has_no_source():

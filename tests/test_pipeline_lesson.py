@@ -54,7 +54,6 @@ def rec():
 
 def test_helpers_hold_on_the_record(rec, capsys):
     res = rec.results
-    P.show_goals(res)
     w = P.show_widths(res)
     assert w["best"][256] > w["best"][128]
     ring = mp.simulate(4, 1, 2, 64)

@@ -25,8 +25,8 @@ mma_sync.launcher``):
   :func:`vs_cublas_lines` (never plots). A test that shrinks the suite patches those constants on
   ``asynctc.mma_sync.suite``.
 * ``figures.py`` — :func:`plot_vs_cublas`, :func:`plot_tile_hierarchy` (never measure).
-* ``lesson.py`` — the notebook's tables and the guards of its prose: :func:`show_why`
-  (:func:`~asynctc.core.notebook.guards`), :func:`why_rows`.
+* ``lesson.py`` — the notebook's §5 table: :func:`why_rows`, :func:`why_table` (the cells compute
+  and guard §5's numbers themselves).
 * ``exercises.py`` — the chapter's auto-checked exercises (registered on import).
 * ``two_rows.py`` — the code exercise ``ch01.two_rows`` (a numba kernel, two rows of C per thread,
   run in numba's simulator without a GPU) and its judge (registered on import).
@@ -47,7 +47,7 @@ from .launch import (  # noqa: F401
     check_tiles, compile_mma_sync, compile_mma_sync_ablation, launcher, mma_sync_gemm, run_gemm,
     verify_mma_sync)
 from .figures import plot_tile_hierarchy, plot_vs_cublas  # noqa: F401
-from .lesson import show_why, why_rows  # noqa: F401
+from .lesson import why_rows, why_table  # noqa: F401
 from .peak import (  # noqa: F401
     PEAK_CHAINS, PEAK_ITERS, MmaSyncPeak, clock_record_mhz, compile_mma_sync_peak)
 from .suite import (  # noqa: F401

@@ -11,7 +11,7 @@ from ..core.notebook import require
 from ..models import pipeline as mp
 from .design import FIT_ON, design, fitted_cap
 from .figures import flat_from, ktile_waits   # data helpers of the figures module (they do not plot)
-from .results import best_by_width, best_tflops_by_width, depth_sweep, of_cublas, resident_by_depth
+from .results import best_by_width, best_tflops_by_width, depth_sweep, resident_by_depth
 from .config import PipelineConfig
 
 
@@ -88,23 +88,6 @@ def smem_share(bn: int, bm: int = 128, bk: int = 64, smem_bytes_per_clk: int = 1
     moved = 2 * (bm + bn) * bk * 2
     clocks = 2 * bm * bn * bk / flop_per_clk
     return moved / clocks / smem_bytes_per_clk
-
-
-def show_goals(results: dict, goals=((4096, 0.80), (8192, 0.90))) -> dict:
-    """Print the best variant ÷ cuBLAS per size and dtype against the chapter's goal, each ratio with
-    its operands (the record's ``sweep`` and ``variants`` rows, TFLOP/s); the verdict sentence is
-    generated from the record (no fixed claim to guard). Returns {size: {dtype: ratio}}."""
-    from ..core import notebook
-    from .results import best_row, cublas_row
-    out = {}
-    for size, goal in goals:
-        got = out[size] = of_cublas(results, size)
-        head = f"{size}³, best ÷ cuBLAS in this run (TFLOP/s): " + ", ".join(
-            f"{name} " + notebook.ratio(best_row(results, dt, size, variants=True)["tflops"],
-                                        cublas_row(results, dt, size)["tflops"])
-            for dt, name in (("float16", "fp16"), ("bfloat16", "bf16"))) + f"; goal {goal:.2f}"
-        notebook.verdict(min(got.values()) >= goal, f"{head}: reached.", f"{head}: NOT reached.")
-    return out
 
 
 def show_widths(results: dict) -> dict:

@@ -181,30 +181,49 @@ _ = notebook.verdict(frac >= 0.5, f"{head}: the goal, 0.50, reached.", f"{head}:
 # %% [markdown]
 # ## 5. Why the number is what it is
 #
-# The table below takes the kernel apart at 4096³. Each row removes work, so it is only timed, not
-# checked. Two limits show.
+# The table below takes the kernel apart at 4096³. Each **ablation** row removes work, so it is
+# only timed, not checked. Two limits show.
 #
 # * **The warps stall on their own copy.** Removing the global → shared copy gains the most. Each
 #   operand byte crosses the SM's shared-memory data path three times: into registers, into shared
 #   memory, out through `ldmatrix`. The warps wait for it at `__syncthreads`.
-# * **`mma.sync` has its own cap.** With no memory traffic at all, it reaches about 0.65 of the
-#   [peak](../docs/glossary.md#peak), SMs × 4096 FLOP per clock. More warps barely help. Four
-#   times the ceiling row's warps per SM gain a few percent at most: the last line. NVIDIA does
-#   not say where the cap comes from. The full rate needs `wgmma` (chapter 04).
-#
-# The peak here uses the ceiling kernel's own SM clock, read [in the kernel](../docs/glossary.md#in-kernel):
-# by the kernel itself, as it runs. **Derive it:** the cell divides two `ablation` rows itself (an
-# ablation: the kernel run with one piece of its work removed).
-# `show_why` does the same for every row.
+# * **`mma.sync` has its own cap.** With no memory traffic, it reaches about 0.65 of the
+#   [peak](../docs/glossary.md#peak), SMs × 4096 FLOP per clock at its own SM clock, read
+#   [in the kernel](../docs/glossary.md#in-kernel). Four times the ceiling row's warps per SM gain
+#   a few percent at most. NVIDIA does not say where the cap comes from. The full rate needs
+#   `wgmma` (chapter 04).
 
 # %% output answers a prediction
+print(mma_sync.why_table(rec), end="\n\n")   # notebook.how(mma_sync.why_table) prints its code
 abl = {r["variant"]: r["tflops"] for r in rec.results["ablation"]}     # 4096³ fp16, TFLOP/s
-print("copy's gain:", notebook.ratio(abl["no global→shared copy"], abl["full kernel"], "TFLOP/s"), "\n")
-mma_sync.show_why(rec, mma_sync.DEFAULT_TILE)   # notebook.how(mma_sync.show_why) prints its code
+full, no_copy, no_ldsm = abl["full kernel"], abl["no global→shared copy"], abl["no ldmatrix"]
+occ = {r["warps_per_cta"] * r["ctas_per_sm"]: r for r in rec.results["peak"] if r["dtype"] == "float16"}
+w, most = mma_sync.DEFAULT_TILE.warps * mma_sync.DEFAULT_TILE.min_blocks, max(occ)
+ceil, peak = occ[w]["tflops"], mma_sync.peak_tflops(rec.provenance["sm_count"], occ[w]["sm_mhz"])
+print(f"§4's sweep → ablation: ours {ours:.0f} → {full:.0f}, cuBLAS {cublas:.0f} → {abl['cuBLAS']:.0f}")
+print("without the copy:", notebook.ratio(no_copy, full) + f"; ceiling / peak at {occ[w]['sm_mhz']:.0f} MHz:", notebook.ratio(ceil, peak))
+print(f"ceiling, {w} → {most} warps/SM:", notebook.ratio(occ[most]["tflops"], ceil))
+
+# %% check
+skeleton = abl["mma.sync + __syncthreads only"]
+notebook.require(abs(full / ours - 1) <= 0.02 and abs(abl["cuBLAS"] / cublas - 1) <= 0.02,
+                 "§4's sweep and §5's ablation time the same kernels within 2 %",
+                 sweep=ours, ablation=full, cublas_sweep=cublas, cublas_ablation=abl["cuBLAS"])
+notebook.require(1.45 <= no_copy / full <= 1.75 and no_copy > no_ldsm,
+                 "without the copy the kernel is about 1.6× as fast, the largest single gain",
+                 full=full, no_copy=no_copy, no_ldmatrix=no_ldsm)
+notebook.require(0.58 <= ceil / peak <= 0.72, "mma.sync alone reaches about 0.65 of the peak",
+                 ceiling=ceil, peak=peak)
+notebook.require(most >= 4 * w and 0.99 <= occ[most]["tflops"] / ceil <= 1.05,
+                 f"{most // w}× the table's warps per SM gain a few percent at most",
+                 by_warps_per_sm=str({k: r["tflops"] for k, r in occ.items()}))
+notebook.require(skeleton < ceil and full < skeleton,
+                 "mma.sync + barriers is below the ceiling, our GEMM below both",
+                 skeleton=skeleton, ceiling=ceil, ours=full)
 
 # %% [markdown]
-# **So:** the warps idle through every load (the table's first rows). Chapter 02 lets the
-# copy run while the warps compute. Chapter 03 takes it from the threads, and 04 removes
+# **So:** the warps idle through every load. Chapter 02 lets the copy run while the warps
+# compute. Chapter 03 takes it from the threads, and 04 removes
 # `ldmatrix`. Going further: [01b §4](01b_synchronous_anatomy.ipynb) times every variant.
 
 # %% [markdown]
