@@ -105,15 +105,26 @@ def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
     assert "setmaxnreg (rung 3)" in out and "TMA-store epilogue" in out
     assert "% of a tile\n" in out
     assert "the TMA store alone (ws_store_ablation): rung 3 + TMA store / rung 3 = " in out
+    # 06 §3's visible division: its operands, and the arithmetic of "rung 3 is back at rung 1"
+    assert "rung 3 / rung 1 = 1.16 × 0.85 = 0.99" in out
+    assert "4096³ float16 : biggest steps rungs 3 (× 1.16) and 7 (× 1.08)" in out
 
 
-@pytest.mark.parametrize("rung,f", [(3, 1.05),      # the split alone bought 5 %
-                                    (2, 1.15),      # half the tile, as fast as chapter 05's
-                                    (6, 1.03),      # clusters moved something
-                                    (7, 0.95)])     # the TMA store no longer the biggest step
-def test_the_ladder_cell_refuses_a_record_that_moved(ladder, rung, f):
-    with pytest.raises(notebook.ClaimError):
-        _run("W.show_ladder_steps(res", _scaled(ladder, rung, f))
+@pytest.mark.parametrize("rungs,f,size,field,sentence", [
+    ((2,), 1.15, None, "tflops", "rung 3 is the biggest step"),     # half the tile, as fast as chapter 05's
+    ((1,), 1.05, None, "tflops", "rung 2 lost about 15 %"),         # chapter 05's kernel 5 % faster
+    ((1,), 0.95, None, "tflops", "rung 3 is back at rung 1"),       # the split alone bought 5 %
+    ((7, 8), 0.97, 4096, "tflops", "rung 7: \\+8 %"),              # the TMA store gains only 5 % at 4096³
+    ((8,), 0.98, None, "of_cublas", "rung 8 runs at cuBLAS's speed"),  # cuBLAS 2 % faster in the same run
+    ((4,), 1.02, None, "tflops", "Rungs 4 and 6 moved less"),       # the sweep found 2 % (the helper's guard)
+    ((7,), 0.95, None, "tflops", "Rung 7 gains 4 % at 8192³")])     # the TMA store gains nothing at 8192³ (the helper's)
+def test_the_ladder_cell_refuses_a_record_that_moved(ladder, rungs, f, size, field, sentence):
+    res = copy.deepcopy(ladder)
+    for r in res["ladder"]:
+        if r["rung"] in rungs and size in (None, r["size"]):
+            r[field] *= f
+    with pytest.raises(notebook.ClaimError, match=sentence):
+        _run("W.show_ladder_steps(res", res)
 
 
 class _Records:

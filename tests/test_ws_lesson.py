@@ -26,8 +26,7 @@ def test_the_ladder_table_holds_on_the_record(res, capsys):
     W.show_ladder_steps(res)
     out = capsys.readouterr().out
     assert all(f"\n{n:>4}  {lesson.ADDS[n]}" in out for n in range(1, 9))
-    assert re.search(r"\n  rung 7: \d+\.\d / \d+\.\d = 1\.08\n", out)     # each step with its operands (notebook.ratio)
-    assert "rung 3 / rung 1 = (rung 3 / rung 2) × (rung 2 / rung 1) = 1.16 × 0.85 = 0.99" in out
+    assert "rung 3 / rung 1" not in out          # 06 §3's visible cell divides the steps the answer reads
 
 
 def _scale(res, rung, factor):
@@ -39,12 +38,12 @@ def _scale(res, rung, factor):
     return flipped
 
 
-@pytest.mark.parametrize("rung,factor", [(7, 1 / 1.06),   # the TMA store gains next to nothing
-                                         (2, 1.10),       # the split costs nothing
+@pytest.mark.parametrize("rung,factor", [(7, 1 / 1.06),   # the TMA store gains next to nothing at 8192³
                                          (5, 1.06),       # the persistent grid gains 6-9 %
                                          (8, 0.97),       # rung 8 falls back
                                          (5, 0.985),      # the persistent grid gains nothing at 4096³
-                                         (7, 1.03)])      # the TMA store gains more than the prose says
+                                         (6, 1.03),       # clusters moved something
+                                         (7, 1.03)])      # the TMA store gains more than 6 % at 8192³
 def test_the_ladder_sentences_fail_when_a_rung_moves(res, rung, factor):
     with pytest.raises(ClaimError, match="this record does not support the sentence"):
         W.show_ladder_steps(_scale(res, rung, factor))

@@ -207,6 +207,9 @@ def entry(chapter: str) -> str:
         gain = now.of_cublas / prev.of_cublas
         require(gain > 1, f"chapter {chapter}'s change gained", were=prev.of_cublas, now=now.of_cublas)
         were, measured = _were(prev), f"{_fmt(now)}, {gain:.2f}× chapter {prev.chapter}'s share of cuBLAS"
+        if chapter == "04":                        # 04 times nothing: its row is chapter 05's sweep at S = 1
+            measured += (f" (chapter 05 §4's depth sweep, record {now.record}: its "
+                         f"{now.config['tile'].replace('x', '×')} row)")
     parts = [("we were at", were), ("we suspected", suspect), ("we changed", change),
              ("we measured", measured), ("next", nxt)]
     lines = [textwrap.fill(t, 100, initial_indent=f"  {k:<14}", subsequent_indent=" " * 16) for k, t in parts]

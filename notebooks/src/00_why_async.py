@@ -30,8 +30,8 @@
 # **Where this leads.** The rest of the course makes the operand copy run *while* the Tensor Cores
 # compute. Copies become asynchronous: cp.async, then [TMA](../docs/glossary.md#tma), a tile-copy
 # engine. Math becomes asynchronous: [wgmma](../docs/glossary.md#wgmma), Tensor Core math on shared
-# memory, then tcgen05. Last comes [warp specialization](../docs/glossary.md#warp-specialization):
-# some warps copy, others compute.
+# memory, then tcgen05, Blackwell's Tensor Core instructions (chapter 09). Last comes
+# [warp specialization](../docs/glossary.md#warp-specialization): some warps copy, others compute.
 #
 # The [seed article](../docs/glossary.md#seed-article), a public worklog on this subject, set this course's
 # outline; chapter 10 checks its claims.

@@ -171,18 +171,6 @@ print(f"best configuration {best['tile']}: {notebook.ratio(best['tflops'], base,
 # 2 × 128 × 128 × BK FLOP: 2.1 M with BK = 64, 1.0 M with BK = 32. BK = 32 waits 128 times for the
 # same math: note 2 below reads what that costs in the table.</details>
 
-# %% answer [markdown]
-# **What moved, and why.** The table numbers three rows:
-#
-# 1. **BK = 64, one stage.** Each CTA copies, waits, then computes. Only the SM's second CTA
-#    (`/2cta`) computes in the meantime. Chapter 01 also paid a register hop (`LDG`, `STS`).
-#
-# 2. **BK = 32, one stage.** Its k-tiles are half as deep, so it waits as often again for the
-#    same math. A ring in flight helps it most.
-#
-# 3. **BK = 64, four stages.** The ring is so large that only one CTA fits on an SM. No second
-#    CTA covers its waits.
-
 # %% output answers a prediction
 print(cp_async.stage_table_text(rec.results, "float16", 4096))   # notebook.how(cp_async.stage_table_text) prints its code
 tf = {(r["bk"], r["stages"]): r["tflops"] for r in rows}        # TFLOP/s by (BK, stages), this run; base: chapter 01's
@@ -209,6 +197,18 @@ notebook.require("/2cta" not in tile[64, 4] and tf[64, 4] < 0.95 * two3,
                  "3. four 64-deep stages run one CTA per SM and lose to two or three", four_stages=tf[64, 4], two3=two3)
 notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "BK = 32 gains the most from a ring",
                  gain32=ring[32] / tf[32, 1], gain64=ring[64] / tf[64, 1])
+
+# %% answer [markdown]
+# **What moved, and why.** The table numbers three rows:
+#
+# 1. **BK = 64, one stage.** Each CTA copies, waits, then computes. Only the SM's second CTA
+#    (`/2cta`) computes in the meantime. Chapter 01 also paid a register hop (`LDG`, `STS`).
+#
+# 2. **BK = 32, one stage.** Its k-tiles are half as deep, so it waits as often again for the
+#    same math. A ring in flight helps it most.
+#
+# 3. **BK = 64, four stages.** The ring is so large that only one CTA fits on an SM. No second
+#    CTA covers its waits.
 
 # %% [markdown]
 # Going further: [02b §2–§4](02b_cp_async_microbenchmark.ipynb) models this table and asks why
