@@ -379,7 +379,7 @@ MISTAKES += [
 #: kernel's loop body without `broken`, and each classic mistake made in it. Its right loops and
 #: their notes: tests/test_consumer_loop.py.
 _LOOP = CONSUMER_LOOP
-_WAIT, _RELEASE = "full.wait(pos.stage, pos.phase, wg, k);\n", "if (k > 0 && elected) release(empty[prev]);\n"
+_WAIT, _RELEASE = "full.wait(pos.stage, pos.phase, wg, k);\n", "if (k > 0 && elected) empty.arrive(prev);\n"
 MISTAKES += [
     ("ch06.consumer_loop", _LOOP.replace(_WAIT, ""), "with no wait on full[0] before them"),
     ("ch06.consumer_loop", _LOOP.replace("full.wait(", "empty.wait("),
@@ -393,7 +393,7 @@ MISTAKES += [
      "ring model with your parities: a deadlock at k-tile 4"),
     ("ch06.consumer_loop", _LOOP.replace("empty[prev]", "empty[pos.stage]"),
      "That is this k-tile's own stage: wgmma_wait_group<1>() leaves its group in flight"),
-    ("ch06.consumer_loop", _LOOP.replace(_RELEASE, "if (elected) release(empty[pos.stage]);\n"),   # fails at k = 0
+    ("ch06.consumer_loop", _LOOP.replace(_RELEASE, "if (elected) empty.arrive(pos.stage);\n"),   # fails at k = 0
      "the producer may refill stage 0 while those wgmmas still read it"),
     ("ch06.consumer_loop", _LOOP.replace("wgmma_wait_group<1>();\nfence_accumulators(acc);\n" + _RELEASE,
                                          _RELEASE + "wgmma_wait_group<1>();\nfence_accumulators(acc);\n"),
