@@ -99,7 +99,7 @@ mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
           wgmma_desc_advance(db0, pos.stage * kStageBytes));
 wgmma_wait_group<1>();
 fence_accumulators(acc);
-if (k > 0 && elected) release(empty[prev]);
+if (k > 0 && elected) empty.arrive(prev);
 prev = pos.stage;
 pos.advance();
 """

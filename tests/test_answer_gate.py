@@ -93,7 +93,7 @@ def test_run_all_in_a_learner_notebook_holds_the_answer_back(tmp_path, monkeypat
 
 #: Lines that, together in one stored output, are deep dive 06e's exercise answered (rung 3's
 #: consumer k-loop: the bounded wait, one group left in flight, the previous k-tile's release).
-CONSUMER_LOOP_ANSWER = ("full.wait(pos.stage, pos.phase", "wgmma_wait_group<1>();", "release(empty[prev]);")
+CONSUMER_LOOP_ANSWER = ("full.wait(pos.stage, pos.phase", "wgmma_wait_group<1>();", "empty.arrive(prev);")
 
 
 @pytest.mark.parametrize("nb_path", sorted((ROOT / "notebooks").glob("[0-9][0-9]*.ipynb")), ids=lambda p: p.stem)

@@ -126,7 +126,7 @@ STEP = """if (producer && r + STAGES < T) {
 LOOP = """full.wait(pos.stage, pos.phase, wg, k);
 mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes), wgmma_desc_advance(db0, pos.stage * kStageBytes));
 wgmma_wait_group<1>();
-if (k > 0 && elected) release(empty[prev]);
+if (k > 0 && elected) empty.arrive(prev);
 prev = pos.stage;
 pos.advance();
 """

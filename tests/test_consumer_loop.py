@@ -42,19 +42,19 @@ def test_the_kernels_own_loop_is_right_instruction_for_instruction(capsys):
     (CL.kernel_body().replace("prev = pos.stage;", "__syncwarp();\nprev = pos.stage;"),
      ["1 of its", "differs from the kernel's (1 extra NOP (does nothing; one issue slot))"]),
     (PLAIN.replace("k > 0 && elected", "elected && k > 0"), ["correct"]),
-    (PLAIN.replace("release(empty[prev])", "empty.arrive(prev)"), ["correct"]),
+    (PLAIN.replace("empty.arrive(prev)", "empty.arrive(prev + 0)"), ["correct"]),
     (PLAIN.replace("pos.advance();", "if (++pos.stage == STAGES) { pos.stage = 0; pos.phase ^= 1u; }"),
      ["correct"]),
     ("const int s = pos.stage;\nif (!full.wait(s, pos.phase, wg, k)) broken = true;\n"
      "mma_ktile(acc, wgmma_desc_advance(da0, s * kStageBytes), wgmma_desc_advance(db0, s * kStageBytes));\n"
-     "wgmma_wait_group<1>();\nif (elected && k) release(empty[prev]);\nprev = s;\npos.advance();\n",
+     "wgmma_wait_group<1>();\nif (elected && k) empty.arrive(prev);\nprev = s;\npos.advance();\n",
      ["fence_accumulators may go (only chapter 07's promote needs it)"]),
     (PLAIN.replace("fence_accumulators(acc);\n", ""), ["fence_accumulators may go", "promote"]),
     (PLAIN.replace("<1>", "<0>"), ["the loop is right; <0> is not the fastest form (06 §1, after the capstone, "
                                    "says why)"]),
     # wait_group 0 and the k-tile's own stage released in the loop (not the last: the kernel does)
-    (PLAIN.replace("<1>", "<0>").replace("if (k > 0 && elected) release(empty[prev]);",
-                                        "if (elected && k + 1 < T) release(empty[pos.stage]);"),
+    (PLAIN.replace("<1>", "<0>").replace("if (k > 0 && elected) empty.arrive(prev);",
+                                        "if (elected && k + 1 < T) empty.arrive(pos.stage);"),
      ["<0> is not the fastest form"]),
 ])
 def test_right_loops_are_accepted_with_their_notes(capsys, body, words):
@@ -139,7 +139,7 @@ def test_the_reader_names_the_line_it_cannot_follow():
     with pytest.raises(L.ReadError, match=r"^line 2: wgmma_wait_group<1> names the function without calling it"):
         L.run(L.parse("pos.advance();\nwgmma_wait_group<1>;\n"), stages=4, k_tiles=1, tiles=1, stage_bytes=1)
     with pytest.raises(L.ReadError, match=r"^line 1: stage 7 is outside the ring"):
-        L.run(L.parse("release(empty[prev + 7]);"), stages=4, k_tiles=1, tiles=1, stage_bytes=1)
+        L.run(L.parse("empty.arrive(prev + 7);"), stages=4, k_tiles=1, tiles=1, stage_bytes=1)
     with pytest.raises(L.ReadError, match=r"k is the kernel's"):
         L.run(L.parse("k = 2;"), stages=4, k_tiles=1, tiles=1, stage_bytes=1)
 
@@ -188,8 +188,8 @@ def test_an_unclosed_brace_is_named_not_a_nul_byte():
 
 
 @pytest.mark.parametrize("body, symptom, fix", [
-    (PLAIN.replace("empty[prev]", "empty[pos.stage]"),
-     "the producer may refill stage 1 while those wgmmas still read it", "empty[prev], after wgmma_wait_group<1>()"),
+    (PLAIN.replace("empty.arrive(prev)", "empty.arrive(pos.stage)"),
+     "the producer may refill stage 1 while those wgmmas still read it", "empty.arrive(prev), after wgmma_wait_group<1>()"),
     (PLAIN.replace("k > 0 && elected", "elected"), "At k = 0 prev is still 0", "release only when k > 0"),
     (PLAIN.replace("prev = pos.stage;", ""), "prev is never set", "Remember this k-tile's stage in prev"),
 ])

@@ -129,7 +129,7 @@ full.wait(pos.stage, pos.phase, wg, k);
 mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
           wgmma_desc_advance(db0, pos.stage * kStageBytes));
 wgmma_wait_group<1>();
-if (k > 0 && elected) release(empty[prev]);
+if (k > 0 && elected) empty.arrive(prev);
 prev = pos.stage;
 pos.advance();
 """
@@ -147,7 +147,7 @@ def test_a_right_producer_step_and_consumer_loop_drive_the_ring_and_pass(stages)
 
 @pytest.mark.parametrize("kw, piece, words", [
     (dict(consumer_loop=LOOP.replace("pos.phase, wg", "pos.phase ^ 1u, wg")), "consumer_loop", "race"),
-    (dict(consumer_loop=LOOP.replace("if (k > 0 && elected) release(empty[prev]);", "")),
+    (dict(consumer_loop=LOOP.replace("if (k > 0 && elected) empty.arrive(prev);", "")),
      "consumer_loop", "deadlock"),
     (dict(producer_step=STEP.replace("rs, rp,", "rs, rp ^ 1u,")), "producer_step", "deadlock"),
     (dict(producer_step=STEP.replace("if (empty.wait(rs, rp, wg, r + STAGES))", "")), "producer_step",

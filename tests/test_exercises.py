@@ -379,7 +379,7 @@ MISTAKES += [
 #: kernel's loop body without `broken`, and each classic mistake made in it. Its right loops and
 #: their notes: tests/test_consumer_loop.py.
 _LOOP = CONSUMER_LOOP
-_WAIT, _RELEASE = "full.wait(pos.stage, pos.phase, wg, k);\n", "if (k > 0 && elected) release(empty[prev]);\n"
+_WAIT, _RELEASE = "full.wait(pos.stage, pos.phase, wg, k);\n", "if (k > 0 && elected) empty.arrive(prev);\n"
 MISTAKES += [
     ("ch06.consumer_loop", _LOOP.replace(_WAIT, ""), "with no wait on full[0] before them"),
     ("ch06.consumer_loop", _LOOP.replace("full.wait(", "empty.wait("),
@@ -391,9 +391,9 @@ MISTAKES += [
      "ring model with your parities: a race at k-tile 0"),
     ("ch06.consumer_loop", _LOOP.replace("pos.phase, wg", "0, wg"),
      "ring model with your parities: a deadlock at k-tile 4"),
-    ("ch06.consumer_loop", _LOOP.replace("empty[prev]", "empty[pos.stage]"),
+    ("ch06.consumer_loop", _LOOP.replace("empty.arrive(prev)", "empty.arrive(pos.stage)"),
      "That is this k-tile's own stage: wgmma_wait_group<1>() leaves its group in flight"),
-    ("ch06.consumer_loop", _LOOP.replace(_RELEASE, "if (elected) release(empty[pos.stage]);\n"),   # fails at k = 0
+    ("ch06.consumer_loop", _LOOP.replace(_RELEASE, "if (elected) empty.arrive(pos.stage);\n"),   # fails at k = 0
      "the producer may refill stage 0 while those wgmmas still read it"),
     ("ch06.consumer_loop", _LOOP.replace("wgmma_wait_group<1>();\nfence_accumulators(acc);\n" + _RELEASE,
                                          _RELEASE + "wgmma_wait_group<1>();\nfence_accumulators(acc);\n"),
@@ -412,9 +412,9 @@ MISTAKES += [
     ("ch06.consumer_loop", _LOOP.replace("* kStageBytes", "* STAGE_BYTES"),
      'identifier "STAGE_BYTES" is undefined (in scope and close: kStageBytes)'),
     ("ch06.consumer_loop", _LOOP.replace("prev = pos.stage;", "x = pos.stage;"),
-     'identifier "x" is undefined (the names in scope: full.wait, empty, release, prev'),
+     'identifier "x" is undefined (the names in scope: full.wait, empty, empty.arrive, prev'),
     ("ch06.consumer_loop", _LOOP.replace("k > 0 && elected", "elected"), "At k = 0 prev is still 0, so the release lands on stage 0"),
-    ("ch06.consumer_loop", _LOOP.replace("empty[prev]", "full[prev]"), "your release arrives on full[0]"),
+    ("ch06.consumer_loop", _LOOP.replace("empty.arrive(prev)", "full.arrive(prev)"), "your release arrives on full[0]"),
     ("ch06.consumer_loop", _LOOP.replace("<1>", "<2>"), "wgmma_wait_group<2>() leaves k-tile k − 1's group"),
     ("ch06.consumer_loop", _LOOP.replace("wgmma_wait_group<1>();\n", ""), "no wgmma.wait_group retired it"),
     ("ch06.consumer_loop", _LOOP.replace("prev = pos.stage;\npos.advance();", "pos.advance();\nprev = pos.stage;"),

@@ -236,7 +236,7 @@ LISTINGS = {
     # deep dive 06e §2: both roles of rung 3's build, its variant switches resolved, less the
     # consumers' release lines (the exercise's answer, printed after it)
     ("06e", r"^  if \(wg == 0\) \{"): (45, r"setmaxnreg_dec[\s\S]*empty\.wait\(pos\.stage, pos\.phase \^ 1u"
-                                         r"[\s\S]*load_stage\([\s\S]*full\[[\s\S]*release = [\s\S]*"
+                                         r"[\s\S]*load_stage\([\s\S]*full\[[\s\S]*"
                                          r"lines left out: the exercise[\s\S]*wgmma_wait_group<0>"
                                          r"[\s\S]*store_c\(res"),
     # (06 §4 walks the whole kernel part by part through show_kernel_part: tests/test_whole_gemm.py)
@@ -249,9 +249,9 @@ LISTINGS = {
     ("07d", r"// promotion into fp32 registers"): (10, r"wgmma_wait_group<0>[\s\S]*"
                                                       r"__fmaf_rn\(acc\[i\]\[j\], bs\[i\]"),
     # rung 8's consumers, their k-loop left out: it is deep dive 06e's exercise (ch06.consumer_loop)
-    ("06b", r"^    // ---------------- consumer warpgroups"): (40, r"setmaxnreg_inc[\s\S]*"
+    ("06b", r"^    // ---------------- consumer warpgroups"): (35, r"setmaxnreg_inc[\s\S]*"
                                                                  r"lines left out: the exercise"
-                                                                 r"[\s\S]*release\(empty\[prev\]\)"
+                                                                 r"[\s\S]*empty\.arrive\(prev\)"
                                                                  r"[\s\S]*store_c_tma\(res"),
 }
 

@@ -479,7 +479,7 @@ def test_nonsquare_table_keeps_every_measured_row_and_counts_the_rest():
 
 def test_protocol_reader_refuses_an_ambiguous_source(monkeypatch):
     text = W.source()
-    bad = text.replace("release(empty[prev]);", "release(full[prev]);", 1)
+    bad = text.replace("empty.arrive(prev);", "full.arrive(prev);", 1)
     assert bad != text
     monkeypatch.setattr(W.figures, "source", lambda: bad)      # what protocol_from_source reads
     with pytest.raises(ValueError, match="consumer release"):

@@ -617,7 +617,7 @@ def run(program: list, *, stages: int, k_tiles: int, tiles: int, stage_bytes: in
     stages of ``stage_bytes`` bytes (``kStageBytes``), the way the kernel runs it: ``prev``
     starts at 0 for each tile, ``pos`` carries across tiles, and after each tile's loop the
     kernel's own code runs (``wgmma_wait_group<0>()``, ``fence_accumulators``, the elected
-    thread's ``release(empty[prev])``: an :class:`Iteration` with ``tail=True``). Raises
+    thread's ``empty.arrive(prev)``: an :class:`Iteration` with ``tail=True``). Raises
     :class:`ReadError` (line 0: the kernel's release of ``prev`` after the loop)."""
     m = _Machine(stages, k_tiles, stage_bytes, wg, elected)
     out, i = [], 0

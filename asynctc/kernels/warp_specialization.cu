@@ -16,8 +16,9 @@
 // The ring protocol (PTX ISA "mbarrier": arrive, expect_tx, try_wait.parity, phase completion):
 //   full[s]  — arrive count 1: the producer's arrive.expect_tx(stage bytes); the phase completes
 //              when TMA's complete_tx has delivered those bytes.
-//   empty[s] — arrive count CONSUMERS: one elected thread per consumer warpgroup arrives after
-//              wgmma.wait_group has reported that warpgroup's wgmmas on stage s complete.
+//   empty[s] — arrive count CONSUMERS: one elected thread per consumer warpgroup arrives
+//              (empty.arrive(s), EmptyBarriers) after wgmma.wait_group has reported that
+//              warpgroup's wgmmas on stage s complete.
 // Producer and consumers walk the same sequence of (tile, k-tile) pairs and keep the same ring
 // counter i (i-th load = i-th k-tile consumed): stage i mod S, fill f = i / S. The producer waits on
 // empty[s] with parity (f − 1) mod 2 = (f mod 2) xor 1: on the first pass (f = 0) that is 1, and a
@@ -332,6 +333,17 @@ __device__ __forceinline__ void mbarrier_arrive_remote(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// The ring's empty barriers (ring.cuh's StageBarriers) as the consumers release a stage:
+// empty.arrive(s) arrives on barrier s and, with CLUSTER = 2, on barrier s of the peer CTA (rank
+// ^ 1), whose producer's multicast also wrote the stage.
+struct EmptyBarriers : StageBarriers {
+  u32 rank;    // this CTA's rank in its cluster (set once known; 0 with CLUSTER = 1)
+  __device__ __forceinline__ void arrive(int stage) const {
+    mbarrier_arrive((*this)[stage]);
+    if constexpr (CLUSTER == 2) mbarrier_arrive_remote(mapa_shared_cluster((*this)[stage], rank ^ 1u));
+  }
+};
+
 // ---- tile order: group-M raster (GROUP_M tile rows walked column by column, for L2 reuse) -------
 // With CLUSTER = 2 the raster walks pairs of tile rows (a cluster's two tiles share n0).
 __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, u32 rank, int& m0,
@@ -510,7 +522,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #endif
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;   // stage s at base + s · kStageBytes
   const StageBarriers full{smem_u32(full_storage), WAIT_FULL, err};      // the ring (ring.cuh)
-  const StageBarriers empty{smem_u32(empty_storage), WAIT_EMPTY, err};
+  EmptyBarriers empty{{smem_u32(empty_storage), WAIT_EMPTY, err}, 0u};
   const int wg = threadIdx.x >> 7;                           // 0 producer, 1.. consumers
 #if EDGES
   // Round up: the last k-tile, tile row and tile column may hang past K, M, N (TMA zero-fills);
@@ -532,6 +544,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
   const int first_item = blockIdx.x / CLUSTER;
   const int item_step = PERSISTENT ? (int)gridDim.x / CLUSTER : n_items;
   const u32 rank = CLUSTER == 2 ? cluster_ctarank() : 0u;
+  empty.rank = rank;
 
   if (threadIdx.x == 0) {
     tma_prefetch_desc(ta);
@@ -599,12 +612,6 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
     // Descriptors of stage 0: this consumer's rows of A (da0) and B, which follows A (db0).
     const u64 da0 = wgmma_desc_at(desc_a0, base + (PINGPONG ? 0 : cw) * kAtoms * kAtomBytes);
     const u64 db0 = wgmma_desc_at(desc_b0, base + kATileBytes);
-    // Release a stage: arrive on its empty barrier (with CLUSTER = 2 on both CTAs' barriers). One
-    // elected thread per warpgroup arrives, once its own wgmma.wait_group has returned.
-    auto release = [&](u32 bar) {
-      mbarrier_arrive(bar);
-      if constexpr (CLUSTER == 2) mbarrier_arrive_remote(mapa_shared_cluster(bar, rank ^ 1u));
-    };
     float acc[kAtoms][kAcc];  // kAtoms 64-row wgmma blocks × kAcc fp32 accumulators per thread
     float tot[kAtoms][kAcc];                 // PROMOTE: the fp32 sums (fp8_promote.cuh; else unused)
     RingState<STAGES> pos{0, 0u};                            // stage, phase of ring counter i
@@ -647,7 +654,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #pragma unroll
         for (int j = 0; j < kAcc; ++j) acc[i][j] = 0.f;
       clear_totals(tot);
-      int prev = 0;
+      int prev = 0;                                          // k-tile k − 1's stage: the one released
 #if SPLIT_K > 1
       for (int k = k_lo; k < k_hi; ++k, ++ring) {
 #else
@@ -672,7 +679,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
 #else
         if (k > 0 && elected && releases) {
 #endif
-          release(empty[prev]);
+          empty.arrive(prev);                          // one elected thread per consumer
           tr.event(EV_RELEASE, prev, ring - 1);
         }
         promote(acc, tot, bs, k, T);                         // PROMOTE only (fp8_promote.cuh)
@@ -687,7 +694,7 @@ extern "C" __global__ void WS_LAUNCH_BOUNDS
       fence_accumulators(acc);
       tr.event(EV_LOOP_END, prev, ring - 1);
       if (elected && releases) {
-        release(empty[prev]);                                // the tile's last k-tile
+        empty.arrive(prev);                            // the tile's last k-tile
         tr.event(EV_RELEASE, prev, ring - 1);
       }
       __syncwarp();

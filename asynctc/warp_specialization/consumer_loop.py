@@ -62,7 +62,7 @@ _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 #: The names the loop body needs, all in scope at the loop (the exercise's prompt lists them): an
 #: undefined identifier is answered with the nearest of these (:func:`compile_hint`).
-IN_SCOPE = ("full.wait", "empty", "release", "prev", "elected", "pos.stage", "pos.phase",
+IN_SCOPE = ("full.wait", "empty", "empty.arrive", "prev", "elected", "pos.stage", "pos.phase",
             "pos.advance", "k", "wg", "acc", "da0", "db0", "kStageBytes", "broken", "mma_ktile",
             "wgmma_desc_advance", "wgmma_wait_group", "fence_accumulators")
 
@@ -360,14 +360,14 @@ def _release_hint(its: list[_lr.Iteration], body: str, stages: int, stage_bytes:
         if not waits:
             return text + ". The release comes before wgmma_wait_group: k-tile k − 1's group may still run"
         code = _CODE.sub("", body)
-        at_prev = re.search(r"\bempty\s*\[\s*prev\s*\]", code)   # at k = 0, prev and pos.stage are both 0
+        at_prev = re.search(r"\bempty\s*(?:\[\s*prev\s*\]|\.arrive\s*\(\s*prev\s*\))", code)   # at k = 0, prev and pos.stage are both 0
         k0 = (f". At k = 0 the release lands on stage {e.stage} while a wgmma group still reads it: "
               f"the producer may refill it under them")
         if it.k == 0 and at_prev:
             return _ladder("k = 0", text + k0.replace("the release", "prev is still 0, so the release"), "There is no earlier k-tile in this tile at k = 0: "
                                                "release only when k > 0")
         if own and e.stage == own[0].a[1] // stage_bytes:
-            fix = ("Release the previous k-tile's stage instead, empty[prev], after "
+            fix = ("Release the previous k-tile's stage instead, empty.arrive(prev), after "
                    "wgmma_wait_group<1>() (k-tile 0 has no previous one: skip it when k = 0)")
             text += (f". That is this k-tile's own stage: wgmma_wait_group<1>() leaves its group in "
                      f"flight, so the producer may refill stage {e.stage} while those wgmmas still read it")
@@ -456,7 +456,7 @@ def judge(answer) -> str | None:
         where = f"line {e.line}" if e.line else "after your loop, the kernel's release of prev"
         return (f"{where}: {e.why}. (The check reads the loop with the calls of §1: full.wait(stage, "
                 "parity, wg, k), mma_ktile(acc, wgmma_desc_advance(da0, …), wgmma_desc_advance(db0, "
-                "…)), wgmma_wait_group<N>(), release(empty[s]), prev = …, pos.advance())")
+                "…)), wgmma_wait_group<N>(), empty.arrive(s), prev = …, pos.advance())")
     for wg in range(1, consumers + 1):
         who = "" if wg == 1 else f"(consumer warpgroup {wg}) "
         mine, other = runs[wg, True], runs[wg, False]

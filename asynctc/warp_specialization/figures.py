@@ -42,7 +42,7 @@ def protocol_from_source() -> dict[str, str]:
     kernel's own source (``kernels/warp_specialization.cu``): the barrier the producer's bounded
     wait names (``empty.wait(...)``, kernels/ring.cuh), the one its ``load_stage`` hands to TMA (``arrive.expect_tx`` and the TMA's
     ``complete_tx``: PTX ISA "cp.async.bulk.tensor" .mbarrier::complete_tx::bytes), the one the
-    consumers wait on, and the one their ``release`` arrives on. Raises ``ValueError`` if the
+    consumers wait on, and the one their release (``empty.arrive(s)``) arrives on. Raises ``ValueError`` if the
     source no longer says it in one way."""
     import re
     prod, cons = _kernel_sections()
@@ -56,7 +56,7 @@ def protocol_from_source() -> dict[str, str]:
     return {"producer waits": one(r"\b(full|empty)\.wait\(", prod, "producer wait"),
             "TMA completes": one(r"load_stage\([^;]*?\b(full|empty)\[", prod, "producer load"),
             "consumer waits": one(r"\b(full|empty)\.wait\(", cons, "consumer wait"),
-            "consumer arrives": one(r"release\((full|empty)\[", cons, "consumer release")}
+            "consumer arrives": one(r"\b(full|empty)\.arrive\(", cons, "consumer release")}
 
 
 def seed_protocol() -> dict[str, str]:

@@ -72,7 +72,7 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 #   s × `kStageBytes` bytes after stage 0;
 # - `wgmma_wait_group<N>()` leaves at most N groups running; `fence_accumulators(acc)` is a
 #   compiler barrier for `acc`;
-# - `release(empty[s])`: an arrival on empty[s] (`mbarrier.arrive`). Only the `elected` thread of
+# - `empty.arrive(s)`: an arrival on empty[s] (`mbarrier.arrive`). Only the `elected` thread of
 #   each warpgroup calls it, so a phase completes with C arrivals;
 # - `prev`, an `int` to keep the stage of k-tile k − 1 in; `k`, `wg`.
 #
@@ -237,7 +237,7 @@ mma_ktile(acc, wgmma_desc_advance(da0, pos.stage * kStageBytes),
 wgmma_wait_group<1>();                   // k-tile k − 1's group is complete
 fence_accumulators(acc);
 if (k > 0 && elected) {                  // one thread per warpgroup; at k = 0 no k-tile before
-  release(empty[prev]);
+  empty.arrive(prev);
 }
 prev = pos.stage;
 pos.advance();
