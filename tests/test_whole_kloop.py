@@ -231,3 +231,43 @@ def test_an_order_that_reads_before_the_bytes_land_gives_wrong_data_blamed_on_th
     assert not r.passed and r.check is not None and not r.check.passed and r.blame == ["whole_kloop"]
     assert "whole_kloop is wrong: consumer wg 1 reads k-tile 2 from stage 0, which holds k-tile 0 then" \
         in r.summary()
+
+
+@pytest.mark.tiers
+def test_the_first_miss_asks_and_the_second_gives_the_rule(capsys):
+    """A reader: the restart slip's first hint handed over the capstone's insight. The first miss at
+    a spot names the symptom and asks; the same miss again gives the arithmetic and the rule."""
+    slip = SLIPS["parity_restarts_per_tile"]
+    ok, first = _check(capsys, slip)
+    assert not ok
+    assert "ring counter 3 (tile 1, k-tile 0): your tma_load fills stage 0, not ring counter 3's stage" in first
+    assert "Which stage and which fill of it does counter 3 use" in first and W.SECOND in first
+    for rule in ("mod STAGES", "// STAGES", "does not restart", "first k-tile of tile 1"):
+        assert rule not in first, rule
+    ok, second = _check(capsys, slip)
+    assert not ok
+    for words in HINTS["parity_restarts_per_tile"] + ["counter 3 goes to stage 3 mod STAGES = 1"]:
+        assert words in second, words
+    assert W.SECOND not in second
+
+
+@pytest.mark.tiers
+@pytest.mark.parametrize("text, first, rule", [
+    (S.replace("empty.wait(stage, phase ^ 1);", "empty.wait(stage, phase);"),
+     "your producer waits on empty[0] with parity 0, the wrong phase for ring counter 0", "fill 0 of a stage waits on parity 1"),
+    (S.replace("full.wait(stage, phase);", "full.wait(stage, phase ^ 1);"),
+     "your consumers wait on full[0] with parity 1, the wrong phase for ring counter 0", "parity f mod 2 = 0"),
+])
+def test_each_parity_slip_asks_first(capsys, text, first, rule):
+    _, one = _check(capsys, text)
+    _, two = _check(capsys, text)
+    assert first in one and rule not in one and W.SECOND in one
+    assert rule in two and W.SECOND not in two
+
+
+@pytest.mark.tiers
+def test_an_untiered_hint_is_the_same_at_every_miss(capsys):
+    slip = SLIPS["expect_tx_bytes_wrong"]
+    _, one = _check(capsys, slip)
+    _, two = _check(capsys, slip)
+    assert one == two and W.SECOND not in one

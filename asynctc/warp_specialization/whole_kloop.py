@@ -289,6 +289,30 @@ def emulate_tiles(schedule: _mp.Schedule, k_tiles: int, tiles: int, rng=None) ->
 
 # ---- the rules ------------------------------------------------------------------------------------
 
+#: Hints in two tiers (a reader: the first miss should not hand over the ring's rule). A tiered hint
+#: is "symptom ⟨_TIER⟩ question ⟨_TIER⟩ rule": the first miss at a spot is told the symptom and a
+#: question; a miss at the same spot again (in this Python session) is told the symptom and the rule.
+_TIER = "\x1f"
+_seen: set[str] = set()
+SECOND = " (A second miss here gives the arithmetic.)"
+
+
+def _tiered(symptom: str, question: str, rule: str) -> str:
+    return f"{symptom}{_TIER}{question}{_TIER}{rule}"
+
+
+def _tier(hint: str) -> str:
+    """The hint to print: untiered hints as they are; a tiered one's question the first time its
+    symptom is seen, its rule after."""
+    if _TIER not in hint:
+        return hint
+    symptom, question, rule = hint.split(_TIER)
+    if symptom in _seen:
+        return symptom + rule
+    _seen.add(symptom)
+    return symptom + question + SECOND
+
+
 def _restart(j: int, T: int) -> str:
     return (f" This is the first k-tile of tile {j // T}, and the ring does not restart with a tile: work out "
             f"the stage and phase of ring counter {j}")
@@ -318,8 +342,11 @@ def _producer_hint(ev: list, S: int, T: int, tiles: int) -> str | None:
                     "by tile, k-tile by k-tile")
         s, parity, tile_start = j % S, (j // S + 1) % 2, j % T == 0 and j > 0
         if e.stage != s:
-            return (f"{here} your tma_load fills stage {e.stage}; counter {j} goes to stage {j} mod "
-                    f"STAGES = {s}, its fill {j} // STAGES = {j // S}." + (_restart(j, T) if tile_start else ""))
+            return _tiered(f"{here} your tma_load fills stage {e.stage}",
+                           f", not ring counter {j}'s stage. Which stage and which fill of it does counter {j} "
+                           "use (§1's ring rule)?",
+                           f"; counter {j} goes to stage {j} mod STAGES = {s}, its fill {j} // STAGES = {j // S}."
+                           + (_restart(j, T) if tile_start else ""))
         waits = [x for x in seg if x.kind == "wait"]
         if not waits:
             return (f"{here} your producer loads stage {s} without waiting on empty[{s}]: nothing says the "
@@ -334,8 +361,11 @@ def _producer_hint(ev: list, S: int, T: int, tiles: int) -> str | None:
             why = (f"fill 0 of a stage waits on parity 1, the phase before a fresh barrier's phase 0: it "
                    "passes at once" if f == 0 else
                    f"fill {f} of stage {s} waits for the phase the consumers' release of fill {f - 1} completes")
-            return (f"{here} your producer waits on empty[{s}] with parity {w.parity}; this is fill f = {j // S} "
-                    f"of stage {s}, parity (f + 1) mod 2 = {parity}: {why}." + (_restart(j, T) if tile_start else ""))
+            return _tiered(f"{here} your producer waits on empty[{s}] with parity {w.parity}",
+                           f", the wrong phase for ring counter {j}. Which fill of stage {s} is it, and which "
+                           "parity does the producer's wait for that fill use (§1)?",
+                           f"; this is fill f = {j // S} of stage {s}, parity (f + 1) mod 2 = {parity}: {why}."
+                           + (_restart(j, T) if tile_start else ""))
         expects = [x for x in seg if x.kind == "expect"]
         if not expects or expects[-1].barrier != "full" or expects[-1].stage != s:
             got = (f"you announce bytes on {expects[-1].barrier}[{expects[-1].stage}]" if expects else
@@ -368,8 +398,11 @@ def _consumer_hint(ev: list, S: int, T: int, tiles: int, who: str) -> str | None
             if j >= n:
                 return f"{who} reads more than the {n} k-tiles of {tiles} tiles of T = {T} k-tiles"
             if e.stage != s:
-                return (f"{here} your wgmmas read stage {e.stage}; the producer put this k-tile (counter {j}) in stage "
-                        f"{j} mod STAGES = {s}." + (_restart(j, T) if tile_start else ""))
+                return _tiered(f"{here} your wgmmas read stage {e.stage}",
+                               f", not the stage the producer filled for ring counter {j}. Which stage is it "
+                               "(§1's ring rule)?",
+                               f"; the producer put this k-tile (counter {j}) in stage {j} mod STAGES = {s}."
+                               + (_restart(j, T) if tile_start else ""))
             if wait is None:
                 return (f"{here} your wgmmas read stage {s} with no wait on full[{s}] before them: "
                         "nothing says the TMA's bytes have landed")
@@ -378,9 +411,11 @@ def _consumer_hint(ev: list, S: int, T: int, tiles: int, who: str) -> str | None
             if wait.stage != s:
                 return f"{here} your consumers wait on full[{wait.stage}] but read stage {s}"
             if wait.parity != parity:
-                return (f"{here} your consumers wait on full[{s}] with parity {wait.parity}; this is fill "
-                        f"f = {j // S} of stage {s}: parity f mod 2 = {parity}."
-                        + (_restart(j, T) if tile_start else ""))
+                return _tiered(f"{here} your consumers wait on full[{s}] with parity {wait.parity}",
+                               f", the wrong phase for ring counter {j}. Which fill of stage {s} is it, and "
+                               "which parity does the consumers' wait for that fill use (§1)?",
+                               f"; this is fill f = {j // S} of stage {s}: parity f mod 2 = {parity}."
+                               + (_restart(j, T) if tile_start else ""))
             inflight.append(s)
             held.append(s)
             j, wait = j + 1, None
@@ -441,7 +476,8 @@ def judge(answer) -> str | None:
             hint = hint or _consumer_hint(roles[w], S, T, tiles, f"consumer warpgroup {w}")
         where = f"(STAGES = {S}, T = {T}, TILES = {tiles}) "
         if hint:
-            return where + hint + ("" if hint.endswith(".") else ".") + said
+            hint = _tier(hint)
+            return where + hint + ("" if hint.endswith((".", ")", "?")) else ".") + said
         if sched.diagnosis is not None:
             return where + said.strip()
         if (S, T, tiles) == RINGS[0]:
