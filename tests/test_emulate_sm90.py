@@ -143,6 +143,11 @@ def test_a_right_producer_step_and_consumer_loop_drive_the_ring_and_pass(stages)
     assert "producer_step: yours" in r.summary() and "consumer_loop: yours" in r.summary()
     order = e.ring_order(stages, producer_step=STEP, consumer_loop=LOOP)
     assert sum(ln.startswith("load") for ln in order) == 4 and sum("reads" in ln for ln in order) == 8
+    # 06e §4's listing: the reads between two loads by consumer number (the model's wg1 reads first)
+    reads = [ln for ln in order if "reads" in ln]
+    assert [ln.split(" reads")[0] for ln in reads] == ["consumer 0", "consumer 1"] * 4
+    assert order[:3] == ["load k-tile 0 -> stage 0", "consumer 0 reads k-tile 0 from stage 0",
+                         "consumer 1 reads k-tile 0 from stage 0"]
 
 
 @pytest.mark.parametrize("kw, piece, words", [

@@ -202,9 +202,11 @@ def test_error_word_names_role_barrier_stage_and_k_tile():
                                     "k_tile": 37}
     msg = P.decode_error(word)
     assert "on the full barrier of stage 5 for k-tile 37" in msg
-    assert "warpgroup 2 (a consumer)" in msg and f"{word:#x}" in msg
+    assert "consumer 2 (warpgroup 2)" in msg and f"{word:#x}" in msg
     msg = P.decode_error(1 | (2 << 8) | (3 << 12) | (0 << 16) | (4095 << 20))
-    assert "empty barrier of stage 3 for k-tile 4095" in msg and "warpgroup 0 (the producer)" in msg
+    assert "empty barrier of stage 3 for k-tile 4095" in msg and "the producer (thread 0 of consumer 0)" in msg
+    ws = P.decode_error(word, producer_warpgroup=True)      # chapter 06: producer in warpgroup 0
+    assert "consumer 1 (warpgroup 2)" in ws
     src = (Path(P.__file__).parent.parent / "kernels" / "ring.cuh").read_text()
     for shift in (4, 8, 12):        # the tag's fields, 8 bits below the word's (code in bits 0-7)
         assert f"<< {shift})" in src

@@ -44,7 +44,7 @@ def test_parity_story_rows():
 def test_show_parity_story_prints_the_break(capsys):
     P.show_parity_story()
     out = capsys.readouterr().out
-    assert "← before its bytes" in out and "wg0 passed full[0]" in out
+    assert "← before its bytes" in out and "consumer 0 passed full[0]" in out
 
 
 @pytest.fixture(scope="module")

@@ -177,7 +177,7 @@ EXPECTED = {  # S=4, P=1, 2 consumers, 16 k-tiles: (type, iteration, barrier, st
     "swapped_barriers": (Deadlock, 0, "empty", 0, 0, ("wg0", "wg1"), "2 of its 2 arrivals"),
     "expect_tx_too_small": (Race, 0, None, 0, None, None, "16384 of 49152 bytes landed"),
     "full_parity_flipped": (Race, 0, None, 0, None, None, "0 of 49152 bytes landed"),
-    "missing_empty_wait": (Race, 4, None, 0, None, None, "wg1's read of k-tile 0"),
+    "missing_empty_wait": (Race, 4, None, 0, None, None, "consumer 1's read of k-tile 0"),
 }
 
 
@@ -214,7 +214,7 @@ def test_variants_across_depths(S, regime):
     for v in ("expect_tx_too_small", "full_parity_flipped"):
         assert isinstance(run(v), Race) and run(v).iteration == 0
     d = run("missing_empty_wait")                 # the other warpgroup's read is not ordered...
-    assert isinstance(d, Race) and (d.iteration, d.stage) == (S, 0) and "wg1" in d.what
+    assert isinstance(d, Race) and (d.iteration, d.stage) == (S, 0) and "consumer 1" in d.what
     assert run("missing_empty_wait", C=1) is None  # ...while the producer's own wait_group covers its own
 
 
@@ -295,7 +295,7 @@ def test_timeline_takes_model_and_plain_spans():
     sc = pl.simulate(3, 1, 2, 6, HW)
     fig = pl.plot_timeline(sc.spans, title="model")
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["wg1", "wg0", "producer", "tma"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["consumer 1", "consumer 0", "producer", "TMA"]
     assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1  # legend outside
     gpu = [("tma", "tma", 0, 0, 0, 900), ("wg0", "mma", 0, 0, 950, 1500), ("wg0", "wait_full", 0, 0, 0, 950)]
     fig = pl.plot_timeline(gpu, title="GPU", clock_mhz=1700.0)

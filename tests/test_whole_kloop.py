@@ -38,7 +38,7 @@ HINTS = {
                                  "restart with a tile", "work out the stage and phase of ring counter 3. Chapter 05", "Chapter 05's ring model with your "
                                  "loops: race at k-tile 4"],
     "release_before_last_read": ["release empty[0] while the wgmma group that reads it may still run",
-                                 "release before the last read", "race at k-tile 0: consumer wg 1 releases empty[0]"],
+                                 "release before the last read", "race at k-tile 0: consumer 0 releases empty[0]"],
     "expect_tx_bytes_wrong": ["you announce 16384 bytes on full[0]", "kStageBytes = 32768",
                               "stage 0 holds k-tile 0 with 16384 of 32768 bytes landed"],
     "wait_on_wrong_barrier": ["your consumers wait on empty[0]", "wait on full", "deadlock at k-tile 0"],
@@ -194,8 +194,8 @@ def test_the_courses_loops_order_06es_tile_and_it_passes():
     assert r.used["whole_kloop"] == "the course's" and "parities" not in r.used
     assert "order: the course's capstone loops (whole_kloop)" in r.summary()
     order = E.ring_order(schedule=sched)
-    assert order[:3] == ["load k-tile 0 -> stage 0", "consumer wg 1 reads k-tile 0 from stage 0",
-                         "consumer wg 2 reads k-tile 0 from stage 0"] and len(order) == 12
+    assert order[:3] == ["load k-tile 0 -> stage 0", "consumer 0 reads k-tile 0 from stage 0",
+                         "consumer 1 reads k-tile 0 from stage 0"] and len(order) == 12
     # the ring pieces are not used for the order: a broken parity given beside the schedule changes nothing
     r = E.emulate(schedule=sched, parities=(lambda k, S: k % 2, lambda t, S: 0))
     assert r.passed and "order: your capstone loops (whole_kloop)" in r.summary()
@@ -209,7 +209,7 @@ def test_the_courses_loops_order_06es_tile_and_it_passes():
      .replace("@", "full.wait(stage, phase ^ 1);"), "race at k-tile 0: producer passed full[0]"),
     (SLIPS["wait_on_wrong_barrier"], "deadlock at k-tile 0"),
     # released before the wgmma group reading the stage retired
-    (SLIPS["release_before_last_read"], "race at k-tile 0: consumer wg 1 releases empty[0]"),
+    (SLIPS["release_before_last_read"], "race at k-tile 0: consumer 0 releases empty[0]"),
     (SLIPS["expect_tx_bytes_wrong"], "16384 of 32768 bytes landed")])
 def test_capstone_loops_that_break_the_ring_stop_06es_tile_and_are_named(text, words):
     from asynctc.models import emulate_sm90 as E
@@ -229,7 +229,7 @@ def test_an_order_that_reads_before_the_bytes_land_gives_wrong_data_blamed_on_th
     late = [sp._replace(end=sp.end + 5000) if sp.kind == "tma" and sp.k == 2 else sp for sp in sched.spans]
     r = E.emulate(schedule=type(sched)(**{**sched.__dict__, "spans": late}))
     assert not r.passed and r.check is not None and not r.check.passed and r.blame == ["whole_kloop"]
-    assert "whole_kloop is wrong: consumer wg 1 reads k-tile 2 from stage 0, which holds k-tile 0 then" \
+    assert "whole_kloop is wrong: consumer 0 reads k-tile 2 from stage 0, which holds k-tile 0 then" \
         in r.summary()
 
 

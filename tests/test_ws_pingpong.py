@@ -120,7 +120,8 @@ def test_broken_order_variant_needs_a_pingpong_config():
         W.run_broken(2, cfg=W.WSConfig())
     assert P.WAIT_TAGS[3] == "order"
     word = 0x01 | (3 << 8) | (0 << 12) | (1 << 16) | (1 << 20)   # the kernel's tag for wg 1, tile 1
-    assert "order barrier" in P.decode_error(word) and "warpgroup 1" in P.decode_error(word)
+    msg = P.decode_error(word, producer_warpgroup=True)
+    assert "order barrier" in msg and "consumer 0 (warpgroup 1" in msg
 
 
 # ---- the protocol, replayed (kernel statement order, random latencies and interleavings) ----------

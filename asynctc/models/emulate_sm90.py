@@ -39,7 +39,6 @@ are (:func:`where_wrong`).
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any, Callable
 
 import numpy as np
@@ -49,6 +48,7 @@ from . import descriptors as _d
 from . import fragments as _f
 from .emulate import gather_bytes, round_to
 from .layout import swizzle_address
+from . import lanes as _lanes
 from . import stage_fill_reader as _sf
 from .pipeline.ring import KERNEL_PARITIES
 
@@ -342,14 +342,14 @@ class Sm90Gemm:
 
 
 def _ring_words(d) -> str:
-    """The ring model's diagnosis ``d`` in words, its warpgroups named as chapter 06 names them
-    (:func:`wg_name`: the model's wg0 is consumer wg 1)."""
+    """The ring model's diagnosis ``d`` in words, its warpgroups named as every chapter names them
+    (:func:`wg_name`: the model's wg0 is consumer 0)."""
     if hasattr(d, "who_waits"):
         text = (f"deadlock at k-tile {d.iteration}: {' and '.join(d.who_waits)} wait on "
                 f"{d.barrier}[{d.stage}] with parity {d.parity}, and {d.why}")
     else:
         text = f"race at k-tile {d.iteration}: {d.what}"
-    return re.sub(r"(?:consumer )?\bwg(\d)\b", lambda m: wg_name(f"wg{m.group(1)}"), text)
+    return _lanes.in_text(text)
 
 
 def order_diff(schedule, k_tiles: int) -> str | None:
@@ -406,8 +406,9 @@ def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None,
                producer_step: str | None = None, consumer_loop: str | None = None,
                schedule: Any = None) -> list[str]:
     """The order in which the emulation moves data, from chapter 05's ring model: one line per TMA
-    load landing or warpgroup reading a stage ("load k-tile 2 -> stage 0", "consumer wg 1 reads
-    k-tile 0 from stage 0": chapter 06's numbering, :func:`wg_name`). ``schedule``: a ring-model
+    load landing or warpgroup reading a stage ("load k-tile 2 -> stage 0", "consumer 0 reads
+    k-tile 0 from stage 0": :func:`wg_name`); the reads between two loads are listed by consumer
+    number (the model's read times differ by a few cycles; no read moves past a load). ``schedule``: a ring-model
     run already made (the capstone's loops), used instead of the other arguments. Raises ValueError
     with the ring's diagnosis when the parities, producer step, consumer loop or schedule break it."""
     try:
@@ -417,15 +418,23 @@ def ring_order(stages: int = 2, k: int = 256, parities: tuple | None = None,
         raise ValueError(str(e)) from None
     if ring.diagnosis is not None:
         raise ValueError(_ring_words(ring.diagnosis))
-    return [f"load k-tile {t} -> stage {s}" if what == "load" else f"{wg_name(lane)} reads k-tile {t} from stage {s}"
-            for _, _, what, t, s, lane in _events(ring)]
+    ev, out, reads = _events(ring), [], []
+    for _, _, what, t, s, lane in ev + [(None, None, "load", None, None, None)]:
+        if what != "load":
+            reads.append((t, lane, s))
+            continue
+        out += [f"{wg_name(w)} reads k-tile {k} from stage {st}" for k, w, st in sorted(reads)]
+        reads = []
+        if t is not None:
+            out.append(f"load k-tile {t} -> stage {s}")
+    return out
 
 
 def wg_name(lane: str) -> str:
-    """Chapter 06's name of a ring-model lane: the model numbers the consumer warpgroups wg0, wg1
-    (chapter 05's kernel has no producer warpgroup); chapter 06's kernel numbers its producer wg 0,
-    so they are consumer wg 1 and consumer wg 2. Other lanes are returned as they are."""
-    return f"consumer wg {int(lane[2:]) + 1}" if lane.startswith("wg") and lane[2:].isdigit() else lane
+    """The learner's name of a ring-model lane, the same in every chapter: the model's wg0, wg1 are
+    consumer 0 and consumer 1 (:func:`asynctc.models.lanes.lane_name`; chapter 06's kernel runs them
+    in hardware warpgroups 1 and 2). Other lanes are returned as they are."""
+    return _lanes.lane_name(lane) if lane.startswith("wg") else lane
 
 
 def stepped_descriptor(encode: Callable, kstep: Callable, f0: _d.WgmmaDescriptor,

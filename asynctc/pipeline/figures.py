@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..core import notebook
+from ..models.lanes import lane_name
 from .config import STAGE_RANGE
 from .results import cublas_row
 from .trace import Span, need_bytes_per_clk, timeline_spans
@@ -21,21 +22,22 @@ SPAN_COLORS = {"tma": "tab:blue", "wait_empty": "tab:gray", "wait_full": "tab:re
 
 
 def plot_trace(trace: dict, title: str = "", record=None, k_max: int | None = None,
-               time_unit: str = "cycles"):
-    """Gantt chart of one CTA's trace: a row per lane ("tma", "wg0", "wg1"), one bar per span
+               time_unit: str = "cycles", producer_warpgroup: bool = False):
+    """Gantt chart of one CTA's trace: a row per lane ("tma", "wg0", "wg1", labelled "TMA",
+    "consumer 0", "consumer 1": :func:`~asynctc.models.lanes.lane_name`), one bar per span
     (colour = kind, the k-tile written in the bar when wide enough), releases as ticks.
 
     ``trace``: a :meth:`TraceResult.as_dict` (e.g. the ``cta0`` entry of a record's
     ``traces`` row, or a decoded dump); ``k_max``: draw only k-tiles < k_max (the start of a long
-    loop is the interesting part). Returns the figure."""
+    loop is the interesting part); ``producer_warpgroup``: a chapter 06 kernel's trace (lanes keyed
+    by hardware warpgroup, the producer's on "tma"). Returns the figure."""
     import matplotlib.pyplot as plt
     spans = [Span(**x) if isinstance(x, dict) else Span(*x) for x in trace["spans"]]
     if k_max is not None:
         spans = [s for s in spans if s.k < k_max or s.kind == "epilogue"]
         if any(s.kind != "epilogue" for s in spans):
             spans = [s for s in spans if s.kind != "epilogue"]
-    lanes = sorted({s.lane for s in spans}, key=lambda x: (x.split("/")[0], x.endswith("wg1"),
-                                                           not x.endswith("tma")))
+    lanes = sorted({s.lane for s in spans}, key=lambda x: (x.split("/")[0], not x.endswith("tma"), x))
     fig, ax = plt.subplots(figsize=(11, 0.7 + 0.55 * len(lanes) * 2), dpi=80, layout="constrained")
     rows = {}
     for i, lane in enumerate(lanes):
@@ -65,8 +67,8 @@ def plot_trace(trace: dict, title: str = "", record=None, k_max: int | None = No
                 color=SPAN_COLORS.get(s.kind, "tab:orange"), alpha=0.8, edgecolor="white", lw=0.3)
         if s.kind in ("tma", "mma") and s.end - s.start > t_end / 60 and h >= 0.2:
             ax.text((s.start + s.end) / 2, y + dy, str(s.k), ha="center", va="center", fontsize=6)
-    ax.set_yticks(list(rows.values()), [("producer" if lane.endswith("/tma") else lane.split("/")[1])
-                                        + f" {kind}" for lane, kind in rows])
+    ax.set_yticks(list(rows.values()), [f"{lane_name(lane.split('/')[-1], producer_warpgroup)} {'load' if kind == 'tma' else kind}"
+                                        for lane, kind in rows])
     ax.set_xlabel(f"SM clock {time_unit} since the CTA's first event")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in SPAN_COLORS.values()]
     ax.legend(handles, list(SPAN_COLORS), fontsize=7, ncol=6, loc="lower center",
@@ -253,7 +255,7 @@ def ktile_waits(run, k_max: int = 12) -> tuple[dict, dict]:
 
 
 def _ktile_waits(spans, k_max: int) -> tuple[dict, dict]:
-    """wg0's wait on full (cycles) and its wgmma issue time, by k-tile < k_max."""
+    """Consumer 0's (lane wg0) wait on full (cycles) and its wgmma issue time, by k-tile < k_max."""
     wait = {s.k: s.end - s.start for s in spans if s.lane == "wg0" and s.kind == "wait_full" and s.k < k_max}
     issue = {s.k: s.start for s in spans if s.lane == "wg0" and s.kind == "mma" and s.k < k_max}
     return wait, issue

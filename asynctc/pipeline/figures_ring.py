@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 
+from ..models.lanes import lane_name
 from ..models.pipeline.hardware import HardwareParams, Tile
 from ..models.pipeline.ring import Deadlock, _Sim
 
@@ -64,7 +65,7 @@ class _LoggedRing(_Sim):
         self.log = []
 
     def _who(self, lane):
-        return "producer" if lane == "producer" else ("consumer" if self.C == 1 else f"consumer {lane}")
+        return "producer" if lane == "producer" else ("consumer" if self.C == 1 else lane_name(lane))
 
     def _note(self, kind, who, bar, s, k, parity=None):
         self.log.append(RingEvent(self.now, kind, who, bar.name, s, k, parity, bar.phase))

@@ -128,7 +128,7 @@ def show_widths(results: dict) -> dict:
 
 def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dict:
     """Print the trace's cost (traced ÷ untraced cycles per k-tile, untraced from the timed run) and
-    warpgroup 0's waits on full (the figure's wg0 lane: thread 0 of consumer warpgroup 0, CTA 0;
+    consumer 0's waits on full (the figure's consumer 0 lane, key wg0: its thread 0, CTA 0;
     :func:`~.figures.ktile_waits`) of k-tiles 4–11 on the GPU and in the model (no L2 cap).
 
     Guards §5's sentences: "reading the clock at each event slows the traced loop about 1.5×"
@@ -150,7 +150,7 @@ def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dic
           f"{traced / untraced:.2f}× (the {len(m['ctas'])} traced CTAs' mean, 05b §4: {mean:.0f})")
     gpu, sim = ktile_waits(trace)[0], ktile_waits(ring)[0]
     late = [gpu.get(k, 0) for k in range(4, 12)]
-    print("2. wg0's waits on full (consumer warpgroup 0, its thread 0), k-tiles 4–11, clocks: GPU (traced) "
+    print("2. consumer 0's waits on full (its thread 0), k-tiles 4–11, clocks: GPU (traced) "
           + " ".join(f"{w:.0f}" for w in late)
           + " | model " + " ".join(f"{sim.get(k, 0):.0f}" for k in range(4, 12)))
     require(1.40 < traced / untraced < 1.65, "reading the clock at each event slows the traced loop about 1.5×",

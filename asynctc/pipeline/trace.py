@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 
 from ..models import pipeline as _model
+from ..models.lanes import hardware_consumer
 from .config import (EVENT_KINDS, TRACE_CTAS, TRACE_EVENTS, TRACE_HEADER, WAIT_TAGS,
                      ERROR_FIELDS, WAIT_ROLES,
                      PipelineConfig, _fail)
@@ -29,17 +30,27 @@ def error_fields(word: int, fields: dict | None = None) -> dict:
     return {k: (int(word) >> shift) & ((1 << width) - 1) for k, (shift, width) in fields.items()}
 
 
-def decode_error(word: int) -> str:
+def decode_error(word: int, producer_warpgroup: bool = False) -> str:
     """The kernel's error word as text: which mbarrier wait timed out — the barrier, its stage, the
-    k-tile waited for (of its tile, modulo 4096) and the warpgroup that waited (kernels/ring.cuh)."""
+    k-tile waited for (of its tile, modulo 4096) and who waited (kernels/ring.cuh), named as every
+    chapter names them (:mod:`asynctc.models.lanes`): the producer, or consumer c with its hardware
+    warpgroup. ``producer_warpgroup``: the word is chapter 06's kernel's (producer in warpgroup 0,
+    consumer c in warpgroup c + 1); else chapter 05's (consumer c in warpgroup c, its thread 0 of
+    warpgroup 0 the producer)."""
     if word == 0:
         return "ok"
     f = error_fields(word)
     what = WAIT_TAGS.get(f["barrier"], f"tag {f['barrier']}")
-    who = WAIT_ROLES.get(f["barrier"], "a thread")
+    wg, role = f["warpgroup"], WAIT_ROLES.get(f["barrier"], "a thread")
+    if role == "the producer":
+        who = "the producer " + ("(warpgroup 0)" if producer_warpgroup else "(thread 0 of consumer 0)")
+    elif role.startswith("a ") and "consumer" in role:
+        c = hardware_consumer(wg, producer_warpgroup)
+        who = f"consumer {c} (warpgroup {wg}" + (f"; {role})" if role != "a consumer" else ")")
+    else:
+        who = f"warpgroup {wg} ({role})"
     return (f"mbarrier wait timed out (code {f['code']}) on the {what} barrier of stage {f['stage']}"
-            f" for k-tile {f['k_tile']}, waited on by warpgroup {f['warpgroup']} ({who}) "
-            f"(error word {word:#x})")
+            f" for k-tile {f['k_tile']}, waited on by {who} (error word {word:#x})")
 
 
 #: "cta0/wg1", "cta0/tma"; a release is a point, start = end): the same record the CPU model's

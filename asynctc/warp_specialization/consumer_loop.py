@@ -458,7 +458,7 @@ def judge(answer) -> str | None:
                 "parity, wg, k), mma_ktile(acc, wgmma_desc_advance(da0, …), wgmma_desc_advance(db0, "
                 "…)), wgmma_wait_group<N>(), empty.arrive(s), prev = …, pos.advance())")
     for wg in range(1, consumers + 1):
-        who = "" if wg == 1 else f"(consumer warpgroup {wg}) "
+        who = "" if wg == 1 else f"(consumer {wg - 1}) "
         mine, other = runs[wg, True], runs[wg, False]
         loop = [it for it in mine if not it.tail]
         waits = {it.i: next((e.parity for e in it.events if e.kind == "wait"), (it.i // stages) % 2)

@@ -168,7 +168,8 @@ def plot_top_trace(trace_row: dict, record=None, before: int = 4, after: int = 4
     win = trace_window(cta0, cta0["k_tiles"], before, after)
     return P.plot_trace(win, title=f"rung {trace_row['rung']} ({trace_row['name']}), CTA 0, ring "
                                    f"counters {cta0['k_tiles'] - before}..{cta0['k_tiles'] + after - 1}"
-                                   f" (tile boundary after {cta0['k_tiles'] - 1})", record=record)
+                                   f" (tile boundary after {cta0['k_tiles'] - 1})", record=record,
+                        producer_warpgroup=True)
 
 
 def trace_numbers(trace_row: dict, rows: list[dict] | None = None) -> dict:

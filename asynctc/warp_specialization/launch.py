@@ -325,7 +325,7 @@ class WSGemm:
         word = int(self.err.to_host(self.stream)[0])
         if word:
             raise RuntimeError(f"warp-specialized GEMM {self.cfg.label()} {self.m}x{self.n}x{self.k}:"
-                               f" {P.decode_error(word)}; the kernel gave up instead of hanging")
+                               f" {P.decode_error(word, producer_warpgroup=True)}; the kernel gave up instead of hanging")
 
 
 def _tile_map(x, tile, l2_promotion: int = 0):

@@ -10,6 +10,7 @@ at the ladder's sizes beside cuBLAS, the traced rungs, the non-square shapes:
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
@@ -345,8 +346,11 @@ def pingpong_table(results: dict, top: int = 8, pingpong: int = 9) -> str:
                         o["wait_order_cycles"] else "no order barrier")
                      + f" (CTA 0, {o['epilogues']} epilogues)")
     if results.get("broken_pingpong"):
-        lines.append("broken ping-pong variant: " +
-                     results["broken_pingpong"]["error"].split(": ", 1)[-1])
+        err = results["broken_pingpong"]["error"].split(": ", 1)[-1]
+        word = re.search(r"error word (0x[0-9a-f]+)\)", err)      # decoded again: today's names
+        if word:
+            err = P.decode_error(int(word.group(1), 16), producer_warpgroup=True) + err[word.end():]
+        lines.append("broken ping-pong variant: " + err)
     return "\n".join(lines)
 
 

@@ -69,5 +69,5 @@ def verify_whole(m: int, n: int, k: int, dtype: str = "float16", rng=None) -> ch
     run()
     word = int(err.to_host()[0])
     if word:
-        raise RuntimeError(f"hopper_gemm {m}x{n}x{k} {dtype}: {decode_error(word)}")
+        raise RuntimeError(f"hopper_gemm {m}x{n}x{k} {dtype}: {decode_error(word, producer_warpgroup=True)}")
     return checks.compare_elementwise(dc.to_host(), a, b, dtype, f"hopper_gemm {dtype}")

@@ -239,11 +239,6 @@ def ring(producer: list, consumers: list, stages: int, k_tiles_all: int) -> _mp.
                         len(consumers), k_tiles_all, sim.tile, sim.hw)
 
 
-#: The ring model names consumer warpgroups wg0, wg1 (chapter 05's kernel, where every warpgroup
-#: computes); here the producer is warpgroup 0 and the consumers 1 and 2: how the learner sees them.
-LANE_NAMES = {"producer": "wg 0 (producer)", "wg0": "wg 1 (consumer)", "wg1": "wg 2 (consumer)"}
-
-
 # ---- the data: every tile through the emulator ----------------------------------------------------
 
 def emulate_tiles(schedule: _mp.Schedule, k_tiles: int, tiles: int, rng=None) -> list:
@@ -473,7 +468,7 @@ def judge(answer) -> str | None:
                 "all tiles: its k-tile j is ring counter j.)" if sched.diagnosis else "")
         hint = _producer_hint(roles[0], S, T, tiles)
         for w in range(1, CONSUMERS + 1):
-            hint = hint or _consumer_hint(roles[w], S, T, tiles, f"consumer warpgroup {w}")
+            hint = hint or _consumer_hint(roles[w], S, T, tiles, f"consumer {w - 1}")
         where = f"(STAGES = {S}, T = {T}, TILES = {tiles}) "
         if hint:
             hint = _tier(hint)
@@ -523,7 +518,6 @@ def plot_loops(text: str, stages: int = 2, k_tiles: int = 3, tiles: int = 3):
     fig = plot_timeline(sched.spans, title=f"Your loops: {tiles} tiles × {k_tiles} k-tiles on {stages} stages "
                         "(the ring model)")
     ax = fig.axes[0]
-    ax.set_yticks(ax.get_yticks(), [LANE_NAMES.get(t.get_text(), t.get_text()) for t in ax.get_yticklabels()])
     for t in range(tiles):
         x = min(s.start for s in sched.spans if s.kind == "mma" and s.k == t * k_tiles)
         ax.axvline(x, color="black", ls="--", lw=0.8)

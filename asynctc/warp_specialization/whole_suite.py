@@ -76,7 +76,7 @@ def measure_whole(progress=None, sizes=SIZES, dtype: str = "float16", reps: int 
                     t = bench.time_gpu(fns[name], warmup=3, reps=reps, clock=True)
                     word = int(err.to_host()[0]) if name == "whole" else 0
                     if word:
-                        raise RuntimeError(f"hopper_gemm {size}³: {P.decode_error(word)}")
+                        raise RuntimeError(f"hopper_gemm {size}³: {P.decode_error(word, producer_warpgroup=True)}")
                     if name == "rung 3":
                         g3.check_error()
                     row.update(**t.as_dict(), tflops=bench.tflops(bench.gemm_flop(size, size, size),

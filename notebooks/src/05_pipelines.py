@@ -177,8 +177,8 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 #
 # 1. *the trace's cost*: clocks per k-tile, traced ÷ untraced (from §4's TFLOP/s). The traced build
 #    stores a clock reading at each event, so its k-tiles take longer;
-# 2. the waits on full at k-tiles 4–11 of warpgroup 0, on the GPU (traced) and in the model. They
-#    are the wg0 lane, above wg1's;
+# 2. the waits on full at k-tiles 4–11 of consumer 0, on the GPU (traced) and in the model. They
+#    are the consumer 0 lane, above consumer 1's;
 # 3. clocks per k-tile untraced ÷ the model's prediction.
 
 # %% output varies

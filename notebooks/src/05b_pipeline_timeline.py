@@ -176,7 +176,7 @@ print({r["stages"]: round(r["tflops"]) for r in mp.predict_depth_sweep(stages=[1
 # With `trace=True` thread 0 of each warpgroup of the first 4 CTAs records `clock64` at every event
 # (TMA issued, full wait begun/ended, wgmma issued, wait_group returned, stage released). The record
 # keeps CTA 0's spans at depth 1, 2 and the best depth, drawn below with the *same* function as the
-# model's schedule. A TMA bar runs from issue to the moment warpgroup 0 saw the data (an upper bound
+# model's schedule. A TMA bar runs from issue to the moment consumer 0 saw the data (an upper bound
 # of its arrival); a wgmma bar from issue to the `wait_group` after which it is known complete (with `wait_group(1)` that
 # is the next k-tile's wait, an upper bound: the bars of consecutive k-tiles overlap and the row
 # looks solid). Note the time axes: at S = 4 the GPU's first 10 k-tiles take about twice the

@@ -32,7 +32,8 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# Here the loads get a warpgroup of their own. Giving warps different jobs is
+# Here the loads get a warpgroup of their own: the producer is warpgroup 0; consumers 0 and 1 are
+# warpgroups 1 and 2. Giving warps different jobs is
 # [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # Both roles count k-tiles with one ring counter. Fill f is the counter divided by S. Consumers
@@ -51,13 +52,13 @@ plt.show()
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a row, `T` k-tiles
 # each, with one ring of `STAGES` stages. One question decides it. Work it out from the ring-counter
-# rule above; the check's message states it once you pass. With 3 k-tiles a tile on 2 stages, which
+# rule above. With 3 k-tiles a tile on 2 stages, which
 # stage and phase parity does tile 1's first k-tile use?
 #
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread): the one
 # thread that acts for it. In scope:
 #
-# - `wg` (0 is the producer, 1 and 2 the consumers), `TILES`, `T`, `STAGES`, `kStageBytes`;
+# - `wg` (the warpgroup), `TILES`, `T`, `STAGES`, `kStageBytes`;
 # - `full.wait(stage, parity)`, `empty.wait(stage, parity)`, `empty.arrive(stage)`;
 # - `full.arrive_expect_tx(stage, bytes)`: the producer's arrive, with the TMA's bytes;
 # - `tma_load(stage, tile, k)`: A's and B's boxes of k-tile `k` of `tile`, landing on `full[stage]`;

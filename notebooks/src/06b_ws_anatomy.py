@@ -33,7 +33,7 @@ res = rec.results
 # ## 1. The seed's protocol, run
 #
 # The core lesson drew both protocols (its section 1). Chapter 05's discrete-event model runs
-# both (its producer is one thread of warpgroup 0, as in chapter 05's kernel, but the barriers and
+# both (its producer is one thread of consumer 0, as in chapter 05's kernel, but the barriers and
 # their rules are these). The correct protocol finishes;
 # the seed's ends in a diagnosed deadlock at the very first k-tile, instead of a hung GPU:
 
@@ -47,7 +47,7 @@ print("\ncorrect protocol:", "finishes" if ok_run.diagnosis is None else ok_run.
 d = seed_run.diagnosis
 print("seed's protocol:", mp.VARIANTS["swapped_barriers"])
 print(f"  {type(d).__name__} at k-tile {d.iteration} on {d.barrier}[{d.stage}], parity {d.parity}, "
-      f"waiting: {', '.join(d.who_waits)}")
+      f"waiting: {', '.join(map(mp.lane_name, d.who_waits))}")
 print(textwrap.fill(d.why, 96, initial_indent="  ", subsequent_indent="  "))
 assert ok_run.diagnosis is None and isinstance(d, mp.Deadlock) and d.barrier == "empty"
 assert W.seed_protocol()["consumer waits"] == "empty" and W.protocol_from_source()["consumer waits"] == "full"

@@ -108,8 +108,7 @@ print("\n".join(lines))
 # ## 4. Run the tile
 #
 # First, the order the ring model gives with this protocol. A load lands in stage `t % 2`, then
-# both consumer warpgroups read it (wg 1 and wg 2, as chapter 06 numbers them), then the next
-# load may reuse the stage:
+# both consumers read it (consumer 0, then consumer 1), then the next load may reuse the stage:
 
 # %% output varies
 for line in emulate_sm90.ring_order(parities=pieces["parities"], producer_step=pieces["producer_step"],

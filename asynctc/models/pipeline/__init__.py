@@ -46,6 +46,9 @@ Where things live (``from asynctc.models import pipeline as mp`` re-exports ever
   :func:`simulate_cluster` with a given arrival count of ``empty[s]`` (its race or deadlock);
 * ``exercises.py`` — chapter 05's exercises, registered when this package is imported
   (:data:`BUG_HUNT`, :func:`shown_variants`, :func:`mystery_diagnosis`).
+
+Lanes are keyed "tma", "producer", "wg0", "wg1"; :func:`lane_name` (from :mod:`asynctc.models.lanes`)
+gives the names the learner reads ("TMA", "producer", "consumer 0", "consumer 1").
 """
 
 from .exercises import (_MYSTERY, BUG_HUNT, _bug_hint, _empty_parity, _empty_parity_hint,
@@ -61,3 +64,4 @@ from .ring import (KERNEL_PARITIES, MBARRIER_LIMIT, NO_PARITY, PROTOCOLS, VARIAN
                    MbarrierError, Race, Schedule, Span, _Sim, kernel_empty_parity, kernel_full_parity, simulate,
                    span_summary)
 from .cluster import ClusterRun, simulate_cluster
+from ..lanes import lane_name

@@ -92,7 +92,7 @@ class _ClusterSim(EventLoop):
                     self.diagnosis = Race(t, s, (
                         f"CTA {r}'s producer loads k-tile {t} into stage {s} of every CTA (its B share "
                         f"is multicast) after its empty[{s}] completed a phase with "
-                        f"{self.empty[r][s].count} arrivals, while consumer warpgroup {w} of {where} "
+                        f"{self.empty[r][s].count} arrivals, while consumer {w} of {where} "
                         f"{still} (k-tile {t - S})"))
                     return
             self.full[r][s].arrive_expect_tx(self.stage_bytes)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from ..lanes import lane_name
 from .ring import Span, kernel_empty_parity, kernel_full_parity
 
 
@@ -128,7 +129,7 @@ def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
     kinds = [k for k in _STYLE if any(s.kind == k for s in spans)]
     ax.legend(handles=[Patch(color=_STYLE[k][0], alpha=_ALPHA.get(k, 0.9), label=_STYLE[k][1]) for k in kinds],
               fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_yticks(range(len(lanes)), lanes[::-1], fontsize=8)
+    ax.set_yticks(range(len(lanes)), [lane_name(x) for x in lanes[::-1]], fontsize=8)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.set_xlabel(f"time (µs at {clock_mhz:.0f} MHz)" if clock_mhz else "time (SM cycles)")
     ax.set_title(f"{title}\n{record.label()}" if record is not None else title, fontsize=10)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...core import loop_reader as _lr
+from ..lanes import lane_name
 from .hardware import HardwareParams, Tile
 from .ring import KERNEL_PARITIES, MbarrierError, Race, Schedule, Span, _Sim
 
@@ -141,7 +142,7 @@ class _ProtocolSim(_Sim):
             else:                                  # another k-tile's data: the wrong stage or fill
                 holds = (f"k-tile {self.stage_k[s]}, not k-tile {k} ({self.landed[s]} of "
                          f"{self.tile.stage_bytes} bytes of k-tile {self.stage_k[s]} landed)")
-            self.diagnosis = Race(k, s, f"{lane} {what} k-tile {k}, but stage {s} holds {holds}")
+            self.diagnosis = Race(k, s, f"{lane_name(lane)} {what} k-tile {k}, but stage {s} holds {holds}")
 
     def _bar(self, e):
         return getattr(self, e.barrier.split("[")[0])[e.stage]
@@ -187,7 +188,7 @@ class _ProtocolSim(_Sim):
             if mine:
                 r = mine.pop(0)
                 if self.mma_end[w, r] > self.now:
-                    self.diagnosis = Race(r, s, f"{lane} releases empty[{s}] while its wgmmas of k-tile {r} "
+                    self.diagnosis = Race(r, s, f"{lane_name(lane)} releases empty[{s}] while its wgmmas of k-tile {r} "
                                                 "may still read the stage")
                     return
                 if r == self.stage_k[s]:

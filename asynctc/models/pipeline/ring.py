@@ -11,6 +11,7 @@ import heapq
 import math
 from typing import Iterable, NamedTuple
 
+from ..lanes import lane_name
 from .hardware import HardwareParams, Tile
 from .schedule import SCHEDULES, ring_schedule
 
@@ -284,7 +285,7 @@ class _Sim(EventLoop):
         if kind == "wait_full" and (self.stage_k[s] != k or self.landed[s] < self.tile.stage_bytes):
             holds = (f"k-tile {self.stage_k[s]}" if self.stage_k[s] is not None else "nothing yet")
             how = "its flag set" if self.proto == "ready_flag" else f"parity {parity}"
-            self.diagnosis = Race(k, s, f"{lane} passed {bar.name} ({how}) to read k-tile {k}, "
+            self.diagnosis = Race(k, s, f"{lane_name(lane)} passed {bar.name} ({how}) to read k-tile {k}, "
                                         f"but stage {s} holds {holds} with {self.landed[s]} of "
                                         f"{self.tile.stage_bytes} bytes landed")
 
@@ -299,7 +300,7 @@ class _Sim(EventLoop):
         late = [w for w in range(self.C) if w not in safe]
         if late:
             self.diagnosis = Race(t, s, f"TMA of k-tile {t} overwrites stage {s} while nothing orders "
-                                        f"wg{late[0]}'s read of k-tile {old} before it (no completed "
+                                        f"consumer {late[0]}'s read of k-tile {old} before it (no completed "
                                         f"phase of empty[{s}] covers its release)")
         return bool(late)
     def _tma(self, t, s):
@@ -401,7 +402,7 @@ class _Sim(EventLoop):
             why.append(f"tx-count {bar.tx} bytes that no TMA in flight will deliver")
         if bar.phase == 0:
             why.append("no phase of it has completed yet (a fresh barrier is in phase 0)")
-        others = [f"{w[0]} on {w[2].name} parity {w[3]} at k-tile {w[4]}" for w in blocked if w[2] is not bar]
+        others = [f"{lane_name(w[0])} on {w[2].name} parity {w[3]} at k-tile {w[4]}" for w in blocked if w[2] is not bar]
         if others:
             why.append("also blocked: " + ", ".join(others))
         return Deadlock(k, bar.name.split("[")[0], s, parity, who, "; ".join(why))
