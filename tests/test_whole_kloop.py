@@ -149,9 +149,10 @@ def test_06_asks_it_with_the_template_and_answers_it_in_the_solutions():
     assert f'whole_kloop = """\n{W.SOLUTION}"""\nok = exercises.check("{NAME}", whole_kloop, solution=True)' in solutions
 
 
-def test_the_picture_draws_the_learners_loops_and_promises_before_they_pass(capsys):
+def test_the_picture_draws_the_learners_loops_and_promises_before_they_pass(capsys, tmp_path, monkeypatch):
     """06 §1's picture: before the loops pass it only says what it will draw (no stage, no parity);
     after, chapter 05's timeline of the loops with one dashed line at each tile's first wgmma."""
+    monkeypatch.setenv("ASYNCTC_PROGRESS", str(tmp_path / "p.jsonl"))      # nothing kept yet
     assert W.show_loops(W.TEMPLATE, False) is None
     said = capsys.readouterr().out
     assert "Once your loops pass" in said and "phase" not in said and "^" not in said
@@ -271,3 +272,15 @@ def test_an_untiered_hint_is_the_same_at_every_miss(capsys):
     _, one = _check(capsys, slip)
     _, two = _check(capsys, slip)
     assert one == two and W.SECOND not in one
+
+
+def test_after_a_restart_the_picture_draws_the_loops_kept_at_the_pass(capsys, tmp_path, monkeypatch):
+    """Readers 83, 86: after a restart the template is back in the cell, the held cells open from
+    the progress file, and the picture must not say "Once your loops pass": it draws the kept loops."""
+    monkeypatch.setenv("ASYNCTC_PROGRESS", str(tmp_path / "p.jsonl"))
+    assert exercises.check(NAME, S)
+    capsys.readouterr()
+    fig = W.show_loops(W.TEMPLATE, False)
+    said = capsys.readouterr().out
+    assert fig is not None and "Once your loops pass" not in said and "as they last passed" in said
+    __import__("matplotlib.pyplot").pyplot.close(fig)

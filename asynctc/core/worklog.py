@@ -220,7 +220,8 @@ def entry(chapter: str) -> str:
 
 def plot(upto: str = "06"):
     """The running figure: each step's fraction of cuBLAS, in course order, one band per chapter;
-    steps of chapters up to ``upto`` in colour, later ones faint. Returns the matplotlib figure."""
+    steps of chapters up to ``upto`` drawn, later ones only named on the axis (their values would
+    answer later chapters' predictions). Returns the matplotlib figure."""
     import matplotlib.pyplot as plt
     if upto not in CHAPTERS:
         raise ValueError(f"upto={upto!r}: one of {', '.join(CHAPTERS)}")
@@ -231,18 +232,14 @@ def plot(upto: str = "06"):
     fig, ax = plt.subplots(figsize=(10, 4))
     ax.axhline(1.0, color="k", lw=1, ls="--")
     ax.text(-0.4, 0.985, "cuBLAS", va="top", fontsize=9)
-    for now in (True, False):
-        pts = [(x, s) for x, (c, s) in enumerate(slots) if s and (c <= upto) == now]
-        kw = {"color": "C0" if now else "0.82", "zorder": 3 if now else 2}
-        main = [(x, s.of_cublas) for x, s in pts if s.main]
-        main = (last if not now else []) + main        # the faint line starts at the last coloured step
-        last = main[-1:]
-        side = [(x, s.of_cublas) for x, s in pts if not s.main]
-        for pts_, fmt, ms in ((main, "-o", 7), (side, "s", 5)):
-            ax.plot([x for x, _ in pts_], [y for _, y in pts_], fmt, lw=1.5, ms=ms, **kw)
-        for x, s in pts if now else ():
-            ax.annotate(f"{s.of_cublas:.2f}", (x, s.of_cublas), textcoords="offset points",
-                        xytext=(0, 7), ha="center", fontsize=8)
+    pts = [(x, s) for x, (c, s) in enumerate(slots) if s and c <= upto]   # later steps: not drawn
+    main = [(x, s.of_cublas) for x, s in pts if s.main]
+    side = [(x, s.of_cublas) for x, s in pts if not s.main]
+    for pts_, fmt, ms in ((main, "-o", 7), (side, "s", 5)):
+        ax.plot([x for x, _ in pts_], [y for _, y in pts_], fmt, lw=1.5, ms=ms, color="C0", zorder=3)
+    for x, s in pts:
+        ax.annotate(f"{s.of_cublas:.2f}", (x, s.of_cublas), textcoords="offset points",
+                    xytext=(0, 7), ha="center", fontsize=8)
     x0 = 0
     for c in CHAPTERS:
         n = sum(1 for cc, _ in slots if cc == c)
