@@ -235,7 +235,7 @@ notebook.require(abs(gain / step[7] - 1) < 0.01, "the model gains what rung 7 me
 # 384-thread CTA per tile, so it is not persistent. Each CTA's ring starts at stage 0, phase 0, and
 # nothing carries over. The capstone's CTA walks several tiles, so it must carry its ring.
 #
-# **The producer's loop.** Warpgroup 0 gives registers back. Then all but one of its threads exit.
+# **The producer's loop.** The producer gives registers back. Then all but one of its threads exit.
 # Per k-tile, that thread waits on empty, announces the stage's bytes and issues two TMA loads.
 
 # %% output answers a prediction
@@ -243,9 +243,9 @@ if exercises.after("ch06.whole_kloop", held="the producer's loop (its waits are 
     display(W.show_kernel_part("producer"))
 
 # %% [markdown]
-# **The consumers' loop.** Warpgroups 1 and 2 take the registers and compute rows 0–63 and 64–127.
+# **The consumers' loop.** Consumers 0 and 1 take the registers and compute rows 0–63 and 64–127.
 # Per k-tile, each waits on full, issues the wgmmas as one group and releases a stage on empty.
-# Which parities and which stage? They are the capstone's answer, shown once it passes.
+# Their parities and stages are the capstone's answer, shown once it passes.
 
 # %% output answers a prediction
 held = "the consumers' k-loop, marked below; the rest of this part is shown"
