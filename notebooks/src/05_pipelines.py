@@ -150,7 +150,7 @@ notebook.require((cfg.stage_bytes, pl.ALIGN_SLACK + pl.STATIC_SMEM, limit, need[
                  stage=cfg.stage_bytes, limit=limit, need=need, swept=swept)
 
 # %% answer [markdown]
-# **Why the 128×256 curve ends at S = 4.** A stage holds one k-tile of A and of B:
+# **Why the 128×256 curve ends at S = 4.** A stage stores one k-tile of A and of B:
 # (128 + 256) × 64 × 2 bytes = 48 KiB. All S stages, plus 2 KiB of alignment and barriers, must fit
 # in the 227 KiB of shared memory a CTA may have. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
 # The sweep builds only the depths that fit.
