@@ -271,9 +271,9 @@ GOALS = "for size, goal in ((4096, 0.80), (8192, 0.90)):"
 
 
 def _goals(rec) -> dict:
+    """05 §4's goals cell and its check cell (the stage arithmetic of the folded answer after it)."""
     from types import SimpleNamespace
-    from asynctc import pipeline as pl
-    stub = SimpleNamespace(plot_depth=lambda *a, **k: None, best_row=pl.best_row, cublas_row=pl.cublas_row)
+    stub = _pl_with_plot_stubbed(plot_depth=lambda *a, **k: None)
     plt = SimpleNamespace(show=lambda: None)                         # the figure itself: not a test's
     return run(GOALS, {"rec": rec, "res": rec.results, "pl": stub, "plt": plt, "notebook": notebook})
 
@@ -293,3 +293,87 @@ def test_the_goal_cells_verdicts_and_operands(capsys):
     _goals(slow)
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("goal 0.80: NOT reached.") and out[1].endswith("goal 0.90: reached.")
+
+
+def _pl_with_plot_stubbed(**plots):
+    """chapter 05's package with its figures replaced by no-ops (the figures are not a test's)."""
+    from types import SimpleNamespace
+    from asynctc import pipeline as pl
+    names = ("best_row", "cublas_row", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
+             "trace_of", "ktile_waits")
+    return SimpleNamespace(**{n: getattr(pl, n) for n in names}, **plots)
+
+
+@pytest.mark.parametrize("key,value", [("smem_limit", 240 * 1024), ("smem_limit", 256 * 1024)],
+                         ids=["240-KiB", "256-KiB"])
+def test_the_stage_fit_check_refuses_a_record_that_moved(key, value):
+    """05 §4's folded answer states 48 KiB a stage, 227 KiB a CTA, 194 and 242 KiB for S = 4 and 5:
+    a record with another per-CTA limit fails the check cell before it."""
+    moved = copy.deepcopy(records.load("pipeline"))
+    moved.results[key] = value
+    with pytest.raises(notebook.ClaimError, match="S = 4 takes 194"):
+        _goals(moved)
+
+
+# ---- chapter 05 §5: the trace's cost, the waits on full, untraced ÷ model -------------------------------
+
+TRACE = 'untraced = 2 * 128 * 256 * 64 * hz / tf'
+
+
+def _trace_cell(rec, trace=None) -> dict:
+    from types import SimpleNamespace
+    from asynctc.models import pipeline as mp
+    pl = _pl_with_plot_stubbed(plot_trace_beside_model=lambda *a, **k: None)
+    if trace is not None:
+        pl.trace_of = lambda *a, **k: trace
+    plt = SimpleNamespace(show=lambda: None)
+    return run(TRACE, {"rec": rec, "res": rec.results, "pl": pl, "mp": mp, "plt": plt, "notebook": notebook})
+
+
+def test_the_trace_cell_holds_on_the_record(capsys):
+    from asynctc import pipeline as pl
+    rec = records.load("pipeline")
+    ns = _trace_cell(rec)
+    out = capsys.readouterr().out.splitlines()
+    assert ns["traced"] > ns["untraced"] > ns["model"]
+    assert out[0].endswith(notebook.ratio(ns["traced"], ns["untraced"]))
+    assert out[1].startswith("2. consumer 0's waits on full, k-tiles 4–11, clocks: GPU (traced) ")
+    assert out[1].endswith("| model 0 0 0 0 0 0 0 0") and len(ns["late"]) == 8
+    assert out[2] == "3. clocks per k-tile, untraced GPU / model: " + notebook.ratio(ns["untraced"],
+                                                                                    ns["model"])
+    # the record itself: CTA 0's waits are the figure's, read from its traced spans
+    assert ns["late"][0] == pl.ktile_waits(pl.trace_of(rec.results, "128x256x64/c2", stages=4))[0][4]
+
+
+def _moved_trace(rec, loop=1.0, no_wait_at=None):
+    from asynctc import pipeline as pl
+    trace = copy.deepcopy(pl.trace_of(rec.results, "128x256x64/c2", stages=4))
+    trace["metrics"]["ctas"]["cta0"]["loop_cycles"] *= loop
+    for s in trace["cta0"]["spans"]:
+        if (s["lane"], s["kind"], s["k"]) == ("cta0/wg0", "wait_full", no_wait_at):
+            s["end"] = s["start"]                                    # this k-tile's data was ready
+    return trace
+
+
+@pytest.mark.parametrize("loop,no_wait_at,sentence", [
+    (1 / 1.52, None, "about 1.5×"),                  # a trace that cost nothing
+    (2.0, None, "about 1.5×"),                       # twice the time
+    (1.0, 6, "the GPU waits at every k-tile"),       # consumer 0 did not wait at k-tile 6
+], ids=["free-trace", "slow-trace", "no-wait"])
+def test_the_trace_cell_refuses_a_record_that_moved(loop, no_wait_at, sentence):
+    rec = records.load("pipeline")
+    with pytest.raises(notebook.ClaimError, match=sentence):
+        _trace_cell(rec, _moved_trace(rec, loop, no_wait_at))
+
+
+def test_the_trace_cell_refuses_an_untraced_run_near_the_model():
+    """Untraced 1.2× as fast (and the trace with it, so its cost stays 1.5×): a k-tile now takes
+    about as long as in the model, and "about 1.2× as long" fails."""
+    rec = records.load("pipeline")
+    trace = _moved_trace(rec, loop=1 / 1.2)
+    moved = copy.deepcopy(rec)
+    for r in moved.results["sweep"]:
+        if r.get("tile") == "128x256x64/c2" and r["kernel"] == "pipeline" and r["stages"] == 4:
+            r["tflops"] *= 1.2
+    with pytest.raises(notebook.ClaimError, match="about 1.2× as long"):
+        _trace_cell(moved, trace)

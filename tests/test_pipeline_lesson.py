@@ -56,9 +56,6 @@ def test_helpers_hold_on_the_record(rec, capsys):
     res = rec.results
     w = P.show_widths(res)
     assert w["best"][256] > w["best"][128]
-    ring = mp.simulate(4, 1, 2, 64)
-    t = P.show_trace_waits(res, P.trace_of(res, "128x256x64/c2", stages=4), ring)
-    assert t["traced"] > t["untraced"] > t["model"]
     c = P.show_model_check(res, rec)
     assert sum(r["fitted"] for r in c["rows"]) == 4 and c["worst_held"] < 0.15
     P.show_supply(records.load("l2_supply"))
@@ -89,14 +86,3 @@ def test_supply_guard_fails_when_the_record_flips(monkeypatch):
 
 def test_smem_share():
     assert P.smem_share(128) == pytest.approx(1.0) and P.smem_share(256) == pytest.approx(0.75)
-
-
-def test_trace_cost_guard_fails_when_the_record_moves(rec):
-    """05 §5 states the trace's cost as "about 1.5×" (recorded 1.52×): a trace that cost nothing, or
-    twice the time, fails the guard."""
-    ring = mp.simulate(4, 1, 2, 64)
-    for scale in (1 / 1.52, 2.0):
-        trace = copy.deepcopy(P.trace_of(rec.results, "128x256x64/c2", stages=4))
-        trace["metrics"]["ctas"]["cta0"]["loop_cycles"] *= scale
-        with pytest.raises(AssertionError, match="about 1.5×"):
-            P.show_trace_waits(rec.results, trace, ring)

@@ -47,7 +47,7 @@ def plot_accumulation(results: dict, record=None, frac_bits: int = FRAC_BITS):
     ax.legend(fontsize=7)
     ax2.set_ylabel("max |C − ref| / (|A|·|B|)")
     ax2.legend(fontsize=7)
-    plots._title(ax, "swamping input (one 32·32 product, then small ones)", record)
+    plots._title(ax, "swamping input: 1024, then K − 1 small products", record)
     plots._title(ax2, "fresh standard-normal FP8 inputs", record)
     return fig
 

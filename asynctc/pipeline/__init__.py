@@ -38,7 +38,7 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   exercise 2's parity flipped (:func:`flipped_refill_parities`);
 * ``lesson.py`` — the core lesson's one-line cells: :func:`show_parity_story` (§1, a ring without
   parity beside the kernel's), :func:`show_checks`, :func:`show_widths`,
-  :func:`show_trace_waits`, :func:`show_model_check` (the L2 cap on its fitted and held-out runs, run
+  :func:`show_model_check` (the L2 cap on its fitted and held-out runs, run
   in deep dive 05b §6),
   :func:`show_supply`; each prints a small table and asserts the sentences the markdown states;
 * ``design.py`` — the L2 cap that brings the ring model closest to the depth sweep
@@ -93,7 +93,7 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
                      correctness_configs, device_problem, fits, random_operands, run_broken,
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
 from .lesson import (model_check, parity_story, show_checks, show_model_check, show_parity_story, show_supply,
-                     show_trace_waits, show_widths, smem_share)
+                     show_widths, smem_share)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
 from .results import (KtileAverage, average_ktile_cycles, best_by_width, best_row, best_tflops_by_width, cublas_row,
                       depth_sweep, of_cublas, resident_by_depth, row_label, trace_of)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..core.notebook import require
 from ..models import pipeline as mp
 from .design import FIT_ON, design, fitted_cap
-from .figures import flat_from, ktile_waits   # data helpers of the figures module (they do not plot)
+from .figures import flat_from   # a data helper of the figures module (it does not plot)
 from .results import best_by_width, best_tflops_by_width, depth_sweep, resident_by_depth
 from .config import PipelineConfig
 
@@ -124,42 +124,7 @@ def show_widths(results: dict) -> dict:
     return {"best": best, "d128": d128, "occupancy": occ}
 
 
-# ---- §5: why it stops rising ------------------------------------------------------------------
-
-def show_trace_waits(results: dict, trace: dict, ring, k_tiles: int = 64) -> dict:
-    """Print the trace's cost (traced ÷ untraced cycles per k-tile, untraced from the timed run) and
-    consumer 0's waits on full (the figure's consumer 0 lane, key wg0: its thread 0, CTA 0;
-    :func:`~.figures.ktile_waits`) of k-tiles 4–11 on the GPU and in the model (no L2 cap).
-
-    Guards §5's sentences: "reading the clock at each event slows the traced loop about 1.5×"
-    (recorded 1.52×; the guard accepts 1.40–1.65); "from k-tile 4 on the model never waits on full,
-    the GPU waits at every k-tile" (§5's "the consumers wait for data that the model has ready"; it
-    does not say whether late loads or slowed wgmmas make them wait). Prints the division behind the
-    trace's cost. "Untraced, a k-tile still takes about 1.2× as long as in the model" is derived and
-    guarded in view by 05 §5's next lines (recorded 1.22×; 1.10–1.35); ``untraced`` and ``model``
-    are returned, not checked twice."""
-    timed = depth_sweep(results, "128x256x64/c2")[4]              # TFLOP/s at S = 4, untraced
-    mhz = mp.HardwareParams.from_records().clock_mhz
-    flop_per_clk = timed * 1e12 / (results["sm_count"] * mhz * 1e6)
-    untraced = 2 * 128 * 256 * 64 / flop_per_clk
-    traced = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / k_tiles
-    model = ring.total_cycles / k_tiles
-    m = trace["metrics"]
-    mean = m["mean"]["loop_cycles"] / m["k_tiles"]               # 05b §4's column: every traced CTA
-    print(f"1. the trace's cost, CTA 0's clocks per k-tile traced / untraced: {traced:.0f} / {untraced:.0f} = "
-          f"{traced / untraced:.2f}× (the {len(m['ctas'])} traced CTAs' mean, 05b §4: {mean:.0f})")
-    gpu, sim = ktile_waits(trace)[0], ktile_waits(ring)[0]
-    late = [gpu.get(k, 0) for k in range(4, 12)]
-    print("2. consumer 0's waits on full (its thread 0), k-tiles 4–11, clocks: GPU (traced) "
-          + " ".join(f"{w:.0f}" for w in late)
-          + " | model " + " ".join(f"{sim.get(k, 0):.0f}" for k in range(4, 12)))
-    require(1.40 < traced / untraced < 1.65, "reading the clock at each event slows the traced loop about 1.5×",
-            record=f"{traced:.0f} / {untraced:.0f} = {traced / untraced:.2f}")
-    require(min(late) > 50 and not any(sim.get(k) for k in range(4, 12)),
-            "from k-tile 4 on the model never waits on full, the GPU waits at every k-tile: the consumers "
-            "wait for data that the model has ready", record=f"{late}")
-    return {"traced": traced, "untraced": untraced, "model": model, "gpu_waits": late}
-
+# ---- §5's conclusion: the L2 cap, fitted and tested in deep dive 05b §6 -------------------------
 
 def model_check(results: dict, record=None) -> list[dict]:
     """The L2 cap's fit and its test. Rows (128×256/c2, fp16): ``size``, ``stages``, ``pending``,

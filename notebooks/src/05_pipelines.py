@@ -138,19 +138,22 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                     # the chapte
     notebook.verdict(min(b / c for b, c in tf.values()) >= goal,
                      f"{head}; goal {goal:.2f}: reached.", f"{head}; goal {goal:.2f}: NOT reached.")
 
-# %% answer [markdown]
-# **Why the 128×256 curve ends at S = 4.** A stage holds one k-tile of A and of B, and all S
-# stages must fit in one CTA's shared memory. The sweep builds only the depths that fit:
+# %% check
+cfg, limit = pl.PipelineConfig(bm=128, bn=256, stages=1), res["smem_limit"]   # bytes a CTA may have
+need = {S: pl.ALIGN_SLACK + S * cfg.stage_bytes + pl.STATIC_SMEM for S in (4, 5)}   # bytes
+swept = sorted(pl.depth_sweep(res, "128x256x64/c2"))
+KiB = 1024
+notebook.require((cfg.stage_bytes, pl.ALIGN_SLACK + pl.STATIC_SMEM, limit, need[4], need[5])
+                 == (48 * KiB, 2 * KiB, 227 * KiB, 194 * KiB, 242 * KiB)
+                 and cfg.max_stages(limit) == 4 == swept[-1],
+                 "a 48 KiB stage, 2 KiB more; of 227 KiB, S = 4 takes 194, S = 5 would take 242",
+                 stage=cfg.stage_bytes, limit=limit, need=need, swept=swept)
 
-# %% output answers a prediction
-cfg, limit = pl.PipelineConfig(bm=128, bn=256, stages=1), res["smem_limit"]   # limit: the per-CTA opt-in
-fit = cfg.max_stages(limit)
-print(f"stage = ({cfg.bm} + {cfg.bn}) × {cfg.bk} × 2 bytes = {cfg.stage_bytes} bytes ({cfg.stage_bytes / 1024:.0f} KiB)")
-need = {S: pl.ALIGN_SLACK + S * cfg.stage_bytes + pl.STATIC_SMEM for S in (fit, fit + 1)}
-print(f"S stages take {pl.ALIGN_SLACK} (alignment) + S × {cfg.stage_bytes} + {pl.STATIC_SMEM} (barriers) bytes"
-      f" of the {limit} a CTA may have: S = {fit} takes {need[fit]}, S = {fit + 1} would take {need[fit + 1]}")
-notebook.require(need[fit] <= limit < need[fit + 1] and fit == max(pl.depth_sweep(res, "128x256x64/c2")),
-                 "the curve ends at the last S that fits", fit=fit, swept=sorted(pl.depth_sweep(res, "128x256x64/c2")))
+# %% answer [markdown]
+# **Why the 128×256 curve ends at S = 4.** A stage stores one k-tile of A and of B:
+# (128 + 256) × 64 × 2 bytes = 48 KiB. All S stages, plus 2 KiB of alignment and barriers, must fit
+# in the 227 KiB of shared memory a CTA may have. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
+# The sweep builds only the depths that fit.
 
 # %% answer [markdown]
 # **Why 128×128 drops at S = 4.** The extra stage leaves shared memory for one CTA per SM, not two.
@@ -186,15 +189,29 @@ trace = pl.trace_of(res, "128x256x64/c2", stages=4)
 ring = mp.simulate(4, 1, 2, 64)
 fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
-waits = pl.show_trace_waits(res, trace, ring)   # notebook.how(pl.show_trace_waits) prints its code
 tf = pl.depth_sweep(res, "128x256x64/c2")[4] * 1e12                  # untraced FLOP/s, S = 4
 hz = res["sm_count"] * mp.HardwareParams.from_records().clock_mhz * 1e6   # SM clocks per second
-gpu, model = 2 * 128 * 256 * 64 * hz / tf, ring.total_cycles / 64
-print("3. clocks per k-tile, untraced GPU / model:", notebook.ratio(gpu, model))
+untraced = 2 * 128 * 256 * 64 * hz / tf                              # clocks per k-tile, untraced
+traced = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / 64        # CTA 0's loop, 64 k-tiles
+model = ring.total_cycles / 64
+gpu_w, model_w = pl.ktile_waits(trace)[0], pl.ktile_waits(ring)[0]   # consumer 0's waits on full
+late = [gpu_w.get(k, 0) for k in range(4, 12)]                       # clocks, k-tiles 4–11, GPU
+free = [model_w.get(k, 0) for k in range(4, 12)]                     # the same, in the model
+print("1. the trace's cost, clocks per k-tile traced / untraced:", notebook.ratio(traced, untraced))
+print("2. consumer 0's waits on full, k-tiles 4–11, clocks: GPU (traced)",
+      *[f"{w:.0f}" for w in late], "| model", *[f"{w:.0f}" for w in free])
+print("3. clocks per k-tile, untraced GPU / model:", notebook.ratio(untraced, model))
 
 # %% check
-notebook.require(1.10 < gpu / model < 1.35, "untraced, a k-tile still takes about 1.2× as long as in the model",
-                 gpu=gpu, model=model)
+notebook.require(1.40 < traced / untraced < 1.65,
+                 "reading the clock at each event slows the traced loop about 1.5×",
+                 traced=traced, untraced=untraced)
+notebook.require(min(late) > 50 and not any(free),
+                 "from k-tile 4 on the model never waits on full, the GPU waits at every k-tile",
+                 gpu=late, model=free)
+notebook.require(1.10 < untraced / model < 1.35,
+                 "untraced, a k-tile still takes about 1.2× as long as in the model",
+                 untraced=untraced, model=model)
 
 # %% [markdown]
 # **The model** never waits on full from k-tile 4 on. **The trace** waits at every k-tile.
