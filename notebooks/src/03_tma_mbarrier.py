@@ -134,7 +134,8 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 
 # %% [markdown]
 # The listing first fills the tile with a *sentinel* byte, 0xA5. Any byte TMA did
-# not write then shows. TMA writes through the [*async proxy*](../docs/glossary.md#proxy), a
+# not write then shows. Its `tma_load_rank` calls the wrapper for the map's rank: for 2-D,
+# `tma_load_2d(dst, map, bar, c0, c1)`, the exercises' call. TMA writes through the [*async proxy*](../docs/glossary.md#proxy), a
 # separate path. The fence orders the threads' writes before TMA's.
 #
 # **Parity, fill by fill.** In chapter 05, each stage has two barriers. *Full* says its bytes

@@ -53,8 +53,9 @@ notebook.banner("sm_100a", measured=False)
 #    that into 65536.
 #
 # The last line cross-checks with ptxas (06's rung-3 record): 156 for the tile alone, near our
-# 154, and 168 with `setmaxnreg`. That 168 is the count every thread starts with, the most 384
-# threads can share; `setmaxnreg` then moves registers, and the consumers rise to 232.
+# 154, and 168 with `setmaxnreg`. ptxas gives the whole kernel one count, every thread's at the
+# start: step 2's 168. `setmaxnreg` then moves registers as the kernel runs. So ptxas's 168 is the
+# starting count, not a consumer's 232.
 
 # %% output varies
 ws = WSConfig()                                  # chapter 06: 128 producer + 256 consumer threads
@@ -64,7 +65,7 @@ print(f"given: 384 × {entry} = {384 * entry} at entry; after setmaxnreg 128 × 
 bill = lesson.register_bill()          # needed, for three accumulator layouts
 print(lesson.bill_table(bill))   # notebook.how(lesson.bill_table) prints its code
 steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
-print(f"cross-check, ptxas (06): {steps['128x256']} for the tile alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg")
+print(f"cross-check, ptxas (06): {steps['128x256']} for the tile alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the count at entry)")
 notebook.require((entry, given) == (168, 384 * entry) and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168),
                  "384 × 168 = 64512 = 128 × 40 + 256 × 232; ptxas gives 156, and 168 with setmaxnreg", given=given)
 fig = figures.accumulator_homes(bill)
