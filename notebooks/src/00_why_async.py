@@ -98,9 +98,8 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 
 # %% [markdown]
 # Every record times cuBLAS again in its own run. So its 4096³ fp16 figure differs by a few
-# percent between chapters. Every ratio in the course divides by its own run's cuBLAS. The peak
-# moves the same way: each record's uses the SM clock measured in its own run. Chapter 10 §1 says
-# why runs differ.
+# percent between chapters. Every ratio in the course divides by its own run's cuBLAS. Each
+# record's peak uses the SM clock measured in its run. Chapter 10 §1 says why runs differ.
 #
 # The `notebook.require(...)` line in the next cell stops the notebook if the record no longer
 # supports the sentence beside it. Longer checks sit in a cell of their own, collapsed: open it

@@ -79,8 +79,7 @@ assert swizzled == swizzle_address(offset, 64)         # the course's model agre
 #
 # 1. `init` expects one arrival. *Pending* counts those still expected.
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the tx-count rises by
-#    the bytes to come. Then it starts the copies: no box can land before its bytes are
-#    announced.
+#    the bytes to come. Then it starts the copies: no box lands before its bytes are announced.
 # 3. Each landing byte lowers the tx-count: the PTX ISA's *complete_tx*.
 # 4. When pending and tx-count reach zero, *phase* 0, the first round, completes. Phase 1 opens
 #    with *pending* back at the count.
@@ -133,10 +132,9 @@ tma.checks.show_lifecycle(crec)   # notebook.how(tma.checks.show_lifecycle) prin
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]
-# The listing first fills the tile with a *sentinel* byte, 0xA5. Any byte TMA did
-# not write then shows. Its `tma_load_rank` calls the wrapper for the map's rank: for 2-D,
-# `tma_load_2d(dst, map, bar, c0, c1)`, the exercises' call. TMA writes through the [*async proxy*](../docs/glossary.md#proxy), a
-# separate path. The fence orders the threads' writes before TMA's.
+# The listing first fills the tile with a *sentinel* byte, 0xA5: any byte TMA skips shows.
+# Its `tma_load_rank` calls `tma_load_2d` for a 2-D map. TMA writes through the
+# [*async proxy*](../docs/glossary.md#proxy), a separate path. The fence orders the threads' writes before TMA's.
 #
 # **Parity, fill by fill.** In chapter 05, each stage has two barriers. *Full* says its bytes
 # landed; *empty*, that its readers are done. Fill f completes phase f of each:
