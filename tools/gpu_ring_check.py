@@ -188,8 +188,9 @@ def run_checks(say) -> dict:
 
 
 def must_name(msg: str) -> None:
-    """A broken variant's error names the barrier, the stage, the k-tile and the warpgroup."""
-    for what in ("barrier of stage", "for k-tile", "by warpgroup"):
+    """A broken variant's error names the barrier, the stage, the k-tile and who waited (the
+    producer or a consumer, with its warpgroup: :func:`asynctc.pipeline.trace.decode_error`)."""
+    for what in ("barrier of stage", "for k-tile", "waited on by"):
         if what not in msg:
             raise RuntimeError(f"the error word's text lacks {what!r}: {msg}")
 
