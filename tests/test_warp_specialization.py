@@ -423,6 +423,10 @@ def test_the_core_lessons_ladder_helpers():
     p3 = W.prediction_check(res, 3)                     # 0.875 of cuBLAS, predicted 0.90-0.97
     assert p3["outside"] == "below it" and p3["measured"] == "0.88–0.88 of cuBLAS"
     assert W.prediction_check(res, 2)["inside"] and set(W.PREDICTION_BANDS) == set(range(2, 9))
+    up = {3: 1.1}                                       # rung 3 at 8192³: 0.9625 of cuBLAS, inside
+    two = {"ladder": res["ladder"] + [dict(r, size=8192, of_cublas=r["of_cublas"] * up.get(r["rung"], 1))
+                                      for r in res["ladder"]]}
+    assert W.prediction_check(two, 3)["outside"] == "partly below it"
     text = W.ladder_summary(res).splitlines()
     assert len(text) == 2 + 8 and "4096³ fp16" in text[0] and text[-1].split()[-1] == "0.96"
     import matplotlib

@@ -360,8 +360,9 @@ PREDICTION_BANDS = {2: ("of cuBLAS", None, 0.75 * 0.95, 0.75 * 1.05),
 def prediction_check(results: dict, n: int) -> dict:
     """Rung ``n``'s measurement beside its prediction band (:data:`PREDICTION_BANDS`), over every
     (size, dtype) ladder of the record: ``measured`` and ``predicted`` (texts), ``inside`` (every
-    ladder within the band), ``outside`` (None, or "above it", "below it", "partly outside it"),
-    ``values`` (per ladder)."""
+    ladder within the band), ``outside`` (None, or "above it", "below it", "partly above it",
+    "partly below it", or "partly outside it" when ladders miss on both sides), ``values`` (per
+    ladder)."""
     from .ladder import RUNGS
     kind, ref, lo, hi = PREDICTION_BANDS[n]
     if kind == "of cuBLAS":
@@ -376,6 +377,7 @@ def prediction_check(results: dict, n: int) -> dict:
         inside = all(lo <= v - 1 <= hi for v in values.values())
     vals = [v if kind == "of cuBLAS" else v - 1 for v in values.values()]
     outside = ("above it" if min(vals) > hi else "below it" if max(vals) < lo else
+               "partly above it" if min(vals) >= lo else "partly below it" if max(vals) <= hi else
                "partly outside it")
     return {"rung": n, "name": RUNGS[n - 1].name, "measured": measured, "predicted": predicted,
             "inside": inside, "outside": None if inside else outside, "values": values}

@@ -28,8 +28,7 @@ def _steps_text(values: dict) -> str:
 
 
 def _band_text(check: dict) -> str:
-    where = {None: "inside", "above it": "above", "below it": "below",
-             "partly outside it": "partly outside"}[check["outside"]]
+    where = "inside" if check["outside"] is None else check["outside"].removesuffix(" it")
     return f"{where} its prediction, {check['predicted']}"
 
 
