@@ -29,6 +29,15 @@ def test_the_ladder_table_holds_on_the_record(res, capsys):
     assert "rung 3 / rung 1" not in out          # 06 §3's visible cell divides the steps the answer reads
 
 
+def test_the_bands_table_reads_each_rung_against_its_band(res):
+    text = W.prediction_table(res).splitlines()
+    assert len(text) == 1 + 7 and [int(l.split()[0]) for l in text[1:]] == list(range(2, 9))
+    for line in text[1:]:
+        p = W.prediction_check(res, int(line.split()[0]))
+        assert p["predicted"] in line and p["measured"] in line
+        assert line.endswith("inside") if p["inside"] else line.endswith(f"({p['outside'][:-3]})")
+
+
 def _scale(res, rung, factor):
     flipped = copy.deepcopy(res)
     for r in flipped["ladder"]:

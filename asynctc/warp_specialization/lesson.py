@@ -40,10 +40,23 @@ def ladder_table(results: dict, dtype: str = "float16") -> str:
     return "\n".join(lines)
 
 
+def prediction_table(results: dict) -> str:
+    """Rungs 2–8 of a ``warp_specialization`` record as text, one :func:`~.figures.prediction_check`
+    per rung: its frozen band (the figure's orange), its measurement over all the record's ladders,
+    and "inside" or "missed (above)", "(below)", "(partly above)", "(partly below)"."""
+    from .figures import prediction_check
+    lines = [f"{'rung':>4}  {'orange band':<17}  measured, all ladders"]
+    for n in range(2, 9):
+        p = prediction_check(results, n)
+        where = "inside" if p["inside"] else f"missed ({p['outside'].removesuffix(' it')})"
+        lines.append(f"{n:>4}  {p['predicted']:<17}  {p['measured']:<27}  {where}")
+    return "\n".join(lines)
+
+
 @guards
 def show_ladder_steps(results: dict) -> None:
     """06 §3: print :func:`ladder_table` (fp16) and guard, over every size and dtype of the record,
-    the small steps the markdown lists as "four small steps, one switch each" and what 06 §3 leaves
+    the small steps the markdown's answer names (rungs 4, 5, 6 and 8) and what 06 §3 leaves
     to 06c (rung 7's saving at 8192³). The steps the markdown's answer states in numbers (the two
     biggest; rung 2 at about 0.85 of rung 1; rung 3 back at rung 1; rung 7's +8 % at 4096³; rung 8 at
     cuBLAS) are divided and guarded in 06 §3's own visible cells. This one guards:
