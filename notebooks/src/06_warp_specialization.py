@@ -133,9 +133,17 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # ## 3. The ladder
 #
 # Each rung is a set of compile-time switches of one kernel (`W.RUNGS`), timed beside cuBLAS.
+# Rung 2 splits the roles; each later rung adds one change:
 #
-# **Predict before you look.** Rung 2 splits the roles; each later rung adds one change. Which
-# buys the most? Does the split alone buy anything? Orange marks each rung's predicted range.
+# - 4: tiles and stages; 5: a [persistent](../docs/glossary.md#persistent) grid;
+# - 6: a [cluster](../docs/glossary.md#cluster) of 2 CTAs, where one TMA load sends B to both:
+#   a [multicast](../docs/glossary.md#multicast);
+# - 7: the [epilogue](../docs/glossary.md#epilogue) (the code that writes C) by
+#   [TMA store](../docs/glossary.md#tma-store) from shared memory;
+# - 8: the raster's **group-M**, the tile rows it walks before moving one column.
+#
+# **Predict before you look.** Which buys the most? Does the split alone buy anything? Orange
+# marks each rung's predicted range.
 
 # %% output answers a prediction
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
@@ -168,6 +176,9 @@ tile6, saved = W.lesson.tile_cycles(res, 6), ep[6] - ep[7]   # untraced: ms × c
 print(f"epilogue, traced: rung 6 {ep[6]:.0f}, rung 7 {ep[7]:.0f} cycles/tile; rung 6's untraced tile {saved / tile6:.1%} "
       f"shorter: {notebook.ratio(tile6, tile6 - saved, '', 3)}, measured {step[7]:.3f}")
 
+# %% output answers a prediction
+print(W.prediction_table(res))   # one W.prediction_check per rung
+
 # %% check
 notebook.require(all(v == [3, 7] for v in top.values()), "rung 3 is the biggest step; rung 7 the next", top=top)
 notebook.require(all(0.80 < v[2] < 0.90 and abs(v[3] - 1) < 0.02 for v in of1.values()),
@@ -177,29 +188,24 @@ notebook.require(all(1.06 < over[z][7] < 1.10 for z in runs if z[0] == 4096), "r
 notebook.require(min(lad[z + (8,)]["of_cublas"] for z in runs) >= 0.98, "rung 8 runs at cuBLAS's speed (0.98 or more)",
                  rung8={z: lad[z + (8,)]["of_cublas"] for z in runs})
 notebook.require(abs(tile6 / (tile6 - saved) / step[7] - 1) < 0.02, "the saving predicts rung 7's step", step7=step[7])
+notebook.require(W.prediction_check(res, 7)["outside"] == "above it", "rung 7 missed above its band")
 
 # %% answer [markdown]
 # Two big steps (fp16, 4096³):
 #
 # - **Rung 3, the tile back.** Rung 2's split halved the tile to 128×128 and lost about 15 %.
 #   Two consumers on 128×256 and `setmaxnreg` win that back.
-# - **Rung 7: +8 %.** The [epilogue](../docs/glossary.md#epilogue) is the code that writes the
-#   tile's C. It becomes a [TMA store](../docs/glossary.md#tma-store): one bulk copy from shared
-#   memory to C.
+# - **Rung 7: +8 %**, the epilogue by TMA store.
 #
-# Four small steps, one switch each:
-#
-# - 4: tiles and stages;
-# - 5: a [persistent](../docs/glossary.md#persistent) grid;
-# - 6: a [cluster](../docs/glossary.md#cluster) of CTAs on nearby SMs, where one TMA load sends B to
-#   both: a [multicast](../docs/glossary.md#multicast);
-# - 8: the raster, the order tiles are taken in. Its **group-M** is how many tile rows it walks
-#   down before it moves one column on.
+# Rungs 4, 5, 6 and 8 are small steps.
 #
 # **So:** the split itself bought nothing: rung 3 is back at rung 1. The TMA store took the ladder
-# to cuBLAS's speed. With it, the consumers write C to shared memory. One thread's TMA store carries
-# it out, so the consumers start the next tile's k-loop sooner. Take the trace's epilogue saving off
-# rung 6's untraced tile: that predicts the +8 % step.
+# to cuBLAS's speed. One thread's TMA store writes C, so the consumers start the next tile's k-loop
+# sooner. Take the trace's epilogue saving off rung 6's untraced tile: that predicts the +8 % step.
+#
+# Each band predates its rung, so a miss shows where its model was wrong. Rung 7 missed above:
+# its model priced storing C from registers low. Chapter [10 §3](10_claims.ipynb) judges claims
+# the same way.
 
 # %% [markdown]
 # Going further: [06c §3](06c_ladder_investigations.ipynb) — rung 2 → 3 one change at a time; rung
