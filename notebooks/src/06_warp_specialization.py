@@ -177,7 +177,7 @@ print(f"epilogue, traced: rung 6 {ep[6]:.0f}, rung 7 {ep[7]:.0f} cycles/tile; ru
       f"shorter: {notebook.ratio(tile6, tile6 - saved, '', 3)}, measured {step[7]:.3f}")
 
 # %% output answers a prediction
-print(W.prediction_table(res))   # one W.prediction_check per rung
+print(W.prediction_table(res))   # notebook.how(W.prediction_table) prints its code
 
 # %% check
 notebook.require(all(v == [3, 7] for v in top.values()), "rung 3 is the biggest step; rung 7 the next", top=top)
