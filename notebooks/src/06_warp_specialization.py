@@ -149,6 +149,9 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
 plt.show()
 
+# %% output answers a prediction
+print(W.prediction_table(res))   # notebook.how(W.prediction_table) prints its code
+
 # %% [markdown]
 # **Derive it** from the `ladder` rows. The table divides each rung's TFLOP/s by its parent's. The
 # `over` column names the parent; rung 5's is rung 3. The lines under it divide the rows the answer
@@ -175,9 +178,6 @@ ep = {t["rung"]: W.trace_numbers(t)["epilogue_cycles"] for t in res["traces"] if
 tile6, saved = W.lesson.tile_cycles(res, 6), ep[6] - ep[7]   # untraced: ms × clock ÷ tiles
 print(f"epilogue, traced: rung 6 {ep[6]:.0f}, rung 7 {ep[7]:.0f} cycles/tile; rung 6's untraced tile {saved / tile6:.1%} "
       f"shorter: {notebook.ratio(tile6, tile6 - saved, '', 3)}, measured {step[7]:.3f}")
-
-# %% output answers a prediction
-print(W.prediction_table(res))   # notebook.how(W.prediction_table) prints its code
 
 # %% check
 notebook.require(all(v == [3, 7] for v in top.values()), "rung 3 is the biggest step; rung 7 the next", top=top)
