@@ -153,6 +153,26 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # Going further: [03b §3–§5](03b_tma_boxes.ipynb) — SASS, the proxy fence, parity.
 
 # %% [markdown]
+# ## 4. The instructions underneath
+#
+# Each wrapper above is one PTX instruction. The table reads them from `kernels/ptx/*.cuh`. Then
+# §3's kernel is compiled here for sm_90a, and its SASS is counted.
+
+# %% output varies
+from asynctc.core import sass
+
+print(notebook.ptx_instructions("mbarrier_arrive_expect_tx", "tma_load_2d", "mbarrier_try_wait_parity"))
+ck = tma.compile_tma("mbarrier_lifecycle")                  # §3's life-cycle kernel
+ops = sass.opcode_counts(tma.kernel_sass(ck))
+print({op: n for op, n in sorted(ops.items()) if op.startswith(("SYNCS", "UTMA"))})
+for op in ("UTMALDG.2D", "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT"):
+    notebook.require(op in ops, f"§3's kernel issues {op}")
+
+# %% [markdown]
+# `UTMALDG.2D` is the TMA load. `SYNCS.EXCH.64` is the barrier's `init`, `SYNCS.ARRIVE.TRANS64` the
+# arrive with expect_tx, and `SYNCS.PHASECHK.TRANS64` the parity test, polled by the bounded wait.
+
+# %% [markdown]
 # ## Exercises
 #
 # `tma_load_2d(dst, map, bar, c0, c1)` copies `map`'s box at column c0, row c1 to shared address
