@@ -95,6 +95,11 @@ fig = figures.accumulator_homes(bill)
 idesc = tc.InstrDescriptor("bfloat16", "bfloat16", "float32", m=128, n=256)
 print(idesc.table())
 assert idesc.encode() == 0x08400490 and tc.InstrDescriptor.decode(idesc.encode()) == idesc
+assert (idesc.n >> 3, idesc.m >> 4) == (32, 8)    # n_dim and m_dim as encoded
+
+# %% [markdown]
+# The shape is stored scaled down: `n_dim` is N >> 3 (256 / 8 = 32) and `m_dim` is M >> 4
+# (128 / 16 = 8).
 
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
