@@ -462,23 +462,25 @@ def ss_model_fraction(n: int, dtype: str = "float16") -> float:
 
 
 def plot_throughput(rec):
-    """TFLOP/s by N with one accumulator, A from shared memory (SS) and from registers (RS); the
-    per-clock peak at the in-kernel clock of the row the chapter quotes (N = 256, SS:
-    :func:`asynctc.wgmma.peak_row`; the same number its text prints) and the datasheet figure
-    (989 at 1830 MHz) — each point at its own in-kernel clock, whose range and kind the legend
-    give; Luo et al.'s H800 SS figures per SM·clock (at their assumed boost clock,
-    :data:`LUO_H800_ASSUMED_MHZ`) scaled to this GPU's SMs and that clock; the bytes model's SS
-    fraction of the peak (:func:`ss_model_fraction`, the text's "model") as dashes at each N on
-    that peak, its N = 8 value written beside it, and a right axis in fractions of that peak.
-    Short legend entries: 04b §6 states the conversion, 04b's table the rows with more
-    accumulators."""
+    """Each run's fraction of the per-clock peak (FLOP per clock per SM ÷ 4096, each point at its
+    own in-kernel clock, whose range the legend gives) by N with one accumulator, A from shared
+    memory (SS) and from registers (RS); the bytes model's SS fraction (:func:`ss_model_fraction`,
+    the text's "model") as dashes at each N, its N = 8 value written beside it; Luo et al.'s H800
+    SS figures per SM·clock (at their assumed boost clock, :data:`LUO_H800_ASSUMED_MHZ`) as the
+    same fraction. A right axis reads the fraction as TFLOP/s at the in-kernel clock of the row the
+    chapter quotes (N = 256, SS: :func:`asynctc.wgmma.peak_row`), with the datasheet figure (989 at
+    1830 MHz) on it. One unit for every point: a run at a faster clock cannot appear to beat the
+    model (a reader saw TFLOP/s at 1800 MHz drawn above dashes scaled to 1654 MHz). Short legend
+    entries: 04b §6 states the conversion, 04b's table the rows with more accumulators."""
     import matplotlib.pyplot as plt
     from .wgmma import peak_row
     r = rec.results
     fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
     rows = [x for x in r["throughput"] if x["dtype"] == "float16" and x["ctas_per_sm"] == 2]
+    peak_fpc = DATASHEET_FLOP_PER_CLK_SM["float16"]
     for src in SOURCES:
-        pts = sorted((x["n"], x["tflops"]) for x in rows if x["source"] == src and x["chains"] == 1)
+        pts = sorted((x["n"], x["flop_per_clk_sm"] / peak_fpc) for x in rows
+                     if x["source"] == src and x["chains"] == 1)
         if pts:
             ax.plot(*zip(*pts), marker="o", ms=7, lw=1.5, ls="-" if src == "smem" else "--",
                     color="tab:blue" if src == "smem" else "tab:red",
@@ -487,26 +489,26 @@ def plot_throughput(rec):
     mhz = head["sm_mhz"]
     sheet = head["datasheet_tflops_at_clock"]
     clocks = [x["sm_mhz"] for x in rows if x["chains"] == 1]
-    ax.axhline(sheet, color="k", lw=1, ls=":",
-               label=f"per-clock peak at N = 256's clock ({mhz:.0f} MHz, {bench.clock_kind(head)}): "
-                     f"{sheet:.0f}\n(each point ran at its own clock, "
-                     f"{min(clocks):.0f}–{max(clocks):.0f} MHz)")
+    ax.axhline(1.0, color="k", lw=1, ls=":",
+               label=f"per-clock peak, {peak_fpc} FLOP/clk per SM\n(each point at its own "
+                     f"{bench.clock_kind(head)} clock, {min(clocks):.0f}–{max(clocks):.0f} MHz)")
     model = [(n, ss_model_fraction(n)) for n in N_VALUES]
-    ax.plot([n for n, _ in model], [f * sheet for _, f in model], ls="none", marker="_", ms=22,
-            mew=2.5, color="tab:blue", alpha=0.6, label="model, SS (fraction of the peak, right axis)")
+    ax.plot([n for n, _ in model], [f for _, f in model], ls="none", marker="_", ms=22,
+            mew=2.5, color="tab:blue", alpha=0.6, label="model, SS")
     n0, f0 = min(model)                                          # the smallest N (8): the "Predict"
-    ax.annotate(f"model: {f0:.2f}", (n0, f0 * sheet), xytext=(14, -4),
+    ax.annotate(f"model: {f0:.2f}", (n0, f0), xytext=(14, -4),
                 textcoords="offset points", fontsize=8, color="tab:blue")
-    right = ax.secondary_yaxis("right", functions=(lambda t: t / sheet, lambda f: f * sheet))
-    right.set_ylabel("fraction of the per-clock peak")
+    right = ax.secondary_yaxis("right", functions=(lambda f: f * sheet, lambda t: t / sheet))
+    right.set_ylabel(f"TFLOP/s at N = 256's clock ({mhz:.0f} MHz)")
     boost = bench.DATASHEET["dense_tflops"]["float16"]
-    ax.axhline(boost, color="tab:green", lw=1, ls="--", label=f"datasheet: {boost:.0f}")
-    luo = [(n, luo_per_sm_clock(n) * r["sm_count"] * mhz * 1e6 / 1e12) for n in N_VALUES]
-    ax.plot(*zip(*luo), color="gray", marker="x", ls=":", label="Luo et al. (H800 SS, scaled)")
+    ax.axhline(boost / sheet, color="tab:green", lw=1, ls="--",
+               label=f"datasheet: {boost:.0f} TFLOP/s (right axis)")
+    luo = [(n, luo_per_sm_clock(n) / peak_fpc) for n in N_VALUES]
+    ax.plot(*zip(*luo), color="gray", marker="x", ls=":", label="Luo et al. (H800 SS, per clock)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(N_VALUES, [str(n) for n in N_VALUES])
     ax.set_xlabel("instruction N (m64nNk16, fp16 in, fp32 accumulate)")
-    ax.set_ylabel("TFLOP/s")
+    ax.set_ylabel("fraction of the per-clock peak")
     ax.set_title(f"wgmma throughput by N — {rec.label()}", fontsize=9)
     ax.minorticks_off()
     ax.legend(fontsize=8, loc="lower right")

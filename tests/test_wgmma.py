@@ -403,28 +403,36 @@ def test_peak_row_and_clock_note():
     assert not W.clock_note(res)[0]
 
 
-def test_throughput_figure_draws_the_peak_the_text_prints():
-    """Chapter 04 §8: the figure's per-clock peak is the one the goal cell prints (N = 256 SS at
-    its own in-kernel clock, 894 here), not a peak at the median clock of every row (once 896)."""
+def test_throughput_figure_draws_every_point_in_one_unit():
+    """Chapter 04 §8: every point, the model's dashes and Luo's crosses are fractions of the
+    per-clock peak, each run at its own in-kernel clock (reader 88: TFLOP/s at ~1800 MHz drawn above
+    dashes scaled to 1654 MHz seemed to beat the model); the right axis reads them as TFLOP/s at the
+    clock of the row the goal cell prints (N = 256 SS, 894 here)."""
     import types
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     res = {**_results(), "max_sm_mhz": 1980.0}
     fig = WP.plot_throughput(types.SimpleNamespace(results=res, label=lambda: "test"))
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    clocks = [x["sm_mhz"] for x in res["throughput"] if x["dtype"] == "float16"
-              and x["ctas_per_sm"] == 2 and x["chains"] == 1]
-    assert (f"per-clock peak at N = 256's clock (1654 MHz, in-kernel): 894\n(each point ran at its own "
-            f"clock, {min(clocks):.0f}–{max(clocks):.0f} MHz)") in labels   # the points are not all at 1654
-    # §8's "Predict": the model's SS fraction, drawn on that peak, 0.22 at N = 8 (the text's number)
-    line = next(ln for ln in fig.axes[0].get_lines() if ln.get_label().startswith("model, SS"))
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    rows = [x for x in res["throughput"] if x["dtype"] == "float16" and x["ctas_per_sm"] == 2
+            and x["chains"] == 1]
+    clocks = [x["sm_mhz"] for x in rows]
+    assert (f"per-clock peak, 4096 FLOP/clk per SM\n(each point at its own in-kernel clock, "
+            f"{min(clocks):.0f}–{max(clocks):.0f} MHz)") in labels
+    ss = next(ln for ln in ax.get_lines() if ln.get_label() == "A from shared memory (SS)")
+    want = sorted((x["n"], x["flop_per_clk_sm"] / 4096) for x in rows if x["source"] == "smem")
+    assert list(ss.get_xdata()) == [n for n, _ in want]
+    assert list(ss.get_ydata()) == pytest.approx([f for _, f in want])
+    line = next(ln for ln in ax.get_lines() if ln.get_label() == "model, SS")
     assert list(line.get_xdata()) == list(W.N_VALUES)
-    assert line.get_ydata()[0] == pytest.approx(4 / 18 * 894.3, abs=0.1)
-    assert line.get_ydata()[-1] == pytest.approx(894.3, abs=0.1)
-    assert "model: 0.22" in [t.get_text() for t in fig.axes[0].texts]
+    assert line.get_ydata()[0] == pytest.approx(4 / 18) and line.get_ydata()[-1] == pytest.approx(1.0)
+    assert "model: 0.22" in [t.get_text() for t in ax.texts]
     b = W.peak_row(res)                             # the goal cell's peak: sm_count × 4096 × its clock
     assert f"{res['sm_count'] * 4096 * b['sm_mhz'] / 1e6:.1f}" == "894.3"
+    right = fig.axes[1] if len(fig.axes) > 1 else ax.child_axes[0]
+    assert "TFLOP/s at N = 256's clock (1654 MHz)" == right.get_ylabel()
     plt.close(fig)
 
 

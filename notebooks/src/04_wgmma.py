@@ -221,13 +221,14 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # never sets its pace. A fixed cost per wgmma may; this model leaves it out.
 #
 # **Predict:** at N = 8, what fraction of the peak does the model give SS? Is RS nearer SS or
-# the full rate? Then run the cell. The blue dashes are the model's SS fraction at each N, read on
-# the right axis. The grey crosses are a published H800 measurement of SS (Luo et al., IPDPS
-# 2024), scaled to an H200 SM and clock.
+# the full rate? Then run the cell. Every point is a fraction of the per-clock peak at its own
+# clock. The blue dashes are the model's SS fraction at each N. The grey crosses are a published
+# H800 measurement of SS (Luo et al., IPDPS 2024), per SM and clock.
 
 # %% output answers a prediction
 fig = wgmma_peak.plot_throughput(rec)
-fpc = [x["flop_per_clk_sm"] for x in rec.results["throughput"] if x["n"] >= 64 and (x["dtype"], x["chains"], x["ctas_per_sm"]) == ("float16", 1, 2)]
+fpc = [x["flop_per_clk_sm"] for x in rec.results["throughput"]          # FLOP/clk per SM, N ≥ 64
+       if x["n"] >= 64 and (x["dtype"], x["chains"], x["ctas_per_sm"]) == ("float16", 1, 2)]
 head = f"N ≥ 64, SS and RS, slowest: {notebook.ratio(min(fpc), 4096, 'FLOP/clk')} of the peak"
 _ = notebook.verdict(min(fpc) >= 0.90 * 4096, f"{head}; goal 0.90: reached.", f"{head}; goal 0.90: NOT reached.")
 
