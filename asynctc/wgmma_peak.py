@@ -482,7 +482,8 @@ def plot_throughput(rec):
         pts = sorted((x["n"], x["flop_per_clk_sm"] / peak_fpc) for x in rows
                      if x["source"] == src and x["chains"] == 1)
         if pts:
-            ax.plot(*zip(*pts), marker="o", ms=7, lw=1.5, ls="-" if src == "smem" else "--",
+            ax.plot(*zip(*pts), marker="o", ms=9 if src == "smem" else 5, lw=1.5,
+                    ls="-" if src == "smem" else "--", zorder=3 if src == "smem" else 4,
                     color="tab:blue" if src == "smem" else "tab:red",
                     label="A from shared memory (SS)" if src == "smem" else "A from registers (RS)")
     head = peak_row(r, "float16", 256)
@@ -496,7 +497,7 @@ def plot_throughput(rec):
     ax.plot([n for n, _ in model], [f for _, f in model], ls="none", marker="_", ms=22,
             mew=2.5, color="tab:blue", alpha=0.6, label="model, SS")
     n0, f0 = min(model)                                          # the smallest N (8): the "Predict"
-    ax.annotate(f"model: {f0:.2f}", (n0, f0), xytext=(14, -4),
+    ax.annotate(f"model: {f0:.2f}", (n0, f0), xytext=(16, -12),
                 textcoords="offset points", fontsize=8, color="tab:blue")
     right = ax.secondary_yaxis("right", functions=(lambda f: f * sheet, lambda t: t / sheet))
     right.set_ylabel(f"TFLOP/s at N = 256's clock ({mhz:.0f} MHz)")

@@ -35,7 +35,7 @@ SLIPS = {
 #: Words each slip's hint must hold: the rule's, then the ring model's diagnosis of the same loops.
 HINTS = {
     "parity_restarts_per_tile": ["ring counter 3 (tile 1, k-tile 0): your tma_load fills stage 0", "the ring does not "
-                                 "restart with a tile", "work out the stage and phase of ring counter 3. Chapter 05", "Chapter 05's ring model with your "
+                                 "restart with a tile", "its stage and phase carry on from ring counter 2. Chapter 05", "Chapter 05's ring model with your "
                                  "loops: race at k-tile 4"],
     "release_before_last_read": ["release empty[0] while the wgmma group that reads it may still run",
                                  "release before the last read", "race at k-tile 0: consumer 0 releases empty[0]"],

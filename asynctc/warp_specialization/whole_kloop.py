@@ -309,8 +309,8 @@ def _tier(hint: str) -> str:
 
 
 def _restart(j: int, T: int) -> str:
-    return (f" This is the first k-tile of tile {j // T}, and the ring does not restart with a tile: work out "
-            f"the stage and phase of ring counter {j}")
+    return (f" This is the first k-tile of tile {j // T}, and the ring does not restart with a tile: its "
+            f"stage and phase carry on from ring counter {j - 1}")
 
 
 def _wrong_barrier(role: str, bar: str, s: int) -> str:

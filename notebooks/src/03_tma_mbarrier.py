@@ -169,8 +169,8 @@ for op in ("UTMALDG.2D", "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECH
     notebook.require(op in ops, f"§3's kernel issues {op}")
 
 # %% [markdown]
-# `UTMALDG.2D` is the TMA load. `SYNCS.EXCH.64` is the barrier's `init`, `SYNCS.ARRIVE.TRANS64` the
-# arrive with expect_tx, and `SYNCS.PHASECHK.TRANS64` the parity test, polled by the bounded wait.
+# `UTMALDG.2D` is the TMA load, `SYNCS.EXCH.64` the `init`, `SYNCS.ARRIVE.TRANS64` the arrive with
+# expect_tx. `SYNCS.PHASECHK.TRANS64` is `test_wait`, which answers at once; `.TRYWAIT`, `try_wait`.
 
 # %% [markdown]
 # ## Exercises

@@ -222,7 +222,7 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 #
 # **Predict:** at N = 8, what fraction of the peak does the model give SS? Is RS nearer SS or
 # the full rate? Then run the cell. Every point is a fraction of the per-clock peak at its own
-# clock. The blue dashes are the model's SS fraction at each N. The grey crosses are a published
+# clock. The short blue bars are the model's SS fraction at each N. The grey crosses are a published
 # H800 measurement of SS (Luo et al., IPDPS 2024), per SM and clock.
 
 # %% output answers a prediction
