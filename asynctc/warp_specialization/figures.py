@@ -327,8 +327,9 @@ def plot_protocol(hide: str | None = None):
     _draw_protocol(ax, protocol_from_source(), "this kernel (read from its source)", hide=hide)
     _draw_protocol(ax2, seed_protocol(), "the seed's version: the waits swapped",
                    stuck_at=3, hide=hide)
-    fig.supxlabel("dashed: a wait (try_wait.parity); solid: an arrival or complete_tx.\n"
-                  "Time runs down; k-tile i sits in stage s = i mod S, fill f = i / S.", fontsize=11)
+    fig.supxlabel("purple, dashed: a wait (try_wait.parity); blue, solid: an arrival or complete_tx;\n"
+                  "red: blocked. Time runs down; k-tile i sits in stage s = i mod S, fill f = i / S.",
+                  fontsize=11)
     return fig
 
 
