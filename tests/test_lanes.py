@@ -16,7 +16,11 @@ def test_chapter_06_traces_are_keyed_by_hardware_warpgroup():
     assert lanes.hardware_consumer(2, True) == 1 and lanes.hardware_consumer(1, False) == 1
 
 
-def test_diagnosis_text_is_renamed_and_06_numbering_left_alone():
-    assert lanes.in_text("wg1 passed full[0]; also blocked: consumer wg0") == \
-        "consumer 1 passed full[0]; also blocked: consumer 0"
-    assert lanes.in_text("wg 1 and wg == 0") == "wg 1 and wg == 0"
+def test_a_deadlock_names_who_waits_as_the_learner_reads_them():
+    """The ring model keeps its lane keys in ``who_waits``; every diagnosis shows ``waiting``."""
+    from asynctc.models.pipeline import Deadlock, simulate
+    d = Deadlock(4, "full", 0, 0, ("wg0", "wg1", "producer"), "")
+    assert d.waiting == ("consumer 0", "consumer 1", "producer") and d.who_waits[0] == "wg0"
+    run = simulate(2, 1, 2, 6, parities=(lambda k, s: (k // s) % 2, lambda t, s: 0))
+    assert isinstance(run.diagnosis, Deadlock), run.diagnosis
+    assert all(not w.startswith("wg") for w in run.diagnosis.waiting)

@@ -343,13 +343,13 @@ class Sm90Gemm:
 
 def _ring_words(d) -> str:
     """The ring model's diagnosis ``d`` in words, its warpgroups named as every chapter names them
-    (:func:`wg_name`: the model's wg0 is consumer 0)."""
+    (the model's wg0 is consumer 0: ``Deadlock.waiting``; a race's text is named where it is made)."""
     if hasattr(d, "who_waits"):
-        text = (f"deadlock at k-tile {d.iteration}: {' and '.join(d.who_waits)} wait on "
+        text = (f"deadlock at k-tile {d.iteration}: {' and '.join(d.waiting)} wait on "
                 f"{d.barrier}[{d.stage}] with parity {d.parity}, and {d.why}")
     else:
         text = f"race at k-tile {d.iteration}: {d.what}"
-    return _lanes.in_text(text)
+    return text
 
 
 def order_diff(schedule, k_tiles: int) -> str | None:

@@ -8,12 +8,8 @@ and 1 in warpgroups 1 and 2 (``cw = wg − 1`` in kernels/warp_specialization.cu
 as they are; these functions rename them when they are shown."""
 from __future__ import annotations
 
-import re
-
 #: Lane key → the name the learner reads (consumers are numbered by :func:`lane_name`).
 NAMES = {"tma": "TMA", "producer": "producer"}
-
-_KEY = re.compile(r"(?:consumer )?\bwg(\d+)\b")
 
 
 def lane_name(lane: str, producer_warpgroup: bool = False) -> str:
@@ -29,12 +25,6 @@ def lane_name(lane: str, producer_warpgroup: bool = False) -> str:
     else:
         name = NAMES.get(key, key)
     return head + sep + name
-
-
-def in_text(text: str) -> str:
-    """``text`` (a ring model's diagnosis) with every lane key ``wg<c>`` (and ``consumer wg<c>``)
-    written as :func:`lane_name` writes it."""
-    return _KEY.sub(lambda m: f"consumer {int(m.group(1))}", text)
 
 
 def hardware_consumer(warpgroup: int, producer_warpgroup: bool) -> int:

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from ..models import pipeline as M
-from ..models.lanes import lane_name
 from ..core.notebook import guards as _guards
 from . import ordering, variants, zoo
 
@@ -50,7 +49,7 @@ def pipeline_diagnosis(protocol: str, **schedule) -> Diagnosis:
                                  "deadlock, no race", None)
     if isinstance(d, M.Deadlock):
         return Diagnosis("Deadlock", f"Deadlock at k-tile {d.iteration} on {d.barrier}[{d.stage}] "
-                                     f"(parity {d.parity}), waiting: {', '.join(map(lane_name, d.who_waits))}; "
+                                     f"(parity {d.parity}), waiting: {', '.join(d.waiting)}; "
                                      f"{d.why}", d)
     return Diagnosis("Race", f"Race at k-tile {d.iteration}, stage {d.stage}: {d.what}", d)
 

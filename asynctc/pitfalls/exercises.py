@@ -17,7 +17,6 @@ import re
 
 from ..core import exercises as _ex
 from ..models import pipeline as M
-from ..models.lanes import lane_name
 from . import diagnosis as _d
 from . import ordering, zoo
 
@@ -58,7 +57,7 @@ def symptom(deadlock) -> str:
     into its stage), and none of the model's explanation or the barrier's internal counters. The
     learner must check the parity (f = k / S, f mod 2) and add up the boxes' bytes to find the cause."""
     bar = f"{deadlock.barrier}[{deadlock.stage}]"
-    who = ", ".join(map(lane_name, deadlock.who_waits))
+    who = ", ".join(deadlock.waiting)
     lines = [f"timed out: {who} on {bar} at k-tile {deadlock.iteration}, waiting on parity {deadlock.parity}"]
     run = _run(deadlock)
     if deadlock.barrier != "full" or run is None:

@@ -141,7 +141,7 @@ def _judge_parities(answer) -> str | None:
         d = run.diagnosis
         ring = f"with S = {S} stages, {C} consumer warpgroup{'s' if C > 1 else ''} and {K} k-tiles"
         if isinstance(d, Deadlock):
-            who = " and ".join(d.who_waits)
+            who = " and ".join(d.waiting)
             return (f"{ring}, the ring model deadlocks at k-tile {d.iteration}: {who} wait{'s' if len(d.who_waits) == 1 else ''} "
                     f"on {d.barrier}[{d.stage}] with parity {d.parity}, and {d.why}.")
         if isinstance(d, Race):

@@ -120,13 +120,19 @@ class Span(NamedTuple):
 class Deadlock(NamedTuple):
     """No actor can progress. ``iteration``: the k-tile of the wait that blocks first (being loaded,
     for the producer; being consumed, for a consumer); ``barrier``: "full" or "empty";
-    ``who_waits``: lanes blocked on that barrier; ``why``: the barrier's state in words."""
+    ``who_waits``: lanes blocked on that barrier (their keys: "wg0", "producer"); ``why``: the
+    barrier's state in words."""
     iteration: int
     barrier: str
     stage: int
     parity: int
     who_waits: tuple
     why: str
+
+    @property
+    def waiting(self) -> tuple:
+        """``who_waits`` as the learner reads them ("consumer 0", not "wg0": :func:`lane_name`)."""
+        return tuple(map(lane_name, self.who_waits))
 
 
 class Race(NamedTuple):
