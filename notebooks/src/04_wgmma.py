@@ -104,21 +104,22 @@ assert word == d0.encode()                                        # the encoder'
 # %% [markdown]
 # ## 3. The k-step
 #
-# **Worked: the K-major k-step.** A 64-wide k-tile is four k16 steps, one descriptor each. Only
-# the start address moves. Step s starts 16·s elements along each row: 32 bytes per step. The
-# `start_address` field counts 16-byte units: +2 per step.
+# **Worked: a K-major k-step, fp8.** fp8 wgmmas are k32: a 128-wide k-tile is four steps, one
+# descriptor each. Only the start address moves, by 32 one-byte elements. The `start_address`
+# field counts 16-byte units.
 
 # %%
-for s in range(4):                     # §2's tile
-    moved = tile.descriptor(step=s, base_address=0x2000).start_address - 0x2000
+f8 = descriptors.OperandTile(64, 128, "float8_e4m3fn", "K", 128)
+for s in range(4):
+    moved = f8.descriptor(step=s, base_address=0x2000).start_address - 0x2000
     print(f"s = {s}: +{moved:2d} bytes, start_address field +{moved // 16}")
-w0, w1 = (tile.descriptor(step=s, base_address=0x2000).encode() for s in (0, 1))
+w0, w1 = (f8.descriptor(step=s, base_address=0x2000).encode() for s in (0, 1))
 print(f"the word's bits 13-0, s = 0: {w0 & 0x3FFF:014b}")
 print(f"the word's bits 13-0, s = 1: {w1 & 0x3FFF:014b}, the word +{w1 - w0}")
 
 # %% [markdown]
-# **Worked: an MN-major k-step, 64-byte swizzle.** Take B at N = 64, MN-major, written with
-# 64-byte swizzle. A box's k-row is 64 bytes: 32 n. So the tile is two boxes, LBO apart. In box 0,
+# **Worked: an MN-major k-step, 64-byte swizzle.** Take B at N = 64. A box's k-row is 64 bytes:
+# 32 n. So the tile is two boxes, LBO apart. In box 0,
 # B[k][n] sits at byte k·64 + n·2 before the swizzle. A k16 step moves 16 k-rows on. Only the
 # start address moves. Box 1 is read LBO past the start, so it moves too.
 
@@ -130,9 +131,8 @@ for s in range(4):
 
 # %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`. It takes step 0's
-# descriptor, an int, and returns step s's. The tile is 64×64 fp16 with 128-byte swizzle. The
-# worked MN case above used 64-byte. `major` is "K", as worked above, or "MN". At 128-byte swizzle,
-# one box row is 128 bytes. The check reads bytes through your descriptors.
+# descriptor, an int, and returns step s's. The tile is 64×64 fp16 with 128-byte swizzle: one box
+# row is 128 bytes. `major` is "K" or "MN". The check reads bytes through your descriptors.
 
 # %%
 def kstep_desc(desc0, s, major):
@@ -164,15 +164,15 @@ display(notebook.show_ptx(ck))
 print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
 
 # %% [markdown]
-# The first `wgmma.mma_async`'s operands:
+# The first `wgmma.mma_async`'s operands, in order:
 #
 # * in braces, D: N/2 = 32 fp32 registers;
-# * the A and B descriptors;
-# * `p`, scale-d: 0 overwrites D, 1 adds;
-# * `1, 1`: no negation; `0, 0`: K-major.
+# * the A, then the B descriptor;
+# * `p`, D's scale: 0 overwrites D, 1 adds;
+# * `1, 1`: A and B not negated; `0, 0`: both K-major.
 #
-# In the SASS, `WARPGROUP.ARRIVE` is the fence and `HGMMA` a k-step. `DEPBAR.LE gsb0` waits until
-# at most N wgmma groups remain on `gsb0`, the warpgroup's scoreboard.
+# In the SASS, `WARPGROUP.ARRIVE` is the fence. Each `HGMMA` is one k-step. `DEPBAR.LE gsb0`
+# waits until at most N groups remain on `gsb0`, the warpgroup's wgmma scoreboard.
 
 # %% [markdown]
 # ## 6. Where the accumulator lives
@@ -181,10 +181,10 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # thread 37, lane 5 of warp 1, at N = 16:
 #
 # 1. Warp w: rows 16w to 16w + 15.
-# 2. Lane 5 = 4g + t, so g = 1 and t = 1. Rows: 16w + g and 16w + g + 8, here 17 and 25.
-#    Columns: 2t and 2t + 1 of each 8-column block, here 2, 3, 10, 11.
-# 3. In register i, i // 4 is the block, bit 1 the row, bit 0 the column. Register 6 = 0b110 is
-#    D[25][10].
+# 2. Lane = 4g + t: g its four-lane group, t its place. Lane 5: g = 1, t = 1.
+# 3. Rows 16w + g and 16w + g + 8: 17 and 25.
+# 4. Columns 2t and 2t + 1 of each 8-column block: 2, 3, 10, 11.
+# 5. Register i: i // 4 is the block, bit 1 the row, bit 0 the column. Register 6 = 0b110 is D[25][10].
 
 # %%
 fig = wgmma.plot_accumulator(n=16, thread=37)
@@ -215,10 +215,11 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 # [in-kernel](../docs/glossary.md#in-kernel) clock, as chapter 00's peak card lists it. Our goal is
 # 0.90 of it.
 #
-# **A model first.** A wgmma is N/2 clocks of math: 64·N·16·2 FLOP at 4096 FLOP per clock. SS also reads A and B from shared memory, at
-# chapter 00's 128 bytes per clock: A's 64×16 fp16 is 2048 bytes, 16 clocks; B's 16×N is 32·N
-# bytes, N/4 clocks. So 16 + N/4 clocks. Below N = 64, those reads set SS's pace. RS reads only B, so shared memory
-# never sets its pace. A fixed cost per wgmma may; this model leaves it out.
+# **A model first.** A wgmma does 64·N·16·2 FLOP. At 4096 FLOP per clock, that is N/2 clocks of
+# math. SS also reads A and B from shared memory, at chapter 00's 128 bytes per clock. A (64×16
+# fp16, 2048 bytes) takes 16 clocks. B (16×N, 32·N bytes) takes N/4. Below N = 64, these 16 + N/4
+# clocks of reads set SS's pace. RS reads only B, which never sets its pace. A fixed cost per wgmma
+# might; the model leaves it out.
 #
 # **Predict:** at N = 8, what fraction of the peak does the model give SS? Is RS nearer SS or
 # the full rate? Then run the cell. Every point is a fraction of the per-clock peak at its own
