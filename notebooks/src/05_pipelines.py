@@ -44,24 +44,24 @@ notebook.banner("sm_90a")
 # Without parity, a wait can only ask "is this barrier complete?". On a stage's second fill, that
 # wait passes at once. [05c §5](05c_pipeline_variants.ipynb) runs that wait.
 #
-# One panel per moment: which phase parity does each wait name?
+# Which parity does each panel's wait name?
 
 # %% output varies
 fig = pl.plot_ring_steps(stages=2, k_tiles=4)
 plt.show()
 
 # %% [markdown]
-# **Exercise 1 — predict before you look.** A consumer issues each k-tile's wgmmas as one group,
-# then waits with `wgmma.wait_group`. With S = 6 and one consumer warpgroup, should that wait
-# leave 0 or 1 group pending?
+# **Exercise 1 — predict before you look.** Each k-tile's wgmmas form one committed group.
+# `wgmma.wait_group N` waits until at most N groups are **pending** (in flight): N = 1 lets the
+# newest run on. S = 6, one consumer: N = 0 or 1?
 
 # %%
 answer = ...
 ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 
 # %% [markdown]
-# **Then try it:** print `mp.simulate(6, 0, 1, 32).math_fraction`, then change 0 to 1. Arguments:
-# stages, pending, consumers, k-tiles. It returns the share of time a wgmma is in flight.
+# **Then try it:** `mp.simulate(6, 0, 1, 32).math_fraction` is the share of time a wgmma is in
+# flight. Arguments: stages, pending, consumers, k-tiles. Change 0 to 1.
 
 # %% [markdown]
 # ## 2. The kernel, from its source
@@ -124,8 +124,8 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 # BM×BN×BK, then `/cN` for N consumer warpgroups.
 #
 # **Predict before you look.** Each extra stage starts a load one k-tile earlier. Where does the
-# 128×256 curve end, and is it still rising at its last S? The chapter's goal is 0.80 of cuBLAS at
-# 4096³ and 0.90 at 8192³: does it reach them? Why it ends is folded below. §5 says why it flattens.
+# 128×256 curve end? Is it still rising at its last S? The goals are 0.80 of cuBLAS at 4096³ and
+# 0.90 at 8192³. Does it reach them? The fold below says why the curve ends; §5, why it flattens.
 
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
@@ -175,14 +175,19 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# The trace of CTA 0 (128×256, S = 4) sits above the ring model. The red bars are waits on full.
-# Where do they stop? Under the figure, three lines in clocks:
+# Top: the trace of CTA 0 (128×256, S = 4). Bottom: the ring model. Red bars are waits on full.
+# Where do they stop?
 #
-# 1. *the trace's cost*: clocks per k-tile, traced ÷ untraced (from §4's TFLOP/s). The traced build
-#    stores a clock reading at each event, so its k-tiles take longer;
-# 2. the waits on full at k-tiles 4–11 of consumer 0, on the GPU (traced) and in the model. They
-#    are the consumer 0 lane, above consumer 1's;
-# 3. clocks per k-tile untraced ÷ the model's prediction.
+# The blue bars are drawn differently. A GPU bar runs from a group's issue to the `wait_group`
+# one k-tile later that proves it done, so the bars overlap. A model bar is the group's math only.
+# The two consumers take turns on the Tensor Cores, so each model lane has gaps.
+#
+# Under the figure, three lines in clocks:
+#
+# 1. *the trace's cost*: clocks per k-tile, traced ÷ untraced. Reading the clock at each event
+#    slows the traced k-tiles.
+# 2. Consumer 0's waits on full at k-tiles 4–11, GPU and model.
+# 3. Clocks per k-tile, untraced ÷ the model's.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
