@@ -130,7 +130,7 @@ def your_pieces() -> tuple[dict, list[str]]:
         else:
             lines.append(f"{piece}: the course's (no passing answer to {name} is kept here)")
     name, where, what = CAPSTONE_EXERCISE                 # not a piece of emulate(): its order, see §4
-    if isinstance(exercises.my_answer(name), str):
+    if exercises.passed(name):
         lines.append(f"{CAPSTONE}: your {what} from {where}, passed "
                      f"{(answers.passed_on(name) or '?')[:16].replace('T', ' ')} UTC (they order the tile in §4)")
     else:
