@@ -476,27 +476,42 @@ def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, ctas: int)
         return "give a whole number of stages, at least 1."
     share = SMEM_PER_SM // ctas                        # one CTA's part of the SM, before the reservation
     other = 2 if ctas == 1 else 1
+    cut, t = _ex.tiered, f"{ctas} CTA{'s' if ctas > 1 else ''}"
+    uses = f"{answer} stages × {one} B = {answer * one} B"
     hint = _ex.known_mistake(answer, expected, [
         (share // one,
-         f"{answer} × {one} B = {answer * one} B fits only if nothing is reserved: first take "
-         f"off the {CTA_RESERVED_SMEM} B the driver reserves per CTA, then divide."),
+         cut(f"{uses}, and one CTA's share of the SM is {share} B.",
+             " What else does each CTA take from it (the exercise's first lines)?",
+             f" It fits only if nothing is reserved: first take off the {CTA_RESERVED_SMEM} B the driver "
+             "reserves per CTA, then divide.")),
         ((SMEM_PER_SM // other - CTA_RESERVED_SMEM) // one,
-         f"that many fit when {other} CTA{'s' if other > 1 else ''} share the SM; here "
-         f"{'one CTA has it to itself' if ctas == 1 else f'{ctas} CTAs share it'}."),
+         cut(f"{answer} stages is how many fit when {other} CTA{'s' if other > 1 else ''} share the SM.",
+             " How many CTAs share it in this question?",
+             f" Here {'one CTA has it to itself' if ctas == 1 else f'{ctas} CTAs share it'}.")),
         ((share - CTA_RESERVED_SMEM) // (one // 2),
-         "you counted elements, not bytes: fp16 is 2 bytes per element."),
+         cut(f"{uses}, far more than the SM's {SMEM_PER_SM} B.",
+             " How many bytes is one fp16 element of the k-tiles?",
+             " You counted elements, not bytes: fp16 is 2 bytes per element.")),
         (share // (one // 2),
-         "you counted elements, not bytes: fp16 is 2 bytes per element."),
+         cut(f"{uses}, far more than the SM's {SMEM_PER_SM} B.",
+             " How many bytes is one fp16 element, and what does the driver reserve per CTA?",
+             " You counted elements, not bytes: fp16 is 2 bytes per element.")),
     ])
     if hint:
         return hint
     need = ctas * (answer * one + CTA_RESERVED_SMEM)
+    sum_ = (f" {t} × ({answer} stages × {one} B, plus the {CTA_RESERVED_SMEM} B reserved per CTA) = "
+            f"{need} B")
     if answer > expected:
-        return (f"{ctas} CTA{'s' if ctas > 1 else ''} × ({answer} stages × {one} B, plus the "
-                f"{CTA_RESERVED_SMEM} B reserved per CTA) = {need} B, more than the SM's {SMEM_PER_SM} B.")
-    return (f"too few: {ctas} CTA{'s' if ctas > 1 else ''} × ({answer} stages × {one} B, plus the "
-            f"{CTA_RESERVED_SMEM} B reserved per CTA) = {need} B leaves {SMEM_PER_SM - need} B of the SM's "
-            f"{SMEM_PER_SM} B unused. How many more stages fit in that?")
+        return cut(f"{answer} stages of {one} B do not fit.",
+                   f" Count the bytes of {t} with the reserve (the exercise's first lines): do they "
+                   f"fit in {SMEM_PER_SM} B?",
+                   f"{sum_}, more than the SM's {SMEM_PER_SM} B.")
+    return cut(f"too few: {answer} stages of {one} B leave shared memory unused.",
+               f" Count the bytes of {t} with the reserve (the exercise's first lines): how much of "
+               f"{SMEM_PER_SM} B is left?",
+               f"{sum_} leaves {SMEM_PER_SM - need} B of the SM's {SMEM_PER_SM} B unused. How many more "
+               "stages fit in that?")
 
 
 @_ex.exercise("ch02.wait_n", "The N of cp.async.wait_group N that the kernel uses before computing on "

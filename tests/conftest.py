@@ -37,9 +37,10 @@ class _EverySymptomSeen(set):
 
 @pytest.fixture(autouse=True)
 def _capstone_hints_at_their_second_tier(request, monkeypatch):
-    """The capstone (ch06.whole_kloop) tells a symptom's rule only at its second miss in a session.
+    """A tiered hint (asynctc.core.exercises.tiered: the capstone's, ch02.ring_smem's, ch03.stage_fill's,
+    ch04.kstep's, ch09.tmem_columns') tells a symptom's rule only at its second miss in a session.
     Tests that quote a rule see the second tier at once; tests marked ``tiers`` see the real
     session state, empty at their start."""
-    from asynctc.warp_specialization import whole_kloop
-    monkeypatch.setattr(whole_kloop, "_seen", set() if request.node.get_closest_marker("tiers")
+    from asynctc.core import exercises
+    monkeypatch.setattr(exercises, "_seen", set() if request.node.get_closest_marker("tiers")
                         else _EverySymptomSeen())

@@ -92,7 +92,7 @@ def test_arguments_are_checked():
 def test_a_wrong_kstep_is_named_with_chapter_04s_diagnosis():
     r = e.emulate(kstep=lambda desc0, s, major: desc0 + s)               # elements >> 4, not bytes >> 4
     assert not r.passed and r.blame == ["kstep"] and "kstep is wrong" in r.summary()
-    assert "you advanced by elements" in r.why["kstep"]
+    assert "advanced by elements, not bytes" in r.why["kstep"]
     r = e.emulate(kstep=lambda desc0, s, major: desc0 + s * 32)          # bytes unshifted: rejected
     assert r.error is not None and r.blame == ["kstep"] and "STOPPED: kstep" in r.summary()
 

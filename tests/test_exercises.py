@@ -233,7 +233,7 @@ MISTAKES = [
     ("ch09.tmem_columns", 128 * 96, "32-bit cells"),
     ("ch09.tmem_columns", 3, "N/32, a count of 32-column blocks"),
     ("ch09.tmem_columns", 1, "at least 32 of them"),
-    ("ch09.tmem_columns", 128, "that holds one accumulator; the kernel keeps 2 (§1"),
+    ("ch09.tmem_columns", 128, "hold one 128×96 accumulator. The kernel keeps 2 (§1"),
     ("ch09.tmem_columns", 192, "2 × 96 columns is what the accumulators use"),
     ("ch09.tmem_columns", 48, "not a share of it"),
     ("ch09.tmem_columns", 64, "not a share of it"),

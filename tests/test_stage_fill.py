@@ -3,6 +3,7 @@ compile and pass; the reader and the mbarrier model name what a wrong stage fill
 
 import pytest
 
+from asynctc.core.exercises import told
 from asynctc.models.pipeline import MbarrierError
 from asynctc.tma import stage_fill as sf
 
@@ -49,7 +50,7 @@ def test_the_mbarrier_model_on_byte_counts():
     ("\n".join(RIGHT.splitlines()[:2]), "0 loads from tensor map tb"),
 ])
 def test_each_wrong_kind_is_named(body, words):
-    hint = sf.judge(body)
+    hint = told(sf.judge(body), rule=True)
     assert hint and words in hint, hint
 
 
@@ -62,9 +63,9 @@ def test_two_mistakes_name_the_first_and_count_the_other():
     """Reader 53 made two (a byte count and swapped coordinates) and was told of one. The hint names
     the first to fix and says one more remains; a single mistake says nothing more."""
     swapped = RIGHT.replace("kt * BK, m0", "m0, kt * BK").replace("kt * BK, n0", "n0, kt * BK")
-    two = sf.judge(swapped.replace("(BM + BN) * BK * 2", "BN * BK * 2"))
+    two = told(sf.judge(swapped.replace("(BM + BN) * BK * 2", "BN * BK * 2")), rule=True)
     assert "would read B's half" in two and two.endswith("(And 1 more mistake, in a box's coordinates: fix this one first.)"), two
-    one = sf.judge(swapped)
+    one = told(sf.judge(swapped), rule=True)
     assert "coordinates are swapped" in one and "more mistake" not in one, one
 
 

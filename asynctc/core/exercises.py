@@ -444,11 +444,52 @@ def generic_hint(answer: Any, expected: Any) -> str | None:
     return "too large." if r > 1 else "too small."
 
 
+#: Hints in two tiers (readers: the first miss should not hand over the rule). A hint function
+#: returns :func:`tiered` parts inside its text; :func:`check` tells the first miss at a symptom the
+#: symptom and a question pointing at the rule (plus :data:`SECOND`), and a miss at the same symptom
+#: again (in this Python session) the symptom and the rule, with its arithmetic.
+TIER = "\x1f"
+_seen: set[str] = set()
+SECOND = " (A second miss here gives the arithmetic.)"
+_TIERED = re.compile(f"{TIER}([^{TIER}]*){TIER}([^{TIER}]*){TIER}([^{TIER}]*){TIER}")
+
+
+def tiered(symptom: str, question: str, rule: str) -> str:
+    """A two-tier part of a hint: ``symptom`` (what the answer did, with its numbers) then, at the
+    first miss, ``question`` (one question pointing at the section that holds the rule), at the
+    next, ``rule`` (the arithmetic). Each part carries its own punctuation; text may surround it."""
+    return f"{TIER}{symptom}{TIER}{question}{TIER}{rule}{TIER}"
+
+
+def told(hint: str | None, *, rule: bool = False) -> str | None:
+    """``hint`` as :func:`check` prints it: each :func:`tiered` part's question the first time its
+    symptom is seen in this session, its rule after (always its rule with ``rule=True``, for a
+    hint shown outside a check: a picture's caption, a test)."""
+    if not hint or TIER not in hint:
+        return hint
+
+    def one(m):
+        symptom, question, arithmetic = m.groups()
+        if rule or symptom in _seen:
+            return symptom + arithmetic
+        _seen.add(symptom)
+        return symptom + question + SECOND
+    return _TIERED.sub(one, hint)
+
+
+def passed(name: str) -> bool:
+    """Whether code exercise ``name`` has a kept passing answer (:func:`my_answer`) of a kind code
+    answers take (text, a function, or several): e.g. whether the capstone's loops
+    (``ch06.whole_kloop``) are the learner's own, for the chapters after it."""
+    got = my_answer(name)
+    return isinstance(got, str) or callable(got) or (isinstance(got, (tuple, list, dict)) and bool(got))
+
+
 def _hint(ex: Exercise, a: Any, exp: Any, kw: dict) -> str | None:
     h = None
     if ex.diagnose is not None:
         try:
-            h = ex.diagnose(a, exp, **kw)
+            h = told(ex.diagnose(a, exp, **kw))
         except Exception:  # noqa: BLE001 - a broken hint must never hide the verdict
             h = None
     return h or generic_hint(a, exp)
@@ -500,6 +541,8 @@ def _check_code(ex: Exercise, answer: Any, solution: bool, kw: dict, fail) -> bo
     except Exception as e:  # noqa: BLE001 - the learner's code raised: say so, never crash the cell
         return fail(f"not quite — your code raised {type(e).__name__}: {e}",
                     f"is wrong: it raised {type(e).__name__}: {e}", "wrong")
+    if not (hint is None or isinstance(hint, Accepted)):
+        hint = told(hint)
     if hint is None or isinstance(hint, Accepted):
         print(f"[{ex.name}] correct" + (f" — {hint}" if hint else ""))
         progress.record(ex.name, "correct", solution)

@@ -739,8 +739,10 @@ def kstep_diagnosis(got: int, tile: OperandTile, s: int, base: int) -> str:
     """Why descriptor ``got`` is not k-step ``s``'s of ``tile`` at ``base`` (k-step 0's plus an
     advance of the start address): the known mistakes, by the advance they make. It names the field
     and how far off the advance is, and points at where the notebook gives the step; it does not
-    state the step in bytes."""
-    d0 = tile.descriptor(0, base)
+    state the step in bytes. A rule it names comes in two tiers (:func:`asynctc.core.exercises.tiered`)."""
+    from ..core.exercises import tiered as cut
+    d0, sec3 = tile.descriptor(0, base), " (section 3's worked k-step)?"
+    field = " Which bits does a k-step move, and in what unit (section 2's table, section 3)?"
     want = tile.descriptor(s, base)
     step = want.start_address - base                  # bytes k-step s starts after k-step 0
     g_raw = got - d0.encode()                          # the learner's advance of the 64-bit value
@@ -748,30 +750,33 @@ def kstep_diagnosis(got: int, tile: OperandTile, s: int, base: int) -> str:
              "a k16 step is 16 k-rows (section 3; drawn in 04b §5's MN-major figure, 128-byte panel): "
              "how many bytes is one k-row there?")
     if g_raw == step:
-        return ("the start-address field holds the address >> 4 (16-byte units): you added bytes "
-                "unshifted, so the start moved 16× too far")
+        return cut("the start moved 16× too far.", " In what unit does the start-address field count" + sec3,
+                   " The start-address field holds the address >> 4 (16-byte units): you added bytes unshifted")
     if g_raw in (step // 2, step // 2 >> 4) and tile.major == "MN" and tile.swizzle == 128:
-        return ("the start moved half as far: that is a 64-byte-swizzle step (a k-row of 64 bytes, as "
-                "worked in section 3), or fp16 elements counted, not bytes; at 128-byte swizzle one k-row "
-                "is 128 bytes" + (", and the field holds bytes >> 4" if g_raw == step // 2 else ""))
+        return cut("the MN-major start moved half as far as it should.", " How many bytes is one k-row at "
+                   "128-byte swizzle" + sec3, " That is a 64-byte-swizzle step (a k-row of 64 bytes, as "
+                   "worked in section 3), or fp16 elements counted, not bytes; at 128-byte swizzle one k-row "
+                   "is 128 bytes" + (", and the field holds bytes >> 4" if g_raw == step // 2 else ""))
     if g_raw in (step // 2, step // 2 >> 4):
-        return ("you advanced by elements, not bytes: an fp16 element is 2 bytes, so the start moved "
-                "half as far" + (", and the field holds bytes >> 4" if g_raw == step // 2 else ""))
+        return cut(f"the {tile.major}-major start moved half as far as it should.", " Did you count elements "
+                   "or bytes" + sec3, " You advanced by elements, not bytes: an fp16 element is 2 bytes"
+                   + (", and the field holds bytes >> 4" if g_raw == step // 2 else ""))
     if got == d0.encode() | (step >> 4):
-        return ("you OR-ed the advance in; where the start-address field already has a 1 bit, OR loses "
-                "the carry: add it")
+        return cut("the start is wrong where k-step 0's start-address field has a 1 bit.", " How did you "
+                   "combine the advance with desc0, and does that carry?", " You OR-ed the advance in; where "
+                   "the start-address field already has a 1 bit, OR loses the carry: add it")
     stray = got & RESERVED_MASK
     if stray or (got >> 62) != d0.layout_type:
         bits = "62–63, the swizzle mode" if not stray else "that no field owns"
-        return (f"the advance reached bits {bits}: only the start-address field (bits 0–13, in "
-                "16-byte units) moves")
+        return cut(f"the advance reached bits {bits}.", field,
+                   " Only the start-address field (bits 0–13, in 16-byte units) moves")
     g = {n: (got >> lo) & ((1 << w) - 1) for n, lo, w in FIELDS}   # raw: a start inside a
     g0 = {n: (d0.encode() >> lo) & ((1 << w) - 1) for n, lo, w in FIELDS}  # pattern won't decode
     if any(g[n] != g0[n] for n in ("lbo", "sbo", "base_offset")):
         moved = [t for n, t in (("lbo", "LBO"), ("sbo", "SBO"), ("base_offset", "the base offset"))
                  if g[n] != g0[n]]
-        return (f"you changed {' and '.join(moved)}; they stay as k-step 0's: only the start address "
-                "(bits 0–13, in 16-byte units) moves")
+        return cut(f"you changed {' and '.join(moved)}.", field, " They stay as k-step 0's: only the start "
+                   "address (bits 0–13, in 16-byte units) moves")
     adv = (g["start_address"] << 4) - base
     if adv == 0:
         return f"it is k-step 0's descriptor: the start address must move for k-step {s}; {where}"

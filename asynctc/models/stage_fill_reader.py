@@ -10,7 +10,8 @@ whole tile (:mod:`asynctc.models.emulate_sm90`) both use it.
   count 1) on the announced bytes and the boxes' landings.
 * :func:`bytes_hint`, :func:`where_hint` and :func:`coord_hint` name the first mistake: bytes that
   complete the phase early or never, boxes that land outside the stage or overlap, coordinates
-  swapped or in the wrong unit.
+  swapped or in the wrong unit. A known mistake comes in two tiers
+  (:func:`asynctc.core.exercises.tiered`): the symptom and a question, then the rule.
 * :func:`kernel_lines` is the kernel's own lines (``kernels/tma_stage.cu``, between the markers).
 """
 
@@ -159,10 +160,13 @@ def tx_outcome(expects: tuple[int, ...], arrivals: int, landings: tuple[int, ...
 def bytes_hint(fill: Fill) -> str | None:
     """What goes wrong with the bytes announced, or None: no arrival, a phase that completes before
     both boxes land (in either order), or one that never completes."""
+    from ..core.exercises import tiered as cut      # each known mistake in two tiers (module docstring)
     total = sum(fill.expects)
+    boxes_q = " How many bytes do A's BM×BK box and B's BN×BK box of fp16 bring together (§3's fill)?"
     if fill.arrivals == 0:
-        return ("nothing arrives on full_bar: it was initialised with an arrival count of 1, so phase 0 "
-                "never completes. mbarrier_arrive_expect_tx both announces the bytes and arrives.")
+        return cut("nothing arrives on full_bar: it was initialised with an arrival count of 1, so phase 0 "
+                   "never completes.", " Which call both announces bytes and arrives (§3, step 2)?",
+                   " mbarrier_arrive_expect_tx both announces the bytes and arrives.")
     names = {"ta": ("A", A_BYTES), "tb": ("B", B_BYTES)}
     boxes = [names[ld.map] for ld in fill.loads]
     for order in (boxes, boxes[::-1]):
@@ -175,41 +179,48 @@ def bytes_hint(fill: Fill) -> str | None:
                     "at the arrival itself, before any box lands")
             why = (f" ({total} is one box's bytes, or the stage's elements: fp16 is 2 bytes each)"
                    if total in (A_BYTES, STAGE_BYTES // ITEMSIZE) else "")
-            return (f"you announce {total} bytes{why}: phase 0 completes {when}, so the consumer's wait "
-                    f"passes and the consumer (chapter 04's wgmma) would read {order[done][0]}'s half of the "
-                    f"stage before it is written. A stage is both boxes: {A_BYTES} + {B_BYTES} bytes.")
+            return cut(f"you announce {total} bytes: phase 0 completes {when}, so the consumer's wait "
+                       f"passes and the consumer (chapter 04's wgmma) would read {order[done][0]}'s half of "
+                       "the stage before it is written.", boxes_q,
+                       f" A stage is both boxes: {A_BYTES} + {B_BYTES} bytes{why}.")
         if done is None and 0 < total < A_BYTES + B_BYTES:
-            return (f"you announce {total} bytes but the two boxes bring {A_BYTES} + {B_BYTES}: too few. "
-                    "The copy engine counts bytes off as they land, so the tx-count may reach zero "
-                    "partway through a box: phase 0 completes while bytes still land and wgmma would "
-                    f"read a half-written stage (a race). Or it steps past zero (to {left} here, boxes "
-                    "counted whole) and phase 0 never completes (a hang; on the GPU the bounded wait "
-                    f"gives up). A stage is both boxes: {A_BYTES} + {B_BYTES} bytes.")
+            return cut(f"you announce {total} bytes, fewer than the two boxes bring. "
+                       "The copy engine counts bytes off as they land, so the tx-count may reach zero "
+                       "partway through a box: phase 0 completes while bytes still land and wgmma would "
+                       f"read a half-written stage (a race). Or it steps past zero (to {left} here, boxes "
+                       "counted whole) and phase 0 never completes (a hang; on the GPU the bounded wait "
+                       "gives up).", boxes_q, f" A stage is both boxes: {A_BYTES} + {B_BYTES} bytes.")
         if done is None:
-            return (f"you announce {total} bytes but the two boxes bring {A_BYTES} + {B_BYTES}: the "
-                    f"tx-count stays at {left} and phase 0 never completes. The consumer's wait never "
-                    "passes; on the GPU the bounded wait gives up ('mbarrier wait timed out').")
+            return cut(f"you announce {total} bytes, more than the two boxes bring: the tx-count stays at "
+                       f"{left} and phase 0 never completes. The consumer's wait never passes; on the GPU "
+                       "the bounded wait gives up ('mbarrier wait timed out').", boxes_q,
+                       f" The two boxes bring {A_BYTES} + {B_BYTES} bytes.")
     return None
 
 
 def where_hint(loads: dict[str, Load]) -> str | None:
     """What goes wrong with where the boxes land (``loads``: map name → :class:`Load`), or None."""
+    from ..core.exercises import tiered as cut
     a, b = loads["ta"], loads["tb"]
     for n, ld, size in (("A", a, A_BYTES), ("B", b, B_BYTES)):
         if ld.offset < 0 or ld.offset + size > STAGE_BYTES:
             return (f"{n}'s box ({size} bytes) lands at offset {ld.offset} of the stage, outside its "
                     f"{STAGE_BYTES} bytes: it overwrites another stage or the barriers.")
     if a.offset < b.offset + B_BYTES and b.offset < a.offset + A_BYTES:
-        return (f"A's box (offset {a.offset}, {A_BYTES} bytes) and B's (offset {b.offset}, {B_BYTES} "
-                "bytes) overlap: one overwrites the other. B goes right after A: stage + A's bytes.")
+        return cut(f"A's box (offset {a.offset}, {A_BYTES} bytes) and B's (offset {b.offset}, {B_BYTES} "
+                   "bytes) overlap: one overwrites the other.", " Where in the stage does B go (the "
+                   "exercise's last words)?", " B goes right after A: stage + A's bytes.")
     if (a.offset, b.offset) != (0, A_BYTES):
-        return (f"A lands at offset {a.offset} and B at {b.offset}; the consumer's descriptors read A "
-                f"at the stage's start and B right after it, at offset {A_BYTES}.")
+        return cut(f"A lands at offset {a.offset} and B at {b.offset}.", " Where does the stage start, "
+                   "and how many bytes of A come before B (the exercise's last words)?",
+                   f" The consumer's descriptors read A at the stage's start and B right after it, at "
+                   f"offset {A_BYTES}.")
     return None
 
 
 def coord_hint(fill: Fill, s: dict) -> str | None:
     """What goes wrong with the loads' coordinates at sample point ``s`` (kt, m0, n0), or None."""
+    from ..core.exercises import tiered as cut
     want = {"ta": (s["kt"] * BK, s["m0"], "m0"), "tb": (s["kt"] * BK, s["n0"], "n0")}
     for ld in fill.loads:
         k, row, rname = want[ld.map]
@@ -218,16 +229,20 @@ def coord_hint(fill: Fill, s: dict) -> str | None:
         if got == (k, row):
             continue
         at = f"at kt = {s['kt']}, m0 = {s['m0']}, n0 = {s['n0']}, {who}'s load asks for ({ld.c0}, {ld.c1})"
+        worked = " (§1's copy order, and the worked example above the exercise)?"
         if got == (row, k):
-            return (f"{at}: the coordinates are swapped. tma_load_2d takes them innermost first: the "
-                    f"column (k: kt·BK) as c0, then the row ({rname}) as c1.")
+            return cut(f"{at}: the coordinates are swapped.", " Which does tma_load_2d take first, the "
+                       "column or the row" + worked, " tma_load_2d takes them innermost first: the "
+                       f"column (k: kt·BK) as c0, then the row ({rname}) as c1.")
         if ld.c0 == s["kt"] and s["kt"]:
-            return f"{at}: c0 is in elements, not k-tiles: k-tile kt starts at column kt·BK."
+            return cut(f"{at}: c0 = kt.", " In what unit does c0 count" + worked,
+                       " c0 is in elements, not k-tiles: k-tile kt starts at column kt·BK.")
         if ld.c0 == 2 * k and k:
-            return f"{at}: coordinates count elements, not bytes: column kt·BK, not kt·BK·2."
+            return cut(f"{at}: c0 = {ld.c0}.", " Do coordinates count elements or bytes" + worked, " Coordinates count elements, not bytes: column kt·BK, not kt·BK·2.")
         other = s["n0"] if rname == "m0" else s["m0"]
         if ld.c1 == other and other != row:
-            return (f"{at}: its row is {'n0' if rname == 'm0' else 'm0'}; {who}'s rows start at "
-                    f"{rname}.")
-        return f"{at}; it should ask for ({k}, {row}): column kt·BK, row {rname}."
+            return cut(f"{at}: its row is {'n0' if rname == 'm0' else 'm0'}.", f" Where do {who}'s rows "
+                       "start (the exercise's text)?", f" {who}'s rows start at {rname}.")
+        return cut(f"{at}.", f" Which column and row does k-tile kt of {who} start at" + worked,
+                   f" It should ask for ({k}, {row}): column kt·BK, row {rname}.")
     return None

@@ -688,54 +688,9 @@ def _wrong_field(value: int) -> str:
     return diff[0] if diff else ""
 
 
-def _hint_columns(answer, m: int = 128, n: int = 256, cta_group: int = 1, accumulators: int = 1) -> str:
-    from . import tmem
-    try:
-        a = int(answer)
-    except (TypeError, ValueError):
-        return "answer with a number of TMEM columns (an int)."
-    lay = tmem.AccumulatorLayout(m, n, cta_group)
-    cols, both = lay.columns, accumulators * lay.columns
-    if accumulators > 1:
-        if a == lay.alloc_columns:
-            return (f"that holds one accumulator; the kernel keeps {accumulators} (§1: the MMAs fill one "
-                    "while the epilogue reads the other out), side by side in one allocation.")
-        if a == cols:
-            return (f"that is one accumulator's {n} columns, not yet a legal request; the kernel keeps "
-                    f"{accumulators} of them (§1), and tcgen05.alloc takes a power of two ≥ 32.")
-        if a == both and a & (a - 1):
-            return (f"{accumulators} × {cols} columns is what the accumulators use; tcgen05.alloc takes a "
-                    "power of two ≥ 32 (and at most 512): round up.")
-        if a in (cols // accumulators, tmem.columns_for(max(cols // accumulators, 1))):
-            return (f"each accumulator needs all of its N = {n} columns (one fp32 per row in every column); "
-                    f"{accumulators} of them need {accumulators} times that, not a share of it.")
-        if a == -(-both // 32):
-            return ("that is a count of 32-column blocks; tcgen05.alloc takes its size in columns, one "
-                    "per column of each accumulator, a power of two from 32 to 512.")
-        if a == accumulators * lay.alloc_columns and a != tmem.columns_for(both):
-            return (f"you rounded each accumulator up on its own and added; one allocation holds both: "
-                    f"add the {accumulators} × {cols} columns first, then round up once.")
-        if a > tmem.columns_for(both) and not a & (a - 1) and a <= 512:
-            return (f"that holds them, but it is more than they need: {accumulators} × {cols} columns "
-                    "round up to a smaller power of two.")
-    if a in {c * rows * n for c in (1, accumulators) for rows in (m, lay.cta_m)}:   # one's or all
-        return ("that is the number of 32-bit cells. tcgen05.alloc counts columns, and every "
-                "column spans all the lanes — one lane per row of D.")
-    if a == m or a == lay.cta_m:
-        return "rows of D go to lanes, not to columns; columns hold N."
-    if a == -(-n // 32):
-        return (f"that is N/32, a count of 32-column blocks; tcgen05.alloc takes its size in columns "
-                "(one per column of D), a power of two from 32 to 512.")
-    if a < 32:
-        return (f"tcgen05.alloc takes columns, at least 32 of them: one per column of D (N = {n}), "
-                "rounded up to a power of two.")
-    if a & (a - 1):
-        return "tcgen05.alloc takes a power of two ≥ 32 columns (and at most 512): round up."
-    if a > 512:
-        return "a CTA has 512 columns of TMEM in all."
-    return ("one fp32 accumulator per 32-bit cell: with one CTA each row of D sits in one lane, "
-            "so each column of D needs one TMEM column" + (f", {accumulators} accumulators side by side"
-            if accumulators > 1 else "") + "; round up to a power of two ≥ 32.")
+def _hint_columns(answer, **kw) -> str:
+    from .tmem import columns_hint          # the hints in two tiers, beside the columns they count
+    return columns_hint(answer, **kw)
 
 
 @_ex.exercise("ch09.tmem_columns", "How many TMEM columns must tcgen05.alloc request for `accumulators` "

@@ -468,3 +468,72 @@ def plot_ld_fragment(shape: str = "16x256b", num: int = 1):
     return plots.bank_map(grid, title=f"tcgen05.ld.{shape}.x{num}: thread receiving each cell",
                           row_label="lane (from taddr)", col_label="column (from taddr)",
                           value_label="thread receiving the cell (lane id 0–31 of the warp)")
+
+
+def columns_hint(answer, m: int = 128, n: int = 256, cta_group: int = 1, accumulators: int = 1) -> str:
+    """Chapter 09's ``ch09.tmem_columns`` hint (:mod:`asynctc.models.tcgen05` registers it): each known
+    mistake in two tiers (:func:`asynctc.core.exercises.tiered`): what the answer counted, and a
+    question pointing at 09 §1 (one lane per row: a column per column of D) or §4 (the sizes
+    tcgen05.alloc takes); at the next miss, the rule."""
+    from ..core.exercises import tiered as cut
+    try:
+        a = int(answer)
+    except (TypeError, ValueError):
+        return "answer with a number of TMEM columns (an int)."
+    k, lay = accumulators, AccumulatorLayout(m, n, cta_group)
+    cols, both, sizes = lay.columns, accumulators * lay.columns, " Which sizes does tcgen05.alloc take (§4)?"
+    if k > 1:
+        if a == lay.alloc_columns:
+            return cut(f"{a} columns hold one {m}×{n} accumulator.", " How many does the kernel keep side "
+                       f"by side (§1)?", f" The kernel keeps {k} (§1: the MMAs fill one while "
+                       "the epilogue reads the other out), side by side in one allocation.")
+        if a == cols:
+            return cut(f"{a} columns: that is one accumulator's {n} columns, not yet a legal request.",
+                       " How many accumulators does the kernel keep (§1)?" + sizes,
+                       f" The kernel keeps {k} of them (§1), and tcgen05.alloc takes a power of two ≥ 32.")
+        if a == both and a & (a - 1):
+            return cut(f"{k} × {cols} columns is what the accumulators use.", sizes,
+                       " tcgen05.alloc takes a power of two ≥ 32 (and at most 512): round up.")
+        if a in (cols // k, columns_for(max(cols // k, 1))):
+            return cut(f"{a} columns are fewer than one accumulator's {cols}.",
+                       f" How many columns does one {m}×{n} accumulator fill, one lane per row (§1)?",
+                       f" Each accumulator needs all of its N = {n} columns (one fp32 per row in every "
+                       f"column); {k} of them need {k} times that, not a share of it.")
+        if a == -(-both // 32):
+            return cut(f"{a} is {both} / 32.", " In what unit does tcgen05.alloc take its size (§4)?",
+                       " That is a count of 32-column blocks; tcgen05.alloc takes its size in columns, one "
+                       "per column of each accumulator, a power of two from 32 to 512.")
+        if a == k * lay.alloc_columns and a != columns_for(both):
+            return cut(f"you rounded each accumulator up on its own and added ({k} × {lay.alloc_columns}).",
+                       " How many allocations hold them (the exercise), so where does the rounding go?",
+                       f" One allocation holds both: add the {k} × {cols} columns first, then round up once.")
+        if a > columns_for(both) and not a & (a - 1) and a <= 512:
+            return cut(f"{a} columns hold them, but it is more than they need.",
+                       f" How many columns do {k} accumulators of N = {n} fill (§1)?",
+                       f" {k} × {cols} columns round up to a smaller power of two.")
+    if a in {c * rows * n for c in (1, k) for rows in (m, lay.cta_m)}:   # one's or all
+        return cut(f"{a} is the number of 32-bit cells.",
+                   " What does tcgen05.alloc count, and how many lanes does one column span (§4)?",
+                   " tcgen05.alloc counts columns, and every column spans all the lanes — one lane per row of D.")
+    if a == m or a == lay.cta_m:
+        return cut(f"{a} is the number of rows of D.", " Do rows go to lanes or to columns (§1)?",
+                   " Rows of D go to lanes, not to columns; columns hold N.")
+    if a == -(-n // 32):
+        return cut(f"{a} is N/32, a count of 32-column blocks.", " In what unit does tcgen05.alloc take "
+                   "its size (§4)?", " tcgen05.alloc takes its size in columns (one per column of D), a "
+                   "power of two from 32 to 512.")
+    if a < 32:
+        return cut(f"you asked for {a} column{'s' if a != 1 else ''}.", " What is the smallest request tcgen05.alloc takes (§4)?",
+                   f" tcgen05.alloc takes columns, at least 32 of them: one per column of D (N = {n}), "
+                   "rounded up to a power of two.")
+    if a & (a - 1):
+        return cut(f"{a} is not a power of two.", sizes,
+                   " tcgen05.alloc takes a power of two ≥ 32 columns (and at most 512): round up.")
+    if a > 512:
+        return cut(f"you asked for {a} columns.", " How many columns does a CTA's TMEM have (§4)?",
+                   " A CTA has 512 columns of TMEM in all.")
+    return cut(f"{a} columns do not fit {k} {m}×{n} fp32 accumulator{'s' if k > 1 else ''}.",
+               " How many columns does each fill, one row of D per lane (§1)?" + sizes,
+               " One fp32 accumulator per 32-bit cell: with one CTA each row of D sits in one lane, so each "
+               "column of D needs one TMEM column" + (f", {k} accumulators side by side" if k > 1 else "")
+               + "; round up to a power of two ≥ 32.")

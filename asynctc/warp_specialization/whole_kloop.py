@@ -284,28 +284,14 @@ def emulate_tiles(schedule: _mp.Schedule, k_tiles: int, tiles: int, rng=None) ->
 
 # ---- the rules ------------------------------------------------------------------------------------
 
-#: Hints in two tiers (a reader: the first miss should not hand over the ring's rule). A tiered hint
-#: is "symptom ⟨_TIER⟩ question ⟨_TIER⟩ rule": the first miss at a spot is told the symptom and a
-#: question; a miss at the same spot again (in this Python session) is told the symptom and the rule.
-_TIER = "\x1f"
-_seen: set[str] = set()
-SECOND = " (A second miss here gives the arithmetic.)"
+#: The second-miss note (:data:`asynctc.core.exercises.SECOND`): hints here come in two tiers,
+#: resolved by the check (:func:`asynctc.core.exercises.tiered`).
+SECOND = _ex.SECOND
 
 
 def _tiered(symptom: str, question: str, rule: str) -> str:
-    return f"{symptom}{_TIER}{question}{_TIER}{rule}"
-
-
-def _tier(hint: str) -> str:
-    """The hint to print: untiered hints as they are; a tiered one's question the first time its
-    symptom is seen, its rule after."""
-    if _TIER not in hint:
-        return hint
-    symptom, question, rule = hint.split(_TIER)
-    if symptom in _seen:
-        return symptom + rule
-    _seen.add(symptom)
-    return symptom + question + SECOND
+    """:func:`asynctc.core.exercises.tiered`, the rule ending a sentence (the judge adds no "." after it)."""
+    return _ex.tiered(symptom, question, rule if rule.endswith((".", ")", "?")) else rule + ".")
 
 
 def _restart(j: int, T: int) -> str:
@@ -471,8 +457,7 @@ def judge(answer) -> str | None:
             hint = hint or _consumer_hint(roles[w], S, T, tiles, f"consumer {w - 1}")
         where = f"(STAGES = {S}, T = {T}, TILES = {tiles}) "
         if hint:
-            hint = _tier(hint)
-            return where + hint + ("" if hint.endswith((".", ")", "?")) else ".") + said
+            return where + hint + ("" if hint.endswith((".", ")", "?", _ex.TIER)) else ".") + said
         if sched.diagnosis is not None:
             return where + said.strip()
         if (S, T, tiles) == RINGS[0]:
@@ -531,12 +516,11 @@ def show_loops(text: str, passed: bool):
     kernel draws them, as the cells held for the pass open); else :data:`PROMISE`. Returns the
     Figure or None."""
     if not passed:
-        kept = _ex.my_answer("ch06.whole_kloop")
-        if not isinstance(kept, str):
+        if not _ex.passed("ch06.whole_kloop"):
             print(PROMISE)
             return None
         print("your loops as they last passed the check (kept in your progress):")
-        text = kept
+        text = _ex.my_answer("ch06.whole_kloop")
     return plot_loops(text)
 
 
