@@ -1,6 +1,7 @@
-"""The visible cells that replaced the table helpers (round 26) in chapters 02, 04 and 10: each runs
-on its committed record and prints what the lesson reads, and each guarded sentence's cell raises
-:class:`~asynctc.core.notebook.ClaimError` once a record moves past that sentence's threshold.
+"""The visible cells that replaced the table helpers (round 26 on) in chapters 01, 02, 04, 05, 07 and
+10: each runs on its committed record (02 §2's, on the compiled kernels' SASS) and prints what the
+lesson reads, and each guarded sentence's cell raises :class:`~asynctc.core.notebook.ClaimError`
+once a record (or the SASS) moves past that sentence's threshold.
 Cells are found by a substring (:mod:`notebook_cells`), wherever they live in notebooks/src."""
 
 import copy
@@ -209,6 +210,70 @@ def test_the_best_rung_cell_reads_the_record(capsys):
     assert ns["best"] == cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
     assert out.startswith(f"best configuration {ns['best']['tile']}: {best:.1f} / ")
     assert "× chapter 01, " in out and out.rstrip().endswith(f" = {ns['best']['tflops'] / ns['cb']:.2f} of cuBLAS")
+
+
+# ---- chapter 02 §2: the SASS counts ---------------------------------------------------------------------
+
+SASS_COUNTS = 'names = ("LDG", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR")'
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    """Chapter 01's kernel and 02 §2's cp.async kernel, compiled (CPU: NVRTC and nvdisasm)."""
+    from asynctc import mma_sync
+    return mma_sync.compile_mma_sync("float16"), cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
+
+
+class _Sass:
+    """A compiled kernel's stand-in: ``kernel``'s SASS without the lines matching ``drop``."""
+
+    def __init__(self, kernel, drop: str = r"^$"):
+        import re
+        self.text = "\n".join(x for x in kernel.sass().splitlines() if not re.search(drop, x))
+
+    def sass(self) -> str:
+        return self.text
+
+
+def _sass_counts(ch01, ck) -> dict:
+    """02 §2's counting cell and its check cell, with ``ch01`` as chapter 01's kernel."""
+    from types import SimpleNamespace
+    from asynctc.core import sass
+    stub = SimpleNamespace(compile_mma_sync=lambda dtype: ch01)
+    return run(SASS_COUNTS, {"mma_sync": stub, "sass": sass, "notebook": notebook, "ck": ck})
+
+
+def test_the_sass_count_cell_counts_what_the_text_names(kernels, capsys):
+    from asynctc.core import sass
+    ch01, ck = kernels
+    ns = _sass_counts(ch01, ck)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == list(ns["names"]) and len(out) == 3
+    assert out[1].startswith("chapter 01 ") and out[2].startswith("cp.async ")
+    assert [int(v) for v in out[2].split()[1:]] == list(ns["n"]["cp.async"].values())
+    # the counts are the course's instruction classes (sass.CLASSES), counted another way
+    for kernel, k in (("chapter 01", ch01), ("cp.async", ck)):
+        classes = sass.class_counts(k.sass(), {x: sass.CLASSES[x] for x in ns["names"]})
+        assert {x: v for x, v in ns["n"][kernel].items() if v} == classes
+
+
+@pytest.mark.parametrize("which,drop,sentence", [
+    ("ch01 is cp.async", None, "chapter 01 loads with LDG and stores with STS"),
+    ("ck is ch01", None, "the cp.async kernel has neither"),
+    ("ck", r"\bLDGSTS\b", "LDGSTS does both"),
+    ("ck", r"\bDEPBAR\b", "DEPBAR the wait"),
+    ("ck", r"\bLDGDEPBAR\b", "LDGDEPBAR is the commit"),
+], ids=["ch01-without-LDG", "cp.async-with-LDG", "no-LDGSTS", "no-DEPBAR", "no-LDGDEPBAR"])
+def test_the_sass_count_cell_refuses_sass_that_moved(kernels, which, drop, sentence):
+    ch01, ck = kernels
+    if which == "ch01 is cp.async":
+        ch01 = ck
+    elif which == "ck is ch01":
+        ck = ch01
+    else:
+        ck = _Sass(ck, drop)
+    with pytest.raises(notebook.ClaimError, match=sentence):
+        _sass_counts(ch01, ck)
 
 
 # ---- chapter 01 §5: why the number is what it is ---------------------------------------------------------
