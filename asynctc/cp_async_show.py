@@ -1,30 +1,13 @@
 """Chapter 02's notebook helpers: each prints a small table or a few lines and raises if what it shows
 stops supporting the sentence the chapter's markdown states beside it (a re-measurement that flips a
 conclusion stops the notebook instead of leaving a false sentence). No GPU of its own, no timing,
-no plotting: the compiled kernels and the ``cp_async`` record come in as arguments.
+no plotting: the records come in as arguments.
 """
 
 from __future__ import annotations
 
-from . import cp_async, mma_sync
-from .core import notebook, sass
-
-SASS_KEYS = ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS", "LDSM", "HMMA", "BAR")
-
-
-def sass_tables(ck) -> None:
-    """Instruction counts of chapter 01's kernel and of ``ck`` (a compiled cp.async kernel), and a
-    few of ``ck``'s LDGSTS / LDGDEPBAR / DEPBAR lines. Asserts what §2's markdown says: the
-    cp.async kernel has ``LDGSTS`` and ``LDGDEPBAR`` and neither ``LDG`` nor ``STS``; chapter 01's
-    has ``LDG`` and ``STS`` and no ``LDGSTS``."""
-    ch01 = mma_sync.compile_mma_sync("float16")
-    classes = {k: sass.CLASSES[k] for k in SASS_KEYS}
-    print(notebook.sass_table(ch01, classes))
-    print(notebook.sass_table(ck, classes))
-    print(sass.excerpt(ck.sass(), r"LDGSTS|LDGDEPBAR|DEPBAR", context=0, limit=6))
-    c1, c2 = sass.class_counts(ch01.sass()), sass.class_counts(ck.sass())
-    assert c2["LDGSTS"] > 0 and c2["LDGDEPBAR"] > 0 and "LDG" not in c2 and "STS" not in c2, c2
-    assert c1["LDG"] > 0 and c1["STS"] > 0 and "LDGSTS" not in c1, c1
+from . import cp_async
+from .core import notebook
 
 
 def checks(rec, rows: int = 8) -> None:

@@ -993,36 +993,6 @@ def test_speed_table_and_its_verdicts_read_the_fp8_record():
         fp8.table_row(res, 1024, "cuBLAS fp16")
 
 
-def test_accumulation_notes_read_the_fp8_record_and_flip():
-    import copy
-    (res,) = _records("fp8")
-    ok, text, numbers = fp8.promotion_note(res)
-    assert ok and text.startswith("At K = 16384: no promotion loses ") and numbers["p0"] > 10 * numbers["p4"]
-    ok, text, numbers = fp8.promotion_cost_note(res)
-    assert ok and numbers["p1"] < numbers["p4"] < 1.0 and "of the same 128×128 kernel" in text
-    ok, text, numbers = fp8.random_inputs_note(res)
-    assert ok and text.startswith("Standard-normal inputs, K = 256 → 16384: ") and numbers["p1"] < numbers["p4"]
-    assert numbers["p1"] < numbers["k0_p1"] / 2 and 0.5 <= numbers["p0"] / numbers["k0_p0"] <= 3
-    bad = copy.deepcopy(res)
-    for r in bad["experiment"]["rows"]:
-        if r["promote"] == 4:
-            r["swamp_median_rel_err"] = 1e-6              # promotion every 4 better than every k-tile
-    assert not fp8.promotion_note(bad)[0]
-    for r in bad["experiment"]["rows"]:
-        if r["promote"] == 1:
-            r["random_max_err_over_absAB"] = 1.0          # promotion every k-tile the least precise
-    assert not fp8.random_inputs_note(bad)[0]
-    flat = copy.deepcopy(res)
-    for r in flat["experiment"]["rows"]:
-        if r["promote"] == 4:
-            r["random_max_err_over_absAB"] = 1e-4           # every 4 k-tiles: level, not falling
-    assert not fp8.random_inputs_note(flat)[0]
-    ok, text, numbers = fp8.accumulator_table(res)       # the three notes as one table, same guards
-    assert ok and len(text.splitlines()) == 5 and text.splitlines()[-1].startswith("Promotion every 4 ")
-    assert numbers["swamp_p0"] > 10 * numbers["swamp_p4"] and numbers["kept_p1"] < numbers["kept_p4"]
-    assert not fp8.accumulator_table(bad)[0] and not fp8.accumulator_table(flat)[0]
-
-
 def test_tc_dot_continues_from_an_accumulator():
     """tc_dot(…, acc=) carries the accumulator across k-tiles: two k-tiles from acc equal one
     sum over both (ch07.promotion's loop relies on it)."""

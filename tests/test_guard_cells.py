@@ -1,6 +1,7 @@
-"""The visible cells that replaced the table helpers (round 26) in chapters 02, 04 and 10: each runs
-on its committed record and prints what the lesson reads, and each guarded sentence's cell raises
-:class:`~asynctc.core.notebook.ClaimError` once a record moves past that sentence's threshold.
+"""The visible cells that replaced the table helpers (round 26 on) in chapters 01, 02, 04, 05, 07 and
+10: each runs on its committed record (02 §2's, on the compiled kernels' SASS) and prints what the
+lesson reads, and each guarded sentence's cell raises :class:`~asynctc.core.notebook.ClaimError`
+once a record (or the SASS) moves past that sentence's threshold.
 Cells are found by a substring (:mod:`notebook_cells`), wherever they live in notebooks/src."""
 
 import copy
@@ -209,6 +210,150 @@ def test_the_best_rung_cell_reads_the_record(capsys):
     assert ns["best"] == cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
     assert out.startswith(f"best configuration {ns['best']['tile']}: {best:.1f} / ")
     assert "× chapter 01, " in out and out.rstrip().endswith(f" = {ns['best']['tflops'] / ns['cb']:.2f} of cuBLAS")
+
+
+# ---- chapter 02 §2: the SASS counts ---------------------------------------------------------------------
+
+SASS_COUNTS = 'names = ("LDG", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR")'
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    """Chapter 01's kernel and 02 §2's cp.async kernel, compiled (CPU: NVRTC and nvdisasm)."""
+    from asynctc import mma_sync
+    return mma_sync.compile_mma_sync("float16"), cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
+
+
+class _Sass:
+    """A compiled kernel's stand-in: ``kernel``'s SASS without the lines matching ``drop``."""
+
+    def __init__(self, kernel, drop: str = r"^$"):
+        import re
+        self.text = "\n".join(x for x in kernel.sass().splitlines() if not re.search(drop, x))
+
+    def sass(self) -> str:
+        return self.text
+
+
+def _sass_counts(ch01, ck) -> dict:
+    """02 §2's counting cell and its check cell, with ``ch01`` as chapter 01's kernel."""
+    from types import SimpleNamespace
+    from asynctc.core import sass
+    stub = SimpleNamespace(compile_mma_sync=lambda dtype: ch01)
+    return run(SASS_COUNTS, {"mma_sync": stub, "sass": sass, "notebook": notebook, "ck": ck})
+
+
+def test_the_sass_count_cell_counts_what_the_text_names(kernels, capsys):
+    from asynctc.core import sass
+    ch01, ck = kernels
+    ns = _sass_counts(ch01, ck)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == list(ns["names"]) and len(out) == 3
+    assert out[1].startswith("chapter 01 ") and out[2].startswith("cp.async ")
+    assert [int(v) for v in out[2].split()[1:]] == list(ns["n"]["cp.async"].values())
+    # the counts are the course's instruction classes (sass.CLASSES), counted another way
+    for kernel, k in (("chapter 01", ch01), ("cp.async", ck)):
+        classes = sass.class_counts(k.sass(), {x: sass.CLASSES[x] for x in ns["names"]})
+        assert {x: v for x, v in ns["n"][kernel].items() if v} == classes
+
+
+@pytest.mark.parametrize("which,drop,sentence", [
+    ("ch01 is cp.async", None, "chapter 01 loads with LDG and stores with STS"),
+    ("ck is ch01", None, "the cp.async kernel has neither"),
+    ("ck", r"\bLDGSTS\b", "LDGSTS does both"),
+    ("ck", r"\bDEPBAR\b", "DEPBAR the wait"),
+    ("ck", r"\bLDGDEPBAR\b", "LDGDEPBAR is the commit"),
+], ids=["ch01-without-LDG", "cp.async-with-LDG", "no-LDGSTS", "no-DEPBAR", "no-LDGDEPBAR"])
+def test_the_sass_count_cell_refuses_sass_that_moved(kernels, which, drop, sentence):
+    ch01, ck = kernels
+    if which == "ch01 is cp.async":
+        ch01 = ck
+    elif which == "ck is ch01":
+        ck = ch01
+    else:
+        ck = _Sass(ck, drop)
+    with pytest.raises(notebook.ClaimError, match=sentence):
+        _sass_counts(ch01, ck)
+
+
+# ---- chapter 07 §5: the accumulator, by promotion interval ------------------------------------------------
+
+ACCUMULATOR = 'row = {(r["k"], r["promote"]): r for r in measured}'
+
+
+class _Fp8NoFigure:
+    """Chapter 07's package with its accumulation figure replaced by a no-op (not a test's)."""
+
+    def __getattr__(self, name):
+        from asynctc import fp8
+        return (lambda *a, **k: None) if name == "plot_accumulation" else getattr(fp8, name)
+
+
+def _accumulator(res) -> dict:
+    """07 §5's figure-and-table cell and its check cell, after §4's 8192³ TFLOP/s (``tf``)."""
+    from types import SimpleNamespace
+    tf = {r["kernel"]: r["tflops"] for r in res["table"] if r["size"] == 8192 and "tflops" in r}
+    return run(ACCUMULATOR, {"fp8": _Fp8NoFigure(), "notebook": notebook, "tf": tf, "res": res,
+                             "rec": None, "plt": SimpleNamespace(show=lambda: None)})
+
+
+def test_the_accumulator_cell_holds_on_the_record(capsys):
+    res = records.load("fp8").results
+    ns = _accumulator(res)
+    out = capsys.readouterr().out.splitlines()[1:]            # after the prediction's verdict
+    assert out[0].startswith("promotion ") and "swamping, K = 16384" in out[0]
+    assert "normal, K = 256 → 16384" in out[0] and out[0].endswith("TFLOP/s at 8192³")
+    assert [line.split("  ")[0] for line in out[1:4]] == ["none", "every 4 k-tiles", "every k-tile"]
+    assert out[1].endswith(" = 1.00") and out[2].endswith(notebook.ratio(ns["speed"][4], ns["speed"][0]))
+    assert out[4] == "swamping, none / every 4: " + notebook.ratio(100 * ns["err"][0], 100 * ns["err"][4],
+                                                                 "%", digits=0)
+    # the record itself: the cell divides the 128×128 builds' 8192³ rows; every k-tile is the slowest
+    from asynctc import fp8
+    base = fp8.table_row(res, 8192, fp8.fp8_config(bn=128, stages=6).label())["tflops"]
+    assert ns["speed"][0] == base and ns["kept"][1] < ns["kept"][4] < 1
+
+
+def _rows_moved(res, field, promote, f, at_k=None):
+    moved = copy.deepcopy(res)
+    for r in moved["experiment"]["rows"]:
+        if r["promote"] == promote and (at_k is None or r["k"] == at_k):
+            r[field] *= f
+    return moved
+
+
+def _fits_12(res):
+    """The record with every promote:4 run fitted bit for bit by 12 fraction bits and not by 13."""
+    moved = copy.deepcopy(res)
+    for r in moved["experiment"]["rows"]:
+        if r["promote"] == 4:
+            r["fit_by_bits"].update({"12": 0.0, "13": 0.01})
+    return moved
+
+
+def _timed_moved(res, promote, f):
+    from asynctc import fp8
+    moved = copy.deepcopy(res)
+    label = fp8.fp8_config(promote=promote).label()
+    for r in moved["table"]:
+        if r["kernel"] == label and r["size"] == 8192:
+            r["tflops"] *= f
+    return moved
+
+
+@pytest.mark.parametrize("move,sentence", [
+    (lambda res: _fits_12(res), "it keeps 13 fraction bits"),
+    (lambda res: _rows_moved(res, "swamp_median_rel_err", 4, 2.0, at_k=16384), "cuts swamping ~28×"),
+    (lambda res: _timed_moved(res, 4, 0.9), "keeps 0.90"),
+    (lambda res: _rows_moved(res, "swamp_median_rel_err", 1, 10.0, at_k=16384), "cuts it further"),
+    (lambda res: _timed_moved(res, 1, 1.6), "keeps less"),
+    (lambda res: _rows_moved(res, "random_max_err_over_absAB", 0, 4.0, at_k=16384), "stays within 3×"),
+    (lambda res: _rows_moved(res, "random_max_err_over_absAB", 4, 8.0, at_k=16384), "falls by more than half"),
+    (lambda res: _rows_moved(res, "random_max_err_over_absAB", 1, 4.0, at_k=16384), "lowest with every k-tile"),
+], ids=["bits", "swamp-cut", "kept-every4", "swamp-every1", "kept-every1", "normal-level", "normal-falls",
+        "normal-lowest"])
+def test_the_accumulator_cell_refuses_a_record_that_moved(move, sentence):
+    with pytest.raises(notebook.ClaimError, match=sentence):
+        _accumulator(move(records.load("fp8").results))
 
 
 # ---- chapter 01 §5: why the number is what it is ---------------------------------------------------------

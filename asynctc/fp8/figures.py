@@ -1,12 +1,9 @@
 """Chapter 07, notebook 07's figures and the lines it prints, read from records (never timed here):
 the FP8 value grids (:func:`plot_formats`); the swamping diagram (:func:`plot_bits_kept`); the
 accumulation plot of an "fp8" record
-(:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table and
-the verdicts and claims of the lesson (:func:`accumulator_table`, §5's table and its guards, whose
-prediction verdict and headline ratios chapter 07 computes in view; :func:`speed_table`,
-:func:`promotion_note`, :func:`random_inputs_note`,
-:func:`promotion_cost_note`; the "swizzle" record is deep dive 07c's). A ``*_note`` returns what
-:func:`asynctc.core.notebook.claim` (``(holds, text, numbers)``) takes. The seed article's 4096³
+(:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table
+(:func:`speed_table`; §5's accumulator table, its verdicts and their guards, chapter 07 computes in
+view from the record's rows; the "swizzle" record is deep dive 07c's). The seed article's 4096³
 table beside our rungs is in :mod:`asynctc.fp8.seed`."""
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import warp_specialization as W
-from ..models.fp8 import FORMATS, FRAC_BITS, identified_bits, predict_swamp
+from ..models.fp8 import FORMATS, FRAC_BITS, predict_swamp
 from .config import fp8_config
 
 
@@ -141,79 +138,6 @@ def speed_table(results: dict) -> str:
         lines.append(f"  {name:32s}" + "".join(f"{table_row(results, s, kernel)['tflops']:6.0f}"
                                                for s in sizes))
     return "\n".join(lines)
-
-
-def promotion_note(results: dict) -> tuple[bool, str, dict]:
-    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: at the largest K of the
-    experiment, the swamping input's median error without promotion, promoting every 4 k-tiles
-    and every k-tile; and that f = ``FRAC_BITS`` is the one fraction-bit count every run fitted
-    bit for bit agrees on. It holds when no promotion is more than 10× promotion every 4, which
-    is worse than every k-tile, and the fit agrees."""
-    rows = results["experiment"]["rows"]
-    err = {(r["k"], r["promote"]): r["swamp_median_rel_err"] for r in rows}
-    k = max(r["k"] for r in rows)
-    holds = (err[(k, 0)] > 10 * err[(k, 4)] and err[(k, 4)] > err[(k, 1)]
-             and identified_bits(rows)["consistent"] == [FRAC_BITS])
-    text = (f"At K = {k}: no promotion loses {err[(k, 0)]:.0%} of the sum, promotion every 4 k-tiles "
-            f"{err[(k, 4)]:.1%}, every k-tile {err[(k, 1)]:.2%}. The runs the model reproduces bit "
-            f"for bit agree on one count only: f = {FRAC_BITS}.")
-    return holds, text, {"p0": err[(k, 0)], "p4": err[(k, 4)], "p1": err[(k, 1)]}
-
-
-def random_inputs_note(results: dict) -> tuple[bool, str, dict]:
-    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: the accumulation plot's
-    right panel from the smallest K to the largest — the worst |C − ref| / (|A|·|B|) on
-    standard-normal FP8 inputs without promotion, promoting every 4 k-tiles and every k-tile. It
-    holds when both promoted curves fall by more than half, the unpromoted one stays roughly level
-    (within ½× to 3× of where it starts), and at the largest K each shorter interval is more
-    precise."""
-    rows = results["experiment"]["rows"]
-    err = {(r["k"], r["promote"]): r["random_max_err_over_absAB"] for r in rows}
-    k0, k = min(r["k"] for r in rows), max(r["k"] for r in rows)
-    text = (f"Standard-normal inputs, K = {k0} → {k}: the worst |C − ref| / (|A|·|B|) goes "
-            f"{err[(k0, 0)]:.1e} → {err[(k, 0)]:.1e} without promotion, {err[(k0, 4)]:.1e} → "
-            f"{err[(k, 4)]:.1e} promoting every 4 k-tiles, {err[(k0, 1)]:.1e} → {err[(k, 1)]:.1e} "
-            "every k-tile.")
-    holds = (err[(k, 1)] < err[(k, 4)] < err[(k, 0)] and 0.5 <= err[(k, 0)] / err[(k0, 0)] <= 3
-             and all(err[(k, p)] < err[(k0, p)] / 2 for p in (1, 4)))
-    return holds, text, {f"{end}{p}": err[(kk, p)] for end, kk in (("k0_p", k0), ("p", k))
-                         for p in (0, 4, 1)}
-
-
-def promotion_cost_note(results: dict) -> tuple[bool, str, dict]:
-    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: at the largest size, the
-    throughput promotion every k-tile and every 4 k-tiles keep of the same 128×128 kernel without
-    promotion. It holds when both lose some and every k-tile loses more."""
-    big = max(r["size"] for r in results["table"])
-    base = table_row(results, big, fp8_config(bn=128, stages=6).label())["tflops"]
-    kept = {p: table_row(results, big, fp8_config(promote=p).label())["tflops"] / base for p in (1, 4)}
-    text = (f"At {big}³, promotion every k-tile keeps {kept[1]:.2f} of the throughput, every 4 "
-            f"k-tiles {kept[4]:.2f}, of the same 128×128 kernel without it.")
-    return kept[1] < kept[4] < 1.0, text, {f"p{p}": v for p, v in kept.items()}
-
-
-def accumulator_table(results: dict, verdict: bool = True) -> tuple[bool, str, dict]:
-    """``(holds, text, numbers)`` for :func:`asynctc.core.notebook.claim`: section 5's three notes
-    (:func:`promotion_note`, :func:`random_inputs_note`, :func:`promotion_cost_note`) as one table,
-    a row per promotion interval (none, every 4 k-tiles, every k-tile), and one verdict (left out
-    with ``verdict=False``: chapter 07 computes its own in view). It holds when all three notes
-    hold: the guards are theirs, unchanged."""
-    rows = results["experiment"]["rows"]
-    k0, k = min(r["k"] for r in rows), max(r["k"] for r in rows)
-    big = max(r["size"] for r in results["table"])
-    (h1, _, sw), (h2, _, rn), (h3, _, kept) = (promotion_note(results), random_inputs_note(results),
-                                               promotion_cost_note(results))
-    head = (f"{'promotion':<17}{f'swamping, K = {k}':>20}{f'max |C − ref| / (|A|·|B|), K = {k0} → {k}':>46}"
-            f"{f'TFLOP/s ÷ unpromoted, {big}³':>30}")
-    lines = [head] + [f"{name:<17}{sw[f'p{p}']:>20.2%}{rn[f'k0_p{p}']:>35.1e} → {rn[f'p{p}']:.1e}"
-                      f"{kept.get(f'p{p}', 1.0):>30.2f}"
-                      for name, p in (("none", 0), ("every 4 k-tiles", 4), ("every k-tile", 1))]
-    if verdict:
-        lines.append(f"Promotion every 4 k-tiles cuts the swamping error {sw['p0'] / sw['p4']:.0f}× for "
-                     f"{kept['p4']:.2f} of the throughput; f = {FRAC_BITS} fits every run bit for bit.")
-    numbers = {**{f"swamp_{n}": v for n, v in sw.items()}, **{f"normal_{n}": v for n, v in rn.items()},
-               **{f"kept_{n}": v for n, v in kept.items()}}
-    return h1 and h2 and h3, "\n".join(lines), numbers
 
 
 def block_error_table(x, block: int, dtype: str = "float8_e4m3fn") -> str:

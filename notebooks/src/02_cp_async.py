@@ -22,7 +22,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 from asynctc import cp_async, cp_async_figures, cp_async_ring, cp_async_show, mma_sync
-from asynctc.core import exercises, notebook, plots, records
+from asynctc.core import exercises, notebook, plots, records, sass
 
 notebook.banner("sm_90a")
 
@@ -97,9 +97,8 @@ ok = exercises.check("ch02.wait_n", answer, stages=4)
 #
 # With one stage there is nothing to overlap. The kernel then takes its own `#if STAGES == 1`
 # loop: copy, `wait_group<0>`, sync, compute, sync. These are §4's `/s1` rows. The `wait_group`
-# line below answers exercise 1. So does the timeline after it, drawn from the model above. Each
-# panel is one choice of N with 4 stages. A black tick marks when a k-tile lands; its compute may
-# not start before it.
+# line below answers exercise 1, and so does the model's timeline after it, a panel per N. A black
+# tick marks when a k-tile lands; its compute may not start before it.
 
 # %% output answers a prediction
 ck = cp_async.compile_cp_async("float16", cp_async.DEFAULT_TILE)
@@ -113,24 +112,36 @@ if exercises.after("ch02.wait_n"):
     plt.show()
     print("With N = 2 the compute runs back to back once the ring is full. With N = 0 the consumer also\n"
           "waits for the copies it issued one k-tile earlier, so a hatched wait appears at every k-tile. With\n"
-          "N = 3 the first read comes too early. In slot 0 the bars touch but do not overlap: k-tile 4's copy\n"
-          "starts the moment k-tile 0's lands, because even `wait_group 3` waits for k-tile 0 before the\n"
-          "copy into its slot is issued.")
+          "N = 3 the first read comes too early. In slot 0 the bars only touch: even `wait_group 3` waits for\n"
+          "k-tile 0 before k-tile 4's copy into its slot is issued.")
 
 # %% [markdown]
 # ### SASS: the register hop is gone
 #
-# Chapter 01 loads with `LDG` and stores with `STS`. The cp.async kernel (3 stages; §4's other
-# stage counts use other register counts) has neither for its operands. `LDGSTS` does both in one
-# instruction. `LDGDEPBAR` is the commit, and `DEPBAR` the wait.
+# Chapter 01 loads with `LDG` and stores with `STS`. The cp.async kernel has neither. `LDGSTS`
+# does both in one instruction. `LDGDEPBAR` is the commit, and `DEPBAR` the wait.
 
 # %% output varies
-# chapter 01's kernel, then this one; asserts the sentence above
-cp_async_show.sass_tables(ck)   # notebook.how(cp_async_show.sass_tables) prints its code
+names = ("LDG", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR")
+print(" " * 10, *(f"{x:>9}" for x in names))
+n = {}                                                    # n[kernel][name]: its SASS count
+for kernel, k in (("chapter 01", mma_sync.compile_mma_sync("float16")), ("cp.async", ck)):
+    ops = [op.split(".")[0] for op in sass.instructions(k.sass())]   # opcodes without modifiers
+    n[kernel] = {x: ops.count(x) for x in names}
+    print(f"{kernel:10}", *(f"{v:>9}" for v in n[kernel].values()))
+
+# %% check
+c1, c2 = n["chapter 01"], n["cp.async"]
+notebook.require(c1["LDG"] > 0 and c1["STS"] > 0 and c1["LDGSTS"] == 0,
+                 "chapter 01 loads with LDG and stores with STS", **c1)
+notebook.require(c2["LDG"] == c2["STS"] == 0 and c2["LDGSTS"] > 0,
+                 "the cp.async kernel has neither; LDGSTS does both", **c2)
+notebook.require(c2["LDGDEPBAR"] > 0 and c2["DEPBAR"] > 0,
+                 "LDGDEPBAR is the commit, and DEPBAR the wait", **c2)
 
 # %% [markdown]
 # Going further: [02b §2](02b_cp_async_microbenchmark.ipynb) sizes each ring's shared memory and
-# its copy traffic, and shows a tile refused before launch.
+# its copy traffic.
 
 # %% [markdown]
 # ## 3. Correctness first

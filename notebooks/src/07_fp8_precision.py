@@ -164,22 +164,37 @@ pred = fp8.predict_swamp(ks=tuple(sorted({r["k"] for r in measured})))    # the 
 gap = max(abs(r["swamp_median_rel_err"] / pred[r["promote"]][r["k"]] - 1) for r in measured)   # worst measured / model − 1
 _ = notebook.verdict(gap < 0.05, f"The prediction is within {gap:.1%} of every measured median.",
                      f"The prediction misses a measured median by up to {gap:.0%}: the model needs revisiting.")
-print(fp8.accumulator_table(res, verdict=False)[1])   # notebook.how(fp8.accumulator_table) prints its code
-
-# %% output answers a prediction
-err = {r["promote"]: r["swamp_median_rel_err"] for r in measured if r["k"] == 16384}   # median |C − ref| / |ref|, by interval
-every4 = fp8.fp8_config(promote=4).label()                           # promotion every 4 k-tiles, 128×128
-plain = every4.replace(" promote:4", "")                             # the same 128×128 build, unpromoted
-print("swamping error, K = 16384, none / every 4:", notebook.ratio(100 * err[0], 100 * err[4], "%", digits=0))
-print("TFLOP/s at 8192³, every 4 / unpromoted:  ", notebook.ratio(tf[every4], tf[plain], "TFLOP/s"))
+row = {(r["k"], r["promote"]): r for r in measured}            # the rows by (K, interval)
+k0, k = min(row)[0], max(row)[0]                                # the shortest and the longest K
+speed = {p: tf[fp8.fp8_config(promote=p).label()] for p in (4, 1)}   # 128×128, promote every p
+speed[0] = tf[fp8.fp8_config(promote=4).label().replace(" promote:4", "")]   # the same, unpromoted
+print(f"promotion       swamping, K = {k}   normal, K = {k0} → {k}   TFLOP/s at 8192³")
+for name, p in (("none", 0), ("every 4 k-tiles", 4), ("every k-tile", 1)):
+    sw = row[k, p]["swamp_median_rel_err"]                         # median |C − ref| / |ref|
+    rn = [row[kk, p]["random_max_err_over_absAB"] for kk in (k0, k)]   # worst |C − ref| / (|A|·|B|)
+    print(f"{name:16}{sw:>11.2%}{rn[0]:>16.1e} → {rn[1]:.1e}  ", notebook.ratio(speed[p], speed[0]))
+err = {p: row[k, p]["swamp_median_rel_err"] for p in (0, 4, 1)}
+print("swamping, none / every 4:", notebook.ratio(100 * err[0], 100 * err[4], "%", digits=0))
 
 # %% check
 assert fp8.prediction_table(fp8.predict_swamp()) == fp8.ACC_PREDICTION, "the model no longer predicts the frozen table"
-holds, _, numbers = fp8.accumulator_table(res, verdict=False)   # the table's three notes: error, normal inputs, cost
-notebook.require(holds, "no promotion is over 10× every 4 k-tiles; shorter intervals are more precise and cost more",
-                 **numbers)
-notebook.require(err[0] / err[4] > 20 and 0.86 <= tf[every4] / tf[plain] <= 0.94,
-                 "promotion every 4 k-tiles cuts swamping ~28× and keeps 0.90", cut=err[0] / err[4], kept=tf[every4] / tf[plain])
+normal = {(kk, p): row[kk, p]["random_max_err_over_absAB"] for kk in (k0, k) for p in (0, 4, 1)}
+kept = {p: speed[p] / speed[0] for p in (4, 1)}               # the table's TFLOP/s column
+fits = fp8.identified_bits(measured)["consistent"]   # fraction-bit counts that fit every exact run
+notebook.require(fits == [13], "it keeps 13 fraction bits", fits=str(fits))
+notebook.require(err[0] / err[4] > 20 and 0.86 <= kept[4] <= 0.94,
+                 "promotion every 4 k-tiles cuts swamping ~28× and keeps 0.90",
+                 cut=err[0] / err[4], kept=kept[4])
+notebook.require(err[1] < err[4] and kept[1] < kept[4],
+                 "every k-tile cuts it further and keeps less",
+                 err_every4=err[4], err_every1=err[1], kept_every4=kept[4], kept_every1=kept[1])
+notebook.require(1 / 3 <= normal[k, 0] / normal[k0, 0] <= 3,
+                 "on normal inputs the unpromoted error stays within 3×",
+                 start=normal[k0, 0], end=normal[k, 0])
+notebook.require(all(normal[k, p] < normal[k0, p] / 2 for p in (4, 1))
+                 and normal[k, 1] < normal[k, 4] < normal[k, 0],
+                 "promoted, it falls by more than half, lowest with every k-tile",
+                 **{f"p{p}_k{kk}": v for (kk, p), v in normal.items()})
 
 # %% answer [markdown]
 # Promoting every 4 k-tiles cuts the swamping error 28× and keeps 0.90 of the same 128×128 build's
