@@ -10,7 +10,7 @@ from asynctc.models import pipeline as _pipeline  # registers the ch05 exercises
 from asynctc.models import tcgen05 as _tcgen05  # registers the ch09 exercises
 import asynctc.suites  # noqa: F401  (imports every chapter module, which registers its exercises)
 import asynctc.claims  # noqa: F401  (chapter 10 has no suite: registers its exercises)
-from asynctc.core import exercises
+from asynctc.core import exercises, records as _records
 from asynctc.models import descriptors
 from asynctc.pitfalls import exercises as _pitfalls, ordering as _ordering  # the ch08 exercises
 from asynctc.warp_specialization import whole_kloop as _whole_kloop  # chapter 06's capstone
@@ -54,6 +54,7 @@ KW = {
     "ch06.which_barrier": dict(event="consumer arrives"),
     "ch06.cluster_arrivals": dict(consumers=2, cluster=2),
     "ch06.store_position": dict(thread=77, index=46),
+    "ch06.design_tma_store": dict(results=_records.load("warp_specialization").results),   # 06 §3's solution cell
     "ch07.quantize": dict(value=300.0),
     "ch07.block_scale": dict(amax=37.5),
     "ch07.round_trip": dict(value=10.0, amax=37.5),
@@ -197,6 +198,7 @@ MISTAKES = [
     ("ch06.producer_wait", (1, 0), "ring counter modulo S"),
     ("ch06.producer_wait", (3, 2), "one bit"),
     ("ch06.which_barrier", "full", "seed's backwards naming"),
+    ("ch06.design_tma_store", "no", "divide the first's cycles by the second's"),
     ("ch06.which_barrier", "full", "protocol='swapped_barriers').summary())"),
     ("ch07.quantize", 300.0, "not on the e4m3 grid"),
     ("ch07.quantize", 320.0, "320 is on the e4m3 grid, but it is 300 rounded up: the step there is 32"),

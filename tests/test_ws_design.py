@@ -8,6 +8,7 @@ import pytest
 from asynctc import warp_specialization as W
 from asynctc.core import notebook, records
 from asynctc.warp_specialization.design import all_designs
+import notebook_cells
 from notebook_cells import run
 
 
@@ -161,3 +162,20 @@ def test_the_split_cell_prints_each_step_on_the_record(ladder, capsys):
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in out] == ["two consumers", "128x256", "setmaxnreg (rung 3)"]
     assert all("; regs " in line and ", smem " in line for line in out)
+
+
+def test_the_design_question_is_the_models_gain_beside_rung_7s_step(ladder, monkeypatch, capsys):
+    """06 §3's "Design it" asks whether the model gains what rung 7 measured. Readers found the answer
+    in the visible cell after it (a require naming it); it is exercise ch06.design_tma_store now, its
+    key computed here and checked by the solution cell, and a record whose rung 7 moved answers no."""
+    from asynctc.core import exercises
+    from asynctc.warp_specialization.design import tma_store_gain
+    monkeypatch.setenv(exercises.ANSWER_KEY_ENV, "1")
+    gain, step = tma_store_gain(ladder)
+    assert round(gain, 3) == 1.077 and round(step, 3) == 1.080
+    assert exercises.expected("ch06.design_tma_store", results=ladder) == "yes"
+    assert exercises.expected("ch06.design_tma_store", results=_scaled(ladder, 7, 1.03)) == "no"
+    src = (notebook_cells.SRC / "06_warp_specialization.py").read_text()
+    learner = src.split("<summary>Solutions")[0]
+    assert "the model gains what rung 7 measured" not in learner and "design_tma_store" not in learner
+    assert 'exercises.check("ch06.design_tma_store", "yes", results=res, solution=True)' in src

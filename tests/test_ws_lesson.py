@@ -38,6 +38,16 @@ def test_the_bands_table_reads_each_rung_against_its_band(res):
         assert line.endswith("inside") if p["inside"] else line.endswith(f"({p['outside'][:-3]})")
 
 
+def test_rung_4_reads_as_rung_3s_own_build_not_as_zero_percent(res):
+    """Readers met rung 4's band as "+0.0% … +0.0%" before §3's text says why: its sweep picked rung
+    3's own build. The row says so; a rung 4 that moved (another build, or another time) reads as a
+    step again."""
+    row = next(l for l in W.prediction_table(res).splitlines() if l.split()[0] == "4")
+    assert "same build as rung 3 (0 %)" in row and "+0.0% … +0.0%" not in row
+    moved = _scale(res, 4, 1.01)
+    assert W.prediction_check(moved, 4)["measured"] == "+1.0% … +1.0% over rung 3"
+
+
 def _scale(res, rung, factor):
     flipped = copy.deepcopy(res)
     for r in flipped["ladder"]:

@@ -190,7 +190,10 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     next one matching ``last`` (regular expressions), replaced by one comment line ``// (n lines left
     out: note)`` indented like the line after them: an exercise's answer, shown after the exercise.
     ``omit`` may also be a sequence of such triples, each looked for after the lines the one before
-    it left out. ``left_out=True`` returns only the lines ``omit`` leaves out, a ``// ...`` line
+    it left out. A fourth element ``"unmarked"`` (``(first, last, note, "unmarked")``) leaves the
+    lines out with no mark where they were: one line at the end of the listing says how many lines
+    are missing and why (an exercise that asks where a line goes: its place is part of the answer).
+    ``left_out=True`` returns only the lines ``omit`` leaves out, a ``// ...`` line
     between two runs of them (the cell after the exercise prints them; ``ptx`` and ``more`` are
     not added).
 
@@ -230,9 +233,9 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
 def _omit(text: str, omit) -> tuple[str, str]:
     """(the excerpt without the ranges of ``omit``, the lines they left out): see source_excerpt."""
     ranges = [omit] if isinstance(omit[0], str) else list(omit)
-    lines, kept, gone, at = text.splitlines(), [], [], 0
+    lines, kept, gone, at, unmarked = text.splitlines(), [], [], 0, []
     for rng in ranges:
-        first, last, note = rng
+        first, last, note = rng[:3]
         i = next((k for k in range(at, len(lines)) if re.search(first, lines[k])), None)
         j = None if i is None else next((k for k in range(i, len(lines)) if re.search(last, lines[k])), None)
         if j is None:
@@ -240,12 +243,17 @@ def _omit(text: str, omit) -> tuple[str, str]:
         code = [ln for ln in lines[i:j + 1] if ln.strip() and not ln.lstrip().startswith("#")]
         like = code[0] if code else lines[j + 1] if j + 1 < len(lines) else lines[i]
         ind = len(like) - len(like.lstrip(" "))                  # indented like the code it hides
-        kept += lines[at:i] + [" " * ind + f"// ({j + 1 - i} line{'s' * (j > i)} left out: {note})"]
+        said = f"{j + 1 - i} line{'s' * (j > i)} left out"
+        if rng[3:] == ("unmarked",):
+            kept += lines[at:i]
+            unmarked.append(f"// ({said}, its place unmarked: {note})")
+        else:
+            kept += lines[at:i] + [" " * ind + f"// ({said}: {note})"]
         gone += (["// ..."] if gone else []) + lines[i:j + 1]
         at = j + 1
     body = [ln for ln in gone if ln != "// ..."]
     cut = min(len(ln) - len(ln.lstrip(" ")) for ln in body if ln.strip())
-    return "\n".join(kept + lines[at:]), "\n".join(ln if ln == "// ..." else ln[cut:] for ln in gone)
+    return "\n".join(kept + lines[at:] + unmarked), "\n".join(ln if ln == "// ..." else ln[cut:] for ln in gone)
 
 
 def _excerpt(target, start, end, hooks, variant=False, file_defines=None) -> str:

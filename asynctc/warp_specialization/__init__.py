@@ -80,7 +80,7 @@ W.<name>``):
   table, :func:`prediction_table`, guards nothing), and §4's walk through ``kernels/hopper_gemm.cu`` part by part
   (:func:`show_kernel_part`);
 * ``rung3_split.py`` — rung 2 → rung 3 in single changes: the ``ws_rung3_steps`` record, registers, spills and shared-memory need (:func:`rung3_steps`, :func:`rung3_numbers`);
-* ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`);
+* ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`), and its question as exercise ``ch06.design_tma_store`` (checked by the solution cell);
   ``rung_exercises.py`` — 06c §9's exercises on rungs 6 and 7, judged by the cluster ring model and
   the epilogue's stmatrix layout (:func:`staging_position`);
 * ``rung_diff.py`` — what a rung adds: :func:`rung_diff` diffs two rungs' builds of the kernel

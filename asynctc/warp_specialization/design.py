@@ -32,7 +32,7 @@ import dataclasses
 import math
 import statistics
 
-from ..core import notebook
+from ..core import exercises as _ex, notebook
 from .config import WSConfig, WarpSpecializationError, _fail
 
 #: Tile widths the design takes (bm = 128, two consumers, bk = 64).
@@ -220,3 +220,35 @@ def design_survey(size: int = 4096, within: float = 0.10, **records_) -> str:
                      + (": the record gains more from the TMA store than the cycles the trace saw it save."
                         if e > 0.03 else "."))
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------
+# 06 §3's "Design it" question, answered by the model and the record (the answer key stays here:
+# the learner notebook shows the arithmetic, the solution cell checks the answer)
+# ------------------------------------------------------------------------------------------------
+
+def tma_store_gain(results: dict, size: int = 4096) -> tuple[float, float]:
+    """(the model's gain from the TMA-store epilogue: its 128×256, S = 4 busy cycles with register
+    stores over those with the TMA store; rung 7's measured TFLOP/s over rung 6's), fp16 at
+    ``size``³, both from the ``warp_specialization`` record's ``results``."""
+    import types
+    rec = types.SimpleNamespace(results=results)
+    plain, stored = (design(256, 4, tma_store=t, size=size, record=rec) for t in (False, True))
+    tf = {r["rung"]: r["tflops"] for r in results["ladder"] if r["size"] == size and r["dtype"] == "float16"}
+    return plain.busy / stored.busy, tf[7] / tf[6]
+
+
+@_ex.exercise("ch06.design_tma_store", "06 §3's Design it: with the epilogue by TMA store (TMA_STORE = "
+              "True beside False), does the ring model gain what rung 7 measured over rung 6 (fp16, "
+              "4096³), within 1 %? Answer 'yes' or 'no'; the check reads the record's `results`.",
+              choices=("yes", "no"))
+def _design_tma_store(results: dict) -> str:
+    gain, step = tma_store_gain(results)
+    return "yes" if abs(gain / step - 1) < 0.01 else "no"
+
+
+@_ex.diagnosis("ch06.design_tma_store")
+def _design_tma_store_hint(answer, expected, results) -> str:  # noqa: ARG001  (the method, not the numbers)
+    return ("run the Design-it cell with TMA_STORE = False, then True, and divide the first's cycles by "
+            "the second's; set that beside rung 7's × over rung 6 in §3's table (4096³): within 1 % of "
+            "each other is a yes")

@@ -363,7 +363,9 @@ def prediction_check(results: dict, n: int) -> dict:
     (size, dtype) ladder of the record: ``measured`` and ``predicted`` (texts), ``inside`` (every
     ladder within the band), ``outside`` (None, or "above it", "below it", "partly above it",
     "partly below it", or "partly outside it" when ladders miss on both sides), ``values`` (per
-    ladder)."""
+    ladder). A step rung whose build is its parent's in every ladder (rung 4, when no tile of its
+    sweep beat rung 3's: the same label, the same time) reads ``"same build as rung 3 (0 %)"``, not
+    ``"+0.0% … +0.0%"``."""
     from .ladder import RUNGS
     kind, ref, lo, hi = PREDICTION_BANDS[n]
     if kind == "of cuBLAS":
@@ -373,7 +375,10 @@ def prediction_check(results: dict, n: int) -> dict:
         inside = all(lo <= v <= hi for v in values.values())
     else:
         values = ladder_ratio(results, ref, n)
-        measured = f"{span_text(values)} over rung {ref}"
+        label = {(r["size"], r["dtype"], r["rung"]): r.get("label") for r in results["ladder"]}
+        same = all(v == 1 and label[z + (n,)] is not None and label[z + (n,)] == label[z + (ref,)]
+                   for z, v in values.items())
+        measured = f"same build as rung {ref} (0 %)" if same else f"{span_text(values)} over rung {ref}"
         predicted = f"{lo:+.1%} … {hi:+.1%}"
         inside = all(lo <= v - 1 <= hi for v in values.values())
     vals = [v if kind == "of cuBLAS" else v - 1 for v in values.values()]
