@@ -37,8 +37,8 @@ class _EverySymptomSeen(set):
 
 @pytest.fixture(autouse=True)
 def _capstone_hints_at_their_second_tier(request, monkeypatch):
-    """A tiered hint (asynctc.core.exercises.tiered: the capstone's, ch02.ring_smem's, ch03.stage_fill's,
-    ch04.kstep's, ch09.tmem_columns') tells a symptom's rule only at its second miss in a session.
+    """A tiered hint (asynctc.core.exercises.tiered: the capstone's and those tests/test_hint_tiers.py
+    lists) tells a symptom's rule only at its second miss in a session.
     Tests that quote a rule see the second tier at once; tests marked ``tiers`` see the real
     session state, empty at their start."""
     from asynctc.core import exercises

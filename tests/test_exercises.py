@@ -547,7 +547,7 @@ MISTAKES += [
     ("ch09.mma_issue", _issue(wait=lambda t, s: t.empty[s]), "empty is the barrier your commit arrives on"),
     ("ch09.mma_issue", _issue(parity=lambda kt, n: 0), "at k-tile 2 (stage 0) you wait on parity 0"),
     ("ch09.mma_issue", _issue(parity=lambda kt, n: ((kt // n) & 1) ^ 1), "at k-tile 0 (stage 0) you wait on parity 1"),
-    ("ch09.mma_issue", _issue(fence=None), "no tcgen05.fence::after_thread_sync at k-tile 0"),
+    ("ch09.mma_issue", _issue(fence=None), "at k-tile 0 (stage 0) nothing orders your MMAs after the wait"),
     ("ch09.mma_issue", _issue(fence="before"), "your fence comes before the wait"),
     ("ch09.mma_issue", lambda t, kt, s: 1, "returns nothing"),
     ("ch09.mma_issue", 3, "pass your function itself"),

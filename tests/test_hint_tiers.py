@@ -15,6 +15,67 @@ def _twice(capsys, name, answer, **kw):
     return out
 
 
+def _issue(wait=True, parity=lambda kt, n: (kt // n) & 1, fence=True):
+    """A learner's ch09.mma_issue with one mistake: no wait, a wrong parity, or no fence."""
+    def issue_ktile(t, kt, s):
+        if t.elected:
+            if wait:
+                t.wait(t.full[s], parity(kt, t.stages))
+            if fence:
+                t.fence_after()
+            for j in range(t.steps):
+                t.mma(s, j, kt > 0 or j > 0)
+            t.commit(t.empty[s])
+    return issue_ktile
+
+
+_STRADDLE, _ABOVE, _BELOW = [(1.0, 1.02), (1.0, 0.99), (1.0, 1.01)], [(1.0, 1.02), (1.0, 1.03)], [(1.0, 0.98)]
+
+
+@pytest.mark.tiers
+@pytest.mark.parametrize("name, answer, kw, symptom, question, rule", [
+    # round 45: the first hints that readers 91-92 found handing over the rule or the answer
+    ("ch03.swizzle_128b", lambda o: o ^ (((o >> 7) & 3) << 4), {}, "you put it in chunk 0",
+     "what is chunk 0 XORed with?", "XOR bits 7–9 into bits 4–6"),
+    ("ch03.swizzle_128b", lambda o: o ^ ((o >> 7) << 4), {}, "rows 0–7 are right and row 8 is not",
+     "After how many rows does §2's pattern repeat", "XOR the chunk with row % 8"),
+    ("ch03.swizzle_128b", lambda o: o, {}, "that is no swizzle", "What does §2's 128B swizzle XOR",
+     "XORed with the row index mod 8"),
+    ("ch09.mma_issue", _issue(fence=False), {}, "nothing orders your MMAs after the wait",
+     "Which of §5's four calls orders them", "Call t.fence_after()"),
+    ("ch09.mma_issue", _issue(parity=lambda kt, n: 0), {}, "you wait on parity 0",
+     "Which fill of stage 0 is k-tile 2", "parity 1"),
+    ("ch09.mma_issue", _issue(wait=False), {}, "your MMAs read stage 0 without waiting",
+     "Which barrier says stage 0 has landed", "Wait on t.full[0]"),
+    ("ch10.bound_verdict", "holds", dict(pairs=_STRADDLE), "the 3 ratios run from 0.990 to 1.020",
+     "which verdict does §3 give", "the interval straddles 1"),
+    ("ch10.bound_verdict", "not settled", dict(pairs=_ABOVE), "the 2 ratios run from 1.020 to 1.030",
+     "which verdict does §3 give", "Every pair lies above 1"),
+    ("ch10.bound_verdict", "holds", dict(pairs=_BELOW), "the 1 ratios run from 0.980 to 0.980",
+     "which verdict does §3 give", "No pair lies above 1"),
+    ("ch04.acc_owner", (46, 0), dict(r=27, c=12), "the thread is right, the register is not",
+     "how does §6's step 5 make those a register?", "bit 1 picks row g or g + 8"),
+    ("ch04.acc_owner", (100, 6), dict(r=27, c=12), "the register is right, the thread is not",
+     "how do §6's steps 1–2 make those a thread?", "Thread = 32w + 4g + t"),
+    ("ch01.hmma_per_ktile", 128, dict(wm=64, wn=32, bk=32, bm=128, bn=128),
+     "section 2's count for the default tile", "does one m16n8k16 cover?", "M/16, N/8 and K/16"),
+])
+def test_a_first_hint_no_longer_hands_over_the_rule(capsys, name, answer, kw, symptom, question, rule):
+    one, two = _twice(capsys, name, answer, **kw)
+    assert symptom in one and question in one and exercises.SECOND in one, one
+    assert rule not in one, one
+    assert symptom in two and rule in two and question not in two and exercises.SECOND not in two, two
+
+
+@pytest.mark.tiers
+def test_the_mma_thread_counts_its_other_mistakes_after_a_tiered_one(capsys):
+    """ch09.mma_issue appends "(And n more mistakes ...)" after a tiered first hint, not a stray full stop."""
+    both = _issue(parity=lambda kt, n: 0, fence=False)
+    one, two = _twice(capsys, "ch09.mma_issue", both)
+    assert "(A second miss here gives the arithmetic.) (And 1 more mistake" in one, one
+    assert ".." not in one + two and "before the first MMA. (And 1 more mistake" in two, two
+
+
 @pytest.mark.tiers
 @pytest.mark.parametrize("name, answer, kw, symptom, question, rule", [
     ("ch02.ring_smem", 19, dict(bm=128, bn=64, bk=32, ctas=1), "19 stages × 12288 B = 233472 B",

@@ -8,7 +8,7 @@ answers come from the chapter's own functions (:func:`asynctc.claims.verdicts.fr
 from __future__ import annotations
 
 from ..core import bench
-from ..core.exercises import diagnosis, exercise
+from ..core.exercises import diagnosis, exercise, tiered
 from .bounds import BOUND_VERDICTS, NOT_SETTLED, verdict
 from .verdicts import FAILS, HOLDS, PARTLY, combine, fractions, judged
 
@@ -183,9 +183,14 @@ def _bound_verdict(pairs, above: float = 1.0):
 def _bound_verdict_hint(answer, expected, pairs, above=1.0):
     r = _ratios(pairs)
     n_above = sum(x > above for x in r)
+    symptom = f"the {len(r)} ratios run from {min(r):.3f} to {max(r):.3f}."
+    question = (f" Where does that interval lie against {above:g}, and which verdict does §3 give an "
+                "interval placed so?")
     if expected == NOT_SETTLED:
-        return (f"{n_above} of {len(r)} pairs lie above {above:g}, {len(r) - n_above} not: the "
+        rule = (f" {n_above} of {len(r)} pairs lie above {above:g}, {len(r) - n_above} not: the "
                 f"interval straddles {above:g}, so the runs disagree.")
-    if expected == HOLDS:
-        return f"every pair lies above {above:g}: the lowest is {min(r):.3f}."
-    return f"no pair lies above {above:g}: the highest is {max(r):.3f}."
+    elif expected == HOLDS:
+        rule = f" Every pair lies above {above:g}: the lowest is {min(r):.3f}."
+    else:
+        rule = f" No pair lies above {above:g}: the highest is {max(r):.3f}."
+    return tiered(symptom, question, rule)

@@ -64,10 +64,11 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
         (mt * nt * bk, "each mma.sync consumes 16 of K, so a k-tile takes bk/16 steps, not bk."),
         (wm * wn * bk, "that counts multiply-adds; one mma.sync does 16×8×16 of them."),
         (2 * wm * wn * bk, "that counts FLOP; one mma.sync does 2·16·8·16 of them."),
-        (_ch01_hmma(d.wm, d.wn, d.bk), f"that is also section 2's count for the default tile ({d.wm}×{d.wn} "
-                                       f"warp tile, k-tile {d.bk}); if you reused it, redo it for a "
-                                       f"{wm}×{wn} warp tile and a k-tile {bk} deep; if not, recount "
-                                       f"the three factors: M/16, N/8 and K/16."),
+        (_ch01_hmma(d.wm, d.wn, d.bk), _ex.tiered(
+            f"that is also section 2's count for the default tile ({d.wm}×{d.wn} warp tile, k-tile "
+            f"{d.bk}); if you reused it, redo it for a {wm}×{wn} warp tile and a k-tile {bk} deep.",
+            " If not: how many rows, columns and k of the product does one m16n8k16 cover?",
+            " If not, recount the three factors: M/16, N/8 and K/16.")),
     ]
     if bm and bn:
         warps = (bm // wm) * (bn // wn)
@@ -81,7 +82,8 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
     if len(hints) > 1:
         n = {2: "two", 3: "three"}.get(len(hints), str(len(hints)))
         return f"{n} slips give this number: " + "; or ".join(f"({i}) {h.rstrip('.')}"
-                                                             for i, h in enumerate(hints, 1)) + "."
+                                                             for i, h in enumerate(hints, 1)) + \
+            ("" if hints[-1].endswith(_ex.TIER) else ".")      # a tiered part ends its own sentence
     return hints[0] if hints else None
 
 

@@ -182,8 +182,11 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
     first_mma = kinds.index("mma") if "mma" in kinds else len(ev)
     waits = [i for i, k in enumerate(kinds) if k == "wait"]
     if not waits:
-        return (f"at {where} your MMAs read stage {s} without waiting: TMA may still be writing it. "
-                f"Wait on t.full[{s}] first (t.wait(barrier, parity)): the producer's TMA completes it")
+        return _ex.tiered(f"at {where} your MMAs read stage {s} without waiting: TMA may still be "
+                          "writing it.",
+                          f" Which barrier says stage {s} has landed (step 2 of §5's list)?",
+                          f" Wait on t.full[{s}] first (t.wait(barrier, parity)): the producer's TMA "
+                          "completes it.")
     if len(waits) > 1:
         return f"{len(waits)} waits at {where}: one wait per k-tile, on t.full[{s}]"
     _, bar, parity = ev[waits[0]]
@@ -197,15 +200,21 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
     if isinstance(parity, bool) or parity not in (0, 1):
         return f"parity {parity!r}: a phase parity is 0 or 1, the low bit of the fill"
     if parity != r & 1:
-        return (f"at {where} you wait on parity {parity}: this is fill {r} of stage {s} "
-                f"(kt // t.stages), and TMA completes phase {r} of full[{s}], parity {r & 1}. Parity "
-                f"{parity} names the fill before (completed: the wait returns at once and the MMAs read "
-                f"a stage TMA is still filling) or after (it needs this stage back: a hang)")
+        return _ex.tiered(f"at {where} you wait on parity {parity}: it names the fill before "
+                          "(completed: the wait returns at once and the MMAs read a stage TMA is still "
+                          "filling) or after (it needs this stage back: a hang).",
+                          f" Which fill of stage {s} is k-tile {kt}, and what is its parity (step 2 "
+                          "of §5's list)?",
+                          f" This is fill {r} of stage {s} (kt // t.stages), and TMA completes phase "
+                          f"{r} of full[{s}], parity {r & 1}.")
     fences = [i for i, k in enumerate(kinds) if k == "fence_after"]
     if not fences:
-        return (f"no tcgen05.fence::after_thread_sync at {where}: the wait orders this thread's "
-                "ordinary loads and stores, not its tcgen05 operations, which run asynchronously. "
-                "Call t.fence_after() after the wait, before the first MMA")
+        return _ex.tiered(f"at {where} nothing orders your MMAs after the wait: a wait orders this "
+                          "thread's ordinary loads and stores, not its tcgen05 operations, which run "
+                          "asynchronously.",
+                          " Which of §5's four calls orders them (step 3 of its list)?",
+                          " Call t.fence_after() (tcgen05.fence::after_thread_sync) after the wait, "
+                          "before the first MMA.")
     if fences[0] < waits[0] and not any(waits[0] < i < first_mma for i in fences):
         return (f"at {where} your fence comes before the wait: fence::after_thread_sync orders the "
                 "tcgen05 operations after it behind the synchronisation before it, and before it "
@@ -214,6 +223,11 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
         return (f"at {where} your fence comes after an MMA: that MMA is not ordered after the wait. "
                 "Fence after the wait, before the first MMA")
     return None
+
+
+def _stop(hint: str) -> str:
+    """``hint`` with its full stop: a :func:`~asynctc.core.exercises.tiered` part ends its own."""
+    return hint if hint.endswith(_ex.TIER) else hint + "."
 
 
 def _kind(hint: str) -> str:
@@ -244,7 +258,7 @@ def _other_mistakes(per_ktile: list, first: str, hazard: bool) -> int:
         s = kt % ISSUE_STAGES
         hints = [_ktile_hint(view, kt, s) for view in _views(ev, kt, s)]
         hints.append(_sync_hint(ev, kt, s) if hazard else None)
-        kinds.update(_kind(h + ".") for h in hints if h)
+        kinds.update(_kind(_stop(h)) for h in hints if h)
     kinds.discard(_kind(first))
     return len(kinds)
 
@@ -299,11 +313,11 @@ def _judge_mma_issue(answer) -> str | None:
                 "the same accumulator. One thread issues tcgen05.mma (unlike wgmma, which the whole "
                 "warpgroup executes): guard the body with `if t.elected:`")
     if not hint:
-        hint = next((h + "." for kt, ev in enumerate(per_ktile)
+        hint = next((_stop(h) for kt, ev in enumerate(per_ktile)
                      if (h := _ktile_hint(ev, kt, kt % ISSUE_STAGES))), None)
     if not hint and hz:
         kt = at[hz[0].step]
-        hint = (_sync_hint(per_ktile[kt], kt, kt % ISSUE_STAGES) or f"at k-tile {kt}: {hz[0].why}") + "."
+        hint = _stop(_sync_hint(per_ktile[kt], kt, kt % ISSUE_STAGES) or f"at k-tile {kt}: {hz[0].why}")
     return hint and _with_count(hint, _other_mistakes(per_ktile, hint, bool(hz)))
 
 

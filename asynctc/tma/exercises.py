@@ -89,23 +89,31 @@ def _judge_swizzle_128b(answer) -> str | None:
     if not wrong:
         return None
     if all(got[o] == o for o in SWIZZLE_CASES):
-        return ("you return every offset unchanged: that is no swizzle. Inside each 128-byte row, "
-                "the 16-byte chunk index is XORed with the row index mod 8.")
+        return _ex.tiered("you return every offset unchanged: that is no swizzle.",
+                          " What does §2's 128B swizzle XOR each 16-byte chunk's index with?",
+                          " Inside each 128-byte row, the 16-byte chunk index is XORed with the row "
+                          "index mod 8.")
     o = wrong[0]
     row, chunk, byte = o // 128, (o % 128) // 16, o % 16
     g = got[o]
     if o >= 1024:                                    # the first 8 rows are right
-        return ("rows 0–7 are right and row 8 is not: the pattern repeats every 8 rows (1024 bytes), "
-                "so XOR the chunk with row % 8, not with the row.")
+        return _ex.tiered(f"rows 0–7 are right and row 8 is not (byte {o}: you put it at {got[o]}).",
+                          " After how many rows does §2's pattern repeat, and what does that make "
+                          "the row's part in the XOR?",
+                          " The pattern repeats every 8 rows (1024 bytes), so XOR the chunk with "
+                          "row % 8, not with the row.")
     if g % 16 != byte:
         return (f"byte {o} is byte {byte} of its 16-byte chunk but you put it at byte {g % 16} of one: "
                 "the swizzle moves whole 16-byte chunks; the byte inside a chunk keeps its place.")
     if g // 128 != row:
         return (f"byte {o} is in row {row} (128-byte rows) but you moved it to row {g // 128}: the "
                 "swizzle only permutes the eight 16-byte chunks inside each row.")
-    return (f"first wrong: byte {o} (row {row}, chunk {chunk}, byte {byte} of the chunk) — you put it "
-            f"in chunk {(g % 128) // 16}; the 128B swizzle puts it in chunk {chunk} XOR (row {row} % 8). "
-            "In bits of the offset: the chunk is bits 4–6 and row % 8 is bits 7–9; XOR bits 7–9 into bits 4–6.")
+    return _ex.tiered(f"first wrong: byte {o} (row {row}, chunk {chunk}, byte {byte} of the chunk) — you "
+                      f"put it in chunk {(g % 128) // 16}.",
+                      f" Which chunk does §2's rule give in row {row}: what is chunk {chunk} XORed with?",
+                      f" The 128B swizzle puts it in chunk {chunk} XOR (row {row} % 8) = "
+                      f"{chunk ^ row % 8}. In bits of the offset: the chunk is bits 4–6 and row % 8 is "
+                      "bits 7–9; XOR bits 7–9 into bits 4–6.")
 
 
 @_ex.code_exercise("ch03.swizzle_128b", "Write swizzle_128b(offset): the byte offset at which TMA's 128-byte "

@@ -170,7 +170,9 @@ def _acc_slips(r: int, c: int) -> list[tuple[tuple[int, int], str]]:
 
 def acc_owner_hint(answer, expected, r: int, c: int) -> str | None:
     """Why ``answer`` is not (thread, reg) of D[r][c]: the slip it matches, else which half is
-    wrong and the rule, never the right numbers."""
+    wrong, then (:func:`~asynctc.core.exercises.tiered`) a question at §6, the rule at the next
+    miss; never the right numbers."""
+    from ..core.exercises import tiered
     if not isinstance(answer, (list, tuple)) or len(answer) != 2:
         return "answer (thread, reg): two numbers"
     got = tuple(answer)
@@ -180,11 +182,19 @@ def acc_owner_hint(answer, expected, r: int, c: int) -> str | None:
     if not (0 <= got[0] < 128):
         return "a warpgroup's threads are 0..127."
     if got[0] == expected[0]:
-        return ("the thread is right, the register is not: i // 4 counts 8-column blocks, bit 1 "
-                "picks row g or g + 8, bit 0 the column of the pair.")
+        return tiered(f"the thread is right, the register is not: register {got[1]} holds another "
+                      "element.",
+                      " Which 8-column block, which row (g or g + 8) and which column of the pair "
+                      f"is D[{r}][{c}] in, and how does §6's step 5 make those a register?",
+                      " i // 4 counts 8-column blocks, bit 1 picks row g or g + 8, bit 0 the column "
+                      "of the pair.")
     if got[1] == expected[1]:
-        return ("the register is right, the thread is not: thread = 32w + 4g + t (w the warp, g the "
-                "row within 8, t the column pair within 8).")
+        return tiered(f"the register is right, the thread is not: thread {got[0]} does not hold "
+                      f"D[{r}][{c}].",
+                      f" Which warp w, which row g within 8 and which column pair t is D[{r}][{c}] "
+                      "in, and how do §6's steps 1–2 make those a thread?",
+                      " Thread = 32w + 4g + t (w the warp, g the row within 8, t the column pair "
+                      "within 8).")
     return None
 
 
