@@ -33,7 +33,7 @@
 # memory, then tcgen05, Blackwell's Tensor Core instructions (chapter 09). Last comes
 # [warp specialization](../docs/glossary.md#warp-specialization): some warps copy, others compute.
 #
-# The [seed article](../docs/glossary.md#seed-article), a public worklog on this subject, set this course's
+# The [seed article](../docs/glossary.md#seed-article), a public [worklog](../docs/glossary.md#worklog) on this subject, set this course's
 # outline; chapter 10 checks its claims.
 
 # %% output varies
@@ -72,7 +72,7 @@ fig = plots.throughput_by_size(
 # lower clock.
 #
 # **The course's one [peak](../docs/glossary.md#peak)** is SMs × 4096 FLOP/clk × the SM clock
-# measured while the kernel ran. The datasheet's is printed beside it. This record reads the clock
+# measured while the kernel ran. The datasheet's is printed beside it. This [record](../docs/glossary.md#record) reads the clock
 # **in flight**, while cuBLAS runs. [00b](00b_clock_kinds.ipynb) reads it the other ways.
 #
 # **Predict before you run the cell.** cuBLAS is NVIDIA's own tuned GEMM. What fraction of the

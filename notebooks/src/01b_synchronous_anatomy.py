@@ -236,7 +236,7 @@ if bench.clock_caveat(abl_kind):
 from asynctc.core import runtime
 
 # %% [markdown]
-# (In replay, the SASS and register counts above come from this machine's NVRTC; the measurements
+# (In [replay](../docs/glossary.md#replay), the SASS and register counts above come from this machine's NVRTC; the measurements
 # were made with the kernel compiled by the NVRTC of the machine that measured them:)
 
 # %% output varies

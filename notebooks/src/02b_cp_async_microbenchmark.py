@@ -9,7 +9,7 @@
 # - §1 Luo et al.'s microbenchmark (IPDPS 2024), pipelined vs synchronous copy, rerun beside theirs
 # - §2 `wait_group`'s source, the ring's footprint, the CTA tile's copy traffic (a lever), the stage sweep read in full
 # - §3 Design it: a two-number model of the stage sweep
-# - §4 why the best rung stays under chapter 01's `mma.sync` ceiling: shared memory, counted per k-tile
+# - §4 why the best [rung](../docs/glossary.md#rung) stays under chapter 01's `mma.sync` ceiling: shared memory, counted per k-tile
 
 # %% output varies
 import numpy as np

@@ -75,7 +75,7 @@ assert swizzled == swizzle_address(offset, 64)         # the course's model agre
 # ## 3. The mbarrier life cycle
 #
 # No thread carries TMA's bytes, so `__syncthreads` cannot wait for them. An mbarrier can. Its
-# **tx-count** is the bytes still to come. One fill:
+# **tx-count** is the bytes still to come. One [fill](../docs/glossary.md#fill-of-a-stage):
 #
 # 1. `init` expects one arrival. *Pending* counts those still expected.
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the tx-count rises by
@@ -145,7 +145,7 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # | 1 | 1 | 0 |
 # | f | f mod 2 | (f + 1) mod 2 |
 #
-# In code: `pos.phase` and `rp` in 05, `phase` and `phase ^ 1` in 06.
+# [In code](../docs/glossary.md#ring-counter): `pos.phase` and `rp` in 05, `phase` and `phase ^ 1` in 06.
 
 # %% [markdown]
 # **Play** (ungraded): in the model above, drop B's `complete_tx`. Which wait hangs?
@@ -230,7 +230,7 @@ ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bit
 print(worklog.entry("03"))
 
 # %% [markdown]
-# **Your GEMM so far**: your two pieces in one tile on the CPU, checked against float64
+# **Your GEMM so far**: your two [pieces](../docs/glossary.md#piece) in one tile on the CPU, checked against float64
 # ([06e](06e_your_gemm_on_the_cpu.ipynb)).
 
 # %% output varies

@@ -38,9 +38,10 @@ notebook.banner("sm_90a")
 # a thread that acts for its group. That is a convention of [CUTLASS](../docs/glossary.md#cutlass),
 # NVIDIA's GEMM library. It is not a rule the PTX ISA text states.
 #
-# **Phase parity** tells a wait which fill it means. Each load of a stage is one *fill*. K-tile k
+# **Phase parity** tells a wait which fill it means. Each load of a stage is one
+# [*fill*](../docs/glossary.md#fill-of-a-stage). K-tile k, the [ring counter](../docs/glossary.md#ring-counter),
 # is fill **f = k / S** (rounded down) of stage **k mod S**. Fill f completes phase f. A wait for
-# fill f names **f mod 2**. A wait for the phase before names **(f + 1) mod 2**.
+# fill f names **f mod 2**; for the phase before, **(f + 1) mod 2**.
 # Without parity, a wait can only ask "is this barrier complete?". On a stage's second fill, that
 # wait passes at once. [05c §5](05c_pipeline_variants.ipynb) runs that wait.
 #
@@ -83,11 +84,11 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 
 # %% [markdown]
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after k-tile
-# r's release. Thread 0 waits on empty[rs] for the stage's next fill. §1's panels give the parity.
-# Then it refills stage rs with k-tile r + STAGES, if r + STAGES < T. In scope:
+# r's release. Thread 0 waits on empty[rs] until r's fill f is released. §1's panels give the
+# parity. Then it refills stage rs with k-tile r + STAGES, if r + STAGES < T. In scope:
 #
-# - `producer`: true on thread 0; `r`; `rs`: r's stage; `rp`: the phase parity of k-tile r's fill
-#   on full; `STAGES`; `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set when a wait gave up;
+# - `producer`: true on thread 0; `r`; `rs`: r's stage; `rp`: the parity of k-tile r's fill on
+#   full; `STAGES`; `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set when a wait gave up;
 # - `empty.wait(stage, parity, wg, kt)`: a bounded loop on `mbarrier.try_wait.parity`; false if it
 #   gave up; `kt` = r + STAGES labels a timeout;
 # - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: `mbarrier.arrive.expect_tx`

@@ -36,9 +36,10 @@ res = rec.results
 # warpgroups 1 and 2. Giving warps different jobs is
 # [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Both roles count k-tiles with one ring counter. Fill f is the counter divided by S. Consumers
-# wait on full with phase parity f mod 2. The producer waits on empty with (f + 1) mod 2. In the kernel, `phase` is the consumers' parity and `phase ^ 1` the producer's.
-# Chapter 05's `rp`, the parity of the fill being replaced, is the same bit.
+# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter). Fill f is
+# the counter divided by S. Consumers wait on full with phase parity f mod 2. The producer waits on
+# empty with (f + 1) mod 2. In the kernel, `phase` is the consumers' parity and `phase ^ 1` the
+# producer's. Chapter 05's `rp`, the parity of the fill being replaced, equals `phase ^ 1`.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the public worklog this course checks. It
 # swaps the waits: its consumers wait on "empty" before anything was loaded. The top panel is the

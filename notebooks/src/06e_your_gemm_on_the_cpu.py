@@ -65,7 +65,7 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 #
 # - `full.wait(stage, parity, wg, k)`: a bounded loop on `mbarrier.try_wait.parity`, false if it
 #   gave up (`broken` may remember that);
-# - `pos.stage`, `pos.phase` (f mod 2 for fill f), `pos.advance()`: the ring counter;
+# - `pos.stage`, `pos.phase` (f mod 2 for fill f), `pos.advance()`: the [ring counter](../docs/glossary.md#ring-counter);
 # - `mma_ktile(acc, desc_a, desc_b)`: a k-tile's wgmmas, one group (`wgmma.mma_async`s, then
 #   `wgmma.commit_group`). Its descriptors are
 #   `wgmma_desc_advance(da0, bytes)` and `wgmma_desc_advance(db0, bytes)`; stage s starts
@@ -184,7 +184,7 @@ print(elements.summary())
 assert elements.blame == ["kstep"]
 
 # %% [markdown]
-# **A wrong [phase parity](../docs/glossary.md#phase-parity).** Fill f of a stage is k / S. A
+# **A wrong [phase parity](../docs/glossary.md#phase-parity).** [Fill f](../docs/glossary.md#ring-counter) of a stage is k / S. A
 # consumer that waits on full with parity k mod 2, not f mod 2. The ring model finds the problem
 # before any data moves, so the tile is never computed:
 
