@@ -427,6 +427,8 @@ def test_the_core_lessons_ladder_helpers():
     two = {"ladder": res["ladder"] + [dict(r, size=8192, of_cublas=r["of_cublas"] * up.get(r["rung"], 1))
                                       for r in res["ladder"]]}
     assert W.prediction_check(two, 3)["outside"] == "partly below it"
+    assert W.prediction_check(two, 3)["each"] == {(4096, "float16"): ("0.88 of cuBLAS", "below"),
+                                                  (8192, "float16"): ("0.96 of cuBLAS", "inside")}
     text = W.ladder_summary(res).splitlines()
     assert len(text) == 2 + 8 and "4096³ fp16" in text[0] and text[-1].split()[-1] == "0.96"
     import matplotlib

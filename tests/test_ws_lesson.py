@@ -30,12 +30,21 @@ def test_the_ladder_table_holds_on_the_record(res, capsys):
 
 
 def test_the_bands_table_reads_each_rung_against_its_band(res):
+    """Readers saw rung 2's bar inside its orange band (4096³ fp16) while the table, pooling all four
+    ladders, said "missed": each row gives the figure's ladder's verdict first, then the count."""
     text = W.prediction_table(res).splitlines()
+    assert "figure: 4096³ fp16" in text[0] and "all 4 ladders" in text[0]
     assert len(text) == 1 + 7 and [int(l.split()[0]) for l in text[1:]] == list(range(2, 9))
     for line in text[1:]:
         p = W.prediction_check(res, int(line.split()[0]))
-        assert p["predicted"] in line and p["measured"] in line
-        assert line.endswith("inside") if p["inside"] else line.endswith(f"({p['outside'][:-3]})")
+        fig_text, side = p["each"][4096, "float16"]
+        assert p["predicted"] in line and f"{fig_text}: {side}" in line
+        sides = [s for _, s in p["each"].values()]
+        tally = dict((w, int(c)) for c, w in re.findall(r"(\d) (inside|above|below)(?:,|$)", line))
+        assert tally == {w: sides.count(w) for w in set(sides)} and sum(tally.values()) == 4
+        assert line.endswith("4 inside") == p["inside"]
+    row2 = text[2 - 1]
+    assert "0.76 of cuBLAS: inside" in row2 and "2 inside, 2 above" in row2   # the record's rung 2
 
 
 def test_rung_4_reads_as_rung_3s_own_build_not_as_zero_percent(res):

@@ -365,28 +365,34 @@ def prediction_check(results: dict, n: int) -> dict:
     "partly below it", or "partly outside it" when ladders miss on both sides), ``values`` (per
     ladder). A step rung whose build is its parent's in every ladder (rung 4, when no tile of its
     sweep beat rung 3's: the same label, the same time) reads ``"same build as rung 3 (0 %)"``, not
-    ``"+0.0% … +0.0%"``."""
+    ``"+0.0% … +0.0%"``. ``each``: per ladder, its own (measured text, "inside" / "above" /
+    "below"), the verdict a figure of that one ladder shows."""
     from .ladder import RUNGS
     kind, ref, lo, hi = PREDICTION_BANDS[n]
     if kind == "of cuBLAS":
         values = {(r["size"], r["dtype"]): r["of_cublas"] for r in results["ladder"] if r["rung"] == n}
         measured = f"{min(values.values()):.2f}–{max(values.values()):.2f} of cuBLAS"
         predicted = f"{lo:.2f}–{hi:.2f}"
-        inside = all(lo <= v <= hi for v in values.values())
+        texts = {z: f"{v:.2f} of cuBLAS" for z, v in values.items()}
     else:
         values = ladder_ratio(results, ref, n)
         label = {(r["size"], r["dtype"], r["rung"]): r.get("label") for r in results["ladder"]}
-        same = all(v == 1 and label[z + (n,)] is not None and label[z + (n,)] == label[z + (ref,)]
-                   for z, v in values.items())
+        same_z = {z: v == 1 and label[z + (n,)] is not None and label[z + (n,)] == label[z + (ref,)]
+                  for z, v in values.items()}
+        same = all(same_z.values())
         measured = f"same build as rung {ref} (0 %)" if same else f"{span_text(values)} over rung {ref}"
         predicted = f"{lo:+.1%} … {hi:+.1%}"
-        inside = all(lo <= v - 1 <= hi for v in values.values())
+        texts = {z: f"same build as rung {ref} (0 %)" if same_z[z] else f"{v - 1:+.1%} over rung {ref}"
+                 for z, v in values.items()}
     vals = [v if kind == "of cuBLAS" else v - 1 for v in values.values()]
+    each = {z: (texts[z], "inside" if lo <= w <= hi else "above" if w > hi else "below")
+            for z, w in zip(values, vals)}
+    inside = all(side == "inside" for _, side in each.values())
     outside = ("above it" if min(vals) > hi else "below it" if max(vals) < lo else
                "partly above it" if min(vals) >= lo else "partly below it" if max(vals) <= hi else
                "partly outside it")
     return {"rung": n, "name": RUNGS[n - 1].name, "measured": measured, "predicted": predicted,
-            "inside": inside, "outside": None if inside else outside, "values": values}
+            "inside": inside, "outside": None if inside else outside, "values": values, "each": each}
 
 
 #: What each rung changes, in a few words (the full text: :data:`RUNGS`' ``what``).

@@ -40,16 +40,21 @@ def ladder_table(results: dict, dtype: str = "float16") -> str:
     return "\n".join(lines)
 
 
-def prediction_table(results: dict) -> str:
+def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") -> str:
     """Rungs 2–8 of a ``warp_specialization`` record as text, one :func:`~.figures.prediction_check`
-    per rung: its frozen band (the figure's orange), its measurement over all the record's ladders,
-    and "inside" or "missed (above)", "(below)", "(partly above)", "(partly below)"."""
+    per rung: its frozen band (the figure's orange); its measurement on the figure's ladder (``size``,
+    ``dtype``, as 06 §3's :func:`~.figures.plot_ladder` draws it) and whether it is inside, above or
+    below the band there; then how many of the record's ladders are inside, above, below."""
     from .figures import prediction_check
-    lines = [f"{'rung':>4}  {'orange band':<17}  measured, all ladders"]
+    short = {"float16": "fp16", "bfloat16": "bf16"}.get(dtype, dtype)
+    ladders = {(r["size"], r["dtype"]) for r in results["ladder"]}
+    lines = [f"{'rung':>4}  {'orange band':<15}  {f'figure: {size}³ {short}':<34}  all {len(ladders)} ladders"]
     for n in range(2, 9):
         p = prediction_check(results, n)
-        where = "inside" if p["inside"] else f"missed ({p['outside'].removesuffix(' it')})"
-        lines.append(f"{n:>4}  {p['predicted']:<17}  {p['measured']:<27}  {where}")
+        text, side = p["each"][size, dtype]
+        sides = [s for _, s in p["each"].values()]
+        tally = ", ".join(f"{sides.count(s)} {s}" for s in ("inside", "above", "below") if s in sides)
+        lines.append(f"{n:>4}  {p['predicted']:<15}  {f'{text}: {side}':<34}  {tally}")
     return "\n".join(lines)
 
 

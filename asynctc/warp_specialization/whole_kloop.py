@@ -55,7 +55,7 @@ _CALLS = ("tma_load", "mma_ktile", "wgmma_wait_group", "store_tile")
 
 #: The learner's blank page (06 §1's cell): the roles and the loop bounds, nothing of the answer.
 TEMPLATE = """
-// any declarations you need
+// tile 1's first k-tile: stage ?, parity ?   (your prediction; any declarations below it)
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {

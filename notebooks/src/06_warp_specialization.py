@@ -51,10 +51,10 @@ plt.show()
 
 # %% [markdown]
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
-# [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles in a row, `T` k-tiles
-# each, with one ring of `STAGES` stages. One question decides it. Work it out from the ring-counter
-# rule above. With 3 k-tiles a tile on 2 stages, which
-# stage and phase parity does tile 1's first k-tile use?
+# [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles, `T` k-tiles each, with
+# one ring of `STAGES` stages. One question decides it; answer it in the cell's first comment, from
+# the ring-counter rule above. With 3 k-tiles a tile on 2 stages, which stage and phase parity does
+# tile 1's first k-tile use?
 #
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread): the one
 # thread that acts for it. In scope:
@@ -66,7 +66,7 @@ plt.show()
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
 # - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`.
 #
-# Declare what you need with C++ `int`, `if`, `for`, `while`. The check runs your text in the ring
+# Declare what you need with C++ `int`, `if`, `for`, `while`. The check runs it in the ring
 # model and checks each tile against float64.
 
 # %% [markdown]
@@ -77,7 +77,7 @@ print(W.protocol_names())
 
 # %%
 whole_kloop = """
-// any declarations you need
+// tile 1's first k-tile: stage ?, parity ?   (your prediction; any declarations below it)
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
@@ -154,12 +154,12 @@ plt.show()
 print(W.prediction_table(res))   # notebook.how(W.prediction_table) prints its code
 
 # %% [markdown]
-# **Derive it** from the `ladder` rows. The table divides each rung's TFLOP/s by its parent's. The
-# `over` column names the parent; rung 5's is rung 3. The lines under it divide the rows the answer
-# reads, on all four ladders (4096³ and 8192³, fp16 and bf16).
+# **Derive it** from the `ladder` rows. Look first at the `× (4096³)` column below: the step each
+# rung bought over its parent, the rung in `over`. The lines under the table divide the rows the
+# answer reads, on all four ladders.
 
 # %% output answers a prediction
-# the table (fp16); it guards the four small steps, the lines below the two big ones
+# this guards the small steps; the check cell guards the big ones
 W.show_ladder_steps(res)   # notebook.how(W.show_ladder_steps) prints its code
 lad = {(r["size"], r["dtype"], r["rung"]): r for r in res["ladder"]}
 t = {n: lad[4096, "float16", n]["tflops"] for n in range(1, 9)}        # fp16, 4096³
