@@ -155,7 +155,7 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # kernel that issues `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM).
 # The SIMT GEMM is printed for scale. The chapter's goal is half of cuBLAS at 4096³.
 #
-# The figure's peak line is chapter 00's formula, at *this* sweep's measured SM clock.
+# The figure's peak line: chapter 00's formula at *this* sweep's SM clock.
 #
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
 # fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?
@@ -181,7 +181,7 @@ _ = notebook.verdict(frac >= 0.5, f"{head}: the goal, 0.50, reached.", f"{head}:
 # %% [markdown]
 # ## 5. Why the number is what it is
 #
-# The table below takes the kernel apart at 4096³. Each **ablation** row removes work: timed, not
+# The table takes the kernel apart at 4096³. Each **ablation** row removes work: timed, not
 # checked. Two limits show.
 #
 # * **The warps stall on their own copy.** Removing the global → shared copy gains the most. Each
@@ -191,8 +191,8 @@ _ = notebook.verdict(frac >= 0.5, f"{head}: the goal, 0.50, reached.", f"{head}:
 #   [peak](../docs/glossary.md#peak), SMs × 4096 FLOP per clock at its own SM clock, read
 #   [in the kernel](../docs/glossary.md#in-kernel). Four times the ceiling row's warps per SM gain
 #   a few percent at most. NVIDIA does not say where the cap comes from. The full rate needs
-#   `wgmma` (chapter 04). Chapter 00's card reads §4's GEMMs' clock instead
-#   ([in flight](../docs/glossary.md#in-flight)): the GPU sets its clock per workload.
+#   `wgmma` (chapter 04). Chapter 00's card reads §4's GEMMs' clock
+#   ([in flight](../docs/glossary.md#in-flight)); the GPU sets it per workload.
 #
 # Without the copy, the kernel would pass the goal (half of cuBLAS); chapter 02 reaches it.
 
@@ -204,12 +204,11 @@ occ = {r["warps_per_cta"] * r["ctas_per_sm"]: r for r in rec.results["peak"] if 
 w, most = mma_sync.DEFAULT_TILE.warps * mma_sync.DEFAULT_TILE.min_blocks, max(occ)
 ceil, peak = occ[w]["tflops"], mma_sync.peak_tflops(rec.provenance["sm_count"], occ[w]["sm_mhz"])
 print(f"§4's sweep → ablation: ours {ours:.0f} → {full:.0f}, cuBLAS {cublas:.0f} → {abl['cuBLAS']:.0f}")
-sweep16 = [x for x in rec.results["sweep"] if x["dtype"] == "float16"]
-print(f"ceiling / peak at {occ[w]['sm_mhz']:.0f} MHz ({bench.clock_kind(occ[w])}; §4 and 00's card: "
-      f"{bench.measured_clock_mhz(sweep16):.0f} MHz, {bench.rows_clock_kind(sweep16)}):", notebook.ratio(ceil, peak))
+card = bench.measured_clock_mhz([x for x in rec.results["sweep"] if x["dtype"] == "float16"])
+print(f"ceiling / peak at {occ[w]['sm_mhz']:.0f} MHz ({bench.clock_kind(occ[w])}; 00's card: {card:.0f} MHz):", notebook.ratio(ceil, peak))
 print(f"ceiling, {w} → {most} warps/SM:", notebook.ratio(occ[most]["tflops"], ceil))
-s02 = next(s for s in worklog.steps() if s.main and s.chapter == "02")   # chapter 02's GEMM, from its record
-print("chapter 02's best, of cuBLAS (its record):", notebook.ratio(s02.tflops, s02.cublas))
+s02 = next(s for s in worklog.steps() if s.main and s.chapter == "02")
+print("chapter 02, of cuBLAS (its record):", notebook.ratio(s02.tflops, s02.cublas))
 
 # %% check
 skeleton = abl["mma.sync + __syncthreads only"]
@@ -232,9 +231,8 @@ notebook.require(skeleton < ceil and full < skeleton,
                  skeleton=skeleton, ceiling=ceil, ours=full)
 
 # %% [markdown]
-# **So:** the warps idle through every load. Chapter 02 lets the copy run while the warps
-# compute. Chapter 03 takes it from the threads, and 04 removes
-# `ldmatrix`. Going further: [01b §4](01b_synchronous_anatomy.ipynb) times every variant.
+# **So:** the warps idle through every load. Chapter 02 runs the copy during the math, 03 takes
+# it from the threads, and 04 removes `ldmatrix`. Going further: [01b §4](01b_synchronous_anatomy.ipynb) times every variant.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU needed). Type in a new cell:
