@@ -12,7 +12,7 @@ import pytest
 from asynctc import claims, cp_async, wgmma_peak  # noqa: F401  (wgmma_peak: the cells' module)
 from asynctc.claims import bounds, lesson, seed
 from asynctc.claims.bounds import TOP_RUNS
-from asynctc.core import bench, notebook, plots, records
+from asynctc.core import bench, notebook, plots, records, worklog
 from asynctc.core.peak import DATASHEET
 from notebook_cells import run
 
@@ -371,7 +371,7 @@ def _why(rec) -> dict:
     from asynctc import mma_sync
     at = {x.get("tile") or x["kernel"]: x["tflops"] for x in rec.results["sweep"]
           if (x["size"], x["dtype"]) == (4096, "float16")}
-    return run(WHY, {"rec": rec, "mma_sync": mma_sync, "notebook": notebook,
+    return run(WHY, {"rec": rec, "mma_sync": mma_sync, "notebook": notebook, "bench": bench, "worklog": worklog,
                      "ours": at[mma_sync.DEFAULT_TILE.name], "cublas": at["cuBLAS"]})
 
 
@@ -390,9 +390,12 @@ def test_the_why_cell_holds_on_the_record(ms, capsys):
     ns = _why(ms)
     out = capsys.readouterr().out
     abl = {x["variant"]: x["tflops"] for x in ms.results["ablation"]}
-    assert out.startswith("kernel ") and f"without the copy: {notebook.ratio(abl['no global→shared copy'], abl['full kernel'])}" in out
-    assert f"ceiling / peak at {ns['occ'][8]['sm_mhz']:.0f} MHz: {notebook.ratio(ns['ceil'], ns['peak'])}" in out
-    assert out.rstrip().endswith(f"ceiling, 8 → 32 warps/SM: {notebook.ratio(ns['occ'][32]['tflops'], ns['ceil'])}")
+    assert out.startswith("kernel ") and f"{abl['no global→shared copy'] / abl['full kernel']:.2f}" in out
+    card = bench.measured_clock_mhz([x for x in ms.results["sweep"] if x["dtype"] == "float16"])
+    assert (f"ceiling / peak at {ns['occ'][8]['sm_mhz']:.0f} MHz (in-kernel; 00's card: {card:.0f} MHz): "
+            f"{notebook.ratio(ns['ceil'], ns['peak'])}") in out
+    assert f"ceiling, 8 → 32 warps/SM: {notebook.ratio(ns['occ'][32]['tflops'], ns['ceil'])}" in out
+    assert out.rstrip().endswith(f"chapter 02, of cuBLAS (its record): {notebook.ratio(ns['s02'].tflops, ns['s02'].cublas)}")
     # the ceiling row the cell reads is the table's (chapter 01's ceiling_row at the default tile)
     from asynctc import mma_sync
     assert ns["ceil"] == mma_sync.ceiling_row(ms.results)["tflops"] and 0.6 < ns["ceil"] / ns["peak"] < 0.7
@@ -408,6 +411,22 @@ def test_the_why_cell_holds_on_the_record(ms, capsys):
 def test_the_why_cell_refuses_a_record_that_moved(ms, part, key, f, sentence):
     with pytest.raises(notebook.ClaimError, match=sentence):
         _why(_scaled(ms, part, key, f))
+
+
+def test_the_why_cell_refuses_a_chapter_02_record_short_of_the_goal(ms, monkeypatch):
+    real = worklog._results
+
+    def slower_02(suite):
+        res = real(suite)
+        if suite == "cp_async":
+            res = copy.deepcopy(res)
+            for x in res["sweep"]:
+                if x["kernel"] == "cp.async":
+                    x["tflops"] *= 0.8
+        return res
+    monkeypatch.setattr(worklog, "_results", slower_02)
+    with pytest.raises(notebook.ClaimError, match="chapter 02 reaches it"):
+        _why(ms)
 
 
 # ---- chapter 05 §4: the goals, best ÷ cuBLAS -----------------------------------------------------------

@@ -143,7 +143,7 @@ print(f"cuBLAS {chk['dtype']} {chk['shape']} vs float64: largest elementwise err
 #
 # **Predict before you run the cell.** The 1024³ GEMM has intensity 1024/3 ≈ 341 FLOP/byte. Is
 # that right of the ridge? If so, does cuBLAS reach the roof there? Hint: count its 128×128 output
-# tiles, one per thread block, and the SMs.
+# tiles, each on one SM, and the SMs.
 
 # %% output answers a prediction
 bw = max(c["gbps_rw"] for c in copy)               # §1's copy bandwidth, GB/s

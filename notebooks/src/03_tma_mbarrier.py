@@ -1,13 +1,13 @@
 # %% [markdown]
 # # 03 — TMA and mbarrier: one thread moves a whole tile
 #
-# **Learning goal.** Copy a tile with TMA; wait for it with an mbarrier.
-#
 # **In plain words.** The [Tensor Memory Accelerator (TMA)](../docs/glossary.md#tma) is a copy
 # engine beside each SM. A [*tensor map*](../docs/glossary.md#tensor-map) describes a global tensor
 # to it. One thread asks TMA for a tile, called a [*box*](../docs/glossary.md#box). An
 # [*mbarrier*](../docs/glossary.md#mbarrier) is a barrier in shared memory that counts arriving bytes.
 # Deep dive: [03b](03b_tma_boxes.ipynb).
+#
+# **Learning goal.** Copy a tile with TMA; wait for it with an mbarrier.
 #
 # **Where we are.** In chapter 02 every thread issued its own 16-byte copies and its own
 # `wait_group`. Here one thread copies a whole tile, and the mbarrier tells the others when it lands.
@@ -223,7 +223,7 @@ ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bit
 # %% [markdown]
 # ## Worklog
 #
-# **Predict first.** For one box of chapter 05, cp.async needs 1024 instructions; TMA needs one.
+# **Predict first.** For chapter 05's box, cp.async needs 1024 instructions, TMA one.
 # Does TMA reach more GB/s, or the same? *We measured* answers.
 
 # %% output answers a prediction

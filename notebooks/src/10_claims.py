@@ -129,8 +129,8 @@ assert lesson.runs_set_the_bound(pairs)
 #
 # Two kinds of claim, two rules.
 #
-# * A **value** claim ("0.99") holds when the value, read to the digits it is written with, meets
-#   the interval (overlaps it, even at one end). Written "0.99", it reads 0.985–0.995.
+# * A **value** claim ("0.99") holds when the value, read to its written digits, touches the
+#   interval, *even at one end only*: the number itself may lie outside. "0.99" reads 0.985–0.995.
 # * An **order** claim, such as "beats cuBLAS" (above 1), holds when the whole interval lies above.
 #   It does not hold when the whole lies at or below. It is **not settled** when it straddles.
 #
