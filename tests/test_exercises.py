@@ -76,7 +76,7 @@ KW = {
     "ch03.stage_fill": dict(),
     "ch04.encode": dict(),
     "ch04.kstep": dict(),
-    "ch04.acc_owner": dict(r=27, c=12),
+    "ch04.acc_owner": dict(r=43, c=20),
     "ch04.acc_owner_fn": dict(),
     "ch05.ring_parities": dict(),
     "ch05.producer_step": dict(),
@@ -135,18 +135,18 @@ MISTAKES = [
     ("ch04.kstep", lambda d, s, m: d + (2048 * s >> 4), "MN-major advance"),
     ("ch04.kstep", lambda d, s, m: d, "k-step 0's descriptor"),
     ("ch04.kstep", lambda d, s, m: d + 2.0 * s, "return an int"),
-    # D[27][12]: warp 1, g = 3, row g + 8; block j = 1, t = 2, even column -> (46, 6)
-    ("ch04.acc_owner", (46, 4), "rows g and g + 8 are swapped"),
-    ("ch04.acc_owner", (43, 6), "g and t are swapped"),
-    ("ch04.acc_owner", (14, 6), "leaves out the warp"),
-    ("ch04.acc_owner", (48, 6), "t counts pairs, not columns"),
-    ("ch04.acc_owner", (44, 6), "t counts pairs, not columns"),
-    ("ch04.acc_owner", (78, 6), "rows g and g + 8 of the warp's block share a lane"),
-    ("ch04.acc_owner", (46, 7), "the two columns of a pair are swapped"),
-    ("ch04.acc_owner", (46, 2), "leaves out the 8-column block"),
-    ("ch04.acc_owner", (46, 5), "you swapped them"),
-    ("ch04.acc_owner", (46, 30), "the thread is right, the register is not"),
-    ("ch04.acc_owner", (47, 6), "the register is right, the thread is not"),
+    # D[43][20]: warp 2, g = 3, row g + 8; block j = 2, t = 2, even column -> (78, 10)
+    ("ch04.acc_owner", (78, 8), "rows g and g + 8 are swapped"),
+    ("ch04.acc_owner", (75, 10), "g and t are swapped"),
+    ("ch04.acc_owner", (14, 10), "leaves out the warp"),
+    ("ch04.acc_owner", (80, 10), "t counts pairs, not columns"),
+    ("ch04.acc_owner", (76, 10), "t counts pairs, not columns"),
+    ("ch04.acc_owner", (110, 10), "rows g and g + 8 of the warp's block share a lane"),
+    ("ch04.acc_owner", (78, 11), "the two columns of a pair are swapped"),
+    ("ch04.acc_owner", (78, 2), "leaves out the 8-column block"),
+    ("ch04.acc_owner", (78, 9), "you swapped them"),
+    ("ch04.acc_owner", (78, 30), "the thread is right, the register is not"),
+    ("ch04.acc_owner", (79, 10), "the register is right, the thread is not"),
     ("ch04.acc_owner", (200, 1), "0..127"),
     ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], _owner(r, c)[1] ^ 2), "rows g and g + 8 are swapped"),
     ("ch04.acc_owner_fn", lambda r, c: (32 * (r // 16) + 4 * (c % 8 // 2) + r % 8, _owner(r, c)[1]),
@@ -784,7 +784,7 @@ def test_solutions_in_the_notebooks_still_pass():
     offset = row * 128 + ((chunk ^ (row % 8)) * 16) + within
     assert ex("ch03.bank_128B", (offset // 4) % 32, row=row, col=col, solution=True)
     assert ex("ch04.sbo", 8 * 64, swizzle=64, solution=True)
-    r, c = 27, 12
+    r, c = 43, 20
     assert ex("ch04.acc_owner", (32 * (r // 16) + 4 * (r % 8) + c % 8 // 2, 4 * (c // 8) + 2 * (r % 16 // 8) + c % 2),
               r=r, c=c, solution=True)
     assert ex("ch04.acc_owner", (37, 7), r=25, c=11)                # thread 37's last register (chapter 04's figure)

@@ -245,7 +245,7 @@ def test_ordering_rejects_malformed_steps():
 def test_decode_words_and_outcome():
     w = 1 | ((0 << 4 | 2) << 8) | (2 << 16)
     assert V.decode_word(0) == "ok"
-    assert V.decode_word(w).startswith("timed out on empty[0] at tile 2")
+    assert V.decode_word(w).startswith("timed out on empty[0] at k-tile 2")
     e = V.decode_errors([w, w, 0])
     assert V.outcome_words(e, None).startswith("bounded wait: producer timed out on empty[0]")
     assert V.outcome_words(V.decode_errors([0, 0, 0]), None) == "ok"
@@ -256,7 +256,7 @@ def test_an_error_word_is_taken_apart_field_by_field():
     `word 0x201` undecoded); the fields are chapter 05's decoder's, with this kernel's layout."""
     w = 1 | ((1 << 4 | 2) << 8) | (3 << 16)               # wait_or_record: code | tag << 8 | tile << 16
     assert V.word_fields(w) == {"code": 1, "barrier": 2, "stage": 1, "tile": 3}
-    assert V.explain_word(w) == "0x31201 = tile 3 << 16 | stage 1 << 12 | barrier 2 (empty) << 8 | code 1 (timeout)"
+    assert V.explain_word(w) == "0x31201 = k-tile 3 << 16 | stage 1 << 12 | barrier 2 (empty) << 8 | code 1 (timeout)"
     text = V.outcome_words(V.decode_errors([w, w, 0x101]), None)
     assert V.words_in(text) == [w, 0x101] and V.words_in("ok") == []
 
@@ -384,7 +384,7 @@ def test_diagnose_shows_the_record_or_says_not_recorded(monkeypatch, tmp_path):
     prov = json.loads((ROOT / "data" / "h200" / "pipeline.json").read_text())["provenance"]
     rec = records.Record("pitfalls", prov, {"variants": [{"bug": 4, "words": "bounded wait: consumers timed out on full[0] at tile 0"}]})
     records.save(rec, "h200")
-    assert "consumers timed out on full[0]" in D.recorded_outcome(4)
+    assert "consumers timed out on full[0] at k-tile 0" in D.recorded_outcome(4)   # an old record's words, renamed
     assert D.recorded_outcome(7).startswith("not recorded yet")
 
 
@@ -492,8 +492,8 @@ def test_gpu_variants_end_with_their_errors():
     for bug in (1, 3, 4):
         w = run(bug)["words"]
         assert w.startswith("bounded wait"), (bug, w)
-    assert "producer timed out on empty[0] at tile 0" in run(1)["words"]
-    assert "consumers timed out on full[0] at tile 0" in run(4)["words"]
+    assert "producer timed out on empty[0] at k-tile 0" in run(1)["words"]
+    assert "consumers timed out on full[0] at k-tile 0" in run(4)["words"]
     o = run(10)
     assert o["words"].startswith("wrong: first wrong element"), o["words"]
     m = D.layout_mismatch(128, 0, 0)

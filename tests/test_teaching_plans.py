@@ -228,7 +228,7 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
     assert [re.match(r"\| 04 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 04 ")] == \
         [("1", "ch04.kstep"), ("2", "ch04.acc_owner")]
     row = next(l for l in rows if "`ch04.acc_owner`" in l)
-    assert "r=27, c=12" in row and "| `(46, 6)` |" in row
+    assert "r=43, c=20" in row and "| `(78, 10)` |" in row
     assert [re.match(r"\| 06 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 06 ")] == \
         [("1", "ch06.whole_kloop")]
     # numbered as the notebook numbers them: chapter 09 asks exercise 1 (in §5), then exercise 2

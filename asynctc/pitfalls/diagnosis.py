@@ -18,6 +18,7 @@ that diagnoses it:
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -158,7 +159,9 @@ def _cls(key: str) -> zoo.BugClass:
 
 def recorded_outcome(bug: int, rec=None) -> str:
     """The recorded GPU outcome of variant ``bug`` (data/<gpu>/pitfalls.json), or a sentence saying
-    it is not recorded yet."""
+    it is not recorded yet. Records written before the words said "k-tile" (``at tile 0``) are
+    shown in today's words (``at k-tile 0``, as :func:`variants.decode_word` writes them): the
+    same field of the same error word, named as the ring model names it."""
     from ..core import records
     if rec is None:
         try:
@@ -167,7 +170,8 @@ def recorded_outcome(bug: int, rec=None) -> str:
             return "not recorded yet (the pitfalls suite has not been run on a GPU)"
     for v in rec.results.get("variants", []):
         if v["bug"] == bug:
-            return f"{v['words']}  [{rec.label()}]"
+            words = re.sub(r"\bat tile (\d+)", r"at k-tile \1", v["words"])
+            return f"{words}  [{rec.label()}]"
     return f"not recorded yet (the record has no variant {bug})"
 
 
@@ -187,7 +191,7 @@ def show_outcome(bug: int, expect: str, live: bool | None = None) -> str:
 
     The chapter's markdown reads the words as fixed text, so this raises
     :class:`asynctc.core.notebook.ClaimError` unless the outcome contains ``expect`` (for BUG=1,
-    "producer timed out on empty[0] at tile 0") or says the variant is not recorded yet. Returns
+    "producer timed out on empty[0] at k-tile 0") or says the variant is not recorded yet. Returns
     the outcome."""
     from ..core import notebook
     outcome = gpu_outcome(bug, live)

@@ -138,16 +138,17 @@ def decode_word(word: int) -> str:
         return "ok"
     f = word_fields(word)
     bar = WAIT_BARRIERS.get(f["barrier"], f"barrier {f['barrier']}")
-    return f"timed out on {bar}[{f['stage']}] at tile {f['tile']} (code {f['code']}, word {word:#x})"
+    return f"timed out on {bar}[{f['stage']}] at k-tile {f['tile']} (code {f['code']}, word {word:#x})"
 
 
 def explain_word(word: int) -> str:
     """One error word written out field by field, in the order the kernel builds it, e.g.
-    ``0x201 = tile 0 << 16 | stage 0 << 12 | barrier 2 (empty) << 8 | code 1 (timeout)``."""
+    ``0x201 = k-tile 0 << 16 | stage 0 << 12 | barrier 2 (empty) << 8 | code 1 (timeout)``. The
+    kernel's ``tile`` field is the loop's box count, which the ring model calls the k-tile."""
     f = word_fields(word)
     bar = WAIT_BARRIERS.get(f["barrier"], "?")
     code = "timeout" if f["code"] == 1 else "?"
-    return (f"{int(word):#x} = tile {f['tile']} << 16 | stage {f['stage']} << 12 | barrier "
+    return (f"{int(word):#x} = k-tile {f['tile']} << 16 | stage {f['stage']} << 12 | barrier "
             f"{f['barrier']} ({bar}) << 8 | code {f['code']} ({code})")
 
 

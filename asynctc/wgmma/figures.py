@@ -114,10 +114,12 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
                     else:
                         x = k0 + r + 0.5
                         segs.append([(x, i0 + 0.8), (x, i0 + per - 0.8)])
-        ax.add_collection(LineCollection(segs, colors="0.5", linewidths=0.45, zorder=2))
-        grid = [[(x, 0), (x, t.mn)] for x in range(per, k, per)] + \
-               [[(0, y), (k, y)] for y in range(8, t.mn, 8)]
-        ax.add_collection(LineCollection(grid, colors="white", linewidths=1.0, zorder=2.5))
+        ax.add_collection(LineCollection(segs, colors="0.62", linewidths=0.4, zorder=2))
+        cm_w, cm_h = (per, 8) if major == "K" else (8, per)     # one core matrix: k across, rows down
+        grid = [[(x, 0), (x, t.mn)] for x in range(cm_w, k, cm_w)] + \
+               [[(0, y), (k, y)] for y in range(cm_h, t.mn, cm_h)]
+        ax.add_collection(LineCollection(grid, colors="white", linewidths=2.2, zorder=2.5))
+        ax.add_patch(Rectangle((0, 0), cm_w, cm_h, fill=False, edgecolor="k", lw=2, zorder=4))
         ax.add_patch(Rectangle((0, 0), t.instruction_k, t.mn, fill=False, ls="--", lw=1.6,
                                edgecolor="tab:purple", zorder=3))
         steps = offset_steps(t)
@@ -128,14 +130,18 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
             if at is None:
                 notes.append(f"{name.upper()} unused")
                 continue
-            start = (per / 2, 4) if major == "K" else (4, per / 2)
-            end = (start[0] + at[1], start[1] + at[0])
+            start = (cm_w / 2, cm_h / 2)           # centre of the first core matrix to the centre
+            end = (start[0] + at[1], start[1] + at[0])  # of the one the stride reaches (outlined)
+            ax.add_patch(Rectangle((at[1], at[0]), cm_w, cm_h, fill=False, edgecolor=colour, lw=2.2,
+                                   zorder=4))
             ax.annotate("", xy=end, xytext=start, zorder=5,
-                        arrowprops=dict(arrowstyle="-|>", color=colour, lw=2, shrinkA=0, shrinkB=0))
-            down = at[0] > 0                        # label below a down arrow, right of a right one
-            ax.text(end[0] + (-2 if down else 1), end[1] + (1 if down else 0), text, color=colour,
+                        arrowprops=dict(arrowstyle="-|>", color=colour, lw=2.4, mutation_scale=16,
+                                        shrinkA=0, shrinkB=0))
+            down = at[0] > 0                        # label below a down step, right of a right one,
+            ax.text(at[1] + (0 if down else cm_w + 1.5),     # clear of its outlined core matrix
+                    at[0] + (cm_h + 1.5 if down else cm_h / 2), text, color=colour,
                     fontsize=10, weight="bold", ha="left", va="top" if down else "center", zorder=6,
-                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
+                    bbox=dict(boxstyle="round,pad=0.2", fc="white", ec=colour, lw=0.8))
         if notes:
             ax.text(k / 2, t.mn + 1, ", ".join(notes), ha="center", va="top", fontsize=9.5, color="0.2")
         rows, along = (row_name, "k") if major == "K" else ("k", row_name)
@@ -155,12 +161,12 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
             s.set_visible(False)
     for ax in axes.flat[len(swizzles):]:
         ax.set_visible(False)
-    handles = [Line2D([], [], color="0.5", lw=0.8, label="grey strokes: the 16-byte rows of each core "
-                                                         "matrix (8 rows, white borders)"),
+    handles = [Line2D([], [], color="0.62", lw=0.8, label="grey strokes: the 16-byte rows of each core "
+                                                          "matrix (8 rows, white borders)"),
                Patch(facecolor=shades[0], edgecolor="k", label="a TMA box (numbered when several)"),
                Patch(fill=False, ls="--", edgecolor="tab:purple", label="what one wgmma reads (k-step 0)"),
-               Line2D([], [], color="tab:red", marker=">", label="SBO, from the first core matrix"),
-               Line2D([], [], color="tab:blue", marker=">", label="LBO, from the first core matrix")]
+               Line2D([], [], color="tab:red", marker=">", label="SBO: black core matrix to red"),
+               Line2D([], [], color="tab:blue", marker=">", label="LBO: black core matrix to blue")]
     fig.legend(handles=handles, loc="outside lower center", ncols=cols, fontsize=9.5, frameon=False)
     fig.suptitle(f"{major}-major: a {mn}×{k} {dtype} {'tile' if operand == 'A' else 'B tile (n × k)'}"
                  " as wgmma reads it", fontsize=12)

@@ -171,8 +171,9 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # * `p`, D's scale: 0 overwrites D, 1 adds;
 # * `1, 1`: A and B not negated; `0, 0`: both K-major.
 #
-# In the SASS, `WARPGROUP.ARRIVE` is the fence. Each `HGMMA` is one k-step. `DEPBAR.LE gsb0`
-# waits until at most N groups remain on `gsb0`, the warpgroup's wgmma scoreboard.
+# In the SASS, `WARPGROUP.ARRIVE` is the fence. Each `HGMMA` is one k-step. Its `gdesc[UR8]` reads
+# the A and B descriptors from `UR` registers: uniform registers, one value shared by the whole warp.
+# `DEPBAR.LE gsb0` waits until at most N groups remain on `gsb0`, the warpgroup's wgmma scoreboard.
 
 # %% [markdown]
 # ## 6. Where the accumulator lives
@@ -190,11 +191,12 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 fig = wgmma.plot_accumulator(n=16, thread=37)
 
 # %% [markdown]
-# **Exercise: who holds D[27][12]?** Which thread, which of its registers? Answer `(thread, reg)`.
+# **Exercise: who holds D[43][20] at N = 32?** Which thread, which of its 16 registers? Answer
+# `(thread, reg)`.
 
 # %%
 answer = ...
-ok = exercises.check("ch04.acc_owner", answer, r=27, c=12)
+ok = exercises.check("ch04.acc_owner", answer, r=43, c=20)
 
 # %% [markdown]
 # ## 7. Correct for every combination
@@ -264,9 +266,9 @@ def kstep_desc(desc0, s, major):
 
 ok = exercises.check("ch04.kstep", kstep_desc, solution=True)
 
-r, c = 27, 12
-w, g, half = r // 16, r % 8, r % 16 // 8       # warp 1, row g = 3, row g + 8 (half 1)
-j, t, odd = c // 8, c % 8 // 2, c % 2          # 8-column block 1, column pair t = 2, even column
+r, c = 43, 20
+w, g, half = r // 16, r % 8, r % 16 // 8       # warp 2, row g = 3, row g + 8 (half 1)
+j, t, odd = c // 8, c % 8 // 2, c % 2          # 8-column block 2, column pair t = 2, even column
 ok = exercises.check("ch04.acc_owner", (32 * w + 4 * g + t, 4 * j + 2 * half + odd), r=r, c=c,
                      solution=True)
 

@@ -10,7 +10,7 @@
 #
 # **What it adds:**
 # - §1 the goal
-# - §2 your exercise: rung 3's consumer loop. Rung 3 is the
+# - §2 optional practice: the capstone's consumer loop again, under rung 3's names. Rung 3 is the
 #   third kernel of chapter 06 §3's ladder: a producer warpgroup and two consumer warpgroups
 # - §3 your pieces, plus 04b's `encode` and 05b's parities
 # - §4 the tile, run step by step, then in the order of chapter 06's capstone loops
@@ -58,7 +58,8 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
                      omit=W.LOOP_LINES)
 
 # %% [markdown]
-# **Exercise. Write the consumers' k-loop body.** After your loop, the kernel waits for every
+# **Optional exercise: the capstone's consumer loop again, under rung 3's names.** Chapter 06's
+# capstone asked for it; here one wgmma group stays in flight. After your loop, the kernel waits for every
 # wgmma and releases the stage in `prev`. So your loop releases the stage of k-tile k − 1 and then
 # sets `prev` to this k-tile's stage. A loop that releases its own last stage too would release it
 # a second time, and is refused. In scope:
@@ -107,8 +108,9 @@ print("\n".join(lines))
 # %% [markdown]
 # ## 4. Run the tile
 #
-# First, the order the ring model gives with this protocol. A load lands in stage `t % 2`, then
-# both consumers read it (consumer 0, then consumer 1), then the next load may reuse the stage:
+# First, one valid order: the ring model's. A line is a load landing in stage `t % 2`, or a
+# consumer starting a read. k-tile 1's load is issued at once but lands during k-tile 0's reads. A
+# load reuses a stage after both reads of it:
 
 # %% output varies
 for line in emulate_sm90.ring_order(parities=pieces["parities"], producer_step=pieces["producer_step"],

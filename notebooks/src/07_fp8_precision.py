@@ -168,7 +168,7 @@ row = {(r["k"], r["promote"]): r for r in measured}            # the rows by (K,
 k0, k = min(row)[0], max(row)[0]                                # the shortest and the longest K
 speed = {p: tf[fp8.fp8_config(promote=p).label()] for p in (4, 1)}   # 128×128, promote every p
 speed[0] = tf[fp8.fp8_config(promote=4).label().replace(" promote:4", "")]   # the same, unpromoted
-print(f"promotion       swamping, K = {k}   normal, K = {k0} → {k}   TFLOP/s at 8192³")
+print(f"promotion       swamping, K = {k}   normal, K = {k0} → {k}   TFLOP/s at 8192³, 128×128 build")
 for name, p in (("none", 0), ("every 4 k-tiles", 4), ("every k-tile", 1)):
     sw = row[k, p]["swamp_median_rel_err"]                         # median |C − ref| / |ref|
     rn = [row[kk, p]["random_max_err_over_absAB"] for kk in (k0, k)]   # worst |C − ref| / (|A|·|B|)

@@ -39,10 +39,10 @@ notebook.banner("sm_90a")
 #
 # ## 2. The kernel the variants break
 #
-# One CTA streams 64 × 64 fp16 boxes through two stages. The **producer** (warp 4, lane 0) issues
-# the TMA loads. The **consumers** (warps 0–3) copy each box to a buffer, undoing the swizzle;
-# `named_barrier_sync(1, CONSUMERS)` syncs just the consumers. Thread 0 stores the buffer with TMA.
-# Below is the consumers' loop. Each `BUG=` build of `kernels/pitfalls.cu` breaks one line.
+# One CTA streams 64 × 64 fp16 boxes, one per k-tile, through two stages. The **producer** (warp
+# 4, lane 0) issues TMA loads. The **consumers** (warps 0–3) copy each box to a buffer, undoing the
+# swizzle; `named_barrier_sync(1, CONSUMERS)` syncs only them. Thread 0 stores the buffer with TMA.
+# Below: the consumers' loop. Each `BUG=` build of `kernels/pitfalls.cu` breaks one line.
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$",
@@ -59,10 +59,10 @@ notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=
 
 # %% output varies
 outcome = D.show_outcome(1,   # notebook.how(D.show_outcome) prints its code
-                         expect="producer timed out on empty[0] at tile 0")
+                         expect="producer timed out on empty[0] at k-tile 0")
 
 # %% [markdown]
-# **The first wait that stuck.** Both words name tile 0, stage 0. Nothing was loaded, so the
+# **The first wait that stuck.** Both words name k-tile 0, stage 0. Nothing was loaded, so the
 # producer's wait on `empty[0]` stuck first.
 #
 # **The hypothesis.** A phase completes when all its arrivals come and all its bytes land. A wait
