@@ -64,8 +64,7 @@ def bill_table(rows: list[dict]) -> str:
         lines.append(f"{r['name']:34s} {thread:>23s} {sm}   {r['tmem_cols']:5d} of {tmem.COLUMNS}")
     lines.append(f"SM needs = 128 × {ws.producer_regs} (producer) + {128 * ws.consumers} × (a consumer "
                  f"thread's need); the SM has {REGS_PER_SM}")
-    lines.append(f"TMEM columns: per SM; a 256×256 accumulator is a CTA pair's, {tmem.LANES} rows on "
-                 f"each of its two SMs")
+    lines.append(f"TMEM columns are per SM: a CTA pair's 256×256 tile puts {tmem.LANES} rows on each SM")
     budget, need = ws.consumer_regs, rows[0]["per_thread"]
     require((need, budget) == (154, 232) and budget < min(r["per_thread"] for r in rows[1:]),
             "A consumer thread of chapter 06 needs 154 of the 232 registers setmaxnreg grants it; "

@@ -76,9 +76,6 @@ fig = figures.accumulator_homes(bill)
 # shared by the CTAs resident on it. Its cells are 32-bit, 128 lanes by 512 columns. Lane i is row i of D;
 # a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
 # columns, and two take all 512 (the figure's right panel).
-#
-# So a CTA pair's 256×256 tile takes 256 columns on each of its two SMs. The pair's two CTAs share
-# one MMA (§2).
 
 # %% [markdown]
 # ## 2. The instruction descriptor, bit by bit
