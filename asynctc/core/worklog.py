@@ -212,7 +212,7 @@ def entry(chapter: str) -> str:
         prev, now = _main(all_steps, order[order.index(chapter) - 1]), _main(all_steps, chapter)
         gain = now.of_cublas / prev.of_cublas
         require(gain > 1, f"chapter {chapter}'s change gained", were=prev.of_cublas, now=now.of_cublas)
-        were, measured = _were(prev), f"{_fmt(now)}, {gain:.2f}× chapter {prev.chapter}'s share of cuBLAS"
+        were, measured = _were(prev), f"{_fmt(now)}, up from {prev.of_cublas:.2f} in chapter {prev.chapter}"
         if chapter == "04":                        # 04 times nothing: its row is chapter 05's sweep at S = 1
             measured += (f" (chapter 05 §4's depth sweep, record {now.record}: its "
                          f"{now.config['tile'].replace('x', '×')} row)")

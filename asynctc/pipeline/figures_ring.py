@@ -189,19 +189,19 @@ def _draw(ax, m: Moment, S: int, title: str) -> None:
     ax.set_xlim(0, 10)
     ax.set_ylim(0, 10)
     ax.axis("off")
-    ax.set_title(title, fontsize=8.5, loc="left")
+    ax.set_title(title, fontsize=11, loc="left")
     w = 9.0 / S
     xs = [0.5 + w * (s + 0.5) for s in range(S)]
     for s, (k, fill, state) in enumerate(m.stages):
         x = xs[s]
         ax.add_patch(plt.Rectangle((x - 0.42 * w, 3.85), 0.84 * w, 2.3, fc=STATE_COLORS[state], ec="k"))
         what = "empty" if k is None else f"k-tile {k}\nfill {fill}\n{'read by wgmma' if state == 'read' else state}"
-        ax.text(x, 5.0, f"stage {s}\n{what}", ha="center", va="center", fontsize=8.5)
+        ax.text(x, 5.0, f"stage {s}\n{what}", ha="center", va="center", fontsize=11)
         for name, y in ((f"empty[{s}]", 7.5), (f"full[{s}]", 2.5)):
             ph = m.phases[name]
             hot = name in m.completed
             ax.text(x, y, f"{name}\nphase {ph} open\nparity {ph % 2}", ha="center", va="center",
-                    fontsize=8, fontweight="bold" if hot else "normal",
+                    fontsize=10.5, fontweight="bold" if hot else "normal",
                     bbox=dict(boxstyle="round,pad=0.25", fc="#ffe680" if hot else
                               ("#f5c6c6" if name.startswith("full") else "#d5ecd4"), ec="k",
                               lw=1.6 if hot else 0.6))
@@ -217,7 +217,7 @@ def _draw(ax, m: Moment, S: int, title: str) -> None:
         ax.annotate("", xy=(x, 8.25 if top else 1.75), xytext=(x, 8.85 if top else 1.15),
                     arrowprops=dict(arrowstyle="->", color=colour, lw=1.6))
         ax.text(x, 9.4 if top else 0.6, f"{names} {verb},\nparity {parity}: {'passes' if passed else 'BLOCKED'}",
-                ha="center", va="center", fontsize=8, color=colour,
+                ha="center", va="center", fontsize=10.5, color=colour,
                 fontweight="normal" if passed else "bold")
 
 
@@ -240,7 +240,7 @@ def flipped_refill_parities():
 
 
 def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, protocol: str = "correct",
-                    cols: int = 3, params: HardwareParams | None = None, parities=None,
+                    cols: int = 2, params: HardwareParams | None = None, parities=None,
                     broken: str | None = None):
     """The ring step by step: one panel per :class:`Moment` of the ring model's run (the loop's
     ``wgmma.wait_group(0)``, so a stage is released once its own wgmmas are done), ``cols`` panels a
@@ -252,19 +252,19 @@ def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, proto
     moments, diagnosis = ring_moments(stages, k_tiles, consumers, 0, protocol, params, parities)
     n = len(moments) + (diagnosis is not None)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 3.5 * rows), dpi=100, squeeze=False,
+    fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 4.0 * rows), dpi=100, squeeze=False,
                              layout="constrained")
     for i, ax in enumerate(axes.flat):
         if i < len(moments):
             moments[i] = _without_prologue_waits(moments[i], stages)
             words = _words(moments[i], stages)
-            _draw(ax, moments[i], stages, textwrap.fill(f"{i + 1}. {words[0].upper()}{words[1:]}", 42))
+            _draw(ax, moments[i], stages, textwrap.fill(f"{i + 1}. {words[0].upper()}{words[1:]}", 50))
         elif i == len(moments) and diagnosis is not None:
             ax.axis("off")
             kind = "Deadlock" if isinstance(diagnosis, Deadlock) else "Race"
             why = diagnosis.why if isinstance(diagnosis, Deadlock) else diagnosis.what
-            ax.text(0, 9.5, textwrap.fill(f"{i + 1}. {kind}, the model's diagnosis: {why}", 40),
-                    fontsize=8.5, va="top", color="tab:red")
+            ax.text(0, 9.5, textwrap.fill(f"{i + 1}. {kind}, the model's diagnosis: {why}", 50),
+                    fontsize=11, va="top", color="tab:red")
             ax.set_xlim(0, 10)
             ax.set_ylim(0, 10)
         else:
@@ -273,7 +273,8 @@ def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, proto
     what = broken or ("" if protocol == "correct" else f"protocol {protocol}")
     fig.suptitle(f"The ring step by step (the ring model's run): S = {stages} stages, {k_tiles} k-tiles, {who}"
                  + (f"\nBROKEN: {what}" if what else "") +
-                 "\nThe producer waits on empty (top), the consumer on full (bottom). A wait on parity p blocks while\n"
-                 "the barrier's open phase has parity p, and passes once that phase completes. Yellow: the barrier "
-                 "completed a phase in this step.", fontsize=10)
+                 "\nThe producer waits on empty (top), the consumer on full (bottom)."
+                 "\nA wait on parity p blocks while the barrier's open phase has parity p,"
+                 "\nand passes once that phase completes. Yellow: the barrier completed a phase in this step.",
+                 fontsize=12)
     return fig

@@ -50,7 +50,8 @@ def bill_table(rows: list[dict]) -> str:
     """:func:`register_bill` as a fixed-width table, one line per case: what a consumer thread needs
     (its accumulator values + the loop's other registers) beside the ``setmaxnreg`` budget it is
     given, what the SM needs in all (producer threads × their registers + consumer threads × the
-    need) beside its 65536, and Blackwell's TMEM columns. Asserts chapter 09 §1's *"a consumer needs
+    need) beside its 65536, and Blackwell's TMEM columns per SM (a 256×256 accumulator is a CTA
+    pair's, 128 rows on each SM). Asserts chapter 09 §1's *"a consumer needs
     154 of the 232 `setmaxnreg` grants it"* (exactly those numbers, and the two-accumulator cases
     above 232) and *"06's rung-3 table: 156 for the 128×256 tile alone, 168 once setmaxnreg is in"*
     (the ``ws_rung3_steps`` record, read as chapter 06 reads it)."""
@@ -63,6 +64,7 @@ def bill_table(rows: list[dict]) -> str:
         lines.append(f"{r['name']:34s} {thread:>23s} {sm}   {r['tmem_cols']:5d} of {tmem.COLUMNS}")
     lines.append(f"SM needs = 128 × {ws.producer_regs} (producer) + {128 * ws.consumers} × (a consumer "
                  f"thread's need); the SM has {REGS_PER_SM}")
+    lines.append(f"TMEM columns are per SM: a CTA pair's 256×256 tile puts {tmem.LANES} rows on each SM")
     budget, need = ws.consumer_regs, rows[0]["per_thread"]
     require((need, budget) == (154, 232) and budget < min(r["per_thread"] for r in rows[1:]),
             "A consumer thread of chapter 06 needs 154 of the 232 registers setmaxnreg grants it; "

@@ -134,7 +134,8 @@ def mismatch_demo(n: int = 64, dtype: str = "float16", layout_swizzle: int = 128
 def wrong_reads(rows=range(10), base: int = 0x2000) -> str:
     """Chapter 04 §2's story, as a small table: A (64×64 fp16, K-major) laid out with 128-byte
     swizzle, as TMA writes it, read through three descriptors of k-step 0 — the right one, one whose
-    swizzle field says 64 bytes, one whose SBO says 512 instead of 1024. For each row m in ``rows``
+    swizzle field says 64 bytes, one whose SBO says 512 instead of 1024 (column "stride 512 B": §2 names
+    SBO only after this table). For each row m in ``rows``
     (0…63): the element each descriptor makes wgmma read where it wants A[m][0] (``A[m'][k']``, or
     ``—`` where no element of A is stored); last line, how many of the 64×16 elements of the k-step
     each descriptor reads from the wrong place (the layout model, :func:`read_addresses`; no GPU).
@@ -147,7 +148,7 @@ def wrong_reads(rows=range(10), base: int = 0x2000) -> str:
     right = tile.descriptor(0, base)
     named = {"right": right,
              "swizzle 64B": dsc.WgmmaDescriptor(right.start_address, right.lbo, right.sbo, 64, 0),
-             "SBO 512 B": dsc.WgmmaDescriptor(right.start_address, right.lbo, 512, 128, 0)}
+             "stride 512 B": dsc.WgmmaDescriptor(right.start_address, right.lbo, 512, 128, 0)}
     where = {int(x): divmod(i, tile.k) for i, x in enumerate(tile.tma_addresses(base).ravel())}
     kk = tile.instruction_k
     want = [(m, k) for m in range(tile.mn) for k in range(kk)]
@@ -159,7 +160,7 @@ def wrong_reads(rows=range(10), base: int = 0x2000) -> str:
     for m in rows:
         lines.append(f"A[{m}][0]  " + "".join(f"{cell(got[name][m * kk]):>14s}" for name in named))
     lines.append(f"{'wrong':9s}" + "".join(f"{f'{wrong[n]} of {len(want)}':>14s}" for n in named))
-    sw, sbo = got["swizzle 64B"], got["SBO 512 B"]
+    sw, sbo = got["swizzle 64B"], got["stride 512 B"]
     assert wrong["right"] == 0
     assert sw[kk] == (0, 32) and all((sw[m * kk] == (m, 0)) == (m % 8 == 0) for m in range(tile.mn))
     assert all(sbo[m * kk] == (m, 0) for m in range(8))

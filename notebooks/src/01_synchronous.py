@@ -150,10 +150,11 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
-# One run timed three kernels. **This run's cuBLAS** uses `wgmma` and TMA on Hopper. Our
-# **mma.sync GEMM** runs its best tile per size. The **`mma.sync` ceiling** is a register-only
-# kernel that issues `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM).
-# The SIMT GEMM is printed for scale. The chapter's goal is half of cuBLAS at 4096³.
+# One run timed cuBLAS, our GEMM's five tiles, a ceiling kernel and, for scale, the SIMT GEMM.
+# **This run's cuBLAS** uses `wgmma` and TMA on Hopper. The figure shows our **mma.sync GEMM**'s
+# best tile per size; the first printed line, all five. The **`mma.sync` ceiling** is a
+# register-only kernel that issues `mma.sync` back to back, at the GEMM's **occupancy** (warps
+# resident per SM). The chapter's goal is half of cuBLAS at 4096³.
 #
 # The figure's peak line: chapter 00's formula at *this* sweep's SM clock.
 #

@@ -37,9 +37,10 @@ notebook.show_source("ptx/cp_async.cuh", start=r"^// 16 bytes global -> shared, 
 
 # %% [markdown]
 # The instruction returns at once. That is the point, and the problem. Below is a
-# [CPU model](../asynctc/cp_async_ring.py) of one thread's ring of 4 stages. Each copy lands 1300
-# clocks after it is issued. A k-tile's math takes 600. This consumer issues its copies and
-# computes without waiting. Each read is then multiplied into a small GEMM.
+# [CPU model](../asynctc/cp_async_ring.py) of one thread's ring of 4 stages. Like §2's kernel, it
+# issues 3 copies before its loop, then one per iteration, and never waits. Each copy lands 1300
+# clocks after it is issued. A k-tile's math takes 600. Each read is then multiplied into a small
+# GEMM.
 
 # %%
 print(cp_async_ring.show(stages=4, wait=None, latency=1300, work=600))   # clocks

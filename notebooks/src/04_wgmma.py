@@ -38,7 +38,7 @@ notebook.banner("sm_90a")
 # ## 2. Why a descriptor, and its fields
 #
 # A is 64×64 fp16, written with 128-byte swizzle. It is [K-major](../docs/glossary.md#k-major): K
-# is contiguous in memory. Below, three descriptors read it: the right one, one with too narrow a
+# is contiguous in memory. Three descriptors read it: the right one, one with too narrow a
 # swizzle, one with half the stride. Where wgmma wants A[m][0], what does it get?
 
 # %%
@@ -52,7 +52,7 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 # at a time. A core matrix is 8 rows × 16 bytes. The descriptor's swizzle field says where each
 # 16-byte piece sits in its row. Two strides locate the next core matrix:
 #
-# * [SBO](../docs/glossary.md#sbo): from one group of 8 rows to the next, within the same box.
+# * [SBO](../docs/glossary.md#sbo): from one group of 8 rows to the next, within a box (halved above).
 # * [LBO](../docs/glossary.md#lbo): from one box to the next.
 #
 # **Worked: a tile with two boxes.** Take B for N = 128, stored

@@ -50,7 +50,8 @@ notebook.banner("sm_100a", measured=False)
 #    [epilogue](../docs/glossary.md#epilogue), the code that writes C out, runs while the MMAs
 #    fill the next), or one 256×256 tile. Either is 65536 values: the whole register file. With
 #    the producer's and the other registers, the SM needs 77312. No split between threads fits
-#    that into 65536.
+#    that into 65536. (Blackwell splits a 256×256 tile over a
+#    [CTA pair](../docs/glossary.md#cta-pair): two CTAs on two SMs, 128 rows each.)
 #
 # The last line cross-checks with ptxas (06's rung-3 record): 156 for the tile alone, near our
 # 154, and 168 with `setmaxnreg`. ptxas gives the whole kernel one count, every thread's at the
@@ -75,9 +76,6 @@ fig = figures.accumulator_homes(bill)
 # shared by the CTAs resident on it. Its cells are 32-bit, 128 lanes by 512 columns. Lane i is row i of D;
 # a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
 # columns, and two take all 512 (the figure's right panel).
-#
-# A 256×256 tile belongs to a [CTA pair](../docs/glossary.md#cta-pair): two CTAs on two SMs share
-# one MMA, each keeping its 128 rows (§2).
 
 # %% [markdown]
 # ## 2. The instruction descriptor, bit by bit
