@@ -74,9 +74,23 @@ def test_from_06_the_course_consumer_loop_says_why_06s_exercise_is_not_it(prog):
     lines = text.splitlines()
     at = next(i for i, t in enumerate(lines) if t.startswith("  consumer loop (06e)"))
     note = " ".join(t.strip() for t in lines[at + 1:at + 4])
-    assert note == g.CONSUMER_NOTE and lines[at + 1].startswith(" " * 22 + "(optional: deep dive 06e §2")
+    assert note == g.CONSUMER_NOTE.format(what="the consumers' loop")
+    assert lines[at + 1].startswith(" " * 22 + "(deep dive 06e §2 asks the consumers' loop again")
+    assert lines[at] == "  consumer loop (06e) the course's; 06e §2's optional exercise"
     assert lines[at - 1].startswith("  capstone loops (06)")           # reader 81: the capstone's row first
     assert "until you write it there, the course's runs here" in note
+
+
+def test_after_a_passed_capstone_the_consumer_loop_row_says_it_is_optional(prog):
+    """Readers 95-96: "consumer loop (06e) the course's (not passed yet)" right after passing the
+    capstone's consumer loops; the row says it is 06e's optional exercise, the note that it asks the
+    capstone's consumer loop again."""
+    from asynctc.warp_specialization import whole_kloop
+    assert exercises.check("ch06.whole_kloop", whole_kloop.SOLUTION)
+    text = g.so_far("06", rng=np.random.default_rng(1)).text()
+    assert not any(t.startswith("  consumer loop") and "not passed" in t for t in text.splitlines())
+    assert "  consumer loop (06e) the course's; 06e §2's optional exercise\n" in text
+    assert "(deep dive 06e §2 asks your capstone's consumer loop again" in " ".join(text.split())
 
 
 def test_from_07_the_promotion_has_a_row_outside_the_tile(prog):

@@ -29,6 +29,12 @@ def _issue(wait=True, parity=lambda kt, n: (kt // n) & 1, fence=True):
     return issue_ktile
 
 
+def _wrong_prediction():
+    from asynctc.warp_specialization import whole_kloop as wk
+    return wk.SOLUTION.replace(wk.SOLUTION.splitlines()[0], "// tile 1's first k-tile: stage 0, consumers' full parity 0")
+
+
+_WRONG_PREDICTION = _wrong_prediction()
 _STRADDLE, _ABOVE, _BELOW = [(1.0, 1.02), (1.0, 0.99), (1.0, 1.01)], [(1.0, 1.02), (1.0, 1.03)], [(1.0, 0.98)]
 
 
@@ -59,6 +65,9 @@ _STRADDLE, _ABOVE, _BELOW = [(1.0, 1.02), (1.0, 0.99), (1.0, 1.01)], [(1.0, 1.02
      "how do §6's steps 1–2 make those a thread?", "Thread = 32w + 4g + t"),
     ("ch01.hmma_per_ktile", 128, dict(wm=64, wn=32, bk=32, bm=128, bn=128),
      "section 2's count for the default tile", "does one m16n8k16 cover?", "M/16, N/8 and K/16"),
+    # round 46: the capstone's prediction, graded (readers 95-96: a wrong one read "correct")
+    ("ch06.whole_kloop", _WRONG_PREDICTION, {}, "it says stage 0, parity 0", "Which §1 rule gives each number?",
+     "stage 3 mod 2 = 1"),
 ])
 def test_a_first_hint_no_longer_hands_over_the_rule(capsys, name, answer, kw, symptom, question, rule):
     one, two = _twice(capsys, name, answer, **kw)

@@ -54,8 +54,8 @@ def test_the_courses_answer_passes_on_every_ring_with_the_data(capsys, tmp_path,
     monkeypatch.setenv("ASYNCTC_PROGRESS", str(tmp_path / "p.jsonl"))
     ok, out = _check(capsys, S)
     assert ok, out
-    assert out.startswith(f"[{NAME}] correct — tile 1 starts at stage 1, phase 1, and every tile is "
-                          "within the bound (worst error / bound ")
+    assert out.startswith(f"[{NAME}] correct — tile 1 starts at stage 1, parity 1, "
+                          "and every tile is within the bound (worst error / bound ")
     assert "no race or deadlock on 3 stages either. <0> is right; two consumers hide the idle time it " \
            "costs (the cell under the figure)." in out
     # "correct" in a line: the verdict, the fact that confirms it, the pointer; the reason is in 06 §1
@@ -99,7 +99,7 @@ def test_each_slip_fails_with_its_hint(capsys, slip):
      "release before the last read"),
     (S.replace("    store_tile(acc, tile);\n", ""), "stores 0 tiles of 3"),
     (S.replace("STAGES) {", "2) {"), "(STAGES = 3, T = 4, TILES = 2) producer, ring counter 2"),   # a ring of 2 hard-wired
-    (S.replace("tma_load(stage, tile, k)", "tma_laod(stage, tile, k)"), "line 7: the check does not know 'tma_laod'"),
+    (S.replace("tma_load(stage, tile, k)", "tma_laod(stage, tile, k)"), "line 8: the check does not know 'tma_laod'"),
     (S.replace("for (int k = 0; k < T; ++k) {\n      full", "for (int k = 0; k < T; --k) {\n      full"),
      "runs more than 4096 times"),
 ])
@@ -284,3 +284,44 @@ def test_after_a_restart_the_picture_draws_the_loops_kept_at_the_pass(capsys, tm
     said = capsys.readouterr().out
     assert fig is not None and "Once your loops pass" not in said and "as they last passed" in said
     __import__("matplotlib.pyplot").pyplot.close(fig)
+
+
+#: The capstone's first comment: the prediction (readers 95-96 wrote a wrong one above right loops).
+_PREDICTION = S.splitlines()[0]
+
+
+@pytest.mark.parametrize("comment, got", [
+    ("// tile 1's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)", (None, None)),
+    ("// tile 1's first k-tile: stage 1, consumers' full parity 1", (1, 1)),
+    ("// stage=1 parity=0", (1, 0)), ("// 1, 1", (1, 1)), ("// tile 1's first k-tile: 0, 1 (my guess)", (0, 1)),
+    ("// stage 1, phase parity ?", (1, None)), ("", None),
+])
+def test_the_prediction_is_read_from_the_first_comment(comment, got):
+    assert W.prediction(S.replace(_PREDICTION, comment)) == got
+    assert W.prediction(W.TEMPLATE) == (None, None) and W.prediction(S) == (1, 1)
+
+
+@pytest.mark.tiers
+def test_a_wrong_prediction_above_right_loops_is_not_correct(capsys, tmp_path, monkeypatch):
+    """Readers 95-96: "stage 0, parity 0" above right loops read "correct". The loops' verdict stays;
+    the prediction fails, tiered, and the exercise is not kept as passed."""
+    from asynctc.core import progress
+    monkeypatch.setenv(progress.ENV, str(tmp_path / "p.jsonl"))
+    text = S.replace(_PREDICTION, "// tile 1's first k-tile: stage 0, consumers' full parity 0")
+    one, two = (_check(capsys, text) for _ in range(2))
+    assert not one[0] and not two[0] and not exercises.passed(NAME)
+    assert one[1].startswith(f"[{NAME}] not quite — your loops pass every check, but your prediction disagrees: "
+                             "it says stage 0, parity 0; your loops ran tile 1's first k-tile at stage 1, full parity 1. "
+                             "Which §1 rule gives each number?" + exercises.SECOND), one
+    assert "ring counter 3: stage 3 mod 2 = 1, fill f = 3 // 2 = 1" in two[1] and exercises.SECOND not in two[1]
+    assert "(0 is the producer's parity on empty, (f + 1) mod 2)" in two[1]
+    with pytest.raises(AssertionError, match="is wrong"):
+        exercises.check(NAME, text, solution=True)
+
+
+def test_a_prediction_left_at_question_marks_passes_and_is_asked_for(capsys, tmp_path, monkeypatch):
+    from asynctc.core import progress
+    monkeypatch.setenv(progress.ENV, str(tmp_path / "p.jsonl"))
+    ok, out = _check(capsys, S.replace(_PREDICTION, W.TEMPLATE.splitlines()[1]))
+    assert ok and out.endswith(W.ASK) and "stage 1" not in out, out     # the loops' numbers are not given away
+    assert exercises.passed(NAME)

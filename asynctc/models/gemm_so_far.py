@@ -43,9 +43,12 @@ ORDER = (("stage_fill", "stage fill", 3, "chapter 03"),
          ("consumer_loop", "consumer loop", 6, "deep dive 06e"))
 #: Deep dives' pieces shown even before they are yours: the consumer loop (06e §2) completes the tile.
 ALWAYS_SHOWN = {"consumer_loop"}
-#: Why chapter 06's exercise is not the tile's consumer loop: the line under that row until 06e's is yours.
-CONSUMER_NOTE = ("(optional: deep dive 06e §2 asks the consumers' loop again, in the kernel's own calls, "
+#: Why chapter 06's exercise is not the tile's consumer loop: the line under that row until 06e's is
+#: yours ({what}: the capstone's consumer loop, "your" once it passed). The row says "optional".
+CONSUMER_NOTE = ("(deep dive 06e §2 asks {what} again, in the kernel's own calls, "
                  "compiled into rung 3; until you write it there, the course's runs here.)")
+#: The consumer loop's row while 06e's exercise is not yours (from chapter 06): what it is, not "not passed".
+CONSUMER_ROW = "the course's; 06e §2's optional exercise"
 #: The FP8 GEMM's pieces (chapter 07 on): (piece, its name in the report, chapter, exercise). Not in
 #: the fp16 tile; their row says only whether the exercise passed.
 FP8_PIECES = (("promotion", "promotion", 7, "ch07.promotion"),)
@@ -110,7 +113,7 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
     chapter it comes in; the optional deep dives' pieces (04b's encode, 05b's parities) only once
     they are yours; from chapter 06, a row for the capstone's loops (``ch06.whole_kloop``: they order
     deep dive 06e §4's tile, not this run's) before 06e's consumer loop, and while that loop is not
-    yours, a note under its row (:data:`CONSUMER_NOTE`); from chapter 07, a row per FP8 piece (:data:`FP8_PIECES`) — then the
+    yours, its row says it is optional (:data:`CONSUMER_ROW`) with a note under it (:data:`CONSUMER_NOTE`); from chapter 07, a row per FP8 piece (:data:`FP8_PIECES`) — then the
     tile run with your pieces up to that chapter and the course's
     for the rest, checked elementwise against float64. ``rng``: the inputs' generator (default:
     fresh). Raises :class:`ValueError` for a chapter outside 03–10. Never raises for a learner's
@@ -130,7 +133,8 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
         elif ch > n:
             rows.append((piece, "later", f"{head:<20}comes in {where}"))
         else:
-            rows.append((piece, "the course's", f"{head:<20}the course's (not passed yet)"))
+            text = CONSUMER_ROW if piece == "consumer_loop" else "the course's (not passed yet)"
+            rows.append((piece, "the course's", f"{head:<20}{text}"))
     if n >= 6:                                    # chapter 06's capstone: not a piece of this run's order
         name, _, _ = _e.CAPSTONE_EXERCISE
         from ..core import exercises
@@ -140,7 +144,8 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
                          f"{'capstone loops (06)':<20}" + (f"yours ✓ {_when(name)}" if done else
                                                            "the course's (not passed yet)")
                          + "; they order the tile in 06e §4"))
-    notes = [("consumer_loop", CONSUMER_NOTE)] if n >= 6 and "consumer_loop" not in mine else []
+    what = "your capstone's consumer loop" if n >= 6 and done else "the consumers' loop"
+    notes = [("consumer_loop", CONSUMER_NOTE.format(what=what))] if n >= 6 and "consumer_loop" not in mine else []
     from ..core import answers
     for piece, label, ch, name in FP8_PIECES:
         if ch <= n:

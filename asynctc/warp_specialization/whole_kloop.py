@@ -24,9 +24,13 @@ The check, in order:
 4. **data** — deep dive 06e's emulator (:mod:`asynctc.models.emulate_sm90`: the course's stage
    fill, swizzle and descriptors) moves the bytes in the ring model's order, every tile on its own
    fresh random A and B; each tile's C must lie within the elementwise bound of float64.
+5. **prediction** — the first comment's stage and parity of tile 1's first k-tile (:func:`prediction`)
+   must be the loops' own; a wrong one fails with a two-tier hint, a "?" passes and is asked for.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -55,7 +59,7 @@ _CALLS = ("tma_load", "mma_ktile", "wgmma_wait_group", "store_tile")
 
 #: The learner's blank page (06 §1's cell): the roles and the loop bounds, nothing of the answer.
 TEMPLATE = """
-// tile 1's first k-tile: stage ?, parity ?   (your prediction; any declarations below it)
+// tile 1's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
@@ -74,6 +78,7 @@ if (wg == 0) {                 // the producer warpgroup
 
 #: The course's answer (the solution notebook's).
 SOLUTION = """\
+// tile 1's first k-tile: stage 1, consumers' full parity 1   (ring counter 3: 3 mod 2, 3 // 2 mod 2)
 int stage = 0, phase = 0;                // the ring position: set once, before the tile loop
 if (wg == 0) {                           // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
@@ -466,17 +471,72 @@ def judge(answer) -> str | None:
                 bad = next(t for t, c in enumerate(checks) if not c.passed)
                 return f"{where}tile {bad}'s C is not within the bound of float64"
             worst = max(c.worst for c in checks)
-            note.append(f"tile 1 starts at stage {T % S}, phase {(T // S) % 2}, and every tile is within "
-                        f"the bound (worst error / bound {worst:.2g})")
+            note.append(f"every tile is within the bound (worst error / bound {worst:.2g})")
         else:
             note.append(f"no race or deadlock on {S} stages either")
-    waits = [e.n for e in read(answer, 1, *RINGS[0]) if e.kind == "wait_group"]
-    return _ex.Accepted("; ".join(note) + "." + (SLOW_NOTE if waits and not any(waits) else ""))
+    ev = read(answer, 1, *RINGS[0])
+    ran, said = _tile1(ev, RINGS[0][1]), prediction(answer) or (None, None)
+    if any(p is not None and p != r for p, r in zip(said, ran)):    # a wrong prediction is no pass
+        return _prediction_hint(said, ran, *RINGS[0][:2])
+    if None not in said:
+        note[0] = f"tile 1 starts at stage {ran[0]}, parity {ran[1]}, and {note[0]}"     # as predicted
+    waits = [e.n for e in ev if e.kind == "wait_group"]
+    return _ex.Accepted("; ".join(note) + "." + (SLOW_NOTE if waits and not any(waits) else "")
+                        + (" " + ASK if None in said else ""))
 
 
-#: What a right answer that only ever waits with ``wgmma_wait_group<0>`` is told after the verdict:
-#: one sentence, and where the reason is (06 §1's cell under the loops' figure, held until the
-#: capstone passes: chapter 05's ring model's share of the loop with a wgmma in flight, <0> against <1>).
+# ---- the prediction in the first comment -------------------------------------------------------
+
+#: What right loops under a prediction still "?" are told after the verdict.
+ASK = ("Your first comment's prediction is still ?: which stage and consumers' full parity does "
+       "tile 1's first k-tile use? Fill it in and run the cell again.")
+
+
+def prediction(text: str) -> tuple[int | None, int | None] | None:
+    """(stage, the consumers' parity on full) of tile 1's first k-tile as ``text``'s first comment
+    predicts it, each None while "?" or not read; None when no comment holds it. Reads "stage 1,
+    consumers' full parity 1", "stage=1 parity=1" or "1, 1" (a note in brackets is skipped)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    line = lines[0] if lines and lines[0].startswith("//") else next(
+        (ln for ln in lines if "//" in ln and re.search(r"predict|first k-tile", ln, re.I)), None)
+    if line is None:
+        return None
+    c = re.sub(r"\([^)]*\)?", " ", line[line.index("//") + 2:])
+    c = re.sub(r"tile\s*1\W*s?\s*first\s*k-?tile", " ", c, flags=re.I)
+    got = {}
+    for key, pat in (("stage", "stage"), ("parity", "parity|phase")):
+        m = re.search(rf"\b(?:{pat})\s*[:=]?\s*(\d+|\?)", c, re.I)
+        if m:
+            got[key], c = m.group(1), c[:m.start()] + " " + c[m.end():]
+    rest = re.findall(r"\d+|\?", c)
+    for key in ("stage", "parity"):
+        if key not in got and rest:
+            got[key] = rest.pop(0)
+    return tuple(None if got.get(k, "?") == "?" else int(got[k]) for k in ("stage", "parity"))
+
+
+def _tile1(ev: list, T: int) -> tuple[int, int]:
+    """(stage, parity of its full wait) of the consumer's read of ring counter ``T``: tile 1's first k-tile."""
+    at = [i for i, e in enumerate(ev) if e.kind == "mma"][T]
+    return ev[at].stage, next(e.parity for e in reversed(ev[:at]) if e.kind == "wait")
+
+
+def _prediction_hint(said: tuple, ran: tuple, S: int, T: int) -> str:
+    """The hint for right loops under a wrong prediction: the loops' own numbers, then the rule."""
+    f, show = T // S, ["?" if v is None else v for v in said]
+    producer = (f" ({said[1]} is the producer's parity on empty, (f + 1) mod 2)"
+                if said[1] == (f + 1) % 2 != ran[1] else "")
+    return ("your loops pass every check, but your prediction disagrees: " + _tiered(
+        f"it says stage {show[0]}, parity {show[1]}; your loops ran tile 1's first k-tile at stage "
+        f"{ran[0]}, full parity {ran[1]}",
+        ". Which §1 rule gives each number?",
+        f"; with T = {T} k-tiles a tile on {S} stages it is ring counter {T}: stage {T} mod {S} = "
+        f"{ran[0]}, fill f = {T} // {S} = {f}, and the consumers wait on full with parity f mod 2 = "
+        f"{ran[1]}{producer}.") + " Correct the first comment and run the cell again.")
+
+
+#: What a right answer that only ever waits with ``wgmma_wait_group<0>`` is told after the verdict: where
+#: the reason is (06 §1's cell under the figure, held until the capstone passes: the ring model's <0> vs <1>).
 SLOW_NOTE = " <0> is right; two consumers hide the idle time it costs (the cell under the figure)."
 
 
