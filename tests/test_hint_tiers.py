@@ -87,6 +87,11 @@ _STRADDLE, _ABOVE, _BELOW = [(1.0, 1.02), (1.0, 0.99), (1.0, 1.01)], [(1.0, 1.02
      "What does t.fence_after() order", "Fence after the wait, before the first MMA"),
     ("ch09.mma_issue", _issue(fence="late"), {}, "your fence comes after an MMA",
      "Which tcgen05 operations does t.fence_after() order", "Fence after the wait, before the first MMA"),
+    ("ch01.hmma_per_ktile", 64, dict(wm=64, wn=32, bk=32, bm=128, bn=128), "three different slips give 64",
+     "What did you take for the k-tile's depth, for one m16n8k16's rows and for one m16n8k16's depth in K",
+     "(1) you used a k-tile of 64"),
+    ("ch01.hmma_per_ktile", 16, dict(wm=64, wn=32, bk=32, bm=128, bn=128), "two different slips give 16",
+     "for the number of k16 steps in a k-tile and for one m16n8k16's columns", "(2) one m16n8k16 covers 8"),
     ("ch01.hmma_per_ktile", 128, dict(wm=64, wn=32, bk=32, bm=128, bn=128),
      "section 2's count for the default tile", "does one m16n8k16 cover?", "M/16, N/8 and K/16"),
 ])
