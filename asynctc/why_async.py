@@ -272,7 +272,23 @@ def _ch00_intensity_hint(answer, expected, n: int, m: int | None = None, k: int 
         (flop / 2 / (2 * nbytes), "two slips at once: M·N·K FLOP instead of 2·M·N·K (a multiply-add is "
                                   "2 FLOP) and 4 bytes per element instead of fp16's 2."),
     ]
-    return _ex.known_mistake(answer, expected, mistakes, rtol=1e-3)
+    known = _ex.known_mistake(answer, expected, mistakes, rtol=1e-3)
+    generic = _ex.generic_hint(answer, expected) if isinstance(answer, (int, float)) else None
+    if known or generic not in ("too large.", "too small."):
+        return known                                      # None: off by a simple factor, which it says
+    # an answer no known slip explains: a question about the count first, its arithmetic at the next miss
+    if square:
+        return _ex.tiered(f"{generic[:-1]} for an n = {n} GEMM, and not one of the slips this check "
+                          "knows.",
+                          " How many FLOP does §3 count for a square GEMM, which matrices cross DRAM, "
+                          "and how many bytes is each?",
+                          f" §3: 2n³ FLOP over 6n² bytes (A, B and C, {n}×{n} fp16 each, once): n/3.")
+    return _ex.tiered(f"{generic[:-1]} for this {m}×{n}×{k} GEMM, and not one of the slips this check "
+                      "knows.",
+                      f" Which matrices cross DRAM here, and how many bytes is each (A {m}×{k}, "
+                      f"B {k}×{n}, C {m}×{n})? §3 counts them for a square GEMM.",
+                      f" FLOP: 2·M·N·K = 2·{m}·{n}·{k}. Bytes: 2 per element of A ({m}·{k}), B ({k}·{n}) "
+                      f"and C ({m}·{n}), each once. Intensity: the FLOP over the bytes.")
 
 
 @_ex.exercise("ch00.memory_bound", "Which of the sizes are memory-bound (intensity below the ridge point)?",

@@ -15,17 +15,28 @@ def _twice(capsys, name, answer, **kw):
     return out
 
 
-def _issue(wait=True, parity=lambda kt, n: (kt // n) & 1, fence=True):
-    """A learner's ch09.mma_issue with one mistake: no wait, a wrong parity, or no fence."""
+def _issue(wait=True, parity=lambda kt, n: (kt // n) & 1, fence=True,
+           accumulate=lambda kt, j: kt > 0 or j > 0, commit="empty"):
+    """A learner's ch09.mma_issue with one mistake: no wait, a wrong parity, no fence or one before
+    the wait or after the first MMA ("before", "late"), a wrong accumulate flag, or the commit
+    missing (None), before the MMAs ("before") or to the wrong barrier ("full", "done")."""
     def issue_ktile(t, kt, s):
         if t.elected:
+            bar = {"full": t.full[s], "done": t.done}.get(commit, t.empty[s])
+            if fence == "before":
+                t.fence_after()
             if wait:
                 t.wait(t.full[s], parity(kt, t.stages))
-            if fence:
+            if fence is True:
                 t.fence_after()
+            if commit == "before":
+                t.commit(bar)
             for j in range(t.steps):
-                t.mma(s, j, kt > 0 or j > 0)
-            t.commit(t.empty[s])
+                t.mma(s, j, accumulate(kt, j))
+                if fence == "late" and j == 0:
+                    t.fence_after()
+            if commit and commit != "before":
+                t.commit(bar)
     return issue_ktile
 
 
@@ -63,6 +74,34 @@ _STRADDLE, _ABOVE, _BELOW = [(1.0, 1.02), (1.0, 0.99), (1.0, 1.01)], [(1.0, 1.02
      "how does §6's step 5 make those a register?", "bit 1 picks row g or g + 8"),
     ("ch04.acc_owner", (100, 6), dict(r=27, c=12), "the register is right, the thread is not",
      "how do §6's steps 1–2 make those a thread?", "Thread = 32w + 4g + t"),
+    # round 46: the MMA thread's accumulate, commit and fence-position hints
+    ("ch09.mma_issue", _issue(accumulate=lambda kt, j: True), {}, "adds to whatever the fresh TMEM columns held",
+     "What does §4 say tcgen05.alloc leaves", "does not zero them: start with accumulate=False"),
+    ("ch09.mma_issue", _issue(accumulate=lambda kt, j: j > 0), {}, "k-step 0, overwrites D",
+     "How many MMAs of the whole k-loop start from an empty D", "Only the k-loop's first MMA"),
+    ("ch09.mma_issue", _issue(accumulate=lambda kt, j: kt > 0), {}, "k-step 1, throws away the k-steps",
+     "How many MMAs of the whole k-loop start from an empty D", "Only the k-loop's first MMA"),
+    ("ch09.mma_issue", _issue(commit="before"), {}, "your commit comes before an MMA",
+     "Which MMAs does its arrive wait for", "Only those issued before it"),
+    ("ch09.mma_issue", _issue(commit=None), {}, "The kernel's model without it: a deadlock",
+     "Which barrier hands stage 0 back", "commit to t.empty[0]"),
+    ("ch09.mma_issue", _issue(commit="full"), {}, "you commit to full[0]",
+     "Which barrier hands stage 0 back", "release the stage on t.empty[0]"),
+    ("ch09.mma_issue", _issue(commit="done"), {}, "you commit to t.done",
+     "Which barrier hands stage 0 back", "released on t.empty[0]"),
+    ("ch09.mma_issue", _issue(fence="before"), {}, "your fence comes before the wait",
+     "What does t.fence_after() order", "Fence after the wait, before the first MMA"),
+    ("ch09.mma_issue", _issue(fence="late"), {}, "your fence comes after an MMA",
+     "Which tcgen05 operations does t.fence_after() order", "Fence after the wait, before the first MMA"),
+    ("ch00.intensity", 40, dict(m=4096, n=4096, k=64), "too small for this 4096×4096×64 GEMM",
+     "Which matrices cross DRAM here, and how many bytes is each", "FLOP: 2·M·N·K = 2·4096·4096·64"),
+    ("ch00.intensity", 300, dict(n=512), "too large for an n = 512 GEMM",
+     "How many FLOP does §3 count for a square GEMM", "2n³ FLOP over 6n² bytes"),
+    ("ch01.hmma_per_ktile", 64, dict(wm=64, wn=32, bk=32, bm=128, bn=128), "three different slips give 64",
+     "What did you take for the k-tile's depth, for one m16n8k16's rows and for one m16n8k16's depth in K",
+     "(1) you used a k-tile of 64"),
+    ("ch01.hmma_per_ktile", 16, dict(wm=64, wn=32, bk=32, bm=128, bn=128), "two different slips give 16",
+     "for the number of k16 steps in a k-tile and for one m16n8k16's columns", "(2) one m16n8k16 covers 8"),
     ("ch01.hmma_per_ktile", 128, dict(wm=64, wn=32, bk=32, bm=128, bn=128),
      "section 2's count for the default tile", "does one m16n8k16 cover?", "M/16, N/8 and K/16"),
     # round 46: the capstone's prediction, graded (readers 95-96: a wrong one read "correct")

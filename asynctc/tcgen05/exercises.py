@@ -143,35 +143,47 @@ def _ktile_hint(ev: list, kt: int, s: int) -> str | None:
         want = kt > 0 or m[2] > 0
         if m[3] != want:
             if kt == 0 and m[2] == 0:
-                return ("accumulate=True on the very first MMA adds to whatever the fresh TMEM "
-                        "columns held: tcgen05.alloc does not zero them. Start with accumulate=False")
+                return _ex.tiered("accumulate=True on the very first MMA adds to whatever the fresh "
+                                  "TMEM columns held.",
+                                  " What does §4 say tcgen05.alloc leaves in the columns it allocates?",
+                                  " tcgen05.alloc does not zero them: start with accumulate=False.")
+            fresh = (" How many MMAs of the whole k-loop start from an empty D (step 4 of §5's "
+                     "list)?")
+            first = " Only the k-loop's first MMA (k-tile 0, k-step 0) starts fresh."
             if m[2] == 0:
-                return (f"accumulate=False at {where}, k-step 0, overwrites D: the k-tiles before it "
-                        "are lost. Only the k-loop's first MMA (k-tile 0, k-step 0) starts fresh")
-            return (f"accumulate=False at {where}, k-step {m[2]}, throws away the k-steps before "
-                    "it: only the k-loop's first MMA starts fresh")
+                return _ex.tiered(f"accumulate=False at {where}, k-step 0, overwrites D: the k-tiles "
+                                  "before it are lost.", fresh, first)
+            return _ex.tiered(f"accumulate=False at {where}, k-step {m[2]}, throws away the k-steps "
+                              "before it.", fresh, first)
     if not commits:
         d = simulate_persistent(stages=stages, tiles=1, k_tiles=ISSUE_K_TILES,
                                 protocol="missing_empty_commit").diagnosis
-        return (f"no tcgen05.commit to t.empty[{s}] at {where}: the producer never gets stage {s} "
-                f"back. The kernel's model without it: a {type(d).__name__.lower()} at k-tile "
-                f"{d.iteration}, the producer waiting on empty[0] forever")
+        return _ex.tiered(f"no tcgen05.commit at {where}: the producer never gets stage {s} back. "
+                          f"The kernel's model without it: a {type(d).__name__.lower()} at k-tile "
+                          f"{d.iteration}.",
+                          f" Which barrier hands stage {s} back to the producer (§5's list of calls)?",
+                          f" The producer waits on empty[0] forever: commit to t.empty[{s}] after the "
+                          "k-tile's last MMA.")
     if len(commits) > 1:
         return f"{len(commits)} commits at {where}: one per k-tile, to t.empty[{s}]"
     if ev[-1][0] != "commit":
-        return (f"at {where} your commit comes before an MMA: tcgen05.commit tracks the MMAs issued "
-                f"before it, so empty[{s}] would free the stage while that MMA still reads it. "
-                "Commit after the k-tile's last MMA")
+        return _ex.tiered(f"at {where} your commit comes before an MMA.",
+                          " Which MMAs does its arrive wait for (t.commit in §5's list of calls)?",
+                          f" Only those issued before it: empty[{s}] would free the stage while that "
+                          "MMA still reads it. Commit after the k-tile's last MMA.")
     got = commits[0]
     if got == f"empty[{s}]":
         return None
     if got.startswith("full"):
-        return (f"you commit to {got}: full is the producer's barrier (its TMA bytes complete it). "
-                f"The MMAs release the stage on t.empty[{s}]")
+        return _ex.tiered(f"you commit to {got}: full is the producer's barrier (its TMA bytes "
+                          "complete it).",
+                          f" Which barrier hands stage {s} back to the producer (§5's list of calls)?",
+                          f" The MMAs release the stage on t.empty[{s}].")
     if got == "done":
-        return ("you commit to t.done: that tells the epilogue the whole accumulator is ready, once, "
-                f"after the last k-tile (the kernel does it after the loop). A stage is released on "
-                f"t.empty[{s}]")
+        return _ex.tiered("you commit to t.done: that tells the epilogue the whole accumulator is "
+                          "ready, once, after the last k-tile (the kernel does it after the loop).",
+                          f" Which barrier hands stage {s} back to the producer (§5's list of calls)?",
+                          f" A stage is released on t.empty[{s}].")
     return f"you commit to {got}: this k-tile read stage {s}, so release t.empty[{s}]"
 
 
@@ -216,12 +228,17 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
                           " Call t.fence_after() (tcgen05.fence::after_thread_sync) after the wait, "
                           "before the first MMA.")
     if fences[0] < waits[0] and not any(waits[0] < i < first_mma for i in fences):
-        return (f"at {where} your fence comes before the wait: fence::after_thread_sync orders the "
-                "tcgen05 operations after it behind the synchronisation before it, and before it "
-                "there is none. Fence after the wait, before the first MMA")
+        return _ex.tiered(f"at {where} your fence comes before the wait.",
+                          " What does t.fence_after() order, and behind which calls (§5's list of calls)?",
+                          " fence::after_thread_sync orders the tcgen05 operations after it behind the "
+                          "synchronisation before it, and before it there is none. Fence after the "
+                          "wait, before the first MMA.")
     if not any(waits[0] < i < first_mma for i in fences):
-        return (f"at {where} your fence comes after an MMA: that MMA is not ordered after the wait. "
-                "Fence after the wait, before the first MMA")
+        return _ex.tiered(f"at {where} your fence comes after an MMA.",
+                          " Which tcgen05 operations does t.fence_after() order behind the wait (§5's "
+                          "list of calls)?",
+                          " Only those after it: that MMA is not ordered after the wait. Fence after "
+                          "the wait, before the first MMA.")
     return None
 
 

@@ -53,8 +53,8 @@ plt.show()
 
 # %% [markdown]
 # **Exercise 1 — predict before you look.** Each k-tile's wgmmas form one committed group.
-# `wgmma.wait_group N` waits until at most N groups are **pending** (in flight): N = 1 lets the
-# newest run on. S = 6, one consumer: N = 0 or 1?
+# `wgmma.wait_group N` waits until at most N groups are **pending** (in flight): N = 2 lets two
+# run on. S = 6, one consumer: N = 0 or 1?
 
 # %%
 answer = ...
@@ -84,8 +84,9 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 
 # %% [markdown]
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after k-tile
-# r's release. Thread 0 waits on empty[rs] until r's fill f is released. §1's panels give the
-# parity. Then it refills stage rs with k-tile r + STAGES, if r + STAGES < T. In scope:
+# r's release. [Before fill f](../docs/glossary.md#ring-counter), thread 0 waits on empty[rs] until
+# r's fill is released. §1's panels give the parity. Then it refills stage rs with k-tile
+# r + STAGES, if r + STAGES < T. In scope:
 #
 # - `producer`: true on thread 0; `r`; `rs`: r's stage; `rp`: the parity of k-tile r's fill on
 #   full; `STAGES`; `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set when a wait gave up;
@@ -93,7 +94,7 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 #   gave up; `kt` = r + STAGES labels a timeout;
 # - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
 #   on full, then the TMA copies; `ta`, `tb` are the tensor maps; `m0`, `n0` the CTA's C origin;
-# - around your step, from the listing: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`
+# - around your step, listed above: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`
 #   (`mbarrier.arrive`), and `pos`, `prev`.
 
 # %%
