@@ -173,7 +173,7 @@ def test_the_prompt_names_everything_in_scope_and_an_undefined_name_gets_the_nea
     """06e §2's exercise prompt lists every name the loop needs (CL.IN_SCOPE); a misspelt one is answered
     with the in-scope names closest to it, and one close to nothing with all of them."""
     src = (ROOT / "notebooks" / "src" / "06e_your_gemm_on_the_cpu.py").read_text()
-    prompt = src[src.index("**Exercise. Write the consumers"):src.index(f'exercises.check("{NAME}"')]
+    prompt = src[src.index("**Optional exercise: the capstone's consumer loop"):src.index(f'exercises.check("{NAME}"')]
     for name in CL.IN_SCOPE:
         assert re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", prompt), name
     assert CL.nearest_names("STAGE_BYTES") == ["kStageBytes"]
