@@ -538,4 +538,48 @@ def _ch02_wait_n_hint(answer, expected, stages: int) -> str | None:
             "k-tile kt has landed?")
 
 
+
+def _stage_tf(results: dict) -> dict[tuple[int, int], float]:
+    """TFLOP/s by (BK, stages) of the cp.async rows at 4096³ fp16 (chapter 02 §4's table)."""
+    return {(r["bk"], r["stages"]): r["tflops"] for r in stage_table(results, "float16", 4096)}
+
+
+@_ex.exercise("ch02.stages", "02 §4's prediction, checked against the record's stage sweep (fp16, 4096³): "
+              "with BK = 64, is each added stage faster than the one before it ('yes' or 'no')? And which "
+              "BK gains more from a ring, its best row over its one-stage row (64 or 32)? Answer "
+              "`(each_stage_helps, bk)`; the check reads the record's `results`.")
+def _ch02_stages(results: dict) -> tuple[str, int]:
+    tf = _stage_tf(results)
+    s64 = sorted(s for b, s in tf if b == 64)
+    helps = all(tf[64, b] > tf[64, a] for a, b in zip(s64, s64[1:]))
+    gain = {bk: max(v for (b, _), v in tf.items() if b == bk) / tf[bk, 1] for bk in (64, 32)}
+    return ("yes" if helps else "no", max(gain, key=gain.get))
+
+
+@_ex.diagnosis("ch02.stages")
+def _ch02_stages_hint(answer, expected, results: dict) -> str | None:
+    if len(answer) != 2 or answer[0] not in ("yes", "no") or answer[1] not in (64, 32):
+        return "answer two values in parentheses: 'yes' or 'no', then 64 or 32."
+    tf, cut, parts = _stage_tf(results), _ex.tiered, []
+    s64 = sorted(s for b, s in tf if b == 64)
+    rows = ", ".join(f"{tf[64, s]:.0f}" + (" TFLOP/s with 1 stage" if s == 1 else f" with {s}") for s in s64)
+    if answer[0] != expected[0]:
+        lose = [f"{b} stages run {tf[64, b]:.0f} to {a} stages' {tf[64, a]:.0f}"
+                for a, b in zip(s64, s64[1:]) if tf[64, b] <= tf[64, a]]
+        parts.append(cut(
+            f"'{answer[0]}' to the first question does not match the record's BK = 64 rows.",
+            " Run §4's table, then read its BK = 64 rows from one stage to four: is each faster than the row "
+            "above it?",
+            f" BK = 64 runs {rows}" + (f": {'; '.join(lose)}. An added stage can lose: note 3 says "
+                                                 "why." if lose else ": each added stage is faster.")))
+    if answer[1] != expected[1]:
+        best = {bk: max(v for (b, _), v in tf.items() if b == bk) for bk in (64, 32)}
+        parts.append(cut(
+            f"BK = {answer[1]} is not the BK whose ring gains more.",
+            " Divide each BK's best row by its one-stage row: which quotient is larger?",
+            " " + "; ".join(f"BK = {bk}: {best[bk]:.0f} / {tf[bk, 1]:.0f} = {best[bk] / tf[bk, 1]:.2f}×"
+                            for bk in (64, 32)) + "."))
+    return " ".join(parts) or None
+
+
 from .cp_async_design import design, design_survey  # noqa: E402,F401  (chapter 02's "Design it", in 02b §3)

@@ -39,6 +39,7 @@ KW = {
     "ch01.two_rows": dict(),
     "ch02.ring_smem": dict(bm=128, bn=64, bk=32, ctas=1),
     "ch02.wait_n": dict(stages=4),
+    "ch02.stages": dict(results=_records.load("cp_async").results),   # 02 §4's prediction
     "ch03.expect_tx": dict(rows=48, cols=32, dtype="float32"),
     "ch03.bank_128B": dict(row=3, col=20),
     "ch04.sbo": dict(swizzle=64),
@@ -59,6 +60,7 @@ KW = {
     "ch07.block_scale": dict(amax=37.5),
     "ch07.round_trip": dict(value=10.0, amax=37.5),
     "ch07.promote_interval": dict(k=4096, target=1e-2),
+    "ch07.fp8_speedup": dict(results=_records.load("fp8").results),   # 07 §4's check
     "ch08.name_bug": dict(diagnosis=_pitfalls.mystery_diagnosis()),
     "ch08.repair": dict(rule="store"),
     "ch08.first_misplaced": dict(base_offset=128),
@@ -307,6 +309,12 @@ MISTAKES = [
     ("ch02.wait_n", 4, "waits for nothing"),
     ("ch02.wait_n", 0, "too strict"),
     ("ch02.wait_n", -1, "whole number ≥ 0"),
+    ("ch02.stages", ("yes", 32), "does not match the record's BK = 64 rows"),   # tests/test_record_predictions.py
+    ("ch02.stages", ("no", 64), "is not the BK whose ring gains more"),
+    ("ch02.stages", ("yes", 128), "'yes' or 'no', then 64 or 32"),
+    ("ch07.fp8_speedup", 1518 / 768, "is cuBLAS's pair"),
+    ("ch07.fp8_speedup", 1452 / 759, "is the 4096³ column"),
+    ("ch07.fp8_speedup", 1.5, "Ours at 8192³: 1544 (our FP8 top rung) / 776 (our FP16 top rung)"),
     ("ch03.expect_tx", 48 * 32, "elements, not bytes: float32 is 4"),
     ("ch03.expect_tx", 48 * 32 * 2, "2 bytes per element? float32 is 4"),
     ("ch03.expect_tx", 48 * 32 * 8, "8 bytes per element? float32 is 4"),

@@ -328,3 +328,39 @@ def _judge_promotion(answer) -> str | None:
                    "function: check('ch07.promotion', promoted_sum).", judge=_judge_promotion)
 def _ch07_promotion():
     return promoted_sum
+
+
+def _speed_rows(results: dict, size: int) -> dict[str, float]:
+    """§4's speed table at ``size``³ (TFLOP/s): ours FP8 and FP16, cuBLASLt FP8, cuBLAS FP16."""
+    from .figures import _speed_kernels, table_row
+    short = ("lt8", "ours8", "cb16", "ours16")
+    return {k: table_row(results, size, kernel)["tflops"] for k, (_, kernel) in zip(short, _speed_kernels())}
+
+
+@_ex.exercise("ch07.fp8_speedup", "07 §4's prediction, checked: from the speed table (the record's "
+              "`results`), our FP8 top rung's TFLOP/s over our FP16 top rung's at `size`³, to three "
+              "decimals.", rtol=0.002)
+def _ch07_fp8_speedup(results: dict, size: int = 8192) -> float:
+    t = _speed_rows(results, size)
+    return t["ours8"] / t["ours16"]
+
+
+@_ex.diagnosis("ch07.fp8_speedup")
+def _ch07_fp8_speedup_hint(answer, expected, results: dict, size: int = 8192) -> str | None:
+    t, cut = _speed_rows(results, size), _ex.tiered
+    other = sorted({r["size"] for r in results["table"]} - {size})
+    rule = (f" Ours at {size}³: {t['ours8']:.0f} (our FP8 top rung) / {t['ours16']:.0f} (our FP16 top "
+            f"rung).")
+    rows = " Which two rows of the table are ours?"
+    mistakes = [
+        (t["ours16"] / t["ours8"], cut(f"{answer:.3f} is below 1: FP16 over FP8.", " Which rung goes on top?", rule)),
+        (t["lt8"] / t["cb16"], cut(f"{answer:.3f} is cuBLAS's pair: cuBLASLt FP8 over cuBLAS FP16.", rows, rule)),
+        (t["ours8"] / t["lt8"], cut(f"{answer:.3f} is our FP8 rung over cuBLASLt FP8.", rows, rule)),
+        (t["ours8"] / t["cb16"], cut(f"{answer:.3f} is our FP8 rung over cuBLAS FP16.", rows, rule)),
+        (t["lt8"] / t["ours16"], cut(f"{answer:.3f} is cuBLASLt FP8 over our FP16 rung.", rows, rule)),
+        (100 * expected, cut(f"{answer:.0f} is a percent.", " What does the question ask for?",
+                             " A ratio: divide, do not multiply by 100.")),
+    ] + [(o["ours8"] / o["ours16"], cut(f"{answer:.3f} is the {s}³ column.", f" Which column is {size}³?", rule))
+         for s, o in ((s, _speed_rows(results, s)) for s in other)]
+    return _ex.known_mistake(answer, expected, mistakes, rtol=0.001) or cut(
+        f"{answer:.3f} is not our FP8 rung over our FP16 rung at {size}³.", rows, rule)

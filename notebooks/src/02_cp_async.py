@@ -161,8 +161,13 @@ cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 # One run timed every configuration on the same inputs, L2 flushed before each sample. The
 # cuBLAS figure is this run's cuBLAS. The k-tile depth BK is 64 or 32, with one to four stages.
 #
-# **Predict before you look:** with BK = 64, does each added stage help? And which BK gains more
-# from a ring?
+# **Exercise 3 — predict before you look.** With BK = 64, does each added stage help? And which
+# BK gains more from a ring, its best row over its one-stage row? Answer `("yes" or "no", 64 or 32)`.
+# The check reads the record, so on another GPU the answer may differ.
+
+# %% output varies
+prediction = ...
+ok = exercises.check("ch02.stages", prediction, results=rec.results)
 
 # %% output answers a prediction
 rows = cp_async.stage_table(rec.results, "float16", 4096)   # one row per configuration: BK, stages, TFLOP/s
@@ -239,7 +244,7 @@ notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "BK = 32 gains the
 # %% [markdown]
 # ## Exercises
 #
-# Exercise 1 is the prediction in section 2. A wrong answer gets a hint.
+# Exercises 1 and 3 are the predictions in sections 2 and 4. A wrong answer gets a hint.
 #
 # **2.** A ring of stages has to fit in shared memory. An SM has 228 KiB (233472 B). The driver
 # reserves 1 KiB of it per CTA.
@@ -257,7 +262,7 @@ ok = exercises.check("ch02.ring_smem", answer, bm=128, bn=64, bk=32, ctas=1)
 # checks you: a row with more stages than fit runs one CTA per SM.
 
 # %% [markdown]
-# <details><summary>Solutions (run in CI)</summary>The cell below is the worked solution.</details>
+# <details><summary>Solutions (run in CI)</summary>The cells below are the worked solutions.</details>
 
 # %%
 # k-tile kt is in group kt (prologue: STAGES-1 groups; one more per iteration); at iteration kt,
@@ -272,6 +277,12 @@ exercises.check("ch02.ring_smem", (233472 - 1024) // stage_bytes, bm=128, bn=64,
 # and 128×128×64 k-tiles (32 KiB a stage) the same sum gives 3: so section 4's 4-stage BK = 64
 # tile runs one CTA per SM (no /2cta in its name)
 print((233472 // 2 - 1024) // 32768, [t.name for t in cp_async.TILES if t.stages == 4])
+
+# %% output varies
+speed = {(r["bk"], r["stages"]): r["tflops"] for r in cp_async.stage_table(rec.results)}   # TFLOP/s, 4096³ fp16
+helps = "yes" if all(speed[64, s + 1] > speed[64, s] for s in (1, 2, 3)) else "no"   # BK = 64: each stage faster?
+gain = {bk: max(speed[bk, s] for s in (1, 2, 3, 4)) / speed[bk, 1] for bk in (64, 32)}   # best row / one stage
+exercises.check("ch02.stages", (helps, max(gain, key=gain.get)), results=rec.results, solution=True)
 
 # %% [markdown]
 # ## Worklog

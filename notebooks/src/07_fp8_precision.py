@@ -93,22 +93,29 @@ notebook.require(worst["max_err"] <= worst["tol"], "every element stays inside i
 # clock, so 2× is a **ceiling**. The [seed article](../docs/glossary.md#seed-article), the public
 # worklog this course checks, says "1.5–2×".
 #
-# **Predict before you run.** Will our FP8 rung reach 2× our FP16 rung at 8192³, or stop near the
-# seed's 1.5×? Will it beat cuBLASLt?
+# **Exercise 3 — predict before you run.** Will our FP8 rung reach 2× our FP16 rung at 8192³, or
+# stop near the seed's 1.5×? Will it beat cuBLASLt? Then check the first from the table: our FP8
+# rung's TFLOP/s over our FP16 rung's at 8192³, to three decimals.
 
 # %% output answers a prediction
-print(fp8.speed_table(res), end="\n\n")   # notebook.how(fp8.speed_table) prints its code
+print(fp8.speed_table(res))   # notebook.how(fp8.speed_table) prints its code
 tf = {r["kernel"]: r["tflops"] for r in res["table"] if r["size"] == 8192 and "tflops" in r}   # TFLOP/s at 8192³, by kernel
 ours8 = tf[fp8.fp8_config().label()]                               # our FP8 top rung
 ours16 = tf[W.TOP_RUNG.make("float16").label()]                    # our FP16 top rung, same run
 lt8, cb16 = tf["cuBLASLt fp8 fast_accum=True"], tf["cuBLAS fp16"]  # cuBLASLt FP8 (fast accumulation), cuBLAS FP16
-print("ours FP8 / ours FP16      ", notebook.ratio(ours8, ours16, "TFLOP/s"))   # against the 2× ceiling
-print("cuBLASLt FP8 / cuBLAS FP16", notebook.ratio(lt8, cb16, "TFLOP/s"))       # the same ceiling, cuBLAS's pair
-print("ours FP8 / cuBLASLt FP8   ", notebook.ratio(ours8, lt8, "TFLOP/s"))
 
 # %% check
 notebook.require(1.96 <= ours8 / ours16 <= 2.02 and 1.96 <= lt8 / cb16 <= 2.02,
                  "ours and cuBLAS both come within 2 % of the 2× ceiling", ours=ours8 / ours16, cublas=lt8 / cb16)
+
+# %% output varies
+answer = ...
+ok = exercises.check("ch07.fp8_speedup", answer, results=res)
+
+# %% output answers a prediction
+print("ours FP8 / ours FP16      ", notebook.ratio(ours8, ours16, "TFLOP/s"))   # against the 2× ceiling
+print("cuBLASLt FP8 / cuBLAS FP16", notebook.ratio(lt8, cb16, "TFLOP/s"))       # the same ceiling, cuBLAS's pair
+print("ours FP8 / cuBLASLt FP8   ", notebook.ratio(ours8, lt8, "TFLOP/s"))
 
 # %% answer [markdown]
 # So: at 8192³, ours and cuBLAS both come within 2 % of the 2× ceiling. FP8 also halves the bytes per
@@ -214,6 +221,8 @@ notebook.require(all(normal[k, p] < normal[k0, p] / 2 for p in (4, 1))
 # %% [markdown]
 # ## 6. Exercises
 #
+# Exercise 3 is the check in section 4.
+#
 # **1. An element's round trip.** A 1×128 row segment of A has largest magnitude **37.5**; one of
 # its elements is **10.0**.
 #
@@ -266,6 +275,9 @@ def promoted_sum(products, interval):
 
 
 ok = exercises.check("ch07.promotion", promoted_sum, solution=True)
+
+# %% output varies
+ok = exercises.check("ch07.fp8_speedup", ours8 / ours16, results=res, solution=True)   # §4's rows, 8192³
 
 # %% [markdown]
 # ## Worklog

@@ -1,0 +1,130 @@
+"""Predictions checked against the record (readers 94 and 96: a "predict before you look" was
+honour-system): 02 §4's stage sweep (ch02.stages) and 07 §4's speed table (ch07.fp8_speedup).
+The right answer passes; each diagnosed wrong answer gets its symptom and a question at the
+first miss, the arithmetic at the second; the key follows a record whose rows moved."""
+import copy
+
+import pytest
+
+from asynctc import cp_async, fp8  # noqa: F401  (registers the ch02 and ch07 exercises)
+from asynctc.core import exercises, records
+
+CP = records.load("cp_async").results
+FP8 = records.load("fp8").results
+
+
+def _twice(capsys, name, answer, **kw):
+    out = []
+    for _ in range(2):
+        assert not exercises.check(name, answer, **kw)
+        out.append(capsys.readouterr().out)
+    return out
+
+
+def _sweep(results, tflops: dict) -> dict:
+    """A copy of the cp_async record's results whose 4096³ fp16 cp.async rows run ``tflops``
+    ({(bk, stages): TFLOP/s})."""
+    moved = copy.deepcopy(results)
+    for r in moved["sweep"]:
+        if (r["kernel"], r["dtype"], r["size"]) == ("cp.async", "float16", 4096):
+            r["tflops"] = tflops.get((r["bk"], r["stages"]), r["tflops"])
+    return moved
+
+
+def _table(results, size: int, scale: dict) -> dict:
+    """A copy of the fp8 record's results with the rows at ``size``³ whose kernel is a key of
+    ``scale`` multiplied by its value."""
+    moved = copy.deepcopy(results)
+    for r in moved["table"]:
+        if r["size"] == size and r["kernel"] in scale:
+            r["tflops"] *= scale[r["kernel"]]
+    return moved
+
+
+def test_the_stage_prediction_passes_with_the_records_answer(capsys):
+    assert exercises.check("ch02.stages", ("no", 32), results=CP)
+    assert exercises.check("ch02.stages", (" No", "32"), results=CP)       # equivalent forms
+    assert exercises.check("ch02.stages", ("no", 32), results=CP, solution=True)
+
+
+@pytest.mark.tiers
+@pytest.mark.parametrize("answer, symptom, question, rule", [
+    (("yes", 32), "'yes' to the first question does not match the record's BK = 64 rows",
+     "is each faster than the row above it?", "4 stages run 357 to 3 stages' 401"),
+    (("no", 64), "BK = 64 is not the BK whose ring gains more", "which quotient is larger?",
+     "BK = 32: 417 / 254 = 1.64×"),
+])
+def test_a_wrong_stage_prediction_asks_then_shows_the_rows(capsys, answer, symptom, question, rule):
+    one, two = _twice(capsys, "ch02.stages", answer, results=CP)
+    assert symptom in one and question in one and exercises.SECOND in one, one
+    assert rule not in one, one
+    assert symptom in two and rule in two and question not in two and exercises.SECOND not in two, two
+
+
+@pytest.mark.tiers
+def test_both_stage_answers_wrong_get_both_hints(capsys):
+    one, two = _twice(capsys, "ch02.stages", ("yes", 64), results=CP)
+    assert one.count(exercises.SECOND) == 2 and "gains more" in one and "BK = 64 rows" in one, one
+    assert "note 3 says why" in two and "BK = 64: 402 / 364 = 1.10×" in two, two
+
+
+def test_a_stage_answer_in_no_accepted_form_says_which(capsys):
+    assert not exercises.check("ch02.stages", ("maybe", 48), results=CP)
+    assert "'yes' or 'no', then 64 or 32" in capsys.readouterr().out
+    assert not exercises.check("ch02.stages", "no", results=CP)
+    assert "2 values in parentheses, (each_stage_helps, bk)" in capsys.readouterr().out
+
+
+def test_the_stage_key_follows_a_moved_record(monkeypatch):
+    monkeypatch.setenv(exercises.ANSWER_KEY_ENV, "1")
+    assert exercises.expected("ch02.stages", results=CP) == ("no", 32)
+    # every BK = 64 stage faster, and BK = 64's ring the larger gain
+    moved = _sweep(CP, {(64, 1): 200.0, (64, 2): 300.0, (64, 3): 350.0, (64, 4): 420.0,
+                        (32, 1): 300.0, (32, 2): 330.0, (32, 3): 340.0, (32, 4): 345.0})
+    assert exercises.expected("ch02.stages", results=moved) == ("yes", 64)
+    assert exercises.check("ch02.stages", ("yes", 64), results=moved)
+    # the fastest row is BK = 64's, but BK = 32 gains more over its own one stage
+    moved = _sweep(CP, {(64, 4): 380.0, (32, 1): 150.0, (32, 4): 360.0})
+    assert exercises.expected("ch02.stages", results=moved) == ("no", 32)
+
+
+def test_the_speedup_passes_from_the_tables_rounded_numbers(capsys):
+    assert exercises.check("ch07.fp8_speedup", 1544 / 776, results=FP8)    # the table's 8192³ column
+    assert exercises.check("ch07.fp8_speedup", 1.99, results=FP8)
+    assert not exercises.check("ch07.fp8_speedup", 1.98, results=FP8)      # 0.5 % off: not three decimals
+
+
+@pytest.mark.tiers
+@pytest.mark.parametrize("answer, symptom, question", [
+    (776 / 1544, "is below 1: FP16 over FP8", "Which rung goes on top?"),
+    (1518 / 768, "is cuBLAS's pair: cuBLASLt FP8 over cuBLAS FP16", "Which two rows of the table are ours?"),
+    (1544 / 1518, "is our FP8 rung over cuBLASLt FP8", "Which two rows of the table are ours?"),
+    (1544 / 768, "is our FP8 rung over cuBLAS FP16", "Which two rows of the table are ours?"),
+    (1518 / 776, "is cuBLASLt FP8 over our FP16 rung", "Which two rows of the table are ours?"),
+    (1452 / 759, "is the 4096³ column", "Which column is 8192³?"),
+    (1.5, "is not our FP8 rung over our FP16 rung at 8192³", "Which two rows of the table are ours?"),
+])
+def test_a_wrong_speedup_names_the_rows_it_divided(capsys, answer, symptom, question):
+    rule = "Ours at 8192³: 1544 (our FP8 top rung) / 776 (our FP16 top rung)."
+    one, two = _twice(capsys, "ch07.fp8_speedup", answer, results=FP8)
+    assert symptom in one and question in one and exercises.SECOND in one, one
+    assert rule not in one, one
+    assert symptom in two and rule in two and question not in two, two
+
+
+@pytest.mark.tiers
+def test_a_percent_is_told_to_divide(capsys):
+    one, two = _twice(capsys, "ch07.fp8_speedup", 199, results=FP8)
+    assert "199 is a percent" in one and "What does the question ask for?" in one, one
+    assert "do not multiply by 100" in two, two
+
+
+def test_the_speedup_key_follows_a_moved_record(monkeypatch):
+    monkeypatch.setenv(exercises.ANSWER_KEY_ENV, "1")
+    ours8 = fp8.fp8_config().label()
+    assert exercises.expected("ch07.fp8_speedup", results=FP8) == pytest.approx(1544 / 776, rel=1e-3)
+    moved = _table(FP8, 8192, {ours8: 0.75})                # our FP8 rung 25 % slower: about 1.5×
+    assert exercises.expected("ch07.fp8_speedup", results=moved) == pytest.approx(0.75 * 1544 / 776, rel=1e-3)
+    assert exercises.check("ch07.fp8_speedup", 0.75 * 1544 / 776, results=moved)
+    assert not exercises.check("ch07.fp8_speedup", 1544 / 776, results=moved)
+    assert exercises.expected("ch07.fp8_speedup", results=FP8, size=4096) == pytest.approx(1452 / 759, rel=1e-3)
