@@ -176,8 +176,8 @@ plt.show()
 
 # %% output answers a prediction
 VALUE, DIGITS = 0.99, 2                  # the claim's number, and the decimals it is written with
-h = 0.5 * 10 ** -DIGITS                  # half a unit of its last digit
-print(f"{VALUE:.{DIGITS}f} reads {VALUE - h:.{DIGITS + 1}f}–{VALUE + h:.{DIGITS + 1}f} against the bound "
+a, b = bounds.reading(VALUE, DIGITS)     # the value as written, ± half a unit of its last digit
+print(f"{VALUE:.{DIGITS}f} reads {a:.{DIGITS + 1}f}–{b:.{DIGITS + 1}f} against the bound "
       f"[{lo:.4f}, {hi:.4f}]: {bounds.verdict(lo, hi, value=VALUE, digits=DIGITS)}")
 
 # %% answer [markdown]
