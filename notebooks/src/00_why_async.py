@@ -20,7 +20,7 @@
 #   with registers, shared memory and four Tensor Cores.
 # * A **warp** is 32 threads that run one instruction together.
 # * [**PTX**](../docs/glossary.md#ptx) is NVIDIA's virtual instruction set. CUDA C++ compiles to
-#   it. **NVRTC** is NVIDIA's compiler, called from Python. It turns PTX into
+#   it. **NVRTC** is NVIDIA's compiler, called from Python. It turns CUDA C++ into
 #   [**SASS**](../docs/glossary.md#sass), the GPU's machine code.
 # * **cuBLAS** is NVIDIA's GEMM library: the yardstick every chapter measures against.
 # * A **roofline** plots FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity):
