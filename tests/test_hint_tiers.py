@@ -120,7 +120,7 @@ def test_the_mma_thread_counts_its_other_mistakes_after_a_tiered_one(capsys):
     """ch09.mma_issue appends "(And n more mistakes ...)" after a tiered first hint, not a stray full stop."""
     both = _issue(parity=lambda kt, n: 0, fence=False)
     one, two = _twice(capsys, "ch09.mma_issue", both)
-    assert "(A second miss here gives the arithmetic.) (And 1 more mistake" in one, one
+    assert "? (And 1 more mistake" in one and one.rstrip().endswith(exercises.SECOND.strip()), one
     assert ".." not in one + two and "before the first MMA. (And 1 more mistake" in two, two
 
 
@@ -163,3 +163,14 @@ def test_told_with_rule_gives_the_second_tier_at_once():
     hint = "x " + exercises.tiered("sym.", " Q?", " R.") + " y"
     assert exercises.told(hint, rule=True) == "x sym. R. y"
     assert exercises.told("plain") == "plain" and exercises.told(None) is None
+
+
+@pytest.mark.tiers
+def test_a_hint_of_two_tiered_parts_says_second_once_at_its_end():
+    """Reader 99 (02 exercise 3): a hint joined from two tiered parts ended each part with SECOND."""
+    hint = exercises.tiered("a1.", " Q1?", " R1.") + "; " + exercises.tiered("b2.", " Q2?", " R2.")
+    one = exercises.told(hint)
+    assert one == "a1. Q1?; b2. Q2?" + exercises.SECOND, one
+    assert exercises.told(hint) == "a1. R1.; b2. R2.", "the second miss: both rules, no SECOND"
+    exercises._seen.discard("b2.")
+    assert exercises.told(hint) == "a1. R1.; b2. Q2?" + exercises.SECOND, "one part asked: SECOND once"

@@ -310,18 +310,31 @@ def test_a_wrong_prediction_above_right_loops_is_not_correct(capsys, tmp_path, m
     text = S.replace(_PREDICTION, "// tile 1's first k-tile: stage 0, consumers' full parity 0")
     one, two = (_check(capsys, text) for _ in range(2))
     assert not one[0] and not two[0] and not exercises.passed(NAME)
-    assert one[1].startswith(f"[{NAME}] not quite — your loops pass every check, but your prediction disagrees: "
-                             "it says stage 0, parity 0; your loops ran tile 1's first k-tile at stage 1, full parity 1. "
-                             "Which §1 rule gives each number?" + exercises.SECOND), one
+    assert one[1] == (f"[{NAME}] not quite — your loops pass every check, but your prediction disagrees: "
+                      "it says stage 0, parity 0; your loops ran tile 1's first k-tile at stage 1, full parity 1. "
+                      "Which §1 rule gives each number? Correct the first comment and run the cell again."
+                      + exercises.SECOND), one
     assert "ring counter 3: stage 3 mod 2 = 1, fill f = 3 // 2 = 1" in two[1] and exercises.SECOND not in two[1]
     assert "(0 is the producer's parity on empty, (f + 1) mod 2)" in two[1]
     with pytest.raises(AssertionError, match="is wrong"):
         exercises.check(NAME, text, solution=True)
 
 
-def test_a_prediction_left_at_question_marks_passes_and_is_asked_for(capsys, tmp_path, monkeypatch):
+@pytest.mark.parametrize("comment", [
+    W.TEMPLATE.splitlines()[1],                                   # left at "?"
+    "// tile 1's first k-tile: stage 1, consumers' full parity ?",  # half written (its half right)
+    "",                                                           # deleted
+])
+def test_a_blank_or_deleted_prediction_is_no_pass(capsys, tmp_path, monkeypatch, comment):
+    """Readers 98-99: right loops under a "?" (or no) prediction passed, though "one graded question
+    decides it". They fail with ASK, which gives none of the loops' numbers; the cells held for the
+    capstone stay closed, and the solution check raises."""
     from asynctc.core import progress
     monkeypatch.setenv(progress.ENV, str(tmp_path / "p.jsonl"))
-    ok, out = _check(capsys, S.replace(_PREDICTION, W.TEMPLATE.splitlines()[1]))
-    assert ok and out.endswith(W.ASK) and "stage 1" not in out, out     # the loops' numbers are not given away
-    assert exercises.passed(NAME)
+    monkeypatch.setattr(exercises, "_opened", set())
+    ok, out = _check(capsys, S.replace(_PREDICTION, comment))
+    assert not ok and out == f"[{NAME}] not quite — {W.ASK}", out
+    assert "stage 1," not in W.ASK and "parity 1" not in W.ASK
+    assert not exercises.passed(NAME) and not exercises.after(NAME)
+    with pytest.raises(AssertionError, match="is wrong"):
+        exercises.check(NAME, S.replace(_PREDICTION, comment), solution=True)

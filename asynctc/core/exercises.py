@@ -446,7 +446,7 @@ def generic_hint(answer: Any, expected: Any) -> str | None:
 
 #: Hints in two tiers (readers: the first miss should not hand over the rule). A hint function
 #: returns :func:`tiered` parts inside its text; :func:`check` tells the first miss at a symptom the
-#: symptom and a question pointing at the rule (plus :data:`SECOND`), and a miss at the same symptom
+#: symptom and a question pointing at the rule (the hint ending in :data:`SECOND`), and a miss at the same symptom
 #: again (in this Python session) the symptom and the rule, with its arithmetic.
 TIER = "\x1f"
 _seen: set[str] = set()
@@ -464,17 +464,21 @@ def tiered(symptom: str, question: str, rule: str) -> str:
 def told(hint: str | None, *, rule: bool = False) -> str | None:
     """``hint`` as :func:`check` prints it: each :func:`tiered` part's question the first time its
     symptom is seen in this session, its rule after (always its rule with ``rule=True``, for a
-    hint shown outside a check: a picture's caption, a test)."""
+    hint shown outside a check: a picture's caption, a test). :data:`SECOND` ends the hint once
+    when any part was told its question (a hint of two parts says it once, not twice)."""
     if not hint or TIER not in hint:
         return hint
+    asked = []
 
     def one(m):
         symptom, question, arithmetic = m.groups()
         if rule or symptom in _seen:
             return symptom + arithmetic
         _seen.add(symptom)
-        return symptom + question + SECOND
-    return _TIERED.sub(one, hint)
+        asked.append(symptom)
+        return symptom + question
+    out = _TIERED.sub(one, hint)
+    return out + SECOND if asked else out
 
 
 def passed(name: str) -> bool:

@@ -61,7 +61,7 @@ def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") ->
 @guards
 def show_ladder_steps(results: dict) -> None:
     """06 §3: print :func:`ladder_table` (fp16) and guard, over every size and dtype of the record,
-    the small steps the markdown's answer names (rungs 4, 5, 6 and 8) and what 06 §3 leaves
+    the small steps (rungs 4, 5, 6 and 8: all but the answer's two big ones) and what 06 §3 leaves
     to 06c (rung 7's saving at 8192³). The steps the markdown's answer states in numbers (the two
     biggest; rung 2 at about 0.85 of rung 1; rung 3 back at rung 1; rung 7's +8 % at 4096³; rung 8 at
     cuBLAS) are divided and guarded in 06 §3's own visible cells. This one guards:

@@ -25,7 +25,7 @@ The check, in order:
    fill, swizzle and descriptors) moves the bytes in the ring model's order, every tile on its own
    fresh random A and B; each tile's C must lie within the elementwise bound of float64.
 5. **prediction** — the first comment's stage and parity of tile 1's first k-tile (:func:`prediction`)
-   must be the loops' own; a wrong one fails with a two-tier hint, a "?" passes and is asked for.
+   must be the loops' own; a wrong one fails with a two-tier hint, a "?" or none with :data:`ASK`.
 """
 
 from __future__ import annotations
@@ -478,18 +478,19 @@ def judge(answer) -> str | None:
     ran, said = _tile1(ev, RINGS[0][1]), prediction(answer) or (None, None)
     if any(p is not None and p != r for p, r in zip(said, ran)):    # a wrong prediction is no pass
         return _prediction_hint(said, ran, *RINGS[0][:2])
-    if None not in said:
-        note[0] = f"tile 1 starts at stage {ran[0]}, parity {ran[1]}, and {note[0]}"     # as predicted
+    if None in said:                                # a blank or deleted prediction is no pass either
+        return ASK
+    note[0] = f"tile 1 starts at stage {ran[0]}, parity {ran[1]}, and {note[0]}"     # as predicted
     waits = [e.n for e in ev if e.kind == "wait_group"]
-    return _ex.Accepted("; ".join(note) + "." + (SLOW_NOTE if waits and not any(waits) else "")
-                        + (" " + ASK if None in said else ""))
+    return _ex.Accepted("; ".join(note) + "." + (SLOW_NOTE if waits and not any(waits) else ""))
 
 
 # ---- the prediction in the first comment -------------------------------------------------------
 
-#: What right loops under a prediction still "?" are told after the verdict.
-ASK = ("Your first comment's prediction is still ?: which stage and consumers' full parity does "
-       "tile 1's first k-tile use? Fill it in and run the cell again.")
+#: The hint for right loops under a prediction still "?" or deleted (readers 98-99: it passed). It
+#: gives none of the loops' numbers away.
+ASK = ("your loops pass every check; now write your prediction in the first comment "
+       "(stage ?, consumers' full parity ?) and run the cell again.")
 
 
 def prediction(text: str) -> tuple[int | None, int | None] | None:

@@ -127,7 +127,7 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 #
 # **Predict before you look.** Each extra stage starts a load one k-tile earlier. Where does the
 # 128×256 curve end? Is it still rising at its last S? The goals are 0.80 of cuBLAS at 4096³ and
-# 0.90 at 8192³. Does it reach them? The fold below says why the curve ends; §5, why it flattens.
+# 0.90 at 8192³. Does it reach them? The folded box below says why the curve ends; §5, why it flattens.
 
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
