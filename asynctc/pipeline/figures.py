@@ -115,15 +115,15 @@ def plot_depth(results: dict, dtype: str = "float16", record=None, two_cta: bool
             ax.axhline(cb["tflops"], color="k", ls=":", lw=1.2,
                        label=f"cuBLAS {dtype}: {cb['tflops']:.0f}")
             ax.annotate(f"cuBLAS {dtype} {size}³, this run", (1, cb["tflops"]), xytext=(0, 3),
-                        textcoords="offset points", fontsize=7)
+                        textcoords="offset points", fontsize=9)
         ax.set_xlabel("stages in the ring")
         ax.set_xticks(list(STAGE_RANGE))
-        ax.set_title(f"{size}³", fontsize=10)
+        ax.set_title(f"{size}³", fontsize=11)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("TFLOP/s")
     handles, labels = axes[0][-1].get_legend_handles_labels()
     axes[0][-1].legend(handles, [lab.split(":")[0] if lab.startswith("cuBLAS") else lab for lab in labels],
-                       fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+                       fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(f"Pipelined TMA + wgmma GEMM, {dtype}: throughput by ring depth" +
                  (f"\n{record.label()}" if record is not None else ""), fontsize=10)
     return fig
