@@ -324,21 +324,6 @@ def stage_table(results: dict, dtype: str = "float16", size: int = 4096) -> list
     return rows
 
 
-def stage_table_text(results: dict, dtype: str = "float16", size: int = 4096) -> str:
-    """Chapter 02 §4's table of rungs at ``size``³ (:func:`stage_table`), BK = 64 first: BK, stages,
-    CTAs per SM, TFLOP/s and the ratio to chapter 01's kernel; the rows notes 1–3 explain end in
-    the note's number and label (BK = 64 with one stage, BK = 32 with one, BK = 64 with four).
-    Formatting only: the chapter's cell computes the notes' ratios in view and its check cell
-    guards them."""
-    note = {(64, 1): "1. copy, wait, compute", (32, 1): "2. BK = 32: twice the waits",
-            (64, 4): "3. one CTA per SM"}
-    lines = ["BK  stages  CTAs/SM  TFLOP/s  × ch. 01  note"]
-    for r in sorted(stage_table(results, dtype, size), key=lambda r: (-r["bk"], r["stages"])):
-        lines.append(f"{r['bk']:2d} {r['stages']:7d} {2 if '/2cta' in r['tile'] else 1:8d} "
-                     f"{r['tflops']:8.0f} {r['vs_mma_sync']:9.2f}  {note.get((r['bk'], r['stages']), '')}".rstrip())
-    return "\n".join(lines)
-
-
 def tile_traffic(bm: int, bn: int, tflops: float | None = None, copy_gbps: float | None = None) -> str:
     """Chapter 02's tile lever, a model: per k-tile a ``bm`` × ``bn`` CTA tile copies (bm + bn) · BK
     fp16 elements (2 bytes each) for 2 · bm · bn · BK FLOP, whatever BK; so to run at ``tflops``

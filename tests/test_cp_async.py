@@ -98,13 +98,3 @@ def test_ceiling_rows_pair_the_best_rung_with_the_ceiling_at_its_occupancy():
     assert read == 2 * written and tile.warps == 4     # four 64×64 warp tiles read each slice twice
     math, smem, took = flop / per_clk(ceil), (written + read) / cp_async.SMEM_BYTES_PER_CLK_SM, flop / per_clk(best)
     assert best["tflops"] < ceil["tflops"] and smem > 0.8 * math and max(math, smem) < took < math + smem
-
-
-def test_stage_table_text_reads_the_record():
-    """Chapter 02 §4's table numbers the rows notes 1–3 explain (the notes' ratios are computed in
-    the chapter's cell and guarded by its check cell, which nbval runs)."""
-    from asynctc.core import records
-    res = records.load("cp_async").results
-    table = cp_async.stage_table_text(res, "float16", 4096).splitlines()
-    assert table[0].startswith("BK  stages") and len(table) == 1 + len(cp_async.stage_table(res))
-    assert sorted(ln.split()[5] for ln in table[1:] if len(ln.split()) > 5) == ["1.", "2.", "3."]   # labelled

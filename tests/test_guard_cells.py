@@ -197,19 +197,34 @@ def test_the_figure_cell_refuses_a_record_that_moved(wg, n, source, f, sentence)
 
 # ---- chapter 02 §4: the best rung beside chapter 01 and cuBLAS ---------------------------------------------
 
-BEST_RUNG = 'best = max((r for r in at if r["kernel"] == "cp.async")'
+BEST_RUNG = 'best = max(tf, key=tf.get)'
 
 
-def test_the_best_rung_cell_reads_the_record(capsys):
+def test_the_best_rung_cell_reads_the_record(capsys, monkeypatch):
     import matplotlib.pyplot as plt
+    from asynctc.core import exercises
+    monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")      # the figure is held back until ch02.stages passes
     rec = records.load("cp_async")
-    ns = run(BEST_RUNG, {"cp_async": cp_async, "plots": plots, "plt": plt, "notebook": notebook, "rec": rec})
+    ns = run(BEST_RUNG, {"cp_async": cp_async, "plots": plots, "plt": plt, "notebook": notebook, "rec": rec,
+                         "exercises": exercises})
     plt.close("all")
     out = capsys.readouterr().out
-    best = max(r["tflops"] for r in cp_async.stage_table(rec.results, "float16", 4096))
-    assert ns["best"] == cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
-    assert out.startswith(f"best configuration {ns['best']['tile']}: {best:.1f} / ")
-    assert "× chapter 01, " in out and out.rstrip().endswith(f" = {ns['best']['tflops'] / ns['cb']:.2f} of cuBLAS")
+    best = cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
+    assert ns["tile"][ns["best"]] == best["tile"] and ns["tf"][ns["best"]] == best["tflops"]
+    assert ns["base"] == cp_async.best_rows(rec.results, "float16", "mma.sync")[4096]["tflops"]
+    assert out.startswith(f"best configuration {best['tile']}: {best['tflops']:.1f} / ")
+    assert "× chapter 01, " in out and out.rstrip().endswith(f" = {best['tflops'] / ns['cb']:.2f} of cuBLAS")
+
+
+def test_the_stage_figure_waits_for_the_prediction(capsys, monkeypatch):
+    """02 §4's figure (and its best-row line) answers exercise 3: Run All holds it back."""
+    from asynctc.core import exercises
+    monkeypatch.setattr(exercises, "_opened", set())
+    monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
+    monkeypatch.setenv("ASYNCTC_PROGRESS", "off")
+    run(BEST_RUNG, {"notebook": notebook, "rec": records.load("cp_async"), "exercises": exercises})
+    out = capsys.readouterr().out
+    assert "held back until exercise ch02.stages passes" in out and "best configuration" not in out
 
 
 # ---- chapter 02 §2: the SASS counts ---------------------------------------------------------------------
@@ -290,9 +305,9 @@ class _Fp8NoFigure:
 
 
 def _accumulator(res) -> dict:
-    """07 §5's figure-and-table cell and its check cell, after §4's 8192³ TFLOP/s (``tf``)."""
+    """07 §5's figure-and-table cell and its check cell, after §4's TFLOP/s by kernel and size (``tf``)."""
     from types import SimpleNamespace
-    tf = {r["kernel"]: r["tflops"] for r in res["table"] if r["size"] == 8192 and "tflops" in r}
+    tf = {(r["kernel"], r["size"]): r["tflops"] for r in res["table"] if "tflops" in r}
     return run(ACCUMULATOR, {"fp8": _Fp8NoFigure(), "notebook": notebook, "tf": tf, "res": res,
                              "rec": None, "plt": SimpleNamespace(show=lambda: None)})
 

@@ -102,6 +102,8 @@ def test_the_speedup_passes_from_the_tables_rounded_numbers(capsys):
     (1544 / 768, "is our FP8 rung over cuBLAS FP16", "Which two rows of the table are ours?"),
     (1518 / 776, "is cuBLASLt FP8 over our FP16 rung", "Which two rows of the table are ours?"),
     (1452 / 759, "is the 4096³ column", "Which column is 8192³?"),
+    (2.0, "is the 2× ceiling: per clock, FP8 does twice FP16's math",
+     "Does the exercise ask for the ceiling or for the measured ratio?"),     # reader 99: the ceiling the text names
     (1.5, "is not our FP8 rung over our FP16 rung at 8192³", "Which two rows of the table are ours?"),
 ])
 def test_a_wrong_speedup_names_the_rows_it_divided(capsys, answer, symptom, question):

@@ -620,7 +620,7 @@ def shown(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:#.4g}".rstrip(".")       # '#': 1.990 keeps its zero (four digits), 2.0 reads 2.000
     if isinstance(value, int):
         return hex(value) if abs(value) >= 1 << 32 else str(value)
     if isinstance(value, (list, tuple)):

@@ -358,6 +358,8 @@ def _ch07_fp8_speedup_hint(answer, expected, results: dict, size: int = 8192) ->
         (t["ours8"] / t["lt8"], cut(f"{answer:.3f} is our FP8 rung over cuBLASLt FP8.", rows, rule)),
         (t["ours8"] / t["cb16"], cut(f"{answer:.3f} is our FP8 rung over cuBLAS FP16.", rows, rule)),
         (t["lt8"] / t["ours16"], cut(f"{answer:.3f} is cuBLASLt FP8 over our FP16 rung.", rows, rule)),
+        (2.0, cut(f"{answer:.3f} is the 2× ceiling: per clock, FP8 does twice FP16's math.",
+                  " Does the exercise ask for the ceiling or for the measured ratio?", rule)),
         (100 * expected, cut(f"{answer:.0f} is a percent.", " What does the question ask for?",
                              " A ratio: divide, do not multiply by 100.")),
     ] + [(o["ours8"] / o["ours16"], cut(f"{answer:.3f} is the {s}³ column.", f" Which column is {size}³?", rule))

@@ -1,9 +1,9 @@
 """Chapter 07, notebook 07's figures and the lines it prints, read from records (never timed here):
 the FP8 value grids (:func:`plot_formats`); the swamping diagram (:func:`plot_bits_kept`); the
 accumulation plot of an "fp8" record
-(:func:`plot_accumulation`: measured error vs K over the model's prediction); the speed table
-(:func:`speed_table`; §5's accumulator table, its verdicts and their guards, chapter 07 computes in
-view from the record's rows; the "swizzle" record is deep dive 07c's). The seed article's 4096³
+(:func:`plot_accumulation`: measured error vs K over the model's prediction). Chapter 07 computes
+§4's speed table and §5's accumulator table, its verdicts and their guards, in view from the
+record's rows. The "swizzle" record is deep dive 07c's. The seed article's 4096³
 table beside our rungs is in :mod:`asynctc.fp8.seed`."""
 
 from __future__ import annotations
@@ -127,17 +127,6 @@ def table_row(results: dict, size: int, kernel: str) -> dict:
         if r["size"] == size and r["kernel"] == kernel:
             return r
     raise KeyError(f"fp8 record: no table row for {kernel!r} at {size}³")
-
-
-def speed_table(results: dict) -> str:
-    """TFLOP/s of cuBLASLt's FP8 GEMM (fast accumulation), our FP8 top rung, cuBLAS FP16 and our
-    FP16 top rung at each size of the record, one line per kernel."""
-    sizes = sorted({r["size"] for r in results["table"]})
-    lines = ["TFLOP/s at " + " and ".join(f"{s}³" for s in sizes)]
-    for name, kernel in _speed_kernels():
-        lines.append(f"  {name:32s}" + "".join(f"{table_row(results, s, kernel)['tflops']:6.0f}"
-                                               for s in sizes))
-    return "\n".join(lines)
 
 
 def block_error_table(x, block: int, dtype: str = "float8_e4m3fn") -> str:
