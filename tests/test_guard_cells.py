@@ -91,7 +91,7 @@ def test_the_verdict_cell_holds_on_the_records(capsys):
     out = capsys.readouterr().out
     assert '"0.99 of cuBLAS" holds; "beats cuBLAS" does not hold' in out
     assert "\"0.98" not in out           # the lever's prediction (§3): its verdict is printed only there
-    assert "paired across runs: " in out and " ms = 0.970 to " in out and out.rstrip().endswith(" ms = 1.005")
+    assert "paired across runs: " in out and " µs = 0.970 to " in out and out.rstrip().endswith(" µs = 1.005")
     # the record itself: the median of the widest pair's samples stays under the pairs' spread
     assert ns["lo"] <= ns["med"] <= ns["hi"] and lesson.runs_set_the_bound(ns["pairs"])
 
