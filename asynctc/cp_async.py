@@ -553,7 +553,8 @@ def _ch02_stages_hint(answer, expected, results: dict) -> str | None:
                 for a, b in zip(s64, s64[1:]) if tf[64, b] <= tf[64, a]]
         parts.append(cut(
             f"'{answer[0]}' to the first question does not match the record's BK = 64 rows.",
-            " Run §4's table, then read its BK = 64 rows from one stage to four: is each faster than the row "
+            " Run §4's figure and table below (they open once you have answered), then read the"
+            " BK = 64 rows from one stage to four: is each faster than the row "
             "above it?",
             f" BK = 64 runs {rows}" + (f": {'; '.join(lose)}. An added stage can lose: note 3 says "
                                                  "why." if lose else ": each added stage is faster.")))

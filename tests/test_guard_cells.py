@@ -203,7 +203,7 @@ BEST_RUNG = 'best = max(tf, key=tf.get)'
 def test_the_best_rung_cell_reads_the_record(capsys, monkeypatch):
     import matplotlib.pyplot as plt
     from asynctc.core import exercises
-    monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")      # the figure is held back until ch02.stages passes
+    monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")      # the figure is held back until ch02.stages is answered
     rec = records.load("cp_async")
     ns = run(BEST_RUNG, {"cp_async": cp_async, "plots": plots, "plt": plt, "notebook": notebook, "rec": rec,
                          "exercises": exercises})
@@ -224,7 +224,7 @@ def test_the_stage_figure_waits_for_the_prediction(capsys, monkeypatch):
     monkeypatch.setenv("ASYNCTC_PROGRESS", "off")
     run(BEST_RUNG, {"notebook": notebook, "rec": records.load("cp_async"), "exercises": exercises})
     out = capsys.readouterr().out
-    assert "held back until exercise ch02.stages passes" in out and "best configuration" not in out
+    assert "held back until exercise ch02.stages is answered" in out and "best configuration" not in out
 
 
 # ---- chapter 02 §2: the SASS counts ---------------------------------------------------------------------

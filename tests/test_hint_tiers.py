@@ -172,5 +172,14 @@ def test_a_hint_of_two_tiered_parts_says_second_once_at_its_end():
     one = exercises.told(hint)
     assert one == "a1. Q1?; b2. Q2?" + exercises.SECOND, one
     assert exercises.told(hint) == "a1. R1.; b2. R2.", "the second miss: both rules, no SECOND"
-    exercises._seen.discard("b2.")
+    exercises._seen.discard(exercises._key("b2."))
     assert exercises.told(hint) == "a1. R1.; b2. Q2?" + exercises.SECOND, "one part asked: SECOND once"
+
+
+@pytest.mark.tiers
+def test_a_second_wrong_answer_at_the_same_spot_is_a_second_miss():
+    """Newcomer 47 (the capstone's prediction): 'stage 0, parity 0' then 'stage 1, parity 0' gave the
+    question twice; the spot is the symptom without its numbers."""
+    first = exercises.told(exercises.tiered("it says stage 0, parity 0.", " Q?", " R."))
+    again = exercises.told(exercises.tiered("it says stage 1, parity 0.", " Q?", " R."))
+    assert first.endswith(exercises.SECOND) and again == "it says stage 1, parity 0. R.", (first, again)

@@ -83,8 +83,8 @@ def verdict(lo: float, hi: float, value: float | None = None, digits: int | None
 
 def values_that_hold(lo: float, hi: float, digits: int) -> list[str]:
     """Every value written with ``digits`` decimals whose value claim holds on [lo, hi] (as written,
-    e.g. ``["0.98", "0.99"]``): the fewer the digits, the wider each value's reading, so the more
-    values hold and the less each one says."""
+    e.g. ``["0.98", "0.99"]``): the fewer the digits, the wider each value's reading, so the fewer
+    values there are to hold and the less each one says."""
     step = 10.0 ** -digits
     first, last = round((lo - step / 2) / step), round((hi + step / 2) / step)
     return [f"{i * step:.{digits}f}" for i in range(first, last + 1)

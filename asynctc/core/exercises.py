@@ -454,6 +454,12 @@ SECOND = " (A second miss here gives the arithmetic.)"
 _TIERED = re.compile(f"{TIER}([^{TIER}]*){TIER}([^{TIER}]*){TIER}([^{TIER}]*){TIER}")
 
 
+def _key(symptom: str) -> str:
+    """The spot a symptom names, its numbers left out: a second wrong answer at the same spot (the
+    capstone's prediction "stage 0, parity 0", then "stage 1, parity 0") is its second miss."""
+    return re.sub(r"\d+", "#", symptom)
+
+
 def tiered(symptom: str, question: str, rule: str) -> str:
     """A two-tier part of a hint: ``symptom`` (what the answer did, with its numbers) then, at the
     first miss, ``question`` (one question pointing at the section that holds the rule), at the
@@ -472,9 +478,9 @@ def told(hint: str | None, *, rule: bool = False) -> str | None:
 
     def one(m):
         symptom, question, arithmetic = m.groups()
-        if rule or symptom in _seen:
+        if rule or _key(symptom) in _seen:
             return symptom + arithmetic
-        _seen.add(symptom)
+        _seen.add(_key(symptom))
         asked.append(symptom)
         return symptom + question
     out = _TIERED.sub(one, hint)
@@ -580,9 +586,10 @@ def my_answer(name: str) -> Any:
 #: Exercises whose answer-showing cells are open in this Python session: answered correctly here,
 #: or opened with :func:`reveal`. Not stored: a fresh kernel starts with every answer held back.
 _opened: set[str] = set()
+_tried: set[str] = set()   # exercises answered wrong in this session (after(..., tried=True))
 
 
-def after(name: str, held: str = "this cell shows its answer") -> bool:
+def after(name: str, held: str = "this cell shows its answer", *, tried: bool = False) -> bool:
     """True once exercise ``name`` was answered correctly in this session, or in an earlier one (the
     progress file holds a correct attempt that was not a solution run: a restarted kernel does not
     hide again what the learner's own answer opened), or :func:`reveal` opened it. Otherwise prints
@@ -591,6 +598,9 @@ def after(name: str, held: str = "this cell shows its answer") -> bool:
 
     A learner-notebook cell that shows an exercise's answer (the kernel's own lines, say) opens with
     ``if exercises.after("ch06.consumer_loop"):``, so "Run All" never shows it before the learner tried.
+    ``tried=True``, for a prediction checked against data the cell shows (02 §4's stage sweep): the
+    cell opens once the prediction was answered at all, right or wrong, so a hint can send the
+    learner to the data.
     The notebook build opens every such cell (``ASYNCTC_BUILDING_NOTEBOOKS``): the solution notebook and
     the course site show the answer; the learner notebook is stored without that cell's output.
     """
@@ -602,7 +612,11 @@ def after(name: str, held: str = "this cell shows its answer") -> bool:
            for d in progress.attempts()):
         _opened.add(name)
         return True
-    print(f"(held back until exercise {name} passes: {held}. "
+    if tried and (name in _tried or any(
+            d.get("exercise") == name and d.get("status") in ("correct", "wrong") and not d.get("solution")
+            for d in progress.attempts())):
+        return True
+    print(f"(held back until exercise {name} " + ("is answered" if tried else "passes") + f": {held}. "
           f"To see it now: exercises.reveal({name!r}), then run this cell again.)")
     return False
 
@@ -665,6 +679,8 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
 
     def fail(msg: str, why: str, status: str = "invalid") -> bool:
         print(f"[{name}] {msg}")
+        if status == "wrong" and not solution:
+            _tried.add(name)
         progress.record(name, status, solution, msg)
         if solution:
             raise AssertionError(f"solution for {name} {why}")

@@ -184,7 +184,7 @@ print(f"{VALUE:.{DIGITS}f} reads {a:.{DIGITS + 1}f}–{b:.{DIGITS + 1}f} against
 
 # %% answer [markdown]
 # **So:** every value `values_that_hold` lists meets the bound, so a claim written with `DIGITS` decimals
-# cannot tell those values apart. Fewer digits make the list longer and the claim say less.
+# cannot tell those values apart. At one digit, 0.986 is "1.0": it reads 0.95–1.05, and says little.
 
 # %% [markdown]
 # **Play** (ungraded). Rebind `pairs = [p for p in pairs if p["suite"] != "ws_limit"]`, recompute
