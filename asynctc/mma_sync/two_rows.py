@@ -206,9 +206,12 @@ def _diagnose(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> str | None:
     unwritten = ~finite & second
     if unwritten.any():
         r, col = (int(x) for x in np.argwhere(unwritten)[0])
+        lost = sorted({int(x) % (2 * TILE) for x in np.argwhere(unwritten.all(axis=1))[:, 0]})
+        rows = (f"{len(lost)} of a block's second rows ({lost[0]}…{lost[-1]}) are" if lost
+                else "parts of a block's second rows are")
         return (f"C[{r}, {col}] is still NaN: it is a second row (row {r % (2 * TILE)} of its block of "
-                f"{2 * TILE} rows, thread ty = {r % (2 * TILE) - TILE}'s row2), and rows {TILE}…{2 * TILE - 1} "
-                "of a block are never stored — look at row2, the second row's index, and its store.")
+                f"{2 * TILE} rows, thread ty = {r % (2 * TILE) - TILE}'s row2), and {rows} "
+                "never stored — look at row2, the second row's index, and its store.")
     if (bad & second).any() and not (bad & ~second).any():
         r, col = (int(x) for x in np.argwhere(bad & second)[0])
         return (f"the first rows are right, the second are not (C[{r}, {col}] = {c[r, col]:.4g}, "
