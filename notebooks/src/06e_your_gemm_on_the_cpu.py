@@ -109,8 +109,8 @@ print("\n".join(lines))
 # ## 4. Run the tile
 #
 # First, one valid order: the ring model's. A line is a load landing in stage `t % 2`, or a
-# consumer starting a read. k-tile 1's load is issued at once but lands during k-tile 0's reads. A
-# load reuses a stage after both reads of it:
+# consumer starting a read. k-tile 1's load is issued at once; it lands after both reads of k-tile 0
+# have started, while they run. A load reuses a stage after both reads of it:
 
 # %% output varies
 for line in emulate_sm90.ring_order(parities=pieces["parities"], producer_step=pieces["producer_step"],
