@@ -220,11 +220,28 @@ def test_the_stage_figure_waits_for_the_prediction(capsys, monkeypatch):
     """02 §4's figure (and its best-row line) answers exercise 3: Run All holds it back."""
     from asynctc.core import exercises
     monkeypatch.setattr(exercises, "_opened", set())
+    monkeypatch.setattr(exercises, "_tried", set())      # an earlier test's wrong ch02.stages would open it
     monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
     monkeypatch.setenv("ASYNCTC_PROGRESS", "off")
     run(BEST_RUNG, {"notebook": notebook, "rec": records.load("cp_async"), "exercises": exercises})
     out = capsys.readouterr().out
     assert "held back until exercise ch02.stages is answered" in out and "best configuration" not in out
+
+
+def test_a_wrong_prediction_opens_the_stage_figure(monkeypatch):
+    """Newcomer 47: exercise 3's first hint sends the learner to §4's figure and table, so a wrong
+    answer opens them (after(..., tried=True)); an unanswered one does not."""
+    from asynctc.core import exercises
+    monkeypatch.setattr(exercises, "_opened", set())
+    monkeypatch.setattr(exercises, "_tried", set())
+    monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
+    monkeypatch.setenv("ASYNCTC_PROGRESS", "off")
+    rec = records.load("cp_async")
+    assert not exercises.after("ch02.stages", tried=True)
+    want = exercises.expected("ch02.stages", results=rec.results)
+    wrong = ("yes" if want[0] == "no" else "no", want[1])              # a wrong first part, whatever the record
+    assert not exercises.check("ch02.stages", wrong, results=rec.results)
+    assert exercises.after("ch02.stages", tried=True) and not exercises.after("ch02.stages")
 
 
 # ---- chapter 02 §2: the SASS counts ---------------------------------------------------------------------
