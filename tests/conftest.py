@@ -44,3 +44,18 @@ def _capstone_hints_at_their_second_tier(request, monkeypatch):
     from asynctc.core import exercises
     monkeypatch.setattr(exercises, "_seen", set() if request.node.get_closest_marker("tiers")
                         else _EverySymptomSeen())
+
+
+@pytest.fixture
+def twice(capsys):
+    """``twice(name, answer, **kw)``: check a wrong ``answer`` to exercise ``name`` twice (each must
+    fail) and return the two printed outputs: a tiered hint's first miss, then its second."""
+    from asynctc.core import exercises
+
+    def run(name, answer, **kw):
+        out = []
+        for _ in range(2):
+            assert not exercises.check(name, answer, **kw)
+            out.append(capsys.readouterr().out)
+        return out
+    return run

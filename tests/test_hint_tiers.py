@@ -7,14 +7,6 @@ from asynctc.core import exercises
 from asynctc.tma import stage_fill as sf
 
 
-def _twice(capsys, name, answer, **kw):
-    out = []
-    for _ in range(2):
-        assert not exercises.check(name, answer, **kw)
-        out.append(capsys.readouterr().out)
-    return out
-
-
 def _issue(wait=True, parity=lambda kt, n: (kt // n) & 1, fence=True,
            accumulate=lambda kt, j: kt > 0 or j > 0, commit="empty"):
     """A learner's ch09.mma_issue with one mistake: no wait, a wrong parity, no fence or one before
@@ -49,8 +41,9 @@ _WRONG_PREDICTION = _wrong_prediction()
 _STRADDLE, _ABOVE, _BELOW = [(1.0, 1.02), (1.0, 0.99), (1.0, 1.01)], [(1.0, 1.02), (1.0, 1.03)], [(1.0, 0.98)]
 
 
-@pytest.mark.tiers
-@pytest.mark.parametrize("name, answer, kw, symptom, question, rule", [
+#: (exercise, a wrong answer, its keyword arguments, the symptom, the first miss's question, the rule):
+#: first hints that handed over the rule or the answer (rounds 45-46).
+FIRST_HINTS = [
     # round 45: the first hints that readers 91-92 found handing over the rule or the answer
     ("ch03.swizzle_128b", lambda o: o ^ (((o >> 7) & 3) << 4), {}, "you put it in chunk 0",
      "what is chunk 0 XORed with?", "XOR bits 7–9 into bits 4–6"),
@@ -107,25 +100,20 @@ _STRADDLE, _ABOVE, _BELOW = [(1.0, 1.02), (1.0, 0.99), (1.0, 1.01)], [(1.0, 1.02
     # round 46: the capstone's prediction, graded (readers 95-96: a wrong one read "correct")
     ("ch06.whole_kloop", _WRONG_PREDICTION, {}, "it says stage 0, parity 0", "Which §1 rule gives each number?",
      "stage 3 mod 2 = 1"),
-])
-def test_a_first_hint_no_longer_hands_over_the_rule(capsys, name, answer, kw, symptom, question, rule):
-    one, two = _twice(capsys, name, answer, **kw)
-    assert symptom in one and question in one and exercises.SECOND in one, one
-    assert rule not in one, one
-    assert symptom in two and rule in two and question not in two and exercises.SECOND not in two, two
+]
 
 
 @pytest.mark.tiers
-def test_the_mma_thread_counts_its_other_mistakes_after_a_tiered_one(capsys):
+def test_the_mma_thread_counts_its_other_mistakes_after_a_tiered_one(twice):
     """ch09.mma_issue appends "(And n more mistakes ...)" after a tiered first hint, not a stray full stop."""
     both = _issue(parity=lambda kt, n: 0, fence=False)
-    one, two = _twice(capsys, "ch09.mma_issue", both)
+    one, two = twice("ch09.mma_issue", both)
     assert "? (And 1 more mistake" in one and one.rstrip().endswith(exercises.SECOND.strip()), one
     assert ".." not in one + two and "before the first MMA. (And 1 more mistake" in two, two
 
 
-@pytest.mark.tiers
-@pytest.mark.parametrize("name, answer, kw, symptom, question, rule", [
+#: The same, for the exercises tiered first (round 44): a known miss of each.
+KNOWN_MISSES = [
     ("ch02.ring_smem", 19, dict(bm=128, bn=64, bk=32, ctas=1), "19 stages × 12288 B = 233472 B",
      "What else does each CTA take", "1024 B the driver reserves per CTA"),
     ("ch02.ring_smem", 20, dict(bm=128, bn=64, bk=32, ctas=1), "20 stages of 12288 B do not fit",
@@ -142,20 +130,24 @@ def test_the_mma_thread_counts_its_other_mistakes_after_a_tiered_one(capsys):
      "How many does the kernel keep side by side (§1)?", "The kernel keeps 2"),
     ("ch09.tmem_columns", 192, dict(m=128, n=96, accumulators=2), "2 × 96 columns is what the accumulators use",
      "Which sizes does tcgen05.alloc take (§4)?", "power of two ≥ 32 (and at most 512): round up"),
-])
-def test_a_known_miss_asks_first_and_gives_the_rule_second(capsys, name, answer, kw, symptom, question, rule):
-    one, two = _twice(capsys, name, answer, **kw)
+]
+
+
+@pytest.mark.tiers
+@pytest.mark.parametrize("name, answer, kw, symptom, question, rule", FIRST_HINTS + KNOWN_MISSES)
+def test_a_known_miss_asks_first_and_gives_the_rule_second(twice, name, answer, kw, symptom, question, rule):
+    one, two = twice(name, answer, **kw)
     assert symptom in one and question in one and exercises.SECOND in one, one
     assert rule not in one, one
     assert symptom in two and rule in two and question not in two and exercises.SECOND not in two, two
 
 
 @pytest.mark.tiers
-def test_a_tier_is_kept_per_symptom(capsys):
+def test_a_tier_is_kept_per_symptom(twice):
     """A second, different miss is told its own question first, not the first miss's rule."""
     kw = dict(m=128, n=96, accumulators=2)
-    first = _twice(capsys, "ch09.tmem_columns", 128, **kw)[0]
-    other, _ = _twice(capsys, "ch09.tmem_columns", 192, **kw)
+    first = twice("ch09.tmem_columns", 128, **kw)[0]
+    other, _ = twice("ch09.tmem_columns", 192, **kw)
     assert exercises.SECOND in first and exercises.SECOND in other and "round up" not in other
 
 

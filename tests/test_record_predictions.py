@@ -13,14 +13,6 @@ CP = records.load("cp_async").results
 FP8 = records.load("fp8").results
 
 
-def _twice(capsys, name, answer, **kw):
-    out = []
-    for _ in range(2):
-        assert not exercises.check(name, answer, **kw)
-        out.append(capsys.readouterr().out)
-    return out
-
-
 def _sweep(results, tflops: dict) -> dict:
     """A copy of the cp_async record's results whose 4096³ fp16 cp.async rows run ``tflops``
     ({(bk, stages): TFLOP/s})."""
@@ -54,16 +46,16 @@ def test_the_stage_prediction_passes_with_the_records_answer(capsys):
     (("no", 64), "BK = 64 is not the BK whose ring gains more", "which quotient is larger?",
      "BK = 32: 417 / 254 = 1.64×"),
 ])
-def test_a_wrong_stage_prediction_asks_then_shows_the_rows(capsys, answer, symptom, question, rule):
-    one, two = _twice(capsys, "ch02.stages", answer, results=CP)
+def test_a_wrong_stage_prediction_asks_then_shows_the_rows(twice, answer, symptom, question, rule):
+    one, two = twice("ch02.stages", answer, results=CP)
     assert symptom in one and question in one and exercises.SECOND in one, one
     assert rule not in one, one
     assert symptom in two and rule in two and question not in two and exercises.SECOND not in two, two
 
 
 @pytest.mark.tiers
-def test_both_stage_answers_wrong_get_both_hints(capsys):
-    one, two = _twice(capsys, "ch02.stages", ("yes", 64), results=CP)
+def test_both_stage_answers_wrong_get_both_hints(twice):
+    one, two = twice("ch02.stages", ("yes", 64), results=CP)
     assert one.count(exercises.SECOND) == 1 and one.rstrip().endswith(exercises.SECOND.strip()) and "gains more" in one and "BK = 64 rows" in one, one
     assert "note 3 says why" in two and "BK = 64: 402 / 364 = 1.10×" in two, two
 
@@ -106,17 +98,17 @@ def test_the_speedup_passes_from_the_tables_rounded_numbers(capsys):
      "Does the exercise ask for the ceiling or for the measured ratio?"),     # reader 99: the ceiling the text names
     (1.5, "is not our FP8 rung over our FP16 rung at 8192³", "Which two rows of the table are ours?"),
 ])
-def test_a_wrong_speedup_names_the_rows_it_divided(capsys, answer, symptom, question):
+def test_a_wrong_speedup_names_the_rows_it_divided(twice, answer, symptom, question):
     rule = "Ours at 8192³: 1544 (our FP8 top rung) / 776 (our FP16 top rung)."
-    one, two = _twice(capsys, "ch07.fp8_speedup", answer, results=FP8)
+    one, two = twice("ch07.fp8_speedup", answer, results=FP8)
     assert symptom in one and question in one and exercises.SECOND in one, one
     assert rule not in one, one
     assert symptom in two and rule in two and question not in two, two
 
 
 @pytest.mark.tiers
-def test_a_percent_is_told_to_divide(capsys):
-    one, two = _twice(capsys, "ch07.fp8_speedup", 199, results=FP8)
+def test_a_percent_is_told_to_divide(twice):
+    one, two = twice("ch07.fp8_speedup", 199, results=FP8)
     assert "199 is a percent" in one and "What does the question ask for?" in one, one
     assert "do not multiply by 100" in two, two
 
