@@ -524,9 +524,12 @@ def _ch02_wait_n_hint(answer, expected, stages: int) -> str | None:
 
 
 
-def _stage_tf(results: dict) -> dict[tuple[int, int], float]:
-    """TFLOP/s by (BK, stages) of the cp.async rows at 4096³ fp16 (chapter 02 §4's table)."""
-    return {(r["bk"], r["stages"]): r["tflops"] for r in stage_table(results, "float16", 4096)}
+def _stage_tf(results: dict) -> tuple[dict[tuple[int, int], float], list[int], dict[int, float]]:
+    """Chapter 02 §4's table at 4096³ fp16, as ch02.stages reads it: TFLOP/s by (BK, stages) of the
+    cp.async rows; BK = 64's stage counts, in order; each BK's best TFLOP/s (64 and 32)."""
+    tf = {(r["bk"], r["stages"]): r["tflops"] for r in stage_table(results, "float16", 4096)}
+    best = {bk: max(v for (b, _), v in tf.items() if b == bk) for bk in (64, 32)}
+    return tf, sorted(s for b, s in tf if b == 64), best
 
 
 @_ex.exercise("ch02.stages", "02 §4's prediction, checked against the record's stage sweep (fp16, 4096³): "
@@ -534,10 +537,9 @@ def _stage_tf(results: dict) -> dict[tuple[int, int], float]:
               "BK gains more from a ring, its best row over its one-stage row (64 or 32)? Answer "
               "`(each_stage_helps, bk)`; the check reads the record's `results`.")
 def _ch02_stages(results: dict) -> tuple[str, int]:
-    tf = _stage_tf(results)
-    s64 = sorted(s for b, s in tf if b == 64)
+    tf, s64, best = _stage_tf(results)
     helps = all(tf[64, b] > tf[64, a] for a, b in zip(s64, s64[1:]))
-    gain = {bk: max(v for (b, _), v in tf.items() if b == bk) / tf[bk, 1] for bk in (64, 32)}
+    gain = {bk: best[bk] / tf[bk, 1] for bk in (64, 32)}
     return ("yes" if helps else "no", max(gain, key=gain.get))
 
 
@@ -545,8 +547,7 @@ def _ch02_stages(results: dict) -> tuple[str, int]:
 def _ch02_stages_hint(answer, expected, results: dict) -> str | None:
     if len(answer) != 2 or answer[0] not in ("yes", "no") or answer[1] not in (64, 32):
         return "answer two values in parentheses: 'yes' or 'no', then 64 or 32."
-    tf, cut, parts = _stage_tf(results), _ex.tiered, []
-    s64 = sorted(s for b, s in tf if b == 64)
+    (tf, s64, best), cut, parts = _stage_tf(results), _ex.tiered, []
     rows = ", ".join(f"{tf[64, s]:.0f}" + (" TFLOP/s with 1 stage" if s == 1 else f" with {s}") for s in s64)
     if answer[0] != expected[0]:
         lose = [f"{b} stages run {tf[64, b]:.0f} to {a} stages' {tf[64, a]:.0f}"
@@ -559,7 +560,6 @@ def _ch02_stages_hint(answer, expected, results: dict) -> str | None:
             f" BK = 64 runs {rows}" + (f": {'; '.join(lose)}. An added stage can lose: note 3 says "
                                                  "why." if lose else ": each added stage is faster.")))
     if answer[1] != expected[1]:
-        best = {bk: max(v for (b, _), v in tf.items() if b == bk) for bk in (64, 32)}
         parts.append(cut(
             f"BK = {answer[1]} is not the BK whose ring gains more.",
             " Divide each BK's best row by its one-stage row: which quotient is larger?",

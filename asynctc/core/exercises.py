@@ -608,13 +608,12 @@ def after(name: str, held: str = "this cell shows its answer", *, tried: bool = 
     if name in _opened or os.environ.get("ASYNCTC_BUILDING_NOTEBOOKS") == "1":
         return True
     from . import progress
-    if any(d.get("exercise") == name and d.get("status") == "correct" and not d.get("solution")
-           for d in progress.attempts()):
+    said = {d.get("status") for d in progress.attempts()       # this exercise's own attempts, read once
+            if d.get("exercise") == name and not d.get("solution")}
+    if "correct" in said:
         _opened.add(name)
         return True
-    if tried and (name in _tried or any(
-            d.get("exercise") == name and d.get("status") in ("correct", "wrong") and not d.get("solution")
-            for d in progress.attempts())):
+    if tried and (name in _tried or "wrong" in said):
         return True
     print(f"(held back until exercise {name} " + ("is answered" if tried else "passes") + f": {held}. "
           f"To see it now: exercises.reveal({name!r}), then run this cell again.)")
