@@ -472,6 +472,12 @@ def test_layout_figure_offsets_come_from_the_model_and_hide_exercise_1():
     assert ax.get_ylabel().startswith("n (column of B)") and "of n" in ax.get_title()
     assert fig.get_size_inches()[0] <= 8.5
     plt.close(fig)
+    # ... and as 04 §2 draws it: the three core matrices named (i, j), at start + i·SBO + j·LBO
+    fig = W.plot_layouts("float16", "MN", (128,), mn=128, operand="B", names=True)
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    assert {"(0, 0): start", "(1, 0): start + SBO, 1024 B", "(0, 1): start + LBO, 8192 B"} <= {
+        t.get_text() for t in ax.texts}
+    plt.close(fig)
     with pytest.raises(ValueError, match="operand"):
         W.plot_layouts("float16", "MN", (128,), operand="C")
 

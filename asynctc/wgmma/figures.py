@@ -66,7 +66,7 @@ def offsets_table(dtype: str = "float16", swizzles=SWIZZLES) -> str:
 
 
 def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn: int = 64,
-                 operand: str = "A"):
+                 operand: str = "A", names: bool = False):
     """The canonical layouts of an ``mn``×64 operand tile (×128 for fp8; default 64 rows: A, M down,
     K across, in elements; ``operand="B"``: the rows are N, labelled n) of one major-ness
     (``major``: "K" or "MN"; MN-major for 2-byte types only), one panel per swizzle mode of
@@ -75,7 +75,9 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
     16 bytes, white borders) with their contiguous 16-byte rows as grey strokes (along K in
     K-major, along M in MN-major); the TMA boxes the tile is stored as (shaded bands, numbered);
     what one wgmma reads (k-step 0, dashed); and arrows from the first core matrix to where LBO and
-    SBO step (:func:`offset_steps`: the byte values come from the model)."""
+    SBO step (:func:`offset_steps`: the byte values come from the model). ``names``: label the
+    three core matrices in chapter 04 §2's notation, (i, j) at ``start + i·SBO + j·LBO``: the
+    black one (0, 0), SBO's (1, 0), LBO's (0, 1)."""
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
@@ -127,6 +129,8 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
         for name, colour in (("sbo", "tab:red"), ("lbo", "tab:blue")):
             at, value = steps[name]
             text = f"{name.upper()} {value} B"
+            if names:
+                text = f"{'(1, 0)' if name == 'sbo' else '(0, 1)'}: start + {name.upper()}, {value} B"
             if at is None:
                 notes.append(f"{name.upper()} unused")
                 continue
@@ -142,6 +146,10 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
                     at[0] + (cm_h + 1.5 if down else cm_h / 2), text, color=colour,
                     fontsize=10, weight="bold", ha="left", va="top" if down else "center", zorder=6,
                     bbox=dict(boxstyle="round,pad=0.2", fc="white", ec=colour, lw=0.8))
+        if names:                                   # the black core matrix, below SBO's label
+            ax.text(cm_w + 1.5, cm_h + 2.5, "(0, 0): start", color="k", fontsize=10, weight="bold",
+                    ha="left", va="top", zorder=6,
+                    bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="k", lw=0.8))
         if notes:
             ax.text(k / 2, t.mn + 1, ", ".join(notes), ha="center", va="top", fontsize=9.5, color="0.2")
         rows, along = (row_name, "k") if major == "K" else ("k", row_name)
@@ -165,8 +173,10 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
                                                           "matrix (8 rows, white borders)"),
                Patch(facecolor=shades[0], edgecolor="k", label="a TMA box (numbered when several)"),
                Patch(fill=False, ls="--", edgecolor="tab:purple", label="what one wgmma reads (k-step 0)"),
-               Line2D([], [], color="tab:red", marker=">", label="SBO: black core matrix to red"),
-               Line2D([], [], color="tab:blue", marker=">", label="LBO: black core matrix to blue")]
+               Line2D([], [], color="tab:red", marker=">", label="SBO: black core matrix to red"
+                      + (": (0, 0) to (1, 0)" if names else "")),
+               Line2D([], [], color="tab:blue", marker=">", label="LBO: black core matrix to blue"
+                      + (": (0, 0) to (0, 1)" if names else ""))]
     fig.legend(handles=handles, loc="outside lower center", ncols=cols, fontsize=9.5, frameon=False)
     fig.suptitle(f"{major}-major: a {mn}×{k} {dtype} {'tile' if operand == 'A' else 'B tile (n × k)'}"
                  " as wgmma reads it", fontsize=12)
