@@ -100,7 +100,7 @@ def _scaled(ladder: dict, rung: int, f: float) -> dict:
 
 def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
     _run("W.rung3_steps(records.load", ladder)
-    _run("W.show_ladder_steps(res", ladder)
+    _run("W.lesson.ADDS[n]", ladder)
     _run("W.show_epilogue(res", ladder)
     out = capsys.readouterr().out
     assert "setmaxnreg (rung 3)" in out and "TMA-store epilogue" in out
@@ -117,15 +117,15 @@ def test_the_ladder_cells_hold_on_the_record(ladder, capsys):
     ((1,), 0.95, None, "tflops", "rung 3 is back at rung 1"),       # the split alone bought 5 %
     ((7, 8), 0.97, 4096, "tflops", "rung 7: \\+8 %"),              # the TMA store gains only 5 % at 4096³
     ((8,), 0.98, None, "of_cublas", "rung 8 runs at cuBLAS's speed"),  # cuBLAS 2 % faster in the same run
-    ((4,), 1.02, None, "tflops", "Rungs 4 and 6 moved less"),       # the sweep found 2 % (the helper's guard)
-    ((7,), 0.95, None, "tflops", "Rung 7 gains 4 % at 8192³")])     # the TMA store gains nothing at 8192³ (the helper's)
+    ((4,), 1.02, None, "tflops", "rungs 4 and 6 moved less"),       # the sweep found 2 % (the check cell's guard)
+    ((7,), 0.95, None, "tflops", "rung 7 gains 4 % at 8192³")])     # no TMA-store gain at 8192³ (the check cell's)
 def test_the_ladder_cell_refuses_a_record_that_moved(ladder, rungs, f, size, field, sentence):
     res = copy.deepcopy(ladder)
     for r in res["ladder"]:
         if r["rung"] in rungs and size in (None, r["size"]):
             r[field] *= f
     with pytest.raises(notebook.ClaimError, match=sentence):
-        _run("W.show_ladder_steps(res", res)
+        _run("W.lesson.ADDS[n]", res)
 
 
 class _Records:

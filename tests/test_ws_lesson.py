@@ -1,6 +1,6 @@
-"""Chapter 06 §3's one-line cells (asynctc.warp_specialization.lesson): each helper prints its table
-and holds on the recorded data, and raises ClaimError as soon as the record stops supporting a
-sentence its docstring names (so the markdown before the cell cannot go false quietly)."""
+"""Chapter 06 §3's cells: the visible ladder loop and its check cell, and the helpers of
+asynctc.warp_specialization.lesson; each holds on the recorded data and raises ClaimError as soon as
+the record stops supporting a sentence it guards (so the prose around the cell cannot go false quietly)."""
 import copy
 import re
 
@@ -10,6 +10,10 @@ from asynctc import warp_specialization as W
 from asynctc.core import notebook, records
 from asynctc.core.notebook import ClaimError
 from asynctc.warp_specialization import lesson, store_suite
+from notebook_cells import run
+
+#: 06 §3's ladder cell (its check cell is joined to it)
+LADDER_CELL = "W.lesson.ADDS[n]"
 
 
 @pytest.fixture(scope="module")
@@ -17,16 +21,21 @@ def res():
     return records.load("warp_specialization").results
 
 
+def _ladder_cell(res):
+    return run(LADDER_CELL, {"W": W, "notebook": notebook, "res": res})
+
+
 def test_each_helper_is_a_marked_guard():
-    for fn in (W.show_ladder_steps, W.show_epilogue):
-        assert fn.__name__ in notebook.GUARDS
+    assert W.show_epilogue.__name__ in notebook.GUARDS
+    assert not hasattr(W, "show_ladder_steps")      # 06 §3 prints its ladder in a visible loop
 
 
-def test_the_ladder_table_holds_on_the_record(res, capsys):
-    W.show_ladder_steps(res)
+def test_the_ladder_loop_holds_on_the_record(res, capsys):
+    _ladder_cell(res)
     out = capsys.readouterr().out
-    assert all(f"\n{n:>4}  {lesson.ADDS[n]}" in out for n in range(1, 9))
-    assert "rung 3 / rung 1" not in out          # 06 §3's visible cell divides the steps the answer reads
+    assert all(f"rung {n}: {lesson.ADDS[n]}" in out for n in range(1, 9))
+    assert "× 1.16 over rung 2" in out and "rung 1: chapter 05's kernel" in out
+    assert "rung 3 / rung 1" in out               # the lines under it divide the steps the answer reads
 
 
 def test_the_bands_table_reads_each_rung_against_its_band(res):
@@ -74,7 +83,7 @@ def _scale(res, rung, factor):
                                          (7, 1.03)])      # the TMA store gains more than 6 % at 8192³
 def test_the_ladder_sentences_fail_when_a_rung_moves(res, rung, factor):
     with pytest.raises(ClaimError, match="this record does not support the sentence"):
-        W.show_ladder_steps(_scale(res, rung, factor))
+        _ladder_cell(_scale(res, rung, factor))
 
 
 def test_the_epilogue_arithmetic_holds_and_fails_when_the_store_gains_more(res, monkeypatch, capsys):

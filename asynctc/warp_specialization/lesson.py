@@ -1,43 +1,24 @@
-"""Chapter 06's one-line cells: §3's each print a small table and guard the sentences the core
-lesson's markdown states about it (the markdown cell just before the cell that calls it); §4's
-:func:`show_kernel_part` shows one part of ``kernels/hopper_gemm.cu`` at a time.
+"""Chapter 06's helper cells: §3's bands' table (:func:`prediction_table`), the TMA store's saving
+as arithmetic (:func:`show_epilogue`, which guards the sentences its docstring lists), and §4's
+:func:`show_kernel_part`, which shows one part of ``kernels/hopper_gemm.cu`` at a time. 06 §3's ladder
+itself is printed by a visible loop in the lesson (:data:`OVER`, :data:`ADDS`), its guards in the
+check cell after it.
 
-The lesson's prose states fixed sentences about the ladder ("rung 7 gains most after the wide tile",
-"rung 3 is within 2 % of rung 1", ...). Each helper here prints the table those sentences read from
-and raises :class:`asynctc.core.notebook.ClaimError` (via :func:`asynctc.core.notebook.require`) when
-the record stops supporting one of them, so a re-measurement that flips a sentence stops the notebook
-(and nbval) instead of leaving false prose under a true table. Each docstring lists exactly the
-sentences its helper guards; each is marked with :func:`asynctc.core.notebook.guards`, so
-``tests/test_notebook_prose.py`` counts a cell that calls it as the guard of the markdown before it.
-Never times, never plots.
+A guard raises :class:`asynctc.core.notebook.ClaimError` (via :func:`asynctc.core.notebook.require`)
+when the record stops supporting a sentence, so a re-measurement that flips a sentence stops the
+notebook (and nbval) instead of leaving false prose under a true table. :func:`show_epilogue` is
+marked with :func:`asynctc.core.notebook.guards`, so ``tests/test_notebook_prose.py`` counts a cell
+that calls it as the guard of the markdown before it. Never times, never plots.
 """
 
 from __future__ import annotations
 
 from ..core.notebook import guards, require
-from .rung_notes import ADDS, ladder_steps
+from .rung_notes import ADDS  # noqa: F401  (06 §3's cell prints W.lesson.ADDS)
 
 #: The rung each rung of §3's table is compared with: the one it was built from (rung 3 from rung 2,
 #: not from chapter 05's rung 1; rung 5 from rung 3, since rung 4 is a sweep).
 OVER = {2: 1, 3: 2, 4: 3, 5: 3, 6: 5, 7: 6, 8: 7}
-
-
-def ladder_table(results: dict, dtype: str = "float16") -> str:
-    """Rungs 1–8 of a ``warp_specialization`` record as text: rung, change, the rung it is built
-    from, × that rung's TFLOP/s and × cuBLAS (timed in the same run), per size."""
-    lad = {(r["size"], r["rung"]): r for r in results["ladder"] if r["dtype"] == dtype}
-    sizes = sorted({s for s, _ in lad})
-    head = f"{'rung':>4}  {'change':<33}{'over':>5}" + "".join(f"{f'× ({s}³)':>11}" for s in sizes) \
-        + "".join(f"{f'cuBLAS ({s}³)':>16}" for s in sizes)
-    lines = [head]
-    for n in range(1, 9):
-        row = f"{n:>4}  {ADDS[n]:<33}{OVER.get(n, '–'):>5}"
-        row += "".join(f"{lad[(s, n)]['tflops'] / lad[(s, OVER[n])]['tflops']:>11.2f}" if n in OVER
-                       else f"{'–':>11}" for s in sizes)
-        row += "".join(f"{lad[(s, n)]['of_cublas']:>16.2f}" for s in sizes)
-        lines.append(row)
-    lines.append(f"{dtype}; ×: TFLOP/s over the rung in 'over'; cuBLAS: its fraction, same run")
-    return "\n".join(lines)
 
 
 def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") -> str:
@@ -56,41 +37,6 @@ def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") ->
         tally = ", ".join(f"{sides.count(s)} {s}" for s in ("inside", "above", "below") if s in sides)
         lines.append(f"{n:>4}  {p['predicted']:<15}  {f'{text}: {side}':<34}  {tally}")
     return "\n".join(lines)
-
-
-@guards
-def show_ladder_steps(results: dict) -> None:
-    """06 §3: print :func:`ladder_table` (fp16) and guard, over every size and dtype of the record,
-    the small steps (rungs 4, 5, 6 and 8: all but the answer's two big ones) and what 06 §3 leaves
-    to 06c (rung 7's saving at 8192³). The steps the markdown's answer states in numbers (the two
-    biggest; rung 2 at about 0.85 of rung 1; rung 3 back at rung 1; rung 7's +8 % at 4096³; rung 8 at
-    cuBLAS) are divided and guarded in 06 §3's own visible cells. This one guards:
-
-    - rung 7 gains 4 % at 8192³ (2.5–6 %);
-    - rung 5 gains 2 % at 4096³ (1–4 %) and nothing at 8192³ (within 1.5 %), and a CTA's later
-      tiles wait about a tenth as long as its first for k-tile 0 (0.05–0.2 of it);
-    - rungs 4 and 6 moved less than 1.5 %;
-    - rung 4's sweep is won by rung 3's own config at every size and dtype (the same build);
-    - rung 8 gains about 1 % (0–3 %).
-    """
-    from .figures import ladder_ratio
-    print(ladder_table(results))
-    L = ladder_steps(results)
-    r = {b: ladder_ratio(results, a, b) for b, a in OVER.items() if b in (5, 7, 8)}
-    at = {b: {s: [v for (z, _), v in r[b].items() if z == s] for s in (4096, 8192)} for b in r}
-    require(all(1.025 < v < 1.06 for v in at[7][8192]), "Rung 7 gains 4 % at 8192³.", at8192=at[7][8192])
-    require(all(1.01 < v < 1.04 for v in at[5][4096]) and all(abs(v - 1) < 0.015 for v in at[5][8192])
-            and 0.05 * L["first"] < L["later"] < 0.2 * L["first"],
-            "Rung 5 gains 2 % at 4096³ and nothing at 8192³; later tiles wait about a tenth as long as the first.",
-            at4096=at[5][4096], at8192=at[5][8192], first=L["first"], later=L["later"])
-    require(max(abs(v - 1) for v in L["flat"]) < 0.015, "Rungs 4 and 6 moved less than 1.5 %.",
-            worst=max(abs(v - 1) for v in L["flat"]))
-    lab = {(x["size"], x["dtype"], x["rung"]): x["label"] for x in results["ladder"]}
-    require(all(v == lab[z, d, 3] for (z, d, g), v in lab.items() if g == 4),
-            "Rung 4's sweep: no other tile beat rung 3's, so its row is rung 3's own build.",
-            rung4={k[:2]: v for k, v in lab.items() if k[2] == 4})
-    require(1.0 < min(r[8].values()) and max(r[8].values()) < 1.03, "Rung 8 gains about 1 %.",
-            low=min(r[8].values()), high=max(r[8].values()))
 
 
 @guards

@@ -4,20 +4,14 @@
 # **Learning goal.** Split chapter 05's GEMM into two roles. A *producer* warpgroup only issues TMA
 # loads. *Consumer* warpgroups only issue `wgmma`. Then climb a ladder of kernels timed beside cuBLAS.
 #
-# **Where we are.** Chapter 05 built a ring of stages. TMA fills a stage, `wgmma` reads it, and
-# two mbarriers per stage hand it back and forth. The loads came from one thread of a consumer
-# warpgroup. Whenever that thread waited on empty, its warpgroup's math stalled. This chapter gives
-# the loads a warpgroup of their own.
+# **Where we are.** In chapter 05, one thread of a consumer warpgroup issued the loads. While it
+# waited on empty, its warpgroup's math stalled. Here the loads get their own warpgroup.
 #
 # **In plain words.** Two barriers per stage, "full" and "empty", pass work between the roles.
-# The split frees registers for the math and lets loads run on into the next tile.
+# The split frees registers for the math. Loads also run on into the next tile.
 #
-# Deep dives:
-# - [06b](06b_ws_anatomy.ipynb): the kernel, taken apart;
-# - [06c](06c_ladder_investigations.ipynb): the ladder;
-# - [06d](06d_limits_and_gemm.ipynb): Nsight Compute, the [raster](../docs/glossary.md#raster)
-#   (the order CTAs take tiles in), and `matmul` by shape;
-# - [06e](06e_your_gemm_on_the_cpu.ipynb): your pieces as one tile on the CPU, in your capstone's order.
+# Going further: [06b](06b_ws_anatomy.ipynb) the kernel, [06c](06c_ladder_investigations.ipynb) the
+# ladder, [06d](06d_limits_and_gemm.ipynb) its limits, [06e](06e_your_gemm_on_the_cpu.ipynb) your loops on the CPU.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -32,18 +26,17 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# Here the loads get a warpgroup of their own: the producer is warpgroup 0; consumers 0 and 1 are
-# warpgroups 1 and 2. Giving warps different jobs is
-# [warp specialization](../docs/glossary.md#warp-specialization).
+# The producer is warpgroup 0. Consumers 0 and 1 are warpgroups 1 and 2. Giving warps different
+# jobs is [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter). Fill f is
-# the counter divided by S. Consumers wait on full with phase parity f mod 2. The producer waits on
-# empty with (f + 1) mod 2. In the kernel, `phase` is the consumers' parity and `phase ^ 1` the
-# producer's. Chapter 05's `rp`, the parity of the fill being replaced, equals `phase ^ 1`.
+# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j. Counter j
+# uses stage j mod S, as its fill f = j // S. Consumers wait on full with parity f mod 2. The
+# producer waits on empty with (f + 1) mod 2. In the kernel, `phase` is the consumers' parity and
+# `phase ^ 1` the producer's. Chapter 05's `rp` is `phase ^ 1`.
 #
-# The [seed article](../docs/glossary.md#seed-article) is the public worklog this course checks. It
-# swaps the waits: its consumers wait on "empty" before anything was loaded. The top panel is the
-# kernel's; the bottom is the seed's, which deadlocks at the first k-tile:
+# The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. It swaps
+# the waits: its consumers wait on empty before anything is loaded. The top panel is this kernel.
+# The bottom is the seed's, which deadlocks at the first k-tile:
 
 # %% output varies
 fig = W.plot_protocol()
@@ -51,10 +44,9 @@ plt.show()
 
 # %% [markdown]
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
-# [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles, `T` k-tiles each, with
-# one ring of `STAGES` stages. One graded question decides it; answer it in the cell's first comment,
-# from the ring-counter rule above. With 3 k-tiles a tile on 2 stages, which stage and consumers'
-# parity does tile 1's first k-tile use?
+# [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles of `T` k-tiles each. One
+# ring of `STAGES` stages serves them all. Answer one graded question in the cell's first comment.
+# With 3 k-tiles a tile on 2 stages, which stage and consumers' parity does tile 1's first k-tile use?
 #
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread): the one
 # thread that acts for it. In scope:
@@ -66,11 +58,11 @@ plt.show()
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
 # - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`.
 #
-# Declare what you need with C++ `int`, `if`, `for`, `while`; the check runs your loops in the ring
+# Declare what you need with C++ `int`, `if`, `for`, `while`. The check runs your loops in the ring
 # model, each tile against float64.
 
 # %% [markdown]
-# One protocol, three spellings: the names in 05, here and 06e, and the PTX each issues.
+# One protocol in 05's, this chapter's and 06e's names, with the PTX each issues.
 
 # %%
 print(W.protocol_names())
@@ -97,9 +89,7 @@ ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
 # Once your loops pass, the cell below draws them. The producer mostly waits on empty (purple):
-# that is healthy. The consumers wait on full (red), since 2 stages hide no latency.
-#
-# Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
+# healthy. The consumers wait on full (red): 2 stages hide no latency.
 
 # %% output varies
 fig = W.whole_kloop.show_loops(whole_kloop, ok)
@@ -121,27 +111,32 @@ if exercises.after("ch06.whole_kloop", held="what wgmma_wait_group<0> and <1> co
 notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], "two consumers fill the gap")
 
 # %% [markdown]
+# Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
+
+# %% [markdown]
 # ## 2. The register budget
 #
 # The consumers get most of the registers. An SM has 65536 32-bit registers.
 # `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM. So each thread gets
 # 65536 / 384 = 170.7, rounded down to a multiple of 8: **168 at entry**.
 # [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register limit while it runs.
-# The producer drops to 40. The two consumers rise to 232. All 384 threads then use 64512.
-# The ladder in §3 adds it together with a second consumer.
-# Going further: [06c §3](06c_ladder_investigations.ipynb) measures it alone.
+# The producer drops to 40. The two consumers rise to 232. Then 128 × 40 + 256 × 232 = 64512.
+#
+# Going further: [06c §3](06c_ladder_investigations.ipynb) measures `setmaxnreg` alone.
 #
 # ## 3. The ladder
 #
-# Each rung is a set of compile-time switches of one kernel (`W.RUNGS`), timed beside cuBLAS.
-# Rung 2 splits the roles; each later rung adds one change:
+# Each rung sets compile-time switches of one kernel (`W.RUNGS`) and is timed beside cuBLAS.
+# Rung 1 is chapter 05's kernel. Each later rung adds one change:
 #
-# - 4: tiles and stages; 5: a [persistent](../docs/glossary.md#persistent) grid;
-# - 6: a [cluster](../docs/glossary.md#cluster) of 2 CTAs, where one TMA load sends B to both:
-#   a [multicast](../docs/glossary.md#multicast);
-# - 7: the [epilogue](../docs/glossary.md#epilogue) (the code that writes C) by
-#   [TMA store](../docs/glossary.md#tma-store) from shared memory;
-# - 8: the raster's **group-M**, the tile rows it walks before moving one column.
+# - 2: the split, a producer and one consumer; 3: a second consumer and `setmaxnreg`;
+# - 4: the best tile and stage count; 5: a persistent grid;
+# - 6: a [cluster](../docs/glossary.md#cluster) of 2 CTAs. One TMA load sends B to both: a
+#   [multicast](../docs/glossary.md#multicast);
+# - 7: the [epilogue](../docs/glossary.md#epilogue), the code that writes C, by
+#   [TMA store](../docs/glossary.md#tma-store);
+# - 8: the [raster](../docs/glossary.md#raster), the order CTAs take tiles in. Its **group-M** is
+#   the tile rows it walks before it moves one column.
 #
 # **Predict before you look.** Which buys the most? Does the split alone buy anything? Orange
 # marks each rung's predicted range.
@@ -154,16 +149,16 @@ plt.show()
 print(W.prediction_table(res))   # notebook.how(W.prediction_table) prints its code
 
 # %% [markdown]
-# **Derive it** from the `ladder` rows. See the `× (4096³)` column below: the step each
-# rung bought over its parent, the rung in `over`. The lines under the table divide the rows the
-# answer reads.
+# **Derive it** from the fp16 4096³ ladder below. `×` is a rung's step over the rung it was built
+# from. The lines under it divide the rows the answer reads.
 
 # %% output answers a prediction
-# guards the small steps; the check cell, the big ones
-W.show_ladder_steps(res)   # notebook.how(W.show_ladder_steps) prints its code
 lad = {(r["size"], r["dtype"], r["rung"]): r for r in res["ladder"]}
 t = {n: lad[4096, "float16", n]["tflops"] for n in range(1, 9)}        # fp16, 4096³
 step = {n: t[n] / t[parent] for n, parent in W.lesson.OVER.items()}
+for n in t:
+    print(f"rung {n}: {W.lesson.ADDS[n]:<33} {t[n]:4.0f} TFLOP/s"
+          + (f", × {step[n]:.2f} over rung {W.lesson.OVER[n]}" if n in step else ""))
 print(f"fp16 4096³: rung 2 / rung 1 = {notebook.ratio(t[2], t[1], 'TFLOP/s')}; rung 3 / rung 2 = "
       f"{notebook.ratio(t[3], t[2])}, so rung 3 / rung 1 = {step[3]:.2f} × {t[2] / t[1]:.2f} = {t[3] / t[1]:.2f}; "
       f"rung 7 / rung 6 = {notebook.ratio(t[7], t[6])}")
@@ -188,6 +183,19 @@ notebook.require(runs == [(4096, "float16"), (4096, "bfloat16"), (8192, "float16
 over = {z: {b: lad[z + (b,)]["tflops"] / lad[z + (a,)]["tflops"] for b, a in W.lesson.OVER.items()} for z in runs}
 of1 = {z: {b: lad[z + (b,)]["tflops"] / lad[z + (1,)]["tflops"] for b in (2, 3)} for z in runs}   # over rung 1
 top = {z: sorted(over[z], key=over[z].get)[-2:][::-1] for z in runs}    # each ladder's two biggest steps
+L = W.ladder_steps(res)                       # the small steps: rung 5's waits, rungs 4 and 6
+notebook.require(all(1.025 < over[z][7] < 1.06 for z in runs if z[0] == 8192), "rung 7 gains 4 % at 8192³",
+                 rung7={z: over[z][7] for z in runs})
+notebook.require(all(1.01 < over[z][5] < 1.04 if z[0] == 4096 else abs(over[z][5] - 1) < 0.015 for z in runs)
+                 and 0.05 * L["first"] < L["later"] < 0.2 * L["first"],
+                 "rung 5 gains 2 % at 4096³ and nothing at 8192³; later tiles wait a tenth as long as the first",
+                 rung5={z: over[z][5] for z in runs}, first=L["first"], later=L["later"])
+notebook.require(max(abs(over[z][b] - 1) for z in runs for b in (4, 6)) < 0.015, "rungs 4 and 6 moved less than 1.5 %",
+                 flat={z: (over[z][4], over[z][6]) for z in runs})
+notebook.require(all(lad[z + (4,)]["label"] == lad[z + (3,)]["label"] for z in runs),
+                 "rung 4's sweep: no other tile beat rung 3's, so its row is rung 3's own build")
+notebook.require(all(1.0 < over[z][8] < 1.03 for z in runs), "rung 8 gains about 1 %",
+                 rung8={z: over[z][8] for z in runs})
 notebook.require(all(v == [3, 7] for v in top.values()), "rung 3 is the biggest step; rung 7 the next", top=top)
 notebook.require(all(0.80 < v[2] < 0.90 and abs(v[3] - 1) < 0.02 for v in of1.values()),
                  "rung 2 lost about 15 % of rung 1; rung 3 is back at rung 1 (within 2 %)", of1=of1)
@@ -207,37 +215,32 @@ notebook.require(missed[2] == [(8192, "bfloat16"), (8192, "float16")] and not mi
 # %% answer [markdown]
 # Two big steps (fp16, 4096³):
 #
-# - **Rung 3, the tile back.** Rung 2's split halved the tile to 128×128 and lost about 15 %.
+# - **Rung 3, the tile back.** Rung 2's split halved the tile to 128×128. It lost about 15 %.
 #   Two consumers on 128×256 and `setmaxnreg` win that back.
 # - **Rung 7: +8 %**, the epilogue by TMA store.
 #
 # **So:** the split itself bought nothing: rung 3 is back at rung 1. The TMA store took the ladder
-# to cuBLAS's speed. One thread's TMA store writes C, so the consumers start the next tile's k-loop
-# sooner. Take the trace's epilogue saving off rung 6's untraced tile: that predicts the +8 % step.
+# to cuBLAS's speed. One thread's TMA store writes C. So the consumers start the next tile sooner.
+# The trace's epilogue saving, taken off rung 6's tile, predicts the +8 % step.
 #
-# Each band predates its rung: a miss shows where its model was wrong. Rung 7 missed above:
-# its model priced storing C from registers low. On the figure's ladder, rungs 3, 5 and 6 missed
-# too; rung 2 missed at 8192³; [06c §3](06c_ladder_investigations.ipynb) says why.
-# Chapter [10 §3](10_claims.ipynb) judges claims the same way.
-
-# %% [markdown]
-# Going further: [06c §3](06c_ladder_investigations.ipynb) — rung 2 → 3 one change at a time; rung
-# 7's saving at 8192³ too.
+# Each band was set before its rung ran. A miss shows a wrong model. Rung 7 missed above: its
+# model priced storing C from registers too low. On the figure's ladder, rungs 3, 5 and 6
+# missed too. Rung 2 missed at 8192³.
 
 # %% [markdown]
 # **Design it** (no grade). The model runs chapter 05's ring per tile, plus the traced epilogue.
-# Its one fitted number is the L2 cap from chapter 05's depth sweep (05b §6).
+# Its one fitted number is an L2 cap from 05b §6.
 #
-# **Predict, then change** `TMA_STORE` to True and rerun: does the model gain what rung 7 measured?
-# Compare cycles: each design's µs is at its own record's clock.
+# **Predict, then change** `TMA_STORE` to True and rerun. Does the model gain what rung 7 measured?
+# Compare cycles: each design's µs uses its own record's clock.
 
 # %% output varies
 BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
 print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 
 # %% answer [markdown]
-# **So:** yes. The model changes only the traced epilogue, from rung 5's to rung 7's. The cycles
-# saved per tile give rung 7's step:
+# **So:** yes. The model changes only the traced epilogue, rung 5's to rung 7's. Its saved cycles
+# give rung 7's step:
 
 # %% output answers a prediction
 plain = W.design(bn=256, stages=4, tma_store=False)     # rung 5's epilogue
@@ -245,13 +248,17 @@ stored = W.design(bn=256, stages=4, tma_store=True)     # rung 7's
 print(f"model: {notebook.ratio(plain.busy, stored.busy, 'cycles', 3)}; rung 7 measured {step[7]:.3f} over rung 6")
 
 # %% [markdown]
+# Going further: [06c §3](06c_ladder_investigations.ipynb) explains each miss and splits rung 2 → 3
+# into single changes. [Chapter 10 §3](10_claims.ipynb) judges claims the same way.
+
+# %% [markdown]
 # ## 4. The whole kernel, one file
 #
-# `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no switches. The host side is
-# [`whole.py`](../asynctc/warp_specialization/whole.py). It builds the
-# [tensor maps](../docs/glossary.md#tensor-map), the descriptors TMA copies read. It launches one
-# 384-thread CTA per tile, so it is not persistent. Each CTA's ring starts at stage 0, phase 0, and
-# nothing carries over. The capstone's CTA walks several tiles, so it must carry its ring.
+# `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no switches. Its host side,
+# [`whole.py`](../asynctc/warp_specialization/whole.py), builds the
+# [tensor maps](../docs/glossary.md#tensor-map). It launches one
+# 384-thread CTA per tile: not persistent. Each CTA's ring starts at stage 0, phase 0.
+# The capstone's CTA walks several tiles, so it must carry its ring.
 #
 # **The producer's loop.** The producer gives registers back. Then all but one of its threads exit.
 # Per k-tile, that thread waits on empty, announces the stage's bytes and issues two TMA loads.
@@ -261,17 +268,16 @@ if exercises.after("ch06.whole_kloop", held="the producer's loop (its waits are 
     display(W.show_kernel_part("producer"))
 
 # %% [markdown]
-# **The consumers' loop.** Consumers 0 and 1 take the registers and compute rows 0–63 and 64–127.
+# **The consumers' loop.** Consumers 0 and 1 take the registers. They compute rows 0–63 and 64–127.
 # Per k-tile, each waits on full, issues the wgmmas as one group and releases a stage on empty.
-# Their parities and stages are the capstone's answer, shown once it passes.
+# Their parities and stages answer the capstone, so they show once it passes.
 
 # %% output answers a prediction
 held = "the consumers' k-loop, marked below; the rest of this part is shown"
 W.show_kernel_part("consumers", reveal=exercises.after("ch06.whole_kloop", held=held))
 
 # %% [markdown]
-# Going further: [06d §4](06d_limits_and_gemm.ipynb) — the file's epilogue, and what the GPU said
-# of it.
+# Going further: [06d §4](06d_limits_and_gemm.ipynb) reads the file's epilogue and what the GPU said of it.
 
 # %% [markdown]
 # ## Worklog
@@ -282,8 +288,7 @@ from asynctc.core import worklog
 worklog.show("06")
 
 # %% [markdown]
-# **Your GEMM so far.** Deep dive 06e §2's consumer loop completes it. Until then, the course's
-# stands in. 06e §4 also runs this tile in the order of your capstone's loops.
+# **Your GEMM so far.** Until you write deep dive 06e §2's consumer loop, the course's stands in.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far
@@ -293,10 +298,10 @@ so_far("06")
 # %% [markdown]
 # ## 5. Use it: `asynctc.matmul`
 #
-# `asynctc.matmul(a, b)` is the top rung, with edge handling. It picks a build for the
-# shape. On an sm_90a GPU, the cell below runs it and checks it against float64.
+# `asynctc.matmul(a, b)` is the top rung, with edge handling. It picks a build for the shape.
+# On an sm_90a GPU, the cell below runs it and checks it against float64.
 #
-# Going further: [deep dive 06d §3](06d_limits_and_gemm.ipynb) times it by shape.
+# Going further: [06d §3](06d_limits_and_gemm.ipynb) times it by shape.
 
 # %% output varies
 import numpy as np
@@ -318,12 +323,12 @@ if runtime.runs_live("sm_90a"):
 #
 # **Play** (ungraded, no GPU), in §3's "Design it" cell:
 #
-# 1. `S` = 2, 3, 4, then 5: where does the model stop gaining? Why does 5 refuse (an error that names the limit)?
+# 1. `S` = 2, 3, 4, then 5: where does the model stop gaining? Which limit does 5's error name?
 # 2. `BN = 128`: the model's rung 2 tile, beside the ladder's rung 2 row.
 # 3. `PERSISTENT = True`: the model's gain beside rung 5's step.
 #
-# **On a GPU:** `python -m asynctc record warp_specialization --no-save` re-measures the ladder;
-# its 4096 float16 rungs 2, 3 and 5 (`ladder` rows' `tflops`) go beside items 2 and 3.
+# **On a GPU:** `python -m asynctc record warp_specialization --no-save` re-measures the ladder
+# for items 2 and 3.
 #
 # **Next:** [chapter 07](07_fp8_precision.ipynb) feeds the same pipeline FP8.
 
