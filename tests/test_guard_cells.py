@@ -217,7 +217,7 @@ def test_the_best_rung_cell_reads_the_record(capsys, monkeypatch):
 
 
 def test_the_stage_figure_waits_for_the_prediction(capsys, monkeypatch):
-    """02 §4's figure (and its best-row line) answers exercise 3: Run All holds it back."""
+    """02 §4's figure (and its best-row line) answers exercise 2: Run All holds it back."""
     from asynctc.core import exercises
     monkeypatch.setattr(exercises, "_opened", set())
     monkeypatch.setattr(exercises, "_tried", set())      # an earlier test's wrong ch02.stages would open it

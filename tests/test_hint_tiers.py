@@ -159,7 +159,7 @@ def test_told_with_rule_gives_the_second_tier_at_once():
 
 @pytest.mark.tiers
 def test_a_hint_of_two_tiered_parts_says_second_once_at_its_end():
-    """Reader 99 (02 exercise 3): a hint joined from two tiered parts ended each part with SECOND."""
+    """Reader 99 (02's `ch02.stages`): a hint joined from two tiered parts ended each part with SECOND."""
     hint = exercises.tiered("a1.", " Q1?", " R1.") + "; " + exercises.tiered("b2.", " Q2?", " R2.")
     one = exercises.told(hint)
     assert one == "a1. Q1?; b2. Q2?" + exercises.SECOND, one

@@ -339,7 +339,7 @@ def test_exercise_repair(capsys):
     assert "not answered yet" in capsys.readouterr().out          # the broken program unchanged
     fixed = broken[:5] + [("bulk_wait_read", 0)] + broken[5:]
     assert exercises.check("ch08.repair", fixed, rule="store", solution=True)
-    assert capsys.readouterr().out.strip() == "[ch08.repair] correct"
+    assert capsys.readouterr().out.strip() == f"[ch08.repair] correct — {F.exercises.STORE_NOTE}"
     loose = broken[:5] + [("bulk_wait_read", 1)] + broken[5:]    # the one store may still be reading
     assert not exercises.check("ch08.repair", loose, rule="store")
     assert O.check(loose)[0].why in capsys.readouterr().out

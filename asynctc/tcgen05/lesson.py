@@ -11,12 +11,8 @@ columns of 32 bits per SM (PTX ISA, "Tensor Memory", :mod:`asynctc.models.tmem`)
 
 from __future__ import annotations
 
-from ..core import records
-from ..core.notebook import require
-from ..models import tmem
 from ..pipeline.config import REG_OVERHEAD, REGS_PER_SM
 from ..warp_specialization.config import WSConfig
-from ..warp_specialization.rung3_split import rung3_steps
 
 #: The cases the chapter compares: (name, fp32 accumulator values per SM on Hopper, TMEM columns per
 #: SM on Blackwell). The 256×256 tile is a CTA pair's on Blackwell: each SM keeps its 128 rows.
@@ -44,36 +40,6 @@ def register_bill() -> list[dict]:
                     "fits": total <= REGS_PER_SM,
                     "tmem_cols": cols, "tmem_regs": 0})
     return out
-
-
-def bill_table(rows: list[dict]) -> str:
-    """:func:`register_bill` as a fixed-width table, one line per case: what a consumer thread needs
-    (its accumulator values + the loop's other registers) beside the ``setmaxnreg`` budget it is
-    given, what the SM needs in all (producer threads × their registers + consumer threads × the
-    need) beside its 65536, and Blackwell's TMEM columns per SM (a 256×256 accumulator is a CTA
-    pair's, 128 rows on each SM). Asserts chapter 09 §1's *"a consumer needs
-    154 of the 232 `setmaxnreg` grants it"* (exactly those numbers, and the two-accumulator cases
-    above 232) and *"06's rung-3 table: 156 for the 128×256 tile alone, 168 once setmaxnreg is in"*
-    (the ``ws_rung3_steps`` record, read as chapter 06 reads it)."""
-    ws = WSConfig()
-    lines = [f"{'accumulator':34s} {'a consumer thread needs':>23s} {'SM needs':>9s}   {'TMEM columns':>12s}"]
-    for r in rows:
-        acc = r["per_thread"] - REG_OVERHEAD
-        thread = f"{acc} + {REG_OVERHEAD} = {r['per_thread']} of {ws.consumer_regs}"
-        sm = f"{r['total']:9d}" + ("  fits" if r["fits"] else "  NO  ")
-        lines.append(f"{r['name']:34s} {thread:>23s} {sm}   {r['tmem_cols']:5d} of {tmem.COLUMNS}")
-    lines.append(f"SM needs = 128 × {ws.producer_regs} (producer) + {128 * ws.consumers} × (a consumer "
-                 f"thread's need); the SM has {REGS_PER_SM}")
-    lines.append(f"TMEM columns are per SM: a CTA pair's 256×256 tile puts {tmem.LANES} rows on each SM")
-    budget, need = ws.consumer_regs, rows[0]["per_thread"]
-    require((need, budget) == (154, 232) and budget < min(r["per_thread"] for r in rows[1:]),
-            "A consumer thread of chapter 06 needs 154 of the 232 registers setmaxnreg grants it; "
-            "a second accumulator would not fit in 232.", need=need, budget=budget)
-    steps = {d["step"]: d for d in rung3_steps(records.load("ws_rung3_steps").results, spills=False)}
-    ptxas = (steps["128x256"]["regs"], steps["setmaxnreg (rung 3)"]["regs"])
-    require(ptxas == (156, 168), "06's rung-3 table: ptxas gives the 128×256 tile alone 156 registers, "
-            "168 once setmaxnreg is in.", ptxas=ptxas)
-    return "\n".join(lines)
 
 
 def show_sass(cfgs) -> bool:

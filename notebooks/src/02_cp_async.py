@@ -161,7 +161,7 @@ cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 # One run timed every configuration on the same inputs, L2 flushed before each sample. The
 # cuBLAS figure is this run's cuBLAS. The k-tile depth BK is 64 or 32, with one to four stages.
 #
-# **Exercise 3 — predict before you look.** With BK = 64, does each added stage help? And which
+# **Exercise 2 — predict before you look.** With BK = 64, does each added stage help? And which
 # BK gains more from a ring, its best row over its one-stage row? Answer `("yes" or "no", 64 or 32)`.
 # The check reads the record, so on another GPU the answer may differ.
 
@@ -250,9 +250,9 @@ notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "BK = 32 gains the
 # %% [markdown]
 # ## Exercises
 #
-# Exercises 1 and 3 are the predictions in sections 2 and 4. A wrong answer gets a hint.
+# Exercises 1 and 2 are the predictions in sections 2 and 4. A wrong answer gets a hint.
 #
-# **2.** A ring of stages has to fit in shared memory. An SM has 228 KiB (233472 B). The driver
+# **3.** A ring of stages has to fit in shared memory. An SM has 228 KiB (233472 B). The driver
 # reserves 1 KiB of it per CTA.
 #
 # For 128×64×32 fp16 k-tiles, what is the largest number of stages whose ring fits one CTA on an

@@ -21,15 +21,16 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps: which order?
 #
-# A tensor map tells TMA where a global tensor lies and what box to cut. The host builds the map
-# once. Each copy names the map and one box's corner. Map and copy use opposite orders:
+# A tensor map tells TMA where a global tensor lies and what box to cut. Each copy names the map
+# and one box's corner. Map and copy use opposite orders:
 #
-# 1. The map lists `shape` and `box` rows first: `box=(128, 64)` is 128 rows × 64 columns.
+# 1. The map lists `shape` and `box` rows first: `box=(128, 64)` is 128 rows × 64 columns. The
+#    driver's `cuTensorMapEncodeTiled` takes them innermost (column) first: (64, 128).
 # 2. The copy lists the column first: (c0, c1) = (column, row).
 #
-# For a bad map, the driver says only `CUDA_ERROR_INVALID_VALUE`. `tma.validate`, run below, names
-# the field. The orange box's hatched rows lie past the edge: they arrive as zeros, and their bytes
-# count ([03b §1](03b_tma_boxes.ipynb)).
+# For a bad map, the driver says only `CUDA_ERROR_INVALID_VALUE`. `tma.validate` names the field.
+# The orange box's hatched rows, past the edge, arrive as zeros; their bytes count
+# ([03b §1](03b_tma_boxes.ipynb)).
 
 # %% output varies
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",

@@ -24,7 +24,7 @@ from asynctc import tcgen05 as kernels
 from asynctc.core import exercises, notebook, records
 from asynctc.models import descriptors, tmem
 from asynctc.models import tcgen05 as tc
-from asynctc.pipeline.config import REGS_PER_SM
+from asynctc.pipeline.config import REG_OVERHEAD, REGS_PER_SM
 from asynctc.tcgen05 import figures, lesson
 from asynctc.warp_specialization.config import WSConfig
 from asynctc.warp_specialization.rung3_split import rung3_steps
@@ -63,12 +63,16 @@ ws = WSConfig()                                  # chapter 06: 128 producer + 25
 entry = REGS_PER_SM // 384 // 8 * 8             # 65536 / 384, rounded down to a multiple of 8
 given = 128 * ws.producer_regs + 256 * ws.consumer_regs
 print(f"given: 384 × {entry} = {384 * entry} at entry; after setmaxnreg 128 × {ws.producer_regs} + 256 × {ws.consumer_regs} = {given}")
-bill = lesson.register_bill()          # needed, for three accumulator layouts
-print(lesson.bill_table(bill))   # notebook.how(lesson.bill_table) prints its code
+bill = lesson.register_bill()          # one dict per accumulator layout
+print(f"{'accumulator':34s} {'a consumer thread needs':>23s} {'SM needs':>9s}   TMEM columns")
+for r in bill:
+    need = f"{r['per_thread'] - REG_OVERHEAD} + {REG_OVERHEAD} = {r['per_thread']} of {ws.consumer_regs}"
+    print(f"{r['name']:34s} {need:>23s} {r['total']:9d}  {'fits' if r['fits'] else 'NO  '}   {r['tmem_cols']:5d} of {tmem.COLUMNS}")
 steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
 print(f"cross-check, ptxas (06): {steps['128x256']} for the tile alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the count at entry)")
-notebook.require((entry, given) == (168, 384 * entry) and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168),
-                 "384 × 168 = 64512 = 128 × 40 + 256 × 232; ptxas gives 156, and 168 with setmaxnreg", given=given)
+notebook.require((entry, given) == (168, 384 * entry) and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168)
+                 and bill[0]["per_thread"] == 154 < ws.consumer_regs == 232 < min(r["per_thread"] for r in bill[1:]),
+                 "384 × 168 = 64512 = 128 × 40 + 256 × 232; a consumer needs 154 of its 232, more than 232 with a second accumulator; ptxas gives 156, and 168 with setmaxnreg", given=given)
 fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
