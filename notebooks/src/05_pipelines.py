@@ -2,17 +2,16 @@
 # # 05 — Asynchronous pipelines: TMA, mbarriers and wgmma, overlapped
 #
 # **In plain words.** Shared memory becomes a ring of slots. One thread fills free slots with A and
-# B while the Tensor Cores multiply the filled ones.
+# B. Meanwhile the Tensor Cores multiply the filled ones.
 #
 # **Learning goal.** Build that GEMM. See why its ring needs
-# [phase parity](../docs/glossary.md#phase-parity), the low bit that names which barrier phase a
-# wait means. Say why depth, the number of stages S, stops paying.
+# [phase parity](../docs/glossary.md#phase-parity): the low bit that says which barrier phase a wait
+# means. Say why depth stops paying. Depth is the number of stages, S.
 #
-# **Where we are.** In chapter 03, one thread moved a tile with a TMA copy and an mbarrier. In
-# chapter 04, `wgmma` multiplied tiles straight from shared memory. So far they took turns: a copy,
-# a wait, then the math. This chapter joins them in a ring of stages.
+# **Where we are.** Chapter 03 moved a tile with TMA and an mbarrier. Chapter 04 multiplied tiles in
+# shared memory with `wgmma`. They took turns: copy, wait, math. Here they overlap.
 #
-# Deep dives: [05b](05b_pipeline_timeline.ipynb), [05c](05c_pipeline_variants.ipynb).
+# Going further: deep dives [05b](05b_pipeline_timeline.ipynb) and [05c](05c_pipeline_variants.ipynb).
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -31,51 +30,54 @@ notebook.banner("sm_90a")
 #
 # | barrier | arrivals per phase | completes when | who waits |
 # |---|---|---|---|
-# | **full[s]** | 1 (`arrive.expect_tx(stage bytes)`) | the TMA's bytes landed | consumers |
-# | **empty[s]** | one per consumer warpgroup | its wgmmas on the stage are done | producer |
+# | **full[s]** | 1 (`arrive.expect_tx`) | the TMA's bytes landed | consumers |
+# | **empty[s]** | one per consumer warpgroup | its wgmmas on s are done | producer |
 #
-# On empty, each warpgroup arrives once, through one [*elected thread*](../docs/glossary.md#elected-thread):
-# a thread that acts for its group. That is a convention of [CUTLASS](../docs/glossary.md#cutlass),
-# NVIDIA's GEMM library. It is not a rule the PTX ISA text states.
+# One [*elected thread*](../docs/glossary.md#elected-thread) per warpgroup arrives on empty: a
+# [CUTLASS](../docs/glossary.md#cutlass) convention, not a rule the PTX ISA text states.
 #
-# **Phase parity** tells a wait which fill it means. Each load of a stage is one
-# [*fill*](../docs/glossary.md#fill-of-a-stage). K-tile k, the [ring counter](../docs/glossary.md#ring-counter),
-# is fill **f = k / S** (rounded down) of stage **k mod S**. Fill f completes phase f. A wait for
-# fill f names **f mod 2**; for the phase before, **(f + 1) mod 2**.
-# Without parity, a wait can only ask "is this barrier complete?". On a stage's second fill, that
-# wait passes at once. [05c §5](05c_pipeline_variants.ipynb) runs that wait.
+# Each load of a stage is one [*fill*](../docs/glossary.md#fill-of-a-stage). Fill f completes phase f.
+# **Phase parity**, f mod 2, tells a wait which fill it means. Without it, a refilled stage's wait
+# passes at once.
 #
-# Which parity does each panel's wait name?
+# Column k is the [ring counter](../docs/glossary.md#ring-counter). Follow stage 1 (k = 1, 5, 9):
+# each fill flips the parity. "—": no wait; the prologue loads fill 0.
 
 # %% output varies
+S = 4
+print("k | stage k mod S | fill f = k div S | consumers wait on full: f mod 2 | producer waits on empty: (f + 1) mod 2")
+for k in range(10):
+    f = k // S
+    print(f"{k} | {k % S:<13} | {f:<16} | {f % 2:<31} | {(f + 1) % 2 if f else '—'}")
 fig = pl.plot_ring_steps(stages=2, k_tiles=4)
 plt.show()
 
 # %% [markdown]
 # **Exercise 1 — predict before you look.** Each k-tile's wgmmas form one committed group.
-# `wgmma.wait_group N` waits until at most N groups are **pending** (in flight): N = 2 lets two
-# run on. S = 6, one consumer: N = 0 or 1?
+# `wgmma.wait_group N` waits until at most N groups are **pending**, still running. S = 6, one
+# consumer: N = 0 or 1?
 
 # %%
 answer = ...
 ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 
 # %% [markdown]
-# **Then try it:** `mp.simulate(6, 0, 1, 32).math_fraction` is the share of time a wgmma is in
-# flight. Arguments: stages, pending, consumers, k-tiles. Change 0 to 1.
+# **Then try it:** change 0 to 1 in `mp.simulate(6, 0, 1, 32).math_fraction`, the wgmmas' share of
+# time. Arguments: stages, pending, consumers, k-tiles.
+#
+# Going further: [05c §5](05c_pipeline_variants.ipynb) runs a parity-free wait.
 
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# Below is the k-loop of `gemm_pipeline` in `kernels/pipeline.cu`. This build has a 128×256 tile,
-# two consumers and S = 4. Per k-tile k:
+# Per k-tile k, the k-loop of `gemm_pipeline` (`kernels/pipeline.cu`) does:
 #
 # 1. **wait** on full;
-# 2. **issue** `mma_ktile`, then wait until `kPending` groups remain (exercise 1);
+# 2. **issue** `mma_ktile`, then `wgmma.wait_group kPending`;
 # 3. **release** k-tile r = k − kPending on empty;
-# 4. **refill** that stage (exercise 2).
+# 4. **refill** that stage.
 #
-# `pos` is k's stage and phase parity. `prev` is k − 1's.
+# `pos` is k's stage and parity; `prev`, k − 1's.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -83,19 +85,15 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
                                  variant=True, omit=pl.producer_step.SKELETON))
 
 # %% [markdown]
-# **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after k-tile
-# r's release. [Before fill f](../docs/glossary.md#ring-counter), thread 0 waits on empty[rs] until
-# r's fill is released. §1's panels give the parity. Then it refills stage rs with k-tile
-# r + STAGES, if r + STAGES < T. In scope:
+# **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after r's
+# release. Thread 0 waits until empty[rs] releases r's fill. §1's table gives the parity.
+# Then it refills stage rs with k-tile r + STAGES, if r + STAGES < T. In scope:
 #
-# - `producer`: true on thread 0; `r`; `rs`: r's stage; `rp`: the parity of k-tile r's fill on
-#   full; `STAGES`; `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set when a wait gave up;
-# - `empty.wait(stage, parity, wg, kt)`: a bounded loop on `mbarrier.try_wait.parity`; false if it
-#   gave up; `kt` = r + STAGES labels a timeout;
+# - `producer`: thread 0; `r`; `rs`: r's stage; `rp`: r's parity on full; `STAGES`;
+# - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set on a timeout;
+# - `empty.wait(stage, parity, wg, kt)`: false on a timeout; `kt` = r + STAGES;
 # - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
-#   on full, then the TMA copies; `ta`, `tb` are the tensor maps; `m0`, `n0` the CTA's C origin;
-# - around your step, listed above: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`
-#   (`mbarrier.arrive`), and `pos`, `prev`.
+#   on full, then the TMA copies.
 
 # %%
 producer_step = """
@@ -104,7 +102,7 @@ producer_step = """
 ok = exercises.check("ch05.producer_step", producer_step)
 
 # %% [markdown]
-# Once yours passes, [05c §2](05c_pipeline_variants.ipynb) shows the kernel's own step.
+# Going further: once yours passes, [05c §2](05c_pipeline_variants.ipynb) shows the kernel's own step.
 
 # %% [markdown]
 # ## 3. Correct first
@@ -122,12 +120,12 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 # %% [markdown]
 # ## 4. Measured: the depth sweep beside cuBLAS
 #
-# The record swept S = 1–6 for three tiles. cuBLAS ran in the same run. A tile's name is
-# BM×BN×BK, then `/cN` for N consumer warpgroups.
+# The record swept S = 1–6 for three tiles, with cuBLAS in the same run. A tile's name is BM×BN×BK,
+# then `/cN` for N consumer warpgroups.
 #
 # **Predict before you look.** Each extra stage starts a load one k-tile earlier. Where does the
-# 128×256 curve end? Is it still rising at its last S? The goals are 0.80 of cuBLAS at 4096³ and
-# 0.90 at 8192³. Does it reach them? The folded box below says why the curve ends; §5, why it flattens.
+# 128×256 curve end? Is it still rising there? The goals are 0.80 of cuBLAS at 4096³ and 0.90 at
+# 8192³. Does it reach them? §5 says why the curve flattens.
 
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
@@ -153,14 +151,14 @@ notebook.require((cfg.stage_bytes, pl.ALIGN_SLACK + pl.STATIC_SMEM, limit, need[
 
 # %% answer [markdown]
 # **Why the 128×256 curve ends at S = 4.** A stage stores one k-tile of A and of B:
-# (128 + 256) × 64 × 2 bytes = 48 KiB. All S stages, plus 2 KiB of alignment and barriers, must fit
-# in the 227 KiB of shared memory a CTA may have. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
+# (128 + 256) × 64 × 2 bytes = 48 KiB. A CTA may have 227 KiB of shared memory. All S stages must
+# fit in it, with 2 KiB more for alignment and barriers. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
 # The sweep builds only the depths that fit.
 
 # %% answer [markdown]
-# **Why 128×128 drops at S = 4.** The extra stage leaves shared memory for one CTA per SM, not two.
-# The record's occupancy query says so, not a model. Our reading: with one CTA, no other CTA's math
-# hides its [epilogue](../docs/glossary.md#epilogue), its final write of C.
+# **Why 128×128 drops at S = 4.** At S = 4, shared memory fits one CTA per SM, not two. The record's
+# occupancy query shows it. Our reading: with one CTA, no other CTA's math hides its
+# [epilogue](../docs/glossary.md#epilogue), its final write of C.
 # Going further: [05c §4](05c_pipeline_variants.ipynb).
 
 # %% output answers a prediction
@@ -180,16 +178,12 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # Top: the trace of CTA 0 (128×256, S = 4). Bottom: the ring model. Red bars are waits on full.
 # Where do they stop?
 #
-# The blue bars are drawn differently. A GPU bar runs from a group's issue to the `wait_group`
-# one k-tile later that proves it done, so the bars overlap. A model bar is the group's math only.
-# The two consumers take turns on the Tensor Cores, so each model lane has gaps.
+# Blue bars mean different things. A GPU bar runs from a group's issue to the `wait_group` that
+# proves it done. That is one k-tile later, so GPU bars overlap. A model bar is the group's math only.
+# The two consumers share the Tensor Cores, so each model lane has gaps.
 #
-# Under the figure, three lines in clocks:
-#
-# 1. *the trace's cost*: clocks per k-tile, traced ÷ untraced. Reading the clock at each event
-#    slows the traced k-tiles.
-# 2. Consumer 0's waits on full at k-tiles 4–11, GPU and model.
-# 3. Clocks per k-tile, untraced ÷ the model's.
+# Three lines under the figure, in clocks. Line 1 is *the trace's cost*: reading the clock slows each
+# traced k-tile.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -222,10 +216,10 @@ notebook.require(1.10 < untraced / model < 1.35,
 
 # %% [markdown]
 # **The model** never waits on full from k-tile 4 on. **The trace** waits at every k-tile.
-# Untraced (line 3), a k-tile still takes about 1.2× as long as in the model. So the trace's cost is not the gap.
+# Line 3 is untraced: a k-tile still takes about 1.2× as long as in the model. So the trace's cost is not the gap.
 #
-# **So:** past S = 3, depth no longer sets the speed. The loads arrive later than the model's fixed
-# load latency. The likely cause is supply: every SM loads from one shared L2.
+# **So:** past S = 3, depth no longer sets the speed. Loads arrive later than the model's fixed
+# latency. The likely cause is supply: every SM loads from one shared L2.
 # Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four runs and
 # tests it on ten others.
 
