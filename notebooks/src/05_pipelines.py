@@ -33,7 +33,8 @@ notebook.banner("sm_90a")
 # | **full[s]** | 1 (`arrive.expect_tx`) | the TMA's bytes landed | consumers |
 # | **empty[s]** | one per consumer warpgroup | its wgmmas on s are done | producer |
 #
-# One [*elected thread*](../docs/glossary.md#elected-thread) per warpgroup arrives on empty.
+# One [*elected thread*](../docs/glossary.md#elected-thread) per warpgroup arrives on empty: a
+# [CUTLASS](../docs/glossary.md#cutlass) convention, not a rule the PTX ISA text states.
 #
 # Each load of a stage is one [*fill*](../docs/glossary.md#fill-of-a-stage). Fill f completes phase f.
 # **Phase parity**, f mod 2, tells a wait which fill it means. Without it, a refilled stage's wait
