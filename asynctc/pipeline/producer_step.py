@@ -224,8 +224,12 @@ def judge(answer) -> str | None:
         own = (f", f mod 2 of its own fill (k-tile r + STAGES = {t}, f = {t} / S = {t // S}): a phase no "
                "release has completed"
                if waits[t] == (t // S) % 2 else "")
-        return (f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}{own}. Chapter "
-                f"05's ring model with your parities: {why}")
+        # tier 2 bridges §1's table (f: the fill being loaded) to the step's names (rp: r's parity on full)
+        return _ex.tiered(f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}{own}",
+                          ". Which fill does the refill load, and which column of §1's table gives its wait?",
+                          f". The refill loads k-tile {t}, fill f = {t // S}, one past r's: the producer waits "
+                          f"with (f + 1) mod 2 = {want[t]}, which is r = {t - S}'s own f mod 2: rp.") + (
+                f" Chapter 05's ring model with your parities: {why}")
     t = next((x for x in sorted(labels) if labels[x] != x), None)
     if t is not None:
         slip = " — r, the k-tile just released," if labels[t] == t - S else ""

@@ -40,7 +40,8 @@ notebook.banner("sm_90a")
 # **Phase parity**, f mod 2, tells a wait which fill it means. Without it, a refilled stage's wait
 # passes at once.
 #
-# Column k is the [ring counter](../docs/glossary.md#ring-counter). Follow stage 1 (k = 1, 5, 9):
+# Column k is the **ring counter**. Each chapter's names for these:
+# [glossary](../docs/glossary.md#ring-counter). Row k loads fill f. Follow stage 1 (k = 1, 5, 9):
 # each fill flips the parity. "—": no wait; the prologue loads fill 0.
 
 # %% output varies
@@ -85,9 +86,12 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
                                  variant=True, omit=pl.producer_step.SKELETON))
 
 # %% [markdown]
+# **Say it back.** Stage = k mod S; fill f = k div S. Consumers wait on full with f mod 2.
+# Before loading fill f, the producer waits on empty with (f + 1) mod 2, fill f − 1's parity.
+#
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after r's
-# release. Thread 0 waits until empty[rs] releases r's fill. §1's table gives the parity.
-# Then it refills stage rs with k-tile r + STAGES, if r + STAGES < T. In scope:
+# release. Thread 0 waits until empty[rs] releases r's fill. Then it refills stage rs with k-tile
+# r + STAGES, if r + STAGES < T: fill f, one past r's. In scope:
 #
 # - `producer`: thread 0; `r`; `rs`: r's stage; `rp`: r's parity on full; `STAGES`;
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set on a timeout;

@@ -29,10 +29,10 @@ res = rec.results
 # The producer is warpgroup 0. Consumers 0 and 1 are warpgroups 1 and 2. Giving warps different
 # jobs is [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j. Counter j
-# uses stage j mod S, as its fill f = j // S. Consumers wait on full with parity f mod 2. The
-# producer waits on empty with (f + 1) mod 2. In the kernel, `phase` is the consumers' parity and
-# `phase ^ 1` the producer's. Chapter 05's `rp` is `phase ^ 1`.
+# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j, across
+# tiles. The kernel's `phase` is j's parity on full. Chapter 05's `rp`, k-tile j − S's parity on
+# full, equals `phase ^ 1` of k-tile j, the one being loaded. Each chapter's names for these:
+# [glossary](../docs/glossary.md#ring-counter).
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. It swaps
 # the waits: its consumers wait on empty before anything is loaded. The top panel is this kernel.
@@ -43,6 +43,10 @@ fig = W.plot_protocol()
 plt.show()
 
 # %% [markdown]
+# **Say it back.** Stage = j mod `STAGES`; fill f = j / `STAGES`, j counting across tiles.
+# Consumers wait on full with f mod 2. Before fill f, the producer waits on empty with
+# (f + 1) mod 2, fill f − 1's parity.
+#
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles of `T` k-tiles each. One
 # ring of `STAGES` stages serves them all. Answer one graded question in the cell's first comment.
@@ -58,11 +62,11 @@ plt.show()
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
 # - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`.
 #
-# Declare what you need with C++ `int`, `if`, `for`, `while`. The check runs your loops in the ring
-# model, each tile against float64.
+# Declare what you need (C++ `int`, `if`, `for`, `while`). The check runs your loops in the ring
+# model against float64.
 
 # %% [markdown]
-# One protocol in 05's, this chapter's and 06e's names, with the PTX each issues.
+# The protocol's calls in 05, 06 and 06e, with their PTX.
 
 # %%
 print(W.protocol_names())
