@@ -265,7 +265,8 @@ def test_register_bill_motivates_tmem_and_its_figure_draws():
     from asynctc.tcgen05 import figures, lesson
     bill = lesson.register_bill()
     assert [r["fits"] for r in bill] == [True, False, False]
-    assert [r["tmem_cols"] for r in bill] == [256, 512, 256]
+    assert [r["tmem_cols"] for r in bill] == [256, 512, 256]          # per SM: the 256×256 is a pair's
+    assert [r["ctas"] for r in bill] == [1, 1, 2]
     assert all(r["acc"] >= 65536 for r in bill[1:])
     assert [r["per_thread"] for r in bill] == [154, 282, 282]          # 128 + 26, then 256 + 26, of 232
     assert [r["total"] for r in bill] == [44544, 77312, 77312]          # 09 §1's story: 77312 > 65536

@@ -15,10 +15,11 @@ from ..pipeline.config import REG_OVERHEAD, REGS_PER_SM
 from ..warp_specialization.config import WSConfig
 
 #: The cases the chapter compares: (name, fp32 accumulator values per SM on Hopper, TMEM columns per
-#: SM on Blackwell). The 256×256 tile is a CTA pair's on Blackwell: each SM keeps its 128 rows.
-CASES = (("one 128×256 accumulator (ch. 06)", 128 * 256, 256),
-         ("two 128×256 accumulators", 2 * 128 * 256, 512),
-         ("one 256×256 accumulator", 256 * 256, 256))
+#: SM on Blackwell, CTAs that hold it on Blackwell). The 256×256 tile is a CTA pair's on Blackwell:
+#: each of the pair's two SMs keeps its 128 rows.
+CASES = (("one 128×256 accumulator (ch. 06)", 128 * 256, 256, 1),
+         ("two 128×256 accumulators", 2 * 128 * 256, 512, 1),
+         ("one 256×256 accumulator", 256 * 256, 256, 2))
 
 
 def register_bill() -> list[dict]:
@@ -26,19 +27,21 @@ def register_bill() -> list[dict]:
     chapter 06's split (two consumer warpgroups, a producer at ``setmaxnreg.dec 40``):
     ``per_thread`` (acc / 256 consumer threads + the loop's other registers), ``producer``,
     ``acc_regs``, ``other_regs``, ``total`` (registers of the SM), ``fits`` (total ≤ 65536: the
-    register file is the limit however the accumulator is split; a thread's 255 is not); Blackwell's: ``tmem_cols`` (of 512) and ``tmem_regs`` (0: no thread holds it
+    register file is the limit however the accumulator is split; a thread's 255 is not); Hopper's
+    case holds the whole accumulator in one SM. Blackwell's: ``tmem_cols`` (of 512, per SM),
+    ``ctas`` (2: a CTA pair's tile, 128 rows on each SM) and ``tmem_regs`` (0: no thread holds it
     during the main loop)."""
     ws = WSConfig()
     threads = 128 * ws.consumers
     out = []
-    for name, acc, cols in CASES:
+    for name, acc, cols, ctas in CASES:
         per_thread = acc // threads + REG_OVERHEAD
         producer = 128 * ws.producer_regs
         total = producer + threads * per_thread
         out.append({"name": name, "acc": acc, "per_thread": per_thread, "producer": producer,
                     "acc_regs": acc, "other_regs": threads * REG_OVERHEAD, "total": total,
                     "fits": total <= REGS_PER_SM,
-                    "tmem_cols": cols, "tmem_regs": 0})
+                    "tmem_cols": cols, "ctas": ctas, "tmem_regs": 0})
     return out
 
 

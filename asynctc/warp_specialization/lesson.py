@@ -1,8 +1,8 @@
 """Chapter 06's helper cells: §3's bands' table (:func:`prediction_table`), the TMA store's saving
 as arithmetic (:func:`show_epilogue`, which guards the sentences its docstring lists), and §4's
 :func:`show_kernel_part`, which shows one part of ``kernels/hopper_gemm.cu`` at a time. 06 §3's ladder
-itself is printed by a visible loop in the lesson (:data:`OVER`, :data:`ADDS`), its guards in the
-check cell after it.
+itself is printed by a visible loop in the lesson (:data:`OVER`, :data:`ADDS`, :func:`ladder`,
+:func:`traced_epilogue`), its guards in the check cell after it.
 
 A guard raises :class:`asynctc.core.notebook.ClaimError` (via :func:`asynctc.core.notebook.require`)
 when the record stops supporting a sentence, so a re-measurement that flips a sentence stops the
@@ -19,6 +19,25 @@ from .rung_notes import ADDS  # noqa: F401  (06 §3's cell prints W.lesson.ADDS)
 #: The rung each rung of §3's table is compared with: the one it was built from (rung 3 from rung 2,
 #: not from chapter 05's rung 1; rung 5 from rung 3, since rung 4 is a sweep).
 OVER = {2: 1, 3: 2, 4: 3, 5: 3, 6: 5, 7: 6, 8: 7}
+#: The record's four ladders (size, dtype), the figure's first.
+LADDERS = ((4096, "float16"), (4096, "bfloat16"), (8192, "float16"), (8192, "bfloat16"))
+
+
+def ladder(results: dict, size: int = 4096, dtype: str = "float16") -> tuple[dict, dict, dict]:
+    """One ladder of a ``warp_specialization`` record, three dicts keyed by rung: TFLOP/s; the step
+    (×) over the rung it was built from (:data:`OVER`, rungs 2–8); the fraction of cuBLAS's TFLOP/s.
+    Raises ``KeyError`` when the record lacks a rung of that ladder."""
+    rows = {r["rung"]: r for r in results["ladder"] if (r["size"], r["dtype"]) == (size, dtype)}
+    tflops = {n: rows[n]["tflops"] for n in range(1, 9)}
+    return (tflops, {n: tflops[n] / tflops[p] for n, p in OVER.items()},
+            {n: rows[n]["of_cublas"] for n in tflops})
+
+
+def traced_epilogue(results: dict, rung: int) -> float:
+    """A rung's traced epilogue at 4096³: SM cycles per tile (:func:`~.figures.trace_numbers` of the
+    record's trace of that rung)."""
+    from .figures import trace_numbers
+    return trace_numbers(next(t for t in results["traces"] if t["rung"] == rung))["epilogue_cycles"]
 
 
 def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") -> str:

@@ -147,9 +147,8 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # ## 4. What TMA writes is what the descriptor reads
 #
 # Nothing converts between TMA and wgmma, so both must describe the same bytes: the same swizzle,
-# §2's strides. The course's model checks this for every element, major and swizzle.
-#
-# Going further: [04b §5](04b_wgmma_anatomy.ipynb).
+# §2's strides. [04b §5](04b_wgmma_anatomy.ipynb) checks this with the course's model, for every
+# element, major and swizzle.
 
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
@@ -171,13 +170,14 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # The first `wgmma.mma_async`'s operands:
 #
 # * in braces, D: N/2 = 32 fp32 registers;
-# * the A, then the B descriptor;
+# * A's descriptor, then B's;
 # * `p`, D's scale: 0 overwrites D, 1 adds;
 # * `1, 1`: A and B not negated; `0, 0`: both K-major.
 #
 # In the SASS, `WARPGROUP.ARRIVE` is the fence. Each `HGMMA` is one k-step. `gdesc[UR8]` reads its
-# descriptors from uniform registers: one value for the whole warp. `DEPBAR.LE gsb0` waits until
-# at most N groups remain on the wgmma scoreboard, `gsb0`.
+# descriptors from uniform registers: one value per warp. `DEPBAR.LE gsb0` waits until at most N
+# groups remain on the wgmma **scoreboard** `gsb0`, a hardware counter of the warp's groups still
+# running.
 
 # %% [markdown]
 # ## 6. Where the accumulator lives

@@ -157,32 +157,27 @@ print(W.prediction_table(res))   # notebook.how(W.prediction_table) prints its c
 # from. The lines under it divide the rows the answer reads.
 
 # %% output answers a prediction
-lad = {(r["size"], r["dtype"], r["rung"]): r for r in res["ladder"]}
-t = {n: lad[4096, "float16", n]["tflops"] for n in range(1, 9)}        # fp16, 4096³
-step = {n: t[n] / t[parent] for n, parent in W.lesson.OVER.items()}
-for n in t:
-    print(f"rung {n}: {W.lesson.ADDS[n]:<33} {t[n]:4.0f} TFLOP/s"
-          + (f", × {step[n]:.2f} over rung {W.lesson.OVER[n]}" if n in step else ""))
-print(f"fp16 4096³: rung 2 / rung 1 = {notebook.ratio(t[2], t[1], 'TFLOP/s')}; rung 3 / rung 2 = "
-      f"{notebook.ratio(t[3], t[2])}, so rung 3 / rung 1 = {step[3]:.2f} × {t[2] / t[1]:.2f} = {t[3] / t[1]:.2f}; "
-      f"rung 7 / rung 6 = {notebook.ratio(t[7], t[6])}")
-for size, dtype in [(4096, "float16"), (4096, "bfloat16"), (8192, "float16"), (8192, "bfloat16")]:
-    tf = {n: lad[size, dtype, n]["tflops"] for n in range(1, 9)}
-    over = {n: tf[n] / tf[parent] for n, parent in W.lesson.OVER.items()}
-    first, second = sorted(over, key=over.get, reverse=True)[:2]
-    print(f"{size}³ {dtype:<8}: biggest steps rungs {first} (× {over[first]:.2f}) and {second} "
-          f"(× {over[second]:.2f}); rung 2, 3 / rung 1: {tf[2] / tf[1]:.2f}, {tf[3] / tf[1]:.2f}; "
-          f"rung 8: {lad[size, dtype, 8]['of_cublas']:.2f} of cuBLAS")
-ep6 = W.trace_numbers(next(x for x in res["traces"] if x["rung"] == 6))["epilogue_cycles"]
-ep7 = W.trace_numbers(next(x for x in res["traces"] if x["rung"] == 7))["epilogue_cycles"]
-tile6 = W.lesson.tile_cycles(res, 6)          # untraced: ms × clock ÷ tiles
+t, step, _ = W.lesson.ladder(res, 4096, "float16")   # per rung: TFLOP/s, × over the rung it was built from
+for n in t:                                               # 1. the figure's ladder, rung by rung
+    built = f", × {step[n]:.2f} over rung {W.lesson.OVER[n]}" if n in step else ""
+    print(f"rung {n}: {W.lesson.ADDS[n]:<33} {t[n]:4.0f} TFLOP/s{built}")
+print(f"the split, then the tile back: rung 2 / rung 1 = {notebook.ratio(t[2], t[1], 'TFLOP/s')}; rung 3 / rung 2 = "
+      f"{notebook.ratio(t[3], t[2])}, so rung 3 / rung 1 = {step[3]:.2f} × {step[2]:.2f} = {t[3] / t[1]:.2f}")
+for size, dtype in W.lesson.LADDERS:                      # 2. every ladder's two biggest steps
+    tf, st, cb = W.lesson.ladder(res, size, dtype)
+    a, b = sorted(st, key=st.get, reverse=True)[:2]
+    print(f"{size}³ {dtype:<8}: biggest steps rungs {a} (× {st[a]:.2f}) and {b} (× {st[b]:.2f}); "
+          f"rung 2, 3 / rung 1: {tf[2] / tf[1]:.2f}, {tf[3] / tf[1]:.2f}; rung 8: {cb[8]:.2f} of cuBLAS")
+ep6, ep7 = (W.lesson.traced_epilogue(res, n) for n in (6, 7))   # 3. the TMA store's saving, traced
+tile6 = W.lesson.tile_cycles(res, 6)                      # rung 6's untraced tile: ms × clock ÷ tiles
 saved = ep6 - ep7
 print(f"epilogue, traced: rung 6 {ep6:.0f}, rung 7 {ep7:.0f} cycles/tile; rung 6's untraced tile {saved / tile6:.1%} "
       f"shorter: {notebook.ratio(tile6, tile6 - saved, '', 3)}, measured {step[7]:.3f}")
 
 # %% check
+lad = {(r["size"], r["dtype"], r["rung"]): r for r in res["ladder"]}
 runs = sorted({(z, d) for z, d, _ in lad}, key=lambda z: (z[0], z[1] != "float16"))   # the four ladders
-notebook.require(runs == [(4096, "float16"), (4096, "bfloat16"), (8192, "float16"), (8192, "bfloat16")],
+notebook.require(runs == list(W.lesson.LADDERS),
                  "the loop above walks the record's four ladders", runs=runs)
 over = {z: {b: lad[z + (b,)]["tflops"] / lad[z + (a,)]["tflops"] for b, a in W.lesson.OVER.items()} for z in runs}
 of1 = {z: {b: lad[z + (b,)]["tflops"] / lad[z + (1,)]["tflops"] for b in (2, 3)} for z in runs}   # over rung 1

@@ -64,10 +64,11 @@ entry = REGS_PER_SM // 384 // 8 * 8             # 65536 / 384, rounded down to a
 given = 128 * ws.producer_regs + 256 * ws.consumer_regs
 print(f"given: 384 × {entry} = {384 * entry} at entry; after setmaxnreg 128 × {ws.producer_regs} + 256 × {ws.consumer_regs} = {given}")
 bill = lesson.register_bill()          # one dict per accumulator layout
-print(f"{'accumulator':34s} {'a consumer thread needs':>23s} {'SM needs':>9s}   TMEM columns")
+print(f"{'accumulator':34s} {'Hopper, in one SM: a consumer thread needs':>42s} {'SM needs':>9s}   Blackwell: TMEM columns per SM")
 for r in bill:
     need = f"{r['per_thread'] - REG_OVERHEAD} + {REG_OVERHEAD} = {r['per_thread']} of {ws.consumer_regs}"
-    print(f"{r['name']:34s} {need:>23s} {r['total']:9d}  {'fits' if r['fits'] else 'NO  '}   {r['tmem_cols']:5d} of {tmem.COLUMNS}")
+    pair = "  (a CTA pair's: 128 rows per SM)" if r["ctas"] == 2 else ""
+    print(f"{r['name']:34s} {need:>42s} {r['total']:9d}  {'fits' if r['fits'] else 'NO  '}   {r['tmem_cols']:5d} of {tmem.COLUMNS}{pair}")
 steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
 print(f"cross-check, ptxas (06): {steps['128x256']} for the tile alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the count at entry)")
 notebook.require((entry, given) == (168, 384 * entry) and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168)
