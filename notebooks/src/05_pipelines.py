@@ -2,7 +2,7 @@
 # # 05 — Asynchronous pipelines: TMA, mbarriers and wgmma, overlapped
 #
 # **In plain words.** Shared memory becomes a ring of slots. One thread fills free slots with A and
-# B. Meanwhile the Tensor Cores multiply the filled ones.
+# B. The Tensor Cores multiply the filled ones.
 #
 # **Learning goal.** Build that GEMM. See why its ring needs
 # [phase parity](../docs/glossary.md#phase-parity): the low bit that says which barrier phase a wait
@@ -97,7 +97,8 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set on a timeout;
 # - `empty.wait(stage, parity, wg, kt)`: false on a timeout; `kt` = r + STAGES;
 # - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
-#   on full, then the TMA copies.
+#   on full, then the TMA copies;
+# - around it, in the listing: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`, `pos`, `prev`.
 
 # %%
 producer_step = """
