@@ -1,5 +1,6 @@
 """Predictions checked against the record (readers 94 and 96: a "predict before you look" was
-honour-system): 02 §4's stage sweep (ch02.stages) and 07 §4's speed table (ch07.fp8_speedup).
+honour-system): 02 §4's stage sweep (ch02.stages, exercise 2) and 07 §4's speed table (ch07.fp8_speedup,
+exercise 1: a prediction, then a reading of the table it opens).
 The right answer passes; each diagnosed wrong answer gets its symptom and a question at the
 first miss, the arithmetic at the second; the key follows a record whose rows moved."""
 import copy
@@ -103,7 +104,8 @@ def test_the_speedup_passes_from_the_tables_rounded_numbers(capsys):
     (1452 / 759, "is the 4096³ column", "Which column is 8192³?"),
     (2.0, "is the 2× ceiling: per clock, FP8 does twice FP16's math",
      "Does the exercise ask for the ceiling or for the measured ratio?"),     # reader 99: the ceiling the text names
-    (1.5, "is not our FP8 rung over our FP16 rung at 8192³", "Which two rows of the table are ours?"),
+    (1.5, "is the seed's low end, a prediction", "The table is open now"),    # readers 102–104: predict, then read
+    (1.7, "is not our FP8 rung over our FP16 rung at 8192³", "Which two rows of the table are ours?"),
 ])
 def test_a_wrong_speedup_names_the_rows_it_divided(twice, answer, symptom, question):
     rule = "Ours at 8192³: 1544 (our FP8 top rung) / 776 (our FP16 top rung)."
