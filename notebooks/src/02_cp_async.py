@@ -162,8 +162,8 @@ cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 # sample. The k-tile depth BK is 64 or 32, with one to four stages.
 #
 # **Exercise 2 — predict before you look.** Past two stages, does another stage help at BK = 64
-# (more than 1 % faster than two)? And which BK gains more from a ring, its best row over its
-# one-stage row? Answer `("yes" or "no", 64 or 32)`.
+# (a gain over 1 %)? And which BK gains more from a ring, its best row over its one-stage row?
+# Answer `("yes" or "no", 64 or 32)`.
 # The check reads the record, so on another GPU the answer may differ.
 
 # %% output varies
