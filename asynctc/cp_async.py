@@ -459,14 +459,15 @@ def _ch02_ring_smem_hint(answer, expected, bm: int, bn: int, bk: int, ctas: int)
     one = (bm * bk + bk * bn) * 2
     if isinstance(answer, bool) or not isinstance(answer, int) or answer < 1:
         return "give a whole number of stages, at least 1."
-    share = SMEM_PER_SM // ctas                        # one CTA's part of the SM, before the reservation
+    share = SMEM_PER_SM // ctas                        # the SM's bytes split between its CTAs, before the reserve
     other = 2 if ctas == 1 else 1
     cut, t = _ex.tiered, f"{ctas} CTA{'s' if ctas > 1 else ''}"
     uses = f"{answer} stages × {one} B = {answer * one} B"
     hint = _ex.known_mistake(answer, expected, [
         (share // one,
-         cut(f"{uses}, and one CTA's share of the SM is {share} B.",
-             " What else does each CTA take from it (the exercise's first lines)?",
+         cut(f"{uses}, the SM's whole {SMEM_PER_SM} B of shared memory." if ctas == 1 else
+             f"{uses}, a {ctas}-way split of the SM's {SMEM_PER_SM} B of shared memory ({share} B each).",
+             " What else does each CTA take from that memory (the exercise's first lines)?",
              f" It fits only if nothing is reserved: first take off the {CTA_RESERVED_SMEM} B the driver "
              "reserves per CTA, then divide.")),
         ((SMEM_PER_SM // other - CTA_RESERVED_SMEM) // one,
@@ -532,13 +533,19 @@ def _stage_tf(results: dict) -> tuple[dict[tuple[int, int], float], list[int], d
     return tf, sorted(s for b, s in tf if b == 64), best
 
 
+#: Two runs of one configuration closer than this are one speed ("within noise", the 03 worklog's word
+#: for 0.2 %): ch02.stages counts a stage as helping only when it is faster by more.
+NOISE = 0.01
+
+
 @_ex.exercise("ch02.stages", "02 §4's prediction, checked against the record's stage sweep (fp16, 4096³): "
-              "with BK = 64, is each added stage faster than the one before it ('yes' or 'no')? And which "
-              "BK gains more from a ring, its best row over its one-stage row (64 or 32)? Answer "
-              "`(each_stage_helps, bk)`; the check reads the record's `results`.")
+              "past two stages, does another stage help BK = 64, its best row of three or four stages more "
+              "than 1 % faster than two ('yes' or 'no')? And which BK gains more from a ring, its best row "
+              "over its one-stage row (64 or 32)? Answer `(another_stage_helps, bk)`; the check reads the "
+              "record's `results`.")
 def _ch02_stages(results: dict) -> tuple[str, int]:
     tf, s64, best = _stage_tf(results)
-    helps = all(tf[64, b] > tf[64, a] for a, b in zip(s64, s64[1:]))
+    helps = max(tf[64, s] for s in s64 if s > 2) > (1 + NOISE) * tf[64, 2]
     gain = {bk: best[bk] / tf[bk, 1] for bk in (64, 32)}
     return ("yes" if helps else "no", max(gain, key=gain.get))
 
@@ -549,20 +556,24 @@ def _ch02_stages_hint(answer, expected, results: dict) -> str | None:
         return "answer two values in parentheses: 'yes' or 'no', then 64 or 32."
     (tf, s64, best), cut, parts = _stage_tf(results), _ex.tiered, []
     rows = ", ".join(f"{tf[64, s]:.0f}" + (" TFLOP/s with 1 stage" if s == 1 else f" with {s}") for s in s64)
+    two = tf[64, 2]
+
+    def past(s):                                     # stage count s > 2 against two stages, in words
+        d = tf[64, s] / two - 1
+        return f"{s} stages run {tf[64, s]:.0f}, " + (f"within 1 % of two's {two:.0f}: noise, not a loss" if abs(d) <= NOISE
+                                                      else f"{abs(d):.0%} {'faster' if d > 0 else 'slower'} than two's {two:.0f}")
+    vs2 = "; ".join(past(s) for s in s64 if s > 2)
     if answer[0] != expected[0]:
-        lose = [f"{b} stages run {tf[64, b]:.0f} to {a} stages' {tf[64, a]:.0f}"
-                for a, b in zip(s64, s64[1:]) if tf[64, b] <= tf[64, a]]
         parts.append(cut(
             f"'{answer[0]}' to the first question does not match the record's BK = 64 rows.",
             " Run §4's figure and table below (they open once you have answered), then read the"
-            " BK = 64 rows from one stage to four: is each faster than the row "
-            "above it?",
-            f" BK = 64 runs {rows}" + (f": {'; '.join(lose)}. An added stage can lose: note 3 says "
-                                                 "why." if lose else ": each added stage is faster.")))
+            " BK = 64 rows with three and four stages: is either more than 1 % faster than two?",
+            f" BK = 64 runs {rows}. Past two, {vs2}" + (". Note 3 says why a stage can lose."
+                                                        if expected[0] == "no" else ".")))
     if answer[1] != expected[1]:
         parts.append(cut(
-            f"BK = {answer[1]} is not the BK whose ring gains more.",
-            " Divide each BK's best row by its one-stage row: which quotient is larger?",
+            f"The BK you chose ({answer[1]}) does not match the record's ring gains.",
+            " Divide each BK's best row by its one-stage row (the table's last line): which quotient is larger?",
             " " + "; ".join(f"BK = {bk}: {best[bk]:.0f} / {tf[bk, 1]:.0f} = {best[bk] / tf[bk, 1]:.2f}×"
                             for bk in (64, 32)) + "."))
     return " ".join(parts) or None

@@ -190,7 +190,7 @@ class Peak(NamedTuple):
 def roofline_points(gemms: list[dict], peak: Peak, gbps: float) -> list[tuple]:
     """The points of chapter 00's roofline (:func:`asynctc.core.plots.roofline`): cuBLAS's measured
     bf16 GEMMs and the computed bound of a decode-like 8192×8192×16 GEMM (hollow)."""
-    pts = [(f"{g['m']}×{g['n']}×{g['k']}", gemm_intensity(g["m"], g["n"], g["k"]), g["tflops"])
+    pts = [(f"cuBLAS bf16 {g['m']}×{g['n']}×{g['k']}", gemm_intensity(g["m"], g["n"], g["k"]), g["tflops"])
            for g in gemms if g["dtype"] == "bfloat16"]
     i = gemm_intensity(8192, 8192, 16)
     pts.append(("8192×8192×16 (decode-like, computed bound)", i,

@@ -310,7 +310,7 @@ MISTAKES = [
     ("ch02.wait_n", 0, "too strict"),
     ("ch02.wait_n", -1, "whole number ≥ 0"),
     ("ch02.stages", ("yes", 32), "does not match the record's BK = 64 rows"),   # tests/test_record_predictions.py
-    ("ch02.stages", ("no", 64), "is not the BK whose ring gains more"),
+    ("ch02.stages", ("no", 64), "does not match the record's ring gains"),
     ("ch02.stages", ("yes", 128), "'yes' or 'no', then 64 or 32"),
     ("ch07.fp8_speedup", 1518 / 768, "is cuBLAS's pair"),
     ("ch07.fp8_speedup", 1452 / 759, "is the 4096³ column"),

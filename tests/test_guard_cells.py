@@ -229,7 +229,7 @@ def test_the_stage_figure_waits_for_the_prediction(capsys, monkeypatch):
 
 
 def test_a_wrong_prediction_opens_the_stage_figure(monkeypatch):
-    """Newcomer 47: exercise 3's first hint sends the learner to §4's figure and table, so a wrong
+    """Newcomer 47: exercise 2's first hint sends the learner to §4's figure and table, so a wrong
     answer opens them (after(..., tried=True)); an unanswered one does not."""
     from asynctc.core import exercises
     monkeypatch.setattr(exercises, "_opened", set())

@@ -71,7 +71,6 @@ ALLOWED = [
     ("04b", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
     ("05", r"about 1\.2× as long as in the model", "asserted by 05 §5's notebook.require, in the check cell before it"),
     ("07", r"FP8's dense peak is twice FP16's", "the Tensor Cores' per-clock rates (the H100 datasheet), not a measurement"),
-    ("07", r"Will it beat cuBLASLt\?", "the exercise's question; §4's check cell, after the answer, guards the So: sentence"),
     ("07", r"Promoting every 4 k-tiles cuts the swamping error 28×",
      "asserted by 07 §5's notebook.require, in the check cell before it (the answer folded after its prediction)"),
     ("06", r"setmaxnreg` win that back",

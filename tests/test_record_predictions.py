@@ -1,5 +1,6 @@
 """Predictions checked against the record (readers 94 and 96: a "predict before you look" was
-honour-system): 02 §4's stage sweep (ch02.stages) and 07 §4's speed table (ch07.fp8_speedup).
+honour-system): 02 §4's stage sweep (ch02.stages, exercise 2) and 07 §4's speed table (ch07.fp8_speedup,
+exercise 1: a prediction, then a reading of the table it opens).
 The right answer passes; each diagnosed wrong answer gets its symptom and a question at the
 first miss, the arithmetic at the second; the key follows a record whose rows moved."""
 import copy
@@ -42,8 +43,9 @@ def test_the_stage_prediction_passes_with_the_records_answer(capsys):
 @pytest.mark.tiers
 @pytest.mark.parametrize("answer, symptom, question, rule", [
     (("yes", 32), "'yes' to the first question does not match the record's BK = 64 rows",
-     "is each faster than the row above it?", "4 stages run 357 to 3 stages' 401"),
-    (("no", 64), "BK = 64 is not the BK whose ring gains more", "which quotient is larger?",
+     "is either more than 1 % faster than two?", "3 stages run 401, within 1 % of two's 402: noise, not a loss; "
+     "4 stages run 357, 11% slower than two's 402"),      # readers 102–104: 0.25 % is not a loss
+    (("no", 64), "The BK you chose (64) does not match the record's ring gains", "which quotient is larger?",
      "BK = 32: 417 / 254 = 1.64×"),
 ])
 def test_a_wrong_stage_prediction_asks_then_shows_the_rows(twice, answer, symptom, question, rule):
@@ -56,15 +58,15 @@ def test_a_wrong_stage_prediction_asks_then_shows_the_rows(twice, answer, sympto
 @pytest.mark.tiers
 def test_both_stage_answers_wrong_get_both_hints(twice):
     one, two = twice("ch02.stages", ("yes", 64), results=CP)
-    assert one.count(exercises.SECOND) == 1 and one.rstrip().endswith(exercises.SECOND.strip()) and "gains more" in one and "BK = 64 rows" in one, one
-    assert "note 3 says why" in two and "BK = 64: 402 / 364 = 1.10×" in two, two
+    assert one.count(exercises.SECOND) == 1 and one.rstrip().endswith(exercises.SECOND.strip()) and "ring gains" in one and "BK = 64 rows" in one, one
+    assert "Note 3 says why a stage can lose" in two and "BK = 64: 402 / 364 = 1.10×" in two, two
 
 
 def test_a_stage_answer_in_no_accepted_form_says_which(capsys):
     assert not exercises.check("ch02.stages", ("maybe", 48), results=CP)
     assert "'yes' or 'no', then 64 or 32" in capsys.readouterr().out
     assert not exercises.check("ch02.stages", "no", results=CP)
-    assert "2 values in parentheses, (each_stage_helps, bk)" in capsys.readouterr().out
+    assert "2 values in parentheses, (another_stage_helps, bk)" in capsys.readouterr().out
 
 
 def test_the_stage_key_follows_a_moved_record(monkeypatch):
@@ -77,6 +79,12 @@ def test_the_stage_key_follows_a_moved_record(monkeypatch):
     assert exercises.check("ch02.stages", ("yes", 64), results=moved)
     # the fastest row is BK = 64's, but BK = 32 gains more over its own one stage
     moved = _sweep(CP, {(64, 4): 380.0, (32, 1): 150.0, (32, 4): 360.0})
+    assert exercises.expected("ch02.stages", results=moved) == ("no", 32)
+    # readers 102–104: the question asks past two stages; one to two may lose, a third stage within
+    # 1 % of two is noise (no), more than 1 % faster is help (yes)
+    moved = _sweep(CP, {(64, 1): 420.0, (64, 2): 400.0, (64, 3): 420.0, (64, 4): 380.0})
+    assert exercises.expected("ch02.stages", results=moved) == ("yes", 32)
+    moved = _sweep(CP, {(64, 2): 400.0, (64, 3): 403.0, (64, 4): 390.0})
     assert exercises.expected("ch02.stages", results=moved) == ("no", 32)
 
 
@@ -96,7 +104,8 @@ def test_the_speedup_passes_from_the_tables_rounded_numbers(capsys):
     (1452 / 759, "is the 4096³ column", "Which column is 8192³?"),
     (2.0, "is the 2× ceiling: per clock, FP8 does twice FP16's math",
      "Does the exercise ask for the ceiling or for the measured ratio?"),     # reader 99: the ceiling the text names
-    (1.5, "is not our FP8 rung over our FP16 rung at 8192³", "Which two rows of the table are ours?"),
+    (1.5, "is the seed's low end, a prediction", "The table is open now"),    # readers 102–104: predict, then read
+    (1.7, "is not our FP8 rung over our FP16 rung at 8192³", "Which two rows of the table are ours?"),
 ])
 def test_a_wrong_speedup_names_the_rows_it_divided(twice, answer, symptom, question):
     rule = "Ours at 8192³: 1544 (our FP8 top rung) / 776 (our FP16 top rung)."

@@ -148,7 +148,7 @@ def test_entry_07_is_fp8_against_its_own_run(monkeypatch):
     f = worklog.fp8_step()
     flat = " ".join(worklog.entry("07").split())
     assert f"4096³: FP8 top rung {f['fp8']:.0f} TFLOP/s, {f['fp8'] / f['fp16']:.2f}× our FP16 rung" in flat
-    assert f"{f['fp8'] / f['cublaslt_fp8']:.2f} of cuBLASLt FP8" in flat and "exercise 2: the promotion" in flat
+    assert f"{f['fp8'] / f['cublaslt_fp8']:.2f} of cuBLASLt FP8" in flat and "exercise 3: the promotion" in flat
     assert "07" not in {s.chapter for s in worklog.steps()}
     real = worklog._results
 

@@ -159,7 +159,7 @@ TEXT = {
     "07": ("the number format: fp16 operands get half the Tensor Core rate of FP8 ones and move "
            "twice the bytes.",
            "e4m3 operands with a scale (§2) in 06's top rung (a k-tile 128 deep: the same 128 bytes "
-           "a row); promotion into fp32 registers every P k-tiles (exercise 2: the promotion) buys "
+           "a row); promotion into fp32 registers every P k-tiles (exercise 3: the promotion) buys "
            "back the accumulator's bits.",
            "08 breaks the pipeline on purpose: real bug reports, reproduced and fixed."),
 }

@@ -337,9 +337,9 @@ def _speed_rows(results: dict, size: int) -> dict[str, float]:
     return {k: table_row(results, size, kernel)["tflops"] for k, (_, kernel) in zip(short, _speed_kernels())}
 
 
-@_ex.exercise("ch07.fp8_speedup", "07 §4's prediction, checked: from the speed table (the record's "
-              "`results`), our FP8 top rung's TFLOP/s over our FP16 top rung's at `size`³, to three "
-              "decimals.", rtol=0.002)
+@_ex.exercise("ch07.fp8_speedup", "07 §4's exercise 1, a prediction then a reading: our FP8 top rung's "
+              "TFLOP/s over our FP16 top rung's at `size`³, to three decimals. The first answer (any) opens "
+              "the speed table (the record's `results`); the check passes on its measured ratio.", rtol=0.002)
 def _ch07_fp8_speedup(results: dict, size: int = 8192) -> float:
     t = _speed_rows(results, size)
     return t["ours8"] / t["ours16"]
@@ -359,7 +359,9 @@ def _ch07_fp8_speedup_hint(answer, expected, results: dict, size: int = 8192) ->
         (t["ours8"] / t["cb16"], cut(f"{answer:.3f} is our FP8 rung over cuBLAS FP16.", rows, rule)),
         (t["lt8"] / t["ours16"], cut(f"{answer:.3f} is cuBLASLt FP8 over our FP16 rung.", rows, rule)),
         (2.0, cut(f"{answer:.3f} is the 2× ceiling: per clock, FP8 does twice FP16's math.",
-                  " Does the exercise ask for the ceiling or for the measured ratio?", rule)),
+                  " Does the exercise ask for the ceiling or for the measured ratio? The table is open now.", rule)),
+        (1.5, cut(f"{answer:.3f} is the seed's low end, a prediction.",
+                  " The table is open now: what did the GPU measure? Which two rows are ours?", rule)),
         (100 * expected, cut(f"{answer:.0f} is a percent.", " What does the question ask for?",
                              " A ratio: divide, do not multiply by 100.")),
     ] + [(o["ours8"] / o["ours16"], cut(f"{answer:.3f} is the {s}³ column.", f" Which column is {size}³?", rule))

@@ -159,7 +159,7 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # The figure's peak line: chapter 00's formula at *this* sweep's SM clock.
 #
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
-# fraction of cuBLAS does it reach at 4096³: about 0.25, 0.5, or 0.9?
+# fraction of cuBLAS does it reach at 4096³: below 0.3, 0.3–0.6, or above 0.6?
 
 # %% output answers a prediction
 fig = mma_sync.plot_vs_cublas(rec, mma_sync.DEFAULT_TILE)
