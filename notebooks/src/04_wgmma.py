@@ -147,7 +147,7 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # ## 4. What TMA writes is what the descriptor reads
 #
 # Nothing converts between TMA and wgmma, so both must describe the same bytes: the same swizzle,
-# §2's strides. [04b §5](04b_wgmma_anatomy.ipynb) checks this with the course's model, for every
+# §2's strides. [04b §2](04b_wgmma_anatomy.ipynb) checks this with the course's model, for every
 # element, major and swizzle.
 
 # %% [markdown]

@@ -81,8 +81,8 @@ ok = exercises.check("ch04.acc_owner_fn", owner)
 # %% [markdown]
 # ## 2. Every combination, element by element
 #
-# Chapter 04, section 4 showed one operand tile making both the tensor-map box and the
-# descriptor. Now every supported combination, element by element (a test in `tests/test_descriptors.py` does
+# Chapter 04 §4 says the tensor map's box and the descriptor must describe the same bytes. Here is
+# every supported combination, element by element (a test in `tests/test_descriptors.py` does
 # the same):
 
 # %%

@@ -31,8 +31,7 @@ res = rec.results
 #
 # Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j, across
 # tiles. The kernel's `phase` is j's parity on full. Chapter 05's `rp`, k-tile j − S's parity on
-# full, equals `phase ^ 1` of k-tile j, the one being loaded. Each chapter's names for these:
-# [glossary](../docs/glossary.md#ring-counter).
+# full, equals `phase ^ 1` of k-tile j, the one being loaded.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. It swaps
 # the waits: its consumers wait on empty before anything is loaded. The top panel is this kernel.
@@ -52,8 +51,7 @@ plt.show()
 # ring of `STAGES` stages serves them all. Answer one graded question in the cell's first comment.
 # With 3 k-tiles a tile on 2 stages, which stage and consumers' parity does tile 1's first k-tile use?
 #
-# Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread): the one
-# thread that acts for it. In scope:
+# Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread). In scope:
 #
 # - `wg` (the warpgroup), `TILES`, `T`, `STAGES`, `kStageBytes`;
 # - `full.wait(stage, parity)`, `empty.wait(stage, parity)`, `empty.arrive(stage)`;
