@@ -108,8 +108,8 @@ print(f"A: {A.n_boxes} box; a k16 step reads {A.instruction_k * A.itemsize} B of
 #
 # A k-step moves only `start`. Every core matrix, at `start + i·SBO + j·LBO`, moves with it.
 #
-# **Worked: a K-major k-step.** A k-step reads the next 32 bytes of each row: 16 fp16, or 32 fp8
-# (fp8 wgmmas are k32). So `start` moves 32 bytes, whatever the dtype.
+# **Worked: a K-major k-step.** In a 128-byte row, a k-step reads the next 32 bytes: 16 fp16, or
+# 32 fp8 (fp8 wgmmas are k32). So `start` moves 32 bytes, whatever the dtype.
 
 # %%
 f8 = descriptors.OperandTile(64, 128, "float8_e4m3fn", "K", 128)
