@@ -123,8 +123,8 @@ print(f"the word's bits 13-0, s = 1: {w1 & 0x3FFF:014b}, the word +{w1 - w0}")
 # %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: from step 0's
 # descriptor, an int, return step s's. The tile is 64×64 fp16 with 128-byte swizzle. `major` is
-# "K" or "MN". MN-major is §2's B tile: a k16 step moves `start` 16 k-rows on. The check reads
-# through your descriptors.
+# "K" or "MN". MN-major, its k-rows are laid out as in §2's B tile: a k16 step moves `start` 16
+# k-rows on. The check reads through your descriptors.
 
 # %%
 def kstep_desc(desc0, s, major):
