@@ -301,10 +301,10 @@ def test_tcgen05_descriptor_round_trip():
         Tcgen05Descriptor.decode(v & ~(1 << 46))
 
 
-def test_kstep_hint_names_the_worked_64_byte_step_copied_into_the_128_byte_exercise():
-    """04 §3 works the MN-major k-step at 64-byte swizzle (a k-row of 64 bytes); ch04.kstep asks
-    128-byte. Copying the worked step moves the start half as far: the hint names that case (it
-    cannot be told from fp16 elements counted as bytes, which gives the same number)."""
+def test_kstep_hint_gives_the_mn_major_step_from_section_2s_sbo():
+    """04 §2 works B's SBO (8 k-rows × 128 B = 1024 B); ch04.kstep's MN-major step is 16 k-rows. A
+    step of one SBO moves the start half as far: the rule names it and gives 2 × SBO = 2048 B, +128
+    (it cannot be told from fp16 elements counted as bytes, which gives the same number)."""
     from asynctc.core.exercises import told
     from asynctc.models.descriptors import OperandTile
     from asynctc.models.descriptors import kstep_diagnosis as raw
@@ -313,10 +313,9 @@ def test_kstep_hint_names_the_worked_64_byte_step_copied_into_the_128_byte_exerc
         return told(raw(*args), rule=True)
     tile, base, s = OperandTile(64, 64, "float16", "MN", 128), 0x4000, 2
     d0 = tile.descriptor(0, base).encode()
-    worked = OperandTile(64, 64, "float16", "MN", 64)
-    step64 = worked.descriptor(s, base).start_address - base          # 16 k-rows × 64 B per step
-    hint = kstep_diagnosis(d0 + (step64 >> 4), tile, s, base)
-    assert "64-byte-swizzle step" in hint and "128 bytes" in hint
+    hint = kstep_diagnosis(d0 + (s * tile.sbo >> 4), tile, s, base)
+    assert "one SBO" in hint and "2 × SBO = 2048 B" in hint and "+128" in hint
+    assert "section 2's SBO" in raw(d0, tile, s, base)          # k-step 0's, asked from §2 too
     k_tile = OperandTile(64, 64, "float16", "K", 128)                 # K-major keeps its own hint
     step_k = k_tile.descriptor(s, base).start_address - base
     assert "elements, not bytes" in kstep_diagnosis(k_tile.descriptor(0, base).encode() + (step_k // 2 >> 4),

@@ -738,25 +738,29 @@ def descriptor_for_smem_tile(tile, major: str = "K", k_step: int = 0, base_addre
 def kstep_diagnosis(got: int, tile: OperandTile, s: int, base: int) -> str:
     """Why descriptor ``got`` is not k-step ``s``'s of ``tile`` at ``base`` (k-step 0's plus an
     advance of the start address): the known mistakes, by the advance they make. It names the field
-    and how far off the advance is, and points at where the notebook gives the step; it does not
-    state the step in bytes. A rule it names comes in two tiers (:func:`asynctc.core.exercises.tiered`)."""
+    and how far off the advance is, and points at where the notebook gives the step. A rule it names
+    comes in two tiers (:func:`asynctc.core.exercises.tiered`): a question first, then the arithmetic
+    (for MN-major, the step from section 2's SBO)."""
     from ..core.exercises import tiered as cut
     d0, sec3 = tile.descriptor(0, base), " (section 3's worked k-step)?"
     field = " Which bits does a k-step move, and in what unit (section 2's table, section 3)?"
     want = tile.descriptor(s, base)
     step = want.start_address - base                  # bytes k-step s starts after k-step 0
     g_raw = got - d0.encode()                          # the learner's advance of the 64-bit value
-    where = ("a k16 step is 16 fp16 along the 128-byte row (section 2)" if tile.major == "K" else
-             "a k16 step is 16 k-rows (section 3; drawn in 04b §5's MN-major figure, 128-byte panel): "
-             "how many bytes is one k-row there?")
+    sbo_q = " How many of section 2's SBO (8 k-rows) are 16 k-rows?"
+    sbo_r = (f" A k16 step is 16 k-rows = 2 × SBO = {2 * d0.sbo} B: +{2 * d0.sbo >> 4} per step in the "
+             "field (16-byte units)")
+
+    def where(symptom: str) -> str:                    # the step's rule; MN-major's in two tiers
+        if tile.major == "K":
+            return f"{symptom}; a k16 step is 16 fp16 along the 128-byte row (section 2)"
+        return cut(f"{symptom}.", sbo_q, sbo_r)
     if g_raw == step:
         return cut("the start moved 16× too far.", " In what unit does the start-address field count" + sec3,
                    " The start-address field holds the address >> 4 (16-byte units): you added bytes unshifted")
     if g_raw in (step // 2, step // 2 >> 4) and tile.major == "MN" and tile.swizzle == 128:
-        return cut("the MN-major start moved half as far as it should.", " How many bytes is one k-row at "
-                   "128-byte swizzle" + sec3, " That is a 64-byte-swizzle step (a k-row of 64 bytes, as "
-                   "worked in section 3), or fp16 elements counted, not bytes; at 128-byte swizzle one k-row "
-                   "is 128 bytes" + (", and the field holds bytes >> 4" if g_raw == step // 2 else ""))
+        return cut("the MN-major start moved half as far as it should.", sbo_q, " That is one SBO (8 k-rows), "
+                   "or fp16 elements counted, not bytes." + sbo_r)
     if g_raw in (step // 2, step // 2 >> 4):
         return cut(f"the {tile.major}-major start moved half as far as it should.", " Did you count elements "
                    "or bytes" + sec3, " You advanced by elements, not bytes: an fp16 element is 2 bytes"
@@ -779,14 +783,14 @@ def kstep_diagnosis(got: int, tile: OperandTile, s: int, base: int) -> str:
                    "address (bits 0–13, in 16-byte units) moves")
     adv = (g["start_address"] << 4) - base
     if adv == 0:
-        return f"it is k-step 0's descriptor: the start address must move for k-step {s}; {where}"
+        return where(f"it is k-step 0's descriptor: the start address must move for k-step {s}")
     off = (f"{adv / step:.3g}× too far" if adv > step else f"{step / adv:.3g}× too near"
            if adv > 0 else "backwards")
     other = "MN" if tile.major == "K" else "K"
     other_tile = OperandTile(tile.mn, tile.k, tile.dtype, other, tile.swizzle)
     other_step = other_tile.descriptor(s, base).start_address - base
     if adv == s * tile.box_pitch or adv == s * 1024:
-        return f"k-step {s} does not cross into the next box or swizzle pattern: the start moved {off}; {where}"
+        return where(f"k-step {s} does not cross into the next box or swizzle pattern: the start moved {off}")
     if adv == other_step:
-        return f"that is the {other}-major advance, {off}; {where}"
-    return f"the start address moved {off}; {where}"
+        return where(f"that is the {other}-major advance, {off}")
+    return where(f"the start address moved {off}")

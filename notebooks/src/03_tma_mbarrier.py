@@ -9,8 +9,8 @@
 #
 # **Learning goal.** Copy a tile with TMA; wait for it with an mbarrier.
 #
-# **Where we are.** In chapter 02 every thread issued its own 16-byte copies and its own
-# `wait_group`. Here one thread copies a whole tile, and the mbarrier tells the others when it lands.
+# **Where we are.** In chapter 02 every thread issued its own 16-byte copies and
+# `wait_group`. Here one thread copies a whole tile; the mbarrier tells the others when it lands.
 
 # %% output varies
 from asynctc.core import exercises, notebook, records, worklog
@@ -156,22 +156,24 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # %% [markdown]
 # ## 4. The instructions underneath
 #
-# Each wrapper above is one PTX instruction. The table reads them from `kernels/ptx/*.cuh`. Then
-# §3's kernel is compiled here for sm_90a, and its SASS is counted.
+# Each wrapper above is one PTX instruction, read from `kernels/ptx/*.cuh`. §3's kernel is
+# compiled for sm_90a and its SASS counted.
 
 # %% output varies
 from asynctc.core import sass
 
 print(notebook.ptx_instructions("mbarrier_arrive_expect_tx", "tma_load_2d", "mbarrier_try_wait_parity"))
-ck = tma.compile_tma("mbarrier_lifecycle")                  # §3's life-cycle kernel
+ck = tma.compile_tma("mbarrier_lifecycle")
 ops = sass.opcode_counts(tma.kernel_sass(ck))
 print({op: n for op, n in sorted(ops.items()) if op.startswith(("SYNCS", "UTMA"))})
 for op in ("UTMALDG.2D", "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT"):
     notebook.require(op in ops, f"§3's kernel issues {op}")
 
 # %% [markdown]
-# `UTMALDG.2D` is the TMA load, `SYNCS.EXCH.64` the `init`, `SYNCS.ARRIVE.TRANS64` the arrive with
-# expect_tx. `SYNCS.PHASECHK.TRANS64` is `test_wait`, which answers at once; `.TRYWAIT`, `try_wait`.
+# `shared::cluster`: this CTA's shared memory, addressed as its
+# [cluster](../docs/glossary.md#cluster)'s. `UTMALDG.2D` is the TMA load, `SYNCS.EXCH.64` the
+# `init`, `SYNCS.ARRIVE.TRANS64` the arrive with expect_tx. `SYNCS.PHASECHK.TRANS64` is
+# `test_wait`, which answers at once; `.TRYWAIT`, `try_wait`.
 
 # %% [markdown]
 # ## Exercises

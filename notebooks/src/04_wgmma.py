@@ -108,8 +108,8 @@ print(f"A: {A.n_boxes} box; a k16 step reads {A.instruction_k * A.itemsize} B of
 #
 # A k-step moves only `start`. Every core matrix, at `start + i·SBO + j·LBO`, moves with it.
 #
-# **Worked: a K-major k-step, fp8.** fp8 wgmmas are k32: four steps per 128-wide k-tile. Each step
-# moves `start` by 32 one-byte elements.
+# **Worked: a K-major k-step.** In a 128-byte row, a k-step reads the next 32 bytes: 16 fp16, or
+# 32 fp8 (fp8 wgmmas are k32). So `start` moves 32 bytes, whatever the dtype.
 
 # %%
 f8 = descriptors.OperandTile(64, 128, "float8_e4m3fn", "K", 128)
@@ -121,20 +121,10 @@ print(f"the word's bits 13-0, s = 0: {w0 & 0x3FFF:014b}")
 print(f"the word's bits 13-0, s = 1: {w1 & 0x3FFF:014b}, the word +{w1 - w0}")
 
 # %% [markdown]
-# **Worked: an MN-major k-step, 64-byte swizzle.** Take B at N = 64. A box's k-row is 64 bytes,
-# 32 n, so the tile is two boxes. A k16 step moves `start` 16 k-rows on. Box 1, at
-# `start + LBO`, moves with it.
-
-# %%
-B64 = descriptors.OperandTile(64, 64, "float16", "MN", 64)    # MN-major, 64-byte swizzle, 2 boxes
-for s in range(4):
-    moved = B64.descriptor(step=s, base_address=0x2000).start_address - 0x2000
-    print(f"s = {s}: +{moved:4d} bytes = {moved // B64.row_pitch} k-rows, start_address field +{moved // 16}")
-
-# %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: from step 0's
-# descriptor, an int, return step s's. The tile is 64×64 fp16 with 128-byte swizzle: one box
-# row is 128 bytes. `major` is "K" or "MN". The check reads through your descriptors.
+# descriptor, an int, return step s's. The tile is 64×64 fp16 with 128-byte swizzle. `major` is
+# "K" or "MN". MN-major, its k-rows are laid out as in §2's B tile: a k16 step moves `start` 16
+# k-rows on. The check reads through your descriptors.
 
 # %%
 def kstep_desc(desc0, s, major):

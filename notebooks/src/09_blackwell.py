@@ -184,6 +184,7 @@ for r, c in [(0, 0), (37, 200), (127, 255)]:
 # **Exercise 1 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
 # warp 1's threads for k-tile kt in stage s (of `t.stages`). The calls:
 #
+# * `t.elected` is true on lane 0 only: one thread of the warp.
 # * `t.wait(barrier, parity)` returns once that phase has completed. `t.full[s]` completes when
 #   stage s's bytes have landed; `t.empty[s]` hands stage s back to the producer.
 # * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
@@ -218,8 +219,8 @@ if exercises.after("ch09.mma_issue"):
                                  end=r"tcgen05_commit_multicast<2>\(smem_u32\(&empty_bar"))
 
 # %% [markdown]
-# In the listing: `lane == 0` is the elected thread, lane 0 of warp 1. `leader` is true in the CTA of
-# cluster rank 0, the first CTA of its cluster (always, without a pair): only its thread issues,
+# In the listing: `lane == 0` is `t.elected`. `leader` is true in the CTA of
+# cluster rank 0 (always, without a pair): only its thread issues,
 # because one `tcgen05.mma` does the whole pair's tile, reading the peer's shared memory and writing the peer's TMEM. A **slab** is 64 elements of K, one 128-byte
 # swizzle atom of fp16. In a CTA pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
 #
