@@ -165,7 +165,7 @@ def test_the_notebook_hides_the_loop_until_it_is_written_and_its_solution_is_the
     shown = notebook.source_excerpt(ck, *CL.LISTING, variant=True, omit=W.LISTING_OMIT)
     assert "// (11 lines left out: the exercise)" in shown and "full.wait" not in shown
     assert "empty.wait" not in shown and "load_stage(" not in shown and "phase ^ 1" not in shown
-    assert "// (6 lines left out: the producer's k-tile: answers of 05's exercise 2" in shown
+    assert "// (6 lines left out: the producer's k-tile: 05's exercise 2, 06's capstone)" in shown
     assert "wgmma_wait_group<0>();" in shown and "empty.arrive(prev);" in shown
     solution = re.findall(r'consumer_loop = """\n(.*?)"""\n', src[src.index("<summary>Solutions"):], re.S)[0]
     def code(t):

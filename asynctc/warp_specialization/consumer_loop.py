@@ -61,7 +61,7 @@ LOOP_LINES = (r"^        if \(!broken &&", r"^        pos\.advance\(\);", "the e
 #: chapter 05's exercise 2 and the producer half of 06's capstone, so the listing always leaves it
 #: out (06 §4 shows it once the capstone passes). :data:`LISTING_OMIT` leaves out both.
 PRODUCER_LINES = (r"^          if \(!empty\.wait", r"^          pos\.advance\(\);",
-                  "the producer's k-tile: answers of 05's exercise 2 and 06's capstone")
+                  "the producer's k-tile: 05's exercise 2, 06's capstone")
 LISTING_OMIT = (PRODUCER_LINES, LOOP_LINES)
 
 _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)

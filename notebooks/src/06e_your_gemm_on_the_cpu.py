@@ -50,9 +50,8 @@ notebook.banner("sm_90a", measured=False)
 # keeps a ring position `pos`, waits with a bound, and leaves one wgmma group in flight. It is the
 # ladder's file, where each rung is a setting of compile-time switches; 06 §4's `hopper_gemm.cu` is
 # rung 3's design written out once, without the switches (the same wgmmas, TMA loads and barriers
-# in its SASS). Here is rung 3's build, with two parts left out. The consumers' loop body is §2's
-# exercise. The producer's k-tile answers chapter 05's exercise 2 and 06's capstone; 06 §4 shows it
-# once the capstone passes.
+# in its SASS). Here is rung 3's build, less two parts: the consumers' loop body (the exercise) and
+# the producer's k-tile (06 §4 shows it once its capstone passes).
 
 # %%
 ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
@@ -189,8 +188,8 @@ assert elements.blame == ["kstep"]
 
 # %% [markdown]
 # **A wrong [phase parity](../docs/glossary.md#phase-parity).** A consumer that waits on full with
-# parity k mod 2. The producer keeps the course's parity. The ring model finds the problem
-# before any data moves, so the tile is never computed:
+# parity k mod 2. The producer keeps the course's parity. The ring model stops the tile before any
+# data moves:
 
 # %%
 print(emulate_sm90.emulate(parities=(lambda k, S: k % 2, emulate_sm90.course_empty_parity),
