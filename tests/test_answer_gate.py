@@ -110,6 +110,28 @@ def test_no_learner_notebook_stores_the_consumer_loop(nb_path):
                 f"{nb_path.name} cell {i} stores the consumer loop (ch06.consumer_loop's answer)"
 
 
+#: Lines of a stored output that answer chapter 05's exercise 2 (the producer's refill: its wait on
+#: empty with the previous fill's parity) and the producer half of 06's capstone.
+PRODUCER_ANSWER = ("empty.wait(pos.stage, pos.phase ^ 1u", "empty.wait(rs, rp")
+
+
+@pytest.mark.parametrize("nb", ["06e_your_gemm_on_the_cpu"])
+def test_deep_dive_06e_stores_no_answer_of_05_or_06(nb):
+    """Readers 105-107: 06e §2's listing printed rung 3's producer loop, ungated. 03, 04 and 05 link
+    to 06e ("your GEMM so far"), so it showed 05's exercise 2 and 06's capstone ahead of them. No
+    stored output of 06e's learner notebook holds the producer's wait, 05b's parities or the consumer
+    loop; its source names no parity formula (§5 breaks the consumers' parity beside the course's)."""
+    import json
+    path = ROOT / "notebooks" / f"{nb}.ipynb"
+    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+        text = "".join(cell["source"]) + "".join(
+            "".join(o.get("text", "")) + json.dumps(o.get("data", {})) for o in cell.get("outputs", []))
+        assert not any(s in text for s in PRODUCER_ANSWER), f"{path.name} cell {i} shows the producer's wait"
+        assert "load_stage(ta, tb" not in text, f"{path.name} cell {i} shows the producer's load"
+        assert not re.search(r"//\s*S\s*\+\s*1\)\s*%\s*2", text), f"{path.name} cell {i}: 05b's empty parity"
+        assert "empty.arrive(prev);" not in text or "wgmma_wait_group<1>" not in text, path.name
+
+
 def test_a_pass_recorded_before_a_restart_still_opens(monkeypatch, tmp_path, capsys):
     """A reader restarted the kernel: chapter 06 said "yours ✓ passed" (from the progress file) but
     held its listing back until the check ran again. A correct attempt on file opens the cell; a

@@ -146,13 +146,15 @@ def test_the_reader_names_the_line_it_cannot_follow():
 
 def test_the_notebook_hides_the_loop_until_it_is_written_and_its_solution_is_the_kernels():
     """§1's listing leaves the consumer loop's body out (W.LOOP_LINES, patterns that name no
-    barrier); the prose before the exercise quotes none of its lines; the cell after the check — an
+    barrier), and always the producer's k-tile (W.PRODUCER_LINES: its wait on empty and its load
+    answer 05's exercise 2 and 06's capstone; readers 105-107); the prose before the exercise quotes none of its lines; the cell after the check — an
     answer cell, empty in the learner notebook — prints them; the worked solution is that body."""
     src = (ROOT / "notebooks" / "src" / "06e_your_gemm_on_the_cpu.py").read_text()
     learner = src[:src.index("<summary>Solutions")]
     at = learner.index(f'exercises.check("{NAME}"')
     before, after = learner[:at], learner[at:]
-    assert "omit=W.LOOP_LINES)" in before and "variant=True" in before
+    assert "omit=W.LISTING_OMIT)" in before and "variant=True" in before
+    assert W.LISTING_OMIT == (W.PRODUCER_LINES, W.LOOP_LINES)
     for quoted in ("pos.phase)", "wgmma_wait_group<1>", "empty[prev]", "prev = pos.stage", "k > 0"):
         assert quoted not in before, quoted
     assert re.search(r"# %% output answers a prediction\nif exercises\.after\(\"ch06\.consumer_loop\"\):\n"
@@ -160,9 +162,11 @@ def test_the_notebook_hides_the_loop_until_it_is_written_and_its_solution_is_the
                      r"omit=W\.LOOP_LINES, left_out=True\)\)", after)
     assert not any(re.search(r"full|empty", pat) for pat in W.LOOP_LINES[:2])
     ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
-    shown = notebook.source_excerpt(ck, *CL.LISTING, variant=True, omit=W.LOOP_LINES)
+    shown = notebook.source_excerpt(ck, *CL.LISTING, variant=True, omit=W.LISTING_OMIT)
     assert "// (11 lines left out: the exercise)" in shown and "full.wait" not in shown
-    assert "empty.wait(pos.stage, pos.phase ^ 1u" in shown and "wgmma_wait_group<0>();" in shown
+    assert "empty.wait" not in shown and "load_stage(" not in shown and "phase ^ 1" not in shown
+    assert "// (6 lines left out: the producer's k-tile: 05's exercise 2, 06's capstone)" in shown
+    assert "wgmma_wait_group<0>();" in shown and "empty.arrive(prev);" in shown
     solution = re.findall(r'consumer_loop = """\n(.*?)"""\n', src[src.index("<summary>Solutions"):], re.S)[0]
     def code(t):
         return re.sub(r"\s+", " ", re.sub(r"//[^\n]*", "", t)).strip()

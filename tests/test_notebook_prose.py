@@ -235,10 +235,9 @@ LISTINGS = {
     ("05", r'^extern "C" __global__ void'): (25, r"(?s)set-up: .*prologue: .*for \(int k = 0; k < T.*"
                                                  r"full\.wait.*mma_ktile.*empty\.arrive.*exercise 2.*epilogue: "),
     # deep dive 06e §2: both roles of rung 3's build, its variant switches resolved, less the
-    # consumers' release lines (the exercise's answer, printed after it)
-    ("06e", r"^  if \(wg == 0\) \{"): (45, r"setmaxnreg_dec[\s\S]*empty\.wait\(pos\.stage, pos\.phase \^ 1u"
-                                         r"[\s\S]*load_stage\([\s\S]*full\[[\s\S]*"
-                                         r"lines left out: the exercise[\s\S]*wgmma_wait_group<0>"
+    # consumers' loop body (the exercise's answer, printed after it) and the producer's k-tile (05 ex. 2, 06 ex. 1)
+    ("06e", r"^  if \(wg == 0\) \{"): (40, r"setmaxnreg_dec[\s\S]*lines left out: the producer's k-tile"
+                                         r"[\s\S]*lines left out: the exercise[\s\S]*wgmma_wait_group<0>"
                                          r"[\s\S]*store_c\(res"),
     # (06 §4 walks the whole kernel part by part through show_kernel_part: tests/test_whole_gemm.py)
     ("06b", r"^__device__ __forceinline__ void load_stage"): (8, r"mbarrier_arrive_expect_tx[\s\S]*"

@@ -69,7 +69,8 @@ W.<name>``):
 * ``exercises.py`` — chapter 06's auto-checked exercises (registered on import);
 * ``consumer_loop.py`` — deep dive 06e's code exercise ``ch06.consumer_loop``: the learner's consumer k-loop
   compiled into rung 3 (NVRTC), read (``asynctc/core/loop_reader.py``) and judged with chapter 05's ring model
-  and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`).
+  and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`), and those it always
+  leaves out (:data:`PRODUCER_LINES`: 05's and 06's answers).
 * ``whole_kloop.py`` — chapter 06's exercise 1, the capstone ``ch06.whole_kloop``: both roles'
   loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the
   emulator, and drawn as the ring model's timeline (:func:`~.whole_kloop.plot_loops`).
@@ -117,7 +118,7 @@ from .config import (  # noqa: F401
     WAVE_FILL, WSConfig, WarpSpecializationError, _fail, _launch_regs, default_bk, is_fp8, itemsize,
     most_stages, shape_tile, wave_fill,
 )
-from .consumer_loop import LOOP_LINES  # noqa: F401
+from .consumer_loop import LISTING_OMIT, LOOP_LINES, PRODUCER_LINES  # noqa: F401
 from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F401
 from .rung_exercises import model_text, staging_position, staging_text  # noqa: F401
 from .rung_notes import ladder_steps, protocol_names, protocol_rows, rung_note, rung_table  # noqa: F401

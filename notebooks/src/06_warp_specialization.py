@@ -30,12 +30,13 @@ res = rec.results
 # jobs is [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j, across
-# tiles. The kernel's `phase` is j's parity on full. Chapter 05's `rp`, k-tile j − S's parity on
-# full, equals `phase ^ 1` of k-tile j, the one being loaded.
+# tiles. The kernel's `phase` is j's parity on full. Example, `STAGES` = 3: k-tile j = 7 is fill 2
+# of stage 1. Consumers wait on full with 0. Before loading it, the producer waits on empty with
+# `phase ^ 1` = 1: the parity of k-tile 4 (fill 1) on full, chapter 05's `rp`.
 #
-# The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. It swaps
-# the waits: its consumers wait on empty before anything is loaded. The top panel is this kernel.
-# The bottom is the seed's, which deadlocks at the first k-tile:
+# The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
+# consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's,
+# deadlocked at the first k-tile:
 
 # %% output varies
 fig = W.plot_protocol()
@@ -60,7 +61,7 @@ plt.show()
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
 # - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`.
 #
-# Declare what you need (C++ `int`, `if`, `for`, `while`). The check runs your loops in the ring
+# Declare what you need in C++. The check runs your loops in the ring
 # model against float64.
 
 # %% [markdown]
@@ -118,11 +119,11 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # %% [markdown]
 # ## 2. The register budget
 #
-# The consumers get most of the registers. An SM has 65536 32-bit registers.
+# An SM has 65536 32-bit registers.
 # `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM. So each thread gets
 # 65536 / 384 = 170.7, rounded down to a multiple of 8: **168 at entry**.
 # [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register limit while it runs.
-# The producer drops to 40. The two consumers rise to 232. Then 128 × 40 + 256 × 232 = 64512.
+# The producer drops to 40. The two consumers rise to 232: 128 × 40 + 256 × 232 = 64512.
 #
 # Going further: [06c §3](06c_ladder_investigations.ipynb) measures `setmaxnreg` alone.
 #

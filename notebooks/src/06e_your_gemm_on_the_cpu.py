@@ -50,12 +50,13 @@ notebook.banner("sm_90a", measured=False)
 # keeps a ring position `pos`, waits with a bound, and leaves one wgmma group in flight. It is the
 # ladder's file, where each rung is a setting of compile-time switches; 06 §4's `hopper_gemm.cu` is
 # rung 3's design written out once, without the switches (the same wgmmas, TMA loads and barriers
-# in its SASS). Here is rung 3's build, with the consumers' loop body left out:
+# in its SASS). Here is rung 3's build, less two parts: the consumers' loop body (the exercise) and
+# the producer's k-tile (06 §4 shows it once its capstone passes).
 
 # %%
 ck = W.compile_ws(W.RUNG_BY_NAME["ws_setmaxnreg"].make("float16"))
 notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(acc\);", variant=True,
-                     omit=W.LOOP_LINES)
+                     omit=W.LISTING_OMIT)
 
 # %% [markdown]
 # **Optional exercise: the capstone's consumer loop again, under rung 3's names.** Chapter 06's
@@ -186,12 +187,12 @@ print(elements.summary())
 assert elements.blame == ["kstep"]
 
 # %% [markdown]
-# **A wrong [phase parity](../docs/glossary.md#phase-parity).** [Fill f](../docs/glossary.md#ring-counter) of a stage is k / S. A
-# consumer that waits on full with parity k mod 2, not f mod 2. The ring model finds the problem
-# before any data moves, so the tile is never computed:
+# **A wrong [phase parity](../docs/glossary.md#phase-parity).** A consumer that waits on full with
+# parity k mod 2. The producer keeps the course's parity. The ring model stops the tile before any
+# data moves:
 
 # %%
-print(emulate_sm90.emulate(parities=(lambda k, S: k % 2, lambda t, S: (t // S + 1) % 2),
+print(emulate_sm90.emulate(parities=(lambda k, S: k % 2, emulate_sm90.course_empty_parity),
                           on_purpose="parities").summary())
 
 # %% [markdown]
