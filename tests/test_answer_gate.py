@@ -115,7 +115,7 @@ def test_no_learner_notebook_stores_the_consumer_loop(nb_path):
 PRODUCER_ANSWER = ("empty.wait(pos.stage, pos.phase ^ 1u", "empty.wait(rs, rp")
 
 
-@pytest.mark.parametrize("nb", ["06e_your_gemm_on_the_cpu"])
+@pytest.mark.parametrize("nb", ["06e_your_gemm_on_the_cpu", "06b_ws_anatomy"])
 def test_deep_dive_06e_stores_no_answer_of_05_or_06(nb):
     """Readers 105-107: 06e §2's listing printed rung 3's producer loop, ungated. 03, 04 and 05 link
     to 06e ("your GEMM so far"), so it showed 05's exercise 2 and 06's capstone ahead of them. No

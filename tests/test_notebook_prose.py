@@ -242,9 +242,9 @@ LISTINGS = {
     # (06 §4 walks the whole kernel part by part through show_kernel_part: tests/test_whole_gemm.py)
     ("06b", r"^__device__ __forceinline__ void load_stage"): (8, r"mbarrier_arrive_expect_tx[\s\S]*"
                                                                   r"tma_load_2d_multicast"),
-    ("06b", r"^    // ---------------- producer warpgroup"): (20, r"setmaxnreg_dec[\s\S]*"
-                                                                r"empty\.wait\("
-                                                                r"[\s\S]*load_stage\([\s\S]*full\["),
+    # rung 8's producer, its k-tile left out: 05's exercise 2 and the capstone's producer (W.PRODUCER_LINES)
+    ("06b", r"^    // ---------------- producer warpgroup"): (12, r"setmaxnreg_dec[\s\S]*RingState"
+                                                                r"[\s\S]*lines left out: the producer's k-tile"),
     ("07d", r"^// This k-tile's scale products"): (8, r"sb\[[\s\S]*sa\[[\s\S]*\* sbk"),
     ("07d", r"// promotion into fp32 registers"): (10, r"wgmma_wait_group<0>[\s\S]*"
                                                       r"__fmaf_rn\(acc\[i\]\[j\], bs\[i\]"),

@@ -71,7 +71,8 @@ assert W.seed_protocol()["consumer waits"] == "empty" and W.protocol_from_source
 # %%
 top = W.compile_ws(W.TOP_RUNG.make("float16"))
 display(notebook.show_source(top, start=r"^    // ---------------- producer warpgroup",
-                             end=r"^    if constexpr \(CLUSTER == 1\) return;", variant=True))
+                             end=r"^    if constexpr \(CLUSTER == 1\) return;", variant=True,
+                             omit=W.PRODUCER_LINES))                # 05's exercise 2, 06's capstone
 notebook.show_source(top, start=r"^__device__ __forceinline__ void load_stage", end=r"^}", variant=True)
 
 # %% [markdown]
