@@ -337,9 +337,14 @@ def _speed_rows(results: dict, size: int) -> dict[str, float]:
     return {k: table_row(results, size, kernel)["tflops"] for k, (_, kernel) in zip(short, _speed_kernels())}
 
 
-@_ex.exercise("ch07.fp8_speedup", "07 §4's exercise 1, a prediction then a reading: our FP8 top rung's "
-              "TFLOP/s over our FP16 top rung's at `size`³, to three decimals. The first answer (any) opens "
-              "the speed table (the record's `results`); the check passes on its measured ratio.", rtol=0.002)
+#: How close a prediction of ``ch07.fp8_speedup`` must come to the record's ratio (readers 105–107: a
+#: prediction graded to three decimals could only be passed by reading the table).
+SPEEDUP_RTOL = 0.03
+
+
+@_ex.exercise("ch07.fp8_speedup", "07 §4's exercise 1, a prediction: our FP8 top rung's TFLOP/s over our "
+              "FP16 top rung's at `size`³, checked against the ratio the record measured (its `results`); "
+              "any answer opens the speed table.", rtol=SPEEDUP_RTOL)
 def _ch07_fp8_speedup(results: dict, size: int = 8192) -> float:
     t = _speed_rows(results, size)
     return t["ours8"] / t["ours16"]
@@ -350,7 +355,7 @@ def _ch07_fp8_speedup_hint(answer, expected, results: dict, size: int = 8192) ->
     t, cut = _speed_rows(results, size), _ex.tiered
     other = sorted({r["size"] for r in results["table"]} - {size})
     rule = (f" Ours at {size}³: {t['ours8']:.0f} (our FP8 top rung) / {t['ours16']:.0f} (our FP16 top "
-            f"rung).")
+            f"rung) = {expected:.3f}; a prediction passes within {_ex.percent(SPEEDUP_RTOL)}.")
     rows = " Which two rows of the table are ours?"
     mistakes = [
         (t["ours16"] / t["ours8"], cut(f"{answer:.3f} is below 1: FP16 over FP8.", " Which rung goes on top?", rule)),
@@ -359,7 +364,7 @@ def _ch07_fp8_speedup_hint(answer, expected, results: dict, size: int = 8192) ->
         (t["ours8"] / t["cb16"], cut(f"{answer:.3f} is our FP8 rung over cuBLAS FP16.", rows, rule)),
         (t["lt8"] / t["ours16"], cut(f"{answer:.3f} is cuBLASLt FP8 over our FP16 rung.", rows, rule)),
         (2.0, cut(f"{answer:.3f} is the 2× ceiling: per clock, FP8 does twice FP16's math.",
-                  " Does the exercise ask for the ceiling or for the measured ratio? The table is open now.", rule)),
+                  " The table is open now: what did the GPU measure?", rule)),
         (1.5, cut(f"{answer:.3f} is the seed's low end, a prediction.",
                   " The table is open now: what did the GPU measure? Which two rows are ours?", rule)),
         (100 * expected, cut(f"{answer:.0f} is a percent.", " What does the question ask for?",
@@ -367,4 +372,5 @@ def _ch07_fp8_speedup_hint(answer, expected, results: dict, size: int = 8192) ->
     ] + [(o["ours8"] / o["ours16"], cut(f"{answer:.3f} is the {s}³ column.", f" Which column is {size}³?", rule))
          for s, o in ((s, _speed_rows(results, s)) for s in other)]
     return _ex.known_mistake(answer, expected, mistakes, rtol=0.001) or cut(
-        f"{answer:.3f} is not our FP8 rung over our FP16 rung at {size}³.", rows, rule)
+        f"{answer:.3f} is more than {_ex.percent(SPEEDUP_RTOL)} from our FP8 rung over our FP16 rung at {size}³.",
+        " The table is open now: what did the GPU measure?" + rows, rule)

@@ -11,7 +11,7 @@ padding rows below it, and compares every element with float64 against the bound
 :func:`asynctc.core.checks.element_bound` (relative to |A|·|B|). A right kernel's note says it ran
 (blocks × threads, where) and how many FFMAs each load of sB feeds. The first hint that fits:
 ``...`` left in the source (not answered); a Python exception in the kernel (its message, where);
-writes below C; second rows never written (their store, or ``row2``); second rows wrong, first rows
+writes below C; second rows never written (the learner's ``row2``); second rows wrong, first rows
 right (the second accumulator); wrong only in the partial edge blocks (the bounds checks); else
 the first wrong element. In the simulator, a kernel that passes is also compiled for sm_90 by
 numba's real CUDA target in a child process (:func:`device_compile_error`), since the simulator runs
@@ -211,7 +211,7 @@ def _diagnose(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> str | None:
                 else "parts of a block's second rows are")
         return (f"C[{r}, {col}] is still NaN: it is a second row (row {r % (2 * TILE)} of its block of "
                 f"{2 * TILE} rows, thread ty = {r % (2 * TILE) - TILE}'s row2), and {rows} "
-                "never stored — look at row2, the second row's index, and its store.")
+                "never stored — look at row2, the second row's index you wrote: which row does it name?")
     if (bad & second).any() and not (bad & ~second).any():
         r, col = (int(x) for x in np.argwhere(bad & second)[0])
         return (f"the first rows are right, the second are not (C[{r}, {col}] = {c[r, col]:.4g}, "

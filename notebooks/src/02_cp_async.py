@@ -161,6 +161,12 @@ cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 # One run timed every configuration and cuBLAS on the same inputs, L2 flushed before each
 # sample. The k-tile depth BK is 64 or 32, with one to four stages.
 #
+# **Try it: count.** K is 4096. With one stage, a CTA waits once per k-tile. How many waits is
+# that with BK = 64, and with BK = 32? How many FLOP of its 128×128 tile come after each wait?
+# <details><summary>Answer</summary>4096 / 64 = 64 waits, and 4096 / 32 = 128. A k-tile is
+# 2 × 128 × 128 × BK FLOP: 2.1 M with BK = 64, 1.0 M with BK = 32. BK = 32 waits 128 times for the
+# same math: note 2 below reads what that costs in the table.</details>
+#
 # **Exercise 2 — predict before you look.** Past two stages, does another stage help at BK = 64
 # (a gain over 1 %)? And which BK gains more from a ring, its best row over its one-stage row?
 # Answer `("yes" or "no", 64 or 32)`.
@@ -186,13 +192,6 @@ if exercises.after("ch02.stages", held="the stage figure", tried=True):
     print(f"best configuration {tile[best]}: {notebook.ratio(tf[best], base, 'TFLOP/s')}× chapter 01, "
           f"{notebook.ratio(tf[best], cb)} of cuBLAS")
 
-# %% [markdown]
-# **Try it: count.** K is 4096. With one stage, a CTA waits once per k-tile. How many waits is
-# that with BK = 64, and with BK = 32? How many FLOP of its 128×128 tile come after each wait?
-# <details><summary>Answer</summary>4096 / 64 = 64 waits, and 4096 / 32 = 128. A k-tile is
-# 2 × 128 × 128 × BK FLOP: 2.1 M with BK = 64, 1.0 M with BK = 32. BK = 32 waits 128 times for the
-# same math: note 2 below reads what that costs in the table.</details>
-
 # %% output answers a prediction
 note = {(64, 1): "1. copy, wait, compute", (32, 1): "2. BK = 32: twice the waits", (64, 4): "3. one CTA per SM"}
 two3 = max(tf[64, 2], tf[64, 3])                                 # BK = 64: the better of two and three stages
@@ -210,18 +209,6 @@ if exercises.after("ch02.stages", held="the stage table and its notes", tried=Tr
     print(f"3. {notebook.ratio(tf[64, 4], two3, 'TFLOP/s')}× the best of two or three stages ({tf[64, 4] / two3 - 1:+.0%}).")
     print("; ".join(f"BK = {bk}: {notebook.ratio(ring[bk], tf[bk, 1], 'TFLOP/s')}" for bk in ring))   # ring / one stage
 
-# %% check
-notebook.require(tf[64, 1] > 1.03 * base and r1 < r01 and "/2cta" in tile[64, 1] and mma_sync.DEFAULT_TILE.min_blocks == 2,
-                 "1. one 64-deep stage is ahead of chapter 01, with fewer registers and two CTAs per SM like it",
-                 one_stage=tf[64, 1], chapter01=base)
-notebook.require(tf[32, 1] < base and best[0] == 32 and best[1] > 1,
-                 "2. one 32-deep stage is behind chapter 01; BK = 32 with a ring is the best",
-                 one_stage_bk32=tf[32, 1], best=tf[best])
-notebook.require("/2cta" not in tile[64, 4] and tf[64, 4] < 0.95 * two3,
-                 "3. four 64-deep stages run one CTA per SM and lose to two or three", four_stages=tf[64, 4], two3=two3)
-notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "BK = 32 gains the most from a ring",
-                 gain32=ring[32] / tf[32, 1], gain64=ring[64] / tf[64, 1])
-
 # %% answer [markdown]
 # **What moved, and why.** The table numbers three rows:
 #
@@ -233,6 +220,18 @@ notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "BK = 32 gains the
 #
 # 3. **BK = 64, four stages.** The ring is so large that only one CTA fits on an SM. No second
 #    CTA covers its waits.
+
+# %% check
+notebook.require(tf[64, 1] > 1.03 * base and r1 < r01 and "/2cta" in tile[64, 1] and mma_sync.DEFAULT_TILE.min_blocks == 2,
+                 "note 1 under the stage table, and point 1 above",
+                 one_stage=tf[64, 1], chapter01=base)
+notebook.require(tf[32, 1] < base and best[0] == 32 and best[1] > 1,
+                 "note 2 under the stage table, and point 2 above",
+                 one_stage_bk32=tf[32, 1], best=tf[best])
+notebook.require("/2cta" not in tile[64, 4] and tf[64, 4] < 0.95 * two3,
+                 "note 3 under the stage table, and point 3 above", four_stages=tf[64, 4], two3=two3)
+notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "point 2 above: which BK a ring helps most",
+                 gain32=ring[32] / tf[32, 1], gain64=ring[64] / tf[64, 1])
 
 # %% [markdown]
 # Going further: [02b §2–§4](02b_cp_async_microbenchmark.ipynb) models this table and asks why
