@@ -450,7 +450,7 @@ def generic_hint(answer: Any, expected: Any) -> str | None:
 #: again (in this Python session) the symptom and the rule, with its arithmetic.
 TIER = "\x1f"
 _seen: set[str] = set()
-SECOND = " (A second miss here gives the arithmetic.)"
+SECOND = " (The same miss again gives the arithmetic.)"
 _TIERED = re.compile(f"{TIER}([^{TIER}]*){TIER}([^{TIER}]*){TIER}([^{TIER}]*){TIER}")
 
 

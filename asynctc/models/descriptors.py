@@ -749,7 +749,7 @@ def kstep_diagnosis(got: int, tile: OperandTile, s: int, base: int) -> str:
     g_raw = got - d0.encode()                          # the learner's advance of the 64-bit value
     sbo_q = " How many of section 2's SBO (8 k-rows) are 16 k-rows?"
     sbo_r = (f" A k16 step is 16 k-rows = 2 × SBO = {2 * d0.sbo} B: +{2 * d0.sbo >> 4} per step in the "
-             "field (16-byte units)")
+             "field (16-byte units).")
 
     def where(symptom: str) -> str:                    # the step's rule; MN-major's in two tiers
         if tile.major == "K":

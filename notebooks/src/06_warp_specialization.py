@@ -54,15 +54,14 @@ plt.show()
 #
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread). In scope:
 #
-# - `wg` (the warpgroup), `TILES`, `T`, `STAGES`, `kStageBytes`;
+# - `wg` (the warpgroup), `acc` (its accumulator), `TILES`, `T`, `STAGES`, `kStageBytes`;
 # - `full.wait(stage, parity)`, `empty.wait(stage, parity)`, `empty.arrive(stage)`;
 # - `full.arrive_expect_tx(stage, bytes)`: the producer's arrive, with the TMA's bytes;
 # - `tma_load(stage, tile, k)`: A's and B's boxes of k-tile `k` of `tile`, landing on `full[stage]`;
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
 # - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`.
 #
-# Declare what you need in C++. The check runs your loops in the ring
-# model against float64.
+# Declare your own counters as `int`. The check runs your loops in the ring model against float64.
 
 # %% [markdown]
 # The protocol's calls in 05, 06 and 06e, with their PTX.
