@@ -102,6 +102,8 @@ def test_each_slip_fails_with_its_hint(capsys, slip):
     (S.replace("tma_load(stage, tile, k)", "tma_laod(stage, tile, k)"), "line 8: the check does not know 'tma_laod'"),
     (S.replace("for (int k = 0; k < T; ++k) {\n      full", "for (int k = 0; k < T; --k) {\n      full"),
      "runs more than 4096 times"),
+    # readers 108 and a newcomer declared the accumulator as the kernel does and got a parser's message
+    ("float acc[64];\n" + S, "the accumulators `acc` are in scope already"),
 ])
 def test_other_slips_are_named(capsys, text, words):
     ok, out = _check(capsys, text)

@@ -178,6 +178,9 @@ class _Parser:
                                   f"it does not follow {val!r}")
         if kind == "name" and val in _TYPES:
             return self.declaration()
+        if kind == "name" and val in ("float", "double", "half", "__half", "__nv_bfloat16"):
+            raise ReadError(line, f"a {val!r} declaration: the check reads int counters only, and the "
+                                  "accumulators `acc` are in scope already (leave out their declaration)")
         e = self.expr()
         self.take(";")
         return ("expr", line, e)

@@ -164,8 +164,7 @@ cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 # **Try it: count.** K is 4096. With one stage, a CTA waits once per k-tile. How many waits is
 # that with BK = 64, and with BK = 32? How many FLOP of its 128×128 tile come after each wait?
 # <details><summary>Answer</summary>4096 / 64 = 64 waits, and 4096 / 32 = 128. A k-tile is
-# 2 × 128 × 128 × BK FLOP: 2.1 M with BK = 64, 1.0 M with BK = 32. BK = 32 waits 128 times for the
-# same math: note 2 below reads what that costs in the table.</details>
+# 2 × 128 × 128 × BK FLOP: 2.1 M with BK = 64, 1.0 M with BK = 32.</details>
 #
 # **Exercise 2 — predict before you look.** Past two stages, does another stage help at BK = 64
 # (a gain over 1 %)? And which BK gains more from a ring, its best row over its one-stage row?
