@@ -152,7 +152,8 @@ print(emulate_sm90.emulate(**pieces, schedule=order, on_purpose=whose).summary()
 # ## 5. Break one piece on purpose
 #
 # **A swizzle that does nothing.** TMA then writes plain rows. The wgmma still reads them as
-# swizzled:
+# swizzled. The printed rule is the pattern; the count falls a few short of it where a wrong sum
+# lands inside its bound:
 
 # %% output varies
 broken = emulate_sm90.emulate(swizzle=lambda offset: offset,     # counts vary a little with the inputs
