@@ -524,7 +524,6 @@ def _ch02_wait_n_hint(answer, expected, stages: int) -> str | None:
             "k-tile kt has landed?")
 
 
-
 def _stage_tf(results: dict) -> tuple[dict[tuple[int, int], float], list[int], dict[int, float]]:
     """Chapter 02 §4's table at 4096³ fp16, as ch02.stages reads it: TFLOP/s by (BK, stages) of the
     cp.async rows; BK = 64's stage counts, in order; each BK's best TFLOP/s (64 and 32)."""

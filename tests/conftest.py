@@ -59,3 +59,19 @@ def twice(capsys):
             out.append(capsys.readouterr().out)
         return out
     return run
+
+
+@pytest.fixture
+def tiers(twice):
+    """``tiers(name, answer, symptom, question, rule, **kw)``: :func:`twice`, then the two-tier
+    contract: the first miss tells the symptom and the question (and ``SECOND``), never the rule;
+    the second, the symptom and the rule, without the question or ``SECOND``. Returns both outputs."""
+    from asynctc.core import exercises
+
+    def run(name, answer, symptom, question, rule, **kw):
+        one, two = twice(name, answer, **kw)
+        assert symptom in one and question in one and exercises.SECOND in one, one
+        assert rule not in one, one
+        assert symptom in two and rule in two and question not in two and exercises.SECOND not in two, two
+        return one, two
+    return run

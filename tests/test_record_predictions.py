@@ -48,11 +48,8 @@ def test_the_stage_prediction_passes_with_the_records_answer(capsys):
     (("no", 64), "The BK you chose (64) does not match the record's ring gains", "which quotient is larger?",
      "BK = 32: 417 / 254 = 1.64×"),
 ])
-def test_a_wrong_stage_prediction_asks_then_shows_the_rows(twice, answer, symptom, question, rule):
-    one, two = twice("ch02.stages", answer, results=CP)
-    assert symptom in one and question in one and exercises.SECOND in one, one
-    assert rule not in one, one
-    assert symptom in two and rule in two and question not in two and exercises.SECOND not in two, two
+def test_a_wrong_stage_prediction_asks_then_shows_the_rows(tiers, answer, symptom, question, rule):
+    tiers("ch02.stages", answer, symptom, question, rule, results=CP)
 
 
 @pytest.mark.tiers
@@ -107,12 +104,9 @@ def test_the_speedup_prediction_passes_within_three_percent(capsys):
     (1.5, "is the seed's low end, a prediction", "The table is open now"),    # readers 102–104: predict, then read
     (1.7, "is more than 3% from our FP8 rung over our FP16 rung at 8192³", "what did the GPU measure?"),
 ])
-def test_a_wrong_speedup_names_the_rows_it_divided(twice, answer, symptom, question):
+def test_a_wrong_speedup_names_the_rows_it_divided(tiers, answer, symptom, question):
     rule = "Ours at 8192³: 1544 (our FP8 top rung) / 776 (our FP16 top rung) = 1.990; a prediction passes within 3%."
-    one, two = twice("ch07.fp8_speedup", answer, results=FP8)
-    assert symptom in one and question in one and exercises.SECOND in one, one
-    assert rule not in one, one
-    assert symptom in two and rule in two and question not in two, two
+    tiers("ch07.fp8_speedup", answer, symptom, question, rule, results=FP8)
 
 
 @pytest.mark.tiers

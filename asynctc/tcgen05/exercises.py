@@ -133,6 +133,7 @@ def _ktile_hint(ev: list, kt: int, s: int) -> str | None:
     mmas = [e for e in ev if e[0] == "mma"]
     commits = [e[1] for e in ev if e[0] == "commit"]
     where = f"k-tile {kt} (stage {s})"
+    back = f" Which barrier hands stage {s} back to the producer (§5's list of calls)?"   # the commit's question
     if any(m[1] != s for m in mmas):
         bad = next(m[1] for m in mmas if m[1] != s)
         return f"at {where} an MMA reads stage {bad}: this k-tile's boxes are in stage {s}"
@@ -161,7 +162,7 @@ def _ktile_hint(ev: list, kt: int, s: int) -> str | None:
         return _ex.tiered(f"no tcgen05.commit at {where}: the producer never gets stage {s} back. "
                           f"The kernel's model without it: a {type(d).__name__.lower()} at k-tile "
                           f"{d.iteration}.",
-                          f" Which barrier hands stage {s} back to the producer (§5's list of calls)?",
+                          back,
                           f" The producer waits on empty[0] forever: commit to t.empty[{s}] after the "
                           "k-tile's last MMA.")
     if len(commits) > 1:
@@ -177,12 +178,12 @@ def _ktile_hint(ev: list, kt: int, s: int) -> str | None:
     if got.startswith("full"):
         return _ex.tiered(f"you commit to {got}: full is the producer's barrier (its TMA bytes "
                           "complete it).",
-                          f" Which barrier hands stage {s} back to the producer (§5's list of calls)?",
+                          back,
                           f" The MMAs release the stage on t.empty[{s}].")
     if got == "done":
         return _ex.tiered("you commit to t.done: that tells the epilogue the whole accumulator is "
                           "ready, once, after the last k-tile (the kernel does it after the loop).",
-                          f" Which barrier hands stage {s} back to the producer (§5's list of calls)?",
+                          back,
                           f" A stage is released on t.empty[{s}].")
     return f"you commit to {got}: this k-tile read stage {s}, so release t.empty[{s}]"
 
