@@ -177,8 +177,9 @@ lad = {(r["size"], r["dtype"], r["rung"]): r for r in res["ladder"]}
 runs = sorted({(z, d) for z, d, _ in lad}, key=lambda z: (z[0], z[1] != "float16"))   # the four ladders
 notebook.require(runs == list(W.lesson.LADDERS),
                  "the loop above walks the record's four ladders", runs=runs)
-over = {z: {b: lad[z + (b,)]["tflops"] / lad[z + (a,)]["tflops"] for b, a in W.lesson.OVER.items()} for z in runs}
-of1 = {z: {b: lad[z + (b,)]["tflops"] / lad[z + (1,)]["tflops"] for b in (2, 3)} for z in runs}   # over rung 1
+ladders = {z: W.lesson.ladder(res, *z) for z in runs}   # per ladder, by rung: TFLOP/s, ×, of cuBLAS
+over = {z: step_z for z, (_, step_z, _) in ladders.items()}
+of1 = {z: {b: t_z[b] / t_z[1] for b in (2, 3)} for z, (t_z, _, _) in ladders.items()}   # over rung 1
 top = {z: sorted(over[z], key=over[z].get)[-2:][::-1] for z in runs}    # each ladder's two biggest steps
 L = W.ladder_steps(res)                       # the small steps: rung 5's waits, rungs 4 and 6
 notebook.require(all(1.025 < over[z][7] < 1.06 for z in runs if z[0] == 8192), "rung 7 gains 4 % at 8192³",
@@ -198,8 +199,8 @@ notebook.require(all(0.80 < v[2] < 0.90 and abs(v[3] - 1) < 0.02 for v in of1.va
                  "rung 2 lost about 15 % of rung 1; rung 3 is back at rung 1 (within 2 %)", of1=of1)
 notebook.require(all(1.06 < over[z][7] < 1.10 for z in runs if z[0] == 4096), "rung 7: +8 % at 4096³ (6–10 %)",
                  rung7={z: over[z][7] for z in runs})
-notebook.require(min(lad[z + (8,)]["of_cublas"] for z in runs) >= 0.98, "rung 8 runs at cuBLAS's speed (0.98 or more)",
-                 rung8={z: lad[z + (8,)]["of_cublas"] for z in runs})
+notebook.require(min(ladders[z][2][8] for z in runs) >= 0.98, "rung 8 runs at cuBLAS's speed (0.98 or more)",
+                 rung8={z: ladders[z][2][8] for z in runs})
 notebook.require(abs(tile6 / (tile6 - saved) / step[7] - 1) < 0.02, "the saving predicts rung 7's step", step7=step[7])
 notebook.require(W.prediction_check(res, 7)["outside"] == "above it", "rung 7 missed above its band")
 missed = {n: sorted(z for z, (_, side) in W.prediction_check(res, n)["each"].items() if side != "inside")
