@@ -310,7 +310,7 @@ def test_the_sass_count_cell_refuses_sass_that_moved(kernels, which, drop, sente
 
 # ---- chapter 07 §5: the accumulator, by promotion interval ------------------------------------------------
 
-ACCUMULATOR = 'row = {(r["k"], r["promote"]): r for r in measured}'
+ACCUMULATOR = 'swamp = fp8.swamp_errors(res)'
 
 
 class _Fp8NoFigure:
