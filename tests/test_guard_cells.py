@@ -52,8 +52,8 @@ def test_the_peak_cell_refuses_a_run_above_the_boost_clock():
 
 # ---- chapter 10 §3: the verdicts ---------------------------------------------------------------------
 
-BOUND = "med, lo, hi = bounds.bound(r)"
-DERIVE = 'ours = [p["ours_ms"] for p in pairs]'
+BOUND = "med, lo, hi = bounds.bound(cublas_ms / ours_ms)"
+DERIVE = 'r = cublas_ms / ours_ms'
 VERDICTS = 'said = {"0.99 of cuBLAS": bounds.verdict('
 
 
