@@ -636,3 +636,14 @@ def test_lesson_helpers_raise_when_a_rerun_flips_their_sentence():
     flat = [dict(p, tflops=pairs[0]["tflops"]) for p in pairs]         # TFLOP/s no longer moves
     with pytest.raises(AssertionError, match="four times as far"):
         lesson.runs_set_the_bound(flat)
+
+
+def test_10_2_lookups_give_the_inline_expressions_values():
+    """10 §2's named lookups return what the cell's inline record-digging gave before them."""
+    from asynctc import claims
+    from asynctc.claims import bounds
+    pairs = bounds.same_run_pairs(claims.load_records(), 4096, "float16")
+    ours_ms, cublas_ms = bounds.medians_ms(pairs)
+    assert list(ours_ms) == [p["ours_ms"] for p in pairs] and list(cublas_ms) == [p["cublas_ms"] for p in pairs]
+    assert list(cublas_ms / ours_ms) == [p["cublas_ms"] / p["ours_ms"] for p in pairs]
+    assert bounds.run_count(pairs) == len({p["suite"] for p in pairs}) == 3

@@ -999,3 +999,17 @@ def test_tc_dot_continues_from_an_accumulator():
     p = qa.astype(np.float64)[:, None, :] * qb.astype(np.float64)[None, :, :]
     first = m.tc_dot(p[..., :128])
     np.testing.assert_array_equal(m.tc_dot(p[..., 128:], acc=first), m.tc_dot(p))
+
+
+def test_07_5_lookups_give_the_inline_expressions_values():
+    """07 §5's named lookups return what the cell's inline record-digging gave before them."""
+    from asynctc import fp8
+    from asynctc.core import records
+    res = records.load("fp8").results
+    row = {(r["k"], r["promote"]): r for r in res["experiment"]["rows"]}
+    assert fp8.swamp_errors(res) == {kp: r["swamp_median_rel_err"] for kp, r in row.items()}
+    assert fp8.normal_errors(res) == {kp: r["random_max_err_over_absAB"] for kp, r in row.items()}
+    tf = {(r["kernel"], r["size"]): r["tflops"] for r in res["table"] if "tflops" in r}
+    speed = {p: tf[fp8.fp8_config(promote=p).label(), 8192] for p in (4, 1)}
+    speed[0] = tf[fp8.fp8_config(promote=4).label().replace(" promote:4", ""), 8192]
+    assert fp8.promote_tflops(res) == speed

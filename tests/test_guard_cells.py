@@ -52,8 +52,8 @@ def test_the_peak_cell_refuses_a_run_above_the_boost_clock():
 
 # ---- chapter 10 §3: the verdicts ---------------------------------------------------------------------
 
-BOUND = "med, lo, hi = bounds.bound(r)"
-DERIVE = 'ours = [p["ours_ms"] for p in pairs]'
+BOUND = "med, lo, hi = bounds.bound(cublas_ms / ours_ms)"
+DERIVE = 'r = cublas_ms / ours_ms'
 VERDICTS = 'said = {"0.99 of cuBLAS": bounds.verdict('
 
 
@@ -310,7 +310,7 @@ def test_the_sass_count_cell_refuses_sass_that_moved(kernels, which, drop, sente
 
 # ---- chapter 07 §5: the accumulator, by promotion interval ------------------------------------------------
 
-ACCUMULATOR = 'row = {(r["k"], r["promote"]): r for r in measured}'
+ACCUMULATOR = 'swamp = fp8.swamp_errors(res)'
 
 
 class _Fp8NoFigure:
@@ -496,7 +496,7 @@ def _pl_with_plot_stubbed(**plots):
     from types import SimpleNamespace
     from asynctc import pipeline as pl
     names = ("best_row", "cublas_row", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
-             "trace_of", "ktile_waits")
+             "trace_of", "ktile_waits", "full_waits", "loop_clocks_per_ktile", "sm_clocks_per_second")
     return SimpleNamespace(**{n: getattr(pl, n) for n in names}, **plots)
 
 
@@ -513,7 +513,7 @@ def test_the_stage_fit_check_refuses_a_record_that_moved(key, value):
 
 # ---- chapter 05 §5: the trace's cost, the waits on full, untraced ÷ model -------------------------------
 
-TRACE = 'untraced = 2 * 128 * 256 * 64 * hz / tf'
+TRACE = 'untraced = 2 * 128 * 256 * 64 / (tflops * 1e12)'
 
 
 def _trace_cell(rec, trace=None) -> dict:

@@ -748,3 +748,18 @@ def test_config_schedule_is_the_models_schedule():
         assert rs == mp.ring_schedule(s, cfg.effective_wait_pending, 16, "kernel")
         assert rs.prologue == tuple(range(s))
         assert all(rs.lead(k) == s - cfg.effective_wait_pending for k in range(1, 16 - s))
+
+
+def test_05_5_lookups_give_the_inline_expressions_values():
+    """05 §5's named lookups return what the cell's inline record-digging gave before them."""
+    from asynctc import pipeline as pl
+    from asynctc.core import records
+    from asynctc.models import pipeline as mp
+    res = records.load("pipeline").results
+    trace = pl.trace_of(res, "128x256x64/c2", stages=4)
+    assert pl.loop_clocks_per_ktile(trace, cta=0) == trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / 64
+    assert pl.sm_clocks_per_second(res) == res["sm_count"] * mp.HardwareParams.from_records().clock_mhz * 1e6
+    ring = mp.simulate(4, 1, 2, 64)
+    for run in (trace, ring):
+        wait = pl.ktile_waits(run)[0]
+        assert pl.full_waits(run, range(4, 12)) == [wait.get(k, 0) for k in range(4, 12)]

@@ -94,3 +94,15 @@ def test_the_epilogue_arithmetic_holds_and_fails_when_the_store_gains_more(res, 
     monkeypatch.setattr(store_suite, "store_findings", lambda r: {**real(r), "store_alone": 1.20})
     with pytest.raises(ClaimError, match="about 6 % of a traced tile"):
         W.show_epilogue(res, store)
+
+
+def test_06_3_lookups_give_the_inline_expressions_values(res):
+    """06 §3's named lookups return what the cells' inline record-digging gave before them."""
+    rows = {r["rung"]: r for r in res["ladder"] if (r["size"], r["dtype"]) == (4096, "float16")}
+    t = lesson.tflops_by_rung(res, 4096, "float16")
+    assert t == {n: rows[n]["tflops"] for n in range(1, 9)} == lesson.ladder(res)[0]
+    assert {n: t[n] / t[b] for n, b in lesson.OVER.items()} == lesson.ladder(res)[1]
+    assert lesson.ladders(res) == {z: lesson.ladder(res, *z) for z in lesson.LADDERS}
+    for _, st, _ in lesson.ladders(res).values():
+        assert lesson.biggest_steps(st) == sorted(st, key=st.get, reverse=True)[:2] \
+            == sorted(st, key=st.get)[-2:][::-1]

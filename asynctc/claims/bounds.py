@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import statistics
 
+import numpy as np
+
 from .seed import cublas_row, ladder_row
 from .verdicts import FAILS, HOLDS, load_records
 
@@ -55,6 +57,18 @@ def same_run_pairs(recs, size: int = 4096, dtype: str = "float16") -> list[dict]
                         "reps": min(ours["reps"], cb["reps"]), "sm_mhz": ours["sm_mhz"], "tflops": 2 * size**3 / (ours["median_ms"] * 1e-3) / 1e12,
                         "ratio": cb["median_ms"] / ours["median_ms"]})
     return out
+
+
+def medians_ms(pairs: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ours_ms, cublas_ms)``: each same-run pair's two medians (:func:`same_run_pairs`'s
+    ``ours_ms`` and ``cublas_ms``, each a record's ``median_ms`` for that row in that run), as
+    arrays in the pairs' order (chapter 10 §2)."""
+    return np.array([p["ours_ms"] for p in pairs]), np.array([p["cublas_ms"] for p in pairs])
+
+
+def run_count(pairs: list[dict]) -> int:
+    """How many runs (records, each pair's ``suite``) the same-run ``pairs`` come from."""
+    return len({p["suite"] for p in pairs})
 
 
 def bound(values) -> tuple[float, float, float]:

@@ -34,7 +34,8 @@ Where things live:
   swizzle beside the fp16 top rung (prediction :data:`SWIZZLE_PREDICTION`); never plots.
 * ``figures.py`` — notebook 07's figures (the FP8 value grids, the accumulation plot) and the
   lines it prints from the "fp8" and "swizzle" records (the speed table, verdicts and claims as
-  ``*_note`` functions); reads records, never times anything.
+  ``*_note`` functions), 07 §5's lookups (:func:`swamp_errors`, :func:`normal_errors`,
+  :func:`promote_tflops`); reads records, never times anything.
 * ``seed.py`` — the seed article's 4096³ table beside our rungs, under the datasheet peak and the
   peak at the measured clock (:func:`seed_comparison`); reads records only.
 * ``exercises.py`` — ``ch07.quantize``, ``ch07.block_scale``, ``ch07.round_trip``,
@@ -83,8 +84,8 @@ from .config import (FP8_SWIZZLES, MIXED_FP8_DEFINES, MIXED_PAIRS, PROMOTES, THI
                      operand_dtypes, swizzle_config, swizzle_configs,
                      correctness_configs, fp8_config, fp8_shape_config, shape_configs,
                      timed_configs)
-from .figures import (plot_accumulation, plot_bits_kept, plot_formats, positive_values,
-                      table_row, block_error_table)
+from .figures import (normal_errors, plot_accumulation, plot_bits_kept, plot_formats, positive_values,
+                      promote_tflops, swamp_errors, table_row, block_error_table)
 from .seed import SEED_4096, seed_comparison, seed_table_text
 from .launch import (CHECK_SHAPES, PERSISTENT_SHAPE, THIN_CHECK_SHAPES, check_all, scaled_mm,
                      scaled_mm_blockwise, shapes_for, show_checks, verify_block_scaled, verify_fp8)

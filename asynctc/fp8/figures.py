@@ -129,6 +129,28 @@ def table_row(results: dict, size: int, kernel: str) -> dict:
     raise KeyError(f"fp8 record: no table row for {kernel!r} at {size}³")
 
 
+def swamp_errors(results: dict) -> dict:
+    """{(K, P): the median relative error |C − ref| / |ref| on the swamping input}, read from an
+    "fp8" record's ``experiment["rows"]`` field ``swamp_median_rel_err``; P is the promotion
+    interval in k-tiles, 0 for none (07 §5)."""
+    return {(r["k"], r["promote"]): r["swamp_median_rel_err"] for r in results["experiment"]["rows"]}
+
+
+def normal_errors(results: dict) -> dict:
+    """{(K, P): the worst |C − ref| / (|A|·|B|) on standard-normal inputs}, read from an "fp8"
+    record's ``experiment["rows"]`` field ``random_max_err_over_absAB`` (07 §5)."""
+    return {(r["k"], r["promote"]): r["random_max_err_over_absAB"] for r in results["experiment"]["rows"]}
+
+
+def promote_tflops(results: dict, size: int = 8192, intervals=(0, 4, 1)) -> dict:
+    """{P: TFLOP/s} of the 128×128 FP8 build promoting every P k-tiles (P = 0: the same build
+    unpromoted) at ``size``³, read from the ``tflops`` of an "fp8" record's ``table`` rows named by
+    :meth:`fp8_config(promote=P).label` (07 §5's speed column)."""
+    unpromoted = fp8_config(promote=4).label().replace(" promote:4", "")
+    return {p: table_row(results, size, fp8_config(promote=p).label() if p else unpromoted)["tflops"]
+            for p in intervals}
+
+
 def block_error_table(x, block: int, dtype: str = "float8_e4m3fn") -> str:
     """Deep dive 07d §2's scale lever (moved from chapter 07 §2): ``x`` (2-D) quantised with one
     scale for the tensor and with one per 1 × ``block`` row segment (``block`` divides the row),

@@ -22,12 +22,13 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
 * ``trace.py`` — :class:`TraceResult`, :func:`decode_trace`, :func:`trace_metrics`,
   :func:`ktile_peak_cycles`, :func:`decode_error`, :func:`synthetic_trace`, :func:`timeline_spans`;
 * ``results.py`` — reading a record's rows: :func:`best_row`, :func:`cublas_row`, :func:`row_label`,
-  the kernel's average k-tile (:func:`average_ktile_cycles`, :class:`KtileAverage`);
+  the kernel's average k-tile (:func:`average_ktile_cycles`, :class:`KtileAverage`), 05 §5's
+  lookups (:func:`loop_clocks_per_ktile`, :func:`sm_clocks_per_second`);
 * ``suite.py`` — the "pipeline" suite: :func:`measure_pipeline`, the tables (:func:`depth_table`,
   :func:`variants_table`, :func:`checks_lines`), :func:`summarize_pipeline`, ``SUITES`` (never
   plots);
 * ``figures.py`` — :func:`plot_trace`, :func:`plot_trace_beside_model` (a recorded CTA above the
-  ring model's schedule; the numbers chapter 05 §5 reads off both, :func:`ktile_waits`), :func:`flat_from` (where a depth
+  ring model's schedule; the numbers chapter 05 §5 reads off both, :func:`ktile_waits`, :func:`full_waits`), :func:`flat_from` (where a depth
   sweep flattens),
   :func:`plot_depth`,
   :func:`model_beside_record` (the ring model's depth sweep beside the record's, in one sentence;
@@ -85,7 +86,7 @@ from .config import (ACC_BUDGET, ALIGN_SLACK, B_MAJORS, BK, DTYPES, ENTRY, EVENT
 from . import supply_suite as supply
 from .design import (Design, all_designs, cap_evidence, closest_cap, design, design_survey, show_design,
                      fitted_cap, measured_row)
-from .figures import (SPAN_COLORS, flat_from, ktile_waits, model_beside_record, plateau_in_bytes, plot_depth,
+from .figures import (SPAN_COLORS, flat_from, full_waits, ktile_waits, model_beside_record, plateau_in_bytes, plot_depth,
                       plot_trace, plot_trace_beside_model)
 from .figures_ring import flipped_refill_parities, plot_ring_steps, ring_moments
 from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SIZES, SWEEP_TILES,
@@ -96,7 +97,8 @@ from .lesson import (model_check, parity_story, show_checks, show_model_check, s
                      show_widths, smem_share)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
 from .results import (KtileAverage, average_ktile_cycles, best_by_width, best_row, best_tflops_by_width, cublas_row,
-                      depth_sweep, of_cublas, resident_by_depth, row_label, trace_of)
+                      depth_sweep, loop_clocks_per_ktile, of_cublas, resident_by_depth, row_label,
+                      sm_clocks_per_second, trace_of)
 from .suite import (SUITES as _PIPELINE_SUITES, checks_lines, depth_table, measure_pipeline, summarize_pipeline,
                     variants_table)
 from .trace import (FLOP_PER_CLK_SM, Span, TraceResult, _clock_mhz, decode_error, error_fields, decode_trace,

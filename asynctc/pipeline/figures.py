@@ -254,6 +254,14 @@ def ktile_waits(run, k_max: int = 12) -> tuple[dict, dict]:
     return _ktile_waits(spans, k_max)
 
 
+def full_waits(run, ktiles=range(4, 12)) -> list[float]:
+    """Consumer 0's wait on full (cycles) at each of ``ktiles``, 0 where it did not wait: the
+    ``wait`` half of :func:`ktile_waits` of ``run`` (a record's ``traces`` row, its CTA 0, or the
+    ring model's Schedule), as 05 §5's line 2 prints it."""
+    wait = ktile_waits(run, max(ktiles) + 1)[0]
+    return [wait.get(k, 0) for k in ktiles]
+
+
 def _ktile_waits(spans, k_max: int) -> tuple[dict, dict]:
     """Consumer 0's (lane wg0) wait on full (cycles) and its wgmma issue time, by k-tile < k_max."""
     wait = {s.k: s.end - s.start for s in spans if s.lane == "wg0" and s.kind == "wait_full" and s.k < k_max}

@@ -117,3 +117,18 @@ def average_ktile_cycles(results: dict, tile: str, dtype: str, size: int,
     mhz = results["clocks_after"]["max_sm_mhz"]
     return KtileAverage(cycles=row["median_ms"] * 1e-3 * mhz * 1e6 / ktiles_per_sm,
                         median_ms=row["median_ms"], ktiles_per_sm=ktiles_per_sm, clock_mhz=mhz)
+
+
+def loop_clocks_per_ktile(trace: dict, cta: int = 0) -> float:
+    """One traced CTA's k-loop, SM clocks per k-tile: the ``traces`` row's
+    ``metrics["ctas"]["cta<cta>"]["loop_cycles"]`` ÷ its ``metrics["k_tiles"]`` (05 §5's line 1)."""
+    m = trace["metrics"]
+    return m["ctas"][f"cta{cta}"]["loop_cycles"] / m["k_tiles"]
+
+
+def sm_clocks_per_second(results: dict) -> float:
+    """All SMs' clocks per second: the record's ``sm_count`` × the SM clock the ring model uses
+    (``HardwareParams.from_records().clock_mhz``, read inside the wgmma record's kernel) × 10⁶.
+    FLOP ÷ (FLOP/s) × this is a time in SM clocks summed over every SM (05 §5)."""
+    from ..models.pipeline import HardwareParams
+    return results["sm_count"] * HardwareParams.from_records().clock_mhz * 1e6

@@ -1,8 +1,8 @@
 """Chapter 06's helper cells: §3's bands' table (:func:`prediction_table`), the TMA store's saving
 as arithmetic (:func:`show_epilogue`, which guards the sentences its docstring lists), and §4's
 :func:`show_kernel_part`, which shows one part of ``kernels/hopper_gemm.cu`` at a time. 06 §3's ladder
-itself is printed by a visible loop in the lesson (:data:`OVER`, :data:`ADDS`, :func:`ladder`,
-:func:`traced_epilogue`), its guards in the check cell after it.
+itself is printed by a visible loop in the lesson (:data:`OVER`, :data:`ADDS`, :func:`tflops_by_rung`,
+:func:`ladders`, :func:`biggest_steps`, :func:`traced_epilogue`), its guards in the check cell after it.
 
 A guard raises :class:`asynctc.core.notebook.ClaimError` (via :func:`asynctc.core.notebook.require`)
 when the record stops supporting a sentence, so a re-measurement that flips a sentence stops the
@@ -23,14 +23,35 @@ OVER = {2: 1, 3: 2, 4: 3, 5: 3, 6: 5, 7: 6, 8: 7}
 LADDERS = ((4096, "float16"), (4096, "bfloat16"), (8192, "float16"), (8192, "bfloat16"))
 
 
+def _rows(results: dict, size: int, dtype: str) -> dict:
+    return {r["rung"]: r for r in results["ladder"] if (r["size"], r["dtype"]) == (size, dtype)}
+
+
+def tflops_by_rung(results: dict, size: int = 4096, dtype: str = "float16") -> dict:
+    """{rung: TFLOP/s} of one ladder, rungs 1–8: the ``tflops`` of the record's ``ladder`` rows at
+    ``size``³ ``dtype``. Raises ``KeyError`` when the record lacks a rung of that ladder."""
+    rows = _rows(results, size, dtype)
+    return {n: rows[n]["tflops"] for n in range(1, 9)}
+
+
 def ladder(results: dict, size: int = 4096, dtype: str = "float16") -> tuple[dict, dict, dict]:
-    """One ladder of a ``warp_specialization`` record, three dicts keyed by rung: TFLOP/s; the step
-    (×) over the rung it was built from (:data:`OVER`, rungs 2–8); the fraction of cuBLAS's TFLOP/s.
-    Raises ``KeyError`` when the record lacks a rung of that ladder."""
-    rows = {r["rung"]: r for r in results["ladder"] if (r["size"], r["dtype"]) == (size, dtype)}
-    tflops = {n: rows[n]["tflops"] for n in range(1, 9)}
+    """One ladder of a ``warp_specialization`` record, three dicts keyed by rung: TFLOP/s
+    (:func:`tflops_by_rung`); the step (×) over the rung it was built from (:data:`OVER`, rungs
+    2–8); the fraction of cuBLAS's TFLOP/s (the rows' ``of_cublas``). Raises ``KeyError`` when the
+    record lacks a rung of that ladder."""
+    tflops, rows = tflops_by_rung(results, size, dtype), _rows(results, size, dtype)
     return (tflops, {n: tflops[n] / tflops[p] for n, p in OVER.items()},
             {n: rows[n]["of_cublas"] for n in tflops})
+
+
+def ladders(results: dict) -> dict:
+    """{(size, dtype): :func:`ladder`} for the record's four ladders (:data:`LADDERS`), in that order."""
+    return {z: ladder(results, *z) for z in LADDERS}
+
+
+def biggest_steps(step: dict, count: int = 2) -> list[int]:
+    """The ``count`` rungs with the largest step (×) in ``step`` ({rung: ×}), largest first."""
+    return sorted(step, key=step.get, reverse=True)[:count]
 
 
 def traced_epilogue(results: dict, rung: int) -> float:

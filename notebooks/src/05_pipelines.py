@@ -195,14 +195,11 @@ trace = pl.trace_of(res, "128x256x64/c2", stages=4)
 ring = mp.simulate(4, 1, 2, 64)
 fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
-tf = pl.depth_sweep(res, "128x256x64/c2")[4] * 1e12                  # untraced FLOP/s, S = 4
-hz = res["sm_count"] * mp.HardwareParams.from_records().clock_mhz * 1e6   # SM clocks per second
-untraced = 2 * 128 * 256 * 64 * hz / tf                              # clocks per k-tile, untraced
-traced = trace["metrics"]["ctas"]["cta0"]["loop_cycles"] / 64        # CTA 0's loop, 64 k-tiles
-model = ring.total_cycles / 64
-gpu_w, model_w = pl.ktile_waits(trace)[0], pl.ktile_waits(ring)[0]   # consumer 0's waits on full
-late = [gpu_w.get(k, 0) for k in range(4, 12)]                       # clocks, k-tiles 4–11, GPU
-free = [model_w.get(k, 0) for k in range(4, 12)]                     # the same, in the model
+tflops = pl.depth_sweep(res, "128x256x64/c2")[4]                      # untraced TFLOP/s, S = 4
+untraced = 2 * 128 * 256 * 64 / (tflops * 1e12) * pl.sm_clocks_per_second(res)   # k-tile FLOP ÷ FLOP/s × clocks/s
+traced = pl.loop_clocks_per_ktile(trace, cta=0)                      # CTA 0's traced loop ÷ its 64 k-tiles
+model = ring.total_cycles / 64                                        # the model's loop ÷ 64 k-tiles
+late, free = (pl.full_waits(run, range(4, 12)) for run in (trace, ring))   # consumer 0's waits on full: GPU, model
 print("1. the trace's cost, clocks per k-tile traced / untraced:", notebook.ratio(traced, untraced))
 print("2. consumer 0's waits on full, k-tiles 4–11, clocks: GPU (traced)",
       *[f"{w:.0f}" for w in late], "| model", *[f"{w:.0f}" for w in free])

@@ -155,20 +155,19 @@ print(W.prediction_table(res))   # notebook.how(W.prediction_table) prints its c
 # from. The lines under it divide the rows the answer reads.
 
 # %% output answers a prediction
-t, step, _ = W.lesson.ladder(res, 4096, "float16")   # per rung: TFLOP/s, × over the rung it was built from
+t = W.lesson.tflops_by_rung(res, 4096, "float16")        # TFLOP/s by rung
+step = {n: t[n] / t[b] for n, b in W.lesson.OVER.items()}   # ×: over the rung it was built from
 for n in t:                                               # 1. the figure's ladder, rung by rung
     built = f", × {step[n]:.2f} over rung {W.lesson.OVER[n]}" if n in step else ""
     print(f"rung {n}: {W.lesson.ADDS[n]:<33} {t[n]:4.0f} TFLOP/s{built}")
 print(f"the split, then the tile back: rung 2 / rung 1 = {notebook.ratio(t[2], t[1], 'TFLOP/s')}; rung 3 / rung 2 = "
       f"{notebook.ratio(t[3], t[2])}, so rung 3 / rung 1 = {step[3]:.2f} × {step[2]:.2f} = {t[3] / t[1]:.2f}")
-for size, dtype in W.lesson.LADDERS:                      # 2. every ladder's two biggest steps
-    tf, st, cb = W.lesson.ladder(res, size, dtype)
-    a, b = sorted(st, key=st.get, reverse=True)[:2]
+for (size, dtype), (tf, st, cb) in W.lesson.ladders(res).items():   # 2. per ladder: TFLOP/s, ×, of cuBLAS
+    a, b = W.lesson.biggest_steps(st)                      # its two biggest ×
     print(f"{size}³ {dtype:<8}: biggest steps rungs {a} (× {st[a]:.2f}) and {b} (× {st[b]:.2f}); "
           f"rung 2, 3 / rung 1: {tf[2] / tf[1]:.2f}, {tf[3] / tf[1]:.2f}; rung 8: {cb[8]:.2f} of cuBLAS")
 ep6, ep7 = (W.lesson.traced_epilogue(res, n) for n in (6, 7))   # 3. the TMA store's saving, traced
-tile6 = W.lesson.tile_cycles(res, 6)                      # rung 6's untraced tile: ms × clock ÷ tiles
-saved = ep6 - ep7
+tile6, saved = W.lesson.tile_cycles(res, 6), ep6 - ep7    # rung 6's untraced tile; the saving
 print(f"epilogue, traced: rung 6 {ep6:.0f}, rung 7 {ep7:.0f} cycles/tile; rung 6's untraced tile {saved / tile6:.1%} "
       f"shorter: {notebook.ratio(tile6, tile6 - saved, '', 3)}, measured {step[7]:.3f}")
 
@@ -177,10 +176,10 @@ lad = {(r["size"], r["dtype"], r["rung"]): r for r in res["ladder"]}
 runs = sorted({(z, d) for z, d, _ in lad}, key=lambda z: (z[0], z[1] != "float16"))   # the four ladders
 notebook.require(runs == list(W.lesson.LADDERS),
                  "the loop above walks the record's four ladders", runs=runs)
-ladders = {z: W.lesson.ladder(res, *z) for z in runs}   # per ladder, by rung: TFLOP/s, ×, of cuBLAS
+ladders = W.lesson.ladders(res)                          # per ladder, by rung: TFLOP/s, ×, of cuBLAS
 over = {z: step_z for z, (_, step_z, _) in ladders.items()}
 of1 = {z: {b: t_z[b] / t_z[1] for b in (2, 3)} for z, (t_z, _, _) in ladders.items()}   # over rung 1
-top = {z: sorted(over[z], key=over[z].get)[-2:][::-1] for z in runs}    # each ladder's two biggest steps
+top = {z: W.lesson.biggest_steps(over[z]) for z in runs}    # each ladder's two biggest steps
 L = W.ladder_steps(res)                       # the small steps: rung 5's waits, rungs 4 and 6
 notebook.require(all(1.025 < over[z][7] < 1.06 for z in runs if z[0] == 8192), "rung 7 gains 4 % at 8192³",
                  rung7={z: over[z][7] for z in runs})

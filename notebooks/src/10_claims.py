@@ -92,10 +92,10 @@ notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the bo
 # %% output answers a prediction
 pairs = bounds.same_run_pairs(recs, 4096, "float16")
 print(bounds.table(pairs))                            # one row per run and round that timed both
-r = [p["cublas_ms"] / p["ours_ms"] for p in pairs]    # each row's ratio: two medians of one run
-med, lo, hi = bounds.bound(r)                         # median, lowest, highest: the bound is [lo, hi]
+ours_ms, cublas_ms = bounds.medians_ms(pairs)         # each row's two medians of one run
+med, lo, hi = bounds.bound(cublas_ms / ours_ms)       # each row's ratio: median, lowest, highest; the bound is [lo, hi]
 print(f"\nratio (each row's cuBLAS ms / ours ms): median {med:.3f}, interval [{lo:.4f}, {hi:.4f}] "
-      f"over {len(pairs)} pairs in {len({p['suite'] for p in pairs})} runs")
+      f"over {len(pairs)} pairs in {bounds.run_count(pairs)} runs")
 w, wide = lesson.widest_pair(pairs)                   # p10–p90 of the ratio in the pair where w / √samples is widest
 moves = w / wide["reps"] ** 0.5                       # about how far a median of its samples moves
 print(f"inside one pair ({wide['suite']} round {wide['round']}, {wide['reps']} samples): the ratio's p10–p90 "
@@ -107,9 +107,8 @@ print(f"inside one pair ({wide['suite']} round {wide['round']}, {wide['reps']} s
 # `ours_ms` and `cublas_ms`. Each is a record's `median_ms` for that row in that run.
 
 # %% output answers a prediction
-ours = [p["ours_ms"] for p in pairs]
-r = [p["cublas_ms"] / p["ours_ms"] for p in pairs]
-print(f"between runs: our time moved {max(ours) / min(ours) - 1:.1%}, the same-run ratio {max(r) / min(r) - 1:.1%}")
+r = cublas_ms / ours_ms                                # each pair's ratio
+print(f"between runs: our time moved {max(ours_ms) / min(ours_ms) - 1:.1%}, the same-run ratio {max(r) / min(r) - 1:.1%}")
 
 # %% answer [markdown]
 # Our TFLOP/s moved 2.0 %, about four times as far as the ratio's 0.5 %. The MHz column says why:
@@ -143,11 +142,10 @@ assert lesson.runs_set_the_bound(pairs)
 said = {"0.99 of cuBLAS": bounds.verdict(lo, hi, value=0.99, digits=2),   # reads 0.985–0.995
         "beats cuBLAS": bounds.verdict(lo, hi, above=1.0)}          # needs the whole interval above 1
 print(f"bound [{lo:.4f}, {hi:.4f}]:", "; ".join(f'"{k}" {v}' for k, v in said.items()))
-cb = [p["cublas_ms"] for p in pairs]
-x_lo, x_hi = min(cb) / max(ours), max(cb) / min(ours)       # cuBLAS's fastest / our slowest, and back
+x_lo, x_hi = min(cublas_ms) / max(ours_ms), max(cublas_ms) / min(ours_ms)   # cuBLAS's fastest / our slowest, and back
 us = 1000                                                   # ms → µs, so the operands show their digits
-print("paired across runs:", notebook.ratio(min(cb) * us, max(ours) * us, "µs", 3), "to",
-      notebook.ratio(max(cb) * us, min(ours) * us, "µs", 3))
+print("paired across runs:", notebook.ratio(min(cublas_ms) * us, max(ours_ms) * us, "µs", 3), "to",
+      notebook.ratio(max(cublas_ms) * us, min(ours_ms) * us, "µs", 3))
 
 # %% check
 notebook.require(list(said.values()) == ["holds", "does not hold"] and x_lo < lo - 0.01 and 1 < x_hi,
