@@ -33,7 +33,8 @@ notebook.banner("sm_90a")
 # * be **wrong always**: a layout bug;
 # * run right but **slow**.
 #
-# Every wait here is **bounded** (row 6 of chapter 03's life-cycle table), so a hang ends in an error word (§3).
+# Every wait here is **bounded** (row 6 of chapter 03's life-cycle table). So a hang ends in an
+# error word (§3).
 #
 # ## 2. The kernel the variants break
 #
@@ -69,9 +70,9 @@ outcome = D.show_outcome(1,   # notebook.how(D.show_outcome) prints its code
 # counts parity 1 as complete, so the producer's first wait should name parity 1. Hypothesis: it
 # names parity 0.
 #
-# **Pin it in a model.** Let f = k / S be k-tile k's fill of its stage.
-# The correct producer waits on parity (f + 1) mod 2. Chapter 05's ring model runs the protocol with
-# f mod 2. Does it stop where the GPU stopped?
+# **Pin it in a model.** Let f = k / S be k-tile k's fill of its stage. The correct producer
+# waits on parity (f + 1) mod 2. Chapter 05's ring model runs the protocol with f mod 2. Does it
+# stop where the GPU stopped?
 
 # %% output answers a prediction
 print(D.pipeline_diagnosis("wrong_empty_parity").text, end="\n\n")
@@ -166,7 +167,7 @@ print(ordering.drop_report(program, DROP))
 # `BUG= 3 arrive_count` line with the model's diagnosis.
 #
 # Going further: [08b §1](08b_pitfalls_on_the_gpu.ipynb), the zoo: one row per bug class, then
-# per public report. `F.diagnose(key)` takes one class from symptom to fix.
+# per public report.
 
 # %% [markdown]
 # ## 6. Exercises
