@@ -6,17 +6,15 @@
 # [cuBLASLt](../docs/glossary.md#cublaslt), NVIDIA's tuned GEMM library. Then write the *promotion*
 # that buys back what Hopper's FP8 Tensor Core loses as it sums.
 #
-# **Where we are.** Chapter 06 built a GEMM from a producer warpgroup and consumer warpgroups and
-# climbed its ladder on fp16 and bf16. This chapter keeps that kernel and changes the number format
-# to 8 bits, which loses precision in two places: when values are rounded, and in the Tensor Core's
-# sums. At its end you can quantise a tensor with a scale and write the promotion that repairs the
-# sum.
+# **Where we are.** Chapter 06 built a GEMM in fp16 and bf16. Here it runs on 8-bit floats. They
+# lose precision in rounding and in the Tensor Core's sums.
 #
 # **In plain words.** An 8-bit float needs a scale per tensor. The Tensor Core multiplies at
-# double FP16's rate, but its adder drops small products unless fp32 registers take the sum over.
+# double FP16's rate. Its adder drops small products, so fp32 registers must take over the sum.
 #
-# **Deep dives:** [07b](07b_fp8_accumulator.ipynb) the accumulator; [07c](07c_swizzle_and_row_boxes.ipynb)
-# swizzle and TMA boxes; [07d](07d_fp8_scales_shapes_peak.ipynb) block scales, shapes, peak.
+# Going further: deep dives [07b](07b_fp8_accumulator.ipynb) the accumulator,
+# [07c](07c_swizzle_and_row_boxes.ipynb) swizzle and TMA boxes, [07d](07d_fp8_scales_shapes_peak.ipynb)
+# block scales, shapes, peak.
 
 # %% output varies
 import numpy as np
@@ -33,9 +31,9 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two formats
 #
-# A float is a sign, *exponent bits* and *fraction bits*. The exponent picks a power of two; the
-# fraction, a place between two powers. sm_90's wgmma takes two 8-bit formats (PTX ISA §5.2.5;
-# the FP8 specification of OCP, the Open Compute Project, an industry group for hardware standards):
+# A float is a sign, *exponent bits* and *fraction bits*. The exponent picks a power of two. The
+# fraction picks a place between two powers. sm_90's wgmma takes two 8-bit formats (PTX ISA §5.2.5;
+# the FP8 specification of OCP, the Open Compute Project, a hardware standards group):
 #
 # * **e4m3** (`float8_e4m3fn`): 4 exponent and 3 fraction bits, no infinities; for weights and
 #   activations.
@@ -72,7 +70,7 @@ print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
 # %% [markdown]
 # ## 3. The FP8 GEMM, checked against float64
 #
-# Chapter 06's top rung ran with `DT` = e4m3 or e5m2. The float64 reference takes the
+# Chapter 06's top rung ran with `DT` = e4m3 or e5m2. The float64 reference multiplies the
 # *dequantised* inputs, q · s. Each element of C is checked against its
 # [elementwise bound](../docs/glossary.md#elementwise-bound), the largest error it may have. The
 # bound counts the FP8 accumulator's 13 fraction bits, not fp32's (section 5).
@@ -87,15 +85,15 @@ notebook.require(worst["max_err"] <= worst["tol"], "every element stays inside i
 # ## 4. Speed: against cuBLASLt and against FP16
 #
 # One GPU run timed four GEMMs: our top rung in FP8 and in FP16, cuBLAS FP16, and cuBLASLt FP8,
-# through `torch._scaled_mm` with [fast accumulation](../docs/glossary.md#fast-accumulation),
+# the last through `torch._scaled_mm` with [fast accumulation](../docs/glossary.md#fast-accumulation),
 # which never promotes. A [peak](../docs/glossary.md#peak) is the most FLOP per clock the Tensor
-# Cores can do. FP8's dense peak is twice FP16's. A ratio of two GEMMs timed in one run needs no
-# clock, so 2× is a **ceiling**. The [seed article](../docs/glossary.md#seed-article), the public
+# Cores can do. FP8's dense peak is twice FP16's. Two GEMMs timed in one run share a clock, so 2× is
+# their ratio's **ceiling**. The [seed article](../docs/glossary.md#seed-article), the public
 # worklog this course checks, says "1.5–2×".
 #
 # **Exercise 1 — predict.** Predict our FP8 rung's TFLOP/s over our FP16 rung's at 8192³: the 2×
 # ceiling, or the seed's 1.5×? The check accepts within 3 % of the measured ratio. Any answer
-# opens the table and that ratio.
+# opens the table.
 
 # %% output varies
 answer = ...
@@ -152,19 +150,17 @@ print("FP8 wgmma     ", fp8.tc_dot(products))
 #    Hopper "retains around 14 bits": 13 plus the leading 1.)
 # 3. Every place below is **truncated**: each 1/16 becomes 0.
 #
-# fp32 keeps 23 places, so 1/16 fits there. This is [swamping](../docs/glossary.md#swamping): a
+# fp32 keeps 23 fraction bits, so 1/16 survives there. This is [swamping](../docs/glossary.md#swamping): a
 # product below the adder's last kept place vanishes. With the sum's leading 1 at 2^e and f = 13
-# fraction bits, that place is 2^(e − 13). A product more than 2^13 times smaller is lost.
+# fraction bits, that place is 2^(e − 13).
 #
-# Going further: [07b §4](07b_fp8_accumulator.ipynb) — the places each adder keeps, drawn.
+# **The fix: promotion.** An FP8 k-tile is 128 elements deep: 128 bytes per row, as in 01–06.
+# Every P k-tiles, the consumer adds its wgmma accumulators into its own fp32 registers. Then it
+# restarts them at 0. The build option is `promote=P` (DeepSeek-V3 §3.3.2). Two sets of
+# accumulators fit a 128×128 tile, not 128×256.
 #
-# **The fix: promotion.** Every P k-tiles of 128 elements (an FP8 k-tile is 128 deep, twice
-# 01–06's 64: the same 128 bytes per row), the consumer adds its wgmma
-# accumulators into its own fp32 registers. Then it restarts them at 0. The build option is
-# `promote=P` (DeepSeek-V3 §3.3.2). Two accumulator sets fit a 128×128 tile, not 128×256.
-#
-# **On the GPU.** The lines are the 13-bit model, frozen before the GPU ran; the markers are the
-# GPU. The left panel sums 1024 then K − 1 small products; the right one, standard-normal inputs.
+# **On the GPU.** Lines are the 13-bit model, frozen before the GPU ran. Markers are the GPU. The
+# left panel sums 1024, then K − 1 small products. The right panel sums standard-normal inputs.
 #
 # **Predict first:** promoting every 4 k-tiles divides the swamping error at K = 16384 by about 2, 5 or 30, and keeps what share of the throughput?
 
@@ -212,7 +208,7 @@ notebook.require(all(normal[k, p] < normal[k0, p] / 2 for p in (4, 1))
 
 # %% [markdown]
 # **In the kernel** (`PROMOTE = 1`), `mma_ktile` issues one k-tile's k32 wgmmas. `promote` folds
-# them into fp32 totals; its call and body appear after exercise 3.
+# them into fp32 totals. Its call and body appear after exercise 3.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU). Rebuild the record's swamping input,
@@ -220,17 +216,17 @@ notebook.require(all(normal[k, p] < normal[k0, p] / 2 for p in (4, 1))
 # `fp8.tc_dot(p)` with `p.sum()`. After exercise 3, try `promoted_sum(p, P)` for P = 1, 4, 16.
 #
 # On a GPU: `python -m asynctc record fp8 --no-save` prints a fresh swamping table.
+#
+# Going further: [07b §4](07b_fp8_accumulator.ipynb) draws the places each adder keeps.
 
 # %% [markdown]
 # ## 6. Exercises
 #
 # Exercise 1 is the check in section 4.
 #
-# **2. An element's round trip.** A 1×128 row segment of A has largest magnitude **37.5**; one of
-# its elements is **10.0**.
-#
-# Quantise it to e4m3 with the segment's scale (section 2), then dequantise it as q · s. What value
-# comes back, to four significant figures? Hint: between 64 and 128, the e4m3 values are
+# **2. An element's round trip.** A 1×128 row segment of A has largest magnitude **37.5**. One of
+# its elements is **10.0**. Quantise it to e4m3 with the segment's scale (section 2). Then
+# dequantise it as q · s. What value comes back, to four significant figures? Hint: between 64 and 128, the e4m3 values are
 # 64 · (1 + j/8).
 
 # %%
@@ -285,8 +281,8 @@ ok = exercises.check("ch07.promotion", promoted_sum, solution=True)
 # %% [markdown]
 # ## Worklog
 #
-# FP8 has no step on the fp16 figure: the entry compares it with our FP16 rung and cuBLASLt's FP8,
-# timed in its own run. Like every chapter's entry it is at 4096³; §4's ratios are at 8192³.
+# FP8 has no step on the fp16 figure. Its entry compares it with our FP16 rung and cuBLASLt's FP8,
+# timed in its own run. The entry is at 4096³, as every chapter's is; §4's ratios are at 8192³.
 
 # %% output answers a prediction
 from asynctc.core import worklog

@@ -2,19 +2,17 @@
 # # 08 — Pitfalls and debugging: one hang taken apart, then the method
 #
 # **Learning goal.** Turn "it hangs" or "it is sometimes wrong" into a named bug, barrier, stage and
-# k-tile. One bug goes from symptom to one-line fix; then comes the method for the rest.
+# k-tile. One bug goes from symptom to a one-line fix. Then comes the method for the rest.
 #
 # **Where we are.** Chapters 03–06 built the parts of every asynchronous kernel here: 03's
-# mbarrier with its bounded waits, 05's ring of stages and its phase parities, 06's producer and
-# consumer roles. Each part is a promise between agents; break one and the kernel hangs or is
-# silently wrong. This chapter adds a method to find which promise broke. At its end you can take a
-# hang to the barrier, stage and k-tile that stuck, and fix it in one line.
+# mbarrier with its bounded waits, 05's ring of stages, 06's producer and consumer roles. Each part
+# is a promise between agents. Break one, and the kernel hangs or is silently wrong.
 #
-# **In plain words.** Agents hand stages to each other through barriers; each bug is one broken
+# **In plain words.** Agents hand stages to each other through barriers. Each bug is one broken
 # promise between them. A CPU model of the same protocol names the line to fix.
 #
-# Deep dive [08b](08b_pitfalls_on_the_gpu.ipynb): every variant on the GPU, and *compute-sanitizer*,
-# NVIDIA's race and memory checker.
+# Going further: deep dive [08b](08b_pitfalls_on_the_gpu.ipynb), every variant on the GPU and
+# *compute-sanitizer*, NVIDIA's race and memory checker.
 
 # %% output varies
 from IPython.display import display
@@ -35,7 +33,8 @@ notebook.banner("sm_90a")
 # * be **wrong always**: a layout bug;
 # * run right but **slow**.
 #
-# Every wait here is **bounded** (row 6 of chapter 03's life-cycle table), so a hang ends in an error word (§3).
+# Every wait here is **bounded** (row 6 of chapter 03's life-cycle table). So a hang ends in an
+# error word (§3).
 #
 # ## 2. The kernel the variants break
 #
@@ -65,14 +64,15 @@ outcome = D.show_outcome(1,   # notebook.how(D.show_outcome) prints its code
 # **The first wait that stuck.** Both words name k-tile 0, stage 0. Nothing was loaded, so the
 # producer's wait on `empty[0]` stuck first.
 #
-# **The hypothesis.** A phase completes when all its arrivals come and all its bytes land. A wait
-# passes once the phase it names by parity has completed. A fresh barrier counts parity 1 as
-# complete, so the producer's first wait should name parity 1. Hypothesis: it names parity 0.
+# **The hypothesis.** A phase completes when all its arrivals come and all its bytes land. A
+# [phase parity](../docs/glossary.md#phase-parity) is the bit naming which of a barrier's
+# alternating phases a wait expects. A wait passes once that phase has completed. A fresh barrier
+# counts parity 1 as complete, so the producer's first wait should name parity 1. Hypothesis: it
+# names parity 0.
 #
-# **Pin it in a model.** A [phase parity](../docs/glossary.md#phase-parity) is the bit naming which
-# of a barrier's alternating phases a wait expects. Let f = k / S be k-tile k's fill of its stage.
-# The right producer waits on parity (f + 1) mod 2. Chapter 05's ring model runs the protocol with
-# f mod 2. Does it stop where the GPU stopped?
+# **Pin it in a model.** Let f = k / S be k-tile k's fill of its stage. The correct producer
+# waits on parity (f + 1) mod 2. Chapter 05's ring model runs the protocol with f mod 2. Does it
+# stop where the GPU stopped?
 
 # %% output answers a prediction
 print(D.pipeline_diagnosis("wrong_empty_parity").text, end="\n\n")
@@ -80,14 +80,12 @@ print(notebook.build_diff("pitfalls.cu", {"BUG": 1}, context=1))
 print(D.pipeline_diagnosis("correct").text)
 
 # %% [markdown]
-# Same barrier, same k-tile. The reason: parity 0 waits for the consumers' first
-# release. That release needs the load the producer never issues. **The fix** is the diff's one
+# The model stops at the same barrier and k-tile. Parity 0 waits for the consumers' first
+# release. That release needs a load the producer never issues. **The fix** is the diff's one
 # line: `-` right, `+` broken.
 
 # %% [markdown]
 # ## 4. The method
-#
-# Five steps:
 #
 # 1. **Name the symptom.**
 # 2. **Find the first thing wrong**: the first wait that stuck, or the first wrong element.
@@ -99,7 +97,9 @@ print(D.pipeline_diagnosis("correct").text)
 # The table gives steps 2 and 3 per symptom. One row names
 # [setmaxnreg](../docs/glossary.md#setmaxnreg), the instruction that moves registers between
 # warpgroups. [ptxas](../docs/glossary.md#ptxas), the assembler that turns PTX into SASS, warns
-# C7508 when it ignored it ([06b §3](06b_ws_anatomy.ipynb)).
+# C7508 when it ignored it.
+#
+# Going further: [06b §3](06b_ws_anatomy.ipynb) shows C7508.
 
 # %%
 table = zoo.decision_markdown(classes=False)
@@ -111,7 +111,7 @@ display({"text/markdown": table, "text/plain": table}, raw=True)   # a table, re
 # ### 5a. Wrong every time: a tile 128 bytes off its swizzle repeat
 #
 # Step 2 finds a wrong element, the same every run: a layout bug. TMA's 128B swizzle takes its
-# row bits from the **absolute** shared-memory address, so its pattern repeats every 1024 bytes. A
+# row bits from the **absolute** shared-memory address. So its pattern repeats every 1024 bytes. A
 # stage 128 bytes past such a boundary starts one row into the pattern. A reader that swizzles from
 # the stage base then reads the wrong 16-byte chunk
 # ([tilelang#2379](https://github.com/tile-ai/tilelang/issues/2379)). BUG=7 shifts the stage:
@@ -123,10 +123,9 @@ m = D.show_misplaced(tma_swizzle=128, reader_swizzle=128,   # notebook.how(D.sho
 ax = figures.plot_misplaced(128, 128, 128)
 
 # %% [markdown]
-# **The figure**: how many columns off each element was read, red from its right, blue from its
-# left. White would mean the right element, and no cell is white: every element is misplaced, as
-# the line above prints. Whole 16-byte chunks swap, repeating every 8 rows, the same way each run.
-# That is a layout bug's fingerprint.
+# **The figure** shows how many columns off each element was read: red from its right, blue from
+# its left. No cell is white, the colour of a right read: every element is misplaced. Whole 16-byte
+# chunks swap, repeating every 8 rows, the same way each run. That is a layout bug's fingerprint.
 #
 # ### 5b. Wrong only sometimes: what the ring model cannot see
 #
@@ -153,9 +152,6 @@ print(ordering.drop_report(program, DROP))
 # %% [markdown]
 # On the GPU these are races. A variant that passes is [latent](../docs/glossary.md#latent): wrong
 # but not yet caught.
-#
-# Going further: [08b §1](08b_pitfalls_on_the_gpu.ipynb) — the zoo, one row per bug class, then
-# per public report; `F.diagnose(key)` takes one class from symptom to fix.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU). Run `print(D.pipeline_diagnosis(name).text)` with `name` =
@@ -164,11 +160,14 @@ print(ordering.drop_report(program, DROP))
 # for one consumer warpgroup: the producer is in it, so its own `wgmma.wait_group` orders its
 # reads before the refill. With `consumers=2` the model finds a race: nothing orders the second
 # warpgroup's reads before the TMA overwrites the stage.</details>
-# `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the model's; its names are
+# `F.diagnose("arrive_count")` prints the recorded GPU outcome beside the model's. Its names are
 # `sorted(F.zoo.BY_KEY)`.
 #
-# On a GPU: `python -m asynctc record pitfalls --no-save` reruns every variant: compare its
+# On a GPU: `python -m asynctc record pitfalls --no-save` reruns every variant. Compare its
 # `BUG= 3 arrive_count` line with the model's diagnosis.
+#
+# Going further: [08b §1](08b_pitfalls_on_the_gpu.ipynb), the zoo: one row per bug class, then
+# per public report.
 
 # %% [markdown]
 # ## 6. Exercises
@@ -185,10 +184,10 @@ ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 # %% [markdown]
 # **2. Repair a protocol.** A [TMA store](../docs/glossary.md#tma-store), a bulk copy from shared
 # to global memory, reads its shared-memory source *after* the instruction returns.
-# `cp.async.bulk.commit_group` closes a bulk group; `cp.async.bulk.wait_group.read N` waits until
+# `cp.async.bulk.commit_group` closes a bulk group. `cp.async.bulk.wait_group.read N` waits until
 # at most N groups still read their source. Insert the one step that makes `ordering.check` find
-# no hazard in the broken epilogue below: which argument, and where? Two places look right; one
-# is. In the table, `st` is a store to shared memory: `st.shared` or
+# no hazard in the broken epilogue below: which argument, and where? Two places look right; only
+# one is. In the table, `st` is a store to shared memory: `st.shared` or
 # [`stmatrix`](../docs/glossary.md#stmatrix).
 
 # %%

@@ -1,22 +1,20 @@
 # %% [markdown]
 # # 09 — Blackwell: `tcgen05` and Tensor Memory
 #
-# **Learning goal.** Carry a Hopper GEMM to Blackwell (sm_100a), where `tcgen05.mma` takes
-# wgmma's place. See why the accumulator moved to **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)).
-# Read the 32-bit [instruction descriptor](../docs/glossary.md#instruction-descriptor), which gives
-# shape and types, and the 64-bit **shared-memory descriptor**. Allocate TMEM; write the MMA
-# thread's k-tile.
+# **Learning goal.** Carry a Hopper GEMM to Blackwell (sm_100a), where `tcgen05.mma` replaces
+# wgmma. See why the accumulator moved to **Tensor Memory** ([TMEM](../docs/glossary.md#tmem)).
+# Read the 32-bit [instruction descriptor](../docs/glossary.md#instruction-descriptor) (shape and
+# types) and the 64-bit **shared-memory descriptor**. Allocate TMEM and write the MMA thread's
+# k-tile.
 #
-# **Where we are.** Chapters 04–06 built Hopper's GEMM: 04's `wgmma` reading shared memory, 05's
-# TMA ring, 06's warpgroups with their own jobs, the accumulator in registers throughout. Blackwell
-# keeps TMA and the mbarrier ring; this chapter adds `tcgen05.mma`, which one thread issues and
-# which sums into Tensor Memory. At its end you can read its two descriptors, allocate Tensor
-# Memory and write the MMA thread's k-tile, all checked on the CPU.
+# **Where we are.** Chapters 04–06 built Hopper's GEMM, its accumulator in registers. Blackwell
+# keeps TMA and the mbarrier ring. It adds `tcgen05.mma`: one thread issues it, and it sums into
+# Tensor Memory.
 #
 # **In plain words.** Blackwell gives the accumulator its own memory per SM. One thread issues
-# the MMA; a barrier says when it is done; the epilogue reads the result out.
+# the MMA. A barrier says when it is done. The epilogue reads the result out.
 #
-# No sm_100 GPU stands behind this chapter. §1–4 are **models** of the PTX ISA; §5–6 compile and
+# No sm_100 GPU stands behind this chapter. §1–4 are **models** of the PTX ISA. §5–6 compile and
 # disassemble the kernel.
 
 # %% output varies
@@ -34,9 +32,9 @@ notebook.banner("sm_100a", measured=False)
 # %% [markdown]
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
-# On Hopper the accumulator lives in registers, and one SM's register file has room for one
-# 128×256 fp32 accumulator, not two. [Chapter 06](06_warp_specialization.ipynb) §2 paid this bill;
-# here it is in three steps for one consumer thread. The cell below prints every number.
+# On Hopper the accumulator lives in registers. One SM's register file has room for one 128×256
+# fp32 accumulator, not two. [Chapter 06](06_warp_specialization.ipynb) §2 paid this bill. Here it
+# is in three steps for one consumer thread. The cell below prints every number.
 #
 # 1. **What a consumer thread needs.** Chapter 06's kernel has a producer and two consumer
 #    [warpgroups](../docs/glossary.md#warpgroup) (four warps each): 384 threads. The consumers'
@@ -46,17 +44,16 @@ notebook.banner("sm_100a", measured=False)
 #    with 168. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) then moves registers between
 #    warpgroups: the producer's threads drop to 40, the consumers' rise to 232. The total stays
 #    64512. A need of 154 fits in 232.
-# 3. **What does not fit.** The next step is a second 128×256 accumulator (so one tile's
-#    [epilogue](../docs/glossary.md#epilogue), the code that writes C out, runs while the MMAs
-#    fill the next), or one 256×256 tile. Either is 65536 values: the whole register file. With
-#    the producer's and the other registers, the SM needs 77312. No split between threads fits
-#    that into 65536. (Blackwell splits a 256×256 tile over a
-#    [CTA pair](../docs/glossary.md#cta-pair): two CTAs on two SMs, 128 rows each.)
+# 3. **What does not fit.** The next step is a second 128×256 accumulator, or one 256×256 tile.
+#    A second accumulator lets one tile's [epilogue](../docs/glossary.md#epilogue), the code that
+#    writes C out, run while the MMAs fill the next. Either is 65536 values: the whole register
+#    file. With the producer's and the other registers, the SM needs 77312. No split between
+#    threads fits that into 65536. Blackwell splits a 256×256 tile over a
+#    [CTA pair](../docs/glossary.md#cta-pair): two CTAs on two SMs, 128 rows each.
 #
-# The last line cross-checks with ptxas (06's rung-3 record): 156 for the tile alone, near our
-# 154, and 168 with `setmaxnreg`. ptxas gives the whole kernel one count, every thread's at the
-# start: step 2's 168. `setmaxnreg` then moves registers as the kernel runs. So ptxas's 168 is the
-# starting count, not a consumer's 232.
+# The last line checks against ptxas (06's rung-3 record): 156 for the tile alone, near our 154.
+# With `setmaxnreg`, ptxas reports 168. That is the one count it gives the whole kernel: every
+# thread's at the start (step 2), not a consumer's 232.
 
 # %% output varies
 ws = WSConfig()                                  # chapter 06: 128 producer + 256 consumer threads
@@ -78,9 +75,9 @@ fig = figures.accumulator_homes(bill)
 
 # %% [markdown]
 # Blackwell moves the accumulator into **Tensor Memory**. There is one TMEM **per SM**,
-# shared by the CTAs resident on it. Its cells are 32-bit, 128 lanes by 512 columns. Lane i is row i of D;
-# a column keeps one fp32 of every row. So a 128×256 accumulator takes 256
-# columns, and two take all 512 (the figure's right panel).
+# shared by the CTAs resident on it. Its cells are 32-bit, 128 lanes by 512 columns. Lane i is
+# row i of D. A column keeps one fp32 of every row. So a 128×256 accumulator takes 256 columns,
+# and two take all 512 (the figure's right panel).
 
 # %% [markdown]
 # ## 2. The instruction descriptor, bit by bit
@@ -88,8 +85,8 @@ fig = figures.accumulator_homes(bill)
 # `tcgen05.mma.cta_group::1.kind::f16 [d_tmem], a_desc, b_desc, idesc, enable_input_d;`
 #
 # One thread issues it. `enable_input_d` false overwrites D instead of adding to it.
-# `cta_group::2` is a CTA pair's MMA: two CTAs of a [cluster](../docs/glossary.md#cluster) share it, each keeping its own rows of
-# A and D and part of B.
+# `cta_group::2` is a CTA pair's MMA: two CTAs of a [cluster](../docs/glossary.md#cluster) share it.
+# Each keeps its own rows of A and D and part of B.
 #
 # Shape and types sit in the 32-bit `idesc` (PTX ISA §9.7.16.4.2). `tc.InstrDescriptor` prints it
 # field by field.
@@ -107,9 +104,8 @@ assert (idesc.n >> 3, idesc.m >> 4) == (32, 8)    # n_dim and m_dim as encoded
 # %% [markdown]
 # ## 3. The sm_100 shared-memory descriptor, and how it differs from wgmma's
 #
-# The tile layouts are chapter 04's: core matrices, LBO, SBO, swizzle. So a tile gets the same
-# start, LBO, SBO and swizzle bits as for wgmma. Two things differ in the 64-bit layout (PTX ISA
-# §9.7.16.4.1):
+# The tile layouts are chapter 04's, so a tile gets the same start, LBO, SBO and swizzle bits as
+# for wgmma. Two things differ in the 64-bit layout (PTX ISA §9.7.16.4.1):
 #
 # * the swizzle field starts one bit lower (bit 61), so one mode has two codes: 128B is 1 in
 #   wgmma's field and 2 in tcgen05's, the same bits of the word;
@@ -132,11 +128,11 @@ assert t.encode() ^ w.encode() == 1 << 46
 # TMEM is **per SM**. A CTA uses the columns it allocated, addressed `lane << 16 | column`.
 #
 # * One warp runs `tcgen05.alloc`. It takes columns in powers of two from 32 to 512 and writes the
-#   address to shared memory. It **blocks** while they are taken; `tcgen05.dealloc` gives them
+#   address to shared memory. It **blocks** while they are taken. `tcgen05.dealloc` gives them
 #   back. Allocated columns are **not zeroed**.
 # * Warp *w* reads only lanes 32·(w mod 4) … +31, so the epilogue needs four warps.
 #
-# `tmem.TmemAllocator` models them:
+# `tmem.TmemAllocator` models these rules:
 
 # %%
 alloc = tmem.TmemAllocator()
@@ -158,9 +154,9 @@ alloc.check_all_freed()
 # (0 free).</details>
 
 # %% [markdown]
-# **One case, worked:** three elements D[r][c] of §1's second 128×256 accumulator (column 256,
-# from the model's allocator): its address and the epilogue warp (the kernel's warps 2..5, `kernels/tcgen05.cu`) that may
-# `tcgen05.ld` each.
+# **One case, worked.** Take three elements D[r][c] of §1's second 128×256 accumulator, which
+# starts at column 256. The cell prints each one's address and the epilogue warp that may
+# `tcgen05.ld` it. The kernel's epilogue warps are 2–5 (`kernels/tcgen05.cu`).
 
 # %%
 two, lay = tmem.TmemAllocator(), tmem.AccumulatorLayout(128, 256)
@@ -171,24 +167,24 @@ for r, c in [(0, 0), (37, 200), (127, 255)]:
     notebook.claim(addr == base + (r << 16) + c and w % 4 == r // 32, f"D[{r}][{c}]: lane {lane}, column {col} → {addr:#010x}, warp {w}")
 
 # %% [markdown]
-# Row r fills the top 16 bits, column base + c the low 16: D[37][200] is 37 << 16 = 0x250000
-# plus 456 = 0x1c8. The reader is the warp whose number mod 4 is the lane's quarter: warp 4 reads
-# rows 0–31. Any four consecutive warps cover the 128 rows.
+# Row r fills the top 16 bits; column base + c fills the low 16. So D[37][200] is
+# 37 << 16 = 0x250000, plus 456 = 0x1c8. The reader is the warp whose number mod 4 is the lane's
+# quarter: warp 4 reads rows 0–31. Any four consecutive warps cover the 128 rows.
 
 # %% [markdown]
 # ## 5. The kernel: compiled for sm_100a, disassembled here
 #
-# The chapter's GEMM (`kernels/tcgen05.cu`): a TMA producer warp, one MMA-issuing thread, four
-# epilogue warps reading TMEM with `tcgen05.ld`.
+# The chapter's GEMM (`kernels/tcgen05.cu`) has a TMA producer warp, one thread that issues the
+# MMAs, and four epilogue warps that read TMEM with `tcgen05.ld`.
 #
 # **Exercise 1 — write one k-tile of the MMA thread.** `issue_ktile(t, kt, s)` runs on each of
 # warp 1's threads for k-tile kt in stage s (of `t.stages`). The calls:
 #
 # * `t.elected` is true on lane 0 only: one thread of the warp.
 # * `t.wait(barrier, parity)` returns once that phase has completed. `t.full[s]` completes when
-#   stage s's bytes have landed; `t.empty[s]` hands stage s back to the producer.
+#   stage s's bytes have landed. `t.empty[s]` hands stage s back to the producer.
 # * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
-#   behind the waits before it; a wait alone does not.
+#   behind the waits before it. A wait alone does not.
 # * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s. `accumulate` is §2's
 #   `enable_input_d`.
 # * `t.commit(barrier)` (`tcgen05.commit`) arrives once on the barrier when every MMA the thread
@@ -197,8 +193,8 @@ for r, c in [(0, 0), (37, 200), (127, 255)]:
 # **One k-tile, in order.** Answer each question first:
 #
 # 1. Who issues: every thread of the warp, or only `t.elected`?
-# 2. Wait: on which barrier, with which parity? K-tile kt is stage s's fill f = kt // `t.stages`;
-#    its [phase parity](../docs/glossary.md#phase-parity) is f mod 2.
+# 2. Wait: on which barrier, with which parity? K-tile kt is stage s's fill f = kt // `t.stages`.
+#    Its [phase parity](../docs/glossary.md#phase-parity) is f mod 2.
 # 3. Fence: what must stand between that wait and the first MMA?
 # 4. MMAs: how many per k-tile? TMEM is not zeroed: which `accumulate` does the first k-step of
 #    the first k-tile need? Which do all the others need?
@@ -240,24 +236,23 @@ assert lesson.show_sass(configs)   # notebook.how(lesson.show_sass) prints its c
 # no registers. The `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence,
 # around a sync.
 #
-# Going further: [09c §6](09c_blackwell_datapath.ipynb) — the table, concept by
-# concept, with each side's SASS.
-#
 # **Play** (ungraded). In §4, make sixteen `alloc(32, warp=1)`, dealloc two that
 # are not neighbours, then `alloc(64, warp=1)`. 64 columns are free: does it fit? In §2, set
 # `n=96`: which field changes, and to what? Then `n=264`: what does the descriptor say, and why?
 #
 # **On a GPU:** only a Blackwell one (sm_100a) runs
-# `python -m asynctc record tcgen05 --no-save`: it checks every build, then times each beside
+# `python -m asynctc record tcgen05 --no-save`. It checks every build, then times each beside
 # cuBLAS. This course has no such record; an H200 refuses the suite.
+#
+# Going further: [09c §6](09c_blackwell_datapath.ipynb) gives the table concept by concept, with
+# each side's SASS.
 
 # %% [markdown]
 # ## Exercises
 #
 # **2.** A kernel with 128×96 fp32 tiles of D keeps **two** accumulators in TMEM, side by side
-# in one allocation: the MMAs sum the next tile into one while the epilogue reads the other out,
-# the overlap §1 says registers could not afford. How many columns must `tcgen05.alloc` request
-# (one CTA)? §1 and §4 decide.
+# in one allocation. The MMAs sum the next tile into one while the epilogue reads the other out.
+# How many columns must `tcgen05.alloc` request (one CTA)? §1 and §4 decide.
 
 # %%
 answer = ...
@@ -267,7 +262,7 @@ ok = exercises.check("ch09.tmem_columns", answer, m=128, n=96, accumulators=2)
 # **What you learned:** the accumulator lives in TMEM; one thread issues the MMA; an mbarrier says
 # when it is done.
 #
-# **Deep dives:** [09c — where the accumulator lands, one tile emulated](09c_blackwell_datapath.ipynb);
+# Going further: deep dives [09c — where the accumulator lands, one tile emulated](09c_blackwell_datapath.ipynb);
 # [09b — a persistent Blackwell GEMM](09b_blackwell_persistent.ipynb).
 #
 # **Next:** [chapter 10](10_claims.ipynb), the seed article's claims.

@@ -6,19 +6,18 @@
 #
 # **Learning goal.** (1) Say what a claim must fix to be reproduced; (2) bound it from repeated
 # runs, each timed beside its baseline; (3) state the verdict as a clause and a number, and what
-# would flip it. No kernel runs here; the runs are the records in `data/`.
+# would flip it. No kernel runs here. The runs are the records in `data/`.
 #
-# **Where we are.** From chapter 00 on, the course timed its kernels beside baselines measured in
-# the same run and kept each run as a record in `data/`. Chapter 06 ended on a claim of its own, its
-# top rung against cuBLAS. This chapter adds no kernel; it adds a way to judge such a claim from
-# repeated runs. At its end you can bound a claim and state its verdict as a clause and a number.
+# **Where we are.** From chapter 00 on, the course timed each kernel beside a baseline in the same
+# run. It kept each run as a record in `data/`. Chapter 06 ended on a claim: its top rung against
+# cuBLAS.
 #
 # **In plain words.** A measured speed is one sample of a moving target: clocks, runs and
 # baselines all shift it. To trust a claim, rerun it the same way, time its baseline beside it,
 # and see how far repeated runs spread.
 #
-# Deep dive [10b](10b_claims_in_full.ipynb): "% of peak" under two denominators, judged against
-# bands, and every number of the [seed article](../docs/glossary.md#seed-article) beside ours.
+# Going further: deep dive [10b](10b_claims_in_full.ipynb), "% of peak" under two denominators,
+# judged against bands, and every number of the [seed article](../docs/glossary.md#seed-article) beside ours.
 
 # %% output varies
 from asynctc import claims
@@ -48,9 +47,7 @@ print(wrec.label())
 # | median, spread, how many runs? | one run hides the noise |
 #
 # The record behind the claim answers the first three. The ratio is this run's cuBLAS time over
-# ours. A second clock, read after the Tensor Cores stop, can pass
-# 1830 MHz, the clock the datasheet peak assumes; the card clocks higher while its Tensor Cores rest
-# ([00b](00b_clock_kinds.ipynb)).
+# ours.
 
 # %% output varies
 print(lesson.record_answers(wrec))
@@ -60,12 +57,13 @@ print(f"ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'
 # %% [markdown]
 # The ratio has no peak in it: both times come from one run. A "% of peak" has one, and a peak
 # has a clock. The course's [peak](../docs/glossary.md#peak) is SMs × FLOP per SM per clock × the
-# SM clock measured while the kernel ran. The datasheet's uses the 1830 MHz boost clock, one
+# SM clock measured while the kernel ran. The datasheet's peak uses the 1830 MHz boost clock, one
 # number for every run.
 #
 # This run's SM clock stayed below the boost clock, so its own peak is lower than the datasheet's
-# and the fraction of it is higher. The second clock on the `clock:` line above was read once the
-# work had stopped. It is not the kernel's clock, so no peak uses it
+# and the fraction of it is higher. The second clock on the `clock:` line above was read after
+# the Tensor Cores stopped. The card clocks up while they rest, so it can pass 1830 MHz
+# ([00b](00b_clock_kinds.ipynb)). It is not the kernel's clock, so no peak uses it
 # ([chapter 00](00_why_async.ipynb) §2).
 
 # %% output varies
@@ -133,8 +131,8 @@ assert lesson.runs_set_the_bound(pairs)
 # * An **order** claim, such as "beats cuBLAS" (above 1), holds when the whole interval lies above.
 #   It does not hold when the whole lies at or below. It is **not settled** when it straddles.
 #
-# Why a range: a writer who rounds 0.986 writes "0.99". Fewer digits read wider: the claim holds
-# more easily and says less.
+# Why a range? A writer who rounds 0.986 writes "0.99". Fewer digits read wider: the claim holds
+# more easily, and says less.
 #
 # **Predict first:** against §2's bound, which verdict does each claim get, "0.99 of cuBLAS" and "beats cuBLAS"?
 
