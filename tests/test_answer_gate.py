@@ -128,7 +128,7 @@ def test_deep_dive_06e_stores_no_answer_of_05_or_06(nb):
     stored output of 06e's learner notebook holds the producer's wait, 05b's parities or the consumer
     loop; its source names no parity formula (§5 breaks the consumers' parity beside the course's).
     05c §2 (linked from 05's exercise 2) prints the kernel's refill step only after that exercise
-    passes: its learner notebook stores neither the step nor how the kernel writes its parity."""
+    passes: its learner notebook stores neither the step nor its comment on the parity rp."""
     import json
     from asynctc.pipeline import producer_step
     path = ROOT / "notebooks" / f"{nb}.ipynb"
@@ -138,7 +138,7 @@ def test_deep_dive_06e_stores_no_answer_of_05_or_06(nb):
         assert not any(s in text for s in PRODUCER_ANSWER), f"{path.name} cell {i} shows the producer's wait"
         assert PRODUCER_LOAD[nb] not in text, f"{path.name} cell {i} shows the producer's load"
         assert producer_step.HEAD.strip() not in text, f"{path.name} cell {i} shows 05's refill step"
-        assert producer_step.PARITY_NOTE not in text, f"{path.name} cell {i} says how the kernel writes rp"
+        assert "rp = (r/S) mod 2" not in text, f"{path.name} cell {i} says how the kernel writes rp"
         if nb.startswith("06"):     # 05c §5 names its broken variants' parities beside 05's own
             assert not re.search(r"//\s*S\s*\+\s*1\)\s*%\s*2", text), f"{path.name} cell {i}: 05b's empty parity"
         assert "empty.arrive(prev);" not in text or "wgmma_wait_group<1>" not in text, path.name
