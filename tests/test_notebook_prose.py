@@ -197,7 +197,7 @@ LISTINGS = {
     # the consumers' loop as the correct build compiles it, less the line that is exercise 2's
     # answer (printed after it, as the diff of BUG=8), with no mark where it was: its place is asked too
     ("08", r"^  // ---- consumer warpgroup"): (
-        30, r"(?s)wait_or_record\(smem_u32\(&full[^\n]*\n    named_barrier_sync.*tma_store_2d.*line left out, its place unmarked"),
+        30, r"(?s)wait_or_record\(smem_u32\(&full[^\n]*\n    named_barrier_sync.*tma_store_2d.*line left out, not marked where it was"),
     ("09", r"if \(lane == 0 && leader\) \{"): (20, r"(?s)tcgen05_mma_f16.*tcgen05_commit<1>\(smem_u32\(&empty_bar"),
     ("09b", r"^          const u32 a = t & 1u;$"): (
         25, r"acc_empty\[a\][\s\S]*tcgen05_mma_mxf8f6f4[\s\S]*tcgen05_commit_multicast"),
