@@ -526,10 +526,16 @@ def _ch02_wait_n_hint(answer, expected, stages: int) -> str | None:
 
 def _stage_tf(results: dict) -> tuple[dict[tuple[int, int], float], list[int], dict[int, float]]:
     """Chapter 02 §4's table at 4096³ fp16, as ch02.stages reads it: TFLOP/s by (BK, stages) of the
-    cp.async rows; BK = 64's stage counts, in order; each BK's best TFLOP/s (64 and 32)."""
+    cp.async rows; BK = 64's stage counts, in order; each BK's best TFLOP/s (64 and 32). Raises
+    :class:`ValueError` (check: "cannot be checked") naming the record's rows when it lacks some."""
     tf = {(r["bk"], r["stages"]): r["tflops"] for r in stage_table(results, "float16", 4096)}
+    has = {bk: sorted(s for b, s in tf if b == bk) for bk in (64, 32)}
+    if not ({1, 2} <= set(has[64]) and has[64][-1] > 2 and 1 in has[32]):
+        raise ValueError(f"the cp_async record's 4096³ float16 cp.async rows have stages {has[64]} at BK = 64 "
+                         f"and {has[32]} at BK = 32; ch02.stages needs BK = 64 at 1, 2 and more than 2 stages, "
+                         "BK = 32 at 1: record a full sweep (python -m asynctc record cp_async)")
     best = {bk: max(v for (b, _), v in tf.items() if b == bk) for bk in (64, 32)}
-    return tf, sorted(s for b, s in tf if b == 64), best
+    return tf, has[64], best
 
 
 #: Two runs of one configuration closer than this are one speed ("within noise", the 03 worklog's word

@@ -115,20 +115,32 @@ def test_no_learner_notebook_stores_the_consumer_loop(nb_path):
 PRODUCER_ANSWER = ("empty.wait(pos.stage, pos.phase ^ 1u", "empty.wait(rs, rp")
 
 
-@pytest.mark.parametrize("nb", ["06e_your_gemm_on_the_cpu", "06b_ws_anatomy"])
+#: The producer's load as each deep dive's listing would print it. 05c §2 prints the prologue's
+#: ``load_stage(ta, tb, base + kt …)`` (no answer), so only the refill's own load counts there.
+PRODUCER_LOAD = {"06e_your_gemm_on_the_cpu": "load_stage(ta, tb", "06b_ws_anatomy": "load_stage(ta, tb",
+                 "05c_pipeline_variants": "load_stage(ta, tb, base + rs"}
+
+
+@pytest.mark.parametrize("nb", sorted(PRODUCER_LOAD))
 def test_deep_dive_06e_stores_no_answer_of_05_or_06(nb):
     """Readers 105-107: 06e §2's listing printed rung 3's producer loop, ungated. 03, 04 and 05 link
     to 06e ("your GEMM so far"), so it showed 05's exercise 2 and 06's capstone ahead of them. No
     stored output of 06e's learner notebook holds the producer's wait, 05b's parities or the consumer
-    loop; its source names no parity formula (§5 breaks the consumers' parity beside the course's)."""
+    loop; its source names no parity formula (§5 breaks the consumers' parity beside the course's).
+    05c §2 (linked from 05's exercise 2) prints the kernel's refill step only after that exercise
+    passes: its learner notebook stores neither the step nor its comment on the parity rp."""
     import json
+    from asynctc.pipeline import producer_step
     path = ROOT / "notebooks" / f"{nb}.ipynb"
     for i, cell in enumerate(json.loads(path.read_text())["cells"]):
         text = "".join(cell["source"]) + "".join(
             "".join(o.get("text", "")) + json.dumps(o.get("data", {})) for o in cell.get("outputs", []))
         assert not any(s in text for s in PRODUCER_ANSWER), f"{path.name} cell {i} shows the producer's wait"
-        assert "load_stage(ta, tb" not in text, f"{path.name} cell {i} shows the producer's load"
-        assert not re.search(r"//\s*S\s*\+\s*1\)\s*%\s*2", text), f"{path.name} cell {i}: 05b's empty parity"
+        assert PRODUCER_LOAD[nb] not in text, f"{path.name} cell {i} shows the producer's load"
+        assert producer_step.HEAD.strip() not in text, f"{path.name} cell {i} shows 05's refill step"
+        assert "rp = (r/S) mod 2" not in text, f"{path.name} cell {i} says how the kernel writes rp"
+        if nb.startswith("06"):     # 05c §5 names its broken variants' parities beside 05's own
+            assert not re.search(r"//\s*S\s*\+\s*1\)\s*%\s*2", text), f"{path.name} cell {i}: 05b's empty parity"
         assert "empty.arrive(prev);" not in text or "wgmma_wait_group<1>" not in text, path.name
 
 

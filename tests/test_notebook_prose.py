@@ -197,7 +197,7 @@ LISTINGS = {
     # the consumers' loop as the correct build compiles it, less the line that is exercise 2's
     # answer (printed after it, as the diff of BUG=8), with no mark where it was: its place is asked too
     ("08", r"^  // ---- consumer warpgroup"): (
-        30, r"(?s)wait_or_record\(smem_u32\(&full[^\n]*\n    named_barrier_sync.*tma_store_2d.*line left out, its place unmarked"),
+        30, r"(?s)wait_or_record\(smem_u32\(&full[^\n]*\n    named_barrier_sync.*tma_store_2d.*line left out, not marked where it was"),
     ("09", r"if \(lane == 0 && leader\) \{"): (20, r"(?s)tcgen05_mma_f16.*tcgen05_commit<1>\(smem_u32\(&empty_bar"),
     ("09b", r"^          const u32 a = t & 1u;$"): (
         25, r"acc_empty\[a\][\s\S]*tcgen05_mma_mxf8f6f4[\s\S]*tcgen05_commit_multicast"),
@@ -443,14 +443,16 @@ def test_an_unmarked_omit_leaves_no_mark_where_the_line_was():
     where the left-out line's comment stood. An ``"unmarked"`` range leaves the line out with no
     mark at its place: one line at the end of the listing says a line is missing and why."""
     from asynctc.core import notebook
-    rng = (r"^    if \(tid == 0\) b\w+<0>", r"<0>", "exercise 2 asks for it", "unmarked")
+    note = "§6's exercise 2 asks which step it is and where it goes"
+    rng = (r"^    if \(tid == 0\) b\w+<0>", r"<0>", note, "unmarked")
     kw = dict(start=r"^  // ---- consumer warpgroup", end=r"^  \}$")
     whole = notebook.source_excerpt("pitfalls.cu", **kw).splitlines()
     lines = notebook.source_excerpt("pitfalls.cu", omit=(rng,), **kw).splitlines()
-    assert lines[-1] == "// (1 line left out, its place unmarked: exercise 2 asks for it)"
+    assert lines[-1] == ("// (1 line left out, not marked where it was: §6's exercise 2 asks which step it is "
+                         "and where it goes)")
     assert lines[:-1] == [ln for ln in whole if "bulk_wait_group_read<0>" not in ln] and len(lines) == len(whole)
     src = (ROOT / "notebooks" / "src" / "08_pitfalls.py").read_text()
-    assert '"exercise 2 asks for it", "unmarked")' in src
+    assert f'"{note}", "unmarked")' in src
 
 
 def test_source_excerpt_includes_start_and_end():

@@ -85,6 +85,20 @@ def test_the_stage_key_follows_a_moved_record(monkeypatch):
     assert exercises.expected("ch02.stages", results=moved) == ("no", 32)
 
 
+def test_a_record_without_a_third_stage_is_refused_by_name(monkeypatch, capsys):
+    """The key asked max() of no rows past two stages (a bare "empty sequence" error): a record
+    whose BK = 64 sweep stops at two stages is refused with the rows it has and the ones it needs."""
+    monkeypatch.setenv(exercises.ANSWER_KEY_ENV, "1")
+    short = copy.deepcopy(CP)
+    short["sweep"] = [r for r in short["sweep"] if not (r["kernel"] == "cp.async" and r["stages"] > 2)]
+    with pytest.raises(ValueError, match=r"cp_async record's 4096³ float16 cp.async rows have stages "
+                                         r"\[1, 2\] at BK = 64 .* needs BK = 64 at 1, 2 and more than 2"):
+        exercises.expected("ch02.stages", results=short)
+    assert not exercises.check("ch02.stages", ("no", 32), results=short)
+    out = capsys.readouterr().out
+    assert "cannot be checked" in out and "more than 2 stages" in out, out
+
+
 def test_the_speedup_prediction_passes_within_three_percent(capsys):
     """Readers 105–107: a prediction graded to three decimals was a reading of the table; within 3 %
     of the record's ratio (1544 / 776 = 1.990 on the H200), the 2× ceiling passes, the seed's 1.5× does not."""

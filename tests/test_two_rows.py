@@ -65,8 +65,8 @@ def _hint(tmp_path, capsys, src: str) -> str:
 
 MISTAKES = [
     # (what the learner wrote, words of the hint)
-    (("row2 = row + TILE", "row2 = row + 1"), "never stored — look at row2"),
-    (("row2 = row + TILE", "row2 = ty + TILE"), "never stored — look at row2"),
+    (("row2 = row + TILE", "row2 = row + 1"), "second rows (17…31) are never stored."),
+    (("row2 = row + TILE", "row2 = ty + TILE"), "never stored."),
     (("acc2 += sA[ty + TILE, kk] * b", "acc2 += sA[ty, kk] * b"), "the first rows are right, the second are not"),
     (("acc2 += sA[ty + TILE, kk] * b", "acc += sA[ty + TILE, kk] * b"), "the first rows are wrong too"),
     (("if row < M and col < N:", "if row < M and col < N - 1:"), "only the partial blocks at C's edges"),
@@ -79,6 +79,26 @@ MISTAKES = [
 def test_each_mistake_gets_its_hint(tmp_path, capsys, swap, words):
     out = _hint(tmp_path, capsys, _swap(*swap))
     assert words in out, out
+
+
+@pytest.mark.tiers
+@pytest.mark.parametrize("swap, symptom, question, rule", [
+    (("row2 = row + TILE", "row2 = row + 1"), "never stored.", "which row does it name?",
+     "its second is TILE rows further down."),
+    (("acc2 += sA[ty + TILE, kk] * b", "acc2 += sA[ty, kk] * b"), "the second are not",
+     "Which products does the second accumulator, acc2, add?", "acc2 adds sA[ty + TILE, kk] · sB[kk, tx]"),
+], ids=["row2", "acc2"])
+def test_a_miss_asks_first_and_gives_the_rule_second(tmp_path, tiers, swap, symptom, question, rule):
+    """Readers: exercise 1's prompt dictated the steps. The prompt now asks; a first miss tells the
+    symptom and a question, the same miss again the rule."""
+    tiers("ch01.two_rows", _kernel(tmp_path, _swap(*swap)), symptom, question, rule)
+
+
+def test_the_prompt_asks_and_does_not_dictate():
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[1] / "notebooks" / "src" / "01_synchronous.py"
+    text = src.read_text().split("**1. Two rows per thread.**", 1)[1].split("# %%", 1)[0]
+    assert "Which row is `row2`?" in text and "row + TILE" not in text and "ty + TILE" not in text, text
 
 
 def test_reading_sB_twice_passes_with_a_note(tmp_path, capsys):

@@ -477,6 +477,8 @@ def test_layout_figure_offsets_come_from_the_model_and_hide_exercise_1():
     (ax,) = [a for a in fig.axes if a.get_visible()]
     assert {"(0, 0): start", "(1, 0): start + SBO, 1024 B", "(0, 1): start + LBO, 8192 B"} <= {
         t.get_text() for t in ax.texts}
+    (zero,) = [t for t in ax.texts if t.get_text() == "(0, 0): start"]
+    assert zero.get_position()[1] < 0 and zero.xy == (4, 0)    # above the grid, its arrow on (0, 0)
     plt.close(fig)
     with pytest.raises(ValueError, match="operand"):
         W.plot_layouts("float16", "MN", (128,), operand="C")

@@ -246,7 +246,7 @@ def _omit(text: str, omit) -> tuple[str, str]:
         said = f"{j + 1 - i} line{'s' * (j > i)} left out"
         if rng[3:] == ("unmarked",):
             kept += lines[at:i]
-            unmarked.append(f"// ({said}, its place unmarked: {note})")
+            unmarked.append(f"// ({said}, not marked where it was: {note})")
         else:
             kept += lines[at:i] + [" " * ind + f"// ({said}: {note})"]
         gone += (["// ..."] if gone else []) + lines[i:j + 1]

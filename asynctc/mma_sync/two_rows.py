@@ -209,13 +209,20 @@ def _diagnose(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> str | None:
         lost = sorted({int(x) % (2 * TILE) for x in np.argwhere(unwritten.all(axis=1))[:, 0]})
         rows = (f"{len(lost)} of a block's second rows ({lost[0]}…{lost[-1]}) are" if lost
                 else "parts of a block's second rows are")
-        return (f"C[{r}, {col}] is still NaN: it is a second row (row {r % (2 * TILE)} of its block of "
-                f"{2 * TILE} rows, thread ty = {r % (2 * TILE) - TILE}'s row2), and {rows} "
-                "never stored — look at row2, the second row's index you wrote: which row does it name?")
+        return _ex.tiered(
+            f"C[{r}, {col}] is still NaN: it is a second row (row {r % (2 * TILE)} of its block of "
+            f"{2 * TILE} rows, thread ty = {r % (2 * TILE) - TILE}'s row2), and {rows} never stored.",
+            " Look at row2, the second row's index you wrote: which row does it name?",
+            f" A block covers {2 * TILE} rows of C: thread ty's first row is row ty of the block, its "
+            "second is TILE rows further down.")
     if (bad & second).any() and not (bad & ~second).any():
         r, col = (int(x) for x in np.argwhere(bad & second)[0])
-        return (f"the first rows are right, the second are not (C[{r}, {col}] = {c[r, col]:.4g}, "
-                f"float64 says {ref[r, col]:.4g}): look at the second accumulator, acc2, and what it adds.")
+        return _ex.tiered(
+            f"the first rows are right, the second are not (C[{r}, {col}] = {c[r, col]:.4g}, "
+            f"float64 says {ref[r, col]:.4g}).",
+            " Which products does the second accumulator, acc2, add?",
+            " acc2 adds sA[ty + TILE, kk] · sB[kk, tx] over kk: the second row of sA, times the same "
+            "value of sB that acc uses.")
     inner_m, inner_n = m // (2 * TILE) * 2 * TILE, n // TILE * TILE
     edge = np.zeros_like(bad)
     edge[inner_m:, :] = True
@@ -227,8 +234,9 @@ def _diagnose(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> str | None:
                 "zero-fill of the tiles past M, N and K, and the stores' row < M, col < N.")
     r, col = (int(x) for x in np.argwhere(bad)[0])
     got = "NaN (never stored)" if not finite[r, col] else f"{c[r, col]:.4g}"
-    return (f"C[{r}, {col}] = {got}, float64 says {ref[r, col]:.4g}: the first rows are wrong too — "
-            "acc sums sA[ty, kk] · sB[kk, tx] over kk, as in simt.py's kernel above.")
+    return _ex.tiered(f"C[{r}, {col}] = {got}, float64 says {ref[r, col]:.4g}: the first rows are wrong too.",
+                      " What does §1's kernel add to its one accumulator at each kk?",
+                      " acc sums sA[ty, kk] · sB[kk, tx] over kk, as in simt.py's kernel above.")
 
 
 def judge(answer, rng=None):
@@ -318,10 +326,10 @@ def reference():
     return two_rows
 
 
-@_ex.code_exercise("ch01.two_rows", "Complete the kernel two_rows(A, B, C): each thread computes C[row, col] "
-                   "and C[row2, col] with row2 = row + TILE (a block of TILE×TILE threads covers 2·TILE rows "
-                   "× TILE columns); the inner loop reads sB[kk, tx] once and adds its products with rows "
-                   "ty and ty + TILE of sA to acc and acc2. Pass the kernel: check('ch01.two_rows', two_rows).",
+@_ex.code_exercise("ch01.two_rows", "Complete the kernel two_rows(A, B, C): each thread computes two "
+                   "elements of one column of C, C[row, col] and C[row2, col] (a block of TILE×TILE threads "
+                   "covers 2·TILE rows × TILE columns). Which row is row2, and what does the inner loop add "
+                   "to acc and acc2? Pass the kernel: check('ch01.two_rows', two_rows).",
                    judge=judge)
 def _ch01_two_rows():
     return reference()

@@ -382,7 +382,7 @@ SDESC_NOTES = {
     "version": ("fixed 0b001 (the \"version\", 1)", "new: 0 on sm_90"),
     "base_offset": ("matrix base offset", "same"),
     "lbo_mode": ("LBO mode: 0 relative, 1 absolute", "new"),
-    "swizzle": ("swizzle: 0 none, 1 128B with 32B atoms, 2 128B, 4 64B, 6 32B", "3 bits instead of 2"),
+    "swizzle": ("swizzle: 0 none, 1 128B moving 32-byte chunks (not 16), 2 128B, 4 64B, 6 32B", "3 bits instead of 2"),
 }
 _SDESC_ASSIGNED = sum(((1 << w) - 1) << lo for _, lo, w in SDESC_FIELDS)
 #: Bits that must be 0: 14-15, 30-31 and 53-60.

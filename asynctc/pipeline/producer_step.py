@@ -48,9 +48,6 @@ SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at bas
             (r"^  // Prologue", r"^  const u64 db0", "prologue: load_stage fills stages 0 … S − 1; acc = 0"),
             OMIT,
             (r"^  wgmma_wait_group<0>", r"^  store_c", "epilogue: wait_group<0>, then store_c writes C"))
-#: What chapter 05 prints above the kernel's own step (after exercise 2 passes): how the kernel
-#: writes the refill's parity, in the chapter's notation (fill f = t / S).
-PARITY_NOTE = "The kernel writes the refill's (f + 1) mod 2 as rp: the released k-tile r's own f mod 2."
 #: The names the step uses, all in scope where it goes (the exercise's prompt lists them).
 IN_SCOPE = ("producer", "r", "rs", "rp", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
             "kStageBytes", "full", "m0", "n0", "wg", "broken")

@@ -25,10 +25,10 @@ def plot_chunk_maps(swizzles=(0, 32, 64, 128), rows: int = 8, dtype: str = "floa
         ax.set_title(f"swizzle {sw or 'none'}: {t.inner_bytes} B rows", fontsize=9)
         ax.set_xticks(range(m.shape[1]))
         ax.set_yticks(range(m.shape[0]))
-        ax.set_xlabel("16-byte chunk of the row")
+        ax.set_xlabel("logical 16-byte chunk (before the swizzle)")
     np.atleast_1d(axes)[0].set_ylabel("row of the box")
-    fig.suptitle("Bank group (16-byte chunk of the 128-byte line) of each chunk, from "
-                 "asynctc.models.layout")
+    fig.suptitle("Number and colour: the physical 16-byte chunk it lands in (its slot in the 128-byte "
+                 "line = bank group, banks 4g to 4g + 3), from asynctc.models.layout")
     return fig
 
 

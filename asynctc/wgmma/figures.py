@@ -146,10 +146,13 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
                     at[0] + (cm_h + 1.5 if down else cm_h / 2), text, color=colour,
                     fontsize=10, weight="bold", ha="left", va="top" if down else "center", zorder=6,
                     bbox=dict(boxstyle="round,pad=0.2", fc="white", ec=colour, lw=0.8))
-        if names:                                   # the black core matrix, below SBO's label
-            ax.text(cm_w + 1.5, cm_h + 2.5, "(0, 0): start", color="k", fontsize=10, weight="bold",
-                    ha="left", va="top", zorder=6,
-                    bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="k", lw=0.8))
+        if names:                                   # the black core matrix: a label above the
+            ax.annotate("(0, 0): start", xy=(cm_w / 2, 0), xytext=(2 * cm_w + 4, -5),   # grid,
+                        color="k", fontsize=10, weight="bold", ha="left", va="center", zorder=6,
+                        annotation_clip=False,                  # its arrow onto the matrix's top edge
+                        bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="k", lw=0.8),
+                        arrowprops=dict(arrowstyle="-|>", color="k", lw=1.4, shrinkA=0, shrinkB=0,
+                                        connectionstyle="angle,angleA=180,angleB=90"))
         if notes:
             ax.text(k / 2, t.mn + 1, ", ".join(notes), ha="center", va="top", fontsize=9.5, color="0.2")
         rows, along = (row_name, "k") if major == "K" else ("k", row_name)
@@ -157,7 +160,7 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
                  f"{t.row_pitch} B of {along}")
         ax.set_title(f"{'no' if sw == 0 else f'{sw}-byte'} swizzle\n{boxes}", fontsize=10.5, pad=4)
         ax.set_xlim(0, k)
-        ax.set_ylim(t.mn + 6, 0)
+        ax.set_ylim(t.mn + 6, -10 if names else 0)      # names: room above the grid for (0, 0)
         ax.set_aspect("equal")
         ax.set_xticks(range(0, k + 1, 16))
         ax.set_yticks(range(0, t.mn + 1, 16))

@@ -181,7 +181,7 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # ## 5. Why it stops rising
 #
 # Top: the trace of CTA 0 (128×256, S = 4). Bottom: the ring model. Red bars are waits on full.
-# Where do they stop?
+# Read where they stop in each panel; line 2 under the figure gives them in clocks.
 #
 # Blue bars mean different things. A GPU bar runs from a group's issue to the `wait_group` that
 # proves it done. That is one k-tile later, so GPU bars overlap. A model bar is the group's math only.

@@ -49,10 +49,10 @@ K_TILES = 64                                 # k-tiles of a 4096³ GEMM's CTA ti
 # %% [markdown]
 # ## 2. The producer's half, and the SASS
 #
-# Chapter 05 §2's listing folded the set-up, the prologue and the epilogue; here they are, then
-# the helpers they call: the producer's half of a refill (one `arrive.expect_tx` with the stage's
-# bytes, then the TMA boxes that complete them; a B stored K×N needs BN/64 boxes), `RingState`,
-# the consumers' `mma_ktile`, and the PTX each wrapper issues.
+# Chapter 05 §2 folded the set-up, the prologue and the epilogue; here they are, then the helpers
+# they call: `load_stage` (one `arrive.expect_tx` with the stage's bytes, then its TMA boxes; a B
+# stored K×N needs BN/64), `RingState`, `mma_ktile`, and each wrapper's PTX. The refill step, 05's
+# exercise 2, shows once that exercise passes.
 
 # %%
 SKELETON = pl.producer_step.SKELETON
@@ -63,7 +63,11 @@ helpers = notebook.source_excerpt(
     more=(("ring.cuh", r"^template <int", r"^};"), ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
     ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
          "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group"))
-print(pl.producer_step.PARITY_NOTE, folded, helpers, sep="\n\n")
+print(folded, helpers, sep="\n\n")
+
+# %% output answers a prediction
+if exercises.after("ch05.producer_step", "the kernel's own refill step"):
+    print(notebook.source_excerpt("pipeline.cu", variant=True, omit=pl.producer_step.OMIT, left_out=True))
 
 # %% [markdown]
 # In SASS: `UTMALDG` (TMA loads), `SYNCS.*` (mbarrier init / arrive / try_wait), `HGMMA` (wgmma;
@@ -105,7 +109,7 @@ except pl.PipelineError as e:
     print("PipelineError:", e)
 
 # %% [markdown]
-# The record made on the GPU keeps the registers ptxas gave each timed variant:
+# The record keeps the registers ptxas gave each timed variant:
 
 # %% output varies
 print(rec.label())
@@ -324,13 +328,11 @@ print("\nmissing_release, in full:", d.why)
 assert mp.simulate(**mp.BUG_HUNT).diagnosis is None
 
 # %% [markdown]
-# On the GPU, every mbarrier wait in the kernel is bounded (`full.wait` / `empty.wait`, the ring
-# type of `kernels/ring.cuh`: `try_wait.parity` until `ASYNCTC_WAIT_MAX_NS` of `%globaltimer` have
-# passed), so a broken variant ends with an error word naming the barrier, its stage, the k-tile
-# waited for and the warpgroup that waited, never a hung GPU. `pl.run_broken(kind)` compiles the two deliberate
-# breaks (`pl.BREAKS`) and returns the error; live, they run now. In replay the cell prints what
-# the `pipeline` record's GPU run got for each: the error, and the seconds until the bounded wait
-# gave up.
+# On the GPU every mbarrier wait is bounded (`kernels/ring.cuh`: `try_wait.parity` until
+# `ASYNCTC_WAIT_MAX_NS` of `%globaltimer` pass). A broken variant ends with an error word naming
+# the barrier, stage, k-tile and warpgroup, never a hung GPU. `pl.run_broken(kind)` compiles the
+# two deliberate breaks (`pl.BREAKS`) and, live, runs them; in replay the cell prints each one's
+# error and seconds to give up from the `pipeline` record.
 
 # %% output varies
 for kind, what in pl.BREAKS.items():

@@ -215,10 +215,11 @@ if exercises.after("ch09.mma_issue"):
                                  end=r"tcgen05_commit_multicast<2>\(smem_u32\(&empty_bar"))
 
 # %% [markdown]
-# In the listing: `lane == 0` is `t.elected`. `leader` is true in the CTA of
-# cluster rank 0 (always, without a pair): only its thread issues,
-# because one `tcgen05.mma` does the whole pair's tile, reading the peer's shared memory and writing the peer's TMEM. A **slab** is 64 elements of K, one 128-byte
-# swizzle atom of fp16. In a CTA pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
+# In the listing: `lane == 0` is `t.elected`. `leader` is true in cluster rank 0's CTA (always,
+# without a pair): only its thread issues, since one `tcgen05.mma` does the pair's whole tile,
+# reading the peer's shared memory and writing its TMEM. A **slab** is 64 elements of K: one
+# [swizzle](../docs/glossary.md#swizzle) atom of fp16, the pattern's repeating unit of 8 rows × 128 bytes.
+# In a CTA pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
 #
 # In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them) and `tcgen05.commit` is `UTCBAR`. The
 # cell counts both and checks the descriptors against §2–3's models. Going further:
