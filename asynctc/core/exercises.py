@@ -456,8 +456,10 @@ _TIERED = re.compile(f"{TIER}([^{TIER}]*){TIER}([^{TIER}]*){TIER}([^{TIER}]*){TI
 
 def _key(symptom: str) -> str:
     """The spot a symptom names, its numbers left out: a second wrong answer at the same spot (the
-    capstone's prediction "stage 0, parity 0", then "stage 1, parity 0") is its second miss."""
-    return re.sub(r"\d+", "#", symptom)
+    capstone's prediction "stage 0, parity 0", then "stage 1, parity 0") is its second miss. A
+    number's sign, decimals and exponent go too: fresh random inputs print -1.773 one time, 3.5e-05
+    the next, at the same spot."""
+    return re.sub(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", "#", symptom)
 
 
 def tiered(symptom: str, question: str, rule: str) -> str:
