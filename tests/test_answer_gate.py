@@ -112,7 +112,7 @@ def test_no_learner_notebook_stores_the_consumer_loop(nb_path):
 
 #: Lines of a stored output that answer chapter 05's exercise 2 (the producer's refill: its wait on
 #: empty with the previous fill's parity) and the producer half of 06's capstone.
-PRODUCER_ANSWER = ("empty.wait(pos.stage, pos.phase ^ 1u", "empty.wait(rs, rp")
+PRODUCER_ANSWER = ("empty.wait(pos.stage, pos.phase ^ 1u", "empty.wait(ts, tp ^ 1u")
 
 
 @pytest.mark.parametrize("nb", ["06e_your_gemm_on_the_cpu", "06b_ws_anatomy"])
