@@ -63,7 +63,7 @@ helpers = notebook.source_excerpt(
     more=(("ring.cuh", r"^template <int", r"^};"), ("wgmma_ring.cuh", r"^// ---- the consumers' half", r"^}")),
     ptx=("mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive_expect_tx", "tma_load_2d",
          "mbarrier_arrive", "mbarrier_try_wait_parity", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group"))
-print(pl.producer_step.PARITY_NOTE, folded, helpers, sep="\n\n")
+print(folded, helpers, sep="\n\n")
 
 # %% [markdown]
 # In SASS: `UTMALDG` (TMA loads), `SYNCS.*` (mbarrier init / arrive / try_wait), `HGMMA` (wgmma;
