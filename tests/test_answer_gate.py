@@ -112,13 +112,13 @@ def test_no_learner_notebook_stores_the_consumer_loop(nb_path):
 
 #: Lines of a stored output that answer chapter 05's exercise 2 (the producer's refill: its wait on
 #: empty with the previous fill's parity) and the producer half of 06's capstone.
-PRODUCER_ANSWER = ("empty.wait(pos.stage, pos.phase ^ 1u", "empty.wait(rs, rp")
+PRODUCER_ANSWER = ("empty.wait(pos.stage, pos.phase ^ 1u", "empty.wait(ts, tp ^ 1u")
 
 
 #: The producer's load as each deep dive's listing would print it. 05c §2 prints the prologue's
 #: ``load_stage(ta, tb, base + kt …)`` (no answer), so only the refill's own load counts there.
 PRODUCER_LOAD = {"06e_your_gemm_on_the_cpu": "load_stage(ta, tb", "06b_ws_anatomy": "load_stage(ta, tb",
-                 "05c_pipeline_variants": "load_stage(ta, tb, base + rs"}
+                 "05c_pipeline_variants": "load_stage(ta, tb, base + ts"}
 
 
 @pytest.mark.parametrize("nb", sorted(PRODUCER_LOAD))
@@ -128,7 +128,7 @@ def test_deep_dive_06e_stores_no_answer_of_05_or_06(nb):
     stored output of 06e's learner notebook holds the producer's wait, 05b's parities or the consumer
     loop; its source names no parity formula (§5 breaks the consumers' parity beside the course's).
     05c §2 (linked from 05's exercise 2) prints the kernel's refill step only after that exercise
-    passes: its learner notebook stores neither the step nor its comment on the parity rp."""
+    passes: its learner notebook stores neither the step's wait nor its load."""
     import json
     from asynctc.pipeline import producer_step
     path = ROOT / "notebooks" / f"{nb}.ipynb"
@@ -138,7 +138,6 @@ def test_deep_dive_06e_stores_no_answer_of_05_or_06(nb):
         assert not any(s in text for s in PRODUCER_ANSWER), f"{path.name} cell {i} shows the producer's wait"
         assert PRODUCER_LOAD[nb] not in text, f"{path.name} cell {i} shows the producer's load"
         assert producer_step.HEAD.strip() not in text, f"{path.name} cell {i} shows 05's refill step"
-        assert "rp = (r/S) mod 2" not in text, f"{path.name} cell {i} says how the kernel writes rp"
         if nb.startswith("06"):     # 05c §5 names its broken variants' parities beside 05's own
             assert not re.search(r"//\s*S\s*\+\s*1\)\s*%\s*2", text), f"{path.name} cell {i}: 05b's empty parity"
         assert "empty.arrive(prev);" not in text or "wgmma_wait_group<1>" not in text, path.name

@@ -119,9 +119,9 @@ def test_too_many_bytes_announced_stops_the_tile_wait_never_passes():
 
 #: Chapter 05's producer step and chapter 06's consumer loop, right, as a learner may write them.
 STEP = """
-if (producer && r + STAGES < T) {
-  if (empty.wait(rs, rp, wg, r + STAGES))
-    load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
+if (producer && t < T) {
+  if (empty.wait(ts, tp ^ 1u, wg, t))
+    load_stage(ta, tb, base + ts * kStageBytes, full[ts], t, m0, n0);
 }
 """
 LOOP = """
@@ -154,8 +154,8 @@ def test_a_right_producer_step_and_consumer_loop_drive_the_ring_and_pass(stages)
     (dict(consumer_loop=LOOP.replace("pos.phase, wg", "pos.phase ^ 1u, wg")), "consumer_loop", "race"),
     (dict(consumer_loop=LOOP.replace("if (k > 0 && elected) empty.arrive(prev);", "")),
      "consumer_loop", "deadlock"),
-    (dict(producer_step=STEP.replace("rs, rp,", "rs, rp ^ 1u,")), "producer_step", "deadlock"),
-    (dict(producer_step=STEP.replace("if (empty.wait(rs, rp, wg, r + STAGES))", "")), "producer_step",
+    (dict(producer_step=STEP.replace("tp ^ 1u,", "tp,")), "producer_step", "deadlock"),
+    (dict(producer_step=STEP.replace("if (empty.wait(ts, tp ^ 1u, wg, t))", "")), "producer_step",
      "race"),
     (dict(producer_step=STEP, consumer_loop=LOOP.replace("pos.phase, wg", "pos.phase ^ 1u, wg")),
      "consumer_loop", "race")])

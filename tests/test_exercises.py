@@ -374,14 +374,14 @@ MISTAKES = [
 
 #: ch05.producer_step, a code exercise whose answer is CUDA C++ (compiled with NVRTC, no GPU): the
 #: producer's refill step with one mistake each. More cases: tests/test_producer_step.py.
-_STEP = """if (producer && r + STAGES < T && !broken) {
-  if (empty.wait(rs, rp, wg, r + STAGES))
-    load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
+_STEP = """if (producer && t < T && !broken) {
+  if (empty.wait(ts, tp ^ 1u, wg, t))
+    load_stage(ta, tb, base + ts * kStageBytes, full[ts], t, m0, n0);
   else broken = true;
 }"""
 MISTAKES += [
-    ("ch05.producer_step", _STEP.replace("rs, rp,", "rs, rp ^ 1u,"), "a wait that never ends"),
-    ("ch05.producer_step", _STEP.replace(" && r + STAGES < T", ""), "past K"),
+    ("ch05.producer_step", _STEP.replace("tp ^ 1u,", "tp,"), "a wait that never ends"),
+    ("ch05.producer_step", _STEP.replace(" && t < T", ""), "past K"),
     ("ch05.producer_step", _STEP.replace("producer && ", ""), "other than the producer"),
 ]
 

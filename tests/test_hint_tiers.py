@@ -38,9 +38,9 @@ def _wrong_prediction():
 
 
 _WRONG_PREDICTION = _wrong_prediction()
-_REFILL_FLIPPED = """if (producer && r + STAGES < T && !broken) {
-  if (empty.wait(rs, rp ^ 1u, wg, r + STAGES))
-    load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
+_REFILL_FLIPPED = """if (producer && t < T && !broken) {
+  if (empty.wait(ts, tp, wg, t))
+    load_stage(ta, tb, base + ts * kStageBytes, full[ts], t, m0, n0);
   else broken = true;
 }"""
 _STRADDLE, _ABOVE, _BELOW = [(1.0, 1.02), (1.0, 0.99), (1.0, 1.01)], [(1.0, 1.02), (1.0, 1.03)], [(1.0, 0.98)]
@@ -105,9 +105,9 @@ FIRST_HINTS = [
     # round 46: the capstone's prediction, graded (readers 95-96: a wrong one read "correct")
     ("ch06.whole_kloop", _WRONG_PREDICTION, {}, "it says stage 0, parity 0", "Which §1 rule gives each number?",
      "stage 3 mod 2 = 1"),
-    # round 49: the refill's parity read off §1's table with f = r's fill (readers 102-104)
+    # round 49: the refill's parity read off §1's table with f = the refill's own fill (readers 102-104)
     ("ch05.producer_step", _REFILL_FLIPPED, {}, "before k-tile 4 your step waits on empty[0] with parity 1",
-     "Which fill does the refill load", "which is r = 0's own f mod 2: rp."),
+     "Which fill does the refill load", "(f + 1) mod 2 = tp ^ 1 = 0."),
 ]
 
 

@@ -69,7 +69,7 @@ def test_trace_calls_and_break_folded():
     text = notebook.source_excerpt(*CASES[1])
     assert "tr." not in text and "BREAK" not in text.splitlines()[-2]
     assert "      if (elected) {" in text.splitlines()
-    assert "load_stage(ta, tb, base + rs * kStageBytes" in text      # the code around stays
+    assert "load_stage(ta, tb, base + ts * kStageBytes" in text      # the code around stays
     note = _note(text)
     assert "TRACE" in note and "BREAK" in note and "8 lines dropped" in note
     producer = notebook.source_excerpt(*CASES[2])

@@ -401,8 +401,8 @@ def test_kernel_schedule_is_the_kernels(S, P):
     refill, r = k − kPending)."""
     from asynctc.core import runtime
     src = (runtime.KERNEL_DIR / "pipeline.cu").read_text()
-    for text in ("kt < STAGES && kt < T", "const int r = k - kPending;", "r + STAGES < T",
-                 "r + STAGES, m0, n0"):
+    for text in ("kt < STAGES && kt < T", "const int r = k - kPending;", "const int t = r + STAGES;",
+                 "t < T && !broken", "full[ts], t, m0, n0"):
         assert text in src
     T = 12
     rs = pl.ring_schedule(S, P, T)

@@ -6,9 +6,9 @@ import pytest
 from asynctc.core import exercises
 from asynctc.pipeline import producer_step as ps
 
-GOOD = """if (producer && r + STAGES < T && !broken) {
-  if (empty.wait(rs, rp, wg, r + STAGES))
-    load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
+GOOD = """if (producer && t < T && !broken) {
+  if (empty.wait(ts, tp ^ 1u, wg, t))
+    load_stage(ta, tb, base + ts * kStageBytes, full[ts], t, m0, n0);
   else broken = true;
 }"""
 
@@ -32,20 +32,28 @@ def test_a_step_without_broken_passes_and_says_it_is_harmless():
 
 def test_a_step_that_compiles_otherwise_is_right_in_two_sentences():
     """A right step written another way: the verdict, then the SASS count (not a paragraph)."""
-    other = GOOD.replace("base + rs * kStageBytes", "base + ((r + STAGES) % STAGES) * kStageBytes")
+    other = GOOD.replace("base + ts * kStageBytes", "base + (t % STAGES) * kStageBytes")
     note = ps.judge(other)
     assert isinstance(note, exercises.Accepted) and note.startswith("the protocol is right. In the timed build ")
     assert note.endswith(": ptxas's layout, not the protocol.") and len(note) < 220, note
 
 
 def test_a_load_after_a_timed_out_wait_is_rejected():
-    hint = ps.judge(GOOD.replace("if (empty.wait(rs, rp, wg, r + STAGES))", "empty.wait(rs, rp, wg, r + STAGES);")
+    hint = ps.judge(GOOD.replace("if (empty.wait(ts, tp ^ 1u, wg, t))", "empty.wait(ts, tp ^ 1u, wg, t);")
                     .replace("  else broken = true;\n", ""))
     assert not isinstance(hint, exercises.Accepted) and "timed out (returned false)" in hint, hint
-    hint = ps.judge(GOOD.replace("if (empty.wait(rs, rp, wg, r + STAGES))",
-                                 "if (!empty.wait(rs, rp, wg, r + STAGES)) broken = true;")
+    hint = ps.judge(GOOD.replace("if (empty.wait(ts, tp ^ 1u, wg, t))",
+                                 "if (!empty.wait(ts, tp ^ 1u, wg, t)) broken = true;")
                     .replace("  else broken = true;\n", ""))
     assert not isinstance(hint, exercises.Accepted) and "load only if the wait returned true" in hint, hint
+
+
+def test_the_old_names_rs_and_rp_get_the_names_in_scope():
+    """A step written with round 50's names (rs, rp) is a compile error that names the step's names."""
+    old = GOOD.replace("ts, tp ^ 1u,", "rs, rp,").replace("ts", "rs")
+    hint = ps.judge(old)
+    assert hint.startswith("NVRTC cannot compile your step") and "rs and rp: not in scope here" in hint, hint
+    assert "its stage ts and its phase tp" in hint and "names in scope: producer, r, t, ts, tp," in hint, hint
 
 
 def test_the_splice_leaves_the_kernel_file_alone():
@@ -54,13 +62,13 @@ def test_the_splice_leaves_the_kernel_file_alone():
 
 
 @pytest.mark.parametrize("wrong, says", [
-    (GOOD.replace("rs, rp,", "rs, rp ^ 1u,"), "a wait that never ends, at k-tile 4"),
-    (GOOD.replace("full[rs], r + STAGES", "full[rs], r + STAGES - 1"), "r + S − 1 = 3"),
-    (GOOD.replace("full[rs], r + STAGES", "full[rs], r + STAGES + 1"), "r + S + 1 = 5"),
-    (GOOD.replace(" && r + STAGES < T", ""), "past K"),
-    (GOOD.replace("wg, r + STAGES))", "wg, r))"), "labelled k-tile 0 — r, the k-tile just released,"),
-    (GOOD.replace("wg, r + STAGES))", "wg, r + STAGES - 1))"), "labelled k-tile 3; the label"),
-    ("if (producer && r + STAGES < T) load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);",
+    (GOOD.replace("tp ^ 1u,", "tp,"), "a wait that never ends, at k-tile 4"),
+    (GOOD.replace("full[ts], t,", "full[ts], t - 1,"), "r + S − 1 = 3"),
+    (GOOD.replace("full[ts], t,", "full[ts], t + 1,"), "r + S + 1 = 5"),
+    (GOOD.replace(" && t < T", ""), "past K"),
+    (GOOD.replace("wg, t))", "wg, r))"), "labelled k-tile 0 — r, the k-tile just released,"),
+    (GOOD.replace("wg, t))", "wg, t - 1))"), "labelled k-tile 3; the label"),
+    ("if (producer && t < T) load_stage(ta, tb, base + ts * kStageBytes, full[ts], t, m0, n0);",
      "a stage overwritten while still read, at k-tile 4"),
     (GOOD.replace("producer && ", ""), "other than the producer"),
     (GOOD.replace("m0, n0);", "m0, n0)"), "NVRTC cannot compile"),

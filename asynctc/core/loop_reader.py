@@ -650,8 +650,8 @@ def run(program: list, *, stages: int, k_tiles: int, tiles: int, stage_bytes: in
 # ---- the producer's refill step (chapter 05's ``ch05.producer_step``) ----------------------------
 
 class _ProducerMachine(_Machine):
-    """The machine with the names of chapter 05's producer step (``producer``, ``r``, ``rs``,
-    ``rp``, ``base``, ``ta``/``tb``, ``m0``/``n0``, ``load_stage``)."""
+    """The machine with the names of chapter 05's producer step (``producer``, ``r``, ``t``,
+    ``ts``, ``tp``, ``base``, ``ta``/``tb``, ``m0``/``n0``, ``load_stage``)."""
 
     def __init__(self, stages, k_tiles, stage_bytes, producer, in_scope, waits_pass=True):
         super().__init__(stages, k_tiles, stage_bytes, 0, producer)
@@ -703,8 +703,8 @@ def read_producer_step(program: list, *, producer: bool, stages: int, pending: i
     for k in range(k_tiles):
         r = k - pending
         if r >= 0:
-            rs, rp = (prev.stage, prev.phase) if pending else (pos.stage, pos.phase)
-            m.env.update(k=k, r=r, rs=rs, rp=rp)
+            ts, rp = (prev.stage, prev.phase) if pending else (pos.stage, pos.phase)
+            m.env.update(k=k, r=r, t=r + stages, ts=ts, tp=rp ^ 1)     # the refill t: r's stage, next fill
             m.locals, m.events = {}, []
             try:
                 m.execute(program)

@@ -25,13 +25,13 @@
 //              (× its m64 atoms), commits them as one group and waits until at most WAIT_PENDING
 //              groups are pending. Then r = k − WAIT_PENDING (the k-tile whose wgmmas are now
 //              known complete) is released: thread 0 of each warpgroup arrives on empty[r mod S].
-//              Then the producer (thread 0 of warpgroup 0) refills that stage with k-tile r + S:
-//              it waits on empty[r mod S] (all CONSUMERS releases of r), arrive.expect_tx on
-//              full[r mod S] and issues the TMA boxes. With WAIT_PENDING = 1 that is k-tile
-//              k + S − 1 (one group stays in flight while the next k-tile is waited for); with
-//              WAIT_PENDING = 0 it is k + S. STAGES = 1 forces WAIT_PENDING = 0 (the only stage is
-//              still being read by the pending group): load, wait, compute, release, load next —
-//              fully serial.
+//              Then the producer (thread 0 of warpgroup 0) refills that stage with k-tile
+//              t = r + S: it waits on empty[t mod S] with t's phase xor 1 (all CONSUMERS
+//              releases of r), arrive.expect_tx on full[t mod S] and issues the TMA boxes.
+//              With WAIT_PENDING = 1 that is k-tile k + S − 1 (one group stays in flight while
+//              the next k-tile is waited for); with WAIT_PENDING = 0 it is k + S. STAGES = 1
+//              forces WAIT_PENDING = 0 (the only stage is still being read by the pending
+//              group): load, wait, compute, release, load next — fully serial.
 //
 // Why the producer, which is also a consumer, cannot deadlock on empty[r mod S]: it needs the other
 // warpgroup's release of k-tile r, made by that warpgroup at the end of *its* iteration k (= r +
@@ -257,21 +257,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
 
     // 3. release k-tile r = k − kPending (its wgmmas are complete) ... One elected thread per
     //    warpgroup arrives, once its own wgmma.wait_group has returned.
-    const int r = k - kPending;
-    const int rs = kPending ? prev.stage : pos.stage;
-    const u32 rp = kPending ? prev.phase : pos.phase;
+    const int r = k - kPending;                                // the released k-tile
+    const int ts = kPending ? prev.stage : pos.stage;          // its stage (and its refill's)
+    const u32 tp = (kPending ? prev.phase : pos.phase) ^ 1u;   // its refill's phase
     if (r >= 0) {
       if (elected && !(BREAK == 2 && wg == CONSUMERS - 1)) {
-        empty.arrive(rs);
-        tr.event(EV_RELEASE, rs, r);
+        empty.arrive(ts);
+        tr.event(EV_RELEASE, ts, r);
       }
-      // 4. ... and the producer refills its stage with k-tile r + S once every warpgroup released it
-      if (producer && r + STAGES < T && !broken) {
-        tr.event(EV_EMPTY_BEGIN, rs, r + STAGES);
-        if (empty.wait(rs, rp, wg, r + STAGES)) {   // rp = (r/S) mod 2 = (t/S + 1) mod 2, t = r + S
-          tr.event(EV_EMPTY_END, rs, r + STAGES);
-          load_stage(ta, tb, base + rs * kStageBytes, full[rs], r + STAGES, m0, n0);
-          tr.event(EV_TMA_ISSUED, rs, r + STAGES);
+      // 4. ... and the producer refills the stage with k-tile t = r + S, the stage's next fill
+      //    (its phase tp = (t / S) mod 2), once every warpgroup released r
+      const int t = r + STAGES;
+      if (producer && t < T && !broken) {
+        tr.event(EV_EMPTY_BEGIN, ts, t);
+        if (empty.wait(ts, tp ^ 1u, wg, t)) {      // the previous fill was read
+          tr.event(EV_EMPTY_END, ts, t);
+          load_stage(ta, tb, base + ts * kStageBytes, full[ts], t, m0, n0);
+          tr.event(EV_TMA_ISSUED, ts, r + STAGES);   // = t (this spelling keeps the traced build's SASS)
         } else {
           broken = true;
         }

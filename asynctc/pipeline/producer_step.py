@@ -1,10 +1,10 @@
 """Chapter 05's code exercise ``ch05.producer_step``: the learner writes, as CUDA C++ in a Python
 string, the producer's refill step of ``gemm_pipeline`` (``kernels/pipeline.cu``): after the
-release of k-tile r, wait on empty[r mod S] and refill that stage with k-tile r + S, only while
-r + STAGES < T. No GPU is needed.
+release of k-tile r, wait on empty[ts] and load its refill, k-tile t = r + STAGES (stage ``ts``,
+phase ``tp``), into that stage, only while t < T. No GPU is needed.
 
 1. **compile** — :func:`splice` puts the text in place of the kernel's own step (the
-   ``if (producer && r + STAGES < T && !broken) { … }`` block, under ``#line 1 "your step"``) and
+   ``if (producer && t < T && !broken) { … }`` block, under ``#line 1 "your step"``) and
    compiles the default build (:class:`~asynctc.pipeline.PipelineConfig`) with NVRTC
    (:func:`asynctc.core.runtime.compile_kernel` ``code=``). The kernel file is never changed.
 2. **read** — :mod:`asynctc.core.loop_reader`'s machine, given the step's names, runs the text for
@@ -37,9 +37,9 @@ from .config import ENTRY, SOURCE, PipelineConfig
 #: k-tiles the reader runs the step for (T), and what NVRTC calls the learner's text.
 K_TILES, FILE_NAME = 12, "your step"
 #: The kernel's own step in pipeline.cu: its first line (its block ends at the brace below it).
-HEAD = "      if (producer && r + STAGES < T && !broken) {"
+HEAD = "      if (producer && t < T && !broken) {"
 #: The step as an ``omit`` range of §2's listing (first line, last line, note): left out until answered.
-OMIT = (r"^      if \(producer && r \+ STAGES < T", r"^      }$", "exercise 2")
+OMIT = (r"^      if \(producer && t < T", r"^      }$", "exercise 2")
 #: The ranges chapter 05 §2's listing of ``gemm_pipeline`` folds to one line each (``omit`` of
 #: :func:`asynctc.core.notebook.show_source`): set-up, prologue, this exercise's step, epilogue.
 #: Deep dive 05c §2 prints the folded lines (all but the step) with the helpers they call.
@@ -49,7 +49,7 @@ SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at bas
             OMIT,
             (r"^  wgmma_wait_group<0>", r"^  store_c", "epilogue: wait_group<0>, then store_c writes C"))
 #: The names the step uses, all in scope where it goes (the exercise's prompt lists them).
-IN_SCOPE = ("producer", "r", "rs", "rp", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
+IN_SCOPE = ("producer", "r", "t", "ts", "tp", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
             "kStageBytes", "full", "m0", "n0", "wg", "broken")
 _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
@@ -86,7 +86,7 @@ def compile_step(step: str) -> runtime.CompiledKernel:
     """The default build with ``step`` spliced in. Raises :class:`~asynctc.core.runtime.CompileError`."""
     cfg = config()
     cfg.validate()
-    with warnings.catch_warnings():                      # NVRTC's warnings (an unused rp) are no hint
+    with warnings.catch_warnings():                      # NVRTC's warnings (an unused tp) are no hint
         warnings.simplefilter("ignore")
         return runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines=cfg.defines, code=splice(step))
 
@@ -118,7 +118,10 @@ def compile_hint(log: str, step: str) -> str:
         return (f"after your step: {msg} (a missing ';' or '}}'?)" if where.endswith(SOURCE)
                 else f"{where.rsplit('/', 1)[-1]}({n}): {msg}")
     errors = _ex.nvrtc_errors(log, step, FILE_NAME, elsewhere)
-    return f"NVRTC cannot compile your step — {errors} (names in scope: {', '.join(IN_SCOPE)})"
+    old = sorted(set(re.findall(r'identifier "(rs|rp)" is undefined', log)), reverse=True)
+    renamed = (f". {' and '.join(old)}: not in scope here; the step names the refill k-tile t = r + STAGES, "
+               "its stage ts and its phase tp" if old else "")
+    return f"NVRTC cannot compile your step — {errors}{renamed} (names in scope: {', '.join(IN_SCOPE)})"
 
 
 # ---- reading: the loop reader's machine with the producer's names -----------------------------------
@@ -148,8 +151,8 @@ def _model(stages, pending, consumers, k_tiles, **kw) -> str:
 def _refill_hint(r, t, S, T) -> str | None:
     here = f"after the release of k-tile r = {r}"
     if t >= T:
-        return (f"{here} your step loads k-tile {t}, past K (T = {T} k-tiles): the guard r + STAGES "
-                "< T is missing, so the TMA reads A and B beyond K and no consumer ever reads the fill")
+        return (f"{here} your step loads k-tile {t}, past K (T = {T} k-tiles): the guard t < T "
+                "is missing, so the TMA reads A and B beyond K and no consumer ever reads the fill")
     if t == r + S - 1:
         return (f"{here} your step loads k-tile r + S − 1 = {t}, loaded already (by the prologue "
                 f"or the step before), and k-tile {r + S} never is")
@@ -157,7 +160,7 @@ def _refill_hint(r, t, S, T) -> str | None:
         return (f"{here} your step loads k-tile r + S + 1 = {t}, into stage {t % S}: that stage "
                 f"still holds k-tile {t - S}, not yet read (and k-tile {r + S} is never loaded)")
     if t != r + S:
-        return f"{here} your step loads k-tile {t}; the stage r just left takes k-tile r + S = {r + S}"
+        return f"{here} your step loads k-tile {t}; the stage r just left takes k-tile t = r + S = {r + S}"
     return None
 
 
@@ -218,20 +221,20 @@ def judge(answer) -> str | None:
         t = min(x for x in waits if waits[x] != want[x])
         why = _model(S, P, C, T, parities=(_mp.kernel_full_parity,
                                            lambda x, s: waits.get(x, _mp.kernel_empty_parity(x, s))))
-        own = (f", f mod 2 of its own fill (k-tile r + STAGES = {t}, f = {t} / S = {t // S}): a phase no "
+        own = (f", tp: f mod 2 of its own fill (k-tile t = {t}, f = {t} / S = {t // S}), a phase no "
                "release has completed"
                if waits[t] == (t // S) % 2 else "")
-        # tier 2 bridges §1's table (f: the fill being loaded) to the step's names (rp: r's parity on full)
+        # tier 2: §1's table, for the fill being loaded (f = t / S, its phase tp = f mod 2)
         return _ex.tiered(f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}{own}",
                           ". Which fill does the refill load, and which column of §1's table gives its wait?",
-                          f". The refill loads k-tile {t}, fill f = {t // S}, one past r's: the producer waits "
-                          f"with (f + 1) mod 2 = {want[t]}, which is r = {t - S}'s own f mod 2: rp.") + (
+                          f". The refill loads k-tile t = {t}, fill f = {t // S} (tp = {(t // S) % 2}): the "
+                          f"producer waits with (f + 1) mod 2 = tp ^ 1 = {want[t]}.") + (
                 f" Chapter 05's ring model with your parities: {why}")
     t = next((x for x in sorted(labels) if labels[x] != x), None)
     if t is not None:
         slip = " — r, the k-tile just released," if labels[t] == t - S else ""
         return (f"before k-tile {t} your wait on empty is labelled k-tile {labels[t]}{slip}; the label "
-                f"(the 4th argument) names the k-tile the refill loads, r + STAGES = {t}. A wait that "
+                f"(the 4th argument) names the k-tile the refill loads, t = {t}. A wait that "
                 "gives up reports that k-tile in the kernel's error word")
     gave_up = read(step, True, S, P, T, waits_pass=False)     # every bounded wait times out
     for r, events in gave_up.items():
@@ -260,8 +263,8 @@ def _sass_note(ident: dict, sets_broken: bool) -> str:
 
 
 @_ex.code_exercise("ch05.producer_step", "Write the producer's refill step of gemm_pipeline as a string "
-                   "of CUDA C++: after the release of k-tile r, thread 0 waits on empty[r mod S] for "
-                   "that release and refills the stage with k-tile r + S, while r + STAGES < T. The "
+                   "of CUDA C++: after the release of k-tile r, thread 0 waits on empty[ts] for "
+                   "that release and refills the stage with k-tile t = r + S, while t < T. The "
                    "check compiles it into the kernel with NVRTC and runs its protocol through the "
                    "ring model.", judge=judge)
 def _producer_step() -> str:

@@ -158,7 +158,7 @@ PROTOCOL_STEPS = (
       ("warp_specialization.cu", "struct EmptyBarriers", ("mbarrier_arrive",))), ""),
     ("producer waits on empty", ("empty.wait",), ("empty.wait",), (),
      (("ring.cuh", "bool ring_wait_bounded(", ("mbarrier_try_wait_parity",)),), "bounded loop"),
-    ("ring position", ("pos", "prev", "rs", "rp"), (), ("pos", "prev"), (),
+    ("ring position", ("pos", "prev", "ts", "tp"), (), ("pos", "prev"), (),
      "no PTX: a counter in registers"),
 )
 

@@ -146,7 +146,7 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # | 1 | 1 | 0 |
 # | f | f mod 2 | (f + 1) mod 2 |
 #
-# [In code](../docs/glossary.md#ring-counter): `pos.phase` and `rp` in 05, `phase` and `phase ^ 1` in 06.
+# [In code](../docs/glossary.md#ring-counter), 05 and 06: `phase` on full, `phase ^ 1` on empty.
 
 # %% [markdown]
 # **Play** (ungraded): in the model above, drop B's `complete_tx`. Which wait hangs?

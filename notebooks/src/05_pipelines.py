@@ -86,17 +86,18 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
                                  variant=True, omit=pl.producer_step.SKELETON))
 
 # %% [markdown]
-# **Say it back.** Stage = k mod S; fill f = k div S. Consumers wait on full with f mod 2.
-# Before loading fill f, the producer waits on empty with (f + 1) mod 2, fill f − 1's parity.
+# **Say it back.** Stage = k mod S; fill f = k div S; `phase` = f mod 2, the fill's parity.
+# Consumers wait on full with the k-tile's `phase`. The producer waits on empty with `phase ^ 1`
+# of the k-tile it loads.
 #
 # **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after r's
-# release. Thread 0 waits until empty[rs] releases r's fill. Then it refills stage rs with k-tile
-# r + STAGES, if r + STAGES < T: fill f, one past r's. In scope:
+# release. Thread 0 waits until empty[ts] releases r's fill. Then it loads k-tile t = r + STAGES
+# into stage ts, if t < T. In scope:
 #
-# - `producer`: thread 0; `r`; `rs`: r's stage; `rp`: r's parity on full; `STAGES`;
+# - `producer`: thread 0; `r`; `t`; `ts`: t's stage (r's); `tp`: t's `phase`; `STAGES`;
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set on a timeout;
-# - `empty.wait(stage, parity, wg, kt)`: false on a timeout; `kt` = r + STAGES;
-# - `load_stage(ta, tb, base + rs * kStageBytes, full[rs], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
+# - `empty.wait(stage, parity, wg, kt)`: false on a timeout; `kt` = t;
+# - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
 #   on full, then the TMA copies;
 # - around it, in the listing: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`, `pos`, `prev`.
 

@@ -32,7 +32,7 @@ res = rec.results
 # Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j, across
 # tiles. The kernel's `phase` is j's parity on full. Example, `STAGES` = 3: k-tile j = 7 is fill 2
 # of stage 1. Consumers wait on full with 0. Before loading it, the producer waits on empty with
-# `phase ^ 1` = 1: the parity of k-tile 4 (fill 1) on full, chapter 05's `rp`.
+# `phase ^ 1` = 1, as in chapter 05's step.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's,
