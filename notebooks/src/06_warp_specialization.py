@@ -49,8 +49,7 @@ plt.show()
 #
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles of `T` k-tiles each. One
-# ring of `STAGES` stages serves them all. Answer one graded question in the cell's first comment.
-# With 3 k-tiles a tile on 2 stages, which stage and consumers' parity does tile 1's first k-tile use?
+# ring of `STAGES` stages serves them all.
 #
 # Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread). In scope:
 #
@@ -59,9 +58,14 @@ plt.show()
 # - `full.arrive_expect_tx(stage, bytes)`: the producer's arrive, with the TMA's bytes;
 # - `tma_load(stage, tile, k)`: A's and B's boxes of k-tile `k` of `tile`, landing on `full[stage]`;
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
-# - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`.
+# - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`;
+# - a tile's end owes: its last k-tile's wgmmas complete before `store_tile`; its stage released there,
+#   not in the next tile.
 #
-# Declare your own counters as `int`. The check runs your loops in the ring model against float64.
+# Declare counters as `int`. The check runs your loops in the ring model against float64.
+#
+# **Predict (graded), in the cell's first comment.** With 3 k-tiles a tile on 2 stages, which stage
+# and consumers' parity does tile 1's first k-tile use?
 
 # %% [markdown]
 # The protocol's calls in 05, 06 and 06e, with their PTX.
@@ -90,8 +94,8 @@ if (wg == 0) {                 // the producer warpgroup
 ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
-# Once your loops pass, the cell below draws them. The producer mostly waits on empty (purple):
-# healthy. The consumers wait on full (red): 2 stages hide no latency.
+# Passing loops are drawn below. The producer mostly waits on empty (purple): healthy. The
+# consumers wait on full (red): 2 stages hide no latency.
 
 # %% output varies
 fig = W.whole_kloop.show_loops(whole_kloop, ok)
@@ -102,10 +106,9 @@ from asynctc.models import pipeline as mp
 frac = {(c, n): mp.simulate(4, n, c, 32).math_fraction for c in (1, 2) for n in (0, 1)}  # c consumers, <n>
 if exercises.after("ch06.whole_kloop", held="what wgmma_wait_group<0> and <1> cost"):
     display(notebook.Markdown(
-        "**So:** `wgmma_wait_group<0>()` is correct, but it waits for all the k-tile's wgmmas before the "
+        "**So:** `wgmma_wait_group<0>()` is correct but waits for all the k-tile's wgmmas before the "
         "release. The warpgroup's Tensor Cores idle at every k-tile. `<1>` keeps one group in flight and "
-        "releases the previous k-tile's stage. The ring model (S = 4) gives the share of the loop with a "
-        "wgmma in flight:"))
+        "releases the previous k-tile's stage. Share of the loop with a wgmma in flight, ring model (S = 4):"))
     print("; ".join(f"{c} consumer(s): <0> {frac[c, 0]:.0%}, <1> {frac[c, 1]:.0%}" for c in (1, 2)))
     display(notebook.Markdown("Two consumers fill each other's gaps: here `<0>` costs little."))
 
