@@ -144,7 +144,8 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 #   the tile rows it walks before it moves one column.
 #
 # **Predict before you look.** Which buys the most? Does the split alone buy anything? Orange
-# marks each rung's predicted range.
+# marks each rung's predicted band. The table's "2 inside, 2 above" counts four ladders (two
+# sizes, two types): two put the rung inside its band, two above.
 
 # %% output answers a prediction
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
@@ -154,8 +155,7 @@ plt.show()
 print(W.prediction_table(res))   # notebook.how(W.prediction_table) prints its code
 
 # %% [markdown]
-# **Derive it** from the fp16 4096³ ladder below. `×` is a rung's step over the rung it was built
-# from. The lines under it divide the rows the answer reads.
+# **Derive it** from the fp16 4096³ ladder below.
 
 # %% output answers a prediction
 t = W.lesson.tflops_by_rung(res, 4096, "float16")        # TFLOP/s by rung
