@@ -75,6 +75,18 @@ def test_one_group_in_flight_and_the_stage_before_released_also_passes(capsys):
     assert out.endswith("no race or deadlock on 3 stages either.") and "fastest" not in out and len(out) < 180
 
 
+def test_a_stage_released_at_the_tile_end_and_again_by_the_next_tile_is_named(capsys):
+    """Reader 110: the last k-tile's stage is released at the tile's end; releasing "the stage before"
+    at the next tile's first k-tile again is a second arrival for one read, named as such."""
+    text = (S.replace(_READ, "      mma_ktile(acc, stage);\n      wgmma_wait_group<1>();\n"
+                             "      if (prev >= 0) empty.arrive(prev);\n      prev = stage;\n")
+             .replace("    store_tile(acc, tile);\n", "    wgmma_wait_group<0>();\n    empty.arrive(prev);\n"
+                                                     "    store_tile(acc, tile);\n")
+             .replace("int stage = 0, phase = 0;", "int stage = 0, phase = 0, prev = -1;"))
+    ok, out = _check(capsys, text)
+    assert not ok and "after ring counter 3: your consumers release empty[0] again after one read" in out, out
+
+
 @pytest.mark.parametrize("slip", sorted(SLIPS))
 def test_each_slip_fails_with_its_hint(capsys, slip):
     assert SLIPS[slip] != S

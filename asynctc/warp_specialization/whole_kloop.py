@@ -371,7 +371,7 @@ def _producer_hint(ev: list, S: int, T: int, tiles: int) -> str | None:
 
 def _consumer_hint(ev: list, S: int, T: int, tiles: int, who: str) -> str | None:
     n, j, stores = tiles * T, 0, 0
-    inflight, held, wait = [], [], None          # stages of wgmma groups not retired; reads not released
+    inflight, held, wait, freed = [], [], None, set()   # stages: in flight; read, held; released since read
     for e in ev:
         here = (f"{who}, ring counter {j} (tile {j // T}, k-tile {j % T}):" if e.kind != "arrive" else
                 f"{who}, after ring counter {j - 1}:")
@@ -404,6 +404,7 @@ def _consumer_hint(ev: list, S: int, T: int, tiles: int, who: str) -> str | None
                                + (_restart(j, T) if tile_start else ""))
             inflight.append(s)
             held.append(s)
+            freed.discard(s)
             j, wait = j + 1, None
         elif e.kind == "wait_group":
             inflight = inflight[len(inflight) - e.n:] if 0 < e.n < len(inflight) else ([] if e.n == 0 else inflight)
@@ -412,14 +413,16 @@ def _consumer_hint(ev: list, S: int, T: int, tiles: int, who: str) -> str | None
                 return (f"{here} your consumers arrive on full[{e.stage}]: full counts the producer's "
                         "arrive and the TMA's bytes; a consumer releases a stage on empty")
             if e.stage not in held:
-                return (f"{here} your consumers release empty[{e.stage}] before their wgmmas read the "
-                        "stage: release a stage after the read")
+                return (f"{here} your consumers release empty[{e.stage}] " + ("again after one read: a tile's end "
+                        "releases its last k-tile's stage; the next tile does not" if e.stage in freed else
+                        "before their wgmmas read the stage: release a stage after the read"))
             if e.stage in inflight:
                 return (f"{here} your consumers release empty[{e.stage}] while the wgmma group that reads it "
                         "may still run (release before the last read): the producer may refill the stage "
                         "under the Tensor Cores. wgmma_wait_group<0>() first (or <1>, then release the stage of "
                         "the k-tile before)")
             held.remove(e.stage)
+            freed.add(e.stage)
         elif e.kind == "store":
             if e.n != stores or j != (stores + 1) * T:
                 return (f"{who} stores tile {e.n} after {j} reads; tile {stores}'s C is stored after its "
