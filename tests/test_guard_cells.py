@@ -495,7 +495,8 @@ def _pl_with_plot_stubbed(**plots):
     from types import SimpleNamespace
     from asynctc import pipeline as pl
     names = ("best_row", "cublas_row", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
-             "trace_of", "ktile_waits", "full_waits", "loop_clocks_per_ktile", "sm_clocks_per_second")
+             "trace_of", "ktile_waits", "full_waits", "wait_floor", "loop_clocks_per_ktile",
+             "sm_clocks_per_second")
     return SimpleNamespace(**{n: getattr(pl, n) for n in names}, **plots)
 
 
@@ -533,32 +534,37 @@ def test_the_trace_cell_holds_on_the_record(capsys):
     assert ns["traced"] > ns["untraced"] > ns["model"]
     assert out[0].endswith(notebook.ratio(ns["traced"], ns["untraced"]))
     assert out[1].startswith("2. consumer 0's waits on full, k-tiles 4–11, clocks: GPU (traced) ")
-    assert out[1].endswith("| model 0 0 0 0 0 0 0 0") and len(ns["late"]) == 8
+    assert out[1].endswith(f"| floor {ns['floor']:.0f} | model 0 0 0 0 0 0 0 0") and len(ns["late"]) == 8
     assert out[2] == "3. clocks per k-tile, untraced GPU / model: " + notebook.ratio(ns["untraced"],
                                                                                     ns["model"])
     # the record itself: CTA 0's waits are the figure's, read from its traced spans
     assert ns["late"][0] == pl.ktile_waits(pl.trace_of(rec.results, "128x256x64/c2", stages=4))[0][4]
+    # the floor: consumer 0's waits from k-tile 5 on are waits on data consumer 1 had already seen
+    assert ns["floor"] == pl.wait_floor(pl.trace_of(rec.results, "128x256x64/c2", stages=4))
+    with pytest.raises(ValueError, match="no wait on full began after"):
+        pl.wait_floor(pl.trace_of(rec.results, "128x256x64/c2", stages=2))   # consumers never settle
 
 
-def _moved_trace(rec, loop=1.0, no_wait_at=None):
+def _moved_trace(rec, loop=1.0, wait_at=None):
+
     from asynctc import pipeline as pl
     trace = copy.deepcopy(pl.trace_of(rec.results, "128x256x64/c2", stages=4))
     trace["metrics"]["ctas"]["cta0"]["loop_cycles"] *= loop
     for s in trace["cta0"]["spans"]:
-        if (s["lane"], s["kind"], s["k"]) == ("cta0/wg0", "wait_full", no_wait_at):
-            s["end"] = s["start"]                                    # this k-tile's data was ready
+        if (s["lane"], s["kind"], s["k"]) == ("cta0/wg0", "wait_full", wait_at):
+            s["end"] = s["start"] + 800                              # a real wait, 4× the floor
     return trace
 
 
-@pytest.mark.parametrize("loop,no_wait_at,sentence", [
+@pytest.mark.parametrize("loop,wait_at,sentence", [
     (1 / 1.52, None, "about 1.5×"),                  # a trace that cost nothing
     (2.0, None, "about 1.5×"),                       # twice the time
-    (1.0, 6, "the GPU waits at every k-tile"),       # consumer 0 did not wait at k-tile 6
-], ids=["free-trace", "slow-trace", "no-wait"])
-def test_the_trace_cell_refuses_a_record_that_moved(loop, no_wait_at, sentence):
+    (1.0, 6, "sit at the floor"),                    # consumer 0 waited for its data at k-tile 6
+], ids=["free-trace", "slow-trace", "real-wait"])
+def test_the_trace_cell_refuses_a_record_that_moved(loop, wait_at, sentence):
     rec = records.load("pipeline")
     with pytest.raises(notebook.ClaimError, match=sentence):
-        _trace_cell(rec, _moved_trace(rec, loop, no_wait_at))
+        _trace_cell(rec, _moved_trace(rec, loop, wait_at))
 
 
 def test_the_trace_cell_refuses_an_untraced_run_near_the_model():

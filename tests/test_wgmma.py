@@ -479,6 +479,7 @@ def test_layout_figure_offsets_come_from_the_model_and_hide_exercise_1():
         t.get_text() for t in ax.texts}
     (zero,) = [t for t in ax.texts if t.get_text() == "(0, 0): start"]
     assert zero.get_position()[1] < 0 and zero.xy == (4, 0)    # above the grid, its arrow on (0, 0)
+    assert "each k-row is drawn as a column" in ax.get_xlabel()   # k runs across: the text's k-rows
     plt.close(fig)
     with pytest.raises(ValueError, match="operand"):
         W.plot_layouts("float16", "MN", (128,), operand="C")

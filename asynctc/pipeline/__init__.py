@@ -28,7 +28,7 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   :func:`variants_table`, :func:`checks_lines`), :func:`summarize_pipeline`, ``SUITES`` (never
   plots);
 * ``figures.py`` — :func:`plot_trace`, :func:`plot_trace_beside_model` (a recorded CTA above the
-  ring model's schedule; the numbers chapter 05 §5 reads off both, :func:`ktile_waits`, :func:`full_waits`), :func:`flat_from` (where a depth
+  ring model's schedule; the numbers chapter 05 §5 reads off both, :func:`ktile_waits`, :func:`full_waits`, :func:`wait_floor`), :func:`flat_from` (where a depth
   sweep flattens),
   :func:`plot_depth`,
   :func:`model_beside_record` (the ring model's depth sweep beside the record's, in one sentence;
@@ -87,7 +87,7 @@ from . import supply_suite as supply
 from .design import (Design, all_designs, cap_evidence, closest_cap, design, design_survey, show_design,
                      fitted_cap, measured_row)
 from .figures import (SPAN_COLORS, flat_from, full_waits, ktile_waits, model_beside_record, plateau_in_bytes, plot_depth,
-                      plot_trace, plot_trace_beside_model)
+                      plot_trace, plot_trace_beside_model, wait_floor)
 from .figures_ring import flipped_refill_parities, plot_ring_steps, ring_moments
 from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SIZES, SWEEP_TILES,
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, check_now, compile_job, compile_pipeline,

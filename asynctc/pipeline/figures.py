@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ..core import notebook
 from ..models.lanes import lane_name
 from .config import STAGE_RANGE
@@ -260,6 +262,25 @@ def full_waits(run, ktiles=range(4, 12)) -> list[float]:
     ring model's Schedule), as 05 §5's line 2 prints it."""
     wait = ktile_waits(run, max(ktiles) + 1)[0]
     return [wait.get(k, 0) for k in ktiles]
+
+
+def wait_floor(trace: dict) -> float:
+    """What a traced wait on full costs when its data is already there (cycles): the median of
+    CTA 0's waits on full (a record's ``traces`` row) that began after the other consumer's wait on
+    the same k-tile had ended, so that the barrier had completed before the wait began. The clock
+    reads and trace stores around the wait cost this much by themselves (05 §5's line 2). Raises
+    ``ValueError`` when the trace has no such wait (one consumer, or consumers in lockstep)."""
+    spans = timeline_spans(trace["cta0"])
+    waits = {}
+    for s in spans:
+        if s.kind == "wait_full":
+            waits.setdefault(s.lane, {})[s.k] = (s.start, s.end)
+    settled = [e - b for lane, ks in waits.items() for k, (b, e) in ks.items()
+               if any(k in other and other[k][1] < b for name, other in waits.items() if name != lane)]
+    if not settled:
+        raise ValueError(f"trace {trace['tile']} S = {trace['stages']}: no wait on full began after "
+                         "another consumer's wait on the same k-tile ended")
+    return float(np.median(settled))
 
 
 def _ktile_waits(spans, k_max: int) -> tuple[dict, dict]:

@@ -75,7 +75,8 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
     16 bytes, white borders) with their contiguous 16-byte rows as grey strokes (along K in
     K-major, along M in MN-major); the TMA boxes the tile is stored as (shaded bands, numbered);
     what one wgmma reads (k-step 0, dashed); and arrows from the first core matrix to where LBO and
-    SBO step (:func:`offset_steps`: the byte values come from the model). ``names``: label the
+    SBO step (:func:`offset_steps`: the byte values come from the model). K runs across in both
+    majors, so MN-major's k-rows are drawn as columns (the x label says so). ``names``: label the
     three core matrices in chapter 04 §2's notation, (i, j) at ``start + i·SBO + j·LBO``: the
     black one (0, 0), SBO's (1, 0), LBO's (0, 1)."""
     import matplotlib.pyplot as plt
@@ -165,7 +166,8 @@ def plot_layouts(dtype: str = "float16", major: str = "K", swizzles=SWIZZLES, mn
         ax.set_xticks(range(0, k + 1, 16))
         ax.set_yticks(range(0, t.mn + 1, 16))
         ax.tick_params(labelsize=9)
-        ax.set_xlabel("k (element)", fontsize=9.5)
+        ax.set_xlabel("k (element)" if major == "K" else "k (element): each k-row is drawn as a column",
+                      fontsize=9.5)                 # MN-major: a k-row's bytes run down the page
         if ax in axes[:, 0]:
             ax.set_ylabel(f"{row_name} ({'row of A' if operand == 'A' else 'column of B'})", fontsize=9.5)
         for s in ax.spines.values():

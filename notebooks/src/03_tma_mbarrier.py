@@ -22,11 +22,13 @@ notebook.banner("sm_90a")
 # ## 1. Tensor maps: which order?
 #
 # A tensor map tells TMA where a global tensor lies and what box to cut. Each copy names the map
-# and one box's corner. Map and copy use opposite orders:
+# and one box's corner. Three orders:
 #
-# 1. The map lists `shape` and `box` rows first: `box=(128, 64)` is 128 rows × 64 columns. The
-#    driver's `cuTensorMapEncodeTiled` takes them innermost (column) first: (64, 128).
-# 2. The copy lists the column first: (c0, c1) = (column, row).
+# | what | order | this box |
+# |---|---|---|
+# | `shape`, `box` in `tma.validate` | rows first | `box=(128, 64)`: 128 rows × 64 columns |
+# | driver's `cuTensorMapEncodeTiled` | columns first | (64, 128) |
+# | a copy's corner (c0, c1) | column first | (256, 512): column 256, row 512 |
 #
 # For a bad map, the driver says only `CUDA_ERROR_INVALID_VALUE`. `tma.validate` names the field.
 # The orange box's hatched rows, past the edge, arrive as zeros; their bytes count
@@ -53,8 +55,7 @@ fig = tma.plot_chunk_maps(swizzles=(0, 128))
 # %% [markdown]
 # **Worked: follow one byte, 64-byte swizzle.** Here a row is 64 bytes: 4 chunks of 16. Take byte 3
 # of chunk 2 in row 5, in a 512-byte aligned buffer. The model XORs the offset's chunk bits, 4–5,
-# with its bits 7–8. Bit 6 is the row's lowest bit, so bits 7–8 are row // 2. Two 64-byte rows
-# share one 128-byte line.
+# with its bits 7–8. Bit 6 is the row's lowest bit, so bits 7–8 are row // 2.
 
 # %%
 from asynctc.models.layout import swizzle_address
@@ -68,9 +69,6 @@ print(f"chunk {chunk:02b} XOR {key:02b} = {chunk ^ key:02b}: chunk {chunk} → c
 swizzled = row * 64 + (chunk ^ key) * 16 + byte
 print(f"swizzled: {row}·64 + {chunk ^ key}·16 + {byte} = {swizzled} = 0b{swizzled:09b}")
 assert swizzled == swizzle_address(offset, 64)         # the course's model agrees
-
-# %% [markdown]
-# Exercise 2 is the same idea at 128-byte swizzle: 128-byte rows of 8 chunks.
 
 # %% [markdown]
 # ## 3. The mbarrier life cycle
@@ -109,18 +107,13 @@ bar.arrive_expect_tx(16384);          show("fill 1: arrive_expect_tx")
 bar.complete_tx(16384);               show("fill 1: both boxes land")
 
 # %% [markdown]
-# **Read the wait columns.** Fill 0's reader waits on parity 0. It reads "no" until B lands, then
-# "yes". Fill 1's reader waits on parity 1. While phase 1 is open, wait(0) still says "yes".
-# wait(1) says "no" until fill 1 lands. So the reader of fill f waits on parity f mod 2. At init,
-# wait(1) already says "yes": the phase before phase 0 counts as complete. So a producer's first
-# wait on an empty stage, with parity 1, passes.
+# **Read the wait columns.** Fill 0's reader waits on parity 0: "no" until B lands, then "yes".
+# Fill 1's reader waits on parity 1: wait(1) says "no" until fill 1 lands; wait(0) still says "yes".
+# So the reader of fill f waits on parity f mod 2. At init, wait(1) already says "yes": the
+# phase before phase 0 counts as complete.
 #
-# Why phase numbers? One barrier serves every fill; a "ready" flag would still be set from the
+# Why phase numbers? One barrier serves every fill; a "ready" flag would stay set from the
 # last fill. One bit is enough: a waiter asks only about the open phase or the one before.
-#
-# **Try it** (ungraded): `b = Mbarrier(count=2)`, then `b.arrive_expect_tx(4096)`
-# and `b.complete_tx(4096)`. Predict `b.test_wait(0)`, then print it. Then `b.arrive()`, the
-# second arrival, and predict again.
 #
 # The GPU's table below takes the same steps; ✓ marks the PTX ISA's answer. Rows 4–6 use a
 # *counter barrier*: 64 arrivals, no bytes. Row 6 waits on an open phase nobody completes: the

@@ -73,8 +73,9 @@ for i, j in ((1, 0), (0, 1)):                                   # red, then blue
 fig = wgmma.plot_layouts(B.dtype, B.major, (B.swizzle,), mn=B.mn, operand="B", names=True)
 
 # %% [markdown]
-# The figure uses the same names. SBO (red) reaches (1, 0), 8 k-rows on. LBO (blue) reaches
-# (0, 1), in box 1. One m64n128k16 reads both boxes (dashed), so it needs both.
+# The figure uses the same names. It draws each k-row as a column: SBO (red) steps right to (1, 0),
+# 8 k-rows on. LBO (blue) steps down to (0, 1), in box 1. One m64n128k16 reads both boxes (dashed),
+# so it needs both.
 #
 # **The descriptor, by hand.** Bytes go in 16-byte units (>> 4), the swizzle as its mode code. Each
 # field is shifted to its first bit (`descriptors.FIELDS`).
