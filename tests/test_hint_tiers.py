@@ -96,10 +96,12 @@ FIRST_HINTS = [
     ("ch00.intensity", 300, dict(n=512), "too large for an n = 512 GEMM",
      "How many FLOP does §3 count for a square GEMM", "2n³ FLOP over 6n² bytes"),
     ("ch01.hmma_per_ktile", 64, dict(wm=64, wn=32, bk=32, bm=128, bn=128), "three different slips give 64",
-     "What did you take for the k-tile's depth, for one m16n8k16's rows and for one m16n8k16's depth in K",
+     "Which number of 128x128x32 is the k-tile's depth? How many rows of M does one m16n8k16 cover? "
+     "How deep in K is one m16n8k16?",
      "(1) you used a k-tile of 64"),
     ("ch01.hmma_per_ktile", 16, dict(wm=64, wn=32, bk=32, bm=128, bn=128), "two different slips give 16",
-     "for the number of k16 steps in a k-tile and for one m16n8k16's columns", "(2) one m16n8k16 covers 8"),
+     "How many k16 steps does a 32-deep k-tile hold? How many columns of N does one m16n8k16 cover?",
+     "(2) one m16n8k16 covers 8"),     # reader 110: each slip named as a question
     ("ch01.hmma_per_ktile", 128, dict(wm=64, wn=32, bk=32, bm=128, bn=128),
      "section 2's count for the default tile", "does one m16n8k16 cover?", "M/16, N/8 and K/16"),
     # round 46: the capstone's prediction, graded (readers 95-96: a wrong one read "correct")

@@ -36,7 +36,7 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
     ``marks``: (label, arithmetic intensity) pairs marked as grey ticks on the roof, labelled on a
     top axis (an exercise's sizes: where they sit, not which side is the answer).
     """
-    fig, ax = _fig()
+    fig, ax = _fig(7, 5.2)                 # taller: the legend sits below the axes
     bw_tflops = bandwidth_gbs * 1e9 / 1e12
     xs_all = [p[1] for p in points] + [x for _, x in marks] + [peak_tflops / bw_tflops]
     ai = np.logspace(np.log10(min(xs_all) / 3), np.log10(max(xs_all) * 3), 200)   # only where the points are
@@ -44,8 +44,8 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
               label=f"peak {peak_tflops:.0f} TFLOP/s, {bandwidth_gbs / 1000:.2f} TB/s")
     ridge = peak_tflops / bw_tflops
     ax.axvline(ridge, color="grey", ls=":", lw=1)
-    ax.text(ridge / 1.25, peak_tflops * 0.12, f"ridge {ridge:.0f} FLOP/B", fontsize=8, color="grey",
-            ha="right")                    # left of the line, clear of the legend and the ticks
+    ax.text(ridge / 1.25, peak_tflops * 0.12, f"ridge {ridge:.0f} FLOP/B", fontsize=9, color="grey",
+            ha="right")                    # left of the line, clear of the ticks
     if measured_ceiling:
         ax.axhline(measured_ceiling, color="tab:green", ls="--", lw=1,
                    label=f"best measured GEMM {measured_ceiling:.0f} TFLOP/s")
@@ -61,7 +61,7 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: Sequence[tuple[st
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
     ax.set_ylabel("TFLOP/s")
     ax.set_xlim(ai[0], ai[-1])
-    ax.legend(fontsize=8, loc="lower right")    # below the points on the flat roof: that corner is empty
+    fig.legend(fontsize=10, loc="outside lower center", ncols=2)   # readers 110-111: 8 pt was too small
     _title(ax, title, record)
     return fig
 

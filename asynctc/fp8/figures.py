@@ -21,29 +21,32 @@ def plot_accumulation(results: dict, record=None, frac_bits: int = FRAC_BITS):
     ``frac_bits`` (lines, :func:`predict_swamp`, the table frozen in :data:`ACC_PREDICTION`);
     right, fresh random inputs: the largest |C − ref| / (|A|·|B|) per K. Returns the figure."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     from ..core import plots
     rows = results["experiment"]["rows"]
     ks = sorted({r["k"] for r in rows})
     ps = sorted({r["promote"] for r in rows})
     pred = predict_swamp(ks=tuple(ks), promotes=tuple(ps), frac_bits=frac_bits)
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=80, layout="constrained")
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.8), dpi=80, layout="constrained")
+    handles = []                           # one legend below both panels: a colour per interval
     for p, colour in zip(ps, ("tab:red", "tab:blue", "tab:green", "tab:purple")):
         name = "no promotion" if p == 0 else f"promote every {p} k-tile{'s' if p > 1 else ''}"
         got = [next(r for r in rows if r["k"] == k and r["promote"] == p) for k in ks]
-        ax.plot(ks, [pred[p][k] for k in ks], "-", color=colour, alpha=0.5,
-                label=f"model, {frac_bits} bits: {name}")
-        ax.plot(ks, [r["swamp_median_rel_err"] for r in got], "o", color=colour,
-                label=f"measured: {name}")
-        ax2.plot(ks, [r["random_max_err_over_absAB"] for r in got], "o-", color=colour, label=name)
+        ax.plot(ks, [pred[p][k] for k in ks], "-", color=colour, alpha=0.5)
+        ax.plot(ks, [r["swamp_median_rel_err"] for r in got], "o", color=colour)
+        ax2.plot(ks, [r["random_max_err_over_absAB"] for r in got], "o-", color=colour)
+        handles.append(Line2D([], [], color=colour, marker="o", ls="none", label=name))
+    handles += [Line2D([], [], color="grey", alpha=0.5, label=f"line, left panel: the {frac_bits}-bit model"),
+                Line2D([], [], color="grey", marker="o", ls="none", label="marker: measured")]
     for a in (ax, ax2):
         a.set_xscale("log", base=2)
         a.set_yscale("log")
         a.set_xlabel("K")
         a.grid(True, which="both", alpha=0.3)
     ax.set_ylabel("median |C − ref| / |ref|")
-    ax.legend(fontsize=7)
     ax2.set_ylabel("max |C − ref| / (|A|·|B|)")
-    ax2.legend(fontsize=7)
+    # readers 110-111: 7-point legends inside the panels were too small to read
+    fig.legend(handles=handles, fontsize=10, loc="outside lower center", ncols=len(handles))
     plots._title(ax, "swamping input: 1024, then K − 1 small products", record)
     plots._title(ax2, "fresh standard-normal FP8 inputs", record)
     return fig

@@ -23,6 +23,8 @@
 #   it. **NVRTC** is NVIDIA's compiler, called from Python. It turns CUDA C++ into
 #   [**SASS**](../docs/glossary.md#sass), the GPU's machine code.
 # * **cuBLAS** is NVIDIA's GEMM library: the yardstick every chapter measures against.
+# * A **FLOP** is one floating-point operation; a multiply-add is two.
+# * **TFLOP/s**: 10¹² FLOP per second.
 # * A **roofline** plots FLOP/s against [arithmetic intensity](../docs/glossary.md#arithmetic-intensity):
 #   FLOP done per byte moved from DRAM. It has two ceilings: DRAM bandwidth and
 #   [peak](../docs/glossary.md#peak) math, the most FLOP/s the Tensor Cores can do.

@@ -291,11 +291,12 @@ ok = exercises.check("ch01.two_rows", two_rows)
 # %% [markdown]
 # **2.** Section 2's SASS showed 128 `HMMA` for the default tile. That is one k-tile's count too,
 # since the k-tile loop's body is one k-tile, not unrolled. Predict how many `mma.sync.m16n8k16`
-# one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`. §3 reads the name. The
-# solution counts `HMMA` in that kernel's SASS.
+# one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`, which the cell prints; §3
+# reads the name. The solution counts `HMMA` in that kernel's SASS.
 
 # %%
 t = mma_sync.TILES[3]
+print(t.name)                 # BMxBNxBK/wWMxWN/2cta, as §3 reads it
 answer = ...
 ok = exercises.check("ch01.hmma_per_ktile", answer, wm=t.wm, wn=t.wn, bk=t.bk, bm=t.bm, bn=t.bn)
 

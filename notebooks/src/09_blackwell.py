@@ -14,8 +14,8 @@
 # **In plain words.** Blackwell gives the accumulator its own memory per SM. One thread issues
 # the MMA. A barrier says when it is done. The epilogue reads the result out.
 #
-# No sm_100 GPU stands behind this chapter. §1–4 are **models** of the PTX ISA. §5–6 compile and
-# disassemble the kernel.
+# No sm_100 GPU stands behind this chapter. §1–4 are **models** of the PTX ISA. §5 compiles and
+# disassembles the kernel. §6 lists what changed from Hopper.
 
 # %% output varies
 from asynctc import tcgen05 as kernels
