@@ -150,8 +150,8 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
-# One run timed cuBLAS (which uses `wgmma` and TMA on Hopper), our GEMM's five tiles, a ceiling
-# kernel and, for scale, the SIMT GEMM. The figure shows our **mma.sync GEMM**'s best tile per
+# One run timed cuBLAS (`wgmma` and TMA on Hopper), our GEMM's five tiles, a ceiling kernel and,
+# for scale, the SIMT GEMM. The figure shows our **mma.sync GEMM**'s best tile per
 # size; the first printed line, all five. The **`mma.sync` ceiling** is a register-only kernel that
 # issues `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). The
 # chapter's goal is half of cuBLAS at 4096³.
@@ -231,11 +231,10 @@ notebook.require(skeleton < ceil and full < skeleton,
 #
 # <details><summary>About these numbers</summary>
 #
-# §4's peak line is chapter 00's formula at the SM clock read
-# [in flight](../docs/glossary.md#in-flight) during its sweep: chapter 00's card lists that clock.
-# The ceiling's peak uses the clock the ceiling kernel read itself,
-# [in the kernel](../docs/glossary.md#in-kernel). The GPU sets its clock per workload, so the two
-# differ; the `ceiling / peak` line prints both.
+# §4's peak line uses the SM clock read [in flight](../docs/glossary.md#in-flight) during its
+# sweep, as 00's card does. The ceiling's peak uses the clock its kernel read itself,
+# [in the kernel](../docs/glossary.md#in-kernel). The GPU sets its clock per workload; the line
+# `ceiling / peak` prints both.
 #
 # </details>
 

@@ -168,7 +168,7 @@ cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 # **Exercise 2 — predict before you look.** Past two stages, does another stage help at BK = 64
 # (a gain over 1 %)? And which BK gains more from a ring, its best row over its one-stage row?
 # Answer `("yes" or "no", 64 or 32)`.
-# The check reads the record, so on another GPU the answer may differ.
+# The check reads the record: on another GPU the answer may differ.
 
 # %% output varies
 prediction = ...
@@ -234,8 +234,7 @@ notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "point 2 above: wh
 # %% [markdown]
 # <details><summary>About these numbers</summary>
 #
-# One run timed every configuration, chapter 01's kernel and cuBLAS on the same inputs, L2 flushed
-# before each sample.
+# One run timed every configuration and cuBLAS on the same inputs, L2 flushed before each sample.
 #
 # </details>
 #
