@@ -79,8 +79,8 @@ fig = plots.throughput_by_size(
 # lower clock.
 #
 # **The course's one [peak](../docs/glossary.md#peak)** is SMs × 4096 FLOP/clk × the SM clock
-# measured **in flight**: while the kernel runs. The datasheet's peak is printed beside it.
-# [00b](00b_clock_kinds.ipynb) reads the clock other ways.
+# measured **in flight**: while the kernel runs. The datasheet's peak is printed beside it;
+# [00b](00b_clock_kinds.ipynb) reads other clocks.
 #
 # **Predict before you run the cell.** What fraction of the peak does cuBLAS's best GEMM reach:
 # under 0.5, 0.5 to 0.75, or above 0.75? The cell prints it as "of peak".
@@ -107,7 +107,7 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 # the peak card. Its first row is the peak, this chapter's; the other rows are context.
 #
 # Its `notebook.require(...)` line stops the notebook if the record no longer supports the
-# sentence beside it. Longer checks sit in collapsed cells of their own.
+# sentence beside it. Longer checks sit in collapsed cells.
 
 # %% output answers a prediction
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
@@ -120,10 +120,10 @@ card = peak_card.show_card()   # notebook.how(peak_card.show_card) prints its co
 # %% [markdown]
 # <details><summary>About these numbers</summary>
 #
-# Each record is one run, with its own cuBLAS and SM clock, so each card row has its own peak. The
-# 4096³ fp16 cuBLAS figure differs by a few percent between chapters. Every ratio in the course
-# divides by its own run's cuBLAS. Chapter 10 §1 says why runs differ. The datasheet's row is for
-# the SXM board, the socketed module form of the GPU. [00b §2](00b_clock_kinds.ipynb) reads the rows.
+# Each record is one run, with its own cuBLAS and SM clock: each card row has its own peak, and the
+# 4096³ fp16 cuBLAS figure differs by a few percent between chapters. Every ratio divides by its
+# own run's cuBLAS (chapter 10 §1 says why runs differ). The datasheet's row is for the SXM board,
+# the socketed module form of the GPU. [00b §2](00b_clock_kinds.ipynb) reads the rows.
 #
 # </details>
 

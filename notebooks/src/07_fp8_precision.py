@@ -285,8 +285,7 @@ ok = exercises.check("ch07.promotion", promoted_sum, solution=True)
 #
 # <details><summary>About these numbers</summary>
 #
-# The entry's GEMMs were timed in their own run. The entry is at 4096³, as every chapter's is;
-# §4's ratios are at 8192³.
+# Its GEMMs were timed in their own run, at 4096³ as every entry is; §4's ratios are at 8192³.
 #
 # </details>
 

@@ -77,8 +77,7 @@ notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the bo
 # %% [markdown]
 # <details><summary>About these numbers</summary>
 #
-# The second clock on the `clock:` line of §1's first cell was read after the Tensor Cores
-# stopped. The card clocks up while they rest, so it can pass 1830 MHz
+# The second clock on §1's `clock:` line was read after the Tensor Cores stopped. The card clocks up while they rest, so it can pass 1830 MHz
 # ([00b](00b_clock_kinds.ipynb)). It is not the kernel's clock, so no peak uses it
 # ([chapter 00](00_why_async.ipynb) §2).
 #
