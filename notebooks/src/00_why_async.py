@@ -48,9 +48,8 @@ notebook.banner("sm_90a")
 # ## 1. Two ceilings, measured
 #
 # The suite `ceilings` times a device-to-device copy (`cuMemcpyAsync`) and cuBLAS fp16 and bf16
-# GEMMs on random data, of growing size. A time is the median of 20 samples, each a few launches
-# after one flush of L2, the cache all SMs share. The copy cycles through enough buffers to miss
-# L2, so it reads DRAM; a GEMM's operands may stay in L2.
+# GEMMs on random data, of growing size. The copy cycles through enough buffers to miss L2, the
+# cache all SMs share, so it reads DRAM.
 #
 # **Predict before you run the cell.** The H200's datasheet rates its memory at 4.8 TB/s. A copy
 # reads and writes each byte. How close does the best copy come to the rating?
@@ -67,6 +66,14 @@ fig = plots.throughput_by_size(
     record=rec, title="Copy bandwidth (read + write)", ylabel="GB/s", xlabel="bytes copied (MiB)")
 
 # %% [markdown]
+# <details><summary>About these numbers</summary>
+#
+# A time is the median of 20 samples, each a few launches after one flush of L2. A GEMM's operands
+# may stay in L2.
+#
+# </details>
+
+# %% [markdown]
 # ## 2. The datasheet peak, computed — and what cuBLAS reaches
 #
 # Hopper's Tensor Cores do **4096 dense fp16/bf16 FLOP per clock per SM** (fp32 accumulation).
@@ -74,12 +81,11 @@ fig = plots.throughput_by_size(
 # lower clock.
 #
 # **The course's one [peak](../docs/glossary.md#peak)** is SMs × 4096 FLOP/clk × the SM clock
-# measured while the kernel ran. The datasheet's is printed beside it. This [record](../docs/glossary.md#record) reads the clock
-# **in flight**, while cuBLAS runs. [00b](00b_clock_kinds.ipynb) reads it the other ways.
+# measured **in flight**: while the kernel runs. The datasheet's peak is printed beside it;
+# [00b](00b_clock_kinds.ipynb) reads other clocks.
 #
-# **Predict before you run the cell.** cuBLAS is NVIDIA's own tuned GEMM. What fraction of the
-# peak does its best GEMM reach: under 0.5, 0.5 to 0.75, or above 0.75? The cell prints it as
-# "of peak".
+# **Predict before you run the cell.** What fraction of the peak does cuBLAS's best GEMM reach:
+# under 0.5, 0.5 to 0.75, or above 0.75? The cell prints it as "of peak".
 
 # %% output answers a prediction
 gemms = rec.results["cublas"]
@@ -99,14 +105,11 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
                                title="cuBLAS GEMM throughput")
 
 # %% [markdown]
-# Every record times cuBLAS again in its own run. So its 4096³ fp16 figure differs by a few
-# percent between chapters. Every ratio in the course divides by its own run's cuBLAS. Each
-# record's peak uses the SM clock measured in its run. Chapter 10 §1 says why runs differ.
+# The next cell prints cuBLAS's 4096³ fp16 figure in each [record](../docs/glossary.md#record), then
+# the peak card. Its first row is the peak, this chapter's; the other rows are context.
 #
-# The `notebook.require(...)` line in the next cell stops the notebook if the record no longer
-# supports the sentence beside it. Longer checks sit in a cell of their own, collapsed: open it
-# to read them. The cell then prints the peaks you will meet ([00b §2](00b_clock_kinds.ipynb)
-# reads them); the datasheet's row is for the SXM board, the socketed module form of the GPU.
+# Its `notebook.require(...)` line stops the notebook if the record no longer supports the
+# sentence beside it. Longer checks sit in collapsed cells.
 
 # %% output answers a prediction
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
@@ -115,6 +118,16 @@ print(f"cuBLAS 4096³ fp16 across {len(runs)} records: {lo:.0f} … {hi:.0f} TFL
       f"this run: {runs.get(rec.suite, float('nan')):.0f}")
 notebook.require(hi / lo < 1.06, "cuBLAS's 4096³ fp16 figure differs by a few percent between runs", lo=lo, hi=hi)
 card = peak_card.show_card()   # notebook.how(peak_card.show_card) prints its code
+
+# %% [markdown]
+# <details><summary>About these numbers</summary>
+#
+# Each record is one run, with its own cuBLAS and SM clock: each card row has its own peak, and the
+# 4096³ fp16 cuBLAS figure differs by a few percent between chapters. Every ratio divides by its
+# own run's cuBLAS (chapter 10 §1 says why runs differ). The datasheet's row is for the SXM board,
+# the socketed module form of the GPU. [00b §2](00b_clock_kinds.ipynb) reads the rows.
+#
+# </details>
 
 # %% [markdown]
 # Our yardstick is checked too: cuBLAS against float64, element by element. The tolerance, the

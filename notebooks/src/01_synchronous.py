@@ -150,13 +150,11 @@ print(f"and {len(checks) - len(shown)} more checks (bfloat16, the other tiles): 
 # %% [markdown]
 # ## 4. Measured: the synchronous kernel beside cuBLAS and beside `mma.sync`'s own ceiling
 #
-# One run timed cuBLAS, our GEMM's five tiles, a ceiling kernel and, for scale, the SIMT GEMM.
-# **This run's cuBLAS** uses `wgmma` and TMA on Hopper. The figure shows our **mma.sync GEMM**'s
-# best tile per size; the first printed line, all five. The **`mma.sync` ceiling** is a
-# register-only kernel that issues `mma.sync` back to back, at the GEMM's **occupancy** (warps
-# resident per SM). The chapter's goal is half of cuBLAS at 4096³.
-#
-# The figure's peak line: chapter 00's formula at *this* sweep's SM clock.
+# One run timed cuBLAS (`wgmma` and TMA on Hopper), our GEMM's five tiles, a ceiling kernel and,
+# for scale, the SIMT GEMM. The figure shows our **mma.sync GEMM**'s best tile per
+# size; the first printed line, all five. The **`mma.sync` ceiling** is a register-only kernel that
+# issues `mma.sync` back to back, at the GEMM's **occupancy** (warps resident per SM). The
+# chapter's goal is half of cuBLAS at 4096³.
 #
 # **Predict before you run the cell.** Our kernel uses the same Tensor Cores as cuBLAS. What
 # fraction of cuBLAS does it reach at 4096³: below 0.3, 0.3–0.6, or above 0.6?
@@ -189,11 +187,8 @@ _ = notebook.verdict(frac >= 0.5, f"{head}: the goal, 0.50, reached.", f"{head}:
 #   operand byte crosses the SM's shared-memory data path three times: into registers, into shared
 #   memory, out through `ldmatrix`. The warps wait for it at `__syncthreads`.
 # * **`mma.sync` has its own cap.** With no memory traffic, it reaches about 0.65 of the
-#   [peak](../docs/glossary.md#peak), SMs × 4096 FLOP per clock at its own SM clock, read
-#   [in the kernel](../docs/glossary.md#in-kernel). Four times the ceiling row's warps per SM gain
-#   a few percent at most. NVIDIA does not say where the cap comes from. The full rate needs
-#   `wgmma` (chapter 04). Chapter 00's card reads §4's GEMMs' clock
-#   ([in flight](../docs/glossary.md#in-flight)); the GPU sets it per workload.
+#   [peak](../docs/glossary.md#peak). Four times the ceiling row's warps per SM gain a few percent
+#   at most. NVIDIA does not say where the cap comes from. The full rate needs `wgmma` (chapter 04).
 #
 # Without the copy, the kernel would pass the goal (half of cuBLAS): the copy is what is missing.
 
@@ -233,6 +228,15 @@ notebook.require(skeleton < ceil and full < skeleton,
 # %% [markdown]
 # **So:** the warps idle through every load. Chapter 02 runs the copy during the math, 03 takes
 # it from the threads, and 04 removes `ldmatrix`. Going further: [01b §4](01b_synchronous_anatomy.ipynb) times every variant.
+#
+# <details><summary>About these numbers</summary>
+#
+# §4's peak line uses the SM clock read [in flight](../docs/glossary.md#in-flight) during its
+# sweep, as 00's card does. The ceiling's peak uses the clock its kernel read itself,
+# [in the kernel](../docs/glossary.md#in-kernel). The GPU sets its clock per workload; the line
+# `ceiling / peak` prints both.
+#
+# </details>
 
 # %% [markdown]
 # **Play** (ungraded, no GPU needed). Type in a new cell:

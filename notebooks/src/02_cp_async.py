@@ -158,8 +158,7 @@ cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 # %% [markdown]
 # ## 4. Measured: stages 1–4, beside chapter 01 and cuBLAS
 #
-# One run timed every configuration and cuBLAS on the same inputs, L2 flushed before each
-# sample. The k-tile depth BK is 64 or 32, with one to four stages.
+# The k-tile depth BK is 64 or 32, with one to four stages.
 #
 # **Try it: count.** K is 4096. With one stage, a CTA waits once per k-tile. How many waits is
 # that with BK = 64, and with BK = 32? How many FLOP of its 128×128 tile come after each wait?
@@ -169,7 +168,7 @@ cp_async_show.checks(rec)   # notebook.how(cp_async_show.checks) prints its code
 # **Exercise 2 — predict before you look.** Past two stages, does another stage help at BK = 64
 # (a gain over 1 %)? And which BK gains more from a ring, its best row over its one-stage row?
 # Answer `("yes" or "no", 64 or 32)`.
-# The check reads the record, so on another GPU the answer may differ.
+# The check reads the record: on another GPU the answer may differ.
 
 # %% output varies
 prediction = ...
@@ -233,6 +232,12 @@ notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "point 2 above: wh
                  gain32=ring[32] / tf[32, 1], gain64=ring[64] / tf[64, 1])
 
 # %% [markdown]
+# <details><summary>About these numbers</summary>
+#
+# One run timed every configuration and cuBLAS on the same inputs, L2 flushed before each sample.
+#
+# </details>
+#
 # Going further: [02b §2–§4](02b_cp_async_microbenchmark.ipynb) models this table and asks why
 # it stays below chapter 01's ceiling.
 #

@@ -282,8 +282,13 @@ ok = exercises.check("ch07.promotion", promoted_sum, solution=True)
 # %% [markdown]
 # ## Worklog
 #
-# FP8 has no step on the fp16 figure. Its entry compares it with our FP16 rung and cuBLASLt's FP8,
-# timed in its own run. The entry is at 4096³, as every chapter's is; §4's ratios are at 8192³.
+# FP8 has no step on the fp16 figure. Its entry compares it with our FP16 rung and cuBLASLt's FP8.
+#
+# <details><summary>About these numbers</summary>
+#
+# Its GEMMs were timed in their own run, at 4096³ as every entry is; §4's ratios are at 8192³.
+#
+# </details>
 
 # %% output answers a prediction
 from asynctc.core import worklog

@@ -61,10 +61,7 @@ print(f"ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'
 # number for every run.
 #
 # This run's SM clock stayed below the boost clock, so its own peak is lower than the datasheet's
-# and the fraction of it is higher. The second clock on the `clock:` line above was read after
-# the Tensor Cores stopped. The card clocks up while they rest, so it can pass 1830 MHz
-# ([00b](00b_clock_kinds.ipynb)). It is not the kernel's clock, so no peak uses it
-# ([chapter 00](00_why_async.ipynb) §2).
+# and the fraction of it is higher.
 
 # %% output varies
 sms, per_clk, boost = wrec.provenance["sm_count"], bench.FLOP_PER_CLK_PER_SM["float16"], bench.DATASHEET["boost_mhz"]
@@ -78,6 +75,14 @@ notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the bo
                  "lower than the datasheet's and the fraction of it is higher.", sm_mhz=top["sm_mhz"], boost=boost)
 
 # %% [markdown]
+# <details><summary>About these numbers</summary>
+#
+# The second clock on §1's `clock:` line was read after the Tensor Cores stopped. The card clocks up while they rest, so it can pass 1830 MHz
+# ([00b](00b_clock_kinds.ipynb)). It is not the kernel's clock, so no peak uses it
+# ([chapter 00](00_why_async.ipynb) §2).
+#
+# </details>
+#
 # ## 2. Bound it: every run that timed both
 #
 # Three records timed the top rung and cuBLAS in the same run, two of them in three rounds. Each
