@@ -63,14 +63,20 @@ def test_the_courses_answer_passes_on_every_ring_with_the_data(capsys, tmp_path,
     assert exercises.check(NAME, S, solution=True)
 
 
-def test_one_group_in_flight_and_the_stage_before_released_also_passes(capsys):
-    """wgmma_wait_group<1> with the previous stage released, the last one after the k-loop: right."""
-    text = (S.replace(_READ, "      mma_ktile(acc, stage);\n      wgmma_wait_group<1>();\n"
+def _one_in_flight(tile_end_resets_prev: bool) -> str:
+    """The solution with wgmma_wait_group<1>: each k-tile releases the stage before; the tile's end
+    waits for its last group and releases that stage (and forgets it, or not)."""
+    reset = "    prev = -1;\n" if tile_end_resets_prev else ""
+    return (S.replace(_READ, "      mma_ktile(acc, stage);\n      wgmma_wait_group<1>();\n"
                              "      if (prev >= 0) empty.arrive(prev);\n      prev = stage;\n")
              .replace("    store_tile(acc, tile);\n", "    wgmma_wait_group<0>();\n    empty.arrive(prev);\n"
-                                                     "    prev = -1;\n    store_tile(acc, tile);\n")
+                                                     + reset + "    store_tile(acc, tile);\n")
              .replace("int stage = 0, phase = 0;", "int stage = 0, phase = 0, prev = -1;"))
-    ok, out = _check(capsys, text)
+
+
+def test_one_group_in_flight_and_the_stage_before_released_also_passes(capsys):
+    """wgmma_wait_group<1> with the previous stage released, the last one after the k-loop: right."""
+    ok, out = _check(capsys, _one_in_flight(True))
     assert ok, out
     assert out.endswith("no race or deadlock on 3 stages either.") and "fastest" not in out and len(out) < 180
 
@@ -78,12 +84,7 @@ def test_one_group_in_flight_and_the_stage_before_released_also_passes(capsys):
 def test_a_stage_released_at_the_tile_end_and_again_by_the_next_tile_is_named(capsys):
     """Reader 110: the last k-tile's stage is released at the tile's end; releasing "the stage before"
     at the next tile's first k-tile again is a second arrival for one read, named as such."""
-    text = (S.replace(_READ, "      mma_ktile(acc, stage);\n      wgmma_wait_group<1>();\n"
-                             "      if (prev >= 0) empty.arrive(prev);\n      prev = stage;\n")
-             .replace("    store_tile(acc, tile);\n", "    wgmma_wait_group<0>();\n    empty.arrive(prev);\n"
-                                                     "    store_tile(acc, tile);\n")
-             .replace("int stage = 0, phase = 0;", "int stage = 0, phase = 0, prev = -1;"))
-    ok, out = _check(capsys, text)
+    ok, out = _check(capsys, _one_in_flight(False))
     assert not ok and "after ring counter 3: your consumers release empty[0] again after one read" in out, out
 
 
