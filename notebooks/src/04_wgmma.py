@@ -166,7 +166,7 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # * `1, 1`: A and B not negated; `0, 0`: both K-major.
 #
 # In the SASS, `WARPGROUP.ARRIVE` is the fence. Each `HGMMA` is one k-step. `gdesc[UR8]` reads its
-# descriptors from uniform registers: one value per warp. `DEPBAR.LE gsb0` waits until at most N
+# descriptors from uniform registers (`UR`: one value shared by the warp's 32 threads). `DEPBAR.LE gsb0` waits until at most N
 # groups remain on the wgmma **scoreboard** `gsb0`, a hardware counter of the warp's groups still
 # running.
 
