@@ -36,8 +36,9 @@ def plot_accumulation(results: dict, record=None, frac_bits: int = FRAC_BITS):
         ax.plot(ks, [r["swamp_median_rel_err"] for r in got], "o", color=colour)
         ax2.plot(ks, [r["random_max_err_over_absAB"] for r in got], "o-", color=colour)
         handles.append(Line2D([], [], color=colour, marker="o", ls="none", label=name))
-    handles += [Line2D([], [], color="grey", alpha=0.5, label=f"line, left panel: the {frac_bits}-bit model"),
-                Line2D([], [], color="grey", marker="o", ls="none", label="marker: measured")]
+    handles += [Line2D([], [], color="grey", alpha=0.5, label=f"left, pale line: the {frac_bits}-bit model"),
+                Line2D([], [], color="grey", marker="o", ls="none", label="marker: measured"),
+                Line2D([], [], color="grey", marker="o", label="right, line: joins the markers")]
     for a in (ax, ax2):
         a.set_xscale("log", base=2)
         a.set_yscale("log")
@@ -46,7 +47,7 @@ def plot_accumulation(results: dict, record=None, frac_bits: int = FRAC_BITS):
     ax.set_ylabel("median |C − ref| / |ref|")
     ax2.set_ylabel("max |C − ref| / (|A|·|B|)")
     # readers 110-111: 7-point legends inside the panels were too small to read
-    fig.legend(handles=handles, fontsize=10, loc="outside lower center", ncols=len(handles))
+    fig.legend(handles=handles, fontsize=10, loc="outside lower center", ncols=(len(handles) + 1) // 2)
     plots._title(ax, "swamping input: 1024, then K − 1 small products", record)
     plots._title(ax2, "fresh standard-normal FP8 inputs", record)
     return fig
