@@ -496,7 +496,7 @@ def _pl_with_plot_stubbed(**plots):
     from asynctc import pipeline as pl
     names = ("best_row", "cublas_row", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
              "trace_of", "ktile_waits", "full_waits", "wait_floor", "loop_clocks_per_ktile",
-             "sm_clocks_per_second")
+             "sm_clocks_per_second", "trace_claims")
     return SimpleNamespace(**{n: getattr(pl, n) for n in names}, **plots)
 
 
