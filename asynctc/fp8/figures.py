@@ -2,9 +2,9 @@
 the FP8 value grids (:func:`plot_formats`); the swamping diagram (:func:`plot_bits_kept`); the
 accumulation plot of an "fp8" record
 (:func:`plot_accumulation`: measured error vs K over the model's prediction). Chapter 07 computes
-§4's speed table and §5's accumulator table, its verdicts and their guards, in view from the
-record's rows. The "swizzle" record is deep dive 07c's. The seed article's 4096³
-table beside our rungs is in :mod:`asynctc.fp8.seed`."""
+§4's speed table and §5's accumulator table and verdicts in view from the record's rows;
+§5's guards are :func:`accumulator_claims`, its bounds named. The "swizzle" record is deep dive
+07c's. The seed article's 4096³ table beside our rungs is in :mod:`asynctc.fp8.seed`."""
 
 from __future__ import annotations
 
@@ -153,6 +153,48 @@ def promote_tflops(results: dict, size: int = 8192, intervals=(0, 4, 1)) -> dict
     unpromoted = fp8_config(promote=4).label().replace(" promote:4", "")
     return {p: table_row(results, size, fp8_config(promote=p).label() if p else unpromoted)["tflops"]
             for p in intervals}
+
+
+# ---- 07 §5's check cell: each sentence's bounds, named ---------------------------------------------
+#: the fraction-bit counts that fit every exact run: "it keeps 13 fraction bits"
+KEPT_BITS = [13]
+#: swamping at the longest K, unpromoted over every 4 k-tiles: "cuts the swamping error 28×" (over 20×)
+SWAMP_CUT = 20
+#: TFLOP/s promoting every 4 k-tiles over the same build unpromoted: "keeps 0.90" (0.86–0.94)
+KEPT_EVERY4 = (0.86, 0.94)
+#: normal inputs, unpromoted, the longest K's error over the shortest's: "stays within 3×"
+NORMAL_WITHIN = 3
+#: normal inputs, promoted: the longest K's error below the shortest's over this, "falls by more than half"
+NORMAL_FALL = 2
+
+
+def accumulator_claims(results: dict):
+    """07 §5's check cell: yield ``(sentence, holds, numbers)`` for the frozen prediction table and
+    each sentence §5 states about the accumulator table, in order, read from an "fp8" record
+    (:func:`swamp_errors`, :func:`normal_errors`, :func:`promote_tflops`, the experiment's fitted
+    bits) with the bounds above. A generator: the cell's ``notebook.require`` stops at the first
+    sentence that fails."""
+    from ..models.fp8 import ACC_PREDICTION, identified_bits, prediction_table
+    yield "the model still predicts the frozen table", prediction_table(predict_swamp()) == ACC_PREDICTION, {}
+    swamp, speed = swamp_errors(results), promote_tflops(results)
+    k0, k = min(swamp)[0], max(swamp)[0]                          # the shortest and the longest K
+    err = {p: swamp[k, p] for p in (0, 4, 1)}                     # swamping at the longest K
+    normal = {(kk, p): normal_errors(results)[kk, p] for kk in (k0, k) for p in (0, 4, 1)}
+    kept = {p: speed[p] / speed[0] for p in (4, 1)}               # the table's TFLOP/s column
+    fits = identified_bits(results["experiment"]["rows"])["consistent"]   # bit counts that fit every exact run
+    yield "it keeps 13 fraction bits", fits == KEPT_BITS, {"fits": str(fits)}
+    yield ("the So: sentence below (every 4 k-tiles: its cut and its kept share)",
+           err[0] / err[4] > SWAMP_CUT and KEPT_EVERY4[0] <= kept[4] <= KEPT_EVERY4[1],
+           {"cut": err[0] / err[4], "kept": kept[4]})
+    yield ("every k-tile cuts it further and keeps less", err[1] < err[4] and kept[1] < kept[4],
+           {"err_every4": err[4], "err_every1": err[1], "kept_every4": kept[4], "kept_every1": kept[1]})
+    yield ("on normal inputs the unpromoted error stays within 3×",
+           1 / NORMAL_WITHIN <= normal[k, 0] / normal[k0, 0] <= NORMAL_WITHIN,
+           {"start": normal[k0, 0], "end": normal[k, 0]})
+    yield ("promoted, it falls by more than half, lowest with every k-tile",
+           all(normal[k, p] < normal[k0, p] / NORMAL_FALL for p in (4, 1))
+           and normal[k, 1] < normal[k, 4] < normal[k, 0],
+           {f"p{p}_k{kk}": v for (kk, p), v in normal.items()})
 
 
 def block_error_table(x, block: int, dtype: str = "float8_e4m3fn") -> str:

@@ -124,6 +124,30 @@ def show_widths(results: dict) -> dict:
     return {"best": best, "d128": d128, "occupancy": occ}
 
 
+# ---- §5: the trace beside the model, the check cell's bounds ---------------------------------------
+
+#: clocks per k-tile, traced over untraced: "reading the clock ... slows the traced loop about 1.5×"
+TRACE_COST = (1.40, 1.65)
+#: consumer 0's waits on full from k-tile 5 on, at most this × the floor: "sit at the floor"
+AT_FLOOR = 1.1
+#: clocks per k-tile, untraced GPU over the ring model: "about 1.2× as long as in the model"
+UNTRACED_OVER_MODEL = (1.10, 1.35)
+
+
+def trace_claims(traced: float, untraced: float, model: float, late: list, free: list, floor: float):
+    """05 §5's check cell: yield ``(sentence, holds, numbers)`` for the three lines under the trace,
+    in order, from the trace cell's numbers (clocks per k-tile ``traced``, ``untraced`` and the
+    ``model``'s; consumer 0's waits on full at k-tiles 4–11, GPU ``late`` and model ``free``; the wait
+    ``floor``), each against the bounds above."""
+    yield ("reading the clock at each event slows the traced loop about 1.5×",
+           TRACE_COST[0] < traced / untraced < TRACE_COST[1], {"traced": traced, "untraced": untraced})
+    yield ("from k-tile 5 on consumer 0's traced waits sit at the floor; the model never waits",
+           max(late[1:]) < AT_FLOOR * floor and not any(free), {"gpu": late, "floor": floor, "model": free})
+    yield ("untraced, a k-tile still takes about 1.2× as long as in the model",
+           UNTRACED_OVER_MODEL[0] < untraced / model < UNTRACED_OVER_MODEL[1],
+           {"untraced": untraced, "model": model})
+
+
 # ---- §5's conclusion: the L2 cap, fitted and tested in deep dive 05b §6 -------------------------
 
 def model_check(results: dict, record=None) -> list[dict]:

@@ -2,7 +2,8 @@
 as arithmetic (:func:`show_epilogue`, which guards the sentences its docstring lists), and §4's
 :func:`show_kernel_part`, which shows one part of ``kernels/hopper_gemm.cu`` at a time. 06 §3's ladder
 itself is printed by a visible loop in the lesson (:data:`OVER`, :data:`ADDS`, :func:`tflops_by_rung`,
-:func:`ladders`, :func:`biggest_steps`, :func:`traced_epilogue`), its guards in the check cell after it.
+:func:`ladders`, :func:`biggest_steps`, :func:`traced_epilogue`); the check cell after it runs
+:func:`claims`, each sentence's bounds a named constant.
 
 A guard raises :class:`asynctc.core.notebook.ClaimError` (via :func:`asynctc.core.notebook.require`)
 when the record stops supporting a sentence, so a re-measurement that flips a sentence stops the
@@ -59,6 +60,86 @@ def traced_epilogue(results: dict, rung: int) -> float:
     record's trace of that rung)."""
     from .figures import trace_numbers
     return trace_numbers(next(t for t in results["traces"] if t["rung"] == rung))["epilogue_cycles"]
+
+
+# ---- 06 §3's check cell: each sentence's bounds, named -------------------------------------------
+#: rung 7's step over rung 6 at 4096³: "+8 %" (6–10 %)
+RUNG7_4096 = (1.06, 1.10)
+#: rung 7's step at 8192³: "4 %" (2.5–6 %)
+RUNG7_8192 = (1.025, 1.06)
+#: "the saving predicts rung 7's step": rung 6's untraced tile, shortened by the traced saving, gives
+#: rung 7's measured step within this fraction
+SAVING_MATCH = 0.02
+#: rung 8's fraction of cuBLAS's TFLOP/s on every ladder: "at cuBLAS's speed"
+AT_CUBLAS = 0.98
+#: rung 5's step over rung 3 at 4096³: "2 %" (1–4 %)
+RUNG5_4096 = (1.01, 1.04)
+#: a step within this of × 1 moved "nothing" (rung 5 at 8192³) or "less than 1.5 %" (rungs 4 and 6)
+FLAT = 0.015
+#: a later tile's first wait over the first tile's, rung 5 traced: "a tenth" (0.05–0.2)
+LATER_WAIT = (0.05, 0.2)
+#: rung 8's step over rung 7 on every ladder: "about 1 %" (0–3 %)
+RUNG8 = (1.0, 1.03)
+#: rung 2 over rung 1: "lost about 15 %" (kept 0.80–0.90)
+RUNG2_OF_1 = (0.80, 0.90)
+#: rung 3 over rung 1: "back at rung 1 (within 2 %)"
+RUNG3_OF_1 = 0.02
+#: each ladder's two biggest steps, largest first: "rung 3 is the biggest step; rung 7 the next"
+BIGGEST = [3, 7]
+#: the rungs that missed their band on the figure's ladder besides rung 7; the ladders where rung 2
+#: missed; the rungs that missed nowhere
+FIGURE_MISSES, RUNG2_MISSES, NEVER_MISSED = [3, 5, 6], [(8192, "bfloat16"), (8192, "float16")], (4, 8)
+
+
+def claims(results: dict):
+    """06 §3's check cell: yield ``(sentence, holds, numbers)`` for each sentence of §3's answer, in
+    the answer's order, each ``holds`` computed from the ``warp_specialization`` record with the
+    bounds above. A generator: the cell's ``notebook.require`` stops at the first sentence that fails,
+    before the next is computed."""
+    from .figures import prediction_check
+    from .rung_notes import ladder_steps
+    lad = {(r["size"], r["dtype"], r["rung"]): r for r in results["ladder"]}
+    runs = sorted({(z, d) for z, d, _ in lad}, key=lambda z: (z[0], z[1] != "float16"))   # the four ladders
+    yield "the loop above walks the record's four ladders", runs == list(LADDERS), {"runs": runs}
+    lads = ladders(results)                                  # per ladder, by rung: TFLOP/s, ×, of cuBLAS
+    over = {z: step_z for z, (_, step_z, _) in lads.items()}
+    of1 = {z: {b: t_z[b] / t_z[1] for b in (2, 3)} for z, (t_z, _, _) in lads.items()}   # over rung 1
+    top = {z: biggest_steps(over[z]) for z in runs}          # each ladder's two biggest steps
+    L = ladder_steps(results)                                # the small steps: rung 5's waits
+    rung = {n: {z: over[z][n] for z in runs} for n in (4, 5, 6, 7, 8)}   # each later step, by ladder
+    of_cublas = {z: lads[z][2][8] for z in runs}             # rung 8, of cuBLAS
+    step7 = over[LADDERS[0]][7]                              # the figure's ladder
+    tile6 = tile_cycles(results, 6)                          # rung 6's untraced tile
+    saved = traced_epilogue(results, 6) - traced_epilogue(results, 7)
+    yield ("rung 7: +8 % at 4096³ (6–10 %), 4 % at 8192³; the saving predicts rung 7's step; rung 8 runs at "
+           "cuBLAS's speed (0.98 or more)",
+           all(RUNG7_4096[0] < v < RUNG7_4096[1] if z[0] == 4096 else RUNG7_8192[0] < v < RUNG7_8192[1]
+               for z, v in rung[7].items())
+           and abs(tile6 / (tile6 - saved) / step7 - 1) < SAVING_MATCH and min(of_cublas.values()) >= AT_CUBLAS,
+           {"rung7": rung[7], "step7": step7, "rung8": of_cublas})
+    yield ("rung 5 gains 2 % at 4096³ and nothing at 8192³; later tiles wait a tenth as long as the first; "
+           "rungs 4 and 6 moved less than 1.5 % (rung 4's sweep: no other tile beat rung 3's, so its row is "
+           "rung 3's own build); rung 8 gains about 1 %",
+           all(RUNG5_4096[0] < v < RUNG5_4096[1] if z[0] == 4096 else abs(v - 1) < FLAT for z, v in rung[5].items())
+           and LATER_WAIT[0] * L["first"] < L["later"] < LATER_WAIT[1] * L["first"]
+           and max(abs(rung[b][z] - 1) for z in runs for b in (4, 6)) < FLAT
+           and all(lad[z + (4,)]["label"] == lad[z + (3,)]["label"] for z in runs)
+           and all(RUNG8[0] < v < RUNG8[1] for v in rung[8].values()),
+           {"rung5": rung[5], "flat": (rung[4], rung[6]), "rung8": rung[8], "first": L["first"],
+            "later": L["later"]})
+    yield ("rung 3 is the biggest step; rung 7 the next; rung 2 lost about 15 % of rung 1; rung 3 is back at "
+           "rung 1 (within 2 %)",
+           all(v == BIGGEST for v in top.values())
+           and all(RUNG2_OF_1[0] < v[2] < RUNG2_OF_1[1] and abs(v[3] - 1) < RUNG3_OF_1 for v in of1.values()),
+           {"top": top, "of1": of1})
+    missed = {n: sorted(z for z, (_, side) in prediction_check(results, n)["each"].items() if side != "inside")
+              for n in range(2, 9) if n != 7}                # each ladder's own verdict
+    yield ("rung 7 missed above its band; on the figure's ladder rungs 3, 5 and 6 missed too; rung 2 missed at "
+           "8192³ (both ladders, inside at 4096³); rungs 4 and 8 nowhere",
+           prediction_check(results, 7)["outside"] == "above it"
+           and [n for n, zs in missed.items() if LADDERS[0] in zs] == FIGURE_MISSES
+           and missed[2] == RUNG2_MISSES and not any(missed[n] for n in NEVER_MISSED),
+           {"missed": missed})
 
 
 def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") -> str:

@@ -182,25 +182,9 @@ for name, p in (("none", 0), ("every 4 k-tiles", 4), ("every k-tile", 1)):   # l
 print("swamping, none / every 4:", notebook.ratio(100 * swamp[k, 0], 100 * swamp[k, 4], "%", digits=0))
 
 # %% check
-assert fp8.prediction_table(fp8.predict_swamp()) == fp8.ACC_PREDICTION, "the model no longer predicts the frozen table"
-err = {p: swamp[k, p] for p in (0, 4, 1)}                     # swamping at the longest K
-normal = {(kk, p): normal[kk, p] for kk in (k0, k) for p in (0, 4, 1)}
-kept = {p: speed[p] / speed[0] for p in (4, 1)}               # the table's TFLOP/s column
-fits = fp8.identified_bits(res["experiment"]["rows"])["consistent"]   # fraction-bit counts that fit every exact run
-notebook.require(fits == [13], "it keeps 13 fraction bits", fits=str(fits))
-notebook.require(err[0] / err[4] > 20 and 0.86 <= kept[4] <= 0.94,
-                 "the So: sentence below (every 4 k-tiles: its cut and its kept share)",
-                 cut=err[0] / err[4], kept=kept[4])
-notebook.require(err[1] < err[4] and kept[1] < kept[4],
-                 "every k-tile cuts it further and keeps less",
-                 err_every4=err[4], err_every1=err[1], kept_every4=kept[4], kept_every1=kept[1])
-notebook.require(1 / 3 <= normal[k, 0] / normal[k0, 0] <= 3,
-                 "on normal inputs the unpromoted error stays within 3×",
-                 start=normal[k0, 0], end=normal[k, 0])
-notebook.require(all(normal[k, p] < normal[k0, p] / 2 for p in (4, 1))
-                 and normal[k, 1] < normal[k, 4] < normal[k, 0],
-                 "promoted, it falls by more than half, lowest with every k-tile",
-                 **{f"p{p}_k{kk}": v for (kk, p), v in normal.items()})
+claims = fp8.accumulator_claims(res)            # notebook.how(fp8.accumulator_claims) prints its code
+for sentence, ok, numbers in claims:            # bounds: named constants beside it
+    notebook.require(ok, sentence, **numbers)
 
 # %% answer [markdown]
 # Promoting every 4 k-tiles cuts the swamping error 28× and keeps 0.90 of the same 128×128 build's
