@@ -5,11 +5,13 @@ opens the table).
 The right answer passes; each diagnosed wrong answer gets its symptom and a question at the
 first miss, the arithmetic at the second; the key follows a record whose rows moved."""
 import copy
+import re
 
 import pytest
 
 from asynctc import cp_async, fp8  # noqa: F401  (registers the ch02 and ch07 exercises)
 from asynctc.core import exercises, records
+from asynctc.teaching import answers
 
 CP = records.load("cp_async").results
 FP8 = records.load("fp8").results
@@ -115,9 +117,23 @@ def test_the_speedup_prediction_is_a_choice_nearest_the_record(capsys):
     assert "about 2×, about 1.5× or about 1×" in prompt and "nearest" in prompt and "within" not in prompt
 
 
+def test_the_right_speedup_choice_says_why(capsys):
+    """Reader 112: 'about 2×' got a bare "correct". Its note gives the record's ratio and why it sits at
+    the ceiling; a worked solution's value still reads back without the note (the answer sheet)."""
+    assert exercises.check("ch07.fp8_speedup", "2x", results=FP8)
+    out = capsys.readouterr().out
+    assert ("correct — ours 1544/776 = 1.990, within 1 % of the 2× ceiling: the loads and the math "
+            "both halve; nothing else costs") in out, out
+    assert exercises.check("ch07.fp8_speedup", "about 2×", results=FP8, solution=True)
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("[ch07.fp8_speedup] correct: 'about 2×' — ours 1544/776")
+    m = re.match(answers.REPLAY_LINE, line)
+    assert m and m.group(2) == "'about 2×'", line
+
+
 @pytest.mark.tiers
 @pytest.mark.parametrize("answer, symptom", [
-    ("about 1.5×", "'about 1.5×' is the seed's low end: a third of FP16's time would stay unhalved"),
+    ("about 1.5×", "'about 1.5×' is the seed article's low end: a third of FP16's time would stay unhalved"),
     ("1x", "'about 1×' says FP8 gains nothing over FP16"),
 ])
 def test_a_low_speedup_asks_what_fp8_halves(tiers, answer, symptom):

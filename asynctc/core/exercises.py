@@ -72,6 +72,7 @@ class Exercise:
     unordered: bool = False
     diagnose: Callable[..., str | None] | None = None
     judge: Callable[..., str | None] | None = None     # code exercises: see code_exercise
+    note: Callable[..., str | None] | None = None      # see accepted_note
 
 
 _EXERCISES: dict[str, Exercise] = {}
@@ -103,6 +104,16 @@ def exercise(name: str, prompt: str, choices: tuple[str, ...] = (), *, rtol: flo
         _EXERCISES[name] = Exercise(name, prompt, fn, req, opt, tuple(choices),
                                     {_norm_text(k): _norm_text(v) for k, v in (aliases or {}).items()},
                                     rtol, unordered, diagnose)
+        return fn
+    return deco
+
+
+def accepted_note(name: str):
+    """Register ``fn(answer, **kw) -> str | None`` as the note exercise ``name`` (registered
+    before, not a code exercise) prints after a right answer: ``[name] correct — note`` (why it is
+    right, from the record). None prints ``[name] correct``."""
+    def deco(fn):
+        _EXERCISES[name].note = fn
         return fn
     return deco
 
@@ -711,7 +722,8 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     if _equal(ex, a, exp):
         # a worked solution says what it answered: the teacher's answer sheet reads the value of
         # an answer computed in the notebook from the solution notebook (asynctc.teaching.answers)
-        print(f"[{name}] correct" + (f": {shown(exp)}" if solution else ""))
+        note = ex.note(a, **kw) if ex.note is not None else None
+        print(f"[{name}] correct" + (f": {shown(exp)}" if solution else "") + (f" — {note}" if note else ""))
         progress.record(name, "correct", solution)
         _opened.add(name)
         return True

@@ -359,6 +359,18 @@ def _ch07_fp8_speedup(results: dict, size: int = 8192) -> str:
     return min(SPEEDUP_CHOICES, key=lambda c: abs(SPEEDUP_CHOICES[c] - ratio))
 
 
+@_ex.accepted_note("ch07.fp8_speedup")
+def _ch07_fp8_speedup_note(answer, results: dict, size: int = 8192) -> str:
+    """Why the right choice is right, from the record: the ratio and its gap to the 2× ceiling."""
+    t = _speed_rows(results, size)
+    ratio = t["ours8"] / t["ours16"]
+    if abs(ratio - 2.0) > 0.02 * 2.0:                  # not at the ceiling: the ratio alone
+        return f"ours {t['ours8']:.0f}/{t['ours16']:.0f} = {ratio:.3f}"
+    gap = math.ceil(abs(1 - ratio / 2.0) * 100)
+    return (f"ours {t['ours8']:.0f}/{t['ours16']:.0f} = {ratio:.3f}, within {gap} % of the 2× ceiling: the "
+            "loads and the math both halve; nothing else costs")
+
+
 @_ex.diagnosis("ch07.fp8_speedup")
 def _ch07_fp8_speedup_hint(answer, expected, results: dict, size: int = 8192) -> str | None:
     t, guess, right = _speed_rows(results, size), SPEEDUP_CHOICES[answer], SPEEDUP_CHOICES[expected]
@@ -368,7 +380,7 @@ def _ch07_fp8_speedup_hint(answer, expected, results: dict, size: int = 8192) ->
             f"{t['ours8'] / t['ours16']:.3f}, nearest '{expected}'.")
     if guess < right:                      # too low: the learner did not count what FP8 halves
         symptom = {1.0: "'about 1×' says FP8 gains nothing over FP16.",
-                   1.5: "'about 1.5×' is the seed's low end: a third of FP16's time would stay unhalved."}[guess]
+                   1.5: "'about 1.5×' is the seed article's low end: a third of FP16's time would stay unhalved."}[guess]
         return _ex.tiered(symptom, " What does FP8 halve per element, and what does the Tensor Core do "
                           "twice as fast?", rule)
     symptom = {2.0: "'about 2×' is the ceiling: every part of the run would have to halve.",

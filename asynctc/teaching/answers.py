@@ -219,10 +219,15 @@ def _fmt(v: object) -> str:
     return repr(v)
 
 
+#: A worked solution's ``[name] correct: value`` line (less a `` — note`` after the value).
+REPLAY_LINE = r"\[(ch\d\d\.\w+)\] correct: (.+?)(?: — .*)?$"
+
+
 def replay_values(source: Path) -> dict[str, str]:
     """exercise → the answer its worked solution gave when the solution notebook beside ``source``
     was built (replay): the ``[name] correct: value`` lines ``exercises.check(..., solution=True)``
-    prints. Empty where that notebook is not there (an installed package)."""
+    prints (less a `` — note`` after the value). Empty where that notebook is not there (an
+    installed package)."""
     import json
     nb = source.parent.parent / "solutions" / (source.stem + ".ipynb")
     if not nb.exists():
@@ -232,7 +237,7 @@ def replay_values(source: Path) -> dict[str, str]:
         for o in cell.get("outputs", []):
             text = o.get("text", "")
             for line in (text if isinstance(text, str) else "".join(text)).splitlines():
-                m = re.match(r"\[(ch\d\d\.\w+)\] correct: (.+)$", line)
+                m = re.match(REPLAY_LINE, line)
                 if m:
                     out.setdefault(m.group(1), m.group(2))
     return out

@@ -68,8 +68,8 @@ fig = plots.throughput_by_size(
 # %% [markdown]
 # <details><summary>About these numbers</summary>
 #
-# A time is the median of 20 samples, each a few launches after one flush of L2. A GEMM's operands
-# may stay in L2.
+# The copy's time is the median of 20 samples. A sample runs a few copies in a row. None finds its
+# bytes in L2.
 #
 # </details>
 

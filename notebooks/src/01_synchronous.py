@@ -231,10 +231,10 @@ notebook.require(skeleton < ceil and full < skeleton,
 #
 # <details><summary>About these numbers</summary>
 #
-# §4's peak line uses the SM clock read [in flight](../docs/glossary.md#in-flight) during its
-# sweep, as 00's card does. The ceiling's peak uses the clock its kernel read itself,
-# [in the kernel](../docs/glossary.md#in-kernel). The GPU sets its clock per workload; the line
-# `ceiling / peak` prints both.
+# The peak line in §4's figure uses the SM clock read
+# [in flight](../docs/glossary.md#in-flight) during its sweep, like 00's card. The ceiling's peak
+# uses the clock its kernel read [in the kernel](../docs/glossary.md#in-kernel). The GPU picks a
+# clock per workload; the `ceiling / peak` line prints both.
 #
 # </details>
 

@@ -22,13 +22,13 @@ notebook.banner("sm_90a")
 # ## 1. Tensor maps: which order?
 #
 # A tensor map tells TMA where a global tensor lies and what box to cut. Each copy names the map
-# and one box's corner. Three orders:
+# and a corner. Three orders:
 #
-# | what | order | this box |
+# | what | order | this tile's numbers |
 # |---|---|---|
 # | `shape`, `box` in `tma.validate` | rows first | `box=(128, 64)`: 128 rows × 64 columns |
 # | driver's `cuTensorMapEncodeTiled` | columns first | (64, 128) |
-# | a copy's corner (c0, c1) | column first | (256, 512): column 256, row 512 |
+# | a copy's corner (c0, c1) | columns first | (256, 512): column 256, row 512 |
 #
 # For a bad map, the driver says only `CUDA_ERROR_INVALID_VALUE`. `tma.validate` names the field.
 # The orange box's hatched rows, past the edge, arrive as zeros; their bytes count
