@@ -220,13 +220,12 @@ cost_small = [row("128x128x64/c1", S)["tflops"] / row("128x128x64/c1", S, trace=
               for S in (4, 5, 6)]
 grid = (SIZE // row(big, 4)["bm"]) * (SIZE // row(big, 4)["bn"])     # CTAs: one per tile of C
 notebook.claim(abs(cost_big) < 0.03 and min(cost_small) > 0.10,
-               f"Trace cost: {cost_big:+.1%} for {big} at S = 4 (the < 3 % predicted in docs/NOTES.md holds "
-               f"there): thread 0 of each consumer in {pl.TRACE_CTAS} of the grid's {grid} CTAs reads the clock, "
-               f"so 05 §5's slowed CTA 0 leaves the kernel's TFLOP/s alone. But {min(cost_small):.0%}–"
-               f"{max(cost_small):.0%} for 128x128x64/c1 at S ≥ 4, with as few traced. Both run one CTA "
-               "per SM, so the CTA count alone does not explain it; the record does not say what the "
-               "recording costs there (an open question, not an answer).", big=cost_big,
-               small=cost_small)
+               f"Trace cost: {cost_big:+.1%} for {big} at S = 4 (docs/NOTES.md predicted < 3 %): thread 0 "
+               f"of each consumer in {pl.TRACE_CTAS} of the grid's {grid} CTAs reads the clock, so 05 §5's slowed "
+               f"CTA 0 leaves the kernel's TFLOP/s alone. But {min(cost_small):.0%}–{max(cost_small):.0%} for "
+               "128x128x64/c1 at S ≥ 4, with as few traced. Both run one CTA per SM, so the CTA count alone does "
+               "not explain it; the record does not say what the recording costs there (an open question).",
+               big=cost_big, small=cost_small)
 ktile = {bn: (pl.PipelineConfig(bm=128, bn=bn, consumers=2).stage_bytes, 2 * 128 * bn * pl.BK)
          for bn in (256, 128)}                      # bytes loaded, FLOP computed per k-tile
 per_flop = {bn: b / f for bn, (b, f) in ktile.items()}
