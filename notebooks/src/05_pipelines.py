@@ -34,7 +34,7 @@ notebook.banner("sm_90a")
 # | **empty[s]** | one per consumer warpgroup | its wgmmas on s are done | producer |
 #
 # One [*elected thread*](../docs/glossary.md#elected-thread) per warpgroup arrives on empty: a
-# [CUTLASS](../docs/glossary.md#cutlass) convention, not a rule the PTX ISA text states.
+# [CUTLASS](../docs/glossary.md#cutlass) convention, not a PTX ISA rule.
 #
 # Each load of a stage is one [*fill*](../docs/glossary.md#fill-of-a-stage). Fill f completes phase f.
 # **Phase parity**, f mod 2, tells a wait which fill it means. Without it, a refilled stage's wait
@@ -95,7 +95,7 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # t = r + STAGES < T, and not once `broken`. Inside: wait until empty[ts] releases r's fill, then
 # load k-tile t into stage ts. In scope:
 #
-# - `producer`: thread 0 only; `r`; `t`; `ts`: t's stage (r's); `tp`: t's `phase`; `STAGES`;
+# - `producer`: thread 0; `r`; `t`; `ts`: t's stage (r's); `tp`: t's `phase`; `STAGES`;
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: an earlier wait gave up;
 # - `empty.wait(stage, parity, wg, kt)`: false if it gave up (then load nothing); `kt` = t;
 # - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
@@ -149,7 +149,6 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                     # the chapte
 # **Why the 128×256 curve ends at S = 4.** A stage stores one k-tile of A and of B:
 # (128 + 256) × 64 × 2 bytes = 48 KiB. A CTA may have 227 KiB of shared memory. All S stages must
 # fit in it, with 2 KiB more for alignment and barriers. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
-# The sweep builds only the depths that fit.
 
 # %% check
 cfg, limit = pl.PipelineConfig(bm=128, bn=256, stages=1), res["smem_limit"]   # bytes a CTA may have
