@@ -34,7 +34,7 @@ notebook.banner("sm_90a")
 # | **empty[s]** | one per consumer warpgroup | its wgmmas on s are done | producer |
 #
 # One [*elected thread*](../docs/glossary.md#elected-thread) per warpgroup arrives on empty: a
-# [CUTLASS](../docs/glossary.md#cutlass) convention, not a PTX ISA rule.
+# [CUTLASS](../docs/glossary.md#cutlass) convention, not a rule the PTX ISA text states.
 #
 # Each load of a stage is one [*fill*](../docs/glossary.md#fill-of-a-stage). Fill f completes phase f.
 # **Phase parity**, f mod 2, tells a wait which fill it means. Without it, a refilled stage's wait
@@ -92,12 +92,12 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 #
 # **Exercise 2 — write the producer's refill step** in CUDA C++: the whole `if (…) { … }` block.
 # Every thread reaches it after r's release. Your guard picks who and when: thread 0, while
-# t = r + STAGES < T, and not once `broken`. Inside: wait until empty[ts] releases r's fill, then
+# t = r + STAGES < T, not once `broken`. Inside: wait until empty[ts] releases r's fill, then
 # load k-tile t into stage ts. In scope:
 #
 # - `producer`: thread 0; `r`; `t`; `ts`: t's stage (r's); `tp`: t's `phase`; `STAGES`;
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: an earlier wait gave up;
-# - `empty.wait(stage, parity, wg, kt)`: false if it gave up (then load nothing); `kt` = t;
+# - `empty.wait(stage, parity, wg, kt)`: false if it gave up (load nothing); `kt` = t;
 # - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
 #   on full, then the TMA copies;
 # - around it: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`, `pos`, `prev`.
@@ -187,8 +187,8 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # proves it done. That is one k-tile later, so GPU bars overlap. A model bar is the group's math only.
 # The two consumers share the Tensor Cores, so each model lane has gaps.
 #
-# Three lines under the figure, in clocks. Line 1 is *the trace's cost*: reading the clock slows each
-# traced k-tile. Only the first CTAs read it, so the kernel's TFLOP/s barely moves
+# Three lines below, in clocks. Line 1 is *the trace's cost*: reading the clock slows each
+# traced k-tile. Only the first CTAs read it: the kernel's TFLOP/s barely moves
 # ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives consumer 0's waits beside *the floor*: a
 # traced wait on data already there.
 
