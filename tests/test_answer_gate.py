@@ -140,7 +140,25 @@ def test_deep_dive_06e_stores_no_answer_of_05_or_06(nb):
         assert producer_step.HEAD.strip() not in text, f"{path.name} cell {i} shows 05's refill step"
         if nb.startswith("06"):     # 05c §5 names its broken variants' parities beside 05's own
             assert not re.search(r"//\s*S\s*\+\s*1\)\s*%\s*2", text), f"{path.name} cell {i}: 05b's empty parity"
+        # reader 113: 05c §5's table gave exercise 2's wrong parity, (t // S) % 2: the right one by negation
+        assert not re.search(r"\(t\s*//\s*S\)\s*%\s*2", text), f"{path.name} cell {i}: 05 ex. 2's wrong parity"
         assert "empty.arrive(prev);" not in text or "wgmma_wait_group<1>" not in text, path.name
+
+
+def test_05c_holds_back_the_wrong_empty_parity_until_05s_exercise_2_passes():
+    """05c §5 prints the wrong_empty_parity variant's parity only from a cell gated on 05's exercise 2
+    (its table names the row without it); the solution notebook shows it."""
+    import json
+    from asynctc.models import pipeline as mp
+    formula = mp.VARIANTS["wrong_empty_parity"]
+    assert "(t // S) % 2" in formula
+    cells = {v: json.loads((ROOT / "notebooks" / v / "05c_pipeline_variants.ipynb").read_text())["cells"]
+             for v in (".", "solutions")}
+    gated = [c for c in cells["."] if 'mp.VARIANTS["wrong_empty_parity"]' in "".join(c["source"])]
+    assert len(gated) == 1 and 'if exercises.after("ch05.producer_step"' in "".join(gated[0]["source"])
+    assert "answer" in gated[0]["metadata"]["tags"] and not gated[0]["outputs"]
+    shown = ["".join(o.get("text", "")) for c in cells["solutions"] for o in c.get("outputs", [])]
+    assert any(formula in t for t in shown)
 
 
 def test_a_pass_recorded_before_a_restart_still_opens(monkeypatch, tmp_path, capsys):

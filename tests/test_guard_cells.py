@@ -464,14 +464,17 @@ def test_the_why_cell_refuses_a_record_whose_copyless_kernel_misses_the_goal(ms)
 # ---- chapter 05 §4: the goals, best ÷ cuBLAS -----------------------------------------------------------
 
 GOALS = "for size, goal in ((4096, 0.80), (8192, 0.90)):"
+STAGE_FIT = "need = {S: pl.ALIGN_SLACK + S * cfg.stage_bytes"
 
 
 def _goals(rec) -> dict:
-    """05 §4's goals cell and its check cell (the stage arithmetic of the folded answer after it)."""
+    """05 §4's goals cell, then the check cell after the folded answer that follows it (the answer's
+    stage arithmetic: the answer comes right after the figure it answers, reader 113)."""
     from types import SimpleNamespace
     stub = _pl_with_plot_stubbed(plot_depth=lambda *a, **k: None)
     plt = SimpleNamespace(show=lambda: None)                         # the figure itself: not a test's
-    return run(GOALS, {"rec": rec, "res": rec.results, "pl": stub, "plt": plt, "notebook": notebook})
+    ns = run(GOALS, {"rec": rec, "res": rec.results, "pl": stub, "plt": plt, "notebook": notebook})
+    return run(STAGE_FIT, ns)
 
 
 def test_the_goal_cells_verdicts_and_operands(capsys):
@@ -497,7 +500,7 @@ def _pl_with_plot_stubbed(**plots):
     from asynctc import pipeline as pl
     names = ("best_row", "cublas_row", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
              "trace_of", "ktile_waits", "full_waits", "wait_floor", "loop_clocks_per_ktile",
-             "sm_clocks_per_second", "trace_claims")
+             "sm_clocks_per_second", "trace_claims", "TRACE_CTAS")
     return SimpleNamespace(**{n: getattr(pl, n) for n in names}, **plots)
 
 
@@ -533,7 +536,9 @@ def test_the_trace_cell_holds_on_the_record(capsys):
     ns = _trace_cell(rec)
     out = capsys.readouterr().out.splitlines()
     assert ns["traced"] > ns["untraced"] > ns["model"]
-    assert out[0].endswith(notebook.ratio(ns["traced"], ns["untraced"]))
+    assert out[0].endswith(f"{notebook.ratio(ns['traced'], ns['untraced'])} (read by thread 0 of each "
+                           f"consumer, in {pl.TRACE_CTAS} of the grid's {ns['ctas']} CTAs)")
+    assert ns["ctas"] == (4096 // 128) * (4096 // 256)               # the traced 4096³ run's grid
     assert out[1].startswith("2. consumer 0's waits on full, k-tiles 4–11, clocks: GPU (traced) ")
     assert out[1].endswith(f"| floor {ns['floor']:.0f} | model 0 0 0 0 0 0 0 0") and len(ns["late"]) == 8
     assert out[2] == "3. clocks per k-tile, untraced GPU / model: " + notebook.ratio(ns["untraced"],

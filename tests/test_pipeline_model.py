@@ -458,6 +458,9 @@ def test_find_bug_exercise_hides_one_variant():
     hidden = (set(pl.VARIANTS) - set(shown)).pop()
     assert pl.mystery_diagnosis() == pl.simulate(**pl.BUG_HUNT, protocol=hidden).diagnosis
     assert pl._find_bug(pl.mystery_diagnosis()) == hidden
+    held = pl.shown_variants(hold=True)       # 05c §5's table: 05 ex. 2's wrong parity held back
+    assert set(held) == set(shown) and "(t // S) % 2" in shown["wrong_empty_parity"]
+    assert "//" not in held["wrong_empty_parity"] and "exercise 2" in held["wrong_empty_parity"]
 
 
 def test_recorded_gpu_traces_follow_the_kernel_schedule():

@@ -52,8 +52,14 @@ def test_the_old_names_rs_and_rp_get_the_names_in_scope():
     """A step written with round 50's names (rs, rp) is a compile error that names the step's names."""
     old = GOOD.replace("ts, tp ^ 1u,", "rs, rp,").replace("ts", "rs")
     hint = ps.judge(old)
-    assert hint.startswith("NVRTC cannot compile your step") and "rs and rp: not in scope here" in hint, hint
-    assert "its stage ts and its phase tp" in hint and "names in scope: producer, r, t, ts, tp," in hint, hint
+    assert hint.startswith("NVRTC cannot compile your step"), hint
+    assert "rs (r's stage) and rp (r's own phase): names from an older version of the step;" in hint, hint
+    assert "its stage ts and t's phase tp — t's, not r's" in hint, hint
+    assert "names in scope: producer, r, t, ts, tp," in hint, hint
+    # no 1:1 rename (rp → tp would deadlock: rp was r's own phase, tp ^ 1) and no parity handed over
+    assert "rp → tp" not in hint and "tp ^ 1" not in hint and "its phase tp" not in hint, hint
+    one = ps.judge(GOOD.replace("ts, tp ^ 1u,", "ts, rp,"))
+    assert ". rp (r's own phase): names from an older version of the step;" in one and "rs (" not in one, one
 
 
 def test_the_splice_leaves_the_kernel_file_alone():

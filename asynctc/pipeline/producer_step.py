@@ -119,8 +119,11 @@ def compile_hint(log: str, step: str) -> str:
                 else f"{where.rsplit('/', 1)[-1]}({n}): {msg}")
     errors = _ex.nvrtc_errors(log, step, FILE_NAME, elsewhere)
     old = sorted(set(re.findall(r'identifier "(rs|rp)" is undefined', log)), reverse=True)
-    renamed = (f". {' and '.join(old)}: not in scope here; the step names the refill k-tile t = r + STAGES, "
-               "its stage ts and its phase tp" if old else "")
+    # not a rename table: rp was r's own phase, and the refill's parity is not tp (that deadlocks)
+    said = {"rs": "rs (r's stage)", "rp": "rp (r's own phase)"}
+    renamed = (f". {' and '.join(said[n] for n in old)}: names from an older version of the step; here "
+               "the step names the refill k-tile t = r + STAGES, its stage ts and t's phase tp — t's, not r's"
+               if old else "")
     return f"NVRTC cannot compile your step — {errors}{renamed} (names in scope: {', '.join(IN_SCOPE)})"
 
 

@@ -42,7 +42,7 @@ notebook.banner("sm_90a")
 #
 # Column k is the **ring counter**. Each chapter's names for these:
 # [glossary](../docs/glossary.md#ring-counter). Row k loads fill f. Follow stage 1 (k = 1, 5, 9):
-# each fill flips the parity. "—": no wait; the prologue loads fill 0.
+# each fill flips the parity. "—": no wait; the prologue loads fill 0. The figure draws S = 2.
 
 # %% output varies
 S = 4
@@ -90,16 +90,17 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # Consumers wait on full with the k-tile's `phase`. The producer waits on empty with `phase ^ 1`
 # of the k-tile it loads.
 #
-# **Exercise 2 — write the producer's refill step** in CUDA C++. Every thread runs it after r's
-# release. Thread 0 waits until empty[ts] releases r's fill. Then it loads k-tile t = r + STAGES
-# into stage ts, if t < T. In scope:
+# **Exercise 2 — write the producer's refill step** in CUDA C++: the whole `if (…) { … }` block.
+# Every thread reaches it after r's release. Your guard picks who and when: thread 0, while
+# t = r + STAGES < T, not once `broken`. Inside: wait until empty[ts] releases r's fill, then
+# load k-tile t into stage ts. In scope:
 #
 # - `producer`: thread 0; `r`; `t`; `ts`: t's stage (r's); `tp`: t's `phase`; `STAGES`;
-# - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: set on a timeout;
-# - `empty.wait(stage, parity, wg, kt)`: false on a timeout; `kt` = t;
+# - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: an earlier wait gave up;
+# - `empty.wait(stage, parity, wg, kt)`: false if it gave up (load nothing); `kt` = t;
 # - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
 #   on full, then the TMA copies;
-# - around it, in the listing: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`, `pos`, `prev`.
+# - around it: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`, `pos`, `prev`.
 
 # %%
 producer_step = """
@@ -144,6 +145,11 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                     # the chapte
     notebook.verdict(min(b / c for b, c in tf.values()) >= goal,
                      f"{head}; goal {goal:.2f}: reached.", f"{head}; goal {goal:.2f}: NOT reached.")
 
+# %% answer [markdown]
+# **Why the 128×256 curve ends at S = 4.** A stage stores one k-tile of A and of B:
+# (128 + 256) × 64 × 2 bytes = 48 KiB. A CTA may have 227 KiB of shared memory. All S stages must
+# fit in it, with 2 KiB more for alignment and barriers. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
+
 # %% check
 cfg, limit = pl.PipelineConfig(bm=128, bn=256, stages=1), res["smem_limit"]   # bytes a CTA may have
 need = {S: pl.ALIGN_SLACK + S * cfg.stage_bytes + pl.STATIC_SMEM for S in (4, 5)}   # bytes
@@ -155,22 +161,16 @@ notebook.require((cfg.stage_bytes, pl.ALIGN_SLACK + pl.STATIC_SMEM, limit, need[
                  "a 48 KiB stage, 2 KiB more; of 227 KiB, S = 4 takes 194, S = 5 would take 242",
                  stage=cfg.stage_bytes, limit=limit, need=need, swept=swept)
 
-# %% answer [markdown]
-# **Why the 128×256 curve ends at S = 4.** A stage stores one k-tile of A and of B:
-# (128 + 256) × 64 × 2 bytes = 48 KiB. A CTA may have 227 KiB of shared memory. All S stages must
-# fit in it, with 2 KiB more for alignment and barriers. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
-# The sweep builds only the depths that fit.
+# %% output answers a prediction
+tile, n = "128x128x64/c2", 4096
+tf, occ = pl.depth_sweep(res, tile, size=n), pl.resident_by_depth(res, tile, size=n)
+print(f"{tile} {n}³, this run, S = 3 → 4: CTAs per SM {occ[3]} → {occ[4]}, TFLOP/s {tf[3]:.0f} → {tf[4]:.0f}")
 
 # %% answer [markdown]
 # **Why 128×128 drops at S = 4.** At S = 4, shared memory fits one CTA per SM, not two. The record's
 # occupancy query shows it. Our reading: with one CTA, no other CTA's math hides its
 # [epilogue](../docs/glossary.md#epilogue), its final write of C.
 # Going further: [05c §4](05c_pipeline_variants.ipynb).
-
-# %% output answers a prediction
-tile, n = "128x128x64/c2", 4096
-tf, occ = pl.depth_sweep(res, tile, size=n), pl.resident_by_depth(res, tile, size=n)
-print(f"{tile} {n}³, this run, S = 3 → 4: CTAs per SM {occ[3]} → {occ[4]}, TFLOP/s {tf[3]:.0f} → {tf[4]:.0f}")
 
 # %% check
 for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size in (8192, 4096)]:
@@ -187,8 +187,10 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # proves it done. That is one k-tile later, so GPU bars overlap. A model bar is the group's math only.
 # The two consumers share the Tensor Cores, so each model lane has gaps.
 #
-# Three lines under the figure, in clocks. Line 1 is *the trace's cost*: reading the clock slows each
-# traced k-tile. Line 2 gives consumer 0's waits beside *the floor*: a traced wait on data already there.
+# Three lines below, in clocks. Line 1 is *the trace's cost*: reading the clock slows each
+# traced k-tile. Only the first CTAs read it: the kernel's TFLOP/s barely moves
+# ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives consumer 0's waits beside *the floor*: a
+# traced wait on data already there.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -201,7 +203,9 @@ traced = pl.loop_clocks_per_ktile(trace, cta=0)                      # CTA 0's t
 model = ring.total_cycles / 64                                        # the model's loop ÷ 64 k-tiles
 late, free = (pl.full_waits(run, range(4, 12)) for run in (trace, ring))   # consumer 0's waits on full: GPU, model
 floor = pl.wait_floor(trace)   # median wait begun after consumer 1 had seen that k-tile's data
-print("1. the trace's cost, clocks per k-tile traced / untraced:", notebook.ratio(traced, untraced))
+ctas = (trace["size"] // trace["bm"]) * (trace["size"] // trace["bn"])   # the grid: C's tiles
+print("1. the trace's cost, clocks per k-tile traced / untraced:", notebook.ratio(traced, untraced),
+      f"(read by thread 0 of each consumer, in {pl.TRACE_CTAS} of the grid's {ctas} CTAs)")
 print("2. consumer 0's waits on full, k-tiles 4–11, clocks: GPU (traced)",
       *[f"{w:.0f}" for w in late], f"| floor {floor:.0f} | model", *[f"{w:.0f}" for w in free])
 print("3. clocks per k-tile, untraced GPU / model:", notebook.ratio(untraced, model))

@@ -3,14 +3,14 @@
 #
 # ← back to the core lesson [05_pipelines](05_pipelines.ipynb)
 #
-# **Assumes** chapter 05: the ring and its phase parities, the kernel's loop, the `pipeline` record's checks and depth sweep.
+# **Assumes** chapter 05: the ring, its parities, the kernel's loop, the `pipeline` record.
 #
 # **What it adds:**
 # - §1 the configuration names, in full
 # - §2 the producer's half of a refill; each measured tile's SASS, registers, shared memory
 # - §3 the same ring in CUTLASS's names
 # - §4 what moved the numbers: `wait_group` 0 vs 1, tracing, the tile, occupancy; where each curve ends
-# - §5 the protocol broken on purpose: a ring without phase parity; the CPU model diagnoses, a bounded GPU wait ends it
+# - §5 the protocol broken on purpose: the CPU model diagnoses, a bounded GPU wait ends it
 # - §6 the kernel set beside a published claim
 # - Exercise 4 (end): find the bug
 
@@ -42,7 +42,7 @@ K_TILES = 64                                 # k-tiles of a 4096³ GEMM's CTA ti
 #   or none.
 # * `l2:256B` — **L2 promotion** of 256 bytes: the tensor maps ask the TMA unit to fetch L2 lines
 #   in 256-byte units (`CU_TENSOR_MAP_L2_PROMOTION_L2_256B`; host side only, same cubin).
-# * `trace` — the in-kernel timeline recording (deep dive 05b, section 3) is on; `out:float16` — C's dtype.
+# * `trace` — the in-kernel timeline recording (05b §3) is on; `out:float16` — C's dtype.
 # * `(2)` or `(3)` after a TFLOP/s number — that many CTAs were resident per SM (the driver's
 #   occupancy query for that kernel); no mark: one.
 
@@ -139,13 +139,13 @@ for nf in res.get("not_fitting", []):
 # | the wgmma shared-memory descriptor (chapter 04) | `make_gmma_desc<Major::K / Major::MN>` (`cute/atom/mma_traits_sm90_gmma.hpp`) |
 # | one elected thread issues TMA / arrives | `cute::elect_one_sync()` (`elect.sync`) |
 #
-# (Names checked against the CUTLASS source; nothing of its code is used here.)
+# (Checked against CUTLASS's source; none of its code is used here.)
 
 # %% [markdown]
 # ## 4. What moved and why
 #
-# Now the record: the best depth of each tile, `wait_group` 0 against 1, the cost of tracing, and
-# the two tiles against each other (fp16, 4096³; the full table is `pl.variants_table(res)`).
+# The record, fp16 4096³, by tile and depth: `wait_group` 1 and 0, traced (the full table:
+# `pl.variants_table(res)`).
 
 # %% output varies
 SIZE, DT = 4096, "float16"
@@ -218,12 +218,14 @@ notebook.claim(all(w0["tflops"] < 0.85 * w1["tflops"] for _, w1, w0 in lone)
 cost_big = row(big, 4)["tflops"] / row(big, 4, trace=True)["tflops"] - 1
 cost_small = [row("128x128x64/c1", S)["tflops"] / row("128x128x64/c1", S, trace=True)["tflops"] - 1
               for S in (4, 5, 6)]
+grid = (SIZE // row(big, 4)["bm"]) * (SIZE // row(big, 4)["bn"])     # CTAs: one per tile of C
 notebook.claim(abs(cost_big) < 0.03 and min(cost_small) > 0.10,
-               f"Trace cost: {cost_big:+.1%} for {big} at S = 4 (the < 3 % predicted in docs/NOTES.md holds "
-               f"there), but {min(cost_small):.0%}–{max(cost_small):.0%} for 128x128x64/c1 at S ≥ 4. Both run "
-               "one CTA per SM, so the CTA count alone does not explain it; the record does not say what "
-               "the recording costs there (an open question, not an answer).", big=cost_big,
-               small=cost_small)
+               f"Trace cost: {cost_big:+.1%} for {big} at S = 4 (docs/NOTES.md predicted < 3 %): thread 0 "
+               f"of each consumer in {pl.TRACE_CTAS} of the grid's {grid} CTAs reads the clock, so 05 §5's slowed "
+               f"CTA 0 leaves the kernel's TFLOP/s alone. But {min(cost_small):.0%}–{max(cost_small):.0%} for "
+               "128x128x64/c1 at S ≥ 4, with as few traced. Both run one CTA per SM, so the CTA count alone does "
+               "not explain it; the record does not say what the recording costs there (an open question).",
+               big=cost_big, small=cost_small)
 ktile = {bn: (pl.PipelineConfig(bm=128, bn=bn, consumers=2).stage_bytes, 2 * 128 * bn * pl.BK)
          for bn in (256, 128)}                      # bytes loaded, FLOP computed per k-tile
 per_flop = {bn: b / f for bn, (b, f) in ktile.items()}
@@ -241,8 +243,8 @@ ok = notebook.claim(best[big]["tflops"] > 1.05 * max(best[t]["tflops"] for t in 
 # S = 4. Two CTAs fit on one SM only while 2 × (their shared memory + 1 KiB reserved) ≤ 228 KiB and
 # 2 × registers × threads ≤ 64 K (registers allocated in units of 8 per thread). The record keeps,
 # for every pipelined row, the driver's occupancy query (`resident_ctas`; the cuBLAS rows have none:
-# their kernel is not ours to query). The cell computes the fit from shared memory and the record's
-# register counts, checks it against that query, and then against every 128×128 curve:
+# their kernel is not ours to query). The cell computes the fit from shared memory and registers,
+# then checks it against that query and every 128×128 curve:
 
 # %% output varies
 def two_fit(S, tile):
@@ -289,7 +291,7 @@ ok = notebook.claim(all(r["resident_ctas"] == b["resident_ctas"] and r["stages"]
                     f"each gets its base build's resident CTAs and runs within {gap:.1%} of it.", gap=gap)
 
 # %% [markdown]
-# **Where each curve ends** (moved here from chapter 05 §4), asserted by `show_widths`:
+# **Where each curve ends**, asserted by `show_widths`:
 #
 # - The 128×256 curve ends at S = 4: five 48 KiB stages pass the 227 KiB a CTA may opt in to.
 # - The wide tile does more math per byte, so it needs a smaller share of shared memory's bandwidth.
@@ -302,7 +304,7 @@ widths = pl.show_widths(res)   # notebook.how(pl.show_widths) prints its code
 # %% [markdown]
 # ## 5. Breaking the protocol on purpose
 #
-# **A ring without phase parity** (moved here from chapter 05 §1). Suppose each wait asks only
+# **A ring without phase parity.** Suppose each wait asks only
 # "has this barrier completed?", a plain flag. The ring model runs S = 2 both ways. Where does the
 # flag run read too early?
 
@@ -319,13 +321,21 @@ story = pl.show_parity_story(stages=2, k_tiles=4)     # cycles
 
 # %%
 print(f"{'variant':22s} {'diagnosis':9s} {'k-tile':>6s} {'barrier':8s} {'stage':>5s}  what")
-for name, what in mp.shown_variants().items():
+for name, what in mp.shown_variants(hold=True).items():
     d = mp.simulate(**mp.BUG_HUNT, protocol=name).diagnosis
     barrier = d.barrier if isinstance(d, mp.Deadlock) else "-"
     print(f"{name:22s} {type(d).__name__:9s} {d.iteration:6d} {barrier:8s} {d.stage:5d}  {what}")
 d = mp.simulate(**mp.BUG_HUNT, protocol="missing_release").diagnosis
 print("\nmissing_release, in full:", d.why)
 assert mp.simulate(**mp.BUG_HUNT).diagnosis is None
+
+# %% output answers a prediction
+if exercises.after("ch05.producer_step", "wrong_empty_parity's parity"):
+    print("wrong_empty_parity:", mp.VARIANTS["wrong_empty_parity"])
+
+# %% [markdown]
+# `wrong_empty_parity` stops at k-tile 0, 05's check at 4: here every load waits on empty; 05's
+# prologue loads stages 0 … S − 1 without a wait.
 
 # %% [markdown]
 # On the GPU every mbarrier wait is bounded (`kernels/ring.cuh`: `try_wait.parity` until

@@ -81,9 +81,15 @@ def _groups_pending(stages: int = 4, consumers: int = 1) -> int:
 _MYSTERY = "arrive_count_too_big"
 
 
-def shown_variants() -> dict:
-    """:data:`VARIANTS` less the one the find-the-bug exercise hides: {name: what it breaks}."""
-    return {k: v for k, v in VARIANTS.items() if k != _MYSTERY}
+#: A variant whose :data:`VARIANTS` line gives an exercise's answer by negation (05's exercise 2: the
+#: refill's parity is the wrong one flipped), as deep dive 05c §5's table names it until that passes.
+HELD = {"wrong_empty_parity": "the producer waits on empty with the wrong parity (05's exercise 2)"}
+
+
+def shown_variants(hold: bool = False) -> dict:
+    """:data:`VARIANTS` less the one the find-the-bug exercise hides: {name: what it breaks}.
+    ``hold=True``: a variant of :data:`HELD` reads its line there, without the formula."""
+    return {k: HELD.get(k, v) if hold else v for k, v in VARIANTS.items() if k != _MYSTERY}
 
 
 def mystery_diagnosis():
