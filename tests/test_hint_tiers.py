@@ -57,7 +57,7 @@ FIRST_HINTS = [
     ("ch03.swizzle_128b", lambda o: o, {}, "that is no swizzle", "What does §2's 128B swizzle XOR",
      "XORed with the row index mod 8"),
     ("ch09.mma_issue", _issue(fence=False), {}, "nothing orders your MMAs after the wait",
-     "Which of §5's four calls orders them", "Call t.fence_after()"),
+     "Which call in §5's list orders them", "Call t.fence_after()"),
     ("ch09.mma_issue", _issue(parity=lambda kt, n: 0), {}, "you wait on parity 0",
      "Which fill of stage 0 is k-tile 2", "parity 1"),
     ("ch09.mma_issue", _issue(wait=False), {}, "your MMAs read stage 0 without waiting",

@@ -302,6 +302,7 @@ def _resolve_target(node: ast.expr, earlier):
     ns["asynctc"] = asynctc
     ns["W"] = __import__("asynctc.warp_specialization", fromlist=["W"])   # chapter 06's alias
     ns["pl"] = __import__("asynctc.pipeline", fromlist=["pl"])            # chapter 05's alias
+    ns["F"] = __import__("asynctc.pitfalls", fromlist=["F"])              # chapter 08's alias
     return eval(compile(ast.Expression(value), "<notebook>", "eval"), ns)   # noqa: S307 - our own source
 
 
@@ -451,8 +452,10 @@ def test_an_unmarked_omit_leaves_no_mark_where_the_line_was():
     assert lines[-1] == ("// (1 line left out, not marked where it was: §6's exercise 2 asks which step it is "
                          "and where it goes)")
     assert lines[:-1] == [ln for ln in whole if "bulk_wait_group_read<0>" not in ln] and len(lines) == len(whole)
+    from asynctc.pitfalls import exercises as ex08
     src = (ROOT / "notebooks" / "src" / "08_pitfalls.py").read_text()
-    assert f'"{note}", "unmarked")' in src
+    assert ex08.LISTING_OMIT[0] == rng and "omit=F.exercises.LISTING_OMIT" in src
+    assert "tid == 0" not in src          # reader 114: the pattern in the notebook named who issues the step
 
 
 def test_source_excerpt_includes_start_and_end():

@@ -515,9 +515,10 @@ def test_the_core_lesson_does_not_print_its_exercises_answers():
     # prints it, and the learner build keeps that cell without its output
     from asynctc.core import notebook
     listing = re.search(r'notebook\.show_source\("pitfalls\.cu", start=(r".*?"), end=(r".*?"),\s*'
-                        r'omit=(\(.*?\))\)\n', learner, re.S)
+                        r'omit=F\.exercises\.LISTING_OMIT\)', learner, re.S)
+    from asynctc.pitfalls import exercises as ex08
     shown = notebook.source_excerpt("pitfalls.cu", eval(listing.group(1)), eval(listing.group(2)),
-                                    omit=eval(listing.group(3)))
+                                    omit=ex08.LISTING_OMIT)
     assert "bulk_wait_group_read" not in shown + learner and "line left out" in shown
     assert "#if BUG" not in shown                   # the correct build, its hooks resolved
     assert re.search(r"# %% output answers a prediction\nif exercises\.after\(\"ch08\.repair\"\):\n"

@@ -23,6 +23,14 @@ from . import ordering, zoo
 #: The class the name-the-bug exercise hides (the notebook's source does not name it).
 _MYSTERY = "expect_tx"
 
+#: 08 §2's listing of the consumers' loop (``notebook.show_source`` ``omit``): the step §6's
+#: exercise 2 asks for, left out unmarked, and the two shared-memory asm blocks, folded. Kept here:
+#: in the notebook's source the first range's pattern named who issues the step and its kind.
+LISTING_OMIT = ((r"^    if \(tid == 0\) b\w+<0>", r"<0>", "§6's exercise 2 asks which step it is and where it goes",
+                 "unmarked"),
+                (r"^      asm volatile\(\"ld", r"\"memory\"", "ld.shared: v = chunk phys of the stage"),
+                (r"^      asm volatile\(\"st", r"\"memory\"", "st.shared: chunk q of out_buf = v"))
+
 
 def _pipeline_classes() -> dict:
     return {c.key: c.model.split(":", 1)[1] for c in zoo.CLASSES if c.model.startswith("pipeline:")}

@@ -225,7 +225,7 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
         return _ex.tiered(f"at {where} nothing orders your MMAs after the wait: a wait orders this "
                           "thread's ordinary loads and stores, not its tcgen05 operations, which run "
                           "asynchronously.",
-                          " Which of §5's four calls orders them (step 3 of its list)?",
+                          " Which call in §5's list orders them (step 3 of the k-tile's steps)?",
                           " Call t.fence_after() (tcgen05.fence::after_thread_sync) after the wait, "
                           "before the first MMA.")
     if fences[0] < waits[0] and not any(waits[0] < i < first_mma for i in fences):

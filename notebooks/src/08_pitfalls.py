@@ -45,10 +45,7 @@ notebook.banner("sm_90a")
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$",
-                     omit=((r"^    if \(tid == 0\) b\w+<0>", r"<0>",
-                            "§6's exercise 2 asks which step it is and where it goes", "unmarked"),
-                           (r"^      asm volatile\(\"ld", r"\"memory\"", "ld.shared: v = chunk phys of the stage"),
-                           (r"^      asm volatile\(\"st", r"\"memory\"", "st.shared: chunk q of out_buf = v")))
+                     omit=F.exercises.LISTING_OMIT)   # one step left out: §6's exercise 2
 
 # %% [markdown]
 # ## 3. One hang, from symptom to fix
