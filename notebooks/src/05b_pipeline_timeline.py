@@ -180,7 +180,8 @@ print({r["stages"]: round(r["tflops"]) for r in mp.predict_depth_sweep(stages=[1
 # of its arrival); a wgmma bar from issue to the `wait_group` after which it is known complete (with `wait_group(1)` that
 # is the next k-tile's wait, an upper bound: the bars of consecutive k-tiles overlap and the row
 # looks solid). Note the time axes: at S = 4 the GPU's first 10 k-tiles take about twice the
-# model's cycles (the cell asserts it; chapter 05 §5 draws S = 4 beside the model on one axis).
+# model's cycles (the cell asserts it). These are traced k-tiles, and tracing has its own cost
+# (chapter 05 §5, line 1); untraced, 05 §5's line 3 puts a k-tile at about 1.2× the model.
 
 # %% output varies
 gpu_traces = {t["stages"]: t for t in res["traces"] if t["tile"] == "128x256x64/c2" and "cta0" in t}
