@@ -45,7 +45,7 @@ notebook.banner("sm_90a")
 
 # %%
 notebook.show_source("pitfalls.cu", start=r"^  // ---- consumer warpgroup", end=r"^  \}$",
-                     omit=F.exercises.LISTING_OMIT)   # one step left out: §6's exercise 2
+                     omit=F.exercises.LISTING_OMIT)   # exercise 2's step left out; two asm blocks folded
 
 # %% [markdown]
 # ## 3. One hang, from symptom to fix
