@@ -498,7 +498,7 @@ def _pl_with_plot_stubbed(**plots):
     """chapter 05's package with its figures replaced by no-ops (the figures are not a test's)."""
     from types import SimpleNamespace
     from asynctc import pipeline as pl
-    names = ("best_row", "cublas_row", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
+    names = ("best_row", "cublas_row", "DTYPES", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
              "trace_of", "ktile_waits", "full_waits", "wait_floor", "loop_clocks_per_ktile",
              "sm_clocks_per_second", "trace_claims", "TRACE_CTAS")
     return SimpleNamespace(**{n: getattr(pl, n) for n in names}, **plots)
@@ -584,3 +584,14 @@ def test_the_trace_cell_refuses_an_untraced_run_near_the_model():
             r["tflops"] *= 1.2
     with pytest.raises(notebook.ClaimError, match="about 1.2× as long"):
         _trace_cell(moved, trace)
+
+
+def test_the_stage_fit_check_refuses_a_fourth_stage_that_gains_more():
+    """05 §4's folded answer says S = 3 → 4 gains under 2 % in every size and type (newcomer 53: "is
+    it still rising there?" went unanswered): a record whose S = 4 gains 5 % fails the check cell."""
+    moved = copy.deepcopy(records.load("pipeline"))
+    for r in moved.results["sweep"]:
+        if r.get("tile") == "128x256x64/c2" and r.get("stages") == 4 and r["size"] == 8192:
+            r["tflops"] *= 1.05
+    with pytest.raises(notebook.ClaimError, match="S = 3 → 4 gains under 2 %"):
+        _goals(moved)

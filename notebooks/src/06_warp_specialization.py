@@ -132,7 +132,7 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # ## 3. The ladder
 #
 # Each rung sets compile-time switches of one kernel (`W.RUNGS`) and is timed beside cuBLAS.
-# Rung 1 is chapter 05's kernel. Each later rung adds one change:
+# Rung 1 is chapter 05's kernel. Each later rung adds one step:
 #
 # - 2: the split, a producer and one consumer; 3: a second consumer and `setmaxnreg`;
 # - 4: the best tile and stage count; 5: a persistent grid;
