@@ -357,6 +357,6 @@ def test_site_hides_the_code_of_check_cells_and_keeps_their_outputs():
     checks = [c for c in ch05.cells if builds.CHECK_TAG in c.metadata.get("tags", [])]
     assert checks, "chapter 05 has no check cell"
     body = publish.page_html(ch05)
-    for text in ("two CTAs per SM become one", "untraced, a k-tile still takes"):   # the guards' sentences
+    for text in ("two CTAs per SM become one", "of 227 KiB, S = 4 takes 194"):   # the guards' sentences
         assert any(text in c.source for c in checks), text
         assert text not in body, f"05's page shows the check cell that says {text!r}"
