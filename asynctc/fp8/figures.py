@@ -176,10 +176,10 @@ def accumulator_claims(results: dict):
     sentence that fails."""
     from ..models.fp8 import ACC_PREDICTION, identified_bits, prediction_table
     yield "the model still predicts the frozen table", prediction_table(predict_swamp()) == ACC_PREDICTION, {}
-    swamp, speed = swamp_errors(results), promote_tflops(results)
+    swamp, speed, every = swamp_errors(results), promote_tflops(results), normal_errors(results)
     k0, k = min(swamp)[0], max(swamp)[0]                          # the shortest and the longest K
     err = {p: swamp[k, p] for p in (0, 4, 1)}                     # swamping at the longest K
-    normal = {(kk, p): normal_errors(results)[kk, p] for kk in (k0, k) for p in (0, 4, 1)}
+    normal = {(kk, p): every[kk, p] for kk in (k0, k) for p in (0, 4, 1)}
     kept = {p: speed[p] / speed[0] for p in (4, 1)}               # the table's TFLOP/s column
     fits = identified_bits(results["experiment"]["rows"])["consistent"]   # bit counts that fit every exact run
     yield "it keeps 13 fraction bits", fits == KEPT_BITS, {"fits": str(fits)}
