@@ -78,6 +78,9 @@ def test_figure_draws_every_moment_and_a_broken_ring_its_diagnosis():
     titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
     assert len(titles) == len(EXPECTED) and titles[0].startswith("1. Producer loads")
     assert "S = 2 stages, 4 k-tiles" in fig._suptitle.get_text()
+    assert "producer is thread 0 of consumer warpgroup 0" in fig._suptitle.get_text()
+    from asynctc.pipeline.launch import source
+    assert "const bool producer = tid == 0;" in source()   # the kernel's producer, as the title says
     texts = " ".join(t.get_text() for t in fig.axes[1].texts)
     assert "consumer waits,\nparity 0: BLOCKED" in texts and "full[0]\nphase 0 open\nparity 0" in texts
     first = " ".join(t.get_text() for t in fig.axes[0].texts)   # the kernel's prologue waits on nothing

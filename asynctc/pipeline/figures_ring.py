@@ -273,7 +273,8 @@ def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, proto
     what = broken or ("" if protocol == "correct" else f"protocol {protocol}")
     fig.suptitle(f"The ring step by step (the ring model's run): S = {stages} stages, {k_tiles} k-tiles, {who}"
                  + (f"\nBROKEN: {what}" if what else "") +
-                 "\nThe producer waits on empty (top), the consumer on full (bottom)."
+                 "\nThe producer is thread 0 of consumer warpgroup 0 (kernels/pipeline.cu), not a warp of its own."
+                 "\nIt waits on empty (top), the consumer on full (bottom)."
                  "\nA wait on parity p blocks while the barrier's open phase has parity p,"
                  "\nand passes once that phase completes. Yellow: the barrier completed a phase in this step.",
                  fontsize=12)
