@@ -536,11 +536,12 @@ def test_the_trace_cell_holds_on_the_record(capsys):
     ns = _trace_cell(rec)
     out = capsys.readouterr().out.splitlines()
     assert ns["traced"] > ns["untraced"] > ns["model"]
-    assert out[0].endswith(f"{notebook.ratio(ns['traced'], ns['untraced'])} (read by thread 0 of each "
-                           f"consumer, in {pl.TRACE_CTAS} of the grid's {ns['ctas']} CTAs)")
+    assert out[0].endswith(f"{notebook.ratio(ns['traced'], ns['untraced'])} (thread 0 of each "
+                           f"consumer, in {pl.TRACE_CTAS} of {ns['ctas']} CTAs)")
     assert ns["ctas"] == (4096 // 128) * (4096 // 256)               # the traced 4096³ run's grid
-    assert out[1].startswith("2. consumer 0's waits on full, k-tiles 4–11, clocks: GPU (traced) ")
-    assert out[1].endswith(f"| floor {ns['floor']:.0f} | model 0 0 0 0 0 0 0 0") and len(ns["late"]) == 8
+    assert out[1].startswith("2. waits on full, k-tiles 4–11, clocks: consumer 0 ")
+    assert f"| floor {ns['floor']:.0f} | consumer 1 " in out[1] and len(ns["late"]) == len(ns["ahead"]) == 8
+    assert out[1].endswith("| model 0 0 0 0 0 0 0 0")
     assert out[2] == "3. clocks per k-tile, untraced GPU / model: " + notebook.ratio(ns["untraced"],
                                                                                     ns["model"])
     # the record itself: CTA 0's waits are the figure's, read from its traced spans
@@ -549,9 +550,17 @@ def test_the_trace_cell_holds_on_the_record(capsys):
     assert ns["floor"] == pl.wait_floor(pl.trace_of(rec.results, "128x256x64/c2", stages=4))
     with pytest.raises(ValueError, match="no wait on full began after"):
         pl.wait_floor(pl.trace_of(rec.results, "128x256x64/c2", stages=2))   # consumers never settle
+    # "consumer 1 waits out each load; consumer 0 finds the data there": at k-tiles 7-11 consumer 1's
+    # wait ends before consumer 0's begins, and begins within 200 clocks of the load's issue (the
+    # producer's "tma" span starts at it)
+    spans = pl.timeline_spans(pl.trace_of(rec.results, "128x256x64/c2", stages=4)["cta0"])
+    at = {(s.lane, s.kind, s.k): (s.start, s.end) for s in spans}
+    for k in range(7, 12):
+        assert at["wg1", "wait_full", k][1] < at["wg0", "wait_full", k][0]
+        assert abs(at["wg1", "wait_full", k][0] - at["tma", "tma", k][0]) < 200
 
 
-def _moved_trace(rec, loop=1.0, wait_at=None):
+def _moved_trace(rec, loop=1.0, wait_at=None, consumer1_at=None):
 
     from asynctc import pipeline as pl
     trace = copy.deepcopy(pl.trace_of(rec.results, "128x256x64/c2", stages=4))
@@ -559,18 +568,21 @@ def _moved_trace(rec, loop=1.0, wait_at=None):
     for s in trace["cta0"]["spans"]:
         if (s["lane"], s["kind"], s["k"]) == ("cta0/wg0", "wait_full", wait_at):
             s["end"] = s["start"] + 800                              # a real wait, 4× the floor
+        if (s["lane"], s["kind"], s["k"]) == ("cta0/wg1", "wait_full", consumer1_at):
+            s["end"] = s["start"] + 300                              # consumer 1 at the floor: no load waited out
     return trace
 
 
-@pytest.mark.parametrize("loop,wait_at,sentence", [
-    (1 / 1.52, None, "about 1.5×"),                  # a trace that cost nothing
-    (2.0, None, "about 1.5×"),                       # twice the time
-    (1.0, 6, "sit at the floor"),                    # consumer 0 waited for its data at k-tile 6
-], ids=["free-trace", "slow-trace", "real-wait"])
-def test_the_trace_cell_refuses_a_record_that_moved(loop, wait_at, sentence):
+@pytest.mark.parametrize("loop,wait_at,consumer1_at,sentence", [
+    (1 / 1.52, None, None, "about 1.5×"),            # a trace that cost nothing
+    (2.0, None, None, "about 1.5×"),                 # twice the time
+    (1.0, 6, None, "sit at the floor"),              # consumer 0 waited for its data at k-tile 6
+    (1.0, None, 9, "consumer 1 waits out each load"),   # consumer 1 found k-tile 9 there
+], ids=["free-trace", "slow-trace", "real-wait", "consumer-1-not-waiting"])
+def test_the_trace_cell_refuses_a_record_that_moved(loop, wait_at, consumer1_at, sentence):
     rec = records.load("pipeline")
     with pytest.raises(notebook.ClaimError, match=sentence):
-        _trace_cell(rec, _moved_trace(rec, loop, wait_at))
+        _trace_cell(rec, _moved_trace(rec, loop, wait_at, consumer1_at))
 
 
 def test_the_trace_cell_refuses_an_untraced_run_near_the_model():

@@ -763,3 +763,6 @@ def test_05_5_lookups_give_the_inline_expressions_values():
     for run in (trace, ring):
         wait = pl.ktile_waits(run)[0]
         assert pl.full_waits(run, range(4, 12)) == [wait.get(k, 0) for k in range(4, 12)]
+    spans = pl.timeline_spans(trace["cta0"])                     # consumer 1's, as 05 §5's line 2 prints them
+    assert pl.full_waits(trace, consumer=1) == [next(s.end - s.start for s in spans if (s.lane, s.kind, s.k)
+                                                     == ("wg1", "wait_full", k)) for k in range(4, 12)]

@@ -256,11 +256,12 @@ def ktile_waits(run, k_max: int = 12) -> tuple[dict, dict]:
     return _ktile_waits(spans, k_max)
 
 
-def full_waits(run, ktiles=range(4, 12)) -> list[float]:
-    """Consumer 0's wait on full (cycles) at each of ``ktiles``, 0 where it did not wait: the
-    ``wait`` half of :func:`ktile_waits` of ``run`` (a record's ``traces`` row, its CTA 0, or the
-    ring model's Schedule), as 05 §5's line 2 prints it."""
-    wait = ktile_waits(run, max(ktiles) + 1)[0]
+def full_waits(run, ktiles=range(4, 12), consumer: int = 0) -> list[float]:
+    """Consumer ``consumer``'s wait on full (cycles) at each of ``ktiles``, 0 where it did not wait,
+    in ``run`` (a record's ``traces`` row, its CTA 0, or the ring model's Schedule), as 05 §5's
+    line 2 prints it (consumer 0: the ``wait`` half of :func:`ktile_waits`)."""
+    spans = run.spans if hasattr(run, "spans") else timeline_spans(run["cta0"], max(ktiles) + 1)
+    wait = {s.k: s.end - s.start for s in spans if (s.lane, s.kind) == (f"wg{consumer}", "wait_full")}
     return [wait.get(k, 0) for k in ktiles]
 
 

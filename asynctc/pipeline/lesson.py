@@ -132,17 +132,22 @@ TRACE_COST = (1.40, 1.65)
 AT_FLOOR = 1.1
 #: clocks per k-tile, untraced GPU over the ring model: "about 1.2× as long as in the model"
 UNTRACED_OVER_MODEL = (1.10, 1.35)
+#: consumer 1's waits on full at k-tiles 7–11, more than this × the floor: "waits out each load"
+REAL_WAIT = 2.0
 
 
-def trace_claims(traced: float, untraced: float, model: float, late: list, free: list, floor: float):
+def trace_claims(traced: float, untraced: float, model: float, late: list, free: list, floor: float,
+                 ahead: list):
     """05 §5's check cell: yield ``(sentence, holds, numbers)`` for the three lines under the trace,
     in order, from the trace cell's numbers (clocks per k-tile ``traced``, ``untraced`` and the
-    ``model``'s; consumer 0's waits on full at k-tiles 4–11, GPU ``late`` and model ``free``; the wait
-    ``floor``), each against the bounds above."""
+    ``model``'s; the waits on full at k-tiles 4–11 of consumer 0, GPU ``late`` and model ``free``, and
+    of consumer 1, GPU ``ahead``; the wait ``floor``), each against the bounds above."""
     yield ("reading the clock at each event slows the traced loop about 1.5×",
            TRACE_COST[0] < traced / untraced < TRACE_COST[1], {"traced": traced, "untraced": untraced})
     yield ("from k-tile 5 on consumer 0's traced waits sit at the floor; the model never waits",
            max(late[1:]) < AT_FLOOR * floor and not any(free), {"gpu": late, "floor": floor, "model": free})
+    yield ("from k-tile 7 on consumer 1 waits out each load: over twice the floor each time",
+           min(ahead[3:]) > REAL_WAIT * floor, {"consumer 1": ahead, "floor": floor})
     yield ("untraced, a k-tile still takes about 1.2× as long as in the model",
            UNTRACED_OVER_MODEL[0] < untraced / model < UNTRACED_OVER_MODEL[1],
            {"untraced": untraced, "model": model})

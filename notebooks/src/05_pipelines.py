@@ -187,14 +187,13 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 #
 # Top: the trace of CTA 0 (128×256, S = 4). Bottom: the ring model. Red bars are waits on full.
 #
-# Blue bars mean different things. A GPU bar runs from a group's issue to the `wait_group` that
-# proves it done. That is one k-tile later, so GPU bars overlap. A model bar is the group's math only.
+# A GPU bar runs from a group's issue to the `wait_group` that proves it done. That is one k-tile later,
+# so GPU bars overlap. A model bar is the group's math only.
 # The two consumers share the Tensor Cores, so each model lane has gaps.
 #
-# Three lines below, in clocks. Line 1 is *the trace's cost*: reading the clock slows each
-# traced k-tile. Only the first CTAs read it: the kernel's TFLOP/s barely moves
-# ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives consumer 0's waits beside *the floor*: a
-# traced wait on data already there.
+# Three lines below, in clocks. Line 1 is *the trace's cost*: reading the clock slows each traced k-tile.
+# The kernel's TFLOP/s barely moves ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives the consumers'
+# waits beside *the floor*: a traced wait on data already there.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -205,27 +204,27 @@ tflops = pl.depth_sweep(res, "128x256x64/c2")[4]                      # untraced
 untraced = 2 * 128 * 256 * 64 / (tflops * 1e12) * pl.sm_clocks_per_second(res)   # k-tile FLOP ÷ FLOP/s × clocks/s
 traced = pl.loop_clocks_per_ktile(trace, cta=0)                      # CTA 0's traced loop ÷ its 64 k-tiles
 model = ring.total_cycles / 64                                        # the model's loop ÷ 64 k-tiles
-late, free = (pl.full_waits(run, range(4, 12)) for run in (trace, ring))   # consumer 0's waits on full: GPU, model
+late, ahead, free = pl.full_waits(trace), pl.full_waits(trace, consumer=1), pl.full_waits(ring)   # k-tiles 4–11
 floor = pl.wait_floor(trace)   # median wait begun after consumer 1 had seen that k-tile's data
-ctas = (trace["size"] // trace["bm"]) * (trace["size"] // trace["bn"])   # the grid: C's tiles
+ctas = (trace["size"] // trace["bm"]) * (trace["size"] // trace["bn"])   # C's tiles
 print("1. the trace's cost, clocks per k-tile traced / untraced:", notebook.ratio(traced, untraced),
-      f"(read by thread 0 of each consumer, in {pl.TRACE_CTAS} of the grid's {ctas} CTAs)")
-print("2. consumer 0's waits on full, k-tiles 4–11, clocks: GPU (traced)",
-      *[f"{w:.0f}" for w in late], f"| floor {floor:.0f} | model", *[f"{w:.0f}" for w in free])
+      f"(thread 0 of each consumer, in {pl.TRACE_CTAS} of {ctas} CTAs)")
+print("2. waits on full, k-tiles 4–11, clocks: consumer 0", *[f"{w:.0f}" for w in late], f"| floor {floor:.0f}",
+      "| consumer 1", *[f"{w:.0f}" for w in ahead], "| model", *[f"{w:.0f}" for w in free])
 print("3. clocks per k-tile, untraced GPU / model:", notebook.ratio(untraced, model))
 
 # %% check
-claims = pl.trace_claims(traced, untraced, model, late, free, floor)   # notebook.how(pl.trace_claims) prints its code
+claims = pl.trace_claims(traced, untraced, model, late, free, floor, ahead)   # notebook.how(pl.trace_claims) prints its code
 for sentence, ok, numbers in claims:                                  # bounds: named constants in pl.lesson
     notebook.require(ok, sentence, **numbers)
 
 # %% [markdown]
-# **The model** never waits on full from k-tile 4 on. **The trace**'s waits sit at the floor from k-tile 5 on:
-# they show no late load. The evidence is line 3, untraced: a k-tile still takes about 1.2× as long as in the model.
+# **The model** never waits on full from k-tile 4 on. **The trace**: from k-tile 7 on, consumer 1 waits out each
+# load. Consumer 0, whose thread 0 issues them, finds the data there: from k-tile 5 on, its waits sit at the floor.
+# The evidence is line 3, untraced: a k-tile still takes about 1.2× as long as in the model.
 #
 # **So:** past S = 3, depth no longer sets the speed. The likely cause is supply: every SM loads from one shared L2.
-# Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four runs and
-# tests it on ten others.
+# Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four runs, then tests it.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU).
