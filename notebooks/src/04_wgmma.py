@@ -45,7 +45,7 @@ notebook.banner("sm_90a")
 print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 
 # %% [markdown]
-# Too narrow a swizzle: row 1 lands mid-row 0. Half the stride: row 8 reads row 4.
+# Too narrow a swizzle puts row 1 mid-row 0. Half the stride makes row 8 read row 4.
 #
 # **The picture.** TMA lands a swizzled tile as *boxes*. A box's rows are as wide as the swizzle:
 # 128 bytes here. wgmma reads a box one [core matrix](../docs/glossary.md#core-matrix) at a time:
@@ -56,7 +56,7 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 # * [LBO](../docs/glossary.md#lbo): from one box to the next.
 #
 # **One tile, all the way through.** B for N = 128 is [MN-major](../docs/glossary.md#mn-major): N
-# is contiguous. One k-row's 64 n fill a 128-byte row, so 128 n take two boxes. Core matrix
+# is contiguous. One k-row's 64 n fill a 128-byte row. So 128 n take two boxes. Core matrix
 # (i, j) starts at k-row 8i of box j, at `start + i·SBO + j·LBO`.
 
 # %%
@@ -73,12 +73,11 @@ for i, j in ((1, 0), (0, 1)):                                   # red, then blue
 fig = wgmma.plot_layouts(B.dtype, B.major, (B.swizzle,), mn=B.mn, operand="B", names=True)
 
 # %% [markdown]
-# The figure uses the same names. It draws each k-row as a column: SBO (red) steps right to (1, 0),
-# 8 k-rows on. LBO (blue) steps down to (0, 1), in box 1. One m64n128k16 reads both boxes (dashed),
-# so it needs both.
+# The figure draws each k-row as a column. SBO (red) steps right to (1, 0), 8 k-rows on. LBO
+# (blue) steps down to (0, 1), in box 1. One m64n128k16 reads both boxes, drawn dashed.
 #
-# **The descriptor, by hand.** Bytes go in 16-byte units (>> 4), the swizzle as its mode code. Each
-# field is shifted to its first bit (`descriptors.FIELDS`).
+# **The descriptor, by hand.** Byte counts go in 16-byte units (>> 4). The swizzle goes in as
+# its mode code. Each field is shifted to its first bit (`descriptors.FIELDS`).
 
 # %%
 sa, lbo, sbo = dB.start_address >> 4, dB.lbo >> 4, dB.sbo >> 4   # bytes → 16-byte units
@@ -110,7 +109,7 @@ print(f"A: {A.n_boxes} box; a k16 step reads {A.instruction_k * A.itemsize} B of
 # A k-step moves only `start`. Every core matrix, at `start + i·SBO + j·LBO`, moves with it.
 #
 # **Worked: a K-major k-step.** In a 128-byte row, a k-step reads the next 32 bytes: 16 fp16, or
-# 32 fp8 (fp8 wgmmas are k32). So `start` moves 32 bytes, whatever the dtype.
+# 32 fp8, since fp8 wgmmas are k32. So `start` moves 32 bytes, whatever the dtype.
 
 # %%
 f8 = descriptors.OperandTile(64, 128, "float8_e4m3fn", "K", 128)
@@ -124,8 +123,8 @@ print(f"the word's bits 13-0, s = 1: {w1 & 0x3FFF:014b}, the word +{w1 - w0}")
 # %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: from step 0's
 # descriptor, an int, return step s's. The tile is 64×64 fp16 with 128-byte swizzle. `major` is
-# "K" or "MN". MN-major, its k-rows are laid out as in §2's B tile: a k16 step moves `start` 16
-# k-rows on. The check reads through your descriptors.
+# "K" or "MN". An MN-major tile lays out its k-rows like the B tile above. There a k16 step moves
+# `start` 16 k-rows on. The check reads through your descriptors.
 
 # %%
 def kstep_desc(desc0, s, major):
@@ -137,17 +136,17 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # %% [markdown]
 # ## 4. What TMA writes is what the descriptor reads
 #
-# Nothing converts between TMA and wgmma, so both must describe the same bytes: the same swizzle,
-# §2's strides. [04b §2](04b_wgmma_anatomy.ipynb) checks this with the course's model, for every
-# element, major and swizzle.
+# Nothing converts between TMA and wgmma. So both must describe the same bytes: the same
+# swizzle and strides. [04b §2](04b_wgmma_anatomy.ipynb) checks this with the course's model, for
+# every element, major and swizzle.
 
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# `kernels/wgmma.cu` stores the operands in §2's layout. It fences them for the
-# [async proxy](../docs/glossary.md#proxy), then runs K/16 wgmmas. The host encodes the
-# descriptors as in §2. The kernel adds its shared-memory base >> 4. Below: its loop, PTX and SASS
-# for N = 64.
+# `kernels/wgmma.cu` stores the operands in the layout drawn above. It fences them for the
+# [async proxy](../docs/glossary.md#proxy). Then it runs K/16 wgmmas. The host encodes the
+# descriptors as above. The kernel adds its shared-memory base >> 4. Below: its loop,
+# PTX and SASS for N = 64.
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
@@ -166,9 +165,9 @@ print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", con
 # * `1, 1`: A and B not negated; `0, 0`: both K-major.
 #
 # In the SASS, `WARPGROUP.ARRIVE` is the fence. Each `HGMMA` is one k-step. `gdesc[UR8]` reads its
-# descriptors from uniform registers (`UR`: one value shared by the warp's 32 threads). `DEPBAR.LE gsb0` waits until at most N
-# groups remain on the wgmma **scoreboard** `gsb0`, a hardware counter of the warp's groups still
-# running.
+# descriptors from uniform registers. Each `UR` keeps one value for the whole warp. The wgmma
+# **scoreboard** `gsb0` is a hardware counter of the warp's groups still running. `DEPBAR.LE gsb0`
+# waits until at most N of them remain.
 
 # %% [markdown]
 # ## 6. Where the accumulator lives
@@ -213,8 +212,8 @@ print(f"{rec.label()}: {sum(c['passed'] for c in checks)}/{len(checks)} recorded
 #
 # **A model first.** A wgmma does 64·N·16·2 FLOP: N/2 clocks of math at 4096 FLOP per clock. SS
 # also reads A (2048 bytes) and B (32·N bytes) from shared memory, at 128 bytes per clock. Below
-# N = 64, these 16 + N/4 clocks of reads set SS's pace. RS reads only B, which never sets its pace.
-# A fixed cost per wgmma might; the model leaves it out.
+# N = 64, these 16 + N/4 clocks of reads set SS's pace. RS reads only B, and B never sets its pace.
+# A fixed cost per wgmma might. The model leaves it out.
 #
 # **Predict:** at N = 8, what fraction of the peak does the model give SS? Is RS nearer SS or the
 # full rate? Then run the cell. Each point is a fraction of the peak at its own clock. Short blue
@@ -234,7 +233,7 @@ notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared 
 # %% answer [markdown]
 # **So:** from N = 64 on, SS and RS both run at the full rate. Below it, shared memory limits SS.
 # The model at N = 8 gives 4 clocks of math in 16 + 2 of reads: 0.22. A fixed cost limits RS.
-# Going further: [04b §4, §6](04b_wgmma_anatomy.ipynb).
+# Going further: [04b §4 and §6](04b_wgmma_anatomy.ipynb) model small N and tabulate the record.
 # %% [markdown]
 # **Play** (ungraded): `print(wgmma.design(8, "registers"))` prints the model's clocks beside the
 # record's. Try N = 64, then `"smem"`.
@@ -244,7 +243,7 @@ notebook.require(wgmma_peak.small_n_as_modelled(rec.results), "below it, shared 
 # %% [markdown]
 # ## Exercises
 #
-# They are in §3 (`ch04.kstep`) and §6 (`ch04.acc_owner`).
+# Both are above: `ch04.kstep` and `ch04.acc_owner`.
 #
 # Going further: the encoder by hand, [04b §7](04b_wgmma_anatomy.ipynb).
 

@@ -7,15 +7,14 @@
 # types) and the 64-bit **shared-memory descriptor**. Allocate TMEM and write the MMA thread's
 # k-tile.
 #
-# **Where we are.** Chapters 04–06 built Hopper's GEMM, its accumulator in registers. Blackwell
-# keeps TMA and the mbarrier ring. It adds `tcgen05.mma`: one thread issues it, and it sums into
-# Tensor Memory.
+# **Where we are.** Chapters 04–06 built Hopper's GEMM, with its accumulator in registers.
+# Blackwell keeps TMA and the mbarrier ring. It adds `tcgen05.mma`.
 #
 # **In plain words.** Blackwell gives the accumulator its own memory per SM. One thread issues
 # the MMA. A barrier says when it is done. The epilogue reads the result out.
 #
-# No sm_100 GPU stands behind this chapter. §1–4 are **models** of the PTX ISA. §5 compiles and
-# disassembles the kernel. §6 lists what changed from Hopper.
+# No sm_100 GPU stands behind this chapter. Sections 1–4 are **models** of the PTX ISA. Section 5
+# compiles and disassembles the kernel. Section 6 lists what changed from Hopper.
 
 # %% output varies
 from asynctc import tcgen05 as kernels
@@ -33,8 +32,8 @@ notebook.banner("sm_100a", measured=False)
 # ## 1. Why Tensor Memory: the register bill of an accumulator
 #
 # On Hopper the accumulator lives in registers. One SM's register file has room for one 128×256
-# fp32 accumulator, not two. [Chapter 06](06_warp_specialization.ipynb) §2 paid this bill. Here it
-# is in three steps for one consumer thread. The cell below prints every number.
+# fp32 accumulator, not two. [Chapter 06's register budget](06_warp_specialization.ipynb) paid
+# this bill. Here it is in three steps for one consumer thread. The cell below prints every number.
 #
 # 1. **What a consumer thread needs.** Chapter 06's kernel has a producer and two consumer
 #    [warpgroups](../docs/glossary.md#warpgroup) (four warps each): 384 threads. The consumers'
@@ -51,9 +50,9 @@ notebook.banner("sm_100a", measured=False)
 #    threads fits that into 65536. Blackwell splits a 256×256 tile over a
 #    [CTA pair](../docs/glossary.md#cta-pair): two CTAs on two SMs, 128 rows each.
 #
-# The last line checks against ptxas (06's rung-3 record): 156 for the tile alone, near our 154.
-# With `setmaxnreg`, ptxas reports 168. That is the one count it gives the whole kernel: every
-# thread's at the start (step 2), not a consumer's 232.
+# The last line cross-checks with ptxas, from chapter 06's rung-3 record. ptxas gives 156 for the
+# tile alone, near our 154. With `setmaxnreg`, ptxas reports 168. That is its one count for the
+# whole kernel: what every thread starts with in step 2, not a consumer's 232.
 
 # %% output varies
 ws = WSConfig()                                  # chapter 06: 128 producer + 256 consumer threads
@@ -107,8 +106,8 @@ assert (idesc.n >> 3, idesc.m >> 4) == (32, 8)    # n_dim and m_dim as encoded
 # The tile layouts are chapter 04's, so a tile gets the same start, LBO, SBO and swizzle bits as
 # for wgmma. Two things differ in the 64-bit layout (PTX ISA §9.7.16.4.1):
 #
-# * the swizzle field starts one bit lower (bit 61), so one mode has two codes: 128B is 1 in
-#   wgmma's field and 2 in tcgen05's, the same bits of the word;
+# * the swizzle field starts one bit lower, at bit 61. So 128B is 1 in wgmma's field and 2 in
+#   tcgen05's: two codes, the same bit of the word;
 # * a version bit (bit 46) is set.
 #
 # **So:** one tile's two descriptors differ in bit 46 alone.
@@ -148,13 +147,12 @@ alloc.dealloc(acc, 256, warp=1)
 alloc.check_all_freed()
 
 # %% [markdown]
-# **Predict, then try:** change the first `alloc(256, …)` to `alloc(512, …)`, §1's two
-# accumulators, and rerun. Does `alloc(128, …)` still succeed?
+# **Predict, then try:** change the first `alloc(256, …)` to `alloc(512, …)` and rerun. Does `alloc(128, …)` still succeed?
 # <details><summary>Answer</summary>No: 512 takes every column, so it raises `TmemError`
 # (0 free).</details>
 
 # %% [markdown]
-# **One case, worked.** Take three elements D[r][c] of §1's second 128×256 accumulator, which
+# **One case, worked.** Take three elements D[r][c] of the second 128×256 accumulator. It
 # starts at column 256. The cell prints each one's address and the epilogue warp that may
 # `tcgen05.ld` it. The kernel's epilogue warps are 2–5 (`kernels/tcgen05.cu`).
 
@@ -185,7 +183,7 @@ for r, c in [(0, 0), (37, 200), (127, 255)]:
 #   stage s's bytes have landed. `t.empty[s]` hands stage s back to the producer.
 # * `t.fence_after()` (`tcgen05.fence::after_thread_sync`) orders the `tcgen05` operations after it
 #   behind the waits before it. A wait alone does not.
-# * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s. `accumulate` is §2's
+# * `t.mma(s, j, accumulate)` issues k-step j < `t.steps` from stage s. `accumulate` is PTX's
 #   `enable_input_d`.
 # * `t.commit(barrier)` (`tcgen05.commit`) arrives once on the barrier when every MMA the thread
 #   issued has completed.
@@ -215,14 +213,15 @@ if exercises.after("ch09.mma_issue"):
                                  end=r"tcgen05_commit_multicast<2>\(smem_u32\(&empty_bar"))
 
 # %% [markdown]
-# In the listing: `lane == 0` is `t.elected`. `leader` is true in cluster rank 0's CTA (always,
-# without a pair): only its thread issues, since one `tcgen05.mma` does the pair's whole tile,
-# reading the peer's shared memory and writing its TMEM. A **slab** is 64 elements of K: one
-# [swizzle](../docs/glossary.md#swizzle) atom of fp16, the pattern's repeating unit of 8 rows × 128 bytes.
+# In the listing: `lane == 0` is `t.elected`. `leader` is true in cluster rank 0's CTA, and
+# always without a pair. Only the leader's thread issues. Its one `tcgen05.mma` does the
+# pair's whole tile: it reads both CTAs' shared memory and writes both CTAs' TMEM. A **slab** is
+# 64 elements of K. In fp16 that is one [swizzle](../docs/glossary.md#swizzle) atom, the pattern's
+# repeating unit of 8 rows × 128 bytes.
 # In a CTA pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
 #
 # In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them) and `tcgen05.commit` is `UTCBAR`. The
-# cell counts both and checks the descriptors against §2–3's models. Going further:
+# cell counts both and checks the descriptors against the models above. Going further:
 # [09c §5](09c_blackwell_datapath.ipynb) reads the SASS around them.
 
 # %% output varies
@@ -237,13 +236,14 @@ assert lesson.show_sass(configs)   # notebook.how(lesson.show_sass) prints its c
 # no registers. The `tcgen05.fence::*_thread_sync` pair does a different job: exercise 1's fence,
 # around a sync.
 #
-# **Play** (ungraded). In §4, make sixteen `alloc(32, warp=1)`, dealloc two that
-# are not neighbours, then `alloc(64, warp=1)`. 64 columns are free: does it fit? In §2, set
-# `n=96`: which field changes, and to what? Then `n=264`: what does the descriptor say, and why?
+# **Play** (ungraded). With `TmemAllocator`, make sixteen `alloc(32, warp=1)`, dealloc two that
+# are not neighbours, then `alloc(64, warp=1)`. 64 columns are free: does it fit? With
+# `InstrDescriptor`, set `n=96`: which field changes, and to what? Then `n=264`: what does the
+# descriptor say, and why?
 #
 # **On a GPU:** only a Blackwell one (sm_100a) runs
 # `python -m asynctc record tcgen05 --no-save`. It checks every build, then times each beside
-# cuBLAS. This course has no such record; an H200 refuses the suite.
+# cuBLAS. This course has no such record.
 #
 # Going further: [09c §6](09c_blackwell_datapath.ipynb) gives the table concept by concept, with
 # each side's SASS.
@@ -253,7 +253,8 @@ assert lesson.show_sass(configs)   # notebook.how(lesson.show_sass) prints its c
 #
 # **2.** A kernel with 128×96 fp32 tiles of D keeps **two** accumulators in TMEM, side by side
 # in one allocation. The MMAs sum the next tile into one while the epilogue reads the other out.
-# How many columns must `tcgen05.alloc` request (one CTA)? §1 and §4 decide.
+# How many columns must `tcgen05.alloc` request (one CTA)? TMEM's columns and its allocation
+# rules decide.
 
 # %%
 answer = ...
