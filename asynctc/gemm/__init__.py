@@ -61,7 +61,7 @@ from .operands import (  # noqa: F401
 from .plan import MatmulPlan, matmul  # noqa: F401
 from .splitk import SplitKGemm, edge_gemm  # noqa: F401
 from .suite import (  # noqa: F401
-    EDGES_COST_SIZE, MATMUL_B_LAYOUTS, MATMUL_DTYPES, MATMUL_SIZES, matmul_jobs, matmul_table,
+    EDGES_COST_SIZE, MATMUL_B_LAYOUTS, MATMUL_DTYPES, MATMUL_SIZES, matmul_jobs, matmul_table, recorded_run,
     measure_matmul, summarize_matmul,
 )
 
