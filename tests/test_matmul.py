@@ -465,3 +465,22 @@ def test_matmul_without_a_gpu_says_what_it_needs():
         G.matmul(a, a.T.copy())
     with pytest.raises(W.WarpSpecializationError, match="b.dtype"):
         G.matmul(a, a.T.astype(np.float32))
+
+
+def test_recorded_run_reads_the_nearest_checked_and_timed_shapes_from_the_record():
+    """06 §5 "Use it" printed only a build label in replay: it now prints, under the record's label
+    (GPU, date), the worst error over the checked shape nearest 1000×700×4096 and the TFLOP/s of
+    the timed shape nearest it, each read from the ``matmul`` record."""
+    rec = records.load("matmul")
+    text = G.recorded_run(rec, 1000, 700, 4096)
+    head, line = text.split("\n")
+    assert head == rec.label() and rec.provenance["gpu"] in head
+    checked = re.search(r"checked (\d+)×(\d+)×(\d+),", line).groups()
+    timed = re.search(r"timed (\d+)×(\d+)×(\d+),", line).groups()
+    worst = max(c["worst_ratio"] for c in rec.results["checks"] if c["dtype"] == "float16"
+                and [c["m"], c["n"], c["k"]] == [int(x) for x in checked])
+    row = next(r for r in rec.results["rows"] if r["kernel"] == "matmul" and r["dtype"] == "float16"
+               and r["b_layout"] == "KxN" and [r["m"], r["n"], r["k"]] == [int(x) for x in timed])
+    assert f"bound {worst:.2f};" in line and f"{row['tflops']:.0f} TFLOP/s, {row['of_cublas']:.2f} of cuBLAS" in line
+    m, n, k = next((c["m"], c["n"], c["k"]) for c in rec.results["checks"] if c["dtype"] == "float16" and c["n"] < 64)
+    assert f"checked {m}×{n}×{k}," in G.recorded_run(rec, m, n, k)   # a recorded shape is its own nearest

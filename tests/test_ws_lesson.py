@@ -42,18 +42,23 @@ def test_the_bands_table_reads_each_rung_against_its_band(res):
     """Readers saw rung 2's bar inside its orange band (4096³ fp16) while the table, pooling all four
     ladders, said "missed": each row gives the figure's ladder's verdict first, then the count."""
     text = W.prediction_table(res).splitlines()
-    assert "figure: 4096³ fp16" in text[0] and "all 4 ladders" in text[0]
+    assert "figure: 4096³ fp16" in text[0] and "all 4 ladders (2 sizes, 2 types)" in text[0]
+    assert "measured as" in text[0]   # rungs 2–3 are shares of cuBLAS, 4–8 steps: each row names its measure
     assert len(text) == 1 + 7 and [int(l.split()[0]) for l in text[1:]] == list(range(2, 9))
     for line in text[1:]:
         p = W.prediction_check(res, int(line.split()[0]))
         fig_text, side = p["each"][4096, "float16"]
-        assert p["predicted"] in line and f"{fig_text}: {side}" in line
+        kind, ref = W.PREDICTION_BANDS[p["rung"]][:2]
+        unit = "of cuBLAS" if kind == "of cuBLAS" else f"% over rung {ref}"   # the row's measure, said once
+        value = "same build (0 %)" if fig_text.startswith("same build") else fig_text.split()[0]
+        assert line.split(None, 1)[1].startswith(unit) and p["predicted"] in line and f"{value}: {side}" in line
         sides = [s for _, s in p["each"].values()]
         tally = dict((w, int(c)) for c, w in re.findall(r"(\d) (inside|above|below)(?:,|$)", line))
         assert tally == {w: sides.count(w) for w in set(sides)} and sum(tally.values()) == 4
         assert line.endswith("4 inside") == p["inside"]
     row2 = text[2 - 1]
-    assert "0.76 of cuBLAS: inside" in row2 and "2 inside, 2 above" in row2   # the record's rung 2
+    assert "of cuBLAS" in row2 and "0.76: inside" in row2 and "2 inside, 2 above" in row2   # the record's rung 2
+    assert "% over rung 3" in text[5 - 1] and "+2.4%: below" in text[5 - 1]   # a step row: band and value in %
 
 
 def test_rung_4_reads_as_rung_3s_own_build_not_as_zero_percent(res):
@@ -61,7 +66,7 @@ def test_rung_4_reads_as_rung_3s_own_build_not_as_zero_percent(res):
     3's own build. The row says so; a rung 4 that moved (another build, or another time) reads as a
     step again."""
     row = next(l for l in W.prediction_table(res).splitlines() if l.split()[0] == "4")
-    assert "same build as rung 3 (0 %)" in row and "+0.0% … +0.0%" not in row
+    assert "% over rung 3" in row and "same build (0 %)" in row and "+0.0% … +0.0%" not in row
     moved = _scale(res, 4, 1.01)
     assert W.prediction_check(moved, 4)["measured"] == "+1.0% … +1.0% over rung 3"
 

@@ -38,7 +38,7 @@ Where things live (every name is re-exported here):
   (:data:`~asynctc.gemm.goals.GOALS`, :func:`~asynctc.gemm.goals.judge`); ``figures.py`` — its
   figure (:func:`~asynctc.gemm.figures.plot_matmul_ratios`); neither measures;
 * ``suite.py`` — the ``matmul`` record suite (:func:`measure_matmul`, :func:`matmul_table`,
-  :func:`summarize_matmul`); never plots.
+  :func:`summarize_matmul`, :func:`recorded_run`: 06 §5's replay line); never plots.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from .operands import (  # noqa: F401
 from .plan import MatmulPlan, matmul  # noqa: F401
 from .splitk import SplitKGemm, edge_gemm  # noqa: F401
 from .suite import (  # noqa: F401
-    EDGES_COST_SIZE, MATMUL_B_LAYOUTS, MATMUL_DTYPES, MATMUL_SIZES, matmul_jobs, matmul_table,
+    EDGES_COST_SIZE, MATMUL_B_LAYOUTS, MATMUL_DTYPES, MATMUL_SIZES, matmul_jobs, matmul_table, recorded_run,
     measure_matmul, summarize_matmul,
 )
 

@@ -157,6 +157,26 @@ def matmul_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def recorded_run(rec, m: int, n: int, k: int, dtype: str = "float16") -> str:
+    """06 §5's replay line: from a ``matmul`` record, the checked shape nearest M×N×K (the sum of
+    |log| ratios) with its worst |C − float64| / bound over its checks, and the timed shape nearest
+    it with ``matmul``'s TFLOP/s and share of cuBLAS (B K×N, ``matmul``'s default), under the
+    record's label (GPU, driver, date)."""
+    import math
+
+    def near(shapes):
+        return min(shapes, key=lambda s: sum(abs(math.log(a / b)) for a, b in zip(s, (m, n, k))))
+    r = rec.results
+    checks = [c for c in r["checks"] if c["dtype"] == dtype]
+    cs = near({(c["m"], c["n"], c["k"]) for c in checks})
+    worst = max(c["worst_ratio"] for c in checks if (c["m"], c["n"], c["k"]) == cs)
+    rows = [x for x in r["rows"] if x["kernel"] == "matmul" and x["dtype"] == dtype and x["b_layout"] == "KxN"]
+    ts = near({(x["m"], x["n"], x["k"]) for x in rows})
+    t = next(x for x in rows if (x["m"], x["n"], x["k"]) == ts)
+    return (f"{rec.label()}\nnearest recorded: checked {'×'.join(map(str, cs))}, worst |C − float64| / bound "
+            f"{worst:.2f}; timed {'×'.join(map(str, ts))}, {t['tflops']:.0f} TFLOP/s, {t['of_cublas']:.2f} of cuBLAS")
+
+
 def summarize_matmul(rec) -> str:
     """The "matmul" suite's summary: checks, the EDGES cost at 4096³, the configs chosen, the
     TFLOP/s table against cuBLAS."""

@@ -144,19 +144,28 @@ def claims(results: dict):
 
 def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") -> str:
     """Rungs 2–8 of a ``warp_specialization`` record as text, one :func:`~.figures.prediction_check`
-    per rung: its frozen band (the figure's orange); its measurement on the figure's ladder (``size``,
-    ``dtype``, as 06 §3's :func:`~.figures.plot_ladder` draws it) and whether it is inside, above or
-    below the band there; then how many of the record's ladders are inside, above, below."""
-    from .figures import prediction_check
+    per rung: what the rung is measured as (a share of cuBLAS, or a % step over the rung it was built
+    from: :data:`~.figures.PREDICTION_BANDS`), its frozen band (the figure's orange) and its
+    measurement on the figure's ladder (``size``, ``dtype``, as 06 §3's :func:`~.figures.plot_ladder`
+    draws it), both in that measure ("same build (0 %)": rung 4's sweep kept its parent's build),
+    and whether it is inside, above or below the band there; then
+    how many of the record's ladders are inside, above, below."""
+    from .figures import PREDICTION_BANDS, prediction_check
     short = {"float16": "fp16", "bfloat16": "bf16"}.get(dtype, dtype)
     ladders = {(r["size"], r["dtype"]) for r in results["ladder"]}
-    lines = [f"{'rung':>4}  {'orange band':<15}  {f'figure: {size}³ {short}':<34}  all {len(ladders)} ladders"]
+    sizes, types = ({z[i] for z in ladders} for i in (0, 1))
+    lines = [f"{'rung':>4}  {'measured as':<13}  {'orange band':<13}  {f'figure: {size}³ {short}':<24}  "
+             f"all {len(ladders)} ladders ({len(sizes)} sizes, {len(types)} types)"]
     for n in range(2, 9):
         p = prediction_check(results, n)
+        kind, ref, _, _ = PREDICTION_BANDS[n]
+        unit = "of cuBLAS" if kind == "of cuBLAS" else f"over rung {ref}"
         text, side = p["each"][size, dtype]
+        value = "same build (0 %)" if text.startswith("same build") else text.removesuffix(" " + unit)
         sides = [s for _, s in p["each"].values()]
         tally = ", ".join(f"{sides.count(s)} {s}" for s in ("inside", "above", "below") if s in sides)
-        lines.append(f"{n:>4}  {p['predicted']:<15}  {f'{text}: {side}':<34}  {tally}")
+        measure = unit if kind == "of cuBLAS" else "% " + unit
+        lines.append(f"{n:>4}  {measure:<13}  {p['predicted']:<13}  {f'{value}: {side}':<24}  {tally}")
     return "\n".join(lines)
 
 
