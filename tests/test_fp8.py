@@ -1013,3 +1013,22 @@ def test_07_5_lookups_give_the_inline_expressions_values():
     speed = {p: tf[fp8.fp8_config(promote=p).label(), 8192] for p in (4, 1)}
     speed[0] = tf[fp8.fp8_config(promote=4).label().replace(" promote:4", ""), 8192]
     assert fp8.promote_tflops(res) == speed
+
+
+def test_07_names_each_fp8_speed_it_quotes_once():
+    """Round 54: 07 quotes the top rung at 8192³, the 128×128 build (unpromoted and every 4) at 8192³
+    and the worklog's 4096³ figures; the worklog's table names each row's build, shape and fraction of
+    cuBLASLt FP8 at that shape, from the record, and they are the numbers §4, §5 and the worklog print."""
+    from asynctc import fp8
+    from asynctc.core import records
+    res = records.load("fp8").results
+    tf = {(r["kernel"], r["size"]): r["tflops"] for r in res["table"] if "tflops" in r}
+    text = fp8.speed_names(res)
+    rows = [line.split() for line in text.splitlines()[1:]]
+    assert len(rows) == 5 and [r[-3] for r in rows] == ["8192³"] * 3 + ["4096³"] * 2, text
+    speed = fp8.promote_tflops(res)
+    top = tf[fp8.fp8_config().label(), 8192]
+    assert [float(r[-2]) for r in rows[:3]] == [round(top), round(speed[0]), round(speed[4])], text
+    lt = tf["cuBLASLt fp8 fast_accum=True", 4096]
+    assert rows[3][-1] == f"{tf[fp8.fp8_config().label(), 4096] / lt:.2f}", text
+    assert rows[4][:2] == ["128×128", "build"] and rows[4][-4] == "4", text       # "every 4"

@@ -95,11 +95,13 @@ FIRST_HINTS = [
      "Which matrices cross DRAM here, and how many bytes is each", "FLOP: 2·M·N·K = 2·4096·4096·64"),
     ("ch00.intensity", 300, dict(n=512), "too large for an n = 512 GEMM",
      "How many FLOP does §3 count for a square GEMM", "2n³ FLOP over 6n² bytes"),
-    ("ch01.hmma_per_ktile", 64, dict(wm=64, wn=32, bk=32, bm=128, bn=128), "three different slips give 64",
+    ("ch01.hmma_per_ktile", 64, dict(wm=64, wn=32, bk=32, bm=128, bn=128),
+     "64 counts too many m16n8k16 along M or K: three different slips give it",     # round 54: what was miscounted
      "Which number of 128x128x32 is the k-tile's depth? How many rows of M does one m16n8k16 cover? "
      "How deep in K is one m16n8k16?",
      "(1) you used a k-tile of 64"),
-    ("ch01.hmma_per_ktile", 16, dict(wm=64, wn=32, bk=32, bm=128, bn=128), "two different slips give 16",
+    ("ch01.hmma_per_ktile", 16, dict(wm=64, wn=32, bk=32, bm=128, bn=128),
+     "16 counts too few m16n8k16 along N or K: two different slips give it",
      "How many k16 steps does a 32-deep k-tile hold? How many columns of N does one m16n8k16 cover?",
      "(2) one m16n8k16 covers 8"),     # reader 110: each slip named as a question
     ("ch01.hmma_per_ktile", 128, dict(wm=64, wn=32, bk=32, bm=128, bn=128),

@@ -45,10 +45,11 @@ def test_the_stage_prediction_passes_with_the_records_answer(capsys):
 
 @pytest.mark.tiers
 @pytest.mark.parametrize("answer, symptom, question, rule", [
-    (("yes", 32), "'yes' to the first question does not match the record's BK = 64 rows",
+    (("yes", 32), "'yes' assumes two stages leave some of BK = 64's load latency to hide",
      "is either more than 1 % faster than two?", "3 stages run 401, within 1 % of two's 402: noise, not a loss; "
      "4 stages run 357, 11% slower than two's 402"),      # readers 102–104: 0.25 % is not a loss
-    (("no", 64), "The BK you chose (64) does not match the record's ring gains", "which quotient is larger?",
+    (("no", 64), "BK = 64 is the faster one with one stage; the question asks which BK gains more over its own "
+     "one-stage row", "how many waits does each BK make in K = 4096",
      "BK = 32: 417 / 254 = 1.64×"),
 ])
 def test_a_wrong_stage_prediction_asks_then_shows_the_rows(tiers, answer, symptom, question, rule):
@@ -58,8 +59,25 @@ def test_a_wrong_stage_prediction_asks_then_shows_the_rows(tiers, answer, sympto
 @pytest.mark.tiers
 def test_both_stage_answers_wrong_get_both_hints(twice):
     one, two = twice("ch02.stages", ("yes", 64), results=CP)
-    assert one.count(exercises.SECOND) == 1 and one.rstrip().endswith(exercises.SECOND.strip()) and "ring gains" in one and "BK = 64 rows" in one, one
+    assert one.count(exercises.SECOND) == 1 and one.rstrip().endswith(exercises.SECOND.strip()) and "one-stage row" in one and "BK = 64 rows" in one, one
     assert "Note 3 says why a stage can lose" in two and "BK = 64: 402 / 364 = 1.10×" in two, two
+
+
+@pytest.mark.tiers
+@pytest.mark.parametrize("tflops, answer, symptom, rule", [
+    # 'no' when a third stage helps: the hint names the assumption, not the record's verdict
+    ({(64, 2): 400.0, (64, 3): 430.0}, ("no", 32), "'no' assumes two stages already hide all of BK = 64's",
+     "3 stages run 430, 7% faster than two's 400"),
+    # BK = 64 the slower start and still the smaller gain: a learner who picked it took a slow start for a gain
+    ({(64, 1): 240.0, (64, 2): 300.0, (64, 3): 290.0, (64, 4): 280.0}, ("no", 64),
+     "BK = 64 starts slower with one stage, but a slow start is not yet a large gain", "BK = 64: 300 / 240 = 1.25×"),
+])
+def test_a_wrong_stage_prediction_names_what_it_misread(tiers, tflops, answer, symptom, rule):
+    moved = _sweep(CP, tflops)
+    assert exercises.expected("ch02.stages", results=moved) != answer
+    one, two = tiers("ch02.stages", answer, symptom, "faster than two?" if answer[1] == 32 else "which quotient",
+                     rule, results=moved)
+    assert "('yes'" not in one and ", 32)" not in one, one        # never the answer itself
 
 
 def test_a_stage_answer_in_no_accepted_form_says_which(capsys):

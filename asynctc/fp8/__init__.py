@@ -85,7 +85,7 @@ from .config import (FP8_SWIZZLES, MIXED_FP8_DEFINES, MIXED_PAIRS, PROMOTES, THI
                      correctness_configs, fp8_config, fp8_shape_config, shape_configs,
                      timed_configs)
 from .figures import (accumulator_claims, normal_errors, plot_accumulation, plot_bits_kept, plot_formats, positive_values,
-                      promote_tflops, swamp_errors, table_row, block_error_table)
+                      promote_tflops, speed_names, swamp_errors, table_row, block_error_table)
 from .seed import SEED_4096, seed_comparison, seed_table_text
 from .launch import (CHECK_SHAPES, PERSISTENT_SHAPE, THIN_CHECK_SHAPES, check_all, scaled_mm,
                      scaled_mm_blockwise, shapes_for, show_checks, verify_block_scaled, verify_fp8)

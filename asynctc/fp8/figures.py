@@ -155,6 +155,23 @@ def promote_tflops(results: dict, size: int = 8192, intervals=(0, 4, 1)) -> dict
             for p in intervals}
 
 
+def speed_names(results: dict, sizes=(8192, 4096)) -> str:
+    """The FP8 speeds chapter 07 quotes, each named once (readers: three figures, no place naming
+    each): build, promotion, shape, TFLOP/s and the fraction of cuBLASLt FP8 (fast accumulation, the
+    same shape, the same run), read from an "fp8" record's ``table``: §4 quotes the top rung at
+    8192³, §5 the 128×128 build at 8192³, the worklog both at 4096³."""
+    top, p4 = fp8_config(), fp8_config(promote=4)
+    builds = [(f"top rung {top.bm}×{top.bn}", "none", top.label(), sizes),
+              (f"{p4.bm}×{p4.bn} build", "none", p4.label().replace(" promote:4", ""), sizes[:1]),
+              (f"{p4.bm}×{p4.bn} build", "every 4", p4.label(), sizes)]
+    lines = ["FP8 build          promotion  shape  TFLOP/s  of cuBLASLt FP8"]
+    for n in sizes:
+        lt = table_row(results, n, "cuBLASLt fp8 fast_accum=True")["tflops"]
+        lines += [f"{name:19s}{promo:11s}{n}³{table_row(results, n, kernel)['tflops']:9.0f}"
+                  f"{table_row(results, n, kernel)['tflops'] / lt:17.2f}" for name, promo, kernel, at in builds if n in at]
+    return "\n".join(lines)
+
+
 # ---- 07 §5's check cell: each sentence's bounds, named ---------------------------------------------
 #: the fraction-bit counts that fit every exact run: "it keeps 13 fraction bits"
 KEPT_BITS = [13]

@@ -93,10 +93,16 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
     hints = [_ex.told(h, rule=True) for h, _ in hit] if len(hit) > 1 else [h for h, _ in hit]
     if len(hints) > 1:
         n = {2: "two", 3: "three"}.get(len(hints), str(len(hints)))
+        # what was miscounted: the direction (never the ratio, which would give the count) and the axis
+        axis = [next((a for a in "MNK" if f" of {a} " in q or f"in {a} " in q or (a == "K" and "k-tile" in q)), "")
+                for _, (q, _) in hit]
+        along = " along " + " or ".join(a for a in "MNK" if a in axis) if all(axis) else ""
+        many = "too many" if answer > expected else "too few"
         asked = " ".join(dict.fromkeys(q for _, (q, _) in hit))      # reader 110: each slip as a question
         sections = {"tile": "§3 reads the tile's name", "mma": "§2 says what one m16n8k16 covers"}
         cite = "; ".join(sections[k] for k in dict.fromkeys(k for _, (_, k) in hit))
-        return _ex.tiered(f"{n} different slips give {answer:g}, each in one factor of the count.",
+        return _ex.tiered(f"{answer:g} counts {many} m16n8k16{along}: {n} different slips give it, "
+                          "each in one factor of the count.",
                           f" Which one is yours ({cite})? {asked}",
                           " " + "; or ".join(f"({i}) {h.rstrip('.')}" for i, h in enumerate(hints, 1)) + ".")
     return hints[0] if hints else None

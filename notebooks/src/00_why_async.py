@@ -105,26 +105,26 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
                                title="cuBLAS GEMM throughput")
 
 # %% [markdown]
-# The next cell prints cuBLAS's 4096³ fp16 figure in each [record](../docs/glossary.md#record), then
-# the peak card. Its first row is the peak, this chapter's; the other rows are context.
+# This chapter's [record](../docs/glossary.md#record), `ceilings`, gives two cuBLAS figures: the
+# best GEMM above, whatever its dtype, and 4096³ fp16, which every record times. The next cell compares
+# the second across records, then prints the peak card. Its first row is the peak, this chapter's.
 #
 # Its `notebook.require(...)` line stops the notebook if the record no longer supports the
-# sentence beside it. Longer checks sit in collapsed cells.
+# sentence beside it.
 
 # %% output answers a prediction
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
 lo, hi = min(runs.values()), max(runs.values())
-print(f"cuBLAS 4096³ fp16 across {len(runs)} records: {lo:.0f} … {hi:.0f} TFLOP/s; "
-      f"this run: {runs.get(rec.suite, float('nan')):.0f}")
+print(f"cuBLAS float16 4096³ across {len(runs)} records: {lo:.0f} … {hi:.0f} TFLOP/s; "
+      f"{rec.suite}: {runs.get(rec.suite, float('nan')):.0f} (its best, {g['dtype']} {g['m']}·{g['n']}·{g['k']}: {tf:.0f})")
 notebook.require(hi / lo < 1.06, "cuBLAS's 4096³ fp16 figure differs by a few percent between runs", lo=lo, hi=hi)
 card = peak_card.show_card()   # notebook.how(peak_card.show_card) prints its code
 
 # %% [markdown]
 # <details><summary>About these numbers</summary>
 #
-# Each record is one run, with its own cuBLAS and SM clock: each card row has its own peak, and the
-# 4096³ fp16 cuBLAS figure differs by a few percent between chapters. Every ratio divides by its
-# own run's cuBLAS (chapter 10 §1 says why runs differ). The datasheet's row is for the SXM board,
+# Each record is one run, with its own cuBLAS and SM clock: each card row has its own peak. Every
+# ratio divides by its own run's cuBLAS (chapter 10 §1 says why runs differ). The datasheet's row is for the SXM board,
 # the socketed module form of the GPU. [00b §2](00b_clock_kinds.ipynb) reads the rows.
 #
 # </details>
