@@ -500,7 +500,7 @@ def _pl_with_plot_stubbed(**plots):
     from asynctc import pipeline as pl
     names = ("best_row", "cublas_row", "DTYPES", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
              "trace_of", "ktile_waits", "full_waits", "wait_floor", "loop_clocks_per_ktile",
-             "sm_clocks_per_second", "trace_claims", "TRACE_CTAS")
+             "sm_clocks_per_second", "trace_claims", "TRACE_CTAS", "show_ktile_reading")
     return SimpleNamespace(**{n: getattr(pl, n) for n in names}, **plots)
 
 
@@ -534,7 +534,8 @@ def test_the_trace_cell_holds_on_the_record(capsys):
     from asynctc import pipeline as pl
     rec = records.load("pipeline")
     ns = _trace_cell(rec)
-    out = capsys.readouterr().out.splitlines()
+    reading, *out = capsys.readouterr().out.splitlines()
+    assert reading.startswith("k-tile 8, read from CTA 0's trace") and f"at the floor ({ns['floor']:.0f})" in reading
     assert ns["traced"] > ns["untraced"] > ns["model"]
     assert out[0].endswith(f"{notebook.ratio(ns['traced'], ns['untraced'])} (thread 0 of each "
                            f"consumer, in {pl.TRACE_CTAS} of {ns['ctas']} CTAs)")
@@ -578,7 +579,8 @@ def _moved_trace(rec, loop=1.0, wait_at=None, consumer1_at=None):
     (2.0, None, None, "about 1.5×"),                 # twice the time
     (1.0, 6, None, "sit at the floor"),              # consumer 0 waited for its data at k-tile 6
     (1.0, None, 9, "consumer 1 waits out each load"),   # consumer 1 found k-tile 9 there
-], ids=["free-trace", "slow-trace", "real-wait", "consumer-1-not-waiting"])
+    (1.0, 8, None, "consumer 0 begins after it landed and waits at the floor"),   # the worked k-tile
+], ids=["free-trace", "slow-trace", "real-wait", "consumer-1-not-waiting", "worked-k-tile-waits"])
 def test_the_trace_cell_refuses_a_record_that_moved(loop, wait_at, consumer1_at, sentence):
     rec = records.load("pipeline")
     with pytest.raises(notebook.ClaimError, match=sentence):

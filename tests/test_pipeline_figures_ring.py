@@ -79,6 +79,13 @@ def test_figure_draws_every_moment_and_a_broken_ring_its_diagnosis():
     assert len(titles) == len(EXPECTED) and titles[0].startswith("1. Producer loads")
     assert "S = 2 stages, 4 k-tiles" in fig._suptitle.get_text()
     assert "producer is thread 0 of consumer warpgroup 0" in fig._suptitle.get_text()
+    # the title owns that it draws wait_group 0 (panel 5 releases before panel 6 reads), and leaves
+    # exercise 1's answer (wait_group 1) unsaid
+    assert fr.SIMPLEST_ORDER in fig._suptitle.get_text() and "wait_group 0" in fr.SIMPLEST_ORDER
+    assert "wait_group 1" not in fig._suptitle.get_text()
+    assert "arrives on empty[0]" in titles[4] and "reads k-tile 1" in titles[5].replace("\n", " ")
+    lefts = sorted({round(ax.get_position().x0, 2) for ax in fig.axes})
+    assert len(lefts) == 3 and len(fig.axes) == 12          # 12 panels, 3 columns of 4 rows
     from asynctc.pipeline.launch import source
     assert "const bool producer = tid == 0;" in source()   # the kernel's producer, as the title says
     texts = " ".join(t.get_text() for t in fig.axes[1].texts)

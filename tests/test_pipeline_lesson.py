@@ -86,3 +86,39 @@ def test_supply_guard_fails_when_the_record_flips(monkeypatch):
 
 def test_smem_share():
     assert P.smem_share(128) == pytest.approx(1.0) and P.smem_share(256) == pytest.approx(0.75)
+
+
+def _trace_with(rec, **moves):
+    """The 128×256 S = 4 trace with CTA 0's spans of k-tile 8 moved: (lane, kind) → (start, end)."""
+    trace = copy.deepcopy(P.trace_of(rec.results, "128x256x64/c2", stages=4))
+    for s in trace["cta0"]["spans"]:
+        key = f"{s['lane'].split('/')[-1]}:{s['kind']}"
+        if s["k"] == 8 and key in moves:
+            s["start"], s["end"] = moves[key]
+    return trace
+
+
+def test_ktile_reading_is_the_trace_in_words(rec, capsys):
+    """05 §5's worked reading of k-tile 8: every number printed is the trace's own."""
+    trace = P.trace_of(rec.results, "128x256x64/c2", stages=4)
+    r = P.show_ktile_reading(trace, k=8)
+    out = capsys.readouterr().out
+    at = {(s.lane, s.kind): s for s in P.timeline_spans(trace["cta0"]) if s.k == 8}
+    assert r["issue"] == at["tma", "tma"].start and r["c1_end"] == at["wg1", "wait_full"].end
+    assert r["c0_wait"] == at["wg0", "wait_full"].end - at["wg0", "wait_full"].start
+    assert r["floor"] == P.wait_floor(trace)
+    for v in (r["issue"], r["c1_begin"], r["c1_end"], r["c0_begin"], r["c1_end"] - r["issue"],
+              r["c0_begin"] - r["c1_end"], r["c0_wait"]):
+        assert f"{v:.0f}" in out
+    assert out.startswith("k-tile 8, read from CTA 0's trace") and len(out.split(". ")) <= 6
+
+
+@pytest.mark.parametrize("moves", [
+    {"wg0:wait_full": (14000.0, 14216.0)},     # consumer 0 began before consumer 1 saw the data
+    {"wg0:wait_full": (18061.0, 18861.0)},     # consumer 0 waited 800 clocks: not the floor
+    {"wg1:wait_full": (13000.0, 13500.0)},     # consumer 1 passed before the load was issued
+], ids=["consumer-0-early", "consumer-0-waits", "consumer-1-before-issue"])
+def test_ktile_reading_refuses_a_trace_that_moved(rec, moves):
+    from asynctc.core import notebook
+    with pytest.raises(notebook.ClaimError, match="consumer 1 waits out the load"):
+        P.show_ktile_reading(_trace_with(rec, **moves), k=8)

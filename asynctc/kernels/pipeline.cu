@@ -259,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
     //    warpgroup arrives, once its own wgmma.wait_group has returned.
     const int r = k - kPending;                                // the released k-tile
     const int ts = kPending ? prev.stage : pos.stage;          // its stage (and its refill's)
-    const u32 tp = (kPending ? prev.phase : pos.phase) ^ 1u;   // t's own phase: r's, flipped
+    const u32 tp = (kPending ? prev.phase : pos.phase) ^ 1u;   // t's phase: f mod 2 of t's fill, f = t / S
     if (r >= 0) {
       if (elected && !(BREAK == 2 && wg == CONSUMERS - 1)) {
         empty.arrive(ts);

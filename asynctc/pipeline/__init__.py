@@ -41,7 +41,7 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   parity beside the kernel's), :func:`show_checks`, :func:`show_widths`,
   :func:`show_model_check` (the L2 cap on its fitted and held-out runs, run
   in deep dive 05b §6),
-  :func:`show_supply`; each prints a small table and asserts the sentences the markdown states;
+  :func:`show_supply`, :func:`show_ktile_reading` (§5, one k-tile of the trace read in words); each prints a small table and asserts the sentences the markdown states;
 * ``design.py`` — the L2 cap that brings the ring model closest to the depth sweep
   (:func:`closest_cap`, fitted once and cached; deep dive 05b §5); deep dive 05b §6's open experiment: one design (stages,
   wait_group, consumers, BN) through the ring model beside the record's run of it (:func:`design` → :class:`Design`), the course's answer
@@ -93,8 +93,8 @@ from .launch import (BREAKS, CHECK_SHAPES, SWEEP_B_MAJOR, SWEEP_DTYPES, SWEEP_SI
                      SWEEP_TWO_CTAS, PipelineGemm, check_matrix, check_now, compile_job, compile_pipeline,
                      correctness_configs, device_problem, fits, random_operands, run_broken,
                      run_pipeline, source, sweep_configs, tile_configs, verify_pipeline)
-from .lesson import (model_check, parity_story, show_checks, show_model_check, show_parity_story, show_supply,
-                     show_widths, smem_share, trace_claims)
+from .lesson import (ktile_reading, model_check, parity_story, show_checks, show_ktile_reading, show_model_check,
+                     show_parity_story, show_supply, show_widths, smem_share, trace_claims)
 from . import producer_step                 # registers ch05.producer_step (the refill step, as CUDA C++)
 from .results import (KtileAverage, average_ktile_cycles, best_by_width, best_row, best_tflops_by_width, cublas_row,
                       depth_sweep, loop_clocks_per_ktile, of_cublas, resident_by_depth, row_label,

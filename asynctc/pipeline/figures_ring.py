@@ -239,20 +239,26 @@ def flipped_refill_parities():
     return kernel_full_parity, lambda t, S: kernel_empty_parity(t, S) if t < S else (t // S) % 2
 
 
+#: What :func:`plot_ring_steps` draws, in its title: the simplest order, not the only one (chapter
+#: 05's exercise 1, right after the figure, asks what it costs; the title must not answer it).
+SIMPLEST_ORDER = ("It draws the simplest order: every k-tile's wgmma group is waited to 0 pending"
+                  " (wgmma.wait_group 0) before its stage is released. Exercise 1 asks what that order costs.")
+
+
 def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, protocol: str = "correct",
-                    cols: int = 2, params: HardwareParams | None = None, parities=None,
+                    cols: int = 3, params: HardwareParams | None = None, parities=None,
                     broken: str | None = None):
     """The ring step by step: one panel per :class:`Moment` of the ring model's run (the loop's
-    ``wgmma.wait_group(0)``, so a stage is released once its own wgmmas are done), ``cols`` panels a
-    row. A broken ``protocol`` (a name of :data:`asynctc.models.pipeline.VARIANTS`) or ``parities``
+    ``wgmma.wait_group(0)``, so a stage is released once its own wgmmas are done; the title says so,
+    :data:`SIMPLEST_ORDER`), ``cols`` panels a row. A broken ``protocol`` (a name of :data:`asynctc.models.pipeline.VARIANTS`) or ``parities``
     (a (full, empty) pair as :func:`asynctc.models.pipeline.simulate` takes it, e.g.
     :func:`flipped_refill_parities`; ``broken`` says what is wrong, for the title) ends with a
     panel naming its diagnosis. Returns the Figure."""
     import matplotlib.pyplot as plt
     moments, diagnosis = ring_moments(stages, k_tiles, consumers, 0, protocol, params, parities)
     n = len(moments) + (diagnosis is not None)
-    rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 4.0 * rows), dpi=100, squeeze=False,
+    rows = -(-n // cols)                              # + 1.0 inch: the title's five lines
+    fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 4.0 * rows + 1.0), dpi=100, squeeze=False,
                              layout="constrained")
     for i, ax in enumerate(axes.flat):
         if i < len(moments):
@@ -273,9 +279,10 @@ def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, proto
     what = broken or ("" if protocol == "correct" else f"protocol {protocol}")
     fig.suptitle(f"The ring step by step (the ring model's run): S = {stages} stages, {k_tiles} k-tiles, {who}"
                  + (f"\nBROKEN: {what}" if what else "") +
+                 f"\n{SIMPLEST_ORDER}"
                  "\nThe producer is thread 0 of consumer warpgroup 0 (kernels/pipeline.cu), not a warp of its own."
-                 "\nIt waits on empty (top), the consumer on full (bottom)."
+                 " It waits on empty (top), the consumer on full (bottom)."
                  "\nA wait on parity p blocks while the barrier's open phase has parity p,"
-                 "\nand passes once that phase completes. Yellow: the barrier completed a phase in this step.",
+                 " and passes once that phase completes. Yellow: the barrier completed a phase in this step.",
                  fontsize=12)
     return fig

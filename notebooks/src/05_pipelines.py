@@ -191,7 +191,7 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # so GPU bars overlap. A model bar is the group's math only.
 # The two consumers share the Tensor Cores, so each model lane has gaps.
 #
-# Three lines below, in clocks. Line 1 is *the trace's cost*: reading the clock slows each traced k-tile.
+# Below: one k-tile read in words, then three lines, in clocks. Line 1 is *the trace's cost*: reading the clock slows each traced k-tile.
 # The kernel's TFLOP/s barely moves ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives the consumers'
 # waits beside *the floor*: a traced wait on data already there.
 
@@ -200,6 +200,7 @@ trace = pl.trace_of(res, "128x256x64/c2", stages=4)
 ring = mp.simulate(4, 1, 2, 64)
 fig = pl.plot_trace_beside_model(trace, ring, record=rec)
 plt.show()
+pl.show_ktile_reading(trace, k=8)   # notebook.how(pl.show_ktile_reading) prints its code
 tflops = pl.depth_sweep(res, "128x256x64/c2")[4]                      # untraced TFLOP/s, S = 4
 untraced = 2 * 128 * 256 * 64 / (tflops * 1e12) * pl.sm_clocks_per_second(res)   # k-tile FLOP ÷ FLOP/s × clocks/s
 traced = pl.loop_clocks_per_ktile(trace, cta=0)                      # CTA 0's traced loop ÷ its 64 k-tiles
