@@ -352,6 +352,26 @@ def test_exercise_repair(capsys):
             assert exercises.check("ch08.repair", p["correct"], rule=rule, solution=True)
 
 
+def test_repair_wording_agrees():
+    """08 ex. 2's prompt says one of two tempting places is right in the program; its pass note says
+    the kernel has two right places (after the commit, at the next tile's top) and a wrong one
+    (after the barrier): the program has exactly one right slot, and the one after the barrier fails
+    (reader 116 read "only one is" against "Both are right")."""
+    broken = O.PROGRAMS["store"]["broken"]
+    right = [i for i in range(len(broken) + 1)
+             if not O.check(broken[:i] + [("bulk_wait_read", 0)] + broken[i:])]
+    assert right == [broken.index(("bulk_commit", None)) + 1]     # straight after the commit
+    assert broken[right[0]] == ("sync", None)                      # ... which is before the barrier
+    assert O.check(broken[:right[0] + 1] + [("bulk_wait_read", 0)] + broken[right[0] + 1:])
+    note = F.exercises.STORE_NOTE
+    for part in ("two places are right and one is wrong", "after the commit", "next tile's top",
+                 "after that barrier is wrong"):
+        assert part in note, part
+    assert "Both are right" not in note
+    src = re.sub(r"\n# ?", " ", (ROOT / "notebooks/src/08_pitfalls.py").read_text())
+    assert "Two places look right; in this program only one is." in src
+
+
 def test_exercise_first_misplaced():
     assert exercises.check("ch08.first_misplaced", [0, 0], base_offset=128, solution=True)
     assert exercises.check("ch08.first_misplaced", (1, 0), base_offset=0, reader_swizzle=0, solution=True)

@@ -92,15 +92,6 @@ assert word == dB.encode()                                        # the encoder'
 print(dB.table())
 
 # %% [markdown]
-# **Why A needs no LBO.** A is K-major: one m's 64 k fill a 128-byte row, one box. A k16 step
-# reads 32 bytes of each row, never the next box. So the hardware ignores A's LBO. The encoder
-# writes 1, as the ISA assumes.
-
-# %%
-A = descriptors.OperandTile(64, 64, "float16", "K", 128)
-print(f"A: {A.n_boxes} box; a k16 step reads {A.instruction_k * A.itemsize} B of each {A.row_pitch} B row; LBO field {A.lbo >> 4}")
-
-# %% [markdown]
 # Going further: [04b §5, §3](04b_wgmma_anatomy.ipynb) draws and breaks the descriptor.
 
 # %% [markdown]
@@ -108,10 +99,18 @@ print(f"A: {A.n_boxes} box; a k16 step reads {A.instruction_k * A.itemsize} B of
 #
 # A k-step moves only `start`. Every core matrix, at `start + i·SBO + j·LBO`, moves with it.
 #
-# **Worked: a K-major k-step.** In a 128-byte row, a k-step reads the next 32 bytes: 16 fp16, or
-# 32 fp8, since fp8 wgmmas are k32. So `start` moves 32 bytes, whatever the dtype.
+# **Worked: a K-major k-step.** Take §2's A: K-major fp16, so one m's 64 k fill one 128-byte row,
+# one box. One k-step reads the next 16 k of every row: 16 × 2 = 32 bytes on. So `start` moves 32
+# bytes. The `start_address` field counts 16-byte units: it grows by 32 / 16 = 2 per step. The
+# swizzle changes nothing: the hardware applies it to every address it forms from `start`. fp8
+# wgmmas are k32: 32 one-byte values, again 32 bytes.
+#
+# **Why A needs no LBO.** A k-step never reaches the next box. So the hardware ignores A's LBO. The
+# encoder writes 1, as the ISA assumes.
 
 # %%
+A = descriptors.OperandTile(64, 64, "float16", "K", 128)
+print(f"A: {A.n_boxes} box; a k16 step reads {A.instruction_k * A.itemsize} B of each {A.row_pitch} B row; LBO field {A.lbo >> 4}")
 f8 = descriptors.OperandTile(64, 128, "float8_e4m3fn", "K", 128)
 for s in range(4):
     moved = f8.descriptor(step=s, base_address=0x2000).start_address - 0x2000

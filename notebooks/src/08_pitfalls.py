@@ -184,8 +184,8 @@ ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 # to global memory, reads its shared-memory source *after* the instruction returns.
 # `cp.async.bulk.commit_group` closes a bulk group. `cp.async.bulk.wait_group.read N` waits until
 # at most N groups still read their source. Insert the one step that makes `ordering.check` find
-# no hazard in the broken epilogue below: which argument, and where? Two places look right; only
-# one is. In the table, `st` is a store to shared memory: `st.shared` or
+# no hazard in the broken epilogue below: which argument, and where? Two places look right; in this
+# program only one is. In the table, `st` is a store to shared memory: `st.shared` or
 # [`stmatrix`](../docs/glossary.md#stmatrix).
 
 # %%
