@@ -149,7 +149,7 @@ plt.show()
 
 # %% output answers a prediction
 print(W.prediction_table(res), end="\n\n")   # notebook.how(W.prediction_table) prints its code
-print(W.row_reading(res, 5))                 # how to read a row: rung 5's, in words
+print(W.row_reading(res, 5))                 # one row, in words
 
 # %% [markdown]
 # **Derive it** from the fp16 4096³ ladder below.
@@ -189,9 +189,8 @@ print(f"all {held} claims hold")
 # to cuBLAS's speed. One thread's TMA store writes C. So the consumers start the next tile sooner.
 # The trace's epilogue saving, taken off rung 6's tile, predicts the +8 % step.
 #
-# Each band was set before its rung ran. A miss shows a wrong model. Rung 7 missed above: its
-# model priced storing C from registers too low. On the figure's ladder, rungs 3, 5 and 6
-# missed too. Rung 2 missed at 8192³.
+# A miss shows a wrong model. Rung 7 missed above: its model priced storing C from registers too
+# low. On the figure's ladder, rungs 3, 5 and 6 missed too. Rung 2 missed at 8192³.
 
 # %% [markdown]
 # **Design it** (no grade). The model runs chapter 05's ring per tile, plus the traced epilogue.
