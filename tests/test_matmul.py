@@ -467,7 +467,7 @@ def test_matmul_without_a_gpu_says_what_it_needs():
         G.matmul(a, a.T.astype(np.float32))
 
 
-def test_recorded_run_reads_the_nearest_checked_and_timed_shapes_from_the_record():
+def test_recorded_run_says_the_shape_is_not_recorded_then_reads_the_nearest_from_the_record():
     """06 §5 "Use it" printed only a build label in replay: it now prints, under the record's label
     (GPU, date), the worst error over the checked shape nearest 1000×700×4096 and the TFLOP/s of
     the timed shape nearest it, each read from the ``matmul`` record."""
@@ -482,5 +482,12 @@ def test_recorded_run_reads_the_nearest_checked_and_timed_shapes_from_the_record
     row = next(r for r in rec.results["rows"] if r["kernel"] == "matmul" and r["dtype"] == "float16"
                and r["b_layout"] == "KxN" and [r["m"], r["n"], r["k"]] == [int(x) for x in timed])
     assert f"bound {worst:.2f};" in line and f"{row['tflops']:.0f} TFLOP/s, {row['of_cublas']:.2f} of cuBLAS" in line
+    # reader 117: the nearest shapes' numbers "look like a result for the shape I asked about but
+    # aren't": the line first says that no run of the asked shape is recorded, then names the nearest
+    assert line.startswith("No run of 1000×700×4096 is recorded. The record's nearest: checked ")
+    assert "(this shape)" not in line
     m, n, k = next((c["m"], c["n"], c["k"]) for c in rec.results["checks"] if c["dtype"] == "float16" and c["n"] < 64)
-    assert f"checked {m}×{n}×{k}," in G.recorded_run(rec, m, n, k)   # a recorded shape is its own nearest
+    own = G.recorded_run(rec, m, n, k).split("\n")[1]       # a recorded shape is its own nearest
+    assert own.startswith(f"{m}×{n}×{k} is recorded checked only. ") and f"checked {m}×{n}×{k} (this shape)," in own
+    own = G.recorded_run(rec, 4096, 4096, 4096).split("\n")[1]
+    assert own.startswith("4096×4096×4096 is recorded timed only. ") and "timed 4096×4096×4096 (this shape)," in own

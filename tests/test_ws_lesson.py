@@ -71,6 +71,32 @@ def test_rung_4_reads_as_rung_3s_own_build_not_as_zero_percent(res):
     assert W.prediction_check(moved, 4)["measured"] == "+1.0% … +1.0% over rung 3"
 
 
+def test_one_row_is_read_in_words_from_the_record(res):
+    """Reader 117 asked for "a short 'how to read this', worked on one row" under the bands' table:
+    rung 5's row in plain words, its band, value and verdict the table's own."""
+    assert W.row_reading.__name__ in notebook.GUARDS
+    text = W.row_reading(res, 5)
+    row = next(l for l in W.prediction_table(res).splitlines() if l.split()[0] == "5")
+    assert text.startswith("How to read a row, rung 5: it is measured as a step over rung 3.")
+    assert "Its band, set before it ran, was +3.0% to +8.0%." in text and "+3.0% … +8.0%" in row
+    assert "On the figure's ladder it measured +2.4%: below the band, a miss." in text and "+2.4%: below" in row
+    assert text.endswith("on all 4 ladders: 4 below.") and row.endswith("4 below")
+    assert "0.76: inside the band, a hit." in W.row_reading(res, 2)           # a share of cuBLAS
+    assert "rung 3's own build (0 %): inside the band, a hit." in W.row_reading(res, 4)
+
+
+def test_the_row_reading_follows_a_moved_record_and_refuses_a_value_on_the_edge(res):
+    """The reading is generated, so a re-measured rung 5 reads as it measured; a value that prints as
+    the band's edge (+3.0% under a +3.0% band) would make "below" look false: the guard raises."""
+    now = W.prediction_check(res, 5)["values"][4096, "float16"]   # rung 5 over rung 3, as recorded
+    inside = W.row_reading(_scale(res, 5, 1.05 / now), 5)
+    assert "it measured +5.0%: inside the band, a hit." in inside
+    edge = _scale(res, 5, 1.0299 / now)                  # +2.99 % over rung 3: below, printed +3.0%
+    assert W.prediction_check(edge, 5)["each"][4096, "float16"][1] == "below"
+    with pytest.raises(ClaimError, match="below the band, a miss"):
+        W.row_reading(edge, 5)
+
+
 def _scale(res, rung, factor):
     flipped = copy.deepcopy(res)
     for r in flipped["ladder"]:

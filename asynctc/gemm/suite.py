@@ -161,7 +161,9 @@ def recorded_run(rec, m: int, n: int, k: int, dtype: str = "float16") -> str:
     """06 §5's replay line: from a ``matmul`` record, the checked shape nearest M×N×K (the sum of
     |log| ratios) with its worst |C − float64| / bound over its checks, and the timed shape nearest
     it with ``matmul``'s TFLOP/s and share of cuBLAS (B K×N, ``matmul``'s default), under the
-    record's label (GPU, driver, date)."""
+    record's label (GPU, driver, date). It says first whether M×N×K itself is recorded ("No run of
+    M×N×K is recorded. The record's nearest: …"; a recorded shape is marked "(this shape)"), so a nearby shape's numbers never read as the
+    asked shape's (reader 117)."""
     import math
 
     def near(shapes):
@@ -173,8 +175,16 @@ def recorded_run(rec, m: int, n: int, k: int, dtype: str = "float16") -> str:
     rows = [x for x in r["rows"] if x["kernel"] == "matmul" and x["dtype"] == dtype and x["b_layout"] == "KxN"]
     ts = near({(x["m"], x["n"], x["k"]) for x in rows})
     t = next(x for x in rows if (x["m"], x["n"], x["k"]) == ts)
-    return (f"{rec.label()}\nnearest recorded: checked {'×'.join(map(str, cs))}, worst |C − float64| / bound "
-            f"{worst:.2f}; timed {'×'.join(map(str, ts))}, {t['tflops']:.0f} TFLOP/s, {t['of_cublas']:.2f} of cuBLAS")
+    ask, asked = (m, n, k), f"{m}×{n}×{k}"
+
+    def shape(s):
+        return "×".join(map(str, s)) + (" (this shape)" if s == ask else "")
+    found = [what for what, s in (("checked", cs), ("timed", ts)) if s == ask]
+    lead = (f"No run of {asked} is recorded. The record's nearest:" if not found else
+            f"{asked} is recorded:" if len(found) == 2 else
+            f"{asked} is recorded {found[0]} only. The record's nearest:")
+    return (f"{rec.label()}\n{lead} checked {shape(cs)}, worst |C − float64| / bound {worst:.2f}; "
+            f"timed {shape(ts)}, {t['tflops']:.0f} TFLOP/s, {t['of_cublas']:.2f} of cuBLAS")
 
 
 def summarize_matmul(rec) -> str:

@@ -76,8 +76,8 @@ W.<name>``):
   emulator, and drawn as the ring model's timeline (:func:`~.whole_kloop.plot_loops`).
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung_note`),
   and 06 §3's ladder table (:func:`rung_table`);
-* ``lesson.py`` — 06 §3's helpers: the bands' table (:func:`prediction_table`, guards nothing), the
-  epilogue's arithmetic (:func:`show_epilogue`, a guard), each rung's parent (:data:`~.lesson.OVER`),
+* ``lesson.py`` — 06 §3's helpers: the bands' table (:func:`prediction_table`, guards nothing), one row
+  of it read in words (:func:`row_reading`, a guard), the epilogue's arithmetic (:func:`show_epilogue`, a guard), each rung's parent (:data:`~.lesson.OVER`),
   and §4's walk through ``kernels/hopper_gemm.cu`` part by part (:func:`show_kernel_part`);
 * ``rung3_split.py`` — rung 2 → rung 3 in single changes: the ``ws_rung3_steps`` record, registers, spills and shared-memory need (:func:`rung3_steps`, :func:`rung3_numbers`);
 * ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`), and its question as exercise ``ch06.design_tma_store`` (checked by the solution cell);
@@ -123,7 +123,7 @@ from .rung_diff import RungDiff, build_lines, built_from, rung_diff  # noqa: F40
 from .rung_exercises import model_text, staging_position, staging_text  # noqa: F401
 from .rung_notes import ladder_steps, protocol_names, protocol_rows, rung_note, rung_table  # noqa: F401
 from .lesson import (  # noqa: F401
-    prediction_table, show_epilogue, show_kernel_part,
+    prediction_table, row_reading, show_epilogue, show_kernel_part,
 )
 from .rung3_split import rung3_numbers, rung3_steps, rung3_table  # noqa: F401
 from .design import WSDesign, design, design_survey  # noqa: F401

@@ -1,5 +1,6 @@
-"""Chapter 06's helper cells: §3's bands' table (:func:`prediction_table`), the TMA store's saving
-as arithmetic (:func:`show_epilogue`, which guards the sentences its docstring lists), and §4's
+"""Chapter 06's helper cells: §3's bands' table (:func:`prediction_table`) and one row of it read
+in words (:func:`row_reading`), the TMA store's saving as arithmetic (:func:`show_epilogue`, which
+guards the sentences its docstring lists), and §4's
 :func:`show_kernel_part`, which shows one part of ``kernels/hopper_gemm.cu`` at a time. 06 §3's ladder
 itself is printed by a visible loop in the lesson (:data:`OVER`, :data:`ADDS`, :func:`tflops_by_rung`,
 :func:`ladders`, :func:`biggest_steps`, :func:`traced_epilogue`); the check cell after it runs
@@ -7,9 +8,10 @@ itself is printed by a visible loop in the lesson (:data:`OVER`, :data:`ADDS`, :
 
 A guard raises :class:`asynctc.core.notebook.ClaimError` (via :func:`asynctc.core.notebook.require`)
 when the record stops supporting a sentence, so a re-measurement that flips a sentence stops the
-notebook (and nbval) instead of leaving false prose under a true table. :func:`show_epilogue` is
-marked with :func:`asynctc.core.notebook.guards`, so ``tests/test_notebook_prose.py`` counts a cell
-that calls it as the guard of the markdown before it. Never times, never plots.
+notebook (and nbval) instead of leaving false prose under a true table. :func:`show_epilogue`
+and :func:`row_reading` are marked with :func:`asynctc.core.notebook.guards`, so
+``tests/test_notebook_prose.py`` counts a cell that calls one as the guard of the markdown before
+it. Never times, never plots.
 """
 
 from __future__ import annotations
@@ -167,6 +169,39 @@ def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") ->
         measure = unit if kind == "of cuBLAS" else "% " + unit
         lines.append(f"{n:>4}  {measure:<13}  {p['predicted']:<13}  {f'{value}: {side}':<24}  {tally}")
     return "\n".join(lines)
+
+
+@guards
+def row_reading(results: dict, n: int = 5, size: int = 4096, dtype: str = "float16") -> str:
+    """06 §3's "how to read a row" of :func:`prediction_table`, worked on rung ``n`` in plain words,
+    as text: what the rung is measured as, its band (set before it ran), what it
+    measured on the figure's ladder (``size``³ ``dtype``) and the verdict there (inside the band: a
+    hit; above or below it: a miss), then the last column's count over all the record's ladders.
+    Generated from the record (:func:`~.figures.prediction_check`). Guards its comparing sentence:
+    the printed (rounded) value must sit on the verdict's side of the printed band, else
+    :class:`~asynctc.core.notebook.ClaimError` (a value that rounds onto the band's edge)."""
+    from .figures import PREDICTION_BANDS, prediction_check
+    kind, ref, lo, hi = PREDICTION_BANDS[n]
+    p = prediction_check(results, n)
+    text, side = p["each"][size, dtype]
+    if kind == "of cuBLAS":
+        digits, value = 2, p["values"][size, dtype]
+        measure, band, shown = "a share of cuBLAS", f"{lo:.2f} to {hi:.2f}", f"{value:.2f}"
+    else:
+        digits, value = 3, p["values"][size, dtype] - 1
+        measure, band = f"a step over rung {ref}", f"{lo:+.1%} to {hi:+.1%}"
+        shown = f"rung {ref}'s own build (0 %)" if text.startswith("same build") else f"{value:+.1%}"
+    lo_, hi_, v_ = (round(x, digits) for x in (lo, hi, value))
+    where = "the figure's ladder" if (size, dtype) == LADDERS[0] else f"the {size}³ {dtype} ladder"
+    sentence = (f"On {where} it measured {shown}: "
+                + {"inside": "inside the band, a hit.", "above": "above the band, a miss.",
+                   "below": "below the band, a miss."}[side])
+    require(side == ("inside" if lo_ <= v_ <= hi_ else "above" if v_ > hi_ else "below"),
+            sentence, value=value, lo=lo, hi=hi)
+    sides = [s for _, s in p["each"].values()]
+    count = ", ".join(f"{sides.count(s)} {s}" for s in ("inside", "above", "below") if s in sides)
+    return (f"How to read a row, rung {n}: it is measured as {measure}. Its band, set before it ran, was "
+            f"{band}. {sentence} The last column gives the verdict on all {len(sides)} ladders: {count}.")
 
 
 @guards

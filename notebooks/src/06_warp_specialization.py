@@ -29,10 +29,11 @@ res = rec.results
 # The producer is warpgroup 0. Consumers 0 and 1 are warpgroups 1 and 2. Giving warps different
 # jobs is [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j, across
-# tiles. The kernel's `phase` is j's parity on full. Example, `STAGES` = 3: k-tile j = 7 is fill 2
-# of stage 1. Consumers wait on full with 0. Before loading it, the producer waits on empty with
-# `phase ^ 1` = 1, as in chapter 05's step.
+# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j. It keeps
+# counting across tiles. A worked example, `STAGES` = 3 and j = 7. The stage is j mod `STAGES` = 1.
+# The fill, the stage's use counted from 0, is f = j // `STAGES` = 2. Consumers wait on full with
+# parity f mod 2 = 0. Before loading, the producer waits on empty until fill 1 is released: parity
+# (f + 1) mod 2 = 1. The kernel keeps f mod 2 in `phase`, so that wait is `phase ^ 1`.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's,
@@ -43,10 +44,6 @@ fig = W.plot_protocol()
 plt.show()
 
 # %% [markdown]
-# **Say it back.** Stage = j mod `STAGES`; fill f = j / `STAGES`, j counting across tiles.
-# Consumers wait on full with f mod 2. Before fill f, the producer waits on empty with
-# (f + 1) mod 2, fill f − 1's parity.
-#
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles of `T` k-tiles each. One
 # ring of `STAGES` stages serves them all.
@@ -151,7 +148,8 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=
 plt.show()
 
 # %% output answers a prediction
-print(W.prediction_table(res))   # notebook.how(W.prediction_table) prints its code
+print(W.prediction_table(res), end="\n\n")   # notebook.how(W.prediction_table) prints its code
+print(W.row_reading(res, 5))                 # one row, in words
 
 # %% [markdown]
 # **Derive it** from the fp16 4096³ ladder below.
@@ -191,9 +189,8 @@ print(f"all {held} claims hold")
 # to cuBLAS's speed. One thread's TMA store writes C. So the consumers start the next tile sooner.
 # The trace's epilogue saving, taken off rung 6's tile, predicts the +8 % step.
 #
-# Each band was set before its rung ran. A miss shows a wrong model. Rung 7 missed above: its
-# model priced storing C from registers too low. On the figure's ladder, rungs 3, 5 and 6
-# missed too. Rung 2 missed at 8192³.
+# A miss shows a wrong model. Rung 7 missed above: its model priced storing C from registers too
+# low. On the figure's ladder, rungs 3, 5 and 6 missed too. Rung 2 missed at 8192³.
 
 # %% [markdown]
 # **Design it** (no grade). The model runs chapter 05's ring per tile, plus the traced epilogue.
