@@ -364,7 +364,8 @@ def test_repair_wording_agrees():
     assert broken[right[0]] == ("sync", None)                      # ... which is before the barrier
     assert O.check(broken[:right[0] + 1] + [("bulk_wait_read", 0)] + broken[right[0] + 1:])
     note = F.exercises.STORE_NOTE
-    for part in ("two places are right and one is wrong", "after the commit", "next tile's top",
+    for part in ("in this program, only straight after the commit works", "a second right place",
+                 "next tile's top",
                  "after that barrier is wrong"):
         assert part in note, part
     assert "Both are right" not in note

@@ -242,7 +242,7 @@ def flipped_refill_parities():
 #: What :func:`plot_ring_steps` draws, in its title: the simplest order, not the only one (chapter
 #: 05's exercise 1, right after the figure, asks what it costs; the title must not answer it).
 SIMPLEST_ORDER = ("It draws the simplest order: every k-tile's wgmma group is waited to 0 pending"
-                  " (wgmma.wait_group 0) before its stage is released. Exercise 1 asks what that order costs.")
+                  " (wgmma.wait_group 0) before its stage is released. Exercise 1 asks which order a kernel should keep.")
 
 
 def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, protocol: str = "correct",

@@ -161,9 +161,9 @@ def _judge_repair(answer, rule: str):
 
 
 #: The store repair's pass note: 08 shows the kernel's fix (BUG=8's diff) in another place.
-STORE_NOTE = ("in the kernel, two places are right and one is wrong. Straight after the commit "
-              "(yours) and at the next tile's top (BUG=8's diff) both come before the barrier after "
-              "which the threads write the buffer again; after that barrier is wrong.")
+STORE_NOTE = ("in this program, only straight after the commit works. The kernel has a second "
+              "right place, the next tile's top (BUG=8's diff): both come before the barrier after which "
+              "the threads write the buffer again; after that barrier is wrong.")
 
 
 def _fewest_steps(rule: str) -> int | None:
