@@ -172,8 +172,8 @@ def show_ktile_reading(trace: dict, k: int = 8) -> dict:
           f"then: {r['c1_end'] - r['issue']:.0f} clocks after the issue. Consumer 0 began waiting at "
           f"{r['c0_begin']:.0f}, {r['c0_begin'] - r['c1_end']:.0f} clocks after consumer 1 passed. Its wait took "
           f"{r['c0_wait']:.0f} clocks, at the floor ({r['floor']:.0f}): the data was already there. It is late "
-          f"because its thread 0 is also the producer: between a release and its next wait, it also refills a "
-          f"stage. That took {r['c0_refill']:.0f} clocks here; consumer 1's took {r['c1_refill']:.0f}.")
+          f"because its thread 0 also refills a stage between each release and next wait: {r['c0_refill']:.0f} "
+          f"clocks here, against consumer 1's {r['c1_refill']:.0f}.")
     return r
 
 
