@@ -89,12 +89,14 @@ def test_smem_share():
 
 
 def _trace_with(rec, **moves):
-    """The 128×256 S = 4 trace with CTA 0's spans of k-tile 8 moved: (lane, kind) → (start, end)."""
+    """The 128×256 S = 4 trace with CTA 0's spans moved: "lane:kind" (k-tile 8) or "lane:kind:k"
+    → (start, end)."""
     trace = copy.deepcopy(P.trace_of(rec.results, "128x256x64/c2", stages=4))
     for s in trace["cta0"]["spans"]:
         key = f"{s['lane'].split('/')[-1]}:{s['kind']}"
-        if s["k"] == 8 and key in moves:
-            s["start"], s["end"] = moves[key]
+        for name in (key + f":{s['k']}",) + ((key,) if s["k"] == 8 else ()):
+            if name in moves:
+                s["start"], s["end"] = moves[name]
     return trace
 
 
@@ -108,9 +110,11 @@ def test_ktile_reading_is_the_trace_in_words(rec, capsys):
     assert r["c0_wait"] == at["wg0", "wait_full"].end - at["wg0", "wait_full"].start
     assert r["floor"] == P.wait_floor(trace)
     for v in (r["issue"], r["c1_begin"], r["c1_end"], r["c0_begin"], r["c1_end"] - r["issue"],
-              r["c0_begin"] - r["c1_end"], r["c0_wait"]):
+              r["c0_begin"] - r["c1_end"], r["c0_wait"], r["c0_refill"], r["c1_refill"]):
         assert f"{v:.0f}" in out
-    assert out.startswith("k-tile 8, read from CTA 0's trace") and len(out.split(". ")) <= 6
+    assert r["c0_refill"] == at["wg0", "wait_full"].start - [s for s in P.timeline_spans(trace["cta0"])
+                                                            if (s.lane, s.kind, s.k) == ("wg0", "release", 6)][0].start
+    assert out.startswith("k-tile 8, read from CTA 0's trace") and len(out.split(". ")) <= 8
 
 
 @pytest.mark.parametrize("moves", [
@@ -121,4 +125,15 @@ def test_ktile_reading_is_the_trace_in_words(rec, capsys):
 def test_ktile_reading_refuses_a_trace_that_moved(rec, moves):
     from asynctc.core import notebook
     with pytest.raises(notebook.ClaimError, match="consumer 1 waits out the load"):
+        P.show_ktile_reading(_trace_with(rec, **moves), k=8)
+
+
+@pytest.mark.parametrize("moves", [
+    {"wg0:release:6": (17700.0, 17700.0)},     # consumer 0's release-to-wait as short as consumer 1's
+    {"wg1:release:6": (12500.0, 12500.0)},     # consumer 1's release-to-wait as long as consumer 0's
+    {"wg0:mma:7": (15500.0, 18736.0)},         # consumer 0's math took longer than consumer 1's
+], ids=["consumer-0-refills-fast", "consumer-1-as-slow", "consumer-0-math-longer"])
+def test_ktile_reading_refuses_a_lag_not_from_the_refill(rec, moves):
+    from asynctc.core import notebook
+    with pytest.raises(notebook.ClaimError, match="consumer 0 lags for its refill"):
         P.show_ktile_reading(_trace_with(rec, **moves), k=8)

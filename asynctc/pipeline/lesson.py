@@ -140,30 +140,40 @@ def ktile_reading(trace: dict, k: int = 8) -> dict:
     """One k-tile of CTA 0 in a record's ``traces`` row, in clocks from the CTA's start: ``issue``
     (thread 0 issued its TMA), consumer 1's wait on full (``c1_begin`` → ``c1_end``: the data had
     landed by its end, the trace's earliest sign of it), consumer 0's (``c0_begin``, ``c0_wait``
-    clocks long) and the trace's wait ``floor`` (:func:`~.figures.wait_floor`)."""
+    clocks long) and the trace's wait ``floor`` (:func:`~.figures.wait_floor`). Per consumer c,
+    ``c{c}_refill``: its release of k-tile k − 2 to its wait on k (consumer 0's thread 0 refills a
+    stage in it) and ``c{c}_math``: its issue of k − 1's wgmmas to that release."""
     from .figures import wait_floor
     from .trace import timeline_spans
-    at = {(s.lane, s.kind): s for s in timeline_spans(trace["cta0"], k + 1) if s.k == k}
-    c0, c1 = at["wg0", "wait_full"], at["wg1", "wait_full"]
-    return {"k": k, "issue": at["tma", "tma"].start, "c1_begin": c1.start, "c1_end": c1.end,
-            "c0_begin": c0.start, "c0_wait": c0.end - c0.start, "floor": wait_floor(trace)}
+    at = {(s.lane, s.kind, s.k): s for s in timeline_spans(trace["cta0"], k + 1)}
+    c0, c1 = at["wg0", "wait_full", k], at["wg1", "wait_full", k]
+    gaps = {f"c{c}_{name}": at[w, "wait_full", k].start - at[w, "release", k - 2].start if name == "refill"
+            else at[w, "release", k - 2].start - at[w, "mma", k - 1].start
+            for c, w in enumerate(("wg0", "wg1")) for name in ("refill", "math")}
+    return {"k": k, "issue": at["tma", "tma", k].start, "c1_begin": c1.start, "c1_end": c1.end,
+            "c0_begin": c0.start, "c0_wait": c0.end - c0.start, "floor": wait_floor(trace), **gaps}
 
 
 def show_ktile_reading(trace: dict, k: int = 8) -> dict:
     """Print 05 §5's worked reading of k-tile ``k`` (:func:`ktile_reading`), every number from the
     trace. Guards its story: "consumer 1 waits out the load" (its wait ends after the issue),
     "consumer 0 begins after the data landed" (after consumer 1's wait ended), "its wait sits at
-    the floor" (under :data:`AT_FLOOR` × the floor)."""
+    the floor" (under :data:`AT_FLOOR` × the floor); "consumer 0 lags for its refill": from release
+    to next wait it takes over twice consumer 1's time, while its math part takes no longer."""
     r = ktile_reading(trace, k)
     early = r["c1_begin"] - r["issue"]
     require(r["c1_end"] > r["issue"] and r["c0_begin"] > r["c1_end"] and r["c0_wait"] < AT_FLOOR * r["floor"],
             "consumer 1 waits out the load; consumer 0 begins after it landed and waits at the floor", **r)
+    require(r["c0_refill"] > 2 * r["c1_refill"] and r["c0_math"] <= r["c1_math"],
+            "consumer 0 lags for its refill: over twice consumer 1's release-to-wait, no longer math", **r)
     print(f"k-tile {r['k']}, read from CTA 0's trace (clocks from its start): thread 0 had issued its load by "
           f"{r['issue']:.0f}. Consumer 1 began waiting at {r['c1_begin']:.0f}, {abs(early):.0f} clocks "
           f"{'before' if early < 0 else 'after'} that. It passed at {r['c1_end']:.0f}, so the data had landed by "
           f"then: {r['c1_end'] - r['issue']:.0f} clocks after the issue. Consumer 0 began waiting at "
           f"{r['c0_begin']:.0f}, {r['c0_begin'] - r['c1_end']:.0f} clocks after consumer 1 passed. Its wait took "
-          f"{r['c0_wait']:.0f} clocks, at the floor ({r['floor']:.0f}): the data was already there.")
+          f"{r['c0_wait']:.0f} clocks, at the floor ({r['floor']:.0f}): the data was already there. It is late "
+          f"because its thread 0 also refills a stage between each release and next wait: {r['c0_refill']:.0f} "
+          f"clocks here, against consumer 1's {r['c1_refill']:.0f}.")
     return r
 
 

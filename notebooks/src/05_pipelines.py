@@ -37,12 +37,11 @@ notebook.banner("sm_90a")
 # [CUTLASS](../docs/glossary.md#cutlass) convention, not a rule the PTX ISA text states.
 #
 # Each load of a stage is one [*fill*](../docs/glossary.md#fill-of-a-stage). Fill f completes phase f.
-# **Phase parity**, f mod 2, tells a wait which fill it means. Without it, a refilled stage's wait
-# passes at once.
+# **Phase parity**, f mod 2, tells a wait which fill it means. Without parity, a refilled stage's
+# wait passes at once.
 #
-# Column k is the **ring counter**. Each chapter's names for these:
-# [glossary](../docs/glossary.md#ring-counter). Row k loads fill f. Follow stage 1 (k = 1, 5, 9):
-# each fill flips the parity. "—": no wait; the prologue loads fill 0. The figure draws S = 2.
+# Column k is the [**ring counter**](../docs/glossary.md#ring-counter). Follow stage 1 (k = 1, 5, 9):
+# each fill flips the parity. A dash means no wait: the prologue loads fill 0. The figure draws S = 2.
 
 # %% output varies
 S = 4
@@ -56,7 +55,7 @@ plt.show()
 # %% [markdown]
 # **Exercise 1 — predict before you look.** Each k-tile's wgmmas form one committed group.
 # `wgmma.wait_group N` waits until at most N groups are **pending**, still running. S = 6, one
-# consumer: N = 0 or 1?
+# consumer: which N keeps the Tensor Cores busier, 0 or 1?
 
 # %%
 answer = ...
@@ -71,14 +70,12 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# Per k-tile k, the k-loop of `gemm_pipeline` (`kernels/pipeline.cu`) does:
+# Per k-tile k, the k-loop of `gemm_pipeline` in `kernels/pipeline.cu` does:
 #
 # 1. **wait** on full;
 # 2. **issue** `mma_ktile`, then `wgmma.wait_group kPending`;
 # 3. **release** k-tile r = k − kPending on empty;
 # 4. **refill** that stage.
-#
-# `pos` is k's stage and parity; `prev`, k − 1's.
 
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
@@ -86,18 +83,18 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
                                  variant=True, omit=pl.producer_step.SKELETON))
 
 # %% [markdown]
-# **Say it back.** Stage = k mod S; fill f = k div S; `phase` = f mod 2, the fill's parity.
-# Consumers wait on full with the k-tile's `phase`. The producer waits on empty with `phase ^ 1`
+# **Say it back.** K-tile k is fill f = k div S of stage k mod S. Its `phase` is f mod 2.
+# Consumers wait on full for the k-tile's `phase`. The producer waits on empty for `phase ^ 1`
 # of the k-tile it loads.
 #
 # **Exercise 2 — write the producer's refill step** in CUDA C++: the whole `if (…) { … }` block.
 # Every thread reaches it after r's release. Your guard picks who and when: thread 0, while
-# t = r + STAGES < T, not once `broken`. Inside: wait until empty[ts] releases r's fill, then
-# load k-tile t into stage ts. In scope:
+# t = r + STAGES < T and not `broken`. Inside, wait until empty[ts] releases r's fill, then load
+# k-tile t into stage ts. In scope:
 #
-# - `producer`: thread 0; `r`; `t`; `ts`: t's stage (r's); `tp`: t's `phase`; `STAGES`;
+# - `producer`: thread 0; `r`; `t`; `ts`: t's stage, also r's; `tp`: t's `phase`; `STAGES`;
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: an earlier wait gave up;
-# - `empty.wait(stage, parity, wg, kt)`: false if it gave up (load nothing); `kt` = t;
+# - `empty.wait(stage, parity, wg, kt)`: false if it gave up: load nothing; `kt` = t;
 # - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
 #   on full, then the TMA copies;
 # - around it: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`, `pos`, `prev`.
@@ -149,7 +146,7 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                     # the chapte
 # **Why the 128×256 curve ends at S = 4.** A stage stores one k-tile of A and of B:
 # (128 + 256) × 64 × 2 bytes = 48 KiB. A CTA may have 227 KiB of shared memory. All S stages must
 # fit in it, with 2 KiB more for alignment and barriers. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
-# Still rising there? Barely: S = 3 → 4 gains under 2 %, all four runs.
+# It is barely still rising: S = 3 → 4 gains under 2 % in all four runs.
 
 # %% check
 cfg, limit = pl.PipelineConfig(bm=128, bn=256, stages=1), res["smem_limit"]   # bytes a CTA may have
@@ -172,7 +169,7 @@ print(f"{tile} {n}³, this run, S = 3 → 4: CTAs per SM {occ[3]} → {occ[4]}, 
 
 # %% answer [markdown]
 # **Why 128×128 drops at S = 4.** At S = 4, shared memory fits one CTA per SM, not two. The record's
-# occupancy query shows it. Our reading: with one CTA, no other CTA's math hides its
+# occupancy query shows it. Our reading: with one CTA per SM, no other CTA's math hides its
 # [epilogue](../docs/glossary.md#epilogue), its final write of C.
 # Going further: [05c §4](05c_pipeline_variants.ipynb).
 
@@ -191,9 +188,10 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # so GPU bars overlap. A model bar is the group's math only.
 # The two consumers share the Tensor Cores, so each model lane has gaps.
 #
-# Below: one k-tile read in words, then three lines, in clocks. Line 1 is *the trace's cost*: reading the clock slows each traced k-tile.
-# The kernel's TFLOP/s barely moves ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives the consumers'
-# waits beside *the floor*: a traced wait on data already there.
+# Below: one k-tile read in words, then three lines in clocks. Line 1 is *the trace's
+# cost*: reading the clock slows each traced k-tile. Tracing barely moves the kernel's TFLOP/s
+# ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives the consumers' waits beside *the floor*: a
+# traced wait on data already there.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)
@@ -221,8 +219,8 @@ for sentence, ok, numbers in claims:                                  # bounds: 
 
 # %% [markdown]
 # **The model** never waits on full from k-tile 4 on. **The trace**: from k-tile 7 on, consumer 1 waits out each
-# load. Consumer 0, whose thread 0 issues them, finds the data there: from k-tile 5 on, its waits sit at the floor.
-# The evidence is line 3, untraced: a k-tile still takes about 1.2× as long as in the model.
+# load. Consumer 0, late because its thread 0 refills the stages, finds the data there: from k-tile 5
+# on, its waits sit at the floor. Line 3 is untraced: a k-tile still takes about 1.2× as long as in the model.
 #
 # **So:** past S = 3, depth no longer sets the speed. The likely cause is supply: every SM loads from one shared L2.
 # Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four runs, then tests it.
@@ -234,7 +232,7 @@ for sentence, ok, numbers in claims:                                  # bounds: 
 # 2. `story = pl.show_parity_story(stages=3, k_tiles=6)`: which k-tile reads too early now?
 # 3. `mp.simulate(4, 0, 2, 64).math_fraction` beside `(4, 1, 2, 64)`: what does one pending group buy?
 #
-# **On a GPU:** `python -m asynctc record pipeline --no-save` re-measures §4's table: set its
+# **On a GPU:** `python -m asynctc record pipeline --no-save` re-measures the depth sweep. Set its
 # 128x256x64/c2 rows beside item 1.
 
 # %% [markdown]
