@@ -153,8 +153,7 @@ TEXT = {
            "a ring of stages (§2 exercise: the producer step), then a 128×256 tile, 2 consumers.",
            "06 suspects the loads: a consumer's thread issues them."),
     "06": ("the loads on a consumer's path, then launch waves (rounds of one CTA per SM), stores and tile order.",
-           "a producer warpgroup (§1 exercise: both roles' k-loops over several tiles, rung 3's "
-           "roles in rung 5's persistent CTA), then rungs 5–8.",
+           "a producer warpgroup (exercise 1: both roles' loops over several tiles), then rungs 5–8.",
            "07 feeds the same pipeline FP8."),
     "07": ("the number format: fp16 operands get half the Tensor Core rate of FP8 ones and move "
            "twice the bytes.",

@@ -158,33 +158,39 @@ def matmul_table(results: dict) -> str:
 
 
 def recorded_run(rec, m: int, n: int, k: int, dtype: str = "float16") -> str:
-    """06 §5's replay line: from a ``matmul`` record, the checked shape nearest M×N×K (the sum of
-    |log| ratios) with its worst |C − float64| / bound over its checks, and the timed shape nearest
-    it with ``matmul``'s TFLOP/s and share of cuBLAS (B K×N, ``matmul``'s default), under the
-    record's label (GPU, driver, date). It says first whether M×N×K itself is recorded ("No run of
-    M×N×K is recorded. The record's nearest: …"; a recorded shape is marked "(this shape)"), so a nearby shape's numbers never read as the
-    asked shape's (reader 117)."""
+    """06 §5's replay lines, from a ``matmul`` record under its label (GPU, driver, date). First
+    whether M×N×K itself is recorded, so that another shape's numbers never read as the asked
+    shape's (reader 117). Then every checked ``dtype`` shape in one count, with the worst
+    |C − float64| / bound over all their checks, and those that share the asked M, each with its
+    own worst (newcomer 54: a nearest shape by log distance read odd); where none shares M, the
+    checked shape nearest M×N×K (the sum of |log| ratios). Last, the timed shape nearest M×N×K with
+    ``matmul``'s TFLOP/s and share of cuBLAS (B K×N, ``matmul``'s default). A recorded shape is
+    marked "(this shape)"."""
     import math
 
     def near(shapes):
         return min(shapes, key=lambda s: sum(abs(math.log(a / b)) for a, b in zip(s, (m, n, k))))
+
+    def shape(s):
+        return "×".join(map(str, s)) + (" (this shape)" if s == (m, n, k) else "")
     r = rec.results
     checks = [c for c in r["checks"] if c["dtype"] == dtype]
-    cs = near({(c["m"], c["n"], c["k"]) for c in checks})
-    worst = max(c["worst_ratio"] for c in checks if (c["m"], c["n"], c["k"]) == cs)
+    worst = {}
+    for c in checks:
+        s = (c["m"], c["n"], c["k"])
+        worst[s] = max(worst.get(s, 0.0), c["worst_ratio"])
+    mine = sorted(s for s in worst if s[0] == m) or [near(worst)]
     rows = [x for x in r["rows"] if x["kernel"] == "matmul" and x["dtype"] == dtype and x["b_layout"] == "KxN"]
     ts = near({(x["m"], x["n"], x["k"]) for x in rows})
     t = next(x for x in rows if (x["m"], x["n"], x["k"]) == ts)
-    ask, asked = (m, n, k), f"{m}×{n}×{k}"
-
-    def shape(s):
-        return "×".join(map(str, s)) + (" (this shape)" if s == ask else "")
-    found = [what for what, s in (("checked", cs), ("timed", ts)) if s == ask]
-    lead = (f"No run of {asked} is recorded. The record's nearest:" if not found else
-            f"{asked} is recorded:" if len(found) == 2 else
-            f"{asked} is recorded {found[0]} only. The record's nearest:")
-    return (f"{rec.label()}\n{lead} checked {shape(cs)}, worst |C − float64| / bound {worst:.2f}; "
-            f"timed {shape(ts)}, {t['tflops']:.0f} TFLOP/s, {t['of_cublas']:.2f} of cuBLAS")
+    asked = f"{m}×{n}×{k}"
+    found = [what for what, hit in (("checked", (m, n, k) in worst), ("timed", ts == (m, n, k))) if hit]
+    lead = (f"No run of {asked} is recorded." if not found else f"{asked} is recorded." if len(found) == 2
+            else f"{asked} is recorded {found[0]} only.")
+    which = f"with M = {m}" if mine[0][0] == m else "nearest in size"
+    return (f"{rec.label()}\n{lead} Checked {len(worst)} {dtype} shapes, worst |C − float64| / bound "
+            f"{max(worst.values()):.2f}; {which}: " + ", ".join(f"{shape(s)} {worst[s]:.2f}" for s in mine)
+            + f".\nTimed, nearest: {shape(ts)}, {t['tflops']:.0f} TFLOP/s, {t['of_cublas']:.2f} of cuBLAS.")
 
 
 def summarize_matmul(rec) -> str:

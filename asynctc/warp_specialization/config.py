@@ -442,7 +442,11 @@ class WSConfig(P.RingTile):
     def tile_name(self) -> str:
         return f"{self.bm}x{self.bn}x{self.bk}/c{self.consumers}"
 
-    def label(self) -> str:
+    def label(self, legend: bool = False) -> str:
+        """The build in one line of words (``ws float16 128x256x64/c2 s4 B:K …``); with ``legend``,
+        a second line reads its fields (:meth:`legend`)."""
+        if legend:
+            return f"{self.label()}\n  key: {self.legend()}"
         out = "" if self.out_dtype == "float32" else f" out:{self.out_dtype}"
         regs = f" regs:{self.producer_regs}/{self.consumer_regs}" if self.setmaxnreg else ""
         return (f"ws {self.dtype} {self.tile_name} s{self.stages} B:{self.b_major}{regs}"
@@ -462,6 +466,18 @@ class WSConfig(P.RingTile):
                 f"{f' l2:{self.l2_promotion}B' if self.l2_promotion else ''}"
                 f"{' l2_hint' if self.l2_hint else ''}"
                 f"{'' if self.tile_order == 'raster' else f' order:{self.tile_order}'}")
+
+    def legend(self) -> str:
+        """One line that reads this build's :meth:`label` field by field (06 §5; newcomer 54 met
+        ``B:MN``, ``edges`` and ``group_m`` unexplained). The ladder's own words (persistent,
+        tma_store, cluster2) are chapter 06 §3's rungs and are not repeated."""
+        parts = [f"c{self.consumers}: {self.consumers} consumers", f"s{self.stages}: {self.stages} stages",
+                 f"B:{self.b_major}: B stored " + ("N×K" if self.b_major == "K" else "K×N")]
+        parts += ["regs: producer/consumer registers"] if self.setmaxnreg else []
+        parts += ["edges: partial tiles"] if self.edges else []
+        parts += [f"split_k: K in {self.split_k} parts"] if self.split_k != 1 else []
+        parts += ["group_m: rung 8's group-M"] if self.group_m != 8 else []
+        return "; ".join(parts)
 
     @property
     def b_load_box(self):

@@ -200,8 +200,12 @@ def row_reading(results: dict, n: int = 5, size: int = 4096, dtype: str = "float
             sentence, value=value, lo=lo, hi=hi)
     sides = [s for _, s in p["each"].values()]
     count = ", ".join(f"{sides.count(s)} {s}" for s in ("inside", "above", "below") if s in sides)
+    same = [m for m in range(2, 9) if m != n and prediction_check(results, m)["each"][size, dtype][0]
+            .startswith("same build")]      # newcomer 54: rung 4's "same build (0 %)" read unexplained
+    why = "".join(f" Rung {m}'s {'sweep' if m == 4 else 'step'} kept rung {PREDICTION_BANDS[m][1]}'s "
+                  "build." for m in same)
     return (f"How to read a row, rung {n}: it is measured as {measure}. Its band, set before it ran, was "
-            f"{band}. {sentence} The last column gives the verdict on all {len(sides)} ladders: {count}.")
+            f"{band}. {sentence} The last column gives the verdict on all {len(sides)} ladders: {count}.{why}")
 
 
 @guards

@@ -5,13 +5,10 @@
 # loads. *Consumer* warpgroups only issue `wgmma`. Then climb a ladder of kernels timed beside cuBLAS.
 #
 # **Where we are.** In chapter 05, one thread of a consumer warpgroup issued the loads. While it
-# waited on empty, its warpgroup's math stalled. Here the loads get their own warpgroup.
+# waited for a free stage, its warpgroup's math stalled.
 #
 # **In plain words.** Two barriers per stage, "full" and "empty", pass work between the roles.
-# The split frees registers for the math. Loads also run on into the next tile.
-#
-# Going further: [06b](06b_ws_anatomy.ipynb) the kernel, [06c](06c_ladder_investigations.ipynb) the
-# ladder, [06d](06d_limits_and_gemm.ipynb) its limits, [06e](06e_your_gemm_on_the_cpu.ipynb) your loops on the CPU.
+# The split frees registers for the math. The producer also keeps loading into the next tile.
 
 # %% output varies
 import matplotlib.pyplot as plt
@@ -30,13 +27,14 @@ res = rec.results
 # jobs is [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j. It keeps
-# counting across tiles. A worked example, `STAGES` = 3 and j = 7. The stage is j mod `STAGES` = 1.
-# The fill, the stage's use counted from 0, is f = j // `STAGES` = 2. Consumers wait on full with
-# parity f mod 2 = 0. Before loading, the producer waits on empty until fill 1 is released: parity
-# (f + 1) mod 2 = 1. The kernel keeps f mod 2 in `phase`, so that wait is `phase ^ 1`.
+# counting across tiles. A worked example: `STAGES` = 3 and j = 7. The stage is j mod `STAGES` = 1.
+# The fill f counts the stage's uses from 0: f = j // `STAGES` = 2. Consumers wait on full with
+# parity f mod 2 = 0. Before loading fill 2, the producer waits on empty until fill 1 is released.
+# That wait's parity is (f + 1) mod 2 = 1. The kernel keeps f mod 2 in `phase`, so the wait is
+# `phase ^ 1`.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
-# consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's,
+# consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
 # deadlocked at the first k-tile:
 
 # %% output varies
@@ -56,16 +54,16 @@ plt.show()
 # - `tma_load(stage, tile, k)`: A's and B's boxes of k-tile `k` of `tile`, landing on `full[stage]`;
 # - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
 # - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`;
-# - a tile's end owes: its last k-tile's wgmmas complete before `store_tile`; its stage released there,
-#   not in the next tile.
+# - at a tile's end, its last k-tile's wgmmas complete before `store_tile`;
+# - and that k-tile's stage is released in that tile, not the next.
 #
 # Declare counters as `int`. The check runs your loops in the ring model against float64.
 #
-# **Predict (graded), in the cell's first comment.** With 3 k-tiles a tile on 2 stages, which stage
-# and consumers' parity does tile 1's first k-tile use?
+# **Predict (graded), in the cell's first comment.** Each tile has 3 k-tiles, the ring 2 stages.
+# Which stage and consumers' parity does tile 1's first k-tile use?
 
 # %% [markdown]
-# The protocol's calls in 05, 06 and 06e, with their PTX.
+# The protocol's steps in 05, this capstone and 06e, with their PTX.
 
 # %%
 print(W.protocol_names())
@@ -92,7 +90,7 @@ ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
 # The producer mostly waits on empty (purple): healthy. The consumers wait on full (red): 2 stages
-# hide no latency.
+# cannot hide the loads' latency.
 
 # %% output varies
 fig = W.whole_kloop.show_loops(whole_kloop, ok)
@@ -100,7 +98,7 @@ plt.show()
 
 # %% output answers a prediction
 from asynctc.models import pipeline as mp
-frac = {(c, n): mp.simulate(4, n, c, 32).math_fraction for c in (1, 2) for n in (0, 1)}  # c consumers, <n>
+frac = {(c, n): mp.simulate(4, n, c, 32).math_fraction for c in (1, 2) for n in (0, 1)}  # c consumers, wait_group<n>
 if exercises.after("ch06.whole_kloop", held="what wgmma_wait_group<0> and <1> cost"):
     display(notebook.Markdown(
         "**So:** `wgmma_wait_group<0>()` is correct but waits for all the k-tile's wgmmas before the "
@@ -120,9 +118,10 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 #
 # An SM has 65536 32-bit registers.
 # `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM. So each thread gets
-# 65536 / 384 = 170.7, rounded down to a multiple of 8: **168 at entry**.
+# 65536 / 384 = 170.7 registers, rounded down to a multiple of 8: **168 at entry**.
 # [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register limit while it runs.
-# The producer drops to 40. The two consumers rise to 232: 128 × 40 + 256 × 232 = 64512.
+# The producer drops to 40. The two consumers rise to 232. Together: 128 × 40 + 256 × 232 = 64512,
+# within 65536.
 #
 # Going further: [06c §3](06c_ladder_investigations.ipynb) measures `setmaxnreg` alone.
 #
@@ -132,7 +131,7 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # Rung 1 is chapter 05's kernel. Each later rung adds one step:
 #
 # - 2: the split, a producer and one consumer; 3: a second consumer and `setmaxnreg`;
-# - 4: the best tile and stage count; 5: a persistent grid;
+# - 4: the best tile and stage count of a sweep; 5: a persistent grid;
 # - 6: a [cluster](../docs/glossary.md#cluster) of 2 CTAs. One TMA load sends B to both: a
 #   [multicast](../docs/glossary.md#multicast);
 # - 7: the [epilogue](../docs/glossary.md#epilogue), the code that writes C, by
@@ -190,11 +189,11 @@ print(f"all {held} claims hold")
 # The trace's epilogue saving, taken off rung 6's tile, predicts the +8 % step.
 #
 # A miss shows a wrong model. Rung 7 missed above: its model priced storing C from registers too
-# low. On the figure's ladder, rungs 3, 5 and 6 missed too. Rung 2 missed at 8192³.
+# low. The table gives the other misses.
 
 # %% [markdown]
 # **Design it** (no grade). The model runs chapter 05's ring per tile, plus the traced epilogue.
-# Its one fitted number is an L2 cap from 05b §6.
+# Its one fitted number, from deep dive 05b, caps L2 bandwidth.
 #
 # **Predict, then change** `TMA_STORE` to True and rerun. Does the model gain what rung 7 measured?
 # Compare cycles: each design's µs uses its own record's clock.
@@ -204,8 +203,8 @@ BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
 print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 
 # %% answer [markdown]
-# **So:** yes. The model swaps only the traced epilogue, rung 5's for rung 7's; rung 6 stores like
-# rung 5. Its saved cycles give rung 7's step over rung 6:
+# **So:** yes. The model swaps only the traced epilogue: rung 5's for rung 7's. Rung 6 stores like
+# rung 5. The saved cycles give rung 7's step over rung 6:
 
 # %% output answers a prediction
 plain = W.design(bn=256, stages=4, tma_store=False)     # rung 5's epilogue
@@ -219,11 +218,11 @@ print(f"model: {notebook.ratio(plain.busy, stored.busy, 'cycles', 3)}; rung 7 me
 # %% [markdown]
 # ## 4. The whole kernel, one file
 #
-# `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no switches. Its host side,
+# `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no compile-time switches. Its host side,
 # [`whole.py`](../asynctc/warp_specialization/whole.py), builds the
 # [tensor maps](../docs/glossary.md#tensor-map). It launches one
-# 384-thread CTA per tile: not persistent. Each CTA's ring starts at stage 0, phase 0.
-# The capstone's CTA walks several tiles, so it must carry its ring.
+# 384-thread CTA per tile: it is not persistent. Each CTA's ring starts at stage 0, phase 0.
+# The capstone's CTA walks several tiles, so it must carry its ring across tiles.
 #
 # **The producer's loop.** The producer gives registers back. Then all but one of its threads exit.
 # Per k-tile, that thread waits on empty, announces the stage's bytes and issues two TMA loads.
@@ -233,8 +232,9 @@ if exercises.after("ch06.whole_kloop", held="the producer's loop (its waits are 
     display(W.show_kernel_part("producer"))
 
 # %% [markdown]
-# **The consumers' loop.** Consumers 0 and 1 take the registers. They compute rows 0–63 and 64–127.
-# Per k-tile, each waits on full, issues the wgmmas as one group and releases a stage on empty.
+# **The consumers' loop.** Consumers 0 and 1 take the registers and compute the tile's rows
+# 0–63 and 64–127. Per k-tile, each waits on full, issues the wgmmas as one group and releases a
+# stage on empty.
 
 # %% output answers a prediction
 W.show_kernel_part("consumers", reveal=exercises.after("ch06.whole_kloop", held="the consumers' k-loop, marked below"))
@@ -251,7 +251,8 @@ from asynctc.core import worklog
 worklog.show("06")
 
 # %% [markdown]
-# **Your GEMM so far.** Until you write deep dive 06e §2's consumer loop, the course's stands in.
+# **Your GEMM so far.** Until you write [deep dive 06e](06e_your_gemm_on_the_cpu.ipynb)'s consumer loop,
+# the course's stands in.
 
 # %% output varies
 from asynctc.models.gemm_so_far import so_far
@@ -274,7 +275,7 @@ from asynctc.gemm import matmul_config, recorded_run
 
 a = np.random.default_rng(5).standard_normal((1000, 4096)).astype(np.float16)   # M × K
 b = np.random.default_rng(6).standard_normal((4096, 700)).astype(np.float16)    # K × N
-print("its build for 1000×700×4096:", matmul_config(1000, 700, 4096, sm_count=132).label())
+print("its build for 1000×700×4096:", matmul_config(1000, 700, 4096, sm_count=132).label(legend=True))
 if runtime.runs_live("sm_90a"):
     chk = checks.check_gemm(asynctc.matmul(a, b), a, b, "float16")   # C in float16, fp32 accumulation
     print(f"live: worst |C − float64| / bound {chk.max_err / chk.tol:.2f}")
@@ -286,9 +287,9 @@ else:
 # **What you learned.** Both roles' loops across tiles, the register budget, what each rung
 # bought.
 #
-# **Play** (ungraded, no GPU), in §3's "Design it" cell:
+# **Play** (ungraded, no GPU), in the ladder's "Design it" cell:
 #
-# 1. `S` = 2, 3, 4, then 5: where does the model stop gaining? Which limit does 5's error name?
+# 1. `S` = 2, 3, 4, then 5: where does the model stop gaining? Which limit does the error at 5 name?
 # 2. `BN = 128`: the model's rung 2 tile, beside the ladder's rung 2 row.
 # 3. `PERSISTENT = True`: the model's gain beside rung 5's step.
 #
@@ -332,5 +333,5 @@ fig = W.whole_kloop.show_loops(whole_kloop, ok)      # exercise 1's picture, dra
 plt.show()
 
 # %% output varies tags=["solution"]
-print(W.design_survey())        # §3's "Design it": every recorded design, model beside record
+print(W.design_survey())        # the ladder's "Design it": every recorded design, model beside record
 ok = exercises.check("ch06.design_tma_store", "yes", results=res, solution=True)   # within 1 % of rung 7's step
