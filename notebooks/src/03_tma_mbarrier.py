@@ -20,7 +20,7 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps: which order?
 #
-# The map also holds the box size. Each copy names the map and a corner. The table gives
+# The map also sets the box size. Each copy names the map and a corner. The table gives
 # each place's order:
 #
 # | what | order | this tile's numbers |
