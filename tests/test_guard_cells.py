@@ -213,7 +213,7 @@ def test_the_best_rung_cell_reads_the_record(capsys, monkeypatch):
     assert ns["tile"][ns["best"]] == best["tile"] and ns["tf"][ns["best"]] == best["tflops"]
     assert ns["base"] == cp_async.best_rows(rec.results, "float16", "mma.sync")[4096]["tflops"]
     assert out.startswith(f"best configuration {best['tile']}: {best['tflops']:.1f} / ")
-    assert "× chapter 01, " in out and out.rstrip().endswith(f" = {best['tflops'] / ns['cb']:.2f} of cuBLAS")
+    assert f"× chapter 01 (its kernel, re-timed in record {rec.suite}), " in out and out.rstrip().endswith(f" = {best['tflops'] / ns['cb']:.2f} of cuBLAS")
 
 
 def test_the_stage_figure_waits_for_the_prediction(capsys, monkeypatch):

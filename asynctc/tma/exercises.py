@@ -90,7 +90,7 @@ def _judge_swizzle_128b(answer) -> str | None:
         return None
     if all(got[o] == o for o in SWIZZLE_CASES):
         return _ex.tiered("you return every offset unchanged: that is no swizzle.",
-                          " What does §2's 128B swizzle XOR each 16-byte chunk's index with?",
+                          " What does section 2's 128B swizzle XOR each 16-byte chunk's index with?",
                           " Inside each 128-byte row, the 16-byte chunk index is XORed with the row "
                           "index mod 8.")
     o = wrong[0]
@@ -98,7 +98,7 @@ def _judge_swizzle_128b(answer) -> str | None:
     g = got[o]
     if o >= 1024:                                    # the first 8 rows are right
         return _ex.tiered(f"rows 0–7 are right and row 8 is not (byte {o}: you put it at {got[o]}).",
-                          " After how many rows does §2's pattern repeat, and what does that make "
+                          " After how many rows does section 2's pattern repeat, and what does that make "
                           "the row's part in the XOR?",
                           " The pattern repeats every 8 rows (1024 bytes), so XOR the chunk with "
                           "row % 8, not with the row.")
@@ -110,7 +110,7 @@ def _judge_swizzle_128b(answer) -> str | None:
                 "swizzle only permutes the eight 16-byte chunks inside each row.")
     return _ex.tiered(f"first wrong: byte {o} (row {row}, chunk {chunk}, byte {byte} of the chunk) — you "
                       f"put it in chunk {(g % 128) // 16}.",
-                      f" Which chunk does §2's rule give in row {row}: what is chunk {chunk} XORed with?",
+                      f" Which chunk does section 2's rule give in row {row}: what is chunk {chunk} XORed with?",
                       f" The 128B swizzle puts it in chunk {chunk} XOR (row {row} % 8) = "
                       f"{chunk ^ row % 8}. In bits of the offset: the chunk is bits 4–6 and row % 8 is "
                       "bits 7–9; XOR bits 7–9 into bits 4–6.")

@@ -85,7 +85,7 @@ fig = plots.throughput_by_size(
 # [00b](00b_clock_kinds.ipynb) reads other clocks.
 #
 # **Predict before you run the cell.** What fraction of the peak does cuBLAS's best GEMM reach:
-# under 0.5, 0.5 to 0.75, or above 0.75? The cell prints it as "of peak".
+# under 0.5, 0.5 to 0.75, or above 0.75?
 
 # %% output answers a prediction
 gemms = rec.results["cublas"]
@@ -106,11 +106,12 @@ fig = plots.throughput_by_size(why_async.cublas_series(gemms), peak=peak.tflops,
 
 # %% [markdown]
 # This chapter's [record](../docs/glossary.md#record), `ceilings`, gives two cuBLAS figures: the
-# best GEMM above, whatever its dtype, and 4096³ fp16, which every record times. The next cell compares
-# the second across records, then prints the peak card. Its first row is the peak, this chapter's.
+# best GEMM above and 4096³ fp16, which every record times. The next cell compares the second
+# across records, then prints the peak card. Its first row is this chapter's peak.
 #
 # Its `notebook.require(...)` line stops the notebook if the record no longer supports the
-# sentence beside it.
+# sentence beside it. The course hides long arithmetic in named helpers.
+# `notebook.how(name)` prints any helper's code. Try `notebook.how(peak_card.show_card)` here.
 
 # %% output answers a prediction
 runs = why_async.cublas_4096_runs(rec)              # {record: cuBLAS 4096³ fp16 TFLOP/s in its run}
@@ -123,14 +124,14 @@ card = peak_card.show_card()   # notebook.how(peak_card.show_card) prints its co
 # %% [markdown]
 # <details><summary>About these numbers</summary>
 #
-# Each record is one run, with its own cuBLAS and SM clock: each card row has its own peak. Every
-# ratio divides by its own run's cuBLAS (chapter 10 §1 says why runs differ). The datasheet's row is for the SXM board,
-# the socketed module form of the GPU. [00b §2](00b_clock_kinds.ipynb) reads the rows.
+# Each record is one run with its own SM clock, so each card row has its own peak. Every ratio
+# divides by its own run's cuBLAS (chapter 10 says why they differ). The datasheet's row is for the SXM board,
+# the socketed module. [00b §2](00b_clock_kinds.ipynb) reads the rows.
 #
 # </details>
 
 # %% [markdown]
-# Our yardstick is checked too: cuBLAS against float64, element by element. The tolerance, the
+# cuBLAS, our yardstick, is checked against float64, element by element. The tolerance, the
 # [elementwise bound](../docs/glossary.md#elementwise-bound), scales with |A|·|B|:
 
 

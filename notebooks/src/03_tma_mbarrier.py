@@ -5,12 +5,11 @@
 # engine beside each SM. A [*tensor map*](../docs/glossary.md#tensor-map) describes a global tensor
 # to it. One thread asks TMA for a tile, called a [*box*](../docs/glossary.md#box). An
 # [*mbarrier*](../docs/glossary.md#mbarrier) is a barrier in shared memory that counts arriving bytes.
-# Deep dive: [03b](03b_tma_boxes.ipynb).
 #
 # **Learning goal.** Copy a tile with TMA; wait for it with an mbarrier.
 #
 # **Where we are.** In chapter 02 every thread issued its own 16-byte copies and
-# `wait_group`. Here one thread copies a whole tile; the mbarrier tells the others when it lands.
+# `wait_group`. Here one thread copies a whole tile. The mbarrier tells the others when it lands.
 
 # %% output varies
 from asynctc.core import exercises, notebook, records, worklog
@@ -21,8 +20,8 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps: which order?
 #
-# A tensor map tells TMA where a global tensor lies and what box to cut. Each copy names the map
-# and a corner. Three orders:
+# The map also sets the box size. Each copy names the map and a corner. The table gives
+# each place's order:
 #
 # | what | order | this tile's numbers |
 # |---|---|---|
@@ -31,8 +30,8 @@ notebook.banner("sm_90a")
 # | a copy's corner (c0, c1) | columns first | (256, 512): column 256, row 512 |
 #
 # For a bad map, the driver says only `CUDA_ERROR_INVALID_VALUE`. `tma.validate` names the field.
-# The orange box's hatched rows, past the edge, arrive as zeros; their bytes count
-# ([03b §1](03b_tma_boxes.ipynb)).
+# The orange box's hatched rows lie past the edge. They arrive as zeros, and their bytes count
+# ([03b](03b_tma_boxes.ipynb)).
 
 # %% output varies
 spec = tma.validate(address=0x7F0000000000, shape=(4096, 4096), dtype="float16",
@@ -46,7 +45,7 @@ fig = tma.plot_box_over_tensor(spec, at=(256, 512), edge=(1024, 4032))
 # Lanes that read different words of one bank wait in turn: a
 # [bank conflict](../docs/glossary.md#bank-conflict). `ldmatrix` reads a 16-byte chunk from each
 # of 8 rows. A chunk spans 4 banks, its *bank group*, drawn below as one colour. Unswizzled, a
-# column is one colour: 8-way. **128B [swizzle](../docs/glossary.md#swizzle)** XORs a
+# column is one colour: an 8-way conflict. **128B [swizzle](../docs/glossary.md#swizzle)** XORs a
 # chunk's index with the row index mod 8. Each column then covers all 32 banks.
 
 # %% output varies
@@ -68,7 +67,7 @@ print(f"bits 8-7 of the offset: {key:02b}, row {row:03b}'s bits 2-1 (row {row} /
 print(f"chunk {chunk:02b} XOR {key:02b} = {chunk ^ key:02b}: chunk {chunk} → chunk {chunk ^ key}, same row")
 swizzled = row * 64 + (chunk ^ key) * 16 + byte
 print(f"swizzled: {row}·64 + {chunk ^ key}·16 + {byte} = {swizzled} = 0b{swizzled:09b}")
-assert swizzled == swizzle_address(offset, 64)         # the course's model agrees
+assert swizzled == swizzle_address(offset, 64)         # the model agrees
 
 # %% [markdown]
 # ## 3. The mbarrier life cycle
@@ -79,13 +78,13 @@ assert swizzled == swizzle_address(offset, 64)         # the course's model agre
 # 1. `init` expects one arrival. *Pending* counts those still expected.
 # 2. One thread arrives with [`expect_tx`](../docs/glossary.md#expect_tx): the tx-count rises by
 #    the bytes to come. Then it starts the copies: no box lands before its bytes are announced.
-# 3. Each landing byte lowers the tx-count: the PTX ISA's *complete_tx*.
-# 4. When pending and tx-count reach zero, *phase* 0, the first round, completes. Phase 1 opens
+# 3. Each landing byte lowers the tx-count (the PTX ISA's *complete_tx*).
+# 4. When pending and tx-count reach zero, the first round completes: *phase* 0. Phase 1 opens
 #    with *pending* back at the count.
 #
 # A wait names a [*phase parity*](../docs/glossary.md#phase-parity) P, a phase number mod 2. It
 # passes unless the open phase has parity P. The table runs the steps on a CPU model. Fill 0
-# brings two 8192-byte boxes; fill 1 reuses the barrier.
+# brings two 8192-byte boxes. Fill 1 reuses the barrier.
 
 # %%
 from asynctc.models.pipeline.ring import Mbarrier
@@ -108,14 +107,14 @@ bar.complete_tx(16384);               show("fill 1: both boxes land")
 
 # %% [markdown]
 # **Read the wait columns.** Fill 0's reader waits on parity 0: "no" until B lands, then "yes".
-# Fill 1's reader waits on parity 1: wait(1) says "no" until fill 1 lands; wait(0) still says "yes".
+# Fill 1's reader waits on parity 1: wait(1) says "no" until fill 1 lands.
 # So the reader of fill f waits on parity f mod 2. At init, wait(1) already says "yes": the
 # phase before phase 0 counts as complete.
 #
-# Why phase numbers? One barrier serves every fill; a "ready" flag would stay set from the
+# Why phase numbers? One barrier serves every fill. A "ready" flag would stay set from the
 # last fill. One bit is enough: a waiter asks only about the open phase or the one before.
 #
-# The GPU's table below takes the same steps; ✓ marks the PTX ISA's answer. Rows 4–6 use a
+# The GPU's table takes the same steps. ✓ marks the PTX ISA's answer. Rows 4–6 use a
 # *counter barrier*: 64 arrivals, no bytes. Row 6 waits on an open phase nobody completes: the
 # bounded wait gives up.
 
@@ -126,12 +125,12 @@ tma.checks.show_lifecycle(crec)   # notebook.how(tma.checks.show_lifecycle) prin
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]
-# The listing first fills the tile with a *sentinel* byte, 0xA5: any byte TMA skips shows.
-# Its `tma_load_rank` calls `tma_load_2d` for a 2-D map. TMA writes through the
+# The listing first fills the tile with a *sentinel* byte, 0xA5. A byte TMA skips keeps that value.
+# The listing's `tma_load_rank` calls `tma_load_2d` for a 2-D map. TMA writes through the
 # [*async proxy*](../docs/glossary.md#proxy), a separate path. The fence orders the threads' writes before TMA's.
 #
 # **Parity, fill by fill.** In chapter 05, each stage has two barriers. *Full* says its bytes
-# landed; *empty*, that its readers are done. Fill f completes phase f of each:
+# landed. *Empty* says its readers are done. Fill f completes phase f of each:
 #
 # | fill f | consumer's wait on full | producer's wait on empty, before fill f |
 # |---:|---:|---:|
@@ -139,18 +138,16 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # | 1 | 1 | 0 |
 # | f | f mod 2 | (f + 1) mod 2 |
 #
-# [In code](../docs/glossary.md#ring-counter), 05 and 06: `phase` on full, `phase ^ 1` on empty.
+# [In code](../docs/glossary.md#ring-counter), chapters 05 and 06 wait on `phase` on full, `phase ^ 1` on empty.
 
 # %% [markdown]
 # **Play** (ungraded): in the model above, drop B's `complete_tx`. Which wait hangs?
-#
-# Going further: [03b §3–§5](03b_tma_boxes.ipynb) — SASS, the proxy fence, parity.
 
 # %% [markdown]
 # ## 4. The instructions underneath
 #
-# Each wrapper above is one PTX instruction, read from `kernels/ptx/*.cuh`. §3's kernel is
-# compiled for sm_90a and its SASS counted.
+# Each wrapper above is one PTX instruction, read from `kernels/ptx/*.cuh`. The life-cycle
+# kernel is compiled for sm_90a and its SASS counted.
 
 # %% output varies
 from asynctc.core import sass
@@ -160,35 +157,36 @@ ck = tma.compile_tma("mbarrier_lifecycle")
 ops = sass.opcode_counts(tma.kernel_sass(ck))
 print({op: n for op, n in sorted(ops.items()) if op.startswith(("SYNCS", "UTMA"))})
 for op in ("UTMALDG.2D", "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT"):
-    notebook.require(op in ops, f"§3's kernel issues {op}")
+    notebook.require(op in ops, f"the life-cycle kernel issues {op}")
 
 # %% [markdown]
-# `shared::cluster`: this CTA's shared memory, addressed as its
-# [cluster](../docs/glossary.md#cluster)'s. `UTMALDG.2D` is the TMA load, `SYNCS.EXCH.64` the
-# `init`, `SYNCS.ARRIVE.TRANS64` the arrive with expect_tx. `SYNCS.PHASECHK.TRANS64` is
-# `test_wait`, which answers at once; `.TRYWAIT`, `try_wait`.
+# `shared::cluster` is this CTA's shared memory, addressed as its
+# [cluster](../docs/glossary.md#cluster)'s. `UTMALDG.2D` is the TMA load. `SYNCS.EXCH.64` is
+# `init`. `SYNCS.ARRIVE.TRANS64` is the arrive with expect_tx. `SYNCS.PHASECHK.TRANS64` is
+# `test_wait`, which answers at once. `.TRYWAIT` marks `try_wait`.
 
 # %% [markdown]
 # ## Exercises
 #
 # `tma_load_2d(dst, map, bar, c0, c1)` copies `map`'s box at column c0, row c1 to shared address
-# `dst`. Its bytes land on `bar`. **Worked: a smaller box.** 64 rows × 32 fp16, k-tile 3, rows
-# from 192: `tma_load_2d(dst, map, bar, 96, 192)`. The column, 3·32, comes first. A box is 4096
-# bytes, so the next goes at `dst + 4096`.
+# `dst`. Its bytes land on `bar`. **Worked: a smaller box.** For 64 rows × 32 fp16 at k-tile 3, from
+# row 192, call `tma_load_2d(dst, map, bar, 96, 192)`. The column, 3·32, comes first. The box
+# is 4096 bytes, so the next box goes at `dst + 4096`.
 #
 # **1. Fill one stage.** Write the body of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)`: three
 # lines of CUDA in a string. It loads A's `BM`×`BK` box of map `ta` from row `m0`. Then it loads
-# B's `BN`×`BK` box of `tb` from row `n0`; B is stored N×K. fp16, `BM` = `BN` = 128, `BK` = 64.
-# One barrier, `full_bar`, covers both. `stage` and `full_bar` are shared-memory byte addresses;
-# B follows A.
+# B's `BN`×`BK` box of `tb` from row `n0`. B is stored N×K. `BM` = `BN` = 128 and `BK` = 64, in
+# fp16. One barrier, `full_bar`, covers both. `stage` and `full_bar` are shared-memory byte
+# addresses. B follows A.
 
 # %%
 lines = """...   // mbarrier_arrive_expect_tx(full_bar, ?); then tma_load_2d(?, ?, full_bar, ?, ?) twice"""
 ok = exercises.check("ch03.stage_fill", lines)
 
 # %% [markdown]
-# **2. Write the 128-byte swizzle.** `swizzle_128b(offset)`: where TMA puts byte `offset` of a box
-# with 128-byte rows in a 1024-byte aligned buffer (§2's rule). Use `def`: later chapters run it.
+# **2. Write the 128-byte swizzle.** `swizzle_128b(offset)` returns where TMA puts byte `offset` of
+# a box with 128-byte rows, in a 1024-byte aligned buffer (section 2's rule). Use `def`:
+# later chapters run it.
 
 # %%
 def swizzle_128b(offset):
@@ -236,5 +234,5 @@ so_far("03")
 
 # %% [markdown]
 # **What you learned.** Tensor maps, swizzle, an mbarrier's bytes and parity.
-# Going further: [03b §2](03b_tma_boxes.ipynb), by box size.
+# Going further: [03b](03b_tma_boxes.ipynb): box sizes, SASS, proxy fence, parity.
 # **Next:** [chapter 04](04_wgmma.ipynb).
