@@ -16,8 +16,8 @@ def why_rows(rec: records.Record, tile=DEFAULT_TILE) -> list[tuple[str, float]]:
     r = rec.results
     abl = {x["variant"]: x["tflops"] for x in r["ablation"]}
     return [("our GEMM, 4096³", abl["full kernel"]),
-            ("  minus ldmatrix", abl["no ldmatrix"]),
-            ("  minus the global→shared copy", abl["no global→shared copy"]),
+            ("  minus only ldmatrix", abl["no ldmatrix"]),
+            ("  minus only the global→shared copy", abl["no global→shared copy"]),
             ("  mma.sync + __syncthreads only", abl["mma.sync + __syncthreads only"]),
             (f"mma.sync ceiling, {tile.warps} warps × {tile.min_blocks} CTAs/SM, no memory",
              ceiling_row(r, tile)["tflops"]),

@@ -40,7 +40,7 @@ ORDER = (("stage_fill", "stage fill", 3, "chapter 03"),
          ("encode", "encode", 4, "deep dive 04b"),
          ("producer_step", "producer step", 5, "chapter 05"),
          ("parities", "parities", 5, "deep dive 05b"),
-         ("consumer_loop", "consumer loop", 6, "deep dive 06e"))
+         ("consumer_loop", "rung-3 consumer loop", 6, "deep dive 06e"))
 #: Deep dives' pieces shown even before they are yours: the consumer loop (06e §2) completes the tile.
 ALWAYS_SHOWN = {"consumer_loop"}
 #: Why chapter 06's exercise is not the tile's consumer loop: the line under that row until 06e's is
@@ -48,7 +48,7 @@ ALWAYS_SHOWN = {"consumer_loop"}
 CONSUMER_NOTE = ("(deep dive 06e §2 asks {what} again, in the kernel's own calls, "
                  "compiled into rung 3; until you write it there, the course's runs here.)")
 #: The consumer loop's row while 06e's exercise is not yours (from chapter 06): what it is, not "not passed".
-CONSUMER_ROW = "the course's; 06e §2's optional exercise"
+CONSUMER_ROW = "optional (06e §2); the course's runs until you write it"
 #: The FP8 GEMM's pieces (chapter 07 on): (piece, its name in the report, chapter, exercise). Not in
 #: the fp16 tile; their row says only whether the exercise passed.
 FP8_PIECES = (("promotion", "promotion", 7, "ch07.promotion"),)
@@ -127,21 +127,21 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
         head = f"{label} ({where.split()[-1]})"
         if kept[piece] is not None and ch <= n:
             mine[piece] = kept[piece]
-            rows.append((piece, "yours", f"{head:<20}yours ✓ {_when(name)}"))
+            rows.append((piece, "yours", f"{head:<19} yours ✓ {_when(name)}"))
         elif deep:                                # an optional deep dive's piece: a row once it is yours
             continue
         elif ch > n:
-            rows.append((piece, "later", f"{head:<20}comes in {where}"))
+            rows.append((piece, "later", f"{head:<19} comes in {where}"))
         else:
             text = CONSUMER_ROW if piece == "consumer_loop" else "the course's (not passed yet)"
-            rows.append((piece, "the course's", f"{head:<20}{text}"))
+            rows.append((piece, "the course's", f"{head:<19} {text}"))
     if n >= 6:                                    # chapter 06's capstone: not a piece of this run's order
         name, _, _ = _e.CAPSTONE_EXERCISE
         from ..core import exercises
         done = exercises.passed(name)
         at = next((i for i, r in enumerate(rows) if r[0] == "consumer_loop"), len(rows))
         rows.insert(at, (_e.CAPSTONE, "yours" if done else "the course's",
-                         f"{'capstone loops (06)':<20}" + (f"yours ✓ {_when(name)}" if done else
+                         f"{'capstone loops (06)':<19} " + (f"yours ✓ {_when(name)}" if done else
                                                            "the course's (not passed yet)")
                          + "; they order the tile in 06e §4"))
     what = "your capstone's consumer loop" if n >= 6 and done else "the consumers' loop"
@@ -152,7 +152,7 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
             done = answers.passed_on(name) is not None
             status = f"yours ✓ {_when(name)}" if done else "not passed yet"
             rows.append((piece, "yours" if done else "not yet",
-                         f"{label + f' ({ch:02d})':<20}{status}; FP8 only, not in this fp16 tile"))
+                         f"{label + f' ({ch:02d})':<19} {status}; FP8 only, not in this fp16 tile"))
     result, blame, verdict = _run(mine, rng)
     return SoFar(n, rows, result, verdict, blame, timed_line(n, kept), notes)
 

@@ -222,8 +222,21 @@ for sentence, ok, numbers in claims:                                  # bounds: 
 # load. Consumer 0, late because its thread 0 refills the stages, finds the data there: from k-tile 5
 # on, its waits sit at the floor. Line 3 is untraced: a k-tile still takes about 1.2× as long as in the model.
 #
-# **So:** past S = 3, depth no longer sets the speed. The likely cause is supply: every SM loads from one shared L2.
-# Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 bandwidth cap on four runs, then tests it.
+# Is L2's supply the limit, then? No: a run of the same kernel with its loads alone (no wgmma, no store of C)
+# brings more than the math needs.
+
+# %% output varies
+supply = {(r["bn"], r["stages"]): r for r in pl.supply.supply_rows(records.load("l2_supply").results)}
+big = supply[256, 4]                      # 128×256, S = 4; bytes per clock per SM, 4096³
+print(f"128×256, S = 4, bytes per clock per SM: the ring alone brings {big['loads_only']:.1f}, the math needs "
+      f"{big['need']:.1f}, the GEMM moves {big['gemm']:.1f}")
+notebook.require(big["gemm"] < big["need"] < big["loads_only"], "the ring alone brings more than the math needs",
+                 **big)
+
+# %% [markdown]
+# **So:** past S = 3, neither depth nor L2's supply sets the speed. What is left is the consumers' own time:
+# consumer 0's thread 0 also refills the ring, and each consumer waits on its wgmmas. Chapter 06 gives the loads a warpgroup of their own.
+# Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 cap, tests it, and times the loads alone.
 
 # %% [markdown]
 # **Play** (ungraded, no GPU).

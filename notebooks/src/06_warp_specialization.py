@@ -89,8 +89,8 @@ if (wg == 0) {                 // the producer warpgroup
 ok = exercises.check("ch06.whole_kloop", whole_kloop)
 
 # %% [markdown]
-# The producer mostly waits on empty (purple): healthy. The consumers wait on full (red): 2 stages
-# cannot hide the loads' latency.
+# Once your loops pass, the cell below draws them. In the right answer's picture, the producer mostly
+# waits on empty (purple): healthy. The consumers wait on full (red): 2 stages cannot hide the loads' latency.
 
 # %% output varies
 fig = W.whole_kloop.show_loops(whole_kloop, ok)
