@@ -189,8 +189,8 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # The two consumers share the Tensor Cores, so each model lane has gaps.
 #
 # Below: one k-tile read in words, then three lines in clocks. Line 1 is *the trace's
-# cost*: reading the clock slows each traced k-tile. Tracing barely moves the kernel's TFLOP/s
-# ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives the consumers' waits beside *the floor*: a
+# cost*: reading the clock slows each traced k-tile. Only 4 CTAs are traced, so the kernel's TFLOP/s barely
+# moves ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives the consumers' waits beside *the floor*: a
 # traced wait on data already there.
 
 # %% output varies
@@ -212,10 +212,11 @@ print("2. waits on full, k-tiles 4–11, clocks: consumer 0", *[f"{w:.0f}" for w
       "| consumer 1", *[f"{w:.0f}" for w in ahead], "| model", *[f"{w:.0f}" for w in free])
 print("3. clocks per k-tile, untraced GPU / model:", notebook.ratio(untraced, model))
 
-# %% check
+# %% check, output varies
 claims = pl.trace_claims(traced, untraced, model, late, free, floor, ahead)   # notebook.how(pl.trace_claims) prints its code
 for sentence, ok, numbers in claims:                                  # bounds: named constants in pl.lesson
     notebook.require(ok, sentence, **numbers)
+    print("✓", sentence)
 
 # %% [markdown]
 # **The model** never waits on full from k-tile 4 on. **The trace**: from k-tile 7 on, consumer 1 waits out each
@@ -234,8 +235,9 @@ notebook.require(big["gemm"] < big["need"] < big["loads_only"], "the ring alone 
                  **big)
 
 # %% [markdown]
-# **So:** past S = 3, neither depth nor L2's supply sets the speed. What is left is the consumers' own time:
-# consumer 0's thread 0 also refills the ring, and each consumer waits on its wgmmas. Chapter 06 gives the loads a warpgroup of their own.
+# **So:** past S = 3, neither depth nor L2's supply sets the speed. What is left is the consumers' own k-tile:
+# their wgmmas and waits, the store of C, and consumer 0's refills. Chapter 06 moves the refills to a warpgroup
+# of their own and measures what that buys.
 # Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 cap, tests it, and times the loads alone.
 
 # %% [markdown]
