@@ -179,7 +179,7 @@ def show_ktile_reading(trace: dict, k: int = 8) -> dict:
 
 def trace_claims(traced: float, untraced: float, model: float, late: list, free: list, floor: float,
                  ahead: list):
-    """05 §5's check cell: yield ``(sentence, holds, numbers)`` for the three lines under the trace,
+    """05 §5's check cell: yield ``(sentence, holds, numbers)`` for the four claims on the lines under the trace,
     in order, from the trace cell's numbers (clocks per k-tile ``traced``, ``untraced`` and the
     ``model``'s; the waits on full at k-tiles 4–11 of consumer 0, GPU ``late`` and model ``free``, and
     of consumer 1, GPU ``ahead``; the wait ``floor``), each against the bounds above."""
