@@ -167,8 +167,10 @@ def speed_names(results: dict, sizes=(8192, 4096)) -> str:
     lines = ["FP8 build          promotion  shape  TFLOP/s  of cuBLASLt FP8"]
     for n in sizes:
         lt = table_row(results, n, "cuBLASLt fp8 fast_accum=True")["tflops"]
-        lines += [f"{name:19s}{promo:11s}{n}³{table_row(results, n, kernel)['tflops']:9.0f}"
-                  f"{table_row(results, n, kernel)['tflops'] / lt:17.2f}" for name, promo, kernel, at in builds if n in at]
+        for name, promo, kernel, at in builds:
+            if n in at:
+                tf = table_row(results, n, kernel)["tflops"]
+                lines.append(f"{name:19s}{promo:11s}{n}³{tf:9.0f}{tf / lt:17.2f}")
     return "\n".join(lines)
 
 

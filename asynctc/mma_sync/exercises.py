@@ -54,37 +54,38 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
     d = DEFAULT_TILE
     mt, nt, ks = wm // 16, wn // 8, bk // 16
     where = f"the third number of {bm}x{bn}x{bk}" if bm and bn else "as the question states"
-    # (wrong count, hint, (the question naming the slip, "tile" read from §3's name or "mma" from §2))
+    # (wrong count, hint, (the question naming the slip, "tile" read from §3's name or "mma" from §2,
+    #  the axis the slip miscounts: M, N, K or "" for none))
     mistakes = [
         (mt * nt * (d.bk // 16), f"you used a k-tile of {d.bk} (the default tile's): this kernel's k-tile "
                                  f"is bk = {bk} ({where}).",
          (f"Which number of {bm}x{bn}x{bk} is the k-tile's depth?" if bm and bn else "How deep is the k-tile?",
-          "tile")),
+          "tile", "K")),
         (mt * nt, f"that is one k16 step: a k-tile {bk} deep has {bk}/16 of them.",
-         (f"How many k16 steps does a {bk}-deep k-tile hold?", "mma")),
+         (f"How many k16 steps does a {bk}-deep k-tile hold?", "mma", "K")),
         (mt * (wn // 16) * ks, "one m16n8k16 covers 8 columns of N, not 16.",
-         ("How many columns of N does one m16n8k16 cover?", "mma")),
+         ("How many columns of N does one m16n8k16 cover?", "mma", "N")),
         ((wm // 8) * nt * ks, "one m16n8k16 covers 16 rows of M, not 8.",
-         ("How many rows of M does one m16n8k16 cover?", "mma")),
+         ("How many rows of M does one m16n8k16 cover?", "mma", "M")),
         (mt * nt * (bk // 8), "one mma.sync is 16 deep in K (the k16 of m16n8k16), not 8.",
-         ("How deep in K is one m16n8k16?", "mma")),
+         ("How deep in K is one m16n8k16?", "mma", "K")),
         (mt * nt * bk, "each mma.sync consumes 16 of K, so a k-tile takes bk/16 steps, not bk.",
-         (f"How many k16 steps does a {bk}-deep k-tile hold?", "mma")),
+         (f"How many k16 steps does a {bk}-deep k-tile hold?", "mma", "K")),
         (wm * wn * bk, "that counts multiply-adds; one mma.sync does 16×8×16 of them.",
-         ("What does one instruction count for?", "mma")),
+         ("What does one instruction count for?", "mma", "")),
         (2 * wm * wn * bk, "that counts FLOP; one mma.sync does 2·16·8·16 of them.",
-         ("What does one instruction count for?", "mma")),
+         ("What does one instruction count for?", "mma", "")),
         (_ch01_hmma(d.wm, d.wn, d.bk), _ex.tiered(
             f"that is also section 2's count for the default tile ({d.wm}×{d.wn} warp tile, k-tile "
             f"{d.bk}); if you reused it, redo it for a {wm}×{wn} warp tile and a k-tile {bk} deep.",
             " If not: how many rows, columns and k of the product does one m16n8k16 cover?",
-            " If not, recount the three factors: M/16, N/8 and K/16."), ("Which numbers of the name are the warp tile?", "tile")),
+            " If not, recount the three factors: M/16, N/8 and K/16."), ("Which numbers of the name are the warp tile?", "tile", "")),
     ]
     if bm and bn:
         warps = (bm // wm) * (bn // wn)
         mistakes.append((mt * nt * ks * warps,
                          f"that is per CTA: a {bm}×{bn} tile has ({bm}/{wm})·({bn}/{wn}) = {warps} warps; "
-                         "the question asks for one warp.", ("How many warps did you count?", "tile")))
+                         "the question asks for one warp.", ("How many warps did you count?", "tile", "")))
     # Several slips can give the same number (n16 and one k16 step when bk = 32; m8 and k8 always;
     # the default tile's k-tile of 64 when bk = 32): such an answer is asked one question that tells
     # them apart (what the learner took for each factor those slips are in), and at the next miss
@@ -94,13 +95,12 @@ def _ch01_hmma_hint(answer, expected, wm: int, wn: int, bk: int, bm: int | None 
     if len(hints) > 1:
         n = {2: "two", 3: "three"}.get(len(hints), str(len(hints)))
         # what was miscounted: the direction (never the ratio, which would give the count) and the axis
-        axis = [next((a for a in "MNK" if f" of {a} " in q or f"in {a} " in q or (a == "K" and "k-tile" in q)), "")
-                for _, (q, _) in hit]
+        axis = [a for _, (_, _, a) in hit]
         along = " along " + " or ".join(a for a in "MNK" if a in axis) if all(axis) else ""
         many = "too many" if answer > expected else "too few"
-        asked = " ".join(dict.fromkeys(q for _, (q, _) in hit))      # reader 110: each slip as a question
+        asked = " ".join(dict.fromkeys(q for _, (q, _, _) in hit))      # reader 110: each slip as a question
         sections = {"tile": "§3 reads the tile's name", "mma": "§2 says what one m16n8k16 covers"}
-        cite = "; ".join(sections[k] for k in dict.fromkeys(k for _, (_, k) in hit))
+        cite = "; ".join(sections[k] for k in dict.fromkeys(k for _, (_, k, _) in hit))
         return _ex.tiered(f"{answer:g} counts {many} m16n8k16{along}: {n} different slips give it, "
                           "each in one factor of the count.",
                           f" Which one is yours ({cite})? {asked}",

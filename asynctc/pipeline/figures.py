@@ -252,16 +252,15 @@ def ktile_waits(run, k_max: int = 12) -> tuple[dict, dict]:
     < ``k_max``, of ``run``: a record's ``traces`` row (its CTA 0) or the ring model's
     :class:`~asynctc.models.pipeline.Schedule`. Returns ``(wait, issue)``, two {k-tile: cycles}
     dicts (a k-tile with no wait is absent from ``wait``)."""
-    spans = run.spans if hasattr(run, "spans") else timeline_spans(run["cta0"], k_max)
-    return _ktile_waits(spans, k_max)
+    return _ktile_waits(_spans(run, k_max), k_max)
 
 
 def full_waits(run, ktiles=range(4, 12), consumer: int = 0) -> list[float]:
     """Consumer ``consumer``'s wait on full (cycles) at each of ``ktiles``, 0 where it did not wait,
     in ``run`` (a record's ``traces`` row, its CTA 0, or the ring model's Schedule), as 05 §5's
     line 2 prints it (consumer 0: the ``wait`` half of :func:`ktile_waits`)."""
-    spans = run.spans if hasattr(run, "spans") else timeline_spans(run["cta0"], max(ktiles) + 1)
-    wait = {s.k: s.end - s.start for s in spans if (s.lane, s.kind) == (f"wg{consumer}", "wait_full")}
+    k_max = max(ktiles) + 1
+    wait = _ktile_waits(_spans(run, k_max), k_max, f"wg{consumer}")[0]
     return [wait.get(k, 0) for k in ktiles]
 
 
@@ -284,9 +283,16 @@ def wait_floor(trace: dict) -> float:
     return float(np.median(settled))
 
 
-def _ktile_waits(spans, k_max: int) -> tuple[dict, dict]:
-    """Consumer 0's (lane wg0) wait on full (cycles) and its wgmma issue time, by k-tile < k_max."""
-    wait = {s.k: s.end - s.start for s in spans if s.lane == "wg0" and s.kind == "wait_full" and s.k < k_max}
-    issue = {s.k: s.start for s in spans if s.lane == "wg0" and s.kind == "mma" and s.k < k_max}
+def _spans(run, k_max: int):
+    """``run``'s spans: the ring model's Schedule's own, or a record's ``traces`` row's CTA 0 up to
+    k-tile ``k_max``."""
+    return run.spans if hasattr(run, "spans") else timeline_spans(run["cta0"], k_max)
+
+
+def _ktile_waits(spans, k_max: int, lane: str = "wg0") -> tuple[dict, dict]:
+    """A consumer's (``lane``, wg0 by default) wait on full (cycles) and its wgmma issue time, by
+    k-tile < k_max."""
+    wait = {s.k: s.end - s.start for s in spans if s.lane == lane and s.kind == "wait_full" and s.k < k_max}
+    issue = {s.k: s.start for s in spans if s.lane == lane and s.kind == "mma" and s.k < k_max}
     return wait, issue
 

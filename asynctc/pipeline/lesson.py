@@ -10,8 +10,9 @@ from __future__ import annotations
 from ..core.notebook import require
 from ..models import pipeline as mp
 from .design import FIT_ON, design, fitted_cap
-from .figures import flat_from   # a data helper of the figures module (it does not plot)
+from .figures import flat_from, wait_floor   # data helpers of the figures module (they do not plot)
 from .results import best_by_width, best_tflops_by_width, depth_sweep, resident_by_depth
+from .trace import timeline_spans
 from .config import PipelineConfig
 
 
@@ -143,8 +144,6 @@ def ktile_reading(trace: dict, k: int = 8) -> dict:
     clocks long) and the trace's wait ``floor`` (:func:`~.figures.wait_floor`). Per consumer c,
     ``c{c}_refill``: its release of k-tile k − 2 to its wait on k (consumer 0's thread 0 refills a
     stage in it) and ``c{c}_math``: its issue of k − 1's wgmmas to that release."""
-    from .figures import wait_floor
-    from .trace import timeline_spans
     at = {(s.lane, s.kind, s.k): s for s in timeline_spans(trace["cta0"], k + 1)}
     c0, c1 = at["wg0", "wait_full", k], at["wg1", "wait_full", k]
     gaps = {f"c{c}_{name}": at[w, "wait_full", k].start - at[w, "release", k - 2].start if name == "refill"
