@@ -144,6 +144,12 @@ def claims(results: dict):
            {"missed": missed})
 
 
+def _tally(p: dict) -> str:
+    """A :func:`~.figures.prediction_check`'s verdicts over every ladder, counted: "4 below"."""
+    sides = [s for _, s in p["each"].values()]
+    return ", ".join(f"{sides.count(s)} {s}" for s in ("inside", "above", "below") if s in sides)
+
+
 def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") -> str:
     """Rungs 2–8 of a ``warp_specialization`` record as text, one :func:`~.figures.prediction_check`
     per rung: what the rung is measured as (a share of cuBLAS, or a % step over the rung it was built
@@ -164,8 +170,7 @@ def prediction_table(results: dict, size: int = 4096, dtype: str = "float16") ->
         unit = "of cuBLAS" if kind == "of cuBLAS" else f"over rung {ref}"
         text, side = p["each"][size, dtype]
         value = "same build (0 %)" if text.startswith("same build") else text.removesuffix(" " + unit)
-        sides = [s for _, s in p["each"].values()]
-        tally = ", ".join(f"{sides.count(s)} {s}" for s in ("inside", "above", "below") if s in sides)
+        tally = _tally(p)
         measure = unit if kind == "of cuBLAS" else "% " + unit
         lines.append(f"{n:>4}  {measure:<13}  {p['predicted']:<13}  {f'{value}: {side}':<24}  {tally}")
     return "\n".join(lines)
@@ -198,14 +203,12 @@ def row_reading(results: dict, n: int = 5, size: int = 4096, dtype: str = "float
                    "below": "below the band, a miss."}[side])
     require(side == ("inside" if lo_ <= v_ <= hi_ else "above" if v_ > hi_ else "below"),
             sentence, value=value, lo=lo, hi=hi)
-    sides = [s for _, s in p["each"].values()]
-    count = ", ".join(f"{sides.count(s)} {s}" for s in ("inside", "above", "below") if s in sides)
     same = [m for m in range(2, 9) if m != n and prediction_check(results, m)["each"][size, dtype][0]
             .startswith("same build")]      # newcomer 54: rung 4's "same build (0 %)" read unexplained
     why = "".join(f" Rung {m}'s {'sweep' if m == 4 else 'step'} kept rung {PREDICTION_BANDS[m][1]}'s "
                   "build." for m in same)
     return (f"How to read a row, rung {n}: it is measured as {measure}. Its band, set before it ran, was "
-            f"{band}. {sentence} The last column gives the verdict on all {len(sides)} ladders: {count}.{why}")
+            f"{band}. {sentence} The last column gives the verdict on all {len(p['each'])} ladders: {_tally(p)}.{why}")
 
 
 @guards
