@@ -335,17 +335,23 @@ def show_source(target, start: str | None = None, end: str | None = None, *, hoo
                 language="cuda")
 
 
-def how(helper):
-    """The Python source of a chapter helper (a ``show_*`` function, say), highlighted, to read in the
-    notebook what it computes and what it asserts: ``notebook.how(pl.show_widths)``. Make it the
-    last expression of a cell. Raises ``TypeError`` for something that has no Python source."""
+def how_source(helper) -> str:
+    """The text :func:`how` shows: a comment line naming ``helper``'s module and name, then its Python
+    source. Raises ``TypeError`` for something that has no Python source."""
     import inspect
-    from IPython.display import Code
     if not (inspect.isfunction(helper) or inspect.ismethod(helper) or inspect.isclass(helper)):
         raise TypeError(f"how(helper): helper must be a function or class, got {type(helper).__name__}")
     fn = inspect.unwrap(helper)
-    where = f"# {fn.__module__}.{fn.__qualname__}"
-    return Code(where + "\n" + inspect.getsource(fn), language="python")
+    return f"# {fn.__module__}.{fn.__qualname__}\n" + inspect.getsource(fn)
+
+
+def how(helper) -> None:
+    """Show the Python source of a chapter helper (a ``show_*`` function, say), highlighted, to read in
+    the notebook what it computes and what it asserts: ``notebook.how(pl.show_widths)``. It shows the
+    code wherever it stands in a cell (it displays, it does not return). Raises ``TypeError`` for
+    something that has no Python source."""
+    from IPython.display import Code, display
+    display(Code(how_source(helper), language="python"))
 
 
 def build_diff(file: str, defines: dict, context: int = 2) -> str:
