@@ -157,17 +157,17 @@ plt.show()
 
 # %% [markdown]
 # **Derive it** (moved here from chapter 05 §4) from the `sweep` rows: the 128×256 fp16 4096³ curve
-# flattens after S = 3; S = 4 adds only a few percent. Then the ring model's, with today's records
-# and the kernel's schedule (§1's prediction, made with an earlier schedule, sits a few percent
-# higher). **Predict, then change** `stages=[1, 2, 3, 4]` to `[1, 2, 3, 4, 5, 6]`: the model has
+# flattens after S = 3; S = 4 adds under 2 % (chapter 05 §4 found the same in all four runs).
+# Then the ring model's, with today's records and the kernel's schedule (§1's prediction, made
+# with an earlier schedule, sits a few percent higher). **Predict, then change** `stages=[1, 2, 3, 4]` to `[1, 2, 3, 4, 5, 6]`: the model has
 # no shared-memory limit; does it flatten where the record does?
 
 # %% output varies
 wide = {r["stages"]: r["tflops"] for r in res["sweep"] if r["kernel"] == "pipeline" and not r["trace"]
         and (r["tile"], r["dtype"], r["size"]) == ("128x256x64/c2", "float16", 4096)}
 print({S: round(t) for S, t in sorted(wide.items())}, "TFLOP/s; S = 4 ÷ S = 3:", notebook.ratio(wide[4], wide[3], "", 3))
-notebook.require(max(wide, key=wide.get) >= 3 and 0.005 < wide[4] / wide[3] - 1 < 0.03,
-                 "the 128×256 curve flattens after S = 3; S = 4 adds only a few percent", S4_over_S3=wide[4] / wide[3])
+notebook.require(max(wide, key=wide.get) >= 3 and 0 <= wide[4] / wide[3] - 1 < 0.02,
+                 "the 128×256 curve flattens after S = 3; S = 4 adds under 2 %", S4_over_S3=wide[4] / wide[3])
 print({r["stages"]: round(r["tflops"]) for r in mp.predict_depth_sweep(stages=[1, 2, 3, 4])}, "TFLOP/s, model")
 
 # %% [markdown]
@@ -201,9 +201,11 @@ assert 1.6 < gpu_end / model_end < 2.6
 # %% [markdown]
 # ## 4. Where the model is right, where it is wrong
 #
-# The numbers each side of the comparison, from the prediction, the record and CTA 0's trace
-# (cycles are SM cycles; the datasheet rate is 4096 FLOP per clock per SM, so a 128×256×64 k-tile
-# is 1024 cycles of Tensor Core work):
+# The numbers each side of the comparison, from the prediction, the record and the trace. The
+# "GPU cyc/k-tile" and "GPU wait_full" columns are means over the 4 traced CTAs (chapter 05 §5's
+# line 1 reads CTA 0 alone, so its figure differs a little); "GPU TMA cyc" is CTA 0's. Cycles are
+# SM cycles; the datasheet rate is 4096 FLOP per clock per SM, so a 128×256×64 k-tile is 1024
+# cycles of Tensor Core work:
 
 # %% output varies
 pred = {r["stages"]: r["tflops"] for r in predicted}
@@ -295,7 +297,7 @@ ok = notebook.claim(worst_fit < 0.15,
                "the cause.", worst=worst_fit)
 
 # %% [markdown]
-# Then the same cap, fitted to what CTA 0's trace says a k-tile takes at S = 3 and 4:
+# Then the same cap, fitted to what the traced CTAs say a k-tile takes at S = 3 and 4:
 
 # %% output varies
 trace_fit = []
@@ -308,7 +310,7 @@ dev, l2_trace = min(trace_fit)
 avg = pl.average_ktile_cycles(res, "128x256x64/c2", "float16", 4096, best_s)   # the whole kernel's k-tile, at most
 avg_cycles = avg.cycles
 print(f"measured: {rec.label()}")
-print(f"FIT to CTA 0's trace: l2_bytes_per_clk = {l2_trace:.0f} B/clock/SM ({dev:.1%} off its "
+print(f"FIT to the traced CTAs' mean k-tile: l2_bytes_per_clk = {l2_trace:.0f} B/clock/SM ({dev:.1%} off its "
       f"{per_k[best_s]:.0f} cycles per k-tile)")
 ok = notebook.claim(l2_trace < 0.8 * l2_fit and per_k[best_s] > avg_cycles,
                f"The two fits disagree: the trace needs {l2_trace:.0f} B/clock/SM, the sweep {l2_fit:.0f}. "
@@ -390,7 +392,8 @@ supply = pl.show_supply(records.load("l2_supply"))   # asserts the two sentences
 check = pl.show_model_check(res, rec)              # asserts: misses under 15 %, fitted and held out
 cap, _ = pl.fitted_cap(res)
 print(f"\nthis cap, {cap}, keeps the recorded TMA latency and makes the worst of the four misses smallest; "
-      f"§4's {l2_fit:.0f} fitted the latency too, on a coarser grid, by least squares")
+      f"§4's {l2_fit:.0f} fitted the latency too, on a coarser grid, by least squares; §4's {l2_trace:.0f} "
+      f"fitted only the traced first-wave CTAs' k-tile, not the kernel")
 
 # %% [markdown]
 # On the held-out runs it misses by under 15 % too, as on the fitted ones. So one number, fitted

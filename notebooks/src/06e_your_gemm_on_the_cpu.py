@@ -189,8 +189,9 @@ assert elements.blame == ["kstep"]
 
 # %% [markdown]
 # **A wrong [phase parity](../docs/glossary.md#phase-parity).** A consumer that waits on full with
-# parity k mod 2. The producer keeps the course's parity. The ring model stops the tile before any
-# data moves:
+# parity k mod 2. The producer keeps the course's parity. At k-tile 1 that parity lets a consumer
+# pass before the stage's bytes land; the ring model stops the tile at that read, before the wgmma
+# could use them:
 
 # %%
 print(emulate_sm90.emulate(parities=(lambda k, S: k % 2, emulate_sm90.course_empty_parity),

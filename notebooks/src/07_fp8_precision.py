@@ -277,6 +277,15 @@ worklog.show("07")
 print(fp8.speed_names(res))
 
 # %% [markdown]
+# The worklog's 4096³ gain over our FP16 rung is smaller than exercise 1's 8192³ gain: the 2×
+# ceiling is reached only at the larger size.
+
+# %% check
+gain = {n: tf[names["our FP8 top rung"], n] / tf[names["our FP16 top rung"], n] for n in (4096, 8192)}
+notebook.require(gain[4096] < gain[8192] and gain[4096] < 1.96 <= gain[8192],
+                 "the 4096³ gain is smaller than the 8192³ gain", gain_4096=gain[4096], gain_8192=gain[8192])
+
+# %% [markdown]
 # **Your GEMM so far**: the fp16 tile on the CPU ([06e](06e_your_gemm_on_the_cpu.ipynb)), and
 # whether your promotion (exercise 3) passed.
 
