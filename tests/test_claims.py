@@ -444,7 +444,7 @@ def test_exercise_solutions_and_mistakes(capsys):
 
 
 @pytest.mark.parametrize("name,names", [
-    ("10_claims", ("ch10.bound", "ch10.bound_verdict")),
+    ("10_claims", ("ch10.bound", "ch10.bound_verdict", "ch10.values_hold")),
     ("10b_claims_in_full", ("check_written(", "ch10.fraction_both", "ch10.verdict"))])
 def test_the_built_notebook_tags_its_solutions_and_checks_the_records(name, names):
     path = ROOT / "notebooks" / "solutions" / f"{name}.ipynb"     # the build with the solutions

@@ -71,6 +71,7 @@ KW = {
     "ch10.verdict": dict(datasheet=0.687, measured=0.757, low=0.75, high=0.80),
     "ch10.bound": dict(pairs=_PAIRS),
     "ch10.bound_verdict": dict(pairs=_PAIRS, above=1.0),
+    "ch10.values_hold": dict(pairs=_PAIRS, digits=2),
     "ch09.acc_columns": dict(bn=192),
     "ch09.acc_parity": dict(t=5),
     "ch09.scale_byte": dict(kstep=3),
@@ -355,6 +356,9 @@ MISTAKES = [
     ("ch10.bound", (1.0, round(max(_R), 2)), "rounded across 1"),                           # low 0.9995
     ("ch10.bound", (0.5, 0.6), "work row by row"),
     ("ch10.bound_verdict", "holds", "6 of 7 pairs lie above 1, 1 not"),
+    ("ch10.values_hold", [1.0], "you kept [1.0]"),   # inside only
+    ("ch10.values_hold", [0.99, 1.0, 1.01], "you kept [0.99, 1.0, 1.01]"),
+    ("ch10.values_hold", [100, 101], "not percent"),
     ("ch10.bound_verdict", "does not hold", "the interval straddles 1"),
     ("ch10.fraction_both", (759.4 / (132 * 4096 * 1679e-6), 759.4 / 989.4), "swapped"),
     ("ch10.fraction_both", (100 * 759.4 / 989.4, 100 * 759.4 / (132 * 4096 * 1679e-6)), "not percent"),

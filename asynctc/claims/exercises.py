@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..core import bench
 from ..core.exercises import diagnosis, exercise, tiered
-from .bounds import BOUND_VERDICTS, NOT_SETTLED, verdict
+from .bounds import BOUND_VERDICTS, NOT_SETTLED, reading, values_that_hold, verdict
 from .verdicts import FAILS, HOLDS, PARTLY, combine, fractions, judged
 
 
@@ -194,3 +194,43 @@ def _bound_verdict_hint(answer, expected, pairs, above=1.0):
     else:
         rule = f" No pair lies above {above:g}: the highest is {max(r):.3f}."
     return tiered(symptom, question, rule)
+
+
+@exercise("ch10.values_hold",
+          "A value claim writes the ratio cuBLAS ms / ours ms with `digits` decimals. Which values "
+          "so written does the interval of ch10.bound over `pairs` support (§3's value rule: the "
+          "value, read ± half a unit of its last digit, touches the interval)? Answer every one, as "
+          "numbers, in any order: [0.98, 0.99], say.", unordered=True)
+def _values_hold(pairs, digits: int = 2):
+    lo, hi = _bound(pairs)
+    return [round(float(v), digits) for v in values_that_hold(lo, hi, digits)]
+
+
+@diagnosis("ch10.values_hold")
+def _values_hold_hint(answer, expected, pairs, digits=2):
+    lo, hi = _bound(pairs)
+    got = {round(float(v), digits) for v in answer if isinstance(v, (int, float))}
+    if any(v > 10 for v in got):
+        return "answer ratios (1.01), not percent (101)."
+    inside = {v for v in expected if lo <= v <= hi}
+    symptom = f"the interval is [{lo:.4f}, {hi:.4f}] and you kept {sorted(got) or 'nothing'}."
+    if got == inside and got != set(expected):
+        return tiered(symptom, " Which rule of §3 decides a value claim: does the value itself have to "
+                      "lie inside, or its reading?",
+                      " A value written with " + f"{digits} decimals reads ± half a unit of its last digit: "
+                      + "; ".join(f"{v:.{digits}f} reads {a:.{digits + 1}f}–{b:.{digits + 1}f}"
+                                  for v in sorted(set(expected) - got) for a, b in [reading(v, digits)])
+                      + ", which touches the interval, so it holds too.")
+    extra = sorted(got - set(expected))
+    missing = sorted(set(expected) - got)
+    parts = []
+    for v in extra:
+        a, b = reading(v, digits)
+        parts.append(f"{v:.{digits}f} reads {a:.{digits + 1}f}–{b:.{digits + 1}f}, which misses "
+                     f"[{lo:.4f}, {hi:.4f}]")
+    if missing:
+        parts.append(f"{len(missing)} value{'s' if len(missing) > 1 else ''} whose reading touches the interval "
+                     "{'are' if len(missing) > 1 else 'is'} left out".replace("{'are' if len(missing) > 1 else 'is'}",
+                                                                          "are" if len(missing) > 1 else "is"))
+    return tiered(symptom, " Read each value ± half a unit of its last digit: which readings touch the interval?",
+                  " " + "; ".join(parts) + ".")

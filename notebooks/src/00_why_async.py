@@ -37,6 +37,11 @@
 #
 # The [seed article](../docs/glossary.md#seed-article), a public [worklog](../docs/glossary.md#worklog) on this subject, set this course's
 # outline; chapter 10 checks its claims.
+#
+# **How to read these notebooks.** Run the cells in order. A cell that JupyterLab shows collapsed,
+# as "…", is a *check*: it asserts that the sentence above it still matches the numbers printed,
+# and fails loudly if a new measurement would flip it. You may skip it, or click it open to see
+# the bound.
 
 # %% output varies
 from asynctc import why_async

@@ -123,7 +123,7 @@ print(f"between runs: our time moved {max(ours_ms) / min(ours_ms) - 1:.1%}, the 
 # count. In the `samples` column, §1's record took 10, the later two 20. Even that widest
 # spread stays under the pairs' spread, so the runs, not the reps, set the bound.
 
-# %%
+# %% check
 assert lesson.runs_set_the_bound(pairs)
 
 # %% [markdown]
@@ -222,8 +222,20 @@ answer = ...
 ok = exercises.check("ch10.bound_verdict", answer, pairs=times, above=1.0)
 
 # %% [markdown]
+# **3. What it may say.** A value claim writes the same ratio with two decimals: "the top rung runs
+# at 1.00 of cuBLAS at 8192³ in bf16", say. Which values written with two decimals does your
+# interval support? Work it by §3's value rule, by hand: each value reads ± half a unit of its last
+# digit, and holds when that reading touches the interval. Answer every one, as numbers, in any
+# order.
+
+# %%
+answer = ...
+ok = exercises.check("ch10.values_hold", answer, pairs=times, digits=2)
+
+# %% [markdown]
 # **What you learned:** a claim is reproduced at its size, dtype, clock and baseline; bounded by the
-# spread of runs, not of reps; and judged as a value or an order, with a number. **Next:** deep
+# spread of runs, not of reps; and judged as a value or an order, with a number; the fewer digits a
+# value claim writes, the more values it admits. **Next:** deep
 # dive [10b](10b_claims_in_full.ipynb): "% of peak" claims and the seed article's numbers.
 
 # %% [markdown]
@@ -234,3 +246,6 @@ r = [c / o for o, c in times]                              # each pair's ratio, 
 ok = exercises.check("ch10.bound", (min(r), max(r)), pairs=times, solution=True)
 word = "holds" if min(r) > 1 else "does not hold" if max(r) <= 1 else "not settled"
 ok = exercises.check("ch10.bound_verdict", word, pairs=times, above=1.0, solution=True)
+low, high = min(r), max(r)                                 # exercise 1's interval
+held = [v / 100 for v in range(80, 121) if (v + 0.5) / 100 >= low and (v - 0.5) / 100 <= high]   # v ± 0.005 touches it
+ok = exercises.check("ch10.values_hold", held, pairs=times, digits=2, solution=True)
