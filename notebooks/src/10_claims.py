@@ -222,11 +222,9 @@ answer = ...
 ok = exercises.check("ch10.bound_verdict", answer, pairs=times, above=1.0)
 
 # %% [markdown]
-# **3. What it may say.** A value claim writes the same ratio with two decimals: "the top rung runs
-# at 1.00 of cuBLAS at 8192³ in bf16", say. Which values written with two decimals does your
-# interval support? Work it by §3's value rule, by hand: each value reads ± half a unit of its last
-# digit, and holds when that reading touches the interval. Answer every one, as numbers, in any
-# order.
+# **3. What it may say.** A value claim writes the ratio with two decimals. Which values so
+# written does your interval support? Use §3's value rule, by hand: a written value stands for
+# every number that rounds to it. Answer every one, as numbers, in any order.
 
 # %%
 answer = ...
