@@ -121,6 +121,20 @@ def test_six_hour_day_has_every_core_lesson_every_exercise_and_an_hour_of_breaks
                 assert f"`{name}`" in md, f"plan-6h.md does not name exercise {name}"
 
 
+def test_the_run_sheet_is_current_and_names_every_core_exercise():
+    """docs/teaching/run-sheet-6h.md is generated from plan-6h.md (one page: the clock, the sections,
+    the exercises in class and at home); every core lesson's exercise is on it, once."""
+    from asynctc.teaching import runsheet
+    assert runsheet.main(["--check"]) == 0, "run python -m asynctc.teaching.runsheet"
+    sheet = (DOCS / "run-sheet-6h.md").read_text()
+    for p in timing.notebook_paths():
+        if timing.is_core(p):
+            for name, _ in timing.estimate_path(p).exercises:
+                assert sheet.count(f"`{name}`") == 1, f"run-sheet-6h.md names {name} {sheet.count(name)} times"
+    rows = [ln for ln in sheet.splitlines() if re.match(r"\| \d\d:\d\d–\d\d:\d\d \|", ln)]
+    assert rows[0].startswith("| 09:00–") and rows[-1].endswith("|") and "–15:00 |" in rows[-1]
+
+
 def test_what_to_skip_lists_what_the_six_hour_day_leaves_out():
     """what-to-skip.md's row per chapter names, under *in class*, every section plan-6h's block
     names and, under *homework*, every other section but the opening (the deck stands in for it)."""
