@@ -534,8 +534,10 @@ def test_the_trace_cell_holds_on_the_record(capsys):
     from asynctc import pipeline as pl
     rec = records.load("pipeline")
     ns = _trace_cell(rec)
-    reading, *out = capsys.readouterr().out.splitlines()
-    assert reading.startswith("k-tile 8, read from CTA 0's trace") and f"at the floor ({ns['floor']:.0f})" in reading
+    lines = capsys.readouterr().out.splitlines()
+    reading, out = lines[:8], lines[8:]                  # the k-tile's timeline: title, head, 5 events, conclusion
+    assert reading[0].startswith("k-tile 8, read from CTA 0's trace") and reading[-1].startswith("Consumer 0 is late")
+    assert f"the floor ({ns['floor']:.0f})" in reading[6] and out[0].startswith("1. the trace's cost")
     assert ns["traced"] > ns["untraced"] > ns["model"]
     assert out[0].endswith(f"{notebook.ratio(ns['traced'], ns['untraced'])} (thread 0 of each "
                            f"consumer, in {pl.TRACE_CTAS} of {ns['ctas']} CTAs)")

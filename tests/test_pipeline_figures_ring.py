@@ -77,12 +77,13 @@ def test_figure_draws_every_moment_and_a_broken_ring_its_diagnosis():
     fig = fr.plot_ring_steps()
     titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
     assert len(titles) == len(EXPECTED) and titles[0].startswith("1. Producer loads")
-    assert "S = 2 stages, 4 k-tiles" in fig._suptitle.get_text()
-    assert "producer is thread 0 of consumer warpgroup 0" in fig._suptitle.get_text()
+    suptitle = " ".join(fig._suptitle.get_text().split())            # its lines are wrapped
+    assert "S = 2 stages, 4 k-tiles" in suptitle
+    assert "producer is thread 0 of consumer warpgroup 0" in suptitle
     # the title owns that it draws wait_group 0 (panel 5 releases before panel 6 reads), and leaves
     # exercise 1's answer (wait_group 1) unsaid
-    assert fr.SIMPLEST_ORDER in fig._suptitle.get_text() and "wait_group 0" in fr.SIMPLEST_ORDER
-    assert "wait_group 1" not in fig._suptitle.get_text()
+    assert fr.SIMPLEST_ORDER in suptitle and "wait_group 0" in fr.SIMPLEST_ORDER
+    assert "wait_group 1" not in suptitle
     assert "arrives on empty[0]" in titles[4] and "reads k-tile 1" in titles[5].replace("\n", " ")
     lefts = sorted({round(ax.get_position().x0, 2) for ax in fig.axes})
     assert len(lefts) == 3 and len(fig.axes) == 12          # 12 panels, 3 columns of 4 rows
@@ -96,6 +97,10 @@ def test_figure_draws_every_moment_and_a_broken_ring_its_diagnosis():
     broken = fr.plot_ring_steps(protocol="wrong_empty_parity", cols=2)
     words = " ".join(t.get_text() for ax in broken.axes for t in ax.texts)
     assert "producer waits,\nparity 0: BLOCKED" in words and "Deadlock" in words
+    for f in (fig, broken):                  # the title fits the figure's width (a reader saw it clipped)
+        f.canvas.draw()
+        box = f._suptitle.get_window_extent(f.canvas.get_renderer())
+        assert 0 <= box.x0 and box.x1 <= f.bbox.x1 and box.y1 <= f.bbox.y1, (box, f.bbox)
 
 
 def test_exercise_2_with_the_parity_flipped_goes_wrong_at_the_first_refill():
@@ -106,5 +111,5 @@ def test_exercise_2_with_the_parity_flipped_goes_wrong_at_the_first_refill():
     assert last.phases["empty[0]"] % 2 == 1                  # it names the open phase: blocked for good
     assert (diagnosis.iteration, diagnosis.barrier, diagnosis.stage, diagnosis.parity) == (2, "empty", 0, 1)
     fig = fr.plot_ring_steps(parities=fr.flipped_refill_parities(), broken="flipped")
-    assert "BROKEN: flipped" in fig._suptitle.get_text()
+    assert "BROKEN: flipped" in " ".join(fig._suptitle.get_text().split())
     assert any("6. Deadlock" in t.get_text() for ax in fig.axes for t in ax.texts)

@@ -114,7 +114,14 @@ def test_ktile_reading_is_the_trace_in_words(rec, capsys):
         assert f"{v:.0f}" in out
     assert r["c0_refill"] == at["wg0", "wait_full"].start - [s for s in P.timeline_spans(trace["cta0"])
                                                             if (s.lane, s.kind, s.k) == ("wg0", "release", 6)][0].start
-    assert out.startswith("k-tile 8, read from CTA 0's trace") and len(out.split(". ")) <= 8
+    # a timeline (reader 124: not one long sentence): one event a line, clock first, in clock order;
+    # then the conclusion, one sentence on one line
+    lines = out.splitlines()
+    assert lines[0].startswith("k-tile 8, read from CTA 0's trace") and lines[1].split() == ["clock", "who", "what"]
+    clocks = [float(line.split()[0]) for line in lines[2:-1]]
+    assert len(clocks) == 5 and clocks == sorted(clocks) and clocks[0] == r["c1_begin"]
+    assert all(len(line) <= 100 for line in lines[:-1]), lines
+    assert lines[-1].startswith("Consumer 0 is late") and lines[-1].count(". ") == 0 and len(lines) == 8
 
 
 @pytest.mark.parametrize("moves", [

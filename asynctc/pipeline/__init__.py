@@ -39,9 +39,9 @@ Where things live (``from asynctc import pipeline as P`` re-exports every name b
   exercise 2's parity flipped (:func:`flipped_refill_parities`);
 * ``lesson.py`` — the core lesson's one-line cells: :func:`show_parity_story` (§1, a ring without
   parity beside the kernel's), :func:`show_checks`, :func:`show_widths`,
-  :func:`show_model_check` (the L2 cap on its fitted and held-out runs, run
-  in deep dive 05b §6),
-  :func:`show_supply`, :func:`show_ktile_reading` (§5, one k-tile of the trace read in words); each prints a small table and asserts the sentences the markdown states;
+  :func:`show_model_check` (the L2 cap on its fitted and held-out
+  configurations, run in deep dive 05b §6),
+  :func:`show_supply`, :func:`show_ktile_reading` (§5, one k-tile of the trace as a timeline); each prints a small table and asserts the sentences the markdown states;
 * ``design.py`` — the L2 cap that brings the ring model closest to the depth sweep
   (:func:`closest_cap`, fitted once and cached; deep dive 05b §5); deep dive 05b §6's open experiment: one design (stages,
   wait_group, consumers, BN) through the ring model beside the record's run of it (:func:`design` → :class:`Design`), the course's answer

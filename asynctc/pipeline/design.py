@@ -8,7 +8,7 @@ The model is :func:`asynctc.models.pipeline.simulate`: the kernel's own schedule
 :meth:`~asynctc.models.pipeline.HardwareParams.from_records`'s parameters (chapter 04's wgmma
 record: Tensor Core rate and SM clock; chapter 03's tma_copy record: DRAM bytes per clock). One
 number is fitted, not measured: the L2 → SM cap, :func:`closest_cap` on the record's
-128×256×64/c2 fp16 4096³ depth sweep (wait_group 1, S = 1–4). Those four runs *identified* the
+128×256×64/c2 fp16 4096³ depth sweep (wait_group 1, S = 1–4). Those four configurations *identified* the
 cap; every other recorded design only agrees with the model or not (a test of it).
 """
 

@@ -11,6 +11,7 @@ parity it names), each TMA issued, each k-tile landing, each release, as the mod
 from __future__ import annotations
 
 import dataclasses
+import re
 import textwrap
 
 from ..models.lanes import lane_name
@@ -245,6 +246,15 @@ SIMPLEST_ORDER = ("It draws the simplest order: every k-tile's wgmma group is wa
                   " (wgmma.wait_group 0) before its stage is released. Exercise 1 asks which order a kernel should keep.")
 
 
+def _balanced(line: str, width: int) -> str:
+    """``line`` wrapped to at most ``width`` characters a line, in as few lines as that takes, each
+    about as long as the others (no one-word last line), never between an instruction and its number."""
+    line = re.sub(r"(wait_group) (\d)", "\\1\xa0\\2", line)      # textwrap breaks at ASCII spaces only
+    n = len(textwrap.wrap(line, width))
+    return next(textwrap.fill(line, w) for w in range(-(-len(line) // n), width + 1)
+                if len(textwrap.wrap(line, w)) == n).replace("\xa0", " ")
+
+
 def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, protocol: str = "correct",
                     cols: int = 3, params: HardwareParams | None = None, parities=None,
                     broken: str | None = None):
@@ -257,9 +267,20 @@ def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, proto
     import matplotlib.pyplot as plt
     moments, diagnosis = ring_moments(stages, k_tiles, consumers, 0, protocol, params, parities)
     n = len(moments) + (diagnosis is not None)
-    rows = -(-n // cols)                              # + 1.0 inch: the title's five lines
-    fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 4.0 * rows + 1.0), dpi=100, squeeze=False,
-                             layout="constrained")
+    rows = -(-n // cols)
+    who = "one consumer warpgroup" if consumers == 1 else f"{consumers} consumer warpgroups"
+    what = broken or ("" if protocol == "correct" else f"protocol {protocol}")
+    lines = [f"The ring step by step (the ring model's run): S = {stages} stages, {k_tiles} k-tiles, {who}"]
+    lines += [f"BROKEN: {what}"] * bool(what) + [
+        SIMPLEST_ORDER,
+        "The producer is thread 0 of consumer warpgroup 0 (kernels/pipeline.cu), not a warp of its own."
+        " It waits on empty (top), the consumer on full (bottom).",
+        "A wait on parity p blocks while the barrier's open phase has parity p,"
+        " and passes once that phase completes. Yellow: the barrier completed a phase in this step."]
+    # each line wrapped to the figure's width (12 pt runs ~8.6 px a character at 100 dpi; 0.93 of it)
+    title = "\n".join(_balanced(line, int(0.93 * 4.8 * cols * 100 / 8.6)) for line in lines)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols, 4.0 * rows + 0.2 * (title.count("\n") + 1)),
+                             dpi=100, squeeze=False, layout="constrained")
     for i, ax in enumerate(axes.flat):
         if i < len(moments):
             moments[i] = _without_prologue_waits(moments[i], stages)
@@ -275,14 +296,5 @@ def plot_ring_steps(stages: int = 2, k_tiles: int = 4, consumers: int = 1, proto
             ax.set_ylim(0, 10)
         else:
             ax.axis("off")
-    who = "one consumer warpgroup" if consumers == 1 else f"{consumers} consumer warpgroups"
-    what = broken or ("" if protocol == "correct" else f"protocol {protocol}")
-    fig.suptitle(f"The ring step by step (the ring model's run): S = {stages} stages, {k_tiles} k-tiles, {who}"
-                 + (f"\nBROKEN: {what}" if what else "") +
-                 f"\n{SIMPLEST_ORDER}"
-                 "\nThe producer is thread 0 of consumer warpgroup 0 (kernels/pipeline.cu), not a warp of its own."
-                 " It waits on empty (top), the consumer on full (bottom)."
-                 "\nA wait on parity p blocks while the barrier's open phase has parity p,"
-                 " and passes once that phase completes. Yellow: the barrier completed a phase in this step.",
-                 fontsize=12)
+    fig.suptitle(title, fontsize=12)
     return fig

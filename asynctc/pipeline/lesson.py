@@ -155,24 +155,31 @@ def ktile_reading(trace: dict, k: int = 8) -> dict:
 
 def show_ktile_reading(trace: dict, k: int = 8) -> dict:
     """Print 05 §5's worked reading of k-tile ``k`` (:func:`ktile_reading`), every number from the
-    trace. Guards its story: "consumer 1 waits out the load" (its wait ends after the issue),
+    trace: a timeline, one event a line (clock, who, what) in clock order, then the conclusion in one
+    sentence. Guards its story: "consumer 1 waits out the load" (its wait ends after the issue),
     "consumer 0 begins after the data landed" (after consumer 1's wait ended), "its wait sits at
     the floor" (under :data:`AT_FLOOR` × the floor); "consumer 0 lags for its refill": from release
     to next wait it takes over twice consumer 1's time, while its math part takes no longer."""
     r = ktile_reading(trace, k)
-    early = r["c1_begin"] - r["issue"]
     require(r["c1_end"] > r["issue"] and r["c0_begin"] > r["c1_end"] and r["c0_wait"] < AT_FLOOR * r["floor"],
             "consumer 1 waits out the load; consumer 0 begins after it landed and waits at the floor", **r)
     require(r["c0_refill"] > 2 * r["c1_refill"] and r["c0_math"] <= r["c1_math"],
             "consumer 0 lags for its refill: over twice consumer 1's release-to-wait, no longer math", **r)
-    print(f"k-tile {r['k']}, read from CTA 0's trace (clocks from its start): thread 0 had issued its load by "
-          f"{r['issue']:.0f}. Consumer 1 began waiting at {r['c1_begin']:.0f}, {abs(early):.0f} clocks "
-          f"{'before' if early < 0 else 'after'} that. It passed at {r['c1_end']:.0f}, so the data had landed by "
-          f"then: {r['c1_end'] - r['issue']:.0f} clocks after the issue. Consumer 0 began waiting at "
-          f"{r['c0_begin']:.0f}, {r['c0_begin'] - r['c1_end']:.0f} clocks after consumer 1 passed. Its wait took "
-          f"{r['c0_wait']:.0f} clocks, at the floor ({r['floor']:.0f}): the data was already there. It is late "
-          f"because its thread 0 also refills a stage between each release and next wait: {r['c0_refill']:.0f} "
-          f"clocks here, against consumer 1's {r['c1_refill']:.0f}.")
+    events = sorted([
+        (r["issue"], "thread 0", f"has issued the load of k-tile {r['k']}"),
+        (r["c1_begin"], "consumer 1", "begins its wait on full"),
+        (r["c1_end"], "consumer 1", f"passes: the data has landed, {r['c1_end'] - r['issue']:.0f} clocks after the issue"),
+        (r["c0_begin"], "consumer 0", f"begins its wait on full, {r['c0_begin'] - r['c1_end']:.0f} clocks after "
+                                      "consumer 1 passed"),
+        (r["c0_begin"] + r["c0_wait"], "consumer 0", f"passes after {r['c0_wait']:.0f} clocks, the floor "
+                                                     f"({r['floor']:.0f}): the data was already there"),
+    ], key=lambda e: e[0])                          # sorted: the issue's stamp may follow consumer 1's wait
+    print(f"k-tile {r['k']}, read from CTA 0's trace (clocks from its start):")
+    print(f"{'clock':>7}  {'who':<11} what")
+    for clock, who, what in events:
+        print(f"{clock:>7.0f}  {who:<11} {what}")
+    print(f"Consumer 0 is late, not waiting on data: between its release and its next wait, its thread 0 "
+          f"also refills a stage, {r['c0_refill']:.0f} clocks here against consumer 1's {r['c1_refill']:.0f}.")
     return r
 
 
@@ -198,7 +205,7 @@ def trace_claims(traced: float, untraced: float, model: float, late: list, free:
 def model_check(results: dict, record=None) -> list[dict]:
     """The L2 cap's fit and its test. Rows (128×256/c2, fp16): ``size``, ``stages``, ``pending``,
     ``record`` and ``free`` (model, no L2 cap) and ``capped`` (model, fitted cap) TFLOP/s, ``miss``
-    (capped / record − 1) and ``fitted`` (True for the :data:`~.design.FIT_ON` runs that identified
+    (capped / record − 1) and ``fitted`` (True for the :data:`~.design.FIT_ON` configurations that identified
     the cap: 4096³, wait_group(1), S = 1–4; every other row is held out)."""
     free = {(4096, r["stages"]): r["tflops"] for r in mp.predict_depth_sweep(stages=[1, 2, 3, 4])}
     rows = []
@@ -217,13 +224,13 @@ def model_check(results: dict, record=None) -> list[dict]:
 
 
 def show_model_check(results: dict, record=None, within: float = 0.15) -> dict:
-    """Print :func:`model_check`'s table: the runs the L2 cap was fitted on, then the held-out runs
+    """Print :func:`model_check`'s table: the configurations the L2 cap was fitted on, then the held-out ones
     with the capped model's miss on each, and the division behind the no-cap gap and the worst miss.
     Chapter 05 §5 states its conclusion in one sentence; the fit and the test run in deep dive 05b §6.
 
     Guards 05b §6's sentences: "without a cap the model flattens at the same depth as the record, but
-    above it"; "the cap is fitted on four runs and misses them by under 15 %"; "on the held-out runs
-    it misses by under 15 % too"; "four runs identified it, ten were not used"."""
+    above it"; "the cap is fitted on four configurations and misses them by under 15 %"; "on the held-out
+    configurations it misses by under 15 % too"; "four configurations identified it, ten were not used"."""
     cap, worst_fit = fitted_cap(results)
     rows = model_check(results, record)
     meas = depth_sweep(results, "128x256x64/c2")
@@ -249,10 +256,10 @@ def show_model_check(results: dict, record=None, within: float = 0.15) -> dict:
           f"{w['capped']:.0f} / {w['record']:.0f} − 1 = {w['miss']:+.0%}")
     require(flat_from(free) == flat_from(meas) and free[top] > 1.05 * meas[top],
             "without a cap the model flattens where the record does, but above it", record=f"{free} vs {meas}")
-    require(worst_fit < within, "the cap misses its four runs by under 15 %", record=f"{worst_fit:.1%}")
+    require(worst_fit < within, "the cap misses its four configurations by under 15 %", record=f"{worst_fit:.1%}")
     require(sum(r["fitted"] for r in rows) == 4 and len(held) == 10,
-            "four runs identified the cap, ten were not used", record=f"{len(rows) - len(held)} and {len(held)}")
-    require(worst_held < within, "on the held-out runs it misses by under 15 % too", record=f"{worst_held:.1%}")
+            "four configurations identified the cap, ten were not used", record=f"{len(rows) - len(held)} and {len(held)}")
+    require(worst_held < within, "on the held-out configurations it misses by under 15 % too", record=f"{worst_held:.1%}")
     return {"cap": cap, "worst_fit": worst_fit, "worst_held": worst_held, "rows": rows}
 
 

@@ -51,6 +51,11 @@ SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at bas
 #: The names the step uses, all in scope where it goes (the exercise's prompt lists them).
 IN_SCOPE = ("producer", "r", "t", "ts", "tp", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
             "kStageBytes", "full", "m0", "n0", "wg", "broken")
+#: Chapter 05 §2's "Say it back" on the wait's parity, shown once the step passes (it answers the exercise).
+SAID_BACK = ("**Say it back.** The refill loads fill f of stage ts, so it waits on empty for phase f − 1, "
+             "which r's release completes: parity (f + 1) mod 2, `tp ^ 1`. The `tp` line flipped r's phase to "
+             "t's; your wait flips it back. Going further: [05c §2](05c_pipeline_variants.ipynb) shows the "
+             "kernel's own step.")
 _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 

@@ -40,16 +40,17 @@ notebook.banner("sm_90a")
 # **Phase parity**, f mod 2, tells a wait which fill it means. Without parity, a refilled stage's
 # wait passes at once.
 #
-# Column k is the [**ring counter**](../docs/glossary.md#ring-counter). Follow stage 1 (k = 1, 5, 9):
-# each fill flips the parity. A dash means no wait: the prologue loads fill 0. The figure draws S = 2.
+# Table and figure show one ring, S = 2. Column k is the [**ring counter**](../docs/glossary.md#ring-counter).
+# Follow stage 1 (k = 1, 3, 5): each fill flips the parity. A dash means no wait: the prologue loads
+# fill 0. The figure steps through k = 0–3.
 
 # %% output varies
-S = 4
+S = 2
 print("k | stage k mod S | fill f = k div S | consumers wait on full: f mod 2 | producer waits on empty: (f + 1) mod 2")
-for k in range(10):
+for k in range(6):
     f = k // S
     print(f"{k} | {k % S:<13} | {f:<16} | {f % 2:<31} | {(f + 1) % 2 if f else '—'}")
-fig = pl.plot_ring_steps(stages=2, k_tiles=4)
+fig = pl.plot_ring_steps(stages=S, k_tiles=4)
 plt.show()
 
 # %% [markdown]
@@ -84,15 +85,17 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 
 # %% [markdown]
 # **Say it back.** K-tile k is fill f = k div S of stage k mod S. Its `phase` is f mod 2.
-# Consumers wait on full for the k-tile's `phase`. The producer waits on empty for `phase ^ 1`
-# of the k-tile it loads.
+# Consumers wait on full for the k-tile's `phase`.
 #
 # **Exercise 2 — write the producer's refill step** in CUDA C++: the whole `if (…) { … }` block.
 # Every thread reaches it after r's release. Your guard picks who and when: thread 0, while
 # t = r + STAGES < T and not `broken`. Inside, wait until empty[ts] releases r's fill, then load
-# k-tile t into stage ts. In scope:
+# k-tile t into stage ts. Which parity does that wait name? Work it out from §1's table and `tp`.
+# In scope:
 #
-# - `producer`: thread 0; `r`; `t`; `ts`: t's stage, also r's; `tp`: t's `phase`; `STAGES`;
+# - `producer`: thread 0; `r`; `t`; `ts`: t's stage, also r's; `STAGES`;
+# - `tp`: t's `phase`, (t div S) mod 2. The listing's `^ 1u` flips r's phase to get it: t is the
+#   next fill of r's stage;
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: an earlier wait gave up;
 # - `empty.wait(stage, parity, wg, kt)`: false if it gave up: load nothing; `kt` = t;
 # - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
@@ -105,8 +108,9 @@ producer_step = """
 """
 ok = exercises.check("ch05.producer_step", producer_step)
 
-# %% [markdown]
-# Going further: once yours passes, [05c §2](05c_pipeline_variants.ipynb) shows the kernel's own step.
+# %% output answers a prediction
+if exercises.after("ch05.producer_step", held="the producer's parity, said back"):
+    display(notebook.Markdown(pl.producer_step.SAID_BACK))
 
 # %% [markdown]
 # ## 3. Correct first
@@ -146,7 +150,8 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                     # the chapte
 # **Why the 128×256 curve ends at S = 4.** A stage stores one k-tile of A and of B:
 # (128 + 256) × 64 × 2 bytes = 48 KiB. A CTA may have 227 KiB of shared memory. All S stages must
 # fit in it, with 2 KiB more for alignment and barriers. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
-# It is barely still rising: S = 3 → 4 gains under 2 % in all four runs.
+# It is barely still rising: S = 3 → 4 gains under 2 % in all four (size, type) pairs, 4096³ and
+# 8192³ in fp16 and bf16.
 
 # %% check
 cfg, limit = pl.PipelineConfig(bm=128, bn=256, stages=1), res["smem_limit"]   # bytes a CTA may have
@@ -188,7 +193,7 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # so GPU bars overlap. A model bar is the group's math only.
 # The two consumers share the Tensor Cores, so each model lane has gaps.
 #
-# Below: one k-tile read in words, then three lines in clocks. Line 1 is *the trace's
+# Below: one k-tile as a timeline, then three lines in clocks. Line 1 is *the trace's
 # cost*: reading the clock slows each traced k-tile. Only 4 CTAs are traced, so the kernel's TFLOP/s barely
 # moves ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives the consumers' waits beside *the floor*: a
 # traced wait on data already there.

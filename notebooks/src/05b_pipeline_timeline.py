@@ -11,7 +11,7 @@
 # - §3 the timeline recorded inside the running kernel, drawn like the model's
 # - §4 where the model is right, where wrong, and what a fit can say
 # - §5 try it: your own L2 cap, in the model
-# - §6 one cap fitted on four runs, tested on ten unseen, then "Design it"
+# - §6 one cap fitted on four configurations, tested on ten unseen, then "Design it"
 
 # %% output varies
 import dataclasses
@@ -157,7 +157,7 @@ plt.show()
 
 # %% [markdown]
 # **Derive it** (moved here from chapter 05 §4) from the `sweep` rows: the 128×256 fp16 4096³ curve
-# flattens after S = 3; S = 4 adds under 2 % (chapter 05 §4 found the same in all four runs).
+# flattens after S = 3; S = 4 adds under 2 % (chapter 05 §4 found the same in all four (size, type) pairs).
 # Then the ring model's, with today's records and the kernel's schedule (§1's prediction, made
 # with an earlier schedule, sits a few percent higher). **Predict, then change** `stages=[1, 2, 3, 4]` to `[1, 2, 3, 4, 5, 6]`: the model has
 # no shared-memory limit; does it flatten where the record does?
@@ -378,13 +378,13 @@ supply = pl.show_supply(records.load("l2_supply"))   # asserts the two sentences
 # the 128×256 tile?
 
 # %% [markdown]
-# ## 6. One fitted number, tested on runs it never saw
+# ## 6. One fitted number, tested on configurations it never saw
 #
 # Chapter 05 §5 found that past S = 3 the ring depth no longer limits the 128×256 kernel. This
 # section tests the load side of it. Without a limit on L2, the model flattens where the record does but sits
-# above it. So the model gets one number, an L2 → SM cap in bytes per clock per SM. Four runs fit
-# it (4096³, S = 1–4). It is the cap "Design it" below calls "fitted". Ten runs it never saw
-# test it. Does it miss those by more? Each miss is model ÷ record − 1; the last line prints the
+# above it. So the model gets one number, an L2 → SM cap in bytes per clock per SM. Four configurations
+# fit it (4096³, S = 1–4). It is the cap "Design it" below calls "fitted". Ten configurations it
+# never saw test it. Does it miss those by more? Each miss is model ÷ record − 1; the last line prints the
 # division for the worst one. (The "no cap" row runs on the current records, as chapter 05 §5
 # does: 811, not §1's 842.)
 
@@ -396,7 +396,7 @@ print(f"\nthis cap, {cap}, keeps the recorded TMA latency and makes the worst of
       f"fitted only the traced first-wave CTAs' k-tile, not the kernel")
 
 # %% [markdown]
-# On the held-out runs it misses by under 15 % too, as on the fitted ones. So one number, fitted
+# On the held-out configurations it misses by under 15 % too, as on the fitted ones. So one number, fitted
 # once, predicts sizes and wait_group depths it was not fitted on. That makes the cap a good model
 # of the supply. It does not make L2 the cause: §5's `LOADS_ONLY` table shows what the
 # ring alone brings the 128×256 tile, with no math at all.
