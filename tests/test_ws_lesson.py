@@ -1,4 +1,4 @@
-"""Chapter 06 §3's cells: the visible ladder loop and its check cell, and the helpers of
+"""Chapter 06 §3's cells and deep dive 06c §2's visible ladder loop with its check cell, and the helpers of
 asynctc.warp_specialization.lesson; each holds on the recorded data and raises ClaimError as soon as
 the record stops supporting a sentence it guards (so the prose around the cell cannot go false quietly)."""
 import copy
@@ -12,7 +12,7 @@ from asynctc.core.notebook import ClaimError
 from asynctc.warp_specialization import lesson, store_suite
 from notebook_cells import run
 
-#: 06 §3's ladder cell (its check cell is joined to it)
+#: 06c §2's ladder loop, moved from 06 §3 (its check cell is joined to it)
 LADDER_CELL = "W.lesson.ADDS[n]"
 
 
@@ -36,6 +36,36 @@ def test_the_ladder_loop_holds_on_the_record(res, capsys):
     assert all(f"rung {n}: {lesson.ADDS[n]}" in out for n in range(1, 9))
     assert "× 1.16 over rung 2" in out and "rung 1: chapter 05's kernel" in out
     assert "rung 3 / rung 1" in out               # the lines under it divide the steps the answer reads
+
+
+def test_the_rung_list_says_every_change_and_the_split_alone(monkeypatch):
+    """Readers 121–124: 06 §3 said "each later rung adds one step", but rung 2 also halves the tile
+    and rung 3 changes three things. The list is read from the configs; 06 §3's sentence after it
+    ("rung 2 makes two changes …, rung 3 three …, so the split alone is rung 3 against rung 1")
+    leans on these lines."""
+    from asynctc.warp_specialization import ladder
+    assert lesson.rung_changes.__name__ in notebook.GUARDS
+    lines = lesson.rung_changes().splitlines()
+    assert [l.split(":")[0] for l in lines[:8]] == ["rung 1"] + [f"rung {n} (from {b})" for n, b in lesson.OVER.items()]
+    assert lines[1].split(": ", 1)[1].split("; ") == [
+        "the split (a producer warpgroup loads)", "1 consumer (was 2)", "tile 128×128 (was 128×256)"]
+    assert lines[2].split(": ", 1)[1].split("; ") == [
+        "2 consumers (was 1)", "tile 128×256 (was 128×128)", "setmaxnreg 40/232"]
+    assert lines[-1].startswith("rung 3 against rung 1: same tile, stages and 2 computing warpgroups; only "
+                                "the split (a producer warpgroup loads) and setmaxnreg 40/232 differ")
+    three = ladder.RUNGS[2]
+    wide = three._replace(make=lambda dt: three.make(dt).replace(stages=3))     # rung 3 off rung 1's stages
+    monkeypatch.setattr(ladder, "RUNGS", ladder.RUNGS[:2] + (wide,) + ladder.RUNGS[3:])
+    with pytest.raises(ClaimError, match="rung 3 keeps rung 1's tile"):
+        lesson.rung_changes()
+
+
+def test_06s_check_cell_runs_the_claims_its_note_leans_on(res):
+    """06 §3 keeps only the note's claims (``core=True``); 06c §2's loop checks them all."""
+    every, core = ([s for s, _, _ in lesson.claims(res, core=c)] for c in (False, True))
+    assert set(core) < set(every) and len(core) == 3
+    assert not any("four ladders" in s or "rung 5 gains" in s for s in core)
+    assert all(ok for _, ok, _ in lesson.claims(res))
 
 
 def test_the_bands_table_reads_each_rung_against_its_band(res):

@@ -77,7 +77,7 @@ W.<name>``):
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung_note`),
   and 06 §3's ladder table (:func:`rung_table`);
 * ``lesson.py`` — 06 §3's helpers: the bands' table (:func:`prediction_table`, guards nothing), one row
-  of it read in words (:func:`row_reading`, a guard), the epilogue's arithmetic (:func:`show_epilogue`, a guard), each rung's parent (:data:`~.lesson.OVER`),
+  of it read in words (:func:`row_reading`, a guard), what each rung changes, from the configs (:func:`~.lesson.rung_changes`, a guard), the epilogue's arithmetic (:func:`show_epilogue`, a guard), each rung's parent (:data:`~.lesson.OVER`),
   and §4's walk through ``kernels/hopper_gemm.cu`` part by part (:func:`show_kernel_part`);
 * ``rung3_split.py`` — rung 2 → rung 3 in single changes: the ``ws_rung3_steps`` record, registers, spills and shared-memory need (:func:`rung3_steps`, :func:`rung3_numbers`);
 * ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`), and its question as exercise ``ch06.design_tma_store`` (checked by the solution cell);

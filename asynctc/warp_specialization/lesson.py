@@ -1,10 +1,12 @@
 """Chapter 06's helper cells: §3's bands' table (:func:`prediction_table`) and one row of it read
-in words (:func:`row_reading`), the TMA store's saving as arithmetic (:func:`show_epilogue`, which
+in words (:func:`row_reading`), the list of what each rung changes, read from the rungs' configs
+(:func:`rung_changes`), the TMA store's saving as arithmetic (:func:`show_epilogue`, which
 guards the sentences its docstring lists), and §4's
-:func:`show_kernel_part`, which shows one part of ``kernels/hopper_gemm.cu`` at a time. 06 §3's ladder
-itself is printed by a visible loop in the lesson (:data:`OVER`, :data:`ADDS`, :func:`tflops_by_rung`,
-:func:`ladders`, :func:`biggest_steps`, :func:`traced_epilogue`); the check cell after it runs
-:func:`claims`, each sentence's bounds a named constant.
+:func:`show_kernel_part`, which shows one part of ``kernels/hopper_gemm.cu`` at a time. 06 §3's short
+cell and deep dive 06c §2's four-ladder loop print the ladder's steps in visible code (:data:`OVER`,
+:data:`ADDS`, :func:`tflops_by_rung`, :func:`ladders`, :func:`biggest_steps`, :func:`traced_epilogue`);
+the check cell after each runs :func:`claims` (06 §3's with ``core=True``), each sentence's bounds a
+named constant.
 
 A guard raises :class:`asynctc.core.notebook.ClaimError` (via :func:`asynctc.core.notebook.require`)
 when the record stops supporting a sentence, so a re-measurement that flips a sentence stops the
@@ -17,13 +19,66 @@ it. Never times, never plots.
 from __future__ import annotations
 
 from ..core.notebook import guards, require
-from .rung_notes import ADDS  # noqa: F401  (06 §3's cell prints W.lesson.ADDS)
+from .rung_notes import ADDS  # noqa: F401  (06c §2's loop prints W.lesson.ADDS)
 
 #: The rung each rung of §3's table is compared with: the one it was built from (rung 3 from rung 2,
 #: not from chapter 05's rung 1; rung 5 from rung 3, since rung 4 is a sweep).
 OVER = {2: 1, 3: 2, 4: 3, 5: 3, 6: 5, 7: 6, 8: 7}
 #: The record's four ladders (size, dtype), the figure's first.
 LADDERS = ((4096, "float16"), (4096, "bfloat16"), (8192, "float16"), (8192, "bfloat16"))
+
+
+def _tile(cfg) -> str:
+    return f"{cfg.bm}×{cfg.bn}"
+
+
+def _changes(new, old) -> list[str]:
+    """What config ``new`` changes against ``old`` (a rung's config and the one it was built from),
+    in words: every field the ladder moves, none left out."""
+    from .. import pipeline as P
+    out = []
+    if isinstance(old, P.PipelineConfig) and not isinstance(new, P.PipelineConfig):
+        out.append("the split (a producer warpgroup loads)")
+    if new.consumers != old.consumers:
+        out.append(f"{new.consumers} consumer{'s' * (new.consumers > 1)} (was {old.consumers})")
+    if (new.bm, new.bn) != (old.bm, old.bn):
+        out.append(f"tile {_tile(new)} (was {_tile(old)})")
+    if new.stages != old.stages:
+        out.append(f"{new.stages} stages (was {old.stages})")
+    if getattr(new, "setmaxnreg", False) != getattr(old, "setmaxnreg", False):
+        out.append(f"setmaxnreg {new.producer_regs}/{new.consumer_regs}" if new.setmaxnreg else "no setmaxnreg")
+    for field, words in (("persistent", "a persistent grid"), ("tma_store", "the epilogue by TMA store")):
+        if getattr(new, field, False) != getattr(old, field, False):
+            out.append(words if getattr(new, field) else "not " + words)
+    if getattr(new, "cluster", 1) != getattr(old, "cluster", 1):
+        out.append(f"clusters of {new.cluster} CTAs, B multicast")
+    if new.group_m != old.group_m:
+        out.append(f"raster group-M {new.group_m} (was {old.group_m})")
+    return out
+
+
+@guards
+def rung_changes(dtype: str = "float16") -> str:
+    """06 §3's list: rungs 1–8, each rung's every change against the rung it was built from
+    (:data:`OVER`), read from the rungs' configs (:data:`~.ladder.RUNGS`' ``make``), so the list
+    cannot drift from the code; rung 4 is a sweep (:data:`~.ladder.TILE_SWEEP`), said as such. Then
+    the line that makes "the split alone" answerable: rung 3 against rung 1. Guards that line: rung 3
+    must keep rung 1's tile, stages and number of computing warpgroups, else
+    :class:`~asynctc.core.notebook.ClaimError`."""
+    from .ladder import RUNGS
+    cfg = {r.number: r.make(dtype) for r in RUNGS}
+    one, three = cfg[1], cfg[3]
+    lines = [f"rung 1: chapter 05's kernel: tile {_tile(one)}, {one.stages} stages, {one.consumers} "
+             "warpgroups compute, one thread also loads"]
+    for n, b in OVER.items():
+        what = ["the fastest tile and stages of a sweep"] if n == 4 else _changes(cfg[n], cfg[b])
+        lines.append(f"rung {n} (from {b}): " + "; ".join(what))
+    same = (_tile(three), three.stages, three.consumers) == (_tile(one), one.stages, one.consumers)
+    require(same, "rung 3 keeps rung 1's tile, stages and computing warpgroups",
+            rung1=(_tile(one), one.stages, one.consumers), rung3=(_tile(three), three.stages, three.consumers))
+    lines.append(f"rung 3 against rung 1: same tile, stages and {one.consumers} computing warpgroups; "
+                 "only " + " and ".join(_changes(three, one)) + " differ")
+    return "\n".join(lines)
 
 
 def _rows(results: dict, size: int, dtype: str) -> dict:
@@ -64,7 +119,7 @@ def traced_epilogue(results: dict, rung: int) -> float:
     return trace_numbers(next(t for t in results["traces"] if t["rung"] == rung))["epilogue_cycles"]
 
 
-# ---- 06 §3's check cell: each sentence's bounds, named -------------------------------------------
+# ---- the ladder's check cells (06 §3, 06c §2): each sentence's bounds, named ---------------------
 #: rung 7's step over rung 6 at 4096³: "+8 %" (6–10 %)
 RUNG7_4096 = (1.06, 1.10)
 #: rung 7's step at 8192³: "4 %" (2.5–6 %)
@@ -93,16 +148,18 @@ BIGGEST = [3, 7]
 FIGURE_MISSES, RUNG2_MISSES, NEVER_MISSED = [3, 5, 6], [(8192, "bfloat16"), (8192, "float16")], (4, 8)
 
 
-def claims(results: dict):
-    """06 §3's check cell: yield ``(sentence, holds, numbers)`` for each sentence of §3's answer, in
-    the answer's order, each ``holds`` computed from the ``warp_specialization`` record with the
-    bounds above. A generator: the cell's ``notebook.require`` stops at the first sentence that fails,
-    before the next is computed."""
+def claims(results: dict, core: bool = False):
+    """The ladder's check cells: yield ``(sentence, holds, numbers)`` for each sentence, each
+    ``holds`` computed from the ``warp_specialization`` record with the bounds above. All of them
+    guard deep dive 06c §2's four-ladder loop; ``core``: only those 06 §3's answer note leans on
+    (rungs 2, 3, 7 and 8, the biggest steps, the misses). A generator: the
+    cell's ``notebook.require`` stops at the first sentence that fails, before the next is computed."""
     from .figures import prediction_check
     from .rung_notes import ladder_steps
     lad = {(r["size"], r["dtype"], r["rung"]): r for r in results["ladder"]}
     runs = sorted({(z, d) for z, d, _ in lad}, key=lambda z: (z[0], z[1] != "float16"))   # the four ladders
-    yield "the loop above walks the record's four ladders", runs == list(LADDERS), {"runs": runs}
+    if not core:
+        yield "the loop above walks the record's four ladders", runs == list(LADDERS), {"runs": runs}
     lads = ladders(results)                                  # per ladder, by rung: TFLOP/s, ×, of cuBLAS
     over = {z: step_z for z, (_, step_z, _) in lads.items()}
     of1 = {z: {b: t_z[b] / t_z[1] for b in (2, 3)} for z, (t_z, _, _) in lads.items()}   # over rung 1
@@ -119,16 +176,17 @@ def claims(results: dict):
                for z, v in rung[7].items())
            and abs(tile6 / (tile6 - saved) / step7 - 1) < SAVING_MATCH and min(of_cublas.values()) >= AT_CUBLAS,
            {"rung7": rung[7], "step7": step7, "rung8": of_cublas})
-    yield ("rung 5 gains 2 % at 4096³ and nothing at 8192³; later tiles wait a tenth as long as the first; "
-           "rungs 4 and 6 moved less than 1.5 % (rung 4's sweep: no other tile beat rung 3's, so its row is "
-           "rung 3's own build); rung 8 gains about 1 %",
-           all(RUNG5_4096[0] < v < RUNG5_4096[1] if z[0] == 4096 else abs(v - 1) < FLAT for z, v in rung[5].items())
-           and LATER_WAIT[0] * L["first"] < L["later"] < LATER_WAIT[1] * L["first"]
-           and max(abs(rung[b][z] - 1) for z in runs for b in (4, 6)) < FLAT
-           and all(lad[z + (4,)]["label"] == lad[z + (3,)]["label"] for z in runs)
-           and all(RUNG8[0] < v < RUNG8[1] for v in rung[8].values()),
-           {"rung5": rung[5], "flat": (rung[4], rung[6]), "rung8": rung[8], "first": L["first"],
-            "later": L["later"]})
+    if not core:
+        yield ("rung 5 gains 2 % at 4096³ and nothing at 8192³; later tiles wait a tenth as long as the first; "
+               "rungs 4 and 6 moved less than 1.5 % (rung 4's sweep: no other tile beat rung 3's, so its row is "
+               "rung 3's own build); rung 8 gains about 1 %",
+               all(RUNG5_4096[0] < v < RUNG5_4096[1] if z[0] == 4096 else abs(v - 1) < FLAT for z, v in rung[5].items())
+               and LATER_WAIT[0] * L["first"] < L["later"] < LATER_WAIT[1] * L["first"]
+               and max(abs(rung[b][z] - 1) for z in runs for b in (4, 6)) < FLAT
+               and all(lad[z + (4,)]["label"] == lad[z + (3,)]["label"] for z in runs)
+               and all(RUNG8[0] < v < RUNG8[1] for v in rung[8].values()),
+               {"rung5": rung[5], "flat": (rung[4], rung[6]), "rung8": rung[8], "first": L["first"],
+                "later": L["later"]})
     yield ("rung 3 is the biggest step; rung 7 the next; rung 2 lost about 15 % of rung 1; rung 3 is back at "
            "rung 1 (within 2 %)",
            all(v == BIGGEST for v in top.values())
@@ -237,7 +295,7 @@ def show_epilogue(results: dict, store_results: dict) -> None:
           f"rung 6's whole tile: {tile:.0f} traced (k-tiles × traced k-tile), {untraced:.0f} untraced "
           "(timed median × clock ÷ tiles)\n"
           f"epilogue: TMA store / register stores = {tma:.0f} / {reg:.0f} = {tma / reg:.2f}\n"
-          f"saved, over the untraced tile (06 §3's divisor): ({reg:.0f} − {tma:.0f}) / {untraced:.0f} = "
+          f"saved, over the untraced tile (06 §3's note's divisor): ({reg:.0f} − {tma:.0f}) / {untraced:.0f} = "
           f"{saved_untraced:.1%} of a tile\n"
           f"saved, over the traced tile: ({reg:.0f} − {tma:.0f}) / {tile:.0f} = {saved:.1%} of a tile\n"
           f"the TMA store alone (ws_store_ablation): rung 3 + TMA store / rung 3 = {gain + 1:.3f}, {gain:+.1%}")
@@ -252,7 +310,7 @@ def show_epilogue(results: dict, store_results: dict) -> None:
 def tile_cycles(results: dict, rung: int, size: int = 4096, dtype: str = "float16") -> float:
     """A rung's untraced SM cycles per tile (one CTA's share of a cluster's work items, clusters of
     two 128×256 tiles): its timed median × the measured SM clock ÷ the tiles each cluster takes.
-    06 §3 and 06c §3 divide rung 7's traced epilogue saving by rung 6's."""
+    06 §3's check (:func:`claims`) and 06c §3 divide rung 7's traced epilogue saving by rung 6's."""
     label = next(r["label"] for r in results["ladder"]
                  if (r["rung"], r["size"], r["dtype"]) == (rung, size, dtype))
     row = next(r for r in results["rows"] if r.get("label") == label and r["size"] == size)

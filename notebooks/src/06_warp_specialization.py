@@ -30,8 +30,7 @@ res = rec.results
 # counting across tiles. A worked example: `STAGES` = 3 and j = 7. The stage is j mod `STAGES` = 1.
 # The fill f counts the stage's uses from 0: f = j // `STAGES` = 2. Consumers wait on full with
 # parity f mod 2 = 0. Before loading fill 2, the producer waits on empty until fill 1 is released.
-# That wait's parity is (f + 1) mod 2 = 1. The kernel keeps f mod 2 in `phase`, so the wait is
-# `phase ^ 1`.
+# That wait's parity is (f + 1) mod 2 = 1.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
@@ -127,19 +126,27 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 #
 # ## 3. The ladder
 #
-# Each rung sets compile-time switches of one kernel (`W.RUNGS`) and is timed beside cuBLAS.
-# Rung 1 is chapter 05's kernel. Each later rung adds one step:
+# The ladder is a row of kernels, each a [rung](../docs/glossary.md#rung), each timed beside
+# cuBLAS. Rung 1 is chapter 05's kernel. The later rungs are one kernel source, built with different
+# compile-time switches (`W.RUNGS`). Each is built from an earlier rung. Some rungs change more than
+# one thing. The cell below lists every change, read from the rungs' configs. Words it uses:
 #
-# - 2: the split, a producer and one consumer; 3: a second consumer and `setmaxnreg`;
-# - 4: the best tile and stage count of a sweep; 5: a persistent grid;
-# - 6: a [cluster](../docs/glossary.md#cluster) of 2 CTAs. One TMA load sends B to both: a
-#   [multicast](../docs/glossary.md#multicast);
-# - 7: the [epilogue](../docs/glossary.md#epilogue), the code that writes C, by
-#   [TMA store](../docs/glossary.md#tma-store);
-# - 8: the [raster](../docs/glossary.md#raster), the order CTAs take tiles in. Its **group-M** is
-#   the tile rows it walks before it moves one column.
+# - A [cluster](../docs/glossary.md#cluster) is a group of CTAs that run on nearby SMs. In a
+#   [multicast](../docs/glossary.md#multicast), one TMA load lands in each CTA of the cluster.
+# - The [epilogue](../docs/glossary.md#epilogue) is the code that writes C. A
+#   [TMA store](../docs/glossary.md#tma-store) writes C from shared memory; one thread issues it.
+# - The [raster](../docs/glossary.md#raster) is the order CTAs take tiles in. Its **group-M** is
+#   the number of tile rows it walks before it moves one column.
+
+# %%
+print(W.lesson.rung_changes())   # notebook.how(W.lesson.rung_changes) prints its code
+
+# %% [markdown]
+# So rung 2 makes two changes: the split and a smaller tile. Rung 3 makes three: a second
+# consumer, `setmaxnreg`, and the tile back. Rung 3 keeps rung 1's tile and stages. So the split
+# alone is rung 3 against rung 1.
 #
-# **Predict before you look.** Which buys the most? Does the split alone buy anything? Orange
+# **Predict before you look.** Which rung buys the most? Does the split alone buy anything? Orange
 # marks each rung's predicted band.
 
 # %% output answers a prediction
@@ -151,40 +158,30 @@ print(W.prediction_table(res), end="\n\n")   # notebook.how(W.prediction_table) 
 print(W.row_reading(res, 5))                 # one row, in words
 
 # %% [markdown]
-# **Derive it** from the fp16 4096³ ladder below.
+# **Derive it** on the fp16 4096³ ladder: the two biggest steps, then rungs 2 and 3 against rung 1.
 
 # %% output answers a prediction
-t = W.lesson.tflops_by_rung(res, 4096, "float16")        # TFLOP/s by rung
+t = W.lesson.tflops_by_rung(res, 4096, "float16")          # TFLOP/s by rung
 step = {n: t[n] / t[b] for n, b in W.lesson.OVER.items()}   # ×: over the rung it was built from
-for n in t:                                               # 1. the figure's ladder, rung by rung
-    built = f", × {step[n]:.2f} over rung {W.lesson.OVER[n]}" if n in step else ""
-    print(f"rung {n}: {W.lesson.ADDS[n]:<33} {t[n]:4.0f} TFLOP/s{built}")
-print(f"the split, then the tile back: rung 2 / rung 1 = {notebook.ratio(t[2], t[1], 'TFLOP/s')}; rung 3 / rung 2 = "
-      f"{notebook.ratio(t[3], t[2])}, so rung 3 / rung 1 = {step[3]:.2f} × {step[2]:.2f} = {t[3] / t[1]:.2f}")
-for (size, dtype), (tf, st, cb) in W.lesson.ladders(res).items():   # 2. per ladder: TFLOP/s, ×, of cuBLAS
-    a, b = W.lesson.biggest_steps(st)                      # its two biggest ×
-    print(f"{size}³ {dtype:<8}: biggest steps rungs {a} (× {st[a]:.2f}) and {b} (× {st[b]:.2f}); "
-          f"rung 2, 3 / rung 1: {tf[2] / tf[1]:.2f}, {tf[3] / tf[1]:.2f}; rung 8: {cb[8]:.2f} of cuBLAS")
-ep6, ep7 = (W.lesson.traced_epilogue(res, n) for n in (6, 7))   # 3. the TMA store's saving, traced
-tile6, saved = W.lesson.tile_cycles(res, 6), ep6 - ep7    # rung 6's untraced tile; the saving
-print(f"epilogue, traced: rung 6 {ep6:.0f}, rung 7 {ep7:.0f} cycles/tile; rung 6's untraced tile {saved / tile6:.1%} "
-      f"shorter: {notebook.ratio(tile6, tile6 - saved, '', 3)}, measured {step[7]:.3f}")
+print("biggest steps:", "; ".join(f"rung {n} × {step[n]:.2f} over rung {W.lesson.OVER[n]}" for n in W.lesson.biggest_steps(step)))
+print(f"against rung 1: rung 2 × {t[2] / t[1]:.2f}, rung 3 × {t[3] / t[1]:.2f}")
 
 # %% check, output varies
-for sentence, ok, numbers in W.lesson.claims(res):   # notebook.how(W.lesson.claims) prints its code
+for sentence, ok, numbers in W.lesson.claims(res, core=True):   # notebook.how(W.lesson.claims) prints its code
     notebook.require(ok, sentence, **numbers)        # bounds: W.lesson's constants, a comment each
     print("✓", sentence)
 
 # %% answer [markdown]
 # Two big steps (fp16, 4096³):
 #
-# - **Rung 3, the tile back.** Rung 2's split halved the tile to 128×128. It lost about 15 %.
-#   Two consumers on 128×256 and `setmaxnreg` win that back.
+# - **Rung 3, the tile back.** Rung 2 split the roles and halved the tile to 128×128. It lost
+#   about 15 %. Two consumers on 128×256 and `setmaxnreg` win that back.
 # - **Rung 7: +8 %**, the epilogue by TMA store.
 #
 # **So:** the split itself bought nothing: rung 3 is back at rung 1. The TMA store took the ladder
 # to cuBLAS's speed. One thread's TMA store writes C. So the consumers start the next tile sooner.
-# The trace's epilogue saving, taken off rung 6's tile, predicts the +8 % step.
+# The trace's epilogue saving, taken off rung 6's tile, predicts the +8 % step
+# ([06c §3](06c_ladder_investigations.ipynb) does the sum).
 #
 # A miss shows a wrong model. Rung 7 missed above: its model priced storing C from registers too
 # low. The table gives the other misses.
@@ -202,7 +199,7 @@ print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
 
 # %% answer [markdown]
 # **So:** yes. The model swaps only the traced epilogue: rung 5's for rung 7's. Rung 6 stores like
-# rung 5. The saved cycles give rung 7's step over rung 6:
+# rung 5. The saved cycles give rung 7's step over rung 6, as the cell below shows.
 
 # %% output answers a prediction
 plain = W.design(bn=256, stages=4, tma_store=False)     # rung 5's epilogue
@@ -210,8 +207,8 @@ stored = W.design(bn=256, stages=4, tma_store=True)     # rung 7's
 print(f"model: {notebook.ratio(plain.busy, stored.busy, 'cycles', 3)}; rung 7 measured {step[7]:.3f} over rung 6")
 
 # %% [markdown]
-# Going further: [06c §3](06c_ladder_investigations.ipynb) explains each miss and splits rung 2 → 3
-# into single changes.
+# Going further: [06c §2](06c_ladder_investigations.ipynb) derives the steps on all four ladders;
+# §3 explains each miss and splits rung 2 → 3 into single changes.
 
 # %% [markdown]
 # ## 4. The whole kernel, one file

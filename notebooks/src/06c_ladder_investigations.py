@@ -7,7 +7,7 @@
 #
 # **What it adds:**
 # - §1 the rungs, named
-# - §2 every rung's verdict, from all four ladders (4096³, 8192³ × fp16, bf16)
+# - §2 every rung's verdict, from all four ladders (4096³, 8192³ × fp16, bf16), and each ladder's steps derived
 # - §3 what moved: rung 4's tile sweep; how far the trace's cycles can be trusted; rung 2 → 3 one change at a time; why rung 7 gains so much
 # - §4 the goal (cuBLAS's speed); the last round of a [persistent](../docs/glossary.md#persistent) grid
 # - §5 shared-memory bytes per k-tile against the rate per clock in flight
@@ -69,6 +69,31 @@ print("Each rung's prediction, written before the first run:")
 print(W.ladder_predictions())
 print()
 print(W.ladder_table(res))
+
+# %% [markdown]
+# **The steps, derived on all four ladders** (moved here from chapter 06 §3). The loop prints the
+# figure's ladder rung by rung: what each rung adds, its TFLOP/s, and its step (×) over the rung it
+# was built from. Then, per ladder: the two biggest steps, rungs 2 and 3 against rung 1, and rung
+# 8's share of cuBLAS. The check cell under it holds each sentence chapter 06 §3 and this deep dive
+# lean on.
+
+# %% output varies
+t = W.lesson.tflops_by_rung(res, 4096, "float16")        # TFLOP/s by rung
+step = {n: t[n] / t[b] for n, b in W.lesson.OVER.items()}   # ×: over the rung it was built from
+for n in t:                                               # 1. the figure's ladder, rung by rung
+    built = f", × {step[n]:.2f} over rung {W.lesson.OVER[n]}" if n in step else ""
+    print(f"rung {n}: {W.lesson.ADDS[n]:<33} {t[n]:4.0f} TFLOP/s{built}")
+print(f"the split, then the tile back: rung 2 / rung 1 = {notebook.ratio(t[2], t[1], 'TFLOP/s')}; rung 3 / rung 2 = "
+      f"{notebook.ratio(t[3], t[2])}, so rung 3 / rung 1 = {step[3]:.2f} × {step[2]:.2f} = {t[3] / t[1]:.2f}")
+for (size, dtype), (tf, st, cb) in W.lesson.ladders(res).items():   # 2. per ladder: TFLOP/s, ×, of cuBLAS
+    a, b = W.lesson.biggest_steps(st)                      # its two biggest ×
+    print(f"{size}³ {dtype:<8}: biggest steps rungs {a} (× {st[a]:.2f}) and {b} (× {st[b]:.2f}); "
+          f"rung 2, 3 / rung 1: {tf[2] / tf[1]:.2f}, {tf[3] / tf[1]:.2f}; rung 8: {cb[8]:.2f} of cuBLAS")
+
+# %% check, output varies
+for sentence, ok, numbers in W.lesson.claims(res):   # notebook.how(W.lesson.claims) prints its code
+    notebook.require(ok, sentence, **numbers)        # bounds: W.lesson's constants, a comment each
+    print("✓", sentence)
 
 # %% [markdown]
 # Live, a short ladder runs now — rungs 1, 3, 5 and 8 at 4096³ fp16, beside cuBLAS (under a
@@ -260,8 +285,8 @@ notebook.require(abs(r3_gain["two consumers"]) < 0.02 and 0.14 < r3_gain["128x25
 
 # %% [markdown]
 # **Why does rung 7 gain so much?** The cell divides the traced cycles it saves storing C by two
-# tiles of rung 6: the untraced one (timed median × clock ÷ tiles), which 06 §3 divides by, and the
-# traced one (traced k-tile × k-tiles), which tracing slows. It sets both beside what the TMA store
+# tiles of rung 6: the untraced one (timed median × clock ÷ tiles), which 06 §3's note divides by,
+# and the traced one (traced k-tile × k-tiles), which tracing slows. It sets both beside what the TMA store
 # bought alone on rung 3 (record `ws_store_ablation`) and checks they are close.
 
 # %% output varies
