@@ -1,8 +1,9 @@
-"""Chapter 06's ladder: the rungs, each built from an earlier rung by one change, with its frozen prediction.
+"""Chapter 06's ladder: the rungs, each built from an earlier rung, with its frozen prediction.
 
 :class:`Rung` and :data:`RUNGS` (9 rungs: chapter 05's best, then warp specialization, setmaxnreg,
 the tile sweep, persistent, cluster, TMA store, raster, ping-pong consumers), each rung's config made from the previous
-rung's by one change; the tile sweep of rung 4 (:data:`TILE_SWEEP`); :func:`rung_of` (which rung a
+rung's (by one change from rung 4 on; rung 2 also halves the tile, rung 3 brings it back with a second consumer and
+setmaxnreg: :func:`asynctc.warp_specialization.lesson.rung_changes` lists every field); the tile sweep of rung 4 (:data:`TILE_SWEEP`); :func:`rung_of` (which rung a
 config is), :func:`parse_rungs` ("1-5" → rung numbers), :func:`config_label` and the rungs the
 ladder traces (:data:`TRACED_RUNGS`).
 """
