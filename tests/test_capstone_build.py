@@ -32,11 +32,11 @@ def test_solution_compiles_to_a_cubin_with_the_protocols_instructions():
     assert ck.arch == "sm_90a" and ck.cubin[:4] == b"\x7fELF" and not ck.resources.spill_stores
     text = sass.kernel_text(sass.disassemble(ck.cubin), cb.ENTRY)
     rows = cb.opcode_rows(ck.cubin)
-    assert rows["TMA loads (UTMALDG)"] == 2                  # A's box and B's box
-    assert rows["wgmmas (HGMMA)"] == 4                       # 4 k16 steps of m64n128k16
-    assert rows["mbarrier waits (SYNCS.PHASECHK)"] >= 2 and rows["mbarrier arrives (SYNCS.ARRIVE)"] >= 2
-    assert rows["wgmma fences (WARPGROUP.ARRIVE)"] >= 1 and rows["wgmma waits (WARPGROUP.DEPBAR)"] >= 1
-    assert rows["stores of C (STG)"] == 32                   # 64 fp32 per thread, two a store
+    assert rows["UTMALDG (TMA loads)"] == 2                  # A's box and B's box
+    assert rows["HGMMA (wgmmas)"] == 4                       # 4 k16 steps of m64n128k16
+    assert rows["SYNCS.PHASECHK (waits)"] >= 2 and rows["SYNCS.ARRIVE (arrives)"] >= 2
+    assert rows["WARPGROUP.ARRIVE"] >= 1 and rows["WARPGROUP.DEPBAR"] >= 1
+    assert rows["STG (C stores)"] == 32                   # 64 fp32 per thread, two a store
     assert re.search(r"HGMMA\.64x128x16\.F32", text)
 
 
@@ -47,7 +47,7 @@ def test_sass_table_beside_the_course():
     assert s.splitlines()[0].split()[-2:] == ["yours", "course"] and "UTMALDG" in s
     t1 = cb.sass_table(cs.VARIANT_TEXT["wait_group<1>"])    # a second passing form compiles too
     rows = {w: (y, c) for w, y, c in t1.rows}
-    assert rows["mbarrier arrives (SYNCS.ARRIVE)"][0] > rows["mbarrier arrives (SYNCS.ARRIVE)"][1]
+    assert rows["SYNCS.ARRIVE (arrives)"][0] > rows["SYNCS.ARRIVE (arrives)"][1]
     assert not t1.same
 
 
@@ -144,7 +144,8 @@ def test_measure_records_every_variant_without_raising(monkeypatch):
 def test_chapter_cell_without_and_with_the_record(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(runtime, "runs_live", lambda arch="sm_90a": False)
     monkeypatch.setenv("ASYNCTC_DATA", str(tmp_path))
-    cs.capstone_cell(wk.SOLUTION)
+    monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")            # held cells open, as in the build
+    cs.capstone_cell(wk.SOLUTION, True)
     out = capsys.readouterr().out
     assert "a real sm_90a cubin" in out and "not yet recorded on a GPU" in out
     monkeypatch.setattr(cb, "run", _fake_run)
@@ -152,9 +153,9 @@ def test_chapter_cell_without_and_with_the_record(tmp_path, monkeypatch, capsys)
     prov = {k: "test" for k in records.REQUIRED_PROVENANCE}
     prov.update(gpu="NVIDIA H100 80GB HBM3", date="2026-12-05T00:00:00+00:00")
     records.save(records.Record("capstone", prov, res), slug="h100")
-    cs.capstone_cell(wk.SOLUTION)
+    cs.capstone_cell(wk.SOLUTION, True)
     out = capsys.readouterr().out
-    assert "the course's answer in this kernel:" in out and "every element within its bound" in out
+    assert "The course's answer, recorded (" in out and "every element within its bound" in out
     cs.capstone_cell(wk.SOLUTION.replace("mma_ktile(acc, stage);", "mma_tile(acc, stage);"))
     assert "NVRTC cannot compile your loops — line 16" in capsys.readouterr().out
 
