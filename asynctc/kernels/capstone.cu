@@ -38,8 +38,9 @@
 // this thread's count of earlier waits on that barrier set (in the course's loops: the ring counter
 // j, modulo 4096). After a wait gave up, the thread's later waits return at once and its TMA loads
 // and expect_tx are skipped, so a wrong parity ends in an error word, never a hung GPU. Before
-// leaving, the producer's elected thread waits (bounded) for the last fill of every stage it loaded
-// to land, so no TMA writes into the shared memory of a CTA that has left.
+// leaving, the producer's elected thread waits (at most 2 s) for the last fill of every stage it
+// loaded to land, so no TMA writes into the shared memory of a CTA that has left; the consumers
+// wait for their last wgmma group.
 //
 // Defines: STAGES (2..6; ring_defaults.cuh's other defaults, which must stay BM = BN = 128, BK = 64,
 // CONSUMERS = 2, fp16, K-major B, fp32 C), the layout offsets the host passes (A_KSTEP_BYTES,
@@ -194,10 +195,12 @@ if (wg == 0) {                           // the producer warpgroup
   if (wg > 0) {
     wgmma_wait_group<0>();                                   // no wgmma in flight at exit
   } else if (elected) {
-    // Drain: the last fill of each loaded stage has landed (its phase, parity of fills − 1).
+    // Drain: the last fill of each loaded stage has landed (its phase, parity of fills − 1). Only
+    // the time bounds it (err null: another thread's error does not cut it short, so the loads
+    // issued land before the CTA leaves); a timeout is recorded with k-tile field 0xFFF.
     for (int s = 0; s < STAGES; ++s)
-      if (loaded >> s & 1u)
-        ring_wait_bounded(full[s], ((fill_parity >> s) & 1u) ^ 1u, err,
-                          ring_wait_tag(WAIT_FULL, s, 0, 0xFFF));
+      if ((loaded >> s & 1u) && !ring_wait_bounded(full[s], ((fill_parity >> s) & 1u) ^ 1u, nullptr, 0u))
+        atomicCAS(err, ASYNCTC_ERR_NONE,
+                  ASYNCTC_ERR_MBARRIER_TIMEOUT | (ring_wait_tag(WAIT_FULL, s, 0, 0xFFF) << 8));
   }
 }

@@ -50,17 +50,23 @@ def _replace(old: str, new: str, count: int = 1) -> str:
 
 
 #: (name, what it is, the text): the course's answer, a second passing form (wgmma_wait_group<1>
-#: and the previous stage's release, which the exercise accepts), and three wrong variants.
+#: and the previous stage's release, which the exercise accepts), and three wrong variants, as
+#: chapter 05's ring model reads them (:func:`~.whole_kloop.timeline`): "producer phase" deadlocks
+#: at k-tile 0 (a bounded wait ends it: the error word); "ring restarts" races at k-tile 4 (tile 1
+#: reads stage 1 still holding k-tile 1: wrong elements); "consumers phase ^ 1", last, races at
+#: k-tile 0 — its consumers may pass a wait before the bytes land and release early, so the
+#: producer's next expect_tx may arrive on a full barrier whose phase is still pending (more
+#: arrivals than its count: undefined in the PTX ISA) — wrong elements or a timeout.
 VARIANTS = (
     ("course", "the course's answer (whole_kloop.SOLUTION)", SOLUTION),
     ("wait_group<1>", "passing form: wgmma_wait_group<1>, release the previous k-tile's stage",
      _replace(_CONSUMER, _PREV).replace(_DECL, "int stage = 0, phase = 0, prev = 0;")),
-    ("consumers phase ^ 1", "wrong: the consumers wait on full with the producer's parity",
-     _replace("full.wait(stage, phase);", "full.wait(stage, phase ^ 1);")),
     ("producer phase", "wrong: the producer waits on empty with parity f mod 2",
      _replace("empty.wait(stage, phase ^ 1);", "empty.wait(stage, phase);")),
     ("ring restarts", "wrong: stage and phase set to 0 at every tile",
      _replace(_DECL, "").replace(_TILE, _TILE + "    " + _DECL + "\n")),
+    ("consumers phase ^ 1", "wrong: the consumers wait on full with the producer's parity",
+     _replace("full.wait(stage, phase);", "full.wait(stage, phase ^ 1);")),
 )
 VARIANT_TEXT = {name: text for name, _, text in VARIANTS}
 
