@@ -230,8 +230,9 @@ DTYPES: dict[str, tuple[str, ...]] = {
 #: ``python -m asynctc doctor`` (the compile probe), by the timing machinery of
 #: :mod:`asynctc.core.bench` (the delay and clock-probe kernels) or around a learner's answer by an
 #: exercise's check (``tma_stage.cu``: chapter 03's stage fill, :mod:`asynctc.tma.stage_fill`; no
-#: cache can hold a build of code not yet written).
-TEST_ONLY_SOURCES = ("diagnostics.cu", "probe.cu", "bench_clock.cu", "tma_stage.cu")
+#: cache can hold a build of code not yet written; ``capstone.cu``: chapter 06's capstone loops,
+#: :mod:`asynctc.warp_specialization.capstone_build`).
+TEST_ONLY_SOURCES = ("diagnostics.cu", "probe.cu", "bench_clock.cu", "tma_stage.cu", "capstone.cu")
 
 
 def compile_all() -> dict[str, CourseKernel]:

@@ -244,7 +244,7 @@ def test_figures_never_time_and_suites_never_plot():
 
 #: Kernels named for the learner rather than their package: chapter 06's whole kernel in one file
 #: (driven by warp_specialization/whole.py; its own tests are tests/test_whole_gemm.py).
-DRIVEN_BY = {"hopper_gemm.cu": "warp_specialization"}
+DRIVEN_BY = {"hopper_gemm.cu": "warp_specialization", "capstone.cu": "warp_specialization"}
 
 
 def test_each_kernel_file_has_its_module_and_tests():

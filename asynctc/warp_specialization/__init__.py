@@ -93,6 +93,8 @@ W.<name>``):
   chapter 06 §4): :func:`~.whole.compile_whole`, :func:`~.whole.check_shapes`,
   :func:`~.whole.launcher`, :func:`~.whole.verify_whole`; written to be read whole;
   ``steps_suite.py`` — record ``ws_rung3_steps``: rung 2 → rung 3 one change at a time, beside cuBLAS;
+  ``capstone_build.py`` — the capstone's loops spliced into kernels/capstone.cu, built, run;
+  ``capstone_suite.py`` — its record ``capstone`` (the answer and wrong variants on the GPU);
   ``whole_suite.py`` — its ``whole_gemm`` record suite (checks, then timed beside rung 3 and
   cuBLAS) and the sentences read from it (:func:`~.whole_suite.whole_verdicts`); never plots.
 
@@ -109,6 +111,7 @@ from . import order_suite, tile_order  # noqa: F401  (issue 20: opt-in L2 / tile
 from . import store_suite  # noqa: F401  (does the TMA store need the persistent grid?)
 from . import whole, whole_suite  # noqa: F401  (the whole kernel in one file: kernels/hopper_gemm.cu)
 from . import steps_suite  # noqa: F401  (rung 2 → rung 3 one change at a time)
+from . import capstone_build, capstone_suite  # noqa: F401  (the capstone's loops in a real kernel)
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
 from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, chapter 06's capstone)
@@ -166,5 +169,5 @@ from .trace import (  # noqa: F401
 
 #: The package's record suites (:mod:`asynctc.suites`): the ladder, and what limits its top rung.
 SUITES = {**suite.SUITES, **limit_suite.SUITES, **order_suite.SUITES, **store_suite.SUITES,
-          **steps_suite.SUITES,
+          **steps_suite.SUITES, **capstone_suite.SUITES,
           **whole_suite.SUITES}

@@ -547,9 +547,8 @@ SLOW_NOTE = " <0> is right; two consumers hide the idle time it costs (the cell 
 # ---- the picture: the learner's loops in the ring model's timeline ------------------------------
 
 #: What :func:`show_loops` draws, said before the loops pass (it gives nothing of the answer away).
-PROMISE = ("Once your loops pass, this cell draws them: chapter 05's ring model runs your producer and "
-           "consumer loops over 3 tiles of 3 k-tiles on 2 stages. One lane per role, waits in red and "
-           "purple, a dashed line where each tile's first wgmma starts.")
+PROMISE = ("Once your loops pass, this cell draws them in chapter 05's ring model: 3 tiles of 3 "
+           "k-tiles on 2 stages, one lane per role.")
 
 
 def timeline(text: str, stages: int = 2, k_tiles: int = 3, tiles: int = 3) -> _mp.Schedule:

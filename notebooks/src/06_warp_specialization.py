@@ -34,11 +34,12 @@ res = rec.results
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
-# deadlocked at the first k-tile:
+# deadlocked at the first k-tile.
 
 # %% output varies
 fig = W.plot_protocol()
 plt.show()
+print(W.protocol_names())
 
 # %% [markdown]
 # **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
@@ -60,12 +61,6 @@ plt.show()
 #
 # **Predict (graded), in the cell's first comment.** Each tile has 3 k-tiles, the ring 2 stages.
 # Which stage and consumers' parity does tile 1's first k-tile use?
-
-# %% [markdown]
-# The protocol's steps in 05, this capstone and 06e, with their PTX.
-
-# %%
-print(W.protocol_names())
 
 # %%
 whole_kloop = """
@@ -95,14 +90,20 @@ ok = exercises.check("ch06.whole_kloop", whole_kloop)
 fig = W.whole_kloop.show_loops(whole_kloop, ok)
 plt.show()
 
+# %% [markdown]
+# Next, your loops compiled into a real GPU kernel.
+
+# %% output varies
+W.capstone_suite.capstone_cell(whole_kloop, ok)
+
 # %% output answers a prediction
 from asynctc.models import pipeline as mp
 frac = {(c, n): mp.simulate(4, n, c, 32).math_fraction for c in (1, 2) for n in (0, 1)}  # c consumers, wait_group<n>
 if exercises.after("ch06.whole_kloop", held="what wgmma_wait_group<0> and <1> cost"):
     display(notebook.Markdown(
-        "**So:** `wgmma_wait_group<0>()` is correct but waits for all the k-tile's wgmmas before the "
-        "release. The warpgroup's Tensor Cores idle at every k-tile. `<1>` keeps one group in flight and "
-        "releases the previous k-tile's stage. Share of the loop with a wgmma in flight, ring model (S = 4):"))
+        "**So:** `wgmma_wait_group<0>()` is correct, but the Tensor Cores idle while it waits, every "
+        "k-tile. `<1>` keeps one group in flight and releases the previous k-tile's stage. Share of the "
+        "loop with a wgmma in flight, ring model (S = 4):"))
     print("; ".join(f"{c} consumer(s): <0> {frac[c, 0]:.0%}, <1> {frac[c, 1]:.0%}" for c in (1, 2)))
     display(notebook.Markdown("Two consumers fill each other's gaps: here `<0>` costs little."))
 
