@@ -235,6 +235,10 @@ MISTAKES = [
     ("ch08.name_bug", "proxy_fence", "not a ring-protocol error"),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 1)] + _STORE[5:], "bulk group 0"),
     ("ch08.repair", _STORE[:6] + [("bulk_wait_read", 0)] + _STORE[6:], "before that barrier"),
+    # the right place with the wrong N is told apart from a wrong place (reader: same hint for both)
+    ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 1)] + _STORE[5:], "is in the right place; its argument 1 is not"),
+    ("ch08.repair", _STORE[:3] + [("bulk_wait_read", 0)] + _STORE[3:], "waits before the commit"),
+    ("ch08.repair", _STORE[:6] + [("bulk_wait_read", 1)] + _STORE[6:], "waits after the barrier at step 5"),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", None)] + _STORE[5:], '("bulk_wait_read", N)'),
     ("ch08.repair", tuple(_STORE[:5] + [["bulk_wait_read", 0], ("fence_proxy", None)] + _STORE[5:]),
      "no hazard, but you inserted 2 steps and 1 is enough"),
