@@ -39,9 +39,9 @@ notebook.banner("sm_90a")
 #
 # A is 64×64 fp16, written with 128-byte swizzle. It is [K-major](../docs/glossary.md#k-major): K
 # is contiguous in memory. A descriptor holds the swizzle and a *stride*: the bytes from one group
-# of 8 rows to the next, 8 × 128 = 1024 here (SBO, below). Three descriptors read A: the right
-# one, too narrow a swizzle (64 B), half the stride (column "stride 512 B"). Where wgmma wants
-# A[m][0], what does it get?
+# of 8 rows to the next, 8 × 128 = 1024 here (the field [SBO](../docs/glossary.md#sbo)). Three
+# descriptors read A: the right one, too narrow a swizzle (64 B), half the stride (column
+# "stride 512 B"). Where wgmma wants A[m][0], what does it get?
 
 # %%
 print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
