@@ -38,10 +38,9 @@ notebook.banner("sm_90a")
 # ## 2. Why a descriptor, and its fields
 #
 # A is 64×64 fp16, written with 128-byte swizzle. It is [K-major](../docs/glossary.md#k-major): K
-# is contiguous in memory. A descriptor holds the swizzle and a *stride*: the bytes from one group
-# of 8 rows to the next, 8 × 128 = 1024 here (the field [SBO](../docs/glossary.md#sbo)). Three
-# descriptors read A: the right one, too narrow a swizzle (64 B), half the stride (column
-# "stride 512 B"). Where wgmma wants A[m][0], what does it get?
+# is contiguous in memory. A descriptor holds its swizzle and a *stride*: 8 rows' bytes, 1024 here
+# ([SBO](../docs/glossary.md#sbo)). Three descriptors read it: the right one, too narrow a swizzle,
+# half the stride (512 B). Where wgmma wants A[m][0], what does it get?
 
 # %%
 print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
@@ -54,8 +53,7 @@ print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 # 8 rows × 16 bytes. The swizzle field places each 16-byte piece in its row. Two strides locate
 # the core matrices:
 #
-# * [SBO](../docs/glossary.md#sbo): from one group of 8 rows to the next, within a box (the
-#   stride above).
+# * [SBO](../docs/glossary.md#sbo): from one group of 8 rows to the next, within a box.
 # * [LBO](../docs/glossary.md#lbo): from one box to the next.
 #
 # **One tile, all the way through.** B for N = 128 is [MN-major](../docs/glossary.md#mn-major): N
