@@ -538,6 +538,12 @@ def _stage_tf(results: dict) -> tuple[dict[tuple[int, int], float], list[int], d
     return tf, has[64], best
 
 
+def fastest(tf: dict) -> list:
+    """The keys of ``tf`` (speed by configuration) within :data:`NOISE` of the best, fastest first."""
+    top = max(tf.values())
+    return sorted((k for k in tf if tf[k] >= (1 - NOISE) * top), key=lambda k: -tf[k])
+
+
 #: Two runs of one configuration closer than this are one speed ("within noise", the 03 worklog's word
 #: for 0.2 %): ch02.stages counts a stage as helping only when it is faster by more.
 NOISE = 0.01
@@ -581,8 +587,9 @@ def _ch02_stages_hint(answer, expected, results: dict) -> str | None:
         other = 96 - answer[1]                         # the BK not chosen (64 ↔ 32)
         why = ("is the faster one with one stage" if tf[answer[1], 1] > tf[other, 1] else  # (faster best: same)
                "starts slower with one stage, but a slow start is not yet a large gain")
-        parts.append(cut(
-            f"BK = {answer[1]} {why}; the question asks which BK gains more over its own one-stage row.",
+        also = "As for BK: " if parts else ""         # a double miss is its own spot (its own tiers): the
+        parts.append(cut(                             # BK part missed alone is first asked (reader 121)
+            f"{also}BK = {answer[1]} {why}; the question asks which BK gains more over its own one-stage row.",
             " With one stage, how many waits does each BK make in K = 4096 (§4's Try it)? Then divide each"
             " BK's best row by its one-stage row (the table's last line): which quotient is larger?",
             " " + "; ".join(f"BK = {bk}: {best[bk]:.0f} / {tf[bk, 1]:.0f} = {best[bk] / tf[bk, 1]:.2f}×"

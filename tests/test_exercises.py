@@ -151,6 +151,9 @@ MISTAKES = [
     ("ch04.acc_owner", (78, 30), "the thread is right, the register is not"),
     ("ch04.acc_owner", (79, 10), "the register is right, the thread is not"),
     ("ch04.acc_owner", (200, 1), "0..127"),
+    ("ch04.acc_owner", (43, 20), "the element's own (row, column)"),   # D's own indices echoed back
+    ("ch04.acc_owner", (85, 17), "holds D[37][35], not D[43][20]: the row and the column are off"),
+    ("ch04.acc_owner", (78, 200), "registers are 0..N/2 − 1"),
     ("ch04.acc_owner_fn", lambda r, c: (_owner(r, c)[0], _owner(r, c)[1] ^ 2), "rows g and g + 8 are swapped"),
     ("ch04.acc_owner_fn", lambda r, c: (32 * (r // 16) + 4 * (c % 8 // 2) + r % 8, _owner(r, c)[1]),
      "g and t are swapped"),
@@ -188,6 +191,8 @@ MISTAKES = [
     ("ch06.store_position", (41, 30), "g = lane // 4"),
     ("ch06.store_position", (43, 24), "2·t"),
     ("ch06.store_position", (43, 2), "swizzle"),
+    ("ch06.store_position", (3, 5), "both are off: row 3 is in warp 0's rows 0..15"),
+    ("ch06.store_position", (77, 46), "row and column are 0..63"),
     ("ch06.consumer_regs", 228, "multiple of 8"),
     ("ch06.consumer_regs", 256, "nothing for the producer"),
     ("ch06.consumer_regs", 168, "count at entry"),
@@ -230,6 +235,10 @@ MISTAKES = [
     ("ch08.name_bug", "proxy_fence", "not a ring-protocol error"),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 1)] + _STORE[5:], "bulk group 0"),
     ("ch08.repair", _STORE[:6] + [("bulk_wait_read", 0)] + _STORE[6:], "before that barrier"),
+    # the right place with the wrong N is told apart from a wrong place (reader: same hint for both)
+    ("ch08.repair", _STORE[:5] + [("bulk_wait_read", 1)] + _STORE[5:], "is in the right place; its argument 1 is not"),
+    ("ch08.repair", _STORE[:3] + [("bulk_wait_read", 0)] + _STORE[3:], "waits before the commit"),
+    ("ch08.repair", _STORE[:6] + [("bulk_wait_read", 1)] + _STORE[6:], "waits after the barrier at step 5"),
     ("ch08.repair", _STORE[:5] + [("bulk_wait_read", None)] + _STORE[5:], '("bulk_wait_read", N)'),
     ("ch08.repair", tuple(_STORE[:5] + [["bulk_wait_read", 0], ("fence_proxy", None)] + _STORE[5:]),
      "no hazard, but you inserted 2 steps and 1 is enough"),
@@ -372,6 +381,7 @@ MISTAKES = [
     ("ch10.fraction_both", (759.4 / 989.4, 759.4 / (132 * 4096 * 1679e-6) * 1e6), "mind the units"),
     ("ch10.fraction_both", (0.5, 759.4 / (132 * 4096 * 1679e-6)), "the measured-clock fraction is right"),
     ("ch10.fraction_both", (759.4 / 989.4, 0.5), "the datasheet fraction is right"),
+    ("ch10.fraction_both", (0.8, 0.7), "both are off: 0.8 of the datasheet's 989.4 TFLOP/s is 792"),
     ("ch10.verdict", "holds", "only one denominator"),
     ("ch10.verdict", "does not hold", "the measured clock one"),
 ]

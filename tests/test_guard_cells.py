@@ -197,7 +197,7 @@ def test_the_figure_cell_refuses_a_record_that_moved(wg, n, source, f, sentence)
 
 # ---- chapter 02 §4: the best rung beside chapter 01 and cuBLAS ---------------------------------------------
 
-BEST_RUNG = 'best = max(tf, key=tf.get)'
+BEST_RUNG = 'best, *tied = cp_async.fastest(tf)'
 
 
 def test_the_best_rung_cell_reads_the_record(capsys, monkeypatch):
@@ -212,7 +212,12 @@ def test_the_best_rung_cell_reads_the_record(capsys, monkeypatch):
     best = cp_async.best_rows(rec.results, "float16", "cp.async")[4096]
     assert ns["tile"][ns["best"]] == best["tile"] and ns["tf"][ns["best"]] == best["tflops"]
     assert ns["base"] == cp_async.best_rows(rec.results, "float16", "mma.sync")[4096]["tflops"]
-    assert out.startswith(f"best configuration {best['tile']}: {best['tflops']:.1f} / ")
+    # a tie within 1 % (the record's s3 and s4 at BK = 32, 417.1 and 416.9) names both (reader 121)
+    near = [k for k in ns["tf"] if ns["tf"][k] >= (1 - cp_async.NOISE) * best["tflops"]]
+    assert sorted(near) == sorted([ns["best"], *ns["tied"]])
+    names = " and ".join(ns["tile"][k] for k in [ns["best"], *ns["tied"]])
+    tie = " (a tie)" if len(near) > 1 else ""
+    assert out.startswith(f"best configuration {names}{tie}: {best['tflops']:.1f} / ")
     assert f"× chapter 01 (its kernel, re-timed in record {rec.suite}), " in out and out.rstrip().endswith(f" = {best['tflops'] / ns['cb']:.2f} of cuBLAS")
 
 
@@ -223,7 +228,8 @@ def test_the_stage_figure_waits_for_the_prediction(capsys, monkeypatch):
     monkeypatch.setattr(exercises, "_tried", set())      # an earlier test's wrong ch02.stages would open it
     monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
     monkeypatch.setenv("ASYNCTC_PROGRESS", "off")
-    run(BEST_RUNG, {"notebook": notebook, "rec": records.load("cp_async"), "exercises": exercises})
+    run(BEST_RUNG, {"cp_async": cp_async, "notebook": notebook, "rec": records.load("cp_async"),
+                    "exercises": exercises})
     out = capsys.readouterr().out
     assert "held back until exercise ch02.stages is answered" in out and "best configuration" not in out
 

@@ -193,3 +193,20 @@ def test_a_miss_at_the_same_spot_with_other_numbers_is_the_same_miss():
     assert _key("C[16, 0] = -1.773, float64 says -3.853") == _key("C[16, 0] = 2.5e-05, float64 says 3")
     assert _key("stage 0, parity 0") == _key("stage 1, parity 0")
     assert _key("stage 0, parity 0") != _key("stage 0 on full")
+
+
+@pytest.mark.tiers
+def test_ch02_stages_bk_part_asks_first_even_after_a_double_miss(monkeypatch, capsys):
+    """Reader 121 (02 §4, exercise 2): the first miss on the BK part alone, ("no", 64), was told the
+    arithmetic, because an earlier answer that missed both parts had spent the BK part's question.
+    A double miss is its own spot: the BK part missed alone is asked first, then told."""
+    from asynctc.core import records
+    res = records.load("cp_async").results
+    monkeypatch.setattr(exercises, "_seen", set())
+    assert exercises.expected("ch02.stages", results=res) == ("no", 32)
+    for answer, says, never in ((("yes", 64), "As for BK: BK = 64", " / "),
+                                (("no", 64), "which quotient is larger?", " / "),
+                                (("no", 64), " = 1.", "which quotient")):
+        assert not exercises.check("ch02.stages", answer, results=res)
+        out = capsys.readouterr().out
+        assert says in out and never not in out, out

@@ -321,6 +321,19 @@ def test_exercise_name_bug():
     assert not exercises.check("ch08.name_bug", "proxy_fence", diagnosis=mystery)
 
 
+def test_name_bug_refusal_lists_the_three_offered_names(capsys):
+    """A near-miss ('parity') is refused with the three names 08's prompt offers, not the zoo's 11
+    (reader: 8 of them never introduced in the core lesson), and the one it is near."""
+    mystery = F.exercises.mystery_diagnosis()
+    assert not exercises.check("ch08.name_bug", "parity", diagnosis=mystery)
+    out = capsys.readouterr().out
+    assert "answer one of 'phase_parity', 'arrive_count', 'expect_tx', spelled as written" in out, out
+    assert "did you mean 'phase_parity'?" in out and "proxy_fence" not in out, out
+    src = re.sub(r"\n# ?", " ", (ROOT / "notebooks/src/08_pitfalls.py").read_text())
+    assert "`phase_parity`, `arrive_count` or `expect_tx`" in src
+    assert set(F.exercises._pipeline_classes()) == {"phase_parity", "arrive_count", "expect_tx"}
+
+
 def test_name_bug_hints_read_the_symptoms_barrier():
     """Readers 12-13: a wrong class's hint spoke of empty barriers while the symptom is on full. The
     hints now argue from full[0] itself: its parity is the kernel's, its arrivals all came."""

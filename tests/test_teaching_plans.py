@@ -184,12 +184,14 @@ def test_sections_add_up_to_the_notebook_and_plans_name_real_sections():
 
 #: checkpoints.md's numeric questions: (exercise, arguments as written there, the answer it gives).
 CHECKPOINTS = [
-    ("ch00.intensity", {"n": 4096}, 4096 / 3, "4096/3"),
+    # not §3's worked n/3 (readers): a skinny GEMM, left of the ridge
+    ("ch00.intensity", {"m": 128, "n": 8192, "k": 8192}, 128 * 8192 / 8448, "≈ 124.1 FLOP/byte"),
     ("ch01.smem_bytes", {"bm": 128, "bn": 128, "bk": 32}, 16384, "16 384 B"),
     ("ch02.wait_n", {"stages": 6}, 4, "| 4 |"),
     ("ch03.bank_128B", {"row": 6, "col": 8}, 28, "| 28 |"),
-    ("ch04.descriptor", {"mn": 64, "k": 64, "dtype": "float16", "major": "K", "swizzle": 64, "step": 2,
-                         "base": 0x4000}, 0x8000002000010500, "| 0x8000002000010500 |"),
+    # the 128-byte-swizzle K-major case core lesson 04 teaches (§2, §3), not 04b's 64-byte two-box one
+    ("ch04.descriptor", {"mn": 64, "k": 64, "dtype": "float16", "major": "K", "swizzle": 128, "step": 3,
+                         "base": 0x8000}, 0x4000004000010806, "| 0x4000004000010806 |"),
     ("ch05.full_parity", {"k": 5, "stages": 4}, 1, "| 1 |"),
     ("ch06.producer_wait", {"tile": 2, "k": 3, "k_tiles": 5, "stages": 4}, (1, 0), "(1, 0)"),
     ("ch07.block_scale", {"amax": 896}, 2.0, "2.0"),

@@ -97,10 +97,10 @@ def _flipped(monkeypatch, suite, kernel, factor):
 
 
 @pytest.mark.parametrize("chapter,suite,kernel", [("02", "cp_async", "cp.async"),
-                                                  ("04", "pipeline", "pipeline")])
+                                                  ("05", "cp_async", "cp.async")])
 def test_guard_fails_on_a_flipped_record(monkeypatch, chapter, suite, kernel):
     worklog.entry(chapter)                                   # the real record supports it
-    _flipped(monkeypatch, suite, kernel, 0.5)
+    _flipped(monkeypatch, suite, kernel, 0.5 if chapter == "02" else 2.0)
     with pytest.raises(ClaimError, match="gained"):
         worklog.entry(chapter)
 
@@ -123,13 +123,26 @@ def test_tma_sentence_follows_the_record(monkeypatch, f, says):
     assert "03b §2, a 16 KiB box" in flat() and says in flat()
 
 
+def test_entry_04_speaks_of_what_04_measured():
+    """Readers: 04's entry quoted 513 TFLOP/s from chapter 05's record, a kernel not met yet. It
+    now quotes 04 §8's wgmma rate and says chapter 05 will time the GEMM; 05's entry carries the
+    one-stage step (its own §4 sweep), and the figure up to 04 does not draw it."""
+    text = " ".join(worklog.entry("04").split())
+    one = [s for s in worklog.steps() if s.chapter == "04"][0]
+    assert "TFLOP/s" not in text and f"{one.of_cublas:.2f}" not in text.split("we measured")[1], text
+    assert f"{worklog.wgmma_rate():.2f} of the peak" in text and "chapter 05 will time" in text
+    five = " ".join(worklog.entry("05").split())
+    assert f"TMA + wgmma, 1 stage (§4, S = 1), {one.of_cublas:.2f} of cuBLAS" in five
+    assert not worklog.drawn(one, "04") and worklog.drawn(one, "05")
+
+
 @pytest.mark.parametrize("upto", worklog.CHAPTERS)
 def test_plot_colours_the_steps_reached(upto):
     fig = worklog.plot(upto)
     try:
         coloured = sum(len(line.get_xdata()) for line in fig.axes[0].lines
                        if same_color(line.get_color(), "C0"))
-        assert coloured == sum(1 for s in worklog.steps() if s.chapter <= upto)
+        assert coloured == sum(1 for s in worklog.steps() if worklog.drawn(s, upto))
         assert "same run" in fig.axes[0].get_title()        # why fractions compare across runs
     finally:
         plt.close(fig)

@@ -63,7 +63,14 @@ def _fraction_both_hint(answer, expected, tflops, sm_mhz, sm_count, dtype="float
         return "the datasheet fraction is right; check the measured-clock one."
     if _near(b, m) and not _near(a, d):
         return "the measured-clock fraction is right; check the datasheet one."
-    return None
+    f = fractions({"tflops": tflops, "sm_mhz": sm_mhz}, sm_count, dtype)
+    ds = f["datasheet_tflops"]
+    return tiered(f"both are off: {a:g} of the datasheet's {ds:g} TFLOP/s is {a * ds:.0f} TFLOP/s, "
+                  f"not the row's {tflops:g}, and the measured-clock fraction is off too.",
+                  " Each fraction is the row's TFLOP/s over a peak: which peak does each "
+                  "denominator name, and what do the row's SMs and measured clock make of it?",
+                  f" Datasheet: {tflops:g} / {ds:g}. Measured clock: {tflops:g} / ({sm_count} SMs "
+                  f"× {rate} FLOP/clk × {sm_mhz:g} MHz × 1e-6).")
 
 
 def _fractions_of(datasheet, measured, tflops, sm_mhz, sm_count, dtype):

@@ -50,6 +50,7 @@ from __future__ import annotations
 import os
 
 import dataclasses
+import difflib
 import inspect
 import math
 import re
@@ -73,6 +74,7 @@ class Exercise:
     diagnose: Callable[..., str | None] | None = None
     judge: Callable[..., str | None] | None = None     # code exercises: see code_exercise
     note: Callable[..., str | None] | None = None      # see accepted_note
+    offered: tuple[str, ...] = ()                      # the choices a refusal lists (default: all)
 
 
 _EXERCISES: dict[str, Exercise] = {}
@@ -85,14 +87,15 @@ def _norm_text(s: str) -> str:
 def exercise(name: str, prompt: str, choices: tuple[str, ...] = (), *, rtol: float | None = None,
              unordered: bool = False, aliases: dict[str, str] | None = None,
              diagnose: Callable[..., str | None] | None = None,
-             hint: Callable[..., str | None] | None = None):
+             hint: Callable[..., str | None] | None = None, offered: tuple[str, ...] = ()):
     """Register ``fn`` (returning the expected answer) as exercise ``name``.
 
     ``choices``: the answers a multiple-choice exercise accepts (compared ignoring case and
     spaces); ``aliases``: other spellings of a choice (``{"ldsm": "ldmatrix"}``); ``rtol``: the
     relative tolerance for a numeric answer (stated in the prompt); ``unordered``: the answer is a
     collection compared as a set; ``diagnose``: see :func:`diagnosis`; ``hint(answer, **kw)``: the
-    same without the expected value (a sentence, or None).
+    same without the expected value (a sentence, or None); ``offered``: the choices the prompt
+    names, which an answer outside ``choices`` is told (default: every choice).
     """
     if hint is not None and diagnose is None:
         def diagnose(answer, expected, **kw):  # noqa: ARG001  (the hint does not need it)
@@ -103,7 +106,7 @@ def exercise(name: str, prompt: str, choices: tuple[str, ...] = (), *, rtol: flo
         opt = tuple(p.name for p in sig.parameters.values() if p.default is not inspect.Parameter.empty)
         _EXERCISES[name] = Exercise(name, prompt, fn, req, opt, tuple(choices),
                                     {_norm_text(k): _norm_text(v) for k, v in (aliases or {}).items()},
-                                    rtol, unordered, diagnose)
+                                    rtol, unordered, diagnose, offered=tuple(offered))
         return fn
     return deco
 
@@ -382,11 +385,28 @@ def _normalize(ex: Exercise, answer: Any, exp: Any) -> Any:
             raise _NotAForm(_sequence_form(ex, exp))
         return [_scalar(x, y) for x, y in zip(answer, exp)] + list(answer)[len(exp):]
     if ex.choices and not isinstance(answer, str):
-        raise _NotAForm(f"one of {', '.join(repr(c) for c in ex.choices)}, in quotes")
+        raise _NotAForm(f"one of {_listed(ex)}, in quotes")
     a = _scalar(answer, exp)
     if isinstance(a, str):
         a = ex.aliases.get(a, a)
     return a
+
+
+def _listed(ex: Exercise) -> str:
+    """The choices a refusal names: those the prompt offers (``offered``), else every choice."""
+    return ", ".join(repr(c) for c in ex.offered or ex.choices)
+
+
+def _near_name(ex: Exercise, a: Any) -> str:
+    """" — did you mean …?" for an answer that is part of one offered choice or close to it
+    ('parity' for 'phase_parity'), else ""."""
+    if not isinstance(a, str) or not a:
+        return ""
+    names = ex.offered or ex.choices
+    near = [c for c in names if a in _norm_text(c)] or difflib.get_close_matches(
+        a, [_norm_text(c) for c in names], n=1, cutoff=0.6)
+    near = [c for c in names if _norm_text(c) in {_norm_text(x) for x in near}]
+    return f" — did you mean {near[0]!r}?" if len(near) == 1 else ""
 
 
 def _close(a: Any, b: Any, rtol: float | None) -> bool:
@@ -717,7 +737,7 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     except _NotAForm as e:
         return fail(f"answer with {e}.", f"is not in an accepted form: {answer!r}")
     if ex.choices and not (isinstance(a, str) and a in {_norm_text(c) for c in ex.choices}):
-        return fail(f"answer one of {', '.join(repr(c) for c in ex.choices)} (got {answer!r})",
+        return fail(f"answer one of {_listed(ex)}, spelled as written (got {answer!r}){_near_name(ex, a)}",
                     f"is not one of {ex.choices}: {answer!r}")
     if _equal(ex, a, exp):
         # a worked solution says what it answered: the teacher's answer sheet reads the value of

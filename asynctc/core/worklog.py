@@ -25,6 +25,9 @@ SIZE, DTYPE = 4096, "float16"
 CHAPTERS = ("01", "02", "03", "04", "05", "06")
 #: The chapters with an entry: the figure's, then 07 (FP8; :func:`fp8_step`).
 ENTRIES = CHAPTERS + ("07",)
+#: A step timed by a later chapter's kernel: chapter 04 builds no GEMM, so its step (chapter 05's
+#: kernel with one stage) is drawn and quoted from chapter 05 on; 04's entry quotes 04 §8.
+TIMED_IN = {"04": "05"}
 #: Chapter 01's default tile (``mma_sync.DEFAULT_TILE``, tests hold them equal), chapter 02's one-stage
 #: build of it (cp.async alone), the fp16 box chapter 03 §4 compares TMA and cp.async at.
 CH01_TILE, CH02_ONE_STAGE, CH03_BOX = "128x128x64/w64x64/2cta", "128x128x64/w64x64/s1/2cta", "128x64"
@@ -107,6 +110,21 @@ def tma_box() -> dict:
             "noise": min(row_spread(r) for r in row.values())}
 
 
+def wgmma_rate() -> float:
+    """Chapter 04 §8's number (record ``wgmma``): the slowest fraction of the in-kernel-clock peak
+    (4096 FLOP/clk/SM) of fp16 wgmma at N ≥ 64, SS and RS, one chain, two CTAs per SM."""
+    fpc = [x["flop_per_clk_sm"] for x in _results("wgmma")["throughput"]
+           if x["n"] >= 64 and (x["dtype"], x["chains"], x["ctas_per_sm"]) == (DTYPE, 1, 2)]
+    if not fpc:
+        raise records.RecordError("wgmma: no fp16 throughput row at N ≥ 64")
+    return min(fpc) / 4096
+
+
+def drawn(step: Step, upto: str) -> bool:
+    """Whether the figure up to chapter ``upto`` draws ``step`` (:data:`TIMED_IN`)."""
+    return TIMED_IN.get(step.chapter, step.chapter) <= upto
+
+
 def fp8_step() -> dict:
     """Chapter 07's numbers at 4096³, one run (record ``fp8``): TFLOP/s of our FP8 top rung (chapter
     06's top rung on e4m3, 128×256, no promotion), the same build promoting every 4 k-tiles (its
@@ -146,8 +164,7 @@ TEXT = {
            "TMA and its mbarrier (exercises: a stage's fill, the 128-byte swizzle).",
            "no GEMM step here: mma.sync still needs ldmatrix; 04's wgmma reads shared memory itself."),
     "04": ("mma.sync itself: the full Tensor Core rate needs wgmma (01 §5).",
-           "wgmma reads shared memory by descriptor (§3 exercise: the k-step); timed as chapter 05's "
-           "kernel with one stage: no pipeline inside a CTA.",
+           "wgmma reads shared memory by descriptor (§3 exercise: the k-step).",
            "05 suspects the wait: each k-tile's load lands before its wgmma starts."),
     "05": ("one stage serialises load and math.",
            "a ring of stages (§2 exercise: the producer step), then a 128×256 tile, 2 consumers.",
@@ -199,6 +216,10 @@ def entry(chapter: str) -> str:
         measured = (f"03b §2, a {t['box_bytes'] // 1024} KiB box: TMA {t['tma_gbps']:.0f}, cp.async "
                     f"{t['cp_async_gbps']:.0f} GB/s, {100 * gap:.1f} % apart: {same}, "
                     f"for 1 instruction instead of {t['cp_async_instructions']}")
+    elif chapter == "04":
+        were = _were(_main(all_steps, "02"))
+        measured = (f"wgmma alone (§8): at least {wgmma_rate():.2f} of the peak from N = 64 on; "
+                    "chapter 05 will time it in a GEMM")
     elif chapter == "07":
         f, were = fp8_step(), _were(_main(all_steps, "06"))
         require(f["fp8"] > f["fp16"], "FP8 gains on our FP16 rung", fp8=f["fp8"], fp16=f["fp16"])
@@ -212,9 +233,13 @@ def entry(chapter: str) -> str:
         gain = now.of_cublas / prev.of_cublas
         require(gain > 1, f"chapter {chapter}'s change gained", were=prev.of_cublas, now=now.of_cublas)
         were, measured = _were(prev), f"{_fmt(now)}, up from {prev.of_cublas:.2f} in chapter {prev.chapter}"
-        if chapter == "04":                        # 04 times nothing: its row is chapter 05's sweep at S = 1
-            measured += (f" (chapter 05 §4's depth sweep, record {now.record}: its "
-                         f"{now.config['tile'].replace('x', '×')} row)")
+        if prev.chapter in TIMED_IN:               # 04 times no GEMM: its step is 05 §4's sweep at S = 1
+            p02 = _main(all_steps, "02")
+            require(prev.of_cublas > p02.of_cublas, "one-stage TMA + wgmma gained on cp.async",
+                    were=p02.of_cublas, now=prev.of_cublas)
+            were = (f"TMA + wgmma, 1 stage (§4, S = 1), {prev.of_cublas:.2f} of cuBLAS, up from "
+                    f"{p02.of_cublas:.2f} in chapter 02")
+            measured = f"{_fmt(now)}, up from {prev.of_cublas:.2f} at one stage"
     parts = [("we were at", were), ("we suspected", suspect), ("we changed", change),
              ("we measured", measured), ("next", nxt)]
     lines = [textwrap.fill(t, 100, initial_indent=f"  {k:<14}", subsequent_indent=" " * 16) for k, t in parts]
@@ -237,7 +262,7 @@ def plot(upto: str = "06"):
     fig, ax = plt.subplots(figsize=(10, 4))
     ax.axhline(1.0, color="k", lw=1, ls="--")
     ax.text(-0.4, 0.985, "cuBLAS", va="top", fontsize=9)
-    pts = [(x, s) for x, (c, s) in enumerate(slots) if s and c <= upto]   # later steps: not drawn
+    pts = [(x, s) for x, (c, s) in enumerate(slots) if s and drawn(s, upto)]   # later steps: not drawn
     main = [(x, s.of_cublas) for x, s in pts if s.main]
     side = [(x, s.of_cublas) for x, s in pts if not s.main]
     for pts_, fmt, ms in ((main, "-o", 7), (side, "s", 5)):
@@ -259,8 +284,8 @@ def plot(upto: str = "06"):
     ax.set_xticks(range(len(slots)))
     ax.set_xticklabels([s.label if s else "TMA (no GEMM)" for _, s in slots], rotation=35,
                        ha="right", fontsize=8)
-    for t, (c, _) in zip(ax.get_xticklabels(), slots):
-        t.set_color("k" if c <= upto else "0.6")
+    for t, (c, s) in zip(ax.get_xticklabels(), slots):
+        t.set_color("k" if (drawn(s, upto) if s else c <= upto) else "0.6")
     ax.set(xlim=(-0.5, len(slots) - 0.5), ylim=(0, 1.15), ylabel="fraction of cuBLAS (same run)")
     ax.set_title(f"The course's GEMM through chapter {upto}, 4096³ fp16, from the records\nruns differ in "
                  "clock: the fraction of the cuBLAS timed in the same run compares across them", fontsize=9)

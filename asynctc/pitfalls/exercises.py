@@ -114,7 +114,7 @@ def _name_hint(answer, diagnosis):
 
 @_ex.exercise("ch08.name_bug", "Which zoo class (a key of asynctc.pitfalls.zoo.BY_KEY) ends in this "
               "Deadlock? The check runs the ring model for each class.", choices=tuple(zoo.BY_KEY),
-              hint=_name_hint)
+              hint=_name_hint, offered=tuple(_pipeline_classes()))
 def _name_bug(diagnosis) -> str:
     hits = [k for k, p in _pipeline_classes().items() if _d.pipeline_diagnosis(p).detail == diagnosis]
     if len(hits) != 1:
@@ -150,7 +150,7 @@ def _judge_repair(answer, rule: str):
                 "not delete or move the work")
     hz = ordering.check(steps)
     if hz:
-        return f"step {hz[0].step} {hz[0].op}: {hz[0].why}"
+        return f"step {hz[0].step} {hz[0].op}: {hz[0].why}" + _repair_place(steps, rule, hz[0].why)
     added, fewest = len(steps) - len(broken), _fewest_steps(rule)
     if fewest is not None and added > fewest:
         return (f"ordering.check finds no hazard, but you inserted {added} steps and "
@@ -158,6 +158,47 @@ def _judge_repair(answer, rule: str):
                 f"step{'s' * (fewest != 1)} that fix{'es' * (fewest == 1)} the hazard (remove one "
                 "of yours and check again)")
     return _ex.Accepted(STORE_NOTE) if rule == "store" else None
+
+
+def _inserted(steps: list, broken: list) -> list[int]:
+    """Indices of ``steps`` (an insertion into ``broken``, :func:`_is_insertion`) that are new."""
+    out, k = [], 0
+    for i, st in enumerate(steps):
+        if k < len(broken) and st == broken[k]:
+            k += 1
+        else:
+            out.append(i)
+    return out
+
+
+def _repair_place(steps: list, rule: str, why: str = "") -> str:
+    """What the hazard alone does not say about an inserted step: the right place with the wrong
+    argument (the same op there with the correct program's argument passes), or a wait placed
+    before the commit it should count, or after the barrier or the rewrite it should precede.
+    Empty otherwise (and where the hazard already names the barrier)."""
+    correct = ordering._steps(ordering.PROGRAMS[rule]["correct"])
+    for i in _inserted(steps, ordering._steps(ordering.PROGRAMS[rule]["broken"])):
+        op, arg = steps[i]
+        for want in sorted({a for o, a in correct if o == op and a != arg}, key=repr):
+            if not ordering.check(steps[:i] + [(op, want)] + steps[i + 1:]):
+                return (f". Step {i} ({op}) is in the right place; its argument {arg!r} is not"
+                        + (": how many of the store's groups may still read the buffer when it "
+                           "is written again?" if op == "bulk_wait_read" else "."))
+        if op != "bulk_wait_read" or "barrier" in why:
+            continue
+        at = {o: [j for j, (oo, _) in enumerate(steps) if oo == o] for o in ("bulk_commit", "sync", "st")}
+        commit = at["bulk_commit"][0] if at["bulk_commit"] else None
+        if commit is not None and i < commit:
+            return (f". Step {i} waits before the commit (step {commit}): wait_group.read counts "
+                    "committed groups, and the store's is not closed yet.")
+        later = [j for j in at["st"] if commit is not None and commit < j < i]
+        if later:
+            return f". Step {i} waits after the buffer is written again (step {later[0]}): too late."
+        bar = [j for j in at["sync"] if commit is not None and commit < j < i]
+        if bar:
+            return (f". Step {i} waits after the barrier at step {bar[0]}, which already let the "
+                    "other threads on to write the buffer.")
+    return ""
 
 
 #: The store repair's pass note: 08 shows the kernel's fix (BUG=8's diff) in another place.

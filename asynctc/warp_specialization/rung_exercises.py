@@ -157,7 +157,16 @@ def _store_hint(answer, thread: int, index: int):
                 f"minus 64 per chunk")
     if got[1] == want[1]:
         return "the column is right; the row is 16·warp + lane // 4 + 8·(bit 1 of the index)"
-    return None
+    if got == (thread, index):
+        return (f"({thread}, {index}) are the question's thread and index: the answer is where "
+                "that accumulator lands, its row and column in the 64×64 staging chunk")
+    return _ex.tiered(f"both are off: row {got[0]} is in warp {got[0] // 16}'s rows "
+                      f"{16 * (got[0] // 16)}..{16 * (got[0] // 16) + 15} of the chunk, column "
+                      f"{got[1]} in its 8-column block {got[1] // 8}.",
+                      f" Which warp is thread {thread} in and which row g within 8 is its lane, and "
+                      f"which 8-column block and column pair does index {index} pick?",
+                      " The row is 16·warp + lane // 4 + 8·(bit 1 of the index); the column "
+                      "8·(index // 4) + 2·(lane mod 4) + index mod 2, minus 64 per chunk.")
 
 
 @_ex.exercise("ch06.store_position", "Rung 7: thread `thread` (0..127) of a consumer warpgroup "

@@ -181,6 +181,8 @@ def acc_owner_hint(answer, expected, r: int, c: int) -> str | None:
             return hint + "."
     if not (0 <= got[0] < 128):
         return "a warpgroup's threads are 0..127."
+    if not (0 <= got[1] < ACC_N // 2):
+        return f"a thread's registers are 0..N/2 − 1 (0..{ACC_N // 2 - 1} at N = {ACC_N})."
     if got[0] == expected[0]:
         return tiered(f"the thread is right, the register is not: register {got[1]} holds another "
                       "element.",
@@ -195,7 +197,29 @@ def acc_owner_hint(answer, expected, r: int, c: int) -> str | None:
                       "in, and how do §6's steps 1–2 make those a thread?",
                       " Thread = 32w + 4g + t (w the warp, g the row within 8, t the column pair "
                       "within 8).")
-    return None
+    return _acc_elsewhere(got, r, c)
+
+
+def _acc_elsewhere(got: tuple, r: int, c: int) -> str:
+    """The fall-through of :func:`acc_owner_hint`: thread and register both wrong. Says which
+    element ``got`` holds (or that it is D's own (row, col)) and on which axis it is off; then a
+    question at §6, the rule at the next miss."""
+    from ..core.exercises import tiered
+    from ..models.fragments import wgmma_accumulator
+    if got == (r, c):
+        return (f"({r}, {c}) is the element's own (row, column): the answer is its owner, the "
+                f"thread (0..127) that holds D[{r}][{c}] and which of that thread's registers.")
+    rows, cols = wgmma_accumulator(ACC_N)
+    r2, c2 = int(rows[got]), int(cols[got])
+    off = [axis for axis, a, b in (("row", r2, r), ("column", c2, c)) if a != b]
+    what = " and the ".join(off) + (" are" if len(off) == 2 else " is")
+    return tiered(f"thread {got[0]}'s register {got[1]} holds D[{r2}][{c2}], not D[{r}][{c}]: the "
+                  f"{what} off.",
+                  f" Which warp's 16 rows hold row {r}, which row g within 8 and which 8-column "
+                  f"block and column pair hold column {c}: how do §6's steps 1–5 make those a "
+                  "thread and a register?",
+                  " Thread = 32w + 4g + t, register = 4j + 2h + e: w = r // 16, g = r mod 8, "
+                  "h = (r mod 16) // 8, j = c // 8, t = (c mod 8) // 2, e = c mod 2.")
 
 
 def _judge_acc_owner(answer) -> str | None:

@@ -134,8 +134,8 @@ def mismatch_demo(n: int = 64, dtype: str = "float16", layout_swizzle: int = 128
 def wrong_reads(rows=range(10), base: int = 0x2000) -> str:
     """Chapter 04 §2's story, as a small table: A (64×64 fp16, K-major) laid out with 128-byte
     swizzle, as TMA writes it, read through three descriptors of k-step 0 — the right one, one whose
-    swizzle field says 64 bytes, one whose SBO says 512 instead of 1024 (column "stride 512 B": §2 names
-    SBO only after this table). For each row m in ``rows``
+    swizzle field says 64 bytes, one whose SBO says 512 instead of 1024 (column "stride 512 B": §2
+    defines the stride before this table and names it SBO after it). For each row m in ``rows``
     (0…63): the element each descriptor makes wgmma read where it wants A[m][0] (``A[m'][k']``, or
     ``—`` where no element of A is stored); last line, how many of the 64×16 elements of the k-step
     each descriptor reads from the wrong place (the layout model, :func:`read_addresses`; no GPU).

@@ -184,7 +184,7 @@ _ = notebook.verdict(frac >= 0.5, f"{head}: the goal, 0.50, reached.", f"{head}:
 # checked. Two limits show.
 #
 # * **The warps stall on their own copy.** Removing the global → shared copy gains the most. On
-#   Hopper the L1 cache and shared memory are one unit with one data path, so a global load passes
+#   Hopper the [L1 cache](../docs/glossary.md#l1-cache) and shared memory are one unit with one data path, so a global load passes
 #   through it too. Each operand byte crosses that path three times: into registers, into shared
 #   memory, out through `ldmatrix`. The warps wait for it at `__syncthreads`.
 # * **`mma.sync` has its own cap.** With no memory traffic, it reaches about 0.65 of the

@@ -217,7 +217,7 @@ ok = exercises.check("ch03.swizzle_128b", swizzle_128b, solution=True)  # in bit
 # %% [markdown]
 # ## Worklog
 #
-# **Predict first.** For chapter 05's box, cp.async needs 1024 instructions, TMA one.
+# **Predict first.** For a 16 KiB box, cp.async needs 1024 instructions, TMA one.
 # Does TMA reach more GB/s, or the same? *We measured* answers.
 
 # %% output answers a prediction

@@ -38,8 +38,9 @@ notebook.banner("sm_90a")
 # ## 2. Why a descriptor, and its fields
 #
 # A is 64×64 fp16, written with 128-byte swizzle. It is [K-major](../docs/glossary.md#k-major): K
-# is contiguous in memory. Three descriptors read it: the right one, too narrow a swizzle, half
-# the stride. Where wgmma wants A[m][0], what does it get?
+# is contiguous in memory. A descriptor carries its swizzle and a *stride*: 8 rows' bytes, 1024 here
+# ([SBO](../docs/glossary.md#sbo)). Three descriptors read it: the right one, too narrow a swizzle,
+# half the stride (512 B). Where wgmma wants A[m][0], what does it get?
 
 # %%
 print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text

@@ -40,7 +40,8 @@ notebook.banner("sm_90a")
 #
 # One CTA streams 64 × 64 fp16 boxes, one per k-tile, through two stages. The **producer** (warp
 # 4, lane 0) issues TMA loads. The **consumers** (warps 0–3) copy each box to a buffer, undoing the
-# swizzle; `named_barrier_sync(1, CONSUMERS)` syncs only them. Thread 0 stores the buffer with TMA.
+# swizzle; `named_barrier_sync(1, CONSUMERS)`, a [named barrier](../docs/glossary.md#named-barrier),
+# syncs only them. Thread 0 stores the buffer with TMA.
 # Below: the consumers' loop. Each `BUG=` build of `kernels/pitfalls.cu` breaks one line.
 
 # %%

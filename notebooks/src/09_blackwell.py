@@ -207,17 +207,20 @@ def issue_ktile(t, kt, s):
 
 ok = exercises.check("ch09.mma_issue", issue_ktile)
 
+# %% [markdown]
+# In the loop below, **`leader`** is true in the CTA that issues for its pair (cluster rank 0's),
+# and always without a pair. A **slab** is 64 elements of K: in fp16 one
+# [swizzle](../docs/glossary.md#swizzle) atom, the pattern's repeating unit of 8 rows × 128 bytes.
+
 # %% output answers a prediction
 if exercises.after("ch09.mma_issue"):
     display(notebook.show_source("tcgen05.cu", start=r"if \(lane == 0 && leader\) \{",
                                  end=r"tcgen05_commit_multicast<2>\(smem_u32\(&empty_bar"))
 
 # %% [markdown]
-# In the listing: `lane == 0` is `t.elected`. `leader` is true in cluster rank 0's CTA, and
-# always without a pair. Only the leader's thread issues. Its one `tcgen05.mma` does the
-# pair's whole tile: it reads both CTAs' shared memory and writes both CTAs' TMEM. A **slab** is
-# 64 elements of K. In fp16 that is one [swizzle](../docs/glossary.md#swizzle) atom, the pattern's
-# repeating unit of 8 rows × 128 bytes.
+# In the listing: `lane == 0` is `t.elected`. Only the leader's thread issues. Its one
+# `tcgen05.mma` does the pair's whole tile: it reads both CTAs' shared memory and writes both
+# CTAs' TMEM.
 # In a CTA pair `tcgen05_commit_multicast<2>` arrives on both CTAs' barriers.
 #
 # In the SASS, `tcgen05.mma` is `UTCHMMA` (BK/16 of them) and `tcgen05.commit` is `UTCBAR`. The
