@@ -17,7 +17,7 @@ def _cells(text: str) -> list[str]:
     parts = re.split(r"(?m)^(# %%.*)$", text)
     cells = [parts[0]]
     for header, body in zip(parts[1::2], parts[2::2]):
-        if re.fullmatch(r"# %% check(, output varies)?\s*", header) and cells:
+        if re.fullmatch(r"# %% check(, output varies|, output answers a prediction)?\s*", header) and cells:
             cells[-1] += body
         else:
             cells.append(body)

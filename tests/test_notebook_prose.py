@@ -495,11 +495,11 @@ def test_markers_become_nbval_tags(src):
     text = src.read_text()
     assert "NBVAL_IGNORE_OUTPUT" not in text, f"{src.name}: use the '# %% output varies' marker"
     cells = _cells(src)
-    answers = text.count("# %% output answers a prediction\n")     # also nbval-ignore-output
+    answers = len(re.findall(r"^# %% (?:check, )?output answers a prediction\n", text, re.M))   # nbval-ignore-output
     answer_texts = len(re.findall(r"^# %% (?:answer \[markdown\]|\[markdown\] answer)$", text, re.M))
     # jupytext metadata may follow a marker
     varies = len(re.findall(r"^# %% (?:check, )?output varies(?:\n| tags=)", text, re.M))
-    checks = len(re.findall(r"^# %% check(?:, output varies)?(?:\n| tags=)", text, re.M))
+    checks = len(re.findall(r"^# %% check(?:, output varies|, output answers a prediction)?(?:\n| tags=)", text, re.M))
     assert sum(_tagged(c) for c in cells) == varies + answers
     assert sum("answer" in c.metadata.get("tags", []) for c in cells if c.cell_type == "code") == answers
     assert sum("answer" in c.metadata.get("tags", []) for c in cells if c.cell_type == "markdown") == answer_texts
@@ -520,15 +520,19 @@ def test_a_check_cell_is_tagged_collapsed_and_guards_like_any_cell(tmp_path):
         '# %%\nx = 2\nprint(x)\n\n'
         '# %% check\nnotebook.require(x > 1, "two beats one", x=x)\n\n'
         '# %% check, output varies\nnotebook.claim(x > 1, "two beats one", x=x)\n\n'
+        '# %% check, output answers a prediction\nnotebook.claim(x > 1, "two beats one", x=x)\n\n'
         '# %%\nnotebook.require(x > 1, "two beats one", x=x)\n'))
-    plain, check, check_varies, ordinary = cells
+    plain, check, check_varies, check_answers, ordinary = cells
+    assert sorted(check_answers.metadata["tags"]) == ["answer", "check", "nbval-ignore-output"]
+    from asynctc.teaching import builds     # the learner copy stores no output for it
+    assert builds.ANSWER_TAG in check_answers.metadata["tags"]
     assert "check" not in plain.metadata.get("tags", []) and "jupyter" not in plain.metadata
     assert check.metadata["tags"] == ["check"]
     assert check.metadata["jupyter"] == {"source_hidden": True}
     assert check_varies.metadata["tags"] == ["check", "nbval-ignore-output"]
     assert check_varies.metadata["jupyter"] == {"source_hidden": True}
     assert _guard(check) and _guard(check_varies) and _guard(ordinary)
-    for bad in ("# %% output varies, check\nx = 1\n", "# %% check, output answers a prediction\nx = 1\n",
+    for bad in ("# %% output varies, check\nx = 1\n", "# %% output answers a prediction, check\nx = 1\n",
                 "# %% [markdown] check\n# text\n"):
         with pytest.raises(SystemExit, match="unknown cell marker"):
             _build_source(tmp_path, bad)

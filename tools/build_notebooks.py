@@ -71,10 +71,12 @@ ANSWER_TAG = "answer"
 #: The marker of a code cell that holds only guards, and its tag (asynctc.teaching.builds.CHECK_TAG).
 CHECK_MARKER = "check"
 CHECK_TAG = "check"
-#: Every cell marker (a jupytext title) → the tags it gives; ``check, output varies`` combines two
-#: (a check cell answers no prediction, so there is no other combination).
+#: Every cell marker (a jupytext title) → the tags it gives; ``check, output varies`` combines two,
+#: and ``check, output answers a prediction`` three: a check cell whose printed lines (its "✓ sentence"
+#: claims) say what a prediction above asked, so the learner copy stores no output for it.
 MARKERS = {VARIES_MARKER: {VARIES_TAG}, ANSWER_MARKER: {VARIES_TAG, ANSWER_TAG}, CHECK_MARKER: {CHECK_TAG},
-           f"{CHECK_MARKER}, {VARIES_MARKER}": {CHECK_TAG, VARIES_TAG}}
+           f"{CHECK_MARKER}, {VARIES_MARKER}": {CHECK_TAG, VARIES_TAG},
+           f"{CHECK_MARKER}, {ANSWER_MARKER}": {CHECK_TAG, VARIES_TAG, ANSWER_TAG}}
 #: The marker of a markdown cell that answers a prediction (``# %% answer [markdown]``), and its tags.
 MARKDOWN_ANSWER_MARKER = "answer"
 MARKDOWN_MARKERS = {MARKDOWN_ANSWER_MARKER: {ANSWER_TAG}}

@@ -167,7 +167,7 @@ step = {n: t[n] / t[b] for n, b in W.lesson.OVER.items()}   # ×: over the rung 
 print("biggest steps:", "; ".join(f"rung {n} × {step[n]:.2f} over rung {W.lesson.OVER[n]}" for n in W.lesson.biggest_steps(step)))
 print(f"against rung 1: rung 2 × {t[2] / t[1]:.2f}, rung 3 × {t[3] / t[1]:.2f}")
 
-# %% check, output varies
+# %% check, output answers a prediction
 for sentence, ok, numbers in W.lesson.claims(res, core=True):   # notebook.how(W.lesson.claims) prints its code
     notebook.require(ok, sentence, **numbers)        # bounds: W.lesson's constants, a comment each
     print("✓", sentence)

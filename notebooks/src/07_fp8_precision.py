@@ -181,7 +181,7 @@ for name, p in (("none", 0), ("every 4 k-tiles", 4), ("every k-tile", 1)):   # l
           notebook.ratio(speed[p], speed[0]))
 print("swamping, none / every 4:", notebook.ratio(100 * swamp[k, 0], 100 * swamp[k, 4], "%", digits=0))
 
-# %% check, output varies
+# %% check, output answers a prediction
 claims = fp8.accumulator_claims(res)            # notebook.how(fp8.accumulator_claims) prints its code
 for sentence, ok, numbers in claims:            # bounds: named constants beside it
     notebook.require(ok, sentence, **numbers)

@@ -173,9 +173,8 @@ plt.show()
 
 # %% [markdown]
 # **Predict, then change `VALUE` to 0.98 and run the cell:** "0.98" reads 0.975–0.985. Which
-# verdict does the cell print? Then set `VALUE, DIGITS = 0.986, 3`, then `DIGITS = 1`. Last, print
-# `bounds.values_that_hold(lo, hi, DIGITS)`: every value written with `DIGITS` decimals that the
-# bound supports. How much does each one say?
+# verdict does the cell print? Then set `VALUE, DIGITS = 0.986, 3`, then `DIGITS = 1`. How much
+# does each one say?
 
 # %% output answers a prediction
 VALUE, DIGITS = 0.99, 2                  # the claim's number, and the decimals it is written with
@@ -184,8 +183,9 @@ print(f"{VALUE:.{DIGITS}f} reads {a:.{DIGITS + 1}f}–{b:.{DIGITS + 1}f} against
       f"[{lo:.4f}, {hi:.4f}]: {bounds.verdict(lo, hi, value=VALUE, digits=DIGITS)}")
 
 # %% answer [markdown]
-# **So:** every value `values_that_hold` lists meets the bound, so a claim written with `DIGITS` decimals
-# cannot tell those values apart. At one digit, 0.986 is "1.0": it reads 0.95–1.05, and says little.
+# **So:** a claim written with `DIGITS` decimals cannot tell apart the values whose readings all
+# touch the bound. At one digit, 0.986 is "1.0": it reads 0.95–1.05, and says little. Exercise 3
+# asks you to list such values by hand.
 
 # %% [markdown]
 # **Play** (ungraded). Rebind `pairs = [p for p in pairs if p["suite"] != "ws_limit"]`, recompute
@@ -229,6 +229,9 @@ ok = exercises.check("ch10.bound_verdict", answer, pairs=times, above=1.0)
 # %%
 answer = ...
 ok = exercises.check("ch10.values_hold", answer, pairs=times, digits=2)
+
+# %% [markdown]
+# Once it passes, `bounds.values_that_hold(low, high, digits)` does the same listing for any bound.
 
 # %% [markdown]
 # **What you learned:** a claim is reproduced at its size, dtype, clock and baseline; bounded by the
