@@ -60,17 +60,34 @@ def _deep_dives(text: str) -> str:
     return ", ".join(found)
 
 
+def _homes() -> dict[str, str]:
+    """Exercise name → the notebook (its number and letter, "10b") whose source checks it."""
+    src = DOCS.parents[1] / "notebooks" / "src"
+    out: dict[str, str] = {}
+    for p in sorted(src.glob("[0-9][0-9]*_*.py")):
+        for name in re.findall(r"exercises\.check\(\s*\"(ch\d\d\.[a-z0-9_]+)\"", p.read_text()):
+            out.setdefault(name, p.name.split("_")[0])
+    return out
+
+
+def _named(names: list[str], homes: dict[str, str], chapter: str) -> str:
+    """``names`` as code, each exercise of a deep dive followed by its notebook ("(10b)")."""
+    return ", ".join(f"`{n}`" + (f" ({homes[n]})" if homes.get(n, chapter) != chapter else "") for n in names)
+
+
 def sheet(plan: str = "plan-6h.md") -> str:
     """The run sheet's Markdown for ``plan`` (a file name under docs/teaching/)."""
     md = (DOCS / plan).read_text()
     rows = _columns(md)
     budget = plan_budget(plan_tables(md)[0])
     title = md.splitlines()[0].lstrip("# ").strip()
+    homes = _homes()
     lines = [f"# Run sheet: {title}", "",
              f"Generated from [{plan}]({plan}) by `python -m asynctc.teaching.runsheet`; do not edit. "
              "The plan holds the why and the what-to-say; this page holds the clock. Each lesson block "
              "ends with its [checkpoint](checkpoints.md) (3 min). *In class*: the sections read and the "
-             "exercises done in the room; *home*: the exercises and deep dives that go home "
+             "exercises done in the room; *home*: the exercises and deep dives that go home, a deep dive's "
+             "exercise with its notebook "
              "([what-to-skip.md](what-to-skip.md)).", "",
              "| time | min | block | in class | exercises in class | teacher (deck + demo) | home |",
              "|---|---|---|---|---|---|---|"]
@@ -80,13 +97,15 @@ def sheet(plan: str = "plan-6h.md") -> str:
             lines.append(f"| {when} | {r['min']} | **{r['block']}** |  |  |  |  |")
             continue
         home_ex = [n for n in _names(r.get("homework", "")) if n not in _names(r.get("what the learners do", ""))]
-        home = ", ".join(f"`{n}`" for n in home_ex)
+        chapter = r["block"][:2]
+        home = _named(home_ex, homes, chapter)
         dives = _deep_dives(r.get("homework", ""))
         if dives:
             home += ("; " if home else "") + f"deep dives {dives}"
-        teacher = f"{r.get('deck') or 0} + {r.get('demo') or 0} min"
+        teacher = (f"{r.get('deck') or 0} + {r.get('demo') or 0} min" if "demo" not in r["block"]
+                   else "the block is the demo")
         lines.append(f"| {when} | {r['min']} | {r['block']} | {r['sections']} | "
-                     f"{', '.join(f'`{n}`' for n in _names(r.get('what the learners do', ''))) or '—'} | "
+                     f"{_named(_names(r.get('what the learners do', '')), homes, chapter) or '—'} | "
                      f"{teacher} | {home or '—'} |")
     lines += ["", f"{budget.total} min: {budget.breaks} of breaks, {budget.other} of setup and wrap-up, "
               f"the model's {budget.model:.0f} for the sections read, {budget.checkpoints:.0f} of checkpoints, "
