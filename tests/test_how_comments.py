@@ -90,7 +90,7 @@ def test_each_how_comment_names_the_call_and_how_shows_it(src):
             on_line = [c for c in _calls(code) if _dotted(c.func) == name and c.lineno <= i <= c.end_lineno]
             assert on_line, f"{src.name}: {line.strip()!r}: its statement does not call {name}"
             helper = eval(name, ns)
-            assert notebook.how(helper).data.startswith("# asynctc."), name
+            assert notebook.how_source(helper).startswith("# asynctc."), name
 
 
 @pytest.mark.parametrize("stem", INVITED)
