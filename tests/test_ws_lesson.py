@@ -40,9 +40,9 @@ def test_the_ladder_loop_holds_on_the_record(res, capsys):
 
 def test_the_rung_list_says_every_change_and_the_split_alone(monkeypatch):
     """Readers 121–124: 06 §3 said "each later rung adds one step", but rung 2 also halves the tile
-    and rung 3 changes three things. The list is read from the configs; 06 §3's sentence after it
-    ("rung 2 makes two changes …, rung 3 three …, so the split alone is rung 3 against rung 1")
-    leans on these lines."""
+    and rung 3 changes three things. The list is read from the configs; 06 §3's sentences after it
+    ("rung 2 makes three changes …, rung 3 makes three …, rung 3 against rung 1 differs by the split
+    and setmaxnreg") lean on these lines (readers 125–127: they once said "two changes")."""
     from asynctc.warp_specialization import ladder
     assert lesson.rung_changes.__name__ in notebook.GUARDS
     lines = lesson.rung_changes().splitlines()
