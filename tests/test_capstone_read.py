@@ -112,3 +112,7 @@ def test_the_walk_cell_is_held_until_the_capstone_passes(monkeypatch, capsys):
     cr.walk_cell(wk.SOLUTION, False)
     out = capsys.readouterr().out
     assert "waits for exercise 1" in out and "full.wait" not in out and "empty.wait" not in out
+
+
+def test_every_row_of_the_sass_table_has_its_calls():
+    assert list(cr.ROW_CALLS) == [what for what, _ in cb.SASS_ROWS]
