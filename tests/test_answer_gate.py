@@ -82,8 +82,8 @@ def test_run_all_in_a_learner_notebook_holds_the_answer_back(tmp_path, monkeypat
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": str(nb_path.parent)}}).execute()
     gated = [c for c in nb.cells if c.cell_type == "code" and 'exercises.after("ch06.whole_kloop"' in c.source]
-    assert len(gated) == 3          # §1: what <0> and <1> cost (reader 78); §4: the producer's loop
-                                    # (its waits) and the consumers' k-loop answer the capstone
+    assert len(gated) == 2          # §1: what <0> and <1> cost (reader 78); §4: the whole kernel
+                                    # with the capstone's loops in it (readers 125–127)
     for cell in gated:
         text = "".join(o.get("text", "") for o in cell.outputs)
         assert "held back until exercise ch06.whole_kloop passes" in text

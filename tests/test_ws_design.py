@@ -165,7 +165,7 @@ def test_the_split_cell_prints_each_step_on_the_record(ladder, capsys):
 
 
 def test_the_design_question_is_the_models_gain_beside_rung_7s_step(ladder, monkeypatch, capsys):
-    """06 §3's "Design it" asks whether the model gains what rung 7 measured. Readers found the answer
+    """06c §3's "Design it" (moved from 06 §3) asks whether the model gains what rung 7 measured. Readers found the answer
     in the visible cell after it (a require naming it); it is exercise ch06.design_tma_store now, its
     key computed here and checked by the solution cell, and a record whose rung 7 moved answers no."""
     from asynctc.core import exercises
@@ -175,7 +175,7 @@ def test_the_design_question_is_the_models_gain_beside_rung_7s_step(ladder, monk
     assert round(gain, 3) == 1.077 and round(step, 3) == 1.080
     assert exercises.expected("ch06.design_tma_store", results=ladder) == "yes"
     assert exercises.expected("ch06.design_tma_store", results=_scaled(ladder, 7, 1.03)) == "no"
-    src = (notebook_cells.SRC / "06_warp_specialization.py").read_text()
+    src = (notebook_cells.SRC / "06c_ladder_investigations.py").read_text()   # moved from 06 §3 (readers 125–127)
     learner = src.split("<summary>Solutions")[0]
     assert "the model gains what rung 7 measured" not in learner and "design_tma_store" not in learner
     assert 'exercises.check("ch06.design_tma_store", "yes", results=res, solution=True)' in src

@@ -40,9 +40,9 @@ def test_the_ladder_loop_holds_on_the_record(res, capsys):
 
 def test_the_rung_list_says_every_change_and_the_split_alone(monkeypatch):
     """Readers 121–124: 06 §3 said "each later rung adds one step", but rung 2 also halves the tile
-    and rung 3 changes three things. The list is read from the configs; 06 §3's sentence after it
-    ("rung 2 makes two changes …, rung 3 three …, so the split alone is rung 3 against rung 1")
-    leans on these lines."""
+    and rung 3 changes three things. The list is read from the configs; 06 §3's sentences after it
+    ("rung 2 makes three changes …, rung 3 makes three …, rung 3 against rung 1 differs by the split
+    and setmaxnreg") lean on these lines (readers 125–127: they once said "two changes")."""
     from asynctc.warp_specialization import ladder
     assert lesson.rung_changes.__name__ in notebook.GUARDS
     lines = lesson.rung_changes().splitlines()
@@ -171,3 +171,18 @@ def test_06_3_lookups_give_the_inline_expressions_values(res):
     for _, st, _ in lesson.ladders(res).values():
         assert lesson.biggest_steps(st) == sorted(st, key=st.get, reverse=True)[:2] \
             == sorted(st, key=st.get)[-2:][::-1]
+
+
+def test_06_s_sentences_after_the_rung_list_match_the_printed_lines():
+    """Readers 125–127: 06 §3 said "rung 2 makes two changes" under a line of three, and "the split
+    alone is rung 3 against rung 1" under a line saying the split and setmaxnreg differ."""
+    import notebook_cells
+    src = (notebook_cells.SRC / "06_warp_specialization.py").read_text()
+    prose = " ".join(src.split("print(W.lesson.rung_changes())", 1)[1].split("# %%", 2)[1].replace("#", " ").split())
+    lines = lesson.rung_changes().splitlines()
+    words = {1: "one", 2: "two", 3: "three", 4: "four"}
+    for n in (2, 3):
+        count = len(lines[n - 1].split(": ", 1)[1].split("; "))
+        assert f"Rung {n} makes {words[count]}" in prose.replace("So rung 2", "Rung 2"), n
+    assert "only the split (a producer warpgroup loads) and setmaxnreg" in lines[-1]
+    assert "rung 3 against rung 1 differs by the split and `setmaxnreg`" in prose

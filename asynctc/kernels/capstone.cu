@@ -53,7 +53,11 @@
 // The text between the two marker lines below is the course's answer (whole_kloop.SOLUTION; a test
 // keeps them equal); asynctc.warp_specialization.capstone_build splices a learner's text in its place
 // under #line 1 "your loops" (NVRTC then names the learner's lines), never changing this file.
+// The "walk:" marker lines split the file into the blocks of chapter 06 §4's read of the whole kernel
+// (asynctc.warp_specialization.capstone_read; the learner's to-here marker opens its last block,
+// leaving); the header comment above them is left out there.
 
+// ---- walk: names ----
 #include "ptx/common.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
@@ -101,6 +105,7 @@ struct CapBarriers {
   }
 };
 
+// ---- walk: set-up ----
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     capstone_gemm(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
                   float* __restrict__ c, int M, int N, int K, u64 desc_a0, u64 desc_b0,
@@ -126,6 +131,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
+  // ---- walk: calls ----
   bool gave_up = false;
   CapBarriers full{smem_u32(full_storage), WAIT_FULL, err, wg, elected, &gave_up, 0u};
   CapBarriers empty{smem_u32(empty_storage), WAIT_EMPTY, err, wg, elected, &gave_up, 0u};
@@ -156,6 +162,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     ::mma_ktile(a, wgmma_desc_advance(da0, stage * kStageBytes),
                 wgmma_desc_advance(db0, stage * kStageBytes));
   };
+  // ---- walk: epilogue ----
   auto store_tile = [&](float (&a)[kAtoms][kAcc], int tile) {
     fence_accumulators(a);
     int m0, n0;

@@ -76,11 +76,11 @@ W.<name>``):
   emulator, and drawn as the ring model's timeline (:func:`~.whole_kloop.plot_loops`).
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung_note`),
   and 06 §3's ladder table (:func:`rung_table`);
-* ``lesson.py`` — 06 §3's helpers: the bands' table (:func:`prediction_table`, guards nothing), one row
+* ``lesson.py`` — 06 §3's and 06c §3's helpers: the bands' table (:func:`prediction_table`, guards nothing), one row
   of it read in words (:func:`row_reading`, a guard), what each rung changes, from the configs (:func:`~.lesson.rung_changes`, a guard), the epilogue's arithmetic (:func:`show_epilogue`, a guard), each rung's parent (:data:`~.lesson.OVER`),
-  and §4's walk through ``kernels/hopper_gemm.cu`` part by part (:func:`show_kernel_part`);
+  and a walk through ``kernels/hopper_gemm.cu`` part by part (:func:`show_kernel_part`);
 * ``rung3_split.py`` — rung 2 → rung 3 in single changes: the ``ws_rung3_steps`` record, registers, spills and shared-memory need (:func:`rung3_steps`, :func:`rung3_numbers`);
-* ``design.py`` — 06 §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`), and its question as exercise ``ch06.design_tma_store`` (checked by the solution cell);
+* ``design.py`` — 06c §3's "Design it": a design through chapter 05's ring model beside the record (:func:`design`), and its question as exercise ``ch06.design_tma_store`` (checked by the solution cell);
   ``rung_exercises.py`` — 06c §9's exercises on rungs 6 and 7, judged by the cluster ring model and
   the epilogue's stmatrix layout (:func:`staging_position`);
 * ``rung_diff.py`` — what a rung adds: :func:`rung_diff` diffs two rungs' builds of the kernel
@@ -95,6 +95,8 @@ W.<name>``):
   ``steps_suite.py`` — record ``ws_rung3_steps``: rung 2 → rung 3 one change at a time, beside cuBLAS;
   ``capstone_build.py`` — the capstone's loops spliced into kernels/capstone.cu, built, run;
   ``capstone_suite.py`` — its record ``capstone`` (the answer and wrong variants on the GPU);
+  ``capstone_read.py`` — 06 §4's walk through that kernel with the learner's loops, block by block,
+  and why a row of 06 §1's SASS table differs (:func:`~.capstone_read.differences`);
   ``whole_suite.py`` — its ``whole_gemm`` record suite (checks, then timed beside rung 3 and
   cuBLAS) and the sentences read from it (:func:`~.whole_suite.whole_verdicts`); never plots.
 
@@ -111,7 +113,7 @@ from . import order_suite, tile_order  # noqa: F401  (issue 20: opt-in L2 / tile
 from . import store_suite  # noqa: F401  (does the TMA store need the persistent grid?)
 from . import whole, whole_suite  # noqa: F401  (the whole kernel in one file: kernels/hopper_gemm.cu)
 from . import steps_suite  # noqa: F401  (rung 2 → rung 3 one change at a time)
-from . import capstone_build, capstone_suite  # noqa: F401  (the capstone's loops in a real kernel)
+from . import capstone_build, capstone_read, capstone_suite  # noqa: F401  (the capstone's loops in a real kernel)
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
 from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, chapter 06's capstone)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core import records, runtime
 from . import capstone_build as cb
+from .capstone_read import differences, loops_to_show
 from .whole_kloop import SOLUTION
 
 SUITE = "capstone"
@@ -135,18 +136,16 @@ def recorded_line(rec=None) -> str:
 
 def capstone_cell(text: str, passed: bool = True) -> None:
     """06 §1's cell once the capstone passes: build the learner's loops into a real sm_90a kernel
-    (NVRTC on the CPU) and print the SASS table beside the course's answer's; on a live sm_90a GPU
+    (NVRTC on the CPU) and print the SASS table beside the course's answer's, with a line per
+    differing row saying why (:func:`~.capstone_read.differences`); on a live sm_90a GPU
     run them on :data:`~.capstone_build.SHAPES`' first shape against float64, else print the
     recorded outcome of the course's answer (:func:`recorded_line`). Unless ``passed``, the loops
-    kept when the capstone last passed (a restarted kernel), else — where the cell is opened
-    without a pass, the notebook build — the course's answer. Held (prints what is held and
+    :func:`~.capstone_read.loops_to_show` picks. Held (prints what is held and
     returns) until the capstone passes (:func:`asynctc.core.exercises.after`)."""
     from ..core import exercises as _ex
     if not _ex.after("ch06.whole_kloop", held="your loops compiled into a real kernel"):
         return
-    answer = not passed and not _ex.passed("ch06.whole_kloop")
-    if not passed:
-        text = SOLUTION if answer else _ex.my_answer("ch06.whole_kloop")
+    text, answer = loops_to_show(text, passed)
     try:
         table = cb.sass_table(text)
     except cb.LoopsCompileError as e:
@@ -157,6 +156,8 @@ def capstone_cell(text: str, passed: bool = True) -> None:
     else:
         print("Compiled (NVRTC, on the CPU): a real sm_90a cubin.")
         print(table)
+        for line in differences(table, text):      # why a row differs: the call sites, computed
+            print("  " + line)
     if runtime.runs_live("sm_90a"):
         m, n, k, stages, ctas = cb.SHAPES[0]
         r = cb.run(text, m, n, k, stages, ctas)

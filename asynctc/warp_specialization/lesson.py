@@ -1,8 +1,8 @@
-"""Chapter 06's helper cells: §3's bands' table (:func:`prediction_table`) and one row of it read
-in words (:func:`row_reading`), the list of what each rung changes, read from the rungs' configs
-(:func:`rung_changes`), the TMA store's saving as arithmetic (:func:`show_epilogue`, which
-guards the sentences its docstring lists), and §4's
-:func:`show_kernel_part`, which shows one part of ``kernels/hopper_gemm.cu`` at a time. 06 §3's short
+"""Chapter 06's helper cells: the bands' table (:func:`prediction_table`) and one row of it read
+in words (:func:`row_reading`), both in deep dive 06c §3 (moved from 06 §3), the list of what each
+rung changes, read from the rungs' configs (:func:`rung_changes`), the TMA store's saving as
+arithmetic (:func:`show_epilogue`, which guards the sentences its docstring lists), and
+:func:`show_kernel_part`, which shows one part of ``kernels/hopper_gemm.cu`` at a time (06d §4). 06 §3's short
 cell and deep dive 06c §2's four-ladder loop print the ladder's steps in visible code (:data:`OVER`,
 :data:`ADDS`, :func:`tflops_by_rung`, :func:`ladders`, :func:`biggest_steps`, :func:`traced_epilogue`);
 the check cell after each runs :func:`claims` (06 §3's with ``core=True``), each sentence's bounds a
@@ -318,7 +318,7 @@ def tile_cycles(results: dict, rung: int, size: int = 4096, dtype: str = "float1
     return row["median_ms"] * 1e-3 * row["sm_mhz"] * 1e6 / -(-items // row["active_clusters"])
 
 
-#: 06 §4's walk through ``hopper_gemm.cu``: part → (first line, last line) as regular expressions on
+#: The walk through ``hopper_gemm.cu`` (06d §4 shows its epilogue): part → (first line, last line) as regular expressions on
 #: the kernel's own section comments, so an edit of the kernel moves the excerpt with it.
 PARTS = {
     "launch": (r"# TMA copies a box", r"shmem_bytes=SMEM_BYTES"),   # whole.py's launcher, not the kernel

@@ -143,20 +143,17 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 print(W.lesson.rung_changes())   # notebook.how(W.lesson.rung_changes) prints its code
 
 # %% [markdown]
-# So rung 2 makes two changes: the split and a smaller tile. Rung 3 makes three: a second
-# consumer, `setmaxnreg`, and the tile back. Rung 3 keeps rung 1's tile and stages. So the split
-# alone is rung 3 against rung 1.
+# So rung 2 makes three changes: the split, 1 consumer instead of 2, and the 128×128 tile. Rung 3
+# makes three: 2 consumers, the 128×256 tile back, and `setmaxnreg`. The nearest the ladder comes to
+# the split alone: rung 3 against rung 1 differs by the split and `setmaxnreg`.
+# [06c §3](06c_ladder_investigations.ipynb) times `setmaxnreg` alone.
 #
-# **Predict before you look.** Which rung buys the most? Does the split alone buy anything? Orange
-# marks each rung's predicted band.
+# **Predict before you look.** Which rung buys the most? Does the split buy anything? Orange marks
+# each rung's predicted band.
 
 # %% output answers a prediction
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
 plt.show()
-
-# %% output answers a prediction
-print(W.prediction_table(res), end="\n\n")   # notebook.how(W.prediction_table) prints its code
-print(W.row_reading(res, 5))                 # one row, in words
 
 # %% [markdown]
 # **Derive it** on the fp16 4096³ ladder: the two biggest steps, then rungs 2 and 3 against rung 1.
@@ -179,64 +176,35 @@ for sentence, ok, numbers in W.lesson.claims(res, core=True):   # notebook.how(W
 #   about 15 %. Two consumers on 128×256 and `setmaxnreg` win that back.
 # - **Rung 7: +8 %**, the epilogue by TMA store.
 #
-# **So:** the split itself bought nothing: rung 3 is back at rung 1. The TMA store took the ladder
+# **So:** the split and `setmaxnreg` together bought nothing: rung 3 is back at rung 1. The TMA store took the ladder
 # to cuBLAS's speed. One thread's TMA store writes C. So the consumers start the next tile sooner.
 # The trace's epilogue saving, taken off rung 6's tile, predicts the +8 % step
 # ([06c §3](06c_ladder_investigations.ipynb) does the sum).
 #
 # A miss shows a wrong model. Rung 7 missed above: its model priced storing C from registers too
-# low. The table gives the other misses.
+# low.
 
 # %% [markdown]
-# **Design it** (no grade). The model runs chapter 05's ring per tile, plus the traced epilogue.
-# Its one fitted number, from deep dive 05b, caps L2 bandwidth.
+# Going further: [06c §3](06c_ladder_investigations.ipynb) sets each rung's band beside its
+# measurement, row by row, and runs the ladder's model ("Design it"); §2 derives the steps on all four ladders.
+
+# %% [markdown]
+# ## 4. Your kernel, top to bottom
 #
-# **Predict, then change** `TMA_STORE` to True and rerun. Does the model gain what rung 7 measured?
-# Compare cycles: each design's µs uses its own record's clock.
-
-# %% output varies
-BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
-print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
-
-# %% answer [markdown]
-# **So:** yes. The model swaps only the traced epilogue: rung 5's for rung 7's. Rung 6 stores like
-# rung 5. The saved cycles give rung 7's step over rung 6, as the cell below shows.
+# Exercise 1's loops are the middle of a real kernel, `asynctc/kernels/capstone.cu`. Once they pass,
+# the cell below shows that kernel with your loops in it: every line but the header comment, in
+# blocks. Each block says what it does and where you met it. The column `yours` marks your lines.
+#
+# A **fence** orders memory accesses: those before it come before those after it. Each block names its fences and what each orders.
 
 # %% output answers a prediction
-plain = W.design(bn=256, stages=4, tma_store=False)     # rung 5's epilogue
-stored = W.design(bn=256, stages=4, tma_store=True)     # rung 7's
-print(f"model: {notebook.ratio(plain.busy, stored.busy, 'cycles', 3)}; rung 7 measured {step[7]:.3f} over rung 6")
+if exercises.after("ch06.whole_kloop", held="your kernel, top to bottom (its middle is exercise 1's loops)"):
+    W.capstone_read.walk_cell(whole_kloop, ok)
 
 # %% [markdown]
-# Going further: [06c §2](06c_ladder_investigations.ipynb) derives the steps on all four ladders;
-# §3 explains each miss and splits rung 2 → 3 into single changes.
-
-# %% [markdown]
-# ## 4. The whole kernel, one file
-#
-# `asynctc/kernels/hopper_gemm.cu` is rung 3 whole, with no compile-time switches. Its host side,
-# [`whole.py`](../asynctc/warp_specialization/whole.py), builds the
-# [tensor maps](../docs/glossary.md#tensor-map). It launches one
-# 384-thread CTA per tile: it is not persistent. Each CTA's ring starts at stage 0, phase 0.
-# The capstone's CTA walks several tiles, so it must carry its ring across tiles.
-#
-# **The producer's loop.** The producer gives registers back. Then all but one of its threads exit.
-# Per k-tile, that thread waits on empty, announces the stage's bytes and issues two TMA loads.
-
-# %% output answers a prediction
-if exercises.after("ch06.whole_kloop", held="the producer's loop (its waits are the capstone's answer)"):
-    display(W.show_kernel_part("producer"))
-
-# %% [markdown]
-# **The consumers' loop.** Consumers 0 and 1 take the registers and compute the tile's rows
-# 0–63 and 64–127. Per k-tile, each waits on full, issues the wgmmas as one group and releases a
-# stage on empty.
-
-# %% output answers a prediction
-W.show_kernel_part("consumers", reveal=exercises.after("ch06.whole_kloop", held="the consumers' k-loop, marked below"))
-
-# %% [markdown]
-# Going further: [06d §4](06d_limits_and_gemm.ipynb) reads the file's epilogue and what the GPU said of it.
+# Going further: [`hopper_gemm.cu`](../asynctc/kernels/hopper_gemm.cu) is the same design with
+# `setmaxnreg` and the host code ([`whole.py`](../asynctc/warp_specialization/whole.py)), rung 3's
+# build written out. [06d §4](06d_limits_and_gemm.ipynb) reads its epilogue.
 
 # %% [markdown]
 # ## Worklog
@@ -280,14 +248,8 @@ else:
     print(recorded_run(records.load("matmul"), 1000, 700, 4096))
 
 # %% [markdown]
-# **What you learned.** Both roles' loops across tiles, the register budget, what each rung
-# bought.
-#
-# **Play** (ungraded, no GPU), in the ladder's "Design it" cell:
-#
-# 1. `S` = 2, 3, 4, then 5: where does the model stop gaining? Which limit does the error at 5 name?
-# 2. `BN = 128`: the model's rung 2 tile, beside the ladder's rung 2 row.
-# 3. `PERSISTENT = True`: the model's gain beside rung 5's step.
+# **What you learned.** Both roles' loops across tiles, your whole kernel top to bottom, the
+# register budget, what each rung bought.
 #
 # **On a GPU:** `python -m asynctc record warp_specialization --no-save` re-measures the ladder.
 #
@@ -327,7 +289,3 @@ ok = exercises.check("ch06.whole_kloop", whole_kloop, solution=True)
 # %% output varies tags=["solution"]
 fig = W.whole_kloop.show_loops(whole_kloop, ok)      # exercise 1's picture, drawn from the solution
 plt.show()
-
-# %% output varies tags=["solution"]
-print(W.design_survey())        # the ladder's "Design it": every recorded design, model beside record
-ok = exercises.check("ch06.design_tma_store", "yes", results=res, solution=True)   # within 1 % of rung 7's step

@@ -292,6 +292,41 @@ notebook.require(abs(r3_gain["two consumers"]) < 0.02 and 0.14 < r3_gain["128x25
 # %% output varies
 W.show_epilogue(res, records.load("ws_store_ablation").results)   # notebook.how(W.show_epilogue) prints its code
 
+# %% [markdown]
+# **Each rung's band, row by row** (moved here from chapter 06 §3). Each rung's prediction, an
+# orange band in 06 §3's figure, was set before the rung ran. The table sets each band beside the
+# measurement: inside the band is a hit, above or below it a miss. A miss shows a wrong model.
+
+# %% output varies
+print(W.prediction_table(res), end="\n\n")   # notebook.how(W.prediction_table) prints its code
+print(W.row_reading(res, 5))                 # one row, in words
+
+# %% [markdown]
+# **Design it** (no grade; moved here from chapter 06 §3). The model runs chapter 05's ring per
+# tile, plus the traced epilogue. Its one fitted number, from deep dive 05b, caps L2 bandwidth.
+#
+# **Predict, then change** `TMA_STORE` to True and rerun. Does the model gain what rung 7 measured?
+# Compare cycles: each design's µs uses its own record's clock.
+#
+# **Play** (ungraded, no GPU), in the same cell:
+#
+# 1. `S` = 2, 3, 4, then 5: where does the model stop gaining? Which limit does the error at 5 name?
+# 2. `BN = 128`: the model's rung 2 tile, beside the ladder's rung 2 row.
+# 3. `PERSISTENT = True`: the model's gain beside rung 5's step.
+
+# %% output varies
+BN, S, PERSISTENT, TMA_STORE = 256, 4, False, False
+print(W.design(bn=BN, stages=S, persistent=PERSISTENT, tma_store=TMA_STORE))
+
+# %% answer [markdown]
+# **So:** yes. The model swaps only the traced epilogue: rung 5's for rung 7's. Rung 6 stores like
+# rung 5. The saved cycles give rung 7's step over rung 6, as the cell below shows.
+
+# %% output answers a prediction
+plain = W.design(bn=256, stages=4, tma_store=False)     # rung 5's epilogue
+stored = W.design(bn=256, stages=4, tma_store=True)     # rung 7's
+print(f"model: {notebook.ratio(plain.busy, stored.busy, 'cycles', 3)}; rung 7 measured {step[7]:.3f} over rung 6")
+
 
 # %% [markdown]
 # ## 4. The goal: at least 1.00× cuBLAS at 4096³ and 8192³
@@ -657,3 +692,7 @@ w, lane = divmod(77, 32)            # warp 2, lane 13 = 4·3 + 1
 ok = exercises.check("ch06.store_position", (16 * w + lane // 4 + 8 * ((46 >> 1) & 1),
                                              8 * (46 >> 2) + 2 * (lane % 4) + (46 & 1) - 64 * (46 // 32)),
                      thread=77, index=46, solution=True)
+
+# %% output varies tags=["solution"]
+print(W.design_survey())        # §3's "Design it": every recorded design, model beside record
+ok = exercises.check("ch06.design_tma_store", "yes", results=res, solution=True)   # within 1 % of rung 7's step

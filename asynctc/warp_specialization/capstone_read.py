@@ -1,0 +1,279 @@
+"""Chapter 06's capstone kernel read by the learner: 06 §4's walk through ``kernels/capstone.cu`` top
+to bottom with the learner's loops spliced in (:func:`walk`, :func:`walk_cell`), and 06 §1's SASS
+table's differing rows explained from the two texts' call sites (:func:`differences`).
+
+* The walk's blocks come from the kernel file's own ``// ---- walk: NAME ----`` marker lines (and its
+  two learner's-loops markers, the last of which opens "leaving"), so an edit of the kernel moves the
+  blocks with it; every line after the header comment is shown, the marker lines being the blocks'
+  headings. The learner's text is split into the producer's and the consumers' loops at its top-level
+  ``} else``, each part named by what it calls (``tma_load``: the producer; ``mma_ktile``: the
+  consumers); a text that does not split so is one block, "your loops".
+* Each block says, in a sentence or two, what it does, where the learner met it (:data:`BLOCKS`), and
+  the fences in it, each with what it orders (:data:`FENCES`: PTX ISA facts, from ``ptx/*.cuh``).
+* :func:`differences` reads, per differing row of :func:`~.capstone_build.sass_table`, the call sites
+  of the calls that compile to that row (:data:`ROW_CALLS`) in both texts, each with its place (in the
+  k-loop, in the tile loop outside it, outside both): the SASS counts are static, so one more place is
+  one more instruction, however often a loop runs it.
+
+No GPU: the walk reads files; :func:`differences` takes a table already built (NVRTC).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ..core import runtime
+from . import capstone_build as cb
+
+_MARK = re.compile(r"^\s*// ---- walk: ([\w-]+) ----$")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+#: The walk's blocks, in the file's order: marker name → (title, what it does, where the learner met
+#: it). "producer", "consumers" and "loops" are the learner's text; "leaving" opens at the to-marker.
+BLOCKS = {
+    "names": ("The names your loops use",
+              "The tile's constants, and the ring's barriers as the exercise names them: `wait` is a "
+              "bounded wait on a stage's phase parity; `arrive` and `arrive_expect_tx` are made by one "
+              "elected thread of the warpgroup.",
+              "chapter [03 §3](03_tma_mbarrier.ipynb) (phase parity) and [05 §2](05_pipelines.ipynb) (the ring's kernel)"),
+    "set-up": ("Set-up",
+               "Thread 0 sets up each stage's barriers: full counts 1 arrival (the producer's "
+               "`arrive_expect_tx`), empty counts 2 (one per consumer warpgroup). Then one fence, and "
+               "`__syncthreads` so no thread uses a barrier before it exists.",
+               "chapter [03 §3](03_tma_mbarrier.ipynb) (the mbarrier life cycle)"),
+    "calls": ("The calls your loops make",
+              "`tma_load` issues A's box and B's box of one k-tile onto `full[stage]` (the elected "
+              "thread only). `mma_ktile` moves the stage's descriptors to the stage and issues its 4 "
+              "k16 wgmmas as one group.",
+              "chapter [03, exercise 1](03_tma_mbarrier.ipynb) (fill one stage) and [04 §2–§3](04_wgmma.ipynb) "
+              "(descriptors, the k-step)"),
+    "epilogue": ("The epilogue: `store_tile`",
+                 "Each consumer stores its 64 rows of the tile's C from its accumulators, then zeroes "
+                 "them for the next tile.",
+                 "chapter [04 §6](04_wgmma.ipynb) (where the accumulator lives)"),
+    "producer": ("Your loops: the producer",
+                 "Per k-tile: wait until the stage is empty, announce its bytes, load it. The ring "
+                 "position carries across tiles.",
+                 "chapter [05, exercise 2](05_pipelines.ipynb) (the producer's step) and 06 §1, exercise 1"),
+    "consumers": ("Your loops: the consumers",
+                  "Per k-tile: wait until the stage is full, issue its wgmmas, wait for them, release the "
+                  "stage. At a tile's end, store C.",
+                  "chapter [05 §1](05_pipelines.ipynb) (the ring, wait groups) and 06 §1, exercise 1"),
+    "loops": ("Your loops",
+              "Both roles' loops, as you wrote them.",
+              "chapter [05 §1–§2](05_pipelines.ipynb) and 06 §1, exercise 1"),
+    "leaving": ("Leaving",
+                "The consumers wait for their last wgmma group. The producer's elected thread waits "
+                "until each stage's last fill has landed, so no TMA writes into the shared memory of a "
+                "CTA that has left.",
+                "chapter [05 §1](05_pipelines.ipynb) (wait groups); the producer's drain is new here"),
+}
+
+#: The fences a block may hold: (regular expression on its code, the instruction, what it orders).
+#: PTX ISA facts, as ptx/mbarrier.cuh and ptx/wgmma.cuh state them.
+FENCES = (
+    (r"\bfence_mbarrier_init\s*\(", "`fence.mbarrier_init.release.cluster`",
+     "makes the barriers' `mbarrier.init` visible to the other threads and to the TMA unit's "
+     "complete_tx before they use the barriers"),
+    (r"::mma_ktile\s*\(", "`wgmma.fence.sync.aligned` (the first line of wgmma_ring.cuh's `mma_ktile`)",
+     "orders the warpgroup's earlier accesses to the accumulator registers before the wgmmas that "
+     "read and write them"),
+    (r"\bfence_accumulators\s*\(", "`wgmma_fence_operand` (no instruction)",
+     "an empty asm that keeps the compiler from moving ordinary reads or writes of the accumulators "
+     "across a wgmma, commit or wait"),
+    (r"\bfence_proxy_async", "`fence.proxy.async`",
+     "orders ordinary shared-memory writes before the async proxy (TMA, wgmma) reads them"),
+)
+#: Said once under the walk when the kernel holds no ``fence.proxy.async``.
+NO_PROXY_FENCE = ("No `fence.proxy.async` appears: TMA writes the stages and wgmma reads them, both "
+                  "through the async proxy. It is needed where threads write shared memory with ordinary "
+                  "stores before a wgmma or a TMA store reads it.")
+
+
+class Block(NamedTuple):
+    """One block of the walk: its ``key`` (:data:`BLOCKS`), and ``lines``: (line, the learner's?)."""
+    key: str
+    lines: tuple
+
+    @property
+    def code(self) -> str:
+        return _COMMENT.sub("", "\n".join(line for line, _ in self.lines))
+
+    def fences(self) -> list[tuple[str, str]]:
+        """(instruction, what it orders) of each :data:`FENCES` entry whose call is in the block."""
+        return [(name, what) for rx, name, what in FENCES if re.search(rx, self.code)]
+
+
+def _split_roles(lines: list[str]):
+    """(first part, second part) of the learner's lines at the top-level ``} else`` (brace depth 1
+    before that line), or None."""
+    depth = 0
+    for i, line in enumerate(lines):
+        code = _COMMENT.sub("", line)
+        if depth == 1 and re.match(r"\s*\}\s*else\b", code):
+            return lines[:i], lines[i:]
+        depth += code.count("{") - code.count("}")
+    return None
+
+
+def _role_blocks(text: str) -> list[Block]:
+    lines = cb.check_text(text).rstrip("\n").splitlines()
+    parts = _split_roles(lines)
+    if parts:
+        first, second = ("\n".join(p) for p in parts)
+        calls = [("tma_load(" in _COMMENT.sub("", p), "mma_ktile(" in _COMMENT.sub("", p)) for p in (first, second)]
+        if calls == [(True, False), (False, True)]:
+            return [Block("producer", tuple((x, True) for x in parts[0])),
+                    Block("consumers", tuple((x, True) for x in parts[1]))]
+        if calls == [(False, True), (True, False)]:
+            return [Block("consumers", tuple((x, True) for x in parts[0])),
+                    Block("producer", tuple((x, True) for x in parts[1]))]
+    return [Block("loops", tuple((x, True) for x in lines))]
+
+
+def walk(text: str) -> list[Block]:
+    """``kernels/capstone.cu`` with ``text`` (the capstone's loops) in its place, as :class:`Block`\\ s
+    in the file's order: every line after the header comment (which ends at the first walk marker),
+    the marker lines being the headings. Raises what :func:`~.capstone_build.check_text` raises, and
+    RuntimeError where the file's markers are missing."""
+    code = runtime.kernel_path(cb.SOURCE).read_text()
+    before, after, _ = cb._parts(code)
+    head = before.splitlines()[:-1]                           # the from-marker line is a heading
+    starts = [n for n, line in enumerate(head) if _MARK.match(line)]
+    if not starts or [_MARK.match(head[n]).group(1) for n in starts] != ["names", "set-up", "calls", "epilogue"]:
+        raise RuntimeError(f"{cb.SOURCE}: the walk's markers are not names, set-up, calls, epilogue")
+    blocks = []
+    for a, b in zip(starts, starts[1:] + [len(head)]):
+        blocks.append(Block(_MARK.match(head[a]).group(1), tuple((x, False) for x in head[a + 1:b])))
+    blocks += _role_blocks(text)
+    blocks.append(Block("leaving", tuple((x, False) for x in after.rstrip("\n").splitlines()[1:])))
+    return blocks
+
+
+def walk_markdown(text: str, mark: str = "yours") -> str:
+    """:func:`walk` as Markdown: per block its title, where the learner met it, a sentence or two, its
+    fences, and its lines, each behind a column that says ``mark`` for the learner's lines."""
+    out, width = [], len(mark)
+    for i, block in enumerate(walk(text), 1):
+        title, says, met = BLOCKS[block.key]
+        out.append(f"**{i}. {title}.** You met this in {met}. {says}")
+        for name, what in block.fences():
+            out.append(f"- Fence: {name}: {what}.")
+        lines = list(block.lines)
+        while lines and not lines[-1][0].strip():            # a block's trailing blank lines
+            lines.pop()
+        rows = [f"{mark if yours else '':{width}s} │ {line}".rstrip() for line, yours in lines]
+        out.append("```cuda\n" + "\n".join(rows) + "\n```")
+    if not re.search(FENCES[-1][0], "\n".join(b.code for b in walk(text))):
+        out.append(NO_PROXY_FENCE)
+    return "\n\n".join(out)
+
+
+def loops_to_show(text: str, passed: bool) -> tuple[str, bool]:
+    """(the loops a cell held until the capstone passes shows, whether they are the course's answer):
+    ``text`` if ``passed``; else the loops kept when the capstone last passed (a restarted kernel);
+    else — a cell opened without a pass, the notebook build — the course's answer."""
+    from ..core import exercises as _ex
+    from .whole_kloop import SOLUTION
+    if passed:
+        return text, False
+    if _ex.passed("ch06.whole_kloop"):
+        return _ex.my_answer("ch06.whole_kloop"), False
+    return SOLUTION, True
+
+
+def walk_cell(text: str, passed: bool = True) -> None:
+    """06 §4's cell: the whole capstone kernel with the learner's loops (:func:`walk_markdown`), held
+    (one line saying it waits for exercise 1) until the capstone passes."""
+    from ..core import exercises as _ex
+    from ..core import notebook
+    if not _ex.after("ch06.whole_kloop", held="your kernel, top to bottom: it waits for exercise 1, "
+                     "whose loops are its middle"):
+        return
+    text, answer = loops_to_show(text, passed)
+    display = __import__("IPython.display", fromlist=["display"]).display
+    display(notebook.Markdown(walk_markdown(text, "answer" if answer else "yours")))
+
+
+# ---- the SASS table's differences ---------------------------------------------------------------
+
+#: Row of :data:`~.capstone_build.SASS_ROWS` → (the calls in the loops that compile to it, a regular
+#: expression; their name in words).
+ROW_CALLS = {
+    "SYNCS.PHASECHK (waits)": (r"\b(?:full|empty)\s*\.\s*wait\s*\(", "full.wait / empty.wait"),
+    "SYNCS.ARRIVE (arrives)": (r"\b(?:full|empty)\s*\.\s*arrive(?:_expect_tx)?\s*\(", "arrive / arrive_expect_tx"),
+    "UTMALDG (TMA loads)": (r"\btma_load\s*\(", "tma_load (two TMA loads)"),
+    "HGMMA (wgmmas)": (r"\bmma_ktile\s*\(", "mma_ktile (four wgmmas)"),
+    "WARPGROUP.ARRIVE": (r"\bmma_ktile\s*\(", "mma_ktile (its wgmma.fence)"),
+    "WARPGROUP.DEPBAR": (r"\bwgmma_wait_group\s*<", "wgmma_wait_group"),
+    "STG (C stores)": (r"\bstore_tile\s*\(", "store_tile"),
+}
+
+
+def call_sites(text: str, pattern: str) -> list[tuple[str, str]]:
+    """(place, the statement) of each call matching ``pattern`` in ``text`` (comments left out); the
+    place: "in the k-loop", "in the tile loop, outside the k-loop" or "outside the loops", from the
+    braces of the ``for`` loops over ``k`` and ``tile`` around it."""
+    stack, pending, parens, sites = [], "", 0, []
+    for line in _COMMENT.sub("", text).splitlines():
+        for m in re.finditer(pattern, line):
+            place = ("in the k-loop" if "k" in stack else "in the tile loop, outside the k-loop"
+                     if "tile" in stack else "outside the loops")
+            stmt = line[m.start():].split(";")[0].strip() + ";"
+            sites.append((place, re.sub(r"\s+", " ", stmt)))
+        for ch in line:
+            if ch == "{":
+                stack.append("k" if re.search(r"\bfor\s*\(\s*(?:int\s+)?k\s*=", pending) else
+                             "tile" if re.search(r"\bfor\s*\(\s*(?:int\s+)?tile\s*=", pending) else "")
+                pending = ""
+            elif ch == "}":
+                stack, pending = stack[:-1], ""
+            elif ch == ";" and not parens:            # a for's header keeps its ';'
+                pending = ""
+            else:
+                parens += (ch == "(") - (ch == ")")
+                pending += ch
+        pending += " "
+    return sites
+
+
+_WORDS = {1: "one", 2: "two", 3: "three"}
+
+
+def _places(sites) -> str:
+    return ", ".join(f"`{stmt}` {place}" for place, stmt in sites) or "none"
+
+
+def differences(table: "cb.SassTable", text: str, course: str | None = None) -> list[str]:
+    """One line per row of ``table`` where the learner's count differs from the course's: the call
+    sites in ``text`` and in ``course`` (default :data:`~.whole_kloop.SOLUTION`) of the calls that
+    compile to that row, with their places, and what the difference in places accounts for."""
+    from .whole_kloop import SOLUTION
+    course = SOLUTION if course is None else course
+    out = []
+    for what, mine, theirs in table.rows:
+        if mine == theirs:
+            continue
+        rx, name = ROW_CALLS[what]
+        a, b = call_sites(text, rx), call_sites(course, rx)
+        line = (f"{what}: {mine} in yours, {theirs} in the course's. Calls of {name}: yours {_places(a)}; "
+                f"the course's {_places(b)}.")
+        extra, d = len(a) - len(b), mine - theirs
+        n = f"{_WORDS.get(abs(extra), abs(extra))} {'more' if extra > 0 else 'fewer'}"
+        if extra and d == extra:
+            more = [p for p, _ in a]
+            for p, _ in b:
+                if p in more:
+                    more.remove(p)
+            drain = (" It runs once a tile, outside the k-loop: a drain."
+                     if more == ["in the tile loop, outside the k-loop"] else "")
+            line += (f" {n.capitalize()} call site{'s' * (abs(extra) > 1)}, {n} instruction"
+                     f"{'s' * (abs(extra) > 1)}: SASS counts each once, however often its loop runs it.{drain}")
+        elif extra:
+            line += (f" {n.capitalize()} call site{'s' * (abs(extra) > 1)}; each compiles to several "
+                     "instructions here (the counts are static).")
+        else:
+            line += " The same call sites: the compiler laid them out differently (unrolled or merged)."
+        out.append(line)
+    return out

@@ -1,0 +1,118 @@
+"""Chapter 06 §4's walk through the capstone kernel with the learner's loops
+(asynctc.warp_specialization.capstone_read) and 06 §1's SASS table's differences explained (readers
+125–127: "end 06 with one annotated read of the whole kernel … the learner's own lines marked";
+"explain the instruction-count differences"). No GPU: the walk reads files, the table is NVRTC's."""
+import re
+
+import pytest
+
+from asynctc.core import runtime
+from asynctc.warp_specialization import capstone_build as cb
+from asynctc.warp_specialization import capstone_read as cr
+from asynctc.warp_specialization import capstone_suite as cs
+from asynctc.warp_specialization import whole_kloop as wk
+
+PREV = cs.VARIANT_TEXT["wait_group<1>"]
+
+
+def _kernel_lines():
+    """(lines of kernels/capstone.cu after its header comment up to the learner's loops, lines after
+    them), the marker lines left out."""
+    lines = runtime.kernel_path(cb.SOURCE).read_text().splitlines()
+    first = next(n for n, x in enumerate(lines) if cr._MARK.match(x))
+    a = next(n for n, x in enumerate(lines) if "the learner's loops: from here" in x)
+    b = next(n for n, x in enumerate(lines) if "the learner's loops: to here" in x)
+    return [x for x in lines[first:a] if not cr._MARK.match(x)], lines[b + 1:]
+
+
+@pytest.mark.parametrize("text", [wk.SOLUTION, PREV], ids=["course", "wait_group<1>"])
+def test_the_walk_shows_every_line_after_the_header_with_the_loops_marked(text):
+    blocks = cr.walk(text)
+    assert [b.key for b in blocks] == ["names", "set-up", "calls", "epilogue", "producer", "consumers", "leaving"]
+    shown = [line for b in blocks for line, _ in b.lines]
+    loops = cb.check_text(text).rstrip("\n").splitlines()
+    head, tail = _kernel_lines()
+    strip = lambda xs: [x for x in xs if x.strip()]                   # blocks drop trailing blanks when shown
+    assert strip(shown) == strip(head + loops + tail)                 # nothing left out, in order
+    yours = [line for b in blocks for line, mine in b.lines if mine]
+    assert yours == loops                                               # the learner's lines, and only they
+    md = cr.walk_markdown(text)
+    assert all(f"yours │ {x}".rstrip() in md for x in loops)
+    assert "// Chapter 06's capstone" not in md                        # the header comment is left out
+
+
+def test_each_block_says_where_it_was_met_and_names_its_fences():
+    blocks = {b.key: b for b in cr.walk(wk.SOLUTION)}
+    assert [n for n, _ in blocks["set-up"].fences()] == ["`fence.mbarrier_init.release.cluster`"]
+    calls = [n for n, _ in blocks["calls"].fences()]
+    assert any("wgmma.fence.sync.aligned" in n for n in calls) and any("wgmma_fence_operand" in n for n in calls)
+    md = cr.walk_markdown(wk.SOLUTION, "answer")
+    for key in blocks:
+        title, _, met = cr.BLOCKS[key]
+        assert f"{title}.** You met this in {met}." in md
+    assert "06 §1, exercise 1" in cr.BLOCKS["producer"][2] and "03, exercise 1" in cr.BLOCKS["calls"][2]
+    assert cr.NO_PROXY_FENCE in md                      # the kernel has no fence.proxy.async: said so
+    assert "answer │ " in md and "yours │" not in md
+
+
+def test_roles_are_named_by_what_they_call_and_an_unsplit_text_is_one_block():
+    swapped = ("if (wg != 0) {\n  mma_ktile(acc, 0);\n} else {\n  tma_load(0, 0, 0);\n}\n")
+    assert [b.key for b in cr._role_blocks(swapped)] == ["consumers", "producer"]
+    flat = "for (int t = 0; t < TILES; ++t) { if (wg == 0) tma_load(0, t, 0); else mma_ktile(acc, 0); }\n"
+    assert [b.key for b in cr._role_blocks(flat)] == ["loops"]
+
+
+def test_the_walk_follows_the_kernels_markers(monkeypatch, tmp_path):
+    src = runtime.kernel_path(cb.SOURCE).read_text()
+    fake = tmp_path / cb.SOURCE
+    fake.write_text(src.replace("// ---- walk: set-up ----\n", ""))
+    monkeypatch.setattr(runtime, "kernel_path", lambda name: fake)
+    cb._parts.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="walk's markers"):
+            cr.walk(wk.SOLUTION)
+    finally:
+        cb._parts.cache_clear()
+
+
+def test_the_wait_group_1_form_s_differences_are_explained_from_its_call_sites():
+    """The `<1>` form has a drain after its k-loop: one more wgmma wait and one more arrive."""
+    table = cb.sass_table(PREV)
+    differing = [what for what, y, c in table.rows if y != c]
+    lines = cr.differences(table, PREV)
+    assert len(lines) == len(differing) and [l.split(":")[0] for l in lines] == differing
+    assert set(differing) == {"SYNCS.ARRIVE (arrives)", "WARPGROUP.DEPBAR"}
+    for line in lines:
+        assert "One more call site, one more instruction" in line and line.endswith("a drain.")
+    dep = next(l for l in lines if l.startswith("WARPGROUP.DEPBAR"))
+    assert "`wgmma_wait_group<0>();` in the tile loop, outside the k-loop" in dep
+    assert cr.differences(cb.sass_table(wk.SOLUTION), wk.SOLUTION) == []
+
+
+def test_call_sites_place_each_call_by_its_loops():
+    sites = cr.call_sites(PREV, cr.ROW_CALLS["WARPGROUP.DEPBAR"][0])
+    assert sites == [("in the k-loop", "wgmma_wait_group<1>();"),
+                     ("in the tile loop, outside the k-loop", "wgmma_wait_group<0>();")]
+    assert cr.call_sites("wgmma_wait_group<0>();", r"\bwgmma_wait_group\s*<") == [
+        ("outside the loops", "wgmma_wait_group<0>();")]
+
+
+def test_the_chapter_cell_prints_the_table_with_its_differences(monkeypatch, capsys):
+    monkeypatch.setattr(runtime, "runs_live", lambda arch="sm_90a": False)
+    monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")
+    cs.capstone_cell(PREV, True)
+    out = capsys.readouterr().out
+    assert re.search(r"WARPGROUP\.DEPBAR\s+3\s+2", out) and "  WARPGROUP.DEPBAR: 3 in yours, 2 in the course's" in out
+
+
+def test_the_walk_cell_is_held_until_the_capstone_passes(monkeypatch, capsys):
+    from asynctc.core import exercises
+    monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
+    monkeypatch.setattr(exercises, "after", lambda name, held="", **kw: print(f"held: {held}") and False)
+    cr.walk_cell(wk.SOLUTION, False)
+    out = capsys.readouterr().out
+    assert "waits for exercise 1" in out and "full.wait" not in out and "empty.wait" not in out
+
+
+def test_every_row_of_the_sass_table_has_its_calls():
+    assert list(cr.ROW_CALLS) == [what for what, _ in cb.SASS_ROWS]
