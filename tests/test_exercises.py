@@ -219,7 +219,7 @@ MISTAKES = [
     ("ch07.block_scale", 0.125, "no power of two"),
     ("ch07.block_scale", 37.5, "divide by it"),
     ("ch07.round_trip", 120.0, "that is q, the e4m3 value itself"),
-    ("ch07.round_trip", 10.0, "10 is the input"),
+    ("ch07.round_trip", 10.0, "10 is the input back unchanged: that skips the rounding"),   # reader 125
     ("ch07.round_trip", 112 * 37.5 / 448, "a neighbour of x / s"),
     ("ch07.round_trip", 119 * 37.5 / 448, "rounds x / s to an integer"),
     ("ch07.round_trip", 11.0, "compute it in three steps"),
