@@ -176,7 +176,9 @@ print(ordering.drop_report(program, DROP))
 
 # %%
 print(F.exercises.mystery_symptom())
-mystery = F.exercises.mystery_diagnosis()      # the model's Deadlock, for the check
+mystery = F.exercises.mystery_diagnosis()      # the model's Deadlock: the check below reads it
+
+# %%
 answer = ...
 ok = exercises.check("ch08.name_bug", answer, diagnosis=mystery)
 
