@@ -74,8 +74,9 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # Per k-tile k, the k-loop of `gemm_pipeline` in `kernels/pipeline.cu` does:
 #
 # 1. **wait** on full;
-# 2. **issue** `mma_ktile`, then `wgmma.wait_group kPending`;
-# 3. **release** k-tile r = k − kPending on empty;
+# 2. **issue** `mma_ktile`, then `wgmma.wait_group kPending`. `kPending` is the kernel's N of
+#    exercise 1: how many k-tiles' groups it lets stay pending;
+# 3. **release** k-tile r = k − kPending on empty: its wgmmas are done;
 # 4. **refill** that stage.
 
 # %% output answers a prediction
