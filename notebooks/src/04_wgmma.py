@@ -122,11 +122,9 @@ print(f"the word's bits 13-0, s = 1: {w1 & 0x3FFF:014b}, the word +{w1 - w0}")
 
 # %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: from step 0's
-# descriptor, an int, return step s's. The tile is 64×64 fp16 with 128-byte swizzle. `major` is
-# "K" or "MN". K-major, it is the A above: 64 rows of 128 bytes, one box. MN-major, it lays out its
-# k-rows as the B tile above does, but it is 64 n wide, not 128: each k-row's 64 n fill one
-# 128-byte row, and its 64 k-rows are one box. A k16 step moves `start` 16 k-rows on. The check
-# reads through your descriptors.
+# descriptor, an int, return step s's. The tile: 64×64 fp16, 128-byte swizzle. `major` is
+# "K" or "MN". MN-major, it is the B tile cut to 64 n: one box. A k16 step moves `start`
+# 16 k-rows on. The check reads through them.
 
 # %%
 def kstep_desc(desc0, s, major):
