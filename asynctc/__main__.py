@@ -284,13 +284,15 @@ def _reset_progress(ch: str, clear: bool) -> None:
     p = progress.path()
     if p is None:
         return
+
+    def counted(n: int, k: int) -> str:                 # "1 attempt and 2 kept answers"
+        return f"{n} attempt{'s' * (n != 1)} and {k} kept answer{'s' * (k != 1)}"
     if clear:
-        n, k = progress.clear(ch, p)
-        print(f"  chapter {ch}: {n} attempts and {k} kept answers cleared from {p.parent}")
+        print(f"  chapter {ch}: {counted(*progress.clear(ch, p))} cleared from {p.parent}")
         return
     n, k = progress.held(ch, p)
     if n or k:
-        print(f"  chapter {ch}: your {n} attempts and {k} kept answers stay in {p.parent}; "
+        print(f"  chapter {ch}: your {counted(n, k)} stay in {p.parent}; "
               f"`python -m asynctc reset {ch} --progress` clears them too")
 
 

@@ -219,7 +219,7 @@ MISTAKES = [
     ("ch07.block_scale", 0.125, "no power of two"),
     ("ch07.block_scale", 37.5, "divide by it"),
     ("ch07.round_trip", 120.0, "that is q, the e4m3 value itself"),
-    ("ch07.round_trip", 10.0, "10 is the input"),
+    ("ch07.round_trip", 10.0, "10 is the input back unchanged: that skips the rounding"),   # reader 125
     ("ch07.round_trip", 112 * 37.5 / 448, "a neighbour of x / s"),
     ("ch07.round_trip", 119 * 37.5 / 448, "rounds x / s to an integer"),
     ("ch07.round_trip", 11.0, "compute it in three steps"),
@@ -363,10 +363,10 @@ MISTAKES = [
     ("ch10.bound", (min(o for o, _ in _PAIRS) / max(c for _, c in _PAIRS),
                     max(o for o, _ in _PAIRS) / min(c for _, c in _PAIRS)), "two slips"),   # reader 75
     ("ch10.bound", (1.0, round(max(_R), 2)), "rounded across 1"),                           # low 0.9995
-    ("ch10.bound", (0.5, 0.6), "work row by row"),
+    ("ch10.bound", (0.5, 0.6), "is not the lowest and the highest of the 7 rows' ratios"),
     ("ch10.bound_verdict", "holds", "6 of 7 pairs lie above 1, 1 not"),
-    ("ch10.values_hold", [1.0], "you kept [1.0]"),   # inside only
-    ("ch10.values_hold", [0.99, 1.0, 1.01], "you kept [0.99, 1.0, 1.01]"),
+    ("ch10.values_hold", [1.0], "you kept [1.00]"),   # inside only; two decimals, as written (reader 127)
+    ("ch10.values_hold", [0.99, 1.0, 1.01], "you kept [0.99, 1.00, 1.01]"),
     ("ch10.values_hold", [100, 101], "not percent"),
     ("ch10.bound_verdict", "does not hold", "the interval straddles 1"),
     ("ch10.fraction_both", (759.4 / (132 * 4096 * 1679e-6), 759.4 / 989.4), "swapped"),

@@ -107,8 +107,8 @@ FIRST_HINTS = [
     ("ch01.hmma_per_ktile", 128, dict(wm=64, wn=32, bk=32, bm=128, bn=128),
      "section 2's count for the default tile", "does one m16n8k16 cover?", "M/16, N/8 and K/16"),
     # round 46: the capstone's prediction, graded (readers 95-96: a wrong one read "correct")
-    ("ch06.whole_kloop", _WRONG_PREDICTION, {}, "it says stage 0, parity 0", "Which §1 rule gives each number?",
-     "stage 3 mod 2 = 1"),
+    ("ch06.whole_kloop", _WRONG_PREDICTION, {}, "it says stage 0, parity 0",
+     "Which ring counter is tile 1's first k-tile?", "stage 3 mod 2 = 1"),      # round 58: no numbers at first
     # round 49: the refill's parity read off §1's table with f = the refill's own fill (readers 102-104)
     ("ch05.producer_step", _REFILL_FLIPPED, {}, "before k-tile 4 your step waits on empty[0] with parity 1",
      "Which fill does the refill load", "(f + 1) mod 2 = tp ^ 1 = 0."),
@@ -142,6 +142,11 @@ KNOWN_MISSES = [
      "How many does the kernel keep side by side (§1)?", "The kernel keeps 2"),
     ("ch09.tmem_columns", 192, dict(m=128, n=96, accumulators=2), "2 × 96 columns is what the accumulators use",
      "Which sizes does tcgen05.alloc take (§4)?", "power of two ≥ 32 (and at most 512): round up"),
+    # round 58: ch10.bound's fall-through said the same words twice; the round trip that skips the rounding
+    ("ch10.bound", (0.5, 0.6), dict(pairs=_STRADDLE), "(0.5, 0.6) is not the lowest and the highest of the 3",
+     "Work row by row", "Row 1: 1.02000 / 1.00000 = 1.0200; divide each of the other 2 rows"),
+    ("ch07.round_trip", 10.0, dict(value=10.0, amax=37.5), "10 is the input back unchanged",
+     "Is x / s = 10 / s an e4m3 value?", "between the e4m3 values 112 and 120"),
 ]
 
 
@@ -149,6 +154,19 @@ KNOWN_MISSES = [
 @pytest.mark.parametrize("name, answer, kw, symptom, question, rule", FIRST_HINTS + KNOWN_MISSES)
 def test_a_known_miss_asks_first_and_gives_the_rule_second(tiers, name, answer, kw, symptom, question, rule):
     tiers(name, answer, symptom, question, rule, **kw)
+
+
+@pytest.mark.tiers
+def test_a_hint_ending_in_a_bracketed_sentence_gets_no_stray_full_stop(twice):
+    """Round 58: the capstone's tiered producer hint, followed by the ring model's "(It counts …
+    ring counter j.)", printed ".)." before the promise of the arithmetic."""
+    from asynctc.warp_specialization import whole_kloop as wk
+    per_tile = wk.SOLUTION.replace("int stage = 0, phase = 0; ", "").replace(
+        "for (int tile = 0; tile < TILES; ++tile) {\n",
+        "for (int tile = 0; tile < TILES; ++tile) {\n    int stage = 0, phase = 0;\n")
+    one, two = twice("ch06.whole_kloop", per_tile)
+    assert "ring counter j.)" + exercises.SECOND in one and ".)." not in one + two, one
+    assert exercises.told(exercises.tiered("a.", " Q?", " R.") + " (Note.)") == "a. Q? (Note.)" + exercises.SECOND
 
 
 @pytest.mark.tiers

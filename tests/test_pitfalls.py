@@ -321,6 +321,15 @@ def test_exercise_name_bug():
     assert not exercises.check("ch08.name_bug", "proxy_fence", diagnosis=mystery)
 
 
+def test_name_bug_needs_no_name_defined_first(capsys):
+    """Newcomer 56: `mystery` lived only in the exercise cell, so an answer checked in a new cell
+    raised NameError; without `diagnosis` the check runs 08 §6's hang itself, hints included."""
+    assert exercises.check("ch08.name_bug", "expect_tx", solution=True)
+    capsys.readouterr()
+    assert not exercises.check("ch08.name_bug", "phase_parity")
+    assert "parity 0 is what the kernel's formula gives for k-tile 0 on full[0]" in capsys.readouterr().out
+
+
 def test_name_bug_refusal_lists_the_three_offered_names(capsys):
     """A near-miss ('parity') is refused with the three names 08's prompt offers, not the zoo's 11
     (reader: 8 of them never introduced in the core lesson), and the one it is near."""

@@ -105,9 +105,22 @@ def test_reset_says_how_to_clear_progress_and_clears_it_with_the_flag(clone, tmp
     progress.record("ch05.full_parity", "correct")
     assert main(["reset", "05"]) == 0
     out = capsys.readouterr().out
-    assert "your 1 attempts and 0 kept answers stay" in out and "reset 05 --progress" in out
+    assert "your 1 attempt and 0 kept answers stay" in out and "reset 05 --progress" in out
     assert main(["reset", "05", "--progress"]) == 0
-    assert "1 attempts and 0 kept answers cleared" in capsys.readouterr().out
+    assert "1 attempt and 0 kept answers cleared" in capsys.readouterr().out
     assert progress.held("05") == (0, 0)
     assert main(["reset", "05"]) == 0
     assert "stay" not in capsys.readouterr().out          # nothing held: nothing said
+
+
+@pytest.mark.parametrize("counts, words", [((1, 1), "1 attempt and 1 kept answer "),
+                                           ((2, 3), "2 attempts and 3 kept answers ")])
+def test_reset_counts_attempts_and_kept_answers_in_good_english(clone, capsys, monkeypatch, counts, words):
+    """Newcomer 56: `reset NN --progress` printed "1 kept answers"."""
+    from asynctc.__main__ import _reset_progress
+    monkeypatch.setattr(progress, "clear", lambda ch, p: counts)
+    monkeypatch.setattr(progress, "held", lambda ch, p: counts)
+    _reset_progress("05", clear=True)
+    _reset_progress("05", clear=False)
+    out = capsys.readouterr().out
+    assert f"{words}cleared" in out and f"your {words}stay" in out, out

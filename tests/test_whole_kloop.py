@@ -326,10 +326,11 @@ def test_a_wrong_prediction_above_right_loops_is_not_correct(capsys, tmp_path, m
     one, two = (_check(capsys, text) for _ in range(2))
     assert not one[0] and not two[0] and not exercises.passed(NAME)
     assert one[1] == (f"[{NAME}] not quite — your loops pass every check, but your prediction disagrees: "
-                      "it says stage 0, parity 0; your loops ran tile 1's first k-tile at stage 1, full parity 1. "
-                      "Which §1 rule gives each number? Correct the first comment and run the cell again."
-                      + exercises.SECOND), one
-    assert "ring counter 3: stage 3 mod 2 = 1, fill f = 3 // 2 = 1" in two[1] and exercises.SECOND not in two[1]
+                      "it says stage 0, parity 0. Which ring counter is tile 1's first k-tile? §1's rules give "
+                      "its stage and parity from it. Correct the first comment and run the cell again."
+                      + exercises.SECOND), one       # reader 126: the first miss no longer gives "stage 1, full parity 1"
+    assert "at stage 1, full parity 1" in two[1] and exercises.SECOND not in two[1]
+    assert "ring counter 3, stage 3 mod 2 = 1, fill f = 3 // 2 = 1" in two[1]
     assert "(0 is the producer's parity on empty, (f + 1) mod 2)" in two[1]
     with pytest.raises(AssertionError, match="is wrong"):
         exercises.check(NAME, text, solution=True)

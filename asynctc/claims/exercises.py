@@ -170,8 +170,12 @@ def _bound_hint(answer, expected, pairs):
         return "the lowest is right; the highest is the largest of the ratios."
     if _near(b, hi, 0.002):
         return "the highest is right; the lowest is the smallest of the ratios."
-    return ("work row by row: each row's ratio is its cuBLAS time over its own time, then take the "
-            "lowest and the highest of those ratios.")
+    (o, c), n = pairs[0], len(r)           # reader 125-127: the same words at a second miss
+    return tiered(f"({a:.4g}, {b:.4g}) is not the lowest and the highest of the {n} rows' ratios.",
+                  " Work row by row: what is each row's cuBLAS ms / ours ms?",
+                  f" Row 1: {c:.5f} / {o:.5f} = {c / o:.4f}; "
+                  + (f"divide each of the other {n - 1} rows the same way, then answer (lowest, highest) "
+                     "of the ratios." if n > 1 else "with one row, it is both the lowest and the highest."))
 
 
 @exercise("ch10.bound_verdict",
@@ -220,7 +224,8 @@ def _values_hold_hint(answer, expected, pairs, digits=2):
     if any(v > 10 for v in got):
         return "answer ratios (1.01), not percent (101)."
     inside = {v for v in expected if lo <= v <= hi}
-    symptom = f"the interval is [{lo:.4f}, {hi:.4f}] and you kept {sorted(got) or 'nothing'}."
+    kept = "[" + ", ".join(f"{v:.{digits}f}" for v in sorted(got)) + "]" if got else "nothing"   # 1.00, not 1.0
+    symptom = f"the interval is [{lo:.4f}, {hi:.4f}] and you kept {kept}."
     if got == inside and got != set(expected):
         return tiered(symptom, " Which rule of §3 decides a value claim: does the value itself have to "
                       "lie inside, or its reading?",

@@ -517,8 +517,8 @@ def told(hint: str | None, *, rule: bool = False) -> str | None:
         asked.append(symptom)
         return symptom + question
     out = _TIERED.sub(one, hint)
-    if asked and not out.rstrip().endswith((".", "?", "!")):
-        out = out.rstrip() + "."                     # the promise follows a finished sentence
+    if asked and not out.rstrip().endswith((".", "?", "!", ".)", "?)", "!)")):
+        out = out.rstrip() + "."                     # the promise follows a finished sentence (one in brackets too)
     return out + SECOND if asked else out
 
 

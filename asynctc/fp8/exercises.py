@@ -125,8 +125,13 @@ def _round_trip_hint(answer, value: float, amax: float, dtype: str = "float8_e4m
     other = "float8_e5m2" if fmt.name == "float8_e4m3fn" else "float8_e4m3fn"
     s2, _, q2 = _round_trip(value, amax, other)
     tries = [(q, f"that is q, the {fmt.ptx} value itself; dequantise it: x ≈ q · s"),
-             (float(value), f"{value:g} is the input: quantising rounds x / s to the {fmt.ptx} grid "
-                            "first, and q · s is what comes back"),
+             (float(value), _ex.tiered(
+                 f"{value:g} is the input back unchanged: that skips the rounding.",
+                 f" Is x / s = {value:g} / s an {fmt.ptx} value? Quantising rounds it to the "
+                 "nearest one before q · s.",
+                 f" x / s = {y:.4g} lies between the {fmt.ptx} values {math.copysign(lo, y):g} and "
+                 f"{math.copysign(hi, y):g}: round it to "
+                 f"the nearer one (ties to even), q, and q · s is what comes back.")),
              (want - value, "that is the error q · s − x; the question asks for q · s itself"),
              (math.copysign(far, y) * s, f"that dequantises a neighbour of x / s on the {fmt.ptx} "
                                         "grid, not the nearest one (round to nearest, ties to even)"),

@@ -45,10 +45,10 @@ ORDER = (("stage_fill", "stage fill", 3, "chapter 03"),
 ALWAYS_SHOWN = {"consumer_loop"}
 #: Why chapter 06's exercise is not the tile's consumer loop: the line under that row until 06e's is
 #: yours ({what}: the capstone's consumer loop, "your" once it passed). The row says "optional".
-CONSUMER_NOTE = ("(deep dive 06e §2 asks {what} again, in the kernel's own calls, "
-                 "compiled into rung 3; until you write it there, the course's runs here.)")
-#: The consumer loop's row while 06e's exercise is not yours (from chapter 06): what it is, not "not passed".
-CONSUMER_ROW = "optional (06e §2); the course's runs until you write it"
+CONSUMER_NOTE = "(deep dive 06e §2 asks {what} again, in the kernel's own calls, compiled into rung 3.)"
+#: The consumer loop's row while 06e's exercise is not yours (from chapter 06): what it is, not "not passed"
+#: (newcomer 56: the row and the note both said the course's runs until you write it; the row says it once).
+CONSUMER_ROW = "optional; the course's runs until you write it"
 #: The FP8 GEMM's pieces (chapter 07 on): (piece, its name in the report, chapter, exercise). Not in
 #: the fp16 tile; their row says only whether the exercise passed.
 FP8_PIECES = (("promotion", "promotion", 7, "ch07.promotion"),)

@@ -3,7 +3,8 @@ expected answer comes from the models: the ring model names the bug, the orderin
 repair, the layout model places the first misplaced element.
 
 * ``ch08.name_bug`` — which zoo class produced this hang? The learner sees :func:`mystery_symptom`
-  (who timed out where, what reached the barrier before), the check gets the Deadlock.
+  (who timed out where, what reached the barrier before); the check runs :func:`mystery_diagnosis`
+  itself unless given another Deadlock (``diagnosis``).
 * ``ch08.repair`` — a code exercise: insert steps into a broken program until
   :func:`ordering.check` finds no hazard, and pass the program; a wrong one gets the checker's
   first hazard as its hint.
@@ -90,8 +91,9 @@ def mystery_symptom() -> str:
     return symptom(mystery_diagnosis())
 
 
-def _name_hint(answer, diagnosis):
+def _name_hint(answer, diagnosis=None):
     """A wrong class's hint, read off this run's symptom (never another barrier's run)."""
+    diagnosis = mystery_diagnosis() if diagnosis is None else diagnosis
     protos = _pipeline_classes()
     if answer not in protos:
         return ("that class is not a ring-protocol error: the ring model diagnoses only "
@@ -113,9 +115,11 @@ def _name_hint(answer, diagnosis):
 
 
 @_ex.exercise("ch08.name_bug", "Which zoo class (a key of asynctc.pitfalls.zoo.BY_KEY) ends in this "
-              "Deadlock? The check runs the ring model for each class.", choices=tuple(zoo.BY_KEY),
+              "Deadlock (`diagnosis`, default the hang 08 §6 shows: mystery_diagnosis())? The check runs "
+              "the ring model for each class.", choices=tuple(zoo.BY_KEY),
               hint=_name_hint, offered=tuple(_pipeline_classes()))
-def _name_bug(diagnosis) -> str:
+def _name_bug(diagnosis=None) -> str:
+    diagnosis = mystery_diagnosis() if diagnosis is None else diagnosis   # newcomer 56: no name to define first
     hits = [k for k, p in _pipeline_classes().items() if _d.pipeline_diagnosis(p).detail == diagnosis]
     if len(hits) != 1:
         raise ValueError(f"the diagnosis matches {len(hits)} classes: {hits}")

@@ -526,17 +526,18 @@ def _tile1(ev: list, T: int) -> tuple[int, int]:
 
 
 def _prediction_hint(said: tuple, ran: tuple, S: int, T: int) -> str:
-    """The hint for right loops under a wrong prediction: the loops' own numbers, then the rule."""
+    """The hint for right loops under a wrong prediction: a question first (which ring counter?), at
+    the same miss again the loops' own numbers and the rule (reader 126: the first miss gave them)."""
     f, show = T // S, ["?" if v is None else v for v in said]
     producer = (f" ({said[1]} is the producer's parity on empty, (f + 1) mod 2)"
                 if said[1] == (f + 1) % 2 != ran[1] else "")
     return ("your loops pass every check, but your prediction disagrees: " + _tiered(
-        f"it says stage {show[0]}, parity {show[1]}; your loops ran tile 1's first k-tile at stage "
-        f"{ran[0]}, full parity {ran[1]}",
-        ". Which §1 rule gives each number?",
-        f"; with T = {T} k-tiles a tile on {S} stages it is ring counter {T}: stage {T} mod {S} = "
-        f"{ran[0]}, fill f = {T} // {S} = {f}, and the consumers wait on full with parity f mod 2 = "
-        f"{ran[1]}{producer}.") + " Correct the first comment and run the cell again.")
+        f"it says stage {show[0]}, parity {show[1]}.",
+        " Which ring counter is tile 1's first k-tile? §1's rules give its stage and parity from it.",
+        f" Your loops ran tile 1's first k-tile at stage {ran[0]}, full parity {ran[1]}: with T = {T} "
+        f"k-tiles a tile on {S} stages it is ring counter {T}, stage {T} mod {S} = {ran[0]}, fill f = "
+        f"{T} // {S} = {f}, and the consumers wait on full with parity f mod 2 = {ran[1]}{producer}.")
+        + " Correct the first comment and run the cell again.")
 
 
 #: What a right answer that only ever waits with ``wgmma_wait_group<0>`` is told after the verdict: where

@@ -140,10 +140,13 @@ class WgmmaDesign:
         else:
             took = flop / (self.measured * 1e6 / (self.sm_count * self.sm_mhz))     # clk per wgmma, measured
             why = ("" if abs(self.error) <= 0.1 else
-                   f" (it took {took:.0f} clk per wgmma: RS pays a fixed cost per instruction, whatever N,"
-                   " that the model lacks; deep dive 04b §4)" if self.source == "registers" else
-                   " (a cost the model lacks: deep dive 04b §4)")
-            out.append(f"record: {self.measured:.0f} TFLOP/s; model {_pct(self.error)}{why}")
+                   f": the run took {took:.0f} clk per wgmma, and RS pays a fixed cost per instruction, "
+                   "whatever N, that the model lacks (deep dive 04b §4)" if self.source == "registers" else
+                   ": a cost the model lacks (deep dive 04b §4)")
+            side = "above" if self.error > 0 else "below"             # reader 125: a bare "+226%" read as a bug
+            gap = (f"the model is {abs(self.error):.0%} {side} it" if round(abs(self.error), 2)
+                   else "the model matches it")
+            out.append(f"record: {self.measured:.0f} TFLOP/s; {gap}{why}")
         return "\n".join(out)
 
     __str__ = text

@@ -122,9 +122,9 @@ print(f"the word's bits 13-0, s = 1: {w1 & 0x3FFF:014b}, the word +{w1 - w0}")
 
 # %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: from step 0's
-# descriptor, an int, return step s's. The tile is 64×64 fp16 with 128-byte swizzle. `major` is
-# "K" or "MN". An MN-major tile lays out its k-rows like the B tile above. There a k16 step moves
-# `start` 16 k-rows on. The check reads through your descriptors.
+# descriptor, an int, return step s's. The tile: 64×64 fp16, 128-byte swizzle. `major` is
+# "K" or "MN". MN-major, it is the B tile cut to 64 n: one box. A k16 step moves `start`
+# 16 k-rows on. The check reads through them.
 
 # %%
 def kstep_desc(desc0, s, major):

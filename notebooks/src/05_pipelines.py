@@ -71,10 +71,10 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% [markdown]
 # ## 2. The kernel, from its source
 #
-# Per k-tile k, the k-loop of `gemm_pipeline` in `kernels/pipeline.cu` does:
+# Per k-tile k, `gemm_pipeline`'s k-loop (`kernels/pipeline.cu`) does:
 #
 # 1. **wait** on full;
-# 2. **issue** `mma_ktile`, then `wgmma.wait_group kPending`;
+# 2. **issue** `mma_ktile`, then `wgmma.wait_group kPending` (kPending: exercise 1's N);
 # 3. **release** k-tile r = k − kPending on empty;
 # 4. **refill** that stage.
 

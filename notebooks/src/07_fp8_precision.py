@@ -87,9 +87,9 @@ notebook.require(worst["max_err"] <= worst["tol"], "every element stays inside i
 # One GPU run timed four GEMMs: our top rung in FP8 and in FP16, cuBLAS FP16, and cuBLASLt FP8,
 # the last through `torch._scaled_mm` with [fast accumulation](../docs/glossary.md#fast-accumulation),
 # which never promotes. A [peak](../docs/glossary.md#peak) is the most FLOP per clock the Tensor
-# Cores can do. FP8's dense peak is twice FP16's. Two GEMMs timed in one run share a clock, so 2× is
-# their ratio's **ceiling**. The [seed article](../docs/glossary.md#seed-article), the public
-# worklog this course checks, says "1.5–2×".
+# Cores can do (its glossary entry gives FP16's and FP8's per SM). Two GEMMs timed in one run share
+# a clock. The [seed article](../docs/glossary.md#seed-article), the public worklog this course
+# checks, says "1.5–2×".
 #
 # **Exercise 1 — predict.** Will our FP8 rung run about 2×, about 1.5× or about 1× our FP16
 # rung's TFLOP/s at 8192³? The check takes the choice nearest the measured ratio. Any answer
@@ -117,7 +117,8 @@ if exercises.after("ch07.fp8_speedup", held="the three ratios at 8192³", tried=
     print("ours FP8 / cuBLASLt FP8   ", notebook.ratio(ours8, lt8, "TFLOP/s", digits=3))
 
 # %% answer [markdown]
-# So: at 8192³, ours and cuBLAS both come within 2 % of the 2× ceiling. FP8 also halves the bytes per
+# So: FP8's dense peak is twice FP16's, and the two GEMMs share a clock, so 2× is their ratio's
+# **ceiling**. At 8192³, ours and cuBLAS both come within 2 % of it. FP8 also halves the bytes per
 # element, so the doubled math did not starve. Ours against cuBLASLt is the third line: one run's
 # ratio, which chapter 10 bounds.
 
