@@ -155,8 +155,8 @@ print("FP8 wgmma     ", fp8.tc_dot(products))
 # product below the adder's last kept place vanishes. With the sum's leading 1 at 2^e and f = 13
 # fraction bits, that place is 2^(e − 13).
 #
-# **The fix: promotion.** An FP8 k-tile is 128 elements deep: 128 bytes per row, as in 01–06.
-# Every P k-tiles, the consumer adds its wgmma accumulators into its own fp32 registers. Then it
+# **The fix: promotion.** An FP8 k-tile is 128 elements deep: 128 bytes per row, as in the fp16
+# k-tiles of 03–06 (64 elements × 2 bytes). Every P k-tiles, the consumer adds its wgmma accumulators into its own fp32 registers. Then it
 # restarts them at 0. The build option is `promote=P` (DeepSeek-V3 §3.3.2). Two sets of
 # accumulators fit a 128×128 tile, not 128×256.
 #
