@@ -187,7 +187,8 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# Top: the trace of CTA 0 (128×256, S = 4). Bottom: the ring model. Red bars are waits on full.
+# Top: the [trace](../docs/glossary.md#trace) of CTA 0 (128×256, S = 4). Bottom: the
+# [ring model](../docs/glossary.md#ring-model). Red bars are waits on full.
 #
 # A GPU bar runs from a group's issue to the `wait_group` that proves it done. That is one k-tile later,
 # so GPU bars overlap. A model bar is the group's math only.
