@@ -25,8 +25,8 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. The ring, drawn
 #
-# The [producer](../docs/glossary.md#producer), thread 0, issues the loads. The
-# [consumers](../docs/glossary.md#consumer) are warpgroups that compute. Each stage has two mbarriers:
+# The [producer](../docs/glossary.md#producer), thread 0 (of consumer warpgroup 0: it computes
+# too), issues the loads. The [consumers](../docs/glossary.md#consumer) are warpgroups that compute. Each stage has two mbarriers:
 #
 # | barrier | arrivals per phase | completes when | who waits |
 # |---|---|---|---|
