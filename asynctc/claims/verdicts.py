@@ -260,13 +260,7 @@ def peak_parts(what: str, row: dict, sm_count: int, low: float | None, high: flo
 def load_records(slug: str | None = None, suites=SUITES) -> dict:
     """``{suite: Record or None}`` for every suite chapter 10 reads: the newest record of each (or
     GPU ``slug``'s), None where ``data/`` has none. Never measures."""
-    out = {}
-    for s in suites:
-        try:
-            out[s] = records.load(s, slug)
-        except records.RecordError:
-            out[s] = None
-    return out
+    return {s: records.load_or_none(s, slug) for s in suites}
 
 
 def need(recs: Mapping, suite: str):

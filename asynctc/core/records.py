@@ -234,6 +234,14 @@ def load(suite: str, slug: str | None = None) -> Record:
     return Record(doc["suite"], doc["provenance"], doc["results"], live=False, path=path)
 
 
+def load_or_none(suite: str, slug: str | None = None) -> Record | None:
+    """:func:`load`, or None where ``data/`` holds no such record (a cell that says "not recorded yet")."""
+    try:
+        return load(suite, slug)
+    except RecordError:
+        return None
+
+
 def measure(suite: str, fn: Callable[[], Any]) -> Record:
     """Run ``fn`` on the GPU and wrap its results with provenance (clocks before and after)."""
     prov = provenance_start()

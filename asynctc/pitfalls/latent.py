@@ -350,10 +350,7 @@ def recorded_verdict(bug, rec=None) -> str:
         raise ValueError(f"bug={bug!r}: the latent variants are {SANITIZED_LATENT} (and the init "
                          "race's orderings '5_fence_only', '5_no_order')")
     if rec is None:
-        try:
-            rec = records.load("pitfalls")
-        except records.RecordError:
-            rec = None
+        rec = records.load_or_none("pitfalls")
     lat = (rec.results.get("latent") or {}) if rec is not None else {}
     v = lat.get("verdicts", {}).get(str(bug))
     if v is None:

@@ -14,28 +14,12 @@ import re
 import sys
 from pathlib import Path
 
-from .timing import BREAK_BLOCKS, plan_budget, plan_tables
+from .timing import BREAK_BLOCKS, plan_budget, plan_table_cells, plan_tables
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "teaching"
 PLANS = {"plan-6h.md": "run-sheet-6h.md"}
 _EXERCISE = re.compile(r"`(ch\d\d\.[a-z0-9_]+)`")
 _DEEP_DIVE = re.compile(r"\b(\d\d[b-e])\b")
-
-
-def _columns(md: str) -> list[dict[str, str]]:
-    """The plan's first table as dicts keyed by its header (the same table :func:`plan_tables` reads)."""
-    rows, head = [], None
-    for line in md.splitlines():
-        if not line.startswith("|"):
-            if head and rows:
-                break
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if cells[:4] == ["time", "min", "block", "sections"]:
-            head = cells
-        elif head and not set(cells[0]) <= set("-: "):
-            rows.append(dict(zip(head, cells)))
-    return rows
 
 
 def _end(time: str, minutes: int) -> str:
@@ -78,7 +62,7 @@ def _named(names: list[str], homes: dict[str, str], chapter: str) -> str:
 def sheet(plan: str = "plan-6h.md") -> str:
     """The run sheet's Markdown for ``plan`` (a file name under docs/teaching/)."""
     md = (DOCS / plan).read_text()
-    rows = _columns(md)
+    rows = plan_table_cells(md)[0]
     budget = plan_budget(plan_tables(md)[0])
     title = md.splitlines()[0].lstrip("# ").strip()
     homes = _homes()

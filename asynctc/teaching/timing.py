@@ -418,16 +418,16 @@ class PlanRow:
         return None if need is None else self.minutes - need
 
 
-def plan_tables(md: str) -> list[list[PlanRow]]:
-    """Every table of a plan whose header starts ``| time | min | block | sections |``, as rows;
-    a *deck* and a *demo* column, anywhere in the header, give the teacher's minutes."""
-    tables: list[list[PlanRow]] = []
-    rows: list[PlanRow] | None = None
-    cols: dict[str, int] = {}
+def plan_table_cells(md: str) -> list[list[dict[str, str]]]:
+    """Every table of a plan whose header starts ``| time | min | block | sections |``, as rows of
+    {column header: cell text} (the run sheet reads the other columns too)."""
+    tables: list[list[dict[str, str]]] = []
+    rows: list[dict[str, str]] | None = None
+    head: list[str] = []
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
         if cells and cells[:4] == ["time", "min", "block", "sections"]:
-            rows, cols = [], {c: i for i, c in enumerate(cells)}
+            rows, head = [], cells
             tables.append(rows)
             continue
         if cells is None:
@@ -435,10 +435,22 @@ def plan_tables(md: str) -> list[list[PlanRow]]:
             continue
         if rows is None or set(cells[0]) <= set("-: "):
             continue
-        m = re.match(r"(\d\d)\b", cells[2])
-        teach = {k: _num(cells[cols[k]]) if k in cols else 0.0 for k in ("deck", "demo")}
-        rows.append(PlanRow(cells[0], int(cells[1]), cells[2], cells[3], m.group(1) if m else None,
-                            **teach))
+        rows.append(dict(zip(head, cells)))
+    return tables
+
+
+def plan_tables(md: str) -> list[list[PlanRow]]:
+    """Every table of a plan (:func:`plan_table_cells`), as rows; a *deck* and a *demo* column,
+    anywhere in the header, give the teacher's minutes."""
+    tables: list[list[PlanRow]] = []
+    for cells in plan_table_cells(md):
+        rows = []
+        for c in cells:
+            m = re.match(r"(\d\d)\b", c["block"])
+            teach = {k: _num(c[k]) if k in c else 0.0 for k in ("deck", "demo")}
+            rows.append(PlanRow(c["time"], int(c["min"]), c["block"], c["sections"],
+                                m.group(1) if m else None, **teach))
+        tables.append(rows)
     return tables
 
 

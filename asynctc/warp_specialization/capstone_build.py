@@ -35,7 +35,7 @@ import numpy as np
 
 from ..core import exercises as _ex
 from ..core import runtime, sass
-from ..core.checks import ElementCheck, compare_elementwise
+from ..core.checks import ElementCheck, compare_elementwise, random_operands
 from .config import WSConfig
 
 SOURCE, ENTRY = "capstone.cu", "capstone_gemm"
@@ -192,10 +192,16 @@ SASS_ROWS = (
 )
 
 
-def opcode_rows(cubin: bytes) -> dict[str, int]:
+def _opcodes(cubin: bytes) -> list[str]:
+    """The full opcodes of the kernel's SASS (nvdisasm, cached by :func:`asynctc.core.sass.disassemble`)."""
+    text = sass.disassemble(cubin)
+    return sass.instructions(sass.kernel_text(text, ENTRY) or text)
+
+
+def opcode_rows(cubin: bytes, ops: list[str] | None = None) -> dict[str, int]:
     """{row of :data:`SASS_ROWS`: how many such instructions the kernel's SASS has} (static
-    counts: an instruction inside a loop counts once)."""
-    ops = sass.instructions(sass.kernel_text(sass.disassemble(cubin), ENTRY) or sass.disassemble(cubin))
+    counts: an instruction inside a loop counts once); ``ops``: :func:`_opcodes` already read."""
+    ops = _opcodes(cubin) if ops is None else ops
     return {what: sum(1 for op in ops if re.search(rx, op)) for what, rx in SASS_ROWS}
 
 
@@ -225,9 +231,9 @@ def sass_table(text: str, stages: int = STAGES) -> SassTable:
     mine = build(text, stages)
     seconds = time.perf_counter() - t0
     ref = course_build(stages)
-    a, b = opcode_rows(mine.cubin), opcode_rows(ref.cubin)
-    n = [len(sass.instructions(sass.kernel_text(sass.disassemble(x.cubin), ENTRY))) for x in (mine, ref)]
-    return SassTable([(what, a[what], b[what]) for what, _ in SASS_ROWS], tuple(n), seconds)
+    ops = [_opcodes(x.cubin) for x in (mine, ref)]
+    a, b = (opcode_rows(x.cubin, o) for x, o in zip((mine, ref), ops))
+    return SassTable([(what, a[what], b[what]) for what, _ in SASS_ROWS], tuple(len(o) for o in ops), seconds)
 
 
 # ---- the run on a GPU ---------------------------------------------------------------------------
@@ -311,13 +317,6 @@ class CapstoneRun(NamedTuple):
                 "check": self.check.as_dict(), "passed": self.passed}
 
 
-def random_inputs(m: int, n: int, k: int, rng=None) -> tuple[np.ndarray, np.ndarray]:
-    """Fresh standard-normal fp16 A (M×K) and B (K×N), never zeros or ±1."""
-    rng = rng if rng is not None else np.random.default_rng()
-    return (rng.standard_normal((m, k), dtype=np.float32).astype(np.float16),
-            rng.standard_normal((k, n), dtype=np.float32).astype(np.float16))
-
-
 def run(text: str, m: int, n: int, k: int, stages: int = STAGES, ctas: int | None = None,
         rng=None) -> CapstoneRun:
     """Build ``text`` (:func:`build`) and launch it on a live sm_90a GPU: C (M×N fp32) = A·B with
@@ -333,7 +332,7 @@ def run(text: str, m: int, n: int, k: int, stages: int = STAGES, ctas: int | Non
     from ..core.memory import DeviceArray
     from .launch import _tile_map
     cfg = config(stages)
-    a, b = random_inputs(m, n, k, rng)
+    a, b = random_operands(m, n, k, "float16", rng)      # a Generator passes through default_rng
     da, db = DeviceArray.from_host(a), DeviceArray.from_host(np.ascontiguousarray(b.T))
     dc = DeviceArray.poisoned((m, n), np.float32)
     err = DeviceArray.from_host(np.zeros(1, np.uint32))

@@ -154,8 +154,8 @@ def walk(text: str) -> list[Block]:
 def walk_markdown(text: str, mark: str = "yours") -> str:
     """:func:`walk` as Markdown: per block its title, where the learner met it, a sentence or two, its
     fences, and its lines, each behind a column that says ``mark`` for the learner's lines."""
-    out, width = [], len(mark)
-    for i, block in enumerate(walk(text), 1):
+    out, width, blocks = [], len(mark), walk(text)
+    for i, block in enumerate(blocks, 1):
         title, says, met = BLOCKS[block.key]
         out.append(f"**{i}. {title}.** You met this in {met}. {says}")
         for name, what in block.fences():
@@ -165,7 +165,7 @@ def walk_markdown(text: str, mark: str = "yours") -> str:
             lines.pop()
         rows = [f"{mark if yours else '':{width}s} │ {line}".rstrip() for line, yours in lines]
         out.append("```cuda\n" + "\n".join(rows) + "\n```")
-    if not re.search(FENCES[-1][0], "\n".join(b.code for b in walk(text))):
+    if not re.search(FENCES[-1][0], "\n".join(b.code for b in blocks)):
         out.append(NO_PROXY_FENCE)
     return "\n\n".join(out)
 
@@ -186,13 +186,13 @@ def loops_to_show(text: str, passed: bool) -> tuple[str, bool]:
 def walk_cell(text: str, passed: bool = True) -> None:
     """06 §4's cell: the whole capstone kernel with the learner's loops (:func:`walk_markdown`), held
     (one line saying it waits for exercise 1) until the capstone passes."""
+    from IPython.display import display
     from ..core import exercises as _ex
     from ..core import notebook
     if not _ex.after("ch06.whole_kloop", held="your kernel, top to bottom: it waits for exercise 1, "
                      "whose loops are its middle"):
         return
     text, answer = loops_to_show(text, passed)
-    display = __import__("IPython.display", fromlist=["display"]).display
     display(notebook.Markdown(walk_markdown(text, "answer" if answer else "yours")))
 
 

@@ -115,18 +115,11 @@ def summarize_capstone(rec: records.Record) -> str:
 SUITES = {SUITE: (measure_capstone, summarize_capstone, "sm_90a")}
 
 
-def load_or_none():
-    """The ``capstone`` record, or None where none was made yet."""
-    try:
-        return records.load(SUITE)
-    except records.RecordError:
-        return None
-
 
 def recorded_line(rec=None) -> str:
     """What the record says of the course's answer, in one line per shape; or that it was not yet
     recorded on a GPU."""
-    rec = rec if rec is not None else load_or_none()
+    rec = rec if rec is not None else records.load_or_none(SUITE)
     if rec is None:
         return "Its run: not yet recorded on a GPU."
     rows = [r for r in rec.results["rows"] if r["variant"] == "course"]

@@ -144,13 +144,6 @@ def rung3_of_cublas(ladder_results: dict) -> dict:
             if r.get("rung") == 3 and r["dtype"] == "float16"}
 
 
-def load_or_none():
-    """The ``whole_gemm`` record, or None where none was made yet (06d §4's cell)."""
-    try:
-        return records.load(SUITE)
-    except records.RecordError:
-        return None
-
 
 def not_run_yet(ladder_results: dict) -> str:
     """06 §4's line without a ``whole_gemm`` record: rung 3, the same design, beside cuBLAS."""
@@ -186,7 +179,7 @@ def show_status(ladder_results: dict) -> None:
         c = whole.verify_whole(512, 768, 1024)
         notebook.claim(c.passed, f"Checked now at 512×768×1024: every element within its bound "
                                  f"(the worst at {c.worst:.2f} of it).", worst=c.worst)
-    rec = load_or_none()
+    rec = records.load_or_none(SUITE)
     if rec is None:
         print(not_run_yet(ladder_results))
         return
