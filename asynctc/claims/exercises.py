@@ -229,7 +229,7 @@ def _values_hold_hint(answer, expected, pairs, digits=2):
     if got == inside and got != set(expected):
         return tiered(symptom, " Which rule of §3 decides a value claim: does the value itself have to "
                       "lie inside, or its reading?",
-                      " A value written with " + f"{digits} decimals reads ± half a unit of its last digit: "
+                      f" A value written with {digits} decimals reads ± half a unit of its last digit: "
                       + "; ".join(f"{v:.{digits}f} reads {a:.{digits + 1}f}–{b:.{digits + 1}f}"
                                   for v in sorted(set(expected) - got) for a, b in [reading(v, digits)])
                       + ", which touches the interval, so it holds too.")
@@ -241,8 +241,8 @@ def _values_hold_hint(answer, expected, pairs, digits=2):
         parts.append(f"{v:.{digits}f} reads {a:.{digits + 1}f}–{b:.{digits + 1}f}, which misses "
                      f"[{lo:.4f}, {hi:.4f}]")
     if missing:
-        parts.append(f"{len(missing)} value{'s' if len(missing) > 1 else ''} whose reading touches the interval "
-                     "{'are' if len(missing) > 1 else 'is'} left out".replace("{'are' if len(missing) > 1 else 'is'}",
-                                                                          "are" if len(missing) > 1 else "is"))
+        many = len(missing) > 1
+        parts.append(f"{len(missing)} value{'s' if many else ''} whose reading touches the interval "
+                     f"{'are' if many else 'is'} left out")
     return tiered(symptom, " Read each value ± half a unit of its last digit: which readings touch the interval?",
                   " " + "; ".join(parts) + ".")
