@@ -243,21 +243,21 @@ mhz = next(r["sm_mhz"] for r in at if r["kernel"] == "cp.async" and (r["bk"], r[
 latency = 1300                                     # clocks from a copy's issue to its landing (§1's model)
 feed = tf[best] * 1e12 / 64 / (rec.provenance["sm_count"] * mhz * 1e6)   # B/clk per SM the math eats
 bk = 32
-stage_bytes = (128 + 128) * bk * 2                 # one k-tile: A's 128×BK and B's BK×128, fp16
-in_flight = latency * feed / stage_bytes           # stages on their way
+kt_bytes = (128 + 128) * bk * 2                    # one k-tile: A's 128×BK and B's BK×128, fp16
+in_flight = latency * feed / kt_bytes              # stages on their way
 stages = math.ceil(in_flight) + 1                  # + the one being computed
-print(f"{latency} clk × {feed:.1f} B/clk / {stage_bytes} B = {in_flight:.1f} stages in flight; + 1 = {stages}")
+print(f"{latency} clk × {feed:.1f} B/clk / {kt_bytes} B = {in_flight:.1f} stages in flight; + 1 = {stages}")
 print(f"BK = {bk}: {stages} stages,", "within the kernel's 4" if stages <= 4 else "more than the kernel's 4")
+
+# %% [markdown]
+# **Try it:** change `latency` to 2600 and rerun the cell. The verdict becomes "more than the
+# kernel's 4".
 
 # %% check
 need = [math.ceil(lat * tf[best] * 1e12 / 64 / (rec.provenance["sm_count"] * mhz * 1e6) / 16384) + 1
         for lat in (1300, 2600)]                   # the record's rate, not the editable `feed`
 notebook.require(need[0] <= 4 < need[1], "at BK = 32 the kernel's 4 stages cover 1300 clocks, not 2600",
                  stages_1300=need[0], stages_2600=need[1])
-
-# %% [markdown]
-# **Try it:** change `latency` to 2600 and rerun the cell. The verdict becomes "more than the
-# kernel's 4".
 
 # %% [markdown]
 # <details><summary>About these numbers</summary>

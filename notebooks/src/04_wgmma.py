@@ -106,8 +106,8 @@ print(dB.table())
 # 16-byte units. The swizzle changes nothing here: the hardware applies it to every address it
 # forms from `start`. The cell checks the arithmetic against the course's encoder.
 #
-# **Why A needs no LBO.** Its K-major box holds a whole 64-k row, so a k-step never reaches the
-# next box. The hardware ignores A's LBO. The encoder writes 1, as the ISA assumes.
+# **Why A needs no LBO.** A k-step never reaches the next box. So the hardware ignores A's LBO. The
+# encoder writes 1, as the ISA assumes.
 
 # %%
 swizzle = 64                        # bytes per atom row: 32 fp16 n
