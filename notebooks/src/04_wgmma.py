@@ -101,7 +101,7 @@ print(dB.table())
 # A k-step moves only `start`. Every core matrix, at `start + i·SBO + j·LBO`, moves with it.
 #
 # **Worked: an MN-major k-step, 64-byte swizzle.** Take a 64×64 fp16 B tile, MN-major, with
-# 64-byte swizzle: one k-row's 32 n fill a 64-byte atom row, so 64 n take two boxes. SBO steps 8
+# 64-byte swizzle: one k-row's 32 n fill a 64-byte box row, so 64 n take two boxes. SBO steps 8
 # k-rows, LBO one box of 64 k-rows, and a k16 step 16 k-rows. The `start_address` field counts
 # 16-byte units. The swizzle changes nothing here: the hardware applies it to every address it
 # forms from `start`. The cell checks the arithmetic against the course's encoder.
@@ -110,8 +110,8 @@ print(dB.table())
 # encoder writes 1, as the ISA assumes.
 
 # %%
-swizzle = 64                        # bytes per atom row: 32 fp16 n
-row_pitch, box_rows = swizzle, 64   # MN-major: one k-row fills an atom row; the box's k-rows
+swizzle = 64                        # bytes per box row: 32 fp16 n
+row_pitch, box_rows = swizzle, 64   # MN-major: one k-row fills a box row; the box's k-rows
 sbo = 8 * row_pitch                 # the next 8 k-rows
 lbo = box_rows * row_pitch          # the next box: the next 32 n
 step = 16 * row_pitch               # a k16 step: 16 k-rows on
