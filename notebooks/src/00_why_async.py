@@ -171,21 +171,28 @@ bw = max(c["gbps_rw"] for c in copy)               # §1's copy bandwidth, GB/s
 fig = plots.roofline(peak.tflops, bw, why_async.roofline_points(gemms, peak, bw),
                      measured_ceiling=max(g["tflops"] for g in gemms), record=rec,
                      title=f"Roofline (peak: {peak.label})")
-ridge = peak.tflops / (bw / 1000)                 # FLOP per byte where the two ceilings meet
-g = next(g for g in gemms if g["dtype"] == "bfloat16" and g["m"] == 1024)
-i, tiles = why_async.gemm_intensity(1024, 1024, 1024), (1024 // 128) ** 2
-cap = tiles / peak.sm_count * peak.tflops          # only `tiles` of the SMs have a tile to compute
-print(f"ridge = {peak.tflops:.0f} TFLOP/s / {bw / 1000:.2f} TB/s = {ridge:.0f} FLOP/byte; 1024³: intensity "
-      f"{i:.0f}, {g['tflops']:.0f} TFLOP/s of at most {tiles} / {peak.sm_count} × {peak.tflops:.0f} = {cap:.0f}")
+peak_tflops, bw_tbs = peak.tflops, bw / 1000      # the two ceilings: §2's peak, §1's copy in TB/s
+ridge = peak_tflops / bw_tbs                      # FLOP per byte where the two ceilings meet
+n = 1024                                          # a square fp16 GEMM, n × n × n
+i = 2 * n**3 / (6 * n**2)                         # 2n³ FLOP / 6n² bytes
+tiles = (n // 128) ** 2                           # its 128×128 output tiles, one SM each
+cap = min(tiles, peak.sm_count) / peak.sm_count * peak_tflops   # only `tiles` SMs have a tile
+print(f"ridge = {peak_tflops:.0f} TFLOP/s / {bw_tbs:.2f} TB/s = {ridge:.0f} FLOP/byte; {n}³: intensity "
+      f"{i:.0f}, at most {tiles} / {peak.sm_count} × {peak_tflops:.0f} = {cap:.0f} TFLOP/s")
+print(f"{n}³ is", "right of the ridge: compute-bound" if i > ridge else "left of the ridge: memory-bound")
+g = next(g for g in gemms if g["dtype"] == "bfloat16" and g["m"] == 1024)   # the record's 1024³
+print(f"cuBLAS measured 1024³ bf16: {g['tflops']:.0f} TFLOP/s")
 
 # %% check
-notebook.require(i > ridge and tiles < peak.sm_count and g["tflops"] < cap,
+i0, tiles0, ridge0 = why_async.gemm_intensity(1024, 1024, 1024), 64, peak.tflops / (bw / 1000)
+cap0 = tiles0 / peak.sm_count * peak.tflops
+notebook.require(i0 > ridge0 and tiles0 < peak.sm_count and g["tflops"] < cap0,
                  "1024³ is right of the ridge, yet below the roof: its 64 tiles keep 64 SMs busy",
-                 intensity=i, ridge=ridge, tflops=g["tflops"], cap=cap)
+                 intensity=i0, ridge=ridge0, tflops=g["tflops"], cap=cap0)
 
 # %% [markdown]
-# **Try it.** The decode-like marker's skinny side is 16. Predict: at 64, is it still left of the
-# ridge? Then try 256: compare `why_async.gemm_intensity(8192, 8192, 256)` with `ridge`.
+# **Try it:** change `peak_tflops` to 4000 and rerun the cell. The verdict becomes "left of the
+# ridge: memory-bound".
 
 # %% [markdown]
 # ## 4. Why Tensor Cores starve
@@ -214,13 +221,14 @@ need = 4096 * step_bytes / step_flop                     # B/clk per SM the Tens
 dram = bw * 1e9 / peak.sm_count / (peak.mhz * 1e6)       # B/clk per SM: bytes/s ÷ (SMs × clocks/s)
 print(f"the 128×128 tile needs 4096 FLOP/clk × {step_bytes} B per K step / {step_flop} FLOP per K step = "
       f"{need:.0f} B/clk; DRAM gives "
-      f"{bw:.0f} GB/s / ({peak.sm_count} SMs × {peak.mhz:.0f} MHz) = {dram:.1f} B/clk\n")
+      f"{bw:.0f} GB/s / ({peak.sm_count} SMs × {peak.mhz:.0f} MHz) = {dram:.1f} B/clk")
+print("DRAM alone", "can feed" if dram >= need else "cannot feed", "the tile\n")
 # the table: both tiles against shared memory, and DRAM's share
 why_async.show_operand_feed(bw, peak)   # notebook.how(why_async.show_operand_feed) prints its code
 
 # %% check
-notebook.require(need / dram >= 3, "DRAM supplies at most a third of the 128×128 tile's bytes",
-                 need=need, dram=dram)
+dram0 = bw * 1e9 / peak.sm_count / (peak.mhz * 1e6)      # the record's, not the editable `dram`
+notebook.require(64 / dram0 >= 3, "DRAM supplies at most a third of the 128×128 tile's bytes", dram=dram0)
 
 # %% [markdown]
 # **So:** the 128×128 tile needs all of shared memory's bandwidth. DRAM supplies at most a third of

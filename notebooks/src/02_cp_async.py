@@ -18,6 +18,8 @@
 # Deep dive: [02b — the Luo et al. microbenchmark](02b_cp_async_microbenchmark.ipynb).
 
 # %% output varies
+import math
+
 import numpy as np
 import matplotlib.pyplot as plt
 
@@ -230,6 +232,32 @@ notebook.require("/2cta" not in tile[64, 4] and tf[64, 4] < 0.95 * two3,
                  "note 3 under the stage table, and point 3 above", four_stages=tf[64, 4], two3=two3)
 notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "point 2 above: which BK a ring helps most",
                  gain32=ring[32] / tf[32, 1], gain64=ring[64] / tf[64, 1])
+
+# %% [markdown]
+# **How many stages does the latency need?** The bytes on their way must cover the copy's latency:
+# latency × the bytes per clock the math eats. Divide by one stage's bytes, then add the stage
+# being computed. The math eats 1 byte per 64 FLOP (00 §4); the rate is §4's best row.
+
+# %% output varies
+mhz = next(r["sm_mhz"] for r in at if r["kernel"] == "cp.async" and (r["bk"], r["stages"]) == best)
+latency = 1300                                     # clocks from a copy's issue to its landing (§1's model)
+feed = tf[best] * 1e12 / 64 / (rec.provenance["sm_count"] * mhz * 1e6)   # B/clk per SM the math eats
+bk = 32
+kt_bytes = (128 + 128) * bk * 2                    # one k-tile: A's 128×BK and B's BK×128, fp16
+in_flight = latency * feed / kt_bytes              # stages on their way
+stages = math.ceil(in_flight) + 1                  # + the one being computed
+print(f"{latency} clk × {feed:.1f} B/clk / {kt_bytes} B = {in_flight:.1f} stages in flight; + 1 = {stages}")
+print(f"BK = {bk}: {stages} stages,", "within the kernel's 4" if stages <= 4 else "more than the kernel's 4")
+
+# %% [markdown]
+# **Try it:** change `latency` to 2600 and rerun the cell. The verdict becomes "more than the
+# kernel's 4".
+
+# %% check
+need = [math.ceil(lat * tf[best] * 1e12 / 64 / (rec.provenance["sm_count"] * mhz * 1e6) / 16384) + 1
+        for lat in (1300, 2600)]                   # the record's rate, not the editable `feed`
+notebook.require(need[0] <= 4 < need[1], "at BK = 32 the kernel's 4 stages cover 1300 clocks, not 2600",
+                 stages_1300=need[0], stages_2600=need[1])
 
 # %% [markdown]
 # <details><summary>About these numbers</summary>

@@ -84,7 +84,7 @@ assert swizzled == swizzle_address(offset, 64)         # the model agrees
 #
 # A wait names a [*phase parity*](../docs/glossary.md#phase-parity) P, a phase number mod 2. It
 # passes unless the open phase has parity P. The table runs the steps on a CPU model. Fill 0
-# brings two 8192-byte boxes. Fill 1 reuses the barrier.
+# brings boxes A and B; `expect` sums their rows × bytes per row. Fill 1 reuses the barrier.
 
 # %%
 from asynctc.models.pipeline.ring import Mbarrier
@@ -98,12 +98,16 @@ def show(step):
 
 
 print(f"{'step':<24}{'open':>5}{'pending':>8}{'tx':>7}{'wait(0) passes':>16}{'wait(1) passes':>16}")
+boxes = {"A": (64, 128), "B": (64, 128)}   # each box: rows, bytes per row (64 fp16)
+expect = sum(rows * row_bytes for rows, row_bytes in boxes.values())
 bar = Mbarrier(count=1);              show("init(count=1)")
-bar.arrive_expect_tx(8192 + 8192);    show("arrive_expect_tx(16384)")
-bar.complete_tx(8192);                show("complete_tx(8192): A")
+bar.arrive_expect_tx(expect);         show(f"arrive_expect_tx({expect})")
+bar.complete_tx(8192);                show("complete_tx(8192): A")   # the bytes TMA lands
 bar.complete_tx(8192);                show("complete_tx(8192): B")
-bar.arrive_expect_tx(16384);          show("fill 1: arrive_expect_tx")
-bar.complete_tx(16384);               show("fill 1: both boxes land")
+if done := bar.test_wait(0):
+    bar.arrive_expect_tx(16384);      show("fill 1: arrive_expect_tx")
+    bar.complete_tx(16384);           show("fill 1: both boxes land")
+print("fill 0:", "complete, its reader passes" if done else "incomplete, its reader waits forever")
 
 # %% [markdown]
 # **Read the wait columns.** Fill 0's reader waits on parity 0: "no" until B lands, then "yes".
@@ -141,7 +145,7 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # [In code](../docs/glossary.md#ring-counter), chapters 05 and 06 wait on `phase` on full, `phase ^ 1` on empty.
 
 # %% [markdown]
-# **Play** (ungraded): in the model above, drop B's `complete_tx`. Which wait hangs?
+# **Try it:** change B's box to `(128, 128)` and rerun the model. The verdict becomes "incomplete".
 
 # %% [markdown]
 # ## 4. The instructions underneath

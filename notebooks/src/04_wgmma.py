@@ -31,8 +31,8 @@ notebook.banner("sm_90a")
 # * **A** comes from shared memory ("SS") or registers ("RS").
 # * **D** lives in registers.
 #
-# `wgmma.fence` goes first. `wgmma.commit_group` closes a batch. `wgmma.wait_group N` waits until
-# at most N batches are in flight.
+# `wgmma.fence` goes first. `wgmma.commit_group` closes a group. `wgmma.wait_group N` waits until
+# at most N groups are in flight.
 
 # %% [markdown]
 # ## 2. Why a descriptor, and its fields
@@ -100,25 +100,30 @@ print(dB.table())
 #
 # A k-step moves only `start`. Every core matrix, at `start + i·SBO + j·LBO`, moves with it.
 #
-# **Worked: a K-major k-step.** Take §2's A: K-major fp16, so one m's 64 k fill one 128-byte row,
-# one box. One k-step reads the next 16 k of every row: 16 × 2 = 32 bytes on. So `start` moves 32
-# bytes. The `start_address` field counts 16-byte units: it grows by 32 / 16 = 2 per step. The
-# swizzle changes nothing: the hardware applies it to every address it forms from `start`. fp8
-# wgmmas are k32: 32 one-byte values, again 32 bytes.
+# **Worked: an MN-major k-step, 64-byte swizzle.** Take a 64×64 fp16 B tile, MN-major, with
+# 64-byte swizzle: one k-row's 32 n fill a 64-byte box row, so 64 n take two boxes. SBO steps 8
+# k-rows, LBO one box of 64 k-rows, and a k16 step 16 k-rows. The `start_address` field counts
+# 16-byte units. The swizzle changes nothing here: the hardware applies it to every address it
+# forms from `start`. The cell checks the arithmetic against the course's encoder.
 #
 # **Why A needs no LBO.** A k-step never reaches the next box. So the hardware ignores A's LBO. The
 # encoder writes 1, as the ISA assumes.
 
 # %%
-A = descriptors.OperandTile(64, 64, "float16", "K", 128)
-print(f"A: {A.n_boxes} box; a k16 step reads {A.instruction_k * A.itemsize} B of each {A.row_pitch} B row; LBO field {A.lbo >> 4}")
-f8 = descriptors.OperandTile(64, 128, "float8_e4m3fn", "K", 128)
-for s in range(4):
-    moved = f8.descriptor(step=s, base_address=0x2000).start_address - 0x2000
-    print(f"s = {s}: +{moved:2d} bytes, start_address field +{moved // 16}")
-w0, w1 = (f8.descriptor(step=s, base_address=0x2000).encode() for s in (0, 1))
-print(f"the word's bits 13-0, s = 0: {w0 & 0x3FFF:014b}")
-print(f"the word's bits 13-0, s = 1: {w1 & 0x3FFF:014b}, the word +{w1 - w0}")
+swizzle = 64                        # bytes per box row: 32 fp16 n
+row_pitch, box_rows = swizzle, 64   # MN-major: one k-row fills a box row; the box's k-rows
+sbo = 8 * row_pitch                 # the next 8 k-rows
+lbo = box_rows * row_pitch          # the next box: the next 32 n
+step = 16 * row_pitch               # a k16 step: 16 k-rows on
+t = descriptors.OperandTile(64, 64, "float16", "MN", swizzle)     # n × k, the encoder's
+d0, d1 = (t.descriptor(step=s, base_address=0x2000) for s in (0, 1))
+enc = (d0.sbo, d0.lbo, d1.start_address - d0.start_address)
+print(f"SBO {sbo} B, LBO {lbo} B, a k-step +{step} B: start_address field +{step >> 4}")
+print("matches the encoder" if (sbo, lbo, step) == enc else f"the encoder disagrees: SBO, LBO, k-step = {enc}")
+
+# %% [markdown]
+# **Try it:** change `sbo` to `4 * row_pitch`, §2's half stride, and rerun. The verdict becomes
+# "the encoder disagrees".
 
 # %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: from step 0's
