@@ -163,12 +163,11 @@ print("FP8 wgmma     ", fp8.tc_dot(products, frac_bits=FRAC_BITS))
 # restarts them at 0. The build option is `promote=P` (DeepSeek-V3 §3.3.2). Two sets of
 # accumulators fit a 128×128 tile, not 128×256.
 #
-# After a restart the accumulator holds only P k-tiles of small products, so its last place is
-# finer:
+# After a restart the accumulator sums just P k-tiles of small products. Its last place there:
 
 # %%
 P, KTILE = 4, 128                         # promote every P k-tiles of KTILE products
-restart = P * KTILE * SMALL               # the most the accumulator holds before it restarts at 0
+restart = P * KTILE * SMALL               # the accumulator's largest value before it restarts at 0
 place = 2.0 ** (np.floor(np.log2(restart)) - FRAC_BITS)   # its last kept place there
 print(f"promote every {P}: the accumulator reaches {restart:g}, last place {place:g}:",
       "small products kept" if SMALL >= place else "small products swamped")

@@ -48,11 +48,11 @@ print(wrec.label())
 # | baseline in the same run? | cuBLAS's own time moves between runs |
 # | median, spread, how many runs? | one run hides the noise |
 #
-# The record behind the claim answers the first three. Its `clock:` line gives two clocks. The
-# first is [in flight](../docs/glossary.md#in-flight): a probe kernel read it while ours ran, so it
-# is our kernel's clock. The second was probed after the sample, once the Tensor Cores rested and
-# the card clocked up, past the 1830 MHz boost ([00b](00b_clock_kinds.ipynb)); no peak uses it.
-# The ratio is this run's cuBLAS time over ours.
+# The record behind the claim answers the first three. Its `clock:` line gives the SM clock our
+# kernel ran at, then how it was read: [chapter 00](00_why_async.ipynb) §2 defines these kinds,
+# [in flight](../docs/glossary.md#in-flight) among them. A second clock in brackets was read once
+# the Tensor Cores rested and the card had clocked up, so it can pass the 1830 MHz boost
+# ([00b](00b_clock_kinds.ipynb)); no peak uses it. The ratio is this run's cuBLAS time over ours.
 
 # %% output varies
 print(lesson.record_answers(wrec))
