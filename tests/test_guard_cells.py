@@ -7,6 +7,7 @@ Cells are found by a substring (:mod:`notebook_cells`), wherever they live in no
 import copy
 
 import matplotlib
+import numpy as np
 import pytest
 
 from asynctc import claims, cp_async, wgmma_peak  # noqa: F401  (wgmma_peak: the cells' module)
@@ -52,13 +53,13 @@ def test_the_peak_cell_refuses_a_run_above_the_boost_clock():
 
 # ---- chapter 10 §3: the verdicts ---------------------------------------------------------------------
 
-BOUND = "med, lo, hi = bounds.bound(cublas_ms / ours_ms)"
-DERIVE = 'r = cublas_ms / ours_ms'
+BOUND = "med, lo, hi = np.median(r), min(r), max(r)"
+DERIVE = 'print(f"between runs: our time moved'
 VERDICTS = 'said = {"0.99 of cuBLAS": bounds.verdict('
 
 
 def _verdicts(recs) -> dict:
-    ns = {"bounds": bounds, "lesson": lesson, "notebook": notebook, "recs": recs}
+    ns = {"bounds": bounds, "lesson": lesson, "notebook": notebook, "recs": recs, "np": np}
     for marker in (BOUND, DERIVE, VERDICTS):
         run(marker, ns)
     return ns

@@ -130,18 +130,22 @@ notebook.require(1.96 <= ours8 / ours16 <= 2.02 and 1.96 <= lt8 / cb16 <= 2.02,
 # ## 5. The accumulator: a sum that stops growing
 #
 # **The failure first.** Add 4096 products of 1/16 to one of 1024. The exact sum is 1280, and fp32
-# gets it. Our model of the FP8 Tensor Core, `fp8.tc_dot`, says the GPU returns 1024.
+# gets it. Our model of the FP8 Tensor Core, `fp8.tc_dot`, says the GPU returns 1024. The cell's
+# first lines compare the adder's last kept place at the sum's size with a small product.
 #
-# **Predict, then change `SMALL` to `2.0**-3` and rerun:** does FP8 wgmma still lose them?
-# <details><summary>Answer</summary>No: 2^-3 is the last place the adder keeps beside 2^10, so the
-# model gives the exact 1536.</details>
+# **Try it:** change `SMALL` to `2.0**-3` and rerun — the verdict becomes "kept".
 
 # %%
-SMALL = 2.0**-4                           # the small products' value
-products = np.concatenate([[1024.0], np.full(4096, SMALL)])     # one big product, then small ones
+BIG, SMALL, K = 1024.0, 2.0**-4, 4096     # one big product, then K small ones
+FRAC_BITS = 13                            # fraction bits the FP8 adder keeps (this section's check)
+e = int(np.floor(np.log2(BIG)))           # the sum's leading 1 is at 2^e
+last_place = 2.0 ** (e - FRAC_BITS)       # the adder's last kept place there
+print(f"last kept place 2^({e} − {FRAC_BITS}) = {last_place}; a small product {SMALL}:",
+      "swamped, truncated to 0" if SMALL < last_place else "kept")
+products = np.concatenate([[BIG], np.full(K, SMALL)])
 print("exact         ", products.sum())
 print("fp32, in order", products.astype(np.float32).cumsum(dtype=np.float32)[-1])
-print("FP8 wgmma     ", fp8.tc_dot(products))
+print("FP8 wgmma     ", fp8.tc_dot(products, frac_bits=FRAC_BITS))
 
 # %% [markdown]
 # **Why.** An FP8 wgmma is k32: it takes 32 of K per instruction (fp16's takes 16). For each one:
@@ -152,14 +156,23 @@ print("FP8 wgmma     ", fp8.tc_dot(products))
 # 3. Every place below is **truncated**: each 1/16 becomes 0.
 #
 # fp32 keeps 23 fraction bits, so 1/16 survives there. This is [swamping](../docs/glossary.md#swamping): a
-# product below the adder's last kept place vanishes. With the sum's leading 1 at 2^e and f = 13
-# fraction bits, that place is 2^(e − 13).
+# product below the adder's last kept place, 2^(e − 13) for a sum at 2^e, vanishes.
 #
 # **The fix: promotion.** An FP8 k-tile is 128 elements deep: 128 bytes per row, as in the fp16
 # k-tiles of 03–06 (64 elements × 2 bytes). Every P k-tiles, the consumer adds its wgmma accumulators into its own fp32 registers. Then it
 # restarts them at 0. The build option is `promote=P` (DeepSeek-V3 §3.3.2). Two sets of
 # accumulators fit a 128×128 tile, not 128×256.
 #
+# After a restart the accumulator sums just P k-tiles of small products. Its last place there:
+
+# %%
+P, KTILE = 4, 128                         # promote every P k-tiles of KTILE products
+restart = P * KTILE * SMALL               # the accumulator's largest value before it restarts at 0
+place = 2.0 ** (np.floor(np.log2(restart)) - FRAC_BITS)   # its last kept place there
+print(f"promote every {P}: the accumulator reaches {restart:g}, last place {place:g}:",
+      "small products kept" if SMALL >= place else "small products swamped")
+
+# %% [markdown]
 # **On the GPU.** Lines are the 13-bit model, frozen before the GPU ran. Markers are the GPU. The
 # left panel sums 1024, then K − 1 small products. The right panel sums standard-normal inputs.
 #
@@ -197,9 +210,7 @@ for sentence, ok, numbers in claims:            # bounds: named constants beside
 # them into fp32 totals. Its call and body appear after exercise 3.
 
 # %% [markdown]
-# **Play** (ungraded, no GPU). Rebuild the record's swamping input,
-# `rng = np.random.default_rng()`, `p = np.concatenate([[1024.0], rng.uniform(2**-6, 2**-4, 16383)])`, and compare
-# `fp8.tc_dot(p)` with `p.sum()`. After exercise 3, try `promoted_sum(p, P)` for P = 1, 4, 16.
+# **Play** (ungraded). After exercise 3, compare `promoted_sum(products[:K], P)` for P = 1, 4, 16.
 #
 # On a GPU: `python -m asynctc record fp8 --no-save` prints a fresh swamping table.
 #

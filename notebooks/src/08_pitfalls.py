@@ -67,11 +67,23 @@ outcome = D.show_outcome(1,   # notebook.how(D.show_outcome) prints its code
 # [phase parity](../docs/glossary.md#phase-parity) is the bit naming which of a barrier's
 # alternating phases a wait expects. A wait passes once that phase has completed. A fresh barrier
 # counts parity 1 as complete, so the producer's first wait should name parity 1. Hypothesis: it
-# names parity 0.
+# names parity 0. The arithmetic, for k-tile k of S stages, its fill f = k // S:
 #
-# **Pin it in a model.** Let f = k / S be k-tile k's fill of its stage. The correct producer
-# waits on parity (f + 1) mod 2. Chapter 05's ring model runs the protocol with f mod 2. Does it
-# stop where the GPU stopped?
+# **Try it:** change `parity = f % 2` to `parity = (f + 1) % 2` and rerun — the verdict becomes
+# "passes".
+
+# %%
+S, k = 2, 0                    # two stages; the producer's first k-tile
+f = k // S                     # k-tile k's fill of stage k mod S
+parity = f % 2                 # the parity BUG=1's producer waits on
+FRESH_DONE = 1                 # the parity a fresh barrier counts as complete
+print(f"k-tile {k}, fill {f}: the producer waits on empty[{k % S}] with parity {parity}")
+print("verdict:", "passes: it loads k-tile 0" if parity == FRESH_DONE else
+      "hangs: that phase needs the consumers' release of a load never issued")
+
+# %% [markdown]
+# **Pin it in a model.** The correct producer waits on parity (f + 1) mod 2. Chapter 05's ring
+# model runs the protocol with f mod 2. Does it stop where the GPU stopped?
 
 # %% output answers a prediction
 print(D.pipeline_diagnosis("wrong_empty_parity").text, end="\n\n")
@@ -146,7 +158,8 @@ for rule in ("wgmma", "leader"):
     ordering.show_rule(rule)   # notebook.how(ordering.show_rule) prints its code
 DROP = 5                                  # the number of a step to delete, 0–8; None keeps all
 program = ordering.PROGRAMS["init"]["correct"] + ordering.PROGRAMS["proxy"]["correct"]
-print(ordering.drop_report(program, DROP))
+report = ordering.drop_report(program, DROP)
+print(report)
 
 # %% [markdown]
 # On the GPU these are races. A variant that passes is [latent](../docs/glossary.md#latent): wrong
@@ -212,6 +225,19 @@ exercises.check("ch08.name_bug", "expect_tx", solution=True)
 fixed = list(ordering.PROGRAMS["store"]["broken"])
 fixed.insert(5, ("bulk_wait_read", 0))          # after the commit, before the barrier and the rewrite
 ok = exercises.check("ch08.repair", fixed, rule="store", solution=True)
+
+# %% [markdown]
+# ## Worklog
+#
+# What this chapter saw, one line per bug kind, read from the cells above:
+
+# %% output varies
+saw = {"a hang (BUG=1, on the GPU)": outcome.split(" (code")[0],
+       "its first stuck wait, in the ring model": D.pipeline_diagnosis("wrong_empty_parity").text.split(";")[0],
+       "a layout bug (BUG=7)": f"{m['wrong']} of {m['total']} elements misplaced, the same every run",
+       f"an ordering bug (step {DROP} deleted)": report.splitlines()[-1]}
+for what, line in saw.items():
+    print(f"- {what}: {line}")
 
 # %% [markdown]
 # ## 7. What to take away

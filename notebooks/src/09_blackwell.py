@@ -33,7 +33,8 @@ notebook.banner("sm_100a", measured=False)
 #
 # On Hopper the accumulator lives in registers. One SM's register file has room for one 128×256
 # fp32 accumulator, not two. [Chapter 06's register budget](06_warp_specialization.ipynb) paid
-# this bill. Here it is in three steps for one consumer thread. The cell below prints every number.
+# this bill. Here it is in three steps for one consumer thread. The cell below works them out for
+# `ACCUMULATORS` tiles; its figure draws the three layouts side by side.
 #
 # 1. **What a consumer thread needs.** Chapter 06's kernel has a producer and two consumer
 #    [warpgroups](../docs/glossary.md#warpgroup) (four warps each): 384 threads. The consumers'
@@ -53,18 +54,23 @@ notebook.banner("sm_100a", measured=False)
 # The last line cross-checks with ptxas, from chapter 06's rung-3 record. ptxas gives 156 for the
 # tile alone, near our 154. With `setmaxnreg`, ptxas reports 168. That is its one count for the
 # whole kernel: what every thread starts with in step 2, not a consumer's 232.
+#
+# **Try it:** change `ACCUMULATORS` to 2 and rerun — the verdict becomes "does not fit in registers".
 
 # %% output varies
 ws = WSConfig()                                  # chapter 06: 128 producer + 256 consumer threads
 entry = REGS_PER_SM // 384 // 8 * 8             # 65536 / 384, rounded down to a multiple of 8
 given = 128 * ws.producer_regs + 256 * ws.consumer_regs
 print(f"given: 384 × {entry} = {384 * entry} at entry; after setmaxnreg 128 × {ws.producer_regs} + 256 × {ws.consumer_regs} = {given}")
-bill = lesson.register_bill()          # one dict per accumulator layout
-print(f"{'accumulator':34s} {'Hopper, in one SM: a consumer thread needs':>42s} {'SM needs':>9s}   Blackwell: TMEM columns per SM")
-for r in bill:
-    need = f"{r['per_thread'] - REG_OVERHEAD} + {REG_OVERHEAD} = {r['per_thread']} of {ws.consumer_regs}"
-    pair = "  (a CTA pair's: 128 rows per SM)" if r["ctas"] == 2 else ""
-    print(f"{r['name']:34s} {need:>42s} {r['total']:9d}  {'fits' if r['fits'] else 'NO  '}   {r['tmem_cols']:5d} of {tmem.COLUMNS}{pair}")
+ACC_M, ACC_N, ACCUMULATORS = 128, 256, 1     # the fp32 accumulator tile, and how many one SM keeps
+per_thread = ACC_M * ACC_N * ACCUMULATORS // 256 + REG_OVERHEAD   # over 256 consumer threads, plus loop state
+sm_needs = 128 * ws.producer_regs + 256 * per_thread               # the producer's registers and the consumers'
+cols = ACC_N * ACCUMULATORS                                        # TMEM: a column holds one fp32 of each row
+print(f"{ACCUMULATORS} × {ACC_M}×{ACC_N}: a consumer thread needs {per_thread} of {ws.consumer_regs}; "
+      f"the SM needs {sm_needs} of {REGS_PER_SM}")
+print("verdict:", "fits in registers" if sm_needs <= REGS_PER_SM else "does not fit in registers",
+      f"| Blackwell: {cols} of {tmem.COLUMNS} TMEM columns")
+bill = lesson.register_bill()          # the figure's three accumulator layouts
 steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
 print(f"cross-check, ptxas (06): {steps['128x256']} for the tile alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the count at entry)")
 notebook.require((entry, given) == (168, 384 * entry) and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168)

@@ -20,6 +20,8 @@
 # judged against bands, and every number of the [seed article](../docs/glossary.md#seed-article) beside ours.
 
 # %% output varies
+import numpy as np
+
 from asynctc import claims
 from asynctc.claims import bounds, lesson, seed
 from asynctc.claims.figures import bound_figure
@@ -46,8 +48,11 @@ print(wrec.label())
 # | baseline in the same run? | cuBLAS's own time moves between runs |
 # | median, spread, how many runs? | one run hides the noise |
 #
-# The record behind the claim answers the first three. The ratio is this run's cuBLAS time over
-# ours.
+# The record behind the claim answers the first three. Its `clock:` line gives the SM clock our
+# kernel ran at, then how it was read: [chapter 00](00_why_async.ipynb) §2 defines these kinds,
+# [in flight](../docs/glossary.md#in-flight) among them. A second clock in brackets was read once
+# the Tensor Cores rested and the card had clocked up, so it can pass the 1830 MHz boost
+# ([00b](00b_clock_kinds.ipynb)); no peak uses it. The ratio is this run's cuBLAS time over ours.
 
 # %% output varies
 print(lesson.record_answers(wrec))
@@ -75,14 +80,6 @@ notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the bo
                  "lower than the datasheet's and the fraction of it is higher.", sm_mhz=top["sm_mhz"], boost=boost)
 
 # %% [markdown]
-# <details><summary>About these numbers</summary>
-#
-# The second clock on §1's `clock:` line was read after the Tensor Cores stopped. The card clocks up while they rest, so it can pass 1830 MHz
-# ([00b](00b_clock_kinds.ipynb)). It is not the kernel's clock, so no peak uses it
-# ([chapter 00](00_why_async.ipynb) §2).
-#
-# </details>
-#
 # ## 2. Bound it: every run that timed both
 #
 # Three records timed the top rung and cuBLAS in the same run, two of them in three rounds. Each
@@ -96,21 +93,26 @@ notebook.require(top["sm_mhz"] < boost, "This run's SM clock stayed below the bo
 pairs = bounds.same_run_pairs(recs, 4096, "float16")
 print(bounds.table(pairs))                            # one row per run and round that timed both
 ours_ms, cublas_ms = bounds.medians_ms(pairs)         # each row's two medians of one run
-med, lo, hi = bounds.bound(cublas_ms / ours_ms)       # each row's ratio: median, lowest, highest; the bound is [lo, hi]
+r = cublas_ms / ours_ms                               # each row's ratio, inside its run
+med, lo, hi = np.median(r), min(r), max(r)            # the bound is [lo, hi]: the lowest and highest row
 print(f"\nratio (each row's cuBLAS ms / ours ms): median {med:.3f}, interval [{lo:.4f}, {hi:.4f}] "
       f"over {len(pairs)} pairs in {bounds.run_count(pairs)} runs")
-w, wide = lesson.widest_pair(pairs)                   # p10–p90 of the ratio in the pair where w / √samples is widest
-moves = w / wide["reps"] ** 0.5                       # about how far a median of its samples moves
-print(f"inside one pair ({wide['suite']} round {wide['round']}, {wide['reps']} samples): the ratio's p10–p90 "
-      f"spans {w:.4f}; a median of its samples moves about {w:.4f} / √{wide['reps']} = "
-      f"{moves:.4f}, under the pairs' spread {hi:.4f} − {lo:.4f} = {hi - lo:.4f}")
+spread = [b - a for a, b in map(bounds.rep_interval, pairs)]   # each row's p10–p90 of the ratio over its samples
+n = [p["reps"] for p in pairs]                        # each row's sample count
+moves = [s / k ** 0.5 for s, k in zip(spread, n)]     # about how far a median of n samples moves
+i = int(np.argmax(moves))                             # the row whose median moves most
+print(f"widest inside one pair ({pairs[i]['suite']} round {pairs[i]['round']}): {spread[i]:.4f} / √{n[i]} = "
+      f"{moves[i]:.4f}, against the pairs' spread {hi:.4f} − {lo:.4f} = {hi - lo:.4f}")
+print("verdict:", "the runs, not the reps, set the bound" if moves[i] < hi - lo else "the reps' noise is as wide as the bound")
 
 # %% [markdown]
+# **Try it:** change `n` to `[1] * len(pairs)` (one sample a row) and rerun — the verdict becomes
+# "the reps' noise is as wide as the bound".
+#
 # **Derive it.** Our TFLOP/s moves exactly as our time does. The cell reads each pair's two medians,
 # `ours_ms` and `cublas_ms`. Each is a record's `median_ms` for that row in that run.
 
 # %% output answers a prediction
-r = cublas_ms / ours_ms                                # each pair's ratio
 print(f"between runs: our time moved {max(ours_ms) / min(ours_ms) - 1:.1%}, the same-run ratio {max(r) / min(r) - 1:.1%}")
 
 # %% answer [markdown]
@@ -119,7 +121,7 @@ print(f"between runs: our time moved {max(ours_ms) / min(ours_ms) - 1:.1%}, the 
 # TFLOP/s does not.
 #
 # Inside one pair the samples scatter too. But a median of n samples moves about 1/√n as far
-# as one sample. The table's last line takes the pair where that is widest, with its own sample
+# as one sample. The cell's `widest` line takes the pair where that is widest, with its own sample
 # count. In the `samples` column, §1's record took 10, the later two 20. Even that widest
 # spread stays under the pairs' spread, so the runs, not the reps, set the bound.
 
