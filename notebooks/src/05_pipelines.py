@@ -90,12 +90,12 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # **Exercise 2 — write the producer's refill step** in CUDA C++: the whole `if (…) { … }` block.
 # Every thread reaches it after r's release. Your guard picks who and when: thread 0, while
 # t = r + STAGES < T and not `broken`. Inside, wait until empty[ts] releases r's fill, then load
-# k-tile t into stage ts. Which parity does that wait name? Work it out from §1's table and `tp`.
+# k-tile t into stage ts. Which parity does that wait name? Derive it: which fill of ts is t, which
+# fill's release are you waiting for, and which phase did that release complete? Write it in `tp`.
 # In scope:
 #
 # - `producer`: thread 0; `r`; `t`; `ts`: t's stage, also r's; `STAGES`;
-# - `tp`: t's `phase`, (t div S) mod 2. The listing's `^ 1u` flips r's phase to get it: t is the
-#   next fill of r's stage;
+# - `tp`: t's `phase`, (t div S) mod 2;
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: an earlier wait gave up;
 # - `empty.wait(stage, parity, wg, kt)`: false if it gave up: load nothing; `kt` = t;
 # - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
