@@ -34,7 +34,9 @@ res = rec.results
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
-# deadlocked at the first k-tile.
+# deadlocked at the first k-tile. Under the figure: each step's name in chapter 05's kernel and in
+# your capstone, with the PTX it issues ([06e](06e_your_gemm_on_the_cpu.ipynb)'s names:
+# `W.protocol_names(with_06e=True)`).
 
 # %% output varies
 fig = W.plot_protocol()
