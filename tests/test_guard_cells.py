@@ -523,7 +523,7 @@ def test_the_stage_fit_check_refuses_a_record_that_moved(key, value):
 
 # ---- chapter 05 §5: the trace's cost, the waits on full, untraced ÷ model -------------------------------
 
-FIGURE = "causes=True"                                    # the figure cell: trace and ring
+TRACE_FIGURE = "causes=True"                                  # the figure cell: trace and ring
 TRACE = 'untraced = 2 * 128 * 256 * 64 / (tflops * 1e12)'   # the editable arithmetic, with its check cell
 
 
@@ -537,7 +537,8 @@ def _trace_cell(rec, trace=None, edit=None) -> dict:
     if trace is not None:
         pl.trace_of = lambda *a, **k: trace
     plt = SimpleNamespace(show=lambda: None)
-    ns = run(FIGURE, {"rec": rec, "res": rec.results, "pl": pl, "mp": mp, "plt": plt, "notebook": notebook})
+    ns = run(TRACE_FIGURE, {"rec": rec, "res": rec.results, "pl": pl, "mp": mp, "plt": plt,
+                            "notebook": notebook})
     text = cell(TRACE)
     if edit is not None:
         assert edit[0] in text

@@ -146,8 +146,9 @@ print(W.lesson.rung_changes())   # notebook.how(W.lesson.rung_changes) prints it
 
 # %% [markdown]
 # Rung 2 makes three changes at once: the split, 1 consumer instead of 2, and the 128×128 tile.
-# Rung 3 against rung 1 is the nearest the ladder comes to the split alone: only the split and
-# `setmaxnreg` differ ([06c §3](06c_ladder_investigations.ipynb) times `setmaxnreg` alone).
+# Rung 3 makes three: 2 consumers, the 128×256 tile back, and `setmaxnreg`. The nearest the ladder
+# comes to the split alone: rung 3 against rung 1 differs by the split and `setmaxnreg`
+# ([06c §3](06c_ladder_investigations.ipynb) times `setmaxnreg` alone).
 #
 # **Predict before you look.** Which rung buys the most? Does the split buy anything? Orange marks
 # each rung's predicted band.
