@@ -166,10 +166,9 @@ plt.show()
 # The trace's epilogue saving, taken off rung 6's tile, predicts that step
 # ([06c §3](06c_ladder_investigations.ipynb) does the sum). Rung 7 missed its band above: its
 # model priced storing C from registers too low.
-#
-# **The numbers, as plain arithmetic** on the record's TFLOP/s. Edit any line and run it again.
 
 # %% output varies
+# The numbers, as plain arithmetic on the record's TFLOP/s: edit any line and run the cell again.
 t = W.lesson.tflops_by_rung(res, 4096, "float16")        # the record's TFLOP/s by rung, fp16 4096³
 print("recorded TFLOP/s:", ", ".join(f"rung {n} {t[n]:.0f}" for n in t))
 rung2 = t[2] / t[1]         # the split, 1 consumer, the 128×128 tile: against rung 1
