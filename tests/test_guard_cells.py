@@ -642,3 +642,32 @@ def test_the_stage_fit_check_refuses_a_fourth_stage_that_gains_more():
             r["tflops"] *= 1.05
     with pytest.raises(notebook.ClaimError, match="S = 3 → 4 gains under 2 %"):
         _goals(moved)
+
+
+# ---- chapter 06 §3: the rung ratios, editable, and the "Try it" flip --------------------------------
+
+RUNGS = "split = t[3] / t[1]"
+
+
+def _rungs(edit=None) -> str:
+    from notebook_cells import cell
+    from asynctc import warp_specialization as W
+    text = cell(RUNGS)
+    if edit is not None:
+        text = text.replace(*edit, 1)
+    rec = records.load("warp_specialization")
+    exec(compile(text, "06 §3's arithmetic cell", "exec"), {"W": W, "res": rec.results, "notebook": notebook})  # noqa: S102
+
+
+def test_the_rung_ratios_cell_holds_on_the_record_and_its_try_it_flips(capsys):
+    """06 §3: the verdict comes from the visible ratios; the "Try it" line ``t[3] = 750`` flips it,
+    while the check cell after it (W.lesson.claims on the record) still passes."""
+    _rungs()
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == "verdict: the split and setmaxnreg bought nothing; the wide tile won rung 2's loss back", out
+    assert [line[:2] for line in out[3:]] == ["✓ "] * 3
+    first = 'for n in t))\n'
+    _rungs((first, first + "t[3] = 750\n"))
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].startswith("verdict: the split and setmaxnreg moved the speed × "), out
+    assert [line[:2] for line in out[3:]] == ["✓ "] * 3
