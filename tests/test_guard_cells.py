@@ -509,7 +509,7 @@ def _pl_with_plot_stubbed(**plots):
     from asynctc import pipeline as pl
     names = ("best_row", "cublas_row", "DTYPES", "PipelineConfig", "ALIGN_SLACK", "STATIC_SMEM", "depth_sweep",
              "trace_of", "ktile_waits", "full_waits", "wait_floor", "loop_clocks_per_ktile",
-             "sm_clocks_per_second", "trace_claims", "TRACE_CTAS", "show_ktile_reading")
+             "sm_clocks_per_second", "trace_claims", "TRACE_CTAS", "show_ktile_reading", "ktile_clocks")
     return SimpleNamespace(**{n: getattr(pl, n) for n in names}, **plots)
 
 
@@ -526,39 +526,46 @@ def test_the_stage_fit_check_refuses_a_record_that_moved(key, value):
 
 # ---- chapter 05 §5: the trace's cost, the waits on full, untraced ÷ model -------------------------------
 
-TRACE = 'untraced = 2 * 128 * 256 * 64 / (tflops * 1e12)'
+TRACE_FIGURE = "causes=True"                                  # the figure cell: trace and ring
+TRACE = 'untraced = 2 * 128 * 256 * 64 / (tflops * 1e12)'   # the editable arithmetic, with its check cell
 
 
-def _trace_cell(rec, trace=None) -> dict:
+def _trace_cell(rec, trace=None, edit=None) -> dict:
+    """05 §5's figure cell, then its arithmetic cell with the check cell after it; ``edit``: (old,
+    new) replaced in the arithmetic cell's text first, as a learner editing a line would."""
     from types import SimpleNamespace
     from asynctc.models import pipeline as mp
+    from notebook_cells import cell
     pl = _pl_with_plot_stubbed(plot_trace_beside_model=lambda *a, **k: None)
     if trace is not None:
         pl.trace_of = lambda *a, **k: trace
     plt = SimpleNamespace(show=lambda: None)
-    return run(TRACE, {"rec": rec, "res": rec.results, "pl": pl, "mp": mp, "plt": plt, "notebook": notebook})
+    ns = run(TRACE_FIGURE, {"rec": rec, "res": rec.results, "pl": pl, "mp": mp, "plt": plt,
+                            "notebook": notebook})
+    text = cell(TRACE)
+    if edit is not None:
+        assert edit[0] in text
+        text = text.replace(*edit)
+    exec(compile(text, "05 §5's arithmetic cell", "exec"), ns)  # noqa: S102
+    return ns
 
 
 def test_the_trace_cell_holds_on_the_record(capsys):
     from asynctc import pipeline as pl
     rec = records.load("pipeline")
     ns = _trace_cell(rec)
-    lines = capsys.readouterr().out.splitlines()
-    reading, out = lines[:8], lines[8:]                  # the k-tile's timeline: title, head, 5 events, conclusion
-    assert reading[0].startswith("k-tile 8, read from CTA 0's trace") and reading[-1].startswith("Consumer 0 is late")
-    assert f"the floor ({ns['floor']:.0f})" in reading[6] and out[0].startswith("1. the trace's cost")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"record: {ns['tflops']:.0f} TFLOP/s, {rec.results['sm_count']} SMs")
+    assert out[1].startswith("waits on full, k-tiles 5–11: consumer 0 ") and len(ns["waits0"]) == len(ns["waits1"]) == 7
+    assert out[2] == (f"clocks per k-tile: traced {ns['traced']:.0f}, untraced {ns['untraced']:.0f}, model "
+                      f"{ns['model']:.0f}; untraced ÷ model = {ns['untraced'] / ns['model']:.2f}")
+    assert out[4].startswith("verdict: a k-tile takes longer than in the model")
+    assert [line[:2] for line in out[5:]] == ["✓ "] * 4
     assert ns["traced"] > ns["untraced"] > ns["model"]
-    assert out[0].endswith(f"{notebook.ratio(ns['traced'], ns['untraced'])} (thread 0 of each "
-                           f"consumer, in {pl.TRACE_CTAS} of {ns['ctas']} CTAs)")
-    assert ns["ctas"] == (4096 // 128) * (4096 // 256)               # the traced 4096³ run's grid
-    assert out[1].startswith("2. waits on full, k-tiles 4–11, clocks: consumer 0 ")
-    assert f"| floor {ns['floor']:.0f} | consumer 1 " in out[1] and len(ns["late"]) == len(ns["ahead"]) == 8
-    assert out[1].endswith("| model 0 0 0 0 0 0 0 0")
-    assert out[2] == "3. clocks per k-tile, untraced GPU / model: " + notebook.ratio(ns["untraced"],
-                                                                                    ns["model"])
-    # the record itself: CTA 0's waits are the figure's, read from its traced spans
-    assert ns["late"][0] == pl.ktile_waits(pl.trace_of(rec.results, "128x256x64/c2", stages=4))[0][4]
-    # the floor: consumer 0's waits from k-tile 5 on are waits on data consumer 1 had already seen
+    # the visible lines compute what the guard reads from the record
+    clocks = pl.ktile_clocks(rec.results, ns["trace"], ns["ring"])
+    assert all(abs(clocks[k] / ns[k] - 1) < 1e-12 for k in ("traced", "untraced", "model"))
+    assert ns["waits0"] == pl.full_waits(pl.trace_of(rec.results, "128x256x64/c2", stages=4))[1:]
     assert ns["floor"] == pl.wait_floor(pl.trace_of(rec.results, "128x256x64/c2", stages=4))
     with pytest.raises(ValueError, match="no wait on full began after"):
         pl.wait_floor(pl.trace_of(rec.results, "128x256x64/c2", stages=2))   # consumers never settle
@@ -570,6 +577,16 @@ def test_the_trace_cell_holds_on_the_record(capsys):
     for k in range(7, 12):
         assert at["wg1", "wait_full", k][1] < at["wg0", "wait_full", k][0]
         assert abs(at["wg1", "wait_full", k][0] - at["tma", "tma", k][0]) < 200
+
+
+def test_the_try_it_edit_flips_the_verdict_not_the_guard(capsys):
+    """05 §5's "Try it": ``tflops`` set to 820 flips the visible verdict; the check cell reads the
+    record, so it still passes (and a re-measurement still fails it: the tests below)."""
+    rec = records.load("pipeline")
+    _trace_cell(rec, edit=('tflops = pl.depth_sweep(res, "128x256x64/c2")[4]', "tflops = 820"))
+    out = capsys.readouterr().out.splitlines()
+    assert out[4] == "verdict: the GPU keeps the model's pace: what the model leaves out costs little"
+    assert [line[:2] for line in out[5:]] == ["✓ "] * 4
 
 
 def _moved_trace(rec, loop=1.0, wait_at=None, consumer1_at=None):
@@ -590,12 +607,20 @@ def _moved_trace(rec, loop=1.0, wait_at=None, consumer1_at=None):
     (2.0, None, None, "about 1.5×"),                 # twice the time
     (1.0, 6, None, "sit at the floor"),              # consumer 0 waited for its data at k-tile 6
     (1.0, None, 9, "consumer 1 waits out each load"),   # consumer 1 found k-tile 9 there
-    (1.0, 8, None, "consumer 0 begins after it landed and waits at the floor"),   # the worked k-tile
-], ids=["free-trace", "slow-trace", "real-wait", "consumer-1-not-waiting", "worked-k-tile-waits"])
+], ids=["free-trace", "slow-trace", "real-wait", "consumer-1-not-waiting"])
 def test_the_trace_cell_refuses_a_record_that_moved(loop, wait_at, consumer1_at, sentence):
     rec = records.load("pipeline")
     with pytest.raises(notebook.ClaimError, match=sentence):
         _trace_cell(rec, _moved_trace(rec, loop, wait_at, consumer1_at))
+
+
+def test_the_worked_ktile_refuses_a_trace_that_moved():
+    """05b §3's k-tile read event by event (moved from 05 §5): consumer 0 waiting for its data at
+    the worked k-tile fails its guard."""
+    from asynctc import pipeline as pl
+    rec = records.load("pipeline")
+    with pytest.raises(notebook.ClaimError, match="consumer 0 begins after it landed and waits at the floor"):
+        pl.show_ktile_reading(_moved_trace(rec, wait_at=8), k=8)
 
 
 def test_the_trace_cell_refuses_an_untraced_run_near_the_model():
@@ -620,3 +645,32 @@ def test_the_stage_fit_check_refuses_a_fourth_stage_that_gains_more():
             r["tflops"] *= 1.05
     with pytest.raises(notebook.ClaimError, match="S = 3 → 4 gains under 2 %"):
         _goals(moved)
+
+
+# ---- chapter 06 §3: the rung ratios, editable, and the "Try it" flip --------------------------------
+
+RUNGS = "split = t[3] / t[1]"
+
+
+def _rungs(edit=None) -> str:
+    from notebook_cells import cell
+    from asynctc import warp_specialization as W
+    text = cell(RUNGS)
+    if edit is not None:
+        text = text.replace(*edit, 1)
+    rec = records.load("warp_specialization")
+    exec(compile(text, "06 §3's arithmetic cell", "exec"), {"W": W, "res": rec.results, "notebook": notebook})  # noqa: S102
+
+
+def test_the_rung_ratios_cell_holds_on_the_record_and_its_try_it_flips(capsys):
+    """06 §3: the verdict comes from the visible ratios; the "Try it" line ``t[3] = 750`` flips it,
+    while the check cell after it (W.lesson.claims on the record) still passes."""
+    _rungs()
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == "verdict: the split and setmaxnreg bought nothing; the wide tile won rung 2's loss back", out
+    assert [line[:2] for line in out[3:]] == ["✓ "] * 3
+    first = 'for n in t))\n'
+    _rungs((first, first + "t[3] = 750\n"))
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].startswith("verdict: the split and setmaxnreg moved the speed × "), out
+    assert [line[:2] for line in out[3:]] == ["✓ "] * 3

@@ -73,8 +73,6 @@ ALLOWED = [
     ("07", r"FP8's dense peak is twice FP16's", "the Tensor Cores' per-clock rates (the H100 datasheet), not a measurement"),
     ("07", r"Promoting every 4 k-tiles cuts the swamping error 28×",
      "asserted by 07 §5's notebook.require, in the check cell before it (the answer folded after its prediction)"),
-    ("06", r"setmaxnreg` win that back",
-     "asserted by 06 §3's notebook.require, in the check cell before it (the answer folded after its table)"),
     ("05b", r"ring alone brings less than the math needs", "asserted by pl.show_supply (pipeline/lesson.py)"),
     ("09", r"No sm_100 GPU stands behind this chapter", "says that nothing is measured"),
     ("09", r"operations after it\s+behind the waits", "a PTX ordering rule, not a measurement"),

@@ -61,6 +61,8 @@ def test_the_table_prints_every_step_and_its_ptx():
     for step, *_ in rung_notes.PROTOCOL_STEPS:
         assert step in text
     assert text.count("  → ") == len(rung_notes.PROTOCOL_STEPS)
+    assert "06e" not in text.splitlines()[0]                   # 06 §1 shows 05's and the capstone's names
+    assert rung_notes.protocol_names(with_06e=True).splitlines()[0].rstrip().endswith("06e")
 
 
 def test_a_helper_that_stops_calling_its_wrapper_fails(tmp_path, monkeypatch):

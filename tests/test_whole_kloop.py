@@ -123,6 +123,17 @@ def test_other_slips_are_named(capsys, text, words):
     assert not ok and words in out, out
 
 
+def test_a_text_with_two_bugs_says_there_is_one_more(capsys):
+    """Reader 130's capstone: the hint names the first rule broken, and says when the consumers'
+    loop breaks another; a text with one bug says nothing more."""
+    both = S.replace("empty.wait(stage, phase ^ 1);", "empty.wait(stage, phase);").replace(
+        "    store_tile(acc, tile);\n", "")
+    ok, out = _check(capsys, both)
+    assert not ok and "fill 0 of a stage waits on parity 1" in out and "And 1 more: your consumers' loop" in out, out
+    ok, out = _check(capsys, S.replace("    store_tile(acc, tile);\n", ""))
+    assert not ok and "And 1 more" not in out, out
+
+
 def test_the_template_alone_is_not_an_answer(capsys, tmp_path, monkeypatch):
     from asynctc.core import progress
     monkeypatch.setenv(progress.ENV, str(tmp_path / "p.jsonl"))

@@ -213,23 +213,25 @@ def plateau_in_bytes(measured: dict, l2_cap: float, cfg=None, hw=None) -> tuple[
     return l2_cap < need and got < allows, text
 
 
-def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None):
+def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None, causes: bool = False):
     """One CTA's recorded loop (top) above the ring model's schedule of the same loop (bottom), on
     one time axis in SM cycles, both drawn by the model's
     :func:`~asynctc.models.pipeline.plot_timeline`: waits in the lower half of a row (red: on full),
     wgmmas in flight in the upper half, a sub-row per stage for the copies. ``trace``: a record's
     ``traces`` row (its ``cta0`` entry is drawn); ``schedule``: a
     :class:`~asynctc.models.pipeline.Schedule` (:func:`~asynctc.models.pipeline.simulate`); only
-    k-tiles < ``k_max``. Returns the figure."""
+    k-tiles < ``k_max``. ``causes``: each row's title says 05 §5's cause in words (guarded there by
+    :func:`~.lesson.trace_claims` on the record). Returns the figure."""
     import matplotlib.pyplot as plt
     from ..models.pipeline import plot_timeline
     fig, (top, low) = plt.subplots(2, 1, figsize=(9, 6.4), dpi=100, sharex=True, layout="constrained")
     what = f"S = {trace['stages']}, wait_group({trace['wait_pending']}), first {k_max} k-tiles"
     plot_timeline(timeline_spans(trace["cta0"], k_max), ax=top,
                   title=f"GPU: CTA 0 as traced ({trace['tile']}, {trace['dtype']}, {trace['size']}³)\n"
-                        "its clock reads slow it: compare shapes, not lengths")
+                        + ("consumer 0 is late (its thread 0 also refills); consumer 1 waits out each load (red)"
+                           if causes else "its clock reads slow it: compare shapes, not lengths"))
     plot_timeline([s for s in schedule.spans if s.k < k_max and s.kind != "epilogue"], ax=low,
-                  title="ring model")
+                  title="ring model: after the first loads no consumer waits on full" if causes else "ring model")
     top.set_xlabel("")
     # Readable at notebook width (900 px): larger type than plot_timeline's 8 pt, and one legend
     # under both rows so that the bars get the full width.

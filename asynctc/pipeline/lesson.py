@@ -183,6 +183,19 @@ def show_ktile_reading(trace: dict, k: int = 8) -> dict:
     return r
 
 
+def ktile_clocks(results: dict, trace: dict, ring) -> dict:
+    """05 §5's three clocks per k-tile, read from the record (the check cell's, so that editing the
+    visible arithmetic above it never silences the guard): ``traced`` (CTA 0's traced loop ÷ its
+    k-tiles), ``untraced`` (a 128×256×64 k-tile's FLOP ÷ the untraced S = 4 run's FLOP/s × all SMs'
+    clocks per second) and ``model`` (``ring``'s loop ÷ the same k-tiles)."""
+    from .results import loop_clocks_per_ktile, sm_clocks_per_second
+    tflops = depth_sweep(results, "128x256x64/c2")[4]
+    k_tiles = trace["metrics"]["k_tiles"]
+    return {"traced": loop_clocks_per_ktile(trace, cta=0),
+            "untraced": 2 * 128 * 256 * 64 / (tflops * 1e12) * sm_clocks_per_second(results),
+            "model": ring.total_cycles / k_tiles}
+
+
 def trace_claims(traced: float, untraced: float, model: float, late: list, free: list, floor: float,
                  ahead: list):
     """05 §5's check cell: yield ``(sentence, holds, numbers)`` for the four claims on the lines under the trace,

@@ -211,13 +211,15 @@ def protocol_rows() -> list[tuple[str, str, str, str, str]]:
     return rows
 
 
-def protocol_names() -> str:
-    """Chapter 06 §1's table: one ring protocol, each step as chapter 05's kernel, 06's capstone and
-    06e's rung 3 name it, and below each row, after "→", the PTX it issues (:func:`protocol_rows`)."""
-    head = ("step", "05 (pipeline.cu)", "06 capstone", "06e")
+def protocol_names(with_06e: bool = False) -> str:
+    """Chapter 06 §1's table: one ring protocol, each step as chapter 05's kernel and 06's capstone
+    name it (``with_06e``: and 06e's rung 3), and below each row, after "→", the PTX it issues
+    (:func:`protocol_rows`)."""
+    cols = 4 if with_06e else 3
+    head = ("step", "05 (pipeline.cu)", "06 capstone", "06e")[:cols]
     rows = protocol_rows()
-    w = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    w = [max(len(r[i]) for r in [head, *rows]) for i in range(cols)]
     lines = ["  ".join(f"{c:{w[i]}s}" for i, c in enumerate(head)).rstrip()]
     for r in rows:
-        lines += ["  ".join(f"{c:{w[i]}s}" for i, c in enumerate(r[:4])).rstrip(), f"  → {r[4]}"]
+        lines += ["  ".join(f"{c:{w[i]}s}" for i, c in enumerate(r[:cols])).rstrip(), f"  → {r[4]}"]
     return "\n".join(lines)

@@ -17,7 +17,7 @@ The check, in order:
    after a wait on empty with parity (j // S + 1) mod 2 and an expect_tx of :data:`STAGE_BYTES` on full; read j waits on full
    with parity (j // S) mod 2; a stage is released once per read, after the wgmma group reading it
    has retired; each tile's C is stored after its T reads with no wgmma in flight. The first rule
-   broken is the hint, with chapter 05's ring model's diagnosis of the same loops where it has one.
+   broken is the hint (with "And 1 more" when the consumers' loop breaks a rule too), with chapter 05's ring model's diagnosis of the same loops where it has one.
 3. **ring model** — :class:`~asynctc.models.pipeline.protocol._ProtocolSim`'s barriers and
    hardware run the events over every tile, the producer as its own actor (:func:`ring`): no
    deadlock, no stage read before its bytes land, none overwritten or released while still read.
@@ -460,12 +460,12 @@ def judge(answer) -> str | None:
         sched = ring(roles[0], roles[1:], S, T * tiles)
         said = (f" Chapter 05's ring model with your loops: {_em._ring_words(sched.diagnosis)}. (It counts k-tiles over "
                 "all tiles: its k-tile j is ring counter j.)" if sched.diagnosis else "")
-        hint = _producer_hint(roles[0], S, T, tiles)
-        for w in range(1, CONSUMERS + 1):
-            hint = hint or _consumer_hint(roles[w], S, T, tiles, f"consumer {w - 1}")
-        where = f"(STAGES = {S}, T = {T}, TILES = {tiles}) "
+        found = [_producer_hint(roles[0], S, T, tiles), next(filter(None, (
+            _consumer_hint(roles[w], S, T, tiles, f"consumer {w - 1}") for w in range(1, CONSUMERS + 1))), None)]
+        hint, where = found[0] or found[1], f"(STAGES = {S}, T = {T}, TILES = {tiles}) "
         if hint:
-            return where + hint + ("" if hint.endswith((".", ")", "?", _ex.TIER)) else ".") + said
+            more = " And 1 more: your consumers' loop breaks a rule too (its hint comes once this is fixed)." * all(found)
+            return where + hint + ("" if hint.endswith((".", ")", "?", _ex.TIER)) else ".") + said + more
         if sched.diagnosis is not None:
             return where + said.strip()
         if (S, T, tiles) == RINGS[0]:

@@ -90,12 +90,12 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # **Exercise 2 — write the producer's refill step** in CUDA C++: the whole `if (…) { … }` block.
 # Every thread reaches it after r's release. Your guard picks who and when: thread 0, while
 # t = r + STAGES < T and not `broken`. Inside, wait until empty[ts] releases r's fill, then load
-# k-tile t into stage ts. Which parity does that wait name? Work it out from §1's table and `tp`.
+# k-tile t into stage ts. Which parity does that wait name? Derive it: which fill of ts is t, which
+# fill's release are you waiting for, and which phase did that release complete? Write it in `tp`.
 # In scope:
 #
 # - `producer`: thread 0; `r`; `t`; `ts`: t's stage, also r's; `STAGES`;
-# - `tp`: t's `phase`, (t div S) mod 2. The listing's `^ 1u` flips r's phase to get it: t is the
-#   next fill of r's stage;
+# - `tp`: t's `phase`, (t div S) mod 2;
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: an earlier wait gave up;
 # - `empty.wait(stage, parity, wg, kt)`: false if it gave up: load nothing; `kt` = t;
 # - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
@@ -187,47 +187,66 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# Top: the [trace](../docs/glossary.md#trace) of CTA 0 (128×256, S = 4). Bottom: the
-# [ring model](../docs/glossary.md#ring-model). Red bars are waits on full.
+# **The cause, in words.** Consumer 0's thread 0 also refills the stages. Each refill comes between
+# its release of one k-tile and its wait on the next, so consumer 0 reaches every wait late, and by
+# then the data is there. Consumer 1 refills nothing: it reaches each wait early and waits out the
+# load. So past S = 3 the time goes to the consumers' own k-tile (math, refills, waits), not to a
+# shortage of stages, and a deeper ring has little left to hide.
 #
-# A GPU bar runs from a group's issue to the `wait_group` that proves it done. That is one k-tile later,
-# so GPU bars overlap. A model bar is the group's math only.
-# The two consumers share the Tensor Cores, so each model lane has gaps.
-#
-# Below: one k-tile as a timeline, then three lines in clocks. Line 1 is *the trace's
-# cost*: reading the clock slows each traced k-tile. Only 4 CTAs are traced, so the kernel's TFLOP/s barely
-# moves ([05c §4](05c_pipeline_variants.ipynb)). Line 2 gives the consumers' waits beside *the floor*: a
-# traced wait on data already there.
+# The figure shows it. Top: the [trace](../docs/glossary.md#trace) of CTA 0 (128×256, S = 4), its
+# clock read at every event. Bottom: the [ring model](../docs/glossary.md#ring-model) of the same
+# loop. Red bars are waits on full. A GPU bar runs from a group's issue to the `wait_group` that
+# proves it done, so GPU bars overlap; a model bar is the math only.
 
 # %% output varies
-trace = pl.trace_of(res, "128x256x64/c2", stages=4)
-ring = mp.simulate(4, 1, 2, 64)
-fig = pl.plot_trace_beside_model(trace, ring, record=rec)
+trace = pl.trace_of(res, "128x256x64/c2", stages=4)    # CTA 0's traced k-loop, S = 4
+ring = mp.simulate(4, 1, 2, 64)                         # the model: S = 4, wait_group(1), 2 consumers, 64 k-tiles
+fig = pl.plot_trace_beside_model(trace, ring, record=rec, causes=True)
 plt.show()
-pl.show_ktile_reading(trace, k=8)   # notebook.how(pl.show_ktile_reading) prints its code
-tflops = pl.depth_sweep(res, "128x256x64/c2")[4]                      # untraced TFLOP/s, S = 4
-untraced = 2 * 128 * 256 * 64 / (tflops * 1e12) * pl.sm_clocks_per_second(res)   # k-tile FLOP ÷ FLOP/s × clocks/s
-traced = pl.loop_clocks_per_ktile(trace, cta=0)                      # CTA 0's traced loop ÷ its 64 k-tiles
-model = ring.total_cycles / 64                                        # the model's loop ÷ 64 k-tiles
-late, ahead, free = pl.full_waits(trace), pl.full_waits(trace, consumer=1), pl.full_waits(ring)   # k-tiles 4–11
-floor = pl.wait_floor(trace)   # median wait begun after consumer 1 had seen that k-tile's data
-ctas = (trace["size"] // trace["bm"]) * (trace["size"] // trace["bn"])   # C's tiles
-print("1. the trace's cost, clocks per k-tile traced / untraced:", notebook.ratio(traced, untraced),
-      f"(thread 0 of each consumer, in {pl.TRACE_CTAS} of {ctas} CTAs)")
-print("2. waits on full, k-tiles 4–11, clocks: consumer 0", *[f"{w:.0f}" for w in late], f"| floor {floor:.0f}",
-      "| consumer 1", *[f"{w:.0f}" for w in ahead], "| model", *[f"{w:.0f}" for w in free])
-print("3. clocks per k-tile, untraced GPU / model:", notebook.ratio(untraced, model))
+
+# %% [markdown]
+# **What the record says.** The model never waits on full after its first loads. Consumer 0's
+# waits sit at the floor; consumer 1 waits out each load from k-tile 7 on. Untraced, a k-tile takes
+# about 1.2× as long as in the model. The trace's cost (traced over untraced, about 1.5×) touches
+# only the 4 traced CTAs ([05c §4](05c_pipeline_variants.ipynb)).
+#
+# **The numbers, as plain arithmetic.** Three clocks per k-tile: the traced loop, the untraced kernel
+# (from its TFLOP/s) and the model. Reading the clock costs time, so only the untraced kernel is
+# set beside the model. Then each consumer's waits on full, k-tiles 5–11, against the *floor*: a
+# traced wait on data already there. Edit any line and run the cell again.
+
+# %% output varies
+tflops = pl.depth_sweep(res, "128x256x64/c2")[4]              # untraced kernel, S = 4, TFLOP/s
+sms, mhz = res["sm_count"], mp.HardwareParams.from_records().clock_mhz   # SMs; SM clock, MHz
+loop, k_tiles = trace["metrics"]["ctas"]["cta0"]["loop_cycles"], trace["metrics"]["k_tiles"]   # traced
+waits0, waits1 = pl.full_waits(trace, range(5, 12)), pl.full_waits(trace, range(5, 12), consumer=1)
+floor = pl.wait_floor(trace)                                  # a traced wait on data already there
+print(f"record: {tflops:.0f} TFLOP/s, {sms} SMs, {mhz:.0f} MHz; traced loop {loop:.0f} clocks, "
+      f"{k_tiles} k-tiles; model loop {ring.total_cycles:.0f} clocks; floor {floor:.0f}")
+print("waits on full, k-tiles 5–11: consumer 0", *[f"{w:.0f}" for w in waits0], "| consumer 1", *[f"{w:.0f}" for w in waits1])
+
+untraced = 2 * 128 * 256 * 64 / (tflops * 1e12) * sms * mhz * 1e6   # k-tile FLOP ÷ FLOP/s × clocks/s
+traced = loop / k_tiles
+model = ring.total_cycles / k_tiles
+late = max(waits0) / floor                                    # consumer 0's longest wait, in floors
+waits_out = min(waits1[2:]) / floor                           # consumer 1's shortest, k-tiles 7–11
+print(f"clocks per k-tile: traced {traced:.0f}, untraced {untraced:.0f}, model {model:.0f}; "
+      f"untraced ÷ model = {untraced / model:.2f}")
+print(f"consumer 0's longest wait {late:.1f} floors; consumer 1's shortest {waits_out:.1f} floors")
+print("verdict:", "a k-tile takes longer than in the model: work the model leaves out (consumer 0's refills) costs time"
+      if untraced / model > 1.1 else "the GPU keeps the model's pace: what the model leaves out costs little")
 
 # %% check, output varies
-claims = pl.trace_claims(traced, untraced, model, late, free, floor, ahead)   # notebook.how(pl.trace_claims) prints its code
-for sentence, ok, numbers in claims:                                  # bounds: named constants in pl.lesson
+clocks = pl.ktile_clocks(res, trace, ring)   # the same three from the record, not from the lines above
+for sentence, ok, numbers in pl.trace_claims(**clocks, late=pl.full_waits(trace), free=pl.full_waits(ring),
+                                              floor=pl.wait_floor(trace), ahead=pl.full_waits(trace, consumer=1)):
     notebook.require(ok, sentence, **numbers)
     print("✓", sentence)
 
 # %% [markdown]
-# **The model** never waits on full from k-tile 4 on. **The trace**: from k-tile 7 on, consumer 1 waits out each
-# load. Consumer 0, late because its thread 0 refills the stages, finds the data there: from k-tile 5
-# on, its waits sit at the floor. Line 3 is untraced: a k-tile still takes about 1.2× as long as in the model.
+# **Try it.** In the arithmetic cell above, change `tflops` to `820` (an untraced kernel a fifth
+# quicker) and run it again. Expect the verdict to flip to "keeps the model's pace". Then put it back.
+# [05b §3](05b_pipeline_timeline.ipynb) reads one k-tile event by event.
 #
 # Is L2's supply the limit, then? No: a run of the same kernel with its loads alone (no wgmma, no store of C)
 # brings more than the math needs.

@@ -181,7 +181,7 @@ print({r["stages"]: round(r["tflops"]) for r in mp.predict_depth_sweep(stages=[1
 # is the next k-tile's wait, an upper bound: the bars of consecutive k-tiles overlap and the row
 # looks solid). Note the time axes: at S = 4 the GPU's first 10 k-tiles take about twice the
 # model's cycles (the cell asserts it). These are traced k-tiles, and tracing has its own cost
-# (chapter 05 §5, line 1); untraced, 05 §5's line 3 puts a k-tile at about 1.2× the model.
+# (chapter 05 §5's clocks per k-tile); untraced, 05 §5 puts a k-tile at about 1.2× the model.
 
 # %% output varies
 gpu_traces = {t["stages"]: t for t in res["traces"] if t["tile"] == "128x256x64/c2" and "cta0" in t}
@@ -199,11 +199,18 @@ print(f"S = 4, first {SHOW} k-tiles: GPU ({rec.label()}) {gpu_end:.0f} cycles, m
 assert 1.6 < gpu_end / model_end < 2.6
 
 # %% [markdown]
+# **One k-tile, event by event** (k-tile 8 of CTA 0, S = 4): chapter 05 §5's cause read off the
+# trace. Each line is one event, in clock order; the last line says what they add up to.
+
+# %% output varies
+reading = pl.show_ktile_reading(gpu_traces[4], k=8)   # notebook.how(pl.show_ktile_reading) prints its code
+
+# %% [markdown]
 # ## 4. Where the model is right, where it is wrong
 #
 # The numbers each side of the comparison, from the prediction, the record and the trace. The
 # "GPU cyc/k-tile" and "GPU wait_full" columns are means over the 4 traced CTAs (chapter 05 §5's
-# line 1 reads CTA 0 alone, so its figure differs a little); "GPU TMA cyc" is CTA 0's. Cycles are
+# traced clocks read CTA 0 alone, so its figure differs a little); "GPU TMA cyc" is CTA 0's. Cycles are
 # SM cycles; the datasheet rate is 4096 FLOP per clock per SM, so a 128×256×64 k-tile is 1024
 # cycles of Tensor Core work:
 

@@ -34,7 +34,9 @@ res = rec.results
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
-# deadlocked at the first k-tile.
+# deadlocked at the first k-tile. Under the figure: each step's name in chapter 05's kernel and in
+# your capstone, with the PTX it issues ([06e](06e_your_gemm_on_the_cpu.ipynb)'s names:
+# `W.protocol_names(with_06e=True)`).
 
 # %% output varies
 fig = W.plot_protocol()
@@ -143,10 +145,10 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 print(W.lesson.rung_changes())   # notebook.how(W.lesson.rung_changes) prints its code
 
 # %% [markdown]
-# So rung 2 makes three changes: the split, 1 consumer instead of 2, and the 128×128 tile. Rung 3
-# makes three: 2 consumers, the 128×256 tile back, and `setmaxnreg`. The nearest the ladder comes to
-# the split alone: rung 3 against rung 1 differs by the split and `setmaxnreg`.
-# [06c §3](06c_ladder_investigations.ipynb) times `setmaxnreg` alone.
+# Rung 2 makes three changes at once: the split, 1 consumer instead of 2, and the 128×128 tile.
+# Rung 3 makes three: 2 consumers, the 128×256 tile back, and `setmaxnreg`. The nearest the ladder
+# comes to the split alone: rung 3 against rung 1 differs by the split and `setmaxnreg`
+# ([06c §3](06c_ladder_investigations.ipynb) times `setmaxnreg` alone).
 #
 # **Predict before you look.** Which rung buys the most? Does the split buy anything? Orange marks
 # each rung's predicted band.
@@ -155,34 +157,38 @@ print(W.lesson.rung_changes())   # notebook.how(W.lesson.rung_changes) prints it
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
 plt.show()
 
-# %% [markdown]
-# **Derive it** on the fp16 4096³ ladder: the two biggest steps, then rungs 2 and 3 against rung 1.
+# %% answer [markdown]
+# **The cause, in words** (fp16, 4096³). Rung 2 split the roles, and with one consumer it halved
+# the tile to 128×128: it lost about 15 %. The split is not what cost it: rung 3, which keeps the
+# split, put two consumers back on the 128×256 tile and won the 15 % back, so rung 3 runs at
+# rung 1's speed. The split and `setmaxnreg` together bought nothing here. The next big step is
+# rung 7, +8 %: one thread writes C by TMA store, so the consumers start the next tile sooner.
+# The trace's epilogue saving, taken off rung 6's tile, predicts that step
+# ([06c §3](06c_ladder_investigations.ipynb) does the sum). Rung 7 missed its band above: its
+# model priced storing C from registers too low.
 
-# %% output answers a prediction
-t = W.lesson.tflops_by_rung(res, 4096, "float16")          # TFLOP/s by rung
-step = {n: t[n] / t[b] for n, b in W.lesson.OVER.items()}   # ×: over the rung it was built from
-print("biggest steps:", "; ".join(f"rung {n} × {step[n]:.2f} over rung {W.lesson.OVER[n]}" for n in W.lesson.biggest_steps(step)))
-print(f"against rung 1: rung 2 × {t[2] / t[1]:.2f}, rung 3 × {t[3] / t[1]:.2f}")
+# %% output varies
+# The numbers, as plain arithmetic on the record's TFLOP/s: edit any line and run the cell again.
+t = W.lesson.tflops_by_rung(res, 4096, "float16")        # the record's TFLOP/s by rung, fp16 4096³
+print("recorded TFLOP/s:", ", ".join(f"rung {n} {t[n]:.0f}" for n in t))
+rung2 = t[2] / t[1]         # the split, 1 consumer, the 128×128 tile: against rung 1
+rung3 = t[3] / t[2]         # 2 consumers, the 128×256 tile back, setmaxnreg: against rung 2
+split = t[3] / t[1]         # only the split and setmaxnreg differ
+rung7 = t[7] / t[6]         # the epilogue by TMA store: against rung 6
+print(f"rung 2 ÷ rung 1 = {rung2:.2f}; rung 3 ÷ rung 2 = {rung3:.2f}; rung 3 ÷ rung 1 = {split:.3f}; "
+      f"rung 7 ÷ rung 6 = {rung7:.2f}")
+print("verdict:", "the split and setmaxnreg bought nothing; the wide tile won rung 2's loss back"
+      if abs(split - 1) < 0.02 else f"the split and setmaxnreg moved the speed × {split:.2f}")
 
 # %% check, output answers a prediction
-for sentence, ok, numbers in W.lesson.claims(res, core=True):   # notebook.how(W.lesson.claims) prints its code
+for sentence, ok, numbers in W.lesson.claims(res, core=True):   # on the record, not on the lines above
     notebook.require(ok, sentence, **numbers)        # bounds: W.lesson's constants, a comment each
     print("✓", sentence)
 
-# %% answer [markdown]
-# Two big steps (fp16, 4096³):
-#
-# - **Rung 3, the tile back.** Rung 2 split the roles and halved the tile to 128×128. It lost
-#   about 15 %. Two consumers on 128×256 and `setmaxnreg` win that back.
-# - **Rung 7: +8 %**, the epilogue by TMA store.
-#
-# **So:** the split and `setmaxnreg` together bought nothing: rung 3 is back at rung 1. The TMA store took the ladder
-# to cuBLAS's speed. One thread's TMA store writes C. So the consumers start the next tile sooner.
-# The trace's epilogue saving, taken off rung 6's tile, predicts the +8 % step
-# ([06c §3](06c_ladder_investigations.ipynb) does the sum).
-#
-# A miss shows a wrong model. Rung 7 missed above: its model priced storing C from registers too
-# low.
+# %% [markdown]
+# **Try it.** In the arithmetic cell above, add the line `t[3] = 750` after the first `print` (a
+# split that paid off) and run it again. Expect the verdict to flip to "moved the speed".
+# Then delete the line.
 
 # %% [markdown]
 # Going further: [06c §3](06c_ladder_investigations.ipynb) sets each rung's band beside its
