@@ -213,7 +213,7 @@ def _fills(events):
     return fills, pre
 
 
-_PARITY_Q = " Which parity passes a wait on a barrier whose phases completed so far are n (05b §2)?"
+_PARITY_Q = " Which parity passes a wait on a barrier whose phases completed so far are n (05 §1)?"
 _PARITY_R = (" A wait for parity P passes once n mod 2 ≠ P: fill f of a stage (f = i // STAGES for ring"
              " counter i) lands as full's phase f, so the consumers wait full with f mod 2 and the producer"
              " waits empty with (f + 1) mod 2 — the ring's (stage, phase) carry on across tiles.")
@@ -258,11 +258,11 @@ def producer_hint(ev, shape: Shape, cta: int) -> str | None:
                 if (c0, c1) == (row0, kk * BK):
                     sym = (f"{at}: {name}'s box asked for (c0, c1) = ({c0}, {c1}), so it holds K columns "
                            f"{c0}..{c0 + 63} of rows {c1}..{c1 + 127} of the stored matrix — rows and K swapped.")
-                    return tiered(sym, " In which order does tma_load_2d take the coordinates (03 §2)?",
+                    return tiered(sym, " In which order does tma_load_2d take the coordinates (03 §1)?",
                                   " Innermost first: c0 is the element along K (64·k), c1 the row (m0 for A, n0 for B).")
                 if c1 == row0 and c0 in (kk, kk * BK // 2, kk * 128):
                     return tiered(f"{at}: {name}'s box starts at K = {c0}, k-tile {kk} starts at K = {kk * BK}.",
-                                  " Is a tensor-map coordinate counted in bytes, in tiles or in elements (03 §2)?",
+                                  " Is a tensor-map coordinate counted in bytes, in tiles or in elements (03 §1)?",
                                   " In elements: k-tile k's box starts at c0 = k · BK = 64·k.")
                 return (f"{at}: {name}'s box lands holding K {c0}..{c0 + 63} of rows {c1}..{c1 + 127}; this "
                         f"fill is K {kk * BK}..{kk * BK + 63} of rows {row0}..{row0 + 127} (c0 = K, c1 = row)")
