@@ -153,7 +153,7 @@ assert built.setmaxnreg == 2 and not built.warnings
 # ## 5. What the CPU run does not model
 #
 # - **Time and concurrency.** Each role runs alone, as one thread; a ring model then orders the
-#   recorded calls twice (producer first, consumers first). A race that needs another interleaving
+#   recorded calls in two schedules: one led by the producer, one led by the consumers. A race that needs another interleaving
 #   can pass here. No clock, no bandwidth.
 # - **The asynchronous engines.** A TMA box lands when it is issued; a wgmma reads its bytes when it
 #   is issued. A release before `wgmma_wait_group` is caught by a rule, not by wrong data. There is
