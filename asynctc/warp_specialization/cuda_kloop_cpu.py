@@ -81,19 +81,26 @@ def build(text: str) -> Path:
     cxx = compiler()
     if cxx is None:
         raise NoCompiler("no g++ here (set CXX to a C++17 compiler): the CPU run is left out")
-    key = hashlib.sha256(text.encode()).hexdigest()[:16]
+    header = runtime.kernel_path(HEADER)
+    key = hashlib.sha256(text.encode() + header.read_bytes()).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"asynctc_cuda_kloop_{key}"
     if out.exists():
         return out
-    src = out.with_suffix(".cpp")
-    header = runtime.kernel_path(HEADER)
+    src = out.with_name(f"{out.name}.{os.getpid()}.cpp")
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     body = text if text.endswith("\n") else text + "\n"
     src.write_text(f'#include "{header}"\nvoid learner_loops() {{\n#line 1 "{FILE_NAME}"\n{body}'
                    f'#line 1 "the host stand-ins"\n}}\n')
-    r = subprocess.run([cxx, "-std=c++17", "-O1", "-fmax-errors=3", "-o", str(out), str(src)],
-                       capture_output=True, text=True, timeout=120)
+    try:
+        r = subprocess.run([cxx, "-std=c++17", "-O1", "-fmax-errors=3", "-o", str(tmp), str(src)],
+                           capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise runtime.CompileError("g++ took more than 120 s on your loops for the CPU run") from None
+    finally:
+        src.unlink(missing_ok=True)
     if r.returncode != 0:
         raise runtime.CompileError(compile_hint(r.stderr))
+    os.replace(tmp, out)                 # whole or not at all, for a build running beside this one
     return out
 
 
