@@ -231,8 +231,10 @@ DTYPES: dict[str, tuple[str, ...]] = {
 #: :mod:`asynctc.core.bench` (the delay and clock-probe kernels) or around a learner's answer by an
 #: exercise's check (``tma_stage.cu``: chapter 03's stage fill, :mod:`asynctc.tma.stage_fill`; no
 #: cache can hold a build of code not yet written; ``capstone.cu``: chapter 06's capstone loops,
-#: :mod:`asynctc.warp_specialization.capstone_build`).
-TEST_ONLY_SOURCES = ("diagnostics.cu", "probe.cu", "bench_clock.cu", "tma_stage.cu", "capstone.cu")
+#: :mod:`asynctc.warp_specialization.capstone_build`; ``capstone_cuda.cu``: deep dive 06f's capstone in
+#: the real wrappers, :mod:`asynctc.warp_specialization.cuda_kloop`).
+TEST_ONLY_SOURCES = ("diagnostics.cu", "probe.cu", "bench_clock.cu", "tma_stage.cu", "capstone.cu",
+                     "capstone_cuda.cu")
 
 
 def compile_all() -> dict[str, CourseKernel]:

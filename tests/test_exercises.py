@@ -85,6 +85,7 @@ KW = {
     "ch05.producer_step": dict(),
     "ch06.consumer_loop": dict(),
     "ch06.whole_kloop": dict(),
+    "ch06.cuda_kloop": dict(),
     "ch07.promotion": dict(),
     "ch09.mma_issue": dict(),
 }
@@ -397,6 +398,15 @@ MISTAKES += [
     ("ch05.producer_step", _STEP.replace("tp ^ 1u,", "tp,"), "a wait that never ends"),
     ("ch05.producer_step", _STEP.replace(" && t < T", ""), "past K"),
     ("ch05.producer_step", _STEP.replace("producer && ", ""), "other than the producer"),
+]
+
+#: ch06.cuda_kloop (deep dive 06f): the capstone in the real wrappers; more in tests/test_cuda_capstone.py.
+from asynctc.warp_specialization.cuda_kloop import solution as _cuda_kloop_solution  # noqa: E402
+_CK = _cuda_kloop_solution()
+MISTAKES += [
+    ("ch06.cuda_kloop", _CK.replace("wgmma_commit_group();", "wgmma_commit_group()"), "NVRTC cannot compile your loops"),
+    ("ch06.cuda_kloop", _CK.replace("ring_wait(empty_bar(stage), phase ^ 1);", "ring_wait(empty_bar(stage), phase);"),
+     "deadlock: the producer waits on empty[0] for parity 0"),
 ]
 
 #: ch06.consumer_loop, a code exercise whose answer is CUDA C++ (compiled with NVRTC, no GPU): the

@@ -97,6 +97,9 @@ W.<name>``):
   ``capstone_suite.py`` — its record ``capstone`` (the answer and wrong variants on the GPU);
   ``capstone_read.py`` — 06 §4's walk through that kernel with the learner's loops, block by block,
   and why a row of 06 §1's SASS table differs (:func:`~.capstone_read.differences`);
+  ``cuda_kloop.py`` / ``cuda_kloop_cpu.py`` — deep dive 06f's ``ch06.cuda_kloop``: the capstone
+  written in the real wrappers (kernels/capstone_cuda.cu), compiled by NVRTC, run on the CPU through
+  host stand-ins (kernels/capstone_cuda_host.h) against float64, and on a GPU;
   ``whole_suite.py`` — its ``whole_gemm`` record suite (checks, then timed beside rung 3 and
   cuBLAS) and the sentences read from it (:func:`~.whole_suite.whole_verdicts`); never plots.
 
@@ -117,6 +120,7 @@ from . import capstone_build, capstone_read, capstone_suite  # noqa: F401  (the 
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
 from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, chapter 06's capstone)
+from . import cuda_kloop  # noqa: F401  (registers ch06.cuda_kloop, deep dive 06f: the capstone in real CUDA)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,

@@ -1,0 +1,213 @@
+"""Deep dive 06f's exercise ``ch06.cuda_kloop``: chapter 06's capstone — both roles of one CTA's
+persistent, warp-specialized k-loop — written as one piece of CUDA with the course's real wrappers
+(``ring_wait`` on ``full_bar(s)`` / ``empty_bar(s)``, ``mbarrier_arrive_expect_tx``, ``tma_load_2d``,
+``wgmma_desc_advance``, ``wgmma_mma_async_ss``, ``wgmma_commit_group``, ``wgmma_wait_group``,
+``mbarrier_arrive``, ``setmaxnreg_dec`` / ``setmaxnreg_inc``) instead of 06's pseudo-API.
+
+The check, in order:
+
+* **A (always)** — :func:`build`: the text spliced between the marker lines of
+  ``kernels/capstone_cuda.cu`` under ``#line 1 "your CUDA"``, compiled by NVRTC to an sm_90a cubin
+  (no GPU needed); an error names the learner's line (:func:`compile_hint`).
+* **B (where g++ exists)** — :func:`asynctc.warp_specialization.cuda_kloop_cpu.run_cpu`: the same
+  text as host C++ against stand-ins that record every call, the roles ordered by a ring model, the
+  loads and wgmmas replayed on the CPU against float64, with hints for a wrong parity (the wait
+  that deadlocks or passes too early), swapped or wrong coordinates (which box landed where), a
+  wrong descriptor advance (which k-step read which bytes), a release before ``wgmma_wait_group``.
+  Without g++ the check says so and stays compile-only.
+* **C (on an sm_90a GPU)** — :func:`run`: the build launched like the capstone's
+  (:func:`asynctc.warp_specialization.capstone_build.run`), every element against float64, a wait
+  that gives up reported from the kernel's error word.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core import exercises as _ex
+from ..core import runtime, sass
+from . import capstone_build as _cb
+from . import cuda_kloop_cpu as cpu
+
+SOURCE, ENTRY = "capstone_cuda.cu", "capstone_cuda_gemm"
+FILE_NAME = cpu.FILE_NAME
+STAGES = 2
+_CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+#: The learner's skeleton (06f §3): the names and the holes, no parities and no coordinates.
+SKELETON = """\
+int stage = 0; u32 phase = 0;                 // the ring position, once, before the tile loop
+if (wg == 0) {                                // the producer warpgroup
+  // setmaxnreg: give registers back
+  if (elected) {
+    for (int tile = 0; tile < TILES; ++tile)
+      for (int k = 0; k < T; ++k) {
+        // wait for the stage to be free; announce its bytes; load A's box and B's box
+        // advance the ring
+      }
+  }
+} else {                                      // consumer warpgroups 1 and 2
+  // setmaxnreg: take registers
+  for (int tile = 0; tile < TILES; ++tile) {
+    for (int k = 0; k < T; ++k) {
+      // wait for the stage's bytes; fence; 4 k-steps of wgmma; commit; wait; release (one thread)
+      // advance the ring
+    }
+    store_tile(acc, tile);
+  }
+}
+"""
+
+
+def solution() -> str:
+    """The course's answer: the text between the kernel file's markers."""
+    code = runtime.kernel_path(SOURCE).read_text()
+    before, after, _ = _cb._parts(code)
+    return code[len(before):len(code) - len(after)]
+
+
+def splice(text: str) -> str:
+    """The kernel's source with ``text`` between its markers, under ``#line 1 "your CUDA"``."""
+    text = _cb.check_text(text)
+    before, after, resume = _cb._parts(runtime.kernel_path(SOURCE).read_text())
+    return _ex.spliced_source(before, text, after, FILE_NAME, SOURCE, resume)
+
+
+def compile_hint(log: str, text: str, limit: int = 2) -> str:
+    """NVRTC's first errors, each with the line of the learner's ``text``."""
+    text = text[1:] if text.startswith("\n") else text
+    resume = _cb._parts(runtime.kernel_path(SOURCE).read_text())[2]
+
+    def elsewhere(where, n, msg, rest):
+        if where.endswith(SOURCE) and resume <= n <= resume + 3:
+            return f"after your last line: {msg} (a missing ';' or '}}'?)"
+        at = re.search(rf'line (\d+) of "{re.escape(FILE_NAME)}"', rest[:600])
+        return f"line {at.group(1)}: {msg}" if at else f"{where.rsplit('/', 1)[-1]}({n}): {msg}"
+    return "NVRTC cannot compile your loops — " + _ex.nvrtc_errors(log, text, FILE_NAME, elsewhere, limit=limit)
+
+
+class Built(NamedTuple):
+    """:func:`build`'s outcome: the kernel, the seconds NVRTC took (0 from the cache), the
+    USETMAXREG instructions in its SASS (2: both roles' setmaxnreg kept), ptxas's C75xx warnings."""
+    kernel: runtime.CompiledKernel
+    seconds: float
+    setmaxnreg: int
+    warnings: tuple
+
+    def says(self) -> str:
+        regs = (f"{self.setmaxnreg} USETMAXREG in its SASS" if self.setmaxnreg else "no USETMAXREG in its SASS")
+        warn = f"; ptxas: {self.warnings[0]}" if self.warnings else ""
+        return f"NVRTC: sm_90a cubin, {len(self.kernel.cubin)} bytes, {regs}{warn}"
+
+
+def build(text: str, stages: int = STAGES) -> Built:
+    """Check A: compile the spliced kernel for sm_90a. Raises :class:`TypeError` /
+    :class:`ValueError` for a text it cannot take, :class:`~.capstone_build.LoopsCompileError`
+    (message: NVRTC's errors with the learner's lines) when NVRTC refuses it."""
+    code = splice(text)
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", runtime.PerformanceWarning)
+            ck = runtime.compile_kernel(SOURCE, ENTRY, "sm_90a", defines=_cb.defines(stages), code=code)
+    except runtime.CompileError as e:
+        raise _cb.LoopsCompileError(compile_hint(str(e), _cb.check_text(text)), str(e)) from None
+    seconds = time.perf_counter() - t0
+    ops = sass.instructions(sass.disassemble(ck.cubin))
+    warn = tuple(re.findall(r"\(C75\d\d\)[^\n]*", ck.log or ""))
+    return Built(ck, seconds, sum(1 for op in ops if op.startswith("USETMAXREG")), warn)
+
+
+def run(text: str, m: int, n: int, k: int, stages: int = STAGES, ctas: int | None = None,
+        rng=None) -> _cb.CapstoneRun:
+    """Check C: :func:`build` launched on a live sm_90a GPU as :func:`.capstone_build.run` launches
+    the capstone (fresh fp16 inputs, C poisoned with NaN, every element against float64, the
+    kernel's error word). Raises :class:`~asynctc.core.runtime.NoGPUError` without a GPU."""
+    m, n, k, stages, ctas = _cb.check_shape(m, n, k, stages, ctas)
+    ck = build(text, stages).kernel
+    if not runtime.runs_live("sm_90a"):
+        raise runtime.NoGPUError(f"the kernel runs on an sm_90a GPU: {runtime.why_not_live('sm_90a')}")
+    from ..core.checks import compare_elementwise, random_operands
+    from ..core.memory import DeviceArray
+    from .launch import _tile_map
+    cfg = _cb.config(stages)
+    a, b = random_operands(m, n, k, "float16", rng)
+    da, db = DeviceArray.from_host(a), DeviceArray.from_host(np.ascontiguousarray(b.T))
+    dc = DeviceArray.poisoned((m, n), np.float32)
+    err = DeviceArray.from_host(np.zeros(1, np.uint32))
+    ta, tb = _tile_map(da, cfg.a_box), _tile_map(db, cfg.b_load_box)
+    desc_a0, desc_b0 = cfg.descriptor_templates()
+    shmem = 1024 + stages * (_cb.BM + _cb.BN) * 128
+    runtime.check_launch(ctas, _cb.THREADS, shmem, ck)
+    runtime.launch(ck, ctas, _cb.THREADS, ta, tb, dc, np.int32(m), np.int32(n), np.int32(k),
+                   np.uint64(desc_a0), np.uint64(desc_b0), err, shmem_bytes=shmem)
+    word = int(err.to_host()[0])
+    tiles = m // _cb.BM * (n // _cb.BN)
+    check = compare_elementwise(dc.to_host(), a, b, "float32", label=f"cuda_kloop {m}x{n}x{k}")
+    return _cb.CapstoneRun((m, n, k), stages, ctas, -(-tiles // ctas), k // _cb.BK, word, check)
+
+
+class Verdict(NamedTuple):
+    """:func:`verdict`: the three checks' lines (``gpu`` None without a GPU, ``cpu`` None without
+    g++) and the first hint (None: right)."""
+    compile: str
+    cpu: str | None
+    gpu: str | None
+    hint: str | None
+
+
+def verdict(text: str, seed: int | None = None, gpu: bool | None = None) -> Verdict:
+    """Checks A, B and C (module docstring) on ``text``; ``gpu`` None: C where an sm_90a GPU runs."""
+    try:
+        built = build(text)
+    except _cb.LoopsCompileError as e:
+        return Verdict(e.hint, None, None, e.hint)
+    try:
+        r = cpu.run_cpu(text, seed=seed)
+    except cpu.NoCompiler as e:
+        line = f"CPU run left out: {e}"
+    else:
+        if not r.passed:
+            return Verdict(built.says(), r.says(), None, r.hint)
+        line = r.says()
+    g = None
+    if gpu if gpu is not None else runtime.runs_live("sm_90a"):
+        runs = [run(text, *shape, rng=seed) for shape in _cb.SHAPES]
+        g = "GPU: " + "; ".join(x.says() for x in runs)
+        bad = next((x for x in runs if not x.passed), None)
+        if bad is not None:
+            return Verdict(built.says(), line, g, "on the GPU: " + bad.says())
+    return Verdict(built.says(), line, g, None)
+
+
+def judge(answer) -> str | None:
+    """The exercise's judge: a hint, or an :class:`~asynctc.core.exercises.Accepted` note with
+    the checks' lines. Raises :class:`~asynctc.core.exercises.NotAnswered` for comments only."""
+    if not isinstance(answer, str):
+        return f"pass your loops as a string of CUDA C++ (got {type(answer).__name__}): cuda_kloop = \"\"\" … \"\"\""
+    if not _CODE.sub("", answer).strip() or _CODE.sub("", answer).strip() == _CODE.sub("", SKELETON).strip():
+        raise _ex.NotAnswered("fill the skeleton's holes in the string, then run the cell again")
+    try:
+        v = verdict(answer)
+    except (TypeError, ValueError) as e:
+        return str(e)
+    if v.hint:
+        return v.hint
+    return _ex.Accepted(" ".join(x + "." for x in (v.compile, v.cpu, v.gpu) if x))
+
+
+@_ex.code_exercise("ch06.cuda_kloop", "Write both roles of one CTA's persistent loop in real CUDA with the "
+                   "course's wrappers: the producer's bounded wait on empty_bar(stage), "
+                   "mbarrier_arrive_expect_tx and two tma_load_2d; the consumers' wait on full_bar(stage), "
+                   "wgmma_fence, four wgmma_mma_async_ss with descriptors moved by wgmma_desc_advance, "
+                   "commit, wgmma_wait_group, the release on empty_bar(stage) by one thread, and "
+                   "setmaxnreg for the roles. The check compiles it with NVRTC for sm_90a, runs it on the "
+                   "CPU against float64 (where g++ exists) and on a Hopper GPU (where one is present).",
+                   judge=judge)
+def _cuda_kloop() -> str:
+    return solution()
