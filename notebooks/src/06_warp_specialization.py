@@ -208,6 +208,11 @@ if exercises.after("ch06.whole_kloop", held="your kernel, top to bottom (its mid
     W.capstone_read.walk_cell(whole_kloop, ok)
 
 # %% [markdown]
+# **Next: write it in CUDA.** Exercise 1 used short names (`full.wait`, `tma_load`, `mma_ktile`).
+# [Deep dive 06f](06f_capstone_in_cuda.ipynb) asks for the same loops in the course's real calls: your
+# `expect_tx` and TMA coordinates from 03, your k-step from 04, `setmaxnreg` for the roles. NVRTC compiles
+# them, and a CPU run checks the C tile against float64.
+#
 # Going further: [`hopper_gemm.cu`](../asynctc/kernels/hopper_gemm.cu) is the same design with
 # `setmaxnreg` and the host code ([`whole.py`](../asynctc/warp_specialization/whole.py)), rung 3's
 # build written out. [06d §4](06d_limits_and_gemm.ipynb) reads its epilogue.
