@@ -41,7 +41,7 @@ fig = W.plot_protocol()
 plt.show()
 
 # %% [markdown]
-# The figure names each step in short. Your kernel makes the real calls:
+# The figure's short names, and the real calls your kernel makes:
 #
 # | short name | the real calls |
 # |---|---|
@@ -52,7 +52,8 @@ plt.show()
 # | `mma_ktile(acc, stage)` | `wgmma_fence()`, four `wgmma_mma_async_ss<128, 0, 0, 0>(acc, da, db, 1)`, `wgmma_commit_group()` |
 # | `empty.arrive(stage)` | `mbarrier_arrive(empty_bar(stage))`, by the elected thread of each consumer |
 #
-# `wgmma_wait_group<N>()` is the same call in both. The real calls add `setmaxnreg` for the roles (§2).
+# `wgmma_wait_group<N>()` is the same call in both. The real calls add
+# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) for the roles (§2).
 
 # %% [markdown]
 # **Exercise 1 (the capstone). Write both roles' loops in CUDA.** The CTA is
@@ -75,10 +76,9 @@ plt.show()
 # - `setmaxnreg_dec<R>()`, `setmaxnreg_inc<R>()`: R a multiple of 8 (§2 gives the budget).
 #
 # The [phase parity](../docs/glossary.md#phase-parity) of each wait, each box's coordinates (chapter
-# 03) and the k-step (chapter 04) are yours. The ring position carries on across tiles. Three checks
-# read your text: **A**, NVRTC compiles the kernel for sm_90a; **B**, g++ runs it on the CPU, a ring
-# model orders the roles, and C is compared with float64; **C**, on a Hopper GPU, the kernel runs.
-# Stuck on the real calls? [06f §1](06f_capstone_in_cuda.ipynb) asks the same loops in the short names first.
+# 03) and the k-step (chapter 04) are yours. The ring position carries on across tiles. The check
+# compiles your text (NVRTC), runs it on the CPU against float64, and on a Hopper GPU where one is
+# present. Stuck? [06f §1](06f_capstone_in_cuda.ipynb) asks the same loops in short names first.
 
 # %%
 cuda_kloop = """
@@ -106,8 +106,8 @@ if (wg == 0) {                                // the producer warpgroup
 ok = exercises.check("ch06.cuda_kloop", cuda_kloop)
 
 # %% [markdown]
-# Once your loops pass, the cell below prints the three checks' lines and counts your kernel's
-# protocol instructions in its SASS beside the course's answer's.
+# Once your loops pass, the cell below prints each check's line and counts your kernel's protocol
+# instructions in its SASS beside the course's answer's.
 
 # %% output varies
 W.cuda_kloop.capstone_cell(cuda_kloop, ok)
