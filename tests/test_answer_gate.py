@@ -81,13 +81,14 @@ def test_run_all_in_a_learner_notebook_holds_the_answer_back(tmp_path, monkeypat
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": str(nb_path.parent)}}).execute()
-    gated = [c for c in nb.cells if c.cell_type == "code" and 'exercises.after("ch06.whole_kloop"' in c.source]
-    assert len(gated) == 2          # §1: what <0> and <1> cost (reader 78); §4: the whole kernel
+    gated = [c for c in nb.cells if c.cell_type == "code" and (
+        'exercises.after("ch06.cuda_kloop"' in c.source or "capstone_cell(cuda_kloop" in c.source)]
+    assert len(gated) == 3          # §1: what <0> and <1> cost (reader 78); §4: the whole kernel
                                     # with the capstone's loops in it (readers 125–127)
     for cell in gated:
         text = "".join(o.get("text", "") for o in cell.outputs)
-        assert "held back until exercise ch06.whole_kloop passes" in text
-        assert "full.wait(" not in text and "wait_bounded(" not in text and "phase ^ 1" not in text
+        assert "held back until exercise ch06.cuda_kloop passes" in text
+        assert "full.wait(" not in text and "ring_wait(" not in text and "wait_bounded(" not in text and "phase ^ 1" not in text
         assert "previous k-tile's stage" not in text and "consumer(s): <0>" not in text
 
 

@@ -162,7 +162,7 @@ def test_06e_runs_the_kept_pieces_and_says_whose_they_are(prog):
     from asynctc.warp_specialization import whole_kloop
     answers.save("ch06.whole_kloop", whole_kloop.SOLUTION)        # as its check keeps it
     said = {ln.split(":", 1)[0]: ln for ln in emulate_sm90.your_pieces()[1]}
-    assert said["whole_kloop"].startswith("whole_kloop: your capstone loops from chapter 06, passed 20")
+    assert said["whole_kloop"].startswith("whole_kloop: your short-name capstone loops from deep dive 06f, passed 20")
 
 
 def test_06e_names_a_kept_piece_that_is_wrong_for_this_tile(prog):

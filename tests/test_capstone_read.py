@@ -116,3 +116,81 @@ def test_the_walk_cell_is_held_until_the_capstone_passes(monkeypatch, capsys):
 
 def test_every_row_of_the_sass_table_has_its_calls():
     assert list(cr.ROW_CALLS) == [what for what, _ in cb.SASS_ROWS]
+
+
+# ---- 06 §1's capstone in real calls (ch06.cuda_kloop, kernels/capstone_cuda.cu) -----------------
+
+def _cuda_prev():
+    """The real-call answer with wgmma_wait_group<1> and the previous k-tile's release, drained."""
+    from asynctc.warp_specialization import cuda_kloop as K
+    sol = K.solution()
+    text = sol.replace("int stage = 0; u32 phase = 0;", "int stage = 0, prev = 0; u32 phase = 0;")
+    text = text.replace("""      wgmma_wait_group<0>();                  // the wgmmas are done reading the stage
+      if (elected) mbarrier_arrive(empty_bar(stage));
+""", """      wgmma_wait_group<1>();                  // k-tile k - 1's wgmmas are done
+      if (k > 0 && elected) mbarrier_arrive(empty_bar(prev));
+      prev = stage;
+""")
+    text = text.replace("""    }
+    store_tile(acc, tile);""", """    }
+    wgmma_wait_group<0>();
+    if (elected) mbarrier_arrive(empty_bar(prev));
+    store_tile(acc, tile);""")
+    assert text.count("wgmma_wait_group<0>") == 1 and "empty_bar(prev)" in text
+    return text
+
+
+def test_the_real_call_walk_shows_capstone_cuda_with_the_learners_lines_marked():
+    from asynctc.warp_specialization import cuda_kloop as K
+    sol = K.solution()
+    blocks = cr.walk(sol, cuda=True)
+    assert [b.key for b in blocks] == ["constants", "set-up", "names", "calls", "epilogue",
+                                       "producer", "consumers", "leaving"]
+    lines = runtime.kernel_path(K.SOURCE).read_text().splitlines()
+    first = next(n for n, x in enumerate(lines) if cr._MARK.match(x))
+    a = next(n for n, x in enumerate(lines) if "the learner's loops: from here" in x)
+    b = next(n for n, x in enumerate(lines) if "the learner's loops: to here" in x)
+    head = [x for x in lines[first:a] if not cr._MARK.match(x)]
+    loops = cb.check_text(sol).rstrip("\n").splitlines()
+    strip = lambda xs: [x for x in xs if x.strip()]
+    assert strip([x for blk in blocks for x, _ in blk.lines]) == strip(head + loops + lines[b + 1:])
+    assert [x for blk in blocks for x, mine in blk.lines if mine] == loops
+    md = cr.walk_markdown(sol, cuda=True)
+    assert all(f"yours │ {x}".rstrip() in md for x in loops) and "Chapter 06's capstone exercise" not in md
+    for blk in blocks:
+        title, _, met = cr.CUDA_BLOCKS[blk.key]
+        assert f"{title}.** You met this in {met}." in md
+    fences = {k.key: [n for n, _ in k.fences()] for k in blocks}
+    assert fences["set-up"] == ["`fence.mbarrier_init.release.cluster`"]
+    assert any("wgmma.fence.sync.aligned" in n for n in fences["consumers"])
+
+
+def test_the_real_call_cell_prints_the_checks_the_table_and_says_the_record_is_the_short_kernels(monkeypatch, capsys):
+    from asynctc.warp_specialization import cuda_kloop as K
+    monkeypatch.setattr(runtime, "runs_live", lambda arch="sm_90a": False)
+    monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")
+    prev = _cuda_prev()
+    K.capstone_cell(prev, True)
+    out = capsys.readouterr().out
+    assert out.startswith("Yours:") and "NVRTC: sm_90a cubin" in out
+    assert re.search(r"WARPGROUP\.DEPBAR\s+3\s+2", out), out
+    assert "WARPGROUP.DEPBAR: 3 in yours, 2 in the course's. Calls of wgmma_wait_group" in out
+    assert K.RECORDED_IS_SHORT in out
+    K.capstone_cell(K.SKELETON, False)             # the notebook build: the course's answer, no table
+    out = capsys.readouterr().out
+    assert out.startswith("The course's answer:") and "SASS  " not in out
+
+
+def test_the_real_call_cells_are_held_until_the_capstone_passes(monkeypatch, capsys):
+    from asynctc.core import exercises
+    from asynctc.warp_specialization import cuda_kloop as K
+    monkeypatch.delenv("ASYNCTC_BUILDING_NOTEBOOKS", raising=False)
+    monkeypatch.setattr(exercises, "after", lambda name, held="", **kw: print(f"held {name}: {held}") and False)
+    cr.walk_cell(K.solution(), False, cuda=True)
+    K.capstone_cell(K.solution(), False)
+    out = capsys.readouterr().out
+    assert out.count("held ch06.cuda_kloop") == 2 and "ring_wait" not in out and "phase" not in out
+
+
+def test_every_row_of_the_sass_table_has_its_real_calls():
+    assert list(cr.CUDA_ROW_CALLS) == [what for what, _ in cb.SASS_ROWS]

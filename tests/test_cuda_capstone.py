@@ -127,9 +127,9 @@ def test_check_c_runs_the_answer_on_a_hopper_gpu_against_float64():
     assert bad.error_word != 0 and not bad.passed
 
 
-def test_06f_shows_the_modules_skeleton_and_its_solution_is_the_kernels():
+def test_06_shows_the_modules_skeleton_and_its_solution_is_the_kernels():
     import re
     from pathlib import Path
-    src = (Path(__file__).resolve().parents[1] / "notebooks" / "src" / "06f_capstone_in_cuda.py").read_text()
+    src = (Path(__file__).resolve().parents[1] / "notebooks" / "src" / "06_warp_specialization.py").read_text()
     texts = re.findall(r'^cuda_kloop = """\n(.*?)"""', src, re.S | re.M)
     assert texts == [K.SKELETON, SOL]

@@ -53,7 +53,7 @@ def test_no_kept_answers_all_course_pieces_and_the_tile_is_right(prog):
     assert "is right: worst error / bound" in rep.verdict and "(not passed yet)" in rep.text()
     core = ["stage_fill", "swizzle", "kstep", "producer_step", "whole_kloop", "consumer_loop"]
     assert [p for p, *_ in rep.rows] == core          # the optional deep dives' pieces: once yours
-    assert "capstone loops (06) the course's (not passed yet); they order the tile in 06e §4" in rep.text()
+    assert "warm-up loops (06f) the course's (not passed yet); they order the tile in 06e §4" in rep.text()
 
 
 def test_a_passed_capstone_is_yours_from_06(prog):
@@ -63,7 +63,7 @@ def test_a_passed_capstone_is_yours_from_06(prog):
     assert not any(p == "whole_kloop" for p, *_ in g.so_far("05").rows)
     assert exercises.check("ch06.whole_kloop", whole_kloop.SOLUTION)
     row = next(r for r in g.so_far("06", rng=np.random.default_rng(1)).rows if r[0] == "whole_kloop")
-    assert row[1] == "yours" and "capstone loops (06) yours ✓" in row[2], row
+    assert row[1] == "yours" and "warm-up loops (06f) yours ✓" in row[2], row
 
 
 def test_from_06_the_course_consumer_loop_says_why_06s_exercise_is_not_it(prog):
@@ -77,7 +77,7 @@ def test_from_06_the_course_consumer_loop_says_why_06s_exercise_is_not_it(prog):
     assert note == g.CONSUMER_NOTE.format(what="the consumers' loop")
     assert lines[at + 1].startswith(" " * 22 + "(deep dive 06e §2 asks the consumers' loop again")
     assert lines[at] == "  rung-3 consumer loop (06e) optional; the course's runs until you write it"
-    assert lines[at - 1].startswith("  capstone loops (06)")           # reader 81: the capstone's row first
+    assert lines[at - 1].startswith("  warm-up loops (06f)")           # reader 81: the capstone's row first
     assert text.count("the course's runs") == 1, text                  # newcomer 56: said once, not twice
 
 

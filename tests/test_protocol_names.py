@@ -10,7 +10,7 @@ from notebook_cells import cell
 
 #: The markdown cell holding each exercise's in-scope list, by a marker of its text.
 IN_SCOPE = {1: "**Exercise 2 — write the producer's refill step**",
-            2: "**Exercise 1 (the capstone). Write both roles' loops.**",
+            2: "**Warm-up exercise: both roles' loops in short names.**",
             3: "**Optional exercise: the capstone's consumer loop again, under rung 3's names.**"}
 
 

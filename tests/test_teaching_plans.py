@@ -246,7 +246,7 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
     row = next(l for l in rows if "`ch04.acc_owner`" in l)
     assert "r=43, c=20" in row and "| `(78, 10)` |" in row
     assert [re.match(r"\| 06 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 06 ")] == \
-        [("1", "ch06.whole_kloop")]
+        [("1", "ch06.cuda_kloop")]
     # numbered as the notebook numbers them: chapter 09 asks exercise 1 (in §5), then exercise 2
     assert [re.match(r"\| 09 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 09 ")] == \
         [("1", "ch09.mma_issue"), ("2", "ch09.tmem_columns")]

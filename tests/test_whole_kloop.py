@@ -168,8 +168,9 @@ def test_the_ring_model_runs_the_producer_as_its_own_actor():
     assert len(checks) == 3 and all(c.passed for c in checks)
 
 
-def test_06_asks_it_with_the_template_and_answers_it_in_the_solutions():
-    src = (ROOT / "notebooks" / "src" / "06_warp_specialization.py").read_text()
+def test_06f_asks_it_with_the_template_and_answers_it_in_the_solutions():
+    """The short-name capstone is deep dive 06f's warm-up (06 §1 asks it in real calls: ch06.cuda_kloop)."""
+    src = (ROOT / "notebooks" / "src" / "06f_capstone_in_cuda.py").read_text()
     assert f'whole_kloop = """{W.TEMPLATE}"""\nok = exercises.check("{NAME}", whole_kloop)' in src
     solutions = src[src.index("<summary>Solutions"):]
     assert f'whole_kloop = """\n{W.SOLUTION}"""\nok = exercises.check("{NAME}", whole_kloop, solution=True)' in solutions
@@ -198,8 +199,8 @@ def test_the_so_paragraph_after_the_check_computes_its_numbers_from_the_ring_mod
     chapter 05's ring model (no typed percentages)."""
     from pathlib import Path
     src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" / "06_warp_specialization.py").read_text()
-    after = src[src.index('ok = exercises.check("ch06.whole_kloop", whole_kloop)\n'):src.index("## 2. The register")]
-    gate = after.index('if exercises.after("ch06.whole_kloop"')
+    after = src[src.index('ok = exercises.check("ch06.cuda_kloop", cuda_kloop)\n'):src.index("## 2. The register")]
+    gate = after.index('if exercises.after("ch06.cuda_kloop"')
     assert after.index("mp.simulate(4, n, c, 32).math_fraction") < gate < after.index("**So:** `wgmma_wait_group<0>()`")
     import re
     prose = "".join(c for c in after.split("# %%") if c.startswith(" [markdown]"))

@@ -1,4 +1,4 @@
-// Deep dive 06f's exercise ch06.cuda_kloop: chapter 06's capstone written in the course's real
+// Chapter 06's capstone exercise ch06.cuda_kloop: both roles' loops written in the course's real
 // wrappers. The set-up is kernels/capstone.cu's (the same CTA: 3 warpgroups, 384 threads, a 128 × 128
 // tile of C = A·B per tile, fp16 in, fp32 out, K-major A and B, 128-byte swizzle, persistent CTAs
 // taking tiles blockIdx.x, blockIdx.x + gridDim.x, ...), but the learner's text uses no pseudo-API:
@@ -6,7 +6,7 @@
 // tma_load_2d, moves the wgmma descriptors with wgmma_desc_advance, issues wgmma_mma_async_ss,
 // commits, waits, arrives, and sets the roles' register budgets with setmaxnreg.
 //
-// The names the kernel defines before the learner's text (06f's skeleton lists them):
+// The names the kernel defines before the learner's text (06 §1's skeleton lists them):
 //   wg, elected          this thread's warpgroup (0 producer, 1 and 2 consumers); thread 0 of it
 //   TILES, T, STAGES     this CTA's tiles, k-tiles per tile (K / 64), the ring's stages
 //   BM, BN, BK, kStageBytes   128, 128, 64 and the bytes of one stage (A box, then B box)
@@ -27,11 +27,16 @@
 // for the last fill of every stage to land.
 //
 // setmaxnreg: with __launch_bounds__(384, 1) ptxas knows the entry budget (168 registers), and
-// the learner's dec/inc in the role branches are honoured (see 06f §4 for what ptxas prints).
+// the learner's dec/inc in the role branches are honoured (deep dive 06f §3 shows what ptxas prints).
 //
 // The text between the marker lines is the course's answer (asynctc.warp_specialization.
 // cuda_kloop.SOLUTION; a test keeps them equal); cuda_kloop splices a learner's text in its place
 // under #line 1 "your CUDA", never changing this file.
+// The "walk:" marker lines split the file into the blocks of chapter 06 §4's read of the whole kernel
+// (asynctc.warp_specialization.capstone_read, cuda=True; the learner's to-here marker opens its last
+// block, leaving); the header comment above them is left out there.
+
+// ---- walk: constants ----
 #include "ptx/common.cuh"
 #include "ptx/fence.cuh"
 #include "ptx/mbarrier.cuh"
@@ -54,6 +59,7 @@ constexpr u32 kATileBytes = BM * 128;
 constexpr u32 kStageBytes = kATileBytes + BN * 128;
 #include "wgmma_ring.cuh"   // store_c
 
+// ---- walk: set-up ----
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     capstone_cuda_gemm(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
                        float* __restrict__ c, int M, int N, int K, u64 desc_a0_t, u64 desc_b0_t,
@@ -79,6 +85,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
+  // ---- walk: names ----
   const u32 full0 = smem_u32(full_storage), empty0 = smem_u32(empty_storage);
   auto full_bar = [&](int s) -> u32 { return full0 + 8u * (u32)s; };
   auto empty_bar = [&](int s) -> u32 { return empty0 + 8u * (u32)s; };
@@ -86,6 +93,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   auto smem_b = [&](int s) -> u32 { return base + (u32)s * kStageBytes + kATileBytes; };
   auto tile_m0 = [&](int tile) { return (first + tile * step) / tiles_n * BM; };
   auto tile_n0 = [&](int tile) { return (first + tile * step) % tiles_n * BN; };
+  // ---- walk: calls ----
   bool gave_up = false;
   u32 waits[2] = {0u, 0u}, fills[STAGES] = {};
   auto ring_wait = [&](u32 bar, u32 parity) -> bool {
@@ -112,6 +120,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   float acc[kAcc];
 #pragma unroll
   for (int j = 0; j < kAcc; ++j) acc[j] = 0.f;
+  // ---- walk: epilogue ----
   auto store_tile = [&](float (&a)[kAcc], int tile) {
     wgmma_fence_operand(a);
     float (&a2)[kAtoms][kAcc] = *reinterpret_cast<float (*)[kAtoms][kAcc]>(&a);

@@ -12,7 +12,7 @@ with two consumer warpgroups of 64 rows each and a ring of S stages of 64-deep k
    refills: :mod:`asynctc.models.pipeline.protocol`) replaces the kernel's. A deadlock or a race
    stops the emulation with that diagnosis; otherwise its timeline fixes the order in which the
    TMA loads land and the wgmmas read. Or a **schedule** already run is given: the ring model's run
-   of chapter 06's capstone loops (``ch06.whole_kloop``, the caller reads them), whose order then
+   of chapter 06's capstone loops in short names (``ch06.whole_kloop``, deep dive 06f's warm-up; the caller reads them), whose order then
    replaces the ring pieces'; its diagnosis, if any, stops the tile and names **whole_kloop**.
 2. **TMA** — the **stage_fill** lines given (chapter 03's CUDA text, read by
    :func:`asynctc.models.stage_fill_reader.read` for each load) say where each box (128 rows × 128
@@ -66,7 +66,7 @@ RING_PIECES = ("parities", "producer_step", "consumer_loop")
 #: Chapter 06's capstone (both roles' loops): given as a ring-model schedule, it replaces RING_PIECES.
 CAPSTONE = "whole_kloop"
 #: Its exercise, the notebook that asks it, and what the learner wrote.
-CAPSTONE_EXERCISE = ("ch06.whole_kloop", "chapter 06", "capstone loops")
+CAPSTONE_EXERCISE = ("ch06.whole_kloop", "deep dive 06f", "short-name capstone loops")
 #: Where the emulation's full barriers sit (past the stages; 8 bytes each), for the stage-fill reader.
 FULL_BAR_BASE = 7 * STAGE_BYTES
 

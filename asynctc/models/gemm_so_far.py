@@ -111,7 +111,7 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
     """The report for the end of chapter ``chapter`` ("03" … "06"; later chapters take every
     piece): one row per piece — yours ✓ (when it passed), the course's (not passed yet), or the
     chapter it comes in; the optional deep dives' pieces (04b's encode, 05b's parities) only once
-    they are yours; from chapter 06, a row for the capstone's loops (``ch06.whole_kloop``: they order
+    they are yours; from chapter 06, a row for the capstone's loops in short names (``ch06.whole_kloop``, 06f's warm-up: they order
     deep dive 06e §4's tile, not this run's) before 06e's consumer loop, and while that loop is not
     yours, its row says it is optional (:data:`CONSUMER_ROW`) with a note under it (:data:`CONSUMER_NOTE`); from chapter 07, a row per FP8 piece (:data:`FP8_PIECES`) — then the
     tile run with your pieces up to that chapter and the course's
@@ -141,7 +141,7 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
         done = exercises.passed(name)
         at = next((i for i, r in enumerate(rows) if r[0] == "consumer_loop"), len(rows))
         rows.insert(at, (_e.CAPSTONE, "yours" if done else "the course's",
-                         f"{'capstone loops (06)':<19} " + (f"yours ✓ {_when(name)}" if done else
+                         f"{'warm-up loops (06f)':<19} " + (f"yours ✓ {_when(name)}" if done else
                                                            "the course's (not passed yet)")
                          + "; they order the tile in 06e §4"))
     what = "your capstone's consumer loop" if n >= 6 and done else "the consumers' loop"

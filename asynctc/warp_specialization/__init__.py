@@ -71,8 +71,8 @@ W.<name>``):
   compiled into rung 3 (NVRTC), read (``asynctc/core/loop_reader.py``) and judged with chapter 05's ring model
   and the ordering checker; the listing lines it leaves out until it is answered (:data:`LOOP_LINES`), and those it always
   leaves out (:data:`PRODUCER_LINES`: 05's and 06's answers).
-* ``whole_kloop.py`` — chapter 06's exercise 1, the capstone ``ch06.whole_kloop``: both roles'
-  loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the
+* ``whole_kloop.py`` — deep dive 06f's warm-up ``ch06.whole_kloop``: chapter 06's capstone in
+  short names, both roles' loops of a persistent CTA over several tiles, read, judged, run in chapter 05's ring model and the
   emulator, and drawn as the ring model's timeline (:func:`~.whole_kloop.plot_loops`).
 * ``rung_notes.py`` — the generated sentences on rungs 3–8 (06 §3, 06c §9) (:func:`rung_note`),
   and 06 §3's ladder table (:func:`rung_table`);
@@ -97,8 +97,8 @@ W.<name>``):
   ``capstone_suite.py`` — its record ``capstone`` (the answer and wrong variants on the GPU);
   ``capstone_read.py`` — 06 §4's walk through that kernel with the learner's loops, block by block,
   and why a row of 06 §1's SASS table differs (:func:`~.capstone_read.differences`);
-  ``cuda_kloop.py`` / ``cuda_kloop_cpu.py`` — deep dive 06f's ``ch06.cuda_kloop``: the capstone
-  written in the real wrappers (kernels/capstone_cuda.cu), compiled by NVRTC, run on the CPU through
+  ``cuda_kloop.py`` / ``cuda_kloop_cpu.py`` — chapter 06's exercise 1, the capstone ``ch06.cuda_kloop``:
+  both roles written in the real wrappers (kernels/capstone_cuda.cu), compiled by NVRTC, run on the CPU through
   host stand-ins (kernels/capstone_cuda_host.h) against float64, and on a GPU;
   ``whole_suite.py`` — its ``whole_gemm`` record suite (checks, then timed beside rung 3 and
   cuBLAS) and the sentences read from it (:func:`~.whole_suite.whole_verdicts`); never plots.
@@ -119,8 +119,8 @@ from . import steps_suite  # noqa: F401  (rung 2 → rung 3 one change at a time
 from . import capstone_build, capstone_read, capstone_suite  # noqa: F401  (the capstone's loops in a real kernel)
 from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
-from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, chapter 06's capstone)
-from . import cuda_kloop  # noqa: F401  (registers ch06.cuda_kloop, deep dive 06f: the capstone in real CUDA)
+from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, 06f's warm-up: the capstone in short names)
+from . import cuda_kloop  # noqa: F401  (registers ch06.cuda_kloop, chapter 06's capstone in real CUDA)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,

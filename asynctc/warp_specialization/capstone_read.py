@@ -7,7 +7,9 @@ table's differing rows explained from the two texts' call sites (:func:`differen
   blocks with it; every line after the header comment is shown, the marker lines being the blocks'
   headings. The learner's text is split into the producer's and the consumers' loops at its top-level
   ``} else``, each part named by what it calls (``tma_load``: the producer; ``mma_ktile``: the
-  consumers); a text that does not split so is one block, "your loops".
+  consumers); a text that does not split so is one block, "your loops". With ``cuda=True`` the same
+  read is of ``kernels/capstone_cuda.cu``, the real-call capstone (``ch06.cuda_kloop``: 06 §1's
+  exercise), its blocks :data:`CUDA_BLOCKS`, its roles told by ``tma_load_2d`` and ``wgmma_mma_async_ss``.
 * Each block says, in a sentence or two, what it does, where the learner met it (:data:`BLOCKS`), and
   the fences in it, each with what it orders (:data:`FENCES`: PTX ISA facts, from ``ptx/*.cuh``).
 * :func:`differences` reads, per differing row of :func:`~.capstone_build.sass_table`, the call sites
@@ -82,6 +84,12 @@ FENCES = (
     (r"\bfence_accumulators\s*\(", "`wgmma_fence_operand` (no instruction)",
      "an empty asm that keeps the compiler from moving ordinary reads or writes of the accumulators "
      "across a wgmma, commit or wait"),
+    (r"\bwgmma_fence\s*\(", "`wgmma.fence.sync.aligned` (`wgmma_fence`)",
+     "orders the warpgroup's earlier accesses to the accumulator registers before the wgmmas that "
+     "read and write them"),
+    (r"\bwgmma_fence_operand\s*\(", "`wgmma_fence_operand` (no instruction)",
+     "an empty asm that keeps the compiler from moving ordinary reads or writes of the accumulators "
+     "across a wgmma, commit or wait"),
     (r"\bfence_proxy_async", "`fence.proxy.async`",
      "orders ordinary shared-memory writes before the async proxy (TMA, wgmma) reads them"),
 )
@@ -89,6 +97,71 @@ FENCES = (
 NO_PROXY_FENCE = ("No `fence.proxy.async` appears: TMA writes the stages and wgmma reads them, both "
                   "through the async proxy. It is needed where threads write shared memory with ordinary "
                   "stores before a wgmma or a TMA store reads it.")
+
+
+#: The blocks of ``kernels/capstone_cuda.cu`` (06 §1's exercise ``ch06.cuda_kloop``, real calls), as
+#: :data:`BLOCKS`; the learner's blocks reuse :data:`BLOCKS`' titles with these sentences.
+CUDA_BLOCKS = {
+    "constants": ("The tile's constants",
+                  "The headers of the wrappers your text calls, the tile (128 × 128 × 64, two consumers) "
+                  "and `kStageBytes`: one stage, A's box then B's box.",
+                  "chapter [03 §2](03_tma_mbarrier.ipynb) (a stage's bytes) and [05 §2](05_pipelines.ipynb) (the ring's kernel)"),
+    "set-up": BLOCKS["set-up"],
+    "names": ("The names your text uses",
+              "The shared addresses of stage s's barriers (`full_bar`, `empty_bar`) and boxes (`smem_a`, "
+              "`smem_b`), and the first row of A and of stored B of this CTA's tile number `tile`.",
+              "chapter [03, exercise 1](03_tma_mbarrier.ipynb) (a stage's boxes and coordinates)"),
+    "calls": ("The wrappers, guarded",
+              "`ring_wait` is the bounded wait on a barrier's phase parity; it records which wait gave "
+              "up. After one gave up, this thread's `mbarrier_arrive_expect_tx` and `tma_load_2d` do "
+              "nothing, so a wrong parity ends in an error word, never a hang. Then each consumer's "
+              "descriptors of stage 0, k-step 0, and its accumulators.",
+              "chapter [03 §3](03_tma_mbarrier.ipynb) (phase parity) and [04 §2](04_wgmma.ipynb) (descriptors)"),
+    "epilogue": BLOCKS["epilogue"],
+    "producer": ("Your loops: the producer",
+                 "`setmaxnreg_dec` gives registers back. Per k-tile the elected thread waits until the "
+                 "stage is empty, announces its bytes, loads A's box and B's box at your coordinates.",
+                 "chapter [03, exercise 1](03_tma_mbarrier.ipynb) (expect_tx, coordinates), "
+                 "[05, exercise 2](05_pipelines.ipynb) (the producer's step) and 06 §1, exercise 1"),
+    "consumers": ("Your loops: the consumers",
+                  "`setmaxnreg_inc` takes registers. Per k-tile: wait until the stage is full, fence, "
+                  "four wgmmas at your k-step, commit, wait, release the stage (one thread). At a tile's "
+                  "end, store C.",
+                  "chapter [04, exercise 2](04_wgmma.ipynb) (the k-step), [05 §1](05_pipelines.ipynb) "
+                  "(wait groups) and 06 §1, exercise 1"),
+    "loops": BLOCKS["loops"],
+    "leaving": ("Leaving",
+                "The consumers wait for their last wgmma group. The producer's elected thread waits "
+                "until each stage's last fill has landed (it counted the fills), so no TMA writes into "
+                "the shared memory of a CTA that has left.",
+                "chapter [05 §1](05_pipelines.ipynb) (wait groups); the producer's drain is new here"),
+}
+
+
+class _Kernel(NamedTuple):
+    source: str
+    markers: tuple
+    blocks: dict
+    producer: str            # a call only the producer makes (regular expression)
+    consumer: str            # a call only the consumers make
+    exercise: str
+
+
+def _kernel(cuda: bool) -> _Kernel:
+    if cuda:
+        return _Kernel("capstone_cuda.cu", ("constants", "set-up", "names", "calls", "epilogue"), CUDA_BLOCKS,
+                       r"\btma_load_2d\s*\(", r"\bwgmma_mma_async_ss\b", "ch06.cuda_kloop")
+    return _Kernel(cb.SOURCE, ("names", "set-up", "calls", "epilogue"), BLOCKS,
+                   r"\btma_load\s*\(", r"\bmma_ktile\s*\(", "ch06.whole_kloop")
+
+
+def _solution(cuda: bool) -> str:
+    if cuda:                 # cuda_kloop.solution(), read here: cuda_kloop imports this module
+        code = runtime.kernel_path(_kernel(True).source).read_text()
+        before, after, _ = cb._parts(code)
+        return code[len(before):len(code) - len(after)]
+    from .whole_kloop import SOLUTION
+    return SOLUTION
 
 
 class Block(NamedTuple):
@@ -117,12 +190,14 @@ def _split_roles(lines: list[str]):
     return None
 
 
-def _role_blocks(text: str) -> list[Block]:
+def _role_blocks(text: str, cuda: bool = False) -> list[Block]:
     lines = cb.check_text(text).rstrip("\n").splitlines()
     parts = _split_roles(lines)
+    kern = _kernel(cuda)
     if parts:
         first, second = ("\n".join(p) for p in parts)
-        calls = [("tma_load(" in _COMMENT.sub("", p), "mma_ktile(" in _COMMENT.sub("", p)) for p in (first, second)]
+        calls = [(bool(re.search(kern.producer, _COMMENT.sub("", p))), bool(re.search(kern.consumer, _COMMENT.sub("", p))))
+                 for p in (first, second)]
         if calls == [(True, False), (False, True)]:
             return [Block("producer", tuple((x, True) for x in parts[0])),
                     Block("consumers", tuple((x, True) for x in parts[1]))]
@@ -132,31 +207,33 @@ def _role_blocks(text: str) -> list[Block]:
     return [Block("loops", tuple((x, True) for x in lines))]
 
 
-def walk(text: str) -> list[Block]:
-    """``kernels/capstone.cu`` with ``text`` (the capstone's loops) in its place, as :class:`Block`\\ s
-    in the file's order: every line after the header comment (which ends at the first walk marker),
-    the marker lines being the headings. Raises what :func:`~.capstone_build.check_text` raises, and
-    RuntimeError where the file's markers are missing."""
-    code = runtime.kernel_path(cb.SOURCE).read_text()
+def walk(text: str, cuda: bool = False) -> list[Block]:
+    """``kernels/capstone.cu`` (``cuda``: ``kernels/capstone_cuda.cu``, the real calls' kernel) with
+    ``text`` (the capstone's loops) in its place, as :class:`Block`\\ s in the file's order: every line
+    after the header comment (which ends at the first walk marker), the marker lines being the
+    headings. Raises what :func:`~.capstone_build.check_text` raises, and RuntimeError where the
+    file's markers are missing."""
+    kern = _kernel(cuda)
+    code = runtime.kernel_path(kern.source).read_text()
     before, after, _ = cb._parts(code)
     head = before.splitlines()[:-1]                           # the from-marker line is a heading
     starts = [n for n, line in enumerate(head) if _MARK.match(line)]
-    if not starts or [_MARK.match(head[n]).group(1) for n in starts] != ["names", "set-up", "calls", "epilogue"]:
-        raise RuntimeError(f"{cb.SOURCE}: the walk's markers are not names, set-up, calls, epilogue")
+    if not starts or tuple(_MARK.match(head[n]).group(1) for n in starts) != kern.markers:
+        raise RuntimeError(f"{kern.source}: the walk's markers are not {', '.join(kern.markers)}")
     blocks = []
     for a, b in zip(starts, starts[1:] + [len(head)]):
         blocks.append(Block(_MARK.match(head[a]).group(1), tuple((x, False) for x in head[a + 1:b])))
-    blocks += _role_blocks(text)
+    blocks += _role_blocks(text, cuda)
     blocks.append(Block("leaving", tuple((x, False) for x in after.rstrip("\n").splitlines()[1:])))
     return blocks
 
 
-def walk_markdown(text: str, mark: str = "yours") -> str:
+def walk_markdown(text: str, mark: str = "yours", cuda: bool = False) -> str:
     """:func:`walk` as Markdown: per block its title, where the learner met it, a sentence or two, its
     fences, and its lines, each behind a column that says ``mark`` for the learner's lines."""
-    out, width, blocks = [], len(mark), walk(text)
+    out, width, blocks = [], len(mark), walk(text, cuda)
     for i, block in enumerate(blocks, 1):
-        title, says, met = BLOCKS[block.key]
+        title, says, met = _kernel(cuda).blocks[block.key]
         out.append(f"**{i}. {title}.** You met this in {met}. {says}")
         for name, what in block.fences():
             out.append(f"- Fence: {name}: {what}.")
@@ -170,30 +247,32 @@ def walk_markdown(text: str, mark: str = "yours") -> str:
     return "\n\n".join(out)
 
 
-def loops_to_show(text: str, passed: bool) -> tuple[str, bool]:
+def loops_to_show(text: str, passed: bool, cuda: bool = False) -> tuple[str, bool]:
     """(the loops a cell held until the capstone passes shows, whether they are the course's answer):
     ``text`` if ``passed``; else the loops kept when the capstone last passed (a restarted kernel);
-    else — a cell opened without a pass, the notebook build — the course's answer."""
+    else — a cell opened without a pass, the notebook build — the course's answer. ``cuda``: the
+    real-call capstone (``ch06.cuda_kloop``), else the short-name one (``ch06.whole_kloop``)."""
     from ..core import exercises as _ex
-    from .whole_kloop import SOLUTION
+    name = _kernel(cuda).exercise
     if passed:
         return text, False
-    if _ex.passed("ch06.whole_kloop"):
-        return _ex.my_answer("ch06.whole_kloop"), False
-    return SOLUTION, True
+    if _ex.passed(name):
+        return _ex.my_answer(name), False
+    return _solution(cuda), True
 
 
-def walk_cell(text: str, passed: bool = True) -> None:
+def walk_cell(text: str, passed: bool = True, cuda: bool = False) -> None:
     """06 §4's cell: the whole capstone kernel with the learner's loops (:func:`walk_markdown`), held
-    (one line saying it waits for exercise 1) until the capstone passes."""
+    (one line saying it waits for exercise 1) until the capstone passes. ``cuda``: the real-call
+    capstone in ``kernels/capstone_cuda.cu``."""
     from IPython.display import display
     from ..core import exercises as _ex
     from ..core import notebook
-    if not _ex.after("ch06.whole_kloop", held="your kernel, top to bottom: it waits for exercise 1, "
+    if not _ex.after(_kernel(cuda).exercise, held="your kernel, top to bottom: it waits for exercise 1, "
                      "whose loops are its middle"):
         return
-    text, answer = loops_to_show(text, passed)
-    display(notebook.Markdown(walk_markdown(text, "answer" if answer else "yours")))
+    text, answer = loops_to_show(text, passed, cuda)
+    display(notebook.Markdown(walk_markdown(text, "answer" if answer else "yours", cuda)))
 
 
 # ---- the SASS table's differences ---------------------------------------------------------------
@@ -206,6 +285,18 @@ ROW_CALLS = {
     "UTMALDG (TMA loads)": (r"\btma_load\s*\(", "tma_load (two TMA loads)"),
     "HGMMA (wgmmas)": (r"\bmma_ktile\s*\(", "mma_ktile (four wgmmas)"),
     "WARPGROUP.ARRIVE": (r"\bmma_ktile\s*\(", "mma_ktile (its wgmma.fence)"),
+    "WARPGROUP.DEPBAR": (r"\bwgmma_wait_group\s*<", "wgmma_wait_group"),
+    "STG (C stores)": (r"\bstore_tile\s*\(", "store_tile"),
+}
+
+
+#: :data:`ROW_CALLS` for the real calls (``ch06.cuda_kloop``).
+CUDA_ROW_CALLS = {
+    "SYNCS.PHASECHK (waits)": (r"\bring_wait\s*\(", "ring_wait"),
+    "SYNCS.ARRIVE (arrives)": (r"\bmbarrier_arrive(?:_expect_tx)?\s*\(", "mbarrier_arrive / mbarrier_arrive_expect_tx"),
+    "UTMALDG (TMA loads)": (r"\btma_load_2d\s*\(", "tma_load_2d"),
+    "HGMMA (wgmmas)": (r"\bwgmma_mma_async_ss\b", "wgmma_mma_async_ss"),
+    "WARPGROUP.ARRIVE": (r"\bwgmma_fence\s*\(", "wgmma_fence"),
     "WARPGROUP.DEPBAR": (r"\bwgmma_wait_group\s*<", "wgmma_wait_group"),
     "STG (C stores)": (r"\bstore_tile\s*\(", "store_tile"),
 }
@@ -245,17 +336,17 @@ def _places(sites) -> str:
     return ", ".join(f"`{stmt}` {place}" for place, stmt in sites) or "none"
 
 
-def differences(table: "cb.SassTable", text: str, course: str | None = None) -> list[str]:
+def differences(table: "cb.SassTable", text: str, course: str | None = None, cuda: bool = False) -> list[str]:
     """One line per row of ``table`` where the learner's count differs from the course's: the call
-    sites in ``text`` and in ``course`` (default :data:`~.whole_kloop.SOLUTION`) of the calls that
-    compile to that row, with their places, and what the difference in places accounts for."""
-    from .whole_kloop import SOLUTION
-    course = SOLUTION if course is None else course
+    sites in ``text`` and in ``course`` (default the course's answer: :data:`~.whole_kloop.SOLUTION`,
+    ``cuda``: :func:`~.cuda_kloop.solution`) of the calls that compile to that row, with their
+    places, and what the difference in places accounts for."""
+    course = _solution(cuda) if course is None else course
     out = []
     for what, mine, theirs in table.rows:
         if mine == theirs:
             continue
-        rx, name = ROW_CALLS[what]
+        rx, name = (CUDA_ROW_CALLS if cuda else ROW_CALLS)[what]
         a, b = call_sites(text, rx), call_sites(course, rx)
         line = (f"{what}: {mine} in yours, {theirs} in the course's. Calls of {name}: yours {_places(a)}; "
                 f"the course's {_places(b)}.")

@@ -4,7 +4,8 @@ learner might write, each on :data:`~.capstone_build.SHAPES`.
 
 :func:`measure_capstone` never raises on a wrong result or a wait that gave up: each run is recorded
 (its error word decoded, its elementwise check), so the record says what every variant did.
-:func:`capstone_cell` is chapter 06 §1's cell after the capstone passes: it builds the learner's
+:func:`capstone_cell` is the short-name capstone's cell (06 §1 now shows the real-call capstone's,
+:func:`.cuda_kloop.capstone_cell`, which prints this record's lines as the short kernel's): it builds the learner's
 loops, prints the SASS table, and runs them live on a GPU — in replay, the recorded outcome of the
 course's answer, or that none was recorded yet. Never plots.
 """

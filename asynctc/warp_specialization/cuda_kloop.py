@@ -1,8 +1,8 @@
-"""Deep dive 06f's exercise ``ch06.cuda_kloop``: chapter 06's capstone — both roles of one CTA's
-persistent, warp-specialized k-loop — written as one piece of CUDA with the course's real wrappers
+"""Chapter 06's capstone exercise ``ch06.cuda_kloop`` (06 §1): both roles of one CTA's
+persistent, warp-specialized k-loop, written as one piece of CUDA with the course's real wrappers
 (``ring_wait`` on ``full_bar(s)`` / ``empty_bar(s)``, ``mbarrier_arrive_expect_tx``, ``tma_load_2d``,
 ``wgmma_desc_advance``, ``wgmma_mma_async_ss``, ``wgmma_commit_group``, ``wgmma_wait_group``,
-``mbarrier_arrive``, ``setmaxnreg_dec`` / ``setmaxnreg_inc``) instead of 06's pseudo-API.
+``mbarrier_arrive``, ``setmaxnreg_dec`` / ``setmaxnreg_inc``) instead of the short names of deep dive 06f's warm-up (``ch06.whole_kloop``).
 
 The check, in order:
 
@@ -18,6 +18,10 @@ The check, in order:
 * **C (on an sm_90a GPU)** — :func:`run`: the build launched like the capstone's
   (:func:`asynctc.warp_specialization.capstone_build.run`), every element against float64, a wait
   that gives up reported from the kernel's error word.
+
+:func:`capstone_cell` is 06 §1's cell after the exercise: the three checks' lines, the SASS table
+beside the course's answer's (:func:`sass_table`), and without a GPU the recorded run — of the
+short-name kernel ``capstone.cu`` (the same CTA), said so, until this kernel has a record.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ FILE_NAME = cpu.FILE_NAME
 STAGES = 2
 _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
-#: The learner's skeleton (06f §3): the names and the holes, no parities and no coordinates.
+#: The learner's skeleton (06 §1): the names and the holes, no parities and no coordinates.
 SKELETON = """\
 int stage = 0; u32 phase = 0;                 // the ring position, once, before the tile loop
 if (wg == 0) {                                // the producer warpgroup
@@ -150,6 +154,51 @@ def run(text: str, m: int, n: int, k: int, stages: int = STAGES, ctas: int | Non
     tiles = m // _cb.BM * (n // _cb.BN)
     check = compare_elementwise(dc.to_host(), a, b, "float32", label=f"cuda_kloop {m}x{n}x{k}")
     return _cb.CapstoneRun((m, n, k), stages, ctas, -(-tiles // ctas), k // _cb.BK, word, check)
+
+
+def sass_table(text: str, stages: int = STAGES) -> _cb.SassTable:
+    """The learner's build beside the course's answer's (:func:`solution`), row by row of
+    :data:`~.capstone_build.SASS_ROWS` (static counts). Raises what :func:`build` raises."""
+    t0 = time.perf_counter()
+    mine = build(text, stages).kernel
+    seconds = time.perf_counter() - t0
+    ref = build(solution(), stages).kernel
+    ops = [sass.instructions(sass.disassemble(x.cubin)) for x in (mine, ref)]
+    a, b = (_cb.opcode_rows(x.cubin, o) for x, o in zip((mine, ref), ops))
+    return _cb.SassTable([(what, a[what], b[what]) for what, _ in _cb.SASS_ROWS],
+                         tuple(len(o) for o in ops), seconds)
+
+
+#: Said above the recorded run in :func:`capstone_cell` (no GPU): which kernel the record ran.
+RECORDED_IS_SHORT = ("No Hopper GPU here. The record holds runs of the short-name capstone "
+                     "(kernels/capstone.cu: the same CTA and protocol, the course's calls behind "
+                     "06f's short names), not yet of this kernel:")
+
+
+def capstone_cell(text: str, passed: bool = True) -> None:
+    """06 §1's cell once ``ch06.cuda_kloop`` passes (held until then): checks A, B and C's lines
+    (:func:`verdict`), the SASS table beside the course's answer's with a line per differing row
+    (:func:`~.capstone_read.differences`); without a GPU, the recorded run of the short-name
+    kernel (:data:`RECORDED_IS_SHORT`). Unless ``passed``, the loops
+    :func:`~.capstone_read.loops_to_show` picks (the course's answer in the notebook build)."""
+    if not _ex.after("ch06.cuda_kloop", held="your loops compiled into a real kernel"):
+        return
+    from .capstone_read import differences, loops_to_show
+    from .capstone_suite import recorded_line
+    text, answer = loops_to_show(text, passed, cuda=True)
+    v = verdict(text, seed=0)
+    print("The course's answer:" if answer else "Yours:")
+    for line in (v.compile, v.cpu, v.gpu):
+        if line:
+            print("  " + line)
+    if not answer and v.hint is None:
+        table = sass_table(text)
+        print(table)
+        for line in differences(table, text, cuda=True):      # why a row differs: the call sites
+            print("  " + line)
+    if v.gpu is None:
+        print(RECORDED_IS_SHORT)
+        print(recorded_line())
 
 
 class Verdict(NamedTuple):

@@ -216,7 +216,7 @@ def protocol_names(with_06e: bool = False) -> str:
     name it (``with_06e``: and 06e's rung 3), and below each row, after "→", the PTX it issues
     (:func:`protocol_rows`)."""
     cols = 4 if with_06e else 3
-    head = ("step", "05 (pipeline.cu)", "06 capstone", "06e")[:cols]
+    head = ("step", "05 (pipeline.cu)", "short name (06f)", "06e")[:cols]
     rows = protocol_rows()
     w = [max(len(r[i]) for r in [head, *rows]) for i in range(cols)]
     lines = ["  ".join(f"{c:{w[i]}s}" for i, c in enumerate(head)).rstrip()]

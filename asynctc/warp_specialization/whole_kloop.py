@@ -1,4 +1,4 @@
-"""Chapter 06's exercise 1, the capstone ``ch06.whole_kloop``: the learner writes, from a
+"""Deep dive 06f's warm-up ``ch06.whole_kloop``, 06's capstone in short names: the learner writes, from a
 blank template, both roles' loops of a warp-specialized, persistent CTA that computes several tiles
 in a row with one ring of stages. The producer warpgroup (``wg == 0``) waits on ``empty[s]``,
 announces the stage's bytes on ``full[s]`` and loads the k-tile; the consumer warpgroups wait on
@@ -57,7 +57,7 @@ IN_SCOPE = ("wg", "TILES", "T", "STAGES", "kStageBytes", "full.wait", "full.arri
             "store_tile")
 _CALLS = ("tma_load", "mma_ktile", "wgmma_wait_group", "store_tile")
 
-#: The learner's blank page (06 §1's cell): the roles and the loop bounds, nothing of the answer.
+#: The learner's blank page (06f §1's cell): the roles and the loop bounds, nothing of the answer.
 TEMPLATE = """
 // tile 1's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)
 if (wg == 0) {                 // the producer warpgroup

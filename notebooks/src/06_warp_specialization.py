@@ -34,74 +34,88 @@ res = rec.results
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
-# deadlocked at the first k-tile. Under the figure: each step's name in chapter 05's kernel and in
-# your capstone, with the PTX it issues ([06e](06e_your_gemm_on_the_cpu.ipynb)'s names:
-# `W.protocol_names(with_06e=True)`).
+# deadlocked at the first k-tile.
 
 # %% output varies
 fig = W.plot_protocol()
 plt.show()
-print(W.protocol_names())
 
 # %% [markdown]
-# **Exercise 1 (the capstone). Write both roles' loops.** The CTA is
-# [persistent](../docs/glossary.md#persistent): it computes `TILES` tiles of `T` k-tiles each. One
-# ring of `STAGES` stages serves them all.
+# The figure's short names, and the real calls your kernel makes:
 #
-# Your text runs as each warpgroup's [elected thread](../docs/glossary.md#elected-thread). In scope:
+# | short name | the real calls |
+# |---|---|
+# | `full.wait(stage, parity)` | `ring_wait(full_bar(stage), parity)`: a bounded loop on `mbarrier.try_wait.parity` |
+# | `empty.wait(stage, parity)` | `ring_wait(empty_bar(stage), parity)` |
+# | `full.arrive_expect_tx(stage, bytes)` | `mbarrier_arrive_expect_tx(full_bar(stage), bytes)`, by the elected thread |
+# | `tma_load(stage, tile, k)` | two `tma_load_2d(dst, map, full_bar(stage), c0, c1)`: A's box into `smem_a(stage)`, B's into `smem_b(stage)` |
+# | `mma_ktile(acc, stage)` | `wgmma_fence()`, four `wgmma_mma_async_ss<128, 0, 0, 0>(acc, da, db, 1)`, `wgmma_commit_group()` |
+# | `empty.arrive(stage)` | `mbarrier_arrive(empty_bar(stage))`, by the elected thread of each consumer |
 #
-# - `wg` (the warpgroup), `acc` (its accumulator), `TILES`, `T`, `STAGES`, `kStageBytes`;
-# - `full.wait(stage, parity)`, `empty.wait(stage, parity)`, `empty.arrive(stage)`;
-# - `full.arrive_expect_tx(stage, bytes)`: the producer's arrive, with the TMA's bytes;
-# - `tma_load(stage, tile, k)`: A's and B's boxes of k-tile `k` of `tile`, landing on `full[stage]`;
-# - `mma_ktile(acc, stage)`: the k-tile's wgmmas as one commit group; `wgmma_wait_group<N>()`;
-# - `store_tile(acc, tile)` writes the tile's C and zeroes `acc`;
-# - at a tile's end, its last k-tile's wgmmas complete before `store_tile`;
-# - and that k-tile's stage is released in that tile, not the next.
+# `wgmma_wait_group<N>()` is the same call in both. The real calls add
+# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) for the roles (§2).
+
+# %% [markdown]
+# **Exercise 1 (the capstone). Write both roles' loops in CUDA.** The CTA is
+# [persistent](../docs/glossary.md#persistent): it walks `TILES` tiles of 128 × 128, `T` k-tiles
+# each. One ring of `STAGES` stages serves them all. In scope (the kernel defines them first):
 #
-# Declare counters as `int`. The check runs your loops in the ring model against float64.
+# - `wg` (0 the producer, 1 and 2 the consumers), `elected` (this warpgroup's
+#   [elected thread](../docs/glossary.md#elected-thread), its thread 0);
+# - `TILES`, `T`, `STAGES`, `BM`, `BN`, `BK` (128, 128, 64), `kStageBytes` (A's box, then B's box);
+# - `tile_m0(tile)`, `tile_n0(tile)`: the first row of A and of stored B of this CTA's tile `tile`;
+# - `full_bar(s)`, `empty_bar(s)`, `smem_a(s)`, `smem_b(s)`: stage s's barriers and boxes;
+# - `ta`, `tb`: the [tensor maps](../docs/glossary.md#tensor-map) of A (M × K) and B (stored
+#   N × K): boxes of 64 elements of K by 128 rows, 128-byte swizzle;
+# - `desc_a0`, `desc_b0`: this consumer's [descriptors](../docs/glossary.md#matrix-descriptor) of
+#   stage 0, k-step 0; `acc`: its accumulators; `store_tile(acc, tile)` stores them, then zeroes them;
+# - `bool ring_wait(u32 bar, u32 parity)` (gives up after 2 s), `mbarrier_arrive_expect_tx(u32 bar, u32 bytes)`,
+#   `mbarrier_arrive(u32 bar)`, `tma_load_2d(u32 dst, const TmaDesc& map, u32 bar, int c0, int c1)`;
+# - `u64 wgmma_desc_advance(u64 desc, u32 bytes)`, `wgmma_fence()`,
+#   `wgmma_mma_async_ss<128, 0, 0, 0>(acc, desc_a, desc_b, 1)`, `wgmma_commit_group()`, `wgmma_wait_group<N>()`;
+# - `setmaxnreg_dec<R>()`, `setmaxnreg_inc<R>()`: R a multiple of 8 (§2 gives the budget).
 #
-# **Predict (graded), in the cell's first comment.** Each tile has 3 k-tiles, the ring 2 stages.
-# Which stage and consumers' parity does tile 1's first k-tile use?
+# The [phase parity](../docs/glossary.md#phase-parity) of each wait, each box's coordinates (chapter
+# 03) and the k-step (chapter 04) are yours. The ring position carries on across tiles. The check
+# compiles your text (NVRTC), runs it on the CPU against float64, and on a Hopper GPU where one is
+# present. Stuck? [06f §1](06f_capstone_in_cuda.ipynb) asks the same loops in short names first.
 
 # %%
-whole_kloop = """
-// tile 1's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)
-if (wg == 0) {                 // the producer warpgroup
-  for (int tile = 0; tile < TILES; ++tile) {
-    for (int k = 0; k < T; ++k) {
-      // your producer's k-tile
-    }
+cuda_kloop = """
+int stage = 0; u32 phase = 0;                 // the ring position, once, before the tile loop
+if (wg == 0) {                                // the producer warpgroup
+  // setmaxnreg: give registers back
+  if (elected) {
+    for (int tile = 0; tile < TILES; ++tile)
+      for (int k = 0; k < T; ++k) {
+        // wait for the stage to be free; announce its bytes; load A's box and B's box
+        // advance the ring
+      }
   }
-} else {                       // consumer warpgroups 1 and 2
+} else {                                      // consumer warpgroups 1 and 2
+  // setmaxnreg: take registers
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
-      // your consumers' k-tile
+      // wait for the stage's bytes; fence; 4 k-steps of wgmma; commit; wait; release (one thread)
+      // advance the ring
     }
-    // the tile's C
+    store_tile(acc, tile);
   }
 }
 """
-ok = exercises.check("ch06.whole_kloop", whole_kloop)
+ok = exercises.check("ch06.cuda_kloop", cuda_kloop)
 
 # %% [markdown]
-# Once your loops pass, the cell below draws them. In the right answer's picture, the producer mostly
-# waits on empty (purple): healthy. The consumers wait on full (red): 2 stages cannot hide the loads' latency.
+# Once your loops pass, the cell below prints each check's line and counts your kernel's protocol
+# instructions in its SASS beside the course's answer's.
 
 # %% output varies
-fig = W.whole_kloop.show_loops(whole_kloop, ok)
-plt.show()
-
-# %% [markdown]
-# Next, your loops compiled into a real GPU kernel.
-
-# %% output varies
-W.capstone_suite.capstone_cell(whole_kloop, ok)
+W.cuda_kloop.capstone_cell(cuda_kloop, ok)
 
 # %% output answers a prediction
 from asynctc.models import pipeline as mp
 frac = {(c, n): mp.simulate(4, n, c, 32).math_fraction for c in (1, 2) for n in (0, 1)}  # c consumers, wait_group<n>
-if exercises.after("ch06.whole_kloop", held="what wgmma_wait_group<0> and <1> cost"):
+if exercises.after("ch06.cuda_kloop", held="what wgmma_wait_group<0> and <1> cost"):
     display(notebook.Markdown(
         "**So:** `wgmma_wait_group<0>()` is correct, but the Tensor Cores idle while it waits, every "
         "k-tile. `<1>` keeps one group in flight and releases the previous k-tile's stage. Share of the "
@@ -114,6 +128,8 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 
 # %% [markdown]
 # Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
+# [06f](06f_capstone_in_cuda.ipynb) asks the loops in short names and draws them as the ring model
+# runs them, shows ptxas keeping your `setmaxnreg`, and says what the CPU run does not model.
 
 # %% [markdown]
 # ## 2. The register budget
@@ -167,7 +183,7 @@ plt.show()
 # ([06c §3](06c_ladder_investigations.ipynb) does the sum). Rung 7 missed its band above: its
 # model priced storing C from registers too low.
 
-# %% output varies
+# %% output answers a prediction
 # The numbers, as plain arithmetic on the record's TFLOP/s: edit any line and run the cell again.
 t = W.lesson.tflops_by_rung(res, 4096, "float16")        # the record's TFLOP/s by rung, fp16 4096³
 print("recorded TFLOP/s:", ", ".join(f"rung {n} {t[n]:.0f}" for n in t))
@@ -197,22 +213,17 @@ for sentence, ok, numbers in W.lesson.claims(res, core=True):   # on the record,
 # %% [markdown]
 # ## 4. Your kernel, top to bottom
 #
-# Exercise 1's loops are the middle of a real kernel, `asynctc/kernels/capstone.cu`. Once they pass,
+# Exercise 1's loops are the middle of a real kernel, `asynctc/kernels/capstone_cuda.cu`. Once they pass,
 # the cell below shows that kernel with your loops in it: every line but the header comment, in
 # blocks. Each block says what it does and where you met it. The column `yours` marks your lines.
 #
 # A **fence** orders memory accesses: those before it come before those after it. Each block names its fences and what each orders.
 
 # %% output answers a prediction
-if exercises.after("ch06.whole_kloop", held="your kernel, top to bottom (its middle is exercise 1's loops)"):
-    W.capstone_read.walk_cell(whole_kloop, ok)
+if exercises.after("ch06.cuda_kloop", held="your kernel, top to bottom (its middle is exercise 1's loops)"):
+    W.capstone_read.walk_cell(cuda_kloop, ok, cuda=True)
 
 # %% [markdown]
-# **Next: write it in CUDA.** Exercise 1 used short names (`full.wait`, `tma_load`, `mma_ktile`).
-# [Deep dive 06f](06f_capstone_in_cuda.ipynb) asks for the same loops in the course's real calls: your
-# `expect_tx` and TMA coordinates from 03, your k-step from 04, `setmaxnreg` for the roles. NVRTC compiles
-# them, and a CPU run checks the C tile against float64.
-#
 # Going further: [`hopper_gemm.cu`](../asynctc/kernels/hopper_gemm.cu) is the same design with
 # `setmaxnreg` and the host code ([`whole.py`](../asynctc/warp_specialization/whole.py)), rung 3's
 # build written out. [06d §4](06d_limits_and_gemm.ipynb) reads its epilogue.
@@ -248,15 +259,15 @@ import asynctc
 from asynctc.core import checks, records, runtime
 from asynctc.gemm import matmul_config, recorded_run
 
-a = np.random.default_rng(5).standard_normal((1000, 4096)).astype(np.float16)   # M × K
-b = np.random.default_rng(6).standard_normal((4096, 700)).astype(np.float16)    # K × N
-print("its build for 1000×700×4096:", matmul_config(1000, 700, 4096, sm_count=132).label(legend=True))
+a = np.random.default_rng(5).standard_normal((1000, 1000)).astype(np.float16)   # M × K: no multiple of 128
+b = np.random.default_rng(6).standard_normal((1000, 1000)).astype(np.float16)   # K × N
+print("its build for 1000×1000×1000:", matmul_config(1000, 1000, 1000, sm_count=132).label(legend=True))
 if runtime.runs_live("sm_90a"):
     chk = checks.check_gemm(asynctc.matmul(a, b), a, b, "float16")   # C in float16, fp32 accumulation
     print(f"live: worst |C − float64| / bound {chk.max_err / chk.tol:.2f}")
     assert chk.passed, chk
 else:
-    print(recorded_run(records.load("matmul"), 1000, 700, 4096))
+    print(recorded_run(records.load("matmul"), 1000, 1000, 1000))   # this shape's recorded check
 
 # %% [markdown]
 # **What you learned.** Both roles' loops across tiles, your whole kernel top to bottom, the
@@ -270,33 +281,36 @@ else:
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %% output varies
-whole_kloop = """
-// tile 1's first k-tile: stage 1, consumers' full parity 1   (ring counter 3: 3 mod 2, 3 // 2 mod 2)
-int stage = 0, phase = 0;                // the ring position: set once, before the tile loop
-if (wg == 0) {                           // the producer warpgroup
-  for (int tile = 0; tile < TILES; ++tile) {
-    for (int k = 0; k < T; ++k) {
-      empty.wait(stage, phase ^ 1);      // (f + 1) mod 2: the stage's last fill was released
-      full.arrive_expect_tx(stage, kStageBytes);
-      tma_load(stage, tile, k);          // A's box and B's box; they land on full[stage]
-      if (++stage == STAGES) { stage = 0; phase ^= 1; }
-    }
+cuda_kloop = """
+int stage = 0; u32 phase = 0;                 // the ring position: set once, before the tile loop
+if (wg == 0) {                                // the producer warpgroup
+  setmaxnreg_dec<40>();
+  if (elected) {
+    for (int tile = 0; tile < TILES; ++tile)
+      for (int k = 0; k < T; ++k) {
+        ring_wait(empty_bar(stage), phase ^ 1);   // the stage's last fill was released
+        mbarrier_arrive_expect_tx(full_bar(stage), kStageBytes);
+        tma_load_2d(smem_a(stage), ta, full_bar(stage), k * BK, tile_m0(tile));   // K, then rows
+        tma_load_2d(smem_b(stage), tb, full_bar(stage), k * BK, tile_n0(tile));
+        if (++stage == STAGES) { stage = 0; phase ^= 1; }
+      }
   }
-} else {                                 // consumer warpgroups 1 and 2
+} else {                                      // consumer warpgroups 1 and 2
+  setmaxnreg_inc<232>();
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
-      full.wait(stage, phase);           // f mod 2: the TMA's bytes have landed
-      mma_ktile(acc, stage);
-      wgmma_wait_group<0>();             // the wgmmas are done reading the stage
-      empty.arrive(stage);
+      ring_wait(full_bar(stage), phase);      // the TMA's bytes have landed
+      wgmma_fence();
+      for (int j = 0; j < 4; ++j)             // k-step j: 16 fp16 = 32 bytes along the swizzled row
+        wgmma_mma_async_ss<128, 0, 0, 0>(acc, wgmma_desc_advance(desc_a0, stage * kStageBytes + 32 * j),
+                                         wgmma_desc_advance(desc_b0, stage * kStageBytes + 32 * j), 1);
+      wgmma_commit_group();
+      wgmma_wait_group<0>();                  // the wgmmas are done reading the stage
+      if (elected) mbarrier_arrive(empty_bar(stage));
       if (++stage == STAGES) { stage = 0; phase ^= 1; }
     }
     store_tile(acc, tile);
   }
 }
 """
-ok = exercises.check("ch06.whole_kloop", whole_kloop, solution=True)
-
-# %% output varies tags=["solution"]
-fig = W.whole_kloop.show_loops(whole_kloop, ok)      # exercise 1's picture, drawn from the solution
-plt.show()
+ok = exercises.check("ch06.cuda_kloop", cuda_kloop, solution=True)

@@ -13,7 +13,7 @@
 # - §2 optional practice: the capstone's consumer loop again, under rung 3's names. Rung 3 is the
 #   third kernel of chapter 06 §3's ladder: a producer warpgroup and two consumer warpgroups
 # - §3 your pieces, plus 04b's `encode` and 05b's parities
-# - §4 the tile, run step by step, then in the order of chapter 06's capstone loops
+# - §4 the tile, run step by step, then in the order of the capstone's loops in short names (06f §1)
 # - §5 one piece broken on purpose
 # - §6 what this emulation does not model
 
@@ -37,7 +37,7 @@ notebook.banner("sm_90a", measured=False)
 #
 # | step | what happens | whose piece |
 # |---|---|---|
-# | ring | chapter 05's ring model orders the loads and reads | producer step (05), consumer loop (§2), parities (05b); or, in §4's last step, your capstone's loops (06 §1) |
+# | ring | chapter 05's ring model orders the loads and reads | producer step (05), consumer loop (§2), parities (05b); or, in §4's last step, your short-name capstone loops (06f §1) |
 # | TMA | where the A and B [boxes](../docs/glossary.md#box) land; full completes when the [expect_tx](../docs/glossary.md#expect_tx) bytes have landed | stage fill (03) |
 # | swizzle | byte `o` of a box goes to `swizzle_128b(o)` | swizzle (03) |
 # | wgmma | the [mbarrier](../docs/glossary.md#mbarrier)-ordered reads, through descriptors packed by `encode` and moved by `kstep_desc` | k-step (04), encode (04b) |
@@ -46,7 +46,7 @@ notebook.banner("sm_90a", measured=False)
 # %% [markdown]
 # ## 2. Rung 3's consumer loop, in the kernel's own words
 #
-# Chapter 06's capstone used simple names. Rung 3's source (`asynctc/kernels/warp_specialization.cu`)
+# Chapter 06's capstone used the real calls; 06f's warm-up, short names. Rung 3's source (`asynctc/kernels/warp_specialization.cu`)
 # keeps a ring position `pos`, waits with a bound, and leaves one wgmma group in flight. It is the
 # ladder's file, where each rung is a setting of compile-time switches; 06 §4's `hopper_gemm.cu` is
 # rung 3's design written out once, without the switches (the same wgmmas, TMA loads and barriers
@@ -60,7 +60,7 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 
 # %% [markdown]
 # **Optional exercise: the capstone's consumer loop again, under rung 3's names.** Chapter 06's
-# capstone asked for it; here one wgmma group stays in flight. After your loop, the kernel waits for every
+# capstone asked for it in real calls; here one wgmma group stays in flight. After your loop, the kernel waits for every
 # wgmma and releases the stage in `prev`. So your loop releases the stage of k-tile k − 1 and then
 # sets `prev` to this k-tile's stage. A loop that releases its own last stage too would release it
 # a second time, and is refused. In scope:
@@ -78,7 +78,7 @@ notebook.show_source(ck, start=r"^  if \(wg == 0\) \{", end=r"^        finish\(a
 #   each warpgroup calls it, so a phase completes with C arrivals;
 # - `prev`, an `int` to keep the stage of k-tile k − 1 in; `k`, `wg`.
 #
-# The capstone's names for the same steps: [06 §1's table](06_warp_specialization.ipynb).
+# The short names for the same steps: [06f §1's table](06f_capstone_in_cuda.ipynb).
 #
 # The check compiles your loop into rung 3 with NVRTC (no GPU), compares its SASS with the
 # course's, and judges its protocol with the course's models.
@@ -136,10 +136,10 @@ print(f"worst |C - float64| / bound: {result.check.worst:.2g}" if result.check e
 # next section shows what that looks like.
 
 # %% [markdown]
-# ### Your capstone's loops as the ring
+# ### Your short-name capstone loops as the ring
 #
-# The ring model runs chapter 06's capstone loops (yours once passed) for the order; your other
-# pieces move the data:
+# The ring model runs 06f's warm-up loops (the capstone in short names; yours once passed) for the
+# order; your other pieces move the data:
 
 # %% output varies
 mine = exercises.my_answer("ch06.whole_kloop")      # None: not passed yet
@@ -225,7 +225,7 @@ print(emulate_sm90.why(no_lbo))            # why it passed or failed (kept out o
 #
 # **What you learned.** Your pieces (stage fill, swizzle, k-step, producer step, consumer loop,
 # encoder, parities; the course's for any not passed yet) move the right bytes to the right wgmma, in the ring's order.
-# Your capstone's loops can give that order too.
+# Your short-name capstone loops can give that order too.
 # A wrong piece shows up as a pattern of wrong elements, and the pattern points at the piece. Back to
 # [chapter 06](06_warp_specialization.ipynb).
 
