@@ -15,7 +15,9 @@
 # `__syncthreads()`. Each warp then loads its [*fragments*](../docs/glossary.md#fragment) with
 # [**`ldmatrix`**](../docs/glossary.md#ldmatrix), a warp-wide load from shared memory. A fragment
 # is the warp's share of a tile, in its 32 lanes' registers. The warp multiplies them with
-# **`mma.sync`**, Ampere's warp-wide Tensor Core instruction.
+# **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. First, for scale, a
+# [**SIMT**](../docs/glossary.md#simt) GEMM (single instruction, multiple threads): each thread
+# runs scalar code on its own elements, and a warp's 32 threads issue each instruction together.
 #
 # Deep dive: [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
 
