@@ -31,9 +31,9 @@ notebook.banner("sm_90a")
 # * **A** comes from shared memory ("SS") or registers ("RS").
 # * **D** lives in registers.
 #
-# `wgmma.fence` goes first: it orders the warpgroup's earlier accesses to the accumulator and A's
-# registers before the asynchronous wgmma reads them (PTX ISA). `wgmma.commit_group` closes a group. `wgmma.wait_group N` waits until
-# at most N groups are in flight.
+# `wgmma.fence` goes first: it orders the warpgroup's register accesses (D, A) before the async
+# wgmma reads them. `wgmma.commit_group` closes a group. `wgmma.wait_group N` waits until at most N
+# groups are in flight.
 
 # %% [markdown]
 # ## 2. Why a descriptor, and its fields
@@ -99,28 +99,27 @@ print(dB.table())
 # %% [markdown]
 # ## 3. The k-step
 #
-# A k-step moves only `start`, by the bytes from one k16 slice to the next. Every core matrix, at
-# `start + i·SBO + j·LBO`, moves with it. The `start_address` field counts 16-byte units: it moves
-# by those bytes >> 4. The swizzle changes nothing here: the hardware applies it to every address
-# it forms from `start`.
+# A k-step moves only `start`, by the bytes to the next 16 k; its field, in 16-byte units, by
+# those bytes >> 4. Every core matrix, at `start + i·SBO + j·LBO`, moves with it. The hardware
+# swizzles every address it forms from `start`.
 #
-# **Worked: both majors, fp16, 64-byte swizzle.** A box row is 64 bytes.
+# **Worked: fp16, 64-byte swizzle.**
 #
-# * **K-major**, A of 64×32: each row's 32 k fill a box row. The next 16 k lie 16 × 2 = 32 bytes
-#   on, inside the same swizzled row: `start` + 32 B, the field + 2.
-# * **MN-major**, B of 64×64: each k-row's 32 n fill a box row. The next 16 k lie 16 k-rows down:
-#   16 × 64 = 1024 bytes, the field + 64.
+# * **K-major** A, 64×32: a row holds 32 k. The next 16 k lie 16 × 2 = 32 bytes on, in the same
+#   swizzled row: field + 2.
+# * **MN-major** B, 64×64: a k-row holds 32 n. The next 16 k lie 16 k-rows down: 16 × 64 =
+#   1024 bytes, field + 64.
 #
-# **Why K-major needs no LBO.** One k-step reads 32 bytes of each row, inside one box. So the
-# hardware ignores a K-major LBO. The encoder writes 1, as the ISA assumes.
+# **Why K-major needs no LBO.** One k-step reads 32 bytes of each row, inside one box, so the
+# hardware ignores its LBO. The encoder writes 1, as the ISA assumes.
 
 # %%
-swizzle = 64                                    # bytes per box row: 32 fp16
+swizzle = 64                                    # bytes per box row
 tiles = {"K": (64, 32), "MN": (64, 64)}         # (m or n, k)
-step = {"K": 16 * 2,                            # K-major: 16 k along the row, 2 bytes each
-        "MN": 16 * swizzle}                     # MN-major: 16 rows down, one k each
+step = {"K": 16 * 2,                            # 16 k along the row, 2 B each
+        "MN": 16 * swizzle}                     # 16 k-rows down
 for major, (mn, k) in tiles.items():
-    t = descriptors.OperandTile(mn, k, "float16", major, swizzle)   # the encoder's tile
+    t = descriptors.OperandTile(mn, k, "float16", major, swizzle)   # the encoder's
     d0, d1 = (t.descriptor(step=s, base_address=0x2000) for s in (0, 1))
     enc = d1.start_address - d0.start_address
     verdict = "matches the encoder" if step[major] == enc else f"the encoder disagrees: +{enc} B"
@@ -134,7 +133,6 @@ for major, (mn, k) in tiles.items():
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: from step 0's
 # descriptor, an int, return step s's. The tile: 64×64 fp16, 128-byte swizzle, one box. `major`
 # is "K" (§2's A) or "MN" (§2's B cut to 64 n). Step each as worked above, with 128-byte rows.
-# The check reads every k-step.
 
 # %%
 def kstep_desc(desc0, s, major):
