@@ -753,7 +753,8 @@ def kstep_diagnosis(got: int, tile: OperandTile, s: int, base: int) -> str:
 
     def where(symptom: str) -> str:                    # the step's rule; MN-major's in two tiers
         if tile.major == "K":
-            return f"{symptom}; a k16 step is 16 fp16 along the 128-byte row (section 2)"
+            return (f"{symptom}; a k16 step is 16 fp16 along the 128-byte row (section 3 works one on a "
+                    "64-byte row)")
         return cut(f"{symptom}.", sbo_q, sbo_r)
     if g_raw == step:
         return cut("the start moved 16× too far.", " In what unit does the start-address field count" + sec3,

@@ -3,19 +3,20 @@
 #
 # **In plain words.** Here the threads do everything themselves. They copy a slice of A and B into
 # shared memory, wait until everyone is done, then multiply it on the Tensor Cores. While they copy,
-# the Tensor Cores idle. This chapter measures what that turn-taking costs.
+# the Tensor Cores idle.
 #
 # **Where we are.** Chapter 00 suspected that threads which move their own operands cannot keep
-# the Tensor Cores fed. This chapter builds the best GEMM that works that way.
+# the Tensor Cores fed. This chapter builds the best such GEMM.
 #
-# **Learning goal.** Measure the *synchronous* way to use Tensor Cores, which later chapters
-# improve on, and say what limits it.
+# **Learning goal.** Measure the *synchronous* way to use Tensor Cores; find what limits it.
 #
 # **The synchronous model.** Threads copy tiles global → registers → shared memory, then wait at
 # `__syncthreads()`. Each warp then loads its [*fragments*](../docs/glossary.md#fragment) with
 # [**`ldmatrix`**](../docs/glossary.md#ldmatrix), a warp-wide load from shared memory. A fragment
 # is the warp's share of a tile, in its 32 lanes' registers. The warp multiplies them with
-# **`mma.sync`**, Ampere's warp-wide Tensor Core instruction.
+# **`mma.sync`**, Ampere's warp-wide Tensor Core instruction. First, for scale, a
+# [**SIMT**](../docs/glossary.md#simt) GEMM (single instruction, multiple threads: a warp's 32
+# threads run each scalar instruction together, on their own data).
 #
 # Deep dive: [01b — inside the synchronous kernel](01b_synchronous_anatomy.ipynb).
 
@@ -43,7 +44,7 @@ import inspect
 print(inspect.getsource(simt._kernel).split("@cuda.jit", 1)[1].split("return simt_gemm_kernel")[0])
 
 # %% [markdown]
-# The test is small and odd-sized, so the edges must be handled. Without a GPU, numba's
+# The test is small and odd-sized, to exercise the edges. Without a GPU, numba's
 # simulator runs it.
 
 # %%
@@ -306,8 +307,8 @@ def two_rows(A, B, C):
 ok = exercises.check("ch01.two_rows", two_rows)
 
 # %% [markdown]
-# **2.** Section 2's SASS showed 128 `HMMA` for the default tile. That is one k-tile's count too,
-# since the k-tile loop's body is one k-tile, not unrolled. Predict how many `mma.sync.m16n8k16`
+# **2.** Section 2's SASS showed 128 `HMMA` for the default tile. That is one k-tile's count too:
+# the loop's body is one k-tile, not unrolled. Predict how many `mma.sync.m16n8k16`
 # one warp issues per k-tile with the tile `128x128x32/w64x32/2cta`, which the cell prints; §3
 # reads the name. The solution counts `HMMA` in that kernel's SASS.
 
@@ -366,7 +367,7 @@ print("prediction matches the SASS HMMA count:", pred == sass.class_counts(ck.sa
 # ## Worklog
 #
 # One GEMM, 4096³ fp16, from here to chapter 06, as a fraction of cuBLAS. Each chapter ends on
-# an entry: where we were, what we suspected, changed and measured.
+# an entry like this.
 
 # %% output answers a prediction
 worklog.show("01")

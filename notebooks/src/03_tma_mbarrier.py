@@ -20,8 +20,8 @@ notebook.banner("sm_90a")
 # %% [markdown]
 # ## 1. Tensor maps: which order?
 #
-# The map also sets the box size. Each copy names the map and a corner. The table gives
-# each place's order:
+# A tensor map holds a tensor's address, shape and box size. Each copy names the map and a
+# corner. The table gives each place's order:
 #
 # | what | order | this tile's numbers |
 # |---|---|---|
@@ -110,6 +110,9 @@ if done := bar.test_wait(0):
 print("fill 0:", "complete, its reader passes" if done else "incomplete, its reader waits forever")
 
 # %% [markdown]
+# **Try it:** change B's box to `(128, 128)` and rerun. The verdict becomes "incomplete".
+
+# %% [markdown]
 # **Read the wait columns.** Fill 0's reader waits on parity 0: "no" until B lands, then "yes".
 # Fill 1's reader waits on parity 1: wait(1) says "no" until fill 1 lands.
 # So the reader of fill f waits on parity f mod 2. At init, wait(1) already says "yes": the
@@ -143,9 +146,6 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # | f | f mod 2 | (f + 1) mod 2 |
 #
 # [In code](../docs/glossary.md#ring-counter), chapters 05 and 06 wait on `phase` on full, `phase ^ 1` on empty.
-
-# %% [markdown]
-# **Try it:** change B's box to `(128, 128)` and rerun the model. The verdict becomes "incomplete".
 
 # %% [markdown]
 # ## 4. The instructions underneath

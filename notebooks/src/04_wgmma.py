@@ -31,8 +31,9 @@ notebook.banner("sm_90a")
 # * **A** comes from shared memory ("SS") or registers ("RS").
 # * **D** lives in registers.
 #
-# `wgmma.fence` goes first. `wgmma.commit_group` closes a group. `wgmma.wait_group N` waits until
-# at most N groups are in flight.
+# `wgmma.fence` goes first: it orders the warpgroup's register accesses (D, A) before the async
+# wgmma reads them. `wgmma.commit_group` closes a group. `wgmma.wait_group N` waits until at most N
+# groups are in flight.
 
 # %% [markdown]
 # ## 2. Why a descriptor, and its fields
@@ -98,38 +99,40 @@ print(dB.table())
 # %% [markdown]
 # ## 3. The k-step
 #
-# A k-step moves only `start`. Every core matrix, at `start + i·SBO + j·LBO`, moves with it.
+# A k-step moves only `start`, by the bytes to the next 16 k; its field, in 16-byte units, by
+# those bytes >> 4. Every core matrix, at `start + i·SBO + j·LBO`, moves with it. The hardware
+# swizzles every address it forms from `start`.
 #
-# **Worked: an MN-major k-step, 64-byte swizzle.** Take a 64×64 fp16 B tile, MN-major, with
-# 64-byte swizzle: one k-row's 32 n fill a 64-byte box row, so 64 n take two boxes. SBO steps 8
-# k-rows, LBO one box of 64 k-rows, and a k16 step 16 k-rows. The `start_address` field counts
-# 16-byte units. The swizzle changes nothing here: the hardware applies it to every address it
-# forms from `start`. The cell checks the arithmetic against the course's encoder.
+# **Worked: fp16, 64-byte swizzle.**
 #
-# **Why A needs no LBO.** A k-step never reaches the next box. So the hardware ignores A's LBO. The
-# encoder writes 1, as the ISA assumes.
+# * **K-major** A, 64×32: a row holds 32 k. The next 16 k lie 16 × 2 = 32 bytes on, in the same
+#   swizzled row: field + 2.
+# * **MN-major** B, 64×64: a k-row holds 32 n. The next 16 k lie 16 k-rows down: 16 × 64 =
+#   1024 bytes, field + 64.
+#
+# **Why K-major needs no LBO.** One k-step reads 32 bytes of each row, inside one box, so the
+# hardware ignores its LBO. The encoder writes 1, as the ISA assumes.
 
 # %%
-swizzle = 64                        # bytes per box row: 32 fp16 n
-row_pitch, box_rows = swizzle, 64   # MN-major: one k-row fills a box row; the box's k-rows
-sbo = 8 * row_pitch                 # the next 8 k-rows
-lbo = box_rows * row_pitch          # the next box: the next 32 n
-step = 16 * row_pitch               # a k16 step: 16 k-rows on
-t = descriptors.OperandTile(64, 64, "float16", "MN", swizzle)     # n × k, the encoder's
-d0, d1 = (t.descriptor(step=s, base_address=0x2000) for s in (0, 1))
-enc = (d0.sbo, d0.lbo, d1.start_address - d0.start_address)
-print(f"SBO {sbo} B, LBO {lbo} B, a k-step +{step} B: start_address field +{step >> 4}")
-print("matches the encoder" if (sbo, lbo, step) == enc else f"the encoder disagrees: SBO, LBO, k-step = {enc}")
+swizzle = 64                                    # bytes per box row
+tiles = {"K": (64, 32), "MN": (64, 64)}         # (m or n, k)
+step = {"K": 16 * 2,                            # 16 k along the row, 2 B each
+        "MN": 16 * swizzle}                     # 16 k-rows down
+for major, (mn, k) in tiles.items():
+    t = descriptors.OperandTile(mn, k, "float16", major, swizzle)   # the encoder's
+    d0, d1 = (t.descriptor(step=s, base_address=0x2000) for s in (0, 1))
+    enc = d1.start_address - d0.start_address
+    verdict = "matches the encoder" if step[major] == enc else f"the encoder disagrees: +{enc} B"
+    print(f"{major}-major: a k-step +{step[major]} B, start_address field +{step[major] >> 4}: {verdict}")
 
 # %% [markdown]
-# **Try it:** change `sbo` to `4 * row_pitch`, §2's half stride, and rerun. The verdict becomes
-# "the encoder disagrees".
+# **Try it:** change `step["K"]` to `16 * swizzle`, the MN-major step, and rerun. The K-major line
+# becomes "the encoder disagrees".
 
 # %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: from step 0's
-# descriptor, an int, return step s's. The tile: 64×64 fp16, 128-byte swizzle. `major` is
-# "K" or "MN". MN-major, it is the B tile cut to 64 n: one box. A k16 step moves `start`
-# 16 k-rows on. The check reads through them.
+# descriptor, an int, return step s's. The tile: 64×64 fp16, 128-byte swizzle, one box. `major`
+# is "K" (§2's A) or "MN" (§2's B cut to 64 n). Step each as worked above, with 128-byte rows.
 
 # %%
 def kstep_desc(desc0, s, major):

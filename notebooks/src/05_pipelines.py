@@ -90,8 +90,8 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # **Exercise 2 — write the producer's refill step** in CUDA C++: the whole `if (…) { … }` block.
 # Every thread reaches it after r's release. Your guard picks who and when: thread 0, while
 # t = r + STAGES < T and not `broken`. Inside, wait until empty[ts] releases r's fill, then load
-# k-tile t into stage ts. Which parity does that wait name? Derive it: which fill of ts is t, which
-# fill's release are you waiting for, and which phase did that release complete? Write it in `tp`.
+# k-tile t into stage ts. That wait's parity: apply §1's rule, (f + 1) mod 2 for fill f, and write
+# it in the kernel's names, from `tp`.
 # In scope:
 #
 # - `producer`: thread 0; `r`; `t`; `ts`: t's stage, also r's; `STAGES`;
