@@ -342,7 +342,7 @@ def _speed_rows(results: dict, size: int) -> dict[str, float]:
     return {k: table_row(results, size, kernel)["tflops"] for k, (_, kernel) in zip(short, _speed_kernels())}
 
 
-#: 07 §4's exercise 2: the three predictions of our FP8 top rung's TFLOP/s over our FP16 top rung's,
+#: 07 §4's exercise 1: the three predictions of our FP8 top rung's TFLOP/s over our FP16 top rung's,
 #: each with its ratio. The right one is nearest the record's ratio (reader 110: a ratio graded
 #: within 3 % of the record was a reading of the table, not a prediction).
 SPEEDUP_CHOICES = {"about 2×": 2.0, "about 1.5×": 1.5, "about 1×": 1.0}
@@ -355,7 +355,7 @@ def _speedup(results: dict, size: int) -> float:
     return t["ours8"] / t["ours16"]
 
 
-@_ex.exercise("ch07.fp8_speedup", "07 §4's exercise 2, a prediction: will our FP8 top rung run about 2×, "
+@_ex.exercise("ch07.fp8_speedup", "07 §4's exercise 1, a prediction: will our FP8 top rung run about 2×, "
               "about 1.5× or about 1× our FP16 top rung's TFLOP/s at `size`³? The right choice is the one "
               "nearest the ratio the record measured (its `results`); any answer opens the speed table.",
               choices=tuple(SPEEDUP_CHOICES), aliases=_SPEEDUP_ALIASES)

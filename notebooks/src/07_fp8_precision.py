@@ -65,16 +65,6 @@ print("plain cast, e4m3  ", x.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
 # of B. An outlier then coarsens only its own block. (DeepSeek-AI, "DeepSeek-V3 Technical Report",
 # [arXiv:2412.19437](https://arxiv.org/abs/2412.19437), 2024, §3.3.)
 #
-# **Exercise 1 — an element's round trip.** A 1×128 row segment of A has largest magnitude
-# **37.5**. One of its elements is **10.0**. Quantise it to e4m3 with the segment's scale. Then
-# dequantise it as q · s. What value comes back, to four significant figures? Hint: between 64 and
-# 128, the e4m3 values are 64 · (1 + j/8).
-
-# %%
-answer = ...
-ok = exercises.check("ch07.round_trip", answer, value=10.0, amax=37.5)
-
-# %% [markdown]
 # Going further: [07d §2](07d_fp8_scales_shapes_peak.ipynb) — one outlier, one scale or block
 # scales.
 
@@ -102,7 +92,7 @@ notebook.require(worst["max_err"] <= worst["tol"], "every element stays inside i
 # a clock. The [seed article](../docs/glossary.md#seed-article), the public worklog this course
 # checks, says "1.5–2×".
 #
-# **Exercise 2 — predict.** Will our FP8 rung run about 2×, about 1.5× or about 1× our FP16
+# **Exercise 1 — predict.** Will our FP8 rung run about 2×, about 1.5× or about 1× our FP16
 # rung's TFLOP/s at 8192³? The check takes the choice nearest the measured ratio. Any answer
 # opens the table.
 
@@ -135,7 +125,7 @@ if exercises.after("ch07.fp8_speedup", held="the three ratios at 8192³", tried=
 
 # %% check
 notebook.require(1.96 <= ours8 / ours16 <= 2.02 and 1.96 <= lt8 / cb16 <= 2.02,
-                 "the So: sentence above (after exercise 2)", ours=ours8 / ours16, cublas=lt8 / cb16)
+                 "the So: sentence above (after exercise 1)", ours=ours8 / ours16, cublas=lt8 / cb16)
 
 # %% [markdown]
 # ## 5. The accumulator: a sum that stops growing
@@ -230,8 +220,18 @@ for sentence, ok, numbers in claims:            # bounds: named constants beside
 # %% [markdown]
 # ## 6. Exercises
 #
-# Exercise 1 is in section 2, exercise 2 in section 4.
+# Exercise 1 is the check in section 4.
 #
+# **2. An element's round trip** (it needs only section 2's scale). A 1×128 row segment of A has
+# largest magnitude **37.5**. One of its elements is **10.0**. Quantise it to e4m3 with the
+# segment's scale, s = amax / 448. Then dequantise it as q · s. What value comes back, to four
+# significant figures? Hint: between 64 and 128, the e4m3 values are 64 · (1 + j/8).
+
+# %%
+answer = ...
+ok = exercises.check("ch07.round_trip", answer, value=10.0, amax=37.5)
+
+# %% [markdown]
 # **3. Write the promotion.** `products` are the K exact products a·b of one element of C, 128
 # per k-tile. The wgmma accumulator sums one k-tile at a time:
 # `acc = fp8.tc_dot(products[t*128:(t+1)*128], acc=acc)`. Write `promoted_sum(products, interval)`:
@@ -257,13 +257,14 @@ if exercises.after("ch07.promotion"):
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
 
 # %% output varies
-s = 37.5 / 448                                                        # the segment's scale
-exercises.check("ch07.round_trip", 120 * s, value=10.0, amax=37.5, solution=True)   # 10/s ≈ 119.5: 120
 # FP8 halves the bytes per element, and the Tensor Core does twice the math per clock: about 2×
 ok = exercises.check("ch07.fp8_speedup", "about 2×", results=res, solution=True)
 
-
 # %%
+s = 37.5 / 448                                                        # the segment's scale
+exercises.check("ch07.round_trip", 120 * s, value=10.0, amax=37.5, solution=True)   # 10/s ≈ 119.5: 120
+
+
 def promoted_sum(products, interval):
     total, acc = np.float32(0.0), 0.0            # the fp32 registers; the wgmma accumulator
     tiles = len(products) // 128
@@ -289,7 +290,7 @@ worklog.show("07")
 print(fp8.speed_names(res))
 
 # %% [markdown]
-# The worklog's 4096³ gain over our FP16 rung is smaller than exercise 2's 8192³ gain: the 2×
+# The worklog's 4096³ gain over our FP16 rung is smaller than exercise 1's 8192³ gain: the 2×
 # ceiling is reached only at the larger size.
 
 # %% check
