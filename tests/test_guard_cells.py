@@ -343,7 +343,7 @@ def test_the_accumulator_cell_holds_on_the_record(capsys):
     assert out[0].startswith("promotion ") and "swamping, K = 16384" in out[0]
     assert "normal, K = 256 → 16384" in out[0] and out[0].endswith("TFLOP/s at 8192³, 128×128 build")
     assert [line.split("  ")[0] for line in out[1:4]] == ["none", "every 4 k-tiles", "every k-tile"]
-    assert out[1].endswith(" = 1.00") and out[2].endswith(notebook.ratio(ns["speed"][4], ns["speed"][0]))
+    assert out[1].endswith(" = 1.00") and out[2].endswith(notebook.ratio(ns["speed"][4], ns["speed"][0], "TFLOP/s at 8192³"))
     err = {p: ns["swamp"][ns["k"], p] for p in (0, 4)}          # swamping at the longest K
     assert out[4] == "swamping, none / every 4: " + notebook.ratio(100 * err[0], 100 * err[4], "%", digits=0)
     # the record itself: the cell divides the 128×128 builds' 8192³ rows; every k-tile is the slowest

@@ -226,7 +226,7 @@ def entry(chapter: str) -> str:
         measured = (f"4096³: FP8 top rung {f['fp8']:.0f} TFLOP/s, {f['fp8'] / f['fp16']:.2f}× our FP16 rung "
                     f"({f['fp16']:.0f}) and {f['fp8'] / f['cublaslt_fp8']:.2f} of cuBLASLt FP8 "
                     f"({f['cublaslt_fp8']:.0f}, fast accumulation), all in one run; promoting every 4 "
-                    f"k-tiles (128×128 tile): {f['fp8_promote4']:.0f} TFLOP/s")
+                    f"k-tiles (128×128 tile, 4096³): {f['fp8_promote4']:.0f} TFLOP/s")
     else:
         order = [c for c in CHAPTERS if c != "03"]
         prev, now = _main(all_steps, order[order.index(chapter) - 1]), _main(all_steps, chapter)

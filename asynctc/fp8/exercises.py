@@ -385,7 +385,8 @@ def _ch07_fp8_speedup_hint(answer, expected, results: dict, size: int = 8192) ->
             f"{t['ours8'] / t['ours16']:.3f}, nearest '{expected}'.")
     if guess < right:                      # too low: the learner did not count what FP8 halves
         symptom = {1.0: "'about 1×' says FP8 gains nothing over FP16.",
-                   1.5: "'about 1.5×' is the seed article's low end: a third of FP16's time would stay unhalved."}[guess]
+                   1.5: "'about 1.5×' is the seed article's low end. It would hold if FP8 halved only two thirds of FP16's "
+                          "run time and left the other third unchanged."}[guess]
         return _ex.tiered(symptom, " What does FP8 halve per element, and what does the Tensor Core do "
                           "twice as fast?", rule)
     symptom = {2.0: "'about 2×' is the ceiling: every part of the run would have to halve.",

@@ -9,8 +9,9 @@
 # **Where we are.** Chapter 06 built a GEMM in fp16 and bf16. Here it runs on 8-bit floats. They
 # lose precision in rounding and in the Tensor Core's sums.
 #
-# **In plain words.** An 8-bit float needs a scale per tensor. The Tensor Core multiplies at
-# double FP16's rate. Its adder drops small products, so fp32 registers must take over the sum.
+# **In plain words.** An 8-bit float needs a scale per tensor. On the datasheet, FP8's dense peak
+# is twice FP16's; section 4 times what a GEMM gets. The adder drops small products, so fp32
+# registers must take over the sum.
 #
 # Going further: deep dives [07b](07b_fp8_accumulator.ipynb) the accumulator,
 # [07c](07c_swizzle_and_row_boxes.ipynb) swizzle and TMA boxes, [07d](07d_fp8_scales_shapes_peak.ipynb)
@@ -192,7 +193,7 @@ _ = notebook.verdict(gap < 0.05, f"The prediction is within {gap:.1%} of every m
 print(f"promotion       swamping, K = {k}   normal, K = {k0} → {k}   TFLOP/s at 8192³, 128×128 build")
 for name, p in (("none", 0), ("every 4 k-tiles", 4), ("every k-tile", 1)):   # last column: TFLOP/s over unpromoted
     print(f"{name:16}{swamp[k, p]:>11.2%}{normal[k0, p]:>16.1e} → {normal[k, p]:.1e}  ",
-          notebook.ratio(speed[p], speed[0]))
+          notebook.ratio(speed[p], speed[0], "TFLOP/s at 8192³"))
 print("swamping, none / every 4:", notebook.ratio(100 * swamp[k, 0], 100 * swamp[k, 4], "%", digits=0))
 
 # %% check, output answers a prediction
@@ -221,10 +222,10 @@ for sentence, ok, numbers in claims:            # bounds: named constants beside
 #
 # Exercise 1 is the check in section 4.
 #
-# **2. An element's round trip.** A 1×128 row segment of A has largest magnitude **37.5**. One of
-# its elements is **10.0**. Quantise it to e4m3 with the segment's scale (section 2). Then
-# dequantise it as q · s. What value comes back, to four significant figures? Hint: between 64 and 128, the e4m3 values are
-# 64 · (1 + j/8).
+# **2. An element's round trip** (it needs only section 2's scale). A 1×128 row segment of A has
+# largest magnitude **37.5**. One of its elements is **10.0**. Quantise it to e4m3 with the
+# segment's scale, s = amax / 448. Then dequantise it as q · s. What value comes back, to four
+# significant figures? Hint: between 64 and 128, the e4m3 values are 64 · (1 + j/8).
 
 # %%
 answer = ...

@@ -63,16 +63,16 @@ outcome = D.show_outcome(1,   # notebook.how(D.show_outcome) prints its code
 # **The first wait that stuck.** Both words name k-tile 0, stage 0. Nothing was loaded, so the
 # producer's wait on `empty[0]` stuck first.
 #
-# **The hypothesis.** A phase completes when all its arrivals come and all its bytes land. A
+# A phase completes when all its arrivals come and all its bytes land. A
 # [phase parity](../docs/glossary.md#phase-parity) is the bit naming which of a barrier's
 # alternating phases a wait expects. A wait passes once that phase has completed. A fresh barrier
-# counts parity 1 as complete, so the producer's first wait should name parity 1. Hypothesis: it
-# names parity 0. The arithmetic, for k-tile k of S stages, its fill f = k // S:
+# counts parity 1 as complete.
 #
-# **Try it:** change `parity = f % 2` to `parity = (f + 1) % 2` and rerun — the verdict becomes
-# "passes".
+# **Predict first:** which parity must the producer's first wait name to pass, and which one does
+# BUG=1's name? The cell below gives BUG=1's arithmetic, for k-tile k of S stages, its fill
+# f = k // S.
 
-# %%
+# %% output answers a prediction
 S, k = 2, 0                    # two stages; the producer's first k-tile
 f = k // S                     # k-tile k's fill of stage k mod S
 parity = f % 2                 # the parity BUG=1's producer waits on
@@ -80,6 +80,14 @@ FRESH_DONE = 1                 # the parity a fresh barrier counts as complete
 print(f"k-tile {k}, fill {f}: the producer waits on empty[{k % S}] with parity {parity}")
 print("verdict:", "passes: it loads k-tile 0" if parity == FRESH_DONE else
       "hangs: that phase needs the consumers' release of a load never issued")
+
+# %% answer [markdown]
+# **The hypothesis.** The first wait must name parity 1, the phase a fresh barrier counts as
+# complete. BUG=1's names parity 0.
+
+# %% [markdown]
+# **Try it:** in the cell above, change `parity = f % 2` to `parity = (f + 1) % 2` and rerun —
+# the verdict becomes "passes".
 
 # %% [markdown]
 # **Pin it in a model.** The correct producer waits on parity (f + 1) mod 2. Chapter 05's ring

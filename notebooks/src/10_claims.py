@@ -49,10 +49,11 @@ print(wrec.label())
 # | median, spread, how many runs? | one run hides the noise |
 #
 # The record behind the claim answers the first three. Its `clock:` line gives the SM clock our
-# kernel ran at, then how it was read: [chapter 00](00_why_async.ipynb) §2 defines these kinds,
-# [in flight](../docs/glossary.md#in-flight) among them. A second clock in brackets was read once
-# the Tensor Cores rested and the card had clocked up, so it can pass the 1830 MHz boost
-# ([00b](00b_clock_kinds.ipynb)); no peak uses it. The ratio is this run's cuBLAS time over ours.
+# kernel ran at, then, in parentheses, how it was read: [chapter 00](00_why_async.ipynb) §2
+# defines these kinds, [in flight](../docs/glossary.md#in-flight) among them. The second clock in
+# those parentheses was read once the Tensor Cores rested and the card had clocked up, so it can
+# pass the 1830 MHz boost ([00b](00b_clock_kinds.ipynb)); no peak uses it. The ratio is this run's
+# cuBLAS time over ours.
 
 # %% output varies
 print(lesson.record_answers(wrec))
