@@ -67,6 +67,8 @@ ALLOWED = [
     ("04", r"lane 4g ?\+ ?t holds|warp w holds rows|who holds D\[|N/2 fp32 values per thread|holds each|holding each",
      "the PTX accumulator layout"),
     ("04b", r"lane 4g\+t holds|holds each", "the PTX accumulator layout"),
+    ("03", r"A tensor map holds a tensor's address", "what a tensor map is, a definition"),
+    ("04", r"a row holds 32 k|a k-row holds 32 n", "the worked k-step's layout arithmetic, not a measurement"),
     ("04b", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),
     ("04b", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
     ("05", r"about 1\.2× as long as in the model", "asserted by 05 §5's notebook.require, in the check cell before it"),
