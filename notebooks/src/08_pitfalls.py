@@ -65,8 +65,7 @@ outcome = D.show_outcome(1,   # notebook.how(D.show_outcome) prints its code
 #
 # A phase completes when all its arrivals come and all its bytes land. A
 # [phase parity](../docs/glossary.md#phase-parity) is the bit naming which of a barrier's
-# alternating phases a wait expects. A wait passes once that phase has completed. A fresh barrier
-# counts parity 1 as complete.
+# alternating phases a wait expects. A wait passes once that phase has completed.
 #
 # **Predict first:** which parity must the producer's first wait name to pass, and which one does
 # BUG=1's name? The cell below gives BUG=1's arithmetic, for k-tile k of S stages, its fill
@@ -82,8 +81,8 @@ print("verdict:", "passes: it loads k-tile 0" if parity == FRESH_DONE else
       "hangs: that phase needs the consumers' release of a load never issued")
 
 # %% answer [markdown]
-# **The hypothesis.** The first wait must name parity 1, the phase a fresh barrier counts as
-# complete. BUG=1's names parity 0.
+# **The hypothesis.** A fresh barrier counts parity 1 as complete: its phase 0 is still under way.
+# So the first wait must name parity 1. BUG=1's names parity 0.
 
 # %% [markdown]
 # **Try it:** in the cell above, change `parity = f % 2` to `parity = (f + 1) % 2` and rerun —
@@ -158,13 +157,13 @@ ax = figures.plot_misplaced(128, 128, 128)
 # The *ordering checker* runs `(op, arg)` steps and names the first rule broken. The cell breaks
 # two rules, then deletes step `DROP`.
 #
-# **Predict, then change `DROP` and rerun:** which rule breaks, if any, with `DROP` = 6, then 1,
-# then 3?
+# **Predict, then run:** which rule breaks, if any, with `DROP` = 6? Then change `DROP` to 1, then
+# to 3, predict again and rerun.
 
-# %%
+# %% output answers a prediction
 for rule in ("wgmma", "leader"):
     ordering.show_rule(rule)   # notebook.how(ordering.show_rule) prints its code
-DROP = 5                                  # the number of a step to delete, 0–8; None keeps all
+DROP = 6                                  # the number of a step to delete, 0–8; None keeps all
 program = ordering.PROGRAMS["init"]["correct"] + ordering.PROGRAMS["proxy"]["correct"]
 report = ordering.drop_report(program, DROP)
 print(report)
