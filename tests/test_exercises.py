@@ -546,7 +546,10 @@ def _issue(elect=True, first=lambda kt, j: kt > 0 or j > 0, bar=lambda t, s: t.e
            parity=lambda kt, n: (kt // n) & 1, fence="after"):
     """A learner's ch09.mma_issue with one mistake (none with the defaults)."""
     def issue_ktile(t, kt, s):
-        if elect and not t.elected:
+        if elect == "commit outside" and not t.elected:
+            t.commit(bar(t, s))                      # the guard left out the commit only
+            return
+        if elect is True and not t.elected:
             return
         if fence == "before":
             t.fence_after()
@@ -565,6 +568,7 @@ def _issue(elect=True, first=lambda kt, j: kt > 0 or j > 0, bar=lambda t, s: t.e
 
 MISTAKES += [
     ("ch09.mma_issue", _issue(elect=False), "32 threads of warp 1 issue MMAs"),
+    ("ch09.mma_issue", _issue(elect="commit outside"), "32 threads of warp 1 issue tcgen05.commit, 31 of them"),
     ("ch09.mma_issue", _issue(first=lambda kt, j: True), "tcgen05.alloc does not zero them"),
     ("ch09.mma_issue", _issue(first=lambda kt, j: j > 0), "accumulate=False at k-tile 1 (stage 1), k-step 0"),
     ("ch09.mma_issue", _issue(first=lambda kt, j: kt > 0), "k-step 1, throws away the k-steps before it"),

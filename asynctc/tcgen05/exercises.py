@@ -326,10 +326,15 @@ def _judge_mma_issue(answer) -> str | None:
     prog, at = _program(per_ktile)                   # the wait, its parity and the fence: the checker's
     hz = check_mma_thread(prog)
     hint = None
-    if others:
-        hint = (f"{len(others) + 1} threads of warp 1 issue MMAs: each would be a separate MMA into "
+    if mma_others := [t for t in others if any(e[0] == "mma" for e in t.events)]:
+        hint = (f"{len(mma_others) + 1} threads of warp 1 issue MMAs: each would be a separate MMA into "
                 "the same accumulator. One thread issues tcgen05.mma (unlike wgmma, which the whole "
                 "warpgroup executes): guard the body with `if t.elected:`")
+    elif others:                                     # only commits outside the guard
+        hint = (f"{len(others) + 1} threads of warp 1 issue tcgen05.commit, {len(others)} of them "
+                "after no MMA: a commit arrives once the MMAs its own thread issued have completed, "
+                "so theirs arrive at once and free the stage while the elected thread's MMAs still "
+                "read it. Put t.commit inside `if t.elected:` too")
     if not hint:
         hint = next((_stop(h) for kt, ev in enumerate(per_ktile)
                      if (h := _ktile_hint(ev, kt, kt % ISSUE_STAGES))), None)
