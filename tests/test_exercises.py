@@ -940,3 +940,13 @@ def test_mma_issue_hint_counts_the_other_mistakes(capsys):
     for _key, answer, _hint in [m for m in MISTAKES if m[0] == "ch09.mma_issue"]:
         exercises.check("ch09.mma_issue", answer)
         assert "more mistake" not in capsys.readouterr().out
+
+
+def test_values_hold_says_when_rounding_the_rows_agrees_by_their_spacing(capsys):
+    """Readers 134-136: rounding each row's ratio passes on the recorded pairs; the note says why."""
+    assert exercises.check("ch10.values_hold", sorted({round(x, 2) for x in _R}), pairs=_PAIRS, digits=2)
+    assert "rounding each row's ratio gives the same list here" in capsys.readouterr().out
+    gapped = [(1.0, 0.99), (1.0, 1.02)]                      # a gap of 0.03: rounding the rows misses two
+    assert not exercises.check("ch10.values_hold", [0.99, 1.02], pairs=gapped, digits=2)
+    assert exercises.check("ch10.values_hold", [0.99, 1.0, 1.01, 1.02], pairs=gapped, digits=2)
+    assert "rounding" not in capsys.readouterr().out.split("\n")[-2]

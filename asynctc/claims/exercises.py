@@ -8,7 +8,7 @@ answers come from the chapter's own functions (:func:`asynctc.claims.verdicts.fr
 from __future__ import annotations
 
 from ..core import bench
-from ..core.exercises import diagnosis, exercise, tiered
+from ..core.exercises import accepted_note, diagnosis, exercise, tiered
 from .bounds import BOUND_VERDICTS, NOT_SETTLED, reading, values_that_hold, verdict
 from .verdicts import FAILS, HOLDS, PARTLY, combine, fractions, judged
 
@@ -215,6 +215,19 @@ def _bound_verdict_hint(answer, expected, pairs, above=1.0):
 def _values_hold(pairs, digits: int = 2):
     lo, hi = _bound(pairs)
     return [round(float(v), digits) for v in values_that_hold(lo, hi, digits)]
+
+
+@accepted_note("ch10.values_hold")
+def _values_hold_note(answer, pairs, digits=2):
+    """Readers 134-136: rounding each row's ratio may give the same list, by the rows' spacing only."""
+    r = sorted(_ratios(pairs))
+    if {round(x, digits) for x in r} != set(_values_hold(pairs, digits)):
+        return None
+    unit = 10 ** -digits
+    return (f"rounding each row's ratio gives the same list here because no two neighbouring "
+            f"ratios lie {unit:.{digits}f} or more apart. The rule reads the interval, not the rows: "
+            f"with rows {1 - unit:.{digits}f} and {1 + 2 * unit:.{digits}f} it admits "
+            f"{1:.{digits}f} and {1 + unit:.{digits}f} too, which no row rounds to.")
 
 
 @diagnosis("ch10.values_hold")

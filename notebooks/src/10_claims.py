@@ -61,6 +61,11 @@ top, cb = seed.ladder_row(wrec)[1], seed.cublas_row(wrec)
 print(f"ratio = {cb['median_ms']:.5f} / {top['median_ms']:.5f} = {cb['median_ms'] / top['median_ms']:.3f}")
 
 # %% [markdown]
+# Launches 2–6 of a sample start with what the launch before left in L2, and for this claim that
+# matters little: A, B and C at 4096³ fp16 take 96 MiB, more than the L2 holds, each launch re-reads
+# every tile many times, and cuBLAS is timed the same way in the same run. What a rerun must fix is
+# this protocol, not a cold L2 at every launch.
+#
 # The ratio has no peak in it: both times come from one run. A "% of peak" has one, and a peak
 # has a clock. The course's [peak](../docs/glossary.md#peak) is SMs × FLOP per SM per clock × the
 # SM clock measured while the kernel ran. The datasheet's peak uses the 1830 MHz boost clock, one
