@@ -134,7 +134,7 @@ def test_entry_04_speaks_of_what_04_measured():
     five = " ".join(worklog.entry("05").split())
     assert f"TMA + wgmma, 1 stage (§4, S = 1), {one.of_cublas:.2f} of cuBLAS (tile 128x128x64/c1)" in five
     ring = [s for s in worklog.steps() if s.chapter == "05" and s.main][0]   # readers: 0.67 was another tile
-    assert f"{ring.of_cublas:.2f} of cuBLAS; the same tile at 1 stage:" in five and ring.config["tile"] == "128x256x64/c2"
+    assert f"{ring.of_cublas:.2f} of cuBLAS; its own tile, 128x256x64/c2, at 1 stage:" in five and ring.config["tile"] == "128x256x64/c2"
     assert not worklog.drawn(one, "04") and worklog.drawn(one, "05")
 
 

@@ -243,7 +243,7 @@ def entry(chapter: str) -> str:
                        tile=now.config["tile"], stages=1, ctas_per_sm=1)["tflops"] / now.cublas  # 1 stage
             require(now.of_cublas > one, "the ring gained on its own tile at one stage",
                     were=one, now=now.of_cublas)
-            measured = f"{_fmt(now)}; the same tile at 1 stage: {one:.2f}"
+            measured = f"{_fmt(now)}; its own tile, {now.config['tile']}, at 1 stage: {one:.2f}"
     parts = [("we were at", were), ("we suspected", suspect), ("we changed", change),
              ("we measured", measured), ("next", nxt)]
     lines = [textwrap.fill(t, 100, initial_indent=f"  {k:<14}", subsequent_indent=" " * 16) for k, t in parts]

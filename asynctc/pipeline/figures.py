@@ -213,6 +213,10 @@ def plateau_in_bytes(measured: dict, l2_cap: float, cfg=None, hw=None) -> tuple[
     return l2_cap < need and got < allows, text
 
 
+#: The GPU row label of 05 §5's producer: in chapter 05's kernel it is no warpgroup of its own.
+PRODUCER_ROW = "producer\n(consumer 0's\nthread 0)"
+
+
 def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None, causes: bool = False):
     """One CTA's recorded loop (top) above the ring model's schedule of the same loop (bottom), on
     one time axis in SM cycles, both drawn by the model's
@@ -220,7 +224,8 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None,
     wgmmas in flight in the upper half, a sub-row per stage for the copies. ``trace``: a record's
     ``traces`` row (its ``cta0`` entry is drawn); ``schedule``: a
     :class:`~asynctc.models.pipeline.Schedule` (:func:`~asynctc.models.pipeline.simulate`); only
-    k-tiles < ``k_max``. ``causes``: each row's title says 05 §5's cause in words (guarded there by
+    k-tiles < ``k_max``; the GPU's producer row is labelled as the thread it is (:data:`PRODUCER_ROW`).
+    ``causes``: each row's title says 05 §5's cause in words (guarded there by
     :func:`~.lesson.trace_claims` on the record). Returns the figure."""
     import matplotlib.pyplot as plt
     from ..models.pipeline import plot_timeline
@@ -233,6 +238,8 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None,
     plot_timeline([s for s in schedule.spans if s.k < k_max and s.kind != "epilogue"], ax=low,
                   title="ring model: after the first loads no consumer waits on full" if causes else "ring model")
     top.set_xlabel("")
+    top.set_yticks(top.get_yticks(), [PRODUCER_ROW if t.get_text() == "producer" else t.get_text()
+                                      for t in top.get_yticklabels()])
     # Readable at notebook width (900 px): larger type than plot_timeline's 8 pt, and one legend
     # under both rows so that the bars get the full width.
     legend = top.get_legend()

@@ -63,8 +63,9 @@ answer = ...
 ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 
 # %% [markdown]
-# **Then try it:** change 0 to 1 in `mp.simulate(6, 0, 1, 32).math_fraction`, the wgmmas' share of
-# time. Arguments: stages, pending, consumers, k-tiles.
+# **Then try it:** `mp` is the ring model (`asynctc.models.pipeline`). Change 0 to 1 in
+# `mp.simulate(6, 0, 1, 32).math_fraction`, the wgmmas' share of time. Arguments: stages, pending,
+# consumers, k-tiles.
 #
 # Going further: [05c §5](05c_pipeline_variants.ipynb) runs a parity-free wait.
 
@@ -187,6 +188,10 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # %% [markdown]
 # ## 5. Why it stops rising
 #
+# **Why look at this.** The widest tile's curve went flat: more stages stopped paying. This section
+# asks what takes the time instead, and the answer to take away is the consumers' own work, not the
+# ring's depth.
+#
 # **The cause, in words.** Consumer 0's thread 0 also refills the stages. Each refill comes between
 # its release of one k-tile and its wait on the next, so consumer 0 reaches every wait late, and by
 # then the data is there. Consumer 1 refills nothing: it reaches each wait early and waits out the
@@ -248,22 +253,15 @@ for sentence, ok, numbers in pl.trace_claims(**clocks, late=pl.full_waits(trace)
 # quicker) and run it again. Expect the verdict to flip to "keeps the model's pace". Then put it back.
 # [05b §3](05b_pipeline_timeline.ipynb) reads one k-tile event by event.
 #
-# Is L2's supply the limit, then? No: a run of the same kernel with its loads alone (no wgmma, no store of C)
-# brings more than the math needs.
+# **So:** past S = 3, neither depth nor L2's supply sets the speed: the kernel with its loads alone brings
+# more than the math needs ([05b §5](05b_pipeline_timeline.ipynb) times it). What is left is the consumers'
+# own k-tile: their wgmmas and waits, the store of C, and consumer 0's refills. Chapter 06 moves the refills
+# to a warpgroup of their own and measures what that buys.
 
-# %% output varies
-supply = {(r["bn"], r["stages"]): r for r in pl.supply.supply_rows(records.load("l2_supply").results)}
-big = supply[256, 4]                      # 128×256, S = 4; bytes per clock per SM, 4096³
-print(f"128×256, S = 4, bytes per clock per SM: the ring alone brings {big['loads_only']:.1f}, the math needs "
-      f"{big['need']:.1f}, the GEMM moves {big['gemm']:.1f}")
+# %% check
+big = next(r for r in pl.supply.supply_rows(records.load("l2_supply").results) if (r["bn"], r["stages"]) == (256, 4))
 notebook.require(big["gemm"] < big["need"] < big["loads_only"], "the ring alone brings more than the math needs",
-                 **big)
-
-# %% [markdown]
-# **So:** past S = 3, neither depth nor L2's supply sets the speed. What is left is the consumers' own k-tile:
-# their wgmmas and waits, the store of C, and consumer 0's refills. Chapter 06 moves the refills to a warpgroup
-# of their own and measures what that buys.
-# Going further: [05b §4–6](05b_pipeline_timeline.ipynb) fits an L2 cap, tests it, and times the loads alone.
+                 **big)   # 128×256, S = 4, 4096³, bytes per clock per SM (05b §5 prints the table)
 
 # %% [markdown]
 # **Play** (ungraded, no GPU).
