@@ -576,23 +576,24 @@ def _ch02_stages_hint(answer, expected, results: dict) -> str | None:
     vs2 = "; ".join(past(s) for s in s64 if s > 2)
     if answer[0] != expected[0]:                     # a prediction: name the assumption it rests on
         parts.append(cut(
-            f"'{answer[0]}' assumes two stages " + ("leave some of BK = 64's load latency to hide, and that a"
-                                                    " stage's shared memory costs nothing." if answer[0] == "yes"
-                                                    else "already hide all of BK = 64's load latency."),
-            " Is that so? Read the BK = 64 rows with three and four stages in §4's table below (it opens once"
-            " you have answered): is either more than 1 % faster than two?",
-            f" BK = 64 runs {rows}. Past two, {vs2}" + (". Note 3 says why a stage can lose."
-                                                        if expected[0] == "no" else ".")))
+            f"'{answer[0]}' says a third or fourth stage {'helps' if answer[0] == 'yes' else 'does not help'} BK = 64.",
+            " Which rows settle it? Read the BK = 64 rows with three and four stages in §4's table below (it"
+            " opens once you have answered): is either more than 1 % faster than two?",
+            f" '{answer[0]}' assumes two stages " + ("leave some of BK = 64's load latency to hide, and that a"
+                                                     " stage's shared memory costs nothing." if answer[0] == "yes"
+                                                     else "already hide all of BK = 64's load latency.")
+            + f" BK = 64 runs {rows}. Past two, {vs2}" + (". Note 3 says why a stage can lose."
+                                                          if expected[0] == "no" else ".")))
     if answer[1] != expected[1]:
         other = 96 - answer[1]                         # the BK not chosen (64 ↔ 32)
         why = ("is the faster one with one stage" if tf[answer[1], 1] > tf[other, 1] else  # (faster best: same)
                "starts slower with one stage, but a slow start is not yet a large gain")
         also = "As for BK: " if parts else ""         # a double miss is its own spot (its own tiers): the
         parts.append(cut(                             # BK part missed alone is first asked (reader 121)
-            f"{also}BK = {answer[1]} {why}; the question asks which BK gains more over its own one-stage row.",
-            " With one stage, how many waits does each BK make in K = 4096 (§4's Try it)? Then divide each"
-            " BK's best row by its one-stage row (the table's last line): which quotient is larger?",
-            " " + "; ".join(f"BK = {bk}: {best[bk]:.0f} / {tf[bk, 1]:.0f} = {best[bk] / tf[bk, 1]:.2f}×"
+            f"{also}the question asks which BK gains more over its own one-stage row, not which is faster.",
+            " Which two rows of each BK would you divide (the table's last line does), and which quotient is larger?",
+            f" BK = {answer[1]} {why}. With one stage, BK = 32 waits twice as often in K = 4096 (§4's Try it). "
+            + "; ".join(f"BK = {bk}: {best[bk]:.0f} / {tf[bk, 1]:.0f} = {best[bk] / tf[bk, 1]:.2f}×"
                             for bk in (64, 32)) + "."))
     return " ".join(parts) or None
 

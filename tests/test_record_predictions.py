@@ -45,12 +45,14 @@ def test_the_stage_prediction_passes_with_the_records_answer(capsys):
 
 @pytest.mark.tiers
 @pytest.mark.parametrize("answer, symptom, question, rule", [
-    (("yes", 32), "'yes' assumes two stages leave some of BK = 64's load latency to hide",
-     "is either more than 1 % faster than two?", "3 stages run 401, within 1 % of two's 402: noise, not a loss; "
+    (("yes", 32), "'yes' says a third or fourth stage helps BK = 64",     # reader 135: tier 1 a question
+     "is either more than 1 % faster than two?", "'yes' assumes two stages leave some of BK = 64's load latency "
+     "to hide, and that a stage's shared memory costs nothing. BK = 64 runs 364 TFLOP/s with 1 stage, 402 with 2, "
+     "401 with 3, 357 with 4. Past two, 3 stages run 401, within 1 % of two's 402: noise, not a loss; "
      "4 stages run 357, 11% slower than two's 402"),      # readers 102–104: 0.25 % is not a loss
-    (("no", 64), "BK = 64 is the faster one with one stage; the question asks which BK gains more over its own "
-     "one-stage row", "how many waits does each BK make in K = 4096",
-     "BK = 32: 417 / 254 = 1.64×"),
+    (("no", 64), "the question asks which BK gains more over its own one-stage row, not which is faster",
+     "Which two rows of each BK would you divide", "BK = 64 is the faster one with one stage. With one stage, "
+     "BK = 32 waits twice as often in K = 4096 (§4's Try it). BK = 64: 402 / 364 = 1.10×; BK = 32: 417 / 254 = 1.64×"),
 ])
 def test_a_wrong_stage_prediction_asks_then_shows_the_rows(tiers, answer, symptom, question, rule):
     tiers("ch02.stages", answer, symptom, question, rule, results=CP)
@@ -66,11 +68,12 @@ def test_both_stage_answers_wrong_get_both_hints(twice):
 @pytest.mark.tiers
 @pytest.mark.parametrize("tflops, answer, symptom, rule", [
     # 'no' when a third stage helps: the hint names the assumption, not the record's verdict
-    ({(64, 2): 400.0, (64, 3): 430.0}, ("no", 32), "'no' assumes two stages already hide all of BK = 64's",
-     "3 stages run 430, 7% faster than two's 400"),
+    ({(64, 2): 400.0, (64, 3): 430.0}, ("no", 32), "'no' says a third or fourth stage does not help BK = 64",
+     "'no' assumes two stages already hide all of BK = 64's load latency. BK = 64 runs"),
     # BK = 64 the slower start and still the smaller gain: a learner who picked it took a slow start for a gain
     ({(64, 1): 240.0, (64, 2): 300.0, (64, 3): 290.0, (64, 4): 280.0}, ("no", 64),
-     "BK = 64 starts slower with one stage, but a slow start is not yet a large gain", "BK = 64: 300 / 240 = 1.25×"),
+     "the question asks which BK gains more", "BK = 64 starts slower with one stage, but a slow start is not yet a "
+     "large gain. With one stage, BK = 32 waits twice as often in K = 4096 (§4's Try it). BK = 64: 300 / 240 = 1.25×"),
 ])
 def test_a_wrong_stage_prediction_names_what_it_misread(tiers, tflops, answer, symptom, rule):
     moved = _sweep(CP, tflops)
@@ -85,6 +88,10 @@ def test_a_stage_answer_in_no_accepted_form_says_which(capsys):
     assert "'yes' or 'no', then 64 or 32" in capsys.readouterr().out
     assert not exercises.check("ch02.stages", "no", results=CP)
     assert "2 values in parentheses, (another_stage_helps, bk)" in capsys.readouterr().out
+    for swapped in ((32, "no"), ("32", "no")):                     # reader 134: not "answer with text in quotes"
+        assert not exercises.check("ch02.stages", swapped, results=CP)
+        out = capsys.readouterr().out
+        assert "wrong order: your two values are swapped" in out and "text in quotes" not in out, out
 
 
 def test_the_stage_key_follows_a_moved_record(monkeypatch):

@@ -392,6 +392,17 @@ def _normalize(ex: Exercise, answer: Any, exp: Any) -> Any:
     return a
 
 
+def _swapped(ex: Exercise, answer: Any, exp: Any) -> bool:
+    """Whether a two-value answer not in its form would be in it with its values swapped."""
+    if not (isinstance(exp, tuple) and len(exp) == 2 and isinstance(answer, (tuple, list)) and len(answer) == 2):
+        return False
+    try:
+        _normalize(ex, tuple(answer)[::-1], exp)
+    except _NotAForm:
+        return False
+    return True
+
+
 def _listed(ex: Exercise) -> str:
     """The choices a refusal names: those the prompt offers (``offered``), else every choice."""
     return ", ".join(repr(c) for c in ex.offered or ex.choices)
@@ -735,6 +746,9 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
     try:
         a = _normalize(ex, answer, exp)
     except _NotAForm as e:
+        if _swapped(ex, answer, exp):           # (32, "no") for ("no", 32): say so, not "text in quotes"
+            return fail(f"wrong order: your two values are swapped; answer {_sequence_form(ex, exp)}.",
+                        f"has its two values swapped: {answer!r}")
         return fail(f"answer with {e}.", f"is not in an accepted form: {answer!r}")
     if ex.choices and not (isinstance(a, str) and a in {_norm_text(c) for c in ex.choices}):
         return fail(f"answer one of {_listed(ex)}, spelled as written (got {answer!r}){_near_name(ex, a)}",

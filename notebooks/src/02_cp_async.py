@@ -238,7 +238,7 @@ notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "point 2 above: wh
 # latency × the bytes per clock the math eats. Divide by one stage's bytes, then add the stage
 # being computed. The math eats 1 byte per 64 FLOP (00 §4); the rate is §4's best row.
 
-# %% output varies
+# %% output answers a prediction
 mhz = next(r["sm_mhz"] for r in at if r["kernel"] == "cp.async" and (r["bk"], r["stages"]) == best)
 latency = 1300                                     # clocks from a copy's issue to its landing (§1's model)
 feed = tf[best] * 1e12 / 64 / (rec.provenance["sm_count"] * mhz * 1e6)   # B/clk per SM the math eats
@@ -246,8 +246,9 @@ bk = 32
 kt_bytes = (128 + 128) * bk * 2                    # one k-tile: A's 128×BK and B's BK×128, fp16
 in_flight = latency * feed / kt_bytes              # stages on their way
 stages = math.ceil(in_flight) + 1                  # + the one being computed
-print(f"{latency} clk × {feed:.1f} B/clk / {kt_bytes} B = {in_flight:.1f} stages in flight; + 1 = {stages}")
-print(f"BK = {bk}: {stages} stages,", "within the kernel's 4" if stages <= 4 else "more than the kernel's 4")
+if exercises.after("ch02.stages", held="the arithmetic, which uses the best row's rate", tried=True):
+    print(f"{latency} clk × {feed:.1f} B/clk / {kt_bytes} B = {in_flight:.1f} stages in flight; + 1 = {stages}")
+    print(f"BK = {bk}: {stages} stages,", "within the kernel's 4" if stages <= 4 else "more than the kernel's 4")
 
 # %% [markdown]
 # **Try it:** change `latency` to 2600 and rerun the cell. The verdict becomes "more than the
