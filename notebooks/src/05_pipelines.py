@@ -63,7 +63,7 @@ answer = ...
 ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 
 # %% [markdown]
-# **Then try it:** `mp` is the ring model (`asynctc.models.pipeline`). Change 0 to 1 in
+# **Then try it:** `mp` is the [ring model](../docs/glossary.md#ring-model) (`asynctc.models.pipeline`). Change 0 to 1 in
 # `mp.simulate(6, 0, 1, 32).math_fraction`, the wgmmas' share of time. Arguments: stages, pending,
 # consumers, k-tiles.
 #
