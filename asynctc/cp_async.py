@@ -593,8 +593,7 @@ def _ch02_stages_hint(answer, expected, results: dict) -> str | None:
             f"{also}the question asks which BK gains more over its own one-stage row, not which is faster.",
             " Which two rows of each BK would you divide (the table's last line does), and which quotient is larger?",
             f" BK = {answer[1]} {why}. With one stage, BK = 32 waits twice as often in K = 4096 (§4's Try it). "
-            + "; ".join(f"BK = {bk}: {best[bk]:.0f} / {tf[bk, 1]:.0f} = {best[bk] / tf[bk, 1]:.2f}×"
-                            for bk in (64, 32)) + "."))
+            + "; ".join(f"BK = {bk}: {best[bk]:.0f} / {tf[bk, 1]:.0f} = {best[bk] / tf[bk, 1]:.2f}×" for bk in (64, 32)) + "."))
     return " ".join(parts) or None
 
 
