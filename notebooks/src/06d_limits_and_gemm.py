@@ -3,7 +3,7 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** chapter 06 (the ladder, `asynctc.matmul`), 06b §7 (the top rung's timeline), 06c §4–5 (the gap read).
+# **Assumes** chapter 06 (the ladder), 06b §7 (the top rung's timeline), 06c §4–5 (the gap read).
 #
 # **What it adds:**
 # - §1 Nsight Compute: what cuBLAS runs, each kernel's cycles, L2 and DRAM bytes; the raster sweep
