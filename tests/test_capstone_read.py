@@ -50,7 +50,7 @@ def test_each_block_says_where_it_was_met_and_names_its_fences():
     for key in blocks:
         title, _, met = cr.BLOCKS[key]
         assert f"{title}.** You met this in {met}." in md
-    assert "06 §1, exercise 1" in cr.BLOCKS["producer"][2] and "03, exercise 1" in cr.BLOCKS["calls"][2]
+    assert "06f §1" in cr.BLOCKS["producer"][2] and "06 §1, exercise 1b" in cr.CUDA_BLOCKS["producer"][2] and "03, exercise 1" in cr.BLOCKS["calls"][2]
     assert cr.NO_PROXY_FENCE in md                      # the kernel has no fence.proxy.async: said so
     assert "answer │ " in md and "yours │" not in md
 

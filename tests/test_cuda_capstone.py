@@ -133,3 +133,28 @@ def test_06_shows_the_modules_skeleton_and_its_solution_is_the_kernels():
     src = (Path(__file__).resolve().parents[1] / "notebooks" / "src" / "06_warp_specialization.py").read_text()
     texts = re.findall(r'^cuda_kloop = """\n(.*?)"""', src, re.S | re.M)
     assert texts == [K.SKELETON, SOL]
+
+
+def test_loops_without_setmaxnreg_are_a_miss_with_a_tiered_hint():
+    """Newcomer 57 (D1): right loops with no setmaxnreg_dec/inc passed, though the skeleton asks for them."""
+    bare = SOL.replace("setmaxnreg_dec<40>();", "").replace("setmaxnreg_inc<232>();", "")
+    h = K.judge(bare)
+    assert isinstance(h, str) and not isinstance(h, exercises.Accepted)
+    assert "setmaxnreg_dec and setmaxnreg_inc is never called" in h and "(06 §1, the register budget)?" in h
+    assert "setmaxnreg_inc<232>()" in told(h, rule=True)             # the question first (raw hint), then the rule
+    commented = SOL.replace("setmaxnreg_inc<232>();", "// setmaxnreg_inc<232>();")
+    assert "setmaxnreg_inc is never called" in K.judge(commented)
+
+
+def test_a_ring_restarted_each_tile_is_asked_a_question_first():
+    """Newcomer 57 (D7): the hint for a ring reset every tile stated the symptom only."""
+    decl = "int stage = 0; u32 phase = 0;"
+    t = SOL.replace(decl, "", 1)
+    t = t.replace("for (int tile = 0; tile < TILES; ++tile)\n      for",
+                  "for (int tile = 0; tile < TILES; ++tile) { " + decl + "\n      for", 1)
+    t = t.replace("phase ^= 1; }\n      }\n  }", "phase ^= 1; }\n      }}\n  }", 1)
+    t = t.replace("for (int tile = 0; tile < TILES; ++tile) {\n    for",
+                  "for (int tile = 0; tile < TILES; ++tile) { " + decl + "\n    for", 1)
+    h = K.judge(t)
+    assert "Does the ring counter start again at each tile, or go on counting" in h   # the question tier
+    assert "set stage and phase once, before the tile loop" in told(h, rule=True)

@@ -49,11 +49,22 @@ def _status(rep):
 
 def test_no_kept_answers_all_course_pieces_and_the_tile_is_right(prog):
     rep = g.so_far("06", rng=np.random.default_rng(1))
-    assert set(_status(rep).values()) == {"the course's"} and rep.passed and not rep.blame
+    assert set(_status(rep).values()) == {"the course's", "not yet"} and rep.passed and not rep.blame
     assert "is right: worst error / bound" in rep.verdict and "(not passed yet)" in rep.text()
-    core = ["stage_fill", "swizzle", "kstep", "producer_step", "whole_kloop", "consumer_loop"]
+    core = ["stage_fill", "swizzle", "kstep", "producer_step", "cuda_kloop", "whole_kloop", "consumer_loop"]
     assert [p for p, *_ in rep.rows] == core          # the optional deep dives' pieces: once yours
-    assert "warm-up loops (06f) the course's (not passed yet); they order the tile in 06e §4" in rep.text()
+    assert "warm-up loops (06f) optional; the course's orders the tile in 06e §4" in rep.text()
+    assert "capstone (06)       not passed yet; real calls" in rep.text()
+
+
+def test_a_passed_real_call_capstone_counts_without_the_warm_up(prog):
+    """Newcomer 57: the report listed the warm-up as "not passed yet" and did not mention a passed
+    ch06.cuda_kloop; it has its own row, and the consumer note calls the loop yours."""
+    from asynctc.warp_specialization import cuda_kloop
+    assert exercises.check("ch06.cuda_kloop", cuda_kloop.solution())       # NVRTC and the CPU run
+    rep = g.so_far("06", rng=np.random.default_rng(1))
+    assert _status(rep)["cuda_kloop"] == "yours" and "capstone (06)       yours ✓" in rep.text()
+    assert "(deep dive 06e §2 asks your capstone's consumer loop again" in " ".join(rep.text().split())
 
 
 def test_a_passed_capstone_is_yours_from_06(prog):

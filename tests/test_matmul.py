@@ -468,7 +468,7 @@ def test_matmul_without_a_gpu_says_what_it_needs():
 
 
 def test_recorded_run_says_the_shape_is_not_recorded_then_reads_the_checked_and_timed_shapes():
-    """06 §5 "Use it" in replay prints, under the record's label (GPU, date): whether the asked shape
+    """06d §3 (moved from 06 §5) "Use it" in replay prints, under the record's label (GPU, date): whether the asked shape
     is recorded (reader 117), then every checked shape in one count with the worst error over all of
     them, and by name those with the asked M, each with its worst (newcomer 54: "the record's nearest"
     by a log distance picked 512×512×2048 while 1000×1000×1000 was also checked), then the timed
@@ -501,7 +501,7 @@ def test_recorded_run_says_the_shape_is_not_recorded_then_reads_the_checked_and_
 
 
 def test_the_build_label_has_a_key_to_its_fields():
-    """06 §5: newcomer 54 met the label's ``B:MN``, ``edges`` and ``group_m`` unexplained; with
+    """06d §3 (was 06 §5): newcomer 54 met the label's ``B:MN``, ``edges`` and ``group_m`` unexplained; with
     ``legend=True`` a second line reads each field the label shows, and the plain label is unchanged."""
     cfg = G.matmul_config(1000, 700, 4096, sm_count=132)
     label, key = cfg.label(legend=True).split("\n")

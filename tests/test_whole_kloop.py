@@ -57,7 +57,7 @@ def test_the_courses_answer_passes_on_every_ring_with_the_data(capsys, tmp_path,
     assert out.startswith(f"[{NAME}] correct — tile 1 starts at stage 1, parity 1, "
                           "and every tile is within the bound (worst error / bound ")
     assert "no race or deadlock on 3 stages either. <0> is right; two consumers hide the idle time it " \
-           "costs (the cell under the figure)." in out
+           "costs (chapter 06 §2)." in out
     # "correct" in a line: the verdict, the fact that confirms it, the pointer; the reason is in 06 §1
     assert len(out) < 260 and out.count(". ") <= 2, out
     assert exercises.check(NAME, S, solution=True)
@@ -199,7 +199,7 @@ def test_the_so_paragraph_after_the_check_computes_its_numbers_from_the_ring_mod
     chapter 05's ring model (no typed percentages)."""
     from pathlib import Path
     src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" / "06_warp_specialization.py").read_text()
-    after = src[src.index('ok = exercises.check("ch06.cuda_kloop", cuda_kloop)\n'):src.index("## 2. The register")]
+    after = src[src.index('ok = exercises.check("ch06.cuda_kloop", cuda_kloop)\n'):src.index("## 3. The ladder")]
     gate = after.index('if exercises.after("ch06.cuda_kloop"')
     assert after.index("mp.simulate(4, n, c, 32).math_fraction") < gate < after.index("**So:** `wgmma_wait_group<0>()`")
     import re

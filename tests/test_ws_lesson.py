@@ -175,9 +175,10 @@ def test_06_3_lookups_give_the_inline_expressions_values(res):
 
 def test_06_s_sentences_after_the_rung_list_match_the_printed_lines():
     """Readers 125–127: 06 §3 said "rung 2 makes two changes" under a line of three, and "the split
-    alone is rung 3 against rung 1" under a line saying the split and setmaxnreg differ."""
+    alone is rung 3 against rung 1" under a line saying the split and setmaxnreg differ. (r61a: the
+    rung list and its reading moved to 06c §3.)"""
     import notebook_cells
-    src = (notebook_cells.SRC / "06_warp_specialization.py").read_text()
+    src = (notebook_cells.SRC / "06c_ladder_investigations.py").read_text()
     prose = " ".join(src.split("print(W.lesson.rung_changes())", 1)[1].split("# %%", 2)[1].replace("#", " ").split())
     lines = lesson.rung_changes().splitlines()
     words = {1: "one", 2: "two", 3: "three", 4: "four"}

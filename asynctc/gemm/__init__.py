@@ -38,7 +38,7 @@ Where things live (every name is re-exported here):
   (:data:`~asynctc.gemm.goals.GOALS`, :func:`~asynctc.gemm.goals.judge`); ``figures.py`` — its
   figure (:func:`~asynctc.gemm.figures.plot_matmul_ratios`); neither measures;
 * ``suite.py`` — the ``matmul`` record suite (:func:`measure_matmul`, :func:`matmul_table`,
-  :func:`summarize_matmul`, :func:`recorded_run`: 06 §5's replay line); never plots.
+  :func:`summarize_matmul`, :func:`recorded_run`: 06d §3's replay line); never plots.
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ def matmul_table(results: dict) -> str:
 
 
 def recorded_run(rec, m: int, n: int, k: int, dtype: str = "float16") -> str:
-    """06 §5's replay lines, from a ``matmul`` record under its label (GPU, driver, date). First
+    """06d §3's replay lines, from a ``matmul`` record under its label (GPU, driver, date). First
     whether M×N×K itself is recorded, so that another shape's numbers never read as the asked
     shape's (reader 117). Then every checked ``dtype`` shape in one count, with the worst
     |C − float64| / bound over all their checks, and those that share the asked M, each with its

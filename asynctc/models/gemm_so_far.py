@@ -49,6 +49,9 @@ CONSUMER_NOTE = "(deep dive 06e §2 asks {what} again, in the kernel's own calls
 #: The consumer loop's row while 06e's exercise is not yours (from chapter 06): what it is, not "not passed"
 #: (newcomer 56: the row and the note both said the course's runs until you write it; the row says it once).
 CONSUMER_ROW = "optional; the course's runs until you write it"
+#: Chapter 06's capstone in real calls (06 §1, exercise 1b): a row of its own from chapter 06, before
+#: the short-name warm-up's; it compiles into a kernel, not into this CPU tile.
+CAPSTONE_CUDA = "ch06.cuda_kloop"
 #: The FP8 GEMM's pieces (chapter 07 on): (piece, its name in the report, chapter, exercise). Not in
 #: the fp16 tile; their row says only whether the exercise passed.
 FP8_PIECES = (("promotion", "promotion", 7, "ch07.promotion"),)
@@ -111,7 +114,7 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
     """The report for the end of chapter ``chapter`` ("03" … "06"; later chapters take every
     piece): one row per piece — yours ✓ (when it passed), the course's (not passed yet), or the
     chapter it comes in; the optional deep dives' pieces (04b's encode, 05b's parities) only once
-    they are yours; from chapter 06, a row for the capstone's loops in short names (``ch06.whole_kloop``, 06f's warm-up: they order
+    they are yours; from chapter 06, a row for the capstone in real calls (:data:`CAPSTONE_CUDA`) and one for its loops in short names (``ch06.whole_kloop``, 06f's warm-up: they order
     deep dive 06e §4's tile, not this run's) before 06e's consumer loop, and while that loop is not
     yours, its row says it is optional (:data:`CONSUMER_ROW`) with a note under it (:data:`CONSUMER_NOTE`); from chapter 07, a row per FP8 piece (:data:`FP8_PIECES`) — then the
     tile run with your pieces up to that chapter and the course's
@@ -138,12 +141,15 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
     if n >= 6:                                    # chapter 06's capstone: not a piece of this run's order
         name, _, _ = _e.CAPSTONE_EXERCISE
         from ..core import exercises
-        done = exercises.passed(name)
+        warm, real = exercises.passed(name), exercises.passed(CAPSTONE_CUDA)
+        done = warm or real
         at = next((i for i, r in enumerate(rows) if r[0] == "consumer_loop"), len(rows))
-        rows.insert(at, (_e.CAPSTONE, "yours" if done else "the course's",
-                         f"{'warm-up loops (06f)':<19} " + (f"yours ✓ {_when(name)}" if done else
-                                                           "the course's (not passed yet)")
-                         + "; they order the tile in 06e §4"))
+        rows.insert(at, (_e.CAPSTONE, "yours" if warm else "the course's",
+                         f"{'warm-up loops (06f)':<19} " + (f"yours ✓ {_when(name)}; they order" if warm else
+                                                           "optional; the course's orders") + " the tile in 06e §4"))
+        rows.insert(at, ("cuda_kloop", "yours" if real else "not yet",      # newcomer 57: the capstone counts
+                         f"{'capstone (06)':<19} " + (f"yours ✓ {_when(CAPSTONE_CUDA)}" if real else "not passed yet")
+                         + "; real calls, your kernel's middle (06 §4), not in this tile"))
     what = "your capstone's consumer loop" if n >= 6 and done else "the consumers' loop"
     notes = [("consumer_loop", CONSUMER_NOTE.format(what=what))] if n >= 6 and "consumer_loop" not in mine else []
     from ..core import answers

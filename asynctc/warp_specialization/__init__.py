@@ -97,7 +97,7 @@ W.<name>``):
   ``capstone_suite.py`` — its record ``capstone`` (the answer and wrong variants on the GPU);
   ``capstone_read.py`` — 06 §4's walk through that kernel with the learner's loops, block by block,
   and why a row of 06 §1's SASS table differs (:func:`~.capstone_read.differences`);
-  ``cuda_kloop.py`` / ``cuda_kloop_cpu.py`` — chapter 06's exercise 1, the capstone ``ch06.cuda_kloop``:
+  ``cuda_kloop.py`` / ``cuda_kloop_cpu.py`` — chapter 06's exercise 1b, the capstone ``ch06.cuda_kloop``:
   both roles written in the real wrappers (kernels/capstone_cuda.cu), compiled by NVRTC, run on the CPU through
   host stand-ins (kernels/capstone_cuda_host.h) against float64, and on a GPU;
   ``whole_suite.py`` — its ``whole_gemm`` record suite (checks, then timed beside rung 3 and

@@ -57,14 +57,14 @@ BLOCKS = {
     "producer": ("Your loops: the producer",
                  "Per k-tile: wait until the stage is empty, announce its bytes, load it. The ring "
                  "position carries across tiles.",
-                 "chapter [05, exercise 2](05_pipelines.ipynb) (the producer's step) and 06 §1, exercise 1"),
+                 "chapter [05, exercise 2](05_pipelines.ipynb) (the producer's step) and 06f §1 (the short-name warm-up)"),
     "consumers": ("Your loops: the consumers",
                   "Per k-tile: wait until the stage is full, issue its wgmmas, wait for them, release the "
                   "stage. At a tile's end, store C.",
-                  "chapter [05 §1](05_pipelines.ipynb) (the ring, wait groups) and 06 §1, exercise 1"),
+                  "chapter [05 §1](05_pipelines.ipynb) (the ring, wait groups) and 06f §1 (the short-name warm-up)"),
     "loops": ("Your loops",
               "Both roles' loops, as you wrote them.",
-              "chapter [05 §1–§2](05_pipelines.ipynb) and 06 §1, exercise 1"),
+              "chapter [05 §1–§2](05_pipelines.ipynb) and 06f §1 (the short-name warm-up)"),
     "leaving": ("Leaving",
                 "The consumers wait for their last wgmma group. The producer's elected thread waits "
                 "until each stage's last fill has landed, so no TMA writes into the shared memory of a "
@@ -105,7 +105,7 @@ CUDA_BLOCKS = {
     "constants": ("The tile's constants",
                   "The headers of the wrappers your text calls, the tile (128 × 128 × 64, two consumers) "
                   "and `kStageBytes`: one stage, A's box then B's box.",
-                  "chapter [03 §2](03_tma_mbarrier.ipynb) (a stage's bytes) and [05 §2](05_pipelines.ipynb) (the ring's kernel)"),
+                  "chapter [03, exercise 1](03_tma_mbarrier.ipynb) (a stage's bytes) and [05 §2](05_pipelines.ipynb) (the ring's kernel)"),
     "set-up": BLOCKS["set-up"],
     "names": ("The names your text uses",
               "The shared addresses of stage s's barriers (`full_bar`, `empty_bar`) and boxes (`smem_a`, "
@@ -122,13 +122,13 @@ CUDA_BLOCKS = {
                  "`setmaxnreg_dec` gives registers back. Per k-tile the elected thread waits until the "
                  "stage is empty, announces its bytes, loads A's box and B's box at your coordinates.",
                  "chapter [03, exercise 1](03_tma_mbarrier.ipynb) (expect_tx, coordinates), "
-                 "[05, exercise 2](05_pipelines.ipynb) (the producer's step) and 06 §1, exercise 1"),
+                 "[05, exercise 2](05_pipelines.ipynb) (the producer's step) and 06 §1, exercise 1b"),
     "consumers": ("Your loops: the consumers",
                   "`setmaxnreg_inc` takes registers. Per k-tile: wait until the stage is full, fence, "
                   "four wgmmas at your k-step, commit, wait, release the stage (one thread). At a tile's "
                   "end, store C.",
-                  "chapter [04, exercise 2](04_wgmma.ipynb) (the k-step), [05 §1](05_pipelines.ipynb) "
-                  "(wait groups) and 06 §1, exercise 1"),
+                  "chapter [04 §3](04_wgmma.ipynb) (the k-step, exercise `ch04.kstep`), [05 §1](05_pipelines.ipynb) "
+                  "(wait groups) and 06 §1, exercise 1b"),
     "loops": BLOCKS["loops"],
     "leaving": ("Leaving",
                 "The consumers wait for their last wgmma group. The producer's elected thread waits "

@@ -468,7 +468,7 @@ class WSConfig(P.RingTile):
                 f"{'' if self.tile_order == 'raster' else f' order:{self.tile_order}'}")
 
     def legend(self) -> str:
-        """One line that reads this build's :meth:`label` field by field (06 §5; newcomer 54 met
+        """One line that reads this build's :meth:`label` field by field (06d §3; newcomer 54 met
         ``B:MN``, ``edges`` and ``group_m`` unexplained). The ladder's own words (persistent,
         tma_store, cluster2) are chapter 06 §3's rungs and are not repeated."""
         parts = [f"c{self.consumers}: {self.consumers} consumers", f"s{self.stages}: {self.stages} stages",

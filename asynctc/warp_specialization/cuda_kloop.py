@@ -247,6 +247,13 @@ def judge(answer) -> str | None:
         return str(e)
     if v.hint:
         return v.hint
+    missing = [f"setmaxnreg_{d}" for d in ("dec", "inc") if f"setmaxnreg_{d}" not in _CODE.sub("", answer)]
+    if missing:                      # correct without it, but the roles' registers are part of the exercise
+        return _ex.tiered(f"your loops are right, but {' and '.join(missing)} is never called: the roles keep "
+                          "168 registers each.", " What does the producer need few registers for, and who "
+                          "gets the rest (06 §1, the register budget)?", " The producer gives registers back "
+                          "(setmaxnreg_dec<40>() first in its branch), the consumers take them "
+                          "(setmaxnreg_inc<232>() first in theirs).")
     return _ex.Accepted(" ".join(x + "." for x in (v.compile, v.cpu, v.gpu) if x))
 
 

@@ -248,7 +248,12 @@ def producer_hint(ev, shape: Shape, cta: int) -> str | None:
         tile, kk, s, m0, n0 = shape.fill(cta, i)
         at = f"fill {i} (tile {tile}, k-tile {kk}, stage {s})"
         if ex.args[0] != FULL0 + 8 * s:
-            return f"{at}: expect_tx goes to {_bar_name(ex.args[0])}; the fill of stage {s} completes on full[{s}]"
+            sym = f"{at}: expect_tx goes to {_bar_name(ex.args[0])}; the fill of stage {s} completes on full[{s}]"
+            if i >= shape.T and ex.args[0] == FULL0 + 8 * (kk % shape.stages):      # a ring restarted per tile
+                return tiered(sym + ".", " Does the ring counter start again at each tile, or go on counting (06 §1)?",
+                              f" It goes on: ring counter {i}, stage {i} mod {shape.stages} = {s}; set stage and "
+                              "phase once, before the tile loop.")
+            return sym
         if ex.args[1] != STAGE_BYTES:
             return (f"{at}: you announce {ex.args[1]} bytes, the two boxes bring {STAGE_BYTES} (2 × 128 rows × "
                     f"64 fp16): the phase then completes " + ("never" if ex.args[1] > STAGE_BYTES else "early"))

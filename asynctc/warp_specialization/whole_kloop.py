@@ -541,8 +541,8 @@ def _prediction_hint(said: tuple, ran: tuple, S: int, T: int) -> str:
 
 
 #: What a right answer that only ever waits with ``wgmma_wait_group<0>`` is told after the verdict: where
-#: the reason is (06 §1's cell under the figure, held until the capstone passes: the ring model's <0> vs <1>).
-SLOW_NOTE = " <0> is right; two consumers hide the idle time it costs (the cell under the figure)."
+#: the reason is (chapter 06 §2's cell, held until the capstone passes: the ring model's <0> vs <1>).
+SLOW_NOTE = " <0> is right; two consumers hide the idle time it costs (chapter 06 §2)."
 
 
 # ---- the picture: the learner's loops in the ring model's timeline ------------------------------

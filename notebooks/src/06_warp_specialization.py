@@ -53,10 +53,31 @@ plt.show()
 # | `empty.arrive(stage)` | `mbarrier_arrive(empty_bar(stage))`, by the elected thread of each consumer |
 #
 # `wgmma_wait_group<N>()` is the same call in both. The real calls add
-# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) for the roles (§2).
+# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) for the roles: the register budget, next.
+#
+# **The register budget.** An SM has 65536 32-bit registers. `__launch_bounds__(384, 1)` asks for
+# 3 warpgroups and one CTA per SM. So each thread gets 65536 / 384 = 170.7 registers, rounded down
+# to a multiple of 8: **168 at entry**. `setmaxnreg` changes a warpgroup's register limit while it
+# runs. The producer only issues loads: it drops to 40 (`setmaxnreg_dec<40>()`). The accumulators
+# live in the consumers' registers: both rise to 232 (`setmaxnreg_inc<232>()`). Together:
+# 128 × 40 + 256 × 232 = 64512, within 65536. Going further: [06c §3](06c_ladder_investigations.ipynb) measures
+# `setmaxnreg` alone.
 
 # %% [markdown]
-# **Exercise 1 (the capstone). Write both roles' loops in CUDA.** The CTA is
+# **Exercise 1a (predict, graded).** Each tile has 3 k-tiles; the ring has 2 stages. The producer is
+# about to load tile 1's first k-tile (both counted from 0). Which stage does it fill, and which
+# parity does it wait on empty? Use the worked example's rules. Answer `(stage, parity)`.
+
+# %%
+answer = ...
+ok = exercises.check("ch06.producer_wait", answer, tile=1, k=0, k_tiles=3, stages=2)
+
+# %% [markdown]
+# **Step 1 (if the real calls are too much at once):** [06f §1](06f_capstone_in_cuda.ipynb)'s
+# short-name loops (`ch06.whole_kloop`): the same loops, one short name per step, drawn as the ring
+# model runs them. Then come back for exercise 1b.
+#
+# **Exercise 1b (the capstone). Write both roles' loops in CUDA.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it walks `TILES` tiles of 128 × 128, `T` k-tiles
 # each. One ring of `STAGES` stages serves them all. In scope (the kernel defines them first):
 #
@@ -73,12 +94,20 @@ plt.show()
 #   `mbarrier_arrive(u32 bar)`, `tma_load_2d(u32 dst, const TmaDesc& map, u32 bar, int c0, int c1)`;
 # - `u64 wgmma_desc_advance(u64 desc, u32 bytes)`, `wgmma_fence()`,
 #   `wgmma_mma_async_ss<128, 0, 0, 0>(acc, desc_a, desc_b, 1)`, `wgmma_commit_group()`, `wgmma_wait_group<N>()`;
-# - `setmaxnreg_dec<R>()`, `setmaxnreg_inc<R>()`: R a multiple of 8 (§2 gives the budget).
+# - `setmaxnreg_dec<R>()`, `setmaxnreg_inc<R>()`: R a multiple of 8 (the register budget above).
+#
+# What you need not guess:
+#
+# - `wgmma_desc_advance(desc, bytes)` takes **bytes**: it adds bytes >> 4 to the descriptor's start
+#   field.
+# - Stage s's descriptors are `desc_a0` and `desc_b0` advanced by s · `kStageBytes`. `desc_b0`
+#   already points at B's box, past A's.
+# - The k-step, the bytes to the next 16 k, is chapter 04's (§3, `ch04.kstep`).
 #
 # The [phase parity](../docs/glossary.md#phase-parity) of each wait, each box's coordinates (chapter
-# 03) and the k-step (chapter 04) are yours. The ring position carries on across tiles. The check
+# 03) and that k-step are yours. The ring position carries on across tiles (exercise 1a). The check
 # compiles your text (NVRTC), runs it on the CPU against float64, and on a Hopper GPU where one is
-# present. Stuck? [06f §1](06f_capstone_in_cuda.ipynb) asks the same loops in short names first.
+# present.
 
 # %%
 cuda_kloop = """
@@ -112,6 +141,11 @@ ok = exercises.check("ch06.cuda_kloop", cuda_kloop)
 # %% output varies
 W.cuda_kloop.capstone_cell(cuda_kloop, ok)
 
+# %% [markdown]
+# ## 2. What `wgmma_wait_group<0>` costs
+#
+# Once your loops pass, the cell below compares `wgmma_wait_group<0>()` with `<1>` in the ring model.
+
 # %% output answers a prediction
 from asynctc.models import pipeline as mp
 frac = {(c, n): mp.simulate(4, n, c, 32).math_fraction for c in (1, 2) for n in (0, 1)}  # c consumers, wait_group<n>
@@ -132,23 +166,12 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # runs them, shows ptxas keeping your `setmaxnreg`, and says what the CPU run does not model.
 
 # %% [markdown]
-# ## 2. The register budget
-#
-# An SM has 65536 32-bit registers.
-# `__launch_bounds__(384, 1)` asks for 3 warpgroups and one CTA per SM. So each thread gets
-# 65536 / 384 = 170.7 registers, rounded down to a multiple of 8: **168 at entry**.
-# [`setmaxnreg`](../docs/glossary.md#setmaxnreg) changes a warpgroup's register limit while it runs.
-# The producer drops to 40. The two consumers rise to 232. Together: 128 × 40 + 256 × 232 = 64512,
-# within 65536.
-#
-# Going further: [06c §3](06c_ladder_investigations.ipynb) measures `setmaxnreg` alone.
-#
 # ## 3. The ladder
 #
 # The ladder is a row of kernels, each a [rung](../docs/glossary.md#rung), each timed beside
-# cuBLAS. Rung 1 is chapter 05's kernel. The later rungs are one kernel source, built with different
-# compile-time switches (`W.RUNGS`). Each is built from an earlier rung. Some rungs change more than
-# one thing. The cell below lists every change, read from the rungs' configs. Words it uses:
+# cuBLAS. Rung 1 is chapter 05's kernel; each later rung changes one or more things, written under
+# its name. You look at it to see what the split you just wrote buys, and what buys speed instead.
+# Words the labels use:
 #
 # - A [cluster](../docs/glossary.md#cluster) is a group of CTAs that run on nearby SMs. In a
 #   [multicast](../docs/glossary.md#multicast), one TMA load lands in each CTA of the cluster.
@@ -156,15 +179,6 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 #   [TMA store](../docs/glossary.md#tma-store) writes C from shared memory; one thread issues it.
 # - The [raster](../docs/glossary.md#raster) is the order CTAs take tiles in. Its **group-M** is
 #   the number of tile rows it walks before it moves one column.
-
-# %%
-print(W.lesson.rung_changes())   # notebook.how(W.lesson.rung_changes) prints its code
-
-# %% [markdown]
-# Rung 2 makes three changes at once: the split, 1 consumer instead of 2, and the 128×128 tile.
-# Rung 3 makes three: 2 consumers, the 128×256 tile back, and `setmaxnreg`. The nearest the ladder
-# comes to the split alone: rung 3 against rung 1 differs by the split and `setmaxnreg`
-# ([06c §3](06c_ladder_investigations.ipynb) times `setmaxnreg` alone).
 #
 # **Predict before you look.** Which rung buys the most? Does the split buy anything? Orange marks
 # each rung's predicted band.
@@ -174,53 +188,26 @@ fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=
 plt.show()
 
 # %% answer [markdown]
-# **The cause, in words** (fp16, 4096³). Rung 2 split the roles, and with one consumer it halved
-# the tile to 128×128: it lost about 15 %. The split is not what cost it: rung 3, which keeps the
-# split, put two consumers back on the 128×256 tile and won the 15 % back, so rung 3 runs at
-# rung 1's speed. The split and `setmaxnreg` together bought nothing here. The next big step is
-# rung 7, +8 %: one thread writes C by TMA store, so the consumers start the next tile sooner.
-# The trace's epilogue saving, taken off rung 6's tile, predicts that step
-# ([06c §3](06c_ladder_investigations.ipynb) does the sum). Rung 7 missed its band above: its
-# model priced storing C from registers too low.
-
-# %% output answers a prediction
-# The numbers, as plain arithmetic on the record's TFLOP/s: edit any line and run the cell again.
-t = W.lesson.tflops_by_rung(res, 4096, "float16")        # the record's TFLOP/s by rung, fp16 4096³
-print("recorded TFLOP/s:", ", ".join(f"rung {n} {t[n]:.0f}" for n in t))
-rung2 = t[2] / t[1]         # the split, 1 consumer, the 128×128 tile: against rung 1
-rung3 = t[3] / t[2]         # 2 consumers, the 128×256 tile back, setmaxnreg: against rung 2
-split = t[3] / t[1]         # only the split and setmaxnreg differ
-rung7 = t[7] / t[6]         # the epilogue by TMA store: against rung 6
-print(f"rung 2 ÷ rung 1 = {rung2:.2f}; rung 3 ÷ rung 2 = {rung3:.2f}; rung 3 ÷ rung 1 = {split:.3f}; "
-      f"rung 7 ÷ rung 6 = {rung7:.2f}")
-print("verdict:", "the split and setmaxnreg bought nothing; the wide tile won rung 2's loss back"
-      if abs(split - 1) < 0.02 else f"the split and setmaxnreg moved the speed × {split:.2f}")
+# **In one sentence** (fp16, 4096³): the split and `setmaxnreg` together bought nothing (rung 3
+# runs at rung 1's speed), and the next big step is rung 7, +8 %, where one thread writes C by TMA
+# store. [06c §3](06c_ladder_investigations.ipynb) reads every rung's change, with the arithmetic.
 
 # %% check, output answers a prediction
-for sentence, ok, numbers in W.lesson.claims(res, core=True):   # on the record, not on the lines above
+for sentence, ok, numbers in W.lesson.claims(res, core=True):   # on the record
     notebook.require(ok, sentence, **numbers)        # bounds: W.lesson's constants, a comment each
     print("✓", sentence)
 
 # %% [markdown]
-# **Try it.** In the arithmetic cell above, add the line `t[3] = 750` after the first `print` (a
-# split that paid off) and run it again. Expect the verdict to flip to "moved the speed".
-# Then delete the line.
-
-# %% [markdown]
-# Going further: [06c §3](06c_ladder_investigations.ipynb) sets each rung's band beside its
-# measurement, row by row, and runs the ladder's model ("Design it"); §2 derives the steps on all four ladders.
-
-# %% [markdown]
 # ## 4. Your kernel, top to bottom
 #
-# Exercise 1's loops are the middle of a real kernel, `asynctc/kernels/capstone_cuda.cu`. Once they pass,
+# Exercise 1b's loops are the middle of a real kernel, `asynctc/kernels/capstone_cuda.cu`. Once they pass,
 # the cell below shows that kernel with your loops in it: every line but the header comment, in
 # blocks. Each block says what it does and where you met it. The column `yours` marks your lines.
 #
 # A **fence** orders memory accesses: those before it come before those after it. Each block names its fences and what each orders.
 
 # %% output answers a prediction
-if exercises.after("ch06.cuda_kloop", held="your kernel, top to bottom (its middle is exercise 1's loops)"):
+if exercises.after("ch06.cuda_kloop", held="your kernel, top to bottom (its middle is exercise 1b's loops)"):
     W.capstone_read.walk_cell(cuda_kloop, ok, cuda=True)
 
 # %% [markdown]
@@ -246,28 +233,8 @@ from asynctc.models.gemm_so_far import so_far
 so_far("06")
 
 # %% [markdown]
-# ## 5. Use it: `asynctc.matmul`
-#
-# `asynctc.matmul(a, b)` is the top rung, with edge handling. It picks a build for the shape.
-# On an sm_90a GPU, the cell below runs it and checks it against float64.
-#
-# Going further: [06d §3](06d_limits_and_gemm.ipynb) times it by shape.
-
-# %% output varies
-import numpy as np
-import asynctc
-from asynctc.core import checks, records, runtime
-from asynctc.gemm import matmul_config, recorded_run
-
-a = np.random.default_rng(5).standard_normal((1000, 1000)).astype(np.float16)   # M × K: no multiple of 128
-b = np.random.default_rng(6).standard_normal((1000, 1000)).astype(np.float16)   # K × N
-print("its build for 1000×1000×1000:", matmul_config(1000, 1000, 1000, sm_count=132).label(legend=True))
-if runtime.runs_live("sm_90a"):
-    chk = checks.check_gemm(asynctc.matmul(a, b), a, b, "float16")   # C in float16, fp32 accumulation
-    print(f"live: worst |C − float64| / bound {chk.max_err / chk.tol:.2f}")
-    assert chk.passed, chk
-else:
-    print(recorded_run(records.load("matmul"), 1000, 1000, 1000))   # this shape's recorded check
+# **Use it.** `asynctc.matmul(a, b)` is the top rung, with edge handling: [06d §3](06d_limits_and_gemm.ipynb)
+# runs it and times it by shape.
 
 # %% [markdown]
 # **What you learned.** Both roles' loops across tiles, your whole kernel top to bottom, the
@@ -279,6 +246,10 @@ else:
 
 # %% [markdown]
 # <details><summary>Solutions</summary>The cells below are the worked solutions (try the exercises first).</details>
+
+# %%
+answer = (1, 0)    # ring counter 1 × 3 + 0 = 3: stage 3 mod 2 = 1; fill f = 3 // 2 = 1, empty parity (f + 1) mod 2 = 0
+ok = exercises.check("ch06.producer_wait", answer, tile=1, k=0, k_tiles=3, stages=2, solution=True)
 
 # %% output varies
 cuda_kloop = """

@@ -8,7 +8,7 @@
 # **What it adds:**
 # - §1 the rungs, named
 # - §2 every rung's verdict, from all four ladders (4096³, 8192³ × fp16, bf16), and each ladder's steps derived
-# - §3 what moved: rung 4's tile sweep; how far the trace's cycles can be trusted; rung 2 → 3 one change at a time; why rung 7 gains so much
+# - §3 what moved: chapter 06's ladder rung by rung; rung 4's tile sweep; how far the trace's cycles can be trusted; rung 2 → 3 one change at a time; why rung 7 gains so much
 # - §4 the goal (cuBLAS's speed); the last round of a [persistent](../docs/glossary.md#persistent) grid
 # - §5 shared-memory bytes per k-tile against the rate per clock in flight
 # - §6 the rungs on shapes that are not cubes
@@ -119,6 +119,54 @@ else:
 
 # %% [markdown]
 # ## 3. What moved, and why
+#
+# First, chapter 06's ladder (fp16, 4096³) read rung by rung (moved here from chapter 06 §3). The
+# cell below lists every change, read from the rungs' configs.
+
+# %%
+print(W.lesson.rung_changes())   # notebook.how(W.lesson.rung_changes) prints its code
+
+# %% [markdown]
+# Rung 2 makes three changes at once: the split, 1 consumer instead of 2, and the 128×128 tile.
+# Rung 3 makes three: 2 consumers, the 128×256 tile back, and `setmaxnreg`. The nearest the ladder
+# comes to the split alone: rung 3 against rung 1 differs by the split and `setmaxnreg`
+# (below: `setmaxnreg` alone).
+
+# %% [markdown]
+# **The cause, in words** (fp16, 4096³). Rung 2 split the roles, and with one consumer it halved
+# the tile to 128×128: it lost about 15 %. The split is not what cost it: rung 3, which keeps the
+# split, put two consumers back on the 128×256 tile and won the 15 % back, so rung 3 runs at
+# rung 1's speed. The split and `setmaxnreg` together bought nothing here. The next big step is
+# rung 7, +8 %: one thread writes C by TMA store, so the consumers start the next tile sooner.
+# The trace's epilogue saving, taken off rung 6's tile, predicts that step
+# (below: the sum). Rung 7 missed its band in chapter 06's figure: its model priced storing C from
+# registers too low.
+
+# %% output varies
+# The numbers, as plain arithmetic on the record's TFLOP/s: edit any line and run the cell again.
+t = W.lesson.tflops_by_rung(res, 4096, "float16")        # the record's TFLOP/s by rung, fp16 4096³
+print("recorded TFLOP/s:", ", ".join(f"rung {n} {t[n]:.0f}" for n in t))
+rung2 = t[2] / t[1]         # the split, 1 consumer, the 128×128 tile: against rung 1
+rung3 = t[3] / t[2]         # 2 consumers, the 128×256 tile back, setmaxnreg: against rung 2
+split = t[3] / t[1]         # only the split and setmaxnreg differ
+rung7 = t[7] / t[6]         # the epilogue by TMA store: against rung 6
+print(f"rung 2 ÷ rung 1 = {rung2:.2f}; rung 3 ÷ rung 2 = {rung3:.2f}; rung 3 ÷ rung 1 = {split:.3f}; "
+      f"rung 7 ÷ rung 6 = {rung7:.2f}")
+print("verdict:", "the split and setmaxnreg bought nothing; the wide tile won rung 2's loss back"
+      if abs(split - 1) < 0.02 else f"the split and setmaxnreg moved the speed × {split:.2f}")
+
+# %% check, output varies
+for sentence, ok, numbers in W.lesson.claims(res, core=True):   # on the record, not on the lines above
+    notebook.require(ok, sentence, **numbers)        # bounds: W.lesson's constants, a comment each
+    print("✓", sentence)
+
+# %% [markdown]
+# **Try it.** In the arithmetic cell above, add the line `t[3] = 750` after the first `print` (a
+# split that paid off) and run it again. Expect the verdict to flip to "moved the speed".
+# Then delete the line.
+
+# %% [markdown]
+# Now all four ladders.
 #
 # Each paragraph below is printed from the record (all four size × dtype ladders).
 

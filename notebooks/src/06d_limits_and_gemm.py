@@ -3,12 +3,12 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** chapter 06 (the ladder, `asynctc.matmul`), 06b §7 (the top rung's timeline), 06c §4–5 (the gap read).
+# **Assumes** chapter 06 (the ladder), 06b §7 (the top rung's timeline), 06c §4–5 (the gap read).
 #
 # **What it adds:**
 # - §1 Nsight Compute: what cuBLAS runs, each kernel's cycles, L2 and DRAM bytes; the raster sweep
 # - §2 what could still move the number
-# - §3 `asynctc.matmul`: the tile for a shape, its checks, timings by shape (thin M too)
+# - §3 `asynctc.matmul`: how to call it, the tile for a shape, its checks, timings by shape (thin M too)
 # - §4 the whole kernel (`hopper_gemm.cu`): its epilogue, and on the GPU
 
 # %% output varies
@@ -154,8 +154,28 @@ if dram:
 # %% [markdown]
 # ## 3. `asynctc.matmul`: the tile for a shape, the checks, the timings
 #
-# The core lesson (section 5) shows how to call it. Bad input is refused in Python, naming the
-# field, the value and the rule, before anything reaches the GPU:
+# `asynctc.matmul(a, b)` is chapter 06's top rung, with edge handling (moved here from chapter 06).
+# It picks a build for the shape. On an sm_90a GPU, the cell below runs it and checks it against
+# float64.
+
+# %% output varies
+import asynctc
+from asynctc.core import checks
+from asynctc.gemm import matmul_config, recorded_run
+
+a = np.random.default_rng(5).standard_normal((1000, 1000)).astype(np.float16)   # M × K: no multiple of 128
+b = np.random.default_rng(6).standard_normal((1000, 1000)).astype(np.float16)   # K × N
+print("its build for 1000×1000×1000:", matmul_config(1000, 1000, 1000, sm_count=132).label(legend=True))
+if runtime.runs_live("sm_90a"):
+    chk = checks.check_gemm(asynctc.matmul(a, b), a, b, "float16")   # C in float16, fp32 accumulation
+    print(f"live: worst |C − float64| / bound {chk.max_err / chk.tol:.2f}")
+    assert chk.passed, chk
+else:
+    print(recorded_run(records.load("matmul"), 1000, 1000, 1000))   # this shape's recorded check
+
+# %% [markdown]
+# Bad input is refused in Python, naming the field, the value and the rule, before anything
+# reaches the GPU:
 
 # %%
 rng_demo = np.random.default_rng(6)

@@ -3,12 +3,13 @@
 #
 # ← back to the core lesson [06_warp_specialization](06_warp_specialization.ipynb)
 #
-# **Assumes** chapter 06 §1 (the ring protocol, and the capstone in real calls, `ch06.cuda_kloop`).
+# **Assumes** chapter 06 §1's protocol (the two roles, the ring counter, the figure's short names)
+# and its exercise 1a. Not the capstone: this is its step 1.
 #
-# Chapter 06's capstone asks for both roles' loops in the course's real calls. This deep dive asks
-# the same loops first in short names, one name per step: a warm-up for a learner who finds the
-# real calls too much at once. Then it reads the real kernel's build, and says what the CPU check
-# does not model. No GPU is needed.
+# Chapter 06's capstone (exercise 1b) asks for both roles' loops in the course's real calls. This
+# deep dive asks the same loops first in short names, one name per step: a warm-up for a learner
+# who finds the real calls too much at once. Then it reads the real kernel's build, and says what
+# the CPU check does not model. No GPU is needed.
 #
 # **What it adds:**
 # - §1 the warm-up: both roles' loops in short names, drawn as the ring model runs them
@@ -78,7 +79,7 @@ ok = exercises.check("ch06.whole_kloop", whole_kloop)
 # %% [markdown]
 # Once your loops pass, the cell below draws them. In the right answer's picture, the producer mostly
 # waits on empty (purple): healthy. The consumers wait on full (red): 2 stages cannot hide the loads' latency.
-# Next, write them in real calls: [chapter 06 §1](06_warp_specialization.ipynb), exercise 1.
+# Next, write them in real calls: [chapter 06 §1](06_warp_specialization.ipynb), exercise 1b.
 
 # %% output varies
 fig = W.whole_kloop.show_loops(whole_kloop, ok)
@@ -99,13 +100,14 @@ assert built.setmaxnreg == 2 and not built.warnings
 
 # %% [markdown]
 # **Try it.** Swap the two coordinates of A's `tma_load_2d` in your passing text of
-# [06's exercise 1](06_warp_specialization.ipynb), or advance the
+# [06's exercise 1b](06_warp_specialization.ipynb), or advance the
 # descriptors by 16 bytes a k-step, and run the check again. The hint names the box, or the k-step,
 # and the bytes it read.
 #
 # ## 3. What the CPU run does not model
 #
-# Chapter 06's check B runs your real-call loops on the CPU. It does not model:
+# Chapter 06's check compiles your real-call loops (NVRTC), then runs them on the CPU: the CPU run.
+# The CPU run does not model:
 #
 # - **Time and concurrency.** Each role runs alone, as one thread; a ring model then orders the
 #   recorded calls in two schedules: one led by the producer, one led by the consumers. A race that needs another interleaving
@@ -115,7 +117,7 @@ assert built.setmaxnreg == 2 and not built.warnings
 #   no [proxy](../docs/glossary.md#proxy) fence, no L2, no bank conflicts.
 # - **The hardware's decoder and adder.** Descriptors are decoded by the course's model (chapter 04).
 #   Products are float64, rounded to float32 after each k16 step; the bound allows any addition order.
-# - **Registers.** `setmaxnreg` is recorded and its budget summed; ptxas's allocation is check A's.
+# - **Registers.** `setmaxnreg` is recorded and its budget summed; ptxas's allocation is the NVRTC build's (§2).
 # - **The other 127 threads.** One more thread of each warpgroup runs your text, to check that only
 #   the elected thread arrives and loads, and that all issue the same wgmmas.
 #
