@@ -238,14 +238,14 @@ def test_answer_sheet_is_generated_from_the_answer_key_and_is_current():
     assert "`def issue_ktile(t, kt, s): if t.elected: { t.wait(t.full[s], (kt // t.stages) & 1); t.fence_after(); for j in range(t.steps): { t.mma(s, j, " in row
     assert "}; t.commit(t.empty[s]) }`" in row and ":;" not in text
     # chapter 04 asks the k-step (§3), then who holds an accumulator element (§6, unnumbered: 2nd);
-    # chapter 06 asks only the capstone, both roles' k-loops (rung 3's consumer loop is deep dive 06e §2;
-    # rungs 5–8 and their exercises are deep dive 06c §9)
+    # chapter 06 asks where the ring stands at a tile's start (1a), then the capstone, both roles' k-loops
+    # in the real calls (1b; rung 3's consumer loop is deep dive 06e §2; rungs 5–8 are deep dive 06c §9)
     assert [re.match(r"\| 04 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 04 ")] == \
         [("1", "ch04.kstep"), ("2", "ch04.acc_owner")]
     row = next(l for l in rows if "`ch04.acc_owner`" in l)
     assert "r=43, c=20" in row and "| `(78, 10)` |" in row
     assert [re.match(r"\| 06 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 06 ")] == \
-        [("1", "ch06.cuda_kloop")]
+        [("1", "ch06.producer_wait"), ("2", "ch06.cuda_kloop")]
     # numbered as the notebook numbers them: chapter 09 asks exercise 1 (in §5), then exercise 2
     assert [re.match(r"\| 09 \| (\d) \| `(\S+)`", l).groups() for l in rows if l.startswith("| 09 ")] == \
         [("1", "ch09.mma_issue"), ("2", "ch09.tmem_columns")]
