@@ -139,21 +139,21 @@ def _headings(nb, level=r"#{1,2}"):
     return out
 
 
-def test_chapter_06_deck_has_one_slide_per_section_and_scrolls(tmp_path, capsys):
-    """Chapter 06 puts several ``## `` headings in one markdown cell: each still starts a slide
+def test_a_deck_has_one_slide_per_section_and_scrolls(tmp_path, capsys):
+    """Chapter 08 puts two ``## `` headings in one markdown cell: each still starts a slide
     (the cell is cut on a copy; the notebook is unchanged), and long slides scroll."""
     pytest.importorskip("nbconvert")
     import nbformat
     from asynctc.__main__ import main
-    path = ROOT / "notebooks" / "06_warp_specialization.ipynb"
+    path = ROOT / "notebooks" / "08_pitfalls.ipynb"
     before = path.read_bytes()
-    assert main(["slides", "06", "--out", str(tmp_path)]) == 0
+    assert main(["slides", "08", "--out", str(tmp_path)]) == 0
     assert "note: reveal.js comes from the CDN" in capsys.readouterr().out
-    text = (tmp_path / "06_warp_specialization.slides.html").read_text()
+    text = (tmp_path / "08_pitfalls.slides.html").read_text()
     nb = nbformat.read(path, as_version=4)
     sections = _headings(nb, r"##")
     shared = [c for c in nb.cells if c.cell_type == "markdown" and len(re.findall(r"^## ", c.source, re.M)) > 1]
-    assert shared, "chapter 06 no longer has a cell with two sections: pick another notebook for this test"
+    assert shared, "chapter 08 no longer has a cell with two sections: pick another notebook for this test"
     assert len(sections) >= 5 and text.count("<section><section>") == len(_headings(nb)) + 1   # + the checkpoint
     assert all(re.sub(r"^#+\s*", "", h).split("`")[0].strip()[:12] in text for h in sections)
     assert re.search(r"scroll['\"]?\s*:\s*true|overflow-y', 'scroll'", text)

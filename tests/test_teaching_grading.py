@@ -310,7 +310,7 @@ def test_grade_timeout_default_is_documented(capsys):
 
 def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
     """Chapter 05 asks groups_pending (§1, exercise 1) before producer_step (§2), and deep
-    dive 05c find_bug after both; chapter 06 asks cuda_kloop (§1, the capstone), then deep dive 06c
+    dive 05c find_bug after both; chapter 06 asks producer_wait (1a) and cuda_kloop (1b, the capstone), then deep dive 06c
     cluster_arrivals and store_position (§9), then 06e consumer_loop: the columns say so."""
     from asynctc.teaching import grading
     order = grading.course_order()
@@ -320,7 +320,7 @@ def test_grade_columns_are_in_notebook_order_not_alphabetical(tmp_path):
                                  "06c_ladder_investigations.ipynb"],
                          {"ch06.store_position": None, "ch05.producer_step": "wrong",
                           "ch06.cuda_kloop": "correct", "ch05.groups_pending": "correct"}, {}, [])
-    assert grading.columns([bob]) == ["ch05.groups_pending", "ch05.producer_step", "ch06.cuda_kloop",
+    assert grading.columns([bob]) == ["ch05.groups_pending", "ch05.producer_step", "ch06.producer_wait", "ch06.cuda_kloop",
                                       "ch06.cluster_arrivals", "ch06.store_position"]
     # without the sources (an installed package): where the learners' notebooks ask them
     bob.order = {"ch05.groups_pending": ("05_pipelines.ipynb", 0), "ch05.producer_step": ("05_pipelines.ipynb", 1)}
