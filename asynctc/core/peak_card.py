@@ -54,11 +54,11 @@ def show_card(card=CARD) -> list[dict]:
     :func:`card_rows`."""
     rows = card_rows(card)
     sheet = peak.DATASHEET
-    print(f"{'ch':3s} {'record (clock over)':50s} {'SM clock':>9s}  {'kind':10s} {'peak TFLOP/s':>12s}")
+    print(f"{'quoted in':9s} {'record (clock over)':50s} {'SM clock':>9s}  {'kind':10s} {'peak TFLOP/s':>12s}")
     for r in rows:
-        print(f"{r['chapter']:3s} {r['record'] + ', ' + r['rows']:50s} {r['mhz']:5.0f} MHz  "
+        print(f"{r['chapter']:9s} {r['record'] + ', ' + r['rows']:50s} {r['mhz']:5.0f} MHz  "
               f"{r['kind']:10s} {r['peak_tflops']:12.0f}")
-    print(f"{'—':3s} {'datasheet (H100/H200 SXM)':50s} {sheet['boost_mhz']:5d} MHz  {'boost':10s} "
+    print(f"{'—':9s} {'datasheet (H100/H200 SXM)':50s} {sheet['boost_mhz']:5d} MHz  {'boost':10s} "
           f"{sheet['dense_tflops']['float16']:12.1f}")
     print(f"peak = {sheet['sm_count']} SMs × 4096 FLOP/clk × SM clock: only the clock differs.")
     kinds = dict.fromkeys(r["kind"] for r in rows)

@@ -180,8 +180,8 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # - The [raster](../docs/glossary.md#raster) is the order CTAs take tiles in. Its **group-M** is
 #   the number of tile rows it walks before it moves one column.
 #
-# **Predict before you look.** Which rung buys the most? Does the split buy anything? Orange marks
-# each rung's predicted band.
+# **Predict before you look.** Does the split (rungs 2–3) make the kernel faster than rung 1? Which
+# later rung adds the most over the rung before it? Orange marks each rung's predicted band.
 
 # %% output answers a prediction
 fig = W.plot_ladder(res, 4096, "float16", record=rec, changes=True, predictions=True)
