@@ -120,10 +120,10 @@ def _parts(code: str) -> tuple[str, str, int]:
     return "".join(lines[:a[0] + 1]), "".join(lines[b[0]:]), b[0] + 1
 
 
-def kernel_loops() -> str:
-    """The loops the kernel file holds between its markers (the course's answer, as compiled by the
-    file unchanged)."""
-    code = runtime.kernel_path(SOURCE).read_text()
+def kernel_loops(source: str = SOURCE) -> str:
+    """The loops the kernel file ``source`` holds between its markers (the course's answer, as
+    compiled by the file unchanged; ``capstone_cuda.cu``'s for the real calls)."""
+    code = runtime.kernel_path(source).read_text()
     before, after, _ = _parts(code)
     return code[len(before):len(code) - len(after)]
 
@@ -231,7 +231,13 @@ def sass_table(text: str, stages: int = STAGES) -> SassTable:
     mine = build(text, stages)
     seconds = time.perf_counter() - t0
     ref = course_build(stages)
-    ops = [_opcodes(x.cubin) for x in (mine, ref)]
+    return table_of(mine, ref, [_opcodes(x.cubin) for x in (mine, ref)], seconds)
+
+
+def table_of(mine: runtime.CompiledKernel, ref: runtime.CompiledKernel, ops: list[list[str]],
+             seconds: float) -> SassTable:
+    """The :class:`SassTable` of two builds whose opcodes ``ops`` (mine, the answer's) are read:
+    :data:`SASS_ROWS` counted in each, the total instructions, the learner's build seconds."""
     a, b = (opcode_rows(x.cubin, o) for x, o in zip((mine, ref), ops))
     return SassTable([(what, a[what], b[what]) for what, _ in SASS_ROWS], tuple(len(o) for o in ops), seconds)
 
@@ -329,6 +335,14 @@ def run(text: str, m: int, n: int, k: int, stages: int = STAGES, ctas: int | Non
     ck = build(text, stages)
     if not runtime.runs_live("sm_90a"):
         raise runtime.NoGPUError(f"the capstone's kernel runs on an sm_90a GPU: {runtime.why_not_live('sm_90a')}")
+    return launch_checked(ck, m, n, k, stages, ctas, rng, "capstone")
+
+
+def launch_checked(ck: runtime.CompiledKernel, m: int, n: int, k: int, stages: int, ctas: int, rng,
+                   label: str) -> CapstoneRun:
+    """Launch a built capstone kernel (the arguments of ``capstone.cu``'s entry; the shape already
+    through :func:`check_shape`) on fresh fp16 inputs, C poisoned, and check every element against
+    float64; ``label`` names the run in the check."""
     from ..core.memory import DeviceArray
     from .launch import _tile_map
     cfg = config(stages)
@@ -344,5 +358,5 @@ def run(text: str, m: int, n: int, k: int, stages: int = STAGES, ctas: int | Non
                    np.uint64(desc_a0), np.uint64(desc_b0), err, shmem_bytes=shmem)
     word = int(err.to_host()[0])
     tiles = m // BM * (n // BN)
-    check = compare_elementwise(dc.to_host(), a, b, "float32", label=f"capstone {m}x{n}x{k}")
+    check = compare_elementwise(dc.to_host(), a, b, "float32", label=f"{label} {m}x{n}x{k}")
     return CapstoneRun((m, n, k), stages, ctas, -(-tiles // ctas), k // BK, word, check)

@@ -31,7 +31,6 @@ import time
 import warnings
 from typing import NamedTuple
 
-import numpy as np
 
 from ..core import exercises as _ex
 from ..core import runtime, sass
@@ -70,9 +69,7 @@ if (wg == 0) {                                // the producer warpgroup
 
 def solution() -> str:
     """The course's answer: the text between the kernel file's markers."""
-    code = runtime.kernel_path(SOURCE).read_text()
-    before, after, _ = _cb._parts(code)
-    return code[len(before):len(code) - len(after)]
+    return _cb.kernel_loops(SOURCE)
 
 
 def splice(text: str) -> str:
@@ -136,24 +133,7 @@ def run(text: str, m: int, n: int, k: int, stages: int = STAGES, ctas: int | Non
     ck = build(text, stages).kernel
     if not runtime.runs_live("sm_90a"):
         raise runtime.NoGPUError(f"the kernel runs on an sm_90a GPU: {runtime.why_not_live('sm_90a')}")
-    from ..core.checks import compare_elementwise, random_operands
-    from ..core.memory import DeviceArray
-    from .launch import _tile_map
-    cfg = _cb.config(stages)
-    a, b = random_operands(m, n, k, "float16", rng)
-    da, db = DeviceArray.from_host(a), DeviceArray.from_host(np.ascontiguousarray(b.T))
-    dc = DeviceArray.poisoned((m, n), np.float32)
-    err = DeviceArray.from_host(np.zeros(1, np.uint32))
-    ta, tb = _tile_map(da, cfg.a_box), _tile_map(db, cfg.b_load_box)
-    desc_a0, desc_b0 = cfg.descriptor_templates()
-    shmem = 1024 + stages * (_cb.BM + _cb.BN) * 128
-    runtime.check_launch(ctas, _cb.THREADS, shmem, ck)
-    runtime.launch(ck, ctas, _cb.THREADS, ta, tb, dc, np.int32(m), np.int32(n), np.int32(k),
-                   np.uint64(desc_a0), np.uint64(desc_b0), err, shmem_bytes=shmem)
-    word = int(err.to_host()[0])
-    tiles = m // _cb.BM * (n // _cb.BN)
-    check = compare_elementwise(dc.to_host(), a, b, "float32", label=f"cuda_kloop {m}x{n}x{k}")
-    return _cb.CapstoneRun((m, n, k), stages, ctas, -(-tiles // ctas), k // _cb.BK, word, check)
+    return _cb.launch_checked(ck, m, n, k, stages, ctas, rng, "cuda_kloop")
 
 
 def sass_table(text: str, stages: int = STAGES) -> _cb.SassTable:
@@ -163,10 +143,7 @@ def sass_table(text: str, stages: int = STAGES) -> _cb.SassTable:
     mine = build(text, stages).kernel
     seconds = time.perf_counter() - t0
     ref = build(solution(), stages).kernel
-    ops = [sass.instructions(sass.disassemble(x.cubin)) for x in (mine, ref)]
-    a, b = (_cb.opcode_rows(x.cubin, o) for x, o in zip((mine, ref), ops))
-    return _cb.SassTable([(what, a[what], b[what]) for what, _ in _cb.SASS_ROWS],
-                         tuple(len(o) for o in ops), seconds)
+    return _cb.table_of(mine, ref, [sass.instructions(sass.disassemble(x.cubin)) for x in (mine, ref)], seconds)
 
 
 #: Said above the recorded run in :func:`capstone_cell` (no GPU): which kernel the record ran.
@@ -239,7 +216,8 @@ def judge(answer) -> str | None:
     the checks' lines. Raises :class:`~asynctc.core.exercises.NotAnswered` for comments only."""
     if not isinstance(answer, str):
         return f"pass your loops as a string of CUDA C++ (got {type(answer).__name__}): cuda_kloop = \"\"\" … \"\"\""
-    if not _CODE.sub("", answer).strip() or _CODE.sub("", answer).strip() == _CODE.sub("", SKELETON).strip():
+    code = _CODE.sub("", answer).strip()
+    if not code or code == _CODE.sub("", SKELETON).strip():
         raise _ex.NotAnswered("fill the skeleton's holes in the string, then run the cell again")
     try:
         v = verdict(answer)
@@ -247,7 +225,7 @@ def judge(answer) -> str | None:
         return str(e)
     if v.hint:
         return v.hint
-    missing = [f"setmaxnreg_{d}" for d in ("dec", "inc") if f"setmaxnreg_{d}" not in _CODE.sub("", answer)]
+    missing = [f"setmaxnreg_{d}" for d in ("dec", "inc") if f"setmaxnreg_{d}" not in code]
     if missing:                      # correct without it, but the roles' registers are part of the exercise
         return _ex.tiered(f"your loops are right, but {' and '.join(missing)} is never called: the roles keep "
                           "168 registers each.", " What does the producer need few registers for, and who "
