@@ -622,10 +622,9 @@ def test_lesson_helpers_hold_on_the_records_and_find_the_widest_pair(capsys):
     recs = C.load_records()
     pairs = bounds.same_run_pairs(recs, 4096, "float16")
     assert "baseline: cuBLAS" in lesson.record_answers(recs["warp_specialization"])
-    w, wide = lesson.widest_pair(pairs)
-    a, b = bounds.rep_interval(wide)
-    assert wide in pairs and w == b - a
-    assert w / wide["reps"] ** 0.5 == lesson.spread(pairs)["rep_med"] and lesson.runs_set_the_bound(pairs)
+    # the widest pair as 10 §2's cell finds it: each pair's p10–p90 of the ratio / √its samples
+    moves = [(b - a) / p["reps"] ** 0.5 for (a, b), p in zip(map(bounds.rep_interval, pairs), pairs)]
+    assert max(moves) == lesson.spread(pairs)["rep_med"] and lesson.runs_set_the_bound(pairs)
     assert capsys.readouterr().out == ""     # §1's peaks, §2's bound, §3's verdicts: test_guard_cells.py
 
 

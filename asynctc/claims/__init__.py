@@ -26,8 +26,7 @@ measured for that row (its kind — in-kernel, in flight — printed beside it).
   :func:`claims_figure` (never measures);
 * :mod:`.bounds` — :func:`same_run_pairs`, :func:`bound`, the two verdict rules (:func:`verdict`);
 * :mod:`.lesson` — chapter 10's cell helpers (:func:`~.lesson.record_answers`,
-  :func:`~.lesson.runs_set_the_bound`; :func:`~.lesson.widest_pair` is §2's widest-pair lines as a
-  function, for tests); the guard asserts the fixed sentences §2's markdown states (§1's peaks,
+  :func:`~.lesson.runs_set_the_bound`); the guard asserts the fixed sentences §2's markdown states (§1's peaks,
   §2's bound and widest pair, and §3's verdicts are visible cells);
 * :mod:`.exercises` — ``ch10.bound`` and ``ch10.bound_verdict`` (chapter 10), ``ch10.fraction_both``
   and ``ch10.verdict`` (10b).

@@ -43,14 +43,6 @@ def spread(pairs: list[dict]) -> dict:
             "rep": max(w for w, _ in widths), "rep_med": max(w / n ** 0.5 for w, n in widths)}
 
 
-def widest_pair(pairs: list[dict]) -> tuple[float, dict]:
-    """The same-run pair (:func:`bounds.same_run_pairs`) whose median ratio moves most between
-    repeats: the widest p10–p90 of the ratio inside one pair (:func:`bounds.rep_interval`) divided
-    by √samples. Returns ``(width, pair)``: the unscaled p10–p90 width and that pair."""
-    return max((((b - a), p) for (a, b), p in zip(map(bounds.rep_interval, pairs), pairs)),
-               key=lambda wp: wp[0] / wp[1]["reps"] ** 0.5)
-
-
 def runs_set_the_bound(pairs: list[dict]) -> bool:
     """Assert chapter 10 §2's two sentences (the "Derive it" cell before them prints the first one's
     numbers): *"Our TFLOP/s moved 2.0 %, about four times as far as the ratio's 0.5 %."* (tf_move
