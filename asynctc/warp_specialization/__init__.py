@@ -95,6 +95,8 @@ W.<name>``):
   ``steps_suite.py`` — record ``ws_rung3_steps``: rung 2 → rung 3 one change at a time, beside cuBLAS;
   ``capstone_build.py`` — the capstone's loops spliced into kernels/capstone.cu, built, run;
   ``capstone_suite.py`` — its record ``capstone`` (the answer and wrong variants on the GPU);
+  ``capstone_speed.py`` — record ``capstone_speed``: the real-CUDA capstone checked, then timed beside
+  the ladder and cuBLAS;
   ``capstone_read.py`` — 06 §4's walk through that kernel with the learner's loops, block by block,
   and why a row of 06 §1's SASS table differs (:func:`~.capstone_read.differences`);
   ``cuda_kloop.py`` / ``cuda_kloop_cpu.py`` — chapter 06's exercise 1b, the capstone ``ch06.cuda_kloop``:
@@ -121,6 +123,7 @@ from . import consumer_loop  # noqa: F401  (registers ch06.consumer_loop)
 from . import rung_exercises  # noqa: F401  (registers ch06.cluster_arrivals, ch06.store_position)
 from . import whole_kloop  # noqa: F401  (registers ch06.whole_kloop, 06f's warm-up: the capstone in short names)
 from . import cuda_kloop  # noqa: F401  (registers ch06.cuda_kloop, chapter 06's capstone in real CUDA)
+from . import capstone_speed  # noqa: F401  (record capstone_speed: the real-CUDA capstone timed beside the ladder)
 from .config import (  # noqa: F401
     B_MAJORS, BK, DEFAULT_SM_COUNT, DTYPES, FP8_DTYPES, INPUT_DTYPES, PRODUCER_MIN_REGS,
     REG_OVERHEAD, REGS_PER_SM, ROW_BYTES, SETMAXNREG_RANGE, STAGE_RANGE, STORE_STAGING, SWIZZLES,
@@ -175,5 +178,5 @@ from .trace import (  # noqa: F401
 
 #: The package's record suites (:mod:`asynctc.suites`): the ladder, and what limits its top rung.
 SUITES = {**suite.SUITES, **limit_suite.SUITES, **order_suite.SUITES, **store_suite.SUITES,
-          **steps_suite.SUITES, **capstone_suite.SUITES,
+          **steps_suite.SUITES, **capstone_suite.SUITES, **capstone_speed.SUITES,
           **whole_suite.SUITES}

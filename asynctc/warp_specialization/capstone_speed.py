@@ -1,0 +1,183 @@
+"""Record suite ``capstone_speed``: chapter 06's capstone in real CUDA (``kernels/capstone_cuda.cu``,
+the loops of exercise ``ch06.cuda_kloop``), checked and then timed beside the ladder and cuBLAS.
+
+First check C on the course's answer (:func:`.cuda_kloop.run` on every shape of
+:data:`.capstone_build.SHAPES`: fresh fp16 inputs, C poisoned, every element against float64), so a
+replayed notebook can say the record ran this kernel. Then, at 4096³ fp16 in one run (alternating
+order, the SM clock measured in flight, each timed output checked on sampled rows against float64):
+
+==========================  =====================================================================
+kernel                      what it is
+==========================  =====================================================================
+``yours, 2 stages``         the capstone's loops (the course's answer, or the learner's text in
+                            :func:`time_text`) on a persistent grid of one CTA per SM, fp32 C
+``yours, 4 stages``         the same loops with a 4-stage ring
+``ladder at your shape``    the ladder's kernel built like the capstone: 128×128, two consumers,
+                            setmaxnreg 40 / 232, persistent, 2 stages, fp32 C
+``rung 1``, ``rung 3``      chapter 06's rungs 1 and 3 as the ladder runs them (128×256, fp16 C)
+``cuBLAS``                  torch (else cupy), fp16 C
+==========================  =====================================================================
+
+The capstone writes fp32 C (64 MiB at 4096²) where the rungs and cuBLAS write fp16 (32 MiB);
+"ladder at your shape" writes fp32 too, so it is the like-for-like row. Never plots.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import pipeline as P
+from ..core import checks, records, runtime
+from ..core.memory import DeviceArray
+from . import capstone_build as cb
+from . import cuda_kloop as K
+from .ladder import RUNGS, _ws
+from .launch import _tile_map, make_gemm
+
+SUITE = "capstone_speed"
+SIZE, DTYPE = 4096, "float16"
+#: The rows in the order they are timed (:func:`speed_table` keeps it), then cuBLAS.
+KERNELS = ("yours, 2 stages", "yours, 4 stages", "ladder at your shape", "rung 1", "rung 3")
+
+
+def ladder_configs(dtype: str = DTYPE) -> dict:
+    """{row name: config} for the ladder's rows of :data:`KERNELS`."""
+    return {"ladder at your shape": _ws(dtype).replace(consumers=2, setmaxnreg=True, persistent=True,
+                                                       stages=2, out_dtype="float32"),
+            "rung 1": RUNGS[0].make(dtype), "rung 3": RUNGS[2].make(dtype)}
+
+
+def capstone_launcher(ck: runtime.CompiledKernel, da: DeviceArray, dbt: DeviceArray, dc: DeviceArray,
+                      stages: int, ctas: int):
+    """(a no-argument launcher of the built capstone on A (M×K), B stored N×K and fp32 C on
+    ``ctas`` persistent CTAs, its error word as a :class:`DeviceArray`)."""
+    (m, k), n = da.shape, dbt.shape[0]
+    cfg = cb.config(stages)
+    err = DeviceArray.from_host(np.zeros(1, np.uint32))
+    ta, tb = _tile_map(da, cfg.a_box), _tile_map(dbt, cfg.b_load_box)
+    desc_a0, desc_b0 = cfg.descriptor_templates()
+    shmem = 1024 + stages * (cb.BM + cb.BN) * 128
+    runtime.check_launch(ctas, cb.THREADS, shmem, ck)
+    args = (ta, tb, dc, np.int32(m), np.int32(n), np.int32(k), np.uint64(desc_a0), np.uint64(desc_b0), err)
+    return (lambda: runtime.launch(ck, ctas, cb.THREADS, *args, shmem_bytes=shmem)), err
+
+
+def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps: int = 10,
+                  size: int = SIZE, check_shapes: bool = True) -> dict:
+    """Check C on ``text`` (default the course's answer) when ``check_shapes``, then every row of
+    :data:`KERNELS` and cuBLAS at ``size``³, ``rounds`` rounds (order reversed every other round).
+    Raises :class:`RuntimeError` when a timed output is wrong or a capstone wait gave up."""
+    from ..core import bench
+    say = progress or (lambda _s: None)
+    text = K.solution() if text is None else text
+    if size % cb.BM or size % cb.BK:
+        raise ValueError(f"size {size}: a multiple of {cb.BM}, the capstone's tile")
+    rng = np.random.default_rng()
+    out: dict = {"rows": [], "size": size, "dtype": DTYPE, "baseline_library": bench.baseline_library(),
+                 "kernels": list(KERNELS), "checks": [], "is_course_answer": text == K.solution()}
+    if check_shapes:
+        for shape in cb.SHAPES:
+            r = K.run(text, *shape, rng=rng)
+            out["checks"].append(r.as_dict())
+            say(("passed " if r.passed else "FAILED ") + r.says())
+            if not r.passed:
+                raise RuntimeError(f"check C failed: {r.says()}")
+    a, b, da, db, dbt = P.device_problem(size, DTYPE, rng)
+    sampled = {dt: checks.timed_output_reference(a, b, dt, rng) for dt in ("float16", "float32")}
+    outs = {dt: DeviceArray.poisoned((size, size), checks.np_dtype(dt)) for dt in ("float16", "float32")}
+    tiles = (size // cb.BM) * (size // cb.BN)
+    ctas = min(runtime.device_info().sm_count, tiles)
+    fns, errs, out_of = {}, {}, {}
+    for stages in (2, 4):
+        name = f"yours, {stages} stages"
+        fns[name], errs[name] = capstone_launcher(K.build(text, stages).kernel, da, dbt, outs["float32"],
+                                                  stages, ctas)
+        out_of[name] = "float32"
+    gemms = {}
+    for name, cfg in ladder_configs().items():
+        out_of[name] = cfg.out_dtype
+        gemms[name] = make_gemm(cfg, da, dbt, outs[cfg.out_dtype])
+        fns[name] = gemms[name].launcher()
+    if out["baseline_library"]:
+        fns["cuBLAS"], out_of["cuBLAS"] = bench.cublas_gemm(da, db, outs["float16"]), "float16"
+    out["ctas"], out["out_dtype"] = ctas, out_of
+    flop = bench.gemm_flop(size, size, size)
+    order = list(fns)
+    for r in range(rounds):
+        for name in (order if r % 2 == 0 else order[::-1]):
+            dc = outs[out_of[name]]
+            dc.poison()
+            t = bench.time_gpu(fns[name], warmup=3, reps=reps, clock=True)
+            if name in errs and int(errs[name].to_host()[0]):
+                raise RuntimeError(f"{name}: {cb.decode_error(int(errs[name].to_host()[0]))}")
+            if name in gemms and hasattr(gemms[name], "check_error"):
+                gemms[name].check_error()
+            row = {"kernel": name, "size": size, "dtype": DTYPE, "round": r, "out_dtype": out_of[name],
+                   **t.as_dict(), "tflops": bench.tflops(flop, t.median_ms)}
+            row["rel_err_rows"] = checks.check_sampled_rows(dc, a, b, out_of[name], name,
+                                                            sampled=sampled[out_of[name]]).as_dict()
+            out["rows"].append(row)
+            say(f"{name:22s} round {r}: {row['tflops']:.0f} TFLOP/s at {t.sm_mhz:.0f} MHz")
+    out["clocks_after"] = records.nvidia_smi_clocks()
+    return out
+
+
+def speed_table(results: dict) -> list[dict]:
+    """Per row (:data:`KERNELS` order, then cuBLAS): medians over rounds of TFLOP/s and the
+    in-flight clock, and the medians of each round's ratio to that round's rung 1 and cuBLAS
+    (None where that row is missing)."""
+    rows = results["rows"]
+    rounds = sorted({r["round"] for r in rows})
+    names = [k for k in list(results["kernels"]) + ["cuBLAS"] if any(r["kernel"] == k for r in rows)]
+
+    def tf(name, rnd):
+        return next(r["tflops"] for r in rows if r["kernel"] == name and r["round"] == rnd)
+
+    def ratio(name, base):
+        return float(np.median([tf(name, k) / tf(base, k) for k in rounds])) if base in names else None
+    out = []
+    for name in names:
+        mine = [r for r in rows if r["kernel"] == name]
+        out.append({"kernel": name, "out_dtype": mine[0]["out_dtype"],
+                    "tflops": float(np.median([r["tflops"] for r in mine])),
+                    "sm_mhz": float(np.median([r["sm_mhz"] for r in mine])),
+                    "of_rung1": ratio(name, "rung 1"), "of_cublas": ratio(name, "cuBLAS")})
+    return out
+
+
+def table_text(results: dict) -> str:
+    """:func:`speed_table` as aligned lines (the notebook's and the summary's)."""
+    f = lambda x: f"{x:9.2f}" if x is not None else f"{'—':>9s}"   # noqa: E731
+    lines = [f"{'kernel':22s} {'C':>7s} {'TFLOP/s':>8s} {'MHz':>6s} {'of rung 1':>9s} {'of cuBLAS':>9s}"]
+    for r in speed_table(results):
+        lines.append(f"{r['kernel']:22s} {r['out_dtype']:>7s} {r['tflops']:8.0f} {r['sm_mhz']:6.0f} "
+                     f"{f(r['of_rung1'])} {f(r['of_cublas'])}")
+    return "\n".join(lines)
+
+
+def summarize_speed(rec: records.Record) -> str:
+    checked = sum(1 for c in rec.results.get("checks", ()) if c["passed"])
+    return "\n".join([rec.label(), f"check C: {checked} of {len(rec.results.get('checks', ()))} shapes passed",
+                      table_text(rec.results)])
+
+
+SUITES = {SUITE: (measure_speed, summarize_speed, "sm_90a")}
+
+
+def speed_cell(text: str, passed: bool = True) -> None:
+    """06 §1's cell after the capstone (held until ``ch06.cuda_kloop`` passes): on a live sm_90a GPU,
+    the learner's loops (``text``; the course's answer unless ``passed``) timed in this run beside
+    the ladder's rows and cuBLAS (:func:`measure_speed`, one round, no shape checks: check C ran in
+    the exercise); elsewhere the record's run of the course's answer, with its provenance."""
+    from ..core import exercises as _ex
+    if not _ex.after("ch06.cuda_kloop", held="your kernel's speed"):
+        return
+    if runtime.runs_live("sm_90a"):
+        mine = text if passed else K.solution()
+        whose = "your loops" if passed else "the course's answer"
+        print(f"Timed now, {SIZE}³ fp16, one round ({whose}):")
+        print(table_text(measure_speed(text=mine, rounds=1, reps=5, check_shapes=False)))
+        return
+    rec = records.load(SUITE)
+    print(f"No Hopper GPU here. The record ran the course's answer to this exercise ({rec.label()}):")
+    print(table_text(rec.results))

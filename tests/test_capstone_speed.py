@@ -1,0 +1,70 @@
+"""The real-CUDA capstone timed beside the ladder (asynctc.warp_specialization.capstone_speed): its
+ladder rows are the rungs and the capstone's own shape, the table's per-round ratios on a synthetic
+record, the script without a GPU, and (marker gpu) one short run whose outputs are checked."""
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from asynctc import suites
+from asynctc.warp_specialization import capstone_build as cb
+from asynctc.warp_specialization import capstone_speed as S
+from asynctc.warp_specialization.ladder import RUNGS
+from fakes import assert_script_exits_2_without_a_gpu
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_ladder_rows_are_rungs_1_and_3_and_the_capstones_own_shape():
+    cfg = S.ladder_configs()
+    assert cfg["rung 1"] == RUNGS[0].make("float16") and cfg["rung 3"] == RUNGS[2].make("float16")
+    mine, cap = cfg["ladder at your shape"], cb.config(2)
+    same = ("bm", "bn", "stages", "consumers", "dtype", "out_dtype", "persistent", "b_major")
+    assert {f: getattr(mine, f) for f in same} == {f: getattr(cap, f) for f in same}
+    assert mine.setmaxnreg and (mine.producer_regs, mine.consumer_regs) == (40, 232)
+
+
+def _rows():
+    tf = {"yours, 2 stages": (500, 520), "yours, 4 stages": (560, 590), "ladder at your shape": (540, 550),
+          "rung 1": (680, 700), "rung 3": (670, 690), "cuBLAS": (760, 780)}
+    out = {k: ("float32" if k.startswith(("yours", "ladder")) else "float16") for k in tf}
+    return [{"kernel": k, "round": r, "tflops": v[r], "sm_mhz": 1600.0 + r, "out_dtype": out[k]}
+            for k, v in tf.items() for r in (0, 1)]
+
+
+def test_speed_table_ratios_are_per_round_and_keep_the_order():
+    res = {"rows": _rows(), "kernels": list(S.KERNELS)}
+    t = {r["kernel"]: r for r in S.speed_table(res)}
+    assert list(t) == list(S.KERNELS) + ["cuBLAS"]
+    assert t["yours, 2 stages"]["of_rung1"] == pytest.approx((500 / 680 + 520 / 700) / 2)
+    assert t["yours, 4 stages"]["of_cublas"] == pytest.approx((560 / 760 + 590 / 780) / 2)
+    assert t["rung 1"]["of_rung1"] == pytest.approx(1.0) and t["cuBLAS"]["of_cublas"] == pytest.approx(1.0)
+    assert t["yours, 2 stages"]["tflops"] == pytest.approx(510)
+    text = S.table_text(res)
+    assert "yours, 2 stages" in text and "float32" in text and len(text.splitlines()) == 7
+
+
+def test_without_cublas_the_column_says_so_instead_of_dividing():
+    res = {"rows": [r for r in _rows() if r["kernel"] != "cuBLAS"], "kernels": list(S.KERNELS)}
+    t = S.speed_table(res)
+    assert all(r["of_cublas"] is None for r in t) and "—" in S.table_text(res)
+
+
+def test_a_size_off_the_tile_is_refused_before_any_launch():
+    with pytest.raises(ValueError, match="size 4000"):
+        S.measure_speed(size=4000, check_shapes=False)
+
+
+def test_suite_is_registered_and_its_script_exits_2_without_a_gpu():
+    suites._collect()
+    assert suites.SUITES["capstone_speed"] == (S.measure_speed, S.summarize_speed, "sm_90a")
+    assert_script_exits_2_without_a_gpu(ROOT / "tools" / "gpu_capstone_speed.py", "--out",
+                                        "/tmp/asynctc_capstone_speed_test", cwd=ROOT)
+
+
+@pytest.mark.gpu
+def test_one_short_run_checks_every_timed_output():
+    res = S.measure_speed(rounds=1, reps=1, size=1024)
+    assert all(c["passed"] for c in res["checks"]) and len(res["checks"]) == len(cb.SHAPES)
+    assert all(r["rel_err_rows"]["passed"] for r in res["rows"])
+    assert {r["kernel"] for r in res["rows"]} >= set(S.KERNELS)
