@@ -68,3 +68,13 @@ def test_one_short_run_checks_every_timed_output():
     assert all(c["passed"] for c in res["checks"]) and len(res["checks"]) == len(cb.SHAPES)
     assert all(r["rel_err_rows"]["passed"] for r in res["rows"])
     assert {r["kernel"] for r in res["rows"]} >= set(S.KERNELS)
+
+
+def test_a_recorded_check_reads_as_the_live_check_does():
+    from asynctc.warp_specialization import cuda_kloop as K
+    good = {"shape": [256, 384, 192], "stages": 2, "ctas": 2, "tiles_per_cta": 3, "k_tiles": 3, "error_word": 0,
+            "error": "", "check": {"worst_ratio": 0.031, "wrong": 0}, "passed": True}
+    assert K.checked_line(good) == ("256×384×192 on 2 CTAs (3 tiles each, T = 3 k-tiles, 2 stages): every element "
+                                    "within its bound of float64 (worst 0.031 of it)")
+    bad = dict(good, passed=False, error="a wait on full gave up", check={"worst_ratio": 9.0, "wrong": 12})
+    assert "gave up" in K.checked_line(bad) and "12 elements" in K.checked_line(bad)

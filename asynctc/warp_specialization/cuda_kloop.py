@@ -174,8 +174,25 @@ def capstone_cell(text: str, passed: bool = True) -> None:
         for line in differences(table, text, cuda=True):      # why a row differs: the call sites
             print("  " + line)
     if v.gpu is None:
-        print(RECORDED_IS_SHORT)
-        print(recorded_line())
+        from ..core import records
+        rec = records.load_or_none("capstone_speed")      # check C of this kernel (capstone_speed)
+        if rec is not None and rec.results.get("checks"):
+            print(f"No Hopper GPU here. The record ran this kernel, the course's answer ({rec.label()}):")
+            for c in rec.results["checks"]:
+                print("  " + checked_line(c))
+        else:
+            print(RECORDED_IS_SHORT)
+            print(recorded_line())
+
+
+def checked_line(c: dict) -> str:
+    """One recorded check C run (:meth:`~.capstone_build.CapstoneRun.as_dict`) as a line."""
+    m, n, k = c["shape"]
+    head = (f"{m}×{n}×{k} on {c['ctas']} CTAs ({c['tiles_per_cta']} tiles each, T = {c['k_tiles']} k-tiles, "
+            f"{c['stages']} stages): ")
+    if c["passed"]:
+        return head + f"every element within its bound of float64 (worst {c['check'].get('worst_ratio', float('nan')):.2g} of it)"
+    return head + (c.get("error") or "") + f" {c['check'].get('wrong', '?')} elements outside the bound"
 
 
 class Verdict(NamedTuple):
