@@ -34,7 +34,8 @@ the slides, which start a slide at each): put the section's heading in a cell of
 A code cell that holds only guards (``assert``, ``notebook.require``, ``notebook.claim`` over the
 numbers a cell above printed) opens with ``# %% check``: it gets the tag ``check`` and
 ``metadata.jupyter.source_hidden`` (collapsed in JupyterLab: the reader sees "…" and can open it),
-so the cell that prints keeps only the lines that matter. It still runs, under nbval too, and a
+so the cell that prints keeps only the lines that matter; its first line (:data:`CHECK_LINE`, added
+by the build) says so to a reader of the plain text. It still runs, under nbval too, and a
 failing guard raises as anywhere else; the course site shows its outputs without its code. Put it
 right after the cell whose numbers it checks, before the markdown that states the guarded
 sentence; tests/test_notebook_prose.py counts its guards as it counts any cell's. A check cell
@@ -68,6 +69,9 @@ VARIES_TAG = "nbval-ignore-output"
 #: The marker of a cell whose output answers a prediction, and its tag (see the module docstring).
 ANSWER_MARKER = "output answers a prediction"
 ANSWER_TAG = "answer"
+#: The first line of every check cell: a reader who sees its code (plain-text views) can skip it.
+CHECK_LINE = ("# Check cell (collapsed in JupyterLab): it fails loudly if a re-measurement contradicts the "
+              "text; nothing new to learn here.")
 #: The marker of a code cell that holds only guards, and its tag (asynctc.teaching.builds.CHECK_TAG).
 CHECK_MARKER = "check"
 CHECK_TAG = "check"
@@ -126,8 +130,11 @@ def to_notebook(src: Path):
                                  f"({heading_in(cell.source)!r}); put it in a markdown cell of its own")
             cell.metadata["tags"] = sorted(set(cell.metadata.get("tags", [])) | extra)
             if CHECK_TAG in extra:
-                # collapsed in JupyterLab (the reader sees "…"); its outputs stay in view
+                # collapsed in JupyterLab (the reader sees "…"); its outputs stay in view; a plain-text
+                # view (GitHub, a terminal) shows the code, so its first line says what it is
                 cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+                if not cell.source.startswith(CHECK_LINE):
+                    cell.source = CHECK_LINE + "\n" + cell.source
         # stable ids, so a rebuild changes only what really changed
         cell["id"] = f"c{i:02d}-" + hashlib.sha1(cell.source.encode()).hexdigest()[:8]
         if cell.cell_type == "code" and "solution=True" in cell.source:
