@@ -200,8 +200,9 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 #
 # The figure shows it. Top: the [trace](../docs/glossary.md#trace) of CTA 0 (128×256, S = 4), its
 # clock read at every event. Bottom: the [ring model](../docs/glossary.md#ring-model) of the same
-# loop. Red bars are waits on full. A GPU bar runs from a group's issue to the `wait_group` that
-# proves it done, so GPU bars overlap; a model bar is the math only.
+# loop. Red bars are waits on full. A blue bar, in both rows, runs from a k-tile's issue to the
+# `wait_group` that proves it done, so bars overlap. The model is evidence only because it runs the
+# kernel's loop: the same waits, `wait_group(1)` and releases.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)    # CTA 0's traced k-loop, S = 4
