@@ -278,6 +278,9 @@ def test_the_difference_in_words():
     assert sass.difference_words({}, {"WARPSYNC": 1}) == "1 extra WARPSYNC"
     assert sass.difference_words({"ISETP": 2, "IMAD": 1}, {"BRA": 1, "IMAD": 1}) == \
         "2 fewer ISETP, 1 extra BRA, 1 with another operand or predicate"
+    assert sass.difference_words({"IMAD": 5, "R2UR": 2}, {"UIADD3": 2}, gloss=True) == \
+        ("5 fewer IMAD (integer multiply-add), 2 fewer R2UR (register → uniform register), "
+         "2 extra UIADD3 (uniform 3-input add)")
     assert sass.difference_words({}, {}, reordered=3) == "3 in another order"
     assert sass.difference_words({"A": 4, "B": 3, "C": 2, "D": 1}, {}) == "4 fewer A, 3 fewer B, 2 fewer C, …"
     text = "/*0000*/ IMAD R1, R2, R3 ;\n/*0010*/ @P0 BRA `(.L_x_1) ;\n/*0020*/ NOP ;\n"

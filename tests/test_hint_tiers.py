@@ -111,7 +111,7 @@ FIRST_HINTS = [
      "Which ring counter is tile 1's first k-tile?", "stage 3 mod 2 = 1"),      # round 58: no numbers at first
     # round 49: the refill's parity read off §1's table with f = the refill's own fill (readers 102-104)
     ("ch05.producer_step", _REFILL_FLIPPED, {}, "before k-tile 4 your step waits on empty[0] with parity 1",
-     "Which fill does the refill load", "(f + 1) mod 2 = tp ^ 1 = 0."),
+     "Which fill does the refill load", "fill f = t / STAGES = 1: the producer waits with (f + 1) mod 2 = 0."),
 ]
 
 

@@ -535,6 +535,20 @@ def test_trace_beside_model_finds_where_the_waits_stop():
     assert min(gw[k] for k in range(4, 10)) > 50 and max(mw[k] for k in range(4, 10)) < 1
 
 
+def test_model_bars_mean_what_the_trace_bars_mean():
+    """05 §5's model row draws a group as the trace does: issue (its wait on full ended) → the
+    wait_group that proves it done (its release); with wait_group(1) a group is still unproved
+    when the next one issues, so the bars overlap, as the GPU's do."""
+    from asynctc.models import pipeline as mp
+    from asynctc.pipeline.figures import issue_to_proof
+    ring = mp.simulate(4, 1, 2, 16)
+    bars = {(s.lane, s.k): s for s in issue_to_proof(ring, k_max=8) if s.kind == "mma"}
+    waits = {(s.lane, s.k): s.end for s in ring.spans if s.kind == "wait_full"}
+    released = {(s.lane, s.k): s.start for s in ring.spans if s.kind == "release"}
+    assert len(bars) == 16 and all(b.start == waits[x] and b.end == released[x] for x, b in bars.items())
+    assert all(bars[w, k].end > bars[w, k + 1].start for w in ("wg0", "wg1") for k in range(7))
+
+
 def test_depth_table_marks_occupancy_without_superscripts():
     res = {"sweep": [{"kernel": "cuBLAS", "dtype": "float16", "size": 4096, "tflops": 700.0}] +
            [{"kernel": "pipeline", "dtype": "float16", "size": 4096, "tile": "128x128x64/c1",

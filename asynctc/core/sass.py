@@ -177,14 +177,25 @@ def difference(kernel_sass: str, your_sass: str) -> Difference:
     return Difference(changed, len(ref), ops(only_k), ops(only_y), reordered)
 
 
-def difference_words(only_kernel: dict, only_yours: dict, reordered: int = 0, limit: int = 3) -> str:
-    """A few words for a :class:`Difference`: per opcode class, "1 extra WARPSYNC", "2 fewer ISETP";
+#: A few words for the opcode classes a step's SASS most often differs in (:func:`difference_words`
+#: says them at the moment a learner's text passes). U…: the uniform datapath, one value per warp.
+GLOSS = {"NOP": "does nothing; one issue slot", "IMAD": "integer multiply-add",
+         "IADD3": "3-input integer add", "LOP3": "3-input logic op", "ISETP": "integer compare → predicate",
+         "R2UR": "register → uniform register", "UIADD3": "uniform 3-input add",
+         "ULOP3": "uniform 3-input logic op", "USETMAXREG": "sets the warp's register budget",
+         "CS2R": "special register → register pair", "BRA": "branch",
+         "SEL": "select one of two", "MOV": "register copy", "UMOV": "uniform register copy", "SHF": "funnel shift"}
+
+
+def difference_words(only_kernel: dict, only_yours: dict, reordered: int = 0, limit: int = 3,
+                     gloss: bool = False) -> str:
+    """A few words for a :class:`Difference`: per opcode class, "1 extra WARPSYNC", "2 fewer ISETP"
+    (``gloss``: each with its :data:`GLOSS` words; NOP always);
     classes both builds have as many of ("the same kinds, other operands or predicates") when
     only operands differ; "N in another order" when only the order does."""
     net = collections.Counter(only_yours)
     net.subtract(only_kernel)
-    gloss = {"NOP": " (does nothing; one issue slot)"}
-    parts = [(f"{n} extra {op}" if n > 0 else f"{-n} fewer {op}") + gloss.get(op, "")
+    parts = [(f"{n} extra {op}" if n > 0 else f"{-n} fewer {op}") + (f" ({GLOSS[op]})" if op in GLOSS and (gloss or op == "NOP") else "")
              for op, n in sorted(net.items(), key=lambda kv: (-abs(kv[1]), kv[0])) if n]
     same_kind = sum(min(only_kernel.get(op, 0), only_yours.get(op, 0)) for op in only_yours)
     if same_kind:

@@ -210,7 +210,8 @@ def timed_line(chapter: int, kept: dict | None = None) -> str | None:
     if not sass.get("same"):
         from ..core.sass import difference_words
         away = sass.get("changed", "?")
-        how = difference_words(sass.get("fewer") or {}, sass.get("extra") or {}, sass.get("reordered") or 0)
+        how = difference_words(sass.get("fewer") or {}, sass.get("extra") or {}, sass.get("reordered") or 0,
+                               gloss=True)
         head = (f"{what.capitalize()}: {build} {away} of your kernel's {sass.get('total', '?')} SASS "
                 f"instructions differ from the course's" + (f" ({how})" if how else ""))
         if row is None:

@@ -221,7 +221,9 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None,
     """One CTA's recorded loop (top) above the ring model's schedule of the same loop (bottom), on
     one time axis in SM cycles, both drawn by the model's
     :func:`~asynctc.models.pipeline.plot_timeline`: waits in the lower half of a row (red: on full),
-    wgmmas in flight in the upper half, a sub-row per stage for the copies. ``trace``: a record's
+    wgmma groups in the upper half, a sub-row per stage for the copies. A group's bar means the same
+    in both rows: issue → the ``wgmma.wait_group`` that proves it done (the model's, from
+    :func:`issue_to_proof`; the model runs the kernel's loop, waits included). ``trace``: a record's
     ``traces`` row (its ``cta0`` entry is drawn); ``schedule``: a
     :class:`~asynctc.models.pipeline.Schedule` (:func:`~asynctc.models.pipeline.simulate`); only
     k-tiles < ``k_max``; the GPU's producer row is labelled as the thread it is (:data:`PRODUCER_ROW`).
@@ -235,7 +237,7 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None,
                   title=f"GPU: CTA 0 as traced ({trace['tile']}, {trace['dtype']}, {trace['size']}³)\n"
                         + ("consumer 0 is late (its thread 0 also refills); consumer 1 waits out each load (red)"
                            if causes else "its clock reads slow it: compare shapes, not lengths"))
-    plot_timeline([s for s in schedule.spans if s.k < k_max and s.kind != "epilogue"], ax=low,
+    plot_timeline(issue_to_proof(schedule, k_max), ax=low,
                   title="ring model: after the first loads no consumer waits on full" if causes else "ring model")
     top.set_xlabel("")
     top.set_yticks(top.get_yticks(), [PRODUCER_ROW if t.get_text() == "producer" else t.get_text()
@@ -250,10 +252,27 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None,
         ax.tick_params(labelsize=11)
         ax.title.set_fontsize(12)
         ax.xaxis.label.set_fontsize(12)
+    labels = [GROUP_LABEL if t == "wgmma in flight (math)" else t for t in labels]
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=11)
     fig.suptitle((record.label() + "\n" if record is not None else "") + what, fontsize=12)
     return fig
+
+
+#: What a blue bar of :func:`plot_trace_beside_model` is, in both rows.
+GROUP_LABEL = "wgmma group: issue → the wait_group that proves it done"
+
+
+def issue_to_proof(schedule, k_max: int = 12) -> list:
+    """The ring model's spans (k-tiles < ``k_max``, no epilogue) with each "mma" span redrawn as the
+    trace draws it: from the group's issue (the end of that warpgroup's wait on full, the point in
+    the loop of the kernel's issue event) to the ``wgmma.wait_group`` that proves it done (the
+    model releases k-tile k the moment that wait returns, so the end is its release)."""
+    spans = [s for s in schedule.spans if s.k < k_max and s.kind != "epilogue"]
+    issued = {(s.lane, s.k): s.end for s in spans if s.kind == "wait_full"}
+    proved = {(s.lane, s.k): s.start for s in schedule.spans if s.kind == "release"}
+    return [s._replace(start=issued[s.lane, s.k], end=proved[s.lane, s.k]) if s.kind == "mma" else s
+            for s in spans]
 
 
 def ktile_waits(run, k_max: int = 12) -> tuple[dict, dict]:

@@ -48,14 +48,26 @@ SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at bas
             (r"^  // Prologue", r"^  const u64 db0", "prologue: load_stage fills stages 0 … S − 1; acc = 0"),
             OMIT,
             (r"^  wgmma_wait_group<0>", r"^  store_c", "epilogue: wait_group<0>, then store_c writes C"))
-#: The names the step uses, all in scope where it goes (the exercise's prompt lists them).
-IN_SCOPE = ("producer", "r", "t", "ts", "tp", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
+#: The names the step uses, all in scope where it goes (the exercise's prompt lists them). The kernel's
+#: phase bit ``tp`` is in scope too, unlisted: the exercise asks for the parity from t.
+IN_SCOPE = ("producer", "r", "t", "ts", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
             "kStageBytes", "full", "m0", "n0", "wg", "broken")
 #: Chapter 05 §2's "Say it back" on the wait's parity, shown once the step passes (it answers the exercise).
-SAID_BACK = ("**Say it back.** The refill loads fill f of stage ts, so it waits on empty for phase f − 1, "
-             "which r's release completes: parity (f + 1) mod 2, `tp ^ 1`. The `tp` line flipped r's phase to "
-             "t's; your wait flips it back. Going further: [05c §2](05c_pipeline_variants.ipynb) shows the "
-             "kernel's own step.")
+SAID_BACK = ("**Say it back.** The refill loads fill f = t div S of stage ts, so it waits on empty for phase "
+             "f − 1, which r's release completes: parity (f + 1) mod 2. The kernel divides nothing: it carries "
+             "a phase bit, `tp` (t's, f mod 2), and passes `tp ^ 1`, the same parity in fewer instructions. "
+             "Going further: [05c §2](05c_pipeline_variants.ipynb) shows the kernel's own step.")
+#: Chapter 05 §2's exercise cell: the step with blanks (``___``) for the guard's condition, the
+#: parity, the load and the give-up branch; :func:`judge` takes a text with a blank left as unanswered.
+BLANKS = """
+if (producer && ___ && !broken) {     // who refills, and when
+  if (empty.wait(ts, ___, wg, t)) {  // the parity: §1's rule, from t
+    ___;                             // load k-tile t into stage ts
+  } else {
+    ___;                             // the wait gave up
+  }
+}
+"""
 _CODE = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
@@ -127,7 +139,7 @@ def compile_hint(log: str, step: str) -> str:
     # not a rename table: rp was r's own phase, and the refill's parity is not tp (that deadlocks)
     said = {"rs": "rs (r's stage)", "rp": "rp (r's own phase)"}
     renamed = (f". {' and '.join(said[n] for n in old)}: names from an older version of the step; here "
-               "the step names the refill k-tile t = r + STAGES, its stage ts and t's phase tp — t's, not r's"
+               "the step names the refill k-tile t = r + STAGES and its stage ts — t's, not r's"
                if old else "")
     return f"NVRTC cannot compile your step — {errors}{renamed} (names in scope: {', '.join(IN_SCOPE)})"
 
@@ -180,6 +192,9 @@ def judge(answer) -> str | None:
     step = answer[1:] if answer.startswith("\n") else answer
     if not _CODE.sub("", step).strip():
         raise _ex.NotAnswered("write the step in the string, under the comment, then run the cell again")
+    if (blanks := _CODE.sub("", step).count("___")):
+        raise _ex.NotAnswered(f"fill the {blanks} blank{'s' if blanks > 1 else ''} ___ left in the step, "
+                              "then run the cell again")
     try:
         ck = compile_step(step)
     except runtime.CompileError as e:
@@ -229,14 +244,14 @@ def judge(answer) -> str | None:
         t = min(x for x in waits if waits[x] != want[x])
         why = _model(S, P, C, T, parities=(_mp.kernel_full_parity,
                                            lambda x, s: waits.get(x, _mp.kernel_empty_parity(x, s))))
-        own = (f", tp: f mod 2 of its own fill (k-tile t = {t}, f = {t} / S = {t // S}), a phase no "
+        own = (f", f mod 2 of its own fill (k-tile t = {t}, f = {t} / S = {t // S}), a phase no "
                "release has completed"
                if waits[t] == (t // S) % 2 else "")
         # tier 2: §1's table, for the fill being loaded (f = t / S, its phase tp = f mod 2)
         return _ex.tiered(f"before k-tile {t} your step waits on empty[{t % S}] with parity {waits[t]}{own}",
                           ". Which fill does the refill load, and which column of §1's table gives its wait?",
-                          f". The refill loads k-tile t = {t}, fill f = {t // S} (tp = {(t // S) % 2}): the "
-                          f"producer waits with (f + 1) mod 2 = tp ^ 1 = {want[t]}.") + (
+                          f". The refill loads k-tile t = {t}, fill f = t / STAGES = {t // S}: the "
+                          f"producer waits with (f + 1) mod 2 = {want[t]}.") + (
                 f" Chapter 05's ring model with your parities: {why}")
     t = next((x for x in sorted(labels) if labels[x] != x), None)
     if t is not None:
@@ -252,20 +267,22 @@ def judge(answer) -> str | None:
                     "still be read — load only if the wait returned true")
     sets_broken = bool(re.search(r"\bbroken\s*=", _CODE.sub("", step)))
     ident = sass_identity(step)
-    return _ex.Accepted(_sass_note(ident, sets_broken), meta=lambda: {"sass": ident})
+    own_bit = bool(re.search(r"\btp\b", _CODE.sub("", step)))      # the kernel's phase bit, or t / STAGES
+    return _ex.Accepted(_sass_note(ident, sets_broken, own_bit), meta=lambda: {"sass": ident})
 
 
-def _sass_note(ident: dict, sets_broken: bool) -> str:
+def _sass_note(ident: dict, sets_broken: bool, own_bit: bool = True) -> str:
     """The check's note on a right step, two short sentences: the verdict, then the step's SASS
     beside the kernel's, counted in the build chapter 05's record times (the same count the
     end-of-chapter line gives), with at most three kinds of instruction named."""
     if ident["same"]:                      # (chapter 05's solution notebook compares this text)
         return "your step compiles to the kernel's own instructions."
-    how = sass.difference_words(ident["fewer"], ident["extra"], ident["reordered"])
+    how = sass.difference_words(ident["fewer"], ident["extra"], ident["reordered"], limit=2, gloss=True)
     n = ident["changed"]
     verdict = ("the protocol is right" if sets_broken else
                "the protocol is right; leaving broken unset is harmless (every later wait gives up at once)")
-    why = ": ptxas's layout, not the protocol" if sets_broken else ""
+    why = ("" if not sets_broken else ": ptxas's layout, not the protocol" if own_bit else
+           ": the kernel flips a phase bit it carries instead (said back below)")
     return (f"{verdict}. In the timed build {n} of its {ident['total']} SASS instructions "
             f"{'differs' if n == 1 else 'differ'} from the kernel's ({how}){why}.")
 

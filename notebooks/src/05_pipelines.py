@@ -88,24 +88,26 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # **Say it back.** K-tile k is fill f = k div S of stage k mod S. Its `phase` is f mod 2.
 # Consumers wait on full for the k-tile's `phase`.
 #
-# **Exercise 2 — write the producer's refill step** in CUDA C++: the whole `if (…) { … }` block.
-# Every thread reaches it after r's release. Your guard picks who and when: thread 0, while
-# t = r + STAGES < T and not `broken`. Inside, wait until empty[ts] releases r's fill, then load
-# k-tile t into stage ts. That wait's parity: apply §1's rule, (f + 1) mod 2 for fill f, and write
-# it in the kernel's names, from `tp`.
+# **Exercise 2 — fill the producer's refill step** in CUDA C++. Every thread reaches it after r's
+# release. Only the producer refills: it waits until empty[ts] releases r's fill, then loads k-tile
+# t into stage ts. Fill the four blanks. Write the parity from `t` with §1's rule.
 # In scope:
 #
-# - `producer`: thread 0; `r`; `t`; `ts`: t's stage, also r's; `STAGES`;
-# - `tp`: t's `phase`, (t div S) mod 2;
+# - `producer`: thread 0; `r`; `t` = r + STAGES; `ts`: t's stage, also r's; `STAGES`;
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: an earlier wait gave up;
-# - `empty.wait(stage, parity, wg, kt)`: false if it gave up: load nothing; `kt` = t;
+# - `empty.wait(stage, parity, wg, kt)`: false if it gave up; `kt` = t;
 # - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
-#   on full, then the TMA copies;
-# - around it: `full.wait`, `mma_ktile`, `wgmma_wait_group`, `empty.arrive`, `pos`, `prev`.
+#   on full, then the TMA copies.
 
 # %%
 producer_step = """
-// your step
+if (producer && ___ && !broken) {     // who refills, and when
+  if (empty.wait(ts, ___, wg, t)) {  // the parity: §1's rule, from t
+    ___;                             // load k-tile t into stage ts
+  } else {
+    ___;                             // the wait gave up
+  }
+}
 """
 ok = exercises.check("ch05.producer_step", producer_step)
 
@@ -200,8 +202,9 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 #
 # The figure shows it. Top: the [trace](../docs/glossary.md#trace) of CTA 0 (128×256, S = 4), its
 # clock read at every event. Bottom: the [ring model](../docs/glossary.md#ring-model) of the same
-# loop. Red bars are waits on full. A GPU bar runs from a group's issue to the `wait_group` that
-# proves it done, so GPU bars overlap; a model bar is the math only.
+# loop. Red bars are waits on full. A blue bar, in both rows, runs from a k-tile's issue to the
+# `wait_group` that proves it done, so bars overlap. The model is evidence only because it runs the
+# kernel's loop: the same waits, `wait_group(1)` and releases.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)    # CTA 0's traced k-loop, S = 4
