@@ -338,6 +338,9 @@ def test_name_bug_refusal_lists_the_three_offered_names(capsys):
     out = capsys.readouterr().out
     assert "answer one of 'phase_parity', 'arrive_count', 'expect_tx', spelled as written" in out, out
     assert "did you mean 'phase_parity'?" in out and "proxy_fence" not in out, out
+    assert "If so, not quite: parity 0 is what the kernel's formula gives" in out, out   # the hint too (reader 137)
+    assert not exercises.check("ch08.name_bug", "expect", diagnosis=mystery)   # near the right one: no hint
+    assert "did you mean 'expect_tx'?\n" in capsys.readouterr().out
     src = re.sub(r"\n# ?", " ", (ROOT / "notebooks/src/08_pitfalls.py").read_text())
     assert "`phase_parity`, `arrive_count` or `expect_tx`" in src
     assert set(F.exercises._pipeline_classes()) == {"phase_parity", "arrive_count", "expect_tx"}

@@ -408,16 +408,23 @@ def _listed(ex: Exercise) -> str:
     return ", ".join(repr(c) for c in ex.offered or ex.choices)
 
 
-def _near_name(ex: Exercise, a: Any) -> str:
+def _near_name(ex: Exercise, a: Any, exp: Any = None, kw: dict | None = None) -> str:
     """" — did you mean …?" for an answer that is part of one offered choice or close to it
-    ('parity' for 'phase_parity'), else ""."""
+    ('parity' for 'phase_parity'), else "". Where that choice is itself wrong (``exp`` given), the
+    hint it would get follows, so a near miss is not left with a spelling fix alone."""
     if not isinstance(a, str) or not a:
         return ""
     names = ex.offered or ex.choices
     near = [c for c in names if a in _norm_text(c)] or difflib.get_close_matches(
         a, [_norm_text(c) for c in names], n=1, cutoff=0.6)
     near = [c for c in names if _norm_text(c) in {_norm_text(x) for x in near}]
-    return f" — did you mean {near[0]!r}?" if len(near) == 1 else ""
+    if len(near) != 1:
+        return ""
+    try:
+        hint = None if exp is None or _equal(ex, _norm_text(near[0]), exp) else _hint(ex, _norm_text(near[0]), exp, kw or {})
+    except Exception:  # noqa: BLE001 - a broken hint must never hide the verdict
+        hint = None
+    return f" — did you mean {near[0]!r}?" + (f" If so, not quite: {hint}" if hint else "")
 
 
 def _close(a: Any, b: Any, rtol: float | None) -> bool:
@@ -751,7 +758,7 @@ def check(name: str, answer: Any, *, solution: bool = False, **kw) -> bool:
                         f"has its two values swapped: {answer!r}")
         return fail(f"answer with {e}.", f"is not in an accepted form: {answer!r}")
     if ex.choices and not (isinstance(a, str) and a in {_norm_text(c) for c in ex.choices}):
-        return fail(f"answer one of {_listed(ex)}, spelled as written (got {answer!r}){_near_name(ex, a)}",
+        return fail(f"answer one of {_listed(ex)}, spelled as written (got {answer!r}){_near_name(ex, a, exp, kw)}",
                     f"is not one of {ex.choices}: {answer!r}")
     if _equal(ex, a, exp):
         # a worked solution says what it answered: the teacher's answer sheet reads the value of

@@ -234,13 +234,17 @@ notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "point 2 above: wh
                  gain32=ring[32] / tf[32, 1], gain64=ring[64] / tf[64, 1])
 
 # %% [markdown]
-# **How many stages does the latency need?** The bytes on their way must cover the copy's latency:
+# **How many stages does the latency need?** At BK = 32, do the kernel's 4 stages cover the copy
+# latency: yes or no? Decide, then run the cell. The bytes on their way must cover the latency:
 # latency × the bytes per clock the math eats. Divide by one stage's bytes, then add the stage
 # being computed. The math eats 1 byte per 64 FLOP (00 §4); the rate is §4's best row.
+# `latency` = 1300 clocks is §1's toy model's value, not a measurement. The cell prints beside it
+# the latency [02b §3](02b_cp_async_microbenchmark.ipynb) fits to this record's BK = 32, one-stage row.
 
 # %% output answers a prediction
 mhz = next(r["sm_mhz"] for r in at if r["kernel"] == "cp.async" and (r["bk"], r["stages"]) == best)
-latency = 1300                                     # clocks from a copy's issue to its landing (§1's model)
+latency = 1300                                     # clocks from a copy's issue to its landing: §1's toy model
+fitted = cp_async.design(32, 1, rec).latency      # 02b §3's L, fitted to this record
 feed = tf[best] * 1e12 / 64 / (rec.provenance["sm_count"] * mhz * 1e6)   # B/clk per SM the math eats
 bk = 32
 kt_bytes = (128 + 128) * bk * 2                    # one k-tile: A's 128×BK and B's BK×128, fp16
@@ -249,6 +253,7 @@ stages = math.ceil(in_flight) + 1                  # + the one being computed
 if exercises.after("ch02.stages", held="the arithmetic, which uses the best row's rate", tried=True):
     print(f"{latency} clk × {feed:.1f} B/clk / {kt_bytes} B = {in_flight:.1f} stages in flight; + 1 = {stages}")
     print(f"BK = {bk}: {stages} stages,", "within the kernel's 4" if stages <= 4 else "more than the kernel's 4")
+    print(f"(latency: §1's model {latency} clk; 02b §3's fit to this record {fitted:.0f} clk)")
 
 # %% [markdown]
 # **Try it:** change `latency` to 2600 and rerun the cell. The verdict becomes "more than the

@@ -8,8 +8,8 @@
 #
 # **Learning goal.** Copy a tile with TMA; wait for it with an mbarrier.
 #
-# **Where we are.** In chapter 02 every thread issued its own 16-byte copies and
-# `wait_group`. Here one thread copies a whole tile. The mbarrier tells the others when it lands.
+# **Where we are.** In chapter 02 every thread issued its own 16-byte copies. Here one thread
+# copies a whole tile; the mbarrier tells the others when it lands.
 
 # %% output varies
 from asynctc.core import exercises, notebook, records, worklog
@@ -63,8 +63,7 @@ row, chunk, byte = 5, 2, 3
 offset = row * 64 + chunk * 16 + byte                  # before the swizzle
 key = offset >> 7 & 0b11                               # bits 7-8 = row // 2, mod 4
 print(f"offset {offset} = 0b{offset:09b} = row {row:03b} | chunk {chunk:02b} | byte {byte:04b}")
-print(f"bits 8-7 of the offset: {key:02b}, row {row:03b}'s bits 2-1 (row {row} // 2 = {row // 2})")
-print(f"chunk {chunk:02b} XOR {key:02b} = {chunk ^ key:02b}: chunk {chunk} → chunk {chunk ^ key}, same row")
+print(f"chunk {chunk:02b} XOR bits 8-7 {key:02b} = {chunk ^ key:02b}: chunk {chunk} → chunk {chunk ^ key}, same row")
 swizzled = row * 64 + (chunk ^ key) * 16 + byte
 print(f"swizzled: {row}·64 + {chunk ^ key}·16 + {byte} = {swizzled} = 0b{swizzled:09b}")
 assert swizzled == swizzle_address(offset, 64)         # the model agrees
@@ -90,11 +89,8 @@ assert swizzled == swizzle_address(offset, 64)         # the model agrees
 from asynctc.models.pipeline.ring import Mbarrier
 
 
-yes = {True: "yes", False: "no"}
-
-
 def show(step):
-    print(f"{step:<24}{bar.phase:>5}{bar.pending:>8}{bar.tx:>7}{yes[bar.test_wait(0)]:>16}{yes[bar.test_wait(1)]:>16}")
+    print(f"{step:<24}{bar.phase:>5}{bar.pending:>8}{bar.tx:>7}{bar.test_wait(0)!s:>16}{bar.test_wait(1)!s:>16}")
 
 
 print(f"{'step':<24}{'open':>5}{'pending':>8}{'tx':>7}{'wait(0) passes':>16}{'wait(1) passes':>16}")
@@ -110,20 +106,17 @@ if done := bar.test_wait(0):
 print("fill 0:", "complete, its reader passes" if done else "incomplete, its reader waits forever")
 
 # %% [markdown]
-# **Try it:** change B's box to `(128, 128)` and rerun. The verdict becomes "incomplete".
+# **Try it:** make B's box `(128, 128)`: the verdict turns "incomplete".
 
 # %% [markdown]
-# **Read the wait columns.** Fill 0's reader waits on parity 0: "no" until B lands, then "yes".
-# Fill 1's reader waits on parity 1: wait(1) says "no" until fill 1 lands.
-# So the reader of fill f waits on parity f mod 2. At init, wait(1) already says "yes": the
-# phase before phase 0 counts as complete.
-#
-# Why phase numbers? One barrier serves every fill. A "ready" flag would stay set from the
-# last fill. One bit is enough: a waiter asks only about the open phase or the one before.
+# **Read the wait columns.** Fill 0's reader waits on parity 0: False until B lands, then True.
+# Fill 1's waits on parity 1. So the reader of fill f waits on parity f mod 2. At init, wait(1)
+# is already True: the phase before phase 0 counts as complete. One bit is enough: a waiter asks
+# only about the open phase or the one before.
 #
 # The GPU's table takes the same steps. ✓ marks the PTX ISA's answer. Rows 4–6 use a
 # *counter barrier*: 64 arrivals, no bytes. Row 6 waits on an open phase nobody completes: the
-# bounded wait gives up.
+# wait gives up.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))
@@ -132,26 +125,33 @@ tma.checks.show_lifecycle(crec)   # notebook.how(tma.checks.show_lifecycle) prin
 notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"]), "✓ at every step")
 
 # %% [markdown]
-# The listing first fills the tile with a *sentinel* byte, 0xA5. A byte TMA skips keeps that value.
-# The listing's `tma_load_rank` calls `tma_load_2d` for a 2-D map. TMA writes through the
-# [*async proxy*](../docs/glossary.md#proxy), a separate path. The fence orders the threads' writes before TMA's.
+# The listing fills the tile with a *sentinel* byte, 0xA5. A byte TMA skips keeps that value.
+# TMA writes through the [*async proxy*](../docs/glossary.md#proxy), a separate path. The fence orders the threads' writes before TMA's.
 #
-# **Parity, fill by fill.** In chapter 05, each stage has two barriers. *Full* says its bytes
-# landed. *Empty* says its readers are done. Fill f completes phase f of each:
-#
-# | fill f | consumer's wait on full | producer's wait on empty, before fill f |
-# |---:|---:|---:|
-# | 0 | 0 | 1 (fresh: passes) |
-# | 1 | 1 | 0 |
-# | f | f mod 2 | (f + 1) mod 2 |
-#
+# **Parity, fill by fill.** In chapter 05 each stage has two barriers: *full* (its bytes landed)
+# and *empty* (its readers are done). Before fill f the producer waits on empty with parity
+# (f + 1) mod 2, which a fresh barrier passes.
 # [In code](../docs/glossary.md#ring-counter), chapters 05 and 06 wait on `phase` on full, `phase ^ 1` on empty.
+#
+# **Worked: a 2-stage ring.** Tile t goes to stage t mod 2, as its fill t // 2. Which parity does
+# tile 3's reader wait on? Edit `tile` and rerun.
+
+# %%
+tile = 3
+stage, fill = tile % 2, tile // 2
+full = Mbarrier(count=1)                  # its full barrier
+for _ in range(fill):                     # earlier fills
+    full.arrive_expect_tx(16384); full.complete_tx(16384)
+before = [full.test_wait(p) for p in (0, 1)]
+full.arrive_expect_tx(16384); full.complete_tx(16384)
+P = [p for p in (0, 1) if not before[p] and full.test_wait(p)][0]
+print(f"tile {tile}, stage {stage}'s fill {fill}: parity {P} passes only once it lands; {1 - P} passed before.")
 
 # %% [markdown]
 # ## 4. The instructions underneath
 #
-# Each wrapper above is one PTX instruction, read from `kernels/ptx/*.cuh`. The life-cycle
-# kernel is compiled for sm_90a and its SASS counted.
+# Each wrapper above is one PTX instruction (`kernels/ptx/*.cuh`). Below, the life-cycle
+# kernel's SASS for sm_90a, counted.
 
 # %% output varies
 from asynctc.core import sass

@@ -94,6 +94,8 @@ assert word == dB.encode()                                        # the encoder'
 print(dB.table())
 
 # %% [markdown]
+# `base_offset` stays 0 while a tile starts on its swizzle pattern's 1024-byte repeat;
+# [08 §5a](08_pitfalls.ipynb) shows a stage 128 bytes off it.
 # Going further: [04b §5, §3](04b_wgmma_anatomy.ipynb) draws and breaks the descriptor.
 
 # %% [markdown]
@@ -151,16 +153,19 @@ ok = exercises.check("ch04.kstep", kstep_desc)
 # %% [markdown]
 # ## 5. The kernel: one warpgroup, one 64×N tile
 #
-# `kernels/wgmma.cu` stores the operands in the layout drawn above. It fences them for the
-# [async proxy](../docs/glossary.md#proxy). Then it runs K/16 wgmmas. The host encodes the
-# descriptors as above. The kernel adds its shared-memory base >> 4. Below: its loop,
-# PTX and SASS for N = 64.
+# `kernels/wgmma.cu` stores both operands K-major with 128-byte swizzle: [§3](#3.-The-k-step)'s
+# K-major case. SBO steps 8 rows, LBO goes unused, and each k-step adds 32 bytes to `start`. The
+# kernel fences them for the [async proxy](../docs/glossary.md#proxy). Then it runs K/16 wgmmas. The
+# host encodes the descriptors as above. The kernel adds its shared-memory base >> 4. Below: its
+# loop, PTX and SASS for N = 64.
 
 # %% output varies
 display(notebook.show_source("wgmma.cu", start=r"  // fence \(the registers were written above\)",
                              end=r"^  wgmma_wait_group<0>\(\);$",
                              ptx=("wgmma_fence", "wgmma_commit_group", "wgmma_wait_group")))
-ck = wgmma.compile_tile(wgmma.TileConfig("float16", 64))
+cfg = wgmma.TileConfig("float16", 64)
+notebook.require((cfg.a_major, cfg.b_major, cfg.a_swizzle, cfg.b_swizzle) == ("K", "K", 128, 128), "both K-major, 128-byte swizzle")
+ck = wgmma.compile_tile(cfg)
 display(notebook.show_ptx(ck))
 print(sass.excerpt(sass.kernel_text(ck.sass(), ck.name), r"HGMMA|WARPGROUP", context=0, limit=6))
 

@@ -162,11 +162,14 @@ print("FP8 wgmma     ", fp8.tc_dot(products, frac_bits=FRAC_BITS))
 # **The fix: promotion.** An FP8 k-tile is 128 elements deep: 128 bytes per row, as in the fp16
 # k-tiles of 03–06 (64 elements × 2 bytes). Every P k-tiles, the consumer adds its wgmma accumulators into its own fp32 registers. Then it
 # restarts them at 0. The build option is `promote=P` (DeepSeek-V3 §3.3.2). Two sets of
-# accumulators fit a 128×128 tile, not 128×256.
+# accumulators fit a 128×128 tile: 2 × 64 = 128 fp32 registers per consumer thread. At 128×256
+# they would be 2 × 128 = 256, over the 255 a thread may hold.
 #
-# After a restart the accumulator sums just P k-tiles of small products. Its last place there:
+# After a restart the accumulator sums just P k-tiles. Its last place there:
 
 # %%
+acc = {bn: fp8.fp8_config(bn=bn).accumulators for bn in (128, 256)}   # per consumer thread
+notebook.require(acc == {128: 64, 256: 128} and fp8.fp8_config(promote=4).bn == 128, "two sets: 2 × 64, not 2 × 128")
 P, KTILE = 4, 128                         # promote every P k-tiles of KTILE products
 restart = P * KTILE * SMALL               # the accumulator's largest value before it restarts at 0
 place = 2.0 ** (np.floor(np.log2(restart)) - FRAC_BITS)   # its last kept place there

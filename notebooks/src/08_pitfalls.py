@@ -72,10 +72,13 @@ outcome = D.show_outcome(1,   # notebook.how(D.show_outcome) prints its code
 # f = k // S.
 
 # %% output answers a prediction
+from asynctc.models.pipeline.ring import Mbarrier
+
 S, k = 2, 0                    # two stages; the producer's first k-tile
 f = k // S                     # k-tile k's fill of stage k mod S
 parity = f % 2                 # the parity BUG=1's producer waits on
-FRESH_DONE = 1                 # the parity a fresh barrier counts as complete
+fresh = Mbarrier(count=1)      # chapter 03's barrier model, just initialised
+FRESH_DONE = next(p for p in (0, 1) if fresh.test_wait(p))   # the parity it counts as complete: the model answers
 print(f"k-tile {k}, fill {f}: the producer waits on empty[{k % S}] with parity {parity}")
 print("verdict:", "passes: it loads k-tile 0" if parity == FRESH_DONE else
       "hangs: that phase needs the consumers' release of a load never issued")

@@ -39,7 +39,8 @@ notebook.banner("sm_100a", measured=False)
 # 1. **What a consumer thread needs.** Chapter 06's kernel has a producer and two consumer
 #    [warpgroups](../docs/glossary.md#warpgroup) (four warps each): 384 threads. The consumers'
 #    256 threads share the accumulator, 128 fp32 values each. Addresses, descriptors and loop
-#    state add 26 (`REG_OVERHEAD`, read off chapter 05's kernel). So a consumer thread needs 154.
+#    state add 26 (`REG_OVERHEAD`): chapter 05's record gives its 128×256 kernel 154 registers
+#    per thread, 128 of them accumulators (the cell's first line). So a consumer thread needs 154.
 # 2. **What it is given.** An SM has 65536 32-bit registers. Each of the 384 threads starts
 #    with 168. [`setmaxnreg`](../docs/glossary.md#setmaxnreg) then moves registers between
 #    warpgroups: the producer's threads drop to 40, the consumers' rise to 232. The total stays
@@ -58,6 +59,8 @@ notebook.banner("sm_100a", measured=False)
 # **Try it:** change `ACCUMULATORS` to 2 and rerun — the verdict becomes "does not fit in registers".
 
 # %% output varies
+p05 = next(r["registers"] for r in records.load("pipeline").results["sweep"] if r.get("tile") == "128x256x64/c2")
+print(f"REG_OVERHEAD: chapter 05's 128x256 kernel has {p05} registers/thread - 128 accumulators = {p05 - 128}")
 ws = WSConfig()                                  # chapter 06: 128 producer + 256 consumer threads
 entry = REGS_PER_SM // 384 // 8 * 8             # 65536 / 384, rounded down to a multiple of 8
 given = 128 * ws.producer_regs + 256 * ws.consumer_regs
@@ -73,7 +76,7 @@ print("verdict:", "fits in registers" if sm_needs <= REGS_PER_SM else "does not 
 bill = lesson.register_bill()          # the figure's three accumulator layouts
 steps = {d["step"]: d["regs"] for d in rung3_steps(records.load("ws_rung3_steps").results)}
 print(f"cross-check, ptxas (06): {steps['128x256']} for the tile alone, {steps['setmaxnreg (rung 3)']} with setmaxnreg (the count at entry)")
-notebook.require((entry, given) == (168, 384 * entry) and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168)
+notebook.require(p05 - 128 == REG_OVERHEAD and (entry, given) == (168, 384 * entry) and (steps["128x256"], steps["setmaxnreg (rung 3)"]) == (156, 168)
                  and bill[0]["per_thread"] == 154 < ws.consumer_regs == 232 < min(r["per_thread"] for r in bill[1:]),
                  "384 × 168 = 64512 = 128 × 40 + 256 × 232; a consumer needs 154 of its 232, more than 232 with a second accumulator; ptxas gives 156, and 168 with setmaxnreg", given=given)
 fig = figures.accumulator_homes(bill)
