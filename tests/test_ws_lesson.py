@@ -212,7 +212,7 @@ def test_split_bought_prints_the_record_and_refuses_a_moved_one(res, capsys):
     lesson.split_bought(res, steps, store)
     out = capsys.readouterr().out
     assert "rung 1 tile 128×256, rung 3 tile 128×256" in out and "rungs 4, 5, 6, 7, 8" in out
-    assert "the TMA store alone on rung 3 (ws_store_ablation): +8.8%" in out and "not measured" in out
+    assert "the TMA store alone on rung 3 (ws_store_ablation): +8.8%" in out and "on chapter 05's kernel: not measured" in out
     slow = copy.deepcopy(res)
     for r in slow["ladder"]:
         if r["rung"] == 1:

@@ -109,8 +109,7 @@ def split_bought(results: dict, steps: dict, store: dict, size: int = 4096, dtyp
           f"the 128×256 tile without setmaxnreg: {wide['regs']} registers of {wide['entry']} at entry\n"
           f"built on the split kernel: rungs {', '.join(map(str, built))}\n"
           f"the TMA store alone on rung 3 (ws_store_ablation): {alone:+.1%}; "
-          f"as rung 7, over rung 6: {steps_1[7] - 1:+.1%}\n"
-          "the TMA store on chapter 05's kernel: not measured (no such kernel)")
+          f"as rung 7, over rung 6: {steps_1[7] - 1:+.1%}; on chapter 05's kernel: not measured")
     require(_tile(cfg[1]) == _tile(cfg[3]) and wide["regs"] <= wide["entry"] and abs(t[3] / t[1] - 1) < RUNG3_OF_1 and abs(two) < 0.02
             and abs(reg) < 0.02 and built == [4, 5, 6, 7, 8] and 0.05 < alone < 0.12
             and abs(alone - (steps_1[7] - 1)) < 0.02 and max(steps_1, key=steps_1.get) == MOST,

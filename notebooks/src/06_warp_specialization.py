@@ -172,8 +172,7 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 #
 # The ladder is a row of kernels, each a [rung](../docs/glossary.md#rung), each timed beside
 # cuBLAS. Rung 1 is chapter 05's kernel; each later rung changes one or more things, written under
-# its name. You look at it to see what the split you just wrote buys, and what buys speed instead.
-# Words the labels use:
+# its name. Words the labels use:
 #
 # - A [cluster](../docs/glossary.md#cluster) is a group of CTAs that run on nearby SMs. In a
 #   [multicast](../docs/glossary.md#multicast), one TMA load lands in each CTA of the cluster.
