@@ -68,7 +68,6 @@ ALLOWED = [
      "the PTX accumulator layout"),
     ("04b", r"lane 4g\+t holds|holds each", "the PTX accumulator layout"),
     ("03", r"A tensor map holds a tensor's address", "what a tensor map is, a definition"),
-    ("06", r"Does the split \(rungs 2–3\) make the kernel faster than rung 1\?", "a prediction question; its answer cell is guarded"),
     ("04", r"a row holds 32 k|a k-row holds 32 n", "the worked k-step's layout arithmetic, not a measurement"),
     ("04b", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),
     ("04b", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),

@@ -187,3 +187,42 @@ def test_06_s_sentences_after_the_rung_list_match_the_printed_lines():
         assert f"Rung {n} makes {words[count]}" in prose.replace("So rung 2", "Rung 2"), n
     assert "only the split (a producer warpgroup loads) and setmaxnreg" in lines[-1]
     assert "rung 3 against rung 1 differs by the split and `setmaxnreg`" in prose
+
+
+def test_06_3_question_has_one_answer_guarded(res):
+    """Readers 137: 06 §3's "which rung buys the most?" had two answers (rung 3's recovery from
+    rung 2, rung 7's TMA store). The question now names its measure (the split counted whole, rung 3
+    over rung 1; each later rung over the rung it was built from) and the core claim says rung 7; a
+    record where another change gains more stops the check cell."""
+    steps = lesson.one_change_steps(res)
+    assert 2 not in steps and max(steps, key=steps.get) == lesson.MOST == 7
+    moved = copy.deepcopy(res)
+    for r in moved["ladder"]:
+        if r["rung"] >= 5:
+            r["tflops"] *= 1.10                    # rung 5 now gains more than rung 7's TMA store
+    core = {s: ok for s, ok, _ in lesson.claims(moved, core=True)}
+    assert not next(ok for s, ok in core.items() if "gains most" in s)
+
+
+def test_split_bought_prints_the_record_and_refuses_a_moved_one(res, capsys):
+    """Readers 138: 06 §3's "what the split buys" paragraph, its numbers printed from three records
+    and each of its sentences guarded."""
+    steps, store = (records.load(n).results for n in ("ws_rung3_steps", "ws_store_ablation"))
+    assert W.lesson.split_bought.__name__ in notebook.GUARDS
+    lesson.split_bought(res, steps, store)
+    out = capsys.readouterr().out
+    assert "rung 1 tile 128×256, rung 3 tile 128×256" in out and "rungs 4, 5, 6, 7, 8" in out
+    assert "the TMA store alone on rung 3 (ws_store_ablation): +8.8%" in out and "on chapter 05's kernel: not measured" in out
+    slow = copy.deepcopy(res)
+    for r in slow["ladder"]:
+        if r["rung"] == 1:
+            r["tflops"] *= 0.95                    # the split would have bought 5 %
+    with pytest.raises(ClaimError, match="buys no speed"):
+        lesson.split_bought(slow, steps, store)
+    weak = copy.deepcopy(store)
+    for row in weak["summary"]:
+        if row.get("variant") == "r3+store":
+            row["tflops"] /= 1.06                  # the TMA store gains under 5 % on rung 3
+    assert store_suite.store_steps(weak)["store_alone"][4096, "float16"] < 0.05
+    with pytest.raises(ClaimError, match="TMA store gains"):
+        lesson.split_bought(res, steps, weak)
