@@ -78,3 +78,20 @@ def test_a_recorded_check_reads_as_the_live_check_does():
                                     "within its bound of float64 (worst 0.031 of it)")
     bad = dict(good, passed=False, error="a wait on full gave up", check={"worst_ratio": 9.0, "wrong": 12})
     assert "gave up" in K.checked_line(bad) and "12 elements" in K.checked_line(bad)
+
+
+def _scaled(ladder_factor):
+    rows = _rows()
+    for r in rows:
+        if r["kernel"] == "ladder at your shape":
+            r["tflops"] = ladder_factor * next(x["tflops"] for x in rows
+                                               if x["kernel"] == "yours, 2 stages" and x["round"] == r["round"])
+    return {"rows": rows, "kernels": list(S.KERNELS)}
+
+
+@pytest.mark.parametrize("factor, says", [(1.03, "the gap to rung 1 is the shape"), (1.2, "1.20× yours"),
+                                          (0.8, "Yours runs 1.25× the ladder's kernel")])
+def test_the_verdict_follows_the_table(factor, says):
+    v = S.verdict(_scaled(factor))
+    assert says in v and v.startswith("So: with 2 stages your kernel runs 0.74 of rung 1 and 0.66 of cuBLAS")
+    assert "gives 1.13×" in v

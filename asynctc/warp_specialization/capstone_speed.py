@@ -155,10 +155,34 @@ def table_text(results: dict) -> str:
     return "\n".join(lines)
 
 
+#: How close (as a fraction) the ladder's kernel at your shape must run to yours for the verdict to
+#: put the gap to rung 1 on the shape alone.
+SAME_SHAPE_TOL = 0.05
+
+
+def verdict(results: dict) -> str:
+    """The **So** under :func:`table_text`, generated from the same table: yours against rung 1
+    and cuBLAS, what 4 stages give, and whether the ladder's kernel at your shape runs within
+    :data:`SAME_SHAPE_TOL` of yours (then the gap to rung 1 is the shape, not the loops)."""
+    t = {r["kernel"]: r for r in speed_table(results)}
+    y2, y4, lad = t["yours, 2 stages"], t["yours, 4 stages"], t["ladder at your shape"]
+    blas = f" and {y2['of_cublas']:.2f} of cuBLAS" if y2["of_cublas"] is not None else ""
+    out = (f"So: with 2 stages your kernel runs {y2['of_rung1']:.2f} of rung 1{blas}; "
+           f"a 4-stage ring gives {y4['tflops'] / y2['tflops']:.2f}× that. ")
+    r = lad["tflops"] / y2["tflops"]
+    if abs(r - 1) <= SAME_SHAPE_TOL:
+        return out + (f"The ladder's kernel built at your shape runs within {abs(r - 1):.0%} of yours: "
+                      "the gap to rung 1 is the shape (128×128 tile, 2 stages, fp32 C), not your loops.")
+    if r > 1:
+        return out + (f"The ladder's kernel built at your shape runs {r:.2f}× yours: part of the gap to "
+                      "rung 1 is in the loops, not only in the shape.")
+    return out + f"Yours runs {1 / r:.2f}× the ladder's kernel built at your shape."
+
+
 def summarize_speed(rec: records.Record) -> str:
     checked = sum(1 for c in rec.results.get("checks", ()) if c["passed"])
     return "\n".join([rec.label(), f"check C: {checked} of {len(rec.results.get('checks', ()))} shapes passed",
-                      table_text(rec.results)])
+                      table_text(rec.results), verdict(rec.results)])
 
 
 SUITES = {SUITE: (measure_speed, summarize_speed, "sm_90a")}
@@ -176,8 +200,11 @@ def speed_cell(text: str, passed: bool = True) -> None:
         mine = text if passed else K.solution()
         whose = "your loops" if passed else "the course's answer"
         print(f"Timed now, {SIZE}³ fp16, one round ({whose}):")
-        print(table_text(measure_speed(text=mine, rounds=1, reps=5, check_shapes=False)))
+        res = measure_speed(text=mine, rounds=1, reps=5, check_shapes=False)
+        print(table_text(res))
+        print(verdict(res))
         return
     rec = records.load(SUITE)
     print(f"No Hopper GPU here. The record ran the course's answer to this exercise ({rec.label()}):")
     print(table_text(rec.results))
+    print(verdict(rec.results))
