@@ -9,7 +9,7 @@ from asynctc.warp_specialization import rung_notes, whole_kloop
 from notebook_cells import cell
 
 #: The markdown cell holding each exercise's in-scope list, by a marker of its text.
-IN_SCOPE = {1: "**Exercise 2 — write the producer's refill step**",
+IN_SCOPE = {1: "**Exercise 2 — fill the producer's refill step**",
             2: "**Warm-up exercise: both roles' loops in short names.**",
             3: "**Optional exercise: the capstone's consumer loop again, under rung 3's names.**"}
 

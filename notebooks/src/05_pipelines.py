@@ -97,7 +97,9 @@ if exercises.after("ch05.groups_pending"):             # the listing answers exe
 # - `T`: k-tiles in K; `wg`: this warpgroup; `broken`: an earlier wait gave up;
 # - `empty.wait(stage, parity, wg, kt)`: false if it gave up; `kt` = t;
 # - `load_stage(ta, tb, base + ts * kStageBytes, full[ts], kt, m0, n0)`: `mbarrier.arrive.expect_tx`
-#   on full, then the TMA copies.
+#   on full, then the TMA copies;
+# - around it, in the listing (not yours to write): `full.wait`, `mma_ktile`, `wgmma_wait_group`,
+#   `empty.arrive`, `pos`, `prev`, `tp`.
 
 # %%
 producer_step = """
