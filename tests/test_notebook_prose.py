@@ -329,6 +329,7 @@ def test_listings_render_and_show_their_lines(src):
         min_lines, must = LISTINGS[key]
         text = notebook.source_excerpt(_resolve_target(call.args[0], earlier), start, end,
                                        hooks=kw.get("hooks", False), omit=kw.get("omit"),
+                                       comments=kw.get("comments", ()),
                                        variant=kw.get("variant", False),
                                        ptx=kw.get("ptx", ()), more=kw.get("more", ()),
                                        ptx_last=kw.get("ptx_last", False))   # what the cell shows

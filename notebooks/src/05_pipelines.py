@@ -82,7 +82,8 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
     display(notebook.show_source("pipeline.cu", start=r'^extern "C" __global__ void', end=r"^}",
-                                 variant=True, omit=pl.producer_step.SKELETON))
+                                 variant=True, omit=pl.producer_step.SKELETON,
+                                 comments=pl.producer_step.LISTING_COMMENTS))
 
 # %% [markdown]
 # **Say it back.** K-tile k is fill f = k div S of stage k mod S. Its `phase` is f mod 2.
