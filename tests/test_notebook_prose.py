@@ -71,7 +71,6 @@ ALLOWED = [
     ("04", r"a row holds 32 k|a k-row holds 32 n", "the worked k-step's layout arithmetic, not a measurement"),
     ("04b", r"Luo et al\.?.*(?:665|3300)|their N = 256 figure", "a literature figure and its conversion"),
     ("04b", r"8192·8/72|predicted FLOP/clk/SM|slower of the two", "the model's arithmetic, not a measurement"),
-    ("05", r"about 1\.2× as long as in the model", "asserted by 05 §5's notebook.require, in the check cell before it"),
     ("07", r"FP8's dense peak is twice FP16's", "the Tensor Cores' per-clock rates (the H100 datasheet), not a measurement"),
     ("07", r"Promoting every 4 k-tiles cuts the swamping error 28×",
      "asserted by 07 §5's notebook.require, in the check cell before it (the answer folded after its prediction)"),
