@@ -209,9 +209,10 @@ plt.show()
 
 # %% [markdown]
 # **The answer.** Four stages are enough: after its first loads the model never waits on full.
-# Yet the kernel, untraced, takes about 1.2× as long per k-tile as the model. The extra time is
-# the consumers' own work, which the model leaves out. Consumer 0's thread 0 also refills the
-# stages, and consumer 1 waits out each load. A deeper ring has nothing left to hide.
+# Yet the kernel, untraced, takes about 1.2× as long per k-tile as the model. That extra time is
+# work the model leaves out, on the consumers' side. Consumer 0's thread 0 also issues every
+# refill, so consumer 0 reaches each wait late; consumer 1 waits out each load. More stages cannot
+# hide that work.
 #
 # [05b §3](05b_pipeline_timeline.ipynb) works it out clock by clock; [05b §5](05b_pipeline_timeline.ipynb)
 # shows that the loads alone bring more than the math needs. Chapter 06 moves the refills to a
