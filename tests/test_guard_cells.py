@@ -524,14 +524,14 @@ def test_the_stage_fit_check_refuses_a_record_that_moved(key, value):
         _goals(moved)
 
 
-# ---- chapter 05 §5: the trace's cost, the waits on full, untraced ÷ model -------------------------------
+# ---- chapter 05 §5's figure and answer; 05b §3's clocks per k-tile (moved from 05 §5, round 63) ------------
 
 TRACE_FIGURE = "causes=True"                                  # the figure cell: trace and ring
 TRACE = 'untraced = 2 * 128 * 256 * 64 / (tflops * 1e12)'   # the editable arithmetic, with its check cell
 
 
 def _trace_cell(rec, trace=None, edit=None) -> dict:
-    """05 §5's figure cell, then its arithmetic cell with the check cell after it; ``edit``: (old,
+    """05 §5's figure cell, then 05b §3's arithmetic cell with the check cell after it; ``edit``: (old,
     new) replaced in the arithmetic cell's text first, as a learner editing a line would."""
     from types import SimpleNamespace
     from asynctc.models import pipeline as mp
@@ -546,7 +546,7 @@ def _trace_cell(rec, trace=None, edit=None) -> dict:
     if edit is not None:
         assert edit[0] in text
         text = text.replace(*edit)
-    exec(compile(text, "05 §5's arithmetic cell", "exec"), ns)  # noqa: S102
+    exec(compile(text, "05b §3's arithmetic cell", "exec"), ns)  # noqa: S102
     return ns
 
 
@@ -580,7 +580,7 @@ def test_the_trace_cell_holds_on_the_record(capsys):
 
 
 def test_the_try_it_edit_flips_the_verdict_not_the_guard(capsys):
-    """05 §5's "Try it": ``tflops`` set to 820 flips the visible verdict; the check cell reads the
+    """05b §3's "Try it" (moved from 05 §5): ``tflops`` set to 820 flips the visible verdict; the check cell reads the
     record, so it still passes (and a re-measurement still fails it: the tests below)."""
     rec = records.load("pipeline")
     _trace_cell(rec, edit=('tflops = pl.depth_sweep(res, "128x256x64/c2")[4]', "tflops = 820"))
@@ -612,6 +612,37 @@ def test_the_trace_cell_refuses_a_record_that_moved(loop, wait_at, consumer1_at,
     rec = records.load("pipeline")
     with pytest.raises(notebook.ClaimError, match=sentence):
         _trace_cell(rec, _moved_trace(rec, loop, wait_at, consumer1_at))
+
+
+ANSWER = "pl.trace_claims(**clocks"      # 05 §5's answer: its check cell (05b §3's has the same loop)
+
+
+def _answer_check(rec, trace=None):
+    """05 §5's figure cell, then the check cell under its answer (which guards "about 1.2× as long per
+    k-tile as the model" and "the loads alone bring more than the math needs")."""
+    from types import SimpleNamespace
+    from asynctc.models import pipeline as mp
+    from asynctc import pipeline as real
+    pl = _pl_with_plot_stubbed(plot_trace_beside_model=lambda *a, **k: None, supply=real.supply)
+    if trace is not None:
+        pl.trace_of = lambda *a, **k: trace
+    ns = run(TRACE_FIGURE, {"rec": rec, "res": rec.results, "pl": pl, "mp": mp, "records": records,
+                            "plt": SimpleNamespace(show=lambda: None), "notebook": notebook})
+    return run("**The answer.** Four stages are enough", ns)
+
+
+def test_chapter_05s_answer_holds_and_refuses_a_record_that_moved():
+    rec = records.load("pipeline")
+    _answer_check(rec)
+    trace = _moved_trace(rec, loop=1 / 1.2)
+    moved = copy.deepcopy(rec)
+    for r in moved.results["sweep"]:
+        if r.get("tile") == "128x256x64/c2" and r["kernel"] == "pipeline" and r["stages"] == 4:
+            r["tflops"] *= 1.2
+    with pytest.raises(notebook.ClaimError, match="about 1.2× as long"):
+        _answer_check(moved, trace)
+    with pytest.raises(notebook.ClaimError, match="consumer 1 waits out each load"):
+        _answer_check(rec, _moved_trace(rec, consumer1_at=9))
 
 
 def test_the_worked_ktile_refuses_a_trace_that_moved():

@@ -118,3 +118,27 @@ def test_the_notebook_cell_is_the_skeleton():
     from pathlib import Path
     src = (Path(__file__).parents[1] / "notebooks" / "src" / "05_pipelines.py").read_text()
     assert f'producer_step = """{ps.BLANKS}"""' in src
+
+
+def test_the_listing_before_exercise_2_keeps_the_code_and_leaves_the_parity_to_the_learner():
+    """Round 63 readers: the listing's comments stated t's phase as (t / S) mod 2, so only tp ^ 1u
+    was left to think about. Chapter 05 §2 rewords them (comments=), the kernel's code unchanged."""
+    import pathlib
+    import re
+    from asynctc.core import notebook
+    args = ("pipeline.cu", r'^extern "C" __global__ void', r"^}")
+    plain = notebook.source_excerpt(*args, variant=True, omit=ps.SKELETON)
+    shown = notebook.source_excerpt(*args, variant=True, omit=ps.SKELETON, comments=ps.LISTING_COMMENTS)
+
+    def code(text):
+        return [ln.split("//")[0].rstrip() for ln in text.splitlines() if ln.split("//")[0].strip()]
+    assert code(shown) == code(plain) and len(shown.splitlines()) == len(plain.splitlines())
+    tp = next(ln for ln in shown.splitlines() if "const u32 tp =" in ln)
+    assert tp.endswith("// t's phase, from r's: t is the stage's next fill"), tp
+    for said in ("t / S", "f mod 2", "phase tp", "previous fill"):     # nothing states the refill's parity
+        assert said not in shown, said
+    assert "(t / S) mod 2" in plain                                   # the kernel file keeps its comments
+    src = (pathlib.Path(__file__).parents[1] / "notebooks/src/05_pipelines.py").read_text()
+    assert re.search(r"omit=pl\.producer_step\.SKELETON,\s+comments=pl\.producer_step\.LISTING_COMMENTS", src)
+    with pytest.raises(ValueError, match="no commented line"):
+        notebook.source_excerpt(*args, comments=((r"no such line", "x"),))

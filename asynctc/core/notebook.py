@@ -166,8 +166,8 @@ def banner(arch: str = "sm_90a", measured: bool = True) -> None:
 
 def source_excerpt(target, start: str | None = None, end: str | None = None, *,
                    hooks: bool = False, variant: bool = False, omit=None, left_out: bool = False,
-                   ptx: tuple[str, ...] = (), more: tuple[tuple[str, str, str], ...] = (),
-                   ptx_last: bool = False) -> str:
+                   comments=(), ptx: tuple[str, ...] = (),
+                   more: tuple[tuple[str, str, str], ...] = (), ptx_last: bool = False) -> str:
     """The text :func:`show_source` shows: a kernel's CUDA C++ source (a
     :class:`~asynctc.core.runtime.CompiledKernel` or a file name under ``asynctc/kernels/``), from the
     first line matching ``start`` up to and including the first *later* line matching ``end``
@@ -197,6 +197,10 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     between two runs of them (the cell after the exercise prints them; ``ptx`` and ``more`` are
     not added).
 
+    ``comments=((pattern, text), ...)`` rewords the comment of the first line of the excerpt matching
+    each ``pattern``: its ``// ...`` becomes ``// text`` and the code before it stays as written (a
+    listing shown before an exercise whose comments would answer it; the kernel file is unchanged).
+
     One listing may follow a path through several files: after the excerpt, ``ptx`` (names of
     ``kernels/ptx/*.cuh`` wrappers) adds, as comments, the PTX instruction each issues
     (:func:`ptx_instructions`), and ``more`` (``(file, start, end)`` triples) adds further excerpts,
@@ -211,6 +215,8 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
     source as written is no one build).
     """
     text = _excerpt(target, start, end, hooks, variant)
+    if comments:
+        text = _reword(text, comments)
     if omit is not None:
         text, out = _omit(text, omit)
         if left_out:
@@ -228,6 +234,17 @@ def source_excerpt(target, start: str | None = None, end: str | None = None, *,
         text += f"\n\n{head}\n" + _excerpt(file, s, e, hooks, variant, defines)
         previous = file
     return text + table if ptx_last else text
+
+
+def _reword(text: str, comments) -> str:
+    """The excerpt with the comments of ``comments`` reworded: see source_excerpt."""
+    lines = text.splitlines()
+    for pattern, said in comments:
+        k = next((n for n, ln in enumerate(lines) if re.search(pattern, ln) and "//" in ln), None)
+        if k is None:
+            raise ValueError(f"comments: no commented line of the excerpt matches {pattern!r}")
+        lines[k] = lines[k][:lines[k].index("//")] + "// " + said
+    return "\n".join(lines)
 
 
 def _omit(text: str, omit) -> tuple[str, str]:
@@ -318,7 +335,7 @@ def _excerpt(target, start, end, hooks, variant=False, file_defines=None) -> str
 
 
 def show_source(target, start: str | None = None, end: str | None = None, *, hooks: bool = False,
-                variant: bool = False, omit=None, left_out: bool = False,
+                variant: bool = False, omit=None, left_out: bool = False, comments=(),
                 ptx: tuple[str, ...] = (), more: tuple[tuple[str, str, str], ...] = (),
                 ptx_last: bool = False):
     """Display :func:`source_excerpt` as highlighted CUDA C++ (an IPython ``Code`` object: make it the
@@ -326,12 +343,13 @@ def show_source(target, start: str | None = None, end: str | None = None, *, hoo
     shows the experiment hooks (``ABLATE``, ``BUG``, ``BREAK``, ``TRACE``, ...) as written; by
     default the listing shows what the default build compiles, and says what it hid;
     ``variant=True`` shows the one build ``target`` (a compiled kernel) is, its variant switches
-    resolved too. ``omit``: lines left out (``left_out=True``: only those); ``ptx``, ``more``,
+    resolved too. ``omit``: lines left out (``left_out=True``: only those); ``comments``: comments
+    reworded, the code kept; ``ptx``, ``more``,
     ``ptx_last``: the PTX of wrappers and further excerpts in the same listing
     (:func:`source_excerpt`)."""
     from IPython.display import Code
     return Code(source_excerpt(target, start, end, hooks=hooks, variant=variant, omit=omit,
-                               left_out=left_out, ptx=ptx, more=more, ptx_last=ptx_last),
+                               left_out=left_out, comments=comments, ptx=ptx, more=more, ptx_last=ptx_last),
                 language="cuda")
 
 

@@ -184,7 +184,7 @@ def show_ktile_reading(trace: dict, k: int = 8) -> dict:
 
 
 def ktile_clocks(results: dict, trace: dict, ring) -> dict:
-    """05 §5's three clocks per k-tile, read from the record (the check cell's, so that editing the
+    """05b §3's three clocks per k-tile (chapter 05 §5's answer checks them too), read from the record (the check cell's, so that editing the
     visible arithmetic above it never silences the guard): ``traced`` (CTA 0's traced loop ÷ its
     k-tiles), ``untraced`` (a 128×256×64 k-tile's FLOP ÷ the untraced S = 4 run's FLOP/s × all SMs'
     clocks per second) and ``model`` (``ring``'s loop ÷ the same k-tiles)."""
@@ -198,7 +198,7 @@ def ktile_clocks(results: dict, trace: dict, ring) -> dict:
 
 def trace_claims(traced: float, untraced: float, model: float, late: list, free: list, floor: float,
                  ahead: list):
-    """05 §5's check cell: yield ``(sentence, holds, numbers)`` for the four claims on the lines under the trace,
+    """The check cells of 05 §5's answer and 05b §3's clocks per k-tile: yield ``(sentence, holds, numbers)`` for the four claims on the lines under the trace,
     in order, from the trace cell's numbers (clocks per k-tile ``traced``, ``untraced`` and the
     ``model``'s; the waits on full at k-tiles 4–11 of consumer 0, GPU ``late`` and model ``free``, and
     of consumer 1, GPU ``ahead``; the wait ``floor``), each against the bounds above."""

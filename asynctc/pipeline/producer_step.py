@@ -48,6 +48,14 @@ SKELETON = ((r"^  extern __shared__", r"^  bool broken", "set-up: stage s at bas
             (r"^  // Prologue", r"^  const u64 db0", "prologue: load_stage fills stages 0 … S − 1; acc = 0"),
             OMIT,
             (r"^  wgmma_wait_group<0>", r"^  store_c", "epilogue: wait_group<0>, then store_c writes C"))
+#: Chapter 05 §2's listing, shown before exercise 2, rewords the kernel's comments that state the refill's
+#: parity (``comments`` of :func:`asynctc.core.notebook.show_source`; the kernel file, whose SASS the record
+#: timed, is unchanged): ``tp`` is said to be t's phase, got from r's, and which parity the wait on empty
+#: names is left to the exercise.
+LISTING_COMMENTS = ((r"const u32 tp = ", "t's phase, from r's: t is the stage's next fill"),
+                    (r"^\s*// 4\. \.\.\. and the producer refills", "4. ... and the producer refills the stage "
+                     "with k-tile t = r + S, once every"),
+                    (r"^\s*//\s+\(its phase tp", "   warpgroup released r: exercise 2"))
 #: The names the step uses, all in scope where it goes (the exercise's prompt lists them). The kernel's
 #: phase bit ``tp`` is in scope too, unlisted: the exercise asks for the parity from t.
 IN_SCOPE = ("producer", "r", "t", "ts", "STAGES", "T", "empty.wait", "load_stage", "ta", "tb", "base",
@@ -55,7 +63,9 @@ IN_SCOPE = ("producer", "r", "t", "ts", "STAGES", "T", "empty.wait", "load_stage
 #: Chapter 05 §2's "Say it back" on the wait's parity, shown once the step passes (it answers the exercise).
 SAID_BACK = ("**Say it back.** The refill loads fill f = t div S of stage ts, so it waits on empty for phase "
              "f − 1, which r's release completes: parity (f + 1) mod 2. The kernel divides nothing: it carries "
-             "a phase bit, `tp` (t's, f mod 2), and passes `tp ^ 1`, the same parity in fewer instructions. "
+             "a phase bit, `tp` (t's, f mod 2, flipped from r's), and passes `tp ^ 1`: the second flip undoes the "
+             "first, so the wait names r's own phase, the one r's release completes. The same parity, in fewer "
+             "instructions. "
              "Going further: [05c §2](05c_pipeline_variants.ipynb) shows the kernel's own step.")
 #: Chapter 05 §2's exercise cell: the step with blanks (``___``) for the guard's condition, the
 #: parity, the load and the give-up branch; :func:`judge` takes a text with a blank left as unanswered.

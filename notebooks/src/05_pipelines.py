@@ -82,7 +82,8 @@ ok = exercises.check("ch05.groups_pending", answer, stages=6, consumers=1)
 # %% output answers a prediction
 if exercises.after("ch05.groups_pending"):             # the listing answers exercise 1
     display(notebook.show_source("pipeline.cu", start=r'^extern "C" __global__ void', end=r"^}",
-                                 variant=True, omit=pl.producer_step.SKELETON))
+                                 variant=True, omit=pl.producer_step.SKELETON,
+                                 comments=pl.producer_step.LISTING_COMMENTS))
 
 # %% [markdown]
 # **Say it back.** K-tile k is fill f = k div S of stage k mod S. Its `phase` is f mod 2.
@@ -192,21 +193,13 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # %% [markdown]
 # ## 5. Why it stops rising
 #
-# **Why look at this.** The widest tile's curve went flat: more stages stopped paying. This section
-# asks what takes the time instead, and the answer to take away is the consumers' own work, not the
-# ring's depth.
+# **The question.** The 128×256 curve went flat after S = 3. Did the ring run out of stages, or
+# does the time go somewhere else?
 #
-# **The cause, in words.** Consumer 0's thread 0 also refills the stages. Each refill comes between
-# its release of one k-tile and its wait on the next, so consumer 0 reaches every wait late, and by
-# then the data is there. Consumer 1 refills nothing: it reaches each wait early and waits out the
-# load. So past S = 3 the time goes to the consumers' own k-tile (math, refills, waits), not to a
-# shortage of stages, and a deeper ring has little left to hide.
-#
-# The figure shows it. Top: the [trace](../docs/glossary.md#trace) of CTA 0 (128×256, S = 4), its
-# clock read at every event. Bottom: the [ring model](../docs/glossary.md#ring-model) of the same
-# loop. Red bars are waits on full. A blue bar, in both rows, runs from a k-tile's issue to the
-# `wait_group` that proves it done, so bars overlap. The model is evidence only because it runs the
-# kernel's loop: the same waits, `wait_group(1)` and releases.
+# The figure answers it. Top: the [trace](../docs/glossary.md#trace) of CTA 0 (128×256, S = 4),
+# its clock read at every event. Bottom: the [ring model](../docs/glossary.md#ring-model) of the
+# same loop, with the same waits, `wait_group(1)` and releases. Red bars are waits on full. A blue
+# bar runs from a k-tile's issue to the `wait_group` that proves it done.
 
 # %% output varies
 trace = pl.trace_of(res, "128x256x64/c2", stages=4)    # CTA 0's traced k-loop, S = 4
@@ -215,55 +208,21 @@ fig = pl.plot_trace_beside_model(trace, ring, record=rec, causes=True)
 plt.show()
 
 # %% [markdown]
-# **What the record says.** The model never waits on full after its first loads. Consumer 0's
-# waits sit at the floor; consumer 1 waits out each load from k-tile 7 on. Untraced, a k-tile takes
-# about 1.2× as long as in the model. The trace's cost (traced over untraced, about 1.5×) touches
-# only the 4 traced CTAs ([05c §4](05c_pipeline_variants.ipynb)).
+# **The answer.** Four stages are enough: after its first loads the model never waits on full.
+# Yet the kernel, untraced, takes about 1.2× as long per k-tile as the model. That extra time is
+# work the model leaves out, on the consumers' side. Consumer 0's thread 0 also issues every
+# refill, so consumer 0 reaches each wait late; consumer 1 waits out each load. More stages cannot
+# hide that work.
 #
-# **The numbers, as plain arithmetic.** Three clocks per k-tile: the traced loop, the untraced kernel
-# (from its TFLOP/s) and the model. Reading the clock costs time, so only the untraced kernel is
-# set beside the model. Then each consumer's waits on full, k-tiles 5–11, against the *floor*: a
-# traced wait on data already there. Edit any line and run the cell again.
+# [05b §3](05b_pipeline_timeline.ipynb) works it out clock by clock; [05b §5](05b_pipeline_timeline.ipynb)
+# shows that the loads alone bring more than the math needs. Chapter 06 moves the refills to a
+# warpgroup of their own.
 
-# %% output varies
-tflops = pl.depth_sweep(res, "128x256x64/c2")[4]              # untraced kernel, S = 4, TFLOP/s
-sms, mhz = res["sm_count"], mp.HardwareParams.from_records().clock_mhz   # SMs; SM clock, MHz
-loop, k_tiles = trace["metrics"]["ctas"]["cta0"]["loop_cycles"], trace["metrics"]["k_tiles"]   # traced
-waits0, waits1 = pl.full_waits(trace, range(5, 12)), pl.full_waits(trace, range(5, 12), consumer=1)
-floor = pl.wait_floor(trace)                                  # a traced wait on data already there
-print(f"record: {tflops:.0f} TFLOP/s, {sms} SMs, {mhz:.0f} MHz; traced loop {loop:.0f} clocks, "
-      f"{k_tiles} k-tiles; model loop {ring.total_cycles:.0f} clocks; floor {floor:.0f}")
-print("waits on full, k-tiles 5–11: consumer 0", *[f"{w:.0f}" for w in waits0], "| consumer 1", *[f"{w:.0f}" for w in waits1])
-
-untraced = 2 * 128 * 256 * 64 / (tflops * 1e12) * sms * mhz * 1e6   # k-tile FLOP ÷ FLOP/s × clocks/s
-traced = loop / k_tiles
-model = ring.total_cycles / k_tiles
-late = max(waits0) / floor                                    # consumer 0's longest wait, in floors
-waits_out = min(waits1[2:]) / floor                           # consumer 1's shortest, k-tiles 7–11
-print(f"clocks per k-tile: traced {traced:.0f}, untraced {untraced:.0f}, model {model:.0f}; "
-      f"untraced ÷ model = {untraced / model:.2f}")
-print(f"consumer 0's longest wait {late:.1f} floors; consumer 1's shortest {waits_out:.1f} floors")
-print("verdict:", "a k-tile takes longer than in the model: work the model leaves out (consumer 0's refills) costs time"
-      if untraced / model > 1.1 else "the GPU keeps the model's pace: what the model leaves out costs little")
-
-# %% check, output varies
-clocks = pl.ktile_clocks(res, trace, ring)   # the same three from the record, not from the lines above
+# %% check
+clocks = pl.ktile_clocks(res, trace, ring)   # clocks per k-tile: traced, untraced (from TFLOP/s), model
 for sentence, ok, numbers in pl.trace_claims(**clocks, late=pl.full_waits(trace), free=pl.full_waits(ring),
                                               floor=pl.wait_floor(trace), ahead=pl.full_waits(trace, consumer=1)):
     notebook.require(ok, sentence, **numbers)
-    print("✓", sentence)
-
-# %% [markdown]
-# **Try it.** In the arithmetic cell above, change `tflops` to `820` (an untraced kernel a fifth
-# quicker) and run it again. Expect the verdict to flip to "keeps the model's pace". Then put it back.
-# [05b §3](05b_pipeline_timeline.ipynb) reads one k-tile event by event.
-#
-# **So:** past S = 3, neither depth nor L2's supply sets the speed: the kernel with its loads alone brings
-# more than the math needs ([05b §5](05b_pipeline_timeline.ipynb) times it). What is left is the consumers'
-# own k-tile: their wgmmas and waits, the store of C, and consumer 0's refills. Chapter 06 moves the refills
-# to a warpgroup of their own and measures what that buys.
-
-# %% check
 big = next(r for r in pl.supply.supply_rows(records.load("l2_supply").results) if (r["bn"], r["stages"]) == (256, 4))
 notebook.require(big["gemm"] < big["need"] < big["loads_only"], "the ring alone brings more than the math needs",
                  **big)   # 128×256, S = 4, 4096³, bytes per clock per SM (05b §5 prints the table)

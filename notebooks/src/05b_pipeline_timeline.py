@@ -8,7 +8,7 @@
 # **What it adds:**
 # - §1 exercise: the model's two phase-parity functions (06e reruns yours); the sweep predicted pre-GPU
 # - §2 the prediction beside the measurement; the sweep's rows derived
-# - §3 the timeline recorded inside the running kernel, drawn like the model's
+# - §3 the timeline recorded inside the running kernel, drawn like the model's; clocks per k-tile
 # - §4 where the model is right, where wrong, and what a fit can say
 # - §5 try it: your own L2 cap, in the model
 # - §6 one cap fitted on four configurations, tested on ten unseen, then "Design it"
@@ -106,7 +106,7 @@ for S, sc in model_runs.items():
     print(sc.summary())
 
 # %% [markdown]
-# **Frozen inputs, today's inputs.** Chapter 05 §5 (as clocks per k-tile) and §4 below run the
+# **Frozen inputs, today's inputs.** Chapter 05 §5, §3's clocks per k-tile and §4 below run the
 # same model on today's records (`mp.HardwareParams.from_records()`). So their TFLOP/s differ from
 # the table's. The cell below asserts where the gap comes from. First, on the frozen inputs, the
 # old schedule gives the table's S = 2 and S = 4 again. Second, today's S = 4 over the frozen S = 4
@@ -180,8 +180,8 @@ print({r["stages"]: round(r["tflops"]) for r in mp.predict_depth_sweep(stages=[1
 # of its arrival); a wgmma bar from issue to the `wait_group` after which it is known complete (with `wait_group(1)` that
 # is the next k-tile's wait, an upper bound: the bars of consecutive k-tiles overlap and the row
 # looks solid). Note the time axes: at S = 4 the GPU's first 10 k-tiles take about twice the
-# model's cycles (the cell asserts it). These are traced k-tiles, and tracing has its own cost
-# (chapter 05 §5's clocks per k-tile); untraced, 05 §5 puts a k-tile at about 1.2× the model.
+# model's cycles (the cell asserts it). These are traced k-tiles, and tracing has its own cost:
+# the clocks per k-tile below separate it.
 
 # %% output varies
 gpu_traces = {t["stages"]: t for t in res["traces"] if t["tile"] == "128x256x64/c2" and "cta0" in t}
@@ -206,11 +206,57 @@ assert 1.6 < gpu_end / model_end < 2.6
 reading = pl.show_ktile_reading(gpu_traces[4], k=8)   # notebook.how(pl.show_ktile_reading) prints its code
 
 # %% [markdown]
+# **Clocks per k-tile** (moved here from chapter 05 §5, which states the answer). The model never
+# waits on full after its first loads. Consumer 0's traced waits sit at the floor, the *floor* being
+# a traced wait on data already there; consumer 1 waits out each load from k-tile 7 on. Untraced, a
+# k-tile takes about 1.2× as long as in the model. The trace's cost (traced over untraced, about
+# 1.5×) touches only the 4 traced CTAs ([05c §4](05c_pipeline_variants.ipynb)).
+#
+# The numbers, as plain arithmetic. Three clocks per k-tile: the traced loop, the untraced kernel
+# (from its TFLOP/s) and the model. Reading the clock costs time, so only the untraced kernel is
+# set beside the model. Then each consumer's waits on full, k-tiles 5–11, against the floor. Edit
+# any line and run the cell again.
+
+# %% output varies
+trace = pl.trace_of(res, "128x256x64/c2", stages=4)           # CTA 0's traced k-loop, S = 4
+ring = mp.simulate(4, 1, 2, 64)                               # chapter 05 §5's model: today's records
+tflops = pl.depth_sweep(res, "128x256x64/c2")[4]              # untraced kernel, S = 4, TFLOP/s
+sms, mhz = res["sm_count"], mp.HardwareParams.from_records().clock_mhz   # SMs; SM clock, MHz
+loop, k_tiles = trace["metrics"]["ctas"]["cta0"]["loop_cycles"], trace["metrics"]["k_tiles"]   # traced
+waits0, waits1 = pl.full_waits(trace, range(5, 12)), pl.full_waits(trace, range(5, 12), consumer=1)
+floor = pl.wait_floor(trace)                                  # a traced wait on data already there
+print(f"record: {tflops:.0f} TFLOP/s, {sms} SMs, {mhz:.0f} MHz; traced loop {loop:.0f} clocks, "
+      f"{k_tiles} k-tiles; model loop {ring.total_cycles:.0f} clocks; floor {floor:.0f}")
+print("waits on full, k-tiles 5–11: consumer 0", *[f"{w:.0f}" for w in waits0], "| consumer 1", *[f"{w:.0f}" for w in waits1])
+
+untraced = 2 * 128 * 256 * 64 / (tflops * 1e12) * sms * mhz * 1e6   # k-tile FLOP ÷ FLOP/s × clocks/s
+traced = loop / k_tiles
+model = ring.total_cycles / k_tiles
+late = max(waits0) / floor                                    # consumer 0's longest wait, in floors
+waits_out = min(waits1[2:]) / floor                           # consumer 1's shortest, k-tiles 7–11
+print(f"clocks per k-tile: traced {traced:.0f}, untraced {untraced:.0f}, model {model:.0f}; "
+      f"untraced ÷ model = {untraced / model:.2f}")
+print(f"consumer 0's longest wait {late:.1f} floors; consumer 1's shortest {waits_out:.1f} floors")
+print("verdict:", "a k-tile takes longer than in the model: work the model leaves out (consumer 0's refills) costs time"
+      if untraced / model > 1.1 else "the GPU keeps the model's pace: what the model leaves out costs little")
+
+# %% check, output varies
+clocks = pl.ktile_clocks(res, trace, ring)   # the same three from the record, not from the lines above
+for sentence, ok, numbers in pl.trace_claims(**clocks, late=pl.full_waits(trace), free=pl.full_waits(ring),
+                                              floor=pl.wait_floor(trace), ahead=pl.full_waits(trace, consumer=1)):
+    notebook.require(ok, sentence, **numbers)
+    print("✓", sentence)
+
+# %% [markdown]
+# **Try it.** In the arithmetic cell above, change `tflops` to `820` (an untraced kernel a fifth
+# quicker) and run it again. Expect the verdict to flip to "keeps the model's pace". Then put it back.
+
+# %% [markdown]
 # ## 4. Where the model is right, where it is wrong
 #
 # The numbers each side of the comparison, from the prediction, the record and the trace. The
-# "GPU cyc/k-tile" and "GPU wait_full" columns are means over the 4 traced CTAs (chapter 05 §5's
-# traced clocks read CTA 0 alone, so its figure differs a little); "GPU TMA cyc" is CTA 0's. Cycles are
+# "GPU cyc/k-tile" and "GPU wait_full" columns are means over the 4 traced CTAs (§3's clocks per
+# k-tile read CTA 0 alone, so its figure differs a little); "GPU TMA cyc" is CTA 0's. Cycles are
 # SM cycles; the datasheet rate is 4096 FLOP per clock per SM, so a 128×256×64 k-tile is 1024
 # cycles of Tensor Core work:
 
