@@ -29,10 +29,12 @@ res = rec.results
 # jobs is [warp specialization](../docs/glossary.md#warp-specialization).
 #
 # Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j. It keeps
-# counting across tiles. A worked example: `STAGES` = 3 and j = 7. The stage is j mod `STAGES` = 1.
-# The fill f counts the stage's uses from 0: f = j // `STAGES` = 2. Consumers wait on full with
-# parity f mod 2 = 0. Before loading fill 2, the producer waits on empty until fill 1 is released.
-# That wait's parity is (f + 1) mod 2 = 1.
+# counting across tiles. Load j goes to stage j mod `STAGES`, as that stage's fill f = j // `STAGES`
+# (its uses, counted from 0). A worked example, the consumers' side: `STAGES` = 3 and j = 7 is
+# stage 1, fill 2, and consumers wait on full with parity f mod 2 = 0. The producer's side is
+# exercise 1a's. Its rule: before loading fill f, the producer waits on empty until fill f − 1 is
+# released, so it names the phase before: parity (f + 1) mod 2. A fresh barrier counts that phase
+# as complete, so fill 0 passes at once.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
@@ -68,7 +70,7 @@ plt.show()
 # %% [markdown]
 # **Exercise 1a (predict, graded).** Each tile has 3 k-tiles; the ring has 2 stages. The producer is
 # about to load tile 1's first k-tile (both counted from 0). Which stage does it fill, and which
-# parity does it wait on empty? Use the worked example's rules. Answer `(stage, parity)`.
+# parity does it wait on empty? Answer `(stage, parity)`.
 
 # %%
 answer = ...
