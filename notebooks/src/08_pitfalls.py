@@ -93,7 +93,8 @@ print("verdict:", "passes: it loads k-tile 0" if parity == FRESH_DONE else
 
 # %% [markdown]
 # **Pin it in a model.** The correct producer waits on parity (f + 1) mod 2. Chapter 05's ring
-# model runs the protocol with f mod 2. Does it stop where the GPU stopped?
+# model runs the protocol with f mod 2. Its ring counts one arrival per release, where
+# `pitfalls.cu`'s empty counts 4, one per consumer warp. Does it stop where the GPU stopped?
 
 # %% output answers a prediction
 print(D.pipeline_diagnosis("wrong_empty_parity").text, end="\n\n")
