@@ -24,17 +24,15 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# The producer is warpgroup 0. Consumers 0 and 1 are warpgroups 1 and 2. The names moved: in
-# chapter 05, consumer 0 was warpgroup 0, whose thread 0 also loaded. Giving warps different
-# jobs is [warp specialization](../docs/glossary.md#warp-specialization).
+# The producer is warpgroup 0. Consumers 0 and 1 are warpgroups 1 and 2 (in chapter 05,
+# warpgroup 0 was consumer 0 and also loaded). Giving warps different jobs is
+# [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j. It keeps
-# counting across tiles. Load j goes to stage j mod `STAGES`, as that stage's fill f = j // `STAGES`
-# (its uses, counted from 0). A worked example, the consumers' side: `STAGES` = 3 and j = 7 is
-# stage 1, fill 2, and consumers wait on full with parity f mod 2 = 0. The producer's side is
-# exercise 1a's. Its rule: before loading fill f, the producer waits on empty until fill f − 1 is
-# released, so it names the phase before: parity (f + 1) mod 2. A fresh barrier counts that phase
-# as complete, so fill 0 passes at once.
+# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j, across
+# tiles. Load j fills stage j mod `STAGES` as its fill f = j // `STAGES` (from 0). Worked, the
+# consumers' side: `STAGES` = 3, j = 7 is stage 1, fill 2; consumers wait on full with parity
+# f mod 2 = 0. The producer's side is exercise 1a's: before loading fill f, it waits on empty for
+# fill f − 1's release, parity (f + 1) mod 2, which a fresh barrier counts as complete.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
