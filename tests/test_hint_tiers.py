@@ -109,6 +109,13 @@ FIRST_HINTS = [
     # round 46: the capstone's prediction, graded (readers 95-96: a wrong one read "correct")
     ("ch06.whole_kloop", _WRONG_PREDICTION, {}, "it says stage 0, parity 0",
      "Which ring counter is tile 1's first k-tile?", "stage 3 mod 2 = 1"),      # round 58: no numbers at first
+    # round 63: 1a's hints ask before they tell, now that §1 works only the consumers' side (readers 139-140)
+    ("ch06.producer_wait", (2, 1), dict(tile=1, k=2, k_tiles=5, stages=4), "carries across tiles",
+     "How many loads came before tile 1's k-tile 2?", "load number 7"),
+    ("ch06.producer_wait", (1, 0), dict(tile=1, k=2, k_tiles=5, stages=4), "not this load's ring counter modulo S",
+     "Which ring counter is tile 1's k-tile 2", "i = 1 × 5 + 2 = 7"),
+    ("ch06.producer_wait", (3, 1), dict(tile=1, k=2, k_tiles=5, stages=4), "consumers wait on full",
+     "Which fill's release does the producer wait for", "(f + 1) mod 2"),
     # round 49: the refill's parity read off §1's table with f = the refill's own fill (readers 102-104)
     ("ch05.producer_step", _REFILL_FLIPPED, {}, "before k-tile 4 your step waits on empty[0] with parity 1",
      "Which fill does the refill load", "fill f = t / STAGES = 1: the producer waits with (f + 1) mod 2 = 0."),

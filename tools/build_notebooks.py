@@ -35,7 +35,10 @@ A code cell that holds only guards (``assert``, ``notebook.require``, ``notebook
 numbers a cell above printed) opens with ``# %% check``: it gets the tag ``check`` and
 ``metadata.jupyter.source_hidden`` (collapsed in JupyterLab: the reader sees "…" and can open it),
 so the cell that prints keeps only the lines that matter; its first line (:data:`CHECK_LINE`, added
-by the build) says so to a reader of the plain text. It still runs, under nbval too, and a
+by the build) says so to a reader of the plain text. VS Code opens it expanded: its ipynb reader
+(microsoft/vscode extensions/ipynb/src/deserializers.ts) reads no collapse key from the file (of
+``metadata.vscode`` only ``languageId``), and a serializer cannot set a cell's initial collapse
+(microsoft/vscode#158716, closed as not planned), so there CHECK_LINE is what tells the reader. It still runs, under nbval too, and a
 failing guard raises as anywhere else; the course site shows its outputs without its code. Put it
 right after the cell whose numbers it checks, before the markdown that states the guarded
 sentence; tests/test_notebook_prose.py counts its guards as it counts any cell's. A check cell

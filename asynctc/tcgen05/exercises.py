@@ -148,8 +148,8 @@ def _ktile_hint(ev: list, kt: int, s: int) -> str | None:
                                   "TMEM columns held.",
                                   " What does §4 say tcgen05.alloc leaves in the columns it allocates?",
                                   " tcgen05.alloc does not zero them: start with accumulate=False.")
-            fresh = (" How many MMAs of the whole k-loop start from an empty D (step 4 of §5's "
-                     "list)?")
+            fresh = (" How many MMAs of the whole k-loop start from an empty D (§5's Accumulate "
+                     "rule)?")
             first = " Only the k-loop's first MMA (k-tile 0, k-step 0) starts fresh."
             if m[2] == 0:
                 return _ex.tiered(f"accumulate=False at {where}, k-step 0, overwrites D: the k-tiles "
@@ -197,7 +197,7 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
     if not waits:
         return _ex.tiered(f"at {where} your MMAs read stage {s} without waiting: TMA may still be "
                           "writing it.",
-                          f" Which barrier says stage {s} has landed (step 2 of §5's list)?",
+                          f" Which barrier says stage {s} has landed (§5's Data rule)?",
                           f" Wait on t.full[{s}] first (t.wait(barrier, parity)): the producer's TMA "
                           "completes it.")
     if len(waits) > 1:
@@ -216,8 +216,8 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
         return _ex.tiered(f"at {where} you wait on parity {parity}: it names the fill before "
                           "(completed: the wait returns at once and the MMAs read a stage TMA is still "
                           "filling) or after (it needs this stage back: a hang).",
-                          f" Which fill of stage {s} is k-tile {kt}, and what is its parity (step 2 "
-                          "of §5's list)?",
+                          f" Which fill of stage {s} is k-tile {kt}, and what is its parity (§5's "
+                          "Data rule)?",
                           f" This is fill {r} of stage {s} (kt // t.stages), and TMA completes phase "
                           f"{r} of full[{s}], parity {r & 1}.")
     fences = [i for i, k in enumerate(kinds) if k == "fence_after"]
@@ -225,7 +225,7 @@ def _sync_hint(ev: list, kt: int, s: int, stages: int = ISSUE_STAGES) -> str | N
         return _ex.tiered(f"at {where} nothing orders your MMAs after the wait: a wait orders this "
                           "thread's ordinary loads and stores, not its tcgen05 operations, which run "
                           "asynchronously.",
-                          " Which call in §5's list orders them (step 3 of the k-tile's steps)?",
+                          " Which call in §5's list orders them (its Order rule)?",
                           " Call t.fence_after() (tcgen05.fence::after_thread_sync) after the wait, "
                           "before the first MMA.")
     if fences[0] < waits[0] and not any(waits[0] < i < first_mma for i in fences):

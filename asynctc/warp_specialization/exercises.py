@@ -68,16 +68,22 @@ def _producer_hint(answer, tile: int, k: int, k_tiles: int, stages: int):
     if not isinstance(answer, list) or len(answer) != 2:
         return "answer (stage, parity): two numbers"
     i = tile * k_tiles + k
+    where = f"tile {tile}'s k-tile {k}"
     if tuple(answer) == _ring(0, k, k_tiles, stages):
-        return (f"you restarted the ring at the tile's first k-tile; the producer's counter carries "
-                f"across tiles: this is its load number {i} (tile × k_tiles + k, from 0)")
+        return _ex.tiered("you restarted the ring at the tile's first k-tile, but the producer's "
+                          "counter carries across tiles.",
+                          f" How many loads came before {where}?",
+                          f" It is load number {i} (tile × k_tiles + k, from 0).")
     if answer[0] != i % stages:
-        return f"the stage is the ring counter modulo S: i = {tile} × {k_tiles} + {k} = {i}"
-    if answer[1] == (i // stages) % 2:
-        return ("that is the parity the consumers wait on full for this fill; the producer waits on "
-                "empty for the release of the fill before it: the preceding phase")
+        return _ex.tiered(f"stage {answer[0]} is not this load's ring counter modulo S.",
+                          f" Which ring counter is {where}, counting every load from 0?",
+                          f" i = {tile} × {k_tiles} + {k} = {i}; the stage is i mod {stages}.")
     if answer[1] not in (0, 1):
         return "a parity is one bit"
+    if answer[1] == (i // stages) % 2:
+        return _ex.tiered("that is the parity the consumers wait on full for this fill.",
+                          " Which fill's release does the producer wait for on empty?",
+                          " The release of the fill before: (f + 1) mod 2, the preceding phase.")
     return None
 
 

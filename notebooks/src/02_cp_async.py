@@ -238,12 +238,14 @@ notebook.require(ring[32] / tf[32, 1] > ring[64] / tf[64, 1], "point 2 above: wh
 # latency: yes or no? Decide, then run the cell. The bytes on their way must cover the latency:
 # latency × the bytes per clock the math eats. Divide by one stage's bytes, then add the stage
 # being computed. The math eats 1 byte per 64 FLOP (00 §4); the rate is §4's best row.
-# `latency` = 1300 clocks is §1's toy model's value, not a measurement. The cell prints beside it
-# the latency [02b §3](02b_cp_async_microbenchmark.ipynb) fits to this record's BK = 32, one-stage row.
+# `latency` = 1300 clocks is §1's model's value. It came from the latency
+# [02b §3](02b_cp_async_microbenchmark.ipynb) fits to this record's BK = 32, one-stage row, rounded
+# to hundreds and written into §1's model so that §1 runs without a record. The cell prints that
+# fit beside it: their agreeing checks the rounding, and is no evidence for it.
 
 # %% output answers a prediction
 mhz = next(r["sm_mhz"] for r in at if r["kernel"] == "cp.async" and (r["bk"], r["stages"]) == best)
-latency = 1300                                     # clocks from a copy's issue to its landing: §1's toy model
+latency = 1300                                     # clocks from issue to landing: §1's model, 02b §3's fit rounded
 fitted = cp_async.design(32, 1, rec).latency      # 02b §3's L, fitted to this record
 feed = tf[best] * 1e12 / 64 / (rec.provenance["sm_count"] * mhz * 1e6)   # B/clk per SM the math eats
 bk = 32
@@ -264,6 +266,7 @@ need = [math.ceil(lat * tf[best] * 1e12 / 64 / (rec.provenance["sm_count"] * mhz
         for lat in (1300, 2600)]                   # the record's rate, not the editable `feed`
 notebook.require(need[0] <= 4 < need[1], "at BK = 32 the kernel's 4 stages cover 1300 clocks, not 2600",
                  stages_1300=need[0], stages_2600=need[1])
+notebook.require(round(fitted, -2) == 1300, "1300 is 02b §3's fitted latency rounded to hundreds", fitted=fitted)
 
 # %% [markdown]
 # <details><summary>About these numbers</summary>

@@ -24,15 +24,15 @@ res = rec.results
 # %% [markdown]
 # ## 1. Two roles, two barriers per stage
 #
-# The producer is warpgroup 0. Consumers 0 and 1 are warpgroups 1 and 2. The names moved: in
-# chapter 05, consumer 0 was warpgroup 0, whose thread 0 also loaded. Giving warps different
-# jobs is [warp specialization](../docs/glossary.md#warp-specialization).
+# The producer is warpgroup 0. Consumers 0 and 1 are warpgroups 1 and 2 (in chapter 05,
+# warpgroup 0 was consumer 0 and also loaded). Giving warps different jobs is
+# [warp specialization](../docs/glossary.md#warp-specialization).
 #
-# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j. It keeps
-# counting across tiles. A worked example: `STAGES` = 3 and j = 7. The stage is j mod `STAGES` = 1.
-# The fill f counts the stage's uses from 0: f = j // `STAGES` = 2. Consumers wait on full with
-# parity f mod 2 = 0. Before loading fill 2, the producer waits on empty until fill 1 is released.
-# That wait's parity is (f + 1) mod 2 = 1.
+# Both roles count k-tiles with one [ring counter](../docs/glossary.md#ring-counter) j, across
+# tiles. Load j fills stage j mod `STAGES` as its fill f = j // `STAGES` (from 0). Worked, the
+# consumers' side: `STAGES` = 3, j = 7 is stage 1, fill 2; consumers wait on full with parity
+# f mod 2 = 0. The producer's side is exercise 1a's: before loading fill f, it waits on empty for
+# fill f − 1's release, parity (f + 1) mod 2, which a fresh barrier counts as complete.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
@@ -68,7 +68,7 @@ plt.show()
 # %% [markdown]
 # **Exercise 1a (predict, graded).** Each tile has 3 k-tiles; the ring has 2 stages. The producer is
 # about to load tile 1's first k-tile (both counted from 0). Which stage does it fill, and which
-# parity does it wait on empty? Use the worked example's rules. Answer `(stage, parity)`.
+# parity does it wait on empty? Answer `(stage, parity)`.
 
 # %%
 answer = ...

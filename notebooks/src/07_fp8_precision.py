@@ -9,9 +9,8 @@
 # **Where we are.** Chapter 06 built a GEMM in fp16 and bf16. Here it runs on 8-bit floats. They
 # lose precision in rounding and in the Tensor Core's sums.
 #
-# **In plain words.** An 8-bit float needs a scale per tensor. On the datasheet, FP8's dense peak
-# is twice FP16's; section 4 times what a GEMM gets. The adder drops small products, so fp32
-# registers must take over the sum.
+# **In plain words.** An 8-bit float needs a scale per tensor. Section 4 times an FP8 GEMM against
+# FP16. The adder drops small products, so fp32 registers must take over the sum.
 #
 # Going further: deep dives [07b](07b_fp8_accumulator.ipynb) the accumulator,
 # [07c](07c_swizzle_and_row_boxes.ipynb) swizzle and TMA boxes, [07d](07d_fp8_scales_shapes_peak.ipynb)

@@ -68,7 +68,7 @@ outcome = D.show_outcome(1,   # notebook.how(D.show_outcome) prints its code
 # alternating phases a wait expects. A wait passes once that phase has completed.
 #
 # **Predict first:** which parity must the producer's first wait name to pass, and which one does
-# BUG=1's name? The cell below gives BUG=1's arithmetic, for k-tile k of S stages, its fill
+# BUG=1's name? The cell below gives BUG=1's arithmetic: k-tile k of S stages is fill
 # f = k // S.
 
 # %% output answers a prediction
@@ -88,12 +88,13 @@ print("verdict:", "passes: it loads k-tile 0" if parity == FRESH_DONE else
 # So the first wait must name parity 1. BUG=1's names parity 0.
 
 # %% [markdown]
-# **Try it:** in the cell above, change `parity = f % 2` to `parity = (f + 1) % 2` and rerun —
-# the verdict becomes "passes".
+# **Try it:** change `parity = f % 2` above to `parity = (f + 1) % 2` and rerun: the verdict
+# becomes "passes".
 
 # %% [markdown]
 # **Pin it in a model.** The correct producer waits on parity (f + 1) mod 2. Chapter 05's ring
-# model runs the protocol with f mod 2. Does it stop where the GPU stopped?
+# model runs the protocol with f mod 2, one arrival per release (`pitfalls.cu` counts 4). Does it
+# stop where the GPU stopped?
 
 # %% output answers a prediction
 print(D.pipeline_diagnosis("wrong_empty_parity").text, end="\n\n")

@@ -197,15 +197,14 @@ for r, c in [(0, 0), (37, 200), (127, 255)]:
 # * `t.commit(barrier)` (`tcgen05.commit`) arrives once on the barrier when every MMA the thread
 #   issued has completed.
 #
-# **One k-tile, in order.** Answer each question first:
+# **The rules one k-tile keeps.** The order of your calls is yours to find.
 #
-# 1. Who issues: every thread of the warp, or only `t.elected`?
-# 2. Wait: on which barrier, with which parity? K-tile kt is stage s's fill f = kt // `t.stages`.
-#    Its [phase parity](../docs/glossary.md#phase-parity) is f mod 2.
-# 3. Fence: what must stand between that wait and the first MMA?
-# 4. MMAs: how many per k-tile? TMEM is not zeroed: which `accumulate` does the first k-step of
-#    the first k-tile need? Which do all the others need?
-# 5. Commit: to which barrier, and why after the MMAs, not before?
+# * *Who:* one thread issues a CTA's `tcgen05` work.
+# * *Data:* no MMA may read stage s before its bytes have landed. The MMA thread is the ring's
+#   consumer: the course's [phase parity](../docs/glossary.md#phase-parity) rule names its parity.
+# * *Order:* a wait does not order the `tcgen05` operations that follow it.
+# * *Accumulate:* TMEM is not zeroed, and the whole k-loop sums into one accumulator.
+# * *Release:* stage s goes back to the producer only when every MMA that reads it has completed.
 #
 # The kernel's loop appears once yours passes.
 
