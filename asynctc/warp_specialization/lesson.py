@@ -106,7 +106,8 @@ def split_bought(results: dict, steps: dict, store: dict, size: int = 4096, dtyp
     print(f"{size}³ {dtype}: rung 1 tile {_tile(cfg[1])}, rung 3 tile {_tile(cfg[3])}; "
           f"rung 3 / rung 1 = {t[3]:.0f} / {t[1]:.0f} = {t[3] / t[1]:.3f}\n"
           f"one change at a time (ws_rung3_steps): two consumers {two:+.1%}, setmaxnreg {reg:+.1%}; "
-          f"the 128×256 tile without setmaxnreg: {wide['regs']} registers of {wide['entry']} at entry\n"
+          f"the split's 128×256 tile without setmaxnreg: {wide['regs']} registers of {wide['entry']} at entry "
+          f"(ptxas, this build; 09 §1 counts chapter 05's kernel, another build)\n"
           f"built on the split kernel: rungs {', '.join(map(str, built))}\n"
           f"the TMA store alone on rung 3 (ws_store_ablation): {alone:+.1%}; "
           f"as rung 7, over rung 6: {steps_1[7] - 1:+.1%}; on chapter 05's kernel: not measured")
