@@ -95,3 +95,18 @@ def test_the_verdict_follows_the_table(factor, says):
     v = S.verdict(_scaled(factor))
     assert says in v and v.startswith("So: with 2 stages your kernel runs 0.74 of rung 1 and 0.66 of cuBLAS")
     assert "gives 1.13×" in v
+
+
+def test_without_its_record_the_cell_gives_the_nearest_timed_build_and_says_what_differs():
+    from asynctc.core import records
+    rec = records.load("ws_rung3_steps")
+    line = S.nearest_line(rec)
+    from asynctc.warp_specialization.steps_suite import step_table
+    t = {r["step"]: r for r in step_table(rec.results)}
+    assert f"{t[S.NEAREST_STEP]['tflops']:.0f} TFLOP/s" in line and "not measured yet" in line
+    assert f"{t[S.NEAREST_STEP]['tflops'] / t['setmaxnreg (rung 3)']['tflops']:.2f} of rung 3" in line
+    cfg = S.ladder_configs()["ladder at your shape"]
+    from asynctc.warp_specialization.steps_suite import step_configs
+    near = step_configs()[S.NEAREST_STEP]
+    assert (near.bm, near.bn, near.consumers, near.setmaxnreg) == (cfg.bm, cfg.bn, cfg.consumers, cfg.setmaxnreg)
+    assert (near.stages, near.persistent, near.out_dtype) != (cfg.stages, cfg.persistent, cfg.out_dtype)

@@ -188,6 +188,27 @@ def summarize_speed(rec: records.Record) -> str:
 SUITES = {SUITE: (measure_speed, summarize_speed, "sm_90a")}
 
 
+#: The ``ws_rung3_steps`` build nearest the capstone: 128×128, two consumers, setmaxnreg 40 / 232.
+NEAREST_STEP = "setmaxnreg at 128"
+
+
+def nearest_line(rec=None) -> str | None:
+    """Without a ``capstone_speed`` record: the speed of the nearest build a record timed
+    (:data:`NEAREST_STEP` of ``ws_rung3_steps``, beside rung 3 and cuBLAS of the same run), with
+    what differs from the capstone said; None without that record either."""
+    from .steps_suite import step_table
+    rec = rec if rec is not None else records.load_or_none("ws_rung3_steps")
+    if rec is None:
+        return None
+    t = {r["step"]: r for r in step_table(rec.results)}
+    near, r3 = t[NEAREST_STEP], t["setmaxnreg (rung 3)"]
+    blas = f", {near['of_cublas']:.2f} of cuBLAS" if near["of_cublas"] is not None else ""
+    return (f"The nearest build a record timed ({rec.label()}), the ladder's kernel at 128×128 with two "
+            f"consumers and setmaxnreg 40 / 232 like yours, but 4 stages, not persistent, fp16 C: "
+            f"{near['tflops']:.0f} TFLOP/s{blas}, {near['tflops'] / r3['tflops']:.2f} of rung 3 in that run. "
+            "Yours (2 stages, a persistent grid, fp32 C): not measured yet.")
+
+
 def speed_cell(text: str, passed: bool = True) -> None:
     """06 §1's cell after the capstone (held until ``ch06.cuda_kloop`` passes): on a live sm_90a GPU,
     the learner's loops (``text``; the course's answer unless ``passed``) timed in this run beside
@@ -208,6 +229,9 @@ def speed_cell(text: str, passed: bool = True) -> None:
     if rec is None:
         print("No Hopper GPU here, and no record of this kernel's speed yet "
               "(python tools/gpu_capstone_speed.py --record on one writes it).")
+        line = nearest_line()
+        if line:
+            print(line)
         return
     print(f"No Hopper GPU here. The record ran the course's answer to this exercise ({rec.label()}):")
     print(table_text(rec.results))
