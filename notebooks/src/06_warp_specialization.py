@@ -144,11 +144,9 @@ ok = exercises.check("ch06.cuda_kloop", cuda_kloop)
 W.cuda_kloop.capstone_cell(cuda_kloop, ok)
 
 # %% [markdown]
-# How fast is it? On a Hopper GPU the cell below times your loops at 4096³ fp16 in this run,
-# beside the ladder's kernel built at your shape (128×128, two consumers, 2 stages, fp32 C),
-# rungs 1 and 3, and cuBLAS. Without one it prints the record's run of the course's answer, which
-# is yours when the SASS table above shows no differing row (until a GPU records it: the nearest
-# build a record timed).
+# How fast is it? On a Hopper GPU the cell below times your loops at 4096³ now, beside the
+# ladder's kernel at your shape, rungs 1 and 3, and cuBLAS. Without one: the record's run of the
+# course's answer (yours if the SASS table shows no differing row), else the nearest timed build.
 
 # %% output varies
 W.capstone_speed.speed_cell(cuda_kloop, ok)
