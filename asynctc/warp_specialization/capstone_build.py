@@ -338,24 +338,35 @@ def run(text: str, m: int, n: int, k: int, stages: int = STAGES, ctas: int | Non
     return launch_checked(ck, m, n, k, stages, ctas, rng, "capstone")
 
 
-def launch_checked(ck: runtime.CompiledKernel, m: int, n: int, k: int, stages: int, ctas: int, rng,
-                   label: str) -> CapstoneRun:
-    """Launch a built capstone kernel (the arguments of ``capstone.cu``'s entry; the shape already
-    through :func:`check_shape`) on fresh fp16 inputs, C poisoned, and check every element against
-    float64; ``label`` names the run in the check."""
+def launcher(ck: runtime.CompiledKernel, da, dbt, dc, stages: int, ctas: int):
+    """(a no-argument launcher of the built capstone ``ck`` — ``capstone.cu``'s or
+    ``capstone_cuda.cu``'s entry — on A (M×K), B stored N×K and fp32 C, all
+    :class:`~asynctc.core.memory.DeviceArray`, on ``ctas`` persistent CTAs; its error word, a
+    one-element :class:`~asynctc.core.memory.DeviceArray` the kernel sets when a wait gives up)."""
     from ..core.memory import DeviceArray
     from .launch import _tile_map
+    (m, k), n = da.shape, dbt.shape[0]
     cfg = config(stages)
-    a, b = random_operands(m, n, k, "float16", rng)      # a Generator passes through default_rng
-    da, db = DeviceArray.from_host(a), DeviceArray.from_host(np.ascontiguousarray(b.T))
-    dc = DeviceArray.poisoned((m, n), np.float32)
     err = DeviceArray.from_host(np.zeros(1, np.uint32))
-    ta, tb = _tile_map(da, cfg.a_box), _tile_map(db, cfg.b_load_box)
+    ta, tb = _tile_map(da, cfg.a_box), _tile_map(dbt, cfg.b_load_box)
     desc_a0, desc_b0 = cfg.descriptor_templates()
     shmem = 1024 + stages * (BM + BN) * 128
     runtime.check_launch(ctas, THREADS, shmem, ck)
-    runtime.launch(ck, ctas, THREADS, ta, tb, dc, np.int32(m), np.int32(n), np.int32(k),
-                   np.uint64(desc_a0), np.uint64(desc_b0), err, shmem_bytes=shmem)
+    args = (ta, tb, dc, np.int32(m), np.int32(n), np.int32(k), np.uint64(desc_a0), np.uint64(desc_b0), err)
+    return (lambda: runtime.launch(ck, ctas, THREADS, *args, shmem_bytes=shmem)), err
+
+
+def launch_checked(ck: runtime.CompiledKernel, m: int, n: int, k: int, stages: int, ctas: int, rng,
+                   label: str) -> CapstoneRun:
+    """Launch a built capstone kernel (:func:`launcher`; the shape already through
+    :func:`check_shape`) on fresh fp16 inputs, C poisoned, and check every element against
+    float64; ``label`` names the run in the check."""
+    from ..core.memory import DeviceArray
+    a, b = random_operands(m, n, k, "float16", rng)      # a Generator passes through default_rng
+    da, db = DeviceArray.from_host(a), DeviceArray.from_host(np.ascontiguousarray(b.T))
+    dc = DeviceArray.poisoned((m, n), np.float32)
+    go, err = launcher(ck, da, db, dc, stages, ctas)
+    go()
     word = int(err.to_host()[0])
     tiles = m // BM * (n // BN)
     check = compare_elementwise(dc.to_host(), a, b, "float32", label=f"{label} {m}x{n}x{k}")

@@ -32,7 +32,7 @@ from ..core.memory import DeviceArray
 from . import capstone_build as cb
 from . import cuda_kloop as K
 from .ladder import RUNGS, _ws
-from .launch import _tile_map, make_gemm
+from .launch import make_gemm
 
 SUITE = "capstone_speed"
 SIZE, DTYPE = 4096, "float16"
@@ -45,21 +45,6 @@ def ladder_configs(dtype: str = DTYPE) -> dict:
     return {"ladder at your shape": _ws(dtype).replace(consumers=2, setmaxnreg=True, persistent=True,
                                                        stages=2, out_dtype="float32"),
             "rung 1": RUNGS[0].make(dtype), "rung 3": RUNGS[2].make(dtype)}
-
-
-def capstone_launcher(ck: runtime.CompiledKernel, da: DeviceArray, dbt: DeviceArray, dc: DeviceArray,
-                      stages: int, ctas: int):
-    """(a no-argument launcher of the built capstone on A (M×K), B stored N×K and fp32 C on
-    ``ctas`` persistent CTAs, its error word as a :class:`DeviceArray`)."""
-    (m, k), n = da.shape, dbt.shape[0]
-    cfg = cb.config(stages)
-    err = DeviceArray.from_host(np.zeros(1, np.uint32))
-    ta, tb = _tile_map(da, cfg.a_box), _tile_map(dbt, cfg.b_load_box)
-    desc_a0, desc_b0 = cfg.descriptor_templates()
-    shmem = 1024 + stages * (cb.BM + cb.BN) * 128
-    runtime.check_launch(ctas, cb.THREADS, shmem, ck)
-    args = (ta, tb, dc, np.int32(m), np.int32(n), np.int32(k), np.uint64(desc_a0), np.uint64(desc_b0), err)
-    return (lambda: runtime.launch(ck, ctas, cb.THREADS, *args, shmem_bytes=shmem)), err
 
 
 def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps: int = 10,
@@ -90,7 +75,7 @@ def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps:
     fns, errs, out_of = {}, {}, {}
     for stages in (2, 4):
         name = f"yours, {stages} stages"
-        fns[name], errs[name] = capstone_launcher(K.build(text, stages).kernel, da, dbt, outs["float32"],
+        fns[name], errs[name] = cb.launcher(K.build(text, stages).kernel, da, dbt, outs["float32"],
                                                   stages, ctas)
         out_of[name] = "float32"
     gemms = {}
