@@ -110,3 +110,8 @@ def test_without_its_record_the_cell_gives_the_nearest_timed_build_and_says_what
     near = step_configs()[S.NEAREST_STEP]
     assert (near.bm, near.bn, near.consumers, near.setmaxnreg) == (cfg.bm, cfg.bn, cfg.consumers, cfg.setmaxnreg)
     assert (near.stages, near.persistent, near.out_dtype) != (cfg.stages, cfg.persistent, cfg.out_dtype)
+
+
+def test_the_verdict_names_the_tile_gain_it_is_given():
+    v = S.verdict(_scaled(1.03), tile_gain=0.17)
+    assert "that tile alone gained +17% over 128×128" in v

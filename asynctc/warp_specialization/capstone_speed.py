@@ -145,15 +145,24 @@ def table_text(results: dict) -> str:
 SAME_SHAPE_TOL = 0.05
 
 
-def verdict(results: dict) -> str:
+def verdict(results: dict, tile_gain: float | None = None) -> str:
     """The **So** under :func:`table_text`, generated from the same table: yours against rung 1
-    and cuBLAS, what 4 stages give, and whether the ladder's kernel at your shape runs within
-    :data:`SAME_SHAPE_TOL` of yours (then the gap to rung 1 is the shape, not the loops)."""
+    and cuBLAS, what 4 stages give, what the 128×256 tile alone gained (``tile_gain``, default
+    from the ``ws_rung3_steps`` record when there is one), and whether the ladder's kernel at your
+    shape runs within :data:`SAME_SHAPE_TOL` of yours (then the gap to rung 1 is the shape, not
+    the loops)."""
     t = {r["kernel"]: r for r in speed_table(results)}
     y2, y4, lad = t["yours, 2 stages"], t["yours, 4 stages"], t["ladder at your shape"]
     blas = f" and {y2['of_cublas']:.2f} of cuBLAS" if y2["of_cublas"] is not None else ""
     out = (f"So: with 2 stages your kernel runs {y2['of_rung1']:.2f} of rung 1{blas}; "
            f"a 4-stage ring gives {y4['tflops'] / y2['tflops']:.2f}× that. ")
+    steps = records.load_or_none("ws_rung3_steps") if tile_gain is None else None
+    if steps is not None:
+        from .steps_suite import step_table
+        tile_gain = next(x["gain"] for x in step_table(steps.results) if x["step"] == "128x256")
+    if tile_gain is not None:
+        out += (f"Rung 1 also has the 128×256 tile: that tile alone gained {tile_gain:+.0%} over 128×128 "
+                "(06c §3). ")
     r = lad["tflops"] / y2["tflops"]
     if abs(r - 1) <= SAME_SHAPE_TOL:
         return out + (f"The ladder's kernel built at your shape runs within {abs(r - 1):.0%} of yours: "

@@ -310,7 +310,7 @@ def consumer_hint(ev, shape: Shape, cta: int, wg: int) -> str | None:
                 if got != base + (want >> 4):
                     got_off = ((got - base) & 0x3FFF) << 4
                     sym = (f"{who}, tile {tile}, k-tile {kk} (stage {s}), k-step {j}: the {name} descriptor "
-                           f"starts {got_off} bytes past {name}'s stage-0 start ({_where(got_off)}); k-step {j} "
+                           f"starts {got_off} bytes past {name}'s stage-0 start ({_where(got_off + (BOX_BYTES if name == 'B' else 0))}); k-step {j} "
                            f"of stage {s} starts {want} bytes past it.")
                     if _restart(got_off, i, shape):
                         return sym[:-1] + _restart(got_off, i, shape)
