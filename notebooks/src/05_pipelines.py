@@ -216,7 +216,7 @@ plt.show()
 #
 # [05b §3](05b_pipeline_timeline.ipynb) works it out clock by clock; [05b §5](05b_pipeline_timeline.ipynb)
 # shows that the loads alone bring more than the math needs. Chapter 06 moves the refills to a
-# warpgroup of their own.
+# warpgroup of their own, and measures what that buys.
 
 # %% check
 clocks = pl.ktile_clocks(res, trace, ring)   # clocks per k-tile: traced, untraced (from TFLOP/s), model
