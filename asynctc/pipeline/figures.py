@@ -53,6 +53,8 @@ def plot_trace(trace: dict, title: str = "", record=None, k_max: int | None = No
             y = rows.get((s.lane, "mma"), 0)
             ax.plot([s.start, s.start], [y - 0.4, y + 0.4], color="k", lw=0.8)
             continue
+        if s.kind.startswith("wait") and s.end <= s.start:
+            continue                     # a wait that returned at once: no bar (a hairline would read as a wait)
         if s.kind == "epilogue":
             y = rows.get((s.lane, "mma"), 0)
         else:

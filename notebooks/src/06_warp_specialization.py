@@ -85,7 +85,7 @@ ok = exercises.check("ch06.producer_wait", answer, tile=1, k=0, k_tiles=3, stage
 #
 # - `wg` (0 the producer, 1 and 2 the consumers), `elected` (this warpgroup's
 #   [elected thread](../docs/glossary.md#elected-thread), its thread 0);
-# - `TILES`, `T`, `STAGES`, `BM`, `BN`, `BK` (128, 128, 64), `kStageBytes` (A's box, then B's box);
+# - `TILES`, `T`, `STAGES`, `BM`, `BN`, `BK` (128, 128, 64), `kStageBytes` (a stage: A's box, then B's; also the stride between stages);
 # - `tile_m0(tile)`, `tile_n0(tile)`: the first row of A and of stored B of this CTA's tile `tile`;
 # - `full_bar(s)`, `empty_bar(s)`, `smem_a(s)`, `smem_b(s)`: stage s's barriers and boxes;
 # - `ta`, `tb`: the [tensor maps](../docs/glossary.md#tensor-map) of A (M × K) and B (stored

@@ -143,9 +143,9 @@ last_place = 2.0 ** (e - FRAC_BITS)       # the adder's last kept place there
 print(f"last kept place 2^({e} − {FRAC_BITS}) = {last_place}; a small product {SMALL}:",
       "swamped, truncated to 0" if SMALL < last_place else "kept")
 products = np.concatenate([[BIG], np.full(K, SMALL)])
-print("exact         ", products.sum())
-print("fp32, in order", products.astype(np.float32).cumsum(dtype=np.float32)[-1])
-print("FP8 wgmma     ", fp8.tc_dot(products, frac_bits=FRAC_BITS))
+print("exact           ", products.sum())
+print("fp32, in order  ", products.astype(np.float32).cumsum(dtype=np.float32)[-1])
+print("FP8 wgmma, model", fp8.tc_dot(products, frac_bits=FRAC_BITS))
 
 # %% [markdown]
 # **Why.** An FP8 wgmma is k32: it takes 32 of K per instruction (fp16's takes 16). For each one:
@@ -164,6 +164,8 @@ print("FP8 wgmma     ", fp8.tc_dot(products, frac_bits=FRAC_BITS))
 # accumulators fit a 128×128 tile: 2 × 64 = 128 fp32 registers per consumer thread. At 128×256
 # they would be 2 × 128 = 256, over the 255 a thread may hold.
 #
+# **Predict first:** promoting every 4 k-tiles divides the swamping error at K = 16384 by about 2, 5 or 30, and keeps what share of the throughput?
+#
 # After a restart the accumulator sums just P k-tiles. Its last place there:
 
 # %%
@@ -178,8 +180,6 @@ print(f"promote every {P}: the accumulator reaches {restart:g}, last place {plac
 # %% [markdown]
 # **On the GPU.** Lines are the 13-bit model, frozen before the GPU ran. Markers are the GPU. The
 # left panel sums 1024, then K − 1 small products. The right panel sums standard-normal inputs.
-#
-# **Predict first:** promoting every 4 k-tiles divides the swamping error at K = 16384 by about 2, 5 or 30, and keeps what share of the throughput?
 
 # %% output answers a prediction
 fig = fp8.plot_accumulation(res, record=rec)
