@@ -149,7 +149,8 @@ def so_far(chapter: str | int, *, rng: Any = None) -> SoFar:
                                                            "optional; the course's orders") + " the tile in 06e §4"))
         rows.insert(at, ("cuda_kloop", "yours" if real else "not yet",      # newcomer 57: the capstone counts
                          f"{'capstone (06)':<19} " + (f"yours ✓ {_when(CAPSTONE_CUDA)}" if real else "not passed yet")
-                         + "; real calls, your kernel's middle (06 §4), not in this tile"))
+                         + "; real CUDA: compiled, checked and timed in 06 §1, read in 06 §4 (this CPU tile runs the "
+                         "short-name loops)"))
     what = "your capstone's consumer loop" if n >= 6 and done else "the consumers' loop"
     notes = [("consumer_loop", CONSUMER_NOTE.format(what=what))] if n >= 6 and "consumer_loop" not in mine else []
     from ..core import answers

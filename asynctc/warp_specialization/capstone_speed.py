@@ -170,7 +170,8 @@ def verdict(results: dict, tile_gain: float | None = None) -> str:
     if r > 1:
         return out + (f"The ladder's kernel built at your shape runs {r:.2f}× yours: part of the gap to "
                       "rung 1 is in the loops, not only in the shape.")
-    return out + f"Yours runs {1 / r:.2f}× the ladder's kernel built at your shape."
+    return out + (f"Yours runs {1 / r:.2f}× the ladder's kernel built at your shape; the two differ in more "
+                  "than the loops (epilogue, tile order, bounded waits), and this course has not traced the gap.")
 
 
 def summarize_speed(rec: records.Record) -> str:
@@ -203,6 +204,12 @@ def nearest_line(rec=None) -> str | None:
             "Yours (2 stages, a persistent grid, fp32 C): not measured yet.")
 
 
+#: Printed under the table: what makes its rows comparable, and what does not.
+TABLE_NOTE = ("One run, one GPU, rows in alternating order; MHz: the SM clock measured while each row ran. "
+              "C: yours and the ladder at your shape write fp32 C (64 MiB at 4096²), the rungs and cuBLAS "
+              "fp16 (32 MiB), so the like-for-like row for yours is the ladder at your shape.")
+
+
 def speed_cell(text: str, passed: bool = True) -> None:
     """06 §1's cell after the capstone (held until ``ch06.cuda_kloop`` passes): on a live sm_90a GPU,
     the learner's loops (``text``; the course's answer unless ``passed``) timed in this run beside
@@ -217,6 +224,7 @@ def speed_cell(text: str, passed: bool = True) -> None:
         print(f"Timed now, {SIZE}³ fp16, one round ({whose}):")
         res = measure_speed(text=mine, rounds=1, reps=5, check_shapes=False)
         print(table_text(res))
+        print(TABLE_NOTE)
         print(verdict(res))
         return
     rec = records.load_or_none(SUITE)
@@ -229,4 +237,5 @@ def speed_cell(text: str, passed: bool = True) -> None:
         return
     print(f"No Hopper GPU here. The record ran the course's answer to this exercise ({rec.label()}):")
     print(table_text(rec.results))
+    print(TABLE_NOTE)
     print(verdict(rec.results))

@@ -20,8 +20,9 @@ The check, in order:
   that gives up reported from the kernel's error word.
 
 :func:`capstone_cell` is 06 §1's cell after the exercise: the three checks' lines, the SASS table
-beside the course's answer's (:func:`sass_table`), and without a GPU the recorded run — of the
-short-name kernel ``capstone.cu`` (the same CTA), said so, until this kernel has a record.
+beside the course's answer's (:func:`sass_table`), and without a GPU the recorded check C of this
+kernel (the ``capstone_speed`` record); where that record is missing, the short-name kernel
+``capstone.cu``'s (the same CTA), said so.
 """
 
 from __future__ import annotations
@@ -146,7 +147,8 @@ def sass_table(text: str, stages: int = STAGES) -> _cb.SassTable:
     return _cb.table_of(mine, ref, [sass.instructions(sass.disassemble(x.cubin)) for x in (mine, ref)], seconds)
 
 
-#: Said above the recorded run in :func:`capstone_cell` (no GPU): which kernel the record ran.
+#: Said above the short-name kernel's recorded run in :func:`capstone_cell` (no GPU and no
+#: ``capstone_speed`` record): which kernel that record ran.
 RECORDED_IS_SHORT = ("No Hopper GPU here. The record holds runs of the short-name capstone "
                      "(kernels/capstone.cu: the same CTA and protocol, the course's calls behind "
                      "06f's short names), not yet of this kernel:")
@@ -155,8 +157,8 @@ RECORDED_IS_SHORT = ("No Hopper GPU here. The record holds runs of the short-nam
 def capstone_cell(text: str, passed: bool = True) -> None:
     """06 §1's cell once ``ch06.cuda_kloop`` passes (held until then): checks A, B and C's lines
     (:func:`verdict`), the SASS table beside the course's answer's with a line per differing row
-    (:func:`~.capstone_read.differences`); without a GPU, the recorded run of the short-name
-    kernel (:data:`RECORDED_IS_SHORT`). Unless ``passed``, the loops
+    (:func:`~.capstone_read.differences`); without a GPU, the ``capstone_speed`` record's check C
+    of this kernel (else the short-name kernel's, :data:`RECORDED_IS_SHORT`). Unless ``passed``, the loops
     :func:`~.capstone_read.loops_to_show` picks (the course's answer in the notebook build)."""
     if not _ex.after("ch06.cuda_kloop", held="your loops compiled into a real kernel"):
         return

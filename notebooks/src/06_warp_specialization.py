@@ -75,13 +75,13 @@ answer = ...
 ok = exercises.check("ch06.producer_wait", answer, tile=1, k=0, k_tiles=3, stages=2)
 
 # %% [markdown]
-# **Step 1 (if the real calls are too much at once):** [06f §1](06f_capstone_in_cuda.ipynb)'s
+# **Step 1:** [06f §1](06f_capstone_in_cuda.ipynb)'s
 # short-name loops (`ch06.whole_kloop`): the same loops, one short name per step, drawn as the ring
 # model runs them. Then come back for exercise 1b.
 #
 # **Exercise 1b (the capstone). Write both roles' loops in CUDA.** The CTA is
 # [persistent](../docs/glossary.md#persistent): it walks `TILES` tiles of 128 × 128, `T` k-tiles
-# each. One ring of `STAGES` stages serves them all. In scope (the kernel defines them first):
+# each. One ring of `STAGES` stages serves them all (2 in the check; the timing also runs 4). In scope:
 #
 # - `wg` (0 the producer, 1 and 2 the consumers), `elected` (this warpgroup's
 #   [elected thread](../docs/glossary.md#elected-thread), its thread 0);
@@ -91,7 +91,7 @@ ok = exercises.check("ch06.producer_wait", answer, tile=1, k=0, k_tiles=3, stage
 # - `ta`, `tb`: the [tensor maps](../docs/glossary.md#tensor-map) of A (M × K) and B (stored
 #   N × K): boxes of 64 elements of K by 128 rows, 128-byte swizzle;
 # - `desc_a0`, `desc_b0`: this consumer's [descriptors](../docs/glossary.md#matrix-descriptor) of
-#   stage 0, k-step 0; `acc`: its accumulators; `store_tile(acc, tile)` stores them, then zeroes them;
+#   stage 0, k-step 0; `acc`: its accumulators, zero at the start; `store_tile(acc, tile)` stores them, then zeroes them;
 # - `bool ring_wait(u32 bar, u32 parity)` (gives up after 2 s), `mbarrier_arrive_expect_tx(u32 bar, u32 bytes)`,
 #   `mbarrier_arrive(u32 bar)`, `tma_load_2d(u32 dst, const TmaDesc& map, u32 bar, int c0, int c1)`;
 # - `u64 wgmma_desc_advance(u64 desc, u32 bytes)`, `wgmma_fence()`,
@@ -140,7 +140,7 @@ ok = exercises.check("ch06.cuda_kloop", cuda_kloop)
 # Once your loops pass, the cell below prints each check's line and counts your kernel's protocol
 # instructions in its SASS beside the course's answer's.
 
-# %% output varies
+# %% output answers a prediction
 W.cuda_kloop.capstone_cell(cuda_kloop, ok)
 
 # %% [markdown]
@@ -148,7 +148,7 @@ W.cuda_kloop.capstone_cell(cuda_kloop, ok)
 # ladder's kernel at your shape, rungs 1 and 3, and cuBLAS. Without one: the record's run of the
 # course's answer (yours if the SASS table shows no differing row), else the nearest timed build.
 
-# %% output varies
+# %% output answers a prediction
 W.capstone_speed.speed_cell(cuda_kloop, ok)
 
 # %% [markdown]
