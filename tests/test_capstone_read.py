@@ -165,7 +165,7 @@ def test_the_real_call_walk_shows_capstone_cuda_with_the_learners_lines_marked()
     assert any("wgmma.fence.sync.aligned" in n for n in fences["consumers"])
 
 
-def test_the_real_call_cell_prints_the_checks_the_table_and_says_the_record_is_the_short_kernels(monkeypatch, capsys):
+def test_the_real_call_cell_prints_the_checks_the_table_and_this_kernels_recorded_check(monkeypatch, capsys):
     from asynctc.warp_specialization import cuda_kloop as K
     monkeypatch.setattr(runtime, "runs_live", lambda arch="sm_90a": False)
     monkeypatch.setenv("ASYNCTC_BUILDING_NOTEBOOKS", "1")
@@ -175,7 +175,13 @@ def test_the_real_call_cell_prints_the_checks_the_table_and_says_the_record_is_t
     assert out.startswith("Yours:") and "NVRTC: sm_90a cubin" in out
     assert re.search(r"WARPGROUP\.DEPBAR\s+3\s+2", out), out
     assert "WARPGROUP.DEPBAR: 3 in yours, 2 in the course's. Calls of wgmma_wait_group" in out
-    assert K.RECORDED_IS_SHORT in out
+    assert "The record ran this kernel, the course's answer" in out and K.RECORDED_IS_SHORT not in out
+    assert out.count("every element within its bound of float64") >= 3
+    from asynctc.core import records                # without capstone_speed's record: the short-name kernel's, said so
+    real = records.load_or_none
+    monkeypatch.setattr(records, "load_or_none", lambda suite, *a: None if suite == "capstone_speed" else real(suite, *a))
+    K.capstone_cell(prev, True)
+    assert K.RECORDED_IS_SHORT in capsys.readouterr().out
     K.capstone_cell(K.SKELETON, False)             # the notebook build: the course's answer, no table
     out = capsys.readouterr().out
     assert out.startswith("The course's answer:") and "SASS  " not in out

@@ -158,8 +158,8 @@ print("FP8 wgmma, model", fp8.tc_dot(products, frac_bits=FRAC_BITS))
 # fp32 keeps 23 fraction bits, so 1/16 survives there. This is [swamping](../docs/glossary.md#swamping): a
 # product below the adder's last kept place, 2^(e − 13) for a sum at 2^e, vanishes.
 #
-# **The fix: promotion.** An FP8 k-tile is 128 elements deep: 128 bytes per row, as in the fp16
-# k-tiles of 03–06 (64 elements × 2 bytes). Every P k-tiles, the consumer adds its wgmma accumulators into its own fp32 registers. Then it
+# **The fix: promotion.** An FP8 k-tile is 128 elements deep (128 bytes per row, as in 03–06).
+# Every P k-tiles, the consumer adds its wgmma accumulators into its own fp32 registers. Then it
 # restarts them at 0. The build option is `promote=P` (DeepSeek-V3 §3.3.2). Two sets of
 # accumulators fit a 128×128 tile: 2 × 64 = 128 fp32 registers per consumer thread. At 128×256
 # they would be 2 × 128 = 256, over the 255 a thread may hold.
