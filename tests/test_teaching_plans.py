@@ -292,3 +292,13 @@ ok = exercises.check("ch05.ring_parities", (full_parity, empty_parity), solution
                             "return ((start_address & 0x3FFFF) >> 4 | ((lbo & 0x3FFFF) >> 4) << 16)")
     assert enc.why == "16-byte units"
     assert par.solution == "def full_parity(k, S): return (k // S) % 2 ; def empty_parity(t, S): return (t // S + 1) % 2"
+
+
+def test_the_run_sheet_carries_the_plans_cut_off():
+    """A block whose plan row names a time to stop writing (06's capstone) shows it on the clock page."""
+    from asynctc.teaching import runsheet
+    md = (DOCS / "plan-6h.md").read_text()
+    cut = re.search(r"still writing at (\d\d:\d\d)", md)[1]
+    row = next(line for line in runsheet.sheet().splitlines() if "06 warp specialization" in line)
+    assert f"still writing at {cut}" in row
+    assert row.index("ch06.whole_kloop") < row.index("ch06.cuda_kloop")          # step 1 before the capstone

@@ -88,8 +88,10 @@ def sheet(plan: str = "plan-6h.md") -> str:
             home += ("; " if home else "") + f"deep dives {dives}"
         teacher = (f"{r.get('deck') or 0} + {r.get('demo') or 0} min" if "demo" not in r["block"]
                    else "the block is the demo")
+        cut = re.search(r"still writing at (\d\d:\d\d)", r.get("what the learners do", ""))
+        cut = f" (still writing at {cut[1]}: the checkpoint, the rest home)" if cut else ""
         lines.append(f"| {when} | {r['min']} | {r['block']} | {r['sections']} | "
-                     f"{_named(_names(r.get('what the learners do', '')), homes, chapter) or '—'} | "
+                     f"{(_named(_names(r.get('what the learners do', '')), homes, chapter) or '—') + cut} | "
                      f"{teacher} | {home or '—'} |")
     lines += ["", f"{budget.total} min: {budget.breaks} of breaks, {budget.other} of setup and wrap-up, "
               f"the model's {budget.model:.0f} for the sections read, {budget.checkpoints:.0f} of checkpoints, "
