@@ -138,8 +138,8 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 # then `/cN` for N consumer warpgroups.
 #
 # **Predict before you look.** Each extra stage starts a load one k-tile earlier. Where does the
-# 128×256 curve end? Is it still rising there? The goals are 0.80 of cuBLAS at 4096³ and 0.90 at
-# 8192³. Does it reach them?
+# 128×256 curve end? Is it still rising there? And the 128×128 curve: does S = 4 help it? The goals
+# are 0.80 of cuBLAS at 4096³ and 0.90 at 8192³. Does it reach them?
 
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
@@ -209,8 +209,9 @@ plt.show()
 
 # %% [markdown]
 # **The answer.** Four stages are enough: after its first loads the model never waits on full.
-# Yet the kernel, untraced, takes about 1.2× as long per k-tile as the model. That extra time is
-# work the model leaves out, on the consumers' side. Consumer 0's thread 0 also issues every
+# Yet the kernel, untraced, takes about 1.2× as long per k-tile as the model; the traced loop drawn
+# runs about 1.5× the untraced (reading the clock costs time), so about 1.5 × 1.2 the model. The
+# untraced 1.2× is work the model leaves out, on the consumers' side. Consumer 0's thread 0 also issues every
 # refill, so consumer 0 reaches each wait late; consumer 1 waits out each load. More stages cannot
 # hide that work.
 #
@@ -233,6 +234,7 @@ notebook.require(big["gemm"] < big["need"] < big["loads_only"], "the ring alone 
 # 1. `mp.simulate(S, 1, 2, 64).math_fraction`, S = 2, 3, 4, 6: where does it stop rising?
 # 2. `story = pl.show_parity_story(stages=3, k_tiles=6)`: which k-tile reads too early now?
 # 3. `mp.simulate(4, 0, 2, 64).math_fraction` beside `(4, 1, 2, 64)`: what does one pending group buy?
+#    (The same? [06 §2](06_warp_specialization.ipynb) says why: two consumers fill each other's gaps.)
 #
 # **On a GPU:** `python -m asynctc record pipeline --no-save` re-measures the depth sweep. Set its
 # 128x256x64/c2 rows beside item 1.
