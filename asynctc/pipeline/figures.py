@@ -234,7 +234,8 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None,
     import matplotlib.pyplot as plt
     from ..models.pipeline import plot_timeline
     fig, (top, low) = plt.subplots(2, 1, figsize=(9, 6.4), dpi=100, sharex=True, layout="constrained")
-    what = f"S = {trace['stages']}, wait_group({trace['wait_pending']}), first {k_max} k-tiles"
+    what = (f"S = {trace['stages']}, wait_group({trace['wait_pending']}), first {k_max} k-tiles"
+            + _slowed(trace, schedule, record))
     plot_timeline(timeline_spans(trace["cta0"], k_max), ax=top,
                   title=f"GPU: CTA 0 as traced ({trace['tile']}, {trace['dtype']}, {trace['size']}³)\n"
                         + ("consumer 0 is late (its thread 0 also refills); consumer 1 waits out each load (red)"
@@ -259,6 +260,19 @@ def plot_trace_beside_model(trace: dict, schedule, k_max: int = 12, record=None,
         fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=11)
     fig.suptitle((record.label() + "\n" if record is not None else "") + what, fontsize=12)
     return fig
+
+
+def _slowed(trace: dict, schedule, record) -> str:
+    """The title's clause for what tracing costs the top row: traced ÷ untraced clocks per k-tile from
+    ``record`` (05 §5's check guards it, ~1.5×), so the figure's gap to the model reads as that ×
+    the untraced 1.2×. Empty without a record whose sweep has the untraced run."""
+    from ..core.records import RecordError
+    from .lesson import ktile_clocks
+    try:
+        c = ktile_clocks(record.results, trace, schedule)
+    except (AttributeError, KeyError, ValueError, RecordError):
+        return ""
+    return f"; tracing makes the GPU row {c['traced'] / c['untraced']:.1f}× the untraced loop"
 
 
 #: What a blue bar of :func:`plot_trace_beside_model` is, in both rows.

@@ -227,10 +227,12 @@ _PARITY_R = (" A wait for parity P passes once n mod 2 ≠ P: fill f of a stage 
 
 
 def _restart(off: int, i: int, shape: Shape) -> str:
-    """The clause for a stage that is the one of a ring restarted at each tile (k mod STAGES)."""
+    """The clause for a stage that is the one of a ring restarted at each tile (k mod STAGES): what the
+    restart gives against where the ring should be (ring counter i mod STAGES)."""
     if i >= shape.T and off // STAGE_BYTES == (i % shape.T) % shape.stages != i % shape.stages:
-        return (f" — that is stage k mod STAGES = {(i % shape.T) % shape.stages}: the ring restarts at each tile, but "
-                f"its (stage, phase) carry on across tiles (ring counter {i}, stage {i} mod {shape.stages})")
+        return (f" — the ring restarts at each tile in your loops, so k-tile {i % shape.T} gets stage k mod STAGES = "
+                f"{(i % shape.T) % shape.stages}; it should be at stage {i} mod {shape.stages} = {i % shape.stages}: "
+                f"ring counter {i}, its (stage, phase) carried on across tiles")
     return ""
 
 

@@ -138,8 +138,8 @@ pl.show_checks(rec)   # notebook.how(pl.show_checks) prints its code
 # then `/cN` for N consumer warpgroups.
 #
 # **Predict before you look.** Each extra stage starts a load one k-tile earlier. Where does the
-# 128×256 curve end? Is it still rising there? The goals are 0.80 of cuBLAS at 4096³ and 0.90 at
-# 8192³. Does it reach them?
+# 128×256 curve end? Still rising there? And 128×128 at S = 4? The goals are 0.80 of cuBLAS at
+# 4096³ and 0.90 at 8192³. Does it reach them?
 
 # %% output answers a prediction
 fig = pl.plot_depth(res, "float16", record=rec)
@@ -156,8 +156,7 @@ for size, goal in ((4096, 0.80), (8192, 0.90)):                     # the chapte
 # **Why the 128×256 curve ends at S = 4.** A stage stores one k-tile of A and of B:
 # (128 + 256) × 64 × 2 bytes = 48 KiB. A CTA may have 227 KiB of shared memory. All S stages must
 # fit in it, with 2 KiB more for alignment and barriers. S = 4 takes 194 KiB; S = 5 would take 242 KiB.
-# It is barely still rising: S = 3 → 4 gains under 2 % in all four (size, type) pairs, 4096³ and
-# 8192³ in fp16 and bf16.
+# It is barely still rising: S = 3 → 4 gains under 2 % at 4096³ and 8192³, fp16 and bf16.
 
 # %% check
 cfg, limit = pl.PipelineConfig(bm=128, bn=256, stages=1), res["smem_limit"]   # bytes a CTA may have
@@ -196,8 +195,8 @@ for t, size in [(t, size) for t in ("128x128x64/c1", "128x128x64/c2") for size i
 # **The question.** The 128×256 curve went flat after S = 3. Did the ring run out of stages, or
 # does the time go somewhere else?
 #
-# The figure answers it. Top: the [trace](../docs/glossary.md#trace) of CTA 0 (128×256, S = 4),
-# its clock read at every event. Bottom: the [ring model](../docs/glossary.md#ring-model) of the
+# Top: the [trace](../docs/glossary.md#trace) of CTA 0 (128×256, S = 4), its clock read at every
+# event. Bottom: the [ring model](../docs/glossary.md#ring-model) of the
 # same loop, with the same waits, `wait_group(1)` and releases. Red bars are waits on full. A blue
 # bar runs from a k-tile's issue to the `wait_group` that proves it done.
 
@@ -233,6 +232,7 @@ notebook.require(big["gemm"] < big["need"] < big["loads_only"], "the ring alone 
 # 1. `mp.simulate(S, 1, 2, 64).math_fraction`, S = 2, 3, 4, 6: where does it stop rising?
 # 2. `story = pl.show_parity_story(stages=3, k_tiles=6)`: which k-tile reads too early now?
 # 3. `mp.simulate(4, 0, 2, 64).math_fraction` beside `(4, 1, 2, 64)`: what does one pending group buy?
+#    (Equal: [06 §2](06_warp_specialization.ipynb) says why.)
 #
 # **On a GPU:** `python -m asynctc record pipeline --no-save` re-measures the depth sweep. Set its
 # 128x256x64/c2 rows beside item 1.

@@ -32,7 +32,7 @@ res = rec.results
 # tiles. Load j fills stage j mod `STAGES` as its fill f = j // `STAGES` (from 0). Worked, the
 # consumers' side: `STAGES` = 3, j = 7 is stage 1, fill 2; consumers wait on full with parity
 # f mod 2 = 0. The producer's side is exercise 1a's: before loading fill f, it waits on empty for
-# fill f − 1's release, parity (f + 1) mod 2, which a fresh barrier counts as complete.
+# fill f − 1's release: [03 §3](03_tma_mbarrier.ipynb)'s parity rule.
 #
 # The [seed article](../docs/glossary.md#seed-article) is the worklog this course checks. Its
 # consumers wait on empty before anything is loaded. Top: this kernel. Bottom: the seed's kernel,
