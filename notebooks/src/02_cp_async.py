@@ -258,8 +258,8 @@ if exercises.after("ch02.stages", held="the arithmetic, which uses the best row'
     print(f"(latency: §1's model {latency} clk; 02b §3's fit to this record {fitted:.0f} clk)")
 
 # %% [markdown]
-# **Try it:** change `latency` to 2600 and rerun the cell. The verdict becomes "more than the
-# kernel's 4".
+# **Try it:** predict, then change `latency` to 2600 and rerun: do the kernel's 4 stages still
+# cover it?
 
 # %% check
 need = [math.ceil(lat * tf[best] * 1e12 / 64 / (rec.provenance["sm_count"] * mhz * 1e6) / 16384) + 1
