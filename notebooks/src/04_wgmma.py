@@ -129,7 +129,7 @@ for major, (mn, k) in tiles.items():
     print(f"{major}-major: a k-step +{step[major]} B, start_address field +{step[major] >> 4}: {verdict}")
 
 # %% [markdown]
-# **Try it:** change `step["K"]` to `16 * swizzle`, the MN-major step, and rerun. Predict first:
+# **Try it:** change `step["K"]` to `16 * swizzle`, the MN-major step, and rerun. Predict:
 # which line's verdict changes?
 
 # %% [markdown]
