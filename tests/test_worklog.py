@@ -132,7 +132,7 @@ def test_entry_04_speaks_of_what_04_measured():
     assert "TFLOP/s" not in text and f"{one.of_cublas:.2f}" not in text.split("we measured")[1], text
     assert f"{worklog.wgmma_rate():.2f} of the peak" in text and "chapter 05 will time" in text
     five = " ".join(worklog.entry("05").split())
-    assert f"TMA + wgmma, 1 stage (§4, S = 1), {one.of_cublas:.2f} of cuBLAS (tile 128x128x64/c1)" in five
+    assert f"TMA + wgmma, 1 stage (§4, S = 1; the figure's 04 point), {one.of_cublas:.2f} of cuBLAS (tile 128x128x64/c1)" in five
     ring = [s for s in worklog.steps() if s.chapter == "05" and s.main][0]   # readers: 0.67 was another tile
     assert f"{ring.of_cublas:.2f} of cuBLAS; its own tile, 128x256x64/c2, at 1 stage:" in five and ring.config["tile"] == "128x256x64/c2"
     assert not worklog.drawn(one, "04") and worklog.drawn(one, "05")

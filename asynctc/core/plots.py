@@ -101,12 +101,14 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
            baseline_label: str = "cuBLAS", record=None, title: str = "Ladder",
            unit: str = "TFLOP/s", start: float = 0.0,
            predicted: Sequence[tuple[float, float] | None] | None = None,
-           predicted_label: str = "predicted before the run", width: float = 7.0):
+           predicted_label: str = "predicted before the run", width: float = 7.0,
+           baseline_legend: str | None = None):
     """Horizontal bars, one per rung, with the ratio to ``baseline`` written on each bar.
 
     ``start``: where the value axis begins (0 by default; above 0 it zooms on the bars' ends, and
     the axis label says so). ``predicted``: per bar, a (low, high) range drawn as a bracket on the
-    bar's upper edge, or None for a bar without a prediction. ``width``: of the figure, in inches."""
+    bar's upper edge, or None for a bar without a prediction. ``width``: of the figure, in inches.
+    ``baseline_legend``: the baseline line's legend text (default: its label, value and unit)."""
     fig, ax = _fig(width, 0.5 + (0.55 if predicted else 0.45) * len(labels))
     y = np.arange(len(labels))[::-1]
     ax.barh(y, values, color="tab:blue")
@@ -129,7 +131,7 @@ def ladder(labels: Sequence[str], values: Sequence[float], baseline: float | Non
             first = False
     if baseline:
         ax.axvline(baseline, color="k", ls="--", lw=1, zorder=2,
-                   label=f"{baseline_label} {baseline:.0f} {unit}")
+                   label=baseline_legend or f"{baseline_label} {baseline:.0f} {unit}")
     if baseline or any(predicted or ()):
         fig.legend(fontsize=8, loc="outside lower center", ncols=2)  # below the axes: never over a bar
     ax.set_yticks(y, labels, fontsize=8)

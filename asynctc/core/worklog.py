@@ -250,7 +250,7 @@ def entry(chapter: str) -> str:
             p02 = _main(all_steps, "02")
             require(prev.of_cublas > p02.of_cublas, "one-stage TMA + wgmma gained on cp.async",
                     were=p02.of_cublas, now=prev.of_cublas)
-            were = (f"TMA + wgmma, 1 stage (§4, S = 1), {prev.of_cublas:.2f} of cuBLAS (tile "
+            were = (f"TMA + wgmma, 1 stage (§4, S = 1; the figure's 04 point), {prev.of_cublas:.2f} of cuBLAS (tile "
                     f"{prev.config['tile']}), up from {p02.of_cublas:.2f} in chapter 02")
             one = _one(_results("pipeline")["sweep"], "pipeline", kernel="pipeline",   # like with like:
                        tile=now.config["tile"], stages=1, ctas_per_sm=1)["tflops"] / now.cublas  # 1 stage

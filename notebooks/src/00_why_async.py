@@ -191,8 +191,8 @@ notebook.require(i0 > ridge0 and tiles0 < peak.sm_count and g["tflops"] < cap0,
                  intensity=i0, ridge=ridge0, tflops=g["tflops"], cap=cap0)
 
 # %% [markdown]
-# **Try it:** change `peak_tflops` to 4000 and rerun the cell. The verdict becomes "left of the
-# ridge: memory-bound".
+# **Try it:** change `peak_tflops` to 4000 and rerun the cell. Predict first: which side of the
+# ridge now?
 
 # %% [markdown]
 # ## 4. Why Tensor Cores starve

@@ -238,7 +238,7 @@ notebook.require(1.0 <= skeleton / copy0 <= 1.1, "removing both gains only a few
 # %% [markdown]
 # **Try it:** in the table's cell (two cells up, the one that prints the table), add the line
 # `no_ldsm = 600` right under the line `full, no_copy, no_ldsm = …` (a kernel whose `ldmatrix`
-# costs more) and rerun that cell. The larger single gain becomes ldmatrix.
+# costs more) and rerun that cell. Predict first: which gain is larger?
 
 # %% [markdown]
 # **So:** the warps idle through every load. Chapter 02 runs the copy during the math, 03 takes

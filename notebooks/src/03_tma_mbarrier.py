@@ -106,7 +106,7 @@ if done := bar.test_wait(0):
 print("fill 0:", "complete, its reader passes" if done else "incomplete, its reader waits forever")
 
 # %% [markdown]
-# **Try it:** make B's box `(128, 128)`: the verdict turns "incomplete".
+# **Try it:** make B's box `(128, 128)`. Predict: does fill 0 complete?
 
 # %% [markdown]
 # **Read the wait columns.** Fill 0's reader waits on parity 0: False until B lands, then True.

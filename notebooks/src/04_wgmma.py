@@ -43,12 +43,13 @@ notebook.banner("sm_90a")
 # ([SBO](../docs/glossary.md#sbo)). Three descriptors read it: the right one, too narrow a swizzle,
 # half the stride (512 B). Where wgmma wants A[m][0], what does it get?
 
-# %%
+# %% output answers a prediction
 print(wgmma.wrong_reads(rows=(0, 1, 2, 3, 8, 9)))     # asserts the text
 
-# %% [markdown]
+# %% answer [markdown]
 # Too narrow a swizzle puts row 1 mid-row 0. Half the stride makes row 8 read row 4.
-#
+
+# %% [markdown]
 # **The picture.** TMA lands a swizzled tile as *boxes*. A box's rows are as wide as the swizzle:
 # 128 bytes here. wgmma reads a box one [core matrix](../docs/glossary.md#core-matrix) at a time:
 # 8 rows × 16 bytes. The swizzle field places each 16-byte piece in its row. Two strides locate
@@ -128,8 +129,8 @@ for major, (mn, k) in tiles.items():
     print(f"{major}-major: a k-step +{step[major]} B, start_address field +{step[major] >> 4}: {verdict}")
 
 # %% [markdown]
-# **Try it:** change `step["K"]` to `16 * swizzle`, the MN-major step, and rerun. The K-major line
-# becomes "the encoder disagrees".
+# **Try it:** change `step["K"]` to `16 * swizzle`, the MN-major step, and rerun. Predict:
+# which line's verdict changes?
 
 # %% [markdown]
 # **Exercise: advance the descriptor.** Write `kstep_desc(desc0, s, major)`: from step 0's

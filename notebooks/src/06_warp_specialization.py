@@ -173,7 +173,7 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # %% [markdown]
 # Going further: [06b §1](06b_ws_anatomy.ipynb) steps through the seed's deadlock.
 # [06f](06f_capstone_in_cuda.ipynb) asks the loops in short names and draws them as the ring model
-# runs them, shows ptxas keeping your `setmaxnreg`, and says what the CPU run does not model.
+# runs them, shows [ptxas](../docs/glossary.md#ptxas) keeping your `setmaxnreg`, and says what the CPU run does not model.
 
 # %% [markdown]
 # ## 3. The ladder

@@ -133,7 +133,7 @@ notebook.require(1.96 <= ours8 / ours16 <= 2.02 and 1.96 <= lt8 / cb16 <= 2.02,
 # gets it. Our model of the FP8 Tensor Core, `fp8.tc_dot`, says the GPU returns 1024. The cell's
 # first lines compare the adder's last kept place at the sum's size with a small product.
 #
-# **Try it:** change `SMALL` to `2.0**-3` and rerun — the verdict becomes "kept".
+# **Try it:** change `SMALL` to `2.0**-3` and rerun. Predict: lost or kept?
 
 # %%
 BIG, SMALL, K = 1024.0, 2.0**-4, 4096     # one big product, then K small ones

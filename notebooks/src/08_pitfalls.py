@@ -88,8 +88,8 @@ print("verdict:", "passes: it loads k-tile 0" if parity == FRESH_DONE else
 # So the first wait must name parity 1. BUG=1's names parity 0.
 
 # %% [markdown]
-# **Try it:** change `parity = f % 2` above to `parity = (f + 1) % 2` and rerun: the verdict
-# becomes "passes".
+# **Try it:** change `parity = f % 2` above to `parity = (f + 1) % 2` and rerun. Predict:
+# passes or hangs?
 
 # %% [markdown]
 # **Pin it in a model.** The correct producer waits on parity (f + 1) mod 2. Chapter 05's ring

@@ -112,8 +112,8 @@ print(f"widest inside one pair ({pairs[i]['suite']} round {pairs[i]['round']}): 
 print("verdict:", "the runs, not the reps, set the bound" if moves[i] < hi - lo else "the reps' noise is as wide as the bound")
 
 # %% [markdown]
-# **Try it:** change `n` to `[1] * len(pairs)` (one sample a row) and rerun — the verdict becomes
-# "the reps' noise is as wide as the bound".
+# **Try it:** change `n` to `[1] * len(pairs)` (one sample a row) and rerun. Predict: do the
+# runs or the reps set the bound?
 #
 # **Derive it.** Our TFLOP/s moves exactly as our time does. The cell reads each pair's two medians,
 # `ours_ms` and `cublas_ms`. Each is a record's `median_ms` for that row in that run.
