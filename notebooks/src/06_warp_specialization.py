@@ -144,7 +144,7 @@ ok = exercises.check("ch06.cuda_kloop", cuda_kloop)
 W.cuda_kloop.capstone_cell(cuda_kloop, ok)
 
 # %% [markdown]
-# How fast is it? On a Hopper GPU the cell below times your loops at 4096³ now, beside the
+# Its speed: on a Hopper GPU the cell below times your loops at 4096³ now, beside the
 # ladder's kernel at your shape, rungs 1 and 3, and cuBLAS. Without one: the record's run of the
 # course's answer (yours if the SASS table shows no differing row), else the nearest timed build.
 

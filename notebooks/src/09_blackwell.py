@@ -56,7 +56,7 @@ notebook.banner("sm_100a", measured=False)
 # tile alone, near our 154. With `setmaxnreg`, ptxas reports 168. That is its one count for the
 # whole kernel: what every thread starts with in step 2, not a consumer's 232.
 #
-# **Try it:** change `ACCUMULATORS` to 2 and rerun. Predict: does it still fit in registers?
+# **Try it:** change `ACCUMULATORS` to 2 and rerun. Predict: by how many registers per consumer thread is it over?
 
 # %% output varies
 p05 = next(r["registers"] for r in records.load("pipeline").results["sweep"] if r.get("tile") == "128x256x64/c2")

@@ -99,7 +99,7 @@ def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
     or plain 6-tuples (lane, kind, k, stage, start, end) in SM cycles, e.g. from the GPU trace.
     ``clock_mhz``: label the x axis in µs at that clock instead of cycles. ``record``: its label
     goes into the title. The prologue's loads (k-tiles below the stage count) wait on nothing in
-    the kernel, so a zero-length wait on empty before one of them is not drawn. Returns the Figure."""
+    the kernel; no zero-length wait is drawn (a hairline would read as a wait). Returns the Figure."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
     spans = [Span._make(s) for s in spans]
@@ -113,8 +113,9 @@ def plot_timeline(spans: Iterable, title: str = "Pipeline timeline", ax=None,
     for i, lane in enumerate(lanes):
         y = len(lanes) - 1 - i
         for s in (s for s in spans if s.lane == lane):
-            if s.kind == "wait_empty" and s.k < nstage and s.end == s.start:
-                continue                               # the prologue: the kernel loads without a wait
+            if s.kind.startswith("wait") and s.end <= s.start:
+                continue                               # a wait that returned at once (the prologue's loads
+                                                       # among them): no bar; a hairline would read as a wait
             colour = _STYLE.get(s.kind, ("tab:olive", s.kind))[0]
             x0, w = s.start * scale, (s.end - s.start) * scale
             if s.kind == "release":
