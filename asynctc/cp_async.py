@@ -538,15 +538,7 @@ def _stage_tf(results: dict) -> tuple[dict[tuple[int, int], float], list[int], d
     return tf, has[64], best
 
 
-def fastest(tf: dict) -> list:
-    """The keys of ``tf`` (speed by configuration) within :data:`NOISE` of the best, fastest first."""
-    top = max(tf.values())
-    return sorted((k for k in tf if tf[k] >= (1 - NOISE) * top), key=lambda k: -tf[k])
-
-
-#: Two runs of one configuration closer than this are one speed ("within noise", the 03 worklog's word
-#: for 0.2 %): ch02.stages counts a stage as helping only when it is faster by more.
-NOISE = 0.01
+fastest, NOISE = bench.fastest, bench.NOISE   # within noise of the best (core: the worklog reads it too)
 
 
 @_ex.exercise("ch02.stages", "02 §4's prediction, checked against the record's stage sweep (fp16, 4096³): "

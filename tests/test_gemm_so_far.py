@@ -54,7 +54,7 @@ def test_no_kept_answers_all_course_pieces_and_the_tile_is_right(prog):
     core = ["stage_fill", "swizzle", "kstep", "producer_step", "cuda_kloop", "whole_kloop", "consumer_loop"]
     assert [p for p, *_ in rep.rows] == core          # the optional deep dives' pieces: once yours
     assert "warm-up loops (06f) optional; the course's orders the tile in 06e §4" in rep.text()
-    assert "capstone (06)       not passed yet; real calls" in rep.text()
+    assert "capstone (06)       not passed yet; real CUDA" in rep.text()
 
 
 def test_a_passed_real_call_capstone_counts_without_the_warm_up(prog):

@@ -586,3 +586,14 @@ def cublas_sweep_row(da, db, dc, dtype: str, size: int) -> dict:
     t = time_gpu(cublas_gemm(da, db, dc), reps=20, clock=True)
     return {"dtype": dtype, "size": size, "kernel": "cuBLAS", **t.as_dict(),
             "tflops": tflops(gemm_flop(size, size, size), t.median_ms)}
+
+
+#: Two runs of one configuration closer than this are one speed ("within noise", the 03 worklog's word
+#: for 0.2 %): ch02.stages counts a stage as helping only when it is faster by more.
+NOISE = 0.01
+
+
+def fastest(tf: dict) -> list:
+    """The keys of ``tf`` (speed by configuration) within :data:`NOISE` of the best, fastest first."""
+    top = max(tf.values())
+    return sorted((k for k in tf if tf[k] >= (1 - NOISE) * top), key=lambda k: -tf[k])

@@ -267,7 +267,7 @@ def _slowed(trace: dict, schedule, record) -> str:
     ``record`` (05 §5's check guards it, ~1.5×), so the figure's gap to the model reads as that ×
     the untraced 1.2×. Empty without a record whose sweep has the untraced run."""
     from ..core.records import RecordError
-    from .lesson import ktile_clocks
+    from .results import ktile_clocks
     try:
         c = ktile_clocks(record.results, trace, schedule)
     except (AttributeError, KeyError, ValueError, RecordError):

@@ -11,7 +11,7 @@ from ..core.notebook import require
 from ..models import pipeline as mp
 from .design import FIT_ON, design, fitted_cap
 from .figures import flat_from, wait_floor   # data helpers of the figures module (they do not plot)
-from .results import best_by_width, best_tflops_by_width, depth_sweep, resident_by_depth
+from .results import best_by_width, best_tflops_by_width, depth_sweep, ktile_clocks, resident_by_depth  # noqa: F401 (ktile_clocks: pl.ktile_clocks)
 from .trace import timeline_spans
 from .config import PipelineConfig
 
@@ -181,19 +181,6 @@ def show_ktile_reading(trace: dict, k: int = 8) -> dict:
     print(f"Consumer 0 is late, not waiting on data: between its release and its next wait, its thread 0 "
           f"also refills a stage, {r['c0_refill']:.0f} clocks here against consumer 1's {r['c1_refill']:.0f}.")
     return r
-
-
-def ktile_clocks(results: dict, trace: dict, ring) -> dict:
-    """05b §3's three clocks per k-tile (chapter 05 §5's answer checks them too), read from the record (the check cell's, so that editing the
-    visible arithmetic above it never silences the guard): ``traced`` (CTA 0's traced loop ÷ its
-    k-tiles), ``untraced`` (a 128×256×64 k-tile's FLOP ÷ the untraced S = 4 run's FLOP/s × all SMs'
-    clocks per second) and ``model`` (``ring``'s loop ÷ the same k-tiles)."""
-    from .results import loop_clocks_per_ktile, sm_clocks_per_second
-    tflops = depth_sweep(results, "128x256x64/c2")[4]
-    k_tiles = trace["metrics"]["k_tiles"]
-    return {"traced": loop_clocks_per_ktile(trace, cta=0),
-            "untraced": 2 * 128 * 256 * 64 / (tflops * 1e12) * sm_clocks_per_second(results),
-            "model": ring.total_cycles / k_tiles}
 
 
 def trace_claims(traced: float, untraced: float, model: float, late: list, free: list, floor: float,

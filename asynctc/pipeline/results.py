@@ -132,3 +132,15 @@ def sm_clocks_per_second(results: dict) -> float:
     FLOP ÷ (FLOP/s) × this is a time in SM clocks summed over every SM (05 §5)."""
     from ..models.pipeline import HardwareParams
     return results["sm_count"] * HardwareParams.from_records().clock_mhz * 1e6
+
+
+def ktile_clocks(results: dict, trace: dict, ring) -> dict:
+    """05b §3's three clocks per k-tile (chapter 05 §5's answer checks them too), read from the record (the check cell's, so that editing the
+    visible arithmetic above it never silences the guard): ``traced`` (CTA 0's traced loop ÷ its
+    k-tiles), ``untraced`` (a 128×256×64 k-tile's FLOP ÷ the untraced S = 4 run's FLOP/s × all SMs'
+    clocks per second) and ``model`` (``ring``'s loop ÷ the same k-tiles)."""
+    tflops = depth_sweep(results, "128x256x64/c2")[4]
+    k_tiles = trace["metrics"]["k_tiles"]
+    return {"traced": loop_clocks_per_ktile(trace, cta=0),
+            "untraced": 2 * 128 * 256 * 64 / (tflops * 1e12) * sm_clocks_per_second(results),
+            "model": ring.total_cycles / k_tiles}
