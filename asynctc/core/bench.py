@@ -436,6 +436,16 @@ def gbps(nbytes: float, ms: float) -> float:
     return nbytes / (ms * 1e-3) / 1e9
 
 
+def round_ratio(rows, name: str, base: str) -> float | None:
+    """Two kernels timed in the same rounds: the median over rounds of ``name``'s TFLOP/s ÷
+    ``base``'s in that round (``rows``: dicts with "kernel", "round", "tflops"); None when ``base``
+    has no row."""
+    if not any(r["kernel"] == base for r in rows):
+        return None
+    tf = {(r["kernel"], r["round"]): r["tflops"] for r in rows}
+    return float(np.median([tf[name, k] / tf[base, k] for k in sorted({r["round"] for r in rows})]))
+
+
 def gemm_flop(m: int, n: int, k: int) -> int:
     """FLOP of C = A·B for M×K by K×N: 2·M·N·K (one multiply and one add per term)."""
     return 2 * m * n * k

@@ -54,12 +54,13 @@ def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps:
     Raises :class:`RuntimeError` when a timed output is wrong or a capstone wait gave up."""
     from ..core import bench
     say = progress or (lambda _s: None)
-    text = K.solution() if text is None else text
+    answer = K.solution()
+    text = answer if text is None else text
     if size % cb.BM or size % cb.BK:
         raise ValueError(f"size {size}: a multiple of {cb.BM}, the capstone's tile")
     rng = np.random.default_rng()
     out: dict = {"rows": [], "size": size, "dtype": DTYPE, "baseline_library": bench.baseline_library(),
-                 "kernels": list(KERNELS), "checks": [], "is_course_answer": text == K.solution()}
+                 "kernels": list(KERNELS), "checks": [], "is_course_answer": text == answer}
     if check_shapes:
         for shape in cb.SHAPES:
             r = K.run(text, *shape, rng=rng)
@@ -93,8 +94,9 @@ def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps:
             dc = outs[out_of[name]]
             dc.poison()
             t = bench.time_gpu(fns[name], warmup=3, reps=reps, clock=True)
-            if name in errs and int(errs[name].to_host()[0]):
-                raise RuntimeError(f"{name}: {cb.decode_error(int(errs[name].to_host()[0]))}")
+            word = int(errs[name].to_host()[0]) if name in errs else 0
+            if word:
+                raise RuntimeError(f"{name}: {cb.decode_error(word)}")
             if name in gemms and hasattr(gemms[name], "check_error"):
                 gemms[name].check_error()
             row = {"kernel": name, "size": size, "dtype": DTYPE, "round": r, "out_dtype": out_of[name],
@@ -111,22 +113,17 @@ def speed_table(results: dict) -> list[dict]:
     """Per row (:data:`KERNELS` order, then cuBLAS): medians over rounds of TFLOP/s and the
     in-flight clock, and the medians of each round's ratio to that round's rung 1 and cuBLAS
     (None where that row is missing)."""
+    from ..core.bench import round_ratio
     rows = results["rows"]
-    rounds = sorted({r["round"] for r in rows})
     names = [k for k in list(results["kernels"]) + ["cuBLAS"] if any(r["kernel"] == k for r in rows)]
-
-    def tf(name, rnd):
-        return next(r["tflops"] for r in rows if r["kernel"] == name and r["round"] == rnd)
-
-    def ratio(name, base):
-        return float(np.median([tf(name, k) / tf(base, k) for k in rounds])) if base in names else None
     out = []
     for name in names:
         mine = [r for r in rows if r["kernel"] == name]
         out.append({"kernel": name, "out_dtype": mine[0]["out_dtype"],
                     "tflops": float(np.median([r["tflops"] for r in mine])),
                     "sm_mhz": float(np.median([r["sm_mhz"] for r in mine])),
-                    "of_rung1": ratio(name, "rung 1"), "of_cublas": ratio(name, "cuBLAS")})
+                    "of_rung1": round_ratio(rows, name, "rung 1"),
+                    "of_cublas": round_ratio(rows, name, "cuBLAS")})
     return out
 
 

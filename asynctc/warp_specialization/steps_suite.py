@@ -86,22 +86,17 @@ def step_table(results: dict) -> list[dict]:
     """Per step (:data:`STEPS`, then cuBLAS): the medians over rounds of TFLOP/s and of the
     in-flight clock, the fraction of cuBLAS (the median of each round's ratio to that round's
     cuBLAS), and the gain over the build in ``after`` (None for rung 2 and cuBLAS)."""
+    from ..core.bench import round_ratio
     rows = results["rows"]
-    rounds = sorted({r["round"] for r in rows})
-    have_blas = any(r["kernel"] == "cuBLAS" for r in rows)
-
-    def of(name, rnd):
-        return next(r for r in rows if r["kernel"] == name and r["round"] == rnd)
     tf, out = {}, []
     for name, after, _what in [tuple(s) for s in results["steps"]] + [("cuBLAS", None, "")]:
         mine = [r for r in rows if r["kernel"] == name]
         if not mine:
             continue
         tf[name] = float(np.median([r["tflops"] for r in mine]))
-        frac = (float(np.median([of(name, k)["tflops"] / of("cuBLAS", k)["tflops"] for k in rounds]))
-                if have_blas else None)
         out.append({"step": name, "after": after, "tflops": tf[name],
-                    "sm_mhz": float(np.median([r["sm_mhz"] for r in mine])), "of_cublas": frac,
+                    "sm_mhz": float(np.median([r["sm_mhz"] for r in mine])),
+                    "of_cublas": round_ratio(rows, name, "cuBLAS"),
                     "gain": tf[name] / tf[after] - 1 if after in tf else None})
     return out
 
