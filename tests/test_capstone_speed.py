@@ -25,9 +25,9 @@ def test_the_ladder_rows_are_rungs_1_and_3_and_the_capstones_own_shape():
 
 
 def _rows():
-    tf = {"yours, 2 stages": (500, 520), "yours, 4 stages": (560, 590), "ladder at your shape": (540, 550),
-          "rung 1": (680, 700), "rung 3": (670, 690), "cuBLAS": (760, 780)}
-    out = {k: ("float32" if k.startswith(("yours", "ladder")) else "float16") for k in tf}
+    tf = {"yours, 2 stages": (500, 520), "yours, 4 stages": (560, 590), "yours, rung 3's tile": (650, 680),
+          "ladder at your shape": (540, 550), "rung 1": (680, 700), "rung 3": (670, 690), "cuBLAS": (760, 780)}
+    out = {k: ("float32" if k.startswith(("yours, ", "ladder")) and "rung 3" not in k else "float16") for k in tf}
     return [{"kernel": k, "round": r, "tflops": v[r], "sm_mhz": 1600.0 + r, "out_dtype": out[k]}
             for k, v in tf.items() for r in (0, 1)]
 
@@ -41,7 +41,8 @@ def test_speed_table_ratios_are_per_round_and_keep_the_order():
     assert t["rung 1"]["of_rung1"] == pytest.approx(1.0) and t["cuBLAS"]["of_cublas"] == pytest.approx(1.0)
     assert t["yours, 2 stages"]["tflops"] == pytest.approx(510)
     text = S.table_text(res)
-    assert "yours, 2 stages" in text and "float32" in text and len(text.splitlines()) == 7
+    assert "yours, 2 stages" in text and "float32" in text and len(text.splitlines()) == 8
+    assert t["yours, rung 3's tile"]["out_dtype"] == "float16"
 
 
 def test_without_cublas_the_column_says_so_instead_of_dividing():
@@ -65,7 +66,7 @@ def test_suite_is_registered_and_its_script_exits_2_without_a_gpu():
 @pytest.mark.gpu
 def test_one_short_run_checks_every_timed_output():
     res = S.measure_speed(rounds=1, reps=1, size=1024)
-    assert all(c["passed"] for c in res["checks"]) and len(res["checks"]) == len(cb.SHAPES)
+    assert all(c["passed"] for c in res["checks"]) and len(res["checks"]) == len(cb.SHAPES) + len(S.WIDE_SHAPES)
     assert all(r["rel_err_rows"]["passed"] for r in res["rows"])
     assert {r["kernel"] for r in res["rows"]} >= set(S.KERNELS)
 
@@ -112,6 +113,65 @@ def test_without_its_record_the_cell_gives_the_nearest_timed_build_and_says_what
     assert (near.stages, near.persistent, near.out_dtype) != (cfg.stages, cfg.persistent, cfg.out_dtype)
 
 
-def test_the_verdict_names_the_tile_gain_it_is_given():
-    v = S.verdict(_scaled(1.03), tile_gain=0.17)
-    assert "that tile alone gained +17% over 128×128" in v
+def test_without_the_wide_row_the_verdict_names_the_tile_gain_it_is_given():
+    res = _scaled(1.03)
+    res["rows"] = [r for r in res["rows"] if r["kernel"] != S.WIDE_ROW]
+    v = S.verdict(res, tile_gain=0.17)
+    assert "that tile alone gained +17% over 128×128" in v and "rung 3's tile" not in v
+
+
+def _wide(factor, **extra):
+    rows = _rows()
+    for r in rows:
+        if r["kernel"] == S.WIDE_ROW:
+            r["tflops"] = factor * next(x["tflops"] for x in rows if x["kernel"] == "rung 3" and x["round"] == r["round"])
+    return {"rows": rows, "kernels": list(S.KERNELS), **extra}
+
+
+@pytest.mark.parametrize("factor, says", [(1.02, "1.02 of rung 3, 0.90 of cuBLAS: the gap at 128×128 is the shape"),
+                                          (0.8, "0.80 of rung 3, 0.71 of cuBLAS: rung 3 is faster at its own tile"),
+                                          (1.1, "1.10 of rung 3, 0.97 of cuBLAS: faster than rung 3")])
+def test_the_wide_rows_sentence_follows_its_ratio_to_rung_3(factor, says):
+    v = S.verdict(_wide(factor))
+    assert "Built at rung 3's tile (128×256, 4 stages, fp16 C), your loops run " + says in v
+    assert "tile alone gained" not in v and v.startswith("So: with 2 stages")
+
+
+def test_the_wide_rows_sentence_counts_only_the_wide_checks():
+    ok = {"passed": True, "bn": 256}
+    res = _wide(1.0, checks=[{"passed": True, "bn": 128}] * 3 + [ok, dict(ok, passed=False)])
+    assert "(128×256, 4 stages, fp16 C; check C passed on 1 of 2 shapes)" in S.wide_line(res)
+
+
+def test_the_wide_row_says_when_it_ran_the_course_answer_instead_of_yours():
+    assert "the course's answer (yours names N = 128" in S.wide_line(
+        _wide(1.0, is_course_answer=False, wide_is_course_answer=True))
+    assert "your loops run" in S.wide_line(_wide(1.0, is_course_answer=True, wide_is_course_answer=True))
+
+
+def test_the_wide_build_is_rung_3s_tile_and_refuses_other_shapes_by_name():
+    cfg = cb.config(cb.WIDE["stages"], cb.WIDE["bn"], cb.WIDE["out_dtype"])
+    r3 = RUNGS[2].make("float16")
+    assert (cfg.bm, cfg.bn, cfg.stages, cfg.out_dtype, cfg.consumers) == (r3.bm, r3.bn, r3.stages, r3.out_dtype, r3.consumers)
+    assert cb.defines(**cb.WIDE)["OUT_F32"] == 0 and "OUT_F32" not in cb.defines()
+    with pytest.raises(ValueError, match="bn=192"):
+        cb.config(4, 192)
+    with pytest.raises(ValueError, match="out_dtype='bfloat16'"):
+        cb.config(4, 256, "bfloat16")
+    with pytest.raises(ValueError, match="N=384: .* multiple of 256"):
+        cb.check_shape(256, 384, 128, 4, None, 256)
+    for m, n, k, st, ctas in S.WIDE_SHAPES:
+        assert cb.check_shape(m, n, k, st, ctas, 256) == (m, n, k, st, ctas)
+        assert (k // cb.BK) % st and -(-(m // 128) * (n // 256) // ctas) >= 3
+
+
+def test_the_answer_builds_at_both_tiles_and_a_hard_coded_n_only_at_128():
+    from asynctc.warp_specialization import cuda_kloop as K
+    sol = K.solution()
+    assert "wgmma_mma_async_ss<BN, 0, 0, 0>" in sol
+    wide = K.build(sol, **cb.WIDE)
+    assert wide.setmaxnreg == 2 and "spill" not in (wide.kernel.log or "").replace("0 bytes spill", "")
+    fixed = sol.replace("<BN, 0, 0, 0>", "<128, 0, 0, 0>")
+    K.build(fixed)
+    with pytest.raises(cb.LoopsCompileError):
+        K.build(fixed, **cb.WIDE)

@@ -1,7 +1,8 @@
 // Chapter 06's capstone exercise ch06.cuda_kloop: both roles' loops written in the course's real
 // wrappers. The set-up is kernels/capstone.cu's (the same CTA: 3 warpgroups, 384 threads, a 128 × 128
 // tile of C = A·B per tile, fp16 in, fp32 out, K-major A and B, 128-byte swizzle, persistent CTAs
-// taking tiles blockIdx.x, blockIdx.x + gridDim.x, ...), but the learner's text uses no pseudo-API:
+// taking tiles blockIdx.x, blockIdx.x + gridDim.x, ...; 06 §1's speed table also builds the same
+// loops at rung 3's tile, BN = 256 with fp16 C, OUT_F32 = 0), but the learner's text uses no pseudo-API:
 // it waits on barrier addresses, announces bytes with mbarrier_arrive_expect_tx, loads boxes with
 // tma_load_2d, moves the wgmma descriptors with wgmma_desc_advance, issues wgmma_mma_async_ss,
 // commits, waits, arrives, and sets the roles' register budgets with setmaxnreg.
@@ -9,15 +10,15 @@
 // The names the kernel defines before the learner's text (06 §1's skeleton lists them):
 //   wg, elected          this thread's warpgroup (0 producer, 1 and 2 consumers); thread 0 of it
 //   TILES, T, STAGES     this CTA's tiles, k-tiles per tile (K / 64), the ring's stages
-//   BM, BN, BK, kStageBytes   128, 128, 64 and the bytes of one stage (A box, then B box)
+//   BM, BN, BK, kStageBytes   128, 128 (or 256), 64 and the bytes of one stage (A box, then B box)
 //   tile_m0(tile), tile_n0(tile)  the first row of A and the first row of stored B (= column of C)
 //                        of this CTA's tile number `tile`
 //   full_bar(s), empty_bar(s)     shared addresses of stage s's barriers (full: arrive count 1;
 //                        empty: one arrival per consumer warpgroup, CONSUMERS = 2)
 //   smem_a(s), smem_b(s) shared addresses of stage s's A box and B box (1024-byte aligned)
-//   ta, tb               tensor maps of A (M × K) and B (stored N × K): boxes of 64 (K) × 128 rows
+//   ta, tb               tensor maps of A (M × K) and B (stored N × K): boxes of 64 (K) × BM / BN rows
 //   desc_a0, desc_b0     this consumer's wgmma descriptors of stage 0, k-step 0 (A: its 64 rows)
-//   acc                  this consumer's 64 fp32 accumulators (zero at the start of every tile)
+//   acc                  this consumer's BN / 2 fp32 accumulators (zero at the start of every tile)
 //   store_tile(acc, tile)   the warpgroup stores its 64 rows of tile `tile`, then zeroes acc
 //   ring_wait(bar, parity)  the bounded wait (ring.cuh): gives up after 2 s and records which
 //                        wait it was in the error word; returns false when it gave up
@@ -46,8 +47,9 @@
 #include "ring.cuh"
 #include "ring_defaults.cuh"
 
-static_assert(BM == 128 && BN == 128 && BK == 64 && CONSUMERS == 2 && DT == 0 && B_MAJOR == 0 &&
-              OUT_F32 == 1, "the capstone's tile: 128 x 128 x 64, two consumers, fp16, K-major B, fp32 C");
+static_assert(BM == 128 && (BN == 128 || BN == 256) && BK == 64 && CONSUMERS == 2 && DT == 0 &&
+              B_MAJOR == 0, "the capstone's tile: 128 x 128 (or rung 3's 128 x 256) x 64, two consumers, "
+              "fp16, K-major B");
 static_assert(STAGES >= 2 && STAGES <= 6, "STAGES: 2..6");
 
 constexpr int kThreads = 128 * (1 + CONSUMERS);
@@ -62,7 +64,7 @@ constexpr u32 kStageBytes = kATileBytes + BN * 128;
 // ---- walk: set-up ----
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     capstone_cuda_gemm(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
-                       float* __restrict__ c, int M, int N, int K, u64 desc_a0_t, u64 desc_b0_t,
+                       void* __restrict__ c, int M, int N, int K, u64 desc_a0_t, u64 desc_b0_t,
                        u32* __restrict__ err) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ alignas(8) u64 full_storage[STAGES];
@@ -153,8 +155,8 @@ if (wg == 0) {                                // the producer warpgroup
       ring_wait(full_bar(stage), phase);      // the TMA's bytes have landed
       wgmma_fence();
       for (int j = 0; j < 4; ++j)             // k-step j: 16 fp16 = 32 bytes along the swizzled row
-        wgmma_mma_async_ss<128, 0, 0, 0>(acc, wgmma_desc_advance(desc_a0, stage * kStageBytes + 32 * j),
-                                         wgmma_desc_advance(desc_b0, stage * kStageBytes + 32 * j), 1);
+        wgmma_mma_async_ss<BN, 0, 0, 0>(acc, wgmma_desc_advance(desc_a0, stage * kStageBytes + 32 * j),
+                                        wgmma_desc_advance(desc_b0, stage * kStageBytes + 32 * j), 1);
       wgmma_commit_group();
       wgmma_wait_group<0>();                  // the wgmmas are done reading the stage
       if (elected) mbarrier_arrive(empty_bar(stage));

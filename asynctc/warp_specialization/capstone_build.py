@@ -45,6 +45,10 @@ FILE_NAME = "your loops"
 BM, BN, BK, THREADS = 128, 128, 64, 384
 #: The stages of the default build: the exercise's first ring (whole_kloop.RINGS[0]).
 STAGES = 2
+#: Rung 3's tile for the real-call capstone (``capstone_cuda.cu`` only; 06 §1's speed table): the
+#: same loops built with BN = 256 columns per tile, 4 stages and fp16 C, as rung 3 runs.
+WIDE = {"bn": 256, "stages": 4, "out_dtype": "float16"}
+_OUTS = ("float32", "float16")
 _FROM = "    // ---- the learner's loops: from here ----"
 _TO = "    // ---- the learner's loops: to here ----"
 #: The calls' forms (the exercise's prompt), named in a hint when NVRTC refuses a call.
@@ -92,20 +96,33 @@ def check_text(text) -> str:
     return text[1:] if text.startswith("\n") else text
 
 
-def config(stages: int = STAGES) -> WSConfig:
+def config(stages: int = STAGES, bn: int = BN, out_dtype: str = "float32") -> WSConfig:
     """The chapter-06 configuration whose stage layout, TMA boxes and descriptor templates the
-    capstone's kernel uses: 128 × 128 tile, two consumers, fp16, K-major B, fp32 C, ``stages``."""
+    capstone's kernel uses: 128 × ``bn`` tile (128, or 256 for :data:`WIDE`), two consumers, fp16,
+    K-major B, C in ``out_dtype`` (float32 or float16), ``stages``; validated (shared memory
+    included), else :class:`ValueError` naming the field."""
     stages = _check_int("stages", stages, 2, 6)
-    cfg = WSConfig(bm=BM, bn=BN, stages=stages, consumers=2, dtype="float16", out_dtype="float32",
+    if isinstance(bn, bool) or bn not in (BN, WIDE["bn"]):
+        _fail("bn", bn, f"the capstone's tile is {BM} × {BN}, or rung 3's {BM} × {WIDE['bn']}")
+    if out_dtype not in _OUTS:
+        _fail("out_dtype", out_dtype, f"one of {', '.join(_OUTS)}")
+    cfg = WSConfig(bm=BM, bn=bn, stages=stages, consumers=2, dtype="float16", out_dtype=out_dtype,
                    persistent=True)
-    cfg.validate()
+    try:
+        cfg.validate()
+    except Exception as e:
+        raise ValueError(f"stages={stages}, bn={bn}: {e}") from None
     return cfg
 
 
-def defines(stages: int = STAGES) -> dict:
-    """The defines of the build: STAGES and the layout model's byte offsets (ring_defaults.cuh)."""
-    d = config(stages).defines
-    return {k: d[k] for k in ("STAGES", "BM", "BN", "A_KSTEP_BYTES", "B_KSTEP_BYTES", "B_BOX_BYTES")}
+def defines(stages: int = STAGES, bn: int = BN, out_dtype: str = "float32") -> dict:
+    """The defines of the build: STAGES and the layout model's byte offsets (ring_defaults.cuh),
+    and OUT_F32 = 0 only for fp16 C (the default build's defines, so its cache key, unchanged)."""
+    d = config(stages, bn, out_dtype).defines
+    out = {k: d[k] for k in ("STAGES", "BM", "BN", "A_KSTEP_BYTES", "B_KSTEP_BYTES", "B_BOX_BYTES")}
+    if out_dtype != "float32":
+        out["OUT_F32"] = 0
+    return out
 
 
 @functools.lru_cache(maxsize=1)
@@ -268,20 +285,21 @@ def decode_error(word: int) -> str:
             f"ended instead of hanging (error word {word:#x})")
 
 
-def check_shape(m, n, k, stages=STAGES, ctas=None) -> tuple[int, int, int, int, int]:
+def check_shape(m, n, k, stages=STAGES, ctas=None, bn: int = BN) -> tuple[int, int, int, int, int]:
     """(M, N, K, stages, CTAs) checked: ints (else :class:`TypeError`); M and N positive multiples
     of 128 and K of 64 (the kernel has no edge handling), below 2^31 (TMA coordinates are signed
     32-bit), M·N·K at most 2^33 (the float64 check on the host); ``ctas`` (default: a third of the
-    tiles, at least 1, so every CTA walks several tiles) in 1 .. the tile count. Raises
+    tiles, at least 1, so every CTA walks several tiles) in 1 .. the tile count; N a multiple of
+    ``bn`` (256 for :data:`WIDE`). Raises
     :class:`ValueError` naming the field, the value and the rule."""
     m, n, k = (_check_int(name, v, 1, 2**31 - 1) for name, v in (("M", m), ("N", n), ("K", k)))
-    for name, v, t in (("M", m, BM), ("N", n, BN), ("K", k, BK)):
+    for name, v, t in (("M", m, BM), ("N", n, bn), ("K", k, BK)):
         if v % t:
             _fail(name, v, f"the capstone's kernel takes whole tiles: a positive multiple of {t}")
     if m * n * k > 2**33:
         _fail("M·N·K", m * n * k, "at most 2^33: every element is checked against float64 on the host")
     stages = _check_int("stages", stages, 2, 6)
-    tiles = m // BM * (n // BN)
+    tiles = m // BM * (n // bn)
     ctas = max(1, tiles // 3) if ctas is None else _check_int("ctas", ctas, 1, tiles)
     return m, n, k, stages, ctas
 
@@ -338,36 +356,38 @@ def run(text: str, m: int, n: int, k: int, stages: int = STAGES, ctas: int | Non
     return launch_checked(ck, m, n, k, stages, ctas, rng, "capstone")
 
 
-def launcher(ck: runtime.CompiledKernel, da, dbt, dc, stages: int, ctas: int):
+def launcher(ck: runtime.CompiledKernel, da, dbt, dc, stages: int, ctas: int, bn: int = BN):
     """(a no-argument launcher of the built capstone ``ck`` — ``capstone.cu``'s or
-    ``capstone_cuda.cu``'s entry — on A (M×K), B stored N×K and fp32 C, all
-    :class:`~asynctc.core.memory.DeviceArray`, on ``ctas`` persistent CTAs; its error word, a
-    one-element :class:`~asynctc.core.memory.DeviceArray` the kernel sets when a wait gives up)."""
+    ``capstone_cuda.cu``'s entry — on A (M×K), B stored N×K and C (fp32, or fp16 for a build with
+    fp16 C), all :class:`~asynctc.core.memory.DeviceArray`, on ``ctas`` persistent CTAs, tiles of
+    128 × ``bn``; its error word, a one-element :class:`~asynctc.core.memory.DeviceArray` the kernel
+    sets when a wait gives up)."""
     from ..core.memory import DeviceArray
     from .launch import _tile_map
     (m, k), n = da.shape, dbt.shape[0]
-    cfg = config(stages)
+    out_dtype = "float16" if np.dtype(dc.dtype) == np.float16 else "float32"
+    cfg = config(stages, bn, out_dtype)
     err = DeviceArray.from_host(np.zeros(1, np.uint32))
     ta, tb = _tile_map(da, cfg.a_box), _tile_map(dbt, cfg.b_load_box)
     desc_a0, desc_b0 = cfg.descriptor_templates()
-    shmem = 1024 + stages * (BM + BN) * 128
+    shmem = 1024 + stages * (BM + bn) * 128
     runtime.check_launch(ctas, THREADS, shmem, ck)
     args = (ta, tb, dc, np.int32(m), np.int32(n), np.int32(k), np.uint64(desc_a0), np.uint64(desc_b0), err)
     return (lambda: runtime.launch(ck, ctas, THREADS, *args, shmem_bytes=shmem)), err
 
 
 def launch_checked(ck: runtime.CompiledKernel, m: int, n: int, k: int, stages: int, ctas: int, rng,
-                   label: str) -> CapstoneRun:
+                   label: str, bn: int = BN, out_dtype: str = "float32") -> CapstoneRun:
     """Launch a built capstone kernel (:func:`launcher`; the shape already through
-    :func:`check_shape`) on fresh fp16 inputs, C poisoned, and check every element against
-    float64; ``label`` names the run in the check."""
+    :func:`check_shape`) on fresh fp16 inputs, C (``out_dtype``) poisoned, and check every element
+    against float64; ``label`` names the run in the check."""
     from ..core.memory import DeviceArray
     a, b = random_operands(m, n, k, "float16", rng)      # a Generator passes through default_rng
     da, db = DeviceArray.from_host(a), DeviceArray.from_host(np.ascontiguousarray(b.T))
-    dc = DeviceArray.poisoned((m, n), np.float32)
-    go, err = launcher(ck, da, db, dc, stages, ctas)
+    dc = DeviceArray.poisoned((m, n), np.float16 if out_dtype == "float16" else np.float32)
+    go, err = launcher(ck, da, db, dc, stages, ctas, bn)
     go()
     word = int(err.to_host()[0])
-    tiles = m // BM * (n // BN)
-    check = compare_elementwise(dc.to_host(), a, b, "float32", label=f"{label} {m}x{n}x{k}")
+    tiles = m // BM * (n // bn)
+    check = compare_elementwise(dc.to_host(), a, b, out_dtype, label=f"{label} {m}x{n}x{k}")
     return CapstoneRun((m, n, k), stages, ctas, -(-tiles // ctas), k // BK, word, check)

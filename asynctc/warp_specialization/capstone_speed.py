@@ -12,6 +12,8 @@ kernel                      what it is
 ``yours, 2 stages``         the capstone's loops (the course's answer, or the learner's text in
                             :func:`time_text`) on a persistent grid of one CTA per SM, fp32 C
 ``yours, 4 stages``         the same loops with a 4-stage ring
+``yours, rung 3's tile``    the same loops built at rung 3's tile (:data:`.capstone_build.WIDE`:
+                            128×256, 4 stages, fp16 C), checked first on :data:`WIDE_SHAPES`
 ``ladder at your shape``    the ladder's kernel built like the capstone: 128×128, two consumers,
                             setmaxnreg 40 / 232, persistent, 2 stages, fp32 C
 ``rung 1``, ``rung 3``      chapter 06's rungs 1 and 3 as the ladder runs them (128×256, fp16 C)
@@ -19,7 +21,9 @@ kernel                      what it is
 ==========================  =====================================================================
 
 The capstone writes fp32 C (64 MiB at 4096²) where the rungs and cuBLAS write fp16 (32 MiB);
-"ladder at your shape" writes fp32 too, so it is the like-for-like row. Never plots.
+"ladder at your shape" writes fp32 too, so it is the like-for-like row; "yours, rung 3's tile" is
+rung 3's like-for-like row (it differs in the loops — ``wgmma_wait_group<0>`` where rung 3 keeps one
+group in flight — and in its persistent grid). Never plots.
 """
 
 from __future__ import annotations
@@ -37,7 +41,13 @@ from .launch import make_gemm
 SUITE = "capstone_speed"
 SIZE, DTYPE = 4096, "float16"
 #: The rows in the order they are timed (:func:`speed_table` keeps it), then cuBLAS.
-KERNELS = ("yours, 2 stages", "yours, 4 stages", "ladder at your shape", "rung 1", "rung 3")
+KERNELS = ("yours, 2 stages", "yours, 4 stages", "yours, rung 3's tile", "ladder at your shape", "rung 1",
+           "rung 3")
+#: The row of the loops built at rung 3's tile.
+WIDE_ROW = KERNELS[2]
+#: (M, N, K, stages, CTAs) of the wide build's check C: T = 5 and 7 k-tiles on 4 stages, 3 and 4
+#: tiles per CTA, so a ring that restarts at each tile goes wrong.
+WIDE_SHAPES = ((512, 768, 320, 4, 4), (1024, 1024, 448, 4, 8))
 
 
 def ladder_configs(dtype: str = DTYPE) -> dict:
@@ -56,15 +66,23 @@ def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps:
     say = progress or (lambda _s: None)
     answer = K.solution()
     text = answer if text is None else text
-    if size % cb.BM or size % cb.BK:
-        raise ValueError(f"size {size}: a multiple of {cb.BM}, the capstone's tile")
+    if size % cb.WIDE["bn"]:
+        raise ValueError(f"size {size}: a multiple of {cb.WIDE['bn']}, the widest tile timed")
     rng = np.random.default_rng()
     out: dict = {"rows": [], "size": size, "dtype": DTYPE, "baseline_library": bench.baseline_library(),
                  "kernels": list(KERNELS), "checks": [], "is_course_answer": text == answer}
+    wide_text = text
+    try:
+        K.build(text, **cb.WIDE)
+    except cb.LoopsCompileError:      # e.g. wgmma_mma_async_ss<128, …> written for BN
+        wide_text = answer
+    out["wide_is_course_answer"] = wide_text == answer
+    wide = {k: v for k, v in cb.WIDE.items() if k != "stages"}
     if check_shapes:
-        for shape in cb.SHAPES:
-            r = K.run(text, *shape, rng=rng)
-            out["checks"].append(r.as_dict())
+        runs = [(text, shape, {}) for shape in cb.SHAPES] + [(wide_text, shape, wide) for shape in WIDE_SHAPES]
+        for t, shape, kw in runs:
+            r = K.run(t, *shape, rng=rng, **kw)
+            out["checks"].append(dict(r.as_dict(), bn=kw.get("bn", cb.BN), out_dtype=kw.get("out_dtype", "float32")))
             say(("passed " if r.passed else "FAILED ") + r.says())
             if not r.passed:
                 raise RuntimeError(f"check C failed: {r.says()}")
@@ -79,6 +97,11 @@ def measure_speed(progress=None, text: str | None = None, rounds: int = 3, reps:
         fns[name], errs[name] = cb.launcher(K.build(text, stages).kernel, da, dbt, outs["float32"],
                                                   stages, ctas)
         out_of[name] = "float32"
+    wide_ctas = min(runtime.device_info().sm_count, (size // cb.BM) * (size // cb.WIDE["bn"]))
+    fns[WIDE_ROW], errs[WIDE_ROW] = cb.launcher(K.build(wide_text, **cb.WIDE).kernel, da, dbt,
+                                                outs[cb.WIDE["out_dtype"]], cb.WIDE["stages"], wide_ctas,
+                                                cb.WIDE["bn"])
+    out_of[WIDE_ROW] = cb.WIDE["out_dtype"]
     gemms = {}
     for name, cfg in ladder_configs().items():
         out_of[name] = cfg.out_dtype
@@ -142,18 +165,45 @@ def table_text(results: dict) -> str:
 SAME_SHAPE_TOL = 0.05
 
 
+def wide_line(results: dict) -> str | None:
+    """The verdict's sentence on :data:`WIDE_ROW` (None when the run has no such row): the loops
+    built at rung 3's tile against rung 3 (per-round ratio) and cuBLAS, and what that ratio says —
+    within :data:`SAME_SHAPE_TOL` of rung 3, the gap at 128×128 is the shape, not the loops."""
+    from ..core.bench import round_ratio
+    t = {r["kernel"]: r for r in speed_table(results)}
+    if WIDE_ROW not in t or "rung 3" not in t:
+        return None
+    r = round_ratio(results["rows"], WIDE_ROW, "rung 3")
+    w = t[WIDE_ROW]
+    whose = ("the course's answer (yours names N = 128, not BN)"
+             if results.get("wide_is_course_answer") and not results.get("is_course_answer", True) else "your loops")
+    blas = f", {w['of_cublas']:.2f} of cuBLAS" if w["of_cublas"] is not None else ""
+    checks = [c for c in results.get("checks", ()) if c.get("bn") == cb.WIDE["bn"]]
+    passed = f"; check C passed on {sum(c['passed'] for c in checks)} of {len(checks)} shapes" if checks else ""
+    head = f"Built at rung 3's tile (128×256, 4 stages, fp16 C{passed}), {whose} run {r:.2f} of rung 3{blas}: "
+    if abs(r - 1) <= SAME_SHAPE_TOL:
+        return head + "the gap at 128×128 is the shape, not the loops."
+    if r < 1:
+        return head + ("rung 3 is faster at its own tile; it keeps one wgmma group in flight "
+                       "(wgmma_wait_group<1>), yours none (not traced further here).")
+    return head + "faster than rung 3 at its own tile (yours is persistent, rung 3 is not)."
+
+
 def verdict(results: dict, tile_gain: float | None = None) -> str:
     """The **So** under :func:`table_text`, generated from the same table: yours against rung 1
-    and cuBLAS, what 4 stages give, what the 128×256 tile alone gained (``tile_gain``, default
-    from the ``ws_rung3_steps`` record when there is one), and whether the ladder's kernel at your
-    shape runs within :data:`SAME_SHAPE_TOL` of yours (then the gap to rung 1 is the shape, not
-    the loops)."""
+    and cuBLAS, what 4 stages give, your loops at rung 3's tile (:func:`wide_line`; without that
+    row, what the 128×256 tile alone gained: ``tile_gain``, default from the ``ws_rung3_steps``
+    record when there is one), and whether the ladder's kernel at your shape runs within
+    :data:`SAME_SHAPE_TOL` of yours (then the gap to rung 1 is the shape, not the loops)."""
     t = {r["kernel"]: r for r in speed_table(results)}
     y2, y4, lad = t["yours, 2 stages"], t["yours, 4 stages"], t["ladder at your shape"]
     blas = f" and {y2['of_cublas']:.2f} of cuBLAS" if y2["of_cublas"] is not None else ""
     out = (f"So: with 2 stages your kernel runs {y2['of_rung1']:.2f} of rung 1{blas}; "
            f"a 4-stage ring gives {y4['tflops'] / y2['tflops']:.2f}× that. ")
-    steps = records.load_or_none("ws_rung3_steps") if tile_gain is None else None
+    wide = wide_line(results)
+    if wide is not None:
+        tile_gain, out = None, out + wide + " "
+    steps = records.load_or_none("ws_rung3_steps") if tile_gain is None and wide is None else None
     if steps is not None:
         from .steps_suite import step_table
         tile_gain = next(x["gain"] for x in step_table(steps.results) if x["step"] == "128x256")
@@ -203,8 +253,8 @@ def nearest_line(rec=None) -> str | None:
 
 #: Printed under the table: what makes its rows comparable, and what does not.
 TABLE_NOTE = ("One run, one GPU, rows in alternating order; MHz: the SM clock measured while each row ran. "
-              "C: yours and the ladder at your shape write fp32 C (64 MiB at 4096²), the rungs and cuBLAS "
-              "fp16 (32 MiB), so the like-for-like row for yours is the ladder at your shape.")
+              "C: the 128×128 rows write fp32 C (64 MiB at 4096²), the others fp16 (32 MiB): the like-for-like "
+              "row for yours is the ladder at your shape; for rung 3, yours at rung 3's tile.")
 
 
 def speed_cell(text: str, passed: bool = True) -> None:
