@@ -108,10 +108,7 @@ def config(stages: int = STAGES, bn: int = BN, out_dtype: str = "float32") -> WS
         _fail("out_dtype", out_dtype, f"one of {', '.join(_OUTS)}")
     cfg = WSConfig(bm=BM, bn=bn, stages=stages, consumers=2, dtype="float16", out_dtype=out_dtype,
                    persistent=True)
-    try:
-        cfg.validate()
-    except Exception as e:
-        raise ValueError(f"stages={stages}, bn={bn}: {e}") from None
+    cfg.validate()            # a ValueError naming the field (shared memory at 6 stages of 128×256)
     return cfg
 
 
