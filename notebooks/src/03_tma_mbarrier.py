@@ -82,7 +82,7 @@ assert swizzled == swizzle_address(offset, 64)         # the model agrees
 #    with *pending* back at the count.
 #
 # A wait names a [*phase parity*](../docs/glossary.md#phase-parity) P, a phase number mod 2. It
-# passes unless the open phase has parity P. The table runs the steps on a CPU model. Fill 0
+# passes unless the open phase has parity P. A CPU model runs the steps. Fill 0
 # brings boxes A and B; `expect` sums their rows × bytes per row. Fill 1 reuses the barrier.
 
 # %%
@@ -129,12 +129,13 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # TMA writes through the [*async proxy*](../docs/glossary.md#proxy), a separate path. The fence orders the threads' writes before TMA's.
 #
 # **Parity, fill by fill.** In chapter 05 each stage has two barriers: *full* (its bytes landed)
-# and *empty* (its readers are done). Before fill f the producer waits on empty with parity
+# and *empty* (its readers, the [consumers](../docs/glossary.md#consumer), are done). Before fill f
+# the [producer](../docs/glossary.md#producer), which issues the copies, waits on empty with parity
 # (f + 1) mod 2, which a fresh barrier passes.
 # [In code](../docs/glossary.md#ring-counter), chapters 05 and 06 wait on `phase` on full, `phase ^ 1` on empty.
 #
 # **Worked: a 2-stage ring.** Tile t goes to stage t mod 2, as its fill t // 2. Which parity does
-# tile 3's reader wait on? Edit `tile` and rerun.
+# tile 3's reader wait on?
 
 # %%
 tile = 3
