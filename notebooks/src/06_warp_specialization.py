@@ -213,9 +213,8 @@ for sentence, ok, numbers in W.lesson.claims(res, core=True):   # on the record
 # `setmaxnreg` each move under 2 % (06c §3). It is the kernel rungs 4–8 are built on, and rung 7's
 # TMA store gains about as much on rung 3 alone. Whether that gain needs the split was not measured:
 # the experiment is chapter 05's kernel with a TMA-store epilogue, which the course does not have.
-# The split also took away the refill work 05 §5 found in its 1.2×, and that bought nothing
-# measurable either: here the refills did not set rung 1's pace, or the split costs what it saves.
-# Public kernels (CUTLASS's, DeepGEMM) use the split where the consumers' registers are the limit,
+# Removing 05 §5's refill work bought nothing measurable either. CUTLASS and DeepGEMM (DeepSeek's
+# open-source FP8 GEMM library) use the split where the consumers' registers are the limit,
 # as with fp8 promotion (chapter 07) or [09 §1](09_blackwell.ipynb)'s register bill: their
 # finding, not a measurement here.
 
