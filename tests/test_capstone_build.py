@@ -53,7 +53,7 @@ def test_sass_table_beside_the_course():
 
 def test_the_second_passing_form_and_the_wrong_variants_are_the_exercises():
     assert isinstance(wk.judge(cs.VARIANT_TEXT["wait_group<1>"]), str)
-    assert wk.judge(cs.VARIANT_TEXT["course"]).startswith("tile 1 starts at stage 1, parity 1")
+    assert wk.judge(cs.VARIANT_TEXT["course"]).startswith("tile 2 starts at stage 0, parity 1")
     for name in ("consumers phase ^ 1", "producer phase", "ring restarts"):
         hint = wk.judge(cs.VARIANT_TEXT[name])
         assert "parity" in hint or "stage" in hint, (name, hint)

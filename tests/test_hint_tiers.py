@@ -34,7 +34,7 @@ def _issue(wait=True, parity=lambda kt, n: (kt // n) & 1, fence=True,
 
 def _wrong_prediction():
     from asynctc.warp_specialization import whole_kloop as wk
-    return wk.SOLUTION.replace(wk.SOLUTION.splitlines()[0], "// tile 1's first k-tile: stage 0, consumers' full parity 0")
+    return wk.SOLUTION.replace(wk.SOLUTION.splitlines()[0], "// tile 2's first k-tile: stage 1, consumers' full parity 0")
 
 
 _WRONG_PREDICTION = _wrong_prediction()
@@ -107,8 +107,8 @@ FIRST_HINTS = [
     ("ch01.hmma_per_ktile", 128, dict(wm=64, wn=32, bk=32, bm=128, bn=128),
      "section 2's count for the default tile", "does one m16n8k16 cover?", "M/16, N/8 and K/16"),
     # round 46: the capstone's prediction, graded (readers 95-96: a wrong one read "correct")
-    ("ch06.whole_kloop", _WRONG_PREDICTION, {}, "it says stage 0, parity 0",
-     "Which ring counter is tile 1's first k-tile?", "stage 3 mod 2 = 1"),      # round 58: no numbers at first
+    ("ch06.whole_kloop", _WRONG_PREDICTION, {}, "it says stage 1, parity 0",
+     "Which ring counter is tile 2's first k-tile?", "stage 6 mod 2 = 0"),      # round 58: no numbers at first
     # round 63: 1a's hints ask before they tell, now that §1 works only the consumers' side (readers 139-140)
     ("ch06.producer_wait", (2, 1), dict(tile=1, k=2, k_tiles=5, stages=4), "carries across tiles",
      "How many loads came before tile 1's k-tile 2?", "load number 7"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 import textwrap
 
 import numpy as np
@@ -101,11 +102,25 @@ def test_the_prompt_asks_and_does_not_dictate():
     assert "Which row is `row2`?" in text and "row + TILE" not in text and "ty + TILE" not in text, text
 
 
-def test_reading_sB_twice_passes_with_a_note(tmp_path, capsys):
-    src = _swap("acc2 += sA[ty + TILE, kk] * b", "acc2 += sA[ty + TILE, kk] * sB[kk, tx]")
-    assert exercises.check("ch01.two_rows", _kernel(tmp_path, src))
-    out = capsys.readouterr().out
-    assert "→ 1 in yours" in out and "read sB[kk, tx] once" in out and "really ran" in out, out
+READ_TWICE = [
+    # (what the learner wrote, words of the hint): right numbers, but sB read twice per kk
+    (("acc2 += sA[ty + TILE, kk] * b", "acc2 += sA[ty + TILE, kk] * sB[kk, tx]"), "reads sB 2 times per kk"),
+    (("acc += sA[ty, kk] * b", "acc += sA[ty, kk] * sB[kk, tx]"), "reads sB 2 times per kk"),
+]
+
+
+@pytest.mark.parametrize("swap,words", READ_TWICE, ids=["acc2", "acc"])
+def test_reading_sB_twice_fails_with_its_hint(tmp_path, capsys, swap, words):
+    """Readers: a kernel that reads sB twice per kk passed, though the exercise is one read feeding two
+    FFMAs. Its numbers are right, so the hint says so, and asks for the one read."""
+    out = _hint(tmp_path, capsys, _swap(*swap))
+    assert "every element is right" in out and words in out, out
+
+
+def test_a_from_sB_gets_the_wrong_numbers_hint_and_the_read_count(tmp_path, capsys):
+    """The A operand taken from sB: wrong numbers, and the hint adds that sB is read twice."""
+    out = _hint(tmp_path, capsys, _swap("acc += sA[ty, kk] * b", "acc += sB[ty, kk] * b"))
+    assert "the first rows are wrong too" in out and "reads sB 2 times per kk: A's values are in sA" in out, out
 
 
 def test_not_a_kernel(capsys):
@@ -119,6 +134,8 @@ def test_the_pieces():
     assert T.grid_for(53, 37) == ((3, 2), (16, 16))
     assert T.holes("x = ...  # ... in a comment\ny = '...'\n") == ["x = ..."]
     assert T.ffma_per_b_load(SOLUTION) == 2
+    assert T.b_loads_per_k(SOLUTION) == 1
+    assert T.b_loads_per_k(re.sub(r'\* b\b', '* sB[kk, tx]', SOLUTION)) == 3
     e = IndexError("tid=[3, 5, 0] ctaid=[1, 1, 0]: index 60 is out of bounds for axis 0 with size 53")
     assert T.raised_hint(e).startswith("your kernel raised IndexError in thread (tx=3, ty=5) of block "
                                        "(1, 1): index 60 is out of bounds")

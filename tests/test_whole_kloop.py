@@ -54,7 +54,7 @@ def test_the_courses_answer_passes_on_every_ring_with_the_data(capsys, tmp_path,
     monkeypatch.setenv("ASYNCTC_PROGRESS", str(tmp_path / "p.jsonl"))
     ok, out = _check(capsys, S)
     assert ok, out
-    assert out.startswith(f"[{NAME}] correct — tile 1 starts at stage 1, parity 1, "
+    assert out.startswith(f"[{NAME}] correct — tile 2 starts at stage 0, parity 1, "
                           "and every tile is within the bound (worst error / bound ")
     assert "no race or deadlock on 3 stages either. <0> is right; two consumers hide the idle time it " \
            "costs (chapter 06 §2)." in out
@@ -318,14 +318,14 @@ _PREDICTION = S.splitlines()[0]
 
 
 @pytest.mark.parametrize("comment, got", [
-    ("// tile 1's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)", (None, None)),
-    ("// tile 1's first k-tile: stage 1, consumers' full parity 1", (1, 1)),
-    ("// stage=1 parity=0", (1, 0)), ("// 1, 1", (1, 1)), ("// tile 1's first k-tile: 0, 1 (my guess)", (0, 1)),
+    ("// tile 2's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)", (None, None)),
+    ("// tile 2's first k-tile: stage 0, consumers' full parity 1", (0, 1)),
+    ("// stage=1 parity=0", (1, 0)), ("// 1, 1", (1, 1)), ("// tile 2's first k-tile: 0, 1 (my guess)", (0, 1)),
     ("// stage 1, phase parity ?", (1, None)), ("", None),
 ])
 def test_the_prediction_is_read_from_the_first_comment(comment, got):
     assert W.prediction(S.replace(_PREDICTION, comment)) == got
-    assert W.prediction(W.TEMPLATE) == (None, None) and W.prediction(S) == (1, 1)
+    assert W.prediction(W.TEMPLATE) == (None, None) and W.prediction(S) == (0, 1)
 
 
 @pytest.mark.tiers
@@ -334,23 +334,24 @@ def test_a_wrong_prediction_above_right_loops_is_not_correct(capsys, tmp_path, m
     the prediction fails, tiered, and the exercise is not kept as passed."""
     from asynctc.core import progress
     monkeypatch.setenv(progress.ENV, str(tmp_path / "p.jsonl"))
-    text = S.replace(_PREDICTION, "// tile 1's first k-tile: stage 0, consumers' full parity 0")
+    text = S.replace(_PREDICTION, "// tile 2's first k-tile: stage 0, consumers' full parity 0")
     one, two = (_check(capsys, text) for _ in range(2))
     assert not one[0] and not two[0] and not exercises.passed(NAME)
     assert one[1] == (f"[{NAME}] not quite — your loops pass every check, but your prediction disagrees: "
-                      "it says stage 0, parity 0. Which ring counter is tile 1's first k-tile? §1's rules give "
+                      "it says stage 0, parity 0. Which ring counter is tile 2's first k-tile? §1's rules give "
                       "its stage and parity from it. Correct the first comment and run the cell again."
                       + exercises.SECOND), one       # reader 126: the first miss no longer gives "stage 1, full parity 1"
-    assert "at stage 1, full parity 1" in two[1] and exercises.SECOND not in two[1]
-    assert "ring counter 3, stage 3 mod 2 = 1, fill f = 3 // 2 = 1" in two[1]
-    assert "(0 is the producer's parity on empty, (f + 1) mod 2)" in two[1]
+    assert "at stage 0, full parity 1" in two[1] and exercises.SECOND not in two[1]
+    assert "ring counter 2·3 = 6, stage 6 mod 2 = 0, fill f = 6 // 2 = 3" in two[1]
+    assert ("(0 is the producer's parity on empty, (f + 1) mod 2; stage 0, parity 0 is a ring that "
+            "restarts at each tile)") in two[1]
     with pytest.raises(AssertionError, match="is wrong"):
         exercises.check(NAME, text, solution=True)
 
 
 @pytest.mark.parametrize("comment", [
     W.TEMPLATE.splitlines()[1],                                   # left at "?"
-    "// tile 1's first k-tile: stage 1, consumers' full parity ?",  # half written (its half right)
+    "// tile 2's first k-tile: stage 0, consumers' full parity ?",  # half written (its half right)
     "",                                                           # deleted
 ])
 def test_a_blank_or_deleted_prediction_is_no_pass(capsys, tmp_path, monkeypatch, comment):
@@ -362,7 +363,19 @@ def test_a_blank_or_deleted_prediction_is_no_pass(capsys, tmp_path, monkeypatch,
     monkeypatch.setattr(exercises, "_opened", set())
     ok, out = _check(capsys, S.replace(_PREDICTION, comment))
     assert not ok and out == f"[{NAME}] not quite — {W.ASK}", out
-    assert "stage 1," not in W.ASK and "parity 1" not in W.ASK
+    assert "stage 0," not in W.ASK and "parity 1" not in W.ASK
     assert not exercises.passed(NAME) and not exercises.after(NAME)
     with pytest.raises(AssertionError, match="is wrong"):
         exercises.check(NAME, S.replace(_PREDICTION, comment), solution=True)
+
+
+def test_the_prediction_is_not_chapter_06s_exercise_1a():
+    """Readers: 06f's graded prediction repeated 06's exercise 1a (tile 1's first k-tile). It asks the
+    consumers' full wait at tile 2's first k-tile: a right answer passes, the producer's parity on
+    empty or 1a's numbers fail with a hint."""
+    assert W.PREDICT_TILE == 2 and W.prediction(S) == (0, 1)
+    assert exercises.check(NAME, S, solution=True)
+    for said in ("stage 1, consumers' full parity 0", "stage 0, consumers' full parity 0"):
+        text = S.replace(_PREDICTION, f"// tile 2's first k-tile: {said}")
+        hint = exercises.told(W.judge(text), rule=True)
+        assert "your prediction disagrees" in hint and "ring counter 2·3 = 6" in hint, hint

@@ -226,3 +226,14 @@ def test_split_bought_prints_the_record_and_refuses_a_moved_one(res, capsys):
     assert store_suite.store_steps(weak)["store_alone"][4096, "float16"] < 0.05
     with pytest.raises(ClaimError, match="TMA store gains"):
         lesson.split_bought(res, steps, weak)
+
+
+def test_section_3_lists_each_rungs_change_before_its_prediction():
+    """Readers: 06 §3 asked which rung gains most while the rungs' changes were only in the figure.
+    The list before the question is figures.RUNG_CHANGES, rung by rung."""
+    from pathlib import Path
+    from asynctc.warp_specialization.figures import RUNG_CHANGES
+    src = (Path(__file__).resolve().parents[1] / "notebooks" / "src" / "06_warp_specialization.py").read_text()
+    sec = src.split("# ## 3. The ladder", 1)[1].split("**Predict before you look.**", 1)[0]
+    listed = dict(re.findall(r"^# (\d)\. (.+)$", sec, re.M))
+    assert {int(k): v for k, v in listed.items()} == RUNG_CHANGES, listed

@@ -174,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   (void)M;
   {
     // ---- the learner's loops: from here ----
-// tile 1's first k-tile: stage 1, consumers' full parity 1   (ring counter 3: 3 mod 2, 3 // 2 mod 2)
+// tile 2's first k-tile: stage 0, consumers' full parity 1   (ring counter 6: 6 mod 2, 6 // 2 mod 2)
 int stage = 0, phase = 0;                // the ring position: set once, before the tile loop
 if (wg == 0) {                           // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {

@@ -13,7 +13,9 @@ padding rows below it, and compares every element with float64 against the bound
 ``...`` left in the source (not answered); a Python exception in the kernel (its message, where);
 writes below C; second rows never written (the learner's ``row2``); second rows wrong, first rows
 right (the second accumulator); wrong only in the partial edge blocks (the bounds checks); else
-the first wrong element. In the simulator, a kernel that passes is also compiled for sm_90 by
+the first wrong element. A kernel whose every element is right but whose inner loop reads ``sB``
+more than once per ``kk`` (:func:`b_loads_per_k`: B read twice, or A's values taken from ``sB``) fails
+too, with a hint: the exercise is one read of ``sB`` feeding both FFMAs. In the simulator, a kernel that passes is also compiled for sm_90 by
 numba's real CUDA target in a child process (:func:`device_compile_error`), since the simulator runs
 Python that the GPU compiler refuses (a shared array's shape computed in the kernel: the H200 did).
 """
@@ -88,6 +90,24 @@ def ffma_per_b_load(src: str) -> float | None:
         if loads and not inner:
             best = mults / loads
     return best
+
+
+def b_loads_per_k(src: str) -> int | None:
+    """How many times the innermost loop that reads ``sB`` reads it per iteration (subscript loads of
+    ``sB`` in its body), from the source text; None when no such loop is found. The right kernel: 1."""
+    try:
+        tree = ast.parse(textwrap.dedent(src))
+    except SyntaxError:
+        return None
+    found = None
+    for loop in ast.walk(tree):
+        if not isinstance(loop, ast.For) or any(n is not loop and isinstance(n, ast.For) for n in ast.walk(loop)):
+            continue
+        loads = sum(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+                    and isinstance(n.value, ast.Name) and n.value.id == "sB" for n in ast.walk(loop))
+        if loads:
+            found = loads
+    return found
 
 
 # ---- running it ----------------------------------------------------------------------------------
@@ -259,9 +279,19 @@ def judge(answer, rng=None):
         out = run(answer, a, b)
     except Exception as e:  # noqa: BLE001 - the learner's kernel raised: the hint says so
         return raised_hint(e)
+    reads = b_loads_per_k(src) if src else None
     hint = _diagnose(out, a, b)
     if hint:
+        if reads and reads > 1:
+            hint += (f" Your inner loop also reads sB {reads} times per kk: A's values are in sA, "
+                     "and one read of sB serves both rows.")
         return hint
+    if reads and reads > 1:
+        return _ex.tiered(
+            f"every element is right, but your inner loop reads sB {reads} times per kk, so each read "
+            "feeds one FFMA, as in simt.py's kernel.",
+            " Can one read of sB serve both acc and acc2?",
+            " Read sB[kk, tx] once into a local, b = sB[kk, tx], and use b in both FFMAs.")
     err = device_compile_error(answer)
     if err:
         return ("it runs right in the simulator, but numba cannot compile it for a GPU: "
@@ -276,8 +306,7 @@ def judge(answer, rng=None):
     yours = ffma_per_b_load(src) if src else None
     if ours and yours:
         note = f"FFMA per shared-memory load of B: {ours:g} in simt.py's kernel → {yours:g} in yours"
-        note += (": read sB[kk, tx] once, into a local, and let both FFMAs use it." if yours < 2 else
-                 " (one per row of C a thread computes); §2's mma.sync takes this much further: one "
+        note += (" (one per row of C a thread computes); §2's mma.sync takes this much further: one "
                  "instruction, 16×8×16 multiply-adds from registers.")
     else:
         note = ("each value read from sB now feeds two FFMAs, one per row; §2's mma.sync takes this much "

@@ -24,8 +24,9 @@ The check, in order:
 4. **data** — deep dive 06e's emulator (:mod:`asynctc.models.emulate_sm90`: the course's stage
    fill, swizzle and descriptors) moves the bytes in the ring model's order, every tile on its own
    fresh random A and B; each tile's C must lie within the elementwise bound of float64.
-5. **prediction** — the first comment's stage and parity of tile 1's first k-tile (:func:`prediction`)
-   must be the loops' own; a wrong one fails with a two-tier hint, a "?" or none with :data:`ASK`.
+5. **prediction** — the first comment's stage and parity of the consumers' full wait for tile 2's first
+   k-tile (:data:`PREDICT_TILE`, a tile boundary; chapter 06's exercise 1a asks the producer's side
+   at tile 1) (:func:`prediction`) must be the loops' own; a wrong one fails with a two-tier hint, a "?" or none with :data:`ASK`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ Event = _lr.Event
 #: The rings the check runs the loops on: (stages S, k-tiles per tile T, tiles). T is no multiple
 #: of S, so a ring that restarts at each tile shows at tile 1; the first also runs the data.
 RINGS = ((2, 3, 3), (3, 4, 2))
+#: The tile whose first k-tile the first comment predicts (stage, the consumers' parity on full).
+#: Chapter 06's exercise 1a asks tile 1's, on the producer's side: here the other barrier, one tile on.
+PREDICT_TILE = 2
 #: A stage's bytes: an A box and a B box of 128 rows × 128 bytes (:mod:`asynctc.models.emulate_sm90`).
 STAGE_BYTES = _em.STAGE_BYTES
 CONSUMERS = _em.CONSUMERS
@@ -59,7 +63,7 @@ _CALLS = ("tma_load", "mma_ktile", "wgmma_wait_group", "store_tile")
 
 #: The learner's blank page (06f §1's cell): the roles and the loop bounds, nothing of the answer.
 TEMPLATE = """
-// tile 1's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)
+// tile 2's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
@@ -78,7 +82,7 @@ if (wg == 0) {                 // the producer warpgroup
 
 #: The course's answer (the solution notebook's).
 SOLUTION = """\
-// tile 1's first k-tile: stage 1, consumers' full parity 1   (ring counter 3: 3 mod 2, 3 // 2 mod 2)
+// tile 2's first k-tile: stage 0, consumers' full parity 1   (ring counter 6: 6 mod 2, 6 // 2 mod 2)
 int stage = 0, phase = 0;                // the ring position: set once, before the tile loop
 if (wg == 0) {                           // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
@@ -478,12 +482,12 @@ def judge(answer) -> str | None:
         else:
             note.append(f"no race or deadlock on {S} stages either")
     ev = read(answer, 1, *RINGS[0])
-    ran, said = _tile1(ev, RINGS[0][1]), prediction(answer) or (None, None)
+    ran, said = _first_read(ev, RINGS[0][1]), prediction(answer) or (None, None)
     if any(p is not None and p != r for p, r in zip(said, ran)):    # a wrong prediction is no pass
         return _prediction_hint(said, ran, *RINGS[0][:2])
     if None in said:                                # a blank or deleted prediction is no pass either
         return ASK
-    note[0] = f"tile 1 starts at stage {ran[0]}, parity {ran[1]}, and {note[0]}"     # as predicted
+    note[0] = f"tile {PREDICT_TILE} starts at stage {ran[0]}, parity {ran[1]}, and {note[0]}"     # as predicted
     waits = [e.n for e in ev if e.kind == "wait_group"]
     return _ex.Accepted("; ".join(note) + "." + (SLOW_NOTE if waits and not any(waits) else ""))
 
@@ -497,16 +501,16 @@ ASK = ("your loops pass every check; now write your prediction in the first comm
 
 
 def prediction(text: str) -> tuple[int | None, int | None] | None:
-    """(stage, the consumers' parity on full) of tile 1's first k-tile as ``text``'s first comment
-    predicts it, each None while "?" or not read; None when no comment holds it. Reads "stage 1,
-    consumers' full parity 1", "stage=1 parity=1" or "1, 1" (a note in brackets is skipped)."""
+    """(stage, the consumers' parity on full) of tile :data:`PREDICT_TILE`'s first k-tile as ``text``'s
+    first comment predicts it, each None while "?" or not read; None when no comment holds it. Reads
+    "stage 0, consumers' full parity 1", "stage=0 parity=1" or "0, 1" (a note in brackets is skipped)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     line = lines[0] if lines and lines[0].startswith("//") else next(
         (ln for ln in lines if "//" in ln and re.search(r"predict|first k-tile", ln, re.I)), None)
     if line is None:
         return None
     c = re.sub(r"\([^)]*\)?", " ", line[line.index("//") + 2:])
-    c = re.sub(r"tile\s*1\W*s?\s*first\s*k-?tile", " ", c, flags=re.I)
+    c = re.sub(r"tile\s*\d+\W*s?\s*first\s*k-?tile", " ", c, flags=re.I)
     got = {}
     for key, pat in (("stage", "stage"), ("parity", "parity|phase")):
         m = re.search(rf"\b(?:{pat})\s*[:=]?\s*(\d+|\?)", c, re.I)
@@ -519,24 +523,32 @@ def prediction(text: str) -> tuple[int | None, int | None] | None:
     return tuple(None if got.get(k, "?") == "?" else int(got[k]) for k in ("stage", "parity"))
 
 
-def _tile1(ev: list, T: int) -> tuple[int, int]:
-    """(stage, parity of its full wait) of the consumer's read of ring counter ``T``: tile 1's first k-tile."""
-    at = [i for i, e in enumerate(ev) if e.kind == "mma"][T]
+def _first_read(ev: list, T: int, tile: int = PREDICT_TILE) -> tuple[int, int]:
+    """(stage, parity of its full wait) of the consumer's read of ring counter ``tile·T``: the first
+    k-tile of ``tile``."""
+    at = [i for i, e in enumerate(ev) if e.kind == "mma"][tile * T]
     return ev[at].stage, next(e.parity for e in reversed(ev[:at]) if e.kind == "wait")
 
 
 def _prediction_hint(said: tuple, ran: tuple, S: int, T: int) -> str:
     """The hint for right loops under a wrong prediction: a question first (which ring counter?), at
-    the same miss again the loops' own numbers and the rule (reader 126: the first miss gave them)."""
-    f, show = T // S, ["?" if v is None else v for v in said]
-    producer = (f" ({said[1]} is the producer's parity on empty, (f + 1) mod 2)"
-                if said[1] == (f + 1) % 2 != ran[1] else "")
+    the same miss again the loops' own numbers and the rule (reader 126: the first miss gave them),
+    with what a known slip's numbers are: the producer's parity on empty, a ring restarting per tile."""
+    n = PREDICT_TILE
+    j = n * T
+    f, show = j // S, ["?" if v is None else v for v in said]
+    slips = []
+    if said[1] == (f + 1) % 2 != ran[1]:
+        slips.append(f"{said[1]} is the producer's parity on empty, (f + 1) mod 2")
+    if tuple(said) == (0, 0) != tuple(ran):
+        slips.append("stage 0, parity 0 is a ring that restarts at each tile")
+    why = f" ({'; '.join(slips)})" if slips else ""
     return ("your loops pass every check, but your prediction disagrees: " + _tiered(
         f"it says stage {show[0]}, parity {show[1]}.",
-        " Which ring counter is tile 1's first k-tile? §1's rules give its stage and parity from it.",
-        f" Your loops ran tile 1's first k-tile at stage {ran[0]}, full parity {ran[1]}: with T = {T} "
-        f"k-tiles a tile on {S} stages it is ring counter {T}, stage {T} mod {S} = {ran[0]}, fill f = "
-        f"{T} // {S} = {f}, and the consumers wait on full with parity f mod 2 = {ran[1]}{producer}.")
+        f" Which ring counter is tile {n}'s first k-tile? §1's rules give its stage and parity from it.",
+        f" Your loops ran tile {n}'s first k-tile at stage {ran[0]}, full parity {ran[1]}: with T = {T} "
+        f"k-tiles a tile on {S} stages it is ring counter {n}·{T} = {j}, stage {j} mod {S} = {ran[0]}, fill f = "
+        f"{j} // {S} = {f}, and the consumers wait on full with parity f mod 2 = {ran[1]}{why}.")
         + " Correct the first comment and run the cell again.")
 
 

@@ -113,7 +113,7 @@ if exercises.after("ch02.wait_n"):
              (3, "k-tile 0 is read before it lands"))}
     fig = cp_async_figures.plot_group_timeline(runs, stages=4)
     plt.show()
-    print("With N = 2 the compute runs back to back once the ring is full. With N = 0 the consumer also\n"
+    print("With N = 2 the compute runs back to back once the ring is full. With N = 0 each thread also\n"
           "waits for the copies it issued one k-tile earlier, so a hatched wait appears at every k-tile. With\n"
           "N = 3 the first read comes too early. In slot 0 the bars only touch: even `wait_group 3` waits for\n"
           "k-tile 0 before k-tile 4's copy into its slot is issued.")
@@ -278,15 +278,15 @@ notebook.require(round(fitted, -2) == 1300, "1300 is 02b §3's fitted latency ro
 # Going further: [02b §2–§4](02b_cp_async_microbenchmark.ipynb) models this table and asks why
 # it stays below chapter 01's ceiling.
 #
-# **Play** (ungraded, no GPU needed). Type in a new cell:
+# **Play** (ungraded, no GPU needed). In a new cell:
 #
 # * `print(cp_async_ring.show(stages=4, wait=2, latency=2600))` doubles the copy latency. From
-#   which k-tile does the consumer wait? Try `stages=2`.
+#   which k-tile does the [consumer](../docs/glossary.md#consumer) (the math) wait? Try `stages=2`.
 # * `cp_async_ring.run(4, 1)[-1].end - cp_async_ring.run(4, 2)[-1].end` gives the clocks a
 #   too-strict wait loses. Raise `latency=`, and compare §4's one- and four-stage rows.
 #
 # On a GPU, `python -m asynctc record cp_async --no-save` reruns §4's stage sweep in about 43 s.
-# Compare its 4096³ `s1`…`s4` lines with §4's rows.
+# Compare its 4096³ lines with §4's rows.
 
 # %% [markdown]
 # ## Exercises

@@ -8,7 +8,7 @@
 #
 # **Learning goal.** Copy a tile with TMA; wait for it with an mbarrier.
 #
-# **Where we are.** In chapter 02 every thread issued its own 16-byte copies. Here one thread
+# **Where we are.** In chapter 02 every thread issued 16-byte copies. Here one thread
 # copies a whole tile; the mbarrier tells the others when it lands.
 
 # %% output varies
@@ -82,7 +82,7 @@ assert swizzled == swizzle_address(offset, 64)         # the model agrees
 #    with *pending* back at the count.
 #
 # A wait names a [*phase parity*](../docs/glossary.md#phase-parity) P, a phase number mod 2. It
-# passes unless the open phase has parity P. The table runs the steps on a CPU model. Fill 0
+# passes unless the open phase has parity P. A CPU model runs the steps. Fill 0
 # brings boxes A and B; `expect` sums their rows × bytes per row. Fill 1 reuses the barrier.
 
 # %%
@@ -110,13 +110,13 @@ print("fill 0:", "complete, its reader passes" if done else "incomplete, its rea
 
 # %% [markdown]
 # **Read the wait columns.** Fill 0's reader waits on parity 0: False until B lands, then True.
-# Fill 1's waits on parity 1. So the reader of fill f waits on parity f mod 2. At init, wait(1)
+# Fill 1's waits on parity 1; fill f's, on parity f mod 2. At init, wait(1)
 # is already True: the phase before phase 0 counts as complete. One bit is enough: a waiter asks
 # only about the open phase or the one before.
 #
 # The GPU's table takes the same steps. ✓ marks the PTX ISA's answer. Rows 4–6 use a
-# *counter barrier*: 64 arrivals, no bytes. Row 6 waits on an open phase nobody completes: the
-# wait gives up.
+# *counter barrier*: 64 arrivals, no bytes. Row 6's wait, on a phase nobody completes,
+# gives up.
 
 # %% output varies
 display(notebook.show_source("tma.cu", start=r"^  fence_proxy_async_shared_cta\(\);   // the sentinel", end=r"if \(!ok\) return;"))
@@ -129,12 +129,13 @@ notebook.require(all(s["as_expected"] for s in crec.results["lifecycle"]["steps"
 # TMA writes through the [*async proxy*](../docs/glossary.md#proxy), a separate path. The fence orders the threads' writes before TMA's.
 #
 # **Parity, fill by fill.** In chapter 05 each stage has two barriers: *full* (its bytes landed)
-# and *empty* (its readers are done). Before fill f the producer waits on empty with parity
+# and *empty* (its readers, the [consumers](../docs/glossary.md#consumer), are done). Before fill f
+# the [producer](../docs/glossary.md#producer), which issues the copies, waits on empty with parity
 # (f + 1) mod 2, which a fresh barrier passes.
 # [In code](../docs/glossary.md#ring-counter), chapters 05 and 06 wait on `phase` on full, `phase ^ 1` on empty.
 #
 # **Worked: a 2-stage ring.** Tile t goes to stage t mod 2, as its fill t // 2. Which parity does
-# tile 3's reader wait on? Edit `tile` and rerun.
+# tile 3's reader wait on?
 
 # %%
 tile = 3
@@ -151,7 +152,7 @@ print(f"tile {tile}, stage {stage}'s fill {fill}: parity {P} passes only once it
 # ## 4. The instructions underneath
 #
 # Each wrapper above is one PTX instruction (`kernels/ptx/*.cuh`). Below, the life-cycle
-# kernel's SASS for sm_90a, counted.
+# kernel's SASS, counted.
 
 # %% output varies
 from asynctc.core import sass
@@ -166,7 +167,8 @@ for op in ("UTMALDG.2D", "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECH
 # %% [markdown]
 # `shared::cluster` is this CTA's shared memory, addressed as its
 # [cluster](../docs/glossary.md#cluster)'s. `UTMALDG.2D` is the TMA load. `SYNCS.EXCH.64` is
-# `init`. `SYNCS.ARRIVE.TRANS64` is the arrive with expect_tx. `SYNCS.PHASECHK.TRANS64` is
+# `init`. `SYNCS.ARRIVE.TRANS64` is an mbarrier arrive with a transaction count (expect_tx's
+# bytes); `.A1T0`: arrive count 1, tx 0, a plain arrive. `SYNCS.PHASECHK.TRANS64` is
 # `test_wait`, which answers at once. `.TRYWAIT` marks `try_wait`.
 
 # %% [markdown]
@@ -178,7 +180,7 @@ for op in ("UTMALDG.2D", "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECH
 # is 4096 bytes, so the next box goes at `dst + 4096`.
 #
 # **1. Fill one stage.** Write the body of `fill_stage(ta, tb, stage, full_bar, kt, m0, n0)`: three
-# lines of CUDA in a string. It loads A's `BM`×`BK` box of map `ta` from row `m0`. Then it loads
+# lines of CUDA in a string. It loads A's `BM`×`BK` box of map `ta` from row `m0`, then
 # B's `BN`×`BK` box of `tb` from row `n0`. B is stored N×K. `BM` = `BN` = 128 and `BK` = 64, in
 # fp16. One barrier, `full_bar`, covers both. `stage` and `full_bar` are shared-memory byte
 # addresses. B follows A.

@@ -178,19 +178,26 @@ notebook.require(abs(frac[2, 1] - frac[2, 0]) < 0.01 < frac[1, 1] - frac[1, 0], 
 # %% [markdown]
 # ## 3. The ladder
 #
-# The ladder is a row of kernels, each a [rung](../docs/glossary.md#rung), each timed beside
-# cuBLAS. Rung 1 is chapter 05's kernel; each later rung changes one or more things, written under
-# its name. Words the labels use:
+# The ladder is a row of kernels, each a [rung](../docs/glossary.md#rung), timed beside cuBLAS.
+# What each changes:
 #
-# - A [cluster](../docs/glossary.md#cluster) is a group of CTAs that run on nearby SMs. In a
-#   [multicast](../docs/glossary.md#multicast), one TMA load lands in each CTA of the cluster.
-# - The [epilogue](../docs/glossary.md#epilogue) is the code that writes C. A
-#   [TMA store](../docs/glossary.md#tma-store) writes C from shared memory; one thread issues it.
-# - The [raster](../docs/glossary.md#raster) is the order CTAs take tiles in. Its **group-M** is
-#   the number of tile rows it walks before it moves one column.
+# 1. chapter 05's kernel: every warpgroup computes
+# 2. a producer warpgroup + 1 consumer, 128×128
+# 3. 2 consumers on 128×256, setmaxnreg 40/232
+# 4. the fastest tile and stage count of a sweep
+# 5. a persistent grid (one CTA per SM)
+# 6. clusters of 2 CTAs, B multicast
+# 7. the epilogue through shared memory + TMA store
+# 8. a wider raster of tiles (16 rows per group)
+#
+# Its terms: a [cluster](../docs/glossary.md#cluster) is a group of CTAs on nearby SMs; a
+# [multicast](../docs/glossary.md#multicast) lands one TMA load in each of its CTAs. The
+# [epilogue](../docs/glossary.md#epilogue) writes C; a [TMA store](../docs/glossary.md#tma-store)
+# writes C from shared memory, issued by one thread. The [raster](../docs/glossary.md#raster) is the
+# order CTAs take tiles in.
 #
 # **Predict before you look.** Which rung buys the most, one change at a time? Count the split as
-# one change: rung 3 against rung 1, chapter 05's kernel (rung 2 is half of it). Count each later
+# one change: rung 3 against rung 1 (rung 2 is half of it). Count each later
 # rung against the rung it was built from. Orange marks each rung's predicted band.
 
 # %% output answers a prediction
@@ -211,11 +218,9 @@ for sentence, ok, numbers in W.lesson.claims(res, core=True):   # on the record
 # **What the split buys.** Not speed by itself, here: rung 1 already has the 128×256 tile. Split,
 # that tile still fits in the registers each thread gets at entry, and two consumers and
 # `setmaxnreg` each move under 2 % (06c §3). It is the kernel rungs 4–8 are built on, and rung 7's
-# TMA store gains about as much on rung 3 alone. Whether that gain needs the split was not measured:
-# the experiment is chapter 05's kernel with a TMA-store epilogue, which the course does not have.
-# The split also took away the refill work 05 §5 found in its 1.2×, and that bought nothing
-# measurable either: here the refills did not set rung 1's pace, or the split costs what it saves.
-# Public kernels (CUTLASS's, DeepGEMM) use the split where the consumers' registers are the limit,
+# TMA store gains about as much on rung 3 alone; on chapter 05's kernel it was not measured.
+# Removing 05 §5's refill work bought nothing measurable either. CUTLASS and DeepGEMM (DeepSeek's
+# open-source FP8 GEMM library) use the split where the consumers' registers are the limit,
 # as with fp8 promotion (chapter 07) or [09 §1](09_blackwell.ipynb)'s register bill: their
 # finding, not a measurement here.
 

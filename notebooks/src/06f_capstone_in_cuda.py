@@ -54,11 +54,11 @@ print(W.protocol_names())
 # Declare counters as `int`. The check runs your loops in the ring model against float64.
 #
 # **Predict (graded), in the cell's first comment.** Each tile has 3 k-tiles, the ring 2 stages.
-# Which stage and consumers' parity does tile 1's first k-tile use?
+# Which stage and consumers' parity does tile 2's first k-tile use?
 
 # %%
 whole_kloop = """
-// tile 1's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)
+// tile 2's first k-tile: stage ?, consumers' full parity ?   (your prediction; declarations below)
 if (wg == 0) {                 // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
     for (int k = 0; k < T; ++k) {
@@ -129,7 +129,7 @@ assert built.setmaxnreg == 2 and not built.warnings
 
 # %% output varies
 whole_kloop = """
-// tile 1's first k-tile: stage 1, consumers' full parity 1   (ring counter 3: 3 mod 2, 3 // 2 mod 2)
+// tile 2's first k-tile: stage 0, consumers' full parity 1   (ring counter 6: 6 mod 2, 6 // 2 mod 2)
 int stage = 0, phase = 0;                // the ring position: set once, before the tile loop
 if (wg == 0) {                           // the producer warpgroup
   for (int tile = 0; tile < TILES; ++tile) {
