@@ -1,32 +1,29 @@
 """Deep dive 06f's warm-up ``ch06.whole_kloop``, 06's capstone in short names: the learner writes, from a
 blank template, both roles' loops of a warp-specialized, persistent CTA that computes several tiles
-in a row with one ring of stages. The producer warpgroup (``wg == 0``) waits on ``empty[s]``,
-announces the stage's bytes on ``full[s]`` and loads the k-tile; the consumer warpgroups wait on
-``full[s]``, issue the k-tile's wgmmas, release the stage on ``empty[s]`` once the wgmmas are done
-reading it, and store each tile's C. The ring's stage and phase carry from one tile to the next.
+in a row with one ring of stages (the producer ``wg == 0`` waits on ``empty[s]``, announces the
+bytes on ``full[s]`` and loads; the consumers wait on ``full[s]``, issue the wgmmas, release the
+stage once they are done reading it, and store each tile's C; stage and phase carry across tiles).
 No GPU is needed, and nothing is compiled: the text is CUDA-C-like, read by the course's reader.
 
 The check, in order:
 
 1. **read** — :mod:`asynctc.core.loop_reader` (with ``for`` loops) runs the text as the producer's
-   elected thread and as one elected thread of each consumer warpgroup, for each ring of
-   :data:`RINGS` (S stages, T k-tiles a tile, tiles): each role's events in order (waits with their
-   barrier, stage and parity; ``expect`` with its bytes; ``load`` with its tile and k-tile; ``mma``
-   on a stage; ``wait_group``; arrives; ``store`` of a tile).
+   elected thread and as one of each consumer warpgroup, for each ring of :data:`RINGS` (S stages,
+   T k-tiles a tile, tiles): each role's events in order (waits with barrier, stage and parity;
+   ``expect`` with bytes; ``load``; ``mma`` on a stage; ``wait_group``; arrives; ``store``).
 2. **rules** — ring counter j (tile j // T, k-tile j % T) goes to stage j mod S, its fill j // S,
    after a wait on empty with parity (j // S + 1) mod 2 and an expect_tx of :data:`STAGE_BYTES` on full; read j waits on full
    with parity (j // S) mod 2; a stage is released once per read, after the wgmma group reading it
    has retired; each tile's C is stored after its T reads with no wgmma in flight. The first rule
    broken is the hint (with "And 1 more" when the consumers' loop breaks a rule too), with chapter 05's ring model's diagnosis of the same loops where it has one.
-3. **ring model** — :class:`~asynctc.models.pipeline.protocol._ProtocolSim`'s barriers and
-   hardware run the events over every tile, the producer as its own actor (:func:`ring`): no
-   deadlock, no stage read before its bytes land, none overwritten or released while still read.
-4. **data** — deep dive 06e's emulator (:mod:`asynctc.models.emulate_sm90`: the course's stage
-   fill, swizzle and descriptors) moves the bytes in the ring model's order, every tile on its own
-   fresh random A and B; each tile's C must lie within the elementwise bound of float64.
-5. **prediction** — the first comment's stage and parity of the consumers' full wait for tile 2's first
-   k-tile (:data:`PREDICT_TILE`, a tile boundary; chapter 06's exercise 1a asks the producer's side
-   at tile 1) (:func:`prediction`) must be the loops' own; a wrong one fails with a two-tier hint, a "?" or none with :data:`ASK`.
+3. **ring model** — :class:`~asynctc.models.pipeline.protocol._ProtocolSim` runs the events over every
+   tile, the producer as its own actor (:func:`ring`): no deadlock, no stage read before its bytes
+   land, none overwritten or released while still read.
+4. **data** — 06e's emulator (:mod:`asynctc.models.emulate_sm90`) moves the bytes in the ring model's
+   order, every tile on fresh random A and B; each tile's C within the elementwise bound of float64.
+5. **prediction** — the first comment's stage and consumers' full parity at tile :data:`PREDICT_TILE`'s
+   first k-tile (:func:`prediction`) must be the loops' own; a wrong one fails with a two-tier hint, a
+   "?" or none with :data:`ASK`.
 """
 
 from __future__ import annotations
@@ -49,8 +46,7 @@ Event = _lr.Event
 #: The rings the check runs the loops on: (stages S, k-tiles per tile T, tiles). T is no multiple
 #: of S, so a ring that restarts at each tile shows at tile 1; the first also runs the data.
 RINGS = ((2, 3, 3), (3, 4, 2))
-#: The tile whose first k-tile the first comment predicts (stage, the consumers' parity on full).
-#: Chapter 06's exercise 1a asks tile 1's, on the producer's side: here the other barrier, one tile on.
+#: The tile whose first k-tile the first comment predicts (06's exercise 1a asks tile 1's producer side).
 PREDICT_TILE = 2
 #: A stage's bytes: an A box and a B box of 128 rows × 128 bytes (:mod:`asynctc.models.emulate_sm90`).
 STAGE_BYTES = _em.STAGE_BYTES
@@ -239,9 +235,8 @@ class _WholeSim(_ProtocolSim):
 
 
 def ring(producer: list, consumers: list, stages: int, k_tiles_all: int) -> _mp.Schedule:
-    """Chapter 05's ring model run with the producer's events and each consumer warpgroup's, over
-    all ``k_tiles_all`` k-tiles of every tile: a :class:`~asynctc.models.pipeline.Schedule` whose
-    ``diagnosis`` is None when every k-tile moves through the ring safely."""
+    """Chapter 05's ring model run with each role's events over all ``k_tiles_all`` k-tiles: a
+    :class:`~asynctc.models.pipeline.Schedule` (``diagnosis`` None when every k-tile moves safely)."""
     sim = _WholeSim(producer, consumers, stages, k_tiles_all)
     sim.run()
     return _mp.Schedule(sorted(sim.spans, key=lambda s: (s.start, s.lane)), sim.diagnosis, stages, 0,
@@ -251,9 +246,8 @@ def ring(producer: list, consumers: list, stages: int, k_tiles_all: int) -> _mp.
 # ---- the data: every tile through the emulator ----------------------------------------------------
 
 def emulate_tiles(schedule: _mp.Schedule, k_tiles: int, tiles: int, rng=None) -> list:
-    """Move the bytes in ``schedule``'s order (loads land, wgmmas read) with the course's stage
-    fill, swizzle and descriptors, each tile on fresh random A (128 × K) and B (K × 128): the
-    elementwise check (:class:`~asynctc.core.checks.ElementCheck`) of each tile's C."""
+    """Move the bytes in ``schedule``'s order with the course's stage fill, swizzle and descriptors,
+    each tile on fresh random A and B: each tile's C's :class:`~asynctc.core.checks.ElementCheck`."""
     rng = rng if rng is not None else np.random.default_rng()
     S, k = schedule.stages, k_tiles * _em.BK
     ab = [_em.random_inputs(k, rng) for _ in range(tiles)]
@@ -524,18 +518,15 @@ def prediction(text: str) -> tuple[int | None, int | None] | None:
 
 
 def _first_read(ev: list, T: int, tile: int = PREDICT_TILE) -> tuple[int, int]:
-    """(stage, parity of its full wait) of the consumer's read of ring counter ``tile·T``: the first
-    k-tile of ``tile``."""
+    """(stage, parity of its full wait) of the consumer's read of ring counter ``tile·T``."""
     at = [i for i, e in enumerate(ev) if e.kind == "mma"][tile * T]
     return ev[at].stage, next(e.parity for e in reversed(ev[:at]) if e.kind == "wait")
 
 
 def _prediction_hint(said: tuple, ran: tuple, S: int, T: int) -> str:
     """The hint for right loops under a wrong prediction: a question first (which ring counter?), at
-    the same miss again the loops' own numbers and the rule (reader 126: the first miss gave them),
-    with what a known slip's numbers are: the producer's parity on empty, a ring restarting per tile."""
-    n = PREDICT_TILE
-    j = n * T
+    the same miss again the loops' own numbers and the rule, naming a known slip (reader 126)."""
+    n, j = PREDICT_TILE, PREDICT_TILE * T
     f, show = j // S, ["?" if v is None else v for v in said]
     slips = []
     if said[1] == (f + 1) % 2 != ran[1]:
@@ -572,8 +563,7 @@ def timeline(text: str, stages: int = 2, k_tiles: int = 3, tiles: int = 3) -> _m
 
 
 def plot_loops(text: str, stages: int = 2, k_tiles: int = 3, tiles: int = 3):
-    """Chapter 05's timeline plot of :func:`timeline`: one lane per role and the TMA, waits in red
-    (full) and purple (empty), a dashed line where each tile's first wgmma starts. Returns the Figure."""
+    """Chapter 05's timeline plot of :func:`timeline`, a dashed line where each tile's first wgmma starts."""
     from ..models.pipeline.figures import plot_timeline
     sched = timeline(text, stages, k_tiles, tiles)
     fig = plot_timeline(sched.spans, title=f"Your loops: {tiles} tiles × {k_tiles} k-tiles on {stages} stages "
@@ -587,10 +577,8 @@ def plot_loops(text: str, stages: int = 2, k_tiles: int = 3, tiles: int = 3):
 
 
 def show_loops(text: str, passed: bool):
-    """06 §1's picture cell: :func:`plot_loops` of the learner's loops once ``passed``; else of the
-    loops kept when the capstone last passed (:func:`asynctc.core.exercises.my_answer`: a restarted
-    kernel draws them, as the cells held for the pass open); else :data:`PROMISE`. Returns the
-    Figure or None."""
+    """06f §1's picture cell: :func:`plot_loops` of the learner's loops once ``passed``; else of the
+    loops kept when they last passed (:func:`asynctc.core.exercises.my_answer`); else :data:`PROMISE`."""
     if not passed:
         if not _ex.passed("ch06.whole_kloop"):
             print(PROMISE)
